@@ -1,0 +1,55 @@
+# Torpor — agent runtime for devices that sleep.
+# `make help` lists the targets.
+
+GO        ?= go
+FUZZTIME  ?= 30s
+BENCHTIME ?= 1s
+BIN       := bin
+CMDS      := torpor-agent torpor-relay torporctl
+
+export CGO_ENABLED := 0
+
+.PHONY: help build test check check-setup demo cross bench fuzz fmt lint vet test-integration
+
+help: ## Show this help.
+	@awk 'BEGIN{FS=":.*## "} /^[a-z-]+:.*## /{printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+build: ## Build the three binaries for this machine into bin/.
+	@mkdir -p $(BIN)
+	$(GO) build -trimpath -o $(BIN)/ ./cmd/...
+
+test: ## Run the fast, hermetic unit tests (go test ./...).
+	$(GO) test ./...
+
+check: ## Run every test the project has (README's test command; CI runs this).
+	./scripts/check.sh
+
+check-setup: ## Install what `make check` needs (apt, npm, binfmt); root or sudo.
+	./scripts/setup.sh
+
+test-integration: ## Run the tests under test/ (crash, interop, QEMU, end to end).
+	TORPOR_REQUIRE_TOOLS=1 $(GO) test -tags integration -count=1 -timeout 40m ./test/...
+
+demo: ## Run the demo on embedded defaults (relay, sleeping agents, a sender).
+	./scripts/demo.sh
+
+cross: ## Cross-build every binary for linux/arm GOARM=6,7 and linux/arm64; print sizes.
+	./scripts/cross.sh
+
+bench: ## Run the benchmarks (set BENCHTIME to change -benchtime).
+	./scripts/bench.sh
+
+fuzz: ## Run every fuzz target for FUZZTIME each (default 30s).
+	FUZZTIME=$(FUZZTIME) ./scripts/fuzz.sh
+
+fmt: ## Format the Go sources.
+	gofmt -w $$(git ls-files '*.go')
+
+vet: ## go vet every package, including the integration tests.
+	$(GO) vet ./...
+	$(GO) vet -tags integration ./test/...
+
+lint: vet ## go vet plus staticcheck (a go.mod tool).
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting"; exit 1; }
+	$(GO) tool staticcheck ./...
+	$(GO) tool staticcheck -tags integration ./test/...

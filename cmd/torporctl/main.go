@@ -1,0 +1,118 @@
+// Command torporctl is the operator and developer tool of Torpor: keys and
+// DIDs, sending messages to agents, managing devices over MQTT, running
+// conformance vectors and inspecting stores.
+//
+// Usage:
+//
+//	torporctl <command> [flags] [arguments]
+//
+// Run "torporctl help" for the list of commands and "torporctl <command> -h"
+// for the flags of one. Each command lives in its own file, command_<name>.go.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"syscall"
+)
+
+// command is one torporctl subcommand.
+type command struct {
+	name  string
+	args  string // synopsis of the arguments, for help
+	short string // one line, for the command list
+	// run executes the command. Flags are parsed by run itself from fs,
+	// which is named after the command and writes usage to stderr.
+	run func(ctx context.Context, env *env, fs *flag.FlagSet, args []string) error
+}
+
+// env is what a command may touch: its output streams. Commands never write
+// to os.Stdout directly, so the tests can run them in-process.
+type env struct {
+	stdout, stderr io.Writer
+}
+
+var commands = map[string]*command{}
+
+func register(c *command) { commands[c.name] = c }
+
+// errUsage makes main print the command's usage and exit 2.
+var errUsage = errors.New("usage")
+
+// exitError carries an exit status without printing anything more.
+type exitError struct{ code int }
+
+func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		printHelp(stdout)
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	c, ok := commands[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "torporctl: unknown command %q; run 'torporctl help'\n", args[0])
+		return 2
+	}
+	fs := flag.NewFlagSet("torporctl "+c.name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: torporctl %s [flags] %s\n\n%s\n", c.name, c.args, c.short)
+		if hasFlags(fs) {
+			fmt.Fprintln(stderr, "\nflags:")
+			fs.PrintDefaults()
+		}
+	}
+	err := c.run(ctx, &env{stdout: stdout, stderr: stderr}, fs, args[1:])
+	var ee exitError
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.Is(err, errUsage):
+		fs.Usage()
+		return 2
+	case errors.As(err, &ee):
+		return ee.code
+	default:
+		fmt.Fprintf(stderr, "torporctl %s: %v\n", c.name, err)
+		return 1
+	}
+}
+
+func hasFlags(fs *flag.FlagSet) bool {
+	n := 0
+	fs.VisitAll(func(*flag.Flag) { n++ })
+	return n > 0
+}
+
+func printHelp(w io.Writer) {
+	fmt.Fprintln(w, "torporctl is the operator and developer tool of Torpor.")
+	fmt.Fprintln(w, "\nusage: torporctl <command> [flags] [arguments]\n\ncommands:")
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-14s %s\n", n, commands[n].short)
+	}
+	fmt.Fprintln(w, "\nRun 'torporctl <command> -h' for a command's flags.")
+}

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# The whole test suite: what `make check` and CI run. It installs what the
+# tests need first (scripts/setup.sh), then runs, in order: lint, the unit
+# tests, a short fuzz pass, the cross builds, and the integration tests under
+# test/ with every tool required (a missing tool fails, it never skips).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+start=$(date +%s)
+step() { printf '\n== %s (%ds)\n' "$1" $(( $(date +%s) - start )); }
+
+step "setup";       ./scripts/setup.sh
+step "lint";        make --no-print-directory lint
+step "unit tests";  go test -count=1 ./...
+step "fuzz (short)"; FUZZTIME="${CHECK_FUZZTIME:-5s}" ./scripts/fuzz.sh
+step "cross builds"; ./scripts/cross.sh
+step "integration"; make --no-print-directory test-integration
+step "done"
