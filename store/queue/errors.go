@@ -1,0 +1,44 @@
+package queue
+
+import (
+	"errors"
+	"fmt"
+)
+
+var (
+	// ErrFull is returned (as *FullError) by Enqueue when a bound would be
+	// exceeded. The relay answers 507 (messages, bytes) or 429 (peer).
+	ErrFull = errors.New("queue: full")
+	// ErrTooLarge is returned by Enqueue when a body is longer than
+	// Bounds.MaxMessageSize.
+	ErrTooLarge = errors.New("queue: message too large")
+	// ErrClosed is returned by every method after Close.
+	ErrClosed = errors.New("queue: store closed")
+	// ErrInvalidBounds is returned (wrapped) by Enqueue and
+	// Bounds.Validate when a limit is not positive.
+	ErrInvalidBounds = errors.New("queue: invalid bounds")
+	// ErrInvalidRecord is returned (wrapped) by Enqueue for a record
+	// without an agent or with an unknown Kind.
+	ErrInvalidRecord = errors.New("queue: invalid record")
+	// ErrCorrupt is returned (wrapped) when the file holds data this
+	// version cannot decode (an unknown layout version or a bad record).
+	ErrCorrupt = errors.New("queue: corrupt store")
+)
+
+// Bound names used in FullError.Kind, as the profile's "kind" member.
+const (
+	BoundMessages = "messages"
+	BoundBytes    = "bytes"
+	BoundPeer     = "peer"
+)
+
+// FullError says which bound refused an enqueue.
+type FullError struct {
+	// Kind is BoundMessages, BoundBytes or BoundPeer.
+	Kind string
+}
+
+func (e *FullError) Error() string { return fmt.Sprintf("queue: full (%s)", e.Kind) }
+
+// Unwrap returns ErrFull.
+func (e *FullError) Unwrap() error { return ErrFull }

@@ -1,0 +1,116 @@
+// Package wake holds the duty-cycle schedule of a sleeping agent and the
+// sources that wake its device.
+//
+// The schedule part (mode.go, window.go, retry.go) is pure arithmetic on
+// an injected time, shared by the relay and the agent so that both derive
+// the same window:
+//
+//   - Mode: the four reachability modes of the A2A offline store-and-forward
+//     profile (always_on, session, hourly_wake, sleep).
+//   - Window: the hourly wake window. Its minute is WakeMinute(agent DID):
+//     FNV-1a 32 over the DID's UTF-16 code units modulo 60, exactly as the
+//     reference implementation derives it, so a Torpor relay and an Atom
+//     agent agree on when an agent is awake. The default length is five
+//     minutes (the reference's [m, m+4] UTC minutes); an optional offset
+//     shifts a device inside the hour to spread a fleet.
+//   - RetryAfter: whole seconds to a moment inside the next window, spread
+//     by jitter across the window so that refused senders do not all come
+//     back in the same second (the profile's wake-storm consideration), never
+//     0 and never past the window's end, and without the reference's
+//     wrap-around bug that overshoots by an hour.
+//
+// The wake sources (timer, RTC, GPIO) live in subpackages.
+package wake
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+)
+
+// Mode is an agent's reachability mode. The names are the profile's
+// informative Atom names.
+type Mode string
+
+// The reachability modes and the profile's abstract modes they implement.
+const (
+	// AlwaysOn (AlwaysAvailable) accepts live requests at any time.
+	AlwaysOn Mode = "always_on"
+	// Session (SessionOnly) accepts while a session is active and MUST NOT
+	// queue for later delivery.
+	Session Mode = "session"
+	// HourlyWake (PeriodicallyAvailable) accepts inside its hourly window
+	// and may queue outside it.
+	HourlyWake Mode = "hourly_wake"
+	// Sleep (UnavailableStoreForward) refuses live processing and may
+	// queue within bounds.
+	Sleep Mode = "sleep"
+)
+
+// Modes lists the valid modes.
+var Modes = []Mode{AlwaysOn, Session, HourlyWake, Sleep}
+
+// ParseMode returns the Mode named s, or an error naming the valid modes.
+func ParseMode(s string) (Mode, error) {
+	for _, m := range Modes {
+		if string(m) == s {
+			return m, nil
+		}
+	}
+	names := make([]string, len(Modes))
+	for i, m := range Modes {
+		names[i] = string(m)
+	}
+	return "", fmt.Errorf("wake: unknown reachability mode %q (want one of %s)", s, strings.Join(names, ", "))
+}
+
+// Valid reports whether m is one of Modes.
+func (m Mode) Valid() bool {
+	_, err := ParseMode(string(m))
+	return err == nil
+}
+
+// String returns the mode's name.
+func (m Mode) String() string { return string(m) }
+
+// Queues reports whether the mode allows store-and-forward when a request
+// is not accepted live: hourly_wake and sleep do, session MUST NOT
+// (profile, Reachability Modes), always_on never needs to.
+func (m Mode) Queues() bool { return m == HourlyWake || m == Sleep }
+
+// Scheduled reports whether the mode follows the hourly window.
+func (m Mode) Scheduled() bool { return m == HourlyWake }
+
+// Verdict is the schedule's answer to an inbound request at one moment. The
+// relay combines it with what only it knows (whether the device link is up).
+type Verdict struct {
+	// Accept means the agent accepts live requests now.
+	Accept bool
+	// Queue means the request is refused live but may be stored and
+	// forwarded (within bounds), answered agent_asleep.
+	Queue bool
+	// RetryAfter is the Retry-After in seconds when the next window is
+	// known; 0 means none (sleep).
+	RetryAfter int
+}
+
+// Evaluate returns the verdict for mode m with window w at now (profile,
+// Reachability Modes): always_on and session accept; sleep refuses and
+// queues without a Retry-After; hourly_wake accepts inside w and otherwise
+// queues with RetryAfter(w, now, rnd). An invalid mode refuses and does not
+// queue.
+func Evaluate(m Mode, w Window, now time.Time, rnd io.Reader) Verdict {
+	switch m {
+	case AlwaysOn, Session:
+		return Verdict{Accept: true}
+	case Sleep:
+		return Verdict{Queue: true}
+	case HourlyWake:
+		if w.Contains(now) {
+			return Verdict{Accept: true}
+		}
+		return Verdict{Queue: true, RetryAfter: RetryAfter(w, now, rnd)}
+	}
+	return Verdict{}
+}
