@@ -1,0 +1,75 @@
+package vectors
+
+import (
+	"bytes"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// hexBytes is a JSON hex string; JSON null decodes to nil (optional<T>).
+type hexBytes []byte
+
+func (h *hexBytes) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		*h = nil
+		return nil
+	}
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	v, err := hex.DecodeString(s)
+	if err != nil {
+		return err
+	}
+	*h = v
+	return nil
+}
+
+// decode unmarshals the case c into v (a pointer to the kind's struct),
+// refusing fields v does not know, so a vector that grew a field is noticed.
+func decode(c fields, v any) error {
+	b, err := json.Marshal(c)
+	if err != nil {
+		return err
+	}
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.DisallowUnknownFields()
+	if err := d.Decode(v); err != nil {
+		return fmt.Errorf("decoding case: %w", err)
+	}
+	return nil
+}
+
+// checker collects mismatches between computed and expected values.
+type checker struct {
+	errs []error
+}
+
+// bytes records a mismatch if got differs from want.
+func (c *checker) bytes(what string, got, want []byte) {
+	if !bytes.Equal(got, want) {
+		c.errs = append(c.errs, fmt.Errorf("%s = %x, want %x", what, got, want))
+	}
+}
+
+// fail records an error if err is non-nil.
+func (c *checker) fail(what string, err error) bool {
+	if err != nil {
+		c.errs = append(c.errs, fmt.Errorf("%s: %w", what, err))
+		return true
+	}
+	return false
+}
+
+// errorf records a failure.
+func (c *checker) errorf(format string, args ...any) {
+	c.errs = append(c.errs, fmt.Errorf(format, args...))
+}
+
+// err returns the collected failures (nil when there are none).
+func (c *checker) err() error {
+	return errors.Join(c.errs...)
+}

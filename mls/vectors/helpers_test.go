@@ -1,0 +1,15 @@
+package vectors
+
+import (
+	"os"
+	"testing"
+)
+
+func mustRead(t testing.TB, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
