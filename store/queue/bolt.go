@@ -1,0 +1,543 @@
+package queue
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/torpor-dev/torpor/store"
+)
+
+// Bucket and key names (see the package doc's on-disk layout).
+var (
+	bucketMeta    = []byte("meta")
+	bucketAgents  = []byte("agents")
+	bucketExpiry  = []byte("expiry")
+	keyVersion    = []byte("version")
+	keyCounters   = []byte("c")
+	bucketRecords = []byte("r")
+	bucketPeers   = []byte("p")
+)
+
+// layoutVersion is the meta "version" value this code reads and writes.
+const layoutVersion = 1
+
+// DefaultMaxBatchDelay is the group-commit window used by OpenBolt when
+// Options.MaxBatchDelay is zero. It is short against an fsync (milliseconds
+// on flash), so a batch waits little for company; a lone sender does not
+// wait at all (see the package doc).
+const DefaultMaxBatchDelay = 2 * time.Millisecond
+
+// Options configure OpenBolt. The zero value is ready to use.
+type Options struct {
+	// Store is passed to store.Open (size cap, lock timeout).
+	Store *store.Options
+	// MaxBatchDelay is bbolt's DB.MaxBatchDelay: how long a group commit
+	// waits for more enqueues. Zero means DefaultMaxBatchDelay.
+	MaxBatchDelay time.Duration
+	// MaxBatchSize is bbolt's DB.MaxBatchSize: a batch commits at once when
+	// it holds this many calls. Zero keeps bbolt's default (1000).
+	MaxBatchSize int
+}
+
+// Bolt is the embedded bbolt Store. It is safe for concurrent use.
+//
+// Bolt implements Store.
+type Bolt struct {
+	db    *bolt.DB
+	ownDB bool
+	// writers counts Enqueue and Ack calls in flight; a lone writer commits
+	// with Update instead of waiting for Batch's timer.
+	writers atomic.Int32
+	// fail, when set by tests, is called at named points inside write
+	// transactions; an error aborts the transaction there.
+	fail func(point string) error
+
+	mu sync.RWMutex
+	// mu guards all following fields. Operations hold it for reading, so
+	// Close waits for them.
+	closed bool
+}
+
+var _ Store = (*Bolt)(nil)
+
+// OpenBolt opens (creating if needed) the queue file at path with
+// store.Open. Close closes the file.
+func OpenBolt(path string, o *Options) (*Bolt, error) {
+	if o == nil {
+		o = &Options{}
+	}
+	db, err := store.Open(path, o.Store)
+	if err != nil {
+		return nil, err
+	}
+	db.MaxBatchDelay = o.MaxBatchDelay
+	if db.MaxBatchDelay == 0 {
+		db.MaxBatchDelay = DefaultMaxBatchDelay
+	}
+	if o.MaxBatchSize > 0 {
+		db.MaxBatchSize = o.MaxBatchSize
+	}
+	s, err := newBolt(db, true)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// New returns a Store kept in db, which the caller opened (for instance to
+// keep other relay state in the same file) and closes after Close. It
+// creates the queue's buckets if needed.
+func New(db *bolt.DB) (*Bolt, error) { return newBolt(db, false) }
+
+func newBolt(db *bolt.DB, own bool) (*Bolt, error) {
+	err := db.Update(func(tx *bolt.Tx) error {
+		meta, err := tx.CreateBucketIfNotExists(bucketMeta)
+		if err != nil {
+			return err
+		}
+		switch v := meta.Get(keyVersion); {
+		case v == nil:
+			if err := meta.Put(keyVersion, []byte{layoutVersion}); err != nil {
+				return err
+			}
+		case !bytes.Equal(v, []byte{layoutVersion}):
+			return fmt.Errorf("%w: layout version %x, want %d", ErrCorrupt, v, layoutVersion)
+		}
+		for _, name := range [][]byte{bucketAgents, bucketExpiry} {
+			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("queue: opening %s: %w", db.Path(), store.Err(err))
+	}
+	return &Bolt{db: db, ownDB: own}, nil
+}
+
+// DB returns the underlying database, for state that must live in the same
+// file. Callers must not touch the queue's buckets.
+func (s *Bolt) DB() *bolt.DB { return s.db }
+
+// Close implements Store. It waits for calls in progress.
+func (s *Bolt) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	s.closed = true
+	if s.ownDB {
+		return s.db.Close()
+	}
+	return nil
+}
+
+// enter takes the read lock for one call; it fails after Close or when ctx
+// is done. The caller must call s.mu.RUnlock when it returns nil.
+func (s *Bolt) enter(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.RLock()
+	if s.closed {
+		s.mu.RUnlock()
+		return ErrClosed
+	}
+	return nil
+}
+
+// write runs fn in a committed (fsync'd) read-write transaction, shared
+// with concurrent writers through DB.Batch. fn may run more than once and
+// must be idempotent.
+func (s *Bolt) write(fn func(*bolt.Tx) error) error {
+	defer s.writers.Add(-1)
+	if s.writers.Add(1) == 1 {
+		return store.Err(s.db.Update(fn))
+	}
+	return store.Err(s.db.Batch(fn))
+}
+
+// failpoint returns the injected failure for point, if any.
+func (s *Bolt) failpoint(point string) error {
+	if s.fail == nil {
+		return nil
+	}
+	return s.fail(point)
+}
+
+// Enqueue implements Store.
+func (s *Bolt) Enqueue(ctx context.Context, r Record, b Bounds, now time.Time) (Record, error) {
+	if err := s.enter(ctx); err != nil {
+		return Record{}, err
+	}
+	defer s.mu.RUnlock()
+	r, val, err := prepare(r, b, now)
+	if err != nil {
+		return Record{}, err
+	}
+	var (
+		out     Record
+		refused *FullError
+	)
+	err = s.write(func(tx *bolt.Tx) error {
+		out, refused = Record{}, nil // Batch may re-run this function
+		if _, err := s.purge(tx, now); err != nil {
+			return err
+		}
+		seq, fe, err := s.insert(tx, r, val, b)
+		if err != nil || fe != nil {
+			refused = fe
+			return err
+		}
+		out = r
+		out.Seq = seq
+		return nil
+	})
+	switch {
+	case err != nil:
+		return Record{}, fmt.Errorf("queue: enqueue for %s: %w", r.Agent, err)
+	case refused != nil:
+		return Record{}, refused
+	}
+	return out, nil
+}
+
+// prepare validates an Enqueue call and returns the record with its times
+// set and its stored form.
+func prepare(r Record, b Bounds, now time.Time) (Record, []byte, error) {
+	if err := b.Validate(); err != nil {
+		return Record{}, nil, err
+	}
+	if r.Agent == "" {
+		return Record{}, nil, fmt.Errorf("%w: no agent", ErrInvalidRecord)
+	}
+	if r.Kind > KindHandshake {
+		return Record{}, nil, fmt.Errorf("%w: %v", ErrInvalidRecord, r.Kind)
+	}
+	if int64(len(r.Body)) > b.MaxMessageSize {
+		return Record{}, nil, fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, len(r.Body), b.MaxMessageSize)
+	}
+	r.Seq = 0
+	r.EnqueuedAt = time.Unix(0, now.UnixNano()).UTC()
+	r.ExpiresAt = r.EnqueuedAt.Add(b.TTL)
+	val, err := encodeRecord(r)
+	return r, val, err
+}
+
+// insert checks b against the agent's live records and writes r, its
+// expiry index entry and the counters. It returns a *FullError, writing
+// nothing, when a bound refuses r. Expired records must have been purged.
+func (s *Bolt) insert(tx *bolt.Tx, r Record, val []byte, b Bounds) (uint64, *FullError, error) {
+	agents := tx.Bucket(bucketAgents)
+	var (
+		c        counters
+		fromPeer uint64
+	)
+	if ab := agents.Bucket([]byte(r.Agent)); ab != nil {
+		var err error
+		if c, err = parseCounters(r.Agent, ab.Get(keyCounters)); err != nil {
+			return 0, nil, err
+		}
+		if p := ab.Bucket(bucketPeers); p != nil && r.From != "" {
+			fromPeer = getUint(p.Get([]byte(r.From)))
+		}
+	}
+	if fe := check(c, fromPeer, r, b); fe != nil {
+		return 0, fe, nil // a refusal writes nothing
+	}
+	ab, err := agents.CreateBucketIfNotExists([]byte(r.Agent))
+	if err != nil {
+		return 0, nil, err
+	}
+	recs, err := ab.CreateBucketIfNotExists(bucketRecords)
+	if err != nil {
+		return 0, nil, err
+	}
+	peers, err := ab.CreateBucketIfNotExists(bucketPeers)
+	if err != nil {
+		return 0, nil, err
+	}
+	c.last++
+	c.add(r, +1)
+	steps := []func() error{
+		func() error { return recs.Put(seqKey(c.last), val) },
+		func() error { return s.failpoint("enqueue:after-record") },
+		func() error { return tx.Bucket(bucketExpiry).Put(expiryKey(r.ExpiresAt, c.last, r.Agent), nil) },
+		func() error { return s.failpoint("enqueue:after-index") },
+		func() error { return addPeer(peers, r.From, +1) },
+		func() error { return s.failpoint("enqueue:after-peer") },
+		func() error { return ab.Put(keyCounters, c.marshal()) },
+		func() error { return s.failpoint("enqueue:after-counters") },
+	}
+	for _, step := range steps {
+		if err := step(); err != nil {
+			return 0, nil, err
+		}
+	}
+	return c.last, nil, nil
+}
+
+// check applies the bounds in the reference's order (messages, peer,
+// bytes) to the live counters. A KindHandshake record may also use the
+// reserved allowance.
+func check(c counters, fromPeer uint64, r Record, b Bounds) *FullError {
+	maxN, maxPeer, maxBytes := b.MaxMessages, b.MaxPerPeer, b.MaxBytes
+	if r.Kind == KindHandshake {
+		maxN = satAdd(maxN, b.HandshakeMessages)
+		maxPeer = satAdd(maxPeer, b.HandshakeMessages)
+		maxBytes = satAdd(maxBytes, b.HandshakeBytes)
+	}
+	switch {
+	case c.n >= uint64(maxN):
+		return &FullError{Kind: BoundMessages}
+	case r.From != "" && fromPeer >= uint64(maxPeer):
+		return &FullError{Kind: BoundPeer}
+	case c.bytes+uint64(len(r.Body)) > uint64(maxBytes):
+		return &FullError{Kind: BoundBytes}
+	}
+	return nil
+}
+
+// satAdd adds two non-negative integers, saturating instead of overflowing.
+func satAdd[T int | int64](a, b T) T {
+	if s := a + b; s >= a {
+		return s
+	}
+	return a
+}
+
+func getUint(b []byte) uint64 {
+	if len(b) != 8 {
+		return 0
+	}
+	return binary.BigEndian.Uint64(b)
+}
+
+// addPeer adds delta to the count of records from peer, deleting the key
+// at zero. An empty peer is not counted.
+func addPeer(peers *bolt.Bucket, peer string, delta int) error {
+	if peer == "" {
+		return nil
+	}
+	n := int64(getUint(peers.Get([]byte(peer)))) + int64(delta)
+	if n <= 0 {
+		return peers.Delete([]byte(peer))
+	}
+	return peers.Put([]byte(peer), binary.BigEndian.AppendUint64(nil, uint64(n)))
+}
+
+// remove deletes record seq of agent (bucket ab) with its index entry and
+// takes it out of the counters. It reports false if there is no such
+// record.
+func (s *Bolt) remove(tx *bolt.Tx, ab *bolt.Bucket, agent string, seq uint64) (bool, error) {
+	recs := ab.Bucket(bucketRecords)
+	if recs == nil {
+		return false, nil
+	}
+	v := recs.Get(seqKey(seq))
+	if v == nil {
+		return false, nil
+	}
+	r, err := decodeRecord(agent, seq, v)
+	if err != nil {
+		return false, err
+	}
+	c, err := parseCounters(agent, ab.Get(keyCounters))
+	if err != nil {
+		return false, err
+	}
+	c.add(r, -1)
+	steps := []func() error{
+		func() error { return recs.Delete(seqKey(seq)) },
+		func() error { return s.failpoint("remove:after-record") },
+		func() error { return tx.Bucket(bucketExpiry).Delete(expiryKey(r.ExpiresAt, seq, agent)) },
+		func() error { return addPeer(ab.Bucket(bucketPeers), r.From, -1) },
+		func() error { return ab.Put(keyCounters, c.marshal()) },
+	}
+	for _, step := range steps {
+		if err := step(); err != nil {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
+// purge deletes every record expired at now (expiry < now), walking the
+// expiry index from its oldest entry, and returns how many.
+func (s *Bolt) purge(tx *bolt.Tx, now time.Time) (int, error) {
+	var due [][]byte
+	c := tx.Bucket(bucketExpiry).Cursor()
+	for k, _ := c.First(); k != nil; k, _ = c.Next() {
+		exp, _, _, err := parseExpiryKey(k)
+		if err != nil {
+			return 0, err
+		}
+		if !now.After(exp) {
+			break
+		}
+		due = append(due, bytes.Clone(k))
+	}
+	agents := tx.Bucket(bucketAgents)
+	for _, k := range due {
+		_, seq, agent, _ := parseExpiryKey(k)
+		ab := agents.Bucket([]byte(agent))
+		if ab == nil {
+			return 0, fmt.Errorf("%w: expiry index names unknown agent %q", ErrCorrupt, agent)
+		}
+		ok, err := s.remove(tx, ab, agent, seq)
+		if err != nil {
+			return 0, err
+		}
+		if !ok {
+			return 0, fmt.Errorf("%w: expiry index names missing record %s/%d", ErrCorrupt, agent, seq)
+		}
+	}
+	return len(due), nil
+}
+
+// Next implements Store.
+func (s *Bolt) Next(ctx context.Context, agent string, after uint64, max int, now time.Time) ([]Record, error) {
+	if err := s.enter(ctx); err != nil {
+		return nil, err
+	}
+	defer s.mu.RUnlock()
+	if max <= 0 || after == ^uint64(0) {
+		return nil, nil
+	}
+	var out []Record
+	err := s.db.View(func(tx *bolt.Tx) error {
+		ab := tx.Bucket(bucketAgents).Bucket([]byte(agent))
+		if ab == nil || ab.Bucket(bucketRecords) == nil {
+			return nil
+		}
+		c := ab.Bucket(bucketRecords).Cursor()
+		for k, v := c.Seek(seqKey(after + 1)); k != nil && len(out) < max; k, v = c.Next() {
+			r, err := decodeRecord(agent, binary.BigEndian.Uint64(k), v)
+			if err != nil {
+				return err
+			}
+			if !r.Expired(now) {
+				out = append(out, r)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("queue: next for %s: %w", agent, err)
+	}
+	return out, nil
+}
+
+// Ack implements Store. The deletions are durable when it returns.
+func (s *Bolt) Ack(ctx context.Context, agent string, seqs []uint64) error {
+	if err := s.enter(ctx); err != nil {
+		return err
+	}
+	defer s.mu.RUnlock()
+	if len(seqs) == 0 {
+		return nil
+	}
+	err := s.write(func(tx *bolt.Tx) error {
+		ab := tx.Bucket(bucketAgents).Bucket([]byte(agent))
+		if ab == nil {
+			return nil
+		}
+		for _, seq := range seqs {
+			if _, err := s.remove(tx, ab, agent, seq); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("queue: ack for %s: %w", agent, err)
+	}
+	return nil
+}
+
+// Purge implements Store.
+func (s *Bolt) Purge(ctx context.Context, now time.Time) (int, error) {
+	if err := s.enter(ctx); err != nil {
+		return 0, err
+	}
+	defer s.mu.RUnlock()
+	var n int
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		var err error
+		n, err = s.purge(tx, now)
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("queue: purge: %w", store.Err(err))
+	}
+	return n, nil
+}
+
+// Stats implements Store. It does not write: records that expired since
+// the last purge are subtracted from the counters.
+func (s *Bolt) Stats(ctx context.Context, agent string, now time.Time) (Stats, error) {
+	if err := s.enter(ctx); err != nil {
+		return Stats{}, err
+	}
+	defer s.mu.RUnlock()
+	var c counters
+	err := s.db.View(func(tx *bolt.Tx) error {
+		ab := tx.Bucket(bucketAgents).Bucket([]byte(agent))
+		if ab == nil {
+			return nil
+		}
+		var err error
+		if c, err = parseCounters(agent, ab.Get(keyCounters)); err != nil {
+			return err
+		}
+		return subtractExpired(tx, ab, agent, now, &c)
+	})
+	if err != nil {
+		return Stats{}, fmt.Errorf("queue: stats for %s: %w", agent, err)
+	}
+	return Stats{
+		Messages:       int(c.n),
+		Bytes:          int64(c.bytes),
+		Handshakes:     int(c.hn),
+		HandshakeBytes: int64(c.hbytes),
+	}, nil
+}
+
+// subtractExpired takes agent's records that are expired at now but not yet
+// purged out of c.
+func subtractExpired(tx *bolt.Tx, ab *bolt.Bucket, agent string, now time.Time, c *counters) error {
+	recs := ab.Bucket(bucketRecords)
+	cur := tx.Bucket(bucketExpiry).Cursor()
+	for k, _ := cur.First(); k != nil; k, _ = cur.Next() {
+		exp, seq, a, err := parseExpiryKey(k)
+		if err != nil {
+			return err
+		}
+		if !now.After(exp) {
+			break
+		}
+		if a != agent || recs == nil {
+			continue
+		}
+		v := recs.Get(seqKey(seq))
+		if v == nil {
+			return fmt.Errorf("%w: expiry index names missing record %s/%d", ErrCorrupt, agent, seq)
+		}
+		r, err := decodeRecord(agent, seq, v)
+		if err != nil {
+			return err
+		}
+		c.add(r, -1)
+	}
+	return nil
+}

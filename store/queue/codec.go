@@ -1,0 +1,142 @@
+package queue
+
+import (
+	"encoding/binary"
+	"fmt"
+	"time"
+
+	"github.com/fxamacker/cbor/v2"
+)
+
+// recordVersion is the first byte of every record value (see the package
+// doc's on-disk layout).
+const recordVersion = 1
+
+// diskRecord is the CBOR array stored after the version byte. Agent and Seq
+// are not stored: the bucket and the key hold them.
+type diskRecord struct {
+	_          struct{} `cbor:",toarray"`
+	From       string
+	Kind       Kind
+	EnqueuedAt int64 // Unix ns
+	ExpiresAt  int64 // Unix ns
+	Body       []byte
+}
+
+var (
+	encMode cbor.EncMode
+	decMode cbor.DecMode
+)
+
+func init() {
+	var err error
+	if encMode, err = (cbor.EncOptions{Sort: cbor.SortCoreDeterministic}).EncMode(); err != nil {
+		panic(err)
+	}
+	if decMode, err = (cbor.DecOptions{ExtraReturnErrors: cbor.ExtraDecErrorUnknownField}).DecMode(); err != nil {
+		panic(err)
+	}
+}
+
+// encodeRecord returns the stored form of r.
+func encodeRecord(r Record) ([]byte, error) {
+	b, err := encMode.Marshal(diskRecord{
+		From:       r.From,
+		Kind:       r.Kind,
+		EnqueuedAt: r.EnqueuedAt.UnixNano(),
+		ExpiresAt:  r.ExpiresAt.UnixNano(),
+		Body:       r.Body,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("queue: encoding record: %w", err)
+	}
+	return append([]byte{recordVersion}, b...), nil
+}
+
+// decodeRecord parses a stored record of agent at seq. The body is copied,
+// so the result stays valid after the transaction ends.
+func decodeRecord(agent string, seq uint64, v []byte) (Record, error) {
+	if len(v) == 0 || v[0] != recordVersion {
+		return Record{}, fmt.Errorf("%w: record %s/%d: unknown version", ErrCorrupt, agent, seq)
+	}
+	var d diskRecord
+	if err := decMode.Unmarshal(v[1:], &d); err != nil {
+		return Record{}, fmt.Errorf("%w: record %s/%d: %v", ErrCorrupt, agent, seq, err)
+	}
+	if d.Kind > KindHandshake {
+		return Record{}, fmt.Errorf("%w: record %s/%d: kind %d", ErrCorrupt, agent, seq, d.Kind)
+	}
+	body := make([]byte, len(d.Body))
+	copy(body, d.Body)
+	return Record{
+		Seq:        seq,
+		Agent:      agent,
+		From:       d.From,
+		Kind:       d.Kind,
+		EnqueuedAt: time.Unix(0, d.EnqueuedAt).UTC(),
+		ExpiresAt:  time.Unix(0, d.ExpiresAt).UTC(),
+		Body:       body,
+	}, nil
+}
+
+// counters are an agent's per-agent totals, kept exact in the transaction
+// that changes the records.
+type counters struct {
+	last       uint64 // last assigned seq
+	n, bytes   uint64 // live records and their body bytes
+	hn, hbytes uint64 // the KindHandshake subset
+}
+
+const countersLen = 5 * 8
+
+func (c counters) marshal() []byte {
+	b := make([]byte, 0, countersLen)
+	for _, v := range []uint64{c.last, c.n, c.bytes, c.hn, c.hbytes} {
+		b = binary.BigEndian.AppendUint64(b, v)
+	}
+	return b
+}
+
+func parseCounters(agent string, b []byte) (counters, error) {
+	if b == nil {
+		return counters{}, nil
+	}
+	if len(b) != countersLen {
+		return counters{}, fmt.Errorf("%w: counters of %s: %d bytes", ErrCorrupt, agent, len(b))
+	}
+	u := func(i int) uint64 { return binary.BigEndian.Uint64(b[8*i:]) }
+	return counters{last: u(0), n: u(1), bytes: u(2), hn: u(3), hbytes: u(4)}, nil
+}
+
+// add adds (sign +1) or removes (sign -1) r from c.
+func (c *counters) add(r Record, sign int) {
+	n, size := uint64(1), uint64(len(r.Body))
+	if sign < 0 {
+		n, size = -n, -size // two's complement subtraction
+	}
+	c.n += n
+	c.bytes += size
+	if r.Kind == KindHandshake {
+		c.hn += n
+		c.hbytes += size
+	}
+}
+
+func seqKey(seq uint64) []byte { return binary.BigEndian.AppendUint64(nil, seq) }
+
+// expiryKey orders the expiry index by time: the Unix ns with the sign bit
+// flipped sorts correctly as unsigned big-endian bytes.
+func expiryKey(expires time.Time, seq uint64, agent string) []byte {
+	k := make([]byte, 0, 16+len(agent))
+	k = binary.BigEndian.AppendUint64(k, uint64(expires.UnixNano())^(1<<63))
+	k = binary.BigEndian.AppendUint64(k, seq)
+	return append(k, agent...)
+}
+
+func parseExpiryKey(k []byte) (expires time.Time, seq uint64, agent string, err error) {
+	if len(k) < 17 {
+		return time.Time{}, 0, "", fmt.Errorf("%w: expiry index key of %d bytes", ErrCorrupt, len(k))
+	}
+	ns := int64(binary.BigEndian.Uint64(k) ^ (1 << 63))
+	return time.Unix(0, ns).UTC(), binary.BigEndian.Uint64(k[8:]), string(k[16:]), nil
+}
