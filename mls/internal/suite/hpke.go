@@ -97,3 +97,42 @@ func readRand(rand io.Reader, b []byte) error {
 	_, err := io.ReadFull(rand, b)
 	return err
 }
+
+// ExportSender sets up an HPKE base-mode sender to pub with the given info
+// and returns the KEM output and context.export(exporterContext, length)
+// (RFC 9180 Section 5.3), with the suite's AEAD in the HPKE suite ID as the
+// exporter secret depends on it. RFC 9420 Section 8.3 uses it, with empty info, to
+// send an external init secret.
+func ExportSender(pub, info []byte, exporterContext string, length int) (kemOutput, secret []byte, err error) {
+	pk, err := kem.NewPublicKey(pub)
+	if err != nil {
+		return nil, nil, err
+	}
+	enc, s, err := hpke.NewSender(pk, hpke.HKDFSHA256(), hpke.AES128GCM(), info)
+	if err != nil {
+		return nil, nil, err
+	}
+	secret, err = s.Export(exporterContext, length)
+	if err != nil {
+		return nil, nil, err
+	}
+	return enc, secret, nil
+}
+
+// ExportRecipient is the receiving side of ExportSender. Every failure
+// returns ErrDecrypt.
+func ExportRecipient(priv, kemOutput, info []byte, exporterContext string, length int) ([]byte, error) {
+	sk, err := kem.NewPrivateKey(priv)
+	if err != nil {
+		return nil, ErrDecrypt
+	}
+	r, err := hpke.NewRecipient(kemOutput, sk, hpke.HKDFSHA256(), hpke.AES128GCM(), info)
+	if err != nil {
+		return nil, ErrDecrypt
+	}
+	secret, err := r.Export(exporterContext, length)
+	if err != nil {
+		return nil, ErrDecrypt
+	}
+	return secret, nil
+}
