@@ -1,0 +1,47 @@
+// Package bearer issues and verifies DID Bearer transport tokens, the
+// caller authentication of draft-chapman-a2a-mls-03 Section 7.9 in the wire
+// format of the Atom reference implementation:
+//
+//	Authorization: Bearer atom.<b64url(claims)>.<b64url(signature)>
+//
+// claims is the canonical JSON (RFC 8785: sorted keys, no whitespace) of
+// {"aud","did","exp","iat","v"} and signature is the Ed25519 signature
+// (RFC 8032) of exactly those claim bytes by the key of the did:key in
+// "did". Nothing else is signed; the token is not a JWS. Both parts are
+// base64url without padding (RFC 4648 Section 5).
+//
+// # Verification
+//
+// Verifier.Verify runs the reference's checks in the reference's order and
+// adds one of its own:
+//
+//  1. the "atom." prefix and the two dot-separated parts;
+//  2. base64url and JSON decoding, and the claim types (v == 1, did a
+//     did:key Ed25519 identifier, aud a string, iat and exp integer Unix
+//     seconds);
+//  3. exp: the token is expired when exp < now (exp == now is still valid,
+//     as in the reference);
+//  4. iat: not yet valid when iat > now + Skew (60 s);
+//  5. lifetime: exp − iat must not exceed MaxLifetime (10 minutes). The
+//     reference has no such cap, so a stolen token it issued with a long
+//     TTL would stay usable indefinitely; ours bounds that window. The
+//     reference's own tokens live 5 minutes and pass;
+//  6. aud: equal to the Verifier's Audience after both are normalised to an
+//     origin (see NormalizeAudience);
+//  7. the claim bytes must equal the canonical form of the claims, so that
+//     exactly one byte string is signed for one set of claims;
+//  8. the Ed25519 signature under the key derived from did (draft Section
+//     4.1: never resolved over a network).
+//
+// Every failure is an *Error that wraps one sentinel (ErrMissing,
+// ErrMalformed, ErrExpired, ErrNotYetValid, ErrLifetime, ErrAudience,
+// ErrNonCanonical, ErrSignature) so callers can tell with errors.Is which
+// check failed. Its Detail is the reference's message ("transport token:
+// expired"), which is what WriteUnauthorized sends back in the 401 body, so
+// a reference client sees the answers it expects.
+//
+// There is no replay cache for tokens (nor in the reference): a token is a
+// short-lived proof of the caller's DID, not an authorisation of one
+// request. Replay of what the request carries is the business of the
+// Governed Object replay cache.
+package bearer

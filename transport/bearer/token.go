@@ -1,0 +1,341 @@
+package bearer
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/torpor-dev/torpor/clock"
+	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/internal/canon"
+)
+
+const (
+	// Prefix starts every token.
+	Prefix = "atom."
+	// Scheme is the name of the security scheme on the Agent Card.
+	Scheme = "atomDidBearer"
+	// Format is the bearerFormat of that scheme.
+	Format = "AtomDID"
+
+	// DefaultTTL is the lifetime Issue gives a token when ttl is zero; the
+	// reference uses the same.
+	DefaultTTL = 5 * time.Minute
+	// DefaultMaxLifetime caps exp − iat when Verifier.MaxLifetime is zero.
+	DefaultMaxLifetime = 10 * time.Minute
+	// DefaultSkew is the allowance for a caller whose clock runs ahead when
+	// Verifier.Skew is zero.
+	DefaultSkew = 60 * time.Second
+)
+
+// Claims are the signed contents of a token.
+type Claims struct {
+	V   int    `json:"v"`   // always 1
+	DID string `json:"did"` // the caller
+	Aud string `json:"aud"` // the callee's origin
+	Iat int64  `json:"iat"` // issued at, Unix seconds
+	Exp int64  `json:"exp"` // expires at, Unix seconds
+}
+
+// canonical returns the canonical claim bytes: sorted keys, no whitespace,
+// strings escaped as RFC 8785 (and JavaScript's JSON.stringify) escape them.
+func (c Claims) canonical() ([]byte, error) {
+	return canon.Marshal(c)
+}
+
+// Issue returns a token asserting key's DID to the origin of aud, issued at
+// now and valid for ttl (DefaultTTL when zero). Times are truncated to whole
+// seconds as the reference does. Send it as Authorization(token).
+func Issue(key *did.PrivateKey, aud string, now time.Time, ttl time.Duration) (string, error) {
+	if ttl == 0 {
+		ttl = DefaultTTL
+	}
+	if ttl < 0 {
+		return "", fmt.Errorf("bearer: negative ttl %v", ttl)
+	}
+	origin, err := NormalizeAudience(aud)
+	if err != nil {
+		return "", err
+	}
+	c := Claims{
+		V:   1,
+		DID: key.DID().String(),
+		Aud: origin,
+		Iat: floorUnix(now),
+		Exp: floorUnix(now.Add(ttl)),
+	}
+	body, err := c.canonical()
+	if err != nil {
+		return "", fmt.Errorf("bearer: %v", err)
+	}
+	sig := key.Sign(body)
+	return Prefix + base64.RawURLEncoding.EncodeToString(body) + "." + base64.RawURLEncoding.EncodeToString(sig), nil
+}
+
+// Authorization returns the Authorization header value carrying token.
+func Authorization(token string) string { return "Bearer " + token }
+
+func floorUnix(t time.Time) int64 {
+	// Unix() truncates toward zero; floor matches Math.floor(ms/1000) for
+	// the (theoretical) instants before 1970 too.
+	s := t.Unix()
+	if t.Before(time.Unix(s, 0)) {
+		s--
+	}
+	return s
+}
+
+// Verifier checks tokens presented to one origin. Its zero value refuses
+// every token (no audience); set Audience. Do not change it after use
+// begins.
+type Verifier struct {
+	// Audience is this server's public base URL or origin, such as
+	// "https://relay.example". It is compared after NormalizeAudience.
+	Audience string
+	// Clock tells the time; nil means clock.Real.
+	Clock clock.Clock
+	// MaxLifetime caps exp − iat; zero means DefaultMaxLifetime and a
+	// negative value disables the cap (the reference's behaviour).
+	MaxLifetime time.Duration
+	// Skew is how far iat may lie in the future; zero means DefaultSkew.
+	Skew time.Duration
+}
+
+// Verify checks a token, given either as the bare token or as the full
+// Authorization header value ("Bearer atom.…"), and returns the DID it
+// proves. On failure it returns an *Error wrapping the sentinel of the
+// failed check (see the package documentation for the order).
+func (v *Verifier) Verify(s string) (did.DID, error) {
+	tok, err := extract(s)
+	if err != nil {
+		return did.DID{}, err
+	}
+	t, err := Parse(tok)
+	if err != nil {
+		return did.DID{}, err
+	}
+	if err := v.checkTimes(t.Claims); err != nil {
+		return did.DID{}, err
+	}
+	if err := v.checkAudience(t.Claims.Aud); err != nil {
+		return did.DID{}, err
+	}
+	want, err := t.Claims.canonical()
+	if err != nil || !bytes.Equal(want, t.body) {
+		return did.DID{}, fail(ErrNonCanonical, "transport token: non-canonical payload", "")
+	}
+	if !t.id.Verify(t.body, t.sig) {
+		return did.DID{}, fail(ErrSignature, "transport token: bad signature", "")
+	}
+	return t.id, nil
+}
+
+// Token is a decoded token whose signature, times and audience have not
+// been checked. Only Verify establishes that a token is valid.
+type Token struct {
+	Claims Claims
+	id     did.DID
+	body   []byte // the claim bytes as received
+	sig    []byte
+}
+
+// Parse decodes a bare token: the prefix, the two base64url parts and the
+// claim types. It returns an *Error wrapping ErrMalformed on failure.
+func Parse(tok string) (*Token, error) {
+	body, sig, err := split(tok)
+	if err != nil {
+		return nil, err
+	}
+	c, id, err := parseClaims(body)
+	if err != nil {
+		return nil, err
+	}
+	return &Token{Claims: c, id: id, body: body, sig: sig}, nil
+}
+
+// String re-encodes the token from the claim bytes and signature it was
+// parsed from, without padding.
+func (t *Token) String() string {
+	return Prefix + base64.RawURLEncoding.EncodeToString(t.body) + "." + base64.RawURLEncoding.EncodeToString(t.sig)
+}
+
+// extract returns the token from a bare token or an Authorization value.
+// The scheme name is matched case-insensitively (RFC 9110 Section 11.1).
+func extract(s string) (string, error) {
+	s = strings.TrimSpace(s)
+	scheme, rest, ok := strings.Cut(s, " ")
+	switch {
+	case ok && strings.EqualFold(scheme, "Bearer"):
+		s = strings.TrimSpace(rest)
+	case ok || strings.EqualFold(s, "Bearer"):
+		s = "" // another scheme, or no token after the scheme
+	}
+	if s == "" {
+		return "", fail(ErrMissing, "missing bearer token", "")
+	}
+	return s, nil
+}
+
+func split(tok string) (body, sig []byte, err error) {
+	rest, ok := strings.CutPrefix(tok, Prefix)
+	if !ok {
+		return nil, nil, fail(ErrMalformed, "transport token: missing atom. prefix", "")
+	}
+	b64body, b64sig, ok := strings.Cut(rest, ".")
+	if !ok || b64body == "" || b64sig == "" {
+		return nil, nil, fail(ErrMalformed, "transport token: malformed", "want atom.<claims>.<signature>")
+	}
+	body, err1 := decodeB64URL(b64body)
+	sig, err2 := decodeB64URL(b64sig)
+	if err := errors.Join(err1, err2); err != nil {
+		return nil, nil, fail(ErrMalformed, "transport token: malformed", err.Error())
+	}
+	return body, sig, nil
+}
+
+// decodeB64URL decodes base64url with or without padding.
+func decodeB64URL(s string) ([]byte, error) {
+	b, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(s, "="))
+	if err != nil {
+		return nil, fmt.Errorf("not base64url: %v", err)
+	}
+	return b, nil
+}
+
+// parseClaims decodes the claim bytes and checks the claim types the way
+// the reference does.
+func parseClaims(body []byte) (Claims, did.DID, error) {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(body, &raw); err != nil || raw == nil {
+		return Claims{}, did.DID{}, fail(ErrMalformed, "transport token: payload is not JSON", "")
+	}
+	var c Claims
+	var bad []string
+	if v, ok := intClaim(raw["v"]); !ok || v != 1 {
+		bad = append(bad, "v")
+	}
+	c.V = 1
+	if !stringClaim(raw["did"], &c.DID) {
+		bad = append(bad, "did")
+	}
+	if !stringClaim(raw["aud"], &c.Aud) {
+		bad = append(bad, "aud")
+	}
+	var ok bool
+	if c.Iat, ok = intClaim(raw["iat"]); !ok {
+		bad = append(bad, "iat")
+	}
+	if c.Exp, ok = intClaim(raw["exp"]); !ok {
+		bad = append(bad, "exp")
+	}
+	id, err := did.Parse(c.DID)
+	if err != nil && !contains(bad, "did") {
+		bad = append(bad, "did")
+	}
+	if len(bad) > 0 {
+		return Claims{}, did.DID{}, fail(ErrMalformed, "transport token: invalid claims", "bad "+strings.Join(bad, ", "))
+	}
+	return c, id, nil
+}
+
+func contains(s []string, x string) bool {
+	for _, e := range s {
+		if e == x {
+			return true
+		}
+	}
+	return false
+}
+
+func stringClaim(raw json.RawMessage, dst *string) bool {
+	return raw != nil && json.Unmarshal(raw, dst) == nil && raw[0] == '"'
+}
+
+// intClaim decodes an integer JSON number. The reference accepts any JSON
+// number; a fractional one could never be the canonical form of integer
+// seconds anyway.
+func intClaim(raw json.RawMessage) (int64, bool) {
+	if raw == nil {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(string(raw), 10, 64)
+	return n, err == nil
+}
+
+func (v *Verifier) checkTimes(c Claims) error {
+	now := floorUnix(clock.Or(v.Clock).Now())
+	if c.Exp < now {
+		return fail(ErrExpired, "transport token: expired", fmt.Sprintf("exp %d < now %d", c.Exp, now))
+	}
+	skew := v.Skew
+	if skew == 0 {
+		skew = DefaultSkew
+	}
+	if c.Iat > now+int64(skew/time.Second) {
+		return fail(ErrNotYetValid, "transport token: not yet valid", fmt.Sprintf("iat %d > now %d + %v", c.Iat, now, skew))
+	}
+	max := v.MaxLifetime
+	if max == 0 {
+		max = DefaultMaxLifetime
+	}
+	if max > 0 && c.Exp-c.Iat > int64(max/time.Second) {
+		return fail(ErrLifetime, "transport token: lifetime too long", fmt.Sprintf("exp − iat = %ds > %v", c.Exp-c.Iat, max))
+	}
+	return nil
+}
+
+func (v *Verifier) checkAudience(aud string) error {
+	mine, err := NormalizeAudience(v.Audience)
+	if err != nil || v.Audience == "" {
+		return fail(ErrAudience, "transport auth audience not configured", "")
+	}
+	got, err := NormalizeAudience(aud)
+	if err != nil || got != mine {
+		return fail(ErrAudience, "transport token: audience mismatch", fmt.Sprintf("token for %q, this is %q", truncate(aud), mine))
+	}
+	return nil
+}
+
+func truncate(s string) string {
+	if len(s) > 100 {
+		return s[:100] + "…"
+	}
+	return s
+}
+
+// NormalizeAudience reduces a URL to the origin scheme://host[:port] the
+// token's aud claim names: scheme and host lower-cased, the scheme's default
+// port (80 for http, 443 for https) dropped, path, query and fragment
+// removed. This is what the reference gets from the WHATWG URL parser. A
+// string that is not an absolute URL with a host is returned trimmed of
+// white space and one trailing slash, as the reference's fallback does.
+func NormalizeAudience(s string) (string, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return "", errors.New("bearer: empty audience")
+	}
+	u, err := url.Parse(s)
+	if err != nil || u.Scheme == "" || u.Host == "" {
+		return strings.TrimSuffix(s, "/"), nil
+	}
+	scheme := strings.ToLower(u.Scheme)
+	host := strings.ToLower(u.Hostname())
+	if strings.Contains(host, ":") {
+		host = "[" + host + "]" // IPv6 literal
+	}
+	port := u.Port()
+	if (scheme == "http" && port == "80") || (scheme == "https" && port == "443") {
+		port = ""
+	}
+	if port != "" {
+		host = net.JoinHostPort(strings.Trim(host, "[]"), port)
+	}
+	return scheme + "://" + host, nil
+}

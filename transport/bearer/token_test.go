@@ -1,0 +1,280 @@
+package bearer
+
+import (
+	"encoding/base64"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/torpor-dev/torpor/clock/clocktest"
+	"github.com/torpor-dev/torpor/did"
+)
+
+// Test identities of the Atom vectors: RFC 8032 seeds 31×00‖01 and 31×00‖02.
+func testKey(tb testing.TB, last byte) *did.PrivateKey {
+	tb.Helper()
+	seed := make([]byte, 32)
+	seed[31] = last
+	k, err := did.NewKeyFromSeed(seed)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return k
+}
+
+const (
+	aliceDID = "did:key:z6MkjchhfUsD6mmvni8mCdXHw216Xrm9bQe2mBH1P5RDjVJG"
+	// goldenToken was computed independently of this package with Python's
+	// cryptography library: Alice's key signing the reference's example
+	// claims {"aud":"https://peer.example","did":<alice>,"exp":1768478700,
+	// "iat":1768478400,"v":1}.
+	goldenToken = "atom.eyJhdWQiOiJodHRwczovL3BlZXIuZXhhbXBsZSIsImRpZCI6ImRpZDprZXk6ejZNa2pjaGhmVXNENm1tdm5pOG1DZFhIdzIxNlhybTliUWUybUJIMVA1UkRqVkpHIiwiZXhwIjoxNzY4NDc4NzAwLCJpYXQiOjE3Njg0Nzg0MDAsInYiOjF9.fTHY3e-rKq6apgvOcRgtB7a5CZhz9By4FnwHJM1etY-HvucCYx_XKKhEu1ibnp0HWUjeeMm6UrMFpNqjx-JdBA"
+)
+
+var noon = time.Date(2026, 1, 15, 12, 0, 0, 0, time.UTC) // 1768478400
+
+func TestIssueGolden(t *testing.T) {
+	tok, err := Issue(testKey(t, 1), "https://Peer.Example:443/a2a/jsonrpc", noon.Add(900*time.Millisecond), 5*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tok != goldenToken {
+		t.Errorf("Issue = %s\nwant   %s", tok, goldenToken)
+	}
+}
+
+func TestVerifyGolden(t *testing.T) {
+	v := &Verifier{Audience: "https://peer.example/a2a/jsonrpc", Clock: clocktest.New(noon)}
+	for _, in := range []string{goldenToken, "Bearer " + goldenToken, "bearer  " + goldenToken + " "} {
+		id, err := v.Verify(in)
+		if err != nil {
+			t.Fatalf("Verify(%.20q…) = %v", in, err)
+		}
+		if id.String() != aliceDID {
+			t.Errorf("Verify(%.20q…) = %v, want %v", in, id, aliceDID)
+		}
+	}
+}
+
+// signed builds a token over arbitrary claim bytes with k.
+func signed(k *did.PrivateKey, body string) string {
+	return Prefix + base64.RawURLEncoding.EncodeToString([]byte(body)) + "." + base64.RawURLEncoding.EncodeToString(k.Sign([]byte(body)))
+}
+
+func claims(aud string, iat, exp int64) string {
+	c := Claims{V: 1, DID: aliceDID, Aud: aud, Iat: iat, Exp: exp}
+	b, err := c.canonical()
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
+
+func TestVerify(t *testing.T) {
+	alice, bob := testKey(t, 1), testKey(t, 2)
+	now := noon.Unix()
+	aud := "https://peer.example"
+	good := claims(aud, now, now+300)
+	flipped := []byte(signed(alice, good))
+	if flipped[len(flipped)-5] == 'A' {
+		flipped[len(flipped)-5] = 'B'
+	} else {
+		flipped[len(flipped)-5] = 'A'
+	}
+	tests := []struct {
+		name   string
+		verif  Verifier
+		in     string
+		want   error  // nil: accepted
+		detail string // reference detail when rejected
+	}{
+		{"valid", Verifier{}, signed(alice, good), nil, ""},
+		{"padded parts", Verifier{}, signed(alice, good) + "==", nil, ""},
+		{"exp equals now", Verifier{}, signed(alice, claims(aud, now-300, now)), nil, ""},
+		{"iat at skew limit", Verifier{}, signed(alice, claims(aud, now+60, now+300)), nil, ""},
+		{"lifetime at cap", Verifier{}, signed(alice, claims(aud, now, now+600)), nil, ""},
+		{"lifetime cap off", Verifier{MaxLifetime: -1}, signed(alice, claims(aud, now, now+86400)), nil, ""},
+		{"larger skew", Verifier{Skew: 5 * time.Minute}, signed(alice, claims(aud, now+200, now+300)), nil, ""},
+		{"audience default port and path", Verifier{Audience: "HTTPS://PEER.EXAMPLE:443/a2a/jsonrpc"}, signed(alice, good), nil, ""},
+
+		{"empty", Verifier{}, "", ErrMissing, "missing bearer token"},
+		{"other scheme", Verifier{}, "Basic YWxpY2U6c2VjcmV0", ErrMissing, "missing bearer token"},
+		{"bearer without token", Verifier{}, "Bearer ", ErrMissing, "missing bearer token"},
+		{"no prefix", Verifier{}, "jwt.abc.def", ErrMalformed, "transport token: missing atom. prefix"},
+		{"one part", Verifier{}, "atom.abc", ErrMalformed, "transport token: malformed"},
+		{"empty body", Verifier{}, "atom..abc", ErrMalformed, "transport token: malformed"},
+		{"empty signature", Verifier{}, "atom.abc.", ErrMalformed, "transport token: malformed"},
+		{"not base64url", Verifier{}, "atom.a+b/c.def", ErrMalformed, "transport token: malformed"},
+		{"not JSON", Verifier{}, signed(alice, "hello"), ErrMalformed, "transport token: payload is not JSON"},
+		{"JSON array", Verifier{}, signed(alice, "[1]"), ErrMalformed, "transport token: payload is not JSON"},
+		{"JSON null", Verifier{}, signed(alice, "null"), ErrMalformed, "transport token: payload is not JSON"},
+		{"v 2", Verifier{}, signed(alice, strings.Replace(good, `"v":1`, `"v":2`, 1)), ErrMalformed, "transport token: invalid claims"},
+		{"v string", Verifier{}, signed(alice, strings.Replace(good, `"v":1`, `"v":"1"`, 1)), ErrMalformed, "transport token: invalid claims"},
+		{"did:web", Verifier{}, signed(alice, strings.Replace(good, aliceDID, "did:web:example.com", 1)), ErrMalformed, "transport token: invalid claims"},
+		{"aud number", Verifier{}, signed(alice, strings.Replace(good, `"https://peer.example"`, `7`, 1)), ErrMalformed, "transport token: invalid claims"},
+		{"iat fractional", Verifier{}, signed(alice, strings.Replace(good, `"iat":1768478400`, `"iat":1768478400.5`, 1)), ErrMalformed, "transport token: invalid claims"},
+		{"exp missing", Verifier{}, signed(alice, `{"aud":"https://peer.example","did":"` + aliceDID + `","iat":1768478400,"v":1}`), ErrMalformed, "transport token: invalid claims"},
+		{"expired", Verifier{}, signed(alice, claims(aud, now-301, now-1)), ErrExpired, "transport token: expired"},
+		{"not yet valid", Verifier{}, signed(alice, claims(aud, now+61, now+300)), ErrNotYetValid, "transport token: not yet valid"},
+		{"lifetime over cap", Verifier{}, signed(alice, claims(aud, now, now+601)), ErrLifetime, "transport token: lifetime too long"},
+		{"lifetime custom cap", Verifier{MaxLifetime: time.Minute}, signed(alice, good), ErrLifetime, "transport token: lifetime too long"},
+		{"other host", Verifier{Audience: "https://other.example"}, signed(alice, good), ErrAudience, "transport token: audience mismatch"},
+		{"other scheme", Verifier{Audience: "http://peer.example"}, signed(alice, good), ErrAudience, "transport token: audience mismatch"},
+		{"other port", Verifier{Audience: "https://peer.example:8443"}, signed(alice, good), ErrAudience, "transport token: audience mismatch"},
+		{"no audience configured", Verifier{Audience: " "}, signed(alice, good), ErrAudience, "transport auth audience not configured"},
+		{"whitespace", Verifier{}, signed(alice, strings.Replace(good, `,"v"`, `, "v"`, 1)), ErrNonCanonical, "transport token: non-canonical payload"},
+		{"key order", Verifier{}, signed(alice, `{"v":1,"aud":"https://peer.example","did":"` + aliceDID + `","exp":1768478700,"iat":1768478400}`), ErrNonCanonical, "transport token: non-canonical payload"},
+		{"extra claim", Verifier{}, signed(alice, strings.Replace(good, `"v":1`, `"v":1,"x":0`, 1)), ErrNonCanonical, "transport token: non-canonical payload"},
+		{"aud not normalised in claims", Verifier{}, signed(alice, claims("https://peer.example/", now, now+300)), nil, ""},
+		{"signed by bob", Verifier{}, signed(bob, good), ErrSignature, "transport token: bad signature"},
+		{"signature bit flipped", Verifier{}, string(flipped), ErrSignature, "transport token: bad signature"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v := tt.verif
+			v.Clock = clocktest.New(noon)
+			if v.Audience == "" {
+				v.Audience = aud
+			}
+			id, err := v.Verify(tt.in)
+			if tt.want == nil {
+				if err != nil || id.String() != aliceDID {
+					t.Fatalf("Verify = %v, %v; want %s", id, err, aliceDID)
+				}
+				return
+			}
+			if !errors.Is(err, tt.want) {
+				t.Fatalf("Verify = %v, %v; want error wrapping %v", id, err, tt.want)
+			}
+			var e *Error
+			if !errors.As(err, &e) || e.Detail != tt.detail {
+				t.Errorf("Verify error detail = %q, want %q", e.Detail, tt.detail)
+			}
+		})
+	}
+}
+
+func TestIssueVerifyRoundTrip(t *testing.T) {
+	k := testKey(t, 2)
+	clk := clocktest.New(noon)
+	v := &Verifier{Audience: "http://127.0.0.1:8080", Clock: clk}
+	tok, err := Issue(k, "http://127.0.0.1:8080/a2a/jsonrpc", clk.Now(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id, err := v.Verify(Authorization(tok)); err != nil || id != k.DID() {
+		t.Fatalf("Verify(fresh) = %v, %v", id, err)
+	}
+	clk.Advance(DefaultTTL)
+	if _, err := v.Verify(tok); err != nil {
+		t.Fatalf("Verify at exp = %v, want valid", err)
+	}
+	clk.Advance(time.Second)
+	if _, err := v.Verify(tok); !errors.Is(err, ErrExpired) {
+		t.Fatalf("Verify after exp = %v, want ErrExpired", err)
+	}
+	if _, err := Issue(k, "", noon, 0); err == nil {
+		t.Error("Issue with empty audience succeeded")
+	}
+	if _, err := Issue(k, "https://a.example", noon, -time.Second); err == nil {
+		t.Error("Issue with negative ttl succeeded")
+	}
+}
+
+func TestNormalizeAudience(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"https://peer.example", "https://peer.example"},
+		{"https://peer.example/", "https://peer.example"},
+		{"https://Peer.EXAMPLE/a2a/jsonrpc?x=1#f", "https://peer.example"},
+		{"HTTPS://peer.example:443", "https://peer.example"},
+		{"http://peer.example:80/", "http://peer.example"},
+		{"http://peer.example:443", "http://peer.example:443"},
+		{"https://peer.example:8443/a2a", "https://peer.example:8443"},
+		{"http://[::1]:8080/x", "http://[::1]:8080"},
+		{"http://[::1]:80", "http://[::1]"},
+		{"  https://peer.example  ", "https://peer.example"},
+		{"peer.example/", "peer.example"}, // not a URL: the reference's fallback
+	}
+	for _, tt := range tests {
+		got, err := NormalizeAudience(tt.in)
+		if err != nil || got != tt.want {
+			t.Errorf("NormalizeAudience(%q) = %q, %v; want %q", tt.in, got, err, tt.want)
+		}
+	}
+	if _, err := NormalizeAudience(" "); err == nil {
+		t.Error("NormalizeAudience(blank) succeeded")
+	}
+}
+
+func TestWriteUnauthorized(t *testing.T) {
+	v := &Verifier{Audience: "https://peer.example", Clock: clocktest.New(noon.Add(time.Hour))}
+	_, err := v.Verify(goldenToken)
+	rec := httptest.NewRecorder()
+	WriteUnauthorized(rec, err)
+	if rec.Code != http.StatusUnauthorized {
+		t.Errorf("status = %d, want 401", rec.Code)
+	}
+	wantHdr := `Bearer realm="atom", error="invalid_token", error_description="transport token: expired"`
+	if got := rec.Header().Get("WWW-Authenticate"); got != wantHdr {
+		t.Errorf("WWW-Authenticate = %s, want %s", got, wantHdr)
+	}
+	if got, want := rec.Body.String(), `{"error":"unauthorized","detail":"transport token: expired"}`; got != want {
+		t.Errorf("body = %s, want %s", got, want)
+	}
+	rec = httptest.NewRecorder()
+	WriteUnauthorized(rec, errors.New(`some "quoted" failure`))
+	if got := rec.Body.String(); got != `{"error":"unauthorized","detail":"invalid token"}` {
+		t.Errorf("body for a foreign error = %s", got)
+	}
+}
+
+// TestMiddleware runs a real HTTP server on loopback.
+func TestMiddleware(t *testing.T) {
+	clk := clocktest.New(noon)
+	var v Verifier
+	srv := httptest.NewServer(v.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id, ok := Caller(r.Context())
+		if !ok {
+			t.Error("handler ran without a caller DID")
+		}
+		io.WriteString(w, id.String())
+	})))
+	defer srv.Close()
+	v = Verifier{Audience: srv.URL, Clock: clk}
+	k := testKey(t, 1)
+	tok, err := Issue(k, srv.URL+"/a2a/jsonrpc", clk.Now(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, auth string
+		status     int
+		body       string
+	}{
+		{"valid", Authorization(tok), 200, aliceDID},
+		{"missing", "", 401, `{"error":"unauthorized","detail":"missing bearer token"}`},
+		{"tampered", Authorization(tok[:len(tok)-2] + "AA"), 401, `{"error":"unauthorized","detail":"transport token: bad signature"}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req, _ := http.NewRequest("POST", srv.URL+"/a2a/jsonrpc", strings.NewReader("{}"))
+			if tt.auth != "" {
+				req.Header.Set("Authorization", tt.auth)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			if diff := cmp.Diff(tt.body, string(b)); resp.StatusCode != tt.status || diff != "" {
+				t.Errorf("POST = %d, want %d; body (-want +got):\n%s", resp.StatusCode, tt.status, diff)
+			}
+		})
+	}
+}
