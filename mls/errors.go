@@ -1,0 +1,126 @@
+package mls
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Errors of engineer A's part: codecs, the ratchet tree, TreeKEM, proposals
+// and commits. Each sentinel says when it is returned.
+var (
+	// ErrMalformed is matched (errors.Is) by every *ParseError: the input
+	// does not decode as the RFC 9420 structure it should be.
+	ErrMalformed = errors.New("mls: malformed message")
+
+	// ErrUnsupportedCipherSuite is returned when a message, KeyPackage or
+	// group names a cipher suite other than 0x0001.
+	ErrUnsupportedCipherSuite = errors.New("mls: unsupported cipher suite")
+
+	// ErrInvalidSignature is returned when a LeafNode, KeyPackage or other
+	// signed object does not verify (RFC 9420, Section 5.1.2).
+	ErrInvalidSignature = errors.New("mls: invalid signature")
+
+	// ErrInvalidLeafNode is returned when a LeafNode fails the checks of RFC
+	// 9420, Section 7.3 (other than its signature).
+	ErrInvalidLeafNode = errors.New("mls: invalid leaf node")
+
+	// ErrInvalidKeyPackage is returned when a KeyPackage fails the checks of
+	// RFC 9420, Section 10.1.
+	ErrInvalidKeyPackage = errors.New("mls: invalid key package")
+
+	// ErrLifetime is returned when a LeafNode's lifetime does not contain the
+	// current time (or is longer than the policy allows).
+	ErrLifetime = errors.New("mls: leaf node lifetime not valid now")
+
+	// ErrInvalidTree is returned when a ratchet tree fails validation: wrong
+	// shape, bad tree hash, parent-hash chains or unmerged leaves (RFC 9420,
+	// Sections 7.8, 7.9 and 12.4.3.1).
+	ErrInvalidTree = errors.New("mls: invalid ratchet tree")
+
+	// ErrInvalidUpdatePath is returned when an UpdatePath does not fit the
+	// tree or its keys do not match the decrypted path secrets (RFC 9420,
+	// Sections 7.5 and 7.6).
+	ErrInvalidUpdatePath = errors.New("mls: invalid update path")
+
+	// ErrInvalidProposal is returned when a proposal or a committed
+	// proposal list is invalid (RFC 9420, Sections 12.1 and 12.2).
+	ErrInvalidProposal = errors.New("mls: invalid proposal")
+
+	// ErrUnknownProposal is returned when a Commit refers to a proposal
+	// (by reference) that this member has not received in the epoch.
+	ErrUnknownProposal = errors.New("mls: commit refers to an unknown proposal")
+
+	// ErrInvalidCommit is returned when a Commit is invalid for a reason
+	// other than its proposal list: a missing path, a wrong confirmation
+	// tag, a sender that may not commit (RFC 9420, Section 12.4).
+	ErrInvalidCommit = errors.New("mls: invalid commit")
+
+	// ErrEpochMismatch is returned when a message is not for the group's
+	// current epoch.
+	ErrEpochMismatch = errors.New("mls: epoch mismatch")
+
+	// ErrWrongGroup is returned when a message carries another group's ID.
+	ErrWrongGroup = errors.New("mls: message for another group")
+
+	// ErrNotMember is returned when this client is no longer a member of the
+	// group (a Commit removed it) and is asked to act in it.
+	ErrNotMember = errors.New("mls: not a member of the group")
+
+	// ErrMissingPSK is returned when a PreSharedKey proposal or a Welcome
+	// names a PSK this client does not have.
+	ErrMissingPSK = errors.New("mls: pre-shared key not available")
+
+	// ErrReInitPending is returned for any send after a Commit with a ReInit
+	// proposal: the group must be reinitialised (RFC 9420, Section 11.2).
+	ErrReInitPending = errors.New("mls: group is being reinitialised")
+)
+
+// A ParseError reports input that does not decode as the named structure.
+// It matches ErrMalformed with errors.Is.
+type ParseError struct {
+	// Struct is the RFC 9420 structure being decoded, e.g. "Welcome".
+	Struct string
+	// Err describes what was wrong.
+	Err error
+}
+
+func (e *ParseError) Error() string {
+	return "mls: parsing " + e.Struct + ": " + e.Err.Error()
+}
+
+// Unwrap returns the underlying reason.
+func (e *ParseError) Unwrap() error { return e.Err }
+
+// Is reports whether target is ErrMalformed.
+func (e *ParseError) Is(target error) bool { return target == ErrMalformed }
+
+// errorf returns a *ParseError for the named structure.
+func errorf(structName, format string, args ...any) error {
+	return &ParseError{Struct: structName, Err: fmt.Errorf(format, args...)}
+}
+
+// Errors of engineer B's part: message protection, the key schedule and
+// secret tree, Welcome and external joins, group state. Each sentinel says
+// when it is returned.
+var (
+	// ErrDecryption is the one opaque error of every failed decryption or
+	// MAC check (a PrivateMessage layer, a membership tag, a Welcome, an
+	// HPKE ciphertext): which check failed is not revealed (RFC 9420,
+	// Section 16.1 discusses what a failure can leak).
+	ErrDecryption = errors.New("mls: decryption failed")
+
+	// ErrGenerationUsed is returned for a PrivateMessage whose ratchet
+	// generation was already used (a replay) or whose key was deleted
+	// (RFC 9420, Section 9.2).
+	ErrGenerationUsed = errors.New("mls: message key already used or deleted")
+
+	// ErrGenerationTooFar is returned for a PrivateMessage whose generation
+	// is beyond the out-of-order window (RFC 9420, Section 9.2 lets a
+	// member bound how many keys it derives ahead).
+	ErrGenerationTooFar = errors.New("mls: message generation too far ahead")
+
+	// ErrUnknownSender is returned when a message names a sender leaf that
+	// is blank or outside the tree, or an external sender index the group
+	// does not have (RFC 9420, Sections 6.3.2 and 12.1.8.1).
+	ErrUnknownSender = errors.New("mls: unknown sender")
+)

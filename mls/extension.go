@@ -1,0 +1,211 @@
+package mls
+
+import (
+	"bytes"
+	"fmt"
+
+	"golang.org/x/crypto/cryptobyte"
+)
+
+// An Extension is a typed, opaque extension value (RFC 9420, Section 13.4).
+// Unknown and GREASE types are kept as they are.
+type Extension struct {
+	Type ExtensionType
+	Data []byte
+}
+
+func (e *Extension) marshal(b *cryptobyte.Builder) {
+	b.AddUint16(uint16(e.Type))
+	addOpaque(b, e.Data)
+}
+
+func (e *Extension) unmarshal(s *cryptobyte.String) bool {
+	return s.ReadUint16((*uint16)(&e.Type)) && readOpaque(s, &e.Data)
+}
+
+// addExtensions writes Extension extensions<V>.
+func addExtensions(b *cryptobyte.Builder, exts []Extension) {
+	addVector(b, func(b *cryptobyte.Builder) {
+		for i := range exts {
+			exts[i].marshal(b)
+		}
+	})
+}
+
+// readExtensions reads Extension extensions<V>. A list with two extensions
+// of one type is malformed (RFC 9420, Section 13.4).
+func readExtensions(s *cryptobyte.String, out *[]Extension) bool {
+	var exts []Extension
+	ok := readVector(s, func(s *cryptobyte.String) bool {
+		var e Extension
+		if !e.unmarshal(s) {
+			return false
+		}
+		for _, o := range exts {
+			if o.Type == e.Type {
+				return false
+			}
+		}
+		exts = append(exts, e)
+		return true
+	})
+	*out = exts
+	return ok
+}
+
+// findExtension returns the extension of type t, or nil.
+func findExtension(exts []Extension, t ExtensionType) *Extension {
+	for i := range exts {
+		if exts[i].Type == t {
+			return &exts[i]
+		}
+	}
+	return nil
+}
+
+// cloneExtensions returns a deep copy of exts.
+func cloneExtensions(exts []Extension) []Extension {
+	if exts == nil {
+		return nil
+	}
+	out := make([]Extension, len(exts))
+	for i, e := range exts {
+		out[i] = Extension{Type: e.Type, Data: bytes.Clone(e.Data)}
+	}
+	return out
+}
+
+// RequiredCapabilities is the required_capabilities GroupContext extension
+// (RFC 9420, Section 11.1).
+type RequiredCapabilities struct {
+	ExtensionTypes  []ExtensionType
+	ProposalTypes   []ProposalType
+	CredentialTypes []CredentialType
+}
+
+func (r *RequiredCapabilities) marshal(b *cryptobyte.Builder) {
+	addUint16s(b, r.ExtensionTypes)
+	addUint16s(b, r.ProposalTypes)
+	addUint16s(b, r.CredentialTypes)
+}
+
+func (r *RequiredCapabilities) unmarshal(s *cryptobyte.String) bool {
+	return readUint16s(s, &r.ExtensionTypes) &&
+		readUint16s(s, &r.ProposalTypes) &&
+		readUint16s(s, &r.CredentialTypes)
+}
+
+// ExternalSender is an entry of the external_senders GroupContext extension,
+// which is a vector of them: ExternalSender external_senders<V> (RFC 9420,
+// Section 12.1.8.1).
+type ExternalSender struct {
+	SignatureKey []byte
+	Credential   Credential
+}
+
+func (e *ExternalSender) marshal(b *cryptobyte.Builder) {
+	addOpaque(b, e.SignatureKey)
+	e.Credential.marshal(b)
+}
+
+func (e *ExternalSender) unmarshal(s *cryptobyte.String) bool {
+	return readOpaque(s, &e.SignatureKey) && e.Credential.unmarshal(s)
+}
+
+// externalSenders is the body of the external_senders extension.
+type externalSenders []ExternalSender
+
+func (es *externalSenders) marshal(b *cryptobyte.Builder) {
+	addVector(b, func(b *cryptobyte.Builder) {
+		for i := range *es {
+			(*es)[i].marshal(b)
+		}
+	})
+}
+
+func (es *externalSenders) unmarshal(s *cryptobyte.String) bool {
+	*es = nil
+	return readVector(s, func(s *cryptobyte.String) bool {
+		var e ExternalSender
+		if !e.unmarshal(s) {
+			return false
+		}
+		*es = append(*es, e)
+		return true
+	})
+}
+
+// ExternalSendersExtension returns the external_senders extension listing
+// senders.
+func ExternalSendersExtension(senders []ExternalSender) Extension {
+	es := externalSenders(senders)
+	return Extension{Type: ExtensionTypeExternalSenders, Data: encode(&es)}
+}
+
+// ParseExternalSenders decodes the body of an external_senders extension.
+func ParseExternalSenders(data []byte) ([]ExternalSender, error) {
+	var es externalSenders
+	if err := decodeAll(data, &es, "ExternalSenders"); err != nil {
+		return nil, err
+	}
+	return es, nil
+}
+
+// RequiredCapabilitiesExtension returns the required_capabilities extension.
+func RequiredCapabilitiesExtension(r RequiredCapabilities) Extension {
+	return Extension{Type: ExtensionTypeRequiredCapabilities, Data: encode(&r)}
+}
+
+// parseRequiredCapabilities decodes a required_capabilities body.
+func parseRequiredCapabilities(data []byte) (*RequiredCapabilities, error) {
+	var r RequiredCapabilities
+	if err := decodeAll(data, &r, "RequiredCapabilities"); err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
+// ExternalPub is the body of the external_pub GroupInfo extension (RFC 9420,
+// Section 12.4.3.2).
+type ExternalPub struct {
+	PublicKey []byte
+}
+
+func (e *ExternalPub) marshal(b *cryptobyte.Builder) { addOpaque(b, e.PublicKey) }
+
+func (e *ExternalPub) unmarshal(s *cryptobyte.String) bool { return readOpaque(s, &e.PublicKey) }
+
+// ExternalPubExtension returns the external_pub extension for key.
+func ExternalPubExtension(key []byte) Extension {
+	return Extension{Type: ExtensionTypeExternalPub, Data: encode(&ExternalPub{PublicKey: key})}
+}
+
+// ParseExternalPub decodes the body of an external_pub extension.
+func ParseExternalPub(data []byte) ([]byte, error) {
+	var e ExternalPub
+	if err := decodeAll(data, &e, "ExternalPub"); err != nil {
+		return nil, err
+	}
+	return e.PublicKey, nil
+}
+
+// validateGroupContextExtensions checks the bodies of the RFC 9420
+// extensions we understand in a GroupContext, so that a bad body is rejected
+// when the extension enters the group rather than when it is used.
+func validateGroupContextExtensions(exts []Extension) error {
+	for _, e := range exts {
+		switch e.Type {
+		case ExtensionTypeRequiredCapabilities:
+			if _, err := parseRequiredCapabilities(e.Data); err != nil {
+				return err
+			}
+		case ExtensionTypeExternalSenders:
+			if _, err := ParseExternalSenders(e.Data); err != nil {
+				return err
+			}
+		case ExtensionTypeRatchetTree, ExtensionTypeExternalPub:
+			return fmt.Errorf("%w: extension %d is not a GroupContext extension", ErrInvalidProposal, e.Type)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,60 @@
+package mls
+
+import (
+	"bytes"
+
+	"golang.org/x/crypto/cryptobyte"
+)
+
+// GroupContext summarises the state of a group in an epoch (RFC 9420,
+// Section 8.1).
+type GroupContext struct {
+	Version                 ProtocolVersion
+	CipherSuite             CipherSuite
+	GroupID                 []byte
+	Epoch                   uint64
+	TreeHash                []byte
+	ConfirmedTranscriptHash []byte
+	Extensions              []Extension
+}
+
+func (g *GroupContext) marshal(b *cryptobyte.Builder) {
+	b.AddUint16(uint16(g.Version))
+	b.AddUint16(uint16(g.CipherSuite))
+	addOpaque(b, g.GroupID)
+	b.AddUint64(g.Epoch)
+	addOpaque(b, g.TreeHash)
+	addOpaque(b, g.ConfirmedTranscriptHash)
+	addExtensions(b, g.Extensions)
+}
+
+func (g *GroupContext) unmarshal(s *cryptobyte.String) bool {
+	*g = GroupContext{}
+	return readVersion(s, &g.Version) && readCipherSuite(s, &g.CipherSuite) &&
+		readOpaque(s, &g.GroupID) && s.ReadUint64(&g.Epoch) &&
+		readOpaque(s, &g.TreeHash) && readOpaque(s, &g.ConfirmedTranscriptHash) &&
+		readExtensions(s, &g.Extensions)
+}
+
+// Marshal returns the encoding of the GroupContext, the context of
+// signatures, HPKE encryptions and the key schedule.
+func (g *GroupContext) Marshal() []byte { return encode(g) }
+
+// ParseGroupContext decodes a GroupContext.
+func ParseGroupContext(data []byte) (*GroupContext, error) {
+	var g GroupContext
+	if err := decodeAll(data, &g, "GroupContext"); err != nil {
+		return nil, err
+	}
+	return &g, nil
+}
+
+// clone returns a deep copy of g.
+func (g *GroupContext) clone() *GroupContext {
+	c := *g
+	c.GroupID = bytes.Clone(g.GroupID)
+	c.TreeHash = bytes.Clone(g.TreeHash)
+	c.ConfirmedTranscriptHash = bytes.Clone(g.ConfirmedTranscriptHash)
+	c.Extensions = cloneExtensions(g.Extensions)
+	return &c
+}

@@ -1,0 +1,56 @@
+package mls
+
+import (
+	"golang.org/x/crypto/cryptobyte"
+)
+
+// GroupInfo describes a group to a joiner (RFC 9420, Section 12.4.3). This
+// file holds the structure and its codec; signing, verification and use are
+// in the Welcome and external-join code.
+type GroupInfo struct {
+	GroupContext    GroupContext
+	Extensions      []Extension
+	ConfirmationTag []byte
+	Signer          uint32
+	Signature       []byte
+}
+
+func (g *GroupInfo) marshalTBS(b *cryptobyte.Builder) {
+	g.GroupContext.marshal(b)
+	addExtensions(b, g.Extensions)
+	addOpaque(b, g.ConfirmationTag)
+	b.AddUint32(g.Signer)
+}
+
+func (g *GroupInfo) marshal(b *cryptobyte.Builder) {
+	g.marshalTBS(b)
+	addOpaque(b, g.Signature)
+}
+
+func (g *GroupInfo) unmarshal(s *cryptobyte.String) bool {
+	*g = GroupInfo{}
+	return g.GroupContext.unmarshal(s) && readExtensions(s, &g.Extensions) &&
+		readOpaque(s, &g.ConfirmationTag) && s.ReadUint32(&g.Signer) &&
+		readOpaque(s, &g.Signature)
+}
+
+// TBS returns the GroupInfoTBS encoding, the content GroupInfo signatures
+// cover (label "GroupInfoTBS").
+func (g *GroupInfo) TBS() []byte {
+	var b cryptobyte.Builder
+	g.marshalTBS(&b)
+	return b.BytesOrPanic()
+}
+
+// Marshal returns the encoding of the GroupInfo (without an MLSMessage
+// wrapper).
+func (g *GroupInfo) Marshal() []byte { return encode(g) }
+
+// ParseGroupInfo decodes a GroupInfo (without an MLSMessage wrapper).
+func ParseGroupInfo(data []byte) (*GroupInfo, error) {
+	var g GroupInfo
+	if err := decodeAll(data, &g, "GroupInfo"); err != nil {
+		return nil, err
+	}
+	return &g, nil
+}

@@ -1,0 +1,57 @@
+package mls
+
+import (
+	"golang.org/x/crypto/cryptobyte"
+)
+
+// A KeyPackage advertises a client that can be added to groups (RFC 9420,
+// Section 10).
+type KeyPackage struct {
+	Version     ProtocolVersion
+	CipherSuite CipherSuite
+	InitKey     []byte
+	LeafNode    LeafNode
+	Extensions  []Extension
+	Signature   []byte
+}
+
+func (k *KeyPackage) marshalTBS(b *cryptobyte.Builder) {
+	b.AddUint16(uint16(k.Version))
+	b.AddUint16(uint16(k.CipherSuite))
+	addOpaque(b, k.InitKey)
+	k.LeafNode.marshal(b)
+	addExtensions(b, k.Extensions)
+}
+
+func (k *KeyPackage) marshal(b *cryptobyte.Builder) {
+	k.marshalTBS(b)
+	addOpaque(b, k.Signature)
+}
+
+func (k *KeyPackage) unmarshal(s *cryptobyte.String) bool {
+	*k = KeyPackage{}
+	return readVersion(s, &k.Version) && readCipherSuite(s, &k.CipherSuite) &&
+		readOpaque(s, &k.InitKey) && k.LeafNode.unmarshal(s) &&
+		readExtensions(s, &k.Extensions) && readOpaque(s, &k.Signature)
+}
+
+// tbs returns the KeyPackageTBS encoding.
+func (k *KeyPackage) tbs() []byte {
+	var b cryptobyte.Builder
+	k.marshalTBS(&b)
+	return b.BytesOrPanic()
+}
+
+// Marshal returns the encoding of the KeyPackage (without an MLSMessage
+// wrapper).
+func (k *KeyPackage) Marshal() []byte { return encode(k) }
+
+// ParseKeyPackage decodes a KeyPackage (without an MLSMessage wrapper). It
+// checks the syntax only; see Section 10.1 checks in ValidateKeyPackage.
+func ParseKeyPackage(data []byte) (*KeyPackage, error) {
+	var k KeyPackage
+	if err := decodeAll(data, &k, "KeyPackage"); err != nil {
+		return nil, err
+	}
+	return &k, nil
+}

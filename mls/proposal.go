@@ -1,0 +1,213 @@
+package mls
+
+import (
+	"golang.org/x/crypto/cryptobyte"
+)
+
+// A Proposal is one of *AddProposal, *UpdateProposal, *RemoveProposal,
+// *PreSharedKeyProposal, *ReInitProposal, *ExternalInitProposal,
+// *GroupContextExtensionsProposal or *UnknownProposal (RFC 9420, Section
+// 12.1). The set is closed.
+type Proposal interface {
+	// ProposalType returns the proposal's type on the wire.
+	ProposalType() ProposalType
+	marshalBody(b *cryptobyte.Builder)
+}
+
+// AddProposal asks to add the client of a KeyPackage (RFC 9420, Section
+// 12.1.1).
+type AddProposal struct {
+	KeyPackage KeyPackage
+}
+
+// UpdateProposal replaces the sender's LeafNode (RFC 9420, Section 12.1.2).
+type UpdateProposal struct {
+	LeafNode LeafNode
+}
+
+// RemoveProposal removes the member at leaf index Removed (RFC 9420,
+// Section 12.1.3).
+type RemoveProposal struct {
+	Removed uint32
+}
+
+// PreSharedKeyProposal injects a PSK into the next epoch (RFC 9420, Section
+// 12.1.4).
+type PreSharedKeyProposal struct {
+	PSK PreSharedKeyID
+}
+
+// ReInitProposal asks to reinitialise the group with new parameters (RFC
+// 9420, Section 12.1.5).
+type ReInitProposal struct {
+	GroupID     []byte
+	Version     ProtocolVersion
+	CipherSuite CipherSuite
+	Extensions  []Extension
+}
+
+// ExternalInitProposal carries the KEM output of an external joiner (RFC
+// 9420, Section 12.1.6).
+type ExternalInitProposal struct {
+	KEMOutput []byte
+}
+
+// GroupContextExtensionsProposal replaces the GroupContext extensions (RFC
+// 9420, Section 12.1.7).
+type GroupContextExtensionsProposal struct {
+	Extensions []Extension
+}
+
+// UnknownProposal is a proposal of a type this package does not implement;
+// its body is carried as opaque<V> (see the codec notes in codec.go).
+type UnknownProposal struct {
+	Type ProposalType
+	Data []byte
+}
+
+// ProposalType implements Proposal.
+func (*AddProposal) ProposalType() ProposalType { return ProposalTypeAdd }
+
+// ProposalType implements Proposal.
+func (*UpdateProposal) ProposalType() ProposalType { return ProposalTypeUpdate }
+
+// ProposalType implements Proposal.
+func (*RemoveProposal) ProposalType() ProposalType { return ProposalTypeRemove }
+
+// ProposalType implements Proposal.
+func (*PreSharedKeyProposal) ProposalType() ProposalType { return ProposalTypePSK }
+
+// ProposalType implements Proposal.
+func (*ReInitProposal) ProposalType() ProposalType { return ProposalTypeReInit }
+
+// ProposalType implements Proposal.
+func (*ExternalInitProposal) ProposalType() ProposalType { return ProposalTypeExternalInit }
+
+// ProposalType implements Proposal.
+func (*GroupContextExtensionsProposal) ProposalType() ProposalType {
+	return ProposalTypeGroupContextExtensions
+}
+
+// ProposalType implements Proposal.
+func (p *UnknownProposal) ProposalType() ProposalType { return p.Type }
+
+func (p *AddProposal) marshalBody(b *cryptobyte.Builder)    { p.KeyPackage.marshal(b) }
+func (p *UpdateProposal) marshalBody(b *cryptobyte.Builder) { p.LeafNode.marshal(b) }
+func (p *RemoveProposal) marshalBody(b *cryptobyte.Builder) { b.AddUint32(p.Removed) }
+func (p *PreSharedKeyProposal) marshalBody(b *cryptobyte.Builder) {
+	p.PSK.marshal(b)
+}
+
+func (p *ReInitProposal) marshalBody(b *cryptobyte.Builder) {
+	addOpaque(b, p.GroupID)
+	b.AddUint16(uint16(p.Version))
+	b.AddUint16(uint16(p.CipherSuite))
+	addExtensions(b, p.Extensions)
+}
+
+func (p *ExternalInitProposal) marshalBody(b *cryptobyte.Builder) { addOpaque(b, p.KEMOutput) }
+
+func (p *GroupContextExtensionsProposal) marshalBody(b *cryptobyte.Builder) {
+	addExtensions(b, p.Extensions)
+}
+
+func (p *UnknownProposal) marshalBody(b *cryptobyte.Builder) { addOpaque(b, p.Data) }
+
+// marshalProposal writes a Proposal: its type, then its body.
+func marshalProposal(b *cryptobyte.Builder, p Proposal) {
+	b.AddUint16(uint16(p.ProposalType()))
+	p.marshalBody(b)
+}
+
+// readProposal reads a Proposal.
+func readProposal(s *cryptobyte.String, out *Proposal) bool {
+	var t ProposalType
+	return s.ReadUint16((*uint16)(&t)) && readProposalBody(s, t, out)
+}
+
+// readProposalBody reads the body of a proposal of type t.
+func readProposalBody(s *cryptobyte.String, t ProposalType, out *Proposal) bool {
+	switch t {
+	case ProposalTypeAdd:
+		p := new(AddProposal)
+		*out = p
+		return p.KeyPackage.unmarshal(s)
+	case ProposalTypeUpdate:
+		p := new(UpdateProposal)
+		*out = p
+		return p.LeafNode.unmarshal(s)
+	case ProposalTypeRemove:
+		p := new(RemoveProposal)
+		*out = p
+		return s.ReadUint32(&p.Removed)
+	case ProposalTypePSK:
+		p := new(PreSharedKeyProposal)
+		*out = p
+		return p.PSK.unmarshal(s)
+	case ProposalTypeReInit:
+		p := new(ReInitProposal)
+		*out = p
+		return readOpaque(s, &p.GroupID) && readVersion(s, &p.Version) &&
+			readCipherSuite(s, &p.CipherSuite) && readExtensions(s, &p.Extensions)
+	case ProposalTypeExternalInit:
+		p := new(ExternalInitProposal)
+		*out = p
+		return readOpaque(s, &p.KEMOutput)
+	case ProposalTypeGroupContextExtensions:
+		p := new(GroupContextExtensionsProposal)
+		*out = p
+		return readExtensions(s, &p.Extensions)
+	case 0:
+		return false
+	default:
+		p := &UnknownProposal{Type: t}
+		*out = p
+		return readOpaque(s, &p.Data)
+	}
+}
+
+// proposalBox adapts a Proposal to the marshaler/unmarshaler interfaces.
+type proposalBox struct{ p Proposal }
+
+func (x *proposalBox) marshal(b *cryptobyte.Builder)       { marshalProposal(b, x.p) }
+func (x *proposalBox) unmarshal(s *cryptobyte.String) bool { return readProposal(s, &x.p) }
+
+// MarshalProposal returns the encoding of p (a Proposal struct).
+func MarshalProposal(p Proposal) []byte { return encode(&proposalBox{p}) }
+
+// ParseProposal decodes a Proposal struct.
+func ParseProposal(data []byte) (Proposal, error) {
+	var x proposalBox
+	if err := decodeAll(data, &x, "Proposal"); err != nil {
+		return nil, err
+	}
+	return x.p, nil
+}
+
+// proposalBodyBox decodes just the body of a proposal of a known type, as
+// the messages vectors store them ("Serialized Add", "Serialized Remove").
+type proposalBodyBox struct {
+	t ProposalType
+	p Proposal
+}
+
+func (x *proposalBodyBox) marshal(b *cryptobyte.Builder) { x.p.marshalBody(b) }
+
+func (x *proposalBodyBox) unmarshal(s *cryptobyte.String) bool {
+	return readProposalBody(s, x.t, &x.p)
+}
+
+// MarshalProposalBody returns the encoding of p's body without its type
+// (the Add, Update, … struct of RFC 9420, Section 12.1).
+func MarshalProposalBody(p Proposal) []byte {
+	return encode(&proposalBodyBox{t: p.ProposalType(), p: p})
+}
+
+// ParseProposalBody decodes the body of a proposal of type t.
+func ParseProposalBody(t ProposalType, data []byte) (Proposal, error) {
+	x := proposalBodyBox{t: t}
+	if err := decodeAll(data, &x, "Proposal"); err != nil {
+		return nil, err
+	}
+	return x.p, nil
+}
