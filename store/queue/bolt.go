@@ -56,8 +56,9 @@ type Bolt struct {
 	// with Update instead of waiting for Batch's timer.
 	writers atomic.Int32
 	// fail, when set by tests, is called at named points inside write
-	// transactions; an error aborts the transaction there.
-	fail func(point string) error
+	// transactions with the record being written or removed; an error
+	// aborts the transaction there.
+	fail func(point string, r Record) error
 
 	mu sync.RWMutex
 	// mu guards all following fields. Operations hold it for reading, so
@@ -168,11 +169,11 @@ func (s *Bolt) write(fn func(*bolt.Tx) error) error {
 }
 
 // failpoint returns the injected failure for point, if any.
-func (s *Bolt) failpoint(point string) error {
+func (s *Bolt) failpoint(point string, r Record) error {
 	if s.fail == nil {
 		return nil
 	}
-	return s.fail(point)
+	return s.fail(point, r)
 }
 
 // Enqueue implements Store.
@@ -271,13 +272,13 @@ func (s *Bolt) insert(tx *bolt.Tx, r Record, val []byte, b Bounds) (uint64, *Ful
 	c.add(r, +1)
 	steps := []func() error{
 		func() error { return recs.Put(seqKey(c.last), val) },
-		func() error { return s.failpoint("enqueue:after-record") },
+		func() error { return s.failpoint("enqueue:after-record", r) },
 		func() error { return tx.Bucket(bucketExpiry).Put(expiryKey(r.ExpiresAt, c.last, r.Agent), nil) },
-		func() error { return s.failpoint("enqueue:after-index") },
+		func() error { return s.failpoint("enqueue:after-index", r) },
 		func() error { return addPeer(peers, r.From, +1) },
-		func() error { return s.failpoint("enqueue:after-peer") },
+		func() error { return s.failpoint("enqueue:after-peer", r) },
 		func() error { return ab.Put(keyCounters, c.marshal()) },
-		func() error { return s.failpoint("enqueue:after-counters") },
+		func() error { return s.failpoint("enqueue:after-counters", r) },
 	}
 	for _, step := range steps {
 		if err := step(); err != nil {
@@ -359,7 +360,7 @@ func (s *Bolt) remove(tx *bolt.Tx, ab *bolt.Bucket, agent string, seq uint64) (b
 	c.add(r, -1)
 	steps := []func() error{
 		func() error { return recs.Delete(seqKey(seq)) },
-		func() error { return s.failpoint("remove:after-record") },
+		func() error { return s.failpoint("remove:after-record", r) },
 		func() error { return tx.Bucket(bucketExpiry).Delete(expiryKey(r.ExpiresAt, seq, agent)) },
 		func() error { return addPeer(ab.Bucket(bucketPeers), r.From, -1) },
 		func() error { return ab.Put(keyCounters, c.marshal()) },
