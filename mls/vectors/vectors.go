@@ -63,7 +63,8 @@ type Result struct {
 func (r Result) String() string {
 	s := fmt.Sprintf("%s %s[%d] %s", r.Status, r.File, r.Index, r.Kind)
 	if r.Err != nil {
-		s += ": " + r.Err.Error()
+		// One line per case: joined errors are separated by "; ".
+		s += ": " + strings.ReplaceAll(r.Err.Error(), "\n", "; ")
 	}
 	return s
 }

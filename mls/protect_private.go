@@ -1,0 +1,221 @@
+package mls
+
+import (
+	"crypto/ed25519"
+	"errors"
+	"io"
+
+	"golang.org/x/crypto/cryptobyte"
+
+	"github.com/torpor-dev/torpor/mls/internal/secrettree"
+	"github.com/torpor-dev/torpor/mls/internal/suite"
+	"github.com/torpor-dev/torpor/mls/internal/treemath"
+)
+
+// ratchetFor returns the secret-tree ratchet of a content type (RFC 9420,
+// Section 9): handshake for proposals and commits, application otherwise.
+func ratchetFor(ct ContentType) secrettree.ContentType {
+	if ct == ContentTypeApplication {
+		return secrettree.Application
+	}
+	return secrettree.Handshake
+}
+
+// privateContentAAD encodes PrivateContentAAD (RFC 9420, Section 6.3.1).
+func privateContentAAD(groupID []byte, epoch uint64, ct ContentType, authData []byte) []byte {
+	var b cryptobyte.Builder
+	addOpaque(&b, groupID)
+	b.AddUint64(epoch)
+	b.AddUint8(uint8(ct))
+	addOpaque(&b, authData)
+	return b.BytesOrPanic()
+}
+
+// senderDataAAD encodes SenderDataAAD (RFC 9420, Section 6.3.2).
+func senderDataAAD(groupID []byte, epoch uint64, ct ContentType) []byte {
+	var b cryptobyte.Builder
+	addOpaque(&b, groupID)
+	b.AddUint64(epoch)
+	b.AddUint8(uint8(ct))
+	return b.BytesOrPanic()
+}
+
+// applyGuard returns nonce with its first four bytes XORed with guard (RFC
+// 9420, Section 6.3.1).
+func applyGuard(nonce []byte, guard [4]byte) []byte {
+	out := append([]byte{}, nonce...)
+	for i := range guard {
+		out[i] ^= guard[i]
+	}
+	return out
+}
+
+// ProtectPrivate signs content and encrypts it as a PrivateMessage (RFC
+// 9420, Section 6.3): the next generation of the sender's handshake or
+// application ratchet, a fresh reuse guard, zero padding to PaddingBlock,
+// and the SenderData encrypted under keys sampled from the ciphertext. The
+// sender must be a member; confirmationTag is required for a commit.
+func (p *Protector) ProtectPrivate(content *FramedContent, priv ed25519.PrivateKey, confirmationTag []byte) (*PrivateMessage, error) {
+	if content.Sender.Type != SenderTypeMember {
+		return nil, errors.New("mls: only members send PrivateMessages")
+	}
+	if err := p.checkEpoch(content.GroupID, content.Epoch); err != nil {
+		return nil, err
+	}
+	sig, err := p.sign(WireFormatPrivateMessage, content, priv)
+	if err != nil {
+		return nil, err
+	}
+	auth := FramedContentAuthData{Signature: sig}
+	if content.ContentType == ContentTypeCommit {
+		if len(confirmationTag) == 0 {
+			return nil, errors.New("mls: a commit needs a confirmation tag")
+		}
+		auth.ConfirmationTag = confirmationTag
+	}
+	plaintext, err := p.privateMessageContent(content, &auth)
+	if err != nil {
+		return nil, err
+	}
+	var guard [4]byte
+	if _, err := io.ReadFull(p.rand(), guard[:]); err != nil {
+		return nil, err
+	}
+	kn, err := p.secrets.Next(treemath.LeafIndex(content.Sender.Index), ratchetFor(content.ContentType))
+	if err != nil {
+		return nil, err
+	}
+	aad := privateContentAAD(content.GroupID, content.Epoch, content.ContentType, content.AuthenticatedData)
+	ciphertext, err := suite.Seal(kn.Key, applyGuard(kn.Nonce, guard), aad, plaintext)
+	if err != nil {
+		return nil, err
+	}
+	sd := SenderData{LeafIndex: content.Sender.Index, Generation: kn.Generation, ReuseGuard: guard}
+	sdKey, sdNonce := secrettree.SenderDataKeyNonce(p.senderDataSecret, ciphertext)
+	encSD, err := suite.Seal(sdKey, sdNonce, senderDataAAD(content.GroupID, content.Epoch, content.ContentType), encode(&sd))
+	if err != nil {
+		return nil, err
+	}
+	return &PrivateMessage{
+		GroupID:             append([]byte{}, content.GroupID...),
+		Epoch:               content.Epoch,
+		ContentType:         content.ContentType,
+		AuthenticatedData:   append([]byte{}, content.AuthenticatedData...),
+		EncryptedSenderData: encSD,
+		Ciphertext:          ciphertext,
+	}, nil
+}
+
+// privateMessageContent encodes PrivateMessageContent: the body, the auth
+// data and zero padding (RFC 9420, Section 6.3.1).
+func (p *Protector) privateMessageContent(content *FramedContent, auth *FramedContentAuthData) ([]byte, error) {
+	var b cryptobyte.Builder
+	content.marshalBody(&b)
+	auth.marshal(&b, content.ContentType)
+	pt, err := b.Bytes()
+	if err != nil {
+		return nil, err
+	}
+	if p.PaddingBlock > 0 {
+		if r := len(pt) % p.PaddingBlock; r != 0 {
+			pt = append(pt, make([]byte, p.PaddingBlock-r)...)
+		}
+	}
+	return pt, nil
+}
+
+// SignerLookup returns the signature public key of the member at a leaf,
+// or an error if the leaf is blank or outside the tree (RFC 9420, Section
+// 6.3.2 requires a non-blank leaf).
+type SignerLookup func(leaf uint32) ([]byte, error)
+
+// UnprotectPrivate decrypts and verifies a PrivateMessage of this epoch
+// (RFC 9420, Section 6.3): SenderData, the content with the sender's
+// ratchet key for the generation (out of order within the window), the
+// padding (all zero), then the signature with the key signer returns. Only
+// after all checks pass is the generation's key deleted, so a replay of the
+// same message fails with ErrGenerationUsed. Decryption failures of either
+// layer return the opaque ErrDecryption.
+func (p *Protector) UnprotectPrivate(m *PrivateMessage, signer SignerLookup) (*AuthenticatedContent, error) {
+	if err := p.checkEpoch(m.GroupID, m.Epoch); err != nil {
+		return nil, err
+	}
+	sdKey, sdNonce := secrettree.SenderDataKeyNonce(p.senderDataSecret, m.Ciphertext)
+	sdBytes, err := suite.Open(sdKey, sdNonce, senderDataAAD(m.GroupID, m.Epoch, m.ContentType), m.EncryptedSenderData)
+	if err != nil {
+		return nil, ErrDecryption
+	}
+	var sd SenderData
+	if err := decodeAll(sdBytes, &sd, "SenderData"); err != nil {
+		return nil, err
+	}
+	if sd.LeafIndex >= p.secrets.Leaves() {
+		return nil, ErrUnknownSender
+	}
+	signerPub, err := signer(sd.LeafIndex)
+	if err != nil {
+		return nil, err
+	}
+	leaf, ratchet := treemath.LeafIndex(sd.LeafIndex), ratchetFor(m.ContentType)
+	kn, err := p.secrets.Key(leaf, ratchet, sd.Generation)
+	if err != nil {
+		return nil, mapSecretTreeError(err)
+	}
+	aad := privateContentAAD(m.GroupID, m.Epoch, m.ContentType, m.AuthenticatedData)
+	plaintext, err := suite.Open(kn.Key, applyGuard(kn.Nonce, sd.ReuseGuard), aad, m.Ciphertext)
+	if err != nil {
+		return nil, ErrDecryption
+	}
+	ac := &AuthenticatedContent{
+		WireFormat: WireFormatPrivateMessage,
+		Content: FramedContent{
+			GroupID:           append([]byte{}, m.GroupID...),
+			Epoch:             m.Epoch,
+			Sender:            Sender{Type: SenderTypeMember, Index: sd.LeafIndex},
+			AuthenticatedData: append([]byte{}, m.AuthenticatedData...),
+			ContentType:       m.ContentType,
+		},
+	}
+	if err := parsePrivateMessageContent(plaintext, ac); err != nil {
+		return nil, err
+	}
+	if err := p.verify(WireFormatPrivateMessage, &ac.Content, signerPub, ac.Auth.Signature); err != nil {
+		return nil, err
+	}
+	if err := p.secrets.Consume(leaf, ratchet, sd.Generation); err != nil {
+		return nil, mapSecretTreeError(err)
+	}
+	return ac, nil
+}
+
+// parsePrivateMessageContent decodes the body and auth of a decrypted
+// PrivateMessageContent into ac and checks that the padding is all zero
+// (RFC 9420, Section 6.3.1: otherwise the message is malformed).
+func parsePrivateMessageContent(plaintext []byte, ac *AuthenticatedContent) error {
+	s := cryptobyte.String(plaintext)
+	if !ac.Content.unmarshalBody(&s) || !ac.Auth.unmarshal(&s, ac.Content.ContentType) {
+		return errorf("PrivateMessageContent", "malformed content")
+	}
+	for _, b := range s {
+		if b != 0 {
+			return errorf("PrivateMessageContent", "non-zero padding")
+		}
+	}
+	if ac.Content.ContentType == ContentTypeCommit && len(ac.Auth.ConfirmationTag) == 0 {
+		return errorf("PrivateMessageContent", "commit without a confirmation tag")
+	}
+	return nil
+}
+
+// mapSecretTreeError turns secret-tree errors into this package's.
+func mapSecretTreeError(err error) error {
+	switch {
+	case errors.Is(err, secrettree.ErrGenerationUsed):
+		return ErrGenerationUsed
+	case errors.Is(err, secrettree.ErrGenerationTooFar):
+		return ErrGenerationTooFar
+	case errors.Is(err, secrettree.ErrLeafRange):
+		return ErrUnknownSender
+	}
+	return err
+}

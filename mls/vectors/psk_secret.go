@@ -1,0 +1,40 @@
+package vectors
+
+import (
+	"github.com/torpor-dev/torpor/mls"
+	"github.com/torpor-dev/torpor/mls/internal/schedule"
+)
+
+// psk_secret: combining external PSKs into psk_secret (RFC 9420 Section
+// 8.4), with the PreSharedKeyID encoding.
+func init() {
+	register(&kind{name: "psk_secret", requires: []string{"psks", "psk_secret"}, run: runPSKSecret})
+}
+
+type pskSecretCase struct {
+	CipherSuite uint16 `json:"cipher_suite"`
+	PSKs        []struct {
+		PSKID    hexBytes `json:"psk_id"`
+		PSK      hexBytes `json:"psk"`
+		PSKNonce hexBytes `json:"psk_nonce"`
+	} `json:"psks"`
+	PSKSecret hexBytes `json:"psk_secret"`
+}
+
+func runPSKSecret(c fields) error {
+	var v pskSecretCase
+	if err := decode(c, &v); err != nil {
+		return err
+	}
+	var psks []schedule.PSK
+	for _, p := range v.PSKs {
+		id := &mls.PreSharedKeyID{Type: mls.PSKTypeExternal, PSKID: p.PSKID, Nonce: p.PSKNonce}
+		psks = append(psks, schedule.PSK{ID: id.Marshal(), Secret: p.PSK})
+	}
+	var ck checker
+	got, err := schedule.PSKSecret(psks)
+	if !ck.fail("PSKSecret", err) {
+		ck.bytes("psk_secret", got, v.PSKSecret)
+	}
+	return ck.err()
+}

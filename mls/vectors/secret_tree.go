@@ -1,0 +1,74 @@
+package vectors
+
+import (
+	"fmt"
+
+	"github.com/torpor-dev/torpor/mls/internal/secrettree"
+	"github.com/torpor-dev/torpor/mls/internal/treemath"
+)
+
+// secret-tree: the secret tree, both hash ratchets of every leaf and the
+// sender-data key and nonce (RFC 9420 Sections 9 and 6.3.2).
+func init() {
+	register(&kind{name: "secret-tree", requires: []string{"leaves", "sender_data"}, run: runSecretTree})
+}
+
+type secretTreeCase struct {
+	CipherSuite      uint16   `json:"cipher_suite"`
+	EncryptionSecret hexBytes `json:"encryption_secret"`
+	SenderData       struct {
+		SenderDataSecret hexBytes `json:"sender_data_secret"`
+		Ciphertext       hexBytes `json:"ciphertext"`
+		Key              hexBytes `json:"key"`
+		Nonce            hexBytes `json:"nonce"`
+	} `json:"sender_data"`
+	Leaves [][]struct {
+		Generation       uint32   `json:"generation"`
+		HandshakeKey     hexBytes `json:"handshake_key"`
+		HandshakeNonce   hexBytes `json:"handshake_nonce"`
+		ApplicationKey   hexBytes `json:"application_key"`
+		ApplicationNonce hexBytes `json:"application_nonce"`
+	} `json:"leaves"`
+}
+
+func runSecretTree(c fields) error {
+	var v secretTreeCase
+	if err := decode(c, &v); err != nil {
+		return err
+	}
+	var ck checker
+	sd := v.SenderData
+	key, nonce := secrettree.SenderDataKeyNonce(sd.SenderDataSecret, sd.Ciphertext)
+	ck.bytes("sender_data key", key, sd.Key)
+	ck.bytes("sender_data nonce", nonce, sd.Nonce)
+
+	// A receiver that consumes the listed generations in order: this also
+	// exercises skipping generations within the window.
+	tree, err := secrettree.New(v.EncryptionSecret, uint32(len(v.Leaves)))
+	if err != nil {
+		return err
+	}
+	for i, gens := range v.Leaves {
+		leaf := treemath.LeafIndex(i)
+		for _, g := range gens {
+			at := fmt.Sprintf("leaf %d generation %d", i, g.Generation)
+			for _, r := range []struct {
+				ct         secrettree.ContentType
+				name       string
+				key, nonce []byte
+			}{
+				{secrettree.Handshake, "handshake", g.HandshakeKey, g.HandshakeNonce},
+				{secrettree.Application, "application", g.ApplicationKey, g.ApplicationNonce},
+			} {
+				kn, err := tree.Key(leaf, r.ct, g.Generation)
+				if ck.fail(at+" "+r.name, err) {
+					continue
+				}
+				ck.bytes(at+" "+r.name+"_key", kn.Key, r.key)
+				ck.bytes(at+" "+r.name+"_nonce", kn.Nonce, r.nonce)
+				ck.fail(at+" consume "+r.name, tree.Consume(leaf, r.ct, g.Generation))
+			}
+		}
+	}
+	return ck.err()
+}

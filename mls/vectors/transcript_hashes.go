@@ -1,0 +1,45 @@
+package vectors
+
+import (
+	"github.com/torpor-dev/torpor/mls"
+	"github.com/torpor-dev/torpor/mls/internal/schedule"
+)
+
+// transcript-hashes: the confirmed and interim transcript hashes and the
+// confirmation tag of a Commit (RFC 9420 Section 8.2).
+func init() {
+	register(&kind{name: "transcript-hashes", requires: []string{"authenticated_content"}, run: runTranscriptHashes})
+}
+
+type transcriptHashesCase struct {
+	CipherSuite                  uint16   `json:"cipher_suite"`
+	ConfirmationKey              hexBytes `json:"confirmation_key"`
+	AuthenticatedContent         hexBytes `json:"authenticated_content"`
+	InterimTranscriptHashBefore  hexBytes `json:"interim_transcript_hash_before"`
+	ConfirmedTranscriptHashAfter hexBytes `json:"confirmed_transcript_hash_after"`
+	InterimTranscriptHashAfter   hexBytes `json:"interim_transcript_hash_after"`
+}
+
+func runTranscriptHashes(c fields) error {
+	var v transcriptHashesCase
+	if err := decode(c, &v); err != nil {
+		return err
+	}
+	ac, err := mls.ParseAuthenticatedContent(v.AuthenticatedContent)
+	if err != nil {
+		return err
+	}
+	var ck checker
+	ck.bytes("AuthenticatedContent re-encoding", ac.Marshal(), v.AuthenticatedContent)
+	if ac.Content.ContentType != mls.ContentTypeCommit {
+		ck.errorf("authenticated_content carries content type %d, want a commit", ac.Content.ContentType)
+		return ck.err()
+	}
+	confirmed := schedule.ConfirmedTranscriptHash(v.InterimTranscriptHashBefore, ac.ConfirmedTranscriptHashInput())
+	ck.bytes("confirmed_transcript_hash_after", confirmed, v.ConfirmedTranscriptHashAfter)
+	if !schedule.VerifyConfirmationTag(v.ConfirmationKey, v.ConfirmedTranscriptHashAfter, ac.Auth.ConfirmationTag) {
+		ck.errorf("confirmation_tag does not verify")
+	}
+	ck.bytes("interim_transcript_hash_after", schedule.InterimTranscriptHash(confirmed, ac.Auth.ConfirmationTag), v.InterimTranscriptHashAfter)
+	return ck.err()
+}
