@@ -1,0 +1,319 @@
+package link
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/torpor-dev/torpor/clock"
+	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/transport/bearer"
+)
+
+// HandlerFunc answers a live request the relay forwarded. It runs in its
+// own goroutine; ctx ends when the link closes.
+type HandlerFunc func(ctx context.Context, req Request) Response
+
+// Config configures Dial.
+type Config struct {
+	// RelayURL is the relay's public base URL (http or https); the link is
+	// opened to the same host with ws or wss at Path.
+	RelayURL string
+	// Key is the device's identity; the link authenticates as its DID.
+	Key *did.PrivateKey
+	// Audience is the token audience; empty means RelayURL's origin.
+	Audience string
+	// Handler answers live requests; nil answers every request 503.
+	Handler HandlerFunc
+	// Clock stamps the token; nil is the real clock.
+	Clock clock.Clock
+	// HTTPClient makes the upgrade request; nil is http.DefaultClient.
+	HTTPClient *http.Client
+}
+
+// Client is the device's side of a link. Its methods are safe for
+// concurrent use. A Client serves one connection: after it closes, Dial
+// again (with backoff; the agent's duty cycle decides when).
+type Client struct {
+	ws      *websocket.Conn
+	hello   Bounds
+	handler HandlerFunc
+	ctx     context.Context
+	stop    context.CancelFunc
+	queued  chan uint64
+	done    chan struct{}
+
+	mu sync.Mutex
+	// mu guards all following fields.
+	nextID  uint64
+	pending map[uint64]chan *frame
+	err     error
+}
+
+// Dial opens a link to the relay and waits for its hello frame. An HTTP
+// refusal (401 for a bad token, 403 for an agent the relay does not admit)
+// is returned as an error that quotes the relay's answer.
+func Dial(ctx context.Context, cfg Config) (*Client, error) {
+	if cfg.Key == nil {
+		return nil, errors.New("link: Dial needs a key")
+	}
+	u, err := url.Parse(cfg.RelayURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("link: relay URL %q is not an http(s) URL", cfg.RelayURL)
+	}
+	aud := cfg.Audience
+	if aud == "" {
+		aud = u.Scheme + "://" + u.Host
+	}
+	tok, err := bearer.Issue(cfg.Key, aud, clock.Or(cfg.Clock).Now(), 0)
+	if err != nil {
+		return nil, err
+	}
+	ws := *u
+	ws.Scheme = map[string]string{"http": "ws", "https": "wss"}[u.Scheme]
+	ws.Path = strings.TrimRight(u.Path, "/") + Path
+	conn, resp, err := websocket.Dial(ctx, ws.String(), &websocket.DialOptions{
+		HTTPClient:   cfg.HTTPClient,
+		HTTPHeader:   http.Header{"Authorization": {"Bearer " + tok}},
+		Subprotocols: []string{Subprotocol},
+	})
+	if err != nil {
+		if resp != nil && resp.Body != nil {
+			b, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
+			resp.Body.Close()
+			return nil, fmt.Errorf("link: relay refused the link: %s: %s", resp.Status, strings.TrimSpace(string(b)))
+		}
+		return nil, fmt.Errorf("link: %w", err)
+	}
+	conn.SetReadLimit(MaxFrame)
+	c := &Client{ws: conn, handler: cfg.Handler, queued: make(chan uint64, 64), done: make(chan struct{}), pending: map[uint64]chan *frame{}}
+	c.ctx, c.stop = context.WithCancel(context.Background())
+	f, err := c.read(ctx)
+	if err == nil && (f.T != tHello || f.Bounds == nil) {
+		err = fmt.Errorf("%w: first frame %q, want hello", ErrProtocol, f.T)
+	}
+	if err != nil {
+		conn.Close(websocket.StatusProtocolError, "no hello")
+		c.stop()
+		return nil, err
+	}
+	c.hello = *f.Bounds
+	go c.readLoop()
+	return c, nil
+}
+
+// Hello returns the ceiling bounds the relay announced for this agent.
+func (c *Client) Hello() Bounds { return c.hello }
+
+// Publish sends the device's state and returns the bounds in force. A
+// refusal (a card not signed by the device, say) is a *RemoteError.
+func (c *Client) Publish(ctx context.Context, st State) (Bounds, error) {
+	f, err := c.call(ctx, &frame{T: tState, State: &st})
+	if err != nil {
+		return Bounds{}, err
+	}
+	if f.T != tStateOK || f.Bounds == nil {
+		return Bounds{}, fmt.Errorf("%w: answer %q to state", ErrProtocol, f.T)
+	}
+	return *f.Bounds, nil
+}
+
+// Pull asks for up to max records with seq > after and returns them in seq
+// order, and whether more may follow.
+func (c *Client) Pull(ctx context.Context, after uint64, max int) ([]Record, bool, error) {
+	f, err := c.call(ctx, &frame{T: tPull, After: after, Max: max})
+	if err != nil {
+		return nil, false, err
+	}
+	if f.T != tRecords {
+		return nil, false, fmt.Errorf("%w: answer %q to pull", ErrProtocol, f.T)
+	}
+	return f.Records, f.More, nil
+}
+
+// Ack tells the relay to delete the records seqs; it returns when the
+// deletion committed. Acknowledge only what the device's own transaction
+// has committed.
+func (c *Client) Ack(ctx context.Context, seqs []uint64) error {
+	f, err := c.call(ctx, &frame{T: tAck, Seqs: seqs})
+	if err != nil {
+		return err
+	}
+	if f.T != tAcked {
+		return fmt.Errorf("%w: answer %q to ack", ErrProtocol, f.T)
+	}
+	return nil
+}
+
+// Drain pulls every queued record in batches of batch, calls fn with each
+// batch in seq order and acknowledges the batch when fn returns nil. It
+// stops at the first error (the batch is not acknowledged and will be
+// delivered again on the next link) and returns how many records were
+// acknowledged.
+func (c *Client) Drain(ctx context.Context, batch int, fn func(context.Context, []Record) error) (int, error) {
+	var after uint64
+	n := 0
+	for {
+		recs, more, err := c.Pull(ctx, after, batch)
+		if err != nil {
+			return n, err
+		}
+		if len(recs) == 0 {
+			return n, nil
+		}
+		if err := fn(ctx, recs); err != nil {
+			return n, err
+		}
+		seqs := make([]uint64, len(recs))
+		for i, r := range recs {
+			seqs[i] = r.Seq
+		}
+		if err := c.Ack(ctx, seqs); err != nil {
+			return n, err
+		}
+		n += len(recs)
+		after = recs[len(recs)-1].Seq
+		if !more {
+			return n, nil
+		}
+	}
+}
+
+// Queued delivers the seq of each record the relay queued while the link
+// was up (outside the window, or in sleep mode). Notifications that find
+// the channel full are dropped: a Pull after the last one returns them all.
+func (c *Client) Queued() <-chan uint64 { return c.queued }
+
+// Done is closed when the link has closed.
+func (c *Client) Done() <-chan struct{} { return c.done }
+
+// Err returns why the link closed, or nil while it is open.
+func (c *Client) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err
+}
+
+// Close closes the link.
+func (c *Client) Close() error {
+	err := c.ws.Close(websocket.StatusNormalClosure, "")
+	c.fail(ErrClosed)
+	<-c.done
+	return err
+}
+
+func (c *Client) call(ctx context.Context, f *frame) (*frame, error) {
+	c.mu.Lock()
+	if c.err != nil {
+		err := c.err
+		c.mu.Unlock()
+		return nil, fmt.Errorf("%w: %v", ErrClosed, err)
+	}
+	c.nextID++
+	f.ID = c.nextID
+	ch := make(chan *frame, 1)
+	c.pending[f.ID] = ch
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		delete(c.pending, f.ID)
+		c.mu.Unlock()
+	}()
+	if err := c.write(ctx, f); err != nil {
+		return nil, err
+	}
+	select {
+	case r := <-ch:
+		if r == nil {
+			return nil, fmt.Errorf("%w: %v", ErrClosed, c.Err())
+		}
+		if r.T == tError {
+			return nil, &RemoteError{Code: r.Code, Message: r.Message}
+		}
+		return r, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (c *Client) write(ctx context.Context, f *frame) error {
+	b, err := encodeFrame(f)
+	if err != nil {
+		return err
+	}
+	if err := c.ws.Write(ctx, websocket.MessageBinary, b); err != nil {
+		return fmt.Errorf("link: %w", err)
+	}
+	return nil
+}
+
+func (c *Client) read(ctx context.Context) (*frame, error) {
+	typ, b, err := c.ws.Read(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if typ != websocket.MessageBinary {
+		return nil, fmt.Errorf("%w: text message", ErrProtocol)
+	}
+	return decodeFrame(b)
+}
+
+func (c *Client) readLoop() {
+	defer close(c.done)
+	for {
+		f, err := c.read(c.ctx)
+		if err != nil {
+			c.fail(err)
+			return
+		}
+		switch f.T {
+		case tRequest:
+			go c.serveRequest(f)
+		case tQueued:
+			select {
+			case c.queued <- f.Seq:
+			default:
+			}
+		default:
+			c.mu.Lock()
+			ch := c.pending[f.ID]
+			delete(c.pending, f.ID)
+			c.mu.Unlock()
+			if ch != nil {
+				ch <- f
+			}
+		}
+	}
+}
+
+func (c *Client) serveRequest(f *frame) {
+	resp := Response{Status: http.StatusServiceUnavailable, ContentType: "application/json", Body: []byte(`{"error":"no_handler"}`)}
+	if c.handler != nil && f.Request != nil {
+		resp = c.handler(c.ctx, *f.Request)
+	}
+	ctx, cancel := context.WithTimeout(c.ctx, 30*time.Second)
+	defer cancel()
+	c.write(ctx, &frame{T: tResponse, ID: f.ID, Response: &resp})
+}
+
+func (c *Client) fail(err error) {
+	c.mu.Lock()
+	if c.err == nil {
+		c.err = err
+	}
+	pending := c.pending
+	c.pending = map[uint64]chan *frame{}
+	c.mu.Unlock()
+	for _, ch := range pending {
+		ch <- nil
+	}
+	c.stop()
+}

@@ -1,0 +1,238 @@
+package link
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/fxamacker/cbor/v2"
+
+	"github.com/torpor-dev/torpor/transport/a2a"
+)
+
+const (
+	// Version is the frame protocol version.
+	Version = 1
+	// Subprotocol is the WebSocket subprotocol of this version.
+	Subprotocol = "torpor-link.v1"
+	// Path is where the relay accepts links.
+	Path = "/link"
+	// MaxFrame bounds one frame in either direction. A records frame is
+	// filled up to MaxBatchBytes of bodies, so it always fits.
+	MaxFrame = 8 << 20
+	// MaxBatchBytes bounds the bodies of one records frame; a single record
+	// larger than that (it cannot be: the queue's MaxMessageSize is far
+	// smaller) still travels alone.
+	MaxBatchBytes = 4 << 20
+	// PingInterval is how often the relay pings a link.
+	PingInterval = 30 * time.Second
+)
+
+// Frame types.
+const (
+	tHello    = "hello"
+	tState    = "state"
+	tStateOK  = "state-ok"
+	tPull     = "pull"
+	tRecords  = "records"
+	tAck      = "ack"
+	tAcked    = "acked"
+	tRequest  = "request"
+	tResponse = "response"
+	tQueued   = "queued"
+	tError    = "error"
+)
+
+// Errors of the link.
+var (
+	// ErrNotLinked is returned by Server.Forward when the agent has no link.
+	ErrNotLinked = errors.New("link: agent not linked")
+	// ErrUnanswered is returned by Server.Forward when the link dropped (or
+	// the context ended) after the request was sent and before its answer
+	// came: the device may or may not have processed it.
+	ErrUnanswered = errors.New("link: request sent but not answered")
+	// ErrClosed is returned by Client calls after the link closed; Err
+	// tells why.
+	ErrClosed = errors.New("link: closed")
+	// ErrProtocol is returned (wrapped) when the peer sends a frame this
+	// version does not understand.
+	ErrProtocol = errors.New("link: protocol error")
+)
+
+// RemoteError is an error frame from the peer.
+type RemoteError struct {
+	Code    string // machine-readable, e.g. "bad-card"
+	Message string
+}
+
+func (e *RemoteError) Error() string {
+	return fmt.Sprintf("link: remote error %s: %s", e.Code, e.Message)
+}
+
+// frame is the one wire message; which members are set depends on T.
+type frame struct {
+	V        int       `cbor:"v"`
+	T        string    `cbor:"t"`
+	ID       uint64    `cbor:"id,omitempty"`
+	Bounds   *Bounds   `cbor:"bounds,omitempty"`
+	State    *State    `cbor:"state,omitempty"`
+	After    uint64    `cbor:"after,omitempty"`
+	Max      int       `cbor:"max,omitempty"`
+	Records  []Record  `cbor:"records,omitempty"`
+	More     bool      `cbor:"more,omitempty"`
+	Seqs     []uint64  `cbor:"seqs,omitempty"`
+	Request  *Request  `cbor:"req,omitempty"`
+	Response *Response `cbor:"resp,omitempty"`
+	Seq      uint64    `cbor:"seq,omitempty"`
+	Code     string    `cbor:"code,omitempty"`
+	Message  string    `cbor:"msg,omitempty"`
+}
+
+// State is what a device publishes about itself. Every publish replaces the
+// previous state, except KeyPackages, which are added to the agent's pool.
+type State struct {
+	// Mode is the reachability mode: always_on, session, hourly_wake or
+	// sleep.
+	Mode string `cbor:"mode"`
+	// Window is the hourly window; nil means the default (the wake minute
+	// of the agent's DID, 5 minutes). Used in hourly_wake mode.
+	Window *Window `cbor:"window,omitempty"`
+	// NextWake is the Unix time (seconds) of a wake an operator scheduled,
+	// 0 for none. In sleep mode it is the only source of a Retry-After.
+	NextWake int64 `cbor:"nextWake,omitempty"`
+	// Card is the Agent Card JSON signed by the device (a2a.SignCard). The
+	// relay verifies kid == the device's DID and serves it verbatim.
+	Card []byte `cbor:"card,omitempty"`
+	// KeyPackages are MLSMessage-wrapped KeyPackages (RFC 9420, Section 6,
+	// wire_format mls_key_package) to add to the pool; each is handed out
+	// once. Only public halves: the private keys never leave the device.
+	KeyPackages [][]byte `cbor:"keyPackages,omitempty"`
+	// Pulse is the device's latest signed liveness pulse. Its format is the
+	// agent's (Autonomy Envelope pulses); the relay stores and serves it
+	// verbatim next to the card and does not interpret it.
+	Pulse []byte `cbor:"pulse,omitempty"`
+	// Bounds are the bounds the device asks for; zero members mean the
+	// relay's ceiling. The relay clamps them to its ceiling and answers with
+	// the bounds in force, which the card must then publish.
+	Bounds *Bounds `cbor:"bounds,omitempty"`
+}
+
+// Window is an hourly wake window: it opens at Minute past every hour (UTC)
+// plus Offset, and lasts Length.
+type Window struct {
+	Minute    int   `cbor:"minute"`
+	LengthSec int64 `cbor:"lengthSec"`
+	OffsetSec int64 `cbor:"offsetSec,omitempty"`
+}
+
+// Bounds are queue bounds as the link carries them (see store/queue.Bounds).
+type Bounds struct {
+	MaxMessages       int   `cbor:"maxMessages,omitempty"`
+	MaxPerPeer        int   `cbor:"maxPerPeer,omitempty"`
+	MaxBytes          int64 `cbor:"maxBytes,omitempty"`
+	MaxMessageSize    int64 `cbor:"maxMessageSize,omitempty"`
+	TTLSec            int64 `cbor:"ttlSec,omitempty"`
+	HandshakeMessages int   `cbor:"handshakeMessages,omitempty"`
+	HandshakeBytes    int64 `cbor:"handshakeBytes,omitempty"`
+}
+
+// Record is one queued request delivered to the device.
+type Record struct {
+	Seq        uint64 `cbor:"seq"`
+	From       string `cbor:"from"`
+	Kind       uint8  `cbor:"kind"` // store/queue.Kind
+	EnqueuedAt int64  `cbor:"enq"`  // Unix nanoseconds
+	ExpiresAt  int64  `cbor:"exp"`  // Unix nanoseconds
+	Body       []byte `cbor:"body"`
+}
+
+// Request is a live A2A request forwarded to the device.
+type Request struct {
+	// From is the caller's DID, proven by its DID Bearer token.
+	From string `cbor:"from"`
+	// Version is the A2A protocol version of the request: "1.0" when the
+	// caller sent A2A-Version: 1.0, "0.3" when it sent none.
+	Version string `cbor:"ver"`
+	// Extensions is the caller's A2A-Extensions header, if any.
+	Extensions string `cbor:"ext,omitempty"`
+	// Body is the raw JSON-RPC request.
+	Body []byte `cbor:"body"`
+}
+
+// Response is the device's answer to a Request, written back to the caller
+// as it is.
+type Response struct {
+	Status      int    `cbor:"status"`
+	ContentType string `cbor:"ctype,omitempty"`
+	Body        []byte `cbor:"body,omitempty"`
+}
+
+var (
+	encMode = must(cbor.EncOptions{}.EncMode())
+	// decMode refuses duplicate map keys and bounds nesting and sizes, so a
+	// hostile peer cannot make the decoder allocate without limit.
+	decMode = must(cbor.DecOptions{
+		DupMapKey:        cbor.DupMapKeyEnforcedAPF,
+		MaxNestedLevels:  8,
+		MaxArrayElements: 1 << 16,
+		MaxMapPairs:      64,
+	}.DecMode())
+)
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+func encodeFrame(f *frame) ([]byte, error) {
+	f.V = Version
+	return encMode.Marshal(f)
+}
+
+func decodeFrame(b []byte) (*frame, error) {
+	var f frame
+	if err := decMode.Unmarshal(b, &f); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrProtocol, err)
+	}
+	if f.V != Version {
+		return nil, fmt.Errorf("%w: frame version %d, want %d", ErrProtocol, f.V, Version)
+	}
+	return &f, nil
+}
+
+// Card returns b as the card's queue-bounds extension publishes it
+// (a2a.ExtQueueBounds); the device puts it in the card it signs.
+func (b Bounds) Card() a2a.QueueBounds {
+	return a2a.QueueBounds{
+		MaxMessages: b.MaxMessages, MaxTotalBytes: b.MaxBytes, MaxPendingPerPeer: b.MaxPerPeer,
+		TTLSeconds: b.TTLSec, MaxMessageBytes: b.MaxMessageSize,
+		HandshakeReserveMessages: b.HandshakeMessages, HandshakeReserveBytes: b.HandshakeBytes,
+	}
+}
+
+// Clamp returns the bounds in force when a device asks for req under the
+// ceiling b: each limit of req is taken when it is positive and below the
+// ceiling's, else the ceiling's. The handshake reserve is always the
+// ceiling's: it is what keeps a sleeping member in its MLS groups. A device
+// computes the same to sign its card before it publishes.
+func (b Bounds) Clamp(req *Bounds) Bounds {
+	if req == nil {
+		return b
+	}
+	out := b
+	lower := func(dst *int64, v int64) {
+		if v > 0 && v < *dst {
+			*dst = v
+		}
+	}
+	mm, mp := int64(out.MaxMessages), int64(out.MaxPerPeer)
+	lower(&mm, int64(req.MaxMessages))
+	lower(&mp, int64(req.MaxPerPeer))
+	out.MaxMessages, out.MaxPerPeer = int(mm), int(mp)
+	lower(&out.MaxBytes, req.MaxBytes)
+	lower(&out.MaxMessageSize, req.MaxMessageSize)
+	lower(&out.TTLSec, req.TTLSec)
+	return out
+}

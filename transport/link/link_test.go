@@ -1,0 +1,373 @@
+package link
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/store/queue"
+	"github.com/torpor-dev/torpor/transport/bearer"
+)
+
+func testKey(tb testing.TB, last byte) *did.PrivateKey {
+	tb.Helper()
+	seed := make([]byte, 32)
+	seed[31] = last
+	k, err := did.NewKeyFromSeed(seed)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return k
+}
+
+// fakeAgents records what the link tells the relay's agent state.
+type fakeAgents struct {
+	mu     sync.Mutex
+	states []State
+	linked map[string]bool
+	refuse error
+	events chan string
+}
+
+func (a *fakeAgents) Admit(ctx context.Context, agent did.DID) (Bounds, error) {
+	if a.refuse != nil {
+		return Bounds{}, a.refuse
+	}
+	return Bounds{MaxMessages: 500, MaxPerPeer: 50, MaxBytes: 2 << 20, MaxMessageSize: 256 << 10, TTLSec: 604800}, nil
+}
+
+func (a *fakeAgents) Publish(ctx context.Context, agent did.DID, st State) (Bounds, error) {
+	if st.Mode == "nap" {
+		return Bounds{}, errors.New("unknown mode nap")
+	}
+	a.mu.Lock()
+	a.states = append(a.states, st)
+	a.mu.Unlock()
+	return Bounds{MaxMessages: 7}, nil
+}
+
+func (a *fakeAgents) Linked(agent did.DID, up bool) {
+	a.mu.Lock()
+	if a.linked == nil {
+		a.linked = map[string]bool{}
+	}
+	a.linked[agent.String()] = up
+	a.mu.Unlock()
+	if a.events != nil {
+		a.events <- fmt.Sprintf("%v", up)
+	}
+}
+
+type harness struct {
+	srv    *Server
+	http   *httptest.Server
+	q      *queue.Bolt
+	agents *fakeAgents
+}
+
+func newHarness(tb testing.TB) *harness {
+	tb.Helper()
+	q, err := queue.OpenBolt(filepath.Join(tb.TempDir(), "q.db"), nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	h := &harness{q: q, agents: &fakeAgents{events: make(chan string, 16)}}
+	h.srv = &Server{Queue: q, Agents: h.agents}
+	h.http = httptest.NewServer(h.srv)
+	h.srv.Verifier = &bearer.Verifier{Audience: h.http.URL}
+	tb.Cleanup(func() {
+		h.srv.Close()
+		h.http.Close()
+		q.Close()
+	})
+	return h
+}
+
+func (h *harness) dial(tb testing.TB, key *did.PrivateKey, handler HandlerFunc) *Client {
+	tb.Helper()
+	c, err := Dial(context.Background(), Config{RelayURL: h.http.URL, Key: key, Handler: handler})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { c.Close() })
+	<-h.agents.events // linked
+	return c
+}
+
+func (h *harness) enqueue(tb testing.TB, agent did.DID, n int) {
+	tb.Helper()
+	for i := range n {
+		_, err := h.q.Enqueue(context.Background(), queue.Record{Agent: agent.String(), From: "did:key:zSender", Body: fmt.Appendf(nil, "body-%d", i)}, queue.DefaultBounds(), time.Now())
+		if err != nil {
+			tb.Fatal(err)
+		}
+	}
+}
+
+func TestDrainInOrderInBatches(t *testing.T) {
+	h := newHarness(t)
+	dev := testKey(t, 1)
+	h.enqueue(t, dev.DID(), 25)
+	c := h.dial(t, dev, nil)
+	if got := c.Hello().MaxMessages; got != 500 {
+		t.Errorf("hello bounds MaxMessages = %d, want 500", got)
+	}
+	var bodies []string
+	var batches []int
+	n, err := c.Drain(context.Background(), 10, func(ctx context.Context, recs []Record) error {
+		batches = append(batches, len(recs))
+		for _, r := range recs {
+			bodies = append(bodies, string(r.Body))
+			if r.From != "did:key:zSender" || r.ExpiresAt <= r.EnqueuedAt {
+				t.Errorf("record %d: from %q, enq %d exp %d", r.Seq, r.From, r.EnqueuedAt, r.ExpiresAt)
+			}
+		}
+		return nil
+	})
+	if err != nil || n != 25 {
+		t.Fatalf("Drain = %d, %v; want 25, nil", n, err)
+	}
+	var want []string
+	for i := range 25 {
+		want = append(want, fmt.Sprintf("body-%d", i))
+	}
+	if diff := cmp.Diff(want, bodies); diff != "" {
+		t.Errorf("drained bodies (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]int{10, 10, 5}, batches); diff != "" {
+		t.Errorf("batch sizes (-want +got):\n%s", diff)
+	}
+	st, _ := h.q.Stats(context.Background(), dev.DID().String(), time.Now())
+	if st.Messages != 0 {
+		t.Errorf("after drain, %d records left", st.Messages)
+	}
+}
+
+func TestUnackedRecordsAreRedelivered(t *testing.T) {
+	h := newHarness(t)
+	dev := testKey(t, 1)
+	h.enqueue(t, dev.DID(), 5)
+	c := h.dial(t, dev, nil)
+	recs, more, err := c.Pull(context.Background(), 0, 10)
+	if err != nil || len(recs) != 5 || more {
+		t.Fatalf("Pull = %d records, more %v, %v", len(recs), more, err)
+	}
+	if err := c.Ack(context.Background(), []uint64{recs[0].Seq, recs[1].Seq}); err != nil {
+		t.Fatal(err)
+	}
+	// A failing batch is not acknowledged.
+	if _, err := c.Drain(context.Background(), 2, func(context.Context, []Record) error { return errors.New("device busy") }); err == nil {
+		t.Fatal("Drain with a failing fn: no error")
+	}
+	c.Close()
+	<-h.agents.events // down
+
+	c2 := h.dial(t, dev, nil)
+	recs2, _, err := c2.Pull(context.Background(), 0, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []uint64
+	for _, r := range recs2 {
+		got = append(got, r.Seq)
+	}
+	want := []uint64{recs[2].Seq, recs[3].Seq, recs[4].Seq}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("redelivered seqs (-want +got):\n%s", diff)
+	}
+}
+
+func TestLiveRequest(t *testing.T) {
+	h := newHarness(t)
+	dev := testKey(t, 1)
+	if _, err := h.srv.Forward(context.Background(), dev.DID().String(), Request{}); !errors.Is(err, ErrNotLinked) {
+		t.Fatalf("Forward before link = %v, want ErrNotLinked", err)
+	}
+	h.dial(t, dev, func(ctx context.Context, req Request) Response {
+		return Response{Status: 200, ContentType: "application/json", Body: fmt.Appendf(nil, `{"from":%q,"ver":%q,"echo":%s}`, req.From, req.Version, req.Body)}
+	})
+	if !h.srv.Up(dev.DID().String()) {
+		t.Fatal("Up = false after Dial")
+	}
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resp, err := h.srv.Forward(context.Background(), dev.DID().String(), Request{From: "did:key:zA", Version: "1.0", Body: fmt.Appendf(nil, "%d", i)})
+			want := fmt.Sprintf(`{"from":"did:key:zA","ver":"1.0","echo":%d}`, i)
+			if err != nil || resp.Status != 200 || string(resp.Body) != want {
+				t.Errorf("Forward %d = %+v, %v; want body %s", i, resp, err, want)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+func TestForwardUnansweredWhenLinkDrops(t *testing.T) {
+	h := newHarness(t)
+	dev := testKey(t, 1)
+	got := make(chan struct{})
+	var c *Client
+	c = h.dial(t, dev, func(ctx context.Context, req Request) Response {
+		close(got)
+		<-ctx.Done()
+		return Response{}
+	})
+	errc := make(chan error, 1)
+	go func() {
+		_, err := h.srv.Forward(context.Background(), dev.DID().String(), Request{Body: []byte("x")})
+		errc <- err
+	}()
+	<-got
+	c.Close()
+	if err := <-errc; !errors.Is(err, ErrUnanswered) {
+		t.Errorf("Forward across a dropped link = %v, want ErrUnanswered", err)
+	}
+}
+
+func TestPublishState(t *testing.T) {
+	h := newHarness(t)
+	dev := testKey(t, 1)
+	c := h.dial(t, dev, nil)
+	st := State{Mode: "hourly_wake", Window: &Window{Minute: 11, LengthSec: 300}, NextWake: 1768478400, Card: []byte(`{"name":"x"}`), KeyPackages: [][]byte{{0, 1, 0, 5}}, Pulse: []byte("p")}
+	b, err := c.Publish(context.Background(), st)
+	if err != nil || b.MaxMessages != 7 {
+		t.Fatalf("Publish = %+v, %v", b, err)
+	}
+	h.agents.mu.Lock()
+	gotState := h.agents.states[0]
+	h.agents.mu.Unlock()
+	if diff := cmp.Diff(st, gotState); diff != "" {
+		t.Errorf("published state (-sent +received):\n%s", diff)
+	}
+	_, err = c.Publish(context.Background(), State{Mode: "nap"})
+	var re *RemoteError
+	if !errors.As(err, &re) || re.Code != "bad-state" || !strings.Contains(re.Message, "nap") {
+		t.Errorf("Publish(bad mode) = %v, want a bad-state RemoteError", err)
+	}
+}
+
+func TestQueuedNotification(t *testing.T) {
+	h := newHarness(t)
+	dev := testKey(t, 1)
+	c := h.dial(t, dev, nil)
+	h.srv.Notify(dev.DID().String(), 42)
+	if got := <-c.Queued(); got != 42 {
+		t.Errorf("Queued() = %d, want 42", got)
+	}
+}
+
+func TestDialRefusals(t *testing.T) {
+	h := newHarness(t)
+	dev := testKey(t, 1)
+	tests := []struct {
+		name string
+		cfg  Config
+		want string
+	}{
+		{"wrong audience", Config{RelayURL: h.http.URL, Key: dev, Audience: "https://elsewhere.example"}, "401"},
+		{"bad url", Config{RelayURL: "ftp://x", Key: dev}, "not an http(s) URL"},
+		{"no key", Config{RelayURL: h.http.URL}, "needs a key"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Dial(context.Background(), tt.cfg)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("Dial = %v, want error containing %q", err, tt.want)
+			}
+		})
+	}
+	h.agents.refuse = errors.New("agent not on the allow list")
+	_, err := Dial(context.Background(), Config{RelayURL: h.http.URL, Key: dev})
+	if err == nil || !strings.Contains(err.Error(), "403") || !strings.Contains(err.Error(), "allow list") {
+		t.Errorf("Dial of a refused agent = %v, want 403", err)
+	}
+}
+
+func TestNewerLinkReplacesOlder(t *testing.T) {
+	h := newHarness(t)
+	dev := testKey(t, 1)
+	c1 := h.dial(t, dev, nil)
+	c2 := h.dial(t, dev, nil)
+	<-c1.Done()
+	if c1.Err() == nil {
+		t.Error("old link closed without an error")
+	}
+	if _, _, err := c2.Pull(context.Background(), 0, 1); err != nil {
+		t.Errorf("newer link: Pull = %v", err)
+	}
+	if !h.srv.Up(dev.DID().String()) {
+		t.Error("agent not up after the replacement")
+	}
+}
+
+func TestFrameVersionAndDecoding(t *testing.T) {
+	b, err := encodeFrame(&frame{T: tPull, ID: 3, After: 9, Max: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := decodeFrame(b)
+	if err != nil || f.T != tPull || f.After != 9 || f.Max != 10 || f.ID != 3 {
+		t.Fatalf("decode(encode(pull)) = %+v, %v", f, err)
+	}
+	bad := []struct {
+		name string
+		b    []byte
+	}{
+		{"not cbor", []byte{0xff, 0x00}},
+		{"version 2", mustEnc(t, map[string]any{"v": 2, "t": "pull"})},
+		{"duplicate key", []byte{0xa2, 0x61, 'v', 0x01, 0x61, 'v', 0x01}},
+	}
+	for _, tt := range bad {
+		if _, err := decodeFrame(tt.b); !errors.Is(err, ErrProtocol) {
+			t.Errorf("%s: decodeFrame = %v, want ErrProtocol", tt.name, err)
+		}
+	}
+}
+
+func mustEnc(tb testing.TB, v any) []byte {
+	tb.Helper()
+	b, err := encMode.Marshal(v)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return b
+}
+
+func FuzzDecodeFrame(f *testing.F) {
+	for _, fr := range []*frame{
+		{T: tPull, ID: 1, After: 2, Max: 3},
+		{T: tRecords, ID: 1, Records: []Record{{Seq: 1, From: "did:key:z", Body: []byte("b")}}, More: true},
+		{T: tState, ID: 2, State: &State{Mode: "sleep", Window: &Window{Minute: 3, LengthSec: 300}, KeyPackages: [][]byte{{1}}}},
+	} {
+		b, _ := encodeFrame(fr)
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		fr, err := decodeFrame(b)
+		if err != nil {
+			return
+		}
+		b2, err := encodeFrame(fr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fr2, err := decodeFrame(b2)
+		if err != nil {
+			t.Fatalf("re-decoding an encoded frame: %v", err)
+		}
+		if diff := cmp.Diff(fr, fr2); diff != "" {
+			t.Errorf("frame changed across encode/decode:\n%s", diff)
+		}
+	})
+}

@@ -1,0 +1,442 @@
+package link
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/torpor-dev/torpor/clock"
+	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/store/queue"
+	"github.com/torpor-dev/torpor/transport/bearer"
+)
+
+// Queue is the part of the relay's queue store the link drains.
+type Queue interface {
+	Next(ctx context.Context, agent string, after uint64, max int, now time.Time) ([]queue.Record, error)
+	Ack(ctx context.Context, agent string, seqs []uint64) error
+}
+
+// Agents is the relay's per-agent state as the link sees it.
+type Agents interface {
+	// Admit decides whether agent may link and returns the ceiling bounds
+	// announced in the hello frame. An error refuses the link (403).
+	Admit(ctx context.Context, agent did.DID) (Bounds, error)
+	// Publish stores a state the device published and returns the bounds
+	// now in force. An error is sent back to the device as an error frame
+	// (its message should say what was wrong) and changes nothing.
+	Publish(ctx context.Context, agent did.DID, st State) (Bounds, error)
+	// Linked is told when an agent's link comes up and goes down.
+	Linked(agent did.DID, up bool)
+}
+
+// Server is the relay side of the device link: an http.Handler for Path
+// plus Forward for live requests. The zero value is not usable; set
+// Verifier, Queue and Agents.
+type Server struct {
+	// Verifier checks the device's DID Bearer token on the upgrade request;
+	// its Audience is the relay's public origin.
+	Verifier *bearer.Verifier
+	Queue    Queue
+	Agents   Agents
+	// Clock drives pings and the time records are read at; nil is the
+	// real clock.
+	Clock clock.Clock
+	// Logger receives link up/down and protocol errors; nil discards.
+	Logger *slog.Logger
+	// OnAcked, if set, is called with how long each acknowledged record
+	// waited between enqueue and acknowledgement (drain latency).
+	OnAcked func(agent did.DID, waited []time.Duration)
+
+	mu sync.Mutex
+	// mu guards all following fields.
+	conns map[string]*serverConn
+}
+
+type serverConn struct {
+	s     *Server
+	agent did.DID
+	ws    *websocket.Conn
+	ctx   context.Context
+	stop  context.CancelFunc
+
+	mu sync.Mutex
+	// mu guards all following fields.
+	nextID  uint64
+	pending map[uint64]chan *frame
+	sent    map[uint64]int64 // seq -> EnqueuedAt (Unix ns) of records sent, for drain latency
+	err     error
+}
+
+func (s *Server) log() *slog.Logger {
+	if s.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return s.Logger
+}
+
+// ServeHTTP accepts a device link: it verifies the DID Bearer token (401 in
+// the reference's form otherwise), asks Agents.Admit, checks the
+// subprotocol, upgrades and serves the link until it closes.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	agent, err := s.Verifier.Verify(r.Header.Get("Authorization"))
+	if err != nil {
+		bearer.WriteUnauthorized(w, err)
+		return
+	}
+	if !offersSubprotocol(r) {
+		writeJSONError(w, http.StatusBadRequest, "link_version", "the link needs WebSocket subprotocol "+Subprotocol)
+		return
+	}
+	ceiling, err := s.Agents.Admit(r.Context(), agent)
+	if err != nil {
+		writeJSONError(w, http.StatusForbidden, "agent_not_admitted", err.Error())
+		return
+	}
+	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{Subprotocols: []string{Subprotocol}})
+	if err != nil {
+		return // Accept has answered
+	}
+	ws.SetReadLimit(MaxFrame)
+	// The link outlives the upgrade request: it ends when either side
+	// closes, not when the handler's request context would.
+	ctx, stop := context.WithCancel(context.WithoutCancel(r.Context()))
+	c := &serverConn{s: s, agent: agent, ws: ws, ctx: ctx, stop: stop, pending: map[uint64]chan *frame{}, sent: map[uint64]int64{}}
+	s.attach(c)
+	defer s.detach(c)
+	if err := c.write(ctx, &frame{T: tHello, Bounds: &ceiling}); err != nil {
+		c.fail(err)
+		return
+	}
+	go c.pinger()
+	c.serve()
+}
+
+func offersSubprotocol(r *http.Request) bool {
+	for _, h := range r.Header.Values("Sec-WebSocket-Protocol") {
+		for _, p := range strings.Split(h, ",") {
+			if strings.TrimSpace(p) == Subprotocol {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func writeJSONError(w http.ResponseWriter, status int, code, msg string) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(status)
+	b, _ := json.Marshal(map[string]string{"error": code, "message": msg})
+	w.Write(b)
+}
+
+// attach makes c the agent's link, closing a previous one: a device that
+// reconnects before the relay noticed its old socket died must not wait
+// for the ping timeout.
+func (s *Server) attach(c *serverConn) {
+	s.mu.Lock()
+	if s.conns == nil {
+		s.conns = map[string]*serverConn{}
+	}
+	old := s.conns[c.agent.String()]
+	s.conns[c.agent.String()] = c
+	s.mu.Unlock()
+	if old != nil {
+		old.ws.Close(websocket.StatusPolicyViolation, "replaced by a newer link")
+		old.fail(errors.New("replaced by a newer link"))
+	}
+	s.Agents.Linked(c.agent, true)
+	s.log().Info("link up", "agent", c.agent.String())
+}
+
+func (s *Server) detach(c *serverConn) {
+	s.mu.Lock()
+	current := s.conns[c.agent.String()] == c
+	if current {
+		delete(s.conns, c.agent.String())
+	}
+	s.mu.Unlock()
+	c.fail(ErrClosed)
+	if current {
+		s.Agents.Linked(c.agent, false)
+	}
+	s.log().Info("link down", "agent", c.agent.String(), "err", c.errValue())
+}
+
+func (s *Server) conn(agent string) *serverConn {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.conns[agent]
+}
+
+// Up reports whether agent has a link now.
+func (s *Server) Up(agent string) bool { return s.conn(agent) != nil }
+
+// Close closes every link.
+func (s *Server) Close() {
+	s.mu.Lock()
+	cs := make([]*serverConn, 0, len(s.conns))
+	for _, c := range s.conns {
+		cs = append(cs, c)
+	}
+	s.mu.Unlock()
+	for _, c := range cs {
+		c.ws.Close(websocket.StatusGoingAway, "relay shutting down")
+		c.fail(ErrClosed)
+	}
+}
+
+// Forward sends req to agent's device over its link and returns the
+// device's answer. It returns ErrNotLinked when there is no link or the
+// request could not be written (the device did not get it), and
+// ErrUnanswered when it was sent but the link dropped or ctx ended before
+// the answer (the device may have processed it).
+func (s *Server) Forward(ctx context.Context, agent string, req Request) (Response, error) {
+	c := s.conn(agent)
+	if c == nil {
+		return Response{}, ErrNotLinked
+	}
+	id, ch, err := c.expect()
+	if err != nil {
+		return Response{}, ErrNotLinked
+	}
+	defer c.forget(id)
+	if err := c.write(ctx, &frame{T: tRequest, ID: id, Request: &req}); err != nil {
+		return Response{}, fmt.Errorf("%w: %v", ErrNotLinked, err)
+	}
+	select {
+	case f := <-ch:
+		if f == nil {
+			return Response{}, fmt.Errorf("%w: %v", ErrUnanswered, c.errValue())
+		}
+		if f.T == tError {
+			return Response{}, &RemoteError{Code: f.Code, Message: f.Message}
+		}
+		if f.Response == nil {
+			return Response{}, fmt.Errorf("%w: response frame without response", ErrProtocol)
+		}
+		return *f.Response, nil
+	case <-ctx.Done():
+		return Response{}, fmt.Errorf("%w: %v", ErrUnanswered, ctx.Err())
+	}
+}
+
+// Notify tells agent's device, if linked, that record seq was queued. It
+// does not wait for the write.
+func (s *Server) Notify(agent string, seq uint64) {
+	c := s.conn(agent)
+	if c == nil {
+		return
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(c.ctx, 10*time.Second)
+		defer cancel()
+		c.write(ctx, &frame{T: tQueued, Seq: seq})
+	}()
+}
+
+func (c *serverConn) write(ctx context.Context, f *frame) error {
+	b, err := encodeFrame(f)
+	if err != nil {
+		return err
+	}
+	return c.ws.Write(ctx, websocket.MessageBinary, b)
+}
+
+func (c *serverConn) expect() (uint64, chan *frame, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err != nil {
+		return 0, nil, c.err
+	}
+	c.nextID++
+	ch := make(chan *frame, 1)
+	c.pending[c.nextID] = ch
+	return c.nextID, ch, nil
+}
+
+func (c *serverConn) forget(id uint64) {
+	c.mu.Lock()
+	delete(c.pending, id)
+	c.mu.Unlock()
+}
+
+func (c *serverConn) deliver(f *frame) {
+	c.mu.Lock()
+	ch := c.pending[f.ID]
+	delete(c.pending, f.ID)
+	c.mu.Unlock()
+	if ch != nil {
+		ch <- f
+	}
+}
+
+// fail records the first error, wakes every pending Forward and stops the
+// connection's goroutines.
+func (c *serverConn) fail(err error) {
+	c.mu.Lock()
+	if c.err == nil {
+		c.err = err
+	}
+	pending := c.pending
+	c.pending = map[uint64]chan *frame{}
+	c.mu.Unlock()
+	for _, ch := range pending {
+		ch <- nil
+	}
+	c.stop()
+}
+
+func (c *serverConn) errValue() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err
+}
+
+func (c *serverConn) pinger() {
+	clk := clock.Or(c.s.Clock)
+	for {
+		if err := clock.Sleep(c.ctx, clk, PingInterval); err != nil {
+			return
+		}
+		ctx, cancel := context.WithTimeout(c.ctx, PingInterval)
+		err := c.ws.Ping(ctx)
+		cancel()
+		if err != nil {
+			c.ws.Close(websocket.StatusPolicyViolation, "ping timeout")
+			c.fail(fmt.Errorf("ping: %v", err))
+			return
+		}
+	}
+}
+
+// serve reads frames until the link closes. Answers to the relay's own
+// requests are delivered at once; the device's requests (state, pull, ack)
+// are handled in order by one worker so that an ack is never overtaken by
+// the pull after it, while a slow fsync does not delay live answers.
+func (c *serverConn) serve() {
+	work := make(chan *frame, 16)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for f := range work {
+			if err := c.handle(f); err != nil {
+				c.fail(err)
+				c.ws.Close(websocket.StatusInternalError, "relay error")
+				for range work {
+				}
+				return
+			}
+		}
+	}()
+	defer func() { close(work); <-done }()
+	for {
+		typ, b, err := c.ws.Read(c.ctx)
+		if err != nil {
+			c.fail(err)
+			return
+		}
+		if typ != websocket.MessageBinary {
+			c.ws.Close(websocket.StatusUnsupportedData, "binary CBOR frames only")
+			c.fail(fmt.Errorf("%w: text message", ErrProtocol))
+			return
+		}
+		f, err := decodeFrame(b)
+		if err != nil {
+			c.ws.Close(websocket.StatusProtocolError, err.Error())
+			c.fail(err)
+			return
+		}
+		switch f.T {
+		case tResponse, tError:
+			c.deliver(f)
+		case tState, tPull, tAck:
+			select {
+			case work <- f:
+			case <-c.ctx.Done():
+				return
+			}
+		default:
+			c.write(c.ctx, &frame{T: tError, ID: f.ID, Code: "unknown-frame", Message: "unknown frame type " + f.T})
+		}
+	}
+}
+
+func (c *serverConn) handle(f *frame) error {
+	ctx := c.ctx
+	switch f.T {
+	case tState:
+		if f.State == nil {
+			return c.write(ctx, &frame{T: tError, ID: f.ID, Code: "bad-state", Message: "state frame without state"})
+		}
+		b, err := c.s.Agents.Publish(ctx, c.agent, *f.State)
+		if err != nil {
+			return c.write(ctx, &frame{T: tError, ID: f.ID, Code: "bad-state", Message: err.Error()})
+		}
+		return c.write(ctx, &frame{T: tStateOK, ID: f.ID, Bounds: &b})
+	case tPull:
+		return c.pull(ctx, f)
+	case tAck:
+		if err := c.s.Queue.Ack(ctx, c.agent.String(), f.Seqs); err != nil {
+			return err
+		}
+		c.acked(f.Seqs)
+		return c.write(ctx, &frame{T: tAcked, ID: f.ID})
+	}
+	return nil
+}
+
+func (c *serverConn) pull(ctx context.Context, f *frame) error {
+	max := f.Max
+	if max <= 0 || max > 1000 {
+		max = 1000
+	}
+	now := clock.Or(c.s.Clock).Now()
+	recs, err := c.s.Queue.Next(ctx, c.agent.String(), f.After, max, now)
+	if err != nil {
+		return err
+	}
+	out := make([]Record, 0, len(recs))
+	size := 0
+	for _, r := range recs {
+		if len(out) > 0 && size+len(r.Body) > MaxBatchBytes {
+			break
+		}
+		size += len(r.Body)
+		out = append(out, Record{
+			Seq: r.Seq, From: r.From, Kind: uint8(r.Kind),
+			EnqueuedAt: r.EnqueuedAt.UnixNano(), ExpiresAt: r.ExpiresAt.UnixNano(), Body: r.Body,
+		})
+	}
+	c.mu.Lock()
+	for _, r := range out {
+		c.sent[r.Seq] = r.EnqueuedAt
+	}
+	c.mu.Unlock()
+	more := len(out) < len(recs) || len(recs) == max
+	return c.write(ctx, &frame{T: tRecords, ID: f.ID, Records: out, More: more})
+}
+
+func (c *serverConn) acked(seqs []uint64) {
+	now := clock.Or(c.s.Clock).Now()
+	var waited []time.Duration
+	c.mu.Lock()
+	for _, s := range seqs {
+		if at, ok := c.sent[s]; ok {
+			waited = append(waited, now.Sub(time.Unix(0, at)))
+			delete(c.sent, s)
+		}
+	}
+	c.mu.Unlock()
+	if c.s.OnAcked != nil && len(waited) > 0 {
+		c.s.OnAcked(c.agent, waited)
+	}
+}
