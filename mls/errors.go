@@ -123,4 +123,14 @@ var (
 	// is blank or outside the tree, or an external sender index the group
 	// does not have (RFC 9420, Sections 6.3.2 and 12.1.8.1).
 	ErrUnknownSender = errors.New("mls: unknown sender")
+
+	// ErrNotForUs is returned by OpenWelcome and Join when the Welcome has
+	// no entry for the KeyPackage.
+	ErrNotForUs = errors.New("mls: welcome is not for this key package")
+
+	// ErrInvalidWelcome is returned when a Welcome or GroupInfo fails a
+	// check of RFC 9420, Section 12.4.3.1 other than decryption: a wrong
+	// confirmation tag, a tree that does not match the GroupInfo, no leaf
+	// for our KeyPackage, path secrets that do not match the tree.
+	ErrInvalidWelcome = errors.New("mls: invalid welcome")
 )
