@@ -15,7 +15,8 @@ import (
 // land inside that window, using rnd (nil means crypto/rand), so that
 // senders refused at the same instant spread out over the window instead of
 // returning together (profile, Security Considerations: wake storms). The
-// result is never 0 and never reaches the window's end.
+// result is never 0 and, for a valid window, never reaches the window's
+// end.
 //
 // Unlike the reference, the distance to a window later in the same hour is
 // not taken across the hour: wake minute 11 at 12:05:00 is 360 s (plus
@@ -27,9 +28,13 @@ func RetryAfter(w Window, now time.Time, rnd io.Reader) int {
 	}
 	// Less than a whole second of the current window is left: aim at the
 	// following one.
-	start, end = w.Next(end)
-	s, _ := Jitter(now, start, end, rnd)
-	return s
+	next, nextEnd := w.Next(end)
+	if s, ok := Jitter(now, next, nextEnd, rnd); ok {
+		return s
+	}
+	// Only an invalid window (shorter than a second) gets here: answer the
+	// next start, rounded up.
+	return int(max(1, ceilSeconds(start.Sub(now.Round(0)))))
 }
 
 // Jitter returns a whole number of seconds d >= 1, drawn uniformly using

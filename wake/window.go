@@ -36,7 +36,8 @@ type Window struct {
 	// Minute is the wake minute, 0–59; usually WakeMinute(agent DID).
 	Minute int
 	// Length is how long the window stays open; zero means DefaultLength.
-	// A length of an hour or more means always inside.
+	// A length of an hour or more means always inside. Lengths under a
+	// second are invalid: RetryAfter could not name a whole second inside.
 	Length time.Duration
 	// Offset shifts the start within the hour (it may be negative or carry
 	// seconds), e.g. to spread a fleet whose DIDs share a wake minute. It
@@ -47,14 +48,14 @@ type Window struct {
 // WindowFor returns the default window of the agent whose DID is seed.
 func WindowFor(seed string) Window { return Window{Minute: WakeMinute(seed)} }
 
-// Validate returns an error unless Minute is in 0–59 and Length is not
-// negative.
+// Validate returns an error unless Minute is in 0–59 and Length is zero
+// (the default) or at least a second.
 func (w Window) Validate() error {
 	if w.Minute < 0 || w.Minute > 59 {
 		return fmt.Errorf("wake: window minute %d outside 0-59", w.Minute)
 	}
-	if w.Length < 0 {
-		return fmt.Errorf("wake: negative window length %v", w.Length)
+	if w.Length < 0 || w.Length > 0 && w.Length < time.Second {
+		return fmt.Errorf("wake: window length %v (want 0 for the default, or at least 1s)", w.Length)
 	}
 	return nil
 }
