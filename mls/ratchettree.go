@@ -2,6 +2,7 @@ package mls
 
 import (
 	"bytes"
+	"fmt"
 	"slices"
 
 	"golang.org/x/crypto/cryptobyte"
@@ -353,4 +354,27 @@ func (t *RatchetTree) findLeaf(leaf *LeafNode) (tm.LeafIndex, bool) {
 		}
 	}
 	return 0, false
+}
+
+// ApplyProposal applies an Add, Update or Remove proposal sent by the member
+// at leaf sender to the tree alone (RFC 9420, Sections 12.1.1–12.1.3), as
+// the tree-operations vectors do. It does not validate the proposal; group
+// commits validate the whole list first. Other proposal types do not change
+// the tree and are ignored.
+func (t *RatchetTree) ApplyProposal(sender uint32, p Proposal) error {
+	switch p := p.(type) {
+	case *AddProposal:
+		t.addLeaf(p.KeyPackage.LeafNode.clone())
+	case *UpdateProposal:
+		if t.Leaf(sender) == nil {
+			return fmt.Errorf("%w: update from blank leaf %d", ErrInvalidProposal, sender)
+		}
+		t.updateLeaf(tm.LeafIndex(sender), p.LeafNode.clone())
+	case *RemoveProposal:
+		if t.Leaf(p.Removed) == nil {
+			return fmt.Errorf("%w: remove of blank leaf %d", ErrInvalidProposal, p.Removed)
+		}
+		t.removeLeaf(tm.LeafIndex(p.Removed))
+	}
+	return nil
 }
