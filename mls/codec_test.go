@@ -43,71 +43,105 @@ var messageCodecs = map[string]func() interface {
 	"mls_welcome": func() interface {
 		marshaler
 		unmarshaler
-	} { return new(MLSMessage) },
+	} {
+		return new(MLSMessage)
+	},
 	"mls_group_info": func() interface {
 		marshaler
 		unmarshaler
-	} { return new(MLSMessage) },
+	} {
+		return new(MLSMessage)
+	},
 	"mls_key_package": func() interface {
 		marshaler
 		unmarshaler
-	} { return new(MLSMessage) },
+	} {
+		return new(MLSMessage)
+	},
 	"ratchet_tree": func() interface {
 		marshaler
 		unmarshaler
-	} { return new(RatchetTree) },
+	} {
+		return new(RatchetTree)
+	},
 	"group_secrets": func() interface {
 		marshaler
 		unmarshaler
-	} { return new(GroupSecrets) },
+	} {
+		return new(GroupSecrets)
+	},
 	"add_proposal": func() interface {
 		marshaler
 		unmarshaler
-	} { return &proposalBodyBox{t: ProposalTypeAdd} },
+	} {
+		return &proposalBodyBox{t: ProposalTypeAdd}
+	},
 	"update_proposal": func() interface {
 		marshaler
 		unmarshaler
-	} { return &proposalBodyBox{t: ProposalTypeUpdate} },
+	} {
+		return &proposalBodyBox{t: ProposalTypeUpdate}
+	},
 	"remove_proposal": func() interface {
 		marshaler
 		unmarshaler
-	} { return &proposalBodyBox{t: ProposalTypeRemove} },
+	} {
+		return &proposalBodyBox{t: ProposalTypeRemove}
+	},
 	"pre_shared_key_proposal": func() interface {
 		marshaler
 		unmarshaler
-	} { return &proposalBodyBox{t: ProposalTypePSK} },
+	} {
+		return &proposalBodyBox{t: ProposalTypePSK}
+	},
 	"re_init_proposal": func() interface {
 		marshaler
 		unmarshaler
-	} { return &proposalBodyBox{t: ProposalTypeReInit} },
+	} {
+		return &proposalBodyBox{t: ProposalTypeReInit}
+	},
 	"external_init_proposal": func() interface {
 		marshaler
 		unmarshaler
-	} { return &proposalBodyBox{t: ProposalTypeExternalInit} },
+	} {
+		return &proposalBodyBox{t: ProposalTypeExternalInit}
+	},
 	"group_context_extensions_proposal": func() interface {
 		marshaler
 		unmarshaler
-	} { return &proposalBodyBox{t: ProposalTypeGroupContextExtensions} },
+	} {
+		return &proposalBodyBox{t: ProposalTypeGroupContextExtensions}
+	},
 	"commit": func() interface {
 		marshaler
 		unmarshaler
-	} { return new(Commit) },
+	} {
+		return new(Commit)
+	},
 	"public_message_application": func() interface {
 		marshaler
 		unmarshaler
-	} { return new(MLSMessage) },
+	} {
+		return new(MLSMessage)
+	},
 	"public_message_proposal": func() interface {
 		marshaler
 		unmarshaler
-	} { return new(MLSMessage) },
+	} {
+		return new(MLSMessage)
+	},
 	"public_message_commit": func() interface {
 		marshaler
 		unmarshaler
-	} { return new(MLSMessage) },
+	} {
+		return new(MLSMessage)
+	},
 	"private_message": func() interface {
 		marshaler
 		unmarshaler
-	} { return new(MLSMessage) },
+	} {
+		return new(MLSMessage)
+	},
 }
 
 // TestMessagesVectors decodes and re-encodes every field of
