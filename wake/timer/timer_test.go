@@ -1,0 +1,137 @@
+package timer_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/torpor-dev/torpor/clock/clocktest"
+	"github.com/torpor-dev/torpor/wake"
+	"github.com/torpor-dev/torpor/wake/timer"
+	"github.com/torpor-dev/torpor/wake/waketest"
+)
+
+var t0 = time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
+
+type result struct {
+	w   wake.Wake
+	err error
+}
+
+func start(s *timer.Source, ctx context.Context, until time.Time) <-chan result {
+	ch := make(chan result, 1)
+	go func() {
+		w, err := s.Wait(ctx, until)
+		ch <- result{w, err}
+	}()
+	return ch
+}
+
+func TestWaitFiresAtDeadline(t *testing.T) {
+	tests := []struct {
+		name    string
+		wait    time.Duration
+		recheck time.Duration
+		steps   []time.Duration // advances before the last one fires it
+	}{
+		{"one step", 30 * time.Second, 0, nil},
+		{"rechecked", 150 * time.Second, time.Minute, []time.Duration{time.Minute, time.Minute}},
+		{"hour", time.Hour, 0, []time.Duration{20 * time.Minute, 20 * time.Minute}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := clocktest.New(t0)
+			kc := waketest.NewKernelClock(time.Minute)
+			s := &timer.Source{Clock: c, Kernel: kc, Recheck: tt.recheck}
+			created := c.TimerCreated()
+			ch := start(s, context.Background(), t0.Add(tt.wait))
+			var spent time.Duration
+			for _, d := range tt.steps {
+				<-created
+				created = c.TimerCreated()
+				c.Advance(d)
+				kc.Run(d)
+				spent += d
+				select {
+				case r := <-ch:
+					t.Fatalf("Wait returned early after %v: %+v", spent, r)
+				default:
+				}
+			}
+			<-created
+			last := tt.wait - spent
+			kc.Run(last)
+			c.Advance(last)
+			r := <-ch
+			if r.err != nil {
+				t.Fatal(r.err)
+			}
+			if r.w.Reason != wake.ReasonTimer || !r.w.At.Equal(t0.Add(tt.wait)) {
+				t.Errorf("Wait = %v at %v, want timer at %v", r.w.Reason, r.w.At, t0.Add(tt.wait))
+			}
+			if r.w.Slept.Boot != tt.wait || r.w.Slept.Wall != tt.wait {
+				t.Errorf("Slept = %+v, want %v on the wall and boot clocks", r.w.Slept, tt.wait)
+			}
+		})
+	}
+}
+
+// A wall clock that jumps (a host resumed from a suspend the monotonic
+// timers did not see, or NTP) is noticed at the next recheck.
+func TestWaitFollowsWallClockJump(t *testing.T) {
+	c := clocktest.New(t0)
+	s := &timer.Source{Clock: c, Kernel: waketest.NewKernelClock(0), Recheck: time.Minute}
+	created := c.TimerCreated()
+	ch := start(s, context.Background(), t0.Add(time.Hour))
+	<-created
+	c.Set(t0.Add(59*time.Minute + 30*time.Second)) // fires the pending 1 min step late
+	created = c.TimerCreated()
+	<-created
+	c.Advance(30 * time.Second)
+	r := <-ch
+	if r.err != nil || r.w.Reason != wake.ReasonTimer || !r.w.At.Equal(t0.Add(time.Hour)) {
+		t.Fatalf("Wait = %+v, %v; want a timer wake at %v", r.w, r.err, t0.Add(time.Hour))
+	}
+}
+
+func TestWaitPastDeadlineReturnsAtOnce(t *testing.T) {
+	c := clocktest.New(t0)
+	s := &timer.Source{Clock: c, Kernel: waketest.NewKernelClock(0)}
+	w, err := s.Wait(context.Background(), t0.Add(-time.Second))
+	if err != nil || w.Reason != wake.ReasonTimer {
+		t.Fatalf("Wait(past) = %+v, %v", w, err)
+	}
+}
+
+func TestHaltAndCancel(t *testing.T) {
+	tests := []struct {
+		name string
+		stop func(s *timer.Source, cancel context.CancelFunc)
+		want error
+	}{
+		{"halt", func(s *timer.Source, _ context.CancelFunc) { s.Halt() }, wake.ErrHalted},
+		{"cancel", func(_ *timer.Source, cancel context.CancelFunc) { cancel() }, context.Canceled},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := clocktest.New(t0)
+			s := &timer.Source{Clock: c, Kernel: waketest.NewKernelClock(0)}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			created := c.TimerCreated()
+			ch := start(s, ctx, time.Time{}) // zero: no deadline
+			<-created
+			tt.stop(s, cancel)
+			if r := <-ch; !errors.Is(r.err, tt.want) {
+				t.Fatalf("Wait after %s = %+v, %v; want %v", tt.name, r.w, r.err, tt.want)
+			}
+			if c.Pending() != 0 {
+				t.Errorf("%d timers still pending after %s", c.Pending(), tt.name)
+			}
+			if err := s.Halt(); err != nil {
+				t.Errorf("second Halt = %v", err)
+			}
+		})
+	}
+}
