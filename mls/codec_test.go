@@ -35,113 +35,31 @@ func unhex(t testing.TB, s string) []byte {
 	return b
 }
 
-// messageCodecs maps each field of messages.json to the structure it holds.
-var messageCodecs = map[string]func() interface {
+// codec is a structure with both halves of the codec.
+type codec interface {
 	marshaler
 	unmarshaler
-}{
-	"mls_welcome": func() interface {
-		marshaler
-		unmarshaler
-	} {
-		return new(MLSMessage)
-	},
-	"mls_group_info": func() interface {
-		marshaler
-		unmarshaler
-	} {
-		return new(MLSMessage)
-	},
-	"mls_key_package": func() interface {
-		marshaler
-		unmarshaler
-	} {
-		return new(MLSMessage)
-	},
-	"ratchet_tree": func() interface {
-		marshaler
-		unmarshaler
-	} {
-		return new(RatchetTree)
-	},
-	"group_secrets": func() interface {
-		marshaler
-		unmarshaler
-	} {
-		return new(GroupSecrets)
-	},
-	"add_proposal": func() interface {
-		marshaler
-		unmarshaler
-	} {
-		return &proposalBodyBox{t: ProposalTypeAdd}
-	},
-	"update_proposal": func() interface {
-		marshaler
-		unmarshaler
-	} {
-		return &proposalBodyBox{t: ProposalTypeUpdate}
-	},
-	"remove_proposal": func() interface {
-		marshaler
-		unmarshaler
-	} {
-		return &proposalBodyBox{t: ProposalTypeRemove}
-	},
-	"pre_shared_key_proposal": func() interface {
-		marshaler
-		unmarshaler
-	} {
-		return &proposalBodyBox{t: ProposalTypePSK}
-	},
-	"re_init_proposal": func() interface {
-		marshaler
-		unmarshaler
-	} {
-		return &proposalBodyBox{t: ProposalTypeReInit}
-	},
-	"external_init_proposal": func() interface {
-		marshaler
-		unmarshaler
-	} {
-		return &proposalBodyBox{t: ProposalTypeExternalInit}
-	},
-	"group_context_extensions_proposal": func() interface {
-		marshaler
-		unmarshaler
-	} {
-		return &proposalBodyBox{t: ProposalTypeGroupContextExtensions}
-	},
-	"commit": func() interface {
-		marshaler
-		unmarshaler
-	} {
-		return new(Commit)
-	},
-	"public_message_application": func() interface {
-		marshaler
-		unmarshaler
-	} {
-		return new(MLSMessage)
-	},
-	"public_message_proposal": func() interface {
-		marshaler
-		unmarshaler
-	} {
-		return new(MLSMessage)
-	},
-	"public_message_commit": func() interface {
-		marshaler
-		unmarshaler
-	} {
-		return new(MLSMessage)
-	},
-	"private_message": func() interface {
-		marshaler
-		unmarshaler
-	} {
-		return new(MLSMessage)
-	},
+}
+
+// messageCodecs maps each field of messages.json to the structure it holds.
+var messageCodecs = map[string]func() codec{
+	"mls_welcome":                       func() codec { return new(MLSMessage) },
+	"mls_group_info":                    func() codec { return new(MLSMessage) },
+	"mls_key_package":                   func() codec { return new(MLSMessage) },
+	"ratchet_tree":                      func() codec { return new(RatchetTree) },
+	"group_secrets":                     func() codec { return new(GroupSecrets) },
+	"add_proposal":                      func() codec { return &proposalBodyBox{t: ProposalTypeAdd} },
+	"update_proposal":                   func() codec { return &proposalBodyBox{t: ProposalTypeUpdate} },
+	"remove_proposal":                   func() codec { return &proposalBodyBox{t: ProposalTypeRemove} },
+	"pre_shared_key_proposal":           func() codec { return &proposalBodyBox{t: ProposalTypePSK} },
+	"re_init_proposal":                  func() codec { return &proposalBodyBox{t: ProposalTypeReInit} },
+	"external_init_proposal":            func() codec { return &proposalBodyBox{t: ProposalTypeExternalInit} },
+	"group_context_extensions_proposal": func() codec { return &proposalBodyBox{t: ProposalTypeGroupContextExtensions} },
+	"commit":                            func() codec { return new(Commit) },
+	"public_message_application":        func() codec { return new(MLSMessage) },
+	"public_message_proposal":           func() codec { return new(MLSMessage) },
+	"public_message_commit":             func() codec { return new(MLSMessage) },
+	"private_message":                   func() codec { return new(MLSMessage) },
 }
 
 // TestMessagesVectors decodes and re-encodes every field of
