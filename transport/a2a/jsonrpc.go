@@ -1,0 +1,191 @@
+package a2a
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+
+	"github.com/torpor-dev/torpor/internal/canon"
+)
+
+// JSON-RPC 2.0 (https://www.jsonrpc.org/specification) is the A2A binding
+// Torpor speaks on /a2a/jsonrpc.
+
+// Message-submission methods of the two A2A versions.
+const (
+	MethodSendMessage          = "SendMessage"          // v1.0
+	MethodSendStreamingMessage = "SendStreamingMessage" // v1.0
+	MethodMessageSend          = "message/send"         // v0.3
+	MethodMessageStream        = "message/stream"       // v0.3
+)
+
+// JSON-RPC error codes: the standard ones (JSON-RPC 2.0 Section 5.1) and
+// A2A's. Note that the offline-delivery draft's -32003 for agent_asleep
+// collides with A2A's PushNotificationNotSupported; the reference does not
+// emit it.
+const (
+	CodeParseError     = -32700
+	CodeInvalidRequest = -32600
+	CodeMethodNotFound = -32601
+	CodeInvalidParams  = -32602
+	CodeInternalError  = -32603
+
+	CodeTaskNotFound                 = -32001
+	CodeTaskNotCancelable            = -32002
+	CodePushNotificationNotSupported = -32003
+	CodeUnsupportedOperation         = -32004
+	CodeContentTypeNotSupported      = -32005
+	CodeInvalidAgentResponse         = -32006
+)
+
+// Request is a JSON-RPC 2.0 request. ID is the raw id (a string, a number
+// or null); nil means the member was absent, which makes the request a
+// notification.
+type Request struct {
+	JSONRPC string          `json:"jsonrpc"`
+	Method  string          `json:"method"`
+	ID      json.RawMessage `json:"id,omitempty"`
+	Params  json.RawMessage `json:"params,omitempty"`
+}
+
+// Response is a JSON-RPC 2.0 response: exactly one of Result and Error is
+// set. ID echoes the request's id (null when it could not be read).
+type Response struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Result  json.RawMessage `json:"result,omitempty"`
+	Error   *RPCError       `json:"error,omitempty"`
+}
+
+// RPCError is the error object of a response. It implements error.
+type RPCError struct {
+	Code    int             `json:"code"`
+	Message string          `json:"message"`
+	Data    json.RawMessage `json:"data,omitempty"`
+}
+
+func (e *RPCError) Error() string {
+	return fmt.Sprintf("a2a: JSON-RPC error %d: %s", e.Code, e.Message)
+}
+
+// ParseRequest decodes and checks one JSON-RPC request (batches are not
+// part of A2A). It returns an *RPCError with CodeParseError for text that is
+// not a JSON object and CodeInvalidRequest for a wrong jsonrpc version, a
+// missing or non-string method, an id that is not a string, number or null,
+// or params that are not an object or array. Duplicate member names are
+// refused as invalid requests.
+func ParseRequest(b []byte) (*Request, error) {
+	if !json.Valid(b) {
+		return nil, &RPCError{Code: CodeParseError, Message: "Parse error"}
+	}
+	m, err := canon.MemberMap(b)
+	if err != nil {
+		return nil, &RPCError{Code: CodeInvalidRequest, Message: "Invalid Request: " + err.Error()}
+	}
+	var r Request
+	invalid := func(why string) error {
+		return &RPCError{Code: CodeInvalidRequest, Message: "Invalid Request: " + why}
+	}
+	if err := json.Unmarshal(m["jsonrpc"], &r.JSONRPC); err != nil || r.JSONRPC != "2.0" {
+		return nil, invalid(`jsonrpc must be "2.0"`)
+	}
+	if err := json.Unmarshal(m["method"], &r.Method); err != nil || r.Method == "" {
+		return nil, invalid("method must be a non-empty string")
+	}
+	if id, ok := m["id"]; ok {
+		if c := firstByte(id); c != '"' && c != 'n' && c != '-' && (c < '0' || c > '9') {
+			return nil, invalid("id must be a string, a number or null")
+		}
+		r.ID = id
+	}
+	if p, ok := m["params"]; ok {
+		if c := firstByte(p); c != '{' && c != '[' {
+			return nil, invalid("params must be an object or an array")
+		}
+		r.Params = p
+	}
+	return &r, nil
+}
+
+func firstByte(b []byte) byte {
+	b = bytes.TrimSpace(b)
+	if len(b) == 0 {
+		return 0
+	}
+	return b[0]
+}
+
+// NewResult returns a success response to id with result marshalled.
+func NewResult(id json.RawMessage, result any) (*Response, error) {
+	b, err := json.Marshal(result)
+	if err != nil {
+		return nil, fmt.Errorf("a2a: %v", err)
+	}
+	return &Response{JSONRPC: "2.0", ID: idOrNull(id), Result: b}, nil
+}
+
+// NewError returns an error response to id.
+func NewError(id json.RawMessage, e *RPCError) *Response {
+	return &Response{JSONRPC: "2.0", ID: idOrNull(id), Error: e}
+}
+
+func idOrNull(id json.RawMessage) json.RawMessage {
+	if id == nil {
+		return json.RawMessage("null")
+	}
+	return id
+}
+
+// SendMessageParams are the params of SendMessage (v1.0) and message/send
+// (v0.3).
+type SendMessageParams struct {
+	Message       Message         `json:"message"`
+	Configuration json.RawMessage `json:"configuration,omitempty"`
+	Metadata      json.RawMessage `json:"metadata,omitempty"`
+}
+
+// IsSendMethod reports whether method submits a message in either version.
+func IsSendMethod(method string) bool {
+	switch method {
+	case MethodSendMessage, MethodSendStreamingMessage, MethodMessageSend, MethodMessageStream:
+		return true
+	}
+	return false
+}
+
+// ParseSendMessage decodes the params of a message-submission request and
+// validates the message. It returns an *RPCError: CodeMethodNotFound for
+// another method, CodeInvalidParams for params that do not hold a valid
+// message.
+func ParseSendMessage(r *Request) (*SendMessageParams, error) {
+	if !IsSendMethod(r.Method) {
+		return nil, &RPCError{Code: CodeMethodNotFound, Message: "Method not found"}
+	}
+	var p SendMessageParams
+	if err := json.Unmarshal(r.Params, &p); err != nil {
+		return nil, &RPCError{Code: CodeInvalidParams, Message: "Invalid params: " + err.Error()}
+	}
+	if err := p.Message.Validate(); err != nil {
+		return nil, &RPCError{Code: CodeInvalidParams, Message: "Invalid params: " + err.Error()}
+	}
+	return &p, nil
+}
+
+// NewSendMessage returns the request that sends m in the shape of A2A
+// version v: method SendMessage with the v1.0 message, or message/send with
+// the v0.3 message.
+func NewSendMessage(id json.RawMessage, v string, m Message) (*Request, error) {
+	method := MethodSendMessage
+	if v == Version03 {
+		method = MethodMessageSend
+	}
+	cfg := json.RawMessage("{}")
+	if v == Version03 {
+		cfg = nil
+	}
+	b, err := json.Marshal(SendMessageParams{Message: m.ForVersion(v), Configuration: cfg})
+	if err != nil {
+		return nil, fmt.Errorf("a2a: %v", err)
+	}
+	return &Request{JSONRPC: "2.0", Method: method, ID: id, Params: b}, nil
+}
