@@ -38,8 +38,8 @@ func (e *Exec) Deliver(ctx context.Context, d Delivery) (Outcome, error) {
 	}
 	c := clock.Or(e.Clock)
 	start := c.Now()
-	ctx, cancel := e.withTimeout(ctx, c)
-	defer cancel()
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(context.Canceled)
 
 	cmd := exec.CommandContext(ctx, e.Path, e.Args...)
 	cmd.Dir = e.Dir
@@ -59,7 +59,9 @@ func (e *Exec) Deliver(ctx context.Context, d Delivery) (Outcome, error) {
 	if err := cmd.Start(); err != nil {
 		return Outcome{Detail: err.Error()}, fmt.Errorf("deliver: starting %s: %w (%w)", e.Path, err, ErrNotStarted)
 	}
+	stop := e.armTimeout(c, cancel)
 	werr := cmd.Wait()
+	stop()
 	o := Outcome{
 		OK:       werr == nil,
 		Receipt:  stdout.buf,
@@ -85,14 +87,13 @@ func (e *Exec) Deliver(ctx context.Context, d Delivery) (Outcome, error) {
 
 var errTimeout = errors.New("deliver: handler timed out")
 
-// withTimeout returns a context cancelled (with cause errTimeout) after the
-// handler's timeout on c.
-func (e *Exec) withTimeout(ctx context.Context, c clock.Clock) (context.Context, context.CancelFunc) {
+// armTimeout cancels the handler's context with cause errTimeout after the
+// timeout on c. The returned function disarms it.
+func (e *Exec) armTimeout(c clock.Clock, cancel context.CancelCauseFunc) (stop func()) {
 	d := e.Timeout
 	if d == 0 {
 		d = time.Minute
 	}
-	ctx, cancel := context.WithCancelCause(ctx)
 	t := c.NewTimer(d)
 	done := make(chan struct{})
 	go func() {
@@ -102,9 +103,8 @@ func (e *Exec) withTimeout(ctx context.Context, c clock.Clock) (context.Context,
 		case <-done:
 		}
 	}()
-	return ctx, func() {
+	return func() {
 		t.Stop()
 		close(done)
-		cancel(context.Canceled)
 	}
 }
