@@ -1,0 +1,194 @@
+package mls
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	cryptorand "crypto/rand"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/torpor-dev/torpor/mls/internal/schedule"
+	tm "github.com/torpor-dev/torpor/mls/internal/treemath"
+)
+
+// Config configures KeyPackage generation and Groups. The zero value is
+// usable; a Config must not be changed after it was passed in.
+type Config struct {
+	// Rand is the source of randomness for keys, path secrets, nonces and
+	// reuse guards; nil means crypto/rand. (HPKE encapsulation always uses
+	// crypto/rand: crypto/hpke takes no reader.)
+	Rand io.Reader
+	// Time returns the current time for lifetime checks; nil means
+	// time.Now.
+	Time func() time.Time
+	// MaxLifetime is the longest LeafNode lifetime accepted in a
+	// KeyPackage being added; zero means no limit (RFC 9420, Section 7.2;
+	// see LifetimePolicy for why).
+	MaxLifetime time.Duration
+	// KeyPackageLifetime is the validity of KeyPackages we generate,
+	// starting an hour before now (for peers whose clocks lag); zero means
+	// 90 days.
+	KeyPackageLifetime time.Duration
+	// PSKs looks up external pre-shared keys and resumption PSKs of other
+	// groups; nil means none are available.
+	PSKs PSKLookup
+	// ValidateCredential is the Authentication Service (RFC 9420, Section
+	// 5.3.1): it is called for every credential entering the group, with
+	// the signature key it must be bound to. Nil accepts every credential.
+	ValidateCredential func(c Credential, signatureKey []byte) error
+	// PaddingBlock pads PrivateMessage contents to a multiple of this many
+	// bytes (RFC 9420, Section 6.3.1); zero means no padding.
+	PaddingBlock int
+}
+
+func (c *Config) rand() io.Reader {
+	if c == nil || c.Rand == nil {
+		return cryptorand.Reader
+	}
+	return c.Rand
+}
+
+func (c *Config) now() time.Time {
+	if c == nil || c.Time == nil {
+		return time.Now()
+	}
+	return c.Time()
+}
+
+// lifetime is the policy for KeyPackages entering the group.
+func (c *Config) lifetime() *LifetimePolicy {
+	p := &LifetimePolicy{Time: c.now}
+	if c != nil {
+		p.MaxLifetime = c.MaxLifetime
+	}
+	return p
+}
+
+func (c *Config) credential() func(Credential, []byte) error {
+	if c == nil {
+		return nil
+	}
+	return c.ValidateCredential
+}
+
+// A Group is one client's state in an MLS group (RFC 9420, Sections 8, 11
+// and 12): the public ratchet tree and GroupContext, the client's leaf and
+// private keys, the current epoch's key schedule and message protection,
+// and the proposals received in the epoch.
+//
+// Commits are created and processed in group_commit.go, Welcomes and
+// external joins in group_welcome.go and group_join.go, application
+// messages in group_message.go, and the state is saved and restored in
+// group_state.go.
+//
+// A Group is not safe for concurrent use. Once an operation leaves the
+// state inconsistent, every later call returns that first error (sticky).
+type Group struct {
+	config Config
+
+	// Public state of the epoch.
+	ctx  *GroupContext
+	tree *RatchetTree
+	// interim is the interim transcript hash; confirmationTag is the tag of
+	// the Commit (or group creation) that started the epoch (RFC 9420,
+	// Section 8.2), needed for GroupInfo.
+	interim         []byte
+	confirmationTag []byte
+
+	// This client.
+	self    tm.LeafIndex
+	sigPriv ed25519.PrivateKey
+	// nodeKeys holds the HPKE private keys this client knows, by node:
+	// its own leaf and parents on its direct path (RFC 9420, Section 4.1.1).
+	nodeKeys map[tm.NodeIndex][]byte
+
+	// Secrets of the epoch: the key schedule (encryption_secret already
+	// handed to protector) and message protection.
+	epoch     *schedule.Epoch
+	protector *Protector
+
+	// proposals are the proposals received (or sent) in this epoch, for
+	// Commits that include them by reference; pendingUpdate is the leaf
+	// private key of our own Update proposal, if we sent one.
+	proposals     []cachedProposal
+	pendingUpdate map[string][]byte // encryption public key -> private key
+
+	// reinit is set once a Commit with a ReInit proposal was applied: the
+	// group must not send any more (RFC 9420, Section 12.4.2).
+	reinit *ReInitProposal
+	// removed is set once a Commit removed this client.
+	removed bool
+
+	err error // sticky
+}
+
+// cachedProposal is a proposal received in the current epoch with its
+// ProposalRef (RFC 9420, Section 5.2) and sender.
+type cachedProposal struct {
+	ref      []byte
+	proposal Proposal
+	sender   Sender
+}
+
+// fail records err as the group's sticky error and returns it.
+func (g *Group) fail(err error) error {
+	if g.err == nil {
+		g.err = fmt.Errorf("mls: group state is inconsistent: %w", err)
+	}
+	return g.err
+}
+
+// usable returns the sticky error, or ErrNotMember/ErrReInitPending when the
+// group may no longer send.
+func (g *Group) usable() error {
+	switch {
+	case g.err != nil:
+		return g.err
+	case g.removed:
+		return ErrNotMember
+	case g.reinit != nil:
+		return ErrReInitPending
+	}
+	return nil
+}
+
+// GroupID returns the group's ID.
+func (g *Group) GroupID() []byte { return bytes.Clone(g.ctx.GroupID) }
+
+// Epoch returns the current epoch number.
+func (g *Group) Epoch() uint64 { return g.ctx.Epoch }
+
+// LeafIndex returns this client's leaf index.
+func (g *Group) LeafIndex() uint32 { return uint32(g.self) }
+
+// GroupContext returns a copy of the current GroupContext.
+func (g *Group) GroupContext() *GroupContext { return g.ctx.clone() }
+
+// RatchetTree returns a copy of the current ratchet tree, for distribution
+// out of band (RFC 9420, Section 12.4.3.3).
+func (g *Group) RatchetTree() *RatchetTree { return g.tree.clone() }
+
+// EpochAuthenticator returns the epoch_authenticator of the current epoch
+// (RFC 9420, Section 8.7).
+func (g *Group) EpochAuthenticator() []byte { return bytes.Clone(g.epoch.EpochAuthenticator) }
+
+// Members returns the leaf indices of the current members.
+func (g *Group) Members() []uint32 {
+	var out []uint32
+	for _, l := range g.tree.members() {
+		out = append(out, uint32(l))
+	}
+	return out
+}
+
+// Member returns the LeafNode of the member at leaf, or nil.
+func (g *Group) Member(leaf uint32) *LeafNode {
+	if l := g.tree.Leaf(leaf); l != nil {
+		return l.clone()
+	}
+	return nil
+}
+
+// Err returns the group's sticky error, if any.
+func (g *Group) Err() error { return g.err }
