@@ -1,0 +1,87 @@
+package pulse
+
+import (
+	"fmt"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/torpor-dev/torpor/did"
+)
+
+var (
+	bucket  = []byte("pulse")
+	keyHead = []byte("head")
+)
+
+// Chain is the agent's pulse chain, whose head (the latest pulse document)
+// persists in bbolt so the chain continues across restarts and power-offs.
+type Chain struct {
+	db  *bolt.DB
+	key *did.PrivateKey
+}
+
+// OpenChain prepares the chain's bucket in db for the agent whose key is key.
+func OpenChain(db *bolt.DB, key *did.PrivateKey) (*Chain, error) {
+	err := db.Update(func(tx *bolt.Tx) error {
+		_, err := tx.CreateBucketIfNotExists(bucket)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("pulse: opening chain: %w", err)
+	}
+	return &Chain{db: db, key: key}, nil
+}
+
+// Next makes, signs and records as the new head, in tx, the pulse that
+// follows the current head. The caller commits tx before it publishes the
+// document, so that a crash can never make two pulses with one sequence
+// number. A wall clock set back since the last pulse does not break the
+// chain: the new pulse's time is never before its predecessor's.
+func (c *Chain) Next(tx *bolt.Tx, now, nextWake time.Time, mode string, halted bool) ([]byte, Pulse, error) {
+	prevDoc, prev, ok, err := c.Head(tx)
+	if err != nil {
+		return nil, Pulse{}, err
+	}
+	p := Pulse{Agent: c.key.DID(), Seq: 1, At: now.Truncate(time.Millisecond), NextWake: nextWake, Mode: mode, Halted: halted}
+	if ok {
+		p.Seq = prev.Seq + 1
+		p.Prev = Hash(prevDoc)
+		if p.At.Before(prev.At) {
+			p.At = prev.At
+		}
+	}
+	doc, err := Sign(c.key, p)
+	if err != nil {
+		return nil, Pulse{}, err
+	}
+	if err := tx.Bucket(bucket).Put(keyHead, doc); err != nil {
+		return nil, Pulse{}, fmt.Errorf("pulse: recording head: %w", err)
+	}
+	return doc, p, nil
+}
+
+// Head returns the latest pulse in tx, or ok false before the first one. A
+// stored head that no longer verifies (another key, corruption) is an error:
+// the chain must not silently restart.
+func (c *Chain) Head(tx *bolt.Tx) (doc []byte, p Pulse, ok bool, err error) {
+	b := tx.Bucket(bucket)
+	if b == nil {
+		return nil, Pulse{}, false, fmt.Errorf("pulse: bucket missing (was OpenChain called?)")
+	}
+	v := b.Get(keyHead)
+	if v == nil {
+		return nil, Pulse{}, false, nil
+	}
+	doc = append([]byte(nil), v...)
+	if p, err = Parse(doc); err != nil {
+		return nil, Pulse{}, false, fmt.Errorf("pulse: stored chain head: %w", err)
+	}
+	if p.Agent != c.key.DID() {
+		return nil, Pulse{}, false, fmt.Errorf("pulse: stored chain head belongs to %s, not %s", p.Agent, c.key.DID())
+	}
+	return doc, p, true, nil
+}
+
+// DB returns the bbolt file of the chain.
+func (c *Chain) DB() *bolt.DB { return c.db }

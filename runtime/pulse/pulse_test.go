@@ -1,0 +1,163 @@
+package pulse
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/store"
+)
+
+var t0 = time.Date(2026, 1, 15, 14, 11, 0, 0, time.UTC)
+
+func testKey(t testing.TB, last byte) *did.PrivateKey {
+	t.Helper()
+	seed := make([]byte, 32)
+	seed[31] = last
+	k, err := did.NewKeyFromSeed(seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+func openDB(t testing.TB, path string) *bolt.DB {
+	t.Helper()
+	db, err := store.Open(path, &store.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
+func TestSignParse(t *testing.T) {
+	k := testKey(t, 1)
+	p := Pulse{Agent: k.DID(), Seq: 1, At: t0, NextWake: t0.Add(time.Hour), Mode: "hourly_wake"}
+	doc, err := Sign(k, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := Parse(doc)
+	if err != nil {
+		t.Fatalf("Parse(%s): %v", doc, err)
+	}
+	if diff := cmp.Diff(p, got, cmp.Comparer(func(a, b did.DID) bool { return a == b })); diff != "" {
+		t.Fatalf("round trip (-want +got):\n%s", diff)
+	}
+	if !bytes.Contains(doc, []byte(`"nextWake":"2026-01-15T15:11:00.000Z"`)) {
+		t.Errorf("document %s lacks the next wake in RFC 3339", doc)
+	}
+	if _, err := Sign(testKey(t, 2), p); err == nil {
+		t.Error("Sign with another agent's key: nil error")
+	}
+}
+
+func TestParseRejects(t *testing.T) {
+	k := testKey(t, 1)
+	doc, _ := Sign(k, Pulse{Agent: k.DID(), Seq: 1, At: t0, Mode: "sleep"})
+	// Re-sign a modified document with Bob's key while keeping Alice as agent.
+	var m map[string]any
+	json.Unmarshal(doc, &m)
+	tamper := func(f func(map[string]any)) []byte {
+		c := map[string]any{}
+		for k, v := range m {
+			c[k] = v
+		}
+		f(c)
+		b, _ := json.Marshal(c)
+		return b
+	}
+	tests := []struct {
+		name string
+		doc  []byte
+		want error
+	}{
+		{"mode changed", tamper(func(c map[string]any) { c["mode"] = "always_on" }), ErrSignature},
+		{"halt removed", tamper(func(c map[string]any) { c["halted"] = true }), ErrSignature},
+		{"other agent", tamper(func(c map[string]any) { c["agent"] = testKey(t, 2).DID().String() }), ErrSignature},
+		{"unknown member", tamper(func(c map[string]any) { c["extra"] = 1 }), ErrMalformed},
+		{"version 2", tamper(func(c map[string]any) { c["v"] = 2 }), ErrMalformed},
+		{"seq 2 without prev", tamper(func(c map[string]any) { c["seq"] = 2 }), ErrMalformed},
+		{"not canonical", append([]byte(" "), doc...), ErrMalformed},
+		{"not json", []byte("pulse"), ErrMalformed},
+		{"too big", bytes.Repeat([]byte("x"), MaxSize+1), ErrMalformed},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := Parse(tt.doc); !errors.Is(err, tt.want) {
+				t.Fatalf("Parse = %v, want %v", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestChainSurvivesRestart(t *testing.T) {
+	k := testKey(t, 1)
+	path := filepath.Join(t.TempDir(), "agent.db")
+	var docs [][]byte
+	now := t0
+	for boot := 0; boot < 3; boot++ {
+		db := openDB(t, path)
+		c, err := OpenChain(db, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < 2; i++ {
+			err := db.Update(func(tx *bolt.Tx) error {
+				doc, p, err := c.Next(tx, now, now.Add(time.Hour), "hourly_wake", false)
+				if err == nil && p.Seq != uint64(len(docs)+1) {
+					t.Errorf("seq = %d, want %d", p.Seq, len(docs)+1)
+				}
+				docs = append(docs, doc)
+				return err
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			now = now.Add(time.Hour)
+		}
+		db.Close()
+	}
+	for i := 1; i < len(docs); i++ {
+		if err := VerifyNext(docs[i-1], docs[i]); err != nil {
+			t.Fatalf("VerifyNext(%d, %d): %v", i, i+1, err)
+		}
+	}
+	if err := VerifyNext(docs[0], docs[2]); !errors.Is(err, ErrBrokenChain) {
+		t.Fatalf("VerifyNext skipping a pulse: err = %v, want ErrBrokenChain", err)
+	}
+}
+
+func TestChainClockSetBack(t *testing.T) {
+	k := testKey(t, 1)
+	db := openDB(t, filepath.Join(t.TempDir(), "agent.db"))
+	defer db.Close()
+	c, _ := OpenChain(db, k)
+	var a, b []byte
+	db.Update(func(tx *bolt.Tx) error { a, _, _ = c.Next(tx, t0, time.Time{}, "sleep", false); return nil })
+	db.Update(func(tx *bolt.Tx) error { b, _, _ = c.Next(tx, t0.Add(-time.Hour), time.Time{}, "sleep", true); return nil })
+	if err := VerifyNext(a, b); err != nil {
+		t.Fatalf("chain after the wall clock went back: %v", err)
+	}
+}
+
+func TestChainRefusesForeignHead(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "agent.db")
+	db := openDB(t, path)
+	defer db.Close()
+	c, _ := OpenChain(db, testKey(t, 1))
+	db.Update(func(tx *bolt.Tx) error { _, _, err := c.Next(tx, t0, time.Time{}, "sleep", false); return err })
+	other, _ := OpenChain(db, testKey(t, 2))
+	err := db.Update(func(tx *bolt.Tx) error { _, _, err := other.Next(tx, t0, time.Time{}, "sleep", false); return err })
+	if err == nil || !strings.Contains(err.Error(), "belongs to") {
+		t.Fatalf("Next with another key over an existing chain: err = %v", err)
+	}
+}
