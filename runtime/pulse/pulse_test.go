@@ -143,7 +143,10 @@ func TestChainClockSetBack(t *testing.T) {
 	c, _ := OpenChain(db, k)
 	var a, b []byte
 	db.Update(func(tx *bolt.Tx) error { a, _, _ = c.Next(tx, t0, time.Time{}, "sleep", false); return nil })
-	db.Update(func(tx *bolt.Tx) error { b, _, _ = c.Next(tx, t0.Add(-time.Hour), time.Time{}, "sleep", true); return nil })
+	db.Update(func(tx *bolt.Tx) error {
+		b, _, _ = c.Next(tx, t0.Add(-time.Hour), time.Time{}, "sleep", true)
+		return nil
+	})
 	if err := VerifyNext(a, b); err != nil {
 		t.Fatalf("chain after the wall clock went back: %v", err)
 	}
