@@ -19,3 +19,19 @@ if [ ${#missing[@]} -gt 0 ]; then
   sudo_ apt-get update -qq
   sudo_ env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
+
+# npm packages for the ts-mls interop peer (test/interop/node): npm ci when
+# node_modules is missing or package-lock.json changed since the last
+# install (a stamp in node_modules records the lock's hash).
+interop_node=test/interop/node
+if command -v npm >/dev/null 2>&1; then
+  lock_sum=$(sha256sum "$interop_node/package-lock.json" | cut -d' ' -f1)
+  stamp="$interop_node/node_modules/.torpor-lock-sha256"
+  if [ ! -d "$interop_node/node_modules" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$lock_sum" ]; then
+    echo "setup: npm ci in $interop_node"
+    (cd "$interop_node" && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error)
+    echo "$lock_sum" >"$stamp"
+  fi
+else
+  echo "setup: npm not found; the ts-mls interop tests need Node.js 20 and npm" >&2
+fi
