@@ -52,7 +52,13 @@
 // A refusal (a full bound) is a result, not a failed function, so it does
 // not make bbolt re-run the batch. When no other enqueue is in flight,
 // Enqueue commits directly with DB.Update and does not wait for the batch
-// timer.
+// timer. A context is checked before a call starts; a commit that has
+// started is never abandoned, so an error always means not stored.
+//
+// Purge-before-check deletes every expired record, of any agent, in the
+// transaction that finds it. The relay also calls Purge periodically and at
+// start, so an enqueue normally finds little to delete and a mass expiry
+// (a relay that was down for a week) is not paid by one sender.
 //
 // # On-disk layout (version 1)
 //
