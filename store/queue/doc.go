@@ -53,7 +53,7 @@
 // not make bbolt re-run the batch. When no other enqueue is in flight,
 // Enqueue commits directly with DB.Update and does not wait for the batch
 // timer. A context is checked before a call starts; a commit that has
-// started is never abandoned, so an error always means not stored.
+// started is never abandoned: the caller learns its outcome.
 //
 // Purge-before-check deletes every expired record, of any agent, in the
 // transaction that finds it. The relay also calls Purge periodically and at
