@@ -168,3 +168,15 @@ func ParseCommit(data []byte) (*Commit, error) {
 	}
 	return &c, nil
 }
+
+// Marshal returns the encoding of the UpdatePath.
+func (u *UpdatePath) Marshal() []byte { return encode(u) }
+
+// ParseUpdatePath decodes an UpdatePath.
+func ParseUpdatePath(data []byte) (*UpdatePath, error) {
+	var u UpdatePath
+	if err := decodeAll(data, &u, "UpdatePath"); err != nil {
+		return nil, err
+	}
+	return &u, nil
+}
