@@ -1,0 +1,131 @@
+package mls
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"errors"
+	"fmt"
+
+	"github.com/torpor-dev/torpor/mls/internal/schedule"
+	"github.com/torpor-dev/torpor/mls/internal/suite"
+	tm "github.com/torpor-dev/torpor/mls/internal/treemath"
+)
+
+// joinKeys are the private keys of the KeyPackage a Welcome is for.
+type joinKeys struct {
+	initPriv, encryptionPriv []byte
+	sigPriv                  ed25519.PrivateKey
+}
+
+// join implements joining by Welcome (RFC 9420, Section 12.4.3.1) for the
+// KeyPackage kp whose private keys are keys. tree is the ratchet tree
+// obtained out of band, or nil if the GroupInfo carries a ratchet_tree
+// extension. Leaves already in the tree are not checked for lifetime (see
+// LifetimePolicy); the tree is otherwise fully validated.
+func join(cfg *Config, w *Welcome, kp *KeyPackage, keys joinKeys, tree *RatchetTree) (*Group, error) {
+	if cfg == nil {
+		cfg = &Config{}
+	}
+	opened, err := OpenWelcome(w, kp, keys.initPriv, cfg.PSKs)
+	if err != nil {
+		return nil, err
+	}
+	gi := opened.GroupInfo
+	ctx := &gi.GroupContext
+	if tree, err = welcomeTree(gi, tree); err != nil {
+		return nil, err
+	}
+	if !bytes.Equal(tree.TreeHash(), ctx.TreeHash) {
+		return nil, fmt.Errorf("%w: ratchet tree does not match the GroupInfo's tree_hash", ErrInvalidWelcome)
+	}
+	signer := tree.Leaf(gi.Signer)
+	if signer == nil {
+		return nil, fmt.Errorf("%w: GroupInfo signer %d is a blank leaf", ErrInvalidWelcome, gi.Signer)
+	}
+	if err := gi.Verify(signer.SignatureKey); err != nil {
+		return nil, err
+	}
+	if err := tree.validate(ctx.GroupID, ctx.Extensions, cfg.credential()); err != nil {
+		return nil, err
+	}
+	if err := validateGroupContextExtensions(ctx.Extensions); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidWelcome, err)
+	}
+	if err := checkResumptionEpoch(opened.Secrets.PSKs, ctx.Epoch); err != nil {
+		return nil, err
+	}
+	self, ok := tree.findLeaf(&kp.LeafNode)
+	if !ok {
+		return nil, fmt.Errorf("%w: no leaf holds our KeyPackage's LeafNode", ErrInvalidWelcome)
+	}
+	if pub, err := suite.PublicKey(keys.encryptionPriv); err != nil || !bytes.Equal(pub, kp.LeafNode.EncryptionKey) {
+		return nil, errors.New("mls: encryption private key does not match the KeyPackage")
+	}
+	if !bytes.Equal(suite.SignaturePublicKey(keys.sigPriv), kp.LeafNode.SignatureKey) {
+		return nil, errors.New("mls: signature private key does not match the KeyPackage")
+	}
+	nodeKeys := map[tm.NodeIndex][]byte{self.Node(): bytes.Clone(keys.encryptionPriv)}
+	if ps := opened.Secrets.PathSecret; ps != nil {
+		path, err := joinPathKeys(tree, self, tm.LeafIndex(gi.Signer), ps.PathSecret)
+		if err != nil {
+			return nil, err
+		}
+		for x, k := range path {
+			nodeKeys[x] = k
+		}
+	}
+	g := &Group{
+		config:          *cfg,
+		ctx:             ctx.clone(),
+		tree:            tree,
+		interim:         schedule.InterimTranscriptHash(ctx.ConfirmedTranscriptHash, gi.ConfirmationTag),
+		confirmationTag: bytes.Clone(gi.ConfirmationTag),
+		self:            self,
+		sigPriv:         keys.sigPriv,
+		nodeKeys:        nodeKeys,
+	}
+	if err := g.installEpoch(opened.epoch); err != nil {
+		return nil, err
+	}
+	return g, nil
+}
+
+// welcomeTree returns the ratchet tree to join with: the out-of-band tree
+// if given, else the GroupInfo's ratchet_tree extension (RFC 9420, Section
+// 12.4.3.3).
+func welcomeTree(gi *GroupInfo, outOfBand *RatchetTree) (*RatchetTree, error) {
+	ext := findExtension(gi.Extensions, ExtensionTypeRatchetTree)
+	switch {
+	case outOfBand != nil:
+		return outOfBand.clone(), nil
+	case ext == nil:
+		return nil, fmt.Errorf("%w: no ratchet_tree extension and no tree given", ErrInvalidWelcome)
+	}
+	return ParseRatchetTree(ext.Data)
+}
+
+// checkResumptionEpoch enforces RFC 9420, Section 12.4.3.1: a group joined
+// with a reinit or branch resumption PSK must be at epoch 1.
+func checkResumptionEpoch(psks []PreSharedKeyID, epoch uint64) error {
+	for _, id := range psks {
+		if id.Type == PSKTypeResumption && (id.Usage == ResumptionPSKUsageReInit || id.Usage == ResumptionPSKUsageBranch) && epoch != 1 {
+			return fmt.Errorf("%w: %s resumption PSK in a group at epoch %d, want 1", ErrInvalidWelcome, describePSK(&id), epoch)
+		}
+	}
+	return nil
+}
+
+// installEpoch makes e the group's current epoch: it seeds a new Protector
+// with the encryption secret (which the key schedule then forgets, RFC 9420
+// Section 9.2) for the current GroupContext and tree size.
+func (g *Group) installEpoch(e *schedule.Epoch) error {
+	p, err := NewProtector(g.ctx, e.EncryptionSecret, e.SenderDataSecret, e.MembershipKey, g.tree.NumLeaves())
+	if err != nil {
+		return err
+	}
+	p.Rand = g.config.Rand
+	p.PaddingBlock = g.config.PaddingBlock
+	e.ForgetEncryptionSecret()
+	g.epoch, g.protector = e, p
+	return nil
+}

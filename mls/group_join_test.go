@@ -1,0 +1,203 @@
+package mls
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"errors"
+	"testing"
+)
+
+type passiveClientCase struct {
+	CipherSuite  uint16 `json:"cipher_suite"`
+	ExternalPSKs []struct {
+		PSKID string `json:"psk_id"`
+		PSK   string `json:"psk"`
+	} `json:"external_psks"`
+	KeyPackage                string  `json:"key_package"`
+	SignaturePriv             string  `json:"signature_priv"`
+	EncryptionPriv            string  `json:"encryption_priv"`
+	InitPriv                  string  `json:"init_priv"`
+	Welcome                   string  `json:"welcome"`
+	RatchetTree               *string `json:"ratchet_tree"`
+	InitialEpochAuthenticator string  `json:"initial_epoch_authenticator"`
+}
+
+// passiveJoin is the decoded input of a passive-client case.
+type passiveJoin struct {
+	cfg     *Config
+	welcome *Welcome
+	kp      *KeyPackage
+	keys    joinKeys
+	tree    *RatchetTree
+	auth    []byte
+}
+
+func loadPassiveJoins(t testing.TB) []*passiveJoin {
+	t.Helper()
+	var cases []passiveClientCase
+	loadVectors(t, "passive-client-welcome.cs1.json", &cases)
+	var out []*passiveJoin
+	for _, c := range cases {
+		psks := map[string][]byte{}
+		for _, p := range c.ExternalPSKs {
+			psks[string(unhex(t, p.PSKID))] = unhex(t, p.PSK)
+		}
+		kpMsg, err := ParseMLSMessage(unhex(t, c.KeyPackage))
+		if err != nil {
+			t.Fatal(err)
+		}
+		wMsg, err := ParseMLSMessage(unhex(t, c.Welcome))
+		if err != nil {
+			t.Fatal(err)
+		}
+		j := &passiveJoin{
+			cfg:     &Config{PSKs: ExternalPSKs(psks)},
+			welcome: wMsg.Welcome,
+			kp:      kpMsg.KeyPackage,
+			keys: joinKeys{
+				initPriv:       unhex(t, c.InitPriv),
+				encryptionPriv: unhex(t, c.EncryptionPriv),
+				sigPriv:        ed25519.NewKeyFromSeed(unhex(t, c.SignaturePriv)),
+			},
+			auth: unhex(t, c.InitialEpochAuthenticator),
+		}
+		if c.RatchetTree != nil {
+			if j.tree, err = ParseRatchetTree(unhex(t, *c.RatchetTree)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		out = append(out, j)
+	}
+	return out
+}
+
+func (j *passiveJoin) join(t testing.TB) *Group {
+	t.Helper()
+	g, err := join(j.cfg, j.welcome, j.kp, j.keys, j.tree)
+	if err != nil {
+		t.Fatalf("join: %v", err)
+	}
+	return g
+}
+
+// TestPassiveClientWelcome joins with each case of
+// passive-client-welcome.cs1.json: tree in the Welcome or out of band, with
+// and without path secret and external PSK.
+func TestPassiveClientWelcome(t *testing.T) {
+	joins := loadPassiveJoins(t)
+	if len(joins) != 8 {
+		t.Fatalf("%d cases, want 8", len(joins))
+	}
+	for i, j := range joins {
+		g := j.join(t)
+		if !bytes.Equal(g.EpochAuthenticator(), j.auth) {
+			t.Errorf("case %d: epoch_authenticator = %x, want %x", i, g.EpochAuthenticator(), j.auth)
+		}
+		if g.Member(g.LeafIndex()) == nil || !bytes.Equal(g.Member(g.LeafIndex()).SignatureKey, j.kp.LeafNode.SignatureKey) {
+			t.Errorf("case %d: our leaf %d does not hold our KeyPackage", i, g.LeafIndex())
+		}
+		if s, _ := OpenWelcome(j.welcome, j.kp, j.keys.initPriv, j.cfg.PSKs); s.Secrets.PathSecret != nil && len(g.nodeKeys) < 2 {
+			t.Errorf("case %d: a path secret gave no parent keys", i)
+		}
+	}
+}
+
+func TestJoinRejects(t *testing.T) {
+	joins := loadPassiveJoins(t)
+	withPSK, outOfBand := joins[2], joins[4]
+	otherKP := *joins[0].kp
+	otherKP.InitKey = bytes.Clone(joins[0].kp.InitKey)
+	otherKP.InitKey[0] ^= 1
+	tests := []struct {
+		name string
+		j    passiveJoin
+		want error
+	}{
+		{"wrong init key", func() passiveJoin {
+			j := *joins[0]
+			j.keys.initPriv = bytes.Repeat([]byte{9}, 32)
+			return j
+		}(), ErrDecryption},
+		{"not for this key package", func() passiveJoin { j := *joins[0]; j.kp = &otherKP; return j }(), ErrNotForUs},
+		{"missing PSK", func() passiveJoin { j := *withPSK; j.cfg = &Config{}; return j }(), ErrMissingPSK},
+		{"wrong PSK", func() passiveJoin {
+			j := *withPSK
+			j.cfg = &Config{PSKs: func(*PreSharedKeyID) ([]byte, error) { return []byte("wrong"), nil }}
+			return j
+		}(), ErrDecryption},
+		{"no tree at all", func() passiveJoin { j := *outOfBand; j.tree = nil; return j }(), ErrInvalidWelcome},
+		{"tree of another group", func() passiveJoin {
+			j := *outOfBand
+			j.tree = joins[0].join(t).RatchetTree()
+			j.tree.nodes[0], j.tree.nodes[2] = j.tree.nodes[2], j.tree.nodes[0]
+			return j
+		}(), ErrInvalidWelcome},
+		{"encryption key of someone else", func() passiveJoin {
+			j := *joins[0]
+			j.keys.encryptionPriv = bytes.Repeat([]byte{9}, 32)
+			return j
+		}(), nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := join(tt.j.cfg, tt.j.welcome, tt.j.kp, tt.j.keys, tt.j.tree)
+			if err == nil || (tt.want != nil && !errors.Is(err, tt.want)) {
+				t.Errorf("join = %v, want %v", err, tt.want)
+			}
+		})
+	}
+}
+
+// TestApplicationMessages runs application messages between two copies of
+// one joined member (the receiver's ratchet for that leaf is untouched).
+func TestApplicationMessages(t *testing.T) {
+	j := loadPassiveJoins(t)[0]
+	alice, bob := j.join(t), j.join(t)
+	var msgs []*MLSMessage
+	for _, s := range []string{"m0", "m1", "m2", "m3"} {
+		m, err := alice.EncryptApplication([]byte(s), []byte("ad-"+s))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Through the wire encoding, as a peer would see it.
+		b, err := m.Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m, err = ParseMLSMessage(b); err != nil {
+			t.Fatal(err)
+		}
+		msgs = append(msgs, m)
+	}
+	steps := []struct {
+		msg     int
+		want    string
+		wantErr error
+	}{
+		{2, "m2", nil}, {0, "m0", nil}, {0, "", ErrGenerationUsed}, {3, "m3", nil}, {1, "m1", nil}, {3, "", ErrGenerationUsed},
+	}
+	for _, s := range steps {
+		am, err := bob.DecryptApplication(msgs[s.msg])
+		if !errors.Is(err, s.wantErr) {
+			t.Fatalf("DecryptApplication(m%d) = %v, want %v", s.msg, err, s.wantErr)
+		}
+		if err == nil && (string(am.Data) != s.want || string(am.AuthenticatedData) != "ad-"+s.want || am.Sender != alice.LeafIndex()) {
+			t.Errorf("DecryptApplication(m%d) = %+v", s.msg, am)
+		}
+	}
+	// The sender cannot decrypt its own message: its key is gone.
+	if _, err := alice.DecryptApplication(msgs[0]); !errors.Is(err, ErrGenerationUsed) {
+		t.Errorf("sender decrypting its own message: %v, want ErrGenerationUsed", err)
+	}
+	// Another epoch is refused before any key is touched.
+	m, _ := alice.EncryptApplication([]byte("x"), nil)
+	m.PrivateMessage.Epoch++
+	if _, err := bob.DecryptApplication(m); !errors.Is(err, ErrEpochMismatch) {
+		t.Errorf("wrong epoch: %v, want ErrEpochMismatch", err)
+	}
+	m.PrivateMessage.Epoch--
+	m.PrivateMessage.Ciphertext[len(m.PrivateMessage.Ciphertext)-1] ^= 1
+	if _, err := bob.DecryptApplication(m); !errors.Is(err, ErrDecryption) {
+		t.Errorf("tampered ciphertext: %v, want ErrDecryption", err)
+	}
+}
