@@ -217,8 +217,7 @@ func TestForwardUnansweredWhenLinkDrops(t *testing.T) {
 	h := newHarness(t)
 	dev := testKey(t, 1)
 	got := make(chan struct{})
-	var c *Client
-	c = h.dial(t, dev, func(ctx context.Context, req Request) Response {
+	c := h.dial(t, dev, func(ctx context.Context, req Request) Response {
 		close(got)
 		<-ctx.Done()
 		return Response{}

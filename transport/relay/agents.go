@@ -1,0 +1,183 @@
+package relay
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/store/queue"
+	"github.com/torpor-dev/torpor/transport/a2a"
+	"github.com/torpor-dev/torpor/transport/link"
+	"github.com/torpor-dev/torpor/wake"
+)
+
+// MaxPulse caps the size of a published liveness pulse.
+const MaxPulse = 16 << 10
+
+// agents is the Relay seen by the device link (it implements link.Agents).
+type agents Relay
+
+// Admit lets agent link unless an allow list excludes it, and announces
+// its ceiling bounds.
+func (a *agents) Admit(ctx context.Context, agent did.DID) (link.Bounds, error) {
+	s := (*Relay)(a)
+	if s.allow != nil && !s.allow[agent.String()] {
+		return link.Bounds{}, errors.New("this relay does not serve agent " + agent.String())
+	}
+	return LinkBounds(s.ceiling(agent.String())), nil
+}
+
+// Linked counts links for /metrics.
+func (a *agents) Linked(agent did.DID, up bool) {
+	s := (*Relay)(a)
+	if up {
+		s.metrics.links.Inc()
+	} else {
+		s.metrics.links.Dec()
+	}
+}
+
+// Publish checks and stores a device's state. The checks keep what the
+// relay serves honest: the card must be signed by the agent itself, declare
+// the offline-delivery mode that matches the published mode, and publish
+// exactly the bounds the relay will apply.
+func (a *agents) Publish(ctx context.Context, agent did.DID, st link.State) (link.Bounds, error) {
+	s := (*Relay)(a)
+	id := agent.String()
+	prev, err := s.cfg.States.Get(id)
+	if err != nil && !errors.Is(err, ErrUnknownAgent) {
+		return link.Bounds{}, err
+	}
+	next, err := s.nextState(agent, prev, st)
+	if err != nil {
+		return link.Bounds{}, err
+	}
+	for i, kp := range st.KeyPackages {
+		if err := checkKeyPackage(kp); err != nil {
+			return link.Bounds{}, fmt.Errorf("key package %d: %v", i, err)
+		}
+	}
+	if err := s.cfg.States.Put(id, next, st.KeyPackages); err != nil {
+		return link.Bounds{}, err
+	}
+	s.log.Info("state published", "agent", id, "mode", next.Mode, "keyPackages", len(st.KeyPackages))
+	return LinkBounds(next.Bounds), nil
+}
+
+func (s *Relay) nextState(agent did.DID, prev AgentState, st link.State) (AgentState, error) {
+	mode, err := wake.ParseMode(st.Mode)
+	if err != nil {
+		return AgentState{}, err
+	}
+	next := AgentState{Mode: mode, Window: wake.WindowFor(agent.String()), Card: prev.Card, Pulse: prev.Pulse, UpdatedAt: s.clk.Now()}
+	if st.Window != nil {
+		next.Window = wake.Window{Minute: st.Window.Minute, Length: time.Duration(st.Window.LengthSec) * time.Second, Offset: time.Duration(st.Window.OffsetSec) * time.Second}
+		if err := next.Window.Validate(); err != nil {
+			return AgentState{}, err
+		}
+	}
+	if st.NextWake != 0 {
+		next.NextWake = time.Unix(st.NextWake, 0).UTC()
+	}
+	next.Bounds = QueueBounds(LinkBounds(s.ceiling(agent.String())).Clamp(st.Bounds))
+	if len(st.Pulse) > MaxPulse {
+		return AgentState{}, fmt.Errorf("pulse of %d bytes exceeds %d", len(st.Pulse), MaxPulse)
+	}
+	if st.Pulse != nil {
+		next.Pulse = st.Pulse
+	}
+	if st.Card != nil {
+		if err := a2a.VerifyCard(st.Card, agent); err != nil {
+			return AgentState{}, err
+		}
+		next.Card = st.Card
+	}
+	if next.Card != nil {
+		if err := checkCard(next.Card, next); err != nil {
+			return AgentState{}, fmt.Errorf("card disagrees with the state (sign a new card): %v", err)
+		}
+	}
+	return next, nil
+}
+
+// checkCard requires the card to declare the offline-delivery mode of st
+// (or none when st.Mode never queues) and the bounds in force.
+func checkCard(raw []byte, st AgentState) error {
+	c, err := a2a.ParseCard(raw)
+	if err != nil {
+		return err
+	}
+	want := ""
+	if st.Mode == wake.Sleep || st.Mode == wake.HourlyWake {
+		want = string(st.Mode)
+	}
+	if got := c.OfflineMode(); got != want {
+		return fmt.Errorf("offline-delivery mode %q, want %q", got, want)
+	}
+	qb, ok, err := c.QueueBounds()
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("no %s extension", a2a.ExtQueueBounds)
+	}
+	if want := LinkBounds(st.Bounds).Card(); qb != want {
+		return fmt.Errorf("queue bounds %+v, want %+v", qb, want)
+	}
+	return nil
+}
+
+// checkKeyPackage checks that kp is an MLSMessage carrying a KeyPackage:
+// version mls10 (1) and wire_format mls_key_package (5) (RFC 9420, Section
+// 6). The relay does not parse further: the initiator checks the
+// KeyPackage and its credential binding itself.
+func checkKeyPackage(kp []byte) error {
+	if len(kp) < 8 {
+		return errors.New("too short")
+	}
+	if v, wf := binary.BigEndian.Uint16(kp), binary.BigEndian.Uint16(kp[2:]); v != 1 || wf != 5 {
+		return fmt.Errorf("not an MLSMessage-wrapped KeyPackage (version %d, wire_format %d)", v, wf)
+	}
+	if len(kp) > 64<<10 {
+		return errors.New("larger than 64 KiB")
+	}
+	return nil
+}
+
+// ceiling returns the most the relay allows agent.
+func (s *Relay) ceiling(agent string) queue.Bounds {
+	if b, ok := s.cfg.AgentBounds[agent]; ok {
+		return b
+	}
+	return s.cfg.Bounds
+}
+
+// bounds returns the bounds in force for an agent with state st: those it
+// published, clamped to a ceiling the operator may have lowered since.
+func (s *Relay) bounds(agent string, st AgentState) queue.Bounds {
+	ceil := LinkBounds(s.ceiling(agent))
+	if st.Bounds.Validate() != nil {
+		return QueueBounds(ceil)
+	}
+	pub := LinkBounds(st.Bounds)
+	return QueueBounds(ceil.Clamp(&pub))
+}
+
+// LinkBounds converts queue bounds to their link form.
+func LinkBounds(b queue.Bounds) link.Bounds {
+	return link.Bounds{
+		MaxMessages: b.MaxMessages, MaxPerPeer: b.MaxPerPeer, MaxBytes: b.MaxBytes, MaxMessageSize: b.MaxMessageSize,
+		TTLSec: int64(b.TTL / time.Second), HandshakeMessages: b.HandshakeMessages, HandshakeBytes: b.HandshakeBytes,
+	}
+}
+
+// QueueBounds converts link bounds to the queue's.
+func QueueBounds(b link.Bounds) queue.Bounds {
+	return queue.Bounds{
+		MaxMessages: b.MaxMessages, MaxPerPeer: b.MaxPerPeer, MaxBytes: b.MaxBytes, MaxMessageSize: b.MaxMessageSize,
+		TTL: time.Duration(b.TTLSec) * time.Second, HandshakeMessages: b.HandshakeMessages, HandshakeBytes: b.HandshakeBytes,
+	}
+}

@@ -1,0 +1,118 @@
+// Package relay is torpor-relay's HTTP side: every sleeping device's public
+// A2A endpoint. It implements the A2A offline store-and-forward profile
+// (seeds/000: reachability modes, the asleep signal, bounds, queue-full)
+// on top of store/queue (the durable bounded queue), wake (windows and
+// Retry-After) and transport/link (the device link), and hosts the
+// devices' signed Agent Cards and KeyPackages. The relay never decrypts.
+//
+// # URL layout
+//
+// Each agent lives under /a/{did}, its did:key identifier, so one relay
+// serves many agents at one origin (the DID Bearer audience of all of
+// them):
+//
+//	POST /a/{did}/a2a/jsonrpc                  A2A JSON-RPC: v1.0 SendMessage with
+//	                                           "A2A-Version: 1.0", v0.3 message/send
+//	                                           without the header (draft §7.8)
+//	GET  /a/{did}/.well-known/agent-card.json  the card the device signed, verbatim
+//	GET  /a/{did}/pulse                        the device's latest signed liveness pulse
+//	GET  /a/{did}/mls/key-package              {did, wire}: one KeyPackage, handed out once
+//	GET  /link                                 the device link (WebSocket, see transport/link)
+//	GET  /metrics                              Prometheus
+//	GET  /healthz                              {"status":"ok", ...}
+//
+// The agent's A2A base URL, as its card names it, is <origin>/a/{did}, so
+// a client that appends /.well-known/agent-card.json or /a2a/jsonrpc to
+// the base finds both.
+//
+// # Authentication
+//
+// Every JSON-RPC request needs a DID Bearer token (transport/bearer) whose
+// audience is the relay's public origin; the token's DID is the sender for
+// the per-peer bound, never a body field. A request without a valid token
+// is never queued: it gets 401 with the reference's WWW-Authenticate header,
+// and the reference's body — {"error":"asleep_enqueue_requires_auth",...}
+// when the request would have been stored (vector od-015), the bearer
+// package's {"error":"unauthorized","detail":...} otherwise. The device
+// link authenticates with a token of the device's own DID.
+//
+// # Reachability
+//
+// Each agent has the mode and window its device last published over the
+// link (stored durably, so they survive a relay restart) and a link that is
+// up or down:
+//
+//	mode         link up and inside the window   otherwise
+//	always_on    live                            queue (the device is offline), no Retry-After
+//	session      live                            refuse, never queue (SessionOnly)
+//	hourly_wake  live                            queue, Retry-After into the next window
+//	sleep        queue, and tell the device      queue; Retry-After only when an operator
+//	                                             scheduled a wake (the device publishes it)
+//
+// Live requests are forwarded over the link and the device's answer is
+// returned as it is. If the link vanished before the request was written,
+// the request falls back to the offline path; if it vanished after, the
+// answer is 504 agent_unanswered (the device may have processed it, so it
+// is not queued a second time). While an agent is not live, only message
+// submissions (SendMessage, SendStreamingMessage; message/send,
+// message/stream) are stored — other methods, such as reading a task, get
+// the asleep answer with queued false — and bodies that are not JSON-RPC at
+// all are stored opaque, as the reference does.
+//
+// # The asleep answer
+//
+// 503, Retry-After when the next window is known, and, sent only after the
+// enqueue committed (fsync): the profile's body
+//
+//	{"error":"agent_asleep","message":"asleep, try later","queued":true,"retryAfterSec":840}
+//
+// and the profile's JSON-RPC mapping {code: -32003, message, data: {error,
+// queued, retryAfterSec}} with the request's id. Both cannot share one
+// object — each wants the member "error", a string in one and an object in
+// the other — so the relay answers a JSON-RPC call (a request with an id) in
+// the JSON-RPC form, with the profile's other members beside it:
+//
+//	{"jsonrpc":"2.0","id":7,
+//	 "error":{"code":-32003,"message":"asleep, try later",
+//	          "data":{"error":"agent_asleep","queued":true,"retryAfterSec":840}},
+//	 "message":"asleep, try later","queued":true,"retryAfterSec":840}
+//
+// and anything else (a notification, a body that is not JSON-RPC) in the
+// profile's form. Generic JSON-RPC clients, which read only "error" as an
+// object, thus see the code and data; profile-aware clients read the
+// status, queued and retryAfterSec at the top level in both forms, and the
+// token at "error" or "error.data.error". A2A itself uses -32003 for
+// PushNotificationNotSupportedError, which is what @a2a-js/sdk names the
+// error it raises (test/relay asserts what it reports).
+//
+// A refusal that queued nothing (a session agent without a link, a
+// non-submission method) is the same answer with queued false. A full queue
+// answers 507 (messages, bytes) or 429 (peer) with
+// {"error":"asleep_queue_full","message",...,"kind","queued":false} — never
+// agent_asleep — and JSON-RPC code -32000 for a call. A body over the
+// maximum message size is refused with 413 while it is read, before it is
+// buffered whole.
+//
+// # Bounds
+//
+// Config.Bounds (the profile's reference bounds by default: 500 messages,
+// 2 MiB, 50 per peer, 7 days, plus 256 KiB per message and a reserve of 16
+// records / 256 KiB for MLS handshakes) are every agent's ceiling;
+// Config.AgentBounds raises or lowers it per agent, and a device may ask for
+// tighter bounds in its state. The relay answers with the bounds in force,
+// and refuses a card that does not publish exactly those (Torpor's
+// queue-bounds extension, see transport/a2a), so the card never misstates
+// them. Requests whose parts carry an MLS Welcome or a Commit (an
+// mls-handshake part, or an mls-wire part whose MLSMessage is a Welcome or
+// a PublicMessage Commit) are queued as handshakes and may use the reserve.
+//
+// # Cards, KeyPackages, pulses
+//
+// The device signs its card (a2a.SignCard) and uploads it over the link;
+// the relay checks that kid is the agent's DID and that the signature
+// verifies, and serves those bytes verbatim. It holds no agent key and
+// cannot forge a card. KeyPackages (public halves) are kept in bbolt and
+// removed in the transaction that hands one out, so each is used once, also
+// across restarts (the reference kept one in memory). The pulse is stored
+// and served as the device signed it.
+package relay

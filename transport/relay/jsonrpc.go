@@ -1,0 +1,265 @@
+package relay
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/torpor-dev/torpor/clock"
+	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/store/queue"
+	"github.com/torpor-dev/torpor/transport/bearer"
+	"github.com/torpor-dev/torpor/transport/link"
+	"github.com/torpor-dev/torpor/wake"
+)
+
+// reach is the reachability verdict for one request.
+type reach struct {
+	live  bool // forward over the link now
+	queue bool // otherwise store and forward (else refuse)
+	// retry returns the Retry-After in seconds, 0 for none. It is a
+	// function because it draws jitter, which only the asleep answer needs.
+	retry func() int
+}
+
+// reachability combines the mode and window the device last published with
+// whether its link is up (offline profile, Reachability Modes):
+//
+//	mode         link up, in window   otherwise
+//	always_on    live                 queue, no Retry-After (device offline)
+//	session      live                 refuse, never queue
+//	hourly_wake  live                 queue, Retry-After into the next window
+//	sleep        queue (notify)       queue, Retry-After only for a scheduled wake
+func (s *Relay) reachability(agent string, st AgentState, up bool, now time.Time) reach {
+	none := func() int { return 0 }
+	switch st.Mode {
+	case wake.AlwaysOn:
+		return reach{live: up, queue: true, retry: none}
+	case wake.Session:
+		return reach{live: up, retry: none}
+	case wake.HourlyWake:
+		return reach{live: up && st.Window.Contains(now), queue: true, retry: func() int { return wake.RetryAfter(st.Window, now, s.rnd) }}
+	case wake.Sleep:
+		return reach{queue: true, retry: func() int {
+			if !st.NextWake.After(now) {
+				return 0
+			}
+			n, _ := wake.Jitter(now, st.NextWake, st.NextWake.Add(wake.DefaultLength), s.rnd)
+			return n
+		}}
+	}
+	return reach{retry: none}
+}
+
+// a2aVersion maps the A2A-Version header to "1.0" or "0.3" (draft Section
+// 7.8: no header means 0.3). ok is false for a version the relay does not
+// speak.
+func a2aVersion(h string) (v string, ok bool) {
+	switch strings.TrimSpace(h) {
+	case "":
+		return "0.3", true
+	case "1.0", "1":
+		return "1.0", true
+	case "0.3", "0.3.0":
+		return "0.3", true
+	}
+	return "", false
+}
+
+// sendMethods are the message submission methods of each A2A version.
+var sendMethods = map[string][]string{
+	"1.0": {"SendMessage", "SendStreamingMessage"},
+	"0.3": {"message/send", "message/stream"},
+}
+
+func isSend(version, method string) bool {
+	for _, m := range sendMethods[version] {
+		if m == method {
+			return true
+		}
+	}
+	return false
+}
+
+// serveJSONRPC is POST /a/{did}/a2a/jsonrpc.
+func (s *Relay) serveJSONRPC(w http.ResponseWriter, r *http.Request) {
+	agent, ok := agentPath(w, r)
+	if !ok {
+		return
+	}
+	id := agent.String()
+	st, err := s.cfg.States.Get(id)
+	if errors.Is(err, ErrUnknownAgent) {
+		writeJSON(w, http.StatusNotFound, map[string]any{"error": "unknown_agent", "message": "no device has published this agent"})
+		return
+	}
+	if err != nil {
+		s.internalError(w, err)
+		return
+	}
+	now := s.clk.Now()
+	rc := s.reachability(id, st, s.link.Up(id), now)
+	caller, err := s.verifier.Verify(r.Header.Get("Authorization"))
+	if err != nil {
+		// Never queued. The reference's asleep middleware answers this
+		// body when a request would be stored without a verified caller.
+		s.metrics.enqueue(id, "unauthenticated")
+		if !rc.live && rc.queue {
+			answerRequiresAuth(w, authDetail(err))
+		} else {
+			bearer.WriteUnauthorized(w, err)
+		}
+		return
+	}
+	version, ok := a2aVersion(r.Header.Get("A2A-Version"))
+	if !ok {
+		answer(w, rpcRequest{}, http.StatusBadRequest, -32009, profileAnswer{Error: "version_not_supported", Message: "A2A-Version must be 1.0, or absent for 0.3"}, 0)
+		return
+	}
+	b := s.bounds(id, st)
+	body, err := readBody(w, r, b.MaxMessageSize)
+	if errors.Is(err, errTooLarge) {
+		s.metrics.enqueue(id, "too_large")
+		answerTooLarge(w, b.MaxMessageSize)
+		return
+	}
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, map[string]any{"error": "bad_request", "message": "reading the request body failed", "queued": false})
+		return
+	}
+	req := parseRequest(body)
+	if rc.live {
+		if s.forward(w, r, agent, caller, version, body, req) {
+			return
+		}
+		// The link went down before the request reached the device.
+		rc = s.reachability(id, st, false, now)
+	}
+	s.offline(w, r, agent, caller, version, body, req, rc, b, now)
+}
+
+func authDetail(err error) string {
+	var e *bearer.Error
+	if errors.As(err, &e) {
+		return e.Detail
+	}
+	return "invalid token"
+}
+
+var errTooLarge = errors.New("relay: request body too large")
+
+// readBody reads at most max bytes of the body and returns errTooLarge for
+// a longer one as soon as the reading passes max, before buffering it all;
+// a declared Content-Length over max is refused without reading at all.
+func readBody(w http.ResponseWriter, r *http.Request, max int64) ([]byte, error) {
+	if r.ContentLength > max {
+		return nil, errTooLarge
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, max))
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return nil, errTooLarge
+	}
+	return body, err
+}
+
+// forward sends a live request over the device link and writes the
+// device's answer. It returns false, having written nothing, when the
+// device never got the request (the link was gone).
+func (s *Relay) forward(w http.ResponseWriter, r *http.Request, agent, caller did.DID, version string, body []byte, req rpcRequest) bool {
+	ctx, cancel := withClockTimeout(r.Context(), s.clk, s.cfg.LiveTimeout)
+	defer cancel()
+	resp, err := s.link.Forward(ctx, agent.String(), link.Request{From: caller.String(), Version: version, Extensions: r.Header.Get("A2A-Extensions"), Body: body})
+	switch {
+	case errors.Is(err, link.ErrNotLinked):
+		return false
+	case err != nil:
+		s.log.Warn("live request unanswered", "agent", agent.String(), "err", err)
+		s.metrics.live(agent.String(), "unanswered")
+		answer(w, req, http.StatusGatewayTimeout, -32603, profileAnswer{Error: tokenUnanswered, Message: "the agent's device did not answer; the request may or may not have been processed"}, 0)
+		return true
+	}
+	s.metrics.live(agent.String(), "answered")
+	status := resp.Status
+	if status < 200 || status > 599 {
+		status = http.StatusBadGateway
+	}
+	ct := resp.ContentType
+	if ct == "" {
+		ct = "application/json"
+	}
+	w.Header().Set("Content-Type", ct)
+	w.WriteHeader(status)
+	w.Write(resp.Body)
+	return true
+}
+
+// offline answers a request the agent does not take live: store and
+// forward where the mode allows it, refusal where it does not.
+func (s *Relay) offline(w http.ResponseWriter, r *http.Request, agent, caller did.DID, version string, body []byte, req rpcRequest, rc reach, b queue.Bounds, now time.Time) {
+	id := agent.String()
+	if !rc.queue {
+		s.metrics.enqueue(id, "refused")
+		answerAsleep(w, req, false, rc.retry())
+		return
+	}
+	if req.method != "" && !isSend(version, req.method) {
+		// Reads of tasks and the like cannot be answered later; only
+		// message submissions are worth storing. A submission named for
+		// the other A2A version would fail on the device much later: say so
+		// now instead.
+		s.metrics.enqueue(id, "refused")
+		if isSend(otherVersion(version), req.method) {
+			answer(w, req, http.StatusBadRequest, -32601, profileAnswer{Error: "method_not_found", Message: req.method + " is not an A2A " + version + " method (A2A-Version decides)"}, 0)
+			return
+		}
+		answerAsleep(w, req, false, rc.retry())
+		return
+	}
+	// The commit must not be abandoned because the sender hung up: a
+	// record is either stored and answered, or neither.
+	rec, err := s.cfg.Queue.Enqueue(context.WithoutCancel(r.Context()), queue.Record{Agent: id, From: caller.String(), Kind: req.kind, Body: body}, b, now)
+	var fe *queue.FullError
+	switch {
+	case errors.As(err, &fe):
+		s.metrics.enqueue(id, "full_"+fe.Kind)
+		answerFull(w, req, fe, b, caller.String())
+		return
+	case errors.Is(err, queue.ErrTooLarge):
+		s.metrics.enqueue(id, "too_large")
+		answerTooLarge(w, b.MaxMessageSize)
+		return
+	case err != nil:
+		s.metrics.enqueue(id, "error")
+		s.internalError(w, err)
+		return
+	}
+	s.metrics.enqueue(id, "queued")
+	s.link.Notify(id, rec.Seq)
+	answerAsleep(w, req, true, rc.retry())
+}
+
+func otherVersion(v string) string {
+	if v == "1.0" {
+		return "0.3"
+	}
+	return "1.0"
+}
+
+// withClockTimeout is context.WithTimeout on an injected clock.
+func withClockTimeout(ctx context.Context, clk clock.Clock, d time.Duration) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	t := clk.NewTimer(d)
+	go func() {
+		defer t.Stop()
+		select {
+		case <-t.C():
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
+}

@@ -1,0 +1,175 @@
+package relay
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/torpor-dev/torpor/did"
+)
+
+// metrics are the relay's Prometheus series, in a registry of its own
+// (never the global one, so two relays can live in one test process).
+//
+//	torpor_relay_enqueues_total{outcome}      queued, full_messages, full_bytes,
+//	                                          full_peer, too_large, refused,
+//	                                          unauthenticated, error
+//	torpor_relay_queue_messages               live queued records, all agents
+//	torpor_relay_queue_bytes                  their body bytes
+//	torpor_relay_drain_latency_seconds        enqueue → device acknowledgement
+//	torpor_relay_answers_total{route,status}  HTTP answers by route pattern and status
+//	torpor_relay_live_requests_total{outcome} answered, unanswered
+//	torpor_relay_links                        device links up
+//	torpor_relay_purged_total                 expired records purged
+//	torpor_relay_key_packages_served_total
+//
+// With Config.PerAgentMetrics, also torpor_relay_agent_enqueues_total{agent,
+// outcome}, torpor_relay_agent_queue_messages{agent} and
+// torpor_relay_agent_queue_bytes{agent}.
+type metrics struct {
+	s             *Relay
+	reg           *prometheus.Registry
+	enqueues      *prometheus.CounterVec
+	agentEnqueues *prometheus.CounterVec
+	answers       *prometheus.CounterVec
+	liveRequests  *prometheus.CounterVec
+	drain         prometheus.Histogram
+	links         prometheus.Gauge
+	purged        prometheus.Counter
+	keyPackages   prometheus.Counter
+
+	depthDesc, bytesDesc           *prometheus.Desc
+	agentDepthDesc, agentBytesDesc *prometheus.Desc
+}
+
+func newMetrics(s *Relay) *metrics {
+	m := &metrics{
+		s:   s,
+		reg: prometheus.NewRegistry(),
+		enqueues: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "torpor_relay_enqueues_total", Help: "Requests for agents that were not live, by outcome.",
+		}, []string{"outcome"}),
+		answers: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "torpor_relay_answers_total", Help: "HTTP answers by route and status code.",
+		}, []string{"route", "status"}),
+		liveRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "torpor_relay_live_requests_total", Help: "Requests forwarded live over a device link, by outcome.",
+		}, []string{"outcome"}),
+		drain: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "torpor_relay_drain_latency_seconds", Help: "Time from enqueue to the device's acknowledgement.",
+			Buckets: prometheus.ExponentialBuckets(0.01, 4, 14), // 10 ms .. ~7.6 days
+		}),
+		links:       prometheus.NewGauge(prometheus.GaugeOpts{Name: "torpor_relay_links", Help: "Device links up."}),
+		purged:      prometheus.NewCounter(prometheus.CounterOpts{Name: "torpor_relay_purged_total", Help: "Expired queue records purged."}),
+		keyPackages: prometheus.NewCounter(prometheus.CounterOpts{Name: "torpor_relay_key_packages_served_total", Help: "KeyPackages handed out."}),
+		depthDesc:   prometheus.NewDesc("torpor_relay_queue_messages", "Live queued records of all agents.", nil, nil),
+		bytesDesc:   prometheus.NewDesc("torpor_relay_queue_bytes", "Body bytes of the live queued records of all agents.", nil, nil),
+	}
+	m.reg.MustRegister(m.enqueues, m.answers, m.liveRequests, m.drain, m.links, m.purged, m.keyPackages, (*queueCollector)(m),
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if s.cfg.PerAgentMetrics {
+		m.agentEnqueues = prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "torpor_relay_agent_enqueues_total", Help: "Requests for an agent that was not live, by outcome.",
+		}, []string{"agent", "outcome"})
+		m.agentDepthDesc = prometheus.NewDesc("torpor_relay_agent_queue_messages", "Live queued records of one agent.", []string{"agent"}, nil)
+		m.agentBytesDesc = prometheus.NewDesc("torpor_relay_agent_queue_bytes", "Body bytes of one agent's live queued records.", []string{"agent"}, nil)
+		m.reg.MustRegister(m.agentEnqueues)
+	}
+	return m
+}
+
+func (m *metrics) enqueue(agent, outcome string) {
+	m.enqueues.WithLabelValues(outcome).Inc()
+	if m.agentEnqueues != nil {
+		m.agentEnqueues.WithLabelValues(agent, outcome).Inc()
+	}
+}
+
+func (m *metrics) live(agent, outcome string) { m.liveRequests.WithLabelValues(outcome).Inc() }
+
+func (m *metrics) acked(agent did.DID, waited []time.Duration) {
+	for _, d := range waited {
+		m.drain.Observe(d.Seconds())
+	}
+}
+
+// queueCollector reads queue depth from the store at scrape time, so the
+// gauges are exact (expired records excluded) without bookkeeping.
+type queueCollector metrics
+
+func (c *queueCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.depthDesc
+	ch <- c.bytesDesc
+	if c.agentDepthDesc != nil {
+		ch <- c.agentDepthDesc
+		ch <- c.agentBytesDesc
+	}
+}
+
+func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
+	s := c.s
+	agents, err := s.cfg.States.Agents()
+	if err != nil {
+		return
+	}
+	now := s.clk.Now()
+	var msgs, bytes float64
+	for _, a := range agents {
+		st, err := s.cfg.Queue.Stats(context.Background(), a, now)
+		if err != nil {
+			continue
+		}
+		msgs += float64(st.Messages)
+		bytes += float64(st.Bytes)
+		if c.agentDepthDesc != nil {
+			ch <- prometheus.MustNewConstMetric(c.agentDepthDesc, prometheus.GaugeValue, float64(st.Messages), a)
+			ch <- prometheus.MustNewConstMetric(c.agentBytesDesc, prometheus.GaugeValue, float64(st.Bytes), a)
+		}
+	}
+	ch <- prometheus.MustNewConstMetric(c.depthDesc, prometheus.GaugeValue, msgs)
+	ch <- prometheus.MustNewConstMetric(c.bytesDesc, prometheus.GaugeValue, bytes)
+}
+
+// instrument counts every answer by route pattern and status.
+func (m *metrics) instrument(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec := &statusRecorder{ResponseWriter: w}
+		h.ServeHTTP(rec, r)
+		route := r.Pattern
+		if route == "" {
+			route = "unmatched"
+		}
+		status := rec.status
+		if status == 0 {
+			status = http.StatusOK
+		}
+		m.answers.WithLabelValues(route, strconv.Itoa(status)).Inc()
+	})
+}
+
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (r *statusRecorder) WriteHeader(code int) {
+	if r.status == 0 {
+		r.status = code
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *statusRecorder) Write(b []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	return r.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController and the WebSocket upgrade reach the
+// connection (Hijack, Flush).
+func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }

@@ -1,0 +1,265 @@
+package relay
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/torpor-dev/torpor/clock"
+	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/store/queue"
+	"github.com/torpor-dev/torpor/transport/bearer"
+	"github.com/torpor-dev/torpor/transport/link"
+)
+
+// Config configures a Relay. Queue, States and PublicURL are required.
+type Config struct {
+	// PublicURL is the relay's public origin, such as
+	// "https://relay.example". It is the audience of every DID Bearer
+	// token the relay accepts (senders' and devices').
+	PublicURL string
+	// Queue stores requests for agents that are not live.
+	Queue queue.Store
+	// States keeps agents' published state and KeyPackage pools.
+	States *States
+	// Bounds are the default and ceiling queue bounds of every agent; a
+	// device may ask for tighter ones. Zero means queue.DefaultBounds().
+	Bounds queue.Bounds
+	// AgentBounds overrides Bounds for particular agents (by DID).
+	AgentBounds map[string]queue.Bounds
+	// AllowAgents, when not empty, lists the only agents whose devices may
+	// link (and so be reachable through this relay).
+	AllowAgents []string
+	// KeyPackageRate is how many KeyPackages one caller may fetch per
+	// minute; zero means 30 (the reference's rate).
+	KeyPackageRate int
+	// TrustForwardedFor makes the KeyPackage rate limit key anonymous
+	// callers on the first X-Forwarded-For address, for a relay behind a
+	// reverse proxy. Off, it keys on the connection's address.
+	TrustForwardedFor bool
+	// LiveTimeout bounds how long a live request waits for the device's
+	// answer; zero means 30 seconds.
+	LiveTimeout time.Duration
+	// PerAgentMetrics adds per-agent series (labelled by DID) to /metrics.
+	// Off by default: with many agents the cardinality is high.
+	PerAgentMetrics bool
+	// MQTTBroker is the broker URL devices and operators use, reported by
+	// /healthz; empty when the relay does not know one.
+	MQTTBroker string
+	// Clock is the relay's time (a scaled clock in demos); nil is the real
+	// clock.
+	Clock clock.Clock
+	// Rand is the randomness for Retry-After jitter; nil is crypto/rand.
+	Rand io.Reader
+	// Logger receives operational logs; nil discards.
+	Logger *slog.Logger
+}
+
+// Relay is the relay's HTTP side: the per-agent A2A endpoints, the device
+// link and the operational endpoints. Create it with New and serve
+// Handler(); run Run for the periodic purge of expired records.
+type Relay struct {
+	cfg      Config
+	clk      clock.Clock
+	rnd      io.Reader
+	log      *slog.Logger
+	verifier *bearer.Verifier
+	link     *link.Server
+	metrics  *metrics
+	limiter  *limiter
+	allow    map[string]bool
+	mux      *http.ServeMux
+}
+
+// New returns a relay for cfg. It returns an error for a missing store or
+// public URL, or invalid bounds.
+func New(cfg Config) (*Relay, error) {
+	if cfg.Queue == nil || cfg.States == nil {
+		return nil, errors.New("relay: Config needs Queue and States")
+	}
+	origin, err := bearer.NormalizeAudience(cfg.PublicURL)
+	if err != nil {
+		return nil, fmt.Errorf("relay: public URL: %w", err)
+	}
+	cfg.PublicURL = origin
+	if cfg.Bounds == (queue.Bounds{}) {
+		cfg.Bounds = queue.DefaultBounds()
+	}
+	if err := cfg.Bounds.Validate(); err != nil {
+		return nil, fmt.Errorf("relay: %w", err)
+	}
+	for d, b := range cfg.AgentBounds {
+		if err := b.Validate(); err != nil {
+			return nil, fmt.Errorf("relay: bounds of %s: %w", d, err)
+		}
+	}
+	if cfg.KeyPackageRate == 0 {
+		cfg.KeyPackageRate = 30
+	}
+	if cfg.LiveTimeout == 0 {
+		cfg.LiveTimeout = 30 * time.Second
+	}
+	s := &Relay{cfg: cfg, clk: clock.Or(cfg.Clock), rnd: cfg.Rand, log: cfg.Logger}
+	if s.rnd == nil {
+		s.rnd = rand.Reader
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	s.log = s.log.With("component", "relay")
+	if len(cfg.AllowAgents) > 0 {
+		s.allow = map[string]bool{}
+		for _, a := range cfg.AllowAgents {
+			s.allow[a] = true
+		}
+	}
+	s.verifier = &bearer.Verifier{Audience: origin, Clock: cfg.Clock}
+	s.metrics = newMetrics(s)
+	s.limiter = newLimiter(s.clk, cfg.KeyPackageRate, time.Minute)
+	s.link = &link.Server{
+		Verifier: s.verifier, Queue: cfg.Queue, Agents: (*agents)(s), Clock: cfg.Clock,
+		Logger: s.log.With("component", "link"), OnAcked: s.metrics.acked,
+	}
+	s.routes()
+	return s, nil
+}
+
+func (s *Relay) routes() {
+	m := http.NewServeMux()
+	m.HandleFunc("POST /a/{did}/a2a/jsonrpc", s.serveJSONRPC)
+	m.HandleFunc("GET /a/{did}/a2a/jsonrpc", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Allow", "POST")
+		writeJSON(w, http.StatusMethodNotAllowed, map[string]any{"error": "method_not_allowed", "message": "the A2A JSON-RPC endpoint takes POST"})
+	})
+	m.HandleFunc("GET /a/{did}/.well-known/agent-card.json", s.serveCard)
+	m.HandleFunc("GET /a/{did}/pulse", s.servePulse)
+	m.HandleFunc("GET /a/{did}/mls/key-package", s.serveKeyPackage)
+	m.Handle("GET "+link.Path, s.link)
+	m.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
+	m.HandleFunc("GET /healthz", s.serveHealth)
+	s.mux = m
+}
+
+// Handler returns the relay's HTTP handler (see the package doc for the
+// URL layout).
+func (s *Relay) Handler() http.Handler { return s.metrics.instrument(s.mux) }
+
+// Registry returns the Prometheus registry behind /metrics.
+func (s *Relay) Registry() *prometheus.Registry { return s.metrics.reg }
+
+// Link returns the device link server (for tests and the conformance
+// runner, which forward requests to in-process devices).
+func (s *Relay) Link() *link.Server { return s.link }
+
+// PurgeInterval is how often Run purges expired records.
+const PurgeInterval = time.Minute
+
+// Run purges expired records every PurgeInterval until ctx ends, then
+// closes every device link. It returns nil when ctx ended.
+func (s *Relay) Run(ctx context.Context) error {
+	defer s.link.Close()
+	for {
+		n, err := s.cfg.Queue.Purge(ctx, s.clk.Now())
+		if err != nil && ctx.Err() == nil {
+			s.log.Error("purge", "err", err)
+		}
+		if n > 0 {
+			s.log.Info("purged expired records", "records", n)
+			s.metrics.purged.Add(float64(n))
+		}
+		if err := clock.Sleep(ctx, s.clk, PurgeInterval); err != nil {
+			return nil
+		}
+	}
+}
+
+// agentPath parses the {did} path value. It answers 404 and returns false
+// when it is not an Ed25519 did:key.
+func agentPath(w http.ResponseWriter, r *http.Request) (did.DID, bool) {
+	id, err := did.Parse(r.PathValue("did"))
+	if err != nil {
+		writeJSON(w, http.StatusNotFound, map[string]any{"error": "unknown_agent", "message": "not an Ed25519 did:key"})
+		return did.DID{}, false
+	}
+	return id, true
+}
+
+func (s *Relay) serveCard(w http.ResponseWriter, r *http.Request) {
+	s.serveVerbatim(w, r, func(st AgentState) []byte { return st.Card }, "no_card", "the agent's device has not uploaded a card")
+}
+
+// servePulse serves the latest liveness pulse the device published, next to
+// its card. The pulse format belongs to the agent (Autonomy Envelope
+// pulses); the relay serves the signed bytes as it got them.
+func (s *Relay) servePulse(w http.ResponseWriter, r *http.Request) {
+	s.serveVerbatim(w, r, func(st AgentState) []byte { return st.Pulse }, "no_pulse", "the agent's device has not published a pulse")
+}
+
+func (s *Relay) serveVerbatim(w http.ResponseWriter, r *http.Request, pick func(AgentState) []byte, code, msg string) {
+	id, ok := agentPath(w, r)
+	if !ok {
+		return
+	}
+	st, err := s.cfg.States.Get(id.String())
+	if errors.Is(err, ErrUnknownAgent) {
+		writeJSON(w, http.StatusNotFound, map[string]any{"error": "unknown_agent", "message": "no device has published this agent"})
+		return
+	}
+	if err != nil {
+		s.internalError(w, err)
+		return
+	}
+	b := pick(st)
+	if len(b) == 0 {
+		writeJSON(w, http.StatusNotFound, map[string]any{"error": code, "message": msg})
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.Write(b)
+}
+
+func (s *Relay) serveHealth(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "publicUrl": s.cfg.PublicURL, "mqttBroker": s.cfg.MQTTBroker})
+}
+
+func (s *Relay) internalError(w http.ResponseWriter, err error) {
+	s.log.Error("internal error", "err", err)
+	writeJSON(w, http.StatusInternalServerError, map[string]any{"error": "internal_error", "message": "the relay failed; nothing was queued"})
+}
+
+// writeJSON writes v as the reference writes its answers:
+// application/json; charset=utf-8, members in the order v gives them.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status, b = http.StatusInternalServerError, []byte(`{"error":"internal_error"}`)
+	}
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(status)
+	w.Write(b)
+}
+
+// clientIP returns the caller's address for rate limiting.
+func (s *Relay) clientIP(r *http.Request) string {
+	if s.cfg.TrustForwardedFor {
+		if xff := r.Header.Get("X-Forwarded-For"); xff != "" {
+			return strings.TrimSpace(strings.Split(xff, ",")[0])
+		}
+	}
+	host := r.RemoteAddr
+	if i := strings.LastIndexByte(host, ':'); i >= 0 {
+		host = host[:i]
+	}
+	return strings.Trim(host, "[]")
+}

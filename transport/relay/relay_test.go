@@ -1,0 +1,537 @@
+package relay
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/store/queue"
+	"github.com/torpor-dev/torpor/transport/a2a"
+	"github.com/torpor-dev/torpor/transport/link"
+)
+
+const sendV1 = `{"jsonrpc":"2.0","id":7,"method":"SendMessage","params":{"message":{"messageId":"m1","role":"ROLE_USER","parts":[]}}}`
+const sendV03 = `{"jsonrpc":"2.0","id":"a","method":"message/send","params":{"message":{"kind":"message","messageId":"m1","role":"user","parts":[]}}}`
+
+func TestAsleepAnswerShapes(t *testing.T) {
+	h := newHarness(t, nil)
+	dev, alice := testKey(t, 1), testKey(t, 2)
+	h.publishOffline(t, dev, "sleep", deviceOpts{})
+
+	// A JSON-RPC call: the JSON-RPC error response with the profile's
+	// members beside it; sleep has no Retry-After.
+	r := h.post(t, dev.DID(), alice, "1.0", sendV1)
+	if r.status != 503 || r.header.Get("Retry-After") != "" {
+		t.Fatalf("status %d, Retry-After %q; want 503 and none", r.status, r.header.Get("Retry-After"))
+	}
+	want := `{"jsonrpc":"2.0","id":7,"error":{"code":-32003,"message":"asleep, try later","data":{"error":"agent_asleep","queued":true}},"message":"asleep, try later","queued":true}`
+	if string(r.body) != want {
+		t.Errorf("body\n got %s\nwant %s", r.body, want)
+	}
+	if ct := r.header.Get("Content-Type"); ct != "application/json; charset=utf-8" {
+		t.Errorf("Content-Type = %q", ct)
+	}
+	// v0.3 keeps the string id.
+	r = h.post(t, dev.DID(), alice, "", sendV03)
+	if r.status != 503 || r.json["id"] != "a" {
+		t.Errorf("v0.3: status %d, id %v", r.status, r.json["id"])
+	}
+	// Not JSON-RPC (the vectors' bodies): the profile's body exactly.
+	r = h.post(t, dev.DID(), alice, "", "one")
+	if want := `{"error":"agent_asleep","message":"asleep, try later","queued":true}`; r.status != 503 || string(r.body) != want {
+		t.Errorf("opaque body: %d %s, want 503 %s", r.status, r.body, want)
+	}
+	recs := h.queued(t, dev.DID())
+	if len(recs) != 3 {
+		t.Fatalf("%d records queued, want 3", len(recs))
+	}
+	for i, body := range []string{sendV1, sendV03, "one"} {
+		if recs[i].From != alice.DID().String() || string(recs[i].Body) != body || recs[i].Kind != queue.KindMessage {
+			t.Errorf("record %d = from %s kind %v body %s", i, recs[i].From, recs[i].Kind, recs[i].Body)
+		}
+	}
+}
+
+func TestHourlyWake(t *testing.T) {
+	h := newHarness(t, nil)
+	dev, alice := testKey(t, 1), testKey(t, 2)
+	c := h.device(t, dev, "hourly_wake", deviceOpts{handler: func(ctx context.Context, req link.Request) link.Response {
+		return link.Response{Status: 200, ContentType: "application/json", Body: fmt.Appendf(nil, `{"jsonrpc":"2.0","id":7,"result":{"from":%q,"ver":%q}}`, req.From, req.Version)}
+	}})
+	// 12:00, window 12:11-12:16, link up: queued, Retry-After into the window.
+	r := h.post(t, dev.DID(), alice, "1.0", sendV1)
+	ra, _ := strconv.Atoi(r.header.Get("Retry-After"))
+	if r.status != 503 || ra < 660 || ra >= 960 {
+		t.Fatalf("outside the window: status %d Retry-After %d; want 503 and 660 <= n < 960", r.status, ra)
+	}
+	if got := r.json["retryAfterSec"]; got != float64(ra) {
+		t.Errorf("retryAfterSec %v != Retry-After %d", got, ra)
+	}
+	if d := r.json["error"].(map[string]any)["data"].(map[string]any); d["retryAfterSec"] != float64(ra) || d["queued"] != true {
+		t.Errorf("error.data = %v", d)
+	}
+	// The link was up: the device is told at once.
+	select {
+	case <-c.Queued():
+	case <-time.After(5 * time.Second):
+		t.Error("no queued notification on the link")
+	}
+	// Inside the window: live.
+	h.inWindow()
+	r = h.post(t, dev.DID(), alice, "1.0", sendV1)
+	want := fmt.Sprintf(`{"jsonrpc":"2.0","id":7,"result":{"from":%q,"ver":"1.0"}}`, alice.DID())
+	if r.status != 200 || string(r.body) != want {
+		t.Errorf("inside the window: %d %s, want 200 %s", r.status, r.body, want)
+	}
+	if n := len(h.queued(t, dev.DID())); n != 1 {
+		t.Errorf("%d records queued, want 1 (the live one is not)", n)
+	}
+	// Inside the window with the link down: queued, Retry-After within
+	// what is left of this window.
+	c.Close()
+	for h.relay.Link().Up(dev.DID().String()) {
+		time.Sleep(time.Millisecond)
+	}
+	r = h.post(t, dev.DID(), alice, "", sendV03)
+	ra, _ = strconv.Atoi(r.header.Get("Retry-After"))
+	if r.status != 503 || ra < 1 || ra >= 240 {
+		t.Errorf("in window, link down: %d Retry-After %d, want 503 within the window's 240 s left", r.status, ra)
+	}
+}
+
+func TestSessionNeverQueues(t *testing.T) {
+	h := newHarness(t, nil)
+	dev, alice := testKey(t, 1), testKey(t, 2)
+	c := h.device(t, dev, "session", deviceOpts{handler: func(ctx context.Context, req link.Request) link.Response {
+		return link.Response{Status: 200, Body: []byte(`{"ok":true}`)}
+	}})
+	if r := h.post(t, dev.DID(), alice, "1.0", sendV1); r.status != 200 {
+		t.Errorf("session, link up: status %d, want 200", r.status)
+	}
+	c.Close()
+	for h.relay.Link().Up(dev.DID().String()) {
+		time.Sleep(time.Millisecond)
+	}
+	r := h.post(t, dev.DID(), alice, "1.0", sendV1)
+	if r.status != 503 || r.json["queued"] != false || r.header.Get("Retry-After") != "" {
+		t.Errorf("session, link down: %d %s, want 503 queued false", r.status, r.body)
+	}
+	if n := len(h.queued(t, dev.DID())); n != 0 {
+		t.Errorf("session queued %d records", n)
+	}
+}
+
+func TestAlwaysOnOfflineQueues(t *testing.T) {
+	h := newHarness(t, nil)
+	dev, alice := testKey(t, 1), testKey(t, 2)
+	h.publishOffline(t, dev, "always_on", deviceOpts{})
+	r := h.post(t, dev.DID(), alice, "1.0", sendV1)
+	if r.status != 503 || r.json["queued"] != true || r.header.Get("Retry-After") != "" {
+		t.Errorf("always_on, link down: %d %s", r.status, r.body)
+	}
+}
+
+func TestAuthentication(t *testing.T) {
+	h := newHarness(t, nil)
+	sleeper, awake, alice := testKey(t, 1), testKey(t, 3), testKey(t, 2)
+	h.publishOffline(t, sleeper, "sleep", deviceOpts{})
+	h.device(t, awake, "always_on", deviceOpts{handler: func(context.Context, link.Request) link.Response { return link.Response{Status: 200} }})
+
+	r := h.post(t, sleeper.DID(), nil, "", `{"jsonrpc":"2.0","params":{"message":{"issuerDid":"did:key:z6Mkforged"}}}`)
+	want := `{"error":"asleep_enqueue_requires_auth","message":"store-and-forward requires verified transport caller DID","queued":false}`
+	if r.status != 401 || string(r.body) != want {
+		t.Errorf("asleep, no token: %d %s", r.status, r.body)
+	}
+	if wa := r.header.Get("WWW-Authenticate"); wa != `Bearer realm="atom", error="invalid_token", error_description="missing bearer token"` {
+		t.Errorf("WWW-Authenticate = %q", wa)
+	}
+	r = h.post(t, awake.DID(), nil, "1.0", sendV1)
+	if r.status != 401 || r.json["error"] != "unauthorized" || r.json["detail"] != "missing bearer token" {
+		t.Errorf("live, no token: %d %s", r.status, r.body)
+	}
+	// A token for another audience.
+	tok, _ := issueToken(alice, "https://elsewhere.example", h)
+	req, _ := http.NewRequest("POST", h.srv.URL+"/a/"+sleeper.DID().String()+"/a2a/jsonrpc", strings.NewReader(sendV1))
+	req.Header.Set("Authorization", "Bearer "+tok)
+	r = h.do(t, req)
+	if r.status != 401 || r.json["error"] != "asleep_enqueue_requires_auth" {
+		t.Errorf("wrong audience: %d %s", r.status, r.body)
+	}
+	if n := len(h.queued(t, sleeper.DID())); n != 0 {
+		t.Errorf("unauthenticated requests queued %d records", n)
+	}
+}
+
+func TestQueueFull(t *testing.T) {
+	tests := []struct {
+		name   string
+		bounds link.Bounds
+		second *did.PrivateKey // nil: the same sender
+		body   string
+		status int
+		kind   string
+	}{
+		{"messages", link.Bounds{MaxMessages: 1}, testKey(t, 4), sendV1, 507, "messages"},
+		{"peer", link.Bounds{MaxPerPeer: 1}, nil, sendV1, 429, "peer"},
+		{"bytes", link.Bounds{MaxBytes: 150}, nil, sendV1, 507, "bytes"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, nil)
+			dev, alice := testKey(t, 1), testKey(t, 2)
+			h.publishOffline(t, dev, "sleep", deviceOpts{bounds: &tt.bounds})
+			if r := h.post(t, dev.DID(), alice, "1.0", tt.body); r.status != 503 {
+				t.Fatalf("first: %d %s", r.status, r.body)
+			}
+			second := tt.second
+			if second == nil {
+				second = alice
+			}
+			r := h.post(t, dev.DID(), second, "1.0", tt.body)
+			if r.status != tt.status {
+				t.Fatalf("second: status %d, want %d (%s)", r.status, tt.status, r.body)
+			}
+			e := r.json["error"].(map[string]any)
+			d := e["data"].(map[string]any)
+			if e["code"] != float64(CodeQueueFull) || d["error"] != "asleep_queue_full" || d["kind"] != tt.kind || d["queued"] != false || r.json["queued"] != false || r.json["kind"] != tt.kind {
+				t.Errorf("second: body %s", r.body)
+			}
+			if strings.Contains(string(r.body), "agent_asleep") {
+				t.Error("queue-full answer mentions agent_asleep")
+			}
+			// The profile form for a non-JSON-RPC body.
+			r = h.post(t, dev.DID(), second, "", strings.Repeat("x", len(tt.body)))
+			if r.json["error"] != "asleep_queue_full" || r.json["kind"] != tt.kind {
+				t.Errorf("opaque body: %s", r.body)
+			}
+			if n := len(h.queued(t, dev.DID())); n != 1 {
+				t.Errorf("%d records queued, want 1", n)
+			}
+		})
+	}
+}
+
+func TestMaxMessageSize(t *testing.T) {
+	h := newHarness(t, nil)
+	dev, alice := testKey(t, 1), testKey(t, 2)
+	h.publishOffline(t, dev, "sleep", deviceOpts{bounds: &link.Bounds{MaxMessageSize: 1024}})
+	big := `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"pad":"` + strings.Repeat("x", 2000) + `"}}`
+	// With a Content-Length, and chunked (the limit applies while reading).
+	if r := h.post(t, dev.DID(), alice, "1.0", big); r.status != 413 || r.json["error"] != "message_too_large" || r.json["maxMessageBytes"] != float64(1024) {
+		t.Errorf("Content-Length: %d %s", r.status, r.body)
+	}
+	tok, _ := issueToken(alice, h.relay.cfg.PublicURL, h)
+	pr, pw := io.Pipe()
+	go func() {
+		for i := 0; i < 100; i++ {
+			if _, err := pw.Write(bytes.Repeat([]byte("y"), 512)); err != nil {
+				return
+			}
+		}
+		pw.Close()
+	}()
+	req, _ := http.NewRequest("POST", h.srv.URL+"/a/"+dev.DID().String()+"/a2a/jsonrpc", pr)
+	req.Header.Set("Authorization", "Bearer "+tok)
+	r := h.do(t, req)
+	pr.CloseWithError(io.ErrClosedPipe)
+	if r.status != 413 {
+		t.Errorf("chunked: %d %s", r.status, r.body)
+	}
+	if n := len(h.queued(t, dev.DID())); n != 0 {
+		t.Errorf("%d records queued", n)
+	}
+}
+
+func TestHandshakeUsesReserve(t *testing.T) {
+	h := newHarness(t, nil)
+	dev, alice := testKey(t, 1), testKey(t, 2)
+	h.publishOffline(t, dev, "sleep", deviceOpts{bounds: &link.Bounds{MaxMessages: 1}})
+	if r := h.post(t, dev.DID(), alice, "1.0", sendV1); r.status != 503 {
+		t.Fatal(r.status)
+	}
+	if r := h.post(t, dev.DID(), alice, "1.0", sendV1); r.status != 507 {
+		t.Fatalf("full queue took a message: %d", r.status)
+	}
+	hs := `{"jsonrpc":"2.0","id":2,"method":"SendMessage","params":{"message":{"parts":[{"data":{"mediaType":"application/vnd.atom.mls-handshake+json;version=1","initiatorDid":"x","welcome":"AAE="},"mediaType":"application/vnd.atom.mls-handshake+json;version=1"}]}}}`
+	if r := h.post(t, dev.DID(), alice, "1.0", hs); r.status != 503 || r.json["queued"] != true {
+		t.Fatalf("handshake into a full queue: %d %s", r.status, r.body)
+	}
+	recs := h.queued(t, dev.DID())
+	if len(recs) != 2 || recs[1].Kind != queue.KindHandshake {
+		t.Errorf("records: %d, last kind %v", len(recs), recs[len(recs)-1].Kind)
+	}
+}
+
+func TestMethodsWhileAsleep(t *testing.T) {
+	h := newHarness(t, nil)
+	dev, alice := testKey(t, 1), testKey(t, 2)
+	h.publishOffline(t, dev, "hourly_wake", deviceOpts{})
+	tests := []struct {
+		name, version, body string
+		status              int
+		code                float64
+		queued              bool
+	}{
+		{"v0.3 method under 1.0", "1.0", sendV03, 400, -32601, false},
+		{"v1.0 method without header", "", sendV1, 400, -32601, false},
+		{"GetTask", "1.0", `{"jsonrpc":"2.0","id":3,"method":"GetTask","params":{"id":"t"}}`, 503, -32003, false},
+		{"unknown version", "2.0", sendV1, 400, -32009, false},
+		{"stream", "1.0", `{"jsonrpc":"2.0","id":4,"method":"SendStreamingMessage","params":{}}`, 503, -32003, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := h.post(t, dev.DID(), alice, tt.version, tt.body)
+			if r.status != tt.status || r.json["queued"] != tt.queued {
+				t.Errorf("%d %s, want %d queued %v", r.status, r.body, tt.status, tt.queued)
+			}
+			if e, ok := r.json["error"].(map[string]any); ok && e["code"] != tt.code {
+				t.Errorf("code %v, want %v", e["code"], tt.code)
+			}
+		})
+	}
+	if n := len(h.queued(t, dev.DID())); n != 1 {
+		t.Errorf("%d records queued, want 1", n)
+	}
+}
+
+func TestCardAndPulse(t *testing.T) {
+	h := newHarness(t, nil)
+	dev, mallory := testKey(t, 1), testKey(t, 9)
+	c := h.device(t, dev, "sleep", deviceOpts{pulse: []byte(`{"pulse":1}`)})
+	r := h.get(t, "/a/"+dev.DID().String()+"/.well-known/agent-card.json")
+	if r.status != 200 {
+		t.Fatalf("card: %d %s", r.status, r.body)
+	}
+	if err := a2a.VerifyCard(r.body, dev.DID()); err != nil {
+		t.Errorf("served card does not verify: %v", err)
+	}
+	st, _ := h.states.Get(dev.DID().String())
+	if !bytes.Equal(r.body, st.Card) {
+		t.Error("served card differs from the uploaded bytes")
+	}
+	card, _ := a2a.ParseCard(r.body)
+	if card.OfflineMode() != "sleep" || card.SupportedInterfaces[0].URL != h.srv.URL+"/a/"+dev.DID().String()+"/a2a/jsonrpc" {
+		t.Errorf("card: mode %q, interface %+v", card.OfflineMode(), card.SupportedInterfaces[0])
+	}
+	if r := h.get(t, "/a/"+dev.DID().String()+"/pulse"); r.status != 200 || string(r.body) != `{"pulse":1}` {
+		t.Errorf("pulse: %d %s", r.status, r.body)
+	}
+
+	bad := []struct {
+		name string
+		mode string
+		o    deviceOpts
+		want string
+	}{
+		{"signed by another key", "sleep", deviceOpts{signer: mallory}, "not signed by the agent"},
+		{"wrong offline mode", "hourly_wake", deviceOpts{card: func(c *a2a.Card) { c.Capabilities.Extensions = c.Capabilities.Extensions[:1] }}, "offline-delivery mode"},
+		{"bounds misstated", "sleep", deviceOpts{card: func(c *a2a.Card) {
+			c.Capabilities.Extensions[2].Params = json.RawMessage(`{"maxMessages":9999,"maxTotalBytes":1,"maxPendingPerPeer":1,"ttlSeconds":1,"maxMessageBytes":1,"handshakeReserveMessages":1,"handshakeReserveBytes":1}`)
+		}}, "queue bounds"},
+		{"unknown mode", "nap", deviceOpts{}, "unknown"},
+		{"not a key package", "sleep", deviceOpts{kps: [][]byte{[]byte("garbage!")}}, "key package"},
+	}
+	for _, tt := range bad {
+		t.Run(tt.name, func(t *testing.T) {
+			st := link.State{Mode: tt.mode, Window: window11}
+			if tt.mode != "nap" {
+				st = h.state(t, dev, c.Hello(), tt.mode, tt.o)
+			}
+			_, err := c.Publish(context.Background(), st)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("Publish = %v, want an error containing %q", err, tt.want)
+			}
+		})
+	}
+	// Nothing of the refused states was stored.
+	if r := h.get(t, "/a/"+dev.DID().String()+"/.well-known/agent-card.json"); !bytes.Equal(r.body, st.Card) {
+		t.Error("a refused state changed the card")
+	}
+	if r := h.get(t, "/a/"+testKey(t, 5).DID().String()+"/.well-known/agent-card.json"); r.status != 404 {
+		t.Errorf("unknown agent's card: %d", r.status)
+	}
+	if r := h.get(t, "/a/not-a-did/.well-known/agent-card.json"); r.status != 404 {
+		t.Errorf("bad DID: %d", r.status)
+	}
+}
+
+// kp returns a fake MLSMessage-wrapped KeyPackage header plus tag.
+func kp(tag byte) []byte { return []byte{0, 1, 0, 5, 0, 1, 0, 1, tag} }
+
+func TestKeyPackagesHandedOutOnce(t *testing.T) {
+	h := newHarness(t, nil)
+	dev := testKey(t, 1)
+	h.publishOffline(t, dev, "sleep", deviceOpts{kps: [][]byte{kp(1), kp(2)}})
+	path := "/a/" + dev.DID().String() + "/mls/key-package"
+	var got []string
+	for range 2 {
+		r := h.get(t, path)
+		if r.status != 200 || r.json["did"] != dev.DID().String() {
+			t.Fatalf("key package: %d %s", r.status, r.body)
+		}
+		got = append(got, r.json["wire"].(string))
+	}
+	want := []string{"AAEABQABAAEB", "AAEABQABAAEC"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("wires (-want +got):\n%s", diff)
+	}
+	r := h.get(t, path)
+	if r.status != 503 || r.json["error"] != "no_key_package" {
+		t.Errorf("empty pool: %d %s", r.status, r.body)
+	}
+	// Durable: reopening the state file does not bring them back.
+	h.states.Close()
+	s2, err := OpenStates(h.dir+"/agents.db", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	if _, err := s2.TakeKeyPackage(dev.DID().String()); err != ErrNoKeyPackage {
+		t.Errorf("after reopen: TakeKeyPackage = %v, want ErrNoKeyPackage", err)
+	}
+}
+
+func TestKeyPackageRateLimit(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.KeyPackageRate = 2 })
+	dev, alice := testKey(t, 1), testKey(t, 2)
+	h.publishOffline(t, dev, "sleep", deviceOpts{kps: [][]byte{kp(1), kp(2), kp(3), kp(4), kp(5)}})
+	path := "/a/" + dev.DID().String() + "/mls/key-package"
+	for i, want := range []int{200, 200, 429} {
+		if r := h.get(t, path); r.status != want {
+			t.Errorf("anonymous fetch %d: %d, want %d", i, r.status, want)
+		}
+	}
+	// A caller with a token has its own bucket, keyed on its DID.
+	tok, _ := issueToken(alice, h.relay.cfg.PublicURL, h)
+	req, _ := http.NewRequest("GET", h.srv.URL+path, nil)
+	req.Header.Set("Authorization", "Bearer "+tok)
+	if r := h.do(t, req); r.status != 200 {
+		t.Errorf("token caller: %d", r.status)
+	}
+	r := h.get(t, path)
+	if r.status != 429 || r.header.Get("Retry-After") == "" {
+		t.Errorf("still limited: %d, Retry-After %q", r.status, r.header.Get("Retry-After"))
+	}
+	h.clk.Advance(30 * time.Second) // one token back at 2 per minute
+	if r := h.get(t, path); r.status != 200 {
+		t.Errorf("after 30 s: %d", r.status)
+	}
+}
+
+func TestDrainAfterWake(t *testing.T) {
+	h := newHarness(t, nil)
+	dev, alice := testKey(t, 1), testKey(t, 2)
+	h.publishOffline(t, dev, "sleep", deviceOpts{})
+	for i := range 3 {
+		if r := h.post(t, dev.DID(), alice, "", fmt.Sprintf("m%d", i)); r.status != 503 {
+			t.Fatal(r.status)
+		}
+	}
+	h.clk.Advance(time.Hour)
+	c := h.device(t, dev, "sleep", deviceOpts{})
+	var bodies []string
+	n, err := c.Drain(context.Background(), 2, func(ctx context.Context, recs []link.Record) error {
+		for _, r := range recs {
+			bodies = append(bodies, string(r.Body))
+		}
+		return nil
+	})
+	if err != nil || n != 3 || strings.Join(bodies, ",") != "m0,m1,m2" {
+		t.Errorf("Drain = %d %v %v", n, err, bodies)
+	}
+	m := h.get(t, "/metrics")
+	for _, want := range []string{
+		`torpor_relay_enqueues_total{outcome="queued"} 3`,
+		`torpor_relay_queue_messages 0`,
+		`torpor_relay_drain_latency_seconds_count 3`,
+		`torpor_relay_answers_total{route="POST /a/{did}/a2a/jsonrpc",status="503"} 3`,
+		`torpor_relay_links 1`,
+	} {
+		if !strings.Contains(string(m.body), want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	if strings.Contains(string(m.body), "torpor_relay_agent_") {
+		t.Error("per-agent series without the option")
+	}
+}
+
+func TestPerAgentMetrics(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.PerAgentMetrics = true })
+	dev, alice := testKey(t, 1), testKey(t, 2)
+	h.publishOffline(t, dev, "sleep", deviceOpts{})
+	h.post(t, dev.DID(), alice, "", "x")
+	m := string(h.get(t, "/metrics").body)
+	for _, want := range []string{
+		fmt.Sprintf(`torpor_relay_agent_queue_messages{agent=%q} 1`, dev.DID()),
+		fmt.Sprintf(`torpor_relay_agent_enqueues_total{agent=%q,outcome="queued"} 1`, dev.DID()),
+		`torpor_relay_queue_bytes 1`,
+	} {
+		if !strings.Contains(m, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+}
+
+func TestAllowList(t *testing.T) {
+	dev, other := testKey(t, 1), testKey(t, 2)
+	h := newHarness(t, func(c *Config) { c.AllowAgents = []string{dev.DID().String()} })
+	h.device(t, dev, "sleep", deviceOpts{})
+	_, err := link.Dial(context.Background(), link.Config{RelayURL: h.srv.URL, Key: other, Clock: h.clk})
+	if err == nil || !strings.Contains(err.Error(), "403") {
+		t.Errorf("Dial of an agent not on the list = %v, want 403", err)
+	}
+}
+
+func TestUnknownAgentAndHealth(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.MQTTBroker = "mqtt://127.0.0.1:1883" })
+	if r := h.post(t, testKey(t, 1).DID(), testKey(t, 2), "1.0", sendV1); r.status != 404 || r.json["error"] != "unknown_agent" {
+		t.Errorf("unknown agent: %d %s", r.status, r.body)
+	}
+	if r := h.get(t, "/healthz"); r.status != 200 || r.json["mqttBroker"] != "mqtt://127.0.0.1:1883" {
+		t.Errorf("healthz: %d %s", r.status, r.body)
+	}
+	if r := h.get(t, "/a/"+testKey(t, 1).DID().String()+"/a2a/jsonrpc"); r.status != 405 {
+		t.Errorf("GET jsonrpc: %d", r.status)
+	}
+}
+
+func TestStateSurvivesRestart(t *testing.T) {
+	h := newHarness(t, nil)
+	dev, alice := testKey(t, 1), testKey(t, 2)
+	h.publishOffline(t, dev, "hourly_wake", deviceOpts{window: &link.Window{Minute: 30, LengthSec: 120}})
+	// A second relay on the same files (the first one's files stay open
+	// read-only in bbolt's sense; reopen after closing).
+	h.relay.Link().Close()
+	h.states.Close()
+	states, err := OpenStates(h.dir+"/agents.db", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.states = states
+	r2, err := New(Config{PublicURL: h.relay.cfg.PublicURL, Queue: h.q, States: states, Clock: h.clk, Rand: bytes.NewReader(nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.relay = r2
+	h.srv.Config.Handler = r2.Handler()
+	r := h.post(t, dev.DID(), alice, "1.0", sendV1)
+	ra, _ := strconv.Atoi(r.header.Get("Retry-After"))
+	if r.status != 503 || ra != 1800 {
+		t.Errorf("after restart: %d Retry-After %d, want 503 1800 (12:00 → 12:30 window)", r.status, ra)
+	}
+}
+
+func issueToken(k *did.PrivateKey, aud string, h *harness) (string, error) {
+	return bearerIssue(k, aud, h.clk.Now())
+}
