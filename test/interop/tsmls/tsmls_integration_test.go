@@ -94,6 +94,7 @@ func agree(t *testing.T, step string, ms ...member) Summary {
 }
 
 func startPeer(t *testing.T) *Peer {
+	t.Helper()
 	return StartT(t, &Config{Exporter: testExporter})
 }
 
@@ -448,4 +449,30 @@ func TestBench(t *testing.T) {
 			t.Errorf("Bench(%s) = %+v", kind, r)
 		}
 	}
+}
+
+// TestNoCredentialBindingInTSMLS records that ts-mls's default
+// authentication service accepts any basic credential: a KeyPackage whose
+// identity is alice's DID but whose key is mallory's joins, and the members
+// see alice's DID at mallory's leaf. The binding of draft-chapman-a2a-mls-03
+// Section 4.3 is therefore the application's job on both stacks.
+func TestNoCredentialBindingInTSMLS(t *testing.T) {
+	ctx := context.Background()
+	p := startPeer(t)
+	alice, bob := pair(t, p)
+	mallory := must(p.NewActor(ctx, "mallory", bytes.Repeat([]byte{9}, 32), alice.DID))(t, "NewActor(mallory)")
+	kp := must(mallory.KeyPackage(ctx, nil))(t, "KeyPackage(mallory)")
+	c := must(alice.Commit(ctx, CommitOptions{Add: []Hex{kp.Bytes}}))(t, "Commit(add mallory)")
+	process(t, c.Commit, "commit", bob)
+	s := must(mallory.Join(ctx, c.Welcome, c.RatchetTree))(t, "Join(mallory)")
+	var leaf Member
+	for _, m := range s.Members {
+		if m.LeafIndex == s.OwnLeafIndex {
+			leaf = m
+		}
+	}
+	if leaf.Identity != alice.DID || !bytes.Equal(leaf.SignatureKey, mallory.SignatureKey) {
+		t.Fatalf("mallory's leaf = %+v, want alice's DID with mallory's key", leaf)
+	}
+	agree(t, "mismatched member", alice, bob, member{Actor: mallory})
 }
