@@ -1,0 +1,280 @@
+package mls
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"errors"
+	"fmt"
+	"slices"
+
+	"golang.org/x/crypto/cryptobyte"
+
+	"github.com/torpor-dev/torpor/mls/internal/schedule"
+	"github.com/torpor-dev/torpor/mls/internal/secrettree"
+	"github.com/torpor-dev/torpor/mls/internal/suite"
+	tm "github.com/torpor-dev/torpor/mls/internal/treemath"
+	"github.com/torpor-dev/torpor/mls/internal/wire"
+)
+
+// State is a Group serialised in two parts that can be stored apart (the
+// ratchet tree is large and public; everything else is small and secret):
+//
+//   - Tree is the ratchet tree in the RFC 9420 encoding of the ratchet_tree
+//     extension (Section 12.4.3.3).
+//   - Secrets is this package's own encoding of the rest: GroupContext,
+//     transcript hashes, our leaf and private keys, the epoch's secrets,
+//     the secret tree with its ratchet positions and skipped keys, the
+//     proposals received in the epoch and the group's flags. It must be
+//     stored encrypted, and a stored state must be replaced, never kept
+//     alongside a newer one: restoring an old state would reuse key
+//     generations (RFC 9420, Section 6.3.1 explains the reuse guard that
+//     limits the damage).
+//
+// Only what RFC 9420 Section 9.2 lets us keep is in Secrets: consumed
+// secrets (joiner, epoch, commit and encryption secrets, used ratchet keys)
+// were deleted before, so they are not in the state either.
+//
+// The Secrets encoding starts with a version byte; restoring rejects any
+// other version, trailing bytes and values of the wrong size.
+type State struct {
+	Tree    []byte
+	Secrets []byte
+}
+
+// stateVersion is the first byte of State.Secrets.
+const stateVersion = 1
+
+// errStateMalformed is wrapped by every restore failure caused by the bytes.
+var errStateMalformed = errors.New("malformed group state")
+
+// State serialises the group exactly (see State). It returns the group's
+// sticky error instead of saving an inconsistent group.
+func (g *Group) State() (*State, error) {
+	if g.err != nil {
+		return nil, g.err
+	}
+	secretTree, err := g.protector.secrets.MarshalBinary()
+	if err != nil {
+		return nil, err
+	}
+	var b cryptobyte.Builder
+	b.AddUint8(stateVersion)
+	g.ctx.marshal(&b)
+	addOpaque(&b, g.interim)
+	addOpaque(&b, g.confirmationTag)
+	b.AddUint32(uint32(g.self))
+	addOpaque(&b, g.sigPriv.Seed())
+	g.marshalNodeKeys(&b)
+	marshalEpoch(&b, g.epoch)
+	addOpaque(&b, secretTree)
+	g.marshalProposals(&b)
+	g.marshalPendingUpdate(&b)
+	addOptional(&b, g.reinit != nil, func(b *cryptobyte.Builder) { g.reinit.marshalBody(b) })
+	addBool(&b, g.removed)
+	secrets, err := b.Bytes()
+	if err != nil {
+		return nil, err
+	}
+	return &State{Tree: g.tree.Marshal(), Secrets: secrets}, nil
+}
+
+func addBool(b *cryptobyte.Builder, v bool) {
+	if v {
+		b.AddUint8(1)
+	} else {
+		b.AddUint8(0)
+	}
+}
+
+func readBool(s *cryptobyte.String, v *bool) bool { return wire.ReadOptional(s, v) }
+
+func (g *Group) marshalNodeKeys(b *cryptobyte.Builder) {
+	nodes := make([]tm.NodeIndex, 0, len(g.nodeKeys))
+	for x := range g.nodeKeys {
+		nodes = append(nodes, x)
+	}
+	slices.Sort(nodes)
+	addVector(b, func(b *cryptobyte.Builder) {
+		for _, x := range nodes {
+			b.AddUint32(uint32(x))
+			addOpaque(b, g.nodeKeys[x])
+		}
+	})
+}
+
+// epochFields lists the stored secrets of a schedule.Epoch, in order.
+func epochFields(e *schedule.Epoch) []*[]byte {
+	return []*[]byte{&e.SenderDataSecret, &e.ExporterSecret, &e.ExternalSecret, &e.ConfirmationKey,
+		&e.MembershipKey, &e.ResumptionPSK, &e.EpochAuthenticator, &e.InitSecret}
+}
+
+func marshalEpoch(b *cryptobyte.Builder, e *schedule.Epoch) {
+	for _, f := range epochFields(e) {
+		addOpaque(b, *f)
+	}
+}
+
+func (g *Group) marshalProposals(b *cryptobyte.Builder) {
+	addVector(b, func(b *cryptobyte.Builder) {
+		for i := range g.proposals {
+			p := &g.proposals[i]
+			addOpaque(b, p.ref)
+			p.sender.marshal(b)
+			marshalProposal(b, p.proposal)
+		}
+	})
+}
+
+func (g *Group) marshalPendingUpdate(b *cryptobyte.Builder) {
+	keys := make([]string, 0, len(g.pendingUpdate))
+	for k := range g.pendingUpdate {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	addVector(b, func(b *cryptobyte.Builder) {
+		for _, k := range keys {
+			addOpaque(b, []byte(k))
+			addOpaque(b, g.pendingUpdate[k])
+		}
+	})
+}
+
+// RestoreGroup rebuilds a Group from a State produced by Group.State, with
+// cfg as its configuration (cfg is not part of the state). The tree must be
+// the one stored with the secrets: its tree hash is checked against the
+// GroupContext, and the stored private keys against the tree's public keys.
+// Errors wrap ErrMalformed for bytes that do not decode.
+func RestoreGroup(cfg *Config, st *State) (*Group, error) {
+	if cfg == nil {
+		cfg = &Config{}
+	}
+	tree, err := ParseRatchetTree(st.Tree)
+	if err != nil {
+		return nil, err
+	}
+	g := &Group{config: *cfg, tree: tree, ctx: new(GroupContext), epoch: new(schedule.Epoch)}
+	secretTree, err := g.unmarshalSecrets(st.Secrets)
+	if err != nil {
+		return nil, errorf("group state", "%w", err)
+	}
+	if err := g.checkRestored(); err != nil {
+		return nil, err
+	}
+	var sec secrettree.Tree
+	if err := sec.UnmarshalBinary(secretTree); err != nil || sec.Leaves() != tree.NumLeaves() {
+		return nil, errorf("group state", "%w: secret tree", errStateMalformed)
+	}
+	g.protector = &Protector{
+		ctx:              g.ctx.clone(),
+		senderDataSecret: bytes.Clone(g.epoch.SenderDataSecret),
+		membershipKey:    bytes.Clone(g.epoch.MembershipKey),
+		secrets:          &sec,
+		Rand:             cfg.Rand,
+		PaddingBlock:     cfg.PaddingBlock,
+	}
+	return g, nil
+}
+
+// unmarshalSecrets decodes State.Secrets into g and returns the encoded
+// secret tree.
+func (g *Group) unmarshalSecrets(data []byte) ([]byte, error) {
+	s := cryptobyte.String(data)
+	var version uint8
+	var seed, secretTree []byte
+	var self uint32
+	var hasReInit bool
+	if !s.ReadUint8(&version) || version != stateVersion {
+		return nil, fmt.Errorf("%w: version", errStateMalformed)
+	}
+	ok := g.ctx.unmarshal(&s) && readOpaque(&s, &g.interim) && readOpaque(&s, &g.confirmationTag) &&
+		s.ReadUint32(&self) && readOpaque(&s, &seed) && len(seed) == ed25519.SeedSize &&
+		g.unmarshalNodeKeys(&s) && unmarshalEpoch(&s, g.epoch) && readOpaque(&s, &secretTree) &&
+		g.unmarshalProposals(&s) && g.unmarshalPendingUpdate(&s) && readOptional(&s, &hasReInit)
+	if ok && hasReInit {
+		var p Proposal
+		ok = readProposalBody(&s, ProposalTypeReInit, &p)
+		g.reinit, _ = p.(*ReInitProposal)
+	}
+	if !ok || !readBool(&s, &g.removed) || !s.Empty() {
+		return nil, errStateMalformed
+	}
+	g.self = tm.LeafIndex(self)
+	g.sigPriv = ed25519.NewKeyFromSeed(seed)
+	return secretTree, nil
+}
+
+func (g *Group) unmarshalNodeKeys(s *cryptobyte.String) bool {
+	g.nodeKeys = map[tm.NodeIndex][]byte{}
+	prev := int64(-1)
+	return readVector(s, func(s *cryptobyte.String) bool {
+		var x uint32
+		var k []byte
+		if !s.ReadUint32(&x) || int64(x) <= prev || !readOpaque(s, &k) || len(k) != suite.HPKEKeySize {
+			return false
+		}
+		prev = int64(x)
+		g.nodeKeys[tm.NodeIndex(x)] = k
+		return true
+	})
+}
+
+func unmarshalEpoch(s *cryptobyte.String, e *schedule.Epoch) bool {
+	for _, f := range epochFields(e) {
+		if !readOpaque(s, f) || len(*f) != suite.HashSize {
+			return false
+		}
+	}
+	return true
+}
+
+func (g *Group) unmarshalProposals(s *cryptobyte.String) bool {
+	g.proposals = nil
+	return readVector(s, func(s *cryptobyte.String) bool {
+		var p cachedProposal
+		if !readOpaque(s, &p.ref) || !p.sender.unmarshal(s) || !readProposal(s, &p.proposal) {
+			return false
+		}
+		g.proposals = append(g.proposals, p)
+		return true
+	})
+}
+
+func (g *Group) unmarshalPendingUpdate(s *cryptobyte.String) bool {
+	g.pendingUpdate = nil
+	prev := ""
+	return readVector(s, func(s *cryptobyte.String) bool {
+		var pub, priv []byte
+		if !readOpaque(s, &pub) || !readOpaque(s, &priv) || (g.pendingUpdate != nil && string(pub) <= prev) {
+			return false
+		}
+		if g.pendingUpdate == nil {
+			g.pendingUpdate = map[string][]byte{}
+		}
+		prev = string(pub)
+		g.pendingUpdate[prev] = priv
+		return true
+	})
+}
+
+// checkRestored checks that the restored secrets fit the tree: the tree
+// hash matches the GroupContext, our leaf exists and holds our signature
+// key, and every private node key matches the public key in the tree.
+func (g *Group) checkRestored() error {
+	if !bytes.Equal(g.tree.TreeHash(), g.ctx.TreeHash) {
+		return fmt.Errorf("%w: ratchet tree does not match the stored GroupContext", ErrInvalidTree)
+	}
+	if g.removed {
+		return nil
+	}
+	leaf := g.tree.Leaf(uint32(g.self))
+	if leaf == nil || !bytes.Equal(leaf.SignatureKey, suite.SignaturePublicKey(g.sigPriv)) {
+		return fmt.Errorf("%w: our leaf %d does not hold our signature key", ErrInvalidTree, g.self)
+	}
+	for x, priv := range g.nodeKeys {
+		pub, err := suite.PublicKey(priv)
+		if err != nil || uint32(x) >= uint32(2*g.tree.NumLeaves()-1) || !bytes.Equal(g.tree.node(x).encryptionKey(), pub) {
+			return fmt.Errorf("%w: stored private key of node %d does not match the tree", ErrInvalidTree, x)
+		}
+	}
+	return nil
+}

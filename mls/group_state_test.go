@@ -1,0 +1,120 @@
+package mls
+
+import (
+	"bytes"
+	"errors"
+	"reflect"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+)
+
+// compareGroups compares every field of two groups except the config
+// (which holds functions and is not part of the state).
+func compareGroups(t testing.TB, want, got *Group) {
+	t.Helper()
+	opts := cmp.Options{
+		cmp.Exporter(func(reflect.Type) bool { return true }),
+		cmpopts.IgnoreFields(Group{}, "config"),
+		cmpopts.IgnoreFields(Protector{}, "Rand"),
+		cmpopts.EquateEmpty(),
+	}
+	if diff := cmp.Diff(want, got, opts); diff != "" {
+		t.Errorf("restored group differs (-want +got):\n%s", diff)
+	}
+}
+
+func TestStateRoundTrip(t *testing.T) {
+	for i, j := range loadPassiveJoins(t) {
+		alice, bob := j.join(t), j.join(t)
+		// Move bob's ratchet for alice's leaf out of order so the state
+		// holds skipped keys, and alice's sending ratchet forward.
+		var msgs []*MLSMessage
+		for k := 0; k < 4; k++ {
+			m, err := alice.EncryptApplication([]byte{byte(k)}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			msgs = append(msgs, m)
+		}
+		if _, err := bob.DecryptApplication(msgs[2]); err != nil {
+			t.Fatal(err)
+		}
+		for _, g := range []*Group{alice, bob} {
+			st, err := g.State()
+			if err != nil {
+				t.Fatal(err)
+			}
+			restored, err := RestoreGroup(j.cfg, st)
+			if err != nil {
+				t.Fatalf("case %d: RestoreGroup: %v", i, err)
+			}
+			compareGroups(t, g, restored)
+			again, err := restored.State()
+			if err != nil || !bytes.Equal(again.Secrets, st.Secrets) || !bytes.Equal(again.Tree, st.Tree) {
+				t.Errorf("case %d: state of the restored group differs (%v)", i, err)
+			}
+		}
+		// The restored receiver still has the skipped keys and refuses the
+		// replay; the restored sender continues its ratchet.
+		st, _ := bob.State()
+		bob2, err := RestoreGroup(j.cfg, st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range []int{0, 1, 3} {
+			if am, err := bob2.DecryptApplication(msgs[k]); err != nil || am.Data[0] != byte(k) {
+				t.Errorf("case %d: restored receiver, message %d: %v", i, k, err)
+			}
+		}
+		if _, err := bob2.DecryptApplication(msgs[2]); !errors.Is(err, ErrGenerationUsed) {
+			t.Errorf("case %d: restored receiver accepted a replay: %v", i, err)
+		}
+		st, _ = alice.State()
+		alice2, _ := RestoreGroup(j.cfg, st)
+		m, err := alice2.EncryptApplication([]byte("after restore"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if am, err := bob2.DecryptApplication(m); err != nil || string(am.Data) != "after restore" {
+			t.Errorf("case %d: message from the restored sender: %v", i, err)
+		}
+	}
+}
+
+func TestRestoreRejects(t *testing.T) {
+	joins := loadPassiveJoins(t)
+	g := joins[0].join(t)
+	st, err := g.State()
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, _ := joins[4].join(t).State()
+	for n := 0; n < len(st.Secrets); n++ {
+		if _, err := RestoreGroup(nil, &State{Tree: st.Tree, Secrets: st.Secrets[:n]}); !errors.Is(err, ErrMalformed) {
+			t.Fatalf("RestoreGroup with %d of %d secret bytes = %v, want ErrMalformed", n, len(st.Secrets), err)
+		}
+	}
+	tests := []struct {
+		name string
+		st   *State
+		want error
+	}{
+		{"trailing byte", &State{Tree: st.Tree, Secrets: append(bytes.Clone(st.Secrets), 0)}, ErrMalformed},
+		{"other version", &State{Tree: st.Tree, Secrets: append([]byte{9}, st.Secrets[1:]...)}, ErrMalformed},
+		{"tree of another group", &State{Tree: other.Tree, Secrets: st.Secrets}, ErrInvalidTree},
+		{"malformed tree", &State{Tree: st.Tree[:10], Secrets: st.Secrets}, ErrMalformed},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := RestoreGroup(nil, tt.st); !errors.Is(err, tt.want) {
+				t.Errorf("RestoreGroup = %v, want %v", err, tt.want)
+			}
+		})
+	}
+	g.err = errors.New("boom")
+	if _, err := g.State(); err == nil {
+		t.Error("State saved a group with a sticky error")
+	}
+}
