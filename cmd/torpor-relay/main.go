@@ -1,14 +1,201 @@
 // Command torpor-relay is the hosted relay every sleeping Torpor device
 // pairs with: the device's public A2A endpoint, its bounded durable queue,
-// its KeyPackage pool and its MQTT broker. See transport/relay.
+// its KeyPackage pool and its MQTT broker. The logic lives in
+// transport/relay; this command parses flags, opens the stores and wires
+// things together.
+//
+// With no flags it is a complete deployment on loopback: HTTP on
+// 127.0.0.1:8080 (plain HTTP: put a TLS-terminating proxy in front, or pass
+// --tls-cert and --tls-key, and set --public-url to the origin senders
+// use), data under ~/.torpor/relay, and an embedded MQTT 5 broker on
+// 127.0.0.1:1883. Run "torpor-relay -h" for every flag.
 package main
 
 import (
+	"context"
+	"errors"
+	"flag"
 	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
 	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/torpor-dev/torpor/clock"
+	"github.com/torpor-dev/torpor/store/queue"
+	"github.com/torpor-dev/torpor/transport/relay"
 )
 
+// args are the command-line flags.
+type args struct {
+	listen, publicURL, dataDir string
+	tlsCert, tlsKey            string
+	mqttListen, mqttBroker     string
+	mqttMaxExpiry              time.Duration
+	timeScale                  float64
+	bounds                     queue.Bounds
+	allowAgents                []string
+	perAgentMetrics, trustXFF  bool
+	keyPackageRate             int
+	ready                      func(httpAddr, mqtt string) // tests: called once serving
+	logLevel                   slog.Level
+}
+
+func parseArgs(argv []string, stderr io.Writer) (*args, error) {
+	a := &args{bounds: queue.DefaultBounds()}
+	fs := flag.NewFlagSet("torpor-relay", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	home, _ := os.UserHomeDir()
+	fs.StringVar(&a.listen, "listen", "127.0.0.1:8080", "The address the HTTP server listens on. It serves plain HTTP unless --tls-cert and --tls-key are given.")
+	fs.StringVar(&a.publicURL, "public-url", "", "The relay's public origin, such as https://relay.example. It is the audience every DID Bearer token must name. Empty means http://<listen address>.")
+	fs.StringVar(&a.dataDir, "data-dir", filepath.Join(home, ".torpor", "relay"), "The directory of the relay's bbolt files (queue.db, agents.db, mqtt.db).")
+	fs.StringVar(&a.tlsCert, "tls-cert", "", "A PEM certificate file; with --tls-key the relay serves HTTPS itself.")
+	fs.StringVar(&a.tlsKey, "tls-key", "", "The PEM private key file for --tls-cert.")
+	fs.StringVar(&a.mqttListen, "mqtt-listen", "127.0.0.1:1883", "The address of the embedded MQTT 5 broker. The broker allows anonymous clients, so keep it on loopback or use --mqtt-broker.")
+	fs.StringVar(&a.mqttBroker, "mqtt-broker", "", "The URL of an external MQTT 5 broker (mqtt://host:port). When set, no embedded broker starts and devices and operators are pointed at this one.")
+	fs.DurationVar(&a.mqttMaxExpiry, "mqtt-max-expiry", relay.DefaultMaxMessageExpiry, "How long the embedded broker keeps a message for an offline subscriber. Set it above the longest sleep of any device.")
+	fs.Float64Var(&a.timeScale, "time-scale", 1, "Run the relay's clock this many times faster than real time (1 to 100000), for demonstrations: windows, Retry-After and TTLs all follow it.")
+	fs.IntVar(&a.bounds.MaxMessages, "max-messages", a.bounds.MaxMessages, "The most queued messages per agent. Devices may ask for fewer.")
+	fs.IntVar(&a.bounds.MaxPerPeer, "max-per-peer", a.bounds.MaxPerPeer, "The most queued messages per agent from one sender DID.")
+	fs.Int64Var(&a.bounds.MaxBytes, "max-bytes", a.bounds.MaxBytes, "The most queued body bytes per agent.")
+	fs.Int64Var(&a.bounds.MaxMessageSize, "max-message-size", a.bounds.MaxMessageSize, "The largest request body in bytes; larger ones are refused while they are read.")
+	fs.DurationVar(&a.bounds.TTL, "ttl", a.bounds.TTL, "How long a queued message is kept before it is purged undelivered.")
+	fs.IntVar(&a.bounds.HandshakeMessages, "handshake-reserve-messages", a.bounds.HandshakeMessages, "Extra queue slots per agent that only MLS Welcome and Commit messages may use, so a full queue never costs a sleeping device its group membership.")
+	fs.Int64Var(&a.bounds.HandshakeBytes, "handshake-reserve-bytes", a.bounds.HandshakeBytes, "Extra queue bytes per agent reserved for MLS Welcome and Commit messages.")
+	fs.Func("allow-agent", "Serve only this agent DID (repeat the flag for more). Without it, any device that proves its DID may link.", func(s string) error {
+		a.allowAgents = append(a.allowAgents, s)
+		return nil
+	})
+	fs.BoolVar(&a.perAgentMetrics, "per-agent-metrics", false, "Add per-agent series (labelled by DID) to /metrics. Off by default because of their cardinality.")
+	fs.BoolVar(&a.trustXFF, "trust-forwarded-for", false, "Rate-limit anonymous KeyPackage fetches by the X-Forwarded-For address, for a relay behind a reverse proxy.")
+	fs.IntVar(&a.keyPackageRate, "keypackage-rate", 30, "How many KeyPackages one caller may fetch per minute.")
+	fs.TextVar(&a.logLevel, "log-level", slog.LevelInfo, "The least important log level printed: debug, info, warn or error.")
+	if err := fs.Parse(argv); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("torpor-relay takes no arguments, got %q", fs.Args())
+	}
+	if (a.tlsCert == "") != (a.tlsKey == "") {
+		return nil, errors.New("--tls-cert and --tls-key go together")
+	}
+	if err := a.bounds.Validate(); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
 func main() {
-	fmt.Fprintln(os.Stderr, "torpor-relay: the relay server is being built (issue 5); nothing to run yet")
-	os.Exit(2)
+	a, err := parseArgs(os.Args[1:], os.Stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		os.Exit(0)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "torpor-relay:", err)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: a.logLevel}))
+	if err := run(ctx, a, log); err != nil {
+		log.Error("torpor-relay stopped", "err", err)
+		os.Exit(1)
+	}
+}
+
+// run opens the stores, starts the broker and serves until ctx ends.
+func run(ctx context.Context, a *args, log *slog.Logger) error {
+	clk, err := clock.NewScaled(nil, a.timeScale)
+	if err != nil {
+		return err
+	}
+	q, err := queue.OpenBolt(filepath.Join(a.dataDir, "queue.db"), nil)
+	if err != nil {
+		return err
+	}
+	defer q.Close()
+	states, err := relay.OpenStates(filepath.Join(a.dataDir, "agents.db"), nil)
+	if err != nil {
+		return err
+	}
+	defer states.Close()
+
+	broker := a.mqttBroker
+	if broker == "" {
+		b, err := relay.StartBroker(relay.BrokerConfig{Listen: a.mqttListen, DataDir: a.dataDir, MaxMessageExpiry: a.mqttMaxExpiry, Logger: log.With("component", "mqtt")})
+		if err != nil {
+			return err
+		}
+		defer b.Close()
+		broker = b.URL()
+		if !isLoopback(b.Addr()) {
+			log.Warn("the embedded MQTT broker allows anonymous clients and listens beyond loopback", "addr", b.Addr())
+		}
+	}
+
+	ln, err := net.Listen("tcp", a.listen)
+	if err != nil {
+		return err
+	}
+	scheme := "http"
+	if a.tlsCert != "" {
+		scheme = "https"
+	}
+	public := a.publicURL
+	if public == "" {
+		public = scheme + "://" + ln.Addr().String()
+	}
+	r, err := relay.New(relay.Config{
+		PublicURL: public, Queue: q, States: states, Bounds: a.bounds, AllowAgents: a.allowAgents,
+		KeyPackageRate: a.keyPackageRate, TrustForwardedFor: a.trustXFF, PerAgentMetrics: a.perAgentMetrics,
+		MQTTBroker: broker, Clock: clk, Logger: log,
+	})
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	srv := &http.Server{Handler: r.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 2)
+	go func() {
+		if a.tlsCert != "" {
+			errc <- srv.ServeTLS(ln, a.tlsCert, a.tlsKey)
+		} else {
+			errc <- srv.Serve(ln)
+		}
+	}()
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() { errc <- r.Run(runCtx) }()
+	if a.ready != nil {
+		a.ready(ln.Addr().String(), broker)
+	}
+	log.Info("torpor-relay listening", "addr", scheme+"://"+ln.Addr().String(), "publicUrl", public, "dataDir", a.dataDir, "mqtt", broker, "timeScale", a.timeScale)
+
+	select {
+	case <-ctx.Done():
+	case err := <-errc:
+		if err != nil && !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
+	}
+	cancel()
+	shutdown, done := context.WithTimeout(context.Background(), 10*time.Second)
+	defer done()
+	r.Link().Close()
+	return srv.Shutdown(shutdown)
+}
+
+func isLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	ip := net.ParseIP(strings.Trim(host, "[]"))
+	return ip != nil && ip.IsLoopback()
 }

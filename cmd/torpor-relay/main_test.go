@@ -1,0 +1,78 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseArgs(t *testing.T) {
+	tests := []struct {
+		name string
+		argv []string
+		ok   bool
+		want func(*args) bool
+	}{
+		{"defaults", nil, true, func(a *args) bool {
+			return a.listen == "127.0.0.1:8080" && a.mqttListen == "127.0.0.1:1883" && a.bounds.MaxMessages == 500 &&
+				a.bounds.MaxBytes == 2<<20 && a.bounds.MaxPerPeer == 50 && a.bounds.TTL == 7*24*time.Hour && a.mqttMaxExpiry == 30*24*time.Hour
+		}},
+		{"bounds", []string{"--max-messages", "10", "--ttl", "1h", "--allow-agent", "did:key:a", "--allow-agent", "did:key:b"}, true, func(a *args) bool {
+			return a.bounds.MaxMessages == 10 && a.bounds.TTL == time.Hour && len(a.allowAgents) == 2
+		}},
+		{"log level", []string{"--log-level", "debug"}, true, func(a *args) bool { return a.logLevel == slog.LevelDebug }},
+		{"zero bound", []string{"--max-messages", "0"}, false, nil},
+		{"tls half", []string{"--tls-cert", "c.pem"}, false, nil},
+		{"stray argument", []string{"serve"}, false, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a, err := parseArgs(tt.argv, io.Discard)
+			if (err == nil) != tt.ok {
+				t.Fatalf("parseArgs(%q) error = %v, want ok=%v", tt.argv, err, tt.ok)
+			}
+			if tt.ok && !tt.want(a) {
+				t.Errorf("parseArgs(%q) = %+v", tt.argv, a)
+			}
+		})
+	}
+}
+
+// TestRunServes starts the whole relay (stores, embedded broker, HTTP) on
+// loopback ports and checks it answers and stops.
+func TestRunServes(t *testing.T) {
+	a, err := parseArgs([]string{"--listen", "127.0.0.1:0", "--mqtt-listen", "127.0.0.1:0", "--data-dir", t.TempDir()}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addrs := make(chan [2]string, 1)
+	a.ready = func(h, m string) { addrs <- [2]string{h, m} }
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, a, slog.New(slog.DiscardHandler)) }()
+	var got [2]string
+	select {
+	case got = <-addrs:
+	case err := <-done:
+		t.Fatalf("run ended early: %v", err)
+	}
+	r, err := http.Get("http://" + got[0] + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var h map[string]string
+	json.NewDecoder(r.Body).Decode(&h)
+	r.Body.Close()
+	if h["status"] != "ok" || h["publicUrl"] != "http://"+got[0] || !strings.HasPrefix(h["mqttBroker"], "mqtt://127.0.0.1:") {
+		t.Errorf("healthz = %v", h)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("run = %v", err)
+	}
+}
