@@ -1,0 +1,85 @@
+package relay
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/store/queue"
+)
+
+// BenchmarkAsleepAnswer measures the latency of the 503 asleep answer
+// through the real handler and a real (fsync'd, group-committed) bbolt
+// queue over loopback HTTP, with 1, 16 and 64 concurrent senders. Each
+// answer is sent only after its enqueue committed, so this is the
+// sender-visible cost of durable store-and-forward. Reported: p50 and p99
+// in milliseconds and answers per second.
+func BenchmarkAsleepAnswer(b *testing.B) {
+	for _, senders := range []int{1, 16, 64} {
+		b.Run(fmt.Sprintf("senders=%d", senders), func(b *testing.B) {
+			h := newHarness(b, func(c *Config) {
+				c.Bounds = queue.DefaultBounds()
+				c.Bounds.MaxMessages, c.Bounds.MaxPerPeer, c.Bounds.MaxBytes = 1<<30, 1<<30, 1<<40
+			})
+			dev := testKey(b, 1)
+			h.publishOffline(b, dev, "sleep", deviceOpts{})
+			url := h.srv.URL + "/a/" + dev.DID().String() + "/a2a/jsonrpc"
+			tr := &http.Transport{MaxIdleConnsPerHost: senders}
+			client := &http.Client{Transport: tr}
+			defer tr.CloseIdleConnections()
+			keys := make([]*did.PrivateKey, senders)
+			tokens := make([]string, senders)
+			for i := range keys {
+				keys[i] = testKey(b, byte(10+i))
+				tokens[i], _ = issueToken(keys[i], h.relay.cfg.PublicURL, h)
+			}
+			lat := make([]time.Duration, b.N)
+			var next atomic.Int64
+			var wg sync.WaitGroup
+			b.ResetTimer()
+			start := time.Now()
+			for s := range senders {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for {
+						i := next.Add(1) - 1
+						if i >= int64(b.N) {
+							return
+						}
+						req, _ := http.NewRequest("POST", url, strings.NewReader(sendV1))
+						req.Header.Set("Authorization", "Bearer "+tokens[s])
+						req.Header.Set("A2A-Version", "1.0")
+						t0 := time.Now()
+						resp, err := client.Do(req)
+						if err != nil {
+							b.Error(err)
+							return
+						}
+						io.Copy(io.Discard, resp.Body)
+						resp.Body.Close()
+						lat[i] = time.Since(t0)
+						if resp.StatusCode != 503 {
+							b.Errorf("status %d", resp.StatusCode)
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			elapsed := time.Since(start)
+			b.StopTimer()
+			sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+			b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
+			b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
+			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "answers/s")
+		})
+	}
+}
