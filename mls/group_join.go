@@ -11,6 +11,26 @@ import (
 	tm "github.com/torpor-dev/torpor/mls/internal/treemath"
 )
 
+// Join joins a group from a Welcome (RFC 9420, Section 12.4.3.1) as the
+// member whose KeyPackage is kp, with the private keys priv generated with
+// it. tree is the group's ratchet tree obtained out of band, or nil when the
+// Welcome's GroupInfo carries it in a ratchet_tree extension (Section
+// 12.4.3.3). cfg.PSKs supplies any pre-shared keys the Welcome names.
+//
+// Join validates the tree as RFC 9420 requires (tree hash, parent hashes,
+// every LeafNode's signature and capabilities, unmerged leaves, unique
+// keys) but does not check the lifetimes of leaves already in the tree
+// (they may have expired since they were added, which is legal). Verifying
+// that the group ID is unique among the caller's groups is left to the
+// caller.
+//
+// Errors: ErrNotForUs, ErrDecryption, ErrMissingPSK, ErrInvalidWelcome,
+// ErrInvalidTree, ErrInvalidSignature, ErrUnsupportedCipherSuite, or a
+// *ParseError for malformed decrypted content.
+func Join(cfg *Config, w *Welcome, kp *KeyPackage, priv *KeyPackagePrivate, tree *RatchetTree) (*Group, error) {
+	return join(cfg, w, kp, joinKeys{initPriv: priv.InitPriv, encryptionPriv: priv.EncryptionPriv, sigPriv: priv.SignaturePriv}, tree)
+}
+
 // joinKeys are the private keys of the KeyPackage a Welcome is for.
 type joinKeys struct {
 	initPriv, encryptionPriv []byte

@@ -1,0 +1,83 @@
+package vectors
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"errors"
+	"fmt"
+
+	"github.com/torpor-dev/torpor/mls"
+)
+
+// passive-client: join by Welcome (tree in the Welcome or out of band,
+// path secret, external PSKs), then follow the group's commits as a
+// non-committing member, comparing the epoch authenticator after each
+// (RFC 9420 Sections 12.4.3.1 and 12.4.2).
+func init() {
+	register(&kind{name: "passive-client", requires: []string{"epochs", "initial_epoch_authenticator"}, run: runPassiveClient})
+}
+
+type passiveClientCase struct {
+	CipherSuite  uint16 `json:"cipher_suite"`
+	ExternalPSKs []struct {
+		PSKID hexBytes `json:"psk_id"`
+		PSK   hexBytes `json:"psk"`
+	} `json:"external_psks"`
+	KeyPackage                hexBytes `json:"key_package"`
+	SignaturePriv             hexBytes `json:"signature_priv"`
+	EncryptionPriv            hexBytes `json:"encryption_priv"`
+	InitPriv                  hexBytes `json:"init_priv"`
+	Welcome                   hexBytes `json:"welcome"`
+	RatchetTree               hexBytes `json:"ratchet_tree"`
+	InitialEpochAuthenticator hexBytes `json:"initial_epoch_authenticator"`
+	Epochs                    []struct {
+		Proposals          []hexBytes `json:"proposals"`
+		Commit             hexBytes   `json:"commit"`
+		EpochAuthenticator hexBytes   `json:"epoch_authenticator"`
+	} `json:"epochs"`
+}
+
+func runPassiveClient(c fields) error {
+	var v passiveClientCase
+	if err := decode(c, &v); err != nil {
+		return err
+	}
+	psks := map[string][]byte{}
+	for _, p := range v.ExternalPSKs {
+		psks[string(p.PSKID)] = p.PSK
+	}
+	cfg := &mls.Config{PSKs: mls.ExternalPSKs(psks)}
+	kp, err := parseKeyPackageMessage(v.KeyPackage)
+	if err != nil {
+		return err
+	}
+	w, err := parseWelcomeMessage(v.Welcome)
+	if err != nil {
+		return err
+	}
+	var tree *mls.RatchetTree
+	if v.RatchetTree != nil {
+		if tree, err = mls.ParseRatchetTree(v.RatchetTree); err != nil {
+			return err
+		}
+	}
+	if len(v.SignaturePriv) != ed25519.SeedSize {
+		return fmt.Errorf("signature_priv is %d bytes", len(v.SignaturePriv))
+	}
+	priv := &mls.KeyPackagePrivate{
+		InitPriv:       v.InitPriv,
+		EncryptionPriv: v.EncryptionPriv,
+		SignaturePriv:  ed25519.NewKeyFromSeed(v.SignaturePriv),
+	}
+	g, err := mls.Join(cfg, w, kp, priv, tree)
+	if err != nil {
+		return fmt.Errorf("Join: %w", err)
+	}
+	if !bytes.Equal(g.EpochAuthenticator(), v.InitialEpochAuthenticator) {
+		return fmt.Errorf("initial epoch_authenticator = %x, want %x", g.EpochAuthenticator(), v.InitialEpochAuthenticator)
+	}
+	if len(v.Epochs) > 0 {
+		return errors.New("following commits: not implemented yet")
+	}
+	return nil
+}
