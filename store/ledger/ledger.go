@@ -309,6 +309,21 @@ func (l *Ledger) Release(tx *bolt.Tx, key, note string) error {
 	return write(b, e)
 }
 
+// Abandon records, in tx, that this incarnation cannot tell whether the
+// effect of a key it reserved happened (the hand-off timed out, or the
+// owner's halt cut it off midway): the key becomes indeterminate at once
+// instead of at the next restart. It returns a *KeyError wrapping
+// ErrNotReserved for a key that is not in flight.
+func (l *Ledger) Abandon(tx *bolt.Tx, key, note string) error {
+	b, e, err := l.inFlight(tx, "abandon", key)
+	if err != nil {
+		return err
+	}
+	e.State = Indeterminate
+	e.Note = note
+	return write(b, e)
+}
+
 // Resolution is an operator's verdict on an indeterminate key, reached by
 // querying the effect's system of record.
 type Resolution struct {

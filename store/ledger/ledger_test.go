@@ -305,3 +305,22 @@ func TestDo(t *testing.T) {
 		t.Fatalf("state of an effect that failed midway, after restart = %v, want indeterminate", st)
 	}
 }
+
+func TestAbandon(t *testing.T) {
+	e := newEnv(t)
+	if err := e.update(t, func(tx *bolt.Tx) error { return e.l.Reserve(tx, Reservation{Key: "k"}) }); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.update(t, func(tx *bolt.Tx) error { return e.l.Abandon(tx, "k", "handler timed out") }); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.get(t, "k"); got.State != Indeterminate || got.Note != "handler timed out" {
+		t.Fatalf("after Abandon: %+v", got)
+	}
+	if err := e.update(t, func(tx *bolt.Tx) error { return e.l.Reserve(tx, Reservation{Key: "k"}) }); !errors.Is(err, ErrIndeterminate) {
+		t.Fatalf("Reserve after Abandon: err = %v, want ErrIndeterminate", err)
+	}
+	if err := e.update(t, func(tx *bolt.Tx) error { return e.l.Reconcile(tx, "k", Resolution{Note: "no effect"}) }); err != nil {
+		t.Fatalf("Reconcile after Abandon: %v", err)
+	}
+}
