@@ -1,0 +1,202 @@
+package conformance
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+const atomVectors = "../testdata/vectors/atom"
+
+// ownKinds are the kinds this package's own files implement; every vector
+// of these kinds must pass.
+var ownKinds = map[string]bool{
+	"data-object": true, "data-object-sequence": true, "credential-binding": true, "encapsulation-part": true,
+}
+
+func TestAtomVectors(t *testing.T) {
+	rep, err := Run(atomVectors)
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := map[string]int{}
+	for _, o := range rep.Results {
+		counts[o.Kind]++
+		switch {
+		case o.Status == Fail:
+			t.Errorf("%s %s (%s): expected=%s got=%s %s", o.Status, o.ID, o.Kind, o.Expected, o.Got, o.Note)
+		case ownKinds[o.Kind] && o.Status != Pass:
+			t.Errorf("%s %s (%s): own kind not passing: %s", o.Status, o.ID, o.Kind, o.Note)
+		case o.Status == Skip && o.Note == "":
+			t.Errorf("%s skipped without a reason", o.ID)
+		}
+	}
+	want := map[string]int{"data-object": 16, "data-object-sequence": 2, "credential-binding": 2, "encapsulation-part": 8}
+	for k, n := range want {
+		if counts[k] != n {
+			t.Errorf("ran %d %s vectors, want %d", counts[k], k, n)
+		}
+	}
+	if len(rep.Results) != rep.Passed+rep.Failed+rep.Skipped || rep.Passed < 28 {
+		t.Errorf("report counts %d passed, %d failed, %d skipped of %d", rep.Passed, rep.Failed, rep.Skipped, len(rep.Results))
+	}
+}
+
+// writeVectors writes files (name → content) under a fresh directory.
+func writeVectors(tb testing.TB, files map[string]string) string {
+	tb.Helper()
+	dir := tb.TempDir()
+	for name, content := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			tb.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	return dir
+}
+
+func readVector(tb testing.TB, name string) map[string]any {
+	tb.Helper()
+	b, err := os.ReadFile(filepath.Join(atomVectors, name))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		tb.Fatal(err)
+	}
+	return m
+}
+
+func jsonString(tb testing.TB, v any) string {
+	tb.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestRunnerDetectsWrongExpectations edits real vectors so that the code
+// disagrees with them: the runner must fail them, and the reason counts.
+func TestRunnerDetectsWrongExpectations(t *testing.T) {
+	v001 := readVector(t, "001-valid-comms-message.json")
+	v001["expect"] = "reject"
+	v010 := readVector(t, "010-tampered-payload.json")
+	v010["reason"] = "expired"
+	v073 := readVector(t, "073-part-media-type-conflict.json")
+	v073["expect"] = "accept"
+	v060 := readVector(t, "060-credential-binding-mismatch.json")
+	v060["leafSignatureKey"] = "TLWr9q15+/WrvMr8wmnYXNJlHtS4hbWGnyQa7fCluik=" // Alice's own key
+	v050 := readVector(t, "050-replay-same-id.json")
+	seq := v050["sequence"].([]any)
+	seq[1].(map[string]any)["expect"] = "accept"
+	delete(seq[1].(map[string]any), "reason")
+	dir := writeVectors(t, map[string]string{
+		"001.json": jsonString(t, v001), "010.json": jsonString(t, v010), "073.json": jsonString(t, v073),
+		"060.json": jsonString(t, v060), "050.json": jsonString(t, v050),
+	})
+	rep, err := Run(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, o := range rep.Results {
+		got[o.ID] = string(o.Status) + " " + o.Expected + " / " + o.Got
+	}
+	want := map[string]string{
+		"001-valid-comms-message":         "FAIL reject / accept",
+		"010-tampered-payload":            "FAIL reject(expired) / reject(signature-invalid)",
+		"073-part-media-type-conflict":    "FAIL accept / reject(media-type-conflict)",
+		"060-credential-binding-mismatch": "FAIL reject(credential-key-mismatch) / accept",
+		"050-replay-same-id":              "FAIL accept,accept / accept,reject(replay)",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("results (-want +got):\n%s", diff)
+	}
+	if rep.Failed != 5 || rep.Passed != 0 {
+		t.Errorf("counts: %d passed, %d failed", rep.Passed, rep.Failed)
+	}
+}
+
+func TestRunnerMechanics(t *testing.T) {
+	Register("test-panics", func(*Vector) Result { panic("boom") })
+	Register("test-identities", func(v *Vector) Result { return Compare("2", jsonString(t, len(v.Identities))) })
+	Pending("test-pending", "not built")
+	dir := writeVectors(t, map[string]string{
+		"manifest.json":       `{"identities":{"bob":{"did":"did:key:z6MknGc3ocHs3zdPiJbnaaqDi58NGb4pk1Sp9WxWufuXSdxf"},"alice":{"did":"did:key:z6MkjchhfUsD6mmvni8mCdXHw216Xrm9bQe2mBH1P5RDjVJG"}}}`,
+		"a/schema.json":       `{"$schema":"x","type":"object"}`,
+		"a/broken.json":       `{"id":`,
+		"a/unknown.json":      `{"id":"u-1","kind":"no-such-kind","expect":"accept"}`,
+		"a/pending.json":      `{"id":"p-1","kind":"test-pending","expect":{"accept":true}}`,
+		"a/panics.json":       `{"id":"x-1","kind":"test-panics"}`,
+		"b/ids.json":          `{"id":"i-1","kind":"test-identities"}`,
+		"b/notes.txt":         `not json`,
+		"c/manifest.json":     `{"identities":{}}`,
+		"c/ids-override.json": `{"id":"i-2","kind":"test-identities"}`,
+	})
+	rep, err := Run(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text bytes.Buffer
+	if err := rep.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	want := strings.Join([]string{
+		`FAIL a/broken.json expected= got=error (cannot read vector: unexpected end of JSON input)`,
+		`FAIL x-1 expected= got=panic (boom)`,
+		`SKIP p-1 expected={"accept":true} got=- (not built)`,
+		"SKIP u-1 expected=accept got=- (unknown kind \"no-such-kind\" (known: ",
+		`PASS i-1 expected=2 got=2`,
+		`FAIL i-2 expected=2 got=0`,
+		`1 passed, 3 failed, 2 skipped`,
+	}, "\n")
+	lines := strings.Split(strings.TrimSpace(text.String()), "\n")
+	wantLines := strings.Split(want, "\n")
+	if len(lines) != len(wantLines) {
+		t.Fatalf("output:\n%s\nwant:\n%s", text.String(), want)
+	}
+	for i := range lines {
+		if !strings.HasPrefix(lines[i], wantLines[i]) {
+			t.Errorf("line %d = %q, want prefix %q", i, lines[i], wantLines[i])
+		}
+	}
+	var js bytes.Buffer
+	if err := rep.WriteJSON(&js); err != nil {
+		t.Fatal(err)
+	}
+	var back Report
+	if err := json.Unmarshal(js.Bytes(), &back); err != nil || back.Passed != 1 || back.Failed != 3 || back.Skipped != 2 || back.Results[1].Kind != "test-panics" {
+		t.Errorf("JSON report = %s (%v)", js.String(), err)
+	}
+	if _, err := Run(filepath.Join(dir, "missing")); err == nil {
+		t.Error("Run(missing dir) succeeded")
+	}
+}
+
+func TestRegistration(t *testing.T) {
+	Pending("test-later", "not yet")
+	Register("test-later", func(*Vector) Result { return Compare("a", "a") })
+	if !Kinds()["test-later"] {
+		t.Error("Register did not replace the pending entry")
+	}
+	Pending("test-later", "again") // must not demote a real handler
+	if !Kinds()["test-later"] {
+		t.Error("Pending replaced a real handler")
+	}
+	defer func() {
+		if recover() == nil {
+			t.Error("registering a kind twice did not panic")
+		}
+	}()
+	Register("test-later", func(*Vector) Result { return Result{} })
+}
