@@ -1,0 +1,46 @@
+package main
+
+import (
+	"context"
+	"flag"
+
+	"github.com/torpor-dev/torpor/conformance"
+)
+
+func init() {
+	register(&command{
+		name:  "conformance",
+		args:  "DIR",
+		short: "Run the conformance vectors under DIR (reference vector format) through Torpor's code.",
+		run:   runConformance,
+	})
+}
+
+// runConformance prints one line per vector, "PASS|FAIL|SKIP <id>
+// expected=… got=…", then "N passed, M failed, K skipped", or with --json
+// one JSON report. It exits 1 when any vector failed.
+func runConformance(ctx context.Context, e *env, fs *flag.FlagSet, args []string) error {
+	asJSON := fs.Bool("json", false, "Write the results as one JSON document instead of lines.")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return errUsage
+	}
+	rep, err := conformance.Run(fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		err = rep.WriteJSON(e.stdout)
+	} else {
+		err = rep.WriteText(e.stdout)
+	}
+	if err != nil {
+		return err
+	}
+	if rep.Failed > 0 {
+		return exitError{code: 1}
+	}
+	return nil
+}
