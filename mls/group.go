@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/torpor-dev/torpor/mls/internal/schedule"
+	"github.com/torpor-dev/torpor/mls/internal/suite"
 	tm "github.com/torpor-dev/torpor/mls/internal/treemath"
 )
 
@@ -120,6 +121,11 @@ type Group struct {
 	// removed is set once a Commit removed this client.
 	removed bool
 
+	// resumption holds the resumption_psk of recent past epochs, by epoch,
+	// for resumption PSKs naming this group (RFC 9420, Section 8.6); at
+	// most keepResumption entries.
+	resumption map[uint64][]byte
+
 	err error // sticky
 }
 
@@ -192,3 +198,96 @@ func (g *Group) Member(leaf uint32) *LeafNode {
 
 // Err returns the group's sticky error, if any.
 func (g *Group) Err() error { return g.err }
+
+// keepResumption is how many past epochs' resumption PSKs a group keeps
+// (RFC 9420, Section 8.6 asks for an upper limit).
+const keepResumption = 8
+
+// rememberResumption returns the resumption PSKs to keep after this epoch
+// ends: the current one added, the oldest dropped.
+func (g *Group) rememberResumption() map[uint64][]byte {
+	m := make(map[uint64][]byte, keepResumption)
+	for e, psk := range g.resumption {
+		if e+keepResumption > g.ctx.Epoch {
+			m[e] = psk
+		}
+	}
+	if g.epoch != nil {
+		m[g.ctx.Epoch] = bytes.Clone(g.epoch.ResumptionPSK)
+	}
+	return m
+}
+
+// lookupPSK finds a PSK: resumption PSKs of this group's current and
+// remembered epochs, anything else through Config.PSKs (RFC 9420, Section
+// 8.4).
+func (g *Group) lookupPSK(id *PreSharedKeyID) ([]byte, error) {
+	if id.Type == PSKTypeResumption && bytes.Equal(id.PSKGroupID, g.ctx.GroupID) {
+		if id.PSKEpoch == g.ctx.Epoch {
+			return bytes.Clone(g.epoch.ResumptionPSK), nil
+		}
+		if psk, ok := g.resumption[id.PSKEpoch]; ok {
+			return bytes.Clone(psk), nil
+		}
+	}
+	if g.config.PSKs != nil {
+		return g.config.PSKs(id)
+	}
+	return nil, fmt.Errorf("%w: %s", ErrMissingPSK, describePSK(id))
+}
+
+// pskSecret returns the psk_secret of a Commit's PSKs (RFC 9420, Section
+// 8.4).
+func (g *Group) pskSecret(ids []PreSharedKeyID) ([]byte, error) {
+	if err := checkPSKIDs(ids); err != nil {
+		return nil, err
+	}
+	return pskSecret(ids, g.lookupPSK)
+}
+
+// NewGroup creates a group with this client as its only member (RFC 9420,
+// Section 11): a one-leaf tree with a fresh LeafNode for cred, epoch 0, a
+// random epoch secret and the GroupContext extensions exts, which the
+// client must support.
+func NewGroup(cfg *Config, groupID []byte, cred Credential, sigPriv ed25519.PrivateKey, exts []Extension) (*Group, error) {
+	if cfg == nil {
+		cfg = &Config{}
+	}
+	if len(sigPriv) != ed25519.PrivateKeySize {
+		return nil, suite.ErrBadSignatureKey
+	}
+	if err := validateGroupContextExtensions(exts); err != nil {
+		return nil, err
+	}
+	leaf, encPriv, err := newLeafNode(cfg, cred, sigPriv)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkSupportsGroup(&leaf.Capabilities, exts); err != nil {
+		return nil, err
+	}
+	tree := newRatchetTree(leaf)
+	ctx := &GroupContext{
+		Version: ProtocolMLS10, CipherSuite: CipherSuiteX25519AES128SHA256Ed25519,
+		GroupID: bytes.Clone(groupID), TreeHash: tree.TreeHash(), Extensions: cloneExtensions(exts),
+	}
+	epochSecret := make([]byte, suite.HashSize)
+	if _, err := io.ReadFull(cfg.rand(), epochSecret); err != nil {
+		return nil, err
+	}
+	e := schedule.FromJoiner(epochSecret, nil, ctx.Marshal())
+	tag := schedule.ConfirmationTag(e.ConfirmationKey, nil)
+	g := &Group{
+		config:          *cfg,
+		ctx:             ctx,
+		tree:            tree,
+		interim:         schedule.InterimTranscriptHash(nil, tag),
+		confirmationTag: tag,
+		sigPriv:         sigPriv,
+		nodeKeys:        map[tm.NodeIndex][]byte{0: encPriv},
+	}
+	if err := g.installEpoch(e); err != nil {
+		return nil, err
+	}
+	return g, nil
+}

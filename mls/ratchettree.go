@@ -378,3 +378,16 @@ func (t *RatchetTree) ApplyProposal(sender uint32, p Proposal) error {
 	}
 	return nil
 }
+
+// leftmostBlank returns the leftmost blank leaf, extending the tree if
+// there is none (RFC 9420, Section 12.4.1, for an external joiner).
+func (t *RatchetTree) leftmostBlank() tm.LeafIndex {
+	for l := tm.LeafIndex(0); uint32(l) < t.n(); l++ {
+		if t.nodes[l.Node()].Blank() {
+			return l
+		}
+	}
+	l := tm.LeafIndex(t.n())
+	t.extend()
+	return l
+}
