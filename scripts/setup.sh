@@ -35,3 +35,16 @@ if command -v npm >/dev/null 2>&1; then
 else
   echo "setup: npm not found; the ts-mls interop tests need Node.js 20 and npm" >&2
 fi
+
+# npm packages for the @a2a-js/sdk client test of the relay (test/relay/node),
+# installed the same way.
+relay_node=test/relay/node
+if command -v npm >/dev/null 2>&1; then
+  lock_sum=$(sha256sum "$relay_node/package-lock.json" | cut -d' ' -f1)
+  stamp="$relay_node/node_modules/.torpor-lock-sha256"
+  if [ ! -d "$relay_node/node_modules" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$lock_sum" ]; then
+    echo "setup: npm ci in $relay_node"
+    (cd "$relay_node" && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error)
+    echo "$lock_sum" >"$stamp"
+  fi
+fi

@@ -1,0 +1,146 @@
+//go:build integration
+
+package relay
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// TestCrashKeepsEveryQueuedAnswer kills the real torpor-relay with SIGKILL
+// while 32 senders enqueue for a sleeping agent, at a random point (after a
+// random number of 503 answers), 20 times. After each restart every message
+// that was answered 503 queued:true must be in the queue, whole; any other
+// message present must be one whose answer the kill cut off; no record may
+// be torn or duplicated.
+func TestCrashKeepsEveryQueuedAnswer(t *testing.T) {
+	const trials, senders, perSender = 20, 32, 300
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 1))
+	big := []string{"--max-messages", "1000000", "--max-per-peer", "1000000", "--max-bytes", "1000000000"}
+	dev := testKey(t, 1)
+	keys := make([]string, senders)
+	for s := range senders {
+		keys[s] = testKey(t, 100+s).DID().String()
+	}
+	for trial := range trials {
+		dir := t.TempDir()
+		p := startRelay(t, dir, big...)
+		publish(t, p.url, dev, "sleep")
+		killAt := int64(1 + rng.IntN(600))
+		sent, queued := crashRun(t, p, dev.DID().String(), senders, perSender, killAt, rng.Uint64())
+
+		p2 := startRelay(t, dir, big...)
+		recs := pullAll(t, p2.url, dev)
+		seen := map[string]bool{}
+		for _, r := range recs {
+			var env struct {
+				ID string `json:"id"`
+			}
+			if err := json.Unmarshal(r.Body, &env); err != nil {
+				t.Fatalf("trial %d: torn record %d: %v (%d bytes)", trial, r.Seq, err, len(r.Body))
+			}
+			m, ok := sent[env.ID]
+			switch {
+			case !ok:
+				t.Fatalf("trial %d: record %s was never sent", trial, env.ID)
+			case !bytes.Equal(m.body, r.Body):
+				t.Fatalf("trial %d: record %s differs from what was sent", trial, env.ID)
+			case seen[env.ID]:
+				t.Fatalf("trial %d: record %s is duplicated", trial, env.ID)
+			case r.From != keys[m.sender]:
+				t.Fatalf("trial %d: record %s from %s, want %s", trial, env.ID, r.From, keys[m.sender])
+			}
+			seen[env.ID] = true
+		}
+		lost := 0
+		for id := range queued {
+			if !seen[id] {
+				lost++
+				t.Errorf("trial %d: %s was answered 503 queued:true but is not in the queue", trial, id)
+			}
+		}
+		t.Logf("trial %d: kill after %d answers; %d answered queued, %d present after restart, %d extra (answer cut off), %d lost",
+			trial, killAt, len(queued), len(recs), len(recs)-(len(queued)-lost), lost)
+		p2.kill()
+	}
+}
+
+type sentMsg struct {
+	sender int
+	body   []byte
+}
+
+// crashRun sends until the relay is killed after killAt queued answers and
+// returns every message sent (whose answer may have been cut off) and the
+// ids answered 503 queued:true.
+func crashRun(t *testing.T, p *relayProc, agent string, senders, perSender int, killAt int64, seed uint64) (map[string]sentMsg, map[string]bool) {
+	url := p.url + "/a/" + agent + "/a2a/jsonrpc"
+	client := &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: senders}}
+	defer client.CloseIdleConnections()
+	var (
+		mu       sync.Mutex
+		sent     = map[string]sentMsg{}
+		queued   = map[string]bool{}
+		answered atomic.Int64
+		killOnce sync.Once
+		wg       sync.WaitGroup
+	)
+	for s := range senders {
+		tok := token(t, testKey(t, 100+s), p.url)
+		rng := rand.New(rand.NewPCG(seed, uint64(s)))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range perSender {
+				id := fmt.Sprintf("s%d-%d", s, i)
+				body := fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%q,"method":"SendMessage","params":{"message":{"messageId":%q,"role":"ROLE_USER","parts":[{"text":%q}]}}}`,
+					id, id, strings.Repeat("x", 50+rng.IntN(4000)))
+				mu.Lock()
+				sent[id] = sentMsg{sender: s, body: body}
+				mu.Unlock()
+				req, _ := http.NewRequest("POST", url, bytes.NewReader(body))
+				req.Header.Set("Authorization", "Bearer "+tok)
+				req.Header.Set("A2A-Version", "1.0")
+				resp, err := client.Do(req)
+				if err != nil {
+					return // the relay is gone; the answer was cut off
+				}
+				b, err := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if err != nil {
+					return
+				}
+				var a struct {
+					Queued bool `json:"queued"`
+				}
+				if resp.StatusCode != 503 || json.Unmarshal(b, &a) != nil || !a.Queued {
+					t.Errorf("%s: answer %d %s", id, resp.StatusCode, b)
+					return
+				}
+				mu.Lock()
+				queued[id] = true
+				mu.Unlock()
+				if answered.Add(1) == killAt {
+					killOnce.Do(func() { p.cmd.Process.Kill() })
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	p.kill()
+	if answered.Load() < killAt {
+		t.Fatalf("only %d answers before the senders stopped; kill point %d not reached", answered.Load(), killAt)
+	}
+	return sent, queued
+}

@@ -1,0 +1,70 @@
+// Sends one message to an A2A agent with the @a2a-js/sdk client and prints,
+// as one JSON line, what the client reported to its caller: the result, or
+// the error it threw (name, message, JSON-RPC code and data).
+//
+// usage: node send.mjs <agent base URL> <DID Bearer token> <1.0|0.3>
+//
+// The agent card is fetched from <base>/.well-known/agent-card.json by the
+// SDK's resolver. For 0.3 the card's interfaces are narrowed to the 0.3 one
+// so that the SDK's v0.3 (legacy) JSON-RPC transport sends message/send.
+import {
+  ClientFactory,
+  ClientFactoryOptions,
+  DefaultAgentCardResolver,
+  JsonRpcTransportFactory,
+} from "@a2a-js/sdk/client";
+import { Role } from "@a2a-js/sdk";
+
+const [baseArg, token, version] = process.argv.slice(2);
+// The resolver resolves the card path relative to the base: keep the last
+// path segment (the DID) by ending the base with a slash.
+const base = baseArg?.endsWith("/") ? baseArg : `${baseArg}/`;
+if (!baseArg || !token || !["1.0", "0.3"].includes(version)) {
+  console.error("usage: node send.mjs <agent base URL> <token> <1.0|0.3>");
+  process.exit(2);
+}
+
+// Every request carries the DID Bearer token.
+const fetchImpl = (url, init = {}) => {
+  const headers = new Headers(init.headers);
+  headers.set("Authorization", `Bearer ${token}`);
+  return fetch(url, { ...init, headers });
+};
+
+const options = ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
+  transports: [new JsonRpcTransportFactory({ fetchImpl, legacyCompat: { enabled: true } })],
+  cardResolver: new DefaultAgentCardResolver({ fetchImpl }),
+});
+const factory = new ClientFactory(options);
+
+const out = { version };
+try {
+  const resolver = new DefaultAgentCardResolver({ fetchImpl });
+  const card = await resolver.resolve(base);
+  out.cardInterfaces = card.supportedInterfaces.map((i) => i.protocolVersion);
+  if (version === "0.3") {
+    card.supportedInterfaces = card.supportedInterfaces.filter((i) => i.protocolVersion === "0.3");
+  } else {
+    card.supportedInterfaces = card.supportedInterfaces.filter((i) => i.protocolVersion === "1.0");
+  }
+  const client = await factory.createFromAgentCard(card);
+  out.clientProtocolVersion = client.protocolVersion;
+  const result = await client.sendMessage({
+    message: {
+      messageId: `m-${version}-${Date.now()}`,
+      role: Role.ROLE_USER,
+      parts: [{ content: { $case: "text", value: "hello, sleeping agent" } }],
+    },
+  });
+  out.ok = true;
+  out.result = result;
+} catch (err) {
+  out.ok = false;
+  out.error = {
+    name: err?.name,
+    message: err?.message,
+    code: err?.envelopeCode ?? err?.code,
+    data: err?.data,
+  };
+}
+console.log(JSON.stringify(out));
