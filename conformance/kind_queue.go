@@ -78,9 +78,9 @@ func runAsleepQueue(v *Vector) Result {
 		return Broken(fmt.Errorf("unknown action %q", in.Action))
 	}
 	if err := act(run, &in, inputs); err != nil {
-		return Result{Status: Fail, Expected: renderExpect(in.Expect), Got: "error", Note: err.Error()}
+		return Result{Status: Fail, Expected: renderQueueExpect(in.Expect), Got: "error", Note: err.Error()}
 	}
-	return Compare(renderExpect(in.Expect), run.render(in.Expect))
+	return Compare(renderQueueExpect(in.Expect), run.render(in.Expect))
 }
 
 // bounds returns the vector's caps over the default bounds.
@@ -225,7 +225,7 @@ func (q *queueRun) count(name string, now time.Time) error {
 // render prints the observed values of the members expect names.
 func (q *queueRun) render(expect map[string]json.RawMessage) string {
 	var parts []string
-	for _, k := range sortedKeys(expect) {
+	for _, k := range queueExpectKeys(expect) {
 		v, ok := q.got[k]
 		if !ok {
 			v = "?"
@@ -235,10 +235,10 @@ func (q *queueRun) render(expect map[string]json.RawMessage) string {
 	return strings.Join(parts, " ")
 }
 
-// renderExpect prints a vector's expect members as "name=value".
-func renderExpect(expect map[string]json.RawMessage) string {
+// renderQueueExpect prints a vector's expect members as "name=value".
+func renderQueueExpect(expect map[string]json.RawMessage) string {
 	var parts []string
-	for _, k := range sortedKeys(expect) {
+	for _, k := range queueExpectKeys(expect) {
 		var v any
 		if err := json.Unmarshal(expect[k], &v); err != nil {
 			v = string(expect[k])
@@ -248,7 +248,7 @@ func renderExpect(expect map[string]json.RawMessage) string {
 	return strings.Join(parts, " ")
 }
 
-func sortedKeys(m map[string]json.RawMessage) []string {
+func queueExpectKeys(m map[string]json.RawMessage) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)

@@ -8,13 +8,13 @@ import (
 	"testing"
 )
 
-const offlineVectors = "../testdata/vectors/atom/offline-delivery"
+const scheduleVectorDir = "../testdata/vectors/atom/offline-delivery"
 
-// checkKindPasses runs the offline-delivery vectors and checks that want
+// checkScheduleKindPasses runs the offline-delivery vectors and checks that want
 // vectors of kind ran, all passing.
-func checkKindPasses(t *testing.T, kind string, want int) {
+func checkScheduleKindPasses(t *testing.T, kind string, want int) {
 	t.Helper()
-	rep, err := Run(offlineVectors)
+	rep, err := Run(scheduleVectorDir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,18 +33,18 @@ func checkKindPasses(t *testing.T, kind string, want int) {
 	}
 }
 
-type vectorChange struct {
+type scheduleVectorChange struct {
 	name   string
 	file   string
 	change func(v map[string]any)
 }
 
-// checkAlteredFail alters vectors so that the real code must disagree with
+// checkAlteredScheduleVectorsFail alters vectors so that the real code must disagree with
 // them, and checks each then fails.
-func checkAlteredFail(t *testing.T, tests []vectorChange) {
+func checkAlteredScheduleVectorsFail(t *testing.T, tests []scheduleVectorChange) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			b, err := os.ReadFile(filepath.Join(offlineVectors, tt.file))
+			b, err := os.ReadFile(filepath.Join(scheduleVectorDir, tt.file))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -72,18 +72,18 @@ func checkAlteredFail(t *testing.T, tests []vectorChange) {
 	}
 }
 
-func expect(v map[string]any) map[string]any { return v["expect"].(map[string]any) }
+func expectOf(v map[string]any) map[string]any { return v["expect"].(map[string]any) }
 
 // TestAsleepQueueKind runs the asleep-queue vectors through store/queue.
-func TestAsleepQueueKind(t *testing.T) { checkKindPasses(t, "asleep-queue", 6) }
+func TestAsleepQueueKind(t *testing.T) { checkScheduleKindPasses(t, "asleep-queue", 6) }
 
 func TestAsleepQueueKindFails(t *testing.T) {
-	checkAlteredFail(t, []vectorChange{
+	checkAlteredScheduleVectorsFail(t, []scheduleVectorChange{
 		{"messages cap not reached", "od-040.json", func(v map[string]any) { v["caps"] = map[string]any{"maxMessages": 2} }},
-		{"wrong bound", "od-041.json", func(v map[string]any) { expect(v)["rejectKind"] = "messages" }},
+		{"wrong bound", "od-041.json", func(v map[string]any) { expectOf(v)["rejectKind"] = "messages" }},
 		{"peer cap not reached", "od-042.json", func(v map[string]any) { v["caps"] = map[string]any{"maxPendingPerPeer": 2} }},
 		{"not yet expired", "od-043.json", func(v map[string]any) { v["advancedNow"] = "2026-01-15T10:00:01.000Z" }},
-		{"reopen loses nothing", "od-031.json", func(v map[string]any) { expect(v)["listCountAfterReopen"] = 0 }},
-		{"count", "od-030.json", func(v map[string]any) { expect(v)["listCount"] = 2 }},
+		{"reopen loses nothing", "od-031.json", func(v map[string]any) { expectOf(v)["listCountAfterReopen"] = 0 }},
+		{"count", "od-030.json", func(v map[string]any) { expectOf(v)["listCount"] = 2 }},
 	})
 }
