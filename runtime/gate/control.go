@@ -137,7 +137,7 @@ func (g *Gate) Control(tx *bolt.Tx, o *governed.Object) (ControlResult, error) {
 	}
 	if o.Governance.Purpose != PurposePolicy {
 		if err := decodeJSON(o.Payload, &pl); err != nil {
-			return res, fmt.Errorf("gate: control payload: %v", err)
+			return res, fmt.Errorf("%w: payload: %v", ErrBadControl, err)
 		}
 	}
 	var err error

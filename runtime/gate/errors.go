@@ -24,6 +24,9 @@ var (
 	// ErrNotOwner is returned (wrapped) by Control for an object not
 	// issued by the owner.
 	ErrNotOwner = errors.New("gate: control object not issued by the owner")
+	// ErrBadControl is returned (wrapped) by Control for a control object
+	// whose payload it cannot read.
+	ErrBadControl = errors.New("gate: malformed control object")
 	// ErrUnknownControl is returned (wrapped) by Control for a purpose it
 	// does not handle.
 	ErrUnknownControl = errors.New("gate: not a control purpose")

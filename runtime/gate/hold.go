@@ -161,3 +161,15 @@ func decodeJSON(b []byte, v any) error {
 	dec.UseNumber()
 	return dec.Decode(v)
 }
+
+// Unstart puts back, in tx, an action Decide or Confirm released but the
+// runtime did not start because the owner's halt arrived first (suspension
+// and halt are prospective for work not yet started): the ledger key is
+// released, since the effect certainly did not happen, and the action is
+// held with reason "halted".
+func (g *Gate) Unstart(tx *bolt.Tx, a Action) error {
+	if err := g.ledger.Release(tx, a.LedgerKey(), "halted before the effect started"); err != nil {
+		return err
+	}
+	return g.putHold(tx, a, "halted")
+}

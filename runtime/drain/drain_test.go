@@ -1,0 +1,463 @@
+package drain_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/torpor-dev/torpor/clock/clocktest"
+	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/governed"
+	"github.com/torpor-dev/torpor/runtime/deliver"
+	"github.com/torpor-dev/torpor/runtime/drain"
+	"github.com/torpor-dev/torpor/runtime/gate"
+	"github.com/torpor-dev/torpor/runtime/purpose"
+	"github.com/torpor-dev/torpor/runtime/runtimetest"
+	"github.com/torpor-dev/torpor/store"
+	"github.com/torpor-dev/torpor/store/ledger"
+	"github.com/torpor-dev/torpor/store/replay"
+	"github.com/torpor-dev/torpor/transport/a2a"
+)
+
+var t0 = time.Date(2026, 1, 15, 14, 0, 0, 0, time.UTC)
+
+// recorder is a handler that records what it was given.
+type recorder struct {
+	mu   sync.Mutex
+	got  []deliver.Delivery
+	fail error
+	// hook runs on each delivery before it is recorded.
+	hook func(d deliver.Delivery)
+}
+
+func (r *recorder) Deliver(_ context.Context, d deliver.Delivery) (deliver.Outcome, error) {
+	if r.hook != nil {
+		r.hook(d)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.fail != nil {
+		return deliver.Outcome{}, r.fail
+	}
+	r.got = append(r.got, d)
+	return deliver.Outcome{OK: true, EffectID: "eff-" + d.ObjectID}, nil
+}
+
+func (r *recorder) ids() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, d := range r.got {
+		out = append(out, d.ObjectID)
+	}
+	return out
+}
+
+type harness struct {
+	t            testing.TB
+	path         string
+	clock        *clocktest.Clock
+	db           *bolt.DB
+	ledger       *ledger.Ledger
+	gate         *gate.Gate
+	d            *drain.Drainer
+	rec          *recorder
+	cfg          drain.Config
+	alice, bob   *did.PrivateKey
+	owner, agent *did.PrivateKey
+	acked        []uint64
+}
+
+type opts struct {
+	plaintext bool
+	notify    drain.NotifyMode
+}
+
+func newHarness(t testing.TB, o opts) *harness {
+	t.Helper()
+	h := &harness{t: t, path: filepath.Join(t.TempDir(), "agent.db"), clock: clocktest.New(t0), rec: &recorder{},
+		alice: runtimetest.Key(t, 1), bob: runtimetest.Key(t, 2), owner: runtimetest.Key(t, 9), agent: runtimetest.Key(t, 8)}
+	h.cfg = drain.Config{
+		Owner: h.owner.DID(), Purposes: purpose.Set{"comms:*", "action:*"}, AllowPlaintext: o.plaintext,
+		Sessions: runtimetest.Sessions{}, Notify: o.notify, Clock: h.clock,
+	}
+	h.open()
+	t.Cleanup(func() { h.db.Close() })
+	return h
+}
+
+// open opens (or reopens, as after a crash) every store and the drainer.
+func (h *harness) open() {
+	h.t.Helper()
+	db, err := store.Open(h.path, &store.Options{NoSync: true})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	l, err := ledger.Open(db, &ledger.Options{Clock: h.clock})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	g, err := gate.Open(l, gate.Config{Owner: h.owner.DID(), Agent: h.agent.DID(), Consequential: purpose.Set{"action:*"}, Clock: h.clock})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	rc, err := replay.Open(db, &replay.Options{Clock: h.clock})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	router, err := deliver.NewRouter(deliver.Route{Pattern: "*", Name: "rec", Handler: h.rec})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	cfg := h.cfg
+	cfg.Gate, cfg.Ledger, cfg.Router = g, l, router
+	cfg.Replay = func(tx *bolt.Tx) governed.ReplayCache { return rc.Tx(tx) }
+	d, err := drain.New(cfg)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.db, h.ledger, h.gate, h.d = db, l, g, d
+}
+
+func (h *harness) restart() {
+	h.t.Helper()
+	h.d.Close()
+	if err := h.db.Close(); err != nil {
+		h.t.Fatal(err)
+	}
+	h.open()
+}
+
+func (h *harness) ack(_ context.Context, seqs []uint64) error {
+	h.acked = append(h.acked, seqs...)
+	return nil
+}
+
+func (h *harness) batch(bodies ...[]byte) drain.Report {
+	h.t.Helper()
+	recs := make([]drain.Record, len(bodies))
+	for i, b := range bodies {
+		recs[i] = drain.Record{Seq: uint64(i + 1), From: h.alice.DID().String(), Body: b}
+	}
+	rep, err := h.d.Batch(context.Background(), recs, h.ack)
+	if err != nil {
+		h.t.Fatalf("Batch: %v", err)
+	}
+	return rep
+}
+
+func (h *harness) obj(k *did.PrivateKey, p string, issued time.Time, ttl time.Duration, payload any) []byte {
+	return runtimetest.Object(h.t, k, p, issued, ttl, payload)
+}
+
+func objID(t testing.TB, obj []byte) string {
+	var v struct{ ID string }
+	if err := json.Unmarshal(obj, &v); err != nil {
+		t.Fatal(err)
+	}
+	return v.ID
+}
+
+func tamper(obj []byte) []byte {
+	var m map[string]json.RawMessage
+	json.Unmarshal(obj, &m)
+	m["payload"] = json.RawMessage(`{"text":"tampered"}`)
+	b, _ := json.Marshal(m)
+	return b
+}
+
+func TestDrainMixedBatch(t *testing.T) {
+	h := newHarness(t, opts{plaintext: true})
+	a, b := h.alice.DID(), h.bob.DID()
+	valid := h.obj(h.alice, "comms:message", t0.Add(-time.Minute), time.Hour, nil)
+	mlsValid := h.obj(h.alice, "comms:message", t0.Add(-time.Minute), time.Hour, nil)
+	bobs := h.obj(h.bob, "comms:message", t0.Add(-time.Minute), time.Hour, nil)
+	bare := h.obj(h.alice, "comms:receipt", t0.Add(-time.Minute), time.Hour, nil)
+	conflict := runtimetest.DataPart(t, valid)
+	conflict.MediaType = a2a.MediaTypeMLSWire
+	text := "hi"
+	bareBody, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "message/send",
+		"params": map[string]any{"message": map[string]any{"parts": []any{map[string]any{
+			"mediaType": a2a.MediaTypeDataObject, "object": json.RawMessage(bare)}}}}})
+
+	bodies := [][]byte{
+		/*1*/ runtimetest.Body(t, runtimetest.DataPart(t, valid)),
+		/*2*/ runtimetest.Body(t, runtimetest.DataPart(t, tamper(h.obj(h.alice, "comms:message", t0, time.Hour, nil)))),
+		/*3*/ runtimetest.Body(t, runtimetest.DataPart(t, h.obj(h.alice, "comms:message", t0.Add(-2*time.Hour), time.Hour, nil))),
+		/*4*/ runtimetest.Body(t, runtimetest.DataPart(t, valid)), // replay within the batch
+		/*5*/ runtimetest.Body(t, runtimetest.DataPart(t, h.obj(h.alice, "coordination:proposal", t0, time.Hour, nil))),
+		/*6*/ []byte("not-a-governed-object"),
+		/*7*/ runtimetest.Body(t, a2a.Part{Text: &text}),
+		/*8*/ runtimetest.Body(t, conflict),
+		/*9*/ runtimetest.Body(t, runtimetest.SealObject("g1", a, mlsValid)), // group not joined yet: deferred
+		/*10*/ runtimetest.Body(t, runtimetest.Welcome("g1", b)),
+		/*11*/ runtimetest.Body(t, runtimetest.SealObject("g1", a, mlsValid)),
+		/*12*/ runtimetest.Body(t, runtimetest.SealObject("g1", b, h.obj(h.alice, "comms:message", t0, time.Hour, nil))), // Bob sends Alice's object
+		/*13*/ runtimetest.Body(t, runtimetest.SealObject("g1", b, bobs)),
+		/*14*/ runtimetest.Body(t, runtimetest.Corrupt("g1")),
+		/*15*/ runtimetest.Body(t, runtimetest.Commit("g1")),
+		/*16*/ bareBody,
+	}
+	rep := h.batch(bodies...)
+	if diff := cmp.Diff([]string{objID(t, valid), objID(t, mlsValid), objID(t, bobs), objID(t, bare)}, h.rec.ids()); diff != "" {
+		t.Errorf("delivered (-want +got):\n%s", diff)
+	}
+	wantRejected := map[string]int{
+		"signature-invalid": 1, "expired": 1, "replay": 1, "purpose-not-permitted": 1,
+		drain.CauseNoObject: 1, "media-type-conflict": 1, "sender-mismatch": 1, drain.CauseMLS: 1,
+	}
+	if diff := cmp.Diff(wantRejected, rep.Rejected); diff != "" {
+		t.Errorf("rejections by cause (-want +got):\n%s", diff)
+	}
+	if rep.Deferred != 2 || rep.Acked != 14 || rep.Handshake != 2 || rep.Delivered != 4 {
+		t.Errorf("report %v: want deferred 2, acked 14, handshake 2, delivered 4", rep)
+	}
+	if diff := cmp.Diff([]uint64{1, 2, 3, 4, 5, 7, 8, 10, 11, 12, 13, 14, 15, 16}, h.acked); diff != "" {
+		t.Errorf("acked (-want +got):\n%s", diff)
+	}
+	h.db.View(func(tx *bolt.Tx) error {
+		if e, ok := runtimetest.Epoch(tx, "g1"); !ok || e != 1 {
+			t.Errorf("group g1 epoch = %d, %v; want 1 (the commit applied in the batch)", e, ok)
+		}
+		out, err := drain.Outcomes(tx)
+		if err != nil || len(out) != 4 || out[0].Outcome.EffectID != "eff-"+objID(t, valid) || out[0].Seq != 1 {
+			t.Errorf("recorded outcomes %+v, %v", out, err)
+		}
+		return nil
+	})
+	// The deferred record is processable once the group exists.
+	h.acked = nil
+	rep = h.batch(runtimetest.Body(t, runtimetest.SealObject("g1", a, h.obj(h.alice, "comms:message", t0, time.Hour, nil))))
+	if rep.Delivered != 1 || len(h.acked) != 1 {
+		t.Errorf("after the welcome: %v", rep)
+	}
+}
+
+func TestPlaintextNotAllowed(t *testing.T) {
+	h := newHarness(t, opts{})
+	rep := h.batch(runtimetest.Body(t, runtimetest.DataPart(t, h.obj(h.alice, "comms:message", t0, time.Hour, nil))))
+	if rep.Rejected[drain.CausePlaintext] != 1 || rep.Acked != 1 || len(h.rec.ids()) != 0 {
+		t.Fatalf("unencrypted object with plaintext off: %v", rep)
+	}
+}
+
+// TestRedeliveredBatchIsNotNotifiedTwice: the relay delivers a batch again
+// when the acknowledgement was lost; every object is then a replay.
+func TestRedeliveredBatchIsNotNotifiedTwice(t *testing.T) {
+	h := newHarness(t, opts{})
+	bodies := [][]byte{
+		runtimetest.Body(t, runtimetest.Welcome("g", h.bob.DID())),
+		runtimetest.Body(t, runtimetest.SealObject("g", h.alice.DID(), h.obj(h.alice, "comms:message", t0, time.Hour, nil))),
+		runtimetest.Body(t, runtimetest.SealObject("g", h.alice.DID(), h.obj(h.alice, "comms:message", t0, time.Hour, nil))),
+	}
+	recs := []drain.Record{{Seq: 1, Body: bodies[0]}, {Seq: 2, Body: bodies[1]}, {Seq: 3, Body: bodies[2]}}
+	lost := errors.New("link dropped")
+	rep, err := h.d.Batch(context.Background(), recs, func(context.Context, []uint64) error { return lost })
+	if !errors.Is(err, lost) || rep.Delivered != 2 {
+		t.Fatalf("Batch with a lost ack = %v, %v; want the ack error and 2 deliveries", rep, err)
+	}
+	h.restart()
+	rep, err = h.d.Batch(context.Background(), recs, h.ack)
+	if err != nil || rep.Rejected["replay"] != 2 || rep.Delivered != 0 || len(h.acked) != 3 {
+		t.Fatalf("redelivered batch = %v, %v; want 2 replays, nothing delivered, 3 acked", rep, err)
+	}
+	if len(h.rec.ids()) != 2 {
+		t.Fatalf("handler got %d objects, want 2", len(h.rec.ids()))
+	}
+}
+
+type failingReplay struct{}
+
+func (failingReplay) Seen(string, string, time.Time) (bool, error) { return false, nil }
+func (failingReplay) Admit(string, string, time.Time) error        { return store.ErrFull }
+
+func TestStoreFailureAcknowledgesNothing(t *testing.T) {
+	h := newHarness(t, opts{plaintext: true})
+	h.cfg.Replay = nil
+	cfg := h.cfg
+	l, g := h.ledger, h.gate
+	router, _ := deliver.NewRouter(deliver.Route{Pattern: "*", Name: "rec", Handler: h.rec})
+	cfg.Gate, cfg.Ledger, cfg.Router = g, l, router
+	cfg.Replay = func(*bolt.Tx) governed.ReplayCache { return failingReplay{} }
+	d, err := drain.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs := []drain.Record{
+		{Seq: 1, Body: runtimetest.Body(t, runtimetest.Welcome("g", h.bob.DID()))},
+		{Seq: 2, Body: runtimetest.Body(t, runtimetest.DataPart(t, h.obj(h.alice, "comms:message", t0, time.Hour, nil)))},
+	}
+	_, err = d.Batch(context.Background(), recs, h.ack)
+	if !errors.Is(err, store.ErrFull) {
+		t.Fatalf("Batch with a failing store: err = %v, want store.ErrFull", err)
+	}
+	if len(h.acked) != 0 || len(h.rec.ids()) != 0 {
+		t.Fatalf("acked %v, delivered %v: want nothing", h.acked, h.rec.ids())
+	}
+	h.db.View(func(tx *bolt.Tx) error {
+		if _, ok := runtimetest.Epoch(tx, "g"); ok {
+			t.Error("the handshake of a rolled-back batch stayed applied")
+		}
+		return nil
+	})
+}
+
+// crashDuringNotify runs a batch whose handler stops the goroutine at its
+// first hand-off, as a crash after the commit would, then reopens.
+func crashDuringNotify(h *harness, recs []drain.Record) {
+	h.t.Helper()
+	h.rec.hook = func(deliver.Delivery) { runtime.Goexit() }
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		h.d.Batch(context.Background(), recs, h.ack)
+	}()
+	<-done
+	h.rec.hook = nil
+	h.restart()
+}
+
+func TestCrashAfterCommitAtMostOnce(t *testing.T) {
+	h := newHarness(t, opts{plaintext: true})
+	recs := []drain.Record{
+		{Seq: 1, Body: runtimetest.Body(t, runtimetest.DataPart(t, h.obj(h.alice, "comms:message", t0, time.Hour, nil)))},
+		{Seq: 2, Body: runtimetest.Body(t, runtimetest.DataPart(t, h.obj(h.alice, "comms:message", t0, time.Hour, nil)))},
+	}
+	crashDuringNotify(h, recs)
+	rec, err := h.d.Recover(context.Background())
+	if err != nil || rec.Lost != 2 || rec.Redelivered != 0 {
+		t.Fatalf("Recover = %+v, %v; want 2 lost, none redelivered", rec, err)
+	}
+	if rep, _ := h.d.Batch(context.Background(), recs, h.ack); rep.Rejected["replay"] != 2 || len(h.rec.ids()) != 0 {
+		t.Fatalf("after recovery the relay's redelivery = %v, handler got %v; want replays and nothing", rep, h.rec.ids())
+	}
+	if rec, _ := h.d.Recover(context.Background()); rec != (drain.Recovery{}) {
+		t.Fatalf("second Recover = %+v, want nothing", rec)
+	}
+}
+
+func TestCrashAfterCommitAtLeastOnce(t *testing.T) {
+	h := newHarness(t, opts{plaintext: true, notify: drain.AtLeastOnce})
+	o1 := h.obj(h.alice, "comms:message", t0, time.Hour, nil)
+	o2 := h.obj(h.alice, "comms:message", t0, 10*time.Minute, nil)
+	recs := []drain.Record{
+		{Seq: 1, Body: runtimetest.Body(t, runtimetest.DataPart(t, o1))},
+		{Seq: 2, Body: runtimetest.Body(t, runtimetest.DataPart(t, o2))},
+	}
+	crashDuringNotify(h, recs)
+	// A failed hand-off stays for the next attempt.
+	h.rec.fail = errors.New("application down")
+	rec, err := h.d.Recover(context.Background())
+	if err != nil || rec.Failed != 2 {
+		t.Fatalf("Recover with the application down = %+v, %v", rec, err)
+	}
+	h.rec.fail = nil
+	h.clock.Advance(20 * time.Minute) // o2 expired meanwhile
+	rec, err = h.d.Recover(context.Background())
+	if err != nil || rec.Redelivered != 1 || rec.Expired != 1 {
+		t.Fatalf("Recover = %+v, %v; want 1 redelivered, 1 expired", rec, err)
+	}
+	got := h.rec.got
+	if len(got) != 1 || got[0].ObjectID != objID(t, o1) || got[0].Attempt != 3 {
+		t.Fatalf("redelivered %+v; want o1 at attempt 3", got)
+	}
+}
+
+func (h *harness) policy() {
+	h.t.Helper()
+	o := h.obj(h.owner, gate.PurposePolicy, h.clock.Now(), 48*time.Hour, map[string]any{
+		"agent": h.agent.DID().String(),
+		"rules": []map[string]any{{"action": "action:hold", "counterparties": []string{h.alice.DID().String()}}},
+	})
+	if rep := h.batch(runtimetest.Body(h.t, runtimetest.DataPart(h.t, o))); rep.Control != 1 {
+		h.t.Fatalf("installing policy: %v", rep)
+	}
+}
+
+func TestActionsThroughTheGate(t *testing.T) {
+	h := newHarness(t, opts{plaintext: true})
+	h.policy()
+	allowed := h.obj(h.alice, "action:hold", t0, time.Hour, map[string]any{"idempotencyKey": "order-1"})
+	held := h.obj(h.alice, "action:capture", t0, time.Hour, map[string]any{"amount": 5})
+	notOwner := h.obj(h.alice, gate.PurposeHalt, t0, time.Hour, map[string]any{})
+	rep := h.batch(
+		runtimetest.Body(t, runtimetest.DataPart(t, allowed)),
+		runtimetest.Body(t, runtimetest.DataPart(t, held)),
+		runtimetest.Body(t, runtimetest.DataPart(t, notOwner)),
+		runtimetest.Body(t, runtimetest.DataPart(t, h.obj(h.alice, "action:hold", t0, time.Hour, map[string]any{"idempotencyKey": "order-1"}))),
+	)
+	if rep.Ran != 1 || rep.Held != 1 || rep.Refused != 1 || rep.Rejected["purpose-not-permitted"] != 1 {
+		t.Fatalf("report %v: want ran 1, held 1, refused 1 (same idempotency key), a non-owner halt refused", rep)
+	}
+	if ids := h.rec.ids(); len(ids) != 1 || ids[0] != objID(t, allowed) || h.rec.got[0].IdempotencyKey != h.alice.DID().String()+" order-1" {
+		t.Fatalf("handler got %+v", h.rec.got)
+	}
+	h.db.View(func(tx *bolt.Tx) error {
+		e, err := h.ledger.Get(tx, h.alice.DID().String()+" order-1")
+		if err != nil || e.State != ledger.Completed || e.EffectID != "eff-"+objID(t, allowed) {
+			t.Errorf("ledger entry %+v, %v; want completed with the effect id", e, err)
+		}
+		return nil
+	})
+	// The owner confirms the held capture in a later batch.
+	confirm := h.obj(h.owner, gate.PurposeConfirm, t0, time.Hour, map[string]any{"hold": h.alice.DID().String() + " " + objID(t, held)})
+	rep = h.batch(runtimetest.Body(t, runtimetest.DataPart(t, confirm)))
+	if rep.Control != 1 || rep.Ran != 1 || len(h.rec.ids()) != 2 || h.rec.ids()[1] != objID(t, held) {
+		t.Fatalf("after confirmation: %v, handler got %v", rep, h.rec.ids())
+	}
+}
+
+func TestHaltInTheSameBatchStopsActionsNotYetStarted(t *testing.T) {
+	h := newHarness(t, opts{plaintext: true})
+	h.policy()
+	action := h.obj(h.alice, "action:hold", t0, time.Hour, nil)
+	halt := h.obj(h.owner, gate.PurposeHalt, t0, time.Hour, map[string]any{"note": "stop"})
+	rep := h.batch(runtimetest.Body(t, runtimetest.DataPart(t, action)), runtimetest.Body(t, runtimetest.DataPart(t, halt)))
+	if rep.Ran != 1 || rep.Control != 1 || len(h.rec.ids()) != 0 {
+		t.Fatalf("report %v, handler got %v: the halt must stop the action before it starts", rep, h.rec.ids())
+	}
+	var holds []gate.Held
+	h.db.View(func(tx *bolt.Tx) error { holds, _ = h.gate.Holds(tx); return nil })
+	if len(holds) != 1 || holds[0].Reason != "halted" {
+		t.Fatalf("holds %+v; want the action held as halted", holds)
+	}
+	resume := h.obj(h.owner, gate.PurposeResume, t0, time.Hour, map[string]any{})
+	if rep := h.batch(runtimetest.Body(t, runtimetest.DataPart(t, resume))); rep.Ran != 1 || len(h.rec.ids()) != 1 {
+		t.Fatalf("after resume: %v, handler got %v", rep, h.rec.ids())
+	}
+}
+
+func TestHandlerOutcomesSettleTheLedger(t *testing.T) {
+	tests := []struct {
+		name string
+		err  error
+		want ledger.State
+	}{
+		{"not started", deliver.ErrNotStarted, ledger.Released},
+		{"may have run", errors.New("timeout"), ledger.Indeterminate},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, opts{plaintext: true})
+			h.policy()
+			h.rec.fail = tt.err
+			a := h.obj(h.alice, "action:hold", t0, time.Hour, nil)
+			h.batch(runtimetest.Body(t, runtimetest.DataPart(t, a)))
+			h.db.View(func(tx *bolt.Tx) error {
+				e, err := h.ledger.Get(tx, h.alice.DID().String()+" "+objID(t, a))
+				if err != nil || e.State != tt.want {
+					t.Errorf("ledger state %v, %v; want %v", e.State, err, tt.want)
+				}
+				return nil
+			})
+		})
+	}
+}

@@ -1,0 +1,211 @@
+package drain
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/torpor-dev/torpor/clock"
+	"github.com/torpor-dev/torpor/runtime/deliver"
+)
+
+// finish hands a committed batch's objects to the application, in queue
+// order, runs its released actions, and then records every outcome (and
+// completes the actions' ledger keys) in one transaction.
+func (d *Drainer) finish(ctx context.Context, b *batch) error {
+	if len(b.pending) == 0 {
+		return nil
+	}
+	results := make([]result, len(b.pending))
+	for i := range b.pending {
+		results[i] = d.handOff(ctx, &b.pending[i])
+		if results[i].delivered {
+			b.report.Delivered++
+		}
+	}
+	return d.settle(b.pending, results)
+}
+
+// result is what became of one pending hand-off.
+type result struct {
+	outcome   deliver.Outcome
+	err       error
+	delivered bool // the handler returned an outcome
+	unstarted bool // an action not started because of the owner's halt
+}
+
+// handOff gives one pending object to its handler. Actions run on the
+// drainer's action context, which the owner's halt cancels; an action the
+// halt overtook before it started is not started at all.
+func (d *Drainer) handOff(ctx context.Context, p *pending) result {
+	if p.entry.Action != nil {
+		halted, err := d.halted()
+		if err != nil {
+			return result{err: err}
+		}
+		if halted {
+			return result{unstarted: true}
+		}
+		ctx = d.actionContext()
+	}
+	o, err := d.cfg.Router.Deliver(ctx, p.delivery)
+	return result{outcome: o, err: err, delivered: err == nil}
+}
+
+func (d *Drainer) halted() (bool, error) {
+	var h bool
+	err := d.db.View(func(tx *bolt.Tx) error {
+		st, err := d.cfg.Gate.HaltState(tx)
+		h = st.Halted
+		return err
+	})
+	return h, err
+}
+
+// settle records the results of a batch's hand-offs in one transaction:
+// outcomes, ledger completions, and the outbox entries removed (or, with
+// at-least-once notify, kept for a failed hand-off).
+func (d *Drainer) settle(ps []pending, rs []result) error {
+	now := d.clock.Now().UTC()
+	return d.db.Update(func(tx *bolt.Tx) error {
+		var recs []OutcomeRecord
+		ob := tx.Bucket(bucketOutbox)
+		for i, p := range ps {
+			r := rs[i]
+			keep, err := d.settleOne(tx, p, r)
+			if err != nil {
+				return err
+			}
+			if !keep {
+				if err := ob.Delete(p.key); err != nil {
+					return err
+				}
+			}
+			if r.unstarted {
+				continue
+			}
+			rec := OutcomeRecord{At: now, Seq: p.entry.Seq, ObjectID: p.entry.ObjectID, Issuer: p.entry.Issuer,
+				Purpose: p.entry.Purpose, Outcome: r.outcome, Attempt: p.entry.Attempt}
+			if p.entry.Action != nil {
+				rec.Key = p.entry.Action.LedgerKey()
+			}
+			if r.err != nil {
+				rec.Err = r.err.Error()
+			}
+			recs = append(recs, rec)
+		}
+		return recordOutcomes(tx, recs, d.cfg.MaxOutcomes)
+	})
+}
+
+// settleOne completes an action's ledger key or updates a notification's
+// outbox entry. It reports whether the entry stays in the outbox.
+func (d *Drainer) settleOne(tx *bolt.Tx, p pending, r result) (keep bool, err error) {
+	if a := p.entry.Action; a != nil {
+		key := a.LedgerKey()
+		switch {
+		case r.unstarted:
+			a.Payload, _ = json.Marshal(p.delivery)
+			return false, d.cfg.Gate.Unstart(tx, *a)
+		case r.err == nil:
+			receipt, _ := json.Marshal(r.outcome)
+			return false, d.cfg.Ledger.Complete(tx, key, receipt, r.outcome.EffectID)
+		case errors.Is(r.err, deliver.ErrNotStarted):
+			return false, d.cfg.Ledger.Release(tx, key, r.err.Error())
+		default:
+			// The effect may have happened: indeterminate now, never retried.
+			return false, d.cfg.Ledger.Abandon(tx, key, r.err.Error())
+		}
+	}
+	if d.cfg.Notify != AtLeastOnce || r.err == nil || p.entry.Delivery == nil {
+		return false, nil
+	}
+	// At-least-once: keep a failed hand-off for the next attempt; Attempt
+	// counts the attempts made.
+	v, err := encMode.Marshal(p.entry)
+	if err != nil {
+		return false, err
+	}
+	return true, tx.Bucket(bucketOutbox).Put(p.key, v)
+}
+
+// Recovery is what Recover found in the outbox after a restart.
+type Recovery struct {
+	// Lost counts notifications a crash may have cut off, with
+	// at-most-once notify: dropped, never repeated.
+	Lost int
+	// Indeterminate counts actions a crash cut off; their ledger keys are
+	// indeterminate until reconciled.
+	Indeterminate int
+	// Expired counts at-least-once hand-offs dropped because their object
+	// expired before the application took it.
+	Expired int
+	// Redelivered counts at-least-once hand-offs given to the application
+	// again, and Failed those that failed again (kept for later).
+	Redelivered, Failed int
+}
+
+// Recover settles the outbox a previous run left behind: at-most-once
+// notifications are reported lost and dropped; actions are reported (the
+// ledger made their keys indeterminate when it opened) and dropped; with
+// at-least-once notify, pending hand-offs are given to the application
+// again, and those whose object expired are dropped. Call it once per wake,
+// before draining.
+func (d *Drainer) Recover(ctx context.Context) (Recovery, error) {
+	d.run.Lock()
+	defer d.run.Unlock()
+	var rec Recovery
+	var again []pending
+	now := d.clock.Now()
+	err := d.db.Update(func(tx *bolt.Tx) error {
+		ps, err := loadOutbox(tx)
+		if err != nil {
+			return err
+		}
+		for _, p := range ps {
+			switch {
+			case p.entry.Action != nil:
+				rec.Indeterminate++
+			case d.cfg.Notify != AtLeastOnce || p.entry.Delivery == nil:
+				rec.Lost++
+			case !p.entry.Expires.IsZero() && !now.Before(p.entry.Expires):
+				rec.Expired++
+			default:
+				p.delivery.Attempt = p.entry.Attempt + 1
+				p.entry.Attempt++
+				again = append(again, p)
+				continue
+			}
+			if err := tx.Bucket(bucketOutbox).Delete(p.key); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil || len(again) == 0 {
+		return rec, err
+	}
+	rs := make([]result, len(again))
+	for i := range again {
+		rs[i] = d.handOff(ctx, &again[i])
+		if rs[i].err == nil {
+			rec.Redelivered++
+		} else {
+			rec.Failed++
+		}
+	}
+	return rec, d.settle(again, rs)
+}
+
+// fixedClock is the batch's moment of dequeue, for the receiver checks.
+type fixedClock time.Time
+
+func (c fixedClock) Now() time.Time { return time.Time(c) }
+
+func (c fixedClock) NewTimer(time.Duration) clock.Timer {
+	panic(fmt.Sprintf("drain: the dequeue clock (%v) makes no timers", time.Time(c)))
+}

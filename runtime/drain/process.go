@@ -1,0 +1,310 @@
+package drain
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/governed"
+	"github.com/torpor-dev/torpor/runtime/deliver"
+	"github.com/torpor-dev/torpor/runtime/gate"
+	"github.com/torpor-dev/torpor/store/ledger"
+	"github.com/torpor-dev/torpor/transport/a2a"
+)
+
+// proc processes records inside one batch transaction.
+type proc struct {
+	d   *Drainer
+	tx  *bolt.Tx
+	b   *batch
+	now time.Time // the wall clock at dequeue, once per batch
+
+	// per record
+	seq     uint64
+	from    did.DID
+	changed bool // a part of this record changed state in tx
+}
+
+// record processes one record. It returns an error only for store failures,
+// which abort the batch.
+func (p *proc) record(r Record) error {
+	p.seq, p.from, p.changed = r.Seq, parseFrom(r.From), false
+	rep := &p.b.report
+	parts, err := message(r.Body)
+	var opaque errOpaque
+	switch {
+	case errors.As(err, &opaque):
+		rep.Deferred++
+		rep.diag(r.Seq, CauseOpaque, opaque.why)
+		return nil
+	case err != nil:
+		rep.reject(r.Seq, a2a.ReasonMalformed, err.Error())
+	default:
+		for i, part := range parts {
+			deferred, err := p.part(part)
+			if err != nil {
+				return err
+			}
+			if deferred != "" {
+				rep.Deferred++
+				rep.diag(r.Seq, CauseMLSDeferred, fmt.Sprintf("part %d: %s", i, deferred))
+				return nil
+			}
+		}
+	}
+	rep.Acked++
+	p.b.acks = append(p.b.acks, r.Seq)
+	return nil
+}
+
+// part processes one part. It returns a non-empty reason when the record
+// must stay queued (only possible before any part of it changed state).
+func (p *proc) part(part a2a.Part) (deferred string, err error) {
+	rep := &p.b.report
+	if part.Text != nil && part.MediaType == "" {
+		rep.reject(p.seq, CauseNoObject, "text part")
+		return "", nil
+	}
+	mt, _, err := a2a.MediaTypeOf(part)
+	if err != nil {
+		rep.reject(p.seq, partReason(err), err.Error())
+		return "", nil
+	}
+	switch mt {
+	case a2a.MediaTypeDataObject:
+		return "", p.dataObject(part)
+	case a2a.MediaTypeMLSWire:
+		return p.mlsWire(part)
+	case a2a.MediaTypeMLSHandshake:
+		return "", p.handshake(part)
+	}
+	rep.reject(p.seq, CauseNoObject, "part of media type "+truncate(mt))
+	return "", nil
+}
+
+func partReason(err error) string {
+	var pe *a2a.PartError
+	if errors.As(err, &pe) {
+		return pe.Reason()
+	}
+	return a2a.ReasonMalformed
+}
+
+func (p *proc) dataObject(part a2a.Part) error {
+	dop, err := a2a.ReadDataObject(part)
+	if err != nil {
+		p.b.report.reject(p.seq, partReason(err), err.Error())
+		return nil
+	}
+	if !p.d.cfg.AllowPlaintext {
+		p.b.report.reject(p.seq, CausePlaintext, "unencrypted Governed Object")
+		return nil
+	}
+	return p.object(dop.Object, did.DID{})
+}
+
+func (p *proc) mlsWire(part a2a.Part) (string, error) {
+	rep := &p.b.report
+	w, err := a2a.ReadMLSWire(part)
+	if err != nil {
+		rep.reject(p.seq, partReason(err), err.Error())
+		return "", nil
+	}
+	if p.d.cfg.Sessions == nil {
+		rep.reject(p.seq, CauseNoSessions, "MLS wire part")
+		return "", nil
+	}
+	op, err := p.d.cfg.Sessions.Open(p.tx, w, p.from)
+	switch {
+	case err != nil && Deferred(err) && !p.changed:
+		return err.Error(), nil
+	case err != nil:
+		rep.reject(p.seq, CauseMLS, err.Error())
+		return "", nil
+	case op.Commit:
+		p.changed = true
+		rep.Handshake++
+		return "", nil
+	}
+	p.changed = true
+	obj, err := plaintextObject(op.Plaintext)
+	if err != nil {
+		rep.reject(p.seq, CauseBadPlaintext, err.Error())
+		return "", nil
+	}
+	return "", p.object(obj, op.Sender)
+}
+
+func (p *proc) handshake(part a2a.Part) error {
+	rep := &p.b.report
+	h, err := a2a.ReadHandshake(part)
+	if err != nil {
+		rep.reject(p.seq, partReason(err), err.Error())
+		return nil
+	}
+	if p.d.cfg.Sessions == nil {
+		rep.reject(p.seq, CauseNoSessions, "MLS handshake part")
+		return nil
+	}
+	if err := p.d.cfg.Sessions.ApplyHandshake(p.tx, h, p.from); err != nil {
+		rep.reject(p.seq, CauseMLS, err.Error())
+		return nil
+	}
+	p.changed = true
+	rep.Handshake++
+	return nil
+}
+
+// object runs one Governed Object through the six checks and then the
+// gate or the outbox. sender is the MLS sender (zero for unencrypted
+// carriage, which skips check 3).
+func (p *proc) object(raw json.RawMessage, sender did.DID) error {
+	rep := &p.b.report
+	rep.Objects++
+	o, err := governed.Parse(raw) // check 1
+	if err != nil {
+		rep.reject(p.seq, governed.ReasonOf(err).String(), err.Error())
+		return nil
+	}
+	rcv := governed.Receiver{Purposes: p.permitted(o), MaxLifetime: p.d.cfg.MaxLifetime, Clock: fixedClock(p.now)}
+	err = rcv.AcceptObject(o, governed.Input{Sender: sender, Replay: p.d.cfg.Replay(p.tx)}) // checks 2-6
+	if r := governed.ReasonOf(err); r != 0 {
+		rep.reject(p.seq, r.String(), err.Error())
+		return nil
+	}
+	if err != nil {
+		return err // the replay cache failed: abort the batch
+	}
+	p.changed = true
+	rep.Accepted++
+	if gate.IsControl(o.Governance.Purpose) {
+		return p.control(o)
+	}
+	dl, err := delivery(o, sender, p.seq, p.now)
+	if err != nil {
+		return err
+	}
+	expires := rcv.EffectiveExpiry(o)
+	if p.d.cfg.Gate.Consequential(o.Governance.Purpose) {
+		return p.action(o, dl, expires)
+	}
+	if _, ok := p.d.cfg.Router.Lookup(dl.Purpose); !ok {
+		rep.reject(p.seq, CauseNoRoute, "purpose "+truncate(dl.Purpose))
+		return nil
+	}
+	pd, err := p.d.newPending(dl, expires, nil)
+	if err != nil {
+		return err
+	}
+	p.b.pending = append(p.b.pending, pd)
+	return nil
+}
+
+// permitted returns the allowlist for o's processing context: o's purpose
+// when the configuration permits it (patterns, see runtime/purpose), and
+// the control purposes for objects from the owner. The set comes from the
+// receiver's configuration and the issuer the signature check will bind,
+// never from the object's claims alone (draft Section 8.3).
+func (p *proc) permitted(o *governed.Object) []string {
+	pp := o.Governance.Purpose
+	if gate.IsControl(pp) {
+		if !p.d.cfg.Owner.IsZero() && o.Issuer == p.d.cfg.Owner {
+			return []string{pp}
+		}
+		return nil
+	}
+	if p.d.cfg.Purposes.Match(pp) {
+		return []string{pp}
+	}
+	return nil
+}
+
+// control applies an owner's control object.
+func (p *proc) control(o *governed.Object) error {
+	rep := &p.b.report
+	res, err := p.d.cfg.Gate.Control(p.tx, o)
+	if err != nil {
+		if refusal(err) {
+			rep.reject(p.seq, CauseControl, err.Error())
+			return nil
+		}
+		return err
+	}
+	rep.Control++
+	switch o.Governance.Purpose {
+	case gate.PurposeHalt:
+		p.b.halted = true
+	case gate.PurposeResume, gate.PurposePolicy:
+		p.b.resumed = true
+	}
+	return p.released(res.Run)
+}
+
+// released queues held actions the gate released (a confirmation, a
+// resume, a new policy) for running after the commit.
+func (p *proc) released(hs []gate.Held) error {
+	for _, h := range hs {
+		var dl deliver.Delivery
+		if err := json.Unmarshal(h.Action.Payload, &dl); err != nil {
+			return fmt.Errorf("drain: held action %q: %w", h.Action.LedgerKey(), err)
+		}
+		dl.IdempotencyKey = h.Action.LedgerKey()
+		a := h.Action
+		pd, err := p.d.newPending(dl, a.Expires, &a)
+		if err != nil {
+			return err
+		}
+		p.b.pending = append(p.b.pending, pd)
+		p.b.report.Ran++
+	}
+	return nil
+}
+
+// refusal reports whether a gate error refuses the object (as opposed to a
+// store failure).
+func refusal(err error) bool {
+	var ke *ledger.KeyError
+	return errors.As(err, &ke) || errors.Is(err, gate.ErrBadPolicy) || errors.Is(err, gate.ErrStalePolicy) ||
+		errors.Is(err, gate.ErrNoHold) || errors.Is(err, gate.ErrExpired) || errors.Is(err, gate.ErrNotOwner) ||
+		errors.Is(err, gate.ErrUnknownControl) || errors.Is(err, gate.ErrBadControl)
+}
+
+// action runs a consequential object through the gate.
+func (p *proc) action(o *governed.Object, dl deliver.Delivery, expires time.Time) error {
+	rep := &p.b.report
+	dlJSON, err := json.Marshal(dl)
+	if err != nil {
+		return err
+	}
+	a, err := gate.ActionOf(o, dlJSON)
+	if err != nil {
+		rep.reject(p.seq, CauseBadAction, err.Error())
+		return nil
+	}
+	a.Expires = expires
+	dec, err := p.d.cfg.Gate.Decide(p.tx, a)
+	if err != nil {
+		return err
+	}
+	switch dec.Verdict {
+	case gate.Hold:
+		rep.Held++
+		rep.diag(p.seq, "held:"+dec.Reason, a.LedgerKey())
+	case gate.Refuse:
+		rep.Refused++
+		rep.diag(p.seq, "refused:"+dec.Reason, a.LedgerKey())
+	case gate.Run:
+		dl.IdempotencyKey = a.LedgerKey()
+		pd, err := p.d.newPending(dl, expires, &a)
+		if err != nil {
+			return err
+		}
+		p.b.pending = append(p.b.pending, pd)
+		rep.Ran++
+	}
+	return nil
+}

@@ -1,0 +1,71 @@
+package runtimetest
+
+import (
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/governed"
+	"github.com/torpor-dev/torpor/transport/a2a"
+)
+
+// Key returns the test identity whose RFC 8032 seed is 31 zero bytes then
+// last (1 is the vectors' Alice, 2 their Bob).
+func Key(t testing.TB, last byte) *did.PrivateKey {
+	t.Helper()
+	seed := make([]byte, 32)
+	seed[31] = last
+	k, err := did.NewKeyFromSeed(seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+// Body returns a queued JSON-RPC body (A2A v1.0 SendMessage) carrying
+// parts, as the relay stores it.
+func Body(t testing.TB, parts ...a2a.Part) []byte {
+	t.Helper()
+	m := a2a.NewUserMessage(fmt.Sprintf("m-%d", len(parts)), "", parts...)
+	req, err := a2a.NewSendMessage(json.RawMessage(`1`), a2a.Version10, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// Object signs a Governed Object. Zero ttl means no declared expiry.
+func Object(t testing.TB, k *did.PrivateKey, purpose string, issued time.Time, ttl time.Duration, payload any) []byte {
+	t.Helper()
+	if payload == nil {
+		payload = map[string]any{"text": "hello"}
+	}
+	o, err := governed.Sign(k, governed.Template{
+		IssuedAt: issued, Semantic: governed.Semantic{Schema: "https://atom.qwixl.dev/schema/CommsMessage"},
+		Payload: payload, Purpose: purpose, TTL: ttl,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := o.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// DataPart returns an unencrypted Governed Object part.
+func DataPart(t testing.TB, obj []byte) a2a.Part {
+	t.Helper()
+	p, err := a2a.DataObjectPart{Object: obj}.Part()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
