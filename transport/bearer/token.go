@@ -200,9 +200,10 @@ func split(tok string) (body, sig []byte, err error) {
 	return body, sig, nil
 }
 
-// decodeB64URL decodes base64url with or without padding.
+// decodeB64URL decodes base64url with or without padding. Strict decoding
+// refuses non-zero trailing bits, so a token has one spelling only.
 func decodeB64URL(s string) ([]byte, error) {
-	b, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(s, "="))
+	b, err := base64.RawURLEncoding.Strict().DecodeString(strings.TrimRight(s, "="))
 	if err != nil {
 		return nil, fmt.Errorf("not base64url: %v", err)
 	}

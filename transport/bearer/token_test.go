@@ -251,6 +251,9 @@ func TestMiddleware(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Change one whole sextet in the middle of the signature.
+	i := len(tok) - 20
+	tampered := tok[:i] + map[bool]string{true: "B", false: "A"}[tok[i] == 'A'] + tok[i+1:]
 	tests := []struct {
 		name, auth string
 		status     int
@@ -258,7 +261,7 @@ func TestMiddleware(t *testing.T) {
 	}{
 		{"valid", Authorization(tok), 200, aliceDID},
 		{"missing", "", 401, `{"error":"unauthorized","detail":"missing bearer token"}`},
-		{"tampered", Authorization(tok[:len(tok)-2] + "AA"), 401, `{"error":"unauthorized","detail":"transport token: bad signature"}`},
+		{"tampered", Authorization(tampered), 401, `{"error":"unauthorized","detail":"transport token: bad signature"}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
