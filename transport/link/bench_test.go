@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"sort"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -22,11 +24,23 @@ func BenchmarkDrain(b *testing.B) {
 	bounds.MaxMessages, bounds.MaxBytes = 1<<30, 1<<40
 	bounds.MaxPerPeer = 1 << 30
 	b.StopTimer()
-	for i := 0; i < b.N; i++ {
-		if _, err := h.q.Enqueue(context.Background(), queue.Record{Agent: dev.DID().String(), From: "did:key:zS", Body: body}, bounds, time.Now()); err != nil {
-			b.Fatal(err)
-		}
+	// Fill the queue with concurrent (group-committed) enqueues; order
+	// among them does not matter here.
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range 32 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for next.Add(1) <= int64(b.N) {
+				if _, err := h.q.Enqueue(context.Background(), queue.Record{Agent: dev.DID().String(), From: "did:key:zS", Body: body}, bounds, time.Now()); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		}()
 	}
+	wg.Wait()
 	b.StartTimer()
 	start := time.Now()
 	n, err := c.Drain(context.Background(), 100, func(context.Context, []Record) error { return nil })
