@@ -297,7 +297,11 @@ func TestNewerLinkReplacesOlder(t *testing.T) {
 	h := newHarness(t)
 	dev := testKey(t, 1)
 	c1 := h.dial(t, dev, nil)
-	c2 := h.dial(t, dev, nil)
+	c2, err := Dial(context.Background(), Config{RelayURL: h.http.URL, Key: dev})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
 	<-c1.Done()
 	if c1.Err() == nil {
 		t.Error("old link closed without an error")
@@ -307,6 +311,12 @@ func TestNewerLinkReplacesOlder(t *testing.T) {
 	}
 	if !h.srv.Up(dev.DID().String()) {
 		t.Error("agent not up after the replacement")
+	}
+	h.agents.mu.Lock()
+	up := h.agents.linked[dev.DID().String()]
+	h.agents.mu.Unlock()
+	if !up || len(h.agents.events) != 0 {
+		t.Errorf("Linked events after a replacement: up=%v, %d more events; want up and none", up, len(h.agents.events))
 	}
 }
 

@@ -150,10 +150,13 @@ func (s *Server) attach(c *serverConn) {
 	s.conns[c.agent.String()] = c
 	s.mu.Unlock()
 	if old != nil {
+		// The agent stays linked: no Linked call, and the old link's
+		// detach sees it is no longer current.
 		old.ws.Close(websocket.StatusPolicyViolation, "replaced by a newer link")
 		old.fail(errors.New("replaced by a newer link"))
+	} else {
+		s.Agents.Linked(c.agent, true)
 	}
-	s.Agents.Linked(c.agent, true)
 	s.log().Info("link up", "agent", c.agent.String())
 }
 
