@@ -535,3 +535,66 @@ func TestStateSurvivesRestart(t *testing.T) {
 func issueToken(k *did.PrivateKey, aud string, h *harness) (string, error) {
 	return bearerIssue(k, aud, h.clk.Now())
 }
+
+func TestSleepRetryAfterOnlyForScheduledWake(t *testing.T) {
+	h := newHarness(t, nil)
+	dev, alice := testKey(t, 1), testKey(t, 2)
+	c := h.device(t, dev, "sleep", deviceOpts{})
+	st := h.state(t, dev, c.Hello(), "sleep", deviceOpts{})
+	st.NextWake = t0.Add(2 * time.Hour).Unix()
+	if _, err := c.Publish(context.Background(), st); err != nil {
+		t.Fatal(err)
+	}
+	r := h.post(t, dev.DID(), alice, "1.0", sendV1)
+	ra, _ := strconv.Atoi(r.header.Get("Retry-After"))
+	if r.status != 503 || ra < 7200 || ra >= 7200+300 {
+		t.Errorf("scheduled wake in 2 h: %d Retry-After %d, want 503 and 7200 <= n < 7500", r.status, ra)
+	}
+	// Once the scheduled wake has passed, sleep has no Retry-After again.
+	h.clk.Advance(3 * time.Hour)
+	if r := h.post(t, dev.DID(), alice, "1.0", sendV1); r.status != 503 || r.header.Get("Retry-After") != "" {
+		t.Errorf("after the wake: %d Retry-After %q", r.status, r.header.Get("Retry-After"))
+	}
+}
+
+func TestAgentBoundsOverride(t *testing.T) {
+	dev, other, alice := testKey(t, 1), testKey(t, 3), testKey(t, 2)
+	small := queue.DefaultBounds()
+	small.MaxMessages = 1
+	h := newHarness(t, func(c *Config) { c.AgentBounds = map[string]queue.Bounds{dev.DID().String(): small} })
+	h.publishOffline(t, dev, "sleep", deviceOpts{})
+	h.publishOffline(t, other, "sleep", deviceOpts{})
+	for i, want := range []int{503, 507} {
+		if r := h.post(t, dev.DID(), alice, "", "x"); r.status != want {
+			t.Errorf("agent with 1-message bound, request %d: %d, want %d", i, r.status, want)
+		}
+	}
+	for i := range 2 {
+		if r := h.post(t, other.DID(), alice, "", "x"); r.status != 503 {
+			t.Errorf("other agent, request %d: %d", i, r.status)
+		}
+	}
+	card, _ := a2a.ParseCard(h.get(t, "/a/"+dev.DID().String()+"/.well-known/agent-card.json").body)
+	if qb, _, _ := card.QueueBounds(); qb.MaxMessages != 1 {
+		t.Errorf("card publishes maxMessages %d, want 1", qb.MaxMessages)
+	}
+}
+
+func TestRunPurgesExpired(t *testing.T) {
+	h := newHarness(t, nil)
+	dev, alice := testKey(t, 1), testKey(t, 2)
+	h.publishOffline(t, dev, "sleep", deviceOpts{bounds: &link.Bounds{TTLSec: 60}})
+	h.post(t, dev.DID(), alice, "", "x")
+	h.clk.Advance(2 * time.Minute)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	waiting := h.clk.TimerCreated()
+	go h.relay.Run(ctx)
+	<-waiting // the first purge ran; Run sleeps until the next
+	if m := string(h.get(t, "/metrics").body); !strings.Contains(m, "torpor_relay_purged_total 1") {
+		t.Error("/metrics lacks torpor_relay_purged_total 1")
+	}
+	if recs := h.queued(t, dev.DID()); len(recs) != 0 {
+		t.Errorf("%d records after the purge", len(recs))
+	}
+}
