@@ -137,12 +137,19 @@ type cachedProposal struct {
 	sender   Sender
 }
 
-// fail records err as the group's sticky error and returns it.
-func (g *Group) fail(err error) error {
-	if g.err == nil {
-		g.err = fmt.Errorf("mls: group state is inconsistent: %w", err)
+// recoverSticky turns a panic during an operation on g into g's sticky
+// error, returned through *err. A panic means input reached a state the
+// code did not expect; the group's state, though not changed (operations
+// build the next state aside and swap it in last), can no longer be
+// trusted, and a daemon fed untrusted messages must not crash on one.
+// Use as: defer g.recoverSticky(&err).
+func (g *Group) recoverSticky(err *error) {
+	if r := recover(); r != nil {
+		if g.err == nil {
+			g.err = fmt.Errorf("mls: group state is inconsistent: internal error: %v", r)
+		}
+		*err = g.err
 	}
-	return g.err
 }
 
 // usable returns the sticky error, or ErrNotMember/ErrReInitPending when the
@@ -173,7 +180,7 @@ func (g *Group) GroupContext() *GroupContext { return g.ctx.clone() }
 
 // RatchetTree returns a copy of the current ratchet tree, for distribution
 // out of band (RFC 9420, Section 12.4.3.3).
-func (g *Group) RatchetTree() *RatchetTree { return g.tree.clone() }
+func (g *Group) RatchetTree() *RatchetTree { return g.tree.deepClone() }
 
 // EpochAuthenticator returns the epoch_authenticator of the current epoch
 // (RFC 9420, Section 8.7).

@@ -57,7 +57,8 @@ type PendingCommit struct {
 // ErrInvalidProposal if the proposals given by value do not form a valid
 // list, and the sticky error, ErrNotMember or ErrReInitPending if the group
 // may not send. The group itself does not change until MergeCommit.
-func (g *Group) Commit(opts *CommitOptions) (*PendingCommit, error) {
+func (g *Group) Commit(opts *CommitOptions) (_ *PendingCommit, err error) {
+	defer g.recoverSticky(&err)
 	if err := g.usable(); err != nil {
 		return nil, err
 	}

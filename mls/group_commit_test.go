@@ -347,3 +347,21 @@ func forgeCommitRaw(t *testing.T, c *client, commit *Commit) *MLSMessage {
 	}
 	return &MLSMessage{Version: ProtocolMLS10, WireFormat: WireFormatPublicMessage, PublicMessage: pm}
 }
+
+func TestPanicBecomesStickyError(t *testing.T) {
+	cs := newTestGroup(t, "alice", "bob")
+	g := cs[0].g
+	func() (err error) {
+		defer g.recoverSticky(&err)
+		panic("boom")
+	}()
+	if g.Err() == nil {
+		t.Fatal("no sticky error after a panic")
+	}
+	if _, err := g.Commit(nil); !errors.Is(err, g.Err()) {
+		t.Errorf("Commit after a panic = %v, want the sticky error", err)
+	}
+	if _, err := g.ProcessMessage(&MLSMessage{}); err != g.Err() {
+		t.Errorf("ProcessMessage after a panic = %v, want the sticky error", err)
+	}
+}

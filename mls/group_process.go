@@ -39,8 +39,10 @@ type CommitSummary struct {
 // or epoch; ErrDecryption for failed decryption or MACs; ErrInvalidSignature;
 // ErrInvalidProposal, ErrUnknownProposal, ErrInvalidUpdatePath and
 // ErrInvalidCommit for invalid handshake messages; a *ParseError for
-// malformed content. A rejected message leaves the group unchanged.
-func (g *Group) ProcessMessage(m *MLSMessage) (*ProcessedMessage, error) {
+// malformed content. A rejected message leaves the group unchanged. A panic
+// while processing becomes the group's sticky error.
+func (g *Group) ProcessMessage(m *MLSMessage) (_ *ProcessedMessage, err error) {
+	defer g.recoverSticky(&err)
 	if g.err != nil {
 		return nil, g.err
 	}

@@ -30,9 +30,8 @@ func parentHash(p *ParentNode, siblingHash []byte) []byte {
 }
 
 // originalSiblingHash returns the tree hash of s, the copath child of
-// parent p, with p's unmerged leaves blanked (RFC 9420, Section 7.9). hashes
-// holds the current tree hashes, used when no leaf needs blanking.
-func (t *RatchetTree) originalSiblingHash(p *ParentNode, s tm.NodeIndex, hashes [][]byte) []byte {
+// parent p, with p's unmerged leaves blanked (RFC 9420, Section 7.9).
+func (t *RatchetTree) originalSiblingHash(p *ParentNode, s tm.NodeIndex) []byte {
 	first, end := tm.Leaves(s)
 	var excl []uint32
 	for _, u := range p.UnmergedLeaves {
@@ -40,10 +39,7 @@ func (t *RatchetTree) originalSiblingHash(p *ParentNode, s tm.NodeIndex, hashes 
 			excl = append(excl, u)
 		}
 	}
-	if len(excl) == 0 && hashes != nil {
-		return hashes[s]
-	}
-	return t.treeHash(s, excl, nil)
+	return t.hashExcluding(s, excl)
 }
 
 // nodeParentHash returns the parent_hash field of node x (a parent, or a
@@ -63,7 +59,6 @@ func (t *RatchetTree) nodeParentHash(x tm.NodeIndex) []byte {
 // parent-hash valid (RFC 9420, Section 7.9.2), top down: each must be the
 // target of exactly one parent-hash link from a node below it.
 func (t *RatchetTree) VerifyParentHashes() error {
-	hashes := t.treeHashes()
 	n := t.n()
 	for x := tm.NodeIndex(1); uint32(x) < uint32(len(t.nodes)); x += 2 {
 		p := t.parent(x)
@@ -73,7 +68,7 @@ func (t *RatchetTree) VerifyParentHashes() error {
 		links := 0
 		for _, c := range []tm.NodeIndex{tm.Left(x), tm.Right(x)} {
 			s := tm.Sibling(c, n)
-			ph := parentHash(p, t.originalSiblingHash(p, s, hashes))
+			ph := parentHash(p, t.originalSiblingHash(p, s))
 			res := t.resolution(c)
 			for _, d := range res {
 				if bytes.Equal(t.nodeParentHash(d), ph) && t.unmergedMatches(p, c, d, res) {
@@ -119,7 +114,8 @@ func (t *RatchetTree) setParentHashes(l tm.LeafIndex) []byte {
 	for i := len(path) - 1; i >= 0; i-- {
 		p := t.parent(path[i])
 		p.ParentHash = next
-		next = parentHash(p, t.treeHash(copath[i], nil, nil))
+		t.invalidate(path[i])
+		next = parentHash(p, t.hash(copath[i]))
 	}
 	return next
 }

@@ -83,6 +83,9 @@ func (n Node) clone() Node {
 // has a power-of-two number of leaves, blank ones included.
 type RatchetTree struct {
 	nodes []Node
+	// hashes caches tree hashes by node (see treehash.go); a nil entry is
+	// not computed yet.
+	hashes [][]byte
 }
 
 // newRatchetTree returns a one-leaf tree holding leaf.
@@ -171,9 +174,25 @@ func (t *RatchetTree) marshal(b *cryptobyte.Builder) {
 // with trailing blank nodes removed.
 func (t *RatchetTree) Marshal() []byte { return encode(t) }
 
-// clone returns a deep copy of t.
+// clone returns a copy of t that can be changed without changing t.
+// LeafNodes are shared: the tree never changes a LeafNode in place, only
+// replaces it. Parent nodes, which addLeaf and setParentHashes change, are
+// copied.
 func (t *RatchetTree) clone() *RatchetTree {
-	c := &RatchetTree{nodes: make([]Node, len(t.nodes))}
+	c := &RatchetTree{nodes: make([]Node, len(t.nodes)), hashes: slices.Clone(t.hashes)}
+	for i, n := range t.nodes {
+		c.nodes[i] = n
+		if n.Parent != nil {
+			c.nodes[i].Parent = n.Parent.clone()
+		}
+	}
+	return c
+}
+
+// deepClone returns a copy of t that shares nothing with it, for callers
+// outside the package.
+func (t *RatchetTree) deepClone() *RatchetTree {
+	c := &RatchetTree{nodes: make([]Node, len(t.nodes)), hashes: slices.Clone(t.hashes)}
 	for i, n := range t.nodes {
 		c.nodes[i] = n.clone()
 	}
@@ -187,7 +206,7 @@ func (t *RatchetTree) NumLeaves() uint32 { return uint32(len(t.nodes)+1) / 2 }
 func (t *RatchetTree) n() uint32 { return t.NumLeaves() }
 
 // Leaf returns the LeafNode at leaf index i, or nil if it is blank or out
-// of range.
+// of range. The LeafNode belongs to the tree and must not be modified.
 func (t *RatchetTree) Leaf(i uint32) *LeafNode {
 	x := uint64(i) * 2
 	if x >= uint64(len(t.nodes)) {
@@ -196,7 +215,8 @@ func (t *RatchetTree) Leaf(i uint32) *LeafNode {
 	return t.nodes[x].Leaf
 }
 
-// Node returns node x, or a blank node if x is out of range.
+// Node returns node x, or a blank node if x is out of range. Its contents
+// belong to the tree and must not be modified.
 func (t *RatchetTree) Node(x uint32) Node {
 	if uint64(x) >= uint64(len(t.nodes)) {
 		return Node{}
@@ -210,7 +230,7 @@ func (t *RatchetTree) leaf(l tm.LeafIndex) *LeafNode { return t.nodes[l.Node()].
 
 func (t *RatchetTree) parent(x tm.NodeIndex) *ParentNode { return t.nodes[x].Parent }
 
-func (t *RatchetTree) blank(x tm.NodeIndex) { t.nodes[x] = Node{} }
+func (t *RatchetTree) blank(x tm.NodeIndex) { t.setNode(x, Node{}) }
 
 // Resolution returns the resolution of node x (RFC 9420, Section 4.1.1):
 // the non-blank nodes that together cover its subtree, with each parent's
@@ -272,7 +292,9 @@ func (t *RatchetTree) filteredDirectPath(l tm.LeafIndex) (path, copath []tm.Node
 // extend doubles the number of leaves, adding a blank right subtree under a
 // new blank root (RFC 9420, Section 7.7).
 func (t *RatchetTree) extend() {
+	t.hash(tm.Root(t.n())) // keep the old subtree's hashes: it does not change
 	t.nodes = append(t.nodes, make([]Node, len(t.nodes)+1)...)
+	t.hashes = append(t.hashes, make([][]byte, len(t.hashes)+1)...)
 }
 
 // truncate removes right halves with only blank leaves, keeping at least
@@ -286,6 +308,9 @@ func (t *RatchetTree) truncate() {
 			}
 		}
 		t.nodes = t.nodes[:half]
+		if len(t.hashes) > half {
+			t.hashes = t.hashes[:half]
+		}
 	}
 }
 
@@ -306,9 +331,10 @@ func (t *RatchetTree) addLeaf(leaf *LeafNode) tm.LeafIndex {
 		if pn := t.nodes[p].Parent; pn != nil {
 			i, _ := slices.BinarySearch(pn.UnmergedLeaves, uint32(l))
 			pn.UnmergedLeaves = slices.Insert(pn.UnmergedLeaves, i, uint32(l))
+			t.invalidate(p)
 		}
 	}
-	t.nodes[l.Node()] = Node{Leaf: leaf}
+	t.setNode(l.Node(), Node{Leaf: leaf})
 	return l
 }
 
@@ -322,7 +348,7 @@ func (t *RatchetTree) blankPath(l tm.LeafIndex) {
 // updateLeaf replaces leaf l and blanks its direct path (RFC 9420, Section
 // 12.1.2).
 func (t *RatchetTree) updateLeaf(l tm.LeafIndex, leaf *LeafNode) {
-	t.nodes[l.Node()] = Node{Leaf: leaf}
+	t.setNode(l.Node(), Node{Leaf: leaf})
 	t.blankPath(l)
 }
 

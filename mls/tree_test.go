@@ -111,8 +111,9 @@ func TestTreeValidationTampered(t *testing.T) {
 		t.Fatalf("untampered tree: %v", err)
 	}
 	for _, tt := range tests {
-		tr := base.clone()
+		tr := base.deepClone()
 		tt.tamper(tr)
+		tr.hashes = nil // tampering bypasses setNode
 		if err := tr.Validate(groupID, nil); !errors.Is(err, tt.want) {
 			t.Errorf("%s: Validate = %v, want %v", tt.name, err, tt.want)
 		}

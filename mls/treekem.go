@@ -54,7 +54,7 @@ func (t *RatchetTree) createPath(self tm.LeafIndex, leaf *LeafNode, sigPriv ed25
 		if err != nil {
 			return nil, err
 		}
-		t.nodes[x] = Node{Parent: &ParentNode{EncryptionKey: pub}}
+		t.setNode(x, Node{Parent: &ParentNode{EncryptionKey: pub}})
 		pu.secrets = append(pu.secrets, secret)
 		pu.keys[x] = priv
 	}
@@ -68,7 +68,7 @@ func (t *RatchetTree) createPath(self tm.LeafIndex, leaf *LeafNode, sigPriv ed25
 	if err := pu.leaf.sign(sigPriv, groupID, uint32(self)); err != nil {
 		return nil, err
 	}
-	t.nodes[self.Node()] = Node{Leaf: pu.leaf}
+	t.setNode(self.Node(), Node{Leaf: pu.leaf})
 	return pu, nil
 }
 
@@ -140,13 +140,13 @@ func (t *RatchetTree) mergePath(sender tm.LeafIndex, up *UpdatePath) error {
 	t.blankPath(sender)
 	path, _ := t.filteredDirectPath(sender)
 	for i, x := range path {
-		t.nodes[x] = Node{Parent: &ParentNode{EncryptionKey: bytes.Clone(up.Nodes[i].EncryptionKey)}}
+		t.setNode(x, Node{Parent: &ParentNode{EncryptionKey: bytes.Clone(up.Nodes[i].EncryptionKey)}})
 	}
 	ph := t.setParentHashes(sender)
 	if !bytes.Equal(ph, up.LeafNode.ParentHash) {
 		return fmt.Errorf("%w: leaf parent hash does not match the path", ErrInvalidUpdatePath)
 	}
-	t.nodes[sender.Node()] = Node{Leaf: up.LeafNode.clone()}
+	t.setNode(sender.Node(), Node{Leaf: up.LeafNode.clone()})
 	return nil
 }
 
