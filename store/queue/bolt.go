@@ -95,7 +95,9 @@ func OpenBolt(path string, o *Options) (*Bolt, error) {
 
 // New returns a Store kept in db, which the caller opened (for instance to
 // keep other relay state in the same file) and closes after Close. It
-// creates the queue's buckets if needed.
+// creates the queue's buckets if needed. It leaves db's group-commit
+// settings alone: set db.MaxBatchDelay (bbolt's default is 10 ms, OpenBolt
+// uses DefaultMaxBatchDelay) before sharing db between goroutines.
 func New(db *bolt.DB) (*Bolt, error) { return newBolt(db, false) }
 
 func newBolt(db *bolt.DB, own bool) (*Bolt, error) {
