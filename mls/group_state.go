@@ -24,7 +24,8 @@ import (
 //   - Secrets is this package's own encoding of the rest: GroupContext,
 //     transcript hashes, our leaf and private keys, the epoch's secrets,
 //     the secret tree with its ratchet positions and skipped keys, the
-//     proposals received in the epoch and the group's flags. It must be
+//     proposals received in the epoch, the resumption PSKs of recent
+//     epochs and the group's flags. It must be
 //     stored encrypted, and a stored state must be replaced, never kept
 //     alongside a newer one: restoring an old state would reuse key
 //     generations (RFC 9420, Section 6.3.1 explains the reuse guard that
@@ -71,6 +72,7 @@ func (g *Group) State() (*State, error) {
 	g.marshalPendingUpdate(&b)
 	addOptional(&b, g.reinit != nil, func(b *cryptobyte.Builder) { g.reinit.marshalBody(b) })
 	addBool(&b, g.removed)
+	g.marshalResumption(&b)
 	secrets, err := b.Bytes()
 	if err != nil {
 		return nil, err
@@ -122,6 +124,40 @@ func (g *Group) marshalProposals(b *cryptobyte.Builder) {
 			p.sender.marshal(b)
 			marshalProposal(b, p.proposal)
 		}
+	})
+}
+
+// marshalResumption writes the resumption PSKs of past epochs, by epoch.
+func (g *Group) marshalResumption(b *cryptobyte.Builder) {
+	epochs := make([]uint64, 0, len(g.resumption))
+	for e := range g.resumption {
+		epochs = append(epochs, e)
+	}
+	slices.Sort(epochs)
+	addVector(b, func(b *cryptobyte.Builder) {
+		for _, e := range epochs {
+			b.AddUint64(e)
+			addOpaque(b, g.resumption[e])
+		}
+	})
+}
+
+func (g *Group) unmarshalResumption(s *cryptobyte.String) bool {
+	g.resumption = nil
+	first := true
+	var prev uint64
+	return readVector(s, func(s *cryptobyte.String) bool {
+		var e uint64
+		var psk []byte
+		if !s.ReadUint64(&e) || (!first && e <= prev) || !readOpaque(s, &psk) || len(psk) != suite.HashSize {
+			return false
+		}
+		if g.resumption == nil {
+			g.resumption = map[uint64][]byte{}
+		}
+		first, prev = false, e
+		g.resumption[e] = psk
+		return true
 	})
 }
 
@@ -195,7 +231,7 @@ func (g *Group) unmarshalSecrets(data []byte) ([]byte, error) {
 		ok = readProposalBody(&s, ProposalTypeReInit, &p)
 		g.reinit, _ = p.(*ReInitProposal)
 	}
-	if !ok || !readBool(&s, &g.removed) || !s.Empty() {
+	if !ok || !readBool(&s, &g.removed) || !g.unmarshalResumption(&s) || !s.Empty() {
 		return nil, errStateMalformed
 	}
 	g.self = tm.LeafIndex(self)

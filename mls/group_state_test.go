@@ -118,3 +118,88 @@ func TestRestoreRejects(t *testing.T) {
 		t.Error("State saved a group with a sticky error")
 	}
 }
+
+// restore saves and restores c's group, checks the copy is identical, and
+// replaces c's group with it.
+func restore(t testing.TB, c *client) {
+	t.Helper()
+	st, err := c.g.State()
+	if err != nil {
+		t.Fatalf("%s: State: %v", c.name, err)
+	}
+	g, err := RestoreGroup(c.cfg, st)
+	if err != nil {
+		t.Fatalf("%s: RestoreGroup: %v", c.name, err)
+	}
+	compareGroups(t, c.g, g)
+	again, err := g.State()
+	if err != nil || !bytes.Equal(again.Secrets, st.Secrets) || !bytes.Equal(again.Tree, st.Tree) {
+		t.Fatalf("%s: the restored group saves other bytes (%v)", c.name, err)
+	}
+	c.g = g
+}
+
+// TestStateMidEpoch saves and restores every member in the middle of an
+// epoch (proposals cached, an Update of our own pending, resumption PSKs of
+// past epochs) and checks that the restored groups carry on.
+func TestStateMidEpoch(t *testing.T) {
+	cs := newTestGroup(t, "alice", "bob", "carol", "dave")
+	alice, bob, carol, dave := cs[0], cs[1], cs[2], cs[3]
+	for i := 0; i < 3; i++ {
+		pc := cs[i].commit(t, &CommitOptions{ForcePath: true})
+		process(t, pc.Message, append(cs[:i:i], cs[i+1:]...)...)
+	}
+	upd, err := carol.g.ProposeUpdate(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	process(t, upd, alice, bob, dave)
+	rm, err := bob.g.Propose(&RemoveProposal{Removed: dave.g.LeafIndex()}, &SendOptions{Public: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	process(t, rm, alice, carol, dave)
+	if len(carol.g.pendingUpdate) == 0 || len(alice.g.proposals) != 2 || len(alice.g.resumption) < 3 {
+		t.Fatalf("test setup: pending update %d, proposals %d, resumption %d",
+			len(carol.g.pendingUpdate), len(alice.g.proposals), len(alice.g.resumption))
+	}
+	for _, c := range cs {
+		restore(t, c)
+	}
+	pc := alice.commit(t, nil)
+	res := process(t, pc.Message, bob, carol, dave)
+	if !res[2].Commit.Removed {
+		t.Fatal("Dave was not removed")
+	}
+	sameState(t, alice, bob, carol)
+	checkMessaging(t, alice, bob, carol)
+	// A removed member's state round-trips too, and stays unusable.
+	restore(t, dave)
+	if _, err := dave.g.EncryptApplication([]byte("x"), nil); !errors.Is(err, ErrNotMember) {
+		t.Errorf("restored removed member: %v, want ErrNotMember", err)
+	}
+}
+
+// FuzzRestoreGroup feeds mutated states to RestoreGroup: it must never
+// panic, and a state it accepts must save to the same bytes.
+func FuzzRestoreGroup(f *testing.F) {
+	j := loadPassiveJoins(f)[0]
+	st, err := j.join(f).State()
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(st.Tree, st.Secrets)
+	f.Fuzz(func(t *testing.T, tree, secrets []byte) {
+		g, err := RestoreGroup(nil, &State{Tree: tree, Secrets: secrets})
+		if err != nil {
+			return
+		}
+		again, err := g.State()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(again.Secrets, secrets) {
+			t.Fatalf("accepted secrets re-encode differently")
+		}
+	})
+}

@@ -3,7 +3,6 @@ package vectors
 import (
 	"bytes"
 	"crypto/ed25519"
-	"errors"
 	"fmt"
 
 	"github.com/torpor-dev/torpor/mls"
@@ -71,13 +70,40 @@ func runPassiveClient(c fields) error {
 	}
 	g, err := mls.Join(cfg, w, kp, priv, tree)
 	if err != nil {
-		return fmt.Errorf("Join: %w", err)
+		return fmt.Errorf("joining: %w", err)
 	}
 	if !bytes.Equal(g.EpochAuthenticator(), v.InitialEpochAuthenticator) {
 		return fmt.Errorf("initial epoch_authenticator = %x, want %x", g.EpochAuthenticator(), v.InitialEpochAuthenticator)
 	}
-	if len(v.Epochs) > 0 {
-		return errors.New("following commits: not implemented yet")
+	for i, ep := range v.Epochs {
+		for k, p := range ep.Proposals {
+			if err := process(g, p, mls.ContentTypeProposal); err != nil {
+				return fmt.Errorf("epoch %d proposal %d: %w", i, k, err)
+			}
+		}
+		if err := process(g, ep.Commit, mls.ContentTypeCommit); err != nil {
+			return fmt.Errorf("epoch %d commit: %w", i, err)
+		}
+		if !bytes.Equal(g.EpochAuthenticator(), ep.EpochAuthenticator) {
+			return fmt.Errorf("epoch %d: epoch_authenticator = %x, want %x", i, g.EpochAuthenticator(), ep.EpochAuthenticator)
+		}
+	}
+	return nil
+}
+
+// process hands one handshake MLSMessage to the group and checks it was of
+// the expected content type.
+func process(g *mls.Group, msg []byte, want mls.ContentType) error {
+	m, err := mls.ParseMLSMessage(msg)
+	if err != nil {
+		return err
+	}
+	pm, err := g.ProcessMessage(m)
+	if err != nil {
+		return err
+	}
+	if pm.ContentType != want {
+		return fmt.Errorf("content type %d, want %d", pm.ContentType, want)
 	}
 	return nil
 }
