@@ -209,3 +209,34 @@ func (c fixedClock) Now() time.Time { return time.Time(c) }
 func (c fixedClock) NewTimer(time.Duration) clock.Timer {
 	panic(fmt.Sprintf("drain: the dequeue clock (%v) makes no timers", time.Time(c)))
 }
+
+// Redecide runs every held action through the gate again, in a
+// transaction of its own (after a fresh pulse ended a liveness
+// suspension), and hands those the gate now allows to the application. It
+// returns the report of what ran.
+func (d *Drainer) Redecide(ctx context.Context) (Report, error) {
+	d.run.Lock()
+	defer d.run.Unlock()
+	var b *batch
+	err := d.db.Update(func(tx *bolt.Tx) error {
+		b = &batch{}
+		hs, err := d.cfg.Gate.Redecide(tx)
+		if err != nil {
+			return err
+		}
+		p := &proc{d: d, tx: tx, b: b, now: d.clock.Now()}
+		if err := p.released(hs); err != nil {
+			return err
+		}
+		for i := range b.pending {
+			if err := putPending(tx, &b.pending[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return Report{}, fmt.Errorf("drain: redeciding held actions: %w", err)
+	}
+	return b.report, d.finish(ctx, b)
+}

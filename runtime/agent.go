@@ -1,0 +1,269 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/torpor-dev/torpor/clock"
+	"github.com/torpor-dev/torpor/store"
+	"github.com/torpor-dev/torpor/wake"
+	"github.com/torpor-dev/torpor/wake/sleeptime"
+	"github.com/torpor-dev/torpor/wake/timer"
+)
+
+// Agent is the device daemon's life: the duty cycle around the pipeline.
+type Agent struct {
+	cfg    Config
+	log    *slog.Logger
+	clock  clock.Clock
+	meter  sleeptime.Meter
+	window wake.Window
+
+	db   *bolt.DB
+	pipe *Pipeline
+
+	mu sync.Mutex
+	// mu guards all following fields.
+	mode      wake.Mode
+	sched     time.Time     // scheduled wake in sleep mode
+	changed   chan struct{} // closed and replaced when the mode changes
+	opened    time.Duration // how long opening took, reported by the first wake
+	lastPulse time.Time
+}
+
+// New checks cfg and returns an agent. Run starts it.
+func New(cfg Config) (*Agent, error) {
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
+	a := &Agent{cfg: cfg, log: cfg.logger().With("component", "agent"), clock: clock.Or(cfg.Clock),
+		window: cfg.window(), mode: cfg.Mode, sched: cfg.ScheduledWake, changed: make(chan struct{})}
+	a.meter = sleeptime.Meter{Clock: cfg.Clock, Kernel: cfg.Kernel}
+	return a, nil
+}
+
+// Run runs the duty cycle until ctx ends: open bbolt, then wake, drain,
+// stay live to the window's end, sleep, and again. It returns nil when ctx
+// ended, or an error that makes running impossible (the store cannot be
+// opened, no wake source works).
+func (a *Agent) Run(ctx context.Context) error {
+	if err := a.open(); err != nil {
+		return err
+	}
+	defer a.close()
+	reason, slept := "boot", sleeptime.Span{}
+	for ctx.Err() == nil {
+		now := a.clock.Now()
+		mode, start, end := a.plan(now)
+		if reason == "boot" && (start.IsZero() || now.Before(start)) {
+			// Booted outside a window: tell the relay the mode and drain
+			// now, without staying live, then sleep as planned.
+			a.wake(ctx, mode, reason, slept, now.Add(a.windowLength()), false)
+			reason = "planned"
+			continue
+		}
+		if start.IsZero() || now.Before(start) {
+			w, err := a.sleep(ctx, start)
+			switch {
+			case ctx.Err() != nil:
+				return nil
+			case errors.Is(err, errReplan):
+				reason = "mode"
+				continue
+			case err != nil:
+				return err
+			}
+			reason, slept = w.Reason.String(), w.Slept
+			now = a.clock.Now()
+			if mode, start, end = a.plan(now); start.IsZero() || now.Before(start) {
+				// Woken early (an event source): a window of the
+				// configured length from now.
+				end = now.Add(a.windowLength())
+			}
+		}
+		a.wake(ctx, mode, reason, slept, end, true)
+		reason, slept = "mode", sleeptime.Span{}
+	}
+	return nil
+}
+
+func (a *Agent) windowLength() time.Duration {
+	if a.window.Length == 0 {
+		return wake.DefaultLength
+	}
+	return a.window.Length
+}
+
+// errReplan ends a sleep because the mode changed.
+var errReplan = errors.New("runtime: mode changed")
+
+// open opens bbolt and the pipeline, and restores the cycle state.
+func (a *Agent) open() error {
+	t := a.clock.Now()
+	db, err := store.Open(a.cfg.dbPath(), nil)
+	if err != nil {
+		return err
+	}
+	pipe, err := OpenPipeline(db, a.cfg.pipelineConfig())
+	if err != nil {
+		db.Close()
+		return err
+	}
+	a.db, a.pipe = db, pipe
+	if err := a.restore(); err != nil {
+		a.close()
+		return err
+	}
+	a.mu.Lock()
+	a.opened = a.clock.Now().Sub(t)
+	a.mu.Unlock()
+	return nil
+}
+
+func (a *Agent) close() {
+	if a.pipe != nil {
+		a.pipe.Drainer.Close()
+	}
+	if a.db != nil {
+		a.db.Close()
+	}
+}
+
+// restore reads the cycle state: a mode changed at runtime holds unless
+// the configured mode changed since; a wake planned before a power-off
+// that passed unnoticed is logged.
+func (a *Agent) restore() error {
+	return a.db.View(func(tx *bolt.Tx) error {
+		c, err := loadCycle(tx)
+		if err != nil {
+			return err
+		}
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		if c.Mode != "" && c.ConfigMode == a.cfg.Mode {
+			a.mode, a.sched = c.Mode, c.ScheduledWake
+		}
+		if now := a.clock.Now(); !c.NextWake.IsZero() && now.After(c.NextWake) {
+			a.log.Warn("resumed after the planned wake (powered off or stopped)",
+				"plannedWake", c.NextWake.UTC().Format(time.RFC3339), "late", now.Sub(c.NextWake).Round(time.Second),
+				"lastWake", c.LastWake.UTC().Format(time.RFC3339))
+		}
+		return nil
+	})
+}
+
+func (c *Config) pipelineConfig() PipelineConfig {
+	return PipelineConfig{
+		Key: c.Key, Owner: c.Owner, Purposes: c.Purposes, Consequential: c.Consequential,
+		AllowPlaintext: c.AllowPlaintext, MaxLifetime: c.MaxLifetime, Routes: c.Routes,
+		Notify: c.Notify, Sessions: c.Sessions, Clock: c.Clock,
+	}
+}
+
+// Pipeline returns the agent's pipeline (nil before Run opened it).
+func (a *Agent) Pipeline() *Pipeline { return a.pipe }
+
+// Mode returns the mode in force and the scheduled wake (sleep mode).
+func (a *Agent) Mode() (wake.Mode, time.Time) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.mode, a.sched
+}
+
+// SetMode changes the reachability mode at runtime (and, in sleep mode, the
+// one scheduled wake; zero for none). The change persists across restarts
+// until the configured mode changes. A sleeping agent re-plans at once; an
+// awake one ends its wake, announcing the new mode, and re-plans.
+func (a *Agent) SetMode(m wake.Mode, scheduled time.Time) error {
+	if !m.Valid() {
+		return fmt.Errorf("runtime: invalid mode %q", m)
+	}
+	if a.db != nil {
+		err := a.db.Update(func(tx *bolt.Tx) error {
+			c, err := loadCycle(tx)
+			if err != nil {
+				return err
+			}
+			c.Mode, c.ConfigMode, c.ScheduledWake = m, a.cfg.Mode, scheduled
+			return putCBOR(tx, keyCycle, c)
+		})
+		if err != nil {
+			return fmt.Errorf("runtime: recording mode: %w", err)
+		}
+	}
+	a.mu.Lock()
+	a.mode, a.sched = m, scheduled
+	close(a.changed)
+	a.changed = make(chan struct{})
+	a.mu.Unlock()
+	a.log.Info("mode changed", "mode", m)
+	return nil
+}
+
+func (a *Agent) modeChanged() <-chan struct{} {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.changed
+}
+
+// plan returns the mode in force and the window of the next wake at or
+// after now: start zero means no planned wake (sleep mode without a
+// scheduled one: only an event source wakes the agent); end zero means the
+// wake has no end (always_on, session).
+func (a *Agent) plan(now time.Time) (m wake.Mode, start, end time.Time) {
+	m, sched := a.Mode()
+	switch m {
+	case wake.AlwaysOn, wake.Session:
+		return m, now, time.Time{}
+	case wake.HourlyWake:
+		start, end = a.window.Next(now)
+		return m, start, end
+	}
+	length := a.windowLength()
+	if sched.IsZero() || !now.Before(sched.Add(length)) {
+		return m, time.Time{}, time.Time{}
+	}
+	return m, sched, sched.Add(length)
+}
+
+// nextWake returns the wake planned after a window ending at end.
+func (a *Agent) nextWake(end time.Time) time.Time {
+	m, start, _ := a.plan(end)
+	if m == wake.AlwaysOn || m == wake.Session {
+		return time.Time{}
+	}
+	return start
+}
+
+// sleep arms the wake sources until until (zero: until an event) and
+// blocks. It returns errReplan when the mode changed meanwhile.
+func (a *Agent) sleep(ctx context.Context, until time.Time) (wake.Wake, error) {
+	sources := a.cfg.Sources
+	if len(sources) == 0 {
+		sources = []wake.Source{&timer.Source{Clock: a.cfg.Clock, Kernel: a.cfg.Kernel}}
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	changed := a.modeChanged()
+	go func() {
+		select {
+		case <-changed:
+			cancel()
+		case <-sctx.Done():
+		}
+	}()
+	w, err := wake.First(sctx, until, sources...)
+	if err != nil && ctx.Err() == nil && sctx.Err() != nil {
+		return wake.Wake{}, errReplan
+	}
+	if err != nil {
+		return w, fmt.Errorf("runtime: waiting for a wake: %w", err)
+	}
+	return w, nil
+}

@@ -1,0 +1,273 @@
+package runtime_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	goruntime "runtime"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/torpor-dev/torpor/clock/clocktest"
+	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/runtime"
+	"github.com/torpor-dev/torpor/runtime/deliver"
+	"github.com/torpor-dev/torpor/runtime/purpose"
+	"github.com/torpor-dev/torpor/runtime/runtimetest"
+	"github.com/torpor-dev/torpor/store/queue"
+	"github.com/torpor-dev/torpor/transport/a2a"
+	"github.com/torpor-dev/torpor/transport/bearer"
+	"github.com/torpor-dev/torpor/transport/relay"
+	"github.com/torpor-dev/torpor/wake"
+	"github.com/torpor-dev/torpor/wake/waketest"
+)
+
+// t0 is outside the test agent's window.
+var t0 = time.Date(2026, 1, 15, 12, 0, 0, 0, time.UTC)
+
+type recorder struct {
+	mu  sync.Mutex
+	got []deliver.Delivery
+}
+
+func (r *recorder) Deliver(_ context.Context, d deliver.Delivery) (deliver.Outcome, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.got = append(r.got, d)
+	return deliver.Outcome{OK: true}, nil
+}
+
+func (r *recorder) ids() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, d := range r.got {
+		out = append(out, d.ObjectID)
+	}
+	return out
+}
+
+type world struct {
+	t      *testing.T
+	clock  *clocktest.Clock
+	srv    *httptest.Server
+	queue  *queue.Bolt
+	key    *did.PrivateKey
+	rec    *recorder
+	wakes  chan runtime.WakeReport
+	phases chan runtime.Phase
+	agent  *runtime.Agent
+	window wake.Window
+	stop   context.CancelFunc
+	done   chan error
+}
+
+func newWorld(t *testing.T, mode wake.Mode) *world {
+	w := &world{t: t, clock: clocktest.New(t0), key: runtimetest.Key(t, 8), rec: &recorder{},
+		wakes: make(chan runtime.WakeReport, 16), phases: make(chan runtime.Phase, 256)}
+	dir := t.TempDir()
+	var err error
+	if w.queue, err = queue.OpenBolt(filepath.Join(dir, "queue.db"), nil); err != nil {
+		t.Fatal(err)
+	}
+	states, err := relay.OpenStates(filepath.Join(dir, "agents.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.srv = httptest.NewUnstartedServer(nil)
+	r, err := relay.New(relay.Config{PublicURL: "http://" + w.srv.Listener.Addr().String(), Queue: w.queue, States: states, Clock: w.clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.srv.Config.Handler = r.Handler()
+	w.srv.Start()
+	t.Cleanup(func() {
+		r.Link().Close()
+		w.srv.Close()
+		w.queue.Close()
+		states.Close()
+	})
+	w.window = wake.Window{Minute: wake.WakeMinute(w.key.DID().String()), Length: 5 * time.Minute}
+	router := []deliver.Route{{Pattern: "*", Name: "rec", Handler: w.rec}}
+	w.agent, err = runtime.New(runtime.Config{
+		Key: w.key, DataDir: filepath.Join(dir, "agent"), RelayURL: w.srv.URL, Mode: mode,
+		WindowLength: w.window.Length, Purposes: purpose.Set{"comms:*"}, AllowPlaintext: true, Routes: router,
+		Clock: w.clock, Kernel: waketest.NewKernelClock(time.Hour), Rand: bytes.NewReader(make([]byte, 1<<16)),
+		OnWake:  func(r runtime.WakeReport) { w.wakes <- r },
+		OnPhase: func(p runtime.Phase) { w.phases <- p },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+func (w *world) run() {
+	ctx, cancel := context.WithCancel(context.Background())
+	w.stop, w.done = cancel, make(chan error, 1)
+	go func() { w.done <- w.agent.Run(ctx) }()
+}
+
+func (w *world) shutdown() {
+	w.t.Helper()
+	w.stop()
+	if err := <-w.done; err != nil {
+		w.t.Fatalf("Run: %v", err)
+	}
+}
+
+func (w *world) nextWake() runtime.WakeReport {
+	w.t.Helper()
+	select {
+	case r := <-w.wakes:
+		// Every phase of this wake was reported before it: forget them.
+		for len(w.phases) > 0 {
+			<-w.phases
+		}
+		return r
+	case err := <-w.done:
+		w.t.Fatalf("Run ended: %v", err)
+	}
+	return runtime.WakeReport{}
+}
+
+// waitPhase waits until a phase named name completes.
+func (w *world) waitPhase(name string) runtime.Phase {
+	w.t.Helper()
+	for {
+		select {
+		case p := <-w.phases:
+			if p.Name == name {
+				return p
+			}
+		case err := <-w.done:
+			w.t.Fatalf("Run ended: %v", err)
+		}
+	}
+}
+
+// send posts an object to the agent through the relay as sender, and
+// returns the HTTP status and Retry-After.
+func (w *world) send(sender *did.PrivateKey, obj []byte) (int, int) {
+	w.t.Helper()
+	body := runtimetest.Body(w.t, runtimetest.DataPart(w.t, obj))
+	req, _ := http.NewRequest("POST", w.srv.URL+"/a/"+w.key.DID().String()+"/a2a/jsonrpc", bytes.NewReader(body))
+	tok, err := bearer.Issue(sender, "http://"+w.srv.Listener.Addr().String(), w.clock.Now(), 0)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+tok)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(a2a.VersionHeader, "1.0")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	ra, _ := strconv.Atoi(resp.Header.Get("Retry-After"))
+	return resp.StatusCode, ra
+}
+
+func objID(t testing.TB, obj []byte) string {
+	var v struct{ ID string }
+	if err := json.Unmarshal(obj, &v); err != nil {
+		t.Fatal(err)
+	}
+	return v.ID
+}
+
+func tamper(obj []byte) []byte {
+	var m map[string]json.RawMessage
+	json.Unmarshal(obj, &m)
+	m["payload"] = json.RawMessage(`{"text":"tampered"}`)
+	b, _ := json.Marshal(m)
+	return b
+}
+
+// TestHourlyWakeDrainsAtTheWindow: a sender's objects get 503 with a
+// Retry-After inside the next window while the agent sleeps; the agent
+// wakes at the window, drains and delivers exactly the valid one.
+func TestHourlyWakeDrainsAtTheWindow(t *testing.T) {
+	w := newWorld(t, wake.HourlyWake)
+	before := goruntime.NumGoroutine() // with the relay serving
+	w.run()
+	boot := w.nextWake()
+	if boot.Reason != "boot" || boot.LinkAttempts != 1 || boot.Phase(runtime.PhasePublish) == 0 && boot.LinkErr != "" {
+		t.Fatalf("boot wake %+v", boot)
+	}
+	start, end := w.window.Next(t0)
+	if !boot.NextWake.Equal(start) {
+		t.Fatalf("boot wake announced next wake %v, want the window at %v", boot.NextWake, start)
+	}
+
+	alice := runtimetest.Key(t, 1)
+	valid := runtimetest.Object(t, alice, "comms:message", t0, 2*time.Hour, nil)
+	expiring := runtimetest.Object(t, alice, "comms:message", t0, time.Minute, nil)
+	forged := tamper(runtimetest.Object(t, alice, "comms:message", t0, 2*time.Hour, nil))
+	for _, o := range [][]byte{valid, expiring, forged} {
+		status, ra := w.send(alice, o)
+		at := w.clock.Now().Add(time.Duration(ra) * time.Second)
+		if status != http.StatusServiceUnavailable || at.Before(start) || !at.Before(end) {
+			t.Fatalf("send while asleep: %d, Retry-After %d s (lands %v); want 503 landing in [%v, %v)", status, ra, at, start, end)
+		}
+	}
+
+	w.clock.Set(start)
+	w.waitPhase(runtime.PhaseDrain)
+	if got := w.rec.ids(); len(got) != 1 || got[0] != objID(t, valid) {
+		t.Fatalf("delivered %v, want only %s", got, objID(t, valid))
+	}
+	w.clock.Set(end)
+	r := w.nextWake()
+	if r.Reason != "timer" || r.Drain.Acked != 3 || r.Drain.Rejected["expired"] != 1 || r.Drain.Rejected["signature-invalid"] != 1 {
+		t.Fatalf("window wake: reason %s, drain %v", r.Reason, r.Drain)
+	}
+	for _, name := range []string{runtime.PhaseLink, runtime.PhasePulse, runtime.PhaseCard, runtime.PhasePublish, runtime.PhaseDrain, runtime.PhaseLive, runtime.PhaseAnnounce} {
+		found := false
+		for _, p := range r.Phases {
+			found = found || p.Name == name
+		}
+		if !found {
+			t.Errorf("phase %s not measured in %+v", name, r.Phases)
+		}
+	}
+	for _, p := range r.Phases {
+		if p.Name == runtime.PhaseLive && p.Start+p.Duration != end.Sub(start) {
+			t.Errorf("live phase ends %v into the wake, want at the window's end %v (the clock decides, no fixed sleeps)", p.Start+p.Duration, end.Sub(start))
+		}
+	}
+	if st, _ := w.queue.Stats(context.Background(), w.key.DID().String(), w.clock.Now()); st.Messages != 0 {
+		t.Errorf("relay still holds %d records", st.Messages)
+	}
+	w.shutdown()
+	checkGoroutines(t, before)
+}
+
+// checkGoroutines fails when goroutines started by the test outlive it
+// (the agent's leak check, STYLE 51). Goroutine exit is asynchronous, so it
+// yields until the count settles.
+func checkGoroutines(t *testing.T, before int) {
+	t.Helper()
+	http.DefaultClient.CloseIdleConnections() // the sender's
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		n := goruntime.NumGoroutine()
+		if n <= before {
+			return
+		}
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<20)
+			buf = buf[:goruntime.Stack(buf, true)]
+			t.Fatalf("%d goroutines after the agent stopped, %d before:\n%s", n, before, buf)
+		}
+		goruntime.Gosched()
+	}
+}
+

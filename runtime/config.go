@@ -1,0 +1,182 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"time"
+
+	"github.com/torpor-dev/torpor/clock"
+	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/runtime/deliver"
+	"github.com/torpor-dev/torpor/runtime/drain"
+	"github.com/torpor-dev/torpor/runtime/purpose"
+	"github.com/torpor-dev/torpor/transport/link"
+	"github.com/torpor-dev/torpor/wake"
+	"github.com/torpor-dev/torpor/wake/sleeptime"
+)
+
+// Config configures an Agent. Fields marked optional have documented zero
+// values; do not change a Config after passing it to New.
+type Config struct {
+	// Key is the agent's identity (did:key). Required.
+	Key *did.PrivateKey
+	// DataDir holds the agent's bbolt file (agent.db). Required.
+	DataDir string
+	// RelayURL is the relay's public base URL, e.g. https://relay.example.
+	// Required.
+	RelayURL string
+	// Name is the name in the Agent Card; empty means "torpor-agent".
+	Name string
+
+	// Mode is the reachability mode the agent starts in (it can be
+	// changed at runtime with SetMode).
+	Mode wake.Mode
+	// WindowLength is the length of an hourly window; zero means
+	// wake.DefaultLength. The window opens at the wake minute the relay
+	// derives from the agent's DID (wake.WakeMinute), plus WindowOffset.
+	WindowLength time.Duration
+	// WindowOffset shifts the window within the hour, to spread a fleet.
+	WindowOffset time.Duration
+	// ScheduledWake is, in sleep mode, the one wake an operator planned
+	// (zero: none; the agent then wakes only on an event source).
+	ScheduledWake time.Time
+
+	// Owner is the DID whose signed policies and control objects the
+	// agent obeys (optional).
+	Owner did.DID
+	// Purposes are the purposes the agent accepts (draft Section 8.3).
+	Purposes purpose.Set
+	// Consequential are the purposes that never run without the owner's
+	// confirmation or policy (for example action:*).
+	Consequential purpose.Set
+	// AllowPlaintext accepts unencrypted Governed Objects.
+	AllowPlaintext bool
+	// MaxLifetime applies to objects that declare no expiry; zero means
+	// governed.DefaultMaxLifetime.
+	MaxLifetime time.Duration
+	// Routes hand accepted objects to the application, by purpose.
+	Routes []deliver.Route
+	// Notify is the notify mode of the hand-off.
+	Notify drain.NotifyMode
+
+	// Sessions opens MLS messages (package session); nil rejects MLS.
+	Sessions drain.Sessions
+	// KeyPackages keeps the pool of KeyPackages the relay hands out
+	// (package session); nil publishes none.
+	KeyPackages KeyPackages
+	// KeyPackageTarget is how many unused KeyPackages the relay should
+	// hold; zero means 8.
+	KeyPackageTarget int
+	// Bounds are the queue bounds the agent asks the relay for (zero
+	// members: the relay's ceiling).
+	Bounds link.Bounds
+
+	// Sources wake the agent; nil means a timer on Clock.
+	Sources []wake.Source
+	// BatchSize is the number of records per drain batch (one bbolt
+	// transaction each); zero means 64.
+	BatchSize int
+
+	// Clock is the wall clock; nil means clock.Real. A clock.Scaled makes
+	// an hour pass in seconds (--time-scale).
+	Clock clock.Clock
+	// Kernel reads CLOCK_BOOTTIME for resume detection; nil means the
+	// system's.
+	Kernel sleeptime.Kernel
+	// Rand is the source of backoff jitter; nil means crypto/rand.
+	Rand io.Reader
+	// Logger receives the agent's logs; nil discards them.
+	Logger *slog.Logger
+	// OnPhase, when set, is called as each phase of a wake completes. A
+	// test and metrics seam; it must not block.
+	OnPhase func(Phase)
+	// OnWake, when set, is called with each wake's report after it was
+	// recorded. A test seam; it must not block.
+	OnWake func(WakeReport)
+	// Dial opens the device link; nil means link.Dial. A test seam.
+	Dial func(ctx context.Context, cfg link.Config) (Link, error)
+}
+
+// KeyPackages is what the agent needs from its KeyPackage pool (package
+// session implements it, with the private halves in bbolt).
+type KeyPackages interface {
+	// Refill makes sure target unused KeyPackages exist and returns the
+	// MLSMessage-wrapped public halves of those the relay has not been
+	// given yet (RFC 9420 Section 10; draft Section 6.1). Published marks
+	// them given once the relay accepted them.
+	Refill(ctx context.Context, target int) ([][]byte, error)
+	Published(ctx context.Context, kps [][]byte) error
+}
+
+// Link is the device link as the agent uses it; *link.Client implements it.
+type Link interface {
+	Hello() link.Bounds
+	Publish(ctx context.Context, st link.State) (link.Bounds, error)
+	Pull(ctx context.Context, after uint64, max int) ([]link.Record, bool, error)
+	Ack(ctx context.Context, seqs []uint64) error
+	Queued() <-chan uint64
+	Done() <-chan struct{}
+	Close() error
+}
+
+// DBFile is the name of the agent's bbolt file in DataDir.
+const DBFile = "agent.db"
+
+func (c *Config) dbPath() string { return filepath.Join(c.DataDir, DBFile) }
+
+func (c *Config) check() error {
+	var errs []error
+	if c.Key == nil {
+		errs = append(errs, errors.New("no key"))
+	}
+	if c.DataDir == "" {
+		errs = append(errs, errors.New("no data directory"))
+	}
+	if c.RelayURL == "" {
+		errs = append(errs, errors.New("no relay URL"))
+	}
+	if !c.Mode.Valid() {
+		errs = append(errs, fmt.Errorf("mode %q", c.Mode))
+	}
+	if err := c.window().Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("runtime: invalid configuration: %w", errors.Join(errs...))
+	}
+	return nil
+}
+
+// window returns the agent's hourly window.
+func (c *Config) window() wake.Window {
+	w := wake.Window{Length: c.WindowLength, Offset: c.WindowOffset}
+	if c.Key != nil {
+		w.Minute = wake.WakeMinute(c.Key.DID().String())
+	}
+	return w
+}
+
+func (c *Config) batchSize() int {
+	if c.BatchSize <= 0 {
+		return 64
+	}
+	return c.BatchSize
+}
+
+func (c *Config) kpTarget() int {
+	if c.KeyPackageTarget <= 0 {
+		return 8
+	}
+	return c.KeyPackageTarget
+}
+
+func (c *Config) logger() *slog.Logger {
+	if c.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return c.Logger
+}

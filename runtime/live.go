@@ -1,0 +1,53 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+
+	"github.com/torpor-dev/torpor/runtime/drain"
+	"github.com/torpor-dev/torpor/transport/a2a"
+	"github.com/torpor-dev/torpor/transport/link"
+)
+
+// live answers a request the relay forwarded inside the window. It goes
+// through the same pipeline as a queued record (one record, one
+// transaction; nothing to acknowledge) and is answered with a JSON-RPC
+// result when something was accepted, else with a coarse error that does
+// not tell the sender which check failed (draft Section 8.4).
+func (a *Agent) live(ctx context.Context, req link.Request) link.Response {
+	id := json.RawMessage("null")
+	if r, err := a2a.ParseRequest(req.Body); err == nil && r.ID != nil {
+		id = r.ID
+	}
+	rep, err := a.pipe.Drainer.Batch(ctx, []drain.Record{{From: req.From, Body: req.Body}}, nil)
+	switch {
+	case err != nil:
+		a.log.Error("live request", "err", err)
+		return rpcResponse(http.StatusInternalServerError, a2a.NewError(id, &a2a.RPCError{Code: a2a.CodeInternalError, Message: "Internal error"}))
+	case rep.Deferred > 0 && rep.Acked == 0:
+		return rpcResponse(http.StatusOK, a2a.NewError(id, &a2a.RPCError{Code: a2a.CodeMethodNotFound, Message: "Method not found"}))
+	case rep.Accepted+rep.Handshake == 0:
+		for _, d := range rep.Diagnostics {
+			a.log.Warn("live request rejected", "from", req.From, "cause", d.Cause, "detail", d.Detail)
+		}
+		return rpcResponse(http.StatusOK, a2a.NewError(id, &a2a.RPCError{Code: a2a.CodeInvalidParams, Message: "object rejected"}))
+	}
+	msg := a2a.Message{MessageID: "ack-" + a.cfg.Key.DID().String(), Role: a2a.RoleAgent,
+		Parts: []a2a.Part{{Text: ptr("accepted")}}}
+	if req.Version == "0.3" {
+		msg = msg.ForVersion("0.3")
+	}
+	resp, err := a2a.NewResult(id, msg)
+	if err != nil {
+		return rpcResponse(http.StatusInternalServerError, a2a.NewError(id, &a2a.RPCError{Code: a2a.CodeInternalError, Message: "Internal error"}))
+	}
+	return rpcResponse(http.StatusOK, resp)
+}
+
+func rpcResponse(status int, r *a2a.Response) link.Response {
+	b, _ := json.Marshal(r)
+	return link.Response{Status: status, ContentType: "application/json", Body: b}
+}
+
+func ptr[T any](v T) *T { return &v }

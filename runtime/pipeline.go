@@ -1,0 +1,118 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/torpor-dev/torpor/clock"
+	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/governed"
+	"github.com/torpor-dev/torpor/runtime/deliver"
+	"github.com/torpor-dev/torpor/runtime/drain"
+	"github.com/torpor-dev/torpor/runtime/gate"
+	"github.com/torpor-dev/torpor/runtime/pulse"
+	"github.com/torpor-dev/torpor/runtime/purpose"
+	"github.com/torpor-dev/torpor/store/ledger"
+	"github.com/torpor-dev/torpor/store/replay"
+)
+
+// PipelineConfig is what the receive side needs: a subset of Config, so
+// that tools (the conformance runner, torpor-agent's operator commands)
+// can assemble the agent's real pipeline without a relay.
+type PipelineConfig struct {
+	Key            *did.PrivateKey
+	Owner          did.DID
+	Purposes       purpose.Set
+	Consequential  purpose.Set
+	AllowPlaintext bool
+	MaxLifetime    time.Duration
+	Routes         []deliver.Route
+	Notify         drain.NotifyMode
+	Sessions       drain.Sessions
+	Clock          clock.Clock
+}
+
+// Pipeline is the agent's receive side on one bbolt file: the idempotency
+// ledger, the action gate, the replay cache, the pulse chain and the
+// drainer that uses them all in one transaction per batch.
+type Pipeline struct {
+	DB      *bolt.DB
+	Ledger  *ledger.Ledger
+	Gate    *gate.Gate
+	Replay  *replay.Cache
+	Chain   *pulse.Chain
+	Drainer *drain.Drainer
+}
+
+// OpenPipeline assembles the pipeline in db. Opening starts a new ledger
+// incarnation: reservations a previous process left unfinished become
+// indeterminate.
+func OpenPipeline(db *bolt.DB, c PipelineConfig) (*Pipeline, error) {
+	clk := clock.Or(c.Clock)
+	p := &Pipeline{DB: db}
+	var err error
+	if p.Ledger, err = ledger.Open(db, &ledger.Options{Clock: clk}); err != nil {
+		return nil, err
+	}
+	if p.Chain, err = pulse.OpenChain(db, c.Key); err != nil {
+		return nil, err
+	}
+	if p.Gate, err = gate.Open(p.Ledger, gate.Config{
+		Owner: c.Owner, Agent: c.Key.DID(), Consequential: c.Consequential, Clock: clk,
+		Liveness: p.lastPulse,
+	}); err != nil {
+		return nil, err
+	}
+	if p.Replay, err = replay.Open(db, &replay.Options{Clock: clk}); err != nil {
+		return nil, err
+	}
+	router, err := deliver.NewRouter(c.Routes...)
+	if err != nil {
+		return nil, err
+	}
+	p.Drainer, err = drain.New(drain.Config{
+		Gate: p.Gate, Ledger: p.Ledger, Owner: c.Owner, Purposes: c.Purposes,
+		AllowPlaintext: c.AllowPlaintext, MaxLifetime: c.MaxLifetime, Sessions: c.Sessions,
+		Replay: func(tx *bolt.Tx) governed.ReplayCache { return p.Replay.Tx(tx) },
+		Router: router, Notify: c.Notify, Clock: clk,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// lastPulse is the gate's liveness source: the time of the chain head.
+func (p *Pipeline) lastPulse(tx *bolt.Tx) (time.Time, bool, error) {
+	_, head, ok, err := p.Chain.Head(tx)
+	return head.At, ok, err
+}
+
+// Pulse makes the next pulse and records it as the chain head; after a
+// fresh pulse it lets the gate run the actions a liveness suspension held.
+// It returns the signed document to publish and the actions released.
+func (p *Pipeline) Pulse(now, nextWake time.Time, mode string) (doc []byte, err error) {
+	err = p.DB.Update(func(tx *bolt.Tx) error {
+		h, err := p.Gate.HaltState(tx)
+		if err != nil {
+			return err
+		}
+		doc, _, err = p.Chain.Next(tx, now, nextWake, mode, h.Halted)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("runtime: pulse: %w", err)
+	}
+	return doc, nil
+}
+
+// Redecide runs the held actions through the gate again (after a fresh
+// pulse ended a suspension) and hands those now allowed to the
+// application. It returns how many ran.
+func (p *Pipeline) Redecide(ctx context.Context) (int, error) {
+	rep, err := p.Drainer.Redecide(ctx)
+	return rep.Ran, err
+}

@@ -1,0 +1,129 @@
+package runtime
+
+import (
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/torpor-dev/torpor/clock"
+	"github.com/torpor-dev/torpor/runtime/drain"
+	"github.com/torpor-dev/torpor/wake/sleeptime"
+)
+
+// Phase names, in the order of a wake.
+const (
+	PhaseOpen        = "open"        // bbolt and the pipeline (first wake after boot)
+	PhaseLink        = "link"        // dialing the device link (with retries)
+	PhasePulse       = "pulse"       // signing the pulse, committing the chain head
+	PhaseKeyPackages = "keypackages" // refilling the KeyPackage pool
+	PhaseCard        = "card"        // building and signing the Agent Card
+	PhasePublish     = "publish"     // one state frame: pulse, card, KeyPackages, mode
+	PhaseRecover     = "recover"     // settling the outbox a crash left
+	PhaseDrain       = "drain"       // pull, validate, commit, ack, notify
+	PhaseLive        = "live"        // staying linked to the window's end
+	PhaseAnnounce    = "announce"    // publishing the next wake
+	PhaseArm         = "arm"         // closing the link before arming the wake source
+)
+
+// Phase is one measured phase of a wake. Phases that run in parallel
+// overlap; Start is the offset from the wake's start.
+type Phase struct {
+	Name     string        `cbor:"1,keyasint" json:"name"`
+	Start    time.Duration `cbor:"2,keyasint" json:"start"`
+	Duration time.Duration `cbor:"3,keyasint" json:"duration"`
+	Err      string        `cbor:"4,keyasint,omitempty" json:"error,omitempty"`
+}
+
+// WakeReport is what one wake did, logged once and kept in bbolt.
+type WakeReport struct {
+	At       time.Time     `cbor:"1,keyasint" json:"at"`
+	Reason   string        `cbor:"2,keyasint" json:"reason"` // boot, timer, rtc, gpio, unknown, mode
+	Mode     string        `cbor:"3,keyasint" json:"mode"`
+	End      time.Time     `cbor:"4,keyasint,omitempty" json:"windowEnd,omitempty"`
+	NextWake time.Time     `cbor:"5,keyasint,omitempty" json:"nextWake,omitempty"`
+	Phases   []Phase       `cbor:"6,keyasint" json:"phases"`
+	Awake    time.Duration `cbor:"7,keyasint" json:"awake"`
+	// Slept is the sleep that ended with this wake, on every clock
+	// (CLOCK_BOOTTIME counts time suspended).
+	Slept sleeptime.Span `cbor:"8,keyasint" json:"slept"`
+	// LinkAttempts counts dials; LinkErr is the last dial error when the
+	// relay could not be reached.
+	LinkAttempts int            `cbor:"9,keyasint" json:"linkAttempts"`
+	LinkErr      string         `cbor:"10,keyasint,omitempty" json:"linkError,omitempty"`
+	Drain        drain.Report   `cbor:"11,keyasint" json:"drain"`
+	Recovery     drain.Recovery `cbor:"12,keyasint" json:"recovery"`
+	Live         int            `cbor:"13,keyasint,omitempty" json:"live,omitempty"`
+}
+
+// Phase returns the total duration of the phases named name.
+func (r *WakeReport) Phase(name string) time.Duration {
+	var d time.Duration
+	for _, p := range r.Phases {
+		if p.Name == name {
+			d += p.Duration
+		}
+	}
+	return d
+}
+
+// phases measures phases on the wake's clock; safe for concurrent use,
+// since independent phases run in parallel.
+type phases struct {
+	clock   clock.Clock
+	start   time.Time
+	onPhase func(Phase)
+
+	mu sync.Mutex
+	// mu guards list.
+	list []Phase
+}
+
+// measure runs fn as phase name and records its duration and error.
+func (p *phases) measure(name string, fn func() error) error {
+	t := p.clock.Now()
+	err := fn()
+	ph := Phase{Name: name, Start: t.Sub(p.start), Duration: p.clock.Now().Sub(t)}
+	if err != nil {
+		ph.Err = err.Error()
+	}
+	p.mu.Lock()
+	p.list = append(p.list, ph)
+	p.mu.Unlock()
+	if p.onPhase != nil {
+		p.onPhase(ph)
+	}
+	return err
+}
+
+func (p *phases) done() []Phase {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]Phase(nil), p.list...)
+}
+
+// log writes the wake's one log line.
+func (r *WakeReport) log(l *slog.Logger) {
+	attrs := []any{"reason", r.Reason, "mode", r.Mode, "awake", r.Awake, "linkAttempts", r.LinkAttempts,
+		"drain", r.Drain.String()}
+	for _, p := range r.Phases {
+		attrs = append(attrs, p.Name, p.Duration)
+	}
+	if !r.NextWake.IsZero() {
+		attrs = append(attrs, "nextWake", r.NextWake.UTC().Format(time.RFC3339))
+	}
+	if r.Slept.Boot > 0 {
+		attrs = append(attrs, "slept", r.Slept.Boot, "suspended", r.Slept.Suspended())
+	}
+	if r.LinkErr != "" {
+		attrs = append(attrs, "linkError", r.LinkErr)
+	}
+	rec := r.Recovery
+	if rec.Lost+rec.Indeterminate+rec.Expired+rec.Redelivered+rec.Failed > 0 {
+		attrs = append(attrs, "notifyLost", rec.Lost, "actionsIndeterminate", rec.Indeterminate,
+			"redelivered", rec.Redelivered, "redeliveryFailed", rec.Failed, "expired", rec.Expired)
+	}
+	l.Info("wake", attrs...)
+	for _, d := range r.Drain.Diagnostics {
+		l.Warn("record rejected or deferred", "seq", d.Seq, "cause", d.Cause, "detail", d.Detail)
+	}
+}

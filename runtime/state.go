@@ -1,0 +1,80 @@
+package runtime
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/fxamacker/cbor/v2"
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/torpor-dev/torpor/wake"
+)
+
+var (
+	bucketAgent = []byte("agent")
+	keyCycle    = []byte("cycle")
+	keyLastWake = []byte("last-wake")
+)
+
+// cycle is the duty cycle's state in bbolt, so that a device that powered
+// off resumes its cycle at the next boot.
+type cycle struct {
+	// Mode is the mode in force when it was changed at runtime, and
+	// ConfigMode the configured mode it overrode: the override holds
+	// across restarts until the configuration's mode itself changes.
+	Mode       wake.Mode `cbor:"1,keyasint,omitempty"`
+	ConfigMode wake.Mode `cbor:"2,keyasint,omitempty"`
+	// ScheduledWake is the operator's planned wake in sleep mode.
+	ScheduledWake time.Time `cbor:"3,keyasint,omitempty"`
+	// LastWake is when the last wake began, NextWake the wake it planned.
+	LastWake time.Time `cbor:"4,keyasint,omitempty"`
+	NextWake time.Time `cbor:"5,keyasint,omitempty"`
+	Wakes    uint64    `cbor:"6,keyasint,omitempty"`
+}
+
+var encMode, _ = cbor.EncOptions{Time: cbor.TimeUnixMicro}.EncMode()
+
+func loadCycle(tx *bolt.Tx) (cycle, error) {
+	var c cycle
+	b := tx.Bucket(bucketAgent)
+	if b == nil {
+		return c, nil
+	}
+	v := b.Get(keyCycle)
+	if v == nil {
+		return c, nil
+	}
+	if err := cbor.Unmarshal(v, &c); err != nil {
+		return c, fmt.Errorf("runtime: decoding cycle state: %w", err)
+	}
+	return c, nil
+}
+
+func putCBOR(tx *bolt.Tx, key []byte, v any) error {
+	b, err := tx.CreateBucketIfNotExists(bucketAgent)
+	if err != nil {
+		return err
+	}
+	enc, err := encMode.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return b.Put(key, enc)
+}
+
+// LastWake returns the report of the last wake recorded in tx, if any.
+func LastWake(tx *bolt.Tx) (WakeReport, bool, error) {
+	var r WakeReport
+	b := tx.Bucket(bucketAgent)
+	if b == nil {
+		return r, false, nil
+	}
+	v := b.Get(keyLastWake)
+	if v == nil {
+		return r, false, nil
+	}
+	if err := cbor.Unmarshal(v, &r); err != nil {
+		return r, false, fmt.Errorf("runtime: decoding last wake: %w", err)
+	}
+	return r, true, nil
+}

@@ -1,0 +1,398 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/torpor-dev/torpor/clock"
+	"github.com/torpor-dev/torpor/runtime/drain"
+	"github.com/torpor-dev/torpor/transport/a2a"
+	"github.com/torpor-dev/torpor/transport/link"
+	"github.com/torpor-dev/torpor/wake"
+	"github.com/torpor-dev/torpor/wake/sleeptime"
+)
+
+// PulseInterval is how often an agent that never sleeps (always_on,
+// session) publishes a liveness pulse.
+const PulseInterval = time.Hour
+
+// announceTimeout bounds the publish that announces the next wake, after
+// the window closed.
+const announceTimeout = 10 * time.Second
+
+// wakeRun is the state of one wake.
+type wakeRun struct {
+	a     *Agent
+	ctx   context.Context // ends at the window's end or a mode change
+	mode  wake.Mode
+	next  time.Time
+	ph    *phases
+	rep   *WakeReport
+	l     Link
+	after uint64 // drain cursor on the current link
+	pulse []byte
+	kps   [][]byte
+}
+
+// wake runs one wake: link, pulse and KeyPackages in parallel; card; the
+// state published while the queue drains; live to the window's end; the
+// next wake announced. Every phase is measured and the wake logged once.
+// Without live, the wake ends once the state is published and the queue
+// drained.
+func (a *Agent) wake(ctx context.Context, mode wake.Mode, reason string, slept sleeptime.Span, end time.Time, live bool) {
+	start := a.clock.Now()
+	wctx, cancel := a.windowContext(ctx, end)
+	defer cancel()
+	w := &wakeRun{a: a, ctx: wctx, mode: mode, next: a.nextWake(end), ph: &phases{clock: a.clock, start: start, onPhase: a.cfg.OnPhase},
+		rep: &WakeReport{At: start.UTC(), Reason: reason, Mode: string(mode), End: end, Slept: slept}}
+	w.rep.NextWake = w.next
+	a.mu.Lock()
+	if a.opened > 0 {
+		w.ph.list = append(w.ph.list, Phase{Name: PhaseOpen, Duration: a.opened})
+		a.opened = 0
+	}
+	a.mu.Unlock()
+
+	w.prepare(start)
+	if w.l != nil {
+		if live {
+			w.serve()
+		} else {
+			w.publishAndDrain()
+		}
+		w.announce(ctx)
+		w.ph.measure(PhaseArm, w.l.Close)
+	}
+	w.rep.Phases = w.ph.done()
+	w.rep.Awake = a.clock.Now().Sub(start)
+	a.record(w.rep)
+}
+
+// prepare runs the independent first phases in parallel: dial the link,
+// sign and commit the pulse, refill KeyPackages, settle the outbox.
+func (w *wakeRun) prepare(start time.Time) {
+	a := w.a
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		w.ph.measure(PhaseLink, func() error {
+			var err error
+			w.l, err = a.dial(w.ctx, w.rep)
+			return err
+		})
+	})
+	wg.Go(func() {
+		if w.ph.measure(PhasePulse, func() error { return w.makePulse(start) }) == nil {
+			// A fresh pulse ends a liveness suspension: held actions the
+			// policy allows run now (prospective: only unstarted ones were
+			// held).
+			if _, err := a.pipe.Redecide(w.ctx); err != nil {
+				a.log.Error("running held actions after the pulse", "err", err)
+			}
+		}
+	})
+	if a.cfg.KeyPackages != nil {
+		wg.Go(func() {
+			w.ph.measure(PhaseKeyPackages, func() error {
+				var err error
+				w.kps, err = a.cfg.KeyPackages.Refill(w.ctx, a.cfg.kpTarget())
+				return err
+			})
+		})
+	}
+	wg.Go(func() {
+		w.ph.measure(PhaseRecover, func() error {
+			var err error
+			w.rep.Recovery, err = a.pipe.Drainer.Recover(w.ctx)
+			return err
+		})
+	})
+	wg.Wait()
+}
+
+func (w *wakeRun) makePulse(now time.Time) error {
+	doc, err := w.a.pipe.Pulse(now, w.next, string(w.mode))
+	if err != nil {
+		return err
+	}
+	w.pulse = doc
+	w.a.mu.Lock()
+	w.a.lastPulse = now
+	w.a.mu.Unlock()
+	return nil
+}
+
+// serve publishes the state while the queue drains, then stays live until
+// the window ends: draining what is queued meanwhile, redialing a dropped
+// link with backoff, pulsing hourly when the agent never sleeps.
+func (w *wakeRun) serve() {
+	w.publishAndDrain()
+	a := w.a
+	var pulseT clock.Timer
+	var pulseC <-chan time.Time
+	if w.mode == wake.AlwaysOn || w.mode == wake.Session {
+		pulseT = a.clock.NewTimer(PulseInterval)
+		pulseC = pulseT.C()
+	}
+	defer func() {
+		if pulseT != nil {
+			pulseT.Stop()
+		}
+	}()
+	w.ph.measure(PhaseLive, func() error {
+		for {
+			select {
+			case <-w.ctx.Done():
+				return nil
+			case <-w.l.Queued():
+				w.drain()
+			case <-pulseC:
+				if err := w.makePulse(a.clock.Now()); err == nil {
+					w.publish()
+				}
+				pulseT = a.clock.NewTimer(PulseInterval)
+				pulseC = pulseT.C()
+			case <-w.l.Done():
+				w.l.Close()
+				l, err := a.dial(w.ctx, w.rep)
+				if err != nil {
+					w.l = closedLink{}
+					return nil
+				}
+				w.l, w.after = l, 0
+				w.publishAndDrain()
+			}
+		}
+	})
+}
+
+// publishAndDrain publishes the state and drains the queue in parallel:
+// neither needs the other.
+func (w *wakeRun) publishAndDrain() {
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		var card []byte
+		if w.ph.measure(PhaseCard, func() error {
+			var err error
+			card, err = w.a.card(w.mode, w.l.Hello())
+			return err
+		}) != nil {
+			return
+		}
+		w.ph.measure(PhasePublish, func() error { return w.publishState(w.ctx, card, w.kps, w.pulse) })
+	})
+	wg.Go(w.drain)
+	wg.Wait()
+}
+
+func (w *wakeRun) publish() {
+	card, err := w.a.card(w.mode, w.l.Hello())
+	if err == nil {
+		err = w.publishState(w.ctx, card, nil, w.pulse)
+	}
+	if err != nil {
+		w.a.log.Warn("publishing state", "err", err)
+	}
+}
+
+// publishState sends one state frame; KeyPackages the relay accepted are
+// marked published.
+func (w *wakeRun) publishState(ctx context.Context, card []byte, kps [][]byte, pulse []byte) error {
+	a := w.a
+	st := link.State{
+		Mode:        string(w.mode),
+		Window:      &link.Window{Minute: a.window.Minute, LengthSec: int64(a.window.Length / time.Second), OffsetSec: int64(a.window.Offset / time.Second)},
+		Card:        card,
+		KeyPackages: kps,
+		Pulse:       pulse,
+		Bounds:      &a.cfg.Bounds,
+	}
+	if !w.next.IsZero() {
+		st.NextWake = w.next.Unix()
+	}
+	if _, err := w.l.Publish(ctx, st); err != nil {
+		return err
+	}
+	if len(kps) > 0 {
+		if err := a.cfg.KeyPackages.Published(ctx, kps); err != nil {
+			return err
+		}
+		w.kps = nil
+	}
+	return nil
+}
+
+// drain pulls and processes every queued record after the cursor, one
+// batch (one bbolt transaction) at a time.
+func (w *wakeRun) drain() {
+	w.ph.measure(PhaseDrain, func() error {
+		for {
+			recs, more, err := w.l.Pull(w.ctx, w.after, w.a.cfg.batchSize())
+			if err != nil || len(recs) == 0 {
+				return err
+			}
+			rep, err := w.a.pipe.Drainer.Batch(w.ctx, records(recs), w.l.Ack)
+			w.rep.Drain.Add(rep)
+			if err != nil {
+				return err
+			}
+			w.after = recs[len(recs)-1].Seq
+			if !more {
+				return nil
+			}
+		}
+	})
+}
+
+func records(rs []link.Record) []drain.Record {
+	out := make([]drain.Record, len(rs))
+	for i, r := range rs {
+		out[i] = drain.Record{Seq: r.Seq, From: r.From, ExpiresAt: time.Unix(0, r.ExpiresAt), Body: r.Body}
+	}
+	return out
+}
+
+// announce publishes the next wake after the window closed.
+func (w *wakeRun) announce(ctx context.Context) {
+	if _, ok := w.l.(closedLink); ok {
+		return
+	}
+	ctx, cancel := clockTimeout(ctx, w.a.clock, announceTimeout)
+	defer cancel()
+	w.ph.measure(PhaseAnnounce, func() error {
+		card, err := w.a.card(w.mode, w.l.Hello())
+		if err != nil {
+			return err
+		}
+		return w.publishState(ctx, card, nil, nil)
+	})
+}
+
+// card builds and signs the Agent Card for mode with the bounds in force.
+func (a *Agent) card(mode wake.Mode, ceiling link.Bounds) ([]byte, error) {
+	name := a.cfg.Name
+	if name == "" {
+		name = "torpor-agent"
+	}
+	bounds := ceiling.Clamp(&a.cfg.Bounds).Card()
+	c, err := a2a.BuildCard(a2a.CardOptions{
+		Name:        name,
+		BaseURL:     strings.TrimRight(a.cfg.RelayURL, "/") + "/a/" + a.cfg.Key.DID().String(),
+		OfflineMode: string(mode),
+		Bounds:      &bounds,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return a2a.SignCard(c, a.cfg.Key)
+}
+
+// dial opens the device link, retrying with backoff and jitter until ctx
+// ends (the window's end): a relay that cannot be reached costs only this
+// window, and the next one drains what is queued.
+func (a *Agent) dial(ctx context.Context, rep *WakeReport) (Link, error) {
+	dial := a.cfg.Dial
+	if dial == nil {
+		dial = func(ctx context.Context, c link.Config) (Link, error) { return link.Dial(ctx, c) }
+	}
+	bo := &backoff{min: time.Second, max: time.Minute, rand: a.cfg.Rand}
+	for {
+		rep.LinkAttempts++
+		l, err := dial(ctx, link.Config{RelayURL: a.cfg.RelayURL, Key: a.cfg.Key, Handler: a.live, Clock: a.cfg.Clock})
+		if err == nil {
+			rep.LinkErr = ""
+			return l, nil
+		}
+		rep.LinkErr = err.Error()
+		if err := clock.Sleep(ctx, a.clock, bo.next()); err != nil {
+			return nil, fmt.Errorf("runtime: relay unreachable in this window after %d attempts: %s", rep.LinkAttempts, rep.LinkErr)
+		}
+	}
+}
+
+// windowContext returns a context that ends at end on the agent's clock
+// (never, for a zero end) or when the mode changes.
+func (a *Agent) windowContext(ctx context.Context, end time.Time) (context.Context, context.CancelFunc) {
+	wctx, cancel := context.WithCancel(ctx)
+	changed := a.modeChanged()
+	var tc <-chan time.Time
+	var t clock.Timer
+	if !end.IsZero() {
+		t = a.clock.NewTimer(end.Sub(a.clock.Now()))
+		tc = t.C()
+	}
+	go func() {
+		select {
+		case <-tc:
+		case <-changed:
+		case <-wctx.Done():
+		}
+		if t != nil {
+			t.Stop()
+		}
+		cancel()
+	}()
+	return wctx, cancel
+}
+
+// clockTimeout is context.WithTimeout on the agent's clock.
+func clockTimeout(ctx context.Context, c clock.Clock, d time.Duration) (context.Context, context.CancelFunc) {
+	tctx, cancel := context.WithCancel(ctx)
+	t := c.NewTimer(d)
+	go func() {
+		select {
+		case <-t.C():
+		case <-tctx.Done():
+		}
+		t.Stop()
+		cancel()
+	}()
+	return tctx, cancel
+}
+
+// record keeps the wake's report and the cycle state in bbolt, logs the
+// wake once and tells the OnWake hook.
+func (a *Agent) record(r *WakeReport) {
+	err := a.db.Update(func(tx *bolt.Tx) error {
+		c, err := loadCycle(tx)
+		if err != nil {
+			return err
+		}
+		c.LastWake, c.NextWake = r.At, r.NextWake
+		c.Wakes++
+		if err := putCBOR(tx, keyCycle, c); err != nil {
+			return err
+		}
+		return putCBOR(tx, keyLastWake, r)
+	})
+	if err != nil {
+		a.log.Error("recording the wake", "err", err)
+	}
+	r.log(a.log)
+	if a.cfg.OnWake != nil {
+		a.cfg.OnWake(*r)
+	}
+}
+
+// closedLink stands for a link that dropped and could not be redialled
+// before the window ended.
+type closedLink struct{}
+
+var errNoLink = errors.New("runtime: no link")
+
+func (closedLink) Hello() link.Bounds { return link.Bounds{} }
+func (closedLink) Publish(context.Context, link.State) (link.Bounds, error) {
+	return link.Bounds{}, errNoLink
+}
+func (closedLink) Pull(context.Context, uint64, int) ([]link.Record, bool, error) {
+	return nil, false, errNoLink
+}
+func (closedLink) Ack(context.Context, []uint64) error { return errNoLink }
+func (closedLink) Queued() <-chan uint64               { return nil }
+func (closedLink) Done() <-chan struct{}               { return nil }
+func (closedLink) Close() error                        { return nil }
