@@ -270,4 +270,3 @@ func checkGoroutines(t *testing.T, before int) {
 		goruntime.Gosched()
 	}
 }
-
