@@ -66,3 +66,48 @@ func BenchmarkApplicationMessage1KiB(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkCreateGroupAndAdd creates a group and adds one member: NewGroup,
+// a Commit with one Add (and its Welcome), MergeCommit. The new member's
+// KeyPackage is made once, outside the loop.
+func BenchmarkCreateGroupAndAdd(b *testing.B) {
+	alice, bob := newClient(b, "alice"), newClient(b, "bob")
+	kp, _ := bob.keyPackage(b)
+	add := []Proposal{&AddProposal{KeyPackage: *kp}}
+	for b.Loop() {
+		g, err := NewGroup(alice.cfg, []byte("bench"), alice.cred(), alice.sig, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		pc, err := g.Commit(&CommitOptions{Proposals: add, RatchetTreeInWelcome: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if pc.Welcome == nil {
+			b.Fatal("no Welcome")
+		}
+		if err := g.MergeCommit(pc); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkJoinTwoMemberGroup joins the group of BenchmarkCreateGroupAndAdd
+// from its Welcome (tree in the Welcome).
+func BenchmarkJoinTwoMemberGroup(b *testing.B) {
+	alice, bob := newClient(b, "alice"), newClient(b, "bob")
+	kp, priv := bob.keyPackage(b)
+	g, err := NewGroup(alice.cfg, []byte("bench"), alice.cred(), alice.sig, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	pc, err := g.Commit(&CommitOptions{Proposals: []Proposal{&AddProposal{KeyPackage: *kp}}, RatchetTreeInWelcome: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if _, err := Join(bob.cfg, pc.Welcome.Welcome, kp, priv, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
