@@ -31,4 +31,60 @@
 //   - 12.1.8.1 external_senders (a vector of ExternalSender);
 //     11.1 required_capabilities; 12.4.3.2 external_pub;
 //     12.4.3.3 ratchet_tree
+//
+// # Cryptography, key schedule and message protection
+//
+//   - 5.1, 5.2 ExpandWithLabel, DeriveSecret, RefHash, SignWithLabel /
+//     VerifyWithLabel, EncryptWithLabel / DecryptWithLabel, KEM DeriveKeyPair
+//     (mls/internal/suite)
+//   - 8 key schedule, 8.2 transcript hashes and confirmation tags, 8.3
+//     external init, 8.4 PSK secret, 8.5 exporter, 8.6 resumption PSKs
+//     (kept for the last 8 epochs), 8.7 epoch authenticator
+//     (mls/internal/schedule)
+//   - 9, 9.1 secret tree and hash ratchets, 6.3.2 sender-data key and nonce
+//     (mls/internal/secrettree); 9.2 deletion schedule: node secrets are
+//     dropped once both children exist, ratchet keys once used; the joiner,
+//     epoch, commit and encryption secrets are never stored
+//   - 6.1 signatures over FramedContentTBS, 6.2 membership tags, 6.3
+//     PrivateMessage encryption with reuse guard and zero padding (checked
+//     on receipt), Protector; out-of-order generations within a window
+//     (1024 ahead, 64 skipped keys kept per ratchet); a replayed or deleted
+//     generation fails with ErrGenerationUsed
+//   - 15 application messages: Group.EncryptApplication /
+//     DecryptApplication (ProcessMessage handles them too)
+//
+// Decryption and MAC failures of every layer return the single opaque
+// ErrDecryption.
+//
+// # Joining and group state
+//
+//   - 12.4.3.1 Join from a Welcome (OpenWelcome decrypts and checks the
+//     confirmation tag) with the tree in a ratchet_tree extension or out of
+//     band, full tree validation, PSKs (Config.PSKs, ExternalPSKs) and the
+//     path secret's private keys
+//   - 12.4.3.2 JoinExternal: external Commits from a GroupInfo with
+//     external_pub, including resync (removing our old leaf)
+//   - 12.4.3 Group.GroupInfo signs a GroupInfo (ratchet_tree and external_pub
+//     on request)
+//   - 12.1.8 ExternalProposal: proposals from an external_senders entry
+//   - Group.State / RestoreGroup serialise a group exactly, with the public
+//     ratchet tree apart from the secrets (for storage on flash; the secrets
+//     must be encrypted at rest)
+//
+// Lifetimes (7.2) are checked for KeyPackages a group adds, never for
+// leaves already in a tree it joins: the working group's vectors carry
+// leaves that have since expired. Config.Time injects the clock.
+//
+// # Not implemented
+//
+//   - cipher suites other than 0x0001 (their vector cases are reported as
+//     skipped)
+//   - keeping past epochs' secret trees for messages that arrive after the
+//     next Commit (Section 15.3 allows it; a message of an older epoch fails
+//     with ErrEpochMismatch)
+//   - checking that a joined group's ID is unique among the caller's groups
+//     (12.4.3.1), and the ReInit / branch follow-up checks that need the old
+//     group (11.2, 11.3): left to the caller
+//   - wiping secrets from memory: Go's collector may keep copies; the
+//     deletion schedule is about what the state holds and stores
 package mls
