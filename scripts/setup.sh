@@ -9,7 +9,9 @@ cd "$(dirname "$0")/.."
 sudo_() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
 # apt packages: command -> package. Extended as tests come to need them.
-declare -A need=()
+declare -A need=(
+  [node]=nodejs [npm]=npm
+)
 missing=()
 for cmd in "${!need[@]}"; do
   command -v "$cmd" >/dev/null 2>&1 || missing+=("${need[$cmd]}")
