@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/torpor-dev/torpor/clock"
@@ -51,9 +52,15 @@ type Source struct {
 	// Kernel reads CLOCK_BOOTTIME for Wake.Slept; nil means the system's.
 	Kernel sleeptime.Kernel
 
-	mu      sync.Mutex
-	waiting bool // a Wait is between In and its return
-	stop    bool // Halt or ctx asked the current Wait to stop
+	mu sync.Mutex
+	// mu guards all following fields.
+	cur *waitState // the pending Wait's state, nil when none
+}
+
+// waitState belongs to one Wait and its goroutine, so that a stop request
+// can never reach a later Wait.
+type waitState struct {
+	stopped atomic.Bool
 }
 
 // Name returns "gpio:" and the pin's name.
@@ -62,7 +69,10 @@ func (s *Source) Name() string { return "gpio:" + s.Pin.Name() }
 // Wait implements wake.Source: it configures the pin for edge detection
 // (which drops edges that arrived before) and returns wake.ReasonGPIO at
 // the first edge. until is ignored: a GPIO has no deadline of its own;
-// combine it with a timed source through wake.First.
+// combine it with a timed source through wake.First. When ctx ends or Halt
+// is called, Wait halts the pin and returns once its WaitForEdge has
+// returned: immediately with gpioioctl, after at most Poll with a pin whose
+// Halt does not interrupt.
 func (s *Source) Wait(ctx context.Context, _ time.Time) (wake.Wake, error) {
 	if s.Pin == nil {
 		return wake.Wake{}, errors.New("gpio: no pin configured")
@@ -71,7 +81,8 @@ func (s *Source) Wait(ctx context.Context, _ time.Time) (wake.Wake, error) {
 	if edge == gpio.NoEdge {
 		edge = gpio.BothEdges
 	}
-	if err := s.begin(); err != nil {
+	st, err := s.begin()
+	if err != nil {
 		return wake.Wake{}, err
 	}
 	defer s.end()
@@ -81,7 +92,7 @@ func (s *Source) Wait(ctx context.Context, _ time.Time) (wake.Wake, error) {
 	m := sleeptime.Meter{Clock: s.Clock, Kernel: s.Kernel}
 	start := m.Mark()
 	got := make(chan bool, 1)
-	go func() { got <- s.waitEdge() }()
+	go func() { got <- s.waitEdge(st) }()
 	select {
 	case ok := <-got:
 		if !ok {
@@ -91,23 +102,22 @@ func (s *Source) Wait(ctx context.Context, _ time.Time) (wake.Wake, error) {
 		return wake.Wake{Reason: wake.ReasonGPIO, Source: s.Name(), At: clock.Or(s.Clock).Now().Round(0),
 			Detail: fmt.Sprintf("%s on %s, level %s", edge, s.Pin, lvl), Slept: m.Since(start)}, nil
 	case <-ctx.Done():
-		s.interrupt()
+		st.stopped.Store(true)
+		_ = s.Pin.Halt()
+		<-got
 		return wake.Wake{}, ctx.Err()
 	}
 }
 
 // waitEdge loops on WaitForEdge until an edge or a stop request.
-func (s *Source) waitEdge() bool {
+func (s *Source) waitEdge(st *waitState) bool {
 	poll := s.Poll
 	if poll <= 0 {
 		poll = DefaultPoll
 	}
 	for {
 		edge := s.Pin.WaitForEdge(poll)
-		s.mu.Lock()
-		stop := s.stop
-		s.mu.Unlock()
-		if stop {
+		if st.stopped.Load() {
 			return false
 		}
 		if edge {
@@ -116,30 +126,20 @@ func (s *Source) waitEdge() bool {
 	}
 }
 
-func (s *Source) begin() error {
+func (s *Source) begin() (*waitState, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.waiting {
-		return errors.New("gpio: Wait called while another Wait is pending")
+	if s.cur != nil {
+		return nil, errors.New("gpio: Wait called while another Wait is pending")
 	}
-	s.waiting, s.stop = true, false
-	return nil
+	s.cur = &waitState{}
+	return s.cur, nil
 }
 
 func (s *Source) end() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.waiting = false
-}
-
-// interrupt asks the waiting goroutine to stop and halts the pin, which
-// ends a gpioioctl WaitForEdge at once. A pin whose Halt does not
-// interrupt (gpiotest) ends at the next edge or after Poll.
-func (s *Source) interrupt() {
-	s.mu.Lock()
-	s.stop = true
-	s.mu.Unlock()
-	_ = s.Pin.Halt()
+	s.cur = nil
 }
 
 // Halt ends a pending Wait with wake.ErrHalted and halts the pin.
@@ -148,7 +148,9 @@ func (s *Source) Halt() error {
 		return nil
 	}
 	s.mu.Lock()
-	s.stop = true
+	if s.cur != nil {
+		s.cur.stopped.Store(true)
+	}
 	s.mu.Unlock()
 	return s.Pin.Halt()
 }

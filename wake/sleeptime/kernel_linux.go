@@ -12,7 +12,8 @@ type systemKernel struct{}
 // clock ids on Linux; a failure would leave the field zero.
 func (systemKernel) Read() Reading {
 	var b, m unix.Timespec
-	_ = unix.ClockGettime(unix.CLOCK_BOOTTIME, &b)
+	// Monotonic first, so that Boot >= Mono holds within one reading.
 	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &m)
+	_ = unix.ClockGettime(unix.CLOCK_BOOTTIME, &b)
 	return Reading{Boot: time.Duration(b.Nano()), Mono: time.Duration(m.Nano())}
 }
