@@ -5,6 +5,7 @@ import (
 	"crypto/ed25519"
 	"errors"
 	"fmt"
+	"maps"
 
 	"github.com/torpor-dev/torpor/mls/internal/schedule"
 	"github.com/torpor-dev/torpor/mls/internal/suite"
@@ -51,8 +52,42 @@ func join(cfg *Config, w *Welcome, kp *KeyPackage, keys joinKeys, tree *RatchetT
 		return nil, err
 	}
 	gi := opened.GroupInfo
+	if tree, err = verifyGroupInfo(cfg, gi, tree); err != nil {
+		return nil, err
+	}
+	if err := checkResumptionEpoch(opened.Secrets.PSKs, gi.GroupContext.Epoch); err != nil {
+		return nil, err
+	}
+	self, nodeKeys, err := joinerKeys(tree, kp, keys, tm.LeafIndex(gi.Signer), opened.Secrets.PathSecret)
+	if err != nil {
+		return nil, err
+	}
+	g := &Group{
+		config:          *cfg,
+		ctx:             gi.GroupContext.clone(),
+		tree:            tree,
+		interim:         schedule.InterimTranscriptHash(gi.GroupContext.ConfirmedTranscriptHash, gi.ConfirmationTag),
+		confirmationTag: bytes.Clone(gi.ConfirmationTag),
+		self:            self,
+		sigPriv:         keys.sigPriv,
+		nodeKeys:        nodeKeys,
+	}
+	if err := g.installEpoch(opened.epoch); err != nil {
+		return nil, err
+	}
+	return g, nil
+}
+
+// verifyGroupInfo checks a GroupInfo and the ratchet tree it describes, for
+// a Welcome or an external join (RFC 9420, Section 12.4.3.1): the tree
+// (outOfBand, or else the ratchet_tree extension) matches the tree hash,
+// the signer's leaf is not blank and its signature verifies, the tree is
+// valid and the GroupContext extensions are well formed. It returns the
+// tree.
+func verifyGroupInfo(cfg *Config, gi *GroupInfo, outOfBand *RatchetTree) (*RatchetTree, error) {
 	ctx := &gi.GroupContext
-	if tree, err = welcomeTree(gi, tree); err != nil {
+	tree, err := welcomeTree(gi, outOfBand)
+	if err != nil {
 		return nil, err
 	}
 	if !bytes.Equal(tree.TreeHash(), ctx.TreeHash) {
@@ -71,43 +106,34 @@ func join(cfg *Config, w *Welcome, kp *KeyPackage, keys joinKeys, tree *RatchetT
 	if err := validateGroupContextExtensions(ctx.Extensions); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidWelcome, err)
 	}
-	if err := checkResumptionEpoch(opened.Secrets.PSKs, ctx.Epoch); err != nil {
-		return nil, err
-	}
+	return tree, nil
+}
+
+// joinerKeys finds our leaf (the one identical to our KeyPackage's
+// LeafNode), checks our private keys against it and returns the private
+// keys we hold: our leaf's and, with a path secret, those of the
+// committer's path above our common ancestor (RFC 9420, Section 12.4.3.1).
+func joinerKeys(tree *RatchetTree, kp *KeyPackage, keys joinKeys, signer tm.LeafIndex, ps *PathSecret) (tm.LeafIndex, map[tm.NodeIndex][]byte, error) {
 	self, ok := tree.findLeaf(&kp.LeafNode)
 	if !ok {
-		return nil, fmt.Errorf("%w: no leaf holds our KeyPackage's LeafNode", ErrInvalidWelcome)
+		return 0, nil, fmt.Errorf("%w: no leaf holds our KeyPackage's LeafNode", ErrInvalidWelcome)
 	}
 	if pub, err := suite.PublicKey(keys.encryptionPriv); err != nil || !bytes.Equal(pub, kp.LeafNode.EncryptionKey) {
-		return nil, errors.New("mls: encryption private key does not match the KeyPackage")
+		return 0, nil, errors.New("mls: encryption private key does not match the KeyPackage")
 	}
 	if !bytes.Equal(suite.SignaturePublicKey(keys.sigPriv), kp.LeafNode.SignatureKey) {
-		return nil, errors.New("mls: signature private key does not match the KeyPackage")
+		return 0, nil, errors.New("mls: signature private key does not match the KeyPackage")
 	}
 	nodeKeys := map[tm.NodeIndex][]byte{self.Node(): bytes.Clone(keys.encryptionPriv)}
-	if ps := opened.Secrets.PathSecret; ps != nil {
-		path, err := joinPathKeys(tree, self, tm.LeafIndex(gi.Signer), ps.PathSecret)
-		if err != nil {
-			return nil, err
-		}
-		for x, k := range path {
-			nodeKeys[x] = k
-		}
+	if ps == nil {
+		return self, nodeKeys, nil
 	}
-	g := &Group{
-		config:          *cfg,
-		ctx:             ctx.clone(),
-		tree:            tree,
-		interim:         schedule.InterimTranscriptHash(ctx.ConfirmedTranscriptHash, gi.ConfirmationTag),
-		confirmationTag: bytes.Clone(gi.ConfirmationTag),
-		self:            self,
-		sigPriv:         keys.sigPriv,
-		nodeKeys:        nodeKeys,
+	path, err := joinPathKeys(tree, self, signer, ps.PathSecret)
+	if err != nil {
+		return 0, nil, err
 	}
-	if err := g.installEpoch(opened.epoch); err != nil {
-		return nil, err
-	}
-	return g, nil
+	maps.Copy(nodeKeys, path)
+	return self, nodeKeys, nil
 }
 
 // welcomeTree returns the ratchet tree to join with: the out-of-band tree

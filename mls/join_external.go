@@ -68,9 +68,8 @@ func JoinExternal(cfg *Config, gi *GroupInfo, cred Credential, sigPriv ed25519.P
 	return x.g, x.msg, nil
 }
 
-// checkExternalGroupInfo verifies a GroupInfo for an external join: its
-// tree (from the extension or out of band) matches the tree hash and is
-// valid, the signer's signature verifies, and it has an external_pub.
+// checkExternalGroupInfo verifies a GroupInfo for an external join (see
+// verifyGroupInfo) and returns its tree and external_pub.
 func checkExternalGroupInfo(cfg *Config, gi *GroupInfo, outOfBand *RatchetTree) (*RatchetTree, []byte, error) {
 	ctx := &gi.GroupContext
 	if ctx.CipherSuite != CipherSuiteX25519AES128SHA256Ed25519 || ctx.Version != ProtocolMLS10 {
@@ -84,25 +83,9 @@ func checkExternalGroupInfo(cfg *Config, gi *GroupInfo, outOfBand *RatchetTree) 
 	if err != nil {
 		return nil, nil, err
 	}
-	tree, err := welcomeTree(gi, outOfBand)
+	tree, err := verifyGroupInfo(cfg, gi, outOfBand)
 	if err != nil {
 		return nil, nil, err
-	}
-	if !bytes.Equal(tree.TreeHash(), ctx.TreeHash) {
-		return nil, nil, fmt.Errorf("%w: ratchet tree does not match the GroupInfo's tree_hash", ErrInvalidWelcome)
-	}
-	signer := tree.Leaf(gi.Signer)
-	if signer == nil {
-		return nil, nil, fmt.Errorf("%w: GroupInfo signer %d is a blank leaf", ErrInvalidWelcome, gi.Signer)
-	}
-	if err := gi.Verify(signer.SignatureKey); err != nil {
-		return nil, nil, err
-	}
-	if err := tree.validate(ctx.GroupID, ctx.Extensions, cfg.credential()); err != nil {
-		return nil, nil, err
-	}
-	if err := validateGroupContextExtensions(ctx.Extensions); err != nil {
-		return nil, nil, fmt.Errorf("%w: %w", ErrInvalidWelcome, err)
 	}
 	return tree, pub, nil
 }

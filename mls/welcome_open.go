@@ -44,25 +44,7 @@ func OpenWelcome(w *Welcome, kp *KeyPackage, initPriv []byte, psks PSKLookup) (*
 	if w.CipherSuite != CipherSuiteX25519AES128SHA256Ed25519 || kp.CipherSuite != w.CipherSuite {
 		return nil, ErrUnsupportedCipherSuite
 	}
-	ref := KeyPackageRef(kp)
-	var entry *EncryptedGroupSecrets
-	for i := range w.Secrets {
-		if bytes.Equal(w.Secrets[i].NewMember, ref) {
-			entry = &w.Secrets[i]
-			break
-		}
-	}
-	if entry == nil {
-		return nil, ErrNotForUs
-	}
-	// encrypted_group_secrets = EncryptWithLabel(init_key, "Welcome",
-	// encrypted_group_info, group_secrets).
-	plain, err := suite.DecryptWithLabel(initPriv, "Welcome", w.EncryptedGroupInfo,
-		entry.EncryptedGroupSecrets.KEMOutput, entry.EncryptedGroupSecrets.Ciphertext)
-	if err != nil {
-		return nil, ErrDecryption
-	}
-	secrets, err := ParseGroupSecrets(plain)
+	secrets, err := openGroupSecrets(w, kp, initPriv)
 	if err != nil {
 		return nil, err
 	}
@@ -73,12 +55,7 @@ func OpenWelcome(w *Welcome, kp *KeyPackage, initPriv []byte, psks PSKLookup) (*
 	if err != nil {
 		return nil, err
 	}
-	key, nonce := schedule.WelcomeKeyNonce(schedule.WelcomeSecret(secrets.JoinerSecret, pskSecret))
-	giBytes, err := suite.Open(key, nonce, nil, w.EncryptedGroupInfo)
-	if err != nil {
-		return nil, ErrDecryption
-	}
-	gi, err := ParseGroupInfo(giBytes)
+	gi, err := openGroupInfo(w, secrets.JoinerSecret, pskSecret)
 	if err != nil {
 		return nil, err
 	}
@@ -93,4 +70,35 @@ func OpenWelcome(w *Welcome, kp *KeyPackage, initPriv []byte, psks PSKLookup) (*
 		return nil, fmt.Errorf("%w: confirmation tag does not match", ErrInvalidWelcome)
 	}
 	return &OpenedWelcome{Secrets: secrets, GroupInfo: gi, epoch: epoch}, nil
+}
+
+// openGroupSecrets finds the Welcome's entry for kp and decrypts it:
+// group_secrets = DecryptWithLabel(init_key_priv, "Welcome",
+// encrypted_group_info, kem_output, ciphertext).
+func openGroupSecrets(w *Welcome, kp *KeyPackage, initPriv []byte) (*GroupSecrets, error) {
+	ref := KeyPackageRef(kp)
+	for i := range w.Secrets {
+		e := &w.Secrets[i]
+		if !bytes.Equal(e.NewMember, ref) {
+			continue
+		}
+		plain, err := suite.DecryptWithLabel(initPriv, "Welcome", w.EncryptedGroupInfo,
+			e.EncryptedGroupSecrets.KEMOutput, e.EncryptedGroupSecrets.Ciphertext)
+		if err != nil {
+			return nil, ErrDecryption
+		}
+		return ParseGroupSecrets(plain)
+	}
+	return nil, ErrNotForUs
+}
+
+// openGroupInfo decrypts the Welcome's GroupInfo with the welcome key and
+// nonce derived from joiner_secret and psk_secret.
+func openGroupInfo(w *Welcome, joinerSecret, pskSecret []byte) (*GroupInfo, error) {
+	key, nonce := schedule.WelcomeKeyNonce(schedule.WelcomeSecret(joinerSecret, pskSecret))
+	plain, err := suite.Open(key, nonce, nil, w.EncryptedGroupInfo)
+	if err != nil {
+		return nil, ErrDecryption
+	}
+	return ParseGroupInfo(plain)
 }
