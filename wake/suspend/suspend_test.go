@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/torpor-dev/torpor/wake"
 	"github.com/torpor-dev/torpor/wake/suspend"
 	"github.com/torpor-dev/torpor/wake/waketest"
 )
@@ -113,5 +114,37 @@ func TestMatchesWholeWords(t *testing.T) {
 		if got := r.Matches(tt.name); got != tt.want {
 			t.Errorf("Matches(%q) = %v, want %v", tt.name, got, tt.want)
 		}
+	}
+}
+
+func TestSourceByKey(t *testing.T) {
+	tests := []struct {
+		name  string
+		keys  []string
+		want  wake.Reason
+		event bool
+	}{
+		{"declared key", []string{waketest.KeyLabel}, wake.ReasonGPIO, false},
+		{"undeclared key", nil, wake.ReasonUnknown, false},
+		{"pending event", nil, wake.ReasonUnknown, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			k := waketest.NewKernel(t, t0)
+			k.PressAt(t0.Add(3 * time.Hour))
+			k.WakeupEventBeforeSuspend = tt.event
+			s := &suspend.Source{System: newSystem(k), Keys: tt.keys, Clock: k.Clock}
+			w, err := s.Wait(context.Background(), time.Time{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			slept := 3 * time.Hour
+			if tt.event {
+				slept = 0
+			}
+			if w.Reason != tt.want || w.Slept.Boot != slept {
+				t.Errorf("Wait = %v after %v (%s), want %v after %v", w.Reason, w.Slept.Boot, w.Detail, tt.want, slept)
+			}
+		})
 	}
 }
