@@ -1,0 +1,112 @@
+package boards_test
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/torpor-dev/torpor/boards"
+	"github.com/torpor-dev/torpor/boards/boardtest"
+)
+
+func TestProfilesValid(t *testing.T) {
+	all := boards.All()
+	want := []string{"generic-arm64", "generic-armv7", "qemu-virt", "rpi-3", "rpi-4", "rpi-5", "rpi-zero-2-w", "rpi-zero-w"}
+	if len(all) != len(want) {
+		t.Fatalf("%d profiles, want %d", len(all), len(want))
+	}
+	for i, b := range all {
+		if b.Name != want[i] {
+			t.Errorf("profile %d = %s, want %s", i, b.Name, want[i])
+		}
+		if err := b.Validate(); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+func TestProfileFacts(t *testing.T) {
+	tests := []struct {
+		name    string
+		targets string
+		def     boards.Method
+		rtc     string
+	}{
+		{"rpi-zero-w", "armv6", boards.Timer, ""},
+		{"rpi-zero-2-w", "arm64,armv7", boards.Timer, ""},
+		{"rpi-4", "arm64,armv7", boards.Timer, ""},
+		{"rpi-5", "arm64", boards.RTCPowerOff, "rtc0"},
+		{"generic-armv7", "armv7", boards.RTC, "rtc0"},
+		{"qemu-virt", "arm64", boards.RTC, "rtc0"},
+	}
+	for _, tt := range tests {
+		b, err := boards.ByName(tt.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := ""
+		for i, tg := range b.Targets {
+			if i > 0 {
+				got += ","
+			}
+			got += tg.String()
+		}
+		if got != tt.targets || b.Default != tt.def || b.RTC != tt.rtc {
+			t.Errorf("%s: targets %s default %s rtc %q, want %s %s %q", tt.name, got, b.Default, b.RTC, tt.targets, tt.def, tt.rtc)
+		}
+	}
+	if _, err := boards.ByName("rpi-6"); err == nil {
+		t.Error(`ByName("rpi-6") succeeded`)
+	}
+}
+
+func TestDetect(t *testing.T) {
+	for name, model := range boardtest.Models {
+		t.Run(name, func(t *testing.T) {
+			b, got, err := boards.Detect(boardtest.ModelFile(t, model))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if b.Name != name || got != model {
+				t.Errorf("Detect(%q) = %s, %q; want %s", model, b.Name, got, name)
+			}
+		})
+	}
+	_, model, err := boards.Detect(boardtest.ModelFile(t, "Pine64 RockPro64 v2.1"))
+	if !errors.Is(err, boards.ErrUnknownModel) || model != "Pine64 RockPro64 v2.1" {
+		t.Errorf("Detect(unknown) = %q, %v; want ErrUnknownModel", model, err)
+	}
+	if _, _, err := boards.Detect(t.TempDir() + "/missing"); err == nil || errors.Is(err, boards.ErrUnknownModel) {
+		t.Errorf("Detect(missing file) = %v, want a read error", err)
+	}
+	for _, arch := range []string{"arm", "arm64"} {
+		if b, err := boards.Generic(arch); err != nil || b.Targets[0].GOARCH != arch {
+			t.Errorf("Generic(%s) = %s, %v", arch, b.Name, err)
+		}
+	}
+	if _, err := boards.Generic("amd64"); err == nil {
+		t.Error("Generic(amd64) succeeded")
+	}
+}
+
+func TestValidateRejects(t *testing.T) {
+	good, _ := boards.ByName("qemu-virt")
+	tests := []struct {
+		name string
+		edit func(*boards.Board)
+	}{
+		{"default not supported", func(b *boards.Board) { b.Default = boards.RTCPowerOff }},
+		{"rtc without rtc", func(b *boards.Board) { b.RTC = "" }},
+		{"gpio-keys without key", func(b *boards.Board) { b.WakeKey = "" }},
+		{"bad target", func(b *boards.Board) { b.Targets = []boards.Target{{GOARCH: "arm", GOARM: "5"}} }},
+		{"unknown method", func(b *boards.Board) { b.Methods = append(b.Methods, "telepathy") }},
+		{"no data dir", func(b *boards.Board) { b.DataDir = "" }},
+	}
+	for _, tt := range tests {
+		b := good
+		b.Methods = append([]boards.Method(nil), good.Methods...)
+		tt.edit(&b)
+		if err := b.Validate(); err == nil {
+			t.Errorf("%s: Validate succeeded", tt.name)
+		}
+	}
+}
