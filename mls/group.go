@@ -41,6 +41,10 @@ type Config struct {
 	// PaddingBlock pads PrivateMessage contents to a multiple of this many
 	// bytes (RFC 9420, Section 6.3.1); zero means no padding.
 	PaddingBlock int
+
+	// skipLifetime disables lifetime checks (for KeyPackages in Commits
+	// made by others).
+	skipLifetime bool
 }
 
 func (c *Config) rand() io.Reader {
@@ -61,7 +65,7 @@ func (c *Config) now() time.Time {
 func (c *Config) lifetime() *LifetimePolicy {
 	p := &LifetimePolicy{Time: c.now}
 	if c != nil {
-		p.MaxLifetime = c.MaxLifetime
+		p.MaxLifetime, p.Skip = c.MaxLifetime, c.skipLifetime
 	}
 	return p
 }

@@ -70,7 +70,7 @@ func (g *Group) Commit(opts *CommitOptions) (_ *PendingCommit, err error) {
 	if err != nil {
 		return nil, err
 	}
-	ch, err := g.applyProposals(list, self, false)
+	ch, err := g.applyProposals(list, self, false, true)
 	if err != nil {
 		return nil, err
 	}
@@ -103,7 +103,7 @@ func (g *Group) chooseProposals(opts *CommitOptions, self Sender) (list []commit
 		list = append(list, committedProposal{proposal: p, sender: self})
 		refs = append(refs, nil)
 	}
-	if _, err := g.applyProposals(list, self, false); err != nil {
+	if _, err := g.applyProposals(list, self, false, true); err != nil {
 		return nil, nil, err
 	}
 	if opts.IgnoreReceived {
@@ -111,7 +111,7 @@ func (g *Group) chooseProposals(opts *CommitOptions, self Sender) (list []commit
 	}
 	for _, cp := range g.proposals {
 		try := append(list[:len(list):len(list)], committedProposal{proposal: cp.proposal, sender: cp.sender})
-		if _, err := g.applyProposals(try, self, false); err == nil {
+		if _, err := g.applyProposals(try, self, false, true); err == nil {
 			list, refs = try, append(refs, cp.ref)
 		}
 	}

@@ -193,7 +193,7 @@ func (g *Group) processCommit(ac *AuthenticatedContent) (*CommitSummary, error) 
 	if err != nil {
 		return nil, err
 	}
-	ch, err := g.applyProposals(list, sender, external)
+	ch, err := g.applyProposals(list, sender, external, false)
 	if err != nil {
 		return nil, err
 	}

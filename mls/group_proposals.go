@@ -80,16 +80,21 @@ type epochChange struct {
 	// is this client's new leaf from a committed Update of its own.
 	removedSelf bool
 	selfUpdate  *LeafNode
+	// ours reports whether this client makes the Commit (or proposal):
+	// only then are KeyPackage lifetimes checked (see LifetimePolicy).
+	ours bool
 }
 
 // applyProposals validates a committed list (RFC 9420, Section 12.2) and
 // applies it in the order of Section 12.3 to a copy of the group's tree.
-// committer is the Commit's sender; external reports an external Commit.
-func (g *Group) applyProposals(list []committedProposal, committer Sender, external bool) (*epochChange, error) {
+// committer is the Commit's sender; external reports an external Commit;
+// ours reports that this client makes the Commit or proposal (only then
+// are KeyPackage lifetimes checked).
+func (g *Group) applyProposals(list []committedProposal, committer Sender, external, ours bool) (*epochChange, error) {
 	if err := g.validateList(list, committer, external); err != nil {
 		return nil, err
 	}
-	ch := &epochChange{tree: g.tree.clone(), extensions: g.ctx.Extensions, pathRequired: len(list) == 0}
+	ch := &epochChange{tree: g.tree.clone(), extensions: g.ctx.Extensions, pathRequired: len(list) == 0, ours: ours}
 	for _, cp := range list {
 		if slices.Contains(pathRequiredTypes, cp.proposal.ProposalType()) {
 			ch.pathRequired = true
@@ -252,7 +257,17 @@ func (g *Group) applyAdds(ch *epochChange, list []committedProposal) error {
 			continue
 		}
 		kp := &p.KeyPackage
-		if err := kp.Verify(&g.config); err != nil {
+		cfg := g.config
+		if !ch.ours {
+			// A Commit may reach us long after it was made (a sleeping
+			// device drains a queue); members that check lifetimes at
+			// different times would fork the group. RFC 9420, Section 7.3
+			// only recommends the check for received messages.
+			cfg.Time = nil
+			cfg.MaxLifetime = 0
+			cfg.skipLifetime = true
+		}
+		if err := kp.Verify(&cfg); err != nil {
 			return fmt.Errorf("%w: Add: %w", ErrInvalidProposal, err)
 		}
 		if kp.CipherSuite != g.ctx.CipherSuite || kp.Version != g.ctx.Version {

@@ -29,8 +29,11 @@ func (g *Group) Propose(p Proposal, opts *SendOptions) (*MLSMessage, error) {
 	case *ExternalInitProposal, *UnknownProposal:
 		return nil, fmt.Errorf("%w: %T cannot be proposed", ErrInvalidProposal, p)
 	}
+	// Check p as the only proposal of a Commit by someone else (no leaf
+	// has index 2^32-1).
 	self := Sender{Type: SenderTypeMember, Index: uint32(g.self)}
-	if _, err := g.applyProposals([]committedProposal{{proposal: p, sender: self}}, Sender{Type: SenderTypeMember, Index: ^uint32(0)}, false); err != nil {
+	nobody := Sender{Type: SenderTypeMember, Index: ^uint32(0)}
+	if _, err := g.applyProposals([]committedProposal{{proposal: p, sender: self}}, nobody, false, true); err != nil {
 		return nil, err
 	}
 	return g.sendProposal(p, opts)

@@ -122,7 +122,7 @@ func (x *externalJoin) apply() error {
 	for _, por := range x.commit.Proposals {
 		list = append(list, committedProposal{proposal: por.Proposal, sender: sender})
 	}
-	ch, err := x.base.applyProposals(list, sender, true)
+	ch, err := x.base.applyProposals(list, sender, true, true)
 	if err != nil {
 		return err
 	}
