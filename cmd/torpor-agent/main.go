@@ -1,14 +1,222 @@
-// Command torpor-agent is the device daemon: it sleeps between wake windows,
-// drains its relay queue on waking and validates every object before
-// anything acts on it. See runtime.
+// Command torpor-agent is the device daemon: it sleeps between wake
+// windows, drains its relay queue on waking and validates every object
+// before anything acts on it. The logic lives in package runtime; this
+// command reads the configuration file and flags, builds runtime.Config
+// (runtime/conffile) and runs the agent. Run "torpor-agent -h" for the
+// flags and "torpor-agent help" for the operator commands (ledger, holds,
+// confirm, deny, halt, resume, status).
 package main
 
 import (
+	"context"
+	"errors"
+	"flag"
 	"fmt"
+	"io"
+	"log/slog"
 	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/torpor-dev/torpor/runtime"
+	"github.com/torpor-dev/torpor/runtime/conffile"
 )
 
+// DefaultConfig is read when --config is not given; its absence is not an
+// error then (flags alone may configure the agent).
+const DefaultConfig = "/etc/torpor/agent.json"
+
+// args are the command-line flags; a flag that was set overrides the
+// configuration file.
+type args struct {
+	config    string
+	explicit  bool // --config was given: its absence is an error
+	set       map[string]bool
+	key       string
+	dataDir   string
+	relay     string
+	name      string
+	board     string
+	mode      string
+	length    time.Duration
+	offset    time.Duration
+	timeScale float64
+	purposes  string
+	conseq    string
+	owner     string
+	plaintext bool
+	notify    string
+	handlers  []conffile.Handler
+	logLevel  slog.Level
+}
+
+func newFlags(a *args, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("torpor-agent", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&a.config, "config", DefaultConfig, "The JSON configuration file (see runtime/conffile). Flags that are set override it. Without --config, a missing "+DefaultConfig+" is not an error.")
+	fs.StringVar(&a.key, "key", "", "The agent's private key file, made by torporctl keygen.")
+	fs.StringVar(&a.dataDir, "data-dir", "", "The directory of the agent's bbolt file (agent.db).")
+	fs.StringVar(&a.relay, "relay", "", "The relay's public base URL, such as https://relay.example.")
+	fs.StringVar(&a.name, "name", "", "The agent's name in its Agent Card.")
+	fs.StringVar(&a.board, "board", "", "The board profile (see torporctl boards); it chooses the wake sources when the configuration names none.")
+	fs.StringVar(&a.mode, "mode", "", "The reachability mode: always_on, session, hourly_wake (the default) or sleep.")
+	fs.DurationVar(&a.length, "window-length", 0, "The length of the hourly wake window (default 5m).")
+	fs.DurationVar(&a.offset, "window-offset", 0, "A shift of the hourly window within the hour, to spread a fleet whose DIDs share a wake minute.")
+	fs.Float64Var(&a.timeScale, "time-scale", 1, "Run the agent's clock this many times faster than real time (1 to 100000), for demonstrations: an hour's cycle passes in seconds.")
+	fs.StringVar(&a.purposes, "purposes", "", "The comma-separated purposes the agent accepts, such as comms:*,action:* (draft Section 8.3).")
+	fs.StringVar(&a.conseq, "consequential", "", "The comma-separated purposes that never run without the owner's confirmation or signed policy (default action:*).")
+	fs.StringVar(&a.owner, "owner", "", "The owner's DID: it signs policies, confirmations, halts and resumes.")
+	fs.BoolVar(&a.plaintext, "allow-plaintext", false, "Accept unencrypted Governed Objects as well as MLS-encrypted ones.")
+	fs.StringVar(&a.notify, "notify", "", "How accepted objects reach the application: at-most-once (the default) or at-least-once (for handlers idempotent on object id).")
+	fs.Func("handler", "A handler for a purpose pattern: PATTERN=exec:PROGRAM, PATTERN=unix:SOCKET[#PATH] or PATTERN=mqtt:mqtt://HOST:PORT/TOPIC. Repeat the flag for more; they replace the file's handlers.", func(s string) error {
+		h, err := parseHandler(s)
+		if err == nil {
+			a.handlers = append(a.handlers, h)
+		}
+		return err
+	})
+	fs.TextVar(&a.logLevel, "log-level", slog.LevelInfo, "The least important log level printed: debug, info, warn or error.")
+	return fs
+}
+
+// parseHandler reads PATTERN=KIND:TARGET.
+func parseHandler(s string) (conffile.Handler, error) {
+	pat, target, ok := strings.Cut(s, "=")
+	kind, arg, ok2 := strings.Cut(target, ":")
+	if !ok || !ok2 || arg == "" {
+		return conffile.Handler{}, fmt.Errorf("handler %q: want PATTERN=exec:PROGRAM, PATTERN=unix:SOCKET[#PATH] or PATTERN=mqtt:URL/TOPIC", s)
+	}
+	h := conffile.Handler{Purpose: pat}
+	switch kind {
+	case "exec":
+		h.Exec = &conffile.ExecHandler{Path: arg}
+	case "unix":
+		sock, path, _ := strings.Cut(arg, "#")
+		h.Unix = &conffile.UnixHandler{Socket: sock, Path: path}
+	case "mqtt":
+		rest, ok := strings.CutPrefix(arg, "//")
+		host, topic, ok2 := strings.Cut(rest, "/")
+		if !ok || !ok2 || topic == "" {
+			return h, fmt.Errorf("handler %q: mqtt wants mqtt://HOST:PORT/TOPIC", s)
+		}
+		h.MQTT = &conffile.MQTTHandler{Broker: "mqtt://" + host, Topic: topic}
+	default:
+		return h, fmt.Errorf("handler %q: kind %q (want exec, unix or mqtt)", s, kind)
+	}
+	return h, nil
+}
+
+// parseArgs parses the flags and returns the remaining arguments.
+func parseArgs(argv []string, stderr io.Writer) (*args, []string, error) {
+	a := &args{set: map[string]bool{}}
+	fs := newFlags(a, stderr)
+	if err := fs.Parse(argv); err != nil {
+		return nil, nil, err
+	}
+	fs.Visit(func(f *flag.Flag) { a.set[f.Name] = true })
+	a.explicit = a.set["config"]
+	return a, fs.Args(), nil
+}
+
+// file loads the configuration file (absent is fine unless --config was
+// given) and applies the flags that were set.
+func (a *args) file() (*conffile.File, error) {
+	f, err := conffile.Load(a.config)
+	switch {
+	case errors.Is(err, conffile.ErrNoConfig) && !a.explicit:
+		f = &conffile.File{Version: conffile.Version}
+	case err != nil:
+		return nil, err
+	}
+	over := map[string]func(){
+		"key": func() { f.Key = a.key }, "data-dir": func() { f.DataDir = a.dataDir }, "relay": func() { f.Relay = a.relay },
+		"name": func() { f.Name = a.name }, "board": func() { f.Board = a.board }, "mode": func() { f.Mode = a.mode },
+		"window-length": func() { f.Window.Length = conffile.Duration(a.length) },
+		"window-offset": func() { f.Window.Offset = conffile.Duration(a.offset) },
+		"time-scale":    func() { f.TimeScale = a.timeScale },
+		"purposes":      func() { f.Purposes = splitList(a.purposes) },
+		"consequential": func() { f.Consequential = splitList(a.conseq) },
+		"owner":         func() { f.Owner = a.owner }, "allow-plaintext": func() { f.AllowPlaintext = a.plaintext },
+		"notify": func() { f.Notify = a.notify }, "handler": func() { f.Handlers = a.handlers },
+	}
+	for name, apply := range over {
+		if a.set[name] {
+			apply()
+		}
+	}
+	return f, nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	if out == nil {
+		out = []string{}
+	}
+	return out
+}
+
 func main() {
-	fmt.Fprintln(os.Stderr, "torpor-agent: the agent runtime is being built (issue 6); nothing to run yet")
-	os.Exit(2)
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(argv []string, stdout, stderr io.Writer) int {
+	if len(argv) > 0 && !strings.HasPrefix(argv[0], "-") {
+		return operator(argv[0], argv[1:], stdout, stderr)
+	}
+	a, rest, err := parseArgs(argv, stderr)
+	if err != nil {
+		return 2
+	}
+	if len(rest) > 0 {
+		fmt.Fprintf(stderr, "torpor-agent: unexpected arguments %q (operator commands come first: torpor-agent help)\n", rest)
+		return 2
+	}
+	if err := daemon(a, stderr); err != nil {
+		fmt.Fprintln(stderr, "torpor-agent:", err)
+		return 1
+	}
+	return 0
+}
+
+// daemon runs the agent until SIGINT or SIGTERM.
+func daemon(a *args, stderr io.Writer) error {
+	f, err := a.file()
+	if err != nil {
+		return err
+	}
+	b, err := f.Build()
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	level := a.logLevel
+	if f.Log != nil && f.Log.Level != "" && !a.set["log-level"] {
+		if err := level.UnmarshalText([]byte(f.Log.Level)); err != nil {
+			return fmt.Errorf("log level: %w", err)
+		}
+	}
+	b.Config.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	if f.Board != "" && len(b.Config.Sources) == 0 {
+		src, err := boardSources(f.Board, b.Config.Clock)
+		if err != nil {
+			return err
+		}
+		b.Config.Sources = src
+	}
+	agent, err := runtime.New(b.Config)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	b.Config.Logger.Info("torpor-agent starting", "did", b.Config.Key.DID().String(), "relay", b.Config.RelayURL,
+		"mode", b.Config.Mode, "notify", b.Config.Notify.String())
+	return agent.Run(ctx)
 }

@@ -5,26 +5,35 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"time"
 
 	"github.com/eclipse/paho.golang/autopaho"
 	"github.com/eclipse/paho.golang/paho"
+
+	"github.com/torpor-dev/torpor/clock"
 )
 
 // PahoPublisher implements Publisher with paho.golang's autopaho connection
 // manager, which reconnects on its own.
 type PahoPublisher struct {
 	cm *autopaho.ConnectionManager
+	// ConnectTimeout bounds Publish's wait for a connection; zero means
+	// 10 seconds. Clock measures it; nil means clock.Real.
+	ConnectTimeout time.Duration
+	Clock          clock.Clock
 }
 
-// DialMQTT connects to the MQTT 5 broker at brokerURL (mqtt://host:port or
-// tls://…) as clientID and waits until the first connection is up or ctx
-// ends. Close disconnects.
-func DialMQTT(ctx context.Context, brokerURL, clientID string) (*PahoPublisher, error) {
+// NewMQTT starts connecting to the MQTT 5 broker at brokerURL
+// (mqtt://host:port or tls://…) as clientID, in the background, and keeps
+// the connection up (autopaho reconnects). It does not wait: a broker that
+// is down at startup does not stop the agent, and Publish waits for the
+// connection. Close disconnects.
+func NewMQTT(brokerURL, clientID string) (*PahoPublisher, error) {
 	u, err := url.Parse(brokerURL)
-	if err != nil {
-		return nil, fmt.Errorf("deliver: MQTT broker URL: %w", err)
+	if err != nil || u.Host == "" {
+		return nil, fmt.Errorf("deliver: MQTT broker URL %q: want mqtt://host:port", brokerURL)
 	}
-	cm, err := autopaho.NewConnection(context.WithoutCancel(ctx), autopaho.ClientConfig{
+	cm, err := autopaho.NewConnection(context.Background(), autopaho.ClientConfig{
 		ServerUrls:                    []*url.URL{u},
 		KeepAlive:                     30,
 		CleanStartOnInitialConnection: true,
@@ -33,15 +42,44 @@ func DialMQTT(ctx context.Context, brokerURL, clientID string) (*PahoPublisher, 
 	if err != nil {
 		return nil, fmt.Errorf("deliver: MQTT: %w", err)
 	}
-	if err := cm.AwaitConnection(ctx); err != nil {
-		cm.Disconnect(context.WithoutCancel(ctx))
-		return nil, fmt.Errorf("deliver: connecting to %s: %w", brokerURL, err)
-	}
 	return &PahoPublisher{cm: cm}, nil
 }
 
-// Publish implements Publisher.
+// DialMQTT is NewMQTT, then waits until the first connection is up or ctx
+// ends.
+func DialMQTT(ctx context.Context, brokerURL, clientID string) (*PahoPublisher, error) {
+	p, err := NewMQTT(brokerURL, clientID)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.cm.AwaitConnection(ctx); err != nil {
+		p.Close(context.WithoutCancel(ctx))
+		return nil, fmt.Errorf("deliver: connecting to %s: %w", brokerURL, err)
+	}
+	return p, nil
+}
+
+// Publish implements Publisher. It waits for the connection while ctx
+// allows; a connection that does not come up is ErrNotStarted.
 func (p *PahoPublisher) Publish(ctx context.Context, m Message) error {
+	wait := p.ConnectTimeout
+	if wait == 0 {
+		wait = 10 * time.Second
+	}
+	actx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	t := clock.Or(p.Clock).NewTimer(wait)
+	defer t.Stop()
+	go func() {
+		select {
+		case <-t.C():
+			cancel(errors.New("timed out"))
+		case <-actx.Done():
+		}
+	}()
+	if err := p.cm.AwaitConnection(actx); err != nil {
+		return fmt.Errorf("deliver: MQTT broker not connected: %v (%w)", context.Cause(actx), ErrNotStarted)
+	}
 	resp, err := p.cm.Publish(ctx, &paho.Publish{
 		Topic:   m.Topic,
 		QoS:     m.QoS,

@@ -11,6 +11,7 @@ import (
 
 	"github.com/torpor-dev/torpor/clock"
 	"github.com/torpor-dev/torpor/runtime/deliver"
+	"github.com/torpor-dev/torpor/runtime/gate"
 )
 
 // finish hands a committed batch's objects to the application, in queue
@@ -237,6 +238,32 @@ func (d *Drainer) Redecide(ctx context.Context) (Report, error) {
 	})
 	if err != nil {
 		return Report{}, fmt.Errorf("drain: redeciding held actions: %w", err)
+	}
+	return b.report, d.finish(ctx, b)
+}
+
+// Confirm releases the held action with ledger key key, as the owner's
+// confirmation does (for an operator confirming on the device itself),
+// and hands it to the application. It returns the gate's errors
+// (gate.ErrNoHold, gate.ErrExpired, the ledger's *KeyError).
+func (d *Drainer) Confirm(ctx context.Context, key string) (Report, error) {
+	d.run.Lock()
+	defer d.run.Unlock()
+	var b *batch
+	err := d.db.Update(func(tx *bolt.Tx) error {
+		b = &batch{}
+		h, err := d.cfg.Gate.Confirm(tx, key)
+		if err != nil {
+			return err
+		}
+		p := &proc{d: d, tx: tx, b: b, now: d.clock.Now()}
+		if err := p.released([]gate.Held{h}); err != nil {
+			return err
+		}
+		return putPending(tx, &b.pending[0])
+	})
+	if err != nil {
+		return Report{}, err
 	}
 	return b.report, d.finish(ctx, b)
 }

@@ -1,0 +1,232 @@
+package conffile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/torpor-dev/torpor/clock"
+	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/runtime"
+	"github.com/torpor-dev/torpor/runtime/deliver"
+	"github.com/torpor-dev/torpor/runtime/drain"
+	"github.com/torpor-dev/torpor/runtime/purpose"
+	"github.com/torpor-dev/torpor/transport/link"
+	"github.com/torpor-dev/torpor/wake"
+	"github.com/torpor-dev/torpor/wake/rtc"
+	"github.com/torpor-dev/torpor/wake/suspend"
+	"github.com/torpor-dev/torpor/wake/timer"
+)
+
+// Built is a runtime.Config made from a File, with what must be released
+// when the agent stops (MQTT connections).
+type Built struct {
+	Config  runtime.Config
+	closers []func()
+}
+
+// Close releases the handlers' connections.
+func (b *Built) Close() {
+	for _, c := range b.closers {
+		c()
+	}
+}
+
+// Build checks f and makes the agent's configuration: the key loaded from
+// its file, the handlers connected, the wake sources made, the clock scaled
+// when TimeScale > 1. Every problem is reported, not just the first.
+func (f *File) Build() (*Built, error) {
+	b := &Built{}
+	c := &b.Config
+	var errs []error
+	add := func(err error) {
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	c.Clock = clock.Real
+	if f.TimeScale > 1 {
+		sc, err := clock.NewScaled(clock.Real, f.TimeScale)
+		add(err)
+		if err == nil {
+			c.Clock = sc
+		}
+	}
+	if f.Key == "" {
+		add(errors.New("no key file (\"key\" or --key)"))
+	} else {
+		k, err := did.LoadKey(f.Key)
+		add(err)
+		c.Key = k
+	}
+	c.DataDir, c.RelayURL, c.Name = f.DataDir, f.Relay, f.Name
+	if c.DataDir == "" {
+		add(errors.New("no data directory (\"dataDir\" or --data-dir)"))
+	}
+	if c.RelayURL == "" {
+		add(errors.New("no relay URL (\"relay\" or --relay)"))
+	}
+	add(f.buildSchedule(c))
+	add(f.buildPolicy(c))
+	add(b.buildHandlers(f))
+	add(f.buildWake(c))
+	if f.Bounds != nil {
+		c.Bounds = link.Bounds{MaxMessages: f.Bounds.MaxMessages, MaxPerPeer: f.Bounds.MaxPerPeer, MaxBytes: f.Bounds.MaxBytes,
+			MaxMessageSize: f.Bounds.MaxMessageSize, TTLSec: int64(time.Duration(f.Bounds.TTL) / time.Second)}
+	}
+	c.BatchSize, c.KeyPackageTarget = f.BatchSize, f.KeyPackages
+	if len(errs) > 0 {
+		b.Close()
+		return nil, fmt.Errorf("conffile: %w", errors.Join(errs...))
+	}
+	return b, nil
+}
+
+func (f *File) buildSchedule(c *runtime.Config) error {
+	mode := f.Mode
+	if mode == "" {
+		mode = string(wake.HourlyWake)
+	}
+	m, err := wake.ParseMode(mode)
+	if err != nil {
+		return err
+	}
+	c.Mode = m
+	c.WindowLength, c.WindowOffset = time.Duration(f.Window.Length), time.Duration(f.Window.Offset)
+	if f.ScheduledWake != "" {
+		t, err := time.Parse(time.RFC3339, f.ScheduledWake)
+		if err != nil {
+			return fmt.Errorf("scheduledWake: %v", err)
+		}
+		c.ScheduledWake = t
+	}
+	return nil
+}
+
+func (f *File) buildPolicy(c *runtime.Config) error {
+	var errs []error
+	var err error
+	if c.Purposes, err = purpose.ParseSet(strings.Join(f.Purposes, ",")); err != nil {
+		errs = append(errs, fmt.Errorf("purposes: %w", err))
+	}
+	if len(c.Purposes) == 0 {
+		errs = append(errs, errors.New("no purposes: the agent would accept nothing (draft Section 8.3 requires an allowlist)"))
+	}
+	cons := f.Consequential
+	if cons == nil {
+		cons = []string{"action:*"}
+	}
+	if c.Consequential, err = purpose.ParseSet(strings.Join(cons, ",")); err != nil {
+		errs = append(errs, fmt.Errorf("consequential: %w", err))
+	}
+	if f.Owner != "" {
+		if c.Owner, err = did.Parse(f.Owner); err != nil {
+			errs = append(errs, fmt.Errorf("owner: %w", err))
+		}
+	}
+	c.AllowPlaintext, c.MaxLifetime = f.AllowPlaintext, time.Duration(f.MaxLifetime)
+	if c.Notify, err = drain.ParseNotifyMode(f.Notify); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+func (b *Built) buildHandlers(f *File) error {
+	var errs []error
+	if len(f.Handlers) == 0 {
+		errs = append(errs, errors.New("no handlers: accepted objects would have nowhere to go"))
+	}
+	for i, h := range f.Handlers {
+		rt, err := b.handler(h, b.Config.Clock)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("handler %d (%s): %w", i, h.Purpose, err))
+			continue
+		}
+		b.Config.Routes = append(b.Config.Routes, rt)
+	}
+	return errors.Join(errs...)
+}
+
+func (b *Built) handler(h Handler, clk clock.Clock) (deliver.Route, error) {
+	if err := purpose.CheckPattern(h.Purpose); err != nil {
+		return deliver.Route{}, err
+	}
+	rt := deliver.Route{Pattern: h.Purpose, Name: h.Name}
+	n := 0
+	if h.Exec != nil {
+		n++
+		if h.Exec.Path == "" {
+			return rt, errors.New("exec needs a path")
+		}
+		rt.Handler = &deliver.Exec{Path: h.Exec.Path, Args: h.Exec.Args, Env: h.Exec.Env, Dir: h.Exec.Dir,
+			Timeout: time.Duration(h.Exec.Timeout), Clock: clk}
+		rt.Name = or(rt.Name, "exec:"+h.Exec.Path)
+	}
+	if h.Unix != nil {
+		n++
+		if h.Unix.Socket == "" {
+			return rt, errors.New("unix needs a socket")
+		}
+		rt.Handler = deliver.NewUnix(h.Unix.Socket, h.Unix.Path, clk)
+		rt.Name = or(rt.Name, "unix:"+h.Unix.Socket)
+	}
+	if h.MQTT != nil {
+		n++
+		if h.MQTT.Topic == "" {
+			return rt, errors.New("mqtt needs a topic")
+		}
+		pub, err := deliver.NewMQTT(h.MQTT.Broker, or(h.MQTT.ClientID, "torpor-agent-"+randomSuffix(b.Config.Key)))
+		if err != nil {
+			return rt, err
+		}
+		pub.Clock = clk
+		b.closers = append(b.closers, func() { pub.Close(context.Background()) })
+		rt.Handler = &deliver.MQTT{Publisher: pub, Topic: h.MQTT.Topic, Clock: clk}
+		rt.Name = or(rt.Name, "mqtt:"+h.MQTT.Topic)
+	}
+	if n != 1 {
+		return rt, errors.New("exactly one of exec, unix and mqtt")
+	}
+	return rt, nil
+}
+
+// randomSuffix makes the default MQTT client id from the agent's DID, so
+// two agents on one broker do not take over each other's session.
+func randomSuffix(k *did.PrivateKey) string {
+	if k == nil {
+		return "unknown"
+	}
+	s := k.DID().String()
+	return s[len(s)-8:]
+}
+
+func (f *File) buildWake(c *runtime.Config) error {
+	for i, s := range f.Wake {
+		switch s.Type {
+		case "timer":
+			c.Sources = append(c.Sources, &timer.Source{Clock: c.Clock})
+		case "rtc":
+			st, err := suspend.ParseState(or(s.State, string(suspend.Freeze)))
+			if err != nil {
+				return fmt.Errorf("wake source %d: %w", i, err)
+			}
+			m := rtc.Method(or(s.Method, string(rtc.Sysfs)))
+			if m != rtc.Sysfs && m != rtc.Ioctl {
+				return fmt.Errorf("wake source %d: method %q (want sysfs or ioctl)", i, s.Method)
+			}
+			c.Sources = append(c.Sources, &rtc.Source{Alarm: &rtc.Alarm{Name: s.Device, Method: m, Clock: c.Clock}, State: st, Keys: s.Keys})
+		default:
+			return fmt.Errorf("wake source %d: type %q (want timer or rtc)", i, s.Type)
+		}
+	}
+	return nil
+}
+
+func or(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}

@@ -1,0 +1,203 @@
+// Package conffile reads torpor-agent's configuration file and turns it,
+// with the command line's overrides, into a runtime.Config.
+//
+// The file is JSON (the standard library reads it; the agent binary stays
+// small) and carries a "version" member, now 1, so that a later format can
+// be told apart rather than misread. A file that does not exist is
+// reported as ErrNoConfig (wrapped), distinct from a file that exists but
+// is invalid, whose error is not wrapped: an operator who pointed the agent
+// at a wrong path learns that, and an operator whose file has a typo
+// learns where.
+//
+//	{
+//	  "version": 1,
+//	  "key": "/var/lib/torpor/agent.key",
+//	  "dataDir": "/var/lib/torpor",
+//	  "relay": "https://relay.example",
+//	  "mode": "hourly_wake",
+//	  "window": {"length": "5m", "offset": "40s"},
+//	  "owner": "did:key:z6Mk…",
+//	  "purposes": ["comms:*", "action:*"],
+//	  "consequential": ["action:*"],
+//	  "notify": "at-most-once",
+//	  "handlers": [
+//	    {"purpose": "comms:*", "exec": {"path": "/usr/local/bin/on-message", "timeout": "30s"}},
+//	    {"purpose": "action:*", "unix": {"socket": "/run/app/actions.sock", "path": "/actions"}},
+//	    {"purpose": "sensor:*", "mqtt": {"broker": "mqtt://127.0.0.1:1883", "topic": "torpor/{purpose}"}}
+//	  ],
+//	  "wake": [{"type": "rtc", "device": "rtc0", "state": "freeze"}]
+//	}
+//
+// Durations are Go duration strings ("5m", "30s"). Unknown members are
+// errors: a misspelt option must not be silently ignored.
+package conffile
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"time"
+)
+
+// Version is the format version this package reads.
+const Version = 1
+
+// ErrNoConfig is returned (wrapped) by Load when the file does not exist.
+var ErrNoConfig = errors.New("conffile: no configuration file")
+
+// File is the configuration file.
+type File struct {
+	Version        int        `json:"version"`
+	Key            string     `json:"key,omitempty"`
+	DataDir        string     `json:"dataDir,omitempty"`
+	Relay          string     `json:"relay,omitempty"`
+	Name           string     `json:"name,omitempty"`
+	Board          string     `json:"board,omitempty"`
+	Mode           string     `json:"mode,omitempty"`
+	Window         Window     `json:"window"`
+	ScheduledWake  string     `json:"scheduledWake,omitempty"` // RFC 3339, sleep mode
+	Owner          string     `json:"owner,omitempty"`
+	Purposes       []string   `json:"purposes,omitempty"`
+	Consequential  []string   `json:"consequential,omitempty"`
+	AllowPlaintext bool       `json:"allowPlaintext,omitempty"`
+	MaxLifetime    Duration   `json:"maxLifetime,omitempty"`
+	Notify         string     `json:"notify,omitempty"`
+	Handlers       []Handler  `json:"handlers,omitempty"`
+	Wake           []Source   `json:"wake,omitempty"`
+	Bounds         *Bounds    `json:"bounds,omitempty"`
+	BatchSize      int        `json:"batchSize,omitempty"`
+	TimeScale      float64    `json:"timeScale,omitempty"`
+	KeyPackages    int        `json:"keyPackages,omitempty"`
+	Log            *LogConfig `json:"log,omitempty"`
+}
+
+// Window is the hourly window.
+type Window struct {
+	Length Duration `json:"length,omitempty"`
+	Offset Duration `json:"offset,omitempty"`
+}
+
+// Handler routes the purposes matching Purpose to one hand-off.
+type Handler struct {
+	Purpose string       `json:"purpose"`
+	Name    string       `json:"name,omitempty"`
+	Exec    *ExecHandler `json:"exec,omitempty"`
+	Unix    *UnixHandler `json:"unix,omitempty"`
+	MQTT    *MQTTHandler `json:"mqtt,omitempty"`
+}
+
+// ExecHandler runs a program per object (runtime/deliver.Exec).
+type ExecHandler struct {
+	Path    string   `json:"path"`
+	Args    []string `json:"args,omitempty"`
+	Env     []string `json:"env,omitempty"`
+	Dir     string   `json:"dir,omitempty"`
+	Timeout Duration `json:"timeout,omitempty"`
+}
+
+// UnixHandler posts each object to a Unix socket (runtime/deliver.Unix).
+type UnixHandler struct {
+	Socket string `json:"socket"`
+	Path   string `json:"path,omitempty"`
+}
+
+// MQTTHandler publishes each object (runtime/deliver.MQTT).
+type MQTTHandler struct {
+	Broker   string `json:"broker"`
+	Topic    string `json:"topic"`
+	ClientID string `json:"clientId,omitempty"`
+}
+
+// Source is one wake source: "timer", or "rtc" with its device and sleep
+// state (freeze, mem, poweroff).
+type Source struct {
+	Type   string   `json:"type"`
+	Device string   `json:"device,omitempty"`
+	State  string   `json:"state,omitempty"`
+	Method string   `json:"method,omitempty"` // sysfs (default) or ioctl
+	Keys   []string `json:"keys,omitempty"`   // gpio-keys wakeup sources, by label
+}
+
+// Bounds are the queue bounds the agent asks the relay for.
+type Bounds struct {
+	MaxMessages    int      `json:"maxMessages,omitempty"`
+	MaxPerPeer     int      `json:"maxPerPeer,omitempty"`
+	MaxBytes       int64    `json:"maxBytes,omitempty"`
+	MaxMessageSize int64    `json:"maxMessageSize,omitempty"`
+	TTL            Duration `json:"ttl,omitempty"`
+}
+
+// LogConfig sets the log level ("debug", "info", "warn", "error").
+type LogConfig struct {
+	Level string `json:"level,omitempty"`
+}
+
+// Duration is a time.Duration written as a Go duration string.
+type Duration time.Duration
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("duration must be a string like \"5m\": %s", b)
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// MarshalJSON implements json.Marshaler.
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
+
+// Load reads and checks the file at path. It returns an error wrapping
+// ErrNoConfig when the file does not exist, and an unwrapped error when it
+// exists but cannot be read as a version-1 configuration.
+func Load(path string) (*File, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%w: %s does not exist", ErrNoConfig, path)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("conffile: %v", err)
+	}
+	return Parse(b, path)
+}
+
+// Parse reads a configuration; name is used in errors.
+func Parse(b []byte, name string) (*File, error) {
+	var probe struct {
+		Version *int `json:"version"`
+	}
+	if err := json.Unmarshal(b, &probe); err != nil {
+		return nil, fmt.Errorf("conffile: %s: %v", name, jsonErr(b, err))
+	}
+	if probe.Version == nil {
+		return nil, fmt.Errorf("conffile: %s: no \"version\" member (this agent reads version %d)", name, Version)
+	}
+	if *probe.Version != Version {
+		return nil, fmt.Errorf("conffile: %s: version %d, this agent reads version %d", name, *probe.Version, Version)
+	}
+	var f File
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&f); err != nil {
+		return nil, fmt.Errorf("conffile: %s: %v", name, jsonErr(b, err))
+	}
+	return &f, nil
+}
+
+// jsonErr adds the line of a syntax error.
+func jsonErr(b []byte, err error) error {
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		line := 1 + bytes.Count(b[:min(int(se.Offset), len(b))], []byte("\n"))
+		return fmt.Errorf("line %d: %v", line, err)
+	}
+	return err
+}
