@@ -1,0 +1,234 @@
+package session
+
+import (
+	"bytes"
+	"crypto/ecdh"
+	"fmt"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/torpor-dev/torpor/mls"
+	"github.com/torpor-dev/torpor/store"
+)
+
+// The KeyPackage pool of an agent that sleeps (draft Section 6.1; RFC
+// 9420, Sections 10 and 16.8). The relay hands out the public halves one at
+// a time while the device sleeps; the private halves stay on the device in
+// bbolt, one entry per KeyPackage, keyed by KeyPackageRef, so that a
+// Welcome arriving days later, after reboots, still finds its KeyPackage.
+// The entry a Welcome consumes is deleted in the transaction that stores
+// the new group (Join), so a KeyPackage is never used twice and never lost
+// half-used.
+
+// poolEntry is a KeyPackage with its private keys (the signature key is the
+// agent's own).
+type poolEntry struct {
+	KeyPackage []byte `cbor:"kp"`   // MLSMessage-wrapped, as published
+	InitPriv   []byte `cbor:"init"` // HPKE private key of init_key
+	EncPriv    []byte `cbor:"enc"`  // HPKE private key of the leaf's encryption_key
+	NotAfter   int64  `cbor:"notAfter"`
+	Published  bool   `cbor:"pub,omitempty"`
+}
+
+// Refill deletes the private halves of KeyPackages whose lifetime ended
+// more than Config.KeyPackageGrace ago, generates KeyPackages until target
+// unexpired ones exist (target <= 0 means Config.PoolSize), and returns the
+// MLSMessage-wrapped public halves of those not yet marked Published: what
+// the device uploads to its relay at each wake.
+func (s *Sessions) Refill(tx *bolt.Tx, target int) ([][]byte, error) {
+	if target <= 0 {
+		target = s.poolSize()
+	}
+	r, err := root(tx)
+	if err != nil {
+		return nil, err
+	}
+	pool := r.Bucket(bucketKP)
+	now := s.clock.Now()
+	live, err := s.prune(pool, now)
+	if err != nil {
+		return nil, err
+	}
+	for ; live < target; live++ {
+		if err := s.addKeyPackage(pool); err != nil {
+			return nil, err
+		}
+	}
+	var out [][]byte
+	err = pool.ForEach(func(k, v []byte) error {
+		var e poolEntry
+		if err := decMode.Unmarshal(v, &e); err != nil {
+			return nil // pruned on the next refill; never published
+		}
+		if !e.Published && e.NotAfter > now.Unix() {
+			out = append(out, e.KeyPackage)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// prune deletes expired and undecodable entries and returns how many
+// unexpired ones remain.
+func (s *Sessions) prune(pool *bolt.Bucket, now time.Time) (int, error) {
+	var dead [][]byte
+	live := 0
+	err := pool.ForEach(func(k, v []byte) error {
+		var e poolEntry
+		switch err := decMode.Unmarshal(v, &e); {
+		case err != nil, time.Unix(e.NotAfter, 0).Add(s.grace()).Before(now):
+			dead = append(dead, bytes.Clone(k))
+		case e.NotAfter > now.Unix():
+			live++
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	for _, k := range dead {
+		if err := pool.Delete(k); err != nil {
+			return 0, store.Err(err)
+		}
+	}
+	return live, nil
+}
+
+// addKeyPackage generates one KeyPackage for the agent's credential and
+// stores it with its private keys.
+func (s *Sessions) addKeyPackage(pool *bolt.Bucket) error {
+	kp, priv, err := mls.NewKeyPackage(s.mlsConfig(), s.credential(), s.cfg.Key.Ed25519())
+	if err != nil {
+		return err
+	}
+	wire, err := (&mls.MLSMessage{Version: mls.ProtocolMLS10, WireFormat: mls.WireFormatKeyPackage, KeyPackage: kp}).Marshal()
+	if err != nil {
+		return err
+	}
+	e := poolEntry{KeyPackage: wire, InitPriv: priv.InitPriv, EncPriv: priv.EncryptionPriv, NotAfter: int64(kp.LeafNode.Lifetime.NotAfter)}
+	v, err := encMode.Marshal(&e)
+	if err != nil {
+		return err
+	}
+	return store.Err(pool.Put(mls.KeyPackageRef(kp), v))
+}
+
+// Published marks KeyPackages (as Refill returned them) as uploaded, so
+// later refills do not return them again.
+func (s *Sessions) Published(tx *bolt.Tx, kps [][]byte) error {
+	r, err := root(tx)
+	if err != nil {
+		return err
+	}
+	pool := r.Bucket(bucketKP)
+	for _, wire := range kps {
+		kp, err := ParseKeyPackage(wire)
+		if err != nil {
+			return err
+		}
+		ref := mls.KeyPackageRef(kp)
+		v := pool.Get(ref)
+		if v == nil {
+			continue // consumed or pruned meanwhile
+		}
+		var e poolEntry
+		if err := decMode.Unmarshal(v, &e); err != nil {
+			continue
+		}
+		e.Published = true
+		if v, err = encMode.Marshal(&e); err != nil {
+			return err
+		}
+		if err := pool.Put(ref, v); err != nil {
+			return store.Err(err)
+		}
+	}
+	return nil
+}
+
+// PoolSize returns how many KeyPackages the pool holds and how many of
+// them are published, counting expired ones still kept for their grace.
+func (s *Sessions) PoolSize(tx *bolt.Tx) (total, published int, err error) {
+	pool, err := sub(tx, bucketKP)
+	if err != nil || pool == nil {
+		return 0, 0, err
+	}
+	err = pool.ForEach(func(k, v []byte) error {
+		total++
+		var e poolEntry
+		if decMode.Unmarshal(v, &e) == nil && e.Published {
+			published++
+		}
+		return nil
+	})
+	return total, published, err
+}
+
+// pooled is a KeyPackage of the pool ready for a Join.
+type pooled struct {
+	ref  []byte
+	kp   *mls.KeyPackage
+	priv *mls.KeyPackagePrivate
+}
+
+// findKeyPackage returns the pool entry for the first of refs the pool
+// holds, or ErrNoKeyPackage. A damaged entry is an error naming it.
+func (s *Sessions) findKeyPackage(tx *bolt.Tx, refs [][]byte) (*pooled, error) {
+	pool, err := sub(tx, bucketKP)
+	if err != nil {
+		return nil, err
+	}
+	for _, ref := range refs {
+		var v []byte
+		if pool != nil && len(ref) > 0 {
+			v = pool.Get(ref)
+		}
+		if v == nil {
+			continue
+		}
+		p, err := s.decodeEntry(ref, v)
+		if err != nil {
+			return nil, fmt.Errorf("session: key package %x in the pool is damaged: %w", ref, err)
+		}
+		return p, nil
+	}
+	return nil, ErrNoKeyPackage
+}
+
+// decodeEntry decodes a pool entry and checks that its private keys match
+// its KeyPackage.
+func (s *Sessions) decodeEntry(ref, v []byte) (*pooled, error) {
+	var e poolEntry
+	if err := decMode.Unmarshal(v, &e); err != nil {
+		return nil, err
+	}
+	kp, err := ParseKeyPackage(e.KeyPackage)
+	if err != nil {
+		return nil, err
+	}
+	if !bytes.Equal(mls.KeyPackageRef(kp), ref) {
+		return nil, fmt.Errorf("stored under another reference")
+	}
+	if !x25519Matches(e.InitPriv, kp.InitKey) || !x25519Matches(e.EncPriv, kp.LeafNode.EncryptionKey) {
+		return nil, fmt.Errorf("private keys do not match the key package")
+	}
+	return &pooled{ref: bytes.Clone(ref), kp: kp, priv: &mls.KeyPackagePrivate{
+		InitPriv: e.InitPriv, EncryptionPriv: e.EncPriv, SignaturePriv: s.cfg.Key.Ed25519(),
+	}}, nil
+}
+
+// x25519Matches reports whether priv is the X25519 private key of pub.
+func x25519Matches(priv, pub []byte) bool {
+	k, err := ecdh.X25519().NewPrivateKey(priv)
+	return err == nil && bytes.Equal(k.PublicKey().Bytes(), pub)
+}
+
+// consume deletes a pool entry (in the Join's transaction).
+func consume(tx *bolt.Tx, ref []byte) error {
+	r, err := root(tx)
+	if err != nil {
+		return err
+	}
+	return store.Err(r.Bucket(bucketKP).Delete(ref))
+}
