@@ -1,0 +1,173 @@
+package mls
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+	"time"
+)
+
+// TestProposalListValidation checks the rules of RFC 9420, Section 12.2 on
+// lists committed by alice (leaf 0) in a group of alice, bob and carol.
+func TestProposalListValidation(t *testing.T) {
+	cs := newTestGroup(t, "alice", "bob", "carol")
+	g := cs[0].g
+	member := func(i uint32) Sender { return Sender{Type: SenderTypeMember, Index: i} }
+	alice, bob, carol := member(0), member(1), member(2)
+	kp, _ := newClient(t, "dave").keyPackage(t)
+	bobAgain, _ := (&client{name: "bob", sig: cs[1].sig, cfg: &Config{}}).keyPackage(t)
+	update := func(c *client) *UpdateProposal {
+		leaf := c.g.tree.leaf(c.g.self).clone()
+		leaf.Source, leaf.Lifetime = LeafNodeSourceUpdate, Lifetime{}
+		_, pub, _ := newKeyPair(t)
+		leaf.EncryptionKey = pub
+		if err := leaf.sign(c.sig, c.g.ctx.GroupID, uint32(c.g.self)); err != nil {
+			t.Fatal(err)
+		}
+		return &UpdateProposal{LeafNode: *leaf}
+	}
+	nonce := bytes.Repeat([]byte{1}, 32)
+	psk := &PreSharedKeyProposal{PSK: PreSharedKeyID{Type: PSKTypeExternal, PSKID: []byte("x"), Nonce: nonce}}
+	rc := func(ct CredentialType) *GroupContextExtensionsProposal {
+		return &GroupContextExtensionsProposal{Extensions: []Extension{
+			RequiredCapabilitiesExtension(RequiredCapabilities{CredentialTypes: []CredentialType{ct}})}}
+	}
+	type cp = committedProposal
+	tests := []struct {
+		name string
+		list []cp
+		want error // nil: valid
+	}{
+		{"empty", nil, nil},
+		{"add, remove, update, psk", []cp{{&AddProposal{KeyPackage: *kp}, alice}, {&RemoveProposal{Removed: 2}, alice},
+			{update(cs[1]), bob}, {psk, alice}}, nil},
+		{"update by the committer", []cp{{update(cs[0]), alice}}, ErrInvalidProposal},
+		{"update and remove of one leaf", []cp{{update(cs[1]), bob}, {&RemoveProposal{Removed: 1}, alice}}, ErrInvalidProposal},
+		{"two updates of one leaf", []cp{{update(cs[1]), bob}, {update(cs[1]), bob}}, ErrInvalidProposal},
+		{"update from an external sender", []cp{{update(cs[1]), Sender{Type: SenderTypeExternal}}}, ErrInvalidProposal},
+		{"remove of the committer", []cp{{&RemoveProposal{Removed: 0}, carol}}, ErrInvalidProposal},
+		{"remove of a blank leaf", []cp{{&RemoveProposal{Removed: 3}, alice}}, ErrInvalidProposal},
+		{"one client added twice", []cp{{&AddProposal{KeyPackage: *kp}, alice}, {&AddProposal{KeyPackage: *kp}, bob}}, ErrInvalidProposal},
+		{"add of a member", []cp{{&AddProposal{KeyPackage: *bobAgain}, alice}}, ErrInvalidProposal},
+		{"add of a member being removed", []cp{{&RemoveProposal{Removed: 1}, alice}, {&AddProposal{KeyPackage: *bobAgain}, alice}}, nil},
+		{"add for another suite", []cp{{&AddProposal{KeyPackage: withSuite(kp, 2)}, alice}}, ErrInvalidProposal},
+		{"same PSK twice", []cp{{psk, alice}, {psk, bob}}, ErrInvalidProposal},
+		{"short PSK nonce", []cp{{&PreSharedKeyProposal{PSK: PreSharedKeyID{Type: PSKTypeExternal, Nonce: nonce[:4]}}, alice}}, ErrInvalidProposal},
+		{"reinit resumption PSK", []cp{{&PreSharedKeyProposal{PSK: PreSharedKeyID{Type: PSKTypeResumption, Usage: ResumptionPSKUsageReInit, Nonce: nonce}}, alice}}, ErrInvalidProposal},
+		{"two GroupContextExtensions", []cp{{rc(CredentialTypeBasic), alice}, {rc(CredentialTypeBasic), bob}}, ErrInvalidProposal},
+		{"required capability nobody has", []cp{{rc(CredentialTypeX509), alice}}, ErrInvalidProposal},
+		{"reinit alone", []cp{{&ReInitProposal{GroupID: []byte("new"), Version: 1, CipherSuite: 1}, alice}}, nil},
+		{"reinit with others", []cp{{&ReInitProposal{GroupID: []byte("new"), Version: 1, CipherSuite: 1}, alice}, {psk, alice}}, ErrInvalidProposal},
+		{"external init in a member commit", []cp{{&ExternalInitProposal{KEMOutput: nonce}, alice}}, ErrInvalidProposal},
+		{"unknown proposal type", []cp{{&UnknownProposal{Type: 0x0a0a}, alice}}, ErrInvalidProposal},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := g.applyProposals(tt.list, alice, false, false)
+			if tt.want == nil && err != nil {
+				t.Errorf("applyProposals = %v, want success", err)
+			}
+			if tt.want != nil && !errors.Is(err, tt.want) {
+				t.Errorf("applyProposals = %v, want %v", err, tt.want)
+			}
+		})
+	}
+
+	external := []struct {
+		name string
+		list []cp
+		ok   bool
+	}{
+		{"external init alone", []cp{{&ExternalInitProposal{KEMOutput: nonce}, Sender{Type: SenderTypeNewMemberCommit}}}, true},
+		{"no external init", []cp{{psk, Sender{Type: SenderTypeNewMemberCommit}}}, false},
+		{"external init and an add", []cp{{&ExternalInitProposal{KEMOutput: nonce}, Sender{Type: SenderTypeNewMemberCommit}},
+			{&AddProposal{KeyPackage: *kp}, Sender{Type: SenderTypeNewMemberCommit}}}, false},
+		{"two removes", []cp{{&ExternalInitProposal{KEMOutput: nonce}, Sender{Type: SenderTypeNewMemberCommit}},
+			{&RemoveProposal{Removed: 1}, Sender{Type: SenderTypeNewMemberCommit}}, {&RemoveProposal{Removed: 2}, Sender{Type: SenderTypeNewMemberCommit}}}, false},
+	}
+	for _, tt := range external {
+		_, err := g.applyProposals(tt.list, Sender{Type: SenderTypeNewMemberCommit}, true, false)
+		if (err == nil) != tt.ok {
+			t.Errorf("external %s: applyProposals = %v, want ok=%v", tt.name, err, tt.ok)
+		}
+	}
+}
+
+func withSuite(kp *KeyPackage, cs CipherSuite) KeyPackage {
+	c := *kp
+	c.CipherSuite = cs
+	return c
+}
+
+func newKeyPair(t testing.TB) (priv, pub []byte, err error) {
+	t.Helper()
+	kp, p, err := NewKeyPackage(nil, NewBasicCredential([]byte("k")), newSigner(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p.EncryptionPriv, kp.LeafNode.EncryptionKey, nil
+}
+
+// TestAddLifetimes: our own Commits refuse expired KeyPackages; Commits of
+// others that add one are followed (the check would fork the group when
+// members process a Commit at different times).
+func TestAddLifetimes(t *testing.T) {
+	cs := newTestGroup(t, "alice", "bob")
+	alice, bob := cs[0], cs[1]
+	dave := newClient(t, "dave")
+	kp, priv := dave.keyPackage(t)
+	later := time.Now().Add(365 * 24 * time.Hour)
+	bob.g.config.Time = func() time.Time { return later }
+	if _, err := bob.g.Commit(&CommitOptions{Proposals: []Proposal{&AddProposal{KeyPackage: *kp}}}); !errors.Is(err, ErrLifetime) {
+		t.Errorf("Commit adding an expired KeyPackage = %v, want ErrLifetime", err)
+	}
+	if _, err := bob.g.Propose(&AddProposal{KeyPackage: *kp}, nil); !errors.Is(err, ErrLifetime) {
+		t.Errorf("Propose of an expired KeyPackage = %v, want ErrLifetime", err)
+	}
+	pc := alice.commit(t, &CommitOptions{Proposals: []Proposal{&AddProposal{KeyPackage: *kp}}})
+	process(t, pc.Message, bob)
+	dave.join(t, pc, kp, priv, alice.g.RatchetTree())
+	sameState(t, alice, bob, dave)
+}
+
+// TestReInitCommit: after a Commit with a ReInit, no member may send.
+func TestReInitCommit(t *testing.T) {
+	cs := newTestGroup(t, "alice", "bob")
+	reinit := &ReInitProposal{GroupID: []byte("next"), Version: ProtocolMLS10, CipherSuite: 1}
+	pc := cs[0].commit(t, &CommitOptions{Proposals: []Proposal{reinit}})
+	res := process(t, pc.Message, cs[1])
+	if res[0].Commit.ReInit == nil {
+		t.Error("summary lacks the ReInit")
+	}
+	for _, c := range cs {
+		if _, err := c.g.EncryptApplication([]byte("x"), nil); !errors.Is(err, ErrReInitPending) {
+			t.Errorf("%s: EncryptApplication after ReInit = %v", c.name, err)
+		}
+		if _, err := c.g.Commit(nil); !errors.Is(err, ErrReInitPending) {
+			t.Errorf("%s: Commit after ReInit = %v", c.name, err)
+		}
+	}
+}
+
+// TestEpochMismatchAndReplay: a Commit from an old epoch is refused, and a
+// Commit cannot be processed twice.
+func TestEpochMismatchAndReplay(t *testing.T) {
+	cs := newTestGroup(t, "alice", "bob", "carol")
+	pc := cs[0].commit(t, &CommitOptions{ForcePath: true})
+	process(t, pc.Message, cs[1], cs[2])
+	if _, err := cs[1].g.ProcessMessage(roundTrip(t, pc.Message)); !errors.Is(err, ErrEpochMismatch) {
+		t.Errorf("second processing = %v, want ErrEpochMismatch", err)
+	}
+	stale, err := cs[1].g.Commit(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc = cs[0].commit(t, &CommitOptions{ForcePath: true})
+	process(t, pc.Message, cs[1], cs[2])
+	if _, err := cs[2].g.ProcessMessage(roundTrip(t, stale.Message)); !errors.Is(err, ErrEpochMismatch) {
+		t.Errorf("stale commit = %v, want ErrEpochMismatch", err)
+	}
+	if err := cs[1].g.MergeCommit(stale); !errors.Is(err, ErrEpochMismatch) {
+		t.Errorf("MergeCommit of a stale commit = %v, want ErrEpochMismatch", err)
+	}
+}
