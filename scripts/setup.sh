@@ -11,6 +11,7 @@ sudo_() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 # apt packages: command -> package. Extended as tests come to need them.
 declare -A need=(
   [node]=nodejs [npm]=npm
+  [qemu-arm-static]=qemu-user-static [qemu-system-aarch64]=qemu-system-arm [dtc]=device-tree-compiler
 )
 missing=()
 for cmd in "${!need[@]}"; do
@@ -50,3 +51,19 @@ if command -v npm >/dev/null 2>&1; then
     echo "$lock_sum" >"$stamp"
   fi
 fi
+
+# binfmt_misc for qemu-user (scripts/qemu-user-test.sh): kernel state, so it
+# is registered on every run where missing. qemu-user-static ships the
+# entries as systemd binfmt.d files, which nothing loads without systemd.
+if [ -d /proc/sys/fs/binfmt_misc ] || sudo_ modprobe binfmt_misc 2>/dev/null; then
+  mountpoint -q /proc/sys/fs/binfmt_misc || sudo_ mount -t binfmt_misc binfmt_misc /proc/sys/fs/binfmt_misc
+  for a in arm aarch64; do
+    if [ ! -e "/proc/sys/fs/binfmt_misc/qemu-$a" ] && [ -e "/usr/lib/binfmt.d/qemu-$a.conf" ]; then
+      echo "setup: registering binfmt qemu-$a"
+      sudo_ sh -c "cat /usr/lib/binfmt.d/qemu-$a.conf > /proc/sys/fs/binfmt_misc/register"
+    fi
+  done
+fi
+
+# Debian's arm64 kernel for the qemu-system tests (test/qemu), cached.
+./scripts/qemu-kernel.sh >/dev/null
