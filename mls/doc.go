@@ -32,6 +32,53 @@
 //     11.1 required_capabilities; 12.4.3.2 external_pub;
 //     12.4.3.3 ratchet_tree
 //
+// # Ratchet tree, TreeKEM, proposals and commits
+//
+//   - 4.1.1 resolutions, 4.1.2 filtered direct paths; 7.7 adding and
+//     removing leaves (leftmost blank leaf, extension, truncation of blank
+//     right halves); 7.8 tree hashes; 7.9 parent hashes and their
+//     verification (7.9.2, top down, original sibling tree hashes with
+//     unmerged leaves removed); RatchetTree
+//   - 7.3 LeafNode validation: signature (group and leaf bound for update
+//     and commit leaves), source, capabilities of its credential and
+//     extensions, required_capabilities and GroupContext extensions,
+//     credential types supported by every member and vice versa, unique
+//     signature and encryption keys, lifetime (see below), and the
+//     Authentication Service hook Config.ValidateCredential (5.3.1)
+//   - 10, 10.1 NewKeyPackage (with GREASE values in the capabilities, 13.5)
+//     and KeyPackage.Verify
+//   - 11 NewGroup; 12.4.3.1 tree validation on join (unmerged leaves,
+//     unique keys, parent hashes, every leaf)
+//   - 7.4–7.6 TreeKEM: UpdatePath creation (path secrets, node key pairs,
+//     parent hashes, re-signed commit leaf, encryption to the copath
+//     resolutions without the Commit's new members) and processing (leaf
+//     validation, fresh keys, merge, parent-hash check, decryption, key
+//     check, commit_secret); TreeKEMMember runs it without a Group
+//   - 12.1 every proposal: Group.Propose, ProposeUpdate; 5.2 proposal
+//     references; 12.1.8 sender rules for external and new-member senders
+//   - 12.2 proposal-list validation for member and external Commits; 12.3
+//     applying a list in the prescribed order
+//   - 12.4, 12.4.1 Group.Commit (by value and by reference, path when
+//     required or asked for, PublicMessage or PrivateMessage, Welcome and
+//     signed GroupInfo with external_pub) and MergeCommit; 12.4.2
+//     ProcessMessage for Commits of members and external joiners, ReInit
+//     (the group then refuses to send) and Commits that remove us
+//
+// Design: a Commit, created or received, builds the next epoch's state as a
+// new Group value and replaces the old one only after every check passed,
+// so a rejected message never leaves a half-applied state. A panic inside
+// an operation (input the code did not expect) becomes the group's sticky
+// error instead of crashing the daemon. Our own Commits stay pending until
+// MergeCommit, because only the delivery service knows whether a Commit won
+// the epoch. Trees cache their subtree hashes and copies share LeafNodes,
+// so processing a Commit in a 256-member group costs about as much as in a
+// 64-member one (BenchmarkProcessCommit). KeyPackage lifetimes are checked
+// when this client commits or proposes an Add, not when it follows someone
+// else's Commit: a sleeping device may process a Commit days after it was
+// made, and members that disagree on a KeyPackage's validity would fork the
+// group (RFC 9420, Section 7.3 only recommends the check for received
+// messages).
+//
 // # Cryptography, key schedule and message protection
 //
 //   - 5.1, 5.2 ExpandWithLabel, DeriveSecret, RefHash, SignWithLabel /
