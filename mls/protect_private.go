@@ -1,6 +1,7 @@
 package mls
 
 import (
+	"bytes"
 	"crypto/ed25519"
 	"errors"
 	"io"
@@ -62,48 +63,59 @@ func (p *Protector) ProtectPrivate(content *FramedContent, priv ed25519.PrivateK
 	if err := p.checkEpoch(content.GroupID, content.Epoch); err != nil {
 		return nil, err
 	}
+	if content.ContentType == ContentTypeCommit && len(confirmationTag) == 0 {
+		return nil, errors.New("mls: a commit needs a confirmation tag")
+	}
 	sig, err := p.sign(WireFormatPrivateMessage, content, priv)
 	if err != nil {
 		return nil, err
 	}
 	auth := FramedContentAuthData{Signature: sig}
 	if content.ContentType == ContentTypeCommit {
-		if len(confirmationTag) == 0 {
-			return nil, errors.New("mls: a commit needs a confirmation tag")
-		}
 		auth.ConfirmationTag = confirmationTag
 	}
 	plaintext, err := p.privateMessageContent(content, &auth)
 	if err != nil {
 		return nil, err
 	}
-	var guard [4]byte
-	if _, err := io.ReadFull(p.rand(), guard[:]); err != nil {
-		return nil, err
+	m := &PrivateMessage{
+		GroupID:           bytes.Clone(content.GroupID),
+		Epoch:             content.Epoch,
+		ContentType:       content.ContentType,
+		AuthenticatedData: bytes.Clone(content.AuthenticatedData),
 	}
-	kn, err := p.secrets.Next(treemath.LeafIndex(content.Sender.Index), ratchetFor(content.ContentType))
+	sd, err := p.sealContent(m, content.Sender.Index, plaintext)
 	if err != nil {
 		return nil, err
 	}
-	aad := privateContentAAD(content.GroupID, content.Epoch, content.ContentType, content.AuthenticatedData)
-	ciphertext, err := suite.Seal(kn.Key, applyGuard(kn.Nonce, guard), aad, plaintext)
+	return m, p.sealSenderData(m, sd)
+}
+
+// sealContent encrypts plaintext into m.Ciphertext with the next key of the
+// sender's ratchet and a fresh reuse guard, and returns the SenderData
+// naming them (RFC 9420, Section 6.3.1).
+func (p *Protector) sealContent(m *PrivateMessage, leaf uint32, plaintext []byte) (*SenderData, error) {
+	sd := &SenderData{LeafIndex: leaf}
+	if _, err := io.ReadFull(p.rand(), sd.ReuseGuard[:]); err != nil {
+		return nil, err
+	}
+	kn, err := p.secrets.Next(treemath.LeafIndex(leaf), ratchetFor(m.ContentType))
 	if err != nil {
 		return nil, err
 	}
-	sd := SenderData{LeafIndex: content.Sender.Index, Generation: kn.Generation, ReuseGuard: guard}
-	sdKey, sdNonce := secrettree.SenderDataKeyNonce(p.senderDataSecret, ciphertext)
-	encSD, err := suite.Seal(sdKey, sdNonce, senderDataAAD(content.GroupID, content.Epoch, content.ContentType), encode(&sd))
-	if err != nil {
-		return nil, err
-	}
-	return &PrivateMessage{
-		GroupID:             append([]byte{}, content.GroupID...),
-		Epoch:               content.Epoch,
-		ContentType:         content.ContentType,
-		AuthenticatedData:   append([]byte{}, content.AuthenticatedData...),
-		EncryptedSenderData: encSD,
-		Ciphertext:          ciphertext,
-	}, nil
+	sd.Generation = kn.Generation
+	aad := privateContentAAD(m.GroupID, m.Epoch, m.ContentType, m.AuthenticatedData)
+	m.Ciphertext, err = suite.Seal(kn.Key, applyGuard(kn.Nonce, sd.ReuseGuard), aad, plaintext)
+	return sd, err
+}
+
+// sealSenderData encrypts sd into m.EncryptedSenderData with the key and
+// nonce sampled from m.Ciphertext (RFC 9420, Section 6.3.2).
+func (p *Protector) sealSenderData(m *PrivateMessage, sd *SenderData) error {
+	key, nonce := secrettree.SenderDataKeyNonce(p.senderDataSecret, m.Ciphertext)
+	var err error
+	m.EncryptedSenderData, err = suite.Seal(key, nonce, senderDataAAD(m.GroupID, m.Epoch, m.ContentType), encode(sd))
+	return err
 }
 
 // privateMessageContent encodes PrivateMessageContent: the body, the auth
@@ -140,24 +152,50 @@ func (p *Protector) UnprotectPrivate(m *PrivateMessage, signer SignerLookup) (*A
 	if err := p.checkEpoch(m.GroupID, m.Epoch); err != nil {
 		return nil, err
 	}
-	sdKey, sdNonce := secrettree.SenderDataKeyNonce(p.senderDataSecret, m.Ciphertext)
-	sdBytes, err := suite.Open(sdKey, sdNonce, senderDataAAD(m.GroupID, m.Epoch, m.ContentType), m.EncryptedSenderData)
+	sd, err := p.openSenderData(m)
 	if err != nil {
-		return nil, ErrDecryption
-	}
-	var sd SenderData
-	if err := decodeAll(sdBytes, &sd, "SenderData"); err != nil {
 		return nil, err
-	}
-	if sd.LeafIndex >= p.secrets.Leaves() {
-		return nil, ErrUnknownSender
 	}
 	signerPub, err := signer(sd.LeafIndex)
 	if err != nil {
 		return nil, err
 	}
 	leaf, ratchet := treemath.LeafIndex(sd.LeafIndex), ratchetFor(m.ContentType)
-	kn, err := p.secrets.Key(leaf, ratchet, sd.Generation)
+	ac, err := p.openContent(m, sd)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.verify(WireFormatPrivateMessage, &ac.Content, signerPub, ac.Auth.Signature); err != nil {
+		return nil, err
+	}
+	if err := p.secrets.Consume(leaf, ratchet, sd.Generation); err != nil {
+		return nil, mapSecretTreeError(err)
+	}
+	return ac, nil
+}
+
+// openSenderData decrypts and decodes m's SenderData (RFC 9420, Section
+// 6.3.2) and checks its leaf is inside the tree.
+func (p *Protector) openSenderData(m *PrivateMessage) (*SenderData, error) {
+	key, nonce := secrettree.SenderDataKeyNonce(p.senderDataSecret, m.Ciphertext)
+	plain, err := suite.Open(key, nonce, senderDataAAD(m.GroupID, m.Epoch, m.ContentType), m.EncryptedSenderData)
+	if err != nil {
+		return nil, ErrDecryption
+	}
+	var sd SenderData
+	if err := decodeAll(plain, &sd, "SenderData"); err != nil {
+		return nil, err
+	}
+	if sd.LeafIndex >= p.secrets.Leaves() {
+		return nil, ErrUnknownSender
+	}
+	return &sd, nil
+}
+
+// openContent decrypts m's content with the key of sd's generation, without
+// deleting it, and decodes it (RFC 9420, Section 6.3.1).
+func (p *Protector) openContent(m *PrivateMessage, sd *SenderData) (*AuthenticatedContent, error) {
+	kn, err := p.secrets.Key(treemath.LeafIndex(sd.LeafIndex), ratchetFor(m.ContentType), sd.Generation)
 	if err != nil {
 		return nil, mapSecretTreeError(err)
 	}
@@ -169,21 +207,15 @@ func (p *Protector) UnprotectPrivate(m *PrivateMessage, signer SignerLookup) (*A
 	ac := &AuthenticatedContent{
 		WireFormat: WireFormatPrivateMessage,
 		Content: FramedContent{
-			GroupID:           append([]byte{}, m.GroupID...),
+			GroupID:           bytes.Clone(m.GroupID),
 			Epoch:             m.Epoch,
 			Sender:            Sender{Type: SenderTypeMember, Index: sd.LeafIndex},
-			AuthenticatedData: append([]byte{}, m.AuthenticatedData...),
+			AuthenticatedData: bytes.Clone(m.AuthenticatedData),
 			ContentType:       m.ContentType,
 		},
 	}
 	if err := parsePrivateMessageContent(plaintext, ac); err != nil {
 		return nil, err
-	}
-	if err := p.verify(WireFormatPrivateMessage, &ac.Content, signerPub, ac.Auth.Signature); err != nil {
-		return nil, err
-	}
-	if err := p.secrets.Consume(leaf, ratchet, sd.Generation); err != nil {
-		return nil, mapSecretTreeError(err)
 	}
 	return ac, nil
 }

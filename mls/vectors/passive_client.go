@@ -41,34 +41,7 @@ func runPassiveClient(c fields) error {
 	if err := decode(c, &v); err != nil {
 		return err
 	}
-	psks := map[string][]byte{}
-	for _, p := range v.ExternalPSKs {
-		psks[string(p.PSKID)] = p.PSK
-	}
-	cfg := &mls.Config{PSKs: mls.ExternalPSKs(psks)}
-	kp, err := parseKeyPackageMessage(v.KeyPackage)
-	if err != nil {
-		return err
-	}
-	w, err := parseWelcomeMessage(v.Welcome)
-	if err != nil {
-		return err
-	}
-	var tree *mls.RatchetTree
-	if v.RatchetTree != nil {
-		if tree, err = mls.ParseRatchetTree(v.RatchetTree); err != nil {
-			return err
-		}
-	}
-	if len(v.SignaturePriv) != ed25519.SeedSize {
-		return fmt.Errorf("signature_priv is %d bytes", len(v.SignaturePriv))
-	}
-	priv := &mls.KeyPackagePrivate{
-		InitPriv:       v.InitPriv,
-		EncryptionPriv: v.EncryptionPriv,
-		SignaturePriv:  ed25519.NewKeyFromSeed(v.SignaturePriv),
-	}
-	g, err := mls.Join(cfg, w, kp, priv, tree)
+	g, err := v.join()
 	if err != nil {
 		return fmt.Errorf("joining: %w", err)
 	}
@@ -89,6 +62,37 @@ func runPassiveClient(c fields) error {
 		}
 	}
 	return nil
+}
+
+// join joins the group of the case's Welcome with its keys and PSKs.
+func (v *passiveClientCase) join() (*mls.Group, error) {
+	psks := map[string][]byte{}
+	for _, p := range v.ExternalPSKs {
+		psks[string(p.PSKID)] = p.PSK
+	}
+	kp, err := parseKeyPackageMessage(v.KeyPackage)
+	if err != nil {
+		return nil, err
+	}
+	w, err := parseWelcomeMessage(v.Welcome)
+	if err != nil {
+		return nil, err
+	}
+	var tree *mls.RatchetTree
+	if v.RatchetTree != nil {
+		if tree, err = mls.ParseRatchetTree(v.RatchetTree); err != nil {
+			return nil, err
+		}
+	}
+	if len(v.SignaturePriv) != ed25519.SeedSize {
+		return nil, fmt.Errorf("signature_priv is %d bytes", len(v.SignaturePriv))
+	}
+	priv := &mls.KeyPackagePrivate{
+		InitPriv:       v.InitPriv,
+		EncryptionPriv: v.EncryptionPriv,
+		SignaturePriv:  ed25519.NewKeyFromSeed(v.SignaturePriv),
+	}
+	return mls.Join(&mls.Config{PSKs: mls.ExternalPSKs(psks)}, w, kp, priv, tree)
 }
 
 // process hands one handshake MLSMessage to the group and checks it was of

@@ -70,39 +70,52 @@ func (t *Tree) UnmarshalBinary(data []byte) error {
 		return errBadState
 	}
 	out := Tree{n: n, nodes: map[treemath.NodeIndex][]byte{}, leaves: map[treemath.LeafIndex]*leafState{}, Window: t.Window}
-	width := treemath.NodeWidth(n)
-	// Entries must be in strictly increasing order, so that every state has
-	// exactly one encoding.
+	if !out.unmarshalNodes(nodes) || !out.unmarshalLeaves(leaves) {
+		return errBadState
+	}
+	*t = out
+	return nil
+}
+
+// unmarshalNodes reads the held node secrets. Entries must be in strictly
+// increasing order, so that every state has exactly one encoding.
+func (t *Tree) unmarshalNodes(s cryptobyte.String) bool {
+	width := treemath.NodeWidth(t.n)
 	prev := int64(-1)
-	for !nodes.Empty() {
+	for !s.Empty() {
 		var x uint32
 		var secret []byte
-		if !nodes.ReadUint32(&x) || x >= width || int64(x) <= prev ||
-			!wire.ReadVarBytes(&nodes, &secret) || len(secret) != suite.HashSize {
-			return errBadState
+		if !s.ReadUint32(&x) || x >= width || int64(x) <= prev ||
+			!wire.ReadVarBytes(&s, &secret) || len(secret) != suite.HashSize {
+			return false
 		}
 		prev = int64(x)
-		out.nodes[treemath.NodeIndex(x)] = secret
+		t.nodes[treemath.NodeIndex(x)] = secret
 	}
-	prev = -1
-	for !leaves.Empty() {
+	return true
+}
+
+// unmarshalLeaves reads the started leaves' ratchets, in increasing leaf
+// order.
+func (t *Tree) unmarshalLeaves(s cryptobyte.String) bool {
+	prev := int64(-1)
+	for !s.Empty() {
 		var l uint32
-		if !leaves.ReadUint32(&l) || l >= n || int64(l) <= prev {
-			return errBadState
+		if !s.ReadUint32(&l) || l >= t.n || int64(l) <= prev {
+			return false
 		}
 		prev = int64(l)
 		ls := &leafState{}
 		for i := range ls.r {
-			r, ok := unmarshalRatchet(&leaves)
+			r, ok := unmarshalRatchet(&s)
 			if !ok {
-				return errBadState
+				return false
 			}
 			ls.r[i] = r
 		}
-		out.leaves[treemath.LeafIndex(l)] = ls
+		t.leaves[treemath.LeafIndex(l)] = ls
 	}
-	*t = out
-	return nil
+	return true
 }
 
 func unmarshalRatchet(s *cryptobyte.String) (*ratchet, bool) {
