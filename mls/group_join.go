@@ -28,7 +28,8 @@ import (
 // Errors: ErrNotForUs, ErrDecryption, ErrMissingPSK, ErrInvalidWelcome,
 // ErrInvalidTree, ErrInvalidSignature, ErrUnsupportedCipherSuite, or a
 // *ParseError for malformed decrypted content.
-func Join(cfg *Config, w *Welcome, kp *KeyPackage, priv *KeyPackagePrivate, tree *RatchetTree) (*Group, error) {
+func Join(cfg *Config, w *Welcome, kp *KeyPackage, priv *KeyPackagePrivate, tree *RatchetTree) (_ *Group, err error) {
+	defer recoverInput(&err)
 	return join(cfg, w, kp, joinKeys{initPriv: priv.InitPriv, encryptionPriv: priv.EncryptionPriv, sigPriv: priv.SignaturePriv}, tree)
 }
 
@@ -143,7 +144,7 @@ func welcomeTree(gi *GroupInfo, outOfBand *RatchetTree) (*RatchetTree, error) {
 	ext := findExtension(gi.Extensions, ExtensionTypeRatchetTree)
 	switch {
 	case outOfBand != nil:
-		return outOfBand.clone(), nil
+		return outOfBand.deepClone(), nil
 	case ext == nil:
 		return nil, fmt.Errorf("%w: no ratchet_tree extension and no tree given", ErrInvalidWelcome)
 	}
@@ -174,4 +175,13 @@ func (g *Group) installEpoch(e *schedule.Epoch) error {
 	e.ForgetEncryptionSecret()
 	g.epoch, g.protector = e, p
 	return nil
+}
+
+// recoverInput turns a panic while processing untrusted input outside any
+// group (a Welcome, a GroupInfo, a stored state) into an error, so that a
+// daemon does not crash on one message. Use as: defer recoverInput(&err).
+func recoverInput(err *error) {
+	if r := recover(); r != nil {
+		*err = fmt.Errorf("mls: internal error on this input: %v", r)
+	}
 }

@@ -20,7 +20,8 @@ var errNotApplication = errors.New("mls: not an application message; use Process
 // member's application ratchet; the key is deleted at once (Section 9.2).
 // It fails with the group's sticky error, ErrNotMember or
 // ErrReInitPending when the group may not send.
-func (g *Group) EncryptApplication(data, authenticatedData []byte) (*MLSMessage, error) {
+func (g *Group) EncryptApplication(data, authenticatedData []byte) (_ *MLSMessage, err error) {
+	defer g.recoverSticky(&err)
 	if err := g.usable(); err != nil {
 		return nil, err
 	}
@@ -52,7 +53,8 @@ type ApplicationMessage struct {
 // ErrGenerationUsed, one too far ahead with ErrGenerationTooFar, a message
 // of another epoch with ErrEpochMismatch, and any decryption failure with
 // ErrDecryption. Handshake messages are refused without touching any key.
-func (g *Group) DecryptApplication(m *MLSMessage) (*ApplicationMessage, error) {
+func (g *Group) DecryptApplication(m *MLSMessage) (_ *ApplicationMessage, err error) {
+	defer g.recoverSticky(&err)
 	if g.err != nil {
 		return nil, g.err
 	}

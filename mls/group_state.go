@@ -50,7 +50,8 @@ var errStateMalformed = errors.New("malformed group state")
 
 // State serialises the group exactly (see State). It returns the group's
 // sticky error instead of saving an inconsistent group.
-func (g *Group) State() (*State, error) {
+func (g *Group) State() (_ *State, err error) {
+	defer g.recoverSticky(&err)
 	if g.err != nil {
 		return nil, g.err
 	}
@@ -180,7 +181,8 @@ func (g *Group) marshalPendingUpdate(b *cryptobyte.Builder) {
 // the one stored with the secrets: its tree hash is checked against the
 // GroupContext, and the stored private keys against the tree's public keys.
 // Errors wrap ErrMalformed for bytes that do not decode.
-func RestoreGroup(cfg *Config, st *State) (*Group, error) {
+func RestoreGroup(cfg *Config, st *State) (_ *Group, err error) {
+	defer recoverInput(&err)
 	if cfg == nil {
 		cfg = &Config{}
 	}

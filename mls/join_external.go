@@ -35,7 +35,8 @@ type ExternalJoinOptions struct {
 // Errors: ErrInvalidWelcome when the GroupInfo has no external_pub, or its
 // tree does not match; ErrInvalidSignature; ErrInvalidTree; and
 // ErrInvalidProposal for a Resync index that is blank.
-func JoinExternal(cfg *Config, gi *GroupInfo, cred Credential, sigPriv ed25519.PrivateKey, opts *ExternalJoinOptions) (*Group, *MLSMessage, error) {
+func JoinExternal(cfg *Config, gi *GroupInfo, cred Credential, sigPriv ed25519.PrivateKey, opts *ExternalJoinOptions) (_ *Group, _ *MLSMessage, err error) {
+	defer recoverInput(&err)
 	if cfg == nil {
 		cfg = &Config{}
 	}
