@@ -19,7 +19,8 @@ type SendOptions struct {
 // caches it, so this member's next Commit covers it by reference like any
 // received proposal. Updates must be made with ProposeUpdate, which keeps
 // the new private key; ExternalInit is only for external Commits.
-func (g *Group) Propose(p Proposal, opts *SendOptions) (*MLSMessage, error) {
+func (g *Group) Propose(p Proposal, opts *SendOptions) (_ *MLSMessage, err error) {
+	defer g.recoverSticky(&err)
 	if err := g.usable(); err != nil {
 		return nil, err
 	}
@@ -43,7 +44,8 @@ func (g *Group) Propose(p Proposal, opts *SendOptions) (*MLSMessage, error) {
 // fresh encryption key (RFC 9420, Section 12.1.2). Another member's Commit
 // must cover it; this member's own Commits refresh its leaf through their
 // path instead.
-func (g *Group) ProposeUpdate(opts *SendOptions) (*MLSMessage, error) {
+func (g *Group) ProposeUpdate(opts *SendOptions) (_ *MLSMessage, err error) {
+	defer g.recoverSticky(&err)
 	if err := g.usable(); err != nil {
 		return nil, err
 	}

@@ -47,7 +47,8 @@ func (k *KeyPackage) tbs() []byte {
 func (k *KeyPackage) Marshal() []byte { return encode(k) }
 
 // ParseKeyPackage decodes a KeyPackage (without an MLSMessage wrapper). It
-// checks the syntax only; see Section 10.1 checks in ValidateKeyPackage.
+// checks the syntax only; KeyPackage.Verify makes the checks of RFC 9420,
+// Section 10.1.
 func ParseKeyPackage(data []byte) (*KeyPackage, error) {
 	var k KeyPackage
 	if err := decodeAll(data, &k, "KeyPackage"); err != nil {
