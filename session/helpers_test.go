@@ -2,6 +2,7 @@ package session
 
 import (
 	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"path/filepath"
 	"testing"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/torpor-dev/torpor/clock/clocktest"
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/mls"
 	"github.com/torpor-dev/torpor/store"
 )
 
@@ -147,5 +149,56 @@ func send(t testing.TB, a, b *agent, group, data []byte) *Received {
 // testObject is a JSON object standing in for a Governed Object.
 func testObject(n int) json.RawMessage {
 	b, _ := json.Marshal(map[string]any{"id": n, "issuerDid": "x"})
+	return b
+}
+
+// mlsGroup returns the agent's group restored without the credential
+// binding, for a test to misuse directly (as a malicious or
+// non-conforming member would).
+func (a *agent) mlsGroup(group []byte) *mls.Group {
+	a.t.Helper()
+	var g *mls.Group
+	if err := a.db.View(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketRoot).Bucket(bucketGroups).Bucket(groupKey(group))
+		var err error
+		g, err = mls.RestoreGroup(&mls.Config{}, &mls.State{Tree: b.Get(keyTree), Secrets: b.Get(keySecrets)})
+		return err
+	}); err != nil {
+		a.t.Fatalf("%s: %v", a.name, err)
+	}
+	return g
+}
+
+// snapshot returns every key and value under the session bucket, to show
+// that a rejected operation changed nothing.
+func (a *agent) snapshot() map[string]string {
+	a.t.Helper()
+	out := map[string]string{}
+	var walk func(prefix string, b *bolt.Bucket)
+	walk = func(prefix string, b *bolt.Bucket) {
+		b.ForEach(func(k, v []byte) error {
+			if v == nil {
+				walk(prefix+hex.EncodeToString(k)+"/", b.Bucket(k))
+				return nil
+			}
+			out[prefix+hex.EncodeToString(k)] = hex.EncodeToString(v)
+			return nil
+		})
+	}
+	a.db.View(func(tx *bolt.Tx) error {
+		if r := tx.Bucket(bucketRoot); r != nil {
+			walk("", r)
+		}
+		return nil
+	})
+	return out
+}
+
+func marshal(t testing.TB, m *mls.MLSMessage) []byte {
+	t.Helper()
+	b, err := m.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
 	return b
 }

@@ -188,6 +188,9 @@ func (s *Sessions) process(st *stored, m *mls.MLSMessage) (*Received, error) {
 		r.Kind, r.Plaintext = KindApplication, pm.ApplicationData
 	case mls.ContentTypeProposal:
 		r.Kind = KindProposal
+		if err := checkProposal(pm.Proposal); err != nil {
+			return nil, err
+		}
 	case mls.ContentTypeCommit:
 		r.Kind = KindCommit
 	}
@@ -222,4 +225,19 @@ func messageSender(sender mls.Sender, before map[uint32]did.DID, m *mls.MLSMessa
 		}
 	}
 	return did.DID{}, nil
+}
+
+// checkProposal checks the credential binding of a proposal's new leaf as
+// it arrives (draft Section 4.3), rather than only when a Commit covers
+// it, so that a bad proposal is refused at once and never cached.
+func checkProposal(p mls.Proposal) error {
+	switch p := p.(type) {
+	case *mls.AddProposal:
+		_, err := leafDID(&p.KeyPackage.LeafNode)
+		return err
+	case *mls.UpdateProposal:
+		_, err := leafDID(&p.LeafNode)
+		return err
+	}
+	return nil
 }
