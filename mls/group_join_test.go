@@ -201,3 +201,82 @@ func TestApplicationMessages(t *testing.T) {
 		t.Errorf("tampered ciphertext: %v, want ErrDecryption", err)
 	}
 }
+
+func TestDecryptApplicationRefusesHandshakes(t *testing.T) {
+	cs := newTestGroup(t, "alice", "bob")
+	alice, bob := cs[0], cs[1]
+	prop, err := alice.g.Propose(&RemoveProposal{Removed: bob.g.LeafIndex()}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bob.g.DecryptApplication(roundTrip(t, prop)); !errors.Is(err, errNotApplication) {
+		t.Errorf("DecryptApplication(private proposal) = %v, want errNotApplication", err)
+	}
+	// The proposal was not consumed: ProcessMessage still accepts it.
+	process(t, prop, bob)
+	pub, err := alice.g.Propose(&RemoveProposal{Removed: bob.g.LeafIndex()}, &SendOptions{Public: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bob.g.DecryptApplication(pub); !errors.Is(err, errNotApplication) {
+		t.Errorf("DecryptApplication(public proposal) = %v, want errNotApplication", err)
+	}
+	pub.PublicMessage.Content.ContentType = ContentTypeApplication
+	if _, err := bob.g.DecryptApplication(pub); !errors.Is(err, errApplicationInPublic) {
+		t.Errorf("DecryptApplication(public application) = %v, want errApplicationInPublic", err)
+	}
+}
+
+func TestPSKRules(t *testing.T) {
+	nonce := bytes.Repeat([]byte{1}, 32)
+	reinit := PreSharedKeyID{Type: PSKTypeResumption, Usage: ResumptionPSKUsageReInit, PSKGroupID: []byte("g"), PSKEpoch: 3, Nonce: nonce}
+	branch := reinit
+	branch.Usage = ResumptionPSKUsageBranch
+	ext := PreSharedKeyID{Type: PSKTypeExternal, PSKID: []byte("x"), Nonce: nonce}
+	short := ext
+	short.Nonce = nonce[:16]
+	tests := []struct {
+		name string
+		ids  []PreSharedKeyID
+		ok   bool
+	}{
+		{"none", nil, true},
+		{"external and reinit", []PreSharedKeyID{ext, reinit}, true},
+		{"reinit and branch", []PreSharedKeyID{reinit, branch}, false},
+		{"short nonce", []PreSharedKeyID{short}, false},
+	}
+	for _, tt := range tests {
+		if err := checkPSKIDs(tt.ids); (err == nil) != tt.ok {
+			t.Errorf("checkPSKIDs(%s) = %v, want ok=%v", tt.name, err, tt.ok)
+		}
+	}
+	if err := checkResumptionEpoch([]PreSharedKeyID{reinit}, 1); err != nil {
+		t.Errorf("reinit PSK joining epoch 1: %v", err)
+	}
+	if err := checkResumptionEpoch([]PreSharedKeyID{branch}, 2); !errors.Is(err, ErrInvalidWelcome) {
+		t.Errorf("branch PSK joining epoch 2: %v, want ErrInvalidWelcome", err)
+	}
+	lookup := ExternalPSKs(map[string][]byte{"x": []byte("secret")})
+	if s, err := lookup(&ext); err != nil || string(s) != "secret" {
+		t.Errorf("ExternalPSKs(x) = %q, %v", s, err)
+	}
+	if _, err := lookup(&reinit); !errors.Is(err, ErrMissingPSK) {
+		t.Errorf("ExternalPSKs(resumption) = %v, want ErrMissingPSK", err)
+	}
+}
+
+func TestOpenWelcomeSuiteChecks(t *testing.T) {
+	j := loadPassiveJoins(t)[0]
+	w := *j.welcome
+	w.CipherSuite = 2
+	if _, err := OpenWelcome(&w, j.kp, j.keys.initPriv, j.cfg.PSKs); !errors.Is(err, ErrUnsupportedCipherSuite) {
+		t.Errorf("Welcome of suite 2: %v, want ErrUnsupportedCipherSuite", err)
+	}
+	o, err := OpenWelcome(j.welcome, j.kp, j.keys.initPriv, j.cfg.PSKs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(o.EpochAuthenticator(), j.auth) {
+		t.Errorf("OpenedWelcome.EpochAuthenticator = %x, want %x", o.EpochAuthenticator(), j.auth)
+	}
+}
