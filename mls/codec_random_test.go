@@ -213,7 +213,7 @@ func (g gen) message() *MLSMessage {
 func TestMarshalUnmarshalRandom(t *testing.T) {
 	g := gen{rand.New(rand.NewPCG(1, 2))}
 	opts := []cmp.Option{cmp.AllowUnexported(RatchetTree{}), cmpopts.IgnoreFields(RatchetTree{}, "hashes"), cmpopts.EquateEmpty()}
-	for i := range 400 {
+	for i := range 250 {
 		var in, out codec
 		switch i % 5 {
 		case 0:

@@ -42,6 +42,9 @@ func TestTreeKEMVectors(t *testing.T) {
 	if len(cases) == 0 {
 		t.Fatal("no cases")
 	}
+	// The whole file also runs in mls/vectors; here the smaller trees
+	// suffice, plus the checks only the package can make.
+	cases = cases[:min(len(cases), 6)]
 	for i, c := range cases {
 		tree, err := ParseRatchetTree(unhex(t, c.RatchetTree))
 		if err != nil {
