@@ -365,3 +365,33 @@ func TestPanicBecomesStickyError(t *testing.T) {
 		t.Errorf("ProcessMessage after a panic = %v, want the sticky error", err)
 	}
 }
+
+// TestSingleMemberCommits: a lone creator commits with an empty filtered
+// direct path, then adds a member without a path.
+func TestSingleMemberCommits(t *testing.T) {
+	cs := newTestGroup(t, "alice")
+	alice := cs[0]
+	for range 2 {
+		pc := alice.commit(t, nil)
+		if pc.Message.PrivateMessage == nil || pc.Welcome != nil {
+			t.Fatal("unexpected commit shape")
+		}
+	}
+	if alice.g.Epoch() != 2 {
+		t.Fatalf("epoch %d, want 2", alice.g.Epoch())
+	}
+	bob := newClient(t, "bob")
+	kp, priv := bob.keyPackage(t)
+	pc := alice.commit(t, &CommitOptions{Proposals: []Proposal{&AddProposal{KeyPackage: *kp}}})
+	if pc.Message.PrivateMessage == nil {
+		t.Fatal("no message")
+	}
+	bob.join(t, pc, kp, priv, alice.g.RatchetTree())
+	sameState(t, alice, bob)
+	checkMessaging(t, alice, bob)
+	// Bob now commits with a path that reaches Alice.
+	pc = bob.commit(t, nil)
+	process(t, pc.Message, alice)
+	sameState(t, alice, bob)
+	checkMessaging(t, alice, bob)
+}

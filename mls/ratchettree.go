@@ -234,8 +234,11 @@ func (t *RatchetTree) blank(x tm.NodeIndex) { t.setNode(x, Node{}) }
 
 // Resolution returns the resolution of node x (RFC 9420, Section 4.1.1):
 // the non-blank nodes that together cover its subtree, with each parent's
-// unmerged leaves after it.
+// unmerged leaves after it. It returns nil for a node outside the tree.
 func (t *RatchetTree) Resolution(x uint32) []uint32 {
+	if uint64(x) >= uint64(len(t.nodes)) {
+		return nil
+	}
 	var out []uint32
 	for _, r := range t.resolution(tm.NodeIndex(x)) {
 		out = append(out, uint32(r))

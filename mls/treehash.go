@@ -26,8 +26,12 @@ func (t *RatchetTree) TreeHash() []byte {
 	return slices.Clone(t.hash(tm.Root(t.n())))
 }
 
-// NodeTreeHash returns the tree hash of the subtree under node x.
+// NodeTreeHash returns the tree hash of the subtree under node x, or nil
+// for a node outside the tree.
 func (t *RatchetTree) NodeTreeHash(x uint32) []byte {
+	if uint64(x) >= uint64(len(t.nodes)) {
+		return nil
+	}
 	return slices.Clone(t.hash(tm.NodeIndex(x)))
 }
 
