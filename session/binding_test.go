@@ -1,7 +1,6 @@
 package session
 
 import (
-	"crypto/ed25519"
 	"errors"
 	"strings"
 	"testing"
@@ -262,5 +261,4 @@ func TestCheckKeyPackage(t *testing.T) {
 	if _, err := CheckKeyPackage(cfg, &bad, alice.id()); !errors.Is(err, mls.ErrInvalidSignature) {
 		t.Errorf("CheckKeyPackage(bad signature) = %v, want mls.ErrInvalidSignature", err)
 	}
-	_ = ed25519.PublicKeySize
 }

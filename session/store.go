@@ -203,7 +203,8 @@ func (s *Sessions) decode(id []byte, b *bolt.Bucket) (*stored, *CorruptError) {
 	g, err := mls.RestoreGroup(s.mlsConfig(), &mls.State{Tree: bytes.Clone(tree), Secrets: bytes.Clone(secrets)})
 	if err != nil {
 		c := corrupt("secrets", err)
-		if errors.Is(err, mls.ErrInvalidTree) {
+		var pe *mls.ParseError
+		if errors.Is(err, mls.ErrInvalidTree) || (errors.As(err, &pe) && pe.Struct == "RatchetTree") {
 			c.Field = "tree"
 		}
 		c.Peer = st.meta.Peer

@@ -1,0 +1,195 @@
+package session
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/torpor-dev/torpor/clock/clocktest"
+)
+
+func poolSize(t testing.TB, a *agent) (total, published int) {
+	t.Helper()
+	if err := a.db.View(func(tx *bolt.Tx) (err error) { total, published, err = a.s.PoolSize(tx); return err }); err != nil {
+		t.Fatal(err)
+	}
+	return total, published
+}
+
+func refill(t testing.TB, a *agent) [][]byte {
+	t.Helper()
+	var kps [][]byte
+	a.update(func(tx *bolt.Tx) (err error) { kps, err = a.s.Refill(tx, 0); return err })
+	return kps
+}
+
+func TestPoolRefill(t *testing.T) {
+	bob := newAgent(t, "bob", nil) // PoolSize 4
+	kps := refill(t, bob)
+	if len(kps) != 4 {
+		t.Fatalf("first Refill returned %d KeyPackages, want 4", len(kps))
+	}
+	for _, kp := range kps {
+		k, err := ParseKeyPackage(kp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := CheckKeyPackage(bob.s.mlsConfig(), k, bob.id()); err != nil {
+			t.Fatalf("pool KeyPackage: %v", err)
+		}
+	}
+	if again := refill(t, bob); len(again) != 4 {
+		t.Errorf("Refill before Published returned %d, want the same 4", len(again))
+	}
+	bob.update(func(tx *bolt.Tx) error { return bob.s.Published(tx, kps) })
+	if again := refill(t, bob); len(again) != 0 {
+		t.Errorf("Refill after Published returned %d, want 0", len(again))
+	}
+	if total, pub := poolSize(t, bob); total != 4 || pub != 4 {
+		t.Errorf("pool = %d (%d published), want 4 (4)", total, pub)
+	}
+	var n int
+	bob.update(func(tx *bolt.Tx) error {
+		kps, err := bob.s.Refill(tx, 6) // the agent asks for more
+		n = len(kps)
+		return err
+	})
+	if n != 2 {
+		t.Errorf("Refill(6) returned %d new, want 2", n)
+	}
+}
+
+// TestWelcomeAfterRestart: the device publishes its pool and sleeps; days
+// later, after reboots, the Welcome for one of its KeyPackages joins, the
+// KeyPackage is gone from the pool, and the next wake refills one.
+func TestWelcomeAfterRestart(t *testing.T) {
+	clk := clocktest.New(testStart)
+	alice, bob := newAgent(t, "alice", clk), newAgent(t, "bob", clk)
+	kps := refill(t, bob)
+	bob.update(func(tx *bolt.Tx) error { return bob.s.Published(tx, kps) })
+	bob.reopen()
+
+	var p *Pair
+	alice.update(func(tx *bolt.Tx) (err error) { p, err = alice.s.EstablishPair(tx, bob.id(), kps[2]); return err })
+	alice.update(func(tx *bolt.Tx) error { return alice.s.Delivered(tx, p.Group) })
+	for range 3 {
+		clk.Advance(40 * time.Hour)
+		bob.reopen()
+	}
+	join := func() error {
+		return bob.try(func(tx *bolt.Tx) error {
+			_, err := bob.s.Join(tx, p.Handshake.Welcome, p.Handshake.RatchetTree, JoinOptions{Initiator: alice.id()})
+			return err
+		})
+	}
+	if err := join(); err != nil {
+		t.Fatalf("Join five days later: %v", err)
+	}
+	if total, _ := poolSize(t, bob); total != 3 {
+		t.Errorf("pool holds %d after the join, want 3", total)
+	}
+	if err := join(); !errors.Is(err, ErrNoKeyPackage) {
+		t.Errorf("second Join with the same Welcome = %v, want ErrNoKeyPackage", err)
+	}
+	if got := refill(t, bob); len(got) != 1 {
+		t.Errorf("Refill after the join returned %d, want 1", len(got))
+	}
+	bob.reopen()
+	if r := send(t, alice, bob, p.Group, []byte("hello")); string(r.Plaintext) != "hello" {
+		t.Errorf("got %q", r.Plaintext)
+	}
+}
+
+func TestPoolExpiry(t *testing.T) {
+	clk := clocktest.New(testStart)
+	bob := newAgent(t, "bob", clk)
+	bob.cfg.KeyPackageLifetime, bob.cfg.KeyPackageGrace = 48*time.Hour, 24*time.Hour
+	bob.reopen()
+	old := refill(t, bob)
+	bob.update(func(tx *bolt.Tx) error { return bob.s.Published(tx, old) })
+
+	clk.Advance(50 * time.Hour) // expired, within the grace
+	fresh := refill(t, bob)
+	if len(fresh) != 4 {
+		t.Fatalf("Refill after expiry returned %d, want 4 new", len(fresh))
+	}
+	if total, _ := poolSize(t, bob); total != 8 {
+		t.Errorf("pool = %d, want 8 (4 expired kept for the grace)", total)
+	}
+	// A Welcome for an expired KeyPackage still in its grace joins.
+	alice := newAgent(t, "alice", clocktest.New(testStart))
+	var p *Pair
+	alice.update(func(tx *bolt.Tx) (err error) { p, err = alice.s.EstablishPair(tx, bob.id(), old[0]); return err })
+	bob.update(func(tx *bolt.Tx) error {
+		_, err := bob.s.Join(tx, p.Handshake.Welcome, p.Handshake.RatchetTree, JoinOptions{})
+		return err
+	})
+	clk.Advance(30 * time.Hour) // past the grace
+	refill(t, bob)
+	if total, _ := poolSize(t, bob); total != 4 {
+		t.Errorf("pool = %d after the grace, want 4", total)
+	}
+}
+
+// TestJoinTreeMismatch: the joiner aborts when the ratchet tree does not
+// match the Welcome (draft Section 7.6), keeping its KeyPackage.
+func TestJoinTreeMismatch(t *testing.T) {
+	alice, bob, carol := newAgent(t, "alice", nil), newAgent(t, "bob", nil), newAgent(t, "carol", nil)
+	other := pair(t, carol, newAgent(t, "dave", nil))
+	kp := bob.keyPackage()
+	var p *Pair
+	alice.update(func(tx *bolt.Tx) (err error) { p, err = alice.s.EstablishPair(tx, bob.id(), kp); return err })
+	otherTree := carol.mlsGroup(other).RatchetTree().Marshal()
+	truncated := p.Handshake.RatchetTree[:len(p.Handshake.RatchetTree)-1]
+	tests := []struct {
+		name string
+		tree []byte
+	}{
+		{"another group's tree", otherTree},
+		{"truncated tree", truncated},
+		{"no tree, none in the Welcome", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := bob.snapshot()
+			err := bob.try(func(tx *bolt.Tx) error {
+				_, err := bob.s.Join(tx, p.Handshake.Welcome, tt.tree, JoinOptions{Initiator: alice.id()})
+				return err
+			})
+			if err == nil {
+				t.Fatal("Join succeeded")
+			}
+			if total, _ := poolSize(t, bob); total != 4 {
+				t.Errorf("pool = %d, want 4 (the KeyPackage kept)", total)
+			}
+			if !mapsEqual(before, bob.snapshot()) {
+				t.Error("state changed")
+			}
+		})
+	}
+	err := bob.try(func(tx *bolt.Tx) error {
+		_, err := bob.s.Join(tx, p.Handshake.Welcome, p.Handshake.RatchetTree, JoinOptions{Initiator: carol.id()})
+		return err
+	})
+	if !errors.Is(err, ErrNotMember) {
+		t.Errorf("Join naming an initiator outside the group = %v, want ErrNotMember", err)
+	}
+	bob.update(func(tx *bolt.Tx) error {
+		_, err := bob.s.Join(tx, p.Handshake.Welcome, p.Handshake.RatchetTree, JoinOptions{Initiator: alice.id(), Policy: Policy{Committer: alice.id()}})
+		return err
+	})
+}
+
+func mapsEqual(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
