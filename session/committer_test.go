@@ -169,7 +169,10 @@ func TestDesignatedCommitter(t *testing.T) {
 	}
 	genuine := func() []byte {
 		var c *Committed
-		alice.update(func(tx *bolt.Tx) (err error) { c, err = alice.s.Commit(tx, group, Change{Update: true, Public: true}); return err })
+		alice.update(func(tx *bolt.Tx) (err error) {
+			c, err = alice.s.Commit(tx, group, Change{Update: true, Public: true})
+			return err
+		})
 		return c.Commit
 	}
 	tests := []struct {
@@ -205,7 +208,10 @@ func TestDesignatedCommitter(t *testing.T) {
 	bob.update(func(tx *bolt.Tx) error { _, err := bob.s.Process(tx, msg, did.DID{}); return err })
 	// Proposals from other members are fine: alice commits bob's Update.
 	var prop []byte
-	bob.update(func(tx *bolt.Tx) (err error) { prop, err = bob.s.Propose(tx, group, Proposal{Update: true}, false); return err })
+	bob.update(func(tx *bolt.Tx) (err error) {
+		prop, err = bob.s.Propose(tx, group, Proposal{Update: true}, false)
+		return err
+	})
 	for _, a := range []*agent{alice, carol} {
 		a.update(func(tx *bolt.Tx) error {
 			r, err := a.s.Process(tx, prop, did.DID{})
@@ -225,7 +231,10 @@ func TestMessageEpochs(t *testing.T) {
 	var old []byte
 	alice.update(func(tx *bolt.Tx) (err error) { old, err = alice.s.Encrypt(tx, group, []byte("old")); return err })
 	var c *Committed
-	alice.update(func(tx *bolt.Tx) (err error) { c, err = alice.s.Commit(tx, group, Change{Update: true, Public: true}); return err })
+	alice.update(func(tx *bolt.Tx) (err error) {
+		c, err = alice.s.Commit(tx, group, Change{Update: true, Public: true})
+		return err
+	})
 	var next []byte
 	alice.update(func(tx *bolt.Tx) (err error) { next, err = alice.s.Encrypt(tx, group, []byte("new")); return err })
 
