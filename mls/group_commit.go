@@ -92,8 +92,9 @@ func (g *Group) Commit(opts *CommitOptions) (_ *PendingCommit, err error) {
 }
 
 // chooseProposals returns the list to commit: opts.Proposals by value, then
-// each received proposal (by reference) that keeps the list valid. refs[i]
-// is the reference of list[i], or nil for a proposal by value.
+// each received proposal (by reference) that keeps the list valid; invalid
+// or conflicting ones are left out. refs[i] is the reference of list[i], or
+// nil for a proposal by value.
 func (g *Group) chooseProposals(opts *CommitOptions, self Sender) (list []committedProposal, refs [][]byte, err error) {
 	for _, p := range opts.Proposals {
 		switch p.(type) {
@@ -109,7 +110,21 @@ func (g *Group) chooseProposals(opts *CommitOptions, self Sender) (list []commit
 	if opts.IgnoreReceived {
 		return list, refs, nil
 	}
+	// Updates go last and newest first, so that a Remove wins over an
+	// Update of the same leaf and a later Update over an earlier one (RFC
+	// 9420, Section 12.2).
+	var order []cachedProposal
 	for _, cp := range g.proposals {
+		if _, ok := cp.proposal.(*UpdateProposal); !ok {
+			order = append(order, cp)
+		}
+	}
+	for i := len(g.proposals) - 1; i >= 0; i-- {
+		if _, ok := g.proposals[i].proposal.(*UpdateProposal); ok {
+			order = append(order, g.proposals[i])
+		}
+	}
+	for _, cp := range order {
 		try := append(list[:len(list):len(list)], committedProposal{proposal: cp.proposal, sender: cp.sender})
 		if _, err := g.applyProposals(try, self, false, true); err == nil {
 			list, refs = try, append(refs, cp.ref)
