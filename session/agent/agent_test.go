@@ -1,0 +1,234 @@
+package agent_test
+
+import (
+	"context"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/torpor-dev/torpor/clock/clocktest"
+	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/governed"
+	"github.com/torpor-dev/torpor/runtime"
+	"github.com/torpor-dev/torpor/runtime/deliver"
+	"github.com/torpor-dev/torpor/runtime/drain"
+	"github.com/torpor-dev/torpor/runtime/purpose"
+	"github.com/torpor-dev/torpor/runtime/runtimetest"
+	"github.com/torpor-dev/torpor/session"
+	"github.com/torpor-dev/torpor/session/agent"
+	"github.com/torpor-dev/torpor/store"
+	"github.com/torpor-dev/torpor/transport/a2a"
+)
+
+var t0 = time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
+
+type recorder struct {
+	mu  sync.Mutex
+	got []deliver.Delivery
+}
+
+func (r *recorder) Deliver(_ context.Context, d deliver.Delivery) (deliver.Outcome, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.got = append(r.got, d)
+	return deliver.Outcome{OK: true}, nil
+}
+
+// device is the receiving agent: its bbolt file, sessions and the real
+// drain pipeline.
+type device struct {
+	t    testing.TB
+	key  *did.PrivateKey
+	path string
+	clk  *clocktest.Clock
+	db   *bolt.DB
+	s    *session.Sessions
+	pipe *runtime.Pipeline
+	rec  *recorder
+}
+
+func newDevice(t testing.TB, key *did.PrivateKey, clk *clocktest.Clock) *device {
+	d := &device{t: t, key: key, path: filepath.Join(t.TempDir(), "agent.db"), clk: clk, rec: &recorder{}}
+	d.open()
+	t.Cleanup(func() { d.db.Close() })
+	return d
+}
+
+func (d *device) open() {
+	d.t.Helper()
+	db, err := store.Open(d.path, &store.Options{NoSync: true})
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	s, err := session.New(session.Config{Key: d.key, Clock: d.clk, PoolSize: 3})
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	pipe, err := runtime.OpenPipeline(db, runtime.PipelineConfig{
+		Key: d.key, Purposes: purpose.Set{"comms:*"}, Sessions: agent.Sessions{S: s}, Clock: d.clk,
+		Routes: []deliver.Route{{Pattern: "*", Name: "rec", Handler: d.rec}},
+	})
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	d.db, d.s, d.pipe = db, s, pipe
+}
+
+func (d *device) reboot() {
+	d.t.Helper()
+	d.pipe.Drainer.Close()
+	if err := d.db.Close(); err != nil {
+		d.t.Fatal(err)
+	}
+	d.open()
+}
+
+// sender is the other agent, with its own sessions file.
+type sender struct {
+	key *did.PrivateKey
+	db  *bolt.DB
+	s   *session.Sessions
+}
+
+func newSender(t testing.TB, key *did.PrivateKey, clk *clocktest.Clock) *sender {
+	db, err := store.Open(filepath.Join(t.TempDir(), "sender.db"), &store.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	s, err := session.New(session.Config{Key: key, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &sender{key: key, db: db, s: s}
+}
+
+func (s *sender) update(t testing.TB, f func(tx *bolt.Tx) error) {
+	t.Helper()
+	if err := s.db.Update(f); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// establish makes a pair session from s to the device from one of the
+// KeyPackages the device published, and returns the group and the
+// handshake part.
+func (s *sender) establish(t testing.TB, kp []byte, to did.DID) ([]byte, a2a.Part) {
+	var p *session.Pair
+	s.update(t, func(tx *bolt.Tx) (err error) { p, err = s.s.EstablishPair(tx, to, kp); return err })
+	s.update(t, func(tx *bolt.Tx) error { return s.s.Delivered(tx, p.Group) })
+	part, err := p.Handshake.Part()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p.Group, part
+}
+
+// seal encrypts obj in the group as an MLS wire part.
+func (s *sender) seal(t testing.TB, group, obj []byte) a2a.Part {
+	var w a2a.MLSWire
+	s.update(t, func(tx *bolt.Tx) (err error) { w, err = s.s.SealObject(tx, group, obj); return err })
+	p, err := w.Part()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func record(t testing.TB, seq uint64, from did.DID, parts ...a2a.Part) drain.Record {
+	return drain.Record{Seq: seq, From: from.String(), Body: runtimetest.Body(t, parts...)}
+}
+
+func objectID(t testing.TB, raw []byte) string {
+	o, err := governed.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o.ID
+}
+
+// TestDrainWithSessions runs MLS records through the agent's real drain:
+// a Welcome joins, encrypted objects decrypt and go through the six
+// checks with the MLS sender's DID (check 3), and the state survives a
+// reboot.
+func TestDrainWithSessions(t *testing.T) {
+	clk := clocktest.New(t0)
+	bobKey, aliceKey, carolKey := runtimetest.Key(t, 2), runtimetest.Key(t, 1), runtimetest.Key(t, 3)
+	bob := newDevice(t, bobKey, clk)
+	var kps [][]byte
+	if err := bob.db.Update(func(tx *bolt.Tx) (err error) { kps, err = bob.s.Refill(tx, 0); return err }); err != nil {
+		t.Fatal(err)
+	}
+	alice, carol := newSender(t, aliceKey, clk), newSender(t, carolKey, clk)
+	group, hs := alice.establish(t, kps[0], bobKey.DID())
+	// carol also establishes a session, but her handshake is lost: her
+	// messages wait in the queue.
+	cgroup, _ := carol.establish(t, kps[1], bobKey.DID())
+
+	good := runtimetest.Object(t, aliceKey, "comms:message", t0, time.Hour, nil)
+	byCarol := runtimetest.Object(t, carolKey, "comms:message", t0, time.Hour, nil) // signed by carol, sent by alice
+	notPermitted := runtimetest.Object(t, aliceKey, "action:pay", t0, time.Hour, nil)
+	recs := []drain.Record{
+		record(t, 1, aliceKey.DID(), hs),
+		record(t, 2, aliceKey.DID(), alice.seal(t, group, good)),
+		record(t, 3, aliceKey.DID(), alice.seal(t, group, byCarol)),
+		record(t, 4, aliceKey.DID(), alice.seal(t, group, good)), // a replay, in a fresh MLS message
+		record(t, 5, aliceKey.DID(), alice.seal(t, group, notPermitted)),
+		record(t, 6, carolKey.DID(), carol.seal(t, cgroup, runtimetest.Object(t, carolKey, "comms:message", t0, time.Hour, nil))),
+		record(t, 7, carolKey.DID(), hs), // alice's handshake replayed by carol
+	}
+	var acked []uint64
+	rep, err := bob.pipe.Drainer.Batch(context.Background(), recs, func(_ context.Context, seqs []uint64) error {
+		acked = append(acked, seqs...)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("report: %v", rep)
+	if rep.Handshake != 1 || rep.Accepted != 1 || rep.Deferred != 1 {
+		t.Errorf("handshakes %d accepted %d deferred %d, want 1, 1, 1", rep.Handshake, rep.Accepted, rep.Deferred)
+	}
+	for cause, n := range map[string]int{"sender-mismatch": 1, "replay": 1, "purpose-not-permitted": 1, drain.CauseMLS: 1} {
+		if rep.Rejected[cause] != n {
+			t.Errorf("rejected for %s: %d, want %d (%v)", cause, rep.Rejected[cause], n, rep.Rejected)
+		}
+	}
+	if !slices.Equal(acked, []uint64{1, 2, 3, 4, 5, 7}) {
+		t.Errorf("acked %v, want all but the deferred record 6", acked)
+	}
+	if len(bob.rec.got) != 1 || bob.rec.got[0].ObjectID != objectID(t, good) || bob.rec.got[0].Sender != aliceKey.DID().String() {
+		t.Fatalf("delivered %+v, want alice's object from alice", bob.rec.got)
+	}
+
+	// After a reboot the session goes on.
+	bob.reboot()
+	next := runtimetest.Object(t, aliceKey, "comms:message", t0, time.Hour, map[string]any{"n": 2})
+	rep, err = bob.pipe.Drainer.Batch(context.Background(), []drain.Record{record(t, 8, aliceKey.DID(), alice.seal(t, group, next))}, nil)
+	if err != nil || rep.Accepted != 1 {
+		t.Fatalf("after reboot: %v, %v", rep, err)
+	}
+	if last := bob.rec.got[len(bob.rec.got)-1]; last.ObjectID != objectID(t, next) {
+		t.Errorf("delivered %s, want %s", last.ObjectID, objectID(t, next))
+	}
+}
+
+func TestKeyPackages(t *testing.T) {
+	clk := clocktest.New(t0)
+	d := newDevice(t, runtimetest.Key(t, 2), clk)
+	kp := agent.KeyPackages{S: d.s, DB: d.db}
+	kps, err := kp.Refill(context.Background(), 5)
+	if err != nil || len(kps) != 5 {
+		t.Fatalf("Refill(5) = %d, %v", len(kps), err)
+	}
+	if err := kp.Published(context.Background(), kps); err != nil {
+		t.Fatal(err)
+	}
+	if kps, err = kp.Refill(context.Background(), 5); err != nil || len(kps) != 0 {
+		t.Fatalf("Refill after Published = %d, %v; want none", len(kps), err)
+	}
+}
