@@ -42,6 +42,15 @@ type Config struct {
 	// bytes (RFC 9420, Section 6.3.1); zero means no padding.
 	PaddingBlock int
 
+	// MaxForwardGenerations is how many generations past the next expected
+	// one a receiver derives for an out-of-order PrivateMessage (RFC 9420,
+	// Section 15.3); zero means 1024.
+	MaxForwardGenerations uint32
+	// MaxSkippedKeys is how many skipped message keys are kept per sender
+	// ratchet for messages that arrive out of order (RFC 9420, Section
+	// 15.3); zero means 64, negative means none.
+	MaxSkippedKeys int
+
 	// skipLifetime disables lifetime checks (for KeyPackages in Commits
 	// made by others).
 	skipLifetime bool
@@ -205,6 +214,15 @@ func (g *Group) Member(leaf uint32) *LeafNode {
 		return l.clone()
 	}
 	return nil
+}
+
+// Export returns MLS-Exporter(label, context, length) of the current epoch
+// (RFC 9420, Section 8.5), or the group's sticky error.
+func (g *Group) Export(label string, context []byte, length int) ([]byte, error) {
+	if g.err != nil {
+		return nil, g.err
+	}
+	return g.epoch.Export(label, context, length)
 }
 
 // Err returns the group's sticky error, if any.

@@ -395,3 +395,18 @@ func TestSingleMemberCommits(t *testing.T) {
 	sameState(t, alice, bob)
 	checkMessaging(t, alice, bob)
 }
+
+func TestExportAgrees(t *testing.T) {
+	cs := newTestGroup(t, "alice", "bob")
+	a, err := cs[0].g.Export("torpor test", []byte("ctx"), 32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := cs[1].g.Export("torpor test", []byte("ctx"), 32)
+	if err != nil || !bytes.Equal(a, b) || len(a) != 32 {
+		t.Fatalf("Export = %x, %x (%v)", a, b, err)
+	}
+	if c, _ := cs[1].g.Export("other", []byte("ctx"), 32); bytes.Equal(a, c) {
+		t.Error("different labels export the same secret")
+	}
+}

@@ -136,7 +136,7 @@ func (t *RatchetTree) unmarshal(s *cryptobyte.String) bool {
 			}
 		}
 		t.nodes = append(t.nodes, n)
-		return len(t.nodes) <= 1<<31 // leaf indices must fit in a uint32
+		return uint64(len(t.nodes)) <= 1<<31 // leaf indices must fit in a uint32
 	})
 	if !ok || len(t.nodes) == 0 || t.nodes[len(t.nodes)-1].Blank() {
 		return false
