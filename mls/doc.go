@@ -132,6 +132,13 @@
 //   - checking that a joined group's ID is unique among the caller's groups
 //     (12.4.3.1), and the ReInit / branch follow-up checks that need the old
 //     group (11.2, 11.3): left to the caller
+//   - proposal types other than RFC 9420's: they decode and round-trip,
+//     but a Commit that covers one is rejected (12.2 allows them only if
+//     every member supports them, and this package could not apply them)
+//   - the application-level checks that RFC 9420 leaves to the
+//     application: whether a resync external Commit's new credential may
+//     replace the removed member's (12.2), and whether two KeyPackages are
+//     the same client beyond identical signature keys
 //   - wiping secrets from memory: Go's collector may keep copies; the
 //     deletion schedule is about what the state holds and stores
 package mls
