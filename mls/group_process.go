@@ -41,6 +41,10 @@ type CommitSummary struct {
 // ErrInvalidCommit for invalid handshake messages; a *ParseError for
 // malformed content. A rejected message leaves the group unchanged. A panic
 // while processing becomes the group's sticky error.
+//
+// A Commit this client made is refused (ErrInvalidCommit): apply it with
+// MergeCommit. A proposal already cached (our own, echoed back by the
+// delivery service) is accepted once.
 func (g *Group) ProcessMessage(m *MLSMessage) (_ *ProcessedMessage, err error) {
 	defer g.recoverSticky(&err)
 	if g.err != nil {
@@ -144,7 +148,13 @@ func (g *Group) receiveProposal(ac *AuthenticatedContent) error {
 	if _, ok := p.(*UnknownProposal); ok {
 		return fmt.Errorf("%w: unsupported proposal type %d", ErrInvalidProposal, p.ProposalType())
 	}
-	g.proposals = append(g.proposals, cachedProposal{ref: proposalRef(ac), proposal: p, sender: ac.Content.Sender})
+	ref := proposalRef(ac)
+	for _, cp := range g.proposals {
+		if bytes.Equal(cp.ref, ref) {
+			return nil // a copy, e.g. our own proposal echoed back
+		}
+	}
+	g.proposals = append(g.proposals, cachedProposal{ref: ref, proposal: p, sender: ac.Content.Sender})
 	return nil
 }
 

@@ -171,3 +171,24 @@ func TestEpochMismatchAndReplay(t *testing.T) {
 		t.Errorf("MergeCommit of a stale commit = %v, want ErrEpochMismatch", err)
 	}
 }
+
+func TestProposalEchoCachedOnce(t *testing.T) {
+	cs := newTestGroup(t, "alice", "bob")
+	m, err := cs[0].g.Propose(&RemoveProposal{Removed: 1}, &SendOptions{Public: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs[0].g.ProcessMessage(roundTrip(t, m)); err != nil {
+		t.Fatalf("own proposal echoed back: %v", err)
+	}
+	if n := len(cs[0].g.proposals); n != 1 {
+		t.Fatalf("%d cached proposals, want 1", n)
+	}
+	pc, err := cs[0].g.Commit(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(pc.next.tree.members()); n != 1 {
+		t.Errorf("%d members after the Remove, want 1", n)
+	}
+}
