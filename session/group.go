@@ -160,3 +160,13 @@ func (s *Sessions) rand() io.Reader {
 	}
 	return rand.Reader
 }
+
+// Export returns MLS-Exporter(label, context, length) of the group's
+// current epoch (RFC 9420, Section 8.5).
+func (s *Sessions) Export(tx *bolt.Tx, group []byte, label string, context []byte, length int) ([]byte, error) {
+	st, err := s.load(tx, group)
+	if err != nil {
+		return nil, err
+	}
+	return st.g.Export(label, context, length)
+}

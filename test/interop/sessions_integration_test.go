@@ -1,0 +1,250 @@
+//go:build integration
+
+package interop
+
+import (
+	"errors"
+	"testing"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/session"
+	"github.com/torpor-dev/torpor/session/agent"
+	"github.com/torpor-dev/torpor/test/interop/tsmls"
+	"github.com/torpor-dev/torpor/transport/a2a"
+)
+
+// The interop scenarios of issue 4: Torpor's MLS sessions (package session
+// on package mls) and ts-mls 1.6.4, the library of the draft's reference
+// implementation, in the same groups. After every step all members agree on
+// the epoch, the epoch authenticator, the tree hash, the members and an
+// exporter value.
+
+func startPeer(t *testing.T) *tsmls.Peer {
+	t.Helper()
+	return tsmls.StartT(t, &tsmls.Config{Exporter: exporter})
+}
+
+// TestScenario1TSMLSCreates: ts-mls creates a group and adds a Torpor
+// agent by a KeyPackage from its pool, with ts-mls defaults (the Commit a
+// PrivateMessage, the ratchet tree out of band, 256-byte padding). The
+// Welcome reaches the agent the way a sleeping device gets it: as a
+// handshake part through the drain's Sessions. Application messages flow
+// both ways, carrying Governed Object plaintexts in the reference's form.
+func TestScenario1TSMLSCreates(t *testing.T) {
+	p := startPeer(t)
+	alice := newTS(t, p, "alice")
+	bob := newTorpor(t, "bob")
+
+	alice.create(t, []byte("scenario 1"))
+	c := alice.commit(t, change{Add: [][]byte{bob.keyPackage(t)}})
+	if c.Welcome == nil || c.Tree == nil {
+		t.Fatal("ts-mls commit has no Welcome or tree")
+	}
+	h := a2a.Handshake{InitiatorDID: alice.DID(), Welcome: c.Welcome, RatchetTree: c.Tree}
+	bob.update(t, "ApplyHandshake", func(tx *bolt.Tx) error {
+		return agent.Sessions{S: bob.s}.ApplyHandshake(tx, h, alice.DID())
+	})
+	bob.update(t, "PairGroup", func(tx *bolt.Tx) (err error) { bob.group, err = bob.s.PairGroup(tx, alice.DID()); return err })
+	agree(t, "after the join", alice, bob)
+
+	obj := []byte(`{"id":"1","issuerDid":"` + alice.DID().String() + `"}`)
+	pt, err := session.Plaintext(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := alice.encrypt(t, pt)
+	var opened []byte
+	bob.update(t, "Open", func(tx *bolt.Tx) error {
+		op, err := agent.Sessions{S: bob.s}.Open(tx, a2a.MLSWire{Wire: msg}, alice.DID())
+		if err == nil && op.Sender != alice.DID() {
+			t.Errorf("sender = %v, want %v", op.Sender, alice.DID())
+		}
+		opened = op.Plaintext
+		return err
+	})
+	if got, err := session.ObjectOf(opened); err != nil || string(got) != string(obj) {
+		t.Fatalf("ObjectOf = %s, %v; want %s", got, err, obj)
+	}
+	messagesAllWays(t, alice, bob)
+	agree(t, "after the messages", alice, bob)
+	// bob's pool gave up the KeyPackage the Welcome used.
+	bob.update(t, "PoolSize", func(tx *bolt.Tx) error {
+		if n, _, err := bob.s.PoolSize(tx); err != nil || n != 1 {
+			t.Errorf("pool = %d, %v; want 1 of 2 left", n, err)
+		}
+		return nil
+	})
+}
+
+// TestScenario1Binding: a ts-mls member whose credential names another
+// agent's DID (ts-mls itself does no binding) cannot bring a Torpor agent
+// into its group: the Welcome's tree fails the binding check.
+func TestScenario1Binding(t *testing.T) {
+	p := startPeer(t)
+	alice := newTS(t, p, "alice")
+	mallory, err := p.NewActor(ctx(), "mallory", seedOf("mallory"), alice.DID().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	bob := newTorpor(t, "bob")
+	if _, err := mallory.CreateGroup(ctx(), []byte("forged")); err != nil {
+		t.Fatal(err)
+	}
+	c, err := mallory.Commit(ctx(), tsmls.CommitOptions{Add: []tsmls.Hex{bob.keyPackage(t)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = bob.db.Update(func(tx *bolt.Tx) error {
+		_, err := bob.s.Join(tx, c.Welcome, c.RatchetTree, session.JoinOptions{Initiator: alice.DID()})
+		return err
+	})
+	if !errors.Is(err, session.ErrBinding) {
+		t.Fatalf("Join of mallory's group = %v, want ErrBinding", err)
+	}
+	t.Log(err)
+	// And a KeyPackage of mallory's claiming alice is refused by a Torpor
+	// initiator expecting alice.
+	kp, err := mallory.KeyPackage(ctx(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = bob.db.Update(func(tx *bolt.Tx) error {
+		_, err := bob.s.EstablishPair(tx, alice.DID(), kp.Bytes)
+		return err
+	})
+	if !errors.Is(err, session.ErrBinding) {
+		t.Fatalf("EstablishPair(mallory's KeyPackage) = %v, want ErrBinding", err)
+	}
+}
+
+// TestScenario2TorporCreates: a Torpor agent establishes a pair session
+// (draft Section 6.2) with a ts-mls member from its KeyPackage; the Welcome
+// and the ratchet tree go out of band, as in a handshake part.
+func TestScenario2TorporCreates(t *testing.T) {
+	p := startPeer(t)
+	alice := newTorpor(t, "alice")
+	bob := newTS(t, p, "bob")
+	carol := newTS(t, p, "carol")
+
+	// A KeyPackage of carol's is refused for bob.
+	err := alice.db.Update(func(tx *bolt.Tx) error {
+		_, err := alice.s.EstablishPair(tx, bob.DID(), carol.keyPackage(t))
+		return err
+	})
+	if !errors.Is(err, session.ErrIdentityMismatch) {
+		t.Fatalf("EstablishPair(bob, carol's KeyPackage) = %v, want ErrIdentityMismatch", err)
+	}
+
+	var pr *session.Pair
+	alice.update(t, "EstablishPair", func(tx *bolt.Tx) (err error) {
+		pr, err = alice.s.EstablishPair(tx, bob.DID(), bob.keyPackage(t))
+		return err
+	})
+	part, err := pr.Handshake.Part() // what goes on the wire
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := a2a.ReadHandshake(part)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bob.join(t, h.Welcome, h.RatchetTree, h.InitiatorDID)
+	alice.update(t, "Delivered", func(tx *bolt.Tx) error { return alice.s.Delivered(tx, pr.Group) })
+	alice.group = pr.Group
+	agree(t, "after the join", alice, bob)
+	messagesAllWays(t, alice, bob)
+	messagesAllWays(t, bob, alice)
+	agree(t, "after the messages", alice, bob)
+}
+
+// TestScenario3FiveMembers: five members on both stacks, with adds, an
+// update, a remove, proposals by reference and commits by each side.
+func TestScenario3FiveMembers(t *testing.T) { fiveMembers(t, false) }
+
+// TestScenario4FiveMembersReopened: scenario 3 again, reopening every
+// Torpor member's bbolt file between every step: before each operation
+// (every message it processes or makes) and after each step.
+func TestScenario4FiveMembersReopened(t *testing.T) { fiveMembers(t, true) }
+
+func fiveMembers(t *testing.T, reopen bool) {
+	p := startPeer(t)
+	t1, t2, t3 := newTorpor(t, "t1"), newTorpor(t, "t2"), newTorpor(t, "t3")
+	s1, s2 := newTS(t, p, "s1"), newTS(t, p, "s2")
+	for _, m := range []*torpor{t1, t2, t3} {
+		m.reopenEach = reopen
+	}
+	step := func(name string, ms ...member) {
+		t.Helper()
+		agree(t, name, ms...)
+		if reopen {
+			for _, m := range []*torpor{t1, t2, t3} {
+				m.reopen(t)
+			}
+			agree(t, name+", reopened", ms...)
+		}
+	}
+
+	// 1. t1 (Torpor) creates the group and adds s1 (ts-mls).
+	t1.create(t, []byte("five members"))
+	c := t1.commit(t, change{Add: [][]byte{s1.keyPackage(t)}})
+	s1.join(t, c.Welcome, c.Tree, t1.DID())
+	step("t1 adds s1", t1, s1)
+
+	// 2. s1 (ts-mls) adds t2 and s2 in one Commit (a PrivateMessage, no
+	// path: Adds only).
+	c = s1.commit(t, change{Add: [][]byte{t2.keyPackage(t), s2.keyPackage(t)}})
+	deliver(t, c.Commit, "commit", s1, t1)
+	t2.join(t, c.Welcome, c.Tree, s1.DID())
+	s2.join(t, c.Welcome, c.Tree, s1.DID())
+	step("s1 adds t2 and s2", t1, s1, t2, s2)
+
+	// 3. t2 (Torpor) proposes an Update of its leaf; s2 (ts-mls) commits
+	// it by reference, with a path.
+	prop := t2.propose(t, proposal{Update: true})
+	deliver(t, prop, "proposal", t2, t1, s1, s2)
+	c = s2.commit(t, change{})
+	deliver(t, c.Commit, "commit", s2, t1, t2, s1)
+	step("s2 commits t2's update", t1, s1, t2, s2)
+
+	// 4. s1 (ts-mls) proposes adding t3; t1 (Torpor) commits the proposal
+	// by reference.
+	prop = s1.propose(t, proposal{Add: t3.keyPackage(t)})
+	deliver(t, prop, "proposal", s1, t1, t2, s2)
+	c = t1.commit(t, change{})
+	deliver(t, c.Commit, "commit", t1, s1, t2, s2)
+	t3.join(t, c.Welcome, c.Tree, t1.DID())
+	step("t1 commits s1's add of t3", t1, s1, t2, s2, t3)
+
+	// 5. s2 (ts-mls) proposes an Update; t3 (Torpor) commits it together
+	// with an update of its own (a path).
+	prop = s2.propose(t, proposal{Update: true})
+	deliver(t, prop, "proposal", s2, t1, s1, t2, t3)
+	c = t3.commit(t, change{Update: true})
+	deliver(t, c.Commit, "commit", t3, t1, s1, t2, s2)
+	step("t3 commits s2's update and its own", t1, s1, t2, s2, t3)
+
+	// 6. t1 (Torpor) removes s1 (ts-mls); s1 learns it.
+	c = t1.commit(t, change{Remove: []did.DID{s1.DID()}})
+	deliver(t, c.Commit, "commit", t1, t2, s2, t3)
+	if got := s1.process(t, c.Commit); !got.Removed {
+		t.Fatalf("s1 after its removal: %+v", got)
+	}
+	step("t1 removes s1", t1, t2, s2, t3)
+
+	// 7. t3 (Torpor) proposes removing t2; s2 (ts-mls) commits it; t2
+	// learns it and drops the session.
+	prop = t3.propose(t, proposal{Remove: t2.DID()})
+	deliver(t, prop, "proposal", t3, t1, t2, s2)
+	c = s2.commit(t, change{})
+	deliver(t, c.Commit, "commit", s2, t1, t3)
+	if got := t2.process(t, c.Commit); !got.Removed {
+		t.Fatalf("t2 after its removal: %+v", got)
+	}
+	step("s2 commits t3's removal of t2", t1, s2, t3)
+
+	// 8. Application messages between everyone left.
+	messagesAllWays(t, t1, s2, t3)
+	step("messages", t1, s2, t3)
+}
