@@ -1,0 +1,179 @@
+// Command init is the /init of the QEMU system tests' initramfs: a
+// generic, busybox-free PID 1 that runs one guest program and powers the
+// machine off.
+//
+// It mounts devtmpfs, proc, sysfs and tmpfs, loads the kernel modules the
+// kernel command line names, brings up the network, runs the program with
+// its arguments, prints "INIT exit=N" on the console and powers off (QEMU,
+// started with -no-reboot, then exits). Everything comes from the kernel
+// command line, so one initramfs serves every test:
+//
+//	torpor.modules=a.ko,b.ko   modules under /lib/modules, loaded in order
+//	torpor.net=10.0.2.15/24    address for eth0 (QEMU user networking: the
+//	                           host is 10.0.2.2, on link)
+//	torpor.run=/bin/prog       the program to run
+//	torpor.arg=VALUE           one argument; repeat for more, in order
+//	torpor.env=KEY=VALUE       one environment variable; repeat for more
+//
+// Values may be double-quoted to hold spaces. The program's output goes to
+// the console (ttyAMA0), where the host reads it; by convention tests print
+// "RESULT <json>" lines.
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+func main() {
+	code := run()
+	fmt.Printf("INIT exit=%d\n", code)
+	unix.Sync()
+	if err := unix.Reboot(unix.LINUX_REBOOT_CMD_POWER_OFF); err != nil {
+		fmt.Println("INIT poweroff:", err)
+	}
+	select {} // PID 1 must not exit
+}
+
+func run() int {
+	if err := mountAll(); err != nil {
+		fmt.Println("INIT error:", err)
+		return 125
+	}
+	b, err := os.ReadFile("/proc/cmdline")
+	if err != nil {
+		fmt.Println("INIT error:", err)
+		return 125
+	}
+	p, err := parseCmdline(string(b))
+	if err != nil {
+		fmt.Println("INIT error:", err)
+		return 125
+	}
+	for _, m := range p.modules {
+		if err := loadModule("/lib/modules/" + m); err != nil {
+			fmt.Println("INIT error:", err)
+			return 125
+		}
+	}
+	if p.net != "" {
+		if err := setupNet("eth0", p.net); err != nil {
+			fmt.Println("INIT error:", err)
+			return 125
+		}
+	}
+	if p.run == "" {
+		fmt.Println("INIT error: no torpor.run= on the kernel command line")
+		return 125
+	}
+	cmd := exec.Command(p.run, p.args...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = nil, os.Stdout, os.Stdout
+	cmd.Env = append([]string{"PATH=/bin", "HOME=/tmp", "TMPDIR=/tmp"}, p.env...)
+	err = cmd.Run()
+	if ee, ok := err.(*exec.ExitError); ok {
+		return ee.ExitCode()
+	}
+	if err != nil {
+		fmt.Println("INIT error:", err)
+		return 126
+	}
+	return 0
+}
+
+func mountAll() error {
+	for _, m := range []struct{ src, dst, fs string }{
+		{"devtmpfs", "/dev", "devtmpfs"},
+		{"proc", "/proc", "proc"},
+		{"sysfs", "/sys", "sysfs"},
+		{"tmpfs", "/tmp", "tmpfs"},
+	} {
+		if err := os.MkdirAll(m.dst, 0o755); err != nil {
+			return err
+		}
+		if err := unix.Mount(m.src, m.dst, m.fs, 0, ""); err != nil && err != syscall.EBUSY {
+			return fmt.Errorf("mounting %s on %s: %w", m.fs, m.dst, err)
+		}
+	}
+	return nil
+}
+
+func loadModule(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("module: %w", err)
+	}
+	defer f.Close()
+	if err := unix.FinitModule(int(f.Fd()), "", 0); err != nil && err != unix.EEXIST {
+		return fmt.Errorf("loading %s: %w", path, err)
+	}
+	return nil
+}
+
+type params struct {
+	modules []string
+	net     string
+	run     string
+	args    []string
+	env     []string
+}
+
+// parseCmdline picks the torpor.* parameters out of the kernel command
+// line, honouring double quotes as the kernel does (lib/cmdline.c).
+func parseCmdline(s string) (params, error) {
+	var p params
+	for _, w := range splitCmdline(s) {
+		k, v, ok := strings.Cut(w, "=")
+		if !ok || !strings.HasPrefix(k, "torpor.") {
+			continue
+		}
+		switch k {
+		case "torpor.modules":
+			for _, m := range strings.Split(v, ",") {
+				if m != "" {
+					p.modules = append(p.modules, m)
+				}
+			}
+		case "torpor.net":
+			p.net = v
+		case "torpor.run":
+			p.run = v
+		case "torpor.arg":
+			p.args = append(p.args, v)
+		case "torpor.env":
+			p.env = append(p.env, v)
+		default:
+			return p, fmt.Errorf("unknown parameter %s", k)
+		}
+	}
+	return p, nil
+}
+
+func splitCmdline(s string) []string {
+	var out []string
+	var cur strings.Builder
+	quoted, any := false, false
+	for _, r := range strings.TrimSpace(s) {
+		switch {
+		case r == '"':
+			quoted, any = !quoted, true
+		case (r == ' ' || r == '\n' || r == '\t') && !quoted:
+			if any {
+				out = append(out, cur.String())
+				cur.Reset()
+				any = false
+			}
+		default:
+			cur.WriteRune(r)
+			any = true
+		}
+	}
+	if any {
+		out = append(out, cur.String())
+	}
+	return out
+}

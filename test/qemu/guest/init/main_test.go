@@ -1,0 +1,23 @@
+package main
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestParseCmdline(t *testing.T) {
+	p, err := parseCmdline(`console=ttyAMA0 panic=-1 torpor.modules=a.ko,b/c.ko torpor.net=10.0.2.15/24 ` +
+		`torpor.run=/bin/probe torpor.arg=-mode torpor.arg=rtc torpor.arg="two words" torpor.env=A=1 quiet` + "\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := params{modules: []string{"a.ko", "b/c.ko"}, net: "10.0.2.15/24", run: "/bin/probe",
+		args: []string{"-mode", "rtc", "two words"}, env: []string{"A=1"}}
+	if diff := cmp.Diff(want, p, cmp.AllowUnexported(params{})); diff != "" {
+		t.Errorf("parseCmdline (-want +got):\n%s", diff)
+	}
+	if _, err := parseCmdline("torpor.bogus=1"); err == nil {
+		t.Error("unknown torpor parameter accepted")
+	}
+}

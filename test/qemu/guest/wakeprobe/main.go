@@ -1,0 +1,134 @@
+// Command wakeprobe runs inside the QEMU guest of the system tests: it
+// sleeps through Torpor's own wake code (wake/rtc on the guest's PL031
+// RTC, suspend-to-idle through /sys/power/state) and prints what woke it
+// as "RESULT <json>" lines on the console, for the host to assert on.
+//
+//	wakeprobe -method sysfs|ioctl -after 4s [-keys "GPIO Key Poweroff"] [-url URL]
+//
+// With -keys, a gpio-keys button with that label is a wakeup source too
+// (the test's device tree marks it wakeup-source); the RTC alarm then is
+// the fallback that ends the test if the GPIO wake does not come. Before
+// suspending it turns on the kernel's PM debug messages, so the host sees
+// "PM: suspend-to-idle" on the console when the guest is frozen and can
+// press the button then. After the wake, -url is fetched from the host
+// (QEMU user networking) and its status and body reported: the path a
+// woken agent takes to drain its relay.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/torpor-dev/torpor/wake"
+	"github.com/torpor-dev/torpor/wake/rtc"
+	"github.com/torpor-dev/torpor/wake/suspend"
+)
+
+// Result is one RESULT line.
+type Result struct {
+	Method       string `json:"method"`
+	Reason       string `json:"reason"`
+	Source       string `json:"source"`
+	IRQ          int    `json:"irq"`
+	Detail       string `json:"detail"`
+	SleptBootMS  int64  `json:"slept_boot_ms"`
+	SleptMonoMS  int64  `json:"slept_mono_ms"`
+	SleptWallMS  int64  `json:"slept_wall_ms"`
+	SuspendOK    string `json:"suspend_success"`
+	AlarmAfter   string `json:"alarm_after"` // wakealarm after the wake ("" = disarmed)
+	HTTPStatus   int    `json:"http_status,omitempty"`
+	HTTPBody     string `json:"http_body,omitempty"`
+	Error        string `json:"error,omitempty"`
+	RTCName      string `json:"rtc_name"`
+	WakeupIRQOK  bool   `json:"wakeup_irq_present"`
+	BeforeSecond int64  `json:"armed_at_unix"`
+}
+
+func main() {
+	method := flag.String("method", "sysfs", "RTC interface: sysfs or ioctl.")
+	after := flag.Duration("after", 4*time.Second, "Arm the RTC alarm this far ahead.")
+	keys := flag.String("keys", "", "Label of a gpio-keys wakeup source, reported as a GPIO wake.")
+	url := flag.String("url", "", "Fetch this URL after the wake.")
+	flag.Parse()
+	r := probe(*method, *after, *keys, *url)
+	b, _ := json.Marshal(r)
+	fmt.Printf("RESULT %s\n", b)
+	if r.Error != "" {
+		os.Exit(1)
+	}
+}
+
+func probe(method string, after time.Duration, keys, url string) Result {
+	r := Result{Method: method}
+	m, err := parseMethod(method)
+	if err != nil {
+		r.Error = err.Error()
+		return r
+	}
+	src := &rtc.Source{Alarm: &rtc.Alarm{Method: m}, State: suspend.Freeze}
+	if keys != "" {
+		src.Keys = []string{keys}
+	}
+	r.RTCName = src.Alarm.Label()
+	_, err = os.Stat("/sys/power/pm_wakeup_irq")
+	r.WakeupIRQOK = err == nil
+	// Make the kernel say "PM: suspend-to-idle" on the console while the
+	// console stays up (no_console_suspend), so the host can tell when the
+	// guest is frozen.
+	os.WriteFile("/sys/power/pm_debug_messages", []byte("1"), 0)
+	os.WriteFile("/proc/sys/kernel/printk", []byte("8"), 0)
+	until := time.Now().Add(after)
+	r.BeforeSecond = until.Unix()
+	fmt.Println("MARK suspending")
+	w, err := src.Wait(context.Background(), until)
+	os.WriteFile("/proc/sys/kernel/printk", []byte("4"), 0)
+	if err != nil {
+		r.Error = err.Error()
+		return r
+	}
+	fill(&r, w)
+	if b, err := os.ReadFile("/sys/power/suspend_stats/success"); err == nil {
+		r.SuspendOK = strings.TrimSpace(string(b))
+	}
+	if b, err := os.ReadFile("/sys/class/rtc/rtc0/wakealarm"); err == nil {
+		r.AlarmAfter = strings.TrimSpace(string(b))
+	}
+	if url != "" {
+		fetch(&r, url)
+	}
+	return r
+}
+
+func parseMethod(s string) (rtc.Method, error) {
+	switch m := rtc.Method(s); m {
+	case rtc.Sysfs, rtc.Ioctl:
+		return m, nil
+	}
+	return "", fmt.Errorf("unknown method %q", s)
+}
+
+func fill(r *Result, w wake.Wake) {
+	r.Reason, r.Source, r.IRQ, r.Detail = w.Reason.String(), w.Source, w.IRQ, w.Detail
+	r.SleptBootMS = w.Slept.Boot.Milliseconds()
+	r.SleptMonoMS = w.Slept.Mono.Milliseconds()
+	r.SleptWallMS = w.Slept.Wall.Milliseconds()
+}
+
+func fetch(r *Result, url string) {
+	c := &http.Client{Timeout: 20 * time.Second}
+	resp, err := c.Get(url)
+	if err != nil {
+		r.Error = "fetch: " + err.Error()
+		return
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	r.HTTPStatus, r.HTTPBody = resp.StatusCode, string(b)
+}

@@ -1,0 +1,372 @@
+// Package vm boots Debian's arm64 kernel under qemu-system-aarch64 -M virt
+// (TCG) with an initramfs built by Torpor's own Go code, for the system
+// tests in test/qemu: the guest's /init (test/qemu/guest/init) runs one
+// program named on the kernel command line, whose "RESULT <json>" lines
+// the host reads from the serial console. Tests pass files (binaries,
+// keys, configuration) into the initramfs, press the virt board's power
+// button over QMP (which pulses PL061 line 3), and reach host servers
+// through QEMU user networking, where the host is 10.0.2.2.
+package vm
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/torpor-dev/torpor/test/internal/testenv"
+	"github.com/torpor-dev/torpor/test/qemu/initramfs"
+	"github.com/torpor-dev/torpor/test/qemu/qmp"
+)
+
+// Machine describes one boot.
+type Machine struct {
+	Kernel *Kernel
+	// Files are added to the initramfs: path inside the guest -> content.
+	// Executables go under /bin (mode 0755); everything else is 0644.
+	Files map[string][]byte
+	// Modules are kernel module names (gpio_keys, virtio_net) loaded by
+	// /init before the program, with their dependencies first.
+	Modules []string
+	// Run and Args are the guest program and its arguments.
+	Run  string
+	Args []string
+	// Net gives the guest a virtio network card on QEMU user networking,
+	// with address 10.0.2.15/24; the host is 10.0.2.2.
+	Net bool
+	// DTB replaces the board's device tree (see PatchDTB).
+	DTB string
+	// Append is added to the kernel command line.
+	Append []string
+	// Memory in MiB (default 512) and CPUs (default 1). PatchDTB must be
+	// given the same values.
+	Memory, CPUs int
+}
+
+// VM is a running guest.
+type VM struct {
+	t    testing.TB
+	cmd  *exec.Cmd
+	dir  string
+	done chan struct{}
+	err  error // set before done is closed
+
+	mu sync.Mutex
+	// mu guards all following fields.
+	lines   []string
+	waiters []*waiter
+}
+
+type waiter struct {
+	match string
+	ch    chan string
+}
+
+// Start builds the initramfs, boots the machine and returns at once. The
+// machine is killed when the test ends; its console is logged on failure.
+func Start(t testing.TB, m Machine) *VM {
+	t.Helper()
+	qemu := testenv.RequireTool(t, "qemu-system-aarch64")
+	dir := t.TempDir()
+	initrd := filepath.Join(dir, "initramfs.cpio.gz")
+	if err := m.writeInitramfs(t, initrd); err != nil {
+		t.Fatal(err)
+	}
+	args := append(machineArgs(m.Memory, m.CPUs),
+		"-nographic", "-no-reboot", "-serial", "stdio", "-monitor", "none",
+		"-kernel", m.Kernel.Vmlinuz, "-initrd", initrd,
+		"-rtc", "base=utc,clock=host",
+		"-qmp", "unix:"+filepath.Join(dir, "qmp.sock")+",server=on,wait=off",
+		"-append", m.cmdline())
+	if m.Net {
+		args = append(args, "-netdev", "user,id=n0", "-device", "virtio-net-device,netdev=n0")
+	} else {
+		args = append(args, "-nic", "none")
+	}
+	if m.DTB != "" {
+		args = append(args, "-dtb", m.DTB)
+	}
+	v := &VM{t: t, dir: dir, done: make(chan struct{})}
+	v.cmd = exec.Command(qemu, args...)
+	v.cmd.Stdin = nil
+	out, err := v.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	v.cmd.Stderr = v.cmd.Stdout
+	if err := v.cmd.Start(); err != nil {
+		t.Fatalf("starting QEMU: %v", err)
+	}
+	go v.read(out)
+	t.Cleanup(func() {
+		v.cmd.Process.Kill()
+		<-v.done
+		if t.Failed() {
+			t.Logf("guest console:\n%s", strings.Join(v.Lines(), "\n"))
+		}
+	})
+	return v
+}
+
+func machineArgs(mem, cpus int) []string {
+	if mem == 0 {
+		mem = 512
+	}
+	if cpus == 0 {
+		cpus = 1
+	}
+	return []string{"-M", "virt", "-cpu", "cortex-a53", "-smp", fmt.Sprint(cpus), "-m", fmt.Sprint(mem)}
+}
+
+func (m Machine) cmdline() string {
+	parts := []string{"console=ttyAMA0", "panic=-1", "loglevel=4", "no_console_suspend"}
+	var mods []string
+	for _, mod := range m.Modules {
+		deps, err := m.Kernel.ModuleDeps(mod)
+		if err == nil {
+			for _, d := range deps {
+				if !contains(mods, d) {
+					mods = append(mods, d)
+				}
+			}
+		}
+	}
+	if len(mods) > 0 {
+		parts = append(parts, "torpor.modules="+strings.Join(mods, ","))
+	}
+	if m.Net {
+		parts = append(parts, "torpor.net=10.0.2.15/24")
+	}
+	parts = append(parts, "torpor.run="+quote(m.Run))
+	for _, a := range m.Args {
+		parts = append(parts, "torpor.arg="+quote(a))
+	}
+	return strings.Join(append(parts, m.Append...), " ")
+}
+
+func quote(s string) string {
+	if strings.ContainsAny(s, " \t") {
+		return `"` + s + `"`
+	}
+	return s
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// writeInitramfs writes /init, the files and the modules.
+func (m Machine) writeInitramfs(t testing.TB, path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	w := initramfs.NewWriter(f)
+	for _, d := range []string{"dev", "proc", "sys", "tmp", "bin"} {
+		if err := w.Dir(d, 0o755); err != nil {
+			return err
+		}
+	}
+	if err := w.CharDev("dev/console", 0o600, 5, 1); err != nil {
+		return err
+	}
+	if err := w.File("init", 0o755, GuestBinary(t, "./test/qemu/guest/init")); err != nil {
+		return err
+	}
+	for name, data := range m.Files {
+		perm := uint32(0o644)
+		if strings.HasPrefix(strings.TrimPrefix(name, "/"), "bin/") {
+			perm = 0o755
+		}
+		if err := w.File(name, perm, data); err != nil {
+			return err
+		}
+	}
+	done := map[string]bool{}
+	for _, mod := range m.Modules {
+		deps, err := m.Kernel.ModuleDeps(mod)
+		if err != nil {
+			return err
+		}
+		for _, d := range deps {
+			if done[d] {
+				continue
+			}
+			done[d] = true
+			b, err := os.ReadFile(filepath.Join(m.Kernel.Modules, d))
+			if err != nil {
+				return err
+			}
+			if err := w.File("lib/modules/"+d, 0o644, b); err != nil {
+				return err
+			}
+		}
+	}
+	if err := w.Close(); err != nil {
+		return err
+	}
+	return f.Close()
+}
+
+func (v *VM) read(out io.Reader) {
+	sc := bufio.NewScanner(out)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := strings.TrimRight(sc.Text(), "\r")
+		v.mu.Lock()
+		v.lines = append(v.lines, line)
+		kept := v.waiters[:0]
+		for _, w := range v.waiters {
+			if strings.Contains(line, w.match) {
+				w.ch <- line
+				continue
+			}
+			kept = append(kept, w)
+		}
+		v.waiters = kept
+		v.mu.Unlock()
+	}
+	v.err = v.cmd.Wait()
+	close(v.done)
+}
+
+// Lines returns the console output so far.
+func (v *VM) Lines() []string {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return append([]string(nil), v.lines...)
+}
+
+// WaitLine returns the first console line from now on that contains
+// match, or an error when ctx ends or the machine exits first.
+func (v *VM) WaitLine(ctx context.Context, match string) (string, error) {
+	w := &waiter{match: match, ch: make(chan string, 1)}
+	v.mu.Lock()
+	v.waiters = append(v.waiters, w)
+	v.mu.Unlock()
+	select {
+	case l := <-w.ch:
+		return l, nil
+	case <-v.done:
+		select {
+		case l := <-w.ch:
+			return l, nil
+		default:
+		}
+		return "", fmt.Errorf("vm: machine exited before printing %q", match)
+	case <-ctx.Done():
+		return "", fmt.Errorf("vm: waiting for %q: %w", match, ctx.Err())
+	}
+}
+
+// Wait waits for the machine to power off and returns QEMU's exit error.
+func (v *VM) Wait(ctx context.Context) error {
+	select {
+	case <-v.done:
+		return v.err
+	case <-ctx.Done():
+		v.cmd.Process.Kill()
+		<-v.done
+		return fmt.Errorf("vm: machine still running: %w", ctx.Err())
+	}
+}
+
+// Results decodes every "RESULT <json>" console line into a value made by
+// newResult, in order.
+func Results[T any](v *VM) ([]T, error) {
+	var out []T
+	for _, l := range v.Lines() {
+		_, js, ok := strings.Cut(l, "RESULT ")
+		if !ok {
+			continue
+		}
+		var r T
+		if err := json.Unmarshal([]byte(js), &r); err != nil {
+			return out, fmt.Errorf("vm: decoding %q: %w", l, err)
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// QMP connects to the machine's QMP socket.
+func (v *VM) QMP() (*qmp.Conn, error) {
+	return qmp.Dial(filepath.Join(v.dir, "qmp.sock"), 10*time.Second)
+}
+
+// ExitCode returns the guest program's exit status from the "INIT exit=N"
+// line, or an error when /init did not print one.
+func (v *VM) ExitCode() (int, error) {
+	for _, l := range v.Lines() {
+		if _, s, ok := strings.Cut(l, "INIT exit="); ok {
+			var n int
+			_, err := fmt.Sscan(s, &n)
+			return n, err
+		}
+	}
+	return -1, errors.New("vm: no INIT exit line on the console")
+}
+
+var (
+	buildMu    sync.Mutex
+	buildCache = map[string][]byte{}
+)
+
+// GuestBinary cross-compiles the main package pkg (relative to the module
+// root, e.g. "./test/qemu/guest/wakeprobe") for linux/arm64, statically and
+// stripped, once per test process.
+func GuestBinary(t testing.TB, pkg string) []byte {
+	return CrossBinary(t, pkg, "arm64", "")
+}
+
+// CrossBinary builds pkg for linux/goarch (goarm for arm) and returns it.
+func CrossBinary(t testing.TB, pkg, goarch, goarm string) []byte {
+	t.Helper()
+	key := pkg + " " + goarch + goarm
+	buildMu.Lock()
+	defer buildMu.Unlock()
+	if b, ok := buildCache[key]; ok {
+		return b
+	}
+	out := filepath.Join(t.TempDir(), "bin")
+	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", out, pkg)
+	cmd.Dir = ModuleRoot(t)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+goarch, "GOARM="+goarm)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("building %s for %s%s: %v\n%s", pkg, goarch, goarm, err, stderr.String())
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	buildCache[key] = b
+	return b
+}
+
+// ModuleRoot returns the directory of go.mod.
+func ModuleRoot(t testing.TB) string {
+	t.Helper()
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil || strings.TrimSpace(string(out)) == "" {
+		t.Fatalf("go env GOMOD: %v", err)
+	}
+	return filepath.Dir(strings.TrimSpace(string(out)))
+}
