@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 
 	"github.com/eclipse/paho.golang/paho/session/state"
 	bolt "go.etcd.io/bbolt"
@@ -39,6 +40,10 @@ var (
 type Store struct {
 	db     *bolt.DB
 	bucket []byte
+
+	mu sync.Mutex
+	// mu guards all following fields.
+	empty []chan struct{} // closed when the store becomes empty
 }
 
 // OpenStore creates the bucket name (and its sub-buckets) in db if needed
@@ -67,18 +72,19 @@ func OpenStore(db *bolt.DB, name string) (*Store, error) {
 }
 
 // NewState returns paho session state whose client- and server-originated
-// packets live in the buckets prefix+"-client" and prefix+"-server" of db.
-// Set it as autopaho.ClientConfig.ClientConfig.Session.
-func NewState(db *bolt.DB, prefix string) (*state.State, error) {
+// packets live in the buckets prefix+"-client" and prefix+"-server" of db,
+// and the client store (to wait for acknowledgements). Set the state as
+// autopaho.ClientConfig.ClientConfig.Session.
+func NewState(db *bolt.DB, prefix string) (*state.State, *Store, error) {
 	c, err := OpenStore(db, prefix+"-client")
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	s, err := OpenStore(db, prefix+"-server")
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return state.New(c, s), nil
+	return state.New(c, s), c, nil
 }
 
 // buckets is a store's sub-buckets in one transaction.
@@ -92,14 +98,46 @@ func (s *Store) buckets(tx *bolt.Tx) (buckets, error) {
 	return buckets{top.Bucket(subIDs), top.Bucket(subSeq), top.Bucket(subBad)}, nil
 }
 
+// update runs fn in a read-write transaction and wakes WaitForEmpty's
+// callers when the store is empty after it.
 func (s *Store) update(fn func(b buckets) error) error {
-	return store.Err(s.db.Update(func(tx *bolt.Tx) error {
+	var empty bool
+	err := s.db.Update(func(tx *bolt.Tx) error {
 		b, err := s.buckets(tx)
 		if err != nil {
 			return err
 		}
-		return fn(b)
-	}))
+		if err := fn(b); err != nil {
+			return err
+		}
+		k, _ := b.ids.Cursor().First()
+		empty = k == nil
+		return nil
+	})
+	if err == nil && empty {
+		s.mu.Lock()
+		for _, c := range s.empty {
+			close(c)
+		}
+		s.empty = nil
+		s.mu.Unlock()
+	}
+	return store.Err(err)
+}
+
+// WaitForEmpty returns a channel that is closed once the store holds no
+// packet (at once when it holds none): for a client store, once every
+// QoS 1 publication was acknowledged.
+func (s *Store) WaitForEmpty() <-chan struct{} {
+	c := make(chan struct{})
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if ids, err := s.List(); err == nil && len(ids) == 0 {
+		close(c)
+		return c
+	}
+	s.empty = append(s.empty, c)
+	return c
 }
 
 func (s *Store) view(fn func(b buckets) error) error {

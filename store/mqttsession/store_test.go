@@ -172,7 +172,7 @@ func TestStorePutSerialisationError(t *testing.T) {
 
 func TestNewStateUsesTwoStores(t *testing.T) {
 	db := mustOpenDB(t, filepath.Join(t.TempDir(), "a.db"))
-	if _, err := NewState(db, "mqtt"); err != nil {
+	if _, _, err := NewState(db, "mqtt"); err != nil {
 		t.Fatal(err)
 	}
 	err := db.View(func(tx *bolt.Tx) error {
@@ -186,6 +186,33 @@ func TestNewStateUsesTwoStores(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+func TestStoreWaitForEmpty(t *testing.T) {
+	s := mustStore(t, mustOpenDB(t, filepath.Join(t.TempDir(), "a.db")))
+	select {
+	case <-s.WaitForEmpty():
+	default:
+		t.Fatal("WaitForEmpty on an empty store is not closed")
+	}
+	for id := uint16(1); id <= 2; id++ {
+		if err := s.Put(id, packets.PUBLISH, publish(id, "x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	empty := s.WaitForEmpty()
+	if err := s.Delete(1); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-empty:
+		t.Fatal("WaitForEmpty closed while a packet is stored")
+	default:
+	}
+	if err := s.Delete(2); err != nil {
+		t.Fatal(err)
+	}
+	<-empty
 }
 
 func TestStoreGetCopiesBytes(t *testing.T) {

@@ -1,0 +1,634 @@
+package mqtt
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/tls"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/eclipse/paho.golang/autopaho"
+	"github.com/eclipse/paho.golang/packets"
+	"github.com/eclipse/paho.golang/paho"
+	"github.com/eclipse/paho.golang/paho/session/state"
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/torpor-dev/torpor/clock"
+	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/governed"
+	"github.com/torpor-dev/torpor/store/ledger"
+	"github.com/torpor-dev/torpor/store/mqttsession"
+	"github.com/torpor-dev/torpor/store/replay"
+)
+
+// Device carries out the commands a Client admitted. The agent's runtime
+// implements it (runtime.Commands).
+type Device interface {
+	// Execute runs c and reports the outcome. It is called for one command
+	// at a time, in sequence order, except halt, which may run while
+	// another command is in progress so that it reaches work in flight.
+	// ctx ends when the Client stops.
+	Execute(ctx context.Context, c Command) Result
+}
+
+// StatusReporter is implemented by a Device that describes its state for
+// the retained status topic (mode, window, next wake, halt, ...).
+type StatusReporter interface {
+	Status() Status
+}
+
+// Defaults of Config.
+const (
+	DefaultSessionExpiry  = 30 * 24 * time.Hour
+	DefaultKeepAlive      = 60 * time.Second
+	DefaultMaxCommandTTL  = 30 * 24 * time.Hour
+	DefaultBarrierTimeout = 3 * time.Second
+	DefaultRejectionRate  = 30
+)
+
+// Config configures a device's Client. Broker, Name, Key, DB, Replay,
+// Ledger and Device are required.
+type Config struct {
+	// Broker is the MQTT 5 broker URL: mqtt:// or tcp:// (plain),
+	// mqtts:// or tls:// (TLS with TLS).
+	Broker string
+	TLS    *tls.Config
+	// Prefix is the topic prefix; empty means DefaultPrefix.
+	Prefix string
+	// Name is the device's name: its topic level and MQTT client id. It
+	// must stay the same across restarts and key rotations, since the
+	// broker keeps the session under it.
+	Name string
+	// Key is the device's identity: commands must name its DID, and it
+	// signs replies, statuses and events. SetKey replaces it.
+	Key *did.PrivateKey
+	// Operators are the DIDs whose commands the device accepts.
+	Operators []did.DID
+	// DB is the agent's bbolt file: the MQTT session state, the outbound
+	// queue and the sequence table live there, next to Replay and Ledger.
+	DB     *bolt.DB
+	Replay *replay.Cache
+	Ledger *ledger.Ledger
+	Device Device
+	// SessionExpiry is how long the broker keeps the session (and the
+	// commands queued in it) after a disconnect. It must exceed the
+	// longest sleep; zero means DefaultSessionExpiry, and a value of
+	// 0xFFFFFFFF seconds or more means never (MQTT 5.0 Section 3.1.2.11.2).
+	SessionExpiry time.Duration
+	// KeepAlive is the MQTT keep-alive; zero means DefaultKeepAlive.
+	KeepAlive time.Duration
+	// MaxCommandTTL is the longest lifetime a command may declare, and
+	// the lifetime of one that declares none; zero means
+	// DefaultMaxCommandTTL.
+	MaxCommandTTL time.Duration
+	// BarrierTimeout bounds the wait for the end-of-backlog probe after a
+	// connection comes up; zero means DefaultBarrierTimeout.
+	BarrierTimeout time.Duration
+	// RejectionsPerMinute bounds the replies to refused commands, so a
+	// flood of bad commands costs bounded signing and radio time; zero
+	// means DefaultRejectionRate.
+	RejectionsPerMinute int
+	// Backoff gives the wait before reconnection attempt n (0 is the
+	// first connection); nil means exponential with jitter from 1 s to
+	// 60 s. autopaho waits on the real clock.
+	Backoff func(attempt int) time.Duration
+	// Clock tells the time; nil means clock.Real.
+	Clock clock.Clock
+	// Logger receives operational logs; nil discards.
+	Logger *slog.Logger
+}
+
+// Client is a device's MQTT side: it keeps a persistent session with the
+// broker, takes commands, and publishes replies, status and events. See
+// the package documentation.
+type Client struct {
+	cfg      Config
+	topics   Topics
+	clock    clock.Clock
+	log      *slog.Logger
+	cm       *autopaho.ConnectionManager
+	queue    *mqttsession.Queue
+	state    *state.State
+	sessions *mqttsession.Store
+	adm      *admitter
+	limiter  *limiter
+
+	ctx    context.Context // ends when the Client stops
+	cancel context.CancelFunc
+	events chan event
+	jobs   chan job
+	wg     sync.WaitGroup
+	busy   sync.WaitGroup // commands admitted and not yet finished
+
+	mu sync.Mutex
+	// mu guards all following fields.
+	key         *did.PrivateKey
+	conn        net.Conn // the current network connection, for Abort
+	connectedAt time.Time
+	ready       chan struct{} // closed once the current connection is ready
+	closing     bool
+	aborted     bool
+	stats       Stats
+}
+
+// Stats counts what a Client did.
+type Stats struct {
+	Accepted   int
+	Rejected   map[string]int // by reason
+	Suppressed int            // rejections not answered (rate limit)
+	Connects   int
+}
+
+// Start checks cfg, opens the session state and outbound queue in cfg.DB
+// and starts connecting to the broker in the background (autopaho
+// reconnects by itself). Use AwaitConnection to wait for the connection,
+// and Sleep, Close or Abort to end it.
+func Start(cfg Config) (*Client, error) {
+	c, err := newClient(cfg)
+	if err != nil {
+		return nil, err
+	}
+	cm, err := autopaho.NewConnection(c.ctx, c.pahoConfig())
+	if err != nil {
+		c.cancel()
+		return nil, fmt.Errorf("mqtt: %w", err)
+	}
+	c.cm = cm
+	c.wg.Add(2)
+	go c.dispatch()
+	go c.executeLoop()
+	return c, nil
+}
+
+func newClient(cfg Config) (*Client, error) {
+	if cfg.Key == nil || cfg.DB == nil || cfg.Replay == nil || cfg.Ledger == nil || cfg.Device == nil {
+		return nil, errors.New("mqtt: Config needs Key, DB, Replay, Ledger and Device")
+	}
+	if _, err := url.Parse(cfg.Broker); err != nil || cfg.Broker == "" {
+		return nil, fmt.Errorf("mqtt: broker URL %q: %v", cfg.Broker, err)
+	}
+	t := Topics{Prefix: cfg.Prefix, Device: cfg.Name}
+	if err := t.Validate(); err != nil {
+		return nil, err
+	}
+	setDefaults(&cfg)
+	st, sessions, err := mqttsession.NewState(cfg.DB, "mqtt-session")
+	if err != nil {
+		return nil, err
+	}
+	q, err := mqttsession.OpenQueue(cfg.DB, "mqtt-outbox", nil)
+	if err != nil {
+		return nil, err
+	}
+	recv := &governed.Receiver{Purposes: []string{PurposeCommand}, MaxLifetime: cfg.MaxCommandTTL,
+		KnownSigners: cfg.Operators, Clock: cfg.Clock}
+	adm, err := newAdmitter(cfg.DB, cfg.Replay, cfg.Ledger, cfg.Operators, recv, cfg.MaxCommandTTL)
+	if err != nil {
+		return nil, err
+	}
+	c := &Client{cfg: cfg, topics: t, clock: clock.Or(cfg.Clock), log: cfg.Logger, queue: q, sessions: sessions,
+		adm: adm, key: cfg.Key, events: make(chan event, 256), jobs: make(chan job, 64), ready: make(chan struct{}),
+		stats: Stats{Rejected: map[string]int{}}}
+	c.limiter = newLimiter(c.clock, cfg.RejectionsPerMinute, time.Minute)
+	c.state = st
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	return c, nil
+}
+
+func setDefaults(cfg *Config) {
+	if cfg.SessionExpiry == 0 {
+		cfg.SessionExpiry = DefaultSessionExpiry
+	}
+	if cfg.KeepAlive == 0 {
+		cfg.KeepAlive = DefaultKeepAlive
+	}
+	if cfg.MaxCommandTTL == 0 {
+		cfg.MaxCommandTTL = DefaultMaxCommandTTL
+	}
+	if cfg.BarrierTimeout == 0 {
+		cfg.BarrierTimeout = DefaultBarrierTimeout
+	}
+	if cfg.RejectionsPerMinute == 0 {
+		cfg.RejectionsPerMinute = DefaultRejectionRate
+	}
+	if cfg.Backoff == nil {
+		cfg.Backoff = autopaho.NewExponentialBackoff(time.Second, time.Minute, 2*time.Second, 2)
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	cfg.Logger = cfg.Logger.With("component", "mqtt")
+}
+
+// sessionExpirySeconds converts d to the MQTT property, saturating at
+// 0xFFFFFFFF (never).
+func sessionExpirySeconds(d time.Duration) uint32 {
+	s := d / time.Second
+	if s >= 0xFFFFFFFF {
+		return 0xFFFFFFFF
+	}
+	return uint32(s)
+}
+
+func (c *Client) pahoConfig() autopaho.ClientConfig {
+	u, _ := url.Parse(c.cfg.Broker)
+	return autopaho.ClientConfig{
+		ServerUrls: []*url.URL{u},
+		TlsCfg:     c.cfg.TLS,
+		KeepAlive:  uint16(min(c.cfg.KeepAlive/time.Second, 0xFFFF)),
+		// A persistent session: the broker keeps the subscription and
+		// queues commands while the device sleeps (MQTT 5.0 Section
+		// 3.1.2.4), for SessionExpiry after each disconnect.
+		CleanStartOnInitialConnection: false,
+		SessionExpiryInterval:         sessionExpirySeconds(c.cfg.SessionExpiry),
+		ReconnectBackoff:              c.cfg.Backoff,
+		ConnectTimeout:                10 * time.Second,
+		Queue:                         c.queue,
+		AttemptConnection:             c.dial,
+		ConnectPacketBuilder:          c.connectPacket,
+		DisconnectPacketBuilder:       c.disconnectPacket,
+		OnConnectionUp:                func(_ *autopaho.ConnectionManager, ca *paho.Connack) { go c.connectionUp(ca) },
+		OnConnectionDown:              c.connectionDown,
+		OnConnectError:                func(err error) { c.log.Debug("connection attempt failed", "err", err) },
+		ClientConfig: paho.ClientConfig{
+			ClientID: c.cfg.Name,
+			Session:  c.state,
+			// Commands are acknowledged only after their outcome is
+			// committed, so a crash before that makes the broker deliver
+			// them again (MQTT 5.0 Section 4.4).
+			EnableManualAcknowledgment: true,
+			SendAcksInterval:           50 * time.Millisecond,
+			OnPublishReceived:          []func(paho.PublishReceived) (bool, error){c.received},
+		},
+	}
+}
+
+// dial opens the network connection and keeps it for Abort.
+func (c *Client) dial(ctx context.Context, cfg autopaho.ClientConfig, u *url.URL) (net.Conn, error) {
+	var conn net.Conn
+	var err error
+	switch strings.ToLower(u.Scheme) {
+	case "mqtt", "tcp", "":
+		var d net.Dialer
+		conn, err = d.DialContext(ctx, "tcp", u.Host)
+	case "mqtts", "tls", "ssl":
+		d := tls.Dialer{Config: cfg.TlsCfg}
+		conn, err = d.DialContext(ctx, "tcp", u.Host)
+	default:
+		return nil, fmt.Errorf("mqtt: unsupported broker URL scheme %q", u.Scheme)
+	}
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.aborted {
+		conn.Close()
+		return nil, errors.New("mqtt: client aborted")
+	}
+	c.conn = conn
+	return packets.NewThreadSafeConn(conn), nil
+}
+
+// connectPacket adds the will: a retained status "lost", signed now, that
+// the broker publishes if this connection ends without a DISCONNECT
+// (MQTT 5.0 Section 3.1.2.5).
+func (c *Client) connectPacket(cp *paho.Connect, _ *url.URL) (*paho.Connect, error) {
+	will, err := c.statusPayload(StateLost, c.clock.Now(), nil)
+	if err != nil {
+		return nil, err
+	}
+	cp.WillMessage = &paho.WillMessage{Topic: c.topics.Status(), QoS: 1, Retain: true, Payload: will}
+	cp.WillProperties = &paho.WillProperties{ContentType: ContentTypeJSON}
+	return cp, nil
+}
+
+// disconnectPacket is a normal DISCONNECT (the will is discarded), or none
+// after Abort, as a power cut would leave it.
+func (c *Client) disconnectPacket() *paho.Disconnect {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.aborted {
+		return nil
+	}
+	return &paho.Disconnect{ReasonCode: 0}
+}
+
+// received is paho's handler for every inbound PUBLISH. It must not block
+// for long: it hands the message to the dispatcher.
+func (c *Client) received(pr paho.PublishReceived) (bool, error) {
+	c.log.Debug("received", "topic", pr.Packet.Topic, "id", pr.Packet.PacketID, "dup", pr.Packet.Duplicate(), "bytes", len(pr.Packet.Payload))
+	select {
+	case c.events <- event{kind: evMessage, msg: inbound{pub: pr.Packet, cli: pr.Client}}:
+	case <-c.ctx.Done():
+	}
+	return true, nil
+}
+
+// connectionUp runs once per connection: subscribe (again: the session may
+// be new, or the broker may have lost it), publish status awake, then
+// publish the end-of-backlog probe, and mark the client ready.
+func (c *Client) connectionUp(ca *paho.Connack) {
+	ctx, cancel := context.WithTimeout(c.ctx, 30*time.Second)
+	defer cancel()
+	nonce, flushed := newNonce(), make(chan struct{})
+	c.mu.Lock()
+	c.connectedAt = c.clock.Now()
+	c.stats.Connects++
+	ready := c.ready
+	c.mu.Unlock()
+	c.send(event{kind: evConnUp, nonce: nonce, flushed: flushed})
+	retry := false
+	if err := c.subscribe(ctx); err != nil {
+		if ca.SessionPresent && errors.Is(err, errPacketIDInUse) {
+			// mochi checks a SUBSCRIBE's packet identifier against the
+			// identifiers of its own in-flight deliveries to the client,
+			// which MQTT 5.0 Section 2.2.1 keeps independent, and refuses
+			// it (0x91) while it redelivers the session's backlog. The
+			// session's subscriptions stand; subscribe again once the
+			// backlog is handled.
+			retry = true
+			c.log.Debug("re-subscription refused while the broker delivers the backlog; retrying after it", "err", err)
+		} else {
+			c.log.Warn("subscribing failed; commands wait for the next connection", "err", err)
+		}
+	}
+	if err := c.PublishStatus(ctx); err != nil {
+		c.log.Warn("publishing status failed", "err", err)
+	}
+	if _, err := c.cm.Publish(ctx, &paho.Publish{Topic: c.topics.Sync(), QoS: 1, Payload: []byte(nonce)}); err != nil {
+		c.log.Warn("publishing the backlog probe failed; waiting for the barrier timeout", "err", err)
+	}
+	close(ready)
+	if retry {
+		select {
+		case <-flushed:
+			if err := c.subscribe(ctx); err != nil {
+				c.log.Warn("re-subscribing after the backlog failed; the session's subscription stands", "err", err)
+			}
+		case <-ctx.Done():
+		}
+	}
+}
+
+var errPacketIDInUse = errors.New("packet identifier in use")
+
+func (c *Client) subscribe(ctx context.Context) error {
+	sa, err := c.cm.Subscribe(ctx, &paho.Subscribe{Subscriptions: []paho.SubscribeOptions{
+		{Topic: c.topics.Command(), QoS: 1},
+		{Topic: c.topics.Sync(), QoS: 1},
+	}})
+	if err != nil && sa != nil && len(sa.Reasons) > 0 && sa.Reasons[0] == 0x91 {
+		return fmt.Errorf("%w (SUBACK reasons %x)", errPacketIDInUse, sa.Reasons)
+	}
+	if err != nil && sa != nil {
+		return fmt.Errorf("%w (SUBACK reasons %x)", err, sa.Reasons)
+	}
+	return err
+}
+
+func (c *Client) connectionDown() bool {
+	c.mu.Lock()
+	select {
+	case <-c.ready:
+		c.ready = make(chan struct{})
+	default:
+	}
+	c.mu.Unlock()
+	c.send(event{kind: evConnDown})
+	return true
+}
+
+func (c *Client) send(ev event) {
+	select {
+	case c.events <- ev:
+	case <-c.ctx.Done():
+	}
+}
+
+// AwaitConnection waits until the client is connected and subscribed, and
+// has published its status, or ctx ends.
+func (c *Client) AwaitConnection(ctx context.Context) error {
+	for {
+		if err := c.cm.AwaitConnection(ctx); err != nil {
+			return err
+		}
+		c.mu.Lock()
+		ready := c.ready
+		c.mu.Unlock()
+		select {
+		case <-ready:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// Topics returns the device's topics.
+func (c *Client) Topics() Topics { return c.topics }
+
+// Key returns the device's current identity.
+func (c *Client) Key() *did.PrivateKey {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.key
+}
+
+// SetKey replaces the device's identity after a key rotation: later
+// commands must name the new DID, and later replies, statuses and events
+// are signed with it. The reply to the command that rotated the key is
+// still signed with the old one.
+func (c *Client) SetKey(k *did.PrivateKey) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.key = k
+}
+
+// Stats returns the client's counters.
+func (c *Client) Stats() Stats {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := c.stats
+	s.Rejected = map[string]int{}
+	for k, v := range c.stats.Rejected {
+		s.Rejected[k] = v
+	}
+	return s
+}
+
+// PublishStatus publishes the device's current status (state awake) as the
+// retained message of its status topic. The Client does so on every
+// connection and after every command; the runtime calls it when its state
+// changes otherwise.
+func (c *Client) PublishStatus(ctx context.Context) error {
+	c.mu.Lock()
+	since := c.connectedAt
+	c.mu.Unlock()
+	return c.publishStatus(ctx, StateAwake, since, nil)
+}
+
+func (c *Client) publishStatus(ctx context.Context, s State, since time.Time, nextWake *time.Time) error {
+	p, err := c.statusPayload(s, since, nextWake)
+	if err != nil {
+		return err
+	}
+	_, err = c.cm.Publish(ctx, &paho.Publish{Topic: c.topics.Status(), QoS: 1, Retain: true, Payload: p,
+		Properties: &paho.PublishProperties{ContentType: ContentTypeJSON}})
+	return err
+}
+
+func (c *Client) statusPayload(s State, since time.Time, nextWake *time.Time) ([]byte, error) {
+	var st Status
+	if r, ok := c.cfg.Device.(StatusReporter); ok {
+		st = r.Status()
+	}
+	key := c.Key()
+	st.Device, st.Name, st.State, st.Since = key.DID().String(), c.cfg.Name, s, since.UTC()
+	if nextWake != nil {
+		st.NextWake = nextWake
+	}
+	if s != StateAwake && s != StateAsleep {
+		st.NextWake = nil
+	}
+	o, err := signStatus(key, c.clock.Now(), st)
+	if err != nil {
+		return nil, err
+	}
+	return o.MarshalJSON()
+}
+
+// PublishEvent publishes e (Device is filled in) on the event topic. It
+// returns an error when the connection is down: events are not queued.
+func (c *Client) PublishEvent(ctx context.Context, e Event) error {
+	key := c.Key()
+	e.Device = key.DID().String()
+	o, err := signEvent(key, c.clock.Now(), e)
+	if err != nil {
+		return err
+	}
+	b, _ := o.MarshalJSON()
+	_, err = c.cm.Publish(ctx, &paho.Publish{Topic: c.topics.Event(), QoS: 1, Payload: b,
+		Properties: &paho.PublishProperties{ContentType: ContentTypeJSON}})
+	return err
+}
+
+// Sleep ends the session cleanly before the device sleeps: it stops taking
+// new commands (they wait in the broker session for the next wake), waits
+// for the commands in progress, publishes status asleep with nextWake
+// (zero for none), waits until every queued reply was acknowledged by the
+// broker, and disconnects normally, so the will is not published. ctx
+// bounds the whole; on expiry Sleep disconnects anyway and returns
+// ctx.Err() (what was not acknowledged is still in bbolt and goes out at
+// the next wake).
+func (c *Client) Sleep(ctx context.Context, nextWake time.Time) error {
+	var nw *time.Time
+	if !nextWake.IsZero() {
+		t := nextWake.UTC()
+		nw = &t
+	}
+	return c.shutdown(ctx, StateAsleep, nw)
+}
+
+// Close is Sleep for a device that shuts down with no wake planned: the
+// status says offline.
+func (c *Client) Close(ctx context.Context) error { return c.shutdown(ctx, StateOffline, nil) }
+
+func (c *Client) shutdown(ctx context.Context, s State, nextWake *time.Time) error {
+	c.mu.Lock()
+	c.closing = true
+	c.mu.Unlock()
+	err := waitCtx(ctx, c.busy.Wait)
+	if err == nil {
+		if perr := c.publishStatus(ctx, s, c.clock.Now(), nextWake); perr != nil {
+			c.log.Warn("publishing the final status failed", "state", s, "err", perr)
+		}
+		err = c.flush(ctx)
+	}
+	if derr := c.cm.Disconnect(ctx); derr != nil && err == nil {
+		err = derr
+	}
+	c.stop()
+	return err
+}
+
+// flush waits until the outbound queue is empty and the broker
+// acknowledged every publication in the session.
+func (c *Client) flush(ctx context.Context) error {
+	for _, ch := range []<-chan struct{}{c.queue.WaitForEmpty(), c.sessions.WaitForEmpty()} {
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	// The queue hands a message to the session before removing it, so
+	// the session may have been empty a moment before the last one.
+	select {
+	case <-c.sessions.WaitForEmpty():
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Abort drops the connection without a DISCONNECT, as a power cut would:
+// the broker publishes the will and keeps the session; whatever the
+// client had not finished stays in bbolt. For tests and crash drills.
+func (c *Client) Abort() {
+	c.mu.Lock()
+	c.aborted, c.closing = true, true
+	conn := c.conn
+	c.mu.Unlock()
+	if conn != nil {
+		conn.Close()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c.cm.Disconnect(ctx)
+	c.stop()
+}
+
+// stop ends the dispatcher and executor and waits for them.
+func (c *Client) stop() {
+	c.cancel()
+	c.wg.Wait()
+}
+
+// Done returns a channel closed when the client has stopped.
+func (c *Client) Done() <-chan struct{} { return c.ctx.Done() }
+
+func waitCtx(ctx context.Context, wait func()) error {
+	done := make(chan struct{})
+	go func() { wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func newNonce() string {
+	var b [12]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// publishPacket serialises a QoS 1 PUBLISH for the outbound queue.
+func publishPacket(topic string, payload []byte, ct string, corr []byte, expiry time.Duration) []byte {
+	exp := uint32(expiry / time.Second)
+	p := &paho.Publish{Topic: topic, QoS: 1, Payload: payload, Properties: &paho.PublishProperties{
+		ContentType: ct, CorrelationData: corr, MessageExpiry: &exp}}
+	var b bytes.Buffer
+	p.Packet().WriteTo(&b)
+	return b.Bytes()
+}

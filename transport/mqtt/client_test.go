@@ -1,0 +1,288 @@
+package mqtt_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/eclipse/paho.golang/autopaho"
+	"github.com/eclipse/paho.golang/paho"
+
+	"github.com/torpor-dev/torpor/clock/clocktest"
+	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/transport/mqtt"
+	"github.com/torpor-dev/torpor/transport/mqtt/mqtttest"
+)
+
+// start is a fixed instant for the fake clocks.
+var start = time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+
+// harness is one device (Client + recording Device + bbolt state) and one
+// operator on one broker.
+type harness struct {
+	t        testing.TB
+	broker   mqtttest.Broker
+	clk      *clocktest.Clock
+	dev      *mqtttest.Device
+	devKey   *did.PrivateKey
+	opKey    *did.PrivateKey
+	state    *mqtttest.State
+	path     string
+	client   *mqtt.Client
+	op       *mqtt.Operator
+	lastSeq  uint64
+	name     string
+	cfgHooks []func(*mqtt.Config)
+	witness  *witness
+}
+
+func newHarness(t testing.TB, b mqtttest.Broker) *harness {
+	t.Helper()
+	h := &harness{t: t, broker: b, clk: clocktest.New(start), dev: &mqtttest.Device{},
+		devKey: mustKey(t), opKey: mustKey(t), path: filepath.Join(t.TempDir(), "agent.db"), name: "dev-1"}
+	h.state = mqtttest.OpenState(t, h.path, h.clk)
+	return h
+}
+
+func mustKey(t testing.TB) *did.PrivateKey {
+	t.Helper()
+	k, err := did.Generate(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+func ctxT(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// wake starts the device's client and waits until it is connected.
+func (h *harness) wake() {
+	h.t.Helper()
+	cfg := mqtt.Config{
+		Broker: h.broker.URL(), Name: h.name, Key: h.devKey, Operators: []did.DID{h.opKey.DID()},
+		DB: h.state.DB, Replay: h.state.Replay, Ledger: h.state.Ledger, Device: h.dev,
+		Backoff: func(n int) time.Duration { return time.Duration(n) * 50 * time.Millisecond },
+		Clock:   h.clk, Logger: testLogger(h.t),
+	}
+	for _, f := range h.cfgHooks {
+		f(&cfg)
+	}
+	c, err := mqtt.Start(cfg)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.client = c
+	h.t.Cleanup(func() {
+		select {
+		case <-c.Done():
+		default:
+			c.Abort()
+		}
+	})
+	if err := c.AwaitConnection(ctxT(h.t)); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// sleep ends the device's session cleanly.
+func (h *harness) sleep(next time.Time) {
+	h.t.Helper()
+	if err := h.client.Sleep(ctxT(h.t), next); err != nil {
+		h.t.Fatalf("Sleep: %v", err)
+	}
+}
+
+// operator connects the operator (once).
+func (h *harness) operator() *mqtt.Operator {
+	h.t.Helper()
+	if h.op == nil {
+		op, err := mqtt.DialOperator(ctxT(h.t), mqtt.OperatorConfig{Broker: h.broker.URL(), Key: h.opKey, Clock: h.clk})
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		h.t.Cleanup(func() { op.Close(context.Background()) })
+		if err := op.Watch(ctxT(h.t), h.name); err != nil {
+			h.t.Fatal(err)
+		}
+		h.op = op
+	}
+	return h.op
+}
+
+// send signs and publishes a command with the next sequence number.
+func (h *harness) send(op string, args any) mqtt.Sent {
+	h.t.Helper()
+	h.lastSeq = mqtt.NextSeq(h.lastSeq, h.clk.Now())
+	return h.sendSpec(mqtt.CommandSpec{Device: h.devKey.DID(), Seq: h.lastSeq, Op: op, Args: args}, false)
+}
+
+func (h *harness) sendSpec(spec mqtt.CommandSpec, asCBOR bool) mqtt.Sent {
+	h.t.Helper()
+	if h.witness == nil {
+		h.witness = newWitness(h.t, h.broker.URL(), mqtt.Topics{Device: h.name}.Command())
+	}
+	s, err := h.operator().Send(ctxT(h.t), h.name, spec, asCBOR)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.witness.await(h.t, s.Object.ID)
+	return s
+}
+
+// witness is a second subscriber to the command topic. mochi acknowledges
+// a publication before it fans it out to subscribers, and a message fanned
+// out to a persistent session while that session is being taken over by a
+// reconnecting client is lost (see docs/mqtt.md). Tests wait until the
+// witness has the command, so that the fan-out is done before the device
+// wakes, as it would be in practice, where minutes pass in between.
+type witness struct {
+	mu   sync.Mutex
+	seen map[string]bool
+	ch   chan struct{}
+}
+
+func newWitness(t testing.TB, broker, topic string) *witness {
+	t.Helper()
+	w := &witness{seen: map[string]bool{}, ch: make(chan struct{}, 1)}
+	u, _ := url.Parse(broker)
+	cm, err := autopaho.NewConnection(context.Background(), autopaho.ClientConfig{
+		ServerUrls: []*url.URL{u}, KeepAlive: 30, CleanStartOnInitialConnection: true,
+		ClientConfig: paho.ClientConfig{ClientID: "witness-" + fmt.Sprint(time.Now().UnixNano()),
+			OnPublishReceived: []func(paho.PublishReceived) (bool, error){func(pr paho.PublishReceived) (bool, error) {
+				if pr.Packet.Properties != nil {
+					w.mu.Lock()
+					w.seen[string(pr.Packet.Properties.CorrelationData)] = true
+					w.mu.Unlock()
+					select {
+					case w.ch <- struct{}{}:
+					default:
+					}
+				}
+				return true, nil
+			}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cm.Disconnect(context.Background()) })
+	ctx := ctxT(t)
+	if err := cm.AwaitConnection(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cm.Subscribe(ctx, &paho.Subscribe{Subscriptions: []paho.SubscribeOptions{{Topic: topic, QoS: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+func (w *witness) await(t testing.TB, id string) {
+	t.Helper()
+	ctx := ctxT(t)
+	for {
+		w.mu.Lock()
+		ok := w.seen[id]
+		w.mu.Unlock()
+		if ok {
+			return
+		}
+		select {
+		case <-w.ch:
+		case <-ctx.Done():
+			t.Fatalf("the witness never saw command %s", id)
+		}
+	}
+}
+
+func (h *harness) reply(id string) mqtt.Reply {
+	h.t.Helper()
+	r, _, err := h.operator().AwaitReply(ctxT(h.t), h.name, id, h.devKey.DID())
+	if err != nil {
+		h.t.Fatalf("waiting for the reply to %s: %v", id, err)
+	}
+	return r
+}
+
+type tWriter struct{ t testing.TB }
+
+func (w tWriter) Write(p []byte) (int, error) {
+	w.t.Helper()
+	w.t.Log(string(p))
+	return len(p), nil
+}
+
+func testLogger(t testing.TB) *slog.Logger {
+	return slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+func TestCommandWhileAsleepRunsAtNextWake(t *testing.T) {
+	h := newHarness(t, mqtttest.StartEmbedded(t, nil))
+	h.wake() // the first connection creates the broker session
+	next := start.Add(time.Hour)
+	h.sleep(next)
+
+	st, _, err := h.operator().Status(ctxT(t), h.name, h.devKey.DID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.State != mqtt.StateAsleep || st.NextWake == nil || !st.NextWake.Equal(next) {
+		t.Errorf("status while asleep = %+v, want asleep until %v", st, next)
+	}
+	sent := h.send(mqtt.OpSetMode, &mqtt.SetModeArgs{Mode: "sleep"})
+	if sent.NoSubscribers {
+		t.Fatal("the broker says no session subscribes to the command topic")
+	}
+	if n := len(h.dev.Executed()); n != 0 {
+		t.Fatalf("%d commands executed while asleep", n)
+	}
+
+	h.clk.Advance(time.Hour)
+	h.wake()
+	r := h.reply(sent.Object.ID)
+	if r.Outcome != mqtt.OutcomeOK || r.Op != mqtt.OpSetMode {
+		t.Errorf("reply = %+v, want ok for set-mode", r)
+	}
+	got := h.dev.Executed()
+	if len(got) != 1 || got[0].ID != sent.Object.ID || got[0].Args.(*mqtt.SetModeArgs).Mode != "sleep" {
+		t.Errorf("executed %+v, want the set-mode command", got)
+	}
+	h.sleep(time.Time{})
+}
+
+func TestBacklogRunsInSequenceOrder(t *testing.T) {
+	h := newHarness(t, mqtttest.StartEmbedded(t, nil))
+	h.wake()
+	h.sleep(start.Add(time.Hour))
+	// Ten commands issued in the same second: mochi may hand them back
+	// in any order; the device must run them by sequence number.
+	var ids []string
+	for i := range 10 {
+		s := h.send(mqtt.OpConfigSet, &mqtt.ConfigArgs{Key: "k", Value: ptr(fmt.Sprint(i))})
+		ids = append(ids, s.Object.ID)
+	}
+	h.wake()
+	for _, id := range ids {
+		if r := h.reply(id); r.Outcome != mqtt.OutcomeOK {
+			t.Errorf("reply to %s = %+v, want ok", id, r)
+		}
+	}
+	got := h.dev.Executed()
+	if len(got) != 10 {
+		t.Fatalf("executed %d commands, want 10", len(got))
+	}
+	for i, c := range got {
+		if c.ID != ids[i] || *c.Args.(*mqtt.ConfigArgs).Value != fmt.Sprint(i) {
+			t.Errorf("command %d executed = %s (value %s), want %s", i, c.ID, *c.Args.(*mqtt.ConfigArgs).Value, ids[i])
+		}
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

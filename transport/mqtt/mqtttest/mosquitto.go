@@ -1,0 +1,232 @@
+// Package mqtttest starts real MQTT 5 brokers for tests: a mosquitto
+// process on loopback with its own configuration and data directory, and
+// the broker torpor-relay embeds (mochi-mqtt, started exactly as the relay
+// starts it). It also has a recording Device for tests of mqtt.Client.
+package mqtttest
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Broker is a broker a test can restart.
+type Broker interface {
+	// URL is the broker's mqtt:// URL; it stays the same across restarts.
+	URL() string
+	// Restart stops the broker (saving its state) and starts it again on
+	// the same port with the same data.
+	Restart(t testing.TB)
+	// Stop stops it.
+	Stop(t testing.TB)
+}
+
+// ErrNoMosquitto is returned by FindMosquitto when mosquitto is not
+// installed.
+var ErrNoMosquitto = errors.New("mqtttest: mosquitto not found (apt-get install mosquitto; make check-setup)")
+
+// FindMosquitto returns the path of the mosquitto binary: on PATH, or in
+// /usr/sbin where the Debian package puts it (not on a normal user's PATH).
+func FindMosquitto() (string, error) {
+	if p, err := exec.LookPath("mosquitto"); err == nil {
+		return p, nil
+	}
+	if _, err := os.Stat("/usr/sbin/mosquitto"); err == nil {
+		return "/usr/sbin/mosquitto", nil
+	}
+	return "", ErrNoMosquitto
+}
+
+// Mosquitto is a mosquitto process serving one test.
+type Mosquitto struct {
+	bin, dir string
+	port     int
+
+	mu sync.Mutex
+	// mu guards all following fields.
+	cmd    *exec.Cmd
+	exited chan struct{}
+	log    *logBuffer
+}
+
+// StartMosquitto starts the mosquitto at bin on a free loopback port with
+// a configuration and persistence directory in t.TempDir(), and stops it
+// at the end of the test. It returns once mosquitto listens.
+func StartMosquitto(t testing.TB, bin string) *Mosquitto {
+	t.Helper()
+	dir := t.TempDir()
+	m := &Mosquitto{bin: bin, dir: dir, port: freePort(t)}
+	if err := os.MkdirAll(filepath.Join(dir, "data"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	conf := []string{
+		fmt.Sprintf("listener %d 127.0.0.1", m.port),
+		"allow_anonymous true",
+		"persistence true",
+		"persistence_location " + filepath.Join(dir, "data") + "/",
+		"max_queued_messages 10000",
+		"log_dest stdout",
+		"log_type error",
+		"log_type warning",
+		"log_type notice",
+		"log_type information",
+		"connection_messages true",
+	}
+	if os.Geteuid() == 0 {
+		// As root mosquitto switches to user "mosquitto", which cannot
+		// enter the test's private temporary directory.
+		conf = append(conf, "user root")
+	}
+	if err := os.WriteFile(filepath.Join(dir, "mosquitto.conf"), []byte(strings.Join(conf, "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	m.start(t)
+	t.Cleanup(func() { m.Stop(t) })
+	return m
+}
+
+// URL implements Broker.
+func (m *Mosquitto) URL() string { return "mqtt://127.0.0.1:" + strconv.Itoa(m.port) }
+
+// Log returns what mosquitto logged so far.
+func (m *Mosquitto) Log() string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.log.String()
+}
+
+func (m *Mosquitto) start(t testing.TB) {
+	t.Helper()
+	cmd := exec.Command(m.bin, "-c", filepath.Join(m.dir, "mosquitto.conf"))
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = cmd.Stdout
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting mosquitto: %v", err)
+	}
+	ready := make(chan struct{})
+	lb := &logBuffer{}
+	exited := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(out)
+		var once sync.Once
+		for sc.Scan() {
+			line := sc.Text()
+			lb.add(line)
+			if strings.Contains(line, "Opening ipv4 listen socket on port") {
+				once.Do(func() { close(ready) })
+			}
+		}
+		io.Copy(io.Discard, out)
+		cmd.Wait()
+		close(exited)
+	}()
+	m.mu.Lock()
+	m.cmd, m.exited, m.log = cmd, exited, lb
+	m.mu.Unlock()
+	select {
+	case <-ready:
+	case <-exited:
+		t.Fatalf("mosquitto exited at start:\n%s", lb)
+	case <-time.After(20 * time.Second):
+		t.Fatalf("mosquitto did not start listening within 20s:\n%s", lb)
+	}
+}
+
+// Stop implements Broker: SIGTERM, which makes mosquitto save its
+// persistence file, then wait for it to exit.
+func (m *Mosquitto) Stop(t testing.TB) {
+	t.Helper()
+	m.mu.Lock()
+	cmd, exited := m.cmd, m.exited
+	m.cmd = nil
+	m.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	cmd.Process.Signal(syscall.SIGCONT) // in case a test paused it
+	cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-exited:
+	case <-time.After(20 * time.Second):
+		cmd.Process.Kill()
+		<-exited
+		t.Errorf("mosquitto did not stop on SIGTERM within 20s")
+	}
+}
+
+// Restart implements Broker.
+func (m *Mosquitto) Restart(t testing.TB) {
+	t.Helper()
+	m.Stop(t)
+	m.start(t)
+}
+
+// Pause stops the mosquitto process (SIGSTOP) without closing its
+// connections: clients see a broker that accepts bytes and answers
+// nothing, as behind a dead network path. Resume continues it.
+func (m *Mosquitto) Pause(t testing.TB) { m.signal(t, syscall.SIGSTOP) }
+
+// Resume continues a paused mosquitto (SIGCONT).
+func (m *Mosquitto) Resume(t testing.TB) { m.signal(t, syscall.SIGCONT) }
+
+func (m *Mosquitto) signal(t testing.TB, s os.Signal) {
+	t.Helper()
+	m.mu.Lock()
+	cmd := m.cmd
+	m.mu.Unlock()
+	if cmd == nil {
+		t.Fatal("mosquitto is not running")
+	}
+	if err := cmd.Process.Signal(s); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// freePort returns a loopback TCP port that was free a moment ago.
+func freePort(t testing.TB) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// logBuffer keeps the last lines of a process's output.
+type logBuffer struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (b *logBuffer) add(line string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.lines = append(b.lines, line)
+	if len(b.lines) > 500 {
+		b.lines = b.lines[len(b.lines)-500:]
+	}
+}
+
+func (b *logBuffer) String() string {
+	if b == nil {
+		return ""
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return strings.Join(b.lines, "\n")
+}

@@ -1,0 +1,316 @@
+package mqtt
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"math"
+	"net/url"
+	"sync"
+	"time"
+
+	"github.com/eclipse/paho.golang/autopaho"
+	"github.com/eclipse/paho.golang/paho"
+
+	"github.com/torpor-dev/torpor/clock"
+	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/governed"
+)
+
+// OperatorConfig configures DialOperator.
+type OperatorConfig struct {
+	// Broker is the MQTT 5 broker URL (mqtt://, tcp://, mqtts://, tls://).
+	Broker string
+	TLS    *tls.Config
+	// Prefix is the topic prefix; empty means DefaultPrefix.
+	Prefix string
+	// Key is the operator's identity; it signs commands.
+	Key *did.PrivateKey
+	// ClientID is the MQTT client id; empty means "torporctl-" and a
+	// random suffix. The operator's session is not persistent.
+	ClientID string
+	// Clock stamps commands; nil means clock.Real.
+	Clock clock.Clock
+}
+
+// Operator is the operator's side: it signs and publishes commands and
+// reads replies, statuses and events. torporctl uses it.
+type Operator struct {
+	cfg   OperatorConfig
+	cm    *autopaho.ConnectionManager
+	clock clock.Clock
+
+	mu sync.Mutex
+	// mu guards all following fields.
+	watches map[string]*watch
+}
+
+// Message is a device publication as an Operator received it.
+type Message struct {
+	Topic       string
+	ContentType string
+	Payload     []byte
+	Retained    bool
+	Correlation []byte
+}
+
+// watch holds what arrived for one device.
+type watch struct {
+	replies, status, events chan Message
+}
+
+// ErrNoStatus is returned by Operator.Status when the broker holds no
+// status for the device.
+var ErrNoStatus = errors.New("mqtt: no status published for this device")
+
+// DialOperator connects to the broker with a clean, non-persistent session
+// and waits until connected or ctx ends.
+func DialOperator(ctx context.Context, cfg OperatorConfig) (*Operator, error) {
+	if cfg.Key == nil {
+		return nil, errors.New("mqtt: OperatorConfig needs Key")
+	}
+	u, err := url.Parse(cfg.Broker)
+	if err != nil || cfg.Broker == "" {
+		return nil, fmt.Errorf("mqtt: broker URL %q: %v", cfg.Broker, err)
+	}
+	if cfg.ClientID == "" {
+		cfg.ClientID = "torporctl-" + newNonce()[:12]
+	}
+	o := &Operator{cfg: cfg, clock: clock.Or(cfg.Clock), watches: map[string]*watch{}}
+	var connErr error
+	var connMu sync.Mutex
+	cm, err := autopaho.NewConnection(context.WithoutCancel(ctx), autopaho.ClientConfig{
+		ServerUrls:                    []*url.URL{u},
+		TlsCfg:                        cfg.TLS,
+		KeepAlive:                     30,
+		CleanStartOnInitialConnection: true,
+		ConnectTimeout:                10 * time.Second,
+		ReconnectBackoff:              autopaho.NewConstantBackoff(time.Second),
+		OnConnectError: func(err error) {
+			connMu.Lock()
+			connErr = err
+			connMu.Unlock()
+		},
+		ClientConfig: paho.ClientConfig{
+			ClientID:          cfg.ClientID,
+			OnPublishReceived: []func(paho.PublishReceived) (bool, error){o.received},
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("mqtt: %w", err)
+	}
+	o.cm = cm
+	if err := cm.AwaitConnection(ctx); err != nil {
+		cm.Disconnect(context.Background())
+		connMu.Lock()
+		defer connMu.Unlock()
+		if connErr != nil {
+			return nil, fmt.Errorf("mqtt: connecting to %s: %w", cfg.Broker, connErr)
+		}
+		return nil, fmt.Errorf("mqtt: connecting to %s: %w", cfg.Broker, err)
+	}
+	return o, nil
+}
+
+// Close disconnects.
+func (o *Operator) Close(ctx context.Context) error { return o.cm.Disconnect(ctx) }
+
+func (o *Operator) topics(device string) Topics { return Topics{Prefix: o.cfg.Prefix, Device: device} }
+
+func (o *Operator) received(pr paho.PublishReceived) (bool, error) {
+	p := pr.Packet
+	m := Message{Topic: p.Topic, Payload: p.Payload, Retained: p.Retain}
+	if p.Properties != nil {
+		m.ContentType, m.Correlation = p.Properties.ContentType, p.Properties.CorrelationData
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for name, w := range o.watches {
+		t := o.topics(name)
+		var ch chan Message
+		switch p.Topic {
+		case t.Reply():
+			ch = w.replies
+		case t.Status():
+			ch = w.status
+		case t.Event():
+			ch = w.events
+		default:
+			continue
+		}
+		select {
+		case ch <- m:
+		default: // nobody reads fast enough: drop rather than stall paho
+		}
+	}
+	return true, nil
+}
+
+// Watch subscribes to device's reply, status and event topics. Send calls
+// it; call it yourself to read statuses or events without sending.
+func (o *Operator) Watch(ctx context.Context, device string) error {
+	t := o.topics(device)
+	if err := t.Validate(); err != nil {
+		return err
+	}
+	o.mu.Lock()
+	if _, ok := o.watches[device]; ok {
+		o.mu.Unlock()
+		return nil
+	}
+	o.watches[device] = &watch{replies: make(chan Message, 256), status: make(chan Message, 16), events: make(chan Message, 256)}
+	o.mu.Unlock()
+	_, err := o.cm.Subscribe(ctx, &paho.Subscribe{Subscriptions: []paho.SubscribeOptions{
+		{Topic: t.Reply(), QoS: 1}, {Topic: t.Status(), QoS: 1}, {Topic: t.Event(), QoS: 1},
+	}})
+	if err != nil {
+		o.mu.Lock()
+		delete(o.watches, device)
+		o.mu.Unlock()
+		return fmt.Errorf("mqtt: subscribing to %s: %w", device, err)
+	}
+	return nil
+}
+
+func (o *Operator) watch(device string) (*watch, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	w, ok := o.watches[device]
+	if !ok {
+		return nil, fmt.Errorf("mqtt: not watching %s (call Watch)", device)
+	}
+	return w, nil
+}
+
+// Sent is what Send published.
+type Sent struct {
+	// Object is the signed command.
+	Object *governed.Object
+	// NoSubscribers is true when the broker said no session subscribes to
+	// the device's command topic (MQTT 5 reason code 0x10): the device
+	// never connected to this broker, or its session expired, and the
+	// command is lost.
+	NoSubscribers bool
+}
+
+// Send signs the command spec describes (Seq must be set; see NextSeq),
+// watches device, and publishes the command on its command topic with
+// QoS 1, the content type asCBOR selects, the command id as correlation
+// data, the reply topic as response topic, and a message expiry equal to
+// the command's lifetime (MQTT 5.0 Section 3.3.2.3.3), so the broker drops
+// it when the device would refuse it anyway.
+func (o *Operator) Send(ctx context.Context, device string, spec CommandSpec, asCBOR bool) (Sent, error) {
+	if err := o.Watch(ctx, device); err != nil {
+		return Sent{}, err
+	}
+	if spec.IssuedAt.IsZero() {
+		spec.IssuedAt = o.clock.Now()
+	}
+	obj, err := SignCommand(o.cfg.Key, spec)
+	if err != nil {
+		return Sent{}, err
+	}
+	j, _ := obj.MarshalJSON()
+	payload, err := encodePayload(j, asCBOR)
+	if err != nil {
+		return Sent{}, err
+	}
+	exp, _ := obj.Expiry()
+	left := math.Ceil(exp.Sub(o.clock.Now()).Seconds())
+	if left < 1 {
+		return Sent{}, errors.New("mqtt: the command expires before it could be sent")
+	}
+	expiry := uint32(min(left, math.MaxUint32))
+	t := o.topics(device)
+	resp, err := o.cm.Publish(ctx, &paho.Publish{Topic: t.Command(), QoS: 1, Payload: payload,
+		Properties: &paho.PublishProperties{ContentType: contentType(asCBOR), CorrelationData: []byte(obj.ID),
+			ResponseTopic: t.Reply(), MessageExpiry: &expiry}})
+	if err != nil {
+		return Sent{}, fmt.Errorf("mqtt: publishing the command: %w", err)
+	}
+	s := Sent{Object: obj}
+	if resp != nil {
+		switch {
+		case resp.ReasonCode == 0x10:
+			s.NoSubscribers = true
+		case resp.ReasonCode >= 0x80:
+			return s, fmt.Errorf("mqtt: the broker refused the command (reason code 0x%02x)", resp.ReasonCode)
+		}
+	}
+	return s, nil
+}
+
+// AwaitReply waits for the reply to command id from device, signed by
+// deviceDID (any signer when it is the zero DID; the reply must still
+// name and be signed by one device). Replies to other commands are
+// skipped, and so are messages that fail verification: a broker cannot
+// forge an answer. It returns ctx.Err() when none came in time.
+func (o *Operator) AwaitReply(ctx context.Context, device, id string, deviceDID did.DID) (Reply, *governed.Object, error) {
+	w, err := o.watch(device)
+	if err != nil {
+		return Reply{}, nil, err
+	}
+	var invalid error
+	for {
+		select {
+		case <-ctx.Done():
+			if invalid != nil {
+				return Reply{}, nil, fmt.Errorf("%w (and an invalid reply was ignored: %v)", ctx.Err(), invalid)
+			}
+			return Reply{}, nil, ctx.Err()
+		case m := <-w.replies:
+			r, obj, err := VerifyReply(m.ContentType, m.Payload, deviceDID)
+			if err != nil {
+				invalid = err
+				continue
+			}
+			if r.Command == id {
+				return r, obj, nil
+			}
+		}
+	}
+}
+
+// Status returns device's status as the broker holds it (the retained
+// message, or a newer one published since), signed by deviceDID unless it
+// is the zero DID. It waits until one arrives or ctx ends; ctx should
+// allow a round trip to the broker, after which no status means
+// ErrNoStatus.
+func (o *Operator) Status(ctx context.Context, device string, deviceDID did.DID) (Status, *governed.Object, error) {
+	if err := o.Watch(ctx, device); err != nil {
+		return Status{}, nil, err
+	}
+	w, err := o.watch(device)
+	if err != nil {
+		return Status{}, nil, err
+	}
+	var invalid error
+	for {
+		select {
+		case <-ctx.Done():
+			if invalid != nil {
+				return Status{}, nil, fmt.Errorf("%w: %v", ErrNoStatus, invalid)
+			}
+			return Status{}, nil, ErrNoStatus
+		case m := <-w.status:
+			s, obj, err := VerifyStatus(m.ContentType, m.Payload, deviceDID)
+			if err != nil {
+				invalid = err
+				continue
+			}
+			return s, obj, nil
+		}
+	}
+}
+
+// Events returns the channel of device's events and statuses as they
+// arrive (Watch first). Payloads are unverified; use VerifyEvent and
+// VerifyStatus.
+func (o *Operator) Events(device string) (events, status <-chan Message, err error) {
+	w, err := o.watch(device)
+	if err != nil {
+		return nil, nil, err
+	}
+	return w.events, w.status, nil
+}

@@ -1,0 +1,106 @@
+package mqtt
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/governed"
+)
+
+// State is the connection state a status reports.
+type State string
+
+const (
+	// StateAwake: the device is connected and takes commands now.
+	StateAwake State = "awake"
+	// StateAsleep: the device went to sleep cleanly; NextWake says when it
+	// expects to be back (absent in sleep mode without a scheduled wake).
+	// Commands sent meanwhile wait in its broker session.
+	StateAsleep State = "asleep"
+	// StateOffline: the device shut down cleanly with no wake planned.
+	StateOffline State = "offline"
+	// StateLost: the broker published the device's will: its connection
+	// ended without a DISCONNECT (power cut, crash, network loss).
+	StateLost State = "lost"
+)
+
+// Window is an hourly wake window as a status reports it.
+type Window struct {
+	Minute    int   `json:"minute"`
+	LengthSec int64 `json:"lengthSec"`
+	OffsetSec int64 `json:"offsetSec,omitempty"`
+}
+
+// Status is the payload of a status object, the retained message on the
+// status topic. The Client fills Device, Name, State and Since; the rest
+// comes from the Device when it implements StatusReporter.
+type Status struct {
+	Device string `json:"device"`
+	Name   string `json:"name"`
+	State  State  `json:"state"`
+	// Since is when the device entered State (for StateLost: when the
+	// connection that ended began).
+	Since    time.Time  `json:"since"`
+	Mode     string     `json:"mode,omitempty"`
+	Window   *Window    `json:"window,omitempty"`
+	NextWake *time.Time `json:"nextWake,omitempty"`
+	// Halted is true while the owner's halt is in force.
+	Halted bool `json:"halted,omitempty"`
+	// Held and Indeterminate count held actions and indeterminate ledger
+	// keys, both waiting for an operator.
+	Held          int `json:"held,omitempty"`
+	Indeterminate int `json:"indeterminate,omitempty"`
+	// Extra carries anything else the device reports.
+	Extra map[string]any `json:"extra,omitempty"`
+}
+
+// Event is the payload of an event object.
+type Event struct {
+	Device string `json:"device"`
+	// Kind names the event: "command-rejected" (a payload on the command
+	// topic that could not be answered), "rejections-suppressed", or a
+	// kind the runtime defines ("held-action", ...).
+	Kind   string `json:"kind"`
+	Detail string `json:"detail,omitempty"`
+	Data   any    `json:"data,omitempty"`
+}
+
+// VerifyStatus decodes and checks a status as an operator received it,
+// like VerifyReply.
+func VerifyStatus(contentType string, payload []byte, device did.DID) (Status, *governed.Object, error) {
+	var s Status
+	o, err := verifyDeviceObject(contentType, payload, device, SchemaStatus, PurposeStatus, &s)
+	if err != nil {
+		return Status{}, nil, err
+	}
+	if s.Device != o.Issuer.String() {
+		return Status{}, nil, fmt.Errorf("%w: status names device %s but is signed by %s", ErrNotFromDevice, truncate(s.Device), o.Issuer)
+	}
+	return s, o, nil
+}
+
+// VerifyEvent decodes and checks an event as an operator received it, like
+// VerifyReply. Data is left as raw JSON.
+func VerifyEvent(contentType string, payload []byte, device did.DID) (Event, json.RawMessage, *governed.Object, error) {
+	var e struct {
+		Event
+		Data json.RawMessage `json:"data,omitempty"`
+	}
+	o, err := verifyDeviceObject(contentType, payload, device, SchemaEvent, PurposeEvent, &e)
+	if err != nil {
+		return Event{}, nil, nil, err
+	}
+	return e.Event, e.Data, o, nil
+}
+
+// Statuses and events are signed without an expiry of their own beyond
+// DefaultReplyTTL: a retained status is replaced, not expired.
+func signStatus(key *did.PrivateKey, now time.Time, s Status) (*governed.Object, error) {
+	return signDeviceObject(key, now, SchemaStatus, PurposeStatus, s, DefaultReplyTTL)
+}
+
+func signEvent(key *did.PrivateKey, now time.Time, e Event) (*governed.Object, error) {
+	return signDeviceObject(key, now, SchemaEvent, PurposeEvent, e, DefaultReplyTTL)
+}
