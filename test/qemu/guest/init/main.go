@@ -31,6 +31,12 @@ import (
 )
 
 func main() {
+	if os.Getpid() != 1 {
+		// Never mount, load modules or power off a machine it was not
+		// booted on.
+		fmt.Fprintln(os.Stderr, "init: not PID 1; this is the QEMU test guest's /init")
+		os.Exit(2)
+	}
 	code := run()
 	fmt.Printf("INIT exit=%d\n", code)
 	unix.Sync()
@@ -73,7 +79,7 @@ func run() int {
 	}
 	cmd := exec.Command(p.run, p.args...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = nil, os.Stdout, os.Stdout
-	cmd.Env = append([]string{"PATH=/bin", "HOME=/tmp", "TMPDIR=/tmp"}, p.env...)
+	cmd.Env = append([]string{"PATH=/bin", "HOME=/tmp", "TMPDIR=/tmp", "TORPOR_GUEST=1"}, p.env...)
 	err = cmd.Run()
 	if ee, ok := err.(*exec.ExitError); ok {
 		return ee.ExitCode()

@@ -57,6 +57,11 @@ func main() {
 	keys := flag.String("keys", "", "Label of a gpio-keys wakeup source, reported as a GPIO wake.")
 	url := flag.String("url", "", "Fetch this URL after the wake.")
 	flag.Parse()
+	if os.Getenv("TORPOR_GUEST") != "1" {
+		// It suspends the machine it runs on: only inside the test guest.
+		fmt.Fprintln(os.Stderr, "wakeprobe: TORPOR_GUEST=1 not set; run it only in the QEMU test guest")
+		os.Exit(2)
+	}
 	r := probe(*method, *after, *keys, *url)
 	b, _ := json.Marshal(r)
 	fmt.Printf("RESULT %s\n", b)
