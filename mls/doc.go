@@ -98,7 +98,11 @@
 //     (1024 ahead, 64 skipped keys kept per ratchet); a replayed or deleted
 //     generation fails with ErrGenerationUsed
 //   - 15 application messages: Group.EncryptApplication /
-//     DecryptApplication (ProcessMessage handles them too)
+//     DecryptApplication (ProcessMessage handles them too); 15.3 the window
+//     is Config.MaxForwardGenerations / MaxSkippedKeys, and application
+//     messages of the Config.PastEpochs epochs before the current one
+//     (default 1) still decrypt, for messages sent before a Commit and
+//     delivered after it; handshake messages of past epochs never do
 //
 // Decryption and MAC failures of every layer return the single opaque
 // ErrDecryption.
@@ -126,9 +130,6 @@
 //
 //   - cipher suites other than 0x0001 (their vector cases are reported as
 //     skipped)
-//   - keeping past epochs' secret trees for messages that arrive after the
-//     next Commit (Section 15.3 allows it; a message of an older epoch fails
-//     with ErrEpochMismatch)
 //   - checking that a joined group's ID is unique among the caller's groups
 //     (12.4.3.1), and the ReInit / branch follow-up checks that need the old
 //     group (11.2, 11.3): left to the caller

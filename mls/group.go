@@ -50,6 +50,11 @@ type Config struct {
 	// ratchet for messages that arrive out of order (RFC 9420, Section
 	// 15.3); zero means 64, negative means none.
 	MaxSkippedKeys int
+	// PastEpochs is how many epochs the group keeps receive-only keys for
+	// after it moves on, to decrypt application messages sent before a
+	// Commit but delivered after it (RFC 9420, Section 15.3); zero means
+	// 1, negative means none.
+	PastEpochs int
 
 	// skipLifetime disables lifetime checks (for KeyPackages in Commits
 	// made by others).
@@ -138,6 +143,11 @@ type Group struct {
 	// for resumption PSKs naming this group (RFC 9420, Section 8.6); at
 	// most keepResumption entries.
 	resumption map[uint64][]byte
+
+	// past holds receive-only keys of recent epochs, newest first, for
+	// application messages that arrive after the next Commit (RFC 9420,
+	// Section 15.3; see group_past.go).
+	past []*pastEpoch
 
 	err error // sticky
 }

@@ -314,5 +314,6 @@ func (g *Group) successor(ctx *GroupContext, ch *epochChange, nodeKeys map[tm.No
 	if err := next.installEpoch(e); err != nil {
 		return nil, err
 	}
+	next.carryPast(g)
 	return next, nil
 }

@@ -8,6 +8,7 @@ import (
 	"maps"
 
 	"github.com/torpor-dev/torpor/mls/internal/schedule"
+	"github.com/torpor-dev/torpor/mls/internal/secrettree"
 	"github.com/torpor-dev/torpor/mls/internal/suite"
 	tm "github.com/torpor-dev/torpor/mls/internal/treemath"
 )
@@ -172,9 +173,15 @@ func (g *Group) installEpoch(e *schedule.Epoch) error {
 	}
 	p.Rand = g.config.Rand
 	p.PaddingBlock = g.config.PaddingBlock
+	p.secrets.Window = g.config.window()
 	e.ForgetEncryptionSecret()
 	g.epoch, g.protector = e, p
 	return nil
+}
+
+// window is the out-of-order policy of Config (RFC 9420, Section 15.3).
+func (c *Config) window() secrettree.Window {
+	return secrettree.Window{MaxForward: c.MaxForwardGenerations, MaxRetained: c.MaxSkippedKeys}
 }
 
 // recoverInput turns a panic while processing untrusted input outside any

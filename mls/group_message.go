@@ -48,11 +48,11 @@ type ApplicationMessage struct {
 }
 
 // DecryptApplication decrypts an application PrivateMessage of the current
-// epoch (RFC 9420, Sections 6.3 and 15). Messages may arrive out of order
-// within the secret tree's window; a replayed message fails with
-// ErrGenerationUsed, one too far ahead with ErrGenerationTooFar, a message
-// of another epoch with ErrEpochMismatch, and any decryption failure with
-// ErrDecryption. Handshake messages are refused without touching any key.
+// epoch, or of one of the Config.PastEpochs epochs before it (RFC 9420,
+// Sections 6.3 and 15). Messages may arrive out of order within the secret
+// tree's window; a replayed message fails with ErrGenerationUsed, one too
+// far ahead with ErrGenerationTooFar, a message of another epoch with
+// ErrEpochMismatch, and any decryption failure with ErrDecryption. Handshake messages are refused without touching any key.
 func (g *Group) DecryptApplication(m *MLSMessage) (_ *ApplicationMessage, err error) {
 	defer g.recoverSticky(&err)
 	if g.err != nil {
@@ -80,8 +80,13 @@ func (g *Group) DecryptApplication(m *MLSMessage) (_ *ApplicationMessage, err er
 }
 
 // openPrivate unprotects a PrivateMessage of the current epoch, verifying
-// the signature with the key of the sending member's leaf.
+// the signature with the key of the sending member's leaf, or an
+// application message of a past epoch the group still has keys for (see
+// group_past.go).
 func (g *Group) openPrivate(pm *PrivateMessage) (*AuthenticatedContent, error) {
+	if pm.Epoch < g.ctx.Epoch {
+		return g.openPast(pm)
+	}
 	return g.protector.UnprotectPrivate(pm, g.memberSignatureKey)
 }
 

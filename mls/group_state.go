@@ -25,7 +25,7 @@ import (
 //     transcript hashes, our leaf and private keys, the epoch's secrets,
 //     the secret tree with its ratchet positions and skipped keys, the
 //     proposals received in the epoch, the resumption PSKs of recent
-//     epochs and the group's flags. It must be
+//     epochs, the receive-only keys of past epochs and the group's flags. It must be
 //     stored encrypted, and a stored state must be replaced, never kept
 //     alongside a newer one: restoring an old state would reuse key
 //     generations (RFC 9420, Section 6.3.1 explains the reuse guard that
@@ -74,6 +74,9 @@ func (g *Group) State() (_ *State, err error) {
 	addOptional(&b, g.reinit != nil, func(b *cryptobyte.Builder) { g.reinit.marshalBody(b) })
 	addBool(&b, g.removed)
 	g.marshalResumption(&b)
+	if err := g.marshalPast(&b); err != nil {
+		return nil, err
+	}
 	secrets, err := b.Bytes()
 	if err != nil {
 		return nil, err
@@ -198,7 +201,7 @@ func RestoreGroup(cfg *Config, st *State) (_ *Group, err error) {
 	if err := g.checkRestored(); err != nil {
 		return nil, err
 	}
-	var sec secrettree.Tree
+	sec := secrettree.Tree{Window: cfg.window()}
 	if err := sec.UnmarshalBinary(secretTree); err != nil || sec.Leaves() != tree.NumLeaves() {
 		return nil, errorf("group state", "%w: secret tree", errStateMalformed)
 	}
@@ -233,7 +236,7 @@ func (g *Group) unmarshalSecrets(data []byte) ([]byte, error) {
 		ok = readProposalBody(&s, ProposalTypeReInit, &p)
 		g.reinit, _ = p.(*ReInitProposal)
 	}
-	if !ok || !readBool(&s, &g.removed) || !g.unmarshalResumption(&s) || !s.Empty() {
+	if !ok || !readBool(&s, &g.removed) || !g.unmarshalResumption(&s) || !g.unmarshalPast(&s) || !s.Empty() {
 		return nil, errStateMalformed
 	}
 	g.self = tm.LeafIndex(self)
