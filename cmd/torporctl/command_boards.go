@@ -72,9 +72,9 @@ func printBoards(w io.Writer, all []boards.Board) error {
 		if rtc == "" {
 			rtc = "(HAT)"
 		}
-		line := b.GPIOChip + "/" + fmt.Sprint(b.WakeLineNumber)
+		line := "(configure)"
 		if b.WakeLine != "" {
-			line += " " + b.WakeLine
+			line = fmt.Sprintf("%s/%d %s", b.GPIOChip, b.WakeLineNumber, b.WakeLine)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", b.Name, targets(b), b.Default, methods(b), rtc, line, b.Title)
 	}
@@ -91,13 +91,20 @@ func printBoard(w io.Writer, b boards.Board) error {
 		{"name", b.Name}, {"title", b.Title}, {"models", strings.Join(b.Models, "; ")},
 		{"targets", targets(b)}, {"methods", methods(b)}, {"default", string(b.Default)},
 		{"sleep", b.Sleep}, {"rtc", rtc}, {"gpio chip", b.GPIOChip},
-		{"wake line", fmt.Sprintf("%s (offset %d)", b.WakeLine, b.WakeLineNumber)},
+		{"wake line", wakeLine(b)},
 		{"wake key", b.WakeKey}, {"data dir", b.DataDir}, {"power", b.Power},
 	}
 	for _, r := range rows {
 		fmt.Fprintf(tw, "%s:\t%s\n", r[0], r[1])
 	}
 	return tw.Flush()
+}
+
+func wakeLine(b boards.Board) string {
+	if b.WakeLine == "" {
+		return "none declared: configure the line the board's wake signal is wired to"
+	}
+	return fmt.Sprintf("%s (offset %d)", b.WakeLine, b.WakeLineNumber)
 }
 
 func targets(b boards.Board) string {
