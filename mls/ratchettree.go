@@ -171,7 +171,7 @@ func (t *RatchetTree) marshal(b *cryptobyte.Builder) {
 }
 
 // Marshal returns the encoding of the tree for the ratchet_tree extension,
-// with trailing blank nodes removed.
+// with trailing blank nodes removed (RFC 9420, Section 12.4.3.3).
 func (t *RatchetTree) Marshal() []byte { return encode(t) }
 
 // clone returns a copy of t that can be changed without changing t.

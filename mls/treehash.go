@@ -21,13 +21,13 @@ import (
 // changed paths, not every leaf.
 
 // TreeHash returns the tree hash of the root, the tree_hash of the
-// GroupContext.
+// GroupContext (RFC 9420, Sections 7.8 and 8.1).
 func (t *RatchetTree) TreeHash() []byte {
 	return slices.Clone(t.hash(tm.Root(t.n())))
 }
 
-// NodeTreeHash returns the tree hash of the subtree under node x, or nil
-// for a node outside the tree.
+// NodeTreeHash returns the tree hash of the subtree under node x (RFC
+// 9420, Section 7.8), or nil for a node outside the tree.
 func (t *RatchetTree) NodeTreeHash(x uint32) []byte {
 	if uint64(x) >= uint64(len(t.nodes)) {
 		return nil

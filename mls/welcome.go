@@ -7,12 +7,14 @@ import (
 // This file holds the Welcome structures and their codecs (RFC 9420,
 // Section 12.4.3.1). Creating and processing Welcomes is in welcome_*.go.
 
-// PathSecret carries a path secret to a joiner.
+// PathSecret carries a path secret to a joiner (RFC 9420, Section
+// 12.4.3.1).
 type PathSecret struct {
 	PathSecret []byte
 }
 
-// GroupSecrets is what a Welcome encrypts to each new member.
+// GroupSecrets is what a Welcome encrypts to each new member (RFC 9420,
+// Section 12.4.3.1).
 type GroupSecrets struct {
 	JoinerSecret []byte
 	PathSecret   *PathSecret
@@ -70,7 +72,7 @@ func (e *EncryptedGroupSecrets) unmarshal(s *cryptobyte.String) bool {
 	return readOpaque(s, &e.NewMember) && e.EncryptedGroupSecrets.unmarshal(s)
 }
 
-// Welcome brings new members into a group.
+// Welcome brings new members into a group (RFC 9420, Section 12.4.3.1).
 type Welcome struct {
 	CipherSuite        CipherSuite
 	Secrets            []EncryptedGroupSecrets
