@@ -157,3 +157,19 @@ func First(parent context.Context, until time.Time, sources ...Source) (Wake, er
 	}
 	return r.w, errors.Join(halts...)
 }
+
+// Any is a Source made of several: its Wait is First over them, its Halt
+// halts each.
+type Any []Source
+
+// Wait implements Source.
+func (a Any) Wait(ctx context.Context, until time.Time) (Wake, error) { return First(ctx, until, a...) }
+
+// Halt implements Source.
+func (a Any) Halt() error {
+	var errs []error
+	for _, s := range a {
+		errs = append(errs, s.Halt())
+	}
+	return errors.Join(errs...)
+}
