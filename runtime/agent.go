@@ -35,6 +35,7 @@ type Agent struct {
 	changed   chan struct{} // closed and replaced when the mode changes
 	opened    time.Duration // how long opening took, reported by the first wake
 	lastPulse time.Time
+	cur       *wakeRun // the wake in progress, for live requests to report into
 }
 
 // New checks cfg and returns an agent. Run starts it.
@@ -115,7 +116,9 @@ func (a *Agent) open() error {
 		db.Close()
 		return err
 	}
+	a.mu.Lock()
 	a.db, a.pipe = db, pipe
+	a.mu.Unlock()
 	if err := a.restore(); err != nil {
 		a.close()
 		return err
@@ -127,11 +130,15 @@ func (a *Agent) open() error {
 }
 
 func (a *Agent) close() {
-	if a.pipe != nil {
-		a.pipe.Drainer.Close()
+	a.mu.Lock()
+	p, db := a.pipe, a.db
+	a.pipe, a.db = nil, nil
+	a.mu.Unlock()
+	if p != nil {
+		p.Drainer.Close()
 	}
-	if a.db != nil {
-		a.db.Close()
+	if db != nil {
+		db.Close()
 	}
 }
 
@@ -167,7 +174,11 @@ func (c *Config) pipelineConfig() PipelineConfig {
 }
 
 // Pipeline returns the agent's pipeline (nil before Run opened it).
-func (a *Agent) Pipeline() *Pipeline { return a.pipe }
+func (a *Agent) Pipeline() *Pipeline {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.pipe
+}
 
 // Mode returns the mode in force and the scheduled wake (sleep mode).
 func (a *Agent) Mode() (wake.Mode, time.Time) {
@@ -184,8 +195,8 @@ func (a *Agent) SetMode(m wake.Mode, scheduled time.Time) error {
 	if !m.Valid() {
 		return fmt.Errorf("runtime: invalid mode %q", m)
 	}
-	if a.db != nil {
-		err := a.db.Update(func(tx *bolt.Tx) error {
+	if p := a.Pipeline(); p != nil {
+		err := p.DB.Update(func(tx *bolt.Tx) error {
 			c, err := loadCycle(tx)
 			if err != nil {
 				return err
@@ -266,4 +277,39 @@ func (a *Agent) sleep(ctx context.Context, until time.Time) (wake.Wake, error) {
 		return w, fmt.Errorf("runtime: waiting for a wake: %w", err)
 	}
 	return w, nil
+}
+
+// Halt is the owner's explicit halt, given to the agent directly (an
+// operator's command rather than a signed object in the queue): it is
+// recorded at once, so every consequential action from now on is held,
+// and the effects in flight are cancelled (their keys become
+// indeterminate, since they may have happened). Only Resume lifts it; a
+// pulse does not.
+func (a *Agent) Halt(note string) error {
+	p := a.Pipeline()
+	if p == nil {
+		return errors.New("runtime: agent not running")
+	}
+	err := p.DB.Update(func(tx *bolt.Tx) error { return p.Gate.Halt(tx, note) })
+	if err != nil {
+		return fmt.Errorf("runtime: halt: %w", err)
+	}
+	p.Drainer.Halt()
+	a.log.Warn("halted: autonomous action stopped", "note", note)
+	return nil
+}
+
+// Resume lifts the owner's halt and runs the held actions a policy now
+// allows. It returns how many ran.
+func (a *Agent) Resume(ctx context.Context, note string) (int, error) {
+	p := a.Pipeline()
+	if p == nil {
+		return 0, errors.New("runtime: agent not running")
+	}
+	err := p.DB.Update(func(tx *bolt.Tx) error { return p.Gate.Resume(tx, note) })
+	if err != nil {
+		return 0, fmt.Errorf("runtime: resume: %w", err)
+	}
+	a.log.Info("resumed", "note", note)
+	return p.Redecide(ctx)
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -23,6 +24,7 @@ import (
 	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/transport/a2a"
 	"github.com/torpor-dev/torpor/transport/bearer"
+	"github.com/torpor-dev/torpor/transport/link"
 	"github.com/torpor-dev/torpor/transport/relay"
 	"github.com/torpor-dev/torpor/wake"
 	"github.com/torpor-dev/torpor/wake/waketest"
@@ -55,6 +57,9 @@ func (r *recorder) ids() []string {
 
 type world struct {
 	t      *testing.T
+	kernel *waketest.KernelClock
+	dir    string
+	cfg    runtime.Config
 	clock  *clocktest.Clock
 	srv    *httptest.Server
 	queue  *queue.Bolt
@@ -72,6 +77,7 @@ func newWorld(t *testing.T, mode wake.Mode) *world {
 	w := &world{t: t, clock: clocktest.New(t0), key: runtimetest.Key(t, 8), rec: &recorder{},
 		wakes: make(chan runtime.WakeReport, 16), phases: make(chan runtime.Phase, 256)}
 	dir := t.TempDir()
+	w.dir, w.kernel = dir, waketest.NewKernelClock(time.Hour)
 	var err error
 	if w.queue, err = queue.OpenBolt(filepath.Join(dir, "queue.db"), nil); err != nil {
 		t.Fatal(err)
@@ -95,17 +101,25 @@ func newWorld(t *testing.T, mode wake.Mode) *world {
 	})
 	w.window = wake.Window{Minute: wake.WakeMinute(w.key.DID().String()), Length: 5 * time.Minute}
 	router := []deliver.Route{{Pattern: "*", Name: "rec", Handler: w.rec}}
-	w.agent, err = runtime.New(runtime.Config{
+	w.cfg = runtime.Config{
 		Key: w.key, DataDir: filepath.Join(dir, "agent"), RelayURL: w.srv.URL, Mode: mode,
 		WindowLength: w.window.Length, Purposes: purpose.Set{"comms:*"}, AllowPlaintext: true, Routes: router,
-		Clock: w.clock, Kernel: waketest.NewKernelClock(time.Hour), Rand: bytes.NewReader(make([]byte, 1<<16)),
+		Clock: w.clock, Kernel: w.kernel, Rand: bytes.NewReader(make([]byte, 1<<16)),
 		OnWake:  func(r runtime.WakeReport) { w.wakes <- r },
 		OnPhase: func(p runtime.Phase) { w.phases <- p },
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
+	w.newAgent()
 	return w
+}
+
+// newAgent makes the agent from w.cfg (again, as after a restart).
+func (w *world) newAgent() {
+	w.t.Helper()
+	a, err := runtime.New(w.cfg)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	w.agent = a
 }
 
 func (w *world) run() {
@@ -219,6 +233,7 @@ func TestHourlyWakeDrainsAtTheWindow(t *testing.T) {
 		}
 	}
 
+	w.kernel.Suspend(start.Sub(t0)) // the device was suspended until the RTC woke it
 	w.clock.Set(start)
 	w.waitPhase(runtime.PhaseDrain)
 	if got := w.rec.ids(); len(got) != 1 || got[0] != objID(t, valid) {
@@ -228,6 +243,9 @@ func TestHourlyWakeDrainsAtTheWindow(t *testing.T) {
 	r := w.nextWake()
 	if r.Reason != "timer" || r.Drain.Acked != 3 || r.Drain.Rejected["expired"] != 1 || r.Drain.Rejected["signature-invalid"] != 1 {
 		t.Fatalf("window wake: reason %s, drain %v", r.Reason, r.Drain)
+	}
+	if r.Slept.Suspended() != start.Sub(t0) {
+		t.Errorf("time suspended %v (CLOCK_BOOTTIME beyond CLOCK_MONOTONIC), want %v", r.Slept.Suspended(), start.Sub(t0))
 	}
 	for _, name := range []string{runtime.PhaseLink, runtime.PhasePulse, runtime.PhaseCard, runtime.PhasePublish, runtime.PhaseDrain, runtime.PhaseLive, runtime.PhaseAnnounce} {
 		found := false
@@ -269,4 +287,139 @@ func checkGoroutines(t *testing.T, before int) {
 		}
 		goruntime.Gosched()
 	}
+}
+
+// stepWhileBlocked advances the fake clock while the agent waits on more
+// than base timers (the window's deadline is one; a backoff delay adds
+// one), one second at a time, until done reports true or a wake ends. No
+// real time is waited for: the clock moves only while the agent is
+// blocked on it.
+func (w *world) stepWhileBlocked(base int, done func() bool) (runtime.WakeReport, bool) {
+	w.t.Helper()
+	for !done() {
+		created := w.clock.TimerCreated()
+		if w.clock.Pending() > base {
+			w.clock.Advance(time.Second)
+			continue
+		}
+		select {
+		case r := <-w.wakes:
+			return r, true
+		case <-created:
+		case err := <-w.done:
+			w.t.Fatalf("Run ended: %v", err)
+		}
+	}
+	return runtime.WakeReport{}, false
+}
+
+// TestUnreachableRelayBacksOffInsideTheWindow: a relay that cannot be
+// reached is retried with backoff until the window ends; then the agent
+// sleeps as planned. When it comes back within a window, the agent links
+// and drains.
+func TestUnreachableRelayBacksOffInsideTheWindow(t *testing.T) {
+	w := newWorld(t, wake.HourlyWake)
+	var mu sync.Mutex
+	down, attempts := true, 0
+	w.cfg.Dial = func(ctx context.Context, c link.Config) (runtime.Link, error) {
+		mu.Lock()
+		attempts++
+		d := down
+		mu.Unlock()
+		if d {
+			return nil, errors.New("connection refused")
+		}
+		return link.Dial(ctx, c)
+	}
+	w.newAgent()
+	w.run()
+	bootEnd := t0.Add(w.window.Length)
+	r, ok := w.stepWhileBlocked(1, func() bool { return false })
+	if !ok || r.LinkErr == "" || r.LinkAttempts < 4 || r.Awake != w.window.Length {
+		t.Fatalf("boot wake with the relay down: attempts %d, error %q, awake %v; want several attempts over the %v window",
+			r.LinkAttempts, r.LinkErr, r.Awake, w.window.Length)
+	}
+	start, end := w.window.Next(bootEnd)
+	if !r.NextWake.Equal(start) {
+		t.Errorf("next wake %v, want %v: the agent sleeps as planned", r.NextWake, start)
+	}
+
+	// The next window: two attempts fail, then the relay is up again.
+	mu.Lock()
+	attempts = 0
+	mu.Unlock()
+	w.clock.Set(start)
+	w.stepWhileBlocked(1, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		if attempts >= 2 {
+			down = false
+		}
+		return attempts >= 3 // the third dial, to a relay that is up
+	})
+	w.waitPhase(runtime.PhaseDrain)
+	w.clock.Set(end)
+	r = w.nextWake()
+	if r.LinkErr != "" || r.LinkAttempts != 3 {
+		t.Fatalf("window wake after the relay came back: attempts %d, error %q; want 3 and none", r.LinkAttempts, r.LinkErr)
+	}
+	w.shutdown()
+}
+
+// TestModeChangeAndLiveRequests: a mode changed at runtime wakes a
+// sleeping agent at once; in always_on the relay forwards requests live;
+// the change survives a restart.
+func TestModeChangeAndLiveRequests(t *testing.T) {
+	w := newWorld(t, wake.HourlyWake)
+	w.run()
+	w.nextWake() // boot
+	if err := w.agent.SetMode(wake.AlwaysOn, time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	w.waitPhase(runtime.PhasePublish)
+	alice := runtimetest.Key(t, 1)
+	obj := runtimetest.Object(t, alice, "comms:message", t0, time.Hour, nil)
+	status, body := w.sendLive(alice, obj)
+	if status != http.StatusOK || !bytes.Contains(body, []byte(`"result"`)) {
+		t.Fatalf("live request: %d %s; want 200 with a JSON-RPC result", status, body)
+	}
+	if got := w.rec.ids(); len(got) != 1 || got[0] != objID(t, obj) {
+		t.Fatalf("delivered %v", got)
+	}
+	// A replay is refused live, coarsely.
+	status, body = w.sendLive(alice, obj)
+	if status != http.StatusOK || !bytes.Contains(body, []byte(`"object rejected"`)) || bytes.Contains(body, []byte("replay")) {
+		t.Fatalf("live replay: %d %s; want a coarse JSON-RPC error", status, body)
+	}
+	if err := w.agent.SetMode(wake.Sleep, time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	r := w.nextWake()
+	if r.Mode != string(wake.AlwaysOn) || r.Live != 2 || r.Drain.Accepted != 1 || r.Drain.Rejected["replay"] != 1 {
+		t.Fatalf("always_on wake ended: mode %s, %d live requests, drain %v", r.Mode, r.Live, r.Drain)
+	}
+	w.shutdown()
+	w.newAgent()
+	w.run()
+	boot := w.nextWake()
+	if m, _ := w.agent.Mode(); m != wake.Sleep || boot.Mode != string(wake.Sleep) {
+		t.Fatalf("after a restart: mode %s (boot wake %s), want the runtime change to sleep kept", m, boot.Mode)
+	}
+	w.shutdown()
+}
+
+func (w *world) sendLive(sender *did.PrivateKey, obj []byte) (int, []byte) {
+	w.t.Helper()
+	body := runtimetest.Body(w.t, runtimetest.DataPart(w.t, obj))
+	req, _ := http.NewRequest("POST", w.srv.URL+"/a/"+w.key.DID().String()+"/a2a/jsonrpc", bytes.NewReader(body))
+	tok, _ := bearer.Issue(sender, "http://"+w.srv.Listener.Addr().String(), w.clock.Now(), 0)
+	req.Header.Set("Authorization", "Bearer "+tok)
+	req.Header.Set(a2a.VersionHeader, "1.0")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b
 }

@@ -20,7 +20,16 @@ func (a *Agent) live(ctx context.Context, req link.Request) link.Response {
 	if r, err := a2a.ParseRequest(req.Body); err == nil && r.ID != nil {
 		id = r.ID
 	}
-	rep, err := a.pipe.Drainer.Batch(ctx, []drain.Record{{From: req.From, Body: req.Body}}, nil)
+	p := a.Pipeline()
+	if p == nil {
+		return rpcResponse(http.StatusServiceUnavailable, a2a.NewError(id, &a2a.RPCError{Code: a2a.CodeInternalError, Message: "agent stopping"}))
+	}
+	rep, err := p.Drainer.Batch(ctx, []drain.Record{{From: req.From, Body: req.Body}}, nil)
+	a.mu.Lock()
+	if a.cur != nil {
+		a.cur.addDrain(rep, true)
+	}
+	a.mu.Unlock()
 	switch {
 	case err != nil:
 		a.log.Error("live request", "err", err)

@@ -38,6 +38,18 @@ type wakeRun struct {
 	after uint64 // drain cursor on the current link
 	pulse []byte
 	kps   [][]byte
+
+	mu sync.Mutex // guards rep.Drain and rep.Live: live requests run beside the drain
+}
+
+// addDrain adds a batch's report (a drain's or a live request's).
+func (w *wakeRun) addDrain(rep drain.Report, live bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.rep.Drain.Add(rep)
+	if live {
+		w.rep.Live++
+	}
 }
 
 // wake runs one wake: link, pulse and KeyPackages in parallel; card; the
@@ -57,7 +69,13 @@ func (a *Agent) wake(ctx context.Context, mode wake.Mode, reason string, slept s
 		w.ph.list = append(w.ph.list, Phase{Name: PhaseOpen, Duration: a.opened})
 		a.opened = 0
 	}
+	a.cur = w
 	a.mu.Unlock()
+	defer func() {
+		a.mu.Lock()
+		a.cur = nil
+		a.mu.Unlock()
+	}()
 
 	w.prepare(start)
 	if w.l != nil {
@@ -71,7 +89,10 @@ func (a *Agent) wake(ctx context.Context, mode wake.Mode, reason string, slept s
 	}
 	w.rep.Phases = w.ph.done()
 	w.rep.Awake = a.clock.Now().Sub(start)
-	a.record(w.rep)
+	w.mu.Lock()
+	rep := *w.rep
+	w.mu.Unlock()
+	a.record(&rep)
 }
 
 // prepare runs the independent first phases in parallel: dial the link,
@@ -237,7 +258,7 @@ func (w *wakeRun) drain() {
 				return err
 			}
 			rep, err := w.a.pipe.Drainer.Batch(w.ctx, records(recs), w.l.Ack)
-			w.rep.Drain.Add(rep)
+			w.addDrain(rep, false)
 			if err != nil {
 				return err
 			}

@@ -461,3 +461,57 @@ func TestHandlerOutcomesSettleTheLedger(t *testing.T) {
 		})
 	}
 }
+
+// blocker is a handler whose deliveries block until their context ends.
+type blocker struct{ started chan struct{} }
+
+func (b *blocker) Deliver(ctx context.Context, d deliver.Delivery) (deliver.Outcome, error) {
+	close(b.started)
+	<-ctx.Done()
+	return deliver.Outcome{}, ctx.Err()
+}
+
+// TestHaltCancelsEffectsInFlight: the owner's halt given directly (not in
+// the queue) cancels an action that is running; its key becomes
+// indeterminate, because the effect may have happened.
+func TestHaltCancelsEffectsInFlight(t *testing.T) {
+	h := newHarness(t, opts{plaintext: true})
+	h.policy()
+	b := &blocker{started: make(chan struct{})}
+	router, _ := deliver.NewRouter(deliver.Route{Pattern: "*", Name: "block", Handler: b})
+	cfg := h.cfg
+	cfg.Gate, cfg.Ledger, cfg.Router = h.gate, h.ledger, router
+	rc, _ := replay.Open(h.db, &replay.Options{Clock: h.clock})
+	cfg.Replay = func(tx *bolt.Tx) governed.ReplayCache { return rc.Tx(tx) }
+	d, err := drain.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := h.obj(h.alice, "action:hold", t0, time.Hour, nil)
+	done := make(chan drain.Report, 1)
+	go func() {
+		rep, _ := d.Batch(context.Background(), []drain.Record{{Seq: 9, Body: runtimetest.Body(t, runtimetest.DataPart(t, a))}}, h.ack)
+		done <- rep
+	}()
+	<-b.started
+	if err := h.db.Update(func(tx *bolt.Tx) error { return h.gate.Halt(tx, "now") }); err != nil {
+		t.Fatal(err)
+	}
+	d.Halt()
+	if rep := <-done; rep.Ran != 1 {
+		t.Fatalf("report %v", rep)
+	}
+	h.db.View(func(tx *bolt.Tx) error {
+		e, err := h.ledger.Get(tx, h.alice.DID().String()+" "+objID(t, a))
+		if err != nil || e.State != ledger.Indeterminate {
+			t.Errorf("ledger state %v, %v; want indeterminate", e.State, err)
+		}
+		return nil
+	})
+	// Later actions are held until resume.
+	next := h.obj(h.alice, "action:hold", t0, time.Hour, nil)
+	rep, err := d.Batch(context.Background(), []drain.Record{{Seq: 10, Body: runtimetest.Body(t, runtimetest.DataPart(t, next))}}, h.ack)
+	if err != nil || rep.Held != 1 {
+		t.Fatalf("after the halt: %v, %v; want held", rep, err)
+	}
+}
