@@ -55,7 +55,7 @@ func (a *agent) id() did.DID { return a.key.DID() }
 // open (re)opens the agent's bbolt file and makes new Sessions.
 func (a *agent) open() {
 	a.t.Helper()
-	db, err := store.Open(a.path, nil)
+	db, err := store.Open(a.path, &store.Options{NoSync: true})
 	if err != nil {
 		a.t.Fatal(err)
 	}
