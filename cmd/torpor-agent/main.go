@@ -60,7 +60,7 @@ func newFlags(a *args, stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&a.dataDir, "data-dir", "", "The directory of the agent's bbolt file (agent.db).")
 	fs.StringVar(&a.relay, "relay", "", "The relay's public base URL, such as https://relay.example.")
 	fs.StringVar(&a.name, "name", "", "The agent's name in its Agent Card.")
-	fs.StringVar(&a.board, "board", "", "The board profile (see torporctl boards); it chooses the wake sources when the configuration names none.")
+	fs.StringVar(&a.board, "board", "", "The board profile (see torporctl boards), or auto to detect it from /proc/device-tree/model. It supplies the wake sources (its default method unless the configuration's wake.methods names others) and the default data directory.")
 	fs.StringVar(&a.mode, "mode", "", "The reachability mode: always_on, session, hourly_wake (the default) or sleep.")
 	fs.DurationVar(&a.length, "window-length", 0, "The length of the hourly wake window (default 5m).")
 	fs.DurationVar(&a.offset, "window-offset", 0, "A shift of the hourly window within the hour, to spread a fleet whose DIDs share a wake minute.")
@@ -203,13 +203,6 @@ func daemon(a *args, stderr io.Writer) error {
 		}
 	}
 	b.Config.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-	if f.Board != "" && len(b.Config.Sources) == 0 {
-		src, err := boardSources(f.Board, b.Config.Clock)
-		if err != nil {
-			return err
-		}
-		b.Config.Sources = src
-	}
 	agent, err := runtime.New(b.Config)
 	if err != nil {
 		return err

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	goruntime "runtime"
 	"strings"
 	"time"
 
+	"github.com/torpor-dev/torpor/boards"
 	"github.com/torpor-dev/torpor/clock"
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/runtime"
@@ -15,9 +17,8 @@ import (
 	"github.com/torpor-dev/torpor/runtime/purpose"
 	"github.com/torpor-dev/torpor/transport/link"
 	"github.com/torpor-dev/torpor/wake"
+	"github.com/torpor-dev/torpor/wake/board"
 	"github.com/torpor-dev/torpor/wake/rtc"
-	"github.com/torpor-dev/torpor/wake/suspend"
-	"github.com/torpor-dev/torpor/wake/timer"
 )
 
 // Built is a runtime.Config made from a File, with what must be released
@@ -62,6 +63,7 @@ func (f *File) Build() (*Built, error) {
 		c.Key = k
 	}
 	c.DataDir, c.RelayURL, c.Name = f.DataDir, f.Relay, f.Name
+	add(f.buildWake(c)) // a board profile may supply the data directory
 	if c.DataDir == "" {
 		add(errors.New("no data directory (\"dataDir\" or --data-dir)"))
 	}
@@ -71,7 +73,6 @@ func (f *File) Build() (*Built, error) {
 	add(f.buildSchedule(c))
 	add(f.buildPolicy(c))
 	add(b.buildHandlers(f))
-	add(f.buildWake(c))
 	if f.Bounds != nil {
 		c.Bounds = link.Bounds{MaxMessages: f.Bounds.MaxMessages, MaxPerPeer: f.Bounds.MaxPerPeer, MaxBytes: f.Bounds.MaxBytes,
 			MaxMessageSize: f.Bounds.MaxMessageSize, TTLSec: int64(time.Duration(f.Bounds.TTL) / time.Second)}
@@ -202,26 +203,59 @@ func randomSuffix(k *did.PrivateKey) string {
 	return s[len(s)-8:]
 }
 
+// buildWake chooses the board profile and builds its wake source.
 func (f *File) buildWake(c *runtime.Config) error {
-	for i, s := range f.Wake {
-		switch s.Type {
-		case "timer":
-			c.Sources = append(c.Sources, &timer.Source{Clock: c.Clock})
-		case "rtc":
-			st, err := suspend.ParseState(or(s.State, string(suspend.Freeze)))
+	if f.Board == "" && (f.Wake == nil || len(f.Wake.Methods) == 0) {
+		return nil // the runtime's default: a timer on the clock
+	}
+	b, err := f.board()
+	if err != nil {
+		return err
+	}
+	if c.DataDir == "" {
+		c.DataDir = b.DataDir
+	}
+	bc := board.Config{Clock: c.Clock}
+	if w := f.Wake; w != nil {
+		for _, m := range w.Methods {
+			pm, err := boards.ParseMethod(m)
 			if err != nil {
-				return fmt.Errorf("wake source %d: %w", i, err)
+				return err
 			}
-			m := rtc.Method(or(s.Method, string(rtc.Sysfs)))
-			if m != rtc.Sysfs && m != rtc.Ioctl {
-				return fmt.Errorf("wake source %d: method %q (want sysfs or ioctl)", i, s.Method)
+			bc.Methods = append(bc.Methods, pm)
+		}
+		bc.RTC = w.RTC
+		if w.RTCMethod != "" {
+			if w.RTCMethod != string(rtc.Sysfs) && w.RTCMethod != string(rtc.Ioctl) {
+				return fmt.Errorf("wake: rtcMethod %q (want sysfs or ioctl)", w.RTCMethod)
 			}
-			c.Sources = append(c.Sources, &rtc.Source{Alarm: &rtc.Alarm{Name: s.Device, Method: m, Clock: c.Clock}, State: st, Keys: s.Keys})
-		default:
-			return fmt.Errorf("wake source %d: type %q (want timer or rtc)", i, s.Type)
+			bc.RTCMethod = rtc.Method(w.RTCMethod)
 		}
 	}
+	src, err := board.New(b, bc)
+	if err != nil {
+		return err
+	}
+	c.Sources = []wake.Source{src}
 	return nil
+}
+
+// board returns the named profile, or for "auto" (and wake methods without
+// a board) the detected one, falling back to the architecture's generic
+// profile.
+func (f *File) board() (boards.Board, error) {
+	if f.Board != "" && f.Board != "auto" {
+		return boards.ByName(f.Board)
+	}
+	b, _, err := boards.Detect("")
+	if err == nil {
+		return b, nil
+	}
+	g, gerr := boards.Generic(goruntime.GOARCH)
+	if gerr != nil {
+		return boards.Board{}, fmt.Errorf("board: %v; and %v (name one with --board)", err, gerr)
+	}
+	return g, nil
 }
 
 func or(s, def string) string {

@@ -25,8 +25,14 @@
 //	    {"purpose": "action:*", "unix": {"socket": "/run/app/actions.sock", "path": "/actions"}},
 //	    {"purpose": "sensor:*", "mqtt": {"broker": "mqtt://127.0.0.1:1883", "topic": "torpor/{purpose}"}}
 //	  ],
-//	  "wake": [{"type": "rtc", "device": "rtc0", "state": "freeze"}]
+//	  "board": "rpi5",
+//	  "wake": {"methods": ["rtc", "gpio-keys"]}
 //	}
+//
+// "board" names a profile of package boards ("auto" detects it from
+// /proc/device-tree/model, falling back to the generic profile of the
+// architecture); with neither a board nor wake methods the agent waits on
+// a timer, as a mains-powered gateway or a demonstration does.
 //
 // Durations are Go duration strings ("5m", "30s"). Unknown members are
 // errors: a misspelt option must not be silently ignored.
@@ -66,7 +72,7 @@ type File struct {
 	MaxLifetime    Duration   `json:"maxLifetime,omitempty"`
 	Notify         string     `json:"notify,omitempty"`
 	Handlers       []Handler  `json:"handlers,omitempty"`
-	Wake           []Source   `json:"wake,omitempty"`
+	Wake           *Wake      `json:"wake,omitempty"`
 	Bounds         *Bounds    `json:"bounds,omitempty"`
 	BatchSize      int        `json:"batchSize,omitempty"`
 	TimeScale      float64    `json:"timeScale,omitempty"`
@@ -111,14 +117,15 @@ type MQTTHandler struct {
 	ClientID string `json:"clientId,omitempty"`
 }
 
-// Source is one wake source: "timer", or "rtc" with its device and sleep
-// state (freeze, mem, poweroff).
-type Source struct {
-	Type   string   `json:"type"`
-	Device string   `json:"device,omitempty"`
-	State  string   `json:"state,omitempty"`
-	Method string   `json:"method,omitempty"` // sysfs (default) or ioctl
-	Keys   []string `json:"keys,omitempty"`   // gpio-keys wakeup sources, by label
+// Wake chooses the wake sources (package wake/board): the methods of the
+// board profile to use (timer, gpio, rtc, rtc-poweroff, gpio-keys,
+// poweroff-gpio; empty means the board's default), the RTC device when it
+// is not the board's own (an RTC HAT), and how to arm it (sysfs or
+// ioctl).
+type Wake struct {
+	Methods   []string `json:"methods,omitempty"`
+	RTC       string   `json:"rtc,omitempty"`
+	RTCMethod string   `json:"rtcMethod,omitempty"`
 }
 
 // Bounds are the queue bounds the agent asks the relay for.
