@@ -180,3 +180,50 @@ func TestGPIOWakeFromFreeze(t *testing.T) {
 		t.Errorf("RTC fallback alarm left armed: %q", r.AlarmAfter)
 	}
 }
+
+// TestGPIOEdgeInProcess: the agent-style in-process GPIO wait (wake/board
+// opening the qemu-virt profile's wake line with periph's gpioioctl, then
+// wake/gpio waiting for a falling edge) sees the edge QMP system_powerdown
+// puts on PL061 line 3. The stock device tree names no lines, so this also
+// covers the lookup by chip and offset. The host presses until the guest
+// reports, because it cannot see when the guest has requested the line.
+func TestGPIOEdgeInProcess(t *testing.T) {
+	k := vm.FindKernel(t)
+	probe := vm.GuestBinary(t, "./test/qemu/guest/wakeprobe")
+	v, ctx := boot(t, vm.Machine{
+		Kernel: k, Files: map[string][]byte{"bin/wakeprobe": probe},
+		Run: "/bin/wakeprobe", Args: []string{"-method", "gpio"},
+	}, 3*time.Minute)
+	if _, err := v.WaitLine(ctx, "MARK waiting"); err != nil {
+		t.Fatal(err)
+	}
+	q, err := v.QMP()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	reported := make(chan struct{})
+	go func() {
+		v.WaitLine(ctx, "RESULT ")
+		close(reported)
+	}()
+	tick := time.NewTicker(500 * time.Millisecond)
+	defer tick.Stop()
+	presses := 0
+	for done := false; !done && presses < 60; {
+		if _, err := q.Execute("system_powerdown", nil); err != nil {
+			t.Fatal(err)
+		}
+		presses++
+		select {
+		case <-reported:
+			done = true
+		case <-tick.C:
+		}
+	}
+	r := probeResult(t, v, ctx)
+	t.Logf("result: %+v after %d presses", r, presses)
+	if r.Reason != "gpio" || r.Source != "gpio:3" || !strings.Contains(r.Detail, "FallingEdge") {
+		t.Errorf("wake %q from %q (%s), want a gpio falling edge", r.Reason, r.Source, r.Detail)
+	}
+}

@@ -63,8 +63,14 @@ type waitState struct {
 	stopped atomic.Bool
 }
 
-// Name returns "gpio:" and the pin's name.
-func (s *Source) Name() string { return "gpio:" + s.Pin.Name() }
+// Name returns "gpio:" and the pin's name, or its number when the line has
+// no name.
+func (s *Source) Name() string {
+	if n := s.Pin.Name(); n != "" {
+		return "gpio:" + n
+	}
+	return fmt.Sprintf("gpio:%d", s.Pin.Number())
+}
 
 // Wait implements wake.Source: it configures the pin for edge detection
 // (which drops edges that arrived before) and returns wake.ReasonGPIO at
@@ -87,7 +93,7 @@ func (s *Source) Wait(ctx context.Context, _ time.Time) (wake.Wake, error) {
 	}
 	defer s.end()
 	if err := s.Pin.In(s.Pull, edge); err != nil {
-		return wake.Wake{}, fmt.Errorf("gpio: configuring %s for %s: %w", s.Pin, edge, err)
+		return wake.Wake{}, fmt.Errorf("gpio: configuring %s for %s: %w", s.Name(), edge, err)
 	}
 	m := sleeptime.Meter{Clock: s.Clock, Kernel: s.Kernel}
 	start := m.Mark()
@@ -100,7 +106,7 @@ func (s *Source) Wait(ctx context.Context, _ time.Time) (wake.Wake, error) {
 		}
 		lvl := s.Pin.Read()
 		return wake.Wake{Reason: wake.ReasonGPIO, Source: s.Name(), At: clock.Or(s.Clock).Now().Round(0),
-			Detail: fmt.Sprintf("%s on %s, level %s", edge, s.Pin, lvl), Slept: m.Since(start)}, nil
+			Detail: fmt.Sprintf("%s on %s, level %s", edge, s.Name(), lvl), Slept: m.Since(start)}, nil
 	case <-ctx.Done():
 		st.stopped.Store(true)
 		_ = s.Pin.Halt()

@@ -132,3 +132,18 @@ func TestConfigErrors(t *testing.T) {
 		t.Error("Wait on a pin that refuses edges succeeded")
 	}
 }
+
+func TestName(t *testing.T) {
+	tests := []struct {
+		pin  *waketest.Pin
+		want string
+	}{
+		{waketest.NewPin("WAKE_BTN", 3), "gpio:WAKE_BTN"},
+		{waketest.NewPin("", 3), "gpio:3"}, // lines the device tree does not name
+	}
+	for _, tt := range tests {
+		if got := (&wgpio.Source{Pin: tt.pin}).Name(); got != tt.want {
+			t.Errorf("Name() = %q, want %q", got, tt.want)
+		}
+	}
+}

@@ -4,6 +4,7 @@
 // as "RESULT <json>" lines on the console, for the host to assert on.
 //
 //	wakeprobe -method sysfs|ioctl -after 4s [-keys "GPIO Key Poweroff"] [-url URL]
+//	wakeprobe -method gpio
 //
 // With -keys, a gpio-keys button with that label is a wakeup source too
 // (the test's device tree marks it wakeup-source); the RTC alarm then is
@@ -13,6 +14,11 @@
 // press the button then. After the wake, -url is fetched from the host
 // (QEMU user networking) and its status and body reported: the path a
 // woken agent takes to drain its relay.
+//
+// -method gpio waits in process, without suspending, for an edge on the
+// qemu-virt profile's wake line through wake/board, which opens it with
+// periph's gpioioctl driver (the GPIO character device), as the agent
+// does on a Pi.
 package main
 
 import (
@@ -26,7 +32,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/torpor-dev/torpor/boards"
 	"github.com/torpor-dev/torpor/wake"
+	"github.com/torpor-dev/torpor/wake/board"
 	"github.com/torpor-dev/torpor/wake/rtc"
 	"github.com/torpor-dev/torpor/wake/suspend"
 )
@@ -71,6 +79,9 @@ func main() {
 }
 
 func probe(method string, after time.Duration, keys, url string) Result {
+	if method == "gpio" {
+		return probeGPIO()
+	}
 	r := Result{Method: method}
 	m, err := parseMethod(method)
 	if err != nil {
@@ -136,4 +147,25 @@ func fetch(r *Result, url string) {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 	r.HTTPStatus, r.HTTPBody = resp.StatusCode, string(b)
+}
+
+func probeGPIO() Result {
+	r := Result{Method: "gpio"}
+	b, err := boards.ByName("qemu-virt")
+	if err == nil {
+		var src wake.Source
+		src, err = board.New(b, board.Config{Methods: []boards.Method{boards.GPIO}})
+		if err == nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			fmt.Println("MARK waiting")
+			var w wake.Wake
+			w, err = src.Wait(ctx, time.Time{})
+			fill(&r, w)
+		}
+	}
+	if err != nil {
+		r.Error = err.Error()
+	}
+	return r
 }
