@@ -30,9 +30,6 @@ func TestVectors(t *testing.T) {
 			if len(results) == 0 {
 				t.Fatal("file has no cases")
 			}
-			if why, ok := pending[filepath.Base(f)]; ok {
-				t.Skipf("TODO: %s", why)
-			}
 			for _, r := range results {
 				if r.Status != Pass {
 					t.Error(r)
@@ -41,11 +38,6 @@ func TestVectors(t *testing.T) {
 		})
 	}
 }
-
-// pending lists files whose kind is registered but whose code is still being
-// written. It must be empty when the work is done; TestNothingPending says
-// so in the test output.
-var pending = map[string]string{}
 
 // allKinds are the fourteen kinds of the working group's format.
 var allKinds = []string{
@@ -57,15 +49,6 @@ var allKinds = []string{
 func TestAllKindsRegistered(t *testing.T) {
 	if diff := cmp.Diff(allKinds, Kinds()); diff != "" {
 		t.Errorf("registered kinds (-want +got):\n%s", diff)
-	}
-}
-
-func TestNothingPending(t *testing.T) {
-	for f, why := range pending {
-		t.Logf("pending: %s: %s", f, why)
-	}
-	if len(pending) > 0 {
-		t.Skip("some vector files are still pending")
 	}
 }
 
