@@ -159,15 +159,19 @@ func (a *Alarm) Now() (time.Time, error) {
 
 // Arm sets the alarm to fire at the wall-clock time at (on a.Clock),
 // converted to the RTC's time base, and returns the time armed in that
-// base. A time less than a second ahead, or past, is armed one second
-// after the RTC's current second.
+// base. The RTC counts whole seconds, so the alarm fires within a second
+// either side of at. A time less than a second ahead, or past, is armed
+// one second after the RTC's current second.
 func (a *Alarm) Arm(at time.Time) (time.Time, error) {
 	rtcNow, err := a.Now()
 	if err != nil {
 		return time.Time{}, err
 	}
 	d := at.Round(0).Sub(clock.Or(a.Clock).Now().Round(0))
-	secs := int64((d + time.Second - 1) / time.Second) // round up: never early
+	// Round up. The RTC's current second is already partly gone (its
+	// phase is unknown), so the alarm still fires within a second either
+	// side of at.
+	secs := int64((d + time.Second - 1) / time.Second)
 	if secs < 1 {
 		secs = 1
 	}
