@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -115,6 +117,29 @@ func TestStateFileMode(t *testing.T) {
 	}
 	if m := fi.Mode().Perm(); m != 0o600 {
 		t.Errorf("state file mode = %o, want 600", m)
+	}
+	if err := CheckPrivate(a.path); err != nil {
+		t.Errorf("CheckPrivate = %v", err)
+	}
+	for _, tt := range []struct {
+		name string
+		path string
+		mode os.FileMode
+	}{
+		{"file readable by the group", a.path, 0o640},
+		{"file readable by all", a.path, 0o644},
+		{"directory open to all", filepath.Dir(a.path), 0o755},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			fi, _ := os.Stat(tt.path)
+			if err := os.Chmod(tt.path, tt.mode); err != nil {
+				t.Fatal(err)
+			}
+			defer os.Chmod(tt.path, fi.Mode().Perm())
+			if err := CheckPrivate(a.path); err == nil || !strings.Contains(err.Error(), "owner only") {
+				t.Errorf("CheckPrivate with %s at %o = %v, want an error", tt.path, tt.mode, err)
+			}
+		})
 	}
 }
 

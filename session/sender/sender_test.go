@@ -96,17 +96,10 @@ func newWorld(t *testing.T) *world {
 	}
 
 	// The sender.
-	key := runtimetest.Key(t, 1)
-	db, err := store.Open(filepath.Join(dir, "sender.db"), nil)
-	if err != nil {
+	if w.client, err = sender.Open(filepath.Join(dir, "sender", "sessions.db"), runtimetest.Key(t, 1), nil, w.clk); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { db.Close() })
-	s, err := session.New(session.Config{Key: key, Clock: w.clk})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.client = &sender.Client{Sessions: s, DB: db, Key: key, Clock: w.clk}
+	t.Cleanup(func() { w.client.Close() })
 	return w
 }
 
