@@ -3,6 +3,7 @@
 package interop
 
 import (
+	"bytes"
 	"errors"
 	"testing"
 
@@ -247,4 +248,70 @@ func fiveMembers(t *testing.T, reopen bool) {
 	// 8. Application messages between everyone left.
 	messagesAllWays(t, t1, s2, t3)
 	step("messages", t1, s2, t3)
+}
+
+// TestDesignatedCommitterInterop: in a group session whose designated
+// committer is a ts-mls member (draft Section 6.3.1), a Torpor member
+// refuses Commits by other ts-mls members, as PrivateMessage or
+// PublicMessage, even when the envelope claims the committer sent them:
+// the MLS-authenticated sender decides, and a refused Commit changes
+// nothing. The committer's public Commits (the fan-out of Section 6.3.2)
+// are applied.
+func TestDesignatedCommitterInterop(t *testing.T) {
+	p := startPeer(t)
+	alice, carol, dave := newTS(t, p, "alice"), newTS(t, p, "carol"), newTS(t, p, "dave")
+	bob := newTorpor(t, "bob")
+
+	alice.create(t, []byte("room"))
+	r, err := alice.Commit(ctx(), tsmls.CommitOptions{Add: []tsmls.Hex{bob.keyPackage(t), carol.keyPackage(t), dave.keyPackage(t)}, PublicMessage: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bob.update(t, "Join", func(tx *bolt.Tx) error {
+		in, err := bob.s.Join(tx, r.Welcome, r.RatchetTree, session.JoinOptions{Initiator: alice.DID(), Policy: session.Policy{Committer: alice.DID()}})
+		if err == nil {
+			bob.group = in.Group
+		}
+		return err
+	})
+	carol.join(t, r.Welcome, r.RatchetTree, alice.DID())
+	dave.join(t, r.Welcome, r.RatchetTree, alice.DID())
+	agree(t, "after the joins", alice, bob, carol, dave)
+
+	for _, tt := range []struct {
+		forger *tsMember
+		public bool
+	}{{carol, false}, {dave, true}} {
+		forged, err := tt.forger.Commit(ctx(), tsmls.CommitOptions{PublicMessage: tt.public})
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := bob.view(t)
+		err = bob.db.Update(func(tx *bolt.Tx) error {
+			_, err := agent.Sessions{S: bob.s}.Open(tx, a2a.MLSWire{Wire: forged.Commit, SenderDID: alice.DID()}, alice.DID())
+			return err
+		})
+		if !errors.Is(err, session.ErrNotCommitter) {
+			t.Fatalf("%s's commit (public %v) claiming alice = %v, want ErrNotCommitter", tt.forger.Name(), tt.public, err)
+		}
+		t.Log(err)
+		if after := bob.view(t); after.Epoch != before.Epoch || !bytes.Equal(after.EpochAuthenticator, before.EpochAuthenticator) {
+			t.Fatal("bob's group changed after a refused commit")
+		}
+	}
+	// The forgers moved on alone; the committer removes them in a public
+	// Commit, which bob applies.
+	c, err := alice.Commit(ctx(), tsmls.CommitOptions{Remove: []uint32{alice.leafOf(t, carol.DID()), alice.leafOf(t, dave.DID())}, PublicMessage: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bob.update(t, "Open", func(tx *bolt.Tx) error {
+		op, err := agent.Sessions{S: bob.s}.Open(tx, a2a.MLSWire{Wire: c.Commit, SenderDID: alice.DID()}, alice.DID())
+		if err == nil && !op.Commit {
+			t.Error("the committer's commit was not applied as one")
+		}
+		return err
+	})
+	agree(t, "after the committer's commit", alice, bob)
+	messagesAllWays(t, alice, bob)
 }
