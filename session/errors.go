@@ -82,12 +82,14 @@ func (e *BindingError) Error() string {
 func (e *BindingError) Unwrap() error { return ErrBinding }
 
 // A CorruptError describes a group whose stored state could not be used.
-// It matches ErrDropped when the session was dropped because of it.
+// It matches ErrDropped when the session was dropped because of it (in a
+// writable transaction; a read-only one cannot drop it).
 type CorruptError struct {
-	Group []byte // the group ID
-	Peer  string // the pair session's peer DID, if known
-	Field string // the stored field at fault ("meta", "tree", "secrets", "sum", ...)
-	Err   error  // what was wrong
+	Group   []byte // the group ID
+	Peer    string // the pair session's peer DID, if known
+	Field   string // the stored field at fault ("meta", "tree", "secrets", "state")
+	Err     error  // what was wrong
+	Dropped bool   // the session was deleted in the caller's transaction
 }
 
 func (e *CorruptError) Error() string {
@@ -95,12 +97,21 @@ func (e *CorruptError) Error() string {
 	if e.Peer != "" {
 		peer = " with " + e.Peer
 	}
-	return fmt.Sprintf("session: group %s%s: stored %s unusable: %v; session dropped, re-establish it",
-		hex.EncodeToString(e.Group), peer, e.Field, e.Err)
+	what := "session dropped, re-establish it"
+	if !e.Dropped {
+		what = "the session must be re-established"
+	}
+	return fmt.Sprintf("session: group %s%s: stored %s unusable: %v; %s",
+		hex.EncodeToString(e.Group), peer, e.Field, e.Err, what)
 }
 
-// Unwrap returns ErrDropped and the cause.
-func (e *CorruptError) Unwrap() []error { return []error{ErrDropped, e.Err} }
+// Unwrap returns the cause, and ErrDropped when the session was dropped.
+func (e *CorruptError) Unwrap() []error {
+	if e.Dropped {
+		return []error{ErrDropped, e.Err}
+	}
+	return []error{e.Err}
+}
 
 // deferredError is an error the agent's drain leaves queued (a message for a
 // group not joined yet, or for an epoch not reached yet): it has

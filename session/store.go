@@ -168,6 +168,7 @@ func (s *Sessions) load(tx *bolt.Tx, id []byte) (*stored, error) {
 			if err := drop(tx, id); err != nil {
 				return nil, err
 			}
+			cerr.Dropped = true
 		}
 		return nil, cerr
 	}
