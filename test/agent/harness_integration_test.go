@@ -48,6 +48,8 @@ func TestMain(m *testing.M) {
 	switch os.Getenv(envRole) {
 	case "drain":
 		os.Exit(childDrain(os.Getenv(envDir)))
+	case "drain-events":
+		os.Exit(childDrainEvents(os.Getenv(envDir), os.Getenv(envSocket)))
 	case "effect":
 		os.Exit(childEffect())
 	}
@@ -194,18 +196,25 @@ func (w *world) enqueue(from *did.PrivateKey, objs ...[]byte) {
 		w.t.Fatal(err)
 	}
 	defer q.Close()
+	b := queue.DefaultBounds()
+	b.MaxMessages, b.MaxPerPeer, b.MaxBytes = 1000, 1000, 64<<20 // the crash test queues 500 from Alice
 	for _, o := range objs {
-		part, err := a2a.DataObjectPart{Object: o}.Part()
-		if err != nil {
-			w.t.Fatal(err)
-		}
-		req, _ := a2a.NewSendMessage(json.RawMessage(`1`), a2a.Version10, a2a.NewUserMessage("m", "", part))
-		body, _ := json.Marshal(req)
-		r := queue.Record{Agent: agentKey.DID().String(), From: from.DID().String(), Body: body}
-		if _, err := q.Enqueue(context.Background(), r, queue.DefaultBounds(), issued); err != nil {
+		r := queue.Record{Agent: agentKey.DID().String(), From: from.DID().String(), Body: w.body(o)}
+		if _, err := q.Enqueue(context.Background(), r, b, issued); err != nil {
 			w.t.Fatal(err)
 		}
 	}
+}
+
+// body returns the queued JSON-RPC body carrying obj unencrypted.
+func (w *world) body(obj []byte) []byte {
+	part, err := a2a.DataObjectPart{Object: obj}.Part()
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	req, _ := a2a.NewSendMessage(json.RawMessage(`1`), a2a.Version10, a2a.NewUserMessage("m", "", part))
+	b, _ := json.Marshal(req)
+	return b
 }
 
 // policy enqueues the owner's policy allowing action:hold from Alice.
