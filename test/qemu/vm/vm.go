@@ -38,9 +38,11 @@ type Machine struct {
 	// Modules are kernel module names (gpio_keys, virtio_net) loaded by
 	// /init before the program, with their dependencies first.
 	Modules []string
-	// Run and Args are the guest program and its arguments.
+	// Run and Args are the guest program and its arguments; Env holds
+	// extra KEY=VALUE environment entries for it.
 	Run  string
 	Args []string
+	Env  []string
 	// Net gives the guest a virtio network card on QEMU user networking,
 	// with address 10.0.2.15/24; the host is 10.0.2.2.
 	Net bool
@@ -150,6 +152,9 @@ func (m Machine) cmdline() string {
 	parts = append(parts, "torpor.run="+quote(m.Run))
 	for _, a := range m.Args {
 		parts = append(parts, "torpor.arg="+quote(a))
+	}
+	for _, e := range m.Env {
+		parts = append(parts, "torpor.env="+quote(e))
 	}
 	return strings.Join(append(parts, m.Append...), " ")
 }
