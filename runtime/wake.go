@@ -253,7 +253,9 @@ func (w *wakeRun) publishState(ctx context.Context, card []byte, kps [][]byte, p
 func (w *wakeRun) drain() {
 	w.ph.measure(PhaseDrain, func() error {
 		for {
+			t := w.a.clock.Now()
 			recs, more, err := w.l.Pull(w.ctx, w.after, w.a.cfg.batchSize())
+			w.addDrain(drain.Report{Time: drain.Timing{Pull: w.a.clock.Now().Sub(t)}}, false)
 			if err != nil || len(recs) == 0 {
 				return err
 			}

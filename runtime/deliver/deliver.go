@@ -96,6 +96,13 @@ type Handler interface {
 	Deliver(ctx context.Context, d Delivery) (Outcome, error)
 }
 
+// HandlerFunc adapts a function to Handler (for applications embedded in
+// the agent's process, and tests).
+type HandlerFunc func(ctx context.Context, d Delivery) (Outcome, error)
+
+// Deliver implements Handler.
+func (f HandlerFunc) Deliver(ctx context.Context, d Delivery) (Outcome, error) { return f(ctx, d) }
+
 // Route sends the purposes matching Pattern to Handler.
 type Route struct {
 	Pattern string

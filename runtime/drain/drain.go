@@ -216,11 +216,16 @@ func (d *Drainer) Batch(ctx context.Context, recs []Record, ack AckFunc) (Report
 	}
 	var ackErr error
 	if len(b.acks) > 0 && ack != nil {
+		t := d.clock.Now()
 		if ackErr = ack(ctx, b.acks); ackErr != nil {
 			ackErr = fmt.Errorf("drain: acknowledging %d records: %w", len(b.acks), ackErr)
 		}
+		b.report.Time.Ack += d.clock.Now().Sub(t)
 	}
-	if err := d.finish(ctx, b); err != nil {
+	t := d.clock.Now()
+	err = d.finish(ctx, b)
+	b.report.Time.Notify += d.clock.Now().Sub(t)
+	if err != nil {
 		return b.report, errors.Join(ackErr, err)
 	}
 	return b.report, ackErr
@@ -236,10 +241,14 @@ type batch struct {
 	resumed bool // an owner's resume or a new policy was applied
 }
 
-// process runs the batch transaction.
+// process runs the batch transaction. Its commit time (the bbolt write
+// and fsyncs) is measured apart from the checks inside.
 func (d *Drainer) process(recs []Record) (*batch, error) {
 	var b *batch
+	var inside time.Duration
+	start := d.clock.Now()
 	err := d.db.Update(func(tx *bolt.Tx) error {
+		defer func(t time.Time) { inside = d.clock.Now().Sub(t) }(d.clock.Now())
 		b = &batch{report: Report{Records: len(recs)}}
 		p := &proc{d: d, tx: tx, b: b, now: d.clock.Now()}
 		for _, r := range recs {
@@ -257,6 +266,7 @@ func (d *Drainer) process(recs []Record) (*batch, error) {
 	if err != nil {
 		return nil, fmt.Errorf("drain: batch transaction: %w", err)
 	}
+	b.report.Time.Commit += d.clock.Now().Sub(start) - inside
 	if b.halted {
 		d.Halt()
 	}

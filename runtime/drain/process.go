@@ -118,7 +118,9 @@ func (p *proc) mlsWire(part a2a.Part) (string, error) {
 		rep.reject(p.seq, CauseNoSessions, "MLS wire part")
 		return "", nil
 	}
+	t := p.d.clock.Now()
 	op, err := p.d.cfg.Sessions.Open(p.tx, w, p.from)
+	rep.Time.Open += p.d.clock.Now().Sub(t)
 	switch {
 	case err != nil && Deferred(err) && !p.changed:
 		return err.Error(), nil
@@ -150,7 +152,10 @@ func (p *proc) handshake(part a2a.Part) error {
 		rep.reject(p.seq, CauseNoSessions, "MLS handshake part")
 		return nil
 	}
-	if err := p.d.cfg.Sessions.ApplyHandshake(p.tx, h, p.from); err != nil {
+	t := p.d.clock.Now()
+	err = p.d.cfg.Sessions.ApplyHandshake(p.tx, h, p.from)
+	rep.Time.Open += p.d.clock.Now().Sub(t)
+	if err != nil {
 		rep.reject(p.seq, CauseMLS, err.Error())
 		return nil
 	}
@@ -165,13 +170,7 @@ func (p *proc) handshake(part a2a.Part) error {
 func (p *proc) object(raw json.RawMessage, sender did.DID) error {
 	rep := &p.b.report
 	rep.Objects++
-	o, err := governed.Parse(raw) // check 1
-	if err != nil {
-		rep.reject(p.seq, governed.ReasonOf(err).String(), err.Error())
-		return nil
-	}
-	rcv := governed.Receiver{Purposes: p.permitted(o), MaxLifetime: p.d.cfg.MaxLifetime, Clock: fixedClock(p.now)}
-	err = rcv.AcceptObject(o, governed.Input{Sender: sender, Replay: p.d.cfg.Replay(p.tx)}) // checks 2-6
+	o, rcv, err := p.check(raw, sender)
 	if r := governed.ReasonOf(err); r != 0 {
 		rep.reject(p.seq, r.String(), err.Error())
 		return nil
@@ -202,6 +201,19 @@ func (p *proc) object(raw json.RawMessage, sender did.DID) error {
 	}
 	p.b.pending = append(p.b.pending, pd)
 	return nil
+}
+
+// check runs the six receiver checks (draft Section 8.1) on raw, timed.
+func (p *proc) check(raw json.RawMessage, sender did.DID) (*governed.Object, *governed.Receiver, error) {
+	t := p.d.clock.Now()
+	defer func() { p.b.report.Time.Checks += p.d.clock.Now().Sub(t) }()
+	o, err := governed.Parse(raw) // check 1
+	if err != nil {
+		return nil, nil, err
+	}
+	rcv := &governed.Receiver{Purposes: p.permitted(o), MaxLifetime: p.d.cfg.MaxLifetime, Clock: fixedClock(p.now)}
+	err = rcv.AcceptObject(o, governed.Input{Sender: sender, Replay: p.d.cfg.Replay(p.tx)}) // checks 2-6
+	return o, rcv, err
 }
 
 // permitted returns the allowlist for o's processing context: o's purpose

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 )
 
 // Causes of a rejected or deferred record or object, for operators (draft
@@ -63,6 +64,32 @@ type Report struct {
 	// Diagnostics describe each rejection and deferral (capped; see
 	// MaxDiagnostics), for the operator's log.
 	Diagnostics []Diagnostic
+	// Time splits where the drain spent its time, on its clock.
+	Time Timing
+}
+
+// Timing is where a drain spent its time. Commit includes the bbolt
+// fsyncs of the batch transaction; Checks the six receiver checks
+// (signature verification dominates); Open the MLS sessions (decryption,
+// handshakes); Ack and Pull (set by the caller that pulls) the round trips
+// to the relay; Notify the hand-offs and the transaction recording their
+// outcomes.
+type Timing struct {
+	Pull   time.Duration
+	Open   time.Duration
+	Checks time.Duration
+	Commit time.Duration
+	Ack    time.Duration
+	Notify time.Duration
+}
+
+func (t *Timing) add(o Timing) {
+	t.Pull += o.Pull
+	t.Open += o.Open
+	t.Checks += o.Checks
+	t.Commit += o.Commit
+	t.Ack += o.Ack
+	t.Notify += o.Notify
 }
 
 // MaxDiagnostics caps Report.Diagnostics; counters keep counting.
@@ -111,6 +138,7 @@ func (r *Report) Add(o Report) {
 	for _, d := range o.Diagnostics {
 		r.diag(d.Seq, d.Cause, d.Detail)
 	}
+	r.Time.add(o.Time)
 }
 
 // RejectedTotal returns the number of rejections of every cause.
