@@ -36,6 +36,10 @@ demo: ## Run the demo on embedded defaults (relay, sleeping agents, a sender).
 cross: ## Cross-build every binary for linux/arm GOARM=6,7 and linux/arm64; print sizes.
 	./scripts/cross.sh
 
+.PHONY: packages
+packages: ## Build the .deb packages (agent, relay, torporctl) into bin/packages/ with nfpm.
+	./scripts/packages.sh
+
 bench: ## Run the benchmarks (set BENCHTIME to change -benchtime).
 	./scripts/bench.sh
 
