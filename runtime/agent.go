@@ -111,6 +111,14 @@ func (a *Agent) open() error {
 	if err != nil {
 		return err
 	}
+	if a.cfg.OpenMLS != nil && a.cfg.Sessions == nil {
+		s, kp, err := a.cfg.OpenMLS(db)
+		if err != nil {
+			db.Close()
+			return fmt.Errorf("runtime: MLS sessions: %w", err)
+		}
+		a.cfg.Sessions, a.cfg.KeyPackages = s, kp
+	}
 	pipe, err := OpenPipeline(db, a.cfg.pipelineConfig())
 	if err != nil {
 		db.Close()

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"time"
 
+	bolt "go.etcd.io/bbolt"
+
 	"github.com/torpor-dev/torpor/clock"
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/runtime/deliver"
@@ -68,8 +70,13 @@ type Config struct {
 	// KeyPackages keeps the pool of KeyPackages the relay hands out
 	// (package session); nil publishes none.
 	KeyPackages KeyPackages
+	// OpenMLS, when set and Sessions is nil, makes the MLS sessions and
+	// the KeyPackage pool on the agent's bbolt file once Run opened it
+	// (package session/agent provides both), so that their state commits
+	// in the drain's transactions.
+	OpenMLS func(db *bolt.DB) (drain.Sessions, KeyPackages, error)
 	// KeyPackageTarget is how many unused KeyPackages the relay should
-	// hold; zero means 8.
+	// hold; zero means the pool's own default.
 	KeyPackageTarget int
 	// Bounds are the queue bounds the agent asks the relay for (zero
 	// members: the relay's ceiling).
@@ -167,12 +174,7 @@ func (c *Config) batchSize() int {
 	return c.BatchSize
 }
 
-func (c *Config) kpTarget() int {
-	if c.KeyPackageTarget <= 0 {
-		return 8
-	}
-	return c.KeyPackageTarget
-}
+func (c *Config) kpTarget() int { return max(c.KeyPackageTarget, 0) }
 
 func (c *Config) logger() *slog.Logger {
 	if c.Logger == nil {

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	bolt "go.etcd.io/bbolt"
+
 	"github.com/torpor-dev/torpor/boards"
 	"github.com/torpor-dev/torpor/clock"
 	"github.com/torpor-dev/torpor/did"
@@ -15,6 +17,8 @@ import (
 	"github.com/torpor-dev/torpor/runtime/deliver"
 	"github.com/torpor-dev/torpor/runtime/drain"
 	"github.com/torpor-dev/torpor/runtime/purpose"
+	"github.com/torpor-dev/torpor/session"
+	"github.com/torpor-dev/torpor/session/agent"
 	"github.com/torpor-dev/torpor/transport/link"
 	"github.com/torpor-dev/torpor/wake"
 	"github.com/torpor-dev/torpor/wake/board"
@@ -78,6 +82,13 @@ func (f *File) Build() (*Built, error) {
 			MaxMessageSize: f.Bounds.MaxMessageSize, TTLSec: int64(time.Duration(f.Bounds.TTL) / time.Second)}
 	}
 	c.BatchSize, c.KeyPackageTarget = f.BatchSize, f.KeyPackages
+	c.OpenMLS = func(db *bolt.DB) (drain.Sessions, runtime.KeyPackages, error) {
+		s, err := session.New(session.Config{Key: c.Key, Clock: c.Clock, PoolSize: f.KeyPackages})
+		if err != nil {
+			return nil, nil, err
+		}
+		return agent.Sessions{S: s}, agent.KeyPackages{S: s, DB: db}, nil
+	}
 	if len(errs) > 0 {
 		b.Close()
 		return nil, fmt.Errorf("conffile: %w", errors.Join(errs...))

@@ -1,0 +1,110 @@
+package runtime_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"path/filepath"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/runtime"
+	"github.com/torpor-dev/torpor/runtime/drain"
+	"github.com/torpor-dev/torpor/runtime/runtimetest"
+	"github.com/torpor-dev/torpor/session"
+	"github.com/torpor-dev/torpor/session/agent"
+	"github.com/torpor-dev/torpor/session/sender"
+	"github.com/torpor-dev/torpor/wake"
+)
+
+// withMLS gives w's agent real MLS sessions and its KeyPackage pool on its
+// bbolt file, and accepts only encrypted objects.
+func (w *world) withMLS() {
+	w.cfg.AllowPlaintext = false
+	w.cfg.OpenMLS = func(db *bolt.DB) (drain.Sessions, runtime.KeyPackages, error) {
+		s, err := session.New(session.Config{Key: w.key, Clock: w.clock})
+		if err != nil {
+			return nil, nil, err
+		}
+		return agent.Sessions{S: s}, agent.KeyPackages{S: s, DB: db}, nil
+	}
+	w.newAgent()
+}
+
+// TestEndToEndMLS: a sender sends ten MLS-encrypted objects through a real
+// relay while the agent sleeps, and gets 503 with a Retry-After inside the
+// next window for each; the agent wakes at the window, joins the session
+// from the queued Welcome, drains, and the handler receives exactly the
+// valid objects; the forged, expired-at-dequeue, replayed, wrong-sender and
+// not-permitted ones are drained and reported by cause, not delivered.
+func TestEndToEndMLS(t *testing.T) {
+	w := newWorld(t, wake.HourlyWake)
+	w.withMLS()
+	w.run()
+	boot := w.nextWake()
+	if boot.LinkErr != "" || boot.Phase(runtime.PhaseKeyPackages) == 0 && boot.Phases == nil {
+		t.Fatalf("boot wake: %+v", boot)
+	}
+	start, end := w.window.Next(w.clock.Now())
+
+	alice, carol := runtimetest.Key(t, 1), runtimetest.Key(t, 3)
+	client, err := sender.Open(filepath.Join(t.TempDir(), "alice", "sessions.db"), alice, nil, w.clock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	peer := sender.RelayPeer(w.srv.URL, w.key.DID())
+	now := w.clock.Now()
+	obj := func(k *did.PrivateKey, p string, ttl time.Duration) []byte {
+		return runtimetest.Object(t, k, p, now, ttl, nil)
+	}
+	var valid []string
+	var objs [][]byte
+	for range 5 {
+		o := obj(alice, "comms:message", 2*time.Hour)
+		valid = append(valid, objID(t, o))
+		objs = append(objs, o)
+	}
+	objs = append(objs,
+		tamper(obj(alice, "comms:message", 2*time.Hour)), // forged
+		obj(alice, "comms:message", time.Minute),         // expired by the time the window opens
+		objs[0],                                          // replayed
+		obj(carol, "comms:message", 2*time.Hour),         // wrong sender: Carol's object in Alice's session
+		obj(alice, "coordination:proposal", 2*time.Hour), // not permitted
+	)
+	for i, o := range objs {
+		d, err := client.Send(context.Background(), peer, json.RawMessage(o))
+		if err != nil {
+			t.Fatalf("send %d: %v", i, err)
+		}
+		at := w.clock.Now().Add(d.RetryAfter)
+		if d.Status != http.StatusServiceUnavailable || !d.Queued || at.Before(start) || !at.Before(end) {
+			t.Fatalf("send %d: status %d queued %v, Retry-After %v lands %v; want 503 queued landing in [%v, %v)",
+				i, d.Status, d.Queued, d.RetryAfter, at, start, end)
+		}
+	}
+
+	w.clock.Set(start)
+	w.waitPhase(runtime.PhaseDrain)
+	got := w.rec.ids()
+	sort.Strings(got)
+	sort.Strings(valid)
+	if diff := cmp.Diff(valid, got); diff != "" {
+		t.Errorf("delivered (-want +got):\n%s", diff)
+	}
+	w.clock.Set(end)
+	r := w.nextWake()
+	want := map[string]int{"signature-invalid": 1, "expired": 1, "replay": 1, "sender-mismatch": 1, "purpose-not-permitted": 1}
+	if diff := cmp.Diff(want, r.Drain.Rejected); diff != "" {
+		t.Errorf("rejections by cause (-want +got):\n%s", diff)
+	}
+	if r.Drain.Handshake != 1 || r.Drain.Acked != 11 || r.Drain.Deferred != 0 || r.Drain.Delivered != 5 {
+		t.Errorf("drain %v: want the Welcome applied, 11 records acked, 5 delivered", r.Drain)
+	}
+	w.shutdown()
+}
