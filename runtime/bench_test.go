@@ -215,7 +215,10 @@ func (bw *benchWorld) session(b *testing.B, key, alice *did.PrivateKey, agentDir
 	}
 	return func(obj []byte) a2a.Part {
 		var w a2a.MLSWire
-		if err := sdb.Update(func(tx *bolt.Tx) (err error) { w, err = ss.SealObject(tx, pair.Group, json.RawMessage(obj)); return err }); err != nil {
+		if err := sdb.Update(func(tx *bolt.Tx) (err error) {
+			w, err = ss.SealObject(tx, pair.Group, json.RawMessage(obj))
+			return err
+		}); err != nil {
 			b.Fatal(err)
 		}
 		p, err := w.Part()
