@@ -1,11 +1,44 @@
 #!/usr/bin/env bash
-# make demo. Until the relay and agent land this runs the smallest honest
-# end-to-end path that exists and says what it did.
+# make demo: builds torpor-relay, torpor-agent, torporctl and the demo's
+# orchestrator (internal/demo) into a temporary directory, runs them there
+# on loopback, and removes the directory at the end. Nothing is written
+# elsewhere (apart from Go's build cache) and nothing is left running: the
+# orchestrator runs in a process group of its own, which the trap below
+# ends whatever happens. Set TORPOR_DEMO_KEEP=1 to keep the directory
+# (logs, stores, configuration files) for a look afterwards.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-go build -trimpath -o "$tmp/" ./cmd/torporctl
-echo "demo: generating an agent identity in a temporary directory"
-"$tmp/torporctl" keygen "$tmp/agent.key"
-echo "demo: the relay, agents and sender are not built yet; this demo only made a key."
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/torpor-demo.XXXXXX")
+chmod 700 "$tmp"
+pgid=
+cleanup() {
+  status=$?
+  if [ -n "$pgid" ]; then
+    kill -TERM -- "-$pgid" 2>/dev/null || true
+    for _ in 1 2 3 4 5 6 7 8 9 10; do
+      kill -0 -- "-$pgid" 2>/dev/null || break
+      sleep 0.5
+    done
+    kill -KILL -- "-$pgid" 2>/dev/null || true
+  fi
+  if [ "${TORPOR_DEMO_KEEP:-}" = 1 ]; then
+    echo "demo: kept $tmp"
+  else
+    rm -rf "$tmp"
+  fi
+  exit "$status"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+echo "demo: building the binaries into $tmp/bin"
+CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o "$tmp/bin/" ./cmd/torpor-relay ./cmd/torpor-agent ./cmd/torporctl ./internal/demo/cmd/torpor-demo
+
+# set -m gives the orchestrator a process group of its own (pgid = its
+# pid); the relay and agents it starts stay in that group.
+set -m
+"$tmp/bin/torpor-demo" -bin "$tmp/bin" -dir "$tmp/run" "$@" &
+pgid=$!
+set +m
+wait "$pgid"

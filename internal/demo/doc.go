@@ -1,0 +1,27 @@
+// Package demo is the orchestrator behind `make demo`.
+//
+// It runs Torpor's real binaries as separate processes on loopback, inside
+// one temporary directory: torpor-relay (embedded store and MQTT broker),
+// three torpor-agent daemons in different reachability modes (hourly_wake,
+// sleep with an operator-scheduled wake, always_on) and torporctl for the
+// operator's commands. The sender is the session/sender library that
+// torporctl send is built on: it establishes MLS pair sessions through the
+// relay and sends Governed Objects, some of them hostile.
+//
+// The orchestrator knows what happens only from what an operator could
+// see: the daemons' structured logs (slog's text format, parsed by
+// ParseLine), the relay's Prometheus metrics, the answers the sender gets,
+// the deliveries an application receives on its Unix socket and the
+// replies of MQTT commands. It narrates those as they happen and ends with
+// a summary table; it fails when an expected event did not happen, so the
+// integration test in test/demo can rely on its exit status.
+//
+// # Time
+//
+// Every process runs on a scaled clock (--time-scale): at the default
+// factor of 240 an hour passes in 15 s, so an hourly_wake agent sleeps,
+// wakes in its window, drains, sleeps again and wakes at its next window
+// within the demo's budget of under a minute. The scaled clocks of separate
+// processes agree only as closely as the processes started together (see
+// the package's Config.Scale documentation).
+package demo

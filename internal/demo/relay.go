@@ -1,0 +1,101 @@
+package demo
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/torpor-dev/torpor/clock"
+)
+
+// startRelay starts torpor-relay on loopback ports the kernel picks, with
+// its embedded store and MQTT broker in the demo's directory, and waits
+// until it serves. It then starts the demo's own scaled clock, so that the
+// sender's clock is a little behind the relay's, never ahead (a DID Bearer
+// token may be at most 60 s early but up to its 5 min lifetime late).
+func (d *demo) startRelay(ctx context.Context) error {
+	dir := d.path("relay")
+	args := []string{"--listen", "127.0.0.1:0", "--mqtt-listen", "127.0.0.1:0", "--data-dir", dir + "/data",
+		"--per-agent-metrics", "--time-scale", strconv.FormatFloat(d.cfg.scale(), 'f', -1, 64)}
+	var err error
+	if d.relay, err = StartProc("relay", d.bin("torpor-relay"), args, dir, dir+"/relay.log", nil); err != nil {
+		return err
+	}
+	wctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	l, _, err := d.relay.Out().Await(wctx, 0, func(l Line) bool { return l.Msg == "torpor-relay listening" })
+	if err != nil {
+		return fmt.Errorf("demo: torpor-relay did not start: %w", err)
+	}
+	d.relayURL, d.mqttURL = l.Get("addr"), l.Get("mqtt")
+	if d.clock, err = clock.NewScaled(nil, d.cfg.scale()); err != nil {
+		return err
+	}
+	d.n.SetClock(d.clock)
+	d.n.Event("relay", KindStart, "torpor-relay serving %s (A2A, device links, /metrics), embedded MQTT broker %s, store %s/data, clock ×%g",
+		d.relayURL, d.mqttURL, dir, d.cfg.scale())
+	d.bg.Go(func() { d.relay.Out().Follow(ctx, d.relayLine) })
+	return nil
+}
+
+// relayLine narrates one line of the relay's log.
+func (d *demo) relayLine(l Line) {
+	a := d.byDID[l.Get("agent")]
+	switch {
+	case l.Level == "":
+		if strings.TrimSpace(l.Raw) != "" {
+			d.n.Event("relay", KindError, "%s", l.Raw)
+		}
+	case l.Msg == "link up" && a != nil:
+		d.n.Event(a.name, KindWake, "awake: device link up (one outbound WebSocket to the relay)")
+	case l.Msg == "state published" && a != nil:
+		n, _ := strconv.Atoi(l.Get("keyPackages"))
+		a.mu.Lock()
+		first := n > 0 && !a.published
+		a.published = a.published || n > 0
+		a.mu.Unlock()
+		if first {
+			d.n.Event(a.name, KindStart, "published to the relay: mode %s, signed Agent Card, pulse, %d MLS KeyPackages", l.Get("mode"), n)
+		}
+	case l.Msg == "purged expired records":
+		d.n.Event("relay", KindQueue, "purged %s expired record(s), never delivered", l.Get("records"))
+	case l.Level == "ERROR" && l.Get("component") == "mqtt" && l.Get("error") == "key not found":
+		// mochi's storage hook on a fresh data directory: not an error.
+	case l.Level == "ERROR" || l.Level == "WARN":
+		d.n.Event("relay", KindError, "%s: %s %s", strings.ToLower(l.Level), l.Msg, attrs(l, "agent", "err", "error"))
+	}
+}
+
+// pollQueues prints the relay's per-agent queue depths whenever they
+// change, read from /metrics every 100 ms until ctx ends.
+func (d *demo) pollQueues(ctx context.Context) {
+	last := ""
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	for {
+		if s := d.queueLine(ctx); s != "" && s != last {
+			d.n.Event("relay", KindQueue, "queue depth (from /metrics): %s", s)
+			last = s
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// queueLine renders the depths as "hourly 8 · sleeper 3 · always 0".
+func (d *demo) queueLine(ctx context.Context) string {
+	depths, err := QueueDepths(ctx, d.hc, d.relayURL)
+	if err != nil {
+		return ""
+	}
+	var parts []string
+	for _, a := range d.agents {
+		parts = append(parts, fmt.Sprintf("%s %d", a.name, depths[a.did()]))
+	}
+	return strings.Join(parts, " · ")
+}
