@@ -35,6 +35,11 @@ type JoinOptions struct {
 // previous pair session with the same agent is dropped (its messages came
 // before this Welcome in queue order).
 //
+// A Welcome whose KeyPackage was already used to join a group this agent
+// still has is recognised as applied: Join returns that group's Info and
+// changes nothing (the agent's queue delivers a record again after a crash
+// between its commit and its acknowledgement).
+//
 // Errors: ErrNoKeyPackage when the Welcome is for no KeyPackage of the pool;
 // ErrGroupExists; ErrNotMember when opts.Initiator is not in the group;
 // *BindingError; and package mls's errors for a Welcome or tree it
@@ -49,6 +54,15 @@ func (s *Sessions) Join(tx *bolt.Tx, welcome, tree []byte, opts JoinOptions) (*I
 		refs = append(refs, e.NewMember)
 	}
 	p, err := s.findKeyPackage(tx, refs)
+	if errors.Is(err, ErrNoKeyPackage) {
+		// The same Welcome again (a record delivered twice): applied.
+		if g, ok, jerr := joinedWith(tx, refs); jerr != nil || ok {
+			if jerr != nil {
+				return nil, jerr
+			}
+			return s.Info(tx, g)
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -66,7 +80,7 @@ func (s *Sessions) Join(tx *bolt.Tx, welcome, tree []byte, opts JoinOptions) (*I
 	if err != nil {
 		return nil, err
 	}
-	if err := consume(tx, p.ref); err != nil {
+	if err := consume(tx, p.ref, st.id); err != nil {
 		return nil, err
 	}
 	if err := s.save(tx, st); err != nil {

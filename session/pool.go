@@ -46,6 +46,9 @@ func (s *Sessions) Refill(tx *bolt.Tx, target int) ([][]byte, error) {
 	}
 	pool := r.Bucket(bucketKP)
 	now := s.clock.Now()
+	if err := pruneUsed(tx); err != nil {
+		return nil, err
+	}
 	live, err := s.prune(pool, now)
 	if err != nil {
 		return nil, err
@@ -224,11 +227,58 @@ func x25519Matches(priv, pub []byte) bool {
 	return err == nil && bytes.Equal(k.PublicKey().Bytes(), pub)
 }
 
-// consume deletes a pool entry (in the Join's transaction).
-func consume(tx *bolt.Tx, ref []byte) error {
+// consume deletes a pool entry (in the Join's transaction) and remembers,
+// without any secret, which group it joined: the drain delivers a record
+// again after a crash between its commit and its acknowledgement, and a
+// Welcome seen twice is then recognised as applied (see joinedWith).
+func consume(tx *bolt.Tx, ref, group []byte) error {
 	r, err := root(tx)
 	if err != nil {
 		return err
 	}
-	return store.Err(r.Bucket(bucketKP).Delete(ref))
+	if err := r.Bucket(bucketKP).Delete(ref); err != nil {
+		return store.Err(err)
+	}
+	return store.Err(r.Bucket(bucketUsed).Put(ref, group))
+}
+
+// joinedWith returns the group a consumed KeyPackage among refs joined, if
+// that group still exists.
+func joinedWith(tx *bolt.Tx, refs [][]byte) ([]byte, bool, error) {
+	used, err := sub(tx, bucketUsed)
+	if err != nil || used == nil {
+		return nil, false, err
+	}
+	for _, ref := range refs {
+		if g := used.Get(ref); g != nil && len(ref) > 0 {
+			ok, err := exists(tx, g)
+			return bytes.Clone(g), ok, err
+		}
+	}
+	return nil, false, nil
+}
+
+// pruneUsed forgets consumed KeyPackages whose group is gone.
+func pruneUsed(tx *bolt.Tx) error {
+	used, err := sub(tx, bucketUsed)
+	if err != nil || used == nil {
+		return err
+	}
+	var dead [][]byte
+	err = used.ForEach(func(k, v []byte) error {
+		ok, err := exists(tx, v)
+		if err == nil && !ok {
+			dead = append(dead, bytes.Clone(k))
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	for _, k := range dead {
+		if err := used.Delete(k); err != nil {
+			return store.Err(err)
+		}
+	}
+	return nil
 }

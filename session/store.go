@@ -28,6 +28,7 @@ import (
 //	      "sum"     SHA-256 over the three, length-prefixed
 //	  bucket "peers"  <peer DID> -> <group ID> of the current pair session
 //	  bucket "kp"     <KeyPackageRef> -> CBOR pool entry (see pool.go)
+//	  bucket "kp-used" <KeyPackageRef> -> <group ID> joined with it (no secret)
 //
 // The tree is stored apart from the secrets, as Section 6.4 recommends: it
 // is public, the largest part, and unchanged by application messages, so a
@@ -42,6 +43,7 @@ var (
 	bucketGroups = []byte("groups")
 	bucketPeers  = []byte("peers")
 	bucketKP     = []byte("kp")
+	bucketUsed   = []byte("kp-used")
 
 	keyMeta    = []byte("meta")
 	keyTree    = []byte("tree")
@@ -109,7 +111,7 @@ func root(tx *bolt.Tx) (*bolt.Bucket, error) {
 	if err != nil {
 		return nil, store.Err(err)
 	}
-	for _, name := range [][]byte{bucketGroups, bucketPeers, bucketKP} {
+	for _, name := range [][]byte{bucketGroups, bucketPeers, bucketKP, bucketUsed} {
 		if _, err := b.CreateBucketIfNotExists(name); err != nil {
 			return nil, store.Err(err)
 		}

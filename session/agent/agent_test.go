@@ -205,6 +205,13 @@ func TestDrainWithSessions(t *testing.T) {
 		t.Fatalf("delivered %+v, want alice's object from alice", bob.rec.got)
 	}
 
+	// The relay delivers the Welcome again (a crash between the commit and
+	// the acknowledgement): it is recognised as applied.
+	rep, err = bob.pipe.Drainer.Batch(context.Background(), []drain.Record{record(t, 1, aliceKey.DID(), hs)}, nil)
+	if err != nil || rep.Handshake != 1 || rep.RejectedTotal() != 0 {
+		t.Fatalf("the Welcome again: %v, %v", rep, err)
+	}
+
 	// After a reboot the session goes on.
 	bob.reboot()
 	next := runtimetest.Object(t, aliceKey, "comms:message", t0, time.Hour, map[string]any{"n": 2})
