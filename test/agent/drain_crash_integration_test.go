@@ -21,13 +21,17 @@ import (
 	"testing"
 	"time"
 
+	bolt "go.etcd.io/bbolt"
+
 	"github.com/torpor-dev/torpor/clock/clocktest"
 	"github.com/torpor-dev/torpor/runtime"
 	"github.com/torpor-dev/torpor/runtime/deliver"
 	"github.com/torpor-dev/torpor/runtime/drain"
+	"github.com/torpor-dev/torpor/session"
 	"github.com/torpor-dev/torpor/store"
 	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/store/replay"
+	"github.com/torpor-dev/torpor/transport/a2a"
 )
 
 const (
@@ -140,8 +144,9 @@ func (a *app) counts() map[string]int {
 // either delivered or reported as possibly lost by the at-most-once
 // recovery (none silently dropped).
 //
-// The records carry unencrypted Governed Objects until the MLS sessions
-// land; then the same harness queues MLS-encrypted ones.
+// The records are MLS-encrypted (a pair session from Alice, its Welcome
+// queued first), so the batch transaction commits MLS state with the
+// replay entries.
 func TestDrainCrash(t *testing.T) {
 	sockDir, err := os.MkdirTemp("", "tc")
 	if err != nil {
@@ -164,12 +169,12 @@ func TestDrainCrash(t *testing.T) {
 		application.got = map[string]int{}
 		application.mu.Unlock()
 		w := newWorld(t)
-		ids := w.enqueueMany(crashRecords)
+		ids, group := w.enqueueMany(crashRecords)
 		// Events: 2 per batch (commit, ack) and one per delivery.
-		events := 2*((crashRecords+crashBatch-1)/crashBatch) + crashRecords
+		events := 2*((crashRecords+1+crashBatch-1)/crashBatch) + crashRecords
 		killAt := rng.IntN(events)
 		w.crashAt(socket, application, killAt)
-		w.checkCommittedBeforeAck(ids)
+		w.checkCommittedBeforeAck(ids, group)
 		lost := w.drainToEnd(socket)
 		got := application.counts()
 		delivered := 0
@@ -191,45 +196,74 @@ func TestDrainCrash(t *testing.T) {
 	}
 }
 
-// enqueueMany queues n distinct valid objects from Alice, from 32
-// concurrent senders as the relay would (its store group-commits them),
-// and returns their ids by seq.
-func (w *world) enqueueMany(n int) map[uint64]string {
+// enqueueMany establishes an MLS pair session from Alice to the agent (a
+// KeyPackage from the agent's pool, the Welcome queued first) and queues n
+// distinct valid objects encrypted in it, in seal order. It returns the
+// object ids by seq and the session's group.
+func (w *world) enqueueMany(n int) (map[uint64]string, []byte) {
 	w.t.Helper()
-	q, err := queue.OpenBolt(filepath.Join(w.dir, "queue.db"), nil)
+	clk := clocktest.New(issued)
+	adb, err := store.Open(filepath.Join(w.dir, runtime.DBFile), nil)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	as, _ := session.New(session.Config{Key: agentKey, Clock: clk})
+	var kps [][]byte
+	err = adb.Update(func(tx *bolt.Tx) (err error) { kps, err = as.Refill(tx, 1); return err })
+	adb.Close()
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	sdb, err := store.Open(filepath.Join(w.dir, "alice", "sessions.db"), &store.Options{NoSync: true})
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	defer sdb.Close()
+	ss, _ := session.New(session.Config{Key: aliceKey, Clock: clk})
+	var pair *session.Pair
+	if err := sdb.Update(func(tx *bolt.Tx) (err error) { pair, err = ss.EstablishPair(tx, agentKey.DID(), kps[0]); return err }); err != nil {
+		w.t.Fatal(err)
+	}
+	if err := sdb.Update(func(tx *bolt.Tx) error { return ss.Delivered(tx, pair.Group) }); err != nil {
+		w.t.Fatal(err)
+	}
+	// Setup writes without fsync; the queue is reopened with it for the
+	// agent.
+	q, err := queue.OpenBolt(filepath.Join(w.dir, "queue.db"), &queue.Options{Store: &store.Options{NoSync: true}})
 	if err != nil {
 		w.t.Fatal(err)
 	}
 	defer q.Close()
 	b := queue.DefaultBounds()
-	b.MaxMessages, b.MaxPerPeer, b.MaxBytes = 1000, 1000, 64<<20
-	var mu sync.Mutex
-	ids := map[uint64]string{}
-	var wg sync.WaitGroup
-	errs := make(chan error, n)
-	for s := 0; s < 32; s++ {
-		wg.Go(func() {
-			for i := s; i < n; i += 32 {
-				id := fmt.Sprintf("obj-%04d", i)
-				r := queue.Record{Agent: agentKey.DID().String(), From: aliceKey.DID().String(),
-					Body: w.body(w.sign(aliceKey, "comms:message", id, map[string]any{"n": i}))}
-				r, err := q.Enqueue(context.Background(), r, b, issued)
-				if err != nil {
-					errs <- err
-					return
-				}
-				mu.Lock()
-				ids[r.Seq] = id
-				mu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
+	b.MaxMessages, b.MaxPerPeer, b.MaxBytes = n+16, n+16, 64<<20
+	hs, err := pair.Handshake.Part()
+	if err != nil {
 		w.t.Fatal(err)
 	}
-	return ids
+	enqueue := func(kind queue.Kind, part a2a.Part) uint64 {
+		r := queue.Record{Agent: agentKey.DID().String(), From: aliceKey.DID().String(), Kind: kind, Body: w.bodyOf(part)}
+		r, err := q.Enqueue(context.Background(), r, b, issued)
+		if err != nil {
+			w.t.Fatal(err)
+		}
+		return r.Seq
+	}
+	enqueue(queue.KindHandshake, hs)
+	ids := map[uint64]string{}
+	for i := 0; i < n; i++ {
+		id := fmt.Sprintf("obj-%04d", i)
+		var wire a2a.MLSWire
+		obj := w.sign(aliceKey, "comms:message", id, map[string]any{"n": i})
+		if err := sdb.Update(func(tx *bolt.Tx) (err error) { wire, err = ss.SealObject(tx, pair.Group, obj); return err }); err != nil {
+			w.t.Fatal(err)
+		}
+		part, err := wire.Part()
+		if err != nil {
+			w.t.Fatal(err)
+		}
+		ids[enqueue(queue.KindMessage, part)] = id
+	}
+	return ids, pair.Group
 }
 
 // crashAt runs the agent and kills it with SIGKILL at its killAt-th event
@@ -300,8 +334,9 @@ func (w *world) drainToEnd(socket string) int {
 }
 
 // checkCommittedBeforeAck checks, on the files a killed agent left, that
-// every record the relay deleted is committed in the agent's replay cache.
-func (w *world) checkCommittedBeforeAck(ids map[uint64]string) {
+// every record the relay deleted is committed in the agent's store: the
+// Welcome as the joined group, each object in the replay cache.
+func (w *world) checkCommittedBeforeAck(ids map[uint64]string, group []byte) {
 	w.t.Helper()
 	q, err := queue.OpenBolt(filepath.Join(w.dir, "queue.db"), nil)
 	if err != nil {
@@ -324,6 +359,14 @@ func (w *world) checkCommittedBeforeAck(ids map[uint64]string) {
 	rc, err := replay.Open(db, &replay.Options{Clock: clocktest.New(issued.Add(time.Minute))})
 	if err != nil {
 		w.t.Fatal(err)
+	}
+	if len(left) == 0 || !left[1] { // the Welcome left the relay
+		s, _ := session.New(session.Config{Key: agentKey})
+		var joined bool
+		db.View(func(tx *bolt.Tx) (err error) { joined, err = s.Has(tx, group); return err })
+		if !joined {
+			w.t.Fatalf("the Welcome left the relay but the agent never committed its join")
+		}
 	}
 	for seq, id := range ids {
 		if left[seq] {

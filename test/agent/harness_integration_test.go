@@ -24,6 +24,8 @@ import (
 	"github.com/torpor-dev/torpor/runtime/deliver"
 	"github.com/torpor-dev/torpor/runtime/drain"
 	"github.com/torpor-dev/torpor/runtime/purpose"
+	"github.com/torpor-dev/torpor/session"
+	"github.com/torpor-dev/torpor/session/agent"
 	"github.com/torpor-dev/torpor/store"
 	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/transport/a2a"
@@ -130,11 +132,16 @@ func drainOnce(dir string) (drain.Report, error) {
 // accepting comms and actions, actions consequential, plaintext allowed
 // (the MLS layer is not under test here).
 func agentPipelineConfig(clk *clocktest.Clock, actions deliver.Handler) runtime.PipelineConfig {
+	s, err := session.New(session.Config{Key: agentKey, Clock: clk})
+	if err != nil {
+		panic(err)
+	}
 	return runtime.PipelineConfig{
 		Key: agentKey, Owner: ownerKey.DID(), Purposes: purpose.Set{"comms:*", "action:*"},
 		Consequential: purpose.Set{"action:*"}, AllowPlaintext: true,
-		Routes: []deliver.Route{{Pattern: "*", Name: "effect", Handler: actions}},
-		Clock:  clk,
+		Routes:   []deliver.Route{{Pattern: "*", Name: "effect", Handler: actions}},
+		Sessions: agent.Sessions{S: s},
+		Clock:    clk,
 	}
 }
 
@@ -212,6 +219,11 @@ func (w *world) body(obj []byte) []byte {
 	if err != nil {
 		w.t.Fatal(err)
 	}
+	return w.bodyOf(part)
+}
+
+// bodyOf returns the queued JSON-RPC body (SendMessage) carrying part.
+func (w *world) bodyOf(part a2a.Part) []byte {
 	req, _ := a2a.NewSendMessage(json.RawMessage(`1`), a2a.Version10, a2a.NewUserMessage("m", "", part))
 	b, _ := json.Marshal(req)
 	return b
