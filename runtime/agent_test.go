@@ -19,6 +19,7 @@ import (
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/runtime"
 	"github.com/torpor-dev/torpor/runtime/deliver"
+	"github.com/torpor-dev/torpor/runtime/pulse"
 	"github.com/torpor-dev/torpor/runtime/purpose"
 	"github.com/torpor-dev/torpor/runtime/runtimetest"
 	"github.com/torpor-dev/torpor/store/queue"
@@ -263,6 +264,19 @@ func TestHourlyWakeDrainsAtTheWindow(t *testing.T) {
 	}
 	if st, _ := w.queue.Stats(context.Background(), w.key.DID().String(), w.clock.Now()); st.Messages != 0 {
 		t.Errorf("relay still holds %d records", st.Messages)
+	}
+	// The relay shows the latest pulse next to the card: the second of the
+	// chain, announcing the next window.
+	resp, err := http.Get(w.srv.URL + "/a/" + w.key.DID().String() + "/pulse")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	p, err := pulse.Parse(doc)
+	next, _ := w.window.Next(end)
+	if err != nil || p.Seq != 2 || p.Agent != w.key.DID() || !p.NextWake.Equal(next) || p.Prev == "" {
+		t.Errorf("pulse at the relay: %+v, %v; want seq 2 by the agent announcing %v", p, err, next)
 	}
 	w.shutdown()
 	checkGoroutines(t, before)

@@ -275,3 +275,33 @@ func (r *recorder) Deliver(_ context.Context, d Delivery) (Outcome, error) {
 	r.got = append(r.got, d)
 	return Outcome{OK: true}, nil
 }
+
+// TestMQTTBrokerDown: with no broker to connect to, a publication waits at
+// most the connect timeout (on the clock) and is reported not started, so
+// an action's key may be released.
+func TestMQTTBrokerDown(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now
+	pub, err := NewMQTT("mqtt://"+addr, "agent-down")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pub.Close(context.Background())
+	clk := clocktest.New(time.Date(2026, 1, 15, 14, 0, 0, 0, time.UTC))
+	pub.Clock, pub.ConnectTimeout = clk, 5*time.Second
+	created := clk.TimerCreated()
+	done := make(chan error, 1)
+	go func() {
+		_, err := (&MQTT{Publisher: pub, Topic: "t"}).Deliver(context.Background(), testDelivery())
+		done <- err
+	}()
+	<-created
+	clk.Advance(5 * time.Second)
+	if err := <-done; !errors.Is(err, ErrNotStarted) {
+		t.Fatalf("Deliver with the broker down: err = %v, want ErrNotStarted", err)
+	}
+}
