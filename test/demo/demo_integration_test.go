@@ -1,0 +1,189 @@
+//go:build integration
+
+package demo_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/torpor-dev/torpor/test/internal/testenv"
+)
+
+// budget is what the issue allows `make demo`, build included.
+const budget = 60 * time.Second
+
+// events are the lines `make demo` must print: one regular expression per
+// event the issue lists, matched against the narration's columns
+// (who, kind, what).
+var events = []struct{ name, re string }{
+	{"the relay started with its embedded broker", `relay\s+start\s+torpor-relay serving http://127\.0\.0\.1:\d+ .*embedded MQTT broker mqtt://127\.0\.0\.1:\d+`},
+	{"the 503 with its Retry-After", `sender\s+503\s+→ hourly: .* 503 agent_asleep, queued:true, Retry-After \d+ s`},
+	{"the 503 for the sleeping agent points at its scheduled wake", `sender\s+503\s+→ sleeper: .* Retry-After \d+ s`},
+	{"queue depths", `relay\s+queue\s+queue depth \(from /metrics\): hourly [1-9]\d* · sleeper [1-9]\d*`},
+	{"the queue drained", `relay\s+queue\s+queue depth \(from /metrics\): hourly 0 · sleeper 0 · always 0`},
+	{"a live answer from the always-on agent", `sender\s+live\s+→ always: .* 200, answered live`},
+	{"the hourly agent's boot", `hourly\s+wake\s+wake report: booted outside its window`},
+	{"a wake at the window, with its reason", `hourly\s+wake\s+wake report: woke on its timer at its window \(reason "timer"\)`},
+	{"the operator-scheduled wake", `sleeper\s+wake\s+wake report: woke at the wake its operator scheduled`},
+	{"the drain", `hourly\s+drain\s+drain: [1-9]\d* record\(s\) pulled and acknowledged, 1 MLS handshake\(s\) applied`},
+	{"accepted objects", `hourly\s+accept\s+accepted and delivered comms:message`},
+	{"rejected: forged signature", `hourly\s+reject\s+rejected seq \d+: signature-invalid — forged signature`},
+	{"rejected: expired", `hourly\s+reject\s+rejected seq \d+: expired — expires`},
+	{"rejected: replayed", `hourly\s+reject\s+rejected seq \d+: replay — replay of`},
+	{"rejected: wrong sender", `hourly\s+reject\s+rejected seq \d+: sender-mismatch — wrong sender`},
+	{"rejected: purpose not permitted", `hourly\s+reject\s+rejected seq \d+: purpose-not-permitted — purpose`},
+	{"a held action", `hourly\s+hold\s+held for the owner .*action:open-valve`},
+	{"the confirmation over MQTT", `owner\s+mqtt\s+.*confirm`},
+	{"the confirmed action ran", `hourly\s+confirm\s+ran action:open-valve after the owner's confirmation`},
+	{"the next sleep", `hourly\s+sleep\s+asleep until \d\d:\d\d:\d\d`},
+	{"the summary table", `(?m)^agent\s+mode\s+wakes \(reason\)\s+relay answers`},
+	{"the end", `demo OK in \d+\.\d s`},
+}
+
+func TestMakeDemo(t *testing.T) {
+	makePath := testenv.RequireTool(t, "make")
+	goPath := testenv.RequireTool(t, "go")
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The demo may write only to $TMPDIR (which it cleans); HOME is empty
+	// so that a default data directory (~/.torpor) would show. Go's caches
+	// stay where they are, warmed first so the budget measures the demo
+	// and the link, not a cold compile.
+	base := t.TempDir()
+	tmp, home := filepath.Join(base, "tmp"), filepath.Join(base, "home")
+	for _, d := range []string{tmp, home} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env := append(os.Environ(), "HOME="+home, "TMPDIR="+tmp)
+	for _, v := range []string{"GOCACHE", "GOMODCACHE", "GOPATH"} {
+		out, err := exec.Command(goPath, "env", v).Output()
+		if err != nil {
+			t.Fatalf("go env %s: %v", v, err)
+		}
+		env = append(env, v+"="+strings.TrimSpace(string(out)))
+	}
+	warm := exec.Command(goPath, "build", "./cmd/...", "./internal/demo/...")
+	warm.Dir, warm.Env = root, env
+	if out, err := warm.CombinedOutput(); err != nil {
+		t.Fatalf("warming the build cache: %v\n%s", err, out)
+	}
+	before := topLevelUntracked(t, root)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 3*budget)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, makePath, "--no-print-directory", "demo")
+	cmd.Dir, cmd.Env = root, env
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	start := time.Now()
+	err = cmd.Run()
+	elapsed := time.Since(start)
+	t.Logf("make demo: %v in %v\n%s", err, elapsed.Round(100*time.Millisecond), out.String())
+
+	if err != nil {
+		t.Errorf("make demo = %v, want exit status 0", err)
+	}
+	if elapsed >= budget {
+		t.Errorf("make demo took %v, want under %v", elapsed.Round(100*time.Millisecond), budget)
+	}
+	for _, e := range events {
+		if !regexp.MustCompile(e.re).Match(out.Bytes()) {
+			t.Errorf("event %q not in the output (want a line matching %s)", e.name, e.re)
+		}
+	}
+	for _, p := range processesUnder(t, tmp) {
+		t.Errorf("left running: %s", p)
+	}
+	if left, err := os.ReadDir(tmp); err != nil || len(left) > 0 {
+		t.Errorf("left in TMPDIR: %v (%v)", left, err)
+	}
+	for _, f := range files(t, home) {
+		// The go command's own local telemetry (GOTELEMETRY=local, under
+		// os.UserConfigDir) is the toolchain's, like its build cache.
+		if !strings.HasPrefix(f, ".config/go/telemetry/") {
+			t.Errorf("written to HOME: %s", f)
+		}
+	}
+	after := topLevelUntracked(t, root)
+	for p := range after {
+		if !before[p] {
+			t.Errorf("the demo wrote %s into the repository", p)
+		}
+	}
+}
+
+// processesUnder lists the processes whose executable or working directory
+// lies under dir (the demo builds its binaries and runs them there).
+func processesUnder(t *testing.T, dir string) []string {
+	t.Helper()
+	pids, err := filepath.Glob("/proc/[0-9]*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, p := range pids {
+		for _, link := range []string{"exe", "cwd"} {
+			target, err := os.Readlink(filepath.Join(p, link))
+			if err == nil && strings.HasPrefix(target, dir+"/") {
+				cmdline, _ := os.ReadFile(filepath.Join(p, "cmdline"))
+				out = append(out, filepath.Base(p)+": "+strings.ReplaceAll(string(cmdline), "\x00", " "))
+				break
+			}
+		}
+	}
+	return out
+}
+
+// files lists the regular files under dir, relative to it.
+func files(t *testing.T, dir string) []string {
+	t.Helper()
+	var out []string
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() {
+			rel, _ := filepath.Rel(dir, p)
+			out = append(out, rel)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// topLevelUntracked returns the repository's untracked and ignored entries
+// at its top level (the demo's processes run from there, so a relative
+// path gone wrong would land there).
+func topLevelUntracked(t *testing.T, root string) map[string]bool {
+	t.Helper()
+	cmd := exec.Command("git", "ls-files", "--others", "--directory", "--no-empty-directory")
+	cmd.Dir = root
+	b, err := cmd.Output()
+	if err != nil {
+		t.Skipf("git ls-files: %v (not a git checkout)", err)
+	}
+	got := map[string]bool{}
+	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		if l != "" && !strings.Contains(strings.TrimSuffix(l, "/"), "/") {
+			got[l] = true
+		}
+	}
+	return got
+}

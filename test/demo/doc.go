@@ -1,0 +1,9 @@
+// Package demo tests `make demo` as a new user runs it: the integration
+// test runs the make target with an empty HOME and a private TMPDIR, and
+// checks that it exits 0 within the issue's minute, that every event the
+// demo must show appears in its output (the 503 with its Retry-After,
+// queue depths, each wake and its reason, the drain, accepted and rejected
+// objects with their causes, the held action and its confirmation over
+// MQTT, the next sleep, the summary), that no process it started is left
+// running and that nothing is left outside its temporary directory.
+package demo
