@@ -113,6 +113,9 @@ func (a *admitter) admitTx(tx *bolt.Tx, self did.DID, o *governed.Object) (Comma
 	if err != nil {
 		return Command{}, reject(ReasonBadCommand, "%v", err)
 	}
+	if life := a.recv.EffectiveExpiry(o).Sub(o.IssuedAt); life > a.maxTTL {
+		return Command{}, reject(ReasonBadCommand, "lifetime %v exceeds the device's maximum %v", life, a.maxTTL)
+	}
 	if p.Device != self.String() {
 		return Command{}, reject(ReasonWrongDevice, "command is for %s; this device is %s", truncate(p.Device), self)
 	}
@@ -122,9 +125,6 @@ func (a *admitter) admitTx(tx *bolt.Tx, self did.DID, o *governed.Object) (Comma
 	}
 	cmd := Command{ID: o.ID, Operator: o.Issuer, Seq: p.Seq, Op: p.Op, Args: args,
 		IssuedAt: o.IssuedAt, Expires: a.recv.EffectiveExpiry(o), Key: LedgerKey(o.Issuer, o.ID)}
-	if life := cmd.Expires.Sub(cmd.IssuedAt); life > a.maxTTL {
-		return Command{}, reject(ReasonBadCommand, "lifetime %v exceeds the device's maximum %v", life, a.maxTTL)
-	}
 	if err := a.ledger.Reserve(tx, ledger.Reservation{Key: cmd.Key, Action: PurposeCommand + ":" + cmd.Op,
 		Counterparty: o.Issuer.String(), EffectID: cmd.Key}); err != nil {
 		var ke *ledger.KeyError

@@ -126,7 +126,6 @@ type Client struct {
 	events chan event
 	jobs   chan job
 	wg     sync.WaitGroup
-	busy   sync.WaitGroup // commands admitted and not yet finished
 
 	mu sync.Mutex
 	// mu guards all following fields.
@@ -134,6 +133,9 @@ type Client struct {
 	conn        net.Conn // the current network connection, for Abort
 	connectedAt time.Time
 	ready       chan struct{} // closed once the current connection is ready
+	readyClosed bool
+	busy        int           // commands taken and not yet finished
+	idle        chan struct{} // closed while busy is 0
 	closing     bool
 	aborted     bool
 	stats       Stats
@@ -195,7 +197,7 @@ func newClient(cfg Config) (*Client, error) {
 		return nil, err
 	}
 	c := &Client{cfg: cfg, topics: t, clock: clock.Or(cfg.Clock), log: cfg.Logger, queue: q, sessions: sessions,
-		adm: adm, key: cfg.Key, events: make(chan event, 256), jobs: make(chan job, 64), ready: make(chan struct{}),
+		adm: adm, key: cfg.Key, events: make(chan event, 256), jobs: make(chan job, 64), ready: make(chan struct{}), idle: closedChan(),
 		stats: Stats{Rejected: map[string]int{}}}
 	c.limiter = newLimiter(c.clock, cfg.RejectionsPerMinute, time.Minute)
 	c.state = st
@@ -343,6 +345,9 @@ func (c *Client) connectionUp(ca *paho.Connack) {
 	c.mu.Lock()
 	c.connectedAt = c.clock.Now()
 	c.stats.Connects++
+	if c.readyClosed {
+		c.ready, c.readyClosed = make(chan struct{}), false
+	}
 	ready := c.ready
 	c.mu.Unlock()
 	c.send(event{kind: evConnUp, nonce: nonce, flushed: flushed})
@@ -367,7 +372,12 @@ func (c *Client) connectionUp(ca *paho.Connack) {
 	if _, err := c.cm.Publish(ctx, &paho.Publish{Topic: c.topics.Sync(), QoS: 1, Payload: []byte(nonce)}); err != nil {
 		c.log.Warn("publishing the backlog probe failed; waiting for the barrier timeout", "err", err)
 	}
-	close(ready)
+	c.mu.Lock()
+	if c.ready == ready && !c.readyClosed {
+		close(ready)
+		c.readyClosed = true
+	}
+	c.mu.Unlock()
 	if retry {
 		select {
 		case <-flushed:
@@ -397,10 +407,8 @@ func (c *Client) subscribe(ctx context.Context) error {
 
 func (c *Client) connectionDown() bool {
 	c.mu.Lock()
-	select {
-	case <-c.ready:
-		c.ready = make(chan struct{})
-	default:
+	if c.readyClosed {
+		c.ready, c.readyClosed = make(chan struct{}), false
 	}
 	c.mu.Unlock()
 	c.send(event{kind: evConnDown})
@@ -546,7 +554,7 @@ func (c *Client) shutdown(ctx context.Context, s State, nextWake *time.Time) err
 	c.mu.Lock()
 	c.closing = true
 	c.mu.Unlock()
-	err := waitCtx(ctx, c.busy.Wait)
+	err := c.WaitIdle(ctx)
 	if err == nil {
 		if perr := c.publishStatus(ctx, s, c.clock.Now(), nextWake); perr != nil {
 			c.log.Warn("publishing the final status failed", "state", s, "err", perr)
@@ -581,8 +589,11 @@ func (c *Client) flush(ctx context.Context) error {
 }
 
 // Abort drops the connection without a DISCONNECT, as a power cut would:
-// the broker publishes the will and keeps the session; whatever the
-// client had not finished stays in bbolt. For tests and crash drills.
+// the broker publishes the will and keeps the session, and a command in
+// progress records nothing more (its ledger key stays reserved, and reads
+// indeterminate after the restart). It waits for the client's goroutines,
+// so a Device must return from Execute when its context ends. For tests
+// and crash drills.
 func (c *Client) Abort() {
 	c.mu.Lock()
 	c.aborted, c.closing = true, true
@@ -597,6 +608,25 @@ func (c *Client) Abort() {
 	c.stop()
 }
 
+func (c *Client) isAborted() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.aborted
+}
+
+// Unacked returns how many publications (replies, mostly) the broker has
+// not acknowledged yet; they are in bbolt and are sent again after a
+// reconnection, also after a restart.
+func (c *Client) Unacked() (int, error) {
+	ids, err := c.sessions.List()
+	return len(ids), err
+}
+
+// QueueDrained returns a channel closed once the outbound queue is empty:
+// every queued reply was handed to the MQTT session (written to the
+// broker, perhaps not yet acknowledged: see Unacked).
+func (c *Client) QueueDrained() <-chan struct{} { return c.queue.WaitForEmpty() }
+
 // stop ends the dispatcher and executor and waits for them.
 func (c *Client) stop() {
 	c.cancel()
@@ -606,15 +636,42 @@ func (c *Client) stop() {
 // Done returns a channel closed when the client has stopped.
 func (c *Client) Done() <-chan struct{} { return c.ctx.Done() }
 
-func waitCtx(ctx context.Context, wait func()) error {
-	done := make(chan struct{})
-	go func() { wait(); close(done) }()
+// WaitIdle waits until no command is in progress: every command taken
+// from the broker was answered and its outcome committed.
+func (c *Client) WaitIdle(ctx context.Context) error {
+	c.mu.Lock()
+	idle := c.idle
+	c.mu.Unlock()
 	select {
-	case <-done:
+	case <-idle:
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// beginLocked counts a command in progress.
+func (c *Client) beginLocked() {
+	if c.busy == 0 {
+		c.idle = make(chan struct{})
+	}
+	c.busy++
+}
+
+// end uncounts a command in progress.
+func (c *Client) end() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.busy--
+	if c.busy == 0 {
+		close(c.idle)
+	}
+}
+
+func closedChan() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
 }
 
 func newNonce() string {

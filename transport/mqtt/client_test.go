@@ -39,6 +39,8 @@ type harness struct {
 	name     string
 	cfgHooks []func(*mqtt.Config)
 	witness  *witness
+	// deviceURL, when set, is where the device connects (a Proxy).
+	deviceURL string
 }
 
 func newHarness(t testing.TB, b mqtttest.Broker) *harness {
@@ -67,8 +69,12 @@ func ctxT(t testing.TB) context.Context {
 // wake starts the device's client and waits until it is connected.
 func (h *harness) wake() {
 	h.t.Helper()
+	url := h.broker.URL()
+	if h.deviceURL != "" {
+		url = h.deviceURL
+	}
 	cfg := mqtt.Config{
-		Broker: h.broker.URL(), Name: h.name, Key: h.devKey, Operators: []did.DID{h.opKey.DID()},
+		Broker: url, Name: h.name, Key: h.devKey, Operators: []did.DID{h.opKey.DID()},
 		DB: h.state.DB, Replay: h.state.Replay, Ledger: h.state.Ledger, Device: h.dev,
 		Backoff: func(n int) time.Duration { return time.Duration(n) * 50 * time.Millisecond },
 		Clock:   h.clk, Logger: testLogger(h.t),

@@ -78,8 +78,11 @@ func DialOperator(ctx context.Context, cfg OperatorConfig) (*Operator, error) {
 		cfg.ClientID = "torporctl-" + newNonce()[:12]
 	}
 	o := &Operator{cfg: cfg, clock: clock.Or(cfg.Clock), watches: map[string]*watch{}}
-	var connErr error
-	var connMu sync.Mutex
+	var (
+		connErr   error
+		connMu    sync.Mutex
+		connected bool
+	)
 	cm, err := autopaho.NewConnection(context.WithoutCancel(ctx), autopaho.ClientConfig{
 		ServerUrls:                    []*url.URL{u},
 		TlsCfg:                        cfg.TLS,
@@ -87,6 +90,15 @@ func DialOperator(ctx context.Context, cfg OperatorConfig) (*Operator, error) {
 		CleanStartOnInitialConnection: true,
 		ConnectTimeout:                10 * time.Second,
 		ReconnectBackoff:              autopaho.NewConstantBackoff(time.Second),
+		OnConnectionUp: func(cm *autopaho.ConnectionManager, ca *paho.Connack) {
+			connMu.Lock()
+			again := connected
+			connected = true
+			connMu.Unlock()
+			if again && !ca.SessionPresent {
+				go o.resubscribe()
+			}
+		},
 		OnConnectError: func(err error) {
 			connMu.Lock()
 			connErr = err
@@ -147,8 +159,9 @@ func (o *Operator) received(pr paho.PublishReceived) (bool, error) {
 	return true, nil
 }
 
-// Watch subscribes to device's reply, status and event topics. Send calls
-// it; call it yourself to read statuses or events without sending.
+// Watch subscribes to device's reply, status and event topics (again after
+// every reconnection). Send calls it; call it yourself to read statuses or
+// events without sending.
 func (o *Operator) Watch(ctx context.Context, device string) error {
 	t := o.topics(device)
 	if err := t.Validate(); err != nil {
@@ -161,16 +174,49 @@ func (o *Operator) Watch(ctx context.Context, device string) error {
 	}
 	o.watches[device] = &watch{replies: make(chan Message, 256), status: make(chan Message, 16), events: make(chan Message, 256)}
 	o.mu.Unlock()
-	_, err := o.cm.Subscribe(ctx, &paho.Subscribe{Subscriptions: []paho.SubscribeOptions{
-		{Topic: t.Reply(), QoS: 1}, {Topic: t.Status(), QoS: 1}, {Topic: t.Event(), QoS: 1},
-	}})
-	if err != nil {
+	if err := o.subscribe(ctx, device); err != nil {
 		o.mu.Lock()
 		delete(o.watches, device)
 		o.mu.Unlock()
 		return fmt.Errorf("mqtt: subscribing to %s: %w", device, err)
 	}
 	return nil
+}
+
+// subscribe subscribes to device's topics. mochi refuses a SUBSCRIBE whose
+// packet identifier equals that of one of its own deliveries still in
+// flight (0x91; MQTT 5.0 Section 2.2.1 keeps the two independent), which a
+// retained status delivered a moment before can be: the delivery is
+// acknowledged at once, so trying again succeeds.
+func (o *Operator) subscribe(ctx context.Context, device string) error {
+	t := o.topics(device)
+	var err error
+	for range 5 {
+		var sa *paho.Suback
+		sa, err = o.cm.Subscribe(ctx, &paho.Subscribe{Subscriptions: []paho.SubscribeOptions{
+			{Topic: t.Reply(), QoS: 1}, {Topic: t.Status(), QoS: 1}, {Topic: t.Event(), QoS: 1},
+		}})
+		if err == nil || sa == nil || len(sa.Reasons) == 0 || sa.Reasons[0] != 0x91 {
+			return err
+		}
+	}
+	return err
+}
+
+// resubscribe restores the subscriptions after a reconnection that found
+// no session (the operator's sessions are not persistent).
+func (o *Operator) resubscribe() {
+	o.mu.Lock()
+	var devices []string
+	for d := range o.watches {
+		devices = append(devices, d)
+	}
+	o.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, d := range devices {
+		o.subscribe(ctx, d)
+	}
 }
 
 func (o *Operator) watch(device string) (*watch, error) {
@@ -211,12 +257,24 @@ func (o *Operator) Send(ctx context.Context, device string, spec CommandSpec, as
 	if err != nil {
 		return Sent{}, err
 	}
+	return o.PublishCommand(ctx, device, obj, asCBOR)
+}
+
+// PublishCommand publishes a command signed beforehand (SignCommand; for
+// example on a machine that never touches the network) as Send does.
+func (o *Operator) PublishCommand(ctx context.Context, device string, obj *governed.Object, asCBOR bool) (Sent, error) {
+	if err := o.Watch(ctx, device); err != nil {
+		return Sent{}, err
+	}
 	j, _ := obj.MarshalJSON()
 	payload, err := encodePayload(j, asCBOR)
 	if err != nil {
 		return Sent{}, err
 	}
-	exp, _ := obj.Expiry()
+	exp, ok := obj.Expiry()
+	if !ok {
+		exp = obj.IssuedAt.Add(DefaultMaxCommandTTL)
+	}
 	left := math.Ceil(exp.Sub(o.clock.Now()).Seconds())
 	if left < 1 {
 		return Sent{}, errors.New("mqtt: the command expires before it could be sent")

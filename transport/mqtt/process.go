@@ -226,7 +226,7 @@ func (c *Client) handle(p parsed) {
 		c.mu.Unlock()
 		return
 	}
-	c.busy.Add(1)
+	c.beginLocked()
 	key := c.key
 	c.mu.Unlock()
 	if p.rej != nil {
@@ -243,7 +243,7 @@ func (c *Client) handle(p parsed) {
 		// The store failed: leave the message unacknowledged so the broker
 		// delivers it again, and tell the operators.
 		c.log.Error("admitting a command failed", "err", err)
-		c.busy.Done()
+		c.end()
 		return
 	}
 	c.mu.Lock()
@@ -257,7 +257,7 @@ func (c *Client) handle(p parsed) {
 	select {
 	case c.jobs <- j:
 	case <-c.ctx.Done():
-		c.busy.Done()
+		c.end()
 	}
 }
 
@@ -274,7 +274,7 @@ func (c *Client) rejected(p parsed, r *rejection, key *did.PrivateKey) {
 		c.stats.Suppressed++
 		c.mu.Unlock()
 		ack(p.in)
-		c.busy.Done()
+		c.end()
 		return
 	}
 	reply := Reply{Device: key.DID().String(), Outcome: r.outcome, Reason: r.reason, Detail: r.detail}
@@ -288,7 +288,7 @@ func (c *Client) rejected(p parsed, r *rejection, key *did.PrivateKey) {
 		reply.Command = string(corr.CorrelationData)
 	}
 	go func() {
-		defer c.busy.Done()
+		defer c.end()
 		ctx, cancel := context.WithTimeout(c.ctx, 10*time.Second)
 		defer cancel()
 		if err := c.answerRejection(ctx, reply, key, p.cbor); err != nil {
@@ -346,8 +346,13 @@ func (c *Client) executeLoop() {
 // after a power cut either both are there or the key is still reserved
 // and so indeterminate), and only then acknowledges the command.
 func (c *Client) run(j job) {
-	defer c.busy.Done()
+	defer c.end()
 	res := c.cfg.Device.Execute(c.ctx, j.cmd)
+	if c.isAborted() {
+		// As after a power cut: nothing more is recorded; the ledger key
+		// stays reserved and reads indeterminate after the restart.
+		return
+	}
 	reply := c.replyFor(j, res)
 	o, err := signReply(j.key, c.clock.Now(), reply)
 	if err != nil {

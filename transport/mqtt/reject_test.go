@@ -1,0 +1,209 @@
+package mqtt_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/eclipse/paho.golang/autopaho"
+	"github.com/eclipse/paho.golang/paho"
+
+	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/governed"
+	"github.com/torpor-dev/torpor/transport/mqtt"
+	"github.com/torpor-dev/torpor/transport/mqtt/mqtttest"
+)
+
+// rawPublish publishes payload on topic as an anonymous client would (the
+// embedded broker lets anyone publish anything).
+func rawPublish(t testing.TB, broker, topic string, payload []byte, contentType string, corr []byte) {
+	t.Helper()
+	u, _ := url.Parse(broker)
+	ctx := ctxT(t)
+	cm, err := autopaho.NewConnection(ctx, autopaho.ClientConfig{ServerUrls: []*url.URL{u}, KeepAlive: 30,
+		CleanStartOnInitialConnection: true, ClientConfig: paho.ClientConfig{ClientID: "intruder"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cm.Disconnect(context.Background())
+	if err := cm.AwaitConnection(ctx); err != nil {
+		t.Fatal(err)
+	}
+	_, err = cm.Publish(ctx, &paho.Publish{Topic: topic, QoS: 1, Payload: payload,
+		Properties: &paho.PublishProperties{ContentType: contentType, CorrelationData: corr}})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestRejectedCommandsAreReported(t *testing.T) {
+	h := newHarness(t, mqtttest.StartEmbedded(t, nil))
+	h.wake()
+	op := h.operator()
+	stranger := mustKey(t)
+	dev := h.devKey.DID()
+
+	// A valid command first: it runs, and sets the operator's last
+	// sequence number to 1000.
+	ok := h.sendSpec(mqtt.CommandSpec{Device: dev, Seq: 1000, Op: mqtt.OpStatus}, false)
+	if r := h.reply(ok.Object.ID); r.Outcome != mqtt.OutcomeOK {
+		t.Fatalf("valid command: %+v", r)
+	}
+
+	sign := func(k *did.PrivateKey, spec mqtt.CommandSpec) *governed.Object {
+		t.Helper()
+		if spec.IssuedAt.IsZero() {
+			spec.IssuedAt = h.clk.Now()
+		}
+		if spec.Device.IsZero() {
+			spec.Device = dev
+		}
+		o, err := mqtt.SignCommand(k, spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return o
+	}
+	publish := func(o *governed.Object) string {
+		t.Helper()
+		if _, err := op.PublishCommand(ctxT(t), h.name, o, false); err != nil {
+			t.Fatal(err)
+		}
+		return o.ID
+	}
+	forged := func() string {
+		o := sign(h.opKey, mqtt.CommandSpec{Seq: 2000, Op: mqtt.OpReboot})
+		j, _ := o.MarshalJSON()
+		j = []byte(strings.Replace(string(j), `"op":"reboot"`, `"op":"status"`, 1))
+		rawPublish(t, h.broker.URL(), h.client.Topics().Command(), j, "", []byte(o.ID))
+		return o.ID
+	}
+	badOp := func() string {
+		o, err := governed.Sign(h.opKey, governed.Template{IssuedAt: h.clk.Now(), Semantic: governed.Semantic{Schema: mqtt.SchemaCommand},
+			Payload: map[string]any{"device": dev.String(), "seq": 3000, "op": "format-disk"}, Purpose: mqtt.PurposeCommand, TTL: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return publish(o)
+	}
+	tests := []struct {
+		name    string
+		send    func() string
+		outcome mqtt.Outcome
+		reason  string
+	}{
+		{"unknown key", func() string { return publish(sign(stranger, mqtt.CommandSpec{Seq: 5000, Op: mqtt.OpHalt})) },
+			mqtt.OutcomeRejected, mqtt.ReasonOperatorNotAllowed},
+		{"replayed", func() string { return publish(ok.Object) }, mqtt.OutcomeRejected, "replay"},
+		{"out of sequence", func() string { return publish(sign(h.opKey, mqtt.CommandSpec{Seq: 1000, Op: mqtt.OpHalt})) },
+			mqtt.OutcomeRejected, mqtt.ReasonOutOfSequence},
+		{"expired", func() string {
+			// The operator's client refuses to publish it; a broker that
+			// held it too long, or anyone, can.
+			o := sign(h.opKey, mqtt.CommandSpec{Seq: 6000, Op: mqtt.OpHalt, IssuedAt: h.clk.Now().Add(-2 * time.Hour), TTL: time.Hour})
+			j, _ := o.MarshalJSON()
+			rawPublish(t, h.broker.URL(), h.client.Topics().Command(), j, mqtt.ContentTypeJSON, []byte(o.ID))
+			return o.ID
+		}, mqtt.OutcomeRejected, "expired"},
+		{"wrong device", func() string { return publish(sign(h.opKey, mqtt.CommandSpec{Device: stranger.DID(), Seq: 7000, Op: mqtt.OpHalt})) },
+			mqtt.OutcomeRejected, mqtt.ReasonWrongDevice},
+		{"forged", forged, mqtt.OutcomeRejected, "signature-invalid"},
+		{"unknown op", badOp, mqtt.OutcomeRejected, mqtt.ReasonBadCommand},
+		{"too long a lifetime", func() string {
+			return publish(sign(h.opKey, mqtt.CommandSpec{Seq: 8000, Op: mqtt.OpHalt, TTL: 365 * 24 * time.Hour}))
+		}, mqtt.OutcomeRejected, mqtt.ReasonBadCommand},
+		{"content type", func() string {
+			rawPublish(t, h.broker.URL(), h.client.Topics().Command(), []byte("halt!"), "text/plain", []byte("cmd-text"))
+			return "cmd-text"
+		}, mqtt.OutcomeRejected, mqtt.ReasonUnsupportedContentType},
+		{"not JSON", func() string {
+			rawPublish(t, h.broker.URL(), h.client.Topics().Command(), []byte("{halt"), "", []byte("cmd-junk"))
+			return "cmd-junk"
+		}, mqtt.OutcomeRejected, "malformed"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			id := tt.send()
+			r := h.reply(id)
+			if r.Outcome != tt.outcome || r.Reason != tt.reason {
+				t.Errorf("reply = %+v, want %s (%s)", r, tt.outcome, tt.reason)
+			}
+			if r.Detail == "" {
+				t.Error("reply without detail")
+			}
+		})
+	}
+	if got := h.dev.Executed(); len(got) != 1 {
+		t.Errorf("the device executed %d commands, want only the valid one", len(got))
+	}
+	st := h.client.Stats()
+	if st.Accepted != 1 || st.Rejected[mqtt.ReasonOperatorNotAllowed] != 1 || st.Rejected["replay"] != 1 {
+		t.Errorf("stats = %+v", st)
+	}
+	// The rejections left no trace: the last accepted sequence number is
+	// still the valid command's.
+	if seq, err := mqtt.LastSeq(h.state.DB, h.opKey.DID()); err != nil || seq != 1000 {
+		t.Errorf("LastSeq = %d, %v; want 1000", seq, err)
+	}
+}
+
+func TestRejectionRateLimit(t *testing.T) {
+	h := newHarness(t, mqtttest.StartEmbedded(t, nil))
+	h.cfgHooks = append(h.cfgHooks, func(c *mqtt.Config) { c.RejectionsPerMinute = 2 })
+	h.wake()
+	op := h.operator()
+	stranger := mustKey(t)
+	var ids []string
+	for i := range 4 {
+		o, err := mqtt.SignCommand(stranger, mqtt.CommandSpec{Device: h.devKey.DID(), Seq: uint64(i + 1), Op: mqtt.OpStatus, IssuedAt: h.clk.Now()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := op.PublishCommand(ctxT(t), h.name, o, false); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, o.ID)
+	}
+	// Two answers, then silence until the minute passes.
+	for _, id := range ids[:2] {
+		h.reply(id)
+	}
+	// A valid command is never rate-limited; its answer arrives after the
+	// suppressed rejections were processed (commands run in order).
+	valid := h.send(mqtt.OpStatus, nil)
+	h.reply(valid.Object.ID)
+	if st := h.client.Stats(); st.Suppressed != 2 {
+		t.Errorf("Suppressed = %d, want 2", st.Suppressed)
+	}
+	h.clk.Advance(time.Minute)
+	o, _ := mqtt.SignCommand(stranger, mqtt.CommandSpec{Device: h.devKey.DID(), Seq: 9, Op: mqtt.OpStatus, IssuedAt: h.clk.Now()})
+	if _, err := op.PublishCommand(ctxT(t), h.name, o, false); err != nil {
+		t.Fatal(err)
+	}
+	if r := h.reply(o.ID); r.Reason != mqtt.ReasonOperatorNotAllowed {
+		t.Errorf("after a minute, reply = %+v", r)
+	}
+}
+
+func TestCBORCommandGetsCBORReply(t *testing.T) {
+	h := newHarness(t, mqtttest.StartEmbedded(t, nil))
+	h.wake()
+	h.lastSeq = mqtt.NextSeq(h.lastSeq, h.clk.Now())
+	s := h.sendSpec(mqtt.CommandSpec{Device: h.devKey.DID(), Seq: h.lastSeq, Op: mqtt.OpConfigGet,
+		Args: &mqtt.ConfigArgs{Key: "mode"}}, true)
+	r := h.reply(s.Object.ID)
+	if r.Outcome != mqtt.OutcomeOK || r.Op != mqtt.OpConfigGet {
+		t.Fatalf("reply = %+v", r)
+	}
+	var res map[string]any
+	if err := json.Unmarshal(r.Result, &res); err != nil || res["op"] != mqtt.OpConfigGet {
+		t.Errorf("result = %s, %v", r.Result, err)
+	}
+	got := h.dev.Executed()
+	if len(got) != 1 || got[0].Args.(*mqtt.ConfigArgs).Key != "mode" {
+		t.Errorf("executed %+v", got)
+	}
+}
