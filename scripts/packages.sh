@@ -15,6 +15,7 @@
 #
 # Environment: OUT (default bin/packages) is where the .deb files go;
 # VERSION overrides the version derived from git describe.
+# `scripts/packages.sh --version` prints the version and builds nothing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CGO_ENABLED=0 GOOS=linux
@@ -47,6 +48,10 @@ version() {
 }
 
 VERSION=$(version)
+if [ "${1:-}" = --version ]; then
+	echo "$VERSION"
+	exit 0
+fi
 SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct)}
 export VERSION SOURCE_DATE_EPOCH
 
