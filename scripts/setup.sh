@@ -12,6 +12,7 @@ sudo_() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 declare -A need=(
   [node]=nodejs [npm]=npm
   [qemu-arm-static]=qemu-user-static [qemu-system-aarch64]=qemu-system-arm [dtc]=device-tree-compiler
+  [systemd-analyze]=systemd
 )
 missing=()
 for cmd in "${!need[@]}"; do
