@@ -181,7 +181,9 @@ func (b *Built) handler(h Handler, clk clock.Clock) (deliver.Route, error) {
 		if h.Unix.Socket == "" {
 			return rt, errors.New("unix needs a socket")
 		}
-		rt.Handler = deliver.NewUnix(h.Unix.Socket, h.Unix.Path, clk)
+		u := deliver.NewUnix(h.Unix.Socket, h.Unix.Path, clk)
+		u.Timeout = time.Duration(h.Unix.Timeout)
+		rt.Handler = u
 		rt.Name = or(rt.Name, "unix:"+h.Unix.Socket)
 	}
 	if h.MQTT != nil {

@@ -106,8 +106,9 @@ type ExecHandler struct {
 
 // UnixHandler posts each object to a Unix socket (runtime/deliver.Unix).
 type UnixHandler struct {
-	Socket string `json:"socket"`
-	Path   string `json:"path,omitempty"`
+	Socket  string   `json:"socket"`
+	Path    string   `json:"path,omitempty"`
+	Timeout Duration `json:"timeout,omitempty"`
 }
 
 // MQTTHandler publishes each object (runtime/deliver.MQTT).

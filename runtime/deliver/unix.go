@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"syscall"
+	"time"
 
 	"github.com/torpor-dev/torpor/clock"
 )
@@ -24,8 +25,10 @@ type Unix struct {
 	Socket string
 	// Path is the HTTP request path; empty means "/".
 	Path string
-	// Clock measures durations. Nil means clock.Real.
-	Clock clock.Clock
+	// Timeout bounds one hand-off; zero means one minute. Clock measures
+	// it and the durations; nil means clock.Real.
+	Timeout time.Duration
+	Clock   clock.Clock
 
 	client *http.Client
 }
@@ -54,6 +57,8 @@ func (u *Unix) Deliver(ctx context.Context, d Delivery) (Outcome, error) {
 	}
 	c := clock.Or(u.Clock)
 	start := c.Now()
+	ctx, cancel := clockTimeout(ctx, c, u.Timeout)
+	defer cancel()
 	path := u.Path
 	if path == "" {
 		path = "/"
@@ -98,4 +103,27 @@ func notConnected(err error) bool {
 		return true
 	}
 	return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ENOENT)
+}
+
+// clockTimeout is context.WithTimeout on c (zero d: one minute), with
+// cause errTimeout.
+func clockTimeout(ctx context.Context, c clock.Clock, d time.Duration) (context.Context, context.CancelFunc) {
+	if d == 0 {
+		d = time.Minute
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	t := c.NewTimer(d)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-t.C():
+			cancel(errTimeout)
+		case <-done:
+		}
+	}()
+	return ctx, func() {
+		t.Stop()
+		close(done)
+		cancel(context.Canceled)
+	}
 }

@@ -1,0 +1,651 @@
+package runtime
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/governed"
+	"github.com/torpor-dev/torpor/runtime/gate"
+	"github.com/torpor-dev/torpor/store/ledger"
+	"github.com/torpor-dev/torpor/transport/mqtt"
+	"github.com/torpor-dev/torpor/wake"
+)
+
+// CommandsConfig configures operators' commands over MQTT (see Commands).
+type CommandsConfig struct {
+	// Broker is the MQTT 5 broker URL (mqtt://host:port, mqtts://...).
+	// Required.
+	Broker string
+	TLS    *tls.Config
+	// Prefix is the topic prefix; empty means mqtt.DefaultPrefix.
+	Prefix string
+	// Name is the device's topic level and MQTT client id; empty means
+	// the agent's DID. Keep it stable: the broker keeps the session
+	// (and the commands sent while the device sleeps) under it.
+	Name string
+	// Operators are the DIDs whose commands the agent accepts. Required:
+	// without one, nobody could command the device.
+	Operators []did.DID
+	// SessionExpiry is how long the broker keeps the session while the
+	// device sleeps; zero means mqtt.DefaultSessionExpiry. It must exceed
+	// the longest sleep.
+	SessionExpiry time.Duration
+	// RotateKey installs next as the agent's identity (key file, MLS
+	// credentials, the relay's registration), given the handover the old
+	// key signed. Nil makes rotate-keys unsupported.
+	RotateKey func(ctx context.Context, next *did.PrivateKey, handover []byte) error
+	// Reboot restarts the device (or the agent's process). Nil makes
+	// reboot unsupported.
+	Reboot func() error
+	// FlushTimeout bounds, on the agent's clock, the clean end of the MQTT
+	// session before the agent sleeps; zero means 10 seconds.
+	FlushTimeout time.Duration
+	// Logger receives the MQTT client's logs; nil discards them.
+	Logger *slog.Logger
+}
+
+// Commands carries out operators' signed commands on an Agent and keeps its
+// MQTT session (package transport/mqtt) in step with the duty cycle: the
+// client connects when a wake begins and ends its session cleanly, with
+// status asleep and the next wake, when the wake ends; commands sent
+// meanwhile wait in the broker session for the next wake. It implements
+// mqtt.Device and mqtt.StatusReporter.
+//
+// Wire it into the agent's hooks (Config.OnPhase and Config.OnWake) and
+// close it after Run:
+//
+//	var cmds *runtime.Commands
+//	cfg.OnPhase = func(p runtime.Phase) { cmds.OnPhase(p) }
+//	cfg.OnWake = func(r runtime.WakeReport) { cmds.OnWake(r) }
+//	a, _ := runtime.New(cfg)
+//	cmds, _ = runtime.NewCommands(a, ccfg)
+//	a.Run(ctx)
+//	cmds.Close(context.Background())
+type Commands struct {
+	a   *Agent
+	cfg CommandsConfig
+	log *slog.Logger
+
+	mu sync.Mutex
+	// mu guards all following fields.
+	client *mqtt.Client
+	key    *did.PrivateKey // the identity the client signs with (rotate-keys changes it)
+	closed bool
+}
+
+var _ mqtt.StatusReporter = (*Commands)(nil)
+
+// NewCommands checks cfg and returns the commands of agent a. It does not
+// connect: the first wake does.
+func NewCommands(a *Agent, cfg CommandsConfig) (*Commands, error) {
+	if cfg.Broker == "" {
+		return nil, errors.New("runtime: commands need an MQTT broker URL")
+	}
+	if len(cfg.Operators) == 0 {
+		return nil, errors.New("runtime: commands need at least one operator DID")
+	}
+	if cfg.Name == "" {
+		cfg.Name = a.cfg.Key.DID().String()
+	}
+	if err := (mqtt.Topics{Prefix: cfg.Prefix, Device: cfg.Name}).Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.FlushTimeout == 0 {
+		cfg.FlushTimeout = 10 * time.Second
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Commands{a: a, cfg: cfg, log: log.With("component", "commands"), key: a.cfg.Key}, nil
+}
+
+// OnPhase starts the MQTT client when a wake begins (at the first phase
+// that completes). It does not block. Chain it into Config.OnPhase.
+func (c *Commands) OnPhase(p Phase) {
+	if c == nil || p.Name == PhaseAnnounce || p.Name == PhaseArm {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.client != nil || c.closed {
+		return
+	}
+	pipe := c.a.Pipeline()
+	if pipe == nil {
+		return
+	}
+	cl, err := mqtt.Start(mqtt.Config{
+		Broker: c.cfg.Broker, TLS: c.cfg.TLS, Prefix: c.cfg.Prefix, Name: c.cfg.Name, Key: c.key,
+		Operators: c.cfg.Operators, DB: pipe.DB, Replay: pipe.Replay, Ledger: pipe.Ledger, Device: c,
+		SessionExpiry: c.cfg.SessionExpiry, Clock: c.a.cfg.Clock, Logger: c.cfg.Logger,
+	})
+	if err != nil {
+		c.log.Error("starting the MQTT client", "err", err)
+		return
+	}
+	c.client = cl
+}
+
+// OnWake ends the MQTT session cleanly at the end of a wake: status
+// asleep with the next wake, every reply acknowledged, a normal
+// DISCONNECT (so the will is not published). It blocks for at most
+// FlushTimeout on the agent's clock, before the agent arms its wake
+// source. Chain it into Config.OnWake.
+func (c *Commands) OnWake(r WakeReport) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	cl := c.client
+	c.client = nil
+	c.mu.Unlock()
+	if cl == nil {
+		return
+	}
+	ctx, cancel := clockTimeout(context.Background(), c.a.clock, c.cfg.FlushTimeout)
+	defer cancel()
+	if err := cl.Sleep(ctx, r.NextWake); err != nil {
+		c.log.Warn("ending the MQTT session before sleep", "err", err)
+	}
+}
+
+// Close ends the MQTT session with status offline, for a shutdown.
+func (c *Commands) Close(ctx context.Context) error {
+	c.mu.Lock()
+	cl := c.client
+	c.client, c.closed = nil, true
+	c.mu.Unlock()
+	if cl == nil {
+		return nil
+	}
+	return cl.Close(ctx)
+}
+
+// Client returns the MQTT client of the current wake, nil while asleep.
+func (c *Commands) Client() *mqtt.Client {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.client
+}
+
+// Status implements mqtt.StatusReporter: mode, window, next wake, halt,
+// held actions and indeterminate keys.
+func (c *Commands) Status() mqtt.Status {
+	a := c.a
+	m, sched := a.Mode()
+	st := mqtt.Status{Mode: string(m), Window: &mqtt.Window{Minute: a.window.Minute,
+		LengthSec: int64(a.windowLength() / time.Second), OffsetSec: int64(a.window.Offset / time.Second)}}
+	a.mu.Lock()
+	var next time.Time
+	if a.cur != nil {
+		next = a.cur.next
+	}
+	a.mu.Unlock()
+	if next.IsZero() && m == wake.Sleep && !sched.IsZero() {
+		next = sched
+	}
+	if !next.IsZero() {
+		n := next.UTC()
+		st.NextWake = &n
+	}
+	if p := a.Pipeline(); p != nil {
+		p.DB.View(func(tx *bolt.Tx) error {
+			h, err := p.Gate.HaltState(tx)
+			st.Halted = err == nil && h.Halted
+			if hs, err := p.Gate.Holds(tx); err == nil {
+				st.Held = len(hs)
+			}
+			p.Ledger.List(tx, func(e ledger.Entry) bool {
+				if e.State == ledger.Indeterminate {
+					st.Indeterminate++
+				}
+				return true
+			})
+			return nil
+		})
+	}
+	return st
+}
+
+// Execute implements mqtt.Device.
+func (c *Commands) Execute(ctx context.Context, cmd mqtt.Command) mqtt.Result {
+	p := c.a.Pipeline()
+	if p == nil {
+		return mqtt.Failed("stopping", "the agent is stopping")
+	}
+	note := fmt.Sprintf("%s (MQTT command %s)", cmd.Operator, cmd.ID)
+	switch cmd.Op {
+	case mqtt.OpStatus:
+		return c.status(p)
+	case mqtt.OpSetMode:
+		return c.setMode(cmd.Args.(*mqtt.SetModeArgs))
+	case mqtt.OpWakeNow:
+		return c.wakeNow(cmd.Args.(*mqtt.WakeNowArgs))
+	case mqtt.OpDrain:
+		return c.drain()
+	case mqtt.OpRotateKeys:
+		return c.rotateKeys(ctx)
+	case mqtt.OpRefillKeyPackages:
+		return c.refill(ctx, cmd.Args.(*mqtt.RefillArgs))
+	case mqtt.OpConfirm:
+		return c.confirm(ctx, p, cmd.Args.(*mqtt.HoldArgs).Hold)
+	case mqtt.OpDeny:
+		return c.deny(p, cmd.Args.(*mqtt.HoldArgs).Hold)
+	case mqtt.OpReconcile:
+		return c.reconcile(p, cmd.Args.(*mqtt.ReconcileArgs), note)
+	case mqtt.OpHalt:
+		return c.halt(cmd.Args.(*mqtt.NoteArgs), note)
+	case mqtt.OpResume:
+		return c.resume(ctx, cmd.Args.(*mqtt.NoteArgs), note)
+	case mqtt.OpConfigGet:
+		return c.configGet(cmd.Args.(*mqtt.ConfigArgs).Key)
+	case mqtt.OpConfigSet:
+		a := cmd.Args.(*mqtt.ConfigArgs)
+		return c.configSet(a.Key, *a.Value)
+	case mqtt.OpReboot:
+		return c.reboot(cmd.Args.(*mqtt.RebootArgs))
+	}
+	return mqtt.Failed(mqtt.ReasonUnsupported, "operation %q is not implemented by this agent", cmd.Op)
+}
+
+// statusReport is the result of the status command.
+type statusReport struct {
+	Status   mqtt.Status      `json:"status"`
+	LastWake *WakeReport      `json:"lastWake,omitempty"`
+	Policy   *gate.Policy     `json:"policy,omitempty"`
+	Holds    []heldSummary    `json:"holds,omitempty"`
+	Ledger   map[string]int   `json:"ledger"`
+	Halt     *gate.HaltState  `json:"halt,omitempty"`
+	Keys     []indeterminateK `json:"indeterminate,omitempty"`
+}
+
+type heldSummary struct {
+	Key     string    `json:"key"`
+	Purpose string    `json:"purpose"`
+	Reason  string    `json:"reason"`
+	HeldAt  time.Time `json:"heldAt"`
+	Expires time.Time `json:"expires,omitzero"`
+}
+
+type indeterminateK struct {
+	Key      string    `json:"key"`
+	Action   string    `json:"action,omitempty"`
+	Reserved time.Time `json:"reservedAt"`
+	EffectID string    `json:"effectId,omitempty"`
+}
+
+// maxListed caps the holds and keys a status lists.
+const maxListed = 50
+
+func (c *Commands) status(p *Pipeline) mqtt.Result {
+	r := statusReport{Status: c.Status(), Ledger: map[string]int{}}
+	err := p.DB.View(func(tx *bolt.Tx) error {
+		if w, ok, err := LastWake(tx); err != nil {
+			return err
+		} else if ok {
+			r.LastWake = &w
+		}
+		if pol, ok, err := p.Gate.Policy(tx); err != nil {
+			return err
+		} else if ok {
+			r.Policy = &pol
+		}
+		h, err := p.Gate.HaltState(tx)
+		if err != nil {
+			return err
+		}
+		if h.Halted || !h.Since.IsZero() {
+			r.Halt = &h
+		}
+		hs, err := p.Gate.Holds(tx)
+		if err != nil {
+			return err
+		}
+		for _, h := range hs[:min(len(hs), maxListed)] {
+			r.Holds = append(r.Holds, heldSummary{Key: h.Action.LedgerKey(), Purpose: h.Action.Purpose,
+				Reason: h.Reason, HeldAt: h.HeldAt, Expires: h.Action.Expires})
+		}
+		return p.Ledger.List(tx, func(e ledger.Entry) bool {
+			r.Ledger[e.State.String()]++
+			if e.State == ledger.Indeterminate && len(r.Keys) < maxListed {
+				r.Keys = append(r.Keys, indeterminateK{Key: e.Key, Action: e.Action, Reserved: e.ReservedAt, EffectID: e.EffectID})
+			}
+			return true
+		})
+	})
+	if err != nil {
+		return mqtt.Failed("store", "reading the agent's state: %v", err)
+	}
+	return mqtt.OK(r)
+}
+
+func (c *Commands) setMode(args *mqtt.SetModeArgs) mqtt.Result {
+	m, err := wake.ParseMode(args.Mode)
+	if err != nil {
+		return mqtt.Failed("bad-mode", "%v", err)
+	}
+	w := c.a.window
+	if args.WindowSec != nil && time.Duration(*args.WindowSec)*time.Second != c.a.windowLength() ||
+		args.OffsetSec != nil && time.Duration(*args.OffsetSec)*time.Second != w.Offset {
+		return mqtt.Failed(mqtt.ReasonUnsupported,
+			"the window (length %v, offset %v) comes from the agent's configuration and cannot change at runtime yet; mode unchanged",
+			c.a.windowLength(), w.Offset)
+	}
+	var sched time.Time
+	if args.WakeAt != nil {
+		sched = args.WakeAt.UTC()
+	}
+	if err := c.a.SetMode(m, sched); err != nil {
+		return mqtt.Failed("store", "%v", err)
+	}
+	res := map[string]any{"mode": m, "window": mqtt.Window{Minute: w.Minute, LengthSec: int64(c.a.windowLength() / time.Second),
+		OffsetSec: int64(w.Offset / time.Second)}}
+	if !sched.IsZero() {
+		res["wakeAt"] = sched
+	}
+	return mqtt.OK(res)
+}
+
+// wakeNow: the agent hears commands only while awake, so wake-now finds
+// it awake; what it can do depends on the mode. In sleep mode (woken by
+// an event source or an operator's scheduled wake) it schedules a wake
+// now, which opens a fresh window of the configured length; in the other
+// modes the agent is already awake for as long as the mode allows.
+func (c *Commands) wakeNow(args *mqtt.WakeNowArgs) mqtt.Result {
+	now := c.a.clock.Now()
+	m, _ := c.a.Mode()
+	switch m {
+	case wake.AlwaysOn, wake.Session:
+		return mqtt.Result{Outcome: mqtt.OutcomeOK, Detail: "always awake in mode " + string(m), Data: map[string]any{"awake": true}}
+	case wake.HourlyWake:
+		_, end := c.a.window.Next(now)
+		return mqtt.Result{Outcome: mqtt.OutcomeOK, Detail: "awake in its hourly window; the window cannot be extended at runtime",
+			Data: map[string]any{"awake": true, "until": end.UTC()}}
+	}
+	if args.ForSec != 0 && time.Duration(args.ForSec)*time.Second != c.a.windowLength() {
+		return mqtt.Failed(mqtt.ReasonUnsupported, "a wake lasts the configured window length (%v); forSec cannot change it", c.a.windowLength())
+	}
+	if err := c.a.SetMode(wake.Sleep, now); err != nil {
+		return mqtt.Failed("store", "%v", err)
+	}
+	return mqtt.OK(map[string]any{"awake": true, "until": now.Add(c.a.windowLength()).UTC()})
+}
+
+// drain: while the agent is awake it drains at the wake's start and
+// whenever the relay reports a record queued, so there is nothing to
+// start; the answer is what this wake drained so far.
+func (c *Commands) drain() mqtt.Result {
+	c.a.mu.Lock()
+	w := c.a.cur
+	c.a.mu.Unlock()
+	if w == nil {
+		return mqtt.Failed("asleep", "no wake in progress")
+	}
+	w.mu.Lock()
+	rep := w.rep.Drain
+	w.mu.Unlock()
+	return mqtt.Result{Outcome: mqtt.OutcomeOK, Detail: "the queue drains continuously while the agent is awake; this wake so far",
+		Data: map[string]any{"records": rep.Records, "accepted": rep.Accepted, "delivered": rep.Delivered, "held": rep.Held,
+			"rejected": rep.Rejected, "deferred": rep.Deferred}}
+}
+
+func (c *Commands) rotateKeys(ctx context.Context) mqtt.Result {
+	if c.cfg.RotateKey == nil {
+		return mqtt.Failed(mqtt.ReasonUnsupported, "this agent has no key rotation configured")
+	}
+	c.mu.Lock()
+	old := c.key
+	c.mu.Unlock()
+	next, err := did.Generate(nil)
+	if err != nil {
+		return mqtt.Failed("keygen", "%v", err)
+	}
+	h, err := signHandover(old, next.DID(), c.cfg.Name, c.a.clock.Now())
+	if err != nil {
+		return mqtt.Failed("handover", "%v", err)
+	}
+	if err := c.cfg.RotateKey(ctx, next, h); err != nil {
+		return mqtt.Failed("rotate", "installing the new key: %v; the old key stays in use", err)
+	}
+	c.mu.Lock()
+	c.key = next
+	cl := c.client
+	c.mu.Unlock()
+	if cl != nil {
+		cl.SetKey(next)
+	}
+	return mqtt.OK(map[string]any{"old": old.DID(), "new": next.DID(), "handover": json.RawMessage(h)})
+}
+
+// Handover objects: the old identity announces its successor.
+const (
+	PurposeKeyHandover = "torpor:key-handover"
+	SchemaKeyHandover  = "https://torpor.dev/schemas/key-handover/v1"
+)
+
+// signHandover signs, with the old key, a Governed Object naming the new
+// DID as the device's identity from now on.
+func signHandover(old *did.PrivateKey, next did.DID, device string, now time.Time) ([]byte, error) {
+	o, err := governed.Sign(old, governed.Template{
+		IssuedAt: now,
+		Semantic: governed.Semantic{Schema: SchemaKeyHandover},
+		Payload:  map[string]string{"old": old.DID().String(), "new": next.String(), "device": device},
+		Purpose:  PurposeKeyHandover,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return o.MarshalJSON()
+}
+
+// refill makes the KeyPackage pool whole. The new public halves reach the
+// relay with the next state the agent publishes, at its next wake.
+func (c *Commands) refill(ctx context.Context, args *mqtt.RefillArgs) mqtt.Result {
+	if c.a.cfg.KeyPackages == nil {
+		return mqtt.Failed(mqtt.ReasonUnsupported, "this agent has no MLS KeyPackage pool")
+	}
+	target := args.Count
+	if target == 0 {
+		target = c.a.cfg.kpTarget()
+	}
+	kps, err := c.a.cfg.KeyPackages.Refill(ctx, target)
+	if err != nil {
+		return mqtt.Failed("refill", "%v", err)
+	}
+	return mqtt.Result{Outcome: mqtt.OutcomeOK, Detail: "the unpublished KeyPackages go to the relay with the state published at the next wake",
+		Data: map[string]any{"unpublished": len(kps)}}
+}
+
+func (c *Commands) confirm(ctx context.Context, p *Pipeline, key string) mqtt.Result {
+	rep, err := p.Drainer.Confirm(ctx, key)
+	if err != nil {
+		return holdFailure(err)
+	}
+	res := map[string]any{"key": key, "delivered": rep.Delivered}
+	p.DB.View(func(tx *bolt.Tx) error {
+		if e, err := p.Ledger.Get(tx, key); err == nil {
+			res["ledger"] = e.State.String()
+		}
+		return nil
+	})
+	return mqtt.OK(res)
+}
+
+func (c *Commands) deny(p *Pipeline, key string) mqtt.Result {
+	var h gate.Held
+	err := p.DB.Update(func(tx *bolt.Tx) error {
+		var err error
+		h, err = p.Gate.Deny(tx, key)
+		return err
+	})
+	if err != nil {
+		return holdFailure(err)
+	}
+	return mqtt.OK(map[string]any{"key": key, "purpose": h.Action.Purpose, "denied": true})
+}
+
+func holdFailure(err error) mqtt.Result {
+	var ke *ledger.KeyError
+	switch {
+	case errors.Is(err, gate.ErrNoHold):
+		return mqtt.Failed("no-hold", "%v", err)
+	case errors.Is(err, gate.ErrExpired):
+		return mqtt.Failed("expired", "%v", err)
+	case errors.As(err, &ke):
+		return mqtt.Failed("ledger-"+ke.Entry.State.String(), "%v", err)
+	}
+	return mqtt.Failed("store", "%v", err)
+}
+
+func (c *Commands) reconcile(p *Pipeline, args *mqtt.ReconcileArgs, by string) mqtt.Result {
+	note := strings.TrimSpace(args.Note + " — reconciled by " + by)
+	res := ledger.Resolution{Happened: args.Happened, Receipt: []byte(args.Receipt), EffectID: args.EffectID, Note: note}
+	var e ledger.Entry
+	err := p.DB.Update(func(tx *bolt.Tx) error {
+		if err := p.Ledger.Reconcile(tx, args.Key, res); err != nil {
+			return err
+		}
+		var err error
+		e, err = p.Ledger.Get(tx, args.Key)
+		return err
+	})
+	switch {
+	case errors.Is(err, ledger.ErrNotFound):
+		return mqtt.Failed("no-key", "%v", err)
+	case errors.Is(err, ledger.ErrInFlight):
+		return mqtt.Failed("in-flight", "%v", err)
+	case errors.Is(err, ledger.ErrNotReserved):
+		return mqtt.Failed("not-indeterminate", "%v", err)
+	case err != nil:
+		return mqtt.Failed("store", "%v", err)
+	}
+	return mqtt.OK(map[string]any{"key": e.Key, "state": e.State.String(), "effectId": e.EffectID})
+}
+
+func (c *Commands) halt(args *mqtt.NoteArgs, by string) mqtt.Result {
+	if err := c.a.Halt(strings.TrimSpace(args.Note + " — " + by)); err != nil {
+		return mqtt.Failed("store", "%v", err)
+	}
+	return mqtt.OK(map[string]any{"halted": true})
+}
+
+func (c *Commands) resume(ctx context.Context, args *mqtt.NoteArgs, by string) mqtt.Result {
+	n, err := c.a.Resume(ctx, strings.TrimSpace(args.Note+" — "+by))
+	if err != nil {
+		return mqtt.Failed("store", "%v", err)
+	}
+	return mqtt.OK(map[string]any{"halted": false, "ran": n})
+}
+
+// configKeys are the settings config-get reads; configSettable those
+// config-set may change at runtime (the rest come from the configuration
+// file and need a restart).
+var configKeys = []string{"mode", "wakeAt", "window", "owner", "purposes", "consequential", "relay", "name", "operators", "prefix"}
+
+func (c *Commands) configValue(key string) (any, bool) {
+	a := c.a
+	m, sched := a.Mode()
+	switch key {
+	case "mode":
+		return m, true
+	case "wakeAt":
+		if sched.IsZero() {
+			return "", true
+		}
+		return sched.UTC(), true
+	case "window":
+		return mqtt.Window{Minute: a.window.Minute, LengthSec: int64(a.windowLength() / time.Second), OffsetSec: int64(a.window.Offset / time.Second)}, true
+	case "owner":
+		if a.cfg.Owner.IsZero() {
+			return "", true
+		}
+		return a.cfg.Owner, true
+	case "purposes":
+		return a.cfg.Purposes, true
+	case "consequential":
+		return a.cfg.Consequential, true
+	case "relay":
+		return a.cfg.RelayURL, true
+	case "name":
+		return c.cfg.Name, true
+	case "operators":
+		return c.cfg.Operators, true
+	case "prefix":
+		if c.cfg.Prefix == "" {
+			return mqtt.DefaultPrefix, true
+		}
+		return c.cfg.Prefix, true
+	}
+	return nil, false
+}
+
+func (c *Commands) configGet(key string) mqtt.Result {
+	v, ok := c.configValue(key)
+	if !ok {
+		return mqtt.Failed("unknown-key", "no setting %q (known: %s)", key, strings.Join(configKeys, ", "))
+	}
+	return mqtt.OK(map[string]any{"key": key, "value": v})
+}
+
+func (c *Commands) configSet(key, value string) mqtt.Result {
+	switch key {
+	case "mode":
+		_, sched := c.a.Mode()
+		m, err := wake.ParseMode(value)
+		if err != nil {
+			return mqtt.Failed("bad-value", "%v", err)
+		}
+		if m != wake.Sleep {
+			sched = time.Time{}
+		}
+		return c.setModeTo(m, sched, key)
+	case "wakeAt":
+		var t time.Time
+		if value != "" {
+			var err error
+			if t, err = time.Parse(time.RFC3339, value); err != nil {
+				return mqtt.Failed("bad-value", "wakeAt wants an RFC 3339 time or \"\": %v", err)
+			}
+		}
+		return c.setModeTo(wake.Sleep, t, key)
+	}
+	if _, ok := c.configValue(key); ok {
+		return mqtt.Failed("read-only", "%s comes from the agent's configuration file; change it there and restart the agent", key)
+	}
+	return mqtt.Failed("unknown-key", "no setting %q (known: %s)", key, strings.Join(configKeys, ", "))
+}
+
+func (c *Commands) setModeTo(m wake.Mode, sched time.Time, key string) mqtt.Result {
+	if err := c.a.SetMode(m, sched); err != nil {
+		return mqtt.Failed("store", "%v", err)
+	}
+	v, _ := c.configValue(key)
+	return mqtt.OK(map[string]any{"key": key, "value": v})
+}
+
+// reboot answers first and reboots after the reply was acknowledged and
+// the delay passed, so the operator learns that the command was taken.
+func (c *Commands) reboot(args *mqtt.RebootArgs) mqtt.Result {
+	if c.cfg.Reboot == nil {
+		return mqtt.Failed(mqtt.ReasonUnsupported, "this agent has no reboot configured")
+	}
+	delay := time.Duration(args.DelaySec) * time.Second
+	return mqtt.Result{Outcome: mqtt.OutcomeOK, Data: map[string]any{"rebootIn": delay.String()}, After: func() {
+		t := c.a.clock.NewTimer(delay)
+		<-t.C()
+		if err := c.cfg.Reboot(); err != nil {
+			c.log.Error("reboot failed", "err", err)
+		}
+	}}
+}
