@@ -1,0 +1,73 @@
+package conffile
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/runtime/drain"
+	"github.com/torpor-dev/torpor/wake"
+)
+
+func TestLoadAbsentVersusInvalid(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := Load(filepath.Join(dir, "none.json")); !errors.Is(err, ErrNoConfig) {
+		t.Fatalf("Load(missing) = %v, want ErrNoConfig", err)
+	}
+	tests := []struct{ name, body string }{
+		{"syntax", `{"version": 1,`},
+		{"no version", `{}`},
+		{"version 2", `{"version": 2}`},
+		{"unknown member", `{"version": 1, "purpose": []}`},
+		{"bad duration", `{"version": 1, "window": {"length": 5}}`},
+	}
+	for _, tt := range tests {
+		p := filepath.Join(dir, tt.name+".json")
+		os.WriteFile(p, []byte(tt.body), 0o600)
+		_, err := Load(p)
+		if err == nil || errors.Is(err, ErrNoConfig) {
+			t.Errorf("Load(%s) = %v, want an invalid-file error", tt.name, err)
+		}
+	}
+}
+
+func TestBuild(t *testing.T) {
+	dir := t.TempDir()
+	k, _ := did.NewKeyFromSeed(make([]byte, 32))
+	keyFile := filepath.Join(dir, "agent.key")
+	if err := did.SaveKey(keyFile, k, false); err != nil {
+		t.Fatal(err)
+	}
+	f, err := Parse([]byte(`{"version": 1, "key": "`+keyFile+`", "dataDir": "`+dir+`", "relay": "http://r",
+		"mode": "sleep", "window": {"length": "10m", "offset": "-30s"}, "scheduledWake": "2026-01-15T15:00:00Z",
+		"purposes": ["comms:*"], "notify": "at-least-once", "timeScale": 60,
+		"handlers": [{"purpose": "comms:*", "exec": {"path": "/bin/true"}},
+		             {"purpose": "x:*", "unix": {"socket": "/run/x.sock", "timeout": "5s"}}]}`), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := f.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	c := b.Config
+	switch {
+	case c.Key.DID() != k.DID(), c.Mode != wake.Sleep, c.WindowLength != 10*time.Minute, c.WindowOffset != -30*time.Second:
+		t.Errorf("config %+v", c)
+	case !c.ScheduledWake.Equal(time.Date(2026, 1, 15, 15, 0, 0, 0, time.UTC)), c.Notify != drain.AtLeastOnce:
+		t.Errorf("schedule/notify %+v", c)
+	case len(c.Routes) != 2 || c.Routes[0].Name != "exec:/bin/true" || c.Routes[1].Name != "unix:/run/x.sock":
+		t.Errorf("routes %+v", c.Routes)
+	case !c.Consequential.Match("action:pay"):
+		t.Errorf("consequential default %v, want action:*", c.Consequential)
+	case c.OpenMLS == nil:
+		t.Error("no MLS sessions")
+	}
+	if _, ok := c.Clock.(interface{ Factor() float64 }); !ok {
+		t.Errorf("clock %T, want a scaled clock for timeScale 60", c.Clock)
+	}
+}
