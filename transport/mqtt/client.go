@@ -529,8 +529,8 @@ func (c *Client) PublishEvent(ctx context.Context, e Event) error {
 	return err
 }
 
-// Sleep ends the session cleanly before the device sleeps: it stops taking
-// new commands (they wait in the broker session for the next wake), waits
+// Sleep ends the session cleanly before the device sleeps: it waits for
+// the connection if it is not up yet, stops taking new commands (they wait in the broker session for the next wake), waits
 // for the commands in progress, publishes status asleep with nextWake
 // (zero for none), waits until every queued reply was acknowledged by the
 // broker, and disconnects normally, so the will is not published. ctx
@@ -551,6 +551,12 @@ func (c *Client) Sleep(ctx context.Context, nextWake time.Time) error {
 func (c *Client) Close(ctx context.Context) error { return c.shutdown(ctx, StateOffline, nil) }
 
 func (c *Client) shutdown(ctx context.Context, s State, nextWake *time.Time) error {
+	// A client that has not connected yet (a short wake) connects first:
+	// the broker session must exist, or commands sent while the device
+	// sleeps have no one to wait for.
+	if err := c.AwaitConnection(ctx); err != nil {
+		c.log.Warn("ending a session that never came up", "err", err)
+	}
 	c.mu.Lock()
 	c.closing = true
 	c.mu.Unlock()

@@ -4,14 +4,9 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net/url"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
-
-	"github.com/eclipse/paho.golang/autopaho"
-	"github.com/eclipse/paho.golang/paho"
 
 	"github.com/torpor-dev/torpor/clock/clocktest"
 	"github.com/torpor-dev/torpor/did"
@@ -38,7 +33,7 @@ type harness struct {
 	lastSeq  uint64
 	name     string
 	cfgHooks []func(*mqtt.Config)
-	witness  *witness
+	witness  *mqtttest.Witness
 	// deviceURL, when set, is where the device connects (a Proxy).
 	deviceURL string
 }
@@ -134,78 +129,14 @@ func (h *harness) send(op string, args any) mqtt.Sent {
 func (h *harness) sendSpec(spec mqtt.CommandSpec, asCBOR bool) mqtt.Sent {
 	h.t.Helper()
 	if h.witness == nil {
-		h.witness = newWitness(h.t, h.broker.URL(), mqtt.Topics{Device: h.name}.Command())
+		h.witness = mqtttest.NewWitness(h.t, h.broker.URL(), mqtt.Topics{Device: h.name}.Command())
 	}
 	s, err := h.operator().Send(ctxT(h.t), h.name, spec, asCBOR)
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	h.witness.await(h.t, s.Object.ID)
+	h.witness.Await(h.t, s.Object.ID)
 	return s
-}
-
-// witness is a second subscriber to the command topic. mochi acknowledges
-// a publication before it fans it out to subscribers, and a message fanned
-// out to a persistent session while that session is being taken over by a
-// reconnecting client is lost (see docs/mqtt.md). Tests wait until the
-// witness has the command, so that the fan-out is done before the device
-// wakes, as it would be in practice, where minutes pass in between.
-type witness struct {
-	mu   sync.Mutex
-	seen map[string]bool
-	ch   chan struct{}
-}
-
-func newWitness(t testing.TB, broker, topic string) *witness {
-	t.Helper()
-	w := &witness{seen: map[string]bool{}, ch: make(chan struct{}, 1)}
-	u, _ := url.Parse(broker)
-	cm, err := autopaho.NewConnection(context.Background(), autopaho.ClientConfig{
-		ServerUrls: []*url.URL{u}, KeepAlive: 30, CleanStartOnInitialConnection: true,
-		ClientConfig: paho.ClientConfig{ClientID: "witness-" + fmt.Sprint(time.Now().UnixNano()),
-			OnPublishReceived: []func(paho.PublishReceived) (bool, error){func(pr paho.PublishReceived) (bool, error) {
-				if pr.Packet.Properties != nil {
-					w.mu.Lock()
-					w.seen[string(pr.Packet.Properties.CorrelationData)] = true
-					w.mu.Unlock()
-					select {
-					case w.ch <- struct{}{}:
-					default:
-					}
-				}
-				return true, nil
-			}}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cm.Disconnect(context.Background()) })
-	ctx := ctxT(t)
-	if err := cm.AwaitConnection(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := cm.Subscribe(ctx, &paho.Subscribe{Subscriptions: []paho.SubscribeOptions{{Topic: topic, QoS: 1}}}); err != nil {
-		t.Fatal(err)
-	}
-	return w
-}
-
-func (w *witness) await(t testing.TB, id string) {
-	t.Helper()
-	ctx := ctxT(t)
-	for {
-		w.mu.Lock()
-		ok := w.seen[id]
-		w.mu.Unlock()
-		if ok {
-			return
-		}
-		select {
-		case <-w.ch:
-		case <-ctx.Done():
-			t.Fatalf("the witness never saw command %s", id)
-		}
-	}
 }
 
 func (h *harness) reply(id string) mqtt.Reply {

@@ -49,11 +49,14 @@ const (
 type (
 	// SetModeArgs: set-mode. Mode is one of always_on, session,
 	// hourly_wake, sleep. WindowSec and OffsetSec, when present, set the
-	// hourly window's length and its offset within the hour.
+	// hourly window's length and its offset within the hour. WakeAt, in
+	// sleep mode only, schedules the one wake (the relay's Retry-After for
+	// a sleeping agent comes from it).
 	SetModeArgs struct {
-		Mode      string `json:"mode"`
-		WindowSec *int64 `json:"windowSec,omitempty"`
-		OffsetSec *int64 `json:"offsetSec,omitempty"`
+		Mode      string     `json:"mode"`
+		WindowSec *int64     `json:"windowSec,omitempty"`
+		OffsetSec *int64     `json:"offsetSec,omitempty"`
+		WakeAt    *time.Time `json:"wakeAt,omitempty"`
 	}
 	// WakeNowArgs: wake-now. ForSec is how long to stay awake, zero for
 	// the device's window length.
@@ -130,6 +133,9 @@ func checkSetMode(a any) error {
 	}
 	if s.OffsetSec != nil && (*s.OffsetSec <= -3600 || *s.OffsetSec >= 3600) {
 		return fmt.Errorf("offsetSec %d outside -3599..3599", *s.OffsetSec)
+	}
+	if s.WakeAt != nil && s.Mode != string(wake.Sleep) {
+		return errors.New("wakeAt is for mode sleep only")
 	}
 	return nil
 }

@@ -108,7 +108,9 @@ func TestRejectedCommandsAreReported(t *testing.T) {
 			rawPublish(t, h.broker.URL(), h.client.Topics().Command(), j, mqtt.ContentTypeJSON, []byte(o.ID))
 			return o.ID
 		}, mqtt.OutcomeRejected, "expired"},
-		{"wrong device", func() string { return publish(sign(h.opKey, mqtt.CommandSpec{Device: stranger.DID(), Seq: 7000, Op: mqtt.OpHalt})) },
+		{"wrong device", func() string {
+			return publish(sign(h.opKey, mqtt.CommandSpec{Device: stranger.DID(), Seq: 7000, Op: mqtt.OpHalt}))
+		},
 			mqtt.OutcomeRejected, mqtt.ReasonWrongDevice},
 		{"forged", forged, mqtt.OutcomeRejected, "signature-invalid"},
 		{"unknown op", badOp, mqtt.OutcomeRejected, mqtt.ReasonBadCommand},
