@@ -548,9 +548,9 @@ func (c *Commands) resume(ctx context.Context, args *mqtt.NoteArgs, by string) m
 	return mqtt.OK(map[string]any{"halted": false, "ran": n})
 }
 
-// configKeys are the settings config-get reads; configSettable those
-// config-set may change at runtime (the rest come from the configuration
-// file and need a restart).
+// configKeys are the settings config-get reads. config-set changes mode
+// and wakeAt at runtime; the others come from the configuration file and
+// need a restart.
 var configKeys = []string{"mode", "wakeAt", "window", "owner", "purposes", "consequential", "relay", "name", "operators", "prefix"}
 
 func (c *Commands) configValue(key string) (any, bool) {

@@ -1,0 +1,335 @@
+package runtime_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/torpor-dev/torpor/clock/clocktest"
+	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/runtime"
+	"github.com/torpor-dev/torpor/runtime/deliver"
+	"github.com/torpor-dev/torpor/runtime/purpose"
+	"github.com/torpor-dev/torpor/runtime/runtimetest"
+	"github.com/torpor-dev/torpor/store/queue"
+	"github.com/torpor-dev/torpor/transport/a2a"
+	"github.com/torpor-dev/torpor/transport/bearer"
+	"github.com/torpor-dev/torpor/transport/mqtt"
+	"github.com/torpor-dev/torpor/transport/mqtt/mqtttest"
+	"github.com/torpor-dev/torpor/transport/relay"
+	"github.com/torpor-dev/torpor/wake"
+	"github.com/torpor-dev/torpor/wake/waketest"
+)
+
+// cmdStart is outside the test agent's hourly window.
+var cmdStart = time.Date(2026, 1, 15, 12, 0, 0, 0, time.UTC)
+
+// cmdWorld is an agent with operator commands, its relay and the embedded
+// MQTT broker, all on one fake clock, and an operator.
+type cmdWorld struct {
+	t       *testing.T
+	clock   *clocktest.Clock
+	key     *did.PrivateKey
+	opKey   *did.PrivateKey
+	srv     *httptest.Server
+	broker  *mqtttest.Embedded
+	agent   *runtime.Agent
+	cmds    *runtime.Commands
+	op      *mqtt.Operator
+	witness *mqtttest.Witness
+	window  wake.Window
+	wakes   chan runtime.WakeReport
+	phases  chan runtime.Phase
+	seq     uint64
+	stop    context.CancelFunc
+	done    chan error
+}
+
+func newCmdWorld(t *testing.T, mode wake.Mode) *cmdWorld {
+	w := &cmdWorld{t: t, clock: clocktest.New(cmdStart), key: runtimetest.Key(t, 9), opKey: runtimetest.Key(t, 10),
+		wakes: make(chan runtime.WakeReport, 16), phases: make(chan runtime.Phase, 1024)}
+	dir := t.TempDir()
+	q, err := queue.OpenBolt(filepath.Join(dir, "queue.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	states, err := relay.OpenStates(filepath.Join(dir, "agents.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.srv = httptest.NewUnstartedServer(nil)
+	r, err := relay.New(relay.Config{PublicURL: "http://" + w.srv.Listener.Addr().String(), Queue: q, States: states, Clock: w.clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.srv.Config.Handler = r.Handler()
+	w.srv.Start()
+	t.Cleanup(func() {
+		r.Link().Close()
+		w.srv.Close()
+		q.Close()
+		states.Close()
+	})
+	w.broker = mqtttest.StartEmbedded(t, nil)
+	w.window = wake.Window{Minute: wake.WakeMinute(w.key.DID().String()), Length: 5 * time.Minute}
+	cfg := runtime.Config{
+		Key: w.key, DataDir: filepath.Join(dir, "agent"), RelayURL: w.srv.URL, Mode: mode,
+		WindowLength: w.window.Length, Purposes: purpose.Set{"comms:*", "action:*"}, Consequential: purpose.Set{"action:*"},
+		AllowPlaintext: true, Routes: []deliver.Route{{Pattern: "*", Name: "sink", Handler: cmdSink{}}},
+		Clock: w.clock, Kernel: waketest.NewKernelClock(time.Hour), Rand: bytes.NewReader(make([]byte, 1<<16)),
+		OnWake: func(r runtime.WakeReport) {
+			w.cmds.OnWake(r)
+			// Every phase of this wake was reported before: forget them,
+			// so waitPhase sees only the next wake's.
+			for len(w.phases) > 0 {
+				<-w.phases
+			}
+			w.wakes <- r
+		},
+		OnPhase: func(p runtime.Phase) {
+			w.cmds.OnPhase(p)
+			select {
+			case w.phases <- p:
+			default:
+			}
+		},
+	}
+	if w.agent, err = runtime.New(cfg); err != nil {
+		t.Fatal(err)
+	}
+	w.cmds, err = runtime.NewCommands(w.agent, runtime.CommandsConfig{
+		Broker: w.broker.URL(), Name: "pi-7", Operators: []did.DID{w.opKey.DID()},
+		Logger: slog.New(slog.NewTextHandler(cmdLog{t}, &slog.HandlerOptions{Level: slog.LevelInfo})),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	if w.op, err = mqtt.DialOperator(ctx, mqtt.OperatorConfig{Broker: w.broker.URL(), Key: w.opKey, Clock: w.clock}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.op.Close(context.Background()) })
+	if err := w.op.Watch(ctx, "pi-7"); err != nil {
+		t.Fatal(err)
+	}
+	w.witness = mqtttest.NewWitness(t, w.broker.URL(), mqtt.Topics{Device: "pi-7"}.Command())
+	return w
+}
+
+// cmdSink takes every delivery.
+type cmdSink struct{}
+
+func (cmdSink) Deliver(context.Context, deliver.Delivery) (deliver.Outcome, error) {
+	return deliver.Outcome{OK: true}, nil
+}
+
+type cmdLog struct{ t *testing.T }
+
+func (l cmdLog) Write(p []byte) (int, error) { l.t.Log(string(p)); return len(p), nil }
+
+func (w *cmdWorld) run() {
+	ctx, cancel := context.WithCancel(context.Background())
+	w.stop, w.done = cancel, make(chan error, 1)
+	go func() { w.done <- w.agent.Run(ctx) }()
+	w.t.Cleanup(func() {
+		cancel()
+		<-w.done
+		w.cmds.Close(context.Background())
+	})
+}
+
+func (w *cmdWorld) ctx() context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	w.t.Cleanup(cancel)
+	return ctx
+}
+
+func (w *cmdWorld) nextWake() runtime.WakeReport {
+	w.t.Helper()
+	select {
+	case r := <-w.wakes:
+		return r
+	case err := <-w.done:
+		w.t.Fatalf("Run ended: %v", err)
+	case <-w.ctx().Done():
+		w.t.Fatal("no wake")
+	}
+	return runtime.WakeReport{}
+}
+
+// waitPhase waits until a phase named name completes.
+func (w *cmdWorld) waitPhase(name string) {
+	w.t.Helper()
+	ctx := w.ctx()
+	for {
+		select {
+		case p := <-w.phases:
+			if p.Name == name {
+				return
+			}
+		case <-ctx.Done():
+			w.t.Fatalf("phase %s never completed", name)
+		}
+	}
+}
+
+// command sends a command and returns the device's reply.
+func (w *cmdWorld) command(op string, args any) mqtt.Reply {
+	w.t.Helper()
+	return w.reply(w.send(op, args))
+}
+
+func (w *cmdWorld) send(op string, args any) string {
+	w.t.Helper()
+	w.seq = mqtt.NextSeq(w.seq, w.clock.Now())
+	s, err := w.op.Send(w.ctx(), "pi-7", mqtt.CommandSpec{Device: w.key.DID(), Seq: w.seq, Op: op, Args: args}, false)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	if s.NoSubscribers {
+		w.t.Fatal("no broker session for the device")
+	}
+	w.witness.Await(w.t, s.Object.ID)
+	return s.Object.ID
+}
+
+// awaitStatus waits until the device's status satisfies ok (statuses
+// arrive as the device publishes them).
+func (w *cmdWorld) awaitStatus(ok func(mqtt.Status) bool) mqtt.Status {
+	w.t.Helper()
+	ctx := w.ctx()
+	for {
+		st, _, err := w.op.Status(ctx, "pi-7", w.key.DID())
+		if err != nil {
+			w.t.Fatalf("status: %v", err)
+		}
+		if ok(st) {
+			return st
+		}
+	}
+}
+
+func (w *cmdWorld) reply(id string) mqtt.Reply {
+	w.t.Helper()
+	r, _, err := w.op.AwaitReply(w.ctx(), "pi-7", id, w.key.DID())
+	if err != nil {
+		w.t.Fatalf("reply to %s: %v", id, err)
+	}
+	return r
+}
+
+// post sends a message to the agent through the relay, as a sender would,
+// and returns the status and Retry-After.
+func (w *cmdWorld) post(sender *did.PrivateKey) (int, int) {
+	w.t.Helper()
+	obj := runtimetest.Object(w.t, sender, "comms:message", w.clock.Now(), time.Hour, nil)
+	body := runtimetest.Body(w.t, runtimetest.DataPart(w.t, obj))
+	req, _ := http.NewRequest("POST", w.srv.URL+"/a/"+w.key.DID().String()+"/a2a/jsonrpc", bytes.NewReader(body))
+	tok, err := bearer.Issue(sender, "http://"+w.srv.Listener.Addr().String(), w.clock.Now(), 0)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+tok)
+	req.Header.Set(a2a.VersionHeader, "1.0")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	ra, _ := strconv.Atoi(resp.Header.Get("Retry-After"))
+	return resp.StatusCode, ra
+}
+
+// TestSetModeOverMQTTChangesWhatTheRelayTellsSenders: a set-mode sent
+// while the agent sleeps waits in the broker, runs at the next window, and
+// from then on the relay answers senders live instead of 503.
+func TestSetModeOverMQTTChangesWhatTheRelayTellsSenders(t *testing.T) {
+	w := newCmdWorld(t, wake.HourlyWake)
+	w.run()
+	boot := w.nextWake()
+	start, _ := w.window.Next(cmdStart)
+	st := w.awaitStatus(func(s mqtt.Status) bool { return s.State == mqtt.StateAsleep })
+	if st.Mode != "hourly_wake" || st.NextWake == nil || !st.NextWake.Equal(start) || !boot.NextWake.Equal(start) {
+		t.Fatalf("status after the boot wake = %+v, want asleep until %v", st, start)
+	}
+	sender := runtimetest.Key(t, 11)
+	if code, ra := w.post(sender); code != http.StatusServiceUnavailable || ra == 0 {
+		t.Fatalf("sender while asleep: %d Retry-After %d, want 503 with a Retry-After", code, ra)
+	}
+
+	id := w.send(mqtt.OpSetMode, &mqtt.SetModeArgs{Mode: "always_on"})
+	w.clock.Set(start) // the window opens: the agent wakes and takes the command
+	if r := w.reply(id); r.Outcome != mqtt.OutcomeOK {
+		t.Fatalf("set-mode reply = %+v", r)
+	}
+	// The window's wake ends on the mode change; the agent wakes again in
+	// always_on and publishes it.
+	w.nextWake()
+	w.waitPhase(runtime.PhasePublish)
+	if code, _ := w.post(sender); code != http.StatusOK {
+		t.Fatalf("sender after set-mode always_on: %d, want 200 (live)", code)
+	}
+	if m, _ := w.agent.Mode(); m != wake.AlwaysOn {
+		t.Errorf("agent mode = %s", m)
+	}
+}
+
+// TestOperatorCommandsOnTheAgent runs halt, resume, status, config and
+// reconcile through MQTT on a live agent.
+func TestOperatorCommandsOnTheAgent(t *testing.T) {
+	w := newCmdWorld(t, wake.AlwaysOn)
+	w.run()
+	w.awaitStatus(func(s mqtt.Status) bool { return s.State == mqtt.StateAwake })
+
+	if r := w.command(mqtt.OpHalt, &mqtt.NoteArgs{Note: "maintenance"}); r.Outcome != mqtt.OutcomeOK {
+		t.Fatalf("halt: %+v", r)
+	}
+	w.awaitStatus(func(s mqtt.Status) bool { return s.Halted })
+	r := w.command(mqtt.OpStatus, nil)
+	var rep struct {
+		Status mqtt.Status
+		Halt   struct{ Halted bool }
+		Ledger map[string]int
+	}
+	if err := json.Unmarshal(r.Result, &rep); err != nil || !rep.Halt.Halted || rep.Status.Mode != "always_on" {
+		t.Fatalf("status result %s: %v", r.Result, err)
+	}
+	if r := w.command(mqtt.OpResume, &mqtt.NoteArgs{}); r.Outcome != mqtt.OutcomeOK || string(r.Result) != `{"halted":false,"ran":0}` {
+		t.Fatalf("resume: %+v", r)
+	}
+	tests := []struct {
+		op      string
+		args    any
+		outcome mqtt.Outcome
+		reason  string
+		result  string
+	}{
+		{mqtt.OpConfigGet, &mqtt.ConfigArgs{Key: "mode"}, mqtt.OutcomeOK, "", `{"key":"mode","value":"always_on"}`},
+		{mqtt.OpConfigSet, &mqtt.ConfigArgs{Key: "owner", Value: ptrTo("did:key:x")}, mqtt.OutcomeFailed, "read-only", ""},
+		{mqtt.OpConfigGet, &mqtt.ConfigArgs{Key: "colour"}, mqtt.OutcomeFailed, "unknown-key", ""},
+		{mqtt.OpReconcile, &mqtt.ReconcileArgs{Key: "nobody k1", Happened: true}, mqtt.OutcomeFailed, "no-key", ""},
+		{mqtt.OpConfirm, &mqtt.HoldArgs{Hold: "nobody k1"}, mqtt.OutcomeFailed, "no-hold", ""},
+		{mqtt.OpSetMode, &mqtt.SetModeArgs{Mode: "hourly_wake", WindowSec: ptrTo(int64(60))}, mqtt.OutcomeFailed, mqtt.ReasonUnsupported, ""},
+		{mqtt.OpRotateKeys, nil, mqtt.OutcomeFailed, mqtt.ReasonUnsupported, ""},
+		{mqtt.OpReboot, &mqtt.RebootArgs{}, mqtt.OutcomeFailed, mqtt.ReasonUnsupported, ""},
+		{mqtt.OpWakeNow, &mqtt.WakeNowArgs{}, mqtt.OutcomeOK, "", `{"awake":true}`},
+	}
+	for _, tt := range tests {
+		r := w.command(tt.op, tt.args)
+		if r.Outcome != tt.outcome || r.Reason != tt.reason || tt.result != "" && string(r.Result) != tt.result {
+			t.Errorf("%s %+v = %+v, want %s %q %s", tt.op, tt.args, r, tt.outcome, tt.reason, tt.result)
+		}
+	}
+}
+
+func ptrTo[T any](v T) *T { return &v }
