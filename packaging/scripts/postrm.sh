@@ -13,7 +13,7 @@ purge)
 	torpor-agent) state=/var/lib/torpor ;;
 	*) state=/var/lib/$pkg ;;
 	esac
-	if [ -d $state ]; then echo "$pkg: kept $state; delete it to forget this installation's keys and data"; fi
+	if [ -d "$state" ]; then echo "$pkg: kept $state; delete it to forget this installation's keys and data"; fi
 	;;
 esac
 if [ -d /run/systemd/system ]; then
