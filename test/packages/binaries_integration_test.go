@@ -169,3 +169,18 @@ func firstLine(b []byte) string {
 	s, _, _ := strings.Cut(string(b), "\n")
 	return s
 }
+
+// TestExtractedAMD64Run runs the amd64 programs from a root that dpkg-deb
+// -x unpacked: the relay's -h lists the flag its unit passes.
+func TestExtractedAMD64Run(t *testing.T) {
+	root := extract(t, pkg{name: "torpor-relay", arch: "amd64"})
+	out, err := exec.Command(filepath.Join(root, "usr", "bin", "torpor-relay"), "-h").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "-data-dir") {
+		t.Errorf("torpor-relay -h: %v\n%s\nwant the usage, with -data-dir", err, out)
+	}
+	root = extract(t, pkg{name: "torporctl", arch: "amd64"})
+	out, err = exec.Command(filepath.Join(root, "usr", "bin", "torporctl"), "help").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "keygen") {
+		t.Errorf("torporctl help: %v\n%s\nwant the command list, with keygen", err, out)
+	}
+}
