@@ -25,6 +25,7 @@ type agent struct {
 	sched  time.Time // sleep: the wake its operator scheduled
 	proc   *Proc
 	sink   *Sink
+	rss    int64 // peak resident set size, read before stopping it
 
 	mu sync.Mutex
 	// mu guards the following fields.

@@ -60,6 +60,7 @@ type demo struct {
 	relay    *Proc
 	relayURL string
 	mqttURL  string
+	relayRSS int64 // peak resident set size, read before stopping it
 
 	owner     *did.PrivateKey // the agents' owner and the MQTT operator
 	ownerKey  string          // its key file
@@ -142,6 +143,7 @@ func (d *demo) stopAll() {
 	var wg sync.WaitGroup
 	for _, a := range d.agents {
 		if a.proc != nil {
+			a.rss = a.proc.PeakRSS()
 			wg.Go(func() {
 				if err := a.proc.Stop(10 * time.Second); err != nil {
 					d.fail("%s: %v", a.name, err)
@@ -151,6 +153,7 @@ func (d *demo) stopAll() {
 	}
 	wg.Wait()
 	if d.relay != nil {
+		d.relayRSS = d.relay.PeakRSS()
 		if err := d.relay.Stop(10 * time.Second); err != nil {
 			d.fail("relay: %v", err)
 		}

@@ -90,6 +90,23 @@ func (p *Proc) Done() <-chan struct{} { return p.done }
 // Err returns how the process exited (nil for status 0); valid after Done.
 func (p *Proc) Err() error { return p.err }
 
+// PeakRSS returns the process's peak resident set size (VmHWM in
+// /proc/PID/status), or 0 when it cannot be read.
+func (p *Proc) PeakRSS() int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.Pid()))
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "VmHWM:"); ok {
+			var kb int64
+			fmt.Sscanf(strings.TrimSpace(v), "%d kB", &kb)
+			return kb << 10
+		}
+	}
+	return 0
+}
+
 // Stop asks the process to stop (SIGTERM), and kills it (SIGKILL) if it has
 // not exited within grace. It returns the exit error of a process that did
 // not stop cleanly, nil otherwise.

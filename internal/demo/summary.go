@@ -18,7 +18,10 @@ func (d *demo) summary() {
 		rows = append(rows, d.summaryRow(a))
 	}
 	d.n.Printf("\nSummary (clock ×%g; every figure comes from the processes' logs, the relay's answers and the application's socket)\n\n%s",
-		d.cfg.scale(), Table([]string{"agent", "mode", "wakes (reason)", "relay answers", "records drained", "delivered", "held → ran", "rejected (cause)"}, rows))
+		d.cfg.scale(), Table([]string{"agent", "mode", "wakes (reason)", "relay answers", "records drained", "delivered", "held → ran", "peak RSS", "rejected (cause)"}, rows))
+	if d.relayRSS > 0 {
+		d.n.Printf("torpor-relay peak RSS %s (with its embedded broker and store).\n", mib(d.relayRSS))
+	}
 	for _, a := range d.agents {
 		d.check(a)
 	}
@@ -46,7 +49,15 @@ func (d *demo) summaryRow(a *agent) []string {
 	}
 	wakes := fmt.Sprintf("%d (%s)", len(a.wakes), strings.Join(a.wakes, ", "))
 	return []string{a.name, string(a.mode), wakes, strings.Join(answers, ", "), fmt.Sprint(a.drained["records"]),
-		fmt.Sprint(msgs), fmt.Sprintf("%d → %d", a.drained["held"], actions), fmt.Sprintf("%d: %s", sum(a.rejected), counts(a.rejected))}
+		fmt.Sprint(msgs), fmt.Sprintf("%d → %d", a.drained["held"], actions), mib(a.rss), fmt.Sprintf("%d: %s", sum(a.rejected), counts(a.rejected))}
+}
+
+// mib renders a byte count in MiB; "?" when unknown.
+func mib(n int64) string {
+	if n <= 0 {
+		return "?"
+	}
+	return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
 }
 
 // check records the expectations a did not meet: every honest object
