@@ -303,7 +303,8 @@ func (o *Operator) PublishCommand(ctx context.Context, device string, obj *gover
 // deviceDID (any signer when it is the zero DID; the reply must still
 // name and be signed by one device). Replies to other commands are
 // skipped, and so are messages that fail verification: a broker cannot
-// forge an answer. It returns ctx.Err() when none came in time.
+// forge an answer. It returns an error wrapping ctx.Err() when none came
+// in time, which also wraps ErrNotFromDevice when a reply was ignored.
 func (o *Operator) AwaitReply(ctx context.Context, device, id string, deviceDID did.DID) (Reply, *governed.Object, error) {
 	w, err := o.watch(device)
 	if err != nil {
@@ -314,7 +315,7 @@ func (o *Operator) AwaitReply(ctx context.Context, device, id string, deviceDID 
 		select {
 		case <-ctx.Done():
 			if invalid != nil {
-				return Reply{}, nil, fmt.Errorf("%w (and an invalid reply was ignored: %v)", ctx.Err(), invalid)
+				return Reply{}, nil, fmt.Errorf("%w; a reply that failed verification was ignored: %w", ctx.Err(), invalid)
 			}
 			return Reply{}, nil, ctx.Err()
 		case m := <-w.replies:
@@ -330,11 +331,11 @@ func (o *Operator) AwaitReply(ctx context.Context, device, id string, deviceDID 
 	}
 }
 
-// Status returns device's status as the broker holds it (the retained
+// Status returns device's latest status as received (the retained
 // message, or a newer one published since), signed by deviceDID unless it
 // is the zero DID. It waits until one arrives or ctx ends; ctx should
 // allow a round trip to the broker, after which no status means
-// ErrNoStatus.
+// ErrNoStatus. A status that fails verification is skipped.
 func (o *Operator) Status(ctx context.Context, device string, deviceDID did.DID) (Status, *governed.Object, error) {
 	if err := o.Watch(ctx, device); err != nil {
 		return Status{}, nil, err
@@ -352,6 +353,15 @@ func (o *Operator) Status(ctx context.Context, device string, deviceDID did.DID)
 			}
 			return Status{}, nil, ErrNoStatus
 		case m := <-w.status:
+			// Newer statuses may be queued behind it: take the last.
+			for more := true; more; {
+				select {
+				case n := <-w.status:
+					m = n
+				default:
+					more = false
+				}
+			}
 			s, obj, err := VerifyStatus(m.ContentType, m.Payload, deviceDID)
 			if err != nil {
 				invalid = err

@@ -1,0 +1,496 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/internal/atomicfile"
+	"github.com/torpor-dev/torpor/transport/mqtt"
+)
+
+func init() {
+	register(&command{
+		name:  "device",
+		args:  "OPERATION [flags] DEVICE [ARGS]",
+		short: "Manage a device over MQTT with signed commands: status, set-mode, halt, resume, ... (device help).",
+		run:   runDevice,
+	})
+}
+
+const deviceHelp = `usage: torporctl device OPERATION [flags] DEVICE [ARGS]
+       (flags come before DEVICE)
+
+Signs a command with your operator key, publishes it on the device's MQTT
+command topic and prints the device's signed reply. A sleeping device gets
+the command at its next wake (it waits in its broker session); without a
+reply within --wait the command is reported as waiting.
+
+operations:
+  status                          the device's state (and its retained status)
+  set-mode MODE                   always_on, session, hourly_wake or sleep
+                                  (--window, --offset, --wake-at, --wake-in)
+  wake-now                        open a window now where the wake source allows
+  drain                           what the current wake drained
+  rotate-keys                     a new identity key; the old one signs the handover
+  refill-keypackages              refill the MLS KeyPackage pool (--count)
+  confirm HOLD | deny HOLD        run or drop an action held for the owner
+  reconcile KEY                   resolve an indeterminate idempotency key
+                                  (--happened with --receipt, or --released; --note)
+  halt | resume                   stop / restart all autonomous action (--note)
+  config get KEY                  read a setting (mode, wakeAt, window, owner, ...)
+  config set KEY VALUE            change one (mode, wakeAt)
+  reboot                          (--delay)
+  watch                           print the device's statuses and events as they come
+
+Exit status: 0 the device answered ok; 1 it answered failed, rejected or
+indeterminate (or an error); 3 no reply within --wait (the command waits for
+the device). Environment: TORPOR_BROKER, TORPOR_KEY, TORPOR_MQTT_PREFIX.
+Run "torporctl device OPERATION -h" for an operation's flags.
+`
+
+// deviceFlags are the flags every device operation takes.
+type deviceFlags struct {
+	broker, key, prefix, didStr string
+	wait, ttl                   time.Duration
+	cbor, json                  bool
+	seq                         uint64
+}
+
+func (f *deviceFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.broker, "broker", envOr("TORPOR_BROKER", "mqtt://127.0.0.1:1883"), "The MQTT 5 broker URL (mqtt://, mqtts://). Default $TORPOR_BROKER.")
+	fs.StringVar(&f.key, "key", os.Getenv("TORPOR_KEY"), "Your operator key file (torporctl keygen); its DID must be in the device's operator allowlist. Default $TORPOR_KEY.")
+	fs.StringVar(&f.prefix, "prefix", envOr("TORPOR_MQTT_PREFIX", mqtt.DefaultPrefix), "The topic prefix. Default $TORPOR_MQTT_PREFIX.")
+	fs.StringVar(&f.didStr, "did", "", "The device's DID, which the command names and which must sign the reply. Empty means the DID in the device's retained status.")
+	fs.DurationVar(&f.wait, "wait", 15*time.Second, "How long to wait for the reply; 0 sends without waiting.")
+	fs.DurationVar(&f.ttl, "ttl", mqtt.DefaultCommandTTL, "The command's lifetime: a device that wakes later refuses it, and the broker drops it.")
+	fs.BoolVar(&f.cbor, "cbor", false, "Send the command as CBOR (MQTT content type application/cbor); the reply comes back in CBOR.")
+	fs.BoolVar(&f.json, "json", false, "Print JSON instead of text.")
+	fs.Uint64Var(&f.seq, "seq", 0, "The command's sequence number; 0 picks the next one (milliseconds since 1970, kept increasing per key and device in KEY.seq).")
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+// deviceOp is one operation: its flags, and how its arguments become the
+// command's.
+type deviceOp struct {
+	name  string // the command's op, or "watch"
+	args  string // synopsis after DEVICE
+	flags func(fs *flag.FlagSet) func(rest []string) (any, error)
+}
+
+func runDevice(ctx context.Context, e *env, fs *flag.FlagSet, args []string) error {
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		fmt.Fprint(e.stdout, deviceHelp)
+		if len(args) == 0 {
+			return exitError{2}
+		}
+		return nil
+	}
+	if args[0] == "config" && len(args) > 1 && (args[1] == "get" || args[1] == "set") {
+		args = append([]string{"config-" + args[1]}, args[2:]...) // "config get" is config-get
+	}
+	op, ok := deviceOps[args[0]]
+	if !ok {
+		fmt.Fprintf(e.stderr, "torporctl device: unknown operation %q; run 'torporctl device help'\n", args[0])
+		return exitError{2}
+	}
+	ofs := flag.NewFlagSet("torporctl device "+args[0], flag.ContinueOnError)
+	ofs.SetOutput(e.stderr)
+	var df deviceFlags
+	df.register(ofs)
+	parse := op.flags(ofs)
+	ofs.Usage = func() {
+		fmt.Fprintf(e.stderr, "usage: torporctl device %s [flags] DEVICE %s\n\nflags:\n", args[0], op.args)
+		ofs.PrintDefaults()
+	}
+	if err := ofs.Parse(args[1:]); err != nil {
+		return err
+	}
+	if ofs.NArg() < 1 {
+		ofs.Usage()
+		return exitError{2}
+	}
+	device, rest := ofs.Arg(0), ofs.Args()[1:]
+	cmdArgs, err := parse(rest)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "torporctl device %s: %v\n", args[0], err)
+		ofs.Usage()
+		return exitError{2}
+	}
+	if err := mqtt.CheckName(device); err != nil {
+		return err
+	}
+	s, err := dialDevice(ctx, &df, device)
+	if err != nil {
+		return err
+	}
+	defer s.close()
+	if a, ok := cmdArgs.(*watchArgs); ok {
+		return s.watch(ctx, e, a)
+	}
+	return s.command(ctx, e, op.name, cmdArgs)
+}
+
+// deviceSession is one torporctl run against one device.
+type deviceSession struct {
+	f      *deviceFlags
+	key    *did.PrivateKey
+	device string
+	op     *mqtt.Operator
+}
+
+func dialDevice(ctx context.Context, f *deviceFlags, device string) (*deviceSession, error) {
+	if f.key == "" {
+		return nil, errors.New("no operator key: pass --key FILE or set TORPOR_KEY (torporctl keygen makes one)")
+	}
+	k, err := did.LoadKey(f.key)
+	if err != nil {
+		return nil, err
+	}
+	if err := mqtt.CheckPrefix(f.prefix); err != nil {
+		return nil, err
+	}
+	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	op, err := mqtt.DialOperator(dctx, mqtt.OperatorConfig{Broker: f.broker, Prefix: f.prefix, Key: k})
+	if err != nil {
+		return nil, err
+	}
+	if err := op.Watch(dctx, device); err != nil {
+		op.Close(context.Background())
+		return nil, err
+	}
+	return &deviceSession{f: f, key: k, device: device, op: op}, nil
+}
+
+func (s *deviceSession) close() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	s.op.Close(ctx)
+}
+
+// retained returns the device's retained status, waiting up to d for the
+// broker to deliver it.
+func (s *deviceSession) retained(ctx context.Context, d time.Duration, device did.DID) (*mqtt.Status, error) {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	st, _, err := s.op.Status(ctx, s.device, device)
+	if err != nil {
+		return nil, err
+	}
+	return &st, nil
+}
+
+// deviceDID returns the DID the command names: --did, or the retained
+// status's (whose signature the status itself carries).
+func (s *deviceSession) deviceDID(ctx context.Context) (did.DID, *mqtt.Status, error) {
+	if s.f.didStr != "" {
+		d, err := did.Parse(s.f.didStr)
+		return d, nil, err
+	}
+	st, err := s.retained(ctx, 3*time.Second, did.DID{})
+	if err != nil {
+		return did.DID{}, nil, fmt.Errorf("no status from %s on %s, so its DID is unknown: pass --did (%v)", s.device, s.f.broker, err)
+	}
+	d, err := did.Parse(st.Device)
+	return d, st, err
+}
+
+// commandOutput is what --json prints.
+type commandOutput struct {
+	Device    string          `json:"device"`
+	DeviceDID string          `json:"deviceDid"`
+	Command   string          `json:"command"`
+	Op        string          `json:"op"`
+	Seq       uint64          `json:"seq"`
+	Expires   time.Time       `json:"expires"`
+	Waiting   bool            `json:"waiting"` // no reply within --wait
+	Reply     *mqtt.Reply     `json:"reply,omitempty"`
+	Status    *mqtt.Status    `json:"status,omitempty"` // the retained status, when there was no reply
+	Signed    json.RawMessage `json:"signedReply,omitempty"`
+}
+
+func (s *deviceSession) command(ctx context.Context, e *env, op string, args any) error {
+	dev, st, err := s.deviceDID(ctx)
+	if err != nil {
+		return err
+	}
+	seq, err := s.nextSeq(dev)
+	if err != nil {
+		return err
+	}
+	spec := mqtt.CommandSpec{Device: dev, Seq: seq, Op: op, Args: args, TTL: s.f.ttl}
+	sent, err := s.op.Send(ctx, s.device, spec, s.f.cbor)
+	if err != nil {
+		return err
+	}
+	if sent.NoSubscribers {
+		return fmt.Errorf("the broker has no session for %s: the command was dropped (has the device ever connected to %s with this name?)", s.device, s.f.broker)
+	}
+	exp, _ := sent.Object.Expiry()
+	out := commandOutput{Device: s.device, DeviceDID: dev.String(), Command: sent.Object.ID, Op: op, Seq: seq, Expires: exp.UTC()}
+	if s.f.wait > 0 {
+		wctx, cancel := context.WithTimeout(ctx, s.f.wait)
+		r, obj, err := s.op.AwaitReply(wctx, s.device, sent.Object.ID, dev)
+		cancel()
+		switch {
+		case err == nil:
+			out.Reply = &r
+			out.Signed, _ = obj.MarshalJSON()
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case errors.Is(err, mqtt.ErrNotFromDevice):
+			fmt.Fprintf(e.stderr, "warning: %v\n", err)
+		}
+	}
+	if out.Reply == nil {
+		out.Waiting = true
+		if st == nil {
+			st, _ = s.retained(ctx, 2*time.Second, dev)
+		}
+		out.Status = st
+	}
+	if s.f.json {
+		if err := printJSONTo(e.stdout, out); err != nil {
+			return err
+		}
+	} else {
+		printCommand(e.stdout, out)
+	}
+	switch {
+	case out.Reply == nil:
+		return exitError{3}
+	case out.Reply.Outcome != mqtt.OutcomeOK:
+		return exitError{1}
+	}
+	return nil
+}
+
+// nextSeq picks the command's sequence number (mqtt.NextSeq) and records
+// it in KEY.seq before the command leaves, so the next run never reuses
+// it even if this one fails after sending.
+func (s *deviceSession) nextSeq(dev did.DID) (uint64, error) {
+	path := s.f.key + ".seq"
+	last := map[string]uint64{}
+	if b, err := os.ReadFile(path); err == nil {
+		if err := json.Unmarshal(b, &last); err != nil {
+			return 0, fmt.Errorf("sequence file %s: %v (delete it; sequence numbers are time-based anyway)", path, err)
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return 0, err
+	}
+	seq := s.f.seq
+	if seq == 0 {
+		seq = mqtt.NextSeq(last[dev.String()], time.Now())
+	}
+	if seq > last[dev.String()] {
+		last[dev.String()] = seq
+	}
+	b, _ := json.MarshalIndent(last, "", "  ")
+	if err := atomicfile.WriteFile(path, append(b, '\n'), 0o600); err != nil {
+		return 0, err
+	}
+	return seq, nil
+}
+
+func printJSONTo(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// printCommand prints a command's outcome for people.
+func printCommand(w io.Writer, o commandOutput) {
+	fmt.Fprintf(w, "%s %s (%s)\n", o.Op, o.Device, shortDID(o.DeviceDID))
+	if o.Reply == nil {
+		fmt.Fprintf(w, "  no reply yet: the command (id %s, seq %d) waits for the device until %s\n", o.Command, o.Seq, o.Expires.Format(time.RFC3339))
+		if o.Status != nil {
+			printStatus(w, "  ", *o.Status)
+		}
+		return
+	}
+	r := o.Reply
+	line := "  " + string(r.Outcome)
+	if r.Reason != "" {
+		line += " (" + r.Reason + ")"
+	}
+	if r.Detail != "" {
+		line += ": " + r.Detail
+	}
+	fmt.Fprintln(w, line)
+	if len(r.Result) == 0 {
+		return
+	}
+	if o.Op == mqtt.OpStatus {
+		printStatusResult(w, r.Result)
+		return
+	}
+	printFields(w, "  ", r.Result)
+}
+
+func shortDID(d string) string {
+	if len(d) > 24 {
+		return d[:16] + "…" + d[len(d)-6:]
+	}
+	return d
+}
+
+// printStatus prints a device status.
+func printStatus(w io.Writer, indent string, st mqtt.Status) {
+	state := string(st.State) + " since " + st.Since.Format(time.RFC3339)
+	fmt.Fprintf(w, "%sstate:   %s\n", indent, state)
+	if st.Mode != "" {
+		mode := st.Mode
+		if st.Window != nil && st.Mode == "hourly_wake" {
+			mode += fmt.Sprintf(" (window at minute %d for %ds, offset %ds)", st.Window.Minute, st.Window.LengthSec, st.Window.OffsetSec)
+		}
+		fmt.Fprintf(w, "%smode:    %s\n", indent, mode)
+	}
+	if st.NextWake != nil {
+		fmt.Fprintf(w, "%snext wake: %s\n", indent, st.NextWake.Format(time.RFC3339))
+	}
+	fmt.Fprintf(w, "%shalted:  %s\n", indent, map[bool]string{true: "yes: consequential actions are held until resume", false: "no"}[st.Halted])
+	if st.Held > 0 || st.Indeterminate > 0 {
+		fmt.Fprintf(w, "%swaiting for an operator: %d held actions, %d indeterminate keys\n", indent, st.Held, st.Indeterminate)
+	}
+}
+
+// printStatusResult prints the result of the status command.
+func printStatusResult(w io.Writer, raw json.RawMessage) {
+	var r struct {
+		Status mqtt.Status `json:"status"`
+		Ledger map[string]int
+		Holds  []struct {
+			Key, Purpose, Reason string
+		}
+		Indeterminate []struct{ Key, Action string }
+		LastWake      *struct {
+			At     time.Time
+			Reason string
+			Awake  time.Duration
+		}
+	}
+	if err := json.Unmarshal(raw, &r); err != nil {
+		printFields(w, "  ", raw)
+		return
+	}
+	printStatus(w, "  ", r.Status)
+	if r.LastWake != nil {
+		fmt.Fprintf(w, "  last wake: %s (%s, awake %v)\n", r.LastWake.At.Format(time.RFC3339), r.LastWake.Reason, r.LastWake.Awake.Round(time.Millisecond))
+	}
+	if len(r.Ledger) > 0 {
+		var parts []string
+		for _, k := range sortedKeys(r.Ledger) {
+			parts = append(parts, fmt.Sprintf("%d %s", r.Ledger[k], k))
+		}
+		fmt.Fprintf(w, "  ledger:  %s\n", strings.Join(parts, ", "))
+	}
+	for _, h := range r.Holds {
+		fmt.Fprintf(w, "  held:    %s  %s (%s)\n", h.Key, h.Purpose, h.Reason)
+	}
+	for _, k := range r.Indeterminate {
+		fmt.Fprintf(w, "  indeterminate: %s  %s\n", k.Key, k.Action)
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}
+
+// printFields prints a JSON object's members one per line.
+func printFields(w io.Writer, indent string, raw json.RawMessage) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil {
+		fmt.Fprintf(w, "%s%s\n", indent, raw)
+		return
+	}
+	for _, k := range sortedKeys(m) {
+		v := string(m[k])
+		var s string
+		if json.Unmarshal(m[k], &s) == nil {
+			v = s
+		}
+		fmt.Fprintf(w, "%s%s: %s\n", indent, k, v)
+	}
+}
+
+// watchArgs are the arguments of watch.
+type watchArgs struct {
+	until   string
+	timeout time.Duration
+}
+
+// watch prints statuses and events as they arrive, until --until's state
+// is reported or --timeout passes.
+func (s *deviceSession) watch(ctx context.Context, e *env, a *watchArgs) error {
+	var dev did.DID
+	if s.f.didStr != "" {
+		var err error
+		if dev, err = did.Parse(s.f.didStr); err != nil {
+			return err
+		}
+	}
+	events, status, err := s.op.Events(s.device)
+	if err != nil {
+		return err
+	}
+	if a.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, a.timeout)
+		defer cancel()
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			if a.until != "" {
+				return fmt.Errorf("%s did not report state %s within %v", s.device, a.until, a.timeout)
+			}
+			return nil
+		case m := <-status:
+			st, _, err := mqtt.VerifyStatus(m.ContentType, m.Payload, dev)
+			if err != nil {
+				fmt.Fprintf(e.stderr, "ignored an invalid status: %v\n", err)
+				continue
+			}
+			if s.f.json {
+				printJSONTo(e.stdout, map[string]any{"status": st})
+			} else {
+				fmt.Fprintf(e.stdout, "status %s (%s)\n", s.device, shortDID(st.Device))
+				printStatus(e.stdout, "  ", st)
+			}
+			if a.until != "" && string(st.State) == a.until {
+				return nil
+			}
+		case m := <-events:
+			ev, data, _, err := mqtt.VerifyEvent(m.ContentType, m.Payload, dev)
+			if err != nil {
+				fmt.Fprintf(e.stderr, "ignored an invalid event: %v\n", err)
+				continue
+			}
+			if s.f.json {
+				printJSONTo(e.stdout, map[string]any{"event": ev, "data": data})
+			} else {
+				fmt.Fprintf(e.stdout, "event %s: %s %s\n", ev.Kind, ev.Detail, data)
+			}
+		}
+	}
+}

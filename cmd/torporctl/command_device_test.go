@@ -1,0 +1,90 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/transport/mqtt"
+	"github.com/torpor-dev/torpor/transport/mqtt/mqtttest"
+)
+
+// TestDeviceScripts runs testdata/device: torporctl device against the
+// embedded broker and a device (mqtt.Client with a recording Device) that
+// allows the operator key $WORK/op.key. The custom command "devsleep"
+// ends the device's session as a sleep would.
+func TestDeviceScripts(t *testing.T) {
+	testscript.Run(t, testscript.Params{
+		Dir:   "testdata/device",
+		Setup: setupDevice,
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"devsleep": func(ts *testscript.TestScript, neg bool, args []string) {
+				c := ts.Value("client").(*mqtt.Client)
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				ts.Check(c.Sleep(ctx, time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)))
+			},
+		},
+	})
+}
+
+func setupDevice(env *testscript.Env) error {
+	t := env.T().(testing.TB)
+	op, err := did.Generate(nil)
+	if err != nil {
+		return err
+	}
+	if err := did.SaveKey(filepath.Join(env.WorkDir, "op.key"), op, false); err != nil {
+		return err
+	}
+	devKey, err := did.Generate(nil)
+	if err != nil {
+		return err
+	}
+	b := mqtttest.StartEmbedded(t, nil)
+	st := mqtttest.OpenState(t, filepath.Join(t.TempDir(), "agent.db"), nil)
+	dev := &mqtttest.Device{State: mqtt.Status{Mode: "hourly_wake", Window: &mqtt.Window{Minute: 17, LengthSec: 300}}}
+	dev.Result = func(_ context.Context, c mqtt.Command) mqtt.Result {
+		switch c.Op {
+		case mqtt.OpStatus:
+			return mqtt.OK(map[string]any{"status": dev.State, "ledger": map[string]int{"completed": 2}})
+		case mqtt.OpRotateKeys:
+			return mqtt.Failed(mqtt.ReasonUnsupported, "no key rotation here")
+		}
+		return mqtt.OK(map[string]any{"op": c.Op, "args": c.Args})
+	}
+	c, err := mqtt.Start(mqtt.Config{Broker: b.URL(), Name: "dev-1", Key: devKey, Operators: []did.DID{op.DID()},
+		DB: st.DB, Replay: st.Replay, Ledger: st.Ledger, Device: dev})
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := c.AwaitConnection(ctx); err != nil {
+		return err
+	}
+	env.Defer(c.Abort)
+	env.Values["client"] = c
+	env.Setenv("TORPOR_BROKER", b.URL())
+	env.Setenv("TORPOR_KEY", filepath.Join(env.WorkDir, "op.key"))
+	env.Setenv("DEVICE_DID", devKey.DID().String())
+	other, _ := did.Generate(nil)
+	env.Setenv("OTHER_DID", other.DID().String())
+	return nil
+}
+
+// TestPrintFields checks the text rendering of a reply's result.
+func TestPrintFields(t *testing.T) {
+	var b strings.Builder
+	printFields(&b, "  ", json.RawMessage(`{"b":"two","a":1,"c":{"x":true}}`))
+	want := "  a: 1\n  b: two\n  c: {\"x\":true}\n"
+	if b.String() != want {
+		t.Errorf("printFields = %q, want %q", b.String(), want)
+	}
+}

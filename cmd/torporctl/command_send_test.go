@@ -1,0 +1,72 @@
+package main
+
+import (
+	"net/http/httptest"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/store/queue"
+	"github.com/torpor-dev/torpor/transport/relay"
+	"github.com/torpor-dev/torpor/wake"
+)
+
+// TestSendScripts runs testdata/send: torporctl send against a real relay
+// (in-process, real clock) that knows three agents whose devices are not
+// linked: one asleep with a wake scheduled in ten minutes, one in session
+// mode (never queued for), and one with a per-peer bound of 2.
+func TestSendScripts(t *testing.T) {
+	testscript.Run(t, testscript.Params{Dir: "testdata/send", Setup: setupRelay})
+}
+
+func setupRelay(env *testscript.Env) error {
+	t := env.T().(testing.TB)
+	dir := t.TempDir()
+	q, err := queue.OpenBolt(filepath.Join(dir, "queue.db"), nil)
+	if err != nil {
+		return err
+	}
+	states, err := relay.OpenStates(filepath.Join(dir, "agents.db"), nil)
+	if err != nil {
+		return err
+	}
+	srv := httptest.NewUnstartedServer(nil)
+	bounds := queue.DefaultBounds()
+	bounds.MaxPerPeer = 2
+	r, err := relay.New(relay.Config{PublicURL: "http://" + srv.Listener.Addr().String(), Queue: q, States: states, Bounds: bounds})
+	if err != nil {
+		return err
+	}
+	srv.Config.Handler = r.Handler()
+	srv.Start()
+	env.Defer(func() {
+		r.Link().Close()
+		srv.Close()
+		q.Close()
+		states.Close()
+	})
+	agents := []struct {
+		env string
+		st  relay.AgentState
+	}{
+		{"AGENT_SLEEP", relay.AgentState{Mode: wake.Sleep, NextWake: time.Now().Add(10 * time.Minute)}},
+		{"AGENT_SESSION", relay.AgentState{Mode: wake.Session}},
+	}
+	for _, a := range agents {
+		k, err := did.Generate(nil)
+		if err != nil {
+			return err
+		}
+		if err := states.Put(k.DID().String(), a.st, nil); err != nil {
+			return err
+		}
+		env.Setenv(a.env, k.DID().String())
+	}
+	unknown, _ := did.Generate(nil)
+	env.Setenv("AGENT_UNKNOWN", unknown.DID().String())
+	env.Setenv("TORPOR_RELAY", srv.URL)
+	return nil
+}
