@@ -13,10 +13,12 @@ declare -A need=(
   [node]=nodejs [npm]=npm
   [qemu-arm-static]=qemu-user-static [qemu-system-aarch64]=qemu-system-arm [dtc]=device-tree-compiler
   [systemd-analyze]=systemd
+  [mosquitto]=mosquitto [mosquitto_sub]=mosquitto-clients
 )
 missing=()
 for cmd in "${!need[@]}"; do
-  command -v "$cmd" >/dev/null 2>&1 || missing+=("${need[$cmd]}")
+  # /usr/sbin (mosquitto) is not on a normal user's PATH.
+  command -v "$cmd" >/dev/null 2>&1 || [ -x "/usr/sbin/$cmd" ] || missing+=("${need[$cmd]}")
 done
 if [ ${#missing[@]} -gt 0 ]; then
   echo "setup: installing ${missing[*]}"
