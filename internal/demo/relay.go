@@ -3,6 +3,7 @@ package demo
 import (
 	"context"
 	"fmt"
+	"net"
 	"strconv"
 	"strings"
 	"time"
@@ -10,18 +11,50 @@ import (
 	"github.com/torpor-dev/torpor/clock"
 )
 
-// startRelay starts torpor-relay on loopback ports the kernel picks, with
-// its embedded store and MQTT broker in the demo's directory, and waits
-// until it serves. It then starts the demo's own scaled clock, so that the
-// sender's clock is a little behind the relay's, never ahead (a DID Bearer
-// token may be at most 60 s early but up to its 5 min lifetime late).
-func (d *demo) startRelay(ctx context.Context) error {
+// freePort returns a loopback address whose port the kernel just handed
+// out, for a daemon to listen on. Knowing the relay's addresses before it
+// starts lets every process start at the same moment (see startAll).
+func freePort() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+// startAll starts the relay and the agents together, right after starting
+// the demo's own scaled clock. Each process's scaled clock starts when the
+// process does, so processes started apart disagree by the gap times the
+// scale; DID Bearer tokens allow a caller to be 60 s ahead and up to their
+// 5 min lifetime behind. Started together, the clocks differ by the
+// processes' start-up times only (milliseconds: seconds of scaled time).
+// An agent whose relay is not listening yet dials again with backoff.
+func (d *demo) startAll(ctx context.Context) error {
+	httpAddr, err := freePort()
+	if err != nil {
+		return err
+	}
+	mqttAddr, err := freePort()
+	if err != nil {
+		return err
+	}
+	d.relayURL, d.mqttURL = "http://"+httpAddr, "mqtt://"+mqttAddr
+	if d.clock, err = clock.NewScaled(nil, d.cfg.scale()); err != nil {
+		return err
+	}
+	d.n.SetClock(d.clock)
+	d.plan()
 	dir := d.path("relay")
-	args := []string{"--listen", "127.0.0.1:0", "--mqtt-listen", "127.0.0.1:0", "--data-dir", dir + "/data",
+	args := []string{"--listen", httpAddr, "--mqtt-listen", mqttAddr, "--data-dir", dir + "/data",
 		"--per-agent-metrics", "--time-scale", strconv.FormatFloat(d.cfg.scale(), 'f', -1, 64)}
-	var err error
 	if d.relay, err = StartProc("relay", d.bin("torpor-relay"), args, dir, dir+"/relay.log", nil); err != nil {
 		return err
+	}
+	for _, a := range d.agents {
+		if err := d.startAgent(ctx, a); err != nil {
+			return err
+		}
 	}
 	wctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
@@ -29,13 +62,11 @@ func (d *demo) startRelay(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("demo: torpor-relay did not start: %w", err)
 	}
-	d.relayURL, d.mqttURL = l.Get("addr"), l.Get("mqtt")
-	if d.clock, err = clock.NewScaled(nil, d.cfg.scale()); err != nil {
-		return err
+	if got := l.Get("addr"); got != d.relayURL {
+		return fmt.Errorf("demo: torpor-relay listens on %s, want %s", got, d.relayURL)
 	}
-	d.n.SetClock(d.clock)
 	d.n.Event("relay", KindStart, "torpor-relay serving %s (A2A, device links, /metrics), embedded MQTT broker %s, store %s/data, clock ×%g",
-		d.relayURL, d.mqttURL, dir, d.cfg.scale())
+		d.relayURL, l.Get("mqtt"), dir, d.cfg.scale())
 	d.bg.Go(func() { d.relay.Out().Follow(ctx, d.relayLine) })
 	return nil
 }

@@ -36,14 +36,8 @@ func (d *demo) run(ctx context.Context) error {
 	if err := d.makeKeys(ctx); err != nil {
 		return err
 	}
-	if err := d.startRelay(ctx); err != nil {
+	if err := d.startAll(ctx); err != nil {
 		return err
-	}
-	d.plan()
-	for _, a := range d.agents {
-		if err := d.startAgent(ctx, a); err != nil {
-			return err
-		}
 	}
 	qctx, stopPoll := context.WithCancel(ctx)
 	defer stopPoll()
