@@ -57,7 +57,33 @@ type Message struct {
 
 // watch holds what arrived for one device.
 type watch struct {
-	replies, status, events chan Message
+	status, events chan Message
+	// replies holds replies by correlation data (the command id) until
+	// AwaitReply takes them; arrived is closed and replaced on each
+	// arrival (Operator.mu guards all three).
+	replies map[string][]Message
+	order   []string // correlation data in arrival order, to bound replies
+	arrived chan struct{}
+}
+
+// maxHeldReplies bounds the replies an Operator keeps for AwaitReply.
+const maxHeldReplies = 1024
+
+func (w *watch) addReplyLocked(m Message) {
+	k := string(m.Correlation)
+	w.replies[k] = append(w.replies[k], m)
+	w.order = append(w.order, k)
+	for len(w.order) > maxHeldReplies {
+		old := w.order[0]
+		w.order = w.order[1:]
+		if rs := w.replies[old]; len(rs) > 1 {
+			w.replies[old] = rs[1:]
+		} else {
+			delete(w.replies, old)
+		}
+	}
+	close(w.arrived)
+	w.arrived = make(chan struct{})
 }
 
 // ErrNoStatus is returned by Operator.Status when the broker holds no
@@ -143,7 +169,8 @@ func (o *Operator) received(pr paho.PublishReceived) (bool, error) {
 		var ch chan Message
 		switch p.Topic {
 		case t.Reply():
-			ch = w.replies
+			w.addReplyLocked(m)
+			continue
 		case t.Status():
 			ch = w.status
 		case t.Event():
@@ -172,7 +199,8 @@ func (o *Operator) Watch(ctx context.Context, device string) error {
 		o.mu.Unlock()
 		return nil
 	}
-	o.watches[device] = &watch{replies: make(chan Message, 256), status: make(chan Message, 16), events: make(chan Message, 256)}
+	o.watches[device] = &watch{replies: map[string][]Message{}, arrived: make(chan struct{}),
+		status: make(chan Message, 16), events: make(chan Message, 256)}
 	o.mu.Unlock()
 	if err := o.subscribe(ctx, device); err != nil {
 		o.mu.Lock()
@@ -301,10 +329,12 @@ func (o *Operator) PublishCommand(ctx context.Context, device string, obj *gover
 
 // AwaitReply waits for the reply to command id from device, signed by
 // deviceDID (any signer when it is the zero DID; the reply must still
-// name and be signed by one device). Replies to other commands are
-// skipped, and so are messages that fail verification: a broker cannot
-// forge an answer. It returns an error wrapping ctx.Err() when none came
-// in time, which also wraps ErrNotFromDevice when a reply was ignored.
+// name and be signed by one device). Replies to other commands are kept
+// for their own AwaitReply; messages that fail verification are skipped:
+// a broker cannot forge an answer. Each call returns one reply, in the
+// order they came (a command answered twice, as a replay, has two). It
+// returns an error wrapping ctx.Err() when none came in time, which also
+// wraps ErrNotFromDevice when a reply was ignored.
 func (o *Operator) AwaitReply(ctx context.Context, device, id string, deviceDID did.DID) (Reply, *governed.Object, error) {
 	w, err := o.watch(device)
 	if err != nil {
@@ -312,23 +342,50 @@ func (o *Operator) AwaitReply(ctx context.Context, device, id string, deviceDID 
 	}
 	var invalid error
 	for {
+		m, ok, arrived := o.takeReply(w, id)
+		if ok {
+			r, obj, err := VerifyReply(m.ContentType, m.Payload, deviceDID)
+			if err == nil && r.Command == id {
+				return r, obj, nil
+			}
+			if err == nil {
+				err = fmt.Errorf("%w: answers command %q, not %q", ErrNotFromDevice, truncate(r.Command), id)
+			}
+			invalid = err
+			continue
+		}
 		select {
 		case <-ctx.Done():
 			if invalid != nil {
 				return Reply{}, nil, fmt.Errorf("%w; a reply that failed verification was ignored: %w", ctx.Err(), invalid)
 			}
 			return Reply{}, nil, ctx.Err()
-		case m := <-w.replies:
-			r, obj, err := VerifyReply(m.ContentType, m.Payload, deviceDID)
-			if err != nil {
-				invalid = err
-				continue
-			}
-			if r.Command == id {
-				return r, obj, nil
-			}
+		case <-arrived:
 		}
 	}
+}
+
+// takeReply removes and returns the oldest reply held for id, or the
+// channel that is closed when the next reply arrives.
+func (o *Operator) takeReply(w *watch, id string) (Message, bool, <-chan struct{}) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	rs := w.replies[id]
+	if len(rs) == 0 {
+		return Message{}, false, w.arrived
+	}
+	if len(rs) == 1 {
+		delete(w.replies, id)
+	} else {
+		w.replies[id] = rs[1:]
+	}
+	for i, k := range w.order {
+		if k == id {
+			w.order = append(w.order[:i], w.order[i+1:]...)
+			break
+		}
+	}
+	return rs[0], true, nil
 }
 
 // Status returns device's latest status as received (the retained

@@ -76,7 +76,7 @@ func StartMosquitto(t testing.TB, bin string) *Mosquitto {
 		"persistence true",
 		"persistence_location " + filepath.Join(dir, "data") + "/",
 		"max_queued_messages 10000",
-		"log_dest stdout",
+		"log_dest stderr", // unbuffered: stdout to a pipe is block-buffered
 		"log_type error",
 		"log_type warning",
 		"log_type notice",

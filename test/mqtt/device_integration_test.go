@@ -1,0 +1,213 @@
+//go:build integration
+
+package mqtt
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	mq "github.com/torpor-dev/torpor/transport/mqtt"
+	"github.com/torpor-dev/torpor/transport/mqtt/mqtttest"
+)
+
+// TestCommandWhileAsleepRunsAtNextWake: the device's first connection
+// makes its broker session; it sleeps cleanly (status asleep with the next
+// wake); a command sent meanwhile waits in the session and runs when the
+// device wakes.
+func TestCommandWhileAsleepRunsAtNextWake(t *testing.T) {
+	forEachBroker(t, func(t *testing.T, b mqtttest.Broker) {
+		d := newDevice(t, b)
+		d.wake()
+		next := start.Add(time.Hour)
+		d.sleep(next)
+		st, _, err := d.operator().Status(ctxT(t), name, d.key.DID())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.State != mq.StateAsleep || st.NextWake == nil || !st.NextWake.Equal(next) {
+			t.Fatalf("status while asleep = %+v", st)
+		}
+		id := d.send(mq.OpHalt, &mq.NoteArgs{Note: "from afar"})
+		if n := len(d.dev.Executed()); n != 0 {
+			t.Fatalf("%d commands ran while asleep", n)
+		}
+		d.clk.Set(next)
+		d.wake()
+		if r := d.reply(id); r.Outcome != mq.OutcomeOK || r.Op != mq.OpHalt {
+			t.Fatalf("reply = %+v", r)
+		}
+		if got := d.dev.Executed(); len(got) != 1 || got[0].Args.(*mq.NoteArgs).Note != "from afar" {
+			t.Fatalf("executed %+v", got)
+		}
+	})
+}
+
+// TestBacklogKeepsSequenceOrder: twelve commands sent in one second to a
+// sleeping device run in sequence order at its wake, whatever order the
+// broker redelivers them in (mochi sorts them with an unstable sort).
+func TestBacklogKeepsSequenceOrder(t *testing.T) {
+	forEachBroker(t, func(t *testing.T, b mqtttest.Broker) {
+		d := newDevice(t, b)
+		d.wake()
+		d.sleep(start.Add(time.Hour))
+		var ids []string
+		for i := range 12 {
+			ids = append(ids, d.send(mq.OpConfigSet, &mq.ConfigArgs{Key: "k", Value: ptr(fmt.Sprint(i))}))
+		}
+		d.wake()
+		for _, id := range ids {
+			if r := d.reply(id); r.Outcome != mq.OutcomeOK {
+				t.Errorf("reply to %s = %+v", id, r)
+			}
+		}
+		for i, c := range d.dev.Executed() {
+			if c.ID != ids[i] {
+				t.Errorf("command %d executed = %s, want %s", i, c.ID, ids[i])
+			}
+		}
+	})
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// TestRejectedCommandsAreReported: commands signed by an unknown key,
+// replayed, expired or out of sequence are refused without running, and
+// the reply says why.
+func TestRejectedCommandsAreReported(t *testing.T) {
+	forEachBroker(t, func(t *testing.T, b mqtttest.Broker) {
+		d := newDevice(t, b)
+		d.wake()
+		d.sleep(start.Add(time.Hour))
+		dev := d.key.DID()
+		now := d.clk.Now()
+		valid := d.publish(d.opKey, mq.CommandSpec{Device: dev, Seq: 100, Op: mq.OpStatus, IssuedAt: now})
+		unknown := d.publish(mustKey(t), mq.CommandSpec{Device: dev, Seq: 200, Op: mq.OpHalt, IssuedAt: now})
+		expiring := d.publish(d.opKey, mq.CommandSpec{Device: dev, Seq: 300, Op: mq.OpHalt, IssuedAt: now, TTL: time.Minute})
+		// The device wakes two minutes later: the last one expired on its
+		// way (its MQTT expiry, a real minute, has not passed yet).
+		d.clk.Advance(2 * time.Minute)
+		d.wake()
+		// Out of sequence: issued after, numbered below the valid one.
+		late := d.publish(d.opKey, mq.CommandSpec{Device: dev, Seq: 50, Op: mq.OpHalt, IssuedAt: d.clk.Now()})
+		checks := []struct {
+			id     string
+			reason string
+		}{
+			{valid, ""},
+			{unknown, mq.ReasonOperatorNotAllowed},
+			{expiring, "expired"},
+			{late, mq.ReasonOutOfSequence},
+		}
+		for _, c := range checks {
+			r := d.reply(c.id)
+			if c.reason == "" && r.Outcome != mq.OutcomeOK || c.reason != "" && (r.Outcome != mq.OutcomeRejected || r.Reason != c.reason) {
+				t.Errorf("reply to the %q case = %+v", c.reason, r)
+			}
+		}
+		// Replayed: the valid command published again, byte for byte.
+		o, err := mq.SignCommand(d.opKey, mq.CommandSpec{Device: dev, Seq: 400, Op: mq.OpStatus, IssuedAt: d.clk.Now()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 2 {
+			if _, err := d.operator().PublishCommand(ctxT(t), name, o, false); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// Two answers, in either order: the first copy's outcome goes
+		// through the durable outbound queue, the refusal straight out.
+		rs := []mq.Reply{d.reply(o.ID), d.reply(o.ID)}
+		if rs[0].Outcome != mq.OutcomeOK {
+			rs[0], rs[1] = rs[1], rs[0]
+		}
+		if rs[0].Outcome != mq.OutcomeOK || rs[1].Outcome != mq.OutcomeRejected || rs[1].Reason != "replay" || !strings.Contains(rs[1].Detail, "already") {
+			t.Errorf("replies to a command sent twice = %+v", rs)
+		}
+		if n := len(d.dev.Executed()); n != 2 {
+			t.Errorf("executed %d commands, want the 2 valid ones", n)
+		}
+	})
+}
+
+// TestRebootMidCommandIsIndeterminate: the power goes while a command
+// runs; after the reboot the device resumes its broker session, which
+// delivers the unacknowledged command again; it is not run again but
+// answered indeterminate with the ledger key to reconcile.
+func TestRebootMidCommandIsIndeterminate(t *testing.T) {
+	forEachBroker(t, func(t *testing.T, b mqtttest.Broker) {
+		d := newDevice(t, b)
+		started := make(chan struct{})
+		d.dev.Result = func(ctx context.Context, c mq.Command) mq.Result {
+			if c.Op == mq.OpReboot {
+				close(started)
+				<-ctx.Done()
+			}
+			return mq.OK(nil)
+		}
+		d.wake()
+		id := d.send(mq.OpReboot, &mq.RebootArgs{})
+		<-started
+		d.reboot()
+		r := d.reply(id)
+		if r.Outcome != mq.OutcomeIndeterminate || !strings.Contains(r.Detail, mq.LedgerKey(d.opKey.DID(), id)) {
+			t.Fatalf("reply after the reboot = %+v", r)
+		}
+		if n := len(d.dev.Executed()); n != 1 {
+			t.Errorf("executed %d times, want once", n)
+		}
+	})
+}
+
+// TestRepliesSurviveRebootInBbolt: the network goes while the device
+// answers; the reply waits in the bbolt outbound queue (or the bbolt
+// session, when it was written to a dead connection) through a reboot and
+// goes out at the next connection.
+func TestRepliesSurviveRebootInBbolt(t *testing.T) {
+	forEachBroker(t, func(t *testing.T, b mqtttest.Broker) {
+		d := newDevice(t, b)
+		proxy := mqtttest.StartProxy(t, strings.TrimPrefix(b.URL(), "mqtt://"))
+		d.url = proxy.URL()
+		d.dev.Result = func(ctx context.Context, c mq.Command) mq.Result {
+			proxy.Cut()
+			return mq.OK(map[string]string{"done": c.Op})
+		}
+		d.wake()
+		d.operator()
+		d.seq = mq.NextSeq(d.seq, d.clk.Now())
+		s, err := d.op.Send(ctxT(t), name, mq.CommandSpec{Device: d.key.DID(), Seq: d.seq, Op: mq.OpDrain}, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := d.dev.WaitExecuted(ctxT(t), 1); err != nil {
+			t.Fatal(err)
+		}
+		if err := d.client.WaitIdle(ctxT(t)); err != nil {
+			t.Fatal(err)
+		}
+		d.client.Abort()
+		d.state.Close()
+		proxy.Restore()
+		d.state = mqtttest.OpenState(t, d.path, d.clk)
+		d.wake()
+		rs := d.replyWith(s.Object.ID, mq.OutcomeOK)
+		if string(rs[len(rs)-1].Result) != `{"done":"drain"}` {
+			t.Errorf("replies = %+v", rs)
+		}
+		if n := len(d.dev.Executed()); n != 1 {
+			t.Errorf("executed %d times, want once", n)
+		}
+		var pending int
+		d.state.DB.View(func(tx *bolt.Tx) error {
+			pending = tx.Bucket([]byte("mqtt-outbox")).Bucket([]byte("items")).Stats().KeyN
+			return nil
+		})
+		if pending != 0 {
+			t.Errorf("%d messages left in the outbound queue", pending)
+		}
+	})
+}
