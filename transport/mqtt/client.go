@@ -124,6 +124,11 @@ type Client struct {
 	ctx    context.Context // ends when the Client stops
 	cancel context.CancelFunc
 	events chan event
+	// statusKick asks statusLoop to publish the status again.
+	statusKick chan struct{}
+	// statusMu serialises status publications; it guards statusFinal.
+	statusMu    sync.Mutex
+	statusFinal bool
 	jobs   chan job
 	wg     sync.WaitGroup
 
@@ -164,9 +169,10 @@ func Start(cfg Config) (*Client, error) {
 		return nil, fmt.Errorf("mqtt: %w", err)
 	}
 	c.cm = cm
-	c.wg.Add(2)
+	c.wg.Add(3)
 	go c.dispatch()
 	go c.executeLoop()
+	go c.statusLoop()
 	return c, nil
 }
 
@@ -198,6 +204,7 @@ func newClient(cfg Config) (*Client, error) {
 	}
 	c := &Client{cfg: cfg, topics: t, clock: clock.Or(cfg.Clock), log: cfg.Logger, queue: q, sessions: sessions,
 		adm: adm, key: cfg.Key, events: make(chan event, 256), jobs: make(chan job, 64), ready: make(chan struct{}), idle: closedChan(),
+		statusKick: make(chan struct{}, 1),
 		stats: Stats{Rejected: map[string]int{}}}
 	c.limiter = newLimiter(c.clock, cfg.RejectionsPerMinute, time.Minute)
 	c.state = st
@@ -473,6 +480,33 @@ func (c *Client) Stats() Stats {
 	return s
 }
 
+// statusLoop publishes the status whenever kicked, coalescing kicks that
+// come while a publication is in progress, so a command's completion never
+// waits on the broker's acknowledgement of a status.
+func (c *Client) statusLoop() {
+	defer c.wg.Done()
+	for {
+		select {
+		case <-c.ctx.Done():
+			return
+		case <-c.statusKick:
+			ctx, cancel := context.WithTimeout(c.ctx, 10*time.Second)
+			if err := c.PublishStatus(ctx); err != nil {
+				c.log.Debug("publishing status failed", "err", err)
+			}
+			cancel()
+		}
+	}
+}
+
+// kickStatus asks for the status to be published again, soon.
+func (c *Client) kickStatus() {
+	select {
+	case c.statusKick <- struct{}{}:
+	default:
+	}
+}
+
 // PublishStatus publishes the device's current status (state awake) as the
 // retained message of its status topic. The Client does so on every
 // connection and after every command; the runtime calls it when its state
@@ -484,7 +518,18 @@ func (c *Client) PublishStatus(ctx context.Context) error {
 	return c.publishStatus(ctx, StateAwake, since, nil)
 }
 
+// publishStatus publishes a status. Publications are serialised, and none
+// follows the final one (asleep or offline): the retained message must end
+// on what the device said last.
 func (c *Client) publishStatus(ctx context.Context, s State, since time.Time, nextWake *time.Time) error {
+	c.statusMu.Lock()
+	defer c.statusMu.Unlock()
+	if c.statusFinal {
+		return nil
+	}
+	if s != StateAwake {
+		c.statusFinal = true
+	}
 	p, err := c.statusPayload(s, since, nextWake)
 	if err != nil {
 		return err

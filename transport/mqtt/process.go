@@ -383,11 +383,7 @@ func (c *Client) run(j job) {
 	}
 	ack(j.in)
 	c.log.Info("command executed", "op", j.cmd.Op, "id", j.cmd.ID, "operator", j.cmd.Operator.String(), "outcome", reply.Outcome, "reason", reply.Reason)
-	ctx, cancel := context.WithTimeout(c.ctx, 10*time.Second)
-	if err := c.PublishStatus(ctx); err != nil {
-		c.log.Debug("publishing status after a command failed", "err", err)
-	}
-	cancel()
+	c.kickStatus()
 	if res.After != nil {
 		ctx, cancel := context.WithTimeout(c.ctx, 30*time.Second)
 		if err := c.flush(ctx); err != nil {

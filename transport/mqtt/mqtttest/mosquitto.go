@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -177,13 +178,31 @@ func (m *Mosquitto) Restart(t testing.TB) {
 
 // Pause stops the mosquitto process (SIGSTOP) without closing its
 // connections: clients see a broker that accepts bytes and answers
-// nothing, as behind a dead network path. Resume continues it.
-func (m *Mosquitto) Pause(t testing.TB) { m.signal(t, syscall.SIGSTOP) }
+// nothing, as behind a dead network path. It returns once the kernel
+// reports the process stopped. Resume continues it.
+func (m *Mosquitto) Pause(t testing.TB) {
+	t.Helper()
+	pid := m.signal(t, syscall.SIGSTOP)
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			t.Fatalf("reading the state of mosquitto: %v", err)
+		}
+		// /proc/PID/stat: "pid (comm) S ..."; S is T when stopped.
+		if i := strings.LastIndexByte(string(b), ')'); i >= 0 && i+2 < len(b) && b[i+2] == 'T' {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("mosquitto did not stop on SIGSTOP")
+		}
+		runtime.Gosched()
+	}
+}
 
 // Resume continues a paused mosquitto (SIGCONT).
 func (m *Mosquitto) Resume(t testing.TB) { m.signal(t, syscall.SIGCONT) }
 
-func (m *Mosquitto) signal(t testing.TB, s os.Signal) {
+func (m *Mosquitto) signal(t testing.TB, s os.Signal) int {
 	t.Helper()
 	m.mu.Lock()
 	cmd := m.cmd
@@ -194,6 +213,7 @@ func (m *Mosquitto) signal(t testing.TB, s os.Signal) {
 	if err := cmd.Process.Signal(s); err != nil {
 		t.Fatal(err)
 	}
+	return cmd.Process.Pid
 }
 
 // freePort returns a loopback TCP port that was free a moment ago.
