@@ -45,6 +45,12 @@ type ApplicationMessage struct {
 	Sender            uint32 // leaf index of the sending member
 	Data              []byte
 	AuthenticatedData []byte
+	// SignatureKey is the leaf signature key that verified the message, in
+	// the epoch it was sent in: for a late message of a past epoch, the
+	// sender may no longer be in the tree (or be someone else at that
+	// leaf), so callers binding the sender's identity use this key rather
+	// than the current tree.
+	SignatureKey []byte
 }
 
 // DecryptApplication decrypts an application PrivateMessage of the current
@@ -72,11 +78,30 @@ func (g *Group) DecryptApplication(m *MLSMessage) (_ *ApplicationMessage, err er
 	if err != nil {
 		return nil, err
 	}
+	key, err := g.signerIn(m.PrivateMessage.Epoch, ac.Content.Sender.Index)
+	if err != nil {
+		return nil, err
+	}
 	return &ApplicationMessage{
 		Sender:            ac.Content.Sender.Index,
 		Data:              ac.Content.ApplicationData,
 		AuthenticatedData: ac.Content.AuthenticatedData,
+		SignatureKey:      bytes.Clone(key),
 	}, nil
+}
+
+// signerIn returns the signature key of the member at leaf in the given
+// epoch: the current tree's, or the one kept for a past epoch.
+func (g *Group) signerIn(epoch uint64, leaf uint32) ([]byte, error) {
+	if epoch == g.ctx.Epoch {
+		return g.memberSignatureKey(leaf)
+	}
+	for _, p := range g.past {
+		if p.protector.ctx.Epoch == epoch {
+			return p.signer(leaf)
+		}
+	}
+	return nil, ErrEpochMismatch
 }
 
 // openPrivate unprotects a PrivateMessage of the current epoch, verifying

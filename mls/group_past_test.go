@@ -1,6 +1,7 @@
 package mls
 
 import (
+	"bytes"
 	"errors"
 	"testing"
 )
@@ -41,6 +42,8 @@ func TestLateApplicationMessages(t *testing.T) {
 	restore(t, carol)
 	if am, err := carol.g.DecryptApplication(roundTrip(t, later)); err != nil || string(am.Data) != "also before" {
 		t.Errorf("late message after restore: %v", err)
+	} else if want := alice.g.Member(alice.g.LeafIndex()).SignatureKey; !bytes.Equal(am.SignatureKey, want) {
+		t.Errorf("late message SignatureKey = %x, want alice's %x", am.SignatureKey, want)
 	}
 	checkMessaging(t, cs...)
 

@@ -261,3 +261,35 @@ func TestMessageEpochs(t *testing.T) {
 		t.Fatalf("stale commit: %v, want ErrStaleEpoch", err)
 	}
 }
+
+// TestLateApplicationMessage: a device that drains its queue after a
+// Commit still reads an application message sent in the epoch before it
+// (RFC 9420, Section 15.3), and its sender is the member that signed it in
+// that epoch, even when the Commit removed that member; two epochs back,
+// the keys are gone.
+func TestLateApplicationMessage(t *testing.T) {
+	alice, bob, carol := newAgent(t, "alice", nil), newAgent(t, "bob", nil), newAgent(t, "carol", nil)
+	register(t, alice, bob, carol)
+	group := groupSession(t, alice, bob, carol)
+	var late, older []byte
+	bob.update(func(tx *bolt.Tx) (err error) { older, err = bob.s.Encrypt(tx, group, []byte("two epochs ago")); return err })
+	commitAndFanOut(t, alice, group, Change{Update: true})
+	bob.update(func(tx *bolt.Tx) (err error) { late, err = bob.s.Encrypt(tx, group, []byte("before bob's removal")); return err })
+	c := commitAndFanOut(t, alice, group, Change{Remove: []did.DID{bob.id()}}, carol)
+	if c == nil {
+		t.Fatal("no commit")
+	}
+	var r *Received
+	carol.update(func(tx *bolt.Tx) (err error) { r, err = carol.s.Process(tx, late, did.DID{}); return err })
+	if r.Kind != KindApplication || r.Sender != bob.id() || string(r.Plaintext) != "before bob's removal" {
+		t.Errorf("late message = %v %q from %v, want bob's application message", r.Kind, r.Plaintext, r.Sender)
+	}
+	// Its key is deleted (Section 9.2): the same message again is refused.
+	if err := carol.try(func(tx *bolt.Tx) error { _, err := carol.s.Process(tx, late, did.DID{}); return err }); err == nil {
+		t.Error("a late message was accepted twice")
+	}
+	err := carol.try(func(tx *bolt.Tx) error { _, err := carol.s.Process(tx, older, did.DID{}); return err })
+	if !errors.Is(err, ErrStaleEpoch) || Deferred(err) {
+		t.Errorf("message two epochs old: %v, want ErrStaleEpoch", err)
+	}
+}

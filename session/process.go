@@ -87,6 +87,15 @@ func (s *Sessions) Process(tx *bolt.Tx, msg []byte, claimed did.DID) (*Received,
 	switch e := st.g.Epoch(); {
 	case h.epoch > e:
 		return nil, deferredError{fmt.Errorf("%w: epoch %d, group %x is at %d", ErrFutureEpoch, h.epoch, h.group, e)}
+	case h.epoch < e && h.content == mls.ContentTypeApplication && m.PrivateMessage != nil:
+		// A late application message (RFC 9420, Section 15.3): sent before
+		// its sender saw a Commit this device has already processed — the
+		// usual case for a device that drains a queue after sleeping.
+		r, err := s.processLate(st, m)
+		if err != nil {
+			return nil, err
+		}
+		return r, s.save(tx, st)
 	case h.epoch < e:
 		return nil, fmt.Errorf("%w: epoch %d, group %x is at %d", ErrStaleEpoch, h.epoch, h.group, e)
 	}
@@ -101,6 +110,28 @@ func (s *Sessions) Process(tx *bolt.Tx, msg []byte, claimed did.DID) (*Received,
 		return r, drop(tx, st.id)
 	}
 	return r, s.save(tx, st)
+}
+
+// processLate decrypts an application message of one of the past epochs
+// the group keeps keys for. Its sender is the DID bound to the signature key
+// that verified it in that epoch — the member may since have left the tree,
+// or another member taken its leaf. The key is bound to the DID because
+// every leaf's credential binding was checked when it entered the tree
+// (draft Section 4.3). A message of an epoch whose keys are gone fails with
+// ErrStaleEpoch.
+func (s *Sessions) processLate(st *stored, m *mls.MLSMessage) (*Received, error) {
+	am, err := st.g.DecryptApplication(m)
+	if errors.Is(err, mls.ErrEpochMismatch) {
+		return nil, fmt.Errorf("%w: epoch %d, group %x is at %d and keeps no keys for it", ErrStaleEpoch, m.PrivateMessage.Epoch, m.PrivateMessage.GroupID, st.g.Epoch())
+	}
+	if err != nil {
+		return nil, err
+	}
+	sender, err := did.FromPublicKey(am.SignatureKey)
+	if err != nil {
+		return nil, fmt.Errorf("session: late message: %w", err)
+	}
+	return &Received{Group: st.id, Kind: KindApplication, Sender: sender, Plaintext: am.Data, Epoch: st.g.Epoch()}, nil
 }
 
 // msgHeader is what a group message says in the clear.
