@@ -272,9 +272,15 @@ func TestLateApplicationMessage(t *testing.T) {
 	register(t, alice, bob, carol)
 	group := groupSession(t, alice, bob, carol)
 	var late, older []byte
-	bob.update(func(tx *bolt.Tx) (err error) { older, err = bob.s.Encrypt(tx, group, []byte("two epochs ago")); return err })
+	bob.update(func(tx *bolt.Tx) (err error) {
+		older, err = bob.s.Encrypt(tx, group, []byte("two epochs ago"))
+		return err
+	})
 	commitAndFanOut(t, alice, group, Change{Update: true})
-	bob.update(func(tx *bolt.Tx) (err error) { late, err = bob.s.Encrypt(tx, group, []byte("before bob's removal")); return err })
+	bob.update(func(tx *bolt.Tx) (err error) {
+		late, err = bob.s.Encrypt(tx, group, []byte("before bob's removal"))
+		return err
+	})
 	c := commitAndFanOut(t, alice, group, Change{Remove: []did.DID{bob.id()}}, carol)
 	if c == nil {
 		t.Fatal("no commit")
