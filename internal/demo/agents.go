@@ -137,8 +137,10 @@ func (d *demo) agentLine(a *agent, l Line) {
 		d.rejection(a, l)
 	case l.Msg == "mode changed" || strings.HasPrefix(l.Msg, "halted") || l.Msg == "resumed":
 		d.n.Event(a.name, KindMQTT, "%s %s", l.Msg, attrs(l, "mode", "note"))
-	case l.Level == "ERROR" || l.Level == "WARN":
-		d.n.Event(a.name, KindError, "%s: %s %s", strings.ToLower(l.Level), l.Msg, attrs(l, "err", "error"))
+	case l.Level == "ERROR":
+		d.n.Event(a.name, KindError, "%s %s", l.Msg, attrs(l, "err", "error"))
+	case l.Level == "WARN":
+		d.n.Event(a.name, KindWarn, "%s %s", l.Msg, attrs(l, "err", "error"))
 	}
 }
 

@@ -69,8 +69,12 @@ type demo struct {
 	send      *sender.Client
 	agents    []*agent
 	byDID     map[string]*agent
-	bg        sync.WaitGroup // followers and pollers
-	mu        sync.Mutex
+	bg        sync.WaitGroup // followers, pollers and operator commands
+	// ops is the context of operator commands (torporctl), ended first
+	// when the demo stops.
+	ops     context.Context
+	stopOps context.CancelFunc
+	mu      sync.Mutex
 	// mu guards the following fields.
 	failures []string
 }
@@ -95,6 +99,8 @@ func Run(ctx context.Context, cfg Config) error {
 	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
 	d := &demo{cfg: cfg, hc: &http.Client{Timeout: 10 * time.Second}, byDID: map[string]*agent{}}
+	d.ops, d.stopOps = context.WithCancel(ctx)
+	defer d.stopOps()
 	d.clock = clock.Real // replaced by the scaled clock once the relay is up
 	d.n = NewNarrator(cfg.Out, d.clock)
 	err := d.run(ctx)
@@ -140,6 +146,7 @@ func (d *demo) bin(name string) string { return filepath.Join(d.cfg.Bin, name) }
 // stopAll stops the agents, then the relay (which the agents announce
 // their sleep to), then the sinks; it waits for the followers.
 func (d *demo) stopAll() {
+	d.stopOps()
 	var wg sync.WaitGroup
 	for _, a := range d.agents {
 		if a.proc != nil {

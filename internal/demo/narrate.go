@@ -29,6 +29,7 @@ const (
 	KindConfirm = "confirm" // a held action ran after the owner's confirmation
 	KindSleep   = "sleep"   // an agent went to sleep, and until when
 	KindStop    = "stop"    // a process stopped
+	KindWarn    = "warn"    // a daemon logged a warning
 	KindError   = "error"   // something went wrong
 )
 

@@ -35,6 +35,7 @@ type Letter struct {
 	answer    string // the relay's answer to the send
 	seen      bool   // a rejection with the expected cause was logged
 	held      bool   // the agent logged the hold of this action
+	confirmed string // the outcome of the owner's confirmation over MQTT
 	delivered int    // times the application received it
 }
 

@@ -94,8 +94,10 @@ func (d *demo) relayLine(l Line) {
 		d.n.Event("relay", KindQueue, "purged %s expired record(s), never delivered", l.Get("records"))
 	case l.Level == "ERROR" && l.Get("component") == "mqtt" && l.Get("error") == "key not found":
 		// mochi's storage hook on a fresh data directory: not an error.
-	case l.Level == "ERROR" || l.Level == "WARN":
-		d.n.Event("relay", KindError, "%s: %s %s", strings.ToLower(l.Level), l.Msg, attrs(l, "agent", "err", "error"))
+	case l.Level == "ERROR":
+		d.n.Event("relay", KindError, "%s %s", l.Msg, attrs(l, "agent", "err", "error"))
+	case l.Level == "WARN":
+		d.n.Event("relay", KindWarn, "%s %s", l.Msg, attrs(l, "agent", "err", "error"))
 	}
 }
 

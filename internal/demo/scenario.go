@@ -56,7 +56,7 @@ func (d *demo) run(ctx context.Context) error {
 	if err := d.awaitWakes(ctx, hourly, 2); err != nil { // boot + first window
 		return err
 	}
-	d.confirmHeld(ctx, hourly)
+	d.confirmHeld(hourly)
 	if err := d.awaitWakes(ctx, sleeper, 2); err != nil { // boot + the scheduled wake
 		return err
 	}
@@ -65,7 +65,10 @@ func (d *demo) run(ctx context.Context) error {
 	if err := d.secondRound(ctx, hourly); err != nil {
 		return err
 	}
-	return d.awaitWakes(ctx, hourly, 3) // the next window: the confirmed action runs
+	if err := d.awaitWakes(ctx, hourly, 3); err != nil { // the next window: the confirmed action runs
+		return err
+	}
+	return d.awaitConfirmations(ctx, hourly)
 }
 
 // makeKeys makes the identities: the agents' and their owner's with
@@ -180,6 +183,22 @@ func (d *demo) awaitWakes(ctx context.Context, a *agent, n int) error {
 		}
 		if err := sleepCtx(ctx, 20*time.Millisecond); err != nil {
 			return fmt.Errorf("demo: waiting for %s's wake %d: %w", a.name, n, err)
+		}
+	}
+}
+
+// awaitConfirmations waits (a little) for the replies to the owner's
+// confirmations of a's held actions.
+func (d *demo) awaitConfirmations(ctx context.Context, a *agent) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	for {
+		done := true
+		for _, l := range a.lettersExpecting(expectHold) {
+			done = done && (!l.held || l.confirmed != "")
+		}
+		if done || sleepCtx(ctx, 20*time.Millisecond) != nil {
+			return nil // a missing reply is reported by the summary's checks
 		}
 	}
 }

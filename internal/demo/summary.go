@@ -74,6 +74,8 @@ func (d *demo) check(a *agent) {
 			d.fail("%s: %s was delivered %d times, want once", a.name, l.Label, l.delivered)
 		case l.Expect == expectHold && (held == 0 || !l.held):
 			d.fail("%s: %s was never held", a.name, l.Label)
+		case l.Expect == expectHold && l.confirmed != "ok":
+			d.fail("%s: the owner's confirmation of %s was answered %q, want ok", a.name, l.Label, l.confirmed)
 		case l.Expect == expectHold && l.delivered != 1:
 			d.fail("%s: %s ran %d times after the confirmation, want once", a.name, l.Label, l.delivered)
 		case l.Expect != expectAccept && l.Expect != expectHold && (!l.seen || l.delivered > 0):
