@@ -43,6 +43,7 @@ var events = []struct{ name, re string }{
 	{"a held action", `hourly\s+hold\s+held for the owner .*action:open-valve`},
 	{"the confirmation over MQTT", `owner\s+mqtt\s+.*confirm`},
 	{"the confirmed action ran", `hourly\s+confirm\s+ran action:open-valve after the owner's confirmation`},
+	{"the device's signed reply over MQTT", `hourly\s+mqtt\s+reply to the owner's confirm \(seq \d+\), signed by hourly: ok`},
 	{"the next sleep", `hourly\s+sleep\s+asleep until \d\d:\d\d:\d\d`},
 	{"the summary table", `(?m)^agent\s+mode\s+wakes \(reason\)\s+relay answers`},
 	{"the end", `demo OK in \d+\.\d s`},
