@@ -129,8 +129,8 @@ type Client struct {
 	// statusMu serialises status publications; it guards statusFinal.
 	statusMu    sync.Mutex
 	statusFinal bool
-	jobs   chan job
-	wg     sync.WaitGroup
+	jobs        chan job
+	wg          sync.WaitGroup
 
 	mu sync.Mutex
 	// mu guards all following fields.
@@ -205,7 +205,7 @@ func newClient(cfg Config) (*Client, error) {
 	c := &Client{cfg: cfg, topics: t, clock: clock.Or(cfg.Clock), log: cfg.Logger, queue: q, sessions: sessions,
 		adm: adm, key: cfg.Key, events: make(chan event, 256), jobs: make(chan job, 64), ready: make(chan struct{}), idle: closedChan(),
 		statusKick: make(chan struct{}, 1),
-		stats: Stats{Rejected: map[string]int{}}}
+		stats:      Stats{Rejected: map[string]int{}}}
 	c.limiter = newLimiter(c.clock, cfg.RejectionsPerMinute, time.Minute)
 	c.state = st
 	c.ctx, c.cancel = context.WithCancel(context.Background())
@@ -249,7 +249,11 @@ func sessionExpirySeconds(d time.Duration) uint32 {
 
 func (c *Client) pahoConfig() autopaho.ClientConfig {
 	u, _ := url.Parse(c.cfg.Broker)
-	return autopaho.ClientConfig{
+	var trace pahoLogger
+	if c.log.Enabled(context.Background(), slog.LevelDebug-4) {
+		trace = pahoLogger{c.log.With("lib", "paho"), slog.LevelDebug - 4}
+	}
+	cfg := autopaho.ClientConfig{
 		ServerUrls: []*url.URL{u},
 		TlsCfg:     c.cfg.TLS,
 		KeepAlive:  uint16(min(c.cfg.KeepAlive/time.Second, 0xFFFF)),
@@ -267,6 +271,8 @@ func (c *Client) pahoConfig() autopaho.ClientConfig {
 		OnConnectionUp:                func(_ *autopaho.ConnectionManager, ca *paho.Connack) { go c.connectionUp(ca) },
 		OnConnectionDown:              c.connectionDown,
 		OnConnectError:                func(err error) { c.log.Debug("connection attempt failed", "err", err) },
+		Errors:                        pahoLogger{c.log.With("lib", "autopaho"), slog.LevelWarn},
+		PahoErrors:                    pahoLogger{c.log.With("lib", "paho"), slog.LevelWarn},
 		ClientConfig: paho.ClientConfig{
 			ClientID: c.cfg.Name,
 			Session:  c.state,
@@ -274,10 +280,17 @@ func (c *Client) pahoConfig() autopaho.ClientConfig {
 			// committed, so a crash before that makes the broker deliver
 			// them again (MQTT 5.0 Section 4.4).
 			EnableManualAcknowledgment: true,
-			SendAcksInterval:           50 * time.Millisecond,
+			SendAcksInterval:           10 * time.Millisecond,
 			OnPublishReceived:          []func(paho.PublishReceived) (bool, error){c.received},
 		},
 	}
+	c.state.SetErrorLogger(pahoLogger{c.log.With("lib", "paho-session"), slog.LevelWarn})
+	if trace.log != nil {
+		// Below debug: paho's own trace, for diagnosing the library.
+		cfg.Debug, cfg.PahoDebug = trace, trace
+		c.state.SetDebugLogger(pahoLogger{c.log.With("lib", "paho-session"), slog.LevelDebug - 4})
+	}
+	return cfg
 }
 
 // dial opens the network connection and keeps it for Abort.
@@ -612,10 +625,12 @@ func (c *Client) shutdown(ctx context.Context, s State, nextWake *time.Time) err
 		}
 		err = c.flush(ctx)
 	}
+	c.log.Debug("session flushed; disconnecting", "state", s, "err", err)
 	if derr := c.cm.Disconnect(ctx); derr != nil && err == nil {
 		err = derr
 	}
 	c.stop()
+	c.log.Debug("session ended", "state", s)
 	return err
 }
 
