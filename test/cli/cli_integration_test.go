@@ -1,0 +1,181 @@
+//go:build integration
+
+package cli
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rogpeppe/go-internal/testscript"
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/runtime"
+	"github.com/torpor-dev/torpor/runtime/deliver"
+	"github.com/torpor-dev/torpor/runtime/drain"
+	"github.com/torpor-dev/torpor/runtime/purpose"
+	"github.com/torpor-dev/torpor/session"
+	"github.com/torpor-dev/torpor/session/agent"
+	"github.com/torpor-dev/torpor/store/queue"
+	"github.com/torpor-dev/torpor/test/internal/testenv"
+	"github.com/torpor-dev/torpor/transport/relay"
+	"github.com/torpor-dev/torpor/wake"
+)
+
+// TestCLI runs testdata/*.txt with the torporctl binary built from this
+// tree on PATH and the custom command "stack".
+func TestCLI(t *testing.T) {
+	bin := buildTorporctl(t)
+	testscript.Run(t, testscript.Params{
+		Dir: "testdata",
+		Setup: func(env *testscript.Env) error {
+			env.Setenv("PATH", bin+string(os.PathListSeparator)+env.Getenv("PATH"))
+			env.Values["stack"] = &stack{}
+			return nil
+		},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){"stack": cmdStack},
+	})
+}
+
+// buildTorporctl builds cmd/torporctl into a temporary directory.
+func buildTorporctl(t *testing.T) string {
+	t.Helper()
+	goBin := testenv.RequireTool(t, "go")
+	dir := t.TempDir()
+	cmd := exec.Command(goBin, "build", "-o", filepath.Join(dir, "torporctl"), "github.com/torpor-dev/torpor/cmd/torporctl")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("building torporctl: %v\n%s", err, out)
+	}
+	return dir
+}
+
+// stack is the relay, broker and agent one script runs against.
+type stack struct {
+	mu    sync.Mutex
+	count int // objects the application received
+}
+
+func (s *stack) Deliver(_ context.Context, d deliver.Delivery) (deliver.Outcome, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.count++
+	return deliver.Outcome{OK: true}, nil
+}
+
+// cmdStack is the script command
+//
+//	stack start OPERATOR_KEY   start relay, broker and agent (always_on,
+//	                           30 s windows); OPERATOR_KEY's DID may
+//	                           command it. Sets RELAY, BROKER, AGENT
+//	                           (the agent's DID) and DEVICE (its name).
+//	stack delivered N          the application received at least N objects
+func cmdStack(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) < 1 {
+		ts.Fatalf("usage: stack start KEY | stack delivered N")
+	}
+	switch args[0] {
+	case "start":
+		if len(args) != 2 {
+			ts.Fatalf("usage: stack start OPERATOR_KEY")
+		}
+		startStack(ts, ts.MkAbs(args[1]))
+	case "delivered":
+		n, err := strconv.Atoi(args[1])
+		ts.Check(err)
+		s := ts.Value("stack").(*stack)
+		s.mu.Lock()
+		got := s.count
+		s.mu.Unlock()
+		if (got >= n) == neg {
+			ts.Fatalf("the application received %d objects, want at least %d", got, n)
+		}
+	default:
+		ts.Fatalf("unknown stack command %q", args[0])
+	}
+}
+
+func startStack(ts *testscript.TestScript, opKeyFile string) {
+	op, err := did.LoadKey(opKeyFile)
+	ts.Check(err)
+	dir := ts.MkAbs("stack")
+	ts.Check(os.MkdirAll(dir, 0o700))
+	q, err := queue.OpenBolt(filepath.Join(dir, "queue.db"), nil)
+	ts.Check(err)
+	states, err := relay.OpenStates(filepath.Join(dir, "agents.db"), nil)
+	ts.Check(err)
+	broker, err := relay.StartBroker(relay.BrokerConfig{Listen: "127.0.0.1:0", DataDir: dir})
+	ts.Check(err)
+	srv := httptest.NewUnstartedServer(nil)
+	log := slog.New(slog.NewTextHandler(logFile(ts, filepath.Join(dir, "stack.log")), nil))
+	r, err := relay.New(relay.Config{PublicURL: "http://" + srv.Listener.Addr().String(), Queue: q, States: states,
+		MQTTBroker: broker.URL(), Logger: log})
+	ts.Check(err)
+	srv.Config.Handler = r.Handler()
+	srv.Start()
+
+	key, err := did.Generate(nil)
+	ts.Check(err)
+	s := ts.Value("stack").(*stack)
+	var cmds *runtime.Commands
+	cfg := runtime.Config{
+		Key: key, DataDir: filepath.Join(dir, "agent"), RelayURL: srv.URL, Name: "cli-agent",
+		Mode: wake.AlwaysOn, WindowLength: 30 * time.Second,
+		Owner: op.DID(), Purposes: purpose.Set{"comms:*"}, AllowPlaintext: true,
+		Routes: []deliver.Route{{Pattern: "*", Name: "app", Handler: s}},
+		OpenMLS: func(db *bolt.DB) (drain.Sessions, runtime.KeyPackages, error) {
+			ss, err := session.New(session.Config{Key: key})
+			if err != nil {
+				return nil, nil, err
+			}
+			return agent.Sessions{S: ss}, agent.KeyPackages{S: ss, DB: db}, nil
+		},
+		KeyPackageTarget: 4,
+		Logger:           log,
+		OnPhase:          func(p runtime.Phase) { cmds.OnPhase(p) },
+		OnWake:           func(rep runtime.WakeReport) { cmds.OnWake(rep) },
+	}
+	a, err := runtime.New(cfg)
+	ts.Check(err)
+	cmds, err = runtime.NewCommands(a, runtime.CommandsConfig{Broker: broker.URL(), Name: "cli-device",
+		Operators: []did.DID{op.DID()}, Logger: log})
+	ts.Check(err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	ts.Defer(func() {
+		cancel()
+		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+			ts.Logf("agent: %v", err)
+		}
+		cctx, ccancel := context.WithTimeout(context.Background(), 5*time.Second)
+		cmds.Close(cctx)
+		ccancel()
+		r.Link().Close()
+		srv.Close()
+		broker.Close()
+		q.Close()
+		states.Close()
+	})
+	ts.Setenv("RELAY", srv.URL)
+	ts.Setenv("BROKER", broker.URL())
+	ts.Setenv("AGENT", key.DID().String())
+	ts.Setenv("DEVICE", "cli-device")
+}
+
+// logFile opens a log file the script can show on failure.
+func logFile(ts *testscript.TestScript, path string) *os.File {
+	f, err := os.Create(path)
+	ts.Check(err)
+	ts.Defer(func() { f.Close() })
+	return f
+}
