@@ -100,7 +100,7 @@ func (d *device) wake() {
 	c, err := mq.Start(mq.Config{Broker: d.url, Name: name, Key: d.key, Operators: []did.DID{d.opKey.DID()},
 		DB: d.state.DB, Replay: d.state.Replay, Ledger: d.state.Ledger, Device: d.dev,
 		Backoff: func(n int) time.Duration { return time.Duration(n) * 100 * time.Millisecond },
-		Clock:   d.clk, Logger: testLogger(d.t)})
+		Clock:   d.clk, Logger: benchQuiet(d.t)})
 	if err != nil {
 		d.t.Fatal(err)
 	}
@@ -198,4 +198,13 @@ func (d *device) replyWith(id string, want mq.Outcome) []mq.Reply {
 			return all
 		}
 	}
+}
+
+// benchQuiet is testLogger, except in benchmarks, where logging every
+// message would be what they measure.
+func benchQuiet(t testing.TB) *slog.Logger {
+	if _, ok := t.(*testing.B); ok {
+		return nil
+	}
+	return testLogger(t)
 }

@@ -84,12 +84,15 @@ func newAdmitter(db *bolt.DB, rc *replay.Cache, l *ledger.Ledger, operators []di
 //
 // The transaction commits only when all pass. A refused command returns a
 // *rejection; a store failure returns its error.
-func (a *admitter) admit(self did.DID, o *governed.Object) (Command, error) {
+// also, when not nil, runs in the same transaction once cmd passed.
+func (a *admitter) admit(self did.DID, o *governed.Object, also func(tx *bolt.Tx, cmd Command) error) (Command, error) {
 	var cmd Command
 	err := a.db.Update(func(tx *bolt.Tx) error {
 		var err error
-		cmd, err = a.admitTx(tx, self, o)
-		return err
+		if cmd, err = a.admitTx(tx, self, o); err != nil || also == nil {
+			return err
+		}
+		return also(tx, cmd)
 	})
 	return cmd, store.Err(err)
 }

@@ -163,6 +163,11 @@ func Start(cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
+	recovered, err := c.recoverInbox()
+	if err != nil {
+		c.cancel()
+		return nil, fmt.Errorf("mqtt: recovering the inbox: %w", err)
+	}
 	cm, err := autopaho.NewConnection(c.ctx, c.pahoConfig())
 	if err != nil {
 		c.cancel()
@@ -170,7 +175,7 @@ func Start(cfg Config) (*Client, error) {
 	}
 	c.cm = cm
 	c.wg.Add(3)
-	go c.dispatch()
+	go c.dispatch(recovered)
 	go c.executeLoop()
 	go c.statusLoop()
 	return c, nil
@@ -504,7 +509,7 @@ func (c *Client) statusLoop() {
 			return
 		case <-c.statusKick:
 			ctx, cancel := context.WithTimeout(c.ctx, 10*time.Second)
-			if err := c.PublishStatus(ctx); err != nil {
+			if err := c.publishAwake(ctx, 0); err != nil {
 				c.log.Debug("publishing status failed", "err", err)
 			}
 			cancel()
@@ -524,17 +529,22 @@ func (c *Client) kickStatus() {
 // retained message of its status topic. The Client does so on every
 // connection and after every command; the runtime calls it when its state
 // changes otherwise.
-func (c *Client) PublishStatus(ctx context.Context) error {
+func (c *Client) PublishStatus(ctx context.Context) error { return c.publishAwake(ctx, 1) }
+
+// publishAwake publishes status awake at qos. The refreshes after commands
+// go at QoS 0: a lost one is replaced by the next, and QoS 1 would cost two
+// fsynced session writes each.
+func (c *Client) publishAwake(ctx context.Context, qos byte) error {
 	c.mu.Lock()
 	since := c.connectedAt
 	c.mu.Unlock()
-	return c.publishStatus(ctx, StateAwake, since, nil)
+	return c.publishStatus(ctx, StateAwake, since, nil, qos)
 }
 
 // publishStatus publishes a status. Publications are serialised, and none
 // follows the final one (asleep or offline): the retained message must end
 // on what the device said last.
-func (c *Client) publishStatus(ctx context.Context, s State, since time.Time, nextWake *time.Time) error {
+func (c *Client) publishStatus(ctx context.Context, s State, since time.Time, nextWake *time.Time, qos byte) error {
 	c.statusMu.Lock()
 	defer c.statusMu.Unlock()
 	if c.statusFinal {
@@ -547,7 +557,7 @@ func (c *Client) publishStatus(ctx context.Context, s State, since time.Time, ne
 	if err != nil {
 		return err
 	}
-	_, err = c.cm.Publish(ctx, &paho.Publish{Topic: c.topics.Status(), QoS: 1, Retain: true, Payload: p,
+	_, err = c.cm.Publish(ctx, &paho.Publish{Topic: c.topics.Status(), QoS: qos, Retain: true, Payload: p,
 		Properties: &paho.PublishProperties{ContentType: ContentTypeJSON}})
 	return err
 }
@@ -620,7 +630,7 @@ func (c *Client) shutdown(ctx context.Context, s State, nextWake *time.Time) err
 	c.mu.Unlock()
 	err := c.WaitIdle(ctx)
 	if err == nil {
-		if perr := c.publishStatus(ctx, s, c.clock.Now(), nextWake); perr != nil {
+		if perr := c.publishStatus(ctx, s, c.clock.Now(), nextWake, 1); perr != nil {
 			c.log.Warn("publishing the final status failed", "state", s, "err", perr)
 		}
 		err = c.flush(ctx)

@@ -74,17 +74,23 @@
 //
 // # Exactly what runs
 //
-// Commands are acknowledged manually, after their outcome is committed.
-// Admission (the checks above, the replay entry, the new sequence number
-// and a reservation in the idempotency ledger, store/ledger) commits in one
-// bbolt transaction; Device.Execute runs; then the ledger completion and
-// the signed reply, queued for publication, commit in a second one; only
-// then the PUBACK goes out. A crash before the second commit leaves the
-// ledger key reserved, which after the restart reads indeterminate: the
-// broker delivers the command again, the device does not run it again and
-// answers "indeterminate" with the key an operator reconciles (the
-// Autonomy Envelope's rule: no automatic retry of an effect that may have
-// happened). A redelivery of a completed command is answered as a replay,
+// A command is committed to a bbolt inbox before it is acknowledged to the
+// broker (several arriving together share one commit): from then on the
+// device, not the broker, keeps it, so the broker's flow control (mosquitto
+// sends at most 20 unacknowledged messages by default) never stalls a long
+// backlog behind the end-of-backlog probe. Admission (the checks above,
+// the replay entry, the new sequence number, a reservation in the
+// idempotency ledger, store/ledger, and the inbox entry marked admitted)
+// commits in one bbolt transaction; Device.Execute runs; then the ledger
+// completion, the signed reply queued for publication and the inbox
+// entry's removal commit in a second one. A crash before the second
+// commit leaves the ledger key reserved, which reads indeterminate after
+// the restart, and the admitted inbox entry makes the restarted client
+// answer "indeterminate" with the key an operator reconciles, without
+// running the command again (the Autonomy Envelope's rule: no automatic
+// retry of an effect that may have happened). Entries stored and not yet
+// admitted run with the next backlog. A message the broker delivers twice
+// (an acknowledgement lost with its connection) is answered as a replay,
 // with the original outcome in the detail.
 //
 // Commands run one at a time in admission order, except halt, which runs

@@ -39,27 +39,31 @@ type inbound struct {
 	cli *paho.Client
 }
 
-// parsed is a command message decoded as far as possible before admission.
+// parsed is a stored command decoded as far as possible before admission.
 type parsed struct {
-	in   inbound
-	cbor bool
-	obj  *governed.Object // nil when the payload did not decode or parse
-	rej  *rejection       // why, when obj is nil
-	seq  uint64           // the claimed sequence number, for ordering only
+	entry inboxEntry
+	cbor  bool
+	obj   *governed.Object // nil when the payload did not decode or parse
+	rej   *rejection       // why, when obj is nil
+	seq   uint64           // the claimed sequence number, for ordering only
 }
 
 // job is an admitted command waiting to run.
 type job struct {
-	in   inbound
-	cmd  Command
-	key  *did.PrivateKey // signs the reply: the identity at admission
-	cbor bool
+	entry uint64 // inbox key
+	cmd   Command
+	key   *did.PrivateKey // signs the reply: the identity at admission
+	cbor  bool
 }
 
-// dispatch receives messages and connection events, holds the backlog that
-// arrives right after a connection until the end-of-backlog probe comes
-// back (or BarrierTimeout passes), runs it in sequence order, and from
-// then on handles commands as they arrive.
+// dispatch receives messages and connection events. Every command is first
+// committed to the bbolt inbox and only then acknowledged to the broker, so
+// the broker's flow control (a broker sends only so many unacknowledged
+// messages) never stalls the backlog, and a crash loses nothing the broker
+// was told is received. The backlog that arrives right after a connection
+// is held until the end-of-backlog probe comes back (or BarrierTimeout
+// passes) and run in sequence order; from then on commands run as they
+// arrive.
 //
 // The broker sends a resumed session's queued messages before anything
 // published after the connection came up, so once the probe (published
@@ -68,15 +72,16 @@ type job struct {
 // unstable sort of in-flight messages, PLATFORM.md §3) does not change
 // which commands run or in what order; the sequence rule (admit) covers
 // what arrives later.
-func (c *Client) dispatch() {
+func (c *Client) dispatch(recovered []parsed) {
 	defer c.wg.Done()
 	var (
-		batch      []parsed
+		batch      = recovered
 		collecting = true
 		nonce      string
 		timer      clock.Timer
 		timeout    <-chan time.Time
 		flushed    chan struct{}
+		next       *event // an event read while gathering messages
 	)
 	stopTimer := func() {
 		if timer != nil {
@@ -96,34 +101,43 @@ func (c *Client) dispatch() {
 		}
 	}
 	for {
-		select {
-		case <-c.ctx.Done():
+		var ev event
+		if next != nil {
+			ev, next = *next, nil
+		} else {
+			select {
+			case <-c.ctx.Done():
+				stopTimer()
+				return
+			case <-timeout:
+				c.log.Warn("backlog probe did not come back; running the backlog as received", "commands", len(batch))
+				flush()
+				continue
+			case ev = <-c.events:
+			}
+		}
+		switch ev.kind {
+		case evConnUp:
 			stopTimer()
-			return
-		case <-timeout:
-			c.log.Warn("backlog probe did not come back; running the backlog as received", "commands", len(batch))
-			flush()
-		case ev := <-c.events:
-			switch ev.kind {
-			case evConnUp:
-				stopTimer()
-				nonce, collecting, flushed = ev.nonce, true, ev.flushed
-				timer = c.clock.NewTimer(c.cfg.BarrierTimeout)
-				timeout = timer.C()
-			case evConnDown:
-				// Unacknowledged messages come again on the next
-				// connection; what was collected from this one is dropped.
-				stopTimer()
-				batch, collecting, nonce = nil, true, ""
-			case evMessage:
-				if ev.msg.pub.Topic == c.topics.Sync() {
-					ack(ev.msg)
-					if collecting && nonce != "" && string(ev.msg.pub.Payload) == nonce {
-						flush()
-					}
-					continue
+			nonce, collecting, flushed = ev.nonce, true, ev.flushed
+			timer = c.clock.NewTimer(c.cfg.BarrierTimeout)
+			timeout = timer.C()
+		case evConnDown:
+			// The backlog stays stored; the next connection's probe
+			// decides when it runs.
+			stopTimer()
+			collecting, nonce = true, ""
+		case evMessage:
+			if ev.msg.pub.Topic == c.topics.Sync() {
+				ack(ev.msg)
+				if collecting && nonce != "" && string(ev.msg.pub.Payload) == nonce {
+					flush()
 				}
-				p := c.parse(ev.msg)
+				continue
+			}
+			var msgs []inbound
+			msgs, next = c.gather(ev.msg)
+			for _, p := range c.receive(msgs) {
 				if collecting {
 					batch = append(batch, p)
 				} else {
@@ -134,21 +148,68 @@ func (c *Client) dispatch() {
 	}
 }
 
-// parse decodes a command message (content type, then Governed Object
-// structure, check 1 of draft Section 8.1).
-func (c *Client) parse(in inbound) parsed {
-	p := parsed{in: in}
-	var ct string
-	if in.pub.Properties != nil {
-		ct = in.pub.Properties.ContentType
+// gather returns first and the command messages queued behind it (up to
+// 64), so that one transaction stores them all, and the first other event
+// it read, if any.
+func (c *Client) gather(first inbound) ([]inbound, *event) {
+	msgs := []inbound{first}
+	for len(msgs) < 64 {
+		select {
+		case ev := <-c.events:
+			if ev.kind != evMessage || ev.msg.pub.Topic == c.topics.Sync() {
+				return msgs, &ev
+			}
+			msgs = append(msgs, ev.msg)
+		default:
+			return msgs, nil
+		}
 	}
+	return msgs, nil
+}
+
+// receive stores messages in the inbox, acknowledges them, and returns them
+// parsed. When they cannot be stored they are not acknowledged: the broker
+// keeps them and delivers them again.
+func (c *Client) receive(msgs []inbound) []parsed {
+	c.mu.Lock()
+	closing := c.closing
+	c.mu.Unlock()
+	if closing {
+		return nil // not acknowledged: delivered again at the next wake
+	}
+	st := make([]stored, len(msgs))
+	now := c.clock.Now().UTC()
+	for i, in := range msgs {
+		st[i] = stored{Payload: in.pub.Payload, At: now}
+		if pr := in.pub.Properties; pr != nil {
+			st[i].ContentType, st[i].Correlation = pr.ContentType, pr.CorrelationData
+		}
+	}
+	entries, err := c.storeInbox(st)
+	if err != nil {
+		c.log.Warn("commands not stored; the broker keeps them", "commands", len(msgs), "err", err)
+		return nil
+	}
+	out := make([]parsed, len(entries))
+	for i, e := range entries {
+		ack(msgs[i])
+		out[i] = parseEntry(e)
+	}
+	return out
+}
+
+// parseEntry decodes a stored command (content type, then Governed Object
+// structure, check 1 of draft Section 8.1).
+func parseEntry(e inboxEntry) parsed {
+	p := parsed{entry: e}
+	ct := e.msg.ContentType
 	asCBOR, err := isCBOR(ct)
 	if err != nil {
 		p.rej = reject(ReasonUnsupportedContentType, "%v", err)
 		return p
 	}
 	p.cbor = asCBOR
-	j, err := decodePayload(ct, in.pub.Payload)
+	j, err := decodePayload(ct, e.msg.Payload)
 	if err != nil {
 		p.rej = reject(governed.ReasonMalformed.String(), "%v", err)
 		return p
@@ -221,8 +282,7 @@ func orderBatch(b []parsed) []parsed {
 func (c *Client) handle(p parsed) {
 	c.mu.Lock()
 	if c.closing {
-		// Not acknowledged: the broker delivers it again at the next
-		// connection.
+		// Stored: it runs at the next start.
 		c.mu.Unlock()
 		return
 	}
@@ -233,15 +293,17 @@ func (c *Client) handle(p parsed) {
 		c.rejected(p, p.rej, key)
 		return
 	}
-	cmd, err := c.adm.admit(key.DID(), p.obj)
+	cmd, err := c.adm.admit(key.DID(), p.obj, func(tx *bolt.Tx, cmd Command) error {
+		return markAdmitted(tx, p.entry.key, cmd, p.cbor)
+	})
 	var r *rejection
 	switch {
 	case errors.As(err, &r):
 		c.rejected(p, r, key)
 		return
 	case err != nil:
-		// The store failed: leave the message unacknowledged so the broker
-		// delivers it again, and tell the operators.
+		// The store failed: the command stays in the inbox and runs at
+		// the next start.
 		c.log.Error("admitting a command failed", "err", err)
 		c.end()
 		return
@@ -249,7 +311,7 @@ func (c *Client) handle(p parsed) {
 	c.mu.Lock()
 	c.stats.Accepted++
 	c.mu.Unlock()
-	j := job{in: p.in, cmd: cmd, key: key, cbor: p.cbor}
+	j := job{entry: p.entry.key, cmd: cmd, key: key, cbor: p.cbor}
 	if cmd.Op == OpHalt {
 		go c.run(j) // a halt must reach work in flight; it does not queue behind it
 		return
@@ -263,17 +325,22 @@ func (c *Client) handle(p parsed) {
 
 // rejected answers a refused command on the reply topic (or, when it has no
 // id to answer to, on the event topic), within the rejection rate, and
-// acknowledges it.
+// removes it from the inbox.
 func (c *Client) rejected(p parsed, r *rejection, key *did.PrivateKey) {
 	c.mu.Lock()
 	c.stats.Rejected[r.reason]++
 	c.mu.Unlock()
 	c.log.Info("command refused", "outcome", r.outcome, "reason", r.reason, "detail", r.detail)
+	forget := func() {
+		if err := c.cfg.DB.Update(func(tx *bolt.Tx) error { return deleteInbox(tx, p.entry.key) }); err != nil {
+			c.log.Error("removing a refused command from the inbox", "err", err)
+		}
+	}
 	if !c.limiter.allow() {
 		c.mu.Lock()
 		c.stats.Suppressed++
 		c.mu.Unlock()
-		ack(p.in)
+		forget()
 		c.end()
 		return
 	}
@@ -284,8 +351,8 @@ func (c *Client) rejected(p parsed, r *rejection, key *did.PrivateKey) {
 			reply.Operator = p.obj.Issuer.String()
 			reply.Seq = p.seq
 		}
-	} else if corr := p.in.pub.Properties; corr != nil && utf8.Valid(corr.CorrelationData) && len(corr.CorrelationData) <= maxIDLen {
-		reply.Command = string(corr.CorrelationData)
+	} else if corr := p.entry.msg.Correlation; utf8.Valid(corr) && len(corr) <= maxIDLen {
+		reply.Command = string(corr)
 	}
 	go func() {
 		defer c.end()
@@ -294,7 +361,7 @@ func (c *Client) rejected(p parsed, r *rejection, key *did.PrivateKey) {
 		if err := c.answerRejection(ctx, reply, key, p.cbor); err != nil {
 			c.log.Warn("answering a refused command failed", "err", err)
 		}
-		ack(p.in)
+		forget()
 	}()
 }
 
@@ -342,15 +409,15 @@ func (c *Client) executeLoop() {
 }
 
 // run executes one admitted command, then commits its completion in the
-// ledger together with its reply in the outbound queue (one transaction:
-// after a power cut either both are there or the key is still reserved
-// and so indeterminate), and only then acknowledges the command.
+// ledger, its reply in the outbound queue and its removal from the inbox
+// in one transaction: after a power cut either all three are there, or the
+// ledger key is still reserved (so indeterminate) and the inbox entry,
+// marked admitted, makes the next start answer "indeterminate".
 func (c *Client) run(j job) {
 	defer c.end()
 	res := c.cfg.Device.Execute(c.ctx, j.cmd)
 	if c.isAborted() {
-		// As after a power cut: nothing more is recorded; the ledger key
-		// stays reserved and reads indeterminate after the restart.
+		// As after a power cut: nothing more is recorded.
 		return
 	}
 	reply := c.replyFor(j, res)
@@ -370,7 +437,10 @@ func (c *Client) run(j job) {
 		if err := c.cfg.Ledger.Complete(tx, j.cmd.Key, objJSON, ""); err != nil {
 			return err
 		}
-		return c.queue.EnqueueTx(tx, pkt)
+		if err := c.queue.EnqueueTx(tx, pkt); err != nil {
+			return err
+		}
+		return deleteInbox(tx, j.entry)
 	})
 	if err != nil {
 		// The key stays reserved (indeterminate after a restart); the
@@ -381,7 +451,6 @@ func (c *Client) run(j job) {
 			Properties: &paho.PublishProperties{ContentType: contentType(j.cbor), CorrelationData: []byte(j.cmd.ID)}})
 		cancel()
 	}
-	ack(j.in)
 	c.log.Info("command executed", "op", j.cmd.Op, "id", j.cmd.ID, "operator", j.cmd.Operator.String(), "outcome", reply.Outcome, "reason", reply.Reason)
 	c.kickStatus()
 	if res.After != nil {
@@ -414,8 +483,8 @@ func (c *Client) replyFor(j job, res Result) Reply {
 
 // ack acknowledges a message on the connection that delivered it. After a
 // reconnect the old connection's acknowledgement is lost and the broker
-// delivers the message again; admit then reports it as a replay and does
-// not run it twice.
+// delivers the message again; it is stored again, and admit reports it as
+// a replay and does not run it twice.
 func ack(in inbound) {
 	if in.cli != nil {
 		in.cli.Ack(in.pub)

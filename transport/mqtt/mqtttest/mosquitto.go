@@ -77,6 +77,9 @@ func StartMosquitto(t testing.TB, bin string) *Mosquitto {
 		"persistence true",
 		"persistence_location " + filepath.Join(dir, "data") + "/",
 		"max_queued_messages 10000",
+		// Without it mosquitto's small packets wait for Nagle's algorithm
+		// and the peer's delayed ACK: about 40 ms per round trip.
+		"set_tcp_nodelay true",
 		"log_dest stderr", // unbuffered: stdout to a pipe is block-buffered
 		"log_type error",
 		"log_type warning",
