@@ -33,8 +33,12 @@ import (
 type Machine struct {
 	Kernel *Kernel
 	// Files are added to the initramfs: path inside the guest -> content.
-	// Executables go under /bin (mode 0755); everything else is 0644.
+	// Executables go under /bin (mode 0755); everything else is 0644
+	// unless Modes names it.
 	Files map[string][]byte
+	// Modes overrides the permission bits of files in Files (a key file
+	// must be 0600).
+	Modes map[string]uint32
 	// Modules are kernel module names (gpio_keys, virtio_net) loaded by
 	// /init before the program, with their dependencies first.
 	Modules []string
@@ -43,6 +47,10 @@ type Machine struct {
 	Run  string
 	Args []string
 	Env  []string
+	// Writes are "/PATH=VALUE" entries /init writes, in order, before it
+	// runs the program: sysctls and sysfs attributes such as
+	// /proc/sys/kernel/printk=8.
+	Writes []string
 	// Net gives the guest a virtio network card on QEMU user networking,
 	// with address 10.0.2.15/24; the host is 10.0.2.2.
 	Net bool
@@ -67,6 +75,7 @@ type VM struct {
 	// mu guards all following fields.
 	lines   []string
 	waiters []*waiter
+	changed chan struct{} // closed and replaced when a line arrives
 }
 
 type waiter struct {
@@ -98,7 +107,7 @@ func Start(t testing.TB, m Machine) *VM {
 	if m.DTB != "" {
 		args = append(args, "-dtb", m.DTB)
 	}
-	v := &VM{t: t, dir: dir, done: make(chan struct{})}
+	v := &VM{t: t, dir: dir, done: make(chan struct{}), changed: make(chan struct{})}
 	v.cmd = exec.Command(qemu, args...)
 	v.cmd.Stdin = nil
 	out, err := v.cmd.StdoutPipe()
@@ -156,6 +165,9 @@ func (m Machine) cmdline() string {
 	for _, e := range m.Env {
 		parts = append(parts, "torpor.env="+quote(e))
 	}
+	for _, w := range m.Writes {
+		parts = append(parts, "torpor.write="+quote(w))
+	}
 	return strings.Join(append(parts, m.Append...), " ")
 }
 
@@ -198,6 +210,9 @@ func (m Machine) writeInitramfs(t testing.TB, path string) error {
 		perm := uint32(0o644)
 		if strings.HasPrefix(strings.TrimPrefix(name, "/"), "bin/") {
 			perm = 0o755
+		}
+		if p, ok := m.Modes[name]; ok {
+			perm = p
 		}
 		if err := w.File(name, perm, data); err != nil {
 			return err
@@ -245,6 +260,8 @@ func (v *VM) read(out io.Reader) {
 			kept = append(kept, w)
 		}
 		v.waiters = kept
+		close(v.changed)
+		v.changed = make(chan struct{})
 		v.mu.Unlock()
 	}
 	v.err = v.cmd.Wait()
@@ -278,6 +295,41 @@ func (v *VM) WaitLine(ctx context.Context, match string) (string, error) {
 	case <-ctx.Done():
 		return "", fmt.Errorf("vm: waiting for %q: %w", match, ctx.Err())
 	}
+}
+
+// Await returns the first console line at index from or later (counting
+// from the first line of the boot) for which match is true, and the index
+// after it, so that a test can wait for a sequence of events without
+// missing one that came early. It fails when ctx ends or the machine exits
+// first.
+func (v *VM) Await(ctx context.Context, from int, match func(string) bool) (string, int, error) {
+	for {
+		v.mu.Lock()
+		lines, changed := v.lines[min(from, len(v.lines)):], v.changed
+		v.mu.Unlock()
+		for i, l := range lines {
+			if match(l) {
+				return l, from + i + 1, nil
+			}
+		}
+		from += len(lines)
+		select {
+		case <-changed:
+		case <-v.done:
+			if v.lineCount() > from {
+				continue
+			}
+			return "", from, errors.New("vm: machine exited")
+		case <-ctx.Done():
+			return "", from, fmt.Errorf("vm: %w", ctx.Err())
+		}
+	}
+}
+
+func (v *VM) lineCount() int {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return len(v.lines)
 }
 
 // Wait waits for the machine to power off and returns QEMU's exit error.

@@ -14,6 +14,9 @@
 //	torpor.run=/bin/prog       the program to run
 //	torpor.arg=VALUE           one argument; repeat for more, in order
 //	torpor.env=KEY=VALUE       one environment variable; repeat for more
+//	torpor.write=PATH=VALUE    write VALUE to the file PATH (a sysctl or
+//	                           sysfs attribute) before the program runs;
+//	                           repeat for more, in order
 //
 // Values may be double-quoted to hold spaces. The program's output goes to
 // the console (ttyAMA0), where the host reads it; by convention tests print
@@ -73,6 +76,12 @@ func run() int {
 			return 125
 		}
 	}
+	for _, w := range p.writes {
+		if err := os.WriteFile(w[0], []byte(w[1]), 0); err != nil {
+			fmt.Println("INIT error:", err)
+			return 125
+		}
+	}
 	if p.run == "" {
 		fmt.Println("INIT error: no torpor.run= on the kernel command line")
 		return 125
@@ -126,6 +135,7 @@ type params struct {
 	run     string
 	args    []string
 	env     []string
+	writes  [][2]string // path, value
 }
 
 // parseCmdline picks the torpor.* parameters out of the kernel command
@@ -152,6 +162,12 @@ func parseCmdline(s string) (params, error) {
 			p.args = append(p.args, v)
 		case "torpor.env":
 			p.env = append(p.env, v)
+		case "torpor.write":
+			path, val, ok := strings.Cut(v, "=")
+			if !ok || !strings.HasPrefix(path, "/") {
+				return p, fmt.Errorf("torpor.write=%q: want /PATH=VALUE", v)
+			}
+			p.writes = append(p.writes, [2]string{path, val})
 		default:
 			return p, fmt.Errorf("unknown parameter %s", k)
 		}
