@@ -60,17 +60,20 @@ func (a *Agent) Run(ctx context.Context) error {
 	defer a.close()
 	reason, slept := "boot", sleeptime.Span{}
 	for ctx.Err() == nil {
+		// Subscribe to mode changes before reading the mode: a change
+		// between the two still ends the sleep or wake planned here.
+		changed := a.modeChanged()
 		now := a.clock.Now()
 		mode, start, end := a.plan(now)
 		if reason == "boot" && (start.IsZero() || now.Before(start)) {
 			// Booted outside a window: tell the relay the mode and drain
 			// now, without staying live, then sleep as planned.
-			a.wake(ctx, mode, reason, slept, now.Add(a.windowLength()), false)
+			a.wake(ctx, changed, mode, reason, slept, now.Add(a.windowLength()), false)
 			reason = "planned"
 			continue
 		}
 		if start.IsZero() || now.Before(start) {
-			w, err := a.sleep(ctx, start)
+			w, err := a.sleep(ctx, changed, start)
 			switch {
 			case ctx.Err() != nil:
 				return nil
@@ -88,7 +91,7 @@ func (a *Agent) Run(ctx context.Context) error {
 				end = now.Add(a.windowLength())
 			}
 		}
-		a.wake(ctx, mode, reason, slept, end, true)
+		a.wake(ctx, changed, mode, reason, slept, end, true)
 		reason, slept = "mode", sleeptime.Span{}
 	}
 	return nil
@@ -261,15 +264,15 @@ func (a *Agent) nextWake(end time.Time) time.Time {
 }
 
 // sleep arms the wake sources until until (zero: until an event) and
-// blocks. It returns errReplan when the mode changed meanwhile.
-func (a *Agent) sleep(ctx context.Context, until time.Time) (wake.Wake, error) {
+// blocks. It returns errReplan when changed is closed (the mode changed)
+// meanwhile.
+func (a *Agent) sleep(ctx context.Context, changed <-chan struct{}, until time.Time) (wake.Wake, error) {
 	sources := a.cfg.Sources
 	if len(sources) == 0 {
 		sources = []wake.Source{&timer.Source{Clock: a.cfg.Clock, Kernel: a.cfg.Kernel}}
 	}
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	changed := a.modeChanged()
 	go func() {
 		select {
 		case <-changed:

@@ -28,6 +28,7 @@ import (
 	"github.com/torpor-dev/torpor/transport/link"
 	"github.com/torpor-dev/torpor/transport/relay"
 	"github.com/torpor-dev/torpor/wake"
+	"github.com/torpor-dev/torpor/wake/sleeptime"
 	"github.com/torpor-dev/torpor/wake/waketest"
 )
 
@@ -152,6 +153,51 @@ func (w *world) nextWake() runtime.WakeReport {
 	return runtime.WakeReport{}
 }
 
+// waitPhases waits until a phase of each name completes (independent
+// phases finish in any order).
+func (w *world) waitPhases(names ...string) {
+	w.t.Helper()
+	left := map[string]bool{}
+	for _, n := range names {
+		left[n] = true
+	}
+	for len(left) > 0 {
+		select {
+		case p := <-w.phases:
+			delete(left, p.Name)
+		case err := <-w.done:
+			w.t.Fatalf("Run ended: %v", err)
+		}
+	}
+}
+
+// suspendSource is a fake RTC that suspends the device: Wait marks the
+// clocks, says it is asleep, waits for the test to wake it, then moves
+// CLOCK_BOOTTIME (not CLOCK_MONOTONIC: the monotonic clock stops in
+// suspend) and the wall clock to the alarm, as a resume from an RTC alarm
+// would find them.
+type suspendSource struct {
+	w      *world
+	asleep chan struct{}
+	wakeup chan struct{}
+}
+
+func (s *suspendSource) Wait(ctx context.Context, until time.Time) (wake.Wake, error) {
+	m := sleeptime.Meter{Clock: s.w.clock, Kernel: s.w.kernel}
+	mark := m.Mark()
+	s.asleep <- struct{}{}
+	select {
+	case <-s.wakeup:
+	case <-ctx.Done():
+		return wake.Wake{}, ctx.Err()
+	}
+	s.w.kernel.Suspend(until.Sub(s.w.clock.Now()))
+	s.w.clock.Set(until)
+	return wake.Wake{Reason: wake.ReasonRTC, Source: "rtc0", At: until, Slept: m.Since(mark)}, nil
+}
+
+func (s *suspendSource) Halt() error { return nil }
+
 // waitPhase waits until a phase named name completes.
 func (w *world) waitPhase(name string) runtime.Phase {
 	w.t.Helper()
@@ -211,6 +257,9 @@ func tamper(obj []byte) []byte {
 // wakes at the window, drains and delivers exactly the valid one.
 func TestHourlyWakeDrainsAtTheWindow(t *testing.T) {
 	w := newWorld(t, wake.HourlyWake)
+	rtc := &suspendSource{w: w, asleep: make(chan struct{}, 1), wakeup: make(chan struct{})}
+	w.cfg.Sources = []wake.Source{rtc}
+	w.newAgent()
 	before := goruntime.NumGoroutine() // with the relay serving
 	w.run()
 	boot := w.nextWake()
@@ -234,15 +283,15 @@ func TestHourlyWakeDrainsAtTheWindow(t *testing.T) {
 		}
 	}
 
-	w.kernel.Suspend(start.Sub(t0)) // the device was suspended until the RTC woke it
-	w.clock.Set(start)
-	w.waitPhase(runtime.PhaseDrain)
+	<-rtc.asleep
+	rtc.wakeup <- struct{}{} // the RTC alarm fires at the window's start
+	w.waitPhases(runtime.PhasePublish, runtime.PhaseDrain)
 	if got := w.rec.ids(); len(got) != 1 || got[0] != objID(t, valid) {
 		t.Fatalf("delivered %v, want only %s", got, objID(t, valid))
 	}
 	w.clock.Set(end)
 	r := w.nextWake()
-	if r.Reason != "timer" || r.Drain.Acked != 3 || r.Drain.Rejected["expired"] != 1 || r.Drain.Rejected["signature-invalid"] != 1 {
+	if r.Reason != "rtc" || r.Drain.Acked != 3 || r.Drain.Rejected["expired"] != 1 || r.Drain.Rejected["signature-invalid"] != 1 {
 		t.Fatalf("window wake: reason %s, drain %v", r.Reason, r.Drain)
 	}
 	if r.Slept.Suspended() != start.Sub(t0) {
@@ -303,16 +352,15 @@ func checkGoroutines(t *testing.T, before int) {
 	}
 }
 
-// stepWhileBlocked advances the fake clock while the agent waits on more
-// than base timers (the window's deadline is one; a backoff delay adds
-// one), one second at a time, until done reports true or a wake ends. No
-// real time is waited for: the clock moves only while the agent is
-// blocked on it.
-func (w *world) stepWhileBlocked(base int, done func() bool) (runtime.WakeReport, bool) {
+// stepWhileBlocked advances the fake clock one second at a time while
+// blocked reports that the agent waits on it (in a backoff delay), until
+// done reports true or a wake ends. No real time is waited for: the clock
+// moves only while the agent is blocked on it.
+func (w *world) stepWhileBlocked(blocked, done func() bool) (runtime.WakeReport, bool) {
 	w.t.Helper()
 	for !done() {
 		created := w.clock.TimerCreated()
-		if w.clock.Pending() > base {
+		if blocked() {
 			w.clock.Advance(time.Second)
 			continue
 		}
@@ -334,21 +382,27 @@ func (w *world) stepWhileBlocked(base int, done func() bool) (runtime.WakeReport
 func TestUnreachableRelayBacksOffInsideTheWindow(t *testing.T) {
 	w := newWorld(t, wake.HourlyWake)
 	var mu sync.Mutex
-	down, attempts := true, 0
+	down, attempts, backingOff := true, 0, false
 	w.cfg.Dial = func(ctx context.Context, c link.Config) (runtime.Link, error) {
 		mu.Lock()
 		attempts++
 		d := down
+		backingOff = d // a refused dial is followed by a backoff delay on the clock
 		mu.Unlock()
 		if d {
 			return nil, errors.New("connection refused")
 		}
 		return link.Dial(ctx, c)
 	}
+	blocked := func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return backingOff && w.clock.Pending() >= 2 // the window's deadline and the backoff delay
+	}
 	w.newAgent()
 	w.run()
 	bootEnd := t0.Add(w.window.Length)
-	r, ok := w.stepWhileBlocked(1, func() bool { return false })
+	r, ok := w.stepWhileBlocked(blocked, func() bool { return false })
 	if !ok || r.LinkErr == "" || r.LinkAttempts < 4 || r.Awake != w.window.Length {
 		t.Fatalf("boot wake with the relay down: attempts %d, error %q, awake %v; want several attempts over the %v window",
 			r.LinkAttempts, r.LinkErr, r.Awake, w.window.Length)
@@ -363,7 +417,7 @@ func TestUnreachableRelayBacksOffInsideTheWindow(t *testing.T) {
 	attempts = 0
 	mu.Unlock()
 	w.clock.Set(start)
-	w.stepWhileBlocked(1, func() bool {
+	w.stepWhileBlocked(blocked, func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		if attempts >= 2 {
@@ -371,11 +425,11 @@ func TestUnreachableRelayBacksOffInsideTheWindow(t *testing.T) {
 		}
 		return attempts >= 3 // the third dial, to a relay that is up
 	})
-	w.waitPhase(runtime.PhaseDrain)
+	w.waitPhases(runtime.PhasePublish, runtime.PhaseDrain)
 	w.clock.Set(end)
 	r = w.nextWake()
 	if r.LinkErr != "" || r.LinkAttempts != 3 {
-		t.Fatalf("window wake after the relay came back: attempts %d, error %q; want 3 and none", r.LinkAttempts, r.LinkErr)
+		t.Fatalf("window wake after the relay came back: attempts %d, error %q; want 3 and none (phases %+v, at %v, end %v)", r.LinkAttempts, r.LinkErr, r.Phases, r.At, r.End)
 	}
 	w.shutdown()
 }

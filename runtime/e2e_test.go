@@ -90,7 +90,7 @@ func TestEndToEndMLS(t *testing.T) {
 	}
 
 	w.clock.Set(start)
-	w.waitPhase(runtime.PhaseDrain)
+	w.waitPhases(runtime.PhasePublish, runtime.PhaseDrain)
 	got := w.rec.ids()
 	sort.Strings(got)
 	sort.Strings(valid)

@@ -57,9 +57,9 @@ func (w *wakeRun) addDrain(rep drain.Report, live bool) {
 // next wake announced. Every phase is measured and the wake logged once.
 // Without live, the wake ends once the state is published and the queue
 // drained.
-func (a *Agent) wake(ctx context.Context, mode wake.Mode, reason string, slept sleeptime.Span, end time.Time, live bool) {
+func (a *Agent) wake(ctx context.Context, changed <-chan struct{}, mode wake.Mode, reason string, slept sleeptime.Span, end time.Time, live bool) {
 	start := a.clock.Now()
-	wctx, cancel := a.windowContext(ctx, end)
+	wctx, cancel := a.windowContext(ctx, changed, end)
 	defer cancel()
 	w := &wakeRun{a: a, ctx: wctx, mode: mode, next: a.nextWake(end), ph: &phases{clock: a.clock, start: start, onPhase: a.cfg.OnPhase},
 		rep: &WakeReport{At: start.UTC(), Reason: reason, Mode: string(mode), End: end, Slept: slept}}
@@ -280,10 +280,16 @@ func records(rs []link.Record) []drain.Record {
 	return out
 }
 
-// announce publishes the next wake after the window closed.
+// announce publishes the next wake after the window closed. A mode changed
+// during the wake is announced as it now is, so the relay's answers to
+// senders follow the change at once.
 func (w *wakeRun) announce(ctx context.Context) {
 	if _, ok := w.l.(closedLink); ok {
 		return
+	}
+	if m, _ := w.a.Mode(); m != w.mode {
+		w.mode, w.next = m, w.a.nextWake(w.a.clock.Now())
+		w.rep.NextWake = w.next
 	}
 	ctx, cancel := clockTimeout(ctx, w.a.clock, announceTimeout)
 	defer cancel()
@@ -339,10 +345,9 @@ func (a *Agent) dial(ctx context.Context, rep *WakeReport) (Link, error) {
 }
 
 // windowContext returns a context that ends at end on the agent's clock
-// (never, for a zero end) or when the mode changes.
-func (a *Agent) windowContext(ctx context.Context, end time.Time) (context.Context, context.CancelFunc) {
+// (never, for a zero end) or when changed is closed (the mode changed).
+func (a *Agent) windowContext(ctx context.Context, changed <-chan struct{}, end time.Time) (context.Context, context.CancelFunc) {
 	wctx, cancel := context.WithCancel(ctx)
-	changed := a.modeChanged()
 	var tc <-chan time.Time
 	var t clock.Timer
 	if !end.IsZero() {
