@@ -117,6 +117,17 @@
 // when the connection was made: the broker publishes it when the
 // connection ends without a DISCONNECT.
 //
+// # Time
+//
+// What concerns the device's schedule runs on Config.Clock: command expiry
+// (the wall clock at the device decides), the barrier timeout, the
+// rejection rate, the timestamps of statuses and replies. Waits for the
+// network — a PUBACK, a SUBACK, a final flush — are bounded on the real
+// clock, because they measure the network, not the schedule: a scaled
+// demonstration clock or a test's fake clock must not make them fire early
+// or never. autopaho's reconnection backoff (Config.Backoff) also waits on
+// the real clock.
+//
 // # Encoding
 //
 // Payloads are JSON unless the MQTT 5 Content Type says application/cbor.
