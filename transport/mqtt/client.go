@@ -121,9 +121,10 @@ type Client struct {
 	adm      *admitter
 	limiter  *limiter
 
-	ctx    context.Context // ends when the Client stops
-	cancel context.CancelFunc
-	events chan event
+	ctx     context.Context // ends when the Client stops
+	cancel  context.CancelFunc
+	started chan struct{} // closed once cm is set
+	events  chan event
 	// statusKick asks statusLoop to publish the status again.
 	statusKick chan struct{}
 	// statusMu serialises status publications; it guards statusFinal.
@@ -174,6 +175,7 @@ func Start(cfg Config) (*Client, error) {
 		return nil, fmt.Errorf("mqtt: %w", err)
 	}
 	c.cm = cm
+	close(c.started)
 	c.wg.Add(3)
 	go c.dispatch(recovered)
 	go c.executeLoop()
@@ -209,8 +211,8 @@ func newClient(cfg Config) (*Client, error) {
 	}
 	c := &Client{cfg: cfg, topics: t, clock: clock.Or(cfg.Clock), log: cfg.Logger, queue: q, sessions: sessions,
 		adm: adm, key: cfg.Key, events: make(chan event, 256), jobs: make(chan job, 64), ready: make(chan struct{}), idle: closedChan(),
-		statusKick: make(chan struct{}, 1),
-		stats:      Stats{Rejected: map[string]int{}}}
+		statusKick: make(chan struct{}, 1), started: make(chan struct{}),
+		stats: Stats{Rejected: map[string]int{}}}
 	c.limiter = newLimiter(c.clock, cfg.RejectionsPerMinute, time.Minute)
 	c.state = st
 	c.ctx, c.cancel = context.WithCancel(context.Background())
@@ -364,6 +366,11 @@ func (c *Client) received(pr paho.PublishReceived) (bool, error) {
 // be new, or the broker may have lost it), publish status awake, then
 // publish the end-of-backlog probe, and mark the client ready.
 func (c *Client) connectionUp(ca *paho.Connack) {
+	select {
+	case <-c.started: // autopaho may connect before Start stored cm
+	case <-c.ctx.Done():
+		return
+	}
 	ctx, cancel := context.WithTimeout(c.ctx, 30*time.Second)
 	defer cancel()
 	nonce, flushed := newNonce(), make(chan struct{})
