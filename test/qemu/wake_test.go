@@ -5,6 +5,14 @@
 // real kernel: the PL031 RTC waking the guest from suspend-to-idle, and a
 // PL061 GPIO edge (QMP system_powerdown) waking it through a gpio-keys
 // wakeup source. See test/qemu/vm for the harness.
+//
+// wake_test.go drives the wake packages through a probe program;
+// agent_test.go boots the real torpor-agent, which sleeps, is woken by the
+// RTC or the GPIO, and drains what a sender queued on a real torpor-relay
+// on the host while it slept. footprint_test.go measures the agent's
+// resident memory during a 500-record drain natively and under qemu-user
+// (docs/footprint.md), and user_test.go checks the CPU models the
+// qemu-user unit tests rely on.
 package qemu
 
 import (
