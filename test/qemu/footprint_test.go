@@ -1,0 +1,458 @@
+//go:build integration
+
+package qemu
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	goruntime "runtime"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/internal/demo"
+	"github.com/torpor-dev/torpor/test/internal/testenv"
+	"github.com/torpor-dev/torpor/test/qemu/vm"
+	"github.com/torpor-dev/torpor/wake"
+)
+
+// footprintRecords is how many MLS-encrypted records the measured wake
+// drains (besides the Welcome).
+const footprintRecords = 500
+
+// footprintBudget is the most resident memory the agent may reach natively
+// while it drains them: a memory-budget test (STYLE.md 51) with room for
+// the garbage collector's slack, not a tight fit.
+const footprintBudget = 64 << 20
+
+// footprintTarget is one way of running torpor-agent: natively, or an ARM
+// build under qemu-user through binfmt_misc with a CPU model.
+type footprintTarget struct {
+	name          string
+	goarch, goarm string
+	cpu           string // QEMU_CPU; "" for native
+}
+
+var footprintTargets = []footprintTarget{
+	{name: "native", goarch: goruntime.GOARCH},
+	{name: "armv6", goarch: "arm", goarm: "6", cpu: "arm1176"},
+	{name: "armv7", goarch: "arm", goarm: "7", cpu: "cortex-a7"},
+	{name: "arm64", goarch: "arm64", cpu: "cortex-a53"},
+}
+
+// footprint is what one target measured.
+type footprint struct {
+	target   footprintTarget
+	size     int           // stripped binary, bytes
+	peak     int64         // VmHWM after the drain, bytes
+	idle     int64         // VmHWM of the process that only published its state
+	baseline int64         // ru_maxrss of a Go hello under the same QEMU, bytes
+	drained  time.Duration // from the agent's start to the last delivery
+}
+
+// TestFootprint measures torpor-agent's resident memory during one wake
+// that drains 500 MLS-encrypted records, natively and under qemu-user for
+// armv6 (QEMU_CPU=arm1176), armv7 (cortex-a7) and arm64 (cortex-a53), and
+// logs the figures docs/footprint.md records:
+//
+//	TORPOR_REQUIRE_TOOLS=1 go test -tags integration -count=1 -v -run Footprint ./test/qemu
+//
+// TORPOR_FOOTPRINT_TARGETS (e.g. "native,armv6") limits the targets.
+//
+// The input is made once, natively, and copied for every target so that
+// each drains the same bytes: a real torpor-relay on loopback; the agent
+// runs one wake to publish its KeyPackages and is stopped; a sender
+// establishes an MLS pair session through the relay and sends 500
+// messages of 4 KiB, which the relay queues for the sleeping agent (503).
+// Then, per target, a copy of the relay's and the agent's data
+// directories is started: the target's torpor-agent boots inside its
+// window, joins the group from the queued Welcome, drains the 500 records
+// (pull, decrypt, the six checks, one bbolt transaction per batch of 64,
+// ack) and hands each to the application's Unix socket. When the 500th
+// arrived and the relay's queue is empty, VmHWM of the process is read
+// from /proc/PID/status; the process is stopped and its ru_maxrss
+// (getrusage of the child) is read as well.
+//
+// Under qemu-user the process is QEMU running the ARM binary, so its RSS
+// includes the emulator (translated code, its own heap); the baseline
+// column is a Go hello program under the same QEMU and CPU model.
+func TestFootprint(t *testing.T) {
+	targets := selectTargets(t)
+	for _, tt := range targets {
+		if tt.cpu != "" {
+			q := map[string]string{"arm": "arm", "arm64": "aarch64"}[tt.goarch]
+			if _, err := os.Stat("/proc/sys/fs/binfmt_misc/qemu-" + q); err != nil {
+				testenv.Unavailable(t, "binfmt_misc entry qemu-"+q+" not registered (scripts/setup.sh registers it)")
+			}
+		}
+	}
+	in := makeFootprintInput(t)
+	var rows []footprint
+	for _, tt := range targets {
+		t.Run(tt.name, func(t *testing.T) {
+			f := measureFootprint(t, in, tt)
+			rows = append(rows, f)
+			if tt.cpu == "" && f.peak > footprintBudget {
+				t.Errorf("peak RSS %d MiB natively, over the budget of %d MiB", f.peak>>20, footprintBudget>>20)
+			}
+		})
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "torpor-agent, one wake draining %d MLS-encrypted records of 4 KiB:\n", footprintRecords)
+	fmt.Fprintf(&b, "| target | stripped size | peak RSS (VmHWM) | peak RSS of a wake that only published | Go hello under the same QEMU | start to last delivery |\n")
+	fmt.Fprintf(&b, "|---|---|---|---|---|---|\n")
+	for _, f := range rows {
+		base := "—"
+		if f.baseline > 0 {
+			base = mib(f.baseline)
+		}
+		name := f.target.name
+		if f.target.cpu != "" {
+			name += " (qemu-user, " + f.target.cpu + ")"
+		}
+		idle := "—"
+		if f.idle > 0 {
+			idle = mib(f.idle)
+		}
+		fmt.Fprintf(&b, "| %s | %d bytes (%s) | %s | %s | %s | %.1f s |\n", name, f.size, mib(int64(f.size)),
+			mib(f.peak), idle, base, f.drained.Seconds())
+	}
+	t.Log("\n" + b.String())
+}
+
+func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
+
+func selectTargets(t *testing.T) []footprintTarget {
+	env := os.Getenv("TORPOR_FOOTPRINT_TARGETS")
+	if env == "" {
+		return footprintTargets
+	}
+	var out []footprintTarget
+	for _, name := range strings.Split(env, ",") {
+		found := false
+		for _, tt := range footprintTargets {
+			if tt.name == strings.TrimSpace(name) {
+				out = append(out, tt)
+				found = true
+			}
+		}
+		if !found {
+			t.Fatalf("TORPOR_FOOTPRINT_TARGETS: unknown target %q (want native, armv6, armv7, arm64)", name)
+		}
+	}
+	return out
+}
+
+// footprintInput is the relay's and the agent's data, with 500 records
+// queued, ready to be copied for each target.
+type footprintInput struct {
+	relayData string // the relay's --data-dir
+	agentData string // the agent's dataDir after its first wake
+	keyFile   string
+	key       *did.PrivateKey
+	ids       map[string]bool // the queued objects
+	idle      int64           // VmHWM of the native agent that only published
+}
+
+func makeFootprintInput(t *testing.T) *footprintInput {
+	t.Helper()
+	dir := t.TempDir()
+	in := &footprintInput{relayData: filepath.Join(dir, "relay"), agentData: filepath.Join(dir, "agent"),
+		keyFile: filepath.Join(dir, "agent.key"), key: newKey(t), ids: map[string]bool{}}
+	if err := did.SaveKey(in.keyFile, in.key, false); err != nil {
+		t.Fatal(err)
+	}
+	r := startRelayAt(t, in.relayData)
+	native := footprintTargets[0]
+	// The agent publishes its state and KeyPackages, then is stopped: the
+	// relay then answers senders that it sleeps, and queues.
+	a := startFootprintAgent(t, in, r, native, in.agentData)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if _, _, err := r.proc.Out().Await(ctx, 0, func(l demo.Line) bool {
+		return l.Msg == "state published" && l.Get("keyPackages") != "" && l.Get("keyPackages") != "0"
+	}); err != nil {
+		t.Fatalf("the agent did not publish its KeyPackages: %v", err)
+	}
+	in.idle = a.proc.peakRSS()
+	if err := a.proc.stop(30 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	snd, sndKey := newSender(t, r)
+	text := strings.Repeat("x", 4<<10)
+	var ls []letter
+	for i := range footprintRecords {
+		l := message(t, sndKey, "comms:message", fmt.Sprintf("%04d %s", i, text))
+		ls = append(ls, l)
+		in.ids[l.id] = true
+	}
+	start := time.Now()
+	sendAll(t, snd, r, in.key.DID(), ls)
+	t.Logf("queued %d MLS-encrypted records in %v", footprintRecords, time.Since(start).Round(time.Millisecond))
+	if err := r.proc.Stop(30 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	return in
+}
+
+// runningAgent is a torpor-agent process and the application it delivers
+// to.
+type runningAgent struct {
+	proc *agentProc
+	sink *demo.Sink
+	n    atomic.Int64
+	all  chan struct{} // closed at the footprintRecords'th delivery
+}
+
+// startFootprintAgent starts torpor-agent for tt with its data in data,
+// inside a window that opened a minute ago and lasts half an hour, linked
+// to r, delivering comms:* to a Unix socket.
+func startFootprintAgent(t *testing.T, in *footprintInput, r *hostRelay, tt footprintTarget, data string) *runningAgent {
+	t.Helper()
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "torpor-agent")
+	if err := os.WriteFile(bin, vm.CrossBinary(t, "./cmd/torpor-agent", tt.goarch, tt.goarm), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	a := &runningAgent{all: make(chan struct{})}
+	sock := filepath.Join(dir, "app.sock")
+	var err error
+	if a.sink, err = demo.StartSink(sock, func(demo.Received) {
+		if a.n.Add(1) == footprintRecords {
+			close(a.all)
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.sink.Close() })
+	c := map[string]any{
+		"version": 1, "key": in.keyFile, "dataDir": data, "relay": r.URL, "mode": string(wake.HourlyWake),
+		"window":   map[string]string{"length": "30m", "offset": windowOffset(in.key.DID(), time.Now().Add(-time.Minute)).String()},
+		"purposes": []string{"comms:*"},
+		"handlers": []any{map[string]any{"purpose": "comms:*", "unix": map[string]string{"socket": sock, "path": "/message"}}},
+	}
+	b, _ := json.Marshal(c)
+	conf := filepath.Join(dir, "agent.json")
+	if err := os.WriteFile(conf, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var env []string
+	if tt.cpu != "" {
+		env = []string{"QEMU_CPU=" + tt.cpu}
+	}
+	a.proc = startAgentProc(t, bin, []string{"--config", conf}, dir, env)
+	return a
+}
+
+// agentProc is a torpor-agent process whose output goes to a log file.
+type agentProc struct {
+	cmd  *exec.Cmd
+	done chan struct{}
+	err  error // how it exited, valid after done
+}
+
+func startAgentProc(t *testing.T, bin string, args []string, dir string, env []string) *agentProc {
+	t.Helper()
+	logPath := filepath.Join(dir, "agent.log")
+	f, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	p := &agentProc{cmd: exec.Command(bin, args...), done: make(chan struct{})}
+	p.cmd.Dir, p.cmd.Stdout, p.cmd.Stderr = dir, f, f
+	p.cmd.Env = append(os.Environ(), env...)
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		p.err = p.cmd.Wait()
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		p.stop(10 * time.Second)
+		if t.Failed() {
+			b, _ := os.ReadFile(logPath)
+			t.Logf("agent log:\n%s", b)
+		}
+	})
+	return p
+}
+
+// peakRSS returns VmHWM from /proc/PID/status, in bytes (0 when it cannot
+// be read).
+func (p *agentProc) peakRSS() int64 { return vmHWM(p.cmd.Process.Pid) }
+
+// vmHWM reads a live process's peak resident set size. (Not ru_maxrss:
+// Go starts children with vfork semantics, the child sharing the test
+// process's memory until it execs, and Linux keeps the high-water RSS of
+// the memory an exec replaces in the process's ru_maxrss, so a child of
+// this test process would report the test's own 100 MiB.)
+func vmHWM(pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "VmHWM:"); ok {
+			var kb int64
+			fmt.Sscanf(strings.TrimSpace(v), "%d kB", &kb)
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+// stop sends SIGTERM and waits up to grace, then kills. It returns an
+// error unless the process exited 0 or of the SIGTERM.
+func (p *agentProc) stop(grace time.Duration) error {
+	select {
+	case <-p.done:
+	default:
+		p.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-p.done:
+		case <-time.After(grace):
+			p.cmd.Process.Kill()
+			<-p.done
+			return fmt.Errorf("torpor-agent did not stop within %v of SIGTERM", grace)
+		}
+	}
+	if ws, ok := p.cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGTERM {
+		return nil
+	}
+	return p.err
+}
+
+// measureFootprint runs one wake of tt's agent over a copy of the input.
+func measureFootprint(t *testing.T, in *footprintInput, tt footprintTarget) footprint {
+	f := footprint{target: tt, size: len(vm.CrossBinary(t, "./cmd/torpor-agent", tt.goarch, tt.goarm))}
+	dir := t.TempDir()
+	relayData, agentData := filepath.Join(dir, "relay"), filepath.Join(dir, "agent")
+	copyDir(t, in.relayData, relayData)
+	copyDir(t, in.agentData, agentData)
+	r := startRelayAt(t, relayData)
+	start := time.Now()
+	a := startFootprintAgent(t, in, r, tt, agentData)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	select {
+	case <-a.all:
+	case <-a.proc.done:
+		t.Fatalf("the agent exited after %d deliveries: %v", a.n.Load(), a.proc.err)
+	case <-ctx.Done():
+		t.Fatalf("%d of %d records delivered in %v", a.n.Load(), footprintRecords, time.Since(start))
+	}
+	f.drained = time.Since(start)
+	// Every record was acknowledged once the device committed it.
+	for {
+		depths, err := demo.QueueDepths(ctx, r.HTTP, r.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if depths[in.key.DID().String()] == 0 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the relay still queues %d records", depths[in.key.DID().String()])
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	f.peak = a.proc.peakRSS()
+	if err := a.proc.stop(time.Minute); err != nil {
+		t.Errorf("stopping the agent: %v", err)
+	}
+	seen := map[string]int{}
+	for _, d := range a.sink.Received() {
+		seen[d.ObjectID]++
+	}
+	for id := range in.ids {
+		if seen[id] != 1 {
+			t.Errorf("object %s delivered %d times, want once", id, seen[id])
+		}
+	}
+	if len(seen) != len(in.ids) {
+		t.Errorf("%d distinct objects delivered, want %d", len(seen), len(in.ids))
+	}
+	f.idle = in.idle
+	if tt.cpu != "" {
+		f.idle = 0
+		f.baseline = helloRSS(t, tt)
+	}
+	t.Logf("%s: %d bytes stripped, peak RSS %s (VmHWM), %d records drained and delivered %.1f s after start",
+		tt.name, f.size, mib(f.peak), footprintRecords, f.drained.Seconds())
+	return f
+}
+
+// startRelayAt starts torpor-relay on loopback with its data in data,
+// with room for the records in its queue.
+func startRelayAt(t *testing.T, data string) *hostRelay {
+	t.Helper()
+	return startRelay(t, relayOptions{Data: data, Args: []string{"--max-messages", "1000", "--max-per-peer", "1000",
+		"--max-bytes", fmt.Sprint(64 << 20)}})
+}
+
+// helloRSS runs test/qemu/guest/hello for tt under qemu-user and returns
+// its VmHWM: the emulator's own share of a Go program's RSS.
+func helloRSS(t *testing.T, tt footprintTarget) int64 {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "hello")
+	if err := os.WriteFile(bin, vm.CrossBinary(t, "./test/qemu/guest/hello", tt.goarch, tt.goarm), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "-hold")
+	cmd.Env = append(os.Environ(), "QEMU_CPU="+tt.cpu)
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	rss := vmHWM(cmd.Process.Pid)
+	in.Close()
+	if werr := cmd.Wait(); err != nil || werr != nil || !strings.HasPrefix(line, "RESULT ") {
+		t.Fatalf("hello under qemu-user: %q, %v, %v", line, err, werr)
+	}
+	return rss
+}
+
+// copyDir copies the regular files of src into dst (bbolt files, which
+// are closed: their processes have stopped).
+func copyDir(t *testing.T, src, dst string) {
+	t.Helper()
+	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		target := filepath.Join(dst, rel)
+		if d.IsDir() {
+			return os.MkdirAll(target, 0o700)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(target, b, 0o600)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
