@@ -5,10 +5,13 @@ import (
 	"log/slog"
 	"net"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 
 	mqtt "github.com/mochi-mqtt/server/v2"
 	"github.com/mochi-mqtt/server/v2/hooks/auth"
+	"github.com/mochi-mqtt/server/v2/hooks/storage"
 	"github.com/mochi-mqtt/server/v2/hooks/storage/bolt"
 	"github.com/mochi-mqtt/server/v2/listeners"
 	"go.etcd.io/bbolt"
@@ -70,7 +73,7 @@ func StartBroker(cfg BrokerConfig) (*Broker, error) {
 		return nil, fmt.Errorf("relay: mqtt: %w", err)
 	}
 	if cfg.DataDir != "" {
-		err := srv.AddHook(new(bolt.Hook), &bolt.Options{
+		err := srv.AddHook(boltHook{new(bolt.Hook)}, &bolt.Options{
 			Path:    filepath.Join(cfg.DataDir, "mqtt.db"),
 			Options: &bbolt.Options{Timeout: 5 * time.Second},
 		})
@@ -108,3 +111,28 @@ func (b *Broker) MaxMessageExpiry() time.Duration {
 
 // Close stops the broker.
 func (b *Broker) Close() error { return b.srv.Close() }
+
+// boltHook is mochi's bbolt storage hook with one defect mended: v2.7.9
+// stores in-flight messages (those queued for a sleeping device's
+// persistent session) without their packet identifier, so after a restart
+// they come back with id 0 and mochi drops every connection of that client
+// ("resend inflight: protocol violation: missing packet id") until its
+// session expires. The identifier is the last ":"-separated part of the
+// stored key (inflightKey in the hook), from which it is restored.
+type boltHook struct{ *bolt.Hook }
+
+// StoredInflightMessages implements mqtt.Hook.
+func (h boltHook) StoredInflightMessages() ([]storage.Message, error) {
+	v, err := h.Hook.StoredInflightMessages()
+	for i := range v {
+		if v[i].PacketID != 0 {
+			continue
+		}
+		if j := strings.LastIndexByte(v[i].ID, ':'); j >= 0 {
+			if n, perr := strconv.ParseUint(v[i].ID[j+1:], 10, 16); perr == nil {
+				v[i].PacketID = uint16(n)
+			}
+		}
+	}
+	return v, err
+}
