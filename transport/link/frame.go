@@ -97,7 +97,8 @@ type State struct {
 	// Window is the hourly window; nil means the default (the wake minute
 	// of the agent's DID, 5 minutes). Used in hourly_wake mode.
 	Window *Window `cbor:"window,omitempty"`
-	// NextWake is the Unix time (seconds) of a wake an operator scheduled,
+	// NextWake is the Unix time (seconds) of the next wake the device plans
+	// (its schedule's, or one an operator scheduled),
 	// 0 for none. In sleep mode it is the only source of a Retry-After.
 	NextWake int64 `cbor:"nextWake,omitempty"`
 	// Card is the Agent Card JSON signed by the device (a2a.SignCard). The

@@ -41,7 +41,19 @@ func (s *Relay) reachability(agent string, st AgentState, up bool, now time.Time
 	case wake.Session:
 		return reach{live: up, retry: none}
 	case wake.HourlyWake:
-		return reach{live: up && st.Window.Contains(now), queue: true, retry: func() int { return wake.RetryAfter(st.Window, now, s.rnd) }}
+		return reach{live: up && st.Window.Contains(now), queue: true, retry: func() int {
+			// A device that announced, as it went to sleep, a next wake
+			// beyond the window now open (it ended this one early, or its
+			// clock runs ahead of ours) is sent to the window of that wake,
+			// not to the rest of one it has already left.
+			if !up && st.NextWake.After(now) {
+				start, end := st.Window.Next(st.NextWake)
+				if n, ok := wake.Jitter(now, start, end, s.rnd); ok {
+					return n
+				}
+			}
+			return wake.RetryAfter(st.Window, now, s.rnd)
+		}}
 	case wake.Sleep:
 		return reach{queue: true, retry: func() int {
 			if !st.NextWake.After(now) {

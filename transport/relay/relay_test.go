@@ -598,3 +598,39 @@ func TestRunPurgesExpired(t *testing.T) {
 		t.Errorf("%d records after the purge", len(recs))
 	}
 }
+
+// TestHourlyRetryAfterFollowsAnnouncedWake: inside its window but with the
+// link down, an hourly_wake device that announced its next wake (it left
+// the window early, or its clock runs ahead) sends senders to the window
+// of that wake, not to the rest of the one it has left.
+func TestHourlyRetryAfterFollowsAnnouncedWake(t *testing.T) {
+	h := newHarness(t, nil)
+	dev, alice := testKey(t, 1), testKey(t, 2)
+	win := deviceOpts{window: &link.Window{Minute: 30, LengthSec: 120}}
+	c := h.device(t, dev, "hourly_wake", win)
+	st := h.state(t, dev, c.Hello(), "hourly_wake", win)
+	st.NextWake = t0.Add(90 * time.Minute).Unix() // 13:30, the next hour's window
+	if _, err := c.Publish(context.Background(), st); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	for h.relay.Link().Up(dev.DID().String()) {
+		time.Sleep(time.Millisecond) // the relay notices the close asynchronously
+	}
+	h.clk.Set(t0.Add(30*time.Minute + 30*time.Second)) // 12:30:30, inside this hour's window
+	r := h.post(t, dev.DID(), alice, "1.0", sendV1)
+	ra, _ := strconv.Atoi(r.header.Get("Retry-After"))
+	if r.status != 503 || ra < 3570 || ra >= 3570+120 {
+		t.Errorf("link down inside the window, next wake announced for 13:30: %d Retry-After %d, want 503 and 3570 <= n < 3690", r.status, ra)
+	}
+	// Without an announced wake the rest of the open window is the answer.
+	c = h.device(t, dev, "hourly_wake", win)
+	c.Close()
+	for h.relay.Link().Up(dev.DID().String()) {
+		time.Sleep(time.Millisecond)
+	}
+	r = h.post(t, dev.DID(), alice, "1.0", sendV1)
+	if ra, _ := strconv.Atoi(r.header.Get("Retry-After")); r.status != 503 || ra < 1 || ra >= 90 {
+		t.Errorf("no announced wake: %d Retry-After %d, want 503 and 1 <= n < 90", r.status, ra)
+	}
+}

@@ -35,7 +35,8 @@ const MaxKeyPackages = 256
 type AgentState struct {
 	Mode   wake.Mode
 	Window wake.Window
-	// NextWake is a wake an operator scheduled (zero for none).
+	// NextWake is the next wake the device announced: the one its schedule
+	// plans, or one an operator scheduled (zero for none).
 	NextWake time.Time
 	// Card is the signed Agent Card, served verbatim.
 	Card []byte
