@@ -140,7 +140,7 @@ func (d *demo) agentLine(a *agent, l Line) {
 	case l.Level == "ERROR":
 		d.n.Event(a.name, KindError, "%s %s", l.Msg, attrs(l, "err", "error"))
 	case l.Level == "WARN":
-		d.n.Event(a.name, KindWarn, "%s %s", l.Msg, attrs(l, "err", "error"))
+		d.warn(a.name, l.Msg, attrs(l, "err", "error"))
 	}
 }
 

@@ -17,8 +17,8 @@ import (
 	"github.com/torpor-dev/torpor/session/sender"
 )
 
-// DefaultScale is the default time scale: an hour passes in 15 s.
-const DefaultScale = 240
+// DefaultScale is the default time scale: an hour passes in 20 s.
+const DefaultScale = 180
 
 // Config configures Run.
 type Config struct {
@@ -30,9 +30,9 @@ type Config struct {
 	Dir string
 	// Scale is the time scale given to every process (--time-scale); zero
 	// means DefaultScale. The processes' scaled clocks start when each
-	// process starts, so they disagree by the start-up gaps times Scale:
-	// at 240, 0.1 s apart is 24 s of scaled time, well inside the 60 s of
-	// skew DID Bearer tokens allow and the demo's windows of minutes.
+	// process starts, so they disagree by the start-up gaps times Scale
+	// (see startAll): at 180, 0.3 s apart is 54 s of scaled time, inside
+	// what DID Bearer tokens allow and small beside the demo's windows.
 	Scale float64
 	// Timeout bounds the whole run in real time; zero means 55 s.
 	Timeout time.Duration
@@ -77,6 +77,7 @@ type demo struct {
 	mu      sync.Mutex
 	// mu guards the following fields.
 	failures []string
+	warnings map[string]int // by who and message
 }
 
 // Run runs the demo: it starts the relay and three agents from cfg.Bin,
@@ -126,6 +127,25 @@ func (d *demo) fail(format string, args ...any) {
 	d.failures = append(d.failures, msg)
 	d.mu.Unlock()
 	d.n.Event("demo", KindError, "%s", msg)
+}
+
+// warn narrates a daemon's warning the first time who logs msg, and counts
+// the repeats for the summary.
+func (d *demo) warn(who, msg, attrs string) {
+	d.mu.Lock()
+	if d.warnings == nil {
+		d.warnings = map[string]int{}
+	}
+	if msg == "" {
+		msg = "(no message)"
+	}
+	k := who + ": " + msg
+	d.warnings[k]++
+	first := d.warnings[k] == 1
+	d.mu.Unlock()
+	if first {
+		d.n.Event(who, KindWarn, "%s %s (repeats are counted in the summary)", msg, attrs)
+	}
 }
 
 func (d *demo) failed() error {

@@ -19,9 +19,10 @@
 // # Time
 //
 // Every process runs on a scaled clock (--time-scale): at the default
-// factor of 240 an hour passes in 15 s, so an hourly_wake agent sleeps,
+// factor of 180 an hour passes in 20 s, so an hourly_wake agent sleeps,
 // wakes in its window, drains, sleeps again and wakes at its next window
 // within the demo's budget of under a minute. The scaled clocks of separate
-// processes agree only as closely as the processes started together (see
-// the package's Config.Scale documentation).
+// processes agree only as closely as the processes started together: the
+// relay starts first and the token signers (agents, sender) after it, so
+// that their clocks lag the relay's a little and never lead it.
 package demo

@@ -3,7 +3,6 @@ package demo
 import (
 	"context"
 	"fmt"
-	"net"
 	"strconv"
 	"strings"
 	"time"
@@ -11,50 +10,45 @@ import (
 	"github.com/torpor-dev/torpor/clock"
 )
 
-// freePort returns a loopback address whose port the kernel just handed
-// out, for a daemon to listen on. Knowing the relay's addresses before it
-// starts lets every process start at the same moment (see startAll).
-func freePort() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
-}
-
-// startAll starts the relay and the agents together, right after starting
-// the demo's own scaled clock. Each process's scaled clock starts when the
-// process does, so processes started apart disagree by the gap times the
-// scale; DID Bearer tokens allow a caller to be 60 s ahead and up to their
-// 5 min lifetime behind. Started together, the clocks differ by the
-// processes' start-up times only (milliseconds: seconds of scaled time).
-// An agent whose relay is not listening yet dials again with backoff.
+// startAll starts the relay, waits until it serves, then starts the demo's
+// own scaled clock and the agents together.
+//
+// Each process's scaled clock starts when the process does, so processes
+// started apart disagree by the gap times the scale. A DID Bearer token may
+// be at most 60 s early at the relay but up to its 5 min lifetime late, so
+// every process that signs tokens (the agents, the sender) must run behind
+// the relay, never ahead: they start after it. At the default scale of 180
+// they may lag it by up to 1.6 s of real time; in practice they lag it by
+// its start-up, a few hundred milliseconds. An option to give every process
+// one epoch would remove the lag altogether.
 func (d *demo) startAll(ctx context.Context) error {
-	httpAddr, err := freePort()
-	if err != nil {
+	if err := d.startRelay(ctx); err != nil {
 		return err
 	}
-	mqttAddr, err := freePort()
-	if err != nil {
-		return err
-	}
-	d.relayURL, d.mqttURL = "http://"+httpAddr, "mqtt://"+mqttAddr
+	var err error
 	if d.clock, err = clock.NewScaled(nil, d.cfg.scale()); err != nil {
 		return err
 	}
 	d.n.SetClock(d.clock)
 	d.plan()
-	dir := d.path("relay")
-	args := []string{"--listen", httpAddr, "--mqtt-listen", mqttAddr, "--data-dir", dir + "/data",
-		"--per-agent-metrics", "--time-scale", strconv.FormatFloat(d.cfg.scale(), 'f', -1, 64)}
-	if d.relay, err = StartProc("relay", d.bin("torpor-relay"), args, dir, dir+"/relay.log", nil); err != nil {
-		return err
-	}
 	for _, a := range d.agents {
 		if err := d.startAgent(ctx, a); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// startRelay starts torpor-relay on loopback ports the kernel picks, with
+// its embedded store and MQTT broker in the demo's directory, and waits
+// until it serves.
+func (d *demo) startRelay(ctx context.Context) error {
+	dir := d.path("relay")
+	args := []string{"--listen", "127.0.0.1:0", "--mqtt-listen", "127.0.0.1:0", "--data-dir", dir + "/data",
+		"--per-agent-metrics", "--time-scale", strconv.FormatFloat(d.cfg.scale(), 'f', -1, 64)}
+	var err error
+	if d.relay, err = StartProc("relay", d.bin("torpor-relay"), args, dir, dir+"/relay.log", nil); err != nil {
+		return err
 	}
 	wctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
@@ -62,11 +56,9 @@ func (d *demo) startAll(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("demo: torpor-relay did not start: %w", err)
 	}
-	if got := l.Get("addr"); got != d.relayURL {
-		return fmt.Errorf("demo: torpor-relay listens on %s, want %s", got, d.relayURL)
-	}
+	d.relayURL, d.mqttURL = l.Get("addr"), l.Get("mqtt")
 	d.n.Event("relay", KindStart, "torpor-relay serving %s (A2A, device links, /metrics), embedded MQTT broker %s, store %s/data, clock ×%g",
-		d.relayURL, l.Get("mqtt"), dir, d.cfg.scale())
+		d.relayURL, d.mqttURL, dir, d.cfg.scale())
 	d.bg.Go(func() { d.relay.Out().Follow(ctx, d.relayLine) })
 	return nil
 }
@@ -97,7 +89,7 @@ func (d *demo) relayLine(l Line) {
 	case l.Level == "ERROR":
 		d.n.Event("relay", KindError, "%s %s", l.Msg, attrs(l, "agent", "err", "error"))
 	case l.Level == "WARN":
-		d.n.Event("relay", KindWarn, "%s %s", l.Msg, attrs(l, "agent", "err", "error"))
+		d.warn("relay", l.Msg, attrs(l, "agent", "err", "error"))
 	}
 }
 

@@ -16,15 +16,15 @@ import (
 )
 
 // The plan, in real time from the moment the agents start. At the default
-// scale an hour is 15 s: the hourly agent's first window opens after 6 s
-// and lasts 15 scaled minutes (3.75 s); its next one opens 15 s later. The
+// scale an hour is 20 s: the hourly agent's first window opens after 5 s
+// and lasts 12 scaled minutes (4 s); its next one opens 20 s later. The
 // sleeping agent's operator-scheduled wake comes 2.5 s after the first
-// window opened and lasts 10 scaled minutes.
+// window opened and lasts 9 scaled minutes (3 s).
 const (
-	hourlyLead   = 6 * time.Second
+	hourlyLead   = 5 * time.Second
 	sleeperAfter = 2500 * time.Millisecond
-	hourlyLength = 15 * time.Minute // scaled
-	sleepLength  = 10 * time.Minute // scaled
+	hourlyLength = 12 * time.Minute // scaled
+	sleepLength  = 9 * time.Minute  // scaled
 )
 
 // run is the scenario. Errors end it early; expectations that fail are

@@ -22,6 +22,11 @@ func (d *demo) summary() {
 	if d.relayRSS > 0 {
 		d.n.Printf("torpor-relay peak RSS %s (with its embedded broker and store).\n", mib(d.relayRSS))
 	}
+	d.mu.Lock()
+	if len(d.warnings) > 0 {
+		d.n.Printf("Warnings the daemons logged (every one is in the logs): %s.\n", counts(d.warnings))
+	}
+	d.mu.Unlock()
 	for _, a := range d.agents {
 		d.check(a)
 	}
