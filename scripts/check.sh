@@ -11,7 +11,7 @@ step() { printf '\n== %s (%ds)\n' "$1" $(( $(date +%s) - start )); }
 step "setup";       ./scripts/setup.sh
 step "lint";        make --no-print-directory lint
 step "unit tests";  go test -count=1 ./...
-step "fuzz (short)"; FUZZTIME="${CHECK_FUZZTIME:-5s}" ./scripts/fuzz.sh
+step "fuzz (short)"; FUZZTIME="${CHECK_FUZZTIME:-2s}" ./scripts/fuzz.sh
 step "cross builds"; ./scripts/cross.sh
 step "qemu-user (armv6, armv7, arm64)"; ./scripts/qemu-user-test.sh
 step "integration"; make --no-print-directory test-integration
