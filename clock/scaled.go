@@ -42,3 +42,18 @@ func (s *Scaled) NewTimer(d time.Duration) Timer {
 
 // Factor returns how many times faster than its base the clock runs.
 func (s *Scaled) Factor() float64 { return s.factor }
+
+// Base returns the clock the scaled clock runs on.
+func (s *Scaled) Base() Clock { return s.base }
+
+// Unscaled returns the clock beneath c when c is a *Scaled, else c (nil
+// stays nil, which components read as Real). Timeouts that bound a network
+// round trip (a publish, a flush, a broker's answer) measure the network,
+// not the device's day: under --time-scale they run on Unscaled(clock), so
+// that compressing the day does not make them fire early.
+func Unscaled(c Clock) Clock {
+	if s, ok := c.(*Scaled); ok {
+		return s.base
+	}
+	return c
+}
