@@ -36,6 +36,7 @@ type Agent struct {
 	opened    time.Duration // how long opening took, reported by the first wake
 	lastPulse time.Time
 	cur       *wakeRun // the wake in progress, for live requests to report into
+	mgmt      Management
 }
 
 // New checks cfg and returns an agent. Run starts it.
@@ -44,7 +45,7 @@ func New(cfg Config) (*Agent, error) {
 		return nil, err
 	}
 	a := &Agent{cfg: cfg, log: cfg.logger().With("component", "agent"), clock: clock.Or(cfg.Clock),
-		window: cfg.window(), mode: cfg.Mode, sched: cfg.ScheduledWake, changed: make(chan struct{})}
+		window: cfg.window(), mode: cfg.Mode, sched: cfg.ScheduledWake, changed: make(chan struct{}), mgmt: cfg.Management}
 	a.meter = sleeptime.Meter{Clock: cfg.Clock, Kernel: cfg.Kernel}
 	return a, nil
 }
@@ -58,18 +59,18 @@ func (a *Agent) Run(ctx context.Context) error {
 		return err
 	}
 	defer a.close()
-	reason, slept := "boot", sleeptime.Span{}
+	why := cause{reason: "boot"}
 	for ctx.Err() == nil {
 		// Subscribe to mode changes before reading the mode: a change
 		// between the two still ends the sleep or wake planned here.
 		changed := a.modeChanged()
 		now := a.clock.Now()
 		mode, start, end := a.plan(now)
-		if reason == "boot" && (start.IsZero() || now.Before(start)) {
+		if why.reason == "boot" && (start.IsZero() || now.Before(start)) {
 			// Booted outside a window: tell the relay the mode and drain
 			// now, without staying live, then sleep as planned.
-			a.wake(ctx, changed, mode, reason, slept, now.Add(a.windowLength()), false)
-			reason = "planned"
+			a.wake(ctx, changed, mode, why, now.Add(a.windowLength()), false)
+			why = cause{reason: "planned"}
 			continue
 		}
 		if start.IsZero() || now.Before(start) {
@@ -78,12 +79,12 @@ func (a *Agent) Run(ctx context.Context) error {
 			case ctx.Err() != nil:
 				return nil
 			case errors.Is(err, errReplan):
-				reason = "mode"
+				why = cause{reason: "mode"}
 				continue
 			case err != nil:
 				return err
 			}
-			reason, slept = w.Reason.String(), w.Slept
+			why = cause{reason: w.Reason.String(), detail: w.Detail, slept: w.Slept}
 			now = a.clock.Now()
 			if mode, start, end = a.plan(now); start.IsZero() || now.Before(start) {
 				// Woken early (an event source): a window of the
@@ -91,17 +92,17 @@ func (a *Agent) Run(ctx context.Context) error {
 				end = now.Add(a.windowLength())
 			}
 		}
-		a.wake(ctx, changed, mode, reason, slept, end, true)
-		reason, slept = "mode", sleeptime.Span{}
+		a.wake(ctx, changed, mode, why, end, true)
+		why = cause{reason: "mode"}
 	}
 	return nil
 }
 
 func (a *Agent) windowLength() time.Duration {
-	if a.window.Length == 0 {
-		return wake.DefaultLength
+	if w := a.Window(); w.Length != 0 {
+		return w.Length
 	}
-	return a.window.Length
+	return wake.DefaultLength
 }
 
 // errReplan ends a sleep because the mode changed.
@@ -141,6 +142,7 @@ func (a *Agent) open() error {
 }
 
 func (a *Agent) close() {
+	a.closeManagement()
 	a.mu.Lock()
 	p, db := a.pipe, a.db
 	a.pipe, a.db = nil, nil
@@ -166,6 +168,9 @@ func (a *Agent) restore() error {
 		defer a.mu.Unlock()
 		if c.Mode != "" && c.ConfigMode == a.cfg.Mode {
 			a.mode, a.sched = c.Mode, c.ScheduledWake
+		}
+		if c.WindowSet && c.ConfigLength == a.cfg.WindowLength && c.ConfigOffset == a.cfg.WindowOffset {
+			a.window.Length, a.window.Offset = c.Length, c.Offset
 		}
 		if now := a.clock.Now(); !c.NextWake.IsZero() && now.After(c.NextWake) {
 			a.log.Warn("resumed after the planned wake (powered off or stopped)",
@@ -206,23 +211,13 @@ func (a *Agent) SetMode(m wake.Mode, scheduled time.Time) error {
 	if !m.Valid() {
 		return fmt.Errorf("runtime: invalid mode %q", m)
 	}
-	if p := a.Pipeline(); p != nil {
-		err := p.DB.Update(func(tx *bolt.Tx) error {
-			c, err := loadCycle(tx)
-			if err != nil {
-				return err
-			}
-			c.Mode, c.ConfigMode, c.ScheduledWake = m, a.cfg.Mode, scheduled
-			return putCBOR(tx, keyCycle, c)
-		})
-		if err != nil {
-			return fmt.Errorf("runtime: recording mode: %w", err)
-		}
+	err := a.updateCycle(func(c *cycle) { c.Mode, c.ConfigMode, c.ScheduledWake = m, a.cfg.Mode, scheduled })
+	if err != nil {
+		return fmt.Errorf("runtime: recording mode: %w", err)
 	}
 	a.mu.Lock()
 	a.mode, a.sched = m, scheduled
-	close(a.changed)
-	a.changed = make(chan struct{})
+	a.replanLocked()
 	a.mu.Unlock()
 	a.log.Info("mode changed", "mode", m)
 	return nil
@@ -244,7 +239,7 @@ func (a *Agent) plan(now time.Time) (m wake.Mode, start, end time.Time) {
 	case wake.AlwaysOn, wake.Session:
 		return m, now, time.Time{}
 	case wake.HourlyWake:
-		start, end = a.window.Next(now)
+		start, end = a.Window().Next(now)
 		return m, start, end
 	}
 	length := a.windowLength()

@@ -13,6 +13,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/torpor-dev/torpor/clock"
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/governed"
 	"github.com/torpor-dev/torpor/runtime/gate"
@@ -47,8 +48,9 @@ type CommandsConfig struct {
 	// Reboot restarts the device (or the agent's process). Nil makes
 	// reboot unsupported.
 	Reboot func() error
-	// FlushTimeout bounds, on the agent's clock, the clean end of the MQTT
-	// session before the agent sleeps; zero means 10 seconds.
+	// FlushTimeout bounds the clean end of the MQTT session before the
+	// agent sleeps; zero means 10 seconds. It is a network wait: it runs
+	// on the agent's clock without its time scale (clock.Unscaled).
 	FlushTimeout time.Duration
 	// Logger receives the MQTT client's logs; nil discards them.
 	Logger *slog.Logger
@@ -61,16 +63,17 @@ type CommandsConfig struct {
 // meanwhile wait in the broker session for the next wake. It implements
 // mqtt.Device and mqtt.StatusReporter.
 //
-// Wire it into the agent's hooks (Config.OnPhase and Config.OnWake) and
-// close it after Run:
+// It implements Management: attach it to the agent with
+// Agent.SetManagement, and close it after Run:
 //
-//	var cmds *runtime.Commands
-//	cfg.OnPhase = func(p runtime.Phase) { cmds.OnPhase(p) }
-//	cfg.OnWake = func(r runtime.WakeReport) { cmds.OnWake(r) }
 //	a, _ := runtime.New(cfg)
-//	cmds, _ = runtime.NewCommands(a, ccfg)
-//	a.Run(ctx)
-//	cmds.Close(context.Background())
+//	cmds, _ := runtime.NewCommands(a, ccfg)
+//	a.SetManagement(cmds)
+//	err := a.Run(ctx) // ends with cmds.Close: status offline
+//
+// (The hooks OnPhase and OnWake do the same from Config.OnPhase and
+// Config.OnWake, for callers wired before Management existed; OnWake then
+// blocks the agent's last hook.)
 type Commands struct {
 	a   *Agent
 	cfg CommandsConfig
@@ -83,7 +86,10 @@ type Commands struct {
 	closed bool
 }
 
-var _ mqtt.StatusReporter = (*Commands)(nil)
+var (
+	_ mqtt.StatusReporter = (*Commands)(nil)
+	_ Management          = (*Commands)(nil)
+)
 
 // NewCommands checks cfg and returns the commands of agent a. It does not
 // connect: the first wake does.
@@ -110,12 +116,28 @@ func NewCommands(a *Agent, cfg CommandsConfig) (*Commands, error) {
 	return &Commands{a: a, cfg: cfg, log: log.With("component", "commands"), key: a.cfg.Key}, nil
 }
 
+// Awake implements Management: it starts the MQTT client (connecting in
+// the background) when a wake begins. It does not block.
+func (c *Commands) Awake(context.Context) { c.start() }
+
+// Asleep implements Management: it ends the MQTT session cleanly before
+// the agent sleeps until next: status asleep with the next wake, every
+// reply acknowledged, a normal DISCONNECT (so the will is not published).
+// It blocks for at most FlushTimeout, a network wait that runs on the
+// unscaled clock (clock.Unscaled), or until ctx ends.
+func (c *Commands) Asleep(ctx context.Context, next time.Time) { c.sleep(ctx, next) }
+
 // OnPhase starts the MQTT client when a wake begins (at the first phase
-// that completes). It does not block. Chain it into Config.OnPhase.
+// that completes). It does not block. Chain it into Config.OnPhase, or use
+// Agent.SetManagement instead.
 func (c *Commands) OnPhase(p Phase) {
-	if c == nil || p.Name == PhaseAnnounce || p.Name == PhaseArm {
+	if c == nil || p.Name == PhaseAnnounce || p.Name == PhaseArm || p.Name == PhaseManagement {
 		return
 	}
+	c.start()
+}
+
+func (c *Commands) start() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.client != nil || c.closed {
@@ -137,15 +159,17 @@ func (c *Commands) OnPhase(p Phase) {
 	c.client = cl
 }
 
-// OnWake ends the MQTT session cleanly at the end of a wake: status
-// asleep with the next wake, every reply acknowledged, a normal
-// DISCONNECT (so the will is not published). It blocks for at most
-// FlushTimeout on the agent's clock, before the agent arms its wake
-// source. Chain it into Config.OnWake.
+// OnWake ends the MQTT session cleanly at the end of a wake, as Asleep
+// does, before the agent arms its wake source. Chain it into
+// Config.OnWake, or use Agent.SetManagement instead.
 func (c *Commands) OnWake(r WakeReport) {
 	if c == nil {
 		return
 	}
+	c.sleep(context.Background(), r.NextWake)
+}
+
+func (c *Commands) sleep(ctx context.Context, next time.Time) {
 	c.mu.Lock()
 	cl := c.client
 	c.client = nil
@@ -153,14 +177,16 @@ func (c *Commands) OnWake(r WakeReport) {
 	if cl == nil {
 		return
 	}
-	ctx, cancel := clockTimeout(context.Background(), c.a.clock, c.cfg.FlushTimeout)
+	ctx, cancel := clockTimeout(ctx, clock.Unscaled(c.a.clock), c.cfg.FlushTimeout)
 	defer cancel()
-	if err := cl.Sleep(ctx, r.NextWake); err != nil {
+	if err := cl.Sleep(ctx, next); err != nil {
 		c.log.Warn("ending the MQTT session before sleep", "err", err)
 	}
 }
 
-// Close ends the MQTT session with status offline, for a shutdown.
+// Close ends the MQTT session with status offline, for a shutdown. It
+// implements Management; an agent it is attached to calls it when Run
+// ends.
 func (c *Commands) Close(ctx context.Context) error {
 	c.mu.Lock()
 	cl := c.client
@@ -171,6 +197,9 @@ func (c *Commands) Close(ctx context.Context) error {
 	}
 	return cl.Close(ctx)
 }
+
+// Name returns the device's name on the broker (its topic level).
+func (c *Commands) Name() string { return c.cfg.Name }
 
 // Client returns the MQTT client of the current wake, nil while asleep.
 func (c *Commands) Client() *mqtt.Client {
@@ -184,14 +213,15 @@ func (c *Commands) Client() *mqtt.Client {
 func (c *Commands) Status() mqtt.Status {
 	a := c.a
 	m, sched := a.Mode()
-	st := mqtt.Status{Mode: string(m), Window: &mqtt.Window{Minute: a.window.Minute,
-		LengthSec: int64(a.windowLength() / time.Second), OffsetSec: int64(a.window.Offset / time.Second)}}
+	win := a.statusWindow()
+	st := mqtt.Status{Mode: string(m), Window: &win}
 	a.mu.Lock()
-	var next time.Time
-	if a.cur != nil {
-		next = a.cur.next
-	}
+	cur := a.cur
 	a.mu.Unlock()
+	var next time.Time
+	if cur != nil {
+		_, next = cur.schedule()
+	}
 	if next.IsZero() && m == wake.Sleep && !sched.IsZero() {
 		next = sched
 	}
@@ -335,7 +365,7 @@ func (c *Commands) setMode(args *mqtt.SetModeArgs) mqtt.Result {
 	if err != nil {
 		return mqtt.Failed("bad-mode", "%v", err)
 	}
-	w := c.a.window
+	w := c.a.Window()
 	if args.WindowSec != nil && time.Duration(*args.WindowSec)*time.Second != c.a.windowLength() ||
 		args.OffsetSec != nil && time.Duration(*args.OffsetSec)*time.Second != w.Offset {
 		return mqtt.Failed(mqtt.ReasonUnsupported,
@@ -369,7 +399,7 @@ func (c *Commands) wakeNow(args *mqtt.WakeNowArgs) mqtt.Result {
 	case wake.AlwaysOn, wake.Session:
 		return mqtt.Result{Outcome: mqtt.OutcomeOK, Detail: "always awake in mode " + string(m), Data: map[string]any{"awake": true}}
 	case wake.HourlyWake:
-		_, end := c.a.window.Next(now)
+		_, end := c.a.Window().Next(now)
 		return mqtt.Result{Outcome: mqtt.OutcomeOK, Detail: "awake in its hourly window; the window cannot be extended at runtime",
 			Data: map[string]any{"awake": true, "until": end.UTC()}}
 	}
@@ -565,7 +595,7 @@ func (c *Commands) configValue(key string) (any, bool) {
 		}
 		return sched.UTC(), true
 	case "window":
-		return mqtt.Window{Minute: a.window.Minute, LengthSec: int64(a.windowLength() / time.Second), OffsetSec: int64(a.window.Offset / time.Second)}, true
+		return a.statusWindow(), true
 	case "owner":
 		if a.cfg.Owner.IsZero() {
 			return "", true
@@ -648,4 +678,10 @@ func (c *Commands) reboot(args *mqtt.RebootArgs) mqtt.Result {
 			c.log.Error("reboot failed", "err", err)
 		}
 	}}
+}
+
+// statusWindow is the hourly window in force as the MQTT status shows it.
+func (a *Agent) statusWindow() mqtt.Window {
+	w := a.Window()
+	return mqtt.Window{Minute: w.Minute, LengthSec: int64(a.windowLength() / time.Second), OffsetSec: int64(w.Offset / time.Second)}
 }

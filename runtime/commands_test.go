@@ -86,7 +86,6 @@ func newCmdWorld(t *testing.T, mode wake.Mode) *cmdWorld {
 		AllowPlaintext: true, Routes: []deliver.Route{{Pattern: "*", Name: "sink", Handler: cmdSink{}}},
 		Clock: w.clock, Kernel: waketest.NewKernelClock(time.Hour), Rand: bytes.NewReader(make([]byte, 1<<16)),
 		OnWake: func(r runtime.WakeReport) {
-			w.cmds.OnWake(r)
 			// Every phase of this wake was reported before: forget them,
 			// so waitPhase sees only the next wake's.
 			for len(w.phases) > 0 {
@@ -95,7 +94,6 @@ func newCmdWorld(t *testing.T, mode wake.Mode) *cmdWorld {
 			w.wakes <- r
 		},
 		OnPhase: func(p runtime.Phase) {
-			w.cmds.OnPhase(p)
 			select {
 			case w.phases <- p:
 			default:
@@ -112,6 +110,7 @@ func newCmdWorld(t *testing.T, mode wake.Mode) *cmdWorld {
 	if err != nil {
 		t.Fatal(err)
 	}
+	w.agent.SetManagement(w.cmds)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
 	if w.op, err = mqtt.DialOperator(ctx, mqtt.OperatorConfig{Broker: w.broker.URL(), Key: w.opKey, Clock: w.clock}); err != nil {

@@ -106,6 +106,10 @@ type Config struct {
 	OnWake func(WakeReport)
 	// Dial opens the device link; nil means link.Dial. A test seam.
 	Dial func(ctx context.Context, cfg link.Config) (Link, error)
+	// Management follows the duty cycle (see Management); nil means
+	// none. Agent.SetManagement sets it after New, for a channel made
+	// from the Agent (Commands).
+	Management Management
 }
 
 // KeyPackages is what the agent needs from its KeyPackage pool (package

@@ -26,10 +26,11 @@ func (a *Agent) live(ctx context.Context, req link.Request) link.Response {
 	}
 	rep, err := p.Drainer.Batch(ctx, []drain.Record{{From: req.From, Body: req.Body}}, nil)
 	a.mu.Lock()
-	if a.cur != nil {
-		a.cur.addDrain(rep, true)
-	}
+	cur := a.cur
 	a.mu.Unlock()
+	if cur != nil {
+		cur.addDrain(rep, true)
+	}
 	switch {
 	case err != nil:
 		a.log.Error("live request", "err", err)

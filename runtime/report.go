@@ -22,6 +22,7 @@ const (
 	PhaseDrain       = "drain"       // pull, validate, commit, ack, notify
 	PhaseLive        = "live"        // staying linked to the window's end
 	PhaseAnnounce    = "announce"    // publishing the next wake
+	PhaseManagement  = "management"  // ending the management channel (MQTT) before sleeping
 	PhaseArm         = "arm"         // closing the link before arming the wake source
 )
 
@@ -53,6 +54,10 @@ type WakeReport struct {
 	Drain        drain.Report   `cbor:"11,keyasint" json:"drain"`
 	Recovery     drain.Recovery `cbor:"12,keyasint" json:"recovery"`
 	Live         int            `cbor:"13,keyasint,omitempty" json:"live,omitempty"`
+	// WakeDetail says how the wake source knew what woke the agent, e.g.
+	// "pm_wakeup_irq=16 (rtc-pl031)" (wake.Wake.Detail): an operator
+	// checking a board's wake wiring reads it on the "wake" log line.
+	WakeDetail string `cbor:"14,keyasint,omitempty" json:"wakeDetail,omitempty"`
 }
 
 // Phase returns the total duration of the phases named name.
@@ -103,8 +108,11 @@ func (p *phases) done() []Phase {
 
 // log writes the wake's one log line.
 func (r *WakeReport) log(l *slog.Logger) {
-	attrs := []any{"reason", r.Reason, "mode", r.Mode, "awake", r.Awake, "linkAttempts", r.LinkAttempts,
-		"drain", r.Drain.String()}
+	attrs := []any{"reason", r.Reason}
+	if r.WakeDetail != "" {
+		attrs = append(attrs, "wakeDetail", r.WakeDetail)
+	}
+	attrs = append(attrs, "mode", r.Mode, "awake", r.Awake, "linkAttempts", r.LinkAttempts, "drain", r.Drain.String())
 	for _, p := range r.Phases {
 		attrs = append(attrs, p.Name, p.Duration)
 	}

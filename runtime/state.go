@@ -30,6 +30,15 @@ type cycle struct {
 	LastWake time.Time `cbor:"4,keyasint,omitempty"`
 	NextWake time.Time `cbor:"5,keyasint,omitempty"`
 	Wakes    uint64    `cbor:"6,keyasint,omitempty"`
+	// Length and Offset are the hourly window set at runtime (WindowSet),
+	// and ConfigLength and ConfigOffset the configured window they
+	// overrode: like the mode, the override holds until the configured
+	// window changes.
+	Length       time.Duration `cbor:"7,keyasint,omitempty"`
+	Offset       time.Duration `cbor:"8,keyasint,omitempty"`
+	ConfigLength time.Duration `cbor:"9,keyasint,omitempty"`
+	ConfigOffset time.Duration `cbor:"10,keyasint,omitempty"`
+	WindowSet    bool          `cbor:"11,keyasint,omitempty"`
 }
 
 var encMode, _ = cbor.EncOptions{Time: cbor.TimeUnixMicro}.EncMode()

@@ -28,18 +28,30 @@ const announceTimeout = 10 * time.Second
 
 // wakeRun is the state of one wake.
 type wakeRun struct {
-	a     *Agent
-	ctx   context.Context // ends at the window's end or a mode change
-	mode  wake.Mode
-	next  time.Time
-	ph    *phases
-	rep   *WakeReport
-	l     Link
-	after uint64 // drain cursor on the current link
-	pulse []byte
-	kps   [][]byte
+	a      *Agent
+	ctx    context.Context // ends at the window's end or a mode change
+	ph     *phases
+	rep    *WakeReport
+	pulse  []byte
+	kps    [][]byte
+	kick   chan struct{} // the window's end moved (Extend)
+	sched  <-chan struct{}
+	isLive bool // the wake stays linked until the window's end
 
-	mu sync.Mutex // guards rep.Drain and rep.Live: live requests run beside the drain
+	// drainMu serialises drains (the wake's own and Agent.Drain) and
+	// guards the link and the cursor against the redial that replaces
+	// them. The wake's goroutine, the only writer, reads them without it.
+	drainMu sync.Mutex
+	l       Link
+	after   uint64 // drain cursor on the current link
+
+	mu sync.Mutex
+	// mu guards the following fields and rep.Drain, rep.Live, rep.End and
+	// rep.NextWake: live requests, commands and Extend run beside the
+	// wake.
+	mode wake.Mode
+	next time.Time // the next wake after this one
+	end  time.Time // the window's end; zero for none
 }
 
 // addDrain adds a batch's report (a drain's or a live request's).
@@ -52,18 +64,42 @@ func (w *wakeRun) addDrain(rep drain.Report, live bool) {
 	}
 }
 
+// schedule returns the wake's mode and the next wake it plans.
+func (w *wakeRun) schedule() (wake.Mode, time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.mode, w.next
+}
+
+func (w *wakeRun) setSchedule(m wake.Mode, next time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.mode, w.next = m, next
+	w.rep.NextWake = next
+}
+
+// cause is what ended the sleep before a wake.
+type cause struct {
+	reason string // boot, timer, rtc, gpio, unknown, mode
+	detail string // how the wake source knew (wake.Wake.Detail)
+	slept  sleeptime.Span
+}
+
 // wake runs one wake: link, pulse and KeyPackages in parallel; card; the
 // state published while the queue drains; live to the window's end; the
 // next wake announced. Every phase is measured and the wake logged once.
 // Without live, the wake ends once the state is published and the queue
-// drained.
-func (a *Agent) wake(ctx context.Context, changed <-chan struct{}, mode wake.Mode, reason string, slept sleeptime.Span, end time.Time, live bool) {
+// drained (unless Extend asked for more).
+func (a *Agent) wake(ctx context.Context, changed <-chan struct{}, mode wake.Mode, why cause, end time.Time, live bool) {
 	start := a.clock.Now()
-	wctx, cancel := a.windowContext(ctx, changed, end)
-	defer cancel()
-	w := &wakeRun{a: a, ctx: wctx, mode: mode, next: a.nextWake(end), ph: &phases{clock: a.clock, start: start, onPhase: a.cfg.OnPhase},
-		rep: &WakeReport{At: start.UTC(), Reason: reason, Mode: string(mode), End: end, Slept: slept}}
+	w := &wakeRun{a: a, mode: mode, next: a.nextWake(end), end: end, sched: changed, isLive: live, kick: make(chan struct{}, 1),
+		ph:  &phases{clock: a.clock, start: start, onPhase: a.cfg.OnPhase},
+		rep: &WakeReport{At: start.UTC(), Reason: why.reason, WakeDetail: why.detail, Mode: string(mode), End: end, Slept: why.slept}}
 	w.rep.NextWake = w.next
+	var cancel context.CancelFunc
+	w.ctx, cancel = w.windowContext(ctx, changed)
+	defer cancel()
+	a.log.Info("waking", w.startAttrs()...)
 	a.mu.Lock()
 	if a.opened > 0 {
 		w.ph.list = append(w.ph.list, Phase{Name: PhaseOpen, Duration: a.opened})
@@ -77,14 +113,20 @@ func (a *Agent) wake(ctx context.Context, changed <-chan struct{}, mode wake.Mod
 		a.mu.Unlock()
 	}()
 
-	w.prepare(start)
+	mgmt := a.management()
+	w.prepare(start, mgmt)
 	if w.l != nil {
-		if live {
-			w.serve()
-		} else {
-			w.publishAndDrain()
+		w.publishAndDrain()
+		if w.live() {
+			w.stayLive()
 		}
 		w.announce(ctx)
+	}
+	if mgmt != nil && ctx.Err() == nil {
+		_, next := w.schedule()
+		w.ph.measure(PhaseManagement, func() error { mgmt.Asleep(ctx, next); return nil })
+	}
+	if w.l != nil {
 		w.ph.measure(PhaseArm, w.l.Close)
 	}
 	w.rep.Phases = w.ph.done()
@@ -95,15 +137,42 @@ func (a *Agent) wake(ctx context.Context, changed <-chan struct{}, mode wake.Mod
 	a.record(&rep)
 }
 
+// startAttrs are the attributes of the line logged when a wake begins.
+func (w *wakeRun) startAttrs() []any {
+	attrs := []any{"reason", w.rep.Reason, "mode", w.rep.Mode}
+	if w.rep.WakeDetail != "" {
+		attrs = append(attrs, "wakeDetail", w.rep.WakeDetail)
+	}
+	if !w.end.IsZero() {
+		attrs = append(attrs, "windowEnd", w.end.UTC().Format(time.RFC3339))
+	}
+	return attrs
+}
+
+// live reports whether the wake stays linked to the window's end: a
+// window's wake does, and so does a short wake (booted outside the window)
+// that an operator extended.
+func (w *wakeRun) live() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.isLive
+}
+
 // prepare runs the independent first phases in parallel: dial the link,
-// sign and commit the pulse, refill KeyPackages, settle the outbox.
-func (w *wakeRun) prepare(start time.Time) {
+// sign and commit the pulse, refill KeyPackages, settle the outbox, start
+// the management channel.
+func (w *wakeRun) prepare(start time.Time, mgmt Management) {
 	a := w.a
 	var wg sync.WaitGroup
+	if mgmt != nil {
+		wg.Go(func() { mgmt.Awake(w.ctx) })
+	}
 	wg.Go(func() {
 		w.ph.measure(PhaseLink, func() error {
-			var err error
-			w.l, err = a.dial(w.ctx, w.rep)
+			l, err := a.dial(w.ctx, w.rep)
+			w.drainMu.Lock()
+			w.l = l
+			w.drainMu.Unlock()
 			return err
 		})
 	})
@@ -137,7 +206,8 @@ func (w *wakeRun) prepare(start time.Time) {
 }
 
 func (w *wakeRun) makePulse(now time.Time) error {
-	doc, err := w.a.pipe.Pulse(now, w.next, string(w.mode))
+	mode, next := w.schedule()
+	doc, err := w.a.pipe.Pulse(now, next, string(mode))
 	if err != nil {
 		return err
 	}
@@ -148,15 +218,14 @@ func (w *wakeRun) makePulse(now time.Time) error {
 	return nil
 }
 
-// serve publishes the state while the queue drains, then stays live until
-// the window ends: draining what is queued meanwhile, redialing a dropped
-// link with backoff, pulsing hourly when the agent never sleeps.
-func (w *wakeRun) serve() {
-	w.publishAndDrain()
+// stayLive stays linked until the window ends: draining what is queued
+// meanwhile, redialing a dropped link with backoff, pulsing hourly when
+// the agent never sleeps.
+func (w *wakeRun) stayLive() {
 	a := w.a
 	var pulseT clock.Timer
 	var pulseC <-chan time.Time
-	if w.mode == wake.AlwaysOn || w.mode == wake.Session {
+	if m, _ := w.schedule(); m == wake.AlwaysOn || m == wake.Session {
 		pulseT = a.clock.NewTimer(PulseInterval)
 		pulseC = pulseT.C()
 	}
@@ -179,17 +248,30 @@ func (w *wakeRun) serve() {
 				pulseT = a.clock.NewTimer(PulseInterval)
 				pulseC = pulseT.C()
 			case <-w.l.Done():
-				w.l.Close()
-				l, err := a.dial(w.ctx, w.rep)
-				if err != nil {
-					w.l = closedLink{}
+				if !w.redial() {
 					return nil
 				}
-				w.l, w.after = l, 0
 				w.publishAndDrain()
 			}
 		}
 	})
+}
+
+// redial replaces a link that dropped, retrying until the window ends. It
+// reports whether a new link is up.
+func (w *wakeRun) redial() bool {
+	w.drainMu.Lock()
+	w.l.Close()
+	w.l = closedLink{} // a drain meanwhile finds no link
+	w.drainMu.Unlock()
+	l, err := w.a.dial(w.ctx, w.rep)
+	if err != nil {
+		return false
+	}
+	w.drainMu.Lock()
+	w.l, w.after = l, 0
+	w.drainMu.Unlock()
+	return true
 }
 
 // publishAndDrain publishes the state and drains the queue in parallel:
@@ -197,22 +279,24 @@ func (w *wakeRun) serve() {
 func (w *wakeRun) publishAndDrain() {
 	var wg sync.WaitGroup
 	wg.Go(func() {
+		mode, _ := w.schedule()
 		var card []byte
 		if w.ph.measure(PhaseCard, func() error {
 			var err error
-			card, err = w.a.card(w.mode, w.l.Hello())
+			card, err = w.a.card(mode, w.l.Hello())
 			return err
 		}) != nil {
 			return
 		}
 		w.ph.measure(PhasePublish, func() error { return w.publishState(w.ctx, card, w.kps, w.pulse) })
 	})
-	wg.Go(w.drain)
+	wg.Go(func() { w.drain() })
 	wg.Wait()
 }
 
 func (w *wakeRun) publish() {
-	card, err := w.a.card(w.mode, w.l.Hello())
+	mode, _ := w.schedule()
+	card, err := w.a.card(mode, w.l.Hello())
 	if err == nil {
 		err = w.publishState(w.ctx, card, nil, w.pulse)
 	}
@@ -225,16 +309,18 @@ func (w *wakeRun) publish() {
 // marked published.
 func (w *wakeRun) publishState(ctx context.Context, card []byte, kps [][]byte, pulse []byte) error {
 	a := w.a
+	mode, next := w.schedule()
+	win := a.Window()
 	st := link.State{
-		Mode:        string(w.mode),
-		Window:      &link.Window{Minute: a.window.Minute, LengthSec: int64(a.window.Length / time.Second), OffsetSec: int64(a.window.Offset / time.Second)},
+		Mode:        string(mode),
+		Window:      &link.Window{Minute: win.Minute, LengthSec: int64(win.Length / time.Second), OffsetSec: int64(win.Offset / time.Second)},
 		Card:        card,
 		KeyPackages: kps,
 		Pulse:       pulse,
 		Bounds:      &a.cfg.Bounds,
 	}
-	if !w.next.IsZero() {
-		st.NextWake = w.next.Unix()
+	if !next.IsZero() {
+		st.NextWake = next.Unix()
 	}
 	if _, err := w.l.Publish(ctx, st); err != nil {
 		return err
@@ -249,17 +335,23 @@ func (w *wakeRun) publishState(ctx context.Context, card []byte, kps [][]byte, p
 }
 
 // drain pulls and processes every queued record after the cursor, one
-// batch (one bbolt transaction) at a time.
-func (w *wakeRun) drain() {
-	w.ph.measure(PhaseDrain, func() error {
+// batch (one bbolt transaction) at a time, and returns what it did.
+func (w *wakeRun) drain() (drain.Report, error) {
+	w.drainMu.Lock()
+	defer w.drainMu.Unlock()
+	var total drain.Report
+	err := w.ph.measure(PhaseDrain, func() error {
 		for {
 			t := w.a.clock.Now()
 			recs, more, err := w.l.Pull(w.ctx, w.after, w.a.cfg.batchSize())
-			w.addDrain(drain.Report{Time: drain.Timing{Pull: w.a.clock.Now().Sub(t)}}, false)
+			pulled := drain.Report{Time: drain.Timing{Pull: w.a.clock.Now().Sub(t)}}
+			total.Add(pulled)
+			w.addDrain(pulled, false)
 			if err != nil || len(recs) == 0 {
 				return err
 			}
 			rep, err := w.a.pipe.Drainer.Batch(w.ctx, records(recs), w.l.Ack)
+			total.Add(rep)
 			w.addDrain(rep, false)
 			if err != nil {
 				return err
@@ -270,6 +362,7 @@ func (w *wakeRun) drain() {
 			}
 		}
 	})
+	return total, err
 }
 
 func records(rs []link.Record) []drain.Record {
@@ -280,21 +373,26 @@ func records(rs []link.Record) []drain.Record {
 	return out
 }
 
-// announce publishes the next wake after the window closed. A mode changed
-// during the wake is announced as it now is, so the relay's answers to
-// senders follow the change at once.
+// announce publishes the next wake after the window closed. A schedule
+// changed during the wake (mode, scheduled wake, window) is announced as
+// it now is, so the relay's answers to senders follow the change at once.
+// The publish is a network round trip: its timeout runs on the unscaled
+// clock (clock.Unscaled), not on the device's compressed day.
 func (w *wakeRun) announce(ctx context.Context) {
 	if _, ok := w.l.(closedLink); ok {
 		return
 	}
-	if m, _ := w.a.Mode(); m != w.mode {
-		w.mode, w.next = m, w.a.nextWake(w.a.clock.Now())
-		w.rep.NextWake = w.next
+	select {
+	case <-w.sched:
+		m, _ := w.a.Mode()
+		w.setSchedule(m, w.a.nextWake(w.a.clock.Now()))
+	default:
 	}
-	ctx, cancel := clockTimeout(ctx, w.a.clock, announceTimeout)
+	ctx, cancel := clockTimeout(ctx, clock.Unscaled(w.a.clock), announceTimeout)
 	defer cancel()
 	w.ph.measure(PhaseAnnounce, func() error {
-		card, err := w.a.card(w.mode, w.l.Hello())
+		mode, _ := w.schedule()
+		card, err := w.a.card(mode, w.l.Hello())
 		if err != nil {
 			return err
 		}
@@ -342,30 +440,6 @@ func (a *Agent) dial(ctx context.Context, rep *WakeReport) (Link, error) {
 			return nil, fmt.Errorf("runtime: relay unreachable in this window after %d attempts: %s", rep.LinkAttempts, rep.LinkErr)
 		}
 	}
-}
-
-// windowContext returns a context that ends at end on the agent's clock
-// (never, for a zero end) or when changed is closed (the mode changed).
-func (a *Agent) windowContext(ctx context.Context, changed <-chan struct{}, end time.Time) (context.Context, context.CancelFunc) {
-	wctx, cancel := context.WithCancel(ctx)
-	var tc <-chan time.Time
-	var t clock.Timer
-	if !end.IsZero() {
-		t = a.clock.NewTimer(end.Sub(a.clock.Now()))
-		tc = t.C()
-	}
-	go func() {
-		select {
-		case <-tc:
-		case <-changed:
-		case <-wctx.Done():
-		}
-		if t != nil {
-			t.Stop()
-		}
-		cancel()
-	}()
-	return wctx, cancel
 }
 
 // clockTimeout is context.WithTimeout on the agent's clock.

@@ -50,6 +50,10 @@ type args struct {
 	notify    string
 	handlers  []conffile.Handler
 	logLevel  slog.Level
+	broker    string
+	mqttName  string
+	prefix    string
+	operators []string
 }
 
 func newFlags(a *args, stderr io.Writer) *flag.FlagSet {
@@ -78,6 +82,13 @@ func newFlags(a *args, stderr io.Writer) *flag.FlagSet {
 		return err
 	})
 	fs.TextVar(&a.logLevel, "log-level", slog.LevelInfo, "The least important log level printed: debug, info, warn or error.")
+	fs.StringVar(&a.broker, "mqtt-broker", "", "The MQTT 5 broker URL (mqtt://HOST:PORT or mqtts://HOST:PORT) on which the agent takes operators' signed commands while it is awake. Without one there are no MQTT commands.")
+	fs.StringVar(&a.mqttName, "mqtt-name", "", "The device's name on the broker: its topic level and MQTT client id. The default is the agent's DID; name devices whose keys you rotate.")
+	fs.StringVar(&a.prefix, "mqtt-prefix", "", "The MQTT topic prefix (default torpor).")
+	fs.Func("operator", "The DID of an operator whose signed MQTT commands the agent carries out. Repeat the flag for more; they replace the file's operators.", func(s string) error {
+		a.operators = append(a.operators, s)
+		return nil
+	})
 	return fs
 }
 
@@ -140,6 +151,8 @@ func (a *args) file() (*conffile.File, error) {
 		"consequential": func() { f.Consequential = splitList(a.conseq) },
 		"owner":         func() { f.Owner = a.owner }, "allow-plaintext": func() { f.AllowPlaintext = a.plaintext },
 		"notify": func() { f.Notify = a.notify }, "handler": func() { f.Handlers = a.handlers },
+		"mqtt-broker": func() { mqttOf(f).Broker = a.broker }, "mqtt-name": func() { mqttOf(f).Name = a.mqttName },
+		"mqtt-prefix": func() { mqttOf(f).Prefix = a.prefix }, "operator": func() { mqttOf(f).Operators = a.operators },
 	}
 	for name, apply := range over {
 		if a.set[name] {
@@ -147,6 +160,14 @@ func (a *args) file() (*conffile.File, error) {
 		}
 	}
 	return f, nil
+}
+
+// mqttOf returns f's MQTT member, made when absent.
+func mqttOf(f *conffile.File) *conffile.MQTT {
+	if f.MQTT == nil {
+		f.MQTT = &conffile.MQTT{}
+	}
+	return f.MQTT
 }
 
 func splitList(s string) []string {
@@ -178,15 +199,13 @@ func run(argv []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "torpor-agent: unexpected arguments %q (operator commands come first: torpor-agent help)\n", rest)
 		return 2
 	}
-	if err := daemon(a, stderr); err != nil {
-		fmt.Fprintln(stderr, "torpor-agent:", err)
-		return 1
-	}
-	return 0
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return exitCode(daemon(ctx, a, stderr), stderr)
 }
 
-// daemon runs the agent until SIGINT or SIGTERM.
-func daemon(a *args, stderr io.Writer) error {
+// daemon runs the agent until ctx ends.
+func daemon(ctx context.Context, a *args, stderr io.Writer) error {
 	f, err := a.file()
 	if err != nil {
 		return err
@@ -196,20 +215,51 @@ func daemon(a *args, stderr io.Writer) error {
 		return err
 	}
 	defer b.Close()
-	level := a.logLevel
-	if f.Log != nil && f.Log.Level != "" && !a.set["log-level"] {
-		if err := level.UnmarshalText([]byte(f.Log.Level)); err != nil {
-			return fmt.Errorf("log level: %w", err)
-		}
+	log, err := a.logger(f, stderr)
+	if err != nil {
+		return err
 	}
-	b.Config.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	b.Config.Logger = log
 	agent, err := runtime.New(b.Config)
 	if err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	b.Config.Logger.Info("torpor-agent starting", "did", b.Config.Key.DID().String(), "relay", b.Config.RelayURL,
-		"mode", b.Config.Mode, "notify", b.Config.Notify.String())
+	attrs := []any{"did", b.Config.Key.DID().String(), "relay", b.Config.RelayURL, "mode", b.Config.Mode, "notify", b.Config.Notify.String()}
+	if b.Commands != nil {
+		cmds, err := commands(agent, b, log)
+		if err != nil {
+			return err
+		}
+		agent.SetManagement(cmds) // Run ends by closing it: status offline
+		attrs = append(attrs, "mqttBroker", b.Commands.Broker, "mqttName", cmds.Name())
+	}
+	log.Info("torpor-agent starting", attrs...)
 	return agent.Run(ctx)
+}
+
+// logger makes the daemon's logger at the level the flag or file asks.
+func (a *args) logger(f *conffile.File, stderr io.Writer) (*slog.Logger, error) {
+	level := a.logLevel
+	if f.Log != nil && f.Log.Level != "" && !a.set["log-level"] {
+		if err := level.UnmarshalText([]byte(f.Log.Level)); err != nil {
+			return nil, fmt.Errorf("log level: %w", err)
+		}
+	}
+	return slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})), nil
+}
+
+// commands makes the operators' MQTT commands of agent.
+func commands(agent *runtime.Agent, b *conffile.Built, log *slog.Logger) (*runtime.Commands, error) {
+	cc := *b.Commands
+	cc.Logger = log
+	return runtime.NewCommands(agent, cc)
+}
+
+// exitCode reports err and returns the process's exit status.
+func exitCode(err error, stderr io.Writer) int {
+	if err != nil {
+		fmt.Fprintln(stderr, "torpor-agent:", err)
+		return 1
+	}
+	return 0
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	goruntime "runtime"
 	"strings"
 	"time"
@@ -28,8 +29,12 @@ import (
 // Built is a runtime.Config made from a File, with what must be released
 // when the agent stops (MQTT connections).
 type Built struct {
-	Config  runtime.Config
-	closers []func()
+	Config runtime.Config
+	// Commands configures the operators' commands over MQTT; nil when the
+	// file names no broker. The daemon sets Logger, Reboot and RotateKey,
+	// which need the running agent, and calls runtime.NewCommands.
+	Commands *runtime.CommandsConfig
+	closers  []func()
 }
 
 // Close releases the handlers' connections.
@@ -81,6 +86,7 @@ func (f *File) Build() (*Built, error) {
 		c.Bounds = link.Bounds{MaxMessages: f.Bounds.MaxMessages, MaxPerPeer: f.Bounds.MaxPerPeer, MaxBytes: f.Bounds.MaxBytes,
 			MaxMessageSize: f.Bounds.MaxMessageSize, TTLSec: int64(time.Duration(f.Bounds.TTL) / time.Second)}
 	}
+	add(b.buildCommands(f))
 	c.BatchSize, c.KeyPackageTarget = f.BatchSize, f.KeyPackages
 	c.OpenMLS = func(db *bolt.DB) (drain.Sessions, runtime.KeyPackages, error) {
 		s, err := session.New(session.Config{Key: c.Key, Clock: c.Clock, PoolSize: f.KeyPackages})
@@ -94,6 +100,35 @@ func (f *File) Build() (*Built, error) {
 		return nil, fmt.Errorf("conffile: %w", errors.Join(errs...))
 	}
 	return b, nil
+}
+
+// buildCommands reads the MQTT management channel.
+func (b *Built) buildCommands(f *File) error {
+	m := f.MQTT
+	if m == nil || m.Broker == "" {
+		return nil
+	}
+	cc := &runtime.CommandsConfig{Broker: m.Broker, Name: m.Name, Prefix: m.Prefix, SessionExpiry: time.Duration(m.SessionExpiry)}
+	var errs []error
+	if u, err := url.Parse(m.Broker); err != nil || u.Host == "" {
+		errs = append(errs, fmt.Errorf("mqtt.broker %q: want mqtt://HOST:PORT or mqtts://HOST:PORT", m.Broker))
+	}
+	for _, s := range m.Operators {
+		d, err := did.Parse(s)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("mqtt.operators: %w", err))
+			continue
+		}
+		cc.Operators = append(cc.Operators, d)
+	}
+	if len(m.Operators) == 0 {
+		errs = append(errs, errors.New("mqtt.operators: at least one operator DID is required with a broker (nobody could command the device)"))
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	b.Commands = cc
+	return nil
 }
 
 func (f *File) buildSchedule(c *runtime.Config) error {

@@ -26,8 +26,14 @@
 //	    {"purpose": "sensor:*", "mqtt": {"broker": "mqtt://127.0.0.1:1883", "topic": "torpor/{purpose}"}}
 //	  ],
 //	  "board": "rpi5",
-//	  "wake": {"methods": ["rtc", "gpio-keys"]}
+//	  "wake": {"methods": ["rtc", "gpio-keys"]},
+//	  "mqtt": {"broker": "mqtt://broker.example:1883", "name": "pi-7",
+//	           "operators": ["did:key:z6Mk…"]}
 //	}
+//
+// "mqtt" starts the operators' management channel (runtime.Commands): the
+// agent takes signed commands on the broker while it is awake; the name
+// defaults to the agent's DID. Without a broker there is none.
 //
 // "board" names a profile of package boards ("auto" detects it from
 // /proc/device-tree/model, falling back to the generic profile of the
@@ -78,6 +84,26 @@ type File struct {
 	TimeScale      float64    `json:"timeScale,omitempty"`
 	KeyPackages    int        `json:"keyPackages,omitempty"`
 	Log            *LogConfig `json:"log,omitempty"`
+	MQTT           *MQTT      `json:"mqtt,omitempty"`
+}
+
+// MQTT is the operators' management channel over MQTT (runtime.Commands,
+// docs/mqtt.md). Without a broker the agent takes no operators' commands.
+type MQTT struct {
+	// Broker is the MQTT 5 broker URL (mqtt://host:port, mqtts://...).
+	Broker string `json:"broker,omitempty"`
+	// Name is the device's topic level and MQTT client id; empty means
+	// the agent's DID. Name devices that rotate keys: the broker keeps
+	// the session (and commands sent while asleep) under the name.
+	Name string `json:"name,omitempty"`
+	// Prefix is the topic prefix; empty means "torpor".
+	Prefix string `json:"prefix,omitempty"`
+	// Operators are the DIDs whose signed commands the agent carries
+	// out; at least one is required with a broker.
+	Operators []string `json:"operators,omitempty"`
+	// SessionExpiry is how long the broker keeps the session while the
+	// device sleeps (default 30 days); it must exceed the longest sleep.
+	SessionExpiry Duration `json:"sessionExpiry,omitempty"`
 }
 
 // Window is the hourly window.

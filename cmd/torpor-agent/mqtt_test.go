@@ -1,0 +1,151 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/runtime/runtimetest"
+	"github.com/torpor-dev/torpor/store/queue"
+	"github.com/torpor-dev/torpor/transport/mqtt"
+	"github.com/torpor-dev/torpor/transport/relay"
+)
+
+// stack is a relay with its embedded MQTT broker, on loopback.
+type stack struct {
+	relayURL, brokerURL string
+}
+
+// startStack starts the stack with its files in dir; check fails the test
+// on an error, and cleanup registers the stack's shutdown.
+func startStack(dir string, check func(error), cleanup func(func())) *stack {
+	q, err := queue.OpenBolt(filepath.Join(dir, "queue.db"), nil)
+	check(err)
+	states, err := relay.OpenStates(filepath.Join(dir, "agents.db"), nil)
+	check(err)
+	broker, err := relay.StartBroker(relay.BrokerConfig{Listen: "127.0.0.1:0", DataDir: dir})
+	check(err)
+	srv := httptest.NewUnstartedServer(nil)
+	r, err := relay.New(relay.Config{PublicURL: "http://" + srv.Listener.Addr().String(), Queue: q, States: states, MQTTBroker: broker.URL()})
+	check(err)
+	srv.Config.Handler = r.Handler()
+	srv.Start()
+	cleanup(func() {
+		r.Link().Close()
+		srv.Close()
+		broker.Close()
+		q.Close()
+		states.Close()
+	})
+	return &stack{relayURL: srv.URL, brokerURL: broker.URL()}
+}
+
+func testStack(t *testing.T) *stack {
+	t.Helper()
+	return startStack(t.TempDir(), func(err error) {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}, t.Cleanup)
+}
+
+// syncBuffer is a log the daemon writes while the test reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestDaemonTakesMQTTCommands runs the daemon as the binary does, with the
+// MQTT flags, against a real relay and the relay's embedded broker: an
+// operator's signed status command is answered, signed by the agent, and a
+// shutdown leaves the retained status offline.
+func TestDaemonTakesMQTTCommands(t *testing.T) {
+	st := testStack(t)
+	dir := t.TempDir()
+	agentKey, opKey := runtimetest.Key(t, 40), runtimetest.Key(t, 41)
+	keyFile := filepath.Join(dir, "agent.key")
+	if err := did.SaveKey(keyFile, agentKey, false); err != nil {
+		t.Fatal(err)
+	}
+	a, rest, err := parseArgs([]string{"--config", filepath.Join(dir, "none.json"), "--key", keyFile,
+		"--data-dir", filepath.Join(dir, "data"), "--relay", st.relayURL, "--mode", "always_on",
+		"--purposes", "comms:*", "--handler", "comms:*=exec:/bin/true",
+		"--mqtt-broker", st.brokerURL, "--mqtt-name", "dev-1", "--operator", opKey.DID().String()}, &bytes.Buffer{})
+	if err != nil || len(rest) != 0 {
+		t.Fatalf("parseArgs: %v %q", err, rest)
+	}
+	a.explicit = false // the file is absent on purpose: flags alone configure the agent
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var log syncBuffer
+	done := make(chan error, 1)
+	go func() { done <- daemon(ctx, a, &log) }()
+
+	wait, wcancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer wcancel()
+	op, err := mqtt.DialOperator(wait, mqtt.OperatorConfig{Broker: st.brokerURL, Key: opKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer op.Close(context.Background())
+	awaitState(t, wait, op, agentKey.DID(), mqtt.StateAwake, done, &log)
+	s, err := op.Send(wait, "dev-1", mqtt.CommandSpec{Device: agentKey.DID(), Seq: mqtt.NextSeq(0, time.Now()), Op: mqtt.OpStatus}, false)
+	if err != nil || s.NoSubscribers {
+		t.Fatalf("sending status: %v (no subscribers: %v)", err, s.NoSubscribers)
+	}
+	r, _, err := op.AwaitReply(wait, "dev-1", s.Object.ID, agentKey.DID())
+	if err != nil {
+		t.Fatalf("no reply to status: %v\nlog:\n%s", err, log.String())
+	}
+	var res struct{ Status mqtt.Status }
+	if r.Outcome != mqtt.OutcomeOK || json.Unmarshal(r.Result, &res) != nil || res.Status.Mode != "always_on" {
+		t.Fatalf("status reply = %+v (%s), want ok in mode always_on", r, r.Result)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("daemon: %v", err)
+	}
+	awaitState(t, wait, op, agentKey.DID(), mqtt.StateOffline, nil, &log)
+	if l := log.String(); !strings.Contains(l, "mqttName=dev-1") {
+		t.Errorf("the start line does not name the MQTT device:\n%s", l)
+	}
+}
+
+// awaitState waits until the device's retained status reads want.
+func awaitState(t *testing.T, ctx context.Context, op *mqtt.Operator, dev did.DID, want mqtt.State, done <-chan error, log *syncBuffer) {
+	t.Helper()
+	for {
+		select {
+		case err := <-done:
+			t.Fatalf("daemon ended: %v\nlog:\n%s", err, log.String())
+		default:
+		}
+		st, _, err := op.Status(ctx, "dev-1", dev)
+		if err == nil && st.State == want {
+			return
+		}
+		if err != nil && !errors.Is(err, mqtt.ErrNoStatus) || ctx.Err() != nil {
+			t.Fatalf("status %s never came: %v\nlog:\n%s", want, err, log.String())
+		}
+	}
+}
