@@ -41,9 +41,10 @@ type wakeRun struct {
 	// drainMu serialises drains (the wake's own and Agent.Drain) and
 	// guards the link and the cursor against the redial that replaces
 	// them. The wake's goroutine, the only writer, reads them without it.
-	drainMu sync.Mutex
-	l       Link
-	after   uint64 // drain cursor on the current link
+	drainMu  sync.Mutex
+	l        Link
+	after    uint64 // drain cursor on the current link
+	storeErr error  // a batch failed in the store: no more drains this wake
 
 	mu sync.Mutex
 	// mu guards the following fields and rep.Drain, rep.Live, rep.End and
@@ -335,12 +336,19 @@ func (w *wakeRun) publishState(ctx context.Context, card []byte, kps [][]byte, p
 }
 
 // drain pulls and processes every queued record after the cursor, one
-// batch (one bbolt transaction) at a time, and returns what it did.
+// batch (one bbolt transaction) at a time, and returns what it did. A
+// store failure (drain.ErrStore) ends the drain for the rest of the wake:
+// the batch was rolled back and nothing acknowledged, so the relay keeps
+// its records, and the next wake drains them again rather than this one
+// failing on them at every "queued".
 func (w *wakeRun) drain() (drain.Report, error) {
 	w.drainMu.Lock()
 	defer w.drainMu.Unlock()
 	var total drain.Report
 	err := w.ph.measure(PhaseDrain, func() error {
+		if w.storeErr != nil {
+			return fmt.Errorf("runtime: not draining again in this wake after a store failure: %w", w.storeErr)
+		}
 		for {
 			t := w.a.clock.Now()
 			recs, more, err := w.l.Pull(w.ctx, w.after, w.a.cfg.batchSize())
@@ -353,6 +361,11 @@ func (w *wakeRun) drain() (drain.Report, error) {
 			rep, err := w.a.pipe.Drainer.Batch(w.ctx, records(recs), w.l.Ack)
 			total.Add(rep)
 			w.addDrain(rep, false)
+			if errors.Is(err, drain.ErrStore) {
+				w.storeErr = err
+				w.a.log.Error("drain aborted: store failure; nothing acknowledged, the relay keeps the records for the next wake",
+					"records", len(recs), "firstSeq", recs[0].Seq, "err", err)
+			}
 			if err != nil {
 				return err
 			}

@@ -203,8 +203,9 @@ type AckFunc func(ctx context.Context, seqs []uint64) error
 // Batch processes recs (in queue order) in one transaction, then
 // acknowledges every record except the deferred ones with ack, then hands
 // the accepted objects to the application and runs the allowed actions,
-// and records their outcomes. A store failure rolls the batch back and
-// acknowledges nothing. An acknowledgement failure is returned after the
+// and records their outcomes. A store failure rolls the batch back,
+// acknowledges nothing and returns an error wrapping ErrStore. An
+// acknowledgement failure is returned after the
 // notifications: the batch committed, so its objects are handed over, and
 // the relay delivers the records again (they are then replays).
 func (d *Drainer) Batch(ctx context.Context, recs []Record, ack AckFunc) (Report, error) {
@@ -264,7 +265,7 @@ func (d *Drainer) process(recs []Record) (*batch, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("drain: batch transaction: %w", err)
+		return nil, fmt.Errorf("%w: %w", ErrStore, err)
 	}
 	b.report.Time.Commit += d.clock.Now().Sub(start) - inside
 	if b.halted {

@@ -30,7 +30,10 @@ type proc struct {
 }
 
 // record processes one record. It returns an error only for store failures,
-// which abort the batch.
+// which abort the batch (ErrStore). An MLS error that is the message's
+// rejects the record, even when Sessions changed tx on purpose (a corrupt
+// session dropped, package session's ErrDropped): that change commits with
+// the batch.
 func (p *proc) record(r Record) error {
 	p.seq, p.from, p.changed = r.Seq, parseFrom(r.From), false
 	rep := &p.b.report
@@ -122,6 +125,8 @@ func (p *proc) mlsWire(part a2a.Part) (string, error) {
 	op, err := p.d.cfg.Sessions.Open(p.tx, w, p.from)
 	rep.Time.Open += p.d.clock.Now().Sub(t)
 	switch {
+	case err != nil && StoreFailure(err):
+		return "", fmt.Errorf("record %d: MLS sessions: %w", p.seq, err)
 	case err != nil && Deferred(err) && !p.changed:
 		return err.Error(), nil
 	case err != nil:
@@ -155,6 +160,9 @@ func (p *proc) handshake(part a2a.Part) error {
 	t := p.d.clock.Now()
 	err = p.d.cfg.Sessions.ApplyHandshake(p.tx, h, p.from)
 	rep.Time.Open += p.d.clock.Now().Sub(t)
+	if err != nil && StoreFailure(err) {
+		return fmt.Errorf("record %d: MLS handshake: %w", p.seq, err)
+	}
 	if err != nil {
 		rep.reject(p.seq, CauseMLS, err.Error())
 		return nil

@@ -14,9 +14,15 @@ import (
 // with every state change made in the drain's bbolt transaction, so that a
 // batch's MLS state, replay entries and ledger entries commit together.
 //
-// Both methods must leave tx unchanged when they return an error, and must
-// not keep state in memory that tx has not committed: the drain rolls the
-// whole batch back on a store failure and processes it again later.
+// Neither method may keep state in memory that tx has not committed: the
+// drain rolls the whole batch back on a store failure and processes it
+// again later. An error that wraps a bbolt error or store.ErrFull (see
+// StoreFailure) is such a failure: the drain rolls the batch back whatever
+// tx holds. Any other error is the message's: the record is rejected (or
+// deferred, see Deferred) and the batch commits, so such an error must
+// leave tx unchanged, except for a change made on purpose that must
+// commit with the batch: a corrupt session deleted to fail closed
+// (draft-chapman-a2a-mls-03 Section 6.4; package session's ErrDropped).
 type Sessions interface {
 	// ApplyHandshake processes an MLS handshake part (draft Section 7.6):
 	// joins the group a Welcome admits this agent to, after the credential
