@@ -60,6 +60,7 @@ type file struct {
 	Purposes      []string       `json:"purposes"`
 	Consequential []string       `json:"consequential"`
 	Handlers      []any          `json:"handlers"`
+	MQTT          map[string]any `json:"mqtt"`
 }
 
 // writeConfig writes the agent's configuration file and returns its path.
@@ -73,6 +74,9 @@ func (d *demo) writeConfig(a *agent) (string, error) {
 			map[string]any{"purpose": "comms:*", "unix": map[string]string{"socket": sock, "path": "/message"}},
 			map[string]any{"purpose": "action:*", "unix": map[string]string{"socket": sock, "path": "/action"}},
 		},
+		// Operators' commands on the relay's embedded broker; the device's
+		// name there defaults to its DID. The owner is the one operator.
+		MQTT: map[string]any{"broker": d.mqttURL, "operators": []string{d.owner.DID().String()}},
 	}
 	if a.length > 0 {
 		f.Window = map[string]any{"length": a.length.String()}
