@@ -52,6 +52,7 @@ var events = []struct{ name, re string }{
 func TestMakeDemo(t *testing.T) {
 	makePath := testenv.RequireTool(t, "make")
 	goPath := testenv.RequireTool(t, "go")
+	testenv.RequireTool(t, "git")
 	root, err := filepath.Abs("../..")
 	if err != nil {
 		t.Fatal(err)
@@ -178,7 +179,8 @@ func topLevelUntracked(t *testing.T, root string) map[string]bool {
 	cmd.Dir = root
 	b, err := cmd.Output()
 	if err != nil {
-		t.Skipf("git ls-files: %v (not a git checkout)", err)
+		t.Logf("git ls-files: %v: not a git checkout, so writes into the tree are not checked", err)
+		return nil
 	}
 	got := map[string]bool{}
 	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
