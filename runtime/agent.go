@@ -37,6 +37,8 @@ type Agent struct {
 	lastPulse time.Time
 	cur       *wakeRun // the wake in progress, for live requests to report into
 	mgmt      Management
+	stop      context.CancelCauseFunc // ends Run (Restart)
+	restart   bool                    // Restart was called
 }
 
 // New checks cfg and returns an agent. Run starts it.
@@ -53,8 +55,18 @@ func New(cfg Config) (*Agent, error) {
 // Run runs the duty cycle until ctx ends: open bbolt, then wake, drain,
 // stay live to the window's end, sleep, and again. It returns nil when ctx
 // ended, or an error that makes running impossible (the store cannot be
-// opened, no wake source works).
-func (a *Agent) Run(ctx context.Context) error {
+// opened or belongs to another key, no wake source works).
+//
+// After Restart it returns ErrRestart instead of nil.
+func (a *Agent) Run(parent context.Context) error {
+	ctx, stop := context.WithCancelCause(parent)
+	defer stop(nil)
+	a.mu.Lock()
+	a.stop = stop
+	if a.restart {
+		stop(ErrRestart)
+	}
+	a.mu.Unlock()
 	if err := a.open(); err != nil {
 		return err
 	}
@@ -77,7 +89,7 @@ func (a *Agent) Run(ctx context.Context) error {
 			w, err := a.sleep(ctx, changed, start)
 			switch {
 			case ctx.Err() != nil:
-				return nil
+				return ended(ctx)
 			case errors.Is(err, errReplan):
 				why = cause{reason: "mode"}
 				continue
@@ -95,7 +107,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		a.wake(ctx, changed, mode, why, end, true)
 		why = cause{reason: "mode"}
 	}
-	return nil
+	return ended(ctx)
 }
 
 func (a *Agent) windowLength() time.Duration {
@@ -113,6 +125,10 @@ func (a *Agent) open() error {
 	t := a.clock.Now()
 	db, err := store.Open(a.cfg.dbPath(), nil)
 	if err != nil {
+		return err
+	}
+	if err := a.checkIdentity(db); err != nil {
+		db.Close()
 		return err
 	}
 	if a.cfg.OpenMLS != nil && a.cfg.Sessions == nil {

@@ -263,7 +263,7 @@ func (c *Commands) Execute(ctx context.Context, cmd mqtt.Command) mqtt.Result {
 	case mqtt.OpWakeNow:
 		return c.wakeNow(cmd.Args.(*mqtt.WakeNowArgs))
 	case mqtt.OpDrain:
-		return c.drain()
+		return c.drain(ctx)
 	case mqtt.OpRotateKeys:
 		return c.rotateKeys(ctx)
 	case mqtt.OpRefillKeyPackages:
@@ -360,17 +360,27 @@ func (c *Commands) status(p *Pipeline) mqtt.Result {
 	return mqtt.OK(r)
 }
 
+// setMode changes the mode and, when windowSec or offsetSec is given, the
+// hourly window (persisted like the mode: Agent.SetWindow).
 func (c *Commands) setMode(args *mqtt.SetModeArgs) mqtt.Result {
 	m, err := wake.ParseMode(args.Mode)
 	if err != nil {
 		return mqtt.Failed("bad-mode", "%v", err)
 	}
-	w := c.a.Window()
-	if args.WindowSec != nil && time.Duration(*args.WindowSec)*time.Second != c.a.windowLength() ||
-		args.OffsetSec != nil && time.Duration(*args.OffsetSec)*time.Second != w.Offset {
-		return mqtt.Failed(mqtt.ReasonUnsupported,
-			"the window (length %v, offset %v) comes from the agent's configuration and cannot change at runtime yet; mode unchanged",
-			c.a.windowLength(), w.Offset)
+	if args.WindowSec != nil || args.OffsetSec != nil {
+		w := c.a.Window()
+		length, offset := c.a.windowLength(), w.Offset
+		if args.WindowSec != nil {
+			length = time.Duration(*args.WindowSec) * time.Second
+		}
+		if args.OffsetSec != nil {
+			offset = time.Duration(*args.OffsetSec) * time.Second
+		}
+		if length != c.a.windowLength() || offset != w.Offset {
+			if err := c.a.SetWindow(length, offset); err != nil {
+				return mqtt.Failed("store", "%v; mode unchanged", err)
+			}
+		}
 	}
 	var sched time.Time
 	if args.WakeAt != nil {
@@ -379,8 +389,7 @@ func (c *Commands) setMode(args *mqtt.SetModeArgs) mqtt.Result {
 	if err := c.a.SetMode(m, sched); err != nil {
 		return mqtt.Failed("store", "%v", err)
 	}
-	res := map[string]any{"mode": m, "window": mqtt.Window{Minute: w.Minute, LengthSec: int64(c.a.windowLength() / time.Second),
-		OffsetSec: int64(w.Offset / time.Second)}}
+	res := map[string]any{"mode": m, "window": c.a.statusWindow()}
 	if !sched.IsZero() {
 		res["wakeAt"] = sched
 	}
@@ -388,46 +397,40 @@ func (c *Commands) setMode(args *mqtt.SetModeArgs) mqtt.Result {
 }
 
 // wakeNow: the agent hears commands only while awake, so wake-now finds
-// it awake; what it can do depends on the mode. In sleep mode (woken by
-// an event source or an operator's scheduled wake) it schedules a wake
-// now, which opens a fresh window of the configured length; in the other
-// modes the agent is already awake for as long as the mode allows.
+// it awake; it keeps the wake going for forSec (default: the window's
+// length) from now (Agent.Extend), never shortening it. In always_on and
+// session the agent has no window to extend.
 func (c *Commands) wakeNow(args *mqtt.WakeNowArgs) mqtt.Result {
-	now := c.a.clock.Now()
-	m, _ := c.a.Mode()
-	switch m {
-	case wake.AlwaysOn, wake.Session:
+	d := time.Duration(args.ForSec) * time.Second
+	if d == 0 {
+		d = c.a.windowLength()
+	}
+	end, err := c.a.Extend(c.a.clock.Now().Add(d))
+	switch {
+	case errors.Is(err, ErrAsleep):
+		return mqtt.Failed("asleep", "no wake in progress")
+	case err != nil:
+		return mqtt.Failed("extend", "%v", err)
+	case end.IsZero():
+		m, _ := c.a.Mode()
 		return mqtt.Result{Outcome: mqtt.OutcomeOK, Detail: "always awake in mode " + string(m), Data: map[string]any{"awake": true}}
-	case wake.HourlyWake:
-		_, end := c.a.Window().Next(now)
-		return mqtt.Result{Outcome: mqtt.OutcomeOK, Detail: "awake in its hourly window; the window cannot be extended at runtime",
-			Data: map[string]any{"awake": true, "until": end.UTC()}}
 	}
-	if args.ForSec != 0 && time.Duration(args.ForSec)*time.Second != c.a.windowLength() {
-		return mqtt.Failed(mqtt.ReasonUnsupported, "a wake lasts the configured window length (%v); forSec cannot change it", c.a.windowLength())
-	}
-	if err := c.a.SetMode(wake.Sleep, now); err != nil {
-		return mqtt.Failed("store", "%v", err)
-	}
-	return mqtt.OK(map[string]any{"awake": true, "until": now.Add(c.a.windowLength()).UTC()})
+	return mqtt.OK(map[string]any{"awake": true, "until": end.UTC()})
 }
 
-// drain: while the agent is awake it drains at the wake's start and
-// whenever the relay reports a record queued, so there is nothing to
-// start; the answer is what this wake drained so far.
-func (c *Commands) drain() mqtt.Result {
-	c.a.mu.Lock()
-	w := c.a.cur
-	c.a.mu.Unlock()
-	if w == nil {
-		return mqtt.Failed("asleep", "no wake in progress")
+// drain drains the relay's queue now (Agent.Drain) and reports that
+// drain; the agent also drains whenever the relay reports a record
+// queued, so this finds what such a drain left.
+func (c *Commands) drain(ctx context.Context) mqtt.Result {
+	rep, err := c.a.Drain(ctx)
+	switch {
+	case errors.Is(err, ErrAsleep):
+		return mqtt.Failed("asleep", "%v", err)
+	case err != nil:
+		return mqtt.Failed("drain", "%v", err)
 	}
-	w.mu.Lock()
-	rep := w.rep.Drain
-	w.mu.Unlock()
-	return mqtt.Result{Outcome: mqtt.OutcomeOK, Detail: "the queue drains continuously while the agent is awake; this wake so far",
-		Data: map[string]any{"records": rep.Records, "accepted": rep.Accepted, "delivered": rep.Delivered, "held": rep.Held,
-			"rejected": rep.Rejected, "deferred": rep.Deferred}}
+	return mqtt.OK(map[string]any{"records": rep.Records, "accepted": rep.Accepted, "delivered": rep.Delivered, "held": rep.Held,
+		"rejected": rep.Rejected, "deferred": rep.Deferred})
 }
 
 func (c *Commands) rotateKeys(ctx context.Context) mqtt.Result {

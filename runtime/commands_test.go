@@ -53,7 +53,11 @@ type cmdWorld struct {
 	done    chan error
 }
 
-func newCmdWorld(t *testing.T, mode wake.Mode) *cmdWorld {
+func newCmdWorld(t *testing.T, mode wake.Mode) *cmdWorld { return newCmdWorldWith(t, mode, nil) }
+
+// newCmdWorldWith is newCmdWorld with opt changing the configurations
+// before the agent and its commands are made.
+func newCmdWorldWith(t *testing.T, mode wake.Mode, opt func(w *cmdWorld, cfg *runtime.Config, cc *runtime.CommandsConfig)) *cmdWorld {
 	w := &cmdWorld{t: t, clock: clocktest.New(cmdStart), key: runtimetest.Key(t, 9), opKey: runtimetest.Key(t, 10),
 		wakes: make(chan runtime.WakeReport, 16), phases: make(chan runtime.Phase, 1024)}
 	dir := t.TempDir()
@@ -100,13 +104,17 @@ func newCmdWorld(t *testing.T, mode wake.Mode) *cmdWorld {
 			}
 		},
 	}
+	cc := runtime.CommandsConfig{
+		Broker: w.broker.URL(), Name: "pi-7", Operators: []did.DID{w.opKey.DID()},
+		Logger: slog.New(slog.NewTextHandler(cmdLog{t}, &slog.HandlerOptions{Level: slog.LevelInfo})),
+	}
+	if opt != nil {
+		opt(w, &cfg, &cc)
+	}
 	if w.agent, err = runtime.New(cfg); err != nil {
 		t.Fatal(err)
 	}
-	w.cmds, err = runtime.NewCommands(w.agent, runtime.CommandsConfig{
-		Broker: w.broker.URL(), Name: "pi-7", Operators: []did.DID{w.opKey.DID()},
-		Logger: slog.New(slog.NewTextHandler(cmdLog{t}, &slog.HandlerOptions{Level: slog.LevelInfo})),
-	})
+	w.cmds, err = runtime.NewCommands(w.agent, cc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -318,7 +326,6 @@ func TestOperatorCommandsOnTheAgent(t *testing.T) {
 		{mqtt.OpConfigGet, &mqtt.ConfigArgs{Key: "colour"}, mqtt.OutcomeFailed, "unknown-key", ""},
 		{mqtt.OpReconcile, &mqtt.ReconcileArgs{Key: "nobody k1", Happened: true}, mqtt.OutcomeFailed, "no-key", ""},
 		{mqtt.OpConfirm, &mqtt.HoldArgs{Hold: "nobody k1"}, mqtt.OutcomeFailed, "no-hold", ""},
-		{mqtt.OpSetMode, &mqtt.SetModeArgs{Mode: "hourly_wake", WindowSec: ptrTo(int64(60))}, mqtt.OutcomeFailed, mqtt.ReasonUnsupported, ""},
 		{mqtt.OpRotateKeys, nil, mqtt.OutcomeFailed, mqtt.ReasonUnsupported, ""},
 		{mqtt.OpReboot, &mqtt.RebootArgs{}, mqtt.OutcomeFailed, mqtt.ReasonUnsupported, ""},
 		{mqtt.OpWakeNow, &mqtt.WakeNowArgs{}, mqtt.OutcomeOK, "", `{"awake":true}`},

@@ -26,6 +26,9 @@ import (
 type Config struct {
 	// Key is the agent's identity (did:key). Required.
 	Key *did.PrivateKey
+	// KeyFile is the file Key was read from; RotateKey replaces it.
+	// Empty makes key rotation impossible.
+	KeyFile string
 	// DataDir holds the agent's bbolt file (agent.db). Required.
 	DataDir string
 	// RelayURL is the relay's public base URL, e.g. https://relay.example.

@@ -50,9 +50,10 @@ type wakeRun struct {
 	// mu guards the following fields and rep.Drain, rep.Live, rep.End and
 	// rep.NextWake: live requests, commands and Extend run beside the
 	// wake.
-	mode wake.Mode
-	next time.Time // the next wake after this one
-	end  time.Time // the window's end; zero for none
+	mode    wake.Mode
+	next    time.Time // the next wake after this one
+	end     time.Time // the window's end; zero for none
+	retired bool      // the identity was rotated away: publish nothing more
 }
 
 // addDrain adds a batch's report (a drain's or a live request's).
@@ -310,6 +311,9 @@ func (w *wakeRun) publish() {
 // marked published.
 func (w *wakeRun) publishState(ctx context.Context, card []byte, kps [][]byte, pulse []byte) error {
 	a := w.a
+	if w.isRetired() {
+		return nil
+	}
 	mode, next := w.schedule()
 	win := a.Window()
 	st := link.State{
@@ -378,6 +382,34 @@ func (w *wakeRun) drain() (drain.Report, error) {
 	return total, err
 }
 
+// Drain drains the relay's queue now, in the wake in progress, and returns
+// what this drain did (the wake's report counts it too). The agent drains
+// on its own when a wake begins and whenever the relay reports a record
+// queued; Drain is an operator's "drain now", which also finds what such a
+// drain left (a notification lost with a dropped link). The wake bounds
+// it, and ctx before it starts. It returns ErrAsleep when no wake is in
+// progress or the wake has no link to its relay.
+func (a *Agent) Drain(ctx context.Context) (drain.Report, error) {
+	a.mu.Lock()
+	w := a.cur
+	a.mu.Unlock()
+	if w == nil || !w.linked() {
+		return drain.Report{}, ErrAsleep
+	}
+	if err := ctx.Err(); err != nil {
+		return drain.Report{}, err
+	}
+	return w.drain()
+}
+
+// linked reports whether the wake has a link to its relay.
+func (w *wakeRun) linked() bool {
+	w.drainMu.Lock()
+	defer w.drainMu.Unlock()
+	_, closed := w.l.(closedLink)
+	return w.l != nil && !closed
+}
+
 func records(rs []link.Record) []drain.Record {
 	out := make([]drain.Record, len(rs))
 	for i, r := range rs {
@@ -392,7 +424,7 @@ func records(rs []link.Record) []drain.Record {
 // The publish is a network round trip: its timeout runs on the unscaled
 // clock (clock.Unscaled), not on the device's compressed day.
 func (w *wakeRun) announce(ctx context.Context) {
-	if _, ok := w.l.(closedLink); ok {
+	if _, ok := w.l.(closedLink); ok || w.isRetired() {
 		return
 	}
 	select {

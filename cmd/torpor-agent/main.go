@@ -84,7 +84,7 @@ func newFlags(a *args, stderr io.Writer) *flag.FlagSet {
 	fs.TextVar(&a.logLevel, "log-level", slog.LevelInfo, "The least important log level printed: debug, info, warn or error.")
 	fs.StringVar(&a.broker, "mqtt-broker", "", "The MQTT 5 broker URL (mqtt://HOST:PORT or mqtts://HOST:PORT) on which the agent takes operators' signed commands while it is awake. Without one there are no MQTT commands.")
 	fs.StringVar(&a.mqttName, "mqtt-name", "", "The device's name on the broker: its topic level and MQTT client id. The default is the agent's DID; name devices whose keys you rotate.")
-	fs.StringVar(&a.prefix, "mqtt-prefix", "", "The MQTT topic prefix (default torpor).")
+	fs.StringVar(&a.prefix, "mqtt-prefix", "", "The MQTT topic prefix (default torpor/v1).")
 	fs.Func("operator", "The DID of an operator whose signed MQTT commands the agent carries out. Repeat the flag for more; they replace the file's operators.", func(s string) error {
 		a.operators = append(a.operators, s)
 		return nil
@@ -248,16 +248,34 @@ func (a *args) logger(f *conffile.File, stderr io.Writer) (*slog.Logger, error) 
 	return slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})), nil
 }
 
-// commands makes the operators' MQTT commands of agent.
+// commands makes the operators' MQTT commands of agent. reboot and
+// rotate-keys restart the agent: Run returns runtime.ErrRestart, and the
+// process exits with ExitRestart for its service manager to start it
+// again (under the new key, after a rotation).
 func commands(agent *runtime.Agent, b *conffile.Built, log *slog.Logger) (*runtime.Commands, error) {
 	cc := *b.Commands
 	cc.Logger = log
+	cc.Reboot = func() error {
+		agent.Restart("reboot command")
+		return nil
+	}
+	cc.RotateKey = agent.RotateKey
 	return runtime.NewCommands(agent, cc)
 }
 
+// ExitRestart is the exit status after a restart the agent asked for (the
+// reboot command, a key rotation): EX_TEMPFAIL of sysexits.h. The systemd
+// unit's Restart=on-failure starts the agent again after RestartSec; a
+// supervisor that restarts only on failure must treat it as one.
+const ExitRestart = 75
+
 // exitCode reports err and returns the process's exit status.
 func exitCode(err error, stderr io.Writer) int {
-	if err != nil {
+	switch {
+	case errors.Is(err, runtime.ErrRestart):
+		fmt.Fprintf(stderr, "torpor-agent: stopped to restart (exit status %d)\n", ExitRestart)
+		return ExitRestart
+	case err != nil:
 		fmt.Fprintln(stderr, "torpor-agent:", err)
 		return 1
 	}

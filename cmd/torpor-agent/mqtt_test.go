@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
@@ -13,6 +15,7 @@ import (
 	"time"
 
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/runtime"
 	"github.com/torpor-dev/torpor/runtime/runtimetest"
 	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/transport/mqtt"
@@ -147,5 +150,25 @@ func awaitState(t *testing.T, ctx context.Context, op *mqtt.Operator, dev did.DI
 		if err != nil && !errors.Is(err, mqtt.ErrNoStatus) || ctx.Err() != nil {
 			t.Fatalf("status %s never came: %v\nlog:\n%s", want, err, log.String())
 		}
+	}
+}
+
+func TestExitCode(t *testing.T) {
+	tests := []struct {
+		name string
+		err  error
+		want int
+	}{
+		{"stopped", nil, 0},
+		{"failed", errors.New("no wake source"), 1},
+		{"restart", fmt.Errorf("wrapped: %w", runtime.ErrRestart), ExitRestart},
+	}
+	for _, tt := range tests {
+		if got := exitCode(tt.err, io.Discard); got != tt.want {
+			t.Errorf("exitCode(%v) = %d, want %d", tt.err, got, tt.want)
+		}
+	}
+	if ExitRestart != 75 {
+		t.Errorf("ExitRestart = %d; the documentation and systemd unit say 75", ExitRestart)
 	}
 }

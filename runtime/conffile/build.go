@@ -69,7 +69,7 @@ func (f *File) Build() (*Built, error) {
 	} else {
 		k, err := did.LoadKey(f.Key)
 		add(err)
-		c.Key = k
+		c.Key, c.KeyFile = k, f.Key
 	}
 	c.DataDir, c.RelayURL, c.Name = f.DataDir, f.Relay, f.Name
 	add(f.buildWake(c)) // a board profile may supply the data directory

@@ -96,7 +96,7 @@ type MQTT struct {
 	// the agent's DID. Name devices that rotate keys: the broker keeps
 	// the session (and commands sent while asleep) under the name.
 	Name string `json:"name,omitempty"`
-	// Prefix is the topic prefix; empty means "torpor".
+	// Prefix is the topic prefix; empty means "torpor/v1".
 	Prefix string `json:"prefix,omitempty"`
 	// Operators are the DIDs whose signed commands the agent carries
 	// out; at least one is required with a broker.

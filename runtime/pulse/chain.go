@@ -10,8 +10,9 @@ import (
 )
 
 var (
-	bucket  = []byte("pulse")
-	keyHead = []byte("head")
+	bucket         = []byte("pulse")
+	keyHead        = []byte("head")
+	keyPredecessor = []byte("predecessor")
 )
 
 // Chain is the agent's pulse chain, whose head (the latest pulse document)
@@ -55,15 +56,38 @@ func (c *Chain) Next(tx *bolt.Tx, now, nextWake time.Time, mode string, halted b
 	if err != nil {
 		return nil, Pulse{}, err
 	}
-	if err := tx.Bucket(bucket).Put(keyHead, doc); err != nil {
+	b := tx.Bucket(bucket)
+	if err := b.Put(keyHead, doc); err != nil {
+		return nil, Pulse{}, fmt.Errorf("pulse: recording head: %w", err)
+	}
+	if err := b.Delete(keyPredecessor); err != nil {
 		return nil, Pulse{}, fmt.Errorf("pulse: recording head: %w", err)
 	}
 	return doc, p, nil
 }
 
+// Succeed records in tx that the chain continues under a new key after a
+// key rotation: the head that predecessor signed stays the head, and the
+// next pulse, signed by the chain's new key, follows it (seq + 1, prev its
+// hash), so a rotation neither restarts the chain nor breaks it. The
+// handover that proves the succession is the caller's (the old key signs
+// it); VerifyNext, which knows no handover, reports the link where the
+// agent changes as ErrBrokenChain.
+func Succeed(tx *bolt.Tx, predecessor did.DID) error {
+	b, err := tx.CreateBucketIfNotExists(bucket)
+	if err != nil {
+		return fmt.Errorf("pulse: %w", err)
+	}
+	if err := b.Put(keyPredecessor, []byte(predecessor.String())); err != nil {
+		return fmt.Errorf("pulse: recording the predecessor: %w", err)
+	}
+	return nil
+}
+
 // Head returns the latest pulse in tx, or ok false before the first one. A
-// stored head that no longer verifies (another key, corruption) is an error:
-// the chain must not silently restart.
+// stored head that no longer verifies (another key, unless Succeed named
+// it the predecessor; corruption) is an error: the chain must not silently
+// restart.
 func (c *Chain) Head(tx *bolt.Tx) (doc []byte, p Pulse, ok bool, err error) {
 	b := tx.Bucket(bucket)
 	if b == nil {
@@ -77,7 +101,7 @@ func (c *Chain) Head(tx *bolt.Tx) (doc []byte, p Pulse, ok bool, err error) {
 	if p, err = Parse(doc); err != nil {
 		return nil, Pulse{}, false, fmt.Errorf("pulse: stored chain head: %w", err)
 	}
-	if p.Agent != c.key.DID() {
+	if p.Agent != c.key.DID() && string(b.Get(keyPredecessor)) != p.Agent.String() {
 		return nil, Pulse{}, false, fmt.Errorf("pulse: stored chain head belongs to %s, not %s", p.Agent, c.key.DID())
 	}
 	return doc, p, true, nil

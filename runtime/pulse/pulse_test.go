@@ -164,3 +164,42 @@ func TestChainRefusesForeignHead(t *testing.T) {
 		t.Fatalf("Next with another key over an existing chain: err = %v", err)
 	}
 }
+
+// TestChainContinuesAfterSucceed: after a key rotation the chain goes on
+// under the new key, linked to the old head; a third key is still refused.
+func TestChainContinuesAfterSucceed(t *testing.T) {
+	db := openDB(t, filepath.Join(t.TempDir(), "a.db"))
+	defer db.Close()
+	old, next := testKey(t, 1), testKey(t, 2)
+	c, _ := OpenChain(db, old)
+	var oldHead []byte
+	db.Update(func(tx *bolt.Tx) (err error) {
+		oldHead, _, err = c.Next(tx, t0, time.Time{}, "sleep", false)
+		return err
+	})
+	c2, _ := OpenChain(db, next)
+	if err := db.View(func(tx *bolt.Tx) error { _, _, _, err := c2.Head(tx); return err }); err == nil {
+		t.Fatal("the new key accepted the old key's head before Succeed")
+	}
+	if err := db.Update(func(tx *bolt.Tx) error { return Succeed(tx, old.DID()) }); err != nil {
+		t.Fatal(err)
+	}
+	var doc []byte
+	var p Pulse
+	err := db.Update(func(tx *bolt.Tx) (err error) {
+		doc, p, err = c2.Next(tx, t0.Add(time.Hour), time.Time{}, "sleep", false)
+		return err
+	})
+	if err != nil || p.Seq != 2 || p.Prev != Hash(oldHead) || p.Agent != next.DID() {
+		t.Fatalf("first pulse after the rotation = %+v, %v; want seq 2 by the new key, linked to the old head", p, err)
+	}
+	if err := VerifyNext(oldHead, doc); !errors.Is(err, ErrBrokenChain) {
+		t.Errorf("VerifyNext across the rotation = %v; want ErrBrokenChain (it knows no handover)", err)
+	}
+	// The predecessor is forgotten once the new key made a head: the old
+	// key, or a third, cannot take the chain back.
+	third, _ := OpenChain(db, old)
+	if err := db.View(func(tx *bolt.Tx) error { _, _, _, err := third.Head(tx); return err }); err == nil {
+		t.Error("the old key accepted the new key's head")
+	}
+}

@@ -1,0 +1,379 @@
+package runtime_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/runtime"
+	"github.com/torpor-dev/torpor/runtime/pulse"
+	"github.com/torpor-dev/torpor/runtime/runtimetest"
+	"github.com/torpor-dev/torpor/session/sender"
+	"github.com/torpor-dev/torpor/transport/link"
+	"github.com/torpor-dev/torpor/transport/mqtt"
+	"github.com/torpor-dev/torpor/wake"
+)
+
+// TestSetWindowPersists: a window set at runtime re-plans at once, holds
+// across a restart, and gives way when the configured window changes.
+func TestSetWindowPersists(t *testing.T) {
+	w := newWorld(t, wake.HourlyWake)
+	w.run()
+	w.nextWake() // boot
+	if err := w.agent.SetWindow(time.Minute, 20*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	want := w.window
+	want.Length, want.Offset = time.Minute, 20*time.Minute
+	start, end := want.Next(w.clock.Now())
+	if w.agent.Window() != want {
+		t.Fatalf("Window() = %+v, want %+v", w.agent.Window(), want)
+	}
+	// Asleep, the agent re-plans for the new window (whether it had
+	// re-planned already or wakes at the old timer, it opens the new one).
+	w.clock.Set(start)
+	w.waitPhases(runtime.PhasePublish, runtime.PhaseDrain)
+	w.clock.Set(end)
+	if r := w.nextWake(); !r.End.Equal(end) || r.Awake != time.Minute {
+		t.Fatalf("wake in the new window: end %v, awake %v; want %v, 1m", r.End, r.Awake, end)
+	}
+	w.shutdown()
+
+	w.newAgent()
+	w.run()
+	w.nextWake()
+	if got := w.agent.Window(); got != want {
+		t.Fatalf("window after a restart = %+v, want %+v", got, want)
+	}
+	w.shutdown()
+
+	w.cfg.WindowLength = 3 * time.Minute // the configuration changed: it wins
+	w.newAgent()
+	w.run()
+	w.nextWake()
+	if got := w.agent.Window(); got.Length != 3*time.Minute || got.Offset != 0 {
+		t.Fatalf("window after the configuration changed = %+v, want the configured one", got)
+	}
+	w.shutdown()
+}
+
+// TestExtendKeepsTheWindowOpen: an operator's wake-now extends the window
+// in progress; the wake ends at the new end and plans the next wake after
+// it. Extend never shortens a window.
+func TestExtendKeepsTheWindowOpen(t *testing.T) {
+	w := newWorld(t, wake.HourlyWake)
+	w.run()
+	w.nextWake() // boot
+	start, end := w.window.Next(t0)
+	w.clock.Set(start)
+	w.waitPhases(runtime.PhasePublish, runtime.PhaseDrain)
+	if got, err := w.agent.Extend(start.Add(time.Minute)); err != nil || !got.Equal(end) {
+		t.Fatalf("Extend to before the end = %v, %v; want the end %v unchanged", got, err, end)
+	}
+	later := end.Add(10 * time.Minute)
+	if got, err := w.agent.Extend(later); err != nil || !got.Equal(later) {
+		t.Fatalf("Extend = %v, %v; want %v", got, err, later)
+	}
+	w.clock.Set(end) // the window's old end passes: the wake goes on
+	w.clock.Set(later)
+	r := w.nextWake()
+	next, _ := w.window.Next(later)
+	if !r.End.Equal(later) || r.Awake != later.Sub(start) || !r.NextWake.Equal(next) {
+		t.Fatalf("extended wake: end %v, awake %v, next wake %v; want %v, %v, %v", r.End, r.Awake, r.NextWake, later, later.Sub(start), next)
+	}
+	if _, err := w.agent.Extend(later.Add(time.Hour)); !errors.Is(err, runtime.ErrAsleep) {
+		t.Errorf("Extend while asleep = %v, want ErrAsleep", err)
+	}
+	w.shutdown()
+}
+
+// quietLink loses the relay's "queued" notifications, as a flaky link
+// might: only an explicit drain finds what was queued meanwhile.
+type quietLink struct{ runtime.Link }
+
+func (quietLink) Queued() <-chan uint64 { return nil }
+
+// TestDrainOnDemand: a boot wake (outside the window) that an operator
+// extended stays linked; what senders queue meanwhile (outside the
+// relay's window, so not forwarded live) waits unnotified until Drain,
+// which drains and delivers it and reports that drain.
+func TestDrainOnDemand(t *testing.T) {
+	w := newWorld(t, wake.HourlyWake)
+	w.cfg.Dial = func(ctx context.Context, c link.Config) (runtime.Link, error) {
+		l, err := link.Dial(ctx, c)
+		if err != nil {
+			return nil, err
+		}
+		return quietLink{l}, nil
+	}
+	extended := make(chan error, 1)
+	onPhase := w.cfg.OnPhase
+	w.cfg.OnPhase = func(p runtime.Phase) {
+		if p.Name == runtime.PhaseLink && len(extended) == 0 {
+			_, err := w.agent.Extend(t0.Add(30 * time.Minute))
+			extended <- err
+		}
+		onPhase(p)
+	}
+	w.newAgent()
+	w.run()
+	if err := <-extended; err != nil {
+		t.Fatal(err)
+	}
+	w.waitPhases(runtime.PhasePublish, runtime.PhaseDrain)
+	alice := runtimetest.Key(t, 1)
+	obj := runtimetest.Object(t, alice, "comms:message", t0, time.Hour, nil)
+	if status, _ := w.send(alice, obj); status != http.StatusServiceUnavailable {
+		t.Fatalf("send outside the window: %d, want 503 (queued)", status)
+	}
+	rep, err := w.agent.Drain(context.Background())
+	if err != nil || rep.Records != 1 || rep.Accepted != 1 || rep.Delivered != 1 {
+		t.Fatalf("Drain = %v, %v; want the queued record drained and delivered", rep, err)
+	}
+	if got := w.rec.ids(); len(got) != 1 || got[0] != objID(t, obj) {
+		t.Fatalf("delivered %v", got)
+	}
+	w.clock.Set(t0.Add(30 * time.Minute))
+	if r := w.nextWake(); r.Reason != "boot" || r.Drain.Accepted != 1 {
+		t.Fatalf("extended boot wake: reason %s, drain %v", r.Reason, r.Drain)
+	}
+	if _, err := w.agent.Drain(context.Background()); !errors.Is(err, runtime.ErrAsleep) {
+		t.Errorf("Drain while asleep = %v, want ErrAsleep", err)
+	}
+	w.shutdown()
+}
+
+// relayPulse returns the latest pulse the relay serves for agent.
+func relayPulse(t *testing.T, relayURL string, agent did.DID) ([]byte, pulse.Pulse) {
+	t.Helper()
+	resp, err := http.Get(relayURL + "/a/" + agent.String() + "/pulse")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	doc, _ := io.ReadAll(resp.Body)
+	p, err := pulse.Parse(doc)
+	if err != nil {
+		t.Fatalf("pulse of %s at the relay: %v (%s)", agent, err, doc)
+	}
+	return doc, p
+}
+
+// TestRotateKey: in a window, the agent drains its old identity's queue,
+// tells the relay that identity sleeps for good, writes the new key file
+// and restarts. Started again with the new key, it drops the old MLS state,
+// continues the pulse chain, and publishes its card, pulse and KeyPackages
+// under the new DID, with which a sender establishes a fresh session.
+func TestRotateKey(t *testing.T) {
+	w := newWorld(t, wake.HourlyWake)
+	keyFile := filepath.Join(w.dir, "agent.key")
+	if err := did.SaveKey(keyFile, w.key, false); err != nil {
+		t.Fatal(err)
+	}
+	w.cfg.KeyFile = keyFile
+	w.withMLS()
+	w.run()
+	w.nextWake() // boot
+	alice := runtimetest.Key(t, 1)
+	client, err := sender.Open(filepath.Join(t.TempDir(), "alice", "sessions.db"), alice, nil, w.clock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	send := func(to did.DID) *sender.Delivery {
+		t.Helper()
+		o := runtimetest.Object(t, alice, "comms:message", w.clock.Now(), 2*time.Hour, nil)
+		d, err := client.Send(context.Background(), sender.RelayPeer(w.srv.URL, to), json.RawMessage(o))
+		if err != nil {
+			t.Fatalf("send to %s: %v", to, err)
+		}
+		return d
+	}
+	old, next := w.key, runtimetest.Key(t, 12)
+	if d := send(old.DID()); !d.Queued {
+		t.Fatalf("send to the sleeping agent: %+v, want queued", d)
+	}
+	start, _ := w.window.Next(t0)
+	w.clock.Set(start)
+	w.waitPhases(runtime.PhasePublish, runtime.PhaseDrain)
+	if n := len(w.rec.ids()); n != 1 {
+		t.Fatalf("delivered %d objects in the window, want 1", n)
+	}
+	oldHead, oldPulse := relayPulse(t, w.srv.URL, old.DID())
+
+	if err := w.agent.RotateKey(context.Background(), next, []byte(`{"handover":"signed by the old key"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-w.done; !errors.Is(err, runtime.ErrRestart) {
+		t.Fatalf("Run after RotateKey = %v, want ErrRestart", err)
+	}
+	if k, err := did.LoadKey(keyFile); err != nil || k.DID() != next.DID() {
+		t.Fatalf("key file after the rotation holds %v (%v), want %s", k, err, next.DID())
+	}
+	if d := send(old.DID()); d.Status != http.StatusServiceUnavailable || d.RetryAfter != 0 {
+		t.Fatalf("send to the old identity: %+v; want 503 with no Retry-After (it sleeps for good)", d)
+	}
+
+	if r := <-w.wakes; hasPhase(r, runtime.PhaseAnnounce) || r.Drain.Delivered != 1 {
+		t.Fatalf("the rotating wake: %+v; want its object delivered and nothing announced after the rotation", r)
+	}
+	w.key, w.cfg.Key = next, next
+	w.window.Minute = wake.WakeMinute(next.DID().String())
+	w.newAgent()
+	w.run()
+	boot := w.nextWake()
+	if boot.Reason != "boot" || boot.LinkErr != "" {
+		t.Fatalf("boot under the new key: %+v", boot)
+	}
+	_, p := relayPulse(t, w.srv.URL, next.DID())
+	if p.Agent != next.DID() || p.Seq != oldPulse.Seq+1 || p.Prev != pulse.Hash(oldHead) {
+		t.Fatalf("first pulse of the new identity %+v; want seq %d linked to the old identity's last pulse", p, oldPulse.Seq+1)
+	}
+	d := send(next.DID())
+	nstart, nend := w.window.Next(w.clock.Now())
+	if !d.Queued || !w.clock.Now().Before(nstart) {
+		t.Fatalf("send to the new identity: %+v (its window opens %v); want queued for its window", d, nstart)
+	}
+	w.clock.Set(nstart)
+	w.waitPhases(runtime.PhasePublish, runtime.PhaseDrain)
+	w.clock.Set(nend)
+	r := w.nextWake()
+	if r.Drain.Handshake != 1 || r.Drain.Delivered != 1 || r.Drain.RejectedTotal() != 0 {
+		t.Fatalf("the new identity's window: drain %v; want a fresh session joined and the object delivered", r.Drain)
+	}
+	w.shutdown()
+
+	// A key file changed without a rotation is refused.
+	w.cfg.Key = runtimetest.Key(t, 13)
+	w.newAgent()
+	if err := w.agent.Run(context.Background()); err == nil {
+		t.Fatal("Run with another key over the store = nil, want an error")
+	}
+}
+
+// TestWindowAndWakeNowOverMQTT: set-mode changes the window (persisted,
+// announced) and wake-now extends the window in progress.
+func TestWindowAndWakeNowOverMQTT(t *testing.T) {
+	w := newCmdWorld(t, wake.HourlyWake)
+	w.run()
+	w.nextWake() // boot
+	start, _ := w.window.Next(cmdStart)
+	id := w.send(mqtt.OpSetMode, &mqtt.SetModeArgs{Mode: "hourly_wake", WindowSec: ptrTo(int64(600)), OffsetSec: ptrTo(int64(0))})
+	w.clock.Set(start)
+	r := w.reply(id)
+	var res struct{ Window mqtt.Window }
+	if r.Outcome != mqtt.OutcomeOK || json.Unmarshal(r.Result, &res) != nil || res.Window.LengthSec != 600 {
+		t.Fatalf("set-mode with a window: %+v %s", r, r.Result)
+	}
+	if got := w.agent.Window(); got.Length != 10*time.Minute {
+		t.Fatalf("window = %+v, want 10m", got)
+	}
+	w.nextWake() // the wake ends on the change and the agent re-plans into the longer window
+	w.waitPhase(runtime.PhasePublish)
+	now := w.clock.Now()
+	r = w.command(mqtt.OpWakeNow, &mqtt.WakeNowArgs{ForSec: 3600})
+	var wn struct{ Until time.Time }
+	if r.Outcome != mqtt.OutcomeOK || json.Unmarshal(r.Result, &wn) != nil || !wn.Until.Equal(now.Add(time.Hour)) {
+		t.Fatalf("wake-now = %+v %s; want awake until %v", r, r.Result, now.Add(time.Hour))
+	}
+	r = w.command(mqtt.OpDrain, nil)
+	if r.Outcome != mqtt.OutcomeOK {
+		t.Fatalf("drain = %+v", r)
+	}
+}
+
+// TestRebootOverMQTT: the reboot command is answered, then the agent's
+// Run ends with ErrRestart (the binary exits for systemd to restart it).
+func TestRebootOverMQTT(t *testing.T) {
+	w := newCmdWorldWith(t, wake.AlwaysOn, func(w *cmdWorld, _ *runtime.Config, cc *runtime.CommandsConfig) {
+		cc.Reboot = func() error { w.agent.Restart("reboot command"); return nil }
+	})
+	w.run()
+	w.awaitStatus(func(s mqtt.Status) bool { return s.State == mqtt.StateAwake })
+	if r := w.command(mqtt.OpReboot, &mqtt.RebootArgs{}); r.Outcome != mqtt.OutcomeOK {
+		t.Fatalf("reboot = %+v", r)
+	}
+	err := <-w.done
+	w.done <- err // for the cleanup
+	if !errors.Is(err, runtime.ErrRestart) {
+		t.Fatalf("Run after reboot = %v, want ErrRestart", err)
+	}
+	w.awaitStatus(func(s mqtt.Status) bool { return s.State == mqtt.StateOffline })
+}
+
+// TestRotateKeysOverMQTT: rotate-keys answers with the old and new DIDs
+// and the handover the old key signed; the new key is in the key file and
+// the agent restarts.
+func TestRotateKeysOverMQTT(t *testing.T) {
+	keyFile := filepath.Join(t.TempDir(), "agent.key")
+	w := newCmdWorldWith(t, wake.AlwaysOn, func(w *cmdWorld, cfg *runtime.Config, cc *runtime.CommandsConfig) {
+		if err := did.SaveKey(keyFile, w.key, false); err != nil {
+			t.Fatal(err)
+		}
+		cfg.KeyFile = keyFile
+		cc.RotateKey = func(ctx context.Context, k *did.PrivateKey, h []byte) error { return w.agent.RotateKey(ctx, k, h) }
+	})
+	w.run()
+	w.awaitStatus(func(s mqtt.Status) bool { return s.State == mqtt.StateAwake })
+	r := w.command(mqtt.OpRotateKeys, nil)
+	var res struct {
+		Old, New string
+		Handover json.RawMessage
+	}
+	if r.Outcome != mqtt.OutcomeOK || json.Unmarshal(r.Result, &res) != nil || res.Old != w.key.DID().String() || len(res.Handover) == 0 {
+		t.Fatalf("rotate-keys = %+v %s", r, r.Result)
+	}
+	err := <-w.done
+	w.done <- err
+	if !errors.Is(err, runtime.ErrRestart) {
+		t.Fatalf("Run after rotate-keys = %v, want ErrRestart", err)
+	}
+	if k, err := did.LoadKey(keyFile); err != nil || k.DID().String() != res.New {
+		t.Fatalf("key file holds %v (%v), want %s", k, err, res.New)
+	}
+}
+
+func hasPhase(r runtime.WakeReport, name string) bool {
+	for _, p := range r.Phases {
+		if p.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// TestAnnounceFollowsScheduleChange: a schedule changed during a wake
+// without changing the mode (sleep mode, a new scheduled wake) is what the
+// wake announces, so the relay's Retry-After points at the new wake.
+func TestAnnounceFollowsScheduleChange(t *testing.T) {
+	w := newWorld(t, wake.Sleep)
+	first := t0.Add(10 * time.Minute)
+	w.cfg.ScheduledWake = first
+	w.newAgent()
+	w.run()
+	if boot := w.nextWake(); !boot.NextWake.Equal(first) {
+		t.Fatalf("boot announced %v, want %v", boot.NextWake, first)
+	}
+	w.clock.Set(first)
+	w.waitPhases(runtime.PhasePublish, runtime.PhaseDrain)
+	later := t0.Add(3 * time.Hour)
+	if err := w.agent.SetMode(wake.Sleep, later); err != nil {
+		t.Fatal(err)
+	}
+	r := w.nextWake()
+	if !r.NextWake.Equal(later) {
+		t.Fatalf("the wake announced next wake %v, want the new scheduled wake %v", r.NextWake, later)
+	}
+	alice := runtimetest.Key(t, 1)
+	status, ra := w.send(alice, runtimetest.Object(t, alice, "comms:message", w.clock.Now(), time.Hour, nil))
+	if at := w.clock.Now().Add(time.Duration(ra) * time.Second); status != http.StatusServiceUnavailable || at.Before(later) || at.After(later.Add(w.window.Length)) {
+		t.Fatalf("send after the change: %d, Retry-After %d s (lands %v); want 503 landing at the new wake %v", status, ra, at, later)
+	}
+	w.shutdown()
+}
