@@ -5,11 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/torpor-dev/torpor/clock"
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/runtime"
 	"github.com/torpor-dev/torpor/runtime/pulse"
@@ -376,4 +380,62 @@ func TestAnnounceFollowsScheduleChange(t *testing.T) {
 		t.Fatalf("send after the change: %d, Retry-After %d s (lands %v); want 503 landing at the new wake %v", status, ra, at, later)
 	}
 	w.shutdown()
+}
+
+// detailSource wakes at until on the test's clock and says how it knows,
+// as the RTC source does from the kernel's wakeup IRQ.
+type detailSource struct{ w *world }
+
+func (s detailSource) Wait(ctx context.Context, until time.Time) (wake.Wake, error) {
+	if err := clock.Sleep(ctx, s.w.clock, until.Sub(s.w.clock.Now())); err != nil {
+		return wake.Wake{}, err
+	}
+	return wake.Wake{Reason: wake.ReasonRTC, Source: "rtc0", At: until, IRQ: 16, Detail: "pm_wakeup_irq=16 (rtc-pl031)"}, nil
+}
+
+func (detailSource) Halt() error { return nil }
+
+// TestWakeLogNamesTheWakeDetail: the wake source's detail (the wakeup IRQ
+// and its handler) is on the "waking" and "wake" log lines and in the
+// report, for an operator checking a board's wake wiring.
+func TestWakeLogNamesTheWakeDetail(t *testing.T) {
+	w := newWorld(t, wake.HourlyWake)
+	var log syncBuffer
+	w.cfg.Logger = slog.New(slog.NewTextHandler(&log, nil))
+	w.cfg.Sources = []wake.Source{detailSource{w}}
+	w.newAgent()
+	w.run()
+	w.nextWake() // boot
+	start, end := w.window.Next(t0)
+	w.clock.Set(start)
+	w.waitPhases(runtime.PhasePublish, runtime.PhaseDrain)
+	w.clock.Set(end)
+	r := w.nextWake()
+	w.shutdown()
+	if r.Reason != "rtc" || r.WakeDetail != "pm_wakeup_irq=16 (rtc-pl031)" {
+		t.Fatalf("report: reason %s, detail %q", r.Reason, r.WakeDetail)
+	}
+	for _, msg := range []string{"waking", "wake"} {
+		if !strings.Contains(log.String(), "msg="+msg+" component=agent reason=rtc wakeDetail=\"pm_wakeup_irq=16 (rtc-pl031)\"") {
+			t.Errorf("no %q line with the wake detail in the log:\n%s", msg, log.String())
+		}
+	}
+}
+
+// syncBuffer is a log the agent writes while the test reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

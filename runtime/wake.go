@@ -141,10 +141,11 @@ func (a *Agent) wake(ctx context.Context, changed <-chan struct{}, mode wake.Mod
 
 // startAttrs are the attributes of the line logged when a wake begins.
 func (w *wakeRun) startAttrs() []any {
-	attrs := []any{"reason", w.rep.Reason, "mode", w.rep.Mode}
+	attrs := []any{"reason", w.rep.Reason}
 	if w.rep.WakeDetail != "" {
 		attrs = append(attrs, "wakeDetail", w.rep.WakeDetail)
 	}
+	attrs = append(attrs, "mode", w.rep.Mode)
 	if !w.end.IsZero() {
 		attrs = append(attrs, "windowEnd", w.end.UTC().Format(time.RFC3339))
 	}

@@ -6,7 +6,9 @@
 // Combinations are checked: a suspending method (rtc, rtc-poweroff,
 // gpio-keys, poweroff-gpio) stops the whole system, so an in-process
 // method (timer, gpio) beside it could never fire; such a configuration is
-// refused with an error that says so. rtc with gpio-keys is one source: the
+// refused with an error that says so. So is a time-scaled clock with a
+// method that keeps time on the kernel's real clock (rtc, rtc-poweroff,
+// poweroff-gpio; see checkScale). rtc with gpio-keys is one source: the
 // RTC alarm is armed, and the gpio-keys interrupt is reported as a GPIO
 // wake.
 package board
@@ -14,6 +16,7 @@ package board
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/torpor-dev/torpor/boards"
 	"github.com/torpor-dev/torpor/clock"
@@ -73,6 +76,9 @@ func New(b boards.Board, c Config) (wake.Source, error) {
 	if err := check(b, methods); err != nil {
 		return nil, err
 	}
+	if err := checkScale(methods, c.Clock); err != nil {
+		return nil, err
+	}
 	has := map[boards.Method]bool{}
 	for _, m := range methods {
 		has[m] = true
@@ -120,6 +126,38 @@ func check(b boards.Board, methods []boards.Method) error {
 		return fmt.Errorf("board: %v cannot be combined: only one way of sleeping at a time, plus gpio-keys", susp)
 	}
 	return nil
+}
+
+// realTime are the methods that keep time on the kernel's real clock: an
+// RTC alarm, or a power-off after which the process (and its clock) starts
+// again.
+var realTime = map[boards.Method]bool{boards.RTC: true, boards.RTCPowerOff: true, boards.PowerOffGPIO: true}
+
+// checkScale refuses a time-scaled clock (--time-scale) with the methods
+// that keep time on the kernel's real clock. An RTC alarm counts whole real
+// seconds: at a scale of 240 one is four minutes of the agent's day, so
+// the alarm could not open a five-minute window on time, and dividing the
+// sleep by the scale would only make the error a whole window wide. A
+// power-off restarts the process, whose scaled clock starts again from
+// real time. Demonstrations compress time with the timer and gpio methods
+// (or gpio-keys, which arms nothing); real suspends run at scale 1.
+func checkScale(methods []boards.Method, clk clock.Clock) error {
+	sc, ok := clk.(*clock.Scaled)
+	if !ok {
+		return nil
+	}
+	var bad []boards.Method
+	for _, m := range methods {
+		if realTime[m] {
+			bad = append(bad, m)
+		}
+	}
+	if len(bad) == 0 {
+		return nil
+	}
+	return fmt.Errorf("board: %v keep time on the kernel's real clock, which a time scale cannot compress "+
+		"(an RTC alarm counts whole real seconds, %v of the agent's time at a scale of %g; a power-off restarts the scaled clock); "+
+		"run at time scale 1, or wake with timer, gpio or gpio-keys", bad, time.Duration(sc.Factor()*float64(time.Second)), sc.Factor())
 }
 
 func (c Config) system() *suspend.System {

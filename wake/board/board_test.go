@@ -8,8 +8,10 @@ import (
 	"time"
 
 	"github.com/torpor-dev/torpor/boards"
+	"github.com/torpor-dev/torpor/clock"
 	"github.com/torpor-dev/torpor/wake"
 	"github.com/torpor-dev/torpor/wake/board"
+	"github.com/torpor-dev/torpor/wake/rtc"
 	"github.com/torpor-dev/torpor/wake/waketest"
 	"periph.io/x/conn/v3/gpio"
 )
@@ -172,4 +174,41 @@ func strs(ms []boards.Method) []string {
 		out[i] = string(m)
 	}
 	return out
+}
+
+// TestTimeScale: a time-scaled clock is refused with the methods that keep
+// time on the kernel's real clock, and accepted with the others.
+func TestTimeScale(t *testing.T) {
+	tests := []struct {
+		board   string
+		methods []boards.Method
+		ok      bool
+	}{
+		{"qemu-virt", []boards.Method{boards.RTC}, false},
+		{"qemu-virt", []boards.Method{boards.RTC, boards.GPIOKeys}, false},
+		{"rpi-5", []boards.Method{boards.RTCPowerOff}, false},
+		{"rpi-4", []boards.Method{boards.PowerOffGPIO}, false},
+		{"rpi-4", []boards.Method{boards.GPIOKeys}, true},
+		{"qemu-virt", []boards.Method{boards.Timer}, true},
+	}
+	for _, tt := range tests {
+		k := waketest.NewKernel(t, t0)
+		c := fakeConfig(k, tt.methods...)
+		sc, err := clock.NewScaled(k.Clock, 240)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Clock = sc
+		_, err = board.New(mustBoard(t, tt.board), c)
+		if tt.ok != (err == nil) || err != nil && !strings.Contains(err.Error(), "4m0s of the agent's time at a scale of 240") {
+			t.Errorf("%s %v at scale 240: New = %v, want ok %v", tt.board, tt.methods, err, tt.ok)
+		}
+	}
+	// The alarm refuses a scaled clock itself.
+	k := waketest.NewKernel(t, t0)
+	sc, _ := clock.NewScaled(k.Clock, 60)
+	a := &rtc.Alarm{Sys: k.Sys(), Dev: k.Dev(), Clock: sc, WriteFile: k.WriteFile}
+	if _, err := a.Arm(t0.Add(time.Hour)); err == nil {
+		t.Error("Alarm.Arm on a scaled clock succeeded")
+	}
 }

@@ -162,7 +162,14 @@ func (a *Alarm) Now() (time.Time, error) {
 // base. The RTC counts whole seconds, so the alarm fires within a second
 // either side of at. A time less than a second ahead, or past, is armed
 // one second after the RTC's current second.
+//
+// The RTC counts real seconds, so a.Clock must not be a *clock.Scaled: a
+// compressed day cannot be kept by whole real seconds (at a scale of 240
+// one is four minutes), and Arm refuses it.
 func (a *Alarm) Arm(at time.Time) (time.Time, error) {
+	if sc, ok := a.Clock.(*clock.Scaled); ok {
+		return time.Time{}, fmt.Errorf("rtc: the clock runs %g times faster than real time, but the RTC counts real seconds", sc.Factor())
+	}
 	rtcNow, err := a.Now()
 	if err != nil {
 		return time.Time{}, err

@@ -264,3 +264,67 @@ func TestRTCTimeRoundTrip(t *testing.T) {
 func itoa(t time.Time) string { return strconv.FormatInt(t.Unix(), 10) }
 
 var errEBUSY error = syscall.EBUSY
+
+// TestWaitWithoutDeadline: a zero until (sleep mode with no planned wake)
+// suspends with no alarm armed, until an event: here the gpio-keys button,
+// pressed three hours later. Without a wakeup IRQ to name it, the wake is
+// unknown, never inferred as the RTC's.
+func TestWaitWithoutDeadline(t *testing.T) {
+	tests := []struct {
+		name   string
+		noIRQ  bool
+		want   wake.Reason
+		detail string
+	}{
+		{"button", false, wake.ReasonGPIO, "pm_wakeup_irq=17 (GPIO Key Poweroff)"},
+		{"no irq", true, wake.ReasonUnknown, "no alarm was armed"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			k := waketest.NewKernel(t, t0)
+			k.NoWakeupIRQ = tt.noIRQ
+			k.PressAt(t0.Add(3 * time.Hour))
+			s := newSource(t, k, rtc.Sysfs)
+			w, err := s.Wait(context.Background(), time.Time{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if w.Reason != tt.want || !strings.Contains(w.Detail, tt.detail) || w.Slept.Suspended() != 3*time.Hour {
+				t.Errorf("Wait(zero) = %v (%s), suspended %v; want %v (%q) after 3h suspended", w.Reason, w.Detail, w.Slept.Suspended(), tt.want, tt.detail)
+			}
+			if diff := cmp.Diff([]string{"freeze"}, k.Entered()); diff != "" {
+				t.Errorf("states entered (-want +got):\n%s", diff)
+			}
+			for _, wr := range k.Writes() {
+				if strings.HasPrefix(wr, "wakealarm=") && wr != "wakealarm=0" {
+					t.Errorf("an alarm was armed: %s", wr)
+				}
+			}
+		})
+	}
+}
+
+// TestPowerOffWithoutDeadline: powering off with no alarm is refused
+// unless a wakeup key can bring the board back.
+func TestPowerOffWithoutDeadline(t *testing.T) {
+	for _, keys := range [][]string{nil, {waketest.KeyLabel}} {
+		k := waketest.NewKernel(t, t0)
+		s := newSource(t, k, rtc.Sysfs)
+		s.State, s.Keys = suspend.PowerOff, keys
+		off := 0
+		s.System.PowerOff = func() error {
+			off++
+			if _, armed := k.Alarm(); armed {
+				t.Error("an alarm was armed for a power-off with no deadline")
+			}
+			return errors.New("reboot: operation not permitted")
+		}
+		_, err := s.Wait(context.Background(), time.Time{})
+		switch {
+		case keys == nil && (!errors.Is(err, rtc.ErrNeverWakes) || off != 0):
+			t.Errorf("Wait(zero) powering off with no key = %v, %d power-offs; want ErrNeverWakes, none", err, off)
+		case keys != nil && off != 1:
+			t.Errorf("Wait(zero) powering off with a wakeup key = %v, %d power-offs; want one", err, off)
+		}
+	}
+}

@@ -47,6 +47,10 @@ func (s *Source) state() suspend.State {
 	return s.State
 }
 
+// ErrNeverWakes is returned by Wait for a power-off with no deadline (a
+// zero until) and no wakeup key: nothing could ever bring the system back.
+var ErrNeverWakes = errors.New("rtc: powering off with no alarm and no wakeup key (gpio-keys) would never come back; schedule a wake or add a wakeup key")
+
 // Wait implements wake.Source: it arms the alarm for until, suspends, and
 // after the resume disarms the alarm and reports the reason. The reason
 // comes from the kernel's wakeup IRQ where it reports one; otherwise the
@@ -54,12 +58,21 @@ func (s *Source) state() suspend.State {
 // reported as wake.ReasonUnknown when it did not. A deadline already
 // past returns at once with wake.ReasonRTC, without suspending.
 //
+// A zero until means no planned wake (sleep mode with nothing scheduled):
+// Wait suspends with no alarm armed, until an event ends the suspend (a
+// gpio-keys button in Keys, or any other wakeup source of the kernel), as
+// suspend.Source does. With State PowerOff it refuses (ErrNeverWakes)
+// unless a wakeup key can bring the board back.
+//
 // A suspend cannot be interrupted once entered: ctx and Halt are honoured
 // only before it.
 func (s *Source) Wait(ctx context.Context, until time.Time) (wake.Wake, error) {
 	s.mu.Lock()
 	s.halted = false
 	s.mu.Unlock()
+	if until.IsZero() {
+		return s.waitEvent(ctx)
+	}
 	name := s.Alarm.DeviceName()
 	now := clock.Or(s.Alarm.Clock).Now().Round(0)
 	if !until.After(now) {
@@ -85,6 +98,28 @@ func (s *Source) Wait(ctx context.Context, until time.Time) (wake.Wake, error) {
 	return w, s.Alarm.Disarm()
 }
 
+// waitEvent suspends with no alarm armed; only an event ends the sleep.
+func (s *Source) waitEvent(ctx context.Context) (wake.Wake, error) {
+	if s.state() == suspend.PowerOff && len(s.Keys) == 0 {
+		return wake.Wake{}, ErrNeverWakes
+	}
+	if err := s.Alarm.Disarm(); err != nil { // no alarm left from before may end this sleep
+		return wake.Wake{}, err
+	}
+	if err := s.interrupted(ctx); err != nil {
+		return wake.Wake{}, err
+	}
+	res, err := s.system().Suspend(ctx, s.state())
+	if errors.Is(err, suspend.ErrWakeupPending) {
+		return wake.Wake{Reason: wake.ReasonUnknown, Source: s.Alarm.DeviceName(), At: clock.Or(s.Alarm.Clock).Now().Round(0),
+			Detail: "suspend cancelled by a pending wakeup event: " + err.Error()}, nil
+	}
+	if err != nil {
+		return wake.Wake{}, err
+	}
+	return s.classify(res, time.Time{}), nil
+}
+
 func (s *Source) interrupted(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -94,7 +129,8 @@ func (s *Source) interrupted(ctx context.Context) error {
 	return ctx.Err()
 }
 
-// classify names what ended the suspend.
+// classify names what ended the suspend; target is the alarm armed, zero
+// for none.
 func (s *Source) classify(res suspend.Resume, target time.Time) wake.Wake {
 	w := wake.Wake{Source: s.Alarm.DeviceName(), At: res.At, IRQ: res.IRQ, Slept: res.Slept}
 	irq := fmt.Sprintf("pm_wakeup_irq=%d (%s)", res.IRQ, strings.Join(res.Actions, ","))
@@ -107,6 +143,8 @@ func (s *Source) classify(res suspend.Resume, target time.Time) wake.Wake {
 	case res.IRQ != 0:
 		w.Reason, w.Detail = wake.ReasonUnknown, irq
 		w.Source = strings.Join(res.Actions, ",")
+	case target.IsZero():
+		w.Reason, w.Detail = wake.ReasonUnknown, "no wakeup IRQ reported, and no alarm was armed"
 	default:
 		w.Reason, w.Detail = s.infer(target)
 	}
