@@ -90,7 +90,8 @@ type Config struct {
 	// DefaultMaxCommandTTL.
 	MaxCommandTTL time.Duration
 	// BarrierTimeout bounds the wait for the end-of-backlog probe after a
-	// connection comes up; zero means DefaultBarrierTimeout.
+	// connection comes up; zero means DefaultBarrierTimeout. It is a
+	// network round trip, timed on clock.Unscaled(Clock).
 	BarrierTimeout time.Duration
 	// RejectionsPerMinute bounds the replies to refused commands, so a
 	// flood of bad commands costs bounded signing and radio time; zero

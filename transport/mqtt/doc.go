@@ -120,12 +120,14 @@
 // # Time
 //
 // What concerns the device's schedule runs on Config.Clock: command expiry
-// (the wall clock at the device decides), the barrier timeout, the
-// rejection rate, the timestamps of statuses and replies. Waits for the
-// network — a PUBACK, a SUBACK, a final flush — are bounded on the real
-// clock, because they measure the network, not the schedule: a scaled
-// demonstration clock or a test's fake clock must not make them fire early
-// or never. autopaho's reconnection backoff (Config.Backoff) also waits on
+// (the wall clock at the device decides), the rejection rate, the
+// timestamps of statuses and replies. Waits for the network — a PUBACK, a
+// SUBACK, a final flush — are bounded on the real clock, because they
+// measure the network, not the schedule: a scaled demonstration clock or a
+// test's fake clock must not make them fire early or never. The barrier
+// timeout (the end-of-backlog probe's round trip) runs on
+// clock.Unscaled(Config.Clock): a test's fake clock still drives it, a
+// time scale does not shorten it. autopaho's reconnection backoff (Config.Backoff) also waits on
 // the real clock.
 //
 // # Encoding

@@ -120,7 +120,9 @@ func (c *Client) dispatch(recovered []parsed) {
 		case evConnUp:
 			stopTimer()
 			nonce, collecting, flushed = ev.nonce, true, ev.flushed
-			timer = c.clock.NewTimer(c.cfg.BarrierTimeout)
+			// A network round trip: on the unscaled clock, so that a
+			// time-scaled demonstration does not cut it short.
+			timer = clock.Unscaled(c.clock).NewTimer(c.cfg.BarrierTimeout)
 			timeout = timer.C()
 		case evConnDown:
 			// The backlog stays stored; the next connection's probe
