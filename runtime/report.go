@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -132,6 +133,17 @@ func (r *WakeReport) log(l *slog.Logger) {
 	}
 	l.Info("wake", attrs...)
 	for _, d := range r.Drain.Diagnostics {
-		l.Warn("record rejected or deferred", "seq", d.Seq, "cause", d.Cause, "detail", d.Detail)
+		logDiagnostic(l, d)
 	}
+}
+
+// logDiagnostic logs one rejection or deferral; a consequential action
+// the gate held for the owner is not one (its record was accepted), and
+// has a line of its own naming the ledger key the owner confirms.
+func logDiagnostic(l *slog.Logger, d drain.Diagnostic) {
+	if reason, ok := strings.CutPrefix(d.Cause, "held:"); ok {
+		l.Info("action held", "seq", d.Seq, "reason", reason, "key", d.Detail)
+		return
+	}
+	l.Warn("record rejected or deferred", "seq", d.Seq, "cause", d.Cause, "detail", d.Detail)
 }

@@ -1,0 +1,43 @@
+package runtime
+
+import (
+	"log/slog"
+	"strings"
+	"testing"
+
+	"github.com/torpor-dev/torpor/runtime/drain"
+)
+
+// TestHeldActionLogsItsOwnLine: a held action is logged as "action held"
+// with its ledger key, not as a rejected record; rejections and deferrals
+// keep their warning, and the counters are untouched.
+func TestHeldActionLogsItsOwnLine(t *testing.T) {
+	var out strings.Builder
+	l := slog.New(slog.NewTextHandler(&out, &slog.HandlerOptions{ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+		if a.Key == slog.TimeKey {
+			return slog.Attr{}
+		}
+		return a
+	}}))
+	r := WakeReport{Reason: "timer", Mode: "hourly_wake", Drain: drain.Report{Records: 3, Acked: 3, Held: 1, Rejected: map[string]int{"expired": 1},
+		Diagnostics: []drain.Diagnostic{
+			{Seq: 4, Cause: "held:needs-confirmation", Detail: "did:key:z6MkAlice order-9"},
+			{Seq: 5, Cause: "expired", Detail: "governed: expired"},
+			{Seq: 6, Cause: drain.CauseMLSDeferred, Detail: "part 0: unknown group"},
+		}}}
+	r.log(l)
+	got := out.String()
+	for _, want := range []string{
+		`level=INFO msg="action held" seq=4 reason=needs-confirmation key="did:key:z6MkAlice order-9"`,
+		`level=WARN msg="record rejected or deferred" seq=5 cause=expired detail="governed: expired"`,
+		`level=WARN msg="record rejected or deferred" seq=6 cause=mls-deferred`,
+		`held=1`,
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("log lacks %s:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "cause=held:") {
+		t.Errorf("a held action logged as a rejection:\n%s", got)
+	}
+}
