@@ -36,6 +36,8 @@ type recorder struct {
 	fail error
 	// hook runs on each delivery before it is recorded.
 	hook func(d deliver.Delivery)
+	// discard takes deliveries without keeping them.
+	discard bool
 }
 
 func (r *recorder) Deliver(_ context.Context, d deliver.Delivery) (deliver.Outcome, error) {
@@ -47,7 +49,9 @@ func (r *recorder) Deliver(_ context.Context, d deliver.Delivery) (deliver.Outco
 	if r.fail != nil {
 		return deliver.Outcome{}, r.fail
 	}
-	r.got = append(r.got, d)
+	if !r.discard {
+		r.got = append(r.got, d)
+	}
 	return deliver.Outcome{OK: true, EffectID: "eff-" + d.ObjectID}, nil
 }
 
