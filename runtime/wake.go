@@ -54,6 +54,7 @@ type wakeRun struct {
 	next    time.Time // the next wake after this one
 	end     time.Time // the window's end; zero for none
 	retired bool      // the identity was rotated away: publish nothing more
+	ending  bool      // past staying live: announcing, then asleep
 }
 
 // addDrain adds a batch's report (a drain's or a live request's).
@@ -109,11 +110,6 @@ func (a *Agent) wake(ctx context.Context, changed <-chan struct{}, mode wake.Mod
 	}
 	a.cur = w
 	a.mu.Unlock()
-	defer func() {
-		a.mu.Lock()
-		a.cur = nil
-		a.mu.Unlock()
-	}()
 
 	mgmt := a.management()
 	w.prepare(start, mgmt)
@@ -122,6 +118,11 @@ func (a *Agent) wake(ctx context.Context, changed <-chan struct{}, mode wake.Mod
 		if w.live() {
 			w.stayLive()
 		}
+	}
+	w.mu.Lock()
+	w.ending = true // Extend can no longer keep this wake open
+	w.mu.Unlock()
+	if w.l != nil {
 		w.announce(ctx)
 	}
 	if mgmt != nil && ctx.Err() == nil {
@@ -131,6 +132,9 @@ func (a *Agent) wake(ctx context.Context, changed <-chan struct{}, mode wake.Mod
 	if w.l != nil {
 		w.ph.measure(PhaseArm, w.l.Close)
 	}
+	a.mu.Lock()
+	a.cur = nil // before the report is out: whoever reads it finds the agent asleep
+	a.mu.Unlock()
 	w.rep.Phases = w.ph.done()
 	w.rep.Awake = a.clock.Now().Sub(start)
 	w.mu.Lock()
@@ -403,12 +407,16 @@ func (a *Agent) Drain(ctx context.Context) (drain.Report, error) {
 	return w.drain()
 }
 
-// linked reports whether the wake has a link to its relay.
+// linked reports whether the wake has a link to its relay and is not
+// ending.
 func (w *wakeRun) linked() bool {
+	w.mu.Lock()
+	ending := w.ending
+	w.mu.Unlock()
 	w.drainMu.Lock()
 	defer w.drainMu.Unlock()
 	_, closed := w.l.(closedLink)
-	return w.l != nil && !closed
+	return w.l != nil && !closed && !ending
 }
 
 func records(rs []link.Record) []drain.Record {

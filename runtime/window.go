@@ -78,7 +78,8 @@ func (a *Agent) replanLocked() {
 // wake is planned after it. A short wake (booted outside the window) that
 // is extended stays linked until the new end. It returns the wake's end;
 // a zero end means the wake has no end (always_on, session). It returns
-// ErrAsleep when no wake is in progress.
+// ErrAsleep when no wake is in progress, or the wake in progress is past
+// staying live (announcing its next wake).
 func (a *Agent) Extend(until time.Time) (time.Time, error) {
 	a.mu.Lock()
 	w := a.cur
@@ -89,6 +90,9 @@ func (a *Agent) Extend(until time.Time) (time.Time, error) {
 	next := a.nextWake(until) // before w.mu: the lock order is a.mu, then w.mu
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.ending {
+		return time.Time{}, fmt.Errorf("%w: the wake is ending", ErrAsleep)
+	}
 	if w.end.IsZero() || !until.After(w.end) {
 		return w.end, nil
 	}

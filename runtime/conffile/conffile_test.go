@@ -71,3 +71,45 @@ func TestBuild(t *testing.T) {
 		t.Errorf("clock %T, want a scaled clock for timeScale 60", c.Clock)
 	}
 }
+
+func TestBuildMQTT(t *testing.T) {
+	dir := t.TempDir()
+	k, _ := did.NewKeyFromSeed(make([]byte, 32))
+	op, _ := did.NewKeyFromSeed(append(make([]byte, 31), 7))
+	keyFile := filepath.Join(dir, "agent.key")
+	if err := did.SaveKey(keyFile, k, false); err != nil {
+		t.Fatal(err)
+	}
+	base := `"version": 1, "key": "` + keyFile + `", "dataDir": "` + dir + `", "relay": "http://r", "purposes": ["comms:*"],
+		"handlers": [{"purpose": "comms:*", "exec": {"path": "/bin/true"}}]`
+	tests := []struct {
+		name, mqtt string
+		want       bool // Commands configured
+	}{
+		{"absent", ``, false},
+		{"no broker", `, "mqtt": {"name": "pi-7"}`, false},
+		{"full", `, "mqtt": {"broker": "mqtts://b.example:8883", "name": "pi-7", "prefix": "farm/v1",
+			"operators": ["` + op.DID().String() + `"], "sessionExpiry": "48h"}`, true},
+	}
+	for _, tt := range tests {
+		f, err := Parse([]byte("{"+base+tt.mqtt+"}"), tt.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := f.Build()
+		if err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		b.Close()
+		if (b.Commands != nil) != tt.want {
+			t.Fatalf("%s: Commands = %+v, want configured %v", tt.name, b.Commands, tt.want)
+		}
+		if c := b.Commands; c != nil && (c.Broker != "mqtts://b.example:8883" || c.Name != "pi-7" || c.Prefix != "farm/v1" ||
+			len(c.Operators) != 1 || c.Operators[0] != op.DID() || c.SessionExpiry != 48*time.Hour) {
+			t.Errorf("%s: Commands = %+v", tt.name, c)
+		}
+		if b.Config.KeyFile != keyFile {
+			t.Errorf("%s: KeyFile = %q, want %q (key rotation rewrites it)", tt.name, b.Config.KeyFile, keyFile)
+		}
+	}
+}
