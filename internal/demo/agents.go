@@ -114,7 +114,7 @@ func (d *demo) startAgent(ctx context.Context, a *agent) error {
 
 // agentLine narrates one line of an agent's log.
 func (d *demo) agentLine(a *agent, l Line) {
-	diag := l.Msg == "record rejected or deferred"
+	diag := l.Msg == "record rejected or deferred" || l.Msg == "action held"
 	if !diag {
 		d.flushSleep(a, true)
 	}
@@ -139,6 +139,11 @@ func (d *demo) agentLine(a *agent, l Line) {
 		d.wakeReport(a, l)
 	case l.Msg == "record rejected or deferred" || l.Msg == "live request rejected":
 		d.rejection(a, l)
+	case l.Msg == "action held":
+		// Not a rejection: the gate held a consequential action; key is
+		// its ledger key, what the owner confirms.
+		d.n.Event(a.name, KindHold, "held for the owner (%s): %s — consequential, never run just because a message was dequeued",
+			l.Get("reason"), d.labelOf(a, l.Get("key")))
 	case l.Msg == "mode changed" || strings.HasPrefix(l.Msg, "halted") || l.Msg == "resumed":
 		d.n.Event(a.name, KindMQTT, "%s %s", l.Msg, attrs(l, "mode", "note"))
 	case l.Level == "ERROR":
@@ -227,14 +232,7 @@ func (d *demo) until(t time.Time) string {
 // to provoke it.
 func (d *demo) rejection(a *agent, l Line) {
 	cause := l.Get("cause")
-	switch {
-	case strings.HasPrefix(cause, "held:"):
-		// Not a rejection: the gate held a consequential action (the
-		// detail is its ledger key).
-		d.n.Event(a.name, KindHold, "held for the owner (%s): %s — consequential, never run just because a message was dequeued",
-			strings.TrimPrefix(cause, "held:"), d.labelOf(a, l.Get("detail")))
-		return
-	case l.Msg == "record rejected or deferred" && l.Get("seq") == "0":
+	if l.Msg == "record rejected or deferred" && l.Get("seq") == "0" {
 		return // a live request's, narrated when it was rejected
 	}
 	a.mu.Lock()
