@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/torpor-dev/torpor/clock/clocktest"
+	"github.com/torpor-dev/torpor/did/didtest"
 	"github.com/torpor-dev/torpor/governed"
 )
 
@@ -12,7 +13,7 @@ import (
 // spends per object: Parse (structure and RFC 8785 canonicalisation), the
 // Ed25519 verification alone, the six checks on a parsed object, and Sign.
 func BenchmarkReceive(b *testing.B) {
-	k := testKey(b, 1)
+	k := didtest.Key(b, 1)
 	o := mustSign(b, k, template001())
 	raw := mustMarshal(b, o)
 	b.Run("parse", func(b *testing.B) {

@@ -11,22 +11,13 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
 	"github.com/torpor-dev/torpor/clock/clocktest"
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/did/didtest"
 	"github.com/torpor-dev/torpor/governed"
 	"github.com/torpor-dev/torpor/governed/governedtest"
 )
-
-func testKey(tb testing.TB, last byte) *did.PrivateKey {
-	tb.Helper()
-	seed := make([]byte, 32)
-	seed[31] = last
-	k, err := did.NewKeyFromSeed(seed)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return k
-}
 
 var issued = time.Date(2026, 1, 15, 11, 59, 0, 0, time.UTC)
 
@@ -62,7 +53,7 @@ func template001() governed.Template {
 // TestSignReproducesVector001 signs the content of vector 001 with Alice's
 // key: Ed25519 is deterministic, so the bytes must be the reference's.
 func TestSignReproducesVector001(t *testing.T) {
-	o := mustSign(t, testKey(t, 1), template001())
+	o := mustSign(t, didtest.Key(t, 1), template001())
 	want := `{"version":1,"id":"01948f00-0000-7000-8000-000000000001","issuerDid":"did:key:z6MkjchhfUsD6mmvni8mCdXHw216Xrm9bQe2mBH1P5RDjVJG","issuedAt":"2026-01-15T11:59:00.000Z","semantic":{"schema":"https://atom.qwixl.dev/schema/CommsMessage"},"payload":{"text":"hello"},"governance":{"purpose":"comms:message","ttlSeconds":3600},"signatureAlgorithm":"ed25519","signature":"cwqOWw+iVJSW7Yk5oObo4FbwMVTVuwCL7MBi+kDsvflJIa3DdaneMdXbhkufB3jRNupBd0MLriOEC6PluKNpBw=="}`
 	if diff := cmp.Diff(want, string(mustMarshal(t, o))); diff != "" {
 		t.Errorf("Sign (-want +got):\n%s", diff)
@@ -74,7 +65,7 @@ func TestSignReproducesVector001(t *testing.T) {
 // (key order, white space, escapes, number spelling), and any change of
 // value does not.
 func TestVerifyAsReceived(t *testing.T) {
-	k := testKey(t, 1)
+	k := didtest.Key(t, 1)
 	tpl := template001()
 	tpl.Payload = map[string]any{"\U0001F600": "grin", "\uE000": "private use", "ärger": nil, "n": 1.5, "big": 1e21, "arr": []any{3, 1, 2}}
 	o := mustSign(t, k, tpl)
@@ -119,7 +110,7 @@ func TestVerifyAsReceived(t *testing.T) {
 }
 
 func TestSignTemplateErrors(t *testing.T) {
-	k := testKey(t, 1)
+	k := didtest.Key(t, 1)
 	tests := []struct {
 		name string
 		edit func(*governed.Template)
@@ -143,7 +134,7 @@ func TestSignTemplateErrors(t *testing.T) {
 }
 
 func TestSignGeneratesIDs(t *testing.T) {
-	k := testKey(t, 1)
+	k := didtest.Key(t, 1)
 	tpl := template001()
 	tpl.ID = ""
 	tpl.ExpiresAt = issued.Add(30 * time.Minute)
@@ -166,14 +157,14 @@ func TestSignGeneratesIDs(t *testing.T) {
 func validObject(tb testing.TB) map[string]any {
 	tb.Helper()
 	var m map[string]any
-	if err := json.Unmarshal(mustMarshal(tb, mustSign(tb, testKey(tb, 1), template001())), &m); err != nil {
+	if err := json.Unmarshal(mustMarshal(tb, mustSign(tb, didtest.Key(tb, 1), template001())), &m); err != nil {
 		tb.Fatal(err)
 	}
 	return m
 }
 
 func TestParseMalformed(t *testing.T) {
-	good := string(mustMarshal(t, mustSign(t, testKey(t, 1), template001())))
+	good := string(mustMarshal(t, mustSign(t, didtest.Key(t, 1), template001())))
 	edit := func(f func(m map[string]any)) string {
 		m := validObject(t)
 		f(m)
@@ -244,7 +235,7 @@ func (failingReplay) Seen(string, string, time.Time) (bool, error) {
 func (failingReplay) Admit(string, string, time.Time) error { return errors.New("disk on fire") }
 
 func TestReceiverChecks(t *testing.T) {
-	alice, bob := testKey(t, 1), testKey(t, 2)
+	alice, bob := didtest.Key(t, 1), didtest.Key(t, 2)
 	sign := func(k *did.PrivateKey, f func(*governed.Template)) []byte {
 		tpl := template001()
 		tpl.ID = ""
@@ -308,7 +299,7 @@ func TestReceiverChecks(t *testing.T) {
 }
 
 func TestReceiverReplay(t *testing.T) {
-	alice := testKey(t, 1)
+	alice := didtest.Key(t, 1)
 	clk := clocktest.New(issued)
 	r := &governed.Receiver{Purposes: []string{"comms:message"}, Clock: clk}
 	cache := governedtest.NewReplay()
@@ -334,7 +325,7 @@ func TestReceiverReplay(t *testing.T) {
 		t.Fatalf("second Accept = %v, want replay", err)
 	}
 	// The same id from another issuer is a different object.
-	other := mustMarshal(t, mustSign(t, testKey(t, 2), template001()))
+	other := mustMarshal(t, mustSign(t, didtest.Key(t, 2), template001()))
 	if _, err := r.Accept(other, in); err != nil {
 		t.Errorf("same id, other issuer: %v", err)
 	}
@@ -351,7 +342,7 @@ func TestReceiverReplay(t *testing.T) {
 
 func TestOutward(t *testing.T) {
 	r := &governed.Receiver{Clock: clocktest.New(issued)}
-	_, err := r.Accept(mustMarshal(t, mustSign(t, testKey(t, 1), template001())), governed.Input{Replay: governedtest.NewReplay()})
+	_, err := r.Accept(mustMarshal(t, mustSign(t, didtest.Key(t, 1), template001())), governed.Input{Replay: governedtest.NewReplay()})
 	if !errors.Is(err, governed.ErrRejected) {
 		t.Fatalf("Accept = %v, want a rejection", err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/torpor-dev/torpor/clock/clocktest"
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/did/didtest"
 	"github.com/torpor-dev/torpor/governed"
 	"github.com/torpor-dev/torpor/runtime/purpose"
 	"github.com/torpor-dev/torpor/store"
@@ -18,16 +19,7 @@ import (
 
 var t0 = time.Date(2026, 1, 15, 14, 0, 0, 0, time.UTC)
 
-func key(t testing.TB, last byte) *did.PrivateKey {
-	t.Helper()
-	seed := make([]byte, 32)
-	seed[31] = last
-	k, err := did.NewKeyFromSeed(seed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return k
-}
+func key(t testing.TB, last byte) *did.PrivateKey { t.Helper(); return didtest.Key(t, last) }
 
 type env struct {
 	t                   testing.TB

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"testing"
 	"time"
+
+	"github.com/torpor-dev/torpor/did/didtest"
 )
 
 func mustWire(t *testing.T, doc []byte) wire {
@@ -18,7 +20,7 @@ func mustWire(t *testing.T, doc []byte) wire {
 // FuzzParse: Parse never panics, and a document it accepts is canonical,
 // verifies, and parses to the same pulse again.
 func FuzzParse(f *testing.F) {
-	k := testKey(f, 1)
+	k := didtest.Key(f, 1)
 	for i, p := range []Pulse{
 		{Agent: k.DID(), Seq: 1, At: t0, Mode: "sleep"},
 		{Agent: k.DID(), Seq: 7, Prev: "abc", At: t0, NextWake: t0.Add(time.Hour), Mode: "hourly_wake", Halted: true},

@@ -13,21 +13,11 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/did/didtest"
 	"github.com/torpor-dev/torpor/store"
 )
 
 var t0 = time.Date(2026, 1, 15, 14, 11, 0, 0, time.UTC)
-
-func testKey(t testing.TB, last byte) *did.PrivateKey {
-	t.Helper()
-	seed := make([]byte, 32)
-	seed[31] = last
-	k, err := did.NewKeyFromSeed(seed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return k
-}
 
 func openDB(t testing.TB, path string) *bolt.DB {
 	t.Helper()
@@ -39,7 +29,7 @@ func openDB(t testing.TB, path string) *bolt.DB {
 }
 
 func TestSignParse(t *testing.T) {
-	k := testKey(t, 1)
+	k := didtest.Key(t, 1)
 	p := Pulse{Agent: k.DID(), Seq: 1, At: t0, NextWake: t0.Add(time.Hour), Mode: "hourly_wake"}
 	doc, err := Sign(k, p)
 	if err != nil {
@@ -55,13 +45,13 @@ func TestSignParse(t *testing.T) {
 	if !bytes.Contains(doc, []byte(`"nextWake":"2026-01-15T15:11:00.000Z"`)) {
 		t.Errorf("document %s lacks the next wake in RFC 3339", doc)
 	}
-	if _, err := Sign(testKey(t, 2), p); err == nil {
+	if _, err := Sign(didtest.Key(t, 2), p); err == nil {
 		t.Error("Sign with another agent's key: nil error")
 	}
 }
 
 func TestParseRejects(t *testing.T) {
-	k := testKey(t, 1)
+	k := didtest.Key(t, 1)
 	doc, _ := Sign(k, Pulse{Agent: k.DID(), Seq: 1, At: t0, Mode: "sleep"})
 	// Re-sign a modified document with Bob's key while keeping Alice as agent.
 	var m map[string]any
@@ -82,7 +72,7 @@ func TestParseRejects(t *testing.T) {
 	}{
 		{"mode changed", tamper(func(c map[string]any) { c["mode"] = "always_on" }), ErrSignature},
 		{"halt removed", tamper(func(c map[string]any) { c["halted"] = true }), ErrSignature},
-		{"other agent", tamper(func(c map[string]any) { c["agent"] = testKey(t, 2).DID().String() }), ErrSignature},
+		{"other agent", tamper(func(c map[string]any) { c["agent"] = didtest.Key(t, 2).DID().String() }), ErrSignature},
 		{"unknown member", tamper(func(c map[string]any) { c["extra"] = 1 }), ErrMalformed},
 		{"version 2", tamper(func(c map[string]any) { c["v"] = 2 }), ErrMalformed},
 		{"seq 2 without prev", tamper(func(c map[string]any) { c["seq"] = 2 }), ErrMalformed},
@@ -100,7 +90,7 @@ func TestParseRejects(t *testing.T) {
 }
 
 func TestChainSurvivesRestart(t *testing.T) {
-	k := testKey(t, 1)
+	k := didtest.Key(t, 1)
 	path := filepath.Join(t.TempDir(), "agent.db")
 	var docs [][]byte
 	now := t0
@@ -137,7 +127,7 @@ func TestChainSurvivesRestart(t *testing.T) {
 }
 
 func TestChainClockSetBack(t *testing.T) {
-	k := testKey(t, 1)
+	k := didtest.Key(t, 1)
 	db := openDB(t, filepath.Join(t.TempDir(), "agent.db"))
 	defer db.Close()
 	c, _ := OpenChain(db, k)
@@ -156,9 +146,9 @@ func TestChainRefusesForeignHead(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "agent.db")
 	db := openDB(t, path)
 	defer db.Close()
-	c, _ := OpenChain(db, testKey(t, 1))
+	c, _ := OpenChain(db, didtest.Key(t, 1))
 	db.Update(func(tx *bolt.Tx) error { _, _, err := c.Next(tx, t0, time.Time{}, "sleep", false); return err })
-	other, _ := OpenChain(db, testKey(t, 2))
+	other, _ := OpenChain(db, didtest.Key(t, 2))
 	err := db.Update(func(tx *bolt.Tx) error { _, _, err := other.Next(tx, t0, time.Time{}, "sleep", false); return err })
 	if err == nil || !strings.Contains(err.Error(), "belongs to") {
 		t.Fatalf("Next with another key over an existing chain: err = %v", err)
@@ -170,7 +160,7 @@ func TestChainRefusesForeignHead(t *testing.T) {
 func TestChainContinuesAfterSucceed(t *testing.T) {
 	db := openDB(t, filepath.Join(t.TempDir(), "a.db"))
 	defer db.Close()
-	old, next := testKey(t, 1), testKey(t, 2)
+	old, next := didtest.Key(t, 1), didtest.Key(t, 2)
 	c, _ := OpenChain(db, old)
 	var oldHead []byte
 	db.Update(func(tx *bolt.Tx) (err error) {

@@ -7,22 +7,14 @@ import (
 	"time"
 
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/did/didtest"
 	"github.com/torpor-dev/torpor/governed"
 	"github.com/torpor-dev/torpor/transport/a2a"
 )
 
 // Key returns the test identity whose RFC 8032 seed is 31 zero bytes then
-// last (1 is the vectors' Alice, 2 their Bob).
-func Key(t testing.TB, last byte) *did.PrivateKey {
-	t.Helper()
-	seed := make([]byte, 32)
-	seed[31] = last
-	k, err := did.NewKeyFromSeed(seed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return k
-}
+// last (1 is the vectors' Alice, 2 their Bob): didtest.Key.
+func Key(t testing.TB, last byte) *did.PrivateKey { t.Helper(); return didtest.Key(t, last) }
 
 // Body returns a queued JSON-RPC body (A2A v1.0 SendMessage) carrying
 // parts, as the relay stores it.

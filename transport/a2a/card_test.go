@@ -12,18 +12,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/did/didtest"
 )
-
-func testKey(tb testing.TB, last byte) *did.PrivateKey {
-	tb.Helper()
-	seed := make([]byte, 32)
-	seed[31] = last
-	k, err := did.NewKeyFromSeed(seed)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return k
-}
 
 func mustBuild(tb testing.TB, o CardOptions) *Card {
 	tb.Helper()
@@ -120,7 +110,7 @@ func TestCardWireShape(t *testing.T) {
 }
 
 func TestSignVerifyCard(t *testing.T) {
-	alice, bob := testKey(t, 1), testKey(t, 2)
+	alice, bob := didtest.Key(t, 1), didtest.Key(t, 2)
 	c := mustBuild(t, CardOptions{Name: "alice", BaseURL: "https://r.example/a/" + alice.DID().String(), OfflineMode: "hourly_wake"})
 	raw, err := SignCard(c, alice)
 	if err != nil {

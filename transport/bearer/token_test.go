@@ -11,22 +11,13 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
 	"github.com/torpor-dev/torpor/clock/clocktest"
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/did/didtest"
 )
 
 // Test identities of the Atom vectors: RFC 8032 seeds 31×00‖01 and 31×00‖02.
-func testKey(tb testing.TB, last byte) *did.PrivateKey {
-	tb.Helper()
-	seed := make([]byte, 32)
-	seed[31] = last
-	k, err := did.NewKeyFromSeed(seed)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return k
-}
-
 const (
 	aliceDID = "did:key:z6MkjchhfUsD6mmvni8mCdXHw216Xrm9bQe2mBH1P5RDjVJG"
 	// goldenToken was computed independently of this package with Python's
@@ -39,7 +30,7 @@ const (
 var noon = time.Date(2026, 1, 15, 12, 0, 0, 0, time.UTC) // 1768478400
 
 func TestIssueGolden(t *testing.T) {
-	tok, err := Issue(testKey(t, 1), "https://Peer.Example:443/a2a/jsonrpc", noon.Add(900*time.Millisecond), 5*time.Minute)
+	tok, err := Issue(didtest.Key(t, 1), "https://Peer.Example:443/a2a/jsonrpc", noon.Add(900*time.Millisecond), 5*time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +67,7 @@ func claims(aud string, iat, exp int64) string {
 }
 
 func TestVerify(t *testing.T) {
-	alice, bob := testKey(t, 1), testKey(t, 2)
+	alice, bob := didtest.Key(t, 1), didtest.Key(t, 2)
 	now := noon.Unix()
 	aud := "https://peer.example"
 	good := claims(aud, now, now+300)
@@ -160,7 +151,7 @@ func TestVerify(t *testing.T) {
 }
 
 func TestIssueVerifyRoundTrip(t *testing.T) {
-	k := testKey(t, 2)
+	k := didtest.Key(t, 2)
 	clk := clocktest.New(noon)
 	v := &Verifier{Audience: "http://127.0.0.1:8080", Clock: clk}
 	tok, err := Issue(k, "http://127.0.0.1:8080/a2a/jsonrpc", clk.Now(), 0)
@@ -246,7 +237,7 @@ func TestMiddleware(t *testing.T) {
 	})))
 	defer srv.Close()
 	v = Verifier{Audience: srv.URL, Clock: clk}
-	k := testKey(t, 1)
+	k := didtest.Key(t, 1)
 	tok, err := Issue(k, srv.URL+"/a2a/jsonrpc", clk.Now(), 0)
 	if err != nil {
 		t.Fatal(err)

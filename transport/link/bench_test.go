@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/torpor-dev/torpor/did/didtest"
 	"github.com/torpor-dev/torpor/store/queue"
 )
 
@@ -17,7 +18,7 @@ import (
 // fsync'd delete transaction per batch). Bodies are 1 KiB.
 func BenchmarkDrain(b *testing.B) {
 	h := newHarness(b)
-	dev := testKey(b, 1)
+	dev := didtest.Key(b, 1)
 	c := h.dial(b, dev, nil)
 	body := bytes.Repeat([]byte("x"), 1024)
 	bounds := queue.DefaultBounds()
@@ -55,7 +56,7 @@ func BenchmarkDrain(b *testing.B) {
 // Forward → device handler → response, over loopback.
 func BenchmarkLiveRoundTrip(b *testing.B) {
 	h := newHarness(b)
-	dev := testKey(b, 1)
+	dev := didtest.Key(b, 1)
 	h.dial(b, dev, func(ctx context.Context, req Request) Response {
 		return Response{Status: 200, ContentType: "application/json", Body: req.Body}
 	})

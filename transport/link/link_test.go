@@ -14,20 +14,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/did/didtest"
 	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/transport/bearer"
 )
-
-func testKey(tb testing.TB, last byte) *did.PrivateKey {
-	tb.Helper()
-	seed := make([]byte, 32)
-	seed[31] = last
-	k, err := did.NewKeyFromSeed(seed)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return k
-}
 
 // fakeAgents records what the link tells the relay's agent state.
 type fakeAgents struct {
@@ -115,7 +105,7 @@ func (h *harness) enqueue(tb testing.TB, agent did.DID, n int) {
 
 func TestDrainInOrderInBatches(t *testing.T) {
 	h := newHarness(t)
-	dev := testKey(t, 1)
+	dev := didtest.Key(t, 1)
 	h.enqueue(t, dev.DID(), 25)
 	c := h.dial(t, dev, nil)
 	if got := c.Hello().MaxMessages; got != 500 {
@@ -154,7 +144,7 @@ func TestDrainInOrderInBatches(t *testing.T) {
 
 func TestUnackedRecordsAreRedelivered(t *testing.T) {
 	h := newHarness(t)
-	dev := testKey(t, 1)
+	dev := didtest.Key(t, 1)
 	h.enqueue(t, dev.DID(), 5)
 	c := h.dial(t, dev, nil)
 	recs, more, err := c.Pull(context.Background(), 0, 10)
@@ -188,7 +178,7 @@ func TestUnackedRecordsAreRedelivered(t *testing.T) {
 
 func TestLiveRequest(t *testing.T) {
 	h := newHarness(t)
-	dev := testKey(t, 1)
+	dev := didtest.Key(t, 1)
 	if _, err := h.srv.Forward(context.Background(), dev.DID().String(), Request{}); !errors.Is(err, ErrNotLinked) {
 		t.Fatalf("Forward before link = %v, want ErrNotLinked", err)
 	}
@@ -215,7 +205,7 @@ func TestLiveRequest(t *testing.T) {
 
 func TestForwardUnansweredWhenLinkDrops(t *testing.T) {
 	h := newHarness(t)
-	dev := testKey(t, 1)
+	dev := didtest.Key(t, 1)
 	got := make(chan struct{})
 	c := h.dial(t, dev, func(ctx context.Context, req Request) Response {
 		close(got)
@@ -236,7 +226,7 @@ func TestForwardUnansweredWhenLinkDrops(t *testing.T) {
 
 func TestPublishState(t *testing.T) {
 	h := newHarness(t)
-	dev := testKey(t, 1)
+	dev := didtest.Key(t, 1)
 	c := h.dial(t, dev, nil)
 	st := State{Mode: "hourly_wake", Window: &Window{Minute: 11, LengthSec: 300}, NextWake: 1768478400, Card: []byte(`{"name":"x"}`), KeyPackages: [][]byte{{0, 1, 0, 5}}, Pulse: []byte("p")}
 	b, err := c.Publish(context.Background(), st)
@@ -258,7 +248,7 @@ func TestPublishState(t *testing.T) {
 
 func TestQueuedNotification(t *testing.T) {
 	h := newHarness(t)
-	dev := testKey(t, 1)
+	dev := didtest.Key(t, 1)
 	c := h.dial(t, dev, nil)
 	h.srv.Notify(dev.DID().String(), 42)
 	if got := <-c.Queued(); got != 42 {
@@ -268,7 +258,7 @@ func TestQueuedNotification(t *testing.T) {
 
 func TestDialRefusals(t *testing.T) {
 	h := newHarness(t)
-	dev := testKey(t, 1)
+	dev := didtest.Key(t, 1)
 	tests := []struct {
 		name string
 		cfg  Config
@@ -295,7 +285,7 @@ func TestDialRefusals(t *testing.T) {
 
 func TestNewerLinkReplacesOlder(t *testing.T) {
 	h := newHarness(t)
-	dev := testKey(t, 1)
+	dev := didtest.Key(t, 1)
 	c1 := h.dial(t, dev, nil)
 	c2, err := Dial(context.Background(), Config{RelayURL: h.http.URL, Key: dev})
 	if err != nil {

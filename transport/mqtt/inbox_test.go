@@ -9,6 +9,7 @@ import (
 
 	"github.com/torpor-dev/torpor/clock/clocktest"
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/did/didtest"
 	"github.com/torpor-dev/torpor/store"
 	"github.com/torpor-dev/torpor/store/ledger"
 	"github.com/torpor-dev/torpor/store/replay"
@@ -46,7 +47,7 @@ func TestInboxRunsStoredCommandsAtStart(t *testing.T) {
 	defer db.Close()
 	rc, _ := replay.Open(db, &replay.Options{Clock: clk})
 	l, _ := ledger.Open(db, &ledger.Options{Clock: clk})
-	op, dev := testKey(t, 1), testKey(t, 2)
+	op, dev := didtest.Key(t, 1), didtest.Key(t, 2)
 	o, err := SignCommand(op, CommandSpec{Device: dev.DID(), Seq: 3, Op: OpDrain, IssuedAt: t0})
 	if err != nil {
 		t.Fatal(err)

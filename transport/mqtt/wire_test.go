@@ -11,25 +11,15 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/did/didtest"
 	"github.com/torpor-dev/torpor/governed"
 )
-
-func testKey(t testing.TB, last byte) *did.PrivateKey {
-	t.Helper()
-	seed := make([]byte, 32)
-	seed[31] = last
-	k, err := did.NewKeyFromSeed(seed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return k
-}
 
 var t0 = time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
 
 func signedCommand(t testing.TB, op string, args any) *governed.Object {
 	t.Helper()
-	o, err := SignCommand(testKey(t, 1), CommandSpec{Device: testKey(t, 2).DID(), Seq: 7, Op: op, Args: args, IssuedAt: t0})
+	o, err := SignCommand(didtest.Key(t, 1), CommandSpec{Device: didtest.Key(t, 2).DID(), Seq: 7, Op: op, Args: args, IssuedAt: t0})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,8 +210,8 @@ func TestCheckName(t *testing.T) {
 }
 
 func TestOrderBatch(t *testing.T) {
-	a, b := testKey(t, 1), testKey(t, 3)
-	dev := testKey(t, 2).DID()
+	a, b := didtest.Key(t, 1), didtest.Key(t, 3)
+	dev := didtest.Key(t, 2).DID()
 	mk := func(k *did.PrivateKey, seq uint64, at time.Duration) parsed {
 		o, err := SignCommand(k, CommandSpec{Device: dev, Seq: seq, Op: OpStatus, IssuedAt: t0.Add(at * time.Second)})
 		if err != nil {
@@ -253,8 +243,8 @@ func TestOrderBatch(t *testing.T) {
 func itoa(n uint64) string { b, _ := json.Marshal(n); return string(b) }
 
 func TestSignCommandChecksArguments(t *testing.T) {
-	k := testKey(t, 1)
-	dev := testKey(t, 2).DID()
+	k := didtest.Key(t, 1)
+	dev := didtest.Key(t, 2).DID()
 	tests := []struct {
 		name string
 		spec CommandSpec

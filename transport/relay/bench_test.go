@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/did/didtest"
 	"github.com/torpor-dev/torpor/store/queue"
 )
 
@@ -28,7 +29,7 @@ func BenchmarkAsleepAnswer(b *testing.B) {
 				c.Bounds = queue.DefaultBounds()
 				c.Bounds.MaxMessages, c.Bounds.MaxPerPeer, c.Bounds.MaxBytes = 1<<30, 1<<30, 1<<40
 			})
-			dev := testKey(b, 1)
+			dev := didtest.Key(b, 1)
 			h.publishOffline(b, dev, "sleep", deviceOpts{})
 			url := h.srv.URL + "/a/" + dev.DID().String() + "/a2a/jsonrpc"
 			tr := &http.Transport{MaxIdleConnsPerHost: senders}
@@ -37,7 +38,7 @@ func BenchmarkAsleepAnswer(b *testing.B) {
 			keys := make([]*did.PrivateKey, senders)
 			tokens := make([]string, senders)
 			for i := range keys {
-				keys[i] = testKey(b, byte(10+i))
+				keys[i] = didtest.Key(b, byte(10+i))
 				tokens[i], _ = issueToken(keys[i], h.relay.cfg.PublicURL, h)
 			}
 			lat := make([]time.Duration, b.N)

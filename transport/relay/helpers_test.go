@@ -20,17 +20,6 @@ import (
 	"github.com/torpor-dev/torpor/transport/link"
 )
 
-func testKey(tb testing.TB, last byte) *did.PrivateKey {
-	tb.Helper()
-	seed := make([]byte, 32)
-	seed[31] = last
-	k, err := did.NewKeyFromSeed(seed)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return k
-}
-
 // t0 is 12:00:00 UTC; with the default window of the test device (see
 // window11) it is outside the window.
 var t0 = time.Date(2026, 1, 15, 12, 0, 0, 0, time.UTC)

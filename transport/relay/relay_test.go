@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/did/didtest"
 	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/transport/a2a"
 	"github.com/torpor-dev/torpor/transport/link"
@@ -25,7 +26,7 @@ const sendV03 = `{"jsonrpc":"2.0","id":"a","method":"message/send","params":{"me
 
 func TestAsleepAnswerShapes(t *testing.T) {
 	h := newHarness(t, nil)
-	dev, alice := testKey(t, 1), testKey(t, 2)
+	dev, alice := didtest.Key(t, 1), didtest.Key(t, 2)
 	h.publishOffline(t, dev, "sleep", deviceOpts{})
 
 	// A JSON-RPC call: the JSON-RPC error response with the profile's
@@ -64,7 +65,7 @@ func TestAsleepAnswerShapes(t *testing.T) {
 
 func TestHourlyWake(t *testing.T) {
 	h := newHarness(t, nil)
-	dev, alice := testKey(t, 1), testKey(t, 2)
+	dev, alice := didtest.Key(t, 1), didtest.Key(t, 2)
 	c := h.device(t, dev, "hourly_wake", deviceOpts{handler: func(ctx context.Context, req link.Request) link.Response {
 		return link.Response{Status: 200, ContentType: "application/json", Body: fmt.Appendf(nil, `{"jsonrpc":"2.0","id":7,"result":{"from":%q,"ver":%q}}`, req.From, req.Version)}
 	}})
@@ -111,7 +112,7 @@ func TestHourlyWake(t *testing.T) {
 
 func TestSessionNeverQueues(t *testing.T) {
 	h := newHarness(t, nil)
-	dev, alice := testKey(t, 1), testKey(t, 2)
+	dev, alice := didtest.Key(t, 1), didtest.Key(t, 2)
 	c := h.device(t, dev, "session", deviceOpts{handler: func(ctx context.Context, req link.Request) link.Response {
 		return link.Response{Status: 200, Body: []byte(`{"ok":true}`)}
 	}})
@@ -133,7 +134,7 @@ func TestSessionNeverQueues(t *testing.T) {
 
 func TestAlwaysOnOfflineQueues(t *testing.T) {
 	h := newHarness(t, nil)
-	dev, alice := testKey(t, 1), testKey(t, 2)
+	dev, alice := didtest.Key(t, 1), didtest.Key(t, 2)
 	h.publishOffline(t, dev, "always_on", deviceOpts{})
 	r := h.post(t, dev.DID(), alice, "1.0", sendV1)
 	if r.status != 503 || r.json["queued"] != true || r.header.Get("Retry-After") != "" {
@@ -143,7 +144,7 @@ func TestAlwaysOnOfflineQueues(t *testing.T) {
 
 func TestAuthentication(t *testing.T) {
 	h := newHarness(t, nil)
-	sleeper, awake, alice := testKey(t, 1), testKey(t, 3), testKey(t, 2)
+	sleeper, awake, alice := didtest.Key(t, 1), didtest.Key(t, 3), didtest.Key(t, 2)
 	h.publishOffline(t, sleeper, "sleep", deviceOpts{})
 	h.device(t, awake, "always_on", deviceOpts{handler: func(context.Context, link.Request) link.Response { return link.Response{Status: 200} }})
 
@@ -181,14 +182,14 @@ func TestQueueFull(t *testing.T) {
 		status int
 		kind   string
 	}{
-		{"messages", link.Bounds{MaxMessages: 1}, testKey(t, 4), sendV1, 507, "messages"},
+		{"messages", link.Bounds{MaxMessages: 1}, didtest.Key(t, 4), sendV1, 507, "messages"},
 		{"peer", link.Bounds{MaxPerPeer: 1}, nil, sendV1, 429, "peer"},
 		{"bytes", link.Bounds{MaxBytes: 150}, nil, sendV1, 507, "bytes"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			h := newHarness(t, nil)
-			dev, alice := testKey(t, 1), testKey(t, 2)
+			dev, alice := didtest.Key(t, 1), didtest.Key(t, 2)
 			h.publishOffline(t, dev, "sleep", deviceOpts{bounds: &tt.bounds})
 			if r := h.post(t, dev.DID(), alice, "1.0", tt.body); r.status != 503 {
 				t.Fatalf("first: %d %s", r.status, r.body)
@@ -223,7 +224,7 @@ func TestQueueFull(t *testing.T) {
 
 func TestMaxMessageSize(t *testing.T) {
 	h := newHarness(t, nil)
-	dev, alice := testKey(t, 1), testKey(t, 2)
+	dev, alice := didtest.Key(t, 1), didtest.Key(t, 2)
 	h.publishOffline(t, dev, "sleep", deviceOpts{bounds: &link.Bounds{MaxMessageSize: 1024}})
 	big := `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"pad":"` + strings.Repeat("x", 2000) + `"}}`
 	// With a Content-Length, and chunked (the limit applies while reading).
@@ -254,7 +255,7 @@ func TestMaxMessageSize(t *testing.T) {
 
 func TestHandshakeUsesReserve(t *testing.T) {
 	h := newHarness(t, nil)
-	dev, alice := testKey(t, 1), testKey(t, 2)
+	dev, alice := didtest.Key(t, 1), didtest.Key(t, 2)
 	h.publishOffline(t, dev, "sleep", deviceOpts{bounds: &link.Bounds{MaxMessages: 1}})
 	if r := h.post(t, dev.DID(), alice, "1.0", sendV1); r.status != 503 {
 		t.Fatal(r.status)
@@ -274,7 +275,7 @@ func TestHandshakeUsesReserve(t *testing.T) {
 
 func TestMethodsWhileAsleep(t *testing.T) {
 	h := newHarness(t, nil)
-	dev, alice := testKey(t, 1), testKey(t, 2)
+	dev, alice := didtest.Key(t, 1), didtest.Key(t, 2)
 	h.publishOffline(t, dev, "hourly_wake", deviceOpts{})
 	tests := []struct {
 		name, version, body string
@@ -306,7 +307,7 @@ func TestMethodsWhileAsleep(t *testing.T) {
 
 func TestCardAndPulse(t *testing.T) {
 	h := newHarness(t, nil)
-	dev, mallory := testKey(t, 1), testKey(t, 9)
+	dev, mallory := didtest.Key(t, 1), didtest.Key(t, 9)
 	c := h.device(t, dev, "sleep", deviceOpts{pulse: []byte(`{"pulse":1}`)})
 	r := h.get(t, "/a/"+dev.DID().String()+"/.well-known/agent-card.json")
 	if r.status != 200 {
@@ -357,7 +358,7 @@ func TestCardAndPulse(t *testing.T) {
 	if r := h.get(t, "/a/"+dev.DID().String()+"/.well-known/agent-card.json"); !bytes.Equal(r.body, st.Card) {
 		t.Error("a refused state changed the card")
 	}
-	if r := h.get(t, "/a/"+testKey(t, 5).DID().String()+"/.well-known/agent-card.json"); r.status != 404 {
+	if r := h.get(t, "/a/"+didtest.Key(t, 5).DID().String()+"/.well-known/agent-card.json"); r.status != 404 {
 		t.Errorf("unknown agent's card: %d", r.status)
 	}
 	if r := h.get(t, "/a/not-a-did/.well-known/agent-card.json"); r.status != 404 {
@@ -370,7 +371,7 @@ func kp(tag byte) []byte { return []byte{0, 1, 0, 5, 0, 1, 0, 1, tag} }
 
 func TestKeyPackagesHandedOutOnce(t *testing.T) {
 	h := newHarness(t, nil)
-	dev := testKey(t, 1)
+	dev := didtest.Key(t, 1)
 	h.publishOffline(t, dev, "sleep", deviceOpts{kps: [][]byte{kp(1), kp(2)}})
 	path := "/a/" + dev.DID().String() + "/mls/key-package"
 	var got []string
@@ -403,7 +404,7 @@ func TestKeyPackagesHandedOutOnce(t *testing.T) {
 
 func TestKeyPackageRateLimit(t *testing.T) {
 	h := newHarness(t, func(c *Config) { c.KeyPackageRate = 2 })
-	dev, alice := testKey(t, 1), testKey(t, 2)
+	dev, alice := didtest.Key(t, 1), didtest.Key(t, 2)
 	h.publishOffline(t, dev, "sleep", deviceOpts{kps: [][]byte{kp(1), kp(2), kp(3), kp(4), kp(5)}})
 	path := "/a/" + dev.DID().String() + "/mls/key-package"
 	for i, want := range []int{200, 200, 429} {
@@ -430,7 +431,7 @@ func TestKeyPackageRateLimit(t *testing.T) {
 
 func TestDrainAfterWake(t *testing.T) {
 	h := newHarness(t, nil)
-	dev, alice := testKey(t, 1), testKey(t, 2)
+	dev, alice := didtest.Key(t, 1), didtest.Key(t, 2)
 	h.publishOffline(t, dev, "sleep", deviceOpts{})
 	for i := range 3 {
 		if r := h.post(t, dev.DID(), alice, "", fmt.Sprintf("m%d", i)); r.status != 503 {
@@ -468,7 +469,7 @@ func TestDrainAfterWake(t *testing.T) {
 
 func TestPerAgentMetrics(t *testing.T) {
 	h := newHarness(t, func(c *Config) { c.PerAgentMetrics = true })
-	dev, alice := testKey(t, 1), testKey(t, 2)
+	dev, alice := didtest.Key(t, 1), didtest.Key(t, 2)
 	h.publishOffline(t, dev, "sleep", deviceOpts{})
 	h.post(t, dev.DID(), alice, "", "x")
 	m := string(h.get(t, "/metrics").body)
@@ -484,7 +485,7 @@ func TestPerAgentMetrics(t *testing.T) {
 }
 
 func TestAllowList(t *testing.T) {
-	dev, other := testKey(t, 1), testKey(t, 2)
+	dev, other := didtest.Key(t, 1), didtest.Key(t, 2)
 	h := newHarness(t, func(c *Config) { c.AllowAgents = []string{dev.DID().String()} })
 	h.device(t, dev, "sleep", deviceOpts{})
 	_, err := link.Dial(context.Background(), link.Config{RelayURL: h.srv.URL, Key: other, Clock: h.clk})
@@ -495,20 +496,20 @@ func TestAllowList(t *testing.T) {
 
 func TestUnknownAgentAndHealth(t *testing.T) {
 	h := newHarness(t, func(c *Config) { c.MQTTBroker = "mqtt://127.0.0.1:1883" })
-	if r := h.post(t, testKey(t, 1).DID(), testKey(t, 2), "1.0", sendV1); r.status != 404 || r.json["error"] != "unknown_agent" {
+	if r := h.post(t, didtest.Key(t, 1).DID(), didtest.Key(t, 2), "1.0", sendV1); r.status != 404 || r.json["error"] != "unknown_agent" {
 		t.Errorf("unknown agent: %d %s", r.status, r.body)
 	}
 	if r := h.get(t, "/healthz"); r.status != 200 || r.json["mqttBroker"] != "mqtt://127.0.0.1:1883" {
 		t.Errorf("healthz: %d %s", r.status, r.body)
 	}
-	if r := h.get(t, "/a/"+testKey(t, 1).DID().String()+"/a2a/jsonrpc"); r.status != 405 {
+	if r := h.get(t, "/a/"+didtest.Key(t, 1).DID().String()+"/a2a/jsonrpc"); r.status != 405 {
 		t.Errorf("GET jsonrpc: %d", r.status)
 	}
 }
 
 func TestStateSurvivesRestart(t *testing.T) {
 	h := newHarness(t, nil)
-	dev, alice := testKey(t, 1), testKey(t, 2)
+	dev, alice := didtest.Key(t, 1), didtest.Key(t, 2)
 	h.publishOffline(t, dev, "hourly_wake", deviceOpts{window: &link.Window{Minute: 30, LengthSec: 120}})
 	// A second relay on the same files (the first one's files stay open
 	// read-only in bbolt's sense; reopen after closing).
@@ -538,7 +539,7 @@ func issueToken(k *did.PrivateKey, aud string, h *harness) (string, error) {
 
 func TestSleepRetryAfterOnlyForScheduledWake(t *testing.T) {
 	h := newHarness(t, nil)
-	dev, alice := testKey(t, 1), testKey(t, 2)
+	dev, alice := didtest.Key(t, 1), didtest.Key(t, 2)
 	c := h.device(t, dev, "sleep", deviceOpts{})
 	st := h.state(t, dev, c.Hello(), "sleep", deviceOpts{})
 	st.NextWake = t0.Add(2 * time.Hour).Unix()
@@ -558,7 +559,7 @@ func TestSleepRetryAfterOnlyForScheduledWake(t *testing.T) {
 }
 
 func TestAgentBoundsOverride(t *testing.T) {
-	dev, other, alice := testKey(t, 1), testKey(t, 3), testKey(t, 2)
+	dev, other, alice := didtest.Key(t, 1), didtest.Key(t, 3), didtest.Key(t, 2)
 	small := queue.DefaultBounds()
 	small.MaxMessages = 1
 	h := newHarness(t, func(c *Config) { c.AgentBounds = map[string]queue.Bounds{dev.DID().String(): small} })
@@ -582,7 +583,7 @@ func TestAgentBoundsOverride(t *testing.T) {
 
 func TestRunPurgesExpired(t *testing.T) {
 	h := newHarness(t, nil)
-	dev, alice := testKey(t, 1), testKey(t, 2)
+	dev, alice := didtest.Key(t, 1), didtest.Key(t, 2)
 	h.publishOffline(t, dev, "sleep", deviceOpts{bounds: &link.Bounds{TTLSec: 60}})
 	h.post(t, dev.DID(), alice, "", "x")
 	h.clk.Advance(2 * time.Minute)
@@ -605,7 +606,7 @@ func TestRunPurgesExpired(t *testing.T) {
 // of that wake, not to the rest of the one it has left.
 func TestHourlyRetryAfterFollowsAnnouncedWake(t *testing.T) {
 	h := newHarness(t, nil)
-	dev, alice := testKey(t, 1), testKey(t, 2)
+	dev, alice := didtest.Key(t, 1), didtest.Key(t, 2)
 	win := deviceOpts{window: &link.Window{Minute: 30, LengthSec: 120}}
 	c := h.device(t, dev, "hourly_wake", win)
 	st := h.state(t, dev, c.Hello(), "hourly_wake", win)

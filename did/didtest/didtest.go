@@ -1,0 +1,22 @@
+// Package didtest gives tests deterministic did:key identities.
+package didtest
+
+import (
+	"testing"
+
+	"github.com/torpor-dev/torpor/did"
+)
+
+// Key returns the Ed25519 key whose 32-byte seed is all zero but for its
+// last byte, last: the same key in every run, a different one for every
+// value of last.
+func Key(tb testing.TB, last byte) *did.PrivateKey {
+	tb.Helper()
+	seed := make([]byte, 32)
+	seed[31] = last
+	k, err := did.NewKeyFromSeed(seed)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return k
+}
