@@ -40,6 +40,10 @@ type footprintTarget struct {
 	name          string
 	goarch, goarm string
 	cpu           string // QEMU_CPU; "" for native
+	// vm runs the agent in the qemu-system-aarch64 guest instead, on
+	// Debian's arm64 kernel (32-bit builds through its compat layer),
+	// where /proc shows the agent's own memory rather than QEMU's.
+	vm bool
 }
 
 var footprintTargets = []footprintTarget{
@@ -47,7 +51,15 @@ var footprintTargets = []footprintTarget{
 	{name: "armv6", goarch: "arm", goarm: "6", cpu: "arm1176"},
 	{name: "armv7", goarch: "arm", goarm: "7", cpu: "cortex-a7"},
 	{name: "arm64", goarch: "arm64", cpu: "cortex-a53"},
+	{name: "vm-arm64", goarch: "arm64", vm: true},
+	{name: "vm-armv7", goarch: "arm", goarm: "7", vm: true},
+	{name: "vm-armv6", goarch: "arm", goarm: "6", vm: true},
 }
+
+// defaultFootprintTargets run when TORPOR_FOOTPRINT_TARGETS is unset:
+// the guest's arm64 row is the agent's own memory on an ARM kernel, the
+// 32-bit guest rows (80 s more) run when named.
+var defaultFootprintTargets = []string{"native", "armv6", "armv7", "arm64", "vm-arm64"}
 
 // footprint is what one target measured.
 type footprint struct {
@@ -66,7 +78,12 @@ type footprint struct {
 //
 //	TORPOR_REQUIRE_TOOLS=1 go test -tags integration -count=1 -v -run Footprint ./test/qemu
 //
-// TORPOR_FOOTPRINT_TARGETS (e.g. "native,armv6") limits the targets.
+// TORPOR_FOOTPRINT_TARGETS (e.g. "native,armv6") chooses the targets; the
+// default is native, armv6, armv7, arm64 and vm-arm64. vm-arm64, vm-armv7
+// and vm-armv6 run the agent in the qemu-system-aarch64 guest instead
+// (Debian's arm64 kernel; the 32-bit builds through its compat layer),
+// where VmHWM is the agent's own: test/qemu/guest/footprint is the
+// application there and reads it. Each takes 30–45 s under TCG.
 //
 // The input is made once, natively, and copied for every target so that
 // each drains the same bytes: a real torpor-relay on loopback; the agent
@@ -88,6 +105,9 @@ type footprint struct {
 func TestFootprint(t *testing.T) {
 	targets := selectTargets(t)
 	for _, tt := range targets {
+		if tt.vm {
+			vm.FindKernel(t)
+		}
 		if tt.cpu != "" {
 			q := map[string]string{"arm": "arm", "arm64": "aarch64"}[tt.goarch]
 			if _, err := os.Stat("/proc/sys/fs/binfmt_misc/qemu-" + q); err != nil {
@@ -116,8 +136,11 @@ func TestFootprint(t *testing.T) {
 			base = mib(f.baseline)
 		}
 		name := f.target.name
-		if f.target.cpu != "" {
+		switch {
+		case f.target.cpu != "":
 			name += " (qemu-user, " + f.target.cpu + ")"
+		case f.target.vm:
+			name += " (qemu-system, arm64 kernel)"
 		}
 		idle := "—"
 		if f.idle > 0 {
@@ -132,12 +155,12 @@ func TestFootprint(t *testing.T) {
 func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
 
 func selectTargets(t *testing.T) []footprintTarget {
-	env := os.Getenv("TORPOR_FOOTPRINT_TARGETS")
-	if env == "" {
-		return footprintTargets
+	names := defaultFootprintTargets
+	if env := os.Getenv("TORPOR_FOOTPRINT_TARGETS"); env != "" {
+		names = strings.Split(env, ",")
 	}
 	var out []footprintTarget
-	for _, name := range strings.Split(env, ",") {
+	for _, name := range names {
 		found := false
 		for _, tt := range footprintTargets {
 			if tt.name == strings.TrimSpace(name) {
@@ -146,7 +169,7 @@ func selectTargets(t *testing.T) []footprintTarget {
 			}
 		}
 		if !found {
-			t.Fatalf("TORPOR_FOOTPRINT_TARGETS: unknown target %q (want native, armv6, armv7, arm64)", name)
+			t.Fatalf("TORPOR_FOOTPRINT_TARGETS: unknown target %q (want native, armv6, armv7, arm64, vm-arm64, vm-armv7, vm-armv6)", name)
 		}
 	}
 	return out
@@ -234,13 +257,7 @@ func startFootprintAgent(t *testing.T, in *footprintInput, r *hostRelay, tt foot
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { a.sink.Close() })
-	c := map[string]any{
-		"version": 1, "key": in.keyFile, "dataDir": data, "relay": r.URL, "mode": string(wake.HourlyWake),
-		"window":   map[string]string{"length": "30m", "offset": windowOffset(in.key.DID(), time.Now().Add(-time.Minute)).String()},
-		"purposes": []string{"comms:*"},
-		"handlers": []any{map[string]any{"purpose": "comms:*", "unix": map[string]string{"socket": sock, "path": "/message"}}},
-	}
-	b, _ := json.Marshal(c)
+	b := footprintConfig(in, r, data, in.keyFile, map[string]any{"purpose": "comms:*", "unix": map[string]string{"socket": sock, "path": "/message"}})
 	conf := filepath.Join(dir, "agent.json")
 	if err := os.WriteFile(conf, b, 0o600); err != nil {
 		t.Fatal(err)
@@ -336,6 +353,9 @@ func (p *agentProc) stop(grace time.Duration) error {
 
 // measureFootprint runs one wake of tt's agent over a copy of the input.
 func measureFootprint(t *testing.T, in *footprintInput, tt footprintTarget) footprint {
+	if tt.vm {
+		return measureFootprintVM(t, in, tt)
+	}
 	f := footprint{target: tt, size: len(vm.CrossBinary(t, "./cmd/torpor-agent", tt.goarch, tt.goarm))}
 	dir := t.TempDir()
 	relayData, agentData := filepath.Join(dir, "relay"), filepath.Join(dir, "agent")
@@ -395,12 +415,90 @@ func measureFootprint(t *testing.T, in *footprintInput, tt footprintTarget) foot
 	return f
 }
 
+// measureFootprintVM runs the wake in the qemu-system-aarch64 guest: the
+// agent's data directory goes into the initramfs, the relay runs on the
+// host, and test/qemu/guest/footprint is the application that reads the
+// agent's VmHWM on the guest's kernel at the last delivery.
+func measureFootprintVM(t *testing.T, in *footprintInput, tt footprintTarget) footprint {
+	k := vm.FindKernel(t)
+	agent := vm.CrossBinary(t, "./cmd/torpor-agent", tt.goarch, tt.goarm)
+	f := footprint{target: tt, size: len(agent)}
+	relayData := filepath.Join(t.TempDir(), "relay")
+	copyDir(t, in.relayData, relayData)
+	r := startRelay(t, relayOptions{Guest: true, Data: relayData, Args: relayBounds})
+	keyBytes, err := os.ReadFile(in.keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const data, sock = "var/lib/torpor", "/tmp/app.sock"
+	files := map[string][]byte{
+		"bin/torpor-agent":     agent,
+		"bin/footprint":        vm.GuestBinary(t, "./test/qemu/guest/footprint"),
+		"etc/torpor/agent.key": keyBytes,
+		"etc/torpor/agent.json": footprintConfig(in, r, "/"+data, guestKey,
+			map[string]any{"purpose": "comms:*", "unix": map[string]string{"socket": sock, "path": "/message"}}),
+	}
+	modes := map[string]uint32{"etc/torpor/agent.key": 0o600}
+	entries, err := os.ReadDir(in.agentData)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(in.agentData, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[data+"/"+e.Name()], modes[data+"/"+e.Name()] = b, 0o600
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	v := vm.Start(t, vm.Machine{Kernel: k, Files: files, Modes: modes, Net: true, Modules: []string{"virtio_mmio", "virtio_net"},
+		Run: "/bin/footprint", Args: []string{"-n", fmt.Sprint(footprintRecords), "-socket", sock, "--", "/bin/torpor-agent", "--config", guestConfig}})
+	if err := v.Wait(ctx); err != nil {
+		t.Fatalf("guest: %v", err)
+	}
+	type result struct {
+		Delivered int64  `json:"delivered"`
+		PeakKiB   int64  `json:"peak_kib"`
+		ElapsedMS int64  `json:"elapsed_ms"`
+		Error     string `json:"error"`
+	}
+	rs, err := vm.Results[result](v)
+	if err != nil || len(rs) != 1 {
+		t.Fatalf("%d RESULT lines, %v", len(rs), err)
+	}
+	if rs[0].Error != "" || rs[0].Delivered != footprintRecords {
+		t.Fatalf("guest: %+v", rs[0])
+	}
+	checkQueueEmpty(t, r, in.key.DID())
+	f.peak, f.drained = rs[0].PeakKiB<<10, time.Duration(rs[0].ElapsedMS)*time.Millisecond
+	t.Logf("%s: %d bytes stripped, peak RSS %s (VmHWM on the guest's kernel), %d records drained and delivered %.1f s after start",
+		tt.name, f.size, mib(f.peak), footprintRecords, f.drained.Seconds())
+	return f
+}
+
+// footprintConfig is the agent's configuration: inside a window that
+// opened a minute ago and lasts half an hour, linked to r, comms:* to
+// handler.
+func footprintConfig(in *footprintInput, r *hostRelay, data, key string, handler any) []byte {
+	c := map[string]any{
+		"version": 1, "key": key, "dataDir": data, "relay": r.URL, "mode": string(wake.HourlyWake),
+		"window":   map[string]string{"length": "30m", "offset": windowOffset(in.key.DID(), time.Now().Add(-time.Minute)).String()},
+		"purposes": []string{"comms:*"},
+		"handlers": []any{handler},
+	}
+	b, _ := json.Marshal(c)
+	return b
+}
+
+// relayBounds give the relay's queue room for the records.
+var relayBounds = []string{"--max-messages", "1000", "--max-per-peer", "1000", "--max-bytes", fmt.Sprint(64 << 20)}
+
 // startRelayAt starts torpor-relay on loopback with its data in data,
 // with room for the records in its queue.
 func startRelayAt(t *testing.T, data string) *hostRelay {
 	t.Helper()
-	return startRelay(t, relayOptions{Data: data, Args: []string{"--max-messages", "1000", "--max-per-peer", "1000",
-		"--max-bytes", fmt.Sprint(64 << 20)}})
+	return startRelay(t, relayOptions{Data: data, Args: relayBounds})
 }
 
 // helloRSS runs test/qemu/guest/hello for tt under qemu-user and returns
