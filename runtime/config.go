@@ -120,16 +120,19 @@ type Config struct {
 type KeyPackages interface {
 	// Refill makes sure target unused KeyPackages exist and returns the
 	// MLSMessage-wrapped public halves of those the relay has not been
-	// given yet (RFC 9420 Section 10; draft Section 6.1). Published marks
-	// them given once the relay accepted them.
+	// given yet (RFC 9420 Section 10; draft Section 6.1).
 	Refill(ctx context.Context, target int) ([][]byte, error)
-	Published(ctx context.Context, kps [][]byte) error
+	// Published marks kps given once the relay accepted them, and every
+	// published KeyPackage whose link.KeyPackageDigest is not in held (the
+	// relay's state-ok; nil when it did not say) as handed out, no longer
+	// unused. It returns how many were newly found handed out.
+	Published(ctx context.Context, kps [][]byte, held [][]byte) (int, error)
 }
 
 // Link is the device link as the agent uses it; *link.Client implements it.
 type Link interface {
 	Hello() link.Bounds
-	Publish(ctx context.Context, st link.State) (link.Bounds, error)
+	Publish(ctx context.Context, st link.State) (link.Accepted, error)
 	Pull(ctx context.Context, after uint64, max int) ([]link.Record, bool, error)
 	Ack(ctx context.Context, seqs []uint64) error
 	Queued() <-chan uint64

@@ -108,3 +108,61 @@ func TestEndToEndMLS(t *testing.T) {
 	}
 	w.shutdown()
 }
+
+// TestHandedOutKeyPackagesAreReplaced: while the agent sleeps, a caller
+// empties its KeyPackage pool at the relay without ever sending a Welcome
+// (a failed initiator, or one who means harm). At its next wake the
+// relay's answer to the published state shows them handed out, and the
+// agent publishes as many new ones at once, so initiators can again start
+// sessions while it sleeps.
+func TestHandedOutKeyPackagesAreReplaced(t *testing.T) {
+	w := newWorld(t, wake.HourlyWake)
+	w.withMLS()
+	w.run()
+	if boot := w.nextWake(); boot.LinkErr != "" {
+		t.Fatalf("boot wake: %+v", boot)
+	}
+	take := func() (int, string) {
+		t.Helper()
+		resp, err := http.Get(w.srv.URL + "/a/" + w.key.DID().String() + "/mls/key-package")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var v struct{ Wire string }
+		json.NewDecoder(resp.Body).Decode(&v)
+		return resp.StatusCode, v.Wire
+	}
+	first := map[string]bool{}
+	for {
+		status, wire := take()
+		if status != http.StatusOK {
+			break
+		}
+		first[wire] = true
+	}
+	if len(first) != session.DefaultPoolSize {
+		t.Fatalf("the relay handed out %d KeyPackages, want the agent's pool of %d", len(first), session.DefaultPoolSize)
+	}
+
+	start, end := w.window.Next(w.clock.Now())
+	w.clock.Set(start)
+	w.waitPhases(runtime.PhasePublish, runtime.PhaseDrain)
+	second := map[string]bool{}
+	for {
+		status, wire := take()
+		if status != http.StatusOK {
+			break
+		}
+		if first[wire] {
+			t.Fatalf("a KeyPackage handed out before was handed out again (RFC 9420, Section 16.8)")
+		}
+		second[wire] = true
+	}
+	if len(second) != session.DefaultPoolSize {
+		t.Errorf("after the wake the relay handed out %d new KeyPackages, want %d", len(second), session.DefaultPoolSize)
+	}
+	w.clock.Set(end)
+	w.nextWake()
+	w.shutdown()
+}

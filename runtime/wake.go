@@ -313,11 +313,30 @@ func (w *wakeRun) publish() {
 }
 
 // publishState sends one state frame; KeyPackages the relay accepted are
-// marked published.
+// marked published. When the relay's answer shows that it handed out
+// KeyPackages since the last publish (senders fetched them), the pool is
+// refilled and the new ones published at once in a second state frame, so
+// that the relay's pool is whole again while the device sleeps.
 func (w *wakeRun) publishState(ctx context.Context, card []byte, kps [][]byte, pulse []byte) error {
+	taken, err := w.publishOnce(ctx, card, kps, pulse)
+	if err != nil || taken == 0 || w.a.cfg.KeyPackages == nil {
+		return err
+	}
+	more, err := w.a.cfg.KeyPackages.Refill(ctx, w.a.cfg.kpTarget())
+	if err != nil || len(more) == 0 {
+		return err
+	}
+	w.a.log.Info("key packages replaced", "handedOut", taken, "published", len(more))
+	_, err = w.publishOnce(ctx, card, more, pulse)
+	return err
+}
+
+// publishOnce sends one state frame and returns how many published
+// KeyPackages the relay's answer shows handed out.
+func (w *wakeRun) publishOnce(ctx context.Context, card []byte, kps [][]byte, pulse []byte) (int, error) {
 	a := w.a
 	if w.isRetired() {
-		return nil
+		return 0, nil
 	}
 	mode, next := w.schedule()
 	win := a.Window()
@@ -332,16 +351,28 @@ func (w *wakeRun) publishState(ctx context.Context, card []byte, kps [][]byte, p
 	if !next.IsZero() {
 		st.NextWake = next.Unix()
 	}
-	if _, err := w.l.Publish(ctx, st); err != nil {
-		return err
+	ok, err := w.l.Publish(ctx, st)
+	if err != nil {
+		return 0, err
+	}
+	if a.cfg.KeyPackages == nil || (len(kps) == 0 && ok.Held == nil) {
+		return 0, nil
+	}
+	var held [][]byte
+	if ok.Held != nil {
+		held = ok.Held.Digests
+		if held == nil {
+			held = [][]byte{} // the relay holds none
+		}
+	}
+	taken, err := a.cfg.KeyPackages.Published(ctx, kps, held)
+	if err != nil {
+		return 0, err
 	}
 	if len(kps) > 0 {
-		if err := a.cfg.KeyPackages.Published(ctx, kps); err != nil {
-			return err
-		}
 		w.kps = nil
 	}
-	return nil
+	return taken, nil
 }
 
 // drain pulls and processes every queued record after the cursor, one
@@ -542,8 +573,8 @@ type closedLink struct{}
 var errNoLink = errors.New("runtime: no link")
 
 func (closedLink) Hello() link.Bounds { return link.Bounds{} }
-func (closedLink) Publish(context.Context, link.State) (link.Bounds, error) {
-	return link.Bounds{}, errNoLink
+func (closedLink) Publish(context.Context, link.State) (link.Accepted, error) {
+	return link.Accepted{}, errNoLink
 }
 func (closedLink) Pull(context.Context, uint64, int) ([]link.Record, bool, error) {
 	return nil, false, errNoLink

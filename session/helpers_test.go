@@ -105,7 +105,8 @@ func (a *agent) keyPackage() []byte {
 			return err
 		}
 		kp = kps[0]
-		return a.s.Published(tx, kps[:1])
+		_, err = a.s.Published(tx, kps[:1], nil)
+		return err
 	})
 	return kp
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/torpor-dev/torpor/mls"
 	"github.com/torpor-dev/torpor/store"
+	"github.com/torpor-dev/torpor/transport/link"
 )
 
 // The KeyPackage pool of an agent that sleeps (draft Section 6.1; RFC
@@ -20,6 +21,14 @@ import (
 // The entry a Welcome consumes is deleted in the transaction that stores
 // the new group (Join), so a KeyPackage is never used twice and never lost
 // half-used.
+//
+// The relay names, in its answer to each published state, the KeyPackages
+// it still holds (link.Held). One the device published that is not among
+// them was handed out to an initiator, who may never send its Welcome
+// (or who fetched it only to empty the pool): it no longer counts toward
+// the pool, so the next Refill makes a new one, and its private halves
+// are kept KeyPackageGrace (the relay's queue TTL) from when the device
+// learnt it was taken, long enough for any Welcome to it to arrive.
 
 // poolEntry is a KeyPackage with its private keys (the signature key is the
 // agent's own).
@@ -29,11 +38,18 @@ type poolEntry struct {
 	EncPriv    []byte `cbor:"enc"`  // HPKE private key of the leaf's encryption_key
 	NotAfter   int64  `cbor:"notAfter"`
 	Published  bool   `cbor:"pub,omitempty"`
+	// TakenAt is when the device learnt that the relay handed it out
+	// (Unix seconds); zero while the relay holds it or it is unpublished.
+	TakenAt int64 `cbor:"taken,omitempty"`
 }
 
-// Refill deletes the private halves of KeyPackages whose lifetime ended
-// more than Config.KeyPackageGrace ago, generates KeyPackages until target
-// unexpired ones exist (target <= 0 means Config.PoolSize), and returns the
+// counts reports whether e still counts toward the pool at now: unexpired
+// and not handed out.
+func (e *poolEntry) counts(now time.Time) bool { return e.NotAfter > now.Unix() && e.TakenAt == 0 }
+
+// Refill deletes the private halves of KeyPackages whose lifetime ended,
+// or that the relay handed out, more than Config.KeyPackageGrace ago,
+// generates KeyPackages until target unexpired ones not handed out exist (target <= 0 means Config.PoolSize), and returns the
 // MLSMessage-wrapped public halves of those not yet marked Published: what
 // the device uploads to its relay at each wake.
 func (s *Sessions) Refill(tx *bolt.Tx, target int) ([][]byte, error) {
@@ -64,7 +80,7 @@ func (s *Sessions) Refill(tx *bolt.Tx, target int) ([][]byte, error) {
 		if err := decMode.Unmarshal(v, &e); err != nil {
 			return nil // pruned on the next refill; never published
 		}
-		if !e.Published && e.NotAfter > now.Unix() {
+		if !e.Published && e.counts(now) {
 			out = append(out, e.KeyPackage)
 		}
 		return nil
@@ -72,17 +88,19 @@ func (s *Sessions) Refill(tx *bolt.Tx, target int) ([][]byte, error) {
 	return out, err
 }
 
-// prune deletes expired and undecodable entries and returns how many
-// unexpired ones remain.
+// prune deletes undecodable entries and those expired or handed out more
+// than the grace ago, and returns how many of the rest count toward the
+// pool.
 func (s *Sessions) prune(pool *bolt.Bucket, now time.Time) (int, error) {
 	var dead [][]byte
 	live := 0
 	err := pool.ForEach(func(k, v []byte) error {
 		var e poolEntry
 		switch err := decMode.Unmarshal(v, &e); {
-		case err != nil, time.Unix(e.NotAfter, 0).Add(s.grace()).Before(now):
+		case err != nil, time.Unix(e.NotAfter, 0).Add(s.grace()).Before(now),
+			e.TakenAt != 0 && time.Unix(e.TakenAt, 0).Add(s.grace()).Before(now):
 			dead = append(dead, bytes.Clone(k))
-		case e.NotAfter > now.Unix():
+		case e.counts(now):
 			live++
 		}
 		return nil
@@ -118,17 +136,28 @@ func (s *Sessions) addKeyPackage(pool *bolt.Bucket) error {
 }
 
 // Published marks KeyPackages (as Refill returned them) as uploaded, so
-// later refills do not return them again.
-func (s *Sessions) Published(tx *bolt.Tx, kps [][]byte) error {
+// later refills do not return them again. With held, the digests
+// (link.KeyPackageDigest) of the KeyPackages the relay holds after that
+// upload, every published KeyPackage not among them is marked handed out;
+// a nil held (the relay did not say) marks none. It returns how many were
+// newly found handed out: that many new ones are wanted.
+func (s *Sessions) Published(tx *bolt.Tx, kps [][]byte, held [][]byte) (int, error) {
 	r, err := root(tx)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	pool := r.Bucket(bucketKP)
+	put := func(ref []byte, e *poolEntry) error {
+		v, err := encMode.Marshal(e)
+		if err != nil {
+			return err
+		}
+		return store.Err(pool.Put(ref, v))
+	}
 	for _, wire := range kps {
 		kp, err := ParseKeyPackage(wire)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		ref := mls.KeyPackageRef(kp)
 		v := pool.Get(ref)
@@ -140,32 +169,63 @@ func (s *Sessions) Published(tx *bolt.Tx, kps [][]byte) error {
 			continue
 		}
 		e.Published = true
-		if v, err = encMode.Marshal(&e); err != nil {
-			return err
-		}
-		if err := pool.Put(ref, v); err != nil {
-			return store.Err(err)
+		if err := put(ref, &e); err != nil {
+			return 0, err
 		}
 	}
-	return nil
+	if held == nil {
+		return 0, nil
+	}
+	at := make(map[string]bool, len(held))
+	for _, d := range held {
+		at[string(d)] = true
+	}
+	type taken struct {
+		ref []byte
+		e   poolEntry
+	}
+	var out []taken
+	err = pool.ForEach(func(k, v []byte) error {
+		var e poolEntry
+		if decMode.Unmarshal(v, &e) != nil || !e.Published || e.TakenAt != 0 || at[string(link.KeyPackageDigest(e.KeyPackage))] {
+			return nil
+		}
+		out = append(out, taken{bytes.Clone(k), e})
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	now := s.clock.Now().Unix()
+	for _, t := range out {
+		t.e.TakenAt = now
+		if err := put(t.ref, &t.e); err != nil {
+			return 0, err
+		}
+	}
+	return len(out), nil
 }
 
-// PoolSize returns how many KeyPackages the pool holds and how many of
-// them are published, counting expired ones still kept for their grace.
-func (s *Sessions) PoolSize(tx *bolt.Tx) (total, published int, err error) {
+// PoolSize returns how many KeyPackages the pool holds, how many of them
+// are published, and how many of those the relay handed out, counting
+// expired ones still kept for their grace.
+func (s *Sessions) PoolSize(tx *bolt.Tx) (total, published, taken int, err error) {
 	pool, err := sub(tx, bucketKP)
 	if err != nil || pool == nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	err = pool.ForEach(func(k, v []byte) error {
 		total++
 		var e poolEntry
 		if decMode.Unmarshal(v, &e) == nil && e.Published {
 			published++
+			if e.TakenAt != 0 {
+				taken++
+			}
 		}
 		return nil
 	})
-	return total, published, err
+	return total, published, taken, err
 }
 
 // pooled is a KeyPackage of the pool ready for a Join.

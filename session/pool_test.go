@@ -8,14 +8,39 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/torpor-dev/torpor/clock/clocktest"
+	"github.com/torpor-dev/torpor/transport/link"
 )
 
 func poolSize(t testing.TB, a *agent) (total, published int) {
 	t.Helper()
-	if err := a.db.View(func(tx *bolt.Tx) (err error) { total, published, err = a.s.PoolSize(tx); return err }); err != nil {
+	total, published, _ = poolTaken(t, a)
+	return total, published
+}
+
+func poolTaken(t testing.TB, a *agent) (total, published, taken int) {
+	t.Helper()
+	if err := a.db.View(func(tx *bolt.Tx) (err error) { total, published, taken, err = a.s.PoolSize(tx); return err }); err != nil {
 		t.Fatal(err)
 	}
-	return total, published
+	return total, published, taken
+}
+
+// published marks kps published; held are the KeyPackages the relay
+// answers that it holds (nil: it did not say). It returns how many were
+// found handed out.
+func published(t testing.TB, a *agent, kps, held [][]byte) int {
+	t.Helper()
+	var n int
+	a.update(func(tx *bolt.Tx) (err error) { n, err = a.s.Published(tx, kps, held); return err })
+	return n
+}
+
+func digests(kps ...[]byte) [][]byte {
+	out := [][]byte{}
+	for _, kp := range kps {
+		out = append(out, link.KeyPackageDigest(kp))
+	}
+	return out
 }
 
 func refill(t testing.TB, a *agent) [][]byte {
@@ -43,7 +68,7 @@ func TestPoolRefill(t *testing.T) {
 	if again := refill(t, bob); len(again) != 4 {
 		t.Errorf("Refill before Published returned %d, want the same 4", len(again))
 	}
-	bob.update(func(tx *bolt.Tx) error { return bob.s.Published(tx, kps) })
+	published(t, bob, kps, nil)
 	if again := refill(t, bob); len(again) != 0 {
 		t.Errorf("Refill after Published returned %d, want 0", len(again))
 	}
@@ -68,7 +93,7 @@ func TestWelcomeAfterRestart(t *testing.T) {
 	clk := clocktest.New(testStart)
 	alice, bob := newAgent(t, "alice", clk), newAgent(t, "bob", clk)
 	kps := refill(t, bob)
-	bob.update(func(tx *bolt.Tx) error { return bob.s.Published(tx, kps) })
+	published(t, bob, kps, nil)
 	bob.reopen()
 
 	var p *Pair
@@ -113,13 +138,84 @@ func TestWelcomeAfterRestart(t *testing.T) {
 	}
 }
 
+// TestPoolHandedOut: KeyPackages the relay no longer holds (handed out to
+// initiators who may never send a Welcome, or fetched only to empty the
+// pool) stop counting toward the pool, so the next refill replaces them;
+// a Welcome to one of them still joins while the relay could still hold
+// it in its queue, and its private halves go after that grace.
+func TestPoolHandedOut(t *testing.T) {
+	clk := clocktest.New(testStart)
+	alice, bob := newAgent(t, "alice", clk), newAgent(t, "bob", clk)
+	bob.cfg.KeyPackageGrace = 7 * 24 * time.Hour
+	bob.reopen()
+	kps := refill(t, bob) // 4
+	if n := published(t, bob, kps, digests(kps...)); n != 0 {
+		t.Fatalf("relay holds all 4: %d found handed out, want 0", n)
+	}
+	// Three were fetched; kps[0] stays at the relay.
+	if n := published(t, bob, nil, digests(kps[0])); n != 3 {
+		t.Fatalf("relay holds 1 of 4: %d found handed out, want 3", n)
+	}
+	if n := published(t, bob, nil, digests(kps[0])); n != 0 {
+		t.Errorf("the same answer again: %d newly handed out, want 0", n)
+	}
+	if total, pub, taken := poolTaken(t, bob); total != 4 || pub != 4 || taken != 3 {
+		t.Errorf("pool = %d (%d published, %d taken), want 4 (4, 3)", total, pub, taken)
+	}
+	fresh := refill(t, bob)
+	if len(fresh) != 3 {
+		t.Fatalf("Refill after 3 were handed out returned %d new, want 3", len(fresh))
+	}
+	published(t, bob, fresh, digests(append(fresh, kps[0])...))
+	if total, _, taken := poolTaken(t, bob); total != 7 || taken != 3 {
+		t.Errorf("pool = %d (%d taken), want 7 (3)", total, taken)
+	}
+
+	// A relay that lost its pool holds none: every published one is taken.
+	// A nil answer (the relay did not say) changes nothing.
+	if n := published(t, bob, nil, nil); n != 0 {
+		t.Errorf("nil held: %d found handed out, want 0", n)
+	}
+
+	// Six days later the Welcome to a handed-out KeyPackage joins.
+	clk.Advance(6 * 24 * time.Hour)
+	var p *Pair
+	alice.update(func(tx *bolt.Tx) (err error) { p, err = alice.s.EstablishPair(tx, bob.id(), kps[1]); return err })
+	bob.update(func(tx *bolt.Tx) error {
+		_, err := bob.s.Join(tx, p.Handshake.Welcome, p.Handshake.RatchetTree, JoinOptions{Initiator: alice.id()})
+		return err
+	})
+	if total, _, taken := poolTaken(t, bob); total != 6 || taken != 2 {
+		t.Errorf("after the join: pool = %d (%d taken), want 6 (2)", total, taken)
+	}
+	// Past the grace the other two handed-out ones are pruned; the four
+	// the relay holds stay, and nothing new is needed.
+	clk.Advance(2 * 24 * time.Hour)
+	if got := refill(t, bob); len(got) != 0 {
+		t.Errorf("Refill past the grace returned %d new, want 0", len(got))
+	}
+	if total, _, taken := poolTaken(t, bob); total != 4 || taken != 0 {
+		t.Errorf("past the grace: pool = %d (%d taken), want 4 (0)", total, taken)
+	}
+	// A Welcome to a pruned one finds no KeyPackage.
+	var late *Pair
+	alice.update(func(tx *bolt.Tx) (err error) { late, err = alice.s.EstablishPair(tx, bob.id(), kps[2]); return err })
+	err := bob.try(func(tx *bolt.Tx) error {
+		_, err := bob.s.Join(tx, late.Handshake.Welcome, late.Handshake.RatchetTree, JoinOptions{Initiator: alice.id()})
+		return err
+	})
+	if !errors.Is(err, ErrNoKeyPackage) {
+		t.Errorf("Welcome to a KeyPackage pruned past the grace: %v, want ErrNoKeyPackage", err)
+	}
+}
+
 func TestPoolExpiry(t *testing.T) {
 	clk := clocktest.New(testStart)
 	bob := newAgent(t, "bob", clk)
 	bob.cfg.KeyPackageLifetime, bob.cfg.KeyPackageGrace = 48*time.Hour, 24*time.Hour
 	bob.reopen()
 	old := refill(t, bob)
-	bob.update(func(tx *bolt.Tx) error { return bob.s.Published(tx, old) })
+	published(t, bob, old, nil)
 
 	clk.Advance(50 * time.Hour) // expired, within the grace
 	fresh := refill(t, bob)

@@ -95,7 +95,14 @@ func (k KeyPackages) Refill(ctx context.Context, target int) ([][]byte, error) {
 	return kps, err
 }
 
-// Published marks KeyPackages as given to the relay.
-func (k KeyPackages) Published(ctx context.Context, kps [][]byte) error {
-	return k.DB.Update(func(tx *bolt.Tx) error { return k.S.Published(tx, kps) })
+// Published marks KeyPackages as given to the relay, and those the relay
+// no longer holds (held: its state-ok's digests; nil: not said) as handed
+// out. It returns how many were newly found handed out.
+func (k KeyPackages) Published(ctx context.Context, kps [][]byte, held [][]byte) (int, error) {
+	var n int
+	err := k.DB.Update(func(tx *bolt.Tx) (err error) {
+		n, err = k.S.Published(tx, kps, held)
+		return err
+	})
+	return n, err
 }

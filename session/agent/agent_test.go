@@ -232,7 +232,7 @@ func TestKeyPackages(t *testing.T) {
 	if err != nil || len(kps) != 5 {
 		t.Fatalf("Refill(5) = %d, %v", len(kps), err)
 	}
-	if err := kp.Published(context.Background(), kps); err != nil {
+	if _, err := kp.Published(context.Background(), kps, nil); err != nil {
 		t.Fatal(err)
 	}
 	if kps, err = kp.Refill(context.Background(), 5); err != nil || len(kps) != 0 {

@@ -129,7 +129,7 @@ func (w *world) publish(t *testing.T) *link.Client {
 	if _, err := c.Publish(context.Background(), link.State{Mode: "sleep", Card: raw, KeyPackages: pool}); err != nil {
 		t.Fatal(err)
 	}
-	if err := kps.Published(context.Background(), pool); err != nil {
+	if _, err := kps.Published(context.Background(), pool, nil); err != nil {
 		t.Fatal(err)
 	}
 	return c

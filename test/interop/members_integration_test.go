@@ -171,7 +171,8 @@ func (m *torpor) keyPackage(t testing.TB) []byte {
 			return err
 		}
 		kp = kps[0]
-		return m.s.Published(tx, kps[:1])
+		_, err = m.s.Published(tx, kps[:1], nil)
+		return err
 	})
 	return kp
 }

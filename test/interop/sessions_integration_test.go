@@ -72,7 +72,7 @@ func TestScenario1TSMLSCreates(t *testing.T) {
 	agree(t, "after the messages", alice, bob)
 	// bob's pool gave up the KeyPackage the Welcome used.
 	bob.update(t, "PoolSize", func(tx *bolt.Tx) error {
-		if n, _, err := bob.s.PoolSize(tx); err != nil || n != 1 {
+		if n, _, _, err := bob.s.PoolSize(tx); err != nil || n != 1 {
 			t.Errorf("pool = %d, %v; want 1 of 2 left", n, err)
 		}
 		return nil

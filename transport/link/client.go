@@ -113,17 +113,18 @@ func Dial(ctx context.Context, cfg Config) (*Client, error) {
 // Hello returns the ceiling bounds the relay announced for this agent.
 func (c *Client) Hello() Bounds { return c.hello }
 
-// Publish sends the device's state and returns the bounds in force. A
-// refusal (a card not signed by the device, say) is a *RemoteError.
-func (c *Client) Publish(ctx context.Context, st State) (Bounds, error) {
+// Publish sends the device's state and returns the bounds in force and
+// the KeyPackages the relay holds. A refusal (a card not signed by the
+// device, say) is a *RemoteError.
+func (c *Client) Publish(ctx context.Context, st State) (Accepted, error) {
 	f, err := c.call(ctx, &frame{T: tState, State: &st})
 	if err != nil {
-		return Bounds{}, err
+		return Accepted{}, err
 	}
 	if f.T != tStateOK || f.Bounds == nil {
-		return Bounds{}, fmt.Errorf("%w: answer %q to state", ErrProtocol, f.T)
+		return Accepted{}, fmt.Errorf("%w: answer %q to state", ErrProtocol, f.T)
 	}
-	return *f.Bounds, nil
+	return Accepted{Bounds: *f.Bounds, Held: f.Held}, nil
 }
 
 // Pull asks for up to max records with seq > after and returns them in seq

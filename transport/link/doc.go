@@ -49,7 +49,7 @@
 //	relay → device  hello    {bounds}               first frame: the relay's
 //	                                                ceiling bounds for this agent
 //	device → relay  state    {id, state}            publish mode, window, card, ...
-//	relay → device  state-ok {id, bounds}           the bounds now in force
+//	relay → device  state-ok {id, bounds, held}     the bounds now in force, the KeyPackages held
 //	device → relay  pull     {id, after, max}       up to max records with seq > after
 //	relay → device  records  {id, records, more}    in seq order
 //	device → relay  ack      {id, seqs}             delete these (device committed)

@@ -1,6 +1,7 @@
 package link
 
 import (
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"time"
@@ -75,6 +76,7 @@ type frame struct {
 	T        string    `cbor:"t"`
 	ID       uint64    `cbor:"id,omitempty"`
 	Bounds   *Bounds   `cbor:"bounds,omitempty"`
+	Held     *Held     `cbor:"held,omitempty"`
 	State    *State    `cbor:"state,omitempty"`
 	After    uint64    `cbor:"after,omitempty"`
 	Max      int       `cbor:"max,omitempty"`
@@ -116,6 +118,32 @@ type State struct {
 	// relay's ceiling. The relay clamps them to its ceiling and answers with
 	// the bounds in force, which the card must then publish.
 	Bounds *Bounds `cbor:"bounds,omitempty"`
+}
+
+// Accepted is the relay's answer to a published state.
+type Accepted struct {
+	// Bounds are the queue bounds now in force.
+	Bounds Bounds
+	// Held names the KeyPackages the relay still holds for the agent once
+	// the state was stored; nil when the relay did not say. A KeyPackage
+	// the device published that is not among them was handed out to an
+	// initiator (or lost by the relay): the device counts it as used, and
+	// keeps its private halves for as long as a Welcome to it may still
+	// be queued.
+	Held *Held
+}
+
+// Held is the set of KeyPackages a relay holds for an agent.
+type Held struct {
+	// Digests are the KeyPackageDigest of each, in no particular order.
+	Digests [][]byte `cbor:"digests"`
+}
+
+// KeyPackageDigest is how the link names a KeyPackage: the SHA-256 of
+// its MLSMessage-wrapped encoding as published.
+func KeyPackageDigest(wire []byte) []byte {
+	d := sha256.Sum256(wire)
+	return d[:]
 }
 
 // Window is an hourly wake window: it opens at Minute past every hour (UTC)

@@ -1,6 +1,7 @@
 package link
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -35,14 +36,20 @@ func (a *fakeAgents) Admit(ctx context.Context, agent did.DID) (Bounds, error) {
 	return Bounds{MaxMessages: 500, MaxPerPeer: 50, MaxBytes: 2 << 20, MaxMessageSize: 256 << 10, TTLSec: 604800}, nil
 }
 
-func (a *fakeAgents) Publish(ctx context.Context, agent did.DID, st State) (Bounds, error) {
+// Publish holds the KeyPackages of the last state published (none for
+// a state without).
+func (a *fakeAgents) Publish(ctx context.Context, agent did.DID, st State) (Accepted, error) {
 	if st.Mode == "nap" {
-		return Bounds{}, errors.New("unknown mode nap")
+		return Accepted{}, errors.New("unknown mode nap")
 	}
 	a.mu.Lock()
 	a.states = append(a.states, st)
 	a.mu.Unlock()
-	return Bounds{MaxMessages: 7}, nil
+	held := &Held{}
+	for _, kp := range st.KeyPackages {
+		held.Digests = append(held.Digests, KeyPackageDigest(kp))
+	}
+	return Accepted{Bounds: Bounds{MaxMessages: 7}, Held: held}, nil
 }
 
 func (a *fakeAgents) Linked(agent did.DID, up bool) {
@@ -230,8 +237,15 @@ func TestPublishState(t *testing.T) {
 	c := h.dial(t, dev, nil)
 	st := State{Mode: "hourly_wake", Window: &Window{Minute: 11, LengthSec: 300}, NextWake: 1768478400, Card: []byte(`{"name":"x"}`), KeyPackages: [][]byte{{0, 1, 0, 5}}, Pulse: []byte("p")}
 	b, err := c.Publish(context.Background(), st)
-	if err != nil || b.MaxMessages != 7 {
+	if err != nil || b.Bounds.MaxMessages != 7 {
 		t.Fatalf("Publish = %+v, %v", b, err)
+	}
+	if want := KeyPackageDigest([]byte{0, 1, 0, 5}); b.Held == nil || len(b.Held.Digests) != 1 || !bytes.Equal(b.Held.Digests[0], want) {
+		t.Errorf("Held = %+v, want the digest %x", b.Held, want)
+	}
+	// A relay that holds none says so: Held is set, with no digests.
+	if b, err := c.Publish(context.Background(), State{Mode: "sleep"}); err != nil || b.Held == nil || len(b.Held.Digests) != 0 {
+		t.Errorf("Publish without KeyPackages = %+v, %v; want an empty Held", b, err)
 	}
 	h.agents.mu.Lock()
 	gotState := h.agents.states[0]

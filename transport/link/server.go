@@ -31,9 +31,10 @@ type Agents interface {
 	// announced in the hello frame. An error refuses the link (403).
 	Admit(ctx context.Context, agent did.DID) (Bounds, error)
 	// Publish stores a state the device published and returns the bounds
-	// now in force. An error is sent back to the device as an error frame
-	// (its message should say what was wrong) and changes nothing.
-	Publish(ctx context.Context, agent did.DID, st State) (Bounds, error)
+	// now in force and the KeyPackages held for the agent. An error is sent
+	// back to the device as an error frame (its message should say what
+	// was wrong) and changes nothing.
+	Publish(ctx context.Context, agent did.DID, st State) (Accepted, error)
 	// Linked is told when an agent's link comes up and goes down.
 	Linked(agent did.DID, up bool)
 }
@@ -380,11 +381,11 @@ func (c *serverConn) handle(f *frame) error {
 		if f.State == nil {
 			return c.write(ctx, &frame{T: tError, ID: f.ID, Code: "bad-state", Message: "state frame without state"})
 		}
-		b, err := c.s.Agents.Publish(ctx, c.agent, *f.State)
+		a, err := c.s.Agents.Publish(ctx, c.agent, *f.State)
 		if err != nil {
 			return c.write(ctx, &frame{T: tError, ID: f.ID, Code: "bad-state", Message: err.Error()})
 		}
-		return c.write(ctx, &frame{T: tStateOK, ID: f.ID, Bounds: &b})
+		return c.write(ctx, &frame{T: tStateOK, ID: f.ID, Bounds: &a.Bounds, Held: a.Held})
 	case tPull:
 		return c.pull(ctx, f)
 	case tAck:

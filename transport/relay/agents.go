@@ -44,27 +44,31 @@ func (a *agents) Linked(agent did.DID, up bool) {
 // relay serves honest: the card must be signed by the agent itself, declare
 // the offline-delivery mode that matches the published mode, and publish
 // exactly the bounds the relay will apply.
-func (a *agents) Publish(ctx context.Context, agent did.DID, st link.State) (link.Bounds, error) {
+func (a *agents) Publish(ctx context.Context, agent did.DID, st link.State) (link.Accepted, error) {
 	s := (*Relay)(a)
 	id := agent.String()
 	prev, err := s.cfg.States.Get(id)
 	if err != nil && !errors.Is(err, ErrUnknownAgent) {
-		return link.Bounds{}, err
+		return link.Accepted{}, err
 	}
 	next, err := s.nextState(agent, prev, st)
 	if err != nil {
-		return link.Bounds{}, err
+		return link.Accepted{}, err
 	}
 	for i, kp := range st.KeyPackages {
 		if err := checkKeyPackage(kp); err != nil {
-			return link.Bounds{}, fmt.Errorf("key package %d: %v", i, err)
+			return link.Accepted{}, fmt.Errorf("key package %d: %v", i, err)
 		}
 	}
 	if err := s.cfg.States.Put(id, next, st.KeyPackages); err != nil {
-		return link.Bounds{}, err
+		return link.Accepted{}, err
 	}
-	s.log.Info("state published", "agent", id, "mode", next.Mode, "keyPackages", len(st.KeyPackages))
-	return LinkBounds(next.Bounds), nil
+	held, err := s.cfg.States.HeldKeyPackages(id)
+	if err != nil {
+		return link.Accepted{}, err
+	}
+	s.log.Info("state published", "agent", id, "mode", next.Mode, "keyPackages", len(st.KeyPackages), "keyPackagesHeld", len(held))
+	return link.Accepted{Bounds: LinkBounds(next.Bounds), Held: &link.Held{Digests: held}}, nil
 }
 
 func (s *Relay) nextState(agent did.DID, prev AgentState, st link.State) (AgentState, error) {

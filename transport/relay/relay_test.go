@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -399,6 +400,37 @@ func TestKeyPackagesHandedOutOnce(t *testing.T) {
 	defer s2.Close()
 	if _, err := s2.TakeKeyPackage(dev.DID().String()); err != ErrNoKeyPackage {
 		t.Errorf("after reopen: TakeKeyPackage = %v, want ErrNoKeyPackage", err)
+	}
+}
+
+// TestStateOKNamesHeldKeyPackages: the answer to each published state
+// names the KeyPackages the relay holds, so that the device learns which
+// were handed out.
+func TestStateOKNamesHeldKeyPackages(t *testing.T) {
+	h := newHarness(t, nil)
+	dev := didtest.Key(t, 1)
+	c := h.device(t, dev, "always_on", deviceOpts{kps: [][]byte{kp(1), kp(2)}})
+	held := func() [][]byte {
+		t.Helper()
+		ok, err := c.Publish(context.Background(), h.state(t, dev, c.Hello(), "always_on", deviceOpts{}))
+		if err != nil || ok.Held == nil {
+			t.Fatalf("Publish = %+v, %v; want Held set", ok, err)
+		}
+		return ok.Held.Digests
+	}
+	sorted := func(ds ...[]byte) [][]byte { return slices.SortedFunc(slices.Values(ds), bytes.Compare) }
+	if got, want := sorted(held()...), sorted(link.KeyPackageDigest(kp(1)), link.KeyPackageDigest(kp(2))); !cmp.Equal(got, want) {
+		t.Errorf("held %x, want %x", got, want)
+	}
+	if r := h.get(t, "/a/"+dev.DID().String()+"/mls/key-package"); r.status != 200 {
+		t.Fatalf("key package: %d %s", r.status, r.body)
+	}
+	if got := held(); len(got) != 1 || !bytes.Equal(got[0], link.KeyPackageDigest(kp(2))) {
+		t.Errorf("after one was handed out: held %x, want kp(2)'s digest only", got)
+	}
+	h.get(t, "/a/"+dev.DID().String()+"/mls/key-package")
+	if got := held(); got == nil || len(got) != 0 {
+		t.Errorf("empty pool: held %x, want an empty, non-nil list", got)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/torpor-dev/torpor/store"
 	"github.com/torpor-dev/torpor/store/queue"
+	"github.com/torpor-dev/torpor/transport/link"
 	"github.com/torpor-dev/torpor/wake"
 )
 
@@ -228,6 +229,24 @@ func (s *States) TakeKeyPackage(agent string) ([]byte, error) {
 		return c.Delete()
 	})
 	return kp, store.Err(err)
+}
+
+// HeldKeyPackages returns the link.KeyPackageDigest of every KeyPackage
+// agent's pool holds (never nil): what the device learns in its state-ok,
+// so that it counts those handed out as used and publishes new ones.
+func (s *States) HeldKeyPackages(agent string) ([][]byte, error) {
+	out := [][]byte{}
+	err := s.db.View(func(tx *bolt.Tx) error {
+		pool := tx.Bucket(bucketKP).Bucket([]byte(agent))
+		if pool == nil {
+			return nil
+		}
+		return pool.ForEach(func(_, v []byte) error {
+			out = append(out, link.KeyPackageDigest(v))
+			return nil
+		})
+	})
+	return out, store.Err(err)
 }
 
 // KeyPackages returns how many KeyPackages agent's pool holds.
