@@ -69,20 +69,8 @@ func OpenQueue(db *bolt.DB, name string, o *QueueOptions) (*Queue, error) {
 	if q.maxBytes <= 0 {
 		q.maxBytes = DefaultMaxBytes
 	}
-	err := db.Update(func(tx *bolt.Tx) error {
-		b, err := tx.CreateBucketIfNotExists(q.bucket)
-		if err != nil {
-			return err
-		}
-		for _, sub := range [][]byte{subItems, subMeta, subBad} {
-			if _, err := b.CreateBucketIfNotExists(sub); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("mqttsession: opening queue %q: %w", name, store.Err(err))
+	if err := createBuckets(db, q.bucket, subItems, subMeta, subBad); err != nil {
+		return nil, fmt.Errorf("mqttsession: opening queue %q: %w", name, err)
 	}
 	return q, nil
 }

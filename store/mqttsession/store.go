@@ -53,22 +53,28 @@ func OpenStore(db *bolt.DB, name string) (*Store, error) {
 		return nil, errors.New("mqttsession: empty bucket name")
 	}
 	s := &Store{db: db, bucket: []byte(name)}
+	if err := createBuckets(db, s.bucket, subIDs, subSeq, subBad); err != nil {
+		return nil, fmt.Errorf("mqttsession: opening store %q: %w", name, err)
+	}
+	return s, nil
+}
+
+// createBuckets creates the top-level bucket name and its sub-buckets in
+// db if needed, in one transaction.
+func createBuckets(db *bolt.DB, name []byte, subs ...[]byte) error {
 	err := db.Update(func(tx *bolt.Tx) error {
-		b, err := tx.CreateBucketIfNotExists(s.bucket)
+		b, err := tx.CreateBucketIfNotExists(name)
 		if err != nil {
 			return err
 		}
-		for _, sub := range [][]byte{subIDs, subSeq, subBad} {
+		for _, sub := range subs {
 			if _, err := b.CreateBucketIfNotExists(sub); err != nil {
 				return err
 			}
 		}
 		return nil
 	})
-	if err != nil {
-		return nil, fmt.Errorf("mqttsession: opening store %q: %w", name, store.Err(err))
-	}
-	return s, nil
+	return store.Err(err)
 }
 
 // NewState returns paho session state whose client- and server-originated
