@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/coder/websocket"
@@ -50,12 +49,7 @@ type Client struct {
 	stop    context.CancelFunc
 	queued  chan uint64
 	done    chan struct{}
-
-	mu sync.Mutex
-	// mu guards all following fields.
-	nextID  uint64
-	pending map[uint64]chan *frame
-	err     error
+	calls   calls
 }
 
 // Dial opens a link to the relay and waits for its hello frame. An HTTP
@@ -94,7 +88,7 @@ func Dial(ctx context.Context, cfg Config) (*Client, error) {
 		return nil, fmt.Errorf("link: %w", err)
 	}
 	conn.SetReadLimit(MaxFrame)
-	c := &Client{ws: conn, handler: cfg.Handler, queued: make(chan uint64, 64), done: make(chan struct{}), pending: map[uint64]chan *frame{}}
+	c := &Client{ws: conn, handler: cfg.Handler, queued: make(chan uint64, 64), done: make(chan struct{})}
 	c.ctx, c.stop = context.WithCancel(context.Background())
 	f, err := c.read(ctx)
 	if err == nil && (f.T != tHello || f.Bounds == nil) {
@@ -197,11 +191,7 @@ func (c *Client) Queued() <-chan uint64 { return c.queued }
 func (c *Client) Done() <-chan struct{} { return c.done }
 
 // Err returns why the link closed, or nil while it is open.
-func (c *Client) Err() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.err
-}
+func (c *Client) Err() error { return c.calls.errValue() }
 
 // Close closes the link.
 func (c *Client) Close() error {
@@ -212,22 +202,12 @@ func (c *Client) Close() error {
 }
 
 func (c *Client) call(ctx context.Context, f *frame) (*frame, error) {
-	c.mu.Lock()
-	if c.err != nil {
-		err := c.err
-		c.mu.Unlock()
+	id, ch, err := c.calls.open()
+	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrClosed, err)
 	}
-	c.nextID++
-	f.ID = c.nextID
-	ch := make(chan *frame, 1)
-	c.pending[f.ID] = ch
-	c.mu.Unlock()
-	defer func() {
-		c.mu.Lock()
-		delete(c.pending, f.ID)
-		c.mu.Unlock()
-	}()
+	f.ID = id
+	defer c.calls.forget(id)
 	if err := c.write(ctx, f); err != nil {
 		return nil, err
 	}
@@ -284,13 +264,7 @@ func (c *Client) readLoop() {
 			default:
 			}
 		default:
-			c.mu.Lock()
-			ch := c.pending[f.ID]
-			delete(c.pending, f.ID)
-			c.mu.Unlock()
-			if ch != nil {
-				ch <- f
-			}
+			c.calls.answer(f)
 		}
 	}
 }
@@ -306,15 +280,6 @@ func (c *Client) serveRequest(f *frame) {
 }
 
 func (c *Client) fail(err error) {
-	c.mu.Lock()
-	if c.err == nil {
-		c.err = err
-	}
-	pending := c.pending
-	c.pending = map[uint64]chan *frame{}
-	c.mu.Unlock()
-	for _, ch := range pending {
-		ch <- nil
-	}
+	c.calls.fail(err)
 	c.stop()
 }

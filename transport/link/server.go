@@ -69,12 +69,11 @@ type serverConn struct {
 	ctx   context.Context
 	stop  context.CancelFunc
 
+	calls calls
+
 	mu sync.Mutex
 	// mu guards all following fields.
-	nextID  uint64
-	pending map[uint64]chan *frame
-	sent    map[uint64]int64 // seq -> EnqueuedAt (Unix ns) of records sent, for drain latency
-	err     error
+	sent map[uint64]int64 // seq -> EnqueuedAt (Unix ns) of records sent, for drain latency
 }
 
 func (s *Server) log() *slog.Logger {
@@ -110,7 +109,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// The link outlives the upgrade request: it ends when either side
 	// closes, not when the handler's request context would.
 	ctx, stop := context.WithCancel(context.WithoutCancel(r.Context()))
-	c := &serverConn{s: s, agent: agent, ws: ws, ctx: ctx, stop: stop, pending: map[uint64]chan *frame{}, sent: map[uint64]int64{}}
+	c := &serverConn{s: s, agent: agent, ws: ws, ctx: ctx, stop: stop, sent: map[uint64]int64{}}
 	s.attach(c)
 	defer s.detach(c)
 	if err := c.write(ctx, &frame{T: tHello, Bounds: &ceiling}); err != nil {
@@ -172,7 +171,7 @@ func (s *Server) detach(c *serverConn) {
 	if current {
 		s.Agents.Linked(c.agent, false)
 	}
-	s.log().Info("link down", "agent", c.agent.String(), "err", c.errValue())
+	s.log().Info("link down", "agent", c.agent.String(), "err", c.calls.errValue())
 }
 
 func (s *Server) conn(agent string) *serverConn {
@@ -208,18 +207,18 @@ func (s *Server) Forward(ctx context.Context, agent string, req Request) (Respon
 	if c == nil {
 		return Response{}, ErrNotLinked
 	}
-	id, ch, err := c.expect()
+	id, ch, err := c.calls.open()
 	if err != nil {
 		return Response{}, ErrNotLinked
 	}
-	defer c.forget(id)
+	defer c.calls.forget(id)
 	if err := c.write(ctx, &frame{T: tRequest, ID: id, Request: &req}); err != nil {
 		return Response{}, fmt.Errorf("%w: %v", ErrNotLinked, err)
 	}
 	select {
 	case f := <-ch:
 		if f == nil {
-			return Response{}, fmt.Errorf("%w: %v", ErrUnanswered, c.errValue())
+			return Response{}, fmt.Errorf("%w: %v", ErrUnanswered, c.calls.errValue())
 		}
 		if f.T == tError {
 			return Response{}, &RemoteError{Code: f.Code, Message: f.Message}
@@ -255,54 +254,11 @@ func (c *serverConn) write(ctx context.Context, f *frame) error {
 	return c.ws.Write(ctx, websocket.MessageBinary, b)
 }
 
-func (c *serverConn) expect() (uint64, chan *frame, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.err != nil {
-		return 0, nil, c.err
-	}
-	c.nextID++
-	ch := make(chan *frame, 1)
-	c.pending[c.nextID] = ch
-	return c.nextID, ch, nil
-}
-
-func (c *serverConn) forget(id uint64) {
-	c.mu.Lock()
-	delete(c.pending, id)
-	c.mu.Unlock()
-}
-
-func (c *serverConn) deliver(f *frame) {
-	c.mu.Lock()
-	ch := c.pending[f.ID]
-	delete(c.pending, f.ID)
-	c.mu.Unlock()
-	if ch != nil {
-		ch <- f
-	}
-}
-
 // fail records the first error, wakes every pending Forward and stops the
 // connection's goroutines.
 func (c *serverConn) fail(err error) {
-	c.mu.Lock()
-	if c.err == nil {
-		c.err = err
-	}
-	pending := c.pending
-	c.pending = map[uint64]chan *frame{}
-	c.mu.Unlock()
-	for _, ch := range pending {
-		ch <- nil
-	}
+	c.calls.fail(err)
 	c.stop()
-}
-
-func (c *serverConn) errValue() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.err
 }
 
 func (c *serverConn) pinger() {
@@ -361,7 +317,7 @@ func (c *serverConn) serve() {
 		}
 		switch f.T {
 		case tResponse, tError:
-			c.deliver(f)
+			c.calls.answer(f)
 		case tState, tPull, tAck:
 			select {
 			case work <- f:
