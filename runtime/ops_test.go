@@ -383,10 +383,18 @@ func TestAnnounceFollowsScheduleChange(t *testing.T) {
 }
 
 // detailSource wakes at until on the test's clock and says how it knows,
-// as the RTC source does from the kernel's wakeup IRQ.
-type detailSource struct{ w *world }
+// as the RTC source does from the kernel's wakeup IRQ. waiting receives
+// once the agent sleeps on it.
+type detailSource struct {
+	w       *world
+	waiting chan struct{}
+}
 
 func (s detailSource) Wait(ctx context.Context, until time.Time) (wake.Wake, error) {
+	select {
+	case s.waiting <- struct{}{}:
+	default:
+	}
 	if err := clock.Sleep(ctx, s.w.clock, until.Sub(s.w.clock.Now())); err != nil {
 		return wake.Wake{}, err
 	}
@@ -402,10 +410,12 @@ func TestWakeLogNamesTheWakeDetail(t *testing.T) {
 	w := newWorld(t, wake.HourlyWake)
 	var log syncBuffer
 	w.cfg.Logger = slog.New(slog.NewTextHandler(&log, nil))
-	w.cfg.Sources = []wake.Source{detailSource{w}}
+	src := detailSource{w, make(chan struct{}, 1)}
+	w.cfg.Sources = []wake.Source{src}
 	w.newAgent()
 	w.run()
 	w.nextWake() // boot
+	<-src.waiting // asleep: a clock set before would skip the sleep
 	start, end := w.window.Next(t0)
 	w.clock.Set(start)
 	w.waitPhases(runtime.PhasePublish, runtime.PhaseDrain)
