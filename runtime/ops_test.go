@@ -414,7 +414,7 @@ func TestWakeLogNamesTheWakeDetail(t *testing.T) {
 	w.cfg.Sources = []wake.Source{src}
 	w.newAgent()
 	w.run()
-	w.nextWake() // boot
+	w.nextWake()  // boot
 	<-src.waiting // asleep: a clock set before would skip the sleep
 	start, end := w.window.Next(t0)
 	w.clock.Set(start)
