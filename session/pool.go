@@ -2,8 +2,10 @@ package session
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/ecdh"
 	"fmt"
+	"slices"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -65,7 +67,7 @@ func (s *Sessions) Refill(tx *bolt.Tx, target int) ([][]byte, error) {
 	if err := pruneUsed(tx); err != nil {
 		return nil, err
 	}
-	live, err := s.prune(pool, now)
+	live, err := s.prune(pool, now, MaxTakenFactor*target)
 	if err != nil {
 		return nil, err
 	}
@@ -88,11 +90,24 @@ func (s *Sessions) Refill(tx *bolt.Tx, target int) ([][]byte, error) {
 	return out, err
 }
 
-// prune deletes undecodable entries and those expired or handed out more
-// than the grace ago, and returns how many of the rest count toward the
-// pool.
-func (s *Sessions) prune(pool *bolt.Bucket, now time.Time) (int, error) {
+// MaxTakenFactor bounds the handed-out KeyPackages whose private halves
+// the pool keeps for their grace: at most this many times the pool's
+// target, the most recently taken. A caller who empties the relay's pool
+// at every window (GET /mls/key-package needs no identity the caller
+// cannot make up) so costs the device a bounded amount of flash; a
+// Welcome to a KeyPackage dropped for this finds none.
+const MaxTakenFactor = 8
+
+// prune deletes undecodable entries, those expired or handed out more
+// than the grace ago, and the oldest handed-out ones beyond maxTaken, and
+// returns how many of the rest count toward the pool.
+func (s *Sessions) prune(pool *bolt.Bucket, now time.Time, maxTaken int) (int, error) {
+	type taken struct {
+		ref []byte
+		at  int64
+	}
 	var dead [][]byte
+	var out []taken
 	live := 0
 	err := pool.ForEach(func(k, v []byte) error {
 		var e poolEntry
@@ -100,6 +115,8 @@ func (s *Sessions) prune(pool *bolt.Bucket, now time.Time) (int, error) {
 		case err != nil, time.Unix(e.NotAfter, 0).Add(s.grace()).Before(now),
 			e.TakenAt != 0 && time.Unix(e.TakenAt, 0).Add(s.grace()).Before(now):
 			dead = append(dead, bytes.Clone(k))
+		case e.TakenAt != 0:
+			out = append(out, taken{bytes.Clone(k), e.TakenAt})
 		case e.counts(now):
 			live++
 		}
@@ -107,6 +124,12 @@ func (s *Sessions) prune(pool *bolt.Bucket, now time.Time) (int, error) {
 	})
 	if err != nil {
 		return 0, err
+	}
+	if len(out) > maxTaken {
+		slices.SortStableFunc(out, func(a, b taken) int { return cmp.Compare(b.at, a.at) }) // newest first
+		for _, t := range out[maxTaken:] {
+			dead = append(dead, t.ref)
+		}
 	}
 	for _, k := range dead {
 		if err := pool.Delete(k); err != nil {

@@ -209,6 +209,47 @@ func TestPoolHandedOut(t *testing.T) {
 	}
 }
 
+// TestPoolTakenBound: a caller who empties the relay's pool again and
+// again costs the device at most MaxTakenFactor times the pool's target
+// in kept private halves; the most recently taken stay.
+func TestPoolTakenBound(t *testing.T) {
+	clk := clocktest.New(testStart)
+	alice, bob := newAgent(t, "alice", clk), newAgent(t, "bob", clk)
+	const target = 2
+	var taken [][]byte // in the order the relay handed them out
+	for range MaxTakenFactor + 2 {
+		var kps [][]byte
+		bob.update(func(tx *bolt.Tx) (err error) { kps, err = bob.s.Refill(tx, target); return err })
+		if len(kps) != target {
+			t.Fatalf("Refill = %d new, want %d", len(kps), target)
+		}
+		published(t, bob, kps, digests(kps...))
+		clk.Advance(time.Minute)
+		if n := published(t, bob, nil, digests()); n != target { // the relay's pool was emptied
+			t.Fatalf("%d found handed out, want %d", n, target)
+		}
+		taken = append(taken, kps...)
+	}
+	bob.update(func(tx *bolt.Tx) error { _, err := bob.s.Refill(tx, target); return err })
+	if _, _, n := poolTaken(t, bob); n != MaxTakenFactor*target {
+		t.Errorf("kept %d handed-out KeyPackages, want the bound %d", n, MaxTakenFactor*target)
+	}
+	join := func(kp []byte) error {
+		var p *Pair
+		alice.update(func(tx *bolt.Tx) (err error) { p, err = alice.s.EstablishPair(tx, bob.id(), kp); return err })
+		return bob.try(func(tx *bolt.Tx) error {
+			_, err := bob.s.Join(tx, p.Handshake.Welcome, p.Handshake.RatchetTree, JoinOptions{Initiator: alice.id()})
+			return err
+		})
+	}
+	if err := join(taken[0]); !errors.Is(err, ErrNoKeyPackage) {
+		t.Errorf("Welcome to the oldest handed-out KeyPackage: %v, want ErrNoKeyPackage (dropped for the bound)", err)
+	}
+	if err := join(taken[len(taken)-1]); err != nil {
+		t.Errorf("Welcome to the newest handed-out KeyPackage: %v", err)
+	}
+}
+
 func TestPoolExpiry(t *testing.T) {
 	clk := clocktest.New(testStart)
 	bob := newAgent(t, "bob", clk)
