@@ -50,6 +50,13 @@ func (s *Source) Wait(ctx context.Context, until time.Time) (wake.Wake, error) {
 		}
 		step := s.step(until.Sub(now))
 		t := c.NewTimer(step)
+		if !until.IsZero() && !c.Now().Before(until) {
+			// The clock was set past until between reading it and arming
+			// the timer (a wall clock stepped, or a test's clock): the
+			// timer counts from the new time, so do not wait for it.
+			t.Stop()
+			continue
+		}
 		select {
 		case <-t.C():
 		case <-halt:

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/torpor-dev/torpor/clock"
 	"github.com/torpor-dev/torpor/clock/clocktest"
 	"github.com/torpor-dev/torpor/wake"
 	"github.com/torpor-dev/torpor/wake/timer"
@@ -133,5 +134,36 @@ func TestHaltAndCancel(t *testing.T) {
 				t.Errorf("second Halt = %v", err)
 			}
 		})
+	}
+}
+
+// steppedClock is a fake clock that is set to at just before it arms its
+// first timer: a wall clock stepped between the source reading it and
+// arming its timer.
+type steppedClock struct {
+	*clocktest.Clock
+	at      time.Time
+	stepped bool
+}
+
+func (c *steppedClock) NewTimer(d time.Duration) clock.Timer {
+	if !c.stepped {
+		c.stepped = true
+		c.Set(c.at)
+	}
+	return c.Clock.NewTimer(d)
+}
+
+// TestWaitClockSteppedWhileArming: a clock set past the deadline while the
+// timer is being armed wakes the source at once, not a whole wait later.
+func TestWaitClockSteppedWhileArming(t *testing.T) {
+	until := t0.Add(10 * time.Minute)
+	c := &steppedClock{Clock: clocktest.New(t0), at: until}
+	s := &timer.Source{Clock: c, Kernel: waketest.NewKernelClock(time.Minute)}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // only a failing run waits for this
+	defer cancel()
+	w, err := s.Wait(ctx, until)
+	if err != nil || w.Reason != wake.ReasonTimer || !w.At.Equal(until) {
+		t.Fatalf("Wait = %+v, %v; want the timer's wake at %v", w, err, until)
 	}
 }
