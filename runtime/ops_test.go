@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/torpor-dev/torpor/clock"
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/runtime"
 	"github.com/torpor-dev/torpor/runtime/pulse"
@@ -384,19 +383,23 @@ func TestAnnounceFollowsScheduleChange(t *testing.T) {
 
 // detailSource wakes at until on the test's clock and says how it knows,
 // as the RTC source does from the kernel's wakeup IRQ. waiting receives
-// once the agent sleeps on it.
+// once the agent sleeps on it, its timer armed.
 type detailSource struct {
 	w       *world
 	waiting chan struct{}
 }
 
 func (s detailSource) Wait(ctx context.Context, until time.Time) (wake.Wake, error) {
+	t := s.w.clock.NewTimer(until.Sub(s.w.clock.Now()))
+	defer t.Stop()
 	select {
-	case s.waiting <- struct{}{}:
+	case s.waiting <- struct{}{}: // armed: the test may move the clock now
 	default:
 	}
-	if err := clock.Sleep(ctx, s.w.clock, until.Sub(s.w.clock.Now())); err != nil {
-		return wake.Wake{}, err
+	select {
+	case <-t.C():
+	case <-ctx.Done():
+		return wake.Wake{}, ctx.Err()
 	}
 	return wake.Wake{Reason: wake.ReasonRTC, Source: "rtc0", At: until, IRQ: 16, Detail: "pm_wakeup_irq=16 (rtc-pl031)"}, nil
 }
