@@ -86,8 +86,8 @@ func TestWaitFollowsWallClockJump(t *testing.T) {
 	created := c.TimerCreated()
 	ch := start(s, context.Background(), t0.Add(time.Hour))
 	<-created
+	created = c.TimerCreated()                     // before Set: the source arms its next timer as soon as Set fires this one
 	c.Set(t0.Add(59*time.Minute + 30*time.Second)) // fires the pending 1 min step late
-	created = c.TimerCreated()
 	<-created
 	c.Advance(30 * time.Second)
 	r := <-ch
