@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -411,7 +410,7 @@ func (detailSource) Halt() error { return nil }
 // report, for an operator checking a board's wake wiring.
 func TestWakeLogNamesTheWakeDetail(t *testing.T) {
 	w := newWorld(t, wake.HourlyWake)
-	var log syncBuffer
+	var log runtimetest.Log
 	w.cfg.Logger = slog.New(slog.NewTextHandler(&log, nil))
 	src := detailSource{w, make(chan struct{}, 1)}
 	w.cfg.Sources = []wake.Source{src}
@@ -433,22 +432,4 @@ func TestWakeLogNamesTheWakeDetail(t *testing.T) {
 			t.Errorf("no %q line with the wake detail in the log:\n%s", msg, log.String())
 		}
 	}
-}
-
-// syncBuffer is a log the agent writes while the test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

@@ -10,7 +10,6 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -60,24 +59,6 @@ func testStack(t *testing.T) *stack {
 	}, t.Cleanup)
 }
 
-// syncBuffer is a log the daemon writes while the test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestDaemonTakesMQTTCommands runs the daemon as the binary does, with the
 // MQTT flags, against a real relay and the relay's embedded broker: an
 // operator's signed status command is answered, signed by the agent, and a
@@ -100,7 +81,7 @@ func TestDaemonTakesMQTTCommands(t *testing.T) {
 	a.explicit = false // the file is absent on purpose: flags alone configure the agent
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var log syncBuffer
+	var log runtimetest.Log
 	done := make(chan error, 1)
 	go func() { done <- daemon(ctx, a, &log) }()
 
@@ -135,7 +116,7 @@ func TestDaemonTakesMQTTCommands(t *testing.T) {
 }
 
 // awaitState waits until the device's retained status reads want.
-func awaitState(t *testing.T, ctx context.Context, op *mqtt.Operator, dev did.DID, want mqtt.State, done <-chan error, log *syncBuffer) {
+func awaitState(t *testing.T, ctx context.Context, op *mqtt.Operator, dev did.DID, want mqtt.State, done <-chan error, log *runtimetest.Log) {
 	t.Helper()
 	for {
 		select {
