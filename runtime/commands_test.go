@@ -4,12 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
-	"strconv"
 	"testing"
 	"time"
 
@@ -20,8 +18,6 @@ import (
 	"github.com/torpor-dev/torpor/runtime/purpose"
 	"github.com/torpor-dev/torpor/runtime/runtimetest"
 	"github.com/torpor-dev/torpor/store/queue"
-	"github.com/torpor-dev/torpor/transport/a2a"
-	"github.com/torpor-dev/torpor/transport/bearer"
 	"github.com/torpor-dev/torpor/transport/mqtt"
 	"github.com/torpor-dev/torpor/transport/mqtt/mqtttest"
 	"github.com/torpor-dev/torpor/transport/relay"
@@ -239,22 +235,7 @@ func (w *cmdWorld) reply(id string) mqtt.Reply {
 func (w *cmdWorld) post(sender *did.PrivateKey) (int, int) {
 	w.t.Helper()
 	obj := runtimetest.Object(w.t, sender, "comms:message", w.clock.Now(), time.Hour, nil)
-	body := runtimetest.Body(w.t, runtimetest.DataPart(w.t, obj))
-	req, _ := http.NewRequest("POST", w.srv.URL+"/a/"+w.key.DID().String()+"/a2a/jsonrpc", bytes.NewReader(body))
-	tok, err := bearer.Issue(sender, "http://"+w.srv.Listener.Addr().String(), w.clock.Now(), 0)
-	if err != nil {
-		w.t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+tok)
-	req.Header.Set(a2a.VersionHeader, "1.0")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		w.t.Fatal(err)
-	}
-	io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	ra, _ := strconv.Atoi(resp.Header.Get("Retry-After"))
-	return resp.StatusCode, ra
+	return postA2A(w.t, w.srv, w.key.DID(), sender, w.clock.Now(), runtimetest.Body(w.t, runtimetest.DataPart(w.t, obj)))
 }
 
 // TestSetModeOverMQTTChangesWhatTheRelayTellsSenders: a set-mode sent

@@ -1,10 +1,8 @@
 package runtime_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -16,7 +14,6 @@ import (
 	"github.com/torpor-dev/torpor/runtime"
 	"github.com/torpor-dev/torpor/runtime/runtimetest"
 	"github.com/torpor-dev/torpor/transport/a2a"
-	"github.com/torpor-dev/torpor/transport/bearer"
 	"github.com/torpor-dev/torpor/wake"
 )
 
@@ -44,20 +41,8 @@ func (s brokenStoreSessions) ApplyHandshake(tx *bolt.Tx, h a2a.Handshake, from d
 // sender, and returns the HTTP status.
 func (w *world) postBody(sender *did.PrivateKey, body []byte) int {
 	w.t.Helper()
-	req, _ := http.NewRequest("POST", w.srv.URL+"/a/"+w.key.DID().String()+"/a2a/jsonrpc", bytes.NewReader(body))
-	tok, err := bearer.Issue(sender, "http://"+w.srv.Listener.Addr().String(), w.clock.Now(), 0)
-	if err != nil {
-		w.t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+tok)
-	req.Header.Set(a2a.VersionHeader, "1.0")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		w.t.Fatal(err)
-	}
-	io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	return resp.StatusCode
+	code, _ := postA2A(w.t, w.srv, w.key.DID(), sender, w.clock.Now(), body)
+	return code
 }
 
 // TestStoreFailureInTheDrainWaitsForTheNextWake: a batch that fails in the
