@@ -163,7 +163,7 @@ func jsonModel(v any, depth int) error {
 
 // toCBOR converts JSON text to CBOR (RFC 8949 Section 6.2) with the core
 // deterministic encoding (Section 4.2.1): integers stay integers, other
-// numbers become the shortest float that holds them exactly.
+// numbers, -0 among them, become the shortest float that holds them exactly.
 func toCBOR(j []byte) ([]byte, error) {
 	dec := json.NewDecoder(bytes.NewReader(j))
 	dec.UseNumber()
@@ -208,7 +208,7 @@ func numbers(v any) (any, error) {
 
 func number(n json.Number) (any, error) {
 	s := string(n)
-	if !strings.ContainsAny(s, ".eE") {
+	if !strings.ContainsAny(s, ".eE") && s != "-0" {
 		if u, err := strconv.ParseUint(s, 10, 64); err == nil {
 			return u, nil
 		}
