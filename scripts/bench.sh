@@ -1,8 +1,15 @@
 #!/usr/bin/env bash
 # Runs the benchmarks. Figures that the docs compare are measured side by side
 # in one run (see docs/performance.md), never asserted by tests.
+#
+# The side-by-side benchmarks against other stacks (ts-mls under Node) and the
+# MQTT command round trip (mosquitto) live under test/ behind the integration
+# tag. They need tools that scripts/setup.sh installs; TORPOR_REQUIRE_TOOLS=1
+# makes a missing tool a failure rather than a skipped comparison.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-go test -run '^$' -bench . -benchmem -benchtime "${BENCHTIME:-1s}" ./...
-# Side-by-side benchmarks against other stacks (ts-mls) live under test/ behind the integration tag.
-go test -tags integration -run '^$' -bench . -benchmem -benchtime "${BENCHTIME:-1s}" ./test/interop/...
+./scripts/setup.sh
+export TORPOR_REQUIRE_TOOLS=1
+bt="${BENCHTIME:-1s}"
+go test -run '^$' -bench . -benchmem -benchtime "$bt" ./...
+go test -tags integration -run '^$' -bench . -benchmem -benchtime "$bt" ./test/interop/... ./test/mqtt/...
