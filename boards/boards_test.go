@@ -10,7 +10,7 @@ import (
 
 func TestProfilesValid(t *testing.T) {
 	all := boards.All()
-	want := []string{"generic-arm64", "generic-armv7", "qemu-virt", "rpi-3", "rpi-4", "rpi-5", "rpi-zero-2-w", "rpi-zero-w"}
+	want := []string{"generic-arm64", "generic-armv7", "qemu-virt", "rpi-1", "rpi-2", "rpi-3", "rpi-4", "rpi-5", "rpi-zero-2-w", "rpi-zero-w"}
 	if len(all) != len(want) {
 		t.Fatalf("%d profiles, want %d", len(all), len(want))
 	}
@@ -31,7 +31,9 @@ func TestProfileFacts(t *testing.T) {
 		def     boards.Method
 		rtc     string
 	}{
+		{"rpi-1", "armv6", boards.Timer, ""},
 		{"rpi-zero-w", "armv6", boards.Timer, ""},
+		{"rpi-2", "armv7", boards.Timer, ""},
 		{"rpi-zero-2-w", "arm64,armv7", boards.Timer, ""},
 		{"rpi-4", "arm64,armv7", boards.Timer, ""},
 		{"rpi-5", "arm64", boards.RTCPowerOff, "rtc0"},
@@ -70,6 +72,22 @@ func TestDetect(t *testing.T) {
 				t.Errorf("Detect(%q) = %s, %q; want %s", model, b.Name, got, name)
 			}
 		})
+	}
+	// Other model strings the Raspberry Pi device trees use: the longest
+	// prefix decides, so a Zero is not a Zero 2 W and a Compute Module 3
+	// is not a Compute Module 1.
+	for model, name := range map[string]string{
+		"Raspberry Pi Zero Rev 1.3":                  "rpi-zero-w",
+		"Raspberry Pi Model A Plus Rev 1.1":          "rpi-1",
+		"Raspberry Pi Model B Rev 2":                 "rpi-1",
+		"Raspberry Pi Compute Module Rev 1.0":        "rpi-1",
+		"Raspberry Pi Compute Module 3 Plus Rev 1.0": "rpi-3",
+		"Raspberry Pi Compute Module 4 Rev 1.0":      "rpi-4",
+		"Raspberry Pi Compute Module 5 Rev 1.0":      "rpi-5",
+	} {
+		if b, _, err := boards.Detect(boardtest.ModelFile(t, model)); err != nil || b.Name != name {
+			t.Errorf("Detect(%q) = %s, %v; want %s", model, b.Name, err, name)
+		}
 	}
 	_, model, err := boards.Detect(boardtest.ModelFile(t, "Pine64 RockPro64 v2.1"))
 	if !errors.Is(err, boards.ErrUnknownModel) || model != "Pine64 RockPro64 v2.1" {

@@ -30,10 +30,15 @@ func pi(name, title string, models []string, targets ...Target) Board {
 	}
 }
 
+// Models are prefixes of the device tree's model string, as the Raspberry
+// Pi kernels' device trees name the boards ("Raspberry Pi Model B Plus Rev
+// 1.2", "Raspberry Pi Zero Rev 1.3", "Raspberry Pi 2 Model B Rev 1.1").
 var profiles = []Board{
-	pi("rpi-zero-w", "Raspberry Pi Zero W", []string{"Raspberry Pi Zero W"}, armv6),
+	pi("rpi-1", "Raspberry Pi 1 (A, B, A+, B+, Compute Module 1)", []string{"Raspberry Pi Model", "Raspberry Pi Compute Module Rev"}, armv6),
+	pi("rpi-zero-w", "Raspberry Pi Zero W (and Zero)", []string{"Raspberry Pi Zero W", "Raspberry Pi Zero Rev"}, armv6),
 	pi("rpi-zero-2-w", "Raspberry Pi Zero 2 W", []string{"Raspberry Pi Zero 2 W"}, arm64, armv7),
-	pi("rpi-3", "Raspberry Pi 3", []string{"Raspberry Pi 3 Model"}, arm64, armv7),
+	pi("rpi-2", "Raspberry Pi 2", []string{"Raspberry Pi 2 Model"}, armv7),
+	pi("rpi-3", "Raspberry Pi 3 (and Compute Module 3)", []string{"Raspberry Pi 3 Model", "Raspberry Pi Compute Module 3"}, arm64, armv7),
 	pi("rpi-4", "Raspberry Pi 4", []string{"Raspberry Pi 4 Model", "Raspberry Pi 400", "Raspberry Pi Compute Module 4"}, arm64, armv7),
 	{
 		Name: "rpi-5", Title: "Raspberry Pi 5", Models: []string{"Raspberry Pi 5 Model", "Raspberry Pi Compute Module 5"},

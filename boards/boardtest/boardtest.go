@@ -21,7 +21,9 @@ func ModelFile(t testing.TB, model string) string {
 
 // Models are device-tree model strings as real boards report them.
 var Models = map[string]string{
+	"rpi-1":        "Raspberry Pi Model B Plus Rev 1.2",
 	"rpi-zero-w":   "Raspberry Pi Zero W Rev 1.1",
+	"rpi-2":        "Raspberry Pi 2 Model B Rev 1.1",
 	"rpi-zero-2-w": "Raspberry Pi Zero 2 W Rev 1.0",
 	"rpi-3":        "Raspberry Pi 3 Model B Plus Rev 1.3",
 	"rpi-4":        "Raspberry Pi 4 Model B Rev 1.5",
