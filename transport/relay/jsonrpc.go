@@ -59,7 +59,14 @@ func (s *Relay) reachability(agent string, st AgentState, up bool, now time.Time
 			if !st.NextWake.After(now) {
 				return 0
 			}
-			n, _ := wake.Jitter(now, st.NextWake, st.NextWake.Add(wake.DefaultLength), s.rnd)
+			// The operator's wake opens a window as long as the one the
+			// device published, not the default: a sender sent to the
+			// fifth minute of a one-minute window finds the device asleep.
+			length := st.Window.Length
+			if length <= 0 {
+				length = wake.DefaultLength
+			}
+			n, _ := wake.Jitter(now, st.NextWake, st.NextWake.Add(length), s.rnd)
 			return n
 		}}
 	}
