@@ -9,8 +9,9 @@
 # Usage: scripts/qemu-user-test.sh [-t armv6,armv7,arm64] [PACKAGE...]
 # Without packages it tests the device packages: store/..., wake/...,
 # boards/..., did/..., governed/..., clock/..., internal/atomicfile, mls/...,
-# session/..., runtime/..., and the device link's transport/link,
-# transport/a2a and transport/bearer.
+# session/..., runtime/..., internal/canon (the JCS behind every signature),
+# the device link's transport/link, transport/a2a and transport/bearer, and
+# the MQTT management client transport/mqtt.
 #
 # How it saves time (measured figures in docs/boards.md):
 #   - Each target's test binaries are compiled by one `go test -c -o DIR/`
@@ -39,7 +40,8 @@ if [ $# -gt 0 ]; then
   pkgs=("$@")
 else
   pkgs=(./store/... ./wake/... ./boards/... ./did/... ./governed/... ./clock/... ./internal/atomicfile
-    ./mls/... ./session/... ./runtime/... ./transport/link ./transport/a2a ./transport/bearer)
+    ./mls/... ./session/... ./runtime/... ./internal/canon ./transport/link ./transport/a2a ./transport/bearer
+    ./transport/mqtt)
 fi
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/torpor-qemu-user.XXXXXX")
