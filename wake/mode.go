@@ -82,35 +82,79 @@ func (m Mode) Queues() bool { return m == HourlyWake || m == Sleep }
 // Scheduled reports whether the mode follows the hourly window.
 func (m Mode) Scheduled() bool { return m == HourlyWake }
 
-// Verdict is the schedule's answer to an inbound request at one moment. The
-// relay combines it with what only it knows (whether the device link is up).
+// Schedule is what the relay knows of an agent's schedule: the mode and
+// window its device last published, and the next wake it announced.
+type Schedule struct {
+	Mode   Mode
+	Window Window
+	// NextWake is the next wake the device announced, its schedule's or one
+	// an operator scheduled; zero for none.
+	NextWake time.Time
+}
+
+// Verdict is the answer to an inbound request at one moment.
 type Verdict struct {
-	// Accept means the agent accepts live requests now.
+	// Accept means the agent takes the request live now.
 	Accept bool
 	// Queue means the request is refused live but may be stored and
-	// forwarded (within bounds), answered agent_asleep.
+	// forwarded (within bounds), answered agent_asleep. Without Accept or
+	// Queue the request is refused and not stored.
 	Queue bool
 	// RetryAfter is the Retry-After in seconds when the next window is
-	// known; 0 means none (sleep).
+	// known; 0 means none.
 	RetryAfter int
 }
 
-// Evaluate returns the verdict for mode m with window w at now (profile,
-// Reachability Modes): always_on and session accept; sleep refuses and
-// queues without a Retry-After; hourly_wake accepts inside w and otherwise
-// queues with RetryAfter(w, now, rnd). An invalid mode refuses and does not
-// queue.
-func Evaluate(m Mode, w Window, now time.Time, rnd io.Reader) Verdict {
-	switch m {
-	case AlwaysOn, Session:
-		return Verdict{Accept: true}
-	case Sleep:
-		return Verdict{Queue: true}
+// Evaluate returns the verdict at now for a request to an agent with
+// schedule s whose device is linked or not: the one reachability table
+// (profile, Reachability Modes), which the relay answers by and the
+// offline-delivery vectors check.
+//
+//	mode         linked, in window   otherwise
+//	always_on    accept              queue, no Retry-After (device offline)
+//	session      accept              refuse, never queue
+//	hourly_wake  accept              queue, Retry-After into the next window
+//	sleep        queue               queue, Retry-After only for an announced wake
+//
+// An hourly_wake Retry-After is RetryAfter(s.Window, now, rnd), except that
+// a device that is not linked and announced a wake later than now (it left
+// its window early, or its clock runs ahead) is sent to the window of that
+// wake. A sleeping device's announced wake opens a window as long as
+// s.Window, and the Retry-After is jittered across it. An invalid mode
+// refuses and does not queue.
+func Evaluate(s Schedule, linked bool, now time.Time, rnd io.Reader) Verdict {
+	switch s.Mode {
+	case AlwaysOn:
+		return Verdict{Accept: linked, Queue: !linked}
+	case Session:
+		return Verdict{Accept: linked}
 	case HourlyWake:
-		if w.Contains(now) {
+		if linked && s.Window.Contains(now) {
 			return Verdict{Accept: true}
 		}
-		return Verdict{Queue: true, RetryAfter: RetryAfter(w, now, rnd)}
+		return Verdict{Queue: true, RetryAfter: s.hourlyRetry(linked, now, rnd)}
+	case Sleep:
+		return Verdict{Queue: true, RetryAfter: s.sleepRetry(now, rnd)}
 	}
 	return Verdict{}
+}
+
+func (s Schedule) hourlyRetry(linked bool, now time.Time, rnd io.Reader) int {
+	if !linked && s.NextWake.After(now) {
+		start, end := s.Window.Next(s.NextWake)
+		if n, ok := Jitter(now, start, end, rnd); ok {
+			return n
+		}
+	}
+	return RetryAfter(s.Window, now, rnd)
+}
+
+// sleepRetry returns the Retry-After into [NextWake, NextWake + the
+// window's length), or 0 when no wake later than now was announced.
+func (s Schedule) sleepRetry(now time.Time, rnd io.Reader) int {
+	if !s.NextWake.After(now) {
+		return 0
+	}
+	n, _ := Jitter(now, s.NextWake, s.NextWake.Add(s.Window.length()), rnd)
+	return n
 }

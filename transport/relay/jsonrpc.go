@@ -16,61 +16,12 @@ import (
 	"github.com/torpor-dev/torpor/wake"
 )
 
-// reach is the reachability verdict for one request.
-type reach struct {
-	live  bool // forward over the link now
-	queue bool // otherwise store and forward (else refuse)
-	// retry returns the Retry-After in seconds, 0 for none. It is a
-	// function because it draws jitter, which only the asleep answer needs.
-	retry func() int
-}
-
-// reachability combines the mode and window the device last published with
-// whether its link is up (offline profile, Reachability Modes):
-//
-//	mode         link up, in window   otherwise
-//	always_on    live                 queue, no Retry-After (device offline)
-//	session      live                 refuse, never queue
-//	hourly_wake  live                 queue, Retry-After into the next window
-//	sleep        queue (notify)       queue, Retry-After only for a scheduled wake
-func (s *Relay) reachability(agent string, st AgentState, up bool, now time.Time) reach {
-	none := func() int { return 0 }
-	switch st.Mode {
-	case wake.AlwaysOn:
-		return reach{live: up, queue: true, retry: none}
-	case wake.Session:
-		return reach{live: up, retry: none}
-	case wake.HourlyWake:
-		return reach{live: up && st.Window.Contains(now), queue: true, retry: func() int {
-			// A device that announced, as it went to sleep, a next wake
-			// beyond the window now open (it ended this one early, or its
-			// clock runs ahead of ours) is sent to the window of that wake,
-			// not to the rest of one it has already left.
-			if !up && st.NextWake.After(now) {
-				start, end := st.Window.Next(st.NextWake)
-				if n, ok := wake.Jitter(now, start, end, s.rnd); ok {
-					return n
-				}
-			}
-			return wake.RetryAfter(st.Window, now, s.rnd)
-		}}
-	case wake.Sleep:
-		return reach{queue: true, retry: func() int {
-			if !st.NextWake.After(now) {
-				return 0
-			}
-			// The operator's wake opens a window as long as the one the
-			// device published, not the default: a sender sent to the
-			// fifth minute of a one-minute window finds the device asleep.
-			length := st.Window.Length
-			if length <= 0 {
-				length = wake.DefaultLength
-			}
-			n, _ := wake.Jitter(now, st.NextWake, st.NextWake.Add(length), s.rnd)
-			return n
-		}}
-	}
-	return reach{retry: none}
+// reachability is the verdict for a request to an agent whose device last
+// published st and whose link is up or not: wake.Evaluate, the one
+// reachability table, which the offline-delivery vectors also run through
+// this handler.
+func (s *Relay) reachability(st AgentState, up bool, now time.Time) wake.Verdict {
+	return wake.Evaluate(wake.Schedule{Mode: st.Mode, Window: st.Window, NextWake: st.NextWake}, up, now, s.rnd)
 }
 
 // a2aVersion maps the A2A-Version header to "1.0" or "0.3" (draft Section
@@ -120,13 +71,13 @@ func (s *Relay) serveJSONRPC(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := s.clk.Now()
-	rc := s.reachability(id, st, s.link.Up(id), now)
+	rc := s.reachability(st, s.link.Up(id), now)
 	caller, err := s.verifier.Verify(r.Header.Get("Authorization"))
 	if err != nil {
 		// Never queued. The reference's asleep middleware answers this
 		// body when a request would be stored without a verified caller.
 		s.metrics.enqueue(id, "unauthenticated")
-		if !rc.live && rc.queue {
+		if !rc.Accept && rc.Queue {
 			answerRequiresAuth(w, authDetail(err))
 		} else {
 			bearer.WriteUnauthorized(w, err)
@@ -150,12 +101,12 @@ func (s *Relay) serveJSONRPC(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req := parseRequest(body)
-	if rc.live {
+	if rc.Accept {
 		if s.forward(w, r, agent, caller, version, body, req) {
 			return
 		}
 		// The link went down before the request reached the device.
-		rc = s.reachability(id, st, false, now)
+		rc = s.reachability(st, false, now)
 	}
 	s.offline(w, r, agent, caller, version, body, req, rc, b, now)
 }
@@ -218,11 +169,11 @@ func (s *Relay) forward(w http.ResponseWriter, r *http.Request, agent, caller di
 
 // offline answers a request the agent does not take live: store and
 // forward where the mode allows it, refusal where it does not.
-func (s *Relay) offline(w http.ResponseWriter, r *http.Request, agent, caller did.DID, version string, body []byte, req rpcRequest, rc reach, b queue.Bounds, now time.Time) {
+func (s *Relay) offline(w http.ResponseWriter, r *http.Request, agent, caller did.DID, version string, body []byte, req rpcRequest, rc wake.Verdict, b queue.Bounds, now time.Time) {
 	id := agent.String()
-	if !rc.queue {
+	if !rc.Queue {
 		s.metrics.enqueue(id, "refused")
-		answerAsleep(w, req, false, rc.retry())
+		answerAsleep(w, req, false, rc.RetryAfter)
 		return
 	}
 	if req.method != "" && !isSend(version, req.method) {
@@ -235,7 +186,7 @@ func (s *Relay) offline(w http.ResponseWriter, r *http.Request, agent, caller di
 			answer(w, req, http.StatusBadRequest, -32601, profileAnswer{Error: "method_not_found", Message: req.method + " is not an A2A " + version + " method (A2A-Version decides)"}, 0)
 			return
 		}
-		answerAsleep(w, req, false, rc.retry())
+		answerAsleep(w, req, false, rc.RetryAfter)
 		return
 	}
 	// The commit must not be abandoned because the sender hung up: a
@@ -258,7 +209,7 @@ func (s *Relay) offline(w http.ResponseWriter, r *http.Request, agent, caller di
 	}
 	s.metrics.enqueue(id, "queued")
 	s.link.Notify(id, rec.Seq)
-	answerAsleep(w, req, true, rc.retry())
+	answerAsleep(w, req, true, rc.RetryAfter)
 }
 
 func otherVersion(v string) string {

@@ -45,8 +45,8 @@ func (s *Relay) serveKeyPackage(w http.ResponseWriter, r *http.Request) {
 	kp, err := s.cfg.States.TakeKeyPackage(agent.String())
 	if errors.Is(err, ErrNoKeyPackage) {
 		// The device refills the pool when it next links.
-		rc := s.reachability(agent.String(), st, s.link.Up(agent.String()), s.clk.Now())
-		if n := rc.retry(); n > 0 {
+		rc := s.reachability(st, s.link.Up(agent.String()), s.clk.Now())
+		if n := rc.RetryAfter; n > 0 {
 			w.Header().Set("Retry-After", strconv.Itoa(n))
 		}
 		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"error": "no_key_package", "message": "the agent's KeyPackage pool is empty until its device next links"})
