@@ -8,7 +8,8 @@ import (
 
 // Agent Card extension URIs and the names that go with them. The first two
 // are the Atom reference's (wire compatibility, see the vectors'
-// INDEX.md); the queue-bounds one is Torpor's.
+// INDEX.md); the queue-bounds one is Torpor's, and so is ExtLiveness
+// (card_liveness.go).
 const (
 	// ExtDataObject is the Governed Object extension: required false and no
 	// params (its schema forbids them).
@@ -155,6 +156,9 @@ type CardOptions struct {
 	OfflineMode string
 	// Bounds, when set, are published in the ExtQueueBounds extension.
 	Bounds *QueueBounds
+	// Liveness, when set, is published in the ExtLiveness extension. An
+	// empty Pulse.URL becomes BaseURL + PulsePath.
+	Liveness *Liveness
 	// Organization names the provider; empty means no provider entry.
 	Organization string
 	// Skills default to one messaging skill.
@@ -164,18 +168,19 @@ type CardOptions struct {
 // BuildCard returns the unsigned A2A v1.0 card described by o: interfaces
 // for A2A 1.0 and 0.3 at the same JSON-RPC URL, the data-object extension,
 // the offline-delivery extension when the agent can be asleep, the queue
-// bounds, and the DID Bearer security scheme required of every caller.
-// Sign it with SignCard. It returns an error for a missing name or base URL
-// or an offline mode outside the four reachability modes.
+// bounds, the liveness extension, and the DID Bearer security scheme
+// required of every caller. Sign it with SignCard. It returns an error for
+// a missing name or base URL, an offline mode outside the four
+// reachability modes, or a Liveness that Card.Liveness would refuse.
 func BuildCard(o CardOptions) (*Card, error) {
 	if o.Name == "" || o.BaseURL == "" {
 		return nil, fmt.Errorf("a2a: card needs a name and a base URL")
 	}
-	exts, err := cardExtensions(o)
+	base := strings.TrimRight(o.BaseURL, "/")
+	exts, err := cardExtensions(o, base)
 	if err != nil {
 		return nil, err
 	}
-	base := strings.TrimRight(o.BaseURL, "/")
 	c := &Card{
 		Name:        o.Name,
 		Description: o.Description,
@@ -215,7 +220,7 @@ func BuildCard(o CardOptions) (*Card, error) {
 	return c, nil
 }
 
-func cardExtensions(o CardOptions) ([]Extension, error) {
+func cardExtensions(o CardOptions, base string) ([]Extension, error) {
 	exts := []Extension{{
 		URI:         ExtDataObject,
 		Description: "Signed Governed Objects carried in A2A data parts",
@@ -240,6 +245,21 @@ func cardExtensions(o CardOptions) ([]Extension, error) {
 		exts = append(exts, Extension{
 			URI:         ExtQueueBounds,
 			Description: "Store-and-forward bounds the relay applies while the agent sleeps",
+			Params:      p,
+		})
+	}
+	if o.Liveness != nil {
+		l := *o.Liveness
+		if l.Pulse.URL == "" {
+			l.Pulse.URL = base + PulsePath
+		}
+		p, err := l.MarshalJSON()
+		if err != nil {
+			return nil, err
+		}
+		exts = append(exts, Extension{
+			URI:         ExtLiveness,
+			Description: "The agent's latest signed liveness pulse and its next window",
 			Params:      p,
 		})
 	}
