@@ -49,6 +49,12 @@
 //	sleep        queue, and tell the device      queue; Retry-After only when an operator
 //	                                             scheduled a wake (the device publishes it)
 //
+// The table is wake.Evaluate, the only one: the offline-delivery
+// reachability vectors run through this package's handler and stores. A
+// Retry-After is whole seconds to a moment drawn (Config.Rand) across the
+// next window the device published, never 0 and never past the window's
+// end; an operator's wake opens a window as long as the published one.
+//
 // Live requests are forwarded over the link and the device's answer is
 // returned as it is. If the link vanished before the request was written,
 // the request falls back to the offline path; if it vanished after, the
