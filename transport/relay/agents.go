@@ -5,9 +5,11 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"net/url"
 	"time"
 
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/runtime/pulse"
 	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/transport/a2a"
 	"github.com/torpor-dev/torpor/transport/link"
@@ -42,8 +44,9 @@ func (a *agents) Linked(agent did.DID, up bool) {
 
 // Publish checks and stores a device's state. The checks keep what the
 // relay serves honest: the card must be signed by the agent itself, declare
-// the offline-delivery mode that matches the published mode, and publish
-// exactly the bounds the relay will apply.
+// the offline-delivery mode that matches the published mode, publish
+// exactly the bounds the relay will apply, and, when it has the liveness
+// extension, name the pulse the relay serves and the next wake published.
 func (a *agents) Publish(ctx context.Context, agent did.DID, st link.State) (link.Accepted, error) {
 	s := (*Relay)(a)
 	id := agent.String()
@@ -100,7 +103,7 @@ func (s *Relay) nextState(agent did.DID, prev AgentState, st link.State) (AgentS
 		next.Card = st.Card
 	}
 	if next.Card != nil {
-		if err := checkCard(next.Card, next); err != nil {
+		if err := checkCard(next.Card, agent, next); err != nil {
 			return AgentState{}, fmt.Errorf("card disagrees with the state (sign a new card): %v", err)
 		}
 	}
@@ -108,8 +111,9 @@ func (s *Relay) nextState(agent did.DID, prev AgentState, st link.State) (AgentS
 }
 
 // checkCard requires the card to declare the offline-delivery mode of st
-// (or none when st.Mode never queues) and the bounds in force.
-func checkCard(raw []byte, st AgentState) error {
+// (or none when st.Mode never queues) and the bounds in force, and its
+// liveness extension, if any, to agree with st (checkLiveness).
+func checkCard(raw []byte, agent did.DID, st AgentState) error {
 	c, err := a2a.ParseCard(raw)
 	if err != nil {
 		return err
@@ -130,6 +134,47 @@ func checkCard(raw []byte, st AgentState) error {
 	}
 	if want := LinkBounds(st.Bounds).Card(); qb != want {
 		return fmt.Errorf("queue bounds %+v, want %+v", qb, want)
+	}
+	lv, ok, err := c.Liveness()
+	if err != nil || !ok {
+		return err
+	}
+	return checkLiveness(lv, agent, st)
+}
+
+// checkLiveness requires a card's liveness extension to name the pulse the
+// relay serves (a valid pulse by agent, with that sequence number and chain
+// hash, at agent's pulse path) and a next window that starts at the next
+// wake published (none when none is). The window's length is the agent's
+// to say: the relay's own window for the agent may leave it zero (the
+// default length). A card that names an older pulse is refused like any
+// other that disagrees with the state, so a device that publishes a pulse
+// publishes the card naming it in the same frame.
+func checkLiveness(lv a2a.Liveness, agent did.DID, st AgentState) error {
+	if st.Pulse == nil {
+		return fmt.Errorf("card names pulse %d, but no pulse was published", lv.Pulse.Seq)
+	}
+	p, err := pulse.Parse(st.Pulse)
+	if err != nil {
+		return fmt.Errorf("card names pulse %d, but the published pulse is invalid: %v", lv.Pulse.Seq, err)
+	}
+	if p.Agent != agent {
+		return fmt.Errorf("card names a pulse, but the published pulse is by %s", p.Agent)
+	}
+	if h := pulse.Hash(st.Pulse); lv.Pulse.Seq != p.Seq || lv.Pulse.Hash != h {
+		return fmt.Errorf("card names pulse %d with hash %s, but the published pulse is %d with hash %s", lv.Pulse.Seq, lv.Pulse.Hash, p.Seq, h)
+	}
+	u, err := url.Parse(lv.Pulse.URL)
+	if want := "/a/" + agent.String() + a2a.PulsePath; err != nil || u.Path != want {
+		return fmt.Errorf("card names the pulse at %s, not at %s", lv.Pulse.URL, want)
+	}
+	switch nw := lv.NextWindow; {
+	case nw == nil && !st.NextWake.IsZero():
+		return fmt.Errorf("card names no next window, but the next wake is %s", st.NextWake.Format(time.RFC3339))
+	case nw != nil && st.NextWake.IsZero():
+		return fmt.Errorf("card names a next window at %s, but no next wake was published", nw.Start.Format(time.RFC3339))
+	case nw != nil && nw.Start.Unix() != st.NextWake.Unix():
+		return fmt.Errorf("card names a next window at %s, but the next wake is %s", nw.Start.Format(time.RFC3339), st.NextWake.Format(time.RFC3339))
 	}
 	return nil
 }
