@@ -301,15 +301,34 @@ func (w *wakeRun) publishAndDrain() {
 	wg.Wait()
 }
 
+// publish sends the state again within a wake (the hourly pulse of a
+// wake that never ends, an undone rotation), with the KeyPackages not yet
+// published: such a wake has no next one to carry those that
+// refill-keypackages made, or the replacements of expired ones.
 func (w *wakeRun) publish() {
 	mode, _ := w.schedule()
 	card, err := w.a.card(mode, w.l.Hello())
 	if err == nil {
-		err = w.publishState(w.ctx, card, nil, w.pulse)
+		err = w.publishState(w.ctx, card, w.unpublished(), w.pulse)
 	}
 	if err != nil {
 		w.a.log.Warn("publishing state", "err", err)
 	}
+}
+
+// unpublished refills the KeyPackage pool and returns the KeyPackages not
+// yet published; nil without a pool or when the refill fails (logged: the
+// state goes out anyway).
+func (w *wakeRun) unpublished() [][]byte {
+	if w.a.cfg.KeyPackages == nil {
+		return nil
+	}
+	kps, err := w.a.cfg.KeyPackages.Refill(w.ctx, w.a.cfg.kpTarget())
+	if err != nil {
+		w.a.log.Warn("refilling KeyPackages", "err", err)
+		return nil
+	}
+	return kps
 }
 
 // publishState sends one state frame; KeyPackages the relay accepted are

@@ -1,0 +1,138 @@
+package runtime_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"testing"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/torpor-dev/torpor/runtime"
+	"github.com/torpor-dev/torpor/runtime/drain"
+	"github.com/torpor-dev/torpor/session"
+	"github.com/torpor-dev/torpor/session/agent"
+	"github.com/torpor-dev/torpor/transport/link"
+	"github.com/torpor-dev/torpor/transport/mqtt"
+	"github.com/torpor-dev/torpor/wake"
+)
+
+// takeKeyPackages fetches KeyPackages of agent from the relay, as
+// initiators do, until it has none left, and returns how many distinct
+// ones it handed out. The relay serves one caller 30 a minute: keep pools
+// below that.
+func (w *cmdWorld) takeKeyPackages() int {
+	w.t.Helper()
+	seen := map[string]bool{}
+	for {
+		resp, err := http.Get(w.srv.URL + "/a/" + w.key.DID().String() + "/mls/key-package")
+		if err != nil {
+			w.t.Fatal(err)
+		}
+		var v struct{ Wire string }
+		err = json.NewDecoder(resp.Body).Decode(&v)
+		resp.Body.Close()
+		switch {
+		case resp.StatusCode == http.StatusServiceUnavailable:
+			return len(seen)
+		case resp.StatusCode != http.StatusOK || err != nil:
+			w.t.Fatalf("fetching a KeyPackage: %d, %v", resp.StatusCode, err)
+		case seen[v.Wire]:
+			w.t.Fatal("the relay handed out a KeyPackage twice")
+		}
+		seen[v.Wire] = true
+	}
+}
+
+// withMLSPool gives a cmdWorld's agent MLS sessions and its KeyPackage
+// pool (session.DefaultPoolSize) on its bbolt file.
+func withMLSPool(w *cmdWorld, cfg *runtime.Config, _ *runtime.CommandsConfig) {
+	cfg.AllowPlaintext = false
+	cfg.OpenMLS = func(db *bolt.DB) (drain.Sessions, runtime.KeyPackages, error) {
+		s, err := session.New(session.Config{Key: w.key, Clock: w.clock})
+		if err != nil {
+			return nil, nil, err
+		}
+		return agent.Sessions{S: s}, agent.KeyPackages{S: s, DB: db}, nil
+	}
+}
+
+// TestRefillKeyPackagesOverMQTT: refill-keypackages with a count above the
+// pool size, sent while the agent sleeps, runs at its window and makes the
+// new KeyPackages (not yet published); the next wake uploads them, and the
+// relay then hands out the count asked for.
+func TestRefillKeyPackagesOverMQTT(t *testing.T) {
+	const count = session.DefaultPoolSize + 4
+	w := newCmdWorldWith(t, wake.HourlyWake, withMLSPool)
+	w.run()
+	if boot := w.nextWake(); boot.LinkErr != "" {
+		t.Fatalf("boot wake: %+v", boot) // publishes the pool of DefaultPoolSize
+	}
+	start, end := w.window.Next(cmdStart)
+	id := w.send(mqtt.OpRefillKeyPackages, &mqtt.RefillArgs{Count: count})
+	w.clock.Set(start)
+	r := w.reply(id)
+	if want := `{"unpublished":4}`; r.Outcome != mqtt.OutcomeOK || string(r.Result) != want {
+		t.Fatalf("refill-keypackages %d = %+v %s, want ok %s", count, r, r.Result, want)
+	}
+	w.clock.Set(end)
+	w.nextWake()
+
+	next, _ := w.window.Next(end)
+	w.clock.Set(next)
+	w.waitPhase(runtime.PhasePublish)
+	if n := w.takeKeyPackages(); n != count {
+		t.Errorf("after the next wake the relay handed out %d KeyPackages, want the %d refill-keypackages asked for", n, count)
+	}
+}
+
+// publishedLink passes on every state frame the relay accepted.
+type publishedLink struct {
+	runtime.Link
+	published chan<- link.State
+}
+
+func (l publishedLink) Publish(ctx context.Context, st link.State) (link.Accepted, error) {
+	ok, err := l.Link.Publish(ctx, st)
+	if err == nil {
+		l.published <- st
+	}
+	return ok, err
+}
+
+// TestRefillKeyPackagesAlwaysOn: an always_on agent has no next wake; the
+// KeyPackages refill-keypackages made go to the relay with its next state
+// publication, the hourly pulse's.
+func TestRefillKeyPackagesAlwaysOn(t *testing.T) {
+	const count = session.DefaultPoolSize + 4
+	published := make(chan link.State, 16)
+	w := newCmdWorldWith(t, wake.AlwaysOn, func(w *cmdWorld, cfg *runtime.Config, cc *runtime.CommandsConfig) {
+		withMLSPool(w, cfg, cc)
+		cfg.Dial = func(ctx context.Context, c link.Config) (runtime.Link, error) {
+			l, err := link.Dial(ctx, c)
+			if err != nil {
+				return nil, err
+			}
+			return publishedLink{l, published}, nil
+		}
+	})
+	w.run()
+	if st := <-published; len(st.KeyPackages) != session.DefaultPoolSize {
+		t.Fatalf("the wake published %d KeyPackages, want the pool of %d", len(st.KeyPackages), session.DefaultPoolSize)
+	}
+	if r := w.command(mqtt.OpRefillKeyPackages, &mqtt.RefillArgs{Count: count}); r.Outcome != mqtt.OutcomeOK || string(r.Result) != `{"unpublished":4}` {
+		t.Fatalf("refill-keypackages %d = %+v %s, want ok with 4 unpublished", count, r, r.Result)
+	}
+	w.clock.Advance(runtime.PulseInterval)
+	select {
+	case st := <-published:
+		if st.Pulse == nil || len(st.KeyPackages) != 4 {
+			t.Errorf("the hourly state frame carries a pulse: %v, %d KeyPackages; want a pulse and the 4 refilled", st.Pulse != nil, len(st.KeyPackages))
+		}
+	case <-w.ctx().Done():
+		t.Fatal("no hourly state frame")
+	}
+	if n := w.takeKeyPackages(); n != count {
+		t.Errorf("after the hourly publication the relay handed out %d KeyPackages, want the %d refill-keypackages asked for", n, count)
+	}
+}
