@@ -1,9 +1,11 @@
 package runtime_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -13,6 +15,7 @@ import (
 	"time"
 
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/governed"
 	"github.com/torpor-dev/torpor/runtime"
 	"github.com/torpor-dev/torpor/runtime/pulse"
 	"github.com/torpor-dev/torpor/runtime/runtimetest"
@@ -331,6 +334,7 @@ func TestRotateKeysOverMQTT(t *testing.T) {
 	if r.Outcome != mqtt.OutcomeOK || json.Unmarshal(r.Result, &res) != nil || res.Old != w.key.DID().String() || len(res.Handover) == 0 {
 		t.Fatalf("rotate-keys = %+v %s", r, r.Result)
 	}
+	checkHandover(t, res.Handover, w.key.DID(), res.New, "pi-7")
 	err := <-w.done
 	w.done <- err
 	if !errors.Is(err, runtime.ErrRestart) {
@@ -339,6 +343,59 @@ func TestRotateKeysOverMQTT(t *testing.T) {
 	if k, err := did.LoadKey(keyFile); err != nil || k.DID().String() != res.New {
 		t.Fatalf("key file holds %v (%v), want %s", k, err, res.New)
 	}
+}
+
+// checkHandover checks a key handover as a relying party would: it is
+// signed by old (the identity it hands over from) and names next as the
+// device's identity from now on.
+func checkHandover(t *testing.T, handover []byte, old did.DID, next, device string) {
+	t.Helper()
+	if err := verifyHandover(handover, old, next, device); err != nil {
+		t.Fatalf("handover %s: %v", handover, err)
+	}
+	// The checks can fail: not under the new key, and not once the
+	// statement names another DID.
+	nextDID, err := did.Parse(next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := verifyHandover(handover, nextDID, next, device); err == nil {
+		t.Fatal("the handover verifies as signed by the new key")
+	}
+	other := runtimetest.Key(t, 14).DID().String()
+	forged := bytes.ReplaceAll(handover, []byte(`"new":"`+next+`"`), []byte(`"new":"`+other+`"`))
+	if bytes.Equal(forged, handover) {
+		t.Fatalf("no \"new\":%q member in the handover %s", next, handover)
+	}
+	if err := verifyHandover(forged, old, other, device); err == nil {
+		t.Fatal("a handover naming another DID verifies under the old key")
+	}
+}
+
+// verifyHandover reports why handover is not old's signed statement that
+// device's identity is next from now on.
+func verifyHandover(handover []byte, old did.DID, next, device string) error {
+	o, err := governed.Parse(handover)
+	if err != nil {
+		return err
+	}
+	if !old.Verify(o.SignedBytes(), o.Signature) {
+		return fmt.Errorf("the signature does not verify under the old key %s", old)
+	}
+	if o.Issuer != old {
+		return fmt.Errorf("issuer %s, want the old key %s", o.Issuer, old)
+	}
+	if o.Governance.Purpose != runtime.PurposeKeyHandover || o.Semantic.Schema != runtime.SchemaKeyHandover {
+		return fmt.Errorf("purpose %q, schema %q; want a key handover", o.Governance.Purpose, o.Semantic.Schema)
+	}
+	var p struct{ Old, New, Device string }
+	if err := json.Unmarshal(o.Payload, &p); err != nil {
+		return err
+	}
+	if p.Old != old.String() || p.New != next || p.Device != device {
+		return fmt.Errorf("payload %s; want old %s, new %s, device %s", o.Payload, old, next, device)
+	}
+	return nil
 }
 
 func hasPhase(r runtime.WakeReport, name string) bool {
