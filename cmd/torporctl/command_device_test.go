@@ -18,7 +18,9 @@ import (
 // TestDeviceScripts runs testdata/device: torporctl device against the
 // embedded broker and a device (mqtt.Client with a recording Device) that
 // allows the operator key $WORK/op.key. The custom command "devsleep"
-// ends the device's session as a sleep would.
+// ends the device's session as a sleep would; "executed OP ARGS" checks
+// that the last command the device executed was OP with the JSON
+// arguments ARGS, empty for none.
 func TestDeviceScripts(t *testing.T) {
 	testscript.Run(t, testscript.Params{
 		Dir:   "testdata/device",
@@ -30,8 +32,30 @@ func TestDeviceScripts(t *testing.T) {
 				defer cancel()
 				ts.Check(c.Sleep(ctx, time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)))
 			},
+			"executed": executed,
 		},
 	})
+}
+
+// executed is the script command "executed OP ARGS".
+func executed(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: executed OP ARGS")
+	}
+	cmds := ts.Value("device").(*mqtttest.Device).Executed()
+	if len(cmds) == 0 {
+		ts.Fatalf("the device executed no command")
+	}
+	last := cmds[len(cmds)-1]
+	got := ""
+	if last.Args != nil {
+		b, err := json.Marshal(last.Args)
+		ts.Check(err)
+		got = string(b)
+	}
+	if last.Op != args[0] || got != args[1] {
+		ts.Fatalf("the device last executed %s %s, want %s %s", last.Op, got, args[0], args[1])
+	}
 }
 
 func setupDevice(env *testscript.Env) error {
@@ -71,6 +95,7 @@ func setupDevice(env *testscript.Env) error {
 	}
 	env.Defer(c.Abort)
 	env.Values["client"] = c
+	env.Values["device"] = dev
 	env.Setenv("TORPOR_BROKER", b.URL())
 	env.Setenv("TORPOR_KEY", filepath.Join(env.WorkDir, "op.key"))
 	env.Setenv("DEVICE_DID", devKey.DID().String())
