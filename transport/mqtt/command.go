@@ -63,8 +63,9 @@ type (
 	WakeNowArgs struct {
 		ForSec int64 `json:"forSec,omitempty"`
 	}
-	// RefillArgs: refill-keypackages. Count is how many to upload, zero
-	// for the device's configured pool size.
+	// RefillArgs: refill-keypackages. Count is how many unused
+	// KeyPackages the pool should hold, zero for the device's configured
+	// pool size.
 	RefillArgs struct {
 		Count int `json:"count,omitempty"`
 	}
