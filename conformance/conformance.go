@@ -23,10 +23,11 @@
 // (never a re-implementation of it in the handler), and returns a Result:
 // Compare for the common "expected string equals got string" case, Skipped
 // when the code the kind needs is not there yet, Broken when the vector
-// itself cannot be read. Kinds whose code does not exist yet are listed
-// with Pending in kinds_pending.go; a Register for the same kind replaces
-// the pending entry, so the engineer who builds the code adds a file and
-// touches nothing else.
+// itself cannot be read. A vector whose kind nothing registered fails, so a
+// new kind in the vector format is never mistaken for a clean run. A kind
+// whose code does not exist yet may be declared with Pending, which makes
+// its vectors skip with a reason; a Register for the same kind replaces the
+// pending entry.
 //
 // Registration happens in init functions only (the one use of init the
 // project allows: compile-time registration); running is free of globals
@@ -41,6 +42,7 @@ package conformance
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"sync"
@@ -86,6 +88,9 @@ func Skipped(reason string) Result { return Result{Status: Skip, Note: reason} }
 func Broken(err error) Result {
 	return Result{Status: Fail, Got: "error", Note: "cannot read vector: " + err.Error()}
 }
+
+// ErrNoVectors is returned (wrapped) by Run when it finds no vector file.
+var ErrNoVectors = errors.New("conformance: no vectors found")
 
 type entry struct {
 	h       Handler

@@ -3,6 +3,7 @@ package conformance
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -152,13 +153,13 @@ func TestRunnerMechanics(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := strings.Join([]string{
-		`FAIL a/broken.json expected= got=error (cannot read vector: unexpected end of JSON input)`,
+		`FAIL a/broken.json expected= got=error (cannot read vector: not valid JSON (line 1, column 6: unexpected end of JSON input); want a vector, a JSON object with string id and kind members)`,
 		`FAIL x-1 expected= got=panic (boom)`,
 		`SKIP p-1 expected={"accept":true} got=- (not built)`,
-		"SKIP u-1 expected=accept got=- (unknown kind \"no-such-kind\" (known: ",
+		"FAIL u-1 expected=accept got=- (unknown kind \"no-such-kind\"; known kinds: agent-card-build, ",
 		`PASS i-1 expected=2 got=2`,
 		`FAIL i-2 expected=2 got=0`,
-		`1 passed, 3 failed, 2 skipped`,
+		`1 passed, 4 failed, 1 skipped`,
 	}, "\n")
 	lines := strings.Split(strings.TrimSpace(text.String()), "\n")
 	wantLines := strings.Split(want, "\n")
@@ -175,11 +176,56 @@ func TestRunnerMechanics(t *testing.T) {
 		t.Fatal(err)
 	}
 	var back Report
-	if err := json.Unmarshal(js.Bytes(), &back); err != nil || back.Passed != 1 || back.Failed != 3 || back.Skipped != 2 || back.Results[1].Kind != "test-panics" {
+	if err := json.Unmarshal(js.Bytes(), &back); err != nil || back.Passed != 1 || back.Failed != 4 || back.Skipped != 1 || back.Results[1].Kind != "test-panics" {
 		t.Errorf("JSON report = %s (%v)", js.String(), err)
 	}
 	if _, err := Run(filepath.Join(dir, "missing")); err == nil {
 		t.Error("Run(missing dir) succeeded")
+	}
+}
+
+// TestRunBadInput checks that files that are not vectors, and runs that find
+// none, are errors naming the file or directory and saying what was wanted.
+func TestRunBadInput(t *testing.T) {
+	tests := []struct {
+		name  string
+		files map[string]string
+		arg   string // under the directory; "" runs the directory
+		want  string // in the error, or in the only result's note
+	}{
+		{"empty directory", map[string]string{}, "", "no vectors found under DIR: it has no *.json files"},
+		{"only text", map[string]string{"notes.txt": "hello"}, "", "no vectors found under DIR: it has no *.json files"},
+		{"only manifest", map[string]string{"manifest.json": `{"identities":{}}`}, "", "it has no *.json files"},
+		{"only other JSON", map[string]string{"a.json": `[1,2]`, "b/schema.json": `{"$id":"x"}`}, "",
+			"none of its 2 *.json files (a.json, b/schema.json) is a vector, a JSON object with string id and kind members"},
+		{"one non-vector file", map[string]string{"a.json": `{"id":"x"}`}, "a.json", "no vectors found: DIR/a.json is not a vector"},
+		{"text named json", map[string]string{"a.json": "id: 1\nkind: x\n"}, "",
+			"a.json: cannot read vector: not valid JSON (line 1, column 1: invalid character 'i' looking for beginning of value)"},
+		{"syntax error on line 3", map[string]string{"a.json": "{\n\"id\": \"x\",\n\"kind\": }"}, "", "not valid JSON (line 3, column 9: "},
+		{"kind not a string", map[string]string{"a.json": `{"id":"x","kind":7}`}, "", "a.json: cannot read vector: kind member is 7, want a non-empty string"},
+		{"kind without id", map[string]string{"a.json": `{"kind":"data-object"}`}, "", "a.json: cannot read vector: data-object vector has no string id member"},
+		{"unknown kind", map[string]string{"a.json": `{"id":"x","kind":"some-future-kind","expect":"accept"}`}, "",
+			`x: unknown kind "some-future-kind"; known kinds: `},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := writeVectors(t, tt.files)
+			want := strings.ReplaceAll(tt.want, "DIR", dir)
+			rep, err := Run(filepath.Join(dir, tt.arg))
+			switch {
+			case err != nil:
+				if !strings.Contains(err.Error(), want) || !errors.Is(err, ErrNoVectors) {
+					t.Errorf("Run = %v, want an ErrNoVectors containing %q", err, want)
+				}
+			case len(rep.Results) != 1 || rep.Failed != 1:
+				t.Errorf("Run = %+v, want one failed vector", rep)
+			default:
+				o := rep.Results[0]
+				if got := o.ID + ": " + o.Note; !strings.Contains(got, want) {
+					t.Errorf("Run: %s, want %q", got, want)
+				}
+			}
+		})
 	}
 }
 

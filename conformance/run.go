@@ -52,13 +52,17 @@ type Outcome struct {
 	Result
 }
 
-// Run runs every vector file under dir: every *.json file with string id
-// and kind members, in path order. Other JSON files (manifests, schemas,
-// examples) are not vectors and are ignored. A vector file that is not
-// valid JSON fails. Stores go under a temporary directory removed at the
-// end.
+// Run runs every vector file under dir: every *.json file holding a JSON
+// object with a kind member, in path order. dir may also name one vector
+// file. Other JSON files (manifests, schemas, examples, arrays) are not
+// vectors and are ignored. A file that is not valid JSON, or whose id or
+// kind is not a string, fails, and so does a vector of a kind nothing
+// registered. Stores go under a temporary directory removed at the end.
+//
+// Run returns an error wrapping ErrNoVectors when it finds no vector, so
+// that a wrong directory never reads as a clean run.
 func Run(dir string) (*Report, error) {
-	files, err := vectorFiles(dir)
+	files, single, err := vectorFiles(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -69,9 +73,11 @@ func Run(dir string) (*Report, error) {
 	defer os.RemoveAll(tmp)
 	rep := &Report{Results: []Outcome{}}
 	manifests := map[string][]did.DID{}
+	var ignored []string
 	for _, f := range files {
 		o, ok := runFile(dir, f, tmp, manifests)
 		if !ok {
+			ignored = append(ignored, o.File)
 			continue
 		}
 		rep.Results = append(rep.Results, o)
@@ -84,12 +90,46 @@ func Run(dir string) (*Report, error) {
 			rep.Failed++
 		}
 	}
+	if len(rep.Results) == 0 {
+		return nil, noVectors(dir, single, files, ignored)
+	}
 	return rep, nil
 }
 
-func vectorFiles(dir string) ([]string, error) {
-	var files []string
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+// noVectors explains why a run found no vector.
+func noVectors(dir string, single bool, files, ignored []string) error {
+	switch {
+	case single:
+		return fmt.Errorf("%w: %s is not a vector; want %s", ErrNoVectors, dir, vectorShape)
+	case len(files) == 0:
+		return fmt.Errorf("%w under %s: it has no *.json files; want vector files, each %s", ErrNoVectors, dir, vectorShape)
+	default:
+		return fmt.Errorf("%w under %s: none of its %d *.json files (%s) is a vector, %s",
+			ErrNoVectors, dir, len(files), strings.Join(firstN(ignored, 3), ", "), vectorShape)
+	}
+}
+
+// vectorShape says what a vector file holds, for error messages.
+const vectorShape = "a JSON object with string id and kind members"
+
+func firstN(s []string, n int) []string {
+	if len(s) <= n {
+		return s
+	}
+	return append(s[:n:n], "…")
+}
+
+// vectorFiles returns the *.json files under dir other than manifests, in
+// path order. When dir is a file, it is the only one and single is set.
+func vectorFiles(dir string) (files []string, single bool, err error) {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return nil, false, fmt.Errorf("conformance: %w", err)
+	}
+	if !fi.IsDir() {
+		return []string{dir}, true, nil
+	}
+	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -99,57 +139,101 @@ func vectorFiles(dir string) ([]string, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("conformance: %w", err)
+		return nil, false, fmt.Errorf("conformance: %w", err)
 	}
 	sort.Strings(files)
-	return files, nil
+	return files, false, nil
 }
 
 // runFile runs one file; ok is false when it is not a vector.
 func runFile(dir, path, tmp string, manifests map[string][]did.DID) (o Outcome, ok bool) {
 	rel, _ := filepath.Rel(dir, path)
+	if rel == "." {
+		rel = filepath.Base(path)
+	}
 	o = Outcome{ID: rel, File: rel}
 	b, err := os.ReadFile(path)
 	if err != nil {
 		o.Result = Broken(err)
 		return o, true
 	}
-	var head struct {
-		ID     any             `json:"id"`
-		Kind   any             `json:"kind"`
-		Expect json.RawMessage `json:"expect"`
-	}
-	if err := json.Unmarshal(b, &head); err != nil {
+	head, isVector, err := readHead(b)
+	if err != nil {
 		o.Result = Broken(err)
 		return o, true
 	}
-	id, idOK := head.ID.(string)
-	kind, kindOK := head.Kind.(string)
-	if !idOK || !kindOK {
+	if !isVector {
 		return o, false
 	}
-	o.ID, o.Kind = id, kind
+	o.ID, o.Kind = head.ID, head.Kind
 	ids, err := manifestIdentities(filepath.Dir(path), dir, manifests)
 	if err != nil {
 		o.Result = Broken(err)
 		return o, true
 	}
-	v := &Vector{ID: id, Kind: kind, File: rel, Raw: b, Identities: ids, tmp: func() (string, error) {
+	v := &Vector{ID: head.ID, Kind: head.Kind, File: rel, Raw: b, Identities: ids, tmp: func() (string, error) {
 		return os.MkdirTemp(tmp, "vector-")
 	}}
-	h, found := handler(kind)
+	h, found := handler(head.Kind)
 	if !found {
-		o.Result = Skipped(fmt.Sprintf("unknown kind %q (known: %s)", kind, strings.Join(sortedKinds(), ", ")))
+		o.Result = Result{Status: Fail, Got: "-", Note: fmt.Sprintf("unknown kind %q; known kinds: %s",
+			head.Kind, strings.Join(sortedKinds(), ", "))}
 	} else {
 		o.Result = safeRun(h, v)
 	}
-	if o.Status == Skip && o.Expected == "" {
+	if o.Expected == "" && (o.Status == Skip || !found) {
 		o.Expected = expectString(head.Expect)
 	}
 	if o.Status == Skip && o.Got == "" {
 		o.Got = "-"
 	}
 	return o, true
+}
+
+// vectorHead is the members every vector has.
+type vectorHead struct {
+	ID, Kind string
+	Expect   json.RawMessage
+}
+
+// readHead reads the id, kind and expect members of a vector file. A JSON
+// value without a kind member (a schema, an example, an array) is not a
+// vector: isVector is false. The error says what is wrong with a file that
+// is not JSON or is a vector with a malformed id or kind.
+func readHead(b []byte) (h vectorHead, isVector bool, err error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return h, false, nil // valid JSON, not an object
+		}
+		return h, false, fmt.Errorf("not valid JSON (%s); want a vector, %s", jsonProblem(b, err), vectorShape)
+	}
+	kind, hasKind := m["kind"]
+	if !hasKind {
+		return h, false, nil
+	}
+	if json.Unmarshal(kind, &h.Kind) != nil || h.Kind == "" {
+		return h, true, fmt.Errorf("kind member is %s, want a non-empty string", kind)
+	}
+	if json.Unmarshal(m["id"], &h.ID) != nil || h.ID == "" {
+		return h, true, fmt.Errorf("%s vector has no string id member", h.Kind)
+	}
+	h.Expect = m["expect"]
+	return h, true, nil
+}
+
+// jsonProblem places a JSON syntax error at its line and column.
+func jsonProblem(b []byte, err error) string {
+	var se *json.SyntaxError
+	if !errors.As(err, &se) {
+		return err.Error()
+	}
+	// Offset counts the bytes read, the offending one included.
+	before := b[:min(max(int(se.Offset)-1, 0), len(b))]
+	line := 1 + bytes.Count(before, []byte("\n"))
+	col := len(before) - bytes.LastIndexByte(before, '\n')
+	return fmt.Sprintf("line %d, column %d: %v", line, col, err)
 }
 
 // safeRun turns a handler panic into a failure of that vector.

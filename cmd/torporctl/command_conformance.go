@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
+	"strings"
 
 	"github.com/torpor-dev/torpor/conformance"
 )
@@ -18,7 +20,8 @@ func init() {
 
 // runConformance prints one line per vector, "PASS|FAIL|SKIP <id>
 // expected=… got=…", then "N passed, M failed, K skipped", or with --json
-// one JSON report. It exits 1 when any vector failed.
+// one JSON report. It exits 1 when any vector failed, and with an error
+// when DIR holds no vector.
 func runConformance(ctx context.Context, e *env, fs *flag.FlagSet, args []string) error {
 	asJSON := fs.Bool("json", false, "Write the results as one JSON document instead of lines.")
 	if err := fs.Parse(args); err != nil {
@@ -29,7 +32,9 @@ func runConformance(ctx context.Context, e *env, fs *flag.FlagSet, args []string
 	}
 	rep, err := conformance.Run(fs.Arg(0))
 	if err != nil {
-		return err
+		// Under "torporctl conformance:" the package's own prefix
+		// would stutter; trimming it only changes how the error reads.
+		return errors.New(strings.TrimPrefix(err.Error(), "conformance: "))
 	}
 	if *asJSON {
 		err = rep.WriteJSON(e.stdout)
