@@ -2,10 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
-
-	"github.com/torpor-dev/torpor/did"
+	"strings"
 )
 
 func init() {
@@ -24,7 +24,14 @@ func runDID(ctx context.Context, e *env, fs *flag.FlagSet, args []string) error 
 	if fs.NArg() != 1 {
 		return errUsage
 	}
-	k, err := did.LoadKey(fs.Arg(0))
+	k, err := loadKey(fs.Arg(0))
+	if errors.Is(err, errNoKeyFile) || errors.Is(err, errNotKeyFile) {
+		hint := "did takes the path of a key file written by keygen"
+		if strings.HasPrefix(fs.Arg(0), "did:") {
+			hint += ", not a DID"
+		}
+		return fmt.Errorf("%w (%s)", err, hint)
+	}
 	if err != nil {
 		return err
 	}

@@ -29,7 +29,7 @@ func runKeygen(ctx context.Context, e *env, fs *flag.FlagSet, args []string) err
 	if err != nil {
 		return err
 	}
-	if err := did.SaveKey(fs.Arg(0), k, *force); err != nil {
+	if err := saveKey(fs.Arg(0), k, *force); err != nil {
 		return err
 	}
 	fmt.Fprintln(e.stdout, k.DID())

@@ -66,7 +66,7 @@ func runSend(ctx context.Context, e *env, fs *flag.FlagSet, args []string) error
 	if a.key == "" {
 		return errors.New("no key: pass --key FILE or set TORPOR_KEY (torporctl keygen makes one)")
 	}
-	key, err := did.LoadKey(a.key)
+	key, err := loadKey(a.key)
 	if err != nil {
 		return err
 	}
