@@ -9,6 +9,9 @@
 package wire
 
 import (
+	"errors"
+	"fmt"
+
 	"golang.org/x/crypto/cryptobyte"
 )
 
@@ -140,4 +143,26 @@ func Marshal(f cryptobyte.BuilderContinuation) ([]byte, error) {
 	var b cryptobyte.Builder
 	f(&b)
 	return b.Bytes()
+}
+
+// VarintError says why ReadVarint rejects a header at the start of b, or
+// returns nil if it does not. It is meant for error messages, after
+// ReadVarint failed.
+func VarintError(b []byte) error {
+	if len(b) == 0 {
+		return errors.New("truncated length header, need 1 byte, have 0")
+	}
+	size := 1 << (b[0] >> 6)
+	switch {
+	case size == 8:
+		return fmt.Errorf("length header %#02x uses the reserved prefix 0b11", b[0])
+	case len(b) < size:
+		return fmt.Errorf("truncated length header, need %d bytes, have %d", size, len(b))
+	}
+	s := cryptobyte.String(b)
+	var n uint64
+	if !ReadVarint(&s, &n) {
+		return fmt.Errorf("length header % x is not minimal", b[:size])
+	}
+	return nil
 }

@@ -64,3 +64,34 @@ func FuzzVarint(f *testing.F) {
 		}
 	})
 }
+
+func TestVarintError(t *testing.T) {
+	tests := []struct {
+		in   []byte
+		want string // "" for a valid header
+	}{
+		{[]byte{0x05}, ""},
+		{[]byte{0x40, 0x40}, ""},
+		{nil, "truncated length header, need 1 byte, have 0"},
+		{[]byte{0x40}, "truncated length header, need 2 bytes, have 1"},
+		{[]byte{0x80, 0x01}, "truncated length header, need 4 bytes, have 2"},
+		{[]byte{0xc0, 0, 0, 0, 0, 0, 0, 1}, "length header 0xc0 uses the reserved prefix 0b11"},
+		{[]byte{0x40, 0x3f}, "length header 40 3f is not minimal"},
+		{[]byte{0x80, 0x00, 0x3f, 0xff, 0x00}, "length header 80 00 3f ff is not minimal"},
+	}
+	for _, tt := range tests {
+		err := VarintError(tt.in)
+		got := ""
+		if err != nil {
+			got = err.Error()
+		}
+		if got != tt.want {
+			t.Errorf("VarintError(%x) = %q, want %q", tt.in, got, tt.want)
+		}
+		s := cryptobyte.String(tt.in)
+		var n uint64
+		if ok := ReadVarint(&s, &n); ok != (tt.want == "") {
+			t.Errorf("ReadVarint(%x) ok = %v, but VarintError says %q", tt.in, ok, got)
+		}
+	}
+}
