@@ -1,6 +1,8 @@
 package mls
 
 import (
+	"fmt"
+
 	"golang.org/x/crypto/cryptobyte"
 
 	"github.com/torpor-dev/torpor/mls/internal/wire"
@@ -9,7 +11,8 @@ import (
 // The codec follows crypto/tls: every wire struct has a marshal method that
 // appends its TLS presentation-language encoding (RFC 9420, Section 2.1) to
 // a cryptobyte.Builder, and an unmarshal method that consumes exactly one
-// value from a cryptobyte.String and reports success. Decoding is strict:
+// value through a decoder (decode.go) and reports success; the decoder
+// remembers which field failed, and where, for the *ParseError. Decoding is strict:
 // variable-size length headers must be minimal and must not use the 0b11
 // prefix (Section 2.1.2, enforced by mls/internal/wire), optional<T> presence
 // octets must be 0 or 1, enums with a select must hold a known value, and a
@@ -26,7 +29,7 @@ type marshaler interface {
 }
 
 type unmarshaler interface {
-	unmarshal(s *cryptobyte.String) bool
+	unmarshal(d *decoder) bool
 }
 
 // encode returns the encoding of v. Lengths beyond the 2^30-1 bytes the
@@ -38,14 +41,15 @@ func encode(v marshaler) []byte {
 	return b.BytesOrPanic()
 }
 
-// decodeAll decodes data as exactly one value of the named structure.
+// decodeAll decodes data as exactly one value of the named structure. It
+// returns a *ParseError that names the field that failed and its offset.
 func decodeAll(data []byte, v unmarshaler, name string) error {
-	s := cryptobyte.String(data)
-	if !v.unmarshal(&s) {
-		return errorf(name, "malformed or truncated input")
+	d := newDecoder(data)
+	if !v.unmarshal(&d) {
+		return d.err(name)
 	}
-	if !s.Empty() {
-		return errorf(name, "%d trailing bytes", len(s))
+	if !d.s.Empty() {
+		return &ParseError{Struct: name, Offset: d.offset(), Err: fmt.Errorf("%d trailing bytes", len(d.s))}
 	}
 	return nil
 }
@@ -55,35 +59,13 @@ func addVector(b *cryptobyte.Builder, f cryptobyte.BuilderContinuation) {
 	wire.AddVarVector(b, f)
 }
 
-// readVector reads a vector T v<V>, calling f for each element until the
-// vector's body is consumed. f must consume at least one byte per element.
-func readVector(s *cryptobyte.String, f func(*cryptobyte.String) bool) bool {
-	var body cryptobyte.String
-	if !wire.ReadVarVector(s, &body) {
-		return false
-	}
-	for !body.Empty() {
-		n := len(body)
-		if !f(&body) || len(body) == n {
-			return false
-		}
-	}
-	return true
-}
-
 // addOpaque writes opaque v<V>.
 func addOpaque(b *cryptobyte.Builder, v []byte) { wire.AddVarBytes(b, v) }
-
-// readOpaque reads opaque v<V>, copying it.
-func readOpaque(s *cryptobyte.String, out *[]byte) bool { return wire.ReadVarBytes(s, out) }
 
 // addOptional writes optional<T>.
 func addOptional(b *cryptobyte.Builder, present bool, f cryptobyte.BuilderContinuation) {
 	wire.AddOptional(b, present, f)
 }
-
-// readOptional reads the presence octet of optional<T>.
-func readOptional(s *cryptobyte.String, present *bool) bool { return wire.ReadOptional(s, present) }
 
 // addUint16s writes a vector of 16-bit values (uint16 v<V>).
 func addUint16s[T ~uint16](b *cryptobyte.Builder, vs []T) {
@@ -94,12 +76,12 @@ func addUint16s[T ~uint16](b *cryptobyte.Builder, vs []T) {
 	})
 }
 
-// readUint16s reads uint16 v<V>.
-func readUint16s[T ~uint16](s *cryptobyte.String, out *[]T) bool {
+// readUint16s reads uint16 field<V>.
+func readUint16s[T ~uint16](d *decoder, field string, out *[]T) bool {
 	var vs []T
-	ok := readVector(s, func(s *cryptobyte.String) bool {
+	ok := d.vector(field, func(d *decoder) bool {
 		var v uint16
-		if !s.ReadUint16(&v) {
+		if !d.u16("", &v) {
 			return false
 		}
 		vs = append(vs, T(v))
@@ -118,12 +100,12 @@ func addUint32s(b *cryptobyte.Builder, vs []uint32) {
 	})
 }
 
-// readUint32s reads uint32 v<V>.
-func readUint32s(s *cryptobyte.String, out *[]uint32) bool {
+// readUint32s reads uint32 field<V>.
+func readUint32s(d *decoder, field string, out *[]uint32) bool {
 	var vs []uint32
-	ok := readVector(s, func(s *cryptobyte.String) bool {
+	ok := d.vector(field, func(d *decoder) bool {
 		var v uint32
-		if !s.ReadUint32(&v) {
+		if !d.u32("", &v) {
 			return false
 		}
 		vs = append(vs, v)
@@ -134,11 +116,11 @@ func readUint32s(s *cryptobyte.String, out *[]uint32) bool {
 }
 
 // readVersion reads a ProtocolVersion.
-func readVersion(s *cryptobyte.String, v *ProtocolVersion) bool {
-	return s.ReadUint16((*uint16)(v))
+func readVersion(d *decoder, field string, v *ProtocolVersion) bool {
+	return d.u16(field, (*uint16)(v))
 }
 
 // readCipherSuite reads a CipherSuite.
-func readCipherSuite(s *cryptobyte.String, cs *CipherSuite) bool {
-	return s.ReadUint16((*uint16)(cs))
+func readCipherSuite(d *decoder, field string, cs *CipherSuite) bool {
+	return d.u16(field, (*uint16)(cs))
 }

@@ -154,10 +154,10 @@ func TestDeserializationVectors(t *testing.T) {
 		}
 		if c.Length < 1<<16 {
 			in := append(hdr, make([]byte, c.Length)...)
-			s := cryptobyte.String(in)
+			d := newDecoder(in)
 			var out []byte
-			if !readOpaque(&s, &out) || !s.Empty() || len(out) != c.Length {
-				t.Errorf("readOpaque(header %s + %d bytes) = %d bytes, rest %d", c.Header, c.Length, len(out), len(s))
+			if !d.opaque("v", &out) || !d.s.Empty() || len(out) != c.Length {
+				t.Errorf("decoder.opaque(header %s + %d bytes) = %d bytes, rest %d", c.Header, c.Length, len(out), len(d.s))
 			}
 		}
 	}
@@ -217,13 +217,6 @@ func TestStrictDecoding(t *testing.T) {
 // test.
 type extensionList struct{ exts []Extension }
 
-func (g *extensionList) unmarshal(s *cryptobyte.String) bool {
-	return readExtensions(s, &g.exts)
-}
-
-func TestParseErrorMessage(t *testing.T) {
-	_, err := ParseWelcome([]byte{0x00})
-	if err == nil || err.Error() != "mls: parsing Welcome: malformed or truncated input" {
-		t.Errorf("ParseWelcome(00) = %v", err)
-	}
+func (g *extensionList) unmarshal(d *decoder) bool {
+	return readExtensions(d, &g.exts)
 }

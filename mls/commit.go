@@ -31,19 +31,19 @@ func (p *ProposalOrRef) marshal(b *cryptobyte.Builder) {
 	addOpaque(b, p.Reference)
 }
 
-func (p *ProposalOrRef) unmarshal(s *cryptobyte.String) bool {
+func (p *ProposalOrRef) unmarshal(d *decoder) bool {
 	*p = ProposalOrRef{}
 	var t uint8
-	if !s.ReadUint8(&t) {
+	if !d.u8("type", &t) {
 		return false
 	}
 	switch ProposalOrRefType(t) {
 	case ProposalOrRefProposal:
-		return readProposal(s, &p.Proposal)
+		return d.sub("proposal", func(d *decoder) bool { return readProposal(d, &p.Proposal) })
 	case ProposalOrRefReference:
-		return readOpaque(s, &p.Reference)
+		return d.opaque("reference", &p.Reference)
 	}
-	return false
+	return d.reject("type", "unknown value %d", t)
 }
 
 // A Commit moves the group to a new epoch (RFC 9420, Section 12.4).
@@ -61,11 +61,11 @@ func (c *Commit) marshal(b *cryptobyte.Builder) {
 	addOptional(b, c.Path != nil, func(b *cryptobyte.Builder) { c.Path.marshal(b) })
 }
 
-func (c *Commit) unmarshal(s *cryptobyte.String) bool {
+func (c *Commit) unmarshal(d *decoder) bool {
 	*c = Commit{}
-	if !readVector(s, func(s *cryptobyte.String) bool {
+	if !d.vector("proposals", func(d *decoder) bool {
 		var p ProposalOrRef
-		if !p.unmarshal(s) {
+		if !p.unmarshal(d) {
 			return false
 		}
 		c.Proposals = append(c.Proposals, p)
@@ -74,12 +74,12 @@ func (c *Commit) unmarshal(s *cryptobyte.String) bool {
 		return false
 	}
 	var present bool
-	if !readOptional(s, &present) {
+	if !d.optional("path", &present) {
 		return false
 	}
 	if present {
 		c.Path = new(UpdatePath)
-		return c.Path.unmarshal(s)
+		return d.sub("path", c.Path.unmarshal)
 	}
 	return true
 }
@@ -96,8 +96,8 @@ func (h *HPKECiphertext) marshal(b *cryptobyte.Builder) {
 	addOpaque(b, h.Ciphertext)
 }
 
-func (h *HPKECiphertext) unmarshal(s *cryptobyte.String) bool {
-	return readOpaque(s, &h.KEMOutput) && readOpaque(s, &h.Ciphertext)
+func (h *HPKECiphertext) unmarshal(d *decoder) bool {
+	return d.opaque("kem_output", &h.KEMOutput) && d.opaque("ciphertext", &h.Ciphertext)
 }
 
 // UpdatePathNode is one node of an UpdatePath: the new public key and the
@@ -117,11 +117,11 @@ func (n *UpdatePathNode) marshal(b *cryptobyte.Builder) {
 	})
 }
 
-func (n *UpdatePathNode) unmarshal(s *cryptobyte.String) bool {
+func (n *UpdatePathNode) unmarshal(d *decoder) bool {
 	*n = UpdatePathNode{}
-	return readOpaque(s, &n.EncryptionKey) && readVector(s, func(s *cryptobyte.String) bool {
+	return d.opaque("encryption_key", &n.EncryptionKey) && d.vector("encrypted_path_secret", func(d *decoder) bool {
 		var c HPKECiphertext
-		if !c.unmarshal(s) {
+		if !c.unmarshal(d) {
 			return false
 		}
 		n.EncryptedPathSecret = append(n.EncryptedPathSecret, c)
@@ -145,11 +145,11 @@ func (u *UpdatePath) marshal(b *cryptobyte.Builder) {
 	})
 }
 
-func (u *UpdatePath) unmarshal(s *cryptobyte.String) bool {
+func (u *UpdatePath) unmarshal(d *decoder) bool {
 	*u = UpdatePath{}
-	return u.LeafNode.unmarshal(s) && readVector(s, func(s *cryptobyte.String) bool {
+	return d.sub("leaf_node", u.LeafNode.unmarshal) && d.vector("nodes", func(d *decoder) bool {
 		var n UpdatePathNode
-		if !n.unmarshal(s) {
+		if !n.unmarshal(d) {
 			return false
 		}
 		u.Nodes = append(u.Nodes, n)

@@ -39,25 +39,27 @@ func (c *Credential) marshal(b *cryptobyte.Builder) {
 	}
 }
 
-func (c *Credential) unmarshal(s *cryptobyte.String) bool {
+func (c *Credential) unmarshal(d *decoder) bool {
 	*c = Credential{}
-	if !s.ReadUint16((*uint16)(&c.Type)) {
+	if !d.u16("credential_type", (*uint16)(&c.Type)) {
 		return false
 	}
 	switch c.Type {
 	case CredentialTypeBasic:
-		return readOpaque(s, &c.Identity)
+		return d.opaque("identity", &c.Identity)
 	case CredentialTypeX509:
-		return readVector(s, func(s *cryptobyte.String) bool {
+		return d.vector("certificates", func(d *decoder) bool {
 			var cert []byte
-			if !readOpaque(s, &cert) {
+			if !d.opaque("cert_data", &cert) {
 				return false
 			}
 			c.Certificates = append(c.Certificates, cert)
 			return true
 		})
 	default:
-		return readOpaque(s, &c.Data)
+		// Not an RFC 9420 field: the body of an unknown credential type,
+		// which we carry as opaque<V> (see codec.go).
+		return d.opaque("data", &c.Data)
 	}
 }
 

@@ -3,6 +3,7 @@ package mls
 import (
 	"errors"
 	"fmt"
+	"strconv"
 )
 
 // Errors of engineer A's part: codecs, the ratchet tree, TreeKEM, proposals
@@ -77,15 +78,34 @@ var (
 
 // A ParseError reports input that does not decode as the named structure.
 // It matches ErrMalformed with errors.Is.
+//
+// Decoders fill in Field and Offset, so that the message says what failed
+// and where: "mls: KeyPackage.leaf_node.signature_key at offset 57:
+// truncated vector, need 32 bytes, have 3".
 type ParseError struct {
 	// Struct is the RFC 9420 structure being decoded, e.g. "Welcome".
 	Struct string
+	// Field is the path of RFC 9420 field names, within Struct, of the
+	// field that failed to decode, e.g. "secrets[1].new_member" (an index
+	// is that of a vector element). It is empty when the failure is not
+	// in one field, such as trailing bytes.
+	Field string
+	// Offset is the offset in the input of the first byte of Field (or of
+	// the trailing bytes), or -1 if unknown.
+	Offset int
 	// Err describes what was wrong.
 	Err error
 }
 
 func (e *ParseError) Error() string {
-	return "mls: parsing " + e.Struct + ": " + e.Err.Error()
+	if e.Offset < 0 {
+		return "mls: parsing " + e.Struct + ": " + e.Err.Error()
+	}
+	where := e.Struct
+	if e.Field != "" {
+		where += "." + e.Field
+	}
+	return "mls: " + where + " at offset " + strconv.Itoa(e.Offset) + ": " + e.Err.Error()
 }
 
 // Unwrap returns the underlying reason.
@@ -94,9 +114,10 @@ func (e *ParseError) Unwrap() error { return e.Err }
 // Is reports whether target is ErrMalformed.
 func (e *ParseError) Is(target error) bool { return target == ErrMalformed }
 
-// errorf returns a *ParseError for the named structure.
+// errorf returns a *ParseError for the named structure, with no field or
+// offset: for checks made after the structure decoded.
 func errorf(structName, format string, args ...any) error {
-	return &ParseError{Struct: structName, Err: fmt.Errorf(format, args...)}
+	return &ParseError{Struct: structName, Offset: -1, Err: fmt.Errorf(format, args...)}
 }
 
 // Errors of engineer B's part: message protection, the key schedule and

@@ -19,8 +19,8 @@ func (e *Extension) marshal(b *cryptobyte.Builder) {
 	addOpaque(b, e.Data)
 }
 
-func (e *Extension) unmarshal(s *cryptobyte.String) bool {
-	return s.ReadUint16((*uint16)(&e.Type)) && readOpaque(s, &e.Data)
+func (e *Extension) unmarshal(d *decoder) bool {
+	return d.u16("extension_type", (*uint16)(&e.Type)) && d.opaque("extension_data", &e.Data)
 }
 
 // addExtensions writes Extension extensions<V>.
@@ -34,16 +34,17 @@ func addExtensions(b *cryptobyte.Builder, exts []Extension) {
 
 // readExtensions reads Extension extensions<V>. A list with two extensions
 // of one type is malformed (RFC 9420, Section 13.4).
-func readExtensions(s *cryptobyte.String, out *[]Extension) bool {
+func readExtensions(d *decoder, out *[]Extension) bool {
 	var exts []Extension
-	ok := readVector(s, func(s *cryptobyte.String) bool {
+	ok := d.vector("extensions", func(d *decoder) bool {
+		start := d.offset()
 		var e Extension
-		if !e.unmarshal(s) {
+		if !e.unmarshal(d) {
 			return false
 		}
 		for _, o := range exts {
 			if o.Type == e.Type {
-				return false
+				return d.failAt(start, "extension_type", "duplicate extension type %#04x", uint16(e.Type))
 			}
 		}
 		exts = append(exts, e)
@@ -89,10 +90,10 @@ func (r *RequiredCapabilities) marshal(b *cryptobyte.Builder) {
 	addUint16s(b, r.CredentialTypes)
 }
 
-func (r *RequiredCapabilities) unmarshal(s *cryptobyte.String) bool {
-	return readUint16s(s, &r.ExtensionTypes) &&
-		readUint16s(s, &r.ProposalTypes) &&
-		readUint16s(s, &r.CredentialTypes)
+func (r *RequiredCapabilities) unmarshal(d *decoder) bool {
+	return readUint16s(d, "extension_types", &r.ExtensionTypes) &&
+		readUint16s(d, "proposal_types", &r.ProposalTypes) &&
+		readUint16s(d, "credential_types", &r.CredentialTypes)
 }
 
 // ExternalSender is an entry of the external_senders GroupContext extension,
@@ -108,8 +109,8 @@ func (e *ExternalSender) marshal(b *cryptobyte.Builder) {
 	e.Credential.marshal(b)
 }
 
-func (e *ExternalSender) unmarshal(s *cryptobyte.String) bool {
-	return readOpaque(s, &e.SignatureKey) && e.Credential.unmarshal(s)
+func (e *ExternalSender) unmarshal(d *decoder) bool {
+	return d.opaque("signature_key", &e.SignatureKey) && d.sub("credential", e.Credential.unmarshal)
 }
 
 // externalSenders is the body of the external_senders extension.
@@ -123,11 +124,11 @@ func (es *externalSenders) marshal(b *cryptobyte.Builder) {
 	})
 }
 
-func (es *externalSenders) unmarshal(s *cryptobyte.String) bool {
+func (es *externalSenders) unmarshal(d *decoder) bool {
 	*es = nil
-	return readVector(s, func(s *cryptobyte.String) bool {
+	return d.vector("external_senders", func(d *decoder) bool {
 		var e ExternalSender
-		if !e.unmarshal(s) {
+		if !e.unmarshal(d) {
 			return false
 		}
 		*es = append(*es, e)
@@ -173,7 +174,7 @@ type ExternalPub struct {
 
 func (e *ExternalPub) marshal(b *cryptobyte.Builder) { addOpaque(b, e.PublicKey) }
 
-func (e *ExternalPub) unmarshal(s *cryptobyte.String) bool { return readOpaque(s, &e.PublicKey) }
+func (e *ExternalPub) unmarshal(d *decoder) bool { return d.opaque("external_pub", &e.PublicKey) }
 
 // ExternalPubExtension returns the external_pub extension for key.
 func ExternalPubExtension(key []byte) Extension {

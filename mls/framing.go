@@ -23,18 +23,20 @@ func (s *Sender) marshal(b *cryptobyte.Builder) {
 	}
 }
 
-func (s *Sender) unmarshal(str *cryptobyte.String) bool {
+func (s *Sender) unmarshal(d *decoder) bool {
 	*s = Sender{}
-	if !str.ReadUint8((*uint8)(&s.Type)) {
+	if !d.u8("sender_type", (*uint8)(&s.Type)) {
 		return false
 	}
 	switch s.Type {
-	case SenderTypeMember, SenderTypeExternal:
-		return str.ReadUint32(&s.Index)
+	case SenderTypeMember:
+		return d.u32("leaf_index", &s.Index)
+	case SenderTypeExternal:
+		return d.u32("sender_index", &s.Index)
 	case SenderTypeNewMemberProposal, SenderTypeNewMemberCommit:
 		return true
 	}
-	return false
+	return d.reject("sender_type", "unknown value %d", s.Type)
 }
 
 // FramedContent is the content of a handshake or application message (RFC
@@ -75,25 +77,25 @@ func (f *FramedContent) marshalBody(b *cryptobyte.Builder) {
 	}
 }
 
-func (f *FramedContent) unmarshal(s *cryptobyte.String) bool {
+func (f *FramedContent) unmarshal(d *decoder) bool {
 	*f = FramedContent{}
-	return readOpaque(s, &f.GroupID) && s.ReadUint64(&f.Epoch) &&
-		f.Sender.unmarshal(s) && readOpaque(s, &f.AuthenticatedData) &&
-		s.ReadUint8((*uint8)(&f.ContentType)) && f.unmarshalBody(s)
+	return d.opaque("group_id", &f.GroupID) && d.u64("epoch", &f.Epoch) &&
+		d.sub("sender", f.Sender.unmarshal) && d.opaque("authenticated_data", &f.AuthenticatedData) &&
+		d.u8("content_type", (*uint8)(&f.ContentType)) && f.unmarshalBody(d)
 }
 
 // unmarshalBody reads the select on f.ContentType.
-func (f *FramedContent) unmarshalBody(s *cryptobyte.String) bool {
+func (f *FramedContent) unmarshalBody(d *decoder) bool {
 	switch f.ContentType {
 	case ContentTypeApplication:
-		return readOpaque(s, &f.ApplicationData)
+		return d.opaque("application_data", &f.ApplicationData)
 	case ContentTypeProposal:
-		return readProposal(s, &f.Proposal)
+		return d.sub("proposal", func(d *decoder) bool { return readProposal(d, &f.Proposal) })
 	case ContentTypeCommit:
 		f.Commit = new(Commit)
-		return f.Commit.unmarshal(s)
+		return d.sub("commit", f.Commit.unmarshal)
 	}
-	return false
+	return d.reject("content_type", "unknown value %d", f.ContentType)
 }
 
 // FramedContentAuthData authenticates a FramedContent: its signature and,
@@ -110,13 +112,13 @@ func (a *FramedContentAuthData) marshal(b *cryptobyte.Builder, ct ContentType) {
 	}
 }
 
-func (a *FramedContentAuthData) unmarshal(s *cryptobyte.String, ct ContentType) bool {
+func (a *FramedContentAuthData) unmarshal(d *decoder, ct ContentType) bool {
 	*a = FramedContentAuthData{}
-	if !readOpaque(s, &a.Signature) {
+	if !d.opaque("signature", &a.Signature) {
 		return false
 	}
 	if ct == ContentTypeCommit {
-		return readOpaque(s, &a.ConfirmationTag)
+		return d.opaque("confirmation_tag", &a.ConfirmationTag)
 	}
 	return true
 }
@@ -135,10 +137,10 @@ func (a *AuthenticatedContent) marshal(b *cryptobyte.Builder) {
 	a.Auth.marshal(b, a.Content.ContentType)
 }
 
-func (a *AuthenticatedContent) unmarshal(s *cryptobyte.String) bool {
+func (a *AuthenticatedContent) unmarshal(d *decoder) bool {
 	*a = AuthenticatedContent{}
-	return s.ReadUint16((*uint16)(&a.WireFormat)) && a.Content.unmarshal(s) &&
-		a.Auth.unmarshal(s, a.Content.ContentType)
+	return d.u16("wire_format", (*uint16)(&a.WireFormat)) && d.sub("content", a.Content.unmarshal) &&
+		d.sub("auth", func(d *decoder) bool { return a.Auth.unmarshal(d, a.Content.ContentType) })
 }
 
 // Marshal returns the encoding of the AuthenticatedContent (the value a
@@ -196,13 +198,14 @@ func (p *PublicMessage) marshal(b *cryptobyte.Builder) {
 	}
 }
 
-func (p *PublicMessage) unmarshal(s *cryptobyte.String) bool {
+func (p *PublicMessage) unmarshal(d *decoder) bool {
 	*p = PublicMessage{}
-	if !p.Content.unmarshal(s) || !p.Auth.unmarshal(s, p.Content.ContentType) {
+	if !d.sub("content", p.Content.unmarshal) ||
+		!d.sub("auth", func(d *decoder) bool { return p.Auth.unmarshal(d, p.Content.ContentType) }) {
 		return false
 	}
 	if p.Content.Sender.Type == SenderTypeMember {
-		return readOpaque(s, &p.MembershipTag)
+		return d.opaque("membership_tag", &p.MembershipTag)
 	}
 	return true
 }
@@ -226,18 +229,19 @@ func (p *PrivateMessage) marshal(b *cryptobyte.Builder) {
 	addOpaque(b, p.Ciphertext)
 }
 
-func (p *PrivateMessage) unmarshal(s *cryptobyte.String) bool {
+func (p *PrivateMessage) unmarshal(d *decoder) bool {
 	*p = PrivateMessage{}
-	if !readOpaque(s, &p.GroupID) || !s.ReadUint64(&p.Epoch) || !s.ReadUint8((*uint8)(&p.ContentType)) {
+	if !d.opaque("group_id", &p.GroupID) || !d.u64("epoch", &p.Epoch) ||
+		!d.u8("content_type", (*uint8)(&p.ContentType)) {
 		return false
 	}
 	switch p.ContentType {
 	case ContentTypeApplication, ContentTypeProposal, ContentTypeCommit:
 	default:
-		return false
+		return d.reject("content_type", "unknown value %d", p.ContentType)
 	}
-	return readOpaque(s, &p.AuthenticatedData) && readOpaque(s, &p.EncryptedSenderData) &&
-		readOpaque(s, &p.Ciphertext)
+	return d.opaque("authenticated_data", &p.AuthenticatedData) &&
+		d.opaque("encrypted_sender_data", &p.EncryptedSenderData) && d.opaque("ciphertext", &p.Ciphertext)
 }
 
 // SenderData is the encrypted header of a PrivateMessage (RFC 9420, Section
@@ -254,8 +258,9 @@ func (d *SenderData) marshal(b *cryptobyte.Builder) {
 	b.AddBytes(d.ReuseGuard[:])
 }
 
-func (d *SenderData) unmarshal(s *cryptobyte.String) bool {
-	return s.ReadUint32(&d.LeafIndex) && s.ReadUint32(&d.Generation) && s.CopyBytes(d.ReuseGuard[:])
+func (sd *SenderData) unmarshal(d *decoder) bool {
+	return d.u32("leaf_index", &sd.LeafIndex) && d.u32("generation", &sd.Generation) &&
+		d.fixed("reuse_guard", sd.ReuseGuard[:])
 }
 
 // MLSMessage is the envelope of every MLS message on the wire (RFC 9420,
@@ -289,30 +294,35 @@ func (m *MLSMessage) marshal(b *cryptobyte.Builder) {
 	}
 }
 
-func (m *MLSMessage) unmarshal(s *cryptobyte.String) bool {
+func (m *MLSMessage) unmarshal(d *decoder) bool {
 	*m = MLSMessage{}
-	if !readVersion(s, &m.Version) || m.Version != ProtocolMLS10 ||
-		!s.ReadUint16((*uint16)(&m.WireFormat)) {
+	if !readVersion(d, "version", &m.Version) {
+		return false
+	}
+	if m.Version != ProtocolMLS10 {
+		return d.reject("version", "unsupported version %d", m.Version)
+	}
+	if !d.u16("wire_format", (*uint16)(&m.WireFormat)) {
 		return false
 	}
 	switch m.WireFormat {
 	case WireFormatPublicMessage:
 		m.PublicMessage = new(PublicMessage)
-		return m.PublicMessage.unmarshal(s)
+		return d.sub("public_message", m.PublicMessage.unmarshal)
 	case WireFormatPrivateMessage:
 		m.PrivateMessage = new(PrivateMessage)
-		return m.PrivateMessage.unmarshal(s)
+		return d.sub("private_message", m.PrivateMessage.unmarshal)
 	case WireFormatWelcome:
 		m.Welcome = new(Welcome)
-		return m.Welcome.unmarshal(s)
+		return d.sub("welcome", m.Welcome.unmarshal)
 	case WireFormatGroupInfo:
 		m.GroupInfo = new(GroupInfo)
-		return m.GroupInfo.unmarshal(s)
+		return d.sub("group_info", m.GroupInfo.unmarshal)
 	case WireFormatKeyPackage:
 		m.KeyPackage = new(KeyPackage)
-		return m.KeyPackage.unmarshal(s)
+		return d.sub("key_package", m.KeyPackage.unmarshal)
 	}
-	return false
+	return d.reject("wire_format", "unknown value %d", m.WireFormat)
 }
 
 // Marshal returns the encoding of the MLSMessage. It fails only for a

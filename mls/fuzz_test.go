@@ -2,6 +2,7 @@ package mls
 
 import (
 	"bytes"
+	"errors"
 	"testing"
 )
 
@@ -30,6 +31,11 @@ func fuzzRoundTrip(f *testing.F, seeds [][]byte, parse func([]byte) ([]byte, err
 	f.Fuzz(func(t *testing.T, in []byte) {
 		out, err := parse(in)
 		if err != nil {
+			// A decode failure says where it is: inside the input.
+			var pe *ParseError
+			if !errors.As(err, &pe) || !errors.Is(err, ErrMalformed) || pe.Offset > len(in) {
+				t.Fatalf("parse(%x) = %v, want a *ParseError within the input", in, err)
+			}
 			return
 		}
 		if !bytes.Equal(out, in) {

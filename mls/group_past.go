@@ -8,7 +8,6 @@ import (
 
 	"github.com/torpor-dev/torpor/mls/internal/secrettree"
 	"github.com/torpor-dev/torpor/mls/internal/suite"
-	"github.com/torpor-dev/torpor/mls/internal/wire"
 )
 
 // Late application messages (RFC 9420, Section 15.3). A member may send an
@@ -120,13 +119,19 @@ func (g *Group) marshalPast(b *cryptobyte.Builder) error {
 
 // unmarshalPast reads the past epochs written by marshalPast: epochs of
 // this group, older than the current one, newest first.
-func (g *Group) unmarshalPast(s *cryptobyte.String) bool {
+func (g *Group) unmarshalPast(d *decoder) bool {
 	g.past = nil
 	next := g.ctx.Epoch
-	return readVector(s, func(s *cryptobyte.String) bool {
-		p, ok := g.unmarshalPastEpoch(s)
-		if !ok || p.protector.ctx.Epoch >= next || !bytes.Equal(p.protector.ctx.GroupID, g.ctx.GroupID) {
+	return d.vector("past_epochs", func(d *decoder) bool {
+		start := d.offset()
+		p, ok := g.unmarshalPastEpoch(d)
+		switch {
+		case !ok:
 			return false
+		case p.protector.ctx.Epoch >= next:
+			return d.failAt(start, "group_context.epoch", "%d not before %d", p.protector.ctx.Epoch, next)
+		case !bytes.Equal(p.protector.ctx.GroupID, g.ctx.GroupID):
+			return d.failAt(start, "group_context.group_id", "not this group's")
 		}
 		next = p.protector.ctx.Epoch
 		g.past = append(g.past, p)
@@ -134,28 +139,35 @@ func (g *Group) unmarshalPast(s *cryptobyte.String) bool {
 	})
 }
 
-func (g *Group) unmarshalPastEpoch(s *cryptobyte.String) (*pastEpoch, bool) {
+func (g *Group) unmarshalPastEpoch(d *decoder) (*pastEpoch, bool) {
 	prot := &Protector{ctx: new(GroupContext), Rand: g.config.Rand, PaddingBlock: g.config.PaddingBlock}
 	var tree []byte
-	var signers cryptobyte.String
-	if !prot.ctx.unmarshal(s) || !readOpaque(s, &prot.senderDataSecret) || len(prot.senderDataSecret) != suite.HashSize ||
-		!readOpaque(s, &tree) || !wire.ReadVarVector(s, &signers) {
+	if !d.sub("group_context", prot.ctx.unmarshal) ||
+		!readSecret(d, "sender_data_secret", &prot.senderDataSecret, suite.HashSize) ||
+		!d.opaque("secret_tree", &tree) {
 		return nil, false
 	}
 	prot.secrets = &secrettree.Tree{Window: g.config.window()}
-	if prot.secrets.UnmarshalBinary(tree) != nil {
-		return nil, false
+	if err := prot.secrets.UnmarshalBinary(tree); err != nil {
+		return nil, d.reject("secret_tree", "%v", err)
 	}
 	p := &pastEpoch{protector: prot, signers: map[uint32][]byte{}}
 	prev := int64(-1)
-	for !signers.Empty() {
+	ok := d.vector("signers", func(d *decoder) bool {
 		var l uint32
 		var key []byte
-		if !signers.ReadUint32(&l) || int64(l) <= prev || !readOpaque(&signers, &key) {
-			return nil, false
+		if !d.u32("leaf", &l) {
+			return false
+		}
+		if int64(l) <= prev {
+			return d.reject("leaf", "%d not after %d", l, prev)
+		}
+		if !d.opaque("signature_key", &key) {
+			return false
 		}
 		prev = int64(l)
 		p.signers[l] = key
-	}
-	return p, true
+		return true
+	})
+	return p, ok
 }

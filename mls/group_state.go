@@ -3,7 +3,6 @@ package mls
 import (
 	"bytes"
 	"crypto/ed25519"
-	"errors"
 	"fmt"
 	"slices"
 
@@ -13,7 +12,6 @@ import (
 	"github.com/torpor-dev/torpor/mls/internal/secrettree"
 	"github.com/torpor-dev/torpor/mls/internal/suite"
 	tm "github.com/torpor-dev/torpor/mls/internal/treemath"
-	"github.com/torpor-dev/torpor/mls/internal/wire"
 )
 
 // State is a Group serialised in two parts that can be stored apart (the
@@ -45,8 +43,8 @@ type State struct {
 // stateVersion is the first byte of State.Secrets.
 const stateVersion = 1
 
-// errStateMalformed is wrapped by every restore failure caused by the bytes.
-var errStateMalformed = errors.New("malformed group state")
+// stateSecrets names State.Secrets in the *ParseError of a restore.
+const stateSecrets = "State.Secrets"
 
 // State serialises the group exactly (see State). It returns the group's
 // sticky error instead of saving an inconsistent group.
@@ -92,7 +90,7 @@ func addBool(b *cryptobyte.Builder, v bool) {
 	}
 }
 
-func readBool(s *cryptobyte.String, v *bool) bool { return wire.ReadOptional(s, v) }
+func readBool(d *decoder, field string, v *bool) bool { return d.optional(field, v) }
 
 func (g *Group) marshalNodeKeys(b *cryptobyte.Builder) {
 	nodes := make([]tm.NodeIndex, 0, len(g.nodeKeys))
@@ -146,14 +144,20 @@ func (g *Group) marshalResumption(b *cryptobyte.Builder) {
 	})
 }
 
-func (g *Group) unmarshalResumption(s *cryptobyte.String) bool {
+func (g *Group) unmarshalResumption(d *decoder) bool {
 	g.resumption = nil
 	first := true
 	var prev uint64
-	return readVector(s, func(s *cryptobyte.String) bool {
+	return d.vector("resumption_psks", func(d *decoder) bool {
 		var e uint64
 		var psk []byte
-		if !s.ReadUint64(&e) || (!first && e <= prev) || !readOpaque(s, &psk) || len(psk) != suite.HashSize {
+		if !d.u64("epoch", &e) {
+			return false
+		}
+		if !first && e <= prev {
+			return d.reject("epoch", "%d not after %d", e, prev)
+		}
+		if !readSecret(d, "psk", &psk, suite.HashSize) {
 			return false
 		}
 		if g.resumption == nil {
@@ -163,6 +167,14 @@ func (g *Group) unmarshalResumption(s *cryptobyte.String) bool {
 		g.resumption[e] = psk
 		return true
 	})
+}
+
+// readSecret reads opaque field<V> into out and checks it is size bytes.
+func readSecret(d *decoder, field string, out *[]byte, size int) bool {
+	if !d.opaque(field, out) {
+		return false
+	}
+	return len(*out) == size || d.reject(field, "%d bytes, want %d", len(*out), size)
 }
 
 func (g *Group) marshalPendingUpdate(b *cryptobyte.Builder) {
@@ -196,14 +208,17 @@ func RestoreGroup(cfg *Config, st *State) (_ *Group, err error) {
 	g := &Group{config: *cfg, tree: tree, ctx: new(GroupContext), epoch: new(schedule.Epoch)}
 	secretTree, err := g.unmarshalSecrets(st.Secrets)
 	if err != nil {
-		return nil, errorf("group state", "%w", err)
+		return nil, err
 	}
 	if err := g.checkRestored(); err != nil {
 		return nil, err
 	}
 	sec := secrettree.Tree{Window: cfg.window()}
-	if err := sec.UnmarshalBinary(secretTree); err != nil || sec.Leaves() != tree.NumLeaves() {
-		return nil, errorf("group state", "%w: secret tree", errStateMalformed)
+	if err := sec.UnmarshalBinary(secretTree); err != nil {
+		return nil, errorf(stateSecrets, "secret_tree: %v", err)
+	}
+	if sec.Leaves() != tree.NumLeaves() {
+		return nil, errorf(stateSecrets, "secret_tree has %d leaves, the ratchet tree %d", sec.Leaves(), tree.NumLeaves())
 	}
 	g.protector = &Protector{
 		ctx:              g.ctx.clone(),
@@ -219,38 +234,52 @@ func RestoreGroup(cfg *Config, st *State) (_ *Group, err error) {
 // unmarshalSecrets decodes State.Secrets into g and returns the encoded
 // secret tree.
 func (g *Group) unmarshalSecrets(data []byte) ([]byte, error) {
-	s := cryptobyte.String(data)
+	d := newDecoder(data)
 	var version uint8
 	var seed, secretTree []byte
 	var self uint32
 	var hasReInit bool
-	if !s.ReadUint8(&version) || version != stateVersion {
-		return nil, fmt.Errorf("%w: version", errStateMalformed)
+	if !d.u8("version", &version) {
+		return nil, d.err(stateSecrets)
 	}
-	ok := g.ctx.unmarshal(&s) && readOpaque(&s, &g.interim) && readOpaque(&s, &g.confirmationTag) &&
-		s.ReadUint32(&self) && readOpaque(&s, &seed) && len(seed) == ed25519.SeedSize &&
-		g.unmarshalNodeKeys(&s) && unmarshalEpoch(&s, g.epoch) && readOpaque(&s, &secretTree) &&
-		g.unmarshalProposals(&s) && g.unmarshalPendingUpdate(&s) && readOptional(&s, &hasReInit)
+	if version != stateVersion {
+		d.reject("version", "unknown version %d", version)
+		return nil, d.err(stateSecrets)
+	}
+	ok := d.sub("group_context", g.ctx.unmarshal) && d.opaque("interim_transcript_hash", &g.interim) &&
+		d.opaque("confirmation_tag", &g.confirmationTag) && d.u32("own_leaf", &self) &&
+		readSecret(&d, "signature_seed", &seed, ed25519.SeedSize) &&
+		g.unmarshalNodeKeys(&d) && unmarshalEpoch(&d, g.epoch) && d.opaque("secret_tree", &secretTree) &&
+		g.unmarshalProposals(&d) && g.unmarshalPendingUpdate(&d) && d.optional("reinit", &hasReInit)
 	if ok && hasReInit {
 		var p Proposal
-		ok = readProposalBody(&s, ProposalTypeReInit, &p)
+		ok = d.sub("reinit", func(d *decoder) bool { return readProposalBody(d, ProposalTypeReInit, &p) })
 		g.reinit, _ = p.(*ReInitProposal)
 	}
-	if !ok || !readBool(&s, &g.removed) || !g.unmarshalResumption(&s) || !g.unmarshalPast(&s) || !s.Empty() {
-		return nil, errStateMalformed
+	if !ok || !readBool(&d, "removed", &g.removed) || !g.unmarshalResumption(&d) || !g.unmarshalPast(&d) {
+		return nil, d.err(stateSecrets)
+	}
+	if !d.s.Empty() {
+		return nil, &ParseError{Struct: stateSecrets, Offset: d.offset(), Err: fmt.Errorf("%d trailing bytes", len(d.s))}
 	}
 	g.self = tm.LeafIndex(self)
 	g.sigPriv = ed25519.NewKeyFromSeed(seed)
 	return secretTree, nil
 }
 
-func (g *Group) unmarshalNodeKeys(s *cryptobyte.String) bool {
+func (g *Group) unmarshalNodeKeys(d *decoder) bool {
 	g.nodeKeys = map[tm.NodeIndex][]byte{}
 	prev := int64(-1)
-	return readVector(s, func(s *cryptobyte.String) bool {
+	return d.vector("node_keys", func(d *decoder) bool {
 		var x uint32
 		var k []byte
-		if !s.ReadUint32(&x) || int64(x) <= prev || !readOpaque(s, &k) || len(k) != suite.HPKEKeySize {
+		if !d.u32("node", &x) {
+			return false
+		}
+		if int64(x) <= prev {
+			return d.reject("node", "%d not after %d", x, prev)
+		}
+		if !readSecret(d, "private_key", &k, suite.HPKEKeySize) {
 			return false
 		}
 		prev = int64(x)
@@ -259,20 +288,23 @@ func (g *Group) unmarshalNodeKeys(s *cryptobyte.String) bool {
 	})
 }
 
-func unmarshalEpoch(s *cryptobyte.String, e *schedule.Epoch) bool {
-	for _, f := range epochFields(e) {
-		if !readOpaque(s, f) || len(*f) != suite.HashSize {
-			return false
+func unmarshalEpoch(d *decoder, e *schedule.Epoch) bool {
+	return d.sub("epoch_secrets", func(d *decoder) bool {
+		for _, f := range epochFields(e) {
+			if !readSecret(d, "", f, suite.HashSize) {
+				return false
+			}
 		}
-	}
-	return true
+		return true
+	})
 }
 
-func (g *Group) unmarshalProposals(s *cryptobyte.String) bool {
+func (g *Group) unmarshalProposals(d *decoder) bool {
 	g.proposals = nil
-	return readVector(s, func(s *cryptobyte.String) bool {
+	return d.vector("proposals", func(d *decoder) bool {
 		var p cachedProposal
-		if !readOpaque(s, &p.ref) || !p.sender.unmarshal(s) || !readProposal(s, &p.proposal) {
+		if !d.opaque("ref", &p.ref) || !d.sub("sender", p.sender.unmarshal) ||
+			!d.sub("proposal", func(d *decoder) bool { return readProposal(d, &p.proposal) }) {
 			return false
 		}
 		g.proposals = append(g.proposals, p)
@@ -280,12 +312,18 @@ func (g *Group) unmarshalProposals(s *cryptobyte.String) bool {
 	})
 }
 
-func (g *Group) unmarshalPendingUpdate(s *cryptobyte.String) bool {
+func (g *Group) unmarshalPendingUpdate(d *decoder) bool {
 	g.pendingUpdate = nil
 	prev := ""
-	return readVector(s, func(s *cryptobyte.String) bool {
+	return d.vector("pending_update", func(d *decoder) bool {
 		var pub, priv []byte
-		if !readOpaque(s, &pub) || !readOpaque(s, &priv) || (g.pendingUpdate != nil && string(pub) <= prev) {
+		if !d.opaque("public_key", &pub) {
+			return false
+		}
+		if g.pendingUpdate != nil && string(pub) <= prev {
+			return d.reject("public_key", "not in increasing order")
+		}
+		if !d.opaque("private_key", &priv) {
 			return false
 		}
 		if g.pendingUpdate == nil {

@@ -28,12 +28,12 @@ func (g *GroupContext) marshal(b *cryptobyte.Builder) {
 	addExtensions(b, g.Extensions)
 }
 
-func (g *GroupContext) unmarshal(s *cryptobyte.String) bool {
+func (g *GroupContext) unmarshal(d *decoder) bool {
 	*g = GroupContext{}
-	return readVersion(s, &g.Version) && readCipherSuite(s, &g.CipherSuite) &&
-		readOpaque(s, &g.GroupID) && s.ReadUint64(&g.Epoch) &&
-		readOpaque(s, &g.TreeHash) && readOpaque(s, &g.ConfirmedTranscriptHash) &&
-		readExtensions(s, &g.Extensions)
+	return readVersion(d, "version", &g.Version) && readCipherSuite(d, "cipher_suite", &g.CipherSuite) &&
+		d.opaque("group_id", &g.GroupID) && d.u64("epoch", &g.Epoch) &&
+		d.opaque("tree_hash", &g.TreeHash) && d.opaque("confirmed_transcript_hash", &g.ConfirmedTranscriptHash) &&
+		readExtensions(d, &g.Extensions)
 }
 
 // Marshal returns the encoding of the GroupContext, the context of

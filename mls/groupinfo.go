@@ -27,11 +27,11 @@ func (g *GroupInfo) marshal(b *cryptobyte.Builder) {
 	addOpaque(b, g.Signature)
 }
 
-func (g *GroupInfo) unmarshal(s *cryptobyte.String) bool {
+func (g *GroupInfo) unmarshal(d *decoder) bool {
 	*g = GroupInfo{}
-	return g.GroupContext.unmarshal(s) && readExtensions(s, &g.Extensions) &&
-		readOpaque(s, &g.ConfirmationTag) && s.ReadUint32(&g.Signer) &&
-		readOpaque(s, &g.Signature)
+	return d.sub("group_context", g.GroupContext.unmarshal) && readExtensions(d, &g.Extensions) &&
+		d.opaque("confirmation_tag", &g.ConfirmationTag) && d.u32("signer", &g.Signer) &&
+		d.opaque("signature", &g.Signature)
 }
 
 // TBS returns the GroupInfoTBS encoding, the content GroupInfo signatures

@@ -28,11 +28,11 @@ func (k *KeyPackage) marshal(b *cryptobyte.Builder) {
 	addOpaque(b, k.Signature)
 }
 
-func (k *KeyPackage) unmarshal(s *cryptobyte.String) bool {
+func (k *KeyPackage) unmarshal(d *decoder) bool {
 	*k = KeyPackage{}
-	return readVersion(s, &k.Version) && readCipherSuite(s, &k.CipherSuite) &&
-		readOpaque(s, &k.InitKey) && k.LeafNode.unmarshal(s) &&
-		readExtensions(s, &k.Extensions) && readOpaque(s, &k.Signature)
+	return readVersion(d, "version", &k.Version) && readCipherSuite(d, "cipher_suite", &k.CipherSuite) &&
+		d.opaque("init_key", &k.InitKey) && d.sub("leaf_node", k.LeafNode.unmarshal) &&
+		readExtensions(d, &k.Extensions) && d.opaque("signature", &k.Signature)
 }
 
 // tbs returns the KeyPackageTBS encoding.

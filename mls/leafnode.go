@@ -33,12 +33,12 @@ func (c *Capabilities) marshal(b *cryptobyte.Builder) {
 	addUint16s(b, c.Credentials)
 }
 
-func (c *Capabilities) unmarshal(s *cryptobyte.String) bool {
-	return readUint16s(s, &c.Versions) &&
-		readUint16s(s, &c.CipherSuites) &&
-		readUint16s(s, &c.Extensions) &&
-		readUint16s(s, &c.Proposals) &&
-		readUint16s(s, &c.Credentials)
+func (c *Capabilities) unmarshal(d *decoder) bool {
+	return readUint16s(d, "versions", &c.Versions) &&
+		readUint16s(d, "cipher_suites", &c.CipherSuites) &&
+		readUint16s(d, "extensions", &c.Extensions) &&
+		readUint16s(d, "proposals", &c.Proposals) &&
+		readUint16s(d, "credentials", &c.Credentials)
 }
 
 // Lifetime bounds the validity of a KeyPackage's LeafNode, in seconds since
@@ -86,27 +86,27 @@ func (l *LeafNode) marshal(b *cryptobyte.Builder) {
 	addOpaque(b, l.Signature)
 }
 
-func (l *LeafNode) unmarshal(s *cryptobyte.String) bool {
+func (l *LeafNode) unmarshal(d *decoder) bool {
 	*l = LeafNode{}
-	if !readOpaque(s, &l.EncryptionKey) || !readOpaque(s, &l.SignatureKey) ||
-		!l.Credential.unmarshal(s) || !l.Capabilities.unmarshal(s) ||
-		!s.ReadUint8((*uint8)(&l.Source)) {
+	if !d.opaque("encryption_key", &l.EncryptionKey) || !d.opaque("signature_key", &l.SignatureKey) ||
+		!d.sub("credential", l.Credential.unmarshal) || !d.sub("capabilities", l.Capabilities.unmarshal) ||
+		!d.u8("leaf_node_source", (*uint8)(&l.Source)) {
 		return false
 	}
 	switch l.Source {
 	case LeafNodeSourceKeyPackage:
-		if !s.ReadUint64(&l.Lifetime.NotBefore) || !s.ReadUint64(&l.Lifetime.NotAfter) {
+		if !d.u64("lifetime.not_before", &l.Lifetime.NotBefore) || !d.u64("lifetime.not_after", &l.Lifetime.NotAfter) {
 			return false
 		}
 	case LeafNodeSourceUpdate:
 	case LeafNodeSourceCommit:
-		if !readOpaque(s, &l.ParentHash) {
+		if !d.opaque("parent_hash", &l.ParentHash) {
 			return false
 		}
 	default:
-		return false
+		return d.reject("leaf_node_source", "unknown value %d", l.Source)
 	}
-	return readExtensions(s, &l.Extensions) && readOpaque(s, &l.Signature)
+	return readExtensions(d, &l.Extensions) && d.opaque("signature", &l.Signature)
 }
 
 // tbs returns the LeafNodeTBS encoding. groupID and leaf are used for the
@@ -125,9 +125,8 @@ func (l *LeafNode) tbs(groupID []byte, leaf uint32) []byte {
 // clone returns a deep copy of l.
 func (l *LeafNode) clone() *LeafNode {
 	var c LeafNode
-	s := cryptobyte.String(encode(l))
-	if !c.unmarshal(&s) {
-		panic("mls: LeafNode does not round-trip")
+	if err := decodeAll(encode(l), &c, "LeafNode"); err != nil {
+		panic("mls: LeafNode does not round-trip: " + err.Error())
 	}
 	return &c
 }

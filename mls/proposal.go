@@ -120,57 +120,61 @@ func marshalProposal(b *cryptobyte.Builder, p Proposal) {
 }
 
 // readProposal reads a Proposal.
-func readProposal(s *cryptobyte.String, out *Proposal) bool {
+func readProposal(d *decoder, out *Proposal) bool {
 	var t ProposalType
-	return s.ReadUint16((*uint16)(&t)) && readProposalBody(s, t, out)
+	return d.u16("proposal_type", (*uint16)(&t)) && readProposalBody(d, t, out)
 }
 
 // readProposalBody reads the body of a proposal of type t.
-func readProposalBody(s *cryptobyte.String, t ProposalType, out *Proposal) bool {
+func readProposalBody(d *decoder, t ProposalType, out *Proposal) bool {
 	switch t {
 	case ProposalTypeAdd:
 		p := new(AddProposal)
 		*out = p
-		return p.KeyPackage.unmarshal(s)
+		return d.sub("add", func(d *decoder) bool { return d.sub("key_package", p.KeyPackage.unmarshal) })
 	case ProposalTypeUpdate:
 		p := new(UpdateProposal)
 		*out = p
-		return p.LeafNode.unmarshal(s)
+		return d.sub("update", func(d *decoder) bool { return d.sub("leaf_node", p.LeafNode.unmarshal) })
 	case ProposalTypeRemove:
 		p := new(RemoveProposal)
 		*out = p
-		return s.ReadUint32(&p.Removed)
+		return d.sub("remove", func(d *decoder) bool { return d.u32("removed", &p.Removed) })
 	case ProposalTypePSK:
 		p := new(PreSharedKeyProposal)
 		*out = p
-		return p.PSK.unmarshal(s)
+		return d.sub("psk", func(d *decoder) bool { return d.sub("psk", p.PSK.unmarshal) })
 	case ProposalTypeReInit:
 		p := new(ReInitProposal)
 		*out = p
-		return readOpaque(s, &p.GroupID) && readVersion(s, &p.Version) &&
-			readCipherSuite(s, &p.CipherSuite) && readExtensions(s, &p.Extensions)
+		return d.sub("reinit", func(d *decoder) bool {
+			return d.opaque("group_id", &p.GroupID) && readVersion(d, "version", &p.Version) &&
+				readCipherSuite(d, "cipher_suite", &p.CipherSuite) && readExtensions(d, &p.Extensions)
+		})
 	case ProposalTypeExternalInit:
 		p := new(ExternalInitProposal)
 		*out = p
-		return readOpaque(s, &p.KEMOutput)
+		return d.sub("external_init", func(d *decoder) bool { return d.opaque("kem_output", &p.KEMOutput) })
 	case ProposalTypeGroupContextExtensions:
 		p := new(GroupContextExtensionsProposal)
 		*out = p
-		return readExtensions(s, &p.Extensions)
+		return d.sub("group_context_extensions", func(d *decoder) bool { return readExtensions(d, &p.Extensions) })
 	case 0:
-		return false
+		return d.reject("proposal_type", "reserved value 0")
 	default:
 		p := &UnknownProposal{Type: t}
 		*out = p
-		return readOpaque(s, &p.Data)
+		// Not an RFC 9420 field: the body of an unknown proposal type,
+		// carried as opaque<V> (see codec.go).
+		return d.opaque("data", &p.Data)
 	}
 }
 
 // proposalBox adapts a Proposal to the marshaler/unmarshaler interfaces.
 type proposalBox struct{ p Proposal }
 
-func (x *proposalBox) marshal(b *cryptobyte.Builder)       { marshalProposal(b, x.p) }
-func (x *proposalBox) unmarshal(s *cryptobyte.String) bool { return readProposal(s, &x.p) }
+func (x *proposalBox) marshal(b *cryptobyte.Builder) { marshalProposal(b, x.p) }
+func (x *proposalBox) unmarshal(d *decoder) bool     { return readProposal(d, &x.p) }
 
 // MarshalProposal returns the encoding of p (a Proposal struct).
 func MarshalProposal(p Proposal) []byte { return encode(&proposalBox{p}) }
@@ -193,8 +197,8 @@ type proposalBodyBox struct {
 
 func (x *proposalBodyBox) marshal(b *cryptobyte.Builder) { x.p.marshalBody(b) }
 
-func (x *proposalBodyBox) unmarshal(s *cryptobyte.String) bool {
-	return readProposalBody(s, x.t, &x.p)
+func (x *proposalBodyBox) unmarshal(d *decoder) bool {
+	return readProposalBody(d, x.t, &x.p)
 }
 
 // MarshalProposalBody returns the encoding of p's body without its type

@@ -224,13 +224,13 @@ func (p *Protector) openContent(m *PrivateMessage, sd *SenderData) (*Authenticat
 // PrivateMessageContent into ac and checks that the padding is all zero
 // (RFC 9420, Section 6.3.1: otherwise the message is malformed).
 func parsePrivateMessageContent(plaintext []byte, ac *AuthenticatedContent) error {
-	s := cryptobyte.String(plaintext)
-	if !ac.Content.unmarshalBody(&s) || !ac.Auth.unmarshal(&s, ac.Content.ContentType) {
-		return errorf("PrivateMessageContent", "malformed content")
+	d := newDecoder(plaintext)
+	if !ac.Content.unmarshalBody(&d) || !d.sub("auth", func(d *decoder) bool { return ac.Auth.unmarshal(d, ac.Content.ContentType) }) {
+		return d.err("PrivateMessageContent")
 	}
-	for _, b := range s {
+	for i, b := range d.s {
 		if b != 0 {
-			return errorf("PrivateMessageContent", "non-zero padding")
+			return &ParseError{Struct: "PrivateMessageContent", Field: "padding", Offset: d.offset() + i, Err: errors.New("non-zero padding")}
 		}
 	}
 	if ac.Content.ContentType == ContentTypeCommit && len(ac.Auth.ConfirmationTag) == 0 {

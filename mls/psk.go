@@ -51,24 +51,25 @@ func (p *PreSharedKeyID) marshal(b *cryptobyte.Builder) {
 	addOpaque(b, p.Nonce)
 }
 
-func (p *PreSharedKeyID) unmarshal(s *cryptobyte.String) bool {
+func (p *PreSharedKeyID) unmarshal(d *decoder) bool {
 	*p = PreSharedKeyID{}
-	if !s.ReadUint8((*uint8)(&p.Type)) {
+	if !d.u8("psktype", (*uint8)(&p.Type)) {
 		return false
 	}
 	switch p.Type {
 	case PSKTypeExternal:
-		if !readOpaque(s, &p.PSKID) {
+		if !d.opaque("psk_id", &p.PSKID) {
 			return false
 		}
 	case PSKTypeResumption:
-		if !s.ReadUint8((*uint8)(&p.Usage)) || !readOpaque(s, &p.PSKGroupID) || !s.ReadUint64(&p.PSKEpoch) {
+		if !d.u8("usage", (*uint8)(&p.Usage)) || !d.opaque("psk_group_id", &p.PSKGroupID) ||
+			!d.u64("psk_epoch", &p.PSKEpoch) {
 			return false
 		}
 	default:
-		return false
+		return d.reject("psktype", "unknown value %d", p.Type)
 	}
-	return readOpaque(s, &p.Nonce)
+	return d.opaque("psk_nonce", &p.Nonce)
 }
 
 // Marshal returns the encoding of the PreSharedKeyID (the input B's
@@ -91,11 +92,11 @@ func addPSKIDs(b *cryptobyte.Builder, ids []PreSharedKeyID) {
 }
 
 // readPSKIDs reads PreSharedKeyID psks<V>.
-func readPSKIDs(s *cryptobyte.String, out *[]PreSharedKeyID) bool {
+func readPSKIDs(d *decoder, out *[]PreSharedKeyID) bool {
 	var ids []PreSharedKeyID
-	ok := readVector(s, func(s *cryptobyte.String) bool {
+	ok := d.vector("psks", func(d *decoder) bool {
 		var id PreSharedKeyID
-		if !id.unmarshal(s) {
+		if !id.unmarshal(d) {
 			return false
 		}
 		ids = append(ids, id)

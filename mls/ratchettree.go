@@ -24,10 +24,10 @@ func (p *ParentNode) marshal(b *cryptobyte.Builder) {
 	addUint32s(b, p.UnmergedLeaves)
 }
 
-func (p *ParentNode) unmarshal(s *cryptobyte.String) bool {
+func (p *ParentNode) unmarshal(d *decoder) bool {
 	*p = ParentNode{}
-	return readOpaque(s, &p.EncryptionKey) && readOpaque(s, &p.ParentHash) &&
-		readUint32s(s, &p.UnmergedLeaves)
+	return d.opaque("encryption_key", &p.EncryptionKey) && d.opaque("parent_hash", &p.ParentHash) &&
+		readUint32s(d, "unmerged_leaves", &p.UnmergedLeaves)
 }
 
 func (p *ParentNode) clone() *ParentNode {
@@ -106,40 +106,49 @@ func ParseRatchetTree(data []byte) (*RatchetTree, error) {
 	return &t, nil
 }
 
-func (t *RatchetTree) unmarshal(s *cryptobyte.String) bool {
+func (t *RatchetTree) unmarshal(d *decoder) bool {
 	t.nodes = nil
-	ok := readVector(s, func(s *cryptobyte.String) bool {
+	start := d.offset()
+	ok := d.vector("ratchet_tree", func(d *decoder) bool {
 		var present bool
-		if !readOptional(s, &present) {
+		if !d.optional("", &present) {
 			return false
 		}
 		var n Node
 		if present {
 			var typ uint8
-			if !s.ReadUint8(&typ) {
+			if !d.u8("node_type", &typ) {
 				return false
 			}
 			leafPos := len(t.nodes)%2 == 0
 			switch {
 			case nodeType(typ) == nodeTypeLeaf && leafPos:
 				n.Leaf = new(LeafNode)
-				if !n.Leaf.unmarshal(s) {
+				if !d.sub("leaf_node", n.Leaf.unmarshal) {
 					return false
 				}
 			case nodeType(typ) == nodeTypeParent && !leafPos:
 				n.Parent = new(ParentNode)
-				if !n.Parent.unmarshal(s) {
+				if !d.sub("parent_node", n.Parent.unmarshal) {
 					return false
 				}
+			case leafPos:
+				return d.reject("node_type", "%d at a leaf position, want leaf (1)", typ)
 			default:
-				return false
+				return d.reject("node_type", "%d at a parent position, want parent (2)", typ)
 			}
 		}
 		t.nodes = append(t.nodes, n)
-		return uint64(len(t.nodes)) <= 1<<31 // leaf indices must fit in a uint32
+		// Leaf indices must fit in a uint32.
+		return uint64(len(t.nodes)) <= 1<<31 || d.reject("", "more than 2^31 nodes")
 	})
-	if !ok || len(t.nodes) == 0 || t.nodes[len(t.nodes)-1].Blank() {
+	switch {
+	case !ok:
 		return false
+	case len(t.nodes) == 0:
+		return d.failAt(start, "ratchet_tree", "no nodes")
+	case t.nodes[len(t.nodes)-1].Blank():
+		return d.failAt(start, "ratchet_tree", "last node is blank")
 	}
 	leaves := uint32(1)
 	for tm.NodeWidth(leaves) < uint32(len(t.nodes)) {

@@ -29,19 +29,19 @@ func (g *GroupSecrets) marshal(b *cryptobyte.Builder) {
 	addPSKIDs(b, g.PSKs)
 }
 
-func (g *GroupSecrets) unmarshal(s *cryptobyte.String) bool {
+func (g *GroupSecrets) unmarshal(d *decoder) bool {
 	*g = GroupSecrets{}
 	var present bool
-	if !readOpaque(s, &g.JoinerSecret) || !readOptional(s, &present) {
+	if !d.opaque("joiner_secret", &g.JoinerSecret) || !d.optional("path_secret", &present) {
 		return false
 	}
 	if present {
 		g.PathSecret = new(PathSecret)
-		if !readOpaque(s, &g.PathSecret.PathSecret) {
+		if !d.opaque("path_secret.path_secret", &g.PathSecret.PathSecret) {
 			return false
 		}
 	}
-	return readPSKIDs(s, &g.PSKs)
+	return readPSKIDs(d, &g.PSKs)
 }
 
 // Marshal returns the encoding of the GroupSecrets.
@@ -68,8 +68,8 @@ func (e *EncryptedGroupSecrets) marshal(b *cryptobyte.Builder) {
 	e.EncryptedGroupSecrets.marshal(b)
 }
 
-func (e *EncryptedGroupSecrets) unmarshal(s *cryptobyte.String) bool {
-	return readOpaque(s, &e.NewMember) && e.EncryptedGroupSecrets.unmarshal(s)
+func (e *EncryptedGroupSecrets) unmarshal(d *decoder) bool {
+	return d.opaque("new_member", &e.NewMember) && d.sub("encrypted_group_secrets", e.EncryptedGroupSecrets.unmarshal)
 }
 
 // Welcome brings new members into a group (RFC 9420, Section 12.4.3.1).
@@ -89,16 +89,16 @@ func (w *Welcome) marshal(b *cryptobyte.Builder) {
 	addOpaque(b, w.EncryptedGroupInfo)
 }
 
-func (w *Welcome) unmarshal(s *cryptobyte.String) bool {
+func (w *Welcome) unmarshal(d *decoder) bool {
 	*w = Welcome{}
-	return readCipherSuite(s, &w.CipherSuite) && readVector(s, func(s *cryptobyte.String) bool {
+	return readCipherSuite(d, "cipher_suite", &w.CipherSuite) && d.vector("secrets", func(d *decoder) bool {
 		var e EncryptedGroupSecrets
-		if !e.unmarshal(s) {
+		if !e.unmarshal(d) {
 			return false
 		}
 		w.Secrets = append(w.Secrets, e)
 		return true
-	}) && readOpaque(s, &w.EncryptedGroupInfo)
+	}) && d.opaque("encrypted_group_info", &w.EncryptedGroupInfo)
 }
 
 // Marshal returns the encoding of the Welcome (without an MLSMessage
