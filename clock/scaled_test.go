@@ -1,6 +1,8 @@
 package clock_test
 
 import (
+	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -56,5 +58,92 @@ func TestUnscaled(t *testing.T) {
 	base.Advance(3 * time.Second)
 	if !fired(realT) {
 		t.Fatal("the unscaled timer did not fire after 3 s of real time")
+	}
+}
+
+func TestCheckScale(t *testing.T) {
+	tests := []struct {
+		in float64
+		ok bool
+	}{
+		{1, true}, {1.5, true}, {60, true}, {100000, true},
+		{math.NaN(), false}, {math.Inf(1), false}, {math.Inf(-1), false},
+		{0, false}, {-1, false}, {-60, false}, {0.5, false}, {0.999999, false},
+		{100000.5, false}, {1e9, false}, {math.MaxFloat64, false},
+	}
+	for _, tt := range tests {
+		err := clock.CheckScale(tt.in)
+		if (err == nil) != tt.ok {
+			t.Errorf("CheckScale(%v) = %v, want ok=%v", tt.in, err, tt.ok)
+		}
+		_, err = clock.NewScaled(clocktest.New(t0), tt.in)
+		if (err == nil) != tt.ok {
+			t.Errorf("NewScaled(%v) = %v, want ok=%v", tt.in, err, tt.ok)
+		}
+		if err != nil && !strings.Contains(err.Error(), "want a number from 1 (real time) to 100000") {
+			t.Errorf("NewScaled(%v) = %v, want the range in the error", tt.in, err)
+		}
+	}
+}
+
+func TestParseScale(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    float64
+		wantErr string
+	}{
+		{"1", 1, ""},
+		{"3600", 3600, ""},
+		{"1e5", 100000, ""},
+		{"0", 0, "time scale 0 is out of range: want a number from 1 (real time) to 100000"},
+		{"-2", 0, "time scale -2 is out of range"},
+		{"0.5", 0, "time scale 0.5 is out of range"},
+		{"1e9", 0, "time scale 1e+09 is out of range"},
+		{"NaN", 0, "time scale NaN is out of range"},
+		{"Inf", 0, "time scale +Inf is out of range"},
+		{"fast", 0, `time scale "fast" is not a number: want a number from 1 (real time) to 100000`},
+		{"", 0, `time scale "" is not a number`},
+	}
+	for _, tt := range tests {
+		got, err := clock.ParseScale(tt.in)
+		switch {
+		case tt.wantErr == "" && (err != nil || got != tt.want):
+			t.Errorf("ParseScale(%q) = %v, %v, want %v", tt.in, got, err, tt.want)
+		case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
+			t.Errorf("ParseScale(%q) = %v, %v, want error %q", tt.in, got, err, tt.wantErr)
+		}
+	}
+}
+
+// TestScaledNowNeverWraps: at the largest factor a Duration of scaled time
+// overflows after about 25.6 hours of base time. Now must stop there, not
+// wrap around to some 292 years in the past.
+func TestScaledNowNeverWraps(t *testing.T) {
+	base := clocktest.New(t0)
+	sc, err := clock.NewScaled(base, clock.MaxScale)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base.Advance(time.Hour)
+	if got, want := sc.Now(), t0.Add(clock.MaxScale*time.Hour); !got.Equal(want) {
+		t.Fatalf("after 1 h at factor %d: Now() = %v, want %v", clock.MaxScale, got, want)
+	}
+	last := t0.Add(math.MaxInt64)
+	prev := sc.Now()
+	for _, d := range []time.Duration{25 * time.Hour, time.Hour, 24 * time.Hour, 365 * 24 * time.Hour} {
+		base.Advance(d)
+		now := sc.Now()
+		if now.Before(prev) || now.After(last) {
+			t.Fatalf("after %v more: Now() = %v, want between %v and %v", d, now, prev, last)
+		}
+		prev = now
+	}
+	if !prev.Equal(last) {
+		t.Errorf("a year on: Now() = %v, want it stopped at %v", prev, last)
+	}
+	// Base time going backwards clamps the other way.
+	base.Set(t0.Add(-300 * 24 * time.Hour))
+	if got, first := sc.Now(), t0.Add(math.MinInt64); !got.Equal(first) {
+		t.Errorf("base 300 days before the epoch: Now() = %v, want %v", got, first)
 	}
 }
