@@ -20,6 +20,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/torpor-dev/torpor/clock"
 	"github.com/torpor-dev/torpor/runtime"
 	"github.com/torpor-dev/torpor/runtime/conffile"
 )
@@ -68,7 +69,11 @@ func newFlags(a *args, stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&a.mode, "mode", "", "The reachability mode: always_on, session, hourly_wake (the default) or sleep.")
 	fs.DurationVar(&a.length, "window-length", 0, "The length of the hourly wake window (default 5m).")
 	fs.DurationVar(&a.offset, "window-offset", 0, "A shift of the hourly window within the hour, to spread a fleet whose DIDs share a wake minute.")
-	fs.Float64Var(&a.timeScale, "time-scale", 1, "Run the agent's clock this many times faster than real time (1 to 100000), for demonstrations: an hour's cycle passes in seconds.")
+	a.timeScale = 1
+	fs.Func("time-scale", "Run the agent's clock this many times faster than real time (1, the default, to 100000), for demonstrations: an hour's cycle passes in seconds.", func(s string) (err error) {
+		a.timeScale, err = clock.ParseScale(s)
+		return err
+	})
 	fs.StringVar(&a.purposes, "purposes", "", "The comma-separated purposes the agent accepts, such as comms:*,action:* (draft Section 8.3).")
 	fs.StringVar(&a.conseq, "consequential", "", "The comma-separated purposes that never run without the owner's confirmation or signed policy (default action:*).")
 	fs.StringVar(&a.owner, "owner", "", "The owner's DID: it signs policies, confirmations, halts and resumes.")

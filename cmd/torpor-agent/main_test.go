@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -84,4 +85,58 @@ func seedStore(dataDir, keyFile string) error {
 		}
 		return p.Ledger.Reserve(tx, ledger.Reservation{Key: alice.DID().String() + " pay-1", Action: "action:capture", EffectID: "psp-op-1"})
 	})
+}
+
+// TestTimeScale: --time-scale and the file's timeScale take 1 to 100000;
+// anything else is an error naming the range, as torpor-relay's is, never
+// quietly real time.
+func TestTimeScale(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    float64
+		wantErr string
+	}{
+		{"1", 1, ""},
+		{"60", 60, ""},
+		{"100000", 100000, ""},
+		{"0", 0, `invalid value "0" for flag -time-scale: time scale 0 is out of range: want a number from 1 (real time) to 100000`},
+		{"-60", 0, "time scale -60 is out of range"},
+		{"0.5", 0, "time scale 0.5 is out of range"},
+		{"1e9", 0, "time scale 1e+09 is out of range"},
+		{"NaN", 0, "time scale NaN is out of range"},
+		{"-Inf", 0, "time scale -Inf is out of range"},
+		{"fast", 0, `invalid value "fast" for flag -time-scale: time scale "fast" is not a number`},
+	}
+	for _, tt := range tests {
+		var stderr strings.Builder
+		code := run([]string{"--time-scale", tt.in}, io.Discard, &stderr)
+		if tt.wantErr != "" {
+			if code != 2 || !strings.Contains(stderr.String(), tt.wantErr) {
+				t.Errorf("torpor-agent --time-scale %s: exit %d, stderr %q; want 2 and %q", tt.in, code, stderr.String(), tt.wantErr)
+			}
+			continue
+		}
+		a, _, err := parseArgs([]string{"--time-scale", tt.in}, io.Discard)
+		if err != nil || a.timeScale != tt.want {
+			t.Errorf("parseArgs(--time-scale %s) = %v, want time scale %v", tt.in, err, tt.want)
+		}
+	}
+
+	// The file is checked too: a bad timeScale there is reported with the
+	// other problems of the configuration.
+	for _, scale := range []string{"0.5", "-1", "1e9"} {
+		conf := filepath.Join(t.TempDir(), "agent.json")
+		if err := os.WriteFile(conf, []byte(`{"version": 1, "timeScale": `+scale+`}`), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		var stderr strings.Builder
+		code := run([]string{"--config", conf}, io.Discard, &stderr)
+		want := "timeScale (or --time-scale): time scale " + scale + " is out of range"
+		if scale == "1e9" {
+			want = "time scale 1e+09 is out of range"
+		}
+		if code != 1 || !strings.Contains(stderr.String(), want) {
+			t.Errorf(`torpor-agent with {"timeScale": %s}: exit %d, stderr %q; want 1 and %q`, scale, code, stderr.String(), want)
+		}
+	}
 }

@@ -60,7 +60,11 @@ func parseArgs(argv []string, stderr io.Writer) (*args, error) {
 	fs.StringVar(&a.mqttListen, "mqtt-listen", "127.0.0.1:1883", "The address of the embedded MQTT 5 broker. The broker allows anonymous clients, so keep it on loopback or use --mqtt-broker.")
 	fs.StringVar(&a.mqttBroker, "mqtt-broker", "", "The URL of an external MQTT 5 broker (mqtt://host:port). When set, no embedded broker starts and devices and operators are pointed at this one.")
 	fs.DurationVar(&a.mqttMaxExpiry, "mqtt-max-expiry", relay.DefaultMaxMessageExpiry, "How long the embedded broker keeps a message for an offline subscriber. Set it above the longest sleep of any device.")
-	fs.Float64Var(&a.timeScale, "time-scale", 1, "Run the relay's clock this many times faster than real time (1 to 100000), for demonstrations: windows, Retry-After and TTLs all follow it.")
+	a.timeScale = 1
+	fs.Func("time-scale", "Run the relay's clock this many times faster than real time (1, the default, to 100000), for demonstrations: windows, Retry-After and TTLs all follow it.", func(s string) (err error) {
+		a.timeScale, err = clock.ParseScale(s)
+		return err
+	})
 	fs.IntVar(&a.bounds.MaxMessages, "max-messages", a.bounds.MaxMessages, "The most queued messages per agent. Devices may ask for fewer.")
 	fs.IntVar(&a.bounds.MaxPerPeer, "max-per-peer", a.bounds.MaxPerPeer, "The most queued messages per agent from one sender DID.")
 	fs.Int64Var(&a.bounds.MaxBytes, "max-bytes", a.bounds.MaxBytes, "The most queued body bytes per agent.")

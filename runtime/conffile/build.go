@@ -46,7 +46,9 @@ func (b *Built) Close() {
 
 // Build checks f and makes the agent's configuration: the key loaded from
 // its file, the handlers connected, the wake sources made, the clock scaled
-// when TimeScale > 1. Every problem is reported, not just the first.
+// by TimeScale (0, absent, is real time; any other value outside
+// [clock.MinScale, clock.MaxScale] is an error). Every problem is
+// reported, not just the first.
 func (f *File) Build() (*Built, error) {
 	b := &Built{}
 	c := &b.Config
@@ -57,11 +59,11 @@ func (f *File) Build() (*Built, error) {
 		}
 	}
 	c.Clock = clock.Real
-	if f.TimeScale > 1 {
-		sc, err := clock.NewScaled(clock.Real, f.TimeScale)
-		add(err)
-		if err == nil {
-			c.Clock = sc
+	if f.TimeScale != 0 { // absent: real time
+		if err := clock.CheckScale(f.TimeScale); err != nil {
+			add(fmt.Errorf("timeScale (or --time-scale): %w", err))
+		} else {
+			c.Clock, _ = clock.NewScaled(clock.Real, f.TimeScale)
 		}
 	}
 	if f.Key == "" {

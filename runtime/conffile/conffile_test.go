@@ -2,11 +2,14 @@ package conffile
 
 import (
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/torpor-dev/torpor/clock"
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/runtime/drain"
 	"github.com/torpor-dev/torpor/wake"
@@ -110,6 +113,52 @@ func TestBuildMQTT(t *testing.T) {
 		}
 		if b.Config.KeyFile != keyFile {
 			t.Errorf("%s: KeyFile = %q, want %q (key rotation rewrites it)", tt.name, b.Config.KeyFile, keyFile)
+		}
+	}
+}
+
+// TestBuildTimeScale: an absent timeScale (0) and 1 are real time, 60 is a
+// scaled clock, and anything outside [1, 100000] is an error, never
+// quietly real time.
+func TestBuildTimeScale(t *testing.T) {
+	dir := t.TempDir()
+	k, _ := did.NewKeyFromSeed(make([]byte, 32))
+	keyFile := filepath.Join(dir, "agent.key")
+	if err := did.SaveKey(keyFile, k, false); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		scale   float64
+		scaled  bool
+		wantErr string
+	}{
+		{0, false, ""},
+		{1, false, ""},
+		{60, true, ""},
+		{100000, true, ""},
+		{0.5, false, "timeScale (or --time-scale): time scale 0.5 is out of range: want a number from 1 (real time) to 100000"},
+		{-1, false, "time scale -1 is out of range"},
+		{1e9, false, "time scale 1e+09 is out of range"},
+		{math.NaN(), false, "time scale NaN is out of range"},
+		{math.Inf(1), false, "time scale +Inf is out of range"},
+	}
+	for _, tt := range tests {
+		f := &File{Version: Version, Key: keyFile, DataDir: dir, Relay: "http://r", TimeScale: tt.scale,
+			Purposes: []string{"comms:*"}, Handlers: []Handler{{Purpose: "comms:*", Exec: &ExecHandler{Path: "/bin/true"}}}}
+		b, err := f.Build()
+		if tt.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("Build(timeScale %v) = %v, want error %q", tt.scale, err, tt.wantErr)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("Build(timeScale %v) = %v", tt.scale, err)
+			continue
+		}
+		b.Close()
+		if _, scaled := b.Config.Clock.(*clock.Scaled); scaled != tt.scaled {
+			t.Errorf("Build(timeScale %v): clock %T, want scaled=%v", tt.scale, b.Config.Clock, tt.scaled)
 		}
 	}
 }
