@@ -120,6 +120,7 @@ func TestRefillKeyPackagesAlwaysOn(t *testing.T) {
 	if st := <-published; len(st.KeyPackages) != session.DefaultPoolSize {
 		t.Fatalf("the wake published %d KeyPackages, want the pool of %d", len(st.KeyPackages), session.DefaultPoolSize)
 	}
+	w.awaitStatus(func(s mqtt.Status) bool { return s.State == mqtt.StateAwake })
 	if r := w.command(mqtt.OpRefillKeyPackages, &mqtt.RefillArgs{Count: count}); r.Outcome != mqtt.OutcomeOK || string(r.Result) != `{"unpublished":4}` {
 		t.Fatalf("refill-keypackages %d = %+v %s, want ok with 4 unpublished", count, r, r.Result)
 	}
