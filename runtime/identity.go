@@ -137,22 +137,25 @@ func (a *Agent) RotateKey(ctx context.Context, next *did.PrivateKey, handover []
 }
 
 // retire publishes the old identity's last state: asleep with no next
-// wake. The wake publishes nothing more under it.
+// wake, and the wake's pulse, which its card names. The wake publishes
+// nothing more under it.
 func (w *wakeRun) retire(ctx context.Context) error {
 	a := w.a
+	an := w.announcement()
+	an.mode, an.next = wake.Sleep, time.Time{}
 	w.mu.Lock()
 	w.retired = true
 	w.mu.Unlock()
 	w.drainMu.Lock()
 	l := w.l
 	w.drainMu.Unlock()
-	card, err := a.card(wake.Sleep, l.Hello())
+	card, err := a.card(an, l.Hello())
 	if err != nil {
 		return err
 	}
 	ctx, cancel := clockTimeout(ctx, clock.Unscaled(a.clock), rotateTimeout)
 	defer cancel()
-	_, err = l.Publish(ctx, link.State{Mode: string(wake.Sleep), Card: card, Bounds: &a.cfg.Bounds})
+	_, err = l.Publish(ctx, link.State{Mode: string(wake.Sleep), Card: card, Pulse: an.pulse, Bounds: &a.cfg.Bounds})
 	return err
 }
 

@@ -91,22 +91,22 @@ func (p *Pipeline) lastPulse(tx *bolt.Tx) (time.Time, bool, error) {
 	return head.At, ok, err
 }
 
-// Pulse makes the next pulse and records it as the chain head; after a
-// fresh pulse it lets the gate run the actions a liveness suspension held.
-// It returns the signed document to publish and the actions released.
-func (p *Pipeline) Pulse(now, nextWake time.Time, mode string) (doc []byte, err error) {
+// Pulse makes the next pulse and records it as the chain head. It returns
+// the signed document to publish and the pulse it holds. After a fresh
+// pulse, Redecide runs the actions a liveness suspension held.
+func (p *Pipeline) Pulse(now, nextWake time.Time, mode string) (doc []byte, pl pulse.Pulse, err error) {
 	err = p.DB.Update(func(tx *bolt.Tx) error {
 		h, err := p.Gate.HaltState(tx)
 		if err != nil {
 			return err
 		}
-		doc, _, err = p.Chain.Next(tx, now, nextWake, mode, h.Halted)
+		doc, pl, err = p.Chain.Next(tx, now, nextWake, mode, h.Halted)
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("runtime: pulse: %w", err)
+		return nil, pulse.Pulse{}, fmt.Errorf("runtime: pulse: %w", err)
 	}
-	return doc, nil
+	return doc, pl, nil
 }
 
 // Redecide runs the held actions through the gate again (after a fresh

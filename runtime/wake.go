@@ -12,6 +12,7 @@ import (
 
 	"github.com/torpor-dev/torpor/clock"
 	"github.com/torpor-dev/torpor/runtime/drain"
+	"github.com/torpor-dev/torpor/runtime/pulse"
 	"github.com/torpor-dev/torpor/transport/a2a"
 	"github.com/torpor-dev/torpor/transport/link"
 	"github.com/torpor-dev/torpor/wake"
@@ -32,7 +33,6 @@ type wakeRun struct {
 	ctx    context.Context // ends at the window's end or a mode change
 	ph     *phases
 	rep    *WakeReport
-	pulse  []byte
 	kps    [][]byte
 	kick   chan struct{} // the window's end moved (Extend)
 	sched  <-chan struct{}
@@ -55,6 +55,8 @@ type wakeRun struct {
 	end     time.Time // the window's end; zero for none
 	retired bool      // the identity was rotated away: publish nothing more
 	ending  bool      // past staying live: announcing, then asleep
+	pulse   []byte    // the wake's latest pulse; nil before it is made
+	seq     uint64    // its sequence number
 }
 
 // addDrain adds a batch's report (a drain's or a live request's).
@@ -72,6 +74,25 @@ func (w *wakeRun) schedule() (wake.Mode, time.Time) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.mode, w.next
+}
+
+// announcement is what one state frame and the card in it announce: read
+// once, so that the two agree (the relay refuses a card that disagrees with
+// the state it comes with) even when Extend moves the next wake meanwhile.
+type announcement struct {
+	mode   wake.Mode
+	next   time.Time // zero: no planned wake
+	window wake.Window
+	pulse  []byte // nil: no pulse yet in this wake
+	seq    uint64
+}
+
+// announcement returns what the wake announces now.
+func (w *wakeRun) announcement() announcement {
+	win := w.a.Window() // before w.mu: the lock order is a.mu, then w.mu
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return announcement{mode: w.mode, next: w.next, window: win, pulse: w.pulse, seq: w.seq}
 }
 
 func (w *wakeRun) setSchedule(m wake.Mode, next time.Time) {
@@ -212,13 +233,17 @@ func (w *wakeRun) prepare(start time.Time, mgmt Management) {
 	wg.Wait()
 }
 
+// makePulse makes, commits and keeps the wake's next pulse; the cards the
+// wake signs from now on name it.
 func (w *wakeRun) makePulse(now time.Time) error {
 	mode, next := w.schedule()
-	doc, err := w.a.pipe.Pulse(now, next, string(mode))
+	doc, p, err := w.a.pipe.Pulse(now, next, string(mode))
 	if err != nil {
 		return err
 	}
-	w.pulse = doc
+	w.mu.Lock()
+	w.pulse, w.seq = doc, p.Seq
+	w.mu.Unlock()
 	w.a.mu.Lock()
 	w.a.lastPulse = now
 	w.a.mu.Unlock()
@@ -286,16 +311,16 @@ func (w *wakeRun) redial() bool {
 func (w *wakeRun) publishAndDrain() {
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		mode, _ := w.schedule()
+		an := w.announcement()
 		var card []byte
 		if w.ph.measure(PhaseCard, func() error {
 			var err error
-			card, err = w.a.card(mode, w.l.Hello())
+			card, err = w.a.card(an, w.l.Hello())
 			return err
 		}) != nil {
 			return
 		}
-		w.ph.measure(PhasePublish, func() error { return w.publishState(w.ctx, card, w.kps, w.pulse) })
+		w.ph.measure(PhasePublish, func() error { return w.publishState(w.ctx, an, card, w.kps) })
 	})
 	wg.Go(func() { w.drain() })
 	wg.Wait()
@@ -306,10 +331,10 @@ func (w *wakeRun) publishAndDrain() {
 // published: such a wake has no next one to carry those that
 // refill-keypackages made, or the replacements of expired ones.
 func (w *wakeRun) publish() {
-	mode, _ := w.schedule()
-	card, err := w.a.card(mode, w.l.Hello())
+	an := w.announcement()
+	card, err := w.a.card(an, w.l.Hello())
 	if err == nil {
-		err = w.publishState(w.ctx, card, w.unpublished(), w.pulse)
+		err = w.publishState(w.ctx, an, card, w.unpublished())
 	}
 	if err != nil {
 		w.a.log.Warn("publishing state", "err", err)
@@ -331,13 +356,14 @@ func (w *wakeRun) unpublished() [][]byte {
 	return kps
 }
 
-// publishState sends one state frame; KeyPackages the relay accepted are
-// marked published. When the relay's answer shows that it handed out
-// KeyPackages since the last publish (senders fetched them), the pool is
-// refilled and the new ones published at once in a second state frame, so
-// that the relay's pool is whole again while the device sleeps.
-func (w *wakeRun) publishState(ctx context.Context, card []byte, kps [][]byte, pulse []byte) error {
-	taken, err := w.publishOnce(ctx, card, kps, pulse)
+// publishState sends one state frame announcing an, with card (signed for
+// an) and kps; KeyPackages the relay accepted are marked published. When
+// the relay's answer shows that it handed out KeyPackages since the last
+// publish (senders fetched them), the pool is refilled and the new ones
+// published at once in a second state frame, so that the relay's pool is
+// whole again while the device sleeps.
+func (w *wakeRun) publishState(ctx context.Context, an announcement, card []byte, kps [][]byte) error {
+	taken, err := w.publishOnce(ctx, an, card, kps)
 	if err != nil || taken == 0 || w.a.cfg.KeyPackages == nil {
 		return err
 	}
@@ -346,29 +372,29 @@ func (w *wakeRun) publishState(ctx context.Context, card []byte, kps [][]byte, p
 		return err
 	}
 	w.a.log.Info("key packages replaced", "handedOut", taken, "published", len(more))
-	_, err = w.publishOnce(ctx, card, more, pulse)
+	_, err = w.publishOnce(ctx, an, card, more)
 	return err
 }
 
 // publishOnce sends one state frame and returns how many published
-// KeyPackages the relay's answer shows handed out.
-func (w *wakeRun) publishOnce(ctx context.Context, card []byte, kps [][]byte, pulse []byte) (int, error) {
+// KeyPackages the relay's answer shows handed out. The frame carries the
+// pulse the card names, so that the relay serves the two together.
+func (w *wakeRun) publishOnce(ctx context.Context, an announcement, card []byte, kps [][]byte) (int, error) {
 	a := w.a
 	if w.isRetired() {
 		return 0, nil
 	}
-	mode, next := w.schedule()
-	win := a.Window()
+	win := an.window
 	st := link.State{
-		Mode:        string(mode),
+		Mode:        string(an.mode),
 		Window:      &link.Window{Minute: win.Minute, LengthSec: int64(win.Length / time.Second), OffsetSec: int64(win.Offset / time.Second)},
 		Card:        card,
 		KeyPackages: kps,
-		Pulse:       pulse,
+		Pulse:       an.pulse,
 		Bounds:      &a.cfg.Bounds,
 	}
-	if !next.IsZero() {
-		st.NextWake = next.Unix()
+	if !an.next.IsZero() {
+		st.NextWake = an.next.Unix()
 	}
 	ok, err := w.l.Publish(ctx, st)
 	if err != nil {
@@ -495,17 +521,19 @@ func (w *wakeRun) announce(ctx context.Context) {
 	ctx, cancel := clockTimeout(ctx, clock.Unscaled(w.a.clock), announceTimeout)
 	defer cancel()
 	w.ph.measure(PhaseAnnounce, func() error {
-		mode, _ := w.schedule()
-		card, err := w.a.card(mode, w.l.Hello())
+		an := w.announcement()
+		card, err := w.a.card(an, w.l.Hello())
 		if err != nil {
 			return err
 		}
-		return w.publishState(ctx, card, nil, nil)
+		return w.publishState(ctx, an, card, nil)
 	})
 }
 
-// card builds and signs the Agent Card for mode with the bounds in force.
-func (a *Agent) card(mode wake.Mode, ceiling link.Bounds) ([]byte, error) {
+// card builds and signs the Agent Card for an with the bounds in force:
+// its liveness extension names an's pulse and next window. Before the
+// wake's first pulse (its phase failed) the card has no liveness extension.
+func (a *Agent) card(an announcement, ceiling link.Bounds) ([]byte, error) {
 	name := a.cfg.Name
 	if name == "" {
 		name = "torpor-agent"
@@ -514,13 +542,30 @@ func (a *Agent) card(mode wake.Mode, ceiling link.Bounds) ([]byte, error) {
 	c, err := a2a.BuildCard(a2a.CardOptions{
 		Name:        name,
 		BaseURL:     strings.TrimRight(a.cfg.RelayURL, "/") + "/a/" + a.cfg.Key.DID().String(),
-		OfflineMode: string(mode),
+		OfflineMode: string(an.mode),
 		Bounds:      &bounds,
+		Liveness:    an.liveness(),
 	})
 	if err != nil {
 		return nil, err
 	}
 	return a2a.SignCard(c, a.cfg.Key)
+}
+
+// liveness is the card's liveness extension for an; nil without a pulse.
+func (an announcement) liveness() *a2a.Liveness {
+	if an.pulse == nil {
+		return nil
+	}
+	l := &a2a.Liveness{Pulse: a2a.PulseRef{Seq: an.seq, Hash: pulse.Hash(an.pulse)}}
+	if !an.next.IsZero() {
+		length := an.window.Length
+		if length == 0 {
+			length = wake.DefaultLength
+		}
+		l.NextWindow = &a2a.NextWindow{Start: an.next, Length: length}
+	}
+	return l
 }
 
 // dial opens the device link, retrying with backoff and jitter until ctx

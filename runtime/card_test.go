@@ -1,0 +1,121 @@
+package runtime_test
+
+import (
+	"io"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/torpor-dev/torpor/runtime"
+	"github.com/torpor-dev/torpor/runtime/pulse"
+	"github.com/torpor-dev/torpor/transport/a2a"
+	"github.com/torpor-dev/torpor/wake"
+)
+
+// served returns the card and the pulse the relay serves for the agent;
+// the card must verify under the agent's DID.
+func (w *world) served() (a2a.Liveness, []byte) {
+	w.t.Helper()
+	get := func(path string) []byte {
+		resp, err := http.Get(w.srv.URL + "/a/" + w.key.DID().String() + path)
+		if err != nil {
+			w.t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusOK {
+			w.t.Fatalf("GET %s: %s %s", path, resp.Status, b)
+		}
+		return b
+	}
+	raw, doc := get(a2a.CardPath), get(a2a.PulsePath)
+	if err := a2a.VerifyCard(raw, w.key.DID()); err != nil {
+		w.t.Fatalf("served card: %v", err)
+	}
+	c, err := a2a.ParseCard(raw)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	lv, ok, err := c.Liveness()
+	if err != nil || !ok {
+		w.t.Fatalf("served card's liveness extension: %v, %v", ok, err)
+	}
+	return lv, doc
+}
+
+// checkLiveness checks that lv names the pulse doc, by hash and sequence
+// number, at the relay's pulse URL, and the next window of report r.
+func (w *world) checkLiveness(when string, lv a2a.Liveness, doc []byte, r runtime.WakeReport) {
+	w.t.Helper()
+	p, err := pulse.Parse(doc)
+	if err != nil {
+		w.t.Fatalf("%s: served pulse: %v", when, err)
+	}
+	wantURL := w.srv.URL + "/a/" + w.key.DID().String() + "/pulse"
+	if lv.Pulse.Hash != pulse.Hash(doc) || lv.Pulse.Seq != p.Seq || lv.Pulse.URL != wantURL {
+		w.t.Errorf("%s: card names pulse %+v; the relay serves pulse %d with hash %s at %s", when, lv.Pulse, p.Seq, pulse.Hash(doc), wantURL)
+	}
+	if r.NextWake.IsZero() {
+		if lv.NextWindow != nil {
+			w.t.Errorf("%s: card names the next window %+v, but the agent plans none", when, *lv.NextWindow)
+		}
+		return
+	}
+	if lv.NextWindow == nil || !lv.NextWindow.Start.Equal(r.NextWake) || lv.NextWindow.Length != w.window.Length {
+		w.t.Errorf("%s: card names the next window %+v, want %v for %v", when, lv.NextWindow, r.NextWake, w.window.Length)
+	}
+}
+
+// TestCardNamesThePulseAndTheNextWindow: after every wake, the card the
+// relay serves (signed by the agent) names the pulse the relay serves and
+// the next window the agent announced, including one an operator moved
+// during the wake; a mode with no planned wake names none.
+func TestCardNamesThePulseAndTheNextWindow(t *testing.T) {
+	w := newWorld(t, wake.HourlyWake)
+	rtc := &suspendSource{w: w, asleep: make(chan struct{}, 1), wakeup: make(chan struct{})}
+	w.cfg.Sources = []wake.Source{rtc}
+	w.newAgent()
+	w.run()
+	boot := w.nextWake()
+	start, end := w.window.Next(t0)
+	if !boot.NextWake.Equal(start) {
+		t.Fatalf("boot wake announced %v, want %v", boot.NextWake, start)
+	}
+	lv, doc := w.served()
+	w.checkLiveness("after the boot wake", lv, doc, boot)
+	if lv.Pulse.Seq != 1 {
+		t.Errorf("after the boot wake the card names pulse %d, want 1", lv.Pulse.Seq)
+	}
+
+	// The window's wake, which an operator extends by an hour: the next
+	// window moves past it, and the card says so.
+	<-rtc.asleep
+	rtc.wakeup <- struct{}{}
+	w.waitPhases(runtime.PhasePublish, runtime.PhaseDrain)
+	if _, err := w.agent.Extend(end.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	w.clock.Set(end.Add(time.Hour))
+	r := w.nextWake()
+	if next, _ := w.window.Next(end.Add(time.Hour)); !r.NextWake.Equal(next) {
+		t.Fatalf("extended wake announced %v, want %v", r.NextWake, next)
+	}
+	lv, doc = w.served()
+	w.checkLiveness("after the extended wake", lv, doc, r)
+	if lv.Pulse.Seq != 2 {
+		t.Errorf("after the second wake the card names pulse %d, want 2", lv.Pulse.Seq)
+	}
+
+	// always_on plans no wake: the card names the pulse and no window.
+	<-rtc.asleep
+	if err := w.agent.SetMode(wake.AlwaysOn, time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	w.waitPhase(runtime.PhasePublish)
+	lv, doc = w.served()
+	w.checkLiveness("always_on", lv, doc, runtime.WakeReport{})
+	if lv.Pulse.Seq != 3 {
+		t.Errorf("always_on: the card names pulse %d, want 3", lv.Pulse.Seq)
+	}
+	w.shutdown()
+}
