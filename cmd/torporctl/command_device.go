@@ -157,9 +157,9 @@ func dialDevice(ctx context.Context, f *deviceFlags, device string) (*deviceSess
 	if f.key == "" {
 		return nil, errors.New("no operator key: pass --key FILE or set TORPOR_KEY (torporctl keygen makes one)")
 	}
-	k, err := did.LoadKey(f.key)
+	k, err := loadKey(f.key)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("operator key (--key or TORPOR_KEY): %w", err)
 	}
 	if err := mqtt.CheckPrefix(f.prefix); err != nil {
 		return nil, err
