@@ -290,16 +290,26 @@ func (f *File) buildWake(c *runtime.Config) error {
 	return nil
 }
 
+// modelPath is where board detection reads the device tree's model; ""
+// means boards.ModelPath. Tests point it at a file of their own.
+var modelPath = ""
+
 // board returns the named profile, or for "auto" (and wake methods without
 // a board) the detected one, falling back to the architecture's generic
-// profile.
+// profile. A Raspberry Pi without a profile is an error rather than a
+// generic board: the generic profiles wake by an RTC that a Pi 0–4 does not
+// have.
 func (f *File) board() (boards.Board, error) {
 	if f.Board != "" && f.Board != "auto" {
 		return boards.ByName(f.Board)
 	}
-	b, _, err := boards.Detect("")
+	b, model, err := boards.Detect(modelPath)
 	if err == nil {
 		return b, nil
+	}
+	if strings.HasPrefix(model, "Raspberry Pi") {
+		return boards.Board{}, fmt.Errorf("board: %q is a Raspberry Pi with no profile in this version; "+
+			"set \"board\" to the closest rpi-* profile (torporctl boards lists them)", model)
 	}
 	g, gerr := boards.Generic(goruntime.GOARCH)
 	if gerr != nil {
