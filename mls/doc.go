@@ -44,7 +44,9 @@
 //     extensions, required_capabilities and GroupContext extensions,
 //     credential types supported by every member and vice versa, unique
 //     signature and encryption keys, lifetime (see below), and the
-//     Authentication Service hook Config.ValidateCredential (5.3.1)
+//     Authentication Service hooks Config.ValidateCredential and, for a
+//     leaf replaced by an Update or an UpdatePath, Config.ValidateSuccessor
+//     (5.3.1)
 //   - 10, 10.1 NewKeyPackage (with GREASE values in the capabilities, 13.5)
 //     and KeyPackage.Verify
 //   - 11 NewGroup; 12.4.3.1 tree validation on join (unmerged leaves,
@@ -54,7 +56,9 @@
 //     resolutions without the Commit's new members) and processing (leaf
 //     validation, fresh keys, merge, parent-hash check, decryption, key
 //     check, commit_secret); TreeKEMMember runs it without a Group
-//   - 12.1 every proposal: Group.Propose, ProposeUpdate; 5.2 proposal
+//   - 12.1 every proposal: Group.Propose, ProposeUpdate, ProposeRotation
+//     (an Update with a new credential and signature key; a Commit's
+//     UpdatePath does the same with CommitOptions.Rotate); 5.2 proposal
 //     references; 12.1.8 sender rules for external and new-member senders
 //   - 12.2 proposal-list validation for member and external Commits; 12.3
 //     applying a list in the prescribed order

@@ -38,6 +38,13 @@ type Config struct {
 	// 5.3.1): it is called for every credential entering the group, with
 	// the signature key it must be bound to. Nil accepts every credential.
 	ValidateCredential func(c Credential, signatureKey []byte) error
+	// ValidateSuccessor is the Authentication Service's check that a
+	// member's new credential, in an Update proposal or in the LeafNode of
+	// the member's Commit's UpdatePath, is a valid successor of the
+	// credential it replaces (RFC 9420, Section 5.3.1). It is called after
+	// ValidateCredential accepted the new credential, whether or not the
+	// credential changed. Nil accepts every successor.
+	ValidateSuccessor func(old, new Credential) error
 	// PaddingBlock pads PrivateMessage contents to a multiple of this many
 	// bytes (RFC 9420, Section 6.3.1); zero means no padding.
 	PaddingBlock int
@@ -91,6 +98,13 @@ func (c *Config) credential() func(Credential, []byte) error {
 	return c.ValidateCredential
 }
 
+func (c *Config) successor() func(old, new Credential) error {
+	if c == nil {
+		return nil
+	}
+	return c.ValidateSuccessor
+}
+
 // A Group is one client's state in an MLS group (RFC 9420, Sections 8, 11
 // and 12): the public ratchet tree and GroupContext, the client's leaf and
 // private keys, the current epoch's key schedule and message protection,
@@ -128,10 +142,11 @@ type Group struct {
 	protector *Protector
 
 	// proposals are the proposals received (or sent) in this epoch, for
-	// Commits that include them by reference; pendingUpdate is the leaf
-	// private key of our own Update proposal, if we sent one.
-	proposals     []cachedProposal
-	pendingUpdate map[string][]byte // encryption public key -> private key
+	// Commits that include them by reference.
+	proposals []cachedProposal
+	// pendingUpdate maps the encryption key of each of our Updates to its
+	// private key, followed for a Rotation by the new Ed25519 seed.
+	pendingUpdate map[string][]byte
 
 	// reinit is set once a Commit with a ReInit proposal was applied: the
 	// group must not send any more (RFC 9420, Section 12.4.2).

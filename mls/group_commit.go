@@ -2,10 +2,12 @@ package mls
 
 import (
 	"bytes"
+	"crypto/ed25519"
 	"fmt"
 	"maps"
 
 	"github.com/torpor-dev/torpor/mls/internal/schedule"
+	"github.com/torpor-dev/torpor/mls/internal/suite"
 	tm "github.com/torpor-dev/torpor/mls/internal/treemath"
 )
 
@@ -35,6 +37,30 @@ type CommitOptions struct {
 	// GroupInfo (ratchet_tree extension); otherwise joiners need it out of
 	// band (Group.RatchetTree after the merge).
 	RatchetTreeInWelcome bool
+	// Rotate, if set, replaces this member's credential and signature key
+	// in the LeafNode of the Commit's UpdatePath, which the Commit then
+	// always carries (RFC 9420, Sections 5.3.1 and 12.4.1). The Commit is
+	// signed with the current key; after MergeCommit the group signs with
+	// the new one.
+	Rotate *Rotation
+}
+
+// A Rotation is a new credential and signature key for this member, in an
+// Update (Group.ProposeRotation) or a Commit's UpdatePath
+// (CommitOptions.Rotate). The other members' Authentication Service
+// decides whether the new credential may succeed the old one (RFC 9420,
+// Section 5.3.1; see Config.ValidateSuccessor).
+type Rotation struct {
+	Credential   Credential
+	SignatureKey ed25519.PrivateKey
+}
+
+// leaf returns a copy of old with r's credential and signature key.
+func (r *Rotation) leaf(old *LeafNode) *LeafNode {
+	l := old.clone()
+	l.Credential = r.Credential
+	l.SignatureKey = suite.SignaturePublicKey(r.SignatureKey)
+	return l
 }
 
 // A PendingCommit is a Commit this client created: the message to send,
@@ -167,11 +193,15 @@ func (c *commitBuild) path() error {
 		Epoch: g.ctx.Epoch + 1, ConfirmedTranscriptHash: g.ctx.ConfirmedTranscriptHash,
 		Extensions: c.ch.extensions,
 	}
-	if !c.ch.pathRequired && !c.opts.ForcePath {
+	if !c.ch.pathRequired && !c.opts.ForcePath && c.opts.Rotate == nil {
 		t.pruneKeys(g.self, c.nodeKeys)
 		return nil
 	}
-	pu, err := t.createPath(g.self, t.leaf(g.self), g.sigPriv, g.ctx.GroupID, g.config.rand())
+	leaf, sigPriv := t.leaf(g.self), g.sigPriv
+	if r := c.opts.Rotate; r != nil {
+		leaf, sigPriv = r.leaf(leaf), r.SignatureKey
+	}
+	pu, err := t.createPath(g.self, leaf, sigPriv, g.ctx.GroupID, g.config.rand())
 	if err != nil {
 		return err
 	}
@@ -241,8 +271,14 @@ func (c *commitBuild) protect() error {
 // successor builds the group state of the new epoch.
 func (c *commitBuild) successor() error {
 	next, err := c.g.successor(c.ctx, c.ch, c.nodeKeys, c.confirmed, c.tag, c.epoch)
+	if err != nil {
+		return err
+	}
+	if r := c.opts.Rotate; r != nil {
+		next.sigPriv = r.SignatureKey
+	}
 	c.next = next
-	return err
+	return nil
 }
 
 // welcome creates the signed GroupInfo of the new epoch and, if the Commit

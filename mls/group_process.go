@@ -2,10 +2,12 @@ package mls
 
 import (
 	"bytes"
+	"crypto/ed25519"
 	"fmt"
 	"maps"
 
 	"github.com/torpor-dev/torpor/mls/internal/schedule"
+	"github.com/torpor-dev/torpor/mls/internal/suite"
 	tm "github.com/torpor-dev/torpor/mls/internal/treemath"
 )
 
@@ -227,6 +229,9 @@ func (g *Group) processCommit(ac *AuthenticatedContent) (*CommitSummary, error) 
 	if err != nil {
 		return nil, err
 	}
+	if pc.sigPriv != nil {
+		next.sigPriv = pc.sigPriv
+	}
 	*g = *next
 	sum := &CommitSummary{Epoch: g.ctx.Epoch, ReInit: ch.reinit}
 	for _, l := range ch.added {
@@ -245,6 +250,7 @@ type commitProcess struct {
 	ctx          *GroupContext
 	nodeKeys     map[tm.NodeIndex][]byte
 	commitSecret []byte
+	sigPriv      ed25519.PrivateKey // our new signing key, if our Update was a Rotation
 	confirmed    []byte
 	init         []byte
 	epoch        *schedule.Epoch
@@ -259,6 +265,10 @@ func (pc *commitProcess) path() error {
 		priv, ok := g.pendingUpdate[string(pc.ch.selfUpdate.EncryptionKey)]
 		if !ok {
 			return fmt.Errorf("%w: commits an Update of our leaf we did not make", ErrInvalidCommit)
+		}
+		if len(priv) == suite.HPKEKeySize+ed25519.SeedSize { // a Rotation
+			pc.sigPriv = ed25519.NewKeyFromSeed(priv[suite.HPKEKeySize:])
+			priv = priv[:suite.HPKEKeySize]
 		}
 		pc.nodeKeys[g.self.Node()] = bytes.Clone(priv)
 	}
@@ -278,6 +288,7 @@ func (pc *commitProcess) path() error {
 	}
 	err := t.checkUpdatePath(pc.committer, up, leafCheck{
 		groupID: g.ctx.GroupID, extensions: pc.ch.extensions, credential: g.config.credential(),
+		successor: g.config.successor(),
 	})
 	if err != nil {
 		return err

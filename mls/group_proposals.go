@@ -214,7 +214,7 @@ func (g *Group) applyUpdates(ch *epochChange, list []committedProposal) error {
 		}
 		err := ch.tree.validateLeaf(&p.LeafNode, leafCheck{
 			groupID: g.ctx.GroupID, index: l, source: LeafNodeSourceUpdate,
-			extensions: ch.extensions, credential: g.config.credential(),
+			extensions: ch.extensions, credential: g.config.credential(), successor: g.config.successor(),
 		})
 		if err != nil {
 			return fmt.Errorf("%w: Update of leaf %d: %w", ErrInvalidProposal, l, err)

@@ -45,6 +45,18 @@ func (g *Group) Propose(p Proposal, opts *SendOptions) (_ *MLSMessage, err error
 // must cover it; this member's own Commits refresh its leaf through their
 // path instead.
 func (g *Group) ProposeUpdate(opts *SendOptions) (_ *MLSMessage, err error) {
+	return g.proposeUpdate(nil, opts)
+}
+
+// ProposeRotation proposes an Update that also replaces this member's
+// credential and signature key with r's (RFC 9420, Sections 5.3.1 and
+// 12.1.2). The proposal is signed with the current key; once another
+// member's Commit covers it, the group signs with the new one.
+func (g *Group) ProposeRotation(r Rotation, opts *SendOptions) (_ *MLSMessage, err error) {
+	return g.proposeUpdate(&r, opts)
+}
+
+func (g *Group) proposeUpdate(r *Rotation, opts *SendOptions) (_ *MLSMessage, err error) {
 	defer g.recoverSticky(&err)
 	if err := g.usable(); err != nil {
 		return nil, err
@@ -53,11 +65,17 @@ func (g *Group) ProposeUpdate(opts *SendOptions) (_ *MLSMessage, err error) {
 	if err != nil {
 		return nil, err
 	}
-	leaf := g.tree.leaf(g.self).clone()
+	leaf, sigPriv := g.tree.leaf(g.self).clone(), g.sigPriv
+	if r != nil {
+		leaf, sigPriv = r.leaf(leaf), r.SignatureKey
+		// The new signing key waits with the encryption key for the
+		// Commit that covers the Update (see Group.pendingUpdate).
+		priv = append(priv, r.SignatureKey.Seed()...)
+	}
 	leaf.EncryptionKey = pub
 	leaf.Source = LeafNodeSourceUpdate
 	leaf.Lifetime, leaf.ParentHash = Lifetime{}, nil
-	if err := leaf.sign(g.sigPriv, g.ctx.GroupID, uint32(g.self)); err != nil {
+	if err := leaf.sign(sigPriv, g.ctx.GroupID, uint32(g.self)); err != nil {
 		return nil, err
 	}
 	m, err := g.sendProposal(&UpdateProposal{LeafNode: *leaf}, opts)

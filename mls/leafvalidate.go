@@ -80,6 +80,10 @@ type leafCheck struct {
 	// credential validates the credential with the Authentication Service;
 	// nil accepts every credential.
 	credential func(Credential, []byte) error
+	// successor, set when the leaf replaces the member's leaf at index (an
+	// Update or an UpdatePath), validates the new credential as a successor
+	// of the old one (RFC 9420, Section 5.3.1); nil accepts every successor.
+	successor func(old, new Credential) error
 }
 
 // validateLeaf checks leaf against tree (RFC 9420, Section 7.3): signature,
@@ -96,6 +100,11 @@ func (t *RatchetTree) validateLeaf(leaf *LeafNode, c leafCheck) error {
 	if c.credential != nil {
 		if err := c.credential(leaf.Credential, leaf.SignatureKey); err != nil {
 			return fmt.Errorf("%w: credential: %w", ErrInvalidLeafNode, err)
+		}
+	}
+	if old := t.Leaf(uint32(c.index)); c.successor != nil && old != nil {
+		if err := c.successor(old.Credential, leaf.Credential); err != nil {
+			return fmt.Errorf("%w: credential of leaf %d replaced: %w", ErrInvalidLeafNode, c.index, err)
 		}
 	}
 	if err := checkLeafCapabilities(leaf, c.extensions); err != nil {
