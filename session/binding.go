@@ -1,6 +1,7 @@
 package session
 
 import (
+	"bytes"
 	"crypto/ed25519"
 	"encoding/hex"
 	"fmt"
@@ -23,6 +24,12 @@ import (
 // join's), and every leaf of the ratchet tree a Welcome or an external
 // join brings. CheckKeyPackage adds the expected-identity check of Section
 // 6.2 for KeyPackages fetched from a relay.
+//
+// A member's DID is its signature key, so it can never change: validateSuccessor
+// is installed as mls.Config.ValidateSuccessor (RFC 9420, Section 5.3.1),
+// which package mls calls when an Update (Section 12.1.2) or the LeafNode
+// of a Commit's UpdatePath (Section 12.4.2) replaces a member's leaf, and
+// refuses a new credential that names another DID than the old one.
 
 // NewCredential returns the basic credential of id (Section 4.3).
 func NewCredential(id did.DID) mls.Credential {
@@ -56,6 +63,25 @@ func CheckCredential(c mls.Credential, signatureKey []byte) (did.DID, error) {
 func validateCredential(c mls.Credential, signatureKey []byte) error {
 	_, err := CheckCredential(c, signatureKey)
 	return err
+}
+
+// validateSuccessor is mls.Config.ValidateSuccessor: the credential
+// replacing a member's must name the same DID (its binding to the new
+// signature key was checked by validateCredential before).
+func validateSuccessor(old, new mls.Credential) error {
+	if old.Type == new.Type && bytes.Equal(old.Identity, new.Identity) {
+		return nil
+	}
+	return identityChanged(string(old.Identity), string(new.Identity))
+}
+
+// identityChanged is the error for a leaf of member old that would be
+// replaced by one bound to new.
+func identityChanged(old, new string) *BindingError {
+	if old == "" {
+		return &BindingError{Identity: new, Reason: "would replace a leaf with no bound DID"}
+	}
+	return &BindingError{Identity: new, Reason: "would replace the leaf of " + old + ": a member's DID cannot change"}
 }
 
 // leafDID returns the DID bound to a LeafNode.

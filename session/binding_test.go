@@ -262,3 +262,159 @@ func TestCheckKeyPackage(t *testing.T) {
 		t.Errorf("CheckKeyPackage(bad signature) = %v, want mls.ErrInvalidSignature", err)
 	}
 }
+
+// memberGroup returns a group alice created and the others joined, with
+// no designated committer (so that any member may commit).
+func memberGroup(t *testing.T, alice *agent, others ...*agent) []byte {
+	t.Helper()
+	var group []byte
+	alice.update(func(tx *bolt.Tx) error {
+		in, err := alice.s.Create(tx, nil, Policy{})
+		group = in.Group
+		return err
+	})
+	var kps [][]byte
+	for _, o := range others {
+		kps = append(kps, o.keyPackage())
+	}
+	var c *Committed
+	alice.update(func(tx *bolt.Tx) (err error) {
+		c, err = alice.s.Commit(tx, group, Change{Add: kps})
+		return err
+	})
+	for _, o := range others {
+		o.update(func(tx *bolt.Tx) error {
+			_, err := o.s.Join(tx, c.Welcome, c.RatchetTree, JoinOptions{})
+			return err
+		})
+	}
+	return group
+}
+
+// forgedLeaves are the new leaves a member might try to take in an Update
+// or an UpdatePath: claim is the DID its credential names, signer the
+// agent whose key signs it.
+func forgedLeaves(bob, mallory *agent) []struct {
+	name          string
+	claim, signer *agent
+} {
+	return []struct {
+		name          string
+		claim, signer *agent
+	}{
+		{"credential not bound to the key", bob, mallory}, // claims bob, mallory's key
+		{"identity changed", mallory, mallory},            // a bound credential, but mallory's
+	}
+}
+
+// TestBindingOnUpdate: an Update proposal whose LeafNode is not bound to
+// its credential, or names another DID than its sender's, is refused on
+// arrival and so never cached: a Commit covering it is refused too, and
+// nothing is stored.
+func TestBindingOnUpdate(t *testing.T) {
+	alice, bob, carol := newAgent(t, "alice", nil), newAgent(t, "bob", nil), newAgent(t, "carol", nil)
+	mallory := newAgent(t, "mallory", nil)
+	group := memberGroup(t, alice, bob, carol)
+	for _, tt := range forgedLeaves(bob, mallory) {
+		rot := mls.Rotation{Credential: NewCredential(tt.claim.id()), SignatureKey: tt.signer.key.Ed25519()}
+		t.Run(tt.name+"/proposal", func(t *testing.T) {
+			g := bob.mlsGroup(group) // bob's raw group, without the binding check
+			m, err := g.ProposeRotation(rot, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			before := carol.snapshot()
+			err = carol.try(func(tx *bolt.Tx) error { _, err := carol.s.Process(tx, marshal(t, m), did.DID{}); return err })
+			if !errors.Is(err, ErrBinding) || !strings.Contains(err.Error(), tt.claim.id().String()) {
+				t.Fatalf("Process(forged Update) = %v, want ErrBinding naming %v", err, tt.claim.id())
+			}
+			if diff := cmp.Diff(before, carol.snapshot()); diff != "" {
+				t.Errorf("state changed:\n%s", diff)
+			}
+		})
+		t.Run(tt.name+"/committed", func(t *testing.T) {
+			// alice's raw group (without the checks) caches the Update and
+			// commits it by reference; carol refused it, so she refuses
+			// the Commit.
+			bg, ag := bob.mlsGroup(group), alice.mlsGroup(group)
+			m, err := bg.ProposeRotation(rot, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			carol.try(func(tx *bolt.Tx) error { _, err := carol.s.Process(tx, marshal(t, m), did.DID{}); return err })
+			if _, err := ag.ProcessMessage(m); err != nil {
+				t.Fatal(err)
+			}
+			pc, err := ag.Commit(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := ag.MergeCommit(pc); err != nil {
+				t.Fatal(err)
+			}
+			if got := ag.Member(bg.LeafIndex()).Credential.Identity; string(got) != tt.claim.id().String() {
+				t.Fatalf("the Commit gave bob's leaf identity %q, want the forged %v", got, tt.claim.id())
+			}
+			before := carol.snapshot()
+			err = carol.try(func(tx *bolt.Tx) error { _, err := carol.s.Process(tx, marshal(t, pc.Message), did.DID{}); return err })
+			if !errors.Is(err, mls.ErrUnknownProposal) {
+				t.Fatalf("Process(Commit of forged Update) = %v, want mls.ErrUnknownProposal", err)
+			}
+			if diff := cmp.Diff(before, carol.snapshot()); diff != "" {
+				t.Errorf("state changed:\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestBindingOnUpdatePath: a Commit whose UpdatePath LeafNode is not bound
+// to its credential, or names another DID than the committer's, is
+// refused, and nothing is stored.
+func TestBindingOnUpdatePath(t *testing.T) {
+	alice, bob, mallory := newAgent(t, "alice", nil), newAgent(t, "bob", nil), newAgent(t, "mallory", nil)
+	group := memberGroup(t, alice, bob)
+	for _, tt := range forgedLeaves(bob, mallory) {
+		t.Run(tt.name, func(t *testing.T) {
+			g := bob.mlsGroup(group)
+			pc, err := g.Commit(&mls.CommitOptions{Rotate: &mls.Rotation{
+				Credential: NewCredential(tt.claim.id()), SignatureKey: tt.signer.key.Ed25519()}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			before := alice.snapshot()
+			err = alice.try(func(tx *bolt.Tx) error { _, err := alice.s.Process(tx, marshal(t, pc.Message), did.DID{}); return err })
+			if !errors.Is(err, ErrBinding) || !strings.Contains(err.Error(), tt.claim.id().String()) {
+				t.Fatalf("Process(Commit with forged path) = %v, want ErrBinding naming %v", err, tt.claim.id())
+			}
+			if diff := cmp.Diff(before, alice.snapshot()); diff != "" {
+				t.Errorf("state changed:\n%s", diff)
+			}
+		})
+	}
+	// The same Commit with bob's own credential is accepted.
+	g := bob.mlsGroup(group)
+	pc, err := g.Commit(&mls.CommitOptions{ForcePath: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r *Received
+	alice.update(func(tx *bolt.Tx) (err error) {
+		r, err = alice.s.Process(tx, marshal(t, pc.Message), did.DID{})
+		return err
+	})
+	if r.Kind != KindCommit || r.Sender != bob.id() {
+		t.Errorf("Commit seen as %v from %v, want a commit from %v", r.Kind, r.Sender, bob.id())
+	}
+}
+
+func TestValidateSuccessor(t *testing.T) {
+	alice, bob := newAgent(t, "alice", nil), newAgent(t, "bob", nil)
+	if err := validateSuccessor(NewCredential(alice.id()), NewCredential(alice.id())); err != nil {
+		t.Errorf("validateSuccessor(alice, alice) = %v, want nil", err)
+	}
+	err := validateSuccessor(NewCredential(alice.id()), NewCredential(bob.id()))
+	var be *BindingError
+	if !errors.As(err, &be) || !errors.Is(err, ErrBinding) || !strings.Contains(err.Error(), alice.id().String()) {
+		t.Errorf("validateSuccessor(alice, bob) = %v, want a *BindingError naming alice", err)
+	}
+}

@@ -25,7 +25,9 @@
 // that DID (CheckCredential). It is installed as the MLS Authentication
 // Service, so package mls applies it to every KeyPackage and LeafNode that
 // enters a group (Add, Update, UpdatePath, the tree of a Welcome or an
-// external join) before any state changes; the error names the DID.
+// external join) before any state changes; the error names the DID. A
+// member's DID never changes: an Update or UpdatePath LeafNode that would
+// give a member another DID is refused (RFC 9420, Section 5.3.1).
 //
 // # Storage and failing closed
 //

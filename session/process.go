@@ -219,7 +219,7 @@ func (s *Sessions) process(st *stored, m *mls.MLSMessage) (*Received, error) {
 		r.Kind, r.Plaintext = KindApplication, pm.ApplicationData
 	case mls.ContentTypeProposal:
 		r.Kind = KindProposal
-		if err := checkProposal(pm.Proposal); err != nil {
+		if err := checkProposal(pm.Proposal, pm.Sender, senderBefore); err != nil {
 			return nil, err
 		}
 	case mls.ContentTypeCommit:
@@ -260,15 +260,24 @@ func messageSender(sender mls.Sender, before map[uint32]did.DID, m *mls.MLSMessa
 
 // checkProposal checks the credential binding of a proposal's new leaf as
 // it arrives (draft Section 4.3), rather than only when a Commit covers
-// it, so that a bad proposal is refused at once and never cached.
-func checkProposal(p mls.Proposal) error {
+// it, so that a bad proposal is refused at once and never cached. An
+// Update must keep its sender's DID (RFC 9420, Sections 5.3.1 and 12.1.2:
+// the new credential must be a valid successor of the sender's, and
+// validateSuccessor checks it again when a Commit covers the Update);
+// before maps the leaves of the epoch to their DIDs.
+func checkProposal(p mls.Proposal, sender mls.Sender, before map[uint32]did.DID) error {
 	switch p := p.(type) {
 	case *mls.AddProposal:
 		_, err := leafDID(&p.KeyPackage.LeafNode)
 		return err
 	case *mls.UpdateProposal:
-		_, err := leafDID(&p.LeafNode)
-		return err
+		id, err := leafDID(&p.LeafNode)
+		if err != nil {
+			return err
+		}
+		if was, ok := before[sender.Index]; sender.Type != mls.SenderTypeMember || !ok || was != id {
+			return identityChanged(was.String(), id.String())
+		}
 	}
 	return nil
 }

@@ -93,6 +93,7 @@ func (s *Sessions) mlsConfig() *mls.Config {
 		Time:               s.clock.Now,
 		KeyPackageLifetime: s.cfg.KeyPackageLifetime,
 		ValidateCredential: validateCredential,
+		ValidateSuccessor:  validateSuccessor,
 		PaddingBlock:       pad,
 	}
 }
