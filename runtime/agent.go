@@ -55,7 +55,8 @@ func New(cfg Config) (*Agent, error) {
 // Run runs the duty cycle until ctx ends: open bbolt, then wake, drain,
 // stay live to the window's end, sleep, and again. It returns nil when ctx
 // ended, or an error that makes running impossible (the store cannot be
-// opened or belongs to another key, no wake source works).
+// opened, is not private (ErrNotPrivate) or belongs to another key, no
+// wake source works).
 //
 // After Restart it returns ErrRestart instead of nil.
 func (a *Agent) Run(parent context.Context) error {
@@ -125,6 +126,10 @@ func (a *Agent) open() error {
 	t := a.clock.Now()
 	db, err := store.Open(a.cfg.dbPath(), nil)
 	if err != nil {
+		return err
+	}
+	if err := checkPrivate(a.cfg.dbPath()); err != nil {
+		db.Close()
 		return err
 	}
 	if err := a.checkIdentity(db); err != nil {
