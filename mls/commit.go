@@ -8,7 +8,7 @@ import (
 // reference (RFC 9420, Section 12.4).
 type ProposalOrRefType uint8
 
-// ProposalOrRef types.
+// ProposalOrRef types (RFC 9420, Section 12.4).
 const (
 	ProposalOrRefProposal  ProposalOrRefType = 1
 	ProposalOrRefReference ProposalOrRefType = 2
@@ -157,10 +157,10 @@ func (u *UpdatePath) unmarshal(d *decoder) bool {
 	})
 }
 
-// Marshal returns the encoding of the Commit.
+// Marshal returns the encoding of the Commit (RFC 9420, Section 12.4).
 func (c *Commit) Marshal() []byte { return encode(c) }
 
-// ParseCommit decodes a Commit.
+// ParseCommit decodes a Commit (RFC 9420, Section 12.4).
 func ParseCommit(data []byte) (*Commit, error) {
 	var c Commit
 	if err := decodeAll(data, &c, "Commit"); err != nil {
@@ -169,10 +169,10 @@ func ParseCommit(data []byte) (*Commit, error) {
 	return &c, nil
 }
 
-// Marshal returns the encoding of the UpdatePath.
+// Marshal returns the encoding of the UpdatePath (RFC 9420, Section 7.6).
 func (u *UpdatePath) Marshal() []byte { return encode(u) }
 
-// ParseUpdatePath decodes an UpdatePath.
+// ParseUpdatePath decodes an UpdatePath (RFC 9420, Section 7.6).
 func ParseUpdatePath(data []byte) (*UpdatePath, error) {
 	var u UpdatePath
 	if err := decodeAll(data, &u, "UpdatePath"); err != nil {

@@ -18,7 +18,8 @@ type Credential struct {
 	Data         []byte   // any other type
 }
 
-// NewBasicCredential returns a basic credential for identity.
+// NewBasicCredential returns a basic credential for identity (RFC 9420,
+// Section 5.3).
 func NewBasicCredential(identity []byte) Credential {
 	return Credential{Type: CredentialTypeBasic, Identity: bytes.Clone(identity)}
 }
@@ -63,7 +64,8 @@ func (c *Credential) unmarshal(d *decoder) bool {
 	}
 }
 
-// Equal reports whether c and o encode identically.
+// Equal reports whether c and o encode identically. It is this package's
+// helper, not an RFC 9420 operation.
 func (c *Credential) Equal(o *Credential) bool {
 	return bytes.Equal(encode(c), encode(o))
 }

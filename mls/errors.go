@@ -10,11 +10,13 @@ import (
 // and commits. Each sentinel says when it is returned.
 var (
 	// ErrMalformed is matched (errors.Is) by every *ParseError: the input
-	// does not decode as the RFC 9420 structure it should be.
+	// does not decode as the RFC 9420 structure it should be, in the
+	// presentation language of RFC 9420, Section 2.1.
 	ErrMalformed = errors.New("mls: malformed message")
 
 	// ErrUnsupportedCipherSuite is returned when a message, KeyPackage or
-	// group names a cipher suite other than 0x0001.
+	// group names a cipher suite other than 0x0001 (RFC 9420, Sections 5.1
+	// and 17.1).
 	ErrUnsupportedCipherSuite = errors.New("mls: unsupported cipher suite")
 
 	// ErrInvalidSignature is returned when a LeafNode, KeyPackage or other
@@ -30,7 +32,8 @@ var (
 	ErrInvalidKeyPackage = errors.New("mls: invalid key package")
 
 	// ErrLifetime is returned when a LeafNode's lifetime does not contain the
-	// current time (or is longer than the policy allows).
+	// current time (RFC 9420, Section 7.3), or is longer than the policy
+	// allows (Config.MaxLifetime, ours).
 	ErrLifetime = errors.New("mls: leaf node lifetime not valid now")
 
 	// ErrInvalidTree is returned when a ratchet tree fails validation: wrong
@@ -48,7 +51,8 @@ var (
 	ErrInvalidProposal = errors.New("mls: invalid proposal")
 
 	// ErrUnknownProposal is returned when a Commit refers to a proposal
-	// (by reference) that this member has not received in the epoch.
+	// (by reference, RFC 9420, Section 12.4) that this member has not
+	// received in the epoch.
 	ErrUnknownProposal = errors.New("mls: commit refers to an unknown proposal")
 
 	// ErrInvalidCommit is returned when a Commit is invalid for a reason
@@ -57,18 +61,21 @@ var (
 	ErrInvalidCommit = errors.New("mls: invalid commit")
 
 	// ErrEpochMismatch is returned when a message is not for the group's
-	// current epoch.
+	// current epoch (RFC 9420, Sections 12.1 and 12.4.2).
 	ErrEpochMismatch = errors.New("mls: epoch mismatch")
 
-	// ErrWrongGroup is returned when a message carries another group's ID.
+	// ErrWrongGroup is returned when a message carries another group's ID
+	// (the group_id of RFC 9420, Section 6).
 	ErrWrongGroup = errors.New("mls: message for another group")
 
 	// ErrNotMember is returned when this client is no longer a member of the
-	// group (a Commit removed it) and is asked to act in it.
+	// group (a Commit removed it, RFC 9420, Section 12.4.2) and is asked to
+	// act in it.
 	ErrNotMember = errors.New("mls: not a member of the group")
 
 	// ErrMissingPSK is returned when a PreSharedKey proposal or a Welcome
-	// names a PSK this client does not have.
+	// names a PSK this client does not have (RFC 9420, Sections 12.4.2 and
+	// 12.4.3.1).
 	ErrMissingPSK = errors.New("mls: pre-shared key not available")
 
 	// ErrReInitPending is returned for any send after a Commit with a ReInit
@@ -76,8 +83,9 @@ var (
 	ErrReInitPending = errors.New("mls: group is being reinitialised")
 )
 
-// A ParseError reports input that does not decode as the named structure.
-// It matches ErrMalformed with errors.Is.
+// A ParseError reports input that does not decode as the named RFC 9420
+// structure. It matches ErrMalformed with errors.Is. The error type is this
+// package's; the structures and field names are those of RFC 9420.
 //
 // Decoders fill in Field and Offset, so that the message says what failed
 // and where: "mls: KeyPackage.leaf_node.signature_key at offset 57:
@@ -97,6 +105,8 @@ type ParseError struct {
 	Err error
 }
 
+// Error returns "mls: Struct.Field at offset Offset: Err", or "mls:
+// parsing Struct: Err" when the offset is unknown.
 func (e *ParseError) Error() string {
 	if e.Offset < 0 {
 		return "mls: parsing " + e.Struct + ": " + e.Err.Error()
@@ -146,7 +156,7 @@ var (
 	ErrUnknownSender = errors.New("mls: unknown sender")
 
 	// ErrNotForUs is returned by OpenWelcome and Join when the Welcome has
-	// no entry for the KeyPackage.
+	// no entry for the KeyPackage (RFC 9420, Section 12.4.3.1).
 	ErrNotForUs = errors.New("mls: welcome is not for this key package")
 
 	// ErrInvalidWelcome is returned when a Welcome or GroupInfo fails a

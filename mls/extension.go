@@ -137,13 +137,14 @@ func (es *externalSenders) unmarshal(d *decoder) bool {
 }
 
 // ExternalSendersExtension returns the external_senders extension listing
-// senders.
+// senders (RFC 9420, Section 12.1.8.1).
 func ExternalSendersExtension(senders []ExternalSender) Extension {
 	es := externalSenders(senders)
 	return Extension{Type: ExtensionTypeExternalSenders, Data: encode(&es)}
 }
 
-// ParseExternalSenders decodes the body of an external_senders extension.
+// ParseExternalSenders decodes the body of an external_senders extension
+// (RFC 9420, Section 12.1.8.1).
 func ParseExternalSenders(data []byte) ([]ExternalSender, error) {
 	var es externalSenders
 	if err := decodeAll(data, &es, "ExternalSenders"); err != nil {
@@ -152,7 +153,8 @@ func ParseExternalSenders(data []byte) ([]ExternalSender, error) {
 	return es, nil
 }
 
-// RequiredCapabilitiesExtension returns the required_capabilities extension.
+// RequiredCapabilitiesExtension returns the required_capabilities extension
+// (RFC 9420, Section 11.1).
 func RequiredCapabilitiesExtension(r RequiredCapabilities) Extension {
 	return Extension{Type: ExtensionTypeRequiredCapabilities, Data: encode(&r)}
 }
@@ -176,12 +178,14 @@ func (e *ExternalPub) marshal(b *cryptobyte.Builder) { addOpaque(b, e.PublicKey)
 
 func (e *ExternalPub) unmarshal(d *decoder) bool { return d.opaque("external_pub", &e.PublicKey) }
 
-// ExternalPubExtension returns the external_pub extension for key.
+// ExternalPubExtension returns the external_pub extension for key (RFC
+// 9420, Section 12.4.3.2).
 func ExternalPubExtension(key []byte) Extension {
 	return Extension{Type: ExtensionTypeExternalPub, Data: encode(&ExternalPub{PublicKey: key})}
 }
 
-// ParseExternalPub decodes the body of an external_pub extension.
+// ParseExternalPub decodes the body of an external_pub extension (RFC 9420,
+// Section 12.4.3.2).
 func ParseExternalPub(data []byte) ([]byte, error) {
 	var e ExternalPub
 	if err := decodeAll(data, &e, "ExternalPub"); err != nil {

@@ -143,11 +143,12 @@ func (a *AuthenticatedContent) unmarshal(d *decoder) bool {
 		d.sub("auth", func(d *decoder) bool { return a.Auth.unmarshal(d, a.Content.ContentType) })
 }
 
-// Marshal returns the encoding of the AuthenticatedContent (the value a
-// ProposalRef hashes).
+// Marshal returns the encoding of the AuthenticatedContent (RFC 9420,
+// Section 6), the value a ProposalRef hashes (Section 5.2).
 func (a *AuthenticatedContent) Marshal() []byte { return encode(a) }
 
-// ParseAuthenticatedContent decodes an AuthenticatedContent.
+// ParseAuthenticatedContent decodes an AuthenticatedContent (RFC 9420,
+// Section 6).
 func ParseAuthenticatedContent(data []byte) (*AuthenticatedContent, error) {
 	var a AuthenticatedContent
 	if err := decodeAll(data, &a, "AuthenticatedContent"); err != nil {
@@ -325,8 +326,9 @@ func (m *MLSMessage) unmarshal(d *decoder) bool {
 	return d.reject("wire_format", "unknown value %d", m.WireFormat)
 }
 
-// Marshal returns the encoding of the MLSMessage. It fails only for a
-// message whose wire format or content type is not one of RFC 9420's.
+// Marshal returns the encoding of the MLSMessage (RFC 9420, Section 6). It
+// fails only for a message whose wire format or content type is not one of
+// RFC 9420's.
 func (m *MLSMessage) Marshal() ([]byte, error) {
 	var b cryptobyte.Builder
 	m.marshal(&b)

@@ -14,7 +14,9 @@ import (
 )
 
 // Config configures KeyPackage generation and Groups. The zero value is
-// usable; a Config must not be changed after it was passed in.
+// usable; a Config must not be changed after it was passed in. Config is
+// this package's, not an RFC 9420 structure; each field names the section
+// whose choice it makes.
 type Config struct {
 	// Rand is the source of randomness for keys, path secrets, nonces and
 	// reuse guards; nil means crypto/rand. (HPKE encapsulation always uses
@@ -204,16 +206,19 @@ func (g *Group) usable() error {
 	return nil
 }
 
-// GroupID returns the group's ID.
+// GroupID returns the group's ID, the group_id of its GroupContext (RFC
+// 9420, Section 8.1).
 func (g *Group) GroupID() []byte { return bytes.Clone(g.ctx.GroupID) }
 
-// Epoch returns the current epoch number.
+// Epoch returns the current epoch number, the epoch of the GroupContext
+// (RFC 9420, Section 8.1).
 func (g *Group) Epoch() uint64 { return g.ctx.Epoch }
 
-// LeafIndex returns this client's leaf index.
+// LeafIndex returns this client's leaf index (RFC 9420, Section 4.1.1).
 func (g *Group) LeafIndex() uint32 { return uint32(g.self) }
 
-// GroupContext returns a copy of the current GroupContext.
+// GroupContext returns a copy of the current GroupContext (RFC 9420,
+// Section 8.1).
 func (g *Group) GroupContext() *GroupContext { return g.ctx.clone() }
 
 // RatchetTree returns a copy of the current ratchet tree, for distribution
@@ -224,7 +229,8 @@ func (g *Group) RatchetTree() *RatchetTree { return g.tree.deepClone() }
 // (RFC 9420, Section 8.7).
 func (g *Group) EpochAuthenticator() []byte { return bytes.Clone(g.epoch.EpochAuthenticator) }
 
-// Members returns the leaf indices of the current members.
+// Members returns the leaf indices of the current members: the non-blank
+// leaves of the ratchet tree (RFC 9420, Section 4.1.1).
 func (g *Group) Members() []uint32 {
 	var out []uint32
 	for _, l := range g.tree.members() {
@@ -233,7 +239,8 @@ func (g *Group) Members() []uint32 {
 	return out
 }
 
-// Member returns the LeafNode of the member at leaf, or nil.
+// Member returns the LeafNode (RFC 9420, Section 7.2) of the member at
+// leaf, or nil.
 func (g *Group) Member(leaf uint32) *LeafNode {
 	if l := g.tree.Leaf(leaf); l != nil {
 		return l.clone()
@@ -250,7 +257,8 @@ func (g *Group) Export(label string, context []byte, length int) ([]byte, error)
 	return g.epoch.Export(label, context, length)
 }
 
-// Err returns the group's sticky error, if any.
+// Err returns the group's sticky error, if any: this package's guard
+// against using a group left inconsistent, not an RFC 9420 notion.
 func (g *Group) Err() error { return g.err }
 
 // keepResumption is how many past epochs' resumption PSKs a group keeps

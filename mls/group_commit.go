@@ -18,9 +18,9 @@ import (
 // replace the old one only once every check passed, so a rejected Commit
 // leaves the group as it was.
 
-// CommitOptions tunes Commit. The zero value commits every valid proposal
-// received in the epoch, by reference, with a path only when one is
-// required, as a PrivateMessage.
+// CommitOptions tunes Commit (RFC 9420, Section 12.4.1). The zero value
+// commits every valid proposal received in the epoch, by reference, with a
+// path only when one is required, as a PrivateMessage.
 type CommitOptions struct {
 	// Proposals are included by value, before the received ones.
 	Proposals []Proposal
@@ -63,7 +63,8 @@ func (r *Rotation) leaf(old *LeafNode) *LeafNode {
 	return l
 }
 
-// A PendingCommit is a Commit this client created: the message to send,
+// A PendingCommit is a Commit this client created (RFC 9420, Section
+// 12.4.1): the message to send,
 // the Welcome for new members (nil if the Commit adds none) and the signed
 // GroupInfo of the new epoch (with an external_pub extension, for external
 // joins). The group moves to the new epoch only with MergeCommit, once the

@@ -40,7 +40,8 @@ func (g *Group) EncryptApplication(data, authenticatedData []byte) (_ *MLSMessag
 	return &MLSMessage{Version: ProtocolMLS10, WireFormat: WireFormatPrivateMessage, PrivateMessage: pm}, nil
 }
 
-// An ApplicationMessage is decrypted application data and who sent it.
+// An ApplicationMessage is decrypted application data and who sent it (RFC
+// 9420, Section 15).
 type ApplicationMessage struct {
 	Sender            uint32 // leaf index of the sending member
 	Data              []byte

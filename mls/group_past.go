@@ -26,7 +26,8 @@ type pastEpoch struct {
 }
 
 // DefaultPastEpochs is how many past epochs a group keeps keys for when
-// Config.PastEpochs is zero.
+// Config.PastEpochs is zero (RFC 9420, Section 15.3 leaves the number to
+// the application).
 const DefaultPastEpochs = 1
 
 func (c *Config) pastEpochs() int {

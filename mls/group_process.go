@@ -11,7 +11,8 @@ import (
 	tm "github.com/torpor-dev/torpor/mls/internal/treemath"
 )
 
-// A ProcessedMessage is the result of ProcessMessage.
+// A ProcessedMessage is the result of ProcessMessage: a PublicMessage or
+// PrivateMessage unprotected (RFC 9420, Sections 6.2 and 6.3) and handled.
 type ProcessedMessage struct {
 	Sender            Sender
 	ContentType       ContentType
@@ -24,7 +25,8 @@ type ProcessedMessage struct {
 	Commit *CommitSummary
 }
 
-// CommitSummary says what a processed Commit changed.
+// CommitSummary says what a processed Commit changed (RFC 9420, Section
+// 12.4.2).
 type CommitSummary struct {
 	Epoch   uint64   // the new epoch
 	Added   []uint32 // leaves of new members

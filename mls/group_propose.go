@@ -7,7 +7,8 @@ import (
 	"github.com/torpor-dev/torpor/mls/internal/suite"
 )
 
-// SendOptions tunes how a handshake message is sent.
+// SendOptions tunes how a handshake message is sent: as a PublicMessage or
+// a PrivateMessage, with which authenticated_data (RFC 9420, Section 6).
 type SendOptions struct {
 	// Public sends a PublicMessage instead of a PrivateMessage.
 	Public bool

@@ -46,8 +46,9 @@ const stateVersion = 1
 // stateSecrets names State.Secrets in the *ParseError of a restore.
 const stateSecrets = "State.Secrets"
 
-// State serialises the group exactly (see State). It returns the group's
-// sticky error instead of saving an inconsistent group.
+// State serialises the group exactly (see State), holding only the secrets
+// RFC 9420, Section 9.2 lets a member keep. It returns the group's sticky
+// error instead of saving an inconsistent group.
 func (g *Group) State() (_ *State, err error) {
 	defer g.recoverSticky(&err)
 	if g.err != nil {
@@ -192,10 +193,12 @@ func (g *Group) marshalPendingUpdate(b *cryptobyte.Builder) {
 }
 
 // RestoreGroup rebuilds a Group from a State produced by Group.State, with
-// cfg as its configuration (cfg is not part of the state). The tree must be
-// the one stored with the secrets: its tree hash is checked against the
-// GroupContext, and the stored private keys against the tree's public keys.
-// Errors wrap ErrMalformed for bytes that do not decode.
+// cfg as its configuration (cfg is not part of the state). Storing a group
+// is this package's, not part of RFC 9420. The tree must be the one stored
+// with the secrets: its tree hash (RFC 9420, Section 7.8) is checked
+// against the GroupContext, and the stored private keys against the tree's
+// public keys. Errors wrap ErrMalformed for bytes that do not decode (a
+// *ParseError of "State.Secrets" naming the field that failed).
 func RestoreGroup(cfg *Config, st *State) (_ *Group, err error) {
 	defer recoverInput(&err)
 	if cfg == nil {

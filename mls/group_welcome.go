@@ -4,7 +4,8 @@ import (
 	"bytes"
 )
 
-// GroupInfoOptions chooses the optional extensions of a GroupInfo.
+// GroupInfoOptions chooses the optional extensions of a GroupInfo (RFC
+// 9420, Section 12.4.3).
 type GroupInfoOptions struct {
 	// RatchetTree includes the ratchet tree (ratchet_tree extension, RFC
 	// 9420 Section 12.4.3.3), so a joiner needs no other source.

@@ -37,10 +37,11 @@ func (g *GroupContext) unmarshal(d *decoder) bool {
 }
 
 // Marshal returns the encoding of the GroupContext, the context of
-// signatures, HPKE encryptions and the key schedule.
+// signatures, HPKE encryptions and the key schedule (RFC 9420, Section
+// 8.1).
 func (g *GroupContext) Marshal() []byte { return encode(g) }
 
-// ParseGroupContext decodes a GroupContext.
+// ParseGroupContext decodes a GroupContext (RFC 9420, Section 8.1).
 func ParseGroupContext(data []byte) (*GroupContext, error) {
 	var g GroupContext
 	if err := decodeAll(data, &g, "GroupContext"); err != nil {

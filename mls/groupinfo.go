@@ -35,18 +35,19 @@ func (g *GroupInfo) unmarshal(d *decoder) bool {
 }
 
 // TBS returns the GroupInfoTBS encoding, the content GroupInfo signatures
-// cover (label "GroupInfoTBS").
+// cover (label "GroupInfoTBS"; RFC 9420, Section 12.4.3).
 func (g *GroupInfo) TBS() []byte {
 	var b cryptobyte.Builder
 	g.marshalTBS(&b)
 	return b.BytesOrPanic()
 }
 
-// Marshal returns the encoding of the GroupInfo (without an MLSMessage
-// wrapper).
+// Marshal returns the encoding of the GroupInfo (RFC 9420, Section
+// 12.4.3), without an MLSMessage wrapper.
 func (g *GroupInfo) Marshal() []byte { return encode(g) }
 
-// ParseGroupInfo decodes a GroupInfo (without an MLSMessage wrapper).
+// ParseGroupInfo decodes a GroupInfo (RFC 9420, Section 12.4.3) without an
+// MLSMessage wrapper.
 func ParseGroupInfo(data []byte) (*GroupInfo, error) {
 	var g GroupInfo
 	if err := decodeAll(data, &g, "GroupInfo"); err != nil {

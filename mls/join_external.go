@@ -10,7 +10,7 @@ import (
 	tm "github.com/torpor-dev/torpor/mls/internal/treemath"
 )
 
-// ExternalJoinOptions tunes JoinExternal.
+// ExternalJoinOptions tunes JoinExternal (RFC 9420, Section 12.4.3.2).
 type ExternalJoinOptions struct {
 	// Tree is the group's ratchet tree obtained out of band, or nil when
 	// the GroupInfo carries a ratchet_tree extension.

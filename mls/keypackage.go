@@ -42,8 +42,8 @@ func (k *KeyPackage) tbs() []byte {
 	return b.BytesOrPanic()
 }
 
-// Marshal returns the encoding of the KeyPackage (without an MLSMessage
-// wrapper).
+// Marshal returns the encoding of the KeyPackage (RFC 9420, Section 10),
+// without an MLSMessage wrapper.
 func (k *KeyPackage) Marshal() []byte { return encode(k) }
 
 // ParseKeyPackage decodes a KeyPackage (without an MLSMessage wrapper). It

@@ -11,8 +11,9 @@ import (
 	"github.com/torpor-dev/torpor/mls/internal/suite"
 )
 
-// KeyPackagePrivate holds the private keys of a KeyPackage: the init key
-// (for the Welcome), the leaf's encryption key and the signature key.
+// KeyPackagePrivate holds the private keys of a KeyPackage (RFC 9420,
+// Section 10): the init key (for the Welcome), the leaf's encryption key
+// and the signature key.
 type KeyPackagePrivate struct {
 	InitPriv       []byte
 	EncryptionPriv []byte

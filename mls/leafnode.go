@@ -8,7 +8,7 @@ import (
 // 7.2).
 type LeafNodeSource uint8
 
-// Leaf node sources.
+// Leaf node sources (RFC 9420, Section 7.2).
 const (
 	LeafNodeSourceKeyPackage LeafNodeSource = 1
 	LeafNodeSourceUpdate     LeafNodeSource = 2

@@ -58,37 +58,40 @@ type GroupContextExtensionsProposal struct {
 	Extensions []Extension
 }
 
-// UnknownProposal is a proposal of a type this package does not implement;
-// its body is carried as opaque<V> (see the codec notes in codec.go).
+// UnknownProposal is a proposal of a type this package does not implement,
+// such as one registered later (RFC 9420, Sections 13.2 and 17.4) or a
+// GREASE value (Section 13.5); its body is carried as opaque<V> (see the
+// codec notes in codec.go).
 type UnknownProposal struct {
 	Type ProposalType
 	Data []byte
 }
 
-// ProposalType implements Proposal.
+// ProposalType implements Proposal (RFC 9420, Section 12.1.1).
 func (*AddProposal) ProposalType() ProposalType { return ProposalTypeAdd }
 
-// ProposalType implements Proposal.
+// ProposalType implements Proposal (RFC 9420, Section 12.1.2).
 func (*UpdateProposal) ProposalType() ProposalType { return ProposalTypeUpdate }
 
-// ProposalType implements Proposal.
+// ProposalType implements Proposal (RFC 9420, Section 12.1.3).
 func (*RemoveProposal) ProposalType() ProposalType { return ProposalTypeRemove }
 
-// ProposalType implements Proposal.
+// ProposalType implements Proposal (RFC 9420, Section 12.1.4).
 func (*PreSharedKeyProposal) ProposalType() ProposalType { return ProposalTypePSK }
 
-// ProposalType implements Proposal.
+// ProposalType implements Proposal (RFC 9420, Section 12.1.5).
 func (*ReInitProposal) ProposalType() ProposalType { return ProposalTypeReInit }
 
-// ProposalType implements Proposal.
+// ProposalType implements Proposal (RFC 9420, Section 12.1.6).
 func (*ExternalInitProposal) ProposalType() ProposalType { return ProposalTypeExternalInit }
 
-// ProposalType implements Proposal.
+// ProposalType implements Proposal (RFC 9420, Section 12.1.7).
 func (*GroupContextExtensionsProposal) ProposalType() ProposalType {
 	return ProposalTypeGroupContextExtensions
 }
 
-// ProposalType implements Proposal.
+// ProposalType implements Proposal: the type read from the wire (RFC 9420,
+// Section 12.1).
 func (p *UnknownProposal) ProposalType() ProposalType { return p.Type }
 
 func (p *AddProposal) marshalBody(b *cryptobyte.Builder)    { p.KeyPackage.marshal(b) }
@@ -176,10 +179,11 @@ type proposalBox struct{ p Proposal }
 func (x *proposalBox) marshal(b *cryptobyte.Builder) { marshalProposal(b, x.p) }
 func (x *proposalBox) unmarshal(d *decoder) bool     { return readProposal(d, &x.p) }
 
-// MarshalProposal returns the encoding of p (a Proposal struct).
+// MarshalProposal returns the encoding of p (a Proposal struct, RFC 9420,
+// Section 12.1).
 func MarshalProposal(p Proposal) []byte { return encode(&proposalBox{p}) }
 
-// ParseProposal decodes a Proposal struct.
+// ParseProposal decodes a Proposal struct (RFC 9420, Section 12.1).
 func ParseProposal(data []byte) (Proposal, error) {
 	var x proposalBox
 	if err := decodeAll(data, &x, "Proposal"); err != nil {
@@ -207,7 +211,8 @@ func MarshalProposalBody(p Proposal) []byte {
 	return encode(&proposalBodyBox{t: p.ProposalType(), p: p})
 }
 
-// ParseProposalBody decodes the body of a proposal of type t.
+// ParseProposalBody decodes the body of a proposal of type t (the Add,
+// Update, … struct of RFC 9420, Section 12.1).
 func ParseProposalBody(t ProposalType, data []byte) (Proposal, error) {
 	x := proposalBodyBox{t: t}
 	if err := decodeAll(data, &x, "Proposal"); err != nil {

@@ -18,8 +18,9 @@ import (
 // protect_private.go.
 
 // A Protector protects and unprotects the messages of one epoch: signatures
-// over FramedContentTBS, membership tags, and PrivateMessage encryption with
-// the epoch's secret tree. A Group keeps one per epoch. It is exported for
+// over FramedContentTBS (RFC 9420, Section 6.1), membership tags (Section
+// 6.2), and PrivateMessage encryption with the epoch's secret tree (Sections
+// 6.3 and 9). A Group keeps one per epoch. It is exported for
 // harnesses that hold an epoch's secrets without a Group, such as the
 // working group's message-protection vectors.
 //

@@ -9,7 +9,7 @@ import (
 // PSKType is the type of a pre-shared key (RFC 9420, Section 8.4).
 type PSKType uint8
 
-// PSK types.
+// PSK types (RFC 9420, Section 8.4).
 const (
 	PSKTypeExternal   PSKType = 1
 	PSKTypeResumption PSKType = 2
@@ -19,7 +19,7 @@ const (
 // 8.4).
 type ResumptionPSKUsage uint8
 
-// Resumption PSK usages.
+// Resumption PSK usages (RFC 9420, Section 8.4).
 const (
 	ResumptionPSKUsageApplication ResumptionPSKUsage = 1
 	ResumptionPSKUsageReInit      ResumptionPSKUsage = 2
@@ -73,7 +73,7 @@ func (p *PreSharedKeyID) unmarshal(d *decoder) bool {
 }
 
 // Marshal returns the encoding of the PreSharedKeyID (the input B's
-// key-schedule code hashes into PSKLabel).
+// key-schedule code hashes into PSKLabel; RFC 9420, Section 8.4).
 func (p *PreSharedKeyID) Marshal() []byte { return encode(p) }
 
 // sameKey reports whether p and o name the same PSK and nonce (the

@@ -47,14 +47,14 @@ const (
 	nodeTypeParent nodeType = 2
 )
 
-// A Node is one node of a ratchet tree: a leaf (Leaf set), a parent (Parent
-// set) or blank (neither).
+// A Node is one node of a ratchet tree (RFC 9420, Section 12.4.3.3): a leaf
+// (Leaf set), a parent (Parent set) or blank (neither, Section 4.1.1).
 type Node struct {
 	Leaf   *LeafNode
 	Parent *ParentNode
 }
 
-// Blank reports whether n is blank.
+// Blank reports whether n is blank (RFC 9420, Section 4.1.1).
 func (n Node) Blank() bool { return n.Leaf == nil && n.Parent == nil }
 
 func (n Node) encryptionKey() []byte {
@@ -209,13 +209,14 @@ func (t *RatchetTree) deepClone() *RatchetTree {
 }
 
 // NumLeaves returns the number of leaves of the full tree, blank ones
-// included.
+// included (the array representation of RFC 9420, Appendix C).
 func (t *RatchetTree) NumLeaves() uint32 { return uint32(len(t.nodes)+1) / 2 }
 
 func (t *RatchetTree) n() uint32 { return t.NumLeaves() }
 
-// Leaf returns the LeafNode at leaf index i, or nil if it is blank or out
-// of range. The LeafNode belongs to the tree and must not be modified.
+// Leaf returns the LeafNode at leaf index i (node 2i, RFC 9420, Appendix
+// C), or nil if it is blank or out of range. The LeafNode belongs to the
+// tree and must not be modified.
 func (t *RatchetTree) Leaf(i uint32) *LeafNode {
 	x := uint64(i) * 2
 	if x >= uint64(len(t.nodes)) {
@@ -224,7 +225,8 @@ func (t *RatchetTree) Leaf(i uint32) *LeafNode {
 	return t.nodes[x].Leaf
 }
 
-// Node returns node x, or a blank node if x is out of range. Its contents
+// Node returns node x (RFC 9420, Appendix C), or a blank node if x is out
+// of range. Its contents
 // belong to the tree and must not be modified.
 func (t *RatchetTree) Node(x uint32) Node {
 	if uint64(x) >= uint64(len(t.nodes)) {

@@ -22,7 +22,8 @@ type TreeKEMMember struct {
 	keys map[tm.NodeIndex][]byte
 }
 
-// NewTreeKEMMember returns the member at leaf of a copy of tree, holding
+// NewTreeKEMMember returns the TreeKEM view (RFC 9420, Sections 7.4 to 7.6)
+// of the member at leaf of a copy of tree, holding
 // encryptionPriv for its leaf and the private keys derived from
 // pathSecrets (path secrets by node index). Every key must match the public
 // key in its node, which must not be blank.
@@ -51,7 +52,7 @@ func NewTreeKEMMember(tree *RatchetTree, leaf uint32, encryptionPriv []byte, pat
 	return m, nil
 }
 
-// Tree returns a copy of the member's ratchet tree.
+// Tree returns a copy of the member's ratchet tree (RFC 9420, Section 7).
 func (m *TreeKEMMember) Tree() *RatchetTree { return m.tree.clone() }
 
 // ProcessUpdatePath validates and merges an UpdatePath from sender and

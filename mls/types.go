@@ -8,7 +8,7 @@ package mls
 // ProtocolVersion is the MLS protocol version (RFC 9420, Section 6).
 type ProtocolVersion uint16
 
-// ProtocolMLS10 is mls10, the only version.
+// ProtocolMLS10 is mls10, the only version (RFC 9420, Section 6).
 const ProtocolMLS10 ProtocolVersion = 1
 
 // CipherSuite identifies an MLS cipher suite (RFC 9420, Section 17.1).
@@ -16,14 +16,14 @@ type CipherSuite uint16
 
 // CipherSuiteX25519AES128SHA256Ed25519 is
 // MLS_128_DHKEMX25519_AES128GCM_SHA256_Ed25519 (0x0001), the only suite
-// this package implements.
+// this package implements (RFC 9420, Section 17.1).
 const CipherSuiteX25519AES128SHA256Ed25519 CipherSuite = 1
 
 // WireFormat says which message an MLSMessage carries (RFC 9420, Section
 // 17.2).
 type WireFormat uint16
 
-// Wire formats.
+// Wire formats (RFC 9420, Sections 6 and 17.2).
 const (
 	WireFormatPublicMessage  WireFormat = 1
 	WireFormatPrivateMessage WireFormat = 2
@@ -35,7 +35,7 @@ const (
 // ContentType is the type of a FramedContent (RFC 9420, Section 6).
 type ContentType uint8
 
-// Content types.
+// Content types (RFC 9420, Section 6).
 const (
 	ContentTypeApplication ContentType = 1
 	ContentTypeProposal    ContentType = 2
@@ -45,7 +45,7 @@ const (
 // SenderType is the kind of sender of a FramedContent (RFC 9420, Section 6).
 type SenderType uint8
 
-// Sender types.
+// Sender types (RFC 9420, Section 6).
 const (
 	SenderTypeMember            SenderType = 1
 	SenderTypeExternal          SenderType = 2
@@ -69,7 +69,8 @@ const (
 // ProposalType identifies a proposal (RFC 9420, Section 17.4).
 type ProposalType uint16
 
-// Proposal types defined by RFC 9420, the "default" proposals.
+// Proposal types defined by RFC 9420, the "default" proposals (Sections
+// 12.1 and 17.4).
 const (
 	ProposalTypeAdd                    ProposalType = 1
 	ProposalTypeUpdate                 ProposalType = 2
@@ -83,7 +84,7 @@ const (
 // CredentialType identifies a credential (RFC 9420, Section 17.5).
 type CredentialType uint16
 
-// Credential types.
+// Credential types (RFC 9420, Sections 5.3 and 17.5).
 const (
 	CredentialTypeBasic CredentialType = 1
 	CredentialTypeX509  CredentialType = 2

@@ -44,10 +44,11 @@ func (g *GroupSecrets) unmarshal(d *decoder) bool {
 	return readPSKIDs(d, &g.PSKs)
 }
 
-// Marshal returns the encoding of the GroupSecrets.
+// Marshal returns the encoding of the GroupSecrets (RFC 9420, Section
+// 12.4.3.1).
 func (g *GroupSecrets) Marshal() []byte { return encode(g) }
 
-// ParseGroupSecrets decodes a GroupSecrets.
+// ParseGroupSecrets decodes a GroupSecrets (RFC 9420, Section 12.4.3.1).
 func ParseGroupSecrets(data []byte) (*GroupSecrets, error) {
 	var g GroupSecrets
 	if err := decodeAll(data, &g, "GroupSecrets"); err != nil {
@@ -57,7 +58,7 @@ func ParseGroupSecrets(data []byte) (*GroupSecrets, error) {
 }
 
 // EncryptedGroupSecrets is the GroupSecrets of one new member, encrypted to
-// the init key of its KeyPackage.
+// the init key of its KeyPackage (RFC 9420, Section 12.4.3.1).
 type EncryptedGroupSecrets struct {
 	NewMember             []byte // KeyPackageRef
 	EncryptedGroupSecrets HPKECiphertext
@@ -101,11 +102,12 @@ func (w *Welcome) unmarshal(d *decoder) bool {
 	}) && d.opaque("encrypted_group_info", &w.EncryptedGroupInfo)
 }
 
-// Marshal returns the encoding of the Welcome (without an MLSMessage
-// wrapper).
+// Marshal returns the encoding of the Welcome (RFC 9420, Section
+// 12.4.3.1), without an MLSMessage wrapper.
 func (w *Welcome) Marshal() []byte { return encode(w) }
 
-// ParseWelcome decodes a Welcome (without an MLSMessage wrapper).
+// ParseWelcome decodes a Welcome (RFC 9420, Section 12.4.3.1) without an
+// MLSMessage wrapper.
 func ParseWelcome(data []byte) (*Welcome, error) {
 	var w Welcome
 	if err := decodeAll(data, &w, "Welcome"); err != nil {

@@ -8,7 +8,8 @@ import (
 	"github.com/torpor-dev/torpor/mls/internal/suite"
 )
 
-// OpenedWelcome is a Welcome decrypted for one of our KeyPackages: the
+// OpenedWelcome is a Welcome decrypted for one of our KeyPackages (RFC
+// 9420, Section 12.4.3.1): the
 // GroupSecrets, the GroupInfo and the key schedule of the epoch it starts.
 // The GroupInfo's confirmation tag has been checked; its signature and the
 // ratchet tree have not (they need the tree; see Join).

@@ -13,7 +13,8 @@ import (
 // group and epoch.
 type PSKLookup func(id *PreSharedKeyID) ([]byte, error)
 
-// ExternalPSKs returns a PSKLookup over external PSKs keyed by psk_id.
+// ExternalPSKs returns a PSKLookup over external PSKs keyed by psk_id (RFC
+// 9420, Section 8.4).
 func ExternalPSKs(psks map[string][]byte) PSKLookup {
 	return func(id *PreSharedKeyID) ([]byte, error) {
 		if id.Type == PSKTypeExternal {
