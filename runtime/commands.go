@@ -131,7 +131,7 @@ func (c *Commands) Asleep(ctx context.Context, next time.Time) { c.sleep(ctx, ne
 // that completes). It does not block. Chain it into Config.OnPhase, or use
 // Agent.SetManagement instead.
 func (c *Commands) OnPhase(p Phase) {
-	if c == nil || p.Name == PhaseAnnounce || p.Name == PhaseArm || p.Name == PhaseManagement {
+	if c == nil || p.Name == PhaseAnnounce || p.Name == PhaseClose || p.Name == PhaseManagement {
 		return
 	}
 	c.start()

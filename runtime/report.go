@@ -18,14 +18,18 @@ const (
 	PhasePulse       = "pulse"       // signing the pulse, committing the chain head
 	PhaseKeyPackages = "keypackages" // refilling the KeyPackage pool
 	PhaseCard        = "card"        // building and signing the Agent Card
-	PhasePublish     = "publish"     // one state frame: pulse, card, KeyPackages, mode
+	PhasePublish     = "publish"     // the state frame (pulse, card, KeyPackages, mode), and a second with replacement KeyPackages
 	PhaseRecover     = "recover"     // settling the outbox a crash left
 	PhaseDrain       = "drain"       // pull, validate, commit, ack, notify
 	PhaseLive        = "live"        // staying linked to the window's end
-	PhaseAnnounce    = "announce"    // publishing the next wake
+	PhaseAnnounce    = "announce"    // signing the card and publishing the next wake
 	PhaseManagement  = "management"  // ending the management channel (MQTT) before sleeping
-	PhaseArm         = "arm"         // closing the link before arming the wake source
+	PhaseClose       = "close"       // closing the device link
 )
+
+// No phase measures arming the wake source: a source arms inside its Wait
+// (wake.Source), which then sleeps, after the wake was recorded. Reports
+// kept by earlier versions name the link's close "arm".
 
 // Phase is one measured phase of a wake. Phases that run in parallel
 // overlap; Start is the offset from the wake's start.

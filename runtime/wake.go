@@ -151,7 +151,7 @@ func (a *Agent) wake(ctx context.Context, changed <-chan struct{}, mode wake.Mod
 		w.ph.measure(PhaseManagement, func() error { mgmt.Asleep(ctx, next); return nil })
 	}
 	if w.l != nil {
-		w.ph.measure(PhaseArm, w.l.Close)
+		w.ph.measure(PhaseClose, w.l.Close)
 	}
 	a.mu.Lock()
 	a.cur = nil // before the report is out: whoever reads it finds the agent asleep
