@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/torpor-dev/torpor/did"
@@ -144,7 +145,7 @@ func checkCard(raw []byte, agent did.DID, st AgentState) error {
 
 // checkLiveness requires a card's liveness extension to name the pulse the
 // relay serves (a valid pulse by agent, with that sequence number and chain
-// hash, at agent's pulse path) and a next window that starts at the next
+// hash, at a URL ending in agent's pulse path) and a next window that starts at the next
 // wake published (none when none is). The window's length is the agent's
 // to say: the relay's own window for the agent may leave it zero (the
 // default length). A card that names an older pulse is refused like any
@@ -164,9 +165,11 @@ func checkLiveness(lv a2a.Liveness, agent did.DID, st AgentState) error {
 	if h := pulse.Hash(st.Pulse); lv.Pulse.Seq != p.Seq || lv.Pulse.Hash != h {
 		return fmt.Errorf("card names pulse %d with hash %s, but the published pulse is %d with hash %s", lv.Pulse.Seq, lv.Pulse.Hash, p.Seq, h)
 	}
+	// A suffix: a relay behind a reverse proxy may be published under a
+	// path prefix.
 	u, err := url.Parse(lv.Pulse.URL)
-	if want := "/a/" + agent.String() + a2a.PulsePath; err != nil || u.Path != want {
-		return fmt.Errorf("card names the pulse at %s, not at %s", lv.Pulse.URL, want)
+	if want := "/a/" + agent.String() + a2a.PulsePath; err != nil || !strings.HasSuffix(u.Path, want) {
+		return fmt.Errorf("card names the pulse at %s, not at …%s", lv.Pulse.URL, want)
 	}
 	switch nw := lv.NextWindow; {
 	case nw == nil && !st.NextWake.IsZero():

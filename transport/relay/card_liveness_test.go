@@ -98,7 +98,10 @@ func TestCardLivenessMatchesThePulse(t *testing.T) {
 		{"other seq", p1, with(func(l *a2a.Liveness) { l.Pulse.Seq = 2 }), next, nil, false, "published pulse is 1"},
 		{"another agent's pulse URL", p1, with(func(l *a2a.Liveness) {
 			l.Pulse.URL = h.srv.URL + "/a/" + other.DID().String() + a2a.PulsePath
-		}), next, nil, false, "not at /a/" + key.DID().String() + "/pulse"},
+		}), next, nil, false, "not at …/a/" + key.DID().String() + "/pulse"},
+		{"behind a path prefix", p1, with(func(l *a2a.Liveness) {
+			l.Pulse.URL = "https://relay.example/torpor/a/" + key.DID().String() + a2a.PulsePath
+		}), next, nil, false, ""},
 		{"window at another time", p1, with(func(l *a2a.Liveness) { l.NextWindow.Start = next.Add(time.Hour) }), next, nil, false, "but the next wake is"},
 		{"window without a next wake", p1, &good, time.Time{}, nil, false, "no next wake was published"},
 		{"next wake without a window", p1, with(func(l *a2a.Liveness) { l.NextWindow = nil }), next, nil, false, "names no next window"},
