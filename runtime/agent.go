@@ -11,6 +11,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/torpor-dev/torpor/clock"
+	"github.com/torpor-dev/torpor/session"
 	"github.com/torpor-dev/torpor/store"
 	"github.com/torpor-dev/torpor/wake"
 	"github.com/torpor-dev/torpor/wake/sleeptime"
@@ -128,7 +129,9 @@ func (a *Agent) open() error {
 	if err != nil {
 		return err
 	}
-	if err := checkPrivate(a.cfg.dbPath()); err != nil {
+	// The store holds the MLS sessions' private state, the unused
+	// KeyPackages' private keys, the replay cache and the ledger.
+	if err := session.CheckPrivate(a.cfg.dbPath()); err != nil {
 		db.Close()
 		return err
 	}

@@ -128,7 +128,8 @@ func TestStateFileMode(t *testing.T) {
 	}{
 		{"file readable by the group", a.path, 0o640},
 		{"file readable by all", a.path, 0o644},
-		{"directory open to all", filepath.Dir(a.path), 0o755},
+		{"directory writable by the group", filepath.Dir(a.path), 0o770},
+		{"directory writable by all", filepath.Dir(a.path), 0o757},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			fi, _ := os.Stat(tt.path)
@@ -136,10 +137,21 @@ func TestStateFileMode(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer os.Chmod(tt.path, fi.Mode().Perm())
-			if err := CheckPrivate(a.path); err == nil || !strings.Contains(err.Error(), "owner only") {
+			if err := CheckPrivate(a.path); !errors.Is(err, ErrNotPrivate) || !strings.Contains(err.Error(), tt.path) {
 				t.Errorf("CheckPrivate with %s at %o = %v, want an error", tt.path, tt.mode, err)
 			}
 		})
+	}
+	// A directory its group may list (the packaged agent's 0750) is
+	// private enough: a listing shows names, not secrets.
+	dir := filepath.Dir(a.path)
+	fi, _ = os.Stat(dir)
+	defer os.Chmod(dir, fi.Mode().Perm())
+	if err := os.Chmod(dir, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckPrivate(a.path); err != nil {
+		t.Errorf("CheckPrivate with the directory at 0750 = %v", err)
 	}
 }
 
