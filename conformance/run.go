@@ -12,6 +12,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/torpor-dev/torpor/internal/jsonpos"
+
 	"github.com/torpor-dev/torpor/did"
 )
 
@@ -207,7 +209,7 @@ func readHead(b []byte) (h vectorHead, isVector bool, err error) {
 		if errors.As(err, &te) {
 			return h, false, nil // valid JSON, not an object
 		}
-		return h, false, fmt.Errorf("not valid JSON (%s); want a vector, %s", jsonProblem(b, err), vectorShape)
+		return h, false, fmt.Errorf("not valid JSON (%s); want a vector, %s", jsonpos.Describe(b, err), vectorShape)
 	}
 	kind, hasKind := m["kind"]
 	if !hasKind {
@@ -221,19 +223,6 @@ func readHead(b []byte) (h vectorHead, isVector bool, err error) {
 	}
 	h.Expect = m["expect"]
 	return h, true, nil
-}
-
-// jsonProblem places a JSON syntax error at its line and column.
-func jsonProblem(b []byte, err error) string {
-	var se *json.SyntaxError
-	if !errors.As(err, &se) {
-		return err.Error()
-	}
-	// Offset counts the bytes read, the offending one included.
-	before := b[:min(max(int(se.Offset)-1, 0), len(b))]
-	line := 1 + bytes.Count(before, []byte("\n"))
-	col := len(before) - bytes.LastIndexByte(before, '\n')
-	return fmt.Sprintf("line %d, column %d: %v", line, col, err)
 }
 
 // safeRun turns a handler panic into a failure of that vector.

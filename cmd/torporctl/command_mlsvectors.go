@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,6 +8,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/torpor-dev/torpor/internal/jsonpos"
 
 	"github.com/torpor-dev/torpor/mls/vectors"
 )
@@ -87,7 +88,7 @@ func runMLSVectorFile(path string) ([]vectors.Result, error) {
 func checkMLSVectorFile(data []byte) error {
 	var v any
 	if err := json.Unmarshal(data, &v); err != nil {
-		return fmt.Errorf("not valid JSON (%s)", jsonProblem(data, err))
+		return fmt.Errorf("not valid JSON (%s)", jsonpos.Describe(data, err))
 	}
 	cases, ok := v.([]any)
 	switch {
@@ -119,17 +120,4 @@ func jsonKind(v any) string {
 		return "boolean"
 	}
 	return "null"
-}
-
-// jsonProblem places a JSON syntax error at its line and column.
-func jsonProblem(b []byte, err error) string {
-	var se *json.SyntaxError
-	if !errors.As(err, &se) {
-		return err.Error()
-	}
-	// Offset counts the bytes read, the offending one included.
-	before := b[:min(max(int(se.Offset)-1, 0), len(b))]
-	line := 1 + bytes.Count(before, []byte("\n"))
-	col := len(before) - bytes.LastIndexByte(before, '\n')
-	return fmt.Sprintf("line %d, column %d: %v", line, col, err)
 }
