@@ -34,8 +34,9 @@ type harness struct {
 	name     string
 	cfgHooks []func(*mqtt.Config)
 	witness  *mqtttest.Witness
-	// deviceURL, when set, is where the device connects (a Proxy).
-	deviceURL string
+	// deviceURL and operatorURL, when set, are where the device and the
+	// operator connect (a Proxy).
+	deviceURL, operatorURL string
 }
 
 func newHarness(t testing.TB, b mqtttest.Broker) *harness {
@@ -109,7 +110,11 @@ func (h *harness) sleep(next time.Time) {
 func (h *harness) operator() *mqtt.Operator {
 	h.t.Helper()
 	if h.op == nil {
-		op, err := mqtt.DialOperator(ctxT(h.t), mqtt.OperatorConfig{Broker: h.broker.URL(), Key: h.opKey, Clock: h.clk})
+		url := h.broker.URL()
+		if h.operatorURL != "" {
+			url = h.operatorURL
+		}
+		op, err := mqtt.DialOperator(ctxT(h.t), mqtt.OperatorConfig{Broker: url, Key: h.opKey, Clock: h.clk})
 		if err != nil {
 			h.t.Fatal(err)
 		}

@@ -1,6 +1,7 @@
 package mqtttest
 
 import (
+	"bytes"
 	"io"
 	"net"
 	"sync"
@@ -17,6 +18,41 @@ type Proxy struct {
 	// mu guards all following fields.
 	cut   bool
 	conns map[net.Conn]bool
+	// sent holds, per proxied connection in the order they were
+	// accepted, the bytes the client sent to the broker.
+	sent []*lockedBuffer
+}
+
+// lockedBuffer is a bytes.Buffer that one goroutine writes while another
+// reads.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) bytes() []byte {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return bytes.Clone(b.buf.Bytes())
+}
+
+// Sent returns, for each connection the proxy forwarded so far, the bytes
+// its client sent to the broker: the MQTT packets as they went on the
+// wire, for tests that check what a client really sends.
+func (p *Proxy) Sent() [][]byte {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([][]byte, len(p.sent))
+	for i, b := range p.sent {
+		out[i] = b.bytes()
+	}
+	return out
 }
 
 // StartProxy forwards a fresh loopback port to target (host:port) until
@@ -80,27 +116,30 @@ func (p *Proxy) forward(c net.Conn) {
 		c.Close()
 		return
 	}
-	if !p.track(c, up) {
+	rec, ok := p.track(c, up)
+	if !ok {
 		return
 	}
 	go func() {
-		io.Copy(up, c)
+		io.Copy(io.MultiWriter(up, rec), c)
 		up.Close()
 	}()
 	io.Copy(c, up)
 	c.Close()
 }
 
-// track registers a proxied pair, or closes it when the proxy was cut
-// meanwhile.
-func (p *Proxy) track(c, up net.Conn) bool {
+// track registers a proxied pair and returns the buffer that records what
+// its client sends, or closes the pair when the proxy was cut meanwhile.
+func (p *Proxy) track(c, up net.Conn) (*lockedBuffer, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.cut {
 		c.Close()
 		up.Close()
-		return false
+		return nil, false
 	}
 	p.conns[c], p.conns[up] = true, true
-	return true
+	rec := new(lockedBuffer)
+	p.sent = append(p.sent, rec)
+	return rec, true
 }
