@@ -63,6 +63,11 @@
 // so the two id spaces never meet (a response answers the relay's request
 // id, a state-ok the device's state id).
 //
+// Members added within a version are optional, and a peer ignores those
+// it does not know, so both sides may be upgraded in any order. Added so
+// far: state.lastResort (the last-resort KeyPackage, RFC 9420 Section
+// 16.8) and held.lastResort (the digest of the one the relay holds).
+//
 // # Delivery
 //
 // The relay deletes only acknowledged records. Records sent but not

@@ -110,6 +110,13 @@ type State struct {
 	// wire_format mls_key_package) to add to the pool; each is handed out
 	// once. Only public halves: the private keys never leave the device.
 	KeyPackages [][]byte `cbor:"keyPackages,omitempty"`
+	// LastResort is the agent's last-resort KeyPackage (RFC 9420, Section
+	// 16.8), MLSMessage-wrapped like KeyPackages: the relay keeps one per
+	// agent, replacing the previous one, and hands it out only while the
+	// pool is empty, without deleting it. Empty means unchanged. A relay
+	// that predates it ignores the member and its state-ok names no
+	// Held.LastResort, so the device publishes it again at every state.
+	LastResort []byte `cbor:"lastResort,omitempty"`
 	// Pulse is the device's latest signed liveness pulse. Its format is the
 	// agent's (Autonomy Envelope pulses); the relay stores and serves it
 	// verbatim next to the card and does not interpret it.
@@ -137,6 +144,9 @@ type Accepted struct {
 type Held struct {
 	// Digests are the KeyPackageDigest of each, in no particular order.
 	Digests [][]byte `cbor:"digests"`
+	// LastResort is the KeyPackageDigest of the last-resort KeyPackage
+	// the relay holds; empty when it holds none (or predates them).
+	LastResort []byte `cbor:"lastResort,omitempty"`
 }
 
 // KeyPackageDigest is how the link names a KeyPackage: the SHA-256 of
