@@ -60,7 +60,7 @@ func setupRelay(env *testscript.Env) error {
 		if err != nil {
 			return err
 		}
-		if err := states.Put(k.DID().String(), a.st, nil); err != nil {
+		if err := states.Put(k.DID().String(), a.st, nil, nil); err != nil {
 			return err
 		}
 		env.Setenv(a.env, k.DID().String())

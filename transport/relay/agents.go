@@ -64,15 +64,21 @@ func (a *agents) Publish(ctx context.Context, agent did.DID, st link.State) (lin
 			return link.Accepted{}, fmt.Errorf("key package %d: %v", i, err)
 		}
 	}
-	if err := s.cfg.States.Put(id, next, st.KeyPackages); err != nil {
+	if len(st.LastResort) > 0 {
+		if err := checkKeyPackage(st.LastResort); err != nil {
+			return link.Accepted{}, fmt.Errorf("last-resort key package: %v", err)
+		}
+	}
+	if err := s.cfg.States.Put(id, next, st.KeyPackages, st.LastResort); err != nil {
 		return link.Accepted{}, err
 	}
 	held, err := s.cfg.States.HeldKeyPackages(id)
 	if err != nil {
 		return link.Accepted{}, err
 	}
-	s.log.Info("state published", "agent", id, "mode", next.Mode, "keyPackages", len(st.KeyPackages), "keyPackagesHeld", len(held))
-	return link.Accepted{Bounds: LinkBounds(next.Bounds), Held: &link.Held{Digests: held}}, nil
+	s.log.Info("state published", "agent", id, "mode", next.Mode, "keyPackages", len(st.KeyPackages), "keyPackagesHeld", len(held.Digests),
+		"lastResort", len(st.LastResort) > 0)
+	return link.Accepted{Bounds: LinkBounds(next.Bounds), Held: held}, nil
 }
 
 func (s *Relay) nextState(agent did.DID, prev AgentState, st link.State) (AgentState, error) {

@@ -71,6 +71,7 @@ type deviceOpts struct {
 	window  *link.Window
 	bounds  *link.Bounds
 	kps     [][]byte
+	lastRes []byte // the last-resort KeyPackage
 	pulse   []byte
 	handler link.HandlerFunc
 	card    func(c *a2a.Card) // edits the card before signing
@@ -111,7 +112,7 @@ func (h *harness) state(tb testing.TB, key *did.PrivateKey, hello link.Bounds, m
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return link.State{Mode: mode, Window: o.window, Card: raw, KeyPackages: o.kps, Pulse: o.pulse, Bounds: o.bounds}
+	return link.State{Mode: mode, Window: o.window, Card: raw, KeyPackages: o.kps, LastResort: o.lastRes, Pulse: o.pulse, Bounds: o.bounds}
 }
 
 // publishOffline publishes mode for key and closes the link, as a device

@@ -19,6 +19,14 @@ import (
 // per token DID when they send a valid DID Bearer token, else per client
 // address. The answer is {"did","wire"} with wire the standard base64 of
 // the MLSMessage-wrapped KeyPackage, as the reference serves it.
+//
+// Once the pool is empty, the agent's last-resort KeyPackage is served
+// instead, to every caller, and kept (RFC 9420, Section 16.8: "An
+// application MAY allow for reuse of a 'last resort' KeyPackage in order
+// to prevent denial-of-service attacks"): the answer then also has
+// "lastResort": true. Anyone can empty the pool, since DIDs cost nothing;
+// the last-resort KeyPackage keeps the sleeping agent reachable until its
+// device next links and refills it.
 func (s *Relay) serveKeyPackage(w http.ResponseWriter, r *http.Request) {
 	agent, ok := agentPath(w, r)
 	if !ok {
@@ -42,7 +50,7 @@ func (s *Relay) serveKeyPackage(w http.ResponseWriter, r *http.Request) {
 		s.internalError(w, err)
 		return
 	}
-	kp, err := s.cfg.States.TakeKeyPackage(agent.String())
+	kp, lastResort, err := s.cfg.States.TakeKeyPackage(agent.String())
 	if errors.Is(err, ErrNoKeyPackage) {
 		// The device refills the pool when it next links.
 		rc := s.reachability(st, s.link.Up(agent.String()), s.clk.Now())
@@ -57,11 +65,15 @@ func (s *Relay) serveKeyPackage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.metrics.keyPackages.Inc()
+	if lastResort {
+		s.metrics.lastResort.Inc()
+	}
 	w.Header().Set("Cache-Control", "no-store")
 	writeJSON(w, http.StatusOK, struct {
-		DID  string `json:"did"`
-		Wire string `json:"wire"`
-	}{agent.String(), base64.StdEncoding.EncodeToString(kp)})
+		DID        string `json:"did"`
+		Wire       string `json:"wire"`
+		LastResort bool   `json:"lastResort,omitempty"`
+	}{agent.String(), base64.StdEncoding.EncodeToString(kp), lastResort})
 }
 
 // limiter is a token bucket per key: rate tokens per per, burst rate.

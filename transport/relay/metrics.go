@@ -41,6 +41,7 @@ type metrics struct {
 	links         prometheus.Gauge
 	purged        prometheus.Counter
 	keyPackages   prometheus.Counter
+	lastResort    prometheus.Counter
 
 	depthDesc, bytesDesc           *prometheus.Desc
 	agentDepthDesc, agentBytesDesc *prometheus.Desc
@@ -66,10 +67,12 @@ func newMetrics(s *Relay) *metrics {
 		links:       prometheus.NewGauge(prometheus.GaugeOpts{Name: "torpor_relay_links", Help: "Device links up."}),
 		purged:      prometheus.NewCounter(prometheus.CounterOpts{Name: "torpor_relay_purged_total", Help: "Expired queue records purged."}),
 		keyPackages: prometheus.NewCounter(prometheus.CounterOpts{Name: "torpor_relay_key_packages_served_total", Help: "KeyPackages handed out."}),
-		depthDesc:   prometheus.NewDesc("torpor_relay_queue_messages", "Live queued records of all agents.", nil, nil),
-		bytesDesc:   prometheus.NewDesc("torpor_relay_queue_bytes", "Body bytes of the live queued records of all agents.", nil, nil),
+		lastResort: prometheus.NewCounter(prometheus.CounterOpts{Name: "torpor_relay_last_resort_key_packages_served_total",
+			Help: "Last-resort KeyPackages handed out (the pool was empty); also counted in torpor_relay_key_packages_served_total."}),
+		depthDesc: prometheus.NewDesc("torpor_relay_queue_messages", "Live queued records of all agents.", nil, nil),
+		bytesDesc: prometheus.NewDesc("torpor_relay_queue_bytes", "Body bytes of the live queued records of all agents.", nil, nil),
 	}
-	m.reg.MustRegister(m.enqueues, m.answers, m.liveRequests, m.drain, m.links, m.purged, m.keyPackages, (*queueCollector)(m),
+	m.reg.MustRegister(m.enqueues, m.answers, m.liveRequests, m.drain, m.links, m.purged, m.keyPackages, m.lastResort, (*queueCollector)(m),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if s.cfg.PerAgentMetrics {
 		m.agentEnqueues = prometheus.NewCounterVec(prometheus.CounterOpts{

@@ -398,7 +398,7 @@ func TestKeyPackagesHandedOutOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s2.Close()
-	if _, err := s2.TakeKeyPackage(dev.DID().String()); err != ErrNoKeyPackage {
+	if _, _, err := s2.TakeKeyPackage(dev.DID().String()); err != ErrNoKeyPackage {
 		t.Errorf("after reopen: TakeKeyPackage = %v, want ErrNoKeyPackage", err)
 	}
 }

@@ -104,9 +104,12 @@ func decodeState(b []byte) (AgentState, error) {
 //
 //	bucket "agents"  <agent DID> -> 0x01 || CBOR stateRecord
 //	bucket "kp"      bucket <agent DID>  <seq: uint64 BE> -> KeyPackage (MLSMessage bytes)
+//	bucket "kp-lr"   <agent DID> -> last-resort KeyPackage (MLSMessage bytes)
 //
-// A KeyPackage is deleted in the same transaction that reads it, so each
-// is handed out once, also across restarts.
+// A KeyPackage of the pool is deleted in the same transaction that reads
+// it, so each is handed out once, also across restarts. The last-resort
+// KeyPackage (RFC 9420, Section 16.8) is never deleted by a fetch; the
+// device replaces it.
 type States struct {
 	db  *bolt.DB
 	own bool
@@ -115,6 +118,7 @@ type States struct {
 var (
 	bucketAgents = []byte("agents")
 	bucketKP     = []byte("kp")
+	bucketLR     = []byte("kp-lr")
 )
 
 // OpenStates opens (creating) the state file at path.
@@ -135,11 +139,12 @@ func OpenStates(path string, o *store.Options) (*States, error) {
 // NewStates keeps agent state in db, which the caller closes.
 func NewStates(db *bolt.DB) (*States, error) {
 	err := db.Update(func(tx *bolt.Tx) error {
-		if _, err := tx.CreateBucketIfNotExists(bucketAgents); err != nil {
-			return err
+		for _, b := range [][]byte{bucketAgents, bucketKP, bucketLR} {
+			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+				return err
+			}
 		}
-		_, err := tx.CreateBucketIfNotExists(bucketKP)
-		return err
+		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("relay: %w", store.Err(err))
@@ -182,10 +187,11 @@ func (s *States) Agents() ([]string, error) {
 	return out, err
 }
 
-// Put stores agent's state and adds kps to its KeyPackage pool, in one
+// Put stores agent's state, adds kps to its KeyPackage pool and, unless
+// lastResort is empty, makes lastResort its last-resort KeyPackage, in one
 // fsync'd transaction. It returns an error wrapping ErrPoolFull, and stores
 // nothing, when the pool would exceed MaxKeyPackages.
-func (s *States) Put(agent string, st AgentState, kps [][]byte) error {
+func (s *States) Put(agent string, st AgentState, kps [][]byte, lastResort []byte) error {
 	val, err := encodeState(st)
 	if err != nil {
 		return err
@@ -204,6 +210,11 @@ func (s *States) Put(agent string, st AgentState, kps [][]byte) error {
 				return err
 			}
 		}
+		if len(lastResort) > 0 {
+			if err := tx.Bucket(bucketLR).Put([]byte(agent), lastResort); err != nil {
+				return err
+			}
+		}
 		return tx.Bucket(bucketAgents).Put([]byte(agent), val)
 	})
 	return store.Err(err)
@@ -211,38 +222,57 @@ func (s *States) Put(agent string, st AgentState, kps [][]byte) error {
 
 // TakeKeyPackage removes and returns the oldest KeyPackage of agent's
 // pool, durably: once it returns, no later call (nor a restarted relay)
-// hands out the same one. It returns ErrNoKeyPackage when the pool is
-// empty.
-func (s *States) TakeKeyPackage(agent string) ([]byte, error) {
-	var kp []byte
-	err := s.db.Update(func(tx *bolt.Tx) error {
-		pool := tx.Bucket(bucketKP).Bucket([]byte(agent))
-		if pool == nil {
-			return ErrNoKeyPackage
+// hands out the same one. When the pool is empty it returns the agent's
+// last-resort KeyPackage, which it keeps, and lastResort true (RFC 9420,
+// Section 16.8: reused so that emptying the pool denies no one a
+// session). It returns ErrNoKeyPackage when the pool is empty and there is
+// no last-resort KeyPackage.
+func (s *States) TakeKeyPackage(agent string) (kp []byte, lastResort bool, err error) {
+	err = s.db.Update(func(tx *bolt.Tx) error {
+		if pool := tx.Bucket(bucketKP).Bucket([]byte(agent)); pool != nil {
+			c := pool.Cursor()
+			if k, v := c.First(); k != nil {
+				kp = append([]byte(nil), v...)
+				return c.Delete()
+			}
 		}
-		c := pool.Cursor()
-		k, v := c.First()
-		if k == nil {
-			return ErrNoKeyPackage
-		}
-		kp = append([]byte(nil), v...)
-		return c.Delete()
+		return ErrNoKeyPackage // rolls back: no write, no fsync
 	})
-	return kp, store.Err(err)
+	if errors.Is(err, ErrNoKeyPackage) {
+		// Read-only, so a flood of fetches from an empty pool costs no
+		// disk writes.
+		err = s.db.View(func(tx *bolt.Tx) error {
+			v := tx.Bucket(bucketLR).Get([]byte(agent))
+			if v == nil {
+				return ErrNoKeyPackage
+			}
+			kp, lastResort = append([]byte(nil), v...), true
+			return nil
+		})
+	}
+	if err != nil {
+		return nil, false, store.Err(err)
+	}
+	return kp, lastResort, nil
 }
 
 // HeldKeyPackages returns the link.KeyPackageDigest of every KeyPackage
-// agent's pool holds (never nil): what the device learns in its state-ok,
-// so that it counts those handed out as used and publishes new ones.
-func (s *States) HeldKeyPackages(agent string) ([][]byte, error) {
-	out := [][]byte{}
+// agent's pool holds (Digests never nil) and of its last-resort
+// KeyPackage (nil when none): what the device learns in its state-ok, so
+// that it counts those handed out as used and publishes new ones, and
+// knows its last-resort KeyPackage arrived.
+func (s *States) HeldKeyPackages(agent string) (*link.Held, error) {
+	out := &link.Held{Digests: [][]byte{}}
 	err := s.db.View(func(tx *bolt.Tx) error {
+		if v := tx.Bucket(bucketLR).Get([]byte(agent)); v != nil {
+			out.LastResort = link.KeyPackageDigest(v)
+		}
 		pool := tx.Bucket(bucketKP).Bucket([]byte(agent))
 		if pool == nil {
 			return nil
 		}
 		return pool.ForEach(func(_, v []byte) error {
-			out = append(out, link.KeyPackageDigest(v))
+			out.Digests = append(out.Digests, link.KeyPackageDigest(v))
 			return nil
 		})
 	})
