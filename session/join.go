@@ -29,7 +29,8 @@ type JoinOptions struct {
 // validated: it must match the Welcome's GroupInfo (draft Section 7.6: the
 // joiner aborts otherwise), and every leaf's credential must be bound to
 // its key (Section 4.3). In tx, the KeyPackage used is deleted from the
-// pool and the new group stored, together.
+// pool and the new group stored, together; a last-resort KeyPackage is
+// kept, for the next Welcome to it (RFC 9420, Section 16.8).
 //
 // A group of two members is a pair session with the other member: a
 // previous pair session with the same agent is dropped (its messages came
@@ -76,11 +77,24 @@ func (s *Sessions) Join(tx *bolt.Tx, welcome, tree []byte, opts JoinOptions) (*I
 	if err != nil {
 		return nil, fmt.Errorf("session: joining from the Welcome (the ratchet tree must match it, draft §7.6): %w", err)
 	}
+	if p.lastResort {
+		// The same Welcome again: its KeyPackage was kept.
+		if ok, err := lastResortJoined(tx, p.ref, g.GroupID()); err != nil || ok {
+			if err != nil {
+				return nil, err
+			}
+			return s.Info(tx, g.GroupID())
+		}
+	}
 	st, err := s.joined(tx, g, opts)
 	if err != nil {
 		return nil, err
 	}
-	if err := consume(tx, p.ref, st.id); err != nil {
+	use := consume
+	if p.lastResort {
+		use = useLastResort
+	}
+	if err := use(tx, p.ref, st.id); err != nil {
 		return nil, err
 	}
 	if err := s.save(tx, st); err != nil {

@@ -251,15 +251,18 @@ func (s *Sessions) PoolSize(tx *bolt.Tx) (total, published, taken int, err error
 	return total, published, taken, err
 }
 
-// pooled is a KeyPackage of the pool ready for a Join.
+// pooled is a KeyPackage of the pool, or a last-resort one, ready for a
+// Join.
 type pooled struct {
-	ref  []byte
-	kp   *mls.KeyPackage
-	priv *mls.KeyPackagePrivate
+	ref        []byte
+	kp         *mls.KeyPackage
+	priv       *mls.KeyPackagePrivate
+	lastResort bool // kept after the Join (lastresort.go)
 }
 
 // findKeyPackage returns the pool entry for the first of refs the pool
-// holds, or ErrNoKeyPackage. A damaged entry is an error naming it.
+// holds, else the last-resort KeyPackage among refs, or ErrNoKeyPackage.
+// A damaged entry is an error naming it.
 func (s *Sessions) findKeyPackage(tx *bolt.Tx, refs [][]byte) (*pooled, error) {
 	pool, err := sub(tx, bucketKP)
 	if err != nil {
@@ -279,7 +282,7 @@ func (s *Sessions) findKeyPackage(tx *bolt.Tx, refs [][]byte) (*pooled, error) {
 		}
 		return p, nil
 	}
-	return nil, ErrNoKeyPackage
+	return s.findLastResort(tx, refs)
 }
 
 // decodeEntry decodes a pool entry and checks that its private keys match
@@ -289,6 +292,12 @@ func (s *Sessions) decodeEntry(ref, v []byte) (*pooled, error) {
 	if err := decMode.Unmarshal(v, &e); err != nil {
 		return nil, err
 	}
+	return s.pooledOf(ref, &e)
+}
+
+// pooledOf checks that e's private keys match its KeyPackage, stored
+// under ref.
+func (s *Sessions) pooledOf(ref []byte, e *poolEntry) (*pooled, error) {
 	kp, err := ParseKeyPackage(e.KeyPackage)
 	if err != nil {
 		return nil, err

@@ -28,7 +28,9 @@ import (
 //	      "sum"     SHA-256 over the three, length-prefixed
 //	  bucket "peers"  <peer DID> -> <group ID> of the current pair session
 //	  bucket "kp"     <KeyPackageRef> -> CBOR pool entry (see pool.go)
-//	  bucket "kp-used" <KeyPackageRef> -> <group ID> joined with it (no secret)
+//	  bucket "kp-used" <KeyPackageRef> -> <group ID> joined with it (no secret);
+//	                   "lr:" ‖ <KeyPackageRef> ‖ <group ID> -> <group ID> for a last-resort one
+//	  bucket "kp-lr"  <KeyPackageRef> -> CBOR last-resort entry (see lastresort.go)
 //
 // The tree is stored apart from the secrets, as Section 6.4 recommends: it
 // is public, the largest part, and unchanged by application messages, so a
@@ -44,6 +46,7 @@ var (
 	bucketPeers  = []byte("peers")
 	bucketKP     = []byte("kp")
 	bucketUsed   = []byte("kp-used")
+	bucketLR     = []byte("kp-lr")
 
 	keyMeta    = []byte("meta")
 	keyTree    = []byte("tree")
@@ -111,7 +114,7 @@ func root(tx *bolt.Tx) (*bolt.Bucket, error) {
 	if err != nil {
 		return nil, store.Err(err)
 	}
-	for _, name := range [][]byte{bucketGroups, bucketPeers, bucketKP, bucketUsed} {
+	for _, name := range [][]byte{bucketGroups, bucketPeers, bucketKP, bucketUsed, bucketLR} {
 		if _, err := b.CreateBucketIfNotExists(name); err != nil {
 			return nil, store.Err(err)
 		}
