@@ -129,6 +129,19 @@ type KeyPackages interface {
 	Published(ctx context.Context, kps [][]byte, held [][]byte) (int, error)
 }
 
+// LastResortKeyPackages is the optional capability of KeyPackages to keep
+// a last-resort KeyPackage (RFC 9420, Section 16.8), which the relay hands
+// out, without deleting it, while the one-use pool is empty.
+type LastResortKeyPackages interface {
+	// LastResort makes or replaces the last-resort KeyPackage as due and
+	// returns it MLSMessage-wrapped to publish (link.State.LastResort);
+	// nil when the relay confirmed it holds it.
+	LastResort(ctx context.Context) ([]byte, error)
+	// LastResortHeld records the last-resort KeyPackage the relay holds:
+	// the link.KeyPackageDigest its state-ok named, nil for none.
+	LastResortHeld(ctx context.Context, digest []byte) error
+}
+
 // Link is the device link as the agent uses it; *link.Client implements it.
 type Link interface {
 	Hello() link.Bounds

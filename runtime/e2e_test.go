@@ -124,14 +124,11 @@ func TestHandedOutKeyPackagesAreReplaced(t *testing.T) {
 	}
 	take := func() (int, string) {
 		t.Helper()
-		resp, err := http.Get(w.srv.URL + "/a/" + w.key.DID().String() + "/mls/key-package")
-		if err != nil {
-			t.Fatal(err)
+		status, wire, lastResort := w.takeKeyPackage()
+		if lastResort {
+			return http.StatusServiceUnavailable, "" // the pool is empty
 		}
-		defer resp.Body.Close()
-		var v struct{ Wire string }
-		json.NewDecoder(resp.Body).Decode(&v)
-		return resp.StatusCode, v.Wire
+		return status, wire
 	}
 	first := map[string]bool{}
 	for {
@@ -165,4 +162,22 @@ func TestHandedOutKeyPackagesAreReplaced(t *testing.T) {
 	w.clock.Set(end)
 	w.nextWake()
 	w.shutdown()
+}
+
+// takeKeyPackage fetches one KeyPackage of w's agent from the relay,
+// without a token, and returns the status, the wire member and the
+// lastResort member of the answer.
+func (w *world) takeKeyPackage() (int, string, bool) {
+	w.t.Helper()
+	resp, err := http.Get(w.srv.URL + "/a/" + w.key.DID().String() + "/mls/key-package")
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var v struct {
+		Wire       string
+		LastResort bool
+	}
+	json.NewDecoder(resp.Body).Decode(&v)
+	return resp.StatusCode, v.Wire, v.LastResort
 }

@@ -18,8 +18,8 @@ import (
 )
 
 // takeKeyPackages fetches KeyPackages of agent from the relay, as
-// initiators do, until it has none left, and returns how many distinct
-// ones it handed out. The relay serves one caller 30 a minute: keep pools
+// initiators do, until its pool is empty (it answers with the last-resort
+// KeyPackage, or none), and returns how many distinct ones it handed out. The relay serves one caller 30 a minute: keep pools
 // below that.
 func (w *cmdWorld) takeKeyPackages() int {
 	w.t.Helper()
@@ -29,11 +29,14 @@ func (w *cmdWorld) takeKeyPackages() int {
 		if err != nil {
 			w.t.Fatal(err)
 		}
-		var v struct{ Wire string }
+		var v struct {
+			Wire       string
+			LastResort bool
+		}
 		err = json.NewDecoder(resp.Body).Decode(&v)
 		resp.Body.Close()
 		switch {
-		case resp.StatusCode == http.StatusServiceUnavailable:
+		case resp.StatusCode == http.StatusServiceUnavailable, err == nil && v.LastResort:
 			return len(seen)
 		case resp.StatusCode != http.StatusOK || err != nil:
 			w.t.Fatalf("fetching a KeyPackage: %d, %v", resp.StatusCode, err)

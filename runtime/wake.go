@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -34,6 +35,7 @@ type wakeRun struct {
 	ph     *phases
 	rep    *WakeReport
 	kps    [][]byte
+	lr     []byte        // the last-resort KeyPackage until the relay confirms it
 	kick   chan struct{} // the window's end moved (Extend)
 	sched  <-chan struct{}
 	isLive bool // the wake stays linked until the window's end
@@ -219,6 +221,9 @@ func (w *wakeRun) prepare(start time.Time, mgmt Management) {
 			w.ph.measure(PhaseKeyPackages, func() error {
 				var err error
 				w.kps, err = a.cfg.KeyPackages.Refill(w.ctx, a.cfg.kpTarget())
+				if err == nil {
+					w.lr, err = w.lastResort()
+				}
 				return err
 			})
 		})
@@ -353,7 +358,37 @@ func (w *wakeRun) unpublished() [][]byte {
 		w.a.log.Warn("refilling KeyPackages", "err", err)
 		return nil
 	}
+	if w.lr, err = w.lastResort(); err != nil {
+		w.a.log.Warn("replacing the last-resort KeyPackage", "err", err)
+	}
 	return kps
+}
+
+// lastResort returns the last-resort KeyPackage to publish, made or
+// replaced as due; nil when the relay holds it already or the pool keeps
+// none (LastResortKeyPackages).
+func (w *wakeRun) lastResort() ([]byte, error) {
+	lr, ok := w.a.cfg.KeyPackages.(LastResortKeyPackages)
+	if !ok {
+		return nil, nil
+	}
+	return lr.LastResort(w.ctx)
+}
+
+// lastResortHeld records the last-resort KeyPackage the relay's state-ok
+// names, and forgets the one to publish once the relay holds it.
+func (w *wakeRun) lastResortHeld(ctx context.Context, held *link.Held) error {
+	lr, ok := w.a.cfg.KeyPackages.(LastResortKeyPackages)
+	if !ok || held == nil {
+		return nil
+	}
+	if err := lr.LastResortHeld(ctx, held.LastResort); err != nil {
+		return err
+	}
+	if w.lr != nil && bytes.Equal(link.KeyPackageDigest(w.lr), held.LastResort) {
+		w.lr = nil
+	}
+	return nil
 }
 
 // publishState sends one state frame announcing an, with card (signed for
@@ -390,6 +425,7 @@ func (w *wakeRun) publishOnce(ctx context.Context, an announcement, card []byte,
 		Window:      &link.Window{Minute: win.Minute, LengthSec: int64(win.Length / time.Second), OffsetSec: int64(win.Offset / time.Second)},
 		Card:        card,
 		KeyPackages: kps,
+		LastResort:  w.lr,
 		Pulse:       an.pulse,
 		Bounds:      &a.cfg.Bounds,
 	}
@@ -398,6 +434,9 @@ func (w *wakeRun) publishOnce(ctx context.Context, an announcement, card []byte,
 	}
 	ok, err := w.l.Publish(ctx, st)
 	if err != nil {
+		return 0, err
+	}
+	if err := w.lastResortHeld(ctx, ok.Held); err != nil {
 		return 0, err
 	}
 	if a.cfg.KeyPackages == nil || (len(kps) == 0 && ok.Held == nil) {

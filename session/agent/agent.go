@@ -106,3 +106,41 @@ func (k KeyPackages) Published(ctx context.Context, kps [][]byte, held [][]byte)
 	})
 	return n, err
 }
+
+// LastResort implements runtime.LastResortKeyPackages: it makes or
+// replaces the last-resort KeyPackage as due and returns it when the relay
+// has not confirmed it (session.Sessions.LastResort).
+func (k KeyPackages) LastResort(ctx context.Context) ([]byte, error) {
+	var kp []byte
+	err := updateIfWritten(k.DB, func(tx *bolt.Tx) (wrote bool, err error) {
+		kp, wrote, err = k.S.LastResort(tx)
+		return wrote, err
+	})
+	return kp, err
+}
+
+// LastResortHeld implements runtime.LastResortKeyPackages: digest is the
+// last-resort KeyPackage the relay holds (session.Sessions.LastResortHeld).
+func (k KeyPackages) LastResortHeld(ctx context.Context, digest []byte) error {
+	return updateIfWritten(k.DB, func(tx *bolt.Tx) (bool, error) { return k.S.LastResortHeld(tx, digest) })
+}
+
+// errUnchanged rolls back a transaction that wrote nothing.
+var errUnchanged = errors.New("agent: unchanged")
+
+// updateIfWritten runs f in a write transaction and commits it only when
+// f wrote something: a commit costs an fsync even when nothing changed,
+// and the last-resort KeyPackage changes at few wakes.
+func updateIfWritten(db *bolt.DB, f func(tx *bolt.Tx) (bool, error)) error {
+	err := db.Update(func(tx *bolt.Tx) error {
+		wrote, err := f(tx)
+		if err == nil && !wrote {
+			return errUnchanged
+		}
+		return err
+	})
+	if errors.Is(err, errUnchanged) {
+		return nil
+	}
+	return err
+}
