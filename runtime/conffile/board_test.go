@@ -1,11 +1,16 @@
 package conffile
 
 import (
+	"os"
+	"path/filepath"
 	goruntime "runtime"
 	"strings"
 	"testing"
 
+	"periph.io/x/conn/v3/gpio"
+
 	"github.com/torpor-dev/torpor/boards/boardtest"
+	"github.com/torpor-dev/torpor/clock"
 )
 
 // TestBoardAuto: "auto" reads the device tree's model and picks the
@@ -40,5 +45,41 @@ func TestBoardAuto(t *testing.T) {
 	}
 	if _, err := (&File{Board: "rpi-6"}).board(); err == nil {
 		t.Error(`board "rpi-6" accepted`)
+	}
+}
+
+// TestWakeGPIOLine: the file's wake.edge and wake.pull reach the gpio
+// method's line; absent, wake/board's default (a pulled-up falling edge)
+// applies; anything else is an error naming the member.
+func TestWakeGPIOLine(t *testing.T) {
+	for _, tt := range []struct {
+		wake string
+		edge gpio.Edge
+		pull gpio.Pull
+		err  string
+	}{
+		{`{"methods": ["gpio"]}`, gpio.NoEdge, gpio.PullNoChange, ""},
+		{`{"methods": ["gpio"], "edge": "rising", "pull": "down"}`, gpio.RisingEdge, gpio.PullDown, ""},
+		{`{"methods": ["gpio"], "edge": "both", "pull": "float"}`, gpio.BothEdges, gpio.Float, ""},
+		{`{"methods": ["gpio"], "edge": "falling", "pull": "up"}`, gpio.FallingEdge, gpio.PullUp, ""},
+		{`{"methods": ["gpio"], "edge": "up", "pull": "up"}`, 0, 0, `wake: edge "up" (want falling, rising or both)`},
+		{`{"methods": ["gpio"], "edge": "rising", "pull": "high"}`, 0, 0, `wake: pull "high" (want up, down or float)`},
+		{`{"methods": ["gpio"], "edge": "rising"}`, 0, 0, `wake: edge and pull go together (for a button to ground, neither; for a sensor that drives the line high, "edge": "rising", "pull": "down")`},
+	} {
+		p := filepath.Join(t.TempDir(), "agent.json")
+		if err := os.WriteFile(p, []byte(`{"version": 1, "board": "rpi-4", "wake": `+tt.wake+`}`), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		f, err := Load(p)
+		if err != nil {
+			t.Fatalf("Load(%s): %v", tt.wake, err)
+		}
+		_, bc, err := f.wakeConfig(clock.Real)
+		switch {
+		case tt.err != "" && (err == nil || err.Error() != tt.err):
+			t.Errorf("%s: %v, want %q", tt.wake, err, tt.err)
+		case tt.err == "" && (err != nil || bc.Edge != tt.edge || bc.Pull != tt.pull):
+			t.Errorf("%s: edge %v pull %v (%v), want %v %v", tt.wake, bc.Edge, bc.Pull, err, tt.edge, tt.pull)
+		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	"periph.io/x/conn/v3/gpio"
 
 	"github.com/torpor-dev/torpor/boards"
 	"github.com/torpor-dev/torpor/clock"
@@ -258,29 +259,12 @@ func (f *File) buildWake(c *runtime.Config) error {
 	if f.Board == "" && (f.Wake == nil || len(f.Wake.Methods) == 0) {
 		return nil // the runtime's default: a timer on the clock
 	}
-	b, err := f.board()
+	b, bc, err := f.wakeConfig(c.Clock)
 	if err != nil {
 		return err
 	}
 	if c.DataDir == "" {
 		c.DataDir = b.DataDir
-	}
-	bc := board.Config{Clock: c.Clock}
-	if w := f.Wake; w != nil {
-		for _, m := range w.Methods {
-			pm, err := boards.ParseMethod(m)
-			if err != nil {
-				return err
-			}
-			bc.Methods = append(bc.Methods, pm)
-		}
-		bc.RTC = w.RTC
-		if w.RTCMethod != "" {
-			if w.RTCMethod != string(rtc.Sysfs) && w.RTCMethod != string(rtc.Ioctl) {
-				return fmt.Errorf("wake: rtcMethod %q (want sysfs or ioctl)", w.RTCMethod)
-			}
-			bc.RTCMethod = rtc.Method(w.RTCMethod)
-		}
 	}
 	src, err := board.New(b, bc)
 	if err != nil {
@@ -288,6 +272,75 @@ func (f *File) buildWake(c *runtime.Config) error {
 	}
 	c.Sources = []wake.Source{src}
 	return nil
+}
+
+// wakeConfig returns the board profile and what the file asks of it.
+func (f *File) wakeConfig(clk clock.Clock) (boards.Board, board.Config, error) {
+	b, err := f.board()
+	if err != nil {
+		return b, board.Config{}, err
+	}
+	bc := board.Config{Clock: clk}
+	w := f.Wake
+	if w == nil {
+		return b, bc, nil
+	}
+	for _, m := range w.Methods {
+		pm, err := boards.ParseMethod(m)
+		if err != nil {
+			return b, bc, err
+		}
+		bc.Methods = append(bc.Methods, pm)
+	}
+	bc.RTC = w.RTC
+	if w.RTCMethod != "" {
+		if w.RTCMethod != string(rtc.Sysfs) && w.RTCMethod != string(rtc.Ioctl) {
+			return b, bc, fmt.Errorf("wake: rtcMethod %q (want sysfs or ioctl)", w.RTCMethod)
+		}
+		bc.RTCMethod = rtc.Method(w.RTCMethod)
+	}
+	if (w.Edge == "") != (w.Pull == "") {
+		return b, bc, errors.New(`wake: edge and pull go together (for a button to ground, neither; for a sensor that drives the line high, "edge": "rising", "pull": "down")`)
+	}
+	if bc.Edge, err = parseEdge(w.Edge); err != nil {
+		return b, bc, err
+	}
+	if bc.Pull, err = parsePull(w.Pull); err != nil {
+		return b, bc, err
+	}
+	return b, bc, nil
+}
+
+// parseEdge maps the configuration's edge to periph's; "" is NoEdge, which
+// wake/board takes for its default.
+func parseEdge(s string) (gpio.Edge, error) {
+	switch s {
+	case "":
+		return gpio.NoEdge, nil
+	case "falling":
+		return gpio.FallingEdge, nil
+	case "rising":
+		return gpio.RisingEdge, nil
+	case "both":
+		return gpio.BothEdges, nil
+	}
+	return gpio.NoEdge, fmt.Errorf("wake: edge %q (want falling, rising or both)", s)
+}
+
+// parsePull maps the configuration's bias to periph's; "" is PullNoChange,
+// which wake/board takes for its default.
+func parsePull(s string) (gpio.Pull, error) {
+	switch s {
+	case "":
+		return gpio.PullNoChange, nil
+	case "up":
+		return gpio.PullUp, nil
+	case "down":
+		return gpio.PullDown, nil
+	case "float":
+		return gpio.Float, nil
+	}
+	return gpio.PullNoChange, fmt.Errorf("wake: pull %q (want up, down or float)", s)
 }
 
 // modelPath is where board detection reads the device tree's model; ""

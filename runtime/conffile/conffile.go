@@ -147,12 +147,17 @@ type MQTTHandler struct {
 // Wake chooses the wake sources (package wake/board): the methods of the
 // board profile to use (timer, gpio, rtc, rtc-poweroff, gpio-keys,
 // poweroff-gpio; empty means the board's default), the RTC device when it
-// is not the board's own (an RTC HAT), and how to arm it (sysfs or
-// ioctl).
+// is not the board's own (an RTC HAT), how to arm it (sysfs or ioctl), and
+// for the gpio method the edge that wakes (falling, rising or both) and the
+// line's bias (up, down or float), both or neither. Neither means a
+// pulled-up falling edge, a button to ground; a sensor that drives the line
+// high wants "edge": "rising", "pull": "down".
 type Wake struct {
 	Methods   []string `json:"methods,omitempty"`
 	RTC       string   `json:"rtc,omitempty"`
 	RTCMethod string   `json:"rtcMethod,omitempty"`
+	Edge      string   `json:"edge,omitempty"`
+	Pull      string   `json:"pull,omitempty"`
 }
 
 // Bounds are the queue bounds the agent asks the relay for.
