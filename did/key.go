@@ -82,6 +82,24 @@ const keyFileType = "ed25519-seed"
 // ErrNoKey is returned (wrapped) by LoadKey when the file does not exist.
 var ErrNoKey = errors.New("did: no key file")
 
+// ErrNotKeyFile is wrapped by the *KeyFileError of a path that is a
+// directory or a file that does not parse as a key file.
+var ErrNotKeyFile = errors.New("not a key file")
+
+// KeyFileError is returned by LoadKey for a path that exists but is not a
+// usable key file: a directory, a file others may read, or one that does
+// not parse. Err says which (wrapping ErrNotKeyFile for the first and the
+// last), and how to fix it where there is a fix.
+type KeyFileError struct {
+	Path string
+	Err  error
+}
+
+func (e *KeyFileError) Error() string { return "did: key file " + e.Path + ": " + e.Err.Error() }
+
+// Unwrap returns e.Err.
+func (e *KeyFileError) Unwrap() error { return e.Err }
+
 // MarshalKeyFile returns the key file form of k.
 func MarshalKeyFile(k *PrivateKey) []byte {
 	b, _ := json.MarshalIndent(keyFile{Version: 1, Type: keyFileType, DID: k.id.String(), Seed: k.priv.Seed()}, "", "  ")
@@ -91,41 +109,56 @@ func MarshalKeyFile(k *PrivateKey) []byte {
 // ParseKeyFile parses the key file form and checks that the DID it records
 // is the one its seed derives.
 func ParseKeyFile(b []byte) (*PrivateKey, error) {
-	var f keyFile
-	if err := json.Unmarshal(b, &f); err != nil {
-		return nil, fmt.Errorf("did: parsing key file: %v", err)
-	}
-	if f.Version != 1 || f.Type != keyFileType {
-		return nil, fmt.Errorf("did: parsing key file: unsupported version %d type %q", f.Version, f.Type)
-	}
-	k, err := NewKeyFromSeed(f.Seed)
-	if err != nil {
-		return nil, fmt.Errorf("did: parsing key file: %v", err)
-	}
-	if f.DID != k.id.String() {
-		return nil, errors.New("did: parsing key file: recorded DID does not match the key")
+	k, reason := parseKeyFile(b)
+	if reason != "" {
+		return nil, errors.New("did: parsing key file: " + reason)
 	}
 	return k, nil
 }
 
+// parseKeyFile returns the key, or why b is not a key file.
+func parseKeyFile(b []byte) (*PrivateKey, string) {
+	var f keyFile
+	if err := json.Unmarshal(b, &f); err != nil {
+		return nil, err.Error()
+	}
+	if f.Version != 1 || f.Type != keyFileType {
+		return nil, fmt.Sprintf("unsupported version %d type %q", f.Version, f.Type)
+	}
+	k, err := NewKeyFromSeed(f.Seed)
+	if err != nil {
+		return nil, err.Error()
+	}
+	if f.DID != k.id.String() {
+		return nil, "recorded DID does not match the key"
+	}
+	return k, ""
+}
+
 // LoadKey reads a key file written by SaveKey. A missing file returns an
-// error wrapping ErrNoKey; a file that others can read is refused.
+// error wrapping ErrNoKey; a directory, a file that others can read and a
+// file that does not parse return a *KeyFileError.
 func LoadKey(path string) (*PrivateKey, error) {
 	fi, err := os.Stat(path)
-	if errors.Is(err, os.ErrNotExist) {
+	switch {
+	case errors.Is(err, os.ErrNotExist):
 		return nil, fmt.Errorf("%w: %s", ErrNoKey, path)
-	}
-	if err != nil {
+	case err != nil:
 		return nil, err
-	}
-	if fi.Mode().Perm()&0o077 != 0 {
-		return nil, fmt.Errorf("did: key file %s has mode %v, want 0600", path, fi.Mode().Perm())
+	case fi.IsDir():
+		return nil, &KeyFileError{Path: path, Err: fmt.Errorf("%w: it is a directory", ErrNotKeyFile)}
+	case fi.Mode().Perm()&0o077 != 0:
+		return nil, &KeyFileError{Path: path, Err: fmt.Errorf("has mode %v: others may read the key; want 0600 (chmod 600 %s)", fi.Mode().Perm(), path)}
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	return ParseKeyFile(b)
+	k, reason := parseKeyFile(b)
+	if reason != "" {
+		return nil, &KeyFileError{Path: path, Err: fmt.Errorf("%w: %s", ErrNotKeyFile, reason)}
+	}
+	return k, nil
 }
 
 // SaveKey writes k to path atomically with mode 0600: a temporary file in

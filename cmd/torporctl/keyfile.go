@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"strings"
 
 	"github.com/torpor-dev/torpor/did"
 )
@@ -16,7 +15,7 @@ var (
 	errNoKeyFile = errors.New("no such key file")
 	// errNotKeyFile is returned when the path is a directory or other
 	// non-regular file, or a file that does not parse as a key file.
-	errNotKeyFile = errors.New("not a key file")
+	errNotKeyFile = did.ErrNotKeyFile
 )
 
 // loadKey reads the key file at path, which keygen wrote. Every error names
@@ -29,27 +28,17 @@ func loadKey(path string) (*did.PrivateKey, error) {
 		return nil, fmt.Errorf("%s: %w", path, errNoKeyFile)
 	case err != nil:
 		return nil, err // a *fs.PathError, which names path
-	case fi.IsDir():
-		return nil, fmt.Errorf("%s: %w: it is a directory", path, errNotKeyFile)
-	case !fi.Mode().IsRegular():
+	case !fi.IsDir() && !fi.Mode().IsRegular():
 		return nil, fmt.Errorf("%s: %w: it is not a regular file", path, errNotKeyFile)
-	case fi.Mode().Perm()&0o077 != 0:
-		// did.LoadKey refuses it too; this says how to fix it.
-		return nil, fmt.Errorf("key file %s has mode %v: others may read the key; want 0600 (chmod 600 %s)",
-			path, fi.Mode().Perm(), path)
 	}
 	k, err := did.LoadKey(path)
-	var pe *fs.PathError
-	switch {
-	case err == nil:
-		return k, nil
-	case errors.As(err, &pe):
-		return nil, err
-	default:
-		// A parse error, "did: parsing key file: …". Trimming the
-		// prefix only changes how it reads; nothing matches on it.
-		return nil, fmt.Errorf("%s: %w: %s", path, errNotKeyFile, strings.TrimPrefix(err.Error(), "did: parsing key file: "))
+	var ke *did.KeyFileError
+	if errors.As(err, &ke) {
+		// Without the package's "did: key file" prefix, which would
+		// stutter under "torporctl did:".
+		return nil, fmt.Errorf("%s: %w", path, ke.Err)
 	}
+	return k, err
 }
 
 // saveKey writes k to path as did.SaveKey does, refusing to overwrite an

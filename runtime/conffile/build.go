@@ -71,7 +71,15 @@ func (f *File) Build() (*Built, error) {
 		add(errors.New("no key file (\"key\" or --key)"))
 	} else {
 		k, err := did.LoadKey(f.Key)
-		add(err)
+		var ke *did.KeyFileError
+		switch {
+		case errors.Is(err, did.ErrNoKey):
+			add(fmt.Errorf("key file %s does not exist (torporctl keygen %s makes one)", f.Key, f.Key))
+		case errors.As(err, &ke):
+			add(fmt.Errorf("key file %s: %w", f.Key, ke.Err))
+		default:
+			add(err)
+		}
 		c.Key, c.KeyFile = k, f.Key
 	}
 	c.DataDir, c.RelayURL, c.Name = f.DataDir, f.Relay, f.Name
@@ -100,7 +108,7 @@ func (f *File) Build() (*Built, error) {
 	}
 	if len(errs) > 0 {
 		b.Close()
-		return nil, fmt.Errorf("conffile: %w", errors.Join(errs...))
+		return nil, problems(flatten(errs))
 	}
 	return b, nil
 }
@@ -309,6 +317,34 @@ func (f *File) wakeConfig(clk clock.Clock) (boards.Board, board.Config, error) {
 		return b, bc, err
 	}
 	return b, bc, nil
+}
+
+// problems is what Build found wrong, all at once, one per line.
+type problems []error
+
+func (p problems) Error() string {
+	var b strings.Builder
+	b.WriteString("configuration:")
+	for _, e := range p {
+		b.WriteString("\n  - ")
+		b.WriteString(e.Error())
+	}
+	return b.String()
+}
+
+func (p problems) Unwrap() []error { return p }
+
+// flatten spreads the errors errors.Join made into their parts.
+func flatten(errs []error) []error {
+	var out []error
+	for _, e := range errs {
+		if j, ok := e.(interface{ Unwrap() []error }); ok {
+			out = append(out, flatten(j.Unwrap())...)
+			continue
+		}
+		out = append(out, e)
+	}
+	return out
 }
 
 // parseEdge maps the configuration's edge to periph's; "" is NoEdge, which

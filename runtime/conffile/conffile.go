@@ -52,6 +52,8 @@ import (
 	"io/fs"
 	"os"
 	"time"
+
+	"github.com/torpor-dev/torpor/internal/jsonpos"
 )
 
 // Version is the format version this package reads.
@@ -214,7 +216,7 @@ func Parse(b []byte, name string) (*File, error) {
 		Version *int `json:"version"`
 	}
 	if err := json.Unmarshal(b, &probe); err != nil {
-		return nil, fmt.Errorf("conffile: %s: %v", name, jsonErr(b, err))
+		return nil, fmt.Errorf("conffile: %s: %v", name, jsonpos.Describe(b, err))
 	}
 	if probe.Version == nil {
 		return nil, fmt.Errorf("conffile: %s: no \"version\" member (this agent reads version %d)", name, Version)
@@ -226,17 +228,7 @@ func Parse(b []byte, name string) (*File, error) {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&f); err != nil {
-		return nil, fmt.Errorf("conffile: %s: %v", name, jsonErr(b, err))
+		return nil, fmt.Errorf("conffile: %s: %v", name, jsonpos.Describe(b, err))
 	}
 	return &f, nil
-}
-
-// jsonErr adds the line of a syntax error.
-func jsonErr(b []byte, err error) error {
-	var se *json.SyntaxError
-	if errors.As(err, &se) {
-		line := 1 + bytes.Count(b[:min(int(se.Offset), len(b))], []byte("\n"))
-		return fmt.Errorf("line %d: %v", line, err)
-	}
-	return err
 }
