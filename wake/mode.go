@@ -123,6 +123,22 @@ type Verdict struct {
 // s.Window, and the Retry-After is jittered across it. An invalid mode
 // refuses and does not queue.
 func Evaluate(s Schedule, linked bool, now time.Time, rnd io.Reader) Verdict {
+	v := s.Decide(linked, now)
+	switch {
+	case !v.Queue:
+	case s.Mode == HourlyWake:
+		v.RetryAfter = s.hourlyRetry(linked, now, rnd)
+	case s.Mode == Sleep:
+		v.RetryAfter = s.sleepRetry(now, rnd)
+	}
+	return v
+}
+
+// Decide is Evaluate without the Retry-After: whether the request is taken
+// live, queued or refused. It draws no randomness, so a caller can decide
+// cheaply (before authenticating, say) and evaluate only the requests it
+// answers asleep.
+func (s Schedule) Decide(linked bool, now time.Time) Verdict {
 	switch s.Mode {
 	case AlwaysOn:
 		return Verdict{Accept: linked, Queue: !linked}
@@ -132,9 +148,9 @@ func Evaluate(s Schedule, linked bool, now time.Time, rnd io.Reader) Verdict {
 		if linked && s.Window.Contains(now) {
 			return Verdict{Accept: true}
 		}
-		return Verdict{Queue: true, RetryAfter: s.hourlyRetry(linked, now, rnd)}
+		return Verdict{Queue: true}
 	case Sleep:
-		return Verdict{Queue: true, RetryAfter: s.sleepRetry(now, rnd)}
+		return Verdict{Queue: true}
 	}
 	return Verdict{}
 }

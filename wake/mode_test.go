@@ -73,6 +73,10 @@ func TestEvaluate(t *testing.T) {
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("Evaluate(%+v, linked %v, %s) (-want +got):\n%s", tt.s, tt.linked, tt.now, diff)
 			}
+			// Decide is the same answer without the Retry-After.
+			if d, want := tt.s.Decide(tt.linked, at(tt.now)), (Verdict{Accept: tt.want.Accept, Queue: tt.want.Queue}); d != want {
+				t.Errorf("Decide(linked %v, %s) = %+v, want %+v", tt.linked, tt.now, d, want)
+			}
 			for range 200 {
 				v := Evaluate(tt.s, tt.linked, at(tt.now), rnd)
 				if v.Accept != tt.want.Accept || v.Queue != tt.want.Queue || (v.RetryAfter == 0) != (tt.want.RetryAfter == 0) ||

@@ -21,7 +21,11 @@ import (
 // reachability table, which the offline-delivery vectors also run through
 // this handler.
 func (s *Relay) reachability(st AgentState, up bool, now time.Time) wake.Verdict {
-	return wake.Evaluate(wake.Schedule{Mode: st.Mode, Window: st.Window, NextWake: st.NextWake}, up, now, s.rnd)
+	return wake.Evaluate(schedule(st), up, now, s.rnd)
+}
+
+func schedule(st AgentState) wake.Schedule {
+	return wake.Schedule{Mode: st.Mode, Window: st.Window, NextWake: st.NextWake}
 }
 
 // a2aVersion maps the A2A-Version header to "1.0" or "0.3" (draft Section
@@ -71,7 +75,10 @@ func (s *Relay) serveJSONRPC(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := s.clk.Now()
-	rc := s.reachability(st, s.link.Up(id), now)
+	// Decide only; the Retry-After is drawn for the requests answered
+	// asleep, not for every unauthenticated one.
+	up := s.link.Up(id)
+	rc := schedule(st).Decide(up, now)
 	caller, err := s.verifier.Verify(r.Header.Get("Authorization"))
 	if err != nil {
 		// Never queued. The reference's asleep middleware answers this
@@ -106,9 +113,9 @@ func (s *Relay) serveJSONRPC(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		// The link went down before the request reached the device.
-		rc = s.reachability(st, false, now)
+		up = false
 	}
-	s.offline(w, r, agent, caller, version, body, req, rc, b, now)
+	s.offline(w, r, agent, caller, version, body, req, s.reachability(st, up, now), b, now)
 }
 
 func authDetail(err error) string {
