@@ -141,4 +141,24 @@ func TestKeyFile(t *testing.T) {
 	if _, err := ParseKeyFile(bad); err == nil {
 		t.Error("ParseKeyFile accepted a file whose DID does not match its seed")
 	}
+	// What is not a usable key file is a *KeyFileError naming the path;
+	// a directory, a device and a file that does not parse are also
+	// ErrNotKeyFile.
+	badFile := filepath.Join(dir, "bad.key")
+	os.WriteFile(badFile, bad, 0o600)
+	for _, tt := range []struct {
+		path, want string
+		notKey     bool
+	}{
+		{path, "did: key file " + path + ": has mode -rw-r--r--: others may read the key; want 0600 (chmod 600 " + path + ")", false},
+		{dir, "did: key file " + dir + ": not a key file: it is a directory", true},
+		{os.DevNull, "did: key file " + os.DevNull + ": not a key file: it is not a regular file", true},
+		{badFile, "did: key file " + badFile + ": not a key file: recorded DID does not match the key", true},
+	} {
+		_, err := LoadKey(tt.path)
+		var ke *KeyFileError
+		if !errors.As(err, &ke) || ke.Path != tt.path || err.Error() != tt.want || errors.Is(err, ErrNotKeyFile) != tt.notKey {
+			t.Errorf("LoadKey(%s) = %v, want %q (ErrNotKeyFile %v)", tt.path, err, tt.want, tt.notKey)
+		}
+	}
 }

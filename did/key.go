@@ -147,6 +147,8 @@ func LoadKey(path string) (*PrivateKey, error) {
 		return nil, err
 	case fi.IsDir():
 		return nil, &KeyFileError{Path: path, Err: fmt.Errorf("%w: it is a directory", ErrNotKeyFile)}
+	case !fi.Mode().IsRegular():
+		return nil, &KeyFileError{Path: path, Err: fmt.Errorf("%w: it is not a regular file", ErrNotKeyFile)}
 	case fi.Mode().Perm()&0o077 != 0:
 		return nil, &KeyFileError{Path: path, Err: fmt.Errorf("has mode %v: others may read the key; want 0600 (chmod 600 %s)", fi.Mode().Perm(), path)}
 	}

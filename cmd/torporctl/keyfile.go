@@ -22,20 +22,12 @@ var (
 // path and says what is wrong with it, without the "did:" prefix of the
 // package's own errors, which would stutter under "torporctl did:".
 func loadKey(path string) (*did.PrivateKey, error) {
-	fi, err := os.Stat(path)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return nil, fmt.Errorf("%s: %w", path, errNoKeyFile)
-	case err != nil:
-		return nil, err // a *fs.PathError, which names path
-	case !fi.IsDir() && !fi.Mode().IsRegular():
-		return nil, fmt.Errorf("%s: %w: it is not a regular file", path, errNotKeyFile)
-	}
 	k, err := did.LoadKey(path)
 	var ke *did.KeyFileError
-	if errors.As(err, &ke) {
-		// Without the package's "did: key file" prefix, which would
-		// stutter under "torporctl did:".
+	switch {
+	case errors.Is(err, did.ErrNoKey):
+		return nil, fmt.Errorf("%s: %w", path, errNoKeyFile)
+	case errors.As(err, &ke):
 		return nil, fmt.Errorf("%s: %w", path, ke.Err)
 	}
 	return k, err
