@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
-	"fmt"
 	"net/url"
 	"strings"
 	"time"
@@ -166,7 +165,7 @@ func checkPulseURL(s string) error {
 }
 
 func livenessErr(format string, args ...any) error {
-	return &CardError{Reason: "schema", Err: fmt.Errorf("%w: liveness: %s", ErrExtensionSchema, fmt.Sprintf(format, args...))}
+	return schemaErr("liveness: "+format, args...)
 }
 
 // Liveness returns what the card publishes in ExtLiveness, and whether it
