@@ -35,24 +35,65 @@ func Plaintext(obj json.RawMessage) ([]byte, error) {
 	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), err
 }
 
-// ObjectOf returns the Governed Object in an application plaintext. A
+// ObjectOf returns the Governed Object in an application plaintext,
+// compacted (insignificant white space removed; members, their order and
+// escapes as received), so that ObjectOf(Plaintext(obj)) is obj. A
 // mediaType member, when present, must be the reference's; other members
 // are ignored (Section 7.5: receivers ignore members they do not know).
+// Member names match exactly, not case-insensitively as encoding/json
+// would, and a plaintext with "object" or "mediaType" twice is refused:
+// two parsers must not read two different objects from one plaintext.
 func ObjectOf(plaintext []byte) (json.RawMessage, error) {
-	var v struct {
-		MediaType *string         `json:"mediaType"`
-		Object    json.RawMessage `json:"object"`
-	}
-	if err := json.Unmarshal(plaintext, &v); err != nil {
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal(plaintext, &members); err != nil || members == nil {
 		return nil, fmt.Errorf("session: application plaintext is not a JSON object: %v", err)
 	}
-	if v.MediaType != nil && *v.MediaType != a2a.MediaTypeEncryptedDataObject {
-		return nil, fmt.Errorf("session: application plaintext of media type %q", *v.MediaType)
+	if err := noDuplicate(plaintext, "object", "mediaType"); err != nil {
+		return nil, err
 	}
-	if !isJSONObject(v.Object) {
+	if raw, ok := members["mediaType"]; ok {
+		var mt string
+		if err := json.Unmarshal(raw, &mt); err != nil || mt != a2a.MediaTypeEncryptedDataObject {
+			return nil, fmt.Errorf("session: application plaintext of media type %s", raw)
+		}
+	}
+	obj := members["object"]
+	if !isJSONObject(obj) {
 		return nil, errors.New("session: application plaintext has no member \"object\" holding a JSON object")
 	}
-	return v.Object, nil
+	var b bytes.Buffer
+	if err := json.Compact(&b, obj); err != nil {
+		return nil, fmt.Errorf("session: application plaintext: %v", err)
+	}
+	return b.Bytes(), nil
+}
+
+// noDuplicate refuses a JSON object (already known to be valid) in which
+// one of names appears more than once at the top level.
+func noDuplicate(object []byte, names ...string) error {
+	d := json.NewDecoder(bytes.NewReader(object))
+	if _, err := d.Token(); err != nil { // {
+		return err
+	}
+	seen := map[string]bool{}
+	for d.More() {
+		t, err := d.Token()
+		if err != nil {
+			return err
+		}
+		k, _ := t.(string)
+		for _, n := range names {
+			if k == n && seen[k] {
+				return fmt.Errorf("session: application plaintext has the member %q twice", k)
+			}
+		}
+		seen[k] = true
+		var skip json.RawMessage
+		if err := d.Decode(&skip); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func isJSONObject(b []byte) bool {

@@ -176,6 +176,11 @@ func TestPlaintext(t *testing.T) {
 		{"no object", `{"mediaType":"application/vnd.atom.encrypted-data-object+json;version=1"}`, false},
 		{"object not an object", `{"object":[1]}`, false},
 		{"not JSON", `{"object":`, false},
+		{"member names match exactly", `{"oBjeCt":{"a":1}}`, false},
+		{"a media type in other case is another member", `{"MEDIATYPE":"text/plain","object":{"a":1}}`, true},
+		{"object twice", `{"object":{"a":1},"object":{"a":2}}`, false},
+		{"media type twice", `{"mediaType":"text/plain","mediaType":"application/vnd.atom.encrypted-data-object+json;version=1","object":{"a":1}}`, false},
+		{"not an object", `[{"object":{"a":1}}]`, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -188,6 +193,11 @@ func TestPlaintext(t *testing.T) {
 	got, err := ObjectOf(pt)
 	if err != nil || !bytes.Equal(got, obj) {
 		t.Errorf("ObjectOf(Plaintext(obj)) = %s, %v", got, err)
+	}
+	// White space inside the object is not part of it (a FuzzObjectOf
+	// finding: it made the round trip differ).
+	if got, err := ObjectOf([]byte("{\"object\": {\"\" : 0,\n \"b\": [1, 2]} }")); err != nil || string(got) != `{"":0,"b":[1,2]}` {
+		t.Errorf("ObjectOf(object with white space) = %s, %v; want it compacted", got, err)
 	}
 	if _, err := Plaintext([]byte(`[1]`)); err == nil {
 		t.Error("Plaintext([1]) succeeded")
