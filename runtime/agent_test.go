@@ -17,9 +17,9 @@ import (
 
 	"github.com/torpor-dev/torpor/clock/clocktest"
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/pulse"
 	"github.com/torpor-dev/torpor/runtime"
 	"github.com/torpor-dev/torpor/runtime/deliver"
-	"github.com/torpor-dev/torpor/runtime/pulse"
 	"github.com/torpor-dev/torpor/runtime/purpose"
 	"github.com/torpor-dev/torpor/runtime/runtimetest"
 	"github.com/torpor-dev/torpor/store/queue"

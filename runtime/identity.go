@@ -11,7 +11,7 @@ import (
 
 	"github.com/torpor-dev/torpor/clock"
 	"github.com/torpor-dev/torpor/did"
-	"github.com/torpor-dev/torpor/runtime/pulse"
+	"github.com/torpor-dev/torpor/pulse"
 	"github.com/torpor-dev/torpor/transport/link"
 	"github.com/torpor-dev/torpor/wake"
 )

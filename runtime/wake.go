@@ -12,8 +12,8 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/torpor-dev/torpor/clock"
+	"github.com/torpor-dev/torpor/pulse"
 	"github.com/torpor-dev/torpor/runtime/drain"
-	"github.com/torpor-dev/torpor/runtime/pulse"
 	"github.com/torpor-dev/torpor/transport/a2a"
 	"github.com/torpor-dev/torpor/transport/link"
 	"github.com/torpor-dev/torpor/wake"

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/torpor-dev/torpor/did"
-	"github.com/torpor-dev/torpor/runtime/pulse"
+	"github.com/torpor-dev/torpor/pulse"
 	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/transport/a2a"
 	"github.com/torpor-dev/torpor/transport/link"

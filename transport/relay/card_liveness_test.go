@@ -9,7 +9,7 @@ import (
 
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/did/didtest"
-	"github.com/torpor-dev/torpor/runtime/pulse"
+	"github.com/torpor-dev/torpor/pulse"
 	"github.com/torpor-dev/torpor/transport/a2a"
 	"github.com/torpor-dev/torpor/transport/link"
 )
