@@ -75,7 +75,7 @@ type Config struct {
 	KeyPackages KeyPackages
 	// OpenMLS, when set and Sessions is nil, makes the MLS sessions and
 	// the KeyPackage pool on the agent's bbolt file once Run opened it
-	// (package session/agent provides both), so that their state commits
+	// (package runtime/sessions provides both), so that their state commits
 	// in the drain's transactions.
 	OpenMLS func(db *bolt.DB) (drain.Sessions, KeyPackages, error)
 	// KeyPackageTarget is how many unused KeyPackages the relay should

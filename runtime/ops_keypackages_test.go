@@ -10,8 +10,8 @@ import (
 
 	"github.com/torpor-dev/torpor/runtime"
 	"github.com/torpor-dev/torpor/runtime/drain"
+	"github.com/torpor-dev/torpor/runtime/sessions"
 	"github.com/torpor-dev/torpor/session"
-	"github.com/torpor-dev/torpor/session/agent"
 	"github.com/torpor-dev/torpor/transport/link"
 	"github.com/torpor-dev/torpor/transport/mqtt"
 	"github.com/torpor-dev/torpor/wake"
@@ -56,7 +56,7 @@ func withMLSPool(w *cmdWorld, cfg *runtime.Config, _ *runtime.CommandsConfig) {
 		if err != nil {
 			return nil, nil, err
 		}
-		return agent.Sessions{S: s}, agent.KeyPackages{S: s, DB: db}, nil
+		return sessions.Sessions{S: s}, sessions.KeyPackages{S: s, DB: db}, nil
 	}
 }
 

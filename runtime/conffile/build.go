@@ -19,8 +19,8 @@ import (
 	"github.com/torpor-dev/torpor/runtime/deliver"
 	"github.com/torpor-dev/torpor/runtime/drain"
 	"github.com/torpor-dev/torpor/runtime/purpose"
+	"github.com/torpor-dev/torpor/runtime/sessions"
 	"github.com/torpor-dev/torpor/session"
-	"github.com/torpor-dev/torpor/session/agent"
 	"github.com/torpor-dev/torpor/transport/link"
 	"github.com/torpor-dev/torpor/wake"
 	"github.com/torpor-dev/torpor/wake/board"
@@ -104,7 +104,7 @@ func (f *File) Build() (*Built, error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		return agent.Sessions{S: s}, agent.KeyPackages{S: s, DB: db}, nil
+		return sessions.Sessions{S: s}, sessions.KeyPackages{S: s, DB: db}, nil
 	}
 	if len(errs) > 0 {
 		b.Close()

@@ -22,8 +22,8 @@ import (
 	"github.com/torpor-dev/torpor/runtime/drain"
 	"github.com/torpor-dev/torpor/runtime/purpose"
 	"github.com/torpor-dev/torpor/runtime/runtimetest"
+	"github.com/torpor-dev/torpor/runtime/sessions"
 	"github.com/torpor-dev/torpor/session"
-	"github.com/torpor-dev/torpor/session/agent"
 	"github.com/torpor-dev/torpor/session/sender"
 	"github.com/torpor-dev/torpor/store"
 	"github.com/torpor-dev/torpor/store/queue"
@@ -88,7 +88,7 @@ func newWorld(t *testing.T) *world {
 		t.Fatal(err)
 	}
 	w.pipe, err = runtime.OpenPipeline(w.devDB, runtime.PipelineConfig{
-		Key: w.dev, Purposes: purpose.Set{"comms:*"}, Sessions: agent.Sessions{S: w.devS}, Clock: w.clk,
+		Key: w.dev, Purposes: purpose.Set{"comms:*"}, Sessions: sessions.Sessions{S: w.devS}, Clock: w.clk,
 		Routes: []deliver.Route{{Pattern: "*", Name: "rec", Handler: w.rec}},
 	})
 	if err != nil {
@@ -112,7 +112,7 @@ func (w *world) publish(t *testing.T) *link.Client {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	kps := agent.KeyPackages{S: w.devS, DB: w.devDB}
+	kps := sessions.KeyPackages{S: w.devS, DB: w.devDB}
 	pool, err := kps.Refill(context.Background(), 0)
 	if err != nil {
 		t.Fatal(err)

@@ -23,8 +23,8 @@ import (
 	"github.com/torpor-dev/torpor/runtime/deliver"
 	"github.com/torpor-dev/torpor/runtime/drain"
 	"github.com/torpor-dev/torpor/runtime/purpose"
+	"github.com/torpor-dev/torpor/runtime/sessions"
 	"github.com/torpor-dev/torpor/session"
-	"github.com/torpor-dev/torpor/session/agent"
 	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/test/internal/testenv"
 	"github.com/torpor-dev/torpor/transport/relay"
@@ -137,7 +137,7 @@ func startStack(ts *testscript.TestScript, opKeyFile string) {
 			if err != nil {
 				return nil, nil, err
 			}
-			return agent.Sessions{S: ss}, agent.KeyPackages{S: ss, DB: db}, nil
+			return sessions.Sessions{S: ss}, sessions.KeyPackages{S: ss, DB: db}, nil
 		},
 		KeyPackageTarget: 4,
 		Logger:           log,

@@ -1,4 +1,4 @@
-package agent_test
+package sessions_test
 
 import (
 	"context"
@@ -18,8 +18,8 @@ import (
 	"github.com/torpor-dev/torpor/runtime/drain"
 	"github.com/torpor-dev/torpor/runtime/purpose"
 	"github.com/torpor-dev/torpor/runtime/runtimetest"
+	"github.com/torpor-dev/torpor/runtime/sessions"
 	"github.com/torpor-dev/torpor/session"
-	"github.com/torpor-dev/torpor/session/agent"
 	"github.com/torpor-dev/torpor/store"
 	"github.com/torpor-dev/torpor/transport/a2a"
 )
@@ -69,7 +69,7 @@ func (d *device) open() {
 		d.t.Fatal(err)
 	}
 	pipe, err := runtime.OpenPipeline(db, runtime.PipelineConfig{
-		Key: d.key, Purposes: purpose.Set{"comms:*"}, Sessions: agent.Sessions{S: s}, Clock: d.clk,
+		Key: d.key, Purposes: purpose.Set{"comms:*"}, Sessions: sessions.Sessions{S: s}, Clock: d.clk,
 		Routes: []deliver.Route{{Pattern: "*", Name: "rec", Handler: d.rec}},
 	})
 	if err != nil {
@@ -227,7 +227,7 @@ func TestDrainWithSessions(t *testing.T) {
 func TestKeyPackages(t *testing.T) {
 	clk := clocktest.New(t0)
 	d := newDevice(t, runtimetest.Key(t, 2), clk)
-	kp := agent.KeyPackages{S: d.s, DB: d.db}
+	kp := sessions.KeyPackages{S: d.s, DB: d.db}
 	kps, err := kp.Refill(context.Background(), 5)
 	if err != nil || len(kps) != 5 {
 		t.Fatalf("Refill(5) = %d, %v", len(kps), err)
