@@ -17,6 +17,7 @@ import (
 	"github.com/torpor-dev/torpor/runtime"
 	"github.com/torpor-dev/torpor/runtime/runtimetest"
 	"github.com/torpor-dev/torpor/store/queue"
+	"github.com/torpor-dev/torpor/transport/broker"
 	"github.com/torpor-dev/torpor/transport/mqtt"
 	"github.com/torpor-dev/torpor/transport/relay"
 )
@@ -33,21 +34,21 @@ func startStack(dir string, check func(error), cleanup func(func())) *stack {
 	check(err)
 	states, err := relay.OpenStates(filepath.Join(dir, "agents.db"), nil)
 	check(err)
-	broker, err := relay.StartBroker(relay.BrokerConfig{Listen: "127.0.0.1:0", DataDir: dir})
+	brk, err := broker.Start(broker.Config{Listen: "127.0.0.1:0", DataDir: dir})
 	check(err)
 	srv := httptest.NewUnstartedServer(nil)
-	r, err := relay.New(relay.Config{PublicURL: "http://" + srv.Listener.Addr().String(), Queue: q, States: states, MQTTBroker: broker.URL()})
+	r, err := relay.New(relay.Config{PublicURL: "http://" + srv.Listener.Addr().String(), Queue: q, States: states, MQTTBroker: brk.URL()})
 	check(err)
 	srv.Config.Handler = r.Handler()
 	srv.Start()
 	cleanup(func() {
 		r.Link().Close()
 		srv.Close()
-		broker.Close()
+		brk.Close()
 		q.Close()
 		states.Close()
 	})
-	return &stack{relayURL: srv.URL, brokerURL: broker.URL()}
+	return &stack{relayURL: srv.URL, brokerURL: brk.URL()}
 }
 
 func testStack(t *testing.T) *stack {

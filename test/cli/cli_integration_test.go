@@ -27,6 +27,7 @@ import (
 	"github.com/torpor-dev/torpor/session"
 	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/test/internal/testenv"
+	"github.com/torpor-dev/torpor/transport/broker"
 	"github.com/torpor-dev/torpor/transport/relay"
 	"github.com/torpor-dev/torpor/wake"
 )
@@ -113,12 +114,12 @@ func startStack(ts *testscript.TestScript, opKeyFile string) {
 	ts.Check(err)
 	states, err := relay.OpenStates(filepath.Join(dir, "agents.db"), nil)
 	ts.Check(err)
-	broker, err := relay.StartBroker(relay.BrokerConfig{Listen: "127.0.0.1:0", DataDir: dir})
+	brk, err := broker.Start(broker.Config{Listen: "127.0.0.1:0", DataDir: dir})
 	ts.Check(err)
 	srv := httptest.NewUnstartedServer(nil)
 	log := slog.New(slog.NewTextHandler(logFile(ts, filepath.Join(dir, "stack.log")), nil))
 	r, err := relay.New(relay.Config{PublicURL: "http://" + srv.Listener.Addr().String(), Queue: q, States: states,
-		MQTTBroker: broker.URL(), Logger: log})
+		MQTTBroker: brk.URL(), Logger: log})
 	ts.Check(err)
 	srv.Config.Handler = r.Handler()
 	srv.Start()
@@ -146,7 +147,7 @@ func startStack(ts *testscript.TestScript, opKeyFile string) {
 	}
 	a, err := runtime.New(cfg)
 	ts.Check(err)
-	cmds, err = runtime.NewCommands(a, runtime.CommandsConfig{Broker: broker.URL(), Name: "cli-device",
+	cmds, err = runtime.NewCommands(a, runtime.CommandsConfig{Broker: brk.URL(), Name: "cli-device",
 		Operators: []did.DID{op.DID()}, Logger: log})
 	ts.Check(err)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -162,12 +163,12 @@ func startStack(ts *testscript.TestScript, opKeyFile string) {
 		ccancel()
 		r.Link().Close()
 		srv.Close()
-		broker.Close()
+		brk.Close()
 		q.Close()
 		states.Close()
 	})
 	ts.Setenv("RELAY", srv.URL)
-	ts.Setenv("BROKER", broker.URL())
+	ts.Setenv("BROKER", brk.URL())
 	ts.Setenv("AGENT", key.DID().String())
 	ts.Setenv("DEVICE", "cli-device")
 }
