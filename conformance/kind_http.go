@@ -21,6 +21,7 @@ import (
 	"github.com/torpor-dev/torpor/transport/a2a"
 	"github.com/torpor-dev/torpor/transport/bearer"
 	"github.com/torpor-dev/torpor/transport/link"
+	"github.com/torpor-dev/torpor/transport/link/wire"
 	"github.com/torpor-dev/torpor/transport/relay"
 	"github.com/torpor-dev/torpor/wake"
 )
@@ -183,9 +184,9 @@ func (h *relayHarness) close() {
 // linkDevice links the agent's device, which publishes mode, the window of
 // wakeSeed and a signed card, and stays linked to answer live requests.
 func (h *relayHarness) linkDevice(mode, wakeSeed string) error {
-	c, err := link.Dial(context.Background(), link.Config{RelayURL: h.srv.URL, Key: h.agent, Clock: h.clk, Handler: func(ctx context.Context, req link.Request) link.Response {
+	c, err := link.Dial(context.Background(), link.Config{RelayURL: h.srv.URL, Key: h.agent, Clock: h.clk, Handler: func(ctx context.Context, req wire.Request) wire.Response {
 		h.live.Add(1)
-		return link.Response{Status: http.StatusOK, ContentType: "application/json", Body: []byte(`{"jsonrpc":"2.0","id":null,"result":{}}`)}
+		return wire.Response{Status: http.StatusOK, ContentType: "application/json", Body: []byte(`{"jsonrpc":"2.0","id":null,"result":{}}`)}
 	}})
 	if err != nil {
 		return err
@@ -195,7 +196,7 @@ func (h *relayHarness) linkDevice(mode, wakeSeed string) error {
 	if err != nil {
 		return err
 	}
-	st := link.State{Mode: mode, Card: card, Window: &link.Window{Minute: wake.WakeMinute(wakeSeed), LengthSec: int64(wake.DefaultLength / time.Second)}}
+	st := wire.State{Mode: mode, Card: card, Window: &wire.Window{Minute: wake.WakeMinute(wakeSeed), LengthSec: int64(wake.DefaultLength / time.Second)}}
 	_, err = c.Publish(context.Background(), st)
 	return err
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/torpor-dev/torpor/clock"
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/pulse"
-	"github.com/torpor-dev/torpor/transport/link"
+	"github.com/torpor-dev/torpor/transport/link/wire"
 	"github.com/torpor-dev/torpor/wake"
 )
 
@@ -155,7 +155,7 @@ func (w *wakeRun) retire(ctx context.Context) error {
 	}
 	ctx, cancel := clockTimeout(ctx, clock.Unscaled(a.clock), rotateTimeout)
 	defer cancel()
-	_, err = l.Publish(ctx, link.State{Mode: string(wake.Sleep), Card: card, Pulse: an.pulse, Bounds: &a.cfg.Bounds})
+	_, err = l.Publish(ctx, wire.State{Mode: string(wake.Sleep), Card: card, Pulse: an.pulse, Bounds: &a.cfg.Bounds})
 	return err
 }
 

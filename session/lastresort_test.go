@@ -9,7 +9,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/torpor-dev/torpor/clock/clocktest"
-	"github.com/torpor-dev/torpor/transport/link"
+	"github.com/torpor-dev/torpor/transport/link/wire"
 )
 
 // lastResort returns the last-resort KeyPackage a wake would publish (nil:
@@ -26,7 +26,7 @@ func lastResortHeld(t testing.TB, a *agent, kp []byte) {
 	t.Helper()
 	var d []byte
 	if kp != nil {
-		d = link.KeyPackageDigest(kp)
+		d = wire.KeyPackageDigest(kp)
 	}
 	a.update(func(tx *bolt.Tx) error { _, err := a.s.LastResortHeld(tx, d); return err })
 }

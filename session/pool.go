@@ -12,7 +12,7 @@ import (
 
 	"github.com/torpor-dev/torpor/mls"
 	"github.com/torpor-dev/torpor/store"
-	"github.com/torpor-dev/torpor/transport/link"
+	"github.com/torpor-dev/torpor/transport/link/wire"
 )
 
 // The KeyPackage pool of an agent that sleeps (draft Section 6.1; RFC
@@ -25,7 +25,7 @@ import (
 // half-used.
 //
 // The relay names, in its answer to each published state, the KeyPackages
-// it still holds (link.Held). One the device published that is not among
+// it still holds (wire.Held). One the device published that is not among
 // them was handed out to an initiator, who may never send its Welcome
 // (or who fetched it only to empty the pool): it no longer counts toward
 // the pool, so the next Refill makes a new one, and its private halves
@@ -160,7 +160,7 @@ func (s *Sessions) addKeyPackage(pool *bolt.Bucket) error {
 
 // Published marks KeyPackages (as Refill returned them) as uploaded, so
 // later refills do not return them again. With held, the digests
-// (link.KeyPackageDigest) of the KeyPackages the relay holds after that
+// (wire.KeyPackageDigest) of the KeyPackages the relay holds after that
 // upload, every published KeyPackage not among them is marked handed out;
 // a nil held (the relay did not say) marks none. It returns how many were
 // newly found handed out: that many new ones are wanted.
@@ -210,7 +210,7 @@ func (s *Sessions) Published(tx *bolt.Tx, kps [][]byte, held [][]byte) (int, err
 	var out []taken
 	err = pool.ForEach(func(k, v []byte) error {
 		var e poolEntry
-		if decMode.Unmarshal(v, &e) != nil || !e.Published || e.TakenAt != 0 || at[string(link.KeyPackageDigest(e.KeyPackage))] {
+		if decMode.Unmarshal(v, &e) != nil || !e.Published || e.TakenAt != 0 || at[string(wire.KeyPackageDigest(e.KeyPackage))] {
 			return nil
 		}
 		out = append(out, taken{bytes.Clone(k), e})

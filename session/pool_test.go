@@ -8,7 +8,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/torpor-dev/torpor/clock/clocktest"
-	"github.com/torpor-dev/torpor/transport/link"
+	"github.com/torpor-dev/torpor/transport/link/wire"
 )
 
 func poolSize(t testing.TB, a *agent) (total, published int) {
@@ -38,7 +38,7 @@ func published(t testing.TB, a *agent, kps, held [][]byte) int {
 func digests(kps ...[]byte) [][]byte {
 	out := [][]byte{}
 	for _, kp := range kps {
-		out = append(out, link.KeyPackageDigest(kp))
+		out = append(out, wire.KeyPackageDigest(kp))
 	}
 	return out
 }

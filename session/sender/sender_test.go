@@ -29,6 +29,7 @@ import (
 	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/transport/a2a"
 	"github.com/torpor-dev/torpor/transport/link"
+	"github.com/torpor-dev/torpor/transport/link/wire"
 	"github.com/torpor-dev/torpor/transport/relay"
 )
 
@@ -126,7 +127,7 @@ func (w *world) publish(t *testing.T) *link.Client {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Publish(context.Background(), link.State{Mode: "sleep", Card: raw, KeyPackages: pool}); err != nil {
+	if _, err := c.Publish(context.Background(), wire.State{Mode: "sleep", Card: raw, KeyPackages: pool}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := kps.Published(context.Background(), pool, nil); err != nil {

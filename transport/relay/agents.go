@@ -13,22 +13,22 @@ import (
 	"github.com/torpor-dev/torpor/pulse"
 	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/transport/a2a"
-	"github.com/torpor-dev/torpor/transport/link"
+	"github.com/torpor-dev/torpor/transport/link/wire"
 	"github.com/torpor-dev/torpor/wake"
 )
 
 // MaxPulse caps the size of a published liveness pulse.
 const MaxPulse = 16 << 10
 
-// agents is the Relay seen by the device link (it implements link.Agents).
+// agents is the Relay seen by the device link (it implements server.Agents).
 type agents Relay
 
 // Admit lets agent link unless an allow list excludes it, and announces
 // its ceiling bounds.
-func (a *agents) Admit(ctx context.Context, agent did.DID) (link.Bounds, error) {
+func (a *agents) Admit(ctx context.Context, agent did.DID) (wire.Bounds, error) {
 	s := (*Relay)(a)
 	if s.allow != nil && !s.allow[agent.String()] {
-		return link.Bounds{}, errors.New("this relay does not serve agent " + agent.String())
+		return wire.Bounds{}, errors.New("this relay does not serve agent " + agent.String())
 	}
 	return LinkBounds(s.ceiling(agent.String())), nil
 }
@@ -48,40 +48,40 @@ func (a *agents) Linked(agent did.DID, up bool) {
 // the offline-delivery mode that matches the published mode, publish
 // exactly the bounds the relay will apply, and, when it has the liveness
 // extension, name the pulse the relay serves and the next wake published.
-func (a *agents) Publish(ctx context.Context, agent did.DID, st link.State) (link.Accepted, error) {
+func (a *agents) Publish(ctx context.Context, agent did.DID, st wire.State) (wire.Accepted, error) {
 	s := (*Relay)(a)
 	id := agent.String()
 	prev, err := s.cfg.States.Get(id)
 	if err != nil && !errors.Is(err, ErrUnknownAgent) {
-		return link.Accepted{}, err
+		return wire.Accepted{}, err
 	}
 	next, err := s.nextState(agent, prev, st)
 	if err != nil {
-		return link.Accepted{}, err
+		return wire.Accepted{}, err
 	}
 	for i, kp := range st.KeyPackages {
 		if err := checkKeyPackage(kp); err != nil {
-			return link.Accepted{}, fmt.Errorf("key package %d: %v", i, err)
+			return wire.Accepted{}, fmt.Errorf("key package %d: %v", i, err)
 		}
 	}
 	if len(st.LastResort) > 0 {
 		if err := checkKeyPackage(st.LastResort); err != nil {
-			return link.Accepted{}, fmt.Errorf("last-resort key package: %v", err)
+			return wire.Accepted{}, fmt.Errorf("last-resort key package: %v", err)
 		}
 	}
 	if err := s.cfg.States.Put(id, next, st.KeyPackages, st.LastResort); err != nil {
-		return link.Accepted{}, err
+		return wire.Accepted{}, err
 	}
 	held, err := s.cfg.States.HeldKeyPackages(id)
 	if err != nil {
-		return link.Accepted{}, err
+		return wire.Accepted{}, err
 	}
 	s.log.Info("state published", "agent", id, "mode", next.Mode, "keyPackages", len(st.KeyPackages), "keyPackagesHeld", len(held.Digests),
 		"lastResort", len(st.LastResort) > 0)
-	return link.Accepted{Bounds: LinkBounds(next.Bounds), Held: held}, nil
+	return wire.Accepted{Bounds: LinkBounds(next.Bounds), Held: held}, nil
 }
 
-func (s *Relay) nextState(agent did.DID, prev AgentState, st link.State) (AgentState, error) {
+func (s *Relay) nextState(agent did.DID, prev AgentState, st wire.State) (AgentState, error) {
 	mode, err := wake.ParseMode(st.Mode)
 	if err != nil {
 		return AgentState{}, err
@@ -225,15 +225,15 @@ func (s *Relay) bounds(agent string, st AgentState) queue.Bounds {
 }
 
 // LinkBounds converts queue bounds to their link form.
-func LinkBounds(b queue.Bounds) link.Bounds {
-	return link.Bounds{
+func LinkBounds(b queue.Bounds) wire.Bounds {
+	return wire.Bounds{
 		MaxMessages: b.MaxMessages, MaxPerPeer: b.MaxPerPeer, MaxBytes: b.MaxBytes, MaxMessageSize: b.MaxMessageSize,
 		TTLSec: int64(b.TTL / time.Second), HandshakeMessages: b.HandshakeMessages, HandshakeBytes: b.HandshakeBytes,
 	}
 }
 
 // QueueBounds converts link bounds to the queue's.
-func QueueBounds(b link.Bounds) queue.Bounds {
+func QueueBounds(b wire.Bounds) queue.Bounds {
 	return queue.Bounds{
 		MaxMessages: b.MaxMessages, MaxPerPeer: b.MaxPerPeer, MaxBytes: b.MaxBytes, MaxMessageSize: b.MaxMessageSize,
 		TTL: time.Duration(b.TTLSec) * time.Second, HandshakeMessages: b.HandshakeMessages, HandshakeBytes: b.HandshakeBytes,

@@ -12,6 +12,7 @@ import (
 	"github.com/torpor-dev/torpor/pulse"
 	"github.com/torpor-dev/torpor/transport/a2a"
 	"github.com/torpor-dev/torpor/transport/link"
+	"github.com/torpor-dev/torpor/transport/link/wire"
 )
 
 // mustPulse signs pulse seq of key's chain, following prev (nil for the
@@ -121,7 +122,7 @@ func TestCardLivenessMatchesThePulse(t *testing.T) {
 	for _, tt := range tests {
 		var err error
 		if tt.noCard {
-			_, err = c.Publish(context.Background(), link.State{Mode: "hourly_wake", Window: window11, Pulse: tt.pulse, NextWake: tt.nextWake.Unix()})
+			_, err = c.Publish(context.Background(), wire.State{Mode: "hourly_wake", Window: window11, Pulse: tt.pulse, NextWake: tt.nextWake.Unix()})
 		} else {
 			err = publish(tt.pulse, tt.lv, tt.nextWake, tt.edit)
 		}

@@ -2,8 +2,9 @@
 // A2A endpoint. It implements the A2A offline store-and-forward profile
 // (seeds/000: reachability modes, the asleep signal, bounds, queue-full)
 // on top of store/queue (the durable bounded queue), wake (windows and
-// Retry-After) and transport/link (the device link), and hosts the
-// devices' signed Agent Cards and KeyPackages. The relay never decrypts.
+// Retry-After) and transport/link/server (the relay's side of the device
+// link), and hosts the devices' signed Agent Cards and KeyPackages. The
+// relay never decrypts.
 //
 // # URL layout
 //
@@ -17,7 +18,7 @@
 //	GET  /a/{did}/.well-known/agent-card.json  the card the device signed, verbatim
 //	GET  /a/{did}/pulse                        the device's latest signed liveness pulse
 //	GET  /a/{did}/mls/key-package              {did, wire}: one KeyPackage, handed out once
-//	GET  /link                                 the device link (WebSocket, see transport/link)
+//	GET  /link                                 the device link (WebSocket, see transport/link/wire)
 //	GET  /metrics                              Prometheus
 //	GET  /healthz                              {"status":"ok", ...}
 //

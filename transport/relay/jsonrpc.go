@@ -12,7 +12,8 @@ import (
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/transport/bearer"
-	"github.com/torpor-dev/torpor/transport/link"
+	"github.com/torpor-dev/torpor/transport/link/server"
+	"github.com/torpor-dev/torpor/transport/link/wire"
 	"github.com/torpor-dev/torpor/wake"
 )
 
@@ -149,9 +150,9 @@ func readBody(w http.ResponseWriter, r *http.Request, max int64) ([]byte, error)
 func (s *Relay) forward(w http.ResponseWriter, r *http.Request, agent, caller did.DID, version string, body []byte, req rpcRequest) bool {
 	ctx, cancel := withClockTimeout(r.Context(), s.clk, s.cfg.LiveTimeout)
 	defer cancel()
-	resp, err := s.link.Forward(ctx, agent.String(), link.Request{From: caller.String(), Version: version, Extensions: r.Header.Get("A2A-Extensions"), Body: body})
+	resp, err := s.link.Forward(ctx, agent.String(), wire.Request{From: caller.String(), Version: version, Extensions: r.Header.Get("A2A-Extensions"), Body: body})
 	switch {
-	case errors.Is(err, link.ErrNotLinked):
+	case errors.Is(err, server.ErrNotLinked):
 		return false
 	case err != nil:
 		s.log.Warn("live request unanswered", "agent", agent.String(), "err", err)

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/torpor-dev/torpor/did/didtest"
-	"github.com/torpor-dev/torpor/transport/link"
+	"github.com/torpor-dev/torpor/transport/link/wire"
 )
 
 // TestLastResortKeyPackage: once the pool is empty the relay serves the
@@ -39,18 +39,18 @@ func TestLastResortKeyPackage(t *testing.T) {
 
 	c := h.device(t, dev, "sleep", deviceOpts{})
 	defer c.Close()
-	publish := func(o deviceOpts) (link.Accepted, error) {
+	publish := func(o deviceOpts) (wire.Accepted, error) {
 		return c.Publish(context.Background(), h.state(t, dev, c.Hello(), "sleep", o))
 	}
 	ok, err := publish(deviceOpts{})
-	if err != nil || ok.Held == nil || !bytes.Equal(ok.Held.LastResort, link.KeyPackageDigest(kp(9))) || len(ok.Held.Digests) != 0 {
+	if err != nil || ok.Held == nil || !bytes.Equal(ok.Held.LastResort, wire.KeyPackageDigest(kp(9))) || len(ok.Held.Digests) != 0 {
 		t.Fatalf("state-ok = %+v, %v; want it to name the last-resort KeyPackage and an empty pool", ok.Held, err)
 	}
 	if _, err := publish(deviceOpts{lastRes: []byte{1, 2, 3}}); err == nil {
 		t.Error("a malformed last-resort KeyPackage was accepted")
 	}
 	ok, err = publish(deviceOpts{lastRes: kp(8)})
-	if err != nil || ok.Held == nil || !bytes.Equal(ok.Held.LastResort, link.KeyPackageDigest(kp(8))) {
+	if err != nil || ok.Held == nil || !bytes.Equal(ok.Held.LastResort, wire.KeyPackageDigest(kp(8))) {
 		t.Fatalf("state-ok after a new one = %+v, %v; want it named", ok.Held, err)
 	}
 
@@ -66,7 +66,7 @@ func TestLastResortKeyPackage(t *testing.T) {
 			t.Errorf("after reopen: TakeKeyPackage = %x, %v, %v; want kp(8), the last-resort one", got, last, err)
 		}
 	}
-	if held, err := s2.HeldKeyPackages(dev.DID().String()); err != nil || !bytes.Equal(held.LastResort, link.KeyPackageDigest(kp(8))) {
+	if held, err := s2.HeldKeyPackages(dev.DID().String()); err != nil || !bytes.Equal(held.LastResort, wire.KeyPackageDigest(kp(8))) {
 		t.Errorf("after reopen: HeldKeyPackages = %+v, %v; want it to name kp(8)", held, err)
 	}
 	if _, _, err := s2.TakeKeyPackage(didtest.Key(t, 2).DID().String()); err != ErrNoKeyPackage {

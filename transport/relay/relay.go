@@ -19,7 +19,8 @@ import (
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/transport/bearer"
-	"github.com/torpor-dev/torpor/transport/link"
+	"github.com/torpor-dev/torpor/transport/link/server"
+	"github.com/torpor-dev/torpor/transport/link/wire"
 )
 
 // Config configures a Relay. Queue, States and PublicURL are required.
@@ -74,7 +75,7 @@ type Relay struct {
 	rnd      io.Reader
 	log      *slog.Logger
 	verifier *bearer.Verifier
-	link     *link.Server
+	link     *server.Server
 	metrics  *metrics
 	limiter  *limiter
 	allow    map[string]bool
@@ -126,7 +127,7 @@ func New(cfg Config) (*Relay, error) {
 	s.verifier = &bearer.Verifier{Audience: origin, Clock: cfg.Clock}
 	s.metrics = newMetrics(s)
 	s.limiter = newLimiter(s.clk, cfg.KeyPackageRate, time.Minute)
-	s.link = &link.Server{
+	s.link = &server.Server{
 		Verifier: s.verifier, Queue: cfg.Queue, Agents: (*agents)(s), Clock: cfg.Clock,
 		Logger: s.log.With("component", "link"), OnAcked: s.metrics.acked,
 	}
@@ -144,7 +145,7 @@ func (s *Relay) routes() {
 	m.HandleFunc("GET /a/{did}/.well-known/agent-card.json", s.serveCard)
 	m.HandleFunc("GET /a/{did}/pulse", s.servePulse)
 	m.HandleFunc("GET /a/{did}/mls/key-package", s.serveKeyPackage)
-	m.Handle("GET "+link.Path, s.link)
+	m.Handle("GET "+wire.Path, s.link)
 	m.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
 	m.HandleFunc("GET /healthz", s.serveHealth)
 	s.mux = m
@@ -159,7 +160,7 @@ func (s *Relay) Registry() *prometheus.Registry { return s.metrics.reg }
 
 // Link returns the device link server (for tests and the conformance
 // runner, which forward requests to in-process devices).
-func (s *Relay) Link() *link.Server { return s.link }
+func (s *Relay) Link() *server.Server { return s.link }
 
 // PurgeInterval is how often Run purges expired records.
 const PurgeInterval = time.Minute

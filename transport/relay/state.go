@@ -11,7 +11,7 @@ import (
 
 	"github.com/torpor-dev/torpor/store"
 	"github.com/torpor-dev/torpor/store/queue"
-	"github.com/torpor-dev/torpor/transport/link"
+	"github.com/torpor-dev/torpor/transport/link/wire"
 	"github.com/torpor-dev/torpor/wake"
 )
 
@@ -256,23 +256,23 @@ func (s *States) TakeKeyPackage(agent string) (kp []byte, lastResort bool, err e
 	return kp, lastResort, nil
 }
 
-// HeldKeyPackages returns the link.KeyPackageDigest of every KeyPackage
+// HeldKeyPackages returns the wire.KeyPackageDigest of every KeyPackage
 // agent's pool holds (Digests never nil) and of its last-resort
 // KeyPackage (nil when none): what the device learns in its state-ok, so
 // that it counts those handed out as used and publishes new ones, and
 // knows its last-resort KeyPackage arrived.
-func (s *States) HeldKeyPackages(agent string) (*link.Held, error) {
-	out := &link.Held{Digests: [][]byte{}}
+func (s *States) HeldKeyPackages(agent string) (*wire.Held, error) {
+	out := &wire.Held{Digests: [][]byte{}}
 	err := s.db.View(func(tx *bolt.Tx) error {
 		if v := tx.Bucket(bucketLR).Get([]byte(agent)); v != nil {
-			out.LastResort = link.KeyPackageDigest(v)
+			out.LastResort = wire.KeyPackageDigest(v)
 		}
 		pool := tx.Bucket(bucketKP).Bucket([]byte(agent))
 		if pool == nil {
 			return nil
 		}
 		return pool.ForEach(func(_, v []byte) error {
-			out.Digests = append(out.Digests, link.KeyPackageDigest(v))
+			out.Digests = append(out.Digests, wire.KeyPackageDigest(v))
 			return nil
 		})
 	})
