@@ -17,6 +17,7 @@ import (
 
 	"github.com/torpor-dev/torpor/clock/clocktest"
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/store/agents"
 	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/transport/a2a"
 	"github.com/torpor-dev/torpor/transport/bearer"
@@ -129,7 +130,7 @@ type relayHarness struct {
 	relay  *relay.Relay
 	srv    *httptest.Server
 	q      *queue.Bolt
-	states *relay.States
+	states *agents.Bolt
 	clk    *clocktest.Clock
 	agent  *did.PrivateKey
 	dev    *link.Client
@@ -151,7 +152,7 @@ func startRelay(dir string, now time.Time, b queue.Bounds) (*relayHarness, error
 	if h.q, err = queue.OpenBolt(filepath.Join(dir, "queue.db"), nil); err != nil {
 		return nil, err
 	}
-	if h.states, err = relay.OpenStates(filepath.Join(dir, "agents.db"), nil); err != nil {
+	if h.states, err = agents.OpenBolt(filepath.Join(dir, "agents.db"), nil); err != nil {
 		h.q.Close()
 		return nil, err
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/torpor-dev/torpor/runtime/sessions"
 	"github.com/torpor-dev/torpor/session"
 	"github.com/torpor-dev/torpor/store"
+	"github.com/torpor-dev/torpor/store/agents"
 	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/transport/a2a"
 	"github.com/torpor-dev/torpor/transport/relay"
@@ -79,7 +80,7 @@ func benchWakeDrain(b *testing.B, n int, mls bool) {
 type benchWorld struct {
 	srv    *httptest.Server
 	queue  *queue.Bolt
-	states *relay.States
+	states *agents.Bolt
 	relay  *relay.Relay
 	cfg    runtime.Config
 	wakes  chan runtime.WakeReport
@@ -118,7 +119,7 @@ func newBenchWorld(b *testing.B, n int, mls bool) *benchWorld {
 	if bw.queue, err = queue.OpenBolt(filepath.Join(dir, "queue.db"), nil); err != nil {
 		b.Fatal(err)
 	}
-	if bw.states, err = relay.OpenStates(filepath.Join(dir, "agents.db"), nil); err != nil {
+	if bw.states, err = agents.OpenBolt(filepath.Join(dir, "agents.db"), nil); err != nil {
 		b.Fatal(err)
 	}
 	bw.srv = httptest.NewUnstartedServer(nil)

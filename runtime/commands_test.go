@@ -17,6 +17,7 @@ import (
 	"github.com/torpor-dev/torpor/runtime/deliver"
 	"github.com/torpor-dev/torpor/runtime/purpose"
 	"github.com/torpor-dev/torpor/runtime/runtimetest"
+	"github.com/torpor-dev/torpor/store/agents"
 	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/transport/mqtt"
 	"github.com/torpor-dev/torpor/transport/mqtt/mqtttest"
@@ -61,7 +62,7 @@ func newCmdWorldWith(t *testing.T, mode wake.Mode, opt func(w *cmdWorld, cfg *ru
 	if err != nil {
 		t.Fatal(err)
 	}
-	states, err := relay.OpenStates(filepath.Join(dir, "agents.db"), nil)
+	states, err := agents.OpenBolt(filepath.Join(dir, "agents.db"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

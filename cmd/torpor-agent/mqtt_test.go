@@ -16,6 +16,7 @@ import (
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/runtime"
 	"github.com/torpor-dev/torpor/runtime/runtimetest"
+	"github.com/torpor-dev/torpor/store/agents"
 	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/transport/broker"
 	"github.com/torpor-dev/torpor/transport/mqtt"
@@ -32,7 +33,7 @@ type stack struct {
 func startStack(dir string, check func(error), cleanup func(func())) *stack {
 	q, err := queue.OpenBolt(filepath.Join(dir, "queue.db"), nil)
 	check(err)
-	states, err := relay.OpenStates(filepath.Join(dir, "agents.db"), nil)
+	states, err := agents.OpenBolt(filepath.Join(dir, "agents.db"), nil)
 	check(err)
 	brk, err := broker.Start(broker.Config{Listen: "127.0.0.1:0", DataDir: dir})
 	check(err)

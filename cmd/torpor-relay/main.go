@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/torpor-dev/torpor/clock"
+	"github.com/torpor-dev/torpor/store/agents"
 	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/transport/broker"
 	"github.com/torpor-dev/torpor/transport/relay"
@@ -125,7 +126,7 @@ func run(ctx context.Context, a *args, log *slog.Logger) error {
 		return err
 	}
 	defer q.Close()
-	states, err := relay.OpenStates(filepath.Join(a.dataDir, "agents.db"), nil)
+	states, err := agents.OpenBolt(filepath.Join(a.dataDir, "agents.db"), nil)
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"net/http/httptest"
 	"path/filepath"
 	"testing"
@@ -9,6 +10,7 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/store/agents"
 	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/transport/relay"
 	"github.com/torpor-dev/torpor/wake"
@@ -29,7 +31,7 @@ func setupRelay(env *testscript.Env) error {
 	if err != nil {
 		return err
 	}
-	states, err := relay.OpenStates(filepath.Join(dir, "agents.db"), nil)
+	states, err := agents.OpenBolt(filepath.Join(dir, "agents.db"), nil)
 	if err != nil {
 		return err
 	}
@@ -50,17 +52,17 @@ func setupRelay(env *testscript.Env) error {
 	})
 	agents := []struct {
 		env string
-		st  relay.AgentState
+		st  agents.State
 	}{
-		{"AGENT_SLEEP", relay.AgentState{Mode: wake.Sleep, NextWake: time.Now().Add(10 * time.Minute)}},
-		{"AGENT_SESSION", relay.AgentState{Mode: wake.Session}},
+		{"AGENT_SLEEP", agents.State{Mode: wake.Sleep, NextWake: time.Now().Add(10 * time.Minute)}},
+		{"AGENT_SESSION", agents.State{Mode: wake.Session}},
 	}
 	for _, a := range agents {
 		k, err := did.Generate(nil)
 		if err != nil {
 			return err
 		}
-		if err := states.Put(k.DID().String(), a.st, nil, nil); err != nil {
+		if err := states.Put(context.Background(), k.DID().String(), a.st, nil, nil); err != nil {
 			return err
 		}
 		env.Setenv(a.env, k.DID().String())

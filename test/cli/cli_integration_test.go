@@ -25,6 +25,7 @@ import (
 	"github.com/torpor-dev/torpor/runtime/purpose"
 	"github.com/torpor-dev/torpor/runtime/sessions"
 	"github.com/torpor-dev/torpor/session"
+	"github.com/torpor-dev/torpor/store/agents"
 	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/test/internal/testenv"
 	"github.com/torpor-dev/torpor/transport/broker"
@@ -112,7 +113,7 @@ func startStack(ts *testscript.TestScript, opKeyFile string) {
 	ts.Check(os.MkdirAll(dir, 0o700))
 	q, err := queue.OpenBolt(filepath.Join(dir, "queue.db"), nil)
 	ts.Check(err)
-	states, err := relay.OpenStates(filepath.Join(dir, "agents.db"), nil)
+	states, err := agents.OpenBolt(filepath.Join(dir, "agents.db"), nil)
 	ts.Check(err)
 	brk, err := broker.Start(broker.Config{Listen: "127.0.0.1:0", DataDir: dir})
 	ts.Check(err)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/torpor-dev/torpor/clock/clocktest"
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/store/agents"
 	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/transport/a2a"
 	"github.com/torpor-dev/torpor/transport/bearer"
@@ -33,7 +34,7 @@ type harness struct {
 	srv    *httptest.Server
 	clk    *clocktest.Clock
 	q      *queue.Bolt
-	states *States
+	states *agents.Bolt
 	dir    string
 }
 
@@ -44,7 +45,7 @@ func newHarness(tb testing.TB, mod func(*Config)) *harness {
 	if h.q, err = queue.OpenBolt(filepath.Join(h.dir, "queue.db"), nil); err != nil {
 		tb.Fatal(err)
 	}
-	if h.states, err = OpenStates(filepath.Join(h.dir, "agents.db"), nil); err != nil {
+	if h.states, err = agents.OpenBolt(filepath.Join(h.dir, "agents.db"), nil); err != nil {
 		tb.Fatal(err)
 	}
 	h.srv = httptest.NewUnstartedServer(nil)

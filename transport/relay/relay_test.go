@@ -17,6 +17,7 @@ import (
 
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/did/didtest"
+	"github.com/torpor-dev/torpor/store/agents"
 	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/transport/a2a"
 	"github.com/torpor-dev/torpor/transport/link"
@@ -318,7 +319,7 @@ func TestCardAndPulse(t *testing.T) {
 	if err := a2a.VerifyCard(r.body, dev.DID()); err != nil {
 		t.Errorf("served card does not verify: %v", err)
 	}
-	st, _ := h.states.Get(dev.DID().String())
+	st, _ := h.states.Get(context.Background(), dev.DID().String())
 	if !bytes.Equal(r.body, st.Card) {
 		t.Error("served card differs from the uploaded bytes")
 	}
@@ -394,13 +395,13 @@ func TestKeyPackagesHandedOutOnce(t *testing.T) {
 	}
 	// Durable: reopening the state file does not bring them back.
 	h.states.Close()
-	s2, err := OpenStates(h.dir+"/agents.db", nil)
+	s2, err := agents.OpenBolt(h.dir+"/agents.db", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s2.Close()
-	if _, _, err := s2.TakeKeyPackage(dev.DID().String()); err != ErrNoKeyPackage {
-		t.Errorf("after reopen: TakeKeyPackage = %v, want ErrNoKeyPackage", err)
+	if _, _, err := s2.TakeKeyPackage(context.Background(), dev.DID().String()); err != agents.ErrNoKeyPackage {
+		t.Errorf("after reopen: TakeKeyPackage = %v, want agents.ErrNoKeyPackage", err)
 	}
 }
 
@@ -548,7 +549,7 @@ func TestStateSurvivesRestart(t *testing.T) {
 	// read-only in bbolt's sense; reopen after closing).
 	h.relay.Link().Close()
 	h.states.Close()
-	states, err := OpenStates(h.dir+"/agents.db", nil)
+	states, err := agents.OpenBolt(h.dir+"/agents.db", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
