@@ -240,24 +240,9 @@ func (h *relayHarness) do(r httpRequest, expect map[string]json.RawMessage) (str
 		return "", err
 	}
 	liveBefore := h.live.Load()
-	base := h.srv.URL + "/a/" + h.agent.DID().String()
-	var req *http.Request
-	if r.Method == http.MethodGet {
-		req, _ = http.NewRequest(http.MethodGet, base+a2a.CardPath, nil)
-	} else {
-		req, _ = http.NewRequest(r.Method, base+a2a.JSONRPCPath, strings.NewReader(r.Body))
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if r.AtomCallerDid != "" {
-		k, err := callerKey(r.AtomCallerDid)
-		if err != nil {
-			return "", err
-		}
-		tok, err := bearer.Issue(k, h.srv.URL, h.clk.Now(), 0)
-		if err != nil {
-			return "", err
-		}
-		req.Header.Set("Authorization", bearer.Authorization(tok))
+	req, err := h.request(r)
+	if err != nil {
+		return "", err
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -280,6 +265,39 @@ func (h *relayHarness) do(r httpRequest, expect map[string]json.RawMessage) (str
 		"kind":             fmt.Sprint(ans["kind"]),
 		"retryAfterHeader": fmt.Sprint(resp.Header.Get("Retry-After") != ""),
 	}
+	return observed(expect, got, ans), nil
+}
+
+// request builds the vector's request to the agent: GET fetches its card,
+// anything else posts the body to its JSON-RPC endpoint, with a DID Bearer
+// token of the vector's caller when it names one.
+func (h *relayHarness) request(r httpRequest) (*http.Request, error) {
+	base := h.srv.URL + "/a/" + h.agent.DID().String()
+	var req *http.Request
+	if r.Method == http.MethodGet {
+		req, _ = http.NewRequest(http.MethodGet, base+a2a.CardPath, nil)
+	} else {
+		req, _ = http.NewRequest(r.Method, base+a2a.JSONRPCPath, strings.NewReader(r.Body))
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if r.AtomCallerDid != "" {
+		k, err := callerKey(r.AtomCallerDid)
+		if err != nil {
+			return nil, err
+		}
+		tok, err := bearer.Issue(k, h.srv.URL, h.clk.Now(), 0)
+		if err != nil {
+			return nil, err
+		}
+		req.Header.Set("Authorization", bearer.Authorization(tok))
+	}
+	return req, nil
+}
+
+// observed renders the fields the vector expects, as name=value sorted by
+// name, from what was observed (got) and the answer's body (ans); for
+// retryAfterSecMin it says whether the answer's retryAfterSec reaches it.
+func observed(expect map[string]json.RawMessage, got map[string]string, ans map[string]any) string {
 	var fields []string
 	for name, raw := range expect {
 		if name == "retryAfterSecMin" {
@@ -295,7 +313,7 @@ func (h *relayHarness) do(r httpRequest, expect map[string]json.RawMessage) (str
 		fields = append(fields, name+"="+got[name])
 	}
 	sort.Strings(fields)
-	return strings.Join(fields, " "), nil
+	return strings.Join(fields, " ")
 }
 
 // profileToken returns the profile's error token of an answer: the

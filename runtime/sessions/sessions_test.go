@@ -189,18 +189,7 @@ func TestDrainWithSessions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("report: %v", rep)
-	if rep.Handshake != 1 || rep.Accepted != 1 || rep.Deferred != 1 {
-		t.Errorf("handshakes %d accepted %d deferred %d, want 1, 1, 1", rep.Handshake, rep.Accepted, rep.Deferred)
-	}
-	for cause, n := range map[string]int{"sender-mismatch": 1, "replay": 1, "purpose-not-permitted": 1, drain.CauseMLS: 1} {
-		if rep.Rejected[cause] != n {
-			t.Errorf("rejected for %s: %d, want %d (%v)", cause, rep.Rejected[cause], n, rep.Rejected)
-		}
-	}
-	if !slices.Equal(acked, []uint64{1, 2, 3, 4, 5, 7}) {
-		t.Errorf("acked %v, want all but the deferred record 6", acked)
-	}
+	checkFirstBatch(t, rep, acked)
 	if len(bob.rec.got) != 1 || bob.rec.got[0].ObjectID != objectID(t, good) || bob.rec.got[0].Sender != aliceKey.DID().String() {
 		t.Fatalf("delivered %+v, want alice's object from alice", bob.rec.got)
 	}
@@ -221,6 +210,26 @@ func TestDrainWithSessions(t *testing.T) {
 	}
 	if last := bob.rec.got[len(bob.rec.got)-1]; last.ObjectID != objectID(t, next) {
 		t.Errorf("delivered %s, want %s", last.ObjectID, objectID(t, next))
+	}
+}
+
+// checkFirstBatch checks the report and acknowledgements of
+// TestDrainWithSessions' first batch: one handshake applied, one object
+// accepted, carol's record deferred, one rejection for each cause, every
+// record but the deferred one acknowledged.
+func checkFirstBatch(t *testing.T, rep drain.Report, acked []uint64) {
+	t.Helper()
+	t.Logf("report: %v", rep)
+	if rep.Handshake != 1 || rep.Accepted != 1 || rep.Deferred != 1 {
+		t.Errorf("handshakes %d accepted %d deferred %d, want 1, 1, 1", rep.Handshake, rep.Accepted, rep.Deferred)
+	}
+	for cause, n := range map[string]int{"sender-mismatch": 1, "replay": 1, "purpose-not-permitted": 1, drain.CauseMLS: 1} {
+		if rep.Rejected[cause] != n {
+			t.Errorf("rejected for %s: %d, want %d (%v)", cause, rep.Rejected[cause], n, rep.Rejected)
+		}
+	}
+	if !slices.Equal(acked, []uint64{1, 2, 3, 4, 5, 7}) {
+		t.Errorf("acked %v, want all but the deferred record 6", acked)
 	}
 }
 
