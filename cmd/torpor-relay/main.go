@@ -1,8 +1,8 @@
 // Command torpor-relay is the hosted relay every sleeping Torpor device
 // pairs with: the device's public A2A endpoint, its bounded durable queue,
 // its KeyPackage pool and its MQTT broker. The logic lives in
-// transport/relay; this command parses flags, opens the stores and wires
-// things together.
+// transport/relay, store/queue, store/agents and transport/broker; this
+// command parses flags, opens the stores and wires things together.
 //
 // With no flags it is a complete deployment on loopback: HTTP on
 // 127.0.0.1:8080 (plain HTTP: put a TLS-terminating proxy in front, or pass
