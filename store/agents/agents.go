@@ -45,7 +45,8 @@ type State struct {
 // Store is the relay's per-agent state. The package doc says which
 // operations are atomic and how a store shared by many relays keeps them
 // so. KeyPackages are MLSMessage-wrapped (RFC 9420, Section 6) and opaque
-// to the store.
+// to the store. ctx bounds a call to a networked backend; Bolt's calls
+// wait on no network and ignore it, as they did before Store existed.
 type Store interface {
 	// Get returns agent's state, or ErrUnknownAgent.
 	Get(ctx context.Context, agent string) (State, error)
