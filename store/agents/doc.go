@@ -20,9 +20,10 @@
 //     last-resort KeyPackage as one operation, and stores nothing when the
 //     pool would grow past MaxKeyPackages. Its writes for an agent come
 //     from that agent's one device link, so a key-value backend can
-//     serialize them by updating the agent's state key only at the
-//     revision it read (compare-and-swap), after writing the new pool keys,
-//     and retry or refuse when another relay wrote first.
+//     serialize them on the agent's state key: count the pool, write the
+//     new pool keys, then update the state key only at the revision it
+//     read (compare-and-swap); when another relay wrote first, delete the
+//     pool keys it wrote and retry.
 //   - TakeKeyPackage hands each pooled KeyPackage out at most once, across
 //     concurrent callers, relays and restarts: removing it is the same
 //     atomic step as choosing it. A key-value backend reads the oldest
