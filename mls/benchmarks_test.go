@@ -6,8 +6,8 @@ import (
 	"github.com/torpor-dev/torpor/mls/internal/suite"
 )
 
-// Benchmarks of engineer B's part: KeyPackage generation, joining from a
-// Welcome, application messages. `make bench` runs them side by side.
+// Benchmarks of KeyPackage generation, joining from a Welcome and
+// application messages. `make bench` runs them side by side.
 
 func BenchmarkKeyPackageGeneration(b *testing.B) {
 	sig, _, err := suite.GenerateSignatureKey(nil)

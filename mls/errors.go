@@ -6,8 +6,8 @@ import (
 	"strconv"
 )
 
-// Errors of engineer A's part: codecs, the ratchet tree, TreeKEM, proposals
-// and commits. Each sentinel says when it is returned.
+// Errors of codecs, the ratchet tree, TreeKEM, proposals and commits. Each
+// sentinel says when it is returned.
 var (
 	// ErrMalformed is matched (errors.Is) by every *ParseError: the input
 	// does not decode as the RFC 9420 structure it should be, in the
@@ -130,9 +130,8 @@ func errorf(structName, format string, args ...any) error {
 	return &ParseError{Struct: structName, Offset: -1, Err: fmt.Errorf(format, args...)}
 }
 
-// Errors of engineer B's part: message protection, the key schedule and
-// secret tree, Welcome and external joins, group state. Each sentinel says
-// when it is returned.
+// Errors of message protection, the key schedule and secret tree, Welcome
+// and external joins, group state. Each sentinel says when it is returned.
 var (
 	// ErrDecryption is the one opaque error of every failed decryption or
 	// MAC check (a PrivateMessage layer, a membership tag, a Welcome, an
