@@ -154,18 +154,40 @@ func TestOutOfOrderReplayAndWindow(t *testing.T) {
 	}
 }
 
+// TestKeyDoesNotChangeState: Key leaves the serialised tree as it was, also
+// for a leaf whose ratchets were never started and when it fails, and the
+// key it gave is the one Consume then uses.
 func TestKeyDoesNotChangeState(t *testing.T) {
 	tr := newTree(t, 8)
-	if _, err := tr.Key(5, Application, 0); err != nil {
-		t.Fatal(err)
-	}
 	before, _ := tr.MarshalBinary()
-	if _, err := tr.Key(5, Application, 900); err != nil {
+	kn, err := tr.Key(5, Application, 900)
+	if err != nil {
 		t.Fatal(err)
 	}
-	after, _ := tr.MarshalBinary()
-	if !bytes.Equal(before, after) {
-		t.Error("Key changed the serialised state")
+	if _, err := tr.Key(6, Handshake, DefaultMaxForward+1); !errors.Is(err, ErrGenerationTooFar) {
+		t.Fatalf("Key beyond the window = %v", err)
+	}
+	if after, _ := tr.MarshalBinary(); !bytes.Equal(before, after) {
+		t.Error("Key on a fresh leaf changed the serialised state")
+	}
+	if err := tr.Consume(5, Application, 900); err != nil {
+		t.Fatal(err)
+	}
+	before, _ = tr.MarshalBinary()
+	if _, err := tr.Key(5, Application, 901); err != nil {
+		t.Fatal(err)
+	}
+	if after, _ := tr.MarshalBinary(); !bytes.Equal(before, after) {
+		t.Error("Key on a started leaf changed the serialised state")
+	}
+	// The key of a leaf not started equals the one of the started leaf.
+	other := newTree(t, 8)
+	if err := other.Consume(5, Application, 0); err != nil {
+		t.Fatal(err)
+	}
+	want, err := other.Key(5, Application, 900)
+	if err != nil || !bytes.Equal(kn.Key, want.Key) || !bytes.Equal(kn.Nonce, want.Nonce) {
+		t.Errorf("Key(900) before the leaf started = %x, after = %x (%v)", kn.Key, want.Key, err)
 	}
 }
 
