@@ -30,8 +30,8 @@ type Config struct {
 	// see LifetimePolicy for why).
 	MaxLifetime time.Duration
 	// KeyPackageLifetime is the validity of KeyPackages we generate,
-	// starting an hour before now (for peers whose clocks lag); zero means
-	// 90 days.
+	// starting KeyPackageClockSkew (an hour) before now, for peers whose
+	// clocks lag; zero means DefaultKeyPackageLifetime (27 days).
 	KeyPackageLifetime time.Duration
 	// PSKs looks up external pre-shared keys and resumption PSKs of other
 	// groups; nil means none are available.

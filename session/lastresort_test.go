@@ -9,6 +9,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/torpor-dev/torpor/clock/clocktest"
+	"github.com/torpor-dev/torpor/mls"
 	"github.com/torpor-dev/torpor/transport/link"
 )
 
@@ -153,12 +154,12 @@ func TestLastResortReplacedByAge(t *testing.T) {
 	alice, bob := newAgent(t, "alice", clk), newAgent(t, "bob", clk)
 	old := lastResort(t, bob)
 	lastResortHeld(t, bob, old)
-	clk.Advance(44 * 24 * time.Hour)
+	clk.Advance(mls.DefaultKeyPackageLifetime/2 - time.Hour)
 	if got := lastResort(t, bob); got != nil {
 		t.Fatal("LastResort before half its lifetime: want it kept")
 	}
 	p := welcome(t, alice, bob, old) // fetched before the replacement
-	clk.Advance(24 * time.Hour)
+	clk.Advance(time.Hour)
 	next := lastResort(t, bob)
 	if next == nil || bytes.Equal(next, old) {
 		t.Fatal("LastResort past half its lifetime: want a new one")
@@ -178,5 +179,35 @@ func TestLastResortReplacedByAge(t *testing.T) {
 	lastResortHeld(t, bob, nil)
 	if got := lastResort(t, bob); !bytes.Equal(got, next) {
 		t.Error("LastResort after the relay said it holds none: want the current one again")
+	}
+}
+
+// maxPeerLifetime is the longest KeyPackage lifetime, clock-skew slack
+// included, that we expect every peer to accept: 28 days, under the month
+// ts-mls declares as its maximum (docs/sessions.md).
+const maxPeerLifetime = 28 * 24 * time.Hour
+
+// TestKeyPackageLifetimes: the pool's and the last-resort KeyPackages are
+// valid now, for at most maxPeerLifetime in all, and the last-resort one is
+// replaced after half of its lifetime.
+func TestKeyPackageLifetimes(t *testing.T) {
+	clk := clocktest.New(testStart)
+	bob := newAgent(t, "bob", clk)
+	lr := lastResort(t, bob)
+	for i, b := range append(refill(t, bob), lr) {
+		m, err := mls.ParseMLSMessage(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l := m.KeyPackage.LeafNode.Lifetime
+		from, to := time.Unix(int64(l.NotBefore), 0), time.Unix(int64(l.NotAfter), 0)
+		if from.After(clk.Now()) || !to.After(clk.Now()) || to.Sub(from) > maxPeerLifetime {
+			t.Errorf("KeyPackage %d: lifetime %v … %v (%v), want now inside and at most %v", i, from, to, to.Sub(from), maxPeerLifetime)
+		}
+	}
+	lastResortHeld(t, bob, lr)
+	clk.Advance(maxPeerLifetime / 2)
+	if next := lastResort(t, bob); next == nil {
+		t.Error("the last-resort KeyPackage was kept past half of maxPeerLifetime")
 	}
 }
