@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/torpor-dev/torpor/mls"
+	"github.com/torpor-dev/torpor/mls/internal/vectorfmt"
 )
 
 // treekem: UpdatePath processing and creation (RFC 9420, Sections 7.4 to
@@ -13,32 +14,8 @@ func init() {
 	register(&kind{name: "treekem", requires: []string{"update_paths"}, run: runTreeKEM})
 }
 
-type treeKEMCase struct {
-	CipherSuite             uint16   `json:"cipher_suite"`
-	GroupID                 hexBytes `json:"group_id"`
-	Epoch                   uint64   `json:"epoch"`
-	ConfirmedTranscriptHash hexBytes `json:"confirmed_transcript_hash"`
-	RatchetTree             hexBytes `json:"ratchet_tree"`
-	LeavesPrivate           []struct {
-		Index          uint32   `json:"index"`
-		EncryptionPriv hexBytes `json:"encryption_priv"`
-		SignaturePriv  hexBytes `json:"signature_priv"`
-		PathSecrets    []struct {
-			Node       uint32   `json:"node"`
-			PathSecret hexBytes `json:"path_secret"`
-		} `json:"path_secrets"`
-	} `json:"leaves_private"`
-	UpdatePaths []struct {
-		Sender        uint32     `json:"sender"`
-		UpdatePath    hexBytes   `json:"update_path"`
-		PathSecrets   []hexBytes `json:"path_secrets"`
-		CommitSecret  hexBytes   `json:"commit_secret"`
-		TreeHashAfter hexBytes   `json:"tree_hash_after"`
-	} `json:"update_paths"`
-}
-
 func runTreeKEM(c fields) error {
-	var v treeKEMCase
+	var v vectorfmt.TreeKEM
 	if err := decode(c, &v); err != nil {
 		return err
 	}

@@ -2,55 +2,20 @@ package secrettree
 
 import (
 	"bytes"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
-	"os"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/torpor-dev/torpor/mls/internal/treemath"
+
+	"github.com/torpor-dev/torpor/mls/internal/vectorfmt"
 )
 
-type hexBytes []byte
-
-func (h *hexBytes) UnmarshalJSON(b []byte) error {
-	var s string
-	if err := json.Unmarshal(b, &s); err != nil {
-		return err
-	}
-	v, err := hex.DecodeString(s)
-	*h = v
-	return err
-}
-
-type vector struct {
-	CipherSuite      uint16   `json:"cipher_suite"`
-	EncryptionSecret hexBytes `json:"encryption_secret"`
-	SenderData       struct {
-		SenderDataSecret hexBytes `json:"sender_data_secret"`
-		Ciphertext       hexBytes
-		Key              hexBytes
-		Nonce            hexBytes
-	} `json:"sender_data"`
-	Leaves [][]struct {
-		Generation       uint32
-		HandshakeKey     hexBytes `json:"handshake_key"`
-		HandshakeNonce   hexBytes `json:"handshake_nonce"`
-		ApplicationKey   hexBytes `json:"application_key"`
-		ApplicationNonce hexBytes `json:"application_nonce"`
-	}
-}
-
-func loadVectors(t testing.TB) []vector {
+func loadVectors(t testing.TB) []vectorfmt.SecretTree {
 	t.Helper()
-	b, err := os.ReadFile("../../testdata/secret-tree.cs1.json")
+	vs, err := vectorfmt.Load[vectorfmt.SecretTree]("../../testdata/secret-tree.cs1.json")
 	if err != nil {
-		t.Fatal(err)
-	}
-	var vs []vector
-	if err := json.Unmarshal(b, &vs); err != nil {
 		t.Fatal(err)
 	}
 	return vs
