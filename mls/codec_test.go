@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/crypto/cryptobyte"
 
+	"github.com/torpor-dev/torpor/mls/internal/vectorfmt"
 	"github.com/torpor-dev/torpor/mls/internal/wire"
 )
 
@@ -127,37 +128,34 @@ func TestMessagesWireFormats(t *testing.T) {
 // reader the codec uses: a header followed by length bytes must decode to
 // exactly that many bytes.
 func TestDeserializationVectors(t *testing.T) {
-	var cases []struct {
-		Header string `json:"vlbytes_header"`
-		Length int    `json:"length"`
-	}
+	var cases []vectorfmt.Deserialization
 	loadVectors(t, "deserialization.json", &cases)
 	if len(cases) == 0 {
 		t.Fatal("no cases")
 	}
 	for _, c := range cases {
-		hdr := unhex(t, c.Header)
+		hdr := []byte(c.Header)
 		// A header announcing more bytes than follow is truncated input.
 		s := cryptobyte.String(append(hdr, 0))
 		var body cryptobyte.String
 		ok := wire.ReadVarVector(&s, &body)
 		if want := c.Length <= 1; ok != want {
-			t.Errorf("ReadVarVector(%s + 1 byte) ok = %v, want %v", c.Header, ok, want)
+			t.Errorf("ReadVarVector(%x + 1 byte) ok = %v, want %v", c.Header, ok, want)
 		}
 		s = cryptobyte.String(hdr)
 		var n uint64
-		if !wire.ReadVarint(&s, &n) || !s.Empty() || n != uint64(c.Length) {
-			t.Errorf("ReadVarint(%s) = %d, want %d", c.Header, n, c.Length)
+		if !wire.ReadVarint(&s, &n) || !s.Empty() || n != c.Length {
+			t.Errorf("ReadVarint(%x) = %d, want %d", c.Header, n, c.Length)
 		}
-		if enc := wire.AppendVarint(nil, uint64(c.Length)); !bytes.Equal(enc, hdr) {
-			t.Errorf("AppendVarint(%d) = %x, want %s", c.Length, enc, c.Header)
+		if enc := wire.AppendVarint(nil, c.Length); !bytes.Equal(enc, hdr) {
+			t.Errorf("AppendVarint(%d) = %x, want %x", c.Length, enc, c.Header)
 		}
 		if c.Length < 1<<16 {
 			in := append(hdr, make([]byte, c.Length)...)
 			d := newDecoder(in)
 			var out []byte
-			if !d.opaque("v", &out) || !d.s.Empty() || len(out) != c.Length {
-				t.Errorf("decoder.opaque(header %s + %d bytes) = %d bytes, rest %d", c.Header, c.Length, len(out), len(d.s))
+			if !d.opaque("v", &out) || !d.s.Empty() || uint64(len(out)) != c.Length {
+				t.Errorf("decoder.opaque(header %x + %d bytes) = %d bytes, rest %d", c.Header, c.Length, len(out), len(d.s))
 			}
 		}
 	}

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"testing"
+
+	"github.com/torpor-dev/torpor/mls/internal/vectorfmt"
 )
 
 // Round-trip fuzz targets (parse, re-encode, compare) for the structures
@@ -92,10 +94,10 @@ func FuzzGroupInfo(f *testing.F) {
 
 func FuzzRatchetTree(f *testing.F) {
 	seeds := vectorSeeds(f, "ratchet_tree", 0)
-	var trees []treeValidationCase
+	var trees []vectorfmt.TreeValidation
 	loadVectors(f, "tree-validation.cs1.json", &trees)
 	for _, c := range trees[:4] {
-		seeds = append(seeds, unhex(f, c.Tree))
+		seeds = append(seeds, c.Tree)
 	}
 	fuzzRoundTrip(f, seeds, func(in []byte) ([]byte, error) {
 		t, err := ParseRatchetTree(in)
