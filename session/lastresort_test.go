@@ -68,27 +68,7 @@ func TestLastResortReuse(t *testing.T) {
 	alice, carol, dave, bob := newAgent(t, "alice", clk), newAgent(t, "carol", clk), newAgent(t, "dave", clk), newAgent(t, "bob", clk)
 	bob.cfg.KeyPackageGrace = 7 * 24 * time.Hour
 	bob.reopen()
-	lr := lastResort(t, bob)
-	if lr == nil {
-		t.Fatal("LastResort = nil, want a KeyPackage to publish")
-	}
-	k, err := ParseKeyPackage(lr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := CheckKeyPackage(bob.s.mlsConfig(), k, bob.id()); err != nil {
-		t.Fatalf("last-resort KeyPackage: %v", err)
-	}
-	if again := lastResort(t, bob); !bytes.Equal(again, lr) {
-		t.Fatal("LastResort before the relay confirmed it returned another KeyPackage, want the same")
-	}
-	lastResortHeld(t, bob, lr)
-	if again := lastResort(t, bob); again != nil {
-		t.Fatal("LastResort after the relay confirmed it returned a KeyPackage, want nil")
-	}
-	if total, _ := poolSize(t, bob); total != 0 {
-		t.Errorf("the pool holds %d, want the last-resort KeyPackage kept apart", total)
-	}
+	lr := publishLastResort(t, bob)
 
 	pa, pc := welcome(t, alice, bob, lr), welcome(t, carol, bob, lr)
 	bob.reopen()
@@ -116,7 +96,44 @@ func TestLastResortReuse(t *testing.T) {
 		t.Error("the same Welcome again changed the state")
 	}
 
-	// Used: the next refill replaces it. The old one stays usable.
+	replaceUsedLastResort(t, clk, bob, dave, lr)
+}
+
+// publishLastResort has a make its last-resort KeyPackage, checks it is
+// published until the relay confirms it and kept apart from the pool, and
+// returns it.
+func publishLastResort(t *testing.T, a *agent) []byte {
+	t.Helper()
+	lr := lastResort(t, a)
+	if lr == nil {
+		t.Fatal("LastResort = nil, want a KeyPackage to publish")
+	}
+	k, err := ParseKeyPackage(lr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := CheckKeyPackage(a.s.mlsConfig(), k, a.id()); err != nil {
+		t.Fatalf("last-resort KeyPackage: %v", err)
+	}
+	if again := lastResort(t, a); !bytes.Equal(again, lr) {
+		t.Fatal("LastResort before the relay confirmed it returned another KeyPackage, want the same")
+	}
+	lastResortHeld(t, a, lr)
+	if again := lastResort(t, a); again != nil {
+		t.Fatal("LastResort after the relay confirmed it returned a KeyPackage, want nil")
+	}
+	if total, _ := poolSize(t, a); total != 0 {
+		t.Errorf("the pool holds %d, want the last-resort KeyPackage kept apart", total)
+	}
+	return lr
+}
+
+// replaceUsedLastResort: bob's used last-resort KeyPackage lr is replaced
+// at the next refill; a Welcome to it (from dave, then from another agent)
+// still joins until KeyPackageGrace after the relay confirmed the
+// successor, and not after.
+func replaceUsedLastResort(t *testing.T, clk *clocktest.Clock, bob, dave *agent, lr []byte) {
+	t.Helper()
 	next := lastResort(t, bob)
 	if next == nil || bytes.Equal(next, lr) {
 		t.Fatal("LastResort after the last-resort KeyPackage was used: want a new one")
