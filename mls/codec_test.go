@@ -2,7 +2,6 @@ package mls
 
 import (
 	"bytes"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"os"
@@ -25,15 +24,6 @@ func loadVectors(t testing.TB, name string, out any) {
 	if err := json.Unmarshal(data, out); err != nil {
 		t.Fatalf("%s: %v", name, err)
 	}
-}
-
-func unhex(t testing.TB, s string) []byte {
-	t.Helper()
-	b, err := hex.DecodeString(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
 }
 
 // codec is a structure with both halves of the codec.
@@ -67,7 +57,7 @@ var messageCodecs = map[string]func() codec{
 // messages.cs1.json (RFC 9420 structures incl. GREASE and unknown values):
 // the bytes must be identical.
 func TestMessagesVectors(t *testing.T) {
-	var cases []map[string]string
+	var cases []vectorfmt.Messages
 	loadVectors(t, "messages.cs1.json", &cases)
 	if len(cases) == 0 {
 		t.Fatal("no cases")
@@ -82,7 +72,7 @@ func TestMessagesVectors(t *testing.T) {
 				t.Errorf("case %d: unknown field %q", i, field)
 				continue
 			}
-			in := unhex(t, hx)
+			in := []byte(hx)
 			v := newV()
 			if err := decodeAll(in, v, field); err != nil {
 				t.Errorf("case %d %s: %v", i, field, err)
@@ -98,11 +88,11 @@ func TestMessagesVectors(t *testing.T) {
 // TestMessagesWireFormats checks that each MLSMessage field of
 // messages.json decodes to the wire format and content type it names.
 func TestMessagesWireFormats(t *testing.T) {
-	var cases []map[string]string
+	var cases []vectorfmt.Messages
 	loadVectors(t, "messages.cs1.json", &cases)
 	for i, c := range cases {
 		check := func(field string, wf WireFormat, ct ContentType) {
-			m, err := ParseMLSMessage(unhex(t, c[field]))
+			m, err := ParseMLSMessage(c[field])
 			if err != nil {
 				t.Errorf("case %d %s: %v", i, field, err)
 				return
@@ -165,10 +155,10 @@ func TestDeserializationVectors(t *testing.T) {
 // non-minimal length headers, the 0b11 prefix, truncation, trailing bytes
 // and bad enum values.
 func TestStrictDecoding(t *testing.T) {
-	var cases []map[string]string
+	var cases []vectorfmt.Messages
 	loadVectors(t, "messages.cs1.json", &cases)
-	kp := unhex(t, cases[0]["mls_key_package"])
-	commit := unhex(t, cases[0]["commit"])
+	kp := cases[0]["mls_key_package"]
+	commit := cases[0]["commit"]
 
 	// A GroupSecrets with a one-byte joiner secret, then variants.
 	good := []byte{0x01, 0xaa, 0x00, 0x00}

@@ -17,11 +17,11 @@ import (
 // with the first skip bytes (an MLSMessage header) cut off.
 func vectorSeeds(f *testing.F, field string, skip int) [][]byte {
 	f.Helper()
-	var cases []map[string]string
+	var cases []vectorfmt.Messages
 	loadVectors(f, "messages.cs1.json", &cases)
 	var out [][]byte
 	for _, c := range cases[:min(len(cases), 20)] {
-		out = append(out, unhex(f, c[field])[skip:])
+		out = append(out, c[field][skip:])
 	}
 	return out
 }

@@ -81,7 +81,7 @@ var messageFields = map[string]roundTrip{
 }
 
 func runMessages(c fields) error {
-	v := map[string]vectorfmt.HexBytes{}
+	v := vectorfmt.Messages{}
 	if err := decode(c, &v); err != nil {
 		return err
 	}

@@ -49,6 +49,11 @@ type Deserialization struct {
 	Length uint64   `json:"length"`
 }
 
+// Messages is a case of messages: one encoded RFC 9420 structure per field
+// (mls_welcome, mls_key_package, commit, ratchet_tree, ...), each to decode
+// and re-encode byte for byte.
+type Messages map[string]HexBytes
+
 // KeySchedule is a case of key-schedule (RFC 9420, Sections 8, 8.1, 8.3
 // and 8.5).
 type KeySchedule struct {

@@ -30,6 +30,7 @@ func TestLoad(t *testing.T) {
 		"deserialization.json":                    count[Deserialization],
 		"key-schedule.cs1.json":                   count[KeySchedule],
 		"message-protection.cs1.json":             count[MessageProtection],
+		"messages.cs1.json":                       count[Messages],
 		"passive-client-handling-commit.cs1.json": count[PassiveClient],
 		"passive-client-welcome.cs1.json":         count[PassiveClient],
 		"psk_secret.cs1.json":                     count[PSKSecret],
