@@ -12,9 +12,10 @@ import (
 )
 
 // A rejected message must leave the group's saved state byte for byte as
-// it was (ProcessMessage's contract; RFC 9420, Section 9.2 lets a member
-// delete a key only once it decrypted a message with it, and the secret
-// tree of Section 9 must not be advanced by a forgery). rejectFixture is a
+// it was (ProcessMessage's contract). RFC 9420, Section 6.3 has the
+// receiver decrypt and verify a PrivateMessage with the sender's ratchet
+// key; the secret tree of Section 9 must not be advanced by a message that
+// fails those checks, and Section 9.2 deletes a key only once it was used. rejectFixture is a
 // group of alice (leaf 0), bob (leaf 1, the receiver under test) and carol
 // (leaf 2), in its second epoch, in which bob has seen nothing from carol,
 // with messages of the first epoch carol made before the Commit.
