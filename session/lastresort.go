@@ -27,9 +27,10 @@ import (
 // The device keeps one current last-resort KeyPackage and replaces it at
 // the first refill after either
 //
-//   - half its lifetime passed (45 of 90 days): the relay serves it through a
-//     whole sleep and the device may miss wakes, so it must have plenty of
-//     validity left whenever a sender gets it, or senders refuse it; or
+//   - half its lifetime passed (13.5 of mls.DefaultKeyPackageLifetime's 27
+//     days): the relay serves it through a whole sleep and the device may
+//     miss wakes, so it must have plenty of validity left whenever a sender
+//     gets it, or senders refuse it; or
 //   - a Welcome used it (LastResortMaxUses): each session started through it
 //     shares its init key, and the key's private half is a forward-secrecy
 //     liability for all of them until deleted. Replacing it at the next wake

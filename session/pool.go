@@ -170,17 +170,31 @@ func (s *Sessions) Published(tx *bolt.Tx, kps [][]byte, held [][]byte) (int, err
 		return 0, err
 	}
 	pool := r.Bucket(bucketKP)
-	put := func(ref []byte, e *poolEntry) error {
-		v, err := encMode.Marshal(e)
-		if err != nil {
-			return err
-		}
-		return store.Err(pool.Put(ref, v))
+	if err := markPublished(pool, kps); err != nil {
+		return 0, err
 	}
+	if held == nil {
+		return 0, nil
+	}
+	return markTaken(pool, held, s.clock.Now().Unix())
+}
+
+// putPoolEntry stores e under ref in the pool.
+func putPoolEntry(pool *bolt.Bucket, ref []byte, e *poolEntry) error {
+	v, err := encMode.Marshal(e)
+	if err != nil {
+		return err
+	}
+	return store.Err(pool.Put(ref, v))
+}
+
+// markPublished marks the pool entries of kps published; those no longer
+// in the pool (consumed or pruned meanwhile) are skipped.
+func markPublished(pool *bolt.Bucket, kps [][]byte) error {
 	for _, wire := range kps {
 		kp, err := ParseKeyPackage(wire)
 		if err != nil {
-			return 0, err
+			return err
 		}
 		ref := mls.KeyPackageRef(kp)
 		v := pool.Get(ref)
@@ -192,13 +206,16 @@ func (s *Sessions) Published(tx *bolt.Tx, kps [][]byte, held [][]byte) (int, err
 			continue
 		}
 		e.Published = true
-		if err := put(ref, &e); err != nil {
-			return 0, err
+		if err := putPoolEntry(pool, ref, &e); err != nil {
+			return err
 		}
 	}
-	if held == nil {
-		return 0, nil
-	}
+	return nil
+}
+
+// markTaken marks every published entry whose digest is not in held as
+// handed out at now, and returns how many it marked.
+func markTaken(pool *bolt.Bucket, held [][]byte, now int64) (int, error) {
 	at := make(map[string]bool, len(held))
 	for _, d := range held {
 		at[string(d)] = true
@@ -208,7 +225,7 @@ func (s *Sessions) Published(tx *bolt.Tx, kps [][]byte, held [][]byte) (int, err
 		e   poolEntry
 	}
 	var out []taken
-	err = pool.ForEach(func(k, v []byte) error {
+	err := pool.ForEach(func(k, v []byte) error {
 		var e poolEntry
 		if decMode.Unmarshal(v, &e) != nil || !e.Published || e.TakenAt != 0 || at[string(wire.KeyPackageDigest(e.KeyPackage))] {
 			return nil
@@ -219,10 +236,9 @@ func (s *Sessions) Published(tx *bolt.Tx, kps [][]byte, held [][]byte) (int, err
 	if err != nil {
 		return 0, err
 	}
-	now := s.clock.Now().Unix()
 	for _, t := range out {
 		t.e.TakenAt = now
-		if err := put(t.ref, &t.e); err != nil {
+		if err := putPoolEntry(pool, t.ref, &t.e); err != nil {
 			return 0, err
 		}
 	}
