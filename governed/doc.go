@@ -36,7 +36,10 @@
 // expiry is the earlier of issuedAt+ttlSeconds and expiresAt; an object is
 // expired when now >= expiry. An object that declares neither gets
 // Receiver.MaxLifetime (default 7 days) from issuedAt, so that a replay
-// cache that retains ids that long suffices (Section 8.2).
+// cache that retains ids that long suffices (Section 8.2). A declared
+// expiry is capped at issuedAt plus Receiver.MaxExplicitLifetime (default
+// 30 days), our own bound: the draft sets none. Parse refuses an id or a
+// purpose with a control character in it.
 //
 // Replay is looked up at step 5 and purpose checked at step 6, as the draft
 // orders them; the (issuerDid, id) pair is recorded only after all six

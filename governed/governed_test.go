@@ -184,6 +184,9 @@ func TestParseMalformed(t *testing.T) {
 		{"version string", edit(func(m map[string]any) { m["version"] = "1" })},
 		{"id empty", edit(func(m map[string]any) { m["id"] = "" })},
 		{"id number", edit(func(m map[string]any) { m["id"] = 7 })},
+		{"id with NUL", edit(func(m map[string]any) { m["id"] = "a\x00b" })},
+		{"id with newline", edit(func(m map[string]any) { m["id"] = "a\nb" })},
+		{"id with C1 control", edit(func(m map[string]any) { m["id"] = "a\u0085b" })},
 		{"issuer did:web", edit(func(m map[string]any) { m["issuerDid"] = "did:web:example.com" })},
 		{"issuedAt not RFC 3339", edit(func(m map[string]any) { m["issuedAt"] = "15 Jan 2026 11:59" })},
 		{"semantic not object", edit(func(m map[string]any) { m["semantic"] = "x" })},
@@ -194,6 +197,8 @@ func TestParseMalformed(t *testing.T) {
 		{"governance extra", gov(func(g map[string]any) { g["retention"] = "1y" })},
 		{"purpose missing", gov(func(g map[string]any) { delete(g, "purpose") })},
 		{"purpose empty", gov(func(g map[string]any) { g["purpose"] = "" })},
+		{"purpose with NUL", gov(func(g map[string]any) { g["purpose"] = "comms:\x00message" })},
+		{"purpose with DEL", gov(func(g map[string]any) { g["purpose"] = "comms:message\x7f" })},
 		{"ttl negative", gov(func(g map[string]any) { g["ttlSeconds"] = -1 })},
 		{"ttl string", gov(func(g map[string]any) { g["ttlSeconds"] = "3600" })},
 		{"expiresAt bad", gov(func(g map[string]any) { g["expiresAt"] = "tomorrow" })},
@@ -252,6 +257,7 @@ func TestReceiverChecks(t *testing.T) {
 	tampered := bytes.Replace(sign(alice, nil), []byte("hello"), []byte("jello"), 1)
 	tamperedExpired := bytes.Replace(ttl60, []byte("hello"), []byte("jello"), 1)
 	actionExpired := sign(alice, func(t *governed.Template) { t.Purpose = "action:capture"; t.TTL = time.Minute })
+	yearTTL := sign(alice, func(t *governed.Template) { t.TTL = 365 * 24 * time.Hour })
 
 	comms := []string{"comms:message"}
 	tests := []struct {
@@ -269,6 +275,10 @@ func TestReceiverChecks(t *testing.T) {
 		{"no expiry within default max", governed.Receiver{Purposes: comms}, noExpiry, nil, 7*24*time.Hour - time.Second, 0},
 		{"no expiry at default max", governed.Receiver{Purposes: comms}, noExpiry, nil, 7 * 24 * time.Hour, governed.ReasonExpired},
 		{"no expiry custom max", governed.Receiver{Purposes: comms, MaxLifetime: time.Hour}, noExpiry, nil, time.Hour, governed.ReasonExpired},
+		{"explicit lifetime within default cap", governed.Receiver{Purposes: comms}, yearTTL, nil, 30*24*time.Hour - time.Second, 0},
+		{"explicit lifetime capped by default", governed.Receiver{Purposes: comms}, yearTTL, nil, 30 * 24 * time.Hour, governed.ReasonExpired},
+		{"explicit lifetime custom cap", governed.Receiver{Purposes: comms, MaxExplicitLifetime: 2 * time.Hour}, yearTTL, nil, 2 * time.Hour, governed.ReasonExpired},
+		{"explicit lifetime under cap untouched", governed.Receiver{Purposes: comms, MaxExplicitLifetime: 2 * time.Hour}, ttl60, nil, time.Minute - time.Nanosecond, 0},
 		{"sender is issuer", governed.Receiver{Purposes: comms}, ttl60, alice, 0, 0},
 		{"sender is not issuer", governed.Receiver{Purposes: comms}, ttl60, bob, 0, governed.ReasonSenderMismatch},
 		{"purpose not permitted", governed.Receiver{Purposes: comms}, action, nil, 0, governed.ReasonPurposeNotPermitted},

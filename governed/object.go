@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/internal/canon"
@@ -177,6 +178,9 @@ func (o *Object) parseHeader(raw map[string]json.RawMessage) error {
 	if !str(raw["id"], &o.ID) || o.ID == "" {
 		return reject(ReasonMalformed, "id is not a non-empty string")
 	}
+	if i := controlAt(o.ID); i >= 0 {
+		return reject(ReasonMalformed, "id has a control character at byte %d", i)
+	}
 	var s string
 	if !str(raw["issuerDid"], &s) {
 		return reject(ReasonMalformed, "issuerDid is not a string")
@@ -229,6 +233,9 @@ func (o *Object) parseGovernance(raw map[string]json.RawMessage) error {
 	if !str(gov["purpose"], &g.Purpose) || g.Purpose == "" {
 		return reject(ReasonMalformed, "governance.purpose is not a non-empty string")
 	}
+	if i := controlAt(g.Purpose); i >= 0 {
+		return reject(ReasonMalformed, "governance.purpose has a control character at byte %d", i)
+	}
 	if t, ok := gov["ttlSeconds"]; ok {
 		v, err := strconv.ParseFloat(string(t), 64)
 		if err != nil || v < 0 || math.IsInf(v, 0) {
@@ -270,6 +277,20 @@ func decodeSignature(s string) ([]byte, error) {
 }
 
 // str decodes a JSON string member; it reports false for any other type.
+// controlAt returns the byte offset of the first control character (C0,
+// DEL or C1) in s, or -1. An id or purpose names things in logs, file
+// names and handler arguments (an exec handler's argv cannot carry a NUL),
+// so one with a control character is refused when the object is parsed
+// rather than accepted and then lost at hand-off.
+func controlAt(s string) int {
+	for i, r := range s {
+		if unicode.IsControl(r) {
+			return i
+		}
+	}
+	return -1
+}
+
 func str(raw json.RawMessage, dst *string) bool {
 	return len(raw) > 0 && raw[0] == '"' && json.Unmarshal(raw, dst) == nil
 }

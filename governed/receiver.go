@@ -13,6 +13,12 @@ import (
 // declares no expiry, when Receiver.MaxLifetime is zero.
 const DefaultMaxLifetime = 7 * 24 * time.Hour
 
+// DefaultMaxExplicitLifetime caps a declared lifetime (ttlSeconds or
+// expiresAt, from issuedAt) when Receiver.MaxExplicitLifetime is zero. The
+// draft sets no upper bound; without one an object could hold a replay
+// cache entry, or an undeliverable record, for as long as its sender likes.
+const DefaultMaxExplicitLifetime = 30 * 24 * time.Hour
+
 // ReplayCache records admitted (issuerDid, id) pairs (draft Section 8.2).
 // An implementation bound to a store transaction makes Admit take effect
 // only when that transaction commits; store/replay provides one.
@@ -41,6 +47,10 @@ type Receiver struct {
 	// MaxLifetime is the lifetime, from issuedAt, of an object that
 	// declares no expiry; zero means DefaultMaxLifetime.
 	MaxLifetime time.Duration
+	// MaxExplicitLifetime caps the lifetime, from issuedAt, of an object
+	// that declares an expiry: one declared later than issuedAt plus this
+	// is treated as expiring then. Zero means DefaultMaxExplicitLifetime.
+	MaxExplicitLifetime time.Duration
 	// KnownSigners are DIDs whose keys are tried when a signature fails to
 	// verify under the issuer's, to tell signature-not-by-issuer from
 	// signature-invalid for operators. It does not affect acceptance.
@@ -108,17 +118,23 @@ func (r *Receiver) AcceptObject(o *Object, in Input) error {
 }
 
 // EffectiveExpiry returns the instant at which r considers o expired: its
-// declared expiry (Object.Expiry), or issuedAt plus MaxLifetime when it
-// declares none.
+// declared expiry (Object.Expiry) but no later than issuedAt plus
+// MaxExplicitLifetime, or issuedAt plus MaxLifetime when it declares none.
 func (r *Receiver) EffectiveExpiry(o *Object) time.Time {
 	if t, ok := o.Expiry(); ok {
+		if limit := o.IssuedAt.Add(orDefault(r.MaxExplicitLifetime, DefaultMaxExplicitLifetime)); t.After(limit) {
+			return limit
+		}
 		return t
 	}
-	max := r.MaxLifetime
-	if max == 0 {
-		max = DefaultMaxLifetime
+	return o.IssuedAt.Add(orDefault(r.MaxLifetime, DefaultMaxLifetime))
+}
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d == 0 {
+		return def
 	}
-	return o.IssuedAt.Add(max)
+	return d
 }
 
 func (r *Receiver) permitted(purpose string) bool {

@@ -66,6 +66,10 @@ targets=(
 	"armv6 arm 6 armel torpor-agent torporctl"
 )
 
+# Stripped like scripts/cross.sh's, and stamped with the package version,
+# which --version, the Agent Card and the device status then report.
+ldflags="-s -w -X github.com/torpor-dev/torpor/internal/version.stamp=$VERSION"
+
 mkdir -p "$out"
 rm -f "$out"/torpor-agent_*.deb "$out"/torpor-relay_*.deb "$out"/torporctl_*.deb
 for t in "${targets[@]}"; do
@@ -74,11 +78,12 @@ for t in "${targets[@]}"; do
 	for b in $bins; do pkgs+=("./cmd/$b"); done
 	mkdir -p "bin/$dir"
 	if [ "$arm" = - ]; then
-		GOARCH=$arch go build -trimpath -ldflags="-s -w" -o "bin/$dir/" "${pkgs[@]}"
+		GOARCH=$arch go build -trimpath -buildvcs=auto -ldflags="$ldflags" -o "bin/$dir/" "${pkgs[@]}"
 	else
-		GOARCH=$arch GOARM=$arm go build -trimpath -ldflags="-s -w" -o "bin/$dir/" "${pkgs[@]}"
+		GOARCH=$arch GOARM=$arm go build -trimpath -buildvcs=auto -ldflags="$ldflags" -o "bin/$dir/" "${pkgs[@]}"
 	fi
 	for b in $bins; do
+		scripts/copyright.sh "bin/$dir/$b" >"bin/$dir/$b.copyright"
 		DEB_ARCH=$deb BIN="bin/$dir" "$nfpm" package --packager deb \
 			--config "packaging/nfpm/$b.yaml" --target "$out/" >/dev/null
 	done

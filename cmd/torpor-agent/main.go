@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/torpor-dev/torpor/clock"
+	"github.com/torpor-dev/torpor/internal/version"
 	"github.com/torpor-dev/torpor/runtime"
 	"github.com/torpor-dev/torpor/runtime/conffile"
 )
@@ -55,11 +56,13 @@ type args struct {
 	mqttName  string
 	prefix    string
 	operators []string
+	version   bool
 }
 
 func newFlags(a *args, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("torpor-agent", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.BoolVar(&a.version, "version", false, "Print the version and exit.")
 	fs.StringVar(&a.config, "config", DefaultConfig, "The JSON configuration file (see runtime/conffile). Flags that are set override it. Without --config, a missing "+DefaultConfig+" is not an error.")
 	fs.StringVar(&a.key, "key", "", "The agent's private key file, made by torporctl keygen.")
 	fs.StringVar(&a.dataDir, "data-dir", "", "The directory of the agent's bbolt file (agent.db).")
@@ -199,6 +202,10 @@ func run(argv []string, stdout, stderr io.Writer) int {
 	a, rest, err := parseArgs(argv, stderr)
 	if err != nil {
 		return 2
+	}
+	if a.version {
+		fmt.Fprintln(stdout, "torpor-agent", version.Get())
+		return 0
 	}
 	if len(rest) > 0 {
 		fmt.Fprintf(stderr, "torpor-agent: unexpected arguments %q (operator commands come first: torpor-agent help)\n", rest)

@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/torpor-dev/torpor/clock"
+	"github.com/torpor-dev/torpor/internal/version"
 	"github.com/torpor-dev/torpor/store/agents"
 	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/transport/broker"
@@ -47,6 +48,7 @@ type args struct {
 	keyPackageRate             int
 	ready                      func(httpAddr, mqtt string) // tests: called once serving
 	logLevel                   slog.Level
+	version                    bool
 }
 
 func parseArgs(argv []string, stderr io.Writer) (*args, error) {
@@ -54,6 +56,7 @@ func parseArgs(argv []string, stderr io.Writer) (*args, error) {
 	fs := flag.NewFlagSet("torpor-relay", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	home, _ := os.UserHomeDir()
+	fs.BoolVar(&a.version, "version", false, "Print the version and exit.")
 	fs.StringVar(&a.listen, "listen", "127.0.0.1:8080", "The address the HTTP server listens on. It serves plain HTTP unless --tls-cert and --tls-key are given.")
 	fs.StringVar(&a.publicURL, "public-url", "", "The relay's public origin, such as https://relay.example. It is the audience every DID Bearer token must name. Empty means http://<listen address>.")
 	fs.StringVar(&a.dataDir, "data-dir", filepath.Join(home, ".torpor", "relay"), "The directory of the relay's bbolt files (queue.db, agents.db, mqtt.db).")
@@ -85,6 +88,9 @@ func parseArgs(argv []string, stderr io.Writer) (*args, error) {
 	if err := fs.Parse(argv); err != nil {
 		return nil, err
 	}
+	if a.version {
+		return a, nil
+	}
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("torpor-relay takes no arguments, got %q", fs.Args())
 	}
@@ -105,6 +111,10 @@ func main() {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "torpor-relay:", err)
 		os.Exit(2)
+	}
+	if a.version {
+		fmt.Println("torpor-relay", version.Get())
+		return
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -29,6 +29,7 @@ func TestParseArgs(t *testing.T) {
 		{"zero bound", []string{"--max-messages", "0"}, false, nil},
 		{"tls half", []string{"--tls-cert", "c.pem"}, false, nil},
 		{"stray argument", []string{"serve"}, false, nil},
+		{"version skips the other checks", []string{"--version", "--max-messages", "0"}, true, func(a *args) bool { return a.version }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -20,6 +20,8 @@ import (
 	"os/signal"
 	"sort"
 	"syscall"
+
+	"github.com/torpor-dev/torpor/internal/version"
 )
 
 // command is one torporctl subcommand.
@@ -63,6 +65,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if len(args) == 0 {
 			return 2
 		}
+		return 0
+	}
+	if args[0] == "--version" || args[0] == "-version" {
+		fmt.Fprintln(stdout, "torporctl", version.Get())
 		return 0
 	}
 	c, ok := commands[args[0]]

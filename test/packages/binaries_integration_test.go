@@ -178,7 +178,16 @@ func TestExtractedAMD64Run(t *testing.T) {
 	if err != nil || !strings.Contains(string(out), "-data-dir") {
 		t.Errorf("torpor-relay -h: %v\n%s\nwant the usage, with -data-dir", err, out)
 	}
+	_, version := packages(t)
+	out, err = exec.Command(filepath.Join(root, "usr", "bin", "torpor-relay"), "--version").CombinedOutput()
+	if err != nil || !strings.HasPrefix(string(out), "torpor-relay "+version+" ") {
+		t.Errorf("torpor-relay --version: %v\n%s\nwant the package version %s, stamped by scripts/packages.sh", err, out, version)
+	}
 	root = extract(t, pkg{name: "torporctl", arch: "amd64"})
+	out, err = exec.Command(filepath.Join(root, "usr", "bin", "torporctl"), "--version").CombinedOutput()
+	if err != nil || !strings.HasPrefix(string(out), "torporctl "+version+" ") {
+		t.Errorf("torporctl --version: %v\n%s\nwant the package version %s", err, out, version)
+	}
 	out, err = exec.Command(filepath.Join(root, "usr", "bin", "torporctl"), "help").CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "keygen") {
 		t.Errorf("torporctl help: %v\n%s\nwant the command list, with keygen", err, out)

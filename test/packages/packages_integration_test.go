@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -244,7 +245,6 @@ var wantFiles = map[string]map[string]string{
 		"/usr/lib/tmpfiles.d/torpor-agent.conf":        "-rw-r--r--",
 		"/usr/lib/udev/rules.d/60-torpor-agent.rules":  "-rw-r--r--",
 		"/etc/torpor/agent.json":                       "-rw-r-----",
-		"/usr/share/doc/torpor-agent/README.md":        "-rw-r--r--",
 	},
 	"torpor-relay": {
 		"/usr/bin/torpor-relay":                        "-rwxr-xr-x",
@@ -252,11 +252,29 @@ var wantFiles = map[string]map[string]string{
 		"/usr/lib/sysusers.d/torpor-relay.conf":        "-rw-r--r--",
 		"/usr/lib/tmpfiles.d/torpor-relay.conf":        "-rw-r--r--",
 		"/etc/torpor/relay.conf":                       "-rw-r-----",
-		"/usr/share/doc/torpor-relay/README.md":        "-rw-r--r--",
 	},
 	"torporctl": {
 		"/usr/bin/torporctl": "-rwxr-xr-x",
 	},
+}
+
+// wantDocs are the files every package ships under /usr/share/doc/<name>/:
+// the README, each page of docs/ that it links to, and the copyright file.
+func wantDocs(t *testing.T, name string) map[string]string {
+	t.Helper()
+	readme, err := os.ReadFile(filepath.Join(repoRoot(t), "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := "/usr/share/doc/" + name + "/"
+	m := map[string]string{dir + "README.md": "-rw-r--r--", dir + "copyright": "-rw-r--r--"}
+	for _, l := range regexp.MustCompile(`\]\((docs/[a-z0-9-]+\.md)\)`).FindAllStringSubmatch(string(readme), -1) {
+		m[dir+l[1]] = "-rw-r--r--"
+	}
+	if len(m) < 10 {
+		t.Fatalf("README.md links %d pages of docs/; the pattern no longer finds them", len(m)-2)
+	}
+	return m
 }
 
 func TestFileList(t *testing.T) {
@@ -275,7 +293,11 @@ func TestFileList(t *testing.T) {
 				}
 				got[path] = e.perm
 			}
-			if diff := cmp.Diff(wantFiles[p.name], got); diff != "" {
+			files := wantDocs(t, p.name)
+			for k, v := range wantFiles[p.name] {
+				files[k] = v
+			}
+			if diff := cmp.Diff(files, got); diff != "" {
 				t.Errorf("%s: files and modes (-want +got):\n%s", p, diff)
 			}
 		})
@@ -335,5 +357,46 @@ func TestConffilesAndScripts(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestCopyright checks each package's copyright file: the machine-readable
+// format, Torpor's Apache-2.0 licence, and one paragraph for every Go
+// module linked into the package's binary (go version -m on the binary
+// the package holds), with a licence named.
+func TestCopyright(t *testing.T) {
+	testenv.RequireTool(t, "go")
+	for _, p := range want {
+		t.Run(p.String(), func(t *testing.T) {
+			root := extract(t, p)
+			c, err := os.ReadFile(filepath.Join(root, "usr", "share", "doc", p.name, "copyright"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			text := string(c)
+			if !strings.HasPrefix(text, "Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/\n") ||
+				!strings.Contains(text, "\nFiles: *\nCopyright: 2026 The Torpor developers\nLicense: Apache-2.0\n") {
+				t.Errorf("%s: copyright does not open with the format line and Torpor's licence:\n%.400s", p, text)
+			}
+			out, err := exec.Command("go", "version", "-m", filepath.Join(root, "usr", "bin", p.name)).Output()
+			if err != nil {
+				t.Fatalf("go version -m: %v", err)
+			}
+			n := 0
+			for _, line := range strings.Split(string(out), "\n") {
+				f := strings.Fields(line)
+				if len(f) < 3 || f[0] != "dep" {
+					continue
+				}
+				n++
+				para := "\nFiles: go-modules/" + f[1] + "\nComment: Go module " + f[1] + " " + f[2] + ", linked into the binaries.\nCopyright: see the licence text\nLicense: "
+				if !strings.Contains(text, para) {
+					t.Errorf("%s: copyright has no paragraph for %s %s", p, f[1], f[2])
+				}
+			}
+			if n < 5 {
+				t.Errorf("%s: go version -m listed %d modules; want the binary's dependencies", p, n)
+			}
+		})
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/torpor-dev/torpor/internal/version"
 )
 
 // Agent Card extension URIs and the names that go with them. The first two
@@ -145,7 +147,7 @@ type QueueBounds struct {
 // CardOptions describe the card BuildCard makes.
 type CardOptions struct {
 	// Name, Description and Version describe the agent. Version defaults to
-	// "0.1.0".
+	// this build's (internal/version).
 	Name, Description, Version string
 	// BaseURL is the agent's public base URL; on a relay it is
 	// <relay origin>/a/<did>. The JSON-RPC interfaces are BaseURL +
@@ -201,7 +203,7 @@ func BuildCard(o CardOptions) (*Card, error) {
 		Skills:               o.Skills,
 	}
 	if c.Version == "" {
-		c.Version = "0.1.0"
+		c.Version = version.Get().Short()
 	}
 	if c.Description == "" {
 		c.Description = o.Name

@@ -286,8 +286,14 @@ func (v *Verifier) checkTimes(c Claims) error {
 	if max == 0 {
 		max = DefaultMaxLifetime
 	}
-	if max > 0 && c.Exp-c.Iat > int64(max/time.Second) {
-		return fail(ErrLifetime, "transport token: lifetime too long", fmt.Sprintf("exp − iat = %ds > %v", c.Exp-c.Iat, max))
+	if c.Exp < c.Iat {
+		return fail(ErrLifetime, "transport token: exp before iat", fmt.Sprintf("exp %d < iat %d", c.Exp, c.Iat))
+	}
+	// exp − iat can overflow int64 (iat far in the past, exp far in the
+	// future), so compare iat against exp − max instead: exp ≥ now here and
+	// max is at most a Duration's seconds, so exp − max cannot wrap.
+	if max > 0 && c.Iat < c.Exp-int64(max/time.Second) {
+		return fail(ErrLifetime, "transport token: lifetime too long", fmt.Sprintf("iat %d, exp %d: lifetime over %v", c.Iat, c.Exp, max))
 	}
 	return nil
 }

@@ -113,6 +113,8 @@ func TestVerify(t *testing.T) {
 		{"expired", Verifier{}, signed(alice, claims(aud, now-301, now-1)), ErrExpired, "transport token: expired"},
 		{"not yet valid", Verifier{}, signed(alice, claims(aud, now+61, now+300)), ErrNotYetValid, "transport token: not yet valid"},
 		{"lifetime over cap", Verifier{}, signed(alice, claims(aud, now, now+601)), ErrLifetime, "transport token: lifetime too long"},
+		{"lifetime overflows int64", Verifier{}, signed(alice, claims(aud, -4_700_000_000_000_000_000, 4_700_000_000_000_000_000)), ErrLifetime, "transport token: lifetime too long"},
+		{"exp before iat in skew", Verifier{}, signed(alice, claims(aud, now+60, now+30)), ErrLifetime, "transport token: exp before iat"},
 		{"lifetime custom cap", Verifier{MaxLifetime: time.Minute}, signed(alice, good), ErrLifetime, "transport token: lifetime too long"},
 		{"other host", Verifier{Audience: "https://other.example"}, signed(alice, good), ErrAudience, "transport token: audience mismatch"},
 		{"other scheme", Verifier{Audience: "http://peer.example"}, signed(alice, good), ErrAudience, "transport token: audience mismatch"},

@@ -116,7 +116,13 @@ func (a *admitter) admitTx(tx *bolt.Tx, self did.DID, o *governed.Object) (Comma
 	if err != nil {
 		return Command{}, reject(ReasonBadCommand, "%v", err)
 	}
-	if life := a.recv.EffectiveExpiry(o).Sub(o.IssuedAt); life > a.maxTTL {
+	// The declared lifetime, not the receiver's capped one: a command that
+	// asks to live longer than the device allows is refused, not cut short.
+	exp, ok := o.Expiry()
+	if !ok {
+		exp = a.recv.EffectiveExpiry(o)
+	}
+	if life := exp.Sub(o.IssuedAt); life > a.maxTTL {
 		return Command{}, reject(ReasonBadCommand, "lifetime %v exceeds the device's maximum %v", life, a.maxTTL)
 	}
 	if p.Device != self.String() {
