@@ -10,6 +10,21 @@
 // component that takes the clock (schedules, Retry-After, TTLs, timers) sees
 // the same compressed hour. It is an option of the binaries (--time-scale),
 // not demo-only code.
+//
+// # Which clock a wait runs on
+//
+// One rule decides it. A wait that is part of the device's schedule (a
+// window, the backoff between attempts inside a window, a Retry-After, a
+// TTL, the time until the next wake, a handler's time budget) runs on the
+// injected clock, so --time-scale compresses it with the day. A wait for a
+// peer or the network to answer (a dial, a publish, a flush, a broker's
+// acknowledgement, the device's answer to a live request) measures the
+// network, not the day: it runs on Unscaled(clock), so a time scale does not
+// shorten it while a test's fake clock still drives it. Both are made with
+// WithTimeout (or WithTimeoutCause), never with context.WithTimeout, in any
+// component that holds a Clock. context.WithTimeout on the system clock is
+// left to code that holds no Clock: torporctl's commands, the demo
+// orchestrator and the test harnesses under test/.
 package clock
 
 import (
