@@ -15,16 +15,19 @@
 //
 // One rule decides it. A wait that is part of the device's schedule (a
 // window, the backoff between attempts inside a window, a Retry-After, a
-// TTL, the time until the next wake, a handler's time budget) runs on the
-// injected clock, so --time-scale compresses it with the day. A wait for a
-// peer or the network to answer (a dial, a publish, a flush, a broker's
-// acknowledgement, the device's answer to a live request) measures the
-// network, not the day: it runs on Unscaled(clock), so a time scale does not
-// shorten it while a test's fake clock still drives it. Both are made with
-// WithTimeout (or WithTimeoutCause), never with context.WithTimeout, in any
-// component that holds a Clock. context.WithTimeout on the system clock is
-// left to code that holds no Clock: torporctl's commands, the demo
-// orchestrator and the test harnesses under test/.
+// TTL, the time until the next wake) runs on the injected clock, so
+// --time-scale compresses it with the day. A wait for something outside
+// the process to answer (a dial, a publish, a flush, a broker's
+// acknowledgement, the device's answer to a live request, the application's
+// handler) measures the network or the peer, not the day: it runs in real
+// time, never on a scaled clock, so a time scale does not make it fire
+// early. Such a wait is made with WithTimeout on Unscaled(clock), which a
+// test's fake clock still drives; a wait no test needs to drive (a
+// connection's housekeeping writes and pings, whose timeouts a fake clock
+// advanced by hours would fire mid-flight) may use context.WithTimeout on the
+// system clock, which is the same real time in production. Code that holds
+// no Clock (torporctl's commands, the demo orchestrator, the harnesses under
+// test/) uses context.WithTimeout.
 package clock
 
 import (
