@@ -48,8 +48,8 @@ type BrokerConfig struct {
 //
 // Redelivery order: mochi resends in-flight QoS 1/2 messages sorted by
 // their creation second with an unstable sort, so messages created in the
-// same second can come out of order after a reconnect (PLATFORM.md §3: 8
-// of 20 runs). Commands must therefore carry their own sequence numbers and
+// same second can come out of order after a reconnect (8 of 20 runs when
+// we measured it). Commands must therefore carry their own sequence numbers and
 // be idempotent, or run against an external broker (mosquitto keeps order)
 // through --mqtt-broker.
 type Broker struct {
