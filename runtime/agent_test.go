@@ -35,28 +35,6 @@ import (
 // t0 is outside the test agent's window.
 var t0 = time.Date(2026, 1, 15, 12, 0, 0, 0, time.UTC)
 
-type recorder struct {
-	mu  sync.Mutex
-	got []deliver.Delivery
-}
-
-func (r *recorder) Deliver(_ context.Context, d deliver.Delivery) (deliver.Outcome, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.got = append(r.got, d)
-	return deliver.Outcome{OK: true}, nil
-}
-
-func (r *recorder) ids() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []string
-	for _, d := range r.got {
-		out = append(out, d.ObjectID)
-	}
-	return out
-}
-
 type world struct {
 	t      *testing.T
 	kernel *waketest.KernelClock
@@ -66,7 +44,7 @@ type world struct {
 	srv    *httptest.Server
 	queue  *queue.Bolt
 	key    *did.PrivateKey
-	rec    *recorder
+	rec    *deliver.Recorder
 	wakes  chan runtime.WakeReport
 	phases chan runtime.Phase
 	agent  *runtime.Agent
@@ -76,7 +54,7 @@ type world struct {
 }
 
 func newWorld(t *testing.T, mode wake.Mode) *world {
-	w := &world{t: t, clock: clocktest.New(t0), key: runtimetest.Key(t, 8), rec: &recorder{},
+	w := &world{t: t, clock: clocktest.New(t0), key: runtimetest.Key(t, 8), rec: &deliver.Recorder{},
 		wakes: make(chan runtime.WakeReport, 16), phases: make(chan runtime.Phase, 256)}
 	dir := t.TempDir()
 	w.dir, w.kernel = dir, waketest.NewKernelClock(time.Hour)
@@ -293,7 +271,7 @@ func TestHourlyWakeDrainsAtTheWindow(t *testing.T) {
 	<-rtc.asleep
 	rtc.wakeup <- struct{}{} // the RTC alarm fires at the window's start
 	w.waitPhases(runtime.PhasePublish, runtime.PhaseDrain)
-	if got := w.rec.ids(); len(got) != 1 || got[0] != objID(t, valid) {
+	if got := w.rec.IDs(); len(got) != 1 || got[0] != objID(t, valid) {
 		t.Fatalf("delivered %v, want only %s", got, objID(t, valid))
 	}
 	w.clock.Set(end)
@@ -458,7 +436,7 @@ func TestModeChangeAndLiveRequests(t *testing.T) {
 	if status != http.StatusOK || !bytes.Contains(body, []byte(`"result"`)) {
 		t.Fatalf("live request: %d %s; want 200 with a JSON-RPC result", status, body)
 	}
-	if got := w.rec.ids(); len(got) != 1 || got[0] != objID(t, obj) {
+	if got := w.rec.IDs(); len(got) != 1 || got[0] != objID(t, obj) {
 		t.Fatalf("delivered %v", got)
 	}
 	// A replay is refused live, coarsely.

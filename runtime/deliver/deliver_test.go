@@ -235,7 +235,7 @@ func (downPublisher) Publish(context.Context, Message) error {
 }
 
 func TestRouter(t *testing.T) {
-	rec := &recorder{}
+	rec := &Recorder{}
 	r, err := NewRouter(
 		Route{Pattern: "comms:message", Name: "chat", Handler: rec},
 		Route{Pattern: "action:*", Name: "bus", Handler: &MQTT{Publisher: downPublisher{}, Topic: "t"}},
@@ -267,13 +267,6 @@ func TestRouter(t *testing.T) {
 	if _, err := NewRouter(Route{Pattern: "bad pattern", Handler: rec}); err == nil {
 		t.Error("NewRouter accepted an invalid pattern")
 	}
-}
-
-type recorder struct{ got []Delivery }
-
-func (r *recorder) Deliver(_ context.Context, d Delivery) (Outcome, error) {
-	r.got = append(r.got, d)
-	return Outcome{OK: true}, nil
 }
 
 // TestMQTTBrokerDown: with no broker to connect to, a publication waits at

@@ -49,13 +49,13 @@ func TestDrainMemoryBudget(t *testing.T) {
 	h := newHarness(t, opts{plaintext: true})
 	var peak uint64
 	measured := 0
-	h.rec.hook = func(d deliver.Delivery) {
+	h.rec.OnDeliver(func(d deliver.Delivery) {
 		if (d.Seq-1)%batch == 0 { // the batch's first hand-off
 			peak = max(peak, liveHeap())
 			measured++
 		}
-	}
-	h.rec.discard = true
+	})
+	h.rec.Discard()
 	payload := map[string]any{"text": strings.Repeat("x", 1024)}
 	run := func(from, to int) {
 		recs := make([]drain.Record, 0, batch)
