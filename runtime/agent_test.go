@@ -17,6 +17,7 @@ import (
 
 	"github.com/torpor-dev/torpor/clock/clocktest"
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/internal/worldtest"
 	"github.com/torpor-dev/torpor/runtime"
 	"github.com/torpor-dev/torpor/runtime/deliver"
 	"github.com/torpor-dev/torpor/runtime/pulse"
@@ -58,27 +59,12 @@ func newWorld(t *testing.T, mode wake.Mode) *world {
 		wakes: make(chan runtime.WakeReport, 16), phases: make(chan runtime.Phase, 256)}
 	dir := t.TempDir()
 	w.dir, w.kernel = dir, waketest.NewKernelClock(time.Hour)
-	var err error
-	if w.queue, err = queue.OpenBolt(filepath.Join(dir, "queue.db"), nil); err != nil {
-		t.Fatal(err)
-	}
-	states, err := relay.OpenStates(filepath.Join(dir, "agents.db"), nil)
+	rl, err := worldtest.Open(dir, relay.Config{Clock: w.clock})
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.srv = httptest.NewUnstartedServer(nil)
-	r, err := relay.New(relay.Config{PublicURL: "http://" + w.srv.Listener.Addr().String(), Queue: w.queue, States: states, Clock: w.clock})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.srv.Config.Handler = r.Handler()
-	w.srv.Start()
-	t.Cleanup(func() {
-		r.Link().Close()
-		w.srv.Close()
-		w.queue.Close()
-		states.Close()
-	})
+	t.Cleanup(rl.Close)
+	w.srv, w.queue = rl.Server, rl.Queue
 	w.window = wake.Window{Minute: wake.WakeMinute(w.key.DID().String()), Length: 5 * time.Minute}
 	router := []deliver.Route{{Pattern: "*", Name: "rec", Handler: w.rec}}
 	w.cfg = runtime.Config{

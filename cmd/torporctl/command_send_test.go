@@ -1,14 +1,13 @@
 package main
 
 import (
-	"net/http/httptest"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/internal/worldtest"
 	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/transport/relay"
 	"github.com/torpor-dev/torpor/wake"
@@ -24,30 +23,13 @@ func TestSendScripts(t *testing.T) {
 
 func setupRelay(env *testscript.Env) error {
 	t := env.T().(testing.TB)
-	dir := t.TempDir()
-	q, err := queue.OpenBolt(filepath.Join(dir, "queue.db"), nil)
-	if err != nil {
-		return err
-	}
-	states, err := relay.OpenStates(filepath.Join(dir, "agents.db"), nil)
-	if err != nil {
-		return err
-	}
-	srv := httptest.NewUnstartedServer(nil)
 	bounds := queue.DefaultBounds()
 	bounds.MaxPerPeer = 2
-	r, err := relay.New(relay.Config{PublicURL: "http://" + srv.Listener.Addr().String(), Queue: q, States: states, Bounds: bounds})
+	r, err := worldtest.Open(t.TempDir(), relay.Config{Bounds: bounds})
 	if err != nil {
 		return err
 	}
-	srv.Config.Handler = r.Handler()
-	srv.Start()
-	env.Defer(func() {
-		r.Link().Close()
-		srv.Close()
-		q.Close()
-		states.Close()
-	})
+	env.Defer(r.Close)
 	agents := []struct {
 		env string
 		st  relay.AgentState
@@ -60,13 +42,13 @@ func setupRelay(env *testscript.Env) error {
 		if err != nil {
 			return err
 		}
-		if err := states.Put(k.DID().String(), a.st, nil, nil); err != nil {
+		if err := r.States.Put(k.DID().String(), a.st, nil, nil); err != nil {
 			return err
 		}
 		env.Setenv(a.env, k.DID().String())
 	}
 	unknown, _ := did.Generate(nil)
 	env.Setenv("AGENT_UNKNOWN", unknown.DID().String())
-	env.Setenv("TORPOR_RELAY", srv.URL)
+	env.Setenv("TORPOR_RELAY", r.URL)
 	return nil
 }

@@ -16,11 +16,11 @@ import (
 
 	"github.com/torpor-dev/torpor/clock/clocktest"
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/internal/worldtest"
 	"github.com/torpor-dev/torpor/runtime"
 	"github.com/torpor-dev/torpor/runtime/deliver"
 	"github.com/torpor-dev/torpor/runtime/purpose"
 	"github.com/torpor-dev/torpor/runtime/runtimetest"
-	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/transport/a2a"
 	"github.com/torpor-dev/torpor/transport/bearer"
 	mq "github.com/torpor-dev/torpor/transport/mqtt"
@@ -78,27 +78,12 @@ func newWorld(t *testing.T, b mqtttest.Broker, mode wake.Mode) *world {
 	w.start = winStart.Add(30 * time.Minute)
 	w.clock = clocktest.New(w.start)
 	dir := t.TempDir()
-	q, err := queue.OpenBolt(filepath.Join(dir, "queue.db"), nil)
+	rl, err := worldtest.Open(dir, relay.Config{Clock: w.clock})
 	if err != nil {
 		t.Fatal(err)
 	}
-	states, err := relay.OpenStates(filepath.Join(dir, "agents.db"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.srv = httptest.NewUnstartedServer(nil)
-	r, err := relay.New(relay.Config{PublicURL: "http://" + w.srv.Listener.Addr().String(), Queue: q, States: states, Clock: w.clock})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.srv.Config.Handler = r.Handler()
-	w.srv.Start()
-	t.Cleanup(func() {
-		r.Link().Close()
-		w.srv.Close()
-		q.Close()
-		states.Close()
-	})
+	t.Cleanup(rl.Close)
+	w.srv = rl.Server
 	cfg := runtime.Config{
 		Key: w.key, DataDir: filepath.Join(dir, "agent"), RelayURL: w.srv.URL, Mode: mode, WindowLength: w.window.Length,
 		Owner: w.opKey.DID(), Purposes: purpose.Set{"comms:*", "action:*"}, Consequential: purpose.Set{"action:*"},
