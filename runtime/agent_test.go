@@ -303,7 +303,7 @@ func TestHourlyWakeDrainsAtTheWindow(t *testing.T) {
 }
 
 // checkGoroutines fails when goroutines started by the test outlive it
-// (the agent's leak check, STYLE 51). Goroutine exit is asynchronous, so it
+// (the agent's leak check). Goroutine exit is asynchronous, so it
 // yields until the count settles.
 func checkGoroutines(t *testing.T, before int) {
 	t.Helper()

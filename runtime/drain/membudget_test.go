@@ -13,7 +13,7 @@ import (
 	"github.com/torpor-dev/torpor/runtime/runtimetest"
 )
 
-// Memory budget of a drain (STYLE 51). A device with 64 MB of RAM drains a
+// Memory budget of a drain. A device with 64 MB of RAM drains a
 // queue of any length in bounded memory: one batch (BatchSize records) is
 // in memory at a time, and nothing a batch leaves behind grows with the
 // queue. batchBudget is what a batch of 64 one-kilobyte objects may hold
