@@ -22,12 +22,15 @@
 // handler) measures the network or the peer, not the day: it runs in real
 // time, never on a scaled clock, so a time scale does not make it fire
 // early. Such a wait is made with WithTimeout on Unscaled(clock), which a
-// test's fake clock still drives; a wait no test needs to drive (a
-// connection's housekeeping writes and pings, whose timeouts a fake clock
-// advanced by hours would fire mid-flight) may use context.WithTimeout on the
-// system clock, which is the same real time in production. Code that holds
-// no Clock (torporctl's commands, the demo orchestrator, the harnesses under
-// test/) uses context.WithTimeout.
+// test's fake clock still drives. The one kind of wait left on
+// context.WithTimeout, the same real time in production, is a connection's
+// own background housekeeping: subscribing when an MQTT connection comes
+// up, status and reply publications, the link's pings, notices and answer
+// writes. Each runs in a goroutine of its own, bounds only that goroutine
+// and only logs a failure, and a test's fake clock, often advanced by hours
+// at a stroke, would cut it off mid-flight. Code that holds no Clock
+// (torporctl's commands, the demo orchestrator, the harnesses under test/)
+// uses context.WithTimeout too.
 package clock
 
 import (
