@@ -12,6 +12,7 @@ import (
 	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/transport/a2a"
 	"github.com/torpor-dev/torpor/transport/link"
+	"github.com/torpor-dev/torpor/transport/link/wire"
 	"github.com/torpor-dev/torpor/wake"
 )
 
@@ -102,7 +103,7 @@ func (h *relayHarness) buildCase(name, description, offline string) (string, err
 	if err != nil {
 		return "", err
 	}
-	if _, err := h.dev.Publish(context.Background(), link.State{Mode: mode, Card: card}); err != nil {
+	if _, err := h.dev.Publish(context.Background(), wire.State{Mode: mode, Card: card}); err != nil {
 		return "", err
 	}
 	resp, err := http.Get(h.srv.URL + "/a/" + h.agent.DID().String() + a2a.CardPath)

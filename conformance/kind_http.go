@@ -17,10 +17,12 @@ import (
 
 	"github.com/torpor-dev/torpor/clock/clocktest"
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/store/agents"
 	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/transport/a2a"
 	"github.com/torpor-dev/torpor/transport/bearer"
 	"github.com/torpor-dev/torpor/transport/link"
+	"github.com/torpor-dev/torpor/transport/link/wire"
 	"github.com/torpor-dev/torpor/transport/relay"
 	"github.com/torpor-dev/torpor/wake"
 )
@@ -128,7 +130,7 @@ type relayHarness struct {
 	relay  *relay.Relay
 	srv    *httptest.Server
 	q      *queue.Bolt
-	states *relay.States
+	states *agents.Bolt
 	clk    *clocktest.Clock
 	agent  *did.PrivateKey
 	dev    *link.Client
@@ -150,7 +152,7 @@ func startRelay(dir string, now time.Time, b queue.Bounds) (*relayHarness, error
 	if h.q, err = queue.OpenBolt(filepath.Join(dir, "queue.db"), nil); err != nil {
 		return nil, err
 	}
-	if h.states, err = relay.OpenStates(filepath.Join(dir, "agents.db"), nil); err != nil {
+	if h.states, err = agents.OpenBolt(filepath.Join(dir, "agents.db"), nil); err != nil {
 		h.q.Close()
 		return nil, err
 	}
@@ -183,9 +185,9 @@ func (h *relayHarness) close() {
 // linkDevice links the agent's device, which publishes mode, the window of
 // wakeSeed and a signed card, and stays linked to answer live requests.
 func (h *relayHarness) linkDevice(mode, wakeSeed string) error {
-	c, err := link.Dial(context.Background(), link.Config{RelayURL: h.srv.URL, Key: h.agent, Clock: h.clk, Handler: func(ctx context.Context, req link.Request) link.Response {
+	c, err := link.Dial(context.Background(), link.Config{RelayURL: h.srv.URL, Key: h.agent, Clock: h.clk, Handler: func(ctx context.Context, req wire.Request) wire.Response {
 		h.live.Add(1)
-		return link.Response{Status: http.StatusOK, ContentType: "application/json", Body: []byte(`{"jsonrpc":"2.0","id":null,"result":{}}`)}
+		return wire.Response{Status: http.StatusOK, ContentType: "application/json", Body: []byte(`{"jsonrpc":"2.0","id":null,"result":{}}`)}
 	}})
 	if err != nil {
 		return err
@@ -195,7 +197,7 @@ func (h *relayHarness) linkDevice(mode, wakeSeed string) error {
 	if err != nil {
 		return err
 	}
-	st := link.State{Mode: mode, Card: card, Window: &link.Window{Minute: wake.WakeMinute(wakeSeed), LengthSec: int64(wake.DefaultLength / time.Second)}}
+	st := wire.State{Mode: mode, Card: card, Window: &wire.Window{Minute: wake.WakeMinute(wakeSeed), LengthSec: int64(wake.DefaultLength / time.Second)}}
 	_, err = c.Publish(context.Background(), st)
 	return err
 }
@@ -238,24 +240,9 @@ func (h *relayHarness) do(r httpRequest, expect map[string]json.RawMessage) (str
 		return "", err
 	}
 	liveBefore := h.live.Load()
-	base := h.srv.URL + "/a/" + h.agent.DID().String()
-	var req *http.Request
-	if r.Method == http.MethodGet {
-		req, _ = http.NewRequest(http.MethodGet, base+a2a.CardPath, nil)
-	} else {
-		req, _ = http.NewRequest(r.Method, base+a2a.JSONRPCPath, strings.NewReader(r.Body))
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if r.AtomCallerDid != "" {
-		k, err := callerKey(r.AtomCallerDid)
-		if err != nil {
-			return "", err
-		}
-		tok, err := bearer.Issue(k, h.srv.URL, h.clk.Now(), 0)
-		if err != nil {
-			return "", err
-		}
-		req.Header.Set("Authorization", bearer.Authorization(tok))
+	req, err := h.request(r)
+	if err != nil {
+		return "", err
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -278,6 +265,39 @@ func (h *relayHarness) do(r httpRequest, expect map[string]json.RawMessage) (str
 		"kind":             fmt.Sprint(ans["kind"]),
 		"retryAfterHeader": fmt.Sprint(resp.Header.Get("Retry-After") != ""),
 	}
+	return observed(expect, got, ans), nil
+}
+
+// request builds the vector's request to the agent: GET fetches its card,
+// anything else posts the body to its JSON-RPC endpoint, with a DID Bearer
+// token of the vector's caller when it names one.
+func (h *relayHarness) request(r httpRequest) (*http.Request, error) {
+	base := h.srv.URL + "/a/" + h.agent.DID().String()
+	var req *http.Request
+	if r.Method == http.MethodGet {
+		req, _ = http.NewRequest(http.MethodGet, base+a2a.CardPath, nil)
+	} else {
+		req, _ = http.NewRequest(r.Method, base+a2a.JSONRPCPath, strings.NewReader(r.Body))
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if r.AtomCallerDid != "" {
+		k, err := callerKey(r.AtomCallerDid)
+		if err != nil {
+			return nil, err
+		}
+		tok, err := bearer.Issue(k, h.srv.URL, h.clk.Now(), 0)
+		if err != nil {
+			return nil, err
+		}
+		req.Header.Set("Authorization", bearer.Authorization(tok))
+	}
+	return req, nil
+}
+
+// observed renders the fields the vector expects, as name=value sorted by
+// name, from what was observed (got) and the answer's body (ans); for
+// retryAfterSecMin it says whether the answer's retryAfterSec reaches it.
+func observed(expect map[string]json.RawMessage, got map[string]string, ans map[string]any) string {
 	var fields []string
 	for name, raw := range expect {
 		if name == "retryAfterSecMin" {
@@ -293,7 +313,7 @@ func (h *relayHarness) do(r httpRequest, expect map[string]json.RawMessage) (str
 		fields = append(fields, name+"="+got[name])
 	}
 	sort.Strings(fields)
-	return strings.Join(fields, " "), nil
+	return strings.Join(fields, " ")
 }
 
 // profileToken returns the profile's error token of an answer: the

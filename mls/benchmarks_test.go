@@ -6,8 +6,8 @@ import (
 	"github.com/torpor-dev/torpor/mls/internal/suite"
 )
 
-// Benchmarks of engineer B's part: KeyPackage generation, joining from a
-// Welcome, application messages. `make bench` runs them side by side.
+// Benchmarks of KeyPackage generation, joining from a Welcome and
+// application messages. `make bench` runs them side by side.
 
 func BenchmarkKeyPackageGeneration(b *testing.B) {
 	sig, _, err := suite.GenerateSignatureKey(nil)
@@ -26,7 +26,7 @@ func BenchmarkKeyPackageGeneration(b *testing.B) {
 // passive-client-welcome vectors: decrypting the Welcome, validating the
 // whole tree (every leaf signature, parent hashes), deriving the path keys.
 func BenchmarkJoinFromWelcome(b *testing.B) {
-	joins := loadPassiveJoins(b)
+	joins := loadPassiveJoins(b, "passive-client-welcome.cs1.json")
 	for _, c := range []struct {
 		name string
 		j    *passiveJoin
@@ -44,7 +44,7 @@ func BenchmarkJoinFromWelcome(b *testing.B) {
 // BenchmarkApplicationMessage1KiB encrypts a 1 KiB application message and
 // decrypts it as another member, including the wire encoding.
 func BenchmarkApplicationMessage1KiB(b *testing.B) {
-	j := loadPassiveJoins(b)[0]
+	j := loadPassiveJoins(b, "passive-client-welcome.cs1.json")[0]
 	alice, bob := j.join(b), j.join(b)
 	data := make([]byte, 1024)
 	b.SetBytes(int64(len(data)))

@@ -2,7 +2,6 @@ package mls
 
 import (
 	"bytes"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"os"
@@ -11,6 +10,7 @@ import (
 
 	"golang.org/x/crypto/cryptobyte"
 
+	"github.com/torpor-dev/torpor/mls/internal/vectorfmt"
 	"github.com/torpor-dev/torpor/mls/internal/wire"
 )
 
@@ -24,15 +24,6 @@ func loadVectors(t testing.TB, name string, out any) {
 	if err := json.Unmarshal(data, out); err != nil {
 		t.Fatalf("%s: %v", name, err)
 	}
-}
-
-func unhex(t testing.TB, s string) []byte {
-	t.Helper()
-	b, err := hex.DecodeString(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
 }
 
 // codec is a structure with both halves of the codec.
@@ -66,7 +57,7 @@ var messageCodecs = map[string]func() codec{
 // messages.cs1.json (RFC 9420 structures incl. GREASE and unknown values):
 // the bytes must be identical.
 func TestMessagesVectors(t *testing.T) {
-	var cases []map[string]string
+	var cases []vectorfmt.Messages
 	loadVectors(t, "messages.cs1.json", &cases)
 	if len(cases) == 0 {
 		t.Fatal("no cases")
@@ -81,7 +72,7 @@ func TestMessagesVectors(t *testing.T) {
 				t.Errorf("case %d: unknown field %q", i, field)
 				continue
 			}
-			in := unhex(t, hx)
+			in := []byte(hx)
 			v := newV()
 			if err := decodeAll(in, v, field); err != nil {
 				t.Errorf("case %d %s: %v", i, field, err)
@@ -97,11 +88,11 @@ func TestMessagesVectors(t *testing.T) {
 // TestMessagesWireFormats checks that each MLSMessage field of
 // messages.json decodes to the wire format and content type it names.
 func TestMessagesWireFormats(t *testing.T) {
-	var cases []map[string]string
+	var cases []vectorfmt.Messages
 	loadVectors(t, "messages.cs1.json", &cases)
 	for i, c := range cases {
 		check := func(field string, wf WireFormat, ct ContentType) {
-			m, err := ParseMLSMessage(unhex(t, c[field]))
+			m, err := ParseMLSMessage(c[field])
 			if err != nil {
 				t.Errorf("case %d %s: %v", i, field, err)
 				return
@@ -127,37 +118,34 @@ func TestMessagesWireFormats(t *testing.T) {
 // reader the codec uses: a header followed by length bytes must decode to
 // exactly that many bytes.
 func TestDeserializationVectors(t *testing.T) {
-	var cases []struct {
-		Header string `json:"vlbytes_header"`
-		Length int    `json:"length"`
-	}
+	var cases []vectorfmt.Deserialization
 	loadVectors(t, "deserialization.json", &cases)
 	if len(cases) == 0 {
 		t.Fatal("no cases")
 	}
 	for _, c := range cases {
-		hdr := unhex(t, c.Header)
+		hdr := []byte(c.Header)
 		// A header announcing more bytes than follow is truncated input.
 		s := cryptobyte.String(append(hdr, 0))
 		var body cryptobyte.String
 		ok := wire.ReadVarVector(&s, &body)
 		if want := c.Length <= 1; ok != want {
-			t.Errorf("ReadVarVector(%s + 1 byte) ok = %v, want %v", c.Header, ok, want)
+			t.Errorf("ReadVarVector(%x + 1 byte) ok = %v, want %v", c.Header, ok, want)
 		}
 		s = cryptobyte.String(hdr)
 		var n uint64
-		if !wire.ReadVarint(&s, &n) || !s.Empty() || n != uint64(c.Length) {
-			t.Errorf("ReadVarint(%s) = %d, want %d", c.Header, n, c.Length)
+		if !wire.ReadVarint(&s, &n) || !s.Empty() || n != c.Length {
+			t.Errorf("ReadVarint(%x) = %d, want %d", c.Header, n, c.Length)
 		}
-		if enc := wire.AppendVarint(nil, uint64(c.Length)); !bytes.Equal(enc, hdr) {
-			t.Errorf("AppendVarint(%d) = %x, want %s", c.Length, enc, c.Header)
+		if enc := wire.AppendVarint(nil, c.Length); !bytes.Equal(enc, hdr) {
+			t.Errorf("AppendVarint(%d) = %x, want %x", c.Length, enc, c.Header)
 		}
 		if c.Length < 1<<16 {
 			in := append(hdr, make([]byte, c.Length)...)
 			d := newDecoder(in)
 			var out []byte
-			if !d.opaque("v", &out) || !d.s.Empty() || len(out) != c.Length {
-				t.Errorf("decoder.opaque(header %s + %d bytes) = %d bytes, rest %d", c.Header, c.Length, len(out), len(d.s))
+			if !d.opaque("v", &out) || !d.s.Empty() || uint64(len(out)) != c.Length {
+				t.Errorf("decoder.opaque(header %x + %d bytes) = %d bytes, rest %d", c.Header, c.Length, len(out), len(d.s))
 			}
 		}
 	}
@@ -167,10 +155,10 @@ func TestDeserializationVectors(t *testing.T) {
 // non-minimal length headers, the 0b11 prefix, truncation, trailing bytes
 // and bad enum values.
 func TestStrictDecoding(t *testing.T) {
-	var cases []map[string]string
+	var cases []vectorfmt.Messages
 	loadVectors(t, "messages.cs1.json", &cases)
-	kp := unhex(t, cases[0]["mls_key_package"])
-	commit := unhex(t, cases[0]["commit"])
+	kp := cases[0]["mls_key_package"]
+	commit := cases[0]["commit"]
 
 	// A GroupSecrets with a one-byte joiner secret, then variants.
 	good := []byte{0x01, 0xaa, 0x00, 0x00}

@@ -4,7 +4,7 @@
 // library (crypto/hpke, crypto/hkdf, crypto/hmac, crypto/ed25519,
 // crypto/aes) and golang.org/x/crypto/cryptobyte, and is proved against the
 // MLS working group's test vectors in mls/testdata (see mls/vectors and
-// "torporctl mls-vectors").
+// "torporctl mls-vectors"; their JSON schemas are in mls/internal/vectorfmt).
 //
 // # Wire format
 //
@@ -70,9 +70,13 @@
 //
 // Design: a Commit, created or received, builds the next epoch's state as a
 // new Group value and replaces the old one only after every check passed,
-// so a rejected message never leaves a half-applied state. A panic inside
-// an operation (input the code did not expect) becomes the group's sticky
-// error instead of crashing the daemon. Our own Commits stay pending until
+// so a rejected message never leaves a half-applied state; receiving a
+// PrivateMessage changes the secret tree only once it decrypted and
+// verified, so a rejected one leaves the saved state byte for byte as it
+// was (TestRejectedMessageLeavesStateUnchanged). A panic inside an
+// operation (input the code did not expect) becomes the group's sticky
+// error, an *InternalError that keeps the panic's stack, instead of
+// crashing the daemon. Our own Commits stay pending until
 // MergeCommit, because only the delivery service knows whether a Commit won
 // the epoch. Trees cache their subtree hashes and copies share LeafNodes,
 // so processing a Commit in a 256-member group costs about as much as in a
@@ -118,7 +122,9 @@
 //     band, full tree validation, PSKs (Config.PSKs, ExternalPSKs) and the
 //     path secret's private keys
 //   - 12.4.3.2 JoinExternal: external Commits from a GroupInfo with
-//     external_pub, including resync (removing our old leaf)
+//     external_pub, including resync (removing our old leaf); external_pub
+//     is written length-prefixed as the RFC says and also read as the bare
+//     32-byte key ts-mls 1.6.4 writes (docs/interop.md)
 //   - 12.4.3 Group.GroupInfo signs a GroupInfo (ratchet_tree and external_pub
 //     on request)
 //   - 12.1.8 ExternalProposal: proposals from an external_senders entry
@@ -128,7 +134,9 @@
 //
 // Lifetimes (7.2) are checked for KeyPackages a group adds, never for
 // leaves already in a tree it joins: the working group's vectors carry
-// leaves that have since expired. Config.Time injects the clock.
+// leaves that have since expired. Config.Time injects the clock. Ours last
+// DefaultKeyPackageLifetime (27 days) from KeyPackageClockSkew (an hour)
+// before they are made, under the one-month cap some peers apply.
 //
 // # Not implemented
 //

@@ -3,11 +3,13 @@ package mls
 import (
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"strconv"
+	"strings"
 )
 
-// Errors of engineer A's part: codecs, the ratchet tree, TreeKEM, proposals
-// and commits. Each sentinel says when it is returned.
+// Errors of codecs, the ratchet tree, TreeKEM, proposals and commits. Each
+// sentinel says when it is returned.
 var (
 	// ErrMalformed is matched (errors.Is) by every *ParseError: the input
 	// does not decode as the RFC 9420 structure it should be, in the
@@ -130,9 +132,8 @@ func errorf(structName, format string, args ...any) error {
 	return &ParseError{Struct: structName, Offset: -1, Err: fmt.Errorf(format, args...)}
 }
 
-// Errors of engineer B's part: message protection, the key schedule and
-// secret tree, Welcome and external joins, group state. Each sentinel says
-// when it is returned.
+// Errors of message protection, the key schedule and secret tree, Welcome
+// and external joins, group state. Each sentinel says when it is returned.
 var (
 	// ErrDecryption is the one opaque error of every failed decryption or
 	// MAC check (a PrivateMessage layer, a membership tag, a Welcome, an
@@ -165,3 +166,40 @@ var (
 	// for our KeyPackage, path secrets that do not match the tree.
 	ErrInvalidWelcome = errors.New("mls: invalid welcome")
 )
+
+// An InternalError is a panic inside this package, recovered so that a
+// daemon fed untrusted input does not crash on one message: the input
+// reached a state the code did not expect. It is a bug in this package,
+// not a verdict on the input. Error returns one line; Stack keeps the
+// goroutine's stack at the panic for the bug report. Recovered panics in a
+// Group also become its sticky error (Group.Err). Match it with errors.As.
+type InternalError struct {
+	// Op says what was being done: "group operation" or "processing input
+	// outside a group".
+	Op string
+	// Value is the value the code panicked with.
+	Value any
+	// Stack is the stack of the panicking goroutine (runtime/debug.Stack,
+	// taken in the deferred recover).
+	Stack []byte
+}
+
+// Error returns "mls: internal error during Op: Value", on one line.
+func (e *InternalError) Error() string {
+	msg := strings.ReplaceAll(fmt.Sprint(e.Value), "\n", " ")
+	return "mls: internal error during " + e.Op + ": " + msg
+}
+
+// Unwrap returns the panic value if it is an error (a runtime.Error, for
+// example), so that errors.Is and errors.As see through it.
+func (e *InternalError) Unwrap() error {
+	err, _ := e.Value.(error)
+	return err
+}
+
+// newInternalError records the panic value r with the current stack. It
+// must be called from the deferred function that recovered r, so that the
+// stack still holds the panicking frames.
+func newInternalError(op string, r any) *InternalError {
+	return &InternalError{Op: op, Value: r, Stack: debug.Stack()}
+}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"golang.org/x/crypto/cryptobyte"
+
+	"github.com/torpor-dev/torpor/mls/internal/suite"
 )
 
 // An Extension is a typed, opaque extension value (RFC 9420, Section 13.4).
@@ -185,8 +187,17 @@ func ExternalPubExtension(key []byte) Extension {
 }
 
 // ParseExternalPub decodes the body of an external_pub extension (RFC 9420,
-// Section 12.4.3.2).
+// Section 12.4.3.2): ExternalPub, an HPKEPublicKey with its length prefix.
+//
+// It also accepts the bare key, exactly suite.HPKEKeySize (32) bytes,
+// as ts-mls 1.6.4 writes it (docs/interop.md). The two cannot be confused:
+// the RFC form of an X25519 key is 33 bytes, and 32 bytes in the RFC form
+// would hold a 31-byte key, which no cipher suite we accept has.
+// ExternalPubExtension always writes the RFC form.
 func ParseExternalPub(data []byte) ([]byte, error) {
+	if len(data) == suite.HPKEKeySize {
+		return bytes.Clone(data), nil
+	}
 	var e ExternalPub
 	if err := decodeAll(data, &e, "ExternalPub"); err != nil {
 		return nil, err

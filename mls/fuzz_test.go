@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"testing"
+
+	"github.com/torpor-dev/torpor/mls/internal/vectorfmt"
 )
 
 // Round-trip fuzz targets (parse, re-encode, compare) for the structures
@@ -15,11 +17,11 @@ import (
 // with the first skip bytes (an MLSMessage header) cut off.
 func vectorSeeds(f *testing.F, field string, skip int) [][]byte {
 	f.Helper()
-	var cases []map[string]string
+	var cases []vectorfmt.Messages
 	loadVectors(f, "messages.cs1.json", &cases)
 	var out [][]byte
 	for _, c := range cases[:min(len(cases), 20)] {
-		out = append(out, unhex(f, c[field])[skip:])
+		out = append(out, c[field][skip:])
 	}
 	return out
 }
@@ -92,10 +94,10 @@ func FuzzGroupInfo(f *testing.F) {
 
 func FuzzRatchetTree(f *testing.F) {
 	seeds := vectorSeeds(f, "ratchet_tree", 0)
-	var trees []treeValidationCase
+	var trees []vectorfmt.TreeValidation
 	loadVectors(f, "tree-validation.cs1.json", &trees)
 	for _, c := range trees[:4] {
-		seeds = append(seeds, unhex(f, c.Tree))
+		seeds = append(seeds, c.Tree)
 	}
 	fuzzRoundTrip(f, seeds, func(in []byte) ([]byte, error) {
 		t, err := ParseRatchetTree(in)

@@ -30,8 +30,8 @@ type Config struct {
 	// see LifetimePolicy for why).
 	MaxLifetime time.Duration
 	// KeyPackageLifetime is the validity of KeyPackages we generate,
-	// starting an hour before now (for peers whose clocks lag); zero means
-	// 90 days.
+	// starting KeyPackageClockSkew (an hour) before now, for peers whose
+	// clocks lag; zero means DefaultKeyPackageLifetime (27 days).
 	KeyPackageLifetime time.Duration
 	// PSKs looks up external pre-shared keys and resumption PSKs of other
 	// groups; nil means none are available.
@@ -178,15 +178,16 @@ type cachedProposal struct {
 }
 
 // recoverSticky turns a panic during an operation on g into g's sticky
-// error, returned through *err. A panic means input reached a state the
-// code did not expect; the group's state, though not changed (operations
-// build the next state aside and swap it in last), can no longer be
-// trusted, and a daemon fed untrusted messages must not crash on one.
-// Use as: defer g.recoverSticky(&err).
+// error, an *InternalError with the panic's stack, returned through *err.
+// A panic means input reached a state the code did not expect; the
+// group's state, though not changed (operations build the next state aside
+// and swap it in last), can no longer be trusted, and a daemon fed
+// untrusted messages must not crash on one. Use as: defer
+// g.recoverSticky(&err).
 func (g *Group) recoverSticky(err *error) {
 	if r := recover(); r != nil {
 		if g.err == nil {
-			g.err = fmt.Errorf("mls: group state is inconsistent: internal error: %v", r)
+			g.err = newInternalError("group operation", r)
 		}
 		*err = g.err
 	}

@@ -3,6 +3,7 @@ package mls
 import (
 	"bytes"
 	"crypto/ed25519"
+	"errors"
 	"fmt"
 	"maps"
 
@@ -316,14 +317,23 @@ func (c *commitBuild) welcome() error {
 	return nil
 }
 
+// errNoPendingCommit is returned by MergeCommit for nil, a PendingCommit
+// not made by Commit, or one already merged.
+var errNoPendingCommit = errors.New("mls: no pending commit to merge (nil, not made by Commit, or already merged)")
+
 // MergeCommit moves the group to the epoch of a Commit it created (RFC
 // 9420, Section 12.4.1), once the Commit was accepted for delivery. It
-// fails if the group has moved on since the Commit was made.
+// fails with ErrEpochMismatch if the group has moved on since the Commit
+// was made, and with errNoPendingCommit for nil, a PendingCommit not made
+// by Commit, or one already merged.
 func (g *Group) MergeCommit(pc *PendingCommit) error {
 	if err := g.usable(); err != nil {
 		return err
 	}
-	if pc == nil || pc.next == nil || pc.base != g.ctx.Epoch {
+	if pc == nil || pc.next == nil {
+		return errNoPendingCommit
+	}
+	if pc.base != g.ctx.Epoch {
 		return fmt.Errorf("%w: commit was made in epoch %d, group is in %d", ErrEpochMismatch, pc.base, g.ctx.Epoch)
 	}
 	*g = *pc.next

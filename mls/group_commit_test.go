@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
+	"strings"
 	"testing"
 )
 
@@ -366,6 +368,52 @@ func TestPanicBecomesStickyError(t *testing.T) {
 	}
 }
 
+// panicDeep dereferences a nil pointer, so that the stack of the panic
+// names it.
+//
+//go:noinline
+func panicDeep(p *GroupContext) uint64 { return p.Epoch }
+
+// TestPanicKeepsStack: the sticky error of a recovered panic is an
+// *InternalError whose Error is one line and whose Stack names the
+// panicking function; errors.As finds it and the runtime error it wraps.
+func TestPanicKeepsStack(t *testing.T) {
+	g := newTestGroup(t, "alice")[0].g
+	err := func() (err error) {
+		defer g.recoverSticky(&err)
+		panicDeep(nil)
+		return nil
+	}()
+	checkInternalError(t, err, "group operation")
+	if err != g.Err() {
+		t.Errorf("returned %v, sticky %v", err, g.Err())
+	}
+	err = func() (err error) {
+		defer recoverInput(&err)
+		panicDeep(nil)
+		return nil
+	}()
+	checkInternalError(t, err, "processing input outside a group")
+}
+
+func checkInternalError(t *testing.T, err error, op string) {
+	t.Helper()
+	var ie *InternalError
+	if !errors.As(err, &ie) {
+		t.Fatalf("err = %T %v, want an *InternalError", err, err)
+	}
+	if ie.Op != op || strings.Contains(ie.Error(), "\n") || !strings.HasPrefix(ie.Error(), "mls: internal error during "+op+": ") {
+		t.Errorf("Error() = %q, want one line for %q", ie.Error(), op)
+	}
+	if !bytes.Contains(ie.Stack, []byte("mls.panicDeep")) {
+		t.Errorf("Stack does not name the panicking function:\n%s", ie.Stack)
+	}
+	var re runtime.Error
+	if !errors.As(err, &re) {
+		t.Errorf("errors.As(err, runtime.Error) = false for %v", err)
+	}
+}
+
 // TestSingleMemberCommits: a lone creator commits with an empty filtered
 // direct path, then adds a member without a path.
 func TestSingleMemberCommits(t *testing.T) {
@@ -408,5 +456,23 @@ func TestExportAgrees(t *testing.T) {
 	}
 	if c, _ := cs[1].g.Export("other", []byte("ctx"), 32); bytes.Equal(a, c) {
 		t.Error("different labels export the same secret")
+	}
+}
+
+// TestMergeCommitWithoutPendingCommit: MergeCommit(nil), of a zero
+// PendingCommit or of one merged already returns an error and leaves the
+// group as it was (it panicked on nil).
+func TestMergeCommitWithoutPendingCommit(t *testing.T) {
+	cs := newTestGroup(t, "alice", "bob")
+	g := cs[0].g
+	merged := cs[0].commit(t, nil)
+	for name, pc := range map[string]*PendingCommit{"nil": nil, "zero": {}, "merged": merged} {
+		epoch := g.Epoch()
+		if err := g.MergeCommit(pc); !errors.Is(err, errNoPendingCommit) {
+			t.Errorf("MergeCommit(%s) = %v, want errNoPendingCommit", name, err)
+		}
+		if g.Epoch() != epoch || g.Err() != nil {
+			t.Errorf("MergeCommit(%s) moved the group to epoch %d or left it broken: %v", name, g.Epoch(), g.Err())
+		}
 	}
 }

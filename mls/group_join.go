@@ -186,9 +186,10 @@ func (c *Config) window() secrettree.Window {
 
 // recoverInput turns a panic while processing untrusted input outside any
 // group (a Welcome, a GroupInfo, a stored state) into an error, so that a
-// daemon does not crash on one message. Use as: defer recoverInput(&err).
+// daemon does not crash on one message: an *InternalError with the panic's
+// stack. Use as: defer recoverInput(&err).
 func recoverInput(err *error) {
 	if r := recover(); r != nil {
-		*err = fmt.Errorf("mls: internal error on this input: %v", r)
+		*err = newInternalError("processing input outside a group", r)
 	}
 }

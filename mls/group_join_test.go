@@ -5,22 +5,9 @@ import (
 	"crypto/ed25519"
 	"errors"
 	"testing"
-)
 
-type passiveClientCase struct {
-	CipherSuite  uint16 `json:"cipher_suite"`
-	ExternalPSKs []struct {
-		PSKID string `json:"psk_id"`
-		PSK   string `json:"psk"`
-	} `json:"external_psks"`
-	KeyPackage                string  `json:"key_package"`
-	SignaturePriv             string  `json:"signature_priv"`
-	EncryptionPriv            string  `json:"encryption_priv"`
-	InitPriv                  string  `json:"init_priv"`
-	Welcome                   string  `json:"welcome"`
-	RatchetTree               *string `json:"ratchet_tree"`
-	InitialEpochAuthenticator string  `json:"initial_epoch_authenticator"`
-}
+	"github.com/torpor-dev/torpor/mls/internal/vectorfmt"
+)
 
 // passiveJoin is the decoded input of a passive-client case.
 type passiveJoin struct {
@@ -30,23 +17,27 @@ type passiveJoin struct {
 	keys    joinKeys
 	tree    *RatchetTree
 	auth    []byte
+	// epochs are the Commits to follow after the join (only in
+	// passive-client-handling-commit).
+	epochs []vectorfmt.PassiveClientEpoch
 }
 
-func loadPassiveJoins(t testing.TB) []*passiveJoin {
+// loadPassiveJoins decodes the passive-client vector file name.
+func loadPassiveJoins(t testing.TB, name string) []*passiveJoin {
 	t.Helper()
-	var cases []passiveClientCase
-	loadVectors(t, "passive-client-welcome.cs1.json", &cases)
+	var cases []vectorfmt.PassiveClient
+	loadVectors(t, name, &cases)
 	var out []*passiveJoin
 	for _, c := range cases {
 		psks := map[string][]byte{}
 		for _, p := range c.ExternalPSKs {
-			psks[string(unhex(t, p.PSKID))] = unhex(t, p.PSK)
+			psks[string(p.PSKID)] = p.PSK
 		}
-		kpMsg, err := ParseMLSMessage(unhex(t, c.KeyPackage))
+		kpMsg, err := ParseMLSMessage(c.KeyPackage)
 		if err != nil {
 			t.Fatal(err)
 		}
-		wMsg, err := ParseMLSMessage(unhex(t, c.Welcome))
+		wMsg, err := ParseMLSMessage(c.Welcome)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -55,14 +46,15 @@ func loadPassiveJoins(t testing.TB) []*passiveJoin {
 			welcome: wMsg.Welcome,
 			kp:      kpMsg.KeyPackage,
 			keys: joinKeys{
-				initPriv:       unhex(t, c.InitPriv),
-				encryptionPriv: unhex(t, c.EncryptionPriv),
-				sigPriv:        ed25519.NewKeyFromSeed(unhex(t, c.SignaturePriv)),
+				initPriv:       c.InitPriv,
+				encryptionPriv: c.EncryptionPriv,
+				sigPriv:        ed25519.NewKeyFromSeed(c.SignaturePriv),
 			},
-			auth: unhex(t, c.InitialEpochAuthenticator),
+			auth:   c.InitialEpochAuthenticator,
+			epochs: c.Epochs,
 		}
 		if c.RatchetTree != nil {
-			if j.tree, err = ParseRatchetTree(unhex(t, *c.RatchetTree)); err != nil {
+			if j.tree, err = ParseRatchetTree(c.RatchetTree); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -84,7 +76,7 @@ func (j *passiveJoin) join(t testing.TB) *Group {
 // passive-client-welcome.cs1.json: tree in the Welcome or out of band, with
 // and without path secret and external PSK.
 func TestPassiveClientWelcome(t *testing.T) {
-	joins := loadPassiveJoins(t)
+	joins := loadPassiveJoins(t, "passive-client-welcome.cs1.json")
 	if len(joins) != 8 {
 		t.Fatalf("%d cases, want 8", len(joins))
 	}
@@ -103,7 +95,7 @@ func TestPassiveClientWelcome(t *testing.T) {
 }
 
 func TestJoinRejects(t *testing.T) {
-	joins := loadPassiveJoins(t)
+	joins := loadPassiveJoins(t, "passive-client-welcome.cs1.json")
 	withPSK, outOfBand := joins[2], joins[4]
 	otherKP := *joins[0].kp
 	otherKP.InitKey = bytes.Clone(joins[0].kp.InitKey)
@@ -151,7 +143,7 @@ func TestJoinRejects(t *testing.T) {
 // TestApplicationMessages runs application messages between two copies of
 // one joined member (the receiver's ratchet for that leaf is untouched).
 func TestApplicationMessages(t *testing.T) {
-	j := loadPassiveJoins(t)[0]
+	j := loadPassiveJoins(t, "passive-client-welcome.cs1.json")[0]
 	alice, bob := j.join(t), j.join(t)
 	var msgs []*MLSMessage
 	for _, s := range []string{"m0", "m1", "m2", "m3"} {
@@ -266,7 +258,7 @@ func TestPSKRules(t *testing.T) {
 }
 
 func TestOpenWelcomeSuiteChecks(t *testing.T) {
-	j := loadPassiveJoins(t)[0]
+	j := loadPassiveJoins(t, "passive-client-welcome.cs1.json")[0]
 	w := *j.welcome
 	w.CipherSuite = 2
 	if _, err := OpenWelcome(&w, j.kp, j.keys.initPriv, j.cfg.PSKs); !errors.Is(err, ErrUnsupportedCipherSuite) {

@@ -7,37 +7,58 @@ import (
 	"time"
 )
 
-// TestProposalListValidation checks the rules of RFC 9420, Section 12.2 on
-// lists committed by alice (leaf 0) in a group of alice, bob and carol.
-func TestProposalListValidation(t *testing.T) {
+// proposalFixture is a group of alice (leaf 0), bob and carol with
+// proposals to commit in lists.
+type proposalFixture struct {
+	cs                []*client
+	alice, bob, carol Sender
+	kp, bobAgain      *KeyPackage // dave's, and a new one of bob's
+	nonce             []byte
+	psk               *PreSharedKeyProposal
+}
+
+func newProposalFixture(t *testing.T) *proposalFixture {
 	cs := newTestGroup(t, "alice", "bob", "carol")
-	g := cs[0].g
 	member := func(i uint32) Sender { return Sender{Type: SenderTypeMember, Index: i} }
-	alice, bob, carol := member(0), member(1), member(2)
-	kp, _ := newClient(t, "dave").keyPackage(t)
-	bobAgain, _ := (&client{name: "bob", sig: cs[1].sig, cfg: &Config{}}).keyPackage(t)
-	update := func(c *client) *UpdateProposal {
-		leaf := c.g.tree.leaf(c.g.self).clone()
-		leaf.Source, leaf.Lifetime = LeafNodeSourceUpdate, Lifetime{}
-		_, pub, _ := newKeyPair(t)
-		leaf.EncryptionKey = pub
-		if err := leaf.sign(c.sig, c.g.ctx.GroupID, uint32(c.g.self)); err != nil {
-			t.Fatal(err)
-		}
-		return &UpdateProposal{LeafNode: *leaf}
+	fx := &proposalFixture{cs: cs, alice: member(0), bob: member(1), carol: member(2), nonce: bytes.Repeat([]byte{1}, 32)}
+	fx.kp, _ = newClient(t, "dave").keyPackage(t)
+	fx.bobAgain, _ = (&client{name: "bob", sig: cs[1].sig, cfg: &Config{}}).keyPackage(t)
+	fx.psk = &PreSharedKeyProposal{PSK: PreSharedKeyID{Type: PSKTypeExternal, PSKID: []byte("x"), Nonce: fx.nonce}}
+	return fx
+}
+
+// update is an Update proposal of c with a new encryption key.
+func (fx *proposalFixture) update(t *testing.T, c *client) *UpdateProposal {
+	leaf := c.g.tree.leaf(c.g.self).clone()
+	leaf.Source, leaf.Lifetime = LeafNodeSourceUpdate, Lifetime{}
+	_, pub, _ := newKeyPair(t)
+	leaf.EncryptionKey = pub
+	if err := leaf.sign(c.sig, c.g.ctx.GroupID, uint32(c.g.self)); err != nil {
+		t.Fatal(err)
 	}
-	nonce := bytes.Repeat([]byte{1}, 32)
-	psk := &PreSharedKeyProposal{PSK: PreSharedKeyID{Type: PSKTypeExternal, PSKID: []byte("x"), Nonce: nonce}}
-	rc := func(ct CredentialType) *GroupContextExtensionsProposal {
-		return &GroupContextExtensionsProposal{Extensions: []Extension{
-			RequiredCapabilitiesExtension(RequiredCapabilities{CredentialTypes: []CredentialType{ct}})}}
-	}
+	return &UpdateProposal{LeafNode: *leaf}
+}
+
+// requireCredential is a GroupContextExtensions proposal requiring ct.
+func requireCredential(ct CredentialType) *GroupContextExtensionsProposal {
+	return &GroupContextExtensionsProposal{Extensions: []Extension{
+		RequiredCapabilitiesExtension(RequiredCapabilities{CredentialTypes: []CredentialType{ct}})}}
+}
+
+type listCase struct {
+	name string
+	list []committedProposal
+	want error // nil: valid
+}
+
+// memberLists are proposal lists committed by alice and what
+// applyProposals must say of each (RFC 9420, Section 12.2).
+func (fx *proposalFixture) memberLists(t *testing.T) []listCase {
 	type cp = committedProposal
-	tests := []struct {
-		name string
-		list []cp
-		want error // nil: valid
-	}{
+	alice, bob, carol, kp, psk, nonce, cs := fx.alice, fx.bob, fx.carol, fx.kp, fx.psk, fx.nonce, fx.cs
+	update, rc := func(c *client) *UpdateProposal { return fx.update(t, c) }, requireCredential
+	reinit := &ReInitProposal{GroupID: []byte("new"), Version: 1, CipherSuite: 1}
+	return []listCase{
 		{"empty", nil, nil},
 		{"add, remove, update, psk", []cp{{&AddProposal{KeyPackage: *kp}, alice}, {&RemoveProposal{Removed: 2}, alice},
 			{update(cs[1]), bob}, {psk, alice}}, nil},
@@ -48,22 +69,28 @@ func TestProposalListValidation(t *testing.T) {
 		{"remove of the committer", []cp{{&RemoveProposal{Removed: 0}, carol}}, ErrInvalidProposal},
 		{"remove of a blank leaf", []cp{{&RemoveProposal{Removed: 3}, alice}}, ErrInvalidProposal},
 		{"one client added twice", []cp{{&AddProposal{KeyPackage: *kp}, alice}, {&AddProposal{KeyPackage: *kp}, bob}}, ErrInvalidProposal},
-		{"add of a member", []cp{{&AddProposal{KeyPackage: *bobAgain}, alice}}, ErrInvalidProposal},
-		{"add of a member being removed", []cp{{&RemoveProposal{Removed: 1}, alice}, {&AddProposal{KeyPackage: *bobAgain}, alice}}, nil},
+		{"add of a member", []cp{{&AddProposal{KeyPackage: *fx.bobAgain}, alice}}, ErrInvalidProposal},
+		{"add of a member being removed", []cp{{&RemoveProposal{Removed: 1}, alice}, {&AddProposal{KeyPackage: *fx.bobAgain}, alice}}, nil},
 		{"add for another suite", []cp{{&AddProposal{KeyPackage: withSuite(kp, 2)}, alice}}, ErrInvalidProposal},
 		{"same PSK twice", []cp{{psk, alice}, {psk, bob}}, ErrInvalidProposal},
 		{"short PSK nonce", []cp{{&PreSharedKeyProposal{PSK: PreSharedKeyID{Type: PSKTypeExternal, Nonce: nonce[:4]}}, alice}}, ErrInvalidProposal},
 		{"reinit resumption PSK", []cp{{&PreSharedKeyProposal{PSK: PreSharedKeyID{Type: PSKTypeResumption, Usage: ResumptionPSKUsageReInit, Nonce: nonce}}, alice}}, ErrInvalidProposal},
 		{"two GroupContextExtensions", []cp{{rc(CredentialTypeBasic), alice}, {rc(CredentialTypeBasic), bob}}, ErrInvalidProposal},
 		{"required capability nobody has", []cp{{rc(CredentialTypeX509), alice}}, ErrInvalidProposal},
-		{"reinit alone", []cp{{&ReInitProposal{GroupID: []byte("new"), Version: 1, CipherSuite: 1}, alice}}, nil},
-		{"reinit with others", []cp{{&ReInitProposal{GroupID: []byte("new"), Version: 1, CipherSuite: 1}, alice}, {psk, alice}}, ErrInvalidProposal},
+		{"reinit alone", []cp{{reinit, alice}}, nil},
+		{"reinit with others", []cp{{reinit, alice}, {psk, alice}}, ErrInvalidProposal},
 		{"external init in a member commit", []cp{{&ExternalInitProposal{KEMOutput: nonce}, alice}}, ErrInvalidProposal},
 		{"unknown proposal type", []cp{{&UnknownProposal{Type: 0x0a0a}, alice}}, ErrInvalidProposal},
 	}
-	for _, tt := range tests {
+}
+
+// TestProposalListValidation checks the rules of RFC 9420, Section 12.2 on
+// lists committed by alice (leaf 0) in a group of alice, bob and carol.
+func TestProposalListValidation(t *testing.T) {
+	fx := newProposalFixture(t)
+	for _, tt := range fx.memberLists(t) {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := g.applyProposals(tt.list, alice, false, false)
+			_, err := fx.cs[0].g.applyProposals(tt.list, fx.alice, false, false)
 			if tt.want == nil && err != nil {
 				t.Errorf("applyProposals = %v, want success", err)
 			}
@@ -72,21 +99,28 @@ func TestProposalListValidation(t *testing.T) {
 			}
 		})
 	}
+}
 
+// TestExternalCommitProposalLists checks the proposal list of an external
+// Commit (RFC 9420, Section 12.2): one ExternalInit, at most one Remove,
+// nothing else but PSKs.
+func TestExternalCommitProposalLists(t *testing.T) {
+	fx := newProposalFixture(t)
+	type cp = committedProposal
+	newMember := Sender{Type: SenderTypeNewMemberCommit}
+	init := &ExternalInitProposal{KEMOutput: fx.nonce}
 	external := []struct {
 		name string
 		list []cp
 		ok   bool
 	}{
-		{"external init alone", []cp{{&ExternalInitProposal{KEMOutput: nonce}, Sender{Type: SenderTypeNewMemberCommit}}}, true},
-		{"no external init", []cp{{psk, Sender{Type: SenderTypeNewMemberCommit}}}, false},
-		{"external init and an add", []cp{{&ExternalInitProposal{KEMOutput: nonce}, Sender{Type: SenderTypeNewMemberCommit}},
-			{&AddProposal{KeyPackage: *kp}, Sender{Type: SenderTypeNewMemberCommit}}}, false},
-		{"two removes", []cp{{&ExternalInitProposal{KEMOutput: nonce}, Sender{Type: SenderTypeNewMemberCommit}},
-			{&RemoveProposal{Removed: 1}, Sender{Type: SenderTypeNewMemberCommit}}, {&RemoveProposal{Removed: 2}, Sender{Type: SenderTypeNewMemberCommit}}}, false},
+		{"external init alone", []cp{{init, newMember}}, true},
+		{"no external init", []cp{{fx.psk, newMember}}, false},
+		{"external init and an add", []cp{{init, newMember}, {&AddProposal{KeyPackage: *fx.kp}, newMember}}, false},
+		{"two removes", []cp{{init, newMember}, {&RemoveProposal{Removed: 1}, newMember}, {&RemoveProposal{Removed: 2}, newMember}}, false},
 	}
 	for _, tt := range external {
-		_, err := g.applyProposals(tt.list, Sender{Type: SenderTypeNewMemberCommit}, true, false)
+		_, err := fx.cs[0].g.applyProposals(tt.list, newMember, true, false)
 		if (err == nil) != tt.ok {
 			t.Errorf("external %s: applyProposals = %v, want ok=%v", tt.name, err, tt.ok)
 		}

@@ -30,7 +30,7 @@ func compareGroups(t testing.TB, want, got *Group) {
 }
 
 func TestStateRoundTrip(t *testing.T) {
-	for i, j := range loadPassiveJoins(t) {
+	for i, j := range loadPassiveJoins(t, "passive-client-welcome.cs1.json") {
 		alice, bob := j.join(t), j.join(t)
 		// Move bob's ratchet for alice's leaf out of order so the state
 		// holds skipped keys, and alice's sending ratchet forward.
@@ -88,7 +88,7 @@ func TestStateRoundTrip(t *testing.T) {
 }
 
 func TestRestoreRejects(t *testing.T) {
-	joins := loadPassiveJoins(t)
+	joins := loadPassiveJoins(t, "passive-client-welcome.cs1.json")
 	g := joins[0].join(t)
 	st, err := g.State()
 	if err != nil {
@@ -187,7 +187,7 @@ func TestStateMidEpoch(t *testing.T) {
 // FuzzRestoreGroup feeds mutated states to RestoreGroup: it must never
 // panic, and a state it accepts must save to the same bytes.
 func FuzzRestoreGroup(f *testing.F) {
-	j := loadPassiveJoins(f)[0]
+	j := loadPassiveJoins(f, "passive-client-welcome.cs1.json")[0]
 	st, err := j.join(f).State()
 	if err != nil {
 		f.Fatal(err)

@@ -136,3 +136,53 @@ func mustGroupInfo(t testing.TB, g *Group) *GroupInfo {
 	}
 	return gi
 }
+
+// TestExternalPubForms: the external_pub extension is written in the RFC
+// 9420 form (Section 12.4.3.2, a length-prefixed HPKEPublicKey) and read in
+// it and in ts-mls 1.6.4's bare form; other lengths are malformed.
+func TestExternalPubForms(t *testing.T) {
+	key := bytes.Repeat([]byte{0xab}, 32)
+	ext := ExternalPubExtension(key)
+	if len(ext.Data) != 33 || ext.Data[0] != 32 || !bytes.Equal(ext.Data[1:], key) {
+		t.Fatalf("ExternalPubExtension wrote %x, want the RFC form 20%x", ext.Data, key)
+	}
+	for name, data := range map[string][]byte{"RFC": ext.Data, "bare": key} {
+		got, err := ParseExternalPub(data)
+		if err != nil || !bytes.Equal(got, key) {
+			t.Errorf("ParseExternalPub(%s form) = %x, %v; want %x", name, got, err, key)
+		}
+	}
+	for _, n := range []int{0, 31, 34, 64} {
+		if _, err := ParseExternalPub(make([]byte, n)); !errors.Is(err, ErrMalformed) {
+			t.Errorf("ParseExternalPub(%d zero bytes) = %v, want ErrMalformed", n, err)
+		}
+	}
+}
+
+// TestJoinExternalBareExternalPub: a GroupInfo whose external_pub holds the
+// bare key, as ts-mls 1.6.4 signs it, lets a client join by external
+// Commit that the members accept.
+func TestJoinExternalBareExternalPub(t *testing.T) {
+	cs := newTestGroup(t, "alice", "bob")
+	eve := newClient(t, "eve")
+	_, pub, err := cs[0].g.epoch.ExternalKeyPair()
+	if err != nil {
+		t.Fatal(err)
+	}
+	gi, err := cs[0].g.signedGroupInfo([]Extension{
+		{Type: ExtensionTypeRatchetTree, Data: cs[0].g.tree.Marshal()},
+		{Type: ExtensionTypeExternalPub, Data: pub},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, msg, err := JoinExternal(eve.cfg, roundTripGroupInfo(t, gi), eve.cred(), eve.sig, nil)
+	if err != nil {
+		t.Fatalf("JoinExternal from a bare external_pub: %v", err)
+	}
+	eve.g = g
+	process(t, msg, cs...)
+	cs = append(cs, eve)
+	sameState(t, cs...)
+	checkMessaging(t, cs...)
+}

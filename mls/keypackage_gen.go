@@ -61,10 +61,23 @@ func defaultCapabilities(cred CredentialType, rand io.Reader) (Capabilities, err
 	return caps, nil
 }
 
+// DefaultKeyPackageLifetime is how long the KeyPackages we generate stay
+// valid from now when Config.KeyPackageLifetime is zero (RFC 9420, Section
+// 7.2 leaves it to the application). With KeyPackageClockSkew before now,
+// the whole lifetime is 27 days and an hour: within the 28 days we allow
+// for peers that cap lifetimes at a month (ts-mls declares 2,628,000 s,
+// 30.4 days; docs/interop.md), leaving slack for their clocks.
+const DefaultKeyPackageLifetime = 27 * 24 * time.Hour
+
+// KeyPackageClockSkew is how long before now the lifetime of a KeyPackage
+// we generate starts, for peers whose clocks lag.
+const KeyPackageClockSkew = time.Hour
+
 // NewKeyPackage generates a KeyPackage for cred, signed with sigPriv (RFC
 // 9420, Section 10), with fresh init and encryption keys, the capabilities
-// of this package (with GREASE values) and a lifetime from an hour ago to
-// cfg.KeyPackageLifetime (90 days by default) from now.
+// of this package (with GREASE values) and a lifetime from
+// KeyPackageClockSkew (an hour) ago to cfg.KeyPackageLifetime
+// (DefaultKeyPackageLifetime, 27 days, by default) from now.
 func NewKeyPackage(cfg *Config, cred Credential, sigPriv ed25519.PrivateKey) (*KeyPackage, *KeyPackagePrivate, error) {
 	if len(sigPriv) != ed25519.PrivateKeySize {
 		return nil, nil, suite.ErrBadSignatureKey
@@ -102,7 +115,7 @@ func newLeafNode(cfg *Config, cred Credential, sigPriv ed25519.PrivateKey) (*Lea
 	if err != nil {
 		return nil, nil, err
 	}
-	life := 90 * 24 * time.Hour
+	life := DefaultKeyPackageLifetime
 	if cfg != nil && cfg.KeyPackageLifetime > 0 {
 		life = cfg.KeyPackageLifetime
 	}
@@ -114,7 +127,7 @@ func newLeafNode(cfg *Config, cred Credential, sigPriv ed25519.PrivateKey) (*Lea
 		Capabilities:  caps,
 		Source:        LeafNodeSourceKeyPackage,
 		Lifetime: Lifetime{
-			NotBefore: uint64(max(now.Add(-time.Hour).Unix(), 0)),
+			NotBefore: uint64(max(now.Add(-KeyPackageClockSkew).Unix(), 0)),
 			NotAfter:  uint64(max(now.Add(life).Unix(), 0)),
 		},
 	}

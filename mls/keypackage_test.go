@@ -39,7 +39,7 @@ func TestNewKeyPackageVerifies(t *testing.T) {
 		t.Error("EncryptionPriv does not match the leaf's encryption key")
 	}
 
-	later := &Config{Time: func() time.Time { return now.Add(91 * 24 * time.Hour) }}
+	later := &Config{Time: func() time.Time { return now.Add(DefaultKeyPackageLifetime + time.Second) }}
 	tests := []struct {
 		name   string
 		cfg    *Config
@@ -64,5 +64,24 @@ func TestNewKeyPackageVerifies(t *testing.T) {
 	rejectAll := &Config{Time: cfg.Time, ValidateCredential: func(Credential, []byte) error { return errors.New("unknown identity") }}
 	if err := kp.Verify(rejectAll); !errors.Is(err, ErrInvalidLeafNode) {
 		t.Errorf("Verify with a rejecting credential validator = %v", err)
+	}
+}
+
+// TestDefaultKeyPackageLifetime: a KeyPackage made with the defaults is
+// valid from KeyPackageClockSkew before now to DefaultKeyPackageLifetime
+// after, 28 days at most in all, under the month (2,628,000 s) ts-mls
+// declares as its maximum lifetime.
+func TestDefaultKeyPackageLifetime(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	kp, _, err := NewKeyPackage(&Config{Time: func() time.Time { return now }}, NewBasicCredential([]byte("a")), newSigner(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := kp.LeafNode.Lifetime
+	if int64(l.NotBefore) != now.Add(-KeyPackageClockSkew).Unix() || int64(l.NotAfter) != now.Add(DefaultKeyPackageLifetime).Unix() {
+		t.Errorf("lifetime %d … %d, want now-%v … now+%v", l.NotBefore, l.NotAfter, KeyPackageClockSkew, DefaultKeyPackageLifetime)
+	}
+	if span := time.Duration(l.NotAfter-l.NotBefore) * time.Second; span > 28*24*time.Hour || span.Seconds() > 2_628_000 {
+		t.Errorf("lifetime spans %v, want at most 28 days", span)
 	}
 }

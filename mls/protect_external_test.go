@@ -7,12 +7,13 @@ import (
 	"github.com/torpor-dev/torpor/mls/internal/suite"
 )
 
-// TestExternalSenders creates a group whose external_senders extension
-// lists two senders (a vector, RFC 9420 Section 12.1.8.1) and has the
-// second one propose removing a member.
-func TestExternalSenders(t *testing.T) {
-	alice, bob, carol := newClient(t, "alice"), newClient(t, "bob"), newClient(t, "carol")
-	ds0, ds1 := newClient(t, "ds0"), newClient(t, "ds1")
+// externalSendersGroup is a group of alice, bob and carol whose
+// external_senders extension lists ds0 and ds1; it returns ds1.
+func externalSendersGroup(t *testing.T) (alice, bob, carol, ds1 *client) {
+	t.Helper()
+	alice, bob, carol = newClient(t, "alice"), newClient(t, "bob"), newClient(t, "carol")
+	ds0 := newClient(t, "ds0")
+	ds1 = newClient(t, "ds1")
 	senders := []ExternalSender{
 		{SignatureKey: suite.SignaturePublicKey(ds0.sig), Credential: ds0.cred()},
 		{SignatureKey: suite.SignaturePublicKey(ds1.sig), Credential: ds1.cred()},
@@ -28,9 +29,15 @@ func TestExternalSenders(t *testing.T) {
 	pc := alice.commit(t, &CommitOptions{Proposals: []Proposal{&AddProposal{KeyPackage: *kpB}, &AddProposal{KeyPackage: *kpC}}, RatchetTreeInWelcome: true})
 	bob.join(t, pc, kpB, privB, nil)
 	carol.join(t, pc, kpC, privC, nil)
-	cs := []*client{alice, bob, carol}
-	sameState(t, cs...)
+	sameState(t, alice, bob, carol)
+	return alice, bob, carol, ds1
+}
 
+// TestExternalSenders creates a group whose external_senders extension
+// lists two senders (a vector, RFC 9420 Section 12.1.8.1) and has the
+// second one propose removing a member.
+func TestExternalSenders(t *testing.T) {
+	alice, bob, carol, ds1 := externalSendersGroup(t)
 	g := alice.g
 	remove := &RemoveProposal{Removed: carol.g.LeafIndex()}
 	tests := []struct {
@@ -71,7 +78,7 @@ func TestExternalSenders(t *testing.T) {
 	if res[0].Sender.Type != SenderTypeExternal || res[0].Sender.Index != 1 {
 		t.Errorf("sender = %+v, want external 1", res[0].Sender)
 	}
-	pc = alice.commit(t, nil)
+	pc := alice.commit(t, nil)
 	res = process(t, pc.Message, bob, carol)
 	if !res[1].Commit.Removed {
 		t.Error("Carol was not removed by the external proposal")

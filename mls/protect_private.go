@@ -145,9 +145,12 @@ type SignerLookup func(leaf uint32) ([]byte, error)
 // (RFC 9420, Section 6.3): SenderData, the content with the sender's
 // ratchet key for the generation (out of order within the window), the
 // padding (all zero), then the signature with the key signer returns. Only
-// after all checks pass is the generation's key deleted, so a replay of the
-// same message fails with ErrGenerationUsed. Decryption failures of either
-// layer return the opaque ErrDecryption.
+// after all checks pass does the secret tree change (RFC 9420, Section 9):
+// the sender's leaf secret is derived and its ratchets started on first
+// use, and the generation's key deleted (Section 9.2), so a replay of the
+// same message fails with ErrGenerationUsed and a rejected message leaves
+// the tree, and the group's saved state, as they were. Decryption failures
+// of either layer return the opaque ErrDecryption.
 func (p *Protector) UnprotectPrivate(m *PrivateMessage, signer SignerLookup) (*AuthenticatedContent, error) {
 	if err := p.checkEpoch(m.GroupID, m.Epoch); err != nil {
 		return nil, err

@@ -7,27 +7,20 @@ import (
 	"testing"
 
 	tm "github.com/torpor-dev/torpor/mls/internal/treemath"
+	"github.com/torpor-dev/torpor/mls/internal/vectorfmt"
 )
-
-type treeValidationCase struct {
-	CipherSuite uint16     `json:"cipher_suite"`
-	Tree        string     `json:"tree"`
-	GroupID     string     `json:"group_id"`
-	Resolutions [][]uint32 `json:"resolutions"`
-	TreeHashes  []string   `json:"tree_hashes"`
-}
 
 // TestTreeValidationVectors runs tree-validation.cs1.json: resolutions and
 // tree hashes of every node, parent hashes and leaf signatures (RFC 9420,
 // Sections 4.1.1, 7.8, 7.9).
 func TestTreeValidationVectors(t *testing.T) {
-	var cases []treeValidationCase
+	var cases []vectorfmt.TreeValidation
 	loadVectors(t, "tree-validation.cs1.json", &cases)
 	if len(cases) == 0 {
 		t.Fatal("no cases")
 	}
 	for i, c := range cases {
-		tree, err := ParseRatchetTree(unhex(t, c.Tree))
+		tree, err := ParseRatchetTree(c.Tree)
 		if err != nil {
 			t.Fatalf("case %d: %v", i, err)
 		}
@@ -40,7 +33,7 @@ func TestTreeValidationVectors(t *testing.T) {
 			if got := tree.Resolution(uint32(x)); !slices.Equal(got, c.Resolutions[x]) {
 				t.Errorf("case %d: Resolution(%d) = %v, want %v", i, x, got, c.Resolutions[x])
 			}
-			want := unhex(t, c.TreeHashes[x])
+			want := c.TreeHashes[x]
 			if got := tree.NodeTreeHash(uint32(x)); !bytes.Equal(got, want) {
 				t.Errorf("case %d: NodeTreeHash(%d) = %x, want %x", i, x, got, want)
 			}
@@ -48,13 +41,13 @@ func TestTreeValidationVectors(t *testing.T) {
 				t.Errorf("case %d: treeHashes()[%d] = %x, want %x", i, x, hashes[x], want)
 			}
 		}
-		if err := tree.Validate(unhex(t, c.GroupID), nil); err != nil {
+		if err := tree.Validate(c.GroupID, nil); err != nil {
 			t.Errorf("case %d: Validate: %v", i, err)
 		}
 		if err := tree.Validate([]byte("another group"), nil); !errors.Is(err, ErrInvalidSignature) && tree.hasGroupBoundLeaf() {
 			t.Errorf("case %d: Validate with a wrong group ID = %v, want ErrInvalidSignature", i, err)
 		}
-		if got := tree.Marshal(); !bytes.Equal(got, unhex(t, c.Tree)) {
+		if got := tree.Marshal(); !bytes.Equal(got, c.Tree) {
 			t.Errorf("case %d: Marshal differs from the vector", i)
 		}
 	}
@@ -72,10 +65,10 @@ func (t *RatchetTree) hasGroupBoundLeaf() bool {
 // TestTreeValidationTampered checks that Validate notices a changed parent
 // node, a changed leaf and broken unmerged-leaf lists.
 func TestTreeValidationTampered(t *testing.T) {
-	var cases []treeValidationCase
+	var cases []vectorfmt.TreeValidation
 	loadVectors(t, "tree-validation.cs1.json", &cases)
-	groupID := unhex(t, cases[len(cases)-1].GroupID)
-	base, err := ParseRatchetTree(unhex(t, cases[len(cases)-1].Tree))
+	groupID := cases[len(cases)-1].GroupID
+	base, err := ParseRatchetTree(cases[len(cases)-1].Tree)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,38 +116,30 @@ func TestTreeValidationTampered(t *testing.T) {
 // TestTreeOperationsVectors runs tree-operations.json: Add, Update and
 // Remove applied to a tree (RFC 9420, Sections 12.1.1–12.1.3, 7.7).
 func TestTreeOperationsVectors(t *testing.T) {
-	var cases []struct {
-		CipherSuite    uint16 `json:"cipher_suite"`
-		TreeBefore     string `json:"tree_before"`
-		Proposal       string `json:"proposal"`
-		ProposalSender uint32 `json:"proposal_sender"`
-		TreeHashBefore string `json:"tree_hash_before"`
-		TreeAfter      string `json:"tree_after"`
-		TreeHashAfter  string `json:"tree_hash_after"`
-	}
+	var cases []vectorfmt.TreeOperations
 	loadVectors(t, "tree-operations.json", &cases)
 	if len(cases) == 0 {
 		t.Fatal("no cases")
 	}
 	for i, c := range cases {
-		tree, err := ParseRatchetTree(unhex(t, c.TreeBefore))
+		tree, err := ParseRatchetTree(c.TreeBefore)
 		if err != nil {
 			t.Fatalf("case %d: %v", i, err)
 		}
-		if got := tree.TreeHash(); !bytes.Equal(got, unhex(t, c.TreeHashBefore)) {
+		if got := tree.TreeHash(); !bytes.Equal(got, c.TreeHashBefore) {
 			t.Errorf("case %d: tree hash before = %x", i, got)
 		}
-		p, err := ParseProposal(unhex(t, c.Proposal))
+		p, err := ParseProposal(c.Proposal)
 		if err != nil {
 			t.Fatalf("case %d: %v", i, err)
 		}
 		if err := tree.ApplyProposal(c.ProposalSender, p); err != nil {
 			t.Fatalf("case %d: ApplyProposal: %v", i, err)
 		}
-		if got := tree.Marshal(); !bytes.Equal(got, unhex(t, c.TreeAfter)) {
+		if got := tree.Marshal(); !bytes.Equal(got, c.TreeAfter) {
 			t.Errorf("case %d (%T): tree after differs\n got %x\nwant %s", i, p, got, c.TreeAfter)
 		}
-		if got := tree.TreeHash(); !bytes.Equal(got, unhex(t, c.TreeHashAfter)) {
+		if got := tree.TreeHash(); !bytes.Equal(got, c.TreeHashAfter) {
 			t.Errorf("case %d: tree hash after = %x", i, got)
 		}
 	}

@@ -17,8 +17,8 @@ import (
 	"github.com/torpor-dev/torpor/runtime/drain"
 	"github.com/torpor-dev/torpor/runtime/purpose"
 	"github.com/torpor-dev/torpor/runtime/runtimetest"
+	"github.com/torpor-dev/torpor/runtime/sessions"
 	"github.com/torpor-dev/torpor/session"
-	"github.com/torpor-dev/torpor/session/agent"
 	"github.com/torpor-dev/torpor/store"
 	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/transport/a2a"
@@ -125,7 +125,7 @@ func newBenchWorld(b *testing.B, n int, mls bool) *benchWorld {
 		Purposes: purpose.Set{"comms:*"}, AllowPlaintext: !mls, BatchSize: 64,
 		OpenMLS: func(db *bolt.DB) (drain.Sessions, runtime.KeyPackages, error) {
 			s, err := session.New(session.Config{Key: key})
-			return agent.Sessions{S: s}, agent.KeyPackages{S: s, DB: db}, err
+			return sessions.Sessions{S: s}, sessions.KeyPackages{S: s, DB: db}, err
 		},
 		Routes: []deliver.Route{{Pattern: "*", Name: "app", Handler: app}},
 		OnWake: func(r runtime.WakeReport) { bw.wakes <- r },

@@ -17,6 +17,7 @@ import (
 	"github.com/torpor-dev/torpor/runtime/drain"
 	"github.com/torpor-dev/torpor/runtime/purpose"
 	"github.com/torpor-dev/torpor/transport/link"
+	"github.com/torpor-dev/torpor/transport/link/wire"
 	"github.com/torpor-dev/torpor/wake"
 	"github.com/torpor-dev/torpor/wake/sleeptime"
 )
@@ -75,7 +76,7 @@ type Config struct {
 	KeyPackages KeyPackages
 	// OpenMLS, when set and Sessions is nil, makes the MLS sessions and
 	// the KeyPackage pool on the agent's bbolt file once Run opened it
-	// (package session/agent provides both), so that their state commits
+	// (package runtime/sessions provides both), so that their state commits
 	// in the drain's transactions.
 	OpenMLS func(db *bolt.DB) (drain.Sessions, KeyPackages, error)
 	// KeyPackageTarget is how many unused KeyPackages the relay should
@@ -83,7 +84,7 @@ type Config struct {
 	KeyPackageTarget int
 	// Bounds are the queue bounds the agent asks the relay for (zero
 	// members: the relay's ceiling).
-	Bounds link.Bounds
+	Bounds wire.Bounds
 
 	// Sources wake the agent; nil means a timer on Clock.
 	Sources []wake.Source
@@ -123,7 +124,7 @@ type KeyPackages interface {
 	// given yet (RFC 9420 Section 10; draft Section 6.1).
 	Refill(ctx context.Context, target int) ([][]byte, error)
 	// Published marks kps given once the relay accepted them, and every
-	// published KeyPackage whose link.KeyPackageDigest is not in held (the
+	// published KeyPackage whose wire.KeyPackageDigest is not in held (the
 	// relay's state-ok; nil when it did not say) as handed out, no longer
 	// unused. It returns how many were newly found handed out.
 	Published(ctx context.Context, kps [][]byte, held [][]byte) (int, error)
@@ -134,19 +135,19 @@ type KeyPackages interface {
 // out, without deleting it, while the one-use pool is empty.
 type LastResortKeyPackages interface {
 	// LastResort makes or replaces the last-resort KeyPackage as due and
-	// returns it MLSMessage-wrapped to publish (link.State.LastResort);
+	// returns it MLSMessage-wrapped to publish (wire.State.LastResort);
 	// nil when the relay confirmed it holds it.
 	LastResort(ctx context.Context) ([]byte, error)
 	// LastResortHeld records the last-resort KeyPackage the relay holds:
-	// the link.KeyPackageDigest its state-ok named, nil for none.
+	// the wire.KeyPackageDigest its state-ok named, nil for none.
 	LastResortHeld(ctx context.Context, digest []byte) error
 }
 
 // Link is the device link as the agent uses it; *link.Client implements it.
 type Link interface {
-	Hello() link.Bounds
-	Publish(ctx context.Context, st link.State) (link.Accepted, error)
-	Pull(ctx context.Context, after uint64, max int) ([]link.Record, bool, error)
+	Hello() wire.Bounds
+	Publish(ctx context.Context, st wire.State) (wire.Accepted, error)
+	Pull(ctx context.Context, after uint64, max int) ([]wire.Record, bool, error)
 	Ack(ctx context.Context, seqs []uint64) error
 	Queued() <-chan uint64
 	Done() <-chan struct{}

@@ -62,7 +62,7 @@
 //
 // Pipeline assembles the receive side on the agent's one bbolt file: the
 // idempotency ledger (store/ledger), the action gate (runtime/gate), the
-// replay cache (store/replay), the pulse chain (runtime/pulse) and the
+// replay cache (store/replay), the pulse chain (pulse) and the
 // drainer (runtime/drain), which commits each batch's MLS state, replay
 // entries and ledger entries in one transaction before acknowledging the
 // records and notifying the application (runtime/deliver). MLS sessions

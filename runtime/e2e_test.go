@@ -16,8 +16,8 @@ import (
 	"github.com/torpor-dev/torpor/runtime"
 	"github.com/torpor-dev/torpor/runtime/drain"
 	"github.com/torpor-dev/torpor/runtime/runtimetest"
+	"github.com/torpor-dev/torpor/runtime/sessions"
 	"github.com/torpor-dev/torpor/session"
-	"github.com/torpor-dev/torpor/session/agent"
 	"github.com/torpor-dev/torpor/session/sender"
 	"github.com/torpor-dev/torpor/wake"
 )
@@ -31,7 +31,7 @@ func (w *world) withMLS() {
 		if err != nil {
 			return nil, nil, err
 		}
-		return agent.Sessions{S: s}, agent.KeyPackages{S: s, DB: db}, nil
+		return sessions.Sessions{S: s}, sessions.KeyPackages{S: s, DB: db}, nil
 	}
 	w.newAgent()
 }

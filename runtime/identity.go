@@ -11,8 +11,8 @@ import (
 
 	"github.com/torpor-dev/torpor/clock"
 	"github.com/torpor-dev/torpor/did"
-	"github.com/torpor-dev/torpor/runtime/pulse"
-	"github.com/torpor-dev/torpor/transport/link"
+	"github.com/torpor-dev/torpor/pulse"
+	"github.com/torpor-dev/torpor/transport/link/wire"
 	"github.com/torpor-dev/torpor/wake"
 )
 
@@ -155,7 +155,7 @@ func (w *wakeRun) retire(ctx context.Context) error {
 	}
 	ctx, cancel := clock.WithTimeout(ctx, clock.Unscaled(a.clock), rotateTimeout)
 	defer cancel()
-	_, err = l.Publish(ctx, link.State{Mode: string(wake.Sleep), Card: card, Pulse: an.pulse, Bounds: &a.cfg.Bounds})
+	_, err = l.Publish(ctx, wire.State{Mode: string(wake.Sleep), Card: card, Pulse: an.pulse, Bounds: &a.cfg.Bounds})
 	return err
 }
 

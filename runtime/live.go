@@ -7,7 +7,7 @@ import (
 
 	"github.com/torpor-dev/torpor/runtime/drain"
 	"github.com/torpor-dev/torpor/transport/a2a"
-	"github.com/torpor-dev/torpor/transport/link"
+	"github.com/torpor-dev/torpor/transport/link/wire"
 )
 
 // live answers a request the relay forwarded inside the window. It goes
@@ -15,7 +15,7 @@ import (
 // transaction; nothing to acknowledge) and is answered with a JSON-RPC
 // result when something was accepted, else with a coarse error that does
 // not tell the sender which check failed (draft Section 8.4).
-func (a *Agent) live(ctx context.Context, req link.Request) link.Response {
+func (a *Agent) live(ctx context.Context, req wire.Request) wire.Response {
 	id := json.RawMessage("null")
 	if r, err := a2a.ParseRequest(req.Body); err == nil && r.ID != nil {
 		id = r.ID
@@ -55,9 +55,9 @@ func (a *Agent) live(ctx context.Context, req link.Request) link.Response {
 	return rpcResponse(http.StatusOK, resp)
 }
 
-func rpcResponse(status int, r *a2a.Response) link.Response {
+func rpcResponse(status int, r *a2a.Response) wire.Response {
 	b, _ := json.Marshal(r)
-	return link.Response{Status: status, ContentType: "application/json", Body: b}
+	return wire.Response{Status: status, ContentType: "application/json", Body: b}
 }
 
 func ptr[T any](v T) *T { return &v }

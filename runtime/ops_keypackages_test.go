@@ -10,9 +10,10 @@ import (
 
 	"github.com/torpor-dev/torpor/runtime"
 	"github.com/torpor-dev/torpor/runtime/drain"
+	"github.com/torpor-dev/torpor/runtime/sessions"
 	"github.com/torpor-dev/torpor/session"
-	"github.com/torpor-dev/torpor/session/agent"
 	"github.com/torpor-dev/torpor/transport/link"
+	"github.com/torpor-dev/torpor/transport/link/wire"
 	"github.com/torpor-dev/torpor/transport/mqtt"
 	"github.com/torpor-dev/torpor/wake"
 )
@@ -56,7 +57,7 @@ func withMLSPool(w *cmdWorld, cfg *runtime.Config, _ *runtime.CommandsConfig) {
 		if err != nil {
 			return nil, nil, err
 		}
-		return agent.Sessions{S: s}, agent.KeyPackages{S: s, DB: db}, nil
+		return sessions.Sessions{S: s}, sessions.KeyPackages{S: s, DB: db}, nil
 	}
 }
 
@@ -92,10 +93,10 @@ func TestRefillKeyPackagesOverMQTT(t *testing.T) {
 // publishedLink passes on every state frame the relay accepted.
 type publishedLink struct {
 	runtime.Link
-	published chan<- link.State
+	published chan<- wire.State
 }
 
-func (l publishedLink) Publish(ctx context.Context, st link.State) (link.Accepted, error) {
+func (l publishedLink) Publish(ctx context.Context, st wire.State) (wire.Accepted, error) {
 	ok, err := l.Link.Publish(ctx, st)
 	if err == nil {
 		l.published <- st
@@ -108,7 +109,7 @@ func (l publishedLink) Publish(ctx context.Context, st link.State) (link.Accepte
 // publication, the hourly pulse's.
 func TestRefillKeyPackagesAlwaysOn(t *testing.T) {
 	const count = session.DefaultPoolSize + 4
-	published := make(chan link.State, 16)
+	published := make(chan wire.State, 16)
 	w := newCmdWorldWith(t, wake.AlwaysOn, func(w *cmdWorld, cfg *runtime.Config, cc *runtime.CommandsConfig) {
 		withMLSPool(w, cfg, cc)
 		cfg.Dial = func(ctx context.Context, c link.Config) (runtime.Link, error) {

@@ -16,8 +16,8 @@ import (
 
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/governed"
+	"github.com/torpor-dev/torpor/pulse"
 	"github.com/torpor-dev/torpor/runtime"
-	"github.com/torpor-dev/torpor/runtime/pulse"
 	"github.com/torpor-dev/torpor/runtime/runtimetest"
 	"github.com/torpor-dev/torpor/session/sender"
 	"github.com/torpor-dev/torpor/transport/link"

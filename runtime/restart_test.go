@@ -9,8 +9,8 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/torpor-dev/torpor/pulse"
 	"github.com/torpor-dev/torpor/runtime"
-	"github.com/torpor-dev/torpor/runtime/pulse"
 	"github.com/torpor-dev/torpor/runtime/runtimetest"
 	"github.com/torpor-dev/torpor/wake"
 )

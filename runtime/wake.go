@@ -12,10 +12,11 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/torpor-dev/torpor/clock"
+	"github.com/torpor-dev/torpor/pulse"
 	"github.com/torpor-dev/torpor/runtime/drain"
-	"github.com/torpor-dev/torpor/runtime/pulse"
 	"github.com/torpor-dev/torpor/transport/a2a"
 	"github.com/torpor-dev/torpor/transport/link"
+	"github.com/torpor-dev/torpor/transport/link/wire"
 	"github.com/torpor-dev/torpor/wake"
 	"github.com/torpor-dev/torpor/wake/sleeptime"
 )
@@ -377,7 +378,7 @@ func (w *wakeRun) lastResort() ([]byte, error) {
 
 // lastResortHeld records the last-resort KeyPackage the relay's state-ok
 // names, and forgets the one to publish once the relay holds it.
-func (w *wakeRun) lastResortHeld(ctx context.Context, held *link.Held) error {
+func (w *wakeRun) lastResortHeld(ctx context.Context, held *wire.Held) error {
 	lr, ok := w.a.cfg.KeyPackages.(LastResortKeyPackages)
 	if !ok || held == nil {
 		return nil
@@ -385,7 +386,7 @@ func (w *wakeRun) lastResortHeld(ctx context.Context, held *link.Held) error {
 	if err := lr.LastResortHeld(ctx, held.LastResort); err != nil {
 		return err
 	}
-	if w.lr != nil && bytes.Equal(link.KeyPackageDigest(w.lr), held.LastResort) {
+	if w.lr != nil && bytes.Equal(wire.KeyPackageDigest(w.lr), held.LastResort) {
 		w.lr = nil
 	}
 	return nil
@@ -420,9 +421,9 @@ func (w *wakeRun) publishOnce(ctx context.Context, an announcement, card []byte,
 		return 0, nil
 	}
 	win := an.window
-	st := link.State{
+	st := wire.State{
 		Mode:        string(an.mode),
-		Window:      &link.Window{Minute: win.Minute, LengthSec: int64(win.Length / time.Second), OffsetSec: int64(win.Offset / time.Second)},
+		Window:      &wire.Window{Minute: win.Minute, LengthSec: int64(win.Length / time.Second), OffsetSec: int64(win.Offset / time.Second)},
 		Card:        card,
 		KeyPackages: kps,
 		LastResort:  w.lr,
@@ -534,7 +535,7 @@ func (w *wakeRun) linked() bool {
 	return w.l != nil && !closed && !ending
 }
 
-func records(rs []link.Record) []drain.Record {
+func records(rs []wire.Record) []drain.Record {
 	out := make([]drain.Record, len(rs))
 	for i, r := range rs {
 		out[i] = drain.Record{Seq: r.Seq, From: r.From, ExpiresAt: time.Unix(0, r.ExpiresAt), Body: r.Body}
@@ -572,7 +573,7 @@ func (w *wakeRun) announce(ctx context.Context) {
 // card builds and signs the Agent Card for an with the bounds in force:
 // its liveness extension names an's pulse and next window. Before the
 // wake's first pulse (its phase failed) the card has no liveness extension.
-func (a *Agent) card(an announcement, ceiling link.Bounds) ([]byte, error) {
+func (a *Agent) card(an announcement, ceiling wire.Bounds) ([]byte, error) {
 	name := a.cfg.Name
 	if name == "" {
 		name = "torpor-agent"
@@ -660,11 +661,11 @@ type closedLink struct{}
 
 var errNoLink = errors.New("runtime: no link")
 
-func (closedLink) Hello() link.Bounds { return link.Bounds{} }
-func (closedLink) Publish(context.Context, link.State) (link.Accepted, error) {
-	return link.Accepted{}, errNoLink
+func (closedLink) Hello() wire.Bounds { return wire.Bounds{} }
+func (closedLink) Publish(context.Context, wire.State) (wire.Accepted, error) {
+	return wire.Accepted{}, errNoLink
 }
-func (closedLink) Pull(context.Context, uint64, int) ([]link.Record, bool, error) {
+func (closedLink) Pull(context.Context, uint64, int) ([]wire.Record, bool, error) {
 	return nil, false, errNoLink
 }
 func (closedLink) Ack(context.Context, []uint64) error { return errNoLink }

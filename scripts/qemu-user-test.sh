@@ -9,9 +9,10 @@
 # Usage: scripts/qemu-user-test.sh [-t armv6,armv7,arm64] [PACKAGE...]
 # Without packages it tests the device packages: store/..., wake/...,
 # boards/..., did/..., governed/..., clock/..., internal/atomicfile, mls/...,
-# session/..., runtime/..., internal/canon (the JCS behind every signature),
-# the device link's transport/link, transport/a2a and transport/bearer, and
-# the MQTT management client transport/mqtt.
+# session/..., runtime/..., pulse, internal/canon (the JCS behind every
+# signature), the device link's transport/link/... (its tests run the client
+# against the server), transport/a2a and transport/bearer, and the MQTT
+# management client transport/mqtt.
 #
 # How it saves time (measured figures in docs/boards.md):
 #   - Each target's test binaries are compiled by one `go test -c -o DIR/`
@@ -40,7 +41,7 @@ if [ $# -gt 0 ]; then
   pkgs=("$@")
 else
   pkgs=(./store/... ./wake/... ./boards/... ./did/... ./governed/... ./clock/... ./internal/atomicfile
-    ./mls/... ./session/... ./runtime/... ./internal/canon ./transport/link ./transport/a2a ./transport/bearer
+    ./mls/... ./session/... ./runtime/... ./pulse ./internal/canon ./transport/link/... ./transport/a2a ./transport/bearer
     ./transport/mqtt)
 fi
 

@@ -61,11 +61,10 @@ func TestCheckCredential(t *testing.T) {
 	}
 }
 
-// TestBindingOnAdd: a KeyPackage claiming another agent's DID is refused
-// before anything changes, whether this agent commits it, a member proposes
-// it, or another member's Commit carries it.
-func TestBindingOnAdd(t *testing.T) {
-	alice, bob, mallory := newAgent(t, "alice", nil), newAgent(t, "bob", nil), newAgent(t, "mallory", nil)
+// groupOf has alice create a group session and add bob; it returns the
+// group ID.
+func groupOf(t *testing.T, alice, bob *agent) []byte {
+	t.Helper()
 	var group []byte
 	alice.update(func(tx *bolt.Tx) error {
 		in, err := alice.s.Create(tx, nil, Policy{})
@@ -81,19 +80,38 @@ func TestBindingOnAdd(t *testing.T) {
 		_, err := bob.s.Join(tx, c.Welcome, c.RatchetTree, JoinOptions{})
 		return err
 	})
-	forged := forgedKeyPackage(t, bob.id(), mallory) // claims bob, signed by mallory
+	return group
+}
 
+// refusedUnchanged runs f in a transaction of a, which must fail with
+// ErrBinding and leave a's state as it was.
+func refusedUnchanged(t *testing.T, a *agent, what string, f func(tx *bolt.Tx) error) error {
+	t.Helper()
+	before := a.snapshot()
+	err := a.try(f)
+	if !errors.Is(err, ErrBinding) {
+		t.Fatalf("%s = %v, want ErrBinding", what, err)
+	}
+	if diff := cmp.Diff(before, a.snapshot()); diff != "" {
+		t.Errorf("%s changed the state:\n%s", what, diff)
+	}
+	return err
+}
+
+// TestBindingOnAdd: a KeyPackage claiming another agent's DID is refused
+// before anything changes, whether this agent commits it, a member proposes
+// it, or another member's Commit carries it.
+func TestBindingOnAdd(t *testing.T) {
+	alice, bob, mallory := newAgent(t, "alice", nil), newAgent(t, "bob", nil), newAgent(t, "mallory", nil)
+	group := groupOf(t, alice, bob)
+	forged := forgedKeyPackage(t, bob.id(), mallory) // claims bob, signed by mallory
 	t.Run("commit", func(t *testing.T) {
-		before := alice.snapshot()
-		err := alice.try(func(tx *bolt.Tx) error {
+		err := refusedUnchanged(t, alice, "Commit(Add forged)", func(tx *bolt.Tx) error {
 			_, err := alice.s.Commit(tx, group, Change{Add: [][]byte{forged}})
 			return err
 		})
-		if !errors.Is(err, ErrBinding) || !strings.Contains(err.Error(), bob.id().String()) {
+		if !strings.Contains(err.Error(), bob.id().String()) {
 			t.Fatalf("Commit(Add forged) = %v, want ErrBinding naming %v", err, bob.id())
-		}
-		if diff := cmp.Diff(before, alice.snapshot()); diff != "" {
-			t.Errorf("state changed:\n%s", diff)
 		}
 	})
 	kp, err := ParseKeyPackage(forged)
@@ -101,19 +119,14 @@ func TestBindingOnAdd(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Run("received proposal", func(t *testing.T) {
-		g := bob.mlsGroup(group)
-		m, err := g.Propose(&mls.AddProposal{KeyPackage: *kp}, nil)
+		m, err := bob.mlsGroup(group).Propose(&mls.AddProposal{KeyPackage: *kp}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		before := alice.snapshot()
-		err = alice.try(func(tx *bolt.Tx) error { _, err := alice.s.Process(tx, marshal(t, m), did.DID{}); return err })
-		if !errors.Is(err, ErrBinding) {
-			t.Fatalf("Process(Add proposal of forged) = %v, want ErrBinding", err)
-		}
-		if diff := cmp.Diff(before, alice.snapshot()); diff != "" {
-			t.Errorf("state changed:\n%s", diff)
-		}
+		refusedUnchanged(t, alice, "Process(Add proposal of forged)", func(tx *bolt.Tx) error {
+			_, err := alice.s.Process(tx, marshal(t, m), did.DID{})
+			return err
+		})
 	})
 	t.Run("received commit", func(t *testing.T) {
 		g := bob.mlsGroup(group) // bob's raw group, without the binding check
@@ -121,14 +134,10 @@ func TestBindingOnAdd(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		before := alice.snapshot()
-		err = alice.try(func(tx *bolt.Tx) error { _, err := alice.s.Process(tx, marshal(t, pc.Message), did.DID{}); return err })
-		if !errors.Is(err, ErrBinding) {
-			t.Fatalf("Process(Commit adding forged) = %v, want ErrBinding", err)
-		}
-		if diff := cmp.Diff(before, alice.snapshot()); diff != "" {
-			t.Errorf("state changed:\n%s", diff)
-		}
+		refusedUnchanged(t, alice, "Process(Commit adding forged)", func(tx *bolt.Tx) error {
+			_, err := alice.s.Process(tx, marshal(t, pc.Message), did.DID{})
+			return err
+		})
 	})
 }
 

@@ -144,6 +144,18 @@ func TestGroupSessionFanOut(t *testing.T) {
 	}
 }
 
+// notCommitter checks that a, not the group's committer, may not commit.
+func notCommitter(t *testing.T, a *agent, group []byte) {
+	t.Helper()
+	err := a.try(func(tx *bolt.Tx) error {
+		_, err := a.s.Commit(tx, group, Change{Update: true})
+		return err
+	})
+	if !errors.Is(err, ErrNotCommitter) {
+		t.Fatalf("%s.Commit = %v, want ErrNotCommitter", a.name, err)
+	}
+}
+
 // TestDesignatedCommitter: only the committer's Commits are accepted,
 // judged by the MLS-authenticated sender and not only by the envelope
 // (draft Sections 6.3.1 and 7.5).
@@ -151,14 +163,7 @@ func TestDesignatedCommitter(t *testing.T) {
 	alice, bob, carol := newAgent(t, "alice", nil), newAgent(t, "bob", nil), newAgent(t, "carol", nil)
 	register(t, alice, bob, carol)
 	group := groupSession(t, alice, bob, carol)
-
-	err := bob.try(func(tx *bolt.Tx) error {
-		_, err := bob.s.Commit(tx, group, Change{Update: true})
-		return err
-	})
-	if !errors.Is(err, ErrNotCommitter) {
-		t.Fatalf("bob.Commit = %v, want ErrNotCommitter", err)
-	}
+	notCommitter(t, bob, group)
 	// bob, misbehaving, commits with package mls directly.
 	forge := func(public bool) []byte {
 		pc, err := bob.mlsGroup(group).Commit(&mls.CommitOptions{ForcePath: true, Public: public})
@@ -206,7 +211,13 @@ func TestDesignatedCommitter(t *testing.T) {
 		t.Errorf("genuine commit: %+v", r)
 	}
 	bob.update(func(tx *bolt.Tx) error { _, err := bob.s.Process(tx, msg, did.DID{}); return err })
-	// Proposals from other members are fine: alice commits bob's Update.
+	othersPropose(t, group, alice, bob, carol)
+}
+
+// othersPropose: proposals from members other than the committer are
+// fine: bob proposes an Update, which alice commits.
+func othersPropose(t *testing.T, group []byte, alice, bob, carol *agent) {
+	t.Helper()
 	var prop []byte
 	bob.update(func(tx *bolt.Tx) (err error) {
 		prop, err = bob.s.Propose(tx, group, Proposal{Update: true}, false)

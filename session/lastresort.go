@@ -9,7 +9,7 @@ import (
 
 	"github.com/torpor-dev/torpor/mls"
 	"github.com/torpor-dev/torpor/store"
-	"github.com/torpor-dev/torpor/transport/link"
+	"github.com/torpor-dev/torpor/transport/link/wire"
 )
 
 // The last-resort KeyPackage (RFC 9420, Section 16.8: "An application MAY
@@ -27,9 +27,10 @@ import (
 // The device keeps one current last-resort KeyPackage and replaces it at
 // the first refill after either
 //
-//   - half its lifetime passed (45 of 90 days): the relay serves it through a
-//     whole sleep and the device may miss wakes, so it must have plenty of
-//     validity left whenever a sender gets it, or senders refuse it; or
+//   - half its lifetime passed (13.5 of mls.DefaultKeyPackageLifetime's 27
+//     days): the relay serves it through a whole sleep and the device may
+//     miss wakes, so it must have plenty of validity left whenever a sender
+//     gets it, or senders refuse it; or
 //   - a Welcome used it (LastResortMaxUses): each session started through it
 //     shares its init key, and the key's private half is a forward-secrecy
 //     liability for all of them until deleted. Replacing it at the next wake
@@ -37,7 +38,7 @@ import (
 //     exactly while the pool was empty, and costs one KeyPackage.
 //
 // A replaced one stays usable: its private halves are kept until the relay
-// confirms it holds the successor (link.Held.LastResort in its answer to
+// confirms it holds the successor (wire.Held.LastResort in its answer to
 // the published state), and KeyPackageGrace from then on, as long as a
 // Welcome to it may sit in the relay's queue; then it is pruned.
 //
@@ -101,7 +102,7 @@ func (l *lastResorts) put(i int) error {
 // LastResort deletes the private halves of last-resort KeyPackages retired
 // or expired more than Config.KeyPackageGrace ago, makes a new last-resort
 // KeyPackage when there is none or the current one is due, and returns the
-// current one MLSMessage-wrapped for the device to publish (link.State.
+// current one MLSMessage-wrapped for the device to publish (wire.State.
 // LastResort); nil when the relay confirmed it holds it (see
 // LastResortHeld). wrote reports whether it changed anything in tx: most
 // wakes change nothing, and a caller may then roll back and spare the
@@ -166,8 +167,8 @@ func (s *Sessions) addLastResort(b *bolt.Bucket, now time.Time) ([]byte, error) 
 }
 
 // LastResortHeld records which last-resort KeyPackage the relay holds:
-// digest is the link.KeyPackageDigest its answer to the published state
-// named (link.Held.LastResort), nil for none. When it is the current one,
+// digest is the wire.KeyPackageDigest its answer to the published state
+// named (wire.Held.LastResort), nil for none. When it is the current one,
 // that one is confirmed and every older one retired: its private halves
 // are kept Config.KeyPackageGrace from now, for Welcomes to it still in the
 // relay's queue. Otherwise the current one is marked unconfirmed, so that
@@ -183,7 +184,7 @@ func (s *Sessions) LastResortHeld(tx *bolt.Tx, digest []byte) (wrote bool, err e
 		return false, err
 	}
 	cur := &l.entries[l.cur]
-	held := bytes.Equal(link.KeyPackageDigest(cur.KeyPackage), digest)
+	held := bytes.Equal(wire.KeyPackageDigest(cur.KeyPackage), digest)
 	if cur.Confirmed != held {
 		cur.Confirmed, wrote = held, true
 		if err := l.put(l.cur); err != nil {

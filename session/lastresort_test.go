@@ -9,7 +9,8 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/torpor-dev/torpor/clock/clocktest"
-	"github.com/torpor-dev/torpor/transport/link"
+	"github.com/torpor-dev/torpor/mls"
+	"github.com/torpor-dev/torpor/transport/link/wire"
 )
 
 // lastResort returns the last-resort KeyPackage a wake would publish (nil:
@@ -26,7 +27,7 @@ func lastResortHeld(t testing.TB, a *agent, kp []byte) {
 	t.Helper()
 	var d []byte
 	if kp != nil {
-		d = link.KeyPackageDigest(kp)
+		d = wire.KeyPackageDigest(kp)
 	}
 	a.update(func(tx *bolt.Tx) error { _, err := a.s.LastResortHeld(tx, d); return err })
 }
@@ -67,27 +68,7 @@ func TestLastResortReuse(t *testing.T) {
 	alice, carol, dave, bob := newAgent(t, "alice", clk), newAgent(t, "carol", clk), newAgent(t, "dave", clk), newAgent(t, "bob", clk)
 	bob.cfg.KeyPackageGrace = 7 * 24 * time.Hour
 	bob.reopen()
-	lr := lastResort(t, bob)
-	if lr == nil {
-		t.Fatal("LastResort = nil, want a KeyPackage to publish")
-	}
-	k, err := ParseKeyPackage(lr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := CheckKeyPackage(bob.s.mlsConfig(), k, bob.id()); err != nil {
-		t.Fatalf("last-resort KeyPackage: %v", err)
-	}
-	if again := lastResort(t, bob); !bytes.Equal(again, lr) {
-		t.Fatal("LastResort before the relay confirmed it returned another KeyPackage, want the same")
-	}
-	lastResortHeld(t, bob, lr)
-	if again := lastResort(t, bob); again != nil {
-		t.Fatal("LastResort after the relay confirmed it returned a KeyPackage, want nil")
-	}
-	if total, _ := poolSize(t, bob); total != 0 {
-		t.Errorf("the pool holds %d, want the last-resort KeyPackage kept apart", total)
-	}
+	lr := publishLastResort(t, bob)
 
 	pa, pc := welcome(t, alice, bob, lr), welcome(t, carol, bob, lr)
 	bob.reopen()
@@ -115,7 +96,44 @@ func TestLastResortReuse(t *testing.T) {
 		t.Error("the same Welcome again changed the state")
 	}
 
-	// Used: the next refill replaces it. The old one stays usable.
+	replaceUsedLastResort(t, clk, bob, dave, lr)
+}
+
+// publishLastResort has a make its last-resort KeyPackage, checks it is
+// published until the relay confirms it and kept apart from the pool, and
+// returns it.
+func publishLastResort(t *testing.T, a *agent) []byte {
+	t.Helper()
+	lr := lastResort(t, a)
+	if lr == nil {
+		t.Fatal("LastResort = nil, want a KeyPackage to publish")
+	}
+	k, err := ParseKeyPackage(lr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := CheckKeyPackage(a.s.mlsConfig(), k, a.id()); err != nil {
+		t.Fatalf("last-resort KeyPackage: %v", err)
+	}
+	if again := lastResort(t, a); !bytes.Equal(again, lr) {
+		t.Fatal("LastResort before the relay confirmed it returned another KeyPackage, want the same")
+	}
+	lastResortHeld(t, a, lr)
+	if again := lastResort(t, a); again != nil {
+		t.Fatal("LastResort after the relay confirmed it returned a KeyPackage, want nil")
+	}
+	if total, _ := poolSize(t, a); total != 0 {
+		t.Errorf("the pool holds %d, want the last-resort KeyPackage kept apart", total)
+	}
+	return lr
+}
+
+// replaceUsedLastResort: bob's used last-resort KeyPackage lr is replaced
+// at the next refill; a Welcome to it (from dave, then from another agent)
+// still joins until KeyPackageGrace after the relay confirmed the
+// successor, and not after.
+func replaceUsedLastResort(t *testing.T, clk *clocktest.Clock, bob, dave *agent, lr []byte) {
+	t.Helper()
 	next := lastResort(t, bob)
 	if next == nil || bytes.Equal(next, lr) {
 		t.Fatal("LastResort after the last-resort KeyPackage was used: want a new one")
@@ -153,12 +171,12 @@ func TestLastResortReplacedByAge(t *testing.T) {
 	alice, bob := newAgent(t, "alice", clk), newAgent(t, "bob", clk)
 	old := lastResort(t, bob)
 	lastResortHeld(t, bob, old)
-	clk.Advance(44 * 24 * time.Hour)
+	clk.Advance(mls.DefaultKeyPackageLifetime/2 - time.Hour)
 	if got := lastResort(t, bob); got != nil {
 		t.Fatal("LastResort before half its lifetime: want it kept")
 	}
 	p := welcome(t, alice, bob, old) // fetched before the replacement
-	clk.Advance(24 * time.Hour)
+	clk.Advance(time.Hour)
 	next := lastResort(t, bob)
 	if next == nil || bytes.Equal(next, old) {
 		t.Fatal("LastResort past half its lifetime: want a new one")
@@ -178,5 +196,35 @@ func TestLastResortReplacedByAge(t *testing.T) {
 	lastResortHeld(t, bob, nil)
 	if got := lastResort(t, bob); !bytes.Equal(got, next) {
 		t.Error("LastResort after the relay said it holds none: want the current one again")
+	}
+}
+
+// maxPeerLifetime is the longest KeyPackage lifetime, clock-skew slack
+// included, that we expect every peer to accept: 28 days, under the month
+// ts-mls declares as its maximum (docs/sessions.md).
+const maxPeerLifetime = 28 * 24 * time.Hour
+
+// TestKeyPackageLifetimes: the pool's and the last-resort KeyPackages are
+// valid now, for at most maxPeerLifetime in all, and the last-resort one is
+// replaced after half of its lifetime.
+func TestKeyPackageLifetimes(t *testing.T) {
+	clk := clocktest.New(testStart)
+	bob := newAgent(t, "bob", clk)
+	lr := lastResort(t, bob)
+	for i, b := range append(refill(t, bob), lr) {
+		m, err := mls.ParseMLSMessage(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l := m.KeyPackage.LeafNode.Lifetime
+		from, to := time.Unix(int64(l.NotBefore), 0), time.Unix(int64(l.NotAfter), 0)
+		if from.After(clk.Now()) || !to.After(clk.Now()) || to.Sub(from) > maxPeerLifetime {
+			t.Errorf("KeyPackage %d: lifetime %v … %v (%v), want now inside and at most %v", i, from, to, to.Sub(from), maxPeerLifetime)
+		}
+	}
+	lastResortHeld(t, bob, lr)
+	clk.Advance(maxPeerLifetime / 2)
+	if next := lastResort(t, bob); next == nil {
+		t.Error("the last-resort KeyPackage was kept past half of maxPeerLifetime")
 	}
 }

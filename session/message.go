@@ -16,7 +16,7 @@ import (
 // holds a Governed Object. The reference implementation also writes, and
 // demands on reading, a member "mediaType" with
 // application/vnd.atom.encrypted-data-object+json;version=1
-// (../shared/notes/REFERENCE.md §1.7), so Plaintext emits it and
+// (docs/sessions.md, "Application messages"), so Plaintext emits it and
 // ObjectOf accepts it, or its absence, as the draft allows.
 
 // Plaintext returns the application plaintext carrying the Governed Object

@@ -12,7 +12,7 @@ import (
 
 	"github.com/torpor-dev/torpor/mls"
 	"github.com/torpor-dev/torpor/store"
-	"github.com/torpor-dev/torpor/transport/link"
+	"github.com/torpor-dev/torpor/transport/link/wire"
 )
 
 // The KeyPackage pool of an agent that sleeps (draft Section 6.1; RFC
@@ -25,7 +25,7 @@ import (
 // half-used.
 //
 // The relay names, in its answer to each published state, the KeyPackages
-// it still holds (link.Held). One the device published that is not among
+// it still holds (wire.Held). One the device published that is not among
 // them was handed out to an initiator, who may never send its Welcome
 // (or who fetched it only to empty the pool): it no longer counts toward
 // the pool, so the next Refill makes a new one, and its private halves
@@ -160,7 +160,7 @@ func (s *Sessions) addKeyPackage(pool *bolt.Bucket) error {
 
 // Published marks KeyPackages (as Refill returned them) as uploaded, so
 // later refills do not return them again. With held, the digests
-// (link.KeyPackageDigest) of the KeyPackages the relay holds after that
+// (wire.KeyPackageDigest) of the KeyPackages the relay holds after that
 // upload, every published KeyPackage not among them is marked handed out;
 // a nil held (the relay did not say) marks none. It returns how many were
 // newly found handed out: that many new ones are wanted.
@@ -170,17 +170,31 @@ func (s *Sessions) Published(tx *bolt.Tx, kps [][]byte, held [][]byte) (int, err
 		return 0, err
 	}
 	pool := r.Bucket(bucketKP)
-	put := func(ref []byte, e *poolEntry) error {
-		v, err := encMode.Marshal(e)
-		if err != nil {
-			return err
-		}
-		return store.Err(pool.Put(ref, v))
+	if err := markPublished(pool, kps); err != nil {
+		return 0, err
 	}
+	if held == nil {
+		return 0, nil
+	}
+	return markTaken(pool, held, s.clock.Now().Unix())
+}
+
+// putPoolEntry stores e under ref in the pool.
+func putPoolEntry(pool *bolt.Bucket, ref []byte, e *poolEntry) error {
+	v, err := encMode.Marshal(e)
+	if err != nil {
+		return err
+	}
+	return store.Err(pool.Put(ref, v))
+}
+
+// markPublished marks the pool entries of kps published; those no longer
+// in the pool (consumed or pruned meanwhile) are skipped.
+func markPublished(pool *bolt.Bucket, kps [][]byte) error {
 	for _, wire := range kps {
 		kp, err := ParseKeyPackage(wire)
 		if err != nil {
-			return 0, err
+			return err
 		}
 		ref := mls.KeyPackageRef(kp)
 		v := pool.Get(ref)
@@ -192,13 +206,16 @@ func (s *Sessions) Published(tx *bolt.Tx, kps [][]byte, held [][]byte) (int, err
 			continue
 		}
 		e.Published = true
-		if err := put(ref, &e); err != nil {
-			return 0, err
+		if err := putPoolEntry(pool, ref, &e); err != nil {
+			return err
 		}
 	}
-	if held == nil {
-		return 0, nil
-	}
+	return nil
+}
+
+// markTaken marks every published entry whose digest is not in held as
+// handed out at now, and returns how many it marked.
+func markTaken(pool *bolt.Bucket, held [][]byte, now int64) (int, error) {
 	at := make(map[string]bool, len(held))
 	for _, d := range held {
 		at[string(d)] = true
@@ -208,9 +225,9 @@ func (s *Sessions) Published(tx *bolt.Tx, kps [][]byte, held [][]byte) (int, err
 		e   poolEntry
 	}
 	var out []taken
-	err = pool.ForEach(func(k, v []byte) error {
+	err := pool.ForEach(func(k, v []byte) error {
 		var e poolEntry
-		if decMode.Unmarshal(v, &e) != nil || !e.Published || e.TakenAt != 0 || at[string(link.KeyPackageDigest(e.KeyPackage))] {
+		if decMode.Unmarshal(v, &e) != nil || !e.Published || e.TakenAt != 0 || at[string(wire.KeyPackageDigest(e.KeyPackage))] {
 			return nil
 		}
 		out = append(out, taken{bytes.Clone(k), e})
@@ -219,10 +236,9 @@ func (s *Sessions) Published(tx *bolt.Tx, kps [][]byte, held [][]byte) (int, err
 	if err != nil {
 		return 0, err
 	}
-	now := s.clock.Now().Unix()
 	for _, t := range out {
 		t.e.TakenAt = now
-		if err := put(t.ref, &t.e); err != nil {
+		if err := putPoolEntry(pool, t.ref, &t.e); err != nil {
 			return 0, err
 		}
 	}

@@ -8,7 +8,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/torpor-dev/torpor/clock/clocktest"
-	"github.com/torpor-dev/torpor/transport/link"
+	"github.com/torpor-dev/torpor/transport/link/wire"
 )
 
 func poolSize(t testing.TB, a *agent) (total, published int) {
@@ -38,7 +38,7 @@ func published(t testing.TB, a *agent, kps, held [][]byte) int {
 func digests(kps ...[]byte) [][]byte {
 	out := [][]byte{}
 	for _, kp := range kps {
-		out = append(out, link.KeyPackageDigest(kp))
+		out = append(out, wire.KeyPackageDigest(kp))
 	}
 	return out
 }
@@ -177,7 +177,15 @@ func TestPoolHandedOut(t *testing.T) {
 		t.Errorf("nil held: %d found handed out, want 0", n)
 	}
 
-	// Six days later the Welcome to a handed-out KeyPackage joins.
+	handedOutGrace(t, clk, alice, bob, kps)
+}
+
+// handedOutGrace: of bob's KeyPackages kps, of which kps[1:] were handed
+// out, a Welcome to kps[1] joins six days later; two days after, past the
+// grace, the others handed out are pruned and a Welcome to kps[2] finds
+// no KeyPackage.
+func handedOutGrace(t *testing.T, clk *clocktest.Clock, alice, bob *agent, kps [][]byte) {
+	t.Helper()
 	clk.Advance(6 * 24 * time.Hour)
 	var p *Pair
 	alice.update(func(tx *bolt.Tx) (err error) { p, err = alice.s.EstablishPair(tx, bob.id(), kps[1]); return err })

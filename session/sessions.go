@@ -37,8 +37,9 @@ type Config struct {
 	// means DefaultPoolSize.
 	PoolSize int
 	// KeyPackageLifetime is the validity of the KeyPackages the pool
-	// makes; zero means 90 days. Their private halves are deleted
-	// KeyPackageGrace after the lifetime ends.
+	// makes; zero means mls.DefaultKeyPackageLifetime (27 days, within
+	// the one-month cap some peers apply; docs/sessions.md). Their private
+	// halves are deleted KeyPackageGrace after the lifetime ends.
 	KeyPackageLifetime time.Duration
 	// KeyPackageGrace is how long after a KeyPackage's lifetime its private
 	// half is kept for a Welcome still in a relay's queue; zero means 7 days

@@ -2,8 +2,9 @@
 // options that make them safe on small boards. Each kind of record lives in
 // a subpackage that works inside a caller's transaction where several must
 // commit together: store/replay (the device's replay cache), store/queue
-// (the relay's queue), and the MLS, KeyPackage and ledger stores of the
-// agent.
+// and store/agents (the relay's queue and per-agent state, each behind an
+// interface a distributed backend can implement too), and the MLS,
+// KeyPackage and ledger stores of the agent.
 //
 // # 32-bit boards
 //

@@ -16,6 +16,7 @@ import (
 	"github.com/torpor-dev/torpor/internal/worldtest"
 	"github.com/torpor-dev/torpor/runtime"
 	"github.com/torpor-dev/torpor/runtime/runtimetest"
+	"github.com/torpor-dev/torpor/transport/broker"
 	"github.com/torpor-dev/torpor/transport/mqtt"
 	"github.com/torpor-dev/torpor/transport/relay"
 )
@@ -28,18 +29,18 @@ type stack struct {
 // startStack starts the stack with its files in dir; check fails the test
 // on an error, and cleanup registers the stack's shutdown.
 func startStack(dir string, check func(error), cleanup func(func())) *stack {
-	broker, err := relay.StartBroker(relay.BrokerConfig{Listen: "127.0.0.1:0", DataDir: dir})
+	brk, err := broker.Start(broker.Config{Listen: "127.0.0.1:0", DataDir: dir})
 	check(err)
-	r, err := worldtest.Open(dir, relay.Config{MQTTBroker: broker.URL()})
+	r, err := worldtest.Open(dir, relay.Config{MQTTBroker: brk.URL()})
 	if err != nil {
-		broker.Close()
+		brk.Close()
 	}
 	check(err)
 	cleanup(func() {
 		r.Close()
-		broker.Close()
+		brk.Close()
 	})
-	return &stack{relayURL: r.URL, brokerURL: broker.URL()}
+	return &stack{relayURL: r.URL, brokerURL: brk.URL()}
 }
 
 func testStack(t *testing.T) *stack {

@@ -1,8 +1,8 @@
 // Command torpor-relay is the hosted relay every sleeping Torpor device
 // pairs with: the device's public A2A endpoint, its bounded durable queue,
 // its KeyPackage pool and its MQTT broker. The logic lives in
-// transport/relay; this command parses flags, opens the stores and wires
-// things together.
+// transport/relay, store/queue, store/agents and transport/broker; this
+// command parses flags, opens the stores and wires things together.
 //
 // With no flags it is a complete deployment on loopback: HTTP on
 // 127.0.0.1:8080 (plain HTTP: put a TLS-terminating proxy in front, or pass
@@ -28,7 +28,9 @@ import (
 	"time"
 
 	"github.com/torpor-dev/torpor/clock"
+	"github.com/torpor-dev/torpor/store/agents"
 	"github.com/torpor-dev/torpor/store/queue"
+	"github.com/torpor-dev/torpor/transport/broker"
 	"github.com/torpor-dev/torpor/transport/relay"
 )
 
@@ -59,7 +61,7 @@ func parseArgs(argv []string, stderr io.Writer) (*args, error) {
 	fs.StringVar(&a.tlsKey, "tls-key", "", "The PEM private key file for --tls-cert.")
 	fs.StringVar(&a.mqttListen, "mqtt-listen", "127.0.0.1:1883", "The address of the embedded MQTT 5 broker. The broker allows anonymous clients, so keep it on loopback or use --mqtt-broker.")
 	fs.StringVar(&a.mqttBroker, "mqtt-broker", "", "The URL of an external MQTT 5 broker (mqtt://host:port). When set, no embedded broker starts and devices and operators are pointed at this one.")
-	fs.DurationVar(&a.mqttMaxExpiry, "mqtt-max-expiry", relay.DefaultMaxMessageExpiry, "How long the embedded broker keeps a message for an offline subscriber. Set it above the longest sleep of any device.")
+	fs.DurationVar(&a.mqttMaxExpiry, "mqtt-max-expiry", broker.DefaultMaxMessageExpiry, "How long the embedded broker keeps a message for an offline subscriber. Set it above the longest sleep of any device.")
 	a.timeScale = 1
 	fs.Func("time-scale", "Run the relay's clock this many times faster than real time (1, the default, to 100000), for demonstrations: windows, Retry-After and TTLs all follow it.", func(s string) (err error) {
 		a.timeScale, err = clock.ParseScale(s)
@@ -124,24 +126,16 @@ func run(ctx context.Context, a *args, log *slog.Logger) error {
 		return err
 	}
 	defer q.Close()
-	states, err := relay.OpenStates(filepath.Join(a.dataDir, "agents.db"), nil)
+	states, err := agents.OpenBolt(filepath.Join(a.dataDir, "agents.db"), nil)
 	if err != nil {
 		return err
 	}
 	defer states.Close()
-
-	broker := a.mqttBroker
-	if broker == "" {
-		b, err := relay.StartBroker(relay.BrokerConfig{Listen: a.mqttListen, DataDir: a.dataDir, MaxMessageExpiry: a.mqttMaxExpiry, Logger: log.With("component", "mqtt")})
-		if err != nil {
-			return err
-		}
-		defer b.Close()
-		broker = b.URL()
-		if !isLoopback(b.Addr()) {
-			log.Warn("the embedded MQTT broker allows anonymous clients and listens beyond loopback", "addr", b.Addr())
-		}
+	brokerURL, stopBroker, err := startBroker(a, log)
+	if err != nil {
+		return err
 	}
+	defer stopBroker()
 
 	ln, err := net.Listen("tcp", a.listen)
 	if err != nil {
@@ -158,12 +152,41 @@ func run(ctx context.Context, a *args, log *slog.Logger) error {
 	r, err := relay.New(relay.Config{
 		PublicURL: public, Queue: q, States: states, Bounds: a.bounds, AllowAgents: a.allowAgents,
 		KeyPackageRate: a.keyPackageRate, TrustForwardedFor: a.trustXFF, PerAgentMetrics: a.perAgentMetrics,
-		MQTTBroker: broker, Clock: clk, Logger: log,
+		MQTTBroker: brokerURL, Clock: clk, Logger: log,
 	})
 	if err != nil {
 		ln.Close()
 		return err
 	}
+	return serve(ctx, a, r, ln, func() {
+		if a.ready != nil {
+			a.ready(ln.Addr().String(), brokerURL)
+		}
+		log.Info("torpor-relay listening", "addr", scheme+"://"+ln.Addr().String(), "publicUrl", public, "dataDir", a.dataDir, "mqtt", brokerURL, "timeScale", a.timeScale)
+	})
+}
+
+// startBroker starts the embedded MQTT broker unless --mqtt-broker names an
+// external one. It returns the URL devices and operators use and a function
+// that stops the embedded broker.
+func startBroker(a *args, log *slog.Logger) (string, func(), error) {
+	if a.mqttBroker != "" {
+		return a.mqttBroker, func() {}, nil
+	}
+	b, err := broker.Start(broker.Config{Listen: a.mqttListen, DataDir: a.dataDir, MaxMessageExpiry: a.mqttMaxExpiry, Logger: log.With("component", "mqtt")})
+	if err != nil {
+		return "", nil, err
+	}
+	if !isLoopback(b.Addr()) {
+		log.Warn("the embedded MQTT broker allows anonymous clients and listens beyond loopback", "addr", b.Addr())
+	}
+	return b.URL(), func() { b.Close() }, nil
+}
+
+// serve serves r's handler on ln and runs r's purge, calls started once
+// both run, and returns when ctx ends (nil) or serving fails, after
+// closing the device links and shutting the HTTP server down.
+func serve(ctx context.Context, a *args, r *relay.Relay, ln net.Listener, started func()) error {
 	srv := &http.Server{Handler: r.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 2)
 	go func() {
@@ -176,10 +199,7 @@ func run(ctx context.Context, a *args, log *slog.Logger) error {
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() { errc <- r.Run(runCtx) }()
-	if a.ready != nil {
-		a.ready(ln.Addr().String(), broker)
-	}
-	log.Info("torpor-relay listening", "addr", scheme+"://"+ln.Addr().String(), "publicUrl", public, "dataDir", a.dataDir, "mqtt", broker, "timeScale", a.timeScale)
+	started()
 
 	select {
 	case <-ctx.Done():

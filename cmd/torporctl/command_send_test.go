@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -8,6 +9,7 @@ import (
 
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/internal/worldtest"
+	"github.com/torpor-dev/torpor/store/agents"
 	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/transport/relay"
 	"github.com/torpor-dev/torpor/wake"
@@ -32,17 +34,17 @@ func setupRelay(env *testscript.Env) error {
 	env.Defer(r.Close)
 	agents := []struct {
 		env string
-		st  relay.AgentState
+		st  agents.State
 	}{
-		{"AGENT_SLEEP", relay.AgentState{Mode: wake.Sleep, NextWake: time.Now().Add(10 * time.Minute)}},
-		{"AGENT_SESSION", relay.AgentState{Mode: wake.Session}},
+		{"AGENT_SLEEP", agents.State{Mode: wake.Sleep, NextWake: time.Now().Add(10 * time.Minute)}},
+		{"AGENT_SESSION", agents.State{Mode: wake.Session}},
 	}
 	for _, a := range agents {
 		k, err := did.Generate(nil)
 		if err != nil {
 			return err
 		}
-		if err := r.States.Put(k.DID().String(), a.st, nil, nil); err != nil {
+		if err := r.States.Put(context.Background(), k.DID().String(), a.st, nil, nil); err != nil {
 			return err
 		}
 		env.Setenv(a.env, k.DID().String())

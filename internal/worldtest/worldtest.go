@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/torpor-dev/torpor/store/agents"
 	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/transport/relay"
 )
@@ -23,7 +24,7 @@ type Relay struct {
 	// PublicURL.
 	URL    string
 	Queue  *queue.Bolt
-	States *relay.States
+	States *agents.Bolt
 	Server *httptest.Server
 }
 
@@ -35,7 +36,7 @@ func Open(dir string, cfg relay.Config) (*Relay, error) {
 	if err != nil {
 		return nil, err
 	}
-	states, err := relay.OpenStates(filepath.Join(dir, "agents.db"), nil)
+	states, err := agents.OpenBolt(filepath.Join(dir, "agents.db"), nil)
 	if err != nil {
 		q.Close()
 		return nil, err

@@ -4,6 +4,7 @@ import (
 	"crypto/ed25519"
 
 	"github.com/torpor-dev/torpor/mls/internal/suite"
+	"github.com/torpor-dev/torpor/mls/internal/vectorfmt"
 )
 
 // crypto-basics: the labelled primitives of RFC 9420 Sections 5.1 and 5.2,
@@ -12,47 +13,8 @@ func init() {
 	register(&kind{name: "crypto-basics", requires: []string{"ref_hash"}, run: runCryptoBasics})
 }
 
-type cryptoBasicsCase struct {
-	CipherSuite uint16 `json:"cipher_suite"`
-	RefHash     struct {
-		Label      string
-		Value, Out hexBytes
-	} `json:"ref_hash"`
-	ExpandWithLabel struct {
-		Secret  hexBytes
-		Label   string
-		Context hexBytes
-		Length  int
-		Out     hexBytes
-	} `json:"expand_with_label"`
-	DeriveSecret struct {
-		Secret hexBytes
-		Label  string
-		Out    hexBytes
-	} `json:"derive_secret"`
-	DeriveTreeSecret struct {
-		Secret     hexBytes
-		Label      string
-		Generation uint32
-		Length     int
-		Out        hexBytes
-	} `json:"derive_tree_secret"`
-	SignWithLabel struct {
-		Priv, Pub, Content hexBytes
-		Label              string
-		Signature          hexBytes
-	} `json:"sign_with_label"`
-	EncryptWithLabel struct {
-		Priv, Pub          hexBytes
-		Label              string
-		Context, Plaintext hexBytes
-		KEMOutput          hexBytes `json:"kem_output"`
-		Ciphertext         hexBytes
-	} `json:"encrypt_with_label"`
-}
-
 func runCryptoBasics(c fields) error {
-	var v cryptoBasicsCase
+	var v vectorfmt.CryptoBasics
 	if err := decode(c, &v); err != nil {
 		return err
 	}

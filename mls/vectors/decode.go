@@ -2,31 +2,10 @@ package vectors
 
 import (
 	"bytes"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 )
-
-// hexBytes is a JSON hex string; JSON null decodes to nil (optional<T>).
-type hexBytes []byte
-
-func (h *hexBytes) UnmarshalJSON(b []byte) error {
-	if string(b) == "null" {
-		*h = nil
-		return nil
-	}
-	var s string
-	if err := json.Unmarshal(b, &s); err != nil {
-		return err
-	}
-	v, err := hex.DecodeString(s)
-	if err != nil {
-		return err
-	}
-	*h = v
-	return nil
-}
 
 // decode unmarshals the case c into v (a pointer to the kind's struct),
 // refusing fields v does not know, so a vector that grew a field is noticed.

@@ -5,6 +5,7 @@ import (
 
 	"golang.org/x/crypto/cryptobyte"
 
+	"github.com/torpor-dev/torpor/mls/internal/vectorfmt"
 	"github.com/torpor-dev/torpor/mls/internal/wire"
 )
 
@@ -15,10 +16,7 @@ func init() {
 }
 
 func runDeserialization(c fields) error {
-	var v struct {
-		Header hexBytes `json:"vlbytes_header"`
-		Length uint64   `json:"length"`
-	}
+	var v vectorfmt.Deserialization
 	if err := decode(c, &v); err != nil {
 		return err
 	}

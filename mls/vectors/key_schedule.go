@@ -5,6 +5,7 @@ import (
 
 	"github.com/torpor-dev/torpor/mls"
 	"github.com/torpor-dev/torpor/mls/internal/schedule"
+	"github.com/torpor-dev/torpor/mls/internal/vectorfmt"
 )
 
 // key-schedule: the epoch key schedule with the GroupContext encoding, the
@@ -13,39 +14,8 @@ func init() {
 	register(&kind{name: "key-schedule", requires: []string{"initial_init_secret"}, run: runKeySchedule})
 }
 
-type keyScheduleCase struct {
-	CipherSuite       uint16   `json:"cipher_suite"`
-	GroupID           hexBytes `json:"group_id"`
-	InitialInitSecret hexBytes `json:"initial_init_secret"`
-	Epochs            []struct {
-		TreeHash                hexBytes `json:"tree_hash"`
-		CommitSecret            hexBytes `json:"commit_secret"`
-		PSKSecret               hexBytes `json:"psk_secret"`
-		ConfirmedTranscriptHash hexBytes `json:"confirmed_transcript_hash"`
-		GroupContext            hexBytes `json:"group_context"`
-		JoinerSecret            hexBytes `json:"joiner_secret"`
-		WelcomeSecret           hexBytes `json:"welcome_secret"`
-		InitSecret              hexBytes `json:"init_secret"`
-		SenderDataSecret        hexBytes `json:"sender_data_secret"`
-		EncryptionSecret        hexBytes `json:"encryption_secret"`
-		ExporterSecret          hexBytes `json:"exporter_secret"`
-		EpochAuthenticator      hexBytes `json:"epoch_authenticator"`
-		ExternalSecret          hexBytes `json:"external_secret"`
-		ConfirmationKey         hexBytes `json:"confirmation_key"`
-		MembershipKey           hexBytes `json:"membership_key"`
-		ResumptionPSK           hexBytes `json:"resumption_psk"`
-		ExternalPub             hexBytes `json:"external_pub"`
-		Exporter                struct {
-			Label   string   `json:"label"`
-			Context hexBytes `json:"context"`
-			Length  int      `json:"length"`
-			Secret  hexBytes `json:"secret"`
-		} `json:"exporter"`
-	} `json:"epochs"`
-}
-
 func runKeySchedule(c fields) error {
-	var v keyScheduleCase
+	var v vectorfmt.KeySchedule
 	if err := decode(c, &v); err != nil {
 		return err
 	}

@@ -7,7 +7,7 @@ import (
 )
 
 // TestTreeKindsCanFail changes one expected value in a case of each of
-// engineer A's kinds (tree-math, deserialization, messages,
+// the tree and message kinds (tree-math, deserialization, messages,
 // tree-operations, tree-validation, treekem) and checks that the case
 // fails, so that a passing run means something.
 func TestTreeKindsCanFail(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/torpor-dev/torpor/mls"
+	"github.com/torpor-dev/torpor/mls/internal/vectorfmt"
 )
 
 // message-protection: PublicMessage signatures and membership tags,
@@ -16,36 +17,15 @@ func init() {
 	register(&kind{name: "message-protection", requires: []string{"membership_key", "application"}, run: runMessageProtection})
 }
 
-type messageProtectionCase struct {
-	CipherSuite             uint16   `json:"cipher_suite"`
-	GroupID                 hexBytes `json:"group_id"`
-	Epoch                   uint64   `json:"epoch"`
-	TreeHash                hexBytes `json:"tree_hash"`
-	ConfirmedTranscriptHash hexBytes `json:"confirmed_transcript_hash"`
-	SignaturePriv           hexBytes `json:"signature_priv"`
-	SignaturePub            hexBytes `json:"signature_pub"`
-	EncryptionSecret        hexBytes `json:"encryption_secret"`
-	SenderDataSecret        hexBytes `json:"sender_data_secret"`
-	MembershipKey           hexBytes `json:"membership_key"`
-	Proposal                hexBytes `json:"proposal"`
-	ProposalPub             hexBytes `json:"proposal_pub"`
-	ProposalPriv            hexBytes `json:"proposal_priv"`
-	Commit                  hexBytes `json:"commit"`
-	CommitPub               hexBytes `json:"commit_pub"`
-	CommitPriv              hexBytes `json:"commit_priv"`
-	Application             hexBytes `json:"application"`
-	ApplicationPriv         hexBytes `json:"application_priv"`
-}
-
 // mpEnv is what every sub-check of a message-protection case shares.
 type mpEnv struct {
-	v    *messageProtectionCase
+	v    *vectorfmt.MessageProtection
 	ctx  *mls.GroupContext
 	priv ed25519.PrivateKey
 }
 
 func runMessageProtection(c fields) error {
-	var v messageProtectionCase
+	var v vectorfmt.MessageProtection
 	if err := decode(c, &v); err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"sort"
 
 	"github.com/torpor-dev/torpor/mls"
+	"github.com/torpor-dev/torpor/mls/internal/vectorfmt"
 )
 
 // messages: every RFC 9420 structure decodes and re-encodes byte for byte
@@ -80,7 +81,7 @@ var messageFields = map[string]roundTrip{
 }
 
 func runMessages(c fields) error {
-	v := map[string]hexBytes{}
+	v := vectorfmt.Messages{}
 	if err := decode(c, &v); err != nil {
 		return err
 	}

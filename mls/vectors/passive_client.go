@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/torpor-dev/torpor/mls"
+	"github.com/torpor-dev/torpor/mls/internal/vectorfmt"
 )
 
 // passive-client: join by Welcome (tree in the Welcome or out of band,
@@ -16,32 +17,12 @@ func init() {
 	register(&kind{name: "passive-client", requires: []string{"epochs", "initial_epoch_authenticator"}, run: runPassiveClient})
 }
 
-type passiveClientCase struct {
-	CipherSuite  uint16 `json:"cipher_suite"`
-	ExternalPSKs []struct {
-		PSKID hexBytes `json:"psk_id"`
-		PSK   hexBytes `json:"psk"`
-	} `json:"external_psks"`
-	KeyPackage                hexBytes `json:"key_package"`
-	SignaturePriv             hexBytes `json:"signature_priv"`
-	EncryptionPriv            hexBytes `json:"encryption_priv"`
-	InitPriv                  hexBytes `json:"init_priv"`
-	Welcome                   hexBytes `json:"welcome"`
-	RatchetTree               hexBytes `json:"ratchet_tree"`
-	InitialEpochAuthenticator hexBytes `json:"initial_epoch_authenticator"`
-	Epochs                    []struct {
-		Proposals          []hexBytes `json:"proposals"`
-		Commit             hexBytes   `json:"commit"`
-		EpochAuthenticator hexBytes   `json:"epoch_authenticator"`
-	} `json:"epochs"`
-}
-
 func runPassiveClient(c fields) error {
-	var v passiveClientCase
+	var v vectorfmt.PassiveClient
 	if err := decode(c, &v); err != nil {
 		return err
 	}
-	g, err := v.join()
+	g, err := joinPassive(&v)
 	if err != nil {
 		return fmt.Errorf("joining: %w", err)
 	}
@@ -64,8 +45,8 @@ func runPassiveClient(c fields) error {
 	return nil
 }
 
-// join joins the group of the case's Welcome with its keys and PSKs.
-func (v *passiveClientCase) join() (*mls.Group, error) {
+// joinPassive joins the group of the case's Welcome with its keys and PSKs.
+func joinPassive(v *vectorfmt.PassiveClient) (*mls.Group, error) {
 	psks := map[string][]byte{}
 	for _, p := range v.ExternalPSKs {
 		psks[string(p.PSKID)] = p.PSK

@@ -3,6 +3,7 @@ package vectors
 import (
 	"github.com/torpor-dev/torpor/mls"
 	"github.com/torpor-dev/torpor/mls/internal/schedule"
+	"github.com/torpor-dev/torpor/mls/internal/vectorfmt"
 )
 
 // psk_secret: combining external PSKs into psk_secret (RFC 9420 Section
@@ -11,18 +12,8 @@ func init() {
 	register(&kind{name: "psk_secret", requires: []string{"psks", "psk_secret"}, run: runPSKSecret})
 }
 
-type pskSecretCase struct {
-	CipherSuite uint16 `json:"cipher_suite"`
-	PSKs        []struct {
-		PSKID    hexBytes `json:"psk_id"`
-		PSK      hexBytes `json:"psk"`
-		PSKNonce hexBytes `json:"psk_nonce"`
-	} `json:"psks"`
-	PSKSecret hexBytes `json:"psk_secret"`
-}
-
 func runPSKSecret(c fields) error {
-	var v pskSecretCase
+	var v vectorfmt.PSKSecret
 	if err := decode(c, &v); err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/torpor-dev/torpor/mls/internal/secrettree"
 	"github.com/torpor-dev/torpor/mls/internal/treemath"
+	"github.com/torpor-dev/torpor/mls/internal/vectorfmt"
 )
 
 // secret-tree: the secret tree, both hash ratchets of every leaf and the
@@ -13,26 +14,8 @@ func init() {
 	register(&kind{name: "secret-tree", requires: []string{"leaves", "sender_data"}, run: runSecretTree})
 }
 
-type secretTreeCase struct {
-	CipherSuite      uint16   `json:"cipher_suite"`
-	EncryptionSecret hexBytes `json:"encryption_secret"`
-	SenderData       struct {
-		SenderDataSecret hexBytes `json:"sender_data_secret"`
-		Ciphertext       hexBytes `json:"ciphertext"`
-		Key              hexBytes `json:"key"`
-		Nonce            hexBytes `json:"nonce"`
-	} `json:"sender_data"`
-	Leaves [][]struct {
-		Generation       uint32   `json:"generation"`
-		HandshakeKey     hexBytes `json:"handshake_key"`
-		HandshakeNonce   hexBytes `json:"handshake_nonce"`
-		ApplicationKey   hexBytes `json:"application_key"`
-		ApplicationNonce hexBytes `json:"application_nonce"`
-	} `json:"leaves"`
-}
-
 func runSecretTree(c fields) error {
-	var v secretTreeCase
+	var v vectorfmt.SecretTree
 	if err := decode(c, &v); err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package vectors
 import (
 	"github.com/torpor-dev/torpor/mls"
 	"github.com/torpor-dev/torpor/mls/internal/schedule"
+	"github.com/torpor-dev/torpor/mls/internal/vectorfmt"
 )
 
 // transcript-hashes: the confirmed and interim transcript hashes and the
@@ -11,17 +12,8 @@ func init() {
 	register(&kind{name: "transcript-hashes", requires: []string{"authenticated_content"}, run: runTranscriptHashes})
 }
 
-type transcriptHashesCase struct {
-	CipherSuite                  uint16   `json:"cipher_suite"`
-	ConfirmationKey              hexBytes `json:"confirmation_key"`
-	AuthenticatedContent         hexBytes `json:"authenticated_content"`
-	InterimTranscriptHashBefore  hexBytes `json:"interim_transcript_hash_before"`
-	ConfirmedTranscriptHashAfter hexBytes `json:"confirmed_transcript_hash_after"`
-	InterimTranscriptHashAfter   hexBytes `json:"interim_transcript_hash_after"`
-}
-
 func runTranscriptHashes(c fields) error {
-	var v transcriptHashesCase
+	var v vectorfmt.TranscriptHashes
 	if err := decode(c, &v); err != nil {
 		return err
 	}

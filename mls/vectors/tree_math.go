@@ -4,22 +4,13 @@ import (
 	"fmt"
 
 	tm "github.com/torpor-dev/torpor/mls/internal/treemath"
+	"github.com/torpor-dev/torpor/mls/internal/vectorfmt"
 )
 
 // tree-math: array-tree index arithmetic (RFC 9420, Section 4.2 and
 // Appendix C).
 func init() {
 	register(&kind{name: "tree-math", requires: []string{"n_leaves"}, run: runTreeMath})
-}
-
-type treeMathCase struct {
-	NLeaves uint32    `json:"n_leaves"`
-	NNodes  uint32    `json:"n_nodes"`
-	Root    uint32    `json:"root"`
-	Left    []*uint32 `json:"left"`
-	Right   []*uint32 `json:"right"`
-	Parent  []*uint32 `json:"parent"`
-	Sibling []*uint32 `json:"sibling"`
 }
 
 // optional calls f, mapping a panic (no such node) to nil.
@@ -34,7 +25,7 @@ func optional(f func() tm.NodeIndex) (out *uint32) {
 }
 
 func runTreeMath(c fields) error {
-	var v treeMathCase
+	var v vectorfmt.TreeMath
 	if err := decode(c, &v); err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package vectors
 
 import (
 	"github.com/torpor-dev/torpor/mls"
+	"github.com/torpor-dev/torpor/mls/internal/vectorfmt"
 )
 
 // tree-operations: Add, Update and Remove applied to a ratchet tree (RFC
@@ -11,15 +12,7 @@ func init() {
 }
 
 func runTreeOperations(c fields) error {
-	var v struct {
-		CipherSuite    uint16   `json:"cipher_suite"`
-		TreeBefore     hexBytes `json:"tree_before"`
-		Proposal       hexBytes `json:"proposal"`
-		ProposalSender uint32   `json:"proposal_sender"`
-		TreeHashBefore hexBytes `json:"tree_hash_before"`
-		TreeAfter      hexBytes `json:"tree_after"`
-		TreeHashAfter  hexBytes `json:"tree_hash_after"`
-	}
+	var v vectorfmt.TreeOperations
 	if err := decode(c, &v); err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/torpor-dev/torpor/mls"
+	"github.com/torpor-dev/torpor/mls/internal/vectorfmt"
 )
 
 // tree-validation: resolutions, tree hashes, parent hashes and leaf
@@ -14,13 +15,7 @@ func init() {
 }
 
 func runTreeValidation(c fields) error {
-	var v struct {
-		CipherSuite uint16     `json:"cipher_suite"`
-		Tree        hexBytes   `json:"tree"`
-		GroupID     hexBytes   `json:"group_id"`
-		Resolutions [][]uint32 `json:"resolutions"`
-		TreeHashes  []hexBytes `json:"tree_hashes"`
-	}
+	var v vectorfmt.TreeValidation
 	if err := decode(c, &v); err != nil {
 		return err
 	}

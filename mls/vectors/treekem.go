@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/torpor-dev/torpor/mls"
+	"github.com/torpor-dev/torpor/mls/internal/vectorfmt"
 )
 
 // treekem: UpdatePath processing and creation (RFC 9420, Sections 7.4 to
@@ -13,32 +14,8 @@ func init() {
 	register(&kind{name: "treekem", requires: []string{"update_paths"}, run: runTreeKEM})
 }
 
-type treeKEMCase struct {
-	CipherSuite             uint16   `json:"cipher_suite"`
-	GroupID                 hexBytes `json:"group_id"`
-	Epoch                   uint64   `json:"epoch"`
-	ConfirmedTranscriptHash hexBytes `json:"confirmed_transcript_hash"`
-	RatchetTree             hexBytes `json:"ratchet_tree"`
-	LeavesPrivate           []struct {
-		Index          uint32   `json:"index"`
-		EncryptionPriv hexBytes `json:"encryption_priv"`
-		SignaturePriv  hexBytes `json:"signature_priv"`
-		PathSecrets    []struct {
-			Node       uint32   `json:"node"`
-			PathSecret hexBytes `json:"path_secret"`
-		} `json:"path_secrets"`
-	} `json:"leaves_private"`
-	UpdatePaths []struct {
-		Sender        uint32     `json:"sender"`
-		UpdatePath    hexBytes   `json:"update_path"`
-		PathSecrets   []hexBytes `json:"path_secrets"`
-		CommitSecret  hexBytes   `json:"commit_secret"`
-		TreeHashAfter hexBytes   `json:"tree_hash_after"`
-	} `json:"update_paths"`
-}
-
 func runTreeKEM(c fields) error {
-	var v treeKEMCase
+	var v vectorfmt.TreeKEM
 	if err := decode(c, &v); err != nil {
 		return err
 	}
@@ -46,74 +23,103 @@ func runTreeKEM(c fields) error {
 	if err != nil {
 		return err
 	}
-	ctx := &mls.GroupContext{
-		Version: mls.ProtocolMLS10, CipherSuite: mls.CipherSuite(v.CipherSuite),
-		GroupID: v.GroupID, Epoch: v.Epoch, ConfirmedTranscriptHash: v.ConfirmedTranscriptHash,
+	x := &treeKEMRun{
+		ctx: &mls.GroupContext{
+			Version: mls.ProtocolMLS10, CipherSuite: mls.CipherSuite(v.CipherSuite),
+			GroupID: v.GroupID, Epoch: v.Epoch, ConfirmedTranscriptHash: v.ConfirmedTranscriptHash,
+		},
+		member: map[uint32]func() (*mls.TreeKEMMember, error){},
+		sigs:   map[uint32]ed25519.PrivateKey{},
 	}
-	// member returns leaf i's private TreeKEM state over the vector's tree.
-	member := map[uint32]func() (*mls.TreeKEMMember, error){}
-	sigs := map[uint32]ed25519.PrivateKey{}
-	var ck checker
 	for _, lp := range v.LeavesPrivate {
-		secrets := map[uint32][]byte{}
-		for _, ps := range lp.PathSecrets {
-			secrets[ps.Node] = ps.PathSecret
+		if err := x.addLeaf(tree, lp); err != nil {
+			return err
 		}
-		member[lp.Index] = func() (*mls.TreeKEMMember, error) {
-			return mls.NewTreeKEMMember(tree, lp.Index, lp.EncryptionPriv, secrets)
-		}
-		if _, err := member[lp.Index](); err != nil {
-			return fmt.Errorf("leaf %d: private state inconsistent with the tree: %w", lp.Index, err)
-		}
-		if len(lp.SignaturePriv) != ed25519.SeedSize {
-			return fmt.Errorf("leaf %d: signature_priv of %d bytes", lp.Index, len(lp.SignaturePriv))
-		}
-		sigs[lp.Index] = ed25519.NewKeyFromSeed(lp.SignaturePriv)
 	}
 	for _, u := range v.UpdatePaths {
 		up, err := mls.ParseUpdatePath(u.UpdatePath)
 		if err != nil {
 			return err
 		}
-		if member[u.Sender] == nil {
+		if x.member[u.Sender] == nil {
 			return fmt.Errorf("no private state for sender %d", u.Sender)
 		}
-		for j, newMember := range member {
-			if j == u.Sender {
-				continue
-			}
-			m, _ := newMember()
-			what := fmt.Sprintf("sender %d, leaf %d", u.Sender, j)
-			ps, cs, err := m.ProcessUpdatePath(u.Sender, up, ctx)
-			if ck.fail(what, err) {
-				continue
-			}
-			if int(j) >= len(u.PathSecrets) {
-				ck.errorf("%s: no expected path secret", what)
-			} else {
-				ck.bytes(what+": path secret", ps, u.PathSecrets[j])
-			}
-			ck.bytes(what+": commit secret", cs, u.CommitSecret)
-			ck.bytes(what+": tree hash after", m.Tree().TreeHash(), u.TreeHashAfter)
-		}
+		x.processVectorPath(u, up)
+		x.createFreshPath(u.Sender)
+	}
+	return x.ck.err()
+}
 
-		sender, _ := member[u.Sender]()
-		fresh, cs, err := sender.CreateUpdatePath(sigs[u.Sender], ctx, nil)
-		if ck.fail(fmt.Sprintf("sender %d: creating a path", u.Sender), err) {
+// treeKEMRun is one treekem case being checked.
+type treeKEMRun struct {
+	ctx *mls.GroupContext
+	// member returns leaf i's private TreeKEM state over the vector's
+	// tree, fresh at each call.
+	member map[uint32]func() (*mls.TreeKEMMember, error)
+	sigs   map[uint32]ed25519.PrivateKey
+	ck     checker
+}
+
+// addLeaf records the private state of a leaf and checks it fits the tree.
+func (x *treeKEMRun) addLeaf(tree *mls.RatchetTree, lp vectorfmt.TreeKEMLeaf) error {
+	secrets := map[uint32][]byte{}
+	for _, ps := range lp.PathSecrets {
+		secrets[ps.Node] = ps.PathSecret
+	}
+	x.member[lp.Index] = func() (*mls.TreeKEMMember, error) {
+		return mls.NewTreeKEMMember(tree, lp.Index, lp.EncryptionPriv, secrets)
+	}
+	if _, err := x.member[lp.Index](); err != nil {
+		return fmt.Errorf("leaf %d: private state inconsistent with the tree: %w", lp.Index, err)
+	}
+	if len(lp.SignaturePriv) != ed25519.SeedSize {
+		return fmt.Errorf("leaf %d: signature_priv of %d bytes", lp.Index, len(lp.SignaturePriv))
+	}
+	x.sigs[lp.Index] = ed25519.NewKeyFromSeed(lp.SignaturePriv)
+	return nil
+}
+
+// processVectorPath has every other leaf process the vector's UpdatePath
+// and checks its path secret, the commit secret and the tree hash after.
+func (x *treeKEMRun) processVectorPath(u vectorfmt.TreeKEMUpdatePath, up *mls.UpdatePath) {
+	for j, newMember := range x.member {
+		if j == u.Sender {
 			continue
 		}
-		for j, newMember := range member {
-			if j == u.Sender {
-				continue
-			}
-			m, _ := newMember()
-			what := fmt.Sprintf("sender %d, leaf %d, fresh path", u.Sender, j)
-			_, got, err := m.ProcessUpdatePath(u.Sender, fresh, ctx)
-			if ck.fail(what, err) {
-				continue
-			}
-			ck.bytes(what+": commit secret", got, cs)
+		m, _ := newMember()
+		what := fmt.Sprintf("sender %d, leaf %d", u.Sender, j)
+		ps, cs, err := m.ProcessUpdatePath(u.Sender, up, x.ctx)
+		if x.ck.fail(what, err) {
+			continue
 		}
+		if int(j) >= len(u.PathSecrets) {
+			x.ck.errorf("%s: no expected path secret", what)
+		} else {
+			x.ck.bytes(what+": path secret", ps, u.PathSecrets[j])
+		}
+		x.ck.bytes(what+": commit secret", cs, u.CommitSecret)
+		x.ck.bytes(what+": tree hash after", m.Tree().TreeHash(), u.TreeHashAfter)
 	}
-	return ck.err()
+}
+
+// createFreshPath has the sender create a new UpdatePath and every other
+// leaf process it to the same commit secret.
+func (x *treeKEMRun) createFreshPath(senderLeaf uint32) {
+	sender, _ := x.member[senderLeaf]()
+	fresh, cs, err := sender.CreateUpdatePath(x.sigs[senderLeaf], x.ctx, nil)
+	if x.ck.fail(fmt.Sprintf("sender %d: creating a path", senderLeaf), err) {
+		return
+	}
+	for j, newMember := range x.member {
+		if j == senderLeaf {
+			continue
+		}
+		m, _ := newMember()
+		what := fmt.Sprintf("sender %d, leaf %d, fresh path", senderLeaf, j)
+		_, got, err := m.ProcessUpdatePath(senderLeaf, fresh, x.ctx)
+		if x.ck.fail(what, err) {
+			continue
+		}
+		x.ck.bytes(what+": commit secret", got, cs)
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/torpor-dev/torpor/mls"
+	"github.com/torpor-dev/torpor/mls/internal/vectorfmt"
 )
 
 // welcome: decrypting a Welcome for a KeyPackage, verifying the GroupInfo
@@ -14,16 +15,8 @@ func init() {
 	register(&kind{name: "welcome", requires: []string{"init_priv", "welcome"}, excludes: []string{"epochs"}, run: runWelcome})
 }
 
-type welcomeCase struct {
-	CipherSuite uint16   `json:"cipher_suite"`
-	InitPriv    hexBytes `json:"init_priv"`
-	SignerPub   hexBytes `json:"signer_pub"`
-	KeyPackage  hexBytes `json:"key_package"`
-	Welcome     hexBytes `json:"welcome"`
-}
-
 func runWelcome(c fields) error {
-	var v welcomeCase
+	var v vectorfmt.Welcome
 	if err := decode(c, &v); err != nil {
 		return err
 	}

@@ -19,9 +19,9 @@ import (
 	"github.com/torpor-dev/torpor/runtime/deliver"
 	"github.com/torpor-dev/torpor/runtime/drain"
 	"github.com/torpor-dev/torpor/runtime/purpose"
+	"github.com/torpor-dev/torpor/runtime/sessions"
 	"github.com/torpor-dev/torpor/session"
-	"github.com/torpor-dev/torpor/session/agent"
-	"github.com/torpor-dev/torpor/transport/link"
+	"github.com/torpor-dev/torpor/transport/link/wire"
 	"github.com/torpor-dev/torpor/wake"
 	"github.com/torpor-dev/torpor/wake/board"
 	"github.com/torpor-dev/torpor/wake/rtc"
@@ -94,7 +94,7 @@ func (f *File) Build() (*Built, error) {
 	add(f.buildPolicy(c))
 	add(b.buildHandlers(f))
 	if f.Bounds != nil {
-		c.Bounds = link.Bounds{MaxMessages: f.Bounds.MaxMessages, MaxPerPeer: f.Bounds.MaxPerPeer, MaxBytes: f.Bounds.MaxBytes,
+		c.Bounds = wire.Bounds{MaxMessages: f.Bounds.MaxMessages, MaxPerPeer: f.Bounds.MaxPerPeer, MaxBytes: f.Bounds.MaxBytes,
 			MaxMessageSize: f.Bounds.MaxMessageSize, TTLSec: int64(time.Duration(f.Bounds.TTL) / time.Second)}
 	}
 	add(b.buildCommands(f))
@@ -104,7 +104,7 @@ func (f *File) Build() (*Built, error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		return agent.Sessions{S: s}, agent.KeyPackages{S: s, DB: db}, nil
+		return sessions.Sessions{S: s}, sessions.KeyPackages{S: s, DB: db}, nil
 	}
 	if len(errs) > 0 {
 		b.Close()

@@ -22,13 +22,15 @@ import (
 	"github.com/torpor-dev/torpor/runtime/drain"
 	"github.com/torpor-dev/torpor/runtime/purpose"
 	"github.com/torpor-dev/torpor/runtime/runtimetest"
+	"github.com/torpor-dev/torpor/runtime/sessions"
 	"github.com/torpor-dev/torpor/session"
-	"github.com/torpor-dev/torpor/session/agent"
 	"github.com/torpor-dev/torpor/session/sender"
 	"github.com/torpor-dev/torpor/store"
+	"github.com/torpor-dev/torpor/store/agents"
 	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/transport/a2a"
 	"github.com/torpor-dev/torpor/transport/link"
+	"github.com/torpor-dev/torpor/transport/link/wire"
 	"github.com/torpor-dev/torpor/transport/relay"
 )
 
@@ -66,7 +68,7 @@ func newWorld(t *testing.T) *world {
 	if err != nil {
 		t.Fatal(err)
 	}
-	states, err := relay.OpenStates(filepath.Join(dir, "agents.db"), nil)
+	states, err := agents.OpenBolt(filepath.Join(dir, "agents.db"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +90,7 @@ func newWorld(t *testing.T) *world {
 		t.Fatal(err)
 	}
 	w.pipe, err = runtime.OpenPipeline(w.devDB, runtime.PipelineConfig{
-		Key: w.dev, Purposes: purpose.Set{"comms:*"}, Sessions: agent.Sessions{S: w.devS}, Clock: w.clk,
+		Key: w.dev, Purposes: purpose.Set{"comms:*"}, Sessions: sessions.Sessions{S: w.devS}, Clock: w.clk,
 		Routes: []deliver.Route{{Pattern: "*", Name: "rec", Handler: w.rec}},
 	})
 	if err != nil {
@@ -112,7 +114,7 @@ func (w *world) publish(t *testing.T) *link.Client {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	kps := agent.KeyPackages{S: w.devS, DB: w.devDB}
+	kps := sessions.KeyPackages{S: w.devS, DB: w.devDB}
 	pool, err := kps.Refill(context.Background(), 0)
 	if err != nil {
 		t.Fatal(err)
@@ -126,7 +128,7 @@ func (w *world) publish(t *testing.T) *link.Client {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Publish(context.Background(), link.State{Mode: "sleep", Card: raw, KeyPackages: pool}); err != nil {
+	if _, err := c.Publish(context.Background(), wire.State{Mode: "sleep", Card: raw, KeyPackages: pool}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := kps.Published(context.Background(), pool, nil); err != nil {

@@ -24,8 +24,8 @@ import (
 	"github.com/torpor-dev/torpor/runtime/deliver"
 	"github.com/torpor-dev/torpor/runtime/drain"
 	"github.com/torpor-dev/torpor/runtime/purpose"
+	"github.com/torpor-dev/torpor/runtime/sessions"
 	"github.com/torpor-dev/torpor/session"
-	"github.com/torpor-dev/torpor/session/agent"
 	"github.com/torpor-dev/torpor/store"
 	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/transport/a2a"
@@ -140,7 +140,7 @@ func agentPipelineConfig(clk *clocktest.Clock, actions deliver.Handler) runtime.
 		Key: agentKey, Owner: ownerKey.DID(), Purposes: purpose.Set{"comms:*", "action:*"},
 		Consequential: purpose.Set{"action:*"}, AllowPlaintext: true,
 		Routes:   []deliver.Route{{Pattern: "*", Name: "effect", Handler: actions}},
-		Sessions: agent.Sessions{S: s},
+		Sessions: sessions.Sessions{S: s},
 		Clock:    clk,
 	}
 }

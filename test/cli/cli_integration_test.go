@@ -23,9 +23,10 @@ import (
 	"github.com/torpor-dev/torpor/runtime/deliver"
 	"github.com/torpor-dev/torpor/runtime/drain"
 	"github.com/torpor-dev/torpor/runtime/purpose"
+	"github.com/torpor-dev/torpor/runtime/sessions"
 	"github.com/torpor-dev/torpor/session"
-	"github.com/torpor-dev/torpor/session/agent"
 	"github.com/torpor-dev/torpor/test/internal/testenv"
+	"github.com/torpor-dev/torpor/transport/broker"
 	"github.com/torpor-dev/torpor/transport/relay"
 	"github.com/torpor-dev/torpor/wake"
 )
@@ -108,10 +109,10 @@ func startStack(ts *testscript.TestScript, opKeyFile string) {
 	ts.Check(err)
 	dir := ts.MkAbs("stack")
 	ts.Check(os.MkdirAll(dir, 0o700))
-	broker, err := relay.StartBroker(relay.BrokerConfig{Listen: "127.0.0.1:0", DataDir: dir})
+	brk, err := broker.Start(broker.Config{Listen: "127.0.0.1:0", DataDir: dir})
 	ts.Check(err)
 	log := slog.New(slog.NewTextHandler(logFile(ts, filepath.Join(dir, "stack.log")), nil))
-	r, err := worldtest.Open(dir, relay.Config{MQTTBroker: broker.URL(), Logger: log})
+	r, err := worldtest.Open(dir, relay.Config{MQTTBroker: brk.URL(), Logger: log})
 	ts.Check(err)
 
 	key, err := did.Generate(nil)
@@ -128,7 +129,7 @@ func startStack(ts *testscript.TestScript, opKeyFile string) {
 			if err != nil {
 				return nil, nil, err
 			}
-			return agent.Sessions{S: ss}, agent.KeyPackages{S: ss, DB: db}, nil
+			return sessions.Sessions{S: ss}, sessions.KeyPackages{S: ss, DB: db}, nil
 		},
 		KeyPackageTarget: 4,
 		Logger:           log,
@@ -137,7 +138,7 @@ func startStack(ts *testscript.TestScript, opKeyFile string) {
 	}
 	a, err := runtime.New(cfg)
 	ts.Check(err)
-	cmds, err = runtime.NewCommands(a, runtime.CommandsConfig{Broker: broker.URL(), Name: "cli-device",
+	cmds, err = runtime.NewCommands(a, runtime.CommandsConfig{Broker: brk.URL(), Name: "cli-device",
 		Operators: []did.DID{op.DID()}, Logger: log})
 	ts.Check(err)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -152,10 +153,10 @@ func startStack(ts *testscript.TestScript, opKeyFile string) {
 		cmds.Close(cctx)
 		ccancel()
 		r.Close()
-		broker.Close()
+		brk.Close()
 	})
 	ts.Setenv("RELAY", r.URL)
-	ts.Setenv("BROKER", broker.URL())
+	ts.Setenv("BROKER", brk.URL())
 	ts.Setenv("AGENT", key.DID().String())
 	ts.Setenv("DEVICE", "cli-device")
 }

@@ -10,8 +10,8 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/runtime/sessions"
 	"github.com/torpor-dev/torpor/session"
-	"github.com/torpor-dev/torpor/session/agent"
 	"github.com/torpor-dev/torpor/test/interop/tsmls"
 	"github.com/torpor-dev/torpor/transport/a2a"
 )
@@ -45,7 +45,7 @@ func TestScenario1TSMLSCreates(t *testing.T) {
 	}
 	h := a2a.Handshake{InitiatorDID: alice.DID(), Welcome: c.Welcome, RatchetTree: c.Tree}
 	bob.update(t, "ApplyHandshake", func(tx *bolt.Tx) error {
-		return agent.Sessions{S: bob.s}.ApplyHandshake(tx, h, alice.DID())
+		return sessions.Sessions{S: bob.s}.ApplyHandshake(tx, h, alice.DID())
 	})
 	bob.update(t, "PairGroup", func(tx *bolt.Tx) (err error) { bob.group, err = bob.s.PairGroup(tx, alice.DID()); return err })
 	agree(t, "after the join", alice, bob)
@@ -58,7 +58,7 @@ func TestScenario1TSMLSCreates(t *testing.T) {
 	msg := alice.encrypt(t, pt)
 	var opened []byte
 	bob.update(t, "Open", func(tx *bolt.Tx) error {
-		op, err := agent.Sessions{S: bob.s}.Open(tx, a2a.MLSWire{Wire: msg}, alice.DID())
+		op, err := sessions.Sessions{S: bob.s}.Open(tx, a2a.MLSWire{Wire: msg}, alice.DID())
 		if err == nil && op.Sender != alice.DID() {
 			t.Errorf("sender = %v, want %v", op.Sender, alice.DID())
 		}
@@ -288,7 +288,7 @@ func TestDesignatedCommitterInterop(t *testing.T) {
 		}
 		before := bob.view(t)
 		err = bob.db.Update(func(tx *bolt.Tx) error {
-			_, err := agent.Sessions{S: bob.s}.Open(tx, a2a.MLSWire{Wire: forged.Commit, SenderDID: alice.DID()}, alice.DID())
+			_, err := sessions.Sessions{S: bob.s}.Open(tx, a2a.MLSWire{Wire: forged.Commit, SenderDID: alice.DID()}, alice.DID())
 			return err
 		})
 		if !errors.Is(err, session.ErrNotCommitter) {
@@ -306,7 +306,7 @@ func TestDesignatedCommitterInterop(t *testing.T) {
 		t.Fatal(err)
 	}
 	bob.update(t, "Open", func(tx *bolt.Tx) error {
-		op, err := agent.Sessions{S: bob.s}.Open(tx, a2a.MLSWire{Wire: c.Commit, SenderDID: alice.DID()}, alice.DID())
+		op, err := sessions.Sessions{S: bob.s}.Open(tx, a2a.MLSWire{Wire: c.Commit, SenderDID: alice.DID()}, alice.DID())
 		if err == nil && !op.Commit {
 			t.Error("the committer's commit was not applied as one")
 		}

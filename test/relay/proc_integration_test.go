@@ -20,6 +20,7 @@ import (
 	"github.com/torpor-dev/torpor/transport/a2a"
 	"github.com/torpor-dev/torpor/transport/bearer"
 	"github.com/torpor-dev/torpor/transport/link"
+	"github.com/torpor-dev/torpor/transport/link/wire"
 )
 
 var (
@@ -149,13 +150,13 @@ func publish(t testing.TB, url string, dev *did.PrivateKey, mode string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Publish(ctx, link.State{Mode: mode, Card: raw}); err != nil {
+	if _, err := c.Publish(ctx, wire.State{Mode: mode, Card: raw}); err != nil {
 		t.Fatal(err)
 	}
 }
 
 // pullAll links dev and returns every queued record without acknowledging.
-func pullAll(t testing.TB, url string, dev *did.PrivateKey) []link.Record {
+func pullAll(t testing.TB, url string, dev *did.PrivateKey) []wire.Record {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -164,7 +165,7 @@ func pullAll(t testing.TB, url string, dev *did.PrivateKey) []link.Record {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	var all []link.Record
+	var all []wire.Record
 	var after uint64
 	for {
 		recs, more, err := c.Pull(ctx, after, 500)

@@ -10,7 +10,7 @@ import (
 )
 
 // ExtLiveness is Torpor's extension that ties the card to the agent's
-// liveness: the latest pulse the agent published (runtime/pulse) and the
+// liveness: the latest pulse the agent published (pulse) and the
 // next window in which it expects to be reachable. The agent signs the card
 // after it published the pulse of a wake, so the card a relay serves names
 // that pulse and the window the agent announced, and the relay cannot
@@ -47,12 +47,12 @@ type NextWindow struct {
 	Length time.Duration
 }
 
-// PulseRef names one pulse of the agent's chain as runtime/pulse defines
+// PulseRef names one pulse of the agent's chain as pulse defines
 // it.
 type PulseRef struct {
 	// Seq is the pulse's sequence number, from 1.
 	Seq uint64
-	// Hash is the chain hash of the pulse document (runtime/pulse.Hash):
+	// Hash is the chain hash of the pulse document (pulse.Hash):
 	// the unpadded base64url SHA-256 of its canonical bytes.
 	Hash string
 	// URL is where the pulse is served: the agent's base URL + PulsePath.

@@ -15,11 +15,17 @@ import (
 	"github.com/torpor-dev/torpor/clock"
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/transport/bearer"
+	"github.com/torpor-dev/torpor/transport/link/internal/calls"
+	"github.com/torpor-dev/torpor/transport/link/wire"
 )
+
+// ErrClosed is returned by Client calls after the link closed; Err tells
+// why.
+var ErrClosed = errors.New("link: closed")
 
 // HandlerFunc answers a live request the relay forwarded. It runs in its
 // own goroutine; ctx ends when the link closes.
-type HandlerFunc func(ctx context.Context, req Request) Response
+type HandlerFunc func(ctx context.Context, req wire.Request) wire.Response
 
 // Config configures Dial.
 type Config struct {
@@ -43,13 +49,13 @@ type Config struct {
 // again (with backoff; the agent's duty cycle decides when).
 type Client struct {
 	ws      *websocket.Conn
-	hello   Bounds
+	hello   wire.Bounds
 	handler HandlerFunc
 	ctx     context.Context
 	stop    context.CancelFunc
 	queued  chan uint64
 	done    chan struct{}
-	calls   calls
+	calls   calls.Table
 }
 
 // Dial opens a link to the relay and waits for its hello frame. An HTTP
@@ -73,11 +79,11 @@ func Dial(ctx context.Context, cfg Config) (*Client, error) {
 	}
 	ws := *u
 	ws.Scheme = map[string]string{"http": "ws", "https": "wss"}[u.Scheme]
-	ws.Path = strings.TrimRight(u.Path, "/") + Path
+	ws.Path = strings.TrimRight(u.Path, "/") + wire.Path
 	conn, resp, err := websocket.Dial(ctx, ws.String(), &websocket.DialOptions{
 		HTTPClient:   cfg.HTTPClient,
 		HTTPHeader:   http.Header{"Authorization": {"Bearer " + tok}},
-		Subprotocols: []string{Subprotocol},
+		Subprotocols: []string{wire.Subprotocol},
 	})
 	if err != nil {
 		if resp != nil && resp.Body != nil {
@@ -87,12 +93,12 @@ func Dial(ctx context.Context, cfg Config) (*Client, error) {
 		}
 		return nil, fmt.Errorf("link: %w", err)
 	}
-	conn.SetReadLimit(MaxFrame)
+	conn.SetReadLimit(wire.MaxFrame)
 	c := &Client{ws: conn, handler: cfg.Handler, queued: make(chan uint64, 64), done: make(chan struct{})}
 	c.ctx, c.stop = context.WithCancel(context.Background())
 	f, err := c.read(ctx)
-	if err == nil && (f.T != tHello || f.Bounds == nil) {
-		err = fmt.Errorf("%w: first frame %q, want hello", ErrProtocol, f.T)
+	if err == nil && (f.T != wire.FrameHello || f.Bounds == nil) {
+		err = fmt.Errorf("%w: first frame %q, want hello", wire.ErrProtocol, f.T)
 	}
 	if err != nil {
 		conn.Close(websocket.StatusProtocolError, "no hello")
@@ -105,31 +111,31 @@ func Dial(ctx context.Context, cfg Config) (*Client, error) {
 }
 
 // Hello returns the ceiling bounds the relay announced for this agent.
-func (c *Client) Hello() Bounds { return c.hello }
+func (c *Client) Hello() wire.Bounds { return c.hello }
 
 // Publish sends the device's state and returns the bounds in force and
 // the KeyPackages the relay holds. A refusal (a card not signed by the
 // device, say) is a *RemoteError.
-func (c *Client) Publish(ctx context.Context, st State) (Accepted, error) {
-	f, err := c.call(ctx, &frame{T: tState, State: &st})
+func (c *Client) Publish(ctx context.Context, st wire.State) (wire.Accepted, error) {
+	f, err := c.call(ctx, &wire.Frame{T: wire.FrameState, State: &st})
 	if err != nil {
-		return Accepted{}, err
+		return wire.Accepted{}, err
 	}
-	if f.T != tStateOK || f.Bounds == nil {
-		return Accepted{}, fmt.Errorf("%w: answer %q to state", ErrProtocol, f.T)
+	if f.T != wire.FrameStateOK || f.Bounds == nil {
+		return wire.Accepted{}, fmt.Errorf("%w: answer %q to state", wire.ErrProtocol, f.T)
 	}
-	return Accepted{Bounds: *f.Bounds, Held: f.Held}, nil
+	return wire.Accepted{Bounds: *f.Bounds, Held: f.Held}, nil
 }
 
 // Pull asks for up to max records with seq > after and returns them in seq
 // order, and whether more may follow.
-func (c *Client) Pull(ctx context.Context, after uint64, max int) ([]Record, bool, error) {
-	f, err := c.call(ctx, &frame{T: tPull, After: after, Max: max})
+func (c *Client) Pull(ctx context.Context, after uint64, max int) ([]wire.Record, bool, error) {
+	f, err := c.call(ctx, &wire.Frame{T: wire.FramePull, After: after, Max: max})
 	if err != nil {
 		return nil, false, err
 	}
-	if f.T != tRecords {
-		return nil, false, fmt.Errorf("%w: answer %q to pull", ErrProtocol, f.T)
+	if f.T != wire.FrameRecords {
+		return nil, false, fmt.Errorf("%w: answer %q to pull", wire.ErrProtocol, f.T)
 	}
 	return f.Records, f.More, nil
 }
@@ -138,12 +144,12 @@ func (c *Client) Pull(ctx context.Context, after uint64, max int) ([]Record, boo
 // deletion committed. Acknowledge only what the device's own transaction
 // has committed.
 func (c *Client) Ack(ctx context.Context, seqs []uint64) error {
-	f, err := c.call(ctx, &frame{T: tAck, Seqs: seqs})
+	f, err := c.call(ctx, &wire.Frame{T: wire.FrameAck, Seqs: seqs})
 	if err != nil {
 		return err
 	}
-	if f.T != tAcked {
-		return fmt.Errorf("%w: answer %q to ack", ErrProtocol, f.T)
+	if f.T != wire.FrameAcked {
+		return fmt.Errorf("%w: answer %q to ack", wire.ErrProtocol, f.T)
 	}
 	return nil
 }
@@ -153,7 +159,7 @@ func (c *Client) Ack(ctx context.Context, seqs []uint64) error {
 // stops at the first error (the batch is not acknowledged and will be
 // delivered again on the next link) and returns how many records were
 // acknowledged.
-func (c *Client) Drain(ctx context.Context, batch int, fn func(context.Context, []Record) error) (int, error) {
+func (c *Client) Drain(ctx context.Context, batch int, fn func(context.Context, []wire.Record) error) (int, error) {
 	var after uint64
 	n := 0
 	for {
@@ -191,7 +197,7 @@ func (c *Client) Queued() <-chan uint64 { return c.queued }
 func (c *Client) Done() <-chan struct{} { return c.done }
 
 // Err returns why the link closed, or nil while it is open.
-func (c *Client) Err() error { return c.calls.errValue() }
+func (c *Client) Err() error { return c.calls.Err() }
 
 // Close closes the link.
 func (c *Client) Close() error {
@@ -201,13 +207,13 @@ func (c *Client) Close() error {
 	return err
 }
 
-func (c *Client) call(ctx context.Context, f *frame) (*frame, error) {
-	id, ch, err := c.calls.open()
+func (c *Client) call(ctx context.Context, f *wire.Frame) (*wire.Frame, error) {
+	id, ch, err := c.calls.Open()
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrClosed, err)
 	}
 	f.ID = id
-	defer c.calls.forget(id)
+	defer c.calls.Forget(id)
 	if err := c.write(ctx, f); err != nil {
 		return nil, err
 	}
@@ -216,8 +222,8 @@ func (c *Client) call(ctx context.Context, f *frame) (*frame, error) {
 		if r == nil {
 			return nil, fmt.Errorf("%w: %v", ErrClosed, c.Err())
 		}
-		if r.T == tError {
-			return nil, &RemoteError{Code: r.Code, Message: r.Message}
+		if r.T == wire.FrameError {
+			return nil, &wire.RemoteError{Code: r.Code, Message: r.Message}
 		}
 		return r, nil
 	case <-ctx.Done():
@@ -225,8 +231,8 @@ func (c *Client) call(ctx context.Context, f *frame) (*frame, error) {
 	}
 }
 
-func (c *Client) write(ctx context.Context, f *frame) error {
-	b, err := encodeFrame(f)
+func (c *Client) write(ctx context.Context, f *wire.Frame) error {
+	b, err := wire.Encode(f)
 	if err != nil {
 		return err
 	}
@@ -236,15 +242,15 @@ func (c *Client) write(ctx context.Context, f *frame) error {
 	return nil
 }
 
-func (c *Client) read(ctx context.Context) (*frame, error) {
+func (c *Client) read(ctx context.Context) (*wire.Frame, error) {
 	typ, b, err := c.ws.Read(ctx)
 	if err != nil {
 		return nil, err
 	}
 	if typ != websocket.MessageBinary {
-		return nil, fmt.Errorf("%w: text message", ErrProtocol)
+		return nil, fmt.Errorf("%w: text message", wire.ErrProtocol)
 	}
-	return decodeFrame(b)
+	return wire.Decode(b)
 }
 
 func (c *Client) readLoop() {
@@ -256,30 +262,30 @@ func (c *Client) readLoop() {
 			return
 		}
 		switch f.T {
-		case tRequest:
+		case wire.FrameRequest:
 			go c.serveRequest(f)
-		case tQueued:
+		case wire.FrameQueued:
 			select {
 			case c.queued <- f.Seq:
 			default:
 			}
 		default:
-			c.calls.answer(f)
+			c.calls.Answer(f)
 		}
 	}
 }
 
-func (c *Client) serveRequest(f *frame) {
-	resp := Response{Status: http.StatusServiceUnavailable, ContentType: "application/json", Body: []byte(`{"error":"no_handler"}`)}
+func (c *Client) serveRequest(f *wire.Frame) {
+	resp := wire.Response{Status: http.StatusServiceUnavailable, ContentType: "application/json", Body: []byte(`{"error":"no_handler"}`)}
 	if c.handler != nil && f.Request != nil {
 		resp = c.handler(c.ctx, *f.Request)
 	}
 	ctx, cancel := context.WithTimeout(c.ctx, 30*time.Second)
 	defer cancel()
-	c.write(ctx, &frame{T: tResponse, ID: f.ID, Response: &resp})
+	c.write(ctx, &wire.Frame{T: wire.FrameResponse, ID: f.ID, Response: &resp})
 }
 
 func (c *Client) fail(err error) {
-	c.calls.fail(err)
+	c.calls.Fail(err)
 	c.stop()
 }

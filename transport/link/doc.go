@@ -1,89 +1,13 @@
-// Package link is the device link: the one outbound connection a sleeping
-// device keeps to its relay while it is awake. Over it the device publishes
-// its state (reachability mode and window, next wake, signed Agent Card,
-// KeyPackages, signed liveness pulse), drains the records the relay queued
-// while it slept, and answers the live requests the relay forwards to it
-// inside its window. Server is the relay's side, Client (made by Dial) the
-// device's.
+// Package link is the device's side of the device link: the one outbound
+// connection a sleeping device keeps to its relay while it is awake. Over
+// it the device publishes its state (reachability mode and window, next
+// wake, signed Agent Card, KeyPackages, signed liveness pulse), drains the
+// records the relay queued while it slept, and answers the live requests
+// the relay forwards to it inside its window. Dial makes a Client.
 //
-// # Why WebSocket
-//
-// The link is a WebSocket (RFC 6455, github.com/coder/websocket) to the
-// relay's /link endpoint. The alternatives were HTTP long-poll and MQTT 5
-// request/response (the relay embeds an MQTT broker anyway):
-//
-//   - Both directions on one connection. Draining is device→relay
-//     (pull, ack); live requests are relay→device and must reach the device
-//     within the sender's HTTP request. A WebSocket carries both with one
-//     TCP+TLS handshake and one NAT mapping. Long-poll needs a parked GET for
-//     relay→device plus a POST per drain batch and per answer: a new request
-//     (and on cellular often a new connection) for each, with head-of-line
-//     waits when the parked poll has just returned.
-//   - Authentication is the DID Bearer token once, on the upgrade request,
-//     exactly as every other caller of the relay authenticates. MQTT would
-//     need a second identity scheme (username/password or client
-//     certificates bound to the DID) and ACLs per topic so that a device can
-//     only read its own queue.
-//   - Delivery semantics are ours, in one place. The relay deletes a record
-//     only when the device's ack frame arrives, after the device's own
-//     transaction committed; an MQTT broker adds its own QoS retransmission
-//     and session queue on top, and mochi's redelivery order is not stable
-//     (8 of 20 runs out of order when we measured it, see transport/mqtt's
-//     package doc), so order would have to be
-//     rebuilt from sequence numbers anyway. A second durable copy of every
-//     record in the broker's session would also double the flash and disk
-//     writes.
-//   - It works through every HTTP proxy and load balancer that the relay's
-//     HTTPS endpoint already works through, on port 443.
-//
-// MQTT stays the operator's command channel (the broker the relay hosts);
-// the link carries only the traffic whose answers someone is waiting for.
-// BenchmarkDrain and BenchmarkLiveRoundTrip measure the link over loopback.
-//
-// # Frames
-//
-// Every WebSocket message is one binary frame, a CBOR map (RFC 8949,
-// fxamacker/cbor) with a protocol version "v" (Version, now 1) and a type
-// "t". The WebSocket subprotocol is "torpor-link.v1"; a relay that does not
-// speak the device's version refuses the upgrade. Frames:
-//
-//	relay → device  hello    {bounds}               first frame: the relay's
-//	                                                ceiling bounds for this agent
-//	device → relay  state    {id, state}            publish mode, window, card, ...
-//	relay → device  state-ok {id, bounds, held}     the bounds now in force, the KeyPackages held
-//	device → relay  pull     {id, after, max}       up to max records with seq > after
-//	relay → device  records  {id, records, more}    in seq order
-//	device → relay  ack      {id, seqs}             delete these (device committed)
-//	relay → device  acked    {id}                   the deletion committed
-//	relay → device  request  {id, req}              a live A2A request
-//	device → relay  response {id, resp}             its answer
-//	relay → device  queued   {seq}                  a record was queued meanwhile
-//	either          error    {id, code, msg}        the frame with id failed
-//
-// Ids are chosen by the side that asks; each side numbers its own requests,
-// so the two id spaces never meet (a response answers the relay's request
-// id, a state-ok the device's state id).
-//
-// Members added within a version are optional, and a peer ignores those
-// it does not know, so both sides may be upgraded in any order. Added so
-// far: state.lastResort (the last-resort KeyPackage, RFC 9420 Section
-// 16.8) and held.lastResort (the digest of the one the relay holds).
-//
-// # Delivery
-//
-// The relay deletes only acknowledged records. Records sent but not
-// acknowledged when the link drops are delivered again on the next link,
-// because the device starts each link with a cursor of 0 (it pulls "after
-// 0"); the device's replay cache makes the repeat harmless (the offline
-// profile's Delivery Semantics: at-least-once storage, idempotent receiver).
-// Within one link the device advances its cursor to the last seq it
-// received, so it never receives a record twice on the same link.
-//
-// # Liveness
-//
-// The relay pings every PingInterval (coder/websocket control frames) and
-// drops a link whose pong does not come back within the same interval, so a
-// device that lost power without closing its socket stops counting as
-// reachable. Reconnecting with backoff is the caller's job (the agent's duty
-// cycle decides when it is awake).
+// The frames and the types they carry are package wire
+// (transport/link/wire), whose doc describes the protocol and why it is a
+// WebSocket; the relay's side is package server (transport/link/server).
+// This package imports neither the relay nor its queue store, so
+// torpor-agent links neither.
 package link

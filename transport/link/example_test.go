@@ -7,6 +7,7 @@ import (
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/transport/a2a"
 	"github.com/torpor-dev/torpor/transport/link"
+	"github.com/torpor-dev/torpor/transport/link/wire"
 )
 
 // A device's wake: link, publish the state with a card signed for the
@@ -18,10 +19,10 @@ func Example() {
 	c, err := link.Dial(ctx, link.Config{
 		RelayURL: "https://relay.example",
 		Key:      key,
-		Handler: func(ctx context.Context, req link.Request) link.Response {
+		Handler: func(ctx context.Context, req wire.Request) wire.Response {
 			// Hand req.Body (a JSON-RPC request from req.From) to the
 			// agent's A2A server and return its answer.
-			return link.Response{Status: 200, ContentType: "application/json", Body: []byte(`{"jsonrpc":"2.0","id":1,"result":{}}`)}
+			return wire.Response{Status: 200, ContentType: "application/json", Body: []byte(`{"jsonrpc":"2.0","id":1,"result":{}}`)}
 		},
 	})
 	if err != nil {
@@ -32,11 +33,11 @@ func Example() {
 	bounds := c.Hello().Clamp(nil).Card()
 	card, _ := a2a.BuildCard(a2a.CardOptions{Name: "greenhouse", BaseURL: "https://relay.example/a/" + key.DID().String(), OfflineMode: "hourly_wake", Bounds: &bounds})
 	signed, _ := a2a.SignCard(card, key)
-	if _, err := c.Publish(ctx, link.State{Mode: "hourly_wake", Card: signed}); err != nil {
+	if _, err := c.Publish(ctx, wire.State{Mode: "hourly_wake", Card: signed}); err != nil {
 		log.Print(err)
 		return
 	}
-	n, err := c.Drain(ctx, 50, func(ctx context.Context, recs []link.Record) error {
+	n, err := c.Drain(ctx, 50, func(ctx context.Context, recs []wire.Record) error {
 		// Decrypt, run the six checks and commit the replay cache, MLS
 		// state and ledger in one transaction; only then return nil, which
 		// acknowledges the batch.

@@ -13,7 +13,7 @@ import (
 	"github.com/torpor-dev/torpor/store"
 	"github.com/torpor-dev/torpor/store/ledger"
 	"github.com/torpor-dev/torpor/store/replay"
-	"github.com/torpor-dev/torpor/transport/relay"
+	"github.com/torpor-dev/torpor/transport/broker"
 )
 
 type countingDevice struct {
@@ -34,7 +34,7 @@ func (d *countingDevice) Execute(_ context.Context, c Command) Result {
 // acknowledged to the broker) but not admitted when the device stopped
 // runs when the client starts again, before any new command.
 func TestInboxRunsStoredCommandsAtStart(t *testing.T) {
-	b, err := relay.StartBroker(relay.BrokerConfig{Listen: "127.0.0.1:0"})
+	b, err := broker.Start(broker.Config{Listen: "127.0.0.1:0"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,31 +10,33 @@ import (
 	"time"
 
 	"github.com/torpor-dev/torpor/did"
-	"github.com/torpor-dev/torpor/runtime/pulse"
+	"github.com/torpor-dev/torpor/pulse"
+	"github.com/torpor-dev/torpor/store/agents"
 	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/transport/a2a"
-	"github.com/torpor-dev/torpor/transport/link"
+	"github.com/torpor-dev/torpor/transport/link/wire"
 	"github.com/torpor-dev/torpor/wake"
 )
 
 // MaxPulse caps the size of a published liveness pulse.
 const MaxPulse = 16 << 10
 
-// agents is the Relay seen by the device link (it implements link.Agents).
-type agents Relay
+// linkAgents is the Relay seen by the device link (it implements
+// server.Agents).
+type linkAgents Relay
 
 // Admit lets agent link unless an allow list excludes it, and announces
 // its ceiling bounds.
-func (a *agents) Admit(ctx context.Context, agent did.DID) (link.Bounds, error) {
+func (a *linkAgents) Admit(ctx context.Context, agent did.DID) (wire.Bounds, error) {
 	s := (*Relay)(a)
 	if s.allow != nil && !s.allow[agent.String()] {
-		return link.Bounds{}, errors.New("this relay does not serve agent " + agent.String())
+		return wire.Bounds{}, errors.New("this relay does not serve agent " + agent.String())
 	}
 	return LinkBounds(s.ceiling(agent.String())), nil
 }
 
 // Linked counts links for /metrics.
-func (a *agents) Linked(agent did.DID, up bool) {
+func (a *linkAgents) Linked(agent did.DID, up bool) {
 	s := (*Relay)(a)
 	if up {
 		s.metrics.links.Inc()
@@ -48,49 +50,49 @@ func (a *agents) Linked(agent did.DID, up bool) {
 // the offline-delivery mode that matches the published mode, publish
 // exactly the bounds the relay will apply, and, when it has the liveness
 // extension, name the pulse the relay serves and the next wake published.
-func (a *agents) Publish(ctx context.Context, agent did.DID, st link.State) (link.Accepted, error) {
+func (a *linkAgents) Publish(ctx context.Context, agent did.DID, st wire.State) (wire.Accepted, error) {
 	s := (*Relay)(a)
 	id := agent.String()
-	prev, err := s.cfg.States.Get(id)
-	if err != nil && !errors.Is(err, ErrUnknownAgent) {
-		return link.Accepted{}, err
+	prev, err := s.cfg.States.Get(ctx, id)
+	if err != nil && !errors.Is(err, agents.ErrUnknownAgent) {
+		return wire.Accepted{}, err
 	}
 	next, err := s.nextState(agent, prev, st)
 	if err != nil {
-		return link.Accepted{}, err
+		return wire.Accepted{}, err
 	}
 	for i, kp := range st.KeyPackages {
 		if err := checkKeyPackage(kp); err != nil {
-			return link.Accepted{}, fmt.Errorf("key package %d: %v", i, err)
+			return wire.Accepted{}, fmt.Errorf("key package %d: %v", i, err)
 		}
 	}
 	if len(st.LastResort) > 0 {
 		if err := checkKeyPackage(st.LastResort); err != nil {
-			return link.Accepted{}, fmt.Errorf("last-resort key package: %v", err)
+			return wire.Accepted{}, fmt.Errorf("last-resort key package: %v", err)
 		}
 	}
-	if err := s.cfg.States.Put(id, next, st.KeyPackages, st.LastResort); err != nil {
-		return link.Accepted{}, err
+	if err := s.cfg.States.Put(ctx, id, next, st.KeyPackages, st.LastResort); err != nil {
+		return wire.Accepted{}, err
 	}
-	held, err := s.cfg.States.HeldKeyPackages(id)
+	held, err := s.held(ctx, id)
 	if err != nil {
-		return link.Accepted{}, err
+		return wire.Accepted{}, err
 	}
 	s.log.Info("state published", "agent", id, "mode", next.Mode, "keyPackages", len(st.KeyPackages), "keyPackagesHeld", len(held.Digests),
 		"lastResort", len(st.LastResort) > 0)
-	return link.Accepted{Bounds: LinkBounds(next.Bounds), Held: held}, nil
+	return wire.Accepted{Bounds: LinkBounds(next.Bounds), Held: held}, nil
 }
 
-func (s *Relay) nextState(agent did.DID, prev AgentState, st link.State) (AgentState, error) {
+func (s *Relay) nextState(agent did.DID, prev agents.State, st wire.State) (agents.State, error) {
 	mode, err := wake.ParseMode(st.Mode)
 	if err != nil {
-		return AgentState{}, err
+		return agents.State{}, err
 	}
-	next := AgentState{Mode: mode, Window: wake.WindowFor(agent.String()), Card: prev.Card, Pulse: prev.Pulse, UpdatedAt: s.clk.Now()}
+	next := agents.State{Mode: mode, Window: wake.WindowFor(agent.String()), Card: prev.Card, Pulse: prev.Pulse, UpdatedAt: s.clk.Now()}
 	if st.Window != nil {
 		next.Window = wake.Window{Minute: st.Window.Minute, Length: time.Duration(st.Window.LengthSec) * time.Second, Offset: time.Duration(st.Window.OffsetSec) * time.Second}
 		if err := next.Window.Validate(); err != nil {
-			return AgentState{}, err
+			return agents.State{}, err
 		}
 	}
 	if st.NextWake != 0 {
@@ -98,29 +100,49 @@ func (s *Relay) nextState(agent did.DID, prev AgentState, st link.State) (AgentS
 	}
 	next.Bounds = QueueBounds(LinkBounds(s.ceiling(agent.String())).Clamp(st.Bounds))
 	if len(st.Pulse) > MaxPulse {
-		return AgentState{}, fmt.Errorf("pulse of %d bytes exceeds %d", len(st.Pulse), MaxPulse)
+		return agents.State{}, fmt.Errorf("pulse of %d bytes exceeds %d", len(st.Pulse), MaxPulse)
 	}
 	if st.Pulse != nil {
 		next.Pulse = st.Pulse
 	}
 	if st.Card != nil {
 		if err := a2a.VerifyCard(st.Card, agent); err != nil {
-			return AgentState{}, err
+			return agents.State{}, err
 		}
 		next.Card = st.Card
 	}
 	if next.Card != nil {
 		if err := checkCard(next.Card, agent, next); err != nil {
-			return AgentState{}, fmt.Errorf("card disagrees with the state (sign a new card): %v", err)
+			return agents.State{}, fmt.Errorf("card disagrees with the state (sign a new card): %v", err)
 		}
 	}
 	return next, nil
 }
 
+// held names the KeyPackages the relay holds for agent by their
+// wire.KeyPackageDigest (Digests never nil; LastResort nil when none):
+// what the device learns in its state-ok, so that it counts those handed
+// out as used and publishes new ones, and knows its last-resort
+// KeyPackage arrived.
+func (s *Relay) held(ctx context.Context, agent string) (*wire.Held, error) {
+	pool, lastResort, err := s.cfg.States.KeyPackages(ctx, agent)
+	if err != nil {
+		return nil, err
+	}
+	out := &wire.Held{Digests: make([][]byte, 0, len(pool))}
+	for _, kp := range pool {
+		out.Digests = append(out.Digests, wire.KeyPackageDigest(kp))
+	}
+	if lastResort != nil {
+		out.LastResort = wire.KeyPackageDigest(lastResort)
+	}
+	return out, nil
+}
+
 // checkCard requires the card to declare the offline-delivery mode of st
 // (or none when st.Mode never queues) and the bounds in force, and its
 // liveness extension, if any, to agree with st (checkLiveness).
-func checkCard(raw []byte, agent did.DID, st AgentState) error {
+func checkCard(raw []byte, agent did.DID, st agents.State) error {
 	c, err := a2a.ParseCard(raw)
 	if err != nil {
 		return err
@@ -157,7 +179,7 @@ func checkCard(raw []byte, agent did.DID, st AgentState) error {
 // default length). A card that names an older pulse is refused like any
 // other that disagrees with the state, so a device that publishes a pulse
 // publishes the card naming it in the same frame.
-func checkLiveness(lv a2a.Liveness, agent did.DID, st AgentState) error {
+func checkLiveness(lv a2a.Liveness, agent did.DID, st agents.State) error {
 	if st.Pulse == nil {
 		return fmt.Errorf("card names pulse %d, but no pulse was published", lv.Pulse.Seq)
 	}
@@ -215,7 +237,7 @@ func (s *Relay) ceiling(agent string) queue.Bounds {
 
 // bounds returns the bounds in force for an agent with state st: those it
 // published, clamped to a ceiling the operator may have lowered since.
-func (s *Relay) bounds(agent string, st AgentState) queue.Bounds {
+func (s *Relay) bounds(agent string, st agents.State) queue.Bounds {
 	ceil := LinkBounds(s.ceiling(agent))
 	if st.Bounds.Validate() != nil {
 		return QueueBounds(ceil)
@@ -225,15 +247,15 @@ func (s *Relay) bounds(agent string, st AgentState) queue.Bounds {
 }
 
 // LinkBounds converts queue bounds to their link form.
-func LinkBounds(b queue.Bounds) link.Bounds {
-	return link.Bounds{
+func LinkBounds(b queue.Bounds) wire.Bounds {
+	return wire.Bounds{
 		MaxMessages: b.MaxMessages, MaxPerPeer: b.MaxPerPeer, MaxBytes: b.MaxBytes, MaxMessageSize: b.MaxMessageSize,
 		TTLSec: int64(b.TTL / time.Second), HandshakeMessages: b.HandshakeMessages, HandshakeBytes: b.HandshakeBytes,
 	}
 }
 
 // QueueBounds converts link bounds to the queue's.
-func QueueBounds(b link.Bounds) queue.Bounds {
+func QueueBounds(b wire.Bounds) queue.Bounds {
 	return queue.Bounds{
 		MaxMessages: b.MaxMessages, MaxPerPeer: b.MaxPerPeer, MaxBytes: b.MaxBytes, MaxMessageSize: b.MaxMessageSize,
 		TTL: time.Duration(b.TTLSec) * time.Second, HandshakeMessages: b.HandshakeMessages, HandshakeBytes: b.HandshakeBytes,

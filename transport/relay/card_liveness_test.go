@@ -9,9 +9,10 @@ import (
 
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/did/didtest"
-	"github.com/torpor-dev/torpor/runtime/pulse"
+	"github.com/torpor-dev/torpor/pulse"
 	"github.com/torpor-dev/torpor/transport/a2a"
 	"github.com/torpor-dev/torpor/transport/link"
+	"github.com/torpor-dev/torpor/transport/link/wire"
 )
 
 // mustPulse signs pulse seq of key's chain, following prev (nil for the
@@ -45,7 +46,7 @@ func TestCardLivenessMatchesThePulse(t *testing.T) {
 	for _, tt := range livenessCases(t, h, key, other, next) {
 		var err error
 		if tt.noCard {
-			_, err = c.Publish(context.Background(), link.State{Mode: "hourly_wake", Window: window11, Pulse: tt.pulse, NextWake: tt.nextWake.Unix()})
+			_, err = c.Publish(context.Background(), wire.State{Mode: "hourly_wake", Window: window11, Pulse: tt.pulse, NextWake: tt.nextWake.Unix()})
 		} else {
 			err = cp.publish(tt.pulse, tt.lv, tt.nextWake, tt.edit)
 		}

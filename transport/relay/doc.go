@@ -1,9 +1,11 @@
 // Package relay is torpor-relay's HTTP side: every sleeping device's public
 // A2A endpoint. It implements the A2A offline store-and-forward profile
 // (seeds/000: reachability modes, the asleep signal, bounds, queue-full)
-// on top of store/queue (the durable bounded queue), wake (windows and
-// Retry-After) and transport/link (the device link), and hosts the
-// devices' signed Agent Cards and KeyPackages. The relay never decrypts.
+// on top of store/queue (the durable bounded queue), store/agents (what
+// each device published, and its KeyPackages), wake (windows and
+// Retry-After) and transport/link/server (the relay's side of the device
+// link), and hosts the devices' signed Agent Cards and KeyPackages. The
+// relay never decrypts.
 //
 // # URL layout
 //
@@ -17,7 +19,7 @@
 //	GET  /a/{did}/.well-known/agent-card.json  the card the device signed, verbatim
 //	GET  /a/{did}/pulse                        the device's latest signed liveness pulse
 //	GET  /a/{did}/mls/key-package              {did, wire}: one KeyPackage, handed out once
-//	GET  /link                                 the device link (WebSocket, see transport/link)
+//	GET  /link                                 the device link (WebSocket, see transport/link/wire)
 //	GET  /metrics                              Prometheus
 //	GET  /healthz                              {"status":"ok", ...}
 //
@@ -117,8 +119,9 @@
 // The device signs its card (a2a.SignCard) and uploads it over the link;
 // the relay checks that kid is the agent's DID and that the signature
 // verifies, and serves those bytes verbatim. It holds no agent key and
-// cannot forge a card. KeyPackages (public halves) are kept in bbolt and
-// removed in the transaction that hands one out, so each is used once, also
-// across restarts (the reference kept one in memory). The pulse is stored
+// cannot forge a card. KeyPackages (public halves) are kept in the agents
+// store (store/agents.Store) and removed in the same atomic step that hands
+// one out, so each is used once, also across restarts and relays sharing
+// the store (the reference kept one in memory). The pulse is stored
 // and served as the device signed it.
 package relay

@@ -14,10 +14,12 @@ import (
 
 	"github.com/torpor-dev/torpor/clock/clocktest"
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/store/agents"
 	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/transport/a2a"
 	"github.com/torpor-dev/torpor/transport/bearer"
 	"github.com/torpor-dev/torpor/transport/link"
+	"github.com/torpor-dev/torpor/transport/link/wire"
 )
 
 // t0 is 12:00:00 UTC; with the default window of the test device (see
@@ -25,14 +27,14 @@ import (
 var t0 = time.Date(2026, 1, 15, 12, 0, 0, 0, time.UTC)
 
 // window11 is the vectors' window: minute 11, five minutes.
-var window11 = &link.Window{Minute: 11, LengthSec: 300}
+var window11 = &wire.Window{Minute: 11, LengthSec: 300}
 
 type harness struct {
 	relay  *Relay
 	srv    *httptest.Server
 	clk    *clocktest.Clock
 	q      *queue.Bolt
-	states *States
+	states *agents.Bolt
 	dir    string
 }
 
@@ -43,7 +45,7 @@ func newHarness(tb testing.TB, mod func(*Config)) *harness {
 	if h.q, err = queue.OpenBolt(filepath.Join(h.dir, "queue.db"), nil); err != nil {
 		tb.Fatal(err)
 	}
-	if h.states, err = OpenStates(filepath.Join(h.dir, "agents.db"), nil); err != nil {
+	if h.states, err = agents.OpenBolt(filepath.Join(h.dir, "agents.db"), nil); err != nil {
 		tb.Fatal(err)
 	}
 	h.srv = httptest.NewUnstartedServer(nil)
@@ -68,8 +70,8 @@ func newHarness(tb testing.TB, mod func(*Config)) *harness {
 // device links key, publishes mode (with a card carrying the bounds in
 // force, and kps) and returns the link.
 type deviceOpts struct {
-	window  *link.Window
-	bounds  *link.Bounds
+	window  *wire.Window
+	bounds  *wire.Bounds
 	kps     [][]byte
 	lastRes []byte // the last-resort KeyPackage
 	pulse   []byte
@@ -91,7 +93,7 @@ func (h *harness) device(tb testing.TB, key *did.PrivateKey, mode string, o devi
 	return c
 }
 
-func (h *harness) state(tb testing.TB, key *did.PrivateKey, hello link.Bounds, mode string, o deviceOpts) link.State {
+func (h *harness) state(tb testing.TB, key *did.PrivateKey, hello wire.Bounds, mode string, o deviceOpts) wire.State {
 	tb.Helper()
 	if o.window == nil {
 		o.window = window11
@@ -112,7 +114,7 @@ func (h *harness) state(tb testing.TB, key *did.PrivateKey, hello link.Bounds, m
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return link.State{Mode: mode, Window: o.window, Card: raw, KeyPackages: o.kps, LastResort: o.lastRes, Pulse: o.pulse, Bounds: o.bounds}
+	return wire.State{Mode: mode, Window: o.window, Card: raw, KeyPackages: o.kps, LastResort: o.lastRes, Pulse: o.pulse, Bounds: o.bounds}
 }
 
 // publishOffline publishes mode for key and closes the link, as a device

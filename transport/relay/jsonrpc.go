@@ -10,9 +10,11 @@ import (
 
 	"github.com/torpor-dev/torpor/clock"
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/store/agents"
 	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/transport/bearer"
-	"github.com/torpor-dev/torpor/transport/link"
+	"github.com/torpor-dev/torpor/transport/link/server"
+	"github.com/torpor-dev/torpor/transport/link/wire"
 	"github.com/torpor-dev/torpor/wake"
 )
 
@@ -20,11 +22,11 @@ import (
 // published st and whose link is up or not: wake.Evaluate, the one
 // reachability table, which the offline-delivery vectors also run through
 // this handler.
-func (s *Relay) reachability(st AgentState, up bool, now time.Time) wake.Verdict {
+func (s *Relay) reachability(st agents.State, up bool, now time.Time) wake.Verdict {
 	return wake.Evaluate(schedule(st), up, now, s.rnd)
 }
 
-func schedule(st AgentState) wake.Schedule {
+func schedule(st agents.State) wake.Schedule {
 	return wake.Schedule{Mode: st.Mode, Window: st.Window, NextWake: st.NextWake}
 }
 
@@ -65,8 +67,8 @@ func (s *Relay) serveJSONRPC(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := agent.String()
-	st, err := s.cfg.States.Get(id)
-	if errors.Is(err, ErrUnknownAgent) {
+	st, err := s.cfg.States.Get(r.Context(), id)
+	if errors.Is(err, agents.ErrUnknownAgent) {
 		writeJSON(w, http.StatusNotFound, map[string]any{"error": "unknown_agent", "message": "no device has published this agent"})
 		return
 	}
@@ -151,9 +153,9 @@ func (s *Relay) forward(w http.ResponseWriter, r *http.Request, agent, caller di
 	// clock.Unscaled (the clock package's rule).
 	ctx, cancel := clock.WithTimeout(r.Context(), clock.Unscaled(s.clk), s.cfg.LiveTimeout)
 	defer cancel()
-	resp, err := s.link.Forward(ctx, agent.String(), link.Request{From: caller.String(), Version: version, Extensions: r.Header.Get("A2A-Extensions"), Body: body})
+	resp, err := s.link.Forward(ctx, agent.String(), wire.Request{From: caller.String(), Version: version, Extensions: r.Header.Get("A2A-Extensions"), Body: body})
 	switch {
-	case errors.Is(err, link.ErrNotLinked):
+	case errors.Is(err, server.ErrNotLinked):
 		return false
 	case err != nil:
 		s.log.Warn("live request unanswered", "agent", agent.String(), "err", err)

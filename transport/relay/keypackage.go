@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/torpor-dev/torpor/clock"
+	"github.com/torpor-dev/torpor/store/agents"
 )
 
 // serveKeyPackage is GET /a/{did}/mls/key-package (draft-chapman-a2a-mls-03,
@@ -41,8 +42,8 @@ func (s *Relay) serveKeyPackage(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusTooManyRequests, map[string]any{"error": "rate_limited", "message": "Too many requests — try again later"})
 		return
 	}
-	st, err := s.cfg.States.Get(agent.String())
-	if errors.Is(err, ErrUnknownAgent) {
+	st, err := s.cfg.States.Get(r.Context(), agent.String())
+	if errors.Is(err, agents.ErrUnknownAgent) {
 		writeJSON(w, http.StatusNotFound, map[string]any{"error": "unknown_agent", "message": "no device has published this agent"})
 		return
 	}
@@ -50,8 +51,8 @@ func (s *Relay) serveKeyPackage(w http.ResponseWriter, r *http.Request) {
 		s.internalError(w, err)
 		return
 	}
-	kp, lastResort, err := s.cfg.States.TakeKeyPackage(agent.String())
-	if errors.Is(err, ErrNoKeyPackage) {
+	kp, lastResort, err := s.cfg.States.TakeKeyPackage(r.Context(), agent.String())
+	if errors.Is(err, agents.ErrNoKeyPackage) {
 		// The device refills the pool when it next links.
 		rc := s.reachability(st, s.link.Up(agent.String()), s.clk.Now())
 		if n := rc.RetryAfter; n > 0 {

@@ -7,7 +7,8 @@ import (
 	"testing"
 
 	"github.com/torpor-dev/torpor/did/didtest"
-	"github.com/torpor-dev/torpor/transport/link"
+	"github.com/torpor-dev/torpor/store/agents"
+	"github.com/torpor-dev/torpor/transport/link/wire"
 )
 
 // TestLastResortKeyPackage: once the pool is empty the relay serves the
@@ -39,84 +40,37 @@ func TestLastResortKeyPackage(t *testing.T) {
 
 	c := h.device(t, dev, "sleep", deviceOpts{})
 	defer c.Close()
-	publish := func(o deviceOpts) (link.Accepted, error) {
+	publish := func(o deviceOpts) (wire.Accepted, error) {
 		return c.Publish(context.Background(), h.state(t, dev, c.Hello(), "sleep", o))
 	}
 	ok, err := publish(deviceOpts{})
-	if err != nil || ok.Held == nil || !bytes.Equal(ok.Held.LastResort, link.KeyPackageDigest(kp(9))) || len(ok.Held.Digests) != 0 {
+	if err != nil || ok.Held == nil || !bytes.Equal(ok.Held.LastResort, wire.KeyPackageDigest(kp(9))) || len(ok.Held.Digests) != 0 {
 		t.Fatalf("state-ok = %+v, %v; want it to name the last-resort KeyPackage and an empty pool", ok.Held, err)
 	}
 	if _, err := publish(deviceOpts{lastRes: []byte{1, 2, 3}}); err == nil {
 		t.Error("a malformed last-resort KeyPackage was accepted")
 	}
 	ok, err = publish(deviceOpts{lastRes: kp(8)})
-	if err != nil || ok.Held == nil || !bytes.Equal(ok.Held.LastResort, link.KeyPackageDigest(kp(8))) {
+	if err != nil || ok.Held == nil || !bytes.Equal(ok.Held.LastResort, wire.KeyPackageDigest(kp(8))) {
 		t.Fatalf("state-ok after a new one = %+v, %v; want it named", ok.Held, err)
 	}
 
 	// Durable, and kept across fetches after a restart.
 	h.states.Close()
-	s2, err := OpenStates(h.dir+"/agents.db", nil)
+	s2, err := agents.OpenBolt(h.dir+"/agents.db", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s2.Close()
 	for range 2 {
-		if got, last, err := s2.TakeKeyPackage(dev.DID().String()); err != nil || !last || !bytes.Equal(got, kp(8)) {
+		if got, last, err := s2.TakeKeyPackage(context.Background(), dev.DID().String()); err != nil || !last || !bytes.Equal(got, kp(8)) {
 			t.Errorf("after reopen: TakeKeyPackage = %x, %v, %v; want kp(8), the last-resort one", got, last, err)
 		}
 	}
-	if held, err := s2.HeldKeyPackages(dev.DID().String()); err != nil || !bytes.Equal(held.LastResort, link.KeyPackageDigest(kp(8))) {
-		t.Errorf("after reopen: HeldKeyPackages = %+v, %v; want it to name kp(8)", held, err)
+	if _, lr, err := s2.KeyPackages(context.Background(), dev.DID().String()); err != nil || !bytes.Equal(lr, kp(8)) {
+		t.Errorf("after reopen: KeyPackages = last resort %x, %v; want kp(8)", lr, err)
 	}
-	if _, _, err := s2.TakeKeyPackage(didtest.Key(t, 2).DID().String()); err != ErrNoKeyPackage {
-		t.Errorf("an agent without one: TakeKeyPackage = %v, want ErrNoKeyPackage", err)
+	if _, _, err := s2.TakeKeyPackage(context.Background(), didtest.Key(t, 2).DID().String()); err != agents.ErrNoKeyPackage {
+		t.Errorf("an agent without one: TakeKeyPackage = %v, want agents.ErrNoKeyPackage", err)
 	}
-}
-
-// BenchmarkTakeKeyPackage: a fetch from the pool deletes durably (a
-// write transaction, fsync'd); one from an empty pool that serves the
-// last-resort KeyPackage only reads, so a flood of them costs no writes.
-func BenchmarkTakeKeyPackage(b *testing.B) {
-	s, err := OpenStates(b.TempDir()+"/agents.db", nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
-	agent := didtest.Key(b, 1).DID().String()
-	if err := s.Put(agent, AgentState{}, nil, kp(9)); err != nil {
-		b.Fatal(err)
-	}
-	b.Run("pool", func(b *testing.B) {
-		pool := make([][]byte, MaxKeyPackages)
-		for i := range pool {
-			pool[i] = kp(byte(i))
-		}
-		n := 0
-		for b.Loop() {
-			if n%MaxKeyPackages == 0 {
-				b.StopTimer()
-				if err := s.Put(agent, AgentState{}, pool, nil); err != nil {
-					b.Fatal(err)
-				}
-				b.StartTimer()
-			}
-			n++
-			if _, last, err := s.TakeKeyPackage(agent); err != nil || last {
-				b.Fatal(err, last)
-			}
-		}
-		for {
-			if _, last, _ := s.TakeKeyPackage(agent); last {
-				break
-			}
-		}
-	})
-	b.Run("last-resort", func(b *testing.B) {
-		for b.Loop() {
-			if _, last, err := s.TakeKeyPackage(agent); err != nil || !last {
-				b.Fatal(err, last)
-			}
-		}
-	})
 }

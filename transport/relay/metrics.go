@@ -115,13 +115,13 @@ func (c *queueCollector) Describe(ch chan<- *prometheus.Desc) {
 
 func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
 	s := c.s
-	agents, err := s.cfg.States.Agents()
+	ids, err := s.cfg.States.Agents(context.Background())
 	if err != nil {
 		return
 	}
 	now := s.clk.Now()
 	var msgs, bytes float64
-	for _, a := range agents {
+	for _, a := range ids {
 		st, err := s.cfg.Queue.Stats(context.Background(), a, now)
 		if err != nil {
 			continue

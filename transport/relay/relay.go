@@ -17,9 +17,11 @@ import (
 
 	"github.com/torpor-dev/torpor/clock"
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/store/agents"
 	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/transport/bearer"
-	"github.com/torpor-dev/torpor/transport/link"
+	"github.com/torpor-dev/torpor/transport/link/server"
+	"github.com/torpor-dev/torpor/transport/link/wire"
 )
 
 // Config configures a Relay. Queue, States and PublicURL are required.
@@ -31,7 +33,7 @@ type Config struct {
 	// Queue stores requests for agents that are not live.
 	Queue queue.Store
 	// States keeps agents' published state and KeyPackage pools.
-	States *States
+	States agents.Store
 	// Bounds are the default and ceiling queue bounds of every agent; a
 	// device may ask for tighter ones. Zero means queue.DefaultBounds().
 	Bounds queue.Bounds
@@ -74,7 +76,7 @@ type Relay struct {
 	rnd      io.Reader
 	log      *slog.Logger
 	verifier *bearer.Verifier
-	link     *link.Server
+	link     *server.Server
 	metrics  *metrics
 	limiter  *limiter
 	allow    map[string]bool
@@ -126,8 +128,8 @@ func New(cfg Config) (*Relay, error) {
 	s.verifier = &bearer.Verifier{Audience: origin, Clock: cfg.Clock}
 	s.metrics = newMetrics(s)
 	s.limiter = newLimiter(s.clk, cfg.KeyPackageRate, time.Minute)
-	s.link = &link.Server{
-		Verifier: s.verifier, Queue: cfg.Queue, Agents: (*agents)(s), Clock: cfg.Clock,
+	s.link = &server.Server{
+		Verifier: s.verifier, Queue: cfg.Queue, Agents: (*linkAgents)(s), Clock: cfg.Clock,
 		Logger: s.log.With("component", "link"), OnAcked: s.metrics.acked,
 	}
 	s.routes()
@@ -144,7 +146,7 @@ func (s *Relay) routes() {
 	m.HandleFunc("GET /a/{did}/.well-known/agent-card.json", s.serveCard)
 	m.HandleFunc("GET /a/{did}/pulse", s.servePulse)
 	m.HandleFunc("GET /a/{did}/mls/key-package", s.serveKeyPackage)
-	m.Handle("GET "+link.Path, s.link)
+	m.Handle("GET "+wire.Path, s.link)
 	m.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
 	m.HandleFunc("GET /healthz", s.serveHealth)
 	s.mux = m
@@ -159,7 +161,7 @@ func (s *Relay) Registry() *prometheus.Registry { return s.metrics.reg }
 
 // Link returns the device link server (for tests and the conformance
 // runner, which forward requests to in-process devices).
-func (s *Relay) Link() *link.Server { return s.link }
+func (s *Relay) Link() *server.Server { return s.link }
 
 // PurgeInterval is how often Run purges expired records.
 const PurgeInterval = time.Minute
@@ -195,23 +197,23 @@ func agentPath(w http.ResponseWriter, r *http.Request) (did.DID, bool) {
 }
 
 func (s *Relay) serveCard(w http.ResponseWriter, r *http.Request) {
-	s.serveVerbatim(w, r, func(st AgentState) []byte { return st.Card }, "no_card", "the agent's device has not uploaded a card")
+	s.serveVerbatim(w, r, func(st agents.State) []byte { return st.Card }, "no_card", "the agent's device has not uploaded a card")
 }
 
 // servePulse serves the latest liveness pulse the device published, next to
 // its card. The pulse format belongs to the agent (Autonomy Envelope
 // pulses); the relay serves the signed bytes as it got them.
 func (s *Relay) servePulse(w http.ResponseWriter, r *http.Request) {
-	s.serveVerbatim(w, r, func(st AgentState) []byte { return st.Pulse }, "no_pulse", "the agent's device has not published a pulse")
+	s.serveVerbatim(w, r, func(st agents.State) []byte { return st.Pulse }, "no_pulse", "the agent's device has not published a pulse")
 }
 
-func (s *Relay) serveVerbatim(w http.ResponseWriter, r *http.Request, pick func(AgentState) []byte, code, msg string) {
+func (s *Relay) serveVerbatim(w http.ResponseWriter, r *http.Request, pick func(agents.State) []byte, code, msg string) {
 	id, ok := agentPath(w, r)
 	if !ok {
 		return
 	}
-	st, err := s.cfg.States.Get(id.String())
-	if errors.Is(err, ErrUnknownAgent) {
+	st, err := s.cfg.States.Get(r.Context(), id.String())
+	if errors.Is(err, agents.ErrUnknownAgent) {
 		writeJSON(w, http.StatusNotFound, map[string]any{"error": "unknown_agent", "message": "no device has published this agent"})
 		return
 	}

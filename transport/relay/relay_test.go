@@ -17,9 +17,11 @@ import (
 
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/did/didtest"
+	"github.com/torpor-dev/torpor/store/agents"
 	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/transport/a2a"
 	"github.com/torpor-dev/torpor/transport/link"
+	"github.com/torpor-dev/torpor/transport/link/wire"
 )
 
 const sendV1 = `{"jsonrpc":"2.0","id":7,"method":"SendMessage","params":{"message":{"messageId":"m1","role":"ROLE_USER","parts":[]}}}`
@@ -67,8 +69,8 @@ func TestAsleepAnswerShapes(t *testing.T) {
 func TestHourlyWake(t *testing.T) {
 	h := newHarness(t, nil)
 	dev, alice := didtest.Key(t, 1), didtest.Key(t, 2)
-	c := h.device(t, dev, "hourly_wake", deviceOpts{handler: func(ctx context.Context, req link.Request) link.Response {
-		return link.Response{Status: 200, ContentType: "application/json", Body: fmt.Appendf(nil, `{"jsonrpc":"2.0","id":7,"result":{"from":%q,"ver":%q}}`, req.From, req.Version)}
+	c := h.device(t, dev, "hourly_wake", deviceOpts{handler: func(ctx context.Context, req wire.Request) wire.Response {
+		return wire.Response{Status: 200, ContentType: "application/json", Body: fmt.Appendf(nil, `{"jsonrpc":"2.0","id":7,"result":{"from":%q,"ver":%q}}`, req.From, req.Version)}
 	}})
 	// 12:00, window 12:11-12:16, link up: queued, Retry-After into the window.
 	r := h.post(t, dev.DID(), alice, "1.0", sendV1)
@@ -112,8 +114,8 @@ func TestHourlyWake(t *testing.T) {
 func TestSessionNeverQueues(t *testing.T) {
 	h := newHarness(t, nil)
 	dev, alice := didtest.Key(t, 1), didtest.Key(t, 2)
-	c := h.device(t, dev, "session", deviceOpts{handler: func(ctx context.Context, req link.Request) link.Response {
-		return link.Response{Status: 200, Body: []byte(`{"ok":true}`)}
+	c := h.device(t, dev, "session", deviceOpts{handler: func(ctx context.Context, req wire.Request) wire.Response {
+		return wire.Response{Status: 200, Body: []byte(`{"ok":true}`)}
 	}})
 	if r := h.post(t, dev.DID(), alice, "1.0", sendV1); r.status != 200 {
 		t.Errorf("session, link up: status %d, want 200", r.status)
@@ -143,7 +145,7 @@ func TestAuthentication(t *testing.T) {
 	h := newHarness(t, nil)
 	sleeper, awake, alice := didtest.Key(t, 1), didtest.Key(t, 3), didtest.Key(t, 2)
 	h.publishOffline(t, sleeper, "sleep", deviceOpts{})
-	h.device(t, awake, "always_on", deviceOpts{handler: func(context.Context, link.Request) link.Response { return link.Response{Status: 200} }})
+	h.device(t, awake, "always_on", deviceOpts{handler: func(context.Context, wire.Request) wire.Response { return wire.Response{Status: 200} }})
 
 	r := h.post(t, sleeper.DID(), nil, "", `{"jsonrpc":"2.0","params":{"message":{"issuerDid":"did:key:z6Mkforged"}}}`)
 	want := `{"error":"asleep_enqueue_requires_auth","message":"store-and-forward requires verified transport caller DID","queued":false}`
@@ -173,15 +175,15 @@ func TestAuthentication(t *testing.T) {
 func TestQueueFull(t *testing.T) {
 	tests := []struct {
 		name   string
-		bounds link.Bounds
+		bounds wire.Bounds
 		second *did.PrivateKey // nil: the same sender
 		body   string
 		status int
 		kind   string
 	}{
-		{"messages", link.Bounds{MaxMessages: 1}, didtest.Key(t, 4), sendV1, 507, "messages"},
-		{"peer", link.Bounds{MaxPerPeer: 1}, nil, sendV1, 429, "peer"},
-		{"bytes", link.Bounds{MaxBytes: 150}, nil, sendV1, 507, "bytes"},
+		{"messages", wire.Bounds{MaxMessages: 1}, didtest.Key(t, 4), sendV1, 507, "messages"},
+		{"peer", wire.Bounds{MaxPerPeer: 1}, nil, sendV1, 429, "peer"},
+		{"bytes", wire.Bounds{MaxBytes: 150}, nil, sendV1, 507, "bytes"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -222,7 +224,7 @@ func TestQueueFull(t *testing.T) {
 func TestMaxMessageSize(t *testing.T) {
 	h := newHarness(t, nil)
 	dev, alice := didtest.Key(t, 1), didtest.Key(t, 2)
-	h.publishOffline(t, dev, "sleep", deviceOpts{bounds: &link.Bounds{MaxMessageSize: 1024}})
+	h.publishOffline(t, dev, "sleep", deviceOpts{bounds: &wire.Bounds{MaxMessageSize: 1024}})
 	big := `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"pad":"` + strings.Repeat("x", 2000) + `"}}`
 	// With a Content-Length, and chunked (the limit applies while reading).
 	if r := h.post(t, dev.DID(), alice, "1.0", big); r.status != 413 || r.json["error"] != "message_too_large" || r.json["maxMessageBytes"] != float64(1024) {
@@ -253,7 +255,7 @@ func TestMaxMessageSize(t *testing.T) {
 func TestHandshakeUsesReserve(t *testing.T) {
 	h := newHarness(t, nil)
 	dev, alice := didtest.Key(t, 1), didtest.Key(t, 2)
-	h.publishOffline(t, dev, "sleep", deviceOpts{bounds: &link.Bounds{MaxMessages: 1}})
+	h.publishOffline(t, dev, "sleep", deviceOpts{bounds: &wire.Bounds{MaxMessages: 1}})
 	if r := h.post(t, dev.DID(), alice, "1.0", sendV1); r.status != 503 {
 		t.Fatal(r.status)
 	}
@@ -313,7 +315,7 @@ func TestCardAndPulse(t *testing.T) {
 	if err := a2a.VerifyCard(r.body, dev.DID()); err != nil {
 		t.Errorf("served card does not verify: %v", err)
 	}
-	st, _ := h.states.Get(dev.DID().String())
+	st, _ := h.states.Get(context.Background(), dev.DID().String())
 	if !bytes.Equal(r.body, st.Card) {
 		t.Error("served card differs from the uploaded bytes")
 	}
@@ -341,7 +343,7 @@ func TestCardAndPulse(t *testing.T) {
 	}
 	for _, tt := range bad {
 		t.Run(tt.name, func(t *testing.T) {
-			st := link.State{Mode: tt.mode, Window: window11}
+			st := wire.State{Mode: tt.mode, Window: window11}
 			if tt.mode != "nap" {
 				st = h.state(t, dev, c.Hello(), tt.mode, tt.o)
 			}
@@ -389,13 +391,13 @@ func TestKeyPackagesHandedOutOnce(t *testing.T) {
 	}
 	// Durable: reopening the state file does not bring them back.
 	h.states.Close()
-	s2, err := OpenStates(h.dir+"/agents.db", nil)
+	s2, err := agents.OpenBolt(h.dir+"/agents.db", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s2.Close()
-	if _, _, err := s2.TakeKeyPackage(dev.DID().String()); err != ErrNoKeyPackage {
-		t.Errorf("after reopen: TakeKeyPackage = %v, want ErrNoKeyPackage", err)
+	if _, _, err := s2.TakeKeyPackage(context.Background(), dev.DID().String()); err != agents.ErrNoKeyPackage {
+		t.Errorf("after reopen: TakeKeyPackage = %v, want agents.ErrNoKeyPackage", err)
 	}
 }
 
@@ -415,13 +417,13 @@ func TestStateOKNamesHeldKeyPackages(t *testing.T) {
 		return ok.Held.Digests
 	}
 	sorted := func(ds ...[]byte) [][]byte { return slices.SortedFunc(slices.Values(ds), bytes.Compare) }
-	if got, want := sorted(held()...), sorted(link.KeyPackageDigest(kp(1)), link.KeyPackageDigest(kp(2))); !cmp.Equal(got, want) {
+	if got, want := sorted(held()...), sorted(wire.KeyPackageDigest(kp(1)), wire.KeyPackageDigest(kp(2))); !cmp.Equal(got, want) {
 		t.Errorf("held %x, want %x", got, want)
 	}
 	if r := h.get(t, "/a/"+dev.DID().String()+"/mls/key-package"); r.status != 200 {
 		t.Fatalf("key package: %d %s", r.status, r.body)
 	}
-	if got := held(); len(got) != 1 || !bytes.Equal(got[0], link.KeyPackageDigest(kp(2))) {
+	if got := held(); len(got) != 1 || !bytes.Equal(got[0], wire.KeyPackageDigest(kp(2))) {
 		t.Errorf("after one was handed out: held %x, want kp(2)'s digest only", got)
 	}
 	h.get(t, "/a/"+dev.DID().String()+"/mls/key-package")
@@ -469,7 +471,7 @@ func TestDrainAfterWake(t *testing.T) {
 	h.clk.Advance(time.Hour)
 	c := h.device(t, dev, "sleep", deviceOpts{})
 	var bodies []string
-	n, err := c.Drain(context.Background(), 2, func(ctx context.Context, recs []link.Record) error {
+	n, err := c.Drain(context.Background(), 2, func(ctx context.Context, recs []wire.Record) error {
 		for _, r := range recs {
 			bodies = append(bodies, string(r.Body))
 		}
@@ -538,12 +540,12 @@ func TestUnknownAgentAndHealth(t *testing.T) {
 func TestStateSurvivesRestart(t *testing.T) {
 	h := newHarness(t, nil)
 	dev, alice := didtest.Key(t, 1), didtest.Key(t, 2)
-	h.publishOffline(t, dev, "hourly_wake", deviceOpts{window: &link.Window{Minute: 30, LengthSec: 120}})
+	h.publishOffline(t, dev, "hourly_wake", deviceOpts{window: &wire.Window{Minute: 30, LengthSec: 120}})
 	// A second relay on the same files (the first one's files stay open
 	// read-only in bbolt's sense; reopen after closing).
 	h.relay.Link().Close()
 	h.states.Close()
-	states, err := OpenStates(h.dir+"/agents.db", nil)
+	states, err := agents.OpenBolt(h.dir+"/agents.db", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -612,7 +614,7 @@ func TestAgentBoundsOverride(t *testing.T) {
 func TestRunPurgesExpired(t *testing.T) {
 	h := newHarness(t, nil)
 	dev, alice := didtest.Key(t, 1), didtest.Key(t, 2)
-	h.publishOffline(t, dev, "sleep", deviceOpts{bounds: &link.Bounds{TTLSec: 60}})
+	h.publishOffline(t, dev, "sleep", deviceOpts{bounds: &wire.Bounds{TTLSec: 60}})
 	h.post(t, dev.DID(), alice, "", "x")
 	h.clk.Advance(2 * time.Minute)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -635,7 +637,7 @@ func TestRunPurgesExpired(t *testing.T) {
 func TestHourlyRetryAfterFollowsAnnouncedWake(t *testing.T) {
 	h := newHarness(t, nil)
 	dev, alice := didtest.Key(t, 1), didtest.Key(t, 2)
-	win := deviceOpts{window: &link.Window{Minute: 30, LengthSec: 120}}
+	win := deviceOpts{window: &wire.Window{Minute: 30, LengthSec: 120}}
 	c := h.device(t, dev, "hourly_wake", win)
 	st := h.state(t, dev, c.Hello(), "hourly_wake", win)
 	st.NextWake = t0.Add(90 * time.Minute).Unix() // 13:30, the next hour's window

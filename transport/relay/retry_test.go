@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/torpor-dev/torpor/did/didtest"
-	"github.com/torpor-dev/torpor/transport/link"
+	"github.com/torpor-dev/torpor/transport/link/wire"
 )
 
 // TestRetryAfterStaysInPublishedWindow posts many times at one instant (a
@@ -17,18 +17,18 @@ import (
 // its end, never 0, and spread over more than one second.
 func TestRetryAfterStaysInPublishedWindow(t *testing.T) {
 	const posts = 40
-	short := &link.Window{Minute: 30, LengthSec: 60} // 12:30:00-12:31:00, hourly
+	short := &wire.Window{Minute: 30, LengthSec: 60} // 12:30:00-12:31:00, hourly
 	tests := []struct {
 		name     string
 		mode     string
-		window   *link.Window
+		window   *wire.Window
 		nextWake time.Time // announced by the device; zero for none
 		lo, hi   int       // want lo <= Retry-After < hi
 	}{
 		// An operator wake in 2 h: its window is the published 60 s, not
 		// the default five minutes.
-		{"sleep, operator wake in 2h", "sleep", &link.Window{Minute: 11, LengthSec: 60}, t0.Add(2 * time.Hour), 7200, 7260},
-		{"sleep, operator wake in 2h, default window", "sleep", &link.Window{Minute: 11}, t0.Add(2 * time.Hour), 7200, 7500},
+		{"sleep, operator wake in 2h", "sleep", &wire.Window{Minute: 11, LengthSec: 60}, t0.Add(2 * time.Hour), 7200, 7260},
+		{"sleep, operator wake in 2h, default window", "sleep", &wire.Window{Minute: 11}, t0.Add(2 * time.Hour), 7200, 7500},
 		{"hourly_wake, next window", "hourly_wake", short, time.Time{}, 1800, 1860},
 		{"hourly_wake, announced wake in 2.5h", "hourly_wake", short, t0.Add(150 * time.Minute), 9000, 9060},
 	}

@@ -2,73 +2,30 @@ package schedule
 
 import (
 	"bytes"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
-	"os"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/torpor-dev/torpor/mls/internal/suite"
 	"github.com/torpor-dev/torpor/mls/internal/wire"
+
+	"github.com/torpor-dev/torpor/mls/internal/vectorfmt"
 )
 
-type hexBytes []byte
-
-func (h *hexBytes) UnmarshalJSON(b []byte) error {
-	var s string
-	if err := json.Unmarshal(b, &s); err != nil {
-		return err
-	}
-	v, err := hex.DecodeString(s)
-	*h = v
-	return err
-}
-
-func load(t testing.TB, name string, v any) {
+func load[T any](t testing.TB, name string) []T {
 	t.Helper()
-	b, err := os.ReadFile("../../testdata/" + name)
+	vs, err := vectorfmt.Load[T]("../../testdata/" + name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := json.Unmarshal(b, v); err != nil {
-		t.Fatal(err)
-	}
-}
-
-type keyScheduleVector struct {
-	InitialInitSecret hexBytes `json:"initial_init_secret"`
-	Epochs            []struct {
-		CommitSecret       hexBytes `json:"commit_secret"`
-		PSKSecret          hexBytes `json:"psk_secret"`
-		GroupContext       hexBytes `json:"group_context"`
-		JoinerSecret       hexBytes `json:"joiner_secret"`
-		WelcomeSecret      hexBytes `json:"welcome_secret"`
-		InitSecret         hexBytes `json:"init_secret"`
-		SenderDataSecret   hexBytes `json:"sender_data_secret"`
-		EncryptionSecret   hexBytes `json:"encryption_secret"`
-		ExporterSecret     hexBytes `json:"exporter_secret"`
-		EpochAuthenticator hexBytes `json:"epoch_authenticator"`
-		ExternalSecret     hexBytes `json:"external_secret"`
-		ConfirmationKey    hexBytes `json:"confirmation_key"`
-		MembershipKey      hexBytes `json:"membership_key"`
-		ResumptionPSK      hexBytes `json:"resumption_psk"`
-		ExternalPub        hexBytes `json:"external_pub"`
-		Exporter           struct {
-			Label   string
-			Context hexBytes
-			Length  int
-			Secret  hexBytes
-		}
-	}
+	return vs
 }
 
 // TestKeyScheduleVector walks the epochs of key-schedule.cs1.json using the
 // vector's encoded GroupContexts (mls/vectors checks their encoding too).
 func TestKeyScheduleVector(t *testing.T) {
-	var vs []keyScheduleVector
-	load(t, "key-schedule.cs1.json", &vs)
+	vs := load[vectorfmt.KeySchedule](t, "key-schedule.cs1.json")
 	for _, v := range vs {
 		init := []byte(v.InitialInitSecret)
 		for i, ep := range v.Epochs {
@@ -96,15 +53,6 @@ func TestKeyScheduleVector(t *testing.T) {
 	}
 }
 
-type pskVector struct {
-	PSKs []struct {
-		PSKID    hexBytes `json:"psk_id"`
-		PSK      hexBytes `json:"psk"`
-		PSKNonce hexBytes `json:"psk_nonce"`
-	} `json:"psks"`
-	PSKSecret hexBytes `json:"psk_secret"`
-}
-
 // externalPSKID encodes PreSharedKeyID{external, psk_id, psk_nonce}.
 func externalPSKID(t testing.TB, id, nonce []byte) []byte {
 	b := []byte{1}
@@ -115,8 +63,7 @@ func externalPSKID(t testing.TB, id, nonce []byte) []byte {
 }
 
 func TestPSKSecretVector(t *testing.T) {
-	var vs []pskVector
-	load(t, "psk_secret.cs1.json", &vs)
+	vs := load[vectorfmt.PSKSecret](t, "psk_secret.cs1.json")
 	for i, v := range vs {
 		var psks []PSK
 		for _, p := range v.PSKs {

@@ -145,13 +145,35 @@ func New(encryptionSecret []byte, n uint32) (*Tree, error) {
 func (t *Tree) Leaves() uint32 { return t.n }
 
 // leaf returns the ratchets of l, deriving them from the tree on first use
-// and deleting the node secrets this consumes.
+// and deleting the node secrets this consumes (RFC 9420 Section 9.2).
 func (t *Tree) leaf(l treemath.LeafIndex) (*leafState, error) {
+	ls, derived, err := t.peek(l)
+	if err != nil || derived == nil {
+		return ls, err
+	}
+	for n, s := range derived {
+		if s == nil {
+			delete(t.nodes, n)
+		} else {
+			t.nodes[n] = s
+		}
+	}
+	t.leaves[l] = ls
+	return ls, nil
+}
+
+// peek returns the ratchets of l without changing t. For a leaf not
+// started yet it derives them aside and also returns, in derived, the
+// node secrets starting the leaf changes: a new secret for each sibling
+// the walk down the tree produces, nil for each secret it consumes. leaf
+// applies them; Key does not, so that a message that fails to decrypt
+// leaves the tree as it was.
+func (t *Tree) peek(l treemath.LeafIndex) (ls *leafState, derived map[treemath.NodeIndex][]byte, err error) {
 	if uint32(l) >= t.n {
-		return nil, ErrLeafRange
+		return nil, nil, ErrLeafRange
 	}
 	if ls, ok := t.leaves[l]; ok {
-		return ls, nil
+		return ls, nil, nil
 	}
 	target := l.Node()
 	// Find the lowest ancestor (or the leaf) whose secret is still held.
@@ -160,30 +182,34 @@ func (t *Tree) leaf(l treemath.LeafIndex) (*leafState, error) {
 	for t.nodes[x] == nil {
 		if x == treemath.Root(t.n) {
 			// Consumed: happens only if the state was damaged.
-			return nil, ErrGenerationUsed
+			return nil, nil, ErrGenerationUsed
 		}
 		x = treemath.Parent(x, t.n)
 		path = append(path, x)
 	}
 	// Walk down, replacing each parent by its two children.
+	derived = map[treemath.NodeIndex][]byte{}
+	s := t.nodes[x]
 	for i := len(path) - 1; i > 0; i-- {
-		p := path[i]
-		s := t.nodes[p]
-		t.nodes[treemath.Left(p)] = suite.ExpandWithLabel(s, "tree", []byte("left"), suite.HashSize)
-		t.nodes[treemath.Right(p)] = suite.ExpandWithLabel(s, "tree", []byte("right"), suite.HashSize)
-		delete(t.nodes, p)
+		p, child := path[i], path[i-1]
+		left := suite.ExpandWithLabel(s, "tree", []byte("left"), suite.HashSize)
+		right := suite.ExpandWithLabel(s, "tree", []byte("right"), suite.HashSize)
+		derived[p] = nil
+		derived[treemath.Left(p)], derived[treemath.Right(p)] = left, right
+		s = right
+		if child == treemath.Left(p) {
+			s = left
+		}
 	}
-	s := t.nodes[target]
-	ls := &leafState{}
+	derived[target] = nil
+	ls = &leafState{}
 	for _, ct := range []ContentType{Handshake, Application} {
 		ls.r[ct] = &ratchet{
 			secret:  suite.ExpandWithLabel(s, ct.label(), nil, suite.HashSize),
 			skipped: map[uint32]KeyNonce{},
 		}
 	}
-	delete(t.nodes, target)
-	t.leaves[l] = ls
-	return ls, nil
+	return ls, derived, nil
 }
 
 // derive returns the key and nonce of generation g from ratchet secret s
@@ -229,11 +255,12 @@ func (r *ratchet) advance() {
 }
 
 // Key returns the key and nonce of generation g of leaf l's ratchet ct, for
-// receiving, without changing the ratchet: call Consume once the message
-// decrypted and verified. It returns ErrGenerationUsed for a generation
+// receiving, without changing the tree, not even by starting the leaf's
+// ratchets: call Consume once the message decrypted and verified (RFC 9420
+// Section 9.2 deletes a key only once it was used). It returns ErrGenerationUsed for a generation
 // already consumed or evicted and ErrGenerationTooFar beyond the window.
 func (t *Tree) Key(l treemath.LeafIndex, ct ContentType, g uint32) (KeyNonce, error) {
-	ls, err := t.leaf(l)
+	ls, _, err := t.peek(l)
 	if err != nil {
 		return KeyNonce{}, err
 	}
@@ -264,7 +291,11 @@ func (t *Tree) Consume(l treemath.LeafIndex, ct ContentType, g uint32) error {
 	if _, err := t.Key(l, ct, g); err != nil {
 		return err
 	}
-	r := t.leaves[l].r[ct]
+	ls, err := t.leaf(l)
+	if err != nil {
+		return err
+	}
+	r := ls.r[ct]
 	if g < r.next || r.secret == nil {
 		delete(r.skipped, g)
 		return nil

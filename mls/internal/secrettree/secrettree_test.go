@@ -2,55 +2,20 @@ package secrettree
 
 import (
 	"bytes"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
-	"os"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/torpor-dev/torpor/mls/internal/treemath"
+
+	"github.com/torpor-dev/torpor/mls/internal/vectorfmt"
 )
 
-type hexBytes []byte
-
-func (h *hexBytes) UnmarshalJSON(b []byte) error {
-	var s string
-	if err := json.Unmarshal(b, &s); err != nil {
-		return err
-	}
-	v, err := hex.DecodeString(s)
-	*h = v
-	return err
-}
-
-type vector struct {
-	CipherSuite      uint16   `json:"cipher_suite"`
-	EncryptionSecret hexBytes `json:"encryption_secret"`
-	SenderData       struct {
-		SenderDataSecret hexBytes `json:"sender_data_secret"`
-		Ciphertext       hexBytes
-		Key              hexBytes
-		Nonce            hexBytes
-	} `json:"sender_data"`
-	Leaves [][]struct {
-		Generation       uint32
-		HandshakeKey     hexBytes `json:"handshake_key"`
-		HandshakeNonce   hexBytes `json:"handshake_nonce"`
-		ApplicationKey   hexBytes `json:"application_key"`
-		ApplicationNonce hexBytes `json:"application_nonce"`
-	}
-}
-
-func loadVectors(t testing.TB) []vector {
+func loadVectors(t testing.TB) []vectorfmt.SecretTree {
 	t.Helper()
-	b, err := os.ReadFile("../../testdata/secret-tree.cs1.json")
+	vs, err := vectorfmt.Load[vectorfmt.SecretTree]("../../testdata/secret-tree.cs1.json")
 	if err != nil {
-		t.Fatal(err)
-	}
-	var vs []vector
-	if err := json.Unmarshal(b, &vs); err != nil {
 		t.Fatal(err)
 	}
 	return vs
@@ -154,18 +119,40 @@ func TestOutOfOrderReplayAndWindow(t *testing.T) {
 	}
 }
 
+// TestKeyDoesNotChangeState: Key leaves the serialised tree as it was, also
+// for a leaf whose ratchets were never started and when it fails, and the
+// key it gave is the one Consume then uses.
 func TestKeyDoesNotChangeState(t *testing.T) {
 	tr := newTree(t, 8)
-	if _, err := tr.Key(5, Application, 0); err != nil {
-		t.Fatal(err)
-	}
 	before, _ := tr.MarshalBinary()
-	if _, err := tr.Key(5, Application, 900); err != nil {
+	kn, err := tr.Key(5, Application, 900)
+	if err != nil {
 		t.Fatal(err)
 	}
-	after, _ := tr.MarshalBinary()
-	if !bytes.Equal(before, after) {
-		t.Error("Key changed the serialised state")
+	if _, err := tr.Key(6, Handshake, DefaultMaxForward+1); !errors.Is(err, ErrGenerationTooFar) {
+		t.Fatalf("Key beyond the window = %v", err)
+	}
+	if after, _ := tr.MarshalBinary(); !bytes.Equal(before, after) {
+		t.Error("Key on a fresh leaf changed the serialised state")
+	}
+	if err := tr.Consume(5, Application, 900); err != nil {
+		t.Fatal(err)
+	}
+	before, _ = tr.MarshalBinary()
+	if _, err := tr.Key(5, Application, 901); err != nil {
+		t.Fatal(err)
+	}
+	if after, _ := tr.MarshalBinary(); !bytes.Equal(before, after) {
+		t.Error("Key on a started leaf changed the serialised state")
+	}
+	// The key of a leaf not started equals the one of the started leaf.
+	other := newTree(t, 8)
+	if err := other.Consume(5, Application, 0); err != nil {
+		t.Fatal(err)
+	}
+	want, err := other.Key(5, Application, 900)
+	if err != nil || !bytes.Equal(kn.Key, want.Key) || !bytes.Equal(kn.Nonce, want.Nonce) {
+		t.Errorf("Key(900) before the leaf started = %x, after = %x (%v)", kn.Key, want.Key, err)
 	}
 }
 

@@ -3,71 +3,15 @@ package suite
 import (
 	"bytes"
 	"crypto/ed25519"
-	"encoding/hex"
-	"encoding/json"
-	"os"
 	"testing"
+
+	"github.com/torpor-dev/torpor/mls/internal/vectorfmt"
 )
 
-type hexBytes []byte
-
-func (h *hexBytes) UnmarshalJSON(b []byte) error {
-	var s string
-	if err := json.Unmarshal(b, &s); err != nil {
-		return err
-	}
-	v, err := hex.DecodeString(s)
-	*h = v
-	return err
-}
-
-type cryptoBasics struct {
-	CipherSuite uint16 `json:"cipher_suite"`
-	RefHash     struct {
-		Label      string
-		Value, Out hexBytes
-	} `json:"ref_hash"`
-	ExpandWithLabel struct {
-		Secret  hexBytes
-		Label   string
-		Context hexBytes
-		Length  int
-		Out     hexBytes
-	} `json:"expand_with_label"`
-	DeriveSecret struct {
-		Secret hexBytes
-		Label  string
-		Out    hexBytes
-	} `json:"derive_secret"`
-	DeriveTreeSecret struct {
-		Secret     hexBytes
-		Label      string
-		Generation uint32
-		Length     int
-		Out        hexBytes
-	} `json:"derive_tree_secret"`
-	SignWithLabel struct {
-		Priv, Pub, Content hexBytes
-		Label              string
-		Signature          hexBytes
-	} `json:"sign_with_label"`
-	EncryptWithLabel struct {
-		Priv, Pub          hexBytes
-		Label              string
-		Context, Plaintext hexBytes
-		KEMOutput          hexBytes `json:"kem_output"`
-		Ciphertext         hexBytes
-	} `json:"encrypt_with_label"`
-}
-
-func loadCryptoBasics(t testing.TB) []cryptoBasics {
+func loadCryptoBasics(t testing.TB) []vectorfmt.CryptoBasics {
 	t.Helper()
-	b, err := os.ReadFile("../../testdata/crypto-basics.cs1.json")
+	v, err := vectorfmt.Load[vectorfmt.CryptoBasics]("../../testdata/crypto-basics.cs1.json")
 	if err != nil {
-		t.Fatal(err)
-	}
-	var v []cryptoBasics
-	if err := json.Unmarshal(b, &v); err != nil {
 		t.Fatal(err)
 	}
 	return v

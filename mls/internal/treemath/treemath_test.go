@@ -1,22 +1,12 @@
 package treemath
 
 import (
-	"encoding/json"
-	"os"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-)
 
-type vector struct {
-	NLeaves uint32    `json:"n_leaves"`
-	NNodes  uint32    `json:"n_nodes"`
-	Root    uint32    `json:"root"`
-	Left    []*uint32 `json:"left"`
-	Right   []*uint32 `json:"right"`
-	Parent  []*uint32 `json:"parent"`
-	Sibling []*uint32 `json:"sibling"`
-}
+	"github.com/torpor-dev/torpor/mls/internal/vectorfmt"
+)
 
 func opt(f func() NodeIndex) (out *uint32) {
 	defer func() {
@@ -30,12 +20,8 @@ func opt(f func() NodeIndex) (out *uint32) {
 
 // TestVectors runs tree-math.json (RFC 9420, Appendix C).
 func TestVectors(t *testing.T) {
-	data, err := os.ReadFile("../../testdata/tree-math.json")
+	vs, err := vectorfmt.Load[vectorfmt.TreeMath]("../../testdata/tree-math.json")
 	if err != nil {
-		t.Fatal(err)
-	}
-	var vs []vector
-	if err := json.Unmarshal(data, &vs); err != nil {
 		t.Fatal(err)
 	}
 	if len(vs) == 0 {

@@ -79,6 +79,23 @@ class Actor {
   }
 }
 
+// readsRfcExternalPub returns cs, or, when groupInfo's external_pub
+// extension holds the RFC 9420 form (Section 12.4.3.2: an HPKEPublicKey,
+// that is the key with its one-byte length prefix), a copy of cs whose HPKE
+// imports exactly those bytes as the key without the prefix. ts-mls 1.6.4
+// writes and reads the bare key (docs/interop.md); this is the only place
+// it reads external_pub, and nothing else it imports looks like that.
+function readsRfcExternalPub(cs, groupInfo) {
+  const ext = groupInfo.extensions.find((e) => e.extensionType === "external_pub");
+  const data = ext?.extensionData;
+  if (data === undefined || data.length !== 33 || data[0] !== 32) return cs;
+  const hpke = {
+    ...cs.hpke,
+    importPublicKey: (k) => cs.hpke.importPublicKey(equalBytes(k, data) ? k.subarray(1) : k),
+  };
+  return { ...cs, hpke };
+}
+
 export class Peer {
   constructor(cs) {
     this.cs = cs;
@@ -321,6 +338,8 @@ export class Peer {
 
   // joinExternal {actor, groupInfo, ratchetTree?} joins by external commit
   // (RFC 9420 Section 12.4.3.2) and returns the commit for the members.
+  // ts-mls 1.6.4 reads external_pub as the bare key; readsRfcExternalPub
+  // lets it read the RFC form (docs/interop.md).
   async joinExternal(req) {
     const a = this.actor(req);
     if (a.state !== undefined) throw new BadRequest(`actor ${a.name} is already in a group`);
@@ -328,7 +347,8 @@ export class Peer {
     if (msg.wireformat !== "mls_group_info") throw new BadRequest(`groupInfo: wire format is ${msg.wireformat}`);
     const tree = req.ratchetTree ? decodeTreeArg(req.ratchetTree) : undefined;
     const kp = await this.newKeyPackage(a);
-    const res = await joinGroupExternal(msg.groupInfo, kp.publicPackage, kp.privatePackage, false, this.cs, tree);
+    const cs = readsRfcExternalPub(this.cs, msg.groupInfo);
+    const res = await joinGroupExternal(msg.groupInfo, kp.publicPackage, kp.privatePackage, false, cs, tree);
     a.state = res.newState;
     return {
       commit: toHex(encodeMlsMessage({ version: "mls10", wireformat: "mls_public_message", publicMessage: res.publicMessage })),

@@ -5,10 +5,10 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/torpor-dev/torpor/transport/relay"
+	"github.com/torpor-dev/torpor/transport/broker"
 )
 
-// Embedded is the broker torpor-relay embeds, started by relay.StartBroker
+// Embedded is the broker torpor-relay embeds, started by broker.Start
 // exactly as the relay starts it (message expiry raised to 30 days,
 // sessions and queued messages in a bbolt file), on a free loopback port.
 type Embedded struct {
@@ -18,7 +18,7 @@ type Embedded struct {
 
 	mu sync.Mutex
 	// mu guards all following fields.
-	b *relay.Broker
+	b *broker.Broker
 }
 
 // StartEmbedded starts the embedded broker with its data in t.TempDir()
@@ -34,7 +34,7 @@ func StartEmbedded(t testing.TB, log *slog.Logger) *Embedded {
 
 func (e *Embedded) start(t testing.TB) {
 	t.Helper()
-	b, err := relay.StartBroker(relay.BrokerConfig{Listen: e.addr, DataDir: e.dir, Logger: e.log})
+	b, err := broker.Start(broker.Config{Listen: e.addr, DataDir: e.dir, Logger: e.log})
 	if err != nil {
 		t.Fatalf("starting the embedded broker: %v", err)
 	}

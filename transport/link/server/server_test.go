@@ -1,4 +1,4 @@
-package link
+package server
 
 import (
 	"bytes"
@@ -18,38 +18,40 @@ import (
 	"github.com/torpor-dev/torpor/did/didtest"
 	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/transport/bearer"
+	"github.com/torpor-dev/torpor/transport/link"
+	"github.com/torpor-dev/torpor/transport/link/wire"
 )
 
 // fakeAgents records what the link tells the relay's agent state.
 type fakeAgents struct {
 	mu     sync.Mutex
-	states []State
+	states []wire.State
 	linked map[string]bool
 	refuse error
 	events chan string
 }
 
-func (a *fakeAgents) Admit(ctx context.Context, agent did.DID) (Bounds, error) {
+func (a *fakeAgents) Admit(ctx context.Context, agent did.DID) (wire.Bounds, error) {
 	if a.refuse != nil {
-		return Bounds{}, a.refuse
+		return wire.Bounds{}, a.refuse
 	}
-	return Bounds{MaxMessages: 500, MaxPerPeer: 50, MaxBytes: 2 << 20, MaxMessageSize: 256 << 10, TTLSec: 604800}, nil
+	return wire.Bounds{MaxMessages: 500, MaxPerPeer: 50, MaxBytes: 2 << 20, MaxMessageSize: 256 << 10, TTLSec: 604800}, nil
 }
 
 // Publish holds the KeyPackages of the last state published (none for
 // a state without).
-func (a *fakeAgents) Publish(ctx context.Context, agent did.DID, st State) (Accepted, error) {
+func (a *fakeAgents) Publish(ctx context.Context, agent did.DID, st wire.State) (wire.Accepted, error) {
 	if st.Mode == "nap" {
-		return Accepted{}, errors.New("unknown mode nap")
+		return wire.Accepted{}, errors.New("unknown mode nap")
 	}
 	a.mu.Lock()
 	a.states = append(a.states, st)
 	a.mu.Unlock()
-	held := &Held{}
+	held := &wire.Held{}
 	for _, kp := range st.KeyPackages {
-		held.Digests = append(held.Digests, KeyPackageDigest(kp))
+		held.Digests = append(held.Digests, wire.KeyPackageDigest(kp))
 	}
-	return Accepted{Bounds: Bounds{MaxMessages: 7}, Held: held}, nil
+	return wire.Accepted{Bounds: wire.Bounds{MaxMessages: 7}, Held: held}, nil
 }
 
 func (a *fakeAgents) Linked(agent did.DID, up bool) {
@@ -89,9 +91,9 @@ func newHarness(tb testing.TB) *harness {
 	return h
 }
 
-func (h *harness) dial(tb testing.TB, key *did.PrivateKey, handler HandlerFunc) *Client {
+func (h *harness) dial(tb testing.TB, key *did.PrivateKey, handler link.HandlerFunc) *link.Client {
 	tb.Helper()
-	c, err := Dial(context.Background(), Config{RelayURL: h.http.URL, Key: key, Handler: handler})
+	c, err := link.Dial(context.Background(), link.Config{RelayURL: h.http.URL, Key: key, Handler: handler})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -120,7 +122,7 @@ func TestDrainInOrderInBatches(t *testing.T) {
 	}
 	var bodies []string
 	var batches []int
-	n, err := c.Drain(context.Background(), 10, func(ctx context.Context, recs []Record) error {
+	n, err := c.Drain(context.Background(), 10, func(ctx context.Context, recs []wire.Record) error {
 		batches = append(batches, len(recs))
 		for _, r := range recs {
 			bodies = append(bodies, string(r.Body))
@@ -162,7 +164,7 @@ func TestUnackedRecordsAreRedelivered(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A failing batch is not acknowledged.
-	if _, err := c.Drain(context.Background(), 2, func(context.Context, []Record) error { return errors.New("device busy") }); err == nil {
+	if _, err := c.Drain(context.Background(), 2, func(context.Context, []wire.Record) error { return errors.New("device busy") }); err == nil {
 		t.Fatal("Drain with a failing fn: no error")
 	}
 	c.Close()
@@ -186,21 +188,21 @@ func TestUnackedRecordsAreRedelivered(t *testing.T) {
 func TestLiveRequest(t *testing.T) {
 	h := newHarness(t)
 	dev := didtest.Key(t, 1)
-	if _, err := h.srv.Forward(context.Background(), dev.DID().String(), Request{}); !errors.Is(err, ErrNotLinked) {
+	if _, err := h.srv.Forward(context.Background(), dev.DID().String(), wire.Request{}); !errors.Is(err, ErrNotLinked) {
 		t.Fatalf("Forward before link = %v, want ErrNotLinked", err)
 	}
-	h.dial(t, dev, func(ctx context.Context, req Request) Response {
-		return Response{Status: 200, ContentType: "application/json", Body: fmt.Appendf(nil, `{"from":%q,"ver":%q,"echo":%s}`, req.From, req.Version, req.Body)}
+	h.dial(t, dev, func(ctx context.Context, req wire.Request) wire.Response {
+		return wire.Response{Status: 200, ContentType: "application/json", Body: fmt.Appendf(nil, `{"from":%q,"ver":%q,"echo":%s}`, req.From, req.Version, req.Body)}
 	})
 	if !h.srv.Up(dev.DID().String()) {
-		t.Fatal("Up = false after Dial")
+		t.Fatal("Up = false after link.Dial")
 	}
 	var wg sync.WaitGroup
 	for i := range 8 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			resp, err := h.srv.Forward(context.Background(), dev.DID().String(), Request{From: "did:key:zA", Version: "1.0", Body: fmt.Appendf(nil, "%d", i)})
+			resp, err := h.srv.Forward(context.Background(), dev.DID().String(), wire.Request{From: "did:key:zA", Version: "1.0", Body: fmt.Appendf(nil, "%d", i)})
 			want := fmt.Sprintf(`{"from":"did:key:zA","ver":"1.0","echo":%d}`, i)
 			if err != nil || resp.Status != 200 || string(resp.Body) != want {
 				t.Errorf("Forward %d = %+v, %v; want body %s", i, resp, err, want)
@@ -214,14 +216,14 @@ func TestForwardUnansweredWhenLinkDrops(t *testing.T) {
 	h := newHarness(t)
 	dev := didtest.Key(t, 1)
 	got := make(chan struct{})
-	c := h.dial(t, dev, func(ctx context.Context, req Request) Response {
+	c := h.dial(t, dev, func(ctx context.Context, req wire.Request) wire.Response {
 		close(got)
 		<-ctx.Done()
-		return Response{}
+		return wire.Response{}
 	})
 	errc := make(chan error, 1)
 	go func() {
-		_, err := h.srv.Forward(context.Background(), dev.DID().String(), Request{Body: []byte("x")})
+		_, err := h.srv.Forward(context.Background(), dev.DID().String(), wire.Request{Body: []byte("x")})
 		errc <- err
 	}()
 	<-got
@@ -235,16 +237,16 @@ func TestPublishState(t *testing.T) {
 	h := newHarness(t)
 	dev := didtest.Key(t, 1)
 	c := h.dial(t, dev, nil)
-	st := State{Mode: "hourly_wake", Window: &Window{Minute: 11, LengthSec: 300}, NextWake: 1768478400, Card: []byte(`{"name":"x"}`), KeyPackages: [][]byte{{0, 1, 0, 5}}, Pulse: []byte("p")}
+	st := wire.State{Mode: "hourly_wake", Window: &wire.Window{Minute: 11, LengthSec: 300}, NextWake: 1768478400, Card: []byte(`{"name":"x"}`), KeyPackages: [][]byte{{0, 1, 0, 5}}, Pulse: []byte("p")}
 	b, err := c.Publish(context.Background(), st)
 	if err != nil || b.Bounds.MaxMessages != 7 {
 		t.Fatalf("Publish = %+v, %v", b, err)
 	}
-	if want := KeyPackageDigest([]byte{0, 1, 0, 5}); b.Held == nil || len(b.Held.Digests) != 1 || !bytes.Equal(b.Held.Digests[0], want) {
-		t.Errorf("Held = %+v, want the digest %x", b.Held, want)
+	if want := wire.KeyPackageDigest([]byte{0, 1, 0, 5}); b.Held == nil || len(b.Held.Digests) != 1 || !bytes.Equal(b.Held.Digests[0], want) {
+		t.Errorf("wire.Held = %+v, want the digest %x", b.Held, want)
 	}
-	// A relay that holds none says so: Held is set, with no digests.
-	if b, err := c.Publish(context.Background(), State{Mode: "sleep"}); err != nil || b.Held == nil || len(b.Held.Digests) != 0 {
+	// A relay that holds none says so: wire.Held is set, with no digests.
+	if b, err := c.Publish(context.Background(), wire.State{Mode: "sleep"}); err != nil || b.Held == nil || len(b.Held.Digests) != 0 {
 		t.Errorf("Publish without KeyPackages = %+v, %v; want an empty Held", b, err)
 	}
 	h.agents.mu.Lock()
@@ -253,8 +255,8 @@ func TestPublishState(t *testing.T) {
 	if diff := cmp.Diff(st, gotState); diff != "" {
 		t.Errorf("published state (-sent +received):\n%s", diff)
 	}
-	_, err = c.Publish(context.Background(), State{Mode: "nap"})
-	var re *RemoteError
+	_, err = c.Publish(context.Background(), wire.State{Mode: "nap"})
+	var re *wire.RemoteError
 	if !errors.As(err, &re) || re.Code != "bad-state" || !strings.Contains(re.Message, "nap") {
 		t.Errorf("Publish(bad mode) = %v, want a bad-state RemoteError", err)
 	}
@@ -275,25 +277,25 @@ func TestDialRefusals(t *testing.T) {
 	dev := didtest.Key(t, 1)
 	tests := []struct {
 		name string
-		cfg  Config
+		cfg  link.Config
 		want string
 	}{
-		{"wrong audience", Config{RelayURL: h.http.URL, Key: dev, Audience: "https://elsewhere.example"}, "401"},
-		{"bad url", Config{RelayURL: "ftp://x", Key: dev}, "not an http(s) URL"},
-		{"no key", Config{RelayURL: h.http.URL}, "needs a key"},
+		{"wrong audience", link.Config{RelayURL: h.http.URL, Key: dev, Audience: "https://elsewhere.example"}, "401"},
+		{"bad url", link.Config{RelayURL: "ftp://x", Key: dev}, "not an http(s) URL"},
+		{"no key", link.Config{RelayURL: h.http.URL}, "needs a key"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := Dial(context.Background(), tt.cfg)
+			_, err := link.Dial(context.Background(), tt.cfg)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
-				t.Errorf("Dial = %v, want error containing %q", err, tt.want)
+				t.Errorf("link.Dial = %v, want error containing %q", err, tt.want)
 			}
 		})
 	}
 	h.agents.refuse = errors.New("agent not on the allow list")
-	_, err := Dial(context.Background(), Config{RelayURL: h.http.URL, Key: dev})
+	_, err := link.Dial(context.Background(), link.Config{RelayURL: h.http.URL, Key: dev})
 	if err == nil || !strings.Contains(err.Error(), "403") || !strings.Contains(err.Error(), "allow list") {
-		t.Errorf("Dial of a refused agent = %v, want 403", err)
+		t.Errorf("link.Dial of a refused agent = %v, want 403", err)
 	}
 }
 
@@ -301,7 +303,7 @@ func TestNewerLinkReplacesOlder(t *testing.T) {
 	h := newHarness(t)
 	dev := didtest.Key(t, 1)
 	c1 := h.dial(t, dev, nil)
-	c2, err := Dial(context.Background(), Config{RelayURL: h.http.URL, Key: dev})
+	c2, err := link.Dial(context.Background(), link.Config{RelayURL: h.http.URL, Key: dev})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -324,67 +326,6 @@ func TestNewerLinkReplacesOlder(t *testing.T) {
 	}
 }
 
-func TestFrameVersionAndDecoding(t *testing.T) {
-	b, err := encodeFrame(&frame{T: tPull, ID: 3, After: 9, Max: 10})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := decodeFrame(b)
-	if err != nil || f.T != tPull || f.After != 9 || f.Max != 10 || f.ID != 3 {
-		t.Fatalf("decode(encode(pull)) = %+v, %v", f, err)
-	}
-	bad := []struct {
-		name string
-		b    []byte
-	}{
-		{"not cbor", []byte{0xff, 0x00}},
-		{"version 2", mustEnc(t, map[string]any{"v": 2, "t": "pull"})},
-		{"duplicate key", []byte{0xa2, 0x61, 'v', 0x01, 0x61, 'v', 0x01}},
-	}
-	for _, tt := range bad {
-		if _, err := decodeFrame(tt.b); !errors.Is(err, ErrProtocol) {
-			t.Errorf("%s: decodeFrame = %v, want ErrProtocol", tt.name, err)
-		}
-	}
-}
-
-func mustEnc(tb testing.TB, v any) []byte {
-	tb.Helper()
-	b, err := encMode.Marshal(v)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return b
-}
-
-func FuzzDecodeFrame(f *testing.F) {
-	for _, fr := range []*frame{
-		{T: tPull, ID: 1, After: 2, Max: 3},
-		{T: tRecords, ID: 1, Records: []Record{{Seq: 1, From: "did:key:z", Body: []byte("b")}}, More: true},
-		{T: tState, ID: 2, State: &State{Mode: "sleep", Window: &Window{Minute: 3, LengthSec: 300}, KeyPackages: [][]byte{{1}}}},
-	} {
-		b, _ := encodeFrame(fr)
-		f.Add(b)
-	}
-	f.Fuzz(func(t *testing.T, b []byte) {
-		fr, err := decodeFrame(b)
-		if err != nil {
-			return
-		}
-		b2, err := encodeFrame(fr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		fr2, err := decodeFrame(b2)
-		if err != nil {
-			t.Fatalf("re-decoding an encoded frame: %v", err)
-		}
-		if diff := cmp.Diff(fr, fr2); diff != "" {
-			t.Errorf("frame changed across encode/decode:\n%s", diff)
-		}
-	})
-}
-
 // TestGone: Gone is closed at once for an agent without a link, stays open
 // while the link is up, and closes when the device's close reaches the
 // relay (Up is false by then) or a newer link replaces the old one.
@@ -400,7 +341,7 @@ func TestGone(t *testing.T) {
 	if closed(gone1) {
 		t.Fatal("Gone is closed while the link is up")
 	}
-	c2, err := Dial(context.Background(), Config{RelayURL: h.http.URL, Key: dev})
+	c2, err := link.Dial(context.Background(), link.Config{RelayURL: h.http.URL, Key: dev})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package relay
+package broker
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 )
 
 func TestBrokerRaisesMessageExpiryAndServes(t *testing.T) {
-	b, err := StartBroker(BrokerConfig{Listen: "127.0.0.1:0", DataDir: t.TempDir()})
+	b, err := Start(Config{Listen: "127.0.0.1:0", DataDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +70,7 @@ func TestBrokerRestartDeliversQueuedCommands(t *testing.T) {
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	b1, err := StartBroker(BrokerConfig{Listen: "127.0.0.1:0", DataDir: dir})
+	b1, err := Start(Config{Listen: "127.0.0.1:0", DataDir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +90,7 @@ func TestBrokerRestartDeliversQueuedCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	b2, err := StartBroker(BrokerConfig{Listen: "127.0.0.1:0", DataDir: dir})
+	b2, err := Start(Config{Listen: "127.0.0.1:0", DataDir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}

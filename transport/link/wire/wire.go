@@ -1,4 +1,4 @@
-package link
+package wire
 
 import (
 	"crypto/sha256"
@@ -29,36 +29,24 @@ const (
 	PingInterval = 30 * time.Second
 )
 
-// Frame types.
+// Frame types (Frame.T); the package doc says who sends each.
 const (
-	tHello    = "hello"
-	tState    = "state"
-	tStateOK  = "state-ok"
-	tPull     = "pull"
-	tRecords  = "records"
-	tAck      = "ack"
-	tAcked    = "acked"
-	tRequest  = "request"
-	tResponse = "response"
-	tQueued   = "queued"
-	tError    = "error"
+	FrameHello    = "hello"
+	FrameState    = "state"
+	FrameStateOK  = "state-ok"
+	FramePull     = "pull"
+	FrameRecords  = "records"
+	FrameAck      = "ack"
+	FrameAcked    = "acked"
+	FrameRequest  = "request"
+	FrameResponse = "response"
+	FrameQueued   = "queued"
+	FrameError    = "error"
 )
 
-// Errors of the link.
-var (
-	// ErrNotLinked is returned by Server.Forward when the agent has no link.
-	ErrNotLinked = errors.New("link: agent not linked")
-	// ErrUnanswered is returned by Server.Forward when the link dropped (or
-	// the context ended) after the request was sent and before its answer
-	// came: the device may or may not have processed it.
-	ErrUnanswered = errors.New("link: request sent but not answered")
-	// ErrClosed is returned by Client calls after the link closed; Err
-	// tells why.
-	ErrClosed = errors.New("link: closed")
-	// ErrProtocol is returned (wrapped) when the peer sends a frame this
-	// version does not understand.
-	ErrProtocol = errors.New("link: protocol error")
-)
+// ErrProtocol is returned (wrapped) when the peer sends a frame this
+// version does not understand.
+var ErrProtocol = errors.New("link: protocol error")
 
 // RemoteError is an error frame from the peer.
 type RemoteError struct {
@@ -70,8 +58,8 @@ func (e *RemoteError) Error() string {
 	return fmt.Sprintf("link: remote error %s: %s", e.Code, e.Message)
 }
 
-// frame is the one wire message; which members are set depends on T.
-type frame struct {
+// Frame is the one wire message; which members are set depends on T.
+type Frame struct {
 	V        int       `cbor:"v"`
 	T        string    `cbor:"t"`
 	ID       uint64    `cbor:"id,omitempty"`
@@ -164,7 +152,8 @@ type Window struct {
 	OffsetSec int64 `cbor:"offsetSec,omitempty"`
 }
 
-// Bounds are queue bounds as the link carries them (see store/queue.Bounds).
+// Bounds are queue bounds as the link carries them (the relay converts
+// them to and from store/queue.Bounds).
 type Bounds struct {
 	MaxMessages       int   `cbor:"maxMessages,omitempty"`
 	MaxPerPeer        int   `cbor:"maxPerPeer,omitempty"`
@@ -179,7 +168,7 @@ type Bounds struct {
 type Record struct {
 	Seq        uint64 `cbor:"seq"`
 	From       string `cbor:"from"`
-	Kind       uint8  `cbor:"kind"` // store/queue.Kind
+	Kind       uint8  `cbor:"kind"` // 0 message, 1 handshake: store/queue.Kind
 	EnqueuedAt int64  `cbor:"enq"`  // Unix nanoseconds
 	ExpiresAt  int64  `cbor:"exp"`  // Unix nanoseconds
 	Body       []byte `cbor:"body"`
@@ -225,13 +214,16 @@ func must[T any](v T, err error) T {
 	return v
 }
 
-func encodeFrame(f *frame) ([]byte, error) {
+// Encode sets f's version to Version and returns its CBOR encoding.
+func Encode(f *Frame) ([]byte, error) {
 	f.V = Version
 	return encMode.Marshal(f)
 }
 
-func decodeFrame(b []byte) (*frame, error) {
-	var f frame
+// Decode parses one frame. It returns an error wrapping ErrProtocol for
+// bytes that are not a frame of this version.
+func Decode(b []byte) (*Frame, error) {
+	var f Frame
 	if err := decMode.Unmarshal(b, &f); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrProtocol, err)
 	}

@@ -1,4 +1,4 @@
-package agent_test
+package sessions_test
 
 import (
 	"context"
@@ -18,8 +18,8 @@ import (
 	"github.com/torpor-dev/torpor/runtime/drain"
 	"github.com/torpor-dev/torpor/runtime/purpose"
 	"github.com/torpor-dev/torpor/runtime/runtimetest"
+	"github.com/torpor-dev/torpor/runtime/sessions"
 	"github.com/torpor-dev/torpor/session"
-	"github.com/torpor-dev/torpor/session/agent"
 	"github.com/torpor-dev/torpor/store"
 	"github.com/torpor-dev/torpor/transport/a2a"
 )
@@ -69,7 +69,7 @@ func (d *device) open() {
 		d.t.Fatal(err)
 	}
 	pipe, err := runtime.OpenPipeline(db, runtime.PipelineConfig{
-		Key: d.key, Purposes: purpose.Set{"comms:*"}, Sessions: agent.Sessions{S: s}, Clock: d.clk,
+		Key: d.key, Purposes: purpose.Set{"comms:*"}, Sessions: sessions.Sessions{S: s}, Clock: d.clk,
 		Routes: []deliver.Route{{Pattern: "*", Name: "rec", Handler: d.rec}},
 	})
 	if err != nil {
@@ -189,18 +189,7 @@ func TestDrainWithSessions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("report: %v", rep)
-	if rep.Handshake != 1 || rep.Accepted != 1 || rep.Deferred != 1 {
-		t.Errorf("handshakes %d accepted %d deferred %d, want 1, 1, 1", rep.Handshake, rep.Accepted, rep.Deferred)
-	}
-	for cause, n := range map[string]int{"sender-mismatch": 1, "replay": 1, "purpose-not-permitted": 1, drain.CauseMLS: 1} {
-		if rep.Rejected[cause] != n {
-			t.Errorf("rejected for %s: %d, want %d (%v)", cause, rep.Rejected[cause], n, rep.Rejected)
-		}
-	}
-	if !slices.Equal(acked, []uint64{1, 2, 3, 4, 5, 7}) {
-		t.Errorf("acked %v, want all but the deferred record 6", acked)
-	}
+	checkFirstBatch(t, rep, acked)
 	if len(bob.rec.got) != 1 || bob.rec.got[0].ObjectID != objectID(t, good) || bob.rec.got[0].Sender != aliceKey.DID().String() {
 		t.Fatalf("delivered %+v, want alice's object from alice", bob.rec.got)
 	}
@@ -224,10 +213,30 @@ func TestDrainWithSessions(t *testing.T) {
 	}
 }
 
+// checkFirstBatch checks the report and acknowledgements of
+// TestDrainWithSessions' first batch: one handshake applied, one object
+// accepted, carol's record deferred, one rejection for each cause, every
+// record but the deferred one acknowledged.
+func checkFirstBatch(t *testing.T, rep drain.Report, acked []uint64) {
+	t.Helper()
+	t.Logf("report: %v", rep)
+	if rep.Handshake != 1 || rep.Accepted != 1 || rep.Deferred != 1 {
+		t.Errorf("handshakes %d accepted %d deferred %d, want 1, 1, 1", rep.Handshake, rep.Accepted, rep.Deferred)
+	}
+	for cause, n := range map[string]int{"sender-mismatch": 1, "replay": 1, "purpose-not-permitted": 1, drain.CauseMLS: 1} {
+		if rep.Rejected[cause] != n {
+			t.Errorf("rejected for %s: %d, want %d (%v)", cause, rep.Rejected[cause], n, rep.Rejected)
+		}
+	}
+	if !slices.Equal(acked, []uint64{1, 2, 3, 4, 5, 7}) {
+		t.Errorf("acked %v, want all but the deferred record 6", acked)
+	}
+}
+
 func TestKeyPackages(t *testing.T) {
 	clk := clocktest.New(t0)
 	d := newDevice(t, runtimetest.Key(t, 2), clk)
-	kp := agent.KeyPackages{S: d.s, DB: d.db}
+	kp := sessions.KeyPackages{S: d.s, DB: d.db}
 	kps, err := kp.Refill(context.Background(), 5)
 	if err != nil || len(kps) != 5 {
 		t.Fatalf("Refill(5) = %d, %v", len(kps), err)

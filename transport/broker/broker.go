@@ -1,4 +1,11 @@
-package relay
+// Package broker is the MQTT 5 broker torpor-relay embeds
+// (github.com/mochi-mqtt/server/v2), so that the relay with no flags is a
+// complete deployment. It is a package of its own so that the MQTT test
+// helpers (transport/mqtt/mqtttest) start the same broker without linking
+// the relay's HTTP side. It knows
+// nothing of Torpor's command protocol (transport/mqtt): it only carries
+// messages and keeps persistent sessions for devices that sleep.
+package broker
 
 import (
 	"fmt"
@@ -22,8 +29,8 @@ import (
 // which silently drops operator commands for a device that sleeps longer.
 const DefaultMaxMessageExpiry = 30 * 24 * time.Hour
 
-// BrokerConfig configures the embedded MQTT 5 broker.
-type BrokerConfig struct {
+// Config configures the embedded MQTT 5 broker.
+type Config struct {
 	// Listen is the TCP address, such as "127.0.0.1:1883".
 	Listen string
 	// DataDir, when set, holds the broker's bbolt file (mqtt.db): sessions,
@@ -40,25 +47,25 @@ type BrokerConfig struct {
 
 // Broker is the embedded MQTT 5 broker (github.com/mochi-mqtt/server/v2)
 // that makes torpor-relay with no flags a complete deployment. The MQTT
-// command protocol is the operator's (a later issue); the relay only hosts
-// the broker.
+// command protocol is the operator's (transport/mqtt); the broker only
+// carries it.
 //
 // Anonymous clients are allowed (auth.AllowHook): bind it to loopback, or
 // put an authenticating broker behind --mqtt-broker instead.
 //
 // Redelivery order: mochi resends in-flight QoS 1/2 messages sorted by
 // their creation second with an unstable sort, so messages created in the
-// same second can come out of order after a reconnect (8 of 20 runs when
-// we measured it). Commands must therefore carry their own sequence numbers and
-// be idempotent, or run against an external broker (mosquitto keeps order)
+// same second can come out of order after a reconnect (8 of 20 runs of a
+// restart with messages queued). Commands must therefore carry their own
+// sequence numbers and be idempotent, or run against an external broker (mosquitto keeps order)
 // through --mqtt-broker.
 type Broker struct {
 	srv  *mqtt.Server
 	addr string
 }
 
-// StartBroker starts the embedded broker and returns once it listens.
-func StartBroker(cfg BrokerConfig) (*Broker, error) {
+// Start starts the embedded broker and returns once it listens.
+func Start(cfg Config) (*Broker, error) {
 	if cfg.MaxMessageExpiry == 0 {
 		cfg.MaxMessageExpiry = DefaultMaxMessageExpiry
 	}
@@ -70,7 +77,7 @@ func StartBroker(cfg BrokerConfig) (*Broker, error) {
 	caps.MaximumMessageExpiryInterval = int64(cfg.MaxMessageExpiry / time.Second)
 	srv := mqtt.New(&mqtt.Options{Capabilities: caps, InlineClient: true, Logger: log})
 	if err := srv.AddHook(new(auth.AllowHook), nil); err != nil {
-		return nil, fmt.Errorf("relay: mqtt: %w", err)
+		return nil, fmt.Errorf("broker: mqtt: %w", err)
 	}
 	if cfg.DataDir != "" {
 		err := srv.AddHook(boltHook{new(bolt.Hook)}, &bolt.Options{
@@ -78,22 +85,22 @@ func StartBroker(cfg BrokerConfig) (*Broker, error) {
 			Options: &bbolt.Options{Timeout: 5 * time.Second},
 		})
 		if err != nil {
-			return nil, fmt.Errorf("relay: mqtt storage: %w", err)
+			return nil, fmt.Errorf("broker: mqtt storage: %w", err)
 		}
 	}
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		srv.Close()
-		return nil, fmt.Errorf("relay: mqtt: %w", err)
+		return nil, fmt.Errorf("broker: mqtt: %w", err)
 	}
 	if err := srv.AddListener(listeners.NewNet("tcp", ln)); err != nil {
 		ln.Close()
 		srv.Close()
-		return nil, fmt.Errorf("relay: mqtt: %w", err)
+		return nil, fmt.Errorf("broker: mqtt: %w", err)
 	}
 	if err := srv.Serve(); err != nil {
 		srv.Close()
-		return nil, fmt.Errorf("relay: mqtt: %w", err)
+		return nil, fmt.Errorf("broker: mqtt: %w", err)
 	}
 	return &Broker{srv: srv, addr: ln.Addr().String()}, nil
 }

@@ -1,4 +1,4 @@
-package link
+package server
 
 import (
 	"context"
@@ -17,6 +17,21 @@ import (
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/transport/bearer"
+	"github.com/torpor-dev/torpor/transport/link/internal/calls"
+	"github.com/torpor-dev/torpor/transport/link/wire"
+)
+
+// Errors of Forward, and why a link closed.
+var (
+	// ErrNotLinked is returned by Server.Forward when the agent has no link.
+	ErrNotLinked = errors.New("link: agent not linked")
+	// ErrUnanswered is returned by Server.Forward when the link dropped (or
+	// the context ended) after the request was sent and before its answer
+	// came: the device may or may not have processed it.
+	ErrUnanswered = errors.New("link: request sent but not answered")
+	// ErrClosed is why a link closed when the device or the relay closed
+	// it.
+	ErrClosed = errors.New("link: closed")
 )
 
 // Queue is the part of the relay's queue store the link drains.
@@ -29,17 +44,17 @@ type Queue interface {
 type Agents interface {
 	// Admit decides whether agent may link and returns the ceiling bounds
 	// announced in the hello frame. An error refuses the link (403).
-	Admit(ctx context.Context, agent did.DID) (Bounds, error)
+	Admit(ctx context.Context, agent did.DID) (wire.Bounds, error)
 	// Publish stores a state the device published and returns the bounds
 	// now in force and the KeyPackages held for the agent. An error is sent
 	// back to the device as an error frame (its message should say what
 	// was wrong) and changes nothing.
-	Publish(ctx context.Context, agent did.DID, st State) (Accepted, error)
+	Publish(ctx context.Context, agent did.DID, st wire.State) (wire.Accepted, error)
 	// Linked is told when an agent's link comes up and goes down.
 	Linked(agent did.DID, up bool)
 }
 
-// Server is the relay side of the device link: an http.Handler for Path
+// Server is the relay side of the device link: an http.Handler for wire.Path
 // plus Forward for live requests. The zero value is not usable; set
 // Verifier, Queue and Agents.
 type Server struct {
@@ -69,7 +84,7 @@ type serverConn struct {
 	ctx   context.Context
 	stop  context.CancelFunc
 
-	calls calls
+	calls calls.Table
 	gone  chan struct{} // closed when the conn stops being its agent's link
 
 	mu sync.Mutex
@@ -94,7 +109,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !offersSubprotocol(r) {
-		writeJSONError(w, http.StatusBadRequest, "link_version", "the link needs WebSocket subprotocol "+Subprotocol)
+		writeJSONError(w, http.StatusBadRequest, "link_version", "the link needs WebSocket subprotocol "+wire.Subprotocol)
 		return
 	}
 	ceiling, err := s.Agents.Admit(r.Context(), agent)
@@ -102,18 +117,18 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeJSONError(w, http.StatusForbidden, "agent_not_admitted", err.Error())
 		return
 	}
-	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{Subprotocols: []string{Subprotocol}})
+	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{Subprotocols: []string{wire.Subprotocol}})
 	if err != nil {
 		return // Accept has answered
 	}
-	ws.SetReadLimit(MaxFrame)
+	ws.SetReadLimit(wire.MaxFrame)
 	// The link outlives the upgrade request: it ends when either side
 	// closes, not when the handler's request context would.
 	ctx, stop := context.WithCancel(context.WithoutCancel(r.Context()))
 	c := &serverConn{s: s, agent: agent, ws: ws, ctx: ctx, stop: stop, sent: map[uint64]int64{}, gone: make(chan struct{})}
 	s.attach(c)
 	defer s.detach(c)
-	if err := c.write(ctx, &frame{T: tHello, Bounds: &ceiling}); err != nil {
+	if err := c.write(ctx, &wire.Frame{T: wire.FrameHello, Bounds: &ceiling}); err != nil {
 		c.fail(err)
 		return
 	}
@@ -124,7 +139,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func offersSubprotocol(r *http.Request) bool {
 	for _, h := range r.Header.Values("Sec-WebSocket-Protocol") {
 		for _, p := range strings.Split(h, ",") {
-			if strings.TrimSpace(p) == Subprotocol {
+			if strings.TrimSpace(p) == wire.Subprotocol {
 				return true
 			}
 		}
@@ -176,7 +191,7 @@ func (s *Server) detach(c *serverConn) {
 		s.Agents.Linked(c.agent, false)
 		close(c.gone) // after Linked: a caller of Gone sees the agent offline
 	}
-	s.log().Info("link down", "agent", c.agent.String(), "err", c.calls.errValue())
+	s.log().Info("link down", "agent", c.agent.String(), "err", c.calls.Err())
 }
 
 func (s *Server) conn(agent string) *serverConn {
@@ -220,33 +235,33 @@ func (s *Server) Close() {
 // request could not be written (the device did not get it), and
 // ErrUnanswered when it was sent but the link dropped or ctx ended before
 // the answer (the device may have processed it).
-func (s *Server) Forward(ctx context.Context, agent string, req Request) (Response, error) {
+func (s *Server) Forward(ctx context.Context, agent string, req wire.Request) (wire.Response, error) {
 	c := s.conn(agent)
 	if c == nil {
-		return Response{}, ErrNotLinked
+		return wire.Response{}, ErrNotLinked
 	}
-	id, ch, err := c.calls.open()
+	id, ch, err := c.calls.Open()
 	if err != nil {
-		return Response{}, ErrNotLinked
+		return wire.Response{}, ErrNotLinked
 	}
-	defer c.calls.forget(id)
-	if err := c.write(ctx, &frame{T: tRequest, ID: id, Request: &req}); err != nil {
-		return Response{}, fmt.Errorf("%w: %v", ErrNotLinked, err)
+	defer c.calls.Forget(id)
+	if err := c.write(ctx, &wire.Frame{T: wire.FrameRequest, ID: id, Request: &req}); err != nil {
+		return wire.Response{}, fmt.Errorf("%w: %v", ErrNotLinked, err)
 	}
 	select {
 	case f := <-ch:
 		if f == nil {
-			return Response{}, fmt.Errorf("%w: %v", ErrUnanswered, c.calls.errValue())
+			return wire.Response{}, fmt.Errorf("%w: %v", ErrUnanswered, c.calls.Err())
 		}
-		if f.T == tError {
-			return Response{}, &RemoteError{Code: f.Code, Message: f.Message}
+		if f.T == wire.FrameError {
+			return wire.Response{}, &wire.RemoteError{Code: f.Code, Message: f.Message}
 		}
 		if f.Response == nil {
-			return Response{}, fmt.Errorf("%w: response frame without response", ErrProtocol)
+			return wire.Response{}, fmt.Errorf("%w: response frame without response", wire.ErrProtocol)
 		}
 		return *f.Response, nil
 	case <-ctx.Done():
-		return Response{}, fmt.Errorf("%w: %v", ErrUnanswered, ctx.Err())
+		return wire.Response{}, fmt.Errorf("%w: %v", ErrUnanswered, ctx.Err())
 	}
 }
 
@@ -260,12 +275,12 @@ func (s *Server) Notify(agent string, seq uint64) {
 	go func() {
 		ctx, cancel := context.WithTimeout(c.ctx, 10*time.Second)
 		defer cancel()
-		c.write(ctx, &frame{T: tQueued, Seq: seq})
+		c.write(ctx, &wire.Frame{T: wire.FrameQueued, Seq: seq})
 	}()
 }
 
-func (c *serverConn) write(ctx context.Context, f *frame) error {
-	b, err := encodeFrame(f)
+func (c *serverConn) write(ctx context.Context, f *wire.Frame) error {
+	b, err := wire.Encode(f)
 	if err != nil {
 		return err
 	}
@@ -275,17 +290,17 @@ func (c *serverConn) write(ctx context.Context, f *frame) error {
 // fail records the first error, wakes every pending Forward and stops the
 // connection's goroutines.
 func (c *serverConn) fail(err error) {
-	c.calls.fail(err)
+	c.calls.Fail(err)
 	c.stop()
 }
 
 func (c *serverConn) pinger() {
 	clk := clock.Or(c.s.Clock)
 	for {
-		if err := clock.Sleep(c.ctx, clk, PingInterval); err != nil {
+		if err := clock.Sleep(c.ctx, clk, wire.PingInterval); err != nil {
 			return
 		}
-		ctx, cancel := context.WithTimeout(c.ctx, PingInterval)
+		ctx, cancel := context.WithTimeout(c.ctx, wire.PingInterval)
 		err := c.ws.Ping(ctx)
 		cancel()
 		if err != nil {
@@ -301,7 +316,7 @@ func (c *serverConn) pinger() {
 // are handled in order by one worker so that an ack is never overtaken by
 // the pull after it, while a slow fsync does not delay live answers.
 func (c *serverConn) serve() {
-	work := make(chan *frame, 16)
+	work := make(chan *wire.Frame, 16)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -324,55 +339,55 @@ func (c *serverConn) serve() {
 		}
 		if typ != websocket.MessageBinary {
 			c.ws.Close(websocket.StatusUnsupportedData, "binary CBOR frames only")
-			c.fail(fmt.Errorf("%w: text message", ErrProtocol))
+			c.fail(fmt.Errorf("%w: text message", wire.ErrProtocol))
 			return
 		}
-		f, err := decodeFrame(b)
+		f, err := wire.Decode(b)
 		if err != nil {
 			c.ws.Close(websocket.StatusProtocolError, err.Error())
 			c.fail(err)
 			return
 		}
 		switch f.T {
-		case tResponse, tError:
-			c.calls.answer(f)
-		case tState, tPull, tAck:
+		case wire.FrameResponse, wire.FrameError:
+			c.calls.Answer(f)
+		case wire.FrameState, wire.FramePull, wire.FrameAck:
 			select {
 			case work <- f:
 			case <-c.ctx.Done():
 				return
 			}
 		default:
-			c.write(c.ctx, &frame{T: tError, ID: f.ID, Code: "unknown-frame", Message: "unknown frame type " + f.T})
+			c.write(c.ctx, &wire.Frame{T: wire.FrameError, ID: f.ID, Code: "unknown-frame", Message: "unknown frame type " + f.T})
 		}
 	}
 }
 
-func (c *serverConn) handle(f *frame) error {
+func (c *serverConn) handle(f *wire.Frame) error {
 	ctx := c.ctx
 	switch f.T {
-	case tState:
+	case wire.FrameState:
 		if f.State == nil {
-			return c.write(ctx, &frame{T: tError, ID: f.ID, Code: "bad-state", Message: "state frame without state"})
+			return c.write(ctx, &wire.Frame{T: wire.FrameError, ID: f.ID, Code: "bad-state", Message: "state frame without state"})
 		}
 		a, err := c.s.Agents.Publish(ctx, c.agent, *f.State)
 		if err != nil {
-			return c.write(ctx, &frame{T: tError, ID: f.ID, Code: "bad-state", Message: err.Error()})
+			return c.write(ctx, &wire.Frame{T: wire.FrameError, ID: f.ID, Code: "bad-state", Message: err.Error()})
 		}
-		return c.write(ctx, &frame{T: tStateOK, ID: f.ID, Bounds: &a.Bounds, Held: a.Held})
-	case tPull:
+		return c.write(ctx, &wire.Frame{T: wire.FrameStateOK, ID: f.ID, Bounds: &a.Bounds, Held: a.Held})
+	case wire.FramePull:
 		return c.pull(ctx, f)
-	case tAck:
+	case wire.FrameAck:
 		if err := c.s.Queue.Ack(ctx, c.agent.String(), f.Seqs); err != nil {
 			return err
 		}
 		c.acked(f.Seqs)
-		return c.write(ctx, &frame{T: tAcked, ID: f.ID})
+		return c.write(ctx, &wire.Frame{T: wire.FrameAcked, ID: f.ID})
 	}
 	return nil
 }
 
-func (c *serverConn) pull(ctx context.Context, f *frame) error {
+func (c *serverConn) pull(ctx context.Context, f *wire.Frame) error {
 	max := f.Max
 	if max <= 0 || max > 1000 {
 		max = 1000
@@ -382,14 +397,14 @@ func (c *serverConn) pull(ctx context.Context, f *frame) error {
 	if err != nil {
 		return err
 	}
-	out := make([]Record, 0, len(recs))
+	out := make([]wire.Record, 0, len(recs))
 	size := 0
 	for _, r := range recs {
-		if len(out) > 0 && size+len(r.Body) > MaxBatchBytes {
+		if len(out) > 0 && size+len(r.Body) > wire.MaxBatchBytes {
 			break
 		}
 		size += len(r.Body)
-		out = append(out, Record{
+		out = append(out, wire.Record{
 			Seq: r.Seq, From: r.From, Kind: uint8(r.Kind),
 			EnqueuedAt: r.EnqueuedAt.UnixNano(), ExpiresAt: r.ExpiresAt.UnixNano(), Body: r.Body,
 		})
@@ -400,7 +415,7 @@ func (c *serverConn) pull(ctx context.Context, f *frame) error {
 	}
 	c.mu.Unlock()
 	more := len(out) < len(recs) || len(recs) == max
-	return c.write(ctx, &frame{T: tRecords, ID: f.ID, Records: out, More: more})
+	return c.write(ctx, &wire.Frame{T: wire.FrameRecords, ID: f.ID, Records: out, More: more})
 }
 
 func (c *serverConn) acked(seqs []uint64) {

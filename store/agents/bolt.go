@@ -1,6 +1,7 @@
-package relay
+package agents
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -11,44 +12,10 @@ import (
 
 	"github.com/torpor-dev/torpor/store"
 	"github.com/torpor-dev/torpor/store/queue"
-	"github.com/torpor-dev/torpor/transport/link"
 	"github.com/torpor-dev/torpor/wake"
 )
 
-// State errors.
-var (
-	// ErrUnknownAgent is returned by States.Get for an agent that never
-	// published a state.
-	ErrUnknownAgent = errors.New("relay: unknown agent")
-	// ErrNoKeyPackage is returned by States.TakeKeyPackage when the
-	// agent's pool is empty.
-	ErrNoKeyPackage = errors.New("relay: no key package")
-	// ErrPoolFull is returned (wrapped) by States.Put when the uploaded
-	// KeyPackages would grow the pool past MaxKeyPackages.
-	ErrPoolFull = errors.New("relay: key package pool full")
-)
-
-// MaxKeyPackages caps an agent's KeyPackage pool.
-const MaxKeyPackages = 256
-
-// AgentState is what the relay keeps about an agent between its device's
-// links: the last state the device published and the bounds in force.
-type AgentState struct {
-	Mode   wake.Mode
-	Window wake.Window
-	// NextWake is the next wake the device announced: the one its schedule
-	// plans, or one an operator scheduled (zero for none).
-	NextWake time.Time
-	// Card is the signed Agent Card, served verbatim.
-	Card []byte
-	// Pulse is the latest signed liveness pulse, served verbatim.
-	Pulse []byte
-	// Bounds are the queue bounds in force (published in the card).
-	Bounds    queue.Bounds
-	UpdatedAt time.Time
-}
-
-// stateRecord is AgentState on disk: a version byte (1) then this CBOR map.
+// stateRecord is State on disk: a version byte (1) then this CBOR map.
 type stateRecord struct {
 	Mode         string   `cbor:"1,keyasint"`
 	WindowMinute int      `cbor:"2,keyasint"`
@@ -63,7 +30,7 @@ type stateRecord struct {
 
 const stateVersion = 1
 
-func encodeState(s AgentState) ([]byte, error) {
+func encodeState(s State) ([]byte, error) {
 	r := stateRecord{
 		Mode: string(s.Mode), WindowMinute: s.Window.Minute, WindowLen: int64(s.Window.Length), WindowOffset: int64(s.Window.Offset),
 		Card: s.Card, Pulse: s.Pulse, UpdatedAt: s.UpdatedAt.UnixNano(),
@@ -79,15 +46,15 @@ func encodeState(s AgentState) ([]byte, error) {
 	return append([]byte{stateVersion}, b...), nil
 }
 
-func decodeState(b []byte) (AgentState, error) {
+func decodeState(b []byte) (State, error) {
 	if len(b) == 0 || b[0] != stateVersion {
-		return AgentState{}, fmt.Errorf("relay: agent state: unknown layout version")
+		return State{}, fmt.Errorf("agents: agent state: unknown layout version")
 	}
 	var r stateRecord
 	if err := cbor.Unmarshal(b[1:], &r); err != nil {
-		return AgentState{}, fmt.Errorf("relay: agent state: %v", err)
+		return State{}, fmt.Errorf("agents: agent state: %v", err)
 	}
-	s := AgentState{
+	s := State{
 		Mode:   wake.Mode(r.Mode),
 		Window: wake.Window{Minute: r.WindowMinute, Length: time.Duration(r.WindowLen), Offset: time.Duration(r.WindowOffset)},
 		Card:   r.Card, Pulse: r.Pulse, UpdatedAt: time.Unix(0, r.UpdatedAt).UTC(),
@@ -99,18 +66,17 @@ func decodeState(b []byte) (AgentState, error) {
 	return s, nil
 }
 
-// States is the relay's durable per-agent state in bbolt: the published
-// state and the KeyPackage pool. Layout:
+// Bolt is the Store in a bbolt file (the relay's agents.db). Layout:
 //
 //	bucket "agents"  <agent DID> -> 0x01 || CBOR stateRecord
 //	bucket "kp"      bucket <agent DID>  <seq: uint64 BE> -> KeyPackage (MLSMessage bytes)
 //	bucket "kp-lr"   <agent DID> -> last-resort KeyPackage (MLSMessage bytes)
 //
 // A KeyPackage of the pool is deleted in the same transaction that reads
-// it, so each is handed out once, also across restarts. The last-resort
-// KeyPackage (RFC 9420, Section 16.8) is never deleted by a fetch; the
-// device replaces it.
-type States struct {
+// it, so each is handed out once, also across restarts; Put is one
+// fsync'd transaction. The last-resort KeyPackage (RFC 9420, Section
+// 16.8) is never deleted by a fetch; the device replaces it.
+type Bolt struct {
 	db  *bolt.DB
 	own bool
 }
@@ -121,13 +87,15 @@ var (
 	bucketLR     = []byte("kp-lr")
 )
 
-// OpenStates opens (creating) the state file at path.
-func OpenStates(path string, o *store.Options) (*States, error) {
+var _ Store = (*Bolt)(nil)
+
+// OpenBolt opens (creating) the state file at path.
+func OpenBolt(path string, o *store.Options) (*Bolt, error) {
 	db, err := store.Open(path, o)
 	if err != nil {
 		return nil, err
 	}
-	s, err := NewStates(db)
+	s, err := NewBolt(db)
 	if err != nil {
 		db.Close()
 		return nil, err
@@ -136,8 +104,8 @@ func OpenStates(path string, o *store.Options) (*States, error) {
 	return s, nil
 }
 
-// NewStates keeps agent state in db, which the caller closes.
-func NewStates(db *bolt.DB) (*States, error) {
+// NewBolt keeps agent state in db, which the caller closes.
+func NewBolt(db *bolt.DB) (*Bolt, error) {
 	err := db.Update(func(tx *bolt.Tx) error {
 		for _, b := range [][]byte{bucketAgents, bucketKP, bucketLR} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
@@ -147,22 +115,22 @@ func NewStates(db *bolt.DB) (*States, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("relay: %w", store.Err(err))
+		return nil, fmt.Errorf("agents: %w", store.Err(err))
 	}
-	return &States{db: db}, nil
+	return &Bolt{db: db}, nil
 }
 
-// Close closes the file if OpenStates opened it.
-func (s *States) Close() error {
+// Close closes the file if OpenBolt opened it.
+func (s *Bolt) Close() error {
 	if s.own {
 		return s.db.Close()
 	}
 	return nil
 }
 
-// Get returns agent's state, or ErrUnknownAgent.
-func (s *States) Get(agent string) (AgentState, error) {
-	var st AgentState
+// Get implements Store.
+func (s *Bolt) Get(_ context.Context, agent string) (State, error) {
+	var st State
 	err := s.db.View(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketAgents).Get([]byte(agent))
 		if b == nil {
@@ -175,8 +143,8 @@ func (s *States) Get(agent string) (AgentState, error) {
 	return st, err
 }
 
-// Agents returns the DIDs of every agent with a state.
-func (s *States) Agents() ([]string, error) {
+// Agents implements Store.
+func (s *Bolt) Agents(context.Context) ([]string, error) {
 	var out []string
 	err := s.db.View(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketAgents).ForEach(func(k, _ []byte) error {
@@ -187,11 +155,8 @@ func (s *States) Agents() ([]string, error) {
 	return out, err
 }
 
-// Put stores agent's state, adds kps to its KeyPackage pool and, unless
-// lastResort is empty, makes lastResort its last-resort KeyPackage, in one
-// fsync'd transaction. It returns an error wrapping ErrPoolFull, and stores
-// nothing, when the pool would exceed MaxKeyPackages.
-func (s *States) Put(agent string, st AgentState, kps [][]byte, lastResort []byte) error {
+// Put implements Store in one fsync'd transaction.
+func (s *Bolt) Put(_ context.Context, agent string, st State, kps [][]byte, lastResort []byte) error {
 	val, err := encodeState(st)
 	if err != nil {
 		return err
@@ -220,14 +185,11 @@ func (s *States) Put(agent string, st AgentState, kps [][]byte, lastResort []byt
 	return store.Err(err)
 }
 
-// TakeKeyPackage removes and returns the oldest KeyPackage of agent's
-// pool, durably: once it returns, no later call (nor a restarted relay)
-// hands out the same one. When the pool is empty it returns the agent's
-// last-resort KeyPackage, which it keeps, and lastResort true (RFC 9420,
-// Section 16.8: reused so that emptying the pool denies no one a
-// session). It returns ErrNoKeyPackage when the pool is empty and there is
-// no last-resort KeyPackage.
-func (s *States) TakeKeyPackage(agent string) (kp []byte, lastResort bool, err error) {
+// TakeKeyPackage implements Store: the pool's oldest KeyPackage is read
+// and deleted in one write transaction; the last-resort KeyPackage is read
+// in a read-only one, so a flood of fetches from an empty pool costs no
+// disk writes.
+func (s *Bolt) TakeKeyPackage(_ context.Context, agent string) (kp []byte, lastResort bool, err error) {
 	err = s.db.Update(func(tx *bolt.Tx) error {
 		if pool := tx.Bucket(bucketKP).Bucket([]byte(agent)); pool != nil {
 			c := pool.Cursor()
@@ -239,8 +201,6 @@ func (s *States) TakeKeyPackage(agent string) (kp []byte, lastResort bool, err e
 		return ErrNoKeyPackage // rolls back: no write, no fsync
 	})
 	if errors.Is(err, ErrNoKeyPackage) {
-		// Read-only, so a flood of fetches from an empty pool costs no
-		// disk writes.
 		err = s.db.View(func(tx *bolt.Tx) error {
 			v := tx.Bucket(bucketLR).Get([]byte(agent))
 			if v == nil {
@@ -256,37 +216,24 @@ func (s *States) TakeKeyPackage(agent string) (kp []byte, lastResort bool, err e
 	return kp, lastResort, nil
 }
 
-// HeldKeyPackages returns the link.KeyPackageDigest of every KeyPackage
-// agent's pool holds (Digests never nil) and of its last-resort
-// KeyPackage (nil when none): what the device learns in its state-ok, so
-// that it counts those handed out as used and publishes new ones, and
-// knows its last-resort KeyPackage arrived.
-func (s *States) HeldKeyPackages(agent string) (*link.Held, error) {
-	out := &link.Held{Digests: [][]byte{}}
-	err := s.db.View(func(tx *bolt.Tx) error {
+// KeyPackages implements Store.
+func (s *Bolt) KeyPackages(_ context.Context, agent string) (pool [][]byte, lastResort []byte, err error) {
+	pool = [][]byte{}
+	err = s.db.View(func(tx *bolt.Tx) error {
 		if v := tx.Bucket(bucketLR).Get([]byte(agent)); v != nil {
-			out.LastResort = link.KeyPackageDigest(v)
+			lastResort = append([]byte(nil), v...)
 		}
-		pool := tx.Bucket(bucketKP).Bucket([]byte(agent))
-		if pool == nil {
+		b := tx.Bucket(bucketKP).Bucket([]byte(agent))
+		if b == nil {
 			return nil
 		}
-		return pool.ForEach(func(_, v []byte) error {
-			out.Digests = append(out.Digests, link.KeyPackageDigest(v))
+		return b.ForEach(func(_, v []byte) error {
+			pool = append(pool, append([]byte(nil), v...))
 			return nil
 		})
 	})
-	return out, store.Err(err)
-}
-
-// KeyPackages returns how many KeyPackages agent's pool holds.
-func (s *States) KeyPackages(agent string) int {
-	n := 0
-	s.db.View(func(tx *bolt.Tx) error {
-		if pool := tx.Bucket(bucketKP).Bucket([]byte(agent)); pool != nil {
-			n = pool.Stats().KeyN
-		}
-		return nil
-	})
-	return n
+	if err != nil {
+		return nil, nil, store.Err(err)
+	}
+	return pool, lastResort, nil
 }

@@ -1,4 +1,4 @@
-package link
+package server
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/torpor-dev/torpor/did/didtest"
 	"github.com/torpor-dev/torpor/store/queue"
+	"github.com/torpor-dev/torpor/transport/link/wire"
 )
 
 // BenchmarkDrain measures records per second drained over a loopback link
@@ -44,7 +45,7 @@ func BenchmarkDrain(b *testing.B) {
 	wg.Wait()
 	b.StartTimer()
 	start := time.Now()
-	n, err := c.Drain(context.Background(), 100, func(context.Context, []Record) error { return nil })
+	n, err := c.Drain(context.Background(), 100, func(context.Context, []wire.Record) error { return nil })
 	elapsed := time.Since(start)
 	if err != nil || n != b.N {
 		b.Fatalf("Drain = %d, %v; want %d", n, err, b.N)
@@ -57,10 +58,10 @@ func BenchmarkDrain(b *testing.B) {
 func BenchmarkLiveRoundTrip(b *testing.B) {
 	h := newHarness(b)
 	dev := didtest.Key(b, 1)
-	h.dial(b, dev, func(ctx context.Context, req Request) Response {
-		return Response{Status: 200, ContentType: "application/json", Body: req.Body}
+	h.dial(b, dev, func(ctx context.Context, req wire.Request) wire.Response {
+		return wire.Response{Status: 200, ContentType: "application/json", Body: req.Body}
 	})
-	req := Request{From: "did:key:zA", Version: "1.0", Body: bytes.Repeat([]byte("y"), 512)}
+	req := wire.Request{From: "did:key:zA", Version: "1.0", Body: bytes.Repeat([]byte("y"), 512)}
 	lat := make([]time.Duration, 0, b.N)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {

@@ -1,4 +1,4 @@
-// Package agent plugs MLS sessions (package session) into the agent
+// Package sessions plugs MLS sessions (package session) into the agent
 // runtime: Sessions implements runtime/drain.Sessions, so that the drain
 // applies handshake parts and opens MLS wire messages inside its batch
 // transaction, and KeyPackages implements runtime.KeyPackages on the
@@ -6,7 +6,7 @@
 //
 // It is a package of its own so that package session, which senders such
 // as torporctl use too, does not depend on the runtime.
-package agent
+package sessions
 
 import (
 	"context"
@@ -30,7 +30,7 @@ var _ drain.Sessions = Sessions{}
 
 // ErrInitiator is returned for a handshake whose initiatorDid is not the
 // DID the relay proved for its sender.
-var ErrInitiator = errors.New("agent: handshake initiator is not its sender")
+var ErrInitiator = errors.New("sessions: handshake initiator is not its sender")
 
 // ApplyHandshake implements drain.Sessions (draft-chapman-a2a-mls-03
 // Section 7.6). A Welcome joins the group it admits this agent to, from the
@@ -54,7 +54,7 @@ func (a Sessions) ApplyHandshake(tx *bolt.Tx, h a2a.Handshake, from did.DID) err
 		return err
 	}
 	if r.Kind != session.KindCommit {
-		return fmt.Errorf("agent: the handshake's commit member holds a %v", r.Kind)
+		return fmt.Errorf("sessions: the handshake's commit member holds a %v", r.Kind)
 	}
 	return nil
 }
@@ -126,7 +126,7 @@ func (k KeyPackages) LastResortHeld(ctx context.Context, digest []byte) error {
 }
 
 // errUnchanged rolls back a transaction that wrote nothing.
-var errUnchanged = errors.New("agent: unchanged")
+var errUnchanged = errors.New("sessions: unchanged")
 
 // updateIfWritten runs f in a write transaction and commits it only when
 // f wrote something: a commit costs an fsync even when nothing changed,

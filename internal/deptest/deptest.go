@@ -1,0 +1,166 @@
+// Package deptest holds the module's import layering as data, Rules, and
+// Check, which checks rules over an import graph; its test loads the
+// module's real graph with `go list -deps -json` and fails on any
+// violation. It has no other code.
+//
+// The layers (docs/architecture.md, "Packages"): the agent's runtime
+// (runtime/...) is on top and only the agent and tools import it; the
+// protocol packages (did, governed, pulse, mls, session, the link's wire
+// format), the stores and the transports are below it; the relay
+// (transport/relay, its side of the link, the embedded broker) is beside
+// the runtime, and neither links the other.
+//
+// Only non-test imports count: a package's tests may drive it against
+// the real runtime or relay (session/sender's tests run an agent and a
+// relay), and test code never ends up in a binary. Imports are followed
+// transitively, so a rule cannot be broken through a package it does not
+// name. The graph is the host platform's (go list without GOOS/GOARCH);
+// the files that differ between platforms (wake's Linux ioctls, boards)
+// import nothing of the module that the others do not.
+package deptest
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Module is the module path; rule patterns without a dot in their first
+// element are relative to it.
+const Module = "github.com/torpor-dev/torpor"
+
+// Graph maps an import path to the import paths its non-test files import.
+type Graph map[string][]string
+
+// Rule forbids the packages From selects to depend, directly or through
+// other packages, on any package Forbid selects. A pattern is an import
+// path, or a path followed by "/..." for it and every package under it.
+type Rule struct {
+	Name   string
+	From   []string
+	Forbid []string
+}
+
+// Violation is a forbidden dependency: Path runs from the constrained
+// package to the forbidden one, each element importing the next.
+type Violation struct {
+	Rule string
+	Path []string
+}
+
+func (v Violation) String() string {
+	if len(v.Path) == 0 {
+		return v.Rule + ": selects no package (a pattern is stale)"
+	}
+	path := make([]string, len(v.Path))
+	for i, p := range v.Path {
+		path[i] = strings.TrimPrefix(p, Module+"/")
+	}
+	return fmt.Sprintf("%s: %s depends on %s (%s)", v.Rule, path[0], path[len(path)-1], strings.Join(path, " → "))
+}
+
+// Rules are the module's layering rules.
+var Rules = []Rule{
+	{
+		Name: "the lower layers do not depend on the agent's runtime",
+		From: []string{"transport/...", "session/...", "store/...", "mls/...", "governed/...", "did/...",
+			"clock/...", "wake/...", "boards/...", "pulse/..."},
+		Forbid: []string{"runtime/..."},
+	},
+	{
+		Name:   "the relay links neither the agent's runtime nor its MLS sessions",
+		From:   []string{"transport/relay/...", "transport/link/server/...", "transport/broker/...", "store/agents/...", "store/queue/..."},
+		Forbid: []string{"runtime/...", "session/...", "mls/..."},
+	},
+	{
+		Name: "torpor-agent links nothing of the relay",
+		From: []string{"cmd/torpor-agent"},
+		Forbid: []string{"transport/relay/...", "transport/broker/...", "transport/link/server/...",
+			"store/queue/...", "store/agents/...", "github.com/mochi-mqtt/...", "github.com/prometheus/..."},
+	},
+	{
+		Name: "MLS sessions and the device's link client link nothing of the relay",
+		From: []string{"session/...", "transport/link", "transport/link/wire"},
+		Forbid: []string{"transport/relay/...", "transport/broker/...", "transport/link/server/...",
+			"store/queue/...", "store/agents/..."},
+	},
+}
+
+// Check returns the violations of rules in g, sorted: for each rule, each
+// package it selects and each forbidden package reached from it, one
+// violation with the shortest import path; and a violation with no Path
+// for a rule whose From selects no package of g, so that a renamed
+// package cannot empty a rule silently.
+func Check(g Graph, rules []Rule) []Violation {
+	var out []Violation
+	pkgs := make([]string, 0, len(g))
+	for p := range g {
+		pkgs = append(pkgs, p)
+	}
+	sort.Strings(pkgs)
+	for _, r := range rules {
+		selected := false
+		for _, p := range pkgs {
+			if !matchAny(r.From, p) {
+				continue
+			}
+			selected = true
+			for _, path := range reach(g, p) {
+				if matchAny(r.Forbid, path[len(path)-1]) {
+					out = append(out, Violation{Rule: r.Name, Path: path})
+				}
+			}
+		}
+		if !selected {
+			out = append(out, Violation{Rule: r.Name})
+		}
+	}
+	return out
+}
+
+// reach returns, for every package from depends on, the shortest import
+// path to it (breadth first; imports in the order g lists them).
+func reach(g Graph, from string) [][]string {
+	prev := map[string]string{from: ""}
+	queue := []string{from}
+	var out [][]string
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		for _, q := range g[p] {
+			if _, seen := prev[q]; seen {
+				continue
+			}
+			prev[q] = p
+			queue = append(queue, q)
+			path := []string{q}
+			for at := p; at != ""; at = prev[at] {
+				path = append([]string{at}, path...)
+			}
+			out = append(out, path)
+		}
+	}
+	return out
+}
+
+// matchAny reports whether pkg matches one of patterns.
+func matchAny(patterns []string, pkg string) bool {
+	for _, pat := range patterns {
+		if match(pat, pkg) {
+			return true
+		}
+	}
+	return false
+}
+
+// match reports whether pkg matches pat: pat's path (made absolute under
+// Module when its first element has no dot) exactly, or, when pat ends in
+// "/...", any package under it.
+func match(pat, pkg string) bool {
+	tree := strings.HasSuffix(pat, "/...")
+	pat = strings.TrimSuffix(pat, "/...")
+	if first, _, _ := strings.Cut(pat, "/"); !strings.Contains(first, ".") {
+		pat = Module + "/" + pat
+	}
+	return pkg == pat || (tree && strings.HasPrefix(pkg, pat+"/"))
+}

@@ -1,0 +1,75 @@
+package agents
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/torpor-dev/torpor/store/queue"
+	"github.com/torpor-dev/torpor/wake"
+)
+
+// Errors of a Store.
+var (
+	// ErrUnknownAgent is returned by Get for an agent that never
+	// published a state.
+	ErrUnknownAgent = errors.New("agents: unknown agent")
+	// ErrNoKeyPackage is returned by TakeKeyPackage when the agent's pool
+	// is empty and it has no last-resort KeyPackage.
+	ErrNoKeyPackage = errors.New("agents: no key package")
+	// ErrPoolFull is returned (wrapped) by Put when the uploaded
+	// KeyPackages would grow the pool past MaxKeyPackages.
+	ErrPoolFull = errors.New("agents: key package pool full")
+)
+
+// MaxKeyPackages caps an agent's KeyPackage pool.
+const MaxKeyPackages = 256
+
+// State is what the relay keeps about an agent between its device's
+// links: the last state the device published and the bounds in force.
+type State struct {
+	Mode   wake.Mode
+	Window wake.Window
+	// NextWake is the next wake the device announced: the one its schedule
+	// plans, or one an operator scheduled (zero for none).
+	NextWake time.Time
+	// Card is the signed Agent Card, served verbatim.
+	Card []byte
+	// Pulse is the latest signed liveness pulse, served verbatim.
+	Pulse []byte
+	// Bounds are the queue bounds in force (published in the card).
+	Bounds    queue.Bounds
+	UpdatedAt time.Time
+}
+
+// Store is the relay's per-agent state. The package doc says which
+// operations are atomic and how a store shared by many relays keeps them
+// so. KeyPackages are MLSMessage-wrapped (RFC 9420, Section 6) and opaque
+// to the store. ctx bounds a call to a networked backend; Bolt's calls
+// wait on no network and ignore it, as they did before Store existed.
+type Store interface {
+	// Get returns agent's state, or ErrUnknownAgent.
+	Get(ctx context.Context, agent string) (State, error)
+	// Agents returns the DIDs of every agent with a state, in no
+	// particular order.
+	Agents(ctx context.Context) ([]string, error)
+	// Put stores agent's state, adds kps to its KeyPackage pool and,
+	// unless lastResort is empty, makes lastResort its last-resort
+	// KeyPackage, durably and as one operation. It returns an error
+	// wrapping ErrPoolFull, and stores nothing, when the pool would exceed
+	// MaxKeyPackages.
+	Put(ctx context.Context, agent string, st State, kps [][]byte, lastResort []byte) error
+	// TakeKeyPackage removes and returns the oldest KeyPackage of agent's
+	// pool, durably and atomically: once it returns, no other call (from
+	// this relay or another, now or after a restart) hands out the same
+	// one. When the pool is empty it returns agent's last-resort
+	// KeyPackage, which it keeps, and lastResort true (RFC 9420, Section
+	// 16.8: reused so that emptying the pool denies no one a session),
+	// without writing. It returns ErrNoKeyPackage when there is neither.
+	TakeKeyPackage(ctx context.Context, agent string) (kp []byte, lastResort bool, err error)
+	// KeyPackages returns the KeyPackages agent's pool holds, oldest
+	// first (never nil), and its last-resort KeyPackage (nil when none).
+	KeyPackages(ctx context.Context, agent string) (pool [][]byte, lastResort []byte, err error)
+	// Close releases the store.
+	Close() error
+}

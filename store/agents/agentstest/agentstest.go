@@ -1,0 +1,168 @@
+// Package agentstest checks that an implementation of store/agents.Store
+// keeps the promises the interface documents: what it stores comes back,
+// also from a store opened again over the same data, a pooled KeyPackage
+// is handed out once under concurrent takes, and a refused Put stores
+// nothing. Bolt's tests run it; another backend's tests run it too.
+package agentstest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/torpor-dev/torpor/store/agents"
+	"github.com/torpor-dev/torpor/store/queue"
+	"github.com/torpor-dev/torpor/wake"
+)
+
+// Opener opens a Store over one test's data: every call returns a new
+// Store over the same data, which the caller closes.
+type Opener func(t *testing.T) agents.Store
+
+// Run runs every check, each over fresh data from newOpener.
+func Run(t *testing.T, newOpener func(t *testing.T) Opener) {
+	checks := []struct {
+		name  string
+		check func(*testing.T, Opener)
+	}{
+		{"StateSurvivesReopen", stateSurvivesReopen},
+		{"TakeHandsEachOutOnce", takeHandsEachOutOnce},
+		{"PoolFullStoresNothing", poolFullStoresNothing},
+	}
+	for _, c := range checks {
+		t.Run(c.name, func(t *testing.T) { c.check(t, newOpener(t)) })
+	}
+}
+
+// KP is a KeyPackage-shaped value (MLSMessage version 1, wire_format 5)
+// ending in tag; the store does not parse it.
+func KP(tag byte) []byte { return []byte{0, 1, 0, 5, 0, 1, 0, 1, tag} }
+
+// stateSurvivesReopen: every member of a State comes back as it was put,
+// also from a store opened again, and Agents lists the agents with a
+// state.
+func stateSurvivesReopen(t *testing.T, open Opener) {
+	ctx := context.Background()
+	s := open(t)
+	if _, err := s.Get(ctx, "did:key:zA"); !errors.Is(err, agents.ErrUnknownAgent) {
+		t.Fatalf("Get before Put = %v, want agents.ErrUnknownAgent", err)
+	}
+	at := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+	want := agents.State{
+		Mode: wake.HourlyWake, Window: wake.Window{Minute: 7, Length: 5 * time.Minute, Offset: 30 * time.Second},
+		NextWake: at.Add(time.Hour), Card: []byte(`{"card":1}`), Pulse: []byte(`{"pulse":1}`),
+		Bounds: queue.DefaultBounds(), UpdatedAt: at,
+	}
+	if err := s.Put(ctx, "did:key:zA", want, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Put(ctx, "did:key:zB", agents.State{Mode: wake.Sleep, UpdatedAt: at}, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	s2 := open(t)
+	defer s2.Close()
+	got, err := s2.Get(ctx, "did:key:zA")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("state after reopen (-want +got):\n%s", diff)
+	}
+	ids, err := s2.Agents(ctx)
+	sort.Strings(ids)
+	if err != nil || len(ids) != 2 || ids[0] != "did:key:zA" || ids[1] != "did:key:zB" {
+		t.Errorf("Agents = %q, %v; want zA and zB", ids, err)
+	}
+}
+
+// takeHandsEachOutOnce: concurrent takes never return the same pooled
+// KeyPackage twice and return all of them; then every take returns the
+// last-resort KeyPackage and keeps it.
+func takeHandsEachOutOnce(t *testing.T, open Opener) {
+	ctx := context.Background()
+	s := open(t)
+	defer s.Close()
+	const agent, n = "did:key:zA", 64
+	pool := make([][]byte, n)
+	for i := range pool {
+		pool[i] = KP(byte(i))
+	}
+	if err := s.Put(ctx, agent, agents.State{}, pool, KP(200)); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	seen := map[byte]int{}
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for range n / 8 {
+				got, last, err := s.TakeKeyPackage(ctx, agent)
+				if err != nil || last {
+					t.Errorf("TakeKeyPackage = %v, last resort %v; want a pooled one", err, last)
+					return
+				}
+				mu.Lock()
+				seen[got[len(got)-1]]++
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if len(seen) != n {
+		t.Errorf("%d distinct KeyPackages handed out, want %d", len(seen), n)
+	}
+	for tag, c := range seen {
+		if c != 1 {
+			t.Errorf("KeyPackage %d handed out %d times", tag, c)
+		}
+	}
+	for range 2 {
+		if got, last, err := s.TakeKeyPackage(ctx, agent); err != nil || !last || !bytes.Equal(got, KP(200)) {
+			t.Errorf("empty pool: TakeKeyPackage = %x, %v, %v; want the last-resort one", got, last, err)
+		}
+	}
+	if _, _, err := s.TakeKeyPackage(ctx, "did:key:zNone"); !errors.Is(err, agents.ErrNoKeyPackage) {
+		t.Errorf("an agent without KeyPackages: TakeKeyPackage = %v, want agents.ErrNoKeyPackage", err)
+	}
+}
+
+// poolFullStoresNothing: a Put that would grow the pool past
+// agents.MaxKeyPackages changes neither the state, the pool nor the last-resort
+// KeyPackage; KeyPackages lists the pool oldest first.
+func poolFullStoresNothing(t *testing.T, open Opener) {
+	ctx := context.Background()
+	s := open(t)
+	defer s.Close()
+	const agent = "did:key:zA"
+	if err := s.Put(ctx, agent, agents.State{Mode: wake.Sleep}, [][]byte{KP(1), KP(2)}, KP(9)); err != nil {
+		t.Fatal(err)
+	}
+	big := make([][]byte, agents.MaxKeyPackages-1)
+	for i := range big {
+		big[i] = KP(3)
+	}
+	err := s.Put(ctx, agent, agents.State{Mode: wake.AlwaysOn}, big, KP(10))
+	if !errors.Is(err, agents.ErrPoolFull) {
+		t.Fatalf("Put past the cap = %v, want agents.ErrPoolFull", err)
+	}
+	if st, err := s.Get(ctx, agent); err != nil || st.Mode != wake.Sleep {
+		t.Errorf("state after a refused Put = %v, %v; want the previous one (sleep)", st.Mode, err)
+	}
+	pool, lr, err := s.KeyPackages(ctx, agent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([][]byte{KP(1), KP(2)}, pool); diff != "" || !bytes.Equal(lr, KP(9)) {
+		t.Errorf("after a refused Put: pool (-want +got):\n%s\nlast resort %x, want %x", diff, lr, KP(9))
+	}
+	if pool, lr, err := s.KeyPackages(ctx, "did:key:zNone"); err != nil || pool == nil || len(pool) != 0 || lr != nil {
+		t.Errorf("KeyPackages of an unknown agent = %v, %x, %v; want an empty non-nil pool and no last resort", pool, lr, err)
+	}
+}

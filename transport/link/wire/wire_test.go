@@ -1,0 +1,107 @@
+package wire
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestLastResortMembersCompatible: the last-resort members round-trip, and
+// a peer of the same version that predates them (a frame type without
+// them) decodes the frames, ignoring them.
+func TestLastResortMembersCompatible(t *testing.T) {
+	kp := []byte{0, 1, 0, 5, 9}
+	frames := []*Frame{
+		{T: FrameState, ID: 1, State: &State{Mode: "sleep", KeyPackages: [][]byte{{0, 1, 0, 5, 1}}, LastResort: kp}},
+		{T: FrameStateOK, ID: 1, Held: &Held{Digests: [][]byte{}, LastResort: KeyPackageDigest(kp)}},
+	}
+	for _, f := range frames {
+		b, err := Encode(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := Decode(b)
+		if err != nil {
+			t.Fatalf("Decode(%s) = %v", f.T, err)
+		}
+		if diff := cmp.Diff(f, got); diff != "" {
+			t.Errorf("%s round trip (-want +got):\n%s", f.T, diff)
+		}
+		var old struct {
+			V     int    `cbor:"v"`
+			T     string `cbor:"t"`
+			State *struct {
+				Mode        string   `cbor:"mode"`
+				KeyPackages [][]byte `cbor:"keyPackages,omitempty"`
+			} `cbor:"state,omitempty"`
+			Held *struct {
+				Digests [][]byte `cbor:"digests"`
+			} `cbor:"held,omitempty"`
+		}
+		if err := decMode.Unmarshal(b, &old); err != nil || old.V != Version {
+			t.Errorf("a peer without the last-resort members: decoding %s = %v", f.T, err)
+		}
+	}
+}
+
+func TestFrameVersionAndDecoding(t *testing.T) {
+	b, err := Encode(&Frame{T: FramePull, ID: 3, After: 9, Max: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := Decode(b)
+	if err != nil || f.T != FramePull || f.After != 9 || f.Max != 10 || f.ID != 3 {
+		t.Fatalf("decode(encode(pull)) = %+v, %v", f, err)
+	}
+	bad := []struct {
+		name string
+		b    []byte
+	}{
+		{"not cbor", []byte{0xff, 0x00}},
+		{"version 2", mustEnc(t, map[string]any{"v": 2, "t": "pull"})},
+		{"duplicate key", []byte{0xa2, 0x61, 'v', 0x01, 0x61, 'v', 0x01}},
+	}
+	for _, tt := range bad {
+		if _, err := Decode(tt.b); !errors.Is(err, ErrProtocol) {
+			t.Errorf("%s: Decode = %v, want ErrProtocol", tt.name, err)
+		}
+	}
+}
+
+func mustEnc(tb testing.TB, v any) []byte {
+	tb.Helper()
+	b, err := encMode.Marshal(v)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return b
+}
+
+func FuzzDecodeFrame(f *testing.F) {
+	for _, fr := range []*Frame{
+		{T: FramePull, ID: 1, After: 2, Max: 3},
+		{T: FrameRecords, ID: 1, Records: []Record{{Seq: 1, From: "did:key:z", Body: []byte("b")}}, More: true},
+		{T: FrameState, ID: 2, State: &State{Mode: "sleep", Window: &Window{Minute: 3, LengthSec: 300}, KeyPackages: [][]byte{{1}}}},
+	} {
+		b, _ := Encode(fr)
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		fr, err := Decode(b)
+		if err != nil {
+			return
+		}
+		b2, err := Encode(fr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fr2, err := Decode(b2)
+		if err != nil {
+			t.Fatalf("re-decoding an encoded frame: %v", err)
+		}
+		if diff := cmp.Diff(fr, fr2); diff != "" {
+			t.Errorf("frame changed across encode/decode:\n%s", diff)
+		}
+	})
+}
