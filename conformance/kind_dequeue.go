@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -99,7 +98,7 @@ type dequeueRun struct {
 	q      *queue.Bolt
 	db     *bolt.DB
 	pipe   *runtime.Pipeline
-	app    *appRecorder
+	app    *deliver.Recorder
 	got    map[string]any
 	queues int // queue files opened, so a restart can start a new queue
 }
@@ -120,7 +119,7 @@ func newDequeueRun(v *Vector) (*dequeueRun, error) {
 		return nil, err
 	}
 	r := &dequeueRun{v: v, in: &in, dir: dir, clock: clocktest.New(in.wakeNow()), agent: agent,
-		app: &appRecorder{}, got: map[string]any{}}
+		app: &deliver.Recorder{}, got: map[string]any{}}
 	if len(v.Identities) > 0 {
 		r.caller = v.Identities[0].String()
 	}
@@ -387,17 +386,4 @@ func renderDequeueExpect(expect map[string]json.RawMessage) string {
 		parts = append(parts, fmt.Sprintf("%s=%v", k, v))
 	}
 	return strings.Join(parts, " ")
-}
-
-// appRecorder is the application the pipeline hands accepted objects to.
-type appRecorder struct {
-	mu  sync.Mutex
-	got []deliver.Delivery
-}
-
-func (a *appRecorder) Deliver(_ context.Context, d deliver.Delivery) (deliver.Outcome, error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.got = append(a.got, d)
-	return deliver.Outcome{OK: true}, nil
 }

@@ -17,12 +17,12 @@ import (
 
 	"github.com/torpor-dev/torpor/clock/clocktest"
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/internal/worldtest"
 	"github.com/torpor-dev/torpor/pulse"
 	"github.com/torpor-dev/torpor/runtime"
 	"github.com/torpor-dev/torpor/runtime/deliver"
 	"github.com/torpor-dev/torpor/runtime/purpose"
 	"github.com/torpor-dev/torpor/runtime/runtimetest"
-	"github.com/torpor-dev/torpor/store/agents"
 	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/transport/a2a"
 	"github.com/torpor-dev/torpor/transport/bearer"
@@ -36,28 +36,6 @@ import (
 // t0 is outside the test agent's window.
 var t0 = time.Date(2026, 1, 15, 12, 0, 0, 0, time.UTC)
 
-type recorder struct {
-	mu  sync.Mutex
-	got []deliver.Delivery
-}
-
-func (r *recorder) Deliver(_ context.Context, d deliver.Delivery) (deliver.Outcome, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.got = append(r.got, d)
-	return deliver.Outcome{OK: true}, nil
-}
-
-func (r *recorder) ids() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []string
-	for _, d := range r.got {
-		out = append(out, d.ObjectID)
-	}
-	return out
-}
-
 type world struct {
 	t      *testing.T
 	kernel *waketest.KernelClock
@@ -67,7 +45,7 @@ type world struct {
 	srv    *httptest.Server
 	queue  *queue.Bolt
 	key    *did.PrivateKey
-	rec    *recorder
+	rec    *deliver.Recorder
 	wakes  chan runtime.WakeReport
 	phases chan runtime.Phase
 	agent  *runtime.Agent
@@ -77,31 +55,16 @@ type world struct {
 }
 
 func newWorld(t *testing.T, mode wake.Mode) *world {
-	w := &world{t: t, clock: clocktest.New(t0), key: runtimetest.Key(t, 8), rec: &recorder{},
+	w := &world{t: t, clock: clocktest.New(t0), key: runtimetest.Key(t, 8), rec: &deliver.Recorder{},
 		wakes: make(chan runtime.WakeReport, 16), phases: make(chan runtime.Phase, 256)}
 	dir := t.TempDir()
 	w.dir, w.kernel = dir, waketest.NewKernelClock(time.Hour)
-	var err error
-	if w.queue, err = queue.OpenBolt(filepath.Join(dir, "queue.db"), nil); err != nil {
-		t.Fatal(err)
-	}
-	states, err := agents.OpenBolt(filepath.Join(dir, "agents.db"), nil)
+	rl, err := worldtest.Open(dir, relay.Config{Clock: w.clock})
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.srv = httptest.NewUnstartedServer(nil)
-	r, err := relay.New(relay.Config{PublicURL: "http://" + w.srv.Listener.Addr().String(), Queue: w.queue, States: states, Clock: w.clock})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.srv.Config.Handler = r.Handler()
-	w.srv.Start()
-	t.Cleanup(func() {
-		r.Link().Close()
-		w.srv.Close()
-		w.queue.Close()
-		states.Close()
-	})
+	t.Cleanup(rl.Close)
+	w.srv, w.queue = rl.Server, rl.Queue
 	w.window = wake.Window{Minute: wake.WakeMinute(w.key.DID().String()), Length: 5 * time.Minute}
 	router := []deliver.Route{{Pattern: "*", Name: "rec", Handler: w.rec}}
 	w.cfg = runtime.Config{
@@ -294,7 +257,7 @@ func TestHourlyWakeDrainsAtTheWindow(t *testing.T) {
 	<-rtc.asleep
 	rtc.wakeup <- struct{}{} // the RTC alarm fires at the window's start
 	w.waitPhases(runtime.PhasePublish, runtime.PhaseDrain)
-	if got := w.rec.ids(); len(got) != 1 || got[0] != objID(t, valid) {
+	if got := w.rec.IDs(); len(got) != 1 || got[0] != objID(t, valid) {
 		t.Fatalf("delivered %v, want only %s", got, objID(t, valid))
 	}
 	w.clock.Set(end)
@@ -340,7 +303,7 @@ func TestHourlyWakeDrainsAtTheWindow(t *testing.T) {
 }
 
 // checkGoroutines fails when goroutines started by the test outlive it
-// (the agent's leak check, STYLE 51). Goroutine exit is asynchronous, so it
+// (the agent's leak check). Goroutine exit is asynchronous, so it
 // yields until the count settles.
 func checkGoroutines(t *testing.T, before int) {
 	t.Helper()
@@ -459,7 +422,7 @@ func TestModeChangeAndLiveRequests(t *testing.T) {
 	if status != http.StatusOK || !bytes.Contains(body, []byte(`"result"`)) {
 		t.Fatalf("live request: %d %s; want 200 with a JSON-RPC result", status, body)
 	}
-	if got := w.rec.ids(); len(got) != 1 || got[0] != objID(t, obj) {
+	if got := w.rec.IDs(); len(got) != 1 || got[0] != objID(t, obj) {
 		t.Fatalf("delivered %v", got)
 	}
 	// A replay is refused live, coarsely.

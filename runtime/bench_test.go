@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"net/http/httptest"
 	"path/filepath"
 	"testing"
 	"time"
@@ -12,6 +11,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/internal/worldtest"
 	"github.com/torpor-dev/torpor/runtime"
 	"github.com/torpor-dev/torpor/runtime/deliver"
 	"github.com/torpor-dev/torpor/runtime/drain"
@@ -20,7 +20,6 @@ import (
 	"github.com/torpor-dev/torpor/runtime/sessions"
 	"github.com/torpor-dev/torpor/session"
 	"github.com/torpor-dev/torpor/store"
-	"github.com/torpor-dev/torpor/store/agents"
 	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/transport/a2a"
 	"github.com/torpor-dev/torpor/transport/relay"
@@ -78,10 +77,8 @@ func benchWakeDrain(b *testing.B, n int, mls bool) {
 }
 
 type benchWorld struct {
-	srv    *httptest.Server
 	queue  *queue.Bolt
-	states *agents.Bolt
-	relay  *relay.Relay
+	relay  *worldtest.Relay
 	cfg    runtime.Config
 	wakes  chan runtime.WakeReport
 	drains chan struct{}
@@ -116,23 +113,15 @@ func newBenchWorld(b *testing.B, n int, mls bool) *benchWorld {
 		}
 	}
 	bw.queue.Close()
-	if bw.queue, err = queue.OpenBolt(filepath.Join(dir, "queue.db"), nil); err != nil {
+	if bw.relay, err = worldtest.Open(dir, relay.Config{}); err != nil {
 		b.Fatal(err)
 	}
-	if bw.states, err = agents.OpenBolt(filepath.Join(dir, "agents.db"), nil); err != nil {
-		b.Fatal(err)
-	}
-	bw.srv = httptest.NewUnstartedServer(nil)
-	if bw.relay, err = relay.New(relay.Config{PublicURL: "http://" + bw.srv.Listener.Addr().String(), Queue: bw.queue, States: bw.states}); err != nil {
-		b.Fatal(err)
-	}
-	bw.srv.Config.Handler = bw.relay.Handler()
-	bw.srv.Start()
+	bw.queue = bw.relay.Queue
 	app := deliver.HandlerFunc(func(context.Context, deliver.Delivery) (deliver.Outcome, error) {
 		return deliver.Outcome{OK: true}, nil
 	})
 	bw.cfg = runtime.Config{
-		Key: key, DataDir: agentDir, RelayURL: bw.srv.URL, Mode: wake.AlwaysOn,
+		Key: key, DataDir: agentDir, RelayURL: bw.relay.URL, Mode: wake.AlwaysOn,
 		Purposes: purpose.Set{"comms:*"}, AllowPlaintext: !mls, BatchSize: 64,
 		OpenMLS: func(db *bolt.DB) (drain.Sessions, runtime.KeyPackages, error) {
 			s, err := session.New(session.Config{Key: key})
@@ -170,10 +159,7 @@ func (bw *benchWorld) wake(b *testing.B) runtime.WakeReport {
 }
 
 func (bw *benchWorld) close() {
-	bw.relay.Link().Close()
-	bw.srv.Close()
-	bw.queue.Close()
-	bw.states.Close()
+	bw.relay.Close()
 }
 
 // session prepares an MLS pair session from alice to the agent: a

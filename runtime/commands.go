@@ -177,7 +177,7 @@ func (c *Commands) sleep(ctx context.Context, next time.Time) {
 	if cl == nil {
 		return
 	}
-	ctx, cancel := clockTimeout(ctx, clock.Unscaled(c.a.clock), c.cfg.FlushTimeout)
+	ctx, cancel := clock.WithTimeout(ctx, clock.Unscaled(c.a.clock), c.cfg.FlushTimeout)
 	defer cancel()
 	if err := cl.Sleep(ctx, next); err != nil {
 		c.log.Warn("ending the MQTT session before sleep", "err", err)

@@ -13,12 +13,11 @@ import (
 
 	"github.com/torpor-dev/torpor/clock/clocktest"
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/internal/worldtest"
 	"github.com/torpor-dev/torpor/runtime"
 	"github.com/torpor-dev/torpor/runtime/deliver"
 	"github.com/torpor-dev/torpor/runtime/purpose"
 	"github.com/torpor-dev/torpor/runtime/runtimetest"
-	"github.com/torpor-dev/torpor/store/agents"
-	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/transport/mqtt"
 	"github.com/torpor-dev/torpor/transport/mqtt/mqtttest"
 	"github.com/torpor-dev/torpor/transport/relay"
@@ -58,27 +57,12 @@ func newCmdWorldWith(t *testing.T, mode wake.Mode, opt func(w *cmdWorld, cfg *ru
 	w := &cmdWorld{t: t, clock: clocktest.New(cmdStart), key: runtimetest.Key(t, 9), opKey: runtimetest.Key(t, 10),
 		wakes: make(chan runtime.WakeReport, 16), phases: make(chan runtime.Phase, 1024)}
 	dir := t.TempDir()
-	q, err := queue.OpenBolt(filepath.Join(dir, "queue.db"), nil)
+	rl, err := worldtest.Open(dir, relay.Config{Clock: w.clock})
 	if err != nil {
 		t.Fatal(err)
 	}
-	states, err := agents.OpenBolt(filepath.Join(dir, "agents.db"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.srv = httptest.NewUnstartedServer(nil)
-	r, err := relay.New(relay.Config{PublicURL: "http://" + w.srv.Listener.Addr().String(), Queue: q, States: states, Clock: w.clock})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.srv.Config.Handler = r.Handler()
-	w.srv.Start()
-	t.Cleanup(func() {
-		r.Link().Close()
-		w.srv.Close()
-		q.Close()
-		states.Close()
-	})
+	t.Cleanup(rl.Close)
+	w.srv = rl.Server
 	w.broker = mqtttest.StartEmbedded(t, nil)
 	w.window = wake.Window{Minute: wake.WakeMinute(w.key.DID().String()), Length: 5 * time.Minute}
 	cfg := runtime.Config{

@@ -91,7 +91,7 @@ func TestEndToEndMLS(t *testing.T) {
 
 	w.clock.Set(start)
 	w.waitPhases(runtime.PhasePublish, runtime.PhaseDrain)
-	got := w.rec.ids()
+	got := w.rec.IDs()
 	sort.Strings(got)
 	sort.Strings(valid)
 	if diff := cmp.Diff(valid, got); diff != "" {

@@ -153,7 +153,7 @@ func (w *wakeRun) retire(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := clockTimeout(ctx, clock.Unscaled(a.clock), rotateTimeout)
+	ctx, cancel := clock.WithTimeout(ctx, clock.Unscaled(a.clock), rotateTimeout)
 	defer cancel()
 	_, err = l.Publish(ctx, wire.State{Mode: string(wake.Sleep), Card: card, Pulse: an.pulse, Bounds: &a.cfg.Bounds})
 	return err

@@ -90,7 +90,7 @@ func TestLastResortKeyPackage(t *testing.T) {
 	start, end := w.window.Next(w.clock.Now())
 	w.clock.Set(start)
 	w.waitPhases(runtime.PhasePublish, runtime.PhaseDrain)
-	got := w.rec.ids()
+	got := w.rec.IDs()
 	sort.Strings(got)
 	sort.Strings(want)
 	if diff := cmp.Diff(want, got); diff != "" {
@@ -126,7 +126,7 @@ func TestLastResortKeyPackage(t *testing.T) {
 	if r := w.nextWake(); r.Drain.Handshake != 1 || r.Drain.Delivered != 1 {
 		t.Errorf("drain %+v: want the Welcome to the replaced last-resort KeyPackage applied, its object delivered", r.Drain)
 	}
-	if got := w.rec.ids(); len(got) != 3 || got[2] != third {
+	if got := w.rec.IDs(); len(got) != 3 || got[2] != third {
 		t.Errorf("delivered %v, want the third sender's object last", got)
 	}
 	w.shutdown()

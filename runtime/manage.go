@@ -61,7 +61,7 @@ func (a *Agent) closeManagement() {
 	if m == nil {
 		return
 	}
-	ctx, cancel := clockTimeout(context.Background(), clock.Unscaled(a.clock), closeTimeout)
+	ctx, cancel := clock.WithTimeout(context.Background(), clock.Unscaled(a.clock), closeTimeout)
 	defer cancel()
 	if err := m.Close(ctx); err != nil {
 		a.log.Warn("closing the management channel", "err", err)

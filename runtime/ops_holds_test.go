@@ -77,7 +77,7 @@ func (w *cmdWorld) holds() []heldAction { w.t.Helper(); return w.statusResult().
 // dropped: the reply names it as denied, it leaves the holds, and neither
 // a confirm nor a resume runs it afterwards.
 func TestDenyOverMQTT(t *testing.T) {
-	rec := &recorder{}
+	rec := &deliver.Recorder{}
 	w := newHoldWorld(t, rec)
 	key := w.holdAction("valve-7")
 	if st := w.awaitStatus(func(s mqtt.Status) bool { return s.Held == 1 }); st.Held != 1 {
@@ -109,7 +109,7 @@ func TestDenyOverMQTT(t *testing.T) {
 	if r := w.command(mqtt.OpResume, &mqtt.NoteArgs{}); r.Outcome != mqtt.OutcomeOK || string(r.Result) != `{"halted":false,"ran":0}` {
 		t.Errorf("resume after deny = %+v %s, want nothing run", r, r.Result)
 	}
-	if got := rec.ids(); len(got) != 0 {
+	if got := rec.IDs(); len(got) != 0 {
 		t.Errorf("the denied action was delivered: %v", got)
 	}
 	// The ledger never saw the action (commands have keys of their own

@@ -141,7 +141,7 @@ func TestDrainOnDemand(t *testing.T) {
 	if err != nil || rep.Records != 1 || rep.Accepted != 1 || rep.Delivered != 1 {
 		t.Fatalf("Drain = %v, %v; want the queued record drained and delivered", rep, err)
 	}
-	if got := w.rec.ids(); len(got) != 1 || got[0] != objID(t, obj) {
+	if got := w.rec.IDs(); len(got) != 1 || got[0] != objID(t, obj) {
 		t.Fatalf("delivered %v", got)
 	}
 	w.clock.Set(t0.Add(30 * time.Minute))
@@ -207,7 +207,7 @@ func TestRotateKey(t *testing.T) {
 	start, _ := w.window.Next(t0)
 	w.clock.Set(start)
 	w.waitPhases(runtime.PhasePublish, runtime.PhaseDrain)
-	if n := len(w.rec.ids()); n != 1 {
+	if n := len(w.rec.IDs()); n != 1 {
 		t.Fatalf("delivered %d objects in the window, want 1", n)
 	}
 	oldHead, oldPulse := relayPulse(t, w.srv.URL, old.DID())

@@ -558,7 +558,7 @@ func (w *wakeRun) announce(ctx context.Context) {
 		w.setSchedule(m, w.a.nextWake(w.a.clock.Now()))
 	default:
 	}
-	ctx, cancel := clockTimeout(ctx, clock.Unscaled(w.a.clock), announceTimeout)
+	ctx, cancel := clock.WithTimeout(ctx, clock.Unscaled(w.a.clock), announceTimeout)
 	defer cancel()
 	w.ph.measure(PhaseAnnounce, func() error {
 		an := w.announcement()
@@ -629,21 +629,6 @@ func (a *Agent) dial(ctx context.Context, rep *WakeReport) (Link, error) {
 			return nil, fmt.Errorf("runtime: relay unreachable in this window after %d attempts: %s", rep.LinkAttempts, rep.LinkErr)
 		}
 	}
-}
-
-// clockTimeout is context.WithTimeout on the agent's clock.
-func clockTimeout(ctx context.Context, c clock.Clock, d time.Duration) (context.Context, context.CancelFunc) {
-	tctx, cancel := context.WithCancel(ctx)
-	t := c.NewTimer(d)
-	go func() {
-		select {
-		case <-t.C():
-		case <-tctx.Done():
-		}
-		t.Stop()
-		cancel()
-	}()
-	return tctx, cancel
 }
 
 // record keeps the wake's report and the cycle state in bbolt, logs the

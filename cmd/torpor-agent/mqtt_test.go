@@ -7,17 +7,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/internal/worldtest"
 	"github.com/torpor-dev/torpor/runtime"
 	"github.com/torpor-dev/torpor/runtime/runtimetest"
-	"github.com/torpor-dev/torpor/store/agents"
-	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/transport/broker"
 	"github.com/torpor-dev/torpor/transport/mqtt"
 	"github.com/torpor-dev/torpor/transport/relay"
@@ -31,25 +29,18 @@ type stack struct {
 // startStack starts the stack with its files in dir; check fails the test
 // on an error, and cleanup registers the stack's shutdown.
 func startStack(dir string, check func(error), cleanup func(func())) *stack {
-	q, err := queue.OpenBolt(filepath.Join(dir, "queue.db"), nil)
-	check(err)
-	states, err := agents.OpenBolt(filepath.Join(dir, "agents.db"), nil)
-	check(err)
 	brk, err := broker.Start(broker.Config{Listen: "127.0.0.1:0", DataDir: dir})
 	check(err)
-	srv := httptest.NewUnstartedServer(nil)
-	r, err := relay.New(relay.Config{PublicURL: "http://" + srv.Listener.Addr().String(), Queue: q, States: states, MQTTBroker: brk.URL()})
-	check(err)
-	srv.Config.Handler = r.Handler()
-	srv.Start()
-	cleanup(func() {
-		r.Link().Close()
-		srv.Close()
+	r, err := worldtest.Open(dir, relay.Config{MQTTBroker: brk.URL()})
+	if err != nil {
 		brk.Close()
-		q.Close()
-		states.Close()
+	}
+	check(err)
+	cleanup(func() {
+		r.Close()
+		brk.Close()
 	})
-	return &stack{relayURL: srv.URL, brokerURL: brk.URL()}
+	return &stack{relayURL: r.URL, brokerURL: brk.URL()}
 }
 
 func testStack(t *testing.T) *stack {

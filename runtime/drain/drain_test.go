@@ -6,7 +6,6 @@ import (
 	"errors"
 	"path/filepath"
 	"runtime"
-	"sync"
 	"testing"
 	"time"
 
@@ -29,40 +28,14 @@ import (
 
 var t0 = time.Date(2026, 1, 15, 14, 0, 0, 0, time.UTC)
 
-// recorder is a handler that records what it was given.
-type recorder struct {
-	mu   sync.Mutex
-	got  []deliver.Delivery
-	fail error
-	// hook runs on each delivery before it is recorded.
-	hook func(d deliver.Delivery)
-	// discard takes deliveries without keeping them.
-	discard bool
-}
-
-func (r *recorder) Deliver(_ context.Context, d deliver.Delivery) (deliver.Outcome, error) {
-	if r.hook != nil {
-		r.hook(d)
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.fail != nil {
-		return deliver.Outcome{}, r.fail
-	}
-	if !r.discard {
-		r.got = append(r.got, d)
-	}
-	return deliver.Outcome{OK: true, EffectID: "eff-" + d.ObjectID}, nil
-}
-
-func (r *recorder) ids() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []string
-	for _, d := range r.got {
-		out = append(out, d.ObjectID)
-	}
-	return out
+// newRecorder returns the application the harness hands objects to; its
+// answers name an effect after the object.
+func newRecorder() *deliver.Recorder {
+	r := &deliver.Recorder{}
+	r.AnswerWith(func(d deliver.Delivery) deliver.Outcome {
+		return deliver.Outcome{OK: true, EffectID: "eff-" + d.ObjectID}
+	})
+	return r
 }
 
 type harness struct {
@@ -73,7 +46,7 @@ type harness struct {
 	ledger       *ledger.Ledger
 	gate         *gate.Gate
 	d            *drain.Drainer
-	rec          *recorder
+	rec          *deliver.Recorder
 	cfg          drain.Config
 	alice, bob   *did.PrivateKey
 	owner, agent *did.PrivateKey
@@ -87,7 +60,7 @@ type opts struct {
 
 func newHarness(t testing.TB, o opts) *harness {
 	t.Helper()
-	h := &harness{t: t, path: filepath.Join(t.TempDir(), "agent.db"), clock: clocktest.New(t0), rec: &recorder{},
+	h := &harness{t: t, path: filepath.Join(t.TempDir(), "agent.db"), clock: clocktest.New(t0), rec: newRecorder(),
 		alice: runtimetest.Key(t, 1), bob: runtimetest.Key(t, 2), owner: runtimetest.Key(t, 9), agent: runtimetest.Key(t, 8)}
 	h.cfg = drain.Config{
 		Owner: h.owner.DID(), Purposes: purpose.Set{"comms:*", "action:*"}, AllowPlaintext: o.plaintext,
@@ -211,7 +184,7 @@ func TestDrainMixedBatch(t *testing.T) {
 		/*16*/ bareBody,
 	}
 	rep := h.batch(bodies...)
-	if diff := cmp.Diff([]string{objID(t, valid), objID(t, mlsValid), objID(t, bobs), objID(t, bare)}, h.rec.ids()); diff != "" {
+	if diff := cmp.Diff([]string{objID(t, valid), objID(t, mlsValid), objID(t, bobs), objID(t, bare)}, h.rec.IDs()); diff != "" {
 		t.Errorf("delivered (-want +got):\n%s", diff)
 	}
 	wantRejected := map[string]int{
@@ -248,7 +221,7 @@ func TestDrainMixedBatch(t *testing.T) {
 func TestPlaintextNotAllowed(t *testing.T) {
 	h := newHarness(t, opts{})
 	rep := h.batch(runtimetest.Body(t, runtimetest.DataPart(t, h.obj(h.alice, "comms:message", t0, time.Hour, nil))))
-	if rep.Rejected[drain.CausePlaintext] != 1 || rep.Acked != 1 || len(h.rec.ids()) != 0 {
+	if rep.Rejected[drain.CausePlaintext] != 1 || rep.Acked != 1 || len(h.rec.IDs()) != 0 {
 		t.Fatalf("unencrypted object with plaintext off: %v", rep)
 	}
 }
@@ -273,8 +246,8 @@ func TestRedeliveredBatchIsNotNotifiedTwice(t *testing.T) {
 	if err != nil || rep.Rejected["replay"] != 2 || rep.Delivered != 0 || len(h.acked) != 3 {
 		t.Fatalf("redelivered batch = %v, %v; want 2 replays, nothing delivered, 3 acked", rep, err)
 	}
-	if len(h.rec.ids()) != 2 {
-		t.Fatalf("handler got %d objects, want 2", len(h.rec.ids()))
+	if len(h.rec.IDs()) != 2 {
+		t.Fatalf("handler got %d objects, want 2", len(h.rec.IDs()))
 	}
 }
 
@@ -303,8 +276,8 @@ func TestStoreFailureAcknowledgesNothing(t *testing.T) {
 	if !errors.Is(err, store.ErrFull) {
 		t.Fatalf("Batch with a failing store: err = %v, want store.ErrFull", err)
 	}
-	if len(h.acked) != 0 || len(h.rec.ids()) != 0 {
-		t.Fatalf("acked %v, delivered %v: want nothing", h.acked, h.rec.ids())
+	if len(h.acked) != 0 || len(h.rec.IDs()) != 0 {
+		t.Fatalf("acked %v, delivered %v: want nothing", h.acked, h.rec.IDs())
 	}
 	h.db.View(func(tx *bolt.Tx) error {
 		if _, ok := runtimetest.Epoch(tx, "g"); ok {
@@ -318,14 +291,14 @@ func TestStoreFailureAcknowledgesNothing(t *testing.T) {
 // first hand-off, as a crash after the commit would, then reopens.
 func crashDuringNotify(h *harness, recs []drain.Record) {
 	h.t.Helper()
-	h.rec.hook = func(deliver.Delivery) { runtime.Goexit() }
+	h.rec.OnDeliver(func(deliver.Delivery) { runtime.Goexit() })
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		h.d.Batch(context.Background(), recs, h.ack)
 	}()
 	<-done
-	h.rec.hook = nil
+	h.rec.OnDeliver(nil)
 	h.restart()
 }
 
@@ -340,8 +313,8 @@ func TestCrashAfterCommitAtMostOnce(t *testing.T) {
 	if err != nil || rec.Lost != 2 || rec.Redelivered != 0 {
 		t.Fatalf("Recover = %+v, %v; want 2 lost, none redelivered", rec, err)
 	}
-	if rep, _ := h.d.Batch(context.Background(), recs, h.ack); rep.Rejected["replay"] != 2 || len(h.rec.ids()) != 0 {
-		t.Fatalf("after recovery the relay's redelivery = %v, handler got %v; want replays and nothing", rep, h.rec.ids())
+	if rep, _ := h.d.Batch(context.Background(), recs, h.ack); rep.Rejected["replay"] != 2 || len(h.rec.IDs()) != 0 {
+		t.Fatalf("after recovery the relay's redelivery = %v, handler got %v; want replays and nothing", rep, h.rec.IDs())
 	}
 	if rec, _ := h.d.Recover(context.Background()); rec != (drain.Recovery{}) {
 		t.Fatalf("second Recover = %+v, want nothing", rec)
@@ -358,18 +331,18 @@ func TestCrashAfterCommitAtLeastOnce(t *testing.T) {
 	}
 	crashDuringNotify(h, recs)
 	// A failed hand-off stays for the next attempt.
-	h.rec.fail = errors.New("application down")
+	h.rec.FailWith(errors.New("application down"))
 	rec, err := h.d.Recover(context.Background())
 	if err != nil || rec.Failed != 2 {
 		t.Fatalf("Recover with the application down = %+v, %v", rec, err)
 	}
-	h.rec.fail = nil
+	h.rec.FailWith(nil)
 	h.clock.Advance(20 * time.Minute) // o2 expired meanwhile
 	rec, err = h.d.Recover(context.Background())
 	if err != nil || rec.Redelivered != 1 || rec.Expired != 1 {
 		t.Fatalf("Recover = %+v, %v; want 1 redelivered, 1 expired", rec, err)
 	}
-	got := h.rec.got
+	got := h.rec.Got()
 	if len(got) != 1 || got[0].ObjectID != objID(t, o1) || got[0].Attempt != 3 {
 		t.Fatalf("redelivered %+v; want o1 at attempt 3", got)
 	}
@@ -401,8 +374,8 @@ func TestActionsThroughTheGate(t *testing.T) {
 	if rep.Ran != 1 || rep.Held != 1 || rep.Refused != 1 || rep.Rejected["purpose-not-permitted"] != 1 {
 		t.Fatalf("report %v: want ran 1, held 1, refused 1 (same idempotency key), a non-owner halt refused", rep)
 	}
-	if ids := h.rec.ids(); len(ids) != 1 || ids[0] != objID(t, allowed) || h.rec.got[0].IdempotencyKey != h.alice.DID().String()+" order-1" {
-		t.Fatalf("handler got %+v", h.rec.got)
+	if ids := h.rec.IDs(); len(ids) != 1 || ids[0] != objID(t, allowed) || h.rec.Got()[0].IdempotencyKey != h.alice.DID().String()+" order-1" {
+		t.Fatalf("handler got %+v", h.rec.Got())
 	}
 	h.db.View(func(tx *bolt.Tx) error {
 		e, err := h.ledger.Get(tx, h.alice.DID().String()+" order-1")
@@ -414,8 +387,8 @@ func TestActionsThroughTheGate(t *testing.T) {
 	// The owner confirms the held capture in a later batch.
 	confirm := h.obj(h.owner, gate.PurposeConfirm, t0, time.Hour, map[string]any{"hold": h.alice.DID().String() + " " + objID(t, held)})
 	rep = h.batch(runtimetest.Body(t, runtimetest.DataPart(t, confirm)))
-	if rep.Control != 1 || rep.Ran != 1 || len(h.rec.ids()) != 2 || h.rec.ids()[1] != objID(t, held) {
-		t.Fatalf("after confirmation: %v, handler got %v", rep, h.rec.ids())
+	if rep.Control != 1 || rep.Ran != 1 || len(h.rec.IDs()) != 2 || h.rec.IDs()[1] != objID(t, held) {
+		t.Fatalf("after confirmation: %v, handler got %v", rep, h.rec.IDs())
 	}
 }
 
@@ -425,8 +398,8 @@ func TestHaltInTheSameBatchStopsActionsNotYetStarted(t *testing.T) {
 	action := h.obj(h.alice, "action:hold", t0, time.Hour, nil)
 	halt := h.obj(h.owner, gate.PurposeHalt, t0, time.Hour, map[string]any{"note": "stop"})
 	rep := h.batch(runtimetest.Body(t, runtimetest.DataPart(t, action)), runtimetest.Body(t, runtimetest.DataPart(t, halt)))
-	if rep.Ran != 1 || rep.Control != 1 || len(h.rec.ids()) != 0 {
-		t.Fatalf("report %v, handler got %v: the halt must stop the action before it starts", rep, h.rec.ids())
+	if rep.Ran != 1 || rep.Control != 1 || len(h.rec.IDs()) != 0 {
+		t.Fatalf("report %v, handler got %v: the halt must stop the action before it starts", rep, h.rec.IDs())
 	}
 	var holds []gate.Held
 	h.db.View(func(tx *bolt.Tx) error { holds, _ = h.gate.Holds(tx); return nil })
@@ -434,8 +407,8 @@ func TestHaltInTheSameBatchStopsActionsNotYetStarted(t *testing.T) {
 		t.Fatalf("holds %+v; want the action held as halted", holds)
 	}
 	resume := h.obj(h.owner, gate.PurposeResume, t0, time.Hour, map[string]any{})
-	if rep := h.batch(runtimetest.Body(t, runtimetest.DataPart(t, resume))); rep.Ran != 1 || len(h.rec.ids()) != 1 {
-		t.Fatalf("after resume: %v, handler got %v", rep, h.rec.ids())
+	if rep := h.batch(runtimetest.Body(t, runtimetest.DataPart(t, resume))); rep.Ran != 1 || len(h.rec.IDs()) != 1 {
+		t.Fatalf("after resume: %v, handler got %v", rep, h.rec.IDs())
 	}
 }
 
@@ -452,7 +425,7 @@ func TestHandlerOutcomesSettleTheLedger(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			h := newHarness(t, opts{plaintext: true})
 			h.policy()
-			h.rec.fail = tt.err
+			h.rec.FailWith(tt.err)
 			a := h.obj(h.alice, "action:hold", t0, time.Hour, nil)
 			h.batch(runtimetest.Body(t, runtimetest.DataPart(t, a)))
 			h.db.View(func(tx *bolt.Tx) error {

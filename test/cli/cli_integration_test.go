@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,14 +18,13 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/internal/worldtest"
 	"github.com/torpor-dev/torpor/runtime"
 	"github.com/torpor-dev/torpor/runtime/deliver"
 	"github.com/torpor-dev/torpor/runtime/drain"
 	"github.com/torpor-dev/torpor/runtime/purpose"
 	"github.com/torpor-dev/torpor/runtime/sessions"
 	"github.com/torpor-dev/torpor/session"
-	"github.com/torpor-dev/torpor/store/agents"
-	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/test/internal/testenv"
 	"github.com/torpor-dev/torpor/transport/broker"
 	"github.com/torpor-dev/torpor/transport/relay"
@@ -111,26 +109,18 @@ func startStack(ts *testscript.TestScript, opKeyFile string) {
 	ts.Check(err)
 	dir := ts.MkAbs("stack")
 	ts.Check(os.MkdirAll(dir, 0o700))
-	q, err := queue.OpenBolt(filepath.Join(dir, "queue.db"), nil)
-	ts.Check(err)
-	states, err := agents.OpenBolt(filepath.Join(dir, "agents.db"), nil)
-	ts.Check(err)
 	brk, err := broker.Start(broker.Config{Listen: "127.0.0.1:0", DataDir: dir})
 	ts.Check(err)
-	srv := httptest.NewUnstartedServer(nil)
 	log := slog.New(slog.NewTextHandler(logFile(ts, filepath.Join(dir, "stack.log")), nil))
-	r, err := relay.New(relay.Config{PublicURL: "http://" + srv.Listener.Addr().String(), Queue: q, States: states,
-		MQTTBroker: brk.URL(), Logger: log})
+	r, err := worldtest.Open(dir, relay.Config{MQTTBroker: brk.URL(), Logger: log})
 	ts.Check(err)
-	srv.Config.Handler = r.Handler()
-	srv.Start()
 
 	key, err := did.Generate(nil)
 	ts.Check(err)
 	s := ts.Value("stack").(*stack)
 	var cmds *runtime.Commands
 	cfg := runtime.Config{
-		Key: key, DataDir: filepath.Join(dir, "agent"), RelayURL: srv.URL, Name: "cli-agent",
+		Key: key, DataDir: filepath.Join(dir, "agent"), RelayURL: r.URL, Name: "cli-agent",
 		Mode: wake.AlwaysOn, WindowLength: 30 * time.Second,
 		Owner: op.DID(), Purposes: purpose.Set{"comms:*"}, AllowPlaintext: true,
 		Routes: []deliver.Route{{Pattern: "*", Name: "app", Handler: s}},
@@ -162,13 +152,10 @@ func startStack(ts *testscript.TestScript, opKeyFile string) {
 		cctx, ccancel := context.WithTimeout(context.Background(), 5*time.Second)
 		cmds.Close(cctx)
 		ccancel()
-		r.Link().Close()
-		srv.Close()
+		r.Close()
 		brk.Close()
-		q.Close()
-		states.Close()
 	})
-	ts.Setenv("RELAY", srv.URL)
+	ts.Setenv("RELAY", r.URL)
 	ts.Setenv("BROKER", brk.URL())
 	ts.Setenv("AGENT", key.DID().String())
 	ts.Setenv("DEVICE", "cli-device")

@@ -16,7 +16,7 @@ import (
 	"github.com/torpor-dev/torpor/transport/a2a"
 )
 
-// The interop scenarios of issue 4: Torpor's MLS sessions (package session
+// The interop scenarios: Torpor's MLS sessions (package session
 // on package mls) and ts-mls 1.6.4, the library of the draft's reference
 // implementation, in the same groups. After every step all members agree on
 // the epoch, the epoch authenticator, the tree hash, the members and an

@@ -11,18 +11,16 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/torpor-dev/torpor/clock/clocktest"
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/internal/worldtest"
 	"github.com/torpor-dev/torpor/runtime"
 	"github.com/torpor-dev/torpor/runtime/deliver"
 	"github.com/torpor-dev/torpor/runtime/purpose"
 	"github.com/torpor-dev/torpor/runtime/runtimetest"
-	"github.com/torpor-dev/torpor/store/agents"
-	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/transport/a2a"
 	"github.com/torpor-dev/torpor/transport/bearer"
 	mq "github.com/torpor-dev/torpor/transport/mqtt"
@@ -53,39 +51,26 @@ type world struct {
 	witness *mqtttest.Witness
 	window  wake.Window
 	start   time.Time
-	sink    *sink
+	sink    *deliver.Recorder
 	wakes   chan runtime.WakeReport
 	phases  chan runtime.Phase
 	seq     uint64
 	done    chan error
 }
 
-// sink records what the agent hands to the application.
-type sink struct {
-	mu  sync.Mutex
-	got []deliver.Delivery
-}
-
-func (s *sink) Deliver(_ context.Context, d deliver.Delivery) (deliver.Outcome, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.got = append(s.got, d)
-	return deliver.Outcome{OK: true, Receipt: []byte(`{"effectId":"fx-1"}`)}, nil
-}
-
-func (s *sink) purposes() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []string
-	for _, d := range s.got {
-		out = append(out, d.Purpose)
-	}
-	return out
+// newSink returns the application: it records what the agent hands it and
+// answers with a receipt naming an effect.
+func newSink() *deliver.Recorder {
+	r := &deliver.Recorder{}
+	r.AnswerWith(func(deliver.Delivery) deliver.Outcome {
+		return deliver.Outcome{OK: true, Receipt: []byte(`{"effectId":"fx-1"}`)}
+	})
+	return r
 }
 
 func newWorld(t *testing.T, b mqtttest.Broker, mode wake.Mode) *world {
 	w := &world{t: t, broker: b, key: mustKey(t), opKey: mustKey(t), sender: mustKey(t),
-		sink: &sink{}, wakes: make(chan runtime.WakeReport, 16), phases: make(chan runtime.Phase, 1024)}
+		sink: newSink(), wakes: make(chan runtime.WakeReport, 16), phases: make(chan runtime.Phase, 1024)}
 	w.window = wake.Window{Minute: wake.WakeMinute(w.key.DID().String()), Length: 5 * time.Minute}
 	// Half an hour after the window opens: outside it, so the agent boots
 	// asleep.
@@ -93,27 +78,12 @@ func newWorld(t *testing.T, b mqtttest.Broker, mode wake.Mode) *world {
 	w.start = winStart.Add(30 * time.Minute)
 	w.clock = clocktest.New(w.start)
 	dir := t.TempDir()
-	q, err := queue.OpenBolt(filepath.Join(dir, "queue.db"), nil)
+	rl, err := worldtest.Open(dir, relay.Config{Clock: w.clock})
 	if err != nil {
 		t.Fatal(err)
 	}
-	states, err := agents.OpenBolt(filepath.Join(dir, "agents.db"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.srv = httptest.NewUnstartedServer(nil)
-	r, err := relay.New(relay.Config{PublicURL: "http://" + w.srv.Listener.Addr().String(), Queue: q, States: states, Clock: w.clock})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.srv.Config.Handler = r.Handler()
-	w.srv.Start()
-	t.Cleanup(func() {
-		r.Link().Close()
-		w.srv.Close()
-		q.Close()
-		states.Close()
-	})
+	t.Cleanup(rl.Close)
+	w.srv = rl.Server
 	cfg := runtime.Config{
 		Key: w.key, DataDir: filepath.Join(dir, "agent"), RelayURL: w.srv.URL, Mode: mode, WindowLength: w.window.Length,
 		Owner: w.opKey.DID(), Purposes: purpose.Set{"comms:*", "action:*"}, Consequential: purpose.Set{"action:*"},
@@ -294,7 +264,7 @@ func TestSetModeChangesWhatTheRelayTellsSenders(t *testing.T) {
 		if code != http.StatusServiceUnavailable || at.Before(wakeAt) || !at.Before(wakeAt.Add(wake.DefaultLength)) {
 			t.Fatalf("after set-mode sleep: %d, Retry-After %ds; want 503 with a Retry-After into the scheduled wake at %v", code, ra, wakeAt)
 		}
-		if got := w.sink.purposes(); len(got) != 2 {
+		if got := w.sink.Purposes(); len(got) != 2 {
 			t.Errorf("delivered %v, want the two messages sent while live or queued before", got)
 		}
 	})
@@ -318,14 +288,14 @@ func TestHeldActionConfirmedOverMQTT(t *testing.T) {
 		if err := json.Unmarshal(r.Result, &rep); err != nil || len(rep.Holds) != 1 || rep.Holds[0].Purpose != "action:open-valve" {
 			t.Fatalf("status shows holds %s, %v", r.Result, err)
 		}
-		if got := w.sink.purposes(); len(got) != 0 {
+		if got := w.sink.Purposes(); len(got) != 0 {
 			t.Fatalf("the action ran before it was confirmed: %v", got)
 		}
 		c := w.reply(w.send(mq.OpConfirm, &mq.HoldArgs{Hold: rep.Holds[0].Key}))
 		if c.Outcome != mq.OutcomeOK {
 			t.Fatalf("confirm: %+v", c)
 		}
-		if got := w.sink.purposes(); len(got) != 1 || got[0] != "action:open-valve" {
+		if got := w.sink.Purposes(); len(got) != 1 || got[0] != "action:open-valve" {
 			t.Errorf("delivered %v, want the action once", got)
 		}
 		// Confirming again finds nothing held: the action cannot run twice.

@@ -30,7 +30,7 @@ import (
 const footprintRecords = 500
 
 // footprintBudget is the most resident memory the agent may reach natively
-// while it drains them: a memory-budget test (STYLE.md 51) with room for
+// while it drains them: a memory-budget test with room for
 // the garbage collector's slack, not a tight fit.
 const footprintBudget = 64 << 20
 

@@ -48,7 +48,8 @@ func TestParseRequest(t *testing.T) {
 }
 
 // TestSendMessageReferenceShape parses the reference's SendMessage request
-// (REFERENCE §1.6) and the v0.3 message/send form of the offline vectors.
+// (as the reference implementation sends it, see testdata/vectors/SOURCE.md)
+// and the v0.3 message/send form of the offline vectors.
 func TestSendMessageReferenceShape(t *testing.T) {
 	v10 := `{"jsonrpc":"2.0","method":"SendMessage","id":1,"params":{"message":{
 	  "messageId":"m-1","role":"ROLE_USER","contextId":"mls:did:key:z6MkjchhfUsD6mmvni8mCdXHw216Xrm9bQe2mBH1P5RDjVJG",

@@ -69,7 +69,7 @@ type job struct {
 // published after the connection came up, so once the probe (published
 // after the subscription) comes back, the backlog is complete. Sorting it
 // by sequence means a broker that redelivers out of order (mochi's
-// unstable sort of in-flight messages, PLATFORM.md §3) does not change
+// unstable sort of in-flight messages; see this package's doc) does not change
 // which commands run or in what order; the sequence rule (admit) covers
 // what arrives later.
 func (c *Client) dispatch(recovered []parsed) {

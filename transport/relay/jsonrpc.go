@@ -149,7 +149,9 @@ func readBody(w http.ResponseWriter, r *http.Request, max int64) ([]byte, error)
 // device's answer. It returns false, having written nothing, when the
 // device never got the request (the link was gone).
 func (s *Relay) forward(w http.ResponseWriter, r *http.Request, agent, caller did.DID, version string, body []byte, req rpcRequest) bool {
-	ctx, cancel := withClockTimeout(r.Context(), s.clk, s.cfg.LiveTimeout)
+	// A wait for the device to answer over the network: real time, on
+	// clock.Unscaled (the clock package's rule).
+	ctx, cancel := clock.WithTimeout(r.Context(), clock.Unscaled(s.clk), s.cfg.LiveTimeout)
 	defer cancel()
 	resp, err := s.link.Forward(ctx, agent.String(), wire.Request{From: caller.String(), Version: version, Extensions: r.Header.Get("A2A-Extensions"), Body: body})
 	switch {
@@ -226,19 +228,4 @@ func otherVersion(v string) string {
 		return "0.3"
 	}
 	return "1.0"
-}
-
-// withClockTimeout is context.WithTimeout on an injected clock.
-func withClockTimeout(ctx context.Context, clk clock.Clock, d time.Duration) (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithCancel(ctx)
-	t := clk.NewTimer(d)
-	go func() {
-		defer t.Stop()
-		select {
-		case <-t.C():
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
-	return ctx, cancel
 }

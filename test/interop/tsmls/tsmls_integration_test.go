@@ -14,8 +14,8 @@ import (
 )
 
 // These tests prove the harness against ts-mls alone: three (later four)
-// ts-mls members drive every operation the sessions engineer's Go-and-ts-mls
-// scenarios will use, and after each step every member agrees on epoch,
+// ts-mls members drive every operation the Go-and-ts-mls scenarios of
+// this package use, and after each step every member agrees on epoch,
 // epoch authenticator, tree hash, members and an exporter value.
 
 var testExporter = &Exporter{Label: "torpor interop", Context: Hex("agree"), Length: 32}
