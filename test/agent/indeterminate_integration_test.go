@@ -65,9 +65,9 @@ func TestIndeterminateKeyAfterCrash(t *testing.T) {
 }
 
 // checkIndeterminateAfterRestart restarts the agent: the relay delivers
-// the object first again (the ack may or may not have happened) and the
-// sender retries the same intent with a new object. Neither runs the
-// effect, and key stays indeterminate.
+// first, the object of the crashed run, again (the ack may or may not
+// have happened) and the sender retries the same intent with a new
+// object. Neither runs the effect, and key stays indeterminate.
 func checkIndeterminateAfterRestart(t *testing.T, w *world, key string, first []byte) {
 	t.Helper()
 	w.enqueue(aliceKey, first, w.action("a-2", "order-1"))
