@@ -172,7 +172,7 @@ func (a *Agent) close() {
 	a.pipe, a.db = nil, nil
 	a.mu.Unlock()
 	if p != nil {
-		p.Drainer.Close()
+		p.Close()
 	}
 	if db != nil {
 		db.Close()
@@ -307,39 +307,4 @@ func (a *Agent) sleep(ctx context.Context, changed <-chan struct{}, until time.T
 		return w, fmt.Errorf("runtime: waiting for a wake: %w", err)
 	}
 	return w, nil
-}
-
-// Halt is the owner's explicit halt, given to the agent directly (an
-// operator's command rather than a signed object in the queue): it is
-// recorded at once, so every consequential action from now on is held,
-// and the effects in flight are cancelled (their keys become
-// indeterminate, since they may have happened). Only Resume lifts it; a
-// pulse does not.
-func (a *Agent) Halt(note string) error {
-	p := a.Pipeline()
-	if p == nil {
-		return errors.New("runtime: agent not running")
-	}
-	err := p.DB.Update(func(tx *bolt.Tx) error { return p.Gate.Halt(tx, note) })
-	if err != nil {
-		return fmt.Errorf("runtime: halt: %w", err)
-	}
-	p.Drainer.Halt()
-	a.log.Warn("halted: autonomous action stopped", "note", note)
-	return nil
-}
-
-// Resume lifts the owner's halt and runs the held actions a policy now
-// allows. It returns how many ran.
-func (a *Agent) Resume(ctx context.Context, note string) (int, error) {
-	p := a.Pipeline()
-	if p == nil {
-		return 0, errors.New("runtime: agent not running")
-	}
-	err := p.DB.Update(func(tx *bolt.Tx) error { return p.Gate.Resume(tx, note) })
-	if err != nil {
-		return 0, fmt.Errorf("runtime: resume: %w", err)
-	}
-	a.log.Info("resumed", "note", note)
-	return p.Redecide(ctx)
 }

@@ -11,8 +11,6 @@ import (
 	"sync"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
-
 	"github.com/torpor-dev/torpor/clock"
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/governed"
@@ -149,7 +147,7 @@ func (c *Commands) start() {
 	}
 	cl, err := mqtt.Start(mqtt.Config{
 		Broker: c.cfg.Broker, TLS: c.cfg.TLS, Prefix: c.cfg.Prefix, Name: c.cfg.Name, Key: c.key,
-		Operators: c.cfg.Operators, DB: pipe.DB, Replay: pipe.Replay, Ledger: pipe.Ledger, Device: c,
+		Operators: c.cfg.Operators, DB: pipe.db, Replay: pipe.replay, Ledger: pipe.ledger, Device: c,
 		SessionExpiry: c.cfg.SessionExpiry, Clock: c.a.cfg.Clock, Logger: c.cfg.Logger,
 	})
 	if err != nil {
@@ -230,20 +228,9 @@ func (c *Commands) Status() mqtt.Status {
 		st.NextWake = &n
 	}
 	if p := a.Pipeline(); p != nil {
-		p.DB.View(func(tx *bolt.Tx) error {
-			h, err := p.Gate.HaltState(tx)
-			st.Halted = err == nil && h.Halted
-			if hs, err := p.Gate.Holds(tx); err == nil {
-				st.Held = len(hs)
-			}
-			p.Ledger.List(tx, func(e ledger.Entry) bool {
-				if e.State == ledger.Indeterminate {
-					st.Indeterminate++
-				}
-				return true
-			})
-			return nil
-		})
+		if r, err := p.Report(0); err == nil {
+			st.Halted, st.Held, st.Indeterminate = r.Halt.Halted, len(r.Holds), r.Ledger[ledger.Indeterminate.String()]
+		}
 	}
 	return st
 }
@@ -275,9 +262,9 @@ func (c *Commands) Execute(ctx context.Context, cmd mqtt.Command) mqtt.Result {
 	case mqtt.OpReconcile:
 		return c.reconcile(p, cmd.Args.(*mqtt.ReconcileArgs), note)
 	case mqtt.OpHalt:
-		return c.halt(cmd.Args.(*mqtt.NoteArgs), note)
+		return c.halt(p, cmd.Args.(*mqtt.NoteArgs), note)
 	case mqtt.OpResume:
-		return c.resume(ctx, cmd.Args.(*mqtt.NoteArgs), note)
+		return c.resume(ctx, p, cmd.Args.(*mqtt.NoteArgs), note)
 	case mqtt.OpConfigGet:
 		return c.configGet(cmd.Args.(*mqtt.ConfigArgs).Key)
 	case mqtt.OpConfigSet:
@@ -319,43 +306,20 @@ type indeterminateK struct {
 const maxListed = 50
 
 func (c *Commands) status(p *Pipeline) mqtt.Result {
-	r := statusReport{Status: c.Status(), Ledger: map[string]int{}}
-	err := p.DB.View(func(tx *bolt.Tx) error {
-		if w, ok, err := LastWake(tx); err != nil {
-			return err
-		} else if ok {
-			r.LastWake = &w
-		}
-		if pol, ok, err := p.Gate.Policy(tx); err != nil {
-			return err
-		} else if ok {
-			r.Policy = &pol
-		}
-		h, err := p.Gate.HaltState(tx)
-		if err != nil {
-			return err
-		}
-		if h.Halted || !h.Since.IsZero() {
-			r.Halt = &h
-		}
-		hs, err := p.Gate.Holds(tx)
-		if err != nil {
-			return err
-		}
-		for _, h := range hs[:min(len(hs), maxListed)] {
-			r.Holds = append(r.Holds, heldSummary{Key: h.Action.LedgerKey(), Purpose: h.Action.Purpose,
-				Reason: h.Reason, HeldAt: h.HeldAt, Expires: h.Action.Expires})
-		}
-		return p.Ledger.List(tx, func(e ledger.Entry) bool {
-			r.Ledger[e.State.String()]++
-			if e.State == ledger.Indeterminate && len(r.Keys) < maxListed {
-				r.Keys = append(r.Keys, indeterminateK{Key: e.Key, Action: e.Action, Reserved: e.ReservedAt, EffectID: e.EffectID})
-			}
-			return true
-		})
-	})
+	rep, err := p.Report(maxListed)
 	if err != nil {
 		return mqtt.Failed("store", "reading the agent's state: %v", err)
+	}
+	r := statusReport{Status: c.Status(), LastWake: rep.LastWake, Policy: rep.Policy, Ledger: rep.Ledger}
+	if h := rep.Halt; h.Halted || !h.Since.IsZero() {
+		r.Halt = &h
+	}
+	for _, h := range rep.Holds[:min(len(rep.Holds), maxListed)] {
+		r.Holds = append(r.Holds, heldSummary{Key: h.Action.LedgerKey(), Purpose: h.Action.Purpose,
+			Reason: h.Reason, HeldAt: h.HeldAt, Expires: h.Action.Expires})
+	}
+	for _, e := range rep.Indeterminate {
+		r.Keys = append(r.Keys, indeterminateK{Key: e.Key, Action: e.Action, Reserved: e.ReservedAt, EffectID: e.EffectID})
 	}
 	return mqtt.OK(r)
 }
@@ -501,27 +465,15 @@ func (c *Commands) refill(ctx context.Context, args *mqtt.RefillArgs) mqtt.Resul
 }
 
 func (c *Commands) confirm(ctx context.Context, p *Pipeline, key string) mqtt.Result {
-	rep, err := p.Drainer.Confirm(ctx, key)
+	done, err := p.Confirm(ctx, key)
 	if err != nil {
 		return holdFailure(err)
 	}
-	res := map[string]any{"key": key, "delivered": rep.Delivered}
-	p.DB.View(func(tx *bolt.Tx) error {
-		if e, err := p.Ledger.Get(tx, key); err == nil {
-			res["ledger"] = e.State.String()
-		}
-		return nil
-	})
-	return mqtt.OK(res)
+	return mqtt.OK(map[string]any{"key": key, "delivered": done.Delivered, "ledger": done.Entry.State.String()})
 }
 
 func (c *Commands) deny(p *Pipeline, key string) mqtt.Result {
-	var h gate.Held
-	err := p.DB.Update(func(tx *bolt.Tx) error {
-		var err error
-		h, err = p.Gate.Deny(tx, key)
-		return err
-	})
+	h, err := p.Deny(key)
 	if err != nil {
 		return holdFailure(err)
 	}
@@ -542,17 +494,8 @@ func holdFailure(err error) mqtt.Result {
 }
 
 func (c *Commands) reconcile(p *Pipeline, args *mqtt.ReconcileArgs, by string) mqtt.Result {
-	note := strings.TrimSpace(args.Note + " — reconciled by " + by)
-	res := ledger.Resolution{Happened: args.Happened, Receipt: []byte(args.Receipt), EffectID: args.EffectID, Note: note}
-	var e ledger.Entry
-	err := p.DB.Update(func(tx *bolt.Tx) error {
-		if err := p.Ledger.Reconcile(tx, args.Key, res); err != nil {
-			return err
-		}
-		var err error
-		e, err = p.Ledger.Get(tx, args.Key)
-		return err
-	})
+	res := ledger.Resolution{Happened: args.Happened, Receipt: []byte(args.Receipt), EffectID: args.EffectID, Note: args.Note}
+	e, err := p.Reconcile(by, args.Key, res)
 	switch {
 	case errors.Is(err, ledger.ErrNotFound):
 		return mqtt.Failed("no-key", "%v", err)
@@ -566,18 +509,20 @@ func (c *Commands) reconcile(p *Pipeline, args *mqtt.ReconcileArgs, by string) m
 	return mqtt.OK(map[string]any{"key": e.Key, "state": e.State.String(), "effectId": e.EffectID})
 }
 
-func (c *Commands) halt(args *mqtt.NoteArgs, by string) mqtt.Result {
-	if err := c.a.Halt(strings.TrimSpace(args.Note + " — " + by)); err != nil {
+func (c *Commands) halt(p *Pipeline, args *mqtt.NoteArgs, by string) mqtt.Result {
+	if err := p.Halt(by, args.Note); err != nil {
 		return mqtt.Failed("store", "%v", err)
 	}
+	c.log.Warn("halted: autonomous action stopped", "note", Recorded(args.Note, by))
 	return mqtt.OK(map[string]any{"halted": true})
 }
 
-func (c *Commands) resume(ctx context.Context, args *mqtt.NoteArgs, by string) mqtt.Result {
-	n, err := c.a.Resume(ctx, strings.TrimSpace(args.Note+" — "+by))
+func (c *Commands) resume(ctx context.Context, p *Pipeline, args *mqtt.NoteArgs, by string) mqtt.Result {
+	n, err := p.Resume(ctx, by, args.Note)
 	if err != nil {
 		return mqtt.Failed("store", "%v", err)
 	}
+	c.log.Info("resumed", "note", Recorded(args.Note, by))
 	return mqtt.OK(map[string]any{"halted": false, "ran": n})
 }
 

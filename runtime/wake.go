@@ -231,7 +231,7 @@ func (w *wakeRun) prepare(start time.Time, mgmt Management) {
 	wg.Go(func() {
 		w.ph.measure(PhaseRecover, func() error {
 			var err error
-			w.rep.Recovery, err = a.pipe.Drainer.Recover(w.ctx)
+			w.rep.Recovery, err = a.pipe.drainer.Recover(w.ctx)
 			return err
 		})
 	})
@@ -482,7 +482,7 @@ func (w *wakeRun) drain() (drain.Report, error) {
 			if err != nil || len(recs) == 0 {
 				return err
 			}
-			rep, err := w.a.pipe.Drainer.Batch(w.ctx, records(recs), w.l.Ack)
+			rep, err := w.a.pipe.drainer.Batch(w.ctx, records(recs), w.l.Ack)
 			total.Add(rep)
 			w.addDrain(rep, false)
 			if errors.Is(err, drain.ErrStore) {
