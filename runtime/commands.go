@@ -15,6 +15,7 @@ import (
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/governed"
 	"github.com/torpor-dev/torpor/runtime/gate"
+	"github.com/torpor-dev/torpor/runtime/manage"
 	"github.com/torpor-dev/torpor/store/ledger"
 	"github.com/torpor-dev/torpor/transport/mqtt"
 	"github.com/torpor-dev/torpor/wake"
@@ -59,7 +60,7 @@ type CommandsConfig struct {
 // client connects when a wake begins and ends its session cleanly, with
 // status asleep and the next wake, when the wake ends; commands sent
 // meanwhile wait in the broker session for the next wake. It implements
-// mqtt.Device and mqtt.StatusReporter.
+// manage.Device and mqtt.StatusReporter.
 //
 // It implements Management: attach it to the agent with
 // Agent.SetManagement, and close it after Run:
@@ -79,7 +80,7 @@ type Commands struct {
 
 	mu sync.Mutex
 	// mu guards all following fields.
-	client *mqtt.Client
+	client *manage.Server
 	key    *did.PrivateKey // the identity the client signs with (rotate-keys changes it)
 	closed bool
 }
@@ -145,10 +146,10 @@ func (c *Commands) start() {
 	if pipe == nil {
 		return
 	}
-	cl, err := mqtt.Start(mqtt.Config{
-		Broker: c.cfg.Broker, TLS: c.cfg.TLS, Prefix: c.cfg.Prefix, Name: c.cfg.Name, Key: c.key,
-		Operators: c.cfg.Operators, DB: pipe.db, Replay: pipe.replay, Ledger: pipe.ledger, Device: c,
-		SessionExpiry: c.cfg.SessionExpiry, Clock: c.a.cfg.Clock, Logger: c.cfg.Logger,
+	cl, err := manage.Start(manage.Config{
+		Config: mqtt.Config{Broker: c.cfg.Broker, TLS: c.cfg.TLS, Prefix: c.cfg.Prefix, Name: c.cfg.Name, Key: c.key,
+			DB: pipe.db, SessionExpiry: c.cfg.SessionExpiry, Clock: c.a.cfg.Clock, Logger: c.cfg.Logger},
+		Operators: c.cfg.Operators, Replay: pipe.replay, Ledger: pipe.ledger, Device: c,
 	})
 	if err != nil {
 		c.log.Error("starting the MQTT client", "err", err)
@@ -200,7 +201,7 @@ func (c *Commands) Close(ctx context.Context) error {
 func (c *Commands) Name() string { return c.cfg.Name }
 
 // Client returns the MQTT client of the current wake, nil while asleep.
-func (c *Commands) Client() *mqtt.Client {
+func (c *Commands) Client() *manage.Server {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.client
@@ -235,45 +236,45 @@ func (c *Commands) Status() mqtt.Status {
 	return st
 }
 
-// Execute implements mqtt.Device.
-func (c *Commands) Execute(ctx context.Context, cmd mqtt.Command) mqtt.Result {
+// Execute implements manage.Device.
+func (c *Commands) Execute(ctx context.Context, cmd manage.Command) manage.Result {
 	p := c.a.Pipeline()
 	if p == nil {
-		return mqtt.Failed("stopping", "the agent is stopping")
+		return manage.Failed("stopping", "the agent is stopping")
 	}
 	note := fmt.Sprintf("%s (MQTT command %s)", cmd.Operator, cmd.ID)
 	switch cmd.Op {
-	case mqtt.OpStatus:
+	case manage.OpStatus:
 		return c.status(p)
-	case mqtt.OpSetMode:
-		return c.setMode(cmd.Args.(*mqtt.SetModeArgs))
-	case mqtt.OpWakeNow:
-		return c.wakeNow(cmd.Args.(*mqtt.WakeNowArgs))
-	case mqtt.OpDrain:
+	case manage.OpSetMode:
+		return c.setMode(cmd.Args.(*manage.SetModeArgs))
+	case manage.OpWakeNow:
+		return c.wakeNow(cmd.Args.(*manage.WakeNowArgs))
+	case manage.OpDrain:
 		return c.drain(ctx)
-	case mqtt.OpRotateKeys:
+	case manage.OpRotateKeys:
 		return c.rotateKeys(ctx)
-	case mqtt.OpRefillKeyPackages:
-		return c.refill(ctx, cmd.Args.(*mqtt.RefillArgs))
-	case mqtt.OpConfirm:
-		return c.confirm(ctx, p, cmd.Args.(*mqtt.HoldArgs).Hold)
-	case mqtt.OpDeny:
-		return c.deny(p, cmd.Args.(*mqtt.HoldArgs).Hold)
-	case mqtt.OpReconcile:
-		return c.reconcile(p, cmd.Args.(*mqtt.ReconcileArgs), note)
-	case mqtt.OpHalt:
-		return c.halt(p, cmd.Args.(*mqtt.NoteArgs), note)
-	case mqtt.OpResume:
-		return c.resume(ctx, p, cmd.Args.(*mqtt.NoteArgs), note)
-	case mqtt.OpConfigGet:
-		return c.configGet(cmd.Args.(*mqtt.ConfigArgs).Key)
-	case mqtt.OpConfigSet:
-		a := cmd.Args.(*mqtt.ConfigArgs)
+	case manage.OpRefillKeyPackages:
+		return c.refill(ctx, cmd.Args.(*manage.RefillArgs))
+	case manage.OpConfirm:
+		return c.confirm(ctx, p, cmd.Args.(*manage.HoldArgs).Hold)
+	case manage.OpDeny:
+		return c.deny(p, cmd.Args.(*manage.HoldArgs).Hold)
+	case manage.OpReconcile:
+		return c.reconcile(p, cmd.Args.(*manage.ReconcileArgs), note)
+	case manage.OpHalt:
+		return c.halt(p, cmd.Args.(*manage.NoteArgs), note)
+	case manage.OpResume:
+		return c.resume(ctx, p, cmd.Args.(*manage.NoteArgs), note)
+	case manage.OpConfigGet:
+		return c.configGet(cmd.Args.(*manage.ConfigArgs).Key)
+	case manage.OpConfigSet:
+		a := cmd.Args.(*manage.ConfigArgs)
 		return c.configSet(a.Key, *a.Value)
-	case mqtt.OpReboot:
-		return c.reboot(cmd.Args.(*mqtt.RebootArgs))
+	case manage.OpReboot:
+		return c.reboot(cmd.Args.(*manage.RebootArgs))
 	}
-	return mqtt.Failed(mqtt.ReasonUnsupported, "operation %q is not implemented by this agent", cmd.Op)
+	return manage.Failed(manage.ReasonUnsupported, "operation %q is not implemented by this agent", cmd.Op)
 }
 
 // statusReport is the result of the status command.
@@ -305,10 +306,10 @@ type indeterminateK struct {
 // maxListed caps the holds and keys a status lists.
 const maxListed = 50
 
-func (c *Commands) status(p *Pipeline) mqtt.Result {
+func (c *Commands) status(p *Pipeline) manage.Result {
 	rep, err := p.Report(maxListed)
 	if err != nil {
-		return mqtt.Failed("store", "reading the agent's state: %v", err)
+		return manage.Failed("store", "reading the agent's state: %v", err)
 	}
 	r := statusReport{Status: c.Status(), LastWake: rep.LastWake, Policy: rep.Policy, Ledger: rep.Ledger}
 	if h := rep.Halt; h.Halted || !h.Since.IsZero() {
@@ -321,15 +322,15 @@ func (c *Commands) status(p *Pipeline) mqtt.Result {
 	for _, e := range rep.Indeterminate {
 		r.Keys = append(r.Keys, indeterminateK{Key: e.Key, Action: e.Action, Reserved: e.ReservedAt, EffectID: e.EffectID})
 	}
-	return mqtt.OK(r)
+	return manage.OK(r)
 }
 
 // setMode changes the mode and, when windowSec or offsetSec is given, the
 // hourly window (persisted like the mode: Agent.SetWindow).
-func (c *Commands) setMode(args *mqtt.SetModeArgs) mqtt.Result {
+func (c *Commands) setMode(args *manage.SetModeArgs) manage.Result {
 	m, err := wake.ParseMode(args.Mode)
 	if err != nil {
-		return mqtt.Failed("bad-mode", "%v", err)
+		return manage.Failed("bad-mode", "%v", err)
 	}
 	if args.WindowSec != nil || args.OffsetSec != nil {
 		w := c.a.Window()
@@ -342,7 +343,7 @@ func (c *Commands) setMode(args *mqtt.SetModeArgs) mqtt.Result {
 		}
 		if length != c.a.windowLength() || offset != w.Offset {
 			if err := c.a.SetWindow(length, offset); err != nil {
-				return mqtt.Failed("store", "%v; mode unchanged", err)
+				return manage.Failed("store", "%v; mode unchanged", err)
 			}
 		}
 	}
@@ -351,20 +352,20 @@ func (c *Commands) setMode(args *mqtt.SetModeArgs) mqtt.Result {
 		sched = args.WakeAt.UTC()
 	}
 	if err := c.a.SetMode(m, sched); err != nil {
-		return mqtt.Failed("store", "%v", err)
+		return manage.Failed("store", "%v", err)
 	}
 	res := map[string]any{"mode": m, "window": c.a.statusWindow()}
 	if !sched.IsZero() {
 		res["wakeAt"] = sched
 	}
-	return mqtt.OK(res)
+	return manage.OK(res)
 }
 
 // wakeNow: the agent hears commands only while awake, so wake-now finds
 // it awake; it keeps the wake going for forSec (default: the window's
 // length) from now (Agent.Extend), never shortening it. In always_on and
 // session the agent has no window to extend.
-func (c *Commands) wakeNow(args *mqtt.WakeNowArgs) mqtt.Result {
+func (c *Commands) wakeNow(args *manage.WakeNowArgs) manage.Result {
 	d := time.Duration(args.ForSec) * time.Second
 	if d == 0 {
 		d = c.a.windowLength()
@@ -372,48 +373,48 @@ func (c *Commands) wakeNow(args *mqtt.WakeNowArgs) mqtt.Result {
 	end, err := c.a.Extend(c.a.clock.Now().Add(d))
 	switch {
 	case errors.Is(err, ErrAsleep):
-		return mqtt.Failed("asleep", "no wake in progress")
+		return manage.Failed("asleep", "no wake in progress")
 	case err != nil:
-		return mqtt.Failed("extend", "%v", err)
+		return manage.Failed("extend", "%v", err)
 	case end.IsZero():
 		m, _ := c.a.Mode()
-		return mqtt.Result{Outcome: mqtt.OutcomeOK, Detail: "always awake in mode " + string(m), Data: map[string]any{"awake": true}}
+		return manage.Result{Outcome: mqtt.OutcomeOK, Detail: "always awake in mode " + string(m), Data: map[string]any{"awake": true}}
 	}
-	return mqtt.OK(map[string]any{"awake": true, "until": end.UTC()})
+	return manage.OK(map[string]any{"awake": true, "until": end.UTC()})
 }
 
 // drain drains the relay's queue now (Agent.Drain) and reports that
 // drain; the agent also drains whenever the relay reports a record
 // queued, so this finds what such a drain left.
-func (c *Commands) drain(ctx context.Context) mqtt.Result {
+func (c *Commands) drain(ctx context.Context) manage.Result {
 	rep, err := c.a.Drain(ctx)
 	switch {
 	case errors.Is(err, ErrAsleep):
-		return mqtt.Failed("asleep", "%v", err)
+		return manage.Failed("asleep", "%v", err)
 	case err != nil:
-		return mqtt.Failed("drain", "%v", err)
+		return manage.Failed("drain", "%v", err)
 	}
-	return mqtt.OK(map[string]any{"records": rep.Records, "accepted": rep.Accepted, "delivered": rep.Delivered, "held": rep.Held,
+	return manage.OK(map[string]any{"records": rep.Records, "accepted": rep.Accepted, "delivered": rep.Delivered, "held": rep.Held,
 		"rejected": rep.Rejected, "deferred": rep.Deferred})
 }
 
-func (c *Commands) rotateKeys(ctx context.Context) mqtt.Result {
+func (c *Commands) rotateKeys(ctx context.Context) manage.Result {
 	if c.cfg.RotateKey == nil {
-		return mqtt.Failed(mqtt.ReasonUnsupported, "this agent has no key rotation configured")
+		return manage.Failed(manage.ReasonUnsupported, "this agent has no key rotation configured")
 	}
 	c.mu.Lock()
 	old := c.key
 	c.mu.Unlock()
 	next, err := did.Generate(nil)
 	if err != nil {
-		return mqtt.Failed("keygen", "%v", err)
+		return manage.Failed("keygen", "%v", err)
 	}
 	h, err := signHandover(old, next.DID(), c.cfg.Name, c.a.clock.Now())
 	if err != nil {
-		return mqtt.Failed("handover", "%v", err)
+		return manage.Failed("handover", "%v", err)
 	}
 	if err := c.cfg.RotateKey(ctx, next, h); err != nil {
-		return mqtt.Failed("rotate", "installing the new key: %v; the old key stays in use", err)
+		return manage.Failed("rotate", "installing the new key: %v; the old key stays in use", err)
 	}
 	c.mu.Lock()
 	c.key = next
@@ -422,7 +423,7 @@ func (c *Commands) rotateKeys(ctx context.Context) mqtt.Result {
 	if cl != nil {
 		cl.SetKey(next)
 	}
-	return mqtt.OK(map[string]any{"old": old.DID(), "new": next.DID(), "handover": json.RawMessage(h)})
+	return manage.OK(map[string]any{"old": old.DID(), "new": next.DID(), "handover": json.RawMessage(h)})
 }
 
 // Handover objects: the old identity announces its successor.
@@ -448,9 +449,9 @@ func signHandover(old *did.PrivateKey, next did.DID, device string, now time.Tim
 
 // refill makes the KeyPackage pool whole. The new public halves reach the
 // relay with the next state the agent publishes, at its next wake.
-func (c *Commands) refill(ctx context.Context, args *mqtt.RefillArgs) mqtt.Result {
+func (c *Commands) refill(ctx context.Context, args *manage.RefillArgs) manage.Result {
 	if c.a.cfg.KeyPackages == nil {
-		return mqtt.Failed(mqtt.ReasonUnsupported, "this agent has no MLS KeyPackage pool")
+		return manage.Failed(manage.ReasonUnsupported, "this agent has no MLS KeyPackage pool")
 	}
 	target := args.Count
 	if target == 0 {
@@ -458,72 +459,72 @@ func (c *Commands) refill(ctx context.Context, args *mqtt.RefillArgs) mqtt.Resul
 	}
 	kps, err := c.a.cfg.KeyPackages.Refill(ctx, target)
 	if err != nil {
-		return mqtt.Failed("refill", "%v", err)
+		return manage.Failed("refill", "%v", err)
 	}
-	return mqtt.Result{Outcome: mqtt.OutcomeOK, Detail: "the unpublished KeyPackages go to the relay with the state published at the next wake",
+	return manage.Result{Outcome: mqtt.OutcomeOK, Detail: "the unpublished KeyPackages go to the relay with the state published at the next wake",
 		Data: map[string]any{"unpublished": len(kps)}}
 }
 
-func (c *Commands) confirm(ctx context.Context, p *Pipeline, key string) mqtt.Result {
+func (c *Commands) confirm(ctx context.Context, p *Pipeline, key string) manage.Result {
 	done, err := p.Confirm(ctx, key)
 	if err != nil {
 		return holdFailure(err)
 	}
-	return mqtt.OK(map[string]any{"key": key, "delivered": done.Delivered, "ledger": done.Entry.State.String()})
+	return manage.OK(map[string]any{"key": key, "delivered": done.Delivered, "ledger": done.Entry.State.String()})
 }
 
-func (c *Commands) deny(p *Pipeline, key string) mqtt.Result {
+func (c *Commands) deny(p *Pipeline, key string) manage.Result {
 	h, err := p.Deny(key)
 	if err != nil {
 		return holdFailure(err)
 	}
-	return mqtt.OK(map[string]any{"key": key, "purpose": h.Action.Purpose, "denied": true})
+	return manage.OK(map[string]any{"key": key, "purpose": h.Action.Purpose, "denied": true})
 }
 
-func holdFailure(err error) mqtt.Result {
+func holdFailure(err error) manage.Result {
 	var ke *ledger.KeyError
 	switch {
 	case errors.Is(err, gate.ErrNoHold):
-		return mqtt.Failed("no-hold", "%v", err)
+		return manage.Failed("no-hold", "%v", err)
 	case errors.Is(err, gate.ErrExpired):
-		return mqtt.Failed("expired", "%v", err)
+		return manage.Failed("expired", "%v", err)
 	case errors.As(err, &ke):
-		return mqtt.Failed("ledger-"+ke.Entry.State.String(), "%v", err)
+		return manage.Failed("ledger-"+ke.Entry.State.String(), "%v", err)
 	}
-	return mqtt.Failed("store", "%v", err)
+	return manage.Failed("store", "%v", err)
 }
 
-func (c *Commands) reconcile(p *Pipeline, args *mqtt.ReconcileArgs, by string) mqtt.Result {
+func (c *Commands) reconcile(p *Pipeline, args *manage.ReconcileArgs, by string) manage.Result {
 	res := ledger.Resolution{Happened: args.Happened, Receipt: []byte(args.Receipt), EffectID: args.EffectID, Note: args.Note}
 	e, err := p.Reconcile(by, args.Key, res)
 	switch {
 	case errors.Is(err, ledger.ErrNotFound):
-		return mqtt.Failed("no-key", "%v", err)
+		return manage.Failed("no-key", "%v", err)
 	case errors.Is(err, ledger.ErrInFlight):
-		return mqtt.Failed("in-flight", "%v", err)
+		return manage.Failed("in-flight", "%v", err)
 	case errors.Is(err, ledger.ErrNotReserved):
-		return mqtt.Failed("not-indeterminate", "%v", err)
+		return manage.Failed("not-indeterminate", "%v", err)
 	case err != nil:
-		return mqtt.Failed("store", "%v", err)
+		return manage.Failed("store", "%v", err)
 	}
-	return mqtt.OK(map[string]any{"key": e.Key, "state": e.State.String(), "effectId": e.EffectID})
+	return manage.OK(map[string]any{"key": e.Key, "state": e.State.String(), "effectId": e.EffectID})
 }
 
-func (c *Commands) halt(p *Pipeline, args *mqtt.NoteArgs, by string) mqtt.Result {
+func (c *Commands) halt(p *Pipeline, args *manage.NoteArgs, by string) manage.Result {
 	if err := p.Halt(by, args.Note); err != nil {
-		return mqtt.Failed("store", "%v", err)
+		return manage.Failed("store", "%v", err)
 	}
 	c.log.Warn("halted: autonomous action stopped", "note", Recorded(args.Note, by))
-	return mqtt.OK(map[string]any{"halted": true})
+	return manage.OK(map[string]any{"halted": true})
 }
 
-func (c *Commands) resume(ctx context.Context, p *Pipeline, args *mqtt.NoteArgs, by string) mqtt.Result {
+func (c *Commands) resume(ctx context.Context, p *Pipeline, args *manage.NoteArgs, by string) manage.Result {
 	n, err := p.Resume(ctx, by, args.Note)
 	if err != nil {
-		return mqtt.Failed("store", "%v", err)
+		return manage.Failed("store", "%v", err)
 	}
 	c.log.Info("resumed", "note", Recorded(args.Note, by))
-	return mqtt.OK(map[string]any{"halted": false, "ran": n})
+	return manage.OK(map[string]any{"halted": false, "ran": n})
 }
 
 // configKeys are the settings config-get reads. config-set changes mode
@@ -568,21 +569,21 @@ func (c *Commands) configValue(key string) (any, bool) {
 	return nil, false
 }
 
-func (c *Commands) configGet(key string) mqtt.Result {
+func (c *Commands) configGet(key string) manage.Result {
 	v, ok := c.configValue(key)
 	if !ok {
-		return mqtt.Failed("unknown-key", "no setting %q (known: %s)", key, strings.Join(configKeys, ", "))
+		return manage.Failed("unknown-key", "no setting %q (known: %s)", key, strings.Join(configKeys, ", "))
 	}
-	return mqtt.OK(map[string]any{"key": key, "value": v})
+	return manage.OK(map[string]any{"key": key, "value": v})
 }
 
-func (c *Commands) configSet(key, value string) mqtt.Result {
+func (c *Commands) configSet(key, value string) manage.Result {
 	switch key {
 	case "mode":
 		_, sched := c.a.Mode()
 		m, err := wake.ParseMode(value)
 		if err != nil {
-			return mqtt.Failed("bad-value", "%v", err)
+			return manage.Failed("bad-value", "%v", err)
 		}
 		if m != wake.Sleep {
 			sched = time.Time{}
@@ -593,33 +594,33 @@ func (c *Commands) configSet(key, value string) mqtt.Result {
 		if value != "" {
 			var err error
 			if t, err = time.Parse(time.RFC3339, value); err != nil {
-				return mqtt.Failed("bad-value", "wakeAt wants an RFC 3339 time or \"\": %v", err)
+				return manage.Failed("bad-value", "wakeAt wants an RFC 3339 time or \"\": %v", err)
 			}
 		}
 		return c.setModeTo(wake.Sleep, t, key)
 	}
 	if _, ok := c.configValue(key); ok {
-		return mqtt.Failed("read-only", "%s comes from the agent's configuration file; change it there and restart the agent", key)
+		return manage.Failed("read-only", "%s comes from the agent's configuration file; change it there and restart the agent", key)
 	}
-	return mqtt.Failed("unknown-key", "no setting %q (known: %s)", key, strings.Join(configKeys, ", "))
+	return manage.Failed("unknown-key", "no setting %q (known: %s)", key, strings.Join(configKeys, ", "))
 }
 
-func (c *Commands) setModeTo(m wake.Mode, sched time.Time, key string) mqtt.Result {
+func (c *Commands) setModeTo(m wake.Mode, sched time.Time, key string) manage.Result {
 	if err := c.a.SetMode(m, sched); err != nil {
-		return mqtt.Failed("store", "%v", err)
+		return manage.Failed("store", "%v", err)
 	}
 	v, _ := c.configValue(key)
-	return mqtt.OK(map[string]any{"key": key, "value": v})
+	return manage.OK(map[string]any{"key": key, "value": v})
 }
 
 // reboot answers first and reboots after the reply was acknowledged and
 // the delay passed, so the operator learns that the command was taken.
-func (c *Commands) reboot(args *mqtt.RebootArgs) mqtt.Result {
+func (c *Commands) reboot(args *manage.RebootArgs) manage.Result {
 	if c.cfg.Reboot == nil {
-		return mqtt.Failed(mqtt.ReasonUnsupported, "this agent has no reboot configured")
+		return manage.Failed(manage.ReasonUnsupported, "this agent has no reboot configured")
 	}
 	delay := time.Duration(args.DelaySec) * time.Second
-	return mqtt.Result{Outcome: mqtt.OutcomeOK, Data: map[string]any{"rebootIn": delay.String()}, After: func() {
+	return manage.Result{Outcome: mqtt.OutcomeOK, Data: map[string]any{"rebootIn": delay.String()}, After: func() {
 		t := c.a.clock.NewTimer(delay)
 		<-t.C()
 		if err := c.cfg.Reboot(); err != nil {

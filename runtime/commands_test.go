@@ -15,6 +15,7 @@ import (
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/runtime"
 	"github.com/torpor-dev/torpor/runtime/deliver"
+	"github.com/torpor-dev/torpor/runtime/manage"
 	"github.com/torpor-dev/torpor/runtime/purpose"
 	"github.com/torpor-dev/torpor/runtime/runtimetest"
 	"github.com/torpor-dev/torpor/store/queue"
@@ -39,7 +40,7 @@ type cmdWorld struct {
 	broker  *mqtttest.Embedded
 	agent   *runtime.Agent
 	cmds    *runtime.Commands
-	op      *mqtt.Operator
+	op      *manage.Operator
 	witness *mqtttest.Witness
 	window  wake.Window
 	wakes   chan runtime.WakeReport
@@ -117,7 +118,7 @@ func newCmdWorldWith(t *testing.T, mode wake.Mode, opt func(w *cmdWorld, cfg *ru
 	w.agent.SetManagement(w.cmds)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
-	if w.op, err = mqtt.DialOperator(ctx, mqtt.OperatorConfig{Broker: w.broker.URL(), Key: w.opKey, Clock: w.clock}); err != nil {
+	if w.op, err = manage.DialOperator(ctx, manage.OperatorConfig{Broker: w.broker.URL(), Key: w.opKey, Clock: w.clock}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { w.op.Close(context.Background()) })
@@ -193,8 +194,8 @@ func (w *cmdWorld) command(op string, args any) mqtt.Reply {
 
 func (w *cmdWorld) send(op string, args any) string {
 	w.t.Helper()
-	w.seq = mqtt.NextSeq(w.seq, w.clock.Now())
-	s, err := w.op.Send(w.ctx(), "pi-7", mqtt.CommandSpec{Device: w.key.DID(), Seq: w.seq, Op: op, Args: args}, false)
+	w.seq = manage.NextSeq(w.seq, w.clock.Now())
+	s, err := w.op.Send(w.ctx(), "pi-7", manage.CommandSpec{Device: w.key.DID(), Seq: w.seq, Op: op, Args: args}, false)
 	if err != nil {
 		w.t.Fatal(err)
 	}
@@ -255,7 +256,7 @@ func TestSetModeOverMQTTChangesWhatTheRelayTellsSenders(t *testing.T) {
 		t.Fatalf("sender while asleep: %d Retry-After %d, want 503 with a Retry-After", code, ra)
 	}
 
-	id := w.send(mqtt.OpSetMode, &mqtt.SetModeArgs{Mode: "always_on"})
+	id := w.send(manage.OpSetMode, &manage.SetModeArgs{Mode: "always_on"})
 	w.clock.Set(start) // the window opens: the agent wakes and takes the command
 	if r := w.reply(id); r.Outcome != mqtt.OutcomeOK {
 		t.Fatalf("set-mode reply = %+v", r)
@@ -279,11 +280,11 @@ func TestOperatorCommandsOnTheAgent(t *testing.T) {
 	w.run()
 	w.awaitStatus(func(s mqtt.Status) bool { return s.State == mqtt.StateAwake })
 
-	if r := w.command(mqtt.OpHalt, &mqtt.NoteArgs{Note: "maintenance"}); r.Outcome != mqtt.OutcomeOK {
+	if r := w.command(manage.OpHalt, &manage.NoteArgs{Note: "maintenance"}); r.Outcome != mqtt.OutcomeOK {
 		t.Fatalf("halt: %+v", r)
 	}
 	w.awaitStatus(func(s mqtt.Status) bool { return s.Halted })
-	r := w.command(mqtt.OpStatus, nil)
+	r := w.command(manage.OpStatus, nil)
 	var rep struct {
 		Status mqtt.Status
 		Halt   struct{ Halted bool }
@@ -292,7 +293,7 @@ func TestOperatorCommandsOnTheAgent(t *testing.T) {
 	if err := json.Unmarshal(r.Result, &rep); err != nil || !rep.Halt.Halted || rep.Status.Mode != "always_on" {
 		t.Fatalf("status result %s: %v", r.Result, err)
 	}
-	if r := w.command(mqtt.OpResume, &mqtt.NoteArgs{}); r.Outcome != mqtt.OutcomeOK || string(r.Result) != `{"halted":false,"ran":0}` {
+	if r := w.command(manage.OpResume, &manage.NoteArgs{}); r.Outcome != mqtt.OutcomeOK || string(r.Result) != `{"halted":false,"ran":0}` {
 		t.Fatalf("resume: %+v", r)
 	}
 	tests := []struct {
@@ -302,14 +303,14 @@ func TestOperatorCommandsOnTheAgent(t *testing.T) {
 		reason  string
 		result  string
 	}{
-		{mqtt.OpConfigGet, &mqtt.ConfigArgs{Key: "mode"}, mqtt.OutcomeOK, "", `{"key":"mode","value":"always_on"}`},
-		{mqtt.OpConfigSet, &mqtt.ConfigArgs{Key: "owner", Value: ptrTo("did:key:x")}, mqtt.OutcomeFailed, "read-only", ""},
-		{mqtt.OpConfigGet, &mqtt.ConfigArgs{Key: "colour"}, mqtt.OutcomeFailed, "unknown-key", ""},
-		{mqtt.OpReconcile, &mqtt.ReconcileArgs{Key: "nobody k1", Happened: true}, mqtt.OutcomeFailed, "no-key", ""},
-		{mqtt.OpConfirm, &mqtt.HoldArgs{Hold: "nobody k1"}, mqtt.OutcomeFailed, "no-hold", ""},
-		{mqtt.OpRotateKeys, nil, mqtt.OutcomeFailed, mqtt.ReasonUnsupported, ""},
-		{mqtt.OpReboot, &mqtt.RebootArgs{}, mqtt.OutcomeFailed, mqtt.ReasonUnsupported, ""},
-		{mqtt.OpWakeNow, &mqtt.WakeNowArgs{}, mqtt.OutcomeOK, "", `{"awake":true}`},
+		{manage.OpConfigGet, &manage.ConfigArgs{Key: "mode"}, mqtt.OutcomeOK, "", `{"key":"mode","value":"always_on"}`},
+		{manage.OpConfigSet, &manage.ConfigArgs{Key: "owner", Value: ptrTo("did:key:x")}, mqtt.OutcomeFailed, "read-only", ""},
+		{manage.OpConfigGet, &manage.ConfigArgs{Key: "colour"}, mqtt.OutcomeFailed, "unknown-key", ""},
+		{manage.OpReconcile, &manage.ReconcileArgs{Key: "nobody k1", Happened: true}, mqtt.OutcomeFailed, "no-key", ""},
+		{manage.OpConfirm, &manage.HoldArgs{Hold: "nobody k1"}, mqtt.OutcomeFailed, "no-hold", ""},
+		{manage.OpRotateKeys, nil, mqtt.OutcomeFailed, manage.ReasonUnsupported, ""},
+		{manage.OpReboot, &manage.RebootArgs{}, mqtt.OutcomeFailed, manage.ReasonUnsupported, ""},
+		{manage.OpWakeNow, &manage.WakeNowArgs{}, mqtt.OutcomeOK, "", `{"awake":true}`},
 	}
 	for _, tt := range tests {
 		r := w.command(tt.op, tt.args)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/torpor-dev/torpor/runtime"
 	"github.com/torpor-dev/torpor/runtime/drain"
+	"github.com/torpor-dev/torpor/runtime/manage"
 	"github.com/torpor-dev/torpor/session"
 	"github.com/torpor-dev/torpor/session/agent"
 	"github.com/torpor-dev/torpor/transport/link"
@@ -72,7 +73,7 @@ func TestRefillKeyPackagesOverMQTT(t *testing.T) {
 		t.Fatalf("boot wake: %+v", boot) // publishes the pool of DefaultPoolSize
 	}
 	start, end := w.window.Next(cmdStart)
-	id := w.send(mqtt.OpRefillKeyPackages, &mqtt.RefillArgs{Count: count})
+	id := w.send(manage.OpRefillKeyPackages, &manage.RefillArgs{Count: count})
 	w.clock.Set(start)
 	r := w.reply(id)
 	if want := `{"unpublished":4}`; r.Outcome != mqtt.OutcomeOK || string(r.Result) != want {
@@ -124,7 +125,7 @@ func TestRefillKeyPackagesAlwaysOn(t *testing.T) {
 		t.Fatalf("the wake published %d KeyPackages, want the pool of %d", len(st.KeyPackages), session.DefaultPoolSize)
 	}
 	w.awaitStatus(func(s mqtt.Status) bool { return s.State == mqtt.StateAwake })
-	if r := w.command(mqtt.OpRefillKeyPackages, &mqtt.RefillArgs{Count: count}); r.Outcome != mqtt.OutcomeOK || string(r.Result) != `{"unpublished":4}` {
+	if r := w.command(manage.OpRefillKeyPackages, &manage.RefillArgs{Count: count}); r.Outcome != mqtt.OutcomeOK || string(r.Result) != `{"unpublished":4}` {
 		t.Fatalf("refill-keypackages %d = %+v %s, want ok with 4 unpublished", count, r, r.Result)
 	}
 	w.clock.Advance(runtime.PulseInterval)

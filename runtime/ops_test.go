@@ -17,6 +17,7 @@ import (
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/governed"
 	"github.com/torpor-dev/torpor/runtime"
+	"github.com/torpor-dev/torpor/runtime/manage"
 	"github.com/torpor-dev/torpor/runtime/pulse"
 	"github.com/torpor-dev/torpor/runtime/runtimetest"
 	"github.com/torpor-dev/torpor/session/sender"
@@ -269,7 +270,7 @@ func TestWindowAndWakeNowOverMQTT(t *testing.T) {
 	w.run()
 	w.nextWake() // boot
 	start, _ := w.window.Next(cmdStart)
-	id := w.send(mqtt.OpSetMode, &mqtt.SetModeArgs{Mode: "hourly_wake", WindowSec: ptrTo(int64(600)), OffsetSec: ptrTo(int64(0))})
+	id := w.send(manage.OpSetMode, &manage.SetModeArgs{Mode: "hourly_wake", WindowSec: ptrTo(int64(600)), OffsetSec: ptrTo(int64(0))})
 	w.clock.Set(start)
 	r := w.reply(id)
 	var res struct{ Window mqtt.Window }
@@ -282,12 +283,12 @@ func TestWindowAndWakeNowOverMQTT(t *testing.T) {
 	w.nextWake() // the wake ends on the change and the agent re-plans into the longer window
 	w.waitPhase(runtime.PhasePublish)
 	now := w.clock.Now()
-	r = w.command(mqtt.OpWakeNow, &mqtt.WakeNowArgs{ForSec: 3600})
+	r = w.command(manage.OpWakeNow, &manage.WakeNowArgs{ForSec: 3600})
 	var wn struct{ Until time.Time }
 	if r.Outcome != mqtt.OutcomeOK || json.Unmarshal(r.Result, &wn) != nil || !wn.Until.Equal(now.Add(time.Hour)) {
 		t.Fatalf("wake-now = %+v %s; want awake until %v", r, r.Result, now.Add(time.Hour))
 	}
-	r = w.command(mqtt.OpDrain, nil)
+	r = w.command(manage.OpDrain, nil)
 	if r.Outcome != mqtt.OutcomeOK {
 		t.Fatalf("drain = %+v", r)
 	}
@@ -301,7 +302,7 @@ func TestRebootOverMQTT(t *testing.T) {
 	})
 	w.run()
 	w.awaitStatus(func(s mqtt.Status) bool { return s.State == mqtt.StateAwake })
-	if r := w.command(mqtt.OpReboot, &mqtt.RebootArgs{}); r.Outcome != mqtt.OutcomeOK {
+	if r := w.command(manage.OpReboot, &manage.RebootArgs{}); r.Outcome != mqtt.OutcomeOK {
 		t.Fatalf("reboot = %+v", r)
 	}
 	err := <-w.done
@@ -326,7 +327,7 @@ func TestRotateKeysOverMQTT(t *testing.T) {
 	})
 	w.run()
 	w.awaitStatus(func(s mqtt.Status) bool { return s.State == mqtt.StateAwake })
-	r := w.command(mqtt.OpRotateKeys, nil)
+	r := w.command(manage.OpRotateKeys, nil)
 	var res struct {
 		Old, New string
 		Handover json.RawMessage

@@ -19,6 +19,7 @@ import (
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/runtime"
 	"github.com/torpor-dev/torpor/runtime/deliver"
+	"github.com/torpor-dev/torpor/runtime/manage"
 	"github.com/torpor-dev/torpor/runtime/purpose"
 	"github.com/torpor-dev/torpor/runtime/runtimetest"
 	"github.com/torpor-dev/torpor/store/queue"
@@ -48,7 +49,7 @@ type world struct {
 	broker  mqtttest.Broker
 	agent   *runtime.Agent
 	cmds    *runtime.Commands
-	op      *mq.Operator
+	op      *manage.Operator
 	witness *mqtttest.Witness
 	window  wake.Window
 	start   time.Time
@@ -140,7 +141,7 @@ func newWorld(t *testing.T, b mqtttest.Broker, mode wake.Mode) *world {
 		Operators: []did.DID{w.opKey.DID()}, Logger: testLogger(t)}); err != nil {
 		t.Fatal(err)
 	}
-	if w.op, err = mq.DialOperator(ctxT(t), mq.OperatorConfig{Broker: b.URL(), Key: w.opKey, Clock: w.clock}); err != nil {
+	if w.op, err = manage.DialOperator(ctxT(t), manage.OperatorConfig{Broker: b.URL(), Key: w.opKey, Clock: w.clock}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { w.op.Close(context.Background()) })
@@ -203,8 +204,8 @@ func (w *world) status(ok func(mq.Status) bool) mq.Status {
 
 func (w *world) send(op string, args any) string {
 	w.t.Helper()
-	w.seq = mq.NextSeq(w.seq, w.clock.Now())
-	s, err := w.op.Send(ctxT(w.t), name, mq.CommandSpec{Device: w.key.DID(), Seq: w.seq, Op: op, Args: args}, false)
+	w.seq = manage.NextSeq(w.seq, w.clock.Now())
+	s, err := w.op.Send(ctxT(w.t), name, manage.CommandSpec{Device: w.key.DID(), Seq: w.seq, Op: op, Args: args}, false)
 	if err != nil {
 		w.t.Fatal(err)
 	}
@@ -264,7 +265,7 @@ func TestSetModeChangesWhatTheRelayTellsSenders(t *testing.T) {
 		if code != http.StatusServiceUnavailable || at.Before(start) || !at.Before(end) {
 			t.Fatalf("while asleep: %d, Retry-After %ds; want 503 into [%v, %v)", code, ra, start, end)
 		}
-		id := w.send(mq.OpSetMode, &mq.SetModeArgs{Mode: "always_on"})
+		id := w.send(manage.OpSetMode, &manage.SetModeArgs{Mode: "always_on"})
 		w.clock.Set(start)
 		if r := w.reply(id); r.Outcome != mq.OutcomeOK {
 			t.Fatalf("set-mode always_on: %+v", r)
@@ -276,7 +277,7 @@ func TestSetModeChangesWhatTheRelayTellsSenders(t *testing.T) {
 		}
 
 		wakeAt := w.clock.Now().Add(2 * time.Hour).Truncate(time.Second)
-		id = w.send(mq.OpSetMode, &mq.SetModeArgs{Mode: "sleep", WakeAt: &wakeAt})
+		id = w.send(manage.OpSetMode, &manage.SetModeArgs{Mode: "sleep", WakeAt: &wakeAt})
 		if r := w.reply(id); r.Outcome != mq.OutcomeOK {
 			t.Fatalf("set-mode sleep: %+v", r)
 		}
@@ -310,7 +311,7 @@ func TestHeldActionConfirmedOverMQTT(t *testing.T) {
 		if code, _ := w.post("action:open-valve", map[string]any{"idempotencyKey": "valve-7"}); code != http.StatusOK {
 			t.Fatalf("posting the action: %d", code)
 		}
-		r := w.reply(w.send(mq.OpStatus, nil))
+		r := w.reply(w.send(manage.OpStatus, nil))
 		var rep struct {
 			Holds []struct{ Key, Purpose string }
 		}
@@ -320,7 +321,7 @@ func TestHeldActionConfirmedOverMQTT(t *testing.T) {
 		if got := w.sink.purposes(); len(got) != 0 {
 			t.Fatalf("the action ran before it was confirmed: %v", got)
 		}
-		c := w.reply(w.send(mq.OpConfirm, &mq.HoldArgs{Hold: rep.Holds[0].Key}))
+		c := w.reply(w.send(manage.OpConfirm, &manage.HoldArgs{Hold: rep.Holds[0].Key}))
 		if c.Outcome != mq.OutcomeOK {
 			t.Fatalf("confirm: %+v", c)
 		}
@@ -328,7 +329,7 @@ func TestHeldActionConfirmedOverMQTT(t *testing.T) {
 			t.Errorf("delivered %v, want the action once", got)
 		}
 		// Confirming again finds nothing held: the action cannot run twice.
-		if again := w.reply(w.send(mq.OpConfirm, &mq.HoldArgs{Hold: rep.Holds[0].Key})); again.Outcome != mq.OutcomeFailed || again.Reason != "no-hold" {
+		if again := w.reply(w.send(manage.OpConfirm, &manage.HoldArgs{Hold: rep.Holds[0].Key})); again.Outcome != mq.OutcomeFailed || again.Reason != "no-hold" {
 			t.Errorf("second confirm: %+v", again)
 		}
 	})

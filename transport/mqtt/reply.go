@@ -28,45 +28,21 @@ const (
 	OutcomeIndeterminate Outcome = "indeterminate"
 )
 
-// Rejection reasons, besides the receiver-check reasons of package governed
-// (malformed, signature-invalid, signature-not-by-issuer, expired, replay,
-// purpose-not-permitted), which a reply carries as their String.
+// ReasonUnsupportedContentType rejects a message whose MQTT content type
+// is neither JSON nor CBOR. The other rejection reasons are the
+// receiver-check reasons of package governed and those of runtime/manage.
+const ReasonUnsupportedContentType = "unsupported-content-type"
+
+// Purposes and schemas of the Governed Objects a device publishes.
 const (
-	ReasonOperatorNotAllowed     = "operator-not-allowed"
-	ReasonWrongDevice            = "wrong-device"
-	ReasonOutOfSequence          = "out-of-sequence"
-	ReasonBadCommand             = "bad-command"
-	ReasonUnsupportedContentType = "unsupported-content-type"
-	// ReasonUnsupported is the failure reason of a command the device
-	// cannot carry out (no such capability, or the wake source does not
-	// allow it).
-	ReasonUnsupported = "unsupported"
+	PurposeReply  = "torpor:command-reply"
+	PurposeStatus = "torpor:status"
+	PurposeEvent  = "torpor:event"
+
+	SchemaReply  = "https://torpor.dev/schemas/mqtt/reply/v1"
+	SchemaStatus = "https://torpor.dev/schemas/mqtt/status/v1"
+	SchemaEvent  = "https://torpor.dev/schemas/mqtt/event/v1"
 )
-
-// Result is what Device.Execute reports.
-type Result struct {
-	// Outcome is OutcomeOK or OutcomeFailed.
-	Outcome Outcome
-	// Reason is a short machine reason for a failure, such as
-	// "unsupported" or "no-hold".
-	Reason string
-	// Detail is a human-readable explanation.
-	Detail string
-	// Data is the operation's result, marshalled with encoding/json into
-	// the reply's result member.
-	Data any
-	// After, when set, runs once the reply is on its way and the command
-	// acknowledged (reboot uses it, so that the reply is not lost).
-	After func()
-}
-
-// OK returns a successful Result carrying data.
-func OK(data any) Result { return Result{Outcome: OutcomeOK, Data: data} }
-
-// Failed returns a failed Result.
-func Failed(reason, format string, args ...any) Result {
-	return Result{Outcome: OutcomeFailed, Reason: reason, Detail: fmt.Sprintf(format, args...)}
-}
 
 // Reply is the payload of a reply object: the answer to one command.
 type Reply struct {

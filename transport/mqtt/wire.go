@@ -229,3 +229,10 @@ func truncate(s string) string {
 	}
 	return s
 }
+
+// Encode returns the payload and MQTT content type that carry the JSON
+// object j, as CBOR when asCBOR is set.
+func Encode(j []byte, asCBOR bool) (payload []byte, ct string, err error) {
+	payload, err = encodePayload(j, asCBOR)
+	return payload, contentType(asCBOR), err
+}

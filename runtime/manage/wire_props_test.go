@@ -1,4 +1,4 @@
-package mqtt_test
+package manage_test
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/eclipse/paho.golang/packets"
 
+	"github.com/torpor-dev/torpor/runtime/manage"
 	"github.com/torpor-dev/torpor/transport/mqtt"
 	"github.com/torpor-dev/torpor/transport/mqtt/mqtttest"
 )
@@ -30,12 +31,12 @@ func TestWireProperties(t *testing.T) {
 	h := newHarness(t, b)
 	h.deviceURL, h.operatorURL = devProxy.URL(), opProxy.URL()
 	const sessionExpiry = 72 * time.Hour
-	h.cfgHooks = append(h.cfgHooks, func(c *mqtt.Config) { c.SessionExpiry = sessionExpiry })
+	h.cfgHooks = append(h.cfgHooks, func(c *manage.Config) { c.SessionExpiry = sessionExpiry })
 	h.wake()
 
 	const ttl = 90 * time.Minute
-	h.lastSeq = mqtt.NextSeq(h.lastSeq, h.clk.Now())
-	sent := h.sendSpec(mqtt.CommandSpec{Device: h.devKey.DID(), Seq: h.lastSeq, Op: mqtt.OpStatus, TTL: ttl}, false)
+	h.lastSeq = manage.NextSeq(h.lastSeq, h.clk.Now())
+	sent := h.sendSpec(manage.CommandSpec{Device: h.devKey.DID(), Seq: h.lastSeq, Op: manage.OpStatus, TTL: ttl}, false)
 	if r := h.reply(sent.Object.ID); r.Outcome != mqtt.OutcomeOK {
 		t.Fatalf("status reply: %+v", r)
 	}

@@ -1,4 +1,4 @@
-package mqtt_test
+package manage_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/governed"
+	"github.com/torpor-dev/torpor/runtime/manage"
 	"github.com/torpor-dev/torpor/transport/mqtt"
 	"github.com/torpor-dev/torpor/transport/mqtt/mqtttest"
 )
@@ -48,12 +49,12 @@ func TestRejectedCommandsAreReported(t *testing.T) {
 
 	// A valid command first: it runs, and sets the operator's last
 	// sequence number to 1000.
-	ok := h.sendSpec(mqtt.CommandSpec{Device: dev, Seq: 1000, Op: mqtt.OpStatus}, false)
+	ok := h.sendSpec(manage.CommandSpec{Device: dev, Seq: 1000, Op: manage.OpStatus}, false)
 	if r := h.reply(ok.Object.ID); r.Outcome != mqtt.OutcomeOK {
 		t.Fatalf("valid command: %+v", r)
 	}
 
-	sign := func(k *did.PrivateKey, spec mqtt.CommandSpec) *governed.Object {
+	sign := func(k *did.PrivateKey, spec manage.CommandSpec) *governed.Object {
 		t.Helper()
 		if spec.IssuedAt.IsZero() {
 			spec.IssuedAt = h.clk.Now()
@@ -61,7 +62,7 @@ func TestRejectedCommandsAreReported(t *testing.T) {
 		if spec.Device.IsZero() {
 			spec.Device = dev
 		}
-		o, err := mqtt.SignCommand(k, spec)
+		o, err := manage.SignCommand(k, spec)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -75,15 +76,15 @@ func TestRejectedCommandsAreReported(t *testing.T) {
 		return o.ID
 	}
 	forged := func() string {
-		o := sign(h.opKey, mqtt.CommandSpec{Seq: 2000, Op: mqtt.OpReboot})
+		o := sign(h.opKey, manage.CommandSpec{Seq: 2000, Op: manage.OpReboot})
 		j, _ := o.MarshalJSON()
 		j = []byte(strings.Replace(string(j), `"op":"reboot"`, `"op":"status"`, 1))
 		rawPublish(t, h.broker.URL(), h.client.Topics().Command(), j, "", []byte(o.ID))
 		return o.ID
 	}
 	badOp := func() string {
-		o, err := governed.Sign(h.opKey, governed.Template{IssuedAt: h.clk.Now(), Semantic: governed.Semantic{Schema: mqtt.SchemaCommand},
-			Payload: map[string]any{"device": dev.String(), "seq": 3000, "op": "format-disk"}, Purpose: mqtt.PurposeCommand, TTL: time.Hour})
+		o, err := governed.Sign(h.opKey, governed.Template{IssuedAt: h.clk.Now(), Semantic: governed.Semantic{Schema: manage.SchemaCommand},
+			Payload: map[string]any{"device": dev.String(), "seq": 3000, "op": "format-disk"}, Purpose: manage.PurposeCommand, TTL: time.Hour})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -95,28 +96,28 @@ func TestRejectedCommandsAreReported(t *testing.T) {
 		outcome mqtt.Outcome
 		reason  string
 	}{
-		{"unknown key", func() string { return publish(sign(stranger, mqtt.CommandSpec{Seq: 5000, Op: mqtt.OpHalt})) },
-			mqtt.OutcomeRejected, mqtt.ReasonOperatorNotAllowed},
+		{"unknown key", func() string { return publish(sign(stranger, manage.CommandSpec{Seq: 5000, Op: manage.OpHalt})) },
+			mqtt.OutcomeRejected, manage.ReasonOperatorNotAllowed},
 		{"replayed", func() string { return publish(ok.Object) }, mqtt.OutcomeRejected, "replay"},
-		{"out of sequence", func() string { return publish(sign(h.opKey, mqtt.CommandSpec{Seq: 1000, Op: mqtt.OpHalt})) },
-			mqtt.OutcomeRejected, mqtt.ReasonOutOfSequence},
+		{"out of sequence", func() string { return publish(sign(h.opKey, manage.CommandSpec{Seq: 1000, Op: manage.OpHalt})) },
+			mqtt.OutcomeRejected, manage.ReasonOutOfSequence},
 		{"expired", func() string {
 			// The operator's client refuses to publish it; a broker that
 			// held it too long, or anyone, can.
-			o := sign(h.opKey, mqtt.CommandSpec{Seq: 6000, Op: mqtt.OpHalt, IssuedAt: h.clk.Now().Add(-2 * time.Hour), TTL: time.Hour})
+			o := sign(h.opKey, manage.CommandSpec{Seq: 6000, Op: manage.OpHalt, IssuedAt: h.clk.Now().Add(-2 * time.Hour), TTL: time.Hour})
 			j, _ := o.MarshalJSON()
 			rawPublish(t, h.broker.URL(), h.client.Topics().Command(), j, mqtt.ContentTypeJSON, []byte(o.ID))
 			return o.ID
 		}, mqtt.OutcomeRejected, "expired"},
 		{"wrong device", func() string {
-			return publish(sign(h.opKey, mqtt.CommandSpec{Device: stranger.DID(), Seq: 7000, Op: mqtt.OpHalt}))
+			return publish(sign(h.opKey, manage.CommandSpec{Device: stranger.DID(), Seq: 7000, Op: manage.OpHalt}))
 		},
-			mqtt.OutcomeRejected, mqtt.ReasonWrongDevice},
+			mqtt.OutcomeRejected, manage.ReasonWrongDevice},
 		{"forged", forged, mqtt.OutcomeRejected, "signature-invalid"},
-		{"unknown op", badOp, mqtt.OutcomeRejected, mqtt.ReasonBadCommand},
+		{"unknown op", badOp, mqtt.OutcomeRejected, manage.ReasonBadCommand},
 		{"too long a lifetime", func() string {
-			return publish(sign(h.opKey, mqtt.CommandSpec{Seq: 8000, Op: mqtt.OpHalt, TTL: 365 * 24 * time.Hour}))
-		}, mqtt.OutcomeRejected, mqtt.ReasonBadCommand},
+			return publish(sign(h.opKey, manage.CommandSpec{Seq: 8000, Op: manage.OpHalt, TTL: 365 * 24 * time.Hour}))
+		}, mqtt.OutcomeRejected, manage.ReasonBadCommand},
 		{"content type", func() string {
 			rawPublish(t, h.broker.URL(), h.client.Topics().Command(), []byte("halt!"), "text/plain", []byte("cmd-text"))
 			return "cmd-text"
@@ -142,25 +143,25 @@ func TestRejectedCommandsAreReported(t *testing.T) {
 		t.Errorf("the device executed %d commands, want only the valid one", len(got))
 	}
 	st := h.client.Stats()
-	if st.Accepted != 1 || st.Rejected[mqtt.ReasonOperatorNotAllowed] != 1 || st.Rejected["replay"] != 1 {
+	if st.Accepted != 1 || st.Rejected[manage.ReasonOperatorNotAllowed] != 1 || st.Rejected["replay"] != 1 {
 		t.Errorf("stats = %+v", st)
 	}
 	// The rejections left no trace: the last accepted sequence number is
 	// still the valid command's.
-	if seq, err := mqtt.LastSeq(h.state.DB, h.opKey.DID()); err != nil || seq != 1000 {
+	if seq, err := manage.LastSeq(h.state.DB, h.opKey.DID()); err != nil || seq != 1000 {
 		t.Errorf("LastSeq = %d, %v; want 1000", seq, err)
 	}
 }
 
 func TestRejectionRateLimit(t *testing.T) {
 	h := newHarness(t, mqtttest.StartEmbedded(t, nil))
-	h.cfgHooks = append(h.cfgHooks, func(c *mqtt.Config) { c.RejectionsPerMinute = 2 })
+	h.cfgHooks = append(h.cfgHooks, func(c *manage.Config) { c.RejectionsPerMinute = 2 })
 	h.wake()
 	op := h.operator()
 	stranger := mustKey(t)
 	var ids []string
 	for i := range 4 {
-		o, err := mqtt.SignCommand(stranger, mqtt.CommandSpec{Device: h.devKey.DID(), Seq: uint64(i + 1), Op: mqtt.OpStatus, IssuedAt: h.clk.Now()})
+		o, err := manage.SignCommand(stranger, manage.CommandSpec{Device: h.devKey.DID(), Seq: uint64(i + 1), Op: manage.OpStatus, IssuedAt: h.clk.Now()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -175,17 +176,17 @@ func TestRejectionRateLimit(t *testing.T) {
 	}
 	// A valid command is never rate-limited; its answer arrives after the
 	// suppressed rejections were processed (commands run in order).
-	valid := h.send(mqtt.OpStatus, nil)
+	valid := h.send(manage.OpStatus, nil)
 	h.reply(valid.Object.ID)
 	if st := h.client.Stats(); st.Suppressed != 2 {
 		t.Errorf("Suppressed = %d, want 2", st.Suppressed)
 	}
 	h.clk.Advance(time.Minute)
-	o, _ := mqtt.SignCommand(stranger, mqtt.CommandSpec{Device: h.devKey.DID(), Seq: 9, Op: mqtt.OpStatus, IssuedAt: h.clk.Now()})
+	o, _ := manage.SignCommand(stranger, manage.CommandSpec{Device: h.devKey.DID(), Seq: 9, Op: manage.OpStatus, IssuedAt: h.clk.Now()})
 	if _, err := op.PublishCommand(ctxT(t), h.name, o, false); err != nil {
 		t.Fatal(err)
 	}
-	if r := h.reply(o.ID); r.Reason != mqtt.ReasonOperatorNotAllowed {
+	if r := h.reply(o.ID); r.Reason != manage.ReasonOperatorNotAllowed {
 		t.Errorf("after a minute, reply = %+v", r)
 	}
 }
@@ -193,19 +194,19 @@ func TestRejectionRateLimit(t *testing.T) {
 func TestCBORCommandGetsCBORReply(t *testing.T) {
 	h := newHarness(t, mqtttest.StartEmbedded(t, nil))
 	h.wake()
-	h.lastSeq = mqtt.NextSeq(h.lastSeq, h.clk.Now())
-	s := h.sendSpec(mqtt.CommandSpec{Device: h.devKey.DID(), Seq: h.lastSeq, Op: mqtt.OpConfigGet,
-		Args: &mqtt.ConfigArgs{Key: "mode"}}, true)
+	h.lastSeq = manage.NextSeq(h.lastSeq, h.clk.Now())
+	s := h.sendSpec(manage.CommandSpec{Device: h.devKey.DID(), Seq: h.lastSeq, Op: manage.OpConfigGet,
+		Args: &manage.ConfigArgs{Key: "mode"}}, true)
 	r := h.reply(s.Object.ID)
-	if r.Outcome != mqtt.OutcomeOK || r.Op != mqtt.OpConfigGet {
+	if r.Outcome != mqtt.OutcomeOK || r.Op != manage.OpConfigGet {
 		t.Fatalf("reply = %+v", r)
 	}
 	var res map[string]any
-	if err := json.Unmarshal(r.Result, &res); err != nil || res["op"] != mqtt.OpConfigGet {
+	if err := json.Unmarshal(r.Result, &res); err != nil || res["op"] != manage.OpConfigGet {
 		t.Errorf("result = %s, %v", r.Result, err)
 	}
 	got := h.dev.Executed()
-	if len(got) != 1 || got[0].Args.(*mqtt.ConfigArgs).Key != "mode" {
+	if len(got) != 1 || got[0].Args.(*manage.ConfigArgs).Key != "mode" {
 		t.Errorf("executed %+v", got)
 	}
 }

@@ -1,4 +1,4 @@
-package mqtt
+package manage
 
 import (
 	"encoding/binary"
@@ -14,28 +14,18 @@ import (
 	"github.com/torpor-dev/torpor/store"
 	"github.com/torpor-dev/torpor/store/ledger"
 	"github.com/torpor-dev/torpor/store/replay"
+	"github.com/torpor-dev/torpor/transport/mqtt"
 )
 
 // bucketSeq maps an operator DID to the sequence number of the last command
 // from that operator the device accepted (uint64 big-endian).
 var bucketSeq = []byte("mqtt-cmd-seq")
 
-// rejection is a command refused before it ran. Returned from a bbolt
-// transaction function, it rolls the transaction back: a refused command
-// leaves no trace in the replay cache, the sequence table or the ledger.
-type rejection struct {
-	outcome Outcome // OutcomeRejected or OutcomeIndeterminate
-	reason  string
-	detail  string
-}
-
-func (r *rejection) Error() string {
-	return "mqtt: command " + string(r.outcome) + " (" + r.reason + "): " + r.detail
-}
-
-func reject(reason, format string, args ...any) *rejection {
-	return &rejection{outcome: OutcomeRejected, reason: reason, detail: fmt.Sprintf(format, args...)}
-}
+// reject returns an mqtt.Rejection with outcome rejected. Returned from a
+// bbolt transaction function, it rolls the transaction back: a refused
+// command leaves no trace in the replay cache, the sequence table or the
+// ledger.
+var reject = mqtt.Reject
 
 // admitter decides whether a command may run. Its state is in the agent's
 // bbolt file: the replay cache, the ledger and the sequence table.
@@ -52,7 +42,7 @@ func newAdmitter(db *bolt.DB, rc *replay.Cache, l *ledger.Ledger, operators []di
 	a := &admitter{db: db, replay: rc, ledger: l, operators: map[string]bool{}, recv: recv, maxTTL: maxTTL}
 	for _, o := range operators {
 		if o.IsZero() {
-			return nil, errors.New("mqtt: zero DID in the operator allowlist")
+			return nil, errors.New("manage: zero DID in the operator allowlist")
 		}
 		a.operators[o.String()] = true
 	}
@@ -61,7 +51,7 @@ func newAdmitter(db *bolt.DB, rc *replay.Cache, l *ledger.Ledger, operators []di
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("mqtt: %w", store.Err(err))
+		return nil, fmt.Errorf("manage: %w", store.Err(err))
 	}
 	return a, nil
 }
@@ -83,8 +73,8 @@ func newAdmitter(db *bolt.DB, rc *replay.Cache, l *ledger.Ledger, operators []di
 //     completion leaves it indeterminate, not repeatable.
 //
 // The transaction commits only when all pass. A refused command returns a
-// *rejection; a store failure returns its error.
-// also, when not nil, runs in the same transaction once cmd passed.
+// *mqtt.Rejection; a store failure returns its error. also, when not nil,
+// runs in the same transaction once cmd passed.
 func (a *admitter) admit(self did.DID, o *governed.Object, also func(tx *bolt.Tx, cmd Command) error) (Command, error) {
 	var cmd Command
 	err := a.db.Update(func(tx *bolt.Tx) error {
@@ -154,12 +144,12 @@ func (a *admitter) replayed(tx *bolt.Tx, o *governed.Object) error {
 }
 
 // refusedKey maps a ledger entry that must not run again to a rejection.
-func refusedKey(ke *ledger.KeyError) *rejection {
+func refusedKey(ke *ledger.KeyError) *mqtt.Rejection {
 	e := ke.Entry
 	switch e.State {
 	case ledger.Indeterminate:
-		return &rejection{outcome: OutcomeIndeterminate, reason: "indeterminate",
-			detail: fmt.Sprintf("accepted at %s before a restart; it may or may not have taken effect; reconcile key %q", e.ReservedAt.Format(time.RFC3339), e.Key)}
+		return &mqtt.Rejection{Outcome: mqtt.OutcomeIndeterminate, Reason: "indeterminate",
+			Detail: fmt.Sprintf("accepted at %s before a restart; it may or may not have taken effect; reconcile key %q", e.ReservedAt.Format(time.RFC3339), e.Key)}
 	case ledger.Reserved:
 		return reject(governed.ReasonReplay.String(), "already running since %s", e.ReservedAt.Format(time.RFC3339))
 	case ledger.Completed:
@@ -174,7 +164,7 @@ func receiptOutcome(receipt []byte) string {
 	if err != nil {
 		return "outcome recorded"
 	}
-	var r Reply
+	var r mqtt.Reply
 	if json.Unmarshal(o.Payload, &r) != nil {
 		return "outcome recorded"
 	}
