@@ -41,7 +41,7 @@ if [ $# -gt 0 ]; then
 else
   pkgs=(./store/... ./wake/... ./boards/... ./did/... ./governed/... ./clock/... ./internal/atomicfile
     ./mls/... ./session/... ./runtime/... ./internal/canon ./transport/link ./transport/a2a ./transport/bearer
-    ./transport/mqtt)
+    ./transport/mqtt/...)
 fi
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/torpor-qemu-user.XXXXXX")
