@@ -147,7 +147,7 @@ func (a *Agent) open() error {
 		}
 		a.cfg.Sessions, a.cfg.KeyPackages = s, kp
 	}
-	pipe, err := OpenPipeline(db, a.cfg.pipelineConfig())
+	pipe, err := OpenPipeline(db, a.cfg.PipelineConfig)
 	if err != nil {
 		db.Close()
 		return err
@@ -203,14 +203,6 @@ func (a *Agent) restore() error {
 		}
 		return nil
 	})
-}
-
-func (c *Config) pipelineConfig() PipelineConfig {
-	return PipelineConfig{
-		Key: c.Key, Owner: c.Owner, Purposes: c.Purposes, Consequential: c.Consequential,
-		AllowPlaintext: c.AllowPlaintext, MaxLifetime: c.MaxLifetime, Routes: c.Routes,
-		Notify: c.Notify, Sessions: c.Sessions, Clock: c.Clock,
-	}
 }
 
 // Pipeline returns the agent's pipeline (nil before Run opened it).

@@ -104,11 +104,16 @@ func newWorld(t *testing.T, mode wake.Mode) *world {
 	w.window = wake.Window{Minute: wake.WakeMinute(w.key.DID().String()), Length: 5 * time.Minute}
 	router := []deliver.Route{{Pattern: "*", Name: "rec", Handler: w.rec}}
 	w.cfg = runtime.Config{
-		Key: w.key, DataDir: filepath.Join(dir, "agent"), RelayURL: w.srv.URL, Mode: mode,
-		WindowLength: w.window.Length, Purposes: purpose.Set{"comms:*"}, AllowPlaintext: true, Routes: router,
-		Clock: w.clock, Kernel: w.kernel, Rand: bytes.NewReader(make([]byte, 1<<16)),
-		OnWake:  func(r runtime.WakeReport) { w.wakes <- r },
-		OnPhase: func(p runtime.Phase) { w.phases <- p },
+		PipelineConfig: runtime.PipelineConfig{Key: w.key, Purposes: purpose.Set{"comms:*"}, AllowPlaintext: true, Routes: router, Clock: w.clock},
+		Hooks: runtime.Hooks{OnWake: func(r runtime.WakeReport) { w.wakes <- r },
+			OnPhase: func(p runtime.Phase) { w.phases <- p },
+		},
+		DataDir:      filepath.Join(dir, "agent"),
+		RelayURL:     w.srv.URL,
+		Mode:         mode,
+		WindowLength: w.window.Length,
+		Kernel:       w.kernel,
+		Rand:         bytes.NewReader(make([]byte, 1<<16)),
 	}
 	w.newAgent()
 	return w
@@ -390,7 +395,7 @@ func TestUnreachableRelayBacksOffInsideTheWindow(t *testing.T) {
 	w := newWorld(t, wake.HourlyWake)
 	var mu sync.Mutex
 	down, attempts, backingOff := true, 0, false
-	w.cfg.Dial = func(ctx context.Context, c link.Config) (runtime.Link, error) {
+	w.cfg.Hooks.Dial = func(ctx context.Context, c link.Config) (runtime.Link, error) {
 		mu.Lock()
 		attempts++
 		d := down

@@ -131,18 +131,21 @@ func newBenchWorld(b *testing.B, n int, mls bool) *benchWorld {
 		return deliver.Outcome{OK: true}, nil
 	})
 	bw.cfg = runtime.Config{
-		Key: key, DataDir: agentDir, RelayURL: bw.srv.URL, Mode: wake.AlwaysOn,
-		Purposes: purpose.Set{"comms:*"}, AllowPlaintext: !mls, BatchSize: 64,
+		PipelineConfig: runtime.PipelineConfig{Key: key, Purposes: purpose.Set{"comms:*"}, AllowPlaintext: !mls, Routes: []deliver.Route{{Pattern: "*", Name: "app", Handler: app}}},
+		Hooks: runtime.Hooks{OnWake: func(r runtime.WakeReport) { bw.wakes <- r },
+			OnPhase: func(p runtime.Phase) {
+				if p.Name == runtime.PhaseDrain {
+					bw.drains <- struct{}{}
+				}
+			},
+		},
+		DataDir:   agentDir,
+		RelayURL:  bw.srv.URL,
+		Mode:      wake.AlwaysOn,
+		BatchSize: 64,
 		OpenMLS: func(db *bolt.DB) (drain.Sessions, runtime.KeyPackages, error) {
 			s, err := session.New(session.Config{Key: key})
 			return agent.Sessions{S: s}, agent.KeyPackages{S: s, DB: db}, err
-		},
-		Routes: []deliver.Route{{Pattern: "*", Name: "app", Handler: app}},
-		OnWake: func(r runtime.WakeReport) { bw.wakes <- r },
-		OnPhase: func(p runtime.Phase) {
-			if p.Name == runtime.PhaseDrain {
-				bw.drains <- struct{}{}
-			}
 		},
 	}
 	return bw

@@ -69,10 +69,6 @@ type CommandsConfig struct {
 //	cmds, _ := runtime.NewCommands(a, ccfg)
 //	a.SetManagement(cmds)
 //	err := a.Run(ctx) // ends with cmds.Close: status offline
-//
-// (The hooks OnPhase and OnWake do the same from Config.OnPhase and
-// Config.OnWake, for callers wired before Management existed; OnWake then
-// blocks the agent's last hook.)
 type Commands struct {
 	a   *Agent
 	cfg CommandsConfig
@@ -126,16 +122,6 @@ func (c *Commands) Awake(context.Context) { c.start() }
 // unscaled clock (clock.Unscaled), or until ctx ends.
 func (c *Commands) Asleep(ctx context.Context, next time.Time) { c.sleep(ctx, next) }
 
-// OnPhase starts the MQTT client when a wake begins (at the first phase
-// that completes). It does not block. Chain it into Config.OnPhase, or use
-// Agent.SetManagement instead.
-func (c *Commands) OnPhase(p Phase) {
-	if c == nil || p.Name == PhaseAnnounce || p.Name == PhaseClose || p.Name == PhaseManagement {
-		return
-	}
-	c.start()
-}
-
 func (c *Commands) start() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -156,16 +142,6 @@ func (c *Commands) start() {
 		return
 	}
 	c.client = cl
-}
-
-// OnWake ends the MQTT session cleanly at the end of a wake, as Asleep
-// does, before the agent arms its wake source. Chain it into
-// Config.OnWake, or use Agent.SetManagement instead.
-func (c *Commands) OnWake(r WakeReport) {
-	if c == nil {
-		return
-	}
-	c.sleep(context.Background(), r.NextWake)
 }
 
 func (c *Commands) sleep(ctx context.Context, next time.Time) {

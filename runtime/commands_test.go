@@ -82,11 +82,8 @@ func newCmdWorldWith(t *testing.T, mode wake.Mode, opt func(w *cmdWorld, cfg *ru
 	w.broker = mqtttest.StartEmbedded(t, nil)
 	w.window = wake.Window{Minute: wake.WakeMinute(w.key.DID().String()), Length: 5 * time.Minute}
 	cfg := runtime.Config{
-		Key: w.key, DataDir: filepath.Join(dir, "agent"), RelayURL: w.srv.URL, Mode: mode,
-		WindowLength: w.window.Length, Purposes: purpose.Set{"comms:*", "action:*"}, Consequential: purpose.Set{"action:*"},
-		AllowPlaintext: true, Routes: []deliver.Route{{Pattern: "*", Name: "sink", Handler: cmdSink{}}},
-		Clock: w.clock, Kernel: waketest.NewKernelClock(time.Hour), Rand: bytes.NewReader(make([]byte, 1<<16)),
-		OnWake: func(r runtime.WakeReport) {
+		PipelineConfig: runtime.PipelineConfig{Key: w.key, Purposes: purpose.Set{"comms:*", "action:*"}, Consequential: purpose.Set{"action:*"}, AllowPlaintext: true, Routes: []deliver.Route{{Pattern: "*", Name: "sink", Handler: cmdSink{}}}, Clock: w.clock},
+		Hooks: runtime.Hooks{OnWake: func(r runtime.WakeReport) {
 			// Every phase of this wake was reported before: forget them,
 			// so waitPhase sees only the next wake's.
 			for len(w.phases) > 0 {
@@ -94,12 +91,19 @@ func newCmdWorldWith(t *testing.T, mode wake.Mode, opt func(w *cmdWorld, cfg *ru
 			}
 			w.wakes <- r
 		},
-		OnPhase: func(p runtime.Phase) {
-			select {
-			case w.phases <- p:
-			default:
-			}
+			OnPhase: func(p runtime.Phase) {
+				select {
+				case w.phases <- p:
+				default:
+				}
+			},
 		},
+		DataDir:      filepath.Join(dir, "agent"),
+		RelayURL:     w.srv.URL,
+		Mode:         mode,
+		WindowLength: w.window.Length,
+		Kernel:       waketest.NewKernelClock(time.Hour),
+		Rand:         bytes.NewReader(make([]byte, 1<<16)),
 	}
 	cc := runtime.CommandsConfig{
 		Broker: w.broker.URL(), Name: "pi-7", Operators: []did.DID{w.opKey.DID()},

@@ -112,7 +112,7 @@ func TestRefillKeyPackagesAlwaysOn(t *testing.T) {
 	published := make(chan link.State, 16)
 	w := newCmdWorldWith(t, wake.AlwaysOn, func(w *cmdWorld, cfg *runtime.Config, cc *runtime.CommandsConfig) {
 		withMLSPool(w, cfg, cc)
-		cfg.Dial = func(ctx context.Context, c link.Config) (runtime.Link, error) {
+		cfg.Hooks.Dial = func(ctx context.Context, c link.Config) (runtime.Link, error) {
 			l, err := link.Dial(ctx, c)
 			if err != nil {
 				return nil, err

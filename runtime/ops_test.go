@@ -111,7 +111,7 @@ func (quietLink) Queued() <-chan uint64 { return nil }
 // which drains and delivers it and reports that drain.
 func TestDrainOnDemand(t *testing.T) {
 	w := newWorld(t, wake.HourlyWake)
-	w.cfg.Dial = func(ctx context.Context, c link.Config) (runtime.Link, error) {
+	w.cfg.Hooks.Dial = func(ctx context.Context, c link.Config) (runtime.Link, error) {
 		l, err := link.Dial(ctx, c)
 		if err != nil {
 			return nil, err
@@ -119,8 +119,8 @@ func TestDrainOnDemand(t *testing.T) {
 		return quietLink{l}, nil
 	}
 	extended := make(chan error, 1)
-	onPhase := w.cfg.OnPhase
-	w.cfg.OnPhase = func(p runtime.Phase) {
+	onPhase := w.cfg.Hooks.OnPhase
+	w.cfg.Hooks.OnPhase = func(p runtime.Phase) {
 		if p.Name == runtime.PhaseLink && len(extended) == 0 {
 			_, err := w.agent.Extend(t0.Add(30 * time.Minute))
 			extended <- err

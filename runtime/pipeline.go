@@ -19,20 +19,34 @@ import (
 	"github.com/torpor-dev/torpor/store/replay"
 )
 
-// PipelineConfig is what the receive side needs: a subset of Config, so
-// that tools (the conformance runner, torpor-agent's operator commands)
-// can assemble the agent's real pipeline without a relay.
+// PipelineConfig is what the receive side needs. Config embeds it, and
+// tools (the conformance runner, torpor-agent's operator commands)
+// assemble the agent's real pipeline from it without a relay.
 type PipelineConfig struct {
-	Key            *did.PrivateKey
-	Owner          did.DID
-	Purposes       purpose.Set
-	Consequential  purpose.Set
+	// Key is the agent's identity (did:key). Required.
+	Key *did.PrivateKey
+	// Owner is the DID whose signed policies and control objects the
+	// agent obeys (optional).
+	Owner did.DID
+	// Purposes are the purposes the agent accepts (draft Section 8.3).
+	Purposes purpose.Set
+	// Consequential are the purposes that never run without the owner's
+	// confirmation or policy (for example action:*).
+	Consequential purpose.Set
+	// AllowPlaintext accepts unencrypted Governed Objects.
 	AllowPlaintext bool
-	MaxLifetime    time.Duration
-	Routes         []deliver.Route
-	Notify         drain.NotifyMode
-	Sessions       drain.Sessions
-	Clock          clock.Clock
+	// MaxLifetime applies to objects that declare no expiry; zero means
+	// governed.DefaultMaxLifetime.
+	MaxLifetime time.Duration
+	// Routes hand accepted objects to the application, by purpose.
+	Routes []deliver.Route
+	// Notify is the notify mode of the hand-off.
+	Notify drain.NotifyMode
+	// Sessions opens MLS messages (package session); nil rejects MLS.
+	Sessions drain.Sessions
+	// Clock is the wall clock; nil means clock.Real. A clock.Scaled makes
+	// an hour pass in seconds (--time-scale).
+	Clock clock.Clock
 }
 
 // Pipeline is the agent's receive side on one bbolt file: the idempotency

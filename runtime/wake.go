@@ -119,7 +119,7 @@ type cause struct {
 func (a *Agent) wake(ctx context.Context, changed <-chan struct{}, mode wake.Mode, why cause, end time.Time, live bool) {
 	start := a.clock.Now()
 	w := &wakeRun{a: a, mode: mode, next: a.nextWake(end), end: end, sched: changed, isLive: live, kick: make(chan struct{}, 1),
-		ph:  &phases{clock: a.clock, start: start, onPhase: a.cfg.OnPhase},
+		ph:  &phases{clock: a.clock, start: start, onPhase: a.cfg.Hooks.OnPhase},
 		rep: &WakeReport{At: start.UTC(), Reason: why.reason, WakeDetail: why.detail, Mode: string(mode), End: end, Slept: why.slept}}
 	w.rep.NextWake = w.next
 	var cancel context.CancelFunc
@@ -611,7 +611,7 @@ func (an announcement) liveness() *a2a.Liveness {
 // ends (the window's end): a relay that cannot be reached costs only this
 // window, and the next one drains what is queued.
 func (a *Agent) dial(ctx context.Context, rep *WakeReport) (Link, error) {
-	dial := a.cfg.Dial
+	dial := a.cfg.Hooks.Dial
 	if dial == nil {
 		dial = func(ctx context.Context, c link.Config) (Link, error) { return link.Dial(ctx, c) }
 	}
@@ -646,7 +646,7 @@ func clockTimeout(ctx context.Context, c clock.Clock, d time.Duration) (context.
 }
 
 // record keeps the wake's report and the cycle state in bbolt, logs the
-// wake once and tells the OnWake hook.
+// wake once and tells the Hooks.OnWake hook.
 func (a *Agent) record(r *WakeReport) {
 	err := a.db.Update(func(tx *bolt.Tx) error {
 		c, err := loadCycle(tx)
@@ -664,8 +664,8 @@ func (a *Agent) record(r *WakeReport) {
 		a.log.Error("recording the wake", "err", err)
 	}
 	r.log(a.log)
-	if a.cfg.OnWake != nil {
-		a.cfg.OnWake(*r)
+	if a.cfg.Hooks.OnWake != nil {
+		a.cfg.Hooks.OnWake(*r)
 	}
 }
 

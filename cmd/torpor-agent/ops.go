@@ -114,11 +114,7 @@ func openPipeline(a *args) (*runtime.Pipeline, func(), error) {
 		b.Close()
 		return nil, nil, fmt.Errorf("%w (is torpor-agent running? stop it first)", err)
 	}
-	p, err := runtime.OpenPipeline(db, runtime.PipelineConfig{
-		Key: b.Config.Key, Owner: b.Config.Owner, Purposes: b.Config.Purposes, Consequential: b.Config.Consequential,
-		AllowPlaintext: b.Config.AllowPlaintext, MaxLifetime: b.Config.MaxLifetime, Routes: b.Config.Routes,
-		Notify: b.Config.Notify, Clock: b.Config.Clock,
-	})
+	p, err := runtime.OpenPipeline(db, b.Config.PipelineConfig)
 	if err != nil {
 		db.Close()
 		b.Close()

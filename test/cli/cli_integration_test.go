@@ -126,12 +126,14 @@ func startStack(ts *testscript.TestScript, opKeyFile string) {
 	key, err := did.Generate(nil)
 	ts.Check(err)
 	s := ts.Value("stack").(*stack)
-	var cmds *runtime.Commands
 	cfg := runtime.Config{
-		Key: key, DataDir: filepath.Join(dir, "agent"), RelayURL: srv.URL, Name: "cli-agent",
-		Mode: wake.AlwaysOn, WindowLength: 30 * time.Second,
-		Owner: op.DID(), Purposes: purpose.Set{"comms:*"}, AllowPlaintext: true,
-		Routes: []deliver.Route{{Pattern: "*", Name: "app", Handler: s}},
+		PipelineConfig: runtime.PipelineConfig{Key: key, Owner: op.DID(), Purposes: purpose.Set{"comms:*"}, AllowPlaintext: true,
+			Routes: []deliver.Route{{Pattern: "*", Name: "app", Handler: s}}},
+		DataDir:      filepath.Join(dir, "agent"),
+		RelayURL:     srv.URL,
+		Name:         "cli-agent",
+		Mode:         wake.AlwaysOn,
+		WindowLength: 30 * time.Second,
 		OpenMLS: func(db *bolt.DB) (drain.Sessions, runtime.KeyPackages, error) {
 			ss, err := session.New(session.Config{Key: key})
 			if err != nil {
@@ -141,14 +143,13 @@ func startStack(ts *testscript.TestScript, opKeyFile string) {
 		},
 		KeyPackageTarget: 4,
 		Logger:           log,
-		OnPhase:          func(p runtime.Phase) { cmds.OnPhase(p) },
-		OnWake:           func(rep runtime.WakeReport) { cmds.OnWake(rep) },
 	}
 	a, err := runtime.New(cfg)
 	ts.Check(err)
-	cmds, err = runtime.NewCommands(a, runtime.CommandsConfig{Broker: broker.URL(), Name: "cli-device",
+	cmds, err := runtime.NewCommands(a, runtime.CommandsConfig{Broker: broker.URL(), Name: "cli-device",
 		Operators: []did.DID{op.DID()}, Logger: log})
 	ts.Check(err)
+	a.SetManagement(cmds)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- a.Run(ctx) }()

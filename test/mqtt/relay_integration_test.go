@@ -115,24 +115,30 @@ func newWorld(t *testing.T, b mqtttest.Broker, mode wake.Mode) *world {
 		states.Close()
 	})
 	cfg := runtime.Config{
-		Key: w.key, DataDir: filepath.Join(dir, "agent"), RelayURL: w.srv.URL, Mode: mode, WindowLength: w.window.Length,
-		Owner: w.opKey.DID(), Purposes: purpose.Set{"comms:*", "action:*"}, Consequential: purpose.Set{"action:*"},
-		AllowPlaintext: true, Routes: []deliver.Route{{Pattern: "*", Name: "sink", Handler: w.sink}},
-		Clock: w.clock, Kernel: waketest.NewKernelClock(time.Hour), Rand: bytes.NewReader(make([]byte, 1<<16)), Logger: testLogger(t),
-		OnWake: func(r runtime.WakeReport) {
-			w.cmds.OnWake(r)
-			for len(w.phases) > 0 {
-				<-w.phases
-			}
-			w.wakes <- r
+		PipelineConfig: runtime.PipelineConfig{Key: w.key, Owner: w.opKey.DID(), Purposes: purpose.Set{"comms:*", "action:*"},
+			Consequential: purpose.Set{"action:*"}, AllowPlaintext: true,
+			Routes: []deliver.Route{{Pattern: "*", Name: "sink", Handler: w.sink}}, Clock: w.clock},
+		Hooks: runtime.Hooks{
+			OnWake: func(r runtime.WakeReport) {
+				for len(w.phases) > 0 {
+					<-w.phases
+				}
+				w.wakes <- r
+			},
+			OnPhase: func(p runtime.Phase) {
+				select {
+				case w.phases <- p:
+				default:
+				}
+			},
 		},
-		OnPhase: func(p runtime.Phase) {
-			w.cmds.OnPhase(p)
-			select {
-			case w.phases <- p:
-			default:
-			}
-		},
+		DataDir:      filepath.Join(dir, "agent"),
+		RelayURL:     w.srv.URL,
+		Mode:         mode,
+		WindowLength: w.window.Length,
+		Kernel:       waketest.NewKernelClock(time.Hour),
+		Rand:         bytes.NewReader(make([]byte, 1<<16)),
+		Logger:       testLogger(t),
 	}
 	if w.agent, err = runtime.New(cfg); err != nil {
 		t.Fatal(err)
@@ -141,6 +147,7 @@ func newWorld(t *testing.T, b mqtttest.Broker, mode wake.Mode) *world {
 		Operators: []did.DID{w.opKey.DID()}, Logger: testLogger(t)}); err != nil {
 		t.Fatal(err)
 	}
+	w.agent.SetManagement(w.cmds)
 	if w.op, err = manage.DialOperator(ctxT(t), manage.OperatorConfig{Broker: b.URL(), Key: w.opKey, Clock: w.clock}); err != nil {
 		t.Fatal(err)
 	}
