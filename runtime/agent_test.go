@@ -309,6 +309,19 @@ func TestHourlyWakeDrainsAtTheWindow(t *testing.T) {
 	if r.Slept.Suspended() != start.Sub(t0) {
 		t.Errorf("time suspended %v (CLOCK_BOOTTIME beyond CLOCK_MONOTONIC), want %v", r.Slept.Suspended(), start.Sub(t0))
 	}
+	checkWindowPhases(t, r, end.Sub(start))
+	if st, _ := w.queue.Stats(context.Background(), w.key.DID().String(), w.clock.Now()); st.Messages != 0 {
+		t.Errorf("relay still holds %d records", st.Messages)
+	}
+	checkRelayPulse(t, w, end)
+	w.shutdown()
+	checkGoroutines(t, before)
+}
+
+// checkWindowPhases checks that a window's wake measured every phase, and
+// that the live phase lasted until the window's end, length into it.
+func checkWindowPhases(t *testing.T, r runtime.WakeReport, length time.Duration) {
+	t.Helper()
 	for _, name := range []string{runtime.PhaseLink, runtime.PhasePulse, runtime.PhaseCard, runtime.PhasePublish, runtime.PhaseDrain, runtime.PhaseLive, runtime.PhaseAnnounce} {
 		found := false
 		for _, p := range r.Phases {
@@ -319,15 +332,16 @@ func TestHourlyWakeDrainsAtTheWindow(t *testing.T) {
 		}
 	}
 	for _, p := range r.Phases {
-		if p.Name == runtime.PhaseLive && p.Start+p.Duration != end.Sub(start) {
-			t.Errorf("live phase ends %v into the wake, want at the window's end %v (the clock decides, no fixed sleeps)", p.Start+p.Duration, end.Sub(start))
+		if p.Name == runtime.PhaseLive && p.Start+p.Duration != length {
+			t.Errorf("live phase ends %v into the wake, want at the window's end %v (the clock decides, no fixed sleeps)", p.Start+p.Duration, length)
 		}
 	}
-	if st, _ := w.queue.Stats(context.Background(), w.key.DID().String(), w.clock.Now()); st.Messages != 0 {
-		t.Errorf("relay still holds %d records", st.Messages)
-	}
-	// The relay shows the latest pulse next to the card: the second of the
-	// chain, announcing the next window.
+}
+
+// checkRelayPulse checks the pulse the relay shows next to the card: the
+// second of the chain, announcing the window after the one ending at end.
+func checkRelayPulse(t *testing.T, w *world, end time.Time) {
+	t.Helper()
 	resp, err := http.Get(w.srv.URL + "/a/" + w.key.DID().String() + "/pulse")
 	if err != nil {
 		t.Fatal(err)
@@ -339,12 +353,10 @@ func TestHourlyWakeDrainsAtTheWindow(t *testing.T) {
 	if err != nil || p.Seq != 2 || p.Agent != w.key.DID() || !p.NextWake.Equal(next) || p.Prev == "" {
 		t.Errorf("pulse at the relay: %+v, %v; want seq 2 by the agent announcing %v", p, err, next)
 	}
-	w.shutdown()
-	checkGoroutines(t, before)
 }
 
 // checkGoroutines fails when goroutines started by the test outlive it
-// (the agent's leak check, STYLE 51). Goroutine exit is asynchronous, so it
+// (the agent's leak check). Goroutine exit is asynchronous, so it
 // yields until the count settles.
 func checkGoroutines(t *testing.T, before int) {
 	t.Helper()

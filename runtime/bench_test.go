@@ -86,6 +86,22 @@ type benchWorld struct {
 	drains chan struct{}
 }
 
+// fill queues n messages of 4 KiB from alice to the agent to, each sealed by
+// seal.
+func (bw *benchWorld) fill(b *testing.B, n int, to did.DID, alice *did.PrivateKey, seal func([]byte) a2a.Part) {
+	b.Helper()
+	bounds := queue.DefaultBounds()
+	bounds.MaxMessages, bounds.MaxPerPeer, bounds.MaxBytes = n+16, n+16, 64<<20
+	payload := map[string]any{"text": string(bytes.Repeat([]byte("x"), 4<<10))}
+	for range n {
+		obj := runtimetest.Object(b, alice, "comms:message", time.Now().Add(-time.Minute), time.Hour, payload)
+		r := queue.Record{Agent: to.String(), From: alice.DID().String(), Body: runtimetest.Body(b, seal(obj))}
+		if _, err := bw.queue.Enqueue(context.Background(), r, bounds, time.Now()); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 func newBenchWorld(b *testing.B, n int, mls bool) *benchWorld {
 	b.Helper()
 	dir := b.TempDir()
@@ -104,16 +120,7 @@ func newBenchWorld(b *testing.B, n int, mls bool) *benchWorld {
 	if mls {
 		seal = bw.session(b, key, alice, agentDir, filepath.Join(dir, "alice"))
 	}
-	bounds := queue.DefaultBounds()
-	bounds.MaxMessages, bounds.MaxPerPeer, bounds.MaxBytes = n+16, n+16, 64<<20
-	payload := map[string]any{"text": string(bytes.Repeat([]byte("x"), 4<<10))}
-	for range n {
-		obj := runtimetest.Object(b, alice, "comms:message", time.Now().Add(-time.Minute), time.Hour, payload)
-		r := queue.Record{Agent: key.DID().String(), From: alice.DID().String(), Body: runtimetest.Body(b, seal(obj))}
-		if _, err := bw.queue.Enqueue(context.Background(), r, bounds, time.Now()); err != nil {
-			b.Fatal(err)
-		}
-	}
+	bw.fill(b, n, key.DID(), alice, seal)
 	bw.queue.Close()
 	if bw.queue, err = queue.OpenBolt(filepath.Join(dir, "queue.db"), nil); err != nil {
 		b.Fatal(err)

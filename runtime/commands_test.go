@@ -52,12 +52,9 @@ type cmdWorld struct {
 
 func newCmdWorld(t *testing.T, mode wake.Mode) *cmdWorld { return newCmdWorldWith(t, mode, nil) }
 
-// newCmdWorldWith is newCmdWorld with opt changing the configurations
-// before the agent and its commands are made.
-func newCmdWorldWith(t *testing.T, mode wake.Mode, opt func(w *cmdWorld, cfg *runtime.Config, cc *runtime.CommandsConfig)) *cmdWorld {
-	w := &cmdWorld{t: t, clock: clocktest.New(cmdStart), key: runtimetest.Key(t, 9), opKey: runtimetest.Key(t, 10),
-		wakes: make(chan runtime.WakeReport, 16), phases: make(chan runtime.Phase, 1024)}
-	dir := t.TempDir()
+// startRelay starts the relay the agent talks to, its stores in dir.
+func (w *cmdWorld) startRelay(dir string) {
+	t := w.t
 	q, err := queue.OpenBolt(filepath.Join(dir, "queue.db"), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -79,18 +76,24 @@ func newCmdWorldWith(t *testing.T, mode wake.Mode, opt func(w *cmdWorld, cfg *ru
 		q.Close()
 		states.Close()
 	})
-	w.broker = mqtttest.StartEmbedded(t, nil)
-	w.window = wake.Window{Minute: wake.WakeMinute(w.key.DID().String()), Length: 5 * time.Minute}
-	cfg := runtime.Config{
-		PipelineConfig: runtime.PipelineConfig{Key: w.key, Purposes: purpose.Set{"comms:*", "action:*"}, Consequential: purpose.Set{"action:*"}, AllowPlaintext: true, Routes: []deliver.Route{{Pattern: "*", Name: "sink", Handler: cmdSink{}}}, Clock: w.clock},
-		Hooks: runtime.Hooks{OnWake: func(r runtime.WakeReport) {
-			// Every phase of this wake was reported before: forget them,
-			// so waitPhase sees only the next wake's.
-			for len(w.phases) > 0 {
-				<-w.phases
-			}
-			w.wakes <- r
-		},
+}
+
+// config is the agent's configuration: its hooks feed w.wakes and
+// w.phases.
+func (w *cmdWorld) config(dir string, mode wake.Mode) runtime.Config {
+	return runtime.Config{
+		PipelineConfig: runtime.PipelineConfig{Key: w.key, Purposes: purpose.Set{"comms:*", "action:*"},
+			Consequential: purpose.Set{"action:*"}, AllowPlaintext: true,
+			Routes: []deliver.Route{{Pattern: "*", Name: "sink", Handler: cmdSink{}}}, Clock: w.clock},
+		Hooks: runtime.Hooks{
+			OnWake: func(r runtime.WakeReport) {
+				// Every phase of this wake was reported before: forget
+				// them, so waitPhase sees only the next wake's.
+				for len(w.phases) > 0 {
+					<-w.phases
+				}
+				w.wakes <- r
+			},
 			OnPhase: func(p runtime.Phase) {
 				select {
 				case w.phases <- p:
@@ -105,6 +108,18 @@ func newCmdWorldWith(t *testing.T, mode wake.Mode, opt func(w *cmdWorld, cfg *ru
 		Kernel:       waketest.NewKernelClock(time.Hour),
 		Rand:         bytes.NewReader(make([]byte, 1<<16)),
 	}
+}
+
+// newCmdWorldWith is newCmdWorld with opt changing the configurations
+// before the agent and its commands are made.
+func newCmdWorldWith(t *testing.T, mode wake.Mode, opt func(w *cmdWorld, cfg *runtime.Config, cc *runtime.CommandsConfig)) *cmdWorld {
+	w := &cmdWorld{t: t, clock: clocktest.New(cmdStart), key: runtimetest.Key(t, 9), opKey: runtimetest.Key(t, 10),
+		wakes: make(chan runtime.WakeReport, 16), phases: make(chan runtime.Phase, 1024)}
+	dir := t.TempDir()
+	w.startRelay(dir)
+	w.broker = mqtttest.StartEmbedded(t, nil)
+	w.window = wake.Window{Minute: wake.WakeMinute(w.key.DID().String()), Length: 5 * time.Minute}
+	cfg := w.config(dir, mode)
 	cc := runtime.CommandsConfig{
 		Broker: w.broker.URL(), Name: "pi-7", Operators: []did.DID{w.opKey.DID()},
 		Logger: slog.New(slog.NewTextHandler(cmdLog{t}, &slog.HandlerOptions{Level: slog.LevelInfo})),
@@ -112,6 +127,7 @@ func newCmdWorldWith(t *testing.T, mode wake.Mode, opt func(w *cmdWorld, cfg *ru
 	if opt != nil {
 		opt(w, &cfg, &cc)
 	}
+	var err error
 	if w.agent, err = runtime.New(cfg); err != nil {
 		t.Fatal(err)
 	}

@@ -192,17 +192,9 @@ func TestRotateKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer client.Close()
-	send := func(to did.DID) *sender.Delivery {
-		t.Helper()
-		o := runtimetest.Object(t, alice, "comms:message", w.clock.Now(), 2*time.Hour, nil)
-		d, err := client.Send(context.Background(), sender.RelayPeer(w.srv.URL, to), json.RawMessage(o))
-		if err != nil {
-			t.Fatalf("send to %s: %v", to, err)
-		}
-		return d
-	}
+	r := &rotation{world: w, alice: alice, client: client}
 	old, next := w.key, runtimetest.Key(t, 12)
-	if d := send(old.DID()); !d.Queued {
+	if d := r.send(old.DID()); !d.Queued {
 		t.Fatalf("send to the sleeping agent: %+v, want queued", d)
 	}
 	start, _ := w.window.Next(t0)
@@ -212,23 +204,8 @@ func TestRotateKey(t *testing.T) {
 		t.Fatalf("delivered %d objects in the window, want 1", n)
 	}
 	oldHead, oldPulse := relayPulse(t, w.srv.URL, old.DID())
+	r.rotate(keyFile, old.DID(), next)
 
-	if err := w.agent.RotateKey(context.Background(), next, []byte(`{"handover":"signed by the old key"}`)); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-w.done; !errors.Is(err, runtime.ErrRestart) {
-		t.Fatalf("Run after RotateKey = %v, want ErrRestart", err)
-	}
-	if k, err := did.LoadKey(keyFile); err != nil || k.DID() != next.DID() {
-		t.Fatalf("key file after the rotation holds %v (%v), want %s", k, err, next.DID())
-	}
-	if d := send(old.DID()); d.Status != http.StatusServiceUnavailable || d.RetryAfter != 0 {
-		t.Fatalf("send to the old identity: %+v; want 503 with no Retry-After (it sleeps for good)", d)
-	}
-
-	if r := <-w.wakes; hasPhase(r, runtime.PhaseAnnounce) || r.Drain.Delivered != 1 {
-		t.Fatalf("the rotating wake: %+v; want its object delivered and nothing announced after the rotation", r)
-	}
 	w.key, w.cfg.Key = next, next
 	w.window.Minute = wake.WakeMinute(next.DID().String())
 	w.newAgent()
@@ -241,18 +218,7 @@ func TestRotateKey(t *testing.T) {
 	if p.Agent != next.DID() || p.Seq != oldPulse.Seq+1 || p.Prev != pulse.Hash(oldHead) {
 		t.Fatalf("first pulse of the new identity %+v; want seq %d linked to the old identity's last pulse", p, oldPulse.Seq+1)
 	}
-	d := send(next.DID())
-	nstart, nend := w.window.Next(w.clock.Now())
-	if !d.Queued || !w.clock.Now().Before(nstart) {
-		t.Fatalf("send to the new identity: %+v (its window opens %v); want queued for its window", d, nstart)
-	}
-	w.clock.Set(nstart)
-	w.waitPhases(runtime.PhasePublish, runtime.PhaseDrain)
-	w.clock.Set(nend)
-	r := w.nextWake()
-	if r.Drain.Handshake != 1 || r.Drain.Delivered != 1 || r.Drain.RejectedTotal() != 0 {
-		t.Fatalf("the new identity's window: drain %v; want a fresh session joined and the object delivered", r.Drain)
-	}
+	r.newSession(next.DID())
 	w.shutdown()
 
 	// A key file changed without a rotation is refused.
@@ -260,6 +226,67 @@ func TestRotateKey(t *testing.T) {
 	w.newAgent()
 	if err := w.agent.Run(context.Background()); err == nil {
 		t.Fatal("Run with another key over the store = nil, want an error")
+	}
+}
+
+// rotation is TestRotateKey's world: the agent and alice, who sends to it
+// in MLS sessions.
+type rotation struct {
+	*world
+	alice  *did.PrivateKey
+	client *sender.Client
+}
+
+// send sends an object from alice to the agent with DID to.
+func (r *rotation) send(to did.DID) *sender.Delivery {
+	r.t.Helper()
+	o := runtimetest.Object(r.t, r.alice, "comms:message", r.clock.Now(), 2*time.Hour, nil)
+	d, err := r.client.Send(context.Background(), sender.RelayPeer(r.srv.URL, to), json.RawMessage(o))
+	if err != nil {
+		r.t.Fatalf("send to %s: %v", to, err)
+	}
+	return d
+}
+
+// rotate rotates the agent's key from old to next in the window in
+// progress and checks the restart, the key file, the old identity asleep
+// for good and the rotating wake's report.
+func (r *rotation) rotate(keyFile string, old did.DID, next *did.PrivateKey) {
+	t := r.t
+	t.Helper()
+	if err := r.agent.RotateKey(context.Background(), next, []byte(`{"handover":"signed by the old key"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-r.done; !errors.Is(err, runtime.ErrRestart) {
+		t.Fatalf("Run after RotateKey = %v, want ErrRestart", err)
+	}
+	if k, err := did.LoadKey(keyFile); err != nil || k.DID() != next.DID() {
+		t.Fatalf("key file after the rotation holds %v (%v), want %s", k, err, next.DID())
+	}
+	if d := r.send(old); d.Status != http.StatusServiceUnavailable || d.RetryAfter != 0 {
+		t.Fatalf("send to the old identity: %+v; want 503 with no Retry-After (it sleeps for good)", d)
+	}
+	if rep := <-r.wakes; hasPhase(rep, runtime.PhaseAnnounce) || rep.Drain.Delivered != 1 {
+		t.Fatalf("the rotating wake: %+v; want its object delivered and nothing announced after the rotation", rep)
+	}
+}
+
+// newSession sends to the new identity next and checks that its window
+// joins a fresh session and delivers the object.
+func (r *rotation) newSession(next did.DID) {
+	t := r.t
+	t.Helper()
+	d := r.send(next)
+	nstart, nend := r.window.Next(r.clock.Now())
+	if !d.Queued || !r.clock.Now().Before(nstart) {
+		t.Fatalf("send to the new identity: %+v (its window opens %v); want queued for its window", d, nstart)
+	}
+	r.clock.Set(nstart)
+	r.waitPhases(runtime.PhasePublish, runtime.PhaseDrain)
+	r.clock.Set(nend)
+	rep := r.nextWake()
+	if rep.Drain.Handshake != 1 || rep.Drain.Delivered != 1 || rep.Drain.RejectedTotal() != 0 {
+		t.Fatalf("the new identity's window: drain %v; want a fresh session joined and the object delivered", rep.Drain)
 	}
 }
 

@@ -40,97 +40,111 @@ func rawPublish(t testing.TB, broker, topic string, payload []byte, contentType 
 	}
 }
 
+// rejectWorld is a device and its operator with one valid command run
+// (sequence number 1000), for sending it what it must refuse.
+type rejectWorld struct {
+	t        *testing.T
+	h        *harness
+	op       *manage.Operator
+	stranger *did.PrivateKey
+	dev      did.DID
+	ok       manage.Sent // the valid command
+}
+
+// sign signs spec with k, issued now and for the device unless spec says
+// otherwise.
+func (w *rejectWorld) sign(k *did.PrivateKey, spec manage.CommandSpec) *governed.Object {
+	w.t.Helper()
+	if spec.IssuedAt.IsZero() {
+		spec.IssuedAt = w.h.clk.Now()
+	}
+	if spec.Device.IsZero() {
+		spec.Device = w.dev
+	}
+	o, err := manage.SignCommand(k, spec)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return o
+}
+
+// publish sends o through the operator's client and returns its id.
+func (w *rejectWorld) publish(o *governed.Object) string {
+	w.t.Helper()
+	if _, err := w.op.PublishCommand(ctxT(w.t), w.h.name, o, false); err != nil {
+		w.t.Fatal(err)
+	}
+	return o.ID
+}
+
+// raw publishes payload on the command topic as anyone could, with corr
+// as correlation data, and returns corr.
+func (w *rejectWorld) raw(payload []byte, contentType, corr string) string {
+	rawPublish(w.t, w.h.broker.URL(), w.h.client.Topics().Command(), payload, contentType, []byte(corr))
+	return corr
+}
+
+// rejectCases are the commands a device refuses, how to send each and the
+// answer it gets.
+var rejectCases = []struct {
+	name    string
+	send    func(w *rejectWorld) string
+	outcome mqtt.Outcome
+	reason  string
+}{
+	{"unknown key", func(w *rejectWorld) string {
+		return w.publish(w.sign(w.stranger, manage.CommandSpec{Seq: 5000, Op: manage.OpHalt}))
+	}, mqtt.OutcomeRejected, manage.ReasonOperatorNotAllowed},
+	{"replayed", func(w *rejectWorld) string { return w.publish(w.ok.Object) }, mqtt.OutcomeRejected, "replay"},
+	{"out of sequence", func(w *rejectWorld) string {
+		return w.publish(w.sign(w.h.opKey, manage.CommandSpec{Seq: 1000, Op: manage.OpHalt}))
+	}, mqtt.OutcomeRejected, manage.ReasonOutOfSequence},
+	{"expired", func(w *rejectWorld) string {
+		// The operator's client refuses to publish it; a broker that held
+		// it too long, or anyone, can.
+		o := w.sign(w.h.opKey, manage.CommandSpec{Seq: 6000, Op: manage.OpHalt, IssuedAt: w.h.clk.Now().Add(-2 * time.Hour), TTL: time.Hour})
+		j, _ := o.MarshalJSON()
+		return w.raw(j, mqtt.ContentTypeJSON, o.ID)
+	}, mqtt.OutcomeRejected, "expired"},
+	{"wrong device", func(w *rejectWorld) string {
+		return w.publish(w.sign(w.h.opKey, manage.CommandSpec{Device: w.stranger.DID(), Seq: 7000, Op: manage.OpHalt}))
+	}, mqtt.OutcomeRejected, manage.ReasonWrongDevice},
+	{"forged", func(w *rejectWorld) string {
+		o := w.sign(w.h.opKey, manage.CommandSpec{Seq: 2000, Op: manage.OpReboot})
+		j, _ := o.MarshalJSON()
+		return w.raw([]byte(strings.Replace(string(j), `"op":"reboot"`, `"op":"status"`, 1)), "", o.ID)
+	}, mqtt.OutcomeRejected, "signature-invalid"},
+	{"unknown op", func(w *rejectWorld) string {
+		o, err := governed.Sign(w.h.opKey, governed.Template{IssuedAt: w.h.clk.Now(), Semantic: governed.Semantic{Schema: manage.SchemaCommand},
+			Payload: map[string]any{"device": w.dev.String(), "seq": 3000, "op": "format-disk"}, Purpose: manage.PurposeCommand, TTL: time.Hour})
+		if err != nil {
+			w.t.Fatal(err)
+		}
+		return w.publish(o)
+	}, mqtt.OutcomeRejected, manage.ReasonBadCommand},
+	{"too long a lifetime", func(w *rejectWorld) string {
+		return w.publish(w.sign(w.h.opKey, manage.CommandSpec{Seq: 8000, Op: manage.OpHalt, TTL: 365 * 24 * time.Hour}))
+	}, mqtt.OutcomeRejected, manage.ReasonBadCommand},
+	{"content type", func(w *rejectWorld) string { return w.raw([]byte("halt!"), "text/plain", "cmd-text") },
+		mqtt.OutcomeRejected, mqtt.ReasonUnsupportedContentType},
+	{"not JSON", func(w *rejectWorld) string { return w.raw([]byte("{halt"), "", "cmd-junk") },
+		mqtt.OutcomeRejected, "malformed"},
+}
+
 func TestRejectedCommandsAreReported(t *testing.T) {
 	h := newHarness(t, mqtttest.StartEmbedded(t, nil))
 	h.wake()
-	op := h.operator()
-	stranger := mustKey(t)
-	dev := h.devKey.DID()
-
+	w := &rejectWorld{t: t, h: h, op: h.operator(), stranger: mustKey(t), dev: h.devKey.DID()}
 	// A valid command first: it runs, and sets the operator's last
 	// sequence number to 1000.
-	ok := h.sendSpec(manage.CommandSpec{Device: dev, Seq: 1000, Op: manage.OpStatus}, false)
-	if r := h.reply(ok.Object.ID); r.Outcome != mqtt.OutcomeOK {
+	w.ok = h.sendSpec(manage.CommandSpec{Device: w.dev, Seq: 1000, Op: manage.OpStatus}, false)
+	if r := h.reply(w.ok.Object.ID); r.Outcome != mqtt.OutcomeOK {
 		t.Fatalf("valid command: %+v", r)
 	}
-
-	sign := func(k *did.PrivateKey, spec manage.CommandSpec) *governed.Object {
-		t.Helper()
-		if spec.IssuedAt.IsZero() {
-			spec.IssuedAt = h.clk.Now()
-		}
-		if spec.Device.IsZero() {
-			spec.Device = dev
-		}
-		o, err := manage.SignCommand(k, spec)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return o
-	}
-	publish := func(o *governed.Object) string {
-		t.Helper()
-		if _, err := op.PublishCommand(ctxT(t), h.name, o, false); err != nil {
-			t.Fatal(err)
-		}
-		return o.ID
-	}
-	forged := func() string {
-		o := sign(h.opKey, manage.CommandSpec{Seq: 2000, Op: manage.OpReboot})
-		j, _ := o.MarshalJSON()
-		j = []byte(strings.Replace(string(j), `"op":"reboot"`, `"op":"status"`, 1))
-		rawPublish(t, h.broker.URL(), h.client.Topics().Command(), j, "", []byte(o.ID))
-		return o.ID
-	}
-	badOp := func() string {
-		o, err := governed.Sign(h.opKey, governed.Template{IssuedAt: h.clk.Now(), Semantic: governed.Semantic{Schema: manage.SchemaCommand},
-			Payload: map[string]any{"device": dev.String(), "seq": 3000, "op": "format-disk"}, Purpose: manage.PurposeCommand, TTL: time.Hour})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return publish(o)
-	}
-	tests := []struct {
-		name    string
-		send    func() string
-		outcome mqtt.Outcome
-		reason  string
-	}{
-		{"unknown key", func() string { return publish(sign(stranger, manage.CommandSpec{Seq: 5000, Op: manage.OpHalt})) },
-			mqtt.OutcomeRejected, manage.ReasonOperatorNotAllowed},
-		{"replayed", func() string { return publish(ok.Object) }, mqtt.OutcomeRejected, "replay"},
-		{"out of sequence", func() string { return publish(sign(h.opKey, manage.CommandSpec{Seq: 1000, Op: manage.OpHalt})) },
-			mqtt.OutcomeRejected, manage.ReasonOutOfSequence},
-		{"expired", func() string {
-			// The operator's client refuses to publish it; a broker that
-			// held it too long, or anyone, can.
-			o := sign(h.opKey, manage.CommandSpec{Seq: 6000, Op: manage.OpHalt, IssuedAt: h.clk.Now().Add(-2 * time.Hour), TTL: time.Hour})
-			j, _ := o.MarshalJSON()
-			rawPublish(t, h.broker.URL(), h.client.Topics().Command(), j, mqtt.ContentTypeJSON, []byte(o.ID))
-			return o.ID
-		}, mqtt.OutcomeRejected, "expired"},
-		{"wrong device", func() string {
-			return publish(sign(h.opKey, manage.CommandSpec{Device: stranger.DID(), Seq: 7000, Op: manage.OpHalt}))
-		},
-			mqtt.OutcomeRejected, manage.ReasonWrongDevice},
-		{"forged", forged, mqtt.OutcomeRejected, "signature-invalid"},
-		{"unknown op", badOp, mqtt.OutcomeRejected, manage.ReasonBadCommand},
-		{"too long a lifetime", func() string {
-			return publish(sign(h.opKey, manage.CommandSpec{Seq: 8000, Op: manage.OpHalt, TTL: 365 * 24 * time.Hour}))
-		}, mqtt.OutcomeRejected, manage.ReasonBadCommand},
-		{"content type", func() string {
-			rawPublish(t, h.broker.URL(), h.client.Topics().Command(), []byte("halt!"), "text/plain", []byte("cmd-text"))
-			return "cmd-text"
-		}, mqtt.OutcomeRejected, mqtt.ReasonUnsupportedContentType},
-		{"not JSON", func() string {
-			rawPublish(t, h.broker.URL(), h.client.Topics().Command(), []byte("{halt"), "", []byte("cmd-junk"))
-			return "cmd-junk"
-		}, mqtt.OutcomeRejected, "malformed"},
-	}
-	for _, tt := range tests {
+	for _, tt := range rejectCases {
 		t.Run(tt.name, func(t *testing.T) {
-			id := tt.send()
-			r := h.reply(id)
+			w.t = t
+			r := h.reply(tt.send(w))
 			if r.Outcome != tt.outcome || r.Reason != tt.reason {
 				t.Errorf("reply = %+v, want %s (%s)", r, tt.outcome, tt.reason)
 			}
