@@ -2,14 +2,17 @@ package manage
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/did/didtest"
 	"github.com/torpor-dev/torpor/governed"
+	"github.com/torpor-dev/torpor/transport/mqtt"
 )
 
 var t0 = time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
@@ -116,5 +119,36 @@ func TestSignCommandChecksArguments(t *testing.T) {
 	}
 	if exp, _ := o.Expiry(); !exp.Equal(t0.Add(DefaultCommandTTL)) {
 		t.Errorf("expiry = %v, want %v", exp, t0.Add(DefaultCommandTTL))
+	}
+}
+
+func TestOrder(t *testing.T) {
+	a, b := didtest.Key(t, 1), didtest.Key(t, 3)
+	dev := didtest.Key(t, 2).DID()
+	mk := func(k *did.PrivateKey, seq uint64, at time.Duration) *mqtt.Delivery {
+		o, err := SignCommand(k, CommandSpec{Device: dev, Seq: seq, Op: OpStatus, IssuedAt: t0.Add(at * time.Second)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &mqtt.Delivery{Object: o}
+	}
+	bad := &mqtt.Delivery{Err: mqtt.Reject("malformed", "x")}
+	// Operator a's commands arrive 3, 1, 2; b's 2, 1; one junk message.
+	in := []*mqtt.Delivery{mk(a, 3, 3), mk(b, 20, 5), mk(a, 1, 1), bad, mk(a, 2, 2), mk(b, 10, 0)}
+	var got []string
+	for _, d := range (*Server)(nil).Order(in) {
+		if d.Object == nil {
+			got = append(got, "bad")
+			continue
+		}
+		name := "a"
+		if d.Object.Issuer == b.DID() {
+			name = "b"
+		}
+		got = append(got, fmt.Sprintf("%s-%d", name, claimedSeq(d.Object)))
+	}
+	want := []string{"bad", "b-10", "a-1", "a-2", "a-3", "b-20"}
+	if !cmp.Equal(got, want) {
+		t.Errorf("Order = %v, want %v", got, want)
 	}
 }

@@ -244,7 +244,7 @@ func (s *Server) rejected(ctx context.Context, d *mqtt.Delivery, r *mqtt.Rejecti
 		reply.Command = o.ID
 		if verified(r.Reason) {
 			reply.Operator = o.Issuer.String()
-			reply.Seq = d.Seq
+			reply.Seq = claimedSeq(o)
 		}
 	} else if corr := d.Correlation; utf8.Valid(corr) && len(corr) <= maxIDLen {
 		reply.Command = string(corr)

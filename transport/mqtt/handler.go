@@ -17,8 +17,11 @@ import (
 // stored: admission, execution and the answer. runtime/manage implements
 // it.
 type Handler interface {
+	// Order returns the backlog a connection brought (complete, once the
+	// end-of-backlog probe came back) in the order it is to be handled.
+	Order(backlog []*Delivery) []*Delivery
 	// Handle takes one stored message. The Client calls it from one
-	// goroutine, in the order the backlog barrier decided (see Client).
+	// goroutine: the backlog in Order's order, then messages as they come.
 	// The handler must call d.Done once d is answered, or left stored for
 	// the next start; it may do so from another goroutine. ctx ends when
 	// the Client stops.
@@ -75,9 +78,6 @@ type Delivery struct {
 	// not decode, and Err says why.
 	Object *governed.Object
 	Err    *Rejection
-	// Seq is the sequence number the payload claims (unverified; it
-	// ordered the backlog).
-	Seq uint64
 	// CBOR says the message came as CBOR: the answer goes in CBOR too.
 	CBOR bool
 	// Correlation is the MQTT correlation data as the publisher set it.

@@ -15,19 +15,20 @@ import (
 	"github.com/torpor-dev/torpor/transport/relay"
 )
 
-// countingHandler answers every message ok at once and records its
-// claimed sequence number.
+// countingHandler answers every message ok at once and records its id.
 type countingHandler struct {
-	db   *bolt.DB
-	mu   sync.Mutex
-	seqs []uint64
-	ch   chan struct{}
+	db  *bolt.DB
+	mu  sync.Mutex
+	ids []string
+	ch  chan struct{}
 }
+
+func (h *countingHandler) Order(b []*Delivery) []*Delivery { return b }
 
 func (h *countingHandler) Handle(_ context.Context, d *Delivery) {
 	defer d.Done()
 	h.mu.Lock()
-	h.seqs = append(h.seqs, d.Seq)
+	h.ids = append(h.ids, d.Object.ID)
 	h.mu.Unlock()
 	err := h.db.Update(func(tx *bolt.Tx) error {
 		_, err := d.Complete(tx, Reply{Command: d.Object.ID, Outcome: OutcomeOK})
@@ -59,7 +60,8 @@ func TestInboxRunsStoredCommandsAtStart(t *testing.T) {
 	}
 	defer db.Close()
 	op, dev := didtest.Key(t, 1), didtest.Key(t, 2)
-	j, _ := signedCommand(t, op, 3, t0, nil).MarshalJSON()
+	o := signedCommand(t, op, 3, t0, nil)
+	j, _ := o.MarshalJSON()
 	d := &countingHandler{db: db, ch: make(chan struct{}, 4)}
 	c, err := newClient(Config{Broker: b.URL(), Name: "dev-3", Key: dev, DB: db, Handler: d, Clock: clk})
 	if err != nil {
@@ -89,7 +91,7 @@ func TestInboxRunsStoredCommandsAtStart(t *testing.T) {
 	if left, err := c.loadInbox(); err != nil || len(left) != 0 {
 		t.Errorf("inbox after the command ran = %v, %v; want empty", left, err)
 	}
-	if len(d.seqs) != 1 || d.seqs[0] != 3 {
-		t.Errorf("handled %v", d.seqs)
+	if len(d.ids) != 1 || d.ids[0] != o.ID {
+		t.Errorf("handled %v, want %s", d.ids, o.ID)
 	}
 }

@@ -1,9 +1,7 @@
 package mqtt
 
 import (
-	"encoding/json"
 	"errors"
-	"slices"
 	"time"
 
 	"github.com/eclipse/paho.golang/paho"
@@ -130,11 +128,11 @@ func (c *Client) dispatchEvent(b *backlog, ev event) *event {
 	return nil
 }
 
-// runBacklog hands the held backlog to the handler in order; from then on
-// messages run as they arrive.
+// runBacklog hands the held backlog to the handler in the order it asks
+// for (Handler.Order); from then on messages run as they arrive.
 func (c *Client) runBacklog(b *backlog) {
 	b.stopTimer()
-	for _, d := range orderBatch(b.batch) {
+	for _, d := range c.cfg.Handler.Order(b.batch) {
 		c.handle(d)
 	}
 	b.batch, b.collecting = nil, false
@@ -218,59 +216,7 @@ func (c *Client) parseEntry(e inboxEntry) *Delivery {
 		return d
 	}
 	d.Object = o
-	var claim struct {
-		Seq uint64 `json:"seq"`
-	}
-	json.Unmarshal(o.Payload, &claim)
-	d.Seq = claim.Seq
 	return d
-}
-
-// orderBatch orders a backlog: undecodable messages first, then each
-// operator's commands by their (claimed) sequence number, the operators
-// interleaved by issuance time. Claims are unverified here; they only
-// decide the order in which admit checks them.
-func orderBatch(b []*Delivery) []*Delivery {
-	var out []*Delivery
-	groups := map[string][]*Delivery{}
-	var issuers []string
-	for _, p := range b {
-		if p.Object == nil {
-			out = append(out, p)
-			continue
-		}
-		k := p.Object.Issuer.String()
-		if _, ok := groups[k]; !ok {
-			issuers = append(issuers, k)
-		}
-		groups[k] = append(groups[k], p)
-	}
-	for _, k := range issuers {
-		slices.SortStableFunc(groups[k], func(a, b *Delivery) int {
-			switch {
-			case a.Seq < b.Seq:
-				return -1
-			case a.Seq > b.Seq:
-				return 1
-			}
-			return 0
-		})
-	}
-	for {
-		best := -1
-		for i, k := range issuers {
-			g := groups[k]
-			if len(g) > 0 && (best < 0 || g[0].Object.IssuedAt.Before(groups[issuers[best]][0].Object.IssuedAt)) {
-				best = i
-			}
-		}
-		if best < 0 {
-			return out
-		}
-		k := issuers[best]
-		out = append(out, groups[k][0])
-		groups[k] = groups[k][1:]
-	}
 }
 
 // handle hands one stored message to the handler.

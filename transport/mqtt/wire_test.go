@@ -2,7 +2,6 @@ package mqtt
 
 import (
 	"bytes"
-	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -105,31 +104,3 @@ func TestCheckName(t *testing.T) {
 		t.Errorf("topics (-want +got):\n%s", d)
 	}
 }
-
-func TestOrderBatch(t *testing.T) {
-	a, b := didtest.Key(t, 1), didtest.Key(t, 3)
-	mk := func(k *did.PrivateKey, seq uint64, at time.Duration) *Delivery {
-		return &Delivery{Object: signedCommand(t, k, seq, t0.Add(at*time.Second), nil), Seq: seq}
-	}
-	bad := &Delivery{Err: Reject("malformed", "x")}
-	// Operator a's commands arrive 3, 1, 2; b's 2, 1; one junk message.
-	in := []*Delivery{mk(a, 3, 3), mk(b, 20, 5), mk(a, 1, 1), bad, mk(a, 2, 2), mk(b, 10, 0)}
-	var got []string
-	for _, p := range orderBatch(in) {
-		if p.Object == nil {
-			got = append(got, "bad")
-			continue
-		}
-		name := "a"
-		if p.Object.Issuer == b.DID() {
-			name = "b"
-		}
-		got = append(got, name+"-"+itoa(p.Seq))
-	}
-	want := []string{"bad", "b-10", "a-1", "a-2", "a-3", "b-20"}
-	if !cmp.Equal(got, want) {
-		t.Errorf("orderBatch = %v, want %v", got, want)
-	}
-}
-
-func itoa(n uint64) string { b, _ := json.Marshal(n); return string(b) }
