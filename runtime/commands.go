@@ -354,7 +354,7 @@ func (c *Commands) wakeNow(args *manage.WakeNowArgs) manage.Result {
 		return manage.Failed("extend", "%v", err)
 	case end.IsZero():
 		m, _ := c.a.Mode()
-		return manage.Result{Outcome: mqtt.OutcomeOK, Detail: "always awake in mode " + string(m), Data: map[string]any{"awake": true}}
+		return manage.Result{Outcome: manage.OutcomeOK, Detail: "always awake in mode " + string(m), Data: map[string]any{"awake": true}}
 	}
 	return manage.OK(map[string]any{"awake": true, "until": end.UTC()})
 }
@@ -437,7 +437,7 @@ func (c *Commands) refill(ctx context.Context, args *manage.RefillArgs) manage.R
 	if err != nil {
 		return manage.Failed("refill", "%v", err)
 	}
-	return manage.Result{Outcome: mqtt.OutcomeOK, Detail: "the unpublished KeyPackages go to the relay with the state published at the next wake",
+	return manage.Result{Outcome: manage.OutcomeOK, Detail: "the unpublished KeyPackages go to the relay with the state published at the next wake",
 		Data: map[string]any{"unpublished": len(kps)}}
 }
 
@@ -596,7 +596,7 @@ func (c *Commands) reboot(args *manage.RebootArgs) manage.Result {
 		return manage.Failed(manage.ReasonUnsupported, "this agent has no reboot configured")
 	}
 	delay := time.Duration(args.DelaySec) * time.Second
-	return manage.Result{Outcome: mqtt.OutcomeOK, Data: map[string]any{"rebootIn": delay.String()}, After: func() {
+	return manage.Result{Outcome: manage.OutcomeOK, Data: map[string]any{"rebootIn": delay.String()}, After: func() {
 		t := c.a.clock.NewTimer(delay)
 		<-t.C()
 		if err := c.cfg.Reboot(); err != nil {

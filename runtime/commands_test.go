@@ -207,7 +207,7 @@ func (w *cmdWorld) waitPhase(name string) {
 }
 
 // command sends a command and returns the device's reply.
-func (w *cmdWorld) command(op string, args any) mqtt.Reply {
+func (w *cmdWorld) command(op string, args any) manage.Reply {
 	w.t.Helper()
 	return w.reply(w.send(op, args))
 }
@@ -242,7 +242,7 @@ func (w *cmdWorld) awaitStatus(ok func(mqtt.Status) bool) mqtt.Status {
 	}
 }
 
-func (w *cmdWorld) reply(id string) mqtt.Reply {
+func (w *cmdWorld) reply(id string) manage.Reply {
 	w.t.Helper()
 	r, _, err := w.op.AwaitReply(w.ctx(), "pi-7", id, w.key.DID())
 	if err != nil {
@@ -278,7 +278,7 @@ func TestSetModeOverMQTTChangesWhatTheRelayTellsSenders(t *testing.T) {
 
 	id := w.send(manage.OpSetMode, &manage.SetModeArgs{Mode: "always_on"})
 	w.clock.Set(start) // the window opens: the agent wakes and takes the command
-	if r := w.reply(id); r.Outcome != mqtt.OutcomeOK {
+	if r := w.reply(id); r.Outcome != manage.OutcomeOK {
 		t.Fatalf("set-mode reply = %+v", r)
 	}
 	// The window's wake ends on the mode change; the agent wakes again in
@@ -300,7 +300,7 @@ func TestOperatorCommandsOnTheAgent(t *testing.T) {
 	w.run()
 	w.awaitStatus(func(s mqtt.Status) bool { return s.State == mqtt.StateAwake })
 
-	if r := w.command(manage.OpHalt, &manage.NoteArgs{Note: "maintenance"}); r.Outcome != mqtt.OutcomeOK {
+	if r := w.command(manage.OpHalt, &manage.NoteArgs{Note: "maintenance"}); r.Outcome != manage.OutcomeOK {
 		t.Fatalf("halt: %+v", r)
 	}
 	w.awaitStatus(func(s mqtt.Status) bool { return s.Halted })
@@ -313,24 +313,24 @@ func TestOperatorCommandsOnTheAgent(t *testing.T) {
 	if err := json.Unmarshal(r.Result, &rep); err != nil || !rep.Halt.Halted || rep.Status.Mode != "always_on" {
 		t.Fatalf("status result %s: %v", r.Result, err)
 	}
-	if r := w.command(manage.OpResume, &manage.NoteArgs{}); r.Outcome != mqtt.OutcomeOK || string(r.Result) != `{"halted":false,"ran":0}` {
+	if r := w.command(manage.OpResume, &manage.NoteArgs{}); r.Outcome != manage.OutcomeOK || string(r.Result) != `{"halted":false,"ran":0}` {
 		t.Fatalf("resume: %+v", r)
 	}
 	tests := []struct {
 		op      string
 		args    any
-		outcome mqtt.Outcome
+		outcome manage.Outcome
 		reason  string
 		result  string
 	}{
-		{manage.OpConfigGet, &manage.ConfigArgs{Key: "mode"}, mqtt.OutcomeOK, "", `{"key":"mode","value":"always_on"}`},
-		{manage.OpConfigSet, &manage.ConfigArgs{Key: "owner", Value: ptrTo("did:key:x")}, mqtt.OutcomeFailed, "read-only", ""},
-		{manage.OpConfigGet, &manage.ConfigArgs{Key: "colour"}, mqtt.OutcomeFailed, "unknown-key", ""},
-		{manage.OpReconcile, &manage.ReconcileArgs{Key: "nobody k1", Happened: true}, mqtt.OutcomeFailed, "no-key", ""},
-		{manage.OpConfirm, &manage.HoldArgs{Hold: "nobody k1"}, mqtt.OutcomeFailed, "no-hold", ""},
-		{manage.OpRotateKeys, nil, mqtt.OutcomeFailed, manage.ReasonUnsupported, ""},
-		{manage.OpReboot, &manage.RebootArgs{}, mqtt.OutcomeFailed, manage.ReasonUnsupported, ""},
-		{manage.OpWakeNow, &manage.WakeNowArgs{}, mqtt.OutcomeOK, "", `{"awake":true}`},
+		{manage.OpConfigGet, &manage.ConfigArgs{Key: "mode"}, manage.OutcomeOK, "", `{"key":"mode","value":"always_on"}`},
+		{manage.OpConfigSet, &manage.ConfigArgs{Key: "owner", Value: ptrTo("did:key:x")}, manage.OutcomeFailed, "read-only", ""},
+		{manage.OpConfigGet, &manage.ConfigArgs{Key: "colour"}, manage.OutcomeFailed, "unknown-key", ""},
+		{manage.OpReconcile, &manage.ReconcileArgs{Key: "nobody k1", Happened: true}, manage.OutcomeFailed, "no-key", ""},
+		{manage.OpConfirm, &manage.HoldArgs{Hold: "nobody k1"}, manage.OutcomeFailed, "no-hold", ""},
+		{manage.OpRotateKeys, nil, manage.OutcomeFailed, manage.ReasonUnsupported, ""},
+		{manage.OpReboot, &manage.RebootArgs{}, manage.OutcomeFailed, manage.ReasonUnsupported, ""},
+		{manage.OpWakeNow, &manage.WakeNowArgs{}, manage.OutcomeOK, "", `{"awake":true}`},
 	}
 	for _, tt := range tests {
 		r := w.command(tt.op, tt.args)

@@ -66,7 +66,7 @@ func (w *cmdWorld) statusResult() statusResult {
 	w.t.Helper()
 	r := w.command(manage.OpStatus, nil)
 	var res statusResult
-	if r.Outcome != mqtt.OutcomeOK || json.Unmarshal(r.Result, &res) != nil {
+	if r.Outcome != manage.OutcomeOK || json.Unmarshal(r.Result, &res) != nil {
 		w.t.Fatalf("status = %+v %s", r, r.Result)
 	}
 	return res
@@ -90,7 +90,7 @@ func TestDenyOverMQTT(t *testing.T) {
 		Key, Purpose string
 		Denied       bool
 	}
-	if r.Outcome != mqtt.OutcomeOK || json.Unmarshal(r.Result, &res) != nil || res.Key != key || res.Purpose != "action:open-valve" || !res.Denied {
+	if r.Outcome != manage.OutcomeOK || json.Unmarshal(r.Result, &res) != nil || res.Key != key || res.Purpose != "action:open-valve" || !res.Denied {
 		t.Fatalf("deny %q = %+v %s; want ok, that action denied", key, r, r.Result)
 	}
 	if hs := w.holds(); len(hs) != 0 {
@@ -100,14 +100,14 @@ func TestDenyOverMQTT(t *testing.T) {
 
 	// Nothing brings it back.
 	for _, op := range []string{manage.OpConfirm, manage.OpDeny} {
-		if r := w.command(op, &manage.HoldArgs{Hold: key}); r.Outcome != mqtt.OutcomeFailed || r.Reason != "no-hold" {
+		if r := w.command(op, &manage.HoldArgs{Hold: key}); r.Outcome != manage.OutcomeFailed || r.Reason != "no-hold" {
 			t.Errorf("%s after deny = %+v, want failed (no-hold)", op, r)
 		}
 	}
-	if r := w.command(manage.OpHalt, &manage.NoteArgs{}); r.Outcome != mqtt.OutcomeOK {
+	if r := w.command(manage.OpHalt, &manage.NoteArgs{}); r.Outcome != manage.OutcomeOK {
 		t.Fatalf("halt = %+v", r)
 	}
-	if r := w.command(manage.OpResume, &manage.NoteArgs{}); r.Outcome != mqtt.OutcomeOK || string(r.Result) != `{"halted":false,"ran":0}` {
+	if r := w.command(manage.OpResume, &manage.NoteArgs{}); r.Outcome != manage.OutcomeOK || string(r.Result) != `{"halted":false,"ran":0}` {
 		t.Errorf("resume after deny = %+v %s, want nothing run", r, r.Result)
 	}
 	if got := rec.ids(); len(got) != 0 {
@@ -115,7 +115,7 @@ func TestDenyOverMQTT(t *testing.T) {
 	}
 	// The ledger never saw the action (commands have keys of their own
 	// there, so look the action's key up).
-	if r := w.command(manage.OpReconcile, &manage.ReconcileArgs{Key: key, Note: "n"}); r.Outcome != mqtt.OutcomeFailed || r.Reason != "no-key" {
+	if r := w.command(manage.OpReconcile, &manage.ReconcileArgs{Key: key, Note: "n"}); r.Outcome != manage.OutcomeFailed || r.Reason != "no-key" {
 		t.Errorf("reconcile of the denied action's key = %+v, want failed (no-key): nothing reserved", r)
 	}
 }
@@ -152,7 +152,7 @@ func TestReconcileOverMQTT(t *testing.T) {
 	for _, key := range []string{paid, notPaid} {
 		r := w.command(manage.OpConfirm, &manage.HoldArgs{Hold: key})
 		var res struct{ Ledger string }
-		if r.Outcome != mqtt.OutcomeOK || json.Unmarshal(r.Result, &res) != nil || res.Ledger != "indeterminate" {
+		if r.Outcome != manage.OutcomeOK || json.Unmarshal(r.Result, &res) != nil || res.Ledger != "indeterminate" {
 			t.Fatalf("confirm %q = %+v %s; want ok with the ledger key indeterminate", key, r, r.Result)
 		}
 	}
@@ -184,10 +184,10 @@ func TestReconcileOverMQTT(t *testing.T) {
 	}
 	for _, tt := range tests {
 		r := w.command(manage.OpReconcile, &tt.args)
-		if r.Outcome != mqtt.OutcomeOK || string(r.Result) != tt.want {
+		if r.Outcome != manage.OutcomeOK || string(r.Result) != tt.want {
 			t.Errorf("reconcile %s = %+v %s, want ok %s", tt.name, r, r.Result, tt.want)
 		}
-		if again := w.command(manage.OpReconcile, &tt.args); again.Outcome != mqtt.OutcomeFailed || again.Reason != "not-indeterminate" {
+		if again := w.command(manage.OpReconcile, &tt.args); again.Outcome != manage.OutcomeFailed || again.Reason != "not-indeterminate" {
 			t.Errorf("reconcile %s again = %+v, want failed (not-indeterminate)", tt.name, again)
 		}
 	}

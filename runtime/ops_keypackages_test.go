@@ -76,7 +76,7 @@ func TestRefillKeyPackagesOverMQTT(t *testing.T) {
 	id := w.send(manage.OpRefillKeyPackages, &manage.RefillArgs{Count: count})
 	w.clock.Set(start)
 	r := w.reply(id)
-	if want := `{"unpublished":4}`; r.Outcome != mqtt.OutcomeOK || string(r.Result) != want {
+	if want := `{"unpublished":4}`; r.Outcome != manage.OutcomeOK || string(r.Result) != want {
 		t.Fatalf("refill-keypackages %d = %+v %s, want ok %s", count, r, r.Result, want)
 	}
 	w.clock.Set(end)
@@ -125,7 +125,7 @@ func TestRefillKeyPackagesAlwaysOn(t *testing.T) {
 		t.Fatalf("the wake published %d KeyPackages, want the pool of %d", len(st.KeyPackages), session.DefaultPoolSize)
 	}
 	w.awaitStatus(func(s mqtt.Status) bool { return s.State == mqtt.StateAwake })
-	if r := w.command(manage.OpRefillKeyPackages, &manage.RefillArgs{Count: count}); r.Outcome != mqtt.OutcomeOK || string(r.Result) != `{"unpublished":4}` {
+	if r := w.command(manage.OpRefillKeyPackages, &manage.RefillArgs{Count: count}); r.Outcome != manage.OutcomeOK || string(r.Result) != `{"unpublished":4}` {
 		t.Fatalf("refill-keypackages %d = %+v %s, want ok with 4 unpublished", count, r, r.Result)
 	}
 	w.clock.Advance(runtime.PulseInterval)

@@ -301,7 +301,7 @@ func TestWindowAndWakeNowOverMQTT(t *testing.T) {
 	w.clock.Set(start)
 	r := w.reply(id)
 	var res struct{ Window mqtt.Window }
-	if r.Outcome != mqtt.OutcomeOK || json.Unmarshal(r.Result, &res) != nil || res.Window.LengthSec != 600 {
+	if r.Outcome != manage.OutcomeOK || json.Unmarshal(r.Result, &res) != nil || res.Window.LengthSec != 600 {
 		t.Fatalf("set-mode with a window: %+v %s", r, r.Result)
 	}
 	if got := w.agent.Window(); got.Length != 10*time.Minute {
@@ -312,11 +312,11 @@ func TestWindowAndWakeNowOverMQTT(t *testing.T) {
 	now := w.clock.Now()
 	r = w.command(manage.OpWakeNow, &manage.WakeNowArgs{ForSec: 3600})
 	var wn struct{ Until time.Time }
-	if r.Outcome != mqtt.OutcomeOK || json.Unmarshal(r.Result, &wn) != nil || !wn.Until.Equal(now.Add(time.Hour)) {
+	if r.Outcome != manage.OutcomeOK || json.Unmarshal(r.Result, &wn) != nil || !wn.Until.Equal(now.Add(time.Hour)) {
 		t.Fatalf("wake-now = %+v %s; want awake until %v", r, r.Result, now.Add(time.Hour))
 	}
 	r = w.command(manage.OpDrain, nil)
-	if r.Outcome != mqtt.OutcomeOK {
+	if r.Outcome != manage.OutcomeOK {
 		t.Fatalf("drain = %+v", r)
 	}
 }
@@ -329,7 +329,7 @@ func TestRebootOverMQTT(t *testing.T) {
 	})
 	w.run()
 	w.awaitStatus(func(s mqtt.Status) bool { return s.State == mqtt.StateAwake })
-	if r := w.command(manage.OpReboot, &manage.RebootArgs{}); r.Outcome != mqtt.OutcomeOK {
+	if r := w.command(manage.OpReboot, &manage.RebootArgs{}); r.Outcome != manage.OutcomeOK {
 		t.Fatalf("reboot = %+v", r)
 	}
 	err := <-w.done
@@ -359,7 +359,7 @@ func TestRotateKeysOverMQTT(t *testing.T) {
 		Old, New string
 		Handover json.RawMessage
 	}
-	if r.Outcome != mqtt.OutcomeOK || json.Unmarshal(r.Result, &res) != nil || res.Old != w.key.DID().String() || len(res.Handover) == 0 {
+	if r.Outcome != manage.OutcomeOK || json.Unmarshal(r.Result, &res) != nil || res.Old != w.key.DID().String() || len(res.Handover) == 0 {
 		t.Fatalf("rotate-keys = %+v %s", r, r.Result)
 	}
 	checkHandover(t, res.Handover, w.key.DID(), res.New, "pi-7")

@@ -103,7 +103,7 @@ func TestDaemonTakesMQTTCommands(t *testing.T) {
 		t.Fatalf("no reply to status: %v\nlog:\n%s", err, log.String())
 	}
 	var res struct{ Status mqtt.Status }
-	if r.Outcome != mqtt.OutcomeOK || json.Unmarshal(r.Result, &res) != nil || res.Status.Mode != "always_on" {
+	if r.Outcome != manage.OutcomeOK || json.Unmarshal(r.Result, &res) != nil || res.Status.Mode != "always_on" {
 		t.Fatalf("status reply = %+v (%s), want ok in mode always_on", r, r.Result)
 	}
 	cancel()

@@ -220,7 +220,7 @@ type commandOutput struct {
 	Seq       uint64          `json:"seq"`
 	Expires   time.Time       `json:"expires"`
 	Waiting   bool            `json:"waiting"` // no reply within --wait
-	Reply     *mqtt.Reply     `json:"reply,omitempty"`
+	Reply     *manage.Reply   `json:"reply,omitempty"`
 	Status    *mqtt.Status    `json:"status,omitempty"` // the retained status, when there was no reply
 	Signed    json.RawMessage `json:"signedReply,omitempty"`
 }
@@ -275,7 +275,7 @@ func (s *deviceSession) command(ctx context.Context, e *env, op string, args any
 	switch {
 	case out.Reply == nil:
 		return exitError{3}
-	case out.Reply.Outcome != mqtt.OutcomeOK:
+	case out.Reply.Outcome != manage.OutcomeOK:
 		return exitError{1}
 	}
 	return nil

@@ -14,18 +14,11 @@ import (
 	"github.com/torpor-dev/torpor/store"
 	"github.com/torpor-dev/torpor/store/ledger"
 	"github.com/torpor-dev/torpor/store/replay"
-	"github.com/torpor-dev/torpor/transport/mqtt"
 )
 
 // bucketSeq maps an operator DID to the sequence number of the last command
 // from that operator the device accepted (uint64 big-endian).
 var bucketSeq = []byte("mqtt-cmd-seq")
-
-// reject returns an mqtt.Rejection with outcome rejected. Returned from a
-// bbolt transaction function, it rolls the transaction back: a refused
-// command leaves no trace in the replay cache, the sequence table or the
-// ledger.
-var reject = mqtt.Reject
 
 // admitter decides whether a command may run. Its state is in the agent's
 // bbolt file: the replay cache, the ledger and the sequence table.
@@ -73,7 +66,7 @@ func newAdmitter(db *bolt.DB, rc *replay.Cache, l *ledger.Ledger, operators []di
 //     completion leaves it indeterminate, not repeatable.
 //
 // The transaction commits only when all pass. A refused command returns a
-// *mqtt.Rejection; a store failure returns its error. also, when not nil,
+// *rejection; a store failure returns its error. also, when not nil,
 // runs in the same transaction once cmd passed.
 func (a *admitter) admit(self did.DID, o *governed.Object, also func(tx *bolt.Tx, cmd Command) error) (Command, error) {
 	var cmd Command
@@ -144,12 +137,12 @@ func (a *admitter) replayed(tx *bolt.Tx, o *governed.Object) error {
 }
 
 // refusedKey maps a ledger entry that must not run again to a rejection.
-func refusedKey(ke *ledger.KeyError) *mqtt.Rejection {
+func refusedKey(ke *ledger.KeyError) *rejection {
 	e := ke.Entry
 	switch e.State {
 	case ledger.Indeterminate:
-		return &mqtt.Rejection{Outcome: mqtt.OutcomeIndeterminate, Reason: "indeterminate",
-			Detail: fmt.Sprintf("accepted at %s before a restart; it may or may not have taken effect; reconcile key %q", e.ReservedAt.Format(time.RFC3339), e.Key)}
+		return &rejection{outcome: OutcomeIndeterminate, reason: "indeterminate",
+			detail: fmt.Sprintf("accepted at %s before a restart; it may or may not have taken effect; reconcile key %q", e.ReservedAt.Format(time.RFC3339), e.Key)}
 	case ledger.Reserved:
 		return reject(governed.ReasonReplay.String(), "already running since %s", e.ReservedAt.Format(time.RFC3339))
 	case ledger.Completed:
@@ -164,7 +157,7 @@ func receiptOutcome(receipt []byte) string {
 	if err != nil {
 		return "outcome recorded"
 	}
-	var r mqtt.Reply
+	var r Reply
 	if json.Unmarshal(o.Payload, &r) != nil {
 		return "outcome recorded"
 	}

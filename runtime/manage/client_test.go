@@ -144,7 +144,7 @@ func (h *harness) sendSpec(spec manage.CommandSpec, asCBOR bool) manage.Sent {
 	return s
 }
 
-func (h *harness) reply(id string) mqtt.Reply {
+func (h *harness) reply(id string) manage.Reply {
 	h.t.Helper()
 	r, _, err := h.operator().AwaitReply(ctxT(h.t), h.name, id, h.devKey.DID())
 	if err != nil {
@@ -189,7 +189,7 @@ func TestCommandWhileAsleepRunsAtNextWake(t *testing.T) {
 	h.clk.Advance(time.Hour)
 	h.wake()
 	r := h.reply(sent.Object.ID)
-	if r.Outcome != mqtt.OutcomeOK || r.Op != manage.OpSetMode {
+	if r.Outcome != manage.OutcomeOK || r.Op != manage.OpSetMode {
 		t.Errorf("reply = %+v, want ok for set-mode", r)
 	}
 	got := h.dev.Executed()
@@ -212,7 +212,7 @@ func TestBacklogRunsInSequenceOrder(t *testing.T) {
 	}
 	h.wake()
 	for _, id := range ids {
-		if r := h.reply(id); r.Outcome != mqtt.OutcomeOK {
+		if r := h.reply(id); r.Outcome != manage.OutcomeOK {
 			t.Errorf("reply to %s = %+v, want ok", id, r)
 		}
 	}

@@ -132,7 +132,7 @@ func TestOrder(t *testing.T) {
 		}
 		return &mqtt.Delivery{Object: o}
 	}
-	bad := &mqtt.Delivery{Err: mqtt.Reject("malformed", "x")}
+	bad := &mqtt.Delivery{Err: &mqtt.Unreadable{Reason: "malformed", Detail: "x"}}
 	// Operator a's commands arrive 3, 1, 2; b's 2, 1; one junk message.
 	in := []*mqtt.Delivery{mk(a, 3, 3), mk(b, 20, 5), mk(a, 1, 1), bad, mk(a, 2, 2), mk(b, 10, 0)}
 	var got []string

@@ -346,16 +346,16 @@ func (o *Operator) PublishCommand(ctx context.Context, device string, obj *gover
 // order they came (a command answered twice, as a replay, has two). It
 // returns an error wrapping ctx.Err() when none came in time, which also
 // wraps ErrNotFromDevice when a reply was ignored.
-func (o *Operator) AwaitReply(ctx context.Context, device, id string, deviceDID did.DID) (mqtt.Reply, *governed.Object, error) {
+func (o *Operator) AwaitReply(ctx context.Context, device, id string, deviceDID did.DID) (Reply, *governed.Object, error) {
 	w, err := o.watch(device)
 	if err != nil {
-		return mqtt.Reply{}, nil, err
+		return Reply{}, nil, err
 	}
 	var invalid error
 	for {
 		m, ok, arrived := o.takeReply(w, id)
 		if ok {
-			r, obj, err := mqtt.VerifyReply(m.ContentType, m.Payload, deviceDID)
+			r, obj, err := VerifyReply(m.ContentType, m.Payload, deviceDID)
 			if err == nil && r.Command == id {
 				return r, obj, nil
 			}
@@ -368,9 +368,9 @@ func (o *Operator) AwaitReply(ctx context.Context, device, id string, deviceDID 
 		select {
 		case <-ctx.Done():
 			if invalid != nil {
-				return mqtt.Reply{}, nil, fmt.Errorf("%w; a reply that failed verification was ignored: %w", ctx.Err(), invalid)
+				return Reply{}, nil, fmt.Errorf("%w; a reply that failed verification was ignored: %w", ctx.Err(), invalid)
 			}
-			return mqtt.Reply{}, nil, ctx.Err()
+			return Reply{}, nil, ctx.Err()
 		case <-arrived:
 		}
 	}

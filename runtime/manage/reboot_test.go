@@ -26,9 +26,9 @@ func (h *harness) reboot() {
 }
 
 // replies collects replies to id until one has outcome want.
-func (h *harness) replyWith(id string, want mqtt.Outcome) []mqtt.Reply {
+func (h *harness) replyWith(id string, want manage.Outcome) []manage.Reply {
 	h.t.Helper()
-	var all []mqtt.Reply
+	var all []manage.Reply
 	for {
 		r := h.reply(id)
 		all = append(all, r)
@@ -79,7 +79,7 @@ func TestCrashMidCommandIsIndeterminate(t *testing.T) {
 	// The broker delivers the unacknowledged command again; the device
 	// does not run it again and says it may or may not have taken effect.
 	r := h.reply(sent.Object.ID)
-	if r.Outcome != mqtt.OutcomeIndeterminate || !strings.Contains(r.Detail, manage.LedgerKey(h.opKey.DID(), sent.Object.ID)) {
+	if r.Outcome != manage.OutcomeIndeterminate || !strings.Contains(r.Detail, manage.LedgerKey(h.opKey.DID(), sent.Object.ID)) {
 		t.Errorf("reply after the restart = %+v, want indeterminate naming the ledger key", r)
 	}
 	if got := h.dev.Executed(); len(got) != 1 {
@@ -123,7 +123,7 @@ func TestQueuedReplySurvivesReboot(t *testing.T) {
 	proxy.Restore()
 	h.state = mqtttest.OpenState(t, h.path, h.clk)
 	h.wake()
-	replies := h.replyWith(sent.Object.ID, mqtt.OutcomeOK)
+	replies := h.replyWith(sent.Object.ID, manage.OutcomeOK)
 	if r := replies[len(replies)-1]; string(r.Result) != `{"done":"drain"}` {
 		t.Errorf("reply = %+v", r)
 	}

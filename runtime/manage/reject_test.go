@@ -89,31 +89,31 @@ func (w *rejectWorld) raw(payload []byte, contentType, corr string) string {
 var rejectCases = []struct {
 	name    string
 	send    func(w *rejectWorld) string
-	outcome mqtt.Outcome
+	outcome manage.Outcome
 	reason  string
 }{
 	{"unknown key", func(w *rejectWorld) string {
 		return w.publish(w.sign(w.stranger, manage.CommandSpec{Seq: 5000, Op: manage.OpHalt}))
-	}, mqtt.OutcomeRejected, manage.ReasonOperatorNotAllowed},
-	{"replayed", func(w *rejectWorld) string { return w.publish(w.ok.Object) }, mqtt.OutcomeRejected, "replay"},
+	}, manage.OutcomeRejected, manage.ReasonOperatorNotAllowed},
+	{"replayed", func(w *rejectWorld) string { return w.publish(w.ok.Object) }, manage.OutcomeRejected, "replay"},
 	{"out of sequence", func(w *rejectWorld) string {
 		return w.publish(w.sign(w.h.opKey, manage.CommandSpec{Seq: 1000, Op: manage.OpHalt}))
-	}, mqtt.OutcomeRejected, manage.ReasonOutOfSequence},
+	}, manage.OutcomeRejected, manage.ReasonOutOfSequence},
 	{"expired", func(w *rejectWorld) string {
 		// The operator's client refuses to publish it; a broker that held
 		// it too long, or anyone, can.
 		o := w.sign(w.h.opKey, manage.CommandSpec{Seq: 6000, Op: manage.OpHalt, IssuedAt: w.h.clk.Now().Add(-2 * time.Hour), TTL: time.Hour})
 		j, _ := o.MarshalJSON()
 		return w.raw(j, mqtt.ContentTypeJSON, o.ID)
-	}, mqtt.OutcomeRejected, "expired"},
+	}, manage.OutcomeRejected, "expired"},
 	{"wrong device", func(w *rejectWorld) string {
 		return w.publish(w.sign(w.h.opKey, manage.CommandSpec{Device: w.stranger.DID(), Seq: 7000, Op: manage.OpHalt}))
-	}, mqtt.OutcomeRejected, manage.ReasonWrongDevice},
+	}, manage.OutcomeRejected, manage.ReasonWrongDevice},
 	{"forged", func(w *rejectWorld) string {
 		o := w.sign(w.h.opKey, manage.CommandSpec{Seq: 2000, Op: manage.OpReboot})
 		j, _ := o.MarshalJSON()
 		return w.raw([]byte(strings.Replace(string(j), `"op":"reboot"`, `"op":"status"`, 1)), "", o.ID)
-	}, mqtt.OutcomeRejected, "signature-invalid"},
+	}, manage.OutcomeRejected, "signature-invalid"},
 	{"unknown op", func(w *rejectWorld) string {
 		o, err := governed.Sign(w.h.opKey, governed.Template{IssuedAt: w.h.clk.Now(), Semantic: governed.Semantic{Schema: manage.SchemaCommand},
 			Payload: map[string]any{"device": w.dev.String(), "seq": 3000, "op": "format-disk"}, Purpose: manage.PurposeCommand, TTL: time.Hour})
@@ -121,14 +121,14 @@ var rejectCases = []struct {
 			w.t.Fatal(err)
 		}
 		return w.publish(o)
-	}, mqtt.OutcomeRejected, manage.ReasonBadCommand},
+	}, manage.OutcomeRejected, manage.ReasonBadCommand},
 	{"too long a lifetime", func(w *rejectWorld) string {
 		return w.publish(w.sign(w.h.opKey, manage.CommandSpec{Seq: 8000, Op: manage.OpHalt, TTL: 365 * 24 * time.Hour}))
-	}, mqtt.OutcomeRejected, manage.ReasonBadCommand},
+	}, manage.OutcomeRejected, manage.ReasonBadCommand},
 	{"content type", func(w *rejectWorld) string { return w.raw([]byte("halt!"), "text/plain", "cmd-text") },
-		mqtt.OutcomeRejected, mqtt.ReasonUnsupportedContentType},
+		manage.OutcomeRejected, mqtt.ReasonUnsupportedContentType},
 	{"not JSON", func(w *rejectWorld) string { return w.raw([]byte("{halt"), "", "cmd-junk") },
-		mqtt.OutcomeRejected, "malformed"},
+		manage.OutcomeRejected, "malformed"},
 }
 
 func TestRejectedCommandsAreReported(t *testing.T) {
@@ -138,7 +138,7 @@ func TestRejectedCommandsAreReported(t *testing.T) {
 	// A valid command first: it runs, and sets the operator's last
 	// sequence number to 1000.
 	w.ok = h.sendSpec(manage.CommandSpec{Device: w.dev, Seq: 1000, Op: manage.OpStatus}, false)
-	if r := h.reply(w.ok.Object.ID); r.Outcome != mqtt.OutcomeOK {
+	if r := h.reply(w.ok.Object.ID); r.Outcome != manage.OutcomeOK {
 		t.Fatalf("valid command: %+v", r)
 	}
 	for _, tt := range rejectCases {
@@ -212,7 +212,7 @@ func TestCBORCommandGetsCBORReply(t *testing.T) {
 	s := h.sendSpec(manage.CommandSpec{Device: h.devKey.DID(), Seq: h.lastSeq, Op: manage.OpConfigGet,
 		Args: &manage.ConfigArgs{Key: "mode"}}, true)
 	r := h.reply(s.Object.ID)
-	if r.Outcome != mqtt.OutcomeOK || r.Op != manage.OpConfigGet {
+	if r.Outcome != manage.OutcomeOK || r.Op != manage.OpConfigGet {
 		t.Fatalf("reply = %+v", r)
 	}
 	var res map[string]any

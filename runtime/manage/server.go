@@ -32,8 +32,8 @@ type Device interface {
 
 // Result is what Device.Execute reports.
 type Result struct {
-	// Outcome is mqtt.OutcomeOK or mqtt.OutcomeFailed.
-	Outcome mqtt.Outcome
+	// Outcome is OutcomeOK or OutcomeFailed.
+	Outcome Outcome
 	// Reason is a short machine reason for a failure, such as
 	// "unsupported" or "no-hold".
 	Reason string
@@ -48,11 +48,11 @@ type Result struct {
 }
 
 // OK returns a successful Result carrying data.
-func OK(data any) Result { return Result{Outcome: mqtt.OutcomeOK, Data: data} }
+func OK(data any) Result { return Result{Outcome: OutcomeOK, Data: data} }
 
 // Failed returns a failed Result.
 func Failed(reason, format string, args ...any) Result {
-	return Result{Outcome: mqtt.OutcomeFailed, Reason: reason, Detail: fmt.Sprintf(format, args...)}
+	return Result{Outcome: OutcomeFailed, Reason: reason, Detail: fmt.Sprintf(format, args...)}
 }
 
 // Defaults of Config.
@@ -170,13 +170,13 @@ func (s *Server) Status() mqtt.Status {
 // the executor, or answers its rejection.
 func (s *Server) Handle(ctx context.Context, d *mqtt.Delivery) {
 	if d.Err != nil {
-		s.rejected(ctx, d, d.Err)
+		s.rejected(ctx, d, reject(d.Err.Reason, "%s", d.Err.Detail))
 		return
 	}
 	cmd, err := s.adm.admit(d.Key.DID(), d.Object, func(tx *bolt.Tx, cmd Command) error {
 		return d.Admit(tx, mqtt.Admission{ID: cmd.ID, Operator: cmd.Operator.String(), Seq: cmd.Seq, Op: cmd.Op, Key: cmd.Key})
 	})
-	var r *mqtt.Rejection
+	var r *rejection
 	switch {
 	case errors.As(err, &r):
 		s.rejected(ctx, d, r)
@@ -208,24 +208,24 @@ func (s *Server) Handle(ctx context.Context, d *mqtt.Delivery) {
 // indeterminate (the ledger made it so when it opened), so the answer is
 // "indeterminate" with the key to reconcile; a key resolved meanwhile
 // needs no answer.
-func (s *Server) Interrupted(tx *bolt.Tx, a mqtt.Admission) (mqtt.Reply, bool, error) {
+func (s *Server) Interrupted(tx *bolt.Tx, d *mqtt.Delivery, a mqtt.Admission) (any, bool, error) {
 	le, err := s.cfg.Ledger.Get(tx, a.Key)
 	if err != nil || (le.State != ledger.Indeterminate && le.State != ledger.Reserved) {
-		return mqtt.Reply{}, false, nil
+		return nil, false, nil
 	}
 	r := refusedKey(&ledger.KeyError{Entry: le})
-	return mqtt.Reply{Command: a.ID, Operator: a.Operator, Seq: a.Seq, Op: a.Op,
-		Outcome: r.Outcome, Reason: r.Reason, Detail: r.Detail}, true, nil
+	return Reply{Device: d.Key.DID().String(), Command: a.ID, Operator: a.Operator, Seq: a.Seq, Op: a.Op,
+		Outcome: r.outcome, Reason: r.reason, Detail: r.detail}, true, nil
 }
 
 // rejected answers a refused command on the reply topic (or, when it has no
 // id to answer to, on the event topic), within the rejection rate, and
 // removes it from the inbox.
-func (s *Server) rejected(ctx context.Context, d *mqtt.Delivery, r *mqtt.Rejection) {
+func (s *Server) rejected(ctx context.Context, d *mqtt.Delivery, r *rejection) {
 	s.mu.Lock()
-	s.stats.Rejected[r.Reason]++
+	s.stats.Rejected[r.reason]++
 	s.mu.Unlock()
-	s.log.Info("command refused", "outcome", r.Outcome, "reason", r.Reason, "detail", r.Detail)
+	s.log.Info("command refused", "outcome", r.outcome, "reason", r.reason, "detail", r.detail)
 	forget := func() {
 		if err := d.Forget(); err != nil {
 			s.log.Error("removing a refused command from the inbox", "err", err)
@@ -239,10 +239,10 @@ func (s *Server) rejected(ctx context.Context, d *mqtt.Delivery, r *mqtt.Rejecti
 		d.Done()
 		return
 	}
-	reply := mqtt.Reply{Outcome: r.Outcome, Reason: r.Reason, Detail: r.Detail}
+	reply := Reply{Device: d.Key.DID().String(), Outcome: r.outcome, Reason: r.reason, Detail: r.detail}
 	if o := d.Object; o != nil {
 		reply.Command = o.ID
-		if verified(r.Reason) {
+		if verified(r.reason) {
 			reply.Operator = o.Issuer.String()
 			reply.Seq = claimedSeq(o)
 		}
@@ -253,11 +253,20 @@ func (s *Server) rejected(ctx context.Context, d *mqtt.Delivery, r *mqtt.Rejecti
 		defer d.Done()
 		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
-		if err := d.Answer(ctx, reply); err != nil {
+		if err := s.answer(ctx, d, reply); err != nil {
 			s.log.Warn("answering a refused command failed", "err", err)
 		}
 		forget()
 	}()
+}
+
+// answer publishes reply at once, or, when it has no command id to
+// answer, an event command-rejected.
+func (s *Server) answer(ctx context.Context, d *mqtt.Delivery, reply Reply) error {
+	if reply.Command == "" {
+		return d.Event(ctx, mqtt.Event{Kind: "command-rejected", Detail: reply.Reason + ": " + reply.Detail})
+	}
+	return d.Answer(ctx, reply.Command, reply)
 }
 
 // verified reports whether a rejection came after the signature check
@@ -292,8 +301,9 @@ func (s *Server) run(ctx context.Context, j job) {
 	defer j.d.Done()
 	res := s.cfg.Device.Execute(ctx, j.cmd)
 	reply := replyFor(j.cmd, res)
+	reply.Device = j.d.Key.DID().String()
 	err := s.cfg.DB.Update(func(tx *bolt.Tx) error {
-		receipt, err := j.d.Complete(tx, reply)
+		receipt, err := j.d.Complete(tx, j.cmd.ID, reply)
 		if err != nil {
 			return err
 		}
@@ -307,7 +317,7 @@ func (s *Server) run(ctx context.Context, j job) {
 		// operator still gets the answer if the connection is up.
 		s.log.Error("recording a command's completion failed", "command", j.cmd.ID, "err", err)
 		actx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		j.d.Answer(actx, reply)
+		j.d.Answer(actx, j.cmd.ID, reply)
 		cancel()
 	}
 	s.log.Info("command executed", "op", j.cmd.Op, "id", j.cmd.ID, "operator", j.cmd.Operator.String(), "outcome", reply.Outcome, "reason", reply.Reason)
@@ -322,16 +332,16 @@ func (s *Server) run(ctx context.Context, j job) {
 }
 
 // replyFor builds the reply to an executed command.
-func replyFor(cmd Command, res Result) mqtt.Reply {
-	r := mqtt.Reply{Command: cmd.ID, Operator: cmd.Operator.String(),
+func replyFor(cmd Command, res Result) Reply {
+	r := Reply{Command: cmd.ID, Operator: cmd.Operator.String(),
 		Seq: cmd.Seq, Op: cmd.Op, Outcome: res.Outcome, Reason: res.Reason, Detail: res.Detail}
-	if r.Outcome != mqtt.OutcomeOK && r.Outcome != mqtt.OutcomeFailed {
-		r.Outcome, r.Reason, r.Detail = mqtt.OutcomeFailed, "device-error", "the device reported outcome "+truncate(string(res.Outcome))
+	if r.Outcome != OutcomeOK && r.Outcome != OutcomeFailed {
+		r.Outcome, r.Reason, r.Detail = OutcomeFailed, "device-error", "the device reported outcome "+truncate(string(res.Outcome))
 	}
 	if res.Data != nil {
 		b, err := json.Marshal(res.Data)
 		if err != nil {
-			r.Outcome, r.Reason, r.Detail = mqtt.OutcomeFailed, "device-error", "encoding the result: "+err.Error()
+			r.Outcome, r.Reason, r.Detail = OutcomeFailed, "device-error", "encoding the result: "+err.Error()
 		} else {
 			r.Result = b
 		}

@@ -37,7 +37,7 @@ func TestWireProperties(t *testing.T) {
 	const ttl = 90 * time.Minute
 	h.lastSeq = manage.NextSeq(h.lastSeq, h.clk.Now())
 	sent := h.sendSpec(manage.CommandSpec{Device: h.devKey.DID(), Seq: h.lastSeq, Op: manage.OpStatus, TTL: ttl}, false)
-	if r := h.reply(sent.Object.ID); r.Outcome != mqtt.OutcomeOK {
+	if r := h.reply(sent.Object.ID); r.Outcome != manage.OutcomeOK {
 		t.Fatalf("status reply: %+v", r)
 	}
 	h.sleep(h.clk.Now().Add(time.Hour))

@@ -39,7 +39,7 @@ func TestCommandWhileAsleepRunsAtNextWake(t *testing.T) {
 		}
 		d.clk.Set(next)
 		d.wake()
-		if r := d.reply(id); r.Outcome != mq.OutcomeOK || r.Op != manage.OpHalt {
+		if r := d.reply(id); r.Outcome != manage.OutcomeOK || r.Op != manage.OpHalt {
 			t.Fatalf("reply = %+v", r)
 		}
 		if got := d.dev.Executed(); len(got) != 1 || got[0].Args.(*manage.NoteArgs).Note != "from afar" {
@@ -62,7 +62,7 @@ func TestBacklogKeepsSequenceOrder(t *testing.T) {
 		}
 		d.wake()
 		for _, id := range ids {
-			if r := d.reply(id); r.Outcome != mq.OutcomeOK {
+			if r := d.reply(id); r.Outcome != manage.OutcomeOK {
 				t.Errorf("reply to %s = %+v", id, r)
 			}
 		}
@@ -106,7 +106,7 @@ func TestRejectedCommandsAreReported(t *testing.T) {
 		}
 		for _, c := range checks {
 			r := d.reply(c.id)
-			if c.reason == "" && r.Outcome != mq.OutcomeOK || c.reason != "" && (r.Outcome != mq.OutcomeRejected || r.Reason != c.reason) {
+			if c.reason == "" && r.Outcome != manage.OutcomeOK || c.reason != "" && (r.Outcome != manage.OutcomeRejected || r.Reason != c.reason) {
 				t.Errorf("reply to the %q case = %+v", c.reason, r)
 			}
 		}
@@ -122,11 +122,11 @@ func TestRejectedCommandsAreReported(t *testing.T) {
 		}
 		// Two answers, in either order: the first copy's outcome goes
 		// through the durable outbound queue, the refusal straight out.
-		rs := []mq.Reply{d.reply(o.ID), d.reply(o.ID)}
-		if rs[0].Outcome != mq.OutcomeOK {
+		rs := []manage.Reply{d.reply(o.ID), d.reply(o.ID)}
+		if rs[0].Outcome != manage.OutcomeOK {
 			rs[0], rs[1] = rs[1], rs[0]
 		}
-		if rs[0].Outcome != mq.OutcomeOK || rs[1].Outcome != mq.OutcomeRejected || rs[1].Reason != "replay" || !strings.Contains(rs[1].Detail, "already") {
+		if rs[0].Outcome != manage.OutcomeOK || rs[1].Outcome != manage.OutcomeRejected || rs[1].Reason != "replay" || !strings.Contains(rs[1].Detail, "already") {
 			t.Errorf("replies to a command sent twice = %+v", rs)
 		}
 		if n := len(d.dev.Executed()); n != 2 {
@@ -155,7 +155,7 @@ func TestRebootMidCommandIsIndeterminate(t *testing.T) {
 		<-started
 		d.reboot()
 		r := d.reply(id)
-		if r.Outcome != mq.OutcomeIndeterminate || !strings.Contains(r.Detail, manage.LedgerKey(d.opKey.DID(), id)) {
+		if r.Outcome != manage.OutcomeIndeterminate || !strings.Contains(r.Detail, manage.LedgerKey(d.opKey.DID(), id)) {
 			t.Fatalf("reply after the reboot = %+v", r)
 		}
 		if n := len(d.dev.Executed()); n != 1 {
@@ -195,7 +195,7 @@ func TestRepliesSurviveRebootInBbolt(t *testing.T) {
 		proxy.Restore()
 		d.state = mqtttest.OpenState(t, d.path, d.clk)
 		d.wake()
-		rs := d.replyWith(s.Object.ID, mq.OutcomeOK)
+		rs := d.replyWith(s.Object.ID, manage.OutcomeOK)
 		if string(rs[len(rs)-1].Result) != `{"done":"drain"}` {
 			t.Errorf("replies = %+v", rs)
 		}

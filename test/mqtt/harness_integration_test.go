@@ -178,7 +178,7 @@ func (d *device) publish(k *did.PrivateKey, spec manage.CommandSpec) string {
 	return o.ID
 }
 
-func (d *device) reply(id string) mq.Reply {
+func (d *device) reply(id string) manage.Reply {
 	d.t.Helper()
 	r, _, err := d.operator().AwaitReply(ctxT(d.t), name, id, d.key.DID())
 	if err != nil {
@@ -188,9 +188,9 @@ func (d *device) reply(id string) mq.Reply {
 }
 
 // replyWith collects replies to id until one has outcome want.
-func (d *device) replyWith(id string, want mq.Outcome) []mq.Reply {
+func (d *device) replyWith(id string, want manage.Outcome) []manage.Reply {
 	d.t.Helper()
-	var all []mq.Reply
+	var all []manage.Reply
 	for {
 		r := d.reply(id)
 		if all = append(all, r); r.Outcome == want {

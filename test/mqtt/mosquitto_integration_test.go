@@ -10,7 +10,6 @@ import (
 	"github.com/torpor-dev/torpor/runtime/manage"
 	"github.com/torpor-dev/torpor/store/mqttsession"
 	"github.com/torpor-dev/torpor/test/internal/testenv"
-	mq "github.com/torpor-dev/torpor/transport/mqtt"
 	"github.com/torpor-dev/torpor/transport/mqtt/mqtttest"
 )
 
@@ -74,7 +73,7 @@ func TestRebootResendsFromTheBboltSession(t *testing.T) {
 		t.Fatalf("after the reboot the bbolt session holds %v, %v; want the unacknowledged reply", ids, err)
 	}
 	d.wake()
-	rs := d.replyWith(s.Object.ID, mq.OutcomeOK)
+	rs := d.replyWith(s.Object.ID, manage.OutcomeOK)
 	if string(rs[len(rs)-1].Result) != `{"done":"drain"}` {
 		t.Errorf("replies %+v", rs)
 	}
@@ -102,7 +101,7 @@ func TestBrokerRestartKeepsQueuedCommands(t *testing.T) {
 	d.operator() // a fresh operator session after the restart
 	d.clk.Advance(time.Hour)
 	d.wake()
-	if r := d.reply(id); r.Outcome != mq.OutcomeOK {
+	if r := d.reply(id); r.Outcome != manage.OutcomeOK {
 		t.Fatalf("reply = %+v", r)
 	}
 }

@@ -223,7 +223,7 @@ func (w *world) send(op string, args any) string {
 	return s.Object.ID
 }
 
-func (w *world) reply(id string) mq.Reply {
+func (w *world) reply(id string) manage.Reply {
 	w.t.Helper()
 	r, _, err := w.op.AwaitReply(ctxT(w.t), name, id, w.key.DID())
 	if err != nil {
@@ -274,7 +274,7 @@ func TestSetModeChangesWhatTheRelayTellsSenders(t *testing.T) {
 		}
 		id := w.send(manage.OpSetMode, &manage.SetModeArgs{Mode: "always_on"})
 		w.clock.Set(start)
-		if r := w.reply(id); r.Outcome != mq.OutcomeOK {
+		if r := w.reply(id); r.Outcome != manage.OutcomeOK {
 			t.Fatalf("set-mode always_on: %+v", r)
 		}
 		w.nextWake() // the window's wake ends on the mode change
@@ -285,7 +285,7 @@ func TestSetModeChangesWhatTheRelayTellsSenders(t *testing.T) {
 
 		wakeAt := w.clock.Now().Add(2 * time.Hour).Truncate(time.Second)
 		id = w.send(manage.OpSetMode, &manage.SetModeArgs{Mode: "sleep", WakeAt: &wakeAt})
-		if r := w.reply(id); r.Outcome != mq.OutcomeOK {
+		if r := w.reply(id); r.Outcome != manage.OutcomeOK {
 			t.Fatalf("set-mode sleep: %+v", r)
 		}
 		w.nextWake() // the always_on wake ends; the agent announces sleep
@@ -329,14 +329,14 @@ func TestHeldActionConfirmedOverMQTT(t *testing.T) {
 			t.Fatalf("the action ran before it was confirmed: %v", got)
 		}
 		c := w.reply(w.send(manage.OpConfirm, &manage.HoldArgs{Hold: rep.Holds[0].Key}))
-		if c.Outcome != mq.OutcomeOK {
+		if c.Outcome != manage.OutcomeOK {
 			t.Fatalf("confirm: %+v", c)
 		}
 		if got := w.sink.purposes(); len(got) != 1 || got[0] != "action:open-valve" {
 			t.Errorf("delivered %v, want the action once", got)
 		}
 		// Confirming again finds nothing held: the action cannot run twice.
-		if again := w.reply(w.send(manage.OpConfirm, &manage.HoldArgs{Hold: rep.Holds[0].Key})); again.Outcome != mq.OutcomeFailed || again.Reason != "no-hold" {
+		if again := w.reply(w.send(manage.OpConfirm, &manage.HoldArgs{Hold: rep.Holds[0].Key})); again.Outcome != manage.OutcomeFailed || again.Reason != "no-hold" {
 			t.Errorf("second confirm: %+v", again)
 		}
 	})

@@ -3,7 +3,6 @@ package mqtt
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/eclipse/paho.golang/paho"
@@ -26,11 +25,11 @@ type Handler interface {
 	// the next start; it may do so from another goroutine. ctx ends when
 	// the Client stops.
 	Handle(ctx context.Context, d *Delivery)
-	// Interrupted is called at Start, in tx, for each message admitted
-	// (Delivery.Admit) before a restart and never completed. It returns
-	// the answer to queue for it, or false for none; the message is then
-	// forgotten.
-	Interrupted(tx *bolt.Tx, a Admission) (Reply, bool, error)
+	// Interrupted is called at Start, in tx, for each message d admitted
+	// (Delivery.Admit) as a before a restart and never completed. It
+	// returns the reply payload to queue for it, or false for none; the
+	// message is then forgotten.
+	Interrupted(tx *bolt.Tx, d *Delivery, a Admission) (reply any, ok bool, err error)
 }
 
 // StatusReporter is implemented by a Handler that describes the device's
@@ -49,21 +48,10 @@ type Admission struct {
 	Key      string // its key in the idempotency ledger
 }
 
-// Rejection is a command refused before it ran. Returned from a bbolt
-// transaction function, it rolls the transaction back.
-type Rejection struct {
-	Outcome Outcome // OutcomeRejected or OutcomeIndeterminate
-	Reason  string
-	Detail  string
-}
-
-func (r *Rejection) Error() string {
-	return "mqtt: command " + string(r.Outcome) + " (" + r.Reason + "): " + r.Detail
-}
-
-// Reject returns a rejection with outcome rejected.
-func Reject(reason, format string, args ...any) *Rejection {
-	return &Rejection{Outcome: OutcomeRejected, Reason: reason, Detail: fmt.Sprintf(format, args...)}
+// Unreadable says why a stored message could not be read as a Governed
+// Object: Reason is ReasonUnsupportedContentType or governed's malformed.
+type Unreadable struct {
+	Reason, Detail string
 }
 
 // ErrAborted is returned by Delivery.Complete after Client.Abort: as after
@@ -77,7 +65,7 @@ type Delivery struct {
 	// Object is the message's Governed Object; nil when the payload did
 	// not decode, and Err says why.
 	Object *governed.Object
-	Err    *Rejection
+	Err    *Unreadable
 	// CBOR says the message came as CBOR: the answer goes in CBOR too.
 	CBOR bool
 	// Correlation is the MQTT correlation data as the publisher set it.
@@ -94,18 +82,19 @@ func (d *Delivery) Admit(tx *bolt.Tx, a Admission) error {
 	return markAdmitted(tx, d.entry, a, d.CBOR)
 }
 
-// Complete signs r with d.Key, queues it on the reply topic and forgets
-// the message, all in tx, and returns the signed reply (the receipt to
-// record). After Client.Abort it records nothing and returns ErrAborted.
-func (d *Delivery) Complete(tx *bolt.Tx, r Reply) ([]byte, error) {
+// Complete signs reply, a reply payload, with d.Key, queues it on the
+// reply topic with id as correlation data and forgets the message, all in
+// tx, and returns the signed reply (the receipt to record). After
+// Client.Abort it records nothing and returns ErrAborted.
+func (d *Delivery) Complete(tx *bolt.Tx, id string, reply any) ([]byte, error) {
 	if d.c.isAborted() {
 		return nil, ErrAborted
 	}
-	obj, payload, err := d.sign(r)
+	obj, payload, err := d.sign(reply)
 	if err != nil {
 		return nil, err
 	}
-	pkt := publishPacket(d.c.topics.Reply(), payload, contentType(d.CBOR), []byte(r.Command), DefaultReplyTTL)
+	pkt := publishPacket(d.c.topics.Reply(), payload, contentType(d.CBOR), []byte(id), DefaultReplyTTL)
 	if err := d.c.queue.EnqueueTx(tx, pkt); err != nil {
 		return nil, err
 	}
@@ -113,27 +102,25 @@ func (d *Delivery) Complete(tx *bolt.Tx, r Reply) ([]byte, error) {
 	return obj, deleteInbox(tx, d.entry)
 }
 
-// Answer signs r with d.Key and publishes it on the reply topic at once,
-// outside the durable queue (for rejections, and when recording a
-// completion failed), or, when r names no command, publishes an event
-// command-rejected. It does not forget the message.
-func (d *Delivery) Answer(ctx context.Context, r Reply) error {
-	if r.Command == "" {
-		return d.c.PublishEvent(ctx, Event{Kind: "command-rejected", Detail: r.Reason + ": " + r.Detail})
-	}
-	_, payload, err := d.sign(r)
+// Answer signs reply with d.Key and publishes it on the reply topic at
+// once, outside the durable queue (for rejections, and when recording a
+// completion failed). It does not forget the message.
+func (d *Delivery) Answer(ctx context.Context, id string, reply any) error {
+	_, payload, err := d.sign(reply)
 	if err != nil {
 		return err
 	}
 	exp := uint32(DefaultReplyTTL / time.Second)
 	_, err = d.c.cm.Publish(ctx, &paho.Publish{Topic: d.c.topics.Reply(), QoS: 1, Payload: payload,
-		Properties: &paho.PublishProperties{ContentType: contentType(d.CBOR), CorrelationData: []byte(r.Command), MessageExpiry: &exp}})
+		Properties: &paho.PublishProperties{ContentType: contentType(d.CBOR), CorrelationData: []byte(id), MessageExpiry: &exp}})
 	return err
 }
 
-func (d *Delivery) sign(r Reply) (obj, payload []byte, err error) {
-	r.Device = d.Key.DID().String()
-	o, err := signReply(d.Key, d.c.clock.Now(), r)
+// Event publishes e on the event topic (PublishEvent).
+func (d *Delivery) Event(ctx context.Context, e Event) error { return d.c.PublishEvent(ctx, e) }
+
+func (d *Delivery) sign(reply any) (obj, payload []byte, err error) {
+	o, err := signDeviceObject(d.Key, d.c.clock.Now(), SchemaReply, PurposeReply, reply, DefaultReplyTTL)
 	if err != nil {
 		return nil, nil, err
 	}

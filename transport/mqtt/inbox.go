@@ -171,12 +171,12 @@ func (c *Client) answerInterrupted(e inboxEntry) error {
 	d := &Delivery{c: c, entry: e.key, CBOR: m.CBOR, Key: c.Key()}
 	a := Admission{ID: m.ID, Operator: m.Operator, Seq: m.Seq, Op: m.Op, Key: m.Key}
 	return store.Err(c.cfg.DB.Update(func(tx *bolt.Tx) error {
-		r, ok, err := c.cfg.Handler.Interrupted(tx, a)
+		r, ok, err := c.cfg.Handler.Interrupted(tx, d, a)
 		if err != nil || !ok {
 			return errors.Join(err, deleteInbox(tx, e.key))
 		}
-		c.log.Warn("a command was interrupted by a restart", "op", m.Op, "id", m.ID, "key", m.Key, "outcome", r.Outcome)
-		_, err = d.Complete(tx, r)
+		c.log.Warn("a command was interrupted by a restart", "op", m.Op, "id", m.ID, "key", m.Key)
+		_, err = d.Complete(tx, m.ID, r)
 		return err
 	}))
 }

@@ -31,7 +31,7 @@ func (h *countingHandler) Handle(_ context.Context, d *Delivery) {
 	h.ids = append(h.ids, d.Object.ID)
 	h.mu.Unlock()
 	err := h.db.Update(func(tx *bolt.Tx) error {
-		_, err := d.Complete(tx, Reply{Command: d.Object.ID, Outcome: OutcomeOK})
+		_, err := d.Complete(tx, d.Object.ID, map[string]string{"outcome": "ok"})
 		return err
 	})
 	if err != nil {
@@ -40,8 +40,8 @@ func (h *countingHandler) Handle(_ context.Context, d *Delivery) {
 	h.ch <- struct{}{}
 }
 
-func (h *countingHandler) Interrupted(*bolt.Tx, Admission) (Reply, bool, error) {
-	return Reply{}, false, nil
+func (h *countingHandler) Interrupted(*bolt.Tx, *Delivery, Admission) (any, bool, error) {
+	return nil, false, nil
 }
 
 // TestInboxRunsStoredCommandsAtStart: a command stored in the inbox (and

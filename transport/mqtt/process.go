@@ -199,20 +199,20 @@ func (c *Client) parseEntry(e inboxEntry) *Delivery {
 	ct := e.msg.ContentType
 	asCBOR, err := isCBOR(ct)
 	if err != nil {
-		d.Err = Reject(ReasonUnsupportedContentType, "%v", err)
+		d.Err = &Unreadable{ReasonUnsupportedContentType, err.Error()}
 		return d
 	}
 	d.CBOR = asCBOR
 	j, err := decodePayload(ct, e.msg.Payload)
 	if err != nil {
-		d.Err = Reject(governed.ReasonMalformed.String(), "%v", err)
+		d.Err = &Unreadable{governed.ReasonMalformed.String(), err.Error()}
 		return d
 	}
 	o, err := governed.Parse(j)
 	if err != nil {
 		var re *governed.RejectError
 		errors.As(err, &re)
-		d.Err = Reject(governed.ReasonMalformed.String(), "%s", re.Detail)
+		d.Err = &Unreadable{governed.ReasonMalformed.String(), re.Detail}
 		return d
 	}
 	d.Object = o
