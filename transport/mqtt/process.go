@@ -39,16 +39,14 @@ type inbound struct {
 // messages) never stalls the backlog, and a crash loses nothing the broker
 // was told is received. The backlog that arrives right after a connection
 // is held until the end-of-backlog probe comes back (or BarrierTimeout
-// passes) and run in sequence order; from then on commands run as they
-// arrive.
+// passes) and handed to the Handler in the order it asks for
+// (Handler.Order); from then on messages go to it as they arrive.
 //
 // The broker sends a resumed session's queued messages before anything
 // published after the connection came up, so once the probe (published
-// after the subscription) comes back, the backlog is complete. Sorting it
-// by sequence means a broker that redelivers out of order (mochi's
-// unstable sort of in-flight messages, PLATFORM.md §3) does not change
-// which commands run or in what order; the sequence rule (admit) covers
-// what arrives later.
+// after the subscription) comes back, the backlog is complete, and a
+// broker that redelivers it out of order (mochi sorts in-flight messages
+// with an unstable sort) does not decide the order.
 func (c *Client) dispatch(recovered []*Delivery) {
 	defer c.wg.Done()
 	b := &backlog{batch: recovered, collecting: true}

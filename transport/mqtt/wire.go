@@ -15,7 +15,8 @@ const (
 	ContentTypeCBOR = "application/cbor"
 )
 
-// MaxPayload bounds every payload a Client or an Operator decodes.
+// MaxPayload bounds every payload a Client or an operator (VerifyObject)
+// decodes.
 const MaxPayload = 64 << 10
 
 // errUnsupportedContentType is returned (wrapped) by decodePayload.
