@@ -39,7 +39,7 @@ type cmdWorld struct {
 	srv     *httptest.Server
 	broker  *mqtttest.Embedded
 	agent   *runtime.Agent
-	cmds    *runtime.Commands
+	cmds    *manage.Commands
 	op      *manage.Operator
 	witness *mqtttest.Witness
 	window  wake.Window
@@ -112,7 +112,7 @@ func (w *cmdWorld) config(dir string, mode wake.Mode) runtime.Config {
 
 // newCmdWorldWith is newCmdWorld with opt changing the configurations
 // before the agent and its commands are made.
-func newCmdWorldWith(t *testing.T, mode wake.Mode, opt func(w *cmdWorld, cfg *runtime.Config, cc *runtime.CommandsConfig)) *cmdWorld {
+func newCmdWorldWith(t *testing.T, mode wake.Mode, opt func(w *cmdWorld, cfg *runtime.Config, cc *manage.CommandsConfig)) *cmdWorld {
 	w := &cmdWorld{t: t, clock: clocktest.New(cmdStart), key: runtimetest.Key(t, 9), opKey: runtimetest.Key(t, 10),
 		wakes: make(chan runtime.WakeReport, 16), phases: make(chan runtime.Phase, 1024)}
 	dir := t.TempDir()
@@ -120,7 +120,7 @@ func newCmdWorldWith(t *testing.T, mode wake.Mode, opt func(w *cmdWorld, cfg *ru
 	w.broker = mqtttest.StartEmbedded(t, nil)
 	w.window = wake.Window{Minute: wake.WakeMinute(w.key.DID().String()), Length: 5 * time.Minute}
 	cfg := w.config(dir, mode)
-	cc := runtime.CommandsConfig{
+	cc := manage.CommandsConfig{
 		Broker: w.broker.URL(), Name: "pi-7", Operators: []did.DID{w.opKey.DID()},
 		Logger: slog.New(slog.NewTextHandler(cmdLog{t}, &slog.HandlerOptions{Level: slog.LevelInfo})),
 	}
@@ -131,7 +131,7 @@ func newCmdWorldWith(t *testing.T, mode wake.Mode, opt func(w *cmdWorld, cfg *ru
 	if w.agent, err = runtime.New(cfg); err != nil {
 		t.Fatal(err)
 	}
-	w.cmds, err = runtime.NewCommands(w.agent, cc)
+	w.cmds, err = manage.NewCommands(w.agent, cc)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -80,7 +80,7 @@ type Config struct {
 	Hooks Hooks
 	// Management follows the duty cycle (see Management); nil means
 	// none. Agent.SetManagement sets it after New, for a channel made
-	// from the Agent (Commands).
+	// from the Agent (manage.Commands).
 	Management Management
 }
 

@@ -71,6 +71,6 @@
 //
 // The operator's operations on it (Halt, Resume, Confirm, Deny,
 // Reconcile, Holds, Entries, Report) are Pipeline's methods: the MQTT
-// commands (Commands, the runtime/manage Device) and torpor-agent's
-// offline commands run the same code and record who acted.
+// commands (runtime/manage's Commands) and torpor-agent's offline
+// commands run the same code and record who acted.
 package runtime

@@ -10,11 +10,12 @@ import (
 	"github.com/torpor-dev/torpor/runtime/drain"
 	"github.com/torpor-dev/torpor/runtime/gate"
 	"github.com/torpor-dev/torpor/store/ledger"
+	"github.com/torpor-dev/torpor/store/replay"
 )
 
 // The operator's operations on the pipeline. Each has one implementation
-// here: runtime.Commands (MQTT) and torpor-agent's offline commands only
-// parse their arguments and format the result. by names who acted (an
+// here: runtime/manage's Commands (MQTT) and torpor-agent's offline
+// commands only parse their arguments and format the result. by names who acted (an
 // operator DID and the command, or the local user); it is recorded with
 // the note.
 
@@ -188,3 +189,10 @@ func (p *Pipeline) Recover(ctx context.Context) (drain.Recovery, error) {
 
 // Close cancels effects in flight. The caller closes the bbolt file.
 func (p *Pipeline) Close() { p.drainer.Close() }
+
+// Stores returns the bbolt file, replay cache and idempotency ledger the
+// pipeline works on, for the admission of operators' commands
+// (runtime/manage), which records in the same file and transactions.
+func (p *Pipeline) Stores() (*bolt.DB, *replay.Cache, *ledger.Ledger) {
+	return p.db, p.replay, p.ledger
+}

@@ -24,7 +24,7 @@ import (
 // owner, so consequential actions (action:*) are held for it, and whose
 // deliveries go to h.
 func newHoldWorld(t *testing.T, h deliver.Handler) *cmdWorld {
-	w := newCmdWorldWith(t, wake.AlwaysOn, func(w *cmdWorld, cfg *runtime.Config, _ *runtime.CommandsConfig) {
+	w := newCmdWorldWith(t, wake.AlwaysOn, func(w *cmdWorld, cfg *runtime.Config, _ *manage.CommandsConfig) {
 		cfg.Owner = w.opKey.DID()
 		cfg.Routes = []deliver.Route{{Pattern: "*", Name: "app", Handler: h}}
 	})

@@ -50,7 +50,7 @@ func (w *cmdWorld) takeKeyPackages() int {
 
 // withMLSPool gives a cmdWorld's agent MLS sessions and its KeyPackage
 // pool (session.DefaultPoolSize) on its bbolt file.
-func withMLSPool(w *cmdWorld, cfg *runtime.Config, _ *runtime.CommandsConfig) {
+func withMLSPool(w *cmdWorld, cfg *runtime.Config, _ *manage.CommandsConfig) {
 	cfg.AllowPlaintext = false
 	cfg.OpenMLS = func(db *bolt.DB) (drain.Sessions, runtime.KeyPackages, error) {
 		s, err := session.New(session.Config{Key: w.key, Clock: w.clock})
@@ -110,7 +110,7 @@ func (l publishedLink) Publish(ctx context.Context, st link.State) (link.Accepte
 func TestRefillKeyPackagesAlwaysOn(t *testing.T) {
 	const count = session.DefaultPoolSize + 4
 	published := make(chan link.State, 16)
-	w := newCmdWorldWith(t, wake.AlwaysOn, func(w *cmdWorld, cfg *runtime.Config, cc *runtime.CommandsConfig) {
+	w := newCmdWorldWith(t, wake.AlwaysOn, func(w *cmdWorld, cfg *runtime.Config, cc *manage.CommandsConfig) {
 		withMLSPool(w, cfg, cc)
 		cfg.Hooks.Dial = func(ctx context.Context, c link.Config) (runtime.Link, error) {
 			l, err := link.Dial(ctx, c)

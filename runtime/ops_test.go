@@ -324,7 +324,7 @@ func TestWindowAndWakeNowOverMQTT(t *testing.T) {
 // TestRebootOverMQTT: the reboot command is answered, then the agent's
 // Run ends with ErrRestart (the binary exits for systemd to restart it).
 func TestRebootOverMQTT(t *testing.T) {
-	w := newCmdWorldWith(t, wake.AlwaysOn, func(w *cmdWorld, _ *runtime.Config, cc *runtime.CommandsConfig) {
+	w := newCmdWorldWith(t, wake.AlwaysOn, func(w *cmdWorld, _ *runtime.Config, cc *manage.CommandsConfig) {
 		cc.Reboot = func() error { w.agent.Restart("reboot command"); return nil }
 	})
 	w.run()
@@ -345,7 +345,7 @@ func TestRebootOverMQTT(t *testing.T) {
 // the agent restarts.
 func TestRotateKeysOverMQTT(t *testing.T) {
 	keyFile := filepath.Join(t.TempDir(), "agent.key")
-	w := newCmdWorldWith(t, wake.AlwaysOn, func(w *cmdWorld, cfg *runtime.Config, cc *runtime.CommandsConfig) {
+	w := newCmdWorldWith(t, wake.AlwaysOn, func(w *cmdWorld, cfg *runtime.Config, cc *manage.CommandsConfig) {
 		if err := did.SaveKey(keyFile, w.key, false); err != nil {
 			t.Fatal(err)
 		}
@@ -413,7 +413,7 @@ func verifyHandover(handover []byte, old did.DID, next, device string) error {
 	if o.Issuer != old {
 		return fmt.Errorf("issuer %s, want the old key %s", o.Issuer, old)
 	}
-	if o.Governance.Purpose != runtime.PurposeKeyHandover || o.Semantic.Schema != runtime.SchemaKeyHandover {
+	if o.Governance.Purpose != manage.PurposeKeyHandover || o.Semantic.Schema != manage.SchemaKeyHandover {
 		return fmt.Errorf("purpose %q, schema %q; want a key handover", o.Governance.Purpose, o.Semantic.Schema)
 	}
 	var p struct{ Old, New, Device string }

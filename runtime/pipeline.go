@@ -55,8 +55,8 @@ type PipelineConfig struct {
 //
 // The operator's operations (Halt, Resume, Confirm, Deny, Reconcile,
 // Holds, Entries, Report) are its methods, so that the MQTT commands
-// (runtime.Commands) and torpor-agent's offline commands run the same
-// transactions.
+// (runtime/manage's Commands) and torpor-agent's offline commands run the
+// same transactions.
 type Pipeline struct {
 	db      *bolt.DB
 	ledger  *ledger.Ledger

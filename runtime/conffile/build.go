@@ -18,6 +18,7 @@ import (
 	"github.com/torpor-dev/torpor/runtime"
 	"github.com/torpor-dev/torpor/runtime/deliver"
 	"github.com/torpor-dev/torpor/runtime/drain"
+	"github.com/torpor-dev/torpor/runtime/manage"
 	"github.com/torpor-dev/torpor/runtime/purpose"
 	"github.com/torpor-dev/torpor/session"
 	"github.com/torpor-dev/torpor/session/agent"
@@ -33,8 +34,8 @@ type Built struct {
 	Config runtime.Config
 	// Commands configures the operators' commands over MQTT; nil when the
 	// file names no broker. The daemon sets Logger, Reboot and RotateKey,
-	// which need the running agent, and calls runtime.NewCommands.
-	Commands *runtime.CommandsConfig
+	// which need the running agent, and calls manage.NewCommands.
+	Commands *manage.CommandsConfig
 	closers  []func()
 }
 
@@ -129,7 +130,7 @@ func (b *Built) buildCommands(f *File) error {
 	if m == nil || m.Broker == "" {
 		return nil
 	}
-	cc := &runtime.CommandsConfig{Broker: m.Broker, Name: m.Name, Prefix: m.Prefix, SessionExpiry: time.Duration(m.SessionExpiry)}
+	cc := &manage.CommandsConfig{Broker: m.Broker, Name: m.Name, Prefix: m.Prefix, SessionExpiry: time.Duration(m.SessionExpiry)}
 	var errs []error
 	if u, err := url.Parse(m.Broker); err != nil || u.Host == "" {
 		errs = append(errs, fmt.Errorf("mqtt.broker %q: want mqtt://HOST:PORT or mqtts://HOST:PORT", m.Broker))

@@ -3,9 +3,10 @@
 // checks), admission, the executor, and the operator's side (Operator,
 // SignCommand, NextSeq) that torporctl uses. The transport — connection,
 // persistent session, inbox, backlog barrier, signed replies — is
-// transport/mqtt's; Server is its mqtt.Handler. runtime.Commands is the
-// Device that carries the commands out on the agent. docs/mqtt.md
-// documents every payload.
+// transport/mqtt's; Server is its mqtt.Handler. Commands is the Device
+// that carries the commands out on a runtime.Agent, through the Pipeline's
+// operator operations, and keeps the MQTT session in step with the duty
+// cycle (runtime.Management). docs/mqtt.md documents every payload.
 //
 // # Trust
 //

@@ -20,7 +20,7 @@ import (
 	"github.com/torpor-dev/torpor/transport/mqtt"
 )
 
-// Device carries out the commands a Server admitted. runtime.Commands
+// Device carries out the commands a Server admitted. Commands
 // implements it on the agent.
 type Device interface {
 	// Execute runs c and reports the outcome. It is called for one command

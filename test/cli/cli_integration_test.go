@@ -22,6 +22,7 @@ import (
 	"github.com/torpor-dev/torpor/runtime"
 	"github.com/torpor-dev/torpor/runtime/deliver"
 	"github.com/torpor-dev/torpor/runtime/drain"
+	"github.com/torpor-dev/torpor/runtime/manage"
 	"github.com/torpor-dev/torpor/runtime/purpose"
 	"github.com/torpor-dev/torpor/session"
 	"github.com/torpor-dev/torpor/session/agent"
@@ -146,7 +147,7 @@ func startStack(ts *testscript.TestScript, opKeyFile string) {
 	}
 	a, err := runtime.New(cfg)
 	ts.Check(err)
-	cmds, err := runtime.NewCommands(a, runtime.CommandsConfig{Broker: broker.URL(), Name: "cli-device",
+	cmds, err := manage.NewCommands(a, manage.CommandsConfig{Broker: broker.URL(), Name: "cli-device",
 		Operators: []did.DID{op.DID()}, Logger: log})
 	ts.Check(err)
 	a.SetManagement(cmds)

@@ -48,7 +48,7 @@ type world struct {
 	srv     *httptest.Server
 	broker  mqtttest.Broker
 	agent   *runtime.Agent
-	cmds    *runtime.Commands
+	cmds    *manage.Commands
 	op      *manage.Operator
 	witness *mqtttest.Witness
 	window  wake.Window
@@ -143,7 +143,7 @@ func newWorld(t *testing.T, b mqtttest.Broker, mode wake.Mode) *world {
 	if w.agent, err = runtime.New(cfg); err != nil {
 		t.Fatal(err)
 	}
-	if w.cmds, err = runtime.NewCommands(w.agent, runtime.CommandsConfig{Broker: b.URL(), Name: name,
+	if w.cmds, err = manage.NewCommands(w.agent, manage.CommandsConfig{Broker: b.URL(), Name: name,
 		Operators: []did.DID{w.opKey.DID()}, Logger: testLogger(t)}); err != nil {
 		t.Fatal(err)
 	}

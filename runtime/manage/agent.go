@@ -1,4 +1,4 @@
-package runtime
+package manage
 
 import (
 	"context"
@@ -14,8 +14,8 @@ import (
 	"github.com/torpor-dev/torpor/clock"
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/governed"
+	"github.com/torpor-dev/torpor/runtime"
 	"github.com/torpor-dev/torpor/runtime/gate"
-	"github.com/torpor-dev/torpor/runtime/manage"
 	"github.com/torpor-dev/torpor/store/ledger"
 	"github.com/torpor-dev/torpor/transport/mqtt"
 	"github.com/torpor-dev/torpor/wake"
@@ -60,9 +60,9 @@ type CommandsConfig struct {
 // client connects when a wake begins and ends its session cleanly, with
 // status asleep and the next wake, when the wake ends; commands sent
 // meanwhile wait in the broker session for the next wake. It implements
-// manage.Device and mqtt.StatusReporter.
+// Device and mqtt.StatusReporter.
 //
-// It implements Management: attach it to the agent with
+// It implements runtime.Management: attach it to the agent with
 // Agent.SetManagement, and close it after Run:
 //
 //	a, _ := runtime.New(cfg)
@@ -70,25 +70,25 @@ type CommandsConfig struct {
 //	a.SetManagement(cmds)
 //	err := a.Run(ctx) // ends with cmds.Close: status offline
 type Commands struct {
-	a   *Agent
+	a   *runtime.Agent
 	cfg CommandsConfig
 	log *slog.Logger
 
 	mu sync.Mutex
 	// mu guards all following fields.
-	client *manage.Server
+	client *Server
 	key    *did.PrivateKey // the identity the client signs with (rotate-keys changes it)
 	closed bool
 }
 
 var (
 	_ mqtt.StatusReporter = (*Commands)(nil)
-	_ Management          = (*Commands)(nil)
+	_ runtime.Management  = (*Commands)(nil)
 )
 
 // NewCommands checks cfg and returns the commands of agent a. It does not
 // connect: the first wake does.
-func NewCommands(a *Agent, cfg CommandsConfig) (*Commands, error) {
+func NewCommands(a *runtime.Agent, cfg CommandsConfig) (*Commands, error) {
 	if cfg.Broker == "" {
 		return nil, errors.New("runtime: commands need an MQTT broker URL")
 	}
@@ -96,7 +96,7 @@ func NewCommands(a *Agent, cfg CommandsConfig) (*Commands, error) {
 		return nil, errors.New("runtime: commands need at least one operator DID")
 	}
 	if cfg.Name == "" {
-		cfg.Name = a.cfg.Key.DID().String()
+		cfg.Name = a.Config().Key.DID().String()
 	}
 	if err := (mqtt.Topics{Prefix: cfg.Prefix, Device: cfg.Name}).Validate(); err != nil {
 		return nil, err
@@ -108,14 +108,14 @@ func NewCommands(a *Agent, cfg CommandsConfig) (*Commands, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Commands{a: a, cfg: cfg, log: log.With("component", "commands"), key: a.cfg.Key}, nil
+	return &Commands{a: a, cfg: cfg, log: log.With("component", "commands"), key: a.Config().Key}, nil
 }
 
-// Awake implements Management: it starts the MQTT client (connecting in
+// Awake implements runtime.Management: it starts the MQTT client (connecting in
 // the background) when a wake begins. It does not block.
 func (c *Commands) Awake(context.Context) { c.start() }
 
-// Asleep implements Management: it ends the MQTT session cleanly before
+// Asleep implements runtime.Management: it ends the MQTT session cleanly before
 // the agent sleeps until next: status asleep with the next wake, every
 // reply acknowledged, a normal DISCONNECT (so the will is not published).
 // It blocks for at most FlushTimeout, a network wait that runs on the
@@ -132,16 +132,32 @@ func (c *Commands) start() {
 	if pipe == nil {
 		return
 	}
-	cl, err := manage.Start(manage.Config{
+	db, rc, l := pipe.Stores()
+	cl, err := Start(Config{
 		Config: mqtt.Config{Broker: c.cfg.Broker, TLS: c.cfg.TLS, Prefix: c.cfg.Prefix, Name: c.cfg.Name, Key: c.key,
-			DB: pipe.db, SessionExpiry: c.cfg.SessionExpiry, Clock: c.a.cfg.Clock, Logger: c.cfg.Logger},
-		Operators: c.cfg.Operators, Replay: pipe.replay, Ledger: pipe.ledger, Device: c,
+			DB: db, SessionExpiry: c.cfg.SessionExpiry, Clock: c.a.Config().Clock, Logger: c.cfg.Logger},
+		Operators: c.cfg.Operators, Replay: rc, Ledger: l, Device: c,
 	})
 	if err != nil {
 		c.log.Error("starting the MQTT client", "err", err)
 		return
 	}
 	c.client = cl
+}
+
+// unscaledTimeout is context.WithTimeout on the clock c.
+func unscaledTimeout(ctx context.Context, c clock.Clock, d time.Duration) (context.Context, context.CancelFunc) {
+	tctx, cancel := context.WithCancel(ctx)
+	t := c.NewTimer(d)
+	go func() {
+		select {
+		case <-t.C():
+		case <-tctx.Done():
+		}
+		t.Stop()
+		cancel()
+	}()
+	return tctx, cancel
 }
 
 func (c *Commands) sleep(ctx context.Context, next time.Time) {
@@ -152,7 +168,7 @@ func (c *Commands) sleep(ctx context.Context, next time.Time) {
 	if cl == nil {
 		return
 	}
-	ctx, cancel := clockTimeout(ctx, clock.Unscaled(c.a.clock), c.cfg.FlushTimeout)
+	ctx, cancel := unscaledTimeout(ctx, clock.Unscaled(c.a.Clock()), c.cfg.FlushTimeout)
 	defer cancel()
 	if err := cl.Sleep(ctx, next); err != nil {
 		c.log.Warn("ending the MQTT session before sleep", "err", err)
@@ -160,7 +176,7 @@ func (c *Commands) sleep(ctx context.Context, next time.Time) {
 }
 
 // Close ends the MQTT session with status offline, for a shutdown. It
-// implements Management; an agent it is attached to calls it when Run
+// implements runtime.Management; an agent it is attached to calls it when Run
 // ends.
 func (c *Commands) Close(ctx context.Context) error {
 	c.mu.Lock()
@@ -177,7 +193,7 @@ func (c *Commands) Close(ctx context.Context) error {
 func (c *Commands) Name() string { return c.cfg.Name }
 
 // Client returns the MQTT client of the current wake, nil while asleep.
-func (c *Commands) Client() *manage.Server {
+func (c *Commands) Client() *Server {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.client
@@ -187,20 +203,10 @@ func (c *Commands) Client() *manage.Server {
 // held actions and indeterminate keys.
 func (c *Commands) Status() mqtt.Status {
 	a := c.a
-	m, sched := a.Mode()
-	win := a.statusWindow()
+	m, _ := a.Mode()
+	win := c.statusWindow()
 	st := mqtt.Status{Mode: string(m), Window: &win}
-	a.mu.Lock()
-	cur := a.cur
-	a.mu.Unlock()
-	var next time.Time
-	if cur != nil {
-		_, next = cur.schedule()
-	}
-	if next.IsZero() && m == wake.Sleep && !sched.IsZero() {
-		next = sched
-	}
-	if !next.IsZero() {
+	if next := a.NextWake(); !next.IsZero() {
 		n := next.UTC()
 		st.NextWake = &n
 	}
@@ -212,56 +218,56 @@ func (c *Commands) Status() mqtt.Status {
 	return st
 }
 
-// Execute implements manage.Device.
-func (c *Commands) Execute(ctx context.Context, cmd manage.Command) manage.Result {
+// Execute implements Device.
+func (c *Commands) Execute(ctx context.Context, cmd Command) Result {
 	p := c.a.Pipeline()
 	if p == nil {
-		return manage.Failed("stopping", "the agent is stopping")
+		return Failed("stopping", "the agent is stopping")
 	}
 	note := fmt.Sprintf("%s (MQTT command %s)", cmd.Operator, cmd.ID)
 	switch cmd.Op {
-	case manage.OpStatus:
+	case OpStatus:
 		return c.status(p)
-	case manage.OpSetMode:
-		return c.setMode(cmd.Args.(*manage.SetModeArgs))
-	case manage.OpWakeNow:
-		return c.wakeNow(cmd.Args.(*manage.WakeNowArgs))
-	case manage.OpDrain:
+	case OpSetMode:
+		return c.setMode(cmd.Args.(*SetModeArgs))
+	case OpWakeNow:
+		return c.wakeNow(cmd.Args.(*WakeNowArgs))
+	case OpDrain:
 		return c.drain(ctx)
-	case manage.OpRotateKeys:
+	case OpRotateKeys:
 		return c.rotateKeys(ctx)
-	case manage.OpRefillKeyPackages:
-		return c.refill(ctx, cmd.Args.(*manage.RefillArgs))
-	case manage.OpConfirm:
-		return c.confirm(ctx, p, cmd.Args.(*manage.HoldArgs).Hold)
-	case manage.OpDeny:
-		return c.deny(p, cmd.Args.(*manage.HoldArgs).Hold)
-	case manage.OpReconcile:
-		return c.reconcile(p, cmd.Args.(*manage.ReconcileArgs), note)
-	case manage.OpHalt:
-		return c.halt(p, cmd.Args.(*manage.NoteArgs), note)
-	case manage.OpResume:
-		return c.resume(ctx, p, cmd.Args.(*manage.NoteArgs), note)
-	case manage.OpConfigGet:
-		return c.configGet(cmd.Args.(*manage.ConfigArgs).Key)
-	case manage.OpConfigSet:
-		a := cmd.Args.(*manage.ConfigArgs)
+	case OpRefillKeyPackages:
+		return c.refill(ctx, cmd.Args.(*RefillArgs))
+	case OpConfirm:
+		return c.confirm(ctx, p, cmd.Args.(*HoldArgs).Hold)
+	case OpDeny:
+		return c.deny(p, cmd.Args.(*HoldArgs).Hold)
+	case OpReconcile:
+		return c.reconcile(p, cmd.Args.(*ReconcileArgs), note)
+	case OpHalt:
+		return c.halt(p, cmd.Args.(*NoteArgs), note)
+	case OpResume:
+		return c.resume(ctx, p, cmd.Args.(*NoteArgs), note)
+	case OpConfigGet:
+		return c.configGet(cmd.Args.(*ConfigArgs).Key)
+	case OpConfigSet:
+		a := cmd.Args.(*ConfigArgs)
 		return c.configSet(a.Key, *a.Value)
-	case manage.OpReboot:
-		return c.reboot(cmd.Args.(*manage.RebootArgs))
+	case OpReboot:
+		return c.reboot(cmd.Args.(*RebootArgs))
 	}
-	return manage.Failed(manage.ReasonUnsupported, "operation %q is not implemented by this agent", cmd.Op)
+	return Failed(ReasonUnsupported, "operation %q is not implemented by this agent", cmd.Op)
 }
 
 // statusReport is the result of the status command.
 type statusReport struct {
-	Status   mqtt.Status      `json:"status"`
-	LastWake *WakeReport      `json:"lastWake,omitempty"`
-	Policy   *gate.Policy     `json:"policy,omitempty"`
-	Holds    []heldSummary    `json:"holds,omitempty"`
-	Ledger   map[string]int   `json:"ledger"`
-	Halt     *gate.HaltState  `json:"halt,omitempty"`
-	Keys     []indeterminateK `json:"indeterminate,omitempty"`
+	Status   mqtt.Status         `json:"status"`
+	LastWake *runtime.WakeReport `json:"lastWake,omitempty"`
+	Policy   *gate.Policy        `json:"policy,omitempty"`
+	Holds    []heldSummary       `json:"holds,omitempty"`
+	Ledger   map[string]int      `json:"ledger"`
+	Halt     *gate.HaltState     `json:"halt,omitempty"`
+	Keys     []indeterminateK    `json:"indeterminate,omitempty"`
 }
 
 type heldSummary struct {
@@ -282,10 +288,10 @@ type indeterminateK struct {
 // maxListed caps the holds and keys a status lists.
 const maxListed = 50
 
-func (c *Commands) status(p *Pipeline) manage.Result {
+func (c *Commands) status(p *runtime.Pipeline) Result {
 	rep, err := p.Report(maxListed)
 	if err != nil {
-		return manage.Failed("store", "reading the agent's state: %v", err)
+		return Failed("store", "reading the agent's state: %v", err)
 	}
 	r := statusReport{Status: c.Status(), LastWake: rep.LastWake, Policy: rep.Policy, Ledger: rep.Ledger}
 	if h := rep.Halt; h.Halted || !h.Since.IsZero() {
@@ -298,28 +304,28 @@ func (c *Commands) status(p *Pipeline) manage.Result {
 	for _, e := range rep.Indeterminate {
 		r.Keys = append(r.Keys, indeterminateK{Key: e.Key, Action: e.Action, Reserved: e.ReservedAt, EffectID: e.EffectID})
 	}
-	return manage.OK(r)
+	return OK(r)
 }
 
 // setMode changes the mode and, when windowSec or offsetSec is given, the
 // hourly window (persisted like the mode: Agent.SetWindow).
-func (c *Commands) setMode(args *manage.SetModeArgs) manage.Result {
+func (c *Commands) setMode(args *SetModeArgs) Result {
 	m, err := wake.ParseMode(args.Mode)
 	if err != nil {
-		return manage.Failed("bad-mode", "%v", err)
+		return Failed("bad-mode", "%v", err)
 	}
 	if args.WindowSec != nil || args.OffsetSec != nil {
 		w := c.a.Window()
-		length, offset := c.a.windowLength(), w.Offset
+		length, offset := c.a.WindowLength(), w.Offset
 		if args.WindowSec != nil {
 			length = time.Duration(*args.WindowSec) * time.Second
 		}
 		if args.OffsetSec != nil {
 			offset = time.Duration(*args.OffsetSec) * time.Second
 		}
-		if length != c.a.windowLength() || offset != w.Offset {
+		if length != c.a.WindowLength() || offset != w.Offset {
 			if err := c.a.SetWindow(length, offset); err != nil {
-				return manage.Failed("store", "%v; mode unchanged", err)
+				return Failed("store", "%v; mode unchanged", err)
 			}
 		}
 	}
@@ -328,69 +334,69 @@ func (c *Commands) setMode(args *manage.SetModeArgs) manage.Result {
 		sched = args.WakeAt.UTC()
 	}
 	if err := c.a.SetMode(m, sched); err != nil {
-		return manage.Failed("store", "%v", err)
+		return Failed("store", "%v", err)
 	}
-	res := map[string]any{"mode": m, "window": c.a.statusWindow()}
+	res := map[string]any{"mode": m, "window": c.statusWindow()}
 	if !sched.IsZero() {
 		res["wakeAt"] = sched
 	}
-	return manage.OK(res)
+	return OK(res)
 }
 
 // wakeNow: the agent hears commands only while awake, so wake-now finds
 // it awake; it keeps the wake going for forSec (default: the window's
 // length) from now (Agent.Extend), never shortening it. In always_on and
 // session the agent has no window to extend.
-func (c *Commands) wakeNow(args *manage.WakeNowArgs) manage.Result {
+func (c *Commands) wakeNow(args *WakeNowArgs) Result {
 	d := time.Duration(args.ForSec) * time.Second
 	if d == 0 {
-		d = c.a.windowLength()
+		d = c.a.WindowLength()
 	}
-	end, err := c.a.Extend(c.a.clock.Now().Add(d))
+	end, err := c.a.Extend(c.a.Clock().Now().Add(d))
 	switch {
-	case errors.Is(err, ErrAsleep):
-		return manage.Failed("asleep", "no wake in progress")
+	case errors.Is(err, runtime.ErrAsleep):
+		return Failed("asleep", "no wake in progress")
 	case err != nil:
-		return manage.Failed("extend", "%v", err)
+		return Failed("extend", "%v", err)
 	case end.IsZero():
 		m, _ := c.a.Mode()
-		return manage.Result{Outcome: manage.OutcomeOK, Detail: "always awake in mode " + string(m), Data: map[string]any{"awake": true}}
+		return Result{Outcome: OutcomeOK, Detail: "always awake in mode " + string(m), Data: map[string]any{"awake": true}}
 	}
-	return manage.OK(map[string]any{"awake": true, "until": end.UTC()})
+	return OK(map[string]any{"awake": true, "until": end.UTC()})
 }
 
 // drain drains the relay's queue now (Agent.Drain) and reports that
 // drain; the agent also drains whenever the relay reports a record
 // queued, so this finds what such a drain left.
-func (c *Commands) drain(ctx context.Context) manage.Result {
+func (c *Commands) drain(ctx context.Context) Result {
 	rep, err := c.a.Drain(ctx)
 	switch {
-	case errors.Is(err, ErrAsleep):
-		return manage.Failed("asleep", "%v", err)
+	case errors.Is(err, runtime.ErrAsleep):
+		return Failed("asleep", "%v", err)
 	case err != nil:
-		return manage.Failed("drain", "%v", err)
+		return Failed("drain", "%v", err)
 	}
-	return manage.OK(map[string]any{"records": rep.Records, "accepted": rep.Accepted, "delivered": rep.Delivered, "held": rep.Held,
+	return OK(map[string]any{"records": rep.Records, "accepted": rep.Accepted, "delivered": rep.Delivered, "held": rep.Held,
 		"rejected": rep.Rejected, "deferred": rep.Deferred})
 }
 
-func (c *Commands) rotateKeys(ctx context.Context) manage.Result {
+func (c *Commands) rotateKeys(ctx context.Context) Result {
 	if c.cfg.RotateKey == nil {
-		return manage.Failed(manage.ReasonUnsupported, "this agent has no key rotation configured")
+		return Failed(ReasonUnsupported, "this agent has no key rotation configured")
 	}
 	c.mu.Lock()
 	old := c.key
 	c.mu.Unlock()
 	next, err := did.Generate(nil)
 	if err != nil {
-		return manage.Failed("keygen", "%v", err)
+		return Failed("keygen", "%v", err)
 	}
-	h, err := signHandover(old, next.DID(), c.cfg.Name, c.a.clock.Now())
+	h, err := signHandover(old, next.DID(), c.cfg.Name, c.a.Clock().Now())
 	if err != nil {
-		return manage.Failed("handover", "%v", err)
+		return Failed("handover", "%v", err)
 	}
 	if err := c.cfg.RotateKey(ctx, next, h); err != nil {
-		return manage.Failed("rotate", "installing the new key: %v; the old key stays in use", err)
+		return Failed("rotate", "installing the new key: %v; the old key stays in use", err)
 	}
 	c.mu.Lock()
 	c.key = next
@@ -399,7 +405,7 @@ func (c *Commands) rotateKeys(ctx context.Context) manage.Result {
 	if cl != nil {
 		cl.SetKey(next)
 	}
-	return manage.OK(map[string]any{"old": old.DID(), "new": next.DID(), "handover": json.RawMessage(h)})
+	return OK(map[string]any{"old": old.DID(), "new": next.DID(), "handover": json.RawMessage(h)})
 }
 
 // Handover objects: the old identity announces its successor.
@@ -425,82 +431,78 @@ func signHandover(old *did.PrivateKey, next did.DID, device string, now time.Tim
 
 // refill makes the KeyPackage pool whole. The new public halves reach the
 // relay with the next state the agent publishes, at its next wake.
-func (c *Commands) refill(ctx context.Context, args *manage.RefillArgs) manage.Result {
-	if c.a.cfg.KeyPackages == nil {
-		return manage.Failed(manage.ReasonUnsupported, "this agent has no MLS KeyPackage pool")
+func (c *Commands) refill(ctx context.Context, args *RefillArgs) Result {
+	n, err := c.a.RefillKeyPackages(ctx, args.Count)
+	switch {
+	case errors.Is(err, runtime.ErrNoKeyPackages):
+		return Failed(ReasonUnsupported, "this agent has no MLS KeyPackage pool")
+	case err != nil:
+		return Failed("refill", "%v", err)
 	}
-	target := args.Count
-	if target == 0 {
-		target = c.a.cfg.kpTarget()
-	}
-	kps, err := c.a.cfg.KeyPackages.Refill(ctx, target)
-	if err != nil {
-		return manage.Failed("refill", "%v", err)
-	}
-	return manage.Result{Outcome: manage.OutcomeOK, Detail: "the unpublished KeyPackages go to the relay with the state published at the next wake",
-		Data: map[string]any{"unpublished": len(kps)}}
+	return Result{Outcome: OutcomeOK, Detail: "the unpublished KeyPackages go to the relay with the state published at the next wake",
+		Data: map[string]any{"unpublished": n}}
 }
 
-func (c *Commands) confirm(ctx context.Context, p *Pipeline, key string) manage.Result {
+func (c *Commands) confirm(ctx context.Context, p *runtime.Pipeline, key string) Result {
 	done, err := p.Confirm(ctx, key)
 	if err != nil {
 		return holdFailure(err)
 	}
-	return manage.OK(map[string]any{"key": key, "delivered": done.Delivered, "ledger": done.Entry.State.String()})
+	return OK(map[string]any{"key": key, "delivered": done.Delivered, "ledger": done.Entry.State.String()})
 }
 
-func (c *Commands) deny(p *Pipeline, key string) manage.Result {
+func (c *Commands) deny(p *runtime.Pipeline, key string) Result {
 	h, err := p.Deny(key)
 	if err != nil {
 		return holdFailure(err)
 	}
-	return manage.OK(map[string]any{"key": key, "purpose": h.Action.Purpose, "denied": true})
+	return OK(map[string]any{"key": key, "purpose": h.Action.Purpose, "denied": true})
 }
 
-func holdFailure(err error) manage.Result {
+func holdFailure(err error) Result {
 	var ke *ledger.KeyError
 	switch {
 	case errors.Is(err, gate.ErrNoHold):
-		return manage.Failed("no-hold", "%v", err)
+		return Failed("no-hold", "%v", err)
 	case errors.Is(err, gate.ErrExpired):
-		return manage.Failed("expired", "%v", err)
+		return Failed("expired", "%v", err)
 	case errors.As(err, &ke):
-		return manage.Failed("ledger-"+ke.Entry.State.String(), "%v", err)
+		return Failed("ledger-"+ke.Entry.State.String(), "%v", err)
 	}
-	return manage.Failed("store", "%v", err)
+	return Failed("store", "%v", err)
 }
 
-func (c *Commands) reconcile(p *Pipeline, args *manage.ReconcileArgs, by string) manage.Result {
+func (c *Commands) reconcile(p *runtime.Pipeline, args *ReconcileArgs, by string) Result {
 	res := ledger.Resolution{Happened: args.Happened, Receipt: []byte(args.Receipt), EffectID: args.EffectID, Note: args.Note}
 	e, err := p.Reconcile(by, args.Key, res)
 	switch {
 	case errors.Is(err, ledger.ErrNotFound):
-		return manage.Failed("no-key", "%v", err)
+		return Failed("no-key", "%v", err)
 	case errors.Is(err, ledger.ErrInFlight):
-		return manage.Failed("in-flight", "%v", err)
+		return Failed("in-flight", "%v", err)
 	case errors.Is(err, ledger.ErrNotReserved):
-		return manage.Failed("not-indeterminate", "%v", err)
+		return Failed("not-indeterminate", "%v", err)
 	case err != nil:
-		return manage.Failed("store", "%v", err)
+		return Failed("store", "%v", err)
 	}
-	return manage.OK(map[string]any{"key": e.Key, "state": e.State.String(), "effectId": e.EffectID})
+	return OK(map[string]any{"key": e.Key, "state": e.State.String(), "effectId": e.EffectID})
 }
 
-func (c *Commands) halt(p *Pipeline, args *manage.NoteArgs, by string) manage.Result {
+func (c *Commands) halt(p *runtime.Pipeline, args *NoteArgs, by string) Result {
 	if err := p.Halt(by, args.Note); err != nil {
-		return manage.Failed("store", "%v", err)
+		return Failed("store", "%v", err)
 	}
-	c.log.Warn("halted: autonomous action stopped", "note", Recorded(args.Note, by))
-	return manage.OK(map[string]any{"halted": true})
+	c.log.Warn("halted: autonomous action stopped", "note", runtime.Recorded(args.Note, by))
+	return OK(map[string]any{"halted": true})
 }
 
-func (c *Commands) resume(ctx context.Context, p *Pipeline, args *manage.NoteArgs, by string) manage.Result {
+func (c *Commands) resume(ctx context.Context, p *runtime.Pipeline, args *NoteArgs, by string) Result {
 	n, err := p.Resume(ctx, by, args.Note)
 	if err != nil {
-		return manage.Failed("store", "%v", err)
+		return Failed("store", "%v", err)
 	}
-	c.log.Info("resumed", "note", Recorded(args.Note, by))
-	return manage.OK(map[string]any{"halted": false, "ran": n})
+	c.log.Info("resumed", "note", runtime.Recorded(args.Note, by))
+	return OK(map[string]any{"halted": false, "ran": n})
 }
 
 // configKeys are the settings config-get reads. config-set changes mode
@@ -520,18 +522,18 @@ func (c *Commands) configValue(key string) (any, bool) {
 		}
 		return sched.UTC(), true
 	case "window":
-		return a.statusWindow(), true
+		return c.statusWindow(), true
 	case "owner":
-		if a.cfg.Owner.IsZero() {
+		if a.Config().Owner.IsZero() {
 			return "", true
 		}
-		return a.cfg.Owner, true
+		return a.Config().Owner, true
 	case "purposes":
-		return a.cfg.Purposes, true
+		return a.Config().Purposes, true
 	case "consequential":
-		return a.cfg.Consequential, true
+		return a.Config().Consequential, true
 	case "relay":
-		return a.cfg.RelayURL, true
+		return a.Config().RelayURL, true
 	case "name":
 		return c.cfg.Name, true
 	case "operators":
@@ -545,21 +547,21 @@ func (c *Commands) configValue(key string) (any, bool) {
 	return nil, false
 }
 
-func (c *Commands) configGet(key string) manage.Result {
+func (c *Commands) configGet(key string) Result {
 	v, ok := c.configValue(key)
 	if !ok {
-		return manage.Failed("unknown-key", "no setting %q (known: %s)", key, strings.Join(configKeys, ", "))
+		return Failed("unknown-key", "no setting %q (known: %s)", key, strings.Join(configKeys, ", "))
 	}
-	return manage.OK(map[string]any{"key": key, "value": v})
+	return OK(map[string]any{"key": key, "value": v})
 }
 
-func (c *Commands) configSet(key, value string) manage.Result {
+func (c *Commands) configSet(key, value string) Result {
 	switch key {
 	case "mode":
 		_, sched := c.a.Mode()
 		m, err := wake.ParseMode(value)
 		if err != nil {
-			return manage.Failed("bad-value", "%v", err)
+			return Failed("bad-value", "%v", err)
 		}
 		if m != wake.Sleep {
 			sched = time.Time{}
@@ -570,34 +572,34 @@ func (c *Commands) configSet(key, value string) manage.Result {
 		if value != "" {
 			var err error
 			if t, err = time.Parse(time.RFC3339, value); err != nil {
-				return manage.Failed("bad-value", "wakeAt wants an RFC 3339 time or \"\": %v", err)
+				return Failed("bad-value", "wakeAt wants an RFC 3339 time or \"\": %v", err)
 			}
 		}
 		return c.setModeTo(wake.Sleep, t, key)
 	}
 	if _, ok := c.configValue(key); ok {
-		return manage.Failed("read-only", "%s comes from the agent's configuration file; change it there and restart the agent", key)
+		return Failed("read-only", "%s comes from the agent's configuration file; change it there and restart the agent", key)
 	}
-	return manage.Failed("unknown-key", "no setting %q (known: %s)", key, strings.Join(configKeys, ", "))
+	return Failed("unknown-key", "no setting %q (known: %s)", key, strings.Join(configKeys, ", "))
 }
 
-func (c *Commands) setModeTo(m wake.Mode, sched time.Time, key string) manage.Result {
+func (c *Commands) setModeTo(m wake.Mode, sched time.Time, key string) Result {
 	if err := c.a.SetMode(m, sched); err != nil {
-		return manage.Failed("store", "%v", err)
+		return Failed("store", "%v", err)
 	}
 	v, _ := c.configValue(key)
-	return manage.OK(map[string]any{"key": key, "value": v})
+	return OK(map[string]any{"key": key, "value": v})
 }
 
 // reboot answers first and reboots after the reply was acknowledged and
 // the delay passed, so the operator learns that the command was taken.
-func (c *Commands) reboot(args *manage.RebootArgs) manage.Result {
+func (c *Commands) reboot(args *RebootArgs) Result {
 	if c.cfg.Reboot == nil {
-		return manage.Failed(manage.ReasonUnsupported, "this agent has no reboot configured")
+		return Failed(ReasonUnsupported, "this agent has no reboot configured")
 	}
 	delay := time.Duration(args.DelaySec) * time.Second
-	return manage.Result{Outcome: manage.OutcomeOK, Data: map[string]any{"rebootIn": delay.String()}, After: func() {
-		t := c.a.clock.NewTimer(delay)
+	return Result{Outcome: OutcomeOK, Data: map[string]any{"rebootIn": delay.String()}, After: func() {
+		t := c.a.Clock().NewTimer(delay)
 		<-t.C()
 		if err := c.cfg.Reboot(); err != nil {
 			c.log.Error("reboot failed", "err", err)
@@ -606,7 +608,7 @@ func (c *Commands) reboot(args *manage.RebootArgs) manage.Result {
 }
 
 // statusWindow is the hourly window in force as the MQTT status shows it.
-func (a *Agent) statusWindow() mqtt.Window {
-	w := a.Window()
-	return mqtt.Window{Minute: w.Minute, LengthSec: int64(a.windowLength() / time.Second), OffsetSec: int64(w.Offset / time.Second)}
+func (c *Commands) statusWindow() mqtt.Window {
+	w := c.a.Window()
+	return mqtt.Window{Minute: w.Minute, LengthSec: int64(c.a.WindowLength() / time.Second), OffsetSec: int64(w.Offset / time.Second)}
 }
