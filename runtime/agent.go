@@ -49,7 +49,7 @@ func New(cfg Config) (*Agent, error) {
 	}
 	a := &Agent{cfg: cfg, log: cfg.logger().With("component", "agent"), clock: clock.Or(cfg.Clock),
 		window: cfg.window(), mode: cfg.Mode, sched: cfg.ScheduledWake, changed: make(chan struct{}), mgmt: cfg.Management}
-	a.meter = sleeptime.Meter{Clock: cfg.Clock, Kernel: cfg.Kernel}
+	a.meter = sleeptime.Meter{Clock: cfg.Clock, Kernel: cfg.Hooks.Kernel}
 	return a, nil
 }
 
@@ -280,7 +280,7 @@ func (a *Agent) nextWake(end time.Time) time.Time {
 func (a *Agent) sleep(ctx context.Context, changed <-chan struct{}, until time.Time) (wake.Wake, error) {
 	sources := a.cfg.Sources
 	if len(sources) == 0 {
-		sources = []wake.Source{&timer.Source{Clock: a.cfg.Clock, Kernel: a.cfg.Kernel}}
+		sources = []wake.Source{&timer.Source{Clock: a.cfg.Clock, Kernel: a.cfg.Hooks.Kernel}}
 	}
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()

@@ -105,15 +105,16 @@ func newWorld(t *testing.T, mode wake.Mode) *world {
 	router := []deliver.Route{{Pattern: "*", Name: "rec", Handler: w.rec}}
 	w.cfg = runtime.Config{
 		PipelineConfig: runtime.PipelineConfig{Key: w.key, Purposes: purpose.Set{"comms:*"}, AllowPlaintext: true, Routes: router, Clock: w.clock},
-		Hooks: runtime.Hooks{OnWake: func(r runtime.WakeReport) { w.wakes <- r },
+		Hooks: runtime.Hooks{
+			OnWake:  func(r runtime.WakeReport) { w.wakes <- r },
 			OnPhase: func(p runtime.Phase) { w.phases <- p },
+			Kernel:  w.kernel,
+			Rand:    bytes.NewReader(make([]byte, 1<<16)),
 		},
 		DataDir:      filepath.Join(dir, "agent"),
 		RelayURL:     w.srv.URL,
 		Mode:         mode,
 		WindowLength: w.window.Length,
-		Kernel:       w.kernel,
-		Rand:         bytes.NewReader(make([]byte, 1<<16)),
 	}
 	w.newAgent()
 	return w

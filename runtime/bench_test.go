@@ -138,8 +138,10 @@ func newBenchWorld(b *testing.B, n int, mls bool) *benchWorld {
 		return deliver.Outcome{OK: true}, nil
 	})
 	bw.cfg = runtime.Config{
-		PipelineConfig: runtime.PipelineConfig{Key: key, Purposes: purpose.Set{"comms:*"}, AllowPlaintext: !mls, Routes: []deliver.Route{{Pattern: "*", Name: "app", Handler: app}}},
-		Hooks: runtime.Hooks{OnWake: func(r runtime.WakeReport) { bw.wakes <- r },
+		PipelineConfig: runtime.PipelineConfig{Key: key, Purposes: purpose.Set{"comms:*"}, AllowPlaintext: !mls,
+			Routes: []deliver.Route{{Pattern: "*", Name: "app", Handler: app}}},
+		Hooks: runtime.Hooks{
+			OnWake: func(r runtime.WakeReport) { bw.wakes <- r },
 			OnPhase: func(p runtime.Phase) {
 				if p.Name == runtime.PhaseDrain {
 					bw.drains <- struct{}{}

@@ -100,13 +100,13 @@ func (w *cmdWorld) config(dir string, mode wake.Mode) runtime.Config {
 				default:
 				}
 			},
+			Kernel: waketest.NewKernelClock(time.Hour),
+			Rand:   bytes.NewReader(make([]byte, 1<<16)),
 		},
 		DataDir:      filepath.Join(dir, "agent"),
 		RelayURL:     w.srv.URL,
 		Mode:         mode,
 		WindowLength: w.window.Length,
-		Kernel:       waketest.NewKernelClock(time.Hour),
-		Rand:         bytes.NewReader(make([]byte, 1<<16)),
 	}
 }
 

@@ -69,11 +69,6 @@ type Config struct {
 	// transaction each); zero means 64.
 	BatchSize int
 
-	// Kernel reads CLOCK_BOOTTIME for resume detection; nil means the
-	// system's.
-	Kernel sleeptime.Kernel
-	// Rand is the source of backoff jitter; nil means crypto/rand.
-	Rand io.Reader
 	// Logger receives the agent's logs; nil discards them.
 	Logger *slog.Logger
 	// Hooks are the test and metrics seams.
@@ -94,6 +89,11 @@ type Hooks struct {
 	OnWake func(WakeReport)
 	// Dial opens the device link; nil means link.Dial.
 	Dial func(ctx context.Context, cfg link.Config) (Link, error)
+	// Kernel reads CLOCK_BOOTTIME for resume detection; nil means the
+	// system's.
+	Kernel sleeptime.Kernel
+	// Rand is the source of backoff jitter; nil means crypto/rand.
+	Rand io.Reader
 }
 
 // KeyPackages is what the agent needs from its KeyPackage pool (package

@@ -615,7 +615,7 @@ func (a *Agent) dial(ctx context.Context, rep *WakeReport) (Link, error) {
 	if dial == nil {
 		dial = func(ctx context.Context, c link.Config) (Link, error) { return link.Dial(ctx, c) }
 	}
-	bo := &backoff{min: time.Second, max: time.Minute, rand: a.cfg.Rand}
+	bo := &backoff{min: time.Second, max: time.Minute, rand: a.cfg.Hooks.Rand}
 	for {
 		rep.LinkAttempts++
 		l, err := dial(ctx, link.Config{RelayURL: a.cfg.RelayURL, Key: a.cfg.Key, Handler: a.live, Clock: a.cfg.Clock})

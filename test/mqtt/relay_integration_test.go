@@ -131,13 +131,13 @@ func newWorld(t *testing.T, b mqtttest.Broker, mode wake.Mode) *world {
 				default:
 				}
 			},
+			Kernel: waketest.NewKernelClock(time.Hour),
+			Rand:   bytes.NewReader(make([]byte, 1<<16)),
 		},
 		DataDir:      filepath.Join(dir, "agent"),
 		RelayURL:     w.srv.URL,
 		Mode:         mode,
 		WindowLength: w.window.Length,
-		Kernel:       waketest.NewKernelClock(time.Hour),
-		Rand:         bytes.NewReader(make([]byte, 1<<16)),
 		Logger:       testLogger(t),
 	}
 	if w.agent, err = runtime.New(cfg); err != nil {
