@@ -55,7 +55,7 @@ type CommandsConfig struct {
 	Logger *slog.Logger
 }
 
-// Commands carries out operators' signed commands on an Agent and keeps its
+// Commands carries out operators' signed commands on a runtime.Agent and keeps its
 // MQTT session (package transport/mqtt) in step with the duty cycle: the
 // client connects when a wake begins and ends its session cleanly, with
 // status asleep and the next wake, when the wake ends; commands sent
@@ -66,7 +66,7 @@ type CommandsConfig struct {
 // Agent.SetManagement, and close it after Run:
 //
 //	a, _ := runtime.New(cfg)
-//	cmds, _ := runtime.NewCommands(a, ccfg)
+//	cmds, _ := manage.NewCommands(a, ccfg)
 //	a.SetManagement(cmds)
 //	err := a.Run(ctx) // ends with cmds.Close: status offline
 type Commands struct {
@@ -111,12 +111,12 @@ func NewCommands(a *runtime.Agent, cfg CommandsConfig) (*Commands, error) {
 	return &Commands{a: a, cfg: cfg, log: log.With("component", "commands"), key: a.Config().Key}, nil
 }
 
-// Awake implements runtime.Management: it starts the MQTT client (connecting in
-// the background) when a wake begins. It does not block.
+// Awake implements runtime.Management: it starts the MQTT client
+// (connecting in the background) when a wake begins. It does not block.
 func (c *Commands) Awake(context.Context) { c.start() }
 
-// Asleep implements runtime.Management: it ends the MQTT session cleanly before
-// the agent sleeps until next: status asleep with the next wake, every
+// Asleep implements runtime.Management: it ends the MQTT session cleanly
+// before the agent sleeps until next: status asleep with the next wake, every
 // reply acknowledged, a normal DISCONNECT (so the will is not published).
 // It blocks for at most FlushTimeout, a network wait that runs on the
 // unscaled clock (clock.Unscaled), or until ctx ends.
@@ -176,8 +176,8 @@ func (c *Commands) sleep(ctx context.Context, next time.Time) {
 }
 
 // Close ends the MQTT session with status offline, for a shutdown. It
-// implements runtime.Management; an agent it is attached to calls it when Run
-// ends.
+// implements runtime.Management; an agent it is attached to calls it when
+// Run ends.
 func (c *Commands) Close(ctx context.Context) error {
 	c.mu.Lock()
 	cl := c.client

@@ -454,8 +454,9 @@ func (c *Client) Go(f func(ctx context.Context)) {
 }
 
 // Sleep ends the session cleanly before the device sleeps: it waits for
-// the connection if it is not up yet, stops taking new commands (they wait in the broker session for the next wake), waits
-// for the commands in progress, publishes status asleep with nextWake
+// the connection if it is not up yet, stops taking new commands (they
+// wait in the broker session for the next wake), waits for the commands
+// in progress (Delivery.Done), publishes status asleep with nextWake
 // (zero for none), waits until every queued reply was acknowledged by the
 // broker, and disconnects normally, so the will is not published. ctx
 // bounds the whole; on expiry Sleep disconnects anyway and returns
