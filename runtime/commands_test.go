@@ -300,18 +300,27 @@ func TestOperatorCommandsOnTheAgent(t *testing.T) {
 	w.run()
 	w.awaitStatus(func(s mqtt.Status) bool { return s.State == mqtt.StateAwake })
 
-	if r := w.command(manage.OpHalt, &manage.NoteArgs{Note: "maintenance"}); r.Outcome != manage.OutcomeOK {
-		t.Fatalf("halt: %+v", r)
+	halt := w.command(manage.OpHalt, &manage.NoteArgs{Note: "maintenance"})
+	if halt.Outcome != manage.OutcomeOK {
+		t.Fatalf("halt: %+v", halt)
 	}
 	w.awaitStatus(func(s mqtt.Status) bool { return s.Halted })
 	r := w.command(manage.OpStatus, nil)
 	var rep struct {
 		Status mqtt.Status
-		Halt   struct{ Halted bool }
+		Halt   struct {
+			Halted bool
+			Note   string
+		}
 		Ledger map[string]int
 	}
 	if err := json.Unmarshal(r.Result, &rep); err != nil || !rep.Halt.Halted || rep.Status.Mode != "always_on" {
 		t.Fatalf("status result %s: %v", r.Result, err)
+	}
+	// The halt records who halted, as torpor-agent halt records the local
+	// user (cmd/torpor-agent/testdata/script/operator.txt).
+	if want := "maintenance — " + w.opKey.DID().String() + " (MQTT command " + halt.Command + ")"; rep.Halt.Note != want {
+		t.Errorf("halt note %q, want %q", rep.Halt.Note, want)
 	}
 	if r := w.command(manage.OpResume, &manage.NoteArgs{}); r.Outcome != manage.OutcomeOK || string(r.Result) != `{"halted":false,"ran":0}` {
 		t.Fatalf("resume: %+v", r)
