@@ -160,7 +160,7 @@ func (r *dequeueRun) open(freshQueue bool) error {
 
 // restart closes the agent's pipeline and file, as a process exit would.
 func (r *dequeueRun) restart() error {
-	r.pipe.Drainer.Close()
+	r.pipe.Close()
 	if err := r.db.Close(); err != nil {
 		return err
 	}
@@ -169,7 +169,7 @@ func (r *dequeueRun) restart() error {
 
 func (r *dequeueRun) close() {
 	if r.pipe != nil {
-		r.pipe.Drainer.Close()
+		r.pipe.Close()
 	}
 	if r.db != nil {
 		r.db.Close()
@@ -211,7 +211,7 @@ func (r *dequeueRun) drain(now time.Time) (drain.Report, error) {
 		for i, rec := range recs {
 			batch[i] = drain.Record{Seq: rec.Seq, From: rec.From, ExpiresAt: rec.ExpiresAt, Body: rec.Body}
 		}
-		rep, err := r.pipe.Drainer.Batch(ctx, batch, func(ctx context.Context, seqs []uint64) error {
+		rep, err := r.pipe.Batch(ctx, batch, func(ctx context.Context, seqs []uint64) error {
 			return r.q.Ack(ctx, agent, seqs)
 		})
 		total.Add(rep)

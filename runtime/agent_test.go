@@ -68,11 +68,17 @@ func newWorld(t *testing.T, mode wake.Mode) *world {
 	w.window = wake.Window{Minute: wake.WakeMinute(w.key.DID().String()), Length: 5 * time.Minute}
 	router := []deliver.Route{{Pattern: "*", Name: "rec", Handler: w.rec}}
 	w.cfg = runtime.Config{
-		Key: w.key, DataDir: filepath.Join(dir, "agent"), RelayURL: w.srv.URL, Mode: mode,
-		WindowLength: w.window.Length, Purposes: purpose.Set{"comms:*"}, AllowPlaintext: true, Routes: router,
-		Clock: w.clock, Kernel: w.kernel, Rand: bytes.NewReader(make([]byte, 1<<16)),
-		OnWake:  func(r runtime.WakeReport) { w.wakes <- r },
-		OnPhase: func(p runtime.Phase) { w.phases <- p },
+		PipelineConfig: runtime.PipelineConfig{Key: w.key, Purposes: purpose.Set{"comms:*"}, AllowPlaintext: true, Routes: router, Clock: w.clock},
+		Hooks: runtime.Hooks{
+			OnWake:  func(r runtime.WakeReport) { w.wakes <- r },
+			OnPhase: func(p runtime.Phase) { w.phases <- p },
+			Kernel:  w.kernel,
+			Rand:    bytes.NewReader(make([]byte, 1<<16)),
+		},
+		DataDir:      filepath.Join(dir, "agent"),
+		RelayURL:     w.srv.URL,
+		Mode:         mode,
+		WindowLength: w.window.Length,
 	}
 	w.newAgent()
 	return w
@@ -268,6 +274,19 @@ func TestHourlyWakeDrainsAtTheWindow(t *testing.T) {
 	if r.Slept.Suspended() != start.Sub(t0) {
 		t.Errorf("time suspended %v (CLOCK_BOOTTIME beyond CLOCK_MONOTONIC), want %v", r.Slept.Suspended(), start.Sub(t0))
 	}
+	checkWindowPhases(t, r, end.Sub(start))
+	if st, _ := w.queue.Stats(context.Background(), w.key.DID().String(), w.clock.Now()); st.Messages != 0 {
+		t.Errorf("relay still holds %d records", st.Messages)
+	}
+	checkRelayPulse(t, w, end)
+	w.shutdown()
+	checkGoroutines(t, before)
+}
+
+// checkWindowPhases checks that a window's wake measured every phase, and
+// that the live phase lasted until the window's end, length into it.
+func checkWindowPhases(t *testing.T, r runtime.WakeReport, length time.Duration) {
+	t.Helper()
 	for _, name := range []string{runtime.PhaseLink, runtime.PhasePulse, runtime.PhaseCard, runtime.PhasePublish, runtime.PhaseDrain, runtime.PhaseLive, runtime.PhaseAnnounce} {
 		found := false
 		for _, p := range r.Phases {
@@ -278,15 +297,16 @@ func TestHourlyWakeDrainsAtTheWindow(t *testing.T) {
 		}
 	}
 	for _, p := range r.Phases {
-		if p.Name == runtime.PhaseLive && p.Start+p.Duration != end.Sub(start) {
-			t.Errorf("live phase ends %v into the wake, want at the window's end %v (the clock decides, no fixed sleeps)", p.Start+p.Duration, end.Sub(start))
+		if p.Name == runtime.PhaseLive && p.Start+p.Duration != length {
+			t.Errorf("live phase ends %v into the wake, want at the window's end %v (the clock decides, no fixed sleeps)", p.Start+p.Duration, length)
 		}
 	}
-	if st, _ := w.queue.Stats(context.Background(), w.key.DID().String(), w.clock.Now()); st.Messages != 0 {
-		t.Errorf("relay still holds %d records", st.Messages)
-	}
-	// The relay shows the latest pulse next to the card: the second of the
-	// chain, announcing the next window.
+}
+
+// checkRelayPulse checks the pulse the relay shows next to the card: the
+// second of the chain, announcing the window after the one ending at end.
+func checkRelayPulse(t *testing.T, w *world, end time.Time) {
+	t.Helper()
 	resp, err := http.Get(w.srv.URL + "/a/" + w.key.DID().String() + "/pulse")
 	if err != nil {
 		t.Fatal(err)
@@ -298,8 +318,6 @@ func TestHourlyWakeDrainsAtTheWindow(t *testing.T) {
 	if err != nil || p.Seq != 2 || p.Agent != w.key.DID() || !p.NextWake.Equal(next) || p.Prev == "" {
 		t.Errorf("pulse at the relay: %+v, %v; want seq 2 by the agent announcing %v", p, err, next)
 	}
-	w.shutdown()
-	checkGoroutines(t, before)
 }
 
 // checkGoroutines fails when goroutines started by the test outlive it
@@ -354,7 +372,7 @@ func TestUnreachableRelayBacksOffInsideTheWindow(t *testing.T) {
 	w := newWorld(t, wake.HourlyWake)
 	var mu sync.Mutex
 	down, attempts, backingOff := true, 0, false
-	w.cfg.Dial = func(ctx context.Context, c link.Config) (runtime.Link, error) {
+	w.cfg.Hooks.Dial = func(ctx context.Context, c link.Config) (runtime.Link, error) {
 		mu.Lock()
 		attempts++
 		d := down

@@ -84,6 +84,50 @@ type benchWorld struct {
 	drains chan struct{}
 }
 
+// fill queues n messages of 4 KiB from alice to the agent to, each sealed by
+// seal.
+func (bw *benchWorld) fill(b *testing.B, n int, to did.DID, alice *did.PrivateKey, seal func([]byte) a2a.Part) {
+	b.Helper()
+	bounds := queue.DefaultBounds()
+	bounds.MaxMessages, bounds.MaxPerPeer, bounds.MaxBytes = n+16, n+16, 64<<20
+	payload := map[string]any{"text": string(bytes.Repeat([]byte("x"), 4<<10))}
+	for range n {
+		obj := runtimetest.Object(b, alice, "comms:message", time.Now().Add(-time.Minute), time.Hour, payload)
+		r := queue.Record{Agent: to.String(), From: alice.DID().String(), Body: runtimetest.Body(b, seal(obj))}
+		if _, err := bw.queue.Enqueue(context.Background(), r, bounds, time.Now()); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// config is the agent's configuration: an always-on agent whose hooks
+// feed bw.wakes and bw.drains, and whose application accepts everything.
+func (bw *benchWorld) config(key *did.PrivateKey, agentDir string, mls bool) runtime.Config {
+	app := deliver.HandlerFunc(func(context.Context, deliver.Delivery) (deliver.Outcome, error) {
+		return deliver.Outcome{OK: true}, nil
+	})
+	return runtime.Config{
+		PipelineConfig: runtime.PipelineConfig{Key: key, Purposes: purpose.Set{"comms:*"}, AllowPlaintext: !mls,
+			Routes: []deliver.Route{{Pattern: "*", Name: "app", Handler: app}}},
+		Hooks: runtime.Hooks{
+			OnWake: func(r runtime.WakeReport) { bw.wakes <- r },
+			OnPhase: func(p runtime.Phase) {
+				if p.Name == runtime.PhaseDrain {
+					bw.drains <- struct{}{}
+				}
+			},
+		},
+		DataDir:   agentDir,
+		RelayURL:  bw.relay.URL,
+		Mode:      wake.AlwaysOn,
+		BatchSize: 64,
+		OpenMLS: func(db *bolt.DB) (drain.Sessions, runtime.KeyPackages, error) {
+			s, err := session.New(session.Config{Key: key})
+			return sessions.Sessions{S: s}, sessions.KeyPackages{S: s, DB: db}, err
+		},
+	}
+}
+
 func newBenchWorld(b *testing.B, n int, mls bool) *benchWorld {
 	b.Helper()
 	dir := b.TempDir()
@@ -102,39 +146,13 @@ func newBenchWorld(b *testing.B, n int, mls bool) *benchWorld {
 	if mls {
 		seal = bw.session(b, key, alice, agentDir, filepath.Join(dir, "alice"))
 	}
-	bounds := queue.DefaultBounds()
-	bounds.MaxMessages, bounds.MaxPerPeer, bounds.MaxBytes = n+16, n+16, 64<<20
-	payload := map[string]any{"text": string(bytes.Repeat([]byte("x"), 4<<10))}
-	for range n {
-		obj := runtimetest.Object(b, alice, "comms:message", time.Now().Add(-time.Minute), time.Hour, payload)
-		r := queue.Record{Agent: key.DID().String(), From: alice.DID().String(), Body: runtimetest.Body(b, seal(obj))}
-		if _, err := bw.queue.Enqueue(context.Background(), r, bounds, time.Now()); err != nil {
-			b.Fatal(err)
-		}
-	}
+	bw.fill(b, n, key.DID(), alice, seal)
 	bw.queue.Close()
 	if bw.relay, err = worldtest.Open(dir, relay.Config{}); err != nil {
 		b.Fatal(err)
 	}
 	bw.queue = bw.relay.Queue
-	app := deliver.HandlerFunc(func(context.Context, deliver.Delivery) (deliver.Outcome, error) {
-		return deliver.Outcome{OK: true}, nil
-	})
-	bw.cfg = runtime.Config{
-		Key: key, DataDir: agentDir, RelayURL: bw.relay.URL, Mode: wake.AlwaysOn,
-		Purposes: purpose.Set{"comms:*"}, AllowPlaintext: !mls, BatchSize: 64,
-		OpenMLS: func(db *bolt.DB) (drain.Sessions, runtime.KeyPackages, error) {
-			s, err := session.New(session.Config{Key: key})
-			return sessions.Sessions{S: s}, sessions.KeyPackages{S: s, DB: db}, err
-		},
-		Routes: []deliver.Route{{Pattern: "*", Name: "app", Handler: app}},
-		OnWake: func(r runtime.WakeReport) { bw.wakes <- r },
-		OnPhase: func(p runtime.Phase) {
-			if p.Name == runtime.PhaseDrain {
-				bw.drains <- struct{}{}
-			}
-		},
-	}
+	bw.cfg = bw.config(key, agentDir, mls)
 	return bw
 }
 

@@ -120,7 +120,7 @@ func (a *Agent) RotateKey(ctx context.Context, next *did.PrivateKey, handover []
 	if err != nil {
 		return err
 	}
-	if err := a.Pipeline().DB.Update(func(tx *bolt.Tx) error { return putRaw(tx, keyRotation, enc) }); err != nil {
+	if err := a.Pipeline().db.Update(func(tx *bolt.Tx) error { return putRaw(tx, keyRotation, enc) }); err != nil {
 		return fmt.Errorf("runtime: recording the rotation: %w", err)
 	}
 	if err := w.retire(ctx); err != nil {

@@ -24,7 +24,7 @@ func (a *Agent) live(ctx context.Context, req wire.Request) wire.Response {
 	if p == nil {
 		return rpcResponse(http.StatusServiceUnavailable, a2a.NewError(id, &a2a.RPCError{Code: a2a.CodeInternalError, Message: "agent stopping"}))
 	}
-	rep, err := p.Drainer.Batch(ctx, []drain.Record{{From: req.From, Body: req.Body}}, nil)
+	rep, err := p.drainer.Batch(ctx, []drain.Record{{From: req.From, Body: req.Body}}, nil)
 	a.mu.Lock()
 	cur := a.cur
 	a.mu.Unlock()

@@ -67,7 +67,7 @@ func (d *device) open() {
 
 func (d *device) reboot() {
 	d.t.Helper()
-	d.pipe.Drainer.Close()
+	d.pipe.Close()
 	if err := d.db.Close(); err != nil {
 		d.t.Fatal(err)
 	}
@@ -169,7 +169,7 @@ func TestDrainWithSessions(t *testing.T) {
 		record(t, 7, carolKey.DID(), hs), // alice's handshake replayed by carol
 	}
 	var acked []uint64
-	rep, err := bob.pipe.Drainer.Batch(context.Background(), recs, func(_ context.Context, seqs []uint64) error {
+	rep, err := bob.pipe.Batch(context.Background(), recs, func(_ context.Context, seqs []uint64) error {
 		acked = append(acked, seqs...)
 		return nil
 	})
@@ -183,7 +183,7 @@ func TestDrainWithSessions(t *testing.T) {
 
 	// The relay delivers the Welcome again (a crash between the commit and
 	// the acknowledgement): it is recognised as applied.
-	rep, err = bob.pipe.Drainer.Batch(context.Background(), []drain.Record{record(t, 1, aliceKey.DID(), hs)}, nil)
+	rep, err = bob.pipe.Batch(context.Background(), []drain.Record{record(t, 1, aliceKey.DID(), hs)}, nil)
 	if err != nil || rep.Handshake != 1 || rep.RejectedTotal() != 0 {
 		t.Fatalf("the Welcome again: %v, %v", rep, err)
 	}
@@ -191,7 +191,7 @@ func TestDrainWithSessions(t *testing.T) {
 	// After a reboot the session goes on.
 	bob.reboot()
 	next := runtimetest.Object(t, aliceKey, "comms:message", t0, time.Hour, map[string]any{"n": 2})
-	rep, err = bob.pipe.Drainer.Batch(context.Background(), []drain.Record{record(t, 8, aliceKey.DID(), alice.seal(t, group, next))}, nil)
+	rep, err = bob.pipe.Batch(context.Background(), []drain.Record{record(t, 8, aliceKey.DID(), alice.seal(t, group, next))}, nil)
 	if err != nil || rep.Accepted != 1 {
 		t.Fatalf("after reboot: %v, %v", rep, err)
 	}

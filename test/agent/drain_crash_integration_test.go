@@ -64,9 +64,9 @@ func childDrainEvents(dir, socket string) int {
 		if err != nil {
 			return err
 		}
-		defer p.Drainer.Close()
+		defer p.Close()
 		ctx := context.Background()
-		rec, err := p.Drainer.Recover(ctx)
+		rec, err := p.Recover(ctx)
 		if err != nil {
 			return err
 		}
@@ -83,7 +83,7 @@ func childDrainEvents(dir, socket string) int {
 			for i, r := range recs {
 				batch[i] = drain.Record{Seq: r.Seq, From: r.From, Body: r.Body}
 			}
-			_, err = p.Drainer.Batch(ctx, batch, func(ctx context.Context, seqs []uint64) error {
+			_, err = p.Batch(ctx, batch, func(ctx context.Context, seqs []uint64) error {
 				fmt.Printf("commit %d\n", n)
 				err := q.Ack(ctx, me, seqs)
 				fmt.Printf("ack %d\n", n)

@@ -22,6 +22,7 @@ import (
 	"github.com/torpor-dev/torpor/runtime"
 	"github.com/torpor-dev/torpor/runtime/deliver"
 	"github.com/torpor-dev/torpor/runtime/drain"
+	"github.com/torpor-dev/torpor/runtime/manage"
 	"github.com/torpor-dev/torpor/runtime/purpose"
 	"github.com/torpor-dev/torpor/runtime/sessions"
 	"github.com/torpor-dev/torpor/session"
@@ -104,6 +105,29 @@ func cmdStack(ts *testscript.TestScript, neg bool, args []string) {
 	}
 }
 
+// agentConfig is the always-on agent of the stack: plaintext and MLS,
+// every comms purpose to s.
+func agentConfig(key *did.PrivateKey, owner did.DID, agentDir, relayURL string, s *stack, log *slog.Logger) runtime.Config {
+	return runtime.Config{
+		PipelineConfig: runtime.PipelineConfig{Key: key, Owner: owner, Purposes: purpose.Set{"comms:*"}, AllowPlaintext: true,
+			Routes: []deliver.Route{{Pattern: "*", Name: "app", Handler: s}}},
+		DataDir:      agentDir,
+		RelayURL:     relayURL,
+		Name:         "cli-agent",
+		Mode:         wake.AlwaysOn,
+		WindowLength: 30 * time.Second,
+		OpenMLS: func(db *bolt.DB) (drain.Sessions, runtime.KeyPackages, error) {
+			ss, err := session.New(session.Config{Key: key})
+			if err != nil {
+				return nil, nil, err
+			}
+			return sessions.Sessions{S: ss}, sessions.KeyPackages{S: ss, DB: db}, nil
+		},
+		KeyPackageTarget: 4,
+		Logger:           log,
+	}
+}
+
 func startStack(ts *testscript.TestScript, opKeyFile string) {
 	op, err := did.LoadKey(opKeyFile)
 	ts.Check(err)
@@ -118,29 +142,13 @@ func startStack(ts *testscript.TestScript, opKeyFile string) {
 	key, err := did.Generate(nil)
 	ts.Check(err)
 	s := ts.Value("stack").(*stack)
-	var cmds *runtime.Commands
-	cfg := runtime.Config{
-		Key: key, DataDir: filepath.Join(dir, "agent"), RelayURL: r.URL, Name: "cli-agent",
-		Mode: wake.AlwaysOn, WindowLength: 30 * time.Second,
-		Owner: op.DID(), Purposes: purpose.Set{"comms:*"}, AllowPlaintext: true,
-		Routes: []deliver.Route{{Pattern: "*", Name: "app", Handler: s}},
-		OpenMLS: func(db *bolt.DB) (drain.Sessions, runtime.KeyPackages, error) {
-			ss, err := session.New(session.Config{Key: key})
-			if err != nil {
-				return nil, nil, err
-			}
-			return sessions.Sessions{S: ss}, sessions.KeyPackages{S: ss, DB: db}, nil
-		},
-		KeyPackageTarget: 4,
-		Logger:           log,
-		OnPhase:          func(p runtime.Phase) { cmds.OnPhase(p) },
-		OnWake:           func(rep runtime.WakeReport) { cmds.OnWake(rep) },
-	}
+	cfg := agentConfig(key, op.DID(), filepath.Join(dir, "agent"), r.URL, s, log)
 	a, err := runtime.New(cfg)
 	ts.Check(err)
-	cmds, err = runtime.NewCommands(a, runtime.CommandsConfig{Broker: brk.URL(), Name: "cli-device",
+	cmds, err := manage.NewCommands(a, manage.CommandsConfig{Broker: brk.URL(), Name: "cli-device",
 		Operators: []did.DID{op.DID()}, Logger: log})
 	ts.Check(err)
+	a.SetManagement(cmds)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- a.Run(ctx) }()

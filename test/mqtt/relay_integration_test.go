@@ -19,6 +19,7 @@ import (
 	"github.com/torpor-dev/torpor/internal/worldtest"
 	"github.com/torpor-dev/torpor/runtime"
 	"github.com/torpor-dev/torpor/runtime/deliver"
+	"github.com/torpor-dev/torpor/runtime/manage"
 	"github.com/torpor-dev/torpor/runtime/purpose"
 	"github.com/torpor-dev/torpor/runtime/runtimetest"
 	"github.com/torpor-dev/torpor/transport/a2a"
@@ -46,8 +47,8 @@ type world struct {
 	srv     *httptest.Server
 	broker  mqtttest.Broker
 	agent   *runtime.Agent
-	cmds    *runtime.Commands
-	op      *mq.Operator
+	cmds    *manage.Commands
+	op      *manage.Operator
 	witness *mqtttest.Witness
 	window  wake.Window
 	start   time.Time
@@ -85,33 +86,40 @@ func newWorld(t *testing.T, b mqtttest.Broker, mode wake.Mode) *world {
 	t.Cleanup(rl.Close)
 	w.srv = rl.Server
 	cfg := runtime.Config{
-		Key: w.key, DataDir: filepath.Join(dir, "agent"), RelayURL: w.srv.URL, Mode: mode, WindowLength: w.window.Length,
-		Owner: w.opKey.DID(), Purposes: purpose.Set{"comms:*", "action:*"}, Consequential: purpose.Set{"action:*"},
-		AllowPlaintext: true, Routes: []deliver.Route{{Pattern: "*", Name: "sink", Handler: w.sink}},
-		Clock: w.clock, Kernel: waketest.NewKernelClock(time.Hour), Rand: bytes.NewReader(make([]byte, 1<<16)), Logger: testLogger(t),
-		OnWake: func(r runtime.WakeReport) {
-			w.cmds.OnWake(r)
-			for len(w.phases) > 0 {
-				<-w.phases
-			}
-			w.wakes <- r
+		PipelineConfig: runtime.PipelineConfig{Key: w.key, Owner: w.opKey.DID(), Purposes: purpose.Set{"comms:*", "action:*"},
+			Consequential: purpose.Set{"action:*"}, AllowPlaintext: true,
+			Routes: []deliver.Route{{Pattern: "*", Name: "sink", Handler: w.sink}}, Clock: w.clock},
+		Hooks: runtime.Hooks{
+			OnWake: func(r runtime.WakeReport) {
+				for len(w.phases) > 0 {
+					<-w.phases
+				}
+				w.wakes <- r
+			},
+			OnPhase: func(p runtime.Phase) {
+				select {
+				case w.phases <- p:
+				default:
+				}
+			},
+			Kernel: waketest.NewKernelClock(time.Hour),
+			Rand:   bytes.NewReader(make([]byte, 1<<16)),
 		},
-		OnPhase: func(p runtime.Phase) {
-			w.cmds.OnPhase(p)
-			select {
-			case w.phases <- p:
-			default:
-			}
-		},
+		DataDir:      filepath.Join(dir, "agent"),
+		RelayURL:     w.srv.URL,
+		Mode:         mode,
+		WindowLength: w.window.Length,
+		Logger:       testLogger(t),
 	}
 	if w.agent, err = runtime.New(cfg); err != nil {
 		t.Fatal(err)
 	}
-	if w.cmds, err = runtime.NewCommands(w.agent, runtime.CommandsConfig{Broker: b.URL(), Name: name,
+	if w.cmds, err = manage.NewCommands(w.agent, manage.CommandsConfig{Broker: b.URL(), Name: name,
 		Operators: []did.DID{w.opKey.DID()}, Logger: testLogger(t)}); err != nil {
 		t.Fatal(err)
 	}
-	if w.op, err = mq.DialOperator(ctxT(t), mq.OperatorConfig{Broker: b.URL(), Key: w.opKey, Clock: w.clock}); err != nil {
+	w.agent.SetManagement(w.cmds)
+	if w.op, err = manage.DialOperator(ctxT(t), manage.OperatorConfig{Broker: b.URL(), Key: w.opKey, Clock: w.clock}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { w.op.Close(context.Background()) })
@@ -174,8 +182,8 @@ func (w *world) status(ok func(mq.Status) bool) mq.Status {
 
 func (w *world) send(op string, args any) string {
 	w.t.Helper()
-	w.seq = mq.NextSeq(w.seq, w.clock.Now())
-	s, err := w.op.Send(ctxT(w.t), name, mq.CommandSpec{Device: w.key.DID(), Seq: w.seq, Op: op, Args: args}, false)
+	w.seq = manage.NextSeq(w.seq, w.clock.Now())
+	s, err := w.op.Send(ctxT(w.t), name, manage.CommandSpec{Device: w.key.DID(), Seq: w.seq, Op: op, Args: args}, false)
 	if err != nil {
 		w.t.Fatal(err)
 	}
@@ -186,7 +194,7 @@ func (w *world) send(op string, args any) string {
 	return s.Object.ID
 }
 
-func (w *world) reply(id string) mq.Reply {
+func (w *world) reply(id string) manage.Reply {
 	w.t.Helper()
 	r, _, err := w.op.AwaitReply(ctxT(w.t), name, id, w.key.DID())
 	if err != nil {
@@ -235,9 +243,9 @@ func TestSetModeChangesWhatTheRelayTellsSenders(t *testing.T) {
 		if code != http.StatusServiceUnavailable || at.Before(start) || !at.Before(end) {
 			t.Fatalf("while asleep: %d, Retry-After %ds; want 503 into [%v, %v)", code, ra, start, end)
 		}
-		id := w.send(mq.OpSetMode, &mq.SetModeArgs{Mode: "always_on"})
+		id := w.send(manage.OpSetMode, &manage.SetModeArgs{Mode: "always_on"})
 		w.clock.Set(start)
-		if r := w.reply(id); r.Outcome != mq.OutcomeOK {
+		if r := w.reply(id); r.Outcome != manage.OutcomeOK {
 			t.Fatalf("set-mode always_on: %+v", r)
 		}
 		w.nextWake() // the window's wake ends on the mode change
@@ -247,8 +255,8 @@ func TestSetModeChangesWhatTheRelayTellsSenders(t *testing.T) {
 		}
 
 		wakeAt := w.clock.Now().Add(2 * time.Hour).Truncate(time.Second)
-		id = w.send(mq.OpSetMode, &mq.SetModeArgs{Mode: "sleep", WakeAt: &wakeAt})
-		if r := w.reply(id); r.Outcome != mq.OutcomeOK {
+		id = w.send(manage.OpSetMode, &manage.SetModeArgs{Mode: "sleep", WakeAt: &wakeAt})
+		if r := w.reply(id); r.Outcome != manage.OutcomeOK {
 			t.Fatalf("set-mode sleep: %+v", r)
 		}
 		w.nextWake() // the always_on wake ends; the agent announces sleep
@@ -281,7 +289,7 @@ func TestHeldActionConfirmedOverMQTT(t *testing.T) {
 		if code, _ := w.post("action:open-valve", map[string]any{"idempotencyKey": "valve-7"}); code != http.StatusOK {
 			t.Fatalf("posting the action: %d", code)
 		}
-		r := w.reply(w.send(mq.OpStatus, nil))
+		r := w.reply(w.send(manage.OpStatus, nil))
 		var rep struct {
 			Holds []struct{ Key, Purpose string }
 		}
@@ -291,15 +299,15 @@ func TestHeldActionConfirmedOverMQTT(t *testing.T) {
 		if got := w.sink.Purposes(); len(got) != 0 {
 			t.Fatalf("the action ran before it was confirmed: %v", got)
 		}
-		c := w.reply(w.send(mq.OpConfirm, &mq.HoldArgs{Hold: rep.Holds[0].Key}))
-		if c.Outcome != mq.OutcomeOK {
+		c := w.reply(w.send(manage.OpConfirm, &manage.HoldArgs{Hold: rep.Holds[0].Key}))
+		if c.Outcome != manage.OutcomeOK {
 			t.Fatalf("confirm: %+v", c)
 		}
 		if got := w.sink.Purposes(); len(got) != 1 || got[0] != "action:open-valve" {
 			t.Errorf("delivered %v, want the action once", got)
 		}
 		// Confirming again finds nothing held: the action cannot run twice.
-		if again := w.reply(w.send(mq.OpConfirm, &mq.HoldArgs{Hold: rep.Holds[0].Key})); again.Outcome != mq.OutcomeFailed || again.Reason != "no-hold" {
+		if again := w.reply(w.send(manage.OpConfirm, &manage.HoldArgs{Hold: rep.Holds[0].Key})); again.Outcome != manage.OutcomeFailed || again.Reason != "no-hold" {
 			t.Errorf("second confirm: %+v", again)
 		}
 	})
