@@ -69,6 +69,10 @@ var (
 	// content is not a data object, or its data lacks or mistypes a
 	// member its kind requires.
 	ErrMalformedPart = errors.New("a2a: malformed part")
+	// ErrNoObject is returned for a well-formed part that carries nothing
+	// an Atom agent takes: text, a file, data of another media type
+	// (ObjectMediaType).
+	ErrNoObject = errors.New("a2a: part carries no Governed Object")
 )
 
 // Machine reasons of part rejections, as the conformance vectors name them.
@@ -76,11 +80,14 @@ const (
 	ReasonMediaTypeConflict   = "media-type-conflict"
 	ReasonMediaTypeNotMatched = "media-type-not-matched"
 	ReasonMalformed           = "malformed"
+	// ReasonNoObject is Torpor's reason for ErrNoObject (no vector names
+	// one).
+	ReasonNoObject = "no-governed-object"
 )
 
 // PartError is a rejected part.
 type PartError struct {
-	Err    error  // ErrMediaTypeConflict, ErrMediaTypeNotMatched or ErrMalformedPart
+	Err    error  // ErrMediaTypeConflict, ErrMediaTypeNotMatched, ErrMalformedPart or ErrNoObject
 	Detail string // what exactly is wrong, for operators
 }
 
@@ -90,13 +97,15 @@ func (e *PartError) Error() string { return e.Err.Error() + ": " + e.Detail }
 func (e *PartError) Unwrap() error { return e.Err }
 
 // Reason returns the machine reason: media-type-conflict,
-// media-type-not-matched or malformed.
+// media-type-not-matched, no-governed-object or malformed.
 func (e *PartError) Reason() string {
 	switch e.Err {
 	case ErrMediaTypeConflict:
 		return ReasonMediaTypeConflict
 	case ErrMediaTypeNotMatched:
 		return ReasonMediaTypeNotMatched
+	case ErrNoObject:
+		return ReasonNoObject
 	}
 	return ReasonMalformed
 }
