@@ -55,6 +55,13 @@ type Config struct {
 	// PerAgentMetrics adds per-agent series (labelled by DID) to /metrics.
 	// Off by default: with many agents the cardinality is high.
 	PerAgentMetrics bool
+	// CORSOrigins are the browser origins (such as "https://app.example")
+	// that may call the A2A JSON-RPC endpoint across origins; "*" allows
+	// any. Empty allows none: browsers refuse cross-origin calls.
+	CORSOrigins []string
+	// CardCORSOrigins are the origins that may read cards and pulses across
+	// origins. Empty means "*": they are public and signed.
+	CardCORSOrigins []string
 	// MQTTBroker is the broker URL devices and operators use, reported by
 	// /healthz; empty when the relay does not know one.
 	MQTTBroker string
@@ -138,13 +145,21 @@ func New(cfg Config) (*Relay, error) {
 
 func (s *Relay) routes() {
 	m := http.NewServeMux()
-	m.HandleFunc("POST /a/{did}/a2a/jsonrpc", s.serveJSONRPC)
+	rpc := cors{origins: cleanOrigins(s.cfg.CORSOrigins), methods: "POST, OPTIONS"}
+	public := cors{origins: cleanOrigins(s.cfg.CardCORSOrigins), methods: "GET, HEAD, OPTIONS"}
+	if len(public.origins) == 0 {
+		public.origins = []string{"*"}
+	}
+	m.HandleFunc("POST /a/{did}/a2a/jsonrpc", rpc.wrap(s.serveJSONRPC))
+	m.HandleFunc("OPTIONS /a/{did}/a2a/jsonrpc", rpc.preflight)
 	m.HandleFunc("GET /a/{did}/a2a/jsonrpc", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Allow", "POST")
 		writeJSON(w, http.StatusMethodNotAllowed, map[string]any{"error": "method_not_allowed", "message": "the A2A JSON-RPC endpoint takes POST"})
 	})
-	m.HandleFunc("GET /a/{did}/.well-known/agent-card.json", s.serveCard)
-	m.HandleFunc("GET /a/{did}/pulse", s.servePulse)
+	m.HandleFunc("GET /a/{did}/.well-known/agent-card.json", public.wrap(s.serveCard))
+	m.HandleFunc("OPTIONS /a/{did}/.well-known/agent-card.json", public.preflight)
+	m.HandleFunc("GET /a/{did}/pulse", public.wrap(s.servePulse))
+	m.HandleFunc("OPTIONS /a/{did}/pulse", public.preflight)
 	m.HandleFunc("GET /a/{did}/mls/key-package", s.serveKeyPackage)
 	m.Handle("GET "+wire.Path, s.link)
 	m.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
