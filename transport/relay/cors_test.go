@@ -100,3 +100,18 @@ func varyOrigin(h http.Header) bool {
 	}
 	return false
 }
+
+// TestCardURLWithoutAgent: @a2a-js/sdk resolves the card path against the
+// base URL without its trailing slash to /a/.well-known/agent-card.json
+// (test/relay runs the SDK). That URL names no agent; the answer says how
+// to name one, to any origin.
+func TestCardURLWithoutAgent(t *testing.T) {
+	h := newHarness(t, nil)
+	req, _ := http.NewRequest("GET", h.srv.URL+"/a/.well-known/agent-card.json", nil)
+	req.Header.Set("Origin", "https://app.example")
+	r := h.do(t, req)
+	msg, _ := r.json["message"].(string)
+	if r.status != 404 || r.json["error"] != "no_agent_in_path" || !strings.Contains(msg, "/a/<did>/") || r.header.Get("Access-Control-Allow-Origin") != "*" {
+		t.Errorf("%d %s %v", r.status, r.body, r.header)
+	}
+}

@@ -158,6 +158,7 @@ func (s *Relay) routes() {
 	})
 	m.HandleFunc("GET /a/{did}/.well-known/agent-card.json", public.wrap(s.serveCard))
 	m.HandleFunc("OPTIONS /a/{did}/.well-known/agent-card.json", public.preflight)
+	m.HandleFunc("GET /a/.well-known/agent-card.json", public.wrap(serveCardWithoutAgent))
 	m.HandleFunc("GET /a/{did}/pulse", public.wrap(s.servePulse))
 	m.HandleFunc("OPTIONS /a/{did}/pulse", public.preflight)
 	m.HandleFunc("GET /a/{did}/mls/key-package", s.serveKeyPackage)
@@ -213,6 +214,16 @@ func agentPath(w http.ResponseWriter, r *http.Request) (did.DID, bool) {
 
 func (s *Relay) serveCard(w http.ResponseWriter, r *http.Request) {
 	s.serveVerbatim(w, r, func(st agents.State) []byte { return st.Card }, "no_card", "the agent's device has not uploaded a card")
+}
+
+// serveCardWithoutAgent answers the URL that WHATWG URL resolution (RFC
+// 3986, Section 5.2.3) makes of the base URL <origin>/a/{did}, without its
+// trailing slash, and ".well-known/agent-card.json": the last segment, the
+// DID, is replaced, so @a2a-js/sdk's createFromUrl asks here. No agent is
+// named, so no card can be served; the answer says how to name one.
+func serveCardWithoutAgent(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusNotFound, map[string]any{"error": "no_agent_in_path",
+		"message": "this URL names no agent: give the agent's base URL with its trailing slash, <origin>/a/<did>/, so that .well-known/agent-card.json resolves beneath it (docs/a2a.md)"})
 }
 
 // servePulse serves the latest liveness pulse the device published, next to
