@@ -69,23 +69,7 @@ func TestRelayKindsDetectWrongExpectations(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
-			for _, f := range []string{"manifest.json", tt.file} {
-				b, err := os.ReadFile(filepath.Join(relayVectorDir, f))
-				if err != nil {
-					t.Fatal(err)
-				}
-				if f == tt.file {
-					var v map[string]any
-					if err := json.Unmarshal(b, &v); err != nil {
-						t.Fatal(err)
-					}
-					tt.change(v)
-					b, _ = json.Marshal(v)
-				}
-				if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
+			changedVectors(t, dir, tt.change, tt.file)
 			rep, err := Run(dir)
 			if err != nil {
 				t.Fatal(err)
@@ -105,23 +89,9 @@ func TestRelayKindsDetectWrongExpectations(t *testing.T) {
 // od-011, whose caller she is.
 func TestFromDidChecked(t *testing.T) {
 	dir := t.TempDir()
-	for _, f := range []string{"manifest.json", "od-010.json", "od-011.json"} {
-		b, err := os.ReadFile(filepath.Join(relayVectorDir, f))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if f != "manifest.json" {
-			var v map[string]any
-			if err := json.Unmarshal(b, &v); err != nil {
-				t.Fatal(err)
-			}
-			v["expect"].(map[string]any)["fromDid"] = "did:key:z6MkjchhfUsD6mmvni8mCdXHw216Xrm9bQe2mBH1P5RDjVJG"
-			b, _ = json.Marshal(v)
-		}
-		if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	changedVectors(t, dir, func(v map[string]any) {
+		v["expect"].(map[string]any)["fromDid"] = "did:key:z6MkjchhfUsD6mmvni8mCdXHw216Xrm9bQe2mBH1P5RDjVJG"
+	}, "od-010.json", "od-011.json")
 	rep, err := Run(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -132,6 +102,29 @@ func TestFromDidChecked(t *testing.T) {
 	for _, o := range rep.Results {
 		if o.Status != Pass || !strings.Contains(o.Got, "fromDid=did:key:z6Mkjchh") {
 			t.Errorf("%s %s: expected=%s got=%s (%s)", o.Status, o.ID, o.Expected, o.Got, o.Note)
+		}
+	}
+}
+
+// changedVectors writes the offline-delivery manifest and files, each
+// changed by change, to dir.
+func changedVectors(t *testing.T, dir string, change func(v map[string]any), files ...string) {
+	t.Helper()
+	for _, f := range append([]string{"manifest.json"}, files...) {
+		b, err := os.ReadFile(filepath.Join(relayVectorDir, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f != "manifest.json" {
+			var v map[string]any
+			if err := json.Unmarshal(b, &v); err != nil {
+				t.Fatal(err)
+			}
+			change(v)
+			b, _ = json.Marshal(v)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
+			t.Fatal(err)
 		}
 	}
 }
