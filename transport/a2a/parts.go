@@ -19,7 +19,15 @@
 //
 // Rejections are *PartError values whose Reason is one of the machine
 // reasons of the conformance vectors: media-type-conflict,
-// media-type-not-matched or malformed.
+// media-type-not-matched or malformed; ObjectMediaType adds
+// no-governed-object for a well-formed part that is none of the three.
+//
+// # What an agent takes
+//
+// ObjectMediaType decides whether an agent takes a part, and Refusal
+// whether it takes anything of a message; ObjectRejected is its answer when
+// it takes nothing. The agent and the relay both use them, so the answer is
+// the same whether the agent is awake or asleep (object.go).
 //
 // # Writing parts
 //
