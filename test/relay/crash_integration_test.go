@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/torpor-dev/torpor/transport/a2a"
 )
 
 // TestCrashKeepsEveryQueuedAnswer kills the real torpor-relay with SIGKILL
@@ -104,8 +106,10 @@ func crashRun(t *testing.T, p *relayProc, agent string, senders, perSender int, 
 			defer wg.Done()
 			for i := range perSender {
 				id := fmt.Sprintf("s%d-%d", s, i)
-				body := fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%q,"method":"SendMessage","params":{"message":{"messageId":%q,"role":"ROLE_USER","parts":[{"text":%q}]}}}`,
-					id, id, strings.Repeat("x", 50+rng.IntN(4000)))
+				// A Governed Object part (the relay does not look inside the
+				// object): a message the agent never takes would be refused.
+				body := fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%q,"method":"SendMessage","params":{"message":{"messageId":%q,"role":"ROLE_USER","parts":[{"data":{"mediaType":%q,"object":{"filler":%q}}}]}}}`,
+					id, id, a2a.MediaTypeDataObject, strings.Repeat("x", 50+rng.IntN(4000)))
 				mu.Lock()
 				sent[id] = sentMsg{sender: s, body: body}
 				mu.Unlock()
