@@ -44,6 +44,7 @@ type args struct {
 	timeScale                  float64
 	bounds                     queue.Bounds
 	allowAgents                []string
+	corsOrigins, cardOrigins   []string
 	perAgentMetrics, trustXFF  bool
 	keyPackageRate             int
 	ready                      func(httpAddr, mqtt string) // tests: called once serving
@@ -79,6 +80,14 @@ func parseArgs(argv []string, stderr io.Writer) (*args, error) {
 	fs.Int64Var(&a.bounds.HandshakeBytes, "handshake-reserve-bytes", a.bounds.HandshakeBytes, "Extra queue bytes per agent reserved for MLS Welcome and Commit messages.")
 	fs.Func("allow-agent", "Serve only this agent DID (repeat the flag for more). Without it, any device that proves its DID may link.", func(s string) error {
 		a.allowAgents = append(a.allowAgents, s)
+		return nil
+	})
+	fs.Func("cors-origin", "Let browser scripts from this origin (https://app.example, or * for any) call the A2A JSON-RPC endpoint; repeat the flag for more. Without it, browsers may not.", func(s string) error {
+		a.corsOrigins = append(a.corsOrigins, s)
+		return nil
+	})
+	fs.Func("card-cors-origin", "Let browser scripts from only these origins read Agent Cards and pulses (repeat the flag). Without it, any origin may (*).", func(s string) error {
+		a.cardOrigins = append(a.cardOrigins, s)
 		return nil
 	})
 	fs.BoolVar(&a.perAgentMetrics, "per-agent-metrics", false, "Add per-agent series (labelled by DID) to /metrics. Off by default because of their cardinality.")
@@ -162,7 +171,7 @@ func run(ctx context.Context, a *args, log *slog.Logger) error {
 	r, err := relay.New(relay.Config{
 		PublicURL: public, Queue: q, States: states, Bounds: a.bounds, AllowAgents: a.allowAgents,
 		KeyPackageRate: a.keyPackageRate, TrustForwardedFor: a.trustXFF, PerAgentMetrics: a.perAgentMetrics,
-		MQTTBroker: brokerURL, Clock: clk, Logger: log,
+		CORSOrigins: a.corsOrigins, CardCORSOrigins: a.cardOrigins, MQTTBroker: brokerURL, Clock: clk, Logger: log,
 	})
 	if err != nil {
 		ln.Close()
