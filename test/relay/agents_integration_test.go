@@ -25,23 +25,23 @@ import (
 func awakeAgent(t *testing.T, url string, key *did.PrivateKey) {
 	t.Helper()
 	published := make(chan struct{}, 1)
+	app := deliver.HandlerFunc(func(context.Context, deliver.Delivery) (deliver.Outcome, error) {
+		return deliver.Outcome{OK: true}, nil
+	})
 	a, err := runtime.New(runtime.Config{
-		Key: key, DataDir: t.TempDir(), RelayURL: url, Name: "awake",
+		PipelineConfig: runtime.PipelineConfig{Key: key, Purposes: purpose.Set{"comms:*"}, AllowPlaintext: true,
+			Routes: []deliver.Route{{Pattern: "*", Name: "app", Handler: app}}},
+		DataDir: t.TempDir(), RelayURL: url, Name: "awake",
 		Mode: wake.AlwaysOn, WindowLength: time.Hour,
-		Purposes: purpose.Set{"comms:*"}, AllowPlaintext: true,
-		Routes: []deliver.Route{{Pattern: "*", Name: "app", Handler: deliver.HandlerFunc(
-			func(context.Context, deliver.Delivery) (deliver.Outcome, error) {
-				return deliver.Outcome{OK: true}, nil
-			})}},
 		Logger: slog.New(slog.DiscardHandler),
-		OnPhase: func(p runtime.Phase) {
+		Hooks: runtime.Hooks{OnPhase: func(p runtime.Phase) {
 			if p.Name == runtime.PhasePublish {
 				select {
 				case published <- struct{}{}:
 				default:
 				}
 			}
-		},
+		}},
 	})
 	if err != nil {
 		t.Fatal(err)
