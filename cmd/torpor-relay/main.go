@@ -29,7 +29,6 @@ import (
 
 	"github.com/torpor-dev/torpor/clock"
 	"github.com/torpor-dev/torpor/internal/version"
-	"github.com/torpor-dev/torpor/store/agents"
 	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/transport/broker"
 	"github.com/torpor-dev/torpor/transport/relay"
@@ -49,6 +48,7 @@ type args struct {
 	ready                      func(httpAddr, mqtt string) // tests: called once serving
 	logLevel                   slog.Level
 	version                    bool
+	store                      storeArgs
 }
 
 func parseArgs(argv []string, stderr io.Writer) (*args, error) {
@@ -85,6 +85,7 @@ func parseArgs(argv []string, stderr io.Writer) (*args, error) {
 	fs.BoolVar(&a.trustXFF, "trust-forwarded-for", false, "Rate-limit anonymous KeyPackage fetches by the X-Forwarded-For address, for a relay behind a reverse proxy.")
 	fs.IntVar(&a.keyPackageRate, "keypackage-rate", 30, "How many KeyPackages one caller may fetch per minute.")
 	fs.TextVar(&a.logLevel, "log-level", slog.LevelInfo, "The least important log level printed: debug, info, warn or error.")
+	a.store.register(fs)
 	if err := fs.Parse(argv); err != nil {
 		return nil, err
 	}
@@ -98,6 +99,9 @@ func parseArgs(argv []string, stderr io.Writer) (*args, error) {
 		return nil, errors.New("--tls-cert and --tls-key go together")
 	}
 	if err := a.bounds.Validate(); err != nil {
+		return nil, err
+	}
+	if err := a.store.validate(); err != nil {
 		return nil, err
 	}
 	return a, nil
@@ -131,16 +135,11 @@ func run(ctx context.Context, a *args, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	q, err := queue.OpenBolt(filepath.Join(a.dataDir, "queue.db"), nil)
+	q, states, closeStores, err := openStores(ctx, a)
 	if err != nil {
 		return err
 	}
-	defer q.Close()
-	states, err := agents.OpenBolt(filepath.Join(a.dataDir, "agents.db"), nil)
-	if err != nil {
-		return err
-	}
-	defer states.Close()
+	defer closeStores()
 	brokerURL, stopBroker, err := startBroker(a, log)
 	if err != nil {
 		return err

@@ -1,0 +1,78 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/torpor-dev/torpor/store/agents"
+	"github.com/torpor-dev/torpor/store/jsstore"
+	"github.com/torpor-dev/torpor/store/queue"
+)
+
+// storeArgs choose the backend of the queue and the agent states: the
+// embedded bbolt files (the default) or NATS JetStream, shared by every
+// relay of a fleet (docs/scale-out.md).
+type storeArgs struct {
+	kind string
+	nats jsstore.Config
+}
+
+func (s *storeArgs) register(fs *flag.FlagSet) {
+	s.kind = "bolt"
+	fs.StringVar(&s.kind, "store", "bolt", "Where the queue and the agent states live: bolt (files in --data-dir, one relay) or jetstream (NATS JetStream, shared by many relays; see --nats).")
+	fs.Func("nats", "With --store jetstream: the NATS server URLs, comma-separated (nats://host:4222,...).", func(v string) error {
+		s.nats.URLs = append(s.nats.URLs, strings.Split(v, ",")...)
+		return nil
+	})
+	fs.StringVar(&s.nats.Creds, "nats-creds", "", "A NATS credentials file (JWT and NKey seed).")
+	fs.StringVar(&s.nats.CAFile, "nats-ca", "", "A PEM CA bundle that signs the NATS servers' TLS certificates.")
+	fs.StringVar(&s.nats.CertFile, "nats-cert", "", "A PEM client certificate for mutual TLS with NATS (with --nats-key).")
+	fs.StringVar(&s.nats.KeyFile, "nats-key", "", "The PEM private key of --nats-cert.")
+	fs.IntVar(&s.nats.Replicas, "nats-replicas", 3, "Replicas of the JetStream streams and bucket: 3 or 5 on a cluster, or 1 on a server with jetstream { sync_interval: always } (checked through --nats-monitor).")
+	fs.StringVar(&s.nats.MonitorURL, "nats-monitor", "", "The monitoring URL (http://host:8222) of the NATS server, needed with --nats-replicas 1 to check that it fsyncs every write.")
+}
+
+func (s *storeArgs) validate() error {
+	switch s.kind {
+	case "bolt":
+		if len(s.nats.URLs) > 0 {
+			return errors.New("--nats needs --store jetstream")
+		}
+	case "jetstream":
+		if len(s.nats.URLs) == 0 {
+			return errors.New("--store jetstream needs --nats URL")
+		}
+	default:
+		return fmt.Errorf("--store %q: want bolt or jetstream", s.kind)
+	}
+	return nil
+}
+
+// openStores opens the queue and the agent states of the backend a
+// chose; closeAll closes them.
+func openStores(ctx context.Context, a *args) (q queue.Store, states agents.Store, closeAll func(), err error) {
+	if a.store.kind == "jetstream" {
+		cfg := a.store.nats
+		cfg.Name = "torpor-relay"
+		c, err := jsstore.Open(ctx, cfg)
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("--store jetstream (--nats %s, --nats-replicas %d): %w", strings.Join(cfg.URLs, ","), cfg.Replicas, err)
+		}
+		q, states := c.Queue(), c.Agents()
+		return q, states, func() { q.Close(); states.Close(); c.Close() }, nil
+	}
+	bq, err := queue.OpenBolt(filepath.Join(a.dataDir, "queue.db"), nil)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	bs, err := agents.OpenBolt(filepath.Join(a.dataDir, "agents.db"), nil)
+	if err != nil {
+		bq.Close()
+		return nil, nil, nil, err
+	}
+	return bq, bs, func() { bs.Close(); bq.Close() }, nil
+}
