@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"regexp"
 	"strings"
 	"time"
 
@@ -13,15 +14,33 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// Names of the streams and the bucket (see the package doc).
+// Names of the streams and the bucket with the default prefix (see the
+// package doc).
 const (
 	StateStream   = "TORPOR_QUEUE_STATE"
 	RecordsStream = "TORPOR_QUEUE_RECORDS"
 	AgentsBucket  = "TORPOR_AGENTS"
-
-	stateSubjects   = "torpor.qstate."
-	recordsSubjects = "torpor.qrec."
 )
+
+// names are the streams, bucket and subject prefixes of one Config.Prefix.
+type names struct {
+	state, records, bucket string
+	stateSubj, recordsSubj string
+}
+
+var prefixRE = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+
+func namesFor(prefix string) (names, error) {
+	if prefix == "" {
+		prefix = "TORPOR"
+	}
+	if !prefixRE.MatchString(prefix) {
+		return names{}, fmt.Errorf("jsstore: prefix %q: want letters, digits, _ and -", prefix)
+	}
+	low := strings.ToLower(prefix)
+	return names{state: prefix + "_QUEUE_STATE", records: prefix + "_QUEUE_RECORDS", bucket: prefix + "_AGENTS",
+		stateSubj: low + ".qstate.", recordsSubj: low + ".qrec."}, nil
+}
 
 // Config says how to reach NATS and what durability to demand.
 type Config struct {
@@ -45,6 +64,10 @@ type Config struct {
 	MonitorURL string
 	// Name is the NATS connection name, shown in the server's connz.
 	Name string
+	// Prefix names the streams, the bucket and their subjects, so that
+	// separate fleets (or test runs) can share an account: "TORPOR" when
+	// empty, giving TORPOR_QUEUE_STATE, torpor.qstate.> and so on.
+	Prefix string
 }
 
 // ErrDurability is returned (wrapped) by Open when the servers cannot give
@@ -57,6 +80,7 @@ type Conn struct {
 	nc       *nats.Conn
 	js       jetstream.JetStream
 	replicas int
+	n        names
 	state    jetstream.Stream
 	records  jetstream.Stream
 	kv       jetstream.KeyValue
@@ -77,11 +101,15 @@ func Open(ctx context.Context, cfg Config) (*Conn, error) {
 	if cfg.Replicas == 1 && cfg.MonitorURL == "" {
 		return nil, fmt.Errorf("%w: one replica is durable only on a server that fsyncs every write (jetstream { sync_interval: always }); give its monitoring URL so that it can be checked, or use 3 replicas on a cluster", ErrDurability)
 	}
+	n, err := namesFor(cfg.Prefix)
+	if err != nil {
+		return nil, err
+	}
 	nc, err := connect(cfg)
 	if err != nil {
 		return nil, err
 	}
-	c := &Conn{nc: nc, replicas: cfg.Replicas}
+	c := &Conn{nc: nc, replicas: cfg.Replicas, n: n}
 	if err := c.setup(ctx, cfg); err != nil {
 		nc.Close()
 		return nil, err
@@ -126,10 +154,10 @@ func (c *Conn) setup(ctx context.Context, cfg Config) error {
 		return err
 	}
 	c.js = js
-	if c.state, err = c.stream(ctx, stateConfig(cfg.Replicas)); err != nil {
+	if c.state, err = c.stream(ctx, stateConfig(c.n, cfg.Replicas)); err != nil {
 		return err
 	}
-	if c.records, err = c.stream(ctx, recordsConfig(cfg.Replicas)); err != nil {
+	if c.records, err = c.stream(ctx, recordsConfig(c.n, cfg.Replicas)); err != nil {
 		return err
 	}
 	if c.kv, err = c.bucket(ctx, cfg.Replicas); err != nil {
@@ -145,18 +173,18 @@ func (c *Conn) setup(ctx context.Context, cfg Config) error {
 	return nil
 }
 
-func stateConfig(replicas int) jetstream.StreamConfig {
+func stateConfig(n names, replicas int) jetstream.StreamConfig {
 	return jetstream.StreamConfig{
-		Name: StateStream, Description: "torpor-relay: one queue state per agent (compare-and-swap)",
-		Subjects: []string{stateSubjects + ">"}, Storage: jetstream.FileStorage, Replicas: replicas,
+		Name: n.state, Description: "torpor-relay: one queue state per agent (compare-and-swap)",
+		Subjects: []string{n.stateSubj + ">"}, Storage: jetstream.FileStorage, Replicas: replicas,
 		MaxMsgsPerSubject: 1, Discard: jetstream.DiscardOld, AllowDirect: false,
 	}
 }
 
-func recordsConfig(replicas int) jetstream.StreamConfig {
+func recordsConfig(n names, replicas int) jetstream.StreamConfig {
 	return jetstream.StreamConfig{
-		Name: RecordsStream, Description: "torpor-relay: queued request bodies (per-message TTL)",
-		Subjects: []string{recordsSubjects + ">"}, Storage: jetstream.FileStorage, Replicas: replicas,
+		Name: n.records, Description: "torpor-relay: queued request bodies (per-message TTL)",
+		Subjects: []string{n.recordsSubj + ">"}, Storage: jetstream.FileStorage, Replicas: replicas,
 		AllowMsgTTL: true, AllowDirect: false,
 	}
 }
@@ -192,26 +220,27 @@ func (c *Conn) stream(ctx context.Context, want jetstream.StreamConfig) (jetstre
 
 // bucket returns the agents bucket, creating it when it is missing.
 func (c *Conn) bucket(ctx context.Context, replicas int) (jetstream.KeyValue, error) {
-	kv, err := c.js.KeyValue(ctx, AgentsBucket)
+	bucket := c.n.bucket
+	kv, err := c.js.KeyValue(ctx, bucket)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
 		kv, err = c.js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
-			Bucket: AgentsBucket, Description: "torpor-relay: agent states and KeyPackages",
+			Bucket: bucket, Description: "torpor-relay: agent states and KeyPackages",
 			History: 1, Storage: jetstream.FileStorage, Replicas: replicas,
 		})
 		if err != nil {
-			return nil, fmt.Errorf("%w: creating bucket %s with %d replicas: %v", ErrDurability, AgentsBucket, replicas, err)
+			return nil, fmt.Errorf("%w: creating bucket %s with %d replicas: %v", ErrDurability, bucket, replicas, err)
 		}
 		return kv, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("jsstore: bucket %s: %w", AgentsBucket, err)
+		return nil, fmt.Errorf("jsstore: bucket %s: %w", bucket, err)
 	}
 	st, err := kv.Status(ctx)
 	if err != nil {
 		return nil, err
 	}
 	if info := st.(*jetstream.KeyValueBucketStatus).StreamInfo(); info.Config.Replicas < replicas || info.Config.Storage != jetstream.FileStorage {
-		return nil, fmt.Errorf("%w: bucket %s has %d replicas (storage %v), want %d on file", ErrDurability, AgentsBucket, info.Config.Replicas, info.Config.Storage, replicas)
+		return nil, fmt.Errorf("%w: bucket %s has %d replicas (storage %v), want %d on file", ErrDurability, bucket, info.Config.Replicas, info.Config.Storage, replicas)
 	}
 	return kv, nil
 }

@@ -41,8 +41,8 @@ func (q *Queue) Enqueue(ctx context.Context, r queue.Record, b queue.Bounds, now
 	if fe := admit(&s, r, b, now); fe != nil {
 		return queue.Record{}, fe // refused before writing anything
 	}
-	m := &nats.Msg{Subject: recordsSubjects + token(r.Agent), Data: r.Body, Header: nats.Header{"Torpor-Agent": {r.Agent}}}
-	ack, err := q.c.js.PublishMsg(ctx, m, jetstream.WithExpectStream(RecordsStream), jetstream.WithMsgTTL(b.TTL+TTLGrace))
+	m := &nats.Msg{Subject: q.c.n.recordsSubj + token(r.Agent), Data: r.Body, Header: nats.Header{"Torpor-Agent": {r.Agent}}}
+	ack, err := q.c.js.PublishMsg(ctx, m, jetstream.WithExpectStream(q.c.n.records), jetstream.WithMsgTTL(b.TTL+TTLGrace))
 	if err != nil {
 		return queue.Record{}, fmt.Errorf("queue: enqueue for %s: storing the body: %w", r.Agent, err)
 	}
@@ -139,13 +139,13 @@ func (q *Queue) Purge(ctx context.Context, now time.Time) (int, error) {
 		return 0, err
 	}
 	defer q.mu.RUnlock()
-	info, err := q.c.state.Info(ctx, jetstream.WithSubjectFilter(stateSubjects+">"))
+	info, err := q.c.state.Info(ctx, jetstream.WithSubjectFilter(q.c.n.stateSubj+">"))
 	if err != nil {
 		return 0, fmt.Errorf("queue: purge: %w", err)
 	}
 	n := 0
 	for subj := range info.State.Subjects {
-		agent, err := base64.RawURLEncoding.DecodeString(strings.TrimPrefix(subj, stateSubjects))
+		agent, err := base64.RawURLEncoding.DecodeString(strings.TrimPrefix(subj, q.c.n.stateSubj))
 		if err != nil {
 			return n, fmt.Errorf("%w: state subject %q", queue.ErrCorrupt, subj)
 		}

@@ -67,7 +67,7 @@ func (q *Queue) enter(ctx context.Context) error {
 // load reads agent's queue state and its revision (the stream sequence of
 // the state message; 0 when the agent has none) from the stream leader.
 func (q *Queue) load(ctx context.Context, agent string) (qstate, uint64, error) {
-	m, err := q.c.state.GetLastMsgForSubject(ctx, stateSubjects+token(agent))
+	m, err := q.c.state.GetLastMsgForSubject(ctx, q.c.n.stateSubj+token(agent))
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return qstate{Agent: agent}, 0, nil
 	}
@@ -91,8 +91,8 @@ func (q *Queue) store(ctx context.Context, s *qstate, rev uint64) error {
 	if err != nil {
 		return err
 	}
-	m := &nats.Msg{Subject: stateSubjects + token(s.Agent), Data: b}
-	_, err = q.c.js.PublishMsg(ctx, m, jetstream.WithExpectStream(StateStream), jetstream.WithExpectLastSequencePerSubject(rev))
+	m := &nats.Msg{Subject: q.c.n.stateSubj + token(s.Agent), Data: b}
+	_, err = q.c.js.PublishMsg(ctx, m, jetstream.WithExpectStream(q.c.n.state), jetstream.WithExpectLastSequencePerSubject(rev))
 	if isConflict(err) {
 		return errConflict
 	}

@@ -87,3 +87,33 @@ func TestRaceAcrossConnections(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestPrefixSeparates: stores with different prefixes on one server share
+// nothing; an invalid prefix is refused.
+func TestPrefixSeparates(t *testing.T) {
+	srv := single(t)
+	ctx := context.Background()
+	openPrefix := func(prefix string) (*jsstore.Conn, error) {
+		return jsstore.Open(ctx, jsstore.Config{URLs: []string{srv.URL()}, Replicas: 1, MonitorURL: srv.MonitorURL(), Prefix: prefix})
+	}
+	a, err := openPrefix("FLEET_A")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := openPrefix("FLEET_B")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	queuetest.MustEnqueue(t, a.Queue(), queuetest.Msg(queuetest.Alice, "a"), queue.DefaultBounds(), queuetest.T0)
+	if st, err := b.Queue().Stats(ctx, queuetest.Agent, queuetest.T0); err != nil || st.Messages != 0 {
+		t.Errorf("Stats under another prefix = %+v, %v; want empty", st, err)
+	}
+	if r := queuetest.MustEnqueue(t, b.Queue(), queuetest.Msg(queuetest.Alice, "b"), queue.DefaultBounds(), queuetest.T0); r.Seq != 1 {
+		t.Errorf("first seq under another prefix = %d, want 1", r.Seq)
+	}
+	if _, err := openPrefix("no.dots"); err == nil {
+		t.Error("Open with prefix no.dots succeeded")
+	}
+}

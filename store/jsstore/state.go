@@ -19,7 +19,7 @@ func token(agent string) string { return base64.RawURLEncoding.EncodeToString([]
 // Record except its body, which is the records stream's message Msg.
 type entry struct {
 	Seq      uint64
-	Msg      uint64 // stream sequence in RecordsStream
+	Msg      uint64 // stream sequence in the records stream
 	Size     int64
 	Kind     queue.Kind
 	From     string
@@ -31,7 +31,7 @@ func (e entry) expired(now time.Time) bool { return now.UnixNano() > e.Expires }
 
 // qstate is an agent's queue: the last seq handed out and the live
 // records in seq order. It is the one message on the agent's subject in
-// StateStream and changes only by compare-and-swap on that subject.
+// the state stream and changes only by compare-and-swap on that subject.
 type qstate struct {
 	Agent string
 	Last  uint64
