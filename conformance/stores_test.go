@@ -5,7 +5,7 @@ import (
 )
 
 // relayKinds are the kinds that run against the relay's stores.
-var relayKinds = map[string]bool{"asleep-queue": true, "asleep-dequeue": true, "asleep-http-response": true, "reachability-verdict": true, "agent-card-extension": true}
+var relayKinds = map[string]bool{"asleep-queue": true, "asleep-dequeue": true, "asleep-http-response": true, "reachability-verdict": true, "agent-card-build": true}
 
 // TestAtomVectorsOnJetStream runs the atom vectors with the relay's stores
 // on JetStream: every vector passes, none is skipped, and the relay-side
