@@ -135,11 +135,11 @@ func run(ctx context.Context, a *args, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	q, states, closeStores, err := openStores(ctx, a)
+	st, err := openStores(ctx, a, clk, log)
 	if err != nil {
 		return err
 	}
-	defer closeStores()
+	defer st.close()
 	brokerURL, stopBroker, err := startBroker(a, log)
 	if err != nil {
 		return err
@@ -159,7 +159,7 @@ func run(ctx context.Context, a *args, log *slog.Logger) error {
 		public = scheme + "://" + ln.Addr().String()
 	}
 	r, err := relay.New(relay.Config{
-		PublicURL: public, Queue: q, States: states, Bounds: a.bounds, AllowAgents: a.allowAgents,
+		PublicURL: public, Queue: st.q, States: st.states, Peers: st.peers(), Bounds: a.bounds, AllowAgents: a.allowAgents,
 		KeyPackageRate: a.keyPackageRate, TrustForwardedFor: a.trustXFF, PerAgentMetrics: a.perAgentMetrics,
 		MQTTBroker: brokerURL, Clock: clk, Logger: log,
 	})
@@ -167,6 +167,7 @@ func run(ctx context.Context, a *args, log *slog.Logger) error {
 		ln.Close()
 		return err
 	}
+	st.serve(r)
 	return serve(ctx, a, r, ln, func() {
 		if a.ready != nil {
 			a.ready(ln.Addr().String(), brokerURL)

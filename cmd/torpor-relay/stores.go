@@ -5,8 +5,13 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"strings"
+
+	"github.com/torpor-dev/torpor/clock"
+	"github.com/torpor-dev/torpor/transport/relay"
+	"github.com/torpor-dev/torpor/transport/relay/fleet"
 
 	"github.com/torpor-dev/torpor/store/agents"
 	"github.com/torpor-dev/torpor/store/jsstore"
@@ -52,27 +57,52 @@ func (s *storeArgs) validate() error {
 	return nil
 }
 
+// backend is the stores a relay runs on and, on JetStream, its place in
+// the fleet.
+type backend struct {
+	q      queue.Store
+	states agents.Store
+	fleet  *fleet.Fleet // nil with bolt
+	close  func()
+}
+
+// peers returns the fleet as relay.Config.Peers: nil with bolt.
+func (b *backend) peers() relay.Peers {
+	if b.fleet == nil {
+		return nil
+	}
+	return b.fleet
+}
+
+// serve lets the fleet reach r's device links.
+func (b *backend) serve(r *relay.Relay) {
+	if b.fleet != nil {
+		b.fleet.Serve(r.Link())
+	}
+}
+
 // openStores opens the queue and the agent states of the backend a
-// chose; closeAll closes them.
-func openStores(ctx context.Context, a *args) (q queue.Store, states agents.Store, closeAll func(), err error) {
+// chose and, on JetStream, joins the fleet.
+func openStores(ctx context.Context, a *args, clk clock.Clock, log *slog.Logger) (*backend, error) {
 	if a.store.kind == "jetstream" {
 		cfg := a.store.nats
 		cfg.Name = "torpor-relay"
 		c, err := jsstore.Open(ctx, cfg)
 		if err != nil {
-			return nil, nil, nil, fmt.Errorf("--store jetstream (--nats %s, --nats-replicas %d): %w", strings.Join(cfg.URLs, ","), cfg.Replicas, err)
+			return nil, fmt.Errorf("--store jetstream (--nats %s, --nats-replicas %d): %w", strings.Join(cfg.URLs, ","), cfg.Replicas, err)
 		}
 		q, states := c.Queue(), c.Agents()
-		return q, states, func() { q.Close(); states.Close(); c.Close() }, nil
+		f := fleet.New(c.NATS(), clock.Unscaled(clk), log.With("component", "fleet"))
+		return &backend{q: q, states: states, fleet: f, close: func() { q.Close(); states.Close(); c.Close() }}, nil
 	}
 	bq, err := queue.OpenBolt(filepath.Join(a.dataDir, "queue.db"), nil)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, err
 	}
 	bs, err := agents.OpenBolt(filepath.Join(a.dataDir, "agents.db"), nil)
 	if err != nil {
 		bq.Close()
-		return nil, nil, nil, err
+		return nil, err
 	}
-	return bq, bs, func() { bs.Close(); bq.Close() }, nil
+	return &backend{q: bq, states: bs, close: func() { bs.Close(); bq.Close() }}, nil
 }

@@ -288,6 +288,10 @@ func syncInterval(v varz) time.Duration {
 	return v.JetStream.Config.SyncInterval
 }
 
+// NATS returns the connection, for the relay's other uses of NATS (the
+// fleet's request/reply between relays, transport/relay/fleet).
+func (c *Conn) NATS() *nats.Conn { return c.nc }
+
 // Close closes the connection; Queue and Agents then fail.
 func (c *Conn) Close() error {
 	c.nc.Close()
