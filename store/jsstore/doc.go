@@ -29,9 +29,10 @@
 // state and publishes it with the header Nats-Expected-Last-Subject-Sequence
 // R: JetStream stores the message only if R is still the last sequence on
 // the subject, and answers "wrong last sequence" otherwise, after which the
-// caller reads again and recomputes. The stream leader applies that check
-// in log order as it stores, so the successful writes of one agent's state
-// form a chain, each computed from the one before it. Enqueue checks the
+// caller reads again and recomputes. In a cluster the stream leader checks
+// before proposing, against its stored state and the proposals in flight
+// on the subject, of which it allows one; so the successful writes of one
+// agent's state form a chain, each computed from the one before it. Enqueue checks the
 // bounds (queue.Admit, the rule Bolt applies) against the state it
 // replaces, so no two enqueues can both take the last slot: the second one
 // to reach the leader was computed from a state that is no longer the
