@@ -5,8 +5,11 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/torpor-dev/torpor/store/agents"
 	"github.com/torpor-dev/torpor/store/agents/agentstest"
+	"github.com/torpor-dev/torpor/store/jsstore"
 )
 
 // ownedAgents closes its connection with it.
@@ -79,5 +82,24 @@ func TestTakeAcrossConnections(t *testing.T) {
 	}
 	if len(got) != n || lastResort != 45-n {
 		t.Errorf("%d distinct pooled KeyPackages and %d last-resort answers, want %d and %d", len(got), lastResort, n, 45-n)
+	}
+}
+
+// TestBucketReadsFromLeader: the agents bucket has direct gets off, so a
+// relay never reads a lagging replica's copy of what another relay wrote.
+func TestBucketReadsFromLeader(t *testing.T) {
+	srv := single(t)
+	c := open(t, srv)
+	defer c.Close()
+	js, err := jetstream.New(c.NATS())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := js.Stream(context.Background(), "KV_"+jsstore.AgentsBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.CachedInfo().Config.AllowDirect {
+		t.Error("the agents bucket allows direct gets")
 	}
 }

@@ -218,31 +218,39 @@ func (c *Conn) stream(ctx context.Context, want jetstream.StreamConfig) (jetstre
 	return s, nil
 }
 
-// bucket returns the agents bucket, creating it when it is missing.
+// bucket returns the agents bucket, creating it when it is missing, with
+// direct gets off so that every read is served by the stream leader: a
+// relay then reads what another relay wrote before (nats.go creates
+// buckets with them on, which lets a lagging replica answer).
 func (c *Conn) bucket(ctx context.Context, replicas int) (jetstream.KeyValue, error) {
 	bucket := c.n.bucket
-	kv, err := c.js.KeyValue(ctx, bucket)
+	_, err := c.js.KeyValue(ctx, bucket)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
-		kv, err = c.js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
+		_, err = c.js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
 			Bucket: bucket, Description: "torpor-relay: agent states and KeyPackages",
 			History: 1, Storage: jetstream.FileStorage, Replicas: replicas,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("%w: creating bucket %s with %d replicas: %v", ErrDurability, bucket, replicas, err)
 		}
-		return kv, nil
+	} else if err != nil {
+		return nil, fmt.Errorf("jsstore: bucket %s: %w", bucket, err)
 	}
+	s, err := c.js.Stream(ctx, "KV_"+bucket)
 	if err != nil {
 		return nil, fmt.Errorf("jsstore: bucket %s: %w", bucket, err)
 	}
-	st, err := kv.Status(ctx)
-	if err != nil {
-		return nil, err
+	cfg := s.CachedInfo().Config
+	if cfg.Replicas < replicas || cfg.Storage != jetstream.FileStorage {
+		return nil, fmt.Errorf("%w: bucket %s has %d replicas (storage %v), want %d on file", ErrDurability, bucket, cfg.Replicas, cfg.Storage, replicas)
 	}
-	if info := st.(*jetstream.KeyValueBucketStatus).StreamInfo(); info.Config.Replicas < replicas || info.Config.Storage != jetstream.FileStorage {
-		return nil, fmt.Errorf("%w: bucket %s has %d replicas (storage %v), want %d on file", ErrDurability, bucket, info.Config.Replicas, info.Config.Storage, replicas)
+	if cfg.AllowDirect {
+		cfg.AllowDirect = false
+		if _, err := c.js.UpdateStream(ctx, cfg); err != nil {
+			return nil, fmt.Errorf("jsstore: bucket %s: turning direct gets off: %w", bucket, err)
+		}
 	}
-	return kv, nil
+	return c.js.KeyValue(ctx, bucket) // bound again, to read from the leader
 }
 
 // varz is the part of the monitoring endpoint's /varz that Open reads
