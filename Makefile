@@ -9,7 +9,7 @@ CMDS      := torpor-agent torpor-relay torporctl
 
 export CGO_ENABLED := 0
 
-.PHONY: help build test check check-setup demo cross bench fuzz fmt lint vet test-integration test-cluster
+.PHONY: help build test race check check-setup demo cross bench fuzz fmt lint vet test-integration test-cluster
 
 help: ## Show this help.
 	@awk 'BEGIN{FS=":.*## "} /^[a-z-]+:.*## /{printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -20,6 +20,9 @@ build: ## Build the three binaries for this machine into bin/.
 
 test: ## Run the fast, hermetic unit tests (go test ./...).
 	$(GO) test ./...
+
+race: ## Run the unit tests under the race detector (cgo and a C compiler; about 6 min on 2 cores).
+	CGO_ENABLED=1 $(GO) test -race -count=1 ./...
 
 check: ## Run every test the project has (README's test command; CI runs this).
 	./scripts/check.sh

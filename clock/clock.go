@@ -10,6 +10,27 @@
 // component that takes the clock (schedules, Retry-After, TTLs, timers) sees
 // the same compressed hour. It is an option of the binaries (--time-scale),
 // not demo-only code.
+//
+// # Which clock a wait runs on
+//
+// One rule decides it. A wait that is part of the device's schedule (a
+// window, the backoff between attempts inside a window, a Retry-After, a
+// TTL, the time until the next wake) runs on the injected clock, so
+// --time-scale compresses it with the day. A wait for something outside
+// the process to answer (a dial, a publish, a flush, a broker's
+// acknowledgement, the device's answer to a live request, the application's
+// handler) measures the network or the peer, not the day: it runs in real
+// time, never on a scaled clock, so a time scale does not make it fire
+// early. Such a wait is made with WithTimeout on Unscaled(clock), which a
+// test's fake clock still drives. The one kind of wait left on
+// context.WithTimeout, the same real time in production, is a connection's
+// own background housekeeping: subscribing when an MQTT connection comes
+// up, status and reply publications, the link's pings, notices and answer
+// writes. Each runs in a goroutine of its own, bounds only that goroutine
+// and only logs a failure, and a test's fake clock, often advanced by hours
+// at a stroke, would cut it off mid-flight. Code that holds no Clock
+// (torporctl's commands, the demo orchestrator, the harnesses under test/)
+// uses context.WithTimeout too.
 package clock
 
 import (

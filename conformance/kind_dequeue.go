@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -99,7 +98,7 @@ type dequeueRun struct {
 	q      queue.Store
 	db     *bolt.DB
 	pipe   *runtime.Pipeline
-	app    *appRecorder
+	app    *deliver.Recorder
 	got    map[string]any
 	queues int // queue files opened, so a restart can start a new queue
 }
@@ -120,7 +119,7 @@ func newDequeueRun(v *Vector) (*dequeueRun, error) {
 		return nil, err
 	}
 	r := &dequeueRun{v: v, in: &in, dir: dir, clock: clocktest.New(in.wakeNow()), agent: agent,
-		app: &appRecorder{}, got: map[string]any{}}
+		app: &deliver.Recorder{}, got: map[string]any{}}
 	if len(v.Identities) > 0 {
 		r.caller = v.Identities[0].String()
 	}
@@ -161,7 +160,7 @@ func (r *dequeueRun) open(freshQueue bool) error {
 
 // restart closes the agent's pipeline and file, as a process exit would.
 func (r *dequeueRun) restart() error {
-	r.pipe.Drainer.Close()
+	r.pipe.Close()
 	if err := r.db.Close(); err != nil {
 		return err
 	}
@@ -170,7 +169,7 @@ func (r *dequeueRun) restart() error {
 
 func (r *dequeueRun) close() {
 	if r.pipe != nil {
-		r.pipe.Drainer.Close()
+		r.pipe.Close()
 	}
 	if r.db != nil {
 		r.db.Close()
@@ -212,7 +211,7 @@ func (r *dequeueRun) drain(now time.Time) (drain.Report, error) {
 		for i, rec := range recs {
 			batch[i] = drain.Record{Seq: rec.Seq, From: rec.From, ExpiresAt: rec.ExpiresAt, Body: rec.Body}
 		}
-		rep, err := r.pipe.Drainer.Batch(ctx, batch, func(ctx context.Context, seqs []uint64) error {
+		rep, err := r.pipe.Batch(ctx, batch, func(ctx context.Context, seqs []uint64) error {
 			return r.q.Ack(ctx, agent, seqs)
 		})
 		total.Add(rep)
@@ -387,17 +386,4 @@ func renderDequeueExpect(expect map[string]json.RawMessage) string {
 		parts = append(parts, fmt.Sprintf("%s=%v", k, v))
 	}
 	return strings.Join(parts, " ")
-}
-
-// appRecorder is the application the pipeline hands accepted objects to.
-type appRecorder struct {
-	mu  sync.Mutex
-	got []deliver.Delivery
-}
-
-func (a *appRecorder) Deliver(_ context.Context, d deliver.Delivery) (deliver.Outcome, error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.got = append(a.got, d)
-	return deliver.Outcome{OK: true}, nil
 }

@@ -180,6 +180,8 @@ func runFile(dir, path, tmp string, manifests map[string][]did.DID) (o Outcome, 
 	if !found {
 		o.Result = Result{Status: Fail, Got: "-", Note: fmt.Sprintf("unknown kind %q; known kinds: %s",
 			head.Kind, strings.Join(sortedKinds(), ", "))}
+	} else if err := checkExpect(head.Kind, head.Expect); err != nil {
+		o.Result = Result{Status: Fail, Got: "-", Note: err.Error()}
 	} else {
 		o.Result = safeRun(h, v)
 	}

@@ -12,7 +12,7 @@ import (
 	"testing"
 )
 
-// Test identities of the reference vectors (../shared/vectors/atom/INDEX.md):
+// Test identities of the reference vectors (testdata/vectors/atom/INDEX.md):
 // RFC 8032 seeds 31×0x00 followed by 0x01 (Alice) and 0x02 (Bob).
 const (
 	aliceDID = "did:key:z6MkjchhfUsD6mmvni8mCdXHw216Xrm9bQe2mBH1P5RDjVJG"

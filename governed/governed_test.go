@@ -222,7 +222,11 @@ func TestParseMalformed(t *testing.T) {
 			}
 		})
 	}
-	// Unpadded base64 is accepted on input.
+}
+
+// TestParseUnpaddedSignature: unpadded base64 is accepted on input.
+func TestParseUnpaddedSignature(t *testing.T) {
+	good := string(mustMarshal(t, mustSign(t, didtest.Key(t, 1), template001())))
 	unpadded := strings.Replace(good, `==",`, `",`, 1)
 	unpadded = strings.Replace(unpadded, `=="}`, `"}`, 1)
 	o, err := governed.Parse([]byte(unpadded))
@@ -260,14 +264,7 @@ func TestReceiverChecks(t *testing.T) {
 	yearTTL := sign(alice, func(t *governed.Template) { t.TTL = 365 * 24 * time.Hour })
 
 	comms := []string{"comms:message"}
-	tests := []struct {
-		name   string
-		r      governed.Receiver
-		obj    []byte
-		sender *did.PrivateKey
-		at     time.Duration // after issuedAt
-		want   governed.Reason
-	}{
+	tests := []receiverCase{
 		{"ttl last instant", governed.Receiver{Purposes: comms}, ttl60, nil, time.Minute - time.Nanosecond, 0},
 		{"ttl boundary is expired", governed.Receiver{Purposes: comms}, ttl60, nil, time.Minute, governed.ReasonExpired},
 		{"earlier expiresAt wins", governed.Receiver{Purposes: comms}, bothExp, nil, 10 * time.Second, governed.ReasonExpired},
@@ -293,18 +290,31 @@ func TestReceiverChecks(t *testing.T) {
 		{"expiry before purpose", governed.Receiver{Purposes: comms}, actionExpired, nil, time.Hour, governed.ReasonExpired},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			r := tt.r
-			r.Clock = clocktest.New(issued.Add(tt.at))
-			in := governed.Input{Replay: governedtest.NewReplay()}
-			if tt.sender != nil {
-				in.Sender = tt.sender.DID()
-			}
-			_, err := r.Accept(tt.obj, in)
-			if got := governed.ReasonOf(err); got != tt.want || (tt.want == 0 && err != nil) {
-				t.Errorf("Accept = %v, want reason %v", err, tt.want)
-			}
-		})
+		t.Run(tt.name, tt.check)
+	}
+}
+
+// receiverCase is an object received by a Receiver at a time, and the
+// reason it is rejected for (0: accepted).
+type receiverCase struct {
+	name   string
+	r      governed.Receiver
+	obj    []byte
+	sender *did.PrivateKey
+	at     time.Duration // after issuedAt
+	want   governed.Reason
+}
+
+func (tt receiverCase) check(t *testing.T) {
+	r := tt.r
+	r.Clock = clocktest.New(issued.Add(tt.at))
+	in := governed.Input{Replay: governedtest.NewReplay()}
+	if tt.sender != nil {
+		in.Sender = tt.sender.DID()
+	}
+	_, err := r.Accept(tt.obj, in)
+	if got := governed.ReasonOf(err); got != tt.want || (tt.want == 0 && err != nil) {
+		t.Errorf("Accept = %v, want reason %v", err, tt.want)
 	}
 }
 

@@ -49,7 +49,7 @@ func New(cfg Config) (*Agent, error) {
 	}
 	a := &Agent{cfg: cfg, log: cfg.logger().With("component", "agent"), clock: clock.Or(cfg.Clock),
 		window: cfg.window(), mode: cfg.Mode, sched: cfg.ScheduledWake, changed: make(chan struct{}), mgmt: cfg.Management}
-	a.meter = sleeptime.Meter{Clock: cfg.Clock, Kernel: cfg.Kernel}
+	a.meter = sleeptime.Meter{Clock: cfg.Clock, Kernel: cfg.Hooks.Kernel}
 	return a, nil
 }
 
@@ -147,7 +147,7 @@ func (a *Agent) open() error {
 		}
 		a.cfg.Sessions, a.cfg.KeyPackages = s, kp
 	}
-	pipe, err := OpenPipeline(db, a.cfg.pipelineConfig())
+	pipe, err := OpenPipeline(db, a.cfg.PipelineConfig)
 	if err != nil {
 		db.Close()
 		return err
@@ -172,7 +172,7 @@ func (a *Agent) close() {
 	a.pipe, a.db = nil, nil
 	a.mu.Unlock()
 	if p != nil {
-		p.Drainer.Close()
+		p.Close()
 	}
 	if db != nil {
 		db.Close()
@@ -203,14 +203,6 @@ func (a *Agent) restore() error {
 		}
 		return nil
 	})
-}
-
-func (c *Config) pipelineConfig() PipelineConfig {
-	return PipelineConfig{
-		Key: c.Key, Owner: c.Owner, Purposes: c.Purposes, Consequential: c.Consequential,
-		AllowPlaintext: c.AllowPlaintext, MaxLifetime: c.MaxLifetime, Routes: c.Routes,
-		Notify: c.Notify, Sessions: c.Sessions, Clock: c.Clock,
-	}
 }
 
 // Pipeline returns the agent's pipeline (nil before Run opened it).
@@ -288,7 +280,7 @@ func (a *Agent) nextWake(end time.Time) time.Time {
 func (a *Agent) sleep(ctx context.Context, changed <-chan struct{}, until time.Time) (wake.Wake, error) {
 	sources := a.cfg.Sources
 	if len(sources) == 0 {
-		sources = []wake.Source{&timer.Source{Clock: a.cfg.Clock, Kernel: a.cfg.Kernel}}
+		sources = []wake.Source{&timer.Source{Clock: a.cfg.Clock, Kernel: a.cfg.Hooks.Kernel}}
 	}
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -307,39 +299,4 @@ func (a *Agent) sleep(ctx context.Context, changed <-chan struct{}, until time.T
 		return w, fmt.Errorf("runtime: waiting for a wake: %w", err)
 	}
 	return w, nil
-}
-
-// Halt is the owner's explicit halt, given to the agent directly (an
-// operator's command rather than a signed object in the queue): it is
-// recorded at once, so every consequential action from now on is held,
-// and the effects in flight are cancelled (their keys become
-// indeterminate, since they may have happened). Only Resume lifts it; a
-// pulse does not.
-func (a *Agent) Halt(note string) error {
-	p := a.Pipeline()
-	if p == nil {
-		return errors.New("runtime: agent not running")
-	}
-	err := p.DB.Update(func(tx *bolt.Tx) error { return p.Gate.Halt(tx, note) })
-	if err != nil {
-		return fmt.Errorf("runtime: halt: %w", err)
-	}
-	p.Drainer.Halt()
-	a.log.Warn("halted: autonomous action stopped", "note", note)
-	return nil
-}
-
-// Resume lifts the owner's halt and runs the held actions a policy now
-// allows. It returns how many ran.
-func (a *Agent) Resume(ctx context.Context, note string) (int, error) {
-	p := a.Pipeline()
-	if p == nil {
-		return 0, errors.New("runtime: agent not running")
-	}
-	err := p.DB.Update(func(tx *bolt.Tx) error { return p.Gate.Resume(tx, note) })
-	if err != nil {
-		return 0, fmt.Errorf("runtime: resume: %w", err)
-	}
-	a.log.Info("resumed", "note", note)
-	return p.Redecide(ctx)
 }

@@ -17,12 +17,12 @@ import (
 
 	"github.com/torpor-dev/torpor/clock/clocktest"
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/internal/worldtest"
 	"github.com/torpor-dev/torpor/pulse"
 	"github.com/torpor-dev/torpor/runtime"
 	"github.com/torpor-dev/torpor/runtime/deliver"
 	"github.com/torpor-dev/torpor/runtime/purpose"
 	"github.com/torpor-dev/torpor/runtime/runtimetest"
-	"github.com/torpor-dev/torpor/store/agents"
 	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/transport/a2a"
 	"github.com/torpor-dev/torpor/transport/bearer"
@@ -36,28 +36,6 @@ import (
 // t0 is outside the test agent's window.
 var t0 = time.Date(2026, 1, 15, 12, 0, 0, 0, time.UTC)
 
-type recorder struct {
-	mu  sync.Mutex
-	got []deliver.Delivery
-}
-
-func (r *recorder) Deliver(_ context.Context, d deliver.Delivery) (deliver.Outcome, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.got = append(r.got, d)
-	return deliver.Outcome{OK: true}, nil
-}
-
-func (r *recorder) ids() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []string
-	for _, d := range r.got {
-		out = append(out, d.ObjectID)
-	}
-	return out
-}
-
 type world struct {
 	t      *testing.T
 	kernel *waketest.KernelClock
@@ -67,7 +45,7 @@ type world struct {
 	srv    *httptest.Server
 	queue  *queue.Bolt
 	key    *did.PrivateKey
-	rec    *recorder
+	rec    *deliver.Recorder
 	wakes  chan runtime.WakeReport
 	phases chan runtime.Phase
 	agent  *runtime.Agent
@@ -77,39 +55,30 @@ type world struct {
 }
 
 func newWorld(t *testing.T, mode wake.Mode) *world {
-	w := &world{t: t, clock: clocktest.New(t0), key: runtimetest.Key(t, 8), rec: &recorder{},
+	w := &world{t: t, clock: clocktest.New(t0), key: runtimetest.Key(t, 8), rec: &deliver.Recorder{},
 		wakes: make(chan runtime.WakeReport, 16), phases: make(chan runtime.Phase, 256)}
 	dir := t.TempDir()
 	w.dir, w.kernel = dir, waketest.NewKernelClock(time.Hour)
-	var err error
-	if w.queue, err = queue.OpenBolt(filepath.Join(dir, "queue.db"), nil); err != nil {
-		t.Fatal(err)
-	}
-	states, err := agents.OpenBolt(filepath.Join(dir, "agents.db"), nil)
+	rl, err := worldtest.Open(dir, relay.Config{Clock: w.clock})
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.srv = httptest.NewUnstartedServer(nil)
-	r, err := relay.New(relay.Config{PublicURL: "http://" + w.srv.Listener.Addr().String(), Queue: w.queue, States: states, Clock: w.clock})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.srv.Config.Handler = r.Handler()
-	w.srv.Start()
-	t.Cleanup(func() {
-		r.Link().Close()
-		w.srv.Close()
-		w.queue.Close()
-		states.Close()
-	})
+	t.Cleanup(rl.Close)
+	w.srv, w.queue = rl.Server, rl.Queue
 	w.window = wake.Window{Minute: wake.WakeMinute(w.key.DID().String()), Length: 5 * time.Minute}
 	router := []deliver.Route{{Pattern: "*", Name: "rec", Handler: w.rec}}
 	w.cfg = runtime.Config{
-		Key: w.key, DataDir: filepath.Join(dir, "agent"), RelayURL: w.srv.URL, Mode: mode,
-		WindowLength: w.window.Length, Purposes: purpose.Set{"comms:*"}, AllowPlaintext: true, Routes: router,
-		Clock: w.clock, Kernel: w.kernel, Rand: bytes.NewReader(make([]byte, 1<<16)),
-		OnWake:  func(r runtime.WakeReport) { w.wakes <- r },
-		OnPhase: func(p runtime.Phase) { w.phases <- p },
+		PipelineConfig: runtime.PipelineConfig{Key: w.key, Purposes: purpose.Set{"comms:*"}, AllowPlaintext: true, Routes: router, Clock: w.clock},
+		Hooks: runtime.Hooks{
+			OnWake:  func(r runtime.WakeReport) { w.wakes <- r },
+			OnPhase: func(p runtime.Phase) { w.phases <- p },
+			Kernel:  w.kernel,
+			Rand:    bytes.NewReader(make([]byte, 1<<16)),
+		},
+		DataDir:      filepath.Join(dir, "agent"),
+		RelayURL:     w.srv.URL,
+		Mode:         mode,
+		WindowLength: w.window.Length,
 	}
 	w.newAgent()
 	return w
@@ -294,7 +263,7 @@ func TestHourlyWakeDrainsAtTheWindow(t *testing.T) {
 	<-rtc.asleep
 	rtc.wakeup <- struct{}{} // the RTC alarm fires at the window's start
 	w.waitPhases(runtime.PhasePublish, runtime.PhaseDrain)
-	if got := w.rec.ids(); len(got) != 1 || got[0] != objID(t, valid) {
+	if got := w.rec.IDs(); len(got) != 1 || got[0] != objID(t, valid) {
 		t.Fatalf("delivered %v, want only %s", got, objID(t, valid))
 	}
 	w.clock.Set(end)
@@ -305,6 +274,19 @@ func TestHourlyWakeDrainsAtTheWindow(t *testing.T) {
 	if r.Slept.Suspended() != start.Sub(t0) {
 		t.Errorf("time suspended %v (CLOCK_BOOTTIME beyond CLOCK_MONOTONIC), want %v", r.Slept.Suspended(), start.Sub(t0))
 	}
+	checkWindowPhases(t, r, end.Sub(start))
+	if st, _ := w.queue.Stats(context.Background(), w.key.DID().String(), w.clock.Now()); st.Messages != 0 {
+		t.Errorf("relay still holds %d records", st.Messages)
+	}
+	checkRelayPulse(t, w, end)
+	w.shutdown()
+	checkGoroutines(t, before)
+}
+
+// checkWindowPhases checks that a window's wake measured every phase, and
+// that the live phase lasted until the window's end, length into it.
+func checkWindowPhases(t *testing.T, r runtime.WakeReport, length time.Duration) {
+	t.Helper()
 	for _, name := range []string{runtime.PhaseLink, runtime.PhasePulse, runtime.PhaseCard, runtime.PhasePublish, runtime.PhaseDrain, runtime.PhaseLive, runtime.PhaseAnnounce} {
 		found := false
 		for _, p := range r.Phases {
@@ -315,15 +297,16 @@ func TestHourlyWakeDrainsAtTheWindow(t *testing.T) {
 		}
 	}
 	for _, p := range r.Phases {
-		if p.Name == runtime.PhaseLive && p.Start+p.Duration != end.Sub(start) {
-			t.Errorf("live phase ends %v into the wake, want at the window's end %v (the clock decides, no fixed sleeps)", p.Start+p.Duration, end.Sub(start))
+		if p.Name == runtime.PhaseLive && p.Start+p.Duration != length {
+			t.Errorf("live phase ends %v into the wake, want at the window's end %v (the clock decides, no fixed sleeps)", p.Start+p.Duration, length)
 		}
 	}
-	if st, _ := w.queue.Stats(context.Background(), w.key.DID().String(), w.clock.Now()); st.Messages != 0 {
-		t.Errorf("relay still holds %d records", st.Messages)
-	}
-	// The relay shows the latest pulse next to the card: the second of the
-	// chain, announcing the next window.
+}
+
+// checkRelayPulse checks the pulse the relay shows next to the card: the
+// second of the chain, announcing the window after the one ending at end.
+func checkRelayPulse(t *testing.T, w *world, end time.Time) {
+	t.Helper()
 	resp, err := http.Get(w.srv.URL + "/a/" + w.key.DID().String() + "/pulse")
 	if err != nil {
 		t.Fatal(err)
@@ -335,12 +318,10 @@ func TestHourlyWakeDrainsAtTheWindow(t *testing.T) {
 	if err != nil || p.Seq != 2 || p.Agent != w.key.DID() || !p.NextWake.Equal(next) || p.Prev == "" {
 		t.Errorf("pulse at the relay: %+v, %v; want seq 2 by the agent announcing %v", p, err, next)
 	}
-	w.shutdown()
-	checkGoroutines(t, before)
 }
 
 // checkGoroutines fails when goroutines started by the test outlive it
-// (the agent's leak check, STYLE 51). Goroutine exit is asynchronous, so it
+// (the agent's leak check). Goroutine exit is asynchronous, so it
 // yields until the count settles.
 func checkGoroutines(t *testing.T, before int) {
 	t.Helper()
@@ -391,7 +372,7 @@ func TestUnreachableRelayBacksOffInsideTheWindow(t *testing.T) {
 	w := newWorld(t, wake.HourlyWake)
 	var mu sync.Mutex
 	down, attempts, backingOff := true, 0, false
-	w.cfg.Dial = func(ctx context.Context, c link.Config) (runtime.Link, error) {
+	w.cfg.Hooks.Dial = func(ctx context.Context, c link.Config) (runtime.Link, error) {
 		mu.Lock()
 		attempts++
 		d := down
@@ -459,7 +440,7 @@ func TestModeChangeAndLiveRequests(t *testing.T) {
 	if status != http.StatusOK || !bytes.Contains(body, []byte(`"result"`)) {
 		t.Fatalf("live request: %d %s; want 200 with a JSON-RPC result", status, body)
 	}
-	if got := w.rec.ids(); len(got) != 1 || got[0] != objID(t, obj) {
+	if got := w.rec.IDs(); len(got) != 1 || got[0] != objID(t, obj) {
 		t.Fatalf("delivered %v", got)
 	}
 	// A replay is refused live, coarsely.

@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// backoff is exponential backoff with jitter (STYLE 29): the n-th delay is
+// backoff is exponential backoff with jitter: the n-th delay is
 // drawn uniformly from [d/2, d] with d = min·2ⁿ capped at max, so that a
 // fleet that lost its relay at the same moment does not return in step.
 // Reset after a success.

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"net/http/httptest"
 	"path/filepath"
 	"testing"
 	"time"
@@ -12,6 +11,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/internal/worldtest"
 	"github.com/torpor-dev/torpor/runtime"
 	"github.com/torpor-dev/torpor/runtime/deliver"
 	"github.com/torpor-dev/torpor/runtime/drain"
@@ -20,7 +20,6 @@ import (
 	"github.com/torpor-dev/torpor/runtime/sessions"
 	"github.com/torpor-dev/torpor/session"
 	"github.com/torpor-dev/torpor/store"
-	"github.com/torpor-dev/torpor/store/agents"
 	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/transport/a2a"
 	"github.com/torpor-dev/torpor/transport/relay"
@@ -78,13 +77,55 @@ func benchWakeDrain(b *testing.B, n int, mls bool) {
 }
 
 type benchWorld struct {
-	srv    *httptest.Server
 	queue  *queue.Bolt
-	states *agents.Bolt
-	relay  *relay.Relay
+	relay  *worldtest.Relay
 	cfg    runtime.Config
 	wakes  chan runtime.WakeReport
 	drains chan struct{}
+}
+
+// fill queues n messages of 4 KiB from alice to the agent to, each sealed by
+// seal.
+func (bw *benchWorld) fill(b *testing.B, n int, to did.DID, alice *did.PrivateKey, seal func([]byte) a2a.Part) {
+	b.Helper()
+	bounds := queue.DefaultBounds()
+	bounds.MaxMessages, bounds.MaxPerPeer, bounds.MaxBytes = n+16, n+16, 64<<20
+	payload := map[string]any{"text": string(bytes.Repeat([]byte("x"), 4<<10))}
+	for range n {
+		obj := runtimetest.Object(b, alice, "comms:message", time.Now().Add(-time.Minute), time.Hour, payload)
+		r := queue.Record{Agent: to.String(), From: alice.DID().String(), Body: runtimetest.Body(b, seal(obj))}
+		if _, err := bw.queue.Enqueue(context.Background(), r, bounds, time.Now()); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// config is the agent's configuration: an always-on agent whose hooks
+// feed bw.wakes and bw.drains, and whose application accepts everything.
+func (bw *benchWorld) config(key *did.PrivateKey, agentDir string, mls bool) runtime.Config {
+	app := deliver.HandlerFunc(func(context.Context, deliver.Delivery) (deliver.Outcome, error) {
+		return deliver.Outcome{OK: true}, nil
+	})
+	return runtime.Config{
+		PipelineConfig: runtime.PipelineConfig{Key: key, Purposes: purpose.Set{"comms:*"}, AllowPlaintext: !mls,
+			Routes: []deliver.Route{{Pattern: "*", Name: "app", Handler: app}}},
+		Hooks: runtime.Hooks{
+			OnWake: func(r runtime.WakeReport) { bw.wakes <- r },
+			OnPhase: func(p runtime.Phase) {
+				if p.Name == runtime.PhaseDrain {
+					bw.drains <- struct{}{}
+				}
+			},
+		},
+		DataDir:   agentDir,
+		RelayURL:  bw.relay.URL,
+		Mode:      wake.AlwaysOn,
+		BatchSize: 64,
+		OpenMLS: func(db *bolt.DB) (drain.Sessions, runtime.KeyPackages, error) {
+			s, err := session.New(session.Config{Key: key})
+			return sessions.Sessions{S: s}, sessions.KeyPackages{S: s, DB: db}, err
+		},
+	}
 }
 
 func newBenchWorld(b *testing.B, n int, mls bool) *benchWorld {
@@ -105,47 +146,13 @@ func newBenchWorld(b *testing.B, n int, mls bool) *benchWorld {
 	if mls {
 		seal = bw.session(b, key, alice, agentDir, filepath.Join(dir, "alice"))
 	}
-	bounds := queue.DefaultBounds()
-	bounds.MaxMessages, bounds.MaxPerPeer, bounds.MaxBytes = n+16, n+16, 64<<20
-	payload := map[string]any{"text": string(bytes.Repeat([]byte("x"), 4<<10))}
-	for range n {
-		obj := runtimetest.Object(b, alice, "comms:message", time.Now().Add(-time.Minute), time.Hour, payload)
-		r := queue.Record{Agent: key.DID().String(), From: alice.DID().String(), Body: runtimetest.Body(b, seal(obj))}
-		if _, err := bw.queue.Enqueue(context.Background(), r, bounds, time.Now()); err != nil {
-			b.Fatal(err)
-		}
-	}
+	bw.fill(b, n, key.DID(), alice, seal)
 	bw.queue.Close()
-	if bw.queue, err = queue.OpenBolt(filepath.Join(dir, "queue.db"), nil); err != nil {
+	if bw.relay, err = worldtest.Open(dir, relay.Config{}); err != nil {
 		b.Fatal(err)
 	}
-	if bw.states, err = agents.OpenBolt(filepath.Join(dir, "agents.db"), nil); err != nil {
-		b.Fatal(err)
-	}
-	bw.srv = httptest.NewUnstartedServer(nil)
-	if bw.relay, err = relay.New(relay.Config{PublicURL: "http://" + bw.srv.Listener.Addr().String(), Queue: bw.queue, States: bw.states}); err != nil {
-		b.Fatal(err)
-	}
-	bw.srv.Config.Handler = bw.relay.Handler()
-	bw.srv.Start()
-	app := deliver.HandlerFunc(func(context.Context, deliver.Delivery) (deliver.Outcome, error) {
-		return deliver.Outcome{OK: true}, nil
-	})
-	bw.cfg = runtime.Config{
-		Key: key, DataDir: agentDir, RelayURL: bw.srv.URL, Mode: wake.AlwaysOn,
-		Purposes: purpose.Set{"comms:*"}, AllowPlaintext: !mls, BatchSize: 64,
-		OpenMLS: func(db *bolt.DB) (drain.Sessions, runtime.KeyPackages, error) {
-			s, err := session.New(session.Config{Key: key})
-			return sessions.Sessions{S: s}, sessions.KeyPackages{S: s, DB: db}, err
-		},
-		Routes: []deliver.Route{{Pattern: "*", Name: "app", Handler: app}},
-		OnWake: func(r runtime.WakeReport) { bw.wakes <- r },
-		OnPhase: func(p runtime.Phase) {
-			if p.Name == runtime.PhaseDrain {
-				bw.drains <- struct{}{}
-			}
-		},
-	}
+	bw.queue = bw.relay.Queue
+	bw.cfg = bw.config(key, agentDir, mls)
 	return bw
 }
 
@@ -170,10 +177,7 @@ func (bw *benchWorld) wake(b *testing.B) runtime.WakeReport {
 }
 
 func (bw *benchWorld) close() {
-	bw.relay.Link().Close()
-	bw.srv.Close()
-	bw.queue.Close()
-	bw.states.Close()
+	bw.relay.Close()
 }
 
 // session prepares an MLS pair session from alice to the agent: a

@@ -13,12 +13,12 @@ import (
 
 	"github.com/torpor-dev/torpor/clock/clocktest"
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/internal/worldtest"
 	"github.com/torpor-dev/torpor/runtime"
 	"github.com/torpor-dev/torpor/runtime/deliver"
+	"github.com/torpor-dev/torpor/runtime/manage"
 	"github.com/torpor-dev/torpor/runtime/purpose"
 	"github.com/torpor-dev/torpor/runtime/runtimetest"
-	"github.com/torpor-dev/torpor/store/agents"
-	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/transport/mqtt"
 	"github.com/torpor-dev/torpor/transport/mqtt/mqtttest"
 	"github.com/torpor-dev/torpor/transport/relay"
@@ -39,8 +39,8 @@ type cmdWorld struct {
 	srv     *httptest.Server
 	broker  *mqtttest.Embedded
 	agent   *runtime.Agent
-	cmds    *runtime.Commands
-	op      *mqtt.Operator
+	cmds    *manage.Commands
+	op      *manage.Operator
 	witness *mqtttest.Witness
 	window  wake.Window
 	wakes   chan runtime.WakeReport
@@ -52,73 +52,77 @@ type cmdWorld struct {
 
 func newCmdWorld(t *testing.T, mode wake.Mode) *cmdWorld { return newCmdWorldWith(t, mode, nil) }
 
+// startRelay starts the relay the agent talks to, its stores in dir.
+func (w *cmdWorld) startRelay(dir string) {
+	rl, err := worldtest.Open(dir, relay.Config{Clock: w.clock})
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	w.t.Cleanup(rl.Close)
+	w.srv = rl.Server
+}
+
+// config is the agent's configuration: its hooks feed w.wakes and
+// w.phases.
+func (w *cmdWorld) config(dir string, mode wake.Mode) runtime.Config {
+	return runtime.Config{
+		PipelineConfig: runtime.PipelineConfig{Key: w.key, Purposes: purpose.Set{"comms:*", "action:*"},
+			Consequential: purpose.Set{"action:*"}, AllowPlaintext: true,
+			Routes: []deliver.Route{{Pattern: "*", Name: "sink", Handler: cmdSink{}}}, Clock: w.clock},
+		Hooks: runtime.Hooks{
+			OnWake: func(r runtime.WakeReport) {
+				// Every phase of this wake was reported before: forget
+				// them, so waitPhase sees only the next wake's.
+				for len(w.phases) > 0 {
+					<-w.phases
+				}
+				w.wakes <- r
+			},
+			OnPhase: func(p runtime.Phase) {
+				select {
+				case w.phases <- p:
+				default:
+				}
+			},
+			Kernel: waketest.NewKernelClock(time.Hour),
+			Rand:   bytes.NewReader(make([]byte, 1<<16)),
+		},
+		DataDir:      filepath.Join(dir, "agent"),
+		RelayURL:     w.srv.URL,
+		Mode:         mode,
+		WindowLength: w.window.Length,
+	}
+}
+
 // newCmdWorldWith is newCmdWorld with opt changing the configurations
 // before the agent and its commands are made.
-func newCmdWorldWith(t *testing.T, mode wake.Mode, opt func(w *cmdWorld, cfg *runtime.Config, cc *runtime.CommandsConfig)) *cmdWorld {
+func newCmdWorldWith(t *testing.T, mode wake.Mode, opt func(w *cmdWorld, cfg *runtime.Config, cc *manage.CommandsConfig)) *cmdWorld {
 	w := &cmdWorld{t: t, clock: clocktest.New(cmdStart), key: runtimetest.Key(t, 9), opKey: runtimetest.Key(t, 10),
 		wakes: make(chan runtime.WakeReport, 16), phases: make(chan runtime.Phase, 1024)}
 	dir := t.TempDir()
-	q, err := queue.OpenBolt(filepath.Join(dir, "queue.db"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	states, err := agents.OpenBolt(filepath.Join(dir, "agents.db"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.srv = httptest.NewUnstartedServer(nil)
-	r, err := relay.New(relay.Config{PublicURL: "http://" + w.srv.Listener.Addr().String(), Queue: q, States: states, Clock: w.clock})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.srv.Config.Handler = r.Handler()
-	w.srv.Start()
-	t.Cleanup(func() {
-		r.Link().Close()
-		w.srv.Close()
-		q.Close()
-		states.Close()
-	})
+	w.startRelay(dir)
 	w.broker = mqtttest.StartEmbedded(t, nil)
 	w.window = wake.Window{Minute: wake.WakeMinute(w.key.DID().String()), Length: 5 * time.Minute}
-	cfg := runtime.Config{
-		Key: w.key, DataDir: filepath.Join(dir, "agent"), RelayURL: w.srv.URL, Mode: mode,
-		WindowLength: w.window.Length, Purposes: purpose.Set{"comms:*", "action:*"}, Consequential: purpose.Set{"action:*"},
-		AllowPlaintext: true, Routes: []deliver.Route{{Pattern: "*", Name: "sink", Handler: cmdSink{}}},
-		Clock: w.clock, Kernel: waketest.NewKernelClock(time.Hour), Rand: bytes.NewReader(make([]byte, 1<<16)),
-		OnWake: func(r runtime.WakeReport) {
-			// Every phase of this wake was reported before: forget them,
-			// so waitPhase sees only the next wake's.
-			for len(w.phases) > 0 {
-				<-w.phases
-			}
-			w.wakes <- r
-		},
-		OnPhase: func(p runtime.Phase) {
-			select {
-			case w.phases <- p:
-			default:
-			}
-		},
-	}
-	cc := runtime.CommandsConfig{
+	cfg := w.config(dir, mode)
+	cc := manage.CommandsConfig{
 		Broker: w.broker.URL(), Name: "pi-7", Operators: []did.DID{w.opKey.DID()},
 		Logger: slog.New(slog.NewTextHandler(cmdLog{t}, &slog.HandlerOptions{Level: slog.LevelInfo})),
 	}
 	if opt != nil {
 		opt(w, &cfg, &cc)
 	}
+	var err error
 	if w.agent, err = runtime.New(cfg); err != nil {
 		t.Fatal(err)
 	}
-	w.cmds, err = runtime.NewCommands(w.agent, cc)
+	w.cmds, err = manage.NewCommands(w.agent, cc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	w.agent.SetManagement(w.cmds)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
-	if w.op, err = mqtt.DialOperator(ctx, mqtt.OperatorConfig{Broker: w.broker.URL(), Key: w.opKey, Clock: w.clock}); err != nil {
+	if w.op, err = manage.DialOperator(ctx, manage.OperatorConfig{Broker: w.broker.URL(), Key: w.opKey, Clock: w.clock}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { w.op.Close(context.Background()) })
@@ -187,15 +191,15 @@ func (w *cmdWorld) waitPhase(name string) {
 }
 
 // command sends a command and returns the device's reply.
-func (w *cmdWorld) command(op string, args any) mqtt.Reply {
+func (w *cmdWorld) command(op string, args any) manage.Reply {
 	w.t.Helper()
 	return w.reply(w.send(op, args))
 }
 
 func (w *cmdWorld) send(op string, args any) string {
 	w.t.Helper()
-	w.seq = mqtt.NextSeq(w.seq, w.clock.Now())
-	s, err := w.op.Send(w.ctx(), "pi-7", mqtt.CommandSpec{Device: w.key.DID(), Seq: w.seq, Op: op, Args: args}, false)
+	w.seq = manage.NextSeq(w.seq, w.clock.Now())
+	s, err := w.op.Send(w.ctx(), "pi-7", manage.CommandSpec{Device: w.key.DID(), Seq: w.seq, Op: op, Args: args}, false)
 	if err != nil {
 		w.t.Fatal(err)
 	}
@@ -222,7 +226,7 @@ func (w *cmdWorld) awaitStatus(ok func(mqtt.Status) bool) mqtt.Status {
 	}
 }
 
-func (w *cmdWorld) reply(id string) mqtt.Reply {
+func (w *cmdWorld) reply(id string) manage.Reply {
 	w.t.Helper()
 	r, _, err := w.op.AwaitReply(w.ctx(), "pi-7", id, w.key.DID())
 	if err != nil {
@@ -256,9 +260,9 @@ func TestSetModeOverMQTTChangesWhatTheRelayTellsSenders(t *testing.T) {
 		t.Fatalf("sender while asleep: %d Retry-After %d, want 503 with a Retry-After", code, ra)
 	}
 
-	id := w.send(mqtt.OpSetMode, &mqtt.SetModeArgs{Mode: "always_on"})
+	id := w.send(manage.OpSetMode, &manage.SetModeArgs{Mode: "always_on"})
 	w.clock.Set(start) // the window opens: the agent wakes and takes the command
-	if r := w.reply(id); r.Outcome != mqtt.OutcomeOK {
+	if r := w.reply(id); r.Outcome != manage.OutcomeOK {
 		t.Fatalf("set-mode reply = %+v", r)
 	}
 	// The window's wake ends on the mode change; the agent wakes again in
@@ -280,37 +284,46 @@ func TestOperatorCommandsOnTheAgent(t *testing.T) {
 	w.run()
 	w.awaitStatus(func(s mqtt.Status) bool { return s.State == mqtt.StateAwake })
 
-	if r := w.command(mqtt.OpHalt, &mqtt.NoteArgs{Note: "maintenance"}); r.Outcome != mqtt.OutcomeOK {
-		t.Fatalf("halt: %+v", r)
+	halt := w.command(manage.OpHalt, &manage.NoteArgs{Note: "maintenance"})
+	if halt.Outcome != manage.OutcomeOK {
+		t.Fatalf("halt: %+v", halt)
 	}
 	w.awaitStatus(func(s mqtt.Status) bool { return s.Halted })
-	r := w.command(mqtt.OpStatus, nil)
+	r := w.command(manage.OpStatus, nil)
 	var rep struct {
 		Status mqtt.Status
-		Halt   struct{ Halted bool }
+		Halt   struct {
+			Halted bool
+			Note   string
+		}
 		Ledger map[string]int
 	}
 	if err := json.Unmarshal(r.Result, &rep); err != nil || !rep.Halt.Halted || rep.Status.Mode != "always_on" {
 		t.Fatalf("status result %s: %v", r.Result, err)
 	}
-	if r := w.command(mqtt.OpResume, &mqtt.NoteArgs{}); r.Outcome != mqtt.OutcomeOK || string(r.Result) != `{"halted":false,"ran":0}` {
+	// The halt records who halted, as torpor-agent halt records the local
+	// user (cmd/torpor-agent/testdata/script/operator.txt).
+	if want := "maintenance — " + w.opKey.DID().String() + " (MQTT command " + halt.Command + ")"; rep.Halt.Note != want {
+		t.Errorf("halt note %q, want %q", rep.Halt.Note, want)
+	}
+	if r := w.command(manage.OpResume, &manage.NoteArgs{}); r.Outcome != manage.OutcomeOK || string(r.Result) != `{"halted":false,"ran":0}` {
 		t.Fatalf("resume: %+v", r)
 	}
 	tests := []struct {
 		op      string
 		args    any
-		outcome mqtt.Outcome
+		outcome manage.Outcome
 		reason  string
 		result  string
 	}{
-		{mqtt.OpConfigGet, &mqtt.ConfigArgs{Key: "mode"}, mqtt.OutcomeOK, "", `{"key":"mode","value":"always_on"}`},
-		{mqtt.OpConfigSet, &mqtt.ConfigArgs{Key: "owner", Value: ptrTo("did:key:x")}, mqtt.OutcomeFailed, "read-only", ""},
-		{mqtt.OpConfigGet, &mqtt.ConfigArgs{Key: "colour"}, mqtt.OutcomeFailed, "unknown-key", ""},
-		{mqtt.OpReconcile, &mqtt.ReconcileArgs{Key: "nobody k1", Happened: true}, mqtt.OutcomeFailed, "no-key", ""},
-		{mqtt.OpConfirm, &mqtt.HoldArgs{Hold: "nobody k1"}, mqtt.OutcomeFailed, "no-hold", ""},
-		{mqtt.OpRotateKeys, nil, mqtt.OutcomeFailed, mqtt.ReasonUnsupported, ""},
-		{mqtt.OpReboot, &mqtt.RebootArgs{}, mqtt.OutcomeFailed, mqtt.ReasonUnsupported, ""},
-		{mqtt.OpWakeNow, &mqtt.WakeNowArgs{}, mqtt.OutcomeOK, "", `{"awake":true}`},
+		{manage.OpConfigGet, &manage.ConfigArgs{Key: "mode"}, manage.OutcomeOK, "", `{"key":"mode","value":"always_on"}`},
+		{manage.OpConfigSet, &manage.ConfigArgs{Key: "owner", Value: ptrTo("did:key:x")}, manage.OutcomeFailed, "read-only", ""},
+		{manage.OpConfigGet, &manage.ConfigArgs{Key: "colour"}, manage.OutcomeFailed, "unknown-key", ""},
+		{manage.OpReconcile, &manage.ReconcileArgs{Key: "nobody k1", Happened: true}, manage.OutcomeFailed, "no-key", ""},
+		{manage.OpConfirm, &manage.HoldArgs{Hold: "nobody k1"}, manage.OutcomeFailed, "no-hold", ""},
+		{manage.OpRotateKeys, nil, manage.OutcomeFailed, manage.ReasonUnsupported, ""},
+		{manage.OpReboot, &manage.RebootArgs{}, manage.OutcomeFailed, manage.ReasonUnsupported, ""},
+		{manage.OpWakeNow, &manage.WakeNowArgs{}, manage.OutcomeOK, "", `{"awake":true}`},
 	}
 	for _, tt := range tests {
 		r := w.command(tt.op, tt.args)

@@ -11,11 +11,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/torpor-dev/torpor/clock"
-	"github.com/torpor-dev/torpor/did"
-	"github.com/torpor-dev/torpor/runtime/deliver"
 	"github.com/torpor-dev/torpor/runtime/drain"
-	"github.com/torpor-dev/torpor/runtime/purpose"
 	"github.com/torpor-dev/torpor/transport/link"
 	"github.com/torpor-dev/torpor/transport/link/wire"
 	"github.com/torpor-dev/torpor/wake"
@@ -25,8 +21,10 @@ import (
 // Config configures an Agent. Fields marked optional have documented zero
 // values; do not change a Config after passing it to New.
 type Config struct {
-	// Key is the agent's identity (did:key). Required.
-	Key *did.PrivateKey
+	// PipelineConfig is the receive side: Key (required), Owner,
+	// Purposes, Consequential, AllowPlaintext, MaxLifetime, Routes,
+	// Notify, Sessions and Clock, as OpenPipeline takes them.
+	PipelineConfig
 	// KeyFile is the file Key was read from; RotateKey replaces it.
 	// Empty makes key rotation impossible.
 	KeyFile string
@@ -51,26 +49,6 @@ type Config struct {
 	// (zero: none; the agent then wakes only on an event source).
 	ScheduledWake time.Time
 
-	// Owner is the DID whose signed policies and control objects the
-	// agent obeys (optional).
-	Owner did.DID
-	// Purposes are the purposes the agent accepts (draft Section 8.3).
-	Purposes purpose.Set
-	// Consequential are the purposes that never run without the owner's
-	// confirmation or policy (for example action:*).
-	Consequential purpose.Set
-	// AllowPlaintext accepts unencrypted Governed Objects.
-	AllowPlaintext bool
-	// MaxLifetime applies to objects that declare no expiry; zero means
-	// governed.DefaultMaxLifetime.
-	MaxLifetime time.Duration
-	// Routes hand accepted objects to the application, by purpose.
-	Routes []deliver.Route
-	// Notify is the notify mode of the hand-off.
-	Notify drain.NotifyMode
-
-	// Sessions opens MLS messages (package session); nil rejects MLS.
-	Sessions drain.Sessions
 	// KeyPackages keeps the pool of KeyPackages the relay hands out
 	// (package session); nil publishes none.
 	KeyPackages KeyPackages
@@ -92,28 +70,31 @@ type Config struct {
 	// transaction each); zero means 64.
 	BatchSize int
 
-	// Clock is the wall clock; nil means clock.Real. A clock.Scaled makes
-	// an hour pass in seconds (--time-scale).
-	Clock clock.Clock
+	// Logger receives the agent's logs; nil discards them.
+	Logger *slog.Logger
+	// Hooks are the test and metrics seams.
+	Hooks Hooks
+	// Management follows the duty cycle (see Management); nil means
+	// none. Agent.SetManagement sets it after New, for a channel made
+	// from the Agent (manage.Commands).
+	Management Management
+}
+
+// Hooks are an Agent's test and metrics seams; the zero value has none.
+type Hooks struct {
+	// OnPhase, when set, is called as each phase of a wake completes. It
+	// must not block.
+	OnPhase func(Phase)
+	// OnWake, when set, is called with each wake's report after it was
+	// recorded. It must not block.
+	OnWake func(WakeReport)
+	// Dial opens the device link; nil means link.Dial.
+	Dial func(ctx context.Context, cfg link.Config) (Link, error)
 	// Kernel reads CLOCK_BOOTTIME for resume detection; nil means the
 	// system's.
 	Kernel sleeptime.Kernel
 	// Rand is the source of backoff jitter; nil means crypto/rand.
 	Rand io.Reader
-	// Logger receives the agent's logs; nil discards them.
-	Logger *slog.Logger
-	// OnPhase, when set, is called as each phase of a wake completes. A
-	// test and metrics seam; it must not block.
-	OnPhase func(Phase)
-	// OnWake, when set, is called with each wake's report after it was
-	// recorded. A test seam; it must not block.
-	OnWake func(WakeReport)
-	// Dial opens the device link; nil means link.Dial. A test seam.
-	Dial func(ctx context.Context, cfg link.Config) (Link, error)
-	// Management follows the duty cycle (see Management); nil means
-	// none. Agent.SetManagement sets it after New, for a channel made
-	// from the Agent (Commands).
-	Management Management
 }
 
 // KeyPackages is what the agent needs from its KeyPackage pool (package

@@ -68,4 +68,9 @@
 // records and notifying the application (runtime/deliver). MLS sessions
 // plug in through drain.Sessions and KeyPackages. See docs/agent.md for
 // the delivery semantics.
+//
+// The operator's operations on it (Halt, Resume, Confirm, Deny,
+// Reconcile, Holds, Entries, Report) are Pipeline's methods: the MQTT
+// commands (runtime/manage's Commands) and torpor-agent's offline
+// commands run the same code and record who acted.
 package runtime

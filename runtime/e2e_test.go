@@ -59,7 +59,34 @@ func TestEndToEndMLS(t *testing.T) {
 	}
 	defer client.Close()
 	peer := sender.RelayPeer(w.srv.URL, w.key.DID())
-	now := w.clock.Now()
+	valid, objs := mixedObjects(t, alice, carol, w.clock.Now())
+	sendAllQueued(t, w, client, peer, objs, start, end)
+
+	w.clock.Set(start)
+	w.waitPhases(runtime.PhasePublish, runtime.PhaseDrain)
+	got := w.rec.IDs()
+	sort.Strings(got)
+	sort.Strings(valid)
+	if diff := cmp.Diff(valid, got); diff != "" {
+		t.Errorf("delivered (-want +got):\n%s", diff)
+	}
+	w.clock.Set(end)
+	r := w.nextWake()
+	want := map[string]int{"signature-invalid": 1, "expired": 1, "replay": 1, "sender-mismatch": 1, "purpose-not-permitted": 1}
+	if diff := cmp.Diff(want, r.Drain.Rejected); diff != "" {
+		t.Errorf("rejections by cause (-want +got):\n%s", diff)
+	}
+	if r.Drain.Handshake != 1 || r.Drain.Acked != 11 || r.Drain.Deferred != 0 || r.Drain.Delivered != 5 {
+		t.Errorf("drain %v: want the Welcome applied, 11 records acked, 5 delivered", r.Drain)
+	}
+	w.shutdown()
+}
+
+// mixedObjects makes, at now, five valid objects from alice and five that
+// the agent must drain and reject, one for each cause; it returns the
+// valid objects' IDs and all ten objects, valid ones first.
+func mixedObjects(t *testing.T, alice, carol *did.PrivateKey, now time.Time) ([]string, [][]byte) {
+	t.Helper()
 	obj := func(k *did.PrivateKey, p string, ttl time.Duration) []byte {
 		return runtimetest.Object(t, k, p, now, ttl, nil)
 	}
@@ -77,6 +104,14 @@ func TestEndToEndMLS(t *testing.T) {
 		obj(carol, "comms:message", 2*time.Hour),         // wrong sender: Carol's object in Alice's session
 		obj(alice, "coordination:proposal", 2*time.Hour), // not permitted
 	)
+	return valid, objs
+}
+
+// sendAllQueued sends each of objs to peer with client while the agent
+// sleeps; each must get 503, be queued, and carry a Retry-After landing
+// in the window [start, end).
+func sendAllQueued(t *testing.T, w *world, client *sender.Client, peer sender.Peer, objs [][]byte, start, end time.Time) {
+	t.Helper()
 	for i, o := range objs {
 		d, err := client.Send(context.Background(), peer, json.RawMessage(o))
 		if err != nil {
@@ -88,25 +123,6 @@ func TestEndToEndMLS(t *testing.T) {
 				i, d.Status, d.Queued, d.RetryAfter, at, start, end)
 		}
 	}
-
-	w.clock.Set(start)
-	w.waitPhases(runtime.PhasePublish, runtime.PhaseDrain)
-	got := w.rec.ids()
-	sort.Strings(got)
-	sort.Strings(valid)
-	if diff := cmp.Diff(valid, got); diff != "" {
-		t.Errorf("delivered (-want +got):\n%s", diff)
-	}
-	w.clock.Set(end)
-	r := w.nextWake()
-	want := map[string]int{"signature-invalid": 1, "expired": 1, "replay": 1, "sender-mismatch": 1, "purpose-not-permitted": 1}
-	if diff := cmp.Diff(want, r.Drain.Rejected); diff != "" {
-		t.Errorf("rejections by cause (-want +got):\n%s", diff)
-	}
-	if r.Drain.Handshake != 1 || r.Drain.Acked != 11 || r.Drain.Deferred != 0 || r.Drain.Delivered != 5 {
-		t.Errorf("drain %v: want the Welcome applied, 11 records acked, 5 delivered", r.Drain)
-	}
-	w.shutdown()
 }
 
 // TestHandedOutKeyPackagesAreReplaced: while the agent sleeps, a caller

@@ -120,7 +120,7 @@ func (a *Agent) RotateKey(ctx context.Context, next *did.PrivateKey, handover []
 	if err != nil {
 		return err
 	}
-	if err := a.Pipeline().DB.Update(func(tx *bolt.Tx) error { return putRaw(tx, keyRotation, enc) }); err != nil {
+	if err := a.Pipeline().db.Update(func(tx *bolt.Tx) error { return putRaw(tx, keyRotation, enc) }); err != nil {
 		return fmt.Errorf("runtime: recording the rotation: %w", err)
 	}
 	if err := w.retire(ctx); err != nil {
@@ -153,7 +153,7 @@ func (w *wakeRun) retire(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := clockTimeout(ctx, clock.Unscaled(a.clock), rotateTimeout)
+	ctx, cancel := clock.WithTimeout(ctx, clock.Unscaled(a.clock), rotateTimeout)
 	defer cancel()
 	_, err = l.Publish(ctx, wire.State{Mode: string(wake.Sleep), Card: card, Pulse: an.pulse, Bounds: &a.cfg.Bounds})
 	return err

@@ -8,9 +8,10 @@ import (
 )
 
 // Management is a management channel that follows the duty cycle: an
-// operator's session (runtime.Commands over MQTT) is up while the agent is
+// operator's session (manage.Commands over MQTT) is up while the agent is
 // awake and ended cleanly before it sleeps, so that commands sent while it
-// sleeps wait in the broker for the next wake. *Commands implements it.
+// sleeps wait in the broker for the next wake. runtime/manage's *Commands
+// implements it.
 //
 // The agent calls Awake when a wake begins, beside its first phases (link,
 // pulse, KeyPackages, outbox), and Asleep once the wake's work is done and
@@ -37,10 +38,10 @@ const closeTimeout = 10 * time.Second
 
 // SetManagement makes m follow the agent's duty cycle from the next wake,
 // in place of Config.Management. It exists because a management channel
-// such as Commands is made from the Agent it manages, after New:
+// such as manage.Commands is made from the Agent it manages, after New:
 //
 //	a, _ := runtime.New(cfg)
-//	cmds, _ := runtime.NewCommands(a, ccfg)
+//	cmds, _ := manage.NewCommands(a, ccfg)
 //	a.SetManagement(cmds)
 //	err := a.Run(ctx) // ends with cmds.Close: status offline
 func (a *Agent) SetManagement(m Management) {
@@ -61,7 +62,7 @@ func (a *Agent) closeManagement() {
 	if m == nil {
 		return
 	}
-	ctx, cancel := clockTimeout(context.Background(), clock.Unscaled(a.clock), closeTimeout)
+	ctx, cancel := clock.WithTimeout(context.Background(), clock.Unscaled(a.clock), closeTimeout)
 	defer cancel()
 	if err := m.Close(ctx); err != nil {
 		a.log.Warn("closing the management channel", "err", err)

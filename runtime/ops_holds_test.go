@@ -14,6 +14,7 @@ import (
 
 	"github.com/torpor-dev/torpor/runtime"
 	"github.com/torpor-dev/torpor/runtime/deliver"
+	"github.com/torpor-dev/torpor/runtime/manage"
 	"github.com/torpor-dev/torpor/runtime/runtimetest"
 	"github.com/torpor-dev/torpor/transport/mqtt"
 	"github.com/torpor-dev/torpor/wake"
@@ -23,7 +24,7 @@ import (
 // owner, so consequential actions (action:*) are held for it, and whose
 // deliveries go to h.
 func newHoldWorld(t *testing.T, h deliver.Handler) *cmdWorld {
-	w := newCmdWorldWith(t, wake.AlwaysOn, func(w *cmdWorld, cfg *runtime.Config, _ *runtime.CommandsConfig) {
+	w := newCmdWorldWith(t, wake.AlwaysOn, func(w *cmdWorld, cfg *runtime.Config, _ *manage.CommandsConfig) {
 		cfg.Owner = w.opKey.DID()
 		cfg.Routes = []deliver.Route{{Pattern: "*", Name: "app", Handler: h}}
 	})
@@ -63,9 +64,9 @@ type statusResult struct {
 
 func (w *cmdWorld) statusResult() statusResult {
 	w.t.Helper()
-	r := w.command(mqtt.OpStatus, nil)
+	r := w.command(manage.OpStatus, nil)
 	var res statusResult
-	if r.Outcome != mqtt.OutcomeOK || json.Unmarshal(r.Result, &res) != nil {
+	if r.Outcome != manage.OutcomeOK || json.Unmarshal(r.Result, &res) != nil {
 		w.t.Fatalf("status = %+v %s", r, r.Result)
 	}
 	return res
@@ -77,19 +78,19 @@ func (w *cmdWorld) holds() []heldAction { w.t.Helper(); return w.statusResult().
 // dropped: the reply names it as denied, it leaves the holds, and neither
 // a confirm nor a resume runs it afterwards.
 func TestDenyOverMQTT(t *testing.T) {
-	rec := &recorder{}
+	rec := &deliver.Recorder{}
 	w := newHoldWorld(t, rec)
 	key := w.holdAction("valve-7")
 	if st := w.awaitStatus(func(s mqtt.Status) bool { return s.Held == 1 }); st.Held != 1 {
 		t.Fatalf("status held = %d, want 1", st.Held)
 	}
 
-	r := w.command(mqtt.OpDeny, &mqtt.HoldArgs{Hold: key})
+	r := w.command(manage.OpDeny, &manage.HoldArgs{Hold: key})
 	var res struct {
 		Key, Purpose string
 		Denied       bool
 	}
-	if r.Outcome != mqtt.OutcomeOK || json.Unmarshal(r.Result, &res) != nil || res.Key != key || res.Purpose != "action:open-valve" || !res.Denied {
+	if r.Outcome != manage.OutcomeOK || json.Unmarshal(r.Result, &res) != nil || res.Key != key || res.Purpose != "action:open-valve" || !res.Denied {
 		t.Fatalf("deny %q = %+v %s; want ok, that action denied", key, r, r.Result)
 	}
 	if hs := w.holds(); len(hs) != 0 {
@@ -98,23 +99,23 @@ func TestDenyOverMQTT(t *testing.T) {
 	w.awaitStatus(func(s mqtt.Status) bool { return s.Held == 0 })
 
 	// Nothing brings it back.
-	for _, op := range []string{mqtt.OpConfirm, mqtt.OpDeny} {
-		if r := w.command(op, &mqtt.HoldArgs{Hold: key}); r.Outcome != mqtt.OutcomeFailed || r.Reason != "no-hold" {
+	for _, op := range []string{manage.OpConfirm, manage.OpDeny} {
+		if r := w.command(op, &manage.HoldArgs{Hold: key}); r.Outcome != manage.OutcomeFailed || r.Reason != "no-hold" {
 			t.Errorf("%s after deny = %+v, want failed (no-hold)", op, r)
 		}
 	}
-	if r := w.command(mqtt.OpHalt, &mqtt.NoteArgs{}); r.Outcome != mqtt.OutcomeOK {
+	if r := w.command(manage.OpHalt, &manage.NoteArgs{}); r.Outcome != manage.OutcomeOK {
 		t.Fatalf("halt = %+v", r)
 	}
-	if r := w.command(mqtt.OpResume, &mqtt.NoteArgs{}); r.Outcome != mqtt.OutcomeOK || string(r.Result) != `{"halted":false,"ran":0}` {
+	if r := w.command(manage.OpResume, &manage.NoteArgs{}); r.Outcome != manage.OutcomeOK || string(r.Result) != `{"halted":false,"ran":0}` {
 		t.Errorf("resume after deny = %+v %s, want nothing run", r, r.Result)
 	}
-	if got := rec.ids(); len(got) != 0 {
+	if got := rec.IDs(); len(got) != 0 {
 		t.Errorf("the denied action was delivered: %v", got)
 	}
 	// The ledger never saw the action (commands have keys of their own
 	// there, so look the action's key up).
-	if r := w.command(mqtt.OpReconcile, &mqtt.ReconcileArgs{Key: key, Note: "n"}); r.Outcome != mqtt.OutcomeFailed || r.Reason != "no-key" {
+	if r := w.command(manage.OpReconcile, &manage.ReconcileArgs{Key: key, Note: "n"}); r.Outcome != manage.OutcomeFailed || r.Reason != "no-key" {
 		t.Errorf("reconcile of the denied action's key = %+v, want failed (no-key): nothing reserved", r)
 	}
 }
@@ -149,9 +150,9 @@ func TestReconcileOverMQTT(t *testing.T) {
 	w := newHoldWorld(t, h)
 	paid, notPaid := w.holdAction("pay-1"), w.holdAction("pay-2")
 	for _, key := range []string{paid, notPaid} {
-		r := w.command(mqtt.OpConfirm, &mqtt.HoldArgs{Hold: key})
+		r := w.command(manage.OpConfirm, &manage.HoldArgs{Hold: key})
 		var res struct{ Ledger string }
-		if r.Outcome != mqtt.OutcomeOK || json.Unmarshal(r.Result, &res) != nil || res.Ledger != "indeterminate" {
+		if r.Outcome != manage.OutcomeOK || json.Unmarshal(r.Result, &res) != nil || res.Ledger != "indeterminate" {
 			t.Fatalf("confirm %q = %+v %s; want ok with the ledger key indeterminate", key, r, r.Result)
 		}
 	}
@@ -173,20 +174,20 @@ func TestReconcileOverMQTT(t *testing.T) {
 
 	tests := []struct {
 		name string
-		args mqtt.ReconcileArgs
+		args manage.ReconcileArgs
 		want string // the reply's result
 	}{
-		{"happened", mqtt.ReconcileArgs{Key: paid, Happened: true, Receipt: `{"paid":12}`, EffectID: "tx-42", Note: "checked the bank"},
+		{"happened", manage.ReconcileArgs{Key: paid, Happened: true, Receipt: `{"paid":12}`, EffectID: "tx-42", Note: "checked the bank"},
 			`{"effectId":"tx-42","key":"` + paid + `","state":"completed"}`},
-		{"released", mqtt.ReconcileArgs{Key: notPaid, Note: "the bank has no such payment"},
+		{"released", manage.ReconcileArgs{Key: notPaid, Note: "the bank has no such payment"},
 			`{"effectId":"","key":"` + notPaid + `","state":"released"}`},
 	}
 	for _, tt := range tests {
-		r := w.command(mqtt.OpReconcile, &tt.args)
-		if r.Outcome != mqtt.OutcomeOK || string(r.Result) != tt.want {
+		r := w.command(manage.OpReconcile, &tt.args)
+		if r.Outcome != manage.OutcomeOK || string(r.Result) != tt.want {
 			t.Errorf("reconcile %s = %+v %s, want ok %s", tt.name, r, r.Result, tt.want)
 		}
-		if again := w.command(mqtt.OpReconcile, &tt.args); again.Outcome != mqtt.OutcomeFailed || again.Reason != "not-indeterminate" {
+		if again := w.command(manage.OpReconcile, &tt.args); again.Outcome != manage.OutcomeFailed || again.Reason != "not-indeterminate" {
 			t.Errorf("reconcile %s again = %+v, want failed (not-indeterminate)", tt.name, again)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/torpor-dev/torpor/runtime"
 	"github.com/torpor-dev/torpor/runtime/drain"
+	"github.com/torpor-dev/torpor/runtime/manage"
 	"github.com/torpor-dev/torpor/runtime/sessions"
 	"github.com/torpor-dev/torpor/session"
 	"github.com/torpor-dev/torpor/transport/link"
@@ -50,7 +51,7 @@ func (w *cmdWorld) takeKeyPackages() int {
 
 // withMLSPool gives a cmdWorld's agent MLS sessions and its KeyPackage
 // pool (session.DefaultPoolSize) on its bbolt file.
-func withMLSPool(w *cmdWorld, cfg *runtime.Config, _ *runtime.CommandsConfig) {
+func withMLSPool(w *cmdWorld, cfg *runtime.Config, _ *manage.CommandsConfig) {
 	cfg.AllowPlaintext = false
 	cfg.OpenMLS = func(db *bolt.DB) (drain.Sessions, runtime.KeyPackages, error) {
 		s, err := session.New(session.Config{Key: w.key, Clock: w.clock})
@@ -73,10 +74,10 @@ func TestRefillKeyPackagesOverMQTT(t *testing.T) {
 		t.Fatalf("boot wake: %+v", boot) // publishes the pool of DefaultPoolSize
 	}
 	start, end := w.window.Next(cmdStart)
-	id := w.send(mqtt.OpRefillKeyPackages, &mqtt.RefillArgs{Count: count})
+	id := w.send(manage.OpRefillKeyPackages, &manage.RefillArgs{Count: count})
 	w.clock.Set(start)
 	r := w.reply(id)
-	if want := `{"unpublished":4}`; r.Outcome != mqtt.OutcomeOK || string(r.Result) != want {
+	if want := `{"unpublished":4}`; r.Outcome != manage.OutcomeOK || string(r.Result) != want {
 		t.Fatalf("refill-keypackages %d = %+v %s, want ok %s", count, r, r.Result, want)
 	}
 	w.clock.Set(end)
@@ -110,9 +111,9 @@ func (l publishedLink) Publish(ctx context.Context, st wire.State) (wire.Accepte
 func TestRefillKeyPackagesAlwaysOn(t *testing.T) {
 	const count = session.DefaultPoolSize + 4
 	published := make(chan wire.State, 16)
-	w := newCmdWorldWith(t, wake.AlwaysOn, func(w *cmdWorld, cfg *runtime.Config, cc *runtime.CommandsConfig) {
+	w := newCmdWorldWith(t, wake.AlwaysOn, func(w *cmdWorld, cfg *runtime.Config, cc *manage.CommandsConfig) {
 		withMLSPool(w, cfg, cc)
-		cfg.Dial = func(ctx context.Context, c link.Config) (runtime.Link, error) {
+		cfg.Hooks.Dial = func(ctx context.Context, c link.Config) (runtime.Link, error) {
 			l, err := link.Dial(ctx, c)
 			if err != nil {
 				return nil, err
@@ -125,7 +126,7 @@ func TestRefillKeyPackagesAlwaysOn(t *testing.T) {
 		t.Fatalf("the wake published %d KeyPackages, want the pool of %d", len(st.KeyPackages), session.DefaultPoolSize)
 	}
 	w.awaitStatus(func(s mqtt.Status) bool { return s.State == mqtt.StateAwake })
-	if r := w.command(mqtt.OpRefillKeyPackages, &mqtt.RefillArgs{Count: count}); r.Outcome != mqtt.OutcomeOK || string(r.Result) != `{"unpublished":4}` {
+	if r := w.command(manage.OpRefillKeyPackages, &manage.RefillArgs{Count: count}); r.Outcome != manage.OutcomeOK || string(r.Result) != `{"unpublished":4}` {
 		t.Fatalf("refill-keypackages %d = %+v %s, want ok with 4 unpublished", count, r, r.Result)
 	}
 	w.clock.Advance(runtime.PulseInterval)

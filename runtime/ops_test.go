@@ -18,6 +18,7 @@ import (
 	"github.com/torpor-dev/torpor/governed"
 	"github.com/torpor-dev/torpor/pulse"
 	"github.com/torpor-dev/torpor/runtime"
+	"github.com/torpor-dev/torpor/runtime/manage"
 	"github.com/torpor-dev/torpor/runtime/runtimetest"
 	"github.com/torpor-dev/torpor/session/sender"
 	"github.com/torpor-dev/torpor/transport/link"
@@ -110,7 +111,7 @@ func (quietLink) Queued() <-chan uint64 { return nil }
 // which drains and delivers it and reports that drain.
 func TestDrainOnDemand(t *testing.T) {
 	w := newWorld(t, wake.HourlyWake)
-	w.cfg.Dial = func(ctx context.Context, c link.Config) (runtime.Link, error) {
+	w.cfg.Hooks.Dial = func(ctx context.Context, c link.Config) (runtime.Link, error) {
 		l, err := link.Dial(ctx, c)
 		if err != nil {
 			return nil, err
@@ -118,8 +119,8 @@ func TestDrainOnDemand(t *testing.T) {
 		return quietLink{l}, nil
 	}
 	extended := make(chan error, 1)
-	onPhase := w.cfg.OnPhase
-	w.cfg.OnPhase = func(p runtime.Phase) {
+	onPhase := w.cfg.Hooks.OnPhase
+	w.cfg.Hooks.OnPhase = func(p runtime.Phase) {
 		if p.Name == runtime.PhaseLink && len(extended) == 0 {
 			_, err := w.agent.Extend(t0.Add(30 * time.Minute))
 			extended <- err
@@ -141,7 +142,7 @@ func TestDrainOnDemand(t *testing.T) {
 	if err != nil || rep.Records != 1 || rep.Accepted != 1 || rep.Delivered != 1 {
 		t.Fatalf("Drain = %v, %v; want the queued record drained and delivered", rep, err)
 	}
-	if got := w.rec.ids(); len(got) != 1 || got[0] != objID(t, obj) {
+	if got := w.rec.IDs(); len(got) != 1 || got[0] != objID(t, obj) {
 		t.Fatalf("delivered %v", got)
 	}
 	w.clock.Set(t0.Add(30 * time.Minute))
@@ -191,43 +192,20 @@ func TestRotateKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer client.Close()
-	send := func(to did.DID) *sender.Delivery {
-		t.Helper()
-		o := runtimetest.Object(t, alice, "comms:message", w.clock.Now(), 2*time.Hour, nil)
-		d, err := client.Send(context.Background(), sender.RelayPeer(w.srv.URL, to), json.RawMessage(o))
-		if err != nil {
-			t.Fatalf("send to %s: %v", to, err)
-		}
-		return d
-	}
+	r := &rotation{world: w, alice: alice, client: client}
 	old, next := w.key, runtimetest.Key(t, 12)
-	if d := send(old.DID()); !d.Queued {
+	if d := r.send(old.DID()); !d.Queued {
 		t.Fatalf("send to the sleeping agent: %+v, want queued", d)
 	}
 	start, _ := w.window.Next(t0)
 	w.clock.Set(start)
 	w.waitPhases(runtime.PhasePublish, runtime.PhaseDrain)
-	if n := len(w.rec.ids()); n != 1 {
+	if n := len(w.rec.IDs()); n != 1 {
 		t.Fatalf("delivered %d objects in the window, want 1", n)
 	}
 	oldHead, oldPulse := relayPulse(t, w.srv.URL, old.DID())
+	r.rotate(keyFile, old.DID(), next)
 
-	if err := w.agent.RotateKey(context.Background(), next, []byte(`{"handover":"signed by the old key"}`)); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-w.done; !errors.Is(err, runtime.ErrRestart) {
-		t.Fatalf("Run after RotateKey = %v, want ErrRestart", err)
-	}
-	if k, err := did.LoadKey(keyFile); err != nil || k.DID() != next.DID() {
-		t.Fatalf("key file after the rotation holds %v (%v), want %s", k, err, next.DID())
-	}
-	if d := send(old.DID()); d.Status != http.StatusServiceUnavailable || d.RetryAfter != 0 {
-		t.Fatalf("send to the old identity: %+v; want 503 with no Retry-After (it sleeps for good)", d)
-	}
-
-	if r := <-w.wakes; hasPhase(r, runtime.PhaseAnnounce) || r.Drain.Delivered != 1 {
-		t.Fatalf("the rotating wake: %+v; want its object delivered and nothing announced after the rotation", r)
-	}
 	w.key, w.cfg.Key = next, next
 	w.window.Minute = wake.WakeMinute(next.DID().String())
 	w.newAgent()
@@ -240,18 +218,7 @@ func TestRotateKey(t *testing.T) {
 	if p.Agent != next.DID() || p.Seq != oldPulse.Seq+1 || p.Prev != pulse.Hash(oldHead) {
 		t.Fatalf("first pulse of the new identity %+v; want seq %d linked to the old identity's last pulse", p, oldPulse.Seq+1)
 	}
-	d := send(next.DID())
-	nstart, nend := w.window.Next(w.clock.Now())
-	if !d.Queued || !w.clock.Now().Before(nstart) {
-		t.Fatalf("send to the new identity: %+v (its window opens %v); want queued for its window", d, nstart)
-	}
-	w.clock.Set(nstart)
-	w.waitPhases(runtime.PhasePublish, runtime.PhaseDrain)
-	w.clock.Set(nend)
-	r := w.nextWake()
-	if r.Drain.Handshake != 1 || r.Drain.Delivered != 1 || r.Drain.RejectedTotal() != 0 {
-		t.Fatalf("the new identity's window: drain %v; want a fresh session joined and the object delivered", r.Drain)
-	}
+	r.newSession(next.DID())
 	w.shutdown()
 
 	// A key file changed without a rotation is refused.
@@ -262,6 +229,67 @@ func TestRotateKey(t *testing.T) {
 	}
 }
 
+// rotation is TestRotateKey's world: the agent and alice, who sends to it
+// in MLS sessions.
+type rotation struct {
+	*world
+	alice  *did.PrivateKey
+	client *sender.Client
+}
+
+// send sends an object from alice to the agent with DID to.
+func (r *rotation) send(to did.DID) *sender.Delivery {
+	r.t.Helper()
+	o := runtimetest.Object(r.t, r.alice, "comms:message", r.clock.Now(), 2*time.Hour, nil)
+	d, err := r.client.Send(context.Background(), sender.RelayPeer(r.srv.URL, to), json.RawMessage(o))
+	if err != nil {
+		r.t.Fatalf("send to %s: %v", to, err)
+	}
+	return d
+}
+
+// rotate rotates the agent's key from old to next in the window in
+// progress and checks the restart, the key file, the old identity asleep
+// for good and the rotating wake's report.
+func (r *rotation) rotate(keyFile string, old did.DID, next *did.PrivateKey) {
+	t := r.t
+	t.Helper()
+	if err := r.agent.RotateKey(context.Background(), next, []byte(`{"handover":"signed by the old key"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-r.done; !errors.Is(err, runtime.ErrRestart) {
+		t.Fatalf("Run after RotateKey = %v, want ErrRestart", err)
+	}
+	if k, err := did.LoadKey(keyFile); err != nil || k.DID() != next.DID() {
+		t.Fatalf("key file after the rotation holds %v (%v), want %s", k, err, next.DID())
+	}
+	if d := r.send(old); d.Status != http.StatusServiceUnavailable || d.RetryAfter != 0 {
+		t.Fatalf("send to the old identity: %+v; want 503 with no Retry-After (it sleeps for good)", d)
+	}
+	if rep := <-r.wakes; hasPhase(rep, runtime.PhaseAnnounce) || rep.Drain.Delivered != 1 {
+		t.Fatalf("the rotating wake: %+v; want its object delivered and nothing announced after the rotation", rep)
+	}
+}
+
+// newSession sends to the new identity next and checks that its window
+// joins a fresh session and delivers the object.
+func (r *rotation) newSession(next did.DID) {
+	t := r.t
+	t.Helper()
+	d := r.send(next)
+	nstart, nend := r.window.Next(r.clock.Now())
+	if !d.Queued || !r.clock.Now().Before(nstart) {
+		t.Fatalf("send to the new identity: %+v (its window opens %v); want queued for its window", d, nstart)
+	}
+	r.clock.Set(nstart)
+	r.waitPhases(runtime.PhasePublish, runtime.PhaseDrain)
+	r.clock.Set(nend)
+	rep := r.nextWake()
+	if rep.Drain.Handshake != 1 || rep.Drain.Delivered != 1 || rep.Drain.RejectedTotal() != 0 {
+		t.Fatalf("the new identity's window: drain %v; want a fresh session joined and the object delivered", rep.Drain)
+	}
+}
+
 // TestWindowAndWakeNowOverMQTT: set-mode changes the window (persisted,
 // announced) and wake-now extends the window in progress.
 func TestWindowAndWakeNowOverMQTT(t *testing.T) {
@@ -269,11 +297,11 @@ func TestWindowAndWakeNowOverMQTT(t *testing.T) {
 	w.run()
 	w.nextWake() // boot
 	start, _ := w.window.Next(cmdStart)
-	id := w.send(mqtt.OpSetMode, &mqtt.SetModeArgs{Mode: "hourly_wake", WindowSec: ptrTo(int64(600)), OffsetSec: ptrTo(int64(0))})
+	id := w.send(manage.OpSetMode, &manage.SetModeArgs{Mode: "hourly_wake", WindowSec: ptrTo(int64(600)), OffsetSec: ptrTo(int64(0))})
 	w.clock.Set(start)
 	r := w.reply(id)
 	var res struct{ Window mqtt.Window }
-	if r.Outcome != mqtt.OutcomeOK || json.Unmarshal(r.Result, &res) != nil || res.Window.LengthSec != 600 {
+	if r.Outcome != manage.OutcomeOK || json.Unmarshal(r.Result, &res) != nil || res.Window.LengthSec != 600 {
 		t.Fatalf("set-mode with a window: %+v %s", r, r.Result)
 	}
 	if got := w.agent.Window(); got.Length != 10*time.Minute {
@@ -282,13 +310,13 @@ func TestWindowAndWakeNowOverMQTT(t *testing.T) {
 	w.nextWake() // the wake ends on the change and the agent re-plans into the longer window
 	w.waitPhase(runtime.PhasePublish)
 	now := w.clock.Now()
-	r = w.command(mqtt.OpWakeNow, &mqtt.WakeNowArgs{ForSec: 3600})
+	r = w.command(manage.OpWakeNow, &manage.WakeNowArgs{ForSec: 3600})
 	var wn struct{ Until time.Time }
-	if r.Outcome != mqtt.OutcomeOK || json.Unmarshal(r.Result, &wn) != nil || !wn.Until.Equal(now.Add(time.Hour)) {
+	if r.Outcome != manage.OutcomeOK || json.Unmarshal(r.Result, &wn) != nil || !wn.Until.Equal(now.Add(time.Hour)) {
 		t.Fatalf("wake-now = %+v %s; want awake until %v", r, r.Result, now.Add(time.Hour))
 	}
-	r = w.command(mqtt.OpDrain, nil)
-	if r.Outcome != mqtt.OutcomeOK {
+	r = w.command(manage.OpDrain, nil)
+	if r.Outcome != manage.OutcomeOK {
 		t.Fatalf("drain = %+v", r)
 	}
 }
@@ -296,12 +324,12 @@ func TestWindowAndWakeNowOverMQTT(t *testing.T) {
 // TestRebootOverMQTT: the reboot command is answered, then the agent's
 // Run ends with ErrRestart (the binary exits for systemd to restart it).
 func TestRebootOverMQTT(t *testing.T) {
-	w := newCmdWorldWith(t, wake.AlwaysOn, func(w *cmdWorld, _ *runtime.Config, cc *runtime.CommandsConfig) {
+	w := newCmdWorldWith(t, wake.AlwaysOn, func(w *cmdWorld, _ *runtime.Config, cc *manage.CommandsConfig) {
 		cc.Reboot = func() error { w.agent.Restart("reboot command"); return nil }
 	})
 	w.run()
 	w.awaitStatus(func(s mqtt.Status) bool { return s.State == mqtt.StateAwake })
-	if r := w.command(mqtt.OpReboot, &mqtt.RebootArgs{}); r.Outcome != mqtt.OutcomeOK {
+	if r := w.command(manage.OpReboot, &manage.RebootArgs{}); r.Outcome != manage.OutcomeOK {
 		t.Fatalf("reboot = %+v", r)
 	}
 	err := <-w.done
@@ -317,7 +345,7 @@ func TestRebootOverMQTT(t *testing.T) {
 // the agent restarts.
 func TestRotateKeysOverMQTT(t *testing.T) {
 	keyFile := filepath.Join(t.TempDir(), "agent.key")
-	w := newCmdWorldWith(t, wake.AlwaysOn, func(w *cmdWorld, cfg *runtime.Config, cc *runtime.CommandsConfig) {
+	w := newCmdWorldWith(t, wake.AlwaysOn, func(w *cmdWorld, cfg *runtime.Config, cc *manage.CommandsConfig) {
 		if err := did.SaveKey(keyFile, w.key, false); err != nil {
 			t.Fatal(err)
 		}
@@ -326,12 +354,12 @@ func TestRotateKeysOverMQTT(t *testing.T) {
 	})
 	w.run()
 	w.awaitStatus(func(s mqtt.Status) bool { return s.State == mqtt.StateAwake })
-	r := w.command(mqtt.OpRotateKeys, nil)
+	r := w.command(manage.OpRotateKeys, nil)
 	var res struct {
 		Old, New string
 		Handover json.RawMessage
 	}
-	if r.Outcome != mqtt.OutcomeOK || json.Unmarshal(r.Result, &res) != nil || res.Old != w.key.DID().String() || len(res.Handover) == 0 {
+	if r.Outcome != manage.OutcomeOK || json.Unmarshal(r.Result, &res) != nil || res.Old != w.key.DID().String() || len(res.Handover) == 0 {
 		t.Fatalf("rotate-keys = %+v %s", r, r.Result)
 	}
 	checkHandover(t, res.Handover, w.key.DID(), res.New, "pi-7")
@@ -385,7 +413,7 @@ func verifyHandover(handover []byte, old did.DID, next, device string) error {
 	if o.Issuer != old {
 		return fmt.Errorf("issuer %s, want the old key %s", o.Issuer, old)
 	}
-	if o.Governance.Purpose != runtime.PurposeKeyHandover || o.Semantic.Schema != runtime.SchemaKeyHandover {
+	if o.Governance.Purpose != manage.PurposeKeyHandover || o.Semantic.Schema != manage.SchemaKeyHandover {
 		return fmt.Errorf("purpose %q, schema %q; want a key handover", o.Governance.Purpose, o.Semantic.Schema)
 	}
 	var p struct{ Old, New, Device string }

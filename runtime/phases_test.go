@@ -47,7 +47,7 @@ func TestClosePhaseMeasuresTheLinkClose(t *testing.T) {
 	const closeTime = 3 * time.Second
 	w := newWorld(t, wake.HourlyWake)
 	var closed atomic.Bool
-	w.cfg.Dial = func(ctx context.Context, c link.Config) (runtime.Link, error) {
+	w.cfg.Hooks.Dial = func(ctx context.Context, c link.Config) (runtime.Link, error) {
 		l, err := link.Dial(ctx, c)
 		if err != nil {
 			return nil, err

@@ -19,32 +19,51 @@ import (
 	"github.com/torpor-dev/torpor/store/replay"
 )
 
-// PipelineConfig is what the receive side needs: a subset of Config, so
-// that tools (the conformance runner, torpor-agent's operator commands)
-// can assemble the agent's real pipeline without a relay.
+// PipelineConfig is what the receive side needs. Config embeds it, and
+// tools (the conformance runner, torpor-agent's operator commands)
+// assemble the agent's real pipeline from it without a relay.
 type PipelineConfig struct {
-	Key            *did.PrivateKey
-	Owner          did.DID
-	Purposes       purpose.Set
-	Consequential  purpose.Set
+	// Key is the agent's identity (did:key). Required.
+	Key *did.PrivateKey
+	// Owner is the DID whose signed policies and control objects the
+	// agent obeys (optional).
+	Owner did.DID
+	// Purposes are the purposes the agent accepts (draft Section 8.3).
+	Purposes purpose.Set
+	// Consequential are the purposes that never run without the owner's
+	// confirmation or policy (for example action:*).
+	Consequential purpose.Set
+	// AllowPlaintext accepts unencrypted Governed Objects.
 	AllowPlaintext bool
-	MaxLifetime    time.Duration
-	Routes         []deliver.Route
-	Notify         drain.NotifyMode
-	Sessions       drain.Sessions
-	Clock          clock.Clock
+	// MaxLifetime applies to objects that declare no expiry; zero means
+	// governed.DefaultMaxLifetime.
+	MaxLifetime time.Duration
+	// Routes hand accepted objects to the application, by purpose.
+	Routes []deliver.Route
+	// Notify is the notify mode of the hand-off.
+	Notify drain.NotifyMode
+	// Sessions opens MLS messages (package session); nil rejects MLS.
+	Sessions drain.Sessions
+	// Clock is the wall clock; nil means clock.Real. A clock.Scaled makes
+	// an hour pass in seconds (--time-scale).
+	Clock clock.Clock
 }
 
 // Pipeline is the agent's receive side on one bbolt file: the idempotency
 // ledger, the action gate, the replay cache, the pulse chain and the
 // drainer that uses them all in one transaction per batch.
+//
+// The operator's operations (Halt, Resume, Confirm, Deny, Reconcile,
+// Holds, Entries, Report) are its methods, so that the MQTT commands
+// (runtime/manage's Commands) and torpor-agent's offline commands run the
+// same transactions.
 type Pipeline struct {
-	DB      *bolt.DB
-	Ledger  *ledger.Ledger
-	Gate    *gate.Gate
-	Replay  *replay.Cache
-	Chain   *pulse.Chain
-	Drainer *drain.Drainer
+	db      *bolt.DB
+	ledger  *ledger.Ledger
+	gate    *gate.Gate
+	replay  *replay.Cache
+	chain   *pulse.Chain
+	drainer *drain.Drainer
 }
 
 // OpenPipeline assembles the pipeline in db. Opening starts a new ledger
@@ -52,31 +71,31 @@ type Pipeline struct {
 // indeterminate.
 func OpenPipeline(db *bolt.DB, c PipelineConfig) (*Pipeline, error) {
 	clk := clock.Or(c.Clock)
-	p := &Pipeline{DB: db}
+	p := &Pipeline{db: db}
 	var err error
-	if p.Ledger, err = ledger.Open(db, &ledger.Options{Clock: clk}); err != nil {
+	if p.ledger, err = ledger.Open(db, &ledger.Options{Clock: clk}); err != nil {
 		return nil, err
 	}
-	if p.Chain, err = pulse.OpenChain(db, c.Key); err != nil {
+	if p.chain, err = pulse.OpenChain(db, c.Key); err != nil {
 		return nil, err
 	}
-	if p.Gate, err = gate.Open(p.Ledger, gate.Config{
+	if p.gate, err = gate.Open(p.ledger, gate.Config{
 		Owner: c.Owner, Agent: c.Key.DID(), Consequential: c.Consequential, Clock: clk,
 		Liveness: p.lastPulse,
 	}); err != nil {
 		return nil, err
 	}
-	if p.Replay, err = replay.Open(db, &replay.Options{Clock: clk}); err != nil {
+	if p.replay, err = replay.Open(db, &replay.Options{Clock: clk}); err != nil {
 		return nil, err
 	}
 	router, err := deliver.NewRouter(c.Routes...)
 	if err != nil {
 		return nil, err
 	}
-	p.Drainer, err = drain.New(drain.Config{
-		Gate: p.Gate, Ledger: p.Ledger, Owner: c.Owner, Purposes: c.Purposes,
+	p.drainer, err = drain.New(drain.Config{
+		Gate: p.gate, Ledger: p.ledger, Owner: c.Owner, Purposes: c.Purposes,
 		AllowPlaintext: c.AllowPlaintext, MaxLifetime: c.MaxLifetime, Sessions: c.Sessions,
-		Replay: func(tx *bolt.Tx) governed.ReplayCache { return p.Replay.Tx(tx) },
+		Replay: func(tx *bolt.Tx) governed.ReplayCache { return p.replay.Tx(tx) },
 		Router: router, Notify: c.Notify, Clock: clk,
 	})
 	if err != nil {
@@ -87,7 +106,7 @@ func OpenPipeline(db *bolt.DB, c PipelineConfig) (*Pipeline, error) {
 
 // lastPulse is the gate's liveness source: the time of the chain head.
 func (p *Pipeline) lastPulse(tx *bolt.Tx) (time.Time, bool, error) {
-	_, head, ok, err := p.Chain.Head(tx)
+	_, head, ok, err := p.chain.Head(tx)
 	return head.At, ok, err
 }
 
@@ -95,12 +114,12 @@ func (p *Pipeline) lastPulse(tx *bolt.Tx) (time.Time, bool, error) {
 // the signed document to publish and the pulse it holds. After a fresh
 // pulse, Redecide runs the actions a liveness suspension held.
 func (p *Pipeline) Pulse(now, nextWake time.Time, mode string) (doc []byte, pl pulse.Pulse, err error) {
-	err = p.DB.Update(func(tx *bolt.Tx) error {
-		h, err := p.Gate.HaltState(tx)
+	err = p.db.Update(func(tx *bolt.Tx) error {
+		h, err := p.gate.HaltState(tx)
 		if err != nil {
 			return err
 		}
-		doc, pl, err = p.Chain.Next(tx, now, nextWake, mode, h.Halted)
+		doc, pl, err = p.chain.Next(tx, now, nextWake, mode, h.Halted)
 		return err
 	})
 	if err != nil {
@@ -113,6 +132,6 @@ func (p *Pipeline) Pulse(now, nextWake time.Time, mode string) (doc []byte, pl p
 // pulse ended a suspension) and hands those now allowed to the
 // application. It returns how many ran.
 func (p *Pipeline) Redecide(ctx context.Context) (int, error) {
-	rep, err := p.Drainer.Redecide(ctx)
+	rep, err := p.drainer.Redecide(ctx)
 	return rep.Ran, err
 }

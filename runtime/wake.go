@@ -120,7 +120,7 @@ type cause struct {
 func (a *Agent) wake(ctx context.Context, changed <-chan struct{}, mode wake.Mode, why cause, end time.Time, live bool) {
 	start := a.clock.Now()
 	w := &wakeRun{a: a, mode: mode, next: a.nextWake(end), end: end, sched: changed, isLive: live, kick: make(chan struct{}, 1),
-		ph:  &phases{clock: a.clock, start: start, onPhase: a.cfg.OnPhase},
+		ph:  &phases{clock: a.clock, start: start, onPhase: a.cfg.Hooks.OnPhase},
 		rep: &WakeReport{At: start.UTC(), Reason: why.reason, WakeDetail: why.detail, Mode: string(mode), End: end, Slept: why.slept}}
 	w.rep.NextWake = w.next
 	var cancel context.CancelFunc
@@ -232,7 +232,7 @@ func (w *wakeRun) prepare(start time.Time, mgmt Management) {
 	wg.Go(func() {
 		w.ph.measure(PhaseRecover, func() error {
 			var err error
-			w.rep.Recovery, err = a.pipe.Drainer.Recover(w.ctx)
+			w.rep.Recovery, err = a.pipe.drainer.Recover(w.ctx)
 			return err
 		})
 	})
@@ -483,7 +483,7 @@ func (w *wakeRun) drain() (drain.Report, error) {
 			if err != nil || len(recs) == 0 {
 				return err
 			}
-			rep, err := w.a.pipe.Drainer.Batch(w.ctx, records(recs), w.l.Ack)
+			rep, err := w.a.pipe.drainer.Batch(w.ctx, records(recs), w.l.Ack)
 			total.Add(rep)
 			w.addDrain(rep, false)
 			if errors.Is(err, drain.ErrStore) {
@@ -558,7 +558,7 @@ func (w *wakeRun) announce(ctx context.Context) {
 		w.setSchedule(m, w.a.nextWake(w.a.clock.Now()))
 	default:
 	}
-	ctx, cancel := clockTimeout(ctx, clock.Unscaled(w.a.clock), announceTimeout)
+	ctx, cancel := clock.WithTimeout(ctx, clock.Unscaled(w.a.clock), announceTimeout)
 	defer cancel()
 	w.ph.measure(PhaseAnnounce, func() error {
 		an := w.announcement()
@@ -612,11 +612,11 @@ func (an announcement) liveness() *a2a.Liveness {
 // ends (the window's end): a relay that cannot be reached costs only this
 // window, and the next one drains what is queued.
 func (a *Agent) dial(ctx context.Context, rep *WakeReport) (Link, error) {
-	dial := a.cfg.Dial
+	dial := a.cfg.Hooks.Dial
 	if dial == nil {
 		dial = func(ctx context.Context, c link.Config) (Link, error) { return link.Dial(ctx, c) }
 	}
-	bo := &backoff{min: time.Second, max: time.Minute, rand: a.cfg.Rand}
+	bo := &backoff{min: time.Second, max: time.Minute, rand: a.cfg.Hooks.Rand}
 	for {
 		rep.LinkAttempts++
 		l, err := dial(ctx, link.Config{RelayURL: a.cfg.RelayURL, Key: a.cfg.Key, Handler: a.live, Clock: a.cfg.Clock})
@@ -631,23 +631,8 @@ func (a *Agent) dial(ctx context.Context, rep *WakeReport) (Link, error) {
 	}
 }
 
-// clockTimeout is context.WithTimeout on the agent's clock.
-func clockTimeout(ctx context.Context, c clock.Clock, d time.Duration) (context.Context, context.CancelFunc) {
-	tctx, cancel := context.WithCancel(ctx)
-	t := c.NewTimer(d)
-	go func() {
-		select {
-		case <-t.C():
-		case <-tctx.Done():
-		}
-		t.Stop()
-		cancel()
-	}()
-	return tctx, cancel
-}
-
 // record keeps the wake's report and the cycle state in bbolt, logs the
-// wake once and tells the OnWake hook.
+// wake once and tells the Hooks.OnWake hook.
 func (a *Agent) record(r *WakeReport) {
 	err := a.db.Update(func(tx *bolt.Tx) error {
 		c, err := loadCycle(tx)
@@ -665,8 +650,8 @@ func (a *Agent) record(r *WakeReport) {
 		a.log.Error("recording the wake", "err", err)
 	}
 	r.log(a.log)
-	if a.cfg.OnWake != nil {
-		a.cfg.OnWake(*r)
+	if a.cfg.Hooks.OnWake != nil {
+		a.cfg.Hooks.OnWake(*r)
 	}
 }
 

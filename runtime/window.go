@@ -56,7 +56,7 @@ func (a *Agent) updateCycle(change func(*cycle)) error {
 	if p == nil {
 		return nil
 	}
-	return p.DB.Update(func(tx *bolt.Tx) error {
+	return p.db.Update(func(tx *bolt.Tx) error {
 		c, err := loadCycle(tx)
 		if err != nil {
 			return err

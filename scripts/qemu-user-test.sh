@@ -42,7 +42,7 @@ if [ $# -gt 0 ]; then
 else
   pkgs=(./store/... ./wake/... ./boards/... ./did/... ./governed/... ./clock/... ./internal/atomicfile
     ./mls/... ./session/... ./runtime/... ./pulse ./internal/canon ./transport/link/... ./transport/a2a ./transport/bearer
-    ./transport/mqtt)
+    ./transport/mqtt/...)
 fi
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/torpor-qemu-user.XXXXXX")

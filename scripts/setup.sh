@@ -14,6 +14,7 @@ declare -A need=(
   [qemu-arm-static]=qemu-user-static [qemu-system-aarch64]=qemu-system-arm [dtc]=device-tree-compiler
   [systemd-analyze]=systemd
   [mosquitto]=mosquitto [mosquitto_sub]=mosquitto-clients
+  [gcc]=gcc # go test -race (make race) needs cgo and a C compiler
 )
 missing=()
 for cmd in "${!need[@]}"; do

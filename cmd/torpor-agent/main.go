@@ -24,6 +24,7 @@ import (
 	"github.com/torpor-dev/torpor/internal/version"
 	"github.com/torpor-dev/torpor/runtime"
 	"github.com/torpor-dev/torpor/runtime/conffile"
+	"github.com/torpor-dev/torpor/runtime/manage"
 )
 
 // DefaultConfig is read when --config is not given; its absence is not an
@@ -264,7 +265,7 @@ func (a *args) logger(f *conffile.File, stderr io.Writer) (*slog.Logger, error) 
 // rotate-keys restart the agent: Run returns runtime.ErrRestart, and the
 // process exits with ExitRestart for its service manager to start it
 // again (under the new key, after a rotation).
-func commands(agent *runtime.Agent, b *conffile.Built, log *slog.Logger) (*runtime.Commands, error) {
+func commands(agent *runtime.Agent, b *conffile.Built, log *slog.Logger) (*manage.Commands, error) {
 	cc := *b.Commands
 	cc.Logger = log
 	cc.Reboot = func() error {
@@ -272,7 +273,7 @@ func commands(agent *runtime.Agent, b *conffile.Built, log *slog.Logger) (*runti
 		return nil
 	}
 	cc.RotateKey = agent.RotateKey
-	return runtime.NewCommands(agent, cc)
+	return manage.NewCommands(agent, cc)
 }
 
 // ExitRestart is the exit status after a restart the agent asked for (the

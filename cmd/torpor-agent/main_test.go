@@ -66,7 +66,11 @@ func seedStore(dataDir, keyFile string) error {
 		return err
 	}
 	defer db.Close()
-	p, err := runtime.OpenPipeline(db, runtime.PipelineConfig{Key: k, Consequential: purpose.Set{"action:*"}})
+	l, err := ledger.Open(db, nil)
+	if err != nil {
+		return err
+	}
+	g, err := gate.Open(l, gate.Config{Agent: k.DID(), Consequential: purpose.Set{"action:*"}})
 	if err != nil {
 		return err
 	}
@@ -80,10 +84,10 @@ func seedStore(dataDir, keyFile string) error {
 		return err
 	}
 	return db.Update(func(tx *bolt.Tx) error {
-		if _, err := p.Gate.Decide(tx, a); err != nil {
+		if _, err := g.Decide(tx, a); err != nil {
 			return err
 		}
-		return p.Ledger.Reserve(tx, ledger.Reservation{Key: alice.DID().String() + " pay-1", Action: "action:capture", EffectID: "psp-op-1"})
+		return l.Reserve(tx, ledger.Reservation{Key: alice.DID().String() + " pay-1", Action: "action:capture", EffectID: "psp-op-1"})
 	})
 }
 

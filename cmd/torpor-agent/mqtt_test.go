@@ -7,17 +7,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/internal/worldtest"
 	"github.com/torpor-dev/torpor/runtime"
+	"github.com/torpor-dev/torpor/runtime/manage"
 	"github.com/torpor-dev/torpor/runtime/runtimetest"
-	"github.com/torpor-dev/torpor/store/agents"
-	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/transport/broker"
 	"github.com/torpor-dev/torpor/transport/mqtt"
 	"github.com/torpor-dev/torpor/transport/relay"
@@ -31,25 +30,18 @@ type stack struct {
 // startStack starts the stack with its files in dir; check fails the test
 // on an error, and cleanup registers the stack's shutdown.
 func startStack(dir string, check func(error), cleanup func(func())) *stack {
-	q, err := queue.OpenBolt(filepath.Join(dir, "queue.db"), nil)
-	check(err)
-	states, err := agents.OpenBolt(filepath.Join(dir, "agents.db"), nil)
-	check(err)
 	brk, err := broker.Start(broker.Config{Listen: "127.0.0.1:0", DataDir: dir})
 	check(err)
-	srv := httptest.NewUnstartedServer(nil)
-	r, err := relay.New(relay.Config{PublicURL: "http://" + srv.Listener.Addr().String(), Queue: q, States: states, MQTTBroker: brk.URL()})
-	check(err)
-	srv.Config.Handler = r.Handler()
-	srv.Start()
-	cleanup(func() {
-		r.Link().Close()
-		srv.Close()
+	r, err := worldtest.Open(dir, relay.Config{MQTTBroker: brk.URL()})
+	if err != nil {
 		brk.Close()
-		q.Close()
-		states.Close()
+	}
+	check(err)
+	cleanup(func() {
+		r.Close()
+		brk.Close()
 	})
-	return &stack{relayURL: srv.URL, brokerURL: brk.URL()}
+	return &stack{relayURL: r.URL, brokerURL: brk.URL()}
 }
 
 func testStack(t *testing.T) *stack {
@@ -89,13 +81,13 @@ func TestDaemonTakesMQTTCommands(t *testing.T) {
 
 	wait, wcancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer wcancel()
-	op, err := mqtt.DialOperator(wait, mqtt.OperatorConfig{Broker: st.brokerURL, Key: opKey})
+	op, err := manage.DialOperator(wait, manage.OperatorConfig{Broker: st.brokerURL, Key: opKey})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer op.Close(context.Background())
 	awaitState(t, wait, op, agentKey.DID(), mqtt.StateAwake, done, &log)
-	s, err := op.Send(wait, "dev-1", mqtt.CommandSpec{Device: agentKey.DID(), Seq: mqtt.NextSeq(0, time.Now()), Op: mqtt.OpStatus}, false)
+	s, err := op.Send(wait, "dev-1", manage.CommandSpec{Device: agentKey.DID(), Seq: manage.NextSeq(0, time.Now()), Op: manage.OpStatus}, false)
 	if err != nil || s.NoSubscribers {
 		t.Fatalf("sending status: %v (no subscribers: %v)", err, s.NoSubscribers)
 	}
@@ -104,7 +96,7 @@ func TestDaemonTakesMQTTCommands(t *testing.T) {
 		t.Fatalf("no reply to status: %v\nlog:\n%s", err, log.String())
 	}
 	var res struct{ Status mqtt.Status }
-	if r.Outcome != mqtt.OutcomeOK || json.Unmarshal(r.Result, &res) != nil || res.Status.Mode != "always_on" {
+	if r.Outcome != manage.OutcomeOK || json.Unmarshal(r.Result, &res) != nil || res.Status.Mode != "always_on" {
 		t.Fatalf("status reply = %+v (%s), want ok in mode always_on", r, r.Result)
 	}
 	cancel()
@@ -118,7 +110,7 @@ func TestDaemonTakesMQTTCommands(t *testing.T) {
 }
 
 // awaitState waits until the device's retained status reads want.
-func awaitState(t *testing.T, ctx context.Context, op *mqtt.Operator, dev did.DID, want mqtt.State, done <-chan error, log *runtimetest.Log) {
+func awaitState(t *testing.T, ctx context.Context, op *manage.Operator, dev did.DID, want mqtt.State, done <-chan error, log *runtimetest.Log) {
 	t.Helper()
 	for {
 		select {
@@ -130,7 +122,7 @@ func awaitState(t *testing.T, ctx context.Context, op *mqtt.Operator, dev did.DI
 		if err == nil && st.State == want {
 			return
 		}
-		if err != nil && !errors.Is(err, mqtt.ErrNoStatus) || ctx.Err() != nil {
+		if err != nil && !errors.Is(err, manage.ErrNoStatus) || ctx.Err() != nil {
 			t.Fatalf("status %s never came: %v\nlog:\n%s", want, err, log.String())
 		}
 	}

@@ -8,11 +8,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/user"
 	"path/filepath"
 	"sort"
 	"time"
-
-	bolt "go.etcd.io/bbolt"
 
 	"github.com/torpor-dev/torpor/runtime"
 	"github.com/torpor-dev/torpor/store"
@@ -42,6 +41,7 @@ type opArgs struct {
 	effectID  string
 	jsonOut   bool
 	rest      []string
+	by        string // who acts: localOperator
 	agentArgs *args
 }
 
@@ -61,6 +61,7 @@ func parseOp(name string, argv []string, stderr io.Writer) (*opArgs, error) {
 	fs.Visit(func(f *flag.Flag) { o.agentArgs.set[f.Name] = true })
 	o.agentArgs.explicit = o.agentArgs.set["config"]
 	o.rest = fs.Args()
+	o.by = localOperator(name)
 	return o, nil
 }
 
@@ -113,17 +114,13 @@ func openPipeline(a *args) (*runtime.Pipeline, func(), error) {
 		b.Close()
 		return nil, nil, fmt.Errorf("%w (is torpor-agent running? stop it first)", err)
 	}
-	p, err := runtime.OpenPipeline(db, runtime.PipelineConfig{
-		Key: b.Config.Key, Owner: b.Config.Owner, Purposes: b.Config.Purposes, Consequential: b.Config.Consequential,
-		AllowPlaintext: b.Config.AllowPlaintext, MaxLifetime: b.Config.MaxLifetime, Routes: b.Config.Routes,
-		Notify: b.Config.Notify, Clock: b.Config.Clock,
-	})
+	p, err := runtime.OpenPipeline(db, b.Config.PipelineConfig)
 	if err != nil {
 		db.Close()
 		b.Close()
 		return nil, nil, err
 	}
-	return p, func() { p.Drainer.Close(); db.Close(); b.Close() }, nil
+	return p, func() { p.Close(); db.Close(); b.Close() }, nil
 }
 
 type opFunc func(ctx context.Context, p *runtime.Pipeline, o *opArgs, w io.Writer) error
@@ -147,53 +144,34 @@ func (o *opArgs) key() (string, error) {
 }
 
 func opStatus(_ context.Context, p *runtime.Pipeline, o *opArgs, w io.Writer) error {
-	return p.DB.View(func(tx *bolt.Tx) error {
-		st := map[string]any{}
-		last, ok, err := runtime.LastWake(tx)
-		if err != nil {
-			return err
-		}
-		if ok {
-			st["lastWake"] = last
-		}
-		if st["halt"], err = p.Gate.HaltState(tx); err != nil {
-			return err
-		}
-		if pol, ok, err := p.Gate.Policy(tx); err != nil {
-			return err
-		} else if ok {
-			st["policy"] = pol
-		}
-		holds, err := p.Gate.Holds(tx)
-		if err != nil {
-			return err
-		}
-		st["holds"] = len(holds)
-		counts := map[string]int{}
-		if err := p.Ledger.List(tx, func(e ledger.Entry) bool { counts[e.State.String()]++; return true }); err != nil {
-			return err
-		}
-		st["ledger"] = counts
-		return printJSON(w, st)
-	})
+	r, err := p.Report(0)
+	if err != nil {
+		return err
+	}
+	st := map[string]any{"halt": r.Halt, "holds": len(r.Holds), "ledger": r.Ledger}
+	if r.LastWake != nil {
+		st["lastWake"] = r.LastWake
+	}
+	if r.Policy != nil {
+		st["policy"] = r.Policy
+	}
+	return printJSON(w, st)
 }
 
 func opLedger(_ context.Context, p *runtime.Pipeline, o *opArgs, w io.Writer) error {
-	return p.DB.View(func(tx *bolt.Tx) error {
-		var es []ledger.Entry
-		if err := p.Ledger.List(tx, func(e ledger.Entry) bool { es = append(es, e); return true }); err != nil {
-			return err
-		}
-		if o.jsonOut {
-			return printJSON(w, es)
-		}
-		sort.SliceStable(es, func(i, j int) bool { return es[i].State > es[j].State })
-		for _, e := range es {
-			fmt.Fprintf(w, "%-13s %s  action=%s reserved=%s effect=%q %s\n", e.State, e.Key, e.Action,
-				e.ReservedAt.Format(time.RFC3339), e.EffectID, e.Note)
-		}
-		return nil
-	})
+	es, err := p.Entries()
+	if err != nil {
+		return err
+	}
+	if o.jsonOut {
+		return printJSON(w, es)
+	}
+	sort.SliceStable(es, func(i, j int) bool { return es[i].State > es[j].State })
+	for _, e := range es {
+		fmt.Fprintf(w, "%-13s %s  action=%s reserved=%s effect=%q %s\n", e.State, e.Key, e.Action,
+			e.ReservedAt.Format(time.RFC3339), e.EffectID, e.Note)
+	}
+	return nil
 }
 
 func opReconcile(_ context.Context, p *runtime.Pipeline, o *opArgs, w io.Writer) error {
@@ -208,7 +186,7 @@ func opReconcile(_ context.Context, p *runtime.Pipeline, o *opArgs, w io.Writer)
 		return errors.New("--note is required: who reconciled, against what")
 	}
 	res := ledger.Resolution{Happened: o.happened, Receipt: []byte(o.receipt), EffectID: o.effectID, Note: o.note}
-	if err := p.DB.Update(func(tx *bolt.Tx) error { return p.Ledger.Reconcile(tx, key, res) }); err != nil {
+	if _, err := p.Reconcile(o.by, key, res); err != nil {
 		return err
 	}
 	fmt.Fprintf(w, "reconciled %s: %s\n", key, map[bool]string{true: "completed", false: "released"}[o.happened])
@@ -216,20 +194,18 @@ func opReconcile(_ context.Context, p *runtime.Pipeline, o *opArgs, w io.Writer)
 }
 
 func opHolds(_ context.Context, p *runtime.Pipeline, o *opArgs, w io.Writer) error {
-	return p.DB.View(func(tx *bolt.Tx) error {
-		hs, err := p.Gate.Holds(tx)
-		if err != nil {
-			return err
-		}
-		if o.jsonOut {
-			return printJSON(w, hs)
-		}
-		for _, h := range hs {
-			fmt.Fprintf(w, "%s  purpose=%s reason=%s held=%s expires=%s\n", h.Action.LedgerKey(), h.Action.Purpose,
-				h.Reason, h.HeldAt.Format(time.RFC3339), h.Action.Expires.Format(time.RFC3339))
-		}
-		return nil
-	})
+	hs, err := p.Holds()
+	if err != nil {
+		return err
+	}
+	if o.jsonOut {
+		return printJSON(w, hs)
+	}
+	for _, h := range hs {
+		fmt.Fprintf(w, "%s  purpose=%s reason=%s held=%s expires=%s\n", h.Action.LedgerKey(), h.Action.Purpose,
+			h.Reason, h.HeldAt.Format(time.RFC3339), h.Action.Expires.Format(time.RFC3339))
+	}
+	return nil
 }
 
 func opConfirm(ctx context.Context, p *runtime.Pipeline, o *opArgs, w io.Writer) error {
@@ -237,18 +213,12 @@ func opConfirm(ctx context.Context, p *runtime.Pipeline, o *opArgs, w io.Writer)
 	if err != nil {
 		return err
 	}
-	rep, err := p.Drainer.Confirm(ctx, key)
+	done, err := p.Confirm(ctx, key)
 	if err != nil {
 		return err
 	}
-	return p.DB.View(func(tx *bolt.Tx) error {
-		e, err := p.Ledger.Get(tx, key)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(w, "ran %s (%d delivered): ledger %s %s\n", key, rep.Delivered, e.State, e.Receipt)
-		return nil
-	})
+	fmt.Fprintf(w, "ran %s (%d delivered): ledger %s %s\n", key, done.Delivered, done.Entry.State, done.Entry.Receipt)
+	return nil
 }
 
 func opDeny(_ context.Context, p *runtime.Pipeline, o *opArgs, w io.Writer) error {
@@ -256,7 +226,7 @@ func opDeny(_ context.Context, p *runtime.Pipeline, o *opArgs, w io.Writer) erro
 	if err != nil {
 		return err
 	}
-	if err := p.DB.Update(func(tx *bolt.Tx) error { _, err := p.Gate.Deny(tx, key); return err }); err != nil {
+	if _, err := p.Deny(key); err != nil {
 		return err
 	}
 	fmt.Fprintf(w, "denied %s\n", key)
@@ -264,7 +234,7 @@ func opDeny(_ context.Context, p *runtime.Pipeline, o *opArgs, w io.Writer) erro
 }
 
 func opHalt(_ context.Context, p *runtime.Pipeline, o *opArgs, w io.Writer) error {
-	if err := p.DB.Update(func(tx *bolt.Tx) error { return p.Gate.Halt(tx, o.note) }); err != nil {
+	if err := p.Halt(o.by, o.note); err != nil {
 		return err
 	}
 	fmt.Fprintln(w, "halted: consequential actions are held until resume")
@@ -272,15 +242,26 @@ func opHalt(_ context.Context, p *runtime.Pipeline, o *opArgs, w io.Writer) erro
 }
 
 func opResume(ctx context.Context, p *runtime.Pipeline, o *opArgs, w io.Writer) error {
-	if err := p.DB.Update(func(tx *bolt.Tx) error { return p.Gate.Resume(tx, o.note) }); err != nil {
-		return err
-	}
-	n, err := p.Redecide(ctx)
+	n, err := p.Resume(ctx, o.by, o.note)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(w, "resumed: %d held actions ran under the policy\n", n)
 	return nil
+}
+
+// localOperator names who runs an offline command, as the MQTT commands
+// name the operator's DID and the command: the local user and the
+// command.
+func localOperator(name string) string {
+	who := os.Getenv("USER")
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		who = u.Username
+	}
+	if who == "" {
+		who = "unknown user"
+	}
+	return fmt.Sprintf("local user %s (torpor-agent %s)", who, name)
 }
 
 func printJSON(w io.Writer, v any) error {

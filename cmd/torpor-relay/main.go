@@ -43,6 +43,7 @@ type args struct {
 	timeScale                  float64
 	bounds                     queue.Bounds
 	allowAgents                []string
+	corsOrigins, cardOrigins   []string
 	perAgentMetrics, trustXFF  bool
 	keyPackageRate             int
 	ready                      func(httpAddr, mqtt string) // tests: called once serving
@@ -81,6 +82,14 @@ func parseArgs(argv []string, stderr io.Writer) (*args, error) {
 		a.allowAgents = append(a.allowAgents, s)
 		return nil
 	})
+	fs.Func("cors-origin", "Let browser scripts from this origin (https://app.example, or * for any) call the A2A JSON-RPC endpoint; repeat the flag for more. Without it, browsers may not.", func(s string) error {
+		a.corsOrigins = append(a.corsOrigins, s)
+		return nil
+	})
+	fs.Func("card-cors-origin", "Let browser scripts from only these origins read Agent Cards and pulses (repeat the flag). Without it, any origin may (*).", func(s string) error {
+		a.cardOrigins = append(a.cardOrigins, s)
+		return nil
+	})
 	fs.BoolVar(&a.perAgentMetrics, "per-agent-metrics", false, "Add per-agent series (labelled by DID) to /metrics. Off by default because of their cardinality.")
 	fs.BoolVar(&a.trustXFF, "trust-forwarded-for", false, "Rate-limit anonymous KeyPackage fetches by the X-Forwarded-For address, for a relay behind a reverse proxy.")
 	fs.IntVar(&a.keyPackageRate, "keypackage-rate", 30, "How many KeyPackages one caller may fetch per minute.")
@@ -92,19 +101,24 @@ func parseArgs(argv []string, stderr io.Writer) (*args, error) {
 	if a.version {
 		return a, nil
 	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("torpor-relay takes no arguments, got %q", fs.Args())
-	}
-	if (a.tlsCert == "") != (a.tlsKey == "") {
-		return nil, errors.New("--tls-cert and --tls-key go together")
-	}
-	if err := a.bounds.Validate(); err != nil {
-		return nil, err
-	}
-	if err := a.store.validate(); err != nil {
+	if err := a.check(fs.Args()); err != nil {
 		return nil, err
 	}
 	return a, nil
+}
+
+// check refuses arguments and flags that do not go together.
+func (a *args) check(rest []string) error {
+	if len(rest) > 0 {
+		return fmt.Errorf("torpor-relay takes no arguments, got %q", rest)
+	}
+	if (a.tlsCert == "") != (a.tlsKey == "") {
+		return errors.New("--tls-cert and --tls-key go together")
+	}
+	if err := a.bounds.Validate(); err != nil {
+		return err
+	}
+	return a.store.validate()
 }
 
 func main() {
@@ -161,7 +175,7 @@ func run(ctx context.Context, a *args, log *slog.Logger) error {
 	r, err := relay.New(relay.Config{
 		PublicURL: public, Queue: st.q, States: st.states, Peers: st.peers(), Bounds: a.bounds, AllowAgents: a.allowAgents,
 		KeyPackageRate: a.keyPackageRate, TrustForwardedFor: a.trustXFF, PerAgentMetrics: a.perAgentMetrics,
-		MQTTBroker: brokerURL, Clock: clk, Logger: log,
+		CORSOrigins: a.corsOrigins, CardCORSOrigins: a.cardOrigins, MQTTBroker: brokerURL, Clock: clk, Logger: log,
 	})
 	if err != nil {
 		ln.Close()

@@ -14,6 +14,7 @@ import (
 
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/internal/atomicfile"
+	"github.com/torpor-dev/torpor/runtime/manage"
 	"github.com/torpor-dev/torpor/transport/mqtt"
 )
 
@@ -71,7 +72,7 @@ func (f *deviceFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.prefix, "prefix", envOr("TORPOR_MQTT_PREFIX", mqtt.DefaultPrefix), "The topic prefix. Default $TORPOR_MQTT_PREFIX.")
 	fs.StringVar(&f.didStr, "did", "", "The device's DID, which the command names and which must sign the reply. Empty means the DID in the device's retained status.")
 	fs.DurationVar(&f.wait, "wait", 15*time.Second, "How long to wait for the reply; 0 sends without waiting.")
-	fs.DurationVar(&f.ttl, "ttl", mqtt.DefaultCommandTTL, "The command's lifetime: a device that wakes later refuses it, and the broker drops it.")
+	fs.DurationVar(&f.ttl, "ttl", manage.DefaultCommandTTL, "The command's lifetime: a device that wakes later refuses it, and the broker drops it.")
 	fs.BoolVar(&f.cbor, "cbor", false, "Send the command as CBOR (MQTT content type application/cbor); the reply comes back in CBOR.")
 	fs.BoolVar(&f.json, "json", false, "Print JSON instead of text.")
 	fs.Uint64Var(&f.seq, "seq", 0, "The command's sequence number; 0 picks the next one (milliseconds since 1970, kept increasing per key and device in KEY.seq).")
@@ -150,7 +151,7 @@ type deviceSession struct {
 	f      *deviceFlags
 	key    *did.PrivateKey
 	device string
-	op     *mqtt.Operator
+	op     *manage.Operator
 }
 
 func dialDevice(ctx context.Context, f *deviceFlags, device string) (*deviceSession, error) {
@@ -166,7 +167,7 @@ func dialDevice(ctx context.Context, f *deviceFlags, device string) (*deviceSess
 	}
 	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	op, err := mqtt.DialOperator(dctx, mqtt.OperatorConfig{Broker: f.broker, Prefix: f.prefix, Key: k})
+	op, err := manage.DialOperator(dctx, manage.OperatorConfig{Broker: f.broker, Prefix: f.prefix, Key: k})
 	if err != nil {
 		return nil, err
 	}
@@ -219,7 +220,7 @@ type commandOutput struct {
 	Seq       uint64          `json:"seq"`
 	Expires   time.Time       `json:"expires"`
 	Waiting   bool            `json:"waiting"` // no reply within --wait
-	Reply     *mqtt.Reply     `json:"reply,omitempty"`
+	Reply     *manage.Reply   `json:"reply,omitempty"`
 	Status    *mqtt.Status    `json:"status,omitempty"` // the retained status, when there was no reply
 	Signed    json.RawMessage `json:"signedReply,omitempty"`
 }
@@ -233,7 +234,7 @@ func (s *deviceSession) command(ctx context.Context, e *env, op string, args any
 	if err != nil {
 		return err
 	}
-	spec := mqtt.CommandSpec{Device: dev, Seq: seq, Op: op, Args: args, TTL: s.f.ttl}
+	spec := manage.CommandSpec{Device: dev, Seq: seq, Op: op, Args: args, TTL: s.f.ttl}
 	sent, err := s.op.Send(ctx, s.device, spec, s.f.cbor)
 	if err != nil {
 		return err
@@ -274,13 +275,13 @@ func (s *deviceSession) command(ctx context.Context, e *env, op string, args any
 	switch {
 	case out.Reply == nil:
 		return exitError{3}
-	case out.Reply.Outcome != mqtt.OutcomeOK:
+	case out.Reply.Outcome != manage.OutcomeOK:
 		return exitError{1}
 	}
 	return nil
 }
 
-// nextSeq picks the command's sequence number (mqtt.NextSeq) and records
+// nextSeq picks the command's sequence number (manage.NextSeq) and records
 // it in KEY.seq before the command leaves, so the next run never reuses
 // it even if this one fails after sending.
 func (s *deviceSession) nextSeq(dev did.DID) (uint64, error) {
@@ -295,7 +296,7 @@ func (s *deviceSession) nextSeq(dev did.DID) (uint64, error) {
 	}
 	seq := s.f.seq
 	if seq == 0 {
-		seq = mqtt.NextSeq(last[dev.String()], time.Now())
+		seq = manage.NextSeq(last[dev.String()], time.Now())
 	}
 	if seq > last[dev.String()] {
 		last[dev.String()] = seq
@@ -335,7 +336,7 @@ func printCommand(w io.Writer, o commandOutput) {
 	if len(r.Result) == 0 {
 		return
 	}
-	if o.Op == mqtt.OpStatus {
+	if o.Op == manage.OpStatus {
 		printStatusResult(w, r.Result)
 		return
 	}

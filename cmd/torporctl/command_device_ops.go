@@ -6,27 +6,27 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/torpor-dev/torpor/transport/mqtt"
+	"github.com/torpor-dev/torpor/runtime/manage"
 )
 
 // deviceOps are the operations of torporctl device: each registers its own
 // flags and turns its positional arguments (after DEVICE) into the
 // command's arguments.
 var deviceOps = map[string]deviceOp{
-	"status":             noArgs(mqtt.OpStatus),
-	"drain":              noArgs(mqtt.OpDrain),
-	"rotate-keys":        noArgs(mqtt.OpRotateKeys),
-	"set-mode":           {name: mqtt.OpSetMode, args: "MODE", flags: setModeFlags},
-	"wake-now":           {name: mqtt.OpWakeNow, flags: wakeNowFlags},
-	"refill-keypackages": {name: mqtt.OpRefillKeyPackages, flags: refillFlags},
-	"confirm":            holdOp(mqtt.OpConfirm),
-	"deny":               holdOp(mqtt.OpDeny),
-	"reconcile":          {name: mqtt.OpReconcile, args: "KEY", flags: reconcileFlags},
-	"halt":               noteOp(mqtt.OpHalt),
-	"resume":             noteOp(mqtt.OpResume),
-	"config-get":         {name: mqtt.OpConfigGet, args: "KEY", flags: configGetFlags},
-	"config-set":         {name: mqtt.OpConfigSet, args: "KEY VALUE", flags: configSetFlags},
-	"reboot":             {name: mqtt.OpReboot, flags: rebootFlags},
+	"status":             noArgs(manage.OpStatus),
+	"drain":              noArgs(manage.OpDrain),
+	"rotate-keys":        noArgs(manage.OpRotateKeys),
+	"set-mode":           {name: manage.OpSetMode, args: "MODE", flags: setModeFlags},
+	"wake-now":           {name: manage.OpWakeNow, flags: wakeNowFlags},
+	"refill-keypackages": {name: manage.OpRefillKeyPackages, flags: refillFlags},
+	"confirm":            holdOp(manage.OpConfirm),
+	"deny":               holdOp(manage.OpDeny),
+	"reconcile":          {name: manage.OpReconcile, args: "KEY", flags: reconcileFlags},
+	"halt":               noteOp(manage.OpHalt),
+	"resume":             noteOp(manage.OpResume),
+	"config-get":         {name: manage.OpConfigGet, args: "KEY", flags: configGetFlags},
+	"config-set":         {name: manage.OpConfigSet, args: "KEY VALUE", flags: configSetFlags},
+	"reboot":             {name: manage.OpReboot, flags: rebootFlags},
 	"watch":              {name: "watch", flags: watchFlags},
 }
 
@@ -57,7 +57,7 @@ func setModeFlags(fs *flag.FlagSet) func([]string) (any, error) {
 		if err := exactly(1, rest, "MODE (always_on, session, hourly_wake or sleep)"); err != nil {
 			return nil, err
 		}
-		a := &mqtt.SetModeArgs{Mode: rest[0]}
+		a := &manage.SetModeArgs{Mode: rest[0]}
 		set := map[string]bool{}
 		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 		if set["window"] {
@@ -94,7 +94,7 @@ func wakeNowFlags(fs *flag.FlagSet) func([]string) (any, error) {
 		if err := exactly(0, rest, "no arguments"); err != nil {
 			return nil, err
 		}
-		return &mqtt.WakeNowArgs{ForSec: int64(*d / time.Second)}, nil
+		return &manage.WakeNowArgs{ForSec: int64(*d / time.Second)}, nil
 	}
 }
 
@@ -104,7 +104,7 @@ func refillFlags(fs *flag.FlagSet) func([]string) (any, error) {
 		if err := exactly(0, rest, "no arguments"); err != nil {
 			return nil, err
 		}
-		return &mqtt.RefillArgs{Count: *n}, nil
+		return &manage.RefillArgs{Count: *n}, nil
 	}
 }
 
@@ -114,7 +114,7 @@ func holdOp(op string) deviceOp {
 			if err := exactly(1, rest, "HOLD, the held action's key (device status lists them)"); err != nil {
 				return nil, err
 			}
-			return &mqtt.HoldArgs{Hold: rest[0]}, nil
+			return &manage.HoldArgs{Hold: rest[0]}, nil
 		}
 	}}
 }
@@ -135,7 +135,7 @@ func reconcileFlags(fs *flag.FlagSet) func([]string) (any, error) {
 		if *note == "" {
 			return nil, errors.New("--note is required: who reconciled, against what")
 		}
-		return &mqtt.ReconcileArgs{Key: rest[0], Happened: *happened, Receipt: *receipt, EffectID: *effect, Note: *note}, nil
+		return &manage.ReconcileArgs{Key: rest[0], Happened: *happened, Receipt: *receipt, EffectID: *effect, Note: *note}, nil
 	}
 }
 
@@ -146,7 +146,7 @@ func noteOp(op string) deviceOp {
 			if err := exactly(0, rest, "no arguments (use --note)"); err != nil {
 				return nil, err
 			}
-			return &mqtt.NoteArgs{Note: *note}, nil
+			return &manage.NoteArgs{Note: *note}, nil
 		}
 	}}
 }
@@ -156,7 +156,7 @@ func configGetFlags(*flag.FlagSet) func([]string) (any, error) {
 		if err := exactly(1, rest, "KEY"); err != nil {
 			return nil, err
 		}
-		return &mqtt.ConfigArgs{Key: rest[0]}, nil
+		return &manage.ConfigArgs{Key: rest[0]}, nil
 	}
 }
 
@@ -165,7 +165,7 @@ func configSetFlags(*flag.FlagSet) func([]string) (any, error) {
 		if err := exactly(2, rest, "KEY VALUE"); err != nil {
 			return nil, err
 		}
-		return &mqtt.ConfigArgs{Key: rest[0], Value: &rest[1]}, nil
+		return &manage.ConfigArgs{Key: rest[0], Value: &rest[1]}, nil
 	}
 }
 
@@ -175,7 +175,7 @@ func rebootFlags(fs *flag.FlagSet) func([]string) (any, error) {
 		if err := exactly(0, rest, "no arguments"); err != nil {
 			return nil, err
 		}
-		return &mqtt.RebootArgs{DelaySec: int64(*delay / time.Second)}, nil
+		return &manage.RebootArgs{DelaySec: int64(*delay / time.Second)}, nil
 	}
 }
 

@@ -11,12 +11,14 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/runtime/manage"
+	"github.com/torpor-dev/torpor/runtime/manage/managetest"
 	"github.com/torpor-dev/torpor/transport/mqtt"
 	"github.com/torpor-dev/torpor/transport/mqtt/mqtttest"
 )
 
 // TestDeviceScripts runs testdata/device: torporctl device against the
-// embedded broker and a device (mqtt.Client with a recording Device) that
+// embedded broker and a device (manage.Server with a recording Device) that
 // allows the operator key $WORK/op.key. The custom command "devsleep"
 // ends the device's session as a sleep would; "executed OP ARGS" checks
 // that the last command the device executed was OP with the JSON
@@ -27,7 +29,7 @@ func TestDeviceScripts(t *testing.T) {
 		Setup: setupDevice,
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"devsleep": func(ts *testscript.TestScript, neg bool, args []string) {
-				c := ts.Value("client").(*mqtt.Client)
+				c := ts.Value("client").(*manage.Server)
 				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 				defer cancel()
 				ts.Check(c.Sleep(ctx, time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)))
@@ -42,7 +44,7 @@ func executed(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 2 {
 		ts.Fatalf("usage: executed OP ARGS")
 	}
-	cmds := ts.Value("device").(*mqtttest.Device).Executed()
+	cmds := ts.Value("device").(*managetest.Device).Executed()
 	if len(cmds) == 0 {
 		ts.Fatalf("the device executed no command")
 	}
@@ -73,18 +75,17 @@ func setupDevice(env *testscript.Env) error {
 	}
 	b := mqtttest.StartEmbedded(t, nil)
 	st := mqtttest.OpenState(t, filepath.Join(t.TempDir(), "agent.db"), nil)
-	dev := &mqtttest.Device{State: mqtt.Status{Mode: "hourly_wake", Window: &mqtt.Window{Minute: 17, LengthSec: 300}}}
-	dev.Result = func(_ context.Context, c mqtt.Command) mqtt.Result {
+	dev := &managetest.Device{State: mqtt.Status{Mode: "hourly_wake", Window: &mqtt.Window{Minute: 17, LengthSec: 300}}}
+	dev.Result = func(_ context.Context, c manage.Command) manage.Result {
 		switch c.Op {
-		case mqtt.OpStatus:
-			return mqtt.OK(map[string]any{"status": dev.State, "ledger": map[string]int{"completed": 2}})
-		case mqtt.OpRotateKeys:
-			return mqtt.Failed(mqtt.ReasonUnsupported, "no key rotation here")
+		case manage.OpStatus:
+			return manage.OK(map[string]any{"status": dev.State, "ledger": map[string]int{"completed": 2}})
+		case manage.OpRotateKeys:
+			return manage.Failed(manage.ReasonUnsupported, "no key rotation here")
 		}
-		return mqtt.OK(map[string]any{"op": c.Op, "args": c.Args})
+		return manage.OK(map[string]any{"op": c.Op, "args": c.Args})
 	}
-	c, err := mqtt.Start(mqtt.Config{Broker: b.URL(), Name: "dev-1", Key: devKey, Operators: []did.DID{op.DID()},
-		DB: st.DB, Replay: st.Replay, Ledger: st.Ledger, Device: dev})
+	c, err := manage.Start(manage.Config{Config: mqtt.Config{Broker: b.URL(), Name: "dev-1", Key: devKey, DB: st.DB}, Operators: []did.DID{op.DID()}, Replay: st.Replay, Ledger: st.Ledger, Device: dev})
 	if err != nil {
 		return err
 	}

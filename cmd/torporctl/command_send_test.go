@@ -2,14 +2,13 @@ package main
 
 import (
 	"context"
-	"net/http/httptest"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/internal/worldtest"
 	"github.com/torpor-dev/torpor/store/agents"
 	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/transport/relay"
@@ -26,30 +25,13 @@ func TestSendScripts(t *testing.T) {
 
 func setupRelay(env *testscript.Env) error {
 	t := env.T().(testing.TB)
-	dir := t.TempDir()
-	q, err := queue.OpenBolt(filepath.Join(dir, "queue.db"), nil)
-	if err != nil {
-		return err
-	}
-	states, err := agents.OpenBolt(filepath.Join(dir, "agents.db"), nil)
-	if err != nil {
-		return err
-	}
-	srv := httptest.NewUnstartedServer(nil)
 	bounds := queue.DefaultBounds()
 	bounds.MaxPerPeer = 2
-	r, err := relay.New(relay.Config{PublicURL: "http://" + srv.Listener.Addr().String(), Queue: q, States: states, Bounds: bounds})
+	r, err := worldtest.Open(t.TempDir(), relay.Config{Bounds: bounds})
 	if err != nil {
 		return err
 	}
-	srv.Config.Handler = r.Handler()
-	srv.Start()
-	env.Defer(func() {
-		r.Link().Close()
-		srv.Close()
-		q.Close()
-		states.Close()
-	})
+	env.Defer(r.Close)
 	agents := []struct {
 		env string
 		st  agents.State
@@ -62,13 +44,13 @@ func setupRelay(env *testscript.Env) error {
 		if err != nil {
 			return err
 		}
-		if err := states.Put(context.Background(), k.DID().String(), a.st, nil, nil); err != nil {
+		if err := r.States.Put(context.Background(), k.DID().String(), a.st, nil, nil); err != nil {
 			return err
 		}
 		env.Setenv(a.env, k.DID().String())
 	}
 	unknown, _ := did.Generate(nil)
 	env.Setenv("AGENT_UNKNOWN", unknown.DID().String())
-	env.Setenv("TORPOR_RELAY", srv.URL)
+	env.Setenv("TORPOR_RELAY", r.URL)
 	return nil
 }

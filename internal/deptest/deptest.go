@@ -1,7 +1,8 @@
 // Package deptest holds the module's import layering as data, Rules, and
 // Check, which checks rules over an import graph; its test loads the
 // module's real graph with `go list -deps -json` and fails on any
-// violation. It has no other code.
+// violation. It also holds LongFuncs, the function-length rule
+// (MaxFuncLines), which its test applies to every Go file of the module.
 //
 // The layers (docs/architecture.md, "Packages"): the agent's runtime
 // (runtime/...) is on top and only the agent and tools import it; the

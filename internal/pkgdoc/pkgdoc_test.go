@@ -1,5 +1,7 @@
 // Package pkgdoc holds a test that every package of the module has a
-// package comment (STYLE 52).
+// package comment, which says what the package is for and the decisions
+// it makes (docs/architecture.md: "Each package's doc.go explains its own
+// decisions").
 package pkgdoc
 
 import (

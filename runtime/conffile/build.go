@@ -18,6 +18,7 @@ import (
 	"github.com/torpor-dev/torpor/runtime"
 	"github.com/torpor-dev/torpor/runtime/deliver"
 	"github.com/torpor-dev/torpor/runtime/drain"
+	"github.com/torpor-dev/torpor/runtime/manage"
 	"github.com/torpor-dev/torpor/runtime/purpose"
 	"github.com/torpor-dev/torpor/runtime/sessions"
 	"github.com/torpor-dev/torpor/session"
@@ -33,8 +34,8 @@ type Built struct {
 	Config runtime.Config
 	// Commands configures the operators' commands over MQTT; nil when the
 	// file names no broker. The daemon sets Logger, Reboot and RotateKey,
-	// which need the running agent, and calls runtime.NewCommands.
-	Commands *runtime.CommandsConfig
+	// which need the running agent, and calls manage.NewCommands.
+	Commands *manage.CommandsConfig
 	closers  []func()
 }
 
@@ -59,29 +60,8 @@ func (f *File) Build() (*Built, error) {
 			errs = append(errs, err)
 		}
 	}
-	c.Clock = clock.Real
-	if f.TimeScale != 0 { // absent: real time
-		if err := clock.CheckScale(f.TimeScale); err != nil {
-			add(fmt.Errorf("timeScale (or --time-scale): %w", err))
-		} else {
-			c.Clock, _ = clock.NewScaled(clock.Real, f.TimeScale)
-		}
-	}
-	if f.Key == "" {
-		add(errors.New("no key file (\"key\" or --key)"))
-	} else {
-		k, err := did.LoadKey(f.Key)
-		var ke *did.KeyFileError
-		switch {
-		case errors.Is(err, did.ErrNoKey):
-			add(fmt.Errorf("key file %s does not exist (torporctl keygen %s makes one)", f.Key, f.Key))
-		case errors.As(err, &ke):
-			add(fmt.Errorf("key file %s: %w", f.Key, ke.Err))
-		default:
-			add(err)
-		}
-		c.Key, c.KeyFile = k, f.Key
-	}
+	add(f.buildClock(c))
+	add(f.buildKey(c))
 	c.DataDir, c.RelayURL, c.Name = f.DataDir, f.Relay, f.Name
 	add(f.buildWake(c)) // a board profile may supply the data directory
 	if c.DataDir == "" {
@@ -113,13 +93,44 @@ func (f *File) Build() (*Built, error) {
 	return b, nil
 }
 
+// buildClock sets the clock: real time, scaled by TimeScale when it is
+// set.
+func (f *File) buildClock(c *runtime.Config) error {
+	c.Clock = clock.Real
+	if f.TimeScale == 0 { // absent: real time
+		return nil
+	}
+	if err := clock.CheckScale(f.TimeScale); err != nil {
+		return fmt.Errorf("timeScale (or --time-scale): %w", err)
+	}
+	c.Clock, _ = clock.NewScaled(clock.Real, f.TimeScale)
+	return nil
+}
+
+// buildKey loads the key file.
+func (f *File) buildKey(c *runtime.Config) error {
+	if f.Key == "" {
+		return errors.New("no key file (\"key\" or --key)")
+	}
+	k, err := did.LoadKey(f.Key)
+	c.Key, c.KeyFile = k, f.Key
+	var ke *did.KeyFileError
+	switch {
+	case errors.Is(err, did.ErrNoKey):
+		return fmt.Errorf("key file %s does not exist (torporctl keygen %s makes one)", f.Key, f.Key)
+	case errors.As(err, &ke):
+		return fmt.Errorf("key file %s: %w", f.Key, ke.Err)
+	}
+	return err
+}
+
 // buildCommands reads the MQTT management channel.
 func (b *Built) buildCommands(f *File) error {
 	m := f.MQTT
 	if m == nil || m.Broker == "" {
 		return nil
 	}
-	cc := &runtime.CommandsConfig{Broker: m.Broker, Name: m.Name, Prefix: m.Prefix, SessionExpiry: time.Duration(m.SessionExpiry)}
+	cc := &manage.CommandsConfig{Broker: m.Broker, Name: m.Name, Prefix: m.Prefix, SessionExpiry: time.Duration(m.SessionExpiry)}
 	var errs []error
 	if u, err := url.Parse(m.Broker); err != nil || u.Host == "" {
 		errs = append(errs, fmt.Errorf("mqtt.broker %q: want mqtt://HOST:PORT or mqtts://HOST:PORT", m.Broker))

@@ -31,7 +31,7 @@
 //	           "operators": ["did:key:z6Mk…"]}
 //	}
 //
-// "mqtt" starts the operators' management channel (runtime.Commands): the
+// "mqtt" starts the operators' management channel (manage.Commands): the
 // agent takes signed commands on the broker while it is awake; the name
 // defaults to the agent's DID. Without a broker there is none.
 //
@@ -89,7 +89,7 @@ type File struct {
 	MQTT           *MQTT      `json:"mqtt,omitempty"`
 }
 
-// MQTT is the operators' management channel over MQTT (runtime.Commands,
+// MQTT is the operators' management channel over MQTT (manage.Commands,
 // docs/mqtt.md). Without a broker the agent takes no operators' commands.
 type MQTT struct {
 	// Broker is the MQTT 5 broker URL (mqtt://host:port, mqtts://...).

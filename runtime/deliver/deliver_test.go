@@ -20,6 +20,7 @@ import (
 	"github.com/mochi-mqtt/server/v2/listeners"
 	"github.com/mochi-mqtt/server/v2/packets"
 
+	"github.com/torpor-dev/torpor/clock"
 	"github.com/torpor-dev/torpor/clock/clocktest"
 )
 
@@ -109,6 +110,34 @@ func TestExecTimeout(t *testing.T) {
 	err := <-done
 	if !errors.Is(err, errTimeout) || errors.Is(err, ErrNotStarted) {
 		t.Fatalf("Deliver of a hanging program: err = %v, want errTimeout (and not ErrNotStarted: it may have acted)", err)
+	}
+}
+
+// TestExecTimeoutIsRealTime: the program runs outside the agent, so its
+// timeout is real time even on a scaled clock (the clock package's rule): a
+// minute of scaled time does not end it, a real minute does.
+func TestExecTimeoutIsRealTime(t *testing.T) {
+	self, _ := os.Executable()
+	base := clocktest.New(time.Date(2026, 1, 15, 14, 0, 0, 0, time.UTC))
+	scaled, err := clock.NewScaled(base, 60)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &Exec{Path: self, Env: []string{"TORPOR_DELIVER_HELPER=hang"}, Timeout: time.Minute, Clock: scaled}
+	created := base.TimerCreated()
+	done := make(chan error, 1)
+	go func() {
+		_, err := h.Deliver(context.Background(), testDelivery())
+		done <- err
+	}()
+	<-created
+	base.Advance(time.Second) // a minute of scaled time
+	if base.Pending() != 1 {
+		t.Fatalf("%d timers pending after a scaled minute, want the real minute's timer still pending", base.Pending())
+	}
+	base.Advance(59 * time.Second)
+	if err := <-done; !errors.Is(err, errTimeout) {
+		t.Fatalf("Deliver of a hanging program after a real minute: err = %v, want errTimeout", err)
 	}
 }
 
@@ -235,7 +264,7 @@ func (downPublisher) Publish(context.Context, Message) error {
 }
 
 func TestRouter(t *testing.T) {
-	rec := &recorder{}
+	rec := &Recorder{}
 	r, err := NewRouter(
 		Route{Pattern: "comms:message", Name: "chat", Handler: rec},
 		Route{Pattern: "action:*", Name: "bus", Handler: &MQTT{Publisher: downPublisher{}, Topic: "t"}},
@@ -267,13 +296,6 @@ func TestRouter(t *testing.T) {
 	if _, err := NewRouter(Route{Pattern: "bad pattern", Handler: rec}); err == nil {
 		t.Error("NewRouter accepted an invalid pattern")
 	}
-}
-
-type recorder struct{ got []Delivery }
-
-func (r *recorder) Deliver(_ context.Context, d Delivery) (Outcome, error) {
-	r.got = append(r.got, d)
-	return Outcome{OK: true}, nil
 }
 
 // TestMQTTBrokerDown: with no broker to connect to, a publication waits at

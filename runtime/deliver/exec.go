@@ -26,7 +26,8 @@ type Exec struct {
 	Dir string
 	// Timeout kills the program when it runs longer. Zero means one minute.
 	Timeout time.Duration
-	// Clock measures the timeout. Nil means clock.Real.
+	// Clock measures the durations, and clock.Unscaled(Clock) the timeout.
+	// Nil means clock.Real.
 	Clock clock.Clock
 }
 
@@ -59,7 +60,7 @@ func (e *Exec) Deliver(ctx context.Context, d Delivery) (Outcome, error) {
 	if err := cmd.Start(); err != nil {
 		return Outcome{Detail: err.Error()}, fmt.Errorf("deliver: starting %s: %w (%w)", e.Path, err, ErrNotStarted)
 	}
-	stop := e.armTimeout(c, cancel)
+	stop := e.armTimeout(ctx, c, cancel)
 	werr := cmd.Wait()
 	stop()
 	o := Outcome{
@@ -88,23 +89,19 @@ func (e *Exec) Deliver(ctx context.Context, d Delivery) (Outcome, error) {
 var errTimeout = errors.New("deliver: handler timed out")
 
 // armTimeout cancels the handler's context with cause errTimeout after the
-// timeout on c. The returned function disarms it.
-func (e *Exec) armTimeout(c clock.Clock, cancel context.CancelCauseFunc) (stop func()) {
+// timeout. The program is outside the agent, so the timeout is in real
+// time, on clock.Unscaled(c) (the clock package's rule). The returned
+// function disarms it.
+func (e *Exec) armTimeout(ctx context.Context, c clock.Clock, cancel context.CancelCauseFunc) (stop func()) {
 	d := e.Timeout
 	if d == 0 {
 		d = time.Minute
 	}
-	t := c.NewTimer(d)
-	done := make(chan struct{})
-	go func() {
-		select {
-		case <-t.C():
+	tctx, stop := clock.WithTimeoutCause(ctx, clock.Unscaled(c), d, errTimeout)
+	context.AfterFunc(tctx, func() {
+		if context.Cause(tctx) == errTimeout {
 			cancel(errTimeout)
-		case <-done:
 		}
-	}()
-	return func() {
-		t.Stop()
-		close(done)
-	}
+	})
+	return stop
 }

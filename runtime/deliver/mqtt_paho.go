@@ -18,7 +18,7 @@ import (
 type PahoPublisher struct {
 	cm *autopaho.ConnectionManager
 	// ConnectTimeout bounds Publish's wait for a connection; zero means
-	// 10 seconds. Clock measures it; nil means clock.Real.
+	// 10 seconds. clock.Unscaled(Clock) measures it; nil means clock.Real.
 	ConnectTimeout time.Duration
 	Clock          clock.Clock
 }
@@ -66,17 +66,9 @@ func (p *PahoPublisher) Publish(ctx context.Context, m Message) error {
 	if wait == 0 {
 		wait = 10 * time.Second
 	}
-	actx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	t := clock.Or(p.Clock).NewTimer(wait)
-	defer t.Stop()
-	go func() {
-		select {
-		case <-t.C():
-			cancel(errors.New("timed out"))
-		case <-actx.Done():
-		}
-	}()
+	// A wait for the broker: real time (the clock package's rule).
+	actx, cancel := clock.WithTimeoutCause(ctx, clock.Unscaled(p.Clock), wait, errors.New("timed out"))
+	defer cancel()
 	if err := p.cm.AwaitConnection(actx); err != nil {
 		return fmt.Errorf("deliver: MQTT broker not connected: %v (%w)", context.Cause(actx), ErrNotStarted)
 	}

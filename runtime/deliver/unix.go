@@ -26,7 +26,8 @@ type Unix struct {
 	// Path is the HTTP request path; empty means "/".
 	Path string
 	// Timeout bounds one hand-off; zero means one minute. Clock measures
-	// it and the durations; nil means clock.Real.
+	// the durations, and clock.Unscaled(Clock) the timeout; nil means
+	// clock.Real.
 	Timeout time.Duration
 	Clock   clock.Clock
 
@@ -57,7 +58,13 @@ func (u *Unix) Deliver(ctx context.Context, d Delivery) (Outcome, error) {
 	}
 	c := clock.Or(u.Clock)
 	start := c.Now()
-	ctx, cancel := clockTimeout(ctx, c, u.Timeout)
+	timeout := u.Timeout
+	if timeout == 0 {
+		timeout = time.Minute
+	}
+	// The application answers outside the agent: real time (the clock
+	// package's rule).
+	ctx, cancel := clock.WithTimeoutCause(ctx, clock.Unscaled(c), timeout, errTimeout)
 	defer cancel()
 	path := u.Path
 	if path == "" {
@@ -103,27 +110,4 @@ func notConnected(err error) bool {
 		return true
 	}
 	return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ENOENT)
-}
-
-// clockTimeout is context.WithTimeout on c (zero d: one minute), with
-// cause errTimeout.
-func clockTimeout(ctx context.Context, c clock.Clock, d time.Duration) (context.Context, context.CancelFunc) {
-	if d == 0 {
-		d = time.Minute
-	}
-	ctx, cancel := context.WithCancelCause(ctx)
-	t := c.NewTimer(d)
-	done := make(chan struct{})
-	go func() {
-		select {
-		case <-t.C():
-			cancel(errTimeout)
-		case <-done:
-		}
-	}()
-	return ctx, func() {
-		t.Stop()
-		close(done)
-		cancel(context.Canceled)
-	}
 }

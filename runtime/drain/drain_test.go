@@ -6,7 +6,6 @@ import (
 	"errors"
 	"path/filepath"
 	"runtime"
-	"sync"
 	"testing"
 	"time"
 
@@ -29,40 +28,14 @@ import (
 
 var t0 = time.Date(2026, 1, 15, 14, 0, 0, 0, time.UTC)
 
-// recorder is a handler that records what it was given.
-type recorder struct {
-	mu   sync.Mutex
-	got  []deliver.Delivery
-	fail error
-	// hook runs on each delivery before it is recorded.
-	hook func(d deliver.Delivery)
-	// discard takes deliveries without keeping them.
-	discard bool
-}
-
-func (r *recorder) Deliver(_ context.Context, d deliver.Delivery) (deliver.Outcome, error) {
-	if r.hook != nil {
-		r.hook(d)
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.fail != nil {
-		return deliver.Outcome{}, r.fail
-	}
-	if !r.discard {
-		r.got = append(r.got, d)
-	}
-	return deliver.Outcome{OK: true, EffectID: "eff-" + d.ObjectID}, nil
-}
-
-func (r *recorder) ids() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []string
-	for _, d := range r.got {
-		out = append(out, d.ObjectID)
-	}
-	return out
+// newRecorder returns the application the harness hands objects to; its
+// answers name an effect after the object.
+func newRecorder() *deliver.Recorder {
+	r := &deliver.Recorder{}
+	r.AnswerWith(func(d deliver.Delivery) deliver.Outcome {
+		return deliver.Outcome{OK: true, EffectID: "eff-" + d.ObjectID}
+	})
+	return r
 }
 
 type harness struct {
@@ -73,7 +46,7 @@ type harness struct {
 	ledger       *ledger.Ledger
 	gate         *gate.Gate
 	d            *drain.Drainer
-	rec          *recorder
+	rec          *deliver.Recorder
 	cfg          drain.Config
 	alice, bob   *did.PrivateKey
 	owner, agent *did.PrivateKey
@@ -87,7 +60,7 @@ type opts struct {
 
 func newHarness(t testing.TB, o opts) *harness {
 	t.Helper()
-	h := &harness{t: t, path: filepath.Join(t.TempDir(), "agent.db"), clock: clocktest.New(t0), rec: &recorder{},
+	h := &harness{t: t, path: filepath.Join(t.TempDir(), "agent.db"), clock: clocktest.New(t0), rec: newRecorder(),
 		alice: runtimetest.Key(t, 1), bob: runtimetest.Key(t, 2), owner: runtimetest.Key(t, 9), agent: runtimetest.Key(t, 8)}
 	h.cfg = drain.Config{
 		Owner: h.owner.DID(), Purposes: purpose.Set{"comms:*", "action:*"}, AllowPlaintext: o.plaintext,
@@ -180,6 +153,45 @@ func tamper(obj []byte) []byte {
 
 func TestDrainMixedBatch(t *testing.T) {
 	h := newHarness(t, opts{plaintext: true})
+	m := newMixedBatch(t, h)
+	rep := h.batch(m.bodies...)
+	if diff := cmp.Diff(m.delivered, h.rec.IDs()); diff != "" {
+		t.Errorf("delivered (-want +got):\n%s", diff)
+	}
+	wantRejected := map[string]int{
+		"signature-invalid": 1, "expired": 1, "replay": 1, "purpose-not-permitted": 1,
+		drain.CauseNoObject: 1, "media-type-conflict": 1, "sender-mismatch": 1, drain.CauseMLS: 1,
+	}
+	if diff := cmp.Diff(wantRejected, rep.Rejected); diff != "" {
+		t.Errorf("rejections by cause (-want +got):\n%s", diff)
+	}
+	if rep.Deferred != 2 || rep.Acked != 14 || rep.Handshake != 2 || rep.Delivered != 4 {
+		t.Errorf("report %v: want deferred 2, acked 14, handshake 2, delivered 4", rep)
+	}
+	if diff := cmp.Diff([]uint64{1, 2, 3, 4, 5, 7, 8, 10, 11, 12, 13, 14, 15, 16}, h.acked); diff != "" {
+		t.Errorf("acked (-want +got):\n%s", diff)
+	}
+	checkMixedBatchStored(t, h, m.delivered[0])
+	// The deferred record is processable once the group exists.
+	h.acked = nil
+	rep = h.batch(runtimetest.Body(t, runtimetest.SealObject("g1", h.alice.DID(), h.obj(h.alice, "comms:message", t0, time.Hour, nil))))
+	if rep.Delivered != 1 || len(h.acked) != 1 {
+		t.Errorf("after the welcome: %v", rep)
+	}
+}
+
+// mixedBatch is a batch of sixteen records for TestDrainMixedBatch, and the
+// IDs of the objects the drain must deliver from it, in order.
+type mixedBatch struct {
+	bodies    [][]byte
+	delivered []string
+}
+
+// newMixedBatch makes the records of a mixed batch with h's keys: valid
+// plaintext and MLS objects, each cause of rejection, records deferred
+// until a Welcome, handshakes, and a bare object.
+func newMixedBatch(t *testing.T, h *harness) mixedBatch {
+	t.Helper()
 	a, b := h.alice.DID(), h.bob.DID()
 	valid := h.obj(h.alice, "comms:message", t0.Add(-time.Minute), time.Hour, nil)
 	mlsValid := h.obj(h.alice, "comms:message", t0.Add(-time.Minute), time.Hour, nil)
@@ -210,45 +222,33 @@ func TestDrainMixedBatch(t *testing.T) {
 		/*15*/ runtimetest.Body(t, runtimetest.Commit("g1")),
 		/*16*/ bareBody,
 	}
-	rep := h.batch(bodies...)
-	if diff := cmp.Diff([]string{objID(t, valid), objID(t, mlsValid), objID(t, bobs), objID(t, bare)}, h.rec.ids()); diff != "" {
-		t.Errorf("delivered (-want +got):\n%s", diff)
+	return mixedBatch{
+		bodies:    bodies,
+		delivered: []string{objID(t, valid), objID(t, mlsValid), objID(t, bobs), objID(t, bare)},
 	}
-	wantRejected := map[string]int{
-		"signature-invalid": 1, "expired": 1, "replay": 1, "purpose-not-permitted": 1,
-		drain.CauseNoObject: 1, "media-type-conflict": 1, "sender-mismatch": 1, drain.CauseMLS: 1,
-	}
-	if diff := cmp.Diff(wantRejected, rep.Rejected); diff != "" {
-		t.Errorf("rejections by cause (-want +got):\n%s", diff)
-	}
-	if rep.Deferred != 2 || rep.Acked != 14 || rep.Handshake != 2 || rep.Delivered != 4 {
-		t.Errorf("report %v: want deferred 2, acked 14, handshake 2, delivered 4", rep)
-	}
-	if diff := cmp.Diff([]uint64{1, 2, 3, 4, 5, 7, 8, 10, 11, 12, 13, 14, 15, 16}, h.acked); diff != "" {
-		t.Errorf("acked (-want +got):\n%s", diff)
-	}
+}
+
+// checkMixedBatchStored checks what the mixed batch left in h's store: the
+// commit applied to group g1, and four outcomes recorded, the first for
+// the valid plaintext object validID, at sequence 1.
+func checkMixedBatchStored(t *testing.T, h *harness, validID string) {
+	t.Helper()
 	h.db.View(func(tx *bolt.Tx) error {
 		if e, ok := runtimetest.Epoch(tx, "g1"); !ok || e != 1 {
 			t.Errorf("group g1 epoch = %d, %v; want 1 (the commit applied in the batch)", e, ok)
 		}
 		out, err := drain.Outcomes(tx)
-		if err != nil || len(out) != 4 || out[0].Outcome.EffectID != "eff-"+objID(t, valid) || out[0].Seq != 1 {
+		if err != nil || len(out) != 4 || out[0].Outcome.EffectID != "eff-"+validID || out[0].Seq != 1 {
 			t.Errorf("recorded outcomes %+v, %v", out, err)
 		}
 		return nil
 	})
-	// The deferred record is processable once the group exists.
-	h.acked = nil
-	rep = h.batch(runtimetest.Body(t, runtimetest.SealObject("g1", a, h.obj(h.alice, "comms:message", t0, time.Hour, nil))))
-	if rep.Delivered != 1 || len(h.acked) != 1 {
-		t.Errorf("after the welcome: %v", rep)
-	}
 }
 
 func TestPlaintextNotAllowed(t *testing.T) {
 	h := newHarness(t, opts{})
 	rep := h.batch(runtimetest.Body(t, runtimetest.DataPart(t, h.obj(h.alice, "comms:message", t0, time.Hour, nil))))
-	if rep.Rejected[drain.CausePlaintext] != 1 || rep.Acked != 1 || len(h.rec.ids()) != 0 {
+	if rep.Rejected[drain.CausePlaintext] != 1 || rep.Acked != 1 || len(h.rec.IDs()) != 0 {
 		t.Fatalf("unencrypted object with plaintext off: %v", rep)
 	}
 }
@@ -273,8 +273,8 @@ func TestRedeliveredBatchIsNotNotifiedTwice(t *testing.T) {
 	if err != nil || rep.Rejected["replay"] != 2 || rep.Delivered != 0 || len(h.acked) != 3 {
 		t.Fatalf("redelivered batch = %v, %v; want 2 replays, nothing delivered, 3 acked", rep, err)
 	}
-	if len(h.rec.ids()) != 2 {
-		t.Fatalf("handler got %d objects, want 2", len(h.rec.ids()))
+	if len(h.rec.IDs()) != 2 {
+		t.Fatalf("handler got %d objects, want 2", len(h.rec.IDs()))
 	}
 }
 
@@ -303,8 +303,8 @@ func TestStoreFailureAcknowledgesNothing(t *testing.T) {
 	if !errors.Is(err, store.ErrFull) {
 		t.Fatalf("Batch with a failing store: err = %v, want store.ErrFull", err)
 	}
-	if len(h.acked) != 0 || len(h.rec.ids()) != 0 {
-		t.Fatalf("acked %v, delivered %v: want nothing", h.acked, h.rec.ids())
+	if len(h.acked) != 0 || len(h.rec.IDs()) != 0 {
+		t.Fatalf("acked %v, delivered %v: want nothing", h.acked, h.rec.IDs())
 	}
 	h.db.View(func(tx *bolt.Tx) error {
 		if _, ok := runtimetest.Epoch(tx, "g"); ok {
@@ -318,14 +318,14 @@ func TestStoreFailureAcknowledgesNothing(t *testing.T) {
 // first hand-off, as a crash after the commit would, then reopens.
 func crashDuringNotify(h *harness, recs []drain.Record) {
 	h.t.Helper()
-	h.rec.hook = func(deliver.Delivery) { runtime.Goexit() }
+	h.rec.OnDeliver(func(deliver.Delivery) { runtime.Goexit() })
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		h.d.Batch(context.Background(), recs, h.ack)
 	}()
 	<-done
-	h.rec.hook = nil
+	h.rec.OnDeliver(nil)
 	h.restart()
 }
 
@@ -340,8 +340,8 @@ func TestCrashAfterCommitAtMostOnce(t *testing.T) {
 	if err != nil || rec.Lost != 2 || rec.Redelivered != 0 {
 		t.Fatalf("Recover = %+v, %v; want 2 lost, none redelivered", rec, err)
 	}
-	if rep, _ := h.d.Batch(context.Background(), recs, h.ack); rep.Rejected["replay"] != 2 || len(h.rec.ids()) != 0 {
-		t.Fatalf("after recovery the relay's redelivery = %v, handler got %v; want replays and nothing", rep, h.rec.ids())
+	if rep, _ := h.d.Batch(context.Background(), recs, h.ack); rep.Rejected["replay"] != 2 || len(h.rec.IDs()) != 0 {
+		t.Fatalf("after recovery the relay's redelivery = %v, handler got %v; want replays and nothing", rep, h.rec.IDs())
 	}
 	if rec, _ := h.d.Recover(context.Background()); rec != (drain.Recovery{}) {
 		t.Fatalf("second Recover = %+v, want nothing", rec)
@@ -358,18 +358,18 @@ func TestCrashAfterCommitAtLeastOnce(t *testing.T) {
 	}
 	crashDuringNotify(h, recs)
 	// A failed hand-off stays for the next attempt.
-	h.rec.fail = errors.New("application down")
+	h.rec.FailWith(errors.New("application down"))
 	rec, err := h.d.Recover(context.Background())
 	if err != nil || rec.Failed != 2 {
 		t.Fatalf("Recover with the application down = %+v, %v", rec, err)
 	}
-	h.rec.fail = nil
+	h.rec.FailWith(nil)
 	h.clock.Advance(20 * time.Minute) // o2 expired meanwhile
 	rec, err = h.d.Recover(context.Background())
 	if err != nil || rec.Redelivered != 1 || rec.Expired != 1 {
 		t.Fatalf("Recover = %+v, %v; want 1 redelivered, 1 expired", rec, err)
 	}
-	got := h.rec.got
+	got := h.rec.Got()
 	if len(got) != 1 || got[0].ObjectID != objID(t, o1) || got[0].Attempt != 3 {
 		t.Fatalf("redelivered %+v; want o1 at attempt 3", got)
 	}
@@ -401,8 +401,8 @@ func TestActionsThroughTheGate(t *testing.T) {
 	if rep.Ran != 1 || rep.Held != 1 || rep.Refused != 1 || rep.Rejected["purpose-not-permitted"] != 1 {
 		t.Fatalf("report %v: want ran 1, held 1, refused 1 (same idempotency key), a non-owner halt refused", rep)
 	}
-	if ids := h.rec.ids(); len(ids) != 1 || ids[0] != objID(t, allowed) || h.rec.got[0].IdempotencyKey != h.alice.DID().String()+" order-1" {
-		t.Fatalf("handler got %+v", h.rec.got)
+	if ids := h.rec.IDs(); len(ids) != 1 || ids[0] != objID(t, allowed) || h.rec.Got()[0].IdempotencyKey != h.alice.DID().String()+" order-1" {
+		t.Fatalf("handler got %+v", h.rec.Got())
 	}
 	h.db.View(func(tx *bolt.Tx) error {
 		e, err := h.ledger.Get(tx, h.alice.DID().String()+" order-1")
@@ -414,8 +414,8 @@ func TestActionsThroughTheGate(t *testing.T) {
 	// The owner confirms the held capture in a later batch.
 	confirm := h.obj(h.owner, gate.PurposeConfirm, t0, time.Hour, map[string]any{"hold": h.alice.DID().String() + " " + objID(t, held)})
 	rep = h.batch(runtimetest.Body(t, runtimetest.DataPart(t, confirm)))
-	if rep.Control != 1 || rep.Ran != 1 || len(h.rec.ids()) != 2 || h.rec.ids()[1] != objID(t, held) {
-		t.Fatalf("after confirmation: %v, handler got %v", rep, h.rec.ids())
+	if rep.Control != 1 || rep.Ran != 1 || len(h.rec.IDs()) != 2 || h.rec.IDs()[1] != objID(t, held) {
+		t.Fatalf("after confirmation: %v, handler got %v", rep, h.rec.IDs())
 	}
 }
 
@@ -425,8 +425,8 @@ func TestHaltInTheSameBatchStopsActionsNotYetStarted(t *testing.T) {
 	action := h.obj(h.alice, "action:hold", t0, time.Hour, nil)
 	halt := h.obj(h.owner, gate.PurposeHalt, t0, time.Hour, map[string]any{"note": "stop"})
 	rep := h.batch(runtimetest.Body(t, runtimetest.DataPart(t, action)), runtimetest.Body(t, runtimetest.DataPart(t, halt)))
-	if rep.Ran != 1 || rep.Control != 1 || len(h.rec.ids()) != 0 {
-		t.Fatalf("report %v, handler got %v: the halt must stop the action before it starts", rep, h.rec.ids())
+	if rep.Ran != 1 || rep.Control != 1 || len(h.rec.IDs()) != 0 {
+		t.Fatalf("report %v, handler got %v: the halt must stop the action before it starts", rep, h.rec.IDs())
 	}
 	var holds []gate.Held
 	h.db.View(func(tx *bolt.Tx) error { holds, _ = h.gate.Holds(tx); return nil })
@@ -434,8 +434,8 @@ func TestHaltInTheSameBatchStopsActionsNotYetStarted(t *testing.T) {
 		t.Fatalf("holds %+v; want the action held as halted", holds)
 	}
 	resume := h.obj(h.owner, gate.PurposeResume, t0, time.Hour, map[string]any{})
-	if rep := h.batch(runtimetest.Body(t, runtimetest.DataPart(t, resume))); rep.Ran != 1 || len(h.rec.ids()) != 1 {
-		t.Fatalf("after resume: %v, handler got %v", rep, h.rec.ids())
+	if rep := h.batch(runtimetest.Body(t, runtimetest.DataPart(t, resume))); rep.Ran != 1 || len(h.rec.IDs()) != 1 {
+		t.Fatalf("after resume: %v, handler got %v", rep, h.rec.IDs())
 	}
 }
 
@@ -452,7 +452,7 @@ func TestHandlerOutcomesSettleTheLedger(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			h := newHarness(t, opts{plaintext: true})
 			h.policy()
-			h.rec.fail = tt.err
+			h.rec.FailWith(tt.err)
 			a := h.obj(h.alice, "action:hold", t0, time.Hour, nil)
 			h.batch(runtimetest.Body(t, runtimetest.DataPart(t, a)))
 			h.db.View(func(tx *bolt.Tx) error {

@@ -13,7 +13,7 @@ import (
 	"github.com/torpor-dev/torpor/runtime/runtimetest"
 )
 
-// Memory budget of a drain (STYLE 51). A device with 64 MB of RAM drains a
+// Memory budget of a drain. A device with 64 MB of RAM drains a
 // queue of any length in bounded memory: one batch (BatchSize records) is
 // in memory at a time, and nothing a batch leaves behind grows with the
 // queue. batchBudget is what a batch of 64 one-kilobyte objects may hold
@@ -49,13 +49,13 @@ func TestDrainMemoryBudget(t *testing.T) {
 	h := newHarness(t, opts{plaintext: true})
 	var peak uint64
 	measured := 0
-	h.rec.hook = func(d deliver.Delivery) {
+	h.rec.OnDeliver(func(d deliver.Delivery) {
 		if (d.Seq-1)%batch == 0 { // the batch's first hand-off
 			peak = max(peak, liveHeap())
 			measured++
 		}
-	}
-	h.rec.discard = true
+	})
+	h.rec.Discard()
 	payload := map[string]any{"text": strings.Repeat("x", 1024)}
 	run := func(from, to int) {
 		recs := make([]drain.Record, 0, batch)

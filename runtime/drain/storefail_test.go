@@ -77,8 +77,8 @@ func TestSessionsStoreFailureAbortsTheBatch(t *testing.T) {
 	if !errors.Is(err, drain.ErrStore) || !errors.Is(err, berrors.ErrKeyTooLarge) || !drain.StoreFailure(err) {
 		t.Fatalf("Batch with a failing session write: err = %v; want ErrStore wrapping bbolt's error", err)
 	}
-	if len(h.acked) != 0 || len(h.rec.ids()) != 0 || rep.RejectedTotal() != 0 || rep.Acked != 0 {
-		t.Fatalf("acked %v, delivered %v, report %v: want nothing acknowledged, delivered or rejected", h.acked, h.rec.ids(), rep)
+	if len(h.acked) != 0 || len(h.rec.IDs()) != 0 || rep.RejectedTotal() != 0 || rep.Acked != 0 {
+		t.Fatalf("acked %v, delivered %v, report %v: want nothing acknowledged, delivered or rejected", h.acked, h.rec.IDs(), rep)
 	}
 	h.db.View(func(tx *bolt.Tx) error {
 		if tx.Bucket(bucketPartial) != nil {
@@ -95,7 +95,7 @@ func TestSessionsStoreFailureAbortsTheBatch(t *testing.T) {
 	if err != nil || rep.Accepted != 2 || rep.RejectedTotal() != 0 || len(h.acked) != 3 {
 		t.Fatalf("the same batch again = %v, %v (acked %v); want both objects accepted, none a replay, 3 acked", rep, err, h.acked)
 	}
-	if got := h.rec.ids(); len(got) != 2 || got[0] != objID(t, valid) || got[1] != objID(t, sealed) {
+	if got := h.rec.IDs(); len(got) != 2 || got[0] != objID(t, valid) || got[1] != objID(t, sealed) {
 		t.Fatalf("delivered %v, want the two objects once", got)
 	}
 }
@@ -118,7 +118,7 @@ func TestDroppedSessionCommitsWithTheBatch(t *testing.T) {
 	if rep.Rejected[drain.CauseMLS] != 1 || rep.Acked != 2 || len(h.acked) != 2 {
 		t.Fatalf("report %v, acked %v: want the MLS record rejected and both acknowledged", rep, h.acked)
 	}
-	if got := h.rec.ids(); len(got) != 1 || got[0] != objID(t, valid) {
+	if got := h.rec.IDs(); len(got) != 1 || got[0] != objID(t, valid) {
 		t.Fatalf("delivered %v, want the plaintext object", got)
 	}
 	h.db.View(func(tx *bolt.Tx) error {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"path/filepath"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -26,18 +25,6 @@ import (
 
 var t0 = time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
 
-type recorder struct {
-	mu  sync.Mutex
-	got []deliver.Delivery
-}
-
-func (r *recorder) Deliver(_ context.Context, d deliver.Delivery) (deliver.Outcome, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.got = append(r.got, d)
-	return deliver.Outcome{OK: true}, nil
-}
-
 // device is the receiving agent: its bbolt file, sessions and the real
 // drain pipeline.
 type device struct {
@@ -48,11 +35,11 @@ type device struct {
 	db   *bolt.DB
 	s    *session.Sessions
 	pipe *runtime.Pipeline
-	rec  *recorder
+	rec  *deliver.Recorder
 }
 
 func newDevice(t testing.TB, key *did.PrivateKey, clk *clocktest.Clock) *device {
-	d := &device{t: t, key: key, path: filepath.Join(t.TempDir(), "agent.db"), clk: clk, rec: &recorder{}}
+	d := &device{t: t, key: key, path: filepath.Join(t.TempDir(), "agent.db"), clk: clk, rec: &deliver.Recorder{}}
 	d.open()
 	t.Cleanup(func() { d.db.Close() })
 	return d
@@ -80,7 +67,7 @@ func (d *device) open() {
 
 func (d *device) reboot() {
 	d.t.Helper()
-	d.pipe.Drainer.Close()
+	d.pipe.Close()
 	if err := d.db.Close(); err != nil {
 		d.t.Fatal(err)
 	}
@@ -182,7 +169,7 @@ func TestDrainWithSessions(t *testing.T) {
 		record(t, 7, carolKey.DID(), hs), // alice's handshake replayed by carol
 	}
 	var acked []uint64
-	rep, err := bob.pipe.Drainer.Batch(context.Background(), recs, func(_ context.Context, seqs []uint64) error {
+	rep, err := bob.pipe.Batch(context.Background(), recs, func(_ context.Context, seqs []uint64) error {
 		acked = append(acked, seqs...)
 		return nil
 	})
@@ -190,13 +177,13 @@ func TestDrainWithSessions(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkFirstBatch(t, rep, acked)
-	if len(bob.rec.got) != 1 || bob.rec.got[0].ObjectID != objectID(t, good) || bob.rec.got[0].Sender != aliceKey.DID().String() {
-		t.Fatalf("delivered %+v, want alice's object from alice", bob.rec.got)
+	if got := bob.rec.Got(); len(got) != 1 || got[0].ObjectID != objectID(t, good) || got[0].Sender != aliceKey.DID().String() {
+		t.Fatalf("delivered %+v, want alice's object from alice", got)
 	}
 
 	// The relay delivers the Welcome again (a crash between the commit and
 	// the acknowledgement): it is recognised as applied.
-	rep, err = bob.pipe.Drainer.Batch(context.Background(), []drain.Record{record(t, 1, aliceKey.DID(), hs)}, nil)
+	rep, err = bob.pipe.Batch(context.Background(), []drain.Record{record(t, 1, aliceKey.DID(), hs)}, nil)
 	if err != nil || rep.Handshake != 1 || rep.RejectedTotal() != 0 {
 		t.Fatalf("the Welcome again: %v, %v", rep, err)
 	}
@@ -204,11 +191,12 @@ func TestDrainWithSessions(t *testing.T) {
 	// After a reboot the session goes on.
 	bob.reboot()
 	next := runtimetest.Object(t, aliceKey, "comms:message", t0, time.Hour, map[string]any{"n": 2})
-	rep, err = bob.pipe.Drainer.Batch(context.Background(), []drain.Record{record(t, 8, aliceKey.DID(), alice.seal(t, group, next))}, nil)
+	rep, err = bob.pipe.Batch(context.Background(), []drain.Record{record(t, 8, aliceKey.DID(), alice.seal(t, group, next))}, nil)
 	if err != nil || rep.Accepted != 1 {
 		t.Fatalf("after reboot: %v, %v", rep, err)
 	}
-	if last := bob.rec.got[len(bob.rec.got)-1]; last.ObjectID != objectID(t, next) {
+	got := bob.rec.Got()
+	if last := got[len(got)-1]; last.ObjectID != objectID(t, next) {
 		t.Errorf("delivered %s, want %s", last.ObjectID, objectID(t, next))
 	}
 }

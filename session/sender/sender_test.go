@@ -149,7 +149,7 @@ func (w *world) drain(t *testing.T, c *link.Client) drain.Report {
 	for _, r := range recs {
 		in = append(in, drain.Record{Seq: r.Seq, From: r.From, Body: r.Body})
 	}
-	rep, err := w.pipe.Drainer.Batch(context.Background(), in, c.Ack)
+	rep, err := w.pipe.Batch(context.Background(), in, c.Ack)
 	if err != nil {
 		t.Fatal(err)
 	}

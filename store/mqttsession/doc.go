@@ -8,7 +8,7 @@
 // (autopaho/queue/file) that write one file per packet and recover their
 // order from each file's modification time. Two packets written within the
 // file system's timestamp granularity come back in either order after a
-// restart (PLATFORM.md §3 measured [t2 t3 t1] and [t2 t1 t3]), and a board
+// restart (we measured [t2 t3 t1] and [t2 t1 t3] for t1 < t2 < t3), and a board
 // without a real-time clock steps its clock at boot (fake-hwclock, then
 // NTP), so modification times are not even monotonic across a reboot. A
 // device that sleeps by powering off restarts often, and the MQTT

@@ -111,22 +111,8 @@ func TestExpiryAndPurge(t *testing.T) {
 	clk.Advance(500 * time.Millisecond)
 	mustEnqueue(t, s, Record{Agent: agent, From: alice, Kind: KindHandshake, Body: []byte("hs")}, short, clk.Now()) // seq 3
 
-	stats := func() Stats {
-		t.Helper()
-		st, err := s.Stats(bg, agent, clk.Now())
-		if err != nil {
-			t.Fatal(err)
-		}
-		return st
-	}
-	live := func() []uint64 {
-		t.Helper()
-		rs, err := s.Next(bg, agent, 0, 100, clk.Now())
-		if err != nil {
-			t.Fatal(err)
-		}
-		return seqs(rs)
-	}
+	stats := func() Stats { t.Helper(); return statsAt(t, s, clk.Now()) }
+	live := func() []uint64 { t.Helper(); return liveAt(t, s, clk.Now()) }
 	if diff := cmp.Diff(Stats{Messages: 3, Bytes: 14, Handshakes: 1, HandshakeBytes: 2}, stats()); diff != "" {
 		t.Errorf("Stats before expiry (-want +got):\n%s", diff)
 	}
@@ -164,6 +150,26 @@ func TestExpiryAndPurge(t *testing.T) {
 	if got := live(); len(got) != 0 {
 		t.Errorf("Next after every record expired = %v, want none", got)
 	}
+}
+
+// statsAt returns the test agent's Stats at now.
+func statsAt(t *testing.T, s *Bolt, now time.Time) Stats {
+	t.Helper()
+	st, err := s.Stats(bg, agent, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// liveAt returns the seqs of the test agent's live records at now.
+func liveAt(t *testing.T, s *Bolt, now time.Time) []uint64 {
+	t.Helper()
+	rs, err := s.Next(bg, agent, 0, 100, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return seqs(rs)
 }
 
 // TestPurgeUsesIndex shows that Purge reads the expiry index, not the

@@ -25,108 +25,115 @@ func outcome(err error) string {
 	return err.Error()
 }
 
+// boundsStep is one Enqueue of a boundsTest and its expected outcome.
+type boundsStep struct {
+	from string
+	kind Kind
+	size int
+	at   time.Duration // after t0
+	want string
+}
+
+type boundsTest struct {
+	name   string
+	bounds Bounds
+	steps  []boundsStep
+}
+
+// with returns the default bounds as f changes them.
+func with(f func(*Bounds)) Bounds {
+	b := DefaultBounds()
+	f(&b)
+	return b
+}
+
+var boundsTests = []boundsTest{
+	{"messages", with(func(b *Bounds) { b.MaxMessages = 2 }), []boundsStep{
+		{from: alice, size: 1, want: "ok"},
+		{from: bob, size: 1, want: "ok"},
+		{from: bob, size: 1, want: BoundMessages},
+	}},
+	{"messages checked before peer", with(func(b *Bounds) { b.MaxMessages, b.MaxPerPeer = 1, 1 }), []boundsStep{
+		{from: alice, size: 1, want: "ok"},
+		{from: alice, size: 1, want: BoundMessages},
+	}},
+	{"peer", with(func(b *Bounds) { b.MaxPerPeer = 2 }), []boundsStep{
+		{from: alice, size: 1, want: "ok"},
+		{from: alice, size: 1, want: "ok"},
+		{from: alice, size: 1, want: BoundPeer},
+		{from: bob, size: 1, want: "ok"},
+	}},
+	{"peer checked before bytes", with(func(b *Bounds) { b.MaxPerPeer, b.MaxBytes = 1, 10 }), []boundsStep{
+		{from: alice, size: 8, want: "ok"},
+		{from: alice, size: 8, want: BoundPeer},
+		{from: bob, size: 8, want: BoundBytes},
+	}},
+	{"bytes up to the limit", with(func(b *Bounds) { b.MaxBytes = 10 }), []boundsStep{
+		{from: alice, size: 6, want: "ok"},
+		{from: bob, size: 4, want: "ok"},
+		{from: bob, size: 1, want: BoundBytes},
+		{from: bob, size: 0, want: "ok"},
+	}},
+	{"raw bytes counted (od-041)", with(func(b *Bounds) { b.MaxBytes = 4 }), []boundsStep{
+		{from: alice, size: 10, want: BoundBytes},
+		{from: alice, size: 4, want: "ok"},
+	}},
+	{"maximum message size", with(func(b *Bounds) { b.MaxMessageSize = 8 }), []boundsStep{
+		{from: alice, size: 9, want: "too-large"},
+		{from: alice, size: 8, want: "ok"},
+		{from: alice, kind: KindHandshake, size: 9, want: "too-large"},
+	}},
+	{"no sender skips the peer bound", with(func(b *Bounds) { b.MaxPerPeer = 1 }), []boundsStep{
+		{from: "", size: 1, want: "ok"},
+		{from: "", size: 1, want: "ok"},
+	}},
+	{"handshake reserve: messages", with(func(b *Bounds) { b.MaxMessages, b.HandshakeMessages = 2, 1 }), []boundsStep{
+		{from: alice, size: 1, want: "ok"},
+		{from: bob, size: 1, want: "ok"},
+		{from: bob, size: 1, want: BoundMessages},
+		{from: bob, kind: KindHandshake, size: 1, want: "ok"},
+		{from: alice, kind: KindHandshake, size: 1, want: BoundMessages},
+		{from: alice, size: 1, want: BoundMessages},
+	}},
+	{"handshake reserve: bytes", with(func(b *Bounds) { b.MaxBytes, b.HandshakeBytes = 10, 5 }), []boundsStep{
+		{from: alice, size: 10, want: "ok"},
+		{from: bob, size: 1, want: BoundBytes},
+		{from: bob, kind: KindHandshake, size: 5, want: "ok"},
+		{from: bob, kind: KindHandshake, size: 1, want: BoundBytes},
+	}},
+	{"handshake reserve: peer", with(func(b *Bounds) { b.MaxPerPeer, b.HandshakeMessages = 1, 2 }), []boundsStep{
+		{from: alice, size: 1, want: "ok"},
+		{from: alice, size: 1, want: BoundPeer},
+		{from: alice, kind: KindHandshake, size: 1, want: "ok"},
+		{from: alice, kind: KindHandshake, size: 1, want: "ok"},
+		{from: alice, kind: KindHandshake, size: 1, want: BoundPeer},
+		{from: bob, size: 1, want: "ok"},
+	}},
+	{"handshakes first use the ordinary room", with(func(b *Bounds) { b.MaxMessages, b.HandshakeMessages = 1, 1 }), []boundsStep{
+		{from: alice, kind: KindHandshake, size: 1, want: "ok"},
+		{from: bob, size: 1, want: BoundMessages},
+		{from: bob, kind: KindHandshake, size: 1, want: "ok"},
+		{from: bob, kind: KindHandshake, size: 1, want: BoundMessages},
+	}},
+	{"no reserve", with(func(b *Bounds) { b.MaxMessages, b.HandshakeMessages, b.HandshakeBytes = 1, 0, 0 }), []boundsStep{
+		{from: alice, size: 1, want: "ok"},
+		{from: bob, kind: KindHandshake, size: 1, want: BoundMessages},
+	}},
+	{"expired records free their slots", with(func(b *Bounds) { b.MaxMessages, b.TTL = 1, time.Minute }), []boundsStep{
+		{from: alice, size: 1, want: "ok"},
+		{from: alice, size: 1, at: time.Minute, want: BoundMessages}, // now == ExpiresAt: still live
+		{from: alice, size: 1, at: time.Minute + time.Nanosecond, want: "ok"},
+	}},
+	{"expired records free bytes and peer slots", with(func(b *Bounds) { b.MaxPerPeer, b.MaxBytes, b.TTL = 1, 4, time.Second }), []boundsStep{
+		{from: alice, size: 4, want: "ok"},
+		{from: alice, size: 4, want: BoundPeer},
+		{from: bob, size: 4, want: BoundBytes},
+		{from: alice, size: 4, at: 2 * time.Second, want: "ok"},
+	}},
+}
+
 func TestBounds(t *testing.T) {
-	type step struct {
-		from string
-		kind Kind
-		size int
-		at   time.Duration // after t0
-		want string
-	}
-	with := func(f func(*Bounds)) Bounds {
-		b := DefaultBounds()
-		f(&b)
-		return b
-	}
-	tests := []struct {
-		name   string
-		bounds Bounds
-		steps  []step
-	}{
-		{"messages", with(func(b *Bounds) { b.MaxMessages = 2 }), []step{
-			{from: alice, size: 1, want: "ok"},
-			{from: bob, size: 1, want: "ok"},
-			{from: bob, size: 1, want: BoundMessages},
-		}},
-		{"messages checked before peer", with(func(b *Bounds) { b.MaxMessages, b.MaxPerPeer = 1, 1 }), []step{
-			{from: alice, size: 1, want: "ok"},
-			{from: alice, size: 1, want: BoundMessages},
-		}},
-		{"peer", with(func(b *Bounds) { b.MaxPerPeer = 2 }), []step{
-			{from: alice, size: 1, want: "ok"},
-			{from: alice, size: 1, want: "ok"},
-			{from: alice, size: 1, want: BoundPeer},
-			{from: bob, size: 1, want: "ok"},
-		}},
-		{"peer checked before bytes", with(func(b *Bounds) { b.MaxPerPeer, b.MaxBytes = 1, 10 }), []step{
-			{from: alice, size: 8, want: "ok"},
-			{from: alice, size: 8, want: BoundPeer},
-			{from: bob, size: 8, want: BoundBytes},
-		}},
-		{"bytes up to the limit", with(func(b *Bounds) { b.MaxBytes = 10 }), []step{
-			{from: alice, size: 6, want: "ok"},
-			{from: bob, size: 4, want: "ok"},
-			{from: bob, size: 1, want: BoundBytes},
-			{from: bob, size: 0, want: "ok"},
-		}},
-		{"raw bytes counted (od-041)", with(func(b *Bounds) { b.MaxBytes = 4 }), []step{
-			{from: alice, size: 10, want: BoundBytes},
-			{from: alice, size: 4, want: "ok"},
-		}},
-		{"maximum message size", with(func(b *Bounds) { b.MaxMessageSize = 8 }), []step{
-			{from: alice, size: 9, want: "too-large"},
-			{from: alice, size: 8, want: "ok"},
-			{from: alice, kind: KindHandshake, size: 9, want: "too-large"},
-		}},
-		{"no sender skips the peer bound", with(func(b *Bounds) { b.MaxPerPeer = 1 }), []step{
-			{from: "", size: 1, want: "ok"},
-			{from: "", size: 1, want: "ok"},
-		}},
-		{"handshake reserve: messages", with(func(b *Bounds) { b.MaxMessages, b.HandshakeMessages = 2, 1 }), []step{
-			{from: alice, size: 1, want: "ok"},
-			{from: bob, size: 1, want: "ok"},
-			{from: bob, size: 1, want: BoundMessages},
-			{from: bob, kind: KindHandshake, size: 1, want: "ok"},
-			{from: alice, kind: KindHandshake, size: 1, want: BoundMessages},
-			{from: alice, size: 1, want: BoundMessages},
-		}},
-		{"handshake reserve: bytes", with(func(b *Bounds) { b.MaxBytes, b.HandshakeBytes = 10, 5 }), []step{
-			{from: alice, size: 10, want: "ok"},
-			{from: bob, size: 1, want: BoundBytes},
-			{from: bob, kind: KindHandshake, size: 5, want: "ok"},
-			{from: bob, kind: KindHandshake, size: 1, want: BoundBytes},
-		}},
-		{"handshake reserve: peer", with(func(b *Bounds) { b.MaxPerPeer, b.HandshakeMessages = 1, 2 }), []step{
-			{from: alice, size: 1, want: "ok"},
-			{from: alice, size: 1, want: BoundPeer},
-			{from: alice, kind: KindHandshake, size: 1, want: "ok"},
-			{from: alice, kind: KindHandshake, size: 1, want: "ok"},
-			{from: alice, kind: KindHandshake, size: 1, want: BoundPeer},
-			{from: bob, size: 1, want: "ok"},
-		}},
-		{"handshakes first use the ordinary room", with(func(b *Bounds) { b.MaxMessages, b.HandshakeMessages = 1, 1 }), []step{
-			{from: alice, kind: KindHandshake, size: 1, want: "ok"},
-			{from: bob, size: 1, want: BoundMessages},
-			{from: bob, kind: KindHandshake, size: 1, want: "ok"},
-			{from: bob, kind: KindHandshake, size: 1, want: BoundMessages},
-		}},
-		{"no reserve", with(func(b *Bounds) { b.MaxMessages, b.HandshakeMessages, b.HandshakeBytes = 1, 0, 0 }), []step{
-			{from: alice, size: 1, want: "ok"},
-			{from: bob, kind: KindHandshake, size: 1, want: BoundMessages},
-		}},
-		{"expired records free their slots", with(func(b *Bounds) { b.MaxMessages, b.TTL = 1, time.Minute }), []step{
-			{from: alice, size: 1, want: "ok"},
-			{from: alice, size: 1, at: time.Minute, want: BoundMessages}, // now == ExpiresAt: still live
-			{from: alice, size: 1, at: time.Minute + time.Nanosecond, want: "ok"},
-		}},
-		{"expired records free bytes and peer slots", with(func(b *Bounds) { b.MaxPerPeer, b.MaxBytes, b.TTL = 1, 4, time.Second }), []step{
-			{from: alice, size: 4, want: "ok"},
-			{from: alice, size: 4, want: BoundPeer},
-			{from: bob, size: 4, want: BoundBytes},
-			{from: alice, size: 4, at: 2 * time.Second, want: "ok"},
-		}},
-	}
-	for _, tt := range tests {
+	for _, tt := range boundsTests {
 		t.Run(tt.name, func(t *testing.T) {
 			s, _ := mustOpen(t)
 			for i, st := range tt.steps {

@@ -92,49 +92,7 @@ func checkConsistent(t testing.TB, s *Bolt) {
 			return err
 		}
 		err := tx.Bucket(bucketAgents).ForEach(func(name, _ []byte) error {
-			a := string(name)
-			ab := tx.Bucket(bucketAgents).Bucket(name)
-			got, err := parseCounters(a, ab.Get(keyCounters))
-			if err != nil {
-				return err
-			}
-			want := counters{last: got.last}
-			peers := map[string]uint64{}
-			if recs := ab.Bucket(bucketRecords); recs != nil {
-				if err := recs.ForEach(func(k, v []byte) error {
-					seq := binary.BigEndian.Uint64(k)
-					r, err := decodeRecord(a, seq, v)
-					if err != nil {
-						return err
-					}
-					if seq > got.last {
-						return fmt.Errorf("%s/%d beyond last seq %d", a, seq, got.last)
-					}
-					want.add(r, +1)
-					if r.From != "" {
-						peers[r.From]++
-					}
-					ek := string(expiryKey(r.ExpiresAt, seq, a))
-					if !index[ek] {
-						return fmt.Errorf("%s/%d has no expiry index entry", a, seq)
-					}
-					delete(index, ek)
-					return nil
-				}); err != nil {
-					return err
-				}
-			}
-			if got != want {
-				return fmt.Errorf("counters of %s = %+v, records say %+v", a, got, want)
-			}
-			stored := map[string]uint64{}
-			if pb := ab.Bucket(bucketPeers); pb != nil {
-				pb.ForEach(func(k, v []byte) error { stored[string(k)] = getUint(v); return nil })
-			}
-			if fmt.Sprint(stored) != fmt.Sprint(peers) {
-				return fmt.Errorf("peer counts of %s = %v, records say %v", a, stored, peers)
-			}
-			return nil
+			return checkAgent(tx.Bucket(bucketAgents).Bucket(name), string(name), index)
 		})
 		if err != nil {
 			return err
@@ -147,6 +105,52 @@ func checkConsistent(t testing.TB, s *Bolt) {
 	if err != nil {
 		t.Fatalf("store inconsistent: %v", err)
 	}
+}
+
+// checkAgent checks agent a's counters and peer counts against its records
+// in ab, and crosses off each record's entry in the expiry index.
+func checkAgent(ab *bolt.Bucket, a string, index map[string]bool) error {
+	got, err := parseCounters(a, ab.Get(keyCounters))
+	if err != nil {
+		return err
+	}
+	want := counters{last: got.last}
+	peers := map[string]uint64{}
+	if recs := ab.Bucket(bucketRecords); recs != nil {
+		if err := recs.ForEach(func(k, v []byte) error {
+			seq := binary.BigEndian.Uint64(k)
+			r, err := decodeRecord(a, seq, v)
+			if err != nil {
+				return err
+			}
+			if seq > got.last {
+				return fmt.Errorf("%s/%d beyond last seq %d", a, seq, got.last)
+			}
+			want.add(r, +1)
+			if r.From != "" {
+				peers[r.From]++
+			}
+			ek := string(expiryKey(r.ExpiresAt, seq, a))
+			if !index[ek] {
+				return fmt.Errorf("%s/%d has no expiry index entry", a, seq)
+			}
+			delete(index, ek)
+			return nil
+		}); err != nil {
+			return err
+		}
+	}
+	if got != want {
+		return fmt.Errorf("counters of %s = %+v, records say %+v", a, got, want)
+	}
+	stored := map[string]uint64{}
+	if pb := ab.Bucket(bucketPeers); pb != nil {
+		pb.ForEach(func(k, v []byte) error { stored[string(k)] = getUint(v); return nil })
+	}
+	if fmt.Sprint(stored) != fmt.Sprint(peers) {
+		return fmt.Errorf("peer counts of %s = %v, records say %v", a, stored, peers)
+	}
+	return nil
 }
 
 type boltTx = bolt.Tx

@@ -64,9 +64,9 @@ func childDrainEvents(dir, socket string) int {
 		if err != nil {
 			return err
 		}
-		defer p.Drainer.Close()
+		defer p.Close()
 		ctx := context.Background()
-		rec, err := p.Drainer.Recover(ctx)
+		rec, err := p.Recover(ctx)
 		if err != nil {
 			return err
 		}
@@ -83,7 +83,7 @@ func childDrainEvents(dir, socket string) int {
 			for i, r := range recs {
 				batch[i] = drain.Record{Seq: r.Seq, From: r.From, Body: r.Body}
 			}
-			_, err = p.Drainer.Batch(ctx, batch, func(ctx context.Context, seqs []uint64) error {
+			_, err = p.Batch(ctx, batch, func(ctx context.Context, seqs []uint64) error {
 				fmt.Printf("commit %d\n", n)
 				err := q.Ack(ctx, me, seqs)
 				fmt.Printf("ack %d\n", n)
@@ -203,17 +203,7 @@ func TestDrainCrash(t *testing.T) {
 func (w *world) enqueueMany(n int) (map[uint64]string, []byte) {
 	w.t.Helper()
 	clk := clocktest.New(issued)
-	adb, err := store.Open(filepath.Join(w.dir, runtime.DBFile), nil)
-	if err != nil {
-		w.t.Fatal(err)
-	}
-	as, _ := session.New(session.Config{Key: agentKey, Clock: clk})
-	var kps [][]byte
-	err = adb.Update(func(tx *bolt.Tx) (err error) { kps, err = as.Refill(tx, 1); return err })
-	adb.Close()
-	if err != nil {
-		w.t.Fatal(err)
-	}
+	kp := w.agentKeyPackage(clk)
 	sdb, err := store.Open(filepath.Join(w.dir, "alice", "sessions.db"), &store.Options{NoSync: true})
 	if err != nil {
 		w.t.Fatal(err)
@@ -221,7 +211,7 @@ func (w *world) enqueueMany(n int) (map[uint64]string, []byte) {
 	defer sdb.Close()
 	ss, _ := session.New(session.Config{Key: aliceKey, Clock: clk})
 	var pair *session.Pair
-	if err := sdb.Update(func(tx *bolt.Tx) (err error) { pair, err = ss.EstablishPair(tx, agentKey.DID(), kps[0]); return err }); err != nil {
+	if err := sdb.Update(func(tx *bolt.Tx) (err error) { pair, err = ss.EstablishPair(tx, agentKey.DID(), kp); return err }); err != nil {
 		w.t.Fatal(err)
 	}
 	if err := sdb.Update(func(tx *bolt.Tx) error { return ss.Delivered(tx, pair.Group) }); err != nil {
@@ -264,6 +254,24 @@ func (w *world) enqueueMany(n int) (map[uint64]string, []byte) {
 		ids[enqueue(queue.KindMessage, part)] = id
 	}
 	return ids, pair.Group
+}
+
+// agentKeyPackage refills the agent's KeyPackage pool in its database by
+// one and returns that KeyPackage.
+func (w *world) agentKeyPackage(clk *clocktest.Clock) []byte {
+	w.t.Helper()
+	adb, err := store.Open(filepath.Join(w.dir, runtime.DBFile), nil)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	as, _ := session.New(session.Config{Key: agentKey, Clock: clk})
+	var kps [][]byte
+	err = adb.Update(func(tx *bolt.Tx) (err error) { kps, err = as.Refill(tx, 1); return err })
+	adb.Close()
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return kps[0]
 }
 
 // crashAt runs the agent and kills it with SIGKILL at its killAt-th event

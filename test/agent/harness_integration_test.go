@@ -15,8 +15,6 @@ import (
 	"testing"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
-
 	"github.com/torpor-dev/torpor/clock/clocktest"
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/governed"
@@ -104,7 +102,7 @@ func drainOnce(dir string) (drain.Report, error) {
 	if err != nil {
 		return drain.Report{}, err
 	}
-	defer p.Drainer.Close()
+	defer p.Close()
 	ctx := context.Background()
 	var total drain.Report
 	me := agentKey.DID().String()
@@ -119,7 +117,7 @@ func drainOnce(dir string) (drain.Report, error) {
 		for i, r := range recs {
 			batch[i] = drain.Record{Seq: r.Seq, From: r.From, Body: r.Body}
 		}
-		rep, err := p.Drainer.Batch(ctx, batch, func(ctx context.Context, seqs []uint64) error { return q.Ack(ctx, me, seqs) })
+		rep, err := p.Batch(ctx, batch, func(ctx context.Context, seqs []uint64) error { return q.Ack(ctx, me, seqs) })
 		total.Add(rep)
 		if err != nil {
 			return total, err
@@ -368,16 +366,10 @@ func (w *world) ledgerState(key string) string {
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	defer p.Drainer.Close()
-	var st string
-	db.View(func(tx *bolt.Tx) error {
-		e, err := p.Ledger.Get(tx, key)
-		if err != nil {
-			st = err.Error()
-			return nil
-		}
-		st = e.State.String()
-		return nil
-	})
-	return st
+	defer p.Close()
+	e, err := p.Entry(key)
+	if err != nil {
+		return err.Error()
+	}
+	return e.State.String()
 }

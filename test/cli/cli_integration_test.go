@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,14 +18,14 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/internal/worldtest"
 	"github.com/torpor-dev/torpor/runtime"
 	"github.com/torpor-dev/torpor/runtime/deliver"
 	"github.com/torpor-dev/torpor/runtime/drain"
+	"github.com/torpor-dev/torpor/runtime/manage"
 	"github.com/torpor-dev/torpor/runtime/purpose"
 	"github.com/torpor-dev/torpor/runtime/sessions"
 	"github.com/torpor-dev/torpor/session"
-	"github.com/torpor-dev/torpor/store/agents"
-	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/test/internal/testenv"
 	"github.com/torpor-dev/torpor/transport/broker"
 	"github.com/torpor-dev/torpor/transport/relay"
@@ -106,34 +105,17 @@ func cmdStack(ts *testscript.TestScript, neg bool, args []string) {
 	}
 }
 
-func startStack(ts *testscript.TestScript, opKeyFile string) {
-	op, err := did.LoadKey(opKeyFile)
-	ts.Check(err)
-	dir := ts.MkAbs("stack")
-	ts.Check(os.MkdirAll(dir, 0o700))
-	q, err := queue.OpenBolt(filepath.Join(dir, "queue.db"), nil)
-	ts.Check(err)
-	states, err := agents.OpenBolt(filepath.Join(dir, "agents.db"), nil)
-	ts.Check(err)
-	brk, err := broker.Start(broker.Config{Listen: "127.0.0.1:0", DataDir: dir})
-	ts.Check(err)
-	srv := httptest.NewUnstartedServer(nil)
-	log := slog.New(slog.NewTextHandler(logFile(ts, filepath.Join(dir, "stack.log")), nil))
-	r, err := relay.New(relay.Config{PublicURL: "http://" + srv.Listener.Addr().String(), Queue: q, States: states,
-		MQTTBroker: brk.URL(), Logger: log})
-	ts.Check(err)
-	srv.Config.Handler = r.Handler()
-	srv.Start()
-
-	key, err := did.Generate(nil)
-	ts.Check(err)
-	s := ts.Value("stack").(*stack)
-	var cmds *runtime.Commands
-	cfg := runtime.Config{
-		Key: key, DataDir: filepath.Join(dir, "agent"), RelayURL: srv.URL, Name: "cli-agent",
-		Mode: wake.AlwaysOn, WindowLength: 30 * time.Second,
-		Owner: op.DID(), Purposes: purpose.Set{"comms:*"}, AllowPlaintext: true,
-		Routes: []deliver.Route{{Pattern: "*", Name: "app", Handler: s}},
+// agentConfig is the always-on agent of the stack: plaintext and MLS,
+// every comms purpose to s.
+func agentConfig(key *did.PrivateKey, owner did.DID, agentDir, relayURL string, s *stack, log *slog.Logger) runtime.Config {
+	return runtime.Config{
+		PipelineConfig: runtime.PipelineConfig{Key: key, Owner: owner, Purposes: purpose.Set{"comms:*"}, AllowPlaintext: true,
+			Routes: []deliver.Route{{Pattern: "*", Name: "app", Handler: s}}},
+		DataDir:      agentDir,
+		RelayURL:     relayURL,
+		Name:         "cli-agent",
+		Mode:         wake.AlwaysOn,
+		WindowLength: 30 * time.Second,
 		OpenMLS: func(db *bolt.DB) (drain.Sessions, runtime.KeyPackages, error) {
 			ss, err := session.New(session.Config{Key: key})
 			if err != nil {
@@ -143,14 +125,30 @@ func startStack(ts *testscript.TestScript, opKeyFile string) {
 		},
 		KeyPackageTarget: 4,
 		Logger:           log,
-		OnPhase:          func(p runtime.Phase) { cmds.OnPhase(p) },
-		OnWake:           func(rep runtime.WakeReport) { cmds.OnWake(rep) },
 	}
+}
+
+func startStack(ts *testscript.TestScript, opKeyFile string) {
+	op, err := did.LoadKey(opKeyFile)
+	ts.Check(err)
+	dir := ts.MkAbs("stack")
+	ts.Check(os.MkdirAll(dir, 0o700))
+	brk, err := broker.Start(broker.Config{Listen: "127.0.0.1:0", DataDir: dir})
+	ts.Check(err)
+	log := slog.New(slog.NewTextHandler(logFile(ts, filepath.Join(dir, "stack.log")), nil))
+	r, err := worldtest.Open(dir, relay.Config{MQTTBroker: brk.URL(), Logger: log})
+	ts.Check(err)
+
+	key, err := did.Generate(nil)
+	ts.Check(err)
+	s := ts.Value("stack").(*stack)
+	cfg := agentConfig(key, op.DID(), filepath.Join(dir, "agent"), r.URL, s, log)
 	a, err := runtime.New(cfg)
 	ts.Check(err)
-	cmds, err = runtime.NewCommands(a, runtime.CommandsConfig{Broker: brk.URL(), Name: "cli-device",
+	cmds, err := manage.NewCommands(a, manage.CommandsConfig{Broker: brk.URL(), Name: "cli-device",
 		Operators: []did.DID{op.DID()}, Logger: log})
 	ts.Check(err)
+	a.SetManagement(cmds)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- a.Run(ctx) }()
@@ -162,13 +160,10 @@ func startStack(ts *testscript.TestScript, opKeyFile string) {
 		cctx, ccancel := context.WithTimeout(context.Background(), 5*time.Second)
 		cmds.Close(cctx)
 		ccancel()
-		r.Link().Close()
-		srv.Close()
+		r.Close()
 		brk.Close()
-		q.Close()
-		states.Close()
 	})
-	ts.Setenv("RELAY", srv.URL)
+	ts.Setenv("RELAY", r.URL)
 	ts.Setenv("BROKER", brk.URL())
 	ts.Setenv("AGENT", key.DID().String())
 	ts.Setenv("DEVICE", "cli-device")

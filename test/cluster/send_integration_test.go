@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/transport/a2a"
 	"github.com/torpor-dev/torpor/transport/link"
 	"github.com/torpor-dev/torpor/transport/link/wire"
 )
@@ -32,10 +33,12 @@ func (a answer) String() string {
 
 var client = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
 
-// body is an A2A 1.0 SendMessage request whose ids are id.
+// body is an A2A 1.0 SendMessage request whose ids are id, carrying a
+// Governed Object part (the relay does not look inside the object; a
+// message the agent never takes, plain text, would be refused).
 func body(id string, size int) []byte {
-	return fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%q,"method":"SendMessage","params":{"message":{"messageId":%q,"role":"ROLE_USER","parts":[{"text":%q}]}}}`,
-		id, id, strings.Repeat("x", size))
+	return fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%q,"method":"SendMessage","params":{"message":{"messageId":%q,"role":"ROLE_USER","parts":[{"data":{"mediaType":%q,"object":{"filler":%q}}}]}}}`,
+		id, id, a2a.MediaTypeDataObject, strings.Repeat("x", size))
 }
 
 // send posts body to agent's JSON-RPC endpoint on the relay at addr with

@@ -53,6 +53,34 @@ func TestMakeDemo(t *testing.T) {
 	makePath := testenv.RequireTool(t, "make")
 	goPath := testenv.RequireTool(t, "go")
 	testenv.RequireTool(t, "git")
+	d := setUpDemo(t, goPath)
+	before := topLevelUntracked(t, d.root)
+
+	out, elapsed, err := runMakeDemo(t, makePath, d)
+	if err != nil {
+		t.Errorf("make demo = %v, want exit status 0", err)
+	}
+	if elapsed >= budget {
+		t.Errorf("make demo took %v, want under %v", elapsed.Round(100*time.Millisecond), budget)
+	}
+	for _, e := range events {
+		if !regexp.MustCompile(e.re).Match(out) {
+			t.Errorf("event %q not in the output (want a line matching %s)", e.name, e.re)
+		}
+	}
+	checkDemoLeftNothing(t, d, before)
+}
+
+// demoSetup is where `make demo` runs: the repository root, its own
+// TMPDIR and HOME, and its environment.
+type demoSetup struct {
+	root, tmp, home string
+	env             []string
+}
+
+// setUpDemo prepares the demo's environment and warms Go's build cache.
+func setUpDemo(t *testing.T, goPath string) demoSetup {
+	t.Helper()
 	root, err := filepath.Abs("../..")
 	if err != nil {
 		t.Fatal(err)
@@ -81,46 +109,47 @@ func TestMakeDemo(t *testing.T) {
 	if out, err := warm.CombinedOutput(); err != nil {
 		t.Fatalf("warming the build cache: %v\n%s", err, out)
 	}
-	before := topLevelUntracked(t, root)
+	return demoSetup{root: root, tmp: tmp, home: home, env: env}
+}
 
+// runMakeDemo runs `make demo` in d and returns its combined output, how
+// long it took and its error.
+func runMakeDemo(t *testing.T, makePath string, d demoSetup) ([]byte, time.Duration, error) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*budget)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, makePath, "--no-print-directory", "demo")
-	cmd.Dir, cmd.Env = root, env
+	cmd.Dir, cmd.Env = d.root, d.env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	start := time.Now()
-	err = cmd.Run()
+	err := cmd.Run()
 	elapsed := time.Since(start)
 	t.Logf("make demo: %v in %v\n%s", err, elapsed.Round(100*time.Millisecond), out.String())
+	return out.Bytes(), elapsed, err
+}
 
-	if err != nil {
-		t.Errorf("make demo = %v, want exit status 0", err)
-	}
-	if elapsed >= budget {
-		t.Errorf("make demo took %v, want under %v", elapsed.Round(100*time.Millisecond), budget)
-	}
-	for _, e := range events {
-		if !regexp.MustCompile(e.re).Match(out.Bytes()) {
-			t.Errorf("event %q not in the output (want a line matching %s)", e.name, e.re)
-		}
-	}
-	for _, p := range processesUnder(t, tmp) {
+// checkDemoLeftNothing reports the processes the demo left running and
+// what it left in TMPDIR, wrote to HOME or wrote into the repository
+// (before is the repository's untracked top level before the demo).
+func checkDemoLeftNothing(t *testing.T, d demoSetup, before map[string]bool) {
+	t.Helper()
+	for _, p := range processesUnder(t, d.tmp) {
 		t.Errorf("left running: %s", p)
 	}
-	if left, err := os.ReadDir(tmp); err != nil || len(left) > 0 {
+	if left, err := os.ReadDir(d.tmp); err != nil || len(left) > 0 {
 		t.Errorf("left in TMPDIR: %v (%v)", left, err)
 	}
-	for _, f := range files(t, home) {
+	for _, f := range files(t, d.home) {
 		// The go command's own local telemetry (GOTELEMETRY=local, under
 		// os.UserConfigDir) is the toolchain's, like its build cache.
 		if !strings.HasPrefix(f, ".config/go/telemetry/") {
 			t.Errorf("written to HOME: %s", f)
 		}
 	}
-	after := topLevelUntracked(t, root)
+	after := topLevelUntracked(t, d.root)
 	for p := range after {
 		if !before[p] {
 			t.Errorf("the demo wrote %s into the repository", p)

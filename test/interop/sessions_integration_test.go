@@ -16,7 +16,7 @@ import (
 	"github.com/torpor-dev/torpor/transport/a2a"
 )
 
-// The interop scenarios of issue 4: Torpor's MLS sessions (package session
+// The interop scenarios: Torpor's MLS sessions (package session
 // on package mls) and ts-mls 1.6.4, the library of the draft's reference
 // implementation, in the same groups. After every step all members agree on
 // the epoch, the epoch authenticator, the tree hash, the members and an
@@ -170,84 +170,119 @@ func TestScenario3FiveMembers(t *testing.T) { fiveMembers(t, false) }
 func TestScenario4FiveMembersReopened(t *testing.T) { fiveMembers(t, true) }
 
 func fiveMembers(t *testing.T, reopen bool) {
+	g := newFiveGroup(t, reopen)
+	g.grow(t)
+	g.changeAndShrink(t)
+}
+
+// fiveGroup holds scenario 3's members: three on Torpor (t1, t2, t3) and
+// two on ts-mls (s1, s2).
+type fiveGroup struct {
+	t1, t2, t3 *torpor
+	s1, s2     *tsMember
+	// reopen: every Torpor member reopens its bbolt file before each
+	// operation and after each step.
+	reopen bool
+}
+
+// newFiveGroup starts the ts-mls peer and makes the five members, none
+// in a group yet.
+func newFiveGroup(t *testing.T, reopen bool) *fiveGroup {
+	t.Helper()
 	p := startPeer(t)
-	t1, t2, t3 := newTorpor(t, "t1"), newTorpor(t, "t2"), newTorpor(t, "t3")
-	s1, s2 := newTS(t, p, "s1"), newTS(t, p, "s2")
-	for _, m := range []*torpor{t1, t2, t3} {
+	g := &fiveGroup{
+		t1: newTorpor(t, "t1"), t2: newTorpor(t, "t2"), t3: newTorpor(t, "t3"),
+		s1: newTS(t, p, "s1"), s2: newTS(t, p, "s2"),
+		reopen: reopen,
+	}
+	for _, m := range []*torpor{g.t1, g.t2, g.t3} {
 		m.reopenEach = reopen
 	}
-	step := func(name string, ms ...member) {
-		t.Helper()
-		agree(t, name, ms...)
-		if reopen {
-			for _, m := range []*torpor{t1, t2, t3} {
-				m.reopen(t)
-			}
-			agree(t, name+", reopened", ms...)
-		}
-	}
+	return g
+}
 
+// step checks that ms agree after the step name and, when reopening,
+// reopens every Torpor member and checks again.
+func (g *fiveGroup) step(t *testing.T, name string, ms ...member) {
+	t.Helper()
+	agree(t, name, ms...)
+	if g.reopen {
+		for _, m := range []*torpor{g.t1, g.t2, g.t3} {
+			m.reopen(t)
+		}
+		agree(t, name+", reopened", ms...)
+	}
+}
+
+// grow runs steps 1 to 4: the group grows from t1 alone to all five.
+func (g *fiveGroup) grow(t *testing.T) {
+	t.Helper()
 	// 1. t1 (Torpor) creates the group and adds s1 (ts-mls).
-	t1.create(t, []byte("five members"))
-	c := t1.commit(t, change{Add: [][]byte{s1.keyPackage(t)}})
-	s1.join(t, c.Welcome, c.Tree, t1.DID())
-	step("t1 adds s1", t1, s1)
+	g.t1.create(t, []byte("five members"))
+	c := g.t1.commit(t, change{Add: [][]byte{g.s1.keyPackage(t)}})
+	g.s1.join(t, c.Welcome, c.Tree, g.t1.DID())
+	g.step(t, "t1 adds s1", g.t1, g.s1)
 
 	// 2. s1 (ts-mls) adds t2 and s2 in one Commit (a PrivateMessage, no
 	// path: Adds only).
-	c = s1.commit(t, change{Add: [][]byte{t2.keyPackage(t), s2.keyPackage(t)}})
-	deliver(t, c.Commit, "commit", s1, t1)
-	t2.join(t, c.Welcome, c.Tree, s1.DID())
-	s2.join(t, c.Welcome, c.Tree, s1.DID())
-	step("s1 adds t2 and s2", t1, s1, t2, s2)
+	c = g.s1.commit(t, change{Add: [][]byte{g.t2.keyPackage(t), g.s2.keyPackage(t)}})
+	deliver(t, c.Commit, "commit", g.s1, g.t1)
+	g.t2.join(t, c.Welcome, c.Tree, g.s1.DID())
+	g.s2.join(t, c.Welcome, c.Tree, g.s1.DID())
+	g.step(t, "s1 adds t2 and s2", g.t1, g.s1, g.t2, g.s2)
 
 	// 3. t2 (Torpor) proposes an Update of its leaf; s2 (ts-mls) commits
 	// it by reference, with a path.
-	prop := t2.propose(t, proposal{Update: true})
-	deliver(t, prop, "proposal", t2, t1, s1, s2)
-	c = s2.commit(t, change{})
-	deliver(t, c.Commit, "commit", s2, t1, t2, s1)
-	step("s2 commits t2's update", t1, s1, t2, s2)
+	prop := g.t2.propose(t, proposal{Update: true})
+	deliver(t, prop, "proposal", g.t2, g.t1, g.s1, g.s2)
+	c = g.s2.commit(t, change{})
+	deliver(t, c.Commit, "commit", g.s2, g.t1, g.t2, g.s1)
+	g.step(t, "s2 commits t2's update", g.t1, g.s1, g.t2, g.s2)
 
 	// 4. s1 (ts-mls) proposes adding t3; t1 (Torpor) commits the proposal
 	// by reference.
-	prop = s1.propose(t, proposal{Add: t3.keyPackage(t)})
-	deliver(t, prop, "proposal", s1, t1, t2, s2)
-	c = t1.commit(t, change{})
-	deliver(t, c.Commit, "commit", t1, s1, t2, s2)
-	t3.join(t, c.Welcome, c.Tree, t1.DID())
-	step("t1 commits s1's add of t3", t1, s1, t2, s2, t3)
+	prop = g.s1.propose(t, proposal{Add: g.t3.keyPackage(t)})
+	deliver(t, prop, "proposal", g.s1, g.t1, g.t2, g.s2)
+	c = g.t1.commit(t, change{})
+	deliver(t, c.Commit, "commit", g.t1, g.s1, g.t2, g.s2)
+	g.t3.join(t, c.Welcome, c.Tree, g.t1.DID())
+	g.step(t, "t1 commits s1's add of t3", g.t1, g.s1, g.t2, g.s2, g.t3)
+}
 
+// changeAndShrink runs steps 5 to 8: an update committed with one of its
+// own, the removals of s1 and t2, and messages between those left.
+func (g *fiveGroup) changeAndShrink(t *testing.T) {
+	t.Helper()
 	// 5. s2 (ts-mls) proposes an Update; t3 (Torpor) commits it together
 	// with an update of its own (a path).
-	prop = s2.propose(t, proposal{Update: true})
-	deliver(t, prop, "proposal", s2, t1, s1, t2, t3)
-	c = t3.commit(t, change{Update: true})
-	deliver(t, c.Commit, "commit", t3, t1, s1, t2, s2)
-	step("t3 commits s2's update and its own", t1, s1, t2, s2, t3)
+	prop := g.s2.propose(t, proposal{Update: true})
+	deliver(t, prop, "proposal", g.s2, g.t1, g.s1, g.t2, g.t3)
+	c := g.t3.commit(t, change{Update: true})
+	deliver(t, c.Commit, "commit", g.t3, g.t1, g.s1, g.t2, g.s2)
+	g.step(t, "t3 commits s2's update and its own", g.t1, g.s1, g.t2, g.s2, g.t3)
 
 	// 6. t1 (Torpor) removes s1 (ts-mls); s1 learns it.
-	c = t1.commit(t, change{Remove: []did.DID{s1.DID()}})
-	deliver(t, c.Commit, "commit", t1, t2, s2, t3)
-	if got := s1.process(t, c.Commit); !got.Removed {
+	c = g.t1.commit(t, change{Remove: []did.DID{g.s1.DID()}})
+	deliver(t, c.Commit, "commit", g.t1, g.t2, g.s2, g.t3)
+	if got := g.s1.process(t, c.Commit); !got.Removed {
 		t.Fatalf("s1 after its removal: %+v", got)
 	}
-	step("t1 removes s1", t1, t2, s2, t3)
+	g.step(t, "t1 removes s1", g.t1, g.t2, g.s2, g.t3)
 
 	// 7. t3 (Torpor) proposes removing t2; s2 (ts-mls) commits it; t2
 	// learns it and drops the session.
-	prop = t3.propose(t, proposal{Remove: t2.DID()})
-	deliver(t, prop, "proposal", t3, t1, t2, s2)
-	c = s2.commit(t, change{})
-	deliver(t, c.Commit, "commit", s2, t1, t3)
-	if got := t2.process(t, c.Commit); !got.Removed {
+	prop = g.t3.propose(t, proposal{Remove: g.t2.DID()})
+	deliver(t, prop, "proposal", g.t3, g.t1, g.t2, g.s2)
+	c = g.s2.commit(t, change{})
+	deliver(t, c.Commit, "commit", g.s2, g.t1, g.t3)
+	if got := g.t2.process(t, c.Commit); !got.Removed {
 		t.Fatalf("t2 after its removal: %+v", got)
 	}
-	step("s2 commits t3's removal of t2", t1, s2, t3)
+	g.step(t, "s2 commits t3's removal of t2", g.t1, g.s2, g.t3)
 
 	// 8. Application messages between everyone left.
-	messagesAllWays(t, t1, s2, t3)
-	step("messages", t1, s2, t3)
+	messagesAllWays(t, g.t1, g.s2, g.t3)
+	g.step(t, "messages", g.t1, g.s2, g.t3)
 }
 
 // TestDesignatedCommitterInterop: in a group session whose designated

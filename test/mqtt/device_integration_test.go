@@ -11,6 +11,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/torpor-dev/torpor/runtime/manage"
 	mq "github.com/torpor-dev/torpor/transport/mqtt"
 	"github.com/torpor-dev/torpor/transport/mqtt/mqtttest"
 )
@@ -32,16 +33,16 @@ func TestCommandWhileAsleepRunsAtNextWake(t *testing.T) {
 		if st.State != mq.StateAsleep || st.NextWake == nil || !st.NextWake.Equal(next) {
 			t.Fatalf("status while asleep = %+v", st)
 		}
-		id := d.send(mq.OpHalt, &mq.NoteArgs{Note: "from afar"})
+		id := d.send(manage.OpHalt, &manage.NoteArgs{Note: "from afar"})
 		if n := len(d.dev.Executed()); n != 0 {
 			t.Fatalf("%d commands ran while asleep", n)
 		}
 		d.clk.Set(next)
 		d.wake()
-		if r := d.reply(id); r.Outcome != mq.OutcomeOK || r.Op != mq.OpHalt {
+		if r := d.reply(id); r.Outcome != manage.OutcomeOK || r.Op != manage.OpHalt {
 			t.Fatalf("reply = %+v", r)
 		}
-		if got := d.dev.Executed(); len(got) != 1 || got[0].Args.(*mq.NoteArgs).Note != "from afar" {
+		if got := d.dev.Executed(); len(got) != 1 || got[0].Args.(*manage.NoteArgs).Note != "from afar" {
 			t.Fatalf("executed %+v", got)
 		}
 	})
@@ -57,11 +58,11 @@ func TestBacklogKeepsSequenceOrder(t *testing.T) {
 		d.sleep(start.Add(time.Hour))
 		var ids []string
 		for i := range 12 {
-			ids = append(ids, d.send(mq.OpConfigSet, &mq.ConfigArgs{Key: "k", Value: ptr(fmt.Sprint(i))}))
+			ids = append(ids, d.send(manage.OpConfigSet, &manage.ConfigArgs{Key: "k", Value: ptr(fmt.Sprint(i))}))
 		}
 		d.wake()
 		for _, id := range ids {
-			if r := d.reply(id); r.Outcome != mq.OutcomeOK {
+			if r := d.reply(id); r.Outcome != manage.OutcomeOK {
 				t.Errorf("reply to %s = %+v", id, r)
 			}
 		}
@@ -85,32 +86,32 @@ func TestRejectedCommandsAreReported(t *testing.T) {
 		d.sleep(start.Add(time.Hour))
 		dev := d.key.DID()
 		now := d.clk.Now()
-		valid := d.publish(d.opKey, mq.CommandSpec{Device: dev, Seq: 100, Op: mq.OpStatus, IssuedAt: now})
-		unknown := d.publish(mustKey(t), mq.CommandSpec{Device: dev, Seq: 200, Op: mq.OpHalt, IssuedAt: now})
-		expiring := d.publish(d.opKey, mq.CommandSpec{Device: dev, Seq: 300, Op: mq.OpHalt, IssuedAt: now, TTL: time.Minute})
+		valid := d.publish(d.opKey, manage.CommandSpec{Device: dev, Seq: 100, Op: manage.OpStatus, IssuedAt: now})
+		unknown := d.publish(mustKey(t), manage.CommandSpec{Device: dev, Seq: 200, Op: manage.OpHalt, IssuedAt: now})
+		expiring := d.publish(d.opKey, manage.CommandSpec{Device: dev, Seq: 300, Op: manage.OpHalt, IssuedAt: now, TTL: time.Minute})
 		// The device wakes two minutes later: the last one expired on its
 		// way (its MQTT expiry, a real minute, has not passed yet).
 		d.clk.Advance(2 * time.Minute)
 		d.wake()
 		// Out of sequence: issued after, numbered below the valid one.
-		late := d.publish(d.opKey, mq.CommandSpec{Device: dev, Seq: 50, Op: mq.OpHalt, IssuedAt: d.clk.Now()})
+		late := d.publish(d.opKey, manage.CommandSpec{Device: dev, Seq: 50, Op: manage.OpHalt, IssuedAt: d.clk.Now()})
 		checks := []struct {
 			id     string
 			reason string
 		}{
 			{valid, ""},
-			{unknown, mq.ReasonOperatorNotAllowed},
+			{unknown, manage.ReasonOperatorNotAllowed},
 			{expiring, "expired"},
-			{late, mq.ReasonOutOfSequence},
+			{late, manage.ReasonOutOfSequence},
 		}
 		for _, c := range checks {
 			r := d.reply(c.id)
-			if c.reason == "" && r.Outcome != mq.OutcomeOK || c.reason != "" && (r.Outcome != mq.OutcomeRejected || r.Reason != c.reason) {
+			if c.reason == "" && r.Outcome != manage.OutcomeOK || c.reason != "" && (r.Outcome != manage.OutcomeRejected || r.Reason != c.reason) {
 				t.Errorf("reply to the %q case = %+v", c.reason, r)
 			}
 		}
 		// Replayed: the valid command published again, byte for byte.
-		o, err := mq.SignCommand(d.opKey, mq.CommandSpec{Device: dev, Seq: 400, Op: mq.OpStatus, IssuedAt: d.clk.Now()})
+		o, err := manage.SignCommand(d.opKey, manage.CommandSpec{Device: dev, Seq: 400, Op: manage.OpStatus, IssuedAt: d.clk.Now()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -121,11 +122,11 @@ func TestRejectedCommandsAreReported(t *testing.T) {
 		}
 		// Two answers, in either order: the first copy's outcome goes
 		// through the durable outbound queue, the refusal straight out.
-		rs := []mq.Reply{d.reply(o.ID), d.reply(o.ID)}
-		if rs[0].Outcome != mq.OutcomeOK {
+		rs := []manage.Reply{d.reply(o.ID), d.reply(o.ID)}
+		if rs[0].Outcome != manage.OutcomeOK {
 			rs[0], rs[1] = rs[1], rs[0]
 		}
-		if rs[0].Outcome != mq.OutcomeOK || rs[1].Outcome != mq.OutcomeRejected || rs[1].Reason != "replay" || !strings.Contains(rs[1].Detail, "already") {
+		if rs[0].Outcome != manage.OutcomeOK || rs[1].Outcome != manage.OutcomeRejected || rs[1].Reason != "replay" || !strings.Contains(rs[1].Detail, "already") {
 			t.Errorf("replies to a command sent twice = %+v", rs)
 		}
 		if n := len(d.dev.Executed()); n != 2 {
@@ -142,19 +143,19 @@ func TestRebootMidCommandIsIndeterminate(t *testing.T) {
 	forEachBroker(t, func(t *testing.T, b mqtttest.Broker) {
 		d := newDevice(t, b)
 		started := make(chan struct{})
-		d.dev.Result = func(ctx context.Context, c mq.Command) mq.Result {
-			if c.Op == mq.OpReboot {
+		d.dev.Result = func(ctx context.Context, c manage.Command) manage.Result {
+			if c.Op == manage.OpReboot {
 				close(started)
 				<-ctx.Done()
 			}
-			return mq.OK(nil)
+			return manage.OK(nil)
 		}
 		d.wake()
-		id := d.send(mq.OpReboot, &mq.RebootArgs{})
+		id := d.send(manage.OpReboot, &manage.RebootArgs{})
 		<-started
 		d.reboot()
 		r := d.reply(id)
-		if r.Outcome != mq.OutcomeIndeterminate || !strings.Contains(r.Detail, mq.LedgerKey(d.opKey.DID(), id)) {
+		if r.Outcome != manage.OutcomeIndeterminate || !strings.Contains(r.Detail, manage.LedgerKey(d.opKey.DID(), id)) {
 			t.Fatalf("reply after the reboot = %+v", r)
 		}
 		if n := len(d.dev.Executed()); n != 1 {
@@ -172,14 +173,14 @@ func TestRepliesSurviveRebootInBbolt(t *testing.T) {
 		d := newDevice(t, b)
 		proxy := mqtttest.StartProxy(t, strings.TrimPrefix(b.URL(), "mqtt://"))
 		d.url = proxy.URL()
-		d.dev.Result = func(ctx context.Context, c mq.Command) mq.Result {
+		d.dev.Result = func(ctx context.Context, c manage.Command) manage.Result {
 			proxy.Cut()
-			return mq.OK(map[string]string{"done": c.Op})
+			return manage.OK(map[string]string{"done": c.Op})
 		}
 		d.wake()
 		d.operator()
-		d.seq = mq.NextSeq(d.seq, d.clk.Now())
-		s, err := d.op.Send(ctxT(t), name, mq.CommandSpec{Device: d.key.DID(), Seq: d.seq, Op: mq.OpDrain}, false)
+		d.seq = manage.NextSeq(d.seq, d.clk.Now())
+		s, err := d.op.Send(ctxT(t), name, manage.CommandSpec{Device: d.key.DID(), Seq: d.seq, Op: manage.OpDrain}, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -194,7 +195,7 @@ func TestRepliesSurviveRebootInBbolt(t *testing.T) {
 		proxy.Restore()
 		d.state = mqtttest.OpenState(t, d.path, d.clk)
 		d.wake()
-		rs := d.replyWith(s.Object.ID, mq.OutcomeOK)
+		rs := d.replyWith(s.Object.ID, manage.OutcomeOK)
 		if string(rs[len(rs)-1].Result) != `{"done":"drain"}` {
 			t.Errorf("replies = %+v", rs)
 		}

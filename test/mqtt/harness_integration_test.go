@@ -11,6 +11,8 @@ import (
 
 	"github.com/torpor-dev/torpor/clock/clocktest"
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/runtime/manage"
+	"github.com/torpor-dev/torpor/runtime/manage/managetest"
 	"github.com/torpor-dev/torpor/test/internal/testenv"
 	mq "github.com/torpor-dev/torpor/transport/mqtt"
 	"github.com/torpor-dev/torpor/transport/mqtt/mqtttest"
@@ -68,20 +70,20 @@ func testLogger(t testing.TB) *slog.Logger {
 	return slog.New(slog.NewTextHandler(tlog{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
 }
 
-// device is one device (mqtt.Client, recording Device, bbolt state) and
+// device is one device (manage.Server, recording Device, bbolt state) and
 // one operator on a broker.
 type device struct {
 	t       testing.TB
 	broker  mqtttest.Broker
 	url     string // where the device connects (the broker, or a proxy)
 	clk     *clocktest.Clock
-	dev     *mqtttest.Device
+	dev     *managetest.Device
 	key     *did.PrivateKey
 	opKey   *did.PrivateKey
 	path    string
 	state   *mqtttest.State
-	client  *mq.Client
-	op      *mq.Operator
+	client  *manage.Server
+	op      *manage.Operator
 	witness *mqtttest.Witness
 	seq     uint64
 }
@@ -89,7 +91,7 @@ type device struct {
 const name = "dev-7"
 
 func newDevice(t testing.TB, b mqtttest.Broker) *device {
-	d := &device{t: t, broker: b, url: b.URL(), clk: clocktest.New(start), dev: &mqtttest.Device{},
+	d := &device{t: t, broker: b, url: b.URL(), clk: clocktest.New(start), dev: &managetest.Device{},
 		key: mustKey(t), opKey: mustKey(t), path: filepath.Join(t.TempDir(), "agent.db")}
 	d.state = mqtttest.OpenState(t, d.path, d.clk)
 	return d
@@ -97,10 +99,7 @@ func newDevice(t testing.TB, b mqtttest.Broker) *device {
 
 func (d *device) wake() {
 	d.t.Helper()
-	c, err := mq.Start(mq.Config{Broker: d.url, Name: name, Key: d.key, Operators: []did.DID{d.opKey.DID()},
-		DB: d.state.DB, Replay: d.state.Replay, Ledger: d.state.Ledger, Device: d.dev,
-		Backoff: func(n int) time.Duration { return time.Duration(n) * 100 * time.Millisecond },
-		Clock:   d.clk, Logger: benchQuiet(d.t)})
+	c, err := manage.Start(manage.Config{Config: mq.Config{Broker: d.url, Name: name, Key: d.key, DB: d.state.DB, Backoff: func(n int) time.Duration { return time.Duration(n) * 100 * time.Millisecond }, Clock: d.clk, Logger: benchQuiet(d.t)}, Operators: []did.DID{d.opKey.DID()}, Replay: d.state.Replay, Ledger: d.state.Ledger, Device: d.dev})
 	if err != nil {
 		d.t.Fatal(err)
 	}
@@ -135,10 +134,10 @@ func (d *device) reboot() {
 	d.wake()
 }
 
-func (d *device) operator() *mq.Operator {
+func (d *device) operator() *manage.Operator {
 	d.t.Helper()
 	if d.op == nil {
-		op, err := mq.DialOperator(ctxT(d.t), mq.OperatorConfig{Broker: d.broker.URL(), Key: d.opKey, Clock: d.clk})
+		op, err := manage.DialOperator(ctxT(d.t), manage.OperatorConfig{Broker: d.broker.URL(), Key: d.opKey, Clock: d.clk})
 		if err != nil {
 			d.t.Fatal(err)
 		}
@@ -155,13 +154,13 @@ func (d *device) operator() *mq.Operator {
 // waits until the broker fanned it out.
 func (d *device) send(op string, args any) string {
 	d.t.Helper()
-	d.seq = mq.NextSeq(d.seq, d.clk.Now())
-	return d.publish(d.opKey, mq.CommandSpec{Device: d.key.DID(), Seq: d.seq, Op: op, Args: args, IssuedAt: d.clk.Now()})
+	d.seq = manage.NextSeq(d.seq, d.clk.Now())
+	return d.publish(d.opKey, manage.CommandSpec{Device: d.key.DID(), Seq: d.seq, Op: op, Args: args, IssuedAt: d.clk.Now()})
 }
 
-func (d *device) publish(k *did.PrivateKey, spec mq.CommandSpec) string {
+func (d *device) publish(k *did.PrivateKey, spec manage.CommandSpec) string {
 	d.t.Helper()
-	o, err := mq.SignCommand(k, spec)
+	o, err := manage.SignCommand(k, spec)
 	if err != nil {
 		d.t.Fatal(err)
 	}
@@ -179,7 +178,7 @@ func (d *device) publish(k *did.PrivateKey, spec mq.CommandSpec) string {
 	return o.ID
 }
 
-func (d *device) reply(id string) mq.Reply {
+func (d *device) reply(id string) manage.Reply {
 	d.t.Helper()
 	r, _, err := d.operator().AwaitReply(ctxT(d.t), name, id, d.key.DID())
 	if err != nil {
@@ -189,9 +188,9 @@ func (d *device) reply(id string) mq.Reply {
 }
 
 // replyWith collects replies to id until one has outcome want.
-func (d *device) replyWith(id string, want mq.Outcome) []mq.Reply {
+func (d *device) replyWith(id string, want manage.Outcome) []manage.Reply {
 	d.t.Helper()
-	var all []mq.Reply
+	var all []manage.Reply
 	for {
 		r := d.reply(id)
 		if all = append(all, r); r.Outcome == want {

@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/torpor-dev/torpor/runtime/manage"
 	"github.com/torpor-dev/torpor/store/mqttsession"
 	"github.com/torpor-dev/torpor/test/internal/testenv"
-	mq "github.com/torpor-dev/torpor/transport/mqtt"
 	"github.com/torpor-dev/torpor/transport/mqtt/mqtttest"
 )
 
@@ -30,16 +30,16 @@ func startMosquitto(t testing.TB) *mqtttest.Mosquitto {
 func TestRebootResendsFromTheBboltSession(t *testing.T) {
 	m := startMosquitto(t)
 	d := newDevice(t, m)
-	d.dev.Result = func(ctx context.Context, c mq.Command) mq.Result {
-		if c.Op == mq.OpDrain {
+	d.dev.Result = func(ctx context.Context, c manage.Command) manage.Result {
+		if c.Op == manage.OpDrain {
 			m.Pause(t)
 		}
-		return mq.OK(map[string]string{"done": c.Op})
+		return manage.OK(map[string]string{"done": c.Op})
 	}
 	d.wake()
 	d.operator()
-	d.seq = mq.NextSeq(d.seq, d.clk.Now())
-	s, err := d.op.Send(ctxT(t), name, mq.CommandSpec{Device: d.key.DID(), Seq: d.seq, Op: mq.OpDrain}, false)
+	d.seq = manage.NextSeq(d.seq, d.clk.Now())
+	s, err := d.op.Send(ctxT(t), name, manage.CommandSpec{Device: d.key.DID(), Seq: d.seq, Op: manage.OpDrain}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +73,7 @@ func TestRebootResendsFromTheBboltSession(t *testing.T) {
 		t.Fatalf("after the reboot the bbolt session holds %v, %v; want the unacknowledged reply", ids, err)
 	}
 	d.wake()
-	rs := d.replyWith(s.Object.ID, mq.OutcomeOK)
+	rs := d.replyWith(s.Object.ID, manage.OutcomeOK)
 	if string(rs[len(rs)-1].Result) != `{"done":"drain"}` {
 		t.Errorf("replies %+v", rs)
 	}
@@ -94,14 +94,14 @@ func TestBrokerRestartKeepsQueuedCommands(t *testing.T) {
 	d := newDevice(t, m)
 	d.wake()
 	d.sleep(start.Add(time.Hour))
-	id := d.send(mq.OpResume, &mq.NoteArgs{Note: "after the restart"})
+	id := d.send(manage.OpResume, &manage.NoteArgs{Note: "after the restart"})
 	m.Restart(t)
 	d.op.Close(context.Background())
 	d.op, d.witness = nil, nil
 	d.operator() // a fresh operator session after the restart
 	d.clk.Advance(time.Hour)
 	d.wake()
-	if r := d.reply(id); r.Outcome != mq.OutcomeOK {
+	if r := d.reply(id); r.Outcome != manage.OutcomeOK {
 		t.Fatalf("reply = %+v", r)
 	}
 }

@@ -11,18 +11,17 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/torpor-dev/torpor/clock/clocktest"
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/internal/worldtest"
 	"github.com/torpor-dev/torpor/runtime"
 	"github.com/torpor-dev/torpor/runtime/deliver"
+	"github.com/torpor-dev/torpor/runtime/manage"
 	"github.com/torpor-dev/torpor/runtime/purpose"
 	"github.com/torpor-dev/torpor/runtime/runtimetest"
-	"github.com/torpor-dev/torpor/store/agents"
-	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/transport/a2a"
 	"github.com/torpor-dev/torpor/transport/bearer"
 	mq "github.com/torpor-dev/torpor/transport/mqtt"
@@ -48,44 +47,63 @@ type world struct {
 	srv     *httptest.Server
 	broker  mqtttest.Broker
 	agent   *runtime.Agent
-	cmds    *runtime.Commands
-	op      *mq.Operator
+	cmds    *manage.Commands
+	op      *manage.Operator
 	witness *mqtttest.Witness
 	window  wake.Window
 	start   time.Time
-	sink    *sink
+	sink    *deliver.Recorder
 	wakes   chan runtime.WakeReport
 	phases  chan runtime.Phase
 	seq     uint64
 	done    chan error
 }
 
-// sink records what the agent hands to the application.
-type sink struct {
-	mu  sync.Mutex
-	got []deliver.Delivery
+// newSink returns the application: it records what the agent hands it and
+// answers with a receipt naming an effect.
+func newSink() *deliver.Recorder {
+	r := &deliver.Recorder{}
+	r.AnswerWith(func(deliver.Delivery) deliver.Outcome {
+		return deliver.Outcome{OK: true, Receipt: []byte(`{"effectId":"fx-1"}`)}
+	})
+	return r
 }
 
-func (s *sink) Deliver(_ context.Context, d deliver.Delivery) (deliver.Outcome, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.got = append(s.got, d)
-	return deliver.Outcome{OK: true, Receipt: []byte(`{"effectId":"fx-1"}`)}, nil
-}
-
-func (s *sink) purposes() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []string
-	for _, d := range s.got {
-		out = append(out, d.Purpose)
+// agentConfig is the configuration of w's agent, with its data under dir:
+// its hooks hand w each wake report and phase, dropping the phases of a
+// wake once it is reported.
+func (w *world) agentConfig(dir string, mode wake.Mode) runtime.Config {
+	return runtime.Config{
+		PipelineConfig: runtime.PipelineConfig{Key: w.key, Owner: w.opKey.DID(), Purposes: purpose.Set{"comms:*", "action:*"},
+			Consequential: purpose.Set{"action:*"}, AllowPlaintext: true,
+			Routes: []deliver.Route{{Pattern: "*", Name: "sink", Handler: w.sink}}, Clock: w.clock},
+		Hooks: runtime.Hooks{
+			OnWake: func(r runtime.WakeReport) {
+				for len(w.phases) > 0 {
+					<-w.phases
+				}
+				w.wakes <- r
+			},
+			OnPhase: func(p runtime.Phase) {
+				select {
+				case w.phases <- p:
+				default:
+				}
+			},
+			Kernel: waketest.NewKernelClock(time.Hour),
+			Rand:   bytes.NewReader(make([]byte, 1<<16)),
+		},
+		DataDir:      filepath.Join(dir, "agent"),
+		RelayURL:     w.srv.URL,
+		Mode:         mode,
+		WindowLength: w.window.Length,
+		Logger:       testLogger(w.t),
 	}
-	return out
 }
 
 func newWorld(t *testing.T, b mqtttest.Broker, mode wake.Mode) *world {
 	w := &world{t: t, broker: b, key: mustKey(t), opKey: mustKey(t), sender: mustKey(t),
-		sink: &sink{}, wakes: make(chan runtime.WakeReport, 16), phases: make(chan runtime.Phase, 1024)}
+		sink: newSink(), wakes: make(chan runtime.WakeReport, 16), phases: make(chan runtime.Phase, 1024)}
 	w.window = wake.Window{Minute: wake.WakeMinute(w.key.DID().String()), Length: 5 * time.Minute}
 	// Half an hour after the window opens: outside it, so the agent boots
 	// asleep.
@@ -93,55 +111,22 @@ func newWorld(t *testing.T, b mqtttest.Broker, mode wake.Mode) *world {
 	w.start = winStart.Add(30 * time.Minute)
 	w.clock = clocktest.New(w.start)
 	dir := t.TempDir()
-	q, err := queue.OpenBolt(filepath.Join(dir, "queue.db"), nil)
+	rl, err := worldtest.Open(dir, relay.Config{Clock: w.clock})
 	if err != nil {
 		t.Fatal(err)
 	}
-	states, err := agents.OpenBolt(filepath.Join(dir, "agents.db"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.srv = httptest.NewUnstartedServer(nil)
-	r, err := relay.New(relay.Config{PublicURL: "http://" + w.srv.Listener.Addr().String(), Queue: q, States: states, Clock: w.clock})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.srv.Config.Handler = r.Handler()
-	w.srv.Start()
-	t.Cleanup(func() {
-		r.Link().Close()
-		w.srv.Close()
-		q.Close()
-		states.Close()
-	})
-	cfg := runtime.Config{
-		Key: w.key, DataDir: filepath.Join(dir, "agent"), RelayURL: w.srv.URL, Mode: mode, WindowLength: w.window.Length,
-		Owner: w.opKey.DID(), Purposes: purpose.Set{"comms:*", "action:*"}, Consequential: purpose.Set{"action:*"},
-		AllowPlaintext: true, Routes: []deliver.Route{{Pattern: "*", Name: "sink", Handler: w.sink}},
-		Clock: w.clock, Kernel: waketest.NewKernelClock(time.Hour), Rand: bytes.NewReader(make([]byte, 1<<16)), Logger: testLogger(t),
-		OnWake: func(r runtime.WakeReport) {
-			w.cmds.OnWake(r)
-			for len(w.phases) > 0 {
-				<-w.phases
-			}
-			w.wakes <- r
-		},
-		OnPhase: func(p runtime.Phase) {
-			w.cmds.OnPhase(p)
-			select {
-			case w.phases <- p:
-			default:
-			}
-		},
-	}
+	t.Cleanup(rl.Close)
+	w.srv = rl.Server
+	cfg := w.agentConfig(dir, mode)
 	if w.agent, err = runtime.New(cfg); err != nil {
 		t.Fatal(err)
 	}
-	if w.cmds, err = runtime.NewCommands(w.agent, runtime.CommandsConfig{Broker: b.URL(), Name: name,
+	if w.cmds, err = manage.NewCommands(w.agent, manage.CommandsConfig{Broker: b.URL(), Name: name,
 		Operators: []did.DID{w.opKey.DID()}, Logger: testLogger(t)}); err != nil {
 		t.Fatal(err)
 	}
-	if w.op, err = mq.DialOperator(ctxT(t), mq.OperatorConfig{Broker: b.URL(), Key: w.opKey, Clock: w.clock}); err != nil {
+	w.agent.SetManagement(w.cmds)
+	if w.op, err = manage.DialOperator(ctxT(t), manage.OperatorConfig{Broker: b.URL(), Key: w.opKey, Clock: w.clock}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { w.op.Close(context.Background()) })
@@ -204,8 +189,8 @@ func (w *world) status(ok func(mq.Status) bool) mq.Status {
 
 func (w *world) send(op string, args any) string {
 	w.t.Helper()
-	w.seq = mq.NextSeq(w.seq, w.clock.Now())
-	s, err := w.op.Send(ctxT(w.t), name, mq.CommandSpec{Device: w.key.DID(), Seq: w.seq, Op: op, Args: args}, false)
+	w.seq = manage.NextSeq(w.seq, w.clock.Now())
+	s, err := w.op.Send(ctxT(w.t), name, manage.CommandSpec{Device: w.key.DID(), Seq: w.seq, Op: op, Args: args}, false)
 	if err != nil {
 		w.t.Fatal(err)
 	}
@@ -216,7 +201,7 @@ func (w *world) send(op string, args any) string {
 	return s.Object.ID
 }
 
-func (w *world) reply(id string) mq.Reply {
+func (w *world) reply(id string) manage.Reply {
 	w.t.Helper()
 	r, _, err := w.op.AwaitReply(ctxT(w.t), name, id, w.key.DID())
 	if err != nil {
@@ -265,9 +250,9 @@ func TestSetModeChangesWhatTheRelayTellsSenders(t *testing.T) {
 		if code != http.StatusServiceUnavailable || at.Before(start) || !at.Before(end) {
 			t.Fatalf("while asleep: %d, Retry-After %ds; want 503 into [%v, %v)", code, ra, start, end)
 		}
-		id := w.send(mq.OpSetMode, &mq.SetModeArgs{Mode: "always_on"})
+		id := w.send(manage.OpSetMode, &manage.SetModeArgs{Mode: "always_on"})
 		w.clock.Set(start)
-		if r := w.reply(id); r.Outcome != mq.OutcomeOK {
+		if r := w.reply(id); r.Outcome != manage.OutcomeOK {
 			t.Fatalf("set-mode always_on: %+v", r)
 		}
 		w.nextWake() // the window's wake ends on the mode change
@@ -277,8 +262,8 @@ func TestSetModeChangesWhatTheRelayTellsSenders(t *testing.T) {
 		}
 
 		wakeAt := w.clock.Now().Add(2 * time.Hour).Truncate(time.Second)
-		id = w.send(mq.OpSetMode, &mq.SetModeArgs{Mode: "sleep", WakeAt: &wakeAt})
-		if r := w.reply(id); r.Outcome != mq.OutcomeOK {
+		id = w.send(manage.OpSetMode, &manage.SetModeArgs{Mode: "sleep", WakeAt: &wakeAt})
+		if r := w.reply(id); r.Outcome != manage.OutcomeOK {
 			t.Fatalf("set-mode sleep: %+v", r)
 		}
 		w.nextWake() // the always_on wake ends; the agent announces sleep
@@ -294,7 +279,7 @@ func TestSetModeChangesWhatTheRelayTellsSenders(t *testing.T) {
 		if code != http.StatusServiceUnavailable || at.Before(wakeAt) || !at.Before(wakeAt.Add(wake.DefaultLength)) {
 			t.Fatalf("after set-mode sleep: %d, Retry-After %ds; want 503 with a Retry-After into the scheduled wake at %v", code, ra, wakeAt)
 		}
-		if got := w.sink.purposes(); len(got) != 2 {
+		if got := w.sink.Purposes(); len(got) != 2 {
 			t.Errorf("delivered %v, want the two messages sent while live or queued before", got)
 		}
 	})
@@ -311,25 +296,25 @@ func TestHeldActionConfirmedOverMQTT(t *testing.T) {
 		if code, _ := w.post("action:open-valve", map[string]any{"idempotencyKey": "valve-7"}); code != http.StatusOK {
 			t.Fatalf("posting the action: %d", code)
 		}
-		r := w.reply(w.send(mq.OpStatus, nil))
+		r := w.reply(w.send(manage.OpStatus, nil))
 		var rep struct {
 			Holds []struct{ Key, Purpose string }
 		}
 		if err := json.Unmarshal(r.Result, &rep); err != nil || len(rep.Holds) != 1 || rep.Holds[0].Purpose != "action:open-valve" {
 			t.Fatalf("status shows holds %s, %v", r.Result, err)
 		}
-		if got := w.sink.purposes(); len(got) != 0 {
+		if got := w.sink.Purposes(); len(got) != 0 {
 			t.Fatalf("the action ran before it was confirmed: %v", got)
 		}
-		c := w.reply(w.send(mq.OpConfirm, &mq.HoldArgs{Hold: rep.Holds[0].Key}))
-		if c.Outcome != mq.OutcomeOK {
+		c := w.reply(w.send(manage.OpConfirm, &manage.HoldArgs{Hold: rep.Holds[0].Key}))
+		if c.Outcome != manage.OutcomeOK {
 			t.Fatalf("confirm: %+v", c)
 		}
-		if got := w.sink.purposes(); len(got) != 1 || got[0] != "action:open-valve" {
+		if got := w.sink.Purposes(); len(got) != 1 || got[0] != "action:open-valve" {
 			t.Errorf("delivered %v, want the action once", got)
 		}
 		// Confirming again finds nothing held: the action cannot run twice.
-		if again := w.reply(w.send(mq.OpConfirm, &mq.HoldArgs{Hold: rep.Holds[0].Key})); again.Outcome != mq.OutcomeFailed || again.Reason != "no-hold" {
+		if again := w.reply(w.send(manage.OpConfirm, &manage.HoldArgs{Hold: rep.Holds[0].Key})); again.Outcome != manage.OutcomeFailed || again.Reason != "no-hold" {
 			t.Errorf("second confirm: %+v", again)
 		}
 	})

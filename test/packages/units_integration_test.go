@@ -5,6 +5,7 @@ package packages
 import (
 	"bufio"
 	"bytes"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -68,54 +69,57 @@ func unitOf(t *testing.T, name string) (unit, string) {
 	return parseUnit(b), root
 }
 
-// anyValue in TestUnitHardening's table accepts any non-empty value.
+// anyValue in unitCommon and unitHardeningCases accepts any non-empty
+// value.
 const anyValue = "\x00any"
 
+// unitCommon is what TestUnitHardening wants of every unit unless the
+// unit's own case says otherwise.
+var unitCommon = map[string]string{
+	"Service.NoNewPrivileges": "yes", "Service.ProtectSystem": "strict", "Service.ProtectHome": "yes",
+	"Service.PrivateTmp": "yes", "Service.Restart": "on-failure", "Service.RestartSec": anyValue,
+	"Service.StateDirectoryMode": "0750", "Service.UMask": "0077", "Service.RestrictSUIDSGID": "yes",
+	"Service.ProtectKernelModules": "yes", "Service.ProtectControlGroups": "yes",
+	"Service.MemoryDenyWriteExecute": "yes", "Service.SystemCallArchitectures": "native",
+	"Service.SystemCallErrorNumber": "EPERM", "Service.Type": "exec",
+	"Unit.StartLimitBurst": "5", "Unit.StartLimitIntervalSec": "10min",
+	"Install.WantedBy": "multi-user.target",
+}
+
+// unitHardeningCases are TestUnitHardening's units.
+var unitHardeningCases = []struct {
+	name string
+	want map[string]string // the last value of each key; anyValue: any non-empty one
+	all  map[string][]string
+}{
+	{"torpor-agent", map[string]string{
+		"Service.User": "torpor-agent", "Service.Group": "torpor-agent", "Service.StateDirectory": "torpor",
+		"Service.ExecStart":             "/usr/bin/torpor-agent --config=/etc/torpor/agent.json",
+		"Service.SupplementaryGroups":   "gpio",
+		"Service.CapabilityBoundingSet": "CAP_SYS_BOOT", "Service.AmbientCapabilities": "CAP_SYS_BOOT",
+		"Service.DevicePolicy": "closed", "Service.ProtectClock": "yes",
+	}, map[string][]string{
+		"Service.DeviceAllow":      {"char-gpiochip rw", "char-rtc rw"},
+		"Service.SystemCallFilter": {"@system-service", "~@privileged @resources", "reboot"},
+	}},
+	{"torpor-relay", map[string]string{
+		"Service.User": "torpor-relay", "Service.Group": "torpor-relay", "Service.StateDirectory": "torpor-relay",
+		"Service.ExecStart":             "/usr/bin/torpor-relay --data-dir=%S/torpor-relay $TORPOR_RELAY_OPTS",
+		"Service.EnvironmentFile":       "/etc/torpor/relay.conf",
+		"Service.CapabilityBoundingSet": "", "Service.AmbientCapabilities": "",
+		"Service.PrivateDevices": "yes", "Service.ProtectKernelTunables": "yes", "Service.ProtectClock": "yes",
+	}, map[string][]string{
+		"Service.SystemCallFilter": {"@system-service", "~@privileged @resources"},
+	}},
+}
+
 func TestUnitHardening(t *testing.T) {
-	common := map[string]string{
-		"Service.NoNewPrivileges": "yes", "Service.ProtectSystem": "strict", "Service.ProtectHome": "yes",
-		"Service.PrivateTmp": "yes", "Service.Restart": "on-failure", "Service.RestartSec": anyValue,
-		"Service.StateDirectoryMode": "0750", "Service.UMask": "0077", "Service.RestrictSUIDSGID": "yes",
-		"Service.ProtectKernelModules": "yes", "Service.ProtectControlGroups": "yes",
-		"Service.MemoryDenyWriteExecute": "yes", "Service.SystemCallArchitectures": "native",
-		"Service.SystemCallErrorNumber": "EPERM", "Service.Type": "exec",
-		"Unit.StartLimitBurst": "5", "Unit.StartLimitIntervalSec": "10min",
-		"Install.WantedBy": "multi-user.target",
-	}
-	tests := []struct {
-		name string
-		want map[string]string // the last value of each key; anyValue: any non-empty one
-		all  map[string][]string
-	}{
-		{"torpor-agent", map[string]string{
-			"Service.User": "torpor-agent", "Service.Group": "torpor-agent", "Service.StateDirectory": "torpor",
-			"Service.ExecStart":             "/usr/bin/torpor-agent --config=/etc/torpor/agent.json",
-			"Service.SupplementaryGroups":   "gpio",
-			"Service.CapabilityBoundingSet": "CAP_SYS_BOOT", "Service.AmbientCapabilities": "CAP_SYS_BOOT",
-			"Service.DevicePolicy": "closed", "Service.ProtectClock": "yes",
-		}, map[string][]string{
-			"Service.DeviceAllow":      {"char-gpiochip rw", "char-rtc rw"},
-			"Service.SystemCallFilter": {"@system-service", "~@privileged @resources", "reboot"},
-		}},
-		{"torpor-relay", map[string]string{
-			"Service.User": "torpor-relay", "Service.Group": "torpor-relay", "Service.StateDirectory": "torpor-relay",
-			"Service.ExecStart":             "/usr/bin/torpor-relay --data-dir=%S/torpor-relay $TORPOR_RELAY_OPTS",
-			"Service.EnvironmentFile":       "/etc/torpor/relay.conf",
-			"Service.CapabilityBoundingSet": "", "Service.AmbientCapabilities": "",
-			"Service.PrivateDevices": "yes", "Service.ProtectKernelTunables": "yes", "Service.ProtectClock": "yes",
-		}, map[string][]string{
-			"Service.SystemCallFilter": {"@system-service", "~@privileged @resources"},
-		}},
-	}
-	for _, tt := range tests {
+	for _, tt := range unitHardeningCases {
 		t.Run(tt.name, func(t *testing.T) {
 			u, _ := unitOf(t, tt.name)
-			for k, v := range common {
-				if _, ok := tt.want[k]; !ok {
-					tt.want[k] = v
-				}
-			}
-			for k, v := range tt.want {
+			want := maps.Clone(unitCommon)
+			maps.Copy(want, tt.want)
+			for k, v := range want {
 				got, set := u[k]
 				switch {
 				case !set:

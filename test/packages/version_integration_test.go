@@ -18,45 +18,8 @@ import (
 func TestVersion(t *testing.T) {
 	testenv.RequireTool(t, "git")
 	testenv.RequireTool(t, "bash")
-	dir := t.TempDir()
-	script, err := os.ReadFile(filepath.Join(repoRoot(t), "scripts", "packages.sh"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Mkdir(filepath.Join(dir, "scripts"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "scripts", "packages.sh"), script, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	git := func(args ...string) string {
-		t.Helper()
-		cmd := exec.Command("git", append([]string{"-c", "user.name=t", "-c", "user.email=t@example.invalid", "-c", "commit.gpgsign=false", "-c", "tag.gpgsign=false"}, args...)...)
-		cmd.Dir = dir
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-		return strings.TrimSpace(string(out))
-	}
-	version := func(env ...string) string {
-		t.Helper()
-		cmd := exec.Command("bash", "scripts/packages.sh", "--version")
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "VERSION=")
-		cmd.Env = append(cmd.Env, env...)
-		out, err := cmd.Output()
-		if err != nil {
-			t.Fatalf("packages.sh --version: %v %s", err, stderrOf(err))
-		}
-		return strings.TrimSpace(string(out))
-	}
-	write := func(content string) {
-		t.Helper()
-		if err := os.WriteFile(filepath.Join(dir, "file"), []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	r := newVersionRepo(t)
+	git, write := r.git, r.write
 
 	git("init", "-q")
 	write("1")
@@ -81,8 +44,68 @@ func TestVersion(t *testing.T) {
 	}
 	for _, st := range steps {
 		st.do()
-		if got, w := version(st.env...), st.want(); got != w {
+		if got, w := r.version(st.env...), st.want(); got != w {
 			t.Errorf("%s: packages.sh --version = %q, want %q", st.name, got, w)
 		}
+	}
+}
+
+// versionRepo is TestVersion's scratch directory, holding a copy of
+// scripts/packages.sh; it becomes a git repository with the test's first
+// git call.
+type versionRepo struct {
+	t   *testing.T
+	dir string
+}
+
+// newVersionRepo makes the scratch directory and copies the script in.
+func newVersionRepo(t *testing.T) *versionRepo {
+	t.Helper()
+	dir := t.TempDir()
+	script, err := os.ReadFile(filepath.Join(repoRoot(t), "scripts", "packages.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "scripts"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "scripts", "packages.sh"), script, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return &versionRepo{t: t, dir: dir}
+}
+
+// git runs git with args in the repository and returns its trimmed output.
+func (r *versionRepo) git(args ...string) string {
+	r.t.Helper()
+	cmd := exec.Command("git", append([]string{"-c", "user.name=t", "-c", "user.email=t@example.invalid", "-c", "commit.gpgsign=false", "-c", "tag.gpgsign=false"}, args...)...)
+	cmd.Dir = r.dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		r.t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// version returns what scripts/packages.sh --version prints in the
+// repository, with VERSION empty unless env sets it.
+func (r *versionRepo) version(env ...string) string {
+	r.t.Helper()
+	cmd := exec.Command("bash", "scripts/packages.sh", "--version")
+	cmd.Dir = r.dir
+	cmd.Env = append(os.Environ(), "VERSION=")
+	cmd.Env = append(cmd.Env, env...)
+	out, err := cmd.Output()
+	if err != nil {
+		r.t.Fatalf("packages.sh --version: %v %s", err, stderrOf(err))
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// write writes content to the file named "file" in the repository.
+func (r *versionRepo) write(content string) {
+	r.t.Helper()
+	if err := os.WriteFile(filepath.Join(r.dir, "file"), []byte(content), 0o644); err != nil {
+		r.t.Fatal(err)
 	}
 }

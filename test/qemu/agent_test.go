@@ -390,6 +390,22 @@ func TestAgentGPIOWake(t *testing.T) {
 	t.Logf("host: button pressed %v after the boot wake's report, resume seen %v after the press",
 		pressed.Sub(bootEnd).Round(time.Millisecond), resumed.Sub(pressed).Round(time.Millisecond))
 
+	checkButtonWake(t, w, bootEnd, pressed, resumed)
+	checkDrain(t, w, got, sent, sndKey.DID())
+	checkQueueEmpty(t, r, key.DID())
+	// Woken early, the agent kept a window of its configured length and
+	// then planned its hourly window again.
+	if w.Get("nextWake") != start.UTC().Format(time.RFC3339) {
+		t.Errorf("next wake announced %q, want the planned window %s", w.Get("nextWake"), start.UTC().Format(time.RFC3339))
+	}
+	checkAsleepUntil(t, snd, r, key.DID(), sndKey, start, length)
+}
+
+// checkButtonWake checks that w, the wake report after the button press,
+// is a GPIO wake that slept from bootEnd, the boot wake's end, until the
+// press at pressed (the host saw the resume at resumed).
+func checkButtonWake(t *testing.T, w demo.Line, bootEnd, pressed, resumed time.Time) {
+	t.Helper()
 	if w.Get("reason") != "gpio" {
 		t.Errorf("wake reason %q, want gpio (the gpio-keys wakeup source)", w.Get("reason"))
 	}
@@ -399,12 +415,4 @@ func TestAgentGPIOWake(t *testing.T) {
 	if lo, hi := pressed.Sub(bootEnd)-time.Second, resumed.Sub(bootEnd)+time.Second; slept < lo || slept > hi {
 		t.Errorf("slept %v by CLOCK_BOOTTIME, want between %v (the press) and %v (the resume the host saw)", slept, lo, hi)
 	}
-	checkDrain(t, w, got, sent, sndKey.DID())
-	checkQueueEmpty(t, r, key.DID())
-	// Woken early, the agent kept a window of its configured length and
-	// then planned its hourly window again.
-	if w.Get("nextWake") != start.UTC().Format(time.RFC3339) {
-		t.Errorf("next wake announced %q, want the planned window %s", w.Get("nextWake"), start.UTC().Format(time.RFC3339))
-	}
-	checkAsleepUntil(t, snd, r, key.DID(), sndKey, start, length)
 }

@@ -30,7 +30,7 @@ import (
 const footprintRecords = 500
 
 // footprintBudget is the most resident memory the agent may reach natively
-// while it drains them: a memory-budget test (STYLE.md 51) with room for
+// while it drains them: a memory-budget test with room for
 // the garbage collector's slack, not a tight fit.
 const footprintBudget = 64 << 20
 
@@ -393,18 +393,7 @@ func measureFootprint(t *testing.T, in *footprintInput, tt footprintTarget) foot
 	if err := a.proc.stop(time.Minute); err != nil {
 		t.Errorf("stopping the agent: %v", err)
 	}
-	seen := map[string]int{}
-	for _, d := range a.sink.Received() {
-		seen[d.ObjectID]++
-	}
-	for id := range in.ids {
-		if seen[id] != 1 {
-			t.Errorf("object %s delivered %d times, want once", id, seen[id])
-		}
-	}
-	if len(seen) != len(in.ids) {
-		t.Errorf("%d distinct objects delivered, want %d", len(seen), len(in.ids))
-	}
+	checkDeliveredOnce(t, a.sink.Received(), in.ids)
 	f.idle = in.idle
 	if tt.cpu != "" {
 		f.idle = 0
@@ -413,6 +402,24 @@ func measureFootprint(t *testing.T, in *footprintInput, tt footprintTarget) foot
 	t.Logf("%s: %d bytes stripped, peak RSS %s (VmHWM), %d records drained and delivered %.1f s after start",
 		tt.name, f.size, mib(f.peak), footprintRecords, f.drained.Seconds())
 	return f
+}
+
+// checkDeliveredOnce checks that got, what the application received,
+// holds each of ids exactly once and nothing else.
+func checkDeliveredOnce(t *testing.T, got []demo.Received, ids map[string]bool) {
+	t.Helper()
+	seen := map[string]int{}
+	for _, d := range got {
+		seen[d.ObjectID]++
+	}
+	for id := range ids {
+		if seen[id] != 1 {
+			t.Errorf("object %s delivered %d times, want once", id, seen[id])
+		}
+	}
+	if len(seen) != len(ids) {
+		t.Errorf("%d distinct objects delivered, want %d", len(seen), len(ids))
+	}
 }
 
 // measureFootprintVM runs the wake in the qemu-system-aarch64 guest: the

@@ -118,23 +118,29 @@ func TestLivenessStrict(t *testing.T) {
 		{"valid", `{` + win + `,` + good + `}`, ""},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			c := &Card{Capabilities: Capabilities{Extensions: []Extension{{URI: ExtLiveness, Description: "d", Params: []byte(tt.params)}}}}
-			_, ok, err := c.Liveness()
-			if !ok {
-				t.Fatalf("Liveness(%s): extension not found", tt.params)
-			}
-			if tt.want == "" {
-				if err != nil {
-					t.Errorf("Liveness(%s) = %v, want no error", tt.params, err)
-				}
-				return
-			}
-			var ce *CardError
-			if !errors.As(err, &ce) || ce.Reason != "schema" || !errors.Is(err, ErrExtensionSchema) || !strings.Contains(err.Error(), tt.want) {
-				t.Errorf("Liveness(%s) = %v, want a schema CardError saying %q", tt.params, err, tt.want)
-			}
-		})
+		t.Run(tt.name, func(t *testing.T) { checkLivenessParams(t, tt.params, tt.want) })
+	}
+}
+
+// checkLivenessParams checks that Liveness reads a card whose liveness
+// extension has params, failing with a schema CardError saying want
+// (accepting them when want is "").
+func checkLivenessParams(t *testing.T, params, want string) {
+	t.Helper()
+	c := &Card{Capabilities: Capabilities{Extensions: []Extension{{URI: ExtLiveness, Description: "d", Params: []byte(params)}}}}
+	_, ok, err := c.Liveness()
+	if !ok {
+		t.Fatalf("Liveness(%s): extension not found", params)
+	}
+	if want == "" {
+		if err != nil {
+			t.Errorf("Liveness(%s) = %v, want no error", params, err)
+		}
+		return
+	}
+	var ce *CardError
+	if !errors.As(err, &ce) || ce.Reason != "schema" || !errors.Is(err, ErrExtensionSchema) || !strings.Contains(err.Error(), want) {
+		t.Errorf("Liveness(%s) = %v, want a schema CardError saying %q", params, err, want)
 	}
 }
 

@@ -137,12 +137,7 @@ func TestSignVerifyCard(t *testing.T) {
 		t.Errorf("VerifyCard(reformatted) = %v", err)
 	}
 
-	tests := []struct {
-		name  string
-		raw   []byte
-		agent did.DID
-		want  error
-	}{
+	tests := []cardVerifyCase{
 		{"other agent", raw, bob.DID(), ErrCardUnsigned},
 		{"tampered", bytes.Replace(raw, []byte(`"alice"`), []byte(`"mallory"`), 1), alice.DID(), ErrCardSignature},
 		{"tampered mode", bytes.Replace(raw, []byte(`hourly_wake`), []byte(`sleep`), 1), alice.DID(), ErrCardSignature},
@@ -151,21 +146,7 @@ func TestSignVerifyCard(t *testing.T) {
 		{"duplicate member", []byte(`{"name":"a","name":"b","signatures":[]}`), alice.DID(), ErrCardMalformed},
 		{"bad signatures", []byte(`{"name":"a","signatures":{}}`), alice.DID(), ErrCardMalformed},
 	}
-	// A card that Bob signed claiming Alice's kid.
-	forged := mustBuild(t, CardOptions{Name: "alice", BaseURL: "https://x"})
-	fs, err := signDetached(mustJSON(t, forged), bob)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fh, _ := json.Marshal(jwsHeader{Alg: "EdDSA", Kid: alice.DID().String(), Typ: "JOSE"})
-	fs.Protected = b64url.EncodeToString(fh)
-	forged.Signatures = []CardSignature{fs}
-	tests = append(tests, struct {
-		name  string
-		raw   []byte
-		agent did.DID
-		want  error
-	}{"signed by bob with alice kid", mustJSON(t, forged), alice.DID(), ErrCardSignature})
+	tests = append(tests, cardVerifyCase{"signed by bob with alice kid", forgedCard(t, alice, bob), alice.DID(), ErrCardSignature})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			err := VerifyCard(tt.raw, tt.agent)
@@ -174,6 +155,27 @@ func TestSignVerifyCard(t *testing.T) {
 			}
 		})
 	}
+}
+
+type cardVerifyCase struct {
+	name  string
+	raw   []byte
+	agent did.DID
+	want  error
+}
+
+// forgedCard returns a card that signer signed claiming claimed's kid.
+func forgedCard(t *testing.T, claimed, signer *did.PrivateKey) []byte {
+	t.Helper()
+	forged := mustBuild(t, CardOptions{Name: "alice", BaseURL: "https://x"})
+	fs, err := signDetached(mustJSON(t, forged), signer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fh, _ := json.Marshal(jwsHeader{Alg: "EdDSA", Kid: claimed.DID().String(), Typ: "JOSE"})
+	fs.Protected = b64url.EncodeToString(fh)
+	forged.Signatures = []CardSignature{fs}
+	return mustJSON(t, forged)
 }
 
 func mustJSON(tb testing.TB, v any) []byte {

@@ -66,24 +66,22 @@ func claims(aud string, iat, exp int64) string {
 	return string(b)
 }
 
-func TestVerify(t *testing.T) {
-	alice, bob := didtest.Key(t, 1), didtest.Key(t, 2)
-	now := noon.Unix()
-	aud := "https://peer.example"
-	good := claims(aud, now, now+300)
-	flipped := []byte(signed(alice, good))
-	if flipped[len(flipped)-5] == 'A' {
-		flipped[len(flipped)-5] = 'B'
-	} else {
-		flipped[len(flipped)-5] = 'A'
-	}
-	tests := []struct {
-		name   string
-		verif  Verifier
-		in     string
-		want   error  // nil: accepted
-		detail string // reference detail when rejected
-	}{
+// verifyCase is a token and what Verify makes of it.
+type verifyCase struct {
+	name   string
+	verif  Verifier
+	in     string
+	want   error  // nil: accepted
+	detail string // reference detail when rejected
+}
+
+// aud is the audience of the tokens of verifyCases.
+const aud = "https://peer.example"
+
+// acceptedCases returns tokens by alice that Verify accepts; good is a
+// token's claims, valid for five minutes from now.
+func acceptedCases(alice *did.PrivateKey, good string, now int64) []verifyCase {
+	return []verifyCase{
 		{"valid", Verifier{}, signed(alice, good), nil, ""},
 		{"padded parts", Verifier{}, signed(alice, good) + "==", nil, ""},
 		{"exp equals now", Verifier{}, signed(alice, claims(aud, now-300, now)), nil, ""},
@@ -92,7 +90,20 @@ func TestVerify(t *testing.T) {
 		{"lifetime cap off", Verifier{MaxLifetime: -1}, signed(alice, claims(aud, now, now+86400)), nil, ""},
 		{"larger skew", Verifier{Skew: 5 * time.Minute}, signed(alice, claims(aud, now+200, now+300)), nil, ""},
 		{"audience default port and path", Verifier{Audience: "HTTPS://PEER.EXAMPLE:443/a2a/jsonrpc"}, signed(alice, good), nil, ""},
+		{"aud not normalised in claims", Verifier{}, signed(alice, claims("https://peer.example/", now, now+300)), nil, ""},
+	}
+}
 
+// rejectedCases returns tokens Verify rejects, with the error and its
+// reference detail.
+func rejectedCases(alice, bob *did.PrivateKey, good string, now int64) []verifyCase {
+	flipped := []byte(signed(alice, good))
+	if flipped[len(flipped)-5] == 'A' {
+		flipped[len(flipped)-5] = 'B'
+	} else {
+		flipped[len(flipped)-5] = 'A'
+	}
+	return []verifyCase{
 		{"empty", Verifier{}, "", ErrMissing, "missing bearer token"},
 		{"other scheme", Verifier{}, "Basic YWxpY2U6c2VjcmV0", ErrMissing, "missing bearer token"},
 		{"bearer without token", Verifier{}, "Bearer ", ErrMissing, "missing bearer token"},
@@ -123,11 +134,16 @@ func TestVerify(t *testing.T) {
 		{"whitespace", Verifier{}, signed(alice, strings.Replace(good, `,"v"`, `, "v"`, 1)), ErrNonCanonical, "transport token: non-canonical payload"},
 		{"key order", Verifier{}, signed(alice, `{"v":1,"aud":"https://peer.example","did":"`+aliceDID+`","exp":1768478700,"iat":1768478400}`), ErrNonCanonical, "transport token: non-canonical payload"},
 		{"extra claim", Verifier{}, signed(alice, strings.Replace(good, `"v":1`, `"v":1,"x":0`, 1)), ErrNonCanonical, "transport token: non-canonical payload"},
-		{"aud not normalised in claims", Verifier{}, signed(alice, claims("https://peer.example/", now, now+300)), nil, ""},
 		{"signed by bob", Verifier{}, signed(bob, good), ErrSignature, "transport token: bad signature"},
 		{"signature bit flipped", Verifier{}, string(flipped), ErrSignature, "transport token: bad signature"},
 	}
-	for _, tt := range tests {
+}
+
+func TestVerify(t *testing.T) {
+	alice, bob := didtest.Key(t, 1), didtest.Key(t, 2)
+	now := noon.Unix()
+	good := claims(aud, now, now+300)
+	for _, tt := range append(acceptedCases(alice, good, now), rejectedCases(alice, bob, good, now)...) {
 		t.Run(tt.name, func(t *testing.T) {
 			v := tt.verif
 			v.Clock = clocktest.New(noon)

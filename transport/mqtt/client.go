@@ -23,39 +23,18 @@ import (
 
 	"github.com/torpor-dev/torpor/clock"
 	"github.com/torpor-dev/torpor/did"
-	"github.com/torpor-dev/torpor/governed"
-	"github.com/torpor-dev/torpor/store/ledger"
 	"github.com/torpor-dev/torpor/store/mqttsession"
-	"github.com/torpor-dev/torpor/store/replay"
 )
-
-// Device carries out the commands a Client admitted. The agent's runtime
-// implements it (runtime.Commands).
-type Device interface {
-	// Execute runs c and reports the outcome. It is called for one command
-	// at a time, in sequence order, except halt, which may run while
-	// another command is in progress so that it reaches work in flight.
-	// ctx ends when the Client stops.
-	Execute(ctx context.Context, c Command) Result
-}
-
-// StatusReporter is implemented by a Device that describes its state for
-// the retained status topic (mode, window, next wake, halt, ...).
-type StatusReporter interface {
-	Status() Status
-}
 
 // Defaults of Config.
 const (
 	DefaultSessionExpiry  = 30 * 24 * time.Hour
 	DefaultKeepAlive      = 60 * time.Second
-	DefaultMaxCommandTTL  = 30 * 24 * time.Hour
 	DefaultBarrierTimeout = 3 * time.Second
-	DefaultRejectionRate  = 30
 )
 
-// Config configures a device's Client. Broker, Name, Key, DB, Replay,
-// Ledger and Device are required.
+// Config configures a device's Client. Broker, Name, Key, DB and Handler
+// are required.
 type Config struct {
 	// Broker is the MQTT 5 broker URL: mqtt:// or tcp:// (plain),
 	// mqtts:// or tls:// (TLS with TLS).
@@ -67,17 +46,14 @@ type Config struct {
 	// must stay the same across restarts and key rotations, since the
 	// broker keeps the session under it.
 	Name string
-	// Key is the device's identity: commands must name its DID, and it
-	// signs replies, statuses and events. SetKey replaces it.
+	// Key is the device's identity: it signs replies, statuses and
+	// events. SetKey replaces it.
 	Key *did.PrivateKey
-	// Operators are the DIDs whose commands the device accepts.
-	Operators []did.DID
-	// DB is the agent's bbolt file: the MQTT session state, the outbound
-	// queue and the sequence table live there, next to Replay and Ledger.
-	DB     *bolt.DB
-	Replay *replay.Cache
-	Ledger *ledger.Ledger
-	Device Device
+	// DB is the agent's bbolt file: the MQTT session state, the inbox and
+	// the outbound queue live there.
+	DB *bolt.DB
+	// Handler admits, runs and answers the commands received.
+	Handler Handler
 	// SessionExpiry is how long the broker keeps the session (and the
 	// commands queued in it) after a disconnect. It must exceed the
 	// longest sleep; zero means DefaultSessionExpiry, and a value of
@@ -85,18 +61,10 @@ type Config struct {
 	SessionExpiry time.Duration
 	// KeepAlive is the MQTT keep-alive; zero means DefaultKeepAlive.
 	KeepAlive time.Duration
-	// MaxCommandTTL is the longest lifetime a command may declare, and
-	// the lifetime of one that declares none; zero means
-	// DefaultMaxCommandTTL.
-	MaxCommandTTL time.Duration
 	// BarrierTimeout bounds the wait for the end-of-backlog probe after a
 	// connection comes up; zero means DefaultBarrierTimeout. It is a
 	// network round trip, timed on clock.Unscaled(Clock).
 	BarrierTimeout time.Duration
-	// RejectionsPerMinute bounds the replies to refused commands, so a
-	// flood of bad commands costs bounded signing and radio time; zero
-	// means DefaultRejectionRate.
-	RejectionsPerMinute int
 	// Backoff gives the wait before reconnection attempt n (0 is the
 	// first connection); nil means exponential with jitter from 1 s to
 	// 60 s. autopaho waits on the real clock.
@@ -119,8 +87,6 @@ type Client struct {
 	queue    *mqttsession.Queue
 	state    *state.State
 	sessions *mqttsession.Store
-	adm      *admitter
-	limiter  *limiter
 
 	ctx     context.Context // ends when the Client stops
 	cancel  context.CancelFunc
@@ -131,7 +97,6 @@ type Client struct {
 	// statusMu serialises status publications; it guards statusFinal.
 	statusMu    sync.Mutex
 	statusFinal bool
-	jobs        chan job
 	wg          sync.WaitGroup
 
 	mu sync.Mutex
@@ -145,15 +110,7 @@ type Client struct {
 	idle        chan struct{} // closed while busy is 0
 	closing     bool
 	aborted     bool
-	stats       Stats
-}
-
-// Stats counts what a Client did.
-type Stats struct {
-	Accepted   int
-	Rejected   map[string]int // by reason
-	Suppressed int            // rejections not answered (rate limit)
-	Connects   int
+	connects    int
 }
 
 // Start checks cfg, opens the session state and outbound queue in cfg.DB
@@ -177,16 +134,15 @@ func Start(cfg Config) (*Client, error) {
 	}
 	c.cm = cm
 	close(c.started)
-	c.wg.Add(3)
+	c.wg.Add(2)
 	go c.dispatch(recovered)
-	go c.executeLoop()
 	go c.statusLoop()
 	return c, nil
 }
 
 func newClient(cfg Config) (*Client, error) {
-	if cfg.Key == nil || cfg.DB == nil || cfg.Replay == nil || cfg.Ledger == nil || cfg.Device == nil {
-		return nil, errors.New("mqtt: Config needs Key, DB, Replay, Ledger and Device")
+	if cfg.Key == nil || cfg.DB == nil || cfg.Handler == nil {
+		return nil, errors.New("mqtt: Config needs Key, DB and Handler")
 	}
 	if _, err := url.Parse(cfg.Broker); err != nil || cfg.Broker == "" {
 		return nil, fmt.Errorf("mqtt: broker URL %q: %v", cfg.Broker, err)
@@ -204,17 +160,9 @@ func newClient(cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	recv := &governed.Receiver{Purposes: []string{PurposeCommand}, MaxLifetime: cfg.MaxCommandTTL,
-		KnownSigners: cfg.Operators, Clock: cfg.Clock}
-	adm, err := newAdmitter(cfg.DB, cfg.Replay, cfg.Ledger, cfg.Operators, recv, cfg.MaxCommandTTL)
-	if err != nil {
-		return nil, err
-	}
 	c := &Client{cfg: cfg, topics: t, clock: clock.Or(cfg.Clock), log: cfg.Logger, queue: q, sessions: sessions,
-		adm: adm, key: cfg.Key, events: make(chan event, 256), jobs: make(chan job, 64), ready: make(chan struct{}), idle: closedChan(),
-		statusKick: make(chan struct{}, 1), started: make(chan struct{}),
-		stats: Stats{Rejected: map[string]int{}}}
-	c.limiter = newLimiter(c.clock, cfg.RejectionsPerMinute, time.Minute)
+		key: cfg.Key, events: make(chan event, 256), ready: make(chan struct{}), idle: closedChan(),
+		statusKick: make(chan struct{}, 1), started: make(chan struct{})}
 	c.state = st
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	return c, nil
@@ -227,14 +175,8 @@ func setDefaults(cfg *Config) {
 	if cfg.KeepAlive == 0 {
 		cfg.KeepAlive = DefaultKeepAlive
 	}
-	if cfg.MaxCommandTTL == 0 {
-		cfg.MaxCommandTTL = DefaultMaxCommandTTL
-	}
 	if cfg.BarrierTimeout == 0 {
 		cfg.BarrierTimeout = DefaultBarrierTimeout
-	}
-	if cfg.RejectionsPerMinute == 0 {
-		cfg.RejectionsPerMinute = DefaultRejectionRate
 	}
 	if cfg.Backoff == nil {
 		cfg.Backoff = autopaho.NewExponentialBackoff(time.Second, time.Minute, 2*time.Second, 2)
@@ -377,7 +319,7 @@ func (c *Client) connectionUp(ca *paho.Connack) {
 	nonce, flushed := newNonce(), make(chan struct{})
 	c.mu.Lock()
 	c.connectedAt = c.clock.Now()
-	c.stats.Connects++
+	c.connects++
 	if c.readyClosed {
 		c.ready, c.readyClosed = make(chan struct{}), false
 	}
@@ -494,21 +436,27 @@ func (c *Client) SetKey(k *did.PrivateKey) {
 	c.key = k
 }
 
-// Stats returns the client's counters.
-func (c *Client) Stats() Stats {
+// Connects counts the connections the client made.
+func (c *Client) Connects() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	s := c.stats
-	s.Rejected = map[string]int{}
-	for k, v := range c.stats.Rejected {
-		s.Rejected[k] = v
-	}
-	return s
+	return c.connects
+}
+
+// Go runs f in a goroutine that Close, Sleep and Abort wait for; ctx ends
+// when the client stops. runtime/manage runs its executor so.
+func (c *Client) Go(f func(ctx context.Context)) {
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		f(c.ctx)
+	}()
 }
 
 // Sleep ends the session cleanly before the device sleeps: it waits for
-// the connection if it is not up yet, stops taking new commands (they wait in the broker session for the next wake), waits
-// for the commands in progress, publishes status asleep with nextWake
+// the connection if it is not up yet, stops taking new commands (they
+// wait in the broker session for the next wake), waits for the commands
+// in progress (Delivery.Done), publishes status asleep with nextWake
 // (zero for none), waits until every queued reply was acknowledged by the
 // broker, and disconnects normally, so the will is not published. ctx
 // bounds the whole; on expiry Sleep disconnects anyway and returns
@@ -542,7 +490,7 @@ func (c *Client) shutdown(ctx context.Context, s State, nextWake *time.Time) err
 		if perr := c.publishStatus(ctx, s, c.clock.Now(), nextWake, 1); perr != nil {
 			c.log.Warn("publishing the final status failed", "state", s, "err", perr)
 		}
-		err = c.flush(ctx)
+		err = c.Flush(ctx)
 	}
 	c.log.Debug("session flushed; disconnecting", "state", s, "err", err)
 	if derr := c.cm.Disconnect(ctx); derr != nil && err == nil {
@@ -553,9 +501,9 @@ func (c *Client) shutdown(ctx context.Context, s State, nextWake *time.Time) err
 	return err
 }
 
-// flush waits until the outbound queue is empty and the broker
+// Flush waits until the outbound queue is empty and the broker
 // acknowledged every publication in the session.
-func (c *Client) flush(ctx context.Context) error {
+func (c *Client) Flush(ctx context.Context) error {
 	for _, ch := range []<-chan struct{}{c.queue.WaitForEmpty(), c.sessions.WaitForEmpty()} {
 		select {
 		case <-ch:
@@ -575,10 +523,9 @@ func (c *Client) flush(ctx context.Context) error {
 
 // Abort drops the connection without a DISCONNECT, as a power cut would:
 // the broker publishes the will and keeps the session, and a command in
-// progress records nothing more (its ledger key stays reserved, and reads
-// indeterminate after the restart). It waits for the client's goroutines,
-// so a Device must return from Execute when its context ends. For tests
-// and crash drills.
+// progress records nothing more (Delivery.Complete returns ErrAborted).
+// It waits for the client's goroutines (Go), so a handler must return
+// when their context ends. For tests and crash drills.
 func (c *Client) Abort() {
 	c.mu.Lock()
 	c.aborted, c.closing = true, true
@@ -612,7 +559,8 @@ func (c *Client) Unacked() (int, error) {
 // broker, perhaps not yet acknowledged: see Unacked).
 func (c *Client) QueueDrained() <-chan struct{} { return c.queue.WaitForEmpty() }
 
-// stop ends the dispatcher and executor and waits for them.
+// stop ends the dispatcher and the goroutines started with Go and waits
+// for them.
 func (c *Client) stop() {
 	c.cancel()
 	c.wg.Wait()

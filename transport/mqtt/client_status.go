@@ -73,7 +73,7 @@ func (c *Client) publishStatus(ctx context.Context, s State, since time.Time, ne
 
 func (c *Client) statusPayload(s State, since time.Time, nextWake *time.Time) ([]byte, error) {
 	var st Status
-	if r, ok := c.cfg.Device.(StatusReporter); ok {
+	if r, ok := c.cfg.Handler.(StatusReporter); ok {
 		st = r.Status()
 	}
 	key := c.Key()

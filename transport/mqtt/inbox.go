@@ -10,7 +10,6 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/torpor-dev/torpor/store"
-	"github.com/torpor-dev/torpor/store/ledger"
 )
 
 // bucketInbox holds the commands received and not yet answered, keyed by
@@ -111,8 +110,8 @@ func (c *Client) loadInbox() ([]inboxEntry, error) {
 }
 
 // markAdmitted records, in the admission transaction, that the command in
-// entry key was admitted as cmd.
-func markAdmitted(tx *bolt.Tx, key uint64, cmd Command, asCBOR bool) error {
+// entry key was admitted as a.
+func markAdmitted(tx *bolt.Tx, key uint64, a Admission, asCBOR bool) error {
 	b := tx.Bucket(bucketInbox)
 	v := b.Get(inboxKey(key))
 	if v == nil {
@@ -122,7 +121,7 @@ func markAdmitted(tx *bolt.Tx, key uint64, cmd Command, asCBOR bool) error {
 	if err := cbor.Unmarshal(v, &m); err != nil {
 		return fmt.Errorf("mqtt: inbox entry %d: %w", key, err)
 	}
-	m.Admitted, m.ID, m.Operator, m.Seq, m.Op, m.Key, m.CBOR = true, cmd.ID, cmd.Operator.String(), cmd.Seq, cmd.Op, cmd.Key, asCBOR
+	m.Admitted, m.ID, m.Operator, m.Seq, m.Op, m.Key, m.CBOR = true, a.ID, a.Operator, a.Seq, a.Op, a.Key, asCBOR
 	nv, err := inboxEnc.Marshal(m)
 	if err != nil {
 		return err
@@ -143,20 +142,19 @@ func inboxKey(k uint64) []byte { return binary.BigEndian.AppendUint64(nil, k) }
 
 // recoverInbox settles what a previous run left in the inbox, before the
 // dispatcher starts. A command admitted and not completed may or may not
-// have taken effect: its ledger key is indeterminate (the ledger made it so
-// when it opened), so the device answers "indeterminate" through the
-// durable outbound queue and forgets the entry; the key waits for an
-// operator's reconcile. A command stored and not admitted is returned, to
-// run with the backlog.
-func (c *Client) recoverInbox() ([]parsed, error) {
+// have taken effect: the handler says how to answer it (Interrupted), the
+// answer goes through the durable outbound queue, and the entry is
+// forgotten. A command stored and not admitted is returned, to run with
+// the backlog.
+func (c *Client) recoverInbox() ([]*Delivery, error) {
 	entries, err := c.loadInbox()
 	if err != nil {
 		return nil, err
 	}
-	var pending []parsed
+	var pending []*Delivery
 	for _, e := range entries {
 		if !e.msg.Admitted {
-			pending = append(pending, parseEntry(e))
+			pending = append(pending, c.parseEntry(e))
 			continue
 		}
 		if err := c.answerInterrupted(e); err != nil {
@@ -166,33 +164,19 @@ func (c *Client) recoverInbox() ([]parsed, error) {
 	return pending, nil
 }
 
-// answerInterrupted queues the answer to a command a crash interrupted and
-// removes it from the inbox, in one transaction.
+// answerInterrupted queues the answer to a command a restart interrupted
+// and removes it from the inbox, in one transaction.
 func (c *Client) answerInterrupted(e inboxEntry) error {
 	m := e.msg
-	key := c.Key()
+	d := &Delivery{c: c, entry: e.key, CBOR: m.CBOR, Key: c.Key()}
+	a := Admission{ID: m.ID, Operator: m.Operator, Seq: m.Seq, Op: m.Op, Key: m.Key}
 	return store.Err(c.cfg.DB.Update(func(tx *bolt.Tx) error {
-		le, err := c.cfg.Ledger.Get(tx, m.Key)
-		if err != nil || (le.State != ledger.Indeterminate && le.State != ledger.Reserved) {
-			// Resolved meanwhile (reconciled), or unknown: nothing to say.
-			return deleteInbox(tx, e.key)
+		r, ok, err := c.cfg.Handler.Interrupted(tx, d, a)
+		if err != nil || !ok {
+			return errors.Join(err, deleteInbox(tx, e.key))
 		}
-		r := refusedKey(&ledger.KeyError{Entry: le})
-		reply := Reply{Device: key.DID().String(), Command: m.ID, Operator: m.Operator, Seq: m.Seq, Op: m.Op,
-			Outcome: r.outcome, Reason: r.reason, Detail: r.detail}
-		o, err := signReply(key, c.clock.Now(), reply)
-		if err != nil {
-			return err
-		}
-		j, _ := o.MarshalJSON()
-		payload, err := encodePayload(j, m.CBOR)
-		if err != nil {
-			return err
-		}
-		if err := c.queue.EnqueueTx(tx, publishPacket(c.topics.Reply(), payload, contentType(m.CBOR), []byte(m.ID), DefaultReplyTTL)); err != nil {
-			return err
-		}
-		c.log.Warn("a command was interrupted by a restart; its effect is indeterminate", "op", m.Op, "id", m.ID, "key", m.Key)
-		return deleteInbox(tx, e.key)
+		c.log.Warn("a command was interrupted by a restart", "op", m.Op, "id", m.ID, "key", m.Key)
+		_, err = d.Complete(tx, m.ID, r)
+		return err
 	}))
 }

@@ -10,84 +10,24 @@ import (
 	"github.com/torpor-dev/torpor/governed"
 )
 
-// Outcome is what became of a command.
-type Outcome string
+// ReasonUnsupportedContentType rejects a message whose MQTT content type
+// is neither JSON nor CBOR. The other rejection reasons are the
+// receiver-check reasons of package governed and those of runtime/manage.
+const ReasonUnsupportedContentType = "unsupported-content-type"
 
+// Purposes and schemas of the Governed Objects a device publishes.
 const (
-	// OutcomeOK: the command ran and did what it asked.
-	OutcomeOK Outcome = "ok"
-	// OutcomeFailed: the command ran and failed; Reason says why
-	// ("unsupported" when the device cannot do it at all).
-	OutcomeFailed Outcome = "failed"
-	// OutcomeRejected: the command did not run; Reason is one of the
-	// rejection reasons (see Reason*).
-	OutcomeRejected Outcome = "rejected"
-	// OutcomeIndeterminate: the device accepted the command before a
-	// restart and cannot tell whether it took effect; its ledger key
-	// waits for reconcile.
-	OutcomeIndeterminate Outcome = "indeterminate"
+	PurposeReply  = "torpor:command-reply"
+	PurposeStatus = "torpor:status"
+	PurposeEvent  = "torpor:event"
+
+	SchemaReply  = "https://torpor.dev/schemas/mqtt/reply/v1"
+	SchemaStatus = "https://torpor.dev/schemas/mqtt/status/v1"
+	SchemaEvent  = "https://torpor.dev/schemas/mqtt/event/v1"
 )
-
-// Rejection reasons, besides the receiver-check reasons of package governed
-// (malformed, signature-invalid, signature-not-by-issuer, expired, replay,
-// purpose-not-permitted), which a reply carries as their String.
-const (
-	ReasonOperatorNotAllowed     = "operator-not-allowed"
-	ReasonWrongDevice            = "wrong-device"
-	ReasonOutOfSequence          = "out-of-sequence"
-	ReasonBadCommand             = "bad-command"
-	ReasonUnsupportedContentType = "unsupported-content-type"
-	// ReasonUnsupported is the failure reason of a command the device
-	// cannot carry out (no such capability, or the wake source does not
-	// allow it).
-	ReasonUnsupported = "unsupported"
-)
-
-// Result is what Device.Execute reports.
-type Result struct {
-	// Outcome is OutcomeOK or OutcomeFailed.
-	Outcome Outcome
-	// Reason is a short machine reason for a failure, such as
-	// "unsupported" or "no-hold".
-	Reason string
-	// Detail is a human-readable explanation.
-	Detail string
-	// Data is the operation's result, marshalled with encoding/json into
-	// the reply's result member.
-	Data any
-	// After, when set, runs once the reply is on its way and the command
-	// acknowledged (reboot uses it, so that the reply is not lost).
-	After func()
-}
-
-// OK returns a successful Result carrying data.
-func OK(data any) Result { return Result{Outcome: OutcomeOK, Data: data} }
-
-// Failed returns a failed Result.
-func Failed(reason, format string, args ...any) Result {
-	return Result{Outcome: OutcomeFailed, Reason: reason, Detail: fmt.Sprintf(format, args...)}
-}
-
-// Reply is the payload of a reply object: the answer to one command.
-type Reply struct {
-	Device   string          `json:"device"`             // the replying device's DID
-	Command  string          `json:"command"`            // the command's id ("" when unreadable)
-	Operator string          `json:"operator,omitempty"` // the command's issuer, when verified
-	Seq      uint64          `json:"seq,omitempty"`
-	Op       string          `json:"op,omitempty"`
-	Outcome  Outcome         `json:"outcome"`
-	Reason   string          `json:"reason,omitempty"`
-	Detail   string          `json:"detail,omitempty"`
-	Result   json.RawMessage `json:"result,omitempty"`
-}
 
 // DefaultReplyTTL is the lifetime of replies, statuses and events.
 const DefaultReplyTTL = 7 * 24 * time.Hour
-
-// signReply signs r as a reply object.
-func signReply(key *did.PrivateKey, now time.Time, r Reply) (*governed.Object, error) {
-	return signDeviceObject(key, now, SchemaReply, PurposeReply, r, DefaultReplyTTL)
-}
 
 func signDeviceObject(key *did.PrivateKey, now time.Time, schema, purpose string, payload any, ttl time.Duration) (*governed.Object, error) {
 	return governed.Sign(key, governed.Template{
@@ -99,24 +39,17 @@ func signDeviceObject(key *did.PrivateKey, now time.Time, schema, purpose string
 	})
 }
 
-// ErrNotFromDevice is returned (wrapped) by the Verify functions when a
-// reply, status or event was not signed by the device the caller expected,
+// ErrNotFromDevice is returned (wrapped) by the Verify functions when an
+// object, status or event was not signed by the device the caller expected,
 // or is not one.
 var ErrNotFromDevice = errors.New("mqtt: not a valid object from the device")
 
-// VerifyReply decodes and checks a reply as an operator received it: its
-// signature verifies, it is a reply, and, unless device is the zero DID,
-// the device signed it. It returns the reply and its object.
-func VerifyReply(contentType string, payload []byte, device did.DID) (Reply, *governed.Object, error) {
-	var r Reply
-	o, err := verifyDeviceObject(contentType, payload, device, SchemaReply, PurposeReply, &r)
-	if err != nil {
-		return Reply{}, nil, err
-	}
-	if r.Device != o.Issuer.String() {
-		return Reply{}, nil, fmt.Errorf("%w: reply names device %s but is signed by %s", ErrNotFromDevice, truncate(r.Device), o.Issuer)
-	}
-	return r, o, nil
+// VerifyObject decodes and checks an object a device published, as an
+// operator received it: its signature verifies, it has schema and
+// purpose, and, unless device is the zero DID, the device signed it. It
+// decodes the payload into dst and returns the object.
+func VerifyObject(contentType string, payload []byte, device did.DID, schema, purpose string, dst any) (*governed.Object, error) {
+	return verifyDeviceObject(contentType, payload, device, schema, purpose, dst)
 }
 
 func verifyDeviceObject(contentType string, payload []byte, device did.DID, schema, purpose string, dst any) (*governed.Object, error) {

@@ -35,7 +35,7 @@ type Window struct {
 
 // Status is the payload of a status object, the retained message on the
 // status topic. The Client fills Device, Name, State and Since; the rest
-// comes from the Device when it implements StatusReporter.
+// comes from the Handler when it implements StatusReporter.
 type Status struct {
 	Device string `json:"device"`
 	Name   string `json:"name"`

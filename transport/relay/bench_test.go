@@ -47,32 +47,7 @@ func BenchmarkAsleepAnswer(b *testing.B) {
 			b.ResetTimer()
 			start := time.Now()
 			for s := range senders {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for {
-						i := next.Add(1) - 1
-						if i >= int64(b.N) {
-							return
-						}
-						req, _ := http.NewRequest("POST", url, strings.NewReader(sendV1))
-						req.Header.Set("Authorization", "Bearer "+tokens[s])
-						req.Header.Set("A2A-Version", "1.0")
-						t0 := time.Now()
-						resp, err := client.Do(req)
-						if err != nil {
-							b.Error(err)
-							return
-						}
-						io.Copy(io.Discard, resp.Body)
-						resp.Body.Close()
-						lat[i] = time.Since(t0)
-						if resp.StatusCode != 503 {
-							b.Errorf("status %d", resp.StatusCode)
-							return
-						}
-					}
-				}()
+				wg.Go(func() { sendAsleep(b, client, url, tokens[s], &next, lat) })
 			}
 			wg.Wait()
 			elapsed := time.Since(start)
@@ -82,5 +57,32 @@ func BenchmarkAsleepAnswer(b *testing.B) {
 			b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
 			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "answers/s")
 		})
+	}
+}
+
+// sendAsleep posts to url, as one sender with token, until next reaches
+// b.N, recording each answer's latency in lat; every answer must be a 503.
+func sendAsleep(b *testing.B, client *http.Client, url, token string, next *atomic.Int64, lat []time.Duration) {
+	for {
+		i := next.Add(1) - 1
+		if i >= int64(b.N) {
+			return
+		}
+		req, _ := http.NewRequest("POST", url, strings.NewReader(sendV1))
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("A2A-Version", "1.0")
+		t0 := time.Now()
+		resp, err := client.Do(req)
+		if err != nil {
+			b.Error(err)
+			return
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		lat[i] = time.Since(t0)
+		if resp.StatusCode != 503 {
+			b.Errorf("status %d", resp.StatusCode)
+			return
+		}
 	}
 }

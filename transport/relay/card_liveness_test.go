@@ -37,42 +37,62 @@ func TestCardLivenessMatchesThePulse(t *testing.T) {
 	h := newHarness(t, nil)
 	key, other := didtest.Key(t, 1), didtest.Key(t, 2)
 	next := t0.Add(11 * time.Minute)
-	p1 := mustPulse(t, key, 1, nil, next)
-	p2 := mustPulse(t, key, 2, p1, next)
-	base := h.srv.URL + "/a/" + key.DID().String()
-	good := a2a.Liveness{NextWindow: &a2a.NextWindow{Start: next, Length: 5 * time.Minute}, Pulse: a2a.PulseRef{Seq: 1, Hash: pulse.Hash(p1)}}
-
 	c, err := link.Dial(context.Background(), link.Config{RelayURL: h.srv.URL, Key: key, Clock: h.clk})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	// publish publishes a state with pulse doc (nil: none in the frame) and
-	// a card with lv (nil: without the extension; edit may change it).
-	publish := func(doc []byte, lv *a2a.Liveness, nextWake time.Time, edit func(*a2a.Card)) error {
-		o := deviceOpts{pulse: doc, card: func(card *a2a.Card) {
-			if lv != nil {
-				l := *lv
-				if l.Pulse.URL == "" {
-					l.Pulse.URL = base + a2a.PulsePath
-				}
-				params, err := l.MarshalJSON()
-				if err != nil {
-					t.Fatal(err)
-				}
-				card.Capabilities.Extensions = append(card.Capabilities.Extensions, a2a.Extension{URI: a2a.ExtLiveness, Description: "liveness", Params: params})
-			}
-			if edit != nil {
-				edit(card)
-			}
-		}}
-		st := h.state(t, key, c.Hello(), "hourly_wake", o)
-		if !nextWake.IsZero() {
-			st.NextWake = nextWake.Unix()
+	cp := cardPublisher{t: t, h: h, c: c, key: key, base: h.srv.URL + "/a/" + key.DID().String()}
+	for _, tt := range livenessCases(t, h, key, other, next) {
+		var err error
+		if tt.noCard {
+			_, err = c.Publish(context.Background(), wire.State{Mode: "hourly_wake", Window: window11, Pulse: tt.pulse, NextWake: tt.nextWake.Unix()})
+		} else {
+			err = cp.publish(tt.pulse, tt.lv, tt.nextWake, tt.edit)
 		}
-		_, err := c.Publish(context.Background(), st)
-		return err
+		if tt.want == "" && err != nil {
+			t.Errorf("%s: publish: %v, want accepted", tt.name, err)
+		}
+		if tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)) {
+			t.Errorf("%s: publish: %v, want refused saying %q", tt.name, err, tt.want)
+		}
 	}
+
+	// What the relay serves: the card naming pulse 2 and the next window,
+	// and pulse 2 itself.
+	card := h.get(t, "/a/"+key.DID().String()+a2a.CardPath)
+	if err := a2a.VerifyCard(card.body, key.DID()); err != nil {
+		t.Fatalf("served card: %v", err)
+	}
+	parsed, err := a2a.ParseCard(card.body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lv, ok, err := parsed.Liveness()
+	served := h.get(t, "/a/"+key.DID().String()+"/pulse")
+	if err != nil || !ok || lv.Pulse.Seq != 2 || lv.Pulse.Hash != pulse.Hash(served.body) || !lv.NextWindow.Start.Equal(next) {
+		t.Errorf("served card's liveness %+v, %v, %v; want pulse 2 (hash %s) and the window at %v", lv, ok, err, pulse.Hash(served.body), next)
+	}
+}
+
+// livenessCase is one publication of TestCardLivenessMatchesThePulse, in
+// order: later cases build on what earlier ones left at the relay.
+type livenessCase struct {
+	name     string
+	pulse    []byte
+	lv       *a2a.Liveness
+	nextWake time.Time
+	edit     func(*a2a.Card)
+	noCard   bool   // the frame carries no card
+	want     string // a phrase of the refusal; "" accepts
+}
+
+// livenessCases returns the cases for key, whose pulses 1 and 2 announce
+// the wake next; other is another agent.
+func livenessCases(t *testing.T, h *harness, key, other *did.PrivateKey, next time.Time) []livenessCase {
+	p1 := mustPulse(t, key, 1, nil, next)
+	p2 := mustPulse(t, key, 2, p1, next)
+	good := a2a.Liveness{NextWindow: &a2a.NextWindow{Start: next, Length: 5 * time.Minute}, Pulse: a2a.PulseRef{Seq: 1, Hash: pulse.Hash(p1)}}
 	with := func(change func(*a2a.Liveness)) *a2a.Liveness {
 		l := good
 		w := *good.NextWindow
@@ -80,16 +100,7 @@ func TestCardLivenessMatchesThePulse(t *testing.T) {
 		change(&l)
 		return &l
 	}
-
-	tests := []struct {
-		name     string
-		pulse    []byte
-		lv       *a2a.Liveness
-		nextWake time.Time
-		edit     func(*a2a.Card)
-		noCard   bool   // the frame carries no card
-		want     string // a phrase of the refusal; "" accepts
-	}{
+	return []livenessCase{
 		{"no pulse published", nil, &good, next, nil, false, "no pulse was published"},
 		{"pulse not a pulse", []byte(`{"seq":1}`), &good, next, nil, false, "published pulse is invalid"},
 		{"pulse by another agent", mustPulse(t, other, 1, nil, next), with(func(l *a2a.Liveness) {
@@ -119,34 +130,40 @@ func TestCardLivenessMatchesThePulse(t *testing.T) {
 		{"a newer pulse with its card", p2, with(func(l *a2a.Liveness) { l.Pulse = a2a.PulseRef{Seq: 2, Hash: pulse.Hash(p2)} }), next, nil, false, ""},
 		{"the card again, pulse held", nil, with(func(l *a2a.Liveness) { l.Pulse = a2a.PulseRef{Seq: 2, Hash: pulse.Hash(p2)} }), next, nil, false, ""},
 	}
-	for _, tt := range tests {
-		var err error
-		if tt.noCard {
-			_, err = c.Publish(context.Background(), wire.State{Mode: "hourly_wake", Window: window11, Pulse: tt.pulse, NextWake: tt.nextWake.Unix()})
-		} else {
-			err = publish(tt.pulse, tt.lv, tt.nextWake, tt.edit)
-		}
-		if tt.want == "" && err != nil {
-			t.Errorf("%s: publish: %v, want accepted", tt.name, err)
-		}
-		if tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)) {
-			t.Errorf("%s: publish: %v, want refused saying %q", tt.name, err, tt.want)
-		}
-	}
+}
 
-	// What the relay serves: the card naming pulse 2 and the next window,
-	// and pulse 2 itself.
-	card := h.get(t, "/a/"+key.DID().String()+a2a.CardPath)
-	if err := a2a.VerifyCard(card.body, key.DID()); err != nil {
-		t.Fatalf("served card: %v", err)
+// cardPublisher publishes an agent's state over its link c.
+type cardPublisher struct {
+	t    *testing.T
+	h    *harness
+	c    *link.Client
+	key  *did.PrivateKey
+	base string // the agent's URL at the relay
+}
+
+// publish publishes a state with pulse doc (nil: none in the frame) and a
+// card with lv (nil: without the extension; edit may change it).
+func (p cardPublisher) publish(doc []byte, lv *a2a.Liveness, nextWake time.Time, edit func(*a2a.Card)) error {
+	o := deviceOpts{pulse: doc, card: func(card *a2a.Card) {
+		if lv != nil {
+			l := *lv
+			if l.Pulse.URL == "" {
+				l.Pulse.URL = p.base + a2a.PulsePath
+			}
+			params, err := l.MarshalJSON()
+			if err != nil {
+				p.t.Fatal(err)
+			}
+			card.Capabilities.Extensions = append(card.Capabilities.Extensions, a2a.Extension{URI: a2a.ExtLiveness, Description: "liveness", Params: params})
+		}
+		if edit != nil {
+			edit(card)
+		}
+	}}
+	st := p.h.state(p.t, p.key, p.c.Hello(), "hourly_wake", o)
+	if !nextWake.IsZero() {
+		st.NextWake = nextWake.Unix()
 	}
-	parsed, err := a2a.ParseCard(card.body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lv, ok, err := parsed.Liveness()
-	served := h.get(t, "/a/"+key.DID().String()+"/pulse")
-	if err != nil || !ok || lv.Pulse.Seq != 2 || lv.Pulse.Hash != pulse.Hash(served.body) || !lv.NextWindow.Start.Equal(next) {
-		t.Errorf("served card's liveness %+v, %v, %v; want pulse 2 (hash %s) and the window at %v", lv, ok, err, pulse.Hash(served.body), next)
-	}
+	_, err := p.c.Publish(context.Background(), st)
+	return err
 }

@@ -123,9 +123,7 @@ func (h *harness) publishOffline(tb testing.TB, key *did.PrivateKey, mode string
 	tb.Helper()
 	c := h.device(tb, key, mode, o)
 	c.Close()
-	for h.relay.Link().Up(key.DID().String()) {
-		time.Sleep(time.Millisecond) // the relay notices the close asynchronously
-	}
+	<-h.relay.Link().Gone(key.DID().String()) // the relay notices the close asynchronously
 }
 
 type resp struct {

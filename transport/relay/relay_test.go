@@ -103,9 +103,7 @@ func TestHourlyWake(t *testing.T) {
 	// Inside the window with the link down: queued, Retry-After within
 	// what is left of this window.
 	c.Close()
-	for h.relay.Link().Up(dev.DID().String()) {
-		time.Sleep(time.Millisecond)
-	}
+	<-h.relay.Link().Gone(dev.DID().String()) // the relay notices the close asynchronously
 	r = h.post(t, dev.DID(), alice, "", sendV03)
 	ra, _ = strconv.Atoi(r.header.Get("Retry-After"))
 	if r.status != 503 || ra < 1 || ra >= 240 {
@@ -123,9 +121,7 @@ func TestSessionNeverQueues(t *testing.T) {
 		t.Errorf("session, link up: status %d, want 200", r.status)
 	}
 	c.Close()
-	for h.relay.Link().Up(dev.DID().String()) {
-		time.Sleep(time.Millisecond)
-	}
+	<-h.relay.Link().Gone(dev.DID().String()) // the relay notices the close asynchronously
 	r := h.post(t, dev.DID(), alice, "1.0", sendV1)
 	if r.status != 503 || r.json["queued"] != false || r.header.Get("Retry-After") != "" {
 		t.Errorf("session, link down: %d %s, want 503 queued false", r.status, r.body)
@@ -649,9 +645,7 @@ func TestHourlyRetryAfterFollowsAnnouncedWake(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.Close()
-	for h.relay.Link().Up(dev.DID().String()) {
-		time.Sleep(time.Millisecond) // the relay notices the close asynchronously
-	}
+	<-h.relay.Link().Gone(dev.DID().String())          // the relay notices the close asynchronously
 	h.clk.Set(t0.Add(30*time.Minute + 30*time.Second)) // 12:30:30, inside this hour's window
 	r := h.post(t, dev.DID(), alice, "1.0", sendV1)
 	ra, _ := strconv.Atoi(r.header.Get("Retry-After"))
@@ -661,9 +655,7 @@ func TestHourlyRetryAfterFollowsAnnouncedWake(t *testing.T) {
 	// Without an announced wake the rest of the open window is the answer.
 	c = h.device(t, dev, "hourly_wake", win)
 	c.Close()
-	for h.relay.Link().Up(dev.DID().String()) {
-		time.Sleep(time.Millisecond)
-	}
+	<-h.relay.Link().Gone(dev.DID().String()) // the relay notices the close asynchronously
 	r = h.post(t, dev.DID(), alice, "1.0", sendV1)
 	if ra, _ := strconv.Atoi(r.header.Get("Retry-After")); r.status != 503 || ra < 1 || ra >= 90 {
 		t.Errorf("no announced wake: %d Retry-After %d, want 503 and 1 <= n < 90", r.status, ra)

@@ -46,9 +46,7 @@ func TestRetryAfterStaysInPublishedWindow(t *testing.T) {
 				t.Fatal(err)
 			}
 			c.Close()
-			for h.relay.Link().Up(dev.DID().String()) {
-				time.Sleep(time.Millisecond) // the relay notices the close asynchronously
-			}
+			<-h.relay.Link().Gone(dev.DID().String()) // the relay notices the close asynchronously
 			seen := map[int]bool{}
 			first, last := tt.hi, tt.lo
 			for n := range posts {

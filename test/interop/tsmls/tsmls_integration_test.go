@@ -14,8 +14,8 @@ import (
 )
 
 // These tests prove the harness against ts-mls alone: three (later four)
-// ts-mls members drive every operation the sessions engineer's Go-and-ts-mls
-// scenarios will use, and after each step every member agrees on epoch,
+// ts-mls members drive every operation the Go-and-ts-mls scenarios of
+// this package use, and after each step every member agrees on epoch,
 // epoch authenticator, tree hash, members and an exporter value.
 
 var testExporter = &Exporter{Label: "torpor interop", Context: Hex("agree"), Length: 32}
@@ -284,7 +284,33 @@ func TestThreeMembers(t *testing.T) {
 	ctx := context.Background()
 	p := startPeer(t)
 	alice, bob, carol := newMember(t, p, "alice", 1), newMember(t, p, "bob", 2), newMember(t, p, "carol", 3)
+	addBobAndCarol(t, alice, bob, carol)
 
+	// Application messages both ways.
+	send(t, alice, "hello from alice", bob, carol)
+	send(t, carol, "hello from carol", alice, bob)
+	send(t, bob, "hello from bob", alice, carol)
+	agree(t, "messages", alice, bob, carol)
+
+	// bob updates himself: an empty commit carries a path.
+	before := agree(t, "before update", alice, bob, carol)
+	c := must(bob.Commit(ctx, CommitOptions{Update: true}))(t, "Commit(bob update)")
+	process(t, c.Commit, "commit", alice, carol)
+	after := agree(t, "bob update", alice, bob, carol)
+	if bytes.Equal(leafOf(t, before, bob).EncryptionKey, leafOf(t, after, bob).EncryptionKey) {
+		t.Error("bob's leaf encryption key unchanged by his update")
+	}
+
+	afterCarol := carolUpdatesByReference(t, alice, bob, carol, after)
+	removeCarol(t, alice, bob, carol, afterCarol)
+	restoreBobAndJoinDave(t, p, alice, bob)
+}
+
+// addBobAndCarol has alice create the group and add bob (tree out of band)
+// and then carol (tree in the Welcome).
+func addBobAndCarol(t *testing.T, alice, bob, carol member) {
+	t.Helper()
+	ctx := context.Background()
 	// Create, add bob with ts-mls defaults: commit as PrivateMessage, tree
 	// out of band.
 	s := must(alice.CreateGroup(ctx, []byte("torpor-interop")))(t, "CreateGroup")
@@ -312,31 +338,21 @@ func TestThreeMembers(t *testing.T) {
 	process(t, c.Commit, "commit", bob)
 	must(carol.Join(ctx, c.Welcome, nil))(t, "Join(carol)")
 	agree(t, "add carol", alice, bob, carol)
+}
 
-	// Application messages both ways.
-	send(t, alice, "hello from alice", bob, carol)
-	send(t, carol, "hello from carol", alice, bob)
-	send(t, bob, "hello from bob", alice, carol)
-	agree(t, "messages", alice, bob, carol)
-
-	// bob updates himself: an empty commit carries a path.
-	before := agree(t, "before update", alice, bob, carol)
-	c = must(bob.Commit(ctx, CommitOptions{Update: true}))(t, "Commit(bob update)")
-	process(t, c.Commit, "commit", alice, carol)
-	after := agree(t, "bob update", alice, bob, carol)
-	if bytes.Equal(leafOf(t, before, bob).EncryptionKey, leafOf(t, after, bob).EncryptionKey) {
-		t.Error("bob's leaf encryption key unchanged by his update")
-	}
-
-	// carol proposes an Update; alice commits it by reference, as a
-	// PublicMessage.
+// carolUpdatesByReference: carol proposes an Update; alice commits it by
+// reference, as a PublicMessage. after is the summary before; it returns
+// the summary after.
+func carolUpdatesByReference(t *testing.T, alice, bob, carol member, after Summary) Summary {
+	t.Helper()
+	ctx := context.Background()
 	pr := must(carol.Propose(ctx, ProposeUpdate(), false))(t, "Propose(carol update)")
 	wireFormat(t, "update proposal", pr.Message, wireFormatPrivate)
 	if len(pr.Ref) != 32 {
 		t.Fatalf("proposal ref = %x, want 32 bytes", pr.Ref)
 	}
 	process(t, pr.Message, "proposal", alice, bob)
-	c = must(alice.Commit(ctx, CommitOptions{PublicMessage: true}))(t, "Commit(alice, by reference)")
+	c := must(alice.Commit(ctx, CommitOptions{PublicMessage: true}))(t, "Commit(alice, by reference)")
 	wireFormat(t, "public commit", c.Commit, wireFormatPublic)
 	for _, r := range []member{bob, carol} {
 		got := must(r.Process(ctx, c.Commit))(t, "Process("+r.Name+")")
@@ -349,16 +365,22 @@ func TestThreeMembers(t *testing.T) {
 		t.Error("carol's leaf encryption key unchanged by her committed Update")
 	}
 	send(t, carol, "carol after her update", alice, bob)
+	return afterCarol
+}
 
-	// bob proposes removing carol as a PublicMessage; carol commits nothing,
-	// alice commits it by reference.
+// removeCarol: bob proposes removing carol as a PublicMessage; carol
+// commits nothing, alice commits it by reference. carol can no longer
+// read the group's messages; bob can.
+func removeCarol(t *testing.T, alice, bob, carol member, afterCarol Summary) {
+	t.Helper()
+	ctx := context.Background()
 	carolLeaf := leafOf(t, afterCarol, carol).LeafIndex
-	pr = must(bob.Propose(ctx, ProposeRemove(carolLeaf), true))(t, "Propose(bob remove carol)")
+	pr := must(bob.Propose(ctx, ProposeRemove(carolLeaf), true))(t, "Propose(bob remove carol)")
 	wireFormat(t, "remove proposal", pr.Message, wireFormatPublic)
 	process(t, pr.Message, "proposal", alice, carol)
-	c = must(alice.Commit(ctx, CommitOptions{}))(t, "Commit(alice remove carol)")
+	c := must(alice.Commit(ctx, CommitOptions{}))(t, "Commit(alice remove carol)")
 	process(t, c.Commit, "commit", bob, carol)
-	s = agree(t, "remove carol", alice, bob)
+	s := agree(t, "remove carol", alice, bob)
 	if len(s.Members) != 2 {
 		t.Fatalf("after remove: members %+v", s.Members)
 	}
@@ -371,11 +393,17 @@ func TestThreeMembers(t *testing.T) {
 		t.Fatal("removed carol decrypted a message of the next epoch")
 	}
 	must(bob.Process(ctx, msg))(t, "Process(bob)")
+}
 
+// restoreBobAndJoinDave saves and restores bob, then has dave join by
+// external commit.
+func restoreBobAndJoinDave(t *testing.T, p *Peer, alice, bob member) {
+	t.Helper()
+	ctx := context.Background()
 	// Save and restore bob: same summary, and he still decrypts.
 	saved := must(bob.Save(ctx))(t, "Save(bob)")
 	restored := must(bob.Restore(ctx, saved))(t, "Restore(bob)")
-	s = agree(t, "restore bob", alice, bob)
+	s := agree(t, "restore bob", alice, bob)
 	restored.OwnLeafIndex = s.OwnLeafIndex
 	if diff := cmp.Diff(s, restored); diff != "" {
 		t.Fatalf("restored summary differs:\n%s", diff)

@@ -85,6 +85,7 @@ type serverConn struct {
 	stop  context.CancelFunc
 
 	calls calls.Table
+	gone  chan struct{} // closed when the conn stops being its agent's link
 
 	mu sync.Mutex
 	// mu guards all following fields.
@@ -124,7 +125,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// The link outlives the upgrade request: it ends when either side
 	// closes, not when the handler's request context would.
 	ctx, stop := context.WithCancel(context.WithoutCancel(r.Context()))
-	c := &serverConn{s: s, agent: agent, ws: ws, ctx: ctx, stop: stop, sent: map[uint64]int64{}}
+	c := &serverConn{s: s, agent: agent, ws: ws, ctx: ctx, stop: stop, sent: map[uint64]int64{}, gone: make(chan struct{})}
 	s.attach(c)
 	defer s.detach(c)
 	if err := c.write(ctx, &wire.Frame{T: wire.FrameHello, Bounds: &ceiling}); err != nil {
@@ -163,6 +164,9 @@ func (s *Server) attach(c *serverConn) {
 	}
 	old := s.conns[c.agent.String()]
 	s.conns[c.agent.String()] = c
+	if old != nil {
+		close(old.gone)
+	}
 	s.mu.Unlock()
 	if old != nil {
 		// The agent stays linked: no Linked call, and the old link's
@@ -185,6 +189,7 @@ func (s *Server) detach(c *serverConn) {
 	c.fail(ErrClosed)
 	if current {
 		s.Agents.Linked(c.agent, false)
+		close(c.gone) // after Linked: a caller of Gone sees the agent offline
 	}
 	s.log().Info("link down", "agent", c.agent.String(), "err", c.calls.Err())
 }
@@ -197,6 +202,19 @@ func (s *Server) conn(agent string) *serverConn {
 
 // Up reports whether agent has a link now.
 func (s *Server) Up(agent string) bool { return s.conn(agent) != nil }
+
+// Gone returns a channel that is closed when the agent's link of now is no
+// longer its link: the relay noticed it closed, or a newer link replaced
+// it. It is closed already when the agent has no link. A device's close
+// reaches the relay asynchronously; Gone lets a caller wait for it.
+func (s *Server) Gone(agent string) <-chan struct{} {
+	if c := s.conn(agent); c != nil {
+		return c.gone
+	}
+	closed := make(chan struct{})
+	close(closed)
+	return closed
+}
 
 // Close closes every link.
 func (s *Server) Close() {

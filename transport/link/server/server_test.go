@@ -325,3 +325,47 @@ func TestNewerLinkReplacesOlder(t *testing.T) {
 		t.Errorf("Linked events after a replacement: up=%v, %d more events; want up and none", up, len(h.agents.events))
 	}
 }
+
+// TestGone: Gone is closed at once for an agent without a link, stays open
+// while the link is up, and closes when the device's close reaches the
+// relay (Up is false by then) or a newer link replaces the old one.
+func TestGone(t *testing.T) {
+	h := newHarness(t)
+	dev := didtest.Key(t, 1)
+	agent := dev.DID().String()
+	if !closed(h.srv.Gone(agent)) {
+		t.Fatal("Gone is open for an agent that never linked")
+	}
+	c1 := h.dial(t, dev, nil)
+	gone1 := h.srv.Gone(agent)
+	if closed(gone1) {
+		t.Fatal("Gone is closed while the link is up")
+	}
+	c2, err := link.Dial(context.Background(), link.Config{RelayURL: h.http.URL, Key: dev})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-c1.Done()
+	<-gone1 // replaced
+	if !h.srv.Up(agent) {
+		t.Fatal("agent not up after the replacement")
+	}
+	gone2 := h.srv.Gone(agent)
+	if closed(gone2) {
+		t.Fatal("Gone of the newer link is closed while it is up")
+	}
+	c2.Close()
+	<-gone2
+	if h.srv.Up(agent) {
+		t.Error("Up = true after Gone closed")
+	}
+}
+
+func closed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}

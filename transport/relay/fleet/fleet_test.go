@@ -92,7 +92,9 @@ func post(t *testing.T, url string, dev, sender *did.PrivateKey) (int, []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	body := `{"jsonrpc":"2.0","id":"1","method":"SendMessage","params":{"message":{"messageId":"m1","role":"ROLE_USER","parts":[{"text":"hi"}]}}}`
+	// A Governed Object part: the relay refuses what the agent never takes.
+	body := `{"jsonrpc":"2.0","id":"1","method":"SendMessage","params":{"message":{"messageId":"m1","role":"ROLE_USER","parts":[{"data":{"mediaType":"` +
+		a2a.MediaTypeDataObject + `","object":{"filler":"hi"}}}]}}}`
 	req, _ := http.NewRequest("POST", url+"/a/"+dev.DID().String()+"/a2a/jsonrpc", bytes.NewReader([]byte(body)))
 	req.Header.Set("Authorization", "Bearer "+tok)
 	req.Header.Set("A2A-Version", "1.0")

@@ -1,4 +1,4 @@
-package mqtt_test
+package manage_test
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 
 	"github.com/torpor-dev/torpor/clock/clocktest"
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/runtime/manage"
+	"github.com/torpor-dev/torpor/runtime/manage/managetest"
 	"github.com/torpor-dev/torpor/transport/mqtt"
 	"github.com/torpor-dev/torpor/transport/mqtt/mqtttest"
 )
@@ -23,16 +25,16 @@ type harness struct {
 	t        testing.TB
 	broker   mqtttest.Broker
 	clk      *clocktest.Clock
-	dev      *mqtttest.Device
+	dev      *managetest.Device
 	devKey   *did.PrivateKey
 	opKey    *did.PrivateKey
 	state    *mqtttest.State
 	path     string
-	client   *mqtt.Client
-	op       *mqtt.Operator
+	client   *manage.Server
+	op       *manage.Operator
 	lastSeq  uint64
 	name     string
-	cfgHooks []func(*mqtt.Config)
+	cfgHooks []func(*manage.Config)
 	witness  *mqtttest.Witness
 	// deviceURL and operatorURL, when set, are where the device and the
 	// operator connect (a Proxy).
@@ -41,7 +43,7 @@ type harness struct {
 
 func newHarness(t testing.TB, b mqtttest.Broker) *harness {
 	t.Helper()
-	h := &harness{t: t, broker: b, clk: clocktest.New(start), dev: &mqtttest.Device{},
+	h := &harness{t: t, broker: b, clk: clocktest.New(start), dev: &managetest.Device{},
 		devKey: mustKey(t), opKey: mustKey(t), path: filepath.Join(t.TempDir(), "agent.db"), name: "dev-1"}
 	h.state = mqtttest.OpenState(t, h.path, h.clk)
 	return h
@@ -69,19 +71,14 @@ func (h *harness) wake() {
 	if h.deviceURL != "" {
 		url = h.deviceURL
 	}
-	cfg := mqtt.Config{
-		Broker: url, Name: h.name, Key: h.devKey, Operators: []did.DID{h.opKey.DID()},
-		DB: h.state.DB, Replay: h.state.Replay, Ledger: h.state.Ledger, Device: h.dev,
-		Backoff: func(n int) time.Duration { return time.Duration(n) * 50 * time.Millisecond },
-		Clock:   h.clk, Logger: testLogger(h.t),
-	}
+	cfg := manage.Config{Config: mqtt.Config{Broker: url, Name: h.name, Key: h.devKey, DB: h.state.DB, Backoff: func(n int) time.Duration { return time.Duration(n) * 50 * time.Millisecond }, Clock: h.clk, Logger: testLogger(h.t)}, Operators: []did.DID{h.opKey.DID()}, Replay: h.state.Replay, Ledger: h.state.Ledger, Device: h.dev}
 	if _, bench := h.t.(*testing.B); bench {
 		cfg.Logger = nil // logging every message would be what a benchmark measures
 	}
 	for _, f := range h.cfgHooks {
 		f(&cfg)
 	}
-	c, err := mqtt.Start(cfg)
+	c, err := manage.Start(cfg)
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -107,14 +104,14 @@ func (h *harness) sleep(next time.Time) {
 }
 
 // operator connects the operator (once).
-func (h *harness) operator() *mqtt.Operator {
+func (h *harness) operator() *manage.Operator {
 	h.t.Helper()
 	if h.op == nil {
 		url := h.broker.URL()
 		if h.operatorURL != "" {
 			url = h.operatorURL
 		}
-		op, err := mqtt.DialOperator(ctxT(h.t), mqtt.OperatorConfig{Broker: url, Key: h.opKey, Clock: h.clk})
+		op, err := manage.DialOperator(ctxT(h.t), manage.OperatorConfig{Broker: url, Key: h.opKey, Clock: h.clk})
 		if err != nil {
 			h.t.Fatal(err)
 		}
@@ -128,13 +125,13 @@ func (h *harness) operator() *mqtt.Operator {
 }
 
 // send signs and publishes a command with the next sequence number.
-func (h *harness) send(op string, args any) mqtt.Sent {
+func (h *harness) send(op string, args any) manage.Sent {
 	h.t.Helper()
-	h.lastSeq = mqtt.NextSeq(h.lastSeq, h.clk.Now())
-	return h.sendSpec(mqtt.CommandSpec{Device: h.devKey.DID(), Seq: h.lastSeq, Op: op, Args: args}, false)
+	h.lastSeq = manage.NextSeq(h.lastSeq, h.clk.Now())
+	return h.sendSpec(manage.CommandSpec{Device: h.devKey.DID(), Seq: h.lastSeq, Op: op, Args: args}, false)
 }
 
-func (h *harness) sendSpec(spec mqtt.CommandSpec, asCBOR bool) mqtt.Sent {
+func (h *harness) sendSpec(spec manage.CommandSpec, asCBOR bool) manage.Sent {
 	h.t.Helper()
 	if h.witness == nil {
 		h.witness = mqtttest.NewWitness(h.t, h.broker.URL(), mqtt.Topics{Device: h.name}.Command())
@@ -147,7 +144,7 @@ func (h *harness) sendSpec(spec mqtt.CommandSpec, asCBOR bool) mqtt.Sent {
 	return s
 }
 
-func (h *harness) reply(id string) mqtt.Reply {
+func (h *harness) reply(id string) manage.Reply {
 	h.t.Helper()
 	r, _, err := h.operator().AwaitReply(ctxT(h.t), h.name, id, h.devKey.DID())
 	if err != nil {
@@ -181,7 +178,7 @@ func TestCommandWhileAsleepRunsAtNextWake(t *testing.T) {
 	if st.State != mqtt.StateAsleep || st.NextWake == nil || !st.NextWake.Equal(next) {
 		t.Errorf("status while asleep = %+v, want asleep until %v", st, next)
 	}
-	sent := h.send(mqtt.OpSetMode, &mqtt.SetModeArgs{Mode: "sleep"})
+	sent := h.send(manage.OpSetMode, &manage.SetModeArgs{Mode: "sleep"})
 	if sent.NoSubscribers {
 		t.Fatal("the broker says no session subscribes to the command topic")
 	}
@@ -192,11 +189,11 @@ func TestCommandWhileAsleepRunsAtNextWake(t *testing.T) {
 	h.clk.Advance(time.Hour)
 	h.wake()
 	r := h.reply(sent.Object.ID)
-	if r.Outcome != mqtt.OutcomeOK || r.Op != mqtt.OpSetMode {
+	if r.Outcome != manage.OutcomeOK || r.Op != manage.OpSetMode {
 		t.Errorf("reply = %+v, want ok for set-mode", r)
 	}
 	got := h.dev.Executed()
-	if len(got) != 1 || got[0].ID != sent.Object.ID || got[0].Args.(*mqtt.SetModeArgs).Mode != "sleep" {
+	if len(got) != 1 || got[0].ID != sent.Object.ID || got[0].Args.(*manage.SetModeArgs).Mode != "sleep" {
 		t.Errorf("executed %+v, want the set-mode command", got)
 	}
 	h.sleep(time.Time{})
@@ -210,12 +207,12 @@ func TestBacklogRunsInSequenceOrder(t *testing.T) {
 	// in any order; the device must run them by sequence number.
 	var ids []string
 	for i := range 10 {
-		s := h.send(mqtt.OpConfigSet, &mqtt.ConfigArgs{Key: "k", Value: ptr(fmt.Sprint(i))})
+		s := h.send(manage.OpConfigSet, &manage.ConfigArgs{Key: "k", Value: ptr(fmt.Sprint(i))})
 		ids = append(ids, s.Object.ID)
 	}
 	h.wake()
 	for _, id := range ids {
-		if r := h.reply(id); r.Outcome != mqtt.OutcomeOK {
+		if r := h.reply(id); r.Outcome != manage.OutcomeOK {
 			t.Errorf("reply to %s = %+v, want ok", id, r)
 		}
 	}
@@ -224,8 +221,8 @@ func TestBacklogRunsInSequenceOrder(t *testing.T) {
 		t.Fatalf("executed %d commands, want 10", len(got))
 	}
 	for i, c := range got {
-		if c.ID != ids[i] || *c.Args.(*mqtt.ConfigArgs).Value != fmt.Sprint(i) {
-			t.Errorf("command %d executed = %s (value %s), want %s", i, c.ID, *c.Args.(*mqtt.ConfigArgs).Value, ids[i])
+		if c.ID != ids[i] || *c.Args.(*manage.ConfigArgs).Value != fmt.Sprint(i) {
+			t.Errorf("command %d executed = %s (value %s), want %s", i, c.ID, *c.Args.(*manage.ConfigArgs).Value, ids[i])
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package mqtt
+package manage
 
 import (
 	"encoding/binary"
@@ -20,23 +20,6 @@ import (
 // from that operator the device accepted (uint64 big-endian).
 var bucketSeq = []byte("mqtt-cmd-seq")
 
-// rejection is a command refused before it ran. Returned from a bbolt
-// transaction function, it rolls the transaction back: a refused command
-// leaves no trace in the replay cache, the sequence table or the ledger.
-type rejection struct {
-	outcome Outcome // OutcomeRejected or OutcomeIndeterminate
-	reason  string
-	detail  string
-}
-
-func (r *rejection) Error() string {
-	return "mqtt: command " + string(r.outcome) + " (" + r.reason + "): " + r.detail
-}
-
-func reject(reason, format string, args ...any) *rejection {
-	return &rejection{outcome: OutcomeRejected, reason: reason, detail: fmt.Sprintf(format, args...)}
-}
-
 // admitter decides whether a command may run. Its state is in the agent's
 // bbolt file: the replay cache, the ledger and the sequence table.
 type admitter struct {
@@ -52,7 +35,7 @@ func newAdmitter(db *bolt.DB, rc *replay.Cache, l *ledger.Ledger, operators []di
 	a := &admitter{db: db, replay: rc, ledger: l, operators: map[string]bool{}, recv: recv, maxTTL: maxTTL}
 	for _, o := range operators {
 		if o.IsZero() {
-			return nil, errors.New("mqtt: zero DID in the operator allowlist")
+			return nil, errors.New("manage: zero DID in the operator allowlist")
 		}
 		a.operators[o.String()] = true
 	}
@@ -61,7 +44,7 @@ func newAdmitter(db *bolt.DB, rc *replay.Cache, l *ledger.Ledger, operators []di
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("mqtt: %w", store.Err(err))
+		return nil, fmt.Errorf("manage: %w", store.Err(err))
 	}
 	return a, nil
 }
@@ -83,8 +66,8 @@ func newAdmitter(db *bolt.DB, rc *replay.Cache, l *ledger.Ledger, operators []di
 //     completion leaves it indeterminate, not repeatable.
 //
 // The transaction commits only when all pass. A refused command returns a
-// *rejection; a store failure returns its error.
-// also, when not nil, runs in the same transaction once cmd passed.
+// *rejection; a store failure returns its error. also, when not nil,
+// runs in the same transaction once cmd passed.
 func (a *admitter) admit(self did.DID, o *governed.Object, also func(tx *bolt.Tx, cmd Command) error) (Command, error) {
 	var cmd Command
 	err := a.db.Update(func(tx *bolt.Tx) error {

@@ -1,4 +1,4 @@
-package mqtt_test
+package manage_test
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/torpor-dev/torpor/runtime/manage"
 	"github.com/torpor-dev/torpor/transport/mqtt"
 	"github.com/torpor-dev/torpor/transport/mqtt/mqtttest"
 )
@@ -25,9 +26,9 @@ func (h *harness) reboot() {
 }
 
 // replies collects replies to id until one has outcome want.
-func (h *harness) replyWith(id string, want mqtt.Outcome) []mqtt.Reply {
+func (h *harness) replyWith(id string, want manage.Outcome) []manage.Reply {
 	h.t.Helper()
-	var all []mqtt.Reply
+	var all []manage.Reply
 	for {
 		r := h.reply(id)
 		all = append(all, r)
@@ -63,28 +64,28 @@ func TestWillMarksAnUnexpectedDisconnect(t *testing.T) {
 func TestCrashMidCommandIsIndeterminate(t *testing.T) {
 	h := newHarness(t, mqtttest.StartEmbedded(t, nil))
 	started := make(chan struct{})
-	h.dev.Result = func(ctx context.Context, c mqtt.Command) mqtt.Result {
-		if c.Op == mqtt.OpReboot {
+	h.dev.Result = func(ctx context.Context, c manage.Command) manage.Result {
+		if c.Op == manage.OpReboot {
 			close(started)
 			<-ctx.Done() // the power goes while the command runs
 		}
-		return mqtt.OK(nil)
+		return manage.OK(nil)
 	}
 	h.wake()
-	sent := h.send(mqtt.OpReboot, &mqtt.RebootArgs{})
+	sent := h.send(manage.OpReboot, &manage.RebootArgs{})
 	<-started
 	h.reboot()
 
 	// The broker delivers the unacknowledged command again; the device
 	// does not run it again and says it may or may not have taken effect.
 	r := h.reply(sent.Object.ID)
-	if r.Outcome != mqtt.OutcomeIndeterminate || !strings.Contains(r.Detail, mqtt.LedgerKey(h.opKey.DID(), sent.Object.ID)) {
+	if r.Outcome != manage.OutcomeIndeterminate || !strings.Contains(r.Detail, manage.LedgerKey(h.opKey.DID(), sent.Object.ID)) {
 		t.Errorf("reply after the restart = %+v, want indeterminate naming the ledger key", r)
 	}
 	if got := h.dev.Executed(); len(got) != 1 {
 		t.Errorf("executed %d times, want once", len(got))
 	}
-	e, err := h.state.Ledger.Get(mustView(t, h), mqtt.LedgerKey(h.opKey.DID(), sent.Object.ID))
+	e, err := h.state.Ledger.Get(mustView(t, h), manage.LedgerKey(h.opKey.DID(), sent.Object.ID))
 	if err != nil || e.State.String() != "indeterminate" {
 		t.Errorf("ledger entry = %+v, %v", e, err)
 	}
@@ -94,15 +95,15 @@ func TestQueuedReplySurvivesReboot(t *testing.T) {
 	h := newHarness(t, mqtttest.StartEmbedded(t, nil))
 	proxy := mqtttest.StartProxy(t, strings.TrimPrefix(h.broker.URL(), "mqtt://"))
 	h.deviceURL = proxy.URL()
-	h.dev.Result = func(ctx context.Context, c mqtt.Command) mqtt.Result {
+	h.dev.Result = func(ctx context.Context, c manage.Command) manage.Result {
 		proxy.Cut() // the network goes away before the reply is sent
-		return mqtt.OK(map[string]string{"done": c.Op})
+		return manage.OK(map[string]string{"done": c.Op})
 	}
 	h.wake()
 	// The device is awake, so no witness is needed (and the network goes
 	// before one could see the command).
-	h.lastSeq = mqtt.NextSeq(h.lastSeq, h.clk.Now())
-	sent, err := h.operator().Send(ctxT(t), h.name, mqtt.CommandSpec{Device: h.devKey.DID(), Seq: h.lastSeq, Op: mqtt.OpDrain}, false)
+	h.lastSeq = manage.NextSeq(h.lastSeq, h.clk.Now())
+	sent, err := h.operator().Send(ctxT(t), h.name, manage.CommandSpec{Device: h.devKey.DID(), Seq: h.lastSeq, Op: manage.OpDrain}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +123,7 @@ func TestQueuedReplySurvivesReboot(t *testing.T) {
 	proxy.Restore()
 	h.state = mqtttest.OpenState(t, h.path, h.clk)
 	h.wake()
-	replies := h.replyWith(sent.Object.ID, mqtt.OutcomeOK)
+	replies := h.replyWith(sent.Object.ID, manage.OutcomeOK)
 	if r := replies[len(replies)-1]; string(r.Result) != `{"done":"drain"}` {
 		t.Errorf("reply = %+v", r)
 	}
@@ -135,7 +136,7 @@ func TestQueuedReplySurvivesReboot(t *testing.T) {
 func completed(t testing.TB, h *harness, id string) bool {
 	var ok bool
 	h.state.DB.View(func(tx *bolt.Tx) error {
-		e, err := h.state.Ledger.Get(tx, mqtt.LedgerKey(h.opKey.DID(), id))
+		e, err := h.state.Ledger.Get(tx, manage.LedgerKey(h.opKey.DID(), id))
 		ok = err == nil && e.State.String() == "completed"
 		return nil
 	})

@@ -1,8 +1,10 @@
-package mqtt
+package manage
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/tls"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
@@ -16,6 +18,7 @@ import (
 	"github.com/torpor-dev/torpor/clock"
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/governed"
+	"github.com/torpor-dev/torpor/transport/mqtt"
 )
 
 // OperatorConfig configures DialOperator.
@@ -23,7 +26,7 @@ type OperatorConfig struct {
 	// Broker is the MQTT 5 broker URL (mqtt://, tcp://, mqtts://, tls://).
 	Broker string
 	TLS    *tls.Config
-	// Prefix is the topic prefix; empty means DefaultPrefix.
+	// Prefix is the topic prefix; empty means mqtt.DefaultPrefix.
 	Prefix string
 	// Key is the operator's identity; it signs commands.
 	Key *did.PrivateKey
@@ -88,20 +91,20 @@ func (w *watch) addReplyLocked(m Message) {
 
 // ErrNoStatus is returned by Operator.Status when the broker holds no
 // status for the device.
-var ErrNoStatus = errors.New("mqtt: no status published for this device")
+var ErrNoStatus = errors.New("manage: no status published for this device")
 
 // DialOperator connects to the broker with a clean, non-persistent session
 // and waits until connected or ctx ends.
 func DialOperator(ctx context.Context, cfg OperatorConfig) (*Operator, error) {
 	if cfg.Key == nil {
-		return nil, errors.New("mqtt: OperatorConfig needs Key")
+		return nil, errors.New("manage: OperatorConfig needs Key")
 	}
 	u, err := url.Parse(cfg.Broker)
 	if err != nil || cfg.Broker == "" {
-		return nil, fmt.Errorf("mqtt: broker URL %q: %v", cfg.Broker, err)
+		return nil, fmt.Errorf("manage: broker URL %q: %v", cfg.Broker, err)
 	}
 	if cfg.ClientID == "" {
-		cfg.ClientID = "torporctl-" + newNonce()[:12]
+		cfg.ClientID = "torporctl-" + randomHex(6)
 	}
 	o := &Operator{cfg: cfg, clock: clock.Or(cfg.Clock), watches: map[string]*watch{}}
 	var (
@@ -136,7 +139,7 @@ func DialOperator(ctx context.Context, cfg OperatorConfig) (*Operator, error) {
 		},
 	})
 	if err != nil {
-		return nil, fmt.Errorf("mqtt: %w", err)
+		return nil, fmt.Errorf("manage: %w", err)
 	}
 	o.cm = cm
 	if err := cm.AwaitConnection(ctx); err != nil {
@@ -144,9 +147,9 @@ func DialOperator(ctx context.Context, cfg OperatorConfig) (*Operator, error) {
 		connMu.Lock()
 		defer connMu.Unlock()
 		if connErr != nil {
-			return nil, fmt.Errorf("mqtt: connecting to %s: %w", cfg.Broker, connErr)
+			return nil, fmt.Errorf("manage: connecting to %s: %w", cfg.Broker, connErr)
 		}
-		return nil, fmt.Errorf("mqtt: connecting to %s: %w", cfg.Broker, err)
+		return nil, fmt.Errorf("manage: connecting to %s: %w", cfg.Broker, err)
 	}
 	return o, nil
 }
@@ -154,7 +157,15 @@ func DialOperator(ctx context.Context, cfg OperatorConfig) (*Operator, error) {
 // Close disconnects.
 func (o *Operator) Close(ctx context.Context) error { return o.cm.Disconnect(ctx) }
 
-func (o *Operator) topics(device string) Topics { return Topics{Prefix: o.cfg.Prefix, Device: device} }
+func (o *Operator) topics(device string) mqtt.Topics {
+	return mqtt.Topics{Prefix: o.cfg.Prefix, Device: device}
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
 
 func (o *Operator) received(pr paho.PublishReceived) (bool, error) {
 	p := pr.Packet
@@ -206,7 +217,7 @@ func (o *Operator) Watch(ctx context.Context, device string) error {
 		o.mu.Lock()
 		delete(o.watches, device)
 		o.mu.Unlock()
-		return fmt.Errorf("mqtt: subscribing to %s: %w", device, err)
+		return fmt.Errorf("manage: subscribing to %s: %w", device, err)
 	}
 	return nil
 }
@@ -252,7 +263,7 @@ func (o *Operator) watch(device string) (*watch, error) {
 	defer o.mu.Unlock()
 	w, ok := o.watches[device]
 	if !ok {
-		return nil, fmt.Errorf("mqtt: not watching %s (call Watch)", device)
+		return nil, fmt.Errorf("manage: not watching %s (call Watch)", device)
 	}
 	return w, nil
 }
@@ -295,7 +306,7 @@ func (o *Operator) PublishCommand(ctx context.Context, device string, obj *gover
 		return Sent{}, err
 	}
 	j, _ := obj.MarshalJSON()
-	payload, err := encodePayload(j, asCBOR)
+	payload, ct, err := mqtt.Encode(j, asCBOR)
 	if err != nil {
 		return Sent{}, err
 	}
@@ -305,15 +316,15 @@ func (o *Operator) PublishCommand(ctx context.Context, device string, obj *gover
 	}
 	left := math.Ceil(exp.Sub(o.clock.Now()).Seconds())
 	if left < 1 {
-		return Sent{}, errors.New("mqtt: the command expires before it could be sent")
+		return Sent{}, errors.New("manage: the command expires before it could be sent")
 	}
 	expiry := uint32(min(left, math.MaxUint32))
 	t := o.topics(device)
 	resp, err := o.cm.Publish(ctx, &paho.Publish{Topic: t.Command(), QoS: 1, Payload: payload,
-		Properties: &paho.PublishProperties{ContentType: contentType(asCBOR), CorrelationData: []byte(obj.ID),
+		Properties: &paho.PublishProperties{ContentType: ct, CorrelationData: []byte(obj.ID),
 			ResponseTopic: t.Reply(), MessageExpiry: &expiry}})
 	if err != nil {
-		return Sent{}, fmt.Errorf("mqtt: publishing the command: %w", err)
+		return Sent{}, fmt.Errorf("manage: publishing the command: %w", err)
 	}
 	s := Sent{Object: obj}
 	if resp != nil {
@@ -321,7 +332,7 @@ func (o *Operator) PublishCommand(ctx context.Context, device string, obj *gover
 		case resp.ReasonCode == 0x10:
 			s.NoSubscribers = true
 		case resp.ReasonCode >= 0x80:
-			return s, fmt.Errorf("mqtt: the broker refused the command (reason code 0x%02x)", resp.ReasonCode)
+			return s, fmt.Errorf("manage: the broker refused the command (reason code 0x%02x)", resp.ReasonCode)
 		}
 	}
 	return s, nil
@@ -349,7 +360,7 @@ func (o *Operator) AwaitReply(ctx context.Context, device, id string, deviceDID 
 				return r, obj, nil
 			}
 			if err == nil {
-				err = fmt.Errorf("%w: answers command %q, not %q", ErrNotFromDevice, truncate(r.Command), id)
+				err = fmt.Errorf("%w: answers command %q, not %q", mqtt.ErrNotFromDevice, truncate(r.Command), id)
 			}
 			invalid = err
 			continue
@@ -393,22 +404,22 @@ func (o *Operator) takeReply(w *watch, id string) (Message, bool, <-chan struct{
 // is the zero DID. It waits until one arrives or ctx ends; ctx should
 // allow a round trip to the broker, after which no status means
 // ErrNoStatus. A status that fails verification is skipped.
-func (o *Operator) Status(ctx context.Context, device string, deviceDID did.DID) (Status, *governed.Object, error) {
+func (o *Operator) Status(ctx context.Context, device string, deviceDID did.DID) (mqtt.Status, *governed.Object, error) {
 	if err := o.Watch(ctx, device); err != nil {
-		return Status{}, nil, err
+		return mqtt.Status{}, nil, err
 	}
 	w, err := o.watch(device)
 	if err != nil {
-		return Status{}, nil, err
+		return mqtt.Status{}, nil, err
 	}
 	var invalid error
 	for {
 		select {
 		case <-ctx.Done():
 			if invalid != nil {
-				return Status{}, nil, fmt.Errorf("%w: %v", ErrNoStatus, invalid)
+				return mqtt.Status{}, nil, fmt.Errorf("%w: %v", ErrNoStatus, invalid)
 			}
-			return Status{}, nil, ErrNoStatus
+			return mqtt.Status{}, nil, ErrNoStatus
 		case m := <-w.status:
 			// Newer statuses may be queued behind it: take the last.
 			for more := true; more; {
@@ -419,7 +430,7 @@ func (o *Operator) Status(ctx context.Context, device string, deviceDID did.DID)
 					more = false
 				}
 			}
-			s, obj, err := VerifyStatus(m.ContentType, m.Payload, deviceDID)
+			s, obj, err := mqtt.VerifyStatus(m.ContentType, m.Payload, deviceDID)
 			if err != nil {
 				invalid = err
 				continue
@@ -430,8 +441,8 @@ func (o *Operator) Status(ctx context.Context, device string, deviceDID did.DID)
 }
 
 // Events returns the channel of device's events and statuses as they
-// arrive (Watch first). Payloads are unverified; use VerifyEvent and
-// VerifyStatus.
+// arrive (Watch first). Payloads are unverified; use mqtt.VerifyEvent and
+// mqtt.VerifyStatus.
 func (o *Operator) Events(device string) (events, status <-chan Message, err error) {
 	w, err := o.watch(device)
 	if err != nil {

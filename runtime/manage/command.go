@@ -1,4 +1,4 @@
-package mqtt
+package manage
 
 import (
 	"bytes"
@@ -13,17 +13,26 @@ import (
 	"github.com/torpor-dev/torpor/wake"
 )
 
-// Purposes and schemas of the Governed Objects this package exchanges.
+// The purpose and schema of a command object. Replies, statuses and events
+// are transport/mqtt's (mqtt.PurposeReply, ...).
 const (
 	PurposeCommand = "torpor:command"
-	PurposeReply   = "torpor:command-reply"
-	PurposeStatus  = "torpor:status"
-	PurposeEvent   = "torpor:event"
+	SchemaCommand  = "https://torpor.dev/schemas/mqtt/command/v1"
+)
 
-	SchemaCommand = "https://torpor.dev/schemas/mqtt/command/v1"
-	SchemaReply   = "https://torpor.dev/schemas/mqtt/reply/v1"
-	SchemaStatus  = "https://torpor.dev/schemas/mqtt/status/v1"
-	SchemaEvent   = "https://torpor.dev/schemas/mqtt/event/v1"
+// Rejection reasons, besides the receiver-check reasons of package governed
+// (malformed, signature-invalid, signature-not-by-issuer, expired, replay,
+// purpose-not-permitted) and mqtt.ReasonUnsupportedContentType, which a
+// reply carries as they are.
+const (
+	ReasonOperatorNotAllowed = "operator-not-allowed"
+	ReasonWrongDevice        = "wrong-device"
+	ReasonOutOfSequence      = "out-of-sequence"
+	ReasonBadCommand         = "bad-command"
+	// ReasonUnsupported is the failure reason of a command the device
+	// cannot carry out (no such capability, or the wake source does not
+	// allow it).
+	ReasonUnsupported = "unsupported"
 )
 
 // The operations a command may ask for.
@@ -221,9 +230,9 @@ type commandPayload struct {
 	Args json.RawMessage `json:"args,omitempty"`
 }
 
-// Command is a command a Client admitted: its Governed Object passed the
-// receiver checks, its operator is allowed, it names this device and its
-// sequence number is new. Device.Execute gets it.
+// Command is an admitted command: its Governed Object passed the receiver
+// checks, its operator is allowed, it names this device and its sequence
+// number is new. Device.Execute gets it.
 type Command struct {
 	// ID is the command object's id.
 	ID       string
@@ -269,21 +278,21 @@ const DefaultCommandTTL = 24 * time.Hour
 // device will.
 func SignCommand(key *did.PrivateKey, spec CommandSpec) (*governed.Object, error) {
 	if spec.Device.IsZero() {
-		return nil, errors.New("mqtt: command without a device DID")
+		return nil, errors.New("manage: command without a device DID")
 	}
 	if spec.Seq == 0 {
-		return nil, errors.New("mqtt: command sequence numbers start at 1")
+		return nil, errors.New("manage: command sequence numbers start at 1")
 	}
 	var raw json.RawMessage
 	if spec.Args != nil {
 		b, err := json.Marshal(spec.Args)
 		if err != nil {
-			return nil, fmt.Errorf("mqtt: encoding %s arguments: %v", spec.Op, err)
+			return nil, fmt.Errorf("manage: encoding %s arguments: %v", spec.Op, err)
 		}
 		raw = b
 	}
 	if _, err := DecodeArgs(spec.Op, raw); err != nil {
-		return nil, fmt.Errorf("mqtt: %v", err)
+		return nil, fmt.Errorf("manage: %v", err)
 	}
 	ttl := spec.TTL
 	if ttl == 0 {
@@ -340,4 +349,12 @@ func parseCommandPayload(o *governed.Object) (commandPayload, any, error) {
 // LedgerKey returns the idempotency-ledger key of command id from operator.
 func LedgerKey(operator did.DID, id string) string {
 	return "torpor:command " + operator.String() + " " + id
+}
+
+// truncate shortens what a peer sent for a message.
+func truncate(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "…"
+	}
+	return s
 }

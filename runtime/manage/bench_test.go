@@ -1,9 +1,9 @@
-package mqtt_test
+package manage_test
 
 import (
 	"testing"
 
-	"github.com/torpor-dev/torpor/transport/mqtt"
+	"github.com/torpor-dev/torpor/runtime/manage"
 	"github.com/torpor-dev/torpor/transport/mqtt/mqtttest"
 )
 
@@ -25,7 +25,7 @@ func BenchmarkCommandRoundTrip(b *testing.B) {
 			op := h.operator()
 			for b.Loop() {
 				h.lastSeq++
-				s, err := op.Send(ctxT(b), h.name, mqtt.CommandSpec{Device: h.devKey.DID(), Seq: h.lastSeq, Op: mqtt.OpStatus}, enc.cbor)
+				s, err := op.Send(ctxT(b), h.name, manage.CommandSpec{Device: h.devKey.DID(), Seq: h.lastSeq, Op: manage.OpStatus}, enc.cbor)
 				if err != nil {
 					b.Fatal(err)
 				}

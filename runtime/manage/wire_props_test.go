@@ -1,4 +1,4 @@
-package mqtt_test
+package manage_test
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/eclipse/paho.golang/packets"
 
+	"github.com/torpor-dev/torpor/runtime/manage"
 	"github.com/torpor-dev/torpor/transport/mqtt"
 	"github.com/torpor-dev/torpor/transport/mqtt/mqtttest"
 )
@@ -30,34 +31,20 @@ func TestWireProperties(t *testing.T) {
 	h := newHarness(t, b)
 	h.deviceURL, h.operatorURL = devProxy.URL(), opProxy.URL()
 	const sessionExpiry = 72 * time.Hour
-	h.cfgHooks = append(h.cfgHooks, func(c *mqtt.Config) { c.SessionExpiry = sessionExpiry })
+	h.cfgHooks = append(h.cfgHooks, func(c *manage.Config) { c.SessionExpiry = sessionExpiry })
 	h.wake()
 
 	const ttl = 90 * time.Minute
-	h.lastSeq = mqtt.NextSeq(h.lastSeq, h.clk.Now())
-	sent := h.sendSpec(mqtt.CommandSpec{Device: h.devKey.DID(), Seq: h.lastSeq, Op: mqtt.OpStatus, TTL: ttl}, false)
-	if r := h.reply(sent.Object.ID); r.Outcome != mqtt.OutcomeOK {
+	h.lastSeq = manage.NextSeq(h.lastSeq, h.clk.Now())
+	sent := h.sendSpec(manage.CommandSpec{Device: h.devKey.DID(), Seq: h.lastSeq, Op: manage.OpStatus, TTL: ttl}, false)
+	if r := h.reply(sent.Object.ID); r.Outcome != manage.OutcomeOK {
 		t.Fatalf("status reply: %+v", r)
 	}
 	h.sleep(h.clk.Now().Add(time.Hour))
 
 	topics := mqtt.Topics{Device: h.name}
 	dev := wirePackets(t, devProxy)
-	c, ok := dev[0].Content.(*packets.Connect)
-	if !ok {
-		t.Fatalf("the device's first packet is %T, want CONNECT", dev[0].Content)
-	}
-	if c.ClientID != h.name || c.CleanStart {
-		t.Errorf("CONNECT client id %q clean start %v; want %q, false (a persistent session)", c.ClientID, c.CleanStart, h.name)
-	}
-	if e := c.Properties.SessionExpiryInterval; e == nil || *e != uint32(sessionExpiry/time.Second) {
-		t.Errorf("CONNECT Session Expiry Interval %v, want %d s", deref(e), uint32(sessionExpiry/time.Second))
-	}
-	if !c.WillFlag || c.WillTopic != topics.Status() || !c.WillRetain || c.WillQOS != 1 {
-		t.Errorf("CONNECT will: flag %v topic %q retain %v QoS %d; want the retained status topic %q at QoS 1",
-			c.WillFlag, c.WillTopic, c.WillRetain, c.WillQOS, topics.Status())
-	}
-
+	checkConnect(t, dev[0], h.name, sessionExpiry, topics)
 	var reply, asleep *packets.Publish
 	for _, p := range dev {
 		pub, ok := p.Content.(*packets.Publish)
@@ -78,8 +65,36 @@ func TestWireProperties(t *testing.T) {
 		t.Errorf("the clean sleep's status: %v; want a retained QoS 1 PUBLISH on %s", asleep, topics.Status())
 	}
 
+	checkCommand(t, wirePackets(t, opProxy), topics, sent.Object.ID, ttl)
+}
+
+// checkConnect checks the device's CONNECT: a persistent session under its
+// name, the session expiry, the retained QoS 1 will on the status topic.
+func checkConnect(t *testing.T, p *packets.ControlPacket, name string, sessionExpiry time.Duration, topics mqtt.Topics) {
+	t.Helper()
+	c, ok := p.Content.(*packets.Connect)
+	if !ok {
+		t.Fatalf("the device's first packet is %T, want CONNECT", p.Content)
+	}
+	if c.ClientID != name || c.CleanStart {
+		t.Errorf("CONNECT client id %q clean start %v; want %q, false (a persistent session)", c.ClientID, c.CleanStart, name)
+	}
+	if e := c.Properties.SessionExpiryInterval; e == nil || *e != uint32(sessionExpiry/time.Second) {
+		t.Errorf("CONNECT Session Expiry Interval %v, want %d s", deref(e), uint32(sessionExpiry/time.Second))
+	}
+	if !c.WillFlag || c.WillTopic != topics.Status() || !c.WillRetain || c.WillQOS != 1 {
+		t.Errorf("CONNECT will: flag %v topic %q retain %v QoS %d; want the retained status topic %q at QoS 1",
+			c.WillFlag, c.WillTopic, c.WillRetain, c.WillQOS, topics.Status())
+	}
+}
+
+// checkCommand checks the operator's command PUBLISH: QoS 1, the reply
+// topic as Response Topic, the id as correlation data, the lifetime as
+// Message Expiry Interval.
+func checkCommand(t *testing.T, op []*packets.ControlPacket, topics mqtt.Topics, id string, ttl time.Duration) {
+	t.Helper()
 	var cmd *packets.Publish
-	for _, p := range wirePackets(t, opProxy) {
+	for _, p := range op {
 		if pub, ok := p.Content.(*packets.Publish); ok && pub.Topic == topics.Command() {
 			cmd = pub
 		}
@@ -87,7 +102,7 @@ func TestWireProperties(t *testing.T) {
 	switch {
 	case cmd == nil:
 		t.Fatalf("the operator sent no PUBLISH on %s", topics.Command())
-	case cmd.QoS != 1 || cmd.Properties.ResponseTopic != topics.Reply() || !bytes.Equal(cmd.Properties.CorrelationData, []byte(sent.Object.ID)):
+	case cmd.QoS != 1 || cmd.Properties.ResponseTopic != topics.Reply() || !bytes.Equal(cmd.Properties.CorrelationData, []byte(id)):
 		t.Errorf("command PUBLISH QoS %d response topic %q correlation %q; want 1, %q, the command id",
 			cmd.QoS, cmd.Properties.ResponseTopic, cmd.Properties.CorrelationData, topics.Reply())
 	case deref(cmd.Properties.MessageExpiry) != uint32(ttl/time.Second):

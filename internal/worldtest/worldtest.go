@@ -1,0 +1,74 @@
+// Package worldtest starts the relay side of a test world: a torpor-relay
+// on loopback with its queue and agent states in real bbolt files, for
+// tests that run an agent, torporctl or a script against it. The caller
+// brings the clock (usually a clocktest.Clock) and everything else in
+// relay.Config; the agent side differs too much from test to test to
+// share.
+package worldtest
+
+import (
+	"errors"
+	"net/http/httptest"
+	"path/filepath"
+	"testing"
+
+	"github.com/torpor-dev/torpor/store/agents"
+	"github.com/torpor-dev/torpor/store/queue"
+	"github.com/torpor-dev/torpor/transport/relay"
+)
+
+// Relay is a relay serving on loopback.
+type Relay struct {
+	*relay.Relay
+	// URL is the relay's origin (http://127.0.0.1:port), also its
+	// PublicURL.
+	URL    string
+	Queue  *queue.Bolt
+	States *agents.Bolt
+	Server *httptest.Server
+}
+
+// Open starts a relay with its files queue.db and agents.db in dir. cfg's
+// PublicURL, Queue and States are set here; the rest is the caller's.
+// Close stops it.
+func Open(dir string, cfg relay.Config) (*Relay, error) {
+	q, err := queue.OpenBolt(filepath.Join(dir, "queue.db"), nil)
+	if err != nil {
+		return nil, err
+	}
+	states, err := agents.OpenBolt(filepath.Join(dir, "agents.db"), nil)
+	if err != nil {
+		q.Close()
+		return nil, err
+	}
+	srv := httptest.NewUnstartedServer(nil)
+	cfg.PublicURL, cfg.Queue, cfg.States = "http://"+srv.Listener.Addr().String(), q, states
+	r, err := relay.New(cfg)
+	if err != nil {
+		srv.Close()
+		return nil, errors.Join(err, q.Close(), states.Close())
+	}
+	srv.Config.Handler = r.Handler()
+	srv.Start()
+	return &Relay{Relay: r, URL: srv.URL, Queue: q, States: states, Server: srv}, nil
+}
+
+// Start is Open in a temporary directory of t's; the relay stops when the
+// test ends.
+func Start(t testing.TB, cfg relay.Config) *Relay {
+	t.Helper()
+	r, err := Open(t.TempDir(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.Close)
+	return r
+}
+
+// Close ends the device links, stops the server and closes the files.
+func (r *Relay) Close() {
+	r.Link().Close()
+	r.Server.Close()
+	r.Queue.Close()
+	r.States.Close()
+}

@@ -1,0 +1,599 @@
+package manage
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/torpor-dev/torpor/clock"
+	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/governed"
+	"github.com/torpor-dev/torpor/runtime"
+	"github.com/torpor-dev/torpor/runtime/gate"
+	"github.com/torpor-dev/torpor/store/ledger"
+	"github.com/torpor-dev/torpor/transport/mqtt"
+	"github.com/torpor-dev/torpor/wake"
+)
+
+// CommandsConfig configures operators' commands over MQTT (see Commands).
+type CommandsConfig struct {
+	// Broker is the MQTT 5 broker URL (mqtt://host:port, mqtts://...).
+	// Required.
+	Broker string
+	TLS    *tls.Config
+	// Prefix is the topic prefix; empty means mqtt.DefaultPrefix.
+	Prefix string
+	// Name is the device's topic level and MQTT client id; empty means
+	// the agent's DID. Keep it stable: the broker keeps the session
+	// (and the commands sent while the device sleeps) under it.
+	Name string
+	// Operators are the DIDs whose commands the agent accepts. Required:
+	// without one, nobody could command the device.
+	Operators []did.DID
+	// SessionExpiry is how long the broker keeps the session while the
+	// device sleeps; zero means mqtt.DefaultSessionExpiry. It must exceed
+	// the longest sleep.
+	SessionExpiry time.Duration
+	// RotateKey installs next as the agent's identity (key file, MLS
+	// credentials, the relay's registration), given the handover the old
+	// key signed. Nil makes rotate-keys unsupported.
+	RotateKey func(ctx context.Context, next *did.PrivateKey, handover []byte) error
+	// Reboot restarts the device (or the agent's process). Nil makes
+	// reboot unsupported.
+	Reboot func() error
+	// FlushTimeout bounds the clean end of the MQTT session before the
+	// agent sleeps; zero means 10 seconds. It is a network wait: it runs
+	// on the agent's clock without its time scale (clock.Unscaled).
+	FlushTimeout time.Duration
+	// Logger receives the MQTT client's logs; nil discards them.
+	Logger *slog.Logger
+}
+
+// Commands carries out operators' signed commands on a runtime.Agent and keeps its
+// MQTT session (package transport/mqtt) in step with the duty cycle: the
+// client connects when a wake begins and ends its session cleanly, with
+// status asleep and the next wake, when the wake ends; commands sent
+// meanwhile wait in the broker session for the next wake. It implements
+// Device and mqtt.StatusReporter.
+//
+// It implements runtime.Management: attach it to the agent with
+// Agent.SetManagement, and close it after Run:
+//
+//	a, _ := runtime.New(cfg)
+//	cmds, _ := manage.NewCommands(a, ccfg)
+//	a.SetManagement(cmds)
+//	err := a.Run(ctx) // ends with cmds.Close: status offline
+type Commands struct {
+	a   *runtime.Agent
+	cfg CommandsConfig
+	log *slog.Logger
+
+	mu sync.Mutex
+	// mu guards all following fields.
+	client *Server
+	key    *did.PrivateKey // the identity the client signs with (rotate-keys changes it)
+	closed bool
+}
+
+var (
+	_ mqtt.StatusReporter = (*Commands)(nil)
+	_ runtime.Management  = (*Commands)(nil)
+)
+
+// NewCommands checks cfg and returns the commands of agent a. It does not
+// connect: the first wake does.
+func NewCommands(a *runtime.Agent, cfg CommandsConfig) (*Commands, error) {
+	if cfg.Broker == "" {
+		return nil, errors.New("runtime: commands need an MQTT broker URL")
+	}
+	if len(cfg.Operators) == 0 {
+		return nil, errors.New("runtime: commands need at least one operator DID")
+	}
+	if cfg.Name == "" {
+		cfg.Name = a.Config().Key.DID().String()
+	}
+	if err := (mqtt.Topics{Prefix: cfg.Prefix, Device: cfg.Name}).Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.FlushTimeout == 0 {
+		cfg.FlushTimeout = 10 * time.Second
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Commands{a: a, cfg: cfg, log: log.With("component", "commands"), key: a.Config().Key}, nil
+}
+
+// Awake implements runtime.Management: it starts the MQTT client
+// (connecting in the background) when a wake begins. It does not block.
+func (c *Commands) Awake(context.Context) { c.start() }
+
+// Asleep implements runtime.Management: it ends the MQTT session cleanly
+// before the agent sleeps until next: status asleep with the next wake, every
+// reply acknowledged, a normal DISCONNECT (so the will is not published).
+// It blocks for at most FlushTimeout, a network wait that runs on the
+// unscaled clock (clock.Unscaled), or until ctx ends.
+func (c *Commands) Asleep(ctx context.Context, next time.Time) { c.sleep(ctx, next) }
+
+func (c *Commands) start() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.client != nil || c.closed {
+		return
+	}
+	pipe := c.a.Pipeline()
+	if pipe == nil {
+		return
+	}
+	db, rc, l := pipe.Stores()
+	cl, err := Start(Config{
+		Config: mqtt.Config{Broker: c.cfg.Broker, TLS: c.cfg.TLS, Prefix: c.cfg.Prefix, Name: c.cfg.Name, Key: c.key,
+			DB: db, SessionExpiry: c.cfg.SessionExpiry, Clock: c.a.Config().Clock, Logger: c.cfg.Logger},
+		Operators: c.cfg.Operators, Replay: rc, Ledger: l, Device: c,
+	})
+	if err != nil {
+		c.log.Error("starting the MQTT client", "err", err)
+		return
+	}
+	c.client = cl
+}
+
+func (c *Commands) sleep(ctx context.Context, next time.Time) {
+	c.mu.Lock()
+	cl := c.client
+	c.client = nil
+	c.mu.Unlock()
+	if cl == nil {
+		return
+	}
+	ctx, cancel := clock.WithTimeout(ctx, clock.Unscaled(c.a.Clock()), c.cfg.FlushTimeout)
+	defer cancel()
+	if err := cl.Sleep(ctx, next); err != nil {
+		c.log.Warn("ending the MQTT session before sleep", "err", err)
+	}
+}
+
+// Close ends the MQTT session with status offline, for a shutdown. It
+// implements runtime.Management; an agent it is attached to calls it when
+// Run ends.
+func (c *Commands) Close(ctx context.Context) error {
+	c.mu.Lock()
+	cl := c.client
+	c.client, c.closed = nil, true
+	c.mu.Unlock()
+	if cl == nil {
+		return nil
+	}
+	return cl.Close(ctx)
+}
+
+// Name returns the device's name on the broker (its topic level).
+func (c *Commands) Name() string { return c.cfg.Name }
+
+// Client returns the MQTT client of the current wake, nil while asleep.
+func (c *Commands) Client() *Server {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.client
+}
+
+// Status implements mqtt.StatusReporter: mode, window, next wake, halt,
+// held actions and indeterminate keys.
+func (c *Commands) Status() mqtt.Status {
+	a := c.a
+	m, _ := a.Mode()
+	win := c.statusWindow()
+	st := mqtt.Status{Mode: string(m), Window: &win}
+	if next := a.NextWake(); !next.IsZero() {
+		n := next.UTC()
+		st.NextWake = &n
+	}
+	if p := a.Pipeline(); p != nil {
+		if r, err := p.Report(0); err == nil {
+			st.Halted, st.Held, st.Indeterminate = r.Halt.Halted, len(r.Holds), r.Ledger[ledger.Indeterminate.String()]
+		}
+	}
+	return st
+}
+
+// Execute implements Device.
+func (c *Commands) Execute(ctx context.Context, cmd Command) Result {
+	p := c.a.Pipeline()
+	if p == nil {
+		return Failed("stopping", "the agent is stopping")
+	}
+	note := fmt.Sprintf("%s (MQTT command %s)", cmd.Operator, cmd.ID)
+	switch cmd.Op {
+	case OpStatus:
+		return c.status(p)
+	case OpSetMode:
+		return c.setMode(cmd.Args.(*SetModeArgs))
+	case OpWakeNow:
+		return c.wakeNow(cmd.Args.(*WakeNowArgs))
+	case OpDrain:
+		return c.drain(ctx)
+	case OpRotateKeys:
+		return c.rotateKeys(ctx)
+	case OpRefillKeyPackages:
+		return c.refill(ctx, cmd.Args.(*RefillArgs))
+	case OpConfirm:
+		return c.confirm(ctx, p, cmd.Args.(*HoldArgs).Hold)
+	case OpDeny:
+		return c.deny(p, cmd.Args.(*HoldArgs).Hold)
+	case OpReconcile:
+		return c.reconcile(p, cmd.Args.(*ReconcileArgs), note)
+	case OpHalt:
+		return c.halt(p, cmd.Args.(*NoteArgs), note)
+	case OpResume:
+		return c.resume(ctx, p, cmd.Args.(*NoteArgs), note)
+	case OpConfigGet:
+		return c.configGet(cmd.Args.(*ConfigArgs).Key)
+	case OpConfigSet:
+		a := cmd.Args.(*ConfigArgs)
+		return c.configSet(a.Key, *a.Value)
+	case OpReboot:
+		return c.reboot(cmd.Args.(*RebootArgs))
+	}
+	return Failed(ReasonUnsupported, "operation %q is not implemented by this agent", cmd.Op)
+}
+
+// statusReport is the result of the status command.
+type statusReport struct {
+	Status   mqtt.Status         `json:"status"`
+	LastWake *runtime.WakeReport `json:"lastWake,omitempty"`
+	Policy   *gate.Policy        `json:"policy,omitempty"`
+	Holds    []heldSummary       `json:"holds,omitempty"`
+	Ledger   map[string]int      `json:"ledger"`
+	Halt     *gate.HaltState     `json:"halt,omitempty"`
+	Keys     []indeterminateK    `json:"indeterminate,omitempty"`
+}
+
+type heldSummary struct {
+	Key     string    `json:"key"`
+	Purpose string    `json:"purpose"`
+	Reason  string    `json:"reason"`
+	HeldAt  time.Time `json:"heldAt"`
+	Expires time.Time `json:"expires,omitzero"`
+}
+
+type indeterminateK struct {
+	Key      string    `json:"key"`
+	Action   string    `json:"action,omitempty"`
+	Reserved time.Time `json:"reservedAt"`
+	EffectID string    `json:"effectId,omitempty"`
+}
+
+// maxListed caps the holds and keys a status lists.
+const maxListed = 50
+
+func (c *Commands) status(p *runtime.Pipeline) Result {
+	rep, err := p.Report(maxListed)
+	if err != nil {
+		return Failed("store", "reading the agent's state: %v", err)
+	}
+	r := statusReport{Status: c.Status(), LastWake: rep.LastWake, Policy: rep.Policy, Ledger: rep.Ledger}
+	if h := rep.Halt; h.Halted || !h.Since.IsZero() {
+		r.Halt = &h
+	}
+	for _, h := range rep.Holds[:min(len(rep.Holds), maxListed)] {
+		r.Holds = append(r.Holds, heldSummary{Key: h.Action.LedgerKey(), Purpose: h.Action.Purpose,
+			Reason: h.Reason, HeldAt: h.HeldAt, Expires: h.Action.Expires})
+	}
+	for _, e := range rep.Indeterminate {
+		r.Keys = append(r.Keys, indeterminateK{Key: e.Key, Action: e.Action, Reserved: e.ReservedAt, EffectID: e.EffectID})
+	}
+	return OK(r)
+}
+
+// setMode changes the mode and, when windowSec or offsetSec is given, the
+// hourly window (persisted like the mode: Agent.SetWindow).
+func (c *Commands) setMode(args *SetModeArgs) Result {
+	m, err := wake.ParseMode(args.Mode)
+	if err != nil {
+		return Failed("bad-mode", "%v", err)
+	}
+	if args.WindowSec != nil || args.OffsetSec != nil {
+		w := c.a.Window()
+		length, offset := c.a.WindowLength(), w.Offset
+		if args.WindowSec != nil {
+			length = time.Duration(*args.WindowSec) * time.Second
+		}
+		if args.OffsetSec != nil {
+			offset = time.Duration(*args.OffsetSec) * time.Second
+		}
+		if length != c.a.WindowLength() || offset != w.Offset {
+			if err := c.a.SetWindow(length, offset); err != nil {
+				return Failed("store", "%v; mode unchanged", err)
+			}
+		}
+	}
+	var sched time.Time
+	if args.WakeAt != nil {
+		sched = args.WakeAt.UTC()
+	}
+	if err := c.a.SetMode(m, sched); err != nil {
+		return Failed("store", "%v", err)
+	}
+	res := map[string]any{"mode": m, "window": c.statusWindow()}
+	if !sched.IsZero() {
+		res["wakeAt"] = sched
+	}
+	return OK(res)
+}
+
+// wakeNow: the agent hears commands only while awake, so wake-now finds
+// it awake; it keeps the wake going for forSec (default: the window's
+// length) from now (Agent.Extend), never shortening it. In always_on and
+// session the agent has no window to extend.
+func (c *Commands) wakeNow(args *WakeNowArgs) Result {
+	d := time.Duration(args.ForSec) * time.Second
+	if d == 0 {
+		d = c.a.WindowLength()
+	}
+	end, err := c.a.Extend(c.a.Clock().Now().Add(d))
+	switch {
+	case errors.Is(err, runtime.ErrAsleep):
+		return Failed("asleep", "no wake in progress")
+	case err != nil:
+		return Failed("extend", "%v", err)
+	case end.IsZero():
+		m, _ := c.a.Mode()
+		return Result{Outcome: OutcomeOK, Detail: "always awake in mode " + string(m), Data: map[string]any{"awake": true}}
+	}
+	return OK(map[string]any{"awake": true, "until": end.UTC()})
+}
+
+// drain drains the relay's queue now (Agent.Drain) and reports that
+// drain; the agent also drains whenever the relay reports a record
+// queued, so this finds what such a drain left.
+func (c *Commands) drain(ctx context.Context) Result {
+	rep, err := c.a.Drain(ctx)
+	switch {
+	case errors.Is(err, runtime.ErrAsleep):
+		return Failed("asleep", "%v", err)
+	case err != nil:
+		return Failed("drain", "%v", err)
+	}
+	return OK(map[string]any{"records": rep.Records, "accepted": rep.Accepted, "delivered": rep.Delivered, "held": rep.Held,
+		"rejected": rep.Rejected, "deferred": rep.Deferred})
+}
+
+func (c *Commands) rotateKeys(ctx context.Context) Result {
+	if c.cfg.RotateKey == nil {
+		return Failed(ReasonUnsupported, "this agent has no key rotation configured")
+	}
+	c.mu.Lock()
+	old := c.key
+	c.mu.Unlock()
+	next, err := did.Generate(nil)
+	if err != nil {
+		return Failed("keygen", "%v", err)
+	}
+	h, err := signHandover(old, next.DID(), c.cfg.Name, c.a.Clock().Now())
+	if err != nil {
+		return Failed("handover", "%v", err)
+	}
+	if err := c.cfg.RotateKey(ctx, next, h); err != nil {
+		return Failed("rotate", "installing the new key: %v; the old key stays in use", err)
+	}
+	c.mu.Lock()
+	c.key = next
+	cl := c.client
+	c.mu.Unlock()
+	if cl != nil {
+		cl.SetKey(next)
+	}
+	return OK(map[string]any{"old": old.DID(), "new": next.DID(), "handover": json.RawMessage(h)})
+}
+
+// Handover objects: the old identity announces its successor.
+const (
+	PurposeKeyHandover = "torpor:key-handover"
+	SchemaKeyHandover  = "https://torpor.dev/schemas/key-handover/v1"
+)
+
+// signHandover signs, with the old key, a Governed Object naming the new
+// DID as the device's identity from now on.
+func signHandover(old *did.PrivateKey, next did.DID, device string, now time.Time) ([]byte, error) {
+	o, err := governed.Sign(old, governed.Template{
+		IssuedAt: now,
+		Semantic: governed.Semantic{Schema: SchemaKeyHandover},
+		Payload:  map[string]string{"old": old.DID().String(), "new": next.String(), "device": device},
+		Purpose:  PurposeKeyHandover,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return o.MarshalJSON()
+}
+
+// refill makes the KeyPackage pool whole. The new public halves reach the
+// relay with the next state the agent publishes, at its next wake.
+func (c *Commands) refill(ctx context.Context, args *RefillArgs) Result {
+	n, err := c.a.RefillKeyPackages(ctx, args.Count)
+	switch {
+	case errors.Is(err, runtime.ErrNoKeyPackages):
+		return Failed(ReasonUnsupported, "this agent has no MLS KeyPackage pool")
+	case err != nil:
+		return Failed("refill", "%v", err)
+	}
+	return Result{Outcome: OutcomeOK, Detail: "the unpublished KeyPackages go to the relay with the state published at the next wake",
+		Data: map[string]any{"unpublished": n}}
+}
+
+func (c *Commands) confirm(ctx context.Context, p *runtime.Pipeline, key string) Result {
+	done, err := p.Confirm(ctx, key)
+	if err != nil {
+		return holdFailure(err)
+	}
+	return OK(map[string]any{"key": key, "delivered": done.Delivered, "ledger": done.Entry.State.String()})
+}
+
+func (c *Commands) deny(p *runtime.Pipeline, key string) Result {
+	h, err := p.Deny(key)
+	if err != nil {
+		return holdFailure(err)
+	}
+	return OK(map[string]any{"key": key, "purpose": h.Action.Purpose, "denied": true})
+}
+
+func holdFailure(err error) Result {
+	var ke *ledger.KeyError
+	switch {
+	case errors.Is(err, gate.ErrNoHold):
+		return Failed("no-hold", "%v", err)
+	case errors.Is(err, gate.ErrExpired):
+		return Failed("expired", "%v", err)
+	case errors.As(err, &ke):
+		return Failed("ledger-"+ke.Entry.State.String(), "%v", err)
+	}
+	return Failed("store", "%v", err)
+}
+
+func (c *Commands) reconcile(p *runtime.Pipeline, args *ReconcileArgs, by string) Result {
+	res := ledger.Resolution{Happened: args.Happened, Receipt: []byte(args.Receipt), EffectID: args.EffectID, Note: args.Note}
+	e, err := p.Reconcile(by, args.Key, res)
+	switch {
+	case errors.Is(err, ledger.ErrNotFound):
+		return Failed("no-key", "%v", err)
+	case errors.Is(err, ledger.ErrInFlight):
+		return Failed("in-flight", "%v", err)
+	case errors.Is(err, ledger.ErrNotReserved):
+		return Failed("not-indeterminate", "%v", err)
+	case err != nil:
+		return Failed("store", "%v", err)
+	}
+	return OK(map[string]any{"key": e.Key, "state": e.State.String(), "effectId": e.EffectID})
+}
+
+func (c *Commands) halt(p *runtime.Pipeline, args *NoteArgs, by string) Result {
+	if err := p.Halt(by, args.Note); err != nil {
+		return Failed("store", "%v", err)
+	}
+	c.log.Warn("halted: autonomous action stopped", "note", runtime.Recorded(args.Note, by))
+	return OK(map[string]any{"halted": true})
+}
+
+func (c *Commands) resume(ctx context.Context, p *runtime.Pipeline, args *NoteArgs, by string) Result {
+	n, err := p.Resume(ctx, by, args.Note)
+	if err != nil {
+		return Failed("store", "%v", err)
+	}
+	c.log.Info("resumed", "note", runtime.Recorded(args.Note, by))
+	return OK(map[string]any{"halted": false, "ran": n})
+}
+
+// configKeys are the settings config-get reads. config-set changes mode
+// and wakeAt at runtime; the others come from the configuration file and
+// need a restart.
+var configKeys = []string{"mode", "wakeAt", "window", "owner", "purposes", "consequential", "relay", "name", "operators", "prefix"}
+
+func (c *Commands) configValue(key string) (any, bool) {
+	a := c.a
+	m, sched := a.Mode()
+	switch key {
+	case "mode":
+		return m, true
+	case "wakeAt":
+		if sched.IsZero() {
+			return "", true
+		}
+		return sched.UTC(), true
+	case "window":
+		return c.statusWindow(), true
+	case "owner":
+		if a.Config().Owner.IsZero() {
+			return "", true
+		}
+		return a.Config().Owner, true
+	case "purposes":
+		return a.Config().Purposes, true
+	case "consequential":
+		return a.Config().Consequential, true
+	case "relay":
+		return a.Config().RelayURL, true
+	case "name":
+		return c.cfg.Name, true
+	case "operators":
+		return c.cfg.Operators, true
+	case "prefix":
+		if c.cfg.Prefix == "" {
+			return mqtt.DefaultPrefix, true
+		}
+		return c.cfg.Prefix, true
+	}
+	return nil, false
+}
+
+func (c *Commands) configGet(key string) Result {
+	v, ok := c.configValue(key)
+	if !ok {
+		return Failed("unknown-key", "no setting %q (known: %s)", key, strings.Join(configKeys, ", "))
+	}
+	return OK(map[string]any{"key": key, "value": v})
+}
+
+func (c *Commands) configSet(key, value string) Result {
+	switch key {
+	case "mode":
+		_, sched := c.a.Mode()
+		m, err := wake.ParseMode(value)
+		if err != nil {
+			return Failed("bad-value", "%v", err)
+		}
+		if m != wake.Sleep {
+			sched = time.Time{}
+		}
+		return c.setModeTo(m, sched, key)
+	case "wakeAt":
+		var t time.Time
+		if value != "" {
+			var err error
+			if t, err = time.Parse(time.RFC3339, value); err != nil {
+				return Failed("bad-value", "wakeAt wants an RFC 3339 time or \"\": %v", err)
+			}
+		}
+		return c.setModeTo(wake.Sleep, t, key)
+	}
+	if _, ok := c.configValue(key); ok {
+		return Failed("read-only", "%s comes from the agent's configuration file; change it there and restart the agent", key)
+	}
+	return Failed("unknown-key", "no setting %q (known: %s)", key, strings.Join(configKeys, ", "))
+}
+
+func (c *Commands) setModeTo(m wake.Mode, sched time.Time, key string) Result {
+	if err := c.a.SetMode(m, sched); err != nil {
+		return Failed("store", "%v", err)
+	}
+	v, _ := c.configValue(key)
+	return OK(map[string]any{"key": key, "value": v})
+}
+
+// reboot answers first and reboots after the reply was acknowledged and
+// the delay passed, so the operator learns that the command was taken.
+func (c *Commands) reboot(args *RebootArgs) Result {
+	if c.cfg.Reboot == nil {
+		return Failed(ReasonUnsupported, "this agent has no reboot configured")
+	}
+	delay := time.Duration(args.DelaySec) * time.Second
+	return Result{Outcome: OutcomeOK, Data: map[string]any{"rebootIn": delay.String()}, After: func() {
+		t := c.a.Clock().NewTimer(delay)
+		<-t.C()
+		if err := c.cfg.Reboot(); err != nil {
+			c.log.Error("reboot failed", "err", err)
+		}
+	}}
+}
+
+// statusWindow is the hourly window in force as the MQTT status shows it.
+func (c *Commands) statusWindow() mqtt.Window {
+	w := c.a.Window()
+	return mqtt.Window{Minute: w.Minute, LengthSec: int64(c.a.WindowLength() / time.Second), OffsetSec: int64(w.Offset / time.Second)}
+}

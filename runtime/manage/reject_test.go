@@ -1,0 +1,226 @@
+package manage_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/eclipse/paho.golang/autopaho"
+	"github.com/eclipse/paho.golang/paho"
+
+	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/governed"
+	"github.com/torpor-dev/torpor/runtime/manage"
+	"github.com/torpor-dev/torpor/transport/mqtt"
+	"github.com/torpor-dev/torpor/transport/mqtt/mqtttest"
+)
+
+// rawPublish publishes payload on topic as an anonymous client would (the
+// embedded broker lets anyone publish anything).
+func rawPublish(t testing.TB, broker, topic string, payload []byte, contentType string, corr []byte) {
+	t.Helper()
+	u, _ := url.Parse(broker)
+	ctx := ctxT(t)
+	cm, err := autopaho.NewConnection(ctx, autopaho.ClientConfig{ServerUrls: []*url.URL{u}, KeepAlive: 30,
+		CleanStartOnInitialConnection: true, ClientConfig: paho.ClientConfig{ClientID: "intruder"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cm.Disconnect(context.Background())
+	if err := cm.AwaitConnection(ctx); err != nil {
+		t.Fatal(err)
+	}
+	_, err = cm.Publish(ctx, &paho.Publish{Topic: topic, QoS: 1, Payload: payload,
+		Properties: &paho.PublishProperties{ContentType: contentType, CorrelationData: corr}})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// rejectWorld is a device and its operator with one valid command run
+// (sequence number 1000), for sending it what it must refuse.
+type rejectWorld struct {
+	t        *testing.T
+	h        *harness
+	op       *manage.Operator
+	stranger *did.PrivateKey
+	dev      did.DID
+	ok       manage.Sent // the valid command
+}
+
+// sign signs spec with k, issued now and for the device unless spec says
+// otherwise.
+func (w *rejectWorld) sign(k *did.PrivateKey, spec manage.CommandSpec) *governed.Object {
+	w.t.Helper()
+	if spec.IssuedAt.IsZero() {
+		spec.IssuedAt = w.h.clk.Now()
+	}
+	if spec.Device.IsZero() {
+		spec.Device = w.dev
+	}
+	o, err := manage.SignCommand(k, spec)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return o
+}
+
+// publish sends o through the operator's client and returns its id.
+func (w *rejectWorld) publish(o *governed.Object) string {
+	w.t.Helper()
+	if _, err := w.op.PublishCommand(ctxT(w.t), w.h.name, o, false); err != nil {
+		w.t.Fatal(err)
+	}
+	return o.ID
+}
+
+// raw publishes payload on the command topic as anyone could, with corr
+// as correlation data, and returns corr.
+func (w *rejectWorld) raw(payload []byte, contentType, corr string) string {
+	rawPublish(w.t, w.h.broker.URL(), w.h.client.Topics().Command(), payload, contentType, []byte(corr))
+	return corr
+}
+
+// rejectCases are the commands a device refuses, how to send each and the
+// answer it gets.
+var rejectCases = []struct {
+	name    string
+	send    func(w *rejectWorld) string
+	outcome manage.Outcome
+	reason  string
+}{
+	{"unknown key", func(w *rejectWorld) string {
+		return w.publish(w.sign(w.stranger, manage.CommandSpec{Seq: 5000, Op: manage.OpHalt}))
+	}, manage.OutcomeRejected, manage.ReasonOperatorNotAllowed},
+	{"replayed", func(w *rejectWorld) string { return w.publish(w.ok.Object) }, manage.OutcomeRejected, "replay"},
+	{"out of sequence", func(w *rejectWorld) string {
+		return w.publish(w.sign(w.h.opKey, manage.CommandSpec{Seq: 1000, Op: manage.OpHalt}))
+	}, manage.OutcomeRejected, manage.ReasonOutOfSequence},
+	{"expired", func(w *rejectWorld) string {
+		// The operator's client refuses to publish it; a broker that held
+		// it too long, or anyone, can.
+		o := w.sign(w.h.opKey, manage.CommandSpec{Seq: 6000, Op: manage.OpHalt, IssuedAt: w.h.clk.Now().Add(-2 * time.Hour), TTL: time.Hour})
+		j, _ := o.MarshalJSON()
+		return w.raw(j, mqtt.ContentTypeJSON, o.ID)
+	}, manage.OutcomeRejected, "expired"},
+	{"wrong device", func(w *rejectWorld) string {
+		return w.publish(w.sign(w.h.opKey, manage.CommandSpec{Device: w.stranger.DID(), Seq: 7000, Op: manage.OpHalt}))
+	}, manage.OutcomeRejected, manage.ReasonWrongDevice},
+	{"forged", func(w *rejectWorld) string {
+		o := w.sign(w.h.opKey, manage.CommandSpec{Seq: 2000, Op: manage.OpReboot})
+		j, _ := o.MarshalJSON()
+		return w.raw([]byte(strings.Replace(string(j), `"op":"reboot"`, `"op":"status"`, 1)), "", o.ID)
+	}, manage.OutcomeRejected, "signature-invalid"},
+	{"unknown op", func(w *rejectWorld) string {
+		o, err := governed.Sign(w.h.opKey, governed.Template{IssuedAt: w.h.clk.Now(), Semantic: governed.Semantic{Schema: manage.SchemaCommand},
+			Payload: map[string]any{"device": w.dev.String(), "seq": 3000, "op": "format-disk"}, Purpose: manage.PurposeCommand, TTL: time.Hour})
+		if err != nil {
+			w.t.Fatal(err)
+		}
+		return w.publish(o)
+	}, manage.OutcomeRejected, manage.ReasonBadCommand},
+	{"too long a lifetime", func(w *rejectWorld) string {
+		return w.publish(w.sign(w.h.opKey, manage.CommandSpec{Seq: 8000, Op: manage.OpHalt, TTL: 365 * 24 * time.Hour}))
+	}, manage.OutcomeRejected, manage.ReasonBadCommand},
+	{"content type", func(w *rejectWorld) string { return w.raw([]byte("halt!"), "text/plain", "cmd-text") },
+		manage.OutcomeRejected, mqtt.ReasonUnsupportedContentType},
+	{"not JSON", func(w *rejectWorld) string { return w.raw([]byte("{halt"), "", "cmd-junk") },
+		manage.OutcomeRejected, "malformed"},
+}
+
+func TestRejectedCommandsAreReported(t *testing.T) {
+	h := newHarness(t, mqtttest.StartEmbedded(t, nil))
+	h.wake()
+	w := &rejectWorld{t: t, h: h, op: h.operator(), stranger: mustKey(t), dev: h.devKey.DID()}
+	// A valid command first: it runs, and sets the operator's last
+	// sequence number to 1000.
+	w.ok = h.sendSpec(manage.CommandSpec{Device: w.dev, Seq: 1000, Op: manage.OpStatus}, false)
+	if r := h.reply(w.ok.Object.ID); r.Outcome != manage.OutcomeOK {
+		t.Fatalf("valid command: %+v", r)
+	}
+	for _, tt := range rejectCases {
+		t.Run(tt.name, func(t *testing.T) {
+			w.t = t
+			r := h.reply(tt.send(w))
+			if r.Outcome != tt.outcome || r.Reason != tt.reason {
+				t.Errorf("reply = %+v, want %s (%s)", r, tt.outcome, tt.reason)
+			}
+			if r.Detail == "" {
+				t.Error("reply without detail")
+			}
+		})
+	}
+	if got := h.dev.Executed(); len(got) != 1 {
+		t.Errorf("the device executed %d commands, want only the valid one", len(got))
+	}
+	st := h.client.Stats()
+	if st.Accepted != 1 || st.Rejected[manage.ReasonOperatorNotAllowed] != 1 || st.Rejected["replay"] != 1 {
+		t.Errorf("stats = %+v", st)
+	}
+	// The rejections left no trace: the last accepted sequence number is
+	// still the valid command's.
+	if seq, err := manage.LastSeq(h.state.DB, h.opKey.DID()); err != nil || seq != 1000 {
+		t.Errorf("LastSeq = %d, %v; want 1000", seq, err)
+	}
+}
+
+func TestRejectionRateLimit(t *testing.T) {
+	h := newHarness(t, mqtttest.StartEmbedded(t, nil))
+	h.cfgHooks = append(h.cfgHooks, func(c *manage.Config) { c.RejectionsPerMinute = 2 })
+	h.wake()
+	op := h.operator()
+	stranger := mustKey(t)
+	var ids []string
+	for i := range 4 {
+		o, err := manage.SignCommand(stranger, manage.CommandSpec{Device: h.devKey.DID(), Seq: uint64(i + 1), Op: manage.OpStatus, IssuedAt: h.clk.Now()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := op.PublishCommand(ctxT(t), h.name, o, false); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, o.ID)
+	}
+	// Two answers, then silence until the minute passes.
+	for _, id := range ids[:2] {
+		h.reply(id)
+	}
+	// A valid command is never rate-limited; its answer arrives after the
+	// suppressed rejections were processed (commands run in order).
+	valid := h.send(manage.OpStatus, nil)
+	h.reply(valid.Object.ID)
+	if st := h.client.Stats(); st.Suppressed != 2 {
+		t.Errorf("Suppressed = %d, want 2", st.Suppressed)
+	}
+	h.clk.Advance(time.Minute)
+	o, _ := manage.SignCommand(stranger, manage.CommandSpec{Device: h.devKey.DID(), Seq: 9, Op: manage.OpStatus, IssuedAt: h.clk.Now()})
+	if _, err := op.PublishCommand(ctxT(t), h.name, o, false); err != nil {
+		t.Fatal(err)
+	}
+	if r := h.reply(o.ID); r.Reason != manage.ReasonOperatorNotAllowed {
+		t.Errorf("after a minute, reply = %+v", r)
+	}
+}
+
+func TestCBORCommandGetsCBORReply(t *testing.T) {
+	h := newHarness(t, mqtttest.StartEmbedded(t, nil))
+	h.wake()
+	h.lastSeq = manage.NextSeq(h.lastSeq, h.clk.Now())
+	s := h.sendSpec(manage.CommandSpec{Device: h.devKey.DID(), Seq: h.lastSeq, Op: manage.OpConfigGet,
+		Args: &manage.ConfigArgs{Key: "mode"}}, true)
+	r := h.reply(s.Object.ID)
+	if r.Outcome != manage.OutcomeOK || r.Op != manage.OpConfigGet {
+		t.Fatalf("reply = %+v", r)
+	}
+	var res map[string]any
+	if err := json.Unmarshal(r.Result, &res); err != nil || res["op"] != manage.OpConfigGet {
+		t.Errorf("result = %s, %v", r.Result, err)
+	}
+	got := h.dev.Executed()
+	if len(got) != 1 || got[0].Args.(*manage.ConfigArgs).Key != "mode" {
+		t.Errorf("executed %+v", got)
+	}
+}

@@ -1,0 +1,74 @@
+package manage
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/governed"
+	"github.com/torpor-dev/torpor/transport/mqtt"
+)
+
+// Outcome is what became of a command.
+type Outcome string
+
+const (
+	// OutcomeOK: the command ran and did what it asked.
+	OutcomeOK Outcome = "ok"
+	// OutcomeFailed: the command ran and failed; Reason says why
+	// ("unsupported" when the device cannot do it at all).
+	OutcomeFailed Outcome = "failed"
+	// OutcomeRejected: the command did not run; Reason is one of the
+	// rejection reasons (see Reason*).
+	OutcomeRejected Outcome = "rejected"
+	// OutcomeIndeterminate: the device accepted the command before a
+	// restart and cannot tell whether it took effect; its ledger key
+	// waits for reconcile.
+	OutcomeIndeterminate Outcome = "indeterminate"
+)
+
+// Reply is the payload of a reply object (mqtt.PurposeReply,
+// mqtt.SchemaReply): the answer to one command.
+type Reply struct {
+	Device   string          `json:"device"`             // the replying device's DID
+	Command  string          `json:"command"`            // the command's id ("" when unreadable)
+	Operator string          `json:"operator,omitempty"` // the command's issuer, when verified
+	Seq      uint64          `json:"seq,omitempty"`
+	Op       string          `json:"op,omitempty"`
+	Outcome  Outcome         `json:"outcome"`
+	Reason   string          `json:"reason,omitempty"`
+	Detail   string          `json:"detail,omitempty"`
+	Result   json.RawMessage `json:"result,omitempty"`
+}
+
+// VerifyReply decodes and checks a reply as an operator received it: its
+// signature verifies, it is a reply, and, unless device is the zero DID,
+// the device signed it. It returns the reply and its object.
+func VerifyReply(contentType string, payload []byte, device did.DID) (Reply, *governed.Object, error) {
+	var r Reply
+	o, err := mqtt.VerifyObject(contentType, payload, device, mqtt.SchemaReply, mqtt.PurposeReply, &r)
+	if err != nil {
+		return Reply{}, nil, err
+	}
+	if r.Device != o.Issuer.String() {
+		return Reply{}, nil, fmt.Errorf("%w: reply names device %s but is signed by %s", mqtt.ErrNotFromDevice, truncate(r.Device), o.Issuer)
+	}
+	return r, o, nil
+}
+
+// rejection is a command refused before it ran. Returned from a bbolt
+// transaction function, it rolls the transaction back: a refused command
+// leaves no trace in the replay cache, the sequence table or the ledger.
+type rejection struct {
+	outcome Outcome // OutcomeRejected or OutcomeIndeterminate
+	reason  string
+	detail  string
+}
+
+func (r *rejection) Error() string {
+	return "manage: command " + string(r.outcome) + " (" + r.reason + "): " + r.detail
+}
+
+func reject(reason, format string, args ...any) *rejection {
+	return &rejection{outcome: OutcomeRejected, reason: reason, detail: fmt.Sprintf(format, args...)}
+}
