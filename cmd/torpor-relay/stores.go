@@ -38,6 +38,7 @@ func (s *storeArgs) register(fs *flag.FlagSet) {
 	fs.StringVar(&s.nats.CertFile, "nats-cert", "", "A PEM client certificate for mutual TLS with NATS (with --nats-key).")
 	fs.StringVar(&s.nats.KeyFile, "nats-key", "", "The PEM private key of --nats-cert.")
 	fs.IntVar(&s.nats.Replicas, "nats-replicas", 3, "Replicas of the JetStream streams and bucket: 3 or 5 on a cluster, or 1 on a server with jetstream { sync_interval: always } (checked through --nats-monitor).")
+	fs.StringVar(&s.nats.Prefix, "nats-prefix", "TORPOR", "The prefix of the JetStream streams and bucket (TORPOR_QUEUE_STATE, ...), so that separate fleets can share a NATS account. Every relay of one fleet uses the same.")
 	fs.StringVar(&s.nats.MonitorURL, "nats-monitor", "", "The monitoring URL (http://host:8222) of the NATS server, needed with --nats-replicas 1 to check that it fsyncs every write.")
 }
 

@@ -28,8 +28,8 @@ func TestStoreFlags(t *testing.T) {
 		}
 	}
 	a, err := parseArgs([]string{"--store", "jetstream", "--nats", "nats://a:4222,nats://b:4222", "--nats", "nats://c:4222"}, io.Discard)
-	if err != nil || strings.Join(a.store.nats.URLs, " ") != "nats://a:4222 nats://b:4222 nats://c:4222" || a.store.nats.Replicas != 3 {
-		t.Errorf("parseArgs(--store jetstream --nats a,b --nats c) = %+v, %v; want three URLs and 3 replicas", a.store.nats, err)
+	if err != nil || strings.Join(a.store.nats.URLs, " ") != "nats://a:4222 nats://b:4222 nats://c:4222" || a.store.nats.Replicas != 3 || a.store.nats.Prefix != "TORPOR" {
+		t.Errorf("parseArgs(--store jetstream --nats a,b --nats c) = %+v, %v; want three URLs, 3 replicas, prefix TORPOR", a.store.nats, err)
 	}
 }
 
