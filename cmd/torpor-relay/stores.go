@@ -87,7 +87,7 @@ func (b *backend) serve(r *relay.Relay) {
 func openStores(ctx context.Context, a *args, clk clock.Clock, log *slog.Logger) (*backend, error) {
 	if a.store.kind == "jetstream" {
 		cfg := a.store.nats
-		cfg.Name = "torpor-relay"
+		cfg.Name, cfg.Clock = "torpor-relay", clock.Unscaled(clk)
 		c, err := jsstore.Open(ctx, cfg)
 		if err != nil {
 			return nil, fmt.Errorf("--store jetstream (--nats %s, --nats-replicas %d): %w", strings.Join(cfg.URLs, ","), cfg.Replicas, err)

@@ -12,6 +12,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/torpor-dev/torpor/clock"
 )
 
 // Names of the streams and the bucket with the default prefix (see the
@@ -64,6 +66,10 @@ type Config struct {
 	MonitorURL string
 	// Name is the NATS connection name, shown in the server's connz.
 	Name string
+	// Clock times the waits between retries of a failed read or write
+	// (a stream electing a leader); nil is the real clock. It measures
+	// the network, so a relay passes its unscaled clock.
+	Clock clock.Clock
 	// Prefix names the streams, the bucket and their subjects, so that
 	// separate fleets (or test runs) can share an account: "TORPOR" when
 	// empty, giving TORPOR_QUEUE_STATE, torpor.qstate.> and so on.
@@ -80,6 +86,7 @@ type Conn struct {
 	nc       *nats.Conn
 	js       jetstream.JetStream
 	replicas int
+	clk      clock.Clock
 	n        names
 	state    jetstream.Stream
 	records  jetstream.Stream
@@ -109,7 +116,7 @@ func Open(ctx context.Context, cfg Config) (*Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Conn{nc: nc, replicas: cfg.Replicas, n: n}
+	c := &Conn{nc: nc, replicas: cfg.Replicas, clk: clock.Or(cfg.Clock), n: n}
 	if err := c.setup(ctx, cfg); err != nil {
 		nc.Close()
 		return nil, err

@@ -34,15 +34,22 @@ func (q *Queue) Enqueue(ctx context.Context, r queue.Record, b queue.Bounds, now
 	if err != nil {
 		return queue.Record{}, err
 	}
-	s, _, err := q.load(ctx, r.Agent)
+	var s qstate
+	err = q.c.retry(ctx, func() (err error) { s, _, err = q.load(ctx, r.Agent); return err })
 	if err != nil {
 		return queue.Record{}, fmt.Errorf("queue: enqueue for %s: %w", r.Agent, err)
 	}
 	if fe := admit(&s, r, b, now); fe != nil {
 		return queue.Record{}, fe // refused before writing anything
 	}
-	m := &nats.Msg{Subject: q.c.n.recordsSubj + token(r.Agent), Data: r.Body, Header: nats.Header{"Torpor-Agent": {r.Agent}}}
-	ack, err := q.c.js.PublishMsg(ctx, m, jetstream.WithExpectStream(q.c.n.records), jetstream.WithMsgTTL(b.TTL+TTLGrace))
+	// A body whose publish failed but landed is named by no state and
+	// goes with its TTL.
+	var ack *jetstream.PubAck
+	err = q.c.retry(ctx, func() (err error) {
+		m := &nats.Msg{Subject: q.c.n.recordsSubj + token(r.Agent), Data: r.Body, Header: nats.Header{"Torpor-Agent": {r.Agent}}}
+		ack, err = q.c.js.PublishMsg(ctx, m, jetstream.WithExpectStream(q.c.n.records), jetstream.WithMsgTTL(b.TTL+TTLGrace))
+		return err
+	})
 	if err != nil {
 		return queue.Record{}, fmt.Errorf("queue: enqueue for %s: storing the body: %w", r.Agent, err)
 	}

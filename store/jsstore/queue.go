@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/torpor-dev/torpor/clock"
 	"github.com/torpor-dev/torpor/store/queue"
 )
 
@@ -23,8 +24,30 @@ const TTLGrace = time.Hour
 // race means another call on the same agent won, so progress is made.
 const maxAttempts = 1000
 
-// maxFailures bounds the failed writes (not lost races) of one call.
-const maxFailures = 3
+// maxFailures bounds the failed reads and writes (not lost races) of one
+// step; between them Conn.retry waits retryWait, doubled each time.
+const (
+	maxFailures = 5
+	retryWait   = 50 * time.Millisecond
+)
+
+// retry runs fn again after a failure (a timeout, no responders while a
+// stream elects a leader), up to maxFailures times, waiting in between.
+// A lost race (errConflict), corrupt data and the end of ctx are not
+// failures: retry returns them at once.
+func (c *Conn) retry(ctx context.Context, fn func() error) error {
+	wait := retryWait
+	for failures := 1; ; failures++ {
+		err := fn()
+		if err == nil || errors.Is(err, errConflict) || errors.Is(err, queue.ErrCorrupt) || ctx.Err() != nil || failures == maxFailures {
+			return err
+		}
+		if err := clock.Sleep(ctx, c.clk, wait); err != nil {
+			return err
+		}
+		wait *= 2
+	}
+}
 
 // Queue is queue.Store on JetStream. It is safe for concurrent use, also
 // by many relays over the same streams.
@@ -107,29 +130,26 @@ func isConflict(err error) bool {
 
 // update applies change to agent's state and stores the result by
 // compare-and-swap, reading again and re-applying after a lost race or a
-// failed write (up to maxFailures of those), so change must be written
-// to be applied again to the state it finds. When change reports no
-// change nothing is written. It returns what the last change returned.
+// failure (see Conn.retry), so change must be written to be applied
+// again to the state it finds: a write that failed may have landed. When
+// change reports no change nothing is written. It returns what the last
+// change returned.
 func (q *Queue) update(ctx context.Context, agent string, change func(*qstate) ([]entry, bool)) ([]entry, error) {
-	failures := 0
 	for range maxAttempts {
-		s, rev, err := q.load(ctx, agent)
-		if err != nil {
-			return nil, err
-		}
-		out, changed := change(&s)
-		if !changed {
-			return out, nil
-		}
-		switch err := q.store(ctx, &s, rev); {
-		case err == nil:
-			return out, nil
-		case !errors.Is(err, errConflict):
-			// The write may or may not have landed (a timeout, a
-			// leader change): read again and let change see.
-			if failures++; failures == maxFailures {
-				return nil, err
+		var out []entry
+		err := q.c.retry(ctx, func() error {
+			s, rev, err := q.load(ctx, agent)
+			if err != nil {
+				return err
 			}
+			var changed bool
+			if out, changed = change(&s); !changed {
+				return nil
+			}
+			return q.store(ctx, &s, rev)
+		})
+		if !errors.Is(err, errConflict) {
+			return out, err
 		}
 		if err := ctx.Err(); err != nil {
 			return nil, err
