@@ -97,6 +97,10 @@ func TestRunJetStream(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "sync_interval: always") || !strings.Contains(err.Error(), "--store jetstream") {
 		t.Errorf("run against a server without fsync on every write = %v, want a refusal naming sync_interval: always", err)
 	}
+	_, err = startRelay(t, "--store", "jetstream", "--nats", srv.URL(), "--nats-replicas", "1", "--nats-monitor", srv.MonitorURL(), "--max-messages", "100000")
+	if err == nil || !strings.Contains(err.Error(), "--max-messages 100000") || !strings.Contains(err.Error(), "max_payload") {
+		t.Errorf("run with --max-messages 100000 = %v, want a refusal naming --max-messages and max_payload", err)
+	}
 	_, err = startRelay(t, "--store", "jetstream", "--nats", lazy.URL())
 	if err == nil || !strings.Contains(err.Error(), "--nats-replicas 3") || !strings.Contains(err.Error(), "cluster") {
 		t.Errorf("run with 3 replicas on one server = %v, want a refusal naming the replicas and the cluster", err)

@@ -303,6 +303,20 @@ func syncInterval(v varz) time.Duration {
 	return v.JetStream.Config.SyncInterval
 }
 
+// stateEntryBytes bounds the stored size of one live record in an agent's
+// queue state: seven CBOR integers (at most 9 bytes each, 64 with the
+// array header) and, when every record has its own sender, that sender's
+// DID (a did:key is 56 bytes; 96 leaves room).
+const stateEntryBytes = 64 + 96
+
+// MaxMessages is the most live records one agent's queue state can hold:
+// the state is one NATS message, at most the server's max_payload (1 MiB
+// by default) long, with room for its header. A relay refuses bounds whose
+// messages and handshake reserve exceed it.
+func (c *Conn) MaxMessages() int {
+	return int((c.nc.MaxPayload() - 4096) / stateEntryBytes)
+}
+
 // NATS returns the connection, for the relay's other uses of NATS (the
 // fleet's request/reply between relays, transport/relay/fleet).
 func (c *Conn) NATS() *nats.Conn { return c.nc }
