@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -94,9 +95,9 @@ func (q *Queue) commit(ctx context.Context, r queue.Record, b queue.Bounds, e en
 }
 
 // Next implements queue.Store: the state says which records are live, in
-// seq order; their bodies are read from the records stream. A body that
-// is missing (its enqueue failed after its state write may have landed)
-// is skipped and its entry dropped.
+// seq order; their bodies are read from the records stream, several at a
+// time. A body that is missing (its enqueue failed after its state write
+// may have landed) is skipped and its entry dropped.
 func (q *Queue) Next(ctx context.Context, agent string, after uint64, max int, now time.Time) ([]queue.Record, error) {
 	if err := q.enter(ctx); err != nil {
 		return nil, err
@@ -109,25 +110,24 @@ func (q *Queue) Next(ctx context.Context, agent string, after uint64, max int, n
 	if err != nil {
 		return nil, fmt.Errorf("queue: next for %s: %w", agent, err)
 	}
+	live := slices.DeleteFunc(s.Live, func(e entry) bool { return e.Seq <= after || e.expired(now) })
 	var out []queue.Record
 	missing := map[uint64]bool{}
-	for _, e := range s.Live {
-		if len(out) == max {
-			break
-		}
-		if e.Seq <= after || e.expired(now) {
-			continue
-		}
-		m, err := q.c.records.GetMsg(ctx, e.Msg)
-		if errors.Is(err, jetstream.ErrMsgNotFound) {
-			missing[e.Msg] = true
-			continue
-		}
+	for len(live) > 0 && len(out) < max {
+		batch := live[:min(max-len(out), len(live))]
+		live = live[len(batch):]
+		bodies, found, err := q.bodies(ctx, batch)
 		if err != nil {
 			return nil, fmt.Errorf("queue: next for %s: %w", agent, err)
 		}
-		out = append(out, queue.Record{Seq: e.Seq, Agent: agent, From: e.From, Kind: e.Kind,
-			EnqueuedAt: time.Unix(0, e.Enqueued).UTC(), ExpiresAt: time.Unix(0, e.Expires).UTC(), Body: m.Data})
+		for i, e := range batch {
+			if !found[i] {
+				missing[e.Msg] = true
+				continue
+			}
+			out = append(out, queue.Record{Seq: e.Seq, Agent: agent, From: e.From, Kind: e.Kind,
+				EnqueuedAt: time.Unix(0, e.Enqueued).UTC(), ExpiresAt: time.Unix(0, e.Expires).UTC(), Body: bodies[i]})
+		}
 	}
 	if len(missing) > 0 {
 		_, err = q.update(ctx, agent, func(s *qstate) ([]entry, bool) {
@@ -136,6 +136,34 @@ func (q *Queue) Next(ctx context.Context, agent string, after uint64, max int, n
 		})
 	}
 	return out, err
+}
+
+// bodyReaders bounds the concurrent reads of one Next.
+const bodyReaders = 16
+
+// bodies reads the bodies of es from the records stream, bodyReaders at a
+// time; found is false for a body that is gone.
+func (q *Queue) bodies(ctx context.Context, es []entry) (bodies [][]byte, found []bool, err error) {
+	bodies, found = make([][]byte, len(es)), make([]bool, len(es))
+	errs := make([]error, len(es))
+	sem := make(chan struct{}, bodyReaders)
+	var wg sync.WaitGroup
+	for i, e := range es {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			m, err := q.c.records.GetMsg(ctx, e.Msg)
+			switch {
+			case errors.Is(err, jetstream.ErrMsgNotFound):
+			case err != nil:
+				errs[i] = err
+			default:
+				bodies[i], found[i] = append([]byte{}, m.Data...), true
+			}
+		})
+	}
+	wg.Wait()
+	return bodies, found, errors.Join(errs...)
 }
 
 // Purge implements queue.Store: it drops the expired records from every
