@@ -64,8 +64,25 @@ func Start(dir string, o Options) (*Server, error) {
 
 // StartCluster runs n servers named n1…nN in one cluster, each with its
 // JetStream data under dir/<name>, and waits (until ctx ends) for the
-// cluster to elect its JetStream meta leader.
+// cluster to elect its JetStream meta leader. The route ports are chosen
+// free a moment before the servers take them; when another process took
+// one in between, it tries again with new ports, up to 3 times.
 func StartCluster(ctx context.Context, dir string, n int, o Options) ([]*Server, error) {
+	var err error
+	for range 3 {
+		var ss []*Server
+		if ss, err = startCluster(dir, n, o); err == nil {
+			if err = waitLeader(ctx, ss); err == nil {
+				return ss, nil
+			}
+			Shutdown(ss)
+			return nil, err
+		}
+	}
+	return nil, err
+}
+
+func startCluster(dir string, n int, o Options) ([]*Server, error) {
 	ports, err := freePorts(n)
 	if err != nil {
 		return nil, err
@@ -85,10 +102,6 @@ func StartCluster(ctx context.Context, dir string, n int, o Options) ([]*Server,
 			return nil, err
 		}
 		out = append(out, s)
-	}
-	if err := waitLeader(ctx, out); err != nil {
-		Shutdown(out)
-		return nil, err
 	}
 	return out, nil
 }
