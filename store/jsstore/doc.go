@@ -18,7 +18,9 @@
 //	    later)
 //	bucket TORPOR_AGENTS         (key-value; see agents.go)
 //
-// <agent> is the unpadded base64url encoding of the agent's DID. The
+// The names are those of the default Config.Prefix, TORPOR (another
+// prefix P gives P_QUEUE_STATE, p.qstate.> and so on). <agent> is the
+// unpadded base64url encoding of the agent's DID. The
 // streams and the bucket are file-backed with the configured replica
 // count and have allow_direct off, so that every read is served by the
 // stream leader and sees what any relay wrote before it.
