@@ -130,8 +130,8 @@ func runAsleepHTTP(v *Vector) Result {
 type relayHarness struct {
 	relay  *relay.Relay
 	srv    *httptest.Server
-	q      *queue.Bolt
-	states *agents.Bolt
+	q      queue.Store
+	states agents.Store
 	clk    *clocktest.Clock
 	agent  *did.PrivateKey
 	dev    *link.Client
@@ -150,10 +150,10 @@ func conformanceAgent() *did.PrivateKey {
 func startRelay(dir string, now time.Time, b queue.Bounds) (*relayHarness, error) {
 	h := &relayHarness{clk: clocktest.New(now), agent: conformanceAgent()}
 	var err error
-	if h.q, err = queue.OpenBolt(filepath.Join(dir, "queue.db"), nil); err != nil {
+	if h.q, err = openQueue(filepath.Join(dir, "queue.db")); err != nil {
 		return nil, err
 	}
-	if h.states, err = agents.OpenBolt(filepath.Join(dir, "agents.db"), nil); err != nil {
+	if h.states, err = openAgents(filepath.Join(dir, "agents.db")); err != nil {
 		h.q.Close()
 		return nil, err
 	}

@@ -80,7 +80,7 @@ func (s *Relay) serveJSONRPC(w http.ResponseWriter, r *http.Request) {
 	now := s.clk.Now()
 	// Decide only; the Retry-After is drawn for the requests answered
 	// asleep, not for every unauthenticated one.
-	up := s.link.Up(id)
+	up := s.linkUp(r.Context(), id)
 	rc := schedule(st).Decide(up, now)
 	caller, err := s.verifier.Verify(r.Header.Get("Authorization"))
 	if err != nil {
@@ -154,7 +154,7 @@ func (s *Relay) forward(w http.ResponseWriter, r *http.Request, agent, caller di
 	// clock.Unscaled (the clock package's rule).
 	ctx, cancel := clock.WithTimeout(r.Context(), clock.Unscaled(s.clk), s.cfg.LiveTimeout)
 	defer cancel()
-	resp, err := s.link.Forward(ctx, agent.String(), wire.Request{From: caller.String(), Version: version, Extensions: r.Header.Get("A2A-Extensions"), Body: body})
+	resp, err := s.forwardLink(ctx, agent.String(), wire.Request{From: caller.String(), Version: version, Extensions: r.Header.Get("A2A-Extensions"), Body: body})
 	switch {
 	case errors.Is(err, server.ErrNotLinked):
 		return false
@@ -210,7 +210,7 @@ func (s *Relay) offline(w http.ResponseWriter, r *http.Request, agent, caller di
 		return
 	}
 	s.metrics.enqueue(id, "queued")
-	s.link.Notify(id, rec.Seq)
+	s.notifyLink(id, rec.Seq)
 	answerAsleep(w, req, true, rc.RetryAfter)
 }
 

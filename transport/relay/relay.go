@@ -72,6 +72,9 @@ type Config struct {
 	Rand io.Reader
 	// Logger receives operational logs; nil discards.
 	Logger *slog.Logger
+	// Peers, for a relay of a fleet, reaches device links other relays
+	// hold; nil means this relay's links are all there are.
+	Peers Peers
 }
 
 // Relay is the relay's HTTP side: the per-agent A2A endpoints, the device
