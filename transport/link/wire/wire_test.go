@@ -59,8 +59,9 @@ func TestFrameVersionAndDecoding(t *testing.T) {
 		b    []byte
 	}{
 		{"not cbor", []byte{0xff, 0x00}},
-		{"version 2", mustEnc(t, map[string]any{"v": 2, "t": "pull"})},
-		{"duplicate key", []byte{0xa2, 0x61, 'v', 0x01, 0x61, 'v', 0x01}},
+		{"version 1 (before the handshake proof)", mustEnc(t, map[string]any{"v": 1, "t": "pull"})},
+		{"version 3", mustEnc(t, map[string]any{"v": 3, "t": "pull"})},
+		{"duplicate key", []byte{0xa2, 0x61, 'v', 0x02, 0x61, 'v', 0x02}},
 	}
 	for _, tt := range bad {
 		if _, err := Decode(tt.b); !errors.Is(err, ErrProtocol) {
