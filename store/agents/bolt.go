@@ -185,6 +185,33 @@ func (s *Bolt) Put(_ context.Context, agent string, st State, kps [][]byte, last
 	return store.Err(err)
 }
 
+// ReplaceKeyPackages implements Store in one fsync'd transaction: the
+// agent's pool bucket is deleted and written again.
+func (s *Bolt) ReplaceKeyPackages(_ context.Context, agent string, kps [][]byte) error {
+	if len(kps) > MaxKeyPackages {
+		return fmt.Errorf("%w: %d uploaded > %d", ErrPoolFull, len(kps), MaxKeyPackages)
+	}
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		kp := tx.Bucket(bucketKP)
+		if kp.Bucket([]byte(agent)) != nil {
+			if err := kp.DeleteBucket([]byte(agent)); err != nil {
+				return err
+			}
+		}
+		pool, err := kp.CreateBucket([]byte(agent))
+		if err != nil {
+			return err
+		}
+		for i, v := range kps {
+			if err := pool.Put(binary.BigEndian.AppendUint64(nil, uint64(i+1)), v); err != nil {
+				return err
+			}
+		}
+		return pool.SetSequence(uint64(len(kps)))
+	})
+	return store.Err(err)
+}
+
 // TakeKeyPackage implements Store: the pool's oldest KeyPackage is read
 // and deleted in one write transaction; the last-resort KeyPackage is read
 // in a read-only one, so a flood of fetches from an empty pool costs no

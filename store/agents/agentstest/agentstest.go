@@ -34,6 +34,7 @@ func Run(t *testing.T, newOpener func(t *testing.T) Opener) {
 		{"StateSurvivesReopen", stateSurvivesReopen},
 		{"TakeHandsEachOutOnce", takeHandsEachOutOnce},
 		{"PoolFullStoresNothing", poolFullStoresNothing},
+		{"ReplaceKeyPackages", replaceKeyPackages},
 	}
 	for _, c := range checks {
 		t.Run(c.name, func(t *testing.T) { c.check(t, newOpener(t)) })
@@ -164,5 +165,51 @@ func poolFullStoresNothing(t *testing.T, open Opener) {
 	}
 	if pool, lr, err := s.KeyPackages(ctx, "did:key:zNone"); err != nil || pool == nil || len(pool) != 0 || lr != nil {
 		t.Errorf("KeyPackages of an unknown agent = %v, %x, %v; want an empty non-nil pool and no last resort", pool, lr, err)
+	}
+}
+
+// replaceKeyPackages: ReplaceKeyPackages drops the pool held and keeps
+// the new one in order, leaves the state and the last-resort KeyPackage
+// alone, empties the pool when given none, and changes nothing past the
+// cap.
+func replaceKeyPackages(t *testing.T, open Opener) {
+	ctx := context.Background()
+	s := open(t)
+	defer s.Close()
+	const agent = "did:key:zA"
+	if err := s.Put(ctx, agent, agents.State{Mode: wake.Sleep}, [][]byte{KP(1), KP(2), KP(3)}, KP(9)); err != nil {
+		t.Fatal(err)
+	}
+	check := func(when string, want [][]byte) {
+		t.Helper()
+		pool, lr, err := s.KeyPackages(ctx, agent)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(want, pool); diff != "" || !bytes.Equal(lr, KP(9)) {
+			t.Errorf("%s: pool (-want +got):\n%s\nlast resort %x, want %x", when, diff, lr, KP(9))
+		}
+	}
+	if err := s.ReplaceKeyPackages(ctx, agent, [][]byte{KP(5), KP(4)}); err != nil {
+		t.Fatal(err)
+	}
+	check("after a replace", [][]byte{KP(5), KP(4)})
+	if err := s.Put(ctx, agent, agents.State{Mode: wake.Sleep}, [][]byte{KP(6)}, nil); err != nil {
+		t.Fatal(err)
+	}
+	check("after a Put adding one", [][]byte{KP(5), KP(4), KP(6)})
+	if kp, lr, err := s.TakeKeyPackage(ctx, agent); err != nil || lr || !bytes.Equal(kp, KP(5)) {
+		t.Errorf("TakeKeyPackage after a replace = %x, %v, %v; want %x, the oldest of the new pool", kp, lr, err, KP(5))
+	}
+	if err := s.ReplaceKeyPackages(ctx, agent, make([][]byte, agents.MaxKeyPackages+1)); !errors.Is(err, agents.ErrPoolFull) {
+		t.Errorf("ReplaceKeyPackages past the cap = %v, want agents.ErrPoolFull", err)
+	}
+	check("after a refused replace", [][]byte{KP(4), KP(6)})
+	if err := s.ReplaceKeyPackages(ctx, agent, nil); err != nil {
+		t.Fatal(err)
+	}
+	check("after replacing with none", [][]byte{})
+	if st, err := s.Get(ctx, agent); err != nil || st.Mode != wake.Sleep {
+		t.Errorf("state after replaces = %v, %v; want sleep", st.Mode, err)
 	}
 }
