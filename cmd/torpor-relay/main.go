@@ -29,6 +29,7 @@ import (
 
 	"github.com/torpor-dev/torpor/clock"
 	"github.com/torpor-dev/torpor/internal/version"
+	"github.com/torpor-dev/torpor/session/kpcheck"
 	"github.com/torpor-dev/torpor/store/agents"
 	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/transport/broker"
@@ -162,7 +163,7 @@ func run(ctx context.Context, a *args, log *slog.Logger) error {
 	r, err := relay.New(relay.Config{
 		PublicURL: public, Queue: q, States: states, Bounds: a.bounds, AllowAgents: a.allowAgents,
 		KeyPackageRate: a.keyPackageRate, TrustForwardedFor: a.trustXFF, PerAgentMetrics: a.perAgentMetrics,
-		MQTTBroker: brokerURL, Clock: clk, Logger: log,
+		MQTTBroker: brokerURL, Clock: clk, Logger: log, KeyPackages: kpcheck.Verifier{},
 	})
 	if err != nil {
 		ln.Close()
