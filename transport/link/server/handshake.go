@@ -20,17 +20,17 @@ import (
 // after it sent the challenge.
 const HandshakeTimeout = 10 * time.Second
 
-// MaxSpentTokens bounds how many accepted link tokens the relay remembers
-// at once (each until it expires, at most bearer.DefaultMaxLifetime). When
-// that many unexpired ones are held, links are refused (503) until some
-// expire: refusing is safe, forgetting one would let it be replayed.
-const MaxSpentTokens = 1 << 16
+// DefaultMaxSpentTokens is Server.MaxSpentTokens when that is zero.
+const DefaultMaxSpentTokens = 1 << 16
 
 // Errors of the handshake.
 var (
 	// ErrTokenReplayed is why a link token presented a second time is
 	// refused (401).
 	ErrTokenReplayed = errors.New("link: token already used")
+	// ErrBusy is why a link is refused (503) while the relay holds
+	// Server.MaxSpentTokens unexpired link tokens.
+	ErrBusy = errors.New("link: too many link tokens in use")
 	// ErrBadProof is why a link whose device did not sign the challenge
 	// with its DID's key is closed before it becomes the agent's link.
 	ErrBadProof = errors.New("link: no proof of possession of the device key")
@@ -52,9 +52,10 @@ func (s *Server) linkVerifier() *bearer.Verifier {
 	return &v
 }
 
-// spend records tok as used, or returns an error (*bearer.Error, for the
-// 401) when it was used before. Expired entries are dropped first when
-// the table is full.
+// spend records tok as used, or returns an error: a *bearer.Error
+// wrapping ErrTokenReplayed (for the 401) when it was used before, and
+// ErrBusy when the table is full of unexpired tokens (expired ones are
+// dropped first).
 func (s *Server) spend(tok *bearer.Token) error {
 	now := clock.Or(s.Clock).Now().Unix()
 	h := sha256.Sum256([]byte(tok.String()))
@@ -67,16 +68,19 @@ func (s *Server) spend(tok *bearer.Token) error {
 		return &bearer.Error{Check: ErrTokenReplayed, Detail: "transport token: link token already used",
 			Reason: "each link token opens one link; issue a new one for every link"}
 	}
-	if len(s.spent.m) >= MaxSpentTokens {
+	max := s.MaxSpentTokens
+	if max <= 0 {
+		max = DefaultMaxSpentTokens
+	}
+	if len(s.spent.m) >= max {
 		for k, exp := range s.spent.m {
 			if exp < now {
 				delete(s.spent.m, k)
 			}
 		}
 	}
-	if len(s.spent.m) >= MaxSpentTokens {
-		return &bearer.Error{Check: ErrTokenReplayed, Detail: "transport token: relay busy, retry later",
-			Reason: fmt.Sprintf("%d unexpired link tokens held", len(s.spent.m))}
+	if len(s.spent.m) >= max {
+		return fmt.Errorf("%w: %d unexpired", ErrBusy, len(s.spent.m))
 	}
 	s.spent.m[h] = tok.Claims.Exp
 	return nil

@@ -11,6 +11,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/torpor-dev/torpor/clock/clocktest"
 	"github.com/torpor-dev/torpor/did/didtest"
 	"github.com/torpor-dev/torpor/transport/bearer"
 	"github.com/torpor-dev/torpor/transport/link"
@@ -205,5 +206,34 @@ func TestAckOnlyWhatThisLinkReceived(t *testing.T) {
 	}
 	if st, err := h.q.Stats(ctx, dev.DID().String(), time.Now()); err != nil || st.Messages != 2 {
 		t.Errorf("queue after acking 2 of 4: %d records, %v; want 2", st.Messages, err)
+	}
+}
+
+// TestSpentTokensBounded: the table of spent link tokens holds at most
+// MaxSpentTokens unexpired ones; past that a new link is refused (503),
+// and once tokens expired their entries make room again.
+func TestSpentTokensBounded(t *testing.T) {
+	h := newHarness(t)
+	clk := clocktest.New(time.Now())
+	h.srv.Clock, h.srv.Verifier.Clock, h.srv.MaxSpentTokens = clk, clk, 2
+	dev := didtest.Key(t, 1)
+	issue := func() string {
+		tok, err := bearer.IssueLink(dev, h.http.URL, clk.Now(), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return bearer.Authorization(tok)
+	}
+	for i := range 2 {
+		if _, status, body := h.rawDial(t, issue(), wire.Subprotocol); status != http.StatusSwitchingProtocols {
+			t.Fatalf("link %d: %d %s", i, status, body)
+		}
+	}
+	if _, status, body := h.rawDial(t, issue(), wire.Subprotocol); status != http.StatusServiceUnavailable || !strings.Contains(body, "link_busy") {
+		t.Errorf("a third link with two unexpired tokens held: %d %s; want 503 link_busy", status, body)
+	}
+	clk.Advance(bearer.DefaultTTL + time.Second)
+	if _, status, body := h.rawDial(t, issue(), wire.Subprotocol); status != http.StatusSwitchingProtocols {
+		t.Errorf("a link after the held tokens expired: %d %s; want the upgrade", status, body)
 	}
 }

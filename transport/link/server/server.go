@@ -79,6 +79,13 @@ type Server struct {
 	OnAcked func(agent did.DID, waited []time.Duration)
 	// Rand is the randomness of handshake nonces; nil is crypto/rand.
 	Rand io.Reader
+	// MaxSpentTokens bounds how many accepted link tokens the server
+	// remembers at once, each until it expires (at most
+	// bearer.DefaultMaxLifetime); zero means DefaultMaxSpentTokens. When
+	// that many unexpired ones are held, links are refused (503) until
+	// some expire: refusing is safe, forgetting one would let it be
+	// replayed.
+	MaxSpentTokens int
 
 	mu sync.Mutex
 	// mu guards all following fields.
@@ -118,6 +125,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	tok, err := s.linkVerifier().VerifyToken(r.Header.Get("Authorization"))
 	if err == nil {
 		err = s.spend(tok)
+	}
+	if errors.Is(err, ErrBusy) {
+		s.log().Warn("link refused", "err", err)
+		w.Header().Set("Retry-After", "60")
+		writeJSONError(w, http.StatusServiceUnavailable, "link_busy", "too many links opened in the last minutes; retry later")
+		return
 	}
 	if err != nil {
 		s.log().Info("link refused", "err", err)
