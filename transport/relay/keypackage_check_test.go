@@ -3,6 +3,7 @@ package relay
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"slices"
 	"strings"
 	"testing"
@@ -88,5 +89,32 @@ func (h *harness) checkPool(tb testing.TB, agent did.DID, want [][]byte) {
 		if !bytes.Equal(pool[i], want[i]) {
 			tb.Errorf("pool[%d] is not the genuine KeyPackage published", i)
 		}
+	}
+}
+
+// TestPooledJunkNotServed: KeyPackages that entered the pool unchecked (a
+// relay of an earlier version pooled junk behind a valid header, or one
+// expired since) are dropped when their turn comes, and the genuine one
+// behind them is served; a last-resort KeyPackage that fails is not
+// served.
+func TestPooledJunkNotServed(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.KeyPackages = kpcheck.Verifier{} })
+	dev := didtest.Key(t, 1)
+	h.publishOffline(t, dev, "sleep", deviceOpts{})
+	st, err := h.states.Get(context.Background(), dev.DID().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := h.genuineKP(t, dev, dev.DID())
+	junk := append([]byte{0, 1, 0, 5}, bytes.Repeat([]byte{0xa5}, 100)...)
+	if err := h.states.Put(context.Background(), dev.DID().String(), st, [][]byte{junk, kp(2), g}, junk); err != nil {
+		t.Fatal(err)
+	}
+	path := "/a/" + dev.DID().String() + "/mls/key-package"
+	if r := h.get(t, path); r.status != 200 || r.json["wire"] != base64.StdEncoding.EncodeToString(g) || r.json["lastResort"] != nil {
+		t.Errorf("first fetch: %d %s; want the genuine KeyPackage behind the junk", r.status, r.body)
+	}
+	if r := h.get(t, path); r.status != 503 || r.json["error"] != "no_key_package" {
+		t.Errorf("second fetch, only a junk last resort left: %d %s; want 503 no_key_package", r.status, r.body)
 	}
 }
