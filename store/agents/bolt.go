@@ -1,6 +1,7 @@
 package agents
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -185,31 +186,39 @@ func (s *Bolt) Put(_ context.Context, agent string, st State, kps [][]byte, last
 	return store.Err(err)
 }
 
-// ReplaceKeyPackages implements Store in one fsync'd transaction: the
-// agent's pool bucket is deleted and written again.
-func (s *Bolt) ReplaceKeyPackages(_ context.Context, agent string, kps [][]byte) error {
-	if len(kps) > MaxKeyPackages {
-		return fmt.Errorf("%w: %d uploaded > %d", ErrPoolFull, len(kps), MaxKeyPackages)
-	}
+var errNothingDropped = errors.New("agents: nothing dropped")
+
+// DropKeyPackages implements Store in one fsync'd transaction (none when
+// nothing is dropped).
+func (s *Bolt) DropKeyPackages(_ context.Context, agent string, drop func(kp []byte) bool) (int, error) {
+	n := 0
 	err := s.db.Update(func(tx *bolt.Tx) error {
-		kp := tx.Bucket(bucketKP)
-		if kp.Bucket([]byte(agent)) != nil {
-			if err := kp.DeleteBucket([]byte(agent)); err != nil {
+		pool := tx.Bucket(bucketKP).Bucket([]byte(agent))
+		if pool == nil {
+			return nil
+		}
+		var dead [][]byte
+		pool.ForEach(func(k, v []byte) error {
+			if drop(v) {
+				dead = append(dead, bytes.Clone(k))
+			}
+			return nil
+		})
+		if len(dead) == 0 {
+			return errNothingDropped // rolls back: no write, no fsync
+		}
+		for _, k := range dead {
+			if err := pool.Delete(k); err != nil {
 				return err
 			}
 		}
-		pool, err := kp.CreateBucket([]byte(agent))
-		if err != nil {
-			return err
-		}
-		for i, v := range kps {
-			if err := pool.Put(binary.BigEndian.AppendUint64(nil, uint64(i+1)), v); err != nil {
-				return err
-			}
-		}
-		return pool.SetSequence(uint64(len(kps)))
+		n = len(dead)
+		return nil
 	})
-	return store.Err(err)
+	if errors.Is(err, errNothingDropped) {
+		return 0, nil
+	}
+	return n, store.Err(err)
 }
 
 // TakeKeyPackage implements Store: the pool's oldest KeyPackage is read

@@ -64,7 +64,7 @@ func (a *linkAgents) Publish(ctx context.Context, agent did.DID, st wire.State) 
 	if err := s.checkKeyPackages(ctx, agent, st); err != nil {
 		return wire.Accepted{}, err
 	}
-	if err := s.putState(ctx, id, next, st); err != nil {
+	if err := s.putState(ctx, agent, next, st); err != nil {
 		return wire.Accepted{}, err
 	}
 	held, err := s.held(ctx, id)
@@ -204,16 +204,31 @@ func checkLiveness(lv a2a.Liveness, agent did.DID, st agents.State) error {
 }
 
 // putState stores next and the KeyPackages of st: added to the pool, or
-// replacing it when st.ReplaceKeyPackages says so.
-func (s *Relay) putState(ctx context.Context, id string, next agents.State, st wire.State) error {
-	kps := st.KeyPackages
+// replacing it when st.ReplaceKeyPackages says so (the pool is emptied
+// first; a crash in between leaves it empty until the device publishes
+// again, and the last-resort KeyPackage serves meanwhile). When the pool
+// is full, the pooled KeyPackages that fail the check of publication
+// (pooled unchecked by an earlier relay version, or expired since) are
+// dropped and the state stored again, so that junk cannot keep a device
+// from publishing.
+func (s *Relay) putState(ctx context.Context, agent did.DID, next agents.State, st wire.State) error {
+	id := agent.String()
 	if st.ReplaceKeyPackages {
-		if err := s.cfg.States.ReplaceKeyPackages(ctx, id, kps); err != nil {
+		if _, err := s.cfg.States.DropKeyPackages(ctx, id, func([]byte) bool { return true }); err != nil {
 			return err
 		}
-		kps = nil
 	}
-	return s.cfg.States.Put(ctx, id, next, kps, st.LastResort)
+	err := s.cfg.States.Put(ctx, id, next, st.KeyPackages, st.LastResort)
+	if !errors.Is(err, agents.ErrPoolFull) {
+		return err
+	}
+	now := s.clk.Now()
+	n, derr := s.cfg.States.DropKeyPackages(ctx, id, func(kp []byte) bool { return s.checkKeyPackage(agent, kp, now) != nil })
+	if derr != nil || n == 0 {
+		return errors.Join(err, derr)
+	}
+	s.log.Warn("dropped pooled KeyPackages that fail their check", "agent", id, "dropped", n)
+	return s.cfg.States.Put(ctx, id, next, st.KeyPackages, st.LastResort)
 }
 
 // KeyPackageVerifier checks a KeyPackage a device published, MLSMessage-

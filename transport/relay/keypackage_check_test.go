@@ -118,3 +118,28 @@ func TestPooledJunkNotServed(t *testing.T) {
 		t.Errorf("second fetch, only a junk last resort left: %d %s; want 503 no_key_package", r.status, r.body)
 	}
 }
+
+// TestPoolFullOfJunkDropped: a pool filled to the cap with junk that an
+// earlier relay version took unchecked does not keep the device from
+// publishing: the junk is dropped and the genuine KeyPackages pooled.
+func TestPoolFullOfJunkDropped(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.KeyPackages = kpcheck.Verifier{} })
+	dev := didtest.Key(t, 1)
+	c := h.device(t, dev, "always_on", deviceOpts{})
+	st, err := h.states.Get(context.Background(), dev.DID().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	junk := make([][]byte, agents.MaxKeyPackages)
+	for i := range junk {
+		junk[i] = append([]byte{0, 1, 0, 5}, byte(i), byte(i>>8), 0, 0, 0)
+	}
+	if err := h.states.Put(context.Background(), dev.DID().String(), st, junk, nil); err != nil {
+		t.Fatal(err)
+	}
+	g := h.genuineKP(t, dev, dev.DID())
+	if _, err := c.Publish(context.Background(), h.state(t, dev, c.Hello(), "always_on", deviceOpts{kps: [][]byte{g}})); err != nil {
+		t.Fatalf("Publish into a pool full of junk = %v", err)
+	}
+	h.checkPool(t, dev.DID(), [][]byte{g})
+}

@@ -34,7 +34,7 @@ func Run(t *testing.T, newOpener func(t *testing.T) Opener) {
 		{"StateSurvivesReopen", stateSurvivesReopen},
 		{"TakeHandsEachOutOnce", takeHandsEachOutOnce},
 		{"PoolFullStoresNothing", poolFullStoresNothing},
-		{"ReplaceKeyPackages", replaceKeyPackages},
+		{"DropKeyPackages", dropKeyPackages},
 	}
 	for _, c := range checks {
 		t.Run(c.name, func(t *testing.T) { c.check(t, newOpener(t)) })
@@ -168,16 +168,15 @@ func poolFullStoresNothing(t *testing.T, open Opener) {
 	}
 }
 
-// replaceKeyPackages: ReplaceKeyPackages drops the pool held and keeps
-// the new one in order, leaves the state and the last-resort KeyPackage
-// alone, empties the pool when given none, and changes nothing past the
-// cap.
-func replaceKeyPackages(t *testing.T, open Opener) {
+// dropKeyPackages: DropKeyPackages removes exactly the KeyPackages drop
+// selects, keeps the rest in order, leaves the state and the last-resort
+// KeyPackage alone, and never brings back one taken before it.
+func dropKeyPackages(t *testing.T, open Opener) {
 	ctx := context.Background()
 	s := open(t)
 	defer s.Close()
 	const agent = "did:key:zA"
-	if err := s.Put(ctx, agent, agents.State{Mode: wake.Sleep}, [][]byte{KP(1), KP(2), KP(3)}, KP(9)); err != nil {
+	if err := s.Put(ctx, agent, agents.State{Mode: wake.Sleep}, [][]byte{KP(1), KP(2), KP(3), KP(4)}, KP(9)); err != nil {
 		t.Fatal(err)
 	}
 	check := func(when string, want [][]byte) {
@@ -190,26 +189,26 @@ func replaceKeyPackages(t *testing.T, open Opener) {
 			t.Errorf("%s: pool (-want +got):\n%s\nlast resort %x, want %x", when, diff, lr, KP(9))
 		}
 	}
-	if err := s.ReplaceKeyPackages(ctx, agent, [][]byte{KP(5), KP(4)}); err != nil {
+	if kp, _, err := s.TakeKeyPackage(ctx, agent); err != nil || !bytes.Equal(kp, KP(1)) {
+		t.Fatalf("TakeKeyPackage = %x, %v", kp, err)
+	}
+	n, err := s.DropKeyPackages(ctx, agent, func(kp []byte) bool { return bytes.Equal(kp, KP(1)) || bytes.Equal(kp, KP(3)) })
+	if err != nil || n != 1 {
+		t.Errorf("DropKeyPackages of KP(1) (taken) and KP(3) = %d, %v; want 1", n, err)
+	}
+	check("after dropping one", [][]byte{KP(2), KP(4)})
+	if err := s.Put(ctx, agent, agents.State{Mode: wake.Sleep}, [][]byte{KP(5)}, nil); err != nil {
 		t.Fatal(err)
 	}
-	check("after a replace", [][]byte{KP(5), KP(4)})
-	if err := s.Put(ctx, agent, agents.State{Mode: wake.Sleep}, [][]byte{KP(6)}, nil); err != nil {
-		t.Fatal(err)
+	check("after a Put adding one", [][]byte{KP(2), KP(4), KP(5)})
+	if n, err := s.DropKeyPackages(ctx, agent, func([]byte) bool { return true }); err != nil || n != 3 {
+		t.Errorf("DropKeyPackages of all = %d, %v; want 3", n, err)
 	}
-	check("after a Put adding one", [][]byte{KP(5), KP(4), KP(6)})
-	if kp, lr, err := s.TakeKeyPackage(ctx, agent); err != nil || lr || !bytes.Equal(kp, KP(5)) {
-		t.Errorf("TakeKeyPackage after a replace = %x, %v, %v; want %x, the oldest of the new pool", kp, lr, err, KP(5))
+	check("after dropping all", [][]byte{})
+	if n, err := s.DropKeyPackages(ctx, "did:key:zNone", func([]byte) bool { return true }); err != nil || n != 0 {
+		t.Errorf("DropKeyPackages of an unknown agent = %d, %v; want 0, nil", n, err)
 	}
-	if err := s.ReplaceKeyPackages(ctx, agent, make([][]byte, agents.MaxKeyPackages+1)); !errors.Is(err, agents.ErrPoolFull) {
-		t.Errorf("ReplaceKeyPackages past the cap = %v, want agents.ErrPoolFull", err)
-	}
-	check("after a refused replace", [][]byte{KP(4), KP(6)})
-	if err := s.ReplaceKeyPackages(ctx, agent, nil); err != nil {
-		t.Fatal(err)
-	}
-	check("after replacing with none", [][]byte{})
 	if st, err := s.Get(ctx, agent); err != nil || st.Mode != wake.Sleep {
-		t.Errorf("state after replaces = %v, %v; want sleep", st.Mode, err)
+		t.Errorf("state after drops = %v, %v; want sleep", st.Mode, err)
 	}
 }
