@@ -246,6 +246,9 @@ func Decode(b []byte) (*Frame, error) {
 	if f.V != Version {
 		return nil, fmt.Errorf("%w: frame version %d, want %d", ErrProtocol, f.V, Version)
 	}
+	if len(f.Proof) == 0 {
+		f.Proof = nil // an empty proof is no proof; Encode omits it
+	}
 	return &f, nil
 }
 

@@ -83,7 +83,9 @@ func FuzzDecodeFrame(f *testing.F) {
 	for _, fr := range []*Frame{
 		{T: FramePull, ID: 1, After: 2, Max: 3},
 		{T: FrameRecords, ID: 1, Records: []Record{{Seq: 1, From: "did:key:z", Body: []byte("b")}}, More: true},
-		{T: FrameState, ID: 2, State: &State{Mode: "sleep", Window: &Window{Minute: 3, LengthSec: 300}, KeyPackages: [][]byte{{1}}}},
+		{T: FrameState, ID: 2, State: &State{Mode: "sleep", Window: &Window{Minute: 3, LengthSec: 300}, KeyPackages: [][]byte{{1}}, ReplaceKeyPackages: true}},
+		{T: FrameChallenge, Challenge: &Challenge{Nonce: make([]byte, NonceSize), Origin: "https://relay.example", Time: 1}},
+		{T: FrameProof, Proof: make([]byte, 64)},
 	} {
 		b, _ := Encode(fr)
 		f.Add(b)
