@@ -83,7 +83,7 @@ func (s *Relay) serveKeyPackage(w http.ResponseWriter, r *http.Request) {
 // last-resort one) until one passes the check of publication
 // (checkKeyPackage) at this moment, dropping those that fail: ones that
 // expired in the pool, and ones a relay of an earlier version pooled
-// without checking (issue 15: junk behind a valid header). A last-resort
+// without checking (junk behind a valid header). A last-resort
 // KeyPackage that fails is not served (ErrNoKeyPackage); the device
 // replaces it at its next state.
 func (s *Relay) takeValidKeyPackage(ctx context.Context, agent did.DID) ([]byte, bool, error) {
