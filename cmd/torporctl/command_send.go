@@ -113,8 +113,14 @@ type answer struct {
 	Kind       string `json:"kind,omitempty"` // queue-full bound: messages, bytes, peer
 	Queued     bool   `json:"queued"`
 	RetryAfter int    `json:"retryAfterSec,omitempty"`
-	Body       string `json:"body,omitempty"`
+	// RPCCode is the JSON-RPC error code of a live agent's refusal (a 200
+	// whose body is a JSON-RPC error); zero otherwise.
+	RPCCode int    `json:"rpcCode,omitempty"`
+	Body    string `json:"body,omitempty"`
 }
+
+// rejected reports whether a live agent answered and refused the object.
+func (a answer) rejected() bool { return a.Status == http.StatusOK && a.RPCCode != 0 }
 
 // poster sends the object once and reads the relay's answer.
 type poster func(ctx context.Context, obj *governed.Object) (answer, error)
@@ -139,11 +145,14 @@ func (a *sendArgs) poster(key *did.PrivateKey, agent did.DID) (poster, func(), e
 		j, _ := obj.MarshalJSON()
 		d, err := c.Send(ctx, peer, j)
 		var he *sender.HTTPError
+		var rpcErr *a2a.RPCError
 		switch {
 		case errors.As(err, &he) && he.Op == "key-package":
 			return answer{}, fmt.Errorf("no MLS KeyPackage for %s from the relay (HTTP %d: the agent has not published any, or they were all used); --plaintext sends unencrypted where the agent allows it", agent, he.Status)
 		case errors.As(err, &he):
 			return readAnswer(he.Status, "", he.Body), nil
+		case errors.As(err, &rpcErr):
+			return answer{Status: http.StatusOK, Error: "rejected", RPCCode: rpcErr.Code, Message: rpcErr.Message}, nil
 		case err != nil:
 			return answer{}, err
 		}
@@ -210,6 +219,7 @@ func readAnswer(status int, retryAfter string, body []byte) answer {
 		a.Message, a.Kind, a.Queued, a.RetryAfter = top.Message, top.Kind, top.Queued, top.RetryAfterSec
 		var tok string
 		var rpc struct {
+			Code    int    `json:"code"`
 			Message string `json:"message"`
 			Data    struct {
 				Error         string `json:"error"`
@@ -223,6 +233,9 @@ func readAnswer(status int, retryAfter string, body []byte) answer {
 			a.Error = tok
 		case json.Unmarshal(top.Error, &rpc) == nil:
 			a.Error = rpc.Data.Error
+			if status == http.StatusOK && rpc.Code != 0 {
+				a.Error, a.RPCCode = "rejected", rpc.Code
+			}
 			a.Queued = a.Queued || rpc.Data.Queued
 			a.Kind = cmp(a.Kind, rpc.Data.Kind)
 			a.Message = cmp(a.Message, rpc.Message)
@@ -251,13 +264,13 @@ func cmp(a, b string) string {
 type sendResult struct {
 	Agent    string   `json:"agent"`
 	Object   string   `json:"objectId"`
-	Outcome  string   `json:"outcome"` // delivered, queued, refused, unanswered, error
+	Outcome  string   `json:"outcome"` // delivered, queued, rejected, refused, unanswered, error
 	Attempts []answer `json:"attempts"`
 	Err      string   `json:"error,omitempty"`
 }
 
-// exit maps the outcome to an exit status: 0 delivered or queued, 1 refused
-// or failed.
+// exit maps the outcome to an exit status: 0 delivered or queued, 1
+// rejected by the agent, refused or failed.
 func (r sendResult) exit() error {
 	if r.Outcome == "delivered" || r.Outcome == "queued" {
 		return nil
@@ -286,6 +299,9 @@ func sendLoop(ctx context.Context, e *env, a *sendArgs, post poster, obj *govern
 		}
 		res.Attempts = append(res.Attempts, ans)
 		switch {
+		case ans.rejected():
+			res.Outcome = "rejected"
+			return res
 		case ans.Status == http.StatusOK:
 			res.Outcome = "delivered"
 			return res
@@ -344,6 +360,8 @@ func jitter(d time.Duration) time.Duration {
 // describe says what one answer means, for people.
 func describe(a answer) string {
 	switch {
+	case a.rejected():
+		return fmt.Sprintf("rejected: the agent was awake and refused it: %d %s", a.RPCCode, a.Message)
 	case a.Status == http.StatusOK:
 		return "delivered: the agent was awake and took it"
 	case a.Status == http.StatusServiceUnavailable && a.Queued:
