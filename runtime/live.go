@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"net/http"
 
@@ -14,7 +15,9 @@ import (
 // through the same pipeline as a queued record (one record, one
 // transaction; nothing to acknowledge) and is answered with a JSON-RPC
 // result when something was accepted, else with a coarse error that does
-// not tell the sender which check failed (draft Section 8.4).
+// not tell the sender which check failed (draft Section 8.4). Each result
+// message has its own random messageId, as A2A requires message ids to be
+// unique.
 func (a *Agent) live(ctx context.Context, req wire.Request) wire.Response {
 	id := json.RawMessage("null")
 	if r, err := a2a.ParseRequest(req.Body); err == nil && r.ID != nil {
@@ -43,7 +46,7 @@ func (a *Agent) live(ctx context.Context, req wire.Request) wire.Response {
 		}
 		return rpcResponse(http.StatusOK, a2a.NewError(id, &a2a.RPCError{Code: a2a.CodeInvalidParams, Message: "object rejected"}))
 	}
-	msg := a2a.Message{MessageID: "ack-" + a.cfg.Key.DID().String(), Role: a2a.RoleAgent,
+	msg := a2a.Message{MessageID: rand.Text(), Role: a2a.RoleAgent,
 		Parts: []a2a.Part{{Text: ptr("accepted")}}}
 	if req.Version == "0.3" {
 		msg = msg.ForVersion("0.3")
