@@ -24,7 +24,7 @@ func init() {
 // when DIR holds no vector.
 func runConformance(ctx context.Context, e *env, fs *flag.FlagSet, args []string) error {
 	asJSON := fs.Bool("json", false, "Write the results as one JSON document instead of lines.")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
