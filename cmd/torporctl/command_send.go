@@ -53,7 +53,7 @@ func runSend(ctx context.Context, e *env, fs *flag.FlagSet, args []string) error
 	fs.DurationVar(&a.wait, "wait", 0, "When the relay refuses without queueing (asleep and not storing, queue full), wait until its Retry-After (or back off) and try again, for up to this long. A queued message is never sent twice.")
 	fs.BoolVar(&a.plaintext, "plaintext", false, "Send the Governed Object unencrypted (the agent must allow plaintext) instead of in an MLS pair session.")
 	fs.BoolVar(&a.json, "json", false, "Print JSON.")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() < 1 || fs.NArg() > 2 || (fs.NArg() == 1) == (a.body == "") {
@@ -115,8 +115,11 @@ type answer struct {
 	RetryAfter int    `json:"retryAfterSec,omitempty"`
 	// RPCCode is the JSON-RPC error code of a live agent's refusal (a 200
 	// whose body is a JSON-RPC error); zero otherwise.
-	RPCCode int    `json:"rpcCode,omitempty"`
-	Body    string `json:"body,omitempty"`
+	RPCCode int `json:"rpcCode,omitempty"`
+	// Challenge is the error_description of the relay's WWW-Authenticate
+	// header: why it refused the DID Bearer token.
+	Challenge string `json:"challenge,omitempty"`
+	Body      string `json:"body,omitempty"`
 }
 
 // rejected reports whether a live agent answered and refused the object.
@@ -148,15 +151,15 @@ func (a *sendArgs) poster(key *did.PrivateKey, agent did.DID) (poster, func(), e
 		var rpcErr *a2a.RPCError
 		switch {
 		case errors.As(err, &he) && he.Op == "key-package":
-			return answer{}, fmt.Errorf("no MLS KeyPackage for %s from the relay (HTTP %d: the agent has not published any, or they were all used); --plaintext sends unencrypted where the agent allows it", agent, he.Status)
+			return answer{}, keyPackageError(agent, he)
 		case errors.As(err, &he):
-			return readAnswer(he.Status, "", he.Body), nil
+			return readAnswer(he.Status, he.Header, he.Body), nil
 		case errors.As(err, &rpcErr):
 			return answer{Status: http.StatusOK, Error: "rejected", RPCCode: rpcErr.Code, Message: rpcErr.Message}, nil
 		case err != nil:
 			return answer{}, err
 		}
-		ans := readAnswer(d.Status, "", d.Body)
+		ans := readAnswer(d.Status, nil, d.Body)
 		ans.Queued = ans.Queued || d.Queued
 		if ans.RetryAfter == 0 {
 			ans.RetryAfter = int(d.RetryAfter / time.Second)
@@ -199,15 +202,34 @@ func postPlaintext(ctx context.Context, relay string, key *did.PrivateKey, agent
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	return readAnswer(resp.StatusCode, resp.Header.Get("Retry-After"), b), nil
+	return readAnswer(resp.StatusCode, resp.Header, b), nil
+}
+
+// keyPackageError says why the relay gave no KeyPackage for agent: it
+// knows no such agent (404 unknown_agent: a typo in the DID, or a device
+// that never linked), or the agent's pool is used up (503
+// no_key_package), or something else, with the relay's words.
+func keyPackageError(agent did.DID, he *sender.HTTPError) error {
+	a := readAnswer(he.Status, he.Header, he.Body)
+	switch {
+	case a.Error == "unknown_agent":
+		return fmt.Errorf("no such agent on this relay: no device has published %s there (check the DID and --relay)", agent)
+	case a.Error == "no_key_package":
+		s := fmt.Sprintf("%s has no MLS KeyPackage left on the relay (used up, or none published yet); its device publishes new ones when it next links", agent)
+		if a.RetryAfter > 0 {
+			s += fmt.Sprintf(" (expected in about %s)", time.Duration(a.RetryAfter)*time.Second)
+		}
+		return errors.New(s + "; --plaintext sends unencrypted where the agent allows it")
+	}
+	return fmt.Errorf("no MLS KeyPackage for %s from the relay: %s", agent, describe(a))
 }
 
 // readAnswer reads the relay's answer in either of the profile's shapes:
 // its body ({"error":"agent_asleep","queued":...,"retryAfterSec":...}) or
 // the JSON-RPC mapping (error.data carries them), which Torpor's relay
-// combines with the top-level members.
-func readAnswer(status int, retryAfter string, body []byte) answer {
-	a := answer{Status: status}
+// combines with the top-level members. h may be nil.
+func readAnswer(status int, h http.Header, body []byte) answer {
+	a := answer{Status: status, Challenge: challenge(h.Get("WWW-Authenticate"))}
 	var top struct {
 		Error         json.RawMessage `json:"error"`
 		Message       string          `json:"message"`
@@ -244,13 +266,28 @@ func readAnswer(status int, retryAfter string, body []byte) answer {
 			}
 		}
 	}
-	if n, err := strconv.Atoi(retryAfter); err == nil && n > 0 {
+	if n, err := strconv.Atoi(h.Get("Retry-After")); err == nil && n > 0 {
 		a.RetryAfter = n
 	}
 	if status != http.StatusOK || a.Error == "" {
 		a.Body = string(bytes.TrimSpace(body[:min(len(body), 2048)]))
 	}
 	return a
+}
+
+// challenge returns the error_description of a Bearer challenge
+// (RFC 6750, Section 3), or "".
+func challenge(h string) string {
+	const key = `error_description="`
+	i := strings.Index(h, key)
+	if i < 0 {
+		return ""
+	}
+	d := h[i+len(key):]
+	if j := strings.IndexByte(d, '"'); j >= 0 {
+		d = d[:j]
+	}
+	return d
 }
 
 func cmp(a, b string) string {
@@ -380,6 +417,8 @@ func describe(a answer) string {
 		return fmt.Sprintf("refused: the agent's queue is full (%s bound: %s); nothing was queued", a.Kind, a.Message)
 	case a.Status == http.StatusGatewayTimeout:
 		return "unanswered: the agent's device did not answer; it may or may not have processed the message (not retried)"
+	case a.Status == http.StatusUnauthorized && a.Challenge != "":
+		return "refused: the relay did not accept your DID Bearer token: " + a.Challenge
 	case a.Status == http.StatusUnauthorized:
 		return "refused: the relay did not accept your DID Bearer token: " + a.Body
 	case a.Status == http.StatusNotFound:
