@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/torpor-dev/torpor/clock"
+	"github.com/torpor-dev/torpor/internal/origin"
 	"github.com/torpor-dev/torpor/internal/version"
 	"github.com/torpor-dev/torpor/store/agents"
 	"github.com/torpor-dev/torpor/store/queue"
@@ -96,6 +97,11 @@ func parseArgs(argv []string, stderr io.Writer) (*args, error) {
 	}
 	if (a.tlsCert == "") != (a.tlsKey == "") {
 		return nil, errors.New("--tls-cert and --tls-key go together")
+	}
+	if a.publicURL != "" {
+		if err := origin.Check("--public-url", a.publicURL); err != nil {
+			return nil, err
+		}
 	}
 	if err := a.bounds.Validate(); err != nil {
 		return nil, err

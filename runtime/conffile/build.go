@@ -15,6 +15,7 @@ import (
 	"github.com/torpor-dev/torpor/boards"
 	"github.com/torpor-dev/torpor/clock"
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/internal/origin"
 	"github.com/torpor-dev/torpor/runtime"
 	"github.com/torpor-dev/torpor/runtime/deliver"
 	"github.com/torpor-dev/torpor/runtime/drain"
@@ -69,6 +70,8 @@ func (f *File) Build() (*Built, error) {
 	}
 	if c.RelayURL == "" {
 		add(errors.New("no relay URL (\"relay\" or --relay)"))
+	} else {
+		add(origin.Check(`"relay" (or --relay)`, c.RelayURL))
 	}
 	add(f.buildSchedule(c))
 	add(f.buildPolicy(c))
