@@ -278,8 +278,8 @@ func randomSuffix(k *did.PrivateKey) string {
 
 // buildWake chooses the board profile and builds its wake source.
 func (f *File) buildWake(c *runtime.Config) error {
-	if f.Board == "" && (f.Wake == nil || len(f.Wake.Methods) == 0) {
-		return nil // the runtime's default: a timer on the clock
+	if f.Board == "" && (f.Wake == nil || timerOnly(f.Wake.Methods)) {
+		return nil // the runtime's default: a timer on the clock, on any machine
 	}
 	b, bc, err := f.wakeConfig(c.Clock)
 	if err != nil {
@@ -297,6 +297,12 @@ func (f *File) buildWake(c *runtime.Config) error {
 }
 
 // wakeConfig returns the board profile and what the file asks of it.
+// timerOnly reports whether methods name no wake method or only the
+// timer, which needs no board: it runs on the clock on any machine.
+func timerOnly(methods []string) bool {
+	return len(methods) == 0 || len(methods) == 1 && methods[0] == string(boards.Timer)
+}
+
 func (f *File) wakeConfig(clk clock.Clock) (boards.Board, board.Config, error) {
 	b, err := f.board()
 	if err != nil {
