@@ -56,11 +56,18 @@ type world struct {
 }
 
 func newWorld(t *testing.T, mode wake.Mode) *world {
+	return newWorldWith(t, mode, relay.Config{})
+}
+
+// newWorldWith is newWorld with the relay's configuration rc (its clock is
+// the world's).
+func newWorldWith(t *testing.T, mode wake.Mode, rc relay.Config) *world {
 	w := &world{t: t, clock: clocktest.New(t0), key: runtimetest.Key(t, 8), rec: &deliver.Recorder{},
 		wakes: make(chan runtime.WakeReport, 16), phases: make(chan runtime.Phase, 256)}
 	dir := t.TempDir()
 	w.dir, w.kernel = dir, waketest.NewKernelClock(time.Hour)
-	rl, err := worldtest.Open(dir, relay.Config{Clock: w.clock})
+	rc.Clock = w.clock
+	rl, err := worldtest.Open(dir, rc)
 	if err != nil {
 		t.Fatal(err)
 	}

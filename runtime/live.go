@@ -28,6 +28,7 @@ func (a *Agent) live(ctx context.Context, req wire.Request) wire.Response {
 		return rpcResponse(http.StatusServiceUnavailable, a2a.NewError(id, &a2a.RPCError{Code: a2a.CodeInternalError, Message: "agent stopping"}))
 	}
 	rep, err := p.drainer.Batch(ctx, []drain.Record{{From: req.From, Body: req.Body}}, nil)
+	logDiagnostics(a.log, rep.Diagnostics, "live", true, "from", req.From)
 	a.mu.Lock()
 	cur := a.cur
 	a.mu.Unlock()
@@ -41,9 +42,6 @@ func (a *Agent) live(ctx context.Context, req wire.Request) wire.Response {
 	case rep.Deferred > 0 && rep.Acked == 0:
 		return rpcResponse(http.StatusOK, a2a.NewError(id, &a2a.RPCError{Code: a2a.CodeMethodNotFound, Message: "Method not found"}))
 	case rep.Accepted+rep.Handshake == 0:
-		for _, d := range rep.Diagnostics {
-			a.log.Warn("live request rejected", "from", req.From, "cause", d.Cause, "detail", d.Detail)
-		}
 		return rpcResponse(http.StatusOK, a2a.NewError(id, &a2a.RPCError{Code: a2a.CodeInvalidParams, Message: "object rejected"}))
 	}
 	msg := a2a.Message{MessageID: rand.Text(), Role: a2a.RoleAgent,

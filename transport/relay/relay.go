@@ -118,7 +118,8 @@ func New(cfg Config) (*Relay, error) {
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
-	s.log = s.log.With("component", "relay")
+	base := s.log // each component's lines name it once
+	s.log = base.With("component", "relay")
 	if len(cfg.AllowAgents) > 0 {
 		s.allow = map[string]bool{}
 		for _, a := range cfg.AllowAgents {
@@ -130,7 +131,7 @@ func New(cfg Config) (*Relay, error) {
 	s.limiter = newLimiter(s.clk, cfg.KeyPackageRate, time.Minute)
 	s.link = &server.Server{
 		Verifier: s.verifier, Queue: cfg.Queue, Agents: (*linkAgents)(s), Clock: cfg.Clock,
-		Logger: s.log.With("component", "link"), OnAcked: s.metrics.acked,
+		Logger: base.With("component", "link"), OnAcked: s.metrics.acked,
 	}
 	s.routes()
 	return s, nil
