@@ -76,6 +76,11 @@ func (s *Relay) serveJSONRPC(w http.ResponseWriter, r *http.Request) {
 		s.internalError(w, err)
 		return
 	}
+	if st.Successor != "" {
+		s.metrics.enqueue(id, "retired")
+		s.answerRetired(w, st)
+		return
+	}
 	now := s.clk.Now()
 	// Decide only; the Retry-After is drawn for the requests answered
 	// asleep, not for every unauthenticated one.

@@ -51,6 +51,10 @@ func (s *Relay) serveKeyPackage(w http.ResponseWriter, r *http.Request) {
 		s.internalError(w, err)
 		return
 	}
+	if st.Successor != "" {
+		s.answerRetired(w, st)
+		return
+	}
 	kp, lastResort, err := s.cfg.States.TakeKeyPackage(r.Context(), agent.String())
 	if errors.Is(err, agents.ErrNoKeyPackage) {
 		// The device refills the pool when it next links.
