@@ -119,6 +119,9 @@ type answer struct {
 	// Challenge is the error_description of the relay's WWW-Authenticate
 	// header: why it refused the DID Bearer token.
 	Challenge string `json:"challenge,omitempty"`
+	// Successor is the DID that replaced a retired agent (410
+	// agent_retired): send to it instead.
+	Successor string `json:"successor,omitempty"`
 	Body      string `json:"body,omitempty"`
 }
 
@@ -212,6 +215,8 @@ func postPlaintext(ctx context.Context, relay string, key *did.PrivateKey, agent
 func keyPackageError(agent did.DID, he *sender.HTTPError) error {
 	a := readAnswer(he.Status, he.Header, he.Body)
 	switch {
+	case a.Error == "agent_retired" && a.Successor != "":
+		return fmt.Errorf("%s was retired when its key was rotated; it is now %s: send to that DID", agent, a.Successor)
 	case a.Error == "unknown_agent":
 		return fmt.Errorf("no such agent on this relay: no device has published %s there (check the DID and --relay)", agent)
 	case a.Error == "no_key_package":
@@ -236,9 +241,11 @@ func readAnswer(status int, h http.Header, body []byte) answer {
 		Kind          string          `json:"kind"`
 		Queued        bool            `json:"queued"`
 		RetryAfterSec int             `json:"retryAfterSec"`
+		Successor     string          `json:"successor"`
 	}
 	if json.Unmarshal(body, &top) == nil {
 		a.Message, a.Kind, a.Queued, a.RetryAfter = top.Message, top.Kind, top.Queued, top.RetryAfterSec
+		a.Successor = top.Successor
 		var tok string
 		var rpc struct {
 			Code    int    `json:"code"`
@@ -413,6 +420,8 @@ func describe(a answer) string {
 			s += fmt.Sprintf("; try again in %ds", a.RetryAfter)
 		}
 		return s
+	case a.Error == "agent_retired" && a.Successor != "":
+		return "refused: the agent's key was rotated; it is now " + a.Successor + ": send to that DID (nothing was queued)"
 	case a.Error == "asleep_queue_full":
 		return fmt.Sprintf("refused: the agent's queue is full (%s bound: %s); nothing was queued", a.Kind, a.Message)
 	case a.Status == http.StatusGatewayTimeout:

@@ -61,3 +61,22 @@ func TestSendReportsLiveRejection(t *testing.T) {
 		t.Fatalf("send to an accepting agent: exit %d, output:\n%s", code, out)
 	}
 }
+
+// TestSendNamesTheSuccessorOfARetiredAgent: the relay's 410 for a DID
+// retired by a key rotation is reported with the successor DID, exit 1.
+func TestSendNamesTheSuccessorOfARetiredAgent(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusGone)
+		w.Write([]byte(`{"error":"agent_retired","message":"this agent's key was rotated; send to its successor","queued":false,"successor":"did:key:z6MkNext"}`))
+	}))
+	t.Cleanup(srv.Close)
+	code, out := sendTo(t, srv.URL, "--plaintext")
+	if code != 1 || !strings.Contains(out, "refused: the agent's key was rotated; it is now did:key:z6MkNext: send to that DID") {
+		t.Fatalf("send to a retired agent: exit %d, output:\n%s", code, out)
+	}
+	code, out = sendTo(t, srv.URL, "--sessions", filepath.Join(t.TempDir(), "me.sessions"))
+	if code != 1 || !strings.Contains(out, "was retired when its key was rotated; it is now did:key:z6MkNext") {
+		t.Fatalf("MLS send to a retired agent: exit %d, output:\n%s", code, out)
+	}
+}
