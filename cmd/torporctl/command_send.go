@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/torpor-dev/torpor/clock"
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/governed"
 	"github.com/torpor-dev/torpor/session/sender"
@@ -39,6 +40,8 @@ type sendArgs struct {
 	purpose, schema, body string
 	ttl, wait             time.Duration
 	plaintext, json       bool
+	timeScale             float64
+	clk                   clock.Clock // the relay's clock when timeScale > 1, else clock.Real
 }
 
 func runSend(ctx context.Context, e *env, fs *flag.FlagSet, args []string) error {
@@ -53,6 +56,11 @@ func runSend(ctx context.Context, e *env, fs *flag.FlagSet, args []string) error
 	fs.DurationVar(&a.wait, "wait", 0, "When the relay refuses without queueing (asleep and not storing, queue full), wait until its Retry-After (or back off) and try again, for up to this long. A queued message is never sent twice.")
 	fs.BoolVar(&a.plaintext, "plaintext", false, "Send the Governed Object unencrypted (the agent must allow plaintext) instead of in an MLS pair session.")
 	fs.BoolVar(&a.json, "json", false, "Print JSON.")
+	a.timeScale = 1
+	fs.Func("time-scale", "The relay's --time-scale: date the token and the object on the relay's compressed clock (read from its /healthz), for a demonstration relay.", func(s string) (err error) {
+		a.timeScale, err = clock.ParseScale(s)
+		return err
+	})
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -68,6 +76,9 @@ func runSend(ctx context.Context, e *env, fs *flag.FlagSet, args []string) error
 	}
 	key, err := loadKey(a.key)
 	if err != nil {
+		return err
+	}
+	if a.clk, err = relayClock(ctx, strings.TrimRight(a.relay, "/"), a.timeScale); err != nil {
 		return err
 	}
 	obj, err := a.object(key, fs.Arg(1))
@@ -100,7 +111,7 @@ func (a *sendArgs) object(key *did.PrivateKey, text string) (*governed.Object, e
 		payload = m
 	}
 	return governed.Sign(key, governed.Template{
-		IssuedAt: time.Now(), Semantic: governed.Semantic{Schema: a.schema},
+		IssuedAt: a.clk.Now(), Semantic: governed.Semantic{Schema: a.schema},
 		Payload: payload, Purpose: a.purpose, TTL: a.ttl.Truncate(time.Second),
 	})
 }
@@ -135,14 +146,14 @@ func (a *sendArgs) poster(key *did.PrivateKey, agent did.DID) (poster, func(), e
 	relay := strings.TrimRight(a.relay, "/")
 	if a.plaintext {
 		return func(ctx context.Context, obj *governed.Object) (answer, error) {
-			return postPlaintext(ctx, relay, key, agent, obj)
+			return postPlaintext(ctx, relay, key, agent, obj, a.clk.Now())
 		}, func() {}, nil
 	}
 	path := a.sessions
 	if path == "" {
 		path = a.key + ".sessions"
 	}
-	c, err := sender.Open(path, key, nil, nil)
+	c, err := sender.Open(path, key, nil, a.clk)
 	if err != nil {
 		return nil, nil, fmt.Errorf("MLS sessions in %s: %w", path, err)
 	}
@@ -172,8 +183,9 @@ func (a *sendArgs) poster(key *did.PrivateKey, agent did.DID) (poster, func(), e
 }
 
 // postPlaintext posts obj in a data-object part (draft Section 7.4) as an
-// A2A v1.0 SendMessage with a DID Bearer token for the relay's origin.
-func postPlaintext(ctx context.Context, relay string, key *did.PrivateKey, agent did.DID, obj *governed.Object) (answer, error) {
+// A2A v1.0 SendMessage with a DID Bearer token for the relay's origin,
+// issued at now.
+func postPlaintext(ctx context.Context, relay string, key *did.PrivateKey, agent did.DID, obj *governed.Object, now time.Time) (answer, error) {
 	j, _ := obj.MarshalJSON()
 	part, err := a2a.DataObjectPart{Object: j}.Part()
 	if err != nil {
@@ -188,7 +200,7 @@ func postPlaintext(ctx context.Context, relay string, key *did.PrivateKey, agent
 	if err != nil {
 		return answer{}, fmt.Errorf("--relay: %w", err)
 	}
-	tok, err := bearer.Issue(key, aud, time.Now(), 0)
+	tok, err := bearer.Issue(key, aud, now, 0)
 	if err != nil {
 		return answer{}, err
 	}
@@ -360,7 +372,7 @@ func sendLoop(ctx context.Context, e *env, a *sendArgs, post poster, obj *govern
 		if !retryable(ans) {
 			return res
 		}
-		delay := time.Duration(ans.RetryAfter) * time.Second
+		delay := time.Duration(float64(ans.RetryAfter) * float64(time.Second) / a.timeScale) // Retry-After is on the relay's clock
 		if delay == 0 {
 			delay = jitter(backoff)
 			backoff = min(2*backoff, 5*time.Minute)
@@ -457,3 +469,45 @@ func newMessageID() string {
 	rand.Read(b[:])
 	return hex.EncodeToString(b[:])
 }
+
+// relayClock returns the clock send dates its token and object on: the
+// real clock at time scale 1; otherwise the relay's own compressed clock,
+// which its token check runs on. A relay started with --time-scale N
+// starts its clock from the real time at its start and runs it N times
+// faster, so no local clock agrees with it: send reads the relay's time
+// from its /healthz and runs a clock N times faster from there. The relay
+// checks tokens as strictly as ever; they are just dated on its clock.
+func relayClock(ctx context.Context, relay string, scale float64) (clock.Clock, error) {
+	if scale == 1 {
+		return clock.Real, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, relay+"/healthz", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("--time-scale: reading the relay's clock: %w", err)
+	}
+	defer resp.Body.Close()
+	var h struct {
+		Now       time.Time `json:"now"`
+		TimeScale float64   `json:"timeScale"`
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<16)).Decode(&h); err != nil || h.Now.IsZero() {
+		return nil, fmt.Errorf("--time-scale: the relay's /healthz (HTTP %d) does not say its time", resp.StatusCode)
+	}
+	if h.TimeScale != 0 && h.TimeScale != scale {
+		return nil, fmt.Errorf("--time-scale %v, but the relay runs at time scale %v", scale, h.TimeScale)
+	}
+	return clock.NewScaled(offsetClock(time.Until(h.Now)), scale)
+}
+
+// offsetClock is the real clock shifted by a fixed duration.
+type offsetClock time.Duration
+
+func (o offsetClock) Now() time.Time { return time.Now().Add(time.Duration(o)) }
+
+func (o offsetClock) NewTimer(d time.Duration) clock.Timer { return clock.Real.NewTimer(d) }

@@ -8,8 +8,14 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/torpor-dev/torpor/clock/clocktest"
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/internal/worldtest"
+	"github.com/torpor-dev/torpor/store/agents"
+	"github.com/torpor-dev/torpor/transport/relay"
+	"github.com/torpor-dev/torpor/wake"
 )
 
 // liveRelay answers every send as a relay does when it forwards the
@@ -80,3 +86,46 @@ func TestSendNamesTheSuccessorOfARetiredAgent(t *testing.T) {
 		t.Fatalf("MLS send to a retired agent: exit %d, output:\n%s", code, out)
 	}
 }
+
+// TestSendOnATimeScaledRelay: a relay with --time-scale checks tokens on
+// its own clock, far from the real time; send's token is refused, with the
+// relay's reason, unless send is given the relay's time scale, with which
+// it dates token and object on the relay's clock.
+func TestSendOnATimeScaledRelay(t *testing.T) {
+	relayNow := time.Now().Add(5 * time.Hour) // a relay at 180x, some 100 s after its start
+	r := worldtest.Start(t, relay.Config{Clock: scaledAt{clocktest.New(relayNow), 180}})
+	agent, _ := did.Generate(nil)
+	st := agents.State{Mode: wake.Sleep, NextWake: relayNow.Add(10 * time.Minute)}
+	if err := r.States.Put(context.Background(), agent.DID().String(), st, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	k, _ := did.Generate(nil)
+	keyFile := filepath.Join(t.TempDir(), "me.key")
+	if err := saveKey(keyFile, k, false); err != nil {
+		t.Fatal(err)
+	}
+	send := func(args ...string) (int, string) {
+		var out bytes.Buffer
+		argv := append([]string{"send", "--key", keyFile, "--relay", r.URL, "--plaintext"}, args...)
+		code := run(context.Background(), append(argv, agent.DID().String(), "hi"), &out, &out)
+		return code, out.String()
+	}
+	if code, out := send(); code != 1 || !strings.Contains(out, "refused: the relay did not accept your DID Bearer token: ") {
+		t.Fatalf("send with the real clock: exit %d, output:\n%s", code, out)
+	}
+	if code, out := send("--time-scale", "180"); code != 0 || !strings.HasPrefix(out, "queued: ") {
+		t.Fatalf("send --time-scale 180: exit %d, output:\n%s", code, out)
+	}
+	if code, out := send("--time-scale", "60"); code != 1 || !strings.Contains(out, "the relay runs at time scale 180") {
+		t.Fatalf("send --time-scale 60 to a relay at 180: exit %d, output:\n%s", code, out)
+	}
+}
+
+// scaledAt is a test clock that says it runs at a time scale, as a relay's
+// clock.Scaled does.
+type scaledAt struct {
+	*clocktest.Clock
+	factor float64
+}
+
+func (s scaledAt) Factor() float64 { return s.factor }

@@ -233,7 +233,11 @@ func (s *Relay) serveVerbatim(w http.ResponseWriter, r *http.Request, pick func(
 }
 
 func (s *Relay) serveHealth(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "publicUrl": s.cfg.PublicURL, "mqttBroker": s.cfg.MQTTBroker})
+	h := map[string]any{"status": "ok", "publicUrl": s.cfg.PublicURL, "mqttBroker": s.cfg.MQTTBroker, "now": s.clk.Now().UTC()}
+	if sc, ok := s.clk.(interface{ Factor() float64 }); ok {
+		h["timeScale"] = sc.Factor() // its clock, which tokens are checked on, runs this much faster
+	}
+	writeJSON(w, http.StatusOK, h)
 }
 
 func (s *Relay) internalError(w http.ResponseWriter, err error) {
