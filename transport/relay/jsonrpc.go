@@ -67,18 +67,8 @@ func (s *Relay) serveJSONRPC(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := agent.String()
-	st, err := s.cfg.States.Get(r.Context(), id)
-	if errors.Is(err, agents.ErrUnknownAgent) {
-		writeJSON(w, http.StatusNotFound, map[string]any{"error": "unknown_agent", "message": "no device has published this agent"})
-		return
-	}
-	if err != nil {
-		s.internalError(w, err)
-		return
-	}
-	if st.Successor != "" {
-		s.metrics.enqueue(id, "retired")
-		s.answerRetired(w, st)
+	st, ok := s.requestState(w, r, id)
+	if !ok {
 		return
 	}
 	now := s.clk.Now()

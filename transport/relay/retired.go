@@ -2,6 +2,7 @@ package relay
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 
@@ -58,4 +59,22 @@ func (s *Relay) answerRetired(w http.ResponseWriter, st agents.State) {
 		Retirement   json.RawMessage `json:"retirement,omitempty"`
 	}{tokenRetired, "this agent's key was rotated; send to its successor", false, st.Successor,
 		s.cfg.PublicURL + "/a/" + st.Successor, json.RawMessage(st.Retirement)})
+}
+
+// requestState returns the state of agent id for a request to it, or
+// answers 404 (unknown agent), 410 (retired: answerRetired) or 500 and
+// returns false.
+func (s *Relay) requestState(w http.ResponseWriter, r *http.Request, id string) (agents.State, bool) {
+	st, err := s.cfg.States.Get(r.Context(), id)
+	switch {
+	case errors.Is(err, agents.ErrUnknownAgent):
+		writeJSON(w, http.StatusNotFound, map[string]any{"error": "unknown_agent", "message": "no device has published this agent"})
+	case err != nil:
+		s.internalError(w, err)
+	case st.Successor != "":
+		s.answerRetired(w, st)
+	default:
+		return st, true
+	}
+	return agents.State{}, false
 }
