@@ -28,7 +28,7 @@ func (a *Agent) live(ctx context.Context, req wire.Request) wire.Response {
 		return rpcResponse(http.StatusServiceUnavailable, a2a.NewError(id, &a2a.RPCError{Code: a2a.CodeInternalError, Message: "agent stopping"}))
 	}
 	rep, err := p.drainer.Batch(ctx, []drain.Record{{From: req.From, Body: req.Body}}, nil)
-	logDiagnostics(a.log, rep.Diagnostics, "live", true, "from", req.From)
+	logDiagnostics(a.log, rep.Diagnostics, msgLiveRejected, "from", req.From)
 	a.mu.Lock()
 	cur := a.cur
 	a.mu.Unlock()

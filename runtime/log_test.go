@@ -56,6 +56,9 @@ func TestLogLinesHaveOneValuePerKey(t *testing.T) {
 	}
 	w.sendLive(alice, runtimetest.Object(t, alice, "comms:message", t0, 2*time.Hour, nil))
 	w.sendLive(alice, valid) // a replay, refused live
+	if !strings.Contains(log.String(), `msg="live request rejected" component=agent seq=0 cause=replay`) {
+		t.Errorf("no line for the live replay's rejection:\n%s", log.String())
+	}
 	w.clock.Set(end)
 	w.nextWake()
 	w.shutdown()

@@ -136,6 +136,12 @@ func (r *WakeReport) log(l *slog.Logger) {
 	l.Info("wake", attrs...)
 }
 
+// Messages of logDiagnostics' lines.
+const (
+	msgRejected     = "record rejected or deferred"
+	msgLiveRejected = "live request rejected"
+)
+
 // phaseTotals is one attribute per phase name, in the order the phases
 // first ran, with the time of all its runs (a wake drains again when the
 // relay queues more), so that no key repeats on the wake line.
@@ -155,16 +161,16 @@ func (r *WakeReport) phaseTotals() []any {
 	return attrs
 }
 
-// logDiagnostics logs each rejection or deferral of a batch when the batch
-// is done; a consequential action the gate held for the owner is not one
-// (its record was accepted), and has a line of its own naming the ledger
-// key the owner confirms. attrs are added to each line.
-func logDiagnostics(l *slog.Logger, ds []drain.Diagnostic, attrs ...any) {
+// logDiagnostics logs each rejection or deferral of a batch, as msg, when
+// the batch is done; a consequential action the gate held for the owner is
+// not one (its record was accepted), and has a line of its own naming the
+// ledger key the owner confirms. attrs are added to each line.
+func logDiagnostics(l *slog.Logger, ds []drain.Diagnostic, msg string, attrs ...any) {
 	for _, d := range ds {
 		if reason, ok := strings.CutPrefix(d.Cause, "held:"); ok {
 			l.Info("action held", append([]any{"seq", d.Seq, "reason", reason, "key", d.Detail}, attrs...)...)
 			continue
 		}
-		l.Warn("record rejected or deferred", append([]any{"seq", d.Seq, "cause", d.Cause, "detail", d.Detail}, attrs...)...)
+		l.Warn(msg, append([]any{"seq", d.Seq, "cause", d.Cause, "detail", d.Detail}, attrs...)...)
 	}
 }

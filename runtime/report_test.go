@@ -25,7 +25,7 @@ func TestHeldActionLogsItsOwnLine(t *testing.T) {
 			{Seq: 5, Cause: "expired", Detail: "governed: expired"},
 			{Seq: 6, Cause: drain.CauseMLSDeferred, Detail: "part 0: unknown group"},
 		}}}
-	logDiagnostics(l, r.Drain.Diagnostics) // as the drain does, batch by batch
+	logDiagnostics(l, r.Drain.Diagnostics, msgRejected) // as the drain does, batch by batch
 	r.log(l)
 	got := out.String()
 	for _, want := range []string{

@@ -484,7 +484,7 @@ func (w *wakeRun) drain() (drain.Report, error) {
 				return err
 			}
 			rep, err := w.a.pipe.drainer.Batch(w.ctx, records(recs), w.l.Ack)
-			logDiagnostics(w.a.log, rep.Diagnostics)
+			logDiagnostics(w.a.log, rep.Diagnostics, msgRejected)
 			total.Add(rep)
 			w.addDrain(rep, false)
 			if errors.Is(err, drain.ErrStore) {
