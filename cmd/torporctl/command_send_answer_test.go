@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -10,9 +12,13 @@ import (
 	"testing"
 	"time"
 
+	bolt "go.etcd.io/bbolt"
+
 	"github.com/torpor-dev/torpor/clock/clocktest"
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/internal/worldtest"
+	"github.com/torpor-dev/torpor/session"
+	"github.com/torpor-dev/torpor/store"
 	"github.com/torpor-dev/torpor/store/agents"
 	"github.com/torpor-dev/torpor/transport/relay"
 	"github.com/torpor-dev/torpor/wake"
@@ -129,3 +135,49 @@ type scaledAt struct {
 }
 
 func (s scaledAt) Factor() float64 { return s.factor }
+
+// TestSendReportsLiveRejectionInMLS: the MLS path reports an awake agent's
+// refusal as the plaintext path does. The stand-in relay serves one real
+// KeyPackage of the agent and answers every post as a refusing agent.
+func TestSendReportsLiveRejectionInMLS(t *testing.T) {
+	agent, _ := did.Generate(nil)
+	kp := keyPackage(t, agent)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if r.Method == http.MethodGet {
+			json.NewEncoder(w).Encode(map[string]string{"did": agent.DID().String(), "wire": base64.StdEncoding.EncodeToString(kp)})
+			return
+		}
+		w.Write([]byte(`{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"object rejected"}}`))
+	}))
+	t.Cleanup(srv.Close)
+	k, _ := did.Generate(nil)
+	keyFile := filepath.Join(t.TempDir(), "me.key")
+	if err := saveKey(keyFile, k, false); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	code := run(context.Background(), []string{"send", "--key", keyFile, "--relay", srv.URL, agent.DID().String(), "hi"}, &out, &out)
+	if code != 1 || !strings.Contains(out.String(), "rejected: the agent was awake and refused it: -32602 object rejected") {
+		t.Fatalf("MLS send to a rejecting agent: exit %d, output:\n%s", code, out.String())
+	}
+}
+
+// keyPackage makes one MLS KeyPackage of agent, as its device publishes.
+func keyPackage(t *testing.T, agent *did.PrivateKey) []byte {
+	t.Helper()
+	db, err := store.Open(filepath.Join(t.TempDir(), "agent.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	s, err := session.New(session.Config{Key: agent})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kps [][]byte
+	if err := db.Update(func(tx *bolt.Tx) (err error) { kps, err = s.Refill(tx, 1); return err }); err != nil || len(kps) == 0 {
+		t.Fatalf("KeyPackage: %v", err)
+	}
+	return kps[0]
+}
