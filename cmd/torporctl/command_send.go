@@ -20,6 +20,7 @@ import (
 	"github.com/torpor-dev/torpor/clock"
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/governed"
+	"github.com/torpor-dev/torpor/internal/origin"
 	"github.com/torpor-dev/torpor/session/sender"
 	"github.com/torpor-dev/torpor/transport/a2a"
 	"github.com/torpor-dev/torpor/transport/bearer"
@@ -69,6 +70,9 @@ func runSend(ctx context.Context, e *env, fs *flag.FlagSet, args []string) error
 	}
 	agent, err := did.Parse(fs.Arg(0))
 	if err != nil {
+		return err
+	}
+	if err := origin.Check("--relay", a.relay); err != nil {
 		return err
 	}
 	if a.key == "" {
