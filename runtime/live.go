@@ -42,14 +42,11 @@ func (a *Agent) live(ctx context.Context, req wire.Request) wire.Response {
 	case rep.Deferred > 0 && rep.Acked == 0:
 		return rpcResponse(http.StatusOK, a2a.NewError(id, &a2a.RPCError{Code: a2a.CodeMethodNotFound, Message: "Method not found"}))
 	case rep.Accepted+rep.Handshake == 0:
-		return rpcResponse(http.StatusOK, a2a.NewError(id, &a2a.RPCError{Code: a2a.CodeInvalidParams, Message: "object rejected"}))
+		return rpcResponse(http.StatusOK, a2a.NewError(id, a2a.ObjectRejected()))
 	}
 	msg := a2a.Message{MessageID: rand.Text(), Role: a2a.RoleAgent,
 		Parts: []a2a.Part{{Text: ptr("accepted")}}}
-	if req.Version == "0.3" {
-		msg = msg.ForVersion("0.3")
-	}
-	resp, err := a2a.NewResult(id, msg)
+	resp, err := a2a.NewSendResult(id, req.Version, msg)
 	if err != nil {
 		return rpcResponse(http.StatusInternalServerError, a2a.NewError(id, &a2a.RPCError{Code: a2a.CodeInternalError, Message: "Internal error"}))
 	}
