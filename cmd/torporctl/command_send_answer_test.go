@@ -20,6 +20,7 @@ import (
 	"github.com/torpor-dev/torpor/session"
 	"github.com/torpor-dev/torpor/store"
 	"github.com/torpor-dev/torpor/store/agents"
+	"github.com/torpor-dev/torpor/transport/bearer"
 	"github.com/torpor-dev/torpor/transport/relay"
 	"github.com/torpor-dev/torpor/wake"
 )
@@ -124,6 +125,16 @@ func TestSendOnATimeScaledRelay(t *testing.T) {
 	}
 	if code, out := send("--time-scale", "60"); code != 1 || !strings.Contains(out, "the relay runs at time scale 180") {
 		t.Fatalf("send --time-scale 60 to a relay at 180: exit %d, output:\n%s", code, out)
+	}
+	// token minting follows the relay's clock the same way
+	v := &bearer.Verifier{Audience: r.URL, Clock: clocktest.New(relayNow)}
+	for _, scale := range []string{"1", "180"} {
+		var out bytes.Buffer
+		code := run(context.Background(), []string{"token", "--key", keyFile, "--aud", r.URL, "--time-scale", scale}, &out, &out)
+		_, err := v.Verify(bearer.Authorization(strings.TrimSpace(out.String())))
+		if code != 0 || (err == nil) != (scale == "180") {
+			t.Errorf("token --time-scale %s: exit %d, verified on the relay's clock: %v\n%s", scale, code, err, out.String())
+		}
 	}
 }
 
