@@ -17,6 +17,7 @@ import (
 
 	"github.com/torpor-dev/torpor/clock/clocktest"
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/session/kpcheck"
 	"github.com/torpor-dev/torpor/store/agents"
 	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/transport/a2a"
@@ -158,7 +159,7 @@ func startRelay(dir string, now time.Time, b queue.Bounds) (*relayHarness, error
 		return nil, err
 	}
 	h.srv = httptest.NewUnstartedServer(nil)
-	h.relay, err = relay.New(relay.Config{PublicURL: "http://" + h.srv.Listener.Addr().String(), Queue: h.q, States: h.states, Bounds: b, Clock: h.clk})
+	h.relay, err = relay.New(relay.Config{PublicURL: "http://" + h.srv.Listener.Addr().String(), Queue: h.q, States: h.states, Bounds: b, Clock: h.clk, KeyPackages: kpcheck.Verifier{}})
 	if err != nil {
 		h.srv.Close()
 		h.close()

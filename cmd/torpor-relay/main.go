@@ -30,6 +30,7 @@ import (
 	"github.com/torpor-dev/torpor/clock"
 	"github.com/torpor-dev/torpor/internal/origin"
 	"github.com/torpor-dev/torpor/internal/version"
+	"github.com/torpor-dev/torpor/session/kpcheck"
 	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/transport/broker"
 	"github.com/torpor-dev/torpor/transport/relay"
@@ -182,6 +183,7 @@ func run(ctx context.Context, a *args, log *slog.Logger) error {
 		PublicURL: public, Queue: st.q, States: st.states, Peers: st.peers(), Bounds: a.bounds, AllowAgents: a.allowAgents,
 		KeyPackageRate: a.keyPackageRate, TrustForwardedFor: a.trustXFF, PerAgentMetrics: a.perAgentMetrics,
 		CORSOrigins: a.corsOrigins, CardCORSOrigins: a.cardOrigins, MQTTBroker: brokerURL, Clock: clk, Logger: log,
+		KeyPackages: kpcheck.Verifier{},
 	})
 	if err != nil {
 		ln.Close()

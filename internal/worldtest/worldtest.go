@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/torpor-dev/torpor/session/kpcheck"
 	"github.com/torpor-dev/torpor/store/agents"
 	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/transport/relay"
@@ -29,7 +30,8 @@ type Relay struct {
 }
 
 // Open starts a relay with its files queue.db and agents.db in dir. cfg's
-// PublicURL, Queue and States are set here; the rest is the caller's.
+// PublicURL, Queue and States are set here, KeyPackages when nil (to the
+// relay binary's verifier, session/kpcheck); the rest is the caller's.
 // Close stops it.
 func Open(dir string, cfg relay.Config) (*Relay, error) {
 	q, err := queue.OpenBolt(filepath.Join(dir, "queue.db"), nil)
@@ -43,6 +45,9 @@ func Open(dir string, cfg relay.Config) (*Relay, error) {
 	}
 	srv := httptest.NewUnstartedServer(nil)
 	cfg.PublicURL, cfg.Queue, cfg.States = "http://"+srv.Listener.Addr().String(), q, states
+	if cfg.KeyPackages == nil {
+		cfg.KeyPackages = kpcheck.Verifier{}
+	}
 	r, err := relay.New(cfg)
 	if err != nil {
 		srv.Close()

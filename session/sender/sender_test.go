@@ -24,6 +24,7 @@ import (
 	"github.com/torpor-dev/torpor/runtime/runtimetest"
 	"github.com/torpor-dev/torpor/runtime/sessions"
 	"github.com/torpor-dev/torpor/session"
+	"github.com/torpor-dev/torpor/session/kpcheck"
 	"github.com/torpor-dev/torpor/session/sender"
 	"github.com/torpor-dev/torpor/store"
 	"github.com/torpor-dev/torpor/store/agents"
@@ -73,7 +74,7 @@ func newWorld(t *testing.T) *world {
 		t.Fatal(err)
 	}
 	w.srv = httptest.NewUnstartedServer(nil)
-	r, err := relay.New(relay.Config{PublicURL: "http://" + w.srv.Listener.Addr().String(), Queue: q, States: states, Clock: w.clk})
+	r, err := relay.New(relay.Config{PublicURL: "http://" + w.srv.Listener.Addr().String(), Queue: q, States: states, Clock: w.clk, KeyPackages: kpcheck.Verifier{}})
 	if err != nil {
 		t.Fatal(err)
 	}

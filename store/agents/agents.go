@@ -64,6 +64,14 @@ type Store interface {
 	// wrapping ErrPoolFull, and stores nothing, when the pool would exceed
 	// MaxKeyPackages.
 	Put(ctx context.Context, agent string, st State, kps [][]byte, lastResort []byte) error
+	// DropKeyPackages removes from agent's pool every KeyPackage for
+	// which drop returns true, durably and as one operation, and returns
+	// how many it removed. It only removes: a KeyPackage handed out
+	// meanwhile is never brought back. The state and the last-resort
+	// KeyPackage are untouched. The relay drops the whole pool when a
+	// device replaces it (wire.State.ReplaceKeyPackages), and the pooled
+	// KeyPackages that fail its check when the pool is full.
+	DropKeyPackages(ctx context.Context, agent string, drop func(kp []byte) bool) (int, error)
 	// TakeKeyPackage removes and returns the oldest KeyPackage of agent's
 	// pool, durably and atomically: once it returns, no other call (from
 	// this relay or another, now or after a restart) hands out the same

@@ -1,6 +1,7 @@
 package agents
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -185,6 +186,41 @@ func (s *Bolt) Put(_ context.Context, agent string, st State, kps [][]byte, last
 		return tx.Bucket(bucketAgents).Put([]byte(agent), val)
 	})
 	return store.Err(err)
+}
+
+var errNothingDropped = errors.New("agents: nothing dropped")
+
+// DropKeyPackages implements Store in one fsync'd transaction (none when
+// nothing is dropped).
+func (s *Bolt) DropKeyPackages(_ context.Context, agent string, drop func(kp []byte) bool) (int, error) {
+	n := 0
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		pool := tx.Bucket(bucketKP).Bucket([]byte(agent))
+		if pool == nil {
+			return nil
+		}
+		var dead [][]byte
+		pool.ForEach(func(k, v []byte) error {
+			if drop(v) {
+				dead = append(dead, bytes.Clone(k))
+			}
+			return nil
+		})
+		if len(dead) == 0 {
+			return errNothingDropped // rolls back: no write, no fsync
+		}
+		for _, k := range dead {
+			if err := pool.Delete(k); err != nil {
+				return err
+			}
+		}
+		n = len(dead)
+		return nil
+	})
+	if errors.Is(err, errNothingDropped) {
+		return 0, nil
+	}
+	return n, store.Err(err)
 }
 
 // TakeKeyPackage implements Store: the pool's oldest KeyPackage is read

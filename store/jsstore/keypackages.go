@@ -126,3 +126,54 @@ func (a *Agents) KeyPackages(ctx context.Context, agent string) ([][]byte, []byt
 	}
 	return pool, r.LastResort, nil
 }
+
+// DropKeyPackages implements agents.Store. The pooled KeyPackages are read
+// and judged first; then the ids drop chose are removed from the agent's
+// record by compare-and-swap (update reads again after a lost race, so an
+// id another relay took meanwhile is simply no longer there and nothing
+// comes back), and their keys are deleted after.
+func (a *Agents) DropKeyPackages(ctx context.Context, agent string, drop func(kp []byte) bool) (int, error) {
+	r, _, _, err := a.get(ctx, agent)
+	if err != nil {
+		return 0, err
+	}
+	dead := map[string]bool{}
+	for _, id := range r.Pool {
+		e, err := a.c.kv.Get(ctx, kpKey(agent, id))
+		if isMissing(err) {
+			continue
+		}
+		if err != nil {
+			return 0, err
+		}
+		if drop(e.Value()) {
+			dead[id] = true
+		}
+	}
+	if len(dead) == 0 {
+		return 0, nil
+	}
+	n := 0
+	err = a.update(ctx, agent, func(r *agentRecord) error {
+		kept := r.Pool[:0:0]
+		n = 0
+		for _, id := range r.Pool {
+			if dead[id] {
+				n++
+				continue
+			}
+			kept = append(kept, id)
+		}
+		r.Pool = kept
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	ids := make([]string, 0, len(dead))
+	for id := range dead {
+		ids = append(ids, id)
+	}
+	a.deleteKPs(ctx, agent, ids)
+	return n, nil
+}

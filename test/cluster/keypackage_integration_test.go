@@ -7,11 +7,27 @@ import (
 	"net/http"
 	"sync"
 	"testing"
+
+	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/mls"
+	"github.com/torpor-dev/torpor/session"
 )
 
-// kp is a KeyPackage-shaped value (MLSMessage version 1, wire_format 5)
-// ending in tag; the relay checks only the framing.
-func kp(tag byte) []byte { return []byte{0, 1, 0, 5, 0, 1, 0, 1, tag} }
+// genuineKP is an MLSMessage-wrapped KeyPackage of key's DID, made the way
+// the agent makes them (session's credential, RFC 9420 Section 10): the
+// relay verifies every KeyPackage a device publishes.
+func genuineKP(t *testing.T, key *did.PrivateKey) []byte {
+	t.Helper()
+	kp, _, err := mls.NewKeyPackage(&mls.Config{}, session.NewCredential(key.DID()), key.Ed25519())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := (&mls.MLSMessage{Version: mls.ProtocolMLS10, WireFormat: mls.WireFormatKeyPackage, KeyPackage: kp}).Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
 
 // TestKeyPackageOnceAcrossRelays: a device publishes 30 KeyPackages and a
 // last-resort one; 60 fetches spread over 3 relays at once get each pooled
@@ -22,9 +38,9 @@ func TestKeyPackageOnceAcrossRelays(t *testing.T) {
 	dev := testKey(t, 7)
 	kps := make([][]byte, pool)
 	for i := range kps {
-		kps[i] = kp(byte(i))
+		kps[i] = genuineKP(t, dev)
 	}
-	publish(t, f.relays[0].addr, dev, device{mode: "sleep", kps: kps, lastResort: kp(255)})
+	publish(t, f.relays[0].addr, dev, device{mode: "sleep", kps: kps, lastResort: genuineKP(t, dev)})
 	type got struct {
 		Wire       string `json:"wire"`
 		LastResort bool   `json:"lastResort"`

@@ -13,7 +13,7 @@
 // # Verification
 //
 // Verifier.Verify runs the reference's checks in the reference's order and
-// adds one of its own:
+// adds two of its own (5 and 7):
 //
 //  1. the "atom." prefix and the two dot-separated parts;
 //  2. base64url and JSON decoding, and the claim types (v == 1, did a
@@ -28,20 +28,30 @@
 //     reference's own tokens live 5 minutes and pass;
 //  6. aud: equal to the Verifier's Audience after both are normalised to an
 //     origin (see NormalizeAudience);
-//  7. the claim bytes must equal the canonical form of the claims, so that
+//  7. purpose (ours): the optional "purpose" claim must equal the
+//     Verifier's Purpose. The reference's tokens have none, and the A2A
+//     endpoints (Purpose empty) accept only those; a device link token
+//     (IssueLink) carries "purpose":"torpor-link" and a random "jti", and
+//     only the device link's Verifier accepts it. A link token caught in
+//     transit so cannot be used to send as the device, nor an A2A token
+//     to open its link;
+//  8. the claim bytes must equal the canonical form of the claims, so that
 //     exactly one byte string is signed for one set of claims;
-//  8. the Ed25519 signature under the key derived from did (draft Section
+//  9. the Ed25519 signature under the key derived from did (draft Section
 //     4.1: never resolved over a network).
 //
 // Every failure is an *Error that wraps one sentinel (ErrMissing,
 // ErrMalformed, ErrExpired, ErrNotYetValid, ErrLifetime, ErrAudience,
-// ErrNonCanonical, ErrSignature) so callers can tell with errors.Is which
+// ErrPurpose, ErrNonCanonical, ErrSignature) so callers can tell with errors.Is which
 // check failed. Its Detail is the reference's message ("transport token:
 // expired"), which is what WriteUnauthorized sends back in the 401 body, so
 // a reference client sees the answers it expects.
 //
-// There is no replay cache for tokens (nor in the reference): a token is a
+// Verify keeps no replay cache (nor does the reference): an A2A token is a
 // short-lived proof of the caller's DID, not an authorisation of one
-// request. Replay of what the request carries is the business of the
-// Governed Object replay cache.
+// request, and replay of what the request carries is the business of the
+// Governed Object replay cache. The device link is stricter: its server
+// (transport/link/server) accepts each link token once and then requires
+// a signature by the device key over a fresh challenge, so a link token is
+// worth nothing without the key (docs/security.md, "The device link").
 package bearer

@@ -21,6 +21,10 @@ var (
 	// ErrAudience is returned when aud is not this verifier's origin, or the
 	// verifier has no audience configured.
 	ErrAudience = errors.New("bearer: audience mismatch")
+	// ErrPurpose is returned when the purpose claim is not the Verifier's:
+	// a link token presented to an A2A endpoint, or a token without the
+	// link purpose presented to the device link.
+	ErrPurpose = errors.New("bearer: wrong purpose")
 	// ErrNonCanonical is returned when the claim bytes are not the
 	// canonical serialisation of the claims.
 	ErrNonCanonical = errors.New("bearer: non-canonical claims")

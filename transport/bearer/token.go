@@ -2,6 +2,7 @@ package bearer
 
 import (
 	"bytes"
+	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -33,6 +34,10 @@ const (
 	// DefaultSkew is the allowance for a caller whose clock runs ahead when
 	// Verifier.Skew is zero.
 	DefaultSkew = 60 * time.Second
+
+	// PurposeLink is the purpose claim of a device link token (IssueLink):
+	// such a token opens the device link and nothing else.
+	PurposeLink = "torpor-link"
 )
 
 // Claims are the signed contents of a token.
@@ -42,6 +47,15 @@ type Claims struct {
 	Aud string `json:"aud"` // the callee's origin
 	Iat int64  `json:"iat"` // issued at, Unix seconds
 	Exp int64  `json:"exp"` // expires at, Unix seconds
+	// Purpose restricts what the token may be used for. The reference's
+	// tokens (A2A senders) have none; a device link token has PurposeLink.
+	// A Verifier accepts a token only when its Purpose is the Verifier's.
+	Purpose string `json:"purpose,omitempty"`
+	// Jti makes a token unique (RFC 7519, Section 4.1.7, "jti"): link
+	// tokens carry a random one, so that two links opened in the same
+	// second have different tokens and the relay's single-use check
+	// refuses only a replay.
+	Jti string `json:"jti,omitempty"`
 }
 
 // canonical returns the canonical claim bytes: sorted keys, no whitespace,
@@ -54,6 +68,23 @@ func (c Claims) canonical() ([]byte, error) {
 // now and valid for ttl (DefaultTTL when zero). Times are truncated to whole
 // seconds as the reference does. Send it as Authorization(token).
 func Issue(key *did.PrivateKey, aud string, now time.Time, ttl time.Duration) (string, error) {
+	return issue(key, aud, "", "", now, ttl)
+}
+
+// IssueLink returns a device link token: Issue's token with the purpose
+// claim PurposeLink and a random jti of 16 bytes (base64url). It is
+// refused by every Verifier whose Purpose is not PurposeLink, so it
+// cannot be used to send as the device, and by a link Verifier it is
+// accepted once (transport/link/server keeps the tokens it accepted).
+func IssueLink(key *did.PrivateKey, aud string, now time.Time, ttl time.Duration) (string, error) {
+	jti := make([]byte, 16)
+	if _, err := rand.Read(jti); err != nil {
+		return "", fmt.Errorf("bearer: %v", err)
+	}
+	return issue(key, aud, PurposeLink, base64.RawURLEncoding.EncodeToString(jti), now, ttl)
+}
+
+func issue(key *did.PrivateKey, aud, purpose, jti string, now time.Time, ttl time.Duration) (string, error) {
 	if ttl == 0 {
 		ttl = DefaultTTL
 	}
@@ -70,6 +101,9 @@ func Issue(key *did.PrivateKey, aud string, now time.Time, ttl time.Duration) (s
 		Aud: origin,
 		Iat: floorUnix(now),
 		Exp: floorUnix(now.Add(ttl)),
+
+		Purpose: purpose,
+		Jti:     jti,
 	}
 	body, err := c.canonical()
 	if err != nil {
@@ -106,6 +140,10 @@ type Verifier struct {
 	MaxLifetime time.Duration
 	// Skew is how far iat may lie in the future; zero means DefaultSkew.
 	Skew time.Duration
+	// Purpose is the only purpose claim accepted: empty (the A2A
+	// endpoints) refuses every token that has one, PurposeLink (the device
+	// link) every token that has another or none.
+	Purpose string
 }
 
 // Verify checks a token, given either as the bare token or as the full
@@ -113,28 +151,42 @@ type Verifier struct {
 // proves. On failure it returns an *Error wrapping the sentinel of the
 // failed check (see the package documentation for the order).
 func (v *Verifier) Verify(s string) (did.DID, error) {
-	tok, err := extract(s)
+	t, err := v.VerifyToken(s)
 	if err != nil {
 		return did.DID{}, err
+	}
+	return t.id, nil
+}
+
+// VerifyToken is Verify, returning the verified token: its DID, its
+// claims, and its one spelling (String), which is what a server that
+// accepts a token only once keys on.
+func (v *Verifier) VerifyToken(s string) (*Token, error) {
+	tok, err := extract(s)
+	if err != nil {
+		return nil, err
 	}
 	t, err := Parse(tok)
 	if err != nil {
-		return did.DID{}, err
+		return nil, err
 	}
 	if err := v.checkTimes(t.Claims); err != nil {
-		return did.DID{}, err
+		return nil, err
 	}
 	if err := v.checkAudience(t.Claims.Aud); err != nil {
-		return did.DID{}, err
+		return nil, err
+	}
+	if t.Claims.Purpose != v.Purpose {
+		return nil, fail(ErrPurpose, "transport token: wrong purpose", purposeReason(t.Claims.Purpose, v.Purpose))
 	}
 	want, err := t.Claims.canonical()
 	if err != nil || !bytes.Equal(want, t.body) {
-		return did.DID{}, fail(ErrNonCanonical, "transport token: non-canonical payload", "")
+		return nil, fail(ErrNonCanonical, "transport token: non-canonical payload", "")
 	}
 	if !t.id.Verify(t.body, t.sig) {
-		return did.DID{}, fail(ErrSignature, "transport token: bad signature", "")
+		return nil, fail(ErrSignature, "transport token: bad signature", "")
 	}
-	return t.id, nil
+	return t, nil
 }
 
 // Token is a decoded token whose signature, times and audience have not
@@ -159,6 +211,9 @@ func Parse(tok string) (*Token, error) {
 	}
 	return &Token{Claims: c, id: id, body: body, sig: sig}, nil
 }
+
+// DID returns the DID the token claims (proven only once Verify passed).
+func (t *Token) DID() did.DID { return t.id }
 
 // String re-encodes the token from the claim bytes and signature it was
 // parsed from, without padding.
@@ -236,6 +291,14 @@ func parseClaims(body []byte) (Claims, did.DID, error) {
 	if c.Exp, ok = intClaim(raw["exp"]); !ok {
 		bad = append(bad, "exp")
 	}
+	for _, m := range []struct {
+		name string
+		dst  *string
+	}{{"purpose", &c.Purpose}, {"jti", &c.Jti}} {
+		if raw[m.name] != nil && (!stringClaim(raw[m.name], m.dst) || *m.dst == "") {
+			bad = append(bad, m.name)
+		}
+	}
 	id, err := did.Parse(c.DID)
 	if err != nil && !contains(bad, "did") {
 		bad = append(bad, "did")
@@ -308,6 +371,16 @@ func (v *Verifier) checkAudience(aud string) error {
 		return fail(ErrAudience, "transport token: audience mismatch", fmt.Sprintf("token for %q, this is %q", truncate(aud), mine))
 	}
 	return nil
+}
+
+func purposeReason(got, want string) string {
+	name := func(p string) string {
+		if p == "" {
+			return "none"
+		}
+		return strconv.Quote(truncate(p))
+	}
+	return "token purpose " + name(got) + ", this endpoint takes " + name(want)
 }
 
 func truncate(s string) string {

@@ -290,3 +290,62 @@ func TestMiddleware(t *testing.T) {
 		})
 	}
 }
+
+// TestPurpose: a link token (IssueLink) opens only the device link, and an
+// A2A token (Issue, the reference's format) only the A2A endpoints.
+func TestPurpose(t *testing.T) {
+	clk := clocktest.New(noon)
+	alice := didtest.Key(t, 1)
+	a2a := &Verifier{Audience: aud, Clock: clk}
+	lnk := &Verifier{Audience: aud, Clock: clk, Purpose: PurposeLink}
+	plain, err := Issue(alice, aud, noon, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	linkTok, err := IssueLink(alice, aud, noon, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := signed(alice, mustCanon(t, Claims{V: 1, DID: aliceDID, Aud: aud, Iat: noon.Unix(), Exp: noon.Unix() + 60, Purpose: "other"}))
+	for _, tt := range []struct {
+		name string
+		v    *Verifier
+		tok  string
+		want error
+	}{
+		{"A2A token at A2A", a2a, plain, nil},
+		{"link token at link", lnk, linkTok, nil},
+		{"link token at A2A", a2a, linkTok, ErrPurpose},
+		{"A2A token at link", lnk, plain, ErrPurpose},
+		{"other purpose at link", lnk, other, ErrPurpose},
+		{"other purpose at A2A", a2a, other, ErrPurpose},
+		{"empty purpose claim", lnk, signed(alice, `{"aud":"`+aud+`","did":"`+aliceDID+`","exp":1768478460,"iat":1768478400,"purpose":"","v":1}`), ErrMalformed},
+		{"numeric jti", lnk, signed(alice, `{"aud":"`+aud+`","did":"`+aliceDID+`","exp":1768478460,"iat":1768478400,"jti":5,"purpose":"torpor-link","v":1}`), ErrMalformed},
+	} {
+		_, err := tt.v.Verify(tt.tok)
+		if (tt.want == nil) != (err == nil) || (tt.want != nil && !errors.Is(err, tt.want)) {
+			t.Errorf("%s: Verify = %v, want %v", tt.name, err, tt.want)
+		}
+	}
+	again, err := IssueLink(alice, aud, noon, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again == linkTok {
+		t.Error("two link tokens issued in the same second are equal; the relay would refuse the second as a replay")
+	}
+	_, err = a2a.Verify(linkTok)
+	var e *Error
+	if !errors.As(err, &e) || e.Detail != "transport token: wrong purpose" || strings.Contains(e.Error(), linkTok) {
+		t.Errorf("link token at A2A: %v; want detail %q and no token in the error", err, "transport token: wrong purpose")
+	}
+}
+
+func mustCanon(tb testing.TB, c Claims) string {
+	tb.Helper()
+	b, err := c.canonical()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return string(b)
+}

@@ -58,9 +58,12 @@ type Client struct {
 	calls   calls.Table
 }
 
-// Dial opens a link to the relay and waits for its hello frame. An HTTP
-// refusal (401 for a bad token, 403 for an agent the relay does not admit)
-// is returned as an error that quotes the relay's answer.
+// Dial opens a link to the relay, proves possession of the device key
+// (the handshake of package wire: the relay's challenge, signed) and waits
+// for the relay's hello frame. An HTTP refusal (401 for a bad or reused
+// token, 403 for an agent the relay does not admit, 400 for a relay of
+// another link version) is returned as an error that quotes the relay's
+// answer.
 func Dial(ctx context.Context, cfg Config) (*Client, error) {
 	if cfg.Key == nil {
 		return nil, errors.New("link: Dial needs a key")
@@ -73,16 +76,36 @@ func Dial(ctx context.Context, cfg Config) (*Client, error) {
 	if aud == "" {
 		aud = u.Scheme + "://" + u.Host
 	}
-	tok, err := bearer.Issue(cfg.Key, aud, clock.Or(cfg.Clock).Now(), 0)
+	if aud, err = bearer.NormalizeAudience(aud); err != nil {
+		return nil, err
+	}
+	tok, err := bearer.IssueLink(cfg.Key, aud, clock.Or(cfg.Clock).Now(), 0)
 	if err != nil {
 		return nil, err
 	}
+	conn, err := upgrade(ctx, cfg, u, tok)
+	if err != nil {
+		return nil, err
+	}
+	c := &Client{ws: conn, handler: cfg.Handler, queued: make(chan uint64, 64), done: make(chan struct{})}
+	c.ctx, c.stop = context.WithCancel(context.Background())
+	if err := c.handshake(ctx, cfg.Key, aud, tok); err != nil {
+		conn.Close(websocket.StatusPolicyViolation, "handshake failed")
+		c.stop()
+		return nil, err
+	}
+	go c.readLoop()
+	return c, nil
+}
+
+// upgrade opens the WebSocket with the link token.
+func upgrade(ctx context.Context, cfg Config, u *url.URL, tok string) (*websocket.Conn, error) {
 	ws := *u
 	ws.Scheme = map[string]string{"http": "ws", "https": "wss"}[u.Scheme]
 	ws.Path = strings.TrimRight(u.Path, "/") + wire.Path
 	conn, resp, err := websocket.Dial(ctx, ws.String(), &websocket.DialOptions{
 		HTTPClient:   cfg.HTTPClient,
-		HTTPHeader:   http.Header{"Authorization": {"Bearer " + tok}},
+		HTTPHeader:   http.Header{"Authorization": {bearer.Authorization(tok)}},
 		Subprotocols: []string{wire.Subprotocol},
 	})
 	if err != nil {
@@ -94,20 +117,41 @@ func Dial(ctx context.Context, cfg Config) (*Client, error) {
 		return nil, fmt.Errorf("link: %w", err)
 	}
 	conn.SetReadLimit(wire.MaxFrame)
-	c := &Client{ws: conn, handler: cfg.Handler, queued: make(chan uint64, 64), done: make(chan struct{})}
-	c.ctx, c.stop = context.WithCancel(context.Background())
+	return conn, nil
+}
+
+// handshake answers the relay's challenge with a proof signed by key
+// (wire.ProofMessage), refusing a challenge for another origin than aud,
+// and reads the hello.
+func (c *Client) handshake(ctx context.Context, key *did.PrivateKey, aud, tok string) error {
 	f, err := c.read(ctx)
-	if err == nil && (f.T != wire.FrameHello || f.Bounds == nil) {
-		err = fmt.Errorf("%w: first frame %q, want hello", wire.ErrProtocol, f.T)
-	}
 	if err != nil {
-		conn.Close(websocket.StatusProtocolError, "no hello")
-		c.stop()
-		return nil, err
+		return err
+	}
+	if f.T != wire.FrameChallenge || f.Challenge == nil {
+		return fmt.Errorf("%w: first frame %q, want challenge", wire.ErrProtocol, f.T)
+	}
+	if f.Challenge.Origin != aud {
+		return fmt.Errorf("%w: challenge for origin %q, this link is to %q", wire.ErrProtocol, f.Challenge.Origin, aud)
+	}
+	msg, err := wire.ProofMessage(*f.Challenge, key.DID().String(), tok)
+	if err != nil {
+		return err
+	}
+	if err := c.write(ctx, &wire.Frame{T: wire.FrameProof, Proof: key.Sign(msg)}); err != nil {
+		return err
+	}
+	if f, err = c.read(ctx); err != nil {
+		return fmt.Errorf("link: handshake: %w", err)
+	}
+	if f.T == wire.FrameError {
+		return &wire.RemoteError{Code: f.Code, Message: f.Message}
+	}
+	if f.T != wire.FrameHello || f.Bounds == nil {
+		return fmt.Errorf("%w: frame %q after the proof, want hello", wire.ErrProtocol, f.T)
 	}
 	c.hello = *f.Bounds
-	go c.readLoop()
-	return c, nil
+	return nil
 }
 
 // Hello returns the ceiling bounds the relay announced for this agent.

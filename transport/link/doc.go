@@ -5,6 +5,12 @@
 // records the relay queued while it slept, and answers the live requests
 // the relay forwards to it inside its window. Dial makes a Client.
 //
+// Dial authenticates the link three ways (package wire's doc, "Handshake"):
+// a link token (bearer.IssueLink: purpose torpor-link, a random jti, never
+// reused), then the device's signature over the relay's challenge, which
+// only the holder of the device key can make. A copied token alone opens
+// nothing.
+//
 // The frames and the types they carry are package wire
 // (transport/link/wire), whose doc describes the protocol and why it is a
 // WebSocket; the relay's side is package server (transport/link/server).

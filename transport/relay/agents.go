@@ -64,17 +64,10 @@ func (a *linkAgents) Publish(ctx context.Context, agent did.DID, st wire.State) 
 	if err != nil {
 		return wire.Accepted{}, err
 	}
-	for i, kp := range st.KeyPackages {
-		if err := checkKeyPackage(kp); err != nil {
-			return wire.Accepted{}, fmt.Errorf("key package %d: %v", i, err)
-		}
+	if err := s.checkKeyPackages(ctx, agent, st); err != nil {
+		return wire.Accepted{}, err
 	}
-	if len(st.LastResort) > 0 {
-		if err := checkKeyPackage(st.LastResort); err != nil {
-			return wire.Accepted{}, fmt.Errorf("last-resort key package: %v", err)
-		}
-	}
-	if err := s.cfg.States.Put(ctx, id, next, st.KeyPackages, st.LastResort); err != nil {
+	if err := s.putState(ctx, agent, next, st); err != nil {
 		return wire.Accepted{}, err
 	}
 	held, err := s.held(ctx, id)
@@ -223,11 +216,96 @@ func checkLiveness(lv a2a.Liveness, agent did.DID, st agents.State) error {
 	return nil
 }
 
-// checkKeyPackage checks that kp is an MLSMessage carrying a KeyPackage:
-// version mls10 (1) and wire_format mls_key_package (5) (RFC 9420, Section
-// 6). The relay does not parse further: the initiator checks the
-// KeyPackage and its credential binding itself.
-func checkKeyPackage(kp []byte) error {
+// putState stores next and the KeyPackages of st: added to the pool, or
+// replacing it when st.ReplaceKeyPackages says so (the pool is emptied
+// first; a crash in between leaves it empty until the device publishes
+// again, and the last-resort KeyPackage serves meanwhile). When the pool
+// is full, the pooled KeyPackages that fail the check of publication
+// (pooled unchecked by an earlier relay version, or expired since) are
+// dropped and the state stored again, so that junk cannot keep a device
+// from publishing.
+func (s *Relay) putState(ctx context.Context, agent did.DID, next agents.State, st wire.State) error {
+	id := agent.String()
+	if st.ReplaceKeyPackages {
+		if _, err := s.cfg.States.DropKeyPackages(ctx, id, func([]byte) bool { return true }); err != nil {
+			return err
+		}
+	}
+	err := s.cfg.States.Put(ctx, id, next, st.KeyPackages, st.LastResort)
+	if !errors.Is(err, agents.ErrPoolFull) {
+		return err
+	}
+	now := s.clk.Now()
+	n, derr := s.cfg.States.DropKeyPackages(ctx, id, func(kp []byte) bool { return s.checkKeyPackage(agent, kp, now) != nil })
+	if derr != nil || n == 0 {
+		return errors.Join(err, derr)
+	}
+	s.log.Warn("dropped pooled KeyPackages that fail their check", "agent", id, "dropped", n)
+	return s.cfg.States.Put(ctx, id, next, st.KeyPackages, st.LastResort)
+}
+
+// KeyPackageVerifier checks a KeyPackage a device published, MLSMessage-
+// wrapped, as one of agent's at now: RFC 9420, Section 10.1, and the
+// credential binding of draft-chapman-a2a-mls-03 Section 4.3 to agent.
+// session/kpcheck.Verifier implements it; it lives there because this
+// package may not import mls or session (internal/deptest).
+type KeyPackageVerifier interface {
+	VerifyKeyPackage(agent did.DID, kp []byte, now time.Time) error
+}
+
+// checkKeyPackages refuses a state whose KeyPackages the pool must not
+// take: one that is not a valid KeyPackage bound to agent
+// (KeyPackageVerifier), one published twice in the frame or already
+// pooled (by wire.KeyPackageDigest; unless the frame replaces the pool),
+// or more than the pool holds. The last-resort KeyPackage is verified
+// like the others. One bad KeyPackage refuses the whole state, so the
+// device learns of it and nothing changes.
+func (s *Relay) checkKeyPackages(ctx context.Context, agent did.DID, st wire.State) error {
+	if len(st.KeyPackages) > agents.MaxKeyPackages {
+		return fmt.Errorf("%d key packages, the pool holds at most %d", len(st.KeyPackages), agents.MaxKeyPackages)
+	}
+	now := s.clk.Now()
+	seen := map[string]bool{}
+	if !st.ReplaceKeyPackages && len(st.KeyPackages) > 0 {
+		pool, _, err := s.cfg.States.KeyPackages(ctx, agent.String())
+		if err != nil {
+			return err
+		}
+		for _, kp := range pool {
+			seen[string(wire.KeyPackageDigest(kp))] = true
+		}
+	}
+	for i, kp := range st.KeyPackages {
+		if err := s.checkKeyPackage(agent, kp, now); err != nil {
+			return fmt.Errorf("key package %d: %v", i, err)
+		}
+		d := string(wire.KeyPackageDigest(kp))
+		if seen[d] {
+			return fmt.Errorf("key package %d: a duplicate of one the pool holds or this state carries", i)
+		}
+		seen[d] = true
+	}
+	if len(st.LastResort) > 0 {
+		if err := s.checkKeyPackage(agent, st.LastResort, now); err != nil {
+			return fmt.Errorf("last-resort key package: %v", err)
+		}
+	}
+	return nil
+}
+
+// checkKeyPackage checks the framing of kp (checkKeyPackageHeader) and
+// then the KeyPackage itself (Config.KeyPackages).
+func (s *Relay) checkKeyPackage(agent did.DID, kp []byte, now time.Time) error {
+	if err := checkKeyPackageHeader(kp); err != nil {
+		return err
+	}
+	return s.cfg.KeyPackages.VerifyKeyPackage(agent, kp, now)
+}
+
+// checkKeyPackageHeader checks that kp is an MLSMessage carrying a
+// KeyPackage: version mls10 (1) and wire_format mls_key_package (5) (RFC
+// 9420, Section 6), and at most 64 KiB, before it is parsed.
+func checkKeyPackageHeader(kp []byte) error {
 	if len(kp) < 8 {
 		return errors.New("too short")
 	}

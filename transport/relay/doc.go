@@ -35,8 +35,12 @@
 // is never queued: it gets 401 with the reference's WWW-Authenticate header,
 // and the reference's body — {"error":"asleep_enqueue_requires_auth",...}
 // when the request would have been stored (vector od-015), the bearer
-// package's {"error":"unauthorized","detail":...} otherwise. The device
-// link authenticates with a token of the device's own DID.
+// package's {"error":"unauthorized","detail":...} otherwise. These
+// endpoints accept only tokens without a purpose claim (the reference's
+// format): a device link token (bearer.IssueLink) is refused here with
+// "transport token: wrong purpose". The device link authenticates with a
+// link token of the device's own DID, once, and a signature by the device
+// key over a challenge (transport/link/server).
 //
 // # Reachability
 //
@@ -125,9 +129,14 @@
 // The device signs its card (a2a.SignCard) and uploads it over the link;
 // the relay checks that kid is the agent's DID and that the signature
 // verifies, and serves those bytes verbatim. It holds no agent key and
-// cannot forge a card. KeyPackages (public halves) are kept in the agents
-// store (store/agents.Store) and removed in the same atomic step that hands
-// one out, so each is used once, also across restarts and relays sharing
-// the store (the reference kept one in memory). The pulse is stored
-// and served as the device signed it.
+// cannot forge a card. KeyPackages (public halves) are verified when
+// published (Config.KeyPackages: RFC 9420 Section 10.1 and the credential
+// binding to the device's DID; duplicates refused, at most
+// agents.MaxKeyPackages pooled, a state may replace the pool), kept in the
+// agents store (store/agents.Store) and removed in the same atomic step
+// that hands one out, so each is used once, also across restarts and
+// relays sharing the store (the reference kept one in memory). The
+// verifier is an interface because this package may not import mls
+// (internal/deptest); cmd/torpor-relay wires session/kpcheck. The pulse
+// is stored and served as the device signed it.
 package relay

@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"context"
 	"encoding/base64"
 	"errors"
 	"math"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/torpor-dev/torpor/clock"
+	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/store/agents"
 )
 
@@ -46,7 +48,7 @@ func (s *Relay) serveKeyPackage(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	kp, lastResort, err := s.cfg.States.TakeKeyPackage(r.Context(), agent.String())
+	kp, lastResort, err := s.takeValidKeyPackage(r.Context(), agent)
 	if errors.Is(err, agents.ErrNoKeyPackage) {
 		// The device refills the pool when it next links.
 		rc := s.reachability(st, s.linkUp(r.Context(), agent.String()), s.clk.Now())
@@ -70,6 +72,31 @@ func (s *Relay) serveKeyPackage(w http.ResponseWriter, r *http.Request) {
 		Wire       string `json:"wire"`
 		LastResort bool   `json:"lastResort,omitempty"`
 	}{agent.String(), base64.StdEncoding.EncodeToString(kp), lastResort})
+}
+
+// takeValidKeyPackage takes KeyPackages from agent's pool (or its
+// last-resort one) until one passes the check of publication
+// (checkKeyPackage) at this moment, dropping those that fail: ones that
+// expired in the pool, and ones a relay of an earlier version pooled
+// without checking (junk behind a valid header). A last-resort
+// KeyPackage that fails is not served (ErrNoKeyPackage); the device
+// replaces it at its next state.
+func (s *Relay) takeValidKeyPackage(ctx context.Context, agent did.DID) ([]byte, bool, error) {
+	for range agents.MaxKeyPackages + 1 {
+		kp, lastResort, err := s.cfg.States.TakeKeyPackage(ctx, agent.String())
+		if err != nil {
+			return nil, false, err
+		}
+		err = s.checkKeyPackage(agent, kp, s.clk.Now())
+		if err == nil {
+			return kp, lastResort, nil
+		}
+		s.log.Warn("dropped a pooled KeyPackage that fails its check", "agent", agent.String(), "lastResort", lastResort, "err", err)
+		if lastResort {
+			return nil, false, agents.ErrNoKeyPackage
+		}
+	}
+	return nil, false, agents.ErrNoKeyPackage
 }
 
 // limiter is a token bucket per key: rate tokens per per, burst rate.

@@ -34,6 +34,10 @@ type Config struct {
 	Queue queue.Store
 	// States keeps agents' published state and KeyPackage pools.
 	States agents.Store
+	// KeyPackages verifies every KeyPackage a device publishes before it
+	// enters the pool (session/kpcheck.Verifier; cmd/torpor-relay wires
+	// it, since this package may not import mls). Required.
+	KeyPackages KeyPackageVerifier
 	// Bounds are the default and ceiling queue bounds of every agent; a
 	// device may ask for tighter ones. Zero means queue.DefaultBounds().
 	Bounds queue.Bounds
@@ -96,8 +100,8 @@ type Relay struct {
 // New returns a relay for cfg. It returns an error for a missing store or
 // public URL, or invalid bounds.
 func New(cfg Config) (*Relay, error) {
-	if cfg.Queue == nil || cfg.States == nil {
-		return nil, errors.New("relay: Config needs Queue and States")
+	if cfg.Queue == nil || cfg.States == nil || cfg.KeyPackages == nil {
+		return nil, errors.New("relay: Config needs Queue, States and KeyPackages")
 	}
 	origin, err := bearer.NormalizeAudience(cfg.PublicURL)
 	if err != nil {

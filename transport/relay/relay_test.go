@@ -550,7 +550,7 @@ func TestStateSurvivesRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.states = states
-	r2, err := New(Config{PublicURL: h.relay.cfg.PublicURL, Queue: h.q, States: states, Clock: h.clk, Rand: bytes.NewReader(nil)})
+	r2, err := New(Config{PublicURL: h.relay.cfg.PublicURL, Queue: h.q, States: states, Clock: h.clk, Rand: bytes.NewReader(nil), KeyPackages: opaqueKeyPackages{}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -34,6 +34,7 @@ func Run(t *testing.T, newOpener func(t *testing.T) Opener) {
 		{"StateSurvivesReopen", stateSurvivesReopen},
 		{"TakeHandsEachOutOnce", takeHandsEachOutOnce},
 		{"PoolFullStoresNothing", poolFullStoresNothing},
+		{"DropKeyPackages", dropKeyPackages},
 	}
 	for _, c := range checks {
 		t.Run(c.name, func(t *testing.T) { c.check(t, newOpener(t)) })
@@ -165,5 +166,50 @@ func poolFullStoresNothing(t *testing.T, open Opener) {
 	}
 	if pool, lr, err := s.KeyPackages(ctx, "did:key:zNone"); err != nil || pool == nil || len(pool) != 0 || lr != nil {
 		t.Errorf("KeyPackages of an unknown agent = %v, %x, %v; want an empty non-nil pool and no last resort", pool, lr, err)
+	}
+}
+
+// dropKeyPackages: DropKeyPackages removes exactly the KeyPackages drop
+// selects, keeps the rest in order, leaves the state and the last-resort
+// KeyPackage alone, and never brings back one taken before it.
+func dropKeyPackages(t *testing.T, open Opener) {
+	ctx := context.Background()
+	s := open(t)
+	defer s.Close()
+	const agent = "did:key:zA"
+	if err := s.Put(ctx, agent, agents.State{Mode: wake.Sleep}, [][]byte{KP(1), KP(2), KP(3), KP(4)}, KP(9)); err != nil {
+		t.Fatal(err)
+	}
+	check := func(when string, want [][]byte) {
+		t.Helper()
+		pool, lr, err := s.KeyPackages(ctx, agent)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(want, pool); diff != "" || !bytes.Equal(lr, KP(9)) {
+			t.Errorf("%s: pool (-want +got):\n%s\nlast resort %x, want %x", when, diff, lr, KP(9))
+		}
+	}
+	if kp, _, err := s.TakeKeyPackage(ctx, agent); err != nil || !bytes.Equal(kp, KP(1)) {
+		t.Fatalf("TakeKeyPackage = %x, %v", kp, err)
+	}
+	n, err := s.DropKeyPackages(ctx, agent, func(kp []byte) bool { return bytes.Equal(kp, KP(1)) || bytes.Equal(kp, KP(3)) })
+	if err != nil || n != 1 {
+		t.Errorf("DropKeyPackages of KP(1) (taken) and KP(3) = %d, %v; want 1", n, err)
+	}
+	check("after dropping one", [][]byte{KP(2), KP(4)})
+	if err := s.Put(ctx, agent, agents.State{Mode: wake.Sleep}, [][]byte{KP(5)}, nil); err != nil {
+		t.Fatal(err)
+	}
+	check("after a Put adding one", [][]byte{KP(2), KP(4), KP(5)})
+	if n, err := s.DropKeyPackages(ctx, agent, func([]byte) bool { return true }); err != nil || n != 3 {
+		t.Errorf("DropKeyPackages of all = %d, %v; want 3", n, err)
+	}
+	check("after dropping all", [][]byte{})
+	if n, err := s.DropKeyPackages(ctx, "did:key:zNone", func([]byte) bool { return true }); err != nil || n != 0 {
+		t.Errorf("DropKeyPackages of an unknown agent = %d, %v; want 0, nil", n, err)
+	}
+	if st, err := s.Get(ctx, agent); err != nil || st.Mode != wake.Sleep {
+		t.Errorf("state after drops = %v, %v; want sleep", st.Mode, err)
 	}
 }

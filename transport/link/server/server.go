@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -34,6 +35,10 @@ var (
 	ErrClosed = errors.New("link: closed")
 )
 
+// CodeNotDelivered is the error frame code of an ack that names a record
+// not delivered on its link; the relay deletes nothing of that ack.
+const CodeNotDelivered = "ack-not-delivered"
+
 // Queue is the part of the relay's queue store the link drains.
 type Queue interface {
 	Next(ctx context.Context, agent string, after uint64, max int, now time.Time) ([]queue.Record, error)
@@ -59,7 +64,8 @@ type Agents interface {
 // Verifier, Queue and Agents.
 type Server struct {
 	// Verifier checks the device's DID Bearer token on the upgrade request;
-	// its Audience is the relay's public origin.
+	// its Audience is the relay's public origin. The server uses a copy
+	// whose Purpose is bearer.PurposeLink, whatever Verifier's is.
 	Verifier *bearer.Verifier
 	Queue    Queue
 	Agents   Agents
@@ -71,10 +77,20 @@ type Server struct {
 	// OnAcked, if set, is called with how long each acknowledged record
 	// waited between enqueue and acknowledgement (drain latency).
 	OnAcked func(agent did.DID, waited []time.Duration)
+	// Rand is the randomness of handshake nonces; nil is crypto/rand.
+	Rand io.Reader
+	// MaxSpentTokens bounds how many accepted link tokens the server
+	// remembers at once, each until it expires (at most
+	// bearer.DefaultMaxLifetime); zero means DefaultMaxSpentTokens. When
+	// that many unexpired ones are held, links are refused (503) until
+	// some expire: refusing is safe, forgetting one would let it be
+	// replayed.
+	MaxSpentTokens int
 
 	mu sync.Mutex
 	// mu guards all following fields.
 	conns map[string]*serverConn
+	spent spentTokens
 }
 
 type serverConn struct {
@@ -99,17 +115,36 @@ func (s *Server) log() *slog.Logger {
 	return s.Logger
 }
 
-// ServeHTTP accepts a device link: it verifies the DID Bearer token (401 in
-// the reference's form otherwise), asks Agents.Admit, checks the
-// subprotocol, upgrades and serves the link until it closes.
+// ServeHTTP accepts a device link: it verifies the DID Bearer token, which
+// must be a link token (bearer.IssueLink) not presented before (401 in
+// the reference's form otherwise), checks the subprotocol, asks
+// Agents.Admit, upgrades, and runs the handshake (handshake.go): only a
+// device that signs the challenge with its DID's key gets the hello and
+// becomes the agent's link. It then serves the link until it closes.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	agent, err := s.Verifier.Verify(r.Header.Get("Authorization"))
+	tok, err := s.linkVerifier().VerifyToken(r.Header.Get("Authorization"))
+	if err == nil {
+		err = s.spend(tok)
+	}
+	if errors.Is(err, ErrBusy) {
+		s.log().Warn("link refused", "err", err)
+		w.Header().Set("Retry-After", "60")
+		writeJSONError(w, http.StatusServiceUnavailable, "link_busy", "too many links opened in the last minutes; retry later")
+		return
+	}
 	if err != nil {
+		s.log().Info("link refused", "err", err)
 		bearer.WriteUnauthorized(w, err)
 		return
 	}
-	if !offersSubprotocol(r) {
-		writeJSONError(w, http.StatusBadRequest, "link_version", "the link needs WebSocket subprotocol "+wire.Subprotocol)
+	agent := tok.DID()
+	if !offersSubprotocol(r, wire.Subprotocol) {
+		msg := "the link needs WebSocket subprotocol " + wire.Subprotocol
+		if offersSubprotocol(r, wire.SubprotocolV1) {
+			msg = "this relay speaks " + wire.Subprotocol + ", whose handshake proves possession of the device key; " +
+				wire.SubprotocolV1 + " is refused: upgrade torpor-agent"
+		}
+		writeJSONError(w, http.StatusBadRequest, "link_version", msg)
 		return
 	}
 	ceiling, err := s.Agents.Admit(r.Context(), agent)
@@ -126,6 +161,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// closes, not when the handler's request context would.
 	ctx, stop := context.WithCancel(context.WithoutCancel(r.Context()))
 	c := &serverConn{s: s, agent: agent, ws: ws, ctx: ctx, stop: stop, sent: map[uint64]int64{}, gone: make(chan struct{})}
+	if err := c.handshake(tok.String()); err != nil {
+		s.log().Warn("link handshake failed", "agent", agent.String(), "err", err)
+		stop()
+		return
+	}
 	s.attach(c)
 	defer s.detach(c)
 	if err := c.write(ctx, &wire.Frame{T: wire.FrameHello, Bounds: &ceiling}); err != nil {
@@ -136,10 +176,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	c.serve()
 }
 
-func offersSubprotocol(r *http.Request) bool {
+func offersSubprotocol(r *http.Request, want string) bool {
 	for _, h := range r.Header.Values("Sec-WebSocket-Protocol") {
 		for _, p := range strings.Split(h, ",") {
-			if strings.TrimSpace(p) == wire.Subprotocol {
+			if strings.TrimSpace(p) == want {
 				return true
 			}
 		}
@@ -378,6 +418,11 @@ func (c *serverConn) handle(f *wire.Frame) error {
 	case wire.FramePull:
 		return c.pull(ctx, f)
 	case wire.FrameAck:
+		if seq, ok := c.delivered(f.Seqs); !ok {
+			c.s.log().Warn("ack refused", "agent", c.agent.String(), "seq", seq)
+			return c.write(ctx, &wire.Frame{T: wire.FrameError, ID: f.ID, Code: CodeNotDelivered,
+				Message: fmt.Sprintf("seq %d was not delivered on this link; nothing was deleted", seq)})
+		}
 		if err := c.s.Queue.Ack(ctx, c.agent.String(), f.Seqs); err != nil {
 			return err
 		}
@@ -416,6 +461,22 @@ func (c *serverConn) pull(ctx context.Context, f *wire.Frame) error {
 	c.mu.Unlock()
 	more := len(out) < len(recs) || len(recs) == max
 	return c.write(ctx, &wire.Frame{T: wire.FrameRecords, ID: f.ID, Records: out, More: more})
+}
+
+// delivered reports whether every seq of seqs was delivered on this link
+// (sent in a records frame and not acknowledged since), and the first
+// that was not. An acknowledgement deletes records, so the relay takes
+// one only for records this link received: a link never deletes what it
+// did not drain.
+func (c *serverConn) delivered(seqs []uint64) (uint64, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, s := range seqs {
+		if _, ok := c.sent[s]; !ok {
+			return s, false
+		}
+	}
+	return 0, true
 }
 
 func (c *serverConn) acked(seqs []uint64) {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
@@ -71,6 +72,10 @@ type harness struct {
 	http   *httptest.Server
 	q      *queue.Bolt
 	agents *fakeAgents
+
+	mu sync.Mutex
+	// mu guards all following fields.
+	tokens []string // the Authorization header of every upgrade request, in order
 }
 
 func newHarness(tb testing.TB) *harness {
@@ -81,7 +86,12 @@ func newHarness(tb testing.TB) *harness {
 	}
 	h := &harness{q: q, agents: &fakeAgents{events: make(chan string, 16)}}
 	h.srv = &Server{Queue: q, Agents: h.agents}
-	h.http = httptest.NewServer(h.srv)
+	h.http = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.mu.Lock()
+		h.tokens = append(h.tokens, r.Header.Get("Authorization"))
+		h.mu.Unlock()
+		h.srv.ServeHTTP(w, r)
+	}))
 	h.srv.Verifier = &bearer.Verifier{Audience: h.http.URL}
 	tb.Cleanup(func() {
 		h.srv.Close()

@@ -20,8 +20,10 @@
 //     relay→device plus a POST per drain batch and per answer: a new request
 //     (and on cellular often a new connection) for each, with head-of-line
 //     waits when the parked poll has just returned.
-//   - Authentication is the DID Bearer token once, on the upgrade request,
-//     exactly as every other caller of the relay authenticates. MQTT would
+//   - Authentication is a DID Bearer token once, on the upgrade request,
+//     in the format every other caller of the relay uses (with the link's
+//     purpose), and then one signature over the relay's challenge (see
+//     Handshake), for the life of the connection. MQTT would
 //     need a second identity scheme (username/password or client
 //     certificates bound to the DID) and ACLs per topic so that a device can
 //     only read its own queue.
@@ -44,11 +46,14 @@
 // # Frames
 //
 // Every WebSocket message is one binary frame, a CBOR map (RFC 8949,
-// fxamacker/cbor) with a protocol version "v" (Version, now 1) and a type
-// "t". The WebSocket subprotocol is "torpor-link.v1"; a relay that does not
-// speak the device's version refuses the upgrade. Frames:
+// fxamacker/cbor) with a protocol version "v" (Version, now 2) and a type
+// "t". The WebSocket subprotocol is "torpor-link.v2"; a relay that does not
+// speak the device's version refuses the upgrade (a version 1 device gets
+// 400 {"error":"link_version"} saying to upgrade torpor-agent). Frames:
 //
-//	relay → device  hello    {bounds}               first frame: the relay's
+//	relay → device  challenge {challenge}           first frame: nonce, origin, time
+//	device → relay  proof    {proof}                the device key's signature
+//	relay → device  hello    {bounds}               after a valid proof: the relay's
 //	                                                ceiling bounds for this agent
 //	device → relay  state    {id, state}            publish mode, window, card, ...
 //	relay → device  state-ok {id, bounds, held}     the bounds now in force, the KeyPackages held
@@ -68,7 +73,31 @@
 // Members added within a version are optional, and a peer ignores those
 // it does not know, so both sides may be upgraded in any order. Added so
 // far: state.lastResort (the last-resort KeyPackage, RFC 9420 Section
-// 16.8) and held.lastResort (the digest of the one the relay holds).
+// 16.8), held.lastResort (the digest of the one the relay holds) and
+// state.replaceKeyPackages (the KeyPackages replace the pool).
+//
+// # Handshake
+//
+// Version 2 binds the link to the device key, not only to a bearer token
+// (docs/security.md, "The device link"):
+//
+//  1. The upgrade request carries a link token (transport/bearer
+//     IssueLink: the reference's token format with "purpose":"torpor-link"
+//     and a random "jti"). The relay refuses a token without that purpose
+//     (an A2A token) and one it accepted before (401,
+//     error_description "transport token: link token already used").
+//  2. The relay sends a challenge: NonceSize fresh random bytes, its
+//     origin, and the time it accepted the connection.
+//  3. The device checks that the origin is the one it dialled and sends a
+//     proof: the Ed25519 signature (RFC 8032) of ProofMessage, which is
+//     ProofContext (domain separation) followed by the RFC 8785 canonical
+//     JSON of the DID, the nonce, the origin, the time and the SHA-256 of
+//     the token.
+//  4. The relay verifies it under the key inside the token's DID. Only
+//     then does the connection become the agent's link (replacing an older
+//     one) and get the hello. A wrong or missing proof gets an error frame
+//     "bad-proof" and the connection is closed (policy violation); the
+//     agent's link, if any, is untouched.
 //
 // # Delivery
 //
@@ -78,7 +107,10 @@
 // 0"); the device's replay cache makes the repeat harmless (the offline
 // profile's Delivery Semantics: at-least-once storage, idempotent receiver).
 // Within one link the device advances its cursor to the last seq it
-// received, so it never receives a record twice on the same link.
+// received, so it never receives a record twice on the same link. An ack
+// may name only records delivered on its own link and not acknowledged
+// yet; otherwise the relay answers an error frame "ack-not-delivered" and
+// deletes nothing of that ack.
 //
 // # Liveness
 //

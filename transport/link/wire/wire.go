@@ -12,10 +12,15 @@ import (
 )
 
 const (
-	// Version is the frame protocol version.
-	Version = 1
+	// Version is the frame protocol version. Version 2 added the
+	// handshake's proof of possession (challenge, proof); a version 1 peer
+	// is refused at the upgrade.
+	Version = 2
 	// Subprotocol is the WebSocket subprotocol of this version.
-	Subprotocol = "torpor-link.v1"
+	Subprotocol = "torpor-link.v2"
+	// SubprotocolV1 is the subprotocol of version 1, which the relay names
+	// only to refuse it with an error that says to upgrade.
+	SubprotocolV1 = "torpor-link.v1"
 	// Path is where the relay accepts links.
 	Path = "/link"
 	// MaxFrame bounds one frame in either direction. A records frame is
@@ -31,17 +36,19 @@ const (
 
 // Frame types (Frame.T); the package doc says who sends each.
 const (
-	FrameHello    = "hello"
-	FrameState    = "state"
-	FrameStateOK  = "state-ok"
-	FramePull     = "pull"
-	FrameRecords  = "records"
-	FrameAck      = "ack"
-	FrameAcked    = "acked"
-	FrameRequest  = "request"
-	FrameResponse = "response"
-	FrameQueued   = "queued"
-	FrameError    = "error"
+	FrameChallenge = "challenge"
+	FrameProof     = "proof"
+	FrameHello     = "hello"
+	FrameState     = "state"
+	FrameStateOK   = "state-ok"
+	FramePull      = "pull"
+	FrameRecords   = "records"
+	FrameAck       = "ack"
+	FrameAcked     = "acked"
+	FrameRequest   = "request"
+	FrameResponse  = "response"
+	FrameQueued    = "queued"
+	FrameError     = "error"
 )
 
 // ErrProtocol is returned (wrapped) when the peer sends a frame this
@@ -76,6 +83,9 @@ type Frame struct {
 	Seq      uint64    `cbor:"seq,omitempty"`
 	Code     string    `cbor:"code,omitempty"`
 	Message  string    `cbor:"msg,omitempty"`
+	// Challenge and Proof are the handshake's (proof.go).
+	Challenge *Challenge `cbor:"challenge,omitempty"`
+	Proof     []byte     `cbor:"proof,omitempty"`
 }
 
 // State is what a device publishes about itself. Every publish replaces the
@@ -109,6 +119,12 @@ type State struct {
 	// agent's (Autonomy Envelope pulses); the relay stores and serves it
 	// verbatim next to the card and does not interpret it.
 	Pulse []byte `cbor:"pulse,omitempty"`
+	// ReplaceKeyPackages makes KeyPackages replace the agent's whole pool
+	// rather than add to it (an empty list then empties it): a device
+	// that no longer trusts what the relay holds, or lost the private
+	// halves, starts the pool afresh. The last-resort KeyPackage is not
+	// affected.
+	ReplaceKeyPackages bool `cbor:"replaceKeyPackages,omitempty"`
 	// Bounds are the bounds the device asks for; zero members mean the
 	// relay's ceiling. The relay clamps them to its ceiling and answers with
 	// the bounds in force, which the card must then publish.
@@ -240,6 +256,9 @@ func Decode(b []byte) (*Frame, error) {
 	}
 	if f.V != Version {
 		return nil, fmt.Errorf("%w: frame version %d, want %d", ErrProtocol, f.V, Version)
+	}
+	if len(f.Proof) == 0 {
+		f.Proof = nil // an empty proof is no proof; Encode omits it
 	}
 	return &f, nil
 }

@@ -59,8 +59,9 @@ func TestFrameVersionAndDecoding(t *testing.T) {
 		b    []byte
 	}{
 		{"not cbor", []byte{0xff, 0x00}},
-		{"version 2", mustEnc(t, map[string]any{"v": 2, "t": "pull"})},
-		{"duplicate key", []byte{0xa2, 0x61, 'v', 0x01, 0x61, 'v', 0x01}},
+		{"version 1 (before the handshake proof)", mustEnc(t, map[string]any{"v": 1, "t": "pull"})},
+		{"version 3", mustEnc(t, map[string]any{"v": 3, "t": "pull"})},
+		{"duplicate key", []byte{0xa2, 0x61, 'v', 0x02, 0x61, 'v', 0x02}},
 	}
 	for _, tt := range bad {
 		if _, err := Decode(tt.b); !errors.Is(err, ErrProtocol) {
@@ -82,7 +83,9 @@ func FuzzDecodeFrame(f *testing.F) {
 	for _, fr := range []*Frame{
 		{T: FramePull, ID: 1, After: 2, Max: 3},
 		{T: FrameRecords, ID: 1, Records: []Record{{Seq: 1, From: "did:key:z", Body: []byte("b")}}, More: true},
-		{T: FrameState, ID: 2, State: &State{Mode: "sleep", Window: &Window{Minute: 3, LengthSec: 300}, KeyPackages: [][]byte{{1}}}},
+		{T: FrameState, ID: 2, State: &State{Mode: "sleep", Window: &Window{Minute: 3, LengthSec: 300}, KeyPackages: [][]byte{{1}}, ReplaceKeyPackages: true}},
+		{T: FrameChallenge, Challenge: &Challenge{Nonce: make([]byte, NonceSize), Origin: "https://relay.example", Time: 1}},
+		{T: FrameProof, Proof: make([]byte, 64)},
 	} {
 		b, _ := Encode(fr)
 		f.Add(b)

@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/session/kpcheck"
 	"github.com/torpor-dev/torpor/store/jsstore"
 	"github.com/torpor-dev/torpor/store/jsstore/jsserver"
 	"github.com/torpor-dev/torpor/transport/a2a"
@@ -43,7 +44,7 @@ func startFleet(t *testing.T, n int) []string {
 			t.Fatal(err)
 		}
 		f := fleet.New(nc, nil, nil)
-		r, err := relay.New(relay.Config{PublicURL: publicURL, Queue: c.Queue(), States: c.Agents(), Peers: f})
+		r, err := relay.New(relay.Config{PublicURL: publicURL, Queue: c.Queue(), States: c.Agents(), Peers: f, KeyPackages: kpcheck.Verifier{}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,0 +1,157 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/torpor-dev/torpor/clock"
+	"github.com/torpor-dev/torpor/transport/bearer"
+	"github.com/torpor-dev/torpor/transport/link/wire"
+)
+
+// HandshakeTimeout bounds how long the relay waits for the device's proof
+// after it sent the challenge.
+const HandshakeTimeout = 10 * time.Second
+
+// DefaultMaxSpentTokens is Server.MaxSpentTokens when that is zero.
+const DefaultMaxSpentTokens = 1 << 16
+
+// Errors of the handshake.
+var (
+	// ErrTokenReplayed is why a link token presented a second time is
+	// refused (401).
+	ErrTokenReplayed = errors.New("link: token already used")
+	// ErrBusy is why a link is refused (503) while the relay holds
+	// Server.MaxSpentTokens unexpired link tokens.
+	ErrBusy = errors.New("link: too many link tokens in use")
+	// ErrBadProof is why a link whose device did not sign the challenge
+	// with its DID's key is closed before it becomes the agent's link.
+	ErrBadProof = errors.New("link: no proof of possession of the device key")
+)
+
+// spentTokens are the link tokens the relay accepted, by the SHA-256 of
+// their one spelling (bearer.Token.String), with their expiry (Unix
+// seconds). It lives in memory: a token spent before a relay restart can
+// be presented once more after it, and then still needs the device key
+// (docs/security.md).
+type spentTokens struct {
+	m map[[32]byte]int64
+}
+
+// linkVerifier is Verifier restricted to link tokens.
+func (s *Server) linkVerifier() *bearer.Verifier {
+	v := *s.Verifier
+	v.Purpose = bearer.PurposeLink
+	return &v
+}
+
+// spend records tok as used, or returns an error: a *bearer.Error
+// wrapping ErrTokenReplayed (for the 401) when it was used before, and
+// ErrBusy when the table is full of unexpired tokens (expired ones are
+// dropped first).
+func (s *Server) spend(tok *bearer.Token) error {
+	now := clock.Or(s.Clock).Now().Unix()
+	h := sha256.Sum256([]byte(tok.String()))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.spent.m == nil {
+		s.spent.m = map[[32]byte]int64{}
+	}
+	if exp, ok := s.spent.m[h]; ok && exp >= now {
+		return &bearer.Error{Check: ErrTokenReplayed, Detail: "transport token: link token already used",
+			Reason: "each link token opens one link; issue a new one for every link"}
+	}
+	max := s.MaxSpentTokens
+	if max <= 0 {
+		max = DefaultMaxSpentTokens
+	}
+	if len(s.spent.m) >= max {
+		for k, exp := range s.spent.m {
+			if exp < now {
+				delete(s.spent.m, k)
+			}
+		}
+	}
+	if len(s.spent.m) >= max {
+		return fmt.Errorf("%w: %d unexpired", ErrBusy, len(s.spent.m))
+	}
+	s.spent.m[h] = tok.Claims.Exp
+	return nil
+}
+
+// handshake proves that the device holds its DID's key before the
+// connection becomes the agent's link: the relay sends a challenge (a
+// fresh nonce, its origin, the time), and the device must answer with a
+// proof frame whose Proof is the Ed25519 signature (RFC 8032) of
+// wire.ProofMessage by the key inside the DID the token named. A token
+// alone, copied off the wire, so opens nothing. On failure the connection
+// is closed with a reason and the agent's current link, if any, is left
+// alone.
+func (c *serverConn) handshake(token string) error {
+	ch := wire.Challenge{Nonce: make([]byte, wire.NonceSize), Origin: c.s.linkOrigin(), Time: clock.Or(c.s.Clock).Now().Unix()}
+	rnd := c.s.Rand
+	if rnd == nil {
+		rnd = rand.Reader
+	}
+	if _, err := io.ReadFull(rnd, ch.Nonce); err != nil {
+		c.ws.Close(websocket.StatusInternalError, "relay error")
+		return err
+	}
+	ctx, cancel := clock.WithTimeout(c.ctx, clock.Or(c.s.Clock), HandshakeTimeout)
+	defer cancel()
+	if err := c.write(ctx, &wire.Frame{T: wire.FrameChallenge, Challenge: &ch}); err != nil {
+		return err
+	}
+	f, err := c.readFrame(ctx)
+	if err == nil && f.T != wire.FrameProof {
+		err = fmt.Errorf("%w: frame %q, want proof", wire.ErrProtocol, f.T)
+	}
+	if err != nil {
+		c.ws.Close(websocket.StatusPolicyViolation, "handshake: "+truncate(err.Error()))
+		return err
+	}
+	msg, err := wire.ProofMessage(ch, c.agent.String(), token)
+	if err != nil || !c.agent.Verify(msg, f.Proof) {
+		c.write(ctx, &wire.Frame{T: wire.FrameError, Code: "bad-proof", Message: "the proof does not verify under the key of " + c.agent.String()})
+		c.ws.Close(websocket.StatusPolicyViolation, "no proof of possession of the device key")
+		return ErrBadProof
+	}
+	return nil
+}
+
+// linkOrigin is the origin challenges name: the verifier's audience.
+func (s *Server) linkOrigin() string {
+	o, err := bearer.NormalizeAudience(s.Verifier.Audience)
+	if err != nil {
+		return s.Verifier.Audience
+	}
+	return o
+}
+
+// readFrame reads one binary frame.
+func (c *serverConn) readFrame(ctx context.Context) (*wire.Frame, error) {
+	typ, b, err := c.ws.Read(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if typ != websocket.MessageBinary {
+		return nil, fmt.Errorf("%w: text message", wire.ErrProtocol)
+	}
+	return wire.Decode(b)
+}
+
+// truncate keeps a WebSocket close reason within the 123 bytes RFC 6455,
+// Section 5.5, allows a control frame's payload after the status code.
+func truncate(s string) string {
+	if len(s) > 100 {
+		return s[:100]
+	}
+	return s
+}
