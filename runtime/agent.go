@@ -180,8 +180,9 @@ func (a *Agent) close() {
 }
 
 // restore reads the cycle state: a mode changed at runtime holds unless
-// the configured mode changed since; a wake planned before a power-off
-// that passed unnoticed is logged.
+// the configured mode changed since; the wake minute kept at a key
+// rotation holds; a wake planned before a power-off that passed unnoticed
+// is logged.
 func (a *Agent) restore() error {
 	return a.db.View(func(tx *bolt.Tx) error {
 		c, err := loadCycle(tx)
@@ -195,6 +196,9 @@ func (a *Agent) restore() error {
 		}
 		if c.WindowSet && c.ConfigLength == a.cfg.WindowLength && c.ConfigOffset == a.cfg.WindowOffset {
 			a.window.Length, a.window.Offset = c.Length, c.Offset
+		}
+		if c.MinuteSet { // the first identity's, kept across key rotations
+			a.window.Minute = c.Minute
 		}
 		if now := a.clock.Now(); !c.NextWake.IsZero() && now.After(c.NextWake) {
 			a.log.Warn("resumed after the planned wake (powered off or stopped)",

@@ -2,6 +2,7 @@ package runtime_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -55,11 +56,18 @@ type world struct {
 }
 
 func newWorld(t *testing.T, mode wake.Mode) *world {
+	return newWorldWith(t, mode, relay.Config{})
+}
+
+// newWorldWith is newWorld with the relay's configuration rc (its clock is
+// the world's).
+func newWorldWith(t *testing.T, mode wake.Mode, rc relay.Config) *world {
 	w := &world{t: t, clock: clocktest.New(t0), key: runtimetest.Key(t, 8), rec: &deliver.Recorder{},
 		wakes: make(chan runtime.WakeReport, 16), phases: make(chan runtime.Phase, 256)}
 	dir := t.TempDir()
 	w.dir, w.kernel = dir, waketest.NewKernelClock(time.Hour)
-	rl, err := worldtest.Open(dir, relay.Config{Clock: w.clock})
+	rc.Clock = w.clock
+	rl, err := worldtest.Open(dir, rc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -443,6 +451,11 @@ func TestModeChangeAndLiveRequests(t *testing.T) {
 	if got := w.rec.IDs(); len(got) != 1 || got[0] != objID(t, obj) {
 		t.Fatalf("delivered %v", got)
 	}
+	// Each live answer is a message of its own, with its own id.
+	_, second := w.sendLive(alice, runtimetest.Object(t, alice, "comms:message", t0, time.Hour, nil))
+	if a, b := resultMessageID(t, body), resultMessageID(t, second); a == b {
+		t.Errorf("two live answers share the messageId %q", a)
+	}
 	// A replay is refused live, coarsely.
 	status, body = w.sendLive(alice, obj)
 	if status != http.StatusOK || !bytes.Contains(body, []byte(`"object rejected"`)) || bytes.Contains(body, []byte("replay")) {
@@ -452,7 +465,7 @@ func TestModeChangeAndLiveRequests(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := w.nextWake()
-	if r.Mode != string(wake.AlwaysOn) || r.Live != 2 || r.Drain.Accepted != 1 || r.Drain.Rejected["replay"] != 1 {
+	if r.Mode != string(wake.AlwaysOn) || r.Live != 3 || r.Drain.Accepted != 2 || r.Drain.Rejected["replay"] != 1 {
 		t.Fatalf("always_on wake ended: mode %s, %d live requests, drain %v", r.Mode, r.Live, r.Drain)
 	}
 	w.shutdown()
@@ -479,4 +492,25 @@ func (w *world) sendLive(sender *did.PrivateKey, obj []byte) (int, []byte) {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, b
+}
+
+// resultMessageID is the messageId of the message in a JSON-RPC result.
+func resultMessageID(t *testing.T, body []byte) string {
+	t.Helper()
+	var r struct {
+		Result struct {
+			Message struct {
+				MessageID string `json:"messageId"`
+			} `json:"message"`
+			MessageID string `json:"messageId"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal(body, &r); err != nil {
+		t.Fatalf("live answer %s: %v", body, err)
+	}
+	id := cmp.Or(r.Result.Message.MessageID, r.Result.MessageID)
+	if id == "" {
+		t.Fatalf("live answer %s has no messageId", body)
+	}
+	return id
 }

@@ -25,8 +25,9 @@ import (
 //
 //  1. drain the old identity's queue, in the wake in progress;
 //  2. record the rotation (old, new, handover) in bbolt, and publish a last
-//     state under the old DID: mode sleep with no next wake, so the relay
-//     answers its senders 503 without a Retry-After;
+//     state under the old DID: mode sleep with no next wake, and the
+//     handover as its retirement (link wire.State.Retirement), so the relay
+//     answers its senders 410 Gone naming the new DID;
 //  3. write the new key file atomically (temp file, fsync, rename): the
 //     commit point;
 //  4. restart (Run returns ErrRestart; the process starts again).
@@ -36,14 +37,17 @@ import (
 // one transaction it drops the MLS state of the old identity (package
 // session's groups and KeyPackage pool, whose credentials name the old DID:
 // senders re-establish sessions with the new DID's KeyPackages), continues
-// the pulse chain under the new key (pulse.Succeed), and records the new
-// identity. The boot wake then publishes the card, KeyPackages and pulses
+// the pulse chain under the new key (pulse.Succeed), keeps the hourly
+// window's wake minute of the first identity (it derives from the DID, and
+// a rotation is no reason to move the device's window), and records the
+// new identity. The boot wake then publishes the card, KeyPackages and pulses
 // under the new DID. A key file that changed without a recorded rotation is
 // refused: the store's state would belong to someone else.
 //
-// What reaches the old DID after step 1 stays at the relay until its TTL:
-// the new identity never drains that queue. Senders learn the new DID from
-// the handover (the reply to the operator's rotate-keys).
+// What reaches the old DID between step 1 and the retirement stays at the
+// relay until its TTL: the new identity never drains that queue. Senders
+// learn the new DID from the relay's 410 and from the handover (the reply
+// to the operator's rotate-keys).
 
 var (
 	keyIdentity = []byte("identity") // the DID the agent's state belongs to
@@ -123,7 +127,7 @@ func (a *Agent) RotateKey(ctx context.Context, next *did.PrivateKey, handover []
 	if err := a.Pipeline().db.Update(func(tx *bolt.Tx) error { return putRaw(tx, keyRotation, enc) }); err != nil {
 		return fmt.Errorf("runtime: recording the rotation: %w", err)
 	}
-	if err := w.retire(ctx); err != nil {
+	if err := w.retire(ctx, handover); err != nil {
 		return fmt.Errorf("runtime: publishing the old identity's last state: %w", err)
 	}
 	if err := did.SaveKey(a.cfg.KeyFile, next, true); err != nil {
@@ -137,9 +141,10 @@ func (a *Agent) RotateKey(ctx context.Context, next *did.PrivateKey, handover []
 }
 
 // retire publishes the old identity's last state: asleep with no next
-// wake, and the wake's pulse, which its card names. The wake publishes
-// nothing more under it.
-func (w *wakeRun) retire(ctx context.Context) error {
+// wake, the wake's pulse, which its card names, and handover as its
+// retirement, with which the relay answers the old DID's senders 410 Gone
+// naming the new one. The wake publishes nothing more under it.
+func (w *wakeRun) retire(ctx context.Context, handover []byte) error {
 	a := w.a
 	an := w.announcement()
 	an.mode, an.next = wake.Sleep, time.Time{}
@@ -155,7 +160,7 @@ func (w *wakeRun) retire(ctx context.Context) error {
 	}
 	ctx, cancel := clock.WithTimeout(ctx, clock.Unscaled(a.clock), rotateTimeout)
 	defer cancel()
-	_, err = l.Publish(ctx, wire.State{Mode: string(wake.Sleep), Card: card, Pulse: an.pulse, Bounds: &a.cfg.Bounds})
+	_, err = l.Publish(ctx, wire.State{Mode: string(wake.Sleep), Card: card, Pulse: an.pulse, Bounds: &a.cfg.Bounds, Retirement: handover})
 	return err
 }
 
@@ -227,6 +232,9 @@ func adopt(tx *bolt.Tx, b *bolt.Bucket, rot rotation) error {
 	if err := pulse.Succeed(tx, old); err != nil {
 		return err
 	}
+	if err := keepWakeMinute(tx, old); err != nil {
+		return err
+	}
 	if err := b.Put(keyHandover, rot.Handover); err != nil {
 		return err
 	}
@@ -242,4 +250,16 @@ func putRaw(tx *bolt.Tx, key, v []byte) error {
 		return err
 	}
 	return b.Put(key, v)
+}
+
+// keepWakeMinute records, at the first rotation, the wake minute of the
+// identity rotated away (the agent's first), which restore then uses in
+// place of the new DID's.
+func keepWakeMinute(tx *bolt.Tx, old did.DID) error {
+	c, err := loadCycle(tx)
+	if err != nil || c.MinuteSet {
+		return err
+	}
+	c.Minute, c.MinuteSet = wake.WakeMinute(old.String()), true
+	return putCBOR(tx, keyCycle, c)
 }

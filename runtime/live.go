@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"net/http"
 
@@ -14,7 +15,9 @@ import (
 // through the same pipeline as a queued record (one record, one
 // transaction; nothing to acknowledge) and is answered with a JSON-RPC
 // result when something was accepted, else with a coarse error that does
-// not tell the sender which check failed (draft Section 8.4).
+// not tell the sender which check failed (draft Section 8.4). Each result
+// message has its own random messageId, as A2A requires message ids to be
+// unique.
 func (a *Agent) live(ctx context.Context, req wire.Request) wire.Response {
 	id := json.RawMessage("null")
 	if r, err := a2a.ParseRequest(req.Body); err == nil && r.ID != nil {
@@ -25,6 +28,7 @@ func (a *Agent) live(ctx context.Context, req wire.Request) wire.Response {
 		return rpcResponse(http.StatusServiceUnavailable, a2a.NewError(id, &a2a.RPCError{Code: a2a.CodeInternalError, Message: "agent stopping"}))
 	}
 	rep, err := p.drainer.Batch(ctx, []drain.Record{{From: req.From, Body: req.Body}}, nil)
+	logDiagnostics(a.log, rep.Diagnostics, msgLiveRejected, "from", req.From)
 	a.mu.Lock()
 	cur := a.cur
 	a.mu.Unlock()
@@ -38,12 +42,9 @@ func (a *Agent) live(ctx context.Context, req wire.Request) wire.Response {
 	case rep.Deferred > 0 && rep.Acked == 0:
 		return rpcResponse(http.StatusOK, a2a.NewError(id, &a2a.RPCError{Code: a2a.CodeMethodNotFound, Message: "Method not found"}))
 	case rep.Accepted+rep.Handshake == 0:
-		for _, d := range rep.Diagnostics {
-			a.log.Warn("live request rejected", "from", req.From, "cause", d.Cause, "detail", d.Detail)
-		}
 		return rpcResponse(http.StatusOK, a2a.NewError(id, a2a.ObjectRejected()))
 	}
-	msg := a2a.Message{MessageID: "ack-" + a.cfg.Key.DID().String(), Role: a2a.RoleAgent,
+	msg := a2a.Message{MessageID: rand.Text(), Role: a2a.RoleAgent,
 		Parts: []a2a.Part{{Text: ptr("accepted")}}}
 	resp, err := a2a.NewSendResult(id, req.Version, msg)
 	if err != nil {

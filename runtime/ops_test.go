@@ -172,10 +172,12 @@ func relayPulse(t *testing.T, relayURL string, agent did.DID) ([]byte, pulse.Pul
 }
 
 // TestRotateKey: in a window, the agent drains its old identity's queue,
-// tells the relay that identity sleeps for good, writes the new key file
-// and restarts. Started again with the new key, it drops the old MLS state,
-// continues the pulse chain, and publishes its card, pulse and KeyPackages
-// under the new DID, with which a sender establishes a fresh session.
+// tells the relay that identity is retired (the handover the old key
+// signed), writes the new key file and restarts; the relay answers the old
+// DID's senders 410 Gone naming the new DID. Started again with the new
+// key, the agent drops the old MLS state, continues the pulse chain, keeps
+// its window, and publishes its card, pulse and KeyPackages under the new
+// DID, with which a sender establishes a fresh session.
 func TestRotateKey(t *testing.T) {
 	w := newWorld(t, wake.HourlyWake)
 	keyFile := filepath.Join(w.dir, "agent.key")
@@ -207,12 +209,20 @@ func TestRotateKey(t *testing.T) {
 	r.rotate(keyFile, old.DID(), next)
 
 	w.key, w.cfg.Key = next, next
-	w.window.Minute = wake.WakeMinute(next.DID().String())
 	w.newAgent()
 	w.run()
+	// It boots inside the window it kept, and stays awake to its end.
+	w.waitPhase(runtime.PhasePublish)
+	_, end := w.window.Next(w.clock.Now())
+	w.clock.Set(end)
 	boot := w.nextWake()
 	if boot.Reason != "boot" || boot.LinkErr != "" {
 		t.Fatalf("boot under the new key: %+v", boot)
+	}
+	// The window stays where it was: the old DID's wake minute, not the
+	// new one's.
+	if got := w.agent.Window(); got != w.window || wake.WakeMinute(next.DID().String()) == w.window.Minute {
+		t.Fatalf("window after the rotation %+v, want %+v (the first identity's minute)", got, w.window)
 	}
 	_, p := relayPulse(t, w.srv.URL, next.DID())
 	if p.Agent != next.DID() || p.Seq != oldPulse.Seq+1 || p.Prev != pulse.Hash(oldHead) {
@@ -254,7 +264,7 @@ func (r *rotation) send(to did.DID) *sender.Delivery {
 func (r *rotation) rotate(keyFile string, old did.DID, next *did.PrivateKey) {
 	t := r.t
 	t.Helper()
-	if err := r.agent.RotateKey(context.Background(), next, []byte(`{"handover":"signed by the old key"}`)); err != nil {
+	if err := r.agent.RotateKey(context.Background(), next, handover(t, r.key, next.DID())); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-r.done; !errors.Is(err, runtime.ErrRestart) {
@@ -263,12 +273,28 @@ func (r *rotation) rotate(keyFile string, old did.DID, next *did.PrivateKey) {
 	if k, err := did.LoadKey(keyFile); err != nil || k.DID() != next.DID() {
 		t.Fatalf("key file after the rotation holds %v (%v), want %s", k, err, next.DID())
 	}
-	if d := r.send(old); d.Status != http.StatusServiceUnavailable || d.RetryAfter != 0 {
-		t.Fatalf("send to the old identity: %+v; want 503 with no Retry-After (it sleeps for good)", d)
+	o := runtimetest.Object(t, r.alice, "comms:message", r.clock.Now(), 2*time.Hour, nil)
+	_, err := r.client.Send(context.Background(), sender.RelayPeer(r.srv.URL, old), json.RawMessage(o))
+	var he *sender.HTTPError
+	if !errors.As(err, &he) || he.Status != http.StatusGone || !bytes.Contains(he.Body, []byte(`"successor":"`+next.DID().String()+`"`)) {
+		t.Fatalf("send to the old identity: %v; want 410 Gone naming the successor %s", err, next.DID())
 	}
 	if rep := <-r.wakes; hasPhase(rep, runtime.PhaseAnnounce) || rep.Drain.Delivered != 1 {
 		t.Fatalf("the rotating wake: %+v; want its object delivered and nothing announced after the rotation", rep)
 	}
+}
+
+// handover is the statement in which old names next its successor, as
+// runtime/manage's rotate-keys signs it.
+func handover(t *testing.T, old *did.PrivateKey, next did.DID) []byte {
+	t.Helper()
+	o, err := governed.Sign(old, governed.Template{IssuedAt: t0, Semantic: governed.Semantic{Schema: manage.SchemaKeyHandover},
+		Payload: map[string]string{"old": old.DID().String(), "new": next.String()}, Purpose: manage.PurposeKeyHandover})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := o.MarshalJSON()
+	return b
 }
 
 // newSession sends to the new identity next and checks that its window

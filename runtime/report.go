@@ -117,10 +117,8 @@ func (r *WakeReport) log(l *slog.Logger) {
 	if r.WakeDetail != "" {
 		attrs = append(attrs, "wakeDetail", r.WakeDetail)
 	}
-	attrs = append(attrs, "mode", r.Mode, "awake", r.Awake, "linkAttempts", r.LinkAttempts, "drain", r.Drain.String())
-	for _, p := range r.Phases {
-		attrs = append(attrs, p.Name, p.Duration)
-	}
+	attrs = append(attrs, "mode", r.Mode, "awake", r.Awake, "linkAttempts", r.LinkAttempts, "drain", r.Drain.String(),
+		slog.Group("phase", r.phaseTotals()...))
 	if !r.NextWake.IsZero() {
 		attrs = append(attrs, "nextWake", r.NextWake.UTC().Format(time.RFC3339))
 	}
@@ -136,18 +134,43 @@ func (r *WakeReport) log(l *slog.Logger) {
 			"redelivered", rec.Redelivered, "redeliveryFailed", rec.Failed, "expired", rec.Expired)
 	}
 	l.Info("wake", attrs...)
-	for _, d := range r.Drain.Diagnostics {
-		logDiagnostic(l, d)
-	}
 }
 
-// logDiagnostic logs one rejection or deferral; a consequential action
-// the gate held for the owner is not one (its record was accepted), and
-// has a line of its own naming the ledger key the owner confirms.
-func logDiagnostic(l *slog.Logger, d drain.Diagnostic) {
-	if reason, ok := strings.CutPrefix(d.Cause, "held:"); ok {
-		l.Info("action held", "seq", d.Seq, "reason", reason, "key", d.Detail)
-		return
+// Messages of logDiagnostics' lines.
+const (
+	msgRejected     = "record rejected or deferred"
+	msgLiveRejected = "live request rejected"
+)
+
+// phaseTotals is one attribute per phase name, in the order the phases
+// first ran, with the time of all its runs (a wake drains again when the
+// relay queues more), so that no key repeats on the wake line.
+func (r *WakeReport) phaseTotals() []any {
+	var names []string
+	total := map[string]time.Duration{}
+	for _, p := range r.Phases {
+		if _, ok := total[p.Name]; !ok {
+			names = append(names, p.Name)
+		}
+		total[p.Name] += p.Duration
 	}
-	l.Warn("record rejected or deferred", "seq", d.Seq, "cause", d.Cause, "detail", d.Detail)
+	attrs := make([]any, 0, 2*len(names))
+	for _, n := range names {
+		attrs = append(attrs, n, total[n])
+	}
+	return attrs
+}
+
+// logDiagnostics logs each rejection or deferral of a batch, as msg, when
+// the batch is done; a consequential action the gate held for the owner is
+// not one (its record was accepted), and has a line of its own naming the
+// ledger key the owner confirms. attrs are added to each line.
+func logDiagnostics(l *slog.Logger, ds []drain.Diagnostic, msg string, attrs ...any) {
+	for _, d := range ds {
+		if reason, ok := strings.CutPrefix(d.Cause, "held:"); ok {
+			l.Info("action held", append([]any{"seq", d.Seq, "reason", reason, "key", d.Detail}, attrs...)...)
+			continue
+		}
+		l.Warn(msg, append([]any{"seq", d.Seq, "cause", d.Cause, "detail", d.Detail}, attrs...)...)
+	}
 }

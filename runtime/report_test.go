@@ -10,7 +10,7 @@ import (
 
 // TestHeldActionLogsItsOwnLine: a held action is logged as "action held"
 // with its ledger key, not as a rejected record; rejections and deferrals
-// keep their warning, and the counters are untouched.
+// keep their warning, and the counters on the wake line are untouched.
 func TestHeldActionLogsItsOwnLine(t *testing.T) {
 	var out strings.Builder
 	l := slog.New(slog.NewTextHandler(&out, &slog.HandlerOptions{ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
@@ -25,6 +25,7 @@ func TestHeldActionLogsItsOwnLine(t *testing.T) {
 			{Seq: 5, Cause: "expired", Detail: "governed: expired"},
 			{Seq: 6, Cause: drain.CauseMLSDeferred, Detail: "part 0: unknown group"},
 		}}}
+	logDiagnostics(l, r.Drain.Diagnostics, msgRejected) // as the drain does, batch by batch
 	r.log(l)
 	got := out.String()
 	for _, want := range []string{

@@ -39,6 +39,10 @@ type cycle struct {
 	ConfigLength time.Duration `cbor:"9,keyasint,omitempty"`
 	ConfigOffset time.Duration `cbor:"10,keyasint,omitempty"`
 	WindowSet    bool          `cbor:"11,keyasint,omitempty"`
+	// Minute is the hourly window's wake minute kept across key rotations
+	// (MinuteSet): the first identity's, so the window stays where it was.
+	Minute    int  `cbor:"12,keyasint,omitempty"`
+	MinuteSet bool `cbor:"13,keyasint,omitempty"`
 }
 
 var encMode, _ = cbor.EncOptions{Time: cbor.TimeUnixMicro}.EncMode()

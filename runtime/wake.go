@@ -484,6 +484,7 @@ func (w *wakeRun) drain() (drain.Report, error) {
 				return err
 			}
 			rep, err := w.a.pipe.drainer.Batch(w.ctx, records(recs), w.l.Ack)
+			logDiagnostics(w.a.log, rep.Diagnostics, msgRejected)
 			total.Add(rep)
 			w.addDrain(rep, false)
 			if errors.Is(err, drain.ErrStore) {
@@ -608,15 +609,21 @@ func (an announcement) liveness() *a2a.Liveness {
 	return l
 }
 
+// unreachableLogEvery bounds how often dial logs that the relay is
+// unreachable, on the agent's clock: the first failure is logged at once.
+const unreachableLogEvery = time.Minute
+
 // dial opens the device link, retrying with backoff and jitter until ctx
 // ends (the window's end): a relay that cannot be reached costs only this
-// window, and the next one drains what is queued.
+// window, and the next one drains what is queued. It logs the first
+// failure at once, and then at most once every unreachableLogEvery.
 func (a *Agent) dial(ctx context.Context, rep *WakeReport) (Link, error) {
 	dial := a.cfg.Hooks.Dial
 	if dial == nil {
 		dial = func(ctx context.Context, c link.Config) (Link, error) { return link.Dial(ctx, c) }
 	}
 	bo := &backoff{min: time.Second, max: time.Minute, rand: a.cfg.Hooks.Rand}
+	var warned time.Time // when the last "relay unreachable" was logged
 	for {
 		rep.LinkAttempts++
 		l, err := dial(ctx, link.Config{RelayURL: a.cfg.RelayURL, Key: a.cfg.Key, Handler: a.live, Clock: a.cfg.Clock})
@@ -625,6 +632,10 @@ func (a *Agent) dial(ctx context.Context, rep *WakeReport) (Link, error) {
 			return l, nil
 		}
 		rep.LinkErr = err.Error()
+		if now := a.clock.Now(); warned.IsZero() || now.Sub(warned) >= unreachableLogEvery {
+			a.log.Warn("relay unreachable", "relay", a.cfg.RelayURL, "attempt", rep.LinkAttempts, "err", err)
+			warned = now
+		}
 		if err := clock.Sleep(ctx, a.clock, bo.next()); err != nil {
 			return nil, fmt.Errorf("runtime: relay unreachable in this window after %d attempts: %s", rep.LinkAttempts, rep.LinkErr)
 		}

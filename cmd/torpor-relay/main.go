@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/torpor-dev/torpor/clock"
+	"github.com/torpor-dev/torpor/internal/origin"
 	"github.com/torpor-dev/torpor/internal/version"
 	"github.com/torpor-dev/torpor/session/kpcheck"
 	"github.com/torpor-dev/torpor/store/queue"
@@ -115,6 +116,11 @@ func (a *args) check(rest []string) error {
 	}
 	if (a.tlsCert == "") != (a.tlsKey == "") {
 		return errors.New("--tls-cert and --tls-key go together")
+	}
+	if a.publicURL != "" {
+		if err := origin.Check("--public-url", a.publicURL); err != nil {
+			return err
+		}
 	}
 	if err := a.bounds.Validate(); err != nil {
 		return err

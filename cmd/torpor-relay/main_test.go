@@ -32,6 +32,9 @@ func TestParseArgs(t *testing.T) {
 		{"zero bound", []string{"--max-messages", "0"}, false, nil},
 		{"tls half", []string{"--tls-cert", "c.pem"}, false, nil},
 		{"stray argument", []string{"serve"}, false, nil},
+		{"public origin", []string{"--public-url", "https://relay.example.org"}, true, func(a *args) bool { return a.publicURL == "https://relay.example.org" }},
+		{"public URL without a scheme", []string{"--public-url", "relay.example.org"}, false, nil},
+		{"public URL with a path", []string{"--public-url", "https://relay.example.org/torpor"}, false, nil},
 		{"version skips the other checks", []string{"--version", "--max-messages", "0"}, true, func(a *args) bool { return a.version }},
 	}
 	for _, tt := range tests {

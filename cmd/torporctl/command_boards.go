@@ -28,7 +28,7 @@ func runBoards(ctx context.Context, e *env, fs *flag.FlagSet, args []string) err
 	asJSON := fs.Bool("json", false, "Write the profiles as JSON instead of a table.")
 	detect := fs.Bool("detect", false, "Show the profile of the board this runs on, detected from the device-tree model.")
 	model := fs.String("model", boards.ModelPath, "Read the device-tree model from this file with --detect.")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 1 || (*detect && fs.NArg() == 1) {

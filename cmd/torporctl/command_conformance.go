@@ -25,7 +25,7 @@ func init() {
 func runConformance(ctx context.Context, e *env, fs *flag.FlagSet, args []string) error {
 	asJSON := fs.Bool("json", false, "Write the results as one JSON document instead of lines.")
 	storeKind := fs.String("store", "bolt", "The relay stores the relay-side vectors run against: bolt, or jetstream (a NATS JetStream server started in this process).")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {

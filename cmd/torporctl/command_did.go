@@ -18,7 +18,7 @@ func init() {
 }
 
 func runDID(ctx context.Context, e *env, fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {

@@ -19,7 +19,7 @@ func init() {
 
 func runKeygen(ctx context.Context, e *env, fs *flag.FlagSet, args []string) error {
 	force := fs.Bool("force", false, "Overwrite FILE if it exists. The old key is lost.")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {

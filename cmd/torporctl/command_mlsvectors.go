@@ -29,7 +29,7 @@ func init() {
 // nothing checked never exits 0. The kind of each case is told from its
 // fields, so file names do not matter.
 func runMLSVectors(ctx context.Context, e *env, fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() == 0 {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -52,5 +53,7 @@ func setupRelay(env *testscript.Env) error {
 	unknown, _ := did.Generate(nil)
 	env.Setenv("AGENT_UNKNOWN", unknown.DID().String())
 	env.Setenv("TORPOR_RELAY", r.URL)
+	// The same relay by another name: tokens for it name the wrong audience.
+	env.Setenv("RELAY_OTHER_NAME", strings.Replace(r.URL, "127.0.0.1", "localhost", 1))
 	return nil
 }

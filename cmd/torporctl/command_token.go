@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/torpor-dev/torpor/clock"
 	"github.com/torpor-dev/torpor/transport/bearer"
 )
 
@@ -26,7 +27,12 @@ func runToken(ctx context.Context, e *env, fs *flag.FlagSet, args []string) erro
 	keyFile := fs.String("key", "", "The key file (written by keygen) whose DID the token asserts.")
 	aud := fs.String("aud", "", "The URL of the server the token is for, such as https://relay.example or an agent's URL on it; the token names its origin.")
 	ttl := fs.Duration("ttl", bearer.DefaultTTL, "How long the token is valid; torpor-relay refuses tokens valid for longer than 10m.")
-	if err := fs.Parse(args); err != nil {
+	scale := 1.0
+	fs.Func("time-scale", "The relay's --time-scale: date the token on the relay's compressed clock (read from its /healthz); --ttl is on that clock too.", func(s string) (err error) {
+		scale, err = clock.ParseScale(s)
+		return err
+	})
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() != 0 || *keyFile == "" || *aud == "" {
@@ -45,7 +51,15 @@ func runToken(ctx context.Context, e *env, fs *flag.FlagSet, args []string) erro
 	if err != nil {
 		return err
 	}
-	tok, err := bearer.Issue(k, *aud, time.Now(), *ttl)
+	origin, err := bearer.NormalizeAudience(*aud)
+	if err != nil {
+		return err
+	}
+	clk, err := relayClock(ctx, origin, scale)
+	if err != nil {
+		return err
+	}
+	tok, err := bearer.Issue(k, *aud, clk.Now(), *ttl)
 	if err != nil {
 		return err
 	}

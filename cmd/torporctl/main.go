@@ -47,6 +47,34 @@ func register(c *command) { commands[c.name] = c }
 // errUsage makes main print the command's usage and exit 2.
 var errUsage = errors.New("usage")
 
+// usageError is errUsage with the reason the arguments were not understood,
+// which main prints before the usage.
+type usageError struct{ why string }
+
+func (e usageError) Error() string        { return e.why }
+func (e usageError) Is(target error) bool { return target == errUsage }
+
+// parseFlags parses args with fs and refuses a flag after an argument
+// (torporctl send DID hi --ttl 1h): the flag package stops at the first
+// argument, so such a flag would otherwise be taken for an argument. An
+// argument that begins with "-" is still possible after a "--" that comes
+// before all the arguments.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	rest := fs.Args()
+	if n := len(args) - len(rest); n > 0 && args[n-1] == "--" {
+		return nil
+	}
+	for i, a := range rest {
+		if i > 0 && len(a) > 1 && a[0] == '-' {
+			return usageError{fmt.Sprintf("flags must come before arguments: %q after %q", a, rest[i-1])}
+		}
+	}
+	return nil
+}
+
 // exitError carries an exit status without printing anything more.
 type exitError struct{ code int }
 
@@ -87,12 +115,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	err := c.run(ctx, &env{stdout: stdout, stderr: stderr}, fs, args[1:])
 	var ee exitError
+	var ue usageError
 	switch {
 	case err == nil:
 		return 0
 	case errors.Is(err, flag.ErrHelp):
 		return 0
 	case errors.Is(err, errUsage):
+		if errors.As(err, &ue) {
+			fmt.Fprintf(stderr, "torporctl %s: %s\n", c.name, ue.why)
+		}
 		fs.Usage()
 		return 2
 	case errors.As(err, &ee):

@@ -11,6 +11,7 @@ import (
 
 	"github.com/torpor-dev/torpor/boards/boardtest"
 	"github.com/torpor-dev/torpor/clock"
+	"github.com/torpor-dev/torpor/did"
 )
 
 // TestBoardAuto: "auto" reads the device tree's model and picks the
@@ -81,5 +82,40 @@ func TestWakeGPIOLine(t *testing.T) {
 		case tt.err == "" && (err != nil || bc.Edge != tt.edge || bc.Pull != tt.pull):
 			t.Errorf("%s: edge %v pull %v (%v), want %v %v", tt.wake, bc.Edge, bc.Pull, err, tt.edge, tt.pull)
 		}
+	}
+}
+
+// TestTimerNeedsNoBoard: naming only the timer wake method, with no board,
+// works on a machine with no device tree and no generic profile (amd64):
+// the agent gets the runtime's timer on its clock and no board is looked
+// for.
+func TestTimerNeedsNoBoard(t *testing.T) {
+	defer func(p string) { modelPath = p }(modelPath)
+	modelPath = filepath.Join(t.TempDir(), "no-device-tree", "model")
+	dir := t.TempDir()
+	k, _ := did.NewKeyFromSeed(make([]byte, 32))
+	keyFile := filepath.Join(dir, "agent.key")
+	if err := did.SaveKey(keyFile, k, false); err != nil {
+		t.Fatal(err)
+	}
+	f := &File{Version: Version, Key: keyFile, DataDir: dir, Relay: "http://127.0.0.1:28417", Wake: &Wake{Methods: []string{"timer"}},
+		Purposes: []string{"comms:*"}, Handlers: []Handler{{Purpose: "comms:*", Exec: &ExecHandler{Path: "/bin/true"}}}}
+	b, err := f.Build()
+	if err != nil {
+		t.Fatalf(`Build(wake.methods ["timer"], no board) = %v, want no board needed`, err)
+	}
+	b.Close()
+	if b.Config.Sources != nil {
+		t.Errorf("sources %v, want none: the runtime's timer on the clock", b.Config.Sources)
+	}
+	// Another method still needs a board, which this machine lacks unless
+	// an ARM one has a generic profile.
+	if goruntime.GOARCH == "arm" || goruntime.GOARCH == "arm64" {
+		return
+	}
+	f.Wake.Methods = []string{"gpio"}
+	if b, err := f.Build(); err == nil {
+		b.Close()
+		t.Error(`Build(wake.methods ["gpio"], no board, no device tree) succeeded`)
 	}
 }

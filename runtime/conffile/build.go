@@ -15,6 +15,7 @@ import (
 	"github.com/torpor-dev/torpor/boards"
 	"github.com/torpor-dev/torpor/clock"
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/internal/origin"
 	"github.com/torpor-dev/torpor/runtime"
 	"github.com/torpor-dev/torpor/runtime/deliver"
 	"github.com/torpor-dev/torpor/runtime/drain"
@@ -69,6 +70,8 @@ func (f *File) Build() (*Built, error) {
 	}
 	if c.RelayURL == "" {
 		add(errors.New("no relay URL (\"relay\" or --relay)"))
+	} else {
+		add(origin.Check(`"relay" (or --relay)`, c.RelayURL))
 	}
 	add(f.buildSchedule(c))
 	add(f.buildPolicy(c))
@@ -275,8 +278,8 @@ func randomSuffix(k *did.PrivateKey) string {
 
 // buildWake chooses the board profile and builds its wake source.
 func (f *File) buildWake(c *runtime.Config) error {
-	if f.Board == "" && (f.Wake == nil || len(f.Wake.Methods) == 0) {
-		return nil // the runtime's default: a timer on the clock
+	if f.Board == "" && (f.Wake == nil || timerOnly(f.Wake.Methods)) {
+		return nil // the runtime's default: a timer on the clock, on any machine
 	}
 	b, bc, err := f.wakeConfig(c.Clock)
 	if err != nil {
@@ -294,6 +297,12 @@ func (f *File) buildWake(c *runtime.Config) error {
 }
 
 // wakeConfig returns the board profile and what the file asks of it.
+// timerOnly reports whether methods name no wake method or only the
+// timer, which needs no board: it runs on the clock on any machine.
+func timerOnly(methods []string) bool {
+	return len(methods) == 0 || len(methods) == 1 && methods[0] == string(boards.Timer)
+}
+
 func (f *File) wakeConfig(clk clock.Clock) (boards.Board, board.Config, error) {
 	b, err := f.board()
 	if err != nil {

@@ -162,3 +162,33 @@ func TestBuildTimeScale(t *testing.T) {
 		}
 	}
 }
+
+// TestBuildRelayURL: the relay must be an http or https origin; a host and
+// port without a scheme, or a URL with a path, is refused at start with
+// the right form, not dialled until the window ends.
+func TestBuildRelayURL(t *testing.T) {
+	dir := t.TempDir()
+	k, _ := did.NewKeyFromSeed(make([]byte, 32))
+	keyFile := filepath.Join(dir, "agent.key")
+	if err := did.SaveKey(keyFile, k, false); err != nil {
+		t.Fatal(err)
+	}
+	tests := map[string]string{
+		"http://127.0.0.1:28417":        "",
+		"https://relay.example.org/":    "",
+		"127.0.0.1:28417":               `"relay" (or --relay) must be an origin such as https://relay.example.org, not "127.0.0.1:28417": it has no scheme`,
+		"https://relay.example.org/a2a": "it has a path",
+		"ws://relay.example.org":        `the scheme is "ws"`,
+	}
+	for relay, wantErr := range tests {
+		f := &File{Version: Version, Key: keyFile, DataDir: dir, Relay: relay,
+			Purposes: []string{"comms:*"}, Handlers: []Handler{{Purpose: "comms:*", Exec: &ExecHandler{Path: "/bin/true"}}}}
+		b, err := f.Build()
+		if err == nil {
+			b.Close()
+		}
+		if (err == nil) != (wantErr == "") || err != nil && !strings.Contains(err.Error(), wantErr) {
+			t.Errorf("Build(relay %q) = %v, want error %q", relay, err, wantErr)
+		}
+	}
+}

@@ -97,6 +97,9 @@ type HTTPError struct {
 	Op     string // "key-package" or "send"
 	Status int
 	Body   []byte
+	// Header is the answer's header: WWW-Authenticate says why a token
+	// was refused, Retry-After when to come back.
+	Header http.Header
 }
 
 func (e *HTTPError) Error() string {
@@ -133,7 +136,7 @@ func (c *Client) FetchKeyPackage(ctx context.Context, p Peer) ([]byte, error) {
 		return nil, err
 	}
 	if resp.StatusCode != http.StatusOK {
-		return nil, &HTTPError{Op: "key-package", Status: resp.StatusCode, Body: body}
+		return nil, &HTTPError{Op: "key-package", Status: resp.StatusCode, Body: body, Header: resp.Header}
 	}
 	var ans struct {
 		DID  string `json:"did"`
@@ -301,7 +304,7 @@ func delivery(resp *http.Response, body []byte) (*Delivery, error) {
 			return d, nil
 		}
 	}
-	return nil, &HTTPError{Op: "send", Status: resp.StatusCode, Body: body}
+	return nil, &HTTPError{Op: "send", Status: resp.StatusCode, Body: body, Header: resp.Header}
 }
 
 // asleepQueued reports whether a 503 body says the message was queued for

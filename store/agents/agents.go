@@ -40,6 +40,11 @@ type State struct {
 	// Bounds are the queue bounds in force (published in the card).
 	Bounds    queue.Bounds
 	UpdatedAt time.Time
+	// Successor is the DID that replaced this one at a key rotation; ""
+	// while the agent is not retired. Retirement is the statement, signed
+	// by this DID, that names it (link wire.State.Retirement).
+	Successor  string
+	Retirement []byte
 }
 
 // Store is the relay's per-agent state. The package doc says which

@@ -76,6 +76,9 @@ func (a *linkAgents) Publish(ctx context.Context, agent did.DID, st wire.State) 
 	}
 	s.log.Info("state published", "agent", id, "mode", next.Mode, "keyPackages", len(st.KeyPackages), "keyPackagesHeld", len(held.Digests),
 		"lastResort", len(st.LastResort) > 0)
+	if next.Successor != "" {
+		s.log.Info("agent retired", "agent", id, "successor", next.Successor)
+	}
 	return wire.Accepted{Bounds: LinkBounds(next.Bounds), Held: held}, nil
 }
 
@@ -100,6 +103,13 @@ func (s *Relay) nextState(agent did.DID, prev agents.State, st wire.State) (agen
 	}
 	if st.Pulse != nil {
 		next.Pulse = st.Pulse
+	}
+	if st.Retirement != nil {
+		succ, err := checkRetirement(st.Retirement, agent)
+		if err != nil {
+			return agents.State{}, err
+		}
+		next.Successor, next.Retirement = succ.String(), st.Retirement
 	}
 	if st.Card != nil {
 		if err := a2a.VerifyCard(st.Card, agent); err != nil {

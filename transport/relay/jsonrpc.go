@@ -68,13 +68,8 @@ func (s *Relay) serveJSONRPC(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := agent.String()
-	st, err := s.cfg.States.Get(r.Context(), id)
-	if errors.Is(err, agents.ErrUnknownAgent) {
-		writeJSON(w, http.StatusNotFound, map[string]any{"error": "unknown_agent", "message": "no device has published this agent"})
-		return
-	}
-	if err != nil {
-		s.internalError(w, err)
+	st, ok := s.requestState(w, r, id)
+	if !ok {
 		return
 	}
 	now := s.clk.Now()

@@ -44,13 +44,8 @@ func (s *Relay) serveKeyPackage(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusTooManyRequests, map[string]any{"error": "rate_limited", "message": "Too many requests — try again later"})
 		return
 	}
-	st, err := s.cfg.States.Get(r.Context(), agent.String())
-	if errors.Is(err, agents.ErrUnknownAgent) {
-		writeJSON(w, http.StatusNotFound, map[string]any{"error": "unknown_agent", "message": "no device has published this agent"})
-		return
-	}
-	if err != nil {
-		s.internalError(w, err)
+	st, ok := s.requestState(w, r, agent.String())
+	if !ok {
 		return
 	}
 	kp, lastResort, err := s.takeValidKeyPackage(r.Context(), agent)

@@ -132,7 +132,8 @@ func New(cfg Config) (*Relay, error) {
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
-	s.log = s.log.With("component", "relay")
+	base := s.log // each component's lines name it once
+	s.log = base.With("component", "relay")
 	if len(cfg.AllowAgents) > 0 {
 		s.allow = map[string]bool{}
 		for _, a := range cfg.AllowAgents {
@@ -144,7 +145,7 @@ func New(cfg Config) (*Relay, error) {
 	s.limiter = newLimiter(s.clk, cfg.KeyPackageRate, time.Minute)
 	s.link = &server.Server{
 		Verifier: s.verifier, Queue: cfg.Queue, Agents: (*linkAgents)(s), Clock: cfg.Clock,
-		Logger: s.log.With("component", "link"), OnAcked: s.metrics.acked,
+		Logger: base.With("component", "link"), OnAcked: s.metrics.acked,
 	}
 	s.routes()
 	return s, nil
@@ -265,7 +266,11 @@ func (s *Relay) serveVerbatim(w http.ResponseWriter, r *http.Request, pick func(
 }
 
 func (s *Relay) serveHealth(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "publicUrl": s.cfg.PublicURL, "mqttBroker": s.cfg.MQTTBroker})
+	h := map[string]any{"status": "ok", "publicUrl": s.cfg.PublicURL, "mqttBroker": s.cfg.MQTTBroker, "now": s.clk.Now().UTC()}
+	if sc, ok := s.clk.(interface{ Factor() float64 }); ok {
+		h["timeScale"] = sc.Factor() // its clock, which tokens are checked on, runs this much faster
+	}
+	writeJSON(w, http.StatusOK, h)
 }
 
 func (s *Relay) internalError(w http.ResponseWriter, err error) {

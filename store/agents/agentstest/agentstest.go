@@ -59,6 +59,7 @@ func stateSurvivesReopen(t *testing.T, open Opener) {
 		Mode: wake.HourlyWake, Window: wake.Window{Minute: 7, Length: 5 * time.Minute, Offset: 30 * time.Second},
 		NextWake: at.Add(time.Hour), Card: []byte(`{"card":1}`), Pulse: []byte(`{"pulse":1}`),
 		Bounds: queue.DefaultBounds(), UpdatedAt: at,
+		Successor: "did:key:zNext", Retirement: []byte(`{"retirement":1}`),
 	}
 	if err := s.Put(ctx, "did:key:zA", want, nil, nil); err != nil {
 		t.Fatal(err)

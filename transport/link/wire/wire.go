@@ -129,7 +129,18 @@ type State struct {
 	// relay's ceiling. The relay clamps them to its ceiling and answers with
 	// the bounds in force, which the card must then publish.
 	Bounds *Bounds `cbor:"bounds,omitempty"`
+	// Retirement, when set, retires the agent's DID after a key rotation:
+	// a Governed Object (JSON) issued and signed by this DID, with purpose
+	// PurposeRetirement and a payload naming this DID as "old" and its
+	// successor as "new". The relay verifies it, keeps it, and from then
+	// on answers this DID's senders 410 Gone naming the successor. A later
+	// state without it (the rotation failed) lifts the retirement.
+	Retirement []byte `cbor:"retirement,omitempty"`
 }
+
+// PurposeRetirement is the purpose of a Retirement: the key handover the
+// old key signs at a rotation (runtime/manage's PurposeKeyHandover).
+const PurposeRetirement = "torpor:key-handover"
 
 // Accepted is the relay's answer to a published state.
 type Accepted struct {
