@@ -61,6 +61,7 @@ func cmdStack(ts *testscript.TestScript, neg bool, args []string) {
 	dir := ts.MkAbs("stack")
 	ts.Check(os.MkdirAll(dir, 0o700))
 	st := startStack(dir, ts.Check, ts.Defer)
+	st.broker.AddOperator(op.DID())
 	key, err := did.Generate(nil)
 	ts.Check(err)
 	ts.Check(did.SaveKey(ts.MkAbs("agent.key"), key, false))

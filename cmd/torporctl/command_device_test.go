@@ -74,6 +74,7 @@ func setupDevice(env *testscript.Env) error {
 		return err
 	}
 	b := mqtttest.StartEmbedded(t, nil)
+	b.AddOperator(op.DID())
 	st := mqtttest.OpenState(t, filepath.Join(t.TempDir(), "agent.db"), nil)
 	dev := &managetest.Device{State: mqtt.Status{Mode: "hourly_wake", Window: &mqtt.Window{Minute: 17, LengthSec: 300}}}
 	dev.Result = func(_ context.Context, c manage.Command) manage.Result {

@@ -35,6 +35,9 @@ type OperatorConfig struct {
 	ClientID string
 	// Clock stamps commands; nil means clock.Real.
 	Clock clock.Clock
+	// AuthClock dates the token presented to the broker at each
+	// connection (mqtt.Authenticate); nil means clock.Real.
+	AuthClock clock.Clock
 }
 
 // Operator is the operator's side: it signs and publishes commands and
@@ -119,6 +122,7 @@ func DialOperator(ctx context.Context, cfg OperatorConfig) (*Operator, error) {
 		CleanStartOnInitialConnection: true,
 		ConnectTimeout:                10 * time.Second,
 		ReconnectBackoff:              autopaho.NewConstantBackoff(time.Second),
+		ConnectPacketBuilder:          o.connectPacket,
 		OnConnectionUp: func(cm *autopaho.ConnectionManager, ca *paho.Connack) {
 			connMu.Lock()
 			again := connected
@@ -152,6 +156,12 @@ func DialOperator(ctx context.Context, cfg OperatorConfig) (*Operator, error) {
 		return nil, fmt.Errorf("manage: connecting to %s: %w", cfg.Broker, err)
 	}
 	return o, nil
+}
+
+// connectPacket authenticates every connection with a fresh token
+// (mqtt.Authenticate).
+func (o *Operator) connectPacket(cp *paho.Connect, _ *url.URL) (*paho.Connect, error) {
+	return cp, mqtt.Authenticate(cp, o.cfg.Key, o.cfg.Broker, clock.Or(o.cfg.AuthClock).Now())
 }
 
 // Close disconnects.

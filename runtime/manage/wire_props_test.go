@@ -28,6 +28,8 @@ func TestWireProperties(t *testing.T) {
 	b := mqtttest.StartEmbedded(t, nil)
 	addr := strings.TrimPrefix(b.URL(), "mqtt://")
 	devProxy, opProxy := mqtttest.StartProxy(t, addr), mqtttest.StartProxy(t, addr)
+	b.AddAudience(t, devProxy.URL())
+	b.AddAudience(t, opProxy.URL())
 	h := newHarness(t, b)
 	h.deviceURL, h.operatorURL = devProxy.URL(), opProxy.URL()
 	const sessionExpiry = 72 * time.Hour

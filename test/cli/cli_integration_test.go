@@ -133,7 +133,7 @@ func startStack(ts *testscript.TestScript, opKeyFile string) {
 	ts.Check(err)
 	dir := ts.MkAbs("stack")
 	ts.Check(os.MkdirAll(dir, 0o700))
-	brk, err := broker.Start(broker.Config{Listen: "127.0.0.1:0", DataDir: dir})
+	brk, err := broker.Start(broker.Config{Listen: "127.0.0.1:0", DataDir: dir, Operators: []did.DID{op.DID()}})
 	ts.Check(err)
 	log := slog.New(slog.NewTextHandler(logFile(ts, filepath.Join(dir, "stack.log")), nil))
 	r, err := worldtest.Open(dir, relay.Config{MQTTBroker: brk.URL(), Logger: log})

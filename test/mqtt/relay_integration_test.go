@@ -126,7 +126,10 @@ func newWorld(t *testing.T, b mqtttest.Broker, mode wake.Mode) *world {
 	if err := w.op.Watch(ctxT(t), name); err != nil {
 		t.Fatal(err)
 	}
-	w.witness = mqtttest.NewWitness(t, b.URL(), mq.Topics{Device: name}.Command())
+	if e, ok := b.(*mqtttest.Embedded); ok {
+		e.AddOperator(w.opKey.DID())
+	}
+	w.witness = mqtttest.NewWitness(t, b, mq.Topics{Device: name}.Command())
 	ctx, cancel := context.WithCancel(context.Background())
 	w.done = make(chan error, 1)
 	go func() { w.done <- w.agent.Run(ctx) }()

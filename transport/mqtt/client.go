@@ -71,6 +71,10 @@ type Config struct {
 	Backoff func(attempt int) time.Duration
 	// Clock tells the time; nil means clock.Real.
 	Clock clock.Clock
+	// AuthClock dates the token presented to the broker at each
+	// connection (Authenticate); nil means clock.Real. The broker checks
+	// it against its own clock, not against the device's schedule.
+	AuthClock clock.Clock
 	// Logger receives operational logs; nil discards.
 	Logger *slog.Logger
 }
@@ -270,10 +274,14 @@ func (c *Client) dial(ctx context.Context, cfg autopaho.ClientConfig, u *url.URL
 	return packets.NewThreadSafeConn(conn), nil
 }
 
-// connectPacket adds the will: a retained status "lost", signed now, that
-// the broker publishes if this connection ends without a DISCONNECT
-// (MQTT 5.0 Section 3.1.2.5).
+// connectPacket authenticates with a fresh token (Authenticate) and adds
+// the will: a retained status "lost", signed now, that the broker
+// publishes if this connection ends without a DISCONNECT (MQTT 5.0
+// Section 3.1.2.5).
 func (c *Client) connectPacket(cp *paho.Connect, _ *url.URL) (*paho.Connect, error) {
+	if err := Authenticate(cp, c.Key(), c.cfg.Broker, clock.Or(c.cfg.AuthClock).Now()); err != nil {
+		return nil, err
+	}
 	will, err := c.statusPayload(StateLost, c.clock.Now(), nil)
 	if err != nil {
 		return nil, err
