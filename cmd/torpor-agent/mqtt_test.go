@@ -105,7 +105,7 @@ func TestDaemonTakesMQTTCommands(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("daemon: %v", err)
 	}
-	awaitState(t, wait, op, agentKey.DID(), mqtt.StateOffline, nil, &log)
+	awaitState(t, wait, op, agentKey.DID(), mqtt.StateStopped, nil, &log)
 	if l := log.String(); !strings.Contains(l, "mqttName=dev-1") {
 		t.Errorf("the start line does not name the MQTT device:\n%s", l)
 	}

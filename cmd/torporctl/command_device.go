@@ -467,7 +467,7 @@ func (s *deviceSession) watch(ctx context.Context, e *env, a *watchArgs) error {
 			}
 			return nil
 		case m := <-status:
-			st, _, err := mqtt.VerifyStatus(m.ContentType, m.Payload, dev)
+			st, _, err := mqtt.VerifyStatus(m.ContentType, m.Payload, dev, time.Now())
 			if err != nil {
 				fmt.Fprintf(e.stderr, "ignored an invalid status: %v\n", err)
 				continue
@@ -482,7 +482,7 @@ func (s *deviceSession) watch(ctx context.Context, e *env, a *watchArgs) error {
 				return nil
 			}
 		case m := <-events:
-			ev, data, _, err := mqtt.VerifyEvent(m.ContentType, m.Payload, dev)
+			ev, data, _, err := mqtt.VerifyEvent(m.ContentType, m.Payload, dev, time.Now())
 			if err != nil {
 				fmt.Fprintf(e.stderr, "ignored an invalid event: %v\n", err)
 				continue

@@ -14,6 +14,7 @@ import (
 	"github.com/torpor-dev/torpor/clock"
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/governed"
+	"github.com/torpor-dev/torpor/internal/version"
 	"github.com/torpor-dev/torpor/runtime"
 	"github.com/torpor-dev/torpor/runtime/gate"
 	"github.com/torpor-dev/torpor/store/ledger"
@@ -128,21 +129,28 @@ func (c *Commands) start() {
 	if c.client != nil || c.closed {
 		return
 	}
-	pipe := c.a.Pipeline()
-	if pipe == nil {
-		return
-	}
-	db, rc, l := pipe.Stores()
-	cl, err := Start(Config{
-		Config: mqtt.Config{Broker: c.cfg.Broker, TLS: c.cfg.TLS, Prefix: c.cfg.Prefix, Name: c.cfg.Name, Key: c.key,
-			DB: db, SessionExpiry: c.cfg.SessionExpiry, Clock: c.a.Config().Clock, Logger: c.cfg.Logger},
-		Operators: c.cfg.Operators, Replay: rc, Ledger: l, Device: c,
-	})
+	cl, err := c.newServer(false)
 	if err != nil {
 		c.log.Error("starting the MQTT client", "err", err)
 		return
 	}
 	c.client = cl
+}
+
+// newServer starts the MQTT client on the agent's stores; stopOnly starts
+// one that takes no command (mqtt.Config.StopOnly).
+func (c *Commands) newServer(stopOnly bool) (*Server, error) {
+	pipe := c.a.Pipeline()
+	if pipe == nil {
+		return nil, errors.New("manage: the agent is not open")
+	}
+	db, rc, l := pipe.Stores()
+	return Start(Config{
+		Config: mqtt.Config{Broker: c.cfg.Broker, TLS: c.cfg.TLS, Prefix: c.cfg.Prefix, Name: c.cfg.Name, Key: c.key,
+			DB: db, SessionExpiry: c.cfg.SessionExpiry, Clock: c.a.Config().Clock, Logger: c.cfg.Logger,
+			Version: version.Get().Short(), StopOnly: stopOnly},
+		Operators: c.cfg.Operators, Replay: rc, Ledger: l, Device: c,
+	})
 }
 
 func (c *Commands) sleep(ctx context.Context, next time.Time) {
@@ -160,16 +168,24 @@ func (c *Commands) sleep(ctx context.Context, next time.Time) {
 	}
 }
 
-// Close ends the MQTT session with status offline, for a shutdown. It
+// Close ends the MQTT session with status stopped, for a shutdown. It
 // implements runtime.Management; an agent it is attached to calls it when
-// Run ends.
+// Run ends. An agent stopped while asleep has no session: Close connects
+// only to publish status stopped (taking no command), so that its retained
+// status no longer announces a wake it will not make.
 func (c *Commands) Close(ctx context.Context) error {
 	c.mu.Lock()
-	cl := c.client
+	cl, was := c.client, c.closed
 	c.client, c.closed = nil, true
 	c.mu.Unlock()
-	if cl == nil {
+	if was {
 		return nil
+	}
+	if cl == nil {
+		var err error
+		if cl, err = c.newServer(true); err != nil {
+			return err
+		}
 	}
 	return cl.Close(ctx)
 }

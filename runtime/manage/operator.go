@@ -365,7 +365,7 @@ func (o *Operator) AwaitReply(ctx context.Context, device, id string, deviceDID 
 	for {
 		m, ok, arrived := o.takeReply(w, id)
 		if ok {
-			r, obj, err := VerifyReply(m.ContentType, m.Payload, deviceDID)
+			r, obj, err := VerifyReply(m.ContentType, m.Payload, deviceDID, o.clock.Now())
 			if err == nil && r.Command == id {
 				return r, obj, nil
 			}
@@ -440,7 +440,7 @@ func (o *Operator) Status(ctx context.Context, device string, deviceDID did.DID)
 					more = false
 				}
 			}
-			s, obj, err := mqtt.VerifyStatus(m.ContentType, m.Payload, deviceDID)
+			s, obj, err := mqtt.VerifyStatus(m.ContentType, m.Payload, deviceDID, o.clock.Now())
 			if err != nil {
 				invalid = err
 				continue

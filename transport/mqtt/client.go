@@ -77,6 +77,13 @@ type Config struct {
 	AuthClock clock.Clock
 	// Logger receives operational logs; nil discards.
 	Logger *slog.Logger
+	// Version is the agent's version, reported in every status.
+	Version string
+	// StopOnly connects only to end the session with Close: the client
+	// takes no command (they stay in the broker session for the next
+	// start). An agent stopped while asleep uses it to publish status
+	// stopped.
+	StopOnly bool
 }
 
 // Client is a device's MQTT side: it keeps a persistent session with the
@@ -168,6 +175,7 @@ func newClient(cfg Config) (*Client, error) {
 		key: cfg.Key, events: make(chan event, 256), ready: make(chan struct{}), idle: closedChan(),
 		statusKick: make(chan struct{}, 1), started: make(chan struct{})}
 	c.state = st
+	c.closing = cfg.StopOnly
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	return c, nil
 }
@@ -349,7 +357,9 @@ func (c *Client) connectionUp(ca *paho.Connack) {
 			c.log.Warn("subscribing failed; commands wait for the next connection", "err", err)
 		}
 	}
-	if err := c.PublishStatus(ctx); err != nil {
+	if c.cfg.StopOnly {
+		// Connected only to say stopped: never awake.
+	} else if err := c.PublishStatus(ctx); err != nil {
 		c.log.Warn("publishing status failed", "err", err)
 	}
 	if _, err := c.cm.Publish(ctx, &paho.Publish{Topic: c.topics.Sync(), QoS: 1, Payload: []byte(nonce)}); err != nil {
@@ -479,9 +489,9 @@ func (c *Client) Sleep(ctx context.Context, nextWake time.Time) error {
 	return c.shutdown(ctx, StateAsleep, nw)
 }
 
-// Close is Sleep for a device that shuts down with no wake planned: the
-// status says offline.
-func (c *Client) Close(ctx context.Context) error { return c.shutdown(ctx, StateOffline, nil) }
+// Close is Sleep for a device that stops with no wake planned: the status
+// says stopped.
+func (c *Client) Close(ctx context.Context) error { return c.shutdown(ctx, StateStopped, nil) }
 
 func (c *Client) shutdown(ctx context.Context, s State, nextWake *time.Time) error {
 	// A client that has not connected yet (a short wake) connects first:
