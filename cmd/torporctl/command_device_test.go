@@ -100,6 +100,7 @@ func setupDevice(env *testscript.Env) error {
 	env.Values["device"] = dev
 	env.Setenv("TORPOR_BROKER", b.URL())
 	env.Setenv("TORPOR_KEY", filepath.Join(env.WorkDir, "op.key"))
+	env.Setenv("TORPOR_KNOWN_DEVICES", filepath.Join(env.WorkDir, "known_devices"))
 	env.Setenv("DEVICE_DID", devKey.DID().String())
 	other, _ := did.Generate(nil)
 	env.Setenv("OTHER_DID", other.DID().String())

@@ -260,15 +260,54 @@ func (c *Commands) Execute(ctx context.Context, cmd Command) Result {
 	return Failed(ReasonUnsupported, "operation %q is not implemented by this agent", cmd.Op)
 }
 
-// statusReport is the result of the status command.
+// statusReport is the result of the status command (docs/mqtt.md): lower
+// camel members, times RFC 3339, durations in milliseconds.
 type statusReport struct {
-	Status   mqtt.Status         `json:"status"`
-	LastWake *runtime.WakeReport `json:"lastWake,omitempty"`
-	Policy   *gate.Policy        `json:"policy,omitempty"`
-	Holds    []heldSummary       `json:"holds,omitempty"`
-	Ledger   map[string]int      `json:"ledger"`
-	Halt     *gate.HaltState     `json:"halt,omitempty"`
-	Keys     []indeterminateK    `json:"indeterminate,omitempty"`
+	Status   mqtt.Status      `json:"status"`
+	LastWake *lastWake        `json:"lastWake,omitempty"`
+	Policy   *policySummary   `json:"policy,omitempty"`
+	Holds    []heldSummary    `json:"holds,omitempty"`
+	Ledger   map[string]int   `json:"ledger"`
+	Halt     *haltSummary     `json:"halt,omitempty"`
+	Keys     []indeterminateK `json:"indeterminate,omitempty"`
+}
+
+type lastWake struct {
+	At           time.Time `json:"at"`
+	Reason       string    `json:"reason"`
+	Mode         string    `json:"mode"`
+	WindowEnd    time.Time `json:"windowEnd,omitzero"`
+	NextWake     time.Time `json:"nextWake,omitzero"`
+	AwakeMs      int64     `json:"awakeMs"`
+	LinkAttempts int       `json:"linkAttempts"`
+	LinkError    string    `json:"linkError,omitempty"`
+}
+
+type policySummary struct {
+	ID       string    `json:"id"`
+	IssuedAt time.Time `json:"issuedAt"`
+	Expires  time.Time `json:"expires"`
+	Agent    string    `json:"agent"`
+}
+
+type haltSummary struct {
+	Halted bool      `json:"halted"`
+	Since  time.Time `json:"since,omitzero"`
+	Note   string    `json:"note,omitempty"`
+}
+
+// summarise converts the runtime's report to the status command's schema.
+func summarise(r *statusReport, rep runtime.Report) {
+	if w := rep.LastWake; w != nil {
+		r.LastWake = &lastWake{At: w.At, Reason: w.Reason, Mode: w.Mode, WindowEnd: w.End, NextWake: w.NextWake,
+			AwakeMs: w.Awake.Milliseconds(), LinkAttempts: w.LinkAttempts, LinkError: w.LinkErr}
+	}
+	if p := rep.Policy; p != nil {
+		r.Policy = &policySummary{ID: p.ID, IssuedAt: p.IssuedAt, Expires: p.Expires, Agent: p.Agent}
+	}
+	if h := rep.Halt; h.Halted || !h.Since.IsZero() {
+		r.Halt = &haltSummary{Halted: h.Halted, Since: h.Since, Note: h.Note}
+	}
 }
 
 type heldSummary struct {
@@ -294,9 +333,13 @@ func (c *Commands) status(p *runtime.Pipeline) Result {
 	if err != nil {
 		return Failed("store", "reading the agent's state: %v", err)
 	}
-	r := statusReport{Status: c.Status(), LastWake: rep.LastWake, Policy: rep.Policy, Ledger: rep.Ledger}
-	if h := rep.Halt; h.Halted || !h.Since.IsZero() {
-		r.Halt = &h
+	r := statusReport{Status: c.Status(), Ledger: rep.Ledger}
+	summarise(&r, rep)
+	// The device answers: it is awake, since its connection came up.
+	r.Status.State, r.Status.Name, r.Status.Device = mqtt.StateAwake, c.cfg.Name, c.key.DID().String()
+	r.Status.Version = version.Get().Short()
+	if cl := c.Client(); cl != nil {
+		r.Status.Since = cl.ConnectedAt().UTC()
 	}
 	for _, h := range rep.Holds[:min(len(rep.Holds), maxListed)] {
 		r.Holds = append(r.Holds, heldSummary{Key: h.Action.LedgerKey(), Purpose: h.Action.Purpose,

@@ -454,6 +454,13 @@ func (c *Client) SetKey(k *did.PrivateKey) {
 	c.key = k
 }
 
+// ConnectedAt returns when the current (or last) connection came up.
+func (c *Client) ConnectedAt() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.connectedAt
+}
+
 // Connects counts the connections the client made.
 func (c *Client) Connects() int {
 	c.mu.Lock()
