@@ -69,7 +69,7 @@ type CommandsConfig struct {
 //	a, _ := runtime.New(cfg)
 //	cmds, _ := manage.NewCommands(a, ccfg)
 //	a.SetManagement(cmds)
-//	err := a.Run(ctx) // ends with cmds.Close: status offline
+//	err := a.Run(ctx) // ends with cmds.Close: status stopped
 type Commands struct {
 	a   *runtime.Agent
 	cfg CommandsConfig
