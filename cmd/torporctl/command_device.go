@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -61,7 +62,7 @@ Run "torporctl device OPERATION -h" for an operation's flags.
 // deviceFlags are the flags every device operation takes.
 type deviceFlags struct {
 	broker, key, prefix, didStr string
-	knownDevices                string
+	knownDevices, passwordFile  string
 	wait, ttl                   time.Duration
 	cbor, json                  bool
 	seq                         uint64
@@ -73,6 +74,7 @@ func (f *deviceFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.prefix, "prefix", envOr("TORPOR_MQTT_PREFIX", mqtt.DefaultPrefix), "The topic prefix. Default $TORPOR_MQTT_PREFIX.")
 	fs.StringVar(&f.didStr, "did", "", "The device's DID, which the command names and which must sign the reply; it overrides the pin in --known-devices. Empty means the pinned DID, or on first contact the DID that signed the device's retained status.")
 	fs.StringVar(&f.knownDevices, "known-devices", defaultKnownDevices(), "The file pinning device names to DIDs (\"NAME DID\" lines, like SSH's known_hosts). Default $TORPOR_KNOWN_DEVICES or ~/.config/torpor/known_devices.")
+	fs.StringVar(&f.passwordFile, "mqtt-password-file", os.Getenv("TORPOR_MQTT_PASSWORD_FILE"), "A file with a static MQTT password for an external broker that checks passwords (torporctl mqtt acl); without it a DID Bearer token is sent, as the embedded broker wants. Default $TORPOR_MQTT_PASSWORD_FILE.")
 	fs.DurationVar(&f.wait, "wait", 15*time.Second, "How long to wait for the reply; 0 sends without waiting.")
 	fs.DurationVar(&f.ttl, "ttl", manage.DefaultCommandTTL, "The command's lifetime: a device that wakes later refuses it, and the broker drops it.")
 	fs.BoolVar(&f.cbor, "cbor", false, "Send the command as CBOR (MQTT content type application/cbor); the reply comes back in CBOR.")
@@ -174,9 +176,15 @@ func dialDevice(ctx context.Context, f *deviceFlags, device string) (*deviceSess
 	if err != nil {
 		return nil, fmt.Errorf("known devices: %w", err)
 	}
+	var pw []byte
+	if f.passwordFile != "" {
+		if pw, err = os.ReadFile(f.passwordFile); err != nil {
+			return nil, fmt.Errorf("--mqtt-password-file: %w", err)
+		}
+	}
 	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	op, err := manage.DialOperator(dctx, manage.OperatorConfig{Broker: f.broker, Prefix: f.prefix, Key: k})
+	op, err := manage.DialOperator(dctx, manage.OperatorConfig{Broker: f.broker, Prefix: f.prefix, Key: k, Password: bytes.TrimSpace(pw)})
 	if err != nil {
 		return nil, err
 	}

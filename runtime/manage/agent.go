@@ -40,6 +40,9 @@ type CommandsConfig struct {
 	// SessionExpiry is how long the broker keeps the session while the
 	// device sleeps; zero means mqtt.DefaultSessionExpiry. It must exceed
 	// the longest sleep.
+	// Password, when set, is sent to the broker instead of a DID Bearer
+	// token (mqtt.Config.Password; an external broker's static password).
+	Password []byte
 	SessionExpiry time.Duration
 	// RotateKey installs next as the agent's identity (key file, MLS
 	// credentials, the relay's registration), given the handover the old
@@ -147,7 +150,7 @@ func (c *Commands) newServer(stopOnly bool) (*Server, error) {
 	db, rc, l := pipe.Stores()
 	return Start(Config{
 		Config: mqtt.Config{Broker: c.cfg.Broker, TLS: c.cfg.TLS, Prefix: c.cfg.Prefix, Name: c.cfg.Name, Key: c.key,
-			DB: db, SessionExpiry: c.cfg.SessionExpiry, Clock: c.a.Config().Clock, Logger: c.cfg.Logger,
+			DB: db, SessionExpiry: c.cfg.SessionExpiry, Clock: c.a.Config().Clock, Logger: c.cfg.Logger, Password: c.cfg.Password,
 			Version: version.Get().Short(), StopOnly: stopOnly},
 		Operators: c.cfg.Operators, Replay: rc, Ledger: l, Device: c,
 	})

@@ -35,6 +35,8 @@ type OperatorConfig struct {
 	ClientID string
 	// Clock stamps commands; nil means clock.Real.
 	Clock clock.Clock
+	// Password, when set, is sent instead of a token (mqtt.Config.Password).
+	Password []byte
 	// AuthClock dates the token presented to the broker at each
 	// connection (mqtt.Authenticate); nil means clock.Real.
 	AuthClock clock.Clock
@@ -161,7 +163,7 @@ func DialOperator(ctx context.Context, cfg OperatorConfig) (*Operator, error) {
 // connectPacket authenticates every connection with a fresh token
 // (mqtt.Authenticate).
 func (o *Operator) connectPacket(cp *paho.Connect, _ *url.URL) (*paho.Connect, error) {
-	return cp, mqtt.Authenticate(cp, o.cfg.Key, o.cfg.Broker, clock.Or(o.cfg.AuthClock).Now())
+	return cp, mqtt.Authenticate(cp, o.cfg.Key, o.cfg.Broker, clock.Or(o.cfg.AuthClock).Now(), o.cfg.Password)
 }
 
 // Close disconnects.

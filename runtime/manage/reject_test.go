@@ -27,7 +27,7 @@ func rawPublish(t testing.TB, broker string, key *did.PrivateKey, topic string, 
 	cm, err := autopaho.NewConnection(ctx, autopaho.ClientConfig{ServerUrls: []*url.URL{u}, KeepAlive: 30,
 		CleanStartOnInitialConnection: true, ClientConfig: paho.ClientConfig{ClientID: "intruder"},
 		ConnectPacketBuilder: func(cp *paho.Connect, _ *url.URL) (*paho.Connect, error) {
-			return cp, mqtt.Authenticate(cp, key, broker, time.Now())
+			return cp, mqtt.Authenticate(cp, key, broker, time.Now(), nil)
 		}})
 	if err != nil {
 		t.Fatal(err)

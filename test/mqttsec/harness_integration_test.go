@@ -56,12 +56,13 @@ func ctxT(t testing.TB) context.Context {
 }
 
 // startDevice starts a device (manage.Server) named name with key on
-// broker, its store at path, allowing operator op.
-func startDevice(t testing.TB, broker, name string, key *did.PrivateKey, op did.DID, path string) *manage.Server {
+// broker, its store at path, allowing operator op; password, when set,
+// is its static broker password.
+func startDevice(t testing.TB, broker, name string, key *did.PrivateKey, op did.DID, path string, password ...byte) *manage.Server {
 	t.Helper()
 	st := mqtttest.OpenState(t, path, nil)
 	dev := &managetest.Device{}
-	s, err := manage.Start(manage.Config{Config: mq.Config{Broker: broker, Name: name, Key: key, DB: st.DB},
+	s, err := manage.Start(manage.Config{Config: mq.Config{Broker: broker, Name: name, Key: key, DB: st.DB, Password: password},
 		Operators: []did.DID{op}, Replay: st.Replay, Ledger: st.Ledger, Device: dev})
 	if err != nil {
 		t.Fatal(err)
@@ -76,11 +77,21 @@ func startDevice(t testing.TB, broker, name string, key *did.PrivateKey, op did.
 // rawConnect opens a plain MQTT 5 connection to addr with cp.
 func rawConnect(t testing.TB, addr string, cp *paho.Connect) (*paho.Client, error) {
 	t.Helper()
+	return rawConnectWith(t, addr, cp, nil)
+}
+
+// rawConnectWith is rawConnect with a handler of received messages.
+func rawConnectWith(t testing.TB, addr string, cp *paho.Connect, onPub func(paho.PublishReceived) (bool, error)) (*paho.Client, error) {
+	t.Helper()
 	conn, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := paho.NewClient(paho.ClientConfig{Conn: conn, ClientID: cp.ClientID})
+	cfg := paho.ClientConfig{Conn: conn, ClientID: cp.ClientID}
+	if onPub != nil {
+		cfg.OnPublishReceived = []func(paho.PublishReceived) (bool, error){onPub}
+	}
+	c := paho.NewClient(cfg)
 	if _, err := c.Connect(ctxT(t), cp); err != nil {
 		conn.Close()
 		return nil, err

@@ -2,6 +2,7 @@ package mqtt
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/eclipse/paho.golang/paho"
@@ -27,23 +28,37 @@ const TokenTTL = 2 * time.Minute
 // DID Bearer token (transport/bearer) issued now for the broker's URL as
 // the client dials it (bearer.MQTTAudience) (MQTT 5.0 Sections 3.1.3.5 and
 // 3.1.3.6). It also sets the Maximum Packet Size property (MaxPacketSize).
-// Brokers that authenticate otherwise (mosquitto with a password file)
-// see the DID as the user name and ignore or refuse the token.
-func Authenticate(cp *paho.Connect, key *did.PrivateKey, brokerURL string, now time.Time) error {
-	aud, err := bearer.MQTTAudience(brokerURL)
-	if err != nil {
-		return err
-	}
-	tok, err := bearer.Issue(key, aud, now, TokenTTL)
-	if err != nil {
-		return fmt.Errorf("mqtt: %w", err)
-	}
+// A broker that cannot check tokens (mosquitto with a password file,
+// torporctl mqtt acl) gets password instead, when it is not empty: a static
+// secret of this client's.
+// Its User Name is then StaticUser.
+func Authenticate(cp *paho.Connect, key *did.PrivateKey, brokerURL string, now time.Time, password []byte) error {
 	cp.Username, cp.UsernameFlag = key.DID().String(), true
-	cp.Password, cp.PasswordFlag = []byte(tok), true
+	if len(password) > 0 {
+		cp.Username = StaticUser(key.DID())
+		cp.Password, cp.PasswordFlag = password, true
+	} else {
+		aud, err := bearer.MQTTAudience(brokerURL)
+		if err != nil {
+			return err
+		}
+		tok, err := bearer.Issue(key, aud, now, TokenTTL)
+		if err != nil {
+			return fmt.Errorf("mqtt: %w", err)
+		}
+		cp.Password, cp.PasswordFlag = []byte(tok), true
+	}
 	if cp.Properties == nil {
 		cp.Properties = &paho.ConnectProperties{}
 	}
 	max := uint32(MaxPacketSize)
 	cp.Properties.MaximumPacketSize = &max
 	return nil
+}
+
+// StaticUser is the MQTT User Name of a client authenticating with a
+// static password: its DID without the "did:key:" prefix (the multibase
+// key), since mosquitto's password file cannot hold ':' in a user name.
+func StaticUser(d did.DID) string {
+	return strings.TrimPrefix(d.String(), "did:key:")
 }

@@ -79,6 +79,10 @@ type Config struct {
 	Logger *slog.Logger
 	// Version is the agent's version, reported in every status.
 	Version string
+	// Password, when set, is sent instead of a DID Bearer token: a static
+	// secret for an external broker that checks passwords (torporctl mqtt
+	// acl). The embedded broker wants tokens.
+	Password []byte
 	// StopOnly connects only to end the session with Close: the client
 	// takes no command (they stay in the broker session for the next
 	// start). An agent stopped while asleep uses it to publish status
@@ -287,7 +291,7 @@ func (c *Client) dial(ctx context.Context, cfg autopaho.ClientConfig, u *url.URL
 // publishes if this connection ends without a DISCONNECT (MQTT 5.0
 // Section 3.1.2.5).
 func (c *Client) connectPacket(cp *paho.Connect, _ *url.URL) (*paho.Connect, error) {
-	if err := Authenticate(cp, c.Key(), c.cfg.Broker, clock.Or(c.cfg.AuthClock).Now()); err != nil {
+	if err := Authenticate(cp, c.Key(), c.cfg.Broker, clock.Or(c.cfg.AuthClock).Now(), c.cfg.Password); err != nil {
 		return nil, err
 	}
 	will, err := c.statusPayload(StateLost, c.clock.Now(), nil)

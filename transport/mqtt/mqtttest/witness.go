@@ -51,7 +51,7 @@ func NewWitness(t testing.TB, b Broker, topic string) *Witness {
 	cm, err := autopaho.NewConnection(context.Background(), autopaho.ClientConfig{
 		ServerUrls: []*url.URL{u}, KeepAlive: 30, CleanStartOnInitialConnection: true,
 		ConnectPacketBuilder: func(cp *paho.Connect, _ *url.URL) (*paho.Connect, error) {
-			return cp, mqtt.Authenticate(cp, key, b.URL(), time.Now())
+			return cp, mqtt.Authenticate(cp, key, b.URL(), time.Now(), nil)
 		},
 		ClientConfig: paho.ClientConfig{ClientID: "witness-" + hex.EncodeToString(id[:]),
 			OnPublishReceived: []func(paho.PublishReceived) (bool, error){w.received}},
