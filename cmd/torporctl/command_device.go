@@ -379,7 +379,9 @@ type watchArgs struct {
 // watch prints statuses and events as they arrive, until --until's state
 // is reported or --timeout passes.
 func (s *deviceSession) watch(ctx context.Context, e *env, a *watchArgs) error {
-	var dev did.DID
+	// Statuses and events of the pinned (or given) DID only; any signer
+	// for a device not pinned yet.
+	dev := s.known.pins[s.device]
 	if s.f.didStr != "" {
 		var err error
 		if dev, err = did.Parse(s.f.didStr); err != nil {
