@@ -119,15 +119,15 @@ func newWorld(t *testing.T, b mqtttest.Broker, mode wake.Mode) *world {
 		t.Fatal(err)
 	}
 	w.agent.SetManagement(w.cmds)
+	if e, ok := b.(*mqtttest.Embedded); ok {
+		e.AddOperator(w.opKey.DID())
+	}
 	if w.op, err = manage.DialOperator(ctxT(t), manage.OperatorConfig{Broker: b.URL(), Key: w.opKey, Clock: w.clock}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { w.op.Close(context.Background()) })
 	if err := w.op.Watch(ctxT(t), name); err != nil {
 		t.Fatal(err)
-	}
-	if e, ok := b.(*mqtttest.Embedded); ok {
-		e.AddOperator(w.opKey.DID())
 	}
 	w.witness = mqtttest.NewWitness(t, b, mq.Topics{Device: name}.Command())
 	ctx, cancel := context.WithCancel(context.Background())
