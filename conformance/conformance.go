@@ -27,7 +27,11 @@
 // new kind in the vector format is never mistaken for a clean run. A kind
 // whose code does not exist yet may be declared with Pending, which makes
 // its vectors skip with a reason; a Register for the same kind replaces the
-// pending entry.
+// pending entry. Likewise a vector whose expect names a member its kind
+// does not define (expectMembers, in expect.go, lists them per kind as the
+// reference runner checks them) fails before its handler runs: an
+// expectation nobody understands is never passed over. A handler checks
+// every member in its kind's list.
 //
 // Registration happens in init functions only (the one use of init the
 // project allows: compile-time registration); running is free of globals

@@ -95,7 +95,7 @@ type dequeueRun struct {
 	clock  *clocktest.Clock
 	agent  *did.PrivateKey
 	caller string
-	q      *queue.Bolt
+	q      queue.Store
 	db     *bolt.DB
 	pipe   *runtime.Pipeline
 	app    *deliver.Recorder
@@ -131,7 +131,7 @@ func newDequeueRun(v *Vector) (*dequeueRun, error) {
 func (r *dequeueRun) open(freshQueue bool) error {
 	if freshQueue || r.q == nil {
 		r.queues++
-		q, err := queue.OpenBolt(filepath.Join(r.dir, fmt.Sprintf("queue-%d.db", r.queues)), nil)
+		q, err := openQueue(filepath.Join(r.dir, fmt.Sprintf("queue-%d.db", r.queues)))
 		if err != nil {
 			return err
 		}

@@ -64,7 +64,8 @@ type httpRequest struct {
 // a request without one is sent without a token. A GET is sent to the
 // agent's card: the JSON-RPC endpoint takes only POST, and no GET is gated
 // by reachability. Expected and got print as the vector's expect members,
-// "name=value" sorted by name.
+// "name=value" sorted by name; fromDid is the sender of the record the
+// request enqueued.
 func runAsleepHTTP(v *Vector) Result {
 	var in httpVector
 	if err := v.Decode(&in); err != nil {
@@ -129,8 +130,8 @@ func runAsleepHTTP(v *Vector) Result {
 type relayHarness struct {
 	relay  *relay.Relay
 	srv    *httptest.Server
-	q      *queue.Bolt
-	states *agents.Bolt
+	q      queue.Store
+	states agents.Store
 	clk    *clocktest.Clock
 	agent  *did.PrivateKey
 	dev    *link.Client
@@ -149,10 +150,10 @@ func conformanceAgent() *did.PrivateKey {
 func startRelay(dir string, now time.Time, b queue.Bounds) (*relayHarness, error) {
 	h := &relayHarness{clk: clocktest.New(now), agent: conformanceAgent()}
 	var err error
-	if h.q, err = queue.OpenBolt(filepath.Join(dir, "queue.db"), nil); err != nil {
+	if h.q, err = openQueue(filepath.Join(dir, "queue.db")); err != nil {
 		return nil, err
 	}
-	if h.states, err = agents.OpenBolt(filepath.Join(dir, "agents.db"), nil); err != nil {
+	if h.states, err = openAgents(filepath.Join(dir, "agents.db")); err != nil {
 		h.q.Close()
 		return nil, err
 	}
@@ -254,9 +255,14 @@ func (h *relayHarness) do(r httpRequest, expect map[string]json.RawMessage) (str
 	if err != nil {
 		return "", err
 	}
+	from, err := h.enqueuedFrom(ctx, before.Messages, after.Messages)
+	if err != nil {
+		return "", err
+	}
 	var ans map[string]any
 	json.Unmarshal(body, &ans)
 	got := map[string]string{
+		"fromDid":          from,
 		"statusCode":       fmt.Sprint(resp.StatusCode),
 		"enqueued":         fmt.Sprint(after.Messages > before.Messages),
 		"passThrough":      fmt.Sprint(h.live.Load() > liveBefore || (r.Method == http.MethodGet && resp.StatusCode == http.StatusOK)),
@@ -266,6 +272,23 @@ func (h *relayHarness) do(r httpRequest, expect map[string]json.RawMessage) (str
 		"retryAfterHeader": fmt.Sprint(resp.Header.Get("Retry-After") != ""),
 	}
 	return observed(expect, got, ans), nil
+}
+
+// enqueuedFrom returns the sender DID of the record a request enqueued, the
+// one the relay's transport authentication proved ("<none>" when it
+// enqueued nothing): the reference runner's fromDid.
+func (h *relayHarness) enqueuedFrom(ctx context.Context, before, after int) (string, error) {
+	if after <= before {
+		return "<none>", nil
+	}
+	recs, err := h.q.Next(ctx, h.agent.DID().String(), 0, after, h.clk.Now())
+	if err != nil {
+		return "", err
+	}
+	if len(recs) == 0 {
+		return "<none>", nil
+	}
+	return recs[len(recs)-1].From, nil
 }
 
 // request builds the vector's request to the agent: GET fetches its card,

@@ -166,12 +166,12 @@ var queueActions = map[string]func(*queueRun, *queueVector, []queueInput) error{
 type queueRun struct {
 	path   string
 	bounds queue.Bounds
-	store  *queue.Bolt
+	store  queue.Store
 	got    map[string]any
 }
 
 func (q *queueRun) open() (err error) {
-	q.store, err = queue.OpenBolt(q.path, nil)
+	q.store, err = openQueue(q.path)
 	return err
 }
 

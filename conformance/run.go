@@ -54,16 +54,16 @@ type Outcome struct {
 	Result
 }
 
-// Run runs every vector file under dir: every *.json file holding a JSON
+// run runs every vector file under dir: every *.json file holding a JSON
 // object with a kind member, in path order. dir may also name one vector
 // file. Other JSON files (manifests, schemas, examples, arrays) are not
 // vectors and are ignored. A file that is not valid JSON, or whose id or
 // kind is not a string, fails, and so does a vector of a kind nothing
 // registered. Stores go under a temporary directory removed at the end.
 //
-// Run returns an error wrapping ErrNoVectors when it finds no vector, so
+// run returns an error wrapping ErrNoVectors when it finds no vector, so
 // that a wrong directory never reads as a clean run.
-func Run(dir string) (*Report, error) {
+func run(dir string) (*Report, error) {
 	files, single, err := vectorFiles(dir)
 	if err != nil {
 		return nil, err
@@ -180,6 +180,8 @@ func runFile(dir, path, tmp string, manifests map[string][]did.DID) (o Outcome, 
 	if !found {
 		o.Result = Result{Status: Fail, Got: "-", Note: fmt.Sprintf("unknown kind %q; known kinds: %s",
 			head.Kind, strings.Join(sortedKinds(), ", "))}
+	} else if err := checkExpect(head.Kind, head.Expect); err != nil {
+		o.Result = Result{Status: Fail, Got: "-", Note: err.Error()}
 	} else {
 		o.Result = safeRun(h, v)
 	}

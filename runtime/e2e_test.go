@@ -59,35 +59,8 @@ func TestEndToEndMLS(t *testing.T) {
 	}
 	defer client.Close()
 	peer := sender.RelayPeer(w.srv.URL, w.key.DID())
-	now := w.clock.Now()
-	obj := func(k *did.PrivateKey, p string, ttl time.Duration) []byte {
-		return runtimetest.Object(t, k, p, now, ttl, nil)
-	}
-	var valid []string
-	var objs [][]byte
-	for range 5 {
-		o := obj(alice, "comms:message", 2*time.Hour)
-		valid = append(valid, objID(t, o))
-		objs = append(objs, o)
-	}
-	objs = append(objs,
-		tamper(obj(alice, "comms:message", 2*time.Hour)), // forged
-		obj(alice, "comms:message", time.Minute),         // expired by the time the window opens
-		objs[0],                                          // replayed
-		obj(carol, "comms:message", 2*time.Hour),         // wrong sender: Carol's object in Alice's session
-		obj(alice, "coordination:proposal", 2*time.Hour), // not permitted
-	)
-	for i, o := range objs {
-		d, err := client.Send(context.Background(), peer, json.RawMessage(o))
-		if err != nil {
-			t.Fatalf("send %d: %v", i, err)
-		}
-		at := w.clock.Now().Add(d.RetryAfter)
-		if d.Status != http.StatusServiceUnavailable || !d.Queued || at.Before(start) || !at.Before(end) {
-			t.Fatalf("send %d: status %d queued %v, Retry-After %v lands %v; want 503 queued landing in [%v, %v)",
-				i, d.Status, d.Queued, d.RetryAfter, at, start, end)
-		}
-	}
+	valid, objs := mixedObjects(t, alice, carol, w.clock.Now())
+	sendAllQueued(t, w, client, peer, objs, start, end)
 
 	w.clock.Set(start)
 	w.waitPhases(runtime.PhasePublish, runtime.PhaseDrain)
@@ -107,6 +80,49 @@ func TestEndToEndMLS(t *testing.T) {
 		t.Errorf("drain %v: want the Welcome applied, 11 records acked, 5 delivered", r.Drain)
 	}
 	w.shutdown()
+}
+
+// mixedObjects makes, at now, five valid objects from alice and five that
+// the agent must drain and reject, one for each cause; it returns the
+// valid objects' IDs and all ten objects, valid ones first.
+func mixedObjects(t *testing.T, alice, carol *did.PrivateKey, now time.Time) ([]string, [][]byte) {
+	t.Helper()
+	obj := func(k *did.PrivateKey, p string, ttl time.Duration) []byte {
+		return runtimetest.Object(t, k, p, now, ttl, nil)
+	}
+	var valid []string
+	var objs [][]byte
+	for range 5 {
+		o := obj(alice, "comms:message", 2*time.Hour)
+		valid = append(valid, objID(t, o))
+		objs = append(objs, o)
+	}
+	objs = append(objs,
+		tamper(obj(alice, "comms:message", 2*time.Hour)), // forged
+		obj(alice, "comms:message", time.Minute),         // expired by the time the window opens
+		objs[0],                                          // replayed
+		obj(carol, "comms:message", 2*time.Hour),         // wrong sender: Carol's object in Alice's session
+		obj(alice, "coordination:proposal", 2*time.Hour), // not permitted
+	)
+	return valid, objs
+}
+
+// sendAllQueued sends each of objs to peer with client while the agent
+// sleeps; each must get 503, be queued, and carry a Retry-After landing
+// in the window [start, end).
+func sendAllQueued(t *testing.T, w *world, client *sender.Client, peer sender.Peer, objs [][]byte, start, end time.Time) {
+	t.Helper()
+	for i, o := range objs {
+		d, err := client.Send(context.Background(), peer, json.RawMessage(o))
+		if err != nil {
+			t.Fatalf("send %d: %v", i, err)
+		}
+		at := w.clock.Now().Add(d.RetryAfter)
+		if d.Status != http.StatusServiceUnavailable || !d.Queued || at.Before(start) || !at.Before(end) {
+			t.Fatalf("send %d: status %d queued %v, Retry-After %v lands %v; want 503 queued landing in [%v, %v)",
+				i, d.Status, d.Queued, d.RetryAfter, at, start, end)
+		}
+	}
 }
 
 // TestHandedOutKeyPackagesAreReplaced: while the agent sleeps, a caller

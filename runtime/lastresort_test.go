@@ -67,22 +67,7 @@ func TestLastResortKeyPackage(t *testing.T) {
 		}
 	}
 
-	peer := sender.RelayPeer(w.srv.URL, w.key.DID())
-	send := func(k *did.PrivateKey, hc *http.Client) string {
-		t.Helper()
-		c, err := sender.Open(filepath.Join(t.TempDir(), "sessions.db"), k, hc, w.clock)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		o := runtimetest.Object(t, k, "comms:message", w.clock.Now(), 4*time.Hour, nil)
-		d, err := c.Send(context.Background(), peer, json.RawMessage(o))
-		if err != nil || d.Status != http.StatusServiceUnavailable || !d.Queued {
-			t.Fatalf("send by %s: %+v, %v; want 503 queued", k.DID(), d, err)
-		}
-		return objID(t, o)
-	}
-	want := []string{send(runtimetest.Key(t, 1), nil), send(runtimetest.Key(t, 3), nil)}
+	want := []string{sendQueued(t, w, runtimetest.Key(t, 1), nil), sendQueued(t, w, runtimetest.Key(t, 3), nil)}
 	if status, wire, last := w.takeKeyPackage(); status != http.StatusOK || !last || wire != lr {
 		t.Fatalf("after two sessions: fetch = %d, lastResort %v, same %v; want the same last-resort KeyPackage", status, last, wire == lr)
 	}
@@ -108,28 +93,51 @@ func TestLastResortKeyPackage(t *testing.T) {
 	if again := w.emptyPool(); again != lr {
 		t.Fatal("before the next wake the relay serves another last-resort KeyPackage, want the used one")
 	}
-	start, end = w.window.Next(w.clock.Now())
-	w.clock.Set(start)
-	w.waitPhases(runtime.PhasePublish, runtime.PhaseDrain)
-	w.clock.Set(end)
-	w.nextWake()
+	w.wakeThroughWindow()
 	if next := w.emptyPool(); next == lr {
 		t.Fatal("after a wake following its use the relay still serves the same last-resort KeyPackage, want its replacement")
 	}
 	late := runtimetest.Key(t, 4)
 	answer, _ := json.Marshal(map[string]any{"did": w.key.DID().String(), "wire": lr, "lastResort": true})
-	third := send(late, &http.Client{Transport: fetched{answer}})
-	start, end = w.window.Next(w.clock.Now())
-	w.clock.Set(start)
-	w.waitPhases(runtime.PhasePublish, runtime.PhaseDrain)
-	w.clock.Set(end)
-	if r := w.nextWake(); r.Drain.Handshake != 1 || r.Drain.Delivered != 1 {
+	third := sendQueued(t, w, late, &http.Client{Transport: fetched{answer}})
+	if r := w.wakeThroughWindow(); r.Drain.Handshake != 1 || r.Drain.Delivered != 1 {
 		t.Errorf("drain %+v: want the Welcome to the replaced last-resort KeyPackage applied, its object delivered", r.Drain)
 	}
 	if got := w.rec.IDs(); len(got) != 3 || got[2] != third {
 		t.Errorf("delivered %v, want the third sender's object last", got)
 	}
 	w.shutdown()
+}
+
+// sendQueued sends one MLS-encrypted object from k to the sleeping agent
+// through the relay, over hc (nil for the default client), and returns its
+// ID; the relay must answer 503 and queue it.
+func sendQueued(t *testing.T, w *world, k *did.PrivateKey, hc *http.Client) string {
+	t.Helper()
+	peer := sender.RelayPeer(w.srv.URL, w.key.DID())
+	c, err := sender.Open(filepath.Join(t.TempDir(), "sessions.db"), k, hc, w.clock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	o := runtimetest.Object(t, k, "comms:message", w.clock.Now(), 4*time.Hour, nil)
+	d, err := c.Send(context.Background(), peer, json.RawMessage(o))
+	if err != nil || d.Status != http.StatusServiceUnavailable || !d.Queued {
+		t.Fatalf("send by %s: %+v, %v; want 503 queued", k.DID(), d, err)
+	}
+	return objID(t, o)
+}
+
+// wakeThroughWindow moves the clock to the next window, waits for the
+// agent to publish and drain, moves it to the window's end, and returns
+// that wake's report.
+func (w *world) wakeThroughWindow() runtime.WakeReport {
+	w.t.Helper()
+	start, end := w.window.Next(w.clock.Now())
+	w.clock.Set(start)
+	w.waitPhases(runtime.PhasePublish, runtime.PhaseDrain)
+	w.clock.Set(end)
+	return w.nextWake()
 }
 
 // fetched is a sender's HTTP transport that answers its KeyPackage fetch

@@ -41,14 +41,11 @@ func (a *Agent) live(ctx context.Context, req wire.Request) wire.Response {
 		for _, d := range rep.Diagnostics {
 			a.log.Warn("live request rejected", "from", req.From, "cause", d.Cause, "detail", d.Detail)
 		}
-		return rpcResponse(http.StatusOK, a2a.NewError(id, &a2a.RPCError{Code: a2a.CodeInvalidParams, Message: "object rejected"}))
+		return rpcResponse(http.StatusOK, a2a.NewError(id, a2a.ObjectRejected()))
 	}
 	msg := a2a.Message{MessageID: "ack-" + a.cfg.Key.DID().String(), Role: a2a.RoleAgent,
 		Parts: []a2a.Part{{Text: ptr("accepted")}}}
-	if req.Version == "0.3" {
-		msg = msg.ForVersion("0.3")
-	}
-	resp, err := a2a.NewResult(id, msg)
+	resp, err := a2a.NewSendResult(id, req.Version, msg)
 	if err != nil {
 		return rpcResponse(http.StatusInternalServerError, a2a.NewError(id, &a2a.RPCError{Code: a2a.CodeInternalError, Message: "Internal error"}))
 	}

@@ -74,20 +74,32 @@ for t in "${want[@]}"; do
     echo "qemu-user-test: neither binfmt nor qemu-$q-static: run scripts/setup.sh" >&2
     exit 1
   fi
-  build=()
+  # go test -c -o DIR/ names each binary after its package, so packages
+  # that share a name (mls/internal/wire, transport/link/wire) go into
+  # separate groups, each compiled into its own directory.
+  declare -A seen=()
+  groups=()
+  n=0
   for l in "${listed[@]}"; do
     read -r name dir path <<<"$l"
     if [ "$t" != "$vectors" ] && [ "$path" = github.com/torpor-dev/torpor/mls/vectors ]; then continue; fi
-    build+=("$path")
-    runs+=("$t $path $dir $work/$t/$name.test")
+    g=${seen[$name]:-0}
+    seen[$name]=$((g + 1))
+    groups[g]="${groups[g]:-} $path"
+    runs+=("$t $path $dir $work/$t/$g/$name.test")
+    n=$((n + 1))
   done
   s=$(date +%s)
-  GOARCH=$arch GOARM=$arm go test -c -trimpath -o "$work/$t/" "${build[@]}" | grep -v 'no test files' || true
+  for g in "${!groups[@]}"; do
+    read -ra build <<<"${groups[g]}"
+    GOARCH=$arch GOARM=$arm go test -c -trimpath -o "$work/$t/$g/" "${build[@]}" | grep -v 'no test files' || true
+  done
+  unset seen
   for r in "${runs[@]}"; do
     read -r rt _ _ bin <<<"$r"
     [ "$rt" != "$t" ] || [ -x "$bin" ] || { echo "qemu-user-test: building $t test binaries failed" >&2; exit 1; }
   done
-  echo "== qemu-user $t: built ${#build[@]} test binaries (GOARCH=$arch${arm:+ GOARM=$arm}) in $(( $(date +%s) - s ))s"
+  echo "== qemu-user $t: built $n test binaries (GOARCH=$arch${arm:+ GOARM=$arm}) in $(( $(date +%s) - s ))s"
 done
 
 # runone TARGET IMPORTPATH DIR BINARY runs one test binary and prints one

@@ -29,7 +29,6 @@ import (
 
 	"github.com/torpor-dev/torpor/clock"
 	"github.com/torpor-dev/torpor/internal/version"
-	"github.com/torpor-dev/torpor/store/agents"
 	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/transport/relay"
 )
@@ -42,11 +41,13 @@ type args struct {
 	timeScale                  float64
 	bounds                     queue.Bounds
 	allowAgents                []string
+	corsOrigins, cardOrigins   []string
 	perAgentMetrics, trustXFF  bool
 	keyPackageRate             int
 	ready                      func(httpAddr, mqtt string) // tests: called once serving
 	logLevel                   slog.Level
 	version                    bool
+	store                      storeArgs
 }
 
 func parseArgs(argv []string, stderr io.Writer) (*args, error) {
@@ -77,26 +78,43 @@ func parseArgs(argv []string, stderr io.Writer) (*args, error) {
 		a.allowAgents = append(a.allowAgents, s)
 		return nil
 	})
+	fs.Func("cors-origin", "Let browser scripts from this origin (https://app.example, or * for any) call the A2A JSON-RPC endpoint; repeat the flag for more. Without it, browsers may not.", func(s string) error {
+		a.corsOrigins = append(a.corsOrigins, s)
+		return nil
+	})
+	fs.Func("card-cors-origin", "Let browser scripts from only these origins read Agent Cards and pulses (repeat the flag). Without it, any origin may (*).", func(s string) error {
+		a.cardOrigins = append(a.cardOrigins, s)
+		return nil
+	})
 	fs.BoolVar(&a.perAgentMetrics, "per-agent-metrics", false, "Add per-agent series (labelled by DID) to /metrics. Off by default because of their cardinality.")
 	fs.BoolVar(&a.trustXFF, "trust-forwarded-for", false, "Rate-limit anonymous KeyPackage fetches by the X-Forwarded-For address, for a relay behind a reverse proxy.")
 	fs.IntVar(&a.keyPackageRate, "keypackage-rate", 30, "How many KeyPackages one caller may fetch per minute.")
 	fs.TextVar(&a.logLevel, "log-level", slog.LevelInfo, "The least important log level printed: debug, info, warn or error.")
+	a.store.register(fs)
 	if err := fs.Parse(argv); err != nil {
 		return nil, err
 	}
 	if a.version {
 		return a, nil
 	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("torpor-relay takes no arguments, got %q", fs.Args())
-	}
-	if (a.tlsCert == "") != (a.tlsKey == "") {
-		return nil, errors.New("--tls-cert and --tls-key go together")
-	}
-	if err := a.bounds.Validate(); err != nil {
+	if err := a.check(fs.Args()); err != nil {
 		return nil, err
 	}
 	return a, nil
+}
+
+// check refuses arguments and flags that do not go together.
+func (a *args) check(rest []string) error {
+	if len(rest) > 0 {
+		return fmt.Errorf("torpor-relay takes no arguments, got %q", rest)
+	}
+	if (a.tlsCert == "") != (a.tlsKey == "") {
+		return errors.New("--tls-cert and --tls-key go together")
+	}
+	if err := a.bounds.Validate(); err != nil {
+		return err
+	}
+	return a.store.validate()
 }
 
 func main() {
@@ -127,16 +145,11 @@ func run(ctx context.Context, a *args, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	q, err := queue.OpenBolt(filepath.Join(a.dataDir, "queue.db"), nil)
+	st, err := openStores(ctx, a, clk, log)
 	if err != nil {
 		return err
 	}
-	defer q.Close()
-	states, err := agents.OpenBolt(filepath.Join(a.dataDir, "agents.db"), nil)
-	if err != nil {
-		return err
-	}
-	defer states.Close()
+	defer st.close()
 	brokerURL, stopBroker, err := startBroker(a, log)
 	if err != nil {
 		return err
@@ -156,14 +169,15 @@ func run(ctx context.Context, a *args, log *slog.Logger) error {
 		public = scheme + "://" + ln.Addr().String()
 	}
 	r, err := relay.New(relay.Config{
-		PublicURL: public, Queue: q, States: states, Bounds: a.bounds, AllowAgents: a.allowAgents,
+		PublicURL: public, Queue: st.q, States: st.states, Peers: st.peers(), Bounds: a.bounds, AllowAgents: a.allowAgents,
 		KeyPackageRate: a.keyPackageRate, TrustForwardedFor: a.trustXFF, PerAgentMetrics: a.perAgentMetrics,
-		MQTTBroker: brokerURL, Clock: clk, Logger: log,
+		CORSOrigins: a.corsOrigins, CardCORSOrigins: a.cardOrigins, MQTTBroker: brokerURL, Clock: clk, Logger: log,
 	})
 	if err != nil {
 		ln.Close()
 		return err
 	}
+	st.serve(r)
 	return serve(ctx, a, r, ln, func() {
 		if a.ready != nil {
 			a.ready(ln.Addr().String(), brokerURL)

@@ -25,6 +25,9 @@ func TestParseArgs(t *testing.T) {
 		{"bounds", []string{"--max-messages", "10", "--ttl", "1h", "--allow-agent", "did:key:a", "--allow-agent", "did:key:b"}, true, func(a *args) bool {
 			return a.bounds.MaxMessages == 10 && a.bounds.TTL == time.Hour && len(a.allowAgents) == 2
 		}},
+		{"cors", []string{"--cors-origin", "https://a.example", "--cors-origin", "https://b.example", "--card-cors-origin", "https://a.example"}, true, func(a *args) bool {
+			return len(a.corsOrigins) == 2 && a.corsOrigins[1] == "https://b.example" && len(a.cardOrigins) == 1
+		}},
 		{"log level", []string{"--log-level", "debug"}, true, func(a *args) bool { return a.logLevel == slog.LevelDebug }},
 		{"zero bound", []string{"--max-messages", "0"}, false, nil},
 		{"tls half", []string{"--tls-cert", "c.pem"}, false, nil},

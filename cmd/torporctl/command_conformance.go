@@ -24,13 +24,14 @@ func init() {
 // when DIR holds no vector.
 func runConformance(ctx context.Context, e *env, fs *flag.FlagSet, args []string) error {
 	asJSON := fs.Bool("json", false, "Write the results as one JSON document instead of lines.")
+	storeKind := fs.String("store", "bolt", "The relay stores the relay-side vectors run against: bolt, or jetstream (a NATS JetStream server started in this process).")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
 		return errUsage
 	}
-	rep, err := conformance.Run(fs.Arg(0))
+	rep, err := conformance.RunWith(fs.Arg(0), conformance.Options{Store: *storeKind})
 	if err != nil {
 		// Under "torporctl conformance:" the package's own prefix
 		// would stutter; trimming it only changes how the error reads.

@@ -2,10 +2,15 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/torpor-dev/torpor/transport/bearer"
 )
 
 // TestMain lets the testscript scripts in testdata/script run torporctl as a
@@ -17,5 +22,37 @@ func TestMain(m *testing.M) {
 }
 
 func TestScripts(t *testing.T) {
-	testscript.Run(t, testscript.Params{Dir: "testdata/script"})
+	testscript.Run(t, testscript.Params{Dir: "testdata/script", Cmds: map[string]func(*testscript.TestScript, bool, []string){
+		"verify-token": cmdVerifyToken,
+	}})
+}
+
+// cmdVerifyToken is the script command
+//
+//	verify-token TOKENFILE AUDIENCE DIDFILE TTL
+//
+// which succeeds when the token in TOKENFILE verifies with transport/bearer
+// for AUDIENCE, asserts the DID in DIDFILE and is valid for TTL.
+func cmdVerifyToken(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 4 {
+		ts.Fatalf("usage: verify-token TOKENFILE AUDIENCE DIDFILE TTL")
+	}
+	tok := strings.TrimSpace(ts.ReadFile(args[0]))
+	ttl, err := time.ParseDuration(args[3])
+	ts.Check(err)
+	v := &bearer.Verifier{Audience: args[1]}
+	id, err := v.Verify(tok)
+	if err == nil {
+		if id.String() != strings.TrimSpace(ts.ReadFile(args[2])) {
+			err = fmt.Errorf("token asserts %s, want the DID in %s", id, args[2])
+		} else if t, _ := bearer.Parse(tok); t.Claims.Exp-t.Claims.Iat != int64(ttl/time.Second) {
+			err = fmt.Errorf("token valid for %ds, want %v", t.Claims.Exp-t.Claims.Iat, ttl)
+		}
+	}
+	switch {
+	case err != nil && !neg:
+		ts.Fatalf("verify-token: %v", err)
+	case err == nil && neg:
+		ts.Fatalf("verify-token: the token verifies for %s", args[1])
+	}
 }

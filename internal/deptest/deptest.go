@@ -70,14 +70,15 @@ var Rules = []Rule{
 	},
 	{
 		Name:   "the relay links neither the agent's runtime nor its MLS sessions",
-		From:   []string{"transport/relay/...", "transport/link/server/...", "transport/broker/...", "store/agents/...", "store/queue/..."},
+		From:   []string{"transport/relay/...", "transport/link/server/...", "transport/broker/...", "store/agents/...", "store/queue/...", "store/jsstore/..."},
 		Forbid: []string{"runtime/...", "session/...", "mls/..."},
 	},
 	{
 		Name: "torpor-agent links nothing of the relay",
 		From: []string{"cmd/torpor-agent"},
 		Forbid: []string{"transport/relay/...", "transport/broker/...", "transport/link/server/...",
-			"store/queue/...", "store/agents/...", "github.com/mochi-mqtt/...", "github.com/prometheus/..."},
+			"store/queue/...", "store/agents/...", "store/jsstore/...", "github.com/mochi-mqtt/...", "github.com/prometheus/...",
+			"github.com/nats-io/..."},
 	},
 	{
 		Name: "MLS sessions and the device's link client link nothing of the relay",

@@ -153,6 +153,45 @@ func tamper(obj []byte) []byte {
 
 func TestDrainMixedBatch(t *testing.T) {
 	h := newHarness(t, opts{plaintext: true})
+	m := newMixedBatch(t, h)
+	rep := h.batch(m.bodies...)
+	if diff := cmp.Diff(m.delivered, h.rec.IDs()); diff != "" {
+		t.Errorf("delivered (-want +got):\n%s", diff)
+	}
+	wantRejected := map[string]int{
+		"signature-invalid": 1, "expired": 1, "replay": 1, "purpose-not-permitted": 1,
+		drain.CauseNoObject: 1, "media-type-conflict": 1, "sender-mismatch": 1, drain.CauseMLS: 1,
+	}
+	if diff := cmp.Diff(wantRejected, rep.Rejected); diff != "" {
+		t.Errorf("rejections by cause (-want +got):\n%s", diff)
+	}
+	if rep.Deferred != 2 || rep.Acked != 14 || rep.Handshake != 2 || rep.Delivered != 4 {
+		t.Errorf("report %v: want deferred 2, acked 14, handshake 2, delivered 4", rep)
+	}
+	if diff := cmp.Diff([]uint64{1, 2, 3, 4, 5, 7, 8, 10, 11, 12, 13, 14, 15, 16}, h.acked); diff != "" {
+		t.Errorf("acked (-want +got):\n%s", diff)
+	}
+	checkMixedBatchStored(t, h, m.delivered[0])
+	// The deferred record is processable once the group exists.
+	h.acked = nil
+	rep = h.batch(runtimetest.Body(t, runtimetest.SealObject("g1", h.alice.DID(), h.obj(h.alice, "comms:message", t0, time.Hour, nil))))
+	if rep.Delivered != 1 || len(h.acked) != 1 {
+		t.Errorf("after the welcome: %v", rep)
+	}
+}
+
+// mixedBatch is a batch of sixteen records for TestDrainMixedBatch, and the
+// IDs of the objects the drain must deliver from it, in order.
+type mixedBatch struct {
+	bodies    [][]byte
+	delivered []string
+}
+
+// newMixedBatch makes the records of a mixed batch with h's keys: valid
+// plaintext and MLS objects, each cause of rejection, records deferred
+// until a Welcome, handshakes, and a bare object.
+func newMixedBatch(t *testing.T, h *harness) mixedBatch {
+	t.Helper()
 	a, b := h.alice.DID(), h.bob.DID()
 	valid := h.obj(h.alice, "comms:message", t0.Add(-time.Minute), time.Hour, nil)
 	mlsValid := h.obj(h.alice, "comms:message", t0.Add(-time.Minute), time.Hour, nil)
@@ -183,39 +222,27 @@ func TestDrainMixedBatch(t *testing.T) {
 		/*15*/ runtimetest.Body(t, runtimetest.Commit("g1")),
 		/*16*/ bareBody,
 	}
-	rep := h.batch(bodies...)
-	if diff := cmp.Diff([]string{objID(t, valid), objID(t, mlsValid), objID(t, bobs), objID(t, bare)}, h.rec.IDs()); diff != "" {
-		t.Errorf("delivered (-want +got):\n%s", diff)
+	return mixedBatch{
+		bodies:    bodies,
+		delivered: []string{objID(t, valid), objID(t, mlsValid), objID(t, bobs), objID(t, bare)},
 	}
-	wantRejected := map[string]int{
-		"signature-invalid": 1, "expired": 1, "replay": 1, "purpose-not-permitted": 1,
-		drain.CauseNoObject: 1, "media-type-conflict": 1, "sender-mismatch": 1, drain.CauseMLS: 1,
-	}
-	if diff := cmp.Diff(wantRejected, rep.Rejected); diff != "" {
-		t.Errorf("rejections by cause (-want +got):\n%s", diff)
-	}
-	if rep.Deferred != 2 || rep.Acked != 14 || rep.Handshake != 2 || rep.Delivered != 4 {
-		t.Errorf("report %v: want deferred 2, acked 14, handshake 2, delivered 4", rep)
-	}
-	if diff := cmp.Diff([]uint64{1, 2, 3, 4, 5, 7, 8, 10, 11, 12, 13, 14, 15, 16}, h.acked); diff != "" {
-		t.Errorf("acked (-want +got):\n%s", diff)
-	}
+}
+
+// checkMixedBatchStored checks what the mixed batch left in h's store: the
+// commit applied to group g1, and four outcomes recorded, the first for
+// the valid plaintext object validID, at sequence 1.
+func checkMixedBatchStored(t *testing.T, h *harness, validID string) {
+	t.Helper()
 	h.db.View(func(tx *bolt.Tx) error {
 		if e, ok := runtimetest.Epoch(tx, "g1"); !ok || e != 1 {
 			t.Errorf("group g1 epoch = %d, %v; want 1 (the commit applied in the batch)", e, ok)
 		}
 		out, err := drain.Outcomes(tx)
-		if err != nil || len(out) != 4 || out[0].Outcome.EffectID != "eff-"+objID(t, valid) || out[0].Seq != 1 {
+		if err != nil || len(out) != 4 || out[0].Outcome.EffectID != "eff-"+validID || out[0].Seq != 1 {
 			t.Errorf("recorded outcomes %+v, %v", out, err)
 		}
 		return nil
 	})
-	// The deferred record is processable once the group exists.
-	h.acked = nil
-	rep = h.batch(runtimetest.Body(t, runtimetest.SealObject("g1", a, h.obj(h.alice, "comms:message", t0, time.Hour, nil))))
-	if rep.Delivered != 1 || len(h.acked) != 1 {
-		t.Errorf("after the welcome: %v", rep)
-	}
 }
 
 func TestPlaintextNotAllowed(t *testing.T) {

@@ -67,26 +67,19 @@ func (p *proc) record(r Record) error {
 // part processes one part. It returns a non-empty reason when the record
 // must stay queued (only possible before any part of it changed state).
 func (p *proc) part(part a2a.Part) (deferred string, err error) {
-	rep := &p.b.report
-	if part.Text != nil && part.MediaType == "" {
-		rep.reject(p.seq, CauseNoObject, "text part")
-		return "", nil
-	}
-	mt, _, err := a2a.MediaTypeOf(part)
+	// The relay refuses at enqueue what this refuses (a2a.Refusal).
+	mt, err := a2a.ObjectMediaType(part)
 	if err != nil {
-		rep.reject(p.seq, partReason(err), err.Error())
+		p.b.report.reject(p.seq, partReason(err), err.Error())
 		return "", nil
 	}
 	switch mt {
-	case a2a.MediaTypeDataObject:
-		return "", p.dataObject(part)
 	case a2a.MediaTypeMLSWire:
 		return p.mlsWire(part)
 	case a2a.MediaTypeMLSHandshake:
 		return "", p.handshake(part)
 	}
-	rep.reject(p.seq, CauseNoObject, "part of media type "+truncate(mt))
-	return "", nil
+	return "", p.dataObject(part)
 }
 
 func partReason(err error) string {

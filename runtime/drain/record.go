@@ -47,41 +47,13 @@ func message(body []byte) ([]a2a.Part, error) {
 	}
 	parts := make([]a2a.Part, len(params.Message.Parts))
 	for i, raw := range params.Message.Parts {
-		p, err := part(raw)
+		p, err := a2a.DecodePart(raw)
 		if err != nil {
 			return nil, fmt.Errorf("part %d: %v", i, err)
 		}
 		parts[i] = p
 	}
 	return parts, nil
-}
-
-// part decodes one part. Besides the A2A v1.0 and v0.3 shapes it accepts
-// the bare shape {"mediaType": …, "object": {…}} with no content member,
-// which the reference's offline-delivery vectors (od-050 to od-052) queue
-// and the reference's dequeue extractor accepts: it is read as a data part
-// whose data is {"mediaType": …, "object": …}, so the media-type rules of
-// draft Section 7.3 still apply to it. See docs/agent.md.
-func part(raw json.RawMessage) (a2a.Part, error) {
-	var p a2a.Part
-	if err := json.Unmarshal(raw, &p); err != nil {
-		return a2a.Part{}, err
-	}
-	if p.Data != nil || p.Text != nil || p.Raw != nil || p.URL != nil || p.File != nil {
-		return p, nil
-	}
-	var bare struct {
-		MediaType string          `json:"mediaType"`
-		Object    json.RawMessage `json:"object"`
-	}
-	if json.Unmarshal(raw, &bare) != nil || bare.Object == nil {
-		return p, nil // no content: the part reader reports it malformed
-	}
-	data, err := json.Marshal(bare)
-	if err != nil {
-		return a2a.Part{}, err
-	}
-	return a2a.Part{Data: data}, nil
 }
 
 // plaintextObject returns the Governed Object in decrypted MLS application

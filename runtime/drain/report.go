@@ -5,6 +5,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/torpor-dev/torpor/transport/a2a"
 )
 
 // Causes of a rejected or deferred record or object, for operators (draft
@@ -22,7 +24,7 @@ const (
 	CauseMLSDeferred = "mls-deferred"
 	// CauseNoObject: a message with no part the agent can authenticate
 	// (text, files, an empty handshake): drained, never delivered.
-	CauseNoObject = "no-governed-object"
+	CauseNoObject = a2a.ReasonNoObject
 	// CausePlaintext: an unencrypted Governed Object where the
 	// configuration allows only MLS-encrypted ones.
 	CausePlaintext = "plaintext-not-allowed"

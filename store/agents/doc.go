@@ -26,9 +26,11 @@
 //     pool keys it wrote and retry.
 //   - TakeKeyPackage hands each pooled KeyPackage out at most once, across
 //     concurrent callers, relays and restarts: removing it is the same
-//     atomic step as choosing it. A key-value backend reads the oldest
-//     KeyPackage with its revision and deletes it only if the revision is
-//     unchanged (compare-and-swap); a caller that loses the race takes the
+//     atomic step as choosing it. A key-value backend makes the removal a
+//     compare-and-swap: it deletes the oldest KeyPackage only if its
+//     revision is unchanged, or (store/jsstore) keeps the pool's list in
+//     the agent's state key and writes the list without the oldest only
+//     at the revision it read; a caller that loses the race takes the
 //     next one. A KeyPackage that was removed but not answered (a crash in
 //     between) is lost, never handed out twice: the device publishes new
 //     ones and counts every one the relay no longer holds as used.

@@ -7,10 +7,11 @@
 // # Interface
 //
 // Store is deliberately small (Enqueue, Next, Ack, Purge, Stats) so that a
-// distributed backend can implement it later: a NATS JetStream stream per
-// agent maps Seq to the stream sequence, Next to a fetch from a sequence,
-// Ack to message deletion and the bounds to stream limits plus a
-// KV-guarded per-peer count. Bolt is the embedded default.
+// distributed backend can implement it: store/jsstore keeps it in NATS
+// JetStream for a fleet of relays, with each agent's queue state changed
+// by compare-and-swap and checked with Admit, the rule Bolt applies.
+// Bolt is the embedded default. The contract suite every backend runs is
+// store/queue/queuetest.
 //
 // # Bounds
 //

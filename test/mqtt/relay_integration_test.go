@@ -69,23 +69,11 @@ func newSink() *deliver.Recorder {
 	return r
 }
 
-func newWorld(t *testing.T, b mqtttest.Broker, mode wake.Mode) *world {
-	w := &world{t: t, broker: b, key: mustKey(t), opKey: mustKey(t), sender: mustKey(t),
-		sink: newSink(), wakes: make(chan runtime.WakeReport, 16), phases: make(chan runtime.Phase, 1024)}
-	w.window = wake.Window{Minute: wake.WakeMinute(w.key.DID().String()), Length: 5 * time.Minute}
-	// Half an hour after the window opens: outside it, so the agent boots
-	// asleep.
-	winStart, _ := w.window.Next(agentHour)
-	w.start = winStart.Add(30 * time.Minute)
-	w.clock = clocktest.New(w.start)
-	dir := t.TempDir()
-	rl, err := worldtest.Open(dir, relay.Config{Clock: w.clock})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(rl.Close)
-	w.srv = rl.Server
-	cfg := runtime.Config{
+// agentConfig is the configuration of w's agent, with its data under dir:
+// its hooks hand w each wake report and phase, dropping the phases of a
+// wake once it is reported.
+func (w *world) agentConfig(dir string, mode wake.Mode) runtime.Config {
+	return runtime.Config{
 		PipelineConfig: runtime.PipelineConfig{Key: w.key, Owner: w.opKey.DID(), Purposes: purpose.Set{"comms:*", "action:*"},
 			Consequential: purpose.Set{"action:*"}, AllowPlaintext: true,
 			Routes: []deliver.Route{{Pattern: "*", Name: "sink", Handler: w.sink}}, Clock: w.clock},
@@ -109,8 +97,27 @@ func newWorld(t *testing.T, b mqtttest.Broker, mode wake.Mode) *world {
 		RelayURL:     w.srv.URL,
 		Mode:         mode,
 		WindowLength: w.window.Length,
-		Logger:       testLogger(t),
+		Logger:       testLogger(w.t),
 	}
+}
+
+func newWorld(t *testing.T, b mqtttest.Broker, mode wake.Mode) *world {
+	w := &world{t: t, broker: b, key: mustKey(t), opKey: mustKey(t), sender: mustKey(t),
+		sink: newSink(), wakes: make(chan runtime.WakeReport, 16), phases: make(chan runtime.Phase, 1024)}
+	w.window = wake.Window{Minute: wake.WakeMinute(w.key.DID().String()), Length: 5 * time.Minute}
+	// Half an hour after the window opens: outside it, so the agent boots
+	// asleep.
+	winStart, _ := w.window.Next(agentHour)
+	w.start = winStart.Add(30 * time.Minute)
+	w.clock = clocktest.New(w.start)
+	dir := t.TempDir()
+	rl, err := worldtest.Open(dir, relay.Config{Clock: w.clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(rl.Close)
+	w.srv = rl.Server
+	cfg := w.agentConfig(dir, mode)
 	if w.agent, err = runtime.New(cfg); err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/torpor-dev/torpor/transport/a2a"
 )
 
 // TestCrashKeepsEveryQueuedAnswer kills the real torpor-relay with SIGKILL
@@ -104,8 +106,7 @@ func crashRun(t *testing.T, p *relayProc, agent string, senders, perSender int, 
 			defer wg.Done()
 			for i := range perSender {
 				id := fmt.Sprintf("s%d-%d", s, i)
-				body := fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%q,"method":"SendMessage","params":{"message":{"messageId":%q,"role":"ROLE_USER","parts":[{"text":%q}]}}}`,
-					id, id, strings.Repeat("x", 50+rng.IntN(4000)))
+				body := crashBody(id, 50+rng.IntN(4000))
 				mu.Lock()
 				sent[id] = sentMsg{sender: s, body: body}
 				mu.Unlock()
@@ -143,4 +144,12 @@ func crashRun(t *testing.T, p *relayProc, agent string, senders, perSender int, 
 		t.Fatalf("only %d answers before the senders stopped; kill point %d not reached", answered.Load(), killAt)
 	}
 	return sent, queued
+}
+
+// crashBody returns a SendMessage request whose one part is a Governed
+// Object part of about n bytes; the relay does not look inside the object.
+// (A message the agent never takes, such as text, would be refused.)
+func crashBody(id string, n int) []byte {
+	return fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%q,"method":"SendMessage","params":{"message":{"messageId":%q,"role":"ROLE_USER","parts":[{"data":{"mediaType":%q,"object":{"filler":%q}}}]}}}`,
+		id, id, a2a.MediaTypeDataObject, strings.Repeat("x", n))
 }

@@ -189,3 +189,17 @@ func NewSendMessage(id json.RawMessage, v string, m Message) (*Request, error) {
 	}
 	return &Request{JSONRPC: "2.0", Method: method, ID: id, Params: b}, nil
 }
+
+// NewSendResult returns the successful response to a message submission
+// answered with m, in the shape of A2A version v: for 1.0 the
+// SendMessageResponse {"message": m} (the ProtoJSON form of its payload
+// oneof, A2A v1.0 specification, SendMessage), for 0.3 the message itself,
+// with kind "message".
+func NewSendResult(id json.RawMessage, v string, m Message) (*Response, error) {
+	if v == Version03 {
+		return NewResult(id, m.ForVersion(v))
+	}
+	return NewResult(id, struct {
+		Message Message `json:"message"`
+	}{m.ForVersion(Version10)})
+}

@@ -118,3 +118,25 @@ func TestNewSendMessageAndResponses(t *testing.T) {
 		t.Errorf("error (-want +got):\n%s", diff)
 	}
 }
+
+// TestNewSendResult: A2A 1.0 clients read the message of a SendMessage
+// result from its "message" member (SendMessageResponse); 0.3 clients get
+// the message itself with kind "message".
+func TestNewSendResult(t *testing.T) {
+	m := Message{MessageID: "ack", Role: RoleAgent, Parts: []Part{{Text: ptrTo("accepted")}}}
+	for v, want := range map[string]string{
+		Version10: `{"jsonrpc":"2.0","id":1,"result":{"message":{"messageId":"ack","role":"ROLE_AGENT","parts":[{"text":"accepted"}]}}}`,
+		Version03: `{"jsonrpc":"2.0","id":1,"result":{"kind":"message","messageId":"ack","role":"agent","parts":[{"kind":"text","text":"accepted"}]}}`,
+	} {
+		r, err := NewSendResult(json.RawMessage(`1`), v, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := json.Marshal(r)
+		if string(b) != want {
+			t.Errorf("%s:\n got %s\nwant %s", v, b, want)
+		}
+	}
+}
+
+func ptrTo[T any](v T) *T { return &v }

@@ -19,7 +19,15 @@
 //
 // Rejections are *PartError values whose Reason is one of the machine
 // reasons of the conformance vectors: media-type-conflict,
-// media-type-not-matched or malformed.
+// media-type-not-matched or malformed; ObjectMediaType adds
+// no-governed-object for a well-formed part that is none of the three.
+//
+// # What an agent takes
+//
+// ObjectMediaType decides whether an agent takes a part, and Refusal
+// whether it takes anything of a message; ObjectRejected is its answer when
+// it takes nothing. The agent and the relay both use them, so the answer is
+// the same whether the agent is awake or asleep (object.go).
 //
 // # Writing parts
 //
@@ -69,6 +77,10 @@ var (
 	// content is not a data object, or its data lacks or mistypes a
 	// member its kind requires.
 	ErrMalformedPart = errors.New("a2a: malformed part")
+	// ErrNoObject is returned for a well-formed part that carries nothing
+	// an Atom agent takes: text, a file, data of another media type
+	// (ObjectMediaType).
+	ErrNoObject = errors.New("a2a: part carries no Governed Object")
 )
 
 // Machine reasons of part rejections, as the conformance vectors name them.
@@ -76,11 +88,14 @@ const (
 	ReasonMediaTypeConflict   = "media-type-conflict"
 	ReasonMediaTypeNotMatched = "media-type-not-matched"
 	ReasonMalformed           = "malformed"
+	// ReasonNoObject is Torpor's reason for ErrNoObject (no vector names
+	// one).
+	ReasonNoObject = "no-governed-object"
 )
 
 // PartError is a rejected part.
 type PartError struct {
-	Err    error  // ErrMediaTypeConflict, ErrMediaTypeNotMatched or ErrMalformedPart
+	Err    error  // ErrMediaTypeConflict, ErrMediaTypeNotMatched, ErrMalformedPart or ErrNoObject
 	Detail string // what exactly is wrong, for operators
 }
 
@@ -90,13 +105,15 @@ func (e *PartError) Error() string { return e.Err.Error() + ": " + e.Detail }
 func (e *PartError) Unwrap() error { return e.Err }
 
 // Reason returns the machine reason: media-type-conflict,
-// media-type-not-matched or malformed.
+// media-type-not-matched, no-governed-object or malformed.
 func (e *PartError) Reason() string {
 	switch e.Err {
 	case ErrMediaTypeConflict:
 		return ReasonMediaTypeConflict
 	case ErrMediaTypeNotMatched:
 		return ReasonMediaTypeNotMatched
+	case ErrNoObject:
+		return ReasonNoObject
 	}
 	return ReasonMalformed
 }

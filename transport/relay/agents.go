@@ -38,6 +38,9 @@ func (a *linkAgents) Admit(ctx context.Context, agent did.DID) (wire.Bounds, err
 // Linked counts links for /metrics.
 func (a *linkAgents) Linked(agent did.DID, up bool) {
 	s := (*Relay)(a)
+	if s.cfg.Peers != nil {
+		s.cfg.Peers.Linked(agent.String(), up)
+	}
 	if up {
 		s.metrics.links.Inc()
 	} else {

@@ -65,7 +65,13 @@
 // submissions (SendMessage, SendStreamingMessage; message/send,
 // message/stream) are stored — other methods, such as reading a task, get
 // the asleep answer with queued false — and bodies that are not JSON-RPC at
-// all are stored opaque, as the reference does.
+// all are stored opaque, as the reference does. A submission none of whose
+// parts the agent takes (a2a.Refusal: plain text, say) is not stored: it
+// gets the agent's own answer, a2a.ObjectRejected, as if it were awake.
+//
+// Browsers may read cards and pulses from any origin (Config.
+// CardCORSOrigins narrows that) and call the JSON-RPC endpoint from
+// Config.CORSOrigins; OPTIONS answers their preflights.
 //
 // # The asleep answer
 //

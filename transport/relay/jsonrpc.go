@@ -12,6 +12,7 @@ import (
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/store/agents"
 	"github.com/torpor-dev/torpor/store/queue"
+	"github.com/torpor-dev/torpor/transport/a2a"
 	"github.com/torpor-dev/torpor/transport/bearer"
 	"github.com/torpor-dev/torpor/transport/link/server"
 	"github.com/torpor-dev/torpor/transport/link/wire"
@@ -79,7 +80,7 @@ func (s *Relay) serveJSONRPC(w http.ResponseWriter, r *http.Request) {
 	now := s.clk.Now()
 	// Decide only; the Retry-After is drawn for the requests answered
 	// asleep, not for every unauthenticated one.
-	up := s.link.Up(id)
+	up := s.linkUp(r.Context(), id)
 	rc := schedule(st).Decide(up, now)
 	caller, err := s.verifier.Verify(r.Header.Get("Authorization"))
 	if err != nil {
@@ -153,7 +154,7 @@ func (s *Relay) forward(w http.ResponseWriter, r *http.Request, agent, caller di
 	// clock.Unscaled (the clock package's rule).
 	ctx, cancel := clock.WithTimeout(r.Context(), clock.Unscaled(s.clk), s.cfg.LiveTimeout)
 	defer cancel()
-	resp, err := s.link.Forward(ctx, agent.String(), wire.Request{From: caller.String(), Version: version, Extensions: r.Header.Get("A2A-Extensions"), Body: body})
+	resp, err := s.forwardLink(ctx, agent.String(), wire.Request{From: caller.String(), Version: version, Extensions: r.Header.Get("A2A-Extensions"), Body: body})
 	switch {
 	case errors.Is(err, server.ErrNotLinked):
 		return false
@@ -187,17 +188,7 @@ func (s *Relay) offline(w http.ResponseWriter, r *http.Request, agent, caller di
 		answerAsleep(w, req, false, rc.RetryAfter)
 		return
 	}
-	if req.method != "" && !isSend(version, req.method) {
-		// Reads of tasks and the like cannot be answered later; only
-		// message submissions are worth storing. A submission named for
-		// the other A2A version would fail on the device much later: say so
-		// now instead.
-		s.metrics.enqueue(id, "refused")
-		if isSend(otherVersion(version), req.method) {
-			answer(w, req, http.StatusBadRequest, -32601, profileAnswer{Error: "method_not_found", Message: req.method + " is not an A2A " + version + " method (A2A-Version decides)"}, 0)
-			return
-		}
-		answerAsleep(w, req, false, rc.RetryAfter)
+	if s.refused(w, id, version, body, req, rc.RetryAfter) {
 		return
 	}
 	// The commit must not be abandoned because the sender hung up: a
@@ -219,8 +210,36 @@ func (s *Relay) offline(w http.ResponseWriter, r *http.Request, agent, caller di
 		return
 	}
 	s.metrics.enqueue(id, "queued")
-	s.link.Notify(id, rec.Seq)
+	s.notifyLink(id, rec.Seq)
 	answerAsleep(w, req, true, rc.RetryAfter)
+}
+
+// refused answers, and reports, a request the relay does not store although
+// the agent's mode allows storing: what the agent would refuse whatever its
+// state is refused now, with the agent's own answer.
+func (s *Relay) refused(w http.ResponseWriter, id, version string, body []byte, req rpcRequest, retry int) bool {
+	if req.method != "" && !isSend(version, req.method) {
+		// Reads of tasks and the like cannot be answered later; only
+		// message submissions are worth storing. A submission named for
+		// the other A2A version would fail on the device much later: say so
+		// now instead.
+		s.metrics.enqueue(id, "refused")
+		if isSend(otherVersion(version), req.method) {
+			answer(w, req, http.StatusBadRequest, -32601, profileAnswer{Error: "method_not_found", Message: req.method + " is not an A2A " + version + " method (A2A-Version decides)"}, 0)
+			return true
+		}
+		answerAsleep(w, req, false, retry)
+		return true
+	}
+	// A message with nothing the agent takes (plain text, say) would be
+	// dropped at dequeue; awake, the agent answers it at once. Give that
+	// answer (runtime/live.go: HTTP 200, the JSON-RPC error) now.
+	if e := a2a.Refusal(body); e != nil {
+		s.metrics.enqueue(id, "no_object")
+		writeJSON(w, http.StatusOK, a2a.NewError(req.id, e))
+		return true
+	}
+	return false
 }
 
 func otherVersion(v string) string {

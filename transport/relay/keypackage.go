@@ -54,7 +54,7 @@ func (s *Relay) serveKeyPackage(w http.ResponseWriter, r *http.Request) {
 	kp, lastResort, err := s.cfg.States.TakeKeyPackage(r.Context(), agent.String())
 	if errors.Is(err, agents.ErrNoKeyPackage) {
 		// The device refills the pool when it next links.
-		rc := s.reachability(st, s.link.Up(agent.String()), s.clk.Now())
+		rc := s.reachability(st, s.linkUp(r.Context(), agent.String()), s.clk.Now())
 		if n := rc.RetryAfter; n > 0 {
 			w.Header().Set("Retry-After", strconv.Itoa(n))
 		}

@@ -17,7 +17,7 @@ import (
 //
 //	torpor_relay_enqueues_total{outcome}      queued, full_messages, full_bytes,
 //	                                          full_peer, too_large, refused,
-//	                                          unauthenticated, error
+//	                                          no_object, unauthenticated, error
 //	torpor_relay_queue_messages               live queued records, all agents
 //	torpor_relay_queue_bytes                  their body bytes
 //	torpor_relay_drain_latency_seconds        enqueue → device acknowledgement

@@ -55,6 +55,13 @@ type Config struct {
 	// PerAgentMetrics adds per-agent series (labelled by DID) to /metrics.
 	// Off by default: with many agents the cardinality is high.
 	PerAgentMetrics bool
+	// CORSOrigins are the browser origins (such as "https://app.example")
+	// that may call the A2A JSON-RPC endpoint across origins; "*" allows
+	// any. Empty allows none: browsers refuse cross-origin calls.
+	CORSOrigins []string
+	// CardCORSOrigins are the origins that may read cards and pulses across
+	// origins. Empty means "*": they are public and signed.
+	CardCORSOrigins []string
 	// MQTTBroker is the broker URL devices and operators use, reported by
 	// /healthz; empty when the relay does not know one.
 	MQTTBroker string
@@ -65,6 +72,9 @@ type Config struct {
 	Rand io.Reader
 	// Logger receives operational logs; nil discards.
 	Logger *slog.Logger
+	// Peers, for a relay of a fleet, reaches device links other relays
+	// hold; nil means this relay's links are all there are.
+	Peers Peers
 }
 
 // Relay is the relay's HTTP side: the per-agent A2A endpoints, the device
@@ -138,13 +148,22 @@ func New(cfg Config) (*Relay, error) {
 
 func (s *Relay) routes() {
 	m := http.NewServeMux()
-	m.HandleFunc("POST /a/{did}/a2a/jsonrpc", s.serveJSONRPC)
+	rpc := cors{origins: cleanOrigins(s.cfg.CORSOrigins), methods: "POST, OPTIONS"}
+	public := cors{origins: cleanOrigins(s.cfg.CardCORSOrigins), methods: "GET, HEAD, OPTIONS"}
+	if len(public.origins) == 0 {
+		public.origins = []string{"*"}
+	}
+	m.HandleFunc("POST /a/{did}/a2a/jsonrpc", rpc.wrap(s.serveJSONRPC))
+	m.HandleFunc("OPTIONS /a/{did}/a2a/jsonrpc", rpc.preflight)
 	m.HandleFunc("GET /a/{did}/a2a/jsonrpc", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Allow", "POST")
 		writeJSON(w, http.StatusMethodNotAllowed, map[string]any{"error": "method_not_allowed", "message": "the A2A JSON-RPC endpoint takes POST"})
 	})
-	m.HandleFunc("GET /a/{did}/.well-known/agent-card.json", s.serveCard)
-	m.HandleFunc("GET /a/{did}/pulse", s.servePulse)
+	m.HandleFunc("GET /a/{did}/.well-known/agent-card.json", public.wrap(s.serveCard))
+	m.HandleFunc("OPTIONS /a/{did}/.well-known/agent-card.json", public.preflight)
+	m.HandleFunc("GET /a/.well-known/agent-card.json", public.wrap(serveCardWithoutAgent))
+	m.HandleFunc("GET /a/{did}/pulse", public.wrap(s.servePulse))
+	m.HandleFunc("OPTIONS /a/{did}/pulse", public.preflight)
 	m.HandleFunc("GET /a/{did}/mls/key-package", s.serveKeyPackage)
 	m.Handle("GET "+wire.Path, s.link)
 	m.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
@@ -198,6 +217,16 @@ func agentPath(w http.ResponseWriter, r *http.Request) (did.DID, bool) {
 
 func (s *Relay) serveCard(w http.ResponseWriter, r *http.Request) {
 	s.serveVerbatim(w, r, func(st agents.State) []byte { return st.Card }, "no_card", "the agent's device has not uploaded a card")
+}
+
+// serveCardWithoutAgent answers the URL that WHATWG URL resolution (RFC
+// 3986, Section 5.2.3) makes of the base URL <origin>/a/{did}, without its
+// trailing slash, and ".well-known/agent-card.json": the last segment, the
+// DID, is replaced, so @a2a-js/sdk's createFromUrl asks here. No agent is
+// named, so no card can be served; the answer says how to name one.
+func serveCardWithoutAgent(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusNotFound, map[string]any{"error": "no_agent_in_path",
+		"message": "this URL names no agent: give the agent's base URL with its trailing slash, <origin>/a/<did>/, so that .well-known/agent-card.json resolves beneath it (docs/a2a.md)"})
 }
 
 // servePulse serves the latest liveness pulse the device published, next to

@@ -2,11 +2,18 @@
 // as one JSON line, what the client reported to its caller: the result, or
 // the error it threw (name, message, JSON-RPC code and data).
 //
-// usage: node send.mjs <agent base URL> <DID Bearer token> <1.0|0.3>
+// usage: node send.mjs <agent base URL> <DID Bearer token> <1.0|0.3> [data]
+//        node send.mjs <agent base URL> <DID Bearer token> from-url
+//
+// The message has one part: the JSON data given (a Governed Object part's
+// data, with its mediaType), or without it the text "hello, sleeping agent".
 //
 // The agent card is fetched from <base>/.well-known/agent-card.json by the
 // SDK's resolver. For 0.3 the card's interfaces are narrowed to the 0.3 one
 // so that the SDK's v0.3 (legacy) JSON-RPC transport sends message/send.
+// from-url instead hands the base URL as given to the SDK's
+// ClientFactory.createFromUrl, as an A2A developer would, and reports the
+// protocol version of the client it made, or the error it threw.
 import {
   ClientFactory,
   ClientFactoryOptions,
@@ -15,12 +22,12 @@ import {
 } from "@a2a-js/sdk/client";
 import { Role } from "@a2a-js/sdk";
 
-const [baseArg, token, version] = process.argv.slice(2);
+const [baseArg, token, version, dataArg] = process.argv.slice(2);
 // The resolver resolves the card path relative to the base: keep the last
 // path segment (the DID) by ending the base with a slash.
 const base = baseArg?.endsWith("/") ? baseArg : `${baseArg}/`;
-if (!baseArg || !token || !["1.0", "0.3"].includes(version)) {
-  console.error("usage: node send.mjs <agent base URL> <token> <1.0|0.3>");
+if (!baseArg || !token || !["1.0", "0.3", "from-url"].includes(version)) {
+  console.error("usage: node send.mjs <agent base URL> <token> <1.0|0.3|from-url>");
   process.exit(2);
 }
 
@@ -38,6 +45,18 @@ const options = ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
 const factory = new ClientFactory(options);
 
 const out = { version };
+if (version === "from-url") {
+  try {
+    const client = await factory.createFromUrl(baseArg);
+    out.ok = true;
+    out.clientProtocolVersion = client.protocolVersion;
+  } catch (err) {
+    out.ok = false;
+    out.error = { name: err?.name, message: err?.message };
+  }
+  console.log(JSON.stringify(out));
+  process.exit(0);
+}
 try {
   const resolver = new DefaultAgentCardResolver({ fetchImpl });
   const card = await resolver.resolve(base);
@@ -53,7 +72,7 @@ try {
     message: {
       messageId: `m-${version}-${Date.now()}`,
       role: Role.ROLE_USER,
-      parts: [{ content: { $case: "text", value: "hello, sleeping agent" } }],
+      parts: [part()],
     },
   });
   out.ok = true;
@@ -68,3 +87,11 @@ try {
   };
 }
 console.log(JSON.stringify(out));
+
+function part() {
+  if (!dataArg) {
+    return { content: { $case: "text", value: "hello, sleeping agent" } };
+  }
+  const data = JSON.parse(dataArg);
+  return { content: { $case: "data", value: data }, mediaType: data.mediaType };
+}

@@ -1,0 +1,113 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"strings"
+
+	"github.com/torpor-dev/torpor/clock"
+	"github.com/torpor-dev/torpor/transport/relay"
+	"github.com/torpor-dev/torpor/transport/relay/fleet"
+
+	"github.com/torpor-dev/torpor/store/agents"
+	"github.com/torpor-dev/torpor/store/jsstore"
+	"github.com/torpor-dev/torpor/store/queue"
+)
+
+// storeArgs choose the backend of the queue and the agent states: the
+// embedded bbolt files (the default) or NATS JetStream, shared by every
+// relay of a fleet (docs/scale-out.md).
+type storeArgs struct {
+	kind string
+	nats jsstore.Config
+}
+
+func (s *storeArgs) register(fs *flag.FlagSet) {
+	s.kind = "bolt"
+	fs.StringVar(&s.kind, "store", "bolt", "Where the queue and the agent states live: bolt (files in --data-dir, one relay) or jetstream (NATS JetStream, shared by many relays; see --nats).")
+	fs.Func("nats", "With --store jetstream: the NATS server URLs, comma-separated (nats://host:4222,...).", func(v string) error {
+		s.nats.URLs = append(s.nats.URLs, strings.Split(v, ",")...)
+		return nil
+	})
+	fs.StringVar(&s.nats.Creds, "nats-creds", "", "A NATS credentials file (JWT and NKey seed).")
+	fs.StringVar(&s.nats.CAFile, "nats-ca", "", "A PEM CA bundle that signs the NATS servers' TLS certificates.")
+	fs.StringVar(&s.nats.CertFile, "nats-cert", "", "A PEM client certificate for mutual TLS with NATS (with --nats-key).")
+	fs.StringVar(&s.nats.KeyFile, "nats-key", "", "The PEM private key of --nats-cert.")
+	fs.IntVar(&s.nats.Replicas, "nats-replicas", 3, "Replicas of the JetStream streams and bucket: 3 or 5 on a cluster, or 1 on a server with jetstream { sync_interval: always } (checked through --nats-monitor).")
+	fs.StringVar(&s.nats.Prefix, "nats-prefix", "TORPOR", "The prefix of the JetStream streams and bucket (TORPOR_QUEUE_STATE, ...), so that separate fleets can share a NATS account. Every relay of one fleet uses the same.")
+	fs.StringVar(&s.nats.MonitorURL, "nats-monitor", "", "The monitoring URL (http://host:8222) of the NATS server, needed with --nats-replicas 1 to check that it fsyncs every write.")
+}
+
+func (s *storeArgs) validate() error {
+	switch s.kind {
+	case "bolt":
+		if len(s.nats.URLs) > 0 {
+			return errors.New("--nats needs --store jetstream")
+		}
+	case "jetstream":
+		if len(s.nats.URLs) == 0 {
+			return errors.New("--store jetstream needs --nats URL")
+		}
+	default:
+		return fmt.Errorf("--store %q: want bolt or jetstream", s.kind)
+	}
+	return nil
+}
+
+// backend is the stores a relay runs on and, on JetStream, its place in
+// the fleet.
+type backend struct {
+	q      queue.Store
+	states agents.Store
+	fleet  *fleet.Fleet // nil with bolt
+	close  func()
+}
+
+// peers returns the fleet as relay.Config.Peers: nil with bolt.
+func (b *backend) peers() relay.Peers {
+	if b.fleet == nil {
+		return nil
+	}
+	return b.fleet
+}
+
+// serve lets the fleet reach r's device links.
+func (b *backend) serve(r *relay.Relay) {
+	if b.fleet != nil {
+		b.fleet.Serve(r.Link())
+	}
+}
+
+// openStores opens the queue and the agent states of the backend a
+// chose and, on JetStream, joins the fleet.
+func openStores(ctx context.Context, a *args, clk clock.Clock, log *slog.Logger) (*backend, error) {
+	if a.store.kind == "jetstream" {
+		cfg := a.store.nats
+		cfg.Name, cfg.Clock = "torpor-relay", clock.Unscaled(clk)
+		c, err := jsstore.Open(ctx, cfg)
+		if err != nil {
+			return nil, fmt.Errorf("--store jetstream (--nats %s, --nats-replicas %d): %w", strings.Join(cfg.URLs, ","), cfg.Replicas, err)
+		}
+		if n, max := a.bounds.MaxMessages+a.bounds.HandshakeMessages, c.MaxMessages(); n > max {
+			c.Close()
+			return nil, fmt.Errorf("--store jetstream: --max-messages %d and --handshake-reserve-messages %d make %d records per agent; one agent's queue state must fit one NATS message (max_payload), which holds %d", a.bounds.MaxMessages, a.bounds.HandshakeMessages, n, max)
+		}
+		q, states := c.Queue(), c.Agents()
+		f := fleet.New(c.NATS(), clock.Unscaled(clk), log.With("component", "fleet"))
+		return &backend{q: q, states: states, fleet: f, close: func() { q.Close(); states.Close(); c.Close() }}, nil
+	}
+	bq, err := queue.OpenBolt(filepath.Join(a.dataDir, "queue.db"), nil)
+	if err != nil {
+		return nil, err
+	}
+	bs, err := agents.OpenBolt(filepath.Join(a.dataDir, "agents.db"), nil)
+	if err != nil {
+		bq.Close()
+		return nil, err
+	}
+	return &backend{q: bq, states: bs, close: func() { bs.Close(); bq.Close() }}, nil
+}

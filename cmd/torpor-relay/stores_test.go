@@ -1,0 +1,108 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/torpor-dev/torpor/store/jsstore/jsserver"
+)
+
+func TestStoreFlags(t *testing.T) {
+	tests := []struct {
+		argv    []string
+		wantErr string
+	}{
+		{[]string{"--store", "jetstream"}, "--store jetstream needs --nats URL"},
+		{[]string{"--nats", "nats://127.0.0.1:4222"}, "--nats needs --store jetstream"},
+		{[]string{"--store", "etcd"}, `--store "etcd": want bolt or jetstream`},
+	}
+	for _, tt := range tests {
+		if _, err := parseArgs(tt.argv, io.Discard); err == nil || err.Error() != tt.wantErr {
+			t.Errorf("parseArgs(%q) = %v, want %q", tt.argv, err, tt.wantErr)
+		}
+	}
+	a, err := parseArgs([]string{"--store", "jetstream", "--nats", "nats://a:4222,nats://b:4222", "--nats", "nats://c:4222"}, io.Discard)
+	if err != nil || strings.Join(a.store.nats.URLs, " ") != "nats://a:4222 nats://b:4222 nats://c:4222" || a.store.nats.Replicas != 3 || a.store.nats.Prefix != "TORPOR" {
+		t.Errorf("parseArgs(--store jetstream --nats a,b --nats c) = %+v, %v; want three URLs, 3 replicas, prefix TORPOR", a.store.nats, err)
+	}
+}
+
+// startRelay runs the relay with argv (plus loopback listeners) and
+// returns its HTTP address, or the error run ended with.
+func startRelay(t *testing.T, argv ...string) (string, error) {
+	t.Helper()
+	a, err := parseArgs(append([]string{"--listen", "127.0.0.1:0", "--mqtt-listen", "127.0.0.1:0", "--data-dir", t.TempDir()}, argv...), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addrs := make(chan string, 1)
+	a.ready = func(h, _ string) { addrs <- h }
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, a, slog.New(slog.DiscardHandler)) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("run = %v", err)
+		}
+	})
+	select {
+	case addr := <-addrs:
+		return addr, nil
+	case err := <-done:
+		done <- nil
+		return "", err
+	case <-time.After(time.Minute):
+		t.Fatal("the relay did not start in a minute")
+	}
+	return "", nil
+}
+
+// TestRunJetStream: --store jetstream serves from a JetStream server that
+// fsyncs every write, and refuses to start, naming the setting, on one
+// that does not.
+func TestRunJetStream(t *testing.T) {
+	srv, err := jsserver.Start(t.TempDir(), jsserver.Options{SyncAlways: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { jsserver.Shutdown([]*jsserver.Server{srv}) })
+	addr, err := startRelay(t, "--store", "jetstream", "--nats", srv.URL(), "--nats-replicas", "1", "--nats-monitor", srv.MonitorURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := http.Get("http://" + addr + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var h map[string]string
+	json.NewDecoder(r.Body).Decode(&h)
+	r.Body.Close()
+	if h["status"] != "ok" {
+		t.Errorf("healthz = %v", h)
+	}
+
+	lazy, err := jsserver.Start(t.TempDir(), jsserver.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { jsserver.Shutdown([]*jsserver.Server{lazy}) })
+	_, err = startRelay(t, "--store", "jetstream", "--nats", lazy.URL(), "--nats-replicas", "1", "--nats-monitor", lazy.MonitorURL())
+	if err == nil || !strings.Contains(err.Error(), "sync_interval: always") || !strings.Contains(err.Error(), "--store jetstream") {
+		t.Errorf("run against a server without fsync on every write = %v, want a refusal naming sync_interval: always", err)
+	}
+	_, err = startRelay(t, "--store", "jetstream", "--nats", srv.URL(), "--nats-replicas", "1", "--nats-monitor", srv.MonitorURL(), "--max-messages", "100000")
+	if err == nil || !strings.Contains(err.Error(), "--max-messages 100000") || !strings.Contains(err.Error(), "max_payload") {
+		t.Errorf("run with --max-messages 100000 = %v, want a refusal naming --max-messages and max_payload", err)
+	}
+	_, err = startRelay(t, "--store", "jetstream", "--nats", lazy.URL())
+	if err == nil || !strings.Contains(err.Error(), "--nats-replicas 3") || !strings.Contains(err.Error(), "cluster") {
+		t.Errorf("run with 3 replicas on one server = %v, want a refusal naming the replicas and the cluster", err)
+	}
+}

@@ -1,0 +1,153 @@
+package jsstore
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/fxamacker/cbor/v2"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/torpor-dev/torpor/store/agents"
+	"github.com/torpor-dev/torpor/store/queue"
+	"github.com/torpor-dev/torpor/wake"
+)
+
+// Agents is store/agents.Store in the TORPOR_AGENTS key-value bucket:
+//
+//	s.<agent>          agent record: version byte (1) and CBOR agentRecord:
+//	                   the state, the ids of the pooled KeyPackages oldest
+//	                   first, the last-resort KeyPackage
+//	kp.<agent>.<id>    one pooled KeyPackage (MLSMessage bytes)
+//
+// The agent record says what the pool holds; it changes only by
+// compare-and-swap on its revision (Update), so a KeyPackage is handed
+// out by the one take whose write removed its id. A KeyPackage key that
+// no record names (a Put that failed between its writes) is never served.
+type Agents struct{ c *Conn }
+
+var _ agents.Store = (*Agents)(nil)
+
+// Agents returns the agent store over c's bucket. Closing it does not
+// close c.
+func (c *Conn) Agents() *Agents { return &Agents{c: c} }
+
+// Close implements agents.Store.
+func (a *Agents) Close() error { return nil }
+
+type agentRecord struct {
+	Mode       string   `cbor:"1,keyasint"`
+	Window     [3]int64 `cbor:"2,keyasint"` // minute, length ns, offset ns
+	NextWake   int64    `cbor:"3,keyasint,omitempty"`
+	Card       []byte   `cbor:"4,keyasint,omitempty"`
+	Pulse      []byte   `cbor:"5,keyasint,omitempty"`
+	Bounds     [7]int64 `cbor:"6,keyasint"`
+	UpdatedAt  int64    `cbor:"7,keyasint"`
+	Pool       []string `cbor:"8,keyasint,omitempty"`
+	LastResort []byte   `cbor:"9,keyasint,omitempty"`
+}
+
+const agentVersion = 1
+
+func (r *agentRecord) setState(s agents.State) {
+	b := s.Bounds
+	r.Mode, r.Card, r.Pulse, r.UpdatedAt = string(s.Mode), s.Card, s.Pulse, s.UpdatedAt.UnixNano()
+	r.Window = [3]int64{int64(s.Window.Minute), int64(s.Window.Length), int64(s.Window.Offset)}
+	r.Bounds = [7]int64{int64(b.MaxMessages), int64(b.MaxPerPeer), b.MaxBytes, b.MaxMessageSize, int64(b.TTL), int64(b.HandshakeMessages), b.HandshakeBytes}
+	r.NextWake = 0
+	if !s.NextWake.IsZero() {
+		r.NextWake = s.NextWake.UnixNano()
+	}
+}
+
+func (r *agentRecord) state() agents.State {
+	s := agents.State{
+		Mode: wake.Mode(r.Mode), Card: r.Card, Pulse: r.Pulse, UpdatedAt: time.Unix(0, r.UpdatedAt).UTC(),
+		Window: wake.Window{Minute: int(r.Window[0]), Length: time.Duration(r.Window[1]), Offset: time.Duration(r.Window[2])},
+		Bounds: queue.Bounds{MaxMessages: int(r.Bounds[0]), MaxPerPeer: int(r.Bounds[1]), MaxBytes: r.Bounds[2], MaxMessageSize: r.Bounds[3],
+			TTL: time.Duration(r.Bounds[4]), HandshakeMessages: int(r.Bounds[5]), HandshakeBytes: r.Bounds[6]},
+	}
+	if r.NextWake != 0 {
+		s.NextWake = time.Unix(0, r.NextWake).UTC()
+	}
+	return s
+}
+
+func stateKey(agent string) string  { return "s." + token(agent) }
+func kpKey(agent, id string) string { return "kp." + token(agent) + "." + id }
+func newID() string                 { return rand.Text() }
+func isMissing(err error) bool      { return errors.Is(err, jetstream.ErrKeyNotFound) }
+func isRevisionMismatch(err error) bool {
+	return errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyExists)
+}
+
+// get reads agent's record and its revision (0 and found false when none).
+func (a *Agents) get(ctx context.Context, agent string) (r agentRecord, rev uint64, found bool, err error) {
+	e, err := a.c.kv.Get(ctx, stateKey(agent))
+	if isMissing(err) {
+		return agentRecord{}, 0, false, nil
+	}
+	if err != nil {
+		return agentRecord{}, 0, false, err
+	}
+	v := e.Value()
+	if len(v) == 0 || v[0] != agentVersion {
+		return agentRecord{}, 0, false, fmt.Errorf("agents: record of %s: unknown version", agent)
+	}
+	if err := cbor.Unmarshal(v[1:], &r); err != nil {
+		return agentRecord{}, 0, false, fmt.Errorf("agents: record of %s: %v", agent, err)
+	}
+	return r, e.Revision(), true, nil
+}
+
+// put writes r as agent's record if its revision is still rev (0: if
+// there is none).
+func (a *Agents) put(ctx context.Context, agent string, r *agentRecord, rev uint64) error {
+	b, err := cbor.Marshal(r)
+	if err != nil {
+		return err
+	}
+	v := append([]byte{agentVersion}, b...)
+	if rev == 0 {
+		_, err = a.c.kv.Create(ctx, stateKey(agent), v)
+	} else {
+		_, err = a.c.kv.Update(ctx, stateKey(agent), v, rev)
+	}
+	if isRevisionMismatch(err) {
+		return errConflict
+	}
+	return err
+}
+
+// Get implements agents.Store.
+func (a *Agents) Get(ctx context.Context, agent string) (agents.State, error) {
+	r, _, found, err := a.get(ctx, agent)
+	if err != nil {
+		return agents.State{}, err
+	}
+	if !found {
+		return agents.State{}, agents.ErrUnknownAgent
+	}
+	return r.state(), nil
+}
+
+// Agents implements agents.Store.
+func (a *Agents) Agents(ctx context.Context) ([]string, error) {
+	l, err := a.c.kv.ListKeysFiltered(ctx, "s.>")
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for k := range l.Keys() {
+		id, err := base64.RawURLEncoding.DecodeString(strings.TrimPrefix(k, "s."))
+		if err != nil {
+			return nil, fmt.Errorf("agents: key %q: %v", k, err)
+		}
+		out = append(out, string(id))
+	}
+	return out, nil
+}

@@ -1,0 +1,328 @@
+package jsstore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/torpor-dev/torpor/clock"
+)
+
+// Names of the streams and the bucket with the default prefix (see the
+// package doc).
+const (
+	StateStream   = "TORPOR_QUEUE_STATE"
+	RecordsStream = "TORPOR_QUEUE_RECORDS"
+	AgentsBucket  = "TORPOR_AGENTS"
+)
+
+// names are the streams, bucket and subject prefixes of one Config.Prefix.
+type names struct {
+	state, records, bucket string
+	stateSubj, recordsSubj string
+}
+
+var prefixRE = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+
+func namesFor(prefix string) (names, error) {
+	if prefix == "" {
+		prefix = "TORPOR"
+	}
+	if !prefixRE.MatchString(prefix) {
+		return names{}, fmt.Errorf("jsstore: prefix %q: want letters, digits, _ and -", prefix)
+	}
+	low := strings.ToLower(prefix)
+	return names{state: prefix + "_QUEUE_STATE", records: prefix + "_QUEUE_RECORDS", bucket: prefix + "_AGENTS",
+		stateSubj: low + ".qstate.", recordsSubj: low + ".qrec."}, nil
+}
+
+// Config says how to reach NATS and what durability to demand.
+type Config struct {
+	// URLs are the NATS servers, such as nats://10.0.0.1:4222; nats.go
+	// connects to one and fails over to the others.
+	URLs []string
+	// Creds is a NATS credentials file (JWT and NKey seed), optional.
+	Creds string
+	// CAFile, CertFile and KeyFile configure TLS: a CA bundle for the
+	// servers' certificates and, for mutual TLS, the client certificate
+	// and key (all PEM, all optional).
+	CAFile, CertFile, KeyFile string
+	// Replicas is the replica count of the streams and the bucket: 3 (the
+	// default when zero) or 5 on a cluster, or 1 on a single server whose
+	// JetStream fsyncs every write (sync_interval: always), which
+	// MonitorURL must let Open check.
+	Replicas int
+	// MonitorURL is the HTTP monitoring endpoint (http://host:8222) of the
+	// server that holds R1 streams; Open reads its /varz to check that the
+	// server fsyncs every write. Required when Replicas is 1.
+	MonitorURL string
+	// Name is the NATS connection name, shown in the server's connz.
+	Name string
+	// Clock times the waits between retries of a failed read or write
+	// (a stream electing a leader); nil is the real clock. It measures
+	// the network, so a relay passes its unscaled clock.
+	Clock clock.Clock
+	// Prefix names the streams, the bucket and their subjects, so that
+	// separate fleets (or test runs) can share an account: "TORPOR" when
+	// empty, giving TORPOR_QUEUE_STATE, torpor.qstate.> and so on.
+	Prefix string
+}
+
+// ErrDurability is returned (wrapped) by Open when the servers cannot give
+// the durability Config demands, or the existing streams do not.
+var ErrDurability = errors.New("jsstore: configuration cannot give the promised durability")
+
+// Conn is a connection to NATS with the relay's streams and bucket
+// checked. Queue and Agents share it.
+type Conn struct {
+	nc       *nats.Conn
+	js       jetstream.JetStream
+	replicas int
+	clk      clock.Clock
+	n        names
+	state    jetstream.Stream
+	records  jetstream.Stream
+	kv       jetstream.KeyValue
+}
+
+// Open connects, creates the streams and the bucket if they are missing,
+// and checks that they and the servers give the durability cfg demands:
+// an acknowledged write is on a quorum of Replicas servers, or, with one
+// replica, fsync'd. It refuses, wrapping ErrDurability and naming the
+// setting to change, when they cannot.
+func Open(ctx context.Context, cfg Config) (*Conn, error) {
+	if cfg.Replicas == 0 {
+		cfg.Replicas = 3
+	}
+	if cfg.Replicas != 1 && cfg.Replicas != 3 && cfg.Replicas != 5 {
+		return nil, fmt.Errorf("jsstore: replicas %d: want 1, 3 or 5", cfg.Replicas)
+	}
+	if cfg.Replicas == 1 && cfg.MonitorURL == "" {
+		return nil, fmt.Errorf("%w: one replica is durable only on a server that fsyncs every write (jetstream { sync_interval: always }); give its monitoring URL so that it can be checked, or use 3 replicas on a cluster", ErrDurability)
+	}
+	n, err := namesFor(cfg.Prefix)
+	if err != nil {
+		return nil, err
+	}
+	nc, err := connect(cfg)
+	if err != nil {
+		return nil, err
+	}
+	c := &Conn{nc: nc, replicas: cfg.Replicas, clk: clock.Or(cfg.Clock), n: n}
+	if err := c.setup(ctx, cfg); err != nil {
+		nc.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+func connect(cfg Config) (*nats.Conn, error) {
+	if len(cfg.URLs) == 0 {
+		return nil, errors.New("jsstore: no NATS URL")
+	}
+	opts := []nats.Option{nats.Name(cfg.Name), nats.MaxReconnects(-1), nats.ReconnectWait(250 * time.Millisecond)}
+	if cfg.Creds != "" {
+		opts = append(opts, nats.UserCredentials(cfg.Creds))
+	}
+	if cfg.CAFile != "" {
+		opts = append(opts, nats.RootCAs(cfg.CAFile))
+	}
+	if cfg.CertFile != "" || cfg.KeyFile != "" {
+		opts = append(opts, nats.ClientCert(cfg.CertFile, cfg.KeyFile))
+	}
+	nc, err := nats.Connect(strings.Join(cfg.URLs, ","), opts...)
+	if err != nil {
+		return nil, fmt.Errorf("jsstore: connecting to %s: %w", strings.Join(cfg.URLs, ","), err)
+	}
+	return nc, nil
+}
+
+// setup checks the server's fsync setting when one replica is asked for
+// (before creating anything), then creates or checks the streams and the
+// bucket.
+func (c *Conn) setup(ctx context.Context, cfg Config) error {
+	var server string
+	if cfg.Replicas == 1 {
+		var err error
+		if server, err = checkSyncAlways(ctx, cfg.MonitorURL); err != nil {
+			return err
+		}
+	}
+	js, err := jetstream.New(c.nc)
+	if err != nil {
+		return err
+	}
+	c.js = js
+	if c.state, err = c.stream(ctx, stateConfig(c.n, cfg.Replicas)); err != nil {
+		return err
+	}
+	if c.records, err = c.stream(ctx, recordsConfig(c.n, cfg.Replicas)); err != nil {
+		return err
+	}
+	if c.kv, err = c.bucket(ctx, cfg.Replicas); err != nil {
+		return err
+	}
+	if cfg.Replicas == 1 {
+		for _, s := range []jetstream.Stream{c.state, c.records} {
+			if cl := s.CachedInfo().Cluster; cl != nil && cl.Leader != "" && cl.Leader != server {
+				return fmt.Errorf("%w: stream %s is on server %q but the monitoring URL is %q's", ErrDurability, s.CachedInfo().Config.Name, cl.Leader, server)
+			}
+		}
+	}
+	return nil
+}
+
+func stateConfig(n names, replicas int) jetstream.StreamConfig {
+	return jetstream.StreamConfig{
+		Name: n.state, Description: "torpor-relay: one queue state per agent (compare-and-swap)",
+		Subjects: []string{n.stateSubj + ">"}, Storage: jetstream.FileStorage, Replicas: replicas,
+		MaxMsgsPerSubject: 1, Discard: jetstream.DiscardOld, AllowDirect: false,
+	}
+}
+
+func recordsConfig(n names, replicas int) jetstream.StreamConfig {
+	return jetstream.StreamConfig{
+		Name: n.records, Description: "torpor-relay: queued request bodies (per-message TTL)",
+		Subjects: []string{n.recordsSubj + ">"}, Storage: jetstream.FileStorage, Replicas: replicas,
+		AllowMsgTTL: true, AllowDirect: false,
+	}
+}
+
+// stream returns the stream want names, creating it with want when it is
+// missing and checking an existing one against want's durability.
+func (c *Conn) stream(ctx context.Context, want jetstream.StreamConfig) (jetstream.Stream, error) {
+	s, err := c.js.Stream(ctx, want.Name)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		s, err = c.js.CreateStream(ctx, want)
+		if err != nil {
+			return nil, fmt.Errorf("%w: creating stream %s with %d replicas: %v (a JetStream cluster of at least %d servers is needed)", ErrDurability, want.Name, want.Replicas, err, want.Replicas)
+		}
+		return s, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("jsstore: stream %s: %w", want.Name, err)
+	}
+	got := s.CachedInfo().Config
+	if want.MaxMsgsPerSubject == 0 {
+		want.MaxMsgsPerSubject = -1 // the server's spelling of unlimited
+	}
+	switch {
+	case got.Replicas < want.Replicas:
+		return nil, fmt.Errorf("%w: stream %s has %d replicas, want %d", ErrDurability, want.Name, got.Replicas, want.Replicas)
+	case got.Storage != jetstream.FileStorage:
+		return nil, fmt.Errorf("%w: stream %s is kept in memory, want file storage", ErrDurability, want.Name)
+	case got.AllowMsgTTL != want.AllowMsgTTL || got.MaxMsgsPerSubject != want.MaxMsgsPerSubject || got.AllowDirect != want.AllowDirect:
+		return nil, fmt.Errorf("jsstore: stream %s exists with another configuration (allow_msg_ttl %v, max_msgs_per_subject %d, allow_direct %v)", want.Name, got.AllowMsgTTL, got.MaxMsgsPerSubject, got.AllowDirect)
+	}
+	return s, nil
+}
+
+// bucket returns the agents bucket, creating it when it is missing, with
+// direct gets off so that every read is served by the stream leader: a
+// relay then reads what another relay wrote before (nats.go creates
+// buckets with them on, which lets a lagging replica answer).
+func (c *Conn) bucket(ctx context.Context, replicas int) (jetstream.KeyValue, error) {
+	bucket := c.n.bucket
+	_, err := c.js.KeyValue(ctx, bucket)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		_, err = c.js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
+			Bucket: bucket, Description: "torpor-relay: agent states and KeyPackages",
+			History: 1, Storage: jetstream.FileStorage, Replicas: replicas,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("%w: creating bucket %s with %d replicas: %v", ErrDurability, bucket, replicas, err)
+		}
+	} else if err != nil {
+		return nil, fmt.Errorf("jsstore: bucket %s: %w", bucket, err)
+	}
+	s, err := c.js.Stream(ctx, "KV_"+bucket)
+	if err != nil {
+		return nil, fmt.Errorf("jsstore: bucket %s: %w", bucket, err)
+	}
+	cfg := s.CachedInfo().Config
+	if cfg.Replicas < replicas || cfg.Storage != jetstream.FileStorage {
+		return nil, fmt.Errorf("%w: bucket %s has %d replicas (storage %v), want %d on file", ErrDurability, bucket, cfg.Replicas, cfg.Storage, replicas)
+	}
+	if cfg.AllowDirect {
+		cfg.AllowDirect = false
+		if _, err := c.js.UpdateStream(ctx, cfg); err != nil {
+			return nil, fmt.Errorf("jsstore: bucket %s: turning direct gets off: %w", bucket, err)
+		}
+	}
+	return c.js.KeyValue(ctx, bucket) // bound again, to read from the leader
+}
+
+// varz is the part of the monitoring endpoint's /varz that Open reads
+// (https://docs.nats.io/running-a-nats-service/nats_admin/monitoring).
+type varz struct {
+	ServerName string `json:"server_name"`
+	JetStream  struct {
+		Config *struct {
+			SyncAlways   bool          `json:"sync_always"`
+			SyncInterval time.Duration `json:"sync_interval"`
+		} `json:"config"`
+	} `json:"jetstream"`
+}
+
+// checkSyncAlways reads the /varz of the server at monitor, checks that
+// it fsyncs every JetStream write and returns its name.
+func checkSyncAlways(ctx context.Context, monitor string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(monitor, "/")+"/varz", nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", fmt.Errorf("%w: reading the NATS server's /varz to check sync_interval: %v", ErrDurability, err)
+	}
+	defer resp.Body.Close()
+	var v varz
+	if err := json.NewDecoder(resp.Body).Decode(&v); err != nil || resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("%w: %s/varz: status %d, %v", ErrDurability, monitor, resp.StatusCode, err)
+	}
+	if v.JetStream.Config == nil || !v.JetStream.Config.SyncAlways {
+		return "", fmt.Errorf("%w: with one replica the NATS server must fsync every write: set jetstream { sync_interval: always } on %q (it has sync_interval %v)", ErrDurability, v.ServerName, syncInterval(v))
+	}
+	return v.ServerName, nil
+}
+
+func syncInterval(v varz) time.Duration {
+	if v.JetStream.Config == nil {
+		return 0
+	}
+	return v.JetStream.Config.SyncInterval
+}
+
+// stateEntryBytes bounds the stored size of one live record in an agent's
+// queue state: seven CBOR integers (at most 9 bytes each, 64 with the
+// array header) and, when every record has its own sender, that sender's
+// DID (a did:key is 56 bytes; 96 leaves room).
+const stateEntryBytes = 64 + 96
+
+// MaxMessages is the most live records one agent's queue state can hold:
+// the state is one NATS message, at most the server's max_payload (1 MiB
+// by default) long, with room for its header. A relay refuses bounds whose
+// messages and handshake reserve exceed it.
+func (c *Conn) MaxMessages() int {
+	return int((c.nc.MaxPayload() - 4096) / stateEntryBytes)
+}
+
+// NATS returns the connection, for the relay's other uses of NATS (the
+// fleet's request/reply between relays, transport/relay/fleet).
+func (c *Conn) NATS() *nats.Conn { return c.nc }
+
+// Close closes the connection; Queue and Agents then fail.
+func (c *Conn) Close() error {
+	c.nc.Close()
+	return nil
+}

@@ -1,0 +1,24 @@
+package queue_test
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/torpor-dev/torpor/store/queue"
+	"github.com/torpor-dev/torpor/store/queue/queuetest"
+)
+
+// TestBoltContract runs the Store contract suite against Bolt; a store
+// opened again is the same file reopened.
+func TestBoltContract(t *testing.T) {
+	queuetest.Run(t, func(t *testing.T) queuetest.Opener {
+		path := filepath.Join(t.TempDir(), "queue.db")
+		return func(t *testing.T) queue.Store {
+			s, err := queue.OpenBolt(path, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s
+		}
+	})
+}

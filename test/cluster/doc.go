@@ -1,0 +1,9 @@
+// Package cluster holds the scale-out integration tests (build tag
+// integration, `make test-cluster`): a 3-node NATS JetStream cluster
+// embedded in the test process (store/jsstore/jsserver, file storage in
+// temporary directories, loopback) and 3 real torpor-relay processes with
+// --store jetstream, one fleet. They race senders for the last slots of
+// one device's queue and of one sender's per-peer cap across the relays,
+// fetch one pool of KeyPackages through all three, and kill a NATS node
+// under load (docs/scale-out.md).
+package cluster

@@ -1,0 +1,203 @@
+//go:build integration
+
+package cluster
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/store/jsstore/jsserver"
+	"github.com/torpor-dev/torpor/transport/a2a"
+	"github.com/torpor-dev/torpor/transport/bearer"
+	"github.com/torpor-dev/torpor/transport/link"
+	"github.com/torpor-dev/torpor/transport/link/wire"
+)
+
+// publicURL is the fleet's one origin, behind which a load balancer would
+// spread senders over the relays; every token names it.
+const publicURL = "http://fleet.torpor.test"
+
+var (
+	buildOnce sync.Once
+	relayBin  string
+	buildErr  error
+)
+
+// relayBinary builds the real torpor-relay once per test binary.
+func relayBinary(t testing.TB) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "torpor-relay-bin")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		relayBin = filepath.Join(dir, "torpor-relay")
+		_, file, _, _ := runtime.Caller(0)
+		cmd := exec.Command("go", "build", "-o", relayBin, "./cmd/torpor-relay")
+		cmd.Dir = filepath.Join(filepath.Dir(file), "..", "..")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr, relayBin = err, string(out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatalf("building torpor-relay: %v\n%s", buildErr, relayBin)
+	}
+	return relayBin
+}
+
+// fleet is a NATS cluster and the relays that share it.
+type fleet struct {
+	nats   []*jsserver.Server
+	relays []*relayProc
+}
+
+// startFleet starts a 3-node JetStream cluster and n relays on it.
+func startFleet(t *testing.T, n int, extra ...string) *fleet {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ns, err := jsserver.StartCluster(ctx, t.TempDir(), 3, jsserver.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fleet{nats: ns}
+	t.Cleanup(func() { jsserver.Shutdown(f.nats) })
+	var urls []string
+	for _, s := range ns {
+		urls = append(urls, s.URL())
+	}
+	args := append([]string{"--store", "jetstream", "--nats", strings.Join(urls, ","), "--public-url", publicURL}, extra...)
+	for range n {
+		f.relays = append(f.relays, startRelay(t, t.TempDir(), args...))
+	}
+	return f
+}
+
+// relayProc is a running torpor-relay process.
+type relayProc struct {
+	cmd  *exec.Cmd
+	addr string // http://127.0.0.1:port
+	mu   sync.Mutex
+	log  strings.Builder
+}
+
+var listenRE = regexp.MustCompile(`msg="torpor-relay listening" addr=(\S+)`)
+
+// startRelay runs torpor-relay with loopback ports chosen by the kernel
+// and waits until it serves.
+func startRelay(t testing.TB, dataDir string, extra ...string) *relayProc {
+	t.Helper()
+	args := append([]string{"--listen", "127.0.0.1:0", "--mqtt-listen", "127.0.0.1:0", "--data-dir", dataDir}, extra...)
+	p := &relayProc{cmd: exec.Command(relayBinary(t), args...)}
+	stderr, err := p.cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	found := make(chan string, 1)
+	go p.scan(stderr, found)
+	t.Cleanup(p.kill)
+	select {
+	case p.addr = <-found:
+	case <-time.After(time.Minute):
+		t.Fatalf("torpor-relay did not start:\n%s", p.logs())
+	}
+	return p
+}
+
+func (p *relayProc) scan(r io.Reader, found chan<- string) {
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		p.mu.Lock()
+		p.log.WriteString(sc.Text() + "\n")
+		p.mu.Unlock()
+		if m := listenRE.FindStringSubmatch(sc.Text()); m != nil {
+			select {
+			case found <- m[1]:
+			default:
+			}
+		}
+	}
+	io.Copy(io.Discard, r)
+}
+
+func (p *relayProc) logs() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.log.String()
+}
+
+// kill sends SIGKILL and reaps the process.
+func (p *relayProc) kill() {
+	if p.cmd.ProcessState == nil {
+		p.cmd.Process.Kill()
+		p.cmd.Wait()
+	}
+}
+
+func testKey(tb testing.TB, n int) *did.PrivateKey {
+	tb.Helper()
+	seed := make([]byte, 32)
+	seed[29], seed[30], seed[31] = 0x17, byte(n>>8), byte(n)
+	k, err := did.NewKeyFromSeed(seed)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return k
+}
+
+func token(t testing.TB, k *did.PrivateKey) string {
+	t.Helper()
+	tok, err := bearer.Issue(k, publicURL, time.Now(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
+}
+
+// device is what a device publishes when it links.
+type device struct {
+	mode       string
+	bounds     *wire.Bounds // tighter bounds the device asks for
+	kps        [][]byte
+	lastResort []byte
+}
+
+// publish links dev to the relay at addr and publishes d, with a signed
+// card naming the bounds in force.
+func publish(t testing.TB, addr string, dev *did.PrivateKey, d device) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := link.Dial(ctx, link.Config{RelayURL: addr, Audience: publicURL, Key: dev})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	b := c.Hello().Clamp(d.bounds).Card()
+	card, err := a2a.BuildCard(a2a.CardOptions{Name: "sleeper", BaseURL: publicURL + "/a/" + dev.DID().String(), OfflineMode: d.mode, Bounds: &b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := a2a.SignCard(card, dev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Publish(ctx, wire.State{Mode: d.mode, Card: raw, Bounds: d.bounds, KeyPackages: d.kps, LastResort: d.lastResort}); err != nil {
+		t.Fatal(err)
+	}
+}

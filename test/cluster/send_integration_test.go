@@ -1,0 +1,123 @@
+//go:build integration
+
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/transport/a2a"
+	"github.com/torpor-dev/torpor/transport/link"
+	"github.com/torpor-dev/torpor/transport/link/wire"
+)
+
+// answer is what a sender learns from one request.
+type answer struct {
+	status int
+	Queued bool            `json:"queued"`
+	Kind   string          `json:"kind"`
+	Error  json.RawMessage `json:"error"` // the JSON-RPC error object
+}
+
+func (a answer) String() string {
+	return fmt.Sprintf("%d queued=%v kind=%q error=%s", a.status, a.Queued, a.Kind, a.Error)
+}
+
+var client = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+
+// body is an A2A 1.0 SendMessage request whose ids are id, carrying a
+// Governed Object part (the relay does not look inside the object; a
+// message the agent never takes, plain text, would be refused).
+func body(id string, size int) []byte {
+	return fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%q,"method":"SendMessage","params":{"message":{"messageId":%q,"role":"ROLE_USER","parts":[{"data":{"mediaType":%q,"object":{"filler":%q}}}]}}}`,
+		id, id, a2a.MediaTypeDataObject, strings.Repeat("x", size))
+}
+
+// send posts body to agent's JSON-RPC endpoint on the relay at addr with
+// tok; err is set only when no answer came.
+func send(addr, agent, tok string, b []byte) (answer, error) {
+	req, err := http.NewRequest("POST", addr+"/a/"+agent+"/a2a/jsonrpc", bytes.NewReader(b))
+	if err != nil {
+		return answer{}, err
+	}
+	req.Header.Set("Authorization", "Bearer "+tok)
+	req.Header.Set("A2A-Version", "1.0")
+	resp, err := client.Do(req)
+	if err != nil {
+		return answer{}, err
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return answer{}, err
+	}
+	a := answer{status: resp.StatusCode}
+	if err := json.Unmarshal(raw, &a); err != nil {
+		return a, fmt.Errorf("answer %d %q: %v", resp.StatusCode, raw, err)
+	}
+	return a, nil
+}
+
+// mustQueue sends and fails the test unless the answer is 503 queued.
+func mustQueue(t testing.TB, addr, agent, tok string, b []byte) {
+	t.Helper()
+	a, err := send(addr, agent, tok, b)
+	if err != nil || a.status != http.StatusServiceUnavailable || !a.Queued {
+		t.Fatalf("send = %v, %v; want 503 queued", a, err)
+	}
+}
+
+// drain links dev to the relay at addr and pulls every queued record,
+// acknowledging each batch when ack is set.
+func drain(t testing.TB, addr string, dev *did.PrivateKey, ack bool) []wire.Record {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, err := link.Dial(ctx, link.Config{RelayURL: addr, Audience: publicURL, Key: dev})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var all []wire.Record
+	var after uint64
+	for {
+		recs, more, err := c.Pull(ctx, after, 500)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, recs...)
+		if ack && len(recs) > 0 {
+			seqs := make([]uint64, len(recs))
+			for i, r := range recs {
+				seqs[i] = r.Seq
+			}
+			if err := c.Ack(ctx, seqs); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if len(recs) == 0 || !more {
+			return all
+		}
+		after = recs[len(recs)-1].Seq
+	}
+}
+
+// recordID returns the JSON-RPC id of a queued request.
+func recordID(t testing.TB, r wire.Record) string {
+	t.Helper()
+	var env struct {
+		ID string `json:"id"`
+	}
+	if err := json.Unmarshal(r.Body, &env); err != nil {
+		t.Fatalf("record %d is not the JSON sent: %v", r.Seq, err)
+	}
+	return env.ID
+}

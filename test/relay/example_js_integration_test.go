@@ -1,0 +1,62 @@
+//go:build integration
+
+package relay
+
+import (
+	"context"
+	"encoding/json"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// TestA2AJSExample runs docs/a2a.md's JavaScript example
+// (test/relay/node/example.mjs) with a Governed Object against a real agent
+// that is awake, which takes it, one that sleeps, whose relay queues it,
+// and with plain data, which the agent refuses either way.
+func TestA2AJSExample(t *testing.T) {
+	node, dir := nodeDir(t)
+	p := startRelay(t, t.TempDir())
+	awake, asleep, alice := testKey(t, 7), testKey(t, 8), testKey(t, 2)
+	awakeAgent(t, p.url, awake)
+	publish(t, p.url, asleep, "hourly_wake")
+	tok := token(t, alice, p.url)
+	plain, _ := json.Marshal(map[string]string{"note": "no Governed Object here"})
+
+	tests := []struct {
+		name, agent, data string
+		ok                bool
+		want              *regexp.Regexp
+	}{
+		{"awake", awake.DID().String(), string(objectData(t, alice)), true, regexp.MustCompile(`^delivered: \{.*"accepted"`)},
+		{"asleep", asleep.DID().String(), string(objectData(t, alice)), true, regexp.MustCompile(`^queued: the device is back in about (\d+) s\n$`)},
+		{"plain data", asleep.DID().String(), string(plain), false, regexp.MustCompile(`^refused: RequestMalformedError: object rejected\n$`)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, node, "example.mjs", p.url+"/a/"+tt.agent, tok, tt.data)
+			cmd.Dir = dir
+			out, err := cmd.Output()
+			t.Logf("example.mjs printed: %s", out)
+			if (err == nil) != tt.ok {
+				t.Errorf("example.mjs: %v, want success %v", err, tt.ok)
+			}
+			m := tt.want.FindSubmatch(out)
+			if m == nil {
+				t.Fatalf("output %q does not match %s", out, tt.want)
+			}
+			if len(m) > 1 {
+				if n, _ := strconv.Atoi(string(m[1])); n < 1 || n > 3600 {
+					t.Errorf("retryAfterSec %d, want 1..3600", n)
+				}
+			}
+		})
+	}
+	if recs := pullAll(t, p.url, asleep); len(recs) != 1 {
+		t.Errorf("%d records queued for the sleeping agent, want 1", len(recs))
+	}
+}

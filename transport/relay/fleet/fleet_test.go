@@ -1,0 +1,109 @@
+package fleet_test
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/store/jsstore"
+	"github.com/torpor-dev/torpor/store/jsstore/jsserver"
+	"github.com/torpor-dev/torpor/transport/a2a"
+	"github.com/torpor-dev/torpor/transport/bearer"
+	"github.com/torpor-dev/torpor/transport/link"
+	"github.com/torpor-dev/torpor/transport/link/wire"
+	"github.com/torpor-dev/torpor/transport/relay"
+	"github.com/torpor-dev/torpor/transport/relay/fleet"
+)
+
+const publicURL = "http://fleet.torpor.test"
+
+// startFleet runs n relays in this process on one JetStream server, each
+// with its own NATS connections, store and Fleet, and returns their URLs.
+func startFleet(t *testing.T, n int) []string {
+	t.Helper()
+	srv, err := jsserver.Start(t.TempDir(), jsserver.Options{SyncAlways: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { jsserver.Shutdown([]*jsserver.Server{srv}) })
+	var urls []string
+	for range n {
+		c, err := jsstore.Open(context.Background(), jsstore.Config{URLs: []string{srv.URL()}, Replicas: 1, MonitorURL: srv.MonitorURL()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		nc, err := nats.Connect(srv.URL())
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := fleet.New(nc, nil, nil)
+		r, err := relay.New(relay.Config{PublicURL: publicURL, Queue: c.Queue(), States: c.Agents(), Peers: f})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Serve(r.Link())
+		hs := httptest.NewServer(r.Handler())
+		t.Cleanup(func() { hs.Close(); r.Link().Close(); nc.Close(); c.Close() })
+		urls = append(urls, hs.URL)
+	}
+	return urls
+}
+
+// linkDevice links dev to the relay at url with a handler that answers
+// every live request with its caller's DID, and publishes mode.
+func linkDevice(t *testing.T, url string, dev *did.PrivateKey, mode string) *link.Client {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := link.Dial(ctx, link.Config{RelayURL: url, Audience: publicURL, Key: dev,
+		Handler: func(_ context.Context, req wire.Request) wire.Response {
+			return wire.Response{Status: 200, ContentType: "application/json", Body: []byte(`{"from":"` + req.From + `"}`)}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	b := c.Hello().Card()
+	card, err := a2a.BuildCard(a2a.CardOptions{Name: "d", BaseURL: publicURL + "/a/" + dev.DID().String(), OfflineMode: mode, Bounds: &b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := a2a.SignCard(card, dev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Publish(ctx, wire.State{Mode: mode, Card: raw}); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// post sends a SendMessage for dev from sender to the relay at url and
+// returns the status and body.
+func post(t *testing.T, url string, dev, sender *did.PrivateKey) (int, []byte) {
+	t.Helper()
+	tok, err := bearer.Issue(sender, publicURL, time.Now(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A Governed Object part: the relay refuses what the agent never takes.
+	body := `{"jsonrpc":"2.0","id":"1","method":"SendMessage","params":{"message":{"messageId":"m1","role":"ROLE_USER","parts":[{"data":{"mediaType":"` +
+		a2a.MediaTypeDataObject + `","object":{"filler":"hi"}}}]}}}`
+	req, _ := http.NewRequest("POST", url+"/a/"+dev.DID().String()+"/a2a/jsonrpc", bytes.NewReader([]byte(body)))
+	req.Header.Set("Authorization", "Bearer "+tok)
+	req.Header.Set("A2A-Version", "1.0")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out bytes.Buffer
+	out.ReadFrom(resp.Body)
+	return resp.StatusCode, out.Bytes()
+}

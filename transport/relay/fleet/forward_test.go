@@ -1,0 +1,62 @@
+package fleet_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/torpor-dev/torpor/did/didtest"
+)
+
+// TestLiveRequestThroughAnotherRelay: a device linked to relay A answers
+// a live request that relay B took, forwarded over NATS; with no device
+// linked anywhere B queues instead.
+func TestLiveRequestThroughAnotherRelay(t *testing.T) {
+	urls := startFleet(t, 2)
+	dev, sender := didtest.Key(t, 1), didtest.Key(t, 2)
+	c := linkDevice(t, urls[0], dev, "always_on")
+	status, body := post(t, urls[1], dev, sender)
+	if status != 200 || string(body) != `{"from":"`+sender.DID().String()+`"}` {
+		t.Fatalf("live request through relay B = %d %s, want 200 and the device's answer naming the sender", status, body)
+	}
+	c.Close() // relay B may still see the link up: the forward then finds none and B queues
+	if status, body := post(t, urls[1], dev, sender); status != 503 || !strings.Contains(string(body), `"queued":true`) {
+		t.Errorf("request with the device unlinked = %d %s, want 503 queued", status, body)
+	}
+}
+
+// TestQueuedNoticeThroughAnotherRelay: a sleeping device linked to relay
+// A hears at once of a record relay B queued.
+func TestQueuedNoticeThroughAnotherRelay(t *testing.T) {
+	urls := startFleet(t, 2)
+	dev, sender := didtest.Key(t, 1), didtest.Key(t, 2)
+	c := linkDevice(t, urls[0], dev, "sleep")
+	if status, body := post(t, urls[1], dev, sender); status != 503 || !strings.Contains(string(body), `"queued":true`) {
+		t.Fatalf("request for a sleeping device = %d %s, want 503 queued", status, body)
+	}
+	select {
+	case seq := <-c.Queued():
+		if seq != 1 {
+			t.Errorf("queued notice for seq %d, want 1", seq)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no queued notice on relay A for a record relay B queued")
+	}
+}
+
+// TestNewerLinkFencesOlder: when the device links again through relay B,
+// relay A drops its link, and a request through A reaches the device on B.
+func TestNewerLinkFencesOlder(t *testing.T) {
+	urls := startFleet(t, 2)
+	dev, sender := didtest.Key(t, 1), didtest.Key(t, 2)
+	old := linkDevice(t, urls[0], dev, "always_on")
+	linkDevice(t, urls[1], dev, "always_on")
+	select {
+	case <-old.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("relay A kept the older link after the device linked through relay B")
+	}
+	if status, body := post(t, urls[0], dev, sender); status != 200 {
+		t.Errorf("live request through relay A after the relink = %d %s, want 200 from the device on B", status, body)
+	}
+}

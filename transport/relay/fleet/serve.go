@@ -1,0 +1,118 @@
+package fleet
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+
+	"github.com/fxamacker/cbor/v2"
+	"github.com/nats-io/nats.go"
+
+	"github.com/torpor-dev/torpor/transport/link/server"
+	"github.com/torpor-dev/torpor/transport/link/wire"
+)
+
+// fence is a new link's announcement.
+type fence struct {
+	Since int64  `cbor:"1,keyasint"` // Unix ns, the holder's clock
+	Relay string `cbor:"2,keyasint"`
+}
+
+// newer reports whether fence a is of a link newer than one this relay
+// (id) holds since since: later, or at the same instant from a relay with
+// a greater id.
+func (a fence) newer(since int64, id string) bool {
+	return a.Since > since || a.Since == since && a.Relay > id
+}
+
+// Linked implements relay.Peers: when this relay holds agent's link it
+// answers on the agent's subjects and tells the other relays to drop
+// theirs; when the link is gone it stops answering.
+func (f *Fleet) Linked(agent string, up bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if h := f.held[agent]; h != nil {
+		for _, s := range h.subs {
+			s.Unsubscribe()
+		}
+		delete(f.held, agent)
+	}
+	if !up {
+		return
+	}
+	h := &held{since: f.clk.Now().UnixNano()}
+	handlers := map[string]nats.MsgHandler{
+		"up":     func(m *nats.Msg) { m.Respond(nil) },
+		"fwd":    func(m *nats.Msg) { go f.serveForward(agent, m) },
+		"notify": func(m *nats.Msg) { f.serveNotify(agent, m) },
+		"fence":  func(m *nats.Msg) { f.serveFence(agent, h, m) },
+	}
+	for op, fn := range handlers {
+		s, err := f.nc.Subscribe(subject(agent, op), fn)
+		if err != nil {
+			f.log.Warn("fleet: subscribing", "agent", agent, "op", op, "err", err)
+			continue
+		}
+		h.subs = append(h.subs, s)
+	}
+	f.held[agent] = h
+	b, _ := cbor.Marshal(fence{Since: h.since, Relay: f.id})
+	if err := f.nc.Publish(subject(agent, "fence"), b); err != nil {
+		f.log.Warn("fleet: announcing a link", "agent", agent, "err", err)
+	}
+}
+
+func (f *Fleet) localLinks() Local {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.local
+}
+
+// serveForward forwards a request another relay took over the link this
+// relay holds and answers with the device's answer.
+func (f *Fleet) serveForward(agent string, m *nats.Msg) {
+	var r reply
+	var req wire.Request
+	local := f.localLinks()
+	switch {
+	case local == nil:
+		r.Err = "not-linked"
+	case cbor.Unmarshal(m.Data, &req) != nil:
+		r.Err, r.Message = "unanswered", "bad forwarded request"
+	default:
+		ctx, cancel := context.WithTimeout(context.Background(), LiveTimeout)
+		resp, err := local.Forward(ctx, agent, req)
+		cancel()
+		var re *wire.RemoteError
+		switch {
+		case err == nil:
+			r.Response = &resp
+		case errors.Is(err, server.ErrNotLinked):
+			r.Err = "not-linked"
+		case errors.As(err, &re):
+			r.Err, r.Code, r.Message = "remote", re.Code, re.Message
+		default:
+			r.Err, r.Message = "unanswered", err.Error()
+		}
+	}
+	b, _ := cbor.Marshal(r)
+	m.Respond(b)
+}
+
+func (f *Fleet) serveNotify(agent string, m *nats.Msg) {
+	if local := f.localLinks(); local != nil && len(m.Data) == 8 {
+		local.Notify(agent, binary.BigEndian.Uint64(m.Data))
+	}
+}
+
+// serveFence drops this relay's link of agent when another relay
+// announces a newer one.
+func (f *Fleet) serveFence(agent string, h *held, m *nats.Msg) {
+	var a fence
+	if cbor.Unmarshal(m.Data, &a) != nil || a.Relay == f.id || !a.newer(h.since, f.id) {
+		return
+	}
+	if local := f.localLinks(); local != nil && local.Drop(agent, "replaced by a newer link on another relay") {
+		f.log.Info("fleet: link dropped, the device linked through another relay", "agent", agent)
+	}
+}

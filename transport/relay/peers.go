@@ -1,0 +1,68 @@
+package relay
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/torpor-dev/torpor/transport/link/server"
+	"github.com/torpor-dev/torpor/transport/link/wire"
+)
+
+// Peers reaches the device links that other relays of a fleet hold, so
+// that a request taken by one relay reaches a device linked to another
+// (transport/relay/fleet implements it over NATS). A relay asks Peers
+// only about agents it holds no link for.
+type Peers interface {
+	// Up reports whether another relay holds agent's link.
+	Up(ctx context.Context, agent string) bool
+	// Forward sends req to the relay that holds agent's link, which
+	// forwards it over the link. Its errors are server.Forward's:
+	// server.ErrNotLinked when no relay took the request (the device did
+	// not get it), server.ErrUnanswered when the device may have.
+	Forward(ctx context.Context, agent string, req wire.Request) (wire.Response, error)
+	// Notify tells the relay that holds agent's link that record seq was
+	// queued.
+	Notify(agent string, seq uint64)
+	// Linked says that this relay now holds (up) or no longer holds
+	// agent's link; the other relays drop theirs when it is up.
+	Linked(agent string, up bool)
+}
+
+// peerUpTimeout bounds the question to the fleet whether another relay
+// holds a link; no answer means none does.
+const peerUpTimeout = 2 * time.Second
+
+// linkUp reports whether agent's device is linked to this relay or,
+// with Peers, to another of the fleet.
+func (s *Relay) linkUp(ctx context.Context, agent string) bool {
+	if s.link.Up(agent) {
+		return true
+	}
+	if s.cfg.Peers == nil {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(ctx, peerUpTimeout)
+	defer cancel()
+	return s.cfg.Peers.Up(ctx, agent)
+}
+
+// forwardLink forwards req over agent's link on this relay or, with
+// Peers, on the relay of the fleet that holds it.
+func (s *Relay) forwardLink(ctx context.Context, agent string, req wire.Request) (wire.Response, error) {
+	resp, err := s.link.Forward(ctx, agent, req)
+	if errors.Is(err, server.ErrNotLinked) && s.cfg.Peers != nil && !s.link.Up(agent) {
+		return s.cfg.Peers.Forward(ctx, agent, req)
+	}
+	return resp, err
+}
+
+// notifyLink tells agent's linked device, here or on another relay, that
+// seq was queued.
+func (s *Relay) notifyLink(agent string, seq uint64) {
+	if s.link.Up(agent) || s.cfg.Peers == nil {
+		s.link.Notify(agent, seq)
+		return
+	}
+	s.cfg.Peers.Notify(agent, seq)
+}

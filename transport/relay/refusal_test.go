@@ -1,0 +1,65 @@
+package relay
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"testing"
+
+	"github.com/torpor-dev/torpor/did/didtest"
+	"github.com/torpor-dev/torpor/store/queue"
+	"github.com/torpor-dev/torpor/transport/a2a"
+)
+
+// TestRefusesWhatTheAgentNeverTakes: a message with nothing an Atom agent
+// takes (plain text, a file, data of another media type) is refused at
+// enqueue with the answer the awake agent gives (runtime/live.go:
+// a2a.ObjectRejected, HTTP 200), never answered queued: true and dropped
+// at dequeue. MLS parts, Governed Objects (also in the reference's bare
+// shape), messages without parts (vector od-010) and bodies that are not
+// submissions are queued as before.
+func TestRefusesWhatTheAgentNeverTakes(t *testing.T) {
+	h := newHarness(t, nil)
+	dev, alice := didtest.Key(t, 1), didtest.Key(t, 2)
+	h.publishOffline(t, dev, "hourly_wake", deviceOpts{})
+	mlsWire := `{"data":{"mediaType":"` + a2a.MediaTypeMLSWire + `","wire":"` + base64.StdEncoding.EncodeToString(publicMessage([]byte("g"), 1, 1)) + `"}}`
+	handshake := `{"data":{"mediaType":"` + a2a.MediaTypeMLSHandshake + `","initiatorDid":"x","welcome":"AAE="}}`
+	object := `{"data":{"mediaType":"` + a2a.MediaTypeDataObject + `","object":{}}}`
+	bare := `{"mediaType":"` + a2a.MediaTypeDataObject + `","object":{}}`
+	tests := []struct {
+		name, version, parts string
+		kind                 queue.Kind
+		refused              bool
+	}{
+		{"v1.0 text", "1.0", `[{"text":"hello, sleeping agent"}]`, 0, true},
+		{"v0.3 text", "", `[{"kind":"text","text":"hello"}]`, 0, true},
+		{"file", "1.0", `[{"url":"https://example.org/f","mediaType":"text/plain"}]`, 0, true},
+		{"data of another type", "1.0", `[{"data":{"mediaType":"application/json","x":1}}]`, 0, true},
+		{"text beside a Governed Object", "1.0", `[{"text":"hi"},` + object + `]`, queue.KindMessage, false},
+		{"MLS wire", "1.0", `[` + mlsWire + `]`, queue.KindMessage, false},
+		{"MLS handshake", "1.0", `[` + handshake + `]`, queue.KindHandshake, false},
+		{"bare Governed Object", "1.0", `[` + bare + `]`, queue.KindMessage, false},
+		{"no parts", "1.0", `[]`, queue.KindMessage, false},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			method := "SendMessage"
+			if tt.version == "" {
+				method = "message/send"
+			}
+			body := `{"jsonrpc":"2.0","id":` + string(rune('0'+i)) + `,"method":"` + method + `","params":{"message":{"messageId":"m","role":"user","parts":` + tt.parts + `}}}`
+			before := len(h.queued(t, dev.DID()))
+			r := h.post(t, dev.DID(), alice, tt.version, body)
+			recs := h.queued(t, dev.DID())
+			if !tt.refused {
+				if r.status != 503 || r.json["queued"] != true || len(recs) != before+1 || recs[len(recs)-1].Kind != tt.kind {
+					t.Fatalf("%d %s, %d records; want 503 queued as kind %v", r.status, r.body, len(recs)-before, tt.kind)
+				}
+				return
+			}
+			want, _ := json.Marshal(a2a.NewError(json.RawMessage(string(rune('0'+i))), a2a.ObjectRejected()))
+			if r.status != 200 || string(r.body) != string(want) || len(recs) != before {
+				t.Errorf("%d %s, %d queued; want 200 %s, nothing queued", r.status, r.body, len(recs)-before, want)
+			}
+		})
+	}
+}
