@@ -247,6 +247,10 @@ func (o *Operator) subscribe(ctx context.Context, device string) error {
 		sa, err = o.cm.Subscribe(ctx, &paho.Subscribe{Subscriptions: []paho.SubscribeOptions{
 			{Topic: t.Reply(), QoS: 1}, {Topic: t.Status(), QoS: 1}, {Topic: t.Event(), QoS: 1},
 		}})
+		if err != nil && sa != nil && len(sa.Reasons) > 0 && sa.Reasons[0] == 0x87 {
+			// Not authorized (MQTT 5.0 Section 3.9.3): the broker's ACL.
+			return fmt.Errorf("the broker refused the subscription (not authorized): is %s one of the broker's operators (torpor-relay --operator)?", o.cfg.Key.DID())
+		}
 		if err == nil || sa == nil || len(sa.Reasons) == 0 || sa.Reasons[0] != 0x91 {
 			return err
 		}
