@@ -88,6 +88,13 @@ func checkConnect(t *testing.T, p *packets.ControlPacket, name string, sessionEx
 		t.Errorf("CONNECT will: flag %v topic %q retain %v QoS %d; want the retained status topic %q at QoS 1",
 			c.WillFlag, c.WillTopic, c.WillRetain, c.WillQOS, topics.Status())
 	}
+	// MQTT 5.0 Section 3.1.2.11.4: the broker must not send more.
+	if m := c.Properties.MaximumPacketSize; m == nil || *m != mqtt.MaxPacketSize {
+		t.Errorf("CONNECT Maximum Packet Size %v, want %d", deref(m), mqtt.MaxPacketSize)
+	}
+	if !c.UsernameFlag || !strings.HasPrefix(c.Username, "did:key:") || !c.PasswordFlag || !bytes.HasPrefix(c.Password, []byte("atom.")) {
+		t.Errorf("CONNECT user name %q (flag %v), password flag %v: want the DID and a DID Bearer token", c.Username, c.UsernameFlag, c.PasswordFlag)
+	}
 }
 
 // checkCommand checks the operator's command PUBLISH: QoS 1, the reply
