@@ -222,6 +222,9 @@ func TestBrokerBindsNamesToDIDs(t *testing.T) {
 		t.Error("after a restart, another DID resumed pump-1's session")
 	}
 	mustConnect(t, ctx, b, dev, "pump-1", false, nil)
+	if _, err := connect(t, ctx, b, dev, "pump-9", true, nil); err == nil {
+		t.Error("a DID took a second device name")
+	}
 	b.Close()
 
 	b, err = Start(Config{Listen: "127.0.0.1:0", ClosedEnrollment: true, Devices: map[string]did.DID{"pump-2": dev.DID()}})

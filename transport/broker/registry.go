@@ -102,20 +102,43 @@ func (r *registry) bind(name string, d did.DID) error {
 	if r.db == nil {
 		r.mu.Lock()
 		defer r.mu.Unlock()
-		return r.pin(name, d, r.mem[name], func() error { r.mem[name] = d.String(); return nil })
+		return r.pin(name, d, r.mem[name], r.memOwned(d), func() error { r.mem[name] = d.String(); return nil })
 	}
 	return r.db.Update(func(tx *bbolt.Tx) error {
 		b, err := tx.CreateBucketIfNotExists(bucketNames)
 		if err != nil {
 			return err
 		}
-		return r.pin(name, d, string(b.Get([]byte(name))), func() error { return b.Put([]byte(name), []byte(d.String())) })
+		return r.pin(name, d, string(b.Get([]byte(name))), owned(b, d), func() error { return b.Put([]byte(name), []byte(d.String())) })
 	})
 }
 
+// memOwned returns the name d owns in mem, "" for none (r.mu held).
+func (r *registry) memOwned(d did.DID) string {
+	for n, s := range r.mem {
+		if s == d.String() {
+			return n
+		}
+	}
+	return ""
+}
+
+// owned returns the name d owns in b, "" for none.
+func owned(b *bbolt.Bucket, d did.DID) string {
+	var name string
+	b.ForEach(func(k, v []byte) error {
+		if string(v) == d.String() {
+			name = string(k)
+		}
+		return nil
+	})
+	return name
+}
+
 // pin decides on a connection of d as name, cur being name's pin ("" for
-// none), and calls put to record a new pin.
-func (r *registry) pin(name string, d did.DID, cur string, put func() error) error {
+// none) and mine the name d owns already, and calls put to record a new
+// pin. A DID owns one name: a device has one.
+func (r *registry) pin(name string, d did.DID, cur, mine string, put func() error) error {
 	switch {
 	case cur == d.String():
 		return nil
@@ -123,6 +146,8 @@ func (r *registry) pin(name string, d did.DID, cur string, put func() error) err
 		return fmt.Errorf("%w: %q belongs to %s, not %s (remove the pin from the broker's registry if the device was replaced)", ErrNameTaken, name, cur, d)
 	case r.closed:
 		return fmt.Errorf("device name %q is not registered and enrolment is closed", name)
+	case mine != "":
+		return fmt.Errorf("%s owns the device name %q already and may not take %q too (an operator missing from --operator?)", d, mine, name)
 	}
 	if err := put(); err != nil {
 		return err
