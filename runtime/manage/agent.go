@@ -42,7 +42,7 @@ type CommandsConfig struct {
 	// the longest sleep.
 	// Password, when set, is sent to the broker instead of a DID Bearer
 	// token (mqtt.Config.Password; an external broker's static password).
-	Password []byte
+	Password      []byte
 	SessionExpiry time.Duration
 	// RotateKey installs next as the agent's identity (key file, MLS
 	// credentials, the relay's registration), given the handover the old
@@ -451,6 +451,11 @@ func (c *Commands) rotateKeys(ctx context.Context) Result {
 	c.mu.Unlock()
 	if cl != nil {
 		cl.SetKey(next)
+		// The broker pinned the name to the old DID: the handover lets
+		// the new one connect under it.
+		if err := cl.SetHandover(h); err != nil {
+			c.log.Warn("recording the key handover for the broker", "err", err)
+		}
 	}
 	return OK(map[string]any{"old": old.DID(), "new": next.DID(), "handover": json.RawMessage(h)})
 }

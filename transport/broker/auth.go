@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -132,7 +133,7 @@ func (h *authHook) OnConnectAuthenticate(cl *mqtt.Client, pk packets.Packet) boo
 	id := pk.Connect.ClientIdentifier
 	d, err := h.authenticate(pk)
 	if err == nil {
-		err = h.bind(id, d)
+		err = h.bind(id, d, pk)
 	}
 	if err == nil && pk.Connect.WillFlag && !h.allowed(id, d, pk.Connect.WillTopic, true) {
 		err = fmt.Errorf("will topic %q is not one the client may publish on", truncate(pk.Connect.WillTopic))
@@ -167,8 +168,9 @@ func (h *authHook) authenticate(pk packets.Packet) (did.DID, error) {
 }
 
 // bind checks the client id against the DID: a device's client id is its
-// name, pinned to its DID; an operator's is any id that is no device's.
-func (h *authHook) bind(id string, d did.DID) error {
+// name, pinned to its DID (or handed to it by the pinned DID's key
+// handover); an operator's is any id that is no device's.
+func (h *authHook) bind(id string, d did.DID, pk packets.Packet) error {
 	if err := checkName(id); err != nil {
 		return fmt.Errorf("client id: %w", err)
 	}
@@ -178,7 +180,22 @@ func (h *authHook) bind(id string, d did.DID) error {
 		}
 		return nil
 	}
-	return h.reg.bind(id, d)
+	err := h.reg.bind(id, d)
+	if !errors.Is(err, ErrNameTaken) {
+		return err
+	}
+	owner, ok, lerr := h.reg.lookup(id)
+	if lerr != nil || !ok {
+		return err
+	}
+	if herr := handover(pk, id, owner, d); herr != nil {
+		return fmt.Errorf("%w (%v)", err, herr)
+	}
+	if err := h.reg.repin(id, owner, d); err != nil {
+		return err
+	}
+	h.log.Info("device name handed to a rotated key", "name", id, "old", owner, "new", d)
+	return nil
 }
 
 // OnACLCheck implements mqtt.Hook.

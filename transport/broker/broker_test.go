@@ -12,6 +12,7 @@ import (
 
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/did/didtest"
+	"github.com/torpor-dev/torpor/governed"
 	"github.com/torpor-dev/torpor/transport/bearer"
 )
 
@@ -334,4 +335,55 @@ func TestBrokerRefusesLargePackets(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("the small command did not arrive")
 	}
+}
+
+// TestBrokerKeyHandover: a device that rotated its key connects under its
+// name with the new DID when it presents the handover its old key signed;
+// afterwards the old key is refused. A handover signed by another key, or
+// for another name, moves nothing.
+func TestBrokerKeyHandover(t *testing.T) {
+	old, next, stranger := didtest.Key(t, 1), didtest.Key(t, 2), didtest.Key(t, 3)
+	b, err := Start(Config{Listen: "127.0.0.1:0", DataDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	mustConnect(t, ctx, b, old, "pump-1", true, nil).Disconnect(&paho.Disconnect{})
+	withHandover := func(signer *did.PrivateKey, from, to did.DID, name string) *paho.Connect {
+		o, err := governed.Sign(signer, governed.Template{IssuedAt: time.Now(), Purpose: HandoverPurpose,
+			Semantic: governed.Semantic{Schema: "https://torpor.dev/schemas/key-handover/v1"},
+			Payload:  map[string]string{"old": from.String(), "new": to.String(), "device": name}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		j, _ := o.MarshalJSON()
+		tok, _ := bearer.Issue(next, b.URL(), time.Now(), time.Minute)
+		cp := &paho.Connect{ClientID: "pump-1", CleanStart: true, KeepAlive: 30, Username: next.DID().String(), UsernameFlag: true,
+			Password: []byte(tok), PasswordFlag: true, Properties: &paho.ConnectProperties{}}
+		cp.Properties.User.Add(HandoverProperty, string(j))
+		return cp
+	}
+	for name, cp := range map[string]*paho.Connect{
+		"no handover":          withToken(t, b, next, "pump-1"),
+		"signed by a stranger": withHandover(stranger, old.DID(), next.DID(), "pump-1"),
+		"for another name":     withHandover(old, old.DID(), next.DID(), "pump-2"),
+	} {
+		if _, err := connectPacket(t, ctx, b, cp, nil); err == nil {
+			t.Errorf("%s: the new key took the name", name)
+		}
+	}
+	if _, err := connectPacket(t, ctx, b, withHandover(old, old.DID(), next.DID(), "pump-1"), nil); err != nil {
+		t.Fatalf("with the old key's handover: %v", err)
+	}
+	if _, err := connect(t, ctx, b, old, "pump-1", true, nil); err == nil {
+		t.Error("the old key still connects under the name")
+	}
+}
+
+func withToken(t *testing.T, b *Broker, k *did.PrivateKey, id string) *paho.Connect {
+	tok, _ := bearer.Issue(k, b.URL(), time.Now(), time.Minute)
+	return &paho.Connect{ClientID: id, CleanStart: true, KeepAlive: 30, Username: k.DID().String(), UsernameFlag: true,
+		Password: []byte(tok), PasswordFlag: true}
 }

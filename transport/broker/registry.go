@@ -155,3 +155,27 @@ func (r *registry) pin(name string, d did.DID, cur, mine string, put func() erro
 	r.log.Info("device name registered on first connection", "name", name, "did", d)
 	return nil
 }
+
+// repin moves name from old to next (a key handover). Names fixed in
+// Config.Devices do not move.
+func (r *registry) repin(name string, old, next did.DID) error {
+	if _, ok := r.fixed[name]; ok {
+		return fmt.Errorf("%w: %q is fixed to %s by the devices file", ErrNameTaken, name, old)
+	}
+	if r.db == nil {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if r.mem[name] != old.String() {
+			return fmt.Errorf("%w: %q moved meanwhile", ErrNameTaken, name)
+		}
+		r.mem[name] = next.String()
+		return nil
+	}
+	return r.db.Update(func(tx *bbolt.Tx) error {
+		b := tx.Bucket(bucketNames)
+		if b == nil || string(b.Get([]byte(name))) != old.String() {
+			return fmt.Errorf("%w: %q moved meanwhile", ErrNameTaken, name)
+		}
+		return b.Put([]byte(name), []byte(next.String()))
+	})
+}

@@ -117,6 +117,7 @@ type Client struct {
 	mu sync.Mutex
 	// mu guards all following fields.
 	key         *did.PrivateKey
+	handover    []byte   // the key handover to present (SetHandover)
 	conn        net.Conn // the current network connection, for Abort
 	connectedAt time.Time
 	ready       chan struct{} // closed once the current connection is ready
@@ -180,6 +181,7 @@ func newClient(cfg Config) (*Client, error) {
 		statusKick: make(chan struct{}, 1), started: make(chan struct{})}
 	c.state = st
 	c.closing = cfg.StopOnly
+	c.handover = loadHandover(cfg.DB)
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	return c, nil
 }
@@ -293,6 +295,9 @@ func (c *Client) dial(ctx context.Context, cfg autopaho.ClientConfig, u *url.URL
 func (c *Client) connectPacket(cp *paho.Connect, _ *url.URL) (*paho.Connect, error) {
 	if err := Authenticate(cp, c.Key(), c.cfg.Broker, clock.Or(c.cfg.AuthClock).Now(), c.cfg.Password); err != nil {
 		return nil, err
+	}
+	if h := c.keyHandover(); h != nil {
+		cp.Properties.User.Add(HandoverProperty, string(h))
 	}
 	will, err := c.statusPayload(StateLost, c.clock.Now(), nil)
 	if err != nil {
@@ -463,6 +468,55 @@ func (c *Client) ConnectedAt() time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.connectedAt
+}
+
+// HandoverProperty is the CONNECT User Property that carries the key
+// handover (broker.HandoverProperty).
+const HandoverProperty = "torpor-key-handover"
+
+// bucketHandover keeps the key handover across restarts.
+var bucketHandover = []byte("mqtt-key-handover")
+
+// SetHandover records h, the key handover the old key signed at a key
+// rotation, and presents it in every CONNECT from now on (also after a
+// restart), so that a broker that pinned the device's name to the old DID
+// lets the new one take it (transport/broker).
+func (c *Client) SetHandover(h []byte) error {
+	err := c.cfg.DB.Update(func(tx *bolt.Tx) error {
+		b, err := tx.CreateBucketIfNotExists(bucketHandover)
+		if err != nil {
+			return err
+		}
+		return b.Put([]byte("last"), h)
+	})
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.handover = h
+	return nil
+}
+
+func (c *Client) keyHandover() []byte {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.handover
+}
+
+// loadHandover reads the handover SetHandover recorded, if any.
+func loadHandover(db *bolt.DB) []byte {
+	var h []byte
+	db.View(func(tx *bolt.Tx) error {
+		if b := tx.Bucket(bucketHandover); b != nil {
+			h = append([]byte(nil), b.Get([]byte("last"))...)
+		}
+		return nil
+	})
+	if len(h) == 0 {
+		return nil
+	}
+	return h
 }
 
 // Connects counts the connections the client made.
