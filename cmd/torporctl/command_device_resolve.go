@@ -187,9 +187,8 @@ func (s *deviceSession) send(ctx context.Context, e *env, r resolved, out *comma
 	case err == nil:
 		out.Reply = &rep
 		out.Signed, _ = obj.MarshalJSON()
-		if st := replyState(rep); st != "" {
-			out.State = st
-		}
+		out.State = replyState(rep)
+		s.followRotation(e, rep)
 	case ctx.Err() != nil:
 		return ctx.Err()
 	case errors.Is(err, mqtt.ErrNotFromDevice):
@@ -216,4 +215,26 @@ func (s *deviceSession) print(e *env, out commandOutput) error {
 	}
 	printCommand(e.stdout, out)
 	return nil
+}
+
+// followRotation moves the device's pin to its new DID after a rotate-keys
+// it answered ok: the reply is signed by the pinned (old) key and names
+// the new DID, so the pin follows the device, not whoever claims it.
+func (s *deviceSession) followRotation(e *env, rep manage.Reply) {
+	if rep.Op != manage.OpRotateKeys || rep.Outcome != manage.OutcomeOK {
+		return
+	}
+	var res struct{ Old, New string }
+	if json.Unmarshal(rep.Result, &res) != nil || res.Old != rep.Device {
+		return
+	}
+	next, err := did.Parse(res.New)
+	if err != nil {
+		return
+	}
+	if err := s.known.repin(s.device, next); err != nil {
+		fmt.Fprintf(e.stderr, "warning: the device now has DID %s, but updating %s failed: %v\n", next, s.known.path, err)
+		return
+	}
+	fmt.Fprintf(e.stderr, "re-pinned %s to its new DID %s in %s (rotate-keys, signed by %s)\n", s.device, next, s.known.path, res.Old)
 }

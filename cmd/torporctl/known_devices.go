@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/internal/atomicfile"
 	"github.com/torpor-dev/torpor/transport/mqtt"
 )
 
@@ -84,4 +85,25 @@ func (k *knownDevices) pin(name string, d did.DID) error {
 	}
 	k.pins[name] = d
 	return f.Close()
+}
+
+// repin replaces name's pin with d (after a verified key rotation),
+// rewriting the file without name's old line.
+func (k *knownDevices) repin(name string, d did.DID) error {
+	b, err := os.ReadFile(k.path)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	var keep []string
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); line != "" && (len(f) == 0 || f[0] != name) {
+			keep = append(keep, line)
+		}
+	}
+	keep = append(keep, name+" "+d.String())
+	if err := atomicfile.WriteFile(k.path, []byte(strings.Join(keep, "\n")+"\n"), 0o600); err != nil {
+		return err
+	}
+	k.pins[name] = d
+	return nil
 }
