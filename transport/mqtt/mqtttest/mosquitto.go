@@ -137,7 +137,10 @@ func (m *Mosquitto) start(t testing.TB) {
 		for sc.Scan() {
 			line := sc.Text()
 			lb.add(line)
-			if strings.Contains(line, "Opening ipv4 listen socket on port") {
+			// "running" comes once every listener listens; "Opening ipv4
+			// listen socket" comes before the socket does, and a client
+			// dialling then is refused.
+			if strings.HasPrefix(line[strings.IndexByte(line, ' ')+1:], "mosquitto version") && strings.HasSuffix(line, " running") {
 				once.Do(func() { close(ready) })
 			}
 		}
