@@ -102,6 +102,7 @@ func newCmdWorldWith(t *testing.T, mode wake.Mode, opt func(w *cmdWorld, cfg *ru
 	dir := t.TempDir()
 	w.startRelay(dir)
 	w.broker = mqtttest.StartEmbedded(t, nil)
+	w.broker.AddOperator(w.opKey.DID())
 	w.window = wake.Window{Minute: wake.WakeMinute(w.key.DID().String()), Length: 5 * time.Minute}
 	cfg := w.config(dir, mode)
 	cc := manage.CommandsConfig{
@@ -129,7 +130,7 @@ func newCmdWorldWith(t *testing.T, mode wake.Mode, opt func(w *cmdWorld, cfg *ru
 	if err := w.op.Watch(ctx, "pi-7"); err != nil {
 		t.Fatal(err)
 	}
-	w.witness = mqtttest.NewWitness(t, w.broker.URL(), mqtt.Topics{Device: "pi-7"}.Command())
+	w.witness = mqtttest.NewWitness(t, w.broker, mqtt.Topics{Device: "pi-7"}.Command())
 	return w
 }
 

@@ -27,7 +27,7 @@ type Management interface {
 	// until an event). It may block, but should bound itself: the agent
 	// sleeps only after it returned.
 	Asleep(ctx context.Context, next time.Time)
-	// Close ends the channel for good (status offline), within ctx. It is
+	// Close ends the channel for good (status stopped), within ctx. It is
 	// safe to call more than once.
 	Close(ctx context.Context) error
 }
@@ -43,7 +43,7 @@ const closeTimeout = 10 * time.Second
 //	a, _ := runtime.New(cfg)
 //	cmds, _ := manage.NewCommands(a, ccfg)
 //	a.SetManagement(cmds)
-//	err := a.Run(ctx) // ends with cmds.Close: status offline
+//	err := a.Run(ctx) // ends with cmds.Close: status stopped
 func (a *Agent) SetManagement(m Management) {
 	a.mu.Lock()
 	defer a.mu.Unlock()

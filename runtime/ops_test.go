@@ -363,7 +363,7 @@ func TestRebootOverMQTT(t *testing.T) {
 	if !errors.Is(err, runtime.ErrRestart) {
 		t.Fatalf("Run after reboot = %v, want ErrRestart", err)
 	}
-	w.awaitStatus(func(s mqtt.Status) bool { return s.State == mqtt.StateOffline })
+	w.awaitStatus(func(s mqtt.Status) bool { return s.State == mqtt.StateStopped })
 }
 
 // TestRotateKeysOverMQTT: rotate-keys answers with the old and new DIDs

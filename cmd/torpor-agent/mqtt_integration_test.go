@@ -24,6 +24,7 @@ func TestMQTTScripts(t *testing.T) {
 		Dir: "testdata/mqtt",
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("PATH", bin+string(os.PathListSeparator)+env.Getenv("PATH"))
+			env.Setenv("TORPOR_KNOWN_DEVICES", filepath.Join(env.WorkDir, "known_devices"))
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){"stack": cmdStack},
@@ -61,6 +62,7 @@ func cmdStack(ts *testscript.TestScript, neg bool, args []string) {
 	dir := ts.MkAbs("stack")
 	ts.Check(os.MkdirAll(dir, 0o700))
 	st := startStack(dir, ts.Check, ts.Defer)
+	st.broker.AddOperator(op.DID())
 	key, err := did.Generate(nil)
 	ts.Check(err)
 	ts.Check(did.SaveKey(ts.MkAbs("agent.key"), key, false))

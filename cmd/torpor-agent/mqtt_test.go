@@ -25,6 +25,7 @@ import (
 // stack is a relay with its embedded MQTT broker, on loopback.
 type stack struct {
 	relayURL, brokerURL string
+	broker              *broker.Broker
 }
 
 // startStack starts the stack with its files in dir; check fails the test
@@ -41,7 +42,7 @@ func startStack(dir string, check func(error), cleanup func(func())) *stack {
 		r.Close()
 		brk.Close()
 	})
-	return &stack{relayURL: r.URL, brokerURL: brk.URL()}
+	return &stack{relayURL: r.URL, brokerURL: brk.URL(), broker: brk}
 }
 
 func testStack(t *testing.T) *stack {
@@ -61,6 +62,7 @@ func TestDaemonTakesMQTTCommands(t *testing.T) {
 	st := testStack(t)
 	dir := t.TempDir()
 	agentKey, opKey := runtimetest.Key(t, 40), runtimetest.Key(t, 41)
+	st.broker.AddOperator(opKey.DID())
 	keyFile := filepath.Join(dir, "agent.key")
 	if err := did.SaveKey(keyFile, agentKey, false); err != nil {
 		t.Fatal(err)
@@ -103,7 +105,7 @@ func TestDaemonTakesMQTTCommands(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("daemon: %v", err)
 	}
-	awaitState(t, wait, op, agentKey.DID(), mqtt.StateOffline, nil, &log)
+	awaitState(t, wait, op, agentKey.DID(), mqtt.StateStopped, nil, &log)
 	if l := log.String(); !strings.Contains(l, "mqttName=dev-1") {
 		t.Errorf("the start line does not name the MQTT device:\n%s", l)
 	}

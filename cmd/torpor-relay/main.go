@@ -32,7 +32,6 @@ import (
 	"github.com/torpor-dev/torpor/internal/version"
 	"github.com/torpor-dev/torpor/session/kpcheck"
 	"github.com/torpor-dev/torpor/store/queue"
-	"github.com/torpor-dev/torpor/transport/broker"
 	"github.com/torpor-dev/torpor/transport/relay"
 )
 
@@ -40,8 +39,7 @@ import (
 type args struct {
 	listen, publicURL, dataDir string
 	tlsCert, tlsKey            string
-	mqttListen, mqttBroker     string
-	mqttMaxExpiry              time.Duration
+	mqtt                       mqttArgs
 	timeScale                  float64
 	bounds                     queue.Bounds
 	allowAgents                []string
@@ -65,9 +63,7 @@ func parseArgs(argv []string, stderr io.Writer) (*args, error) {
 	fs.StringVar(&a.dataDir, "data-dir", filepath.Join(home, ".torpor", "relay"), "The directory of the relay's bbolt files (queue.db, agents.db, mqtt.db).")
 	fs.StringVar(&a.tlsCert, "tls-cert", "", "A PEM certificate file; with --tls-key the relay serves HTTPS itself.")
 	fs.StringVar(&a.tlsKey, "tls-key", "", "The PEM private key file for --tls-cert.")
-	fs.StringVar(&a.mqttListen, "mqtt-listen", "127.0.0.1:1883", "The address of the embedded MQTT 5 broker. The broker allows anonymous clients, so keep it on loopback or use --mqtt-broker.")
-	fs.StringVar(&a.mqttBroker, "mqtt-broker", "", "The URL of an external MQTT 5 broker (mqtt://host:port). When set, no embedded broker starts and devices and operators are pointed at this one.")
-	fs.DurationVar(&a.mqttMaxExpiry, "mqtt-max-expiry", broker.DefaultMaxMessageExpiry, "How long the embedded broker keeps a message for an offline subscriber. Set it above the longest sleep of any device.")
+	a.mqtt.register(fs)
 	a.timeScale = 1
 	fs.Func("time-scale", "Run the relay's clock this many times faster than real time (1, the default, to 100000), for demonstrations: windows, Retry-After and TTLs all follow it.", func(s string) (err error) {
 		a.timeScale, err = clock.ParseScale(s)
@@ -196,23 +192,6 @@ func run(ctx context.Context, a *args, log *slog.Logger) error {
 		}
 		log.Info("torpor-relay listening", "addr", scheme+"://"+ln.Addr().String(), "publicUrl", public, "dataDir", a.dataDir, "mqtt", brokerURL, "timeScale", a.timeScale)
 	})
-}
-
-// startBroker starts the embedded MQTT broker unless --mqtt-broker names an
-// external one. It returns the URL devices and operators use and a function
-// that stops the embedded broker.
-func startBroker(a *args, log *slog.Logger) (string, func(), error) {
-	if a.mqttBroker != "" {
-		return a.mqttBroker, func() {}, nil
-	}
-	b, err := broker.Start(broker.Config{Listen: a.mqttListen, DataDir: a.dataDir, MaxMessageExpiry: a.mqttMaxExpiry, Logger: log.With("component", "mqtt")})
-	if err != nil {
-		return "", nil, err
-	}
-	if !isLoopback(b.Addr()) {
-		log.Warn("the embedded MQTT broker allows anonymous clients and listens beyond loopback", "addr", b.Addr())
-	}
-	return b.URL(), func() { b.Close() }, nil
 }
 
 // serve serves r's handler on ln and runs r's purge, calls started once

@@ -19,8 +19,8 @@ func TestParseArgs(t *testing.T) {
 		want func(*args) bool
 	}{
 		{"defaults", nil, true, func(a *args) bool {
-			return a.listen == "127.0.0.1:8080" && a.mqttListen == "127.0.0.1:1883" && a.bounds.MaxMessages == 500 &&
-				a.bounds.MaxBytes == 2<<20 && a.bounds.MaxPerPeer == 50 && a.bounds.TTL == 7*24*time.Hour && a.mqttMaxExpiry == 30*24*time.Hour
+			return a.listen == "127.0.0.1:8080" && a.mqtt.listen == "127.0.0.1:1883" && a.bounds.MaxMessages == 500 &&
+				a.bounds.MaxBytes == 2<<20 && a.bounds.MaxPerPeer == 50 && a.bounds.TTL == 7*24*time.Hour && a.mqtt.maxExpiry == 30*24*time.Hour
 		}},
 		{"bounds", []string{"--max-messages", "10", "--ttl", "1h", "--allow-agent", "did:key:a", "--allow-agent", "did:key:b"}, true, func(a *args) bool {
 			return a.bounds.MaxMessages == 10 && a.bounds.TTL == time.Hour && len(a.allowAgents) == 2

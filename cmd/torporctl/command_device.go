@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -61,6 +62,7 @@ Run "torporctl device OPERATION -h" for an operation's flags.
 // deviceFlags are the flags every device operation takes.
 type deviceFlags struct {
 	broker, key, prefix, didStr string
+	knownDevices, passwordFile  string
 	wait, ttl                   time.Duration
 	cbor, json                  bool
 	seq                         uint64
@@ -70,7 +72,9 @@ func (f *deviceFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.broker, "broker", envOr("TORPOR_BROKER", "mqtt://127.0.0.1:1883"), "The MQTT 5 broker URL (mqtt://, mqtts://). Default $TORPOR_BROKER.")
 	fs.StringVar(&f.key, "key", os.Getenv("TORPOR_KEY"), "Your operator key file (torporctl keygen); its DID must be in the device's operator allowlist. Default $TORPOR_KEY.")
 	fs.StringVar(&f.prefix, "prefix", envOr("TORPOR_MQTT_PREFIX", mqtt.DefaultPrefix), "The topic prefix. Default $TORPOR_MQTT_PREFIX.")
-	fs.StringVar(&f.didStr, "did", "", "The device's DID, which the command names and which must sign the reply. Empty means the DID in the device's retained status.")
+	fs.StringVar(&f.didStr, "did", "", "The device's DID, which the command names and which must sign the reply; it overrides the pin in --known-devices. Empty means the pinned DID, or on first contact the DID that signed the device's retained status.")
+	fs.StringVar(&f.knownDevices, "known-devices", defaultKnownDevices(), "The file pinning device names to DIDs (\"NAME DID\" lines, like SSH's known_hosts). Default $TORPOR_KNOWN_DEVICES or ~/.config/torpor/known_devices.")
+	fs.StringVar(&f.passwordFile, "mqtt-password-file", os.Getenv("TORPOR_MQTT_PASSWORD_FILE"), "A file with a static MQTT password for an external broker that checks passwords (torporctl mqtt acl); without it a DID Bearer token is sent, as the embedded broker wants. Default $TORPOR_MQTT_PASSWORD_FILE.")
 	fs.DurationVar(&f.wait, "wait", 15*time.Second, "How long to wait for the reply; 0 sends without waiting.")
 	fs.DurationVar(&f.ttl, "ttl", manage.DefaultCommandTTL, "The command's lifetime: a device that wakes later refuses it, and the broker drops it.")
 	fs.BoolVar(&f.cbor, "cbor", false, "Send the command as CBOR (MQTT content type application/cbor); the reply comes back in CBOR.")
@@ -140,6 +144,7 @@ func runDevice(ctx context.Context, e *env, fs *flag.FlagSet, args []string) err
 		return err
 	}
 	defer s.close()
+	s.stderr = e.stderr
 	if a, ok := cmdArgs.(*watchArgs); ok {
 		return s.watch(ctx, e, a)
 	}
@@ -152,6 +157,8 @@ type deviceSession struct {
 	key    *did.PrivateKey
 	device string
 	op     *manage.Operator
+	known  *knownDevices
+	stderr io.Writer
 }
 
 func dialDevice(ctx context.Context, f *deviceFlags, device string) (*deviceSession, error) {
@@ -165,9 +172,19 @@ func dialDevice(ctx context.Context, f *deviceFlags, device string) (*deviceSess
 	if err := mqtt.CheckPrefix(f.prefix); err != nil {
 		return nil, err
 	}
+	known, err := loadKnownDevices(f.knownDevices)
+	if err != nil {
+		return nil, fmt.Errorf("known devices: %w", err)
+	}
+	var pw []byte
+	if f.passwordFile != "" {
+		if pw, err = os.ReadFile(f.passwordFile); err != nil {
+			return nil, fmt.Errorf("--mqtt-password-file: %w", err)
+		}
+	}
 	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	op, err := manage.DialOperator(dctx, manage.OperatorConfig{Broker: f.broker, Prefix: f.prefix, Key: k})
+	op, err := manage.DialOperator(dctx, manage.OperatorConfig{Broker: f.broker, Prefix: f.prefix, Key: k, Password: bytes.TrimSpace(pw)})
 	if err != nil {
 		return nil, err
 	}
@@ -175,110 +192,13 @@ func dialDevice(ctx context.Context, f *deviceFlags, device string) (*deviceSess
 		op.Close(context.Background())
 		return nil, err
 	}
-	return &deviceSession{f: f, key: k, device: device, op: op}, nil
+	return &deviceSession{f: f, key: k, device: device, op: op, known: known}, nil
 }
 
 func (s *deviceSession) close() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	s.op.Close(ctx)
-}
-
-// retained returns the device's retained status, waiting up to d for the
-// broker to deliver it.
-func (s *deviceSession) retained(ctx context.Context, d time.Duration, device did.DID) (*mqtt.Status, error) {
-	ctx, cancel := context.WithTimeout(ctx, d)
-	defer cancel()
-	st, _, err := s.op.Status(ctx, s.device, device)
-	if err != nil {
-		return nil, err
-	}
-	return &st, nil
-}
-
-// deviceDID returns the DID the command names: --did, or the retained
-// status's (whose signature the status itself carries).
-func (s *deviceSession) deviceDID(ctx context.Context) (did.DID, *mqtt.Status, error) {
-	if s.f.didStr != "" {
-		d, err := did.Parse(s.f.didStr)
-		return d, nil, err
-	}
-	st, err := s.retained(ctx, 3*time.Second, did.DID{})
-	if err != nil {
-		return did.DID{}, nil, fmt.Errorf("no status from %s on %s, so its DID is unknown: pass --did (%v)", s.device, s.f.broker, err)
-	}
-	d, err := did.Parse(st.Device)
-	return d, st, err
-}
-
-// commandOutput is what --json prints.
-type commandOutput struct {
-	Device    string          `json:"device"`
-	DeviceDID string          `json:"deviceDid"`
-	Command   string          `json:"command"`
-	Op        string          `json:"op"`
-	Seq       uint64          `json:"seq"`
-	Expires   time.Time       `json:"expires"`
-	Waiting   bool            `json:"waiting"` // no reply within --wait
-	Reply     *manage.Reply   `json:"reply,omitempty"`
-	Status    *mqtt.Status    `json:"status,omitempty"` // the retained status, when there was no reply
-	Signed    json.RawMessage `json:"signedReply,omitempty"`
-}
-
-func (s *deviceSession) command(ctx context.Context, e *env, op string, args any) error {
-	dev, st, err := s.deviceDID(ctx)
-	if err != nil {
-		return err
-	}
-	seq, err := s.nextSeq(dev)
-	if err != nil {
-		return err
-	}
-	spec := manage.CommandSpec{Device: dev, Seq: seq, Op: op, Args: args, TTL: s.f.ttl}
-	sent, err := s.op.Send(ctx, s.device, spec, s.f.cbor)
-	if err != nil {
-		return err
-	}
-	if sent.NoSubscribers {
-		return fmt.Errorf("the broker has no session for %s: the command was dropped (has the device ever connected to %s with this name?)", s.device, s.f.broker)
-	}
-	exp, _ := sent.Object.Expiry()
-	out := commandOutput{Device: s.device, DeviceDID: dev.String(), Command: sent.Object.ID, Op: op, Seq: seq, Expires: exp.UTC()}
-	if s.f.wait > 0 {
-		wctx, cancel := context.WithTimeout(ctx, s.f.wait)
-		r, obj, err := s.op.AwaitReply(wctx, s.device, sent.Object.ID, dev)
-		cancel()
-		switch {
-		case err == nil:
-			out.Reply = &r
-			out.Signed, _ = obj.MarshalJSON()
-		case ctx.Err() != nil:
-			return ctx.Err()
-		case errors.Is(err, mqtt.ErrNotFromDevice):
-			fmt.Fprintf(e.stderr, "warning: %v\n", err)
-		}
-	}
-	if out.Reply == nil {
-		out.Waiting = true
-		if st == nil {
-			st, _ = s.retained(ctx, 2*time.Second, dev)
-		}
-		out.Status = st
-	}
-	if s.f.json {
-		if err := printJSONTo(e.stdout, out); err != nil {
-			return err
-		}
-	} else {
-		printCommand(e.stdout, out)
-	}
-	switch {
-	case out.Reply == nil:
-		return exitError{3}
-	case out.Reply.Outcome != manage.OutcomeOK:
-		return exitError{1}
-	}
-	return nil
 }
 
 // nextSeq picks the command's sequence number (manage.NextSeq) and records
@@ -316,10 +236,20 @@ func printJSONTo(w io.Writer, v any) error {
 
 // printCommand prints a command's outcome for people.
 func printCommand(w io.Writer, o commandOutput) {
-	fmt.Fprintf(w, "%s %s (%s)\n", o.Op, o.Device, shortDID(o.DeviceDID))
-	if o.Reply == nil {
+	fmt.Fprintf(w, "%s %s (%s)\n", o.Op, o.Name, shortDID(o.Device))
+	switch {
+	case o.RefusedBy != "":
+		fmt.Fprintf(w, "  refused (wrong-device): the device on %s's topic is %s, not %s\n", o.Name, o.RefusedBy, o.Device)
+		return
+	case o.Command == "" && o.Status != nil:
+		fmt.Fprintf(w, "  the device is %s: answered from its retained status, signed %s ago (%s); no command sent\n",
+			o.Status.State, (time.Duration(*o.StatusAgeMs) * time.Millisecond).Round(time.Second), o.StatusIssuedAt.Format(time.RFC3339))
+		printStatus(w, "  ", *o.Status)
+		return
+	case o.Reply == nil:
 		fmt.Fprintf(w, "  no reply yet: the command (id %s, seq %d) waits for the device until %s\n", o.Command, o.Seq, o.Expires.Format(time.RFC3339))
 		if o.Status != nil {
+			fmt.Fprintf(w, "  its retained status, signed %s ago:\n", (time.Duration(*o.StatusAgeMs) * time.Millisecond).Round(time.Second))
 			printStatus(w, "  ", *o.Status)
 		}
 		return
@@ -352,7 +282,10 @@ func shortDID(d string) string {
 
 // printStatus prints a device status.
 func printStatus(w io.Writer, indent string, st mqtt.Status) {
-	state := string(st.State) + " since " + st.Since.Format(time.RFC3339)
+	state := string(st.State)
+	if !st.Since.IsZero() {
+		state += " since " + st.Since.Format(time.RFC3339)
+	}
 	fmt.Fprintf(w, "%sstate:   %s\n", indent, state)
 	if st.Mode != "" {
 		mode := st.Mode
@@ -363,6 +296,9 @@ func printStatus(w io.Writer, indent string, st mqtt.Status) {
 	}
 	if st.NextWake != nil {
 		fmt.Fprintf(w, "%snext wake: %s\n", indent, st.NextWake.Format(time.RFC3339))
+	}
+	if st.Version != "" {
+		fmt.Fprintf(w, "%sversion: %s\n", indent, st.Version)
 	}
 	fmt.Fprintf(w, "%shalted:  %s\n", indent, map[bool]string{true: "yes: consequential actions are held until resume", false: "no"}[st.Halted])
 	if st.Held > 0 || st.Indeterminate > 0 {
@@ -380,10 +316,10 @@ func printStatusResult(w io.Writer, raw json.RawMessage) {
 		}
 		Indeterminate []struct{ Key, Action string }
 		LastWake      *struct {
-			At     time.Time
-			Reason string
-			Awake  time.Duration
-		}
+			At      time.Time `json:"at"`
+			Reason  string    `json:"reason"`
+			AwakeMs int64     `json:"awakeMs"`
+		} `json:"lastWake"`
 	}
 	if err := json.Unmarshal(raw, &r); err != nil {
 		printFields(w, "  ", raw)
@@ -391,7 +327,7 @@ func printStatusResult(w io.Writer, raw json.RawMessage) {
 	}
 	printStatus(w, "  ", r.Status)
 	if r.LastWake != nil {
-		fmt.Fprintf(w, "  last wake: %s (%s, awake %v)\n", r.LastWake.At.Format(time.RFC3339), r.LastWake.Reason, r.LastWake.Awake.Round(time.Millisecond))
+		fmt.Fprintf(w, "  last wake: %s (%s, awake %v)\n", r.LastWake.At.Format(time.RFC3339), r.LastWake.Reason, time.Duration(r.LastWake.AwakeMs)*time.Millisecond)
 	}
 	if len(r.Ledger) > 0 {
 		var parts []string
@@ -443,7 +379,9 @@ type watchArgs struct {
 // watch prints statuses and events as they arrive, until --until's state
 // is reported or --timeout passes.
 func (s *deviceSession) watch(ctx context.Context, e *env, a *watchArgs) error {
-	var dev did.DID
+	// Statuses and events of the pinned (or given) DID only; any signer
+	// for a device not pinned yet.
+	dev := s.known.pins[s.device]
 	if s.f.didStr != "" {
 		var err error
 		if dev, err = did.Parse(s.f.didStr); err != nil {
@@ -467,7 +405,7 @@ func (s *deviceSession) watch(ctx context.Context, e *env, a *watchArgs) error {
 			}
 			return nil
 		case m := <-status:
-			st, _, err := mqtt.VerifyStatus(m.ContentType, m.Payload, dev)
+			st, _, err := mqtt.VerifyStatus(m.ContentType, m.Payload, dev, time.Now())
 			if err != nil {
 				fmt.Fprintf(e.stderr, "ignored an invalid status: %v\n", err)
 				continue
@@ -482,7 +420,7 @@ func (s *deviceSession) watch(ctx context.Context, e *env, a *watchArgs) error {
 				return nil
 			}
 		case m := <-events:
-			ev, data, _, err := mqtt.VerifyEvent(m.ContentType, m.Payload, dev)
+			ev, data, _, err := mqtt.VerifyEvent(m.ContentType, m.Payload, dev, time.Now())
 			if err != nil {
 				fmt.Fprintf(e.stderr, "ignored an invalid event: %v\n", err)
 				continue

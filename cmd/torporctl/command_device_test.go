@@ -74,6 +74,7 @@ func setupDevice(env *testscript.Env) error {
 		return err
 	}
 	b := mqtttest.StartEmbedded(t, nil)
+	b.AddOperator(op.DID())
 	st := mqtttest.OpenState(t, filepath.Join(t.TempDir(), "agent.db"), nil)
 	dev := &managetest.Device{State: mqtt.Status{Mode: "hourly_wake", Window: &mqtt.Window{Minute: 17, LengthSec: 300}}}
 	dev.Result = func(_ context.Context, c manage.Command) manage.Result {
@@ -99,6 +100,7 @@ func setupDevice(env *testscript.Env) error {
 	env.Values["device"] = dev
 	env.Setenv("TORPOR_BROKER", b.URL())
 	env.Setenv("TORPOR_KEY", filepath.Join(env.WorkDir, "op.key"))
+	env.Setenv("TORPOR_KNOWN_DEVICES", filepath.Join(env.WorkDir, "known_devices"))
 	env.Setenv("DEVICE_DID", devKey.DID().String())
 	other, _ := did.Generate(nil)
 	env.Setenv("OTHER_DID", other.DID().String())

@@ -45,7 +45,9 @@ func (d *demo) startAll(ctx context.Context) error {
 func (d *demo) startRelay(ctx context.Context) error {
 	dir := d.path("relay")
 	args := []string{"--listen", "127.0.0.1:0", "--mqtt-listen", "127.0.0.1:0", "--data-dir", dir + "/data",
-		"--per-agent-metrics", "--time-scale", strconv.FormatFloat(d.cfg.scale(), 'f', -1, 64)}
+		"--per-agent-metrics", "--time-scale", strconv.FormatFloat(d.cfg.scale(), 'f', -1, 64),
+		// The owner is the MQTT operator: the broker lets it command the agents.
+		"--operator", d.owner.DID().String()}
 	var err error
 	if d.relay, err = StartProc("relay", d.bin("torpor-relay"), args, dir, dir+"/relay.log", nil); err != nil {
 		return err

@@ -1,10 +1,12 @@
 package conffile
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
 	goruntime "runtime"
 	"strings"
 	"time"
@@ -148,6 +150,13 @@ func (b *Built) buildCommands(f *File) error {
 	}
 	if len(m.Operators) == 0 {
 		errs = append(errs, errors.New("mqtt.operators: at least one operator DID is required with a broker (nobody could command the device)"))
+	}
+	if m.PasswordFile != "" {
+		pw, err := os.ReadFile(m.PasswordFile)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("mqtt.passwordFile: %w", err))
+		}
+		cc.Password = bytes.TrimSpace(pw)
 	}
 	if len(errs) > 0 {
 		return errors.Join(errs...)

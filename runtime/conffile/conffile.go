@@ -106,6 +106,10 @@ type MQTT struct {
 	// SessionExpiry is how long the broker keeps the session while the
 	// device sleeps (default 30 days); it must exceed the longest sleep.
 	SessionExpiry Duration `json:"sessionExpiry,omitempty"`
+	// PasswordFile holds a static MQTT password for an external broker
+	// that checks passwords (torporctl mqtt acl); without it the agent
+	// authenticates with DID Bearer tokens, as the embedded broker wants.
+	PasswordFile string `json:"passwordFile,omitempty"`
 }
 
 // Window is the hourly window.

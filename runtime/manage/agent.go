@@ -14,6 +14,7 @@ import (
 	"github.com/torpor-dev/torpor/clock"
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/governed"
+	"github.com/torpor-dev/torpor/internal/version"
 	"github.com/torpor-dev/torpor/runtime"
 	"github.com/torpor-dev/torpor/runtime/gate"
 	"github.com/torpor-dev/torpor/store/ledger"
@@ -39,6 +40,9 @@ type CommandsConfig struct {
 	// SessionExpiry is how long the broker keeps the session while the
 	// device sleeps; zero means mqtt.DefaultSessionExpiry. It must exceed
 	// the longest sleep.
+	// Password, when set, is sent to the broker instead of a DID Bearer
+	// token (mqtt.Config.Password; an external broker's static password).
+	Password      []byte
 	SessionExpiry time.Duration
 	// RotateKey installs next as the agent's identity (key file, MLS
 	// credentials, the relay's registration), given the handover the old
@@ -68,7 +72,7 @@ type CommandsConfig struct {
 //	a, _ := runtime.New(cfg)
 //	cmds, _ := manage.NewCommands(a, ccfg)
 //	a.SetManagement(cmds)
-//	err := a.Run(ctx) // ends with cmds.Close: status offline
+//	err := a.Run(ctx) // ends with cmds.Close: status stopped
 type Commands struct {
 	a   *runtime.Agent
 	cfg CommandsConfig
@@ -128,21 +132,28 @@ func (c *Commands) start() {
 	if c.client != nil || c.closed {
 		return
 	}
-	pipe := c.a.Pipeline()
-	if pipe == nil {
-		return
-	}
-	db, rc, l := pipe.Stores()
-	cl, err := Start(Config{
-		Config: mqtt.Config{Broker: c.cfg.Broker, TLS: c.cfg.TLS, Prefix: c.cfg.Prefix, Name: c.cfg.Name, Key: c.key,
-			DB: db, SessionExpiry: c.cfg.SessionExpiry, Clock: c.a.Config().Clock, Logger: c.cfg.Logger},
-		Operators: c.cfg.Operators, Replay: rc, Ledger: l, Device: c,
-	})
+	cl, err := c.newServer(false)
 	if err != nil {
 		c.log.Error("starting the MQTT client", "err", err)
 		return
 	}
 	c.client = cl
+}
+
+// newServer starts the MQTT client on the agent's stores; stopOnly starts
+// one that takes no command (mqtt.Config.StopOnly).
+func (c *Commands) newServer(stopOnly bool) (*Server, error) {
+	pipe := c.a.Pipeline()
+	if pipe == nil {
+		return nil, errors.New("manage: the agent is not open")
+	}
+	db, rc, l := pipe.Stores()
+	return Start(Config{
+		Config: mqtt.Config{Broker: c.cfg.Broker, TLS: c.cfg.TLS, Prefix: c.cfg.Prefix, Name: c.cfg.Name, Key: c.key,
+			DB: db, SessionExpiry: c.cfg.SessionExpiry, Clock: c.a.Config().Clock, Logger: c.cfg.Logger, Password: c.cfg.Password,
+			Version: version.Get().Short(), StopOnly: stopOnly},
+		Operators: c.cfg.Operators, Replay: rc, Ledger: l, Device: c,
+	})
 }
 
 func (c *Commands) sleep(ctx context.Context, next time.Time) {
@@ -160,16 +171,24 @@ func (c *Commands) sleep(ctx context.Context, next time.Time) {
 	}
 }
 
-// Close ends the MQTT session with status offline, for a shutdown. It
+// Close ends the MQTT session with status stopped, for a shutdown. It
 // implements runtime.Management; an agent it is attached to calls it when
-// Run ends.
+// Run ends. An agent stopped while asleep has no session: Close connects
+// only to publish status stopped (taking no command), so that its retained
+// status no longer announces a wake it will not make.
 func (c *Commands) Close(ctx context.Context) error {
 	c.mu.Lock()
-	cl := c.client
+	cl, was := c.client, c.closed
 	c.client, c.closed = nil, true
 	c.mu.Unlock()
-	if cl == nil {
+	if was {
 		return nil
+	}
+	if cl == nil {
+		var err error
+		if cl, err = c.newServer(true); err != nil {
+			return err
+		}
 	}
 	return cl.Close(ctx)
 }
@@ -244,15 +263,54 @@ func (c *Commands) Execute(ctx context.Context, cmd Command) Result {
 	return Failed(ReasonUnsupported, "operation %q is not implemented by this agent", cmd.Op)
 }
 
-// statusReport is the result of the status command.
+// statusReport is the result of the status command (docs/mqtt.md): lower
+// camel members, times RFC 3339, durations in milliseconds.
 type statusReport struct {
-	Status   mqtt.Status         `json:"status"`
-	LastWake *runtime.WakeReport `json:"lastWake,omitempty"`
-	Policy   *gate.Policy        `json:"policy,omitempty"`
-	Holds    []heldSummary       `json:"holds,omitempty"`
-	Ledger   map[string]int      `json:"ledger"`
-	Halt     *gate.HaltState     `json:"halt,omitempty"`
-	Keys     []indeterminateK    `json:"indeterminate,omitempty"`
+	Status   mqtt.Status      `json:"status"`
+	LastWake *lastWake        `json:"lastWake,omitempty"`
+	Policy   *policySummary   `json:"policy,omitempty"`
+	Holds    []heldSummary    `json:"holds,omitempty"`
+	Ledger   map[string]int   `json:"ledger"`
+	Halt     *haltSummary     `json:"halt,omitempty"`
+	Keys     []indeterminateK `json:"indeterminate,omitempty"`
+}
+
+type lastWake struct {
+	At           time.Time `json:"at"`
+	Reason       string    `json:"reason"`
+	Mode         string    `json:"mode"`
+	WindowEnd    time.Time `json:"windowEnd,omitzero"`
+	NextWake     time.Time `json:"nextWake,omitzero"`
+	AwakeMs      int64     `json:"awakeMs"`
+	LinkAttempts int       `json:"linkAttempts"`
+	LinkError    string    `json:"linkError,omitempty"`
+}
+
+type policySummary struct {
+	ID       string    `json:"id"`
+	IssuedAt time.Time `json:"issuedAt"`
+	Expires  time.Time `json:"expires"`
+	Agent    string    `json:"agent"`
+}
+
+type haltSummary struct {
+	Halted bool      `json:"halted"`
+	Since  time.Time `json:"since,omitzero"`
+	Note   string    `json:"note,omitempty"`
+}
+
+// summarise converts the runtime's report to the status command's schema.
+func summarise(r *statusReport, rep runtime.Report) {
+	if w := rep.LastWake; w != nil {
+		r.LastWake = &lastWake{At: w.At, Reason: w.Reason, Mode: w.Mode, WindowEnd: w.End, NextWake: w.NextWake,
+			AwakeMs: w.Awake.Milliseconds(), LinkAttempts: w.LinkAttempts, LinkError: w.LinkErr}
+	}
+	if p := rep.Policy; p != nil {
+		r.Policy = &policySummary{ID: p.ID, IssuedAt: p.IssuedAt, Expires: p.Expires, Agent: p.Agent}
+	}
+	if h := rep.Halt; h.Halted || !h.Since.IsZero() {
+		r.Halt = &haltSummary{Halted: h.Halted, Since: h.Since, Note: h.Note}
+	}
 }
 
 type heldSummary struct {
@@ -278,9 +336,13 @@ func (c *Commands) status(p *runtime.Pipeline) Result {
 	if err != nil {
 		return Failed("store", "reading the agent's state: %v", err)
 	}
-	r := statusReport{Status: c.Status(), LastWake: rep.LastWake, Policy: rep.Policy, Ledger: rep.Ledger}
-	if h := rep.Halt; h.Halted || !h.Since.IsZero() {
-		r.Halt = &h
+	r := statusReport{Status: c.Status(), Ledger: rep.Ledger}
+	summarise(&r, rep)
+	// The device answers: it is awake, since its connection came up.
+	r.Status.State, r.Status.Name, r.Status.Device = mqtt.StateAwake, c.cfg.Name, c.key.DID().String()
+	r.Status.Version = version.Get().Short()
+	if cl := c.Client(); cl != nil {
+		r.Status.Since = cl.ConnectedAt().UTC()
 	}
 	for _, h := range rep.Holds[:min(len(rep.Holds), maxListed)] {
 		r.Holds = append(r.Holds, heldSummary{Key: h.Action.LedgerKey(), Purpose: h.Action.Purpose,
@@ -389,6 +451,11 @@ func (c *Commands) rotateKeys(ctx context.Context) Result {
 	c.mu.Unlock()
 	if cl != nil {
 		cl.SetKey(next)
+		// The broker pinned the name to the old DID: the handover lets
+		// the new one connect under it.
+		if err := cl.SetHandover(h); err != nil {
+			c.log.Warn("recording the key handover for the broker", "err", err)
+		}
 	}
 	return OK(map[string]any{"old": old.DID(), "new": next.DID(), "handover": json.RawMessage(h)})
 }

@@ -46,6 +46,9 @@ func newHarness(t testing.TB, b mqtttest.Broker) *harness {
 	h := &harness{t: t, broker: b, clk: clocktest.New(start), dev: &managetest.Device{},
 		devKey: mustKey(t), opKey: mustKey(t), path: filepath.Join(t.TempDir(), "agent.db"), name: "dev-1"}
 	h.state = mqtttest.OpenState(t, h.path, h.clk)
+	if e, ok := b.(*mqtttest.Embedded); ok {
+		e.AddOperator(h.opKey.DID())
+	}
 	return h
 }
 
@@ -134,7 +137,7 @@ func (h *harness) send(op string, args any) manage.Sent {
 func (h *harness) sendSpec(spec manage.CommandSpec, asCBOR bool) manage.Sent {
 	h.t.Helper()
 	if h.witness == nil {
-		h.witness = mqtttest.NewWitness(h.t, h.broker.URL(), mqtt.Topics{Device: h.name}.Command())
+		h.witness = mqtttest.NewWitness(h.t, h.broker, mqtt.Topics{Device: h.name}.Command())
 	}
 	s, err := h.operator().Send(ctxT(h.t), h.name, spec, asCBOR)
 	if err != nil {

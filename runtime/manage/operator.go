@@ -35,6 +35,11 @@ type OperatorConfig struct {
 	ClientID string
 	// Clock stamps commands; nil means clock.Real.
 	Clock clock.Clock
+	// Password, when set, is sent instead of a token (mqtt.Config.Password).
+	Password []byte
+	// AuthClock dates the token presented to the broker at each
+	// connection (mqtt.Authenticate); nil means clock.Real.
+	AuthClock clock.Clock
 }
 
 // Operator is the operator's side: it signs and publishes commands and
@@ -119,6 +124,7 @@ func DialOperator(ctx context.Context, cfg OperatorConfig) (*Operator, error) {
 		CleanStartOnInitialConnection: true,
 		ConnectTimeout:                10 * time.Second,
 		ReconnectBackoff:              autopaho.NewConstantBackoff(time.Second),
+		ConnectPacketBuilder:          o.connectPacket,
 		OnConnectionUp: func(cm *autopaho.ConnectionManager, ca *paho.Connack) {
 			connMu.Lock()
 			again := connected
@@ -152,6 +158,12 @@ func DialOperator(ctx context.Context, cfg OperatorConfig) (*Operator, error) {
 		return nil, fmt.Errorf("manage: connecting to %s: %w", cfg.Broker, err)
 	}
 	return o, nil
+}
+
+// connectPacket authenticates every connection with a fresh token
+// (mqtt.Authenticate).
+func (o *Operator) connectPacket(cp *paho.Connect, _ *url.URL) (*paho.Connect, error) {
+	return cp, mqtt.Authenticate(cp, o.cfg.Key, o.cfg.Broker, clock.Or(o.cfg.AuthClock).Now(), o.cfg.Password)
 }
 
 // Close disconnects.
@@ -235,6 +247,10 @@ func (o *Operator) subscribe(ctx context.Context, device string) error {
 		sa, err = o.cm.Subscribe(ctx, &paho.Subscribe{Subscriptions: []paho.SubscribeOptions{
 			{Topic: t.Reply(), QoS: 1}, {Topic: t.Status(), QoS: 1}, {Topic: t.Event(), QoS: 1},
 		}})
+		if err != nil && sa != nil && len(sa.Reasons) > 0 && sa.Reasons[0] == 0x87 {
+			// Not authorized (MQTT 5.0 Section 3.9.3): the broker's ACL.
+			return fmt.Errorf("the broker refused the subscription (not authorized): is %s one of the broker's operators (torpor-relay --operator)?", o.cfg.Key.DID())
+		}
 		if err == nil || sa == nil || len(sa.Reasons) == 0 || sa.Reasons[0] != 0x91 {
 			return err
 		}
@@ -355,7 +371,7 @@ func (o *Operator) AwaitReply(ctx context.Context, device, id string, deviceDID 
 	for {
 		m, ok, arrived := o.takeReply(w, id)
 		if ok {
-			r, obj, err := VerifyReply(m.ContentType, m.Payload, deviceDID)
+			r, obj, err := VerifyReply(m.ContentType, m.Payload, deviceDID, o.clock.Now())
 			if err == nil && r.Command == id {
 				return r, obj, nil
 			}
@@ -430,7 +446,7 @@ func (o *Operator) Status(ctx context.Context, device string, deviceDID did.DID)
 					more = false
 				}
 			}
-			s, obj, err := mqtt.VerifyStatus(m.ContentType, m.Payload, deviceDID)
+			s, obj, err := mqtt.VerifyStatus(m.ContentType, m.Payload, deviceDID, o.clock.Now())
 			if err != nil {
 				invalid = err
 				continue

@@ -94,6 +94,7 @@ func TestCrashMidCommandIsIndeterminate(t *testing.T) {
 func TestQueuedReplySurvivesReboot(t *testing.T) {
 	h := newHarness(t, mqtttest.StartEmbedded(t, nil))
 	proxy := mqtttest.StartProxy(t, strings.TrimPrefix(h.broker.URL(), "mqtt://"))
+	h.broker.(*mqtttest.Embedded).AddAudience(t, proxy.URL())
 	h.deviceURL = proxy.URL()
 	h.dev.Result = func(ctx context.Context, c manage.Command) manage.Result {
 		proxy.Cut() // the network goes away before the reply is sent

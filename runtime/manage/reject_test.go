@@ -20,12 +20,15 @@ import (
 
 // rawPublish publishes payload on topic as an anonymous client would (the
 // embedded broker lets anyone publish anything).
-func rawPublish(t testing.TB, broker, topic string, payload []byte, contentType string, corr []byte) {
+func rawPublish(t testing.TB, broker string, key *did.PrivateKey, topic string, payload []byte, contentType string, corr []byte) {
 	t.Helper()
 	u, _ := url.Parse(broker)
 	ctx := ctxT(t)
 	cm, err := autopaho.NewConnection(ctx, autopaho.ClientConfig{ServerUrls: []*url.URL{u}, KeepAlive: 30,
-		CleanStartOnInitialConnection: true, ClientConfig: paho.ClientConfig{ClientID: "intruder"}})
+		CleanStartOnInitialConnection: true, ClientConfig: paho.ClientConfig{ClientID: "intruder"},
+		ConnectPacketBuilder: func(cp *paho.Connect, _ *url.URL) (*paho.Connect, error) {
+			return cp, mqtt.Authenticate(cp, key, broker, time.Now(), nil)
+		}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +83,9 @@ func (w *rejectWorld) publish(o *governed.Object) string {
 // raw publishes payload on the command topic as anyone could, with corr
 // as correlation data, and returns corr.
 func (w *rejectWorld) raw(payload []byte, contentType, corr string) string {
-	rawPublish(w.t, w.h.broker.URL(), w.h.client.Topics().Command(), payload, contentType, []byte(corr))
+	// The broker lets an operator publish anything on a command topic;
+	// what is in it is the device's to check.
+	rawPublish(w.t, w.h.broker.URL(), w.h.opKey, w.h.client.Topics().Command(), payload, contentType, []byte(corr))
 	return corr
 }
 

@@ -3,6 +3,7 @@ package manage
 import (
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/governed"
@@ -41,12 +42,13 @@ type Reply struct {
 	Result   json.RawMessage `json:"result,omitempty"`
 }
 
-// VerifyReply decodes and checks a reply as an operator received it: its
-// signature verifies, it is a reply, and, unless device is the zero DID,
-// the device signed it. It returns the reply and its object.
-func VerifyReply(contentType string, payload []byte, device did.DID) (Reply, *governed.Object, error) {
+// VerifyReply decodes and checks a reply as an operator received it at
+// now: its signature verifies, it is a reply, it has not expired, and,
+// unless device is the zero DID, the device signed it (mqtt.VerifyObject).
+// It returns the reply and its object.
+func VerifyReply(contentType string, payload []byte, device did.DID, now time.Time) (Reply, *governed.Object, error) {
 	var r Reply
-	o, err := mqtt.VerifyObject(contentType, payload, device, mqtt.SchemaReply, mqtt.PurposeReply, &r)
+	o, err := mqtt.VerifyObject(contentType, payload, device, mqtt.SchemaReply, mqtt.PurposeReply, &r, now)
 	if err != nil {
 		return Reply{}, nil, err
 	}

@@ -28,6 +28,8 @@ func TestWireProperties(t *testing.T) {
 	b := mqtttest.StartEmbedded(t, nil)
 	addr := strings.TrimPrefix(b.URL(), "mqtt://")
 	devProxy, opProxy := mqtttest.StartProxy(t, addr), mqtttest.StartProxy(t, addr)
+	b.AddAudience(t, devProxy.URL())
+	b.AddAudience(t, opProxy.URL())
 	h := newHarness(t, b)
 	h.deviceURL, h.operatorURL = devProxy.URL(), opProxy.URL()
 	const sessionExpiry = 72 * time.Hour
@@ -85,6 +87,13 @@ func checkConnect(t *testing.T, p *packets.ControlPacket, name string, sessionEx
 	if !c.WillFlag || c.WillTopic != topics.Status() || !c.WillRetain || c.WillQOS != 1 {
 		t.Errorf("CONNECT will: flag %v topic %q retain %v QoS %d; want the retained status topic %q at QoS 1",
 			c.WillFlag, c.WillTopic, c.WillRetain, c.WillQOS, topics.Status())
+	}
+	// MQTT 5.0 Section 3.1.2.11.4: the broker must not send more.
+	if m := c.Properties.MaximumPacketSize; m == nil || *m != mqtt.MaxPacketSize {
+		t.Errorf("CONNECT Maximum Packet Size %v, want %d", deref(m), mqtt.MaxPacketSize)
+	}
+	if !c.UsernameFlag || !strings.HasPrefix(c.Username, "did:key:") || !c.PasswordFlag || !bytes.HasPrefix(c.Password, []byte("atom.")) {
+		t.Errorf("CONNECT user name %q (flag %v), password flag %v: want the DID and a DID Bearer token", c.Username, c.UsernameFlag, c.PasswordFlag)
 	}
 }
 

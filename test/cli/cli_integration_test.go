@@ -40,6 +40,8 @@ func TestCLI(t *testing.T) {
 		Dir: "testdata",
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("PATH", bin+string(os.PathListSeparator)+env.Getenv("PATH"))
+			// torporctl's device pins stay in the test's directory.
+			env.Setenv("TORPOR_KNOWN_DEVICES", filepath.Join(env.WorkDir, "known_devices"))
 			env.Values["stack"] = &stack{}
 			return nil
 		},
@@ -133,7 +135,7 @@ func startStack(ts *testscript.TestScript, opKeyFile string) {
 	ts.Check(err)
 	dir := ts.MkAbs("stack")
 	ts.Check(os.MkdirAll(dir, 0o700))
-	brk, err := broker.Start(broker.Config{Listen: "127.0.0.1:0", DataDir: dir})
+	brk, err := broker.Start(broker.Config{Listen: "127.0.0.1:0", DataDir: dir, Operators: []did.DID{op.DID()}})
 	ts.Check(err)
 	log := slog.New(slog.NewTextHandler(logFile(ts, filepath.Join(dir, "stack.log")), nil))
 	r, err := worldtest.Open(dir, relay.Config{MQTTBroker: brk.URL(), Logger: log})

@@ -173,6 +173,9 @@ func TestRepliesSurviveRebootInBbolt(t *testing.T) {
 		d := newDevice(t, b)
 		proxy := mqtttest.StartProxy(t, strings.TrimPrefix(b.URL(), "mqtt://"))
 		d.url = proxy.URL()
+		if e, ok := b.(*mqtttest.Embedded); ok {
+			e.AddAudience(t, proxy.URL())
+		}
 		d.dev.Result = func(ctx context.Context, c manage.Command) manage.Result {
 			proxy.Cut()
 			return manage.OK(map[string]string{"done": c.Op})

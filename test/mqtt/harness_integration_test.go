@@ -94,6 +94,9 @@ func newDevice(t testing.TB, b mqtttest.Broker) *device {
 	d := &device{t: t, broker: b, url: b.URL(), clk: clocktest.New(start), dev: &managetest.Device{},
 		key: mustKey(t), opKey: mustKey(t), path: filepath.Join(t.TempDir(), "agent.db")}
 	d.state = mqtttest.OpenState(t, d.path, d.clk)
+	if e, ok := b.(*mqtttest.Embedded); ok {
+		e.AddOperator(d.opKey.DID())
+	}
 	return d
 }
 
@@ -165,7 +168,7 @@ func (d *device) publish(k *did.PrivateKey, spec manage.CommandSpec) string {
 		d.t.Fatal(err)
 	}
 	if d.witness == nil {
-		d.witness = mqtttest.NewWitness(d.t, d.broker.URL(), mq.Topics{Device: name}.Command())
+		d.witness = mqtttest.NewWitness(d.t, d.broker, mq.Topics{Device: name}.Command())
 	}
 	s, err := d.operator().PublishCommand(ctxT(d.t), name, o, false)
 	if err != nil {

@@ -126,6 +126,9 @@ func newWorld(t *testing.T, b mqtttest.Broker, mode wake.Mode) *world {
 		t.Fatal(err)
 	}
 	w.agent.SetManagement(w.cmds)
+	if e, ok := b.(*mqtttest.Embedded); ok {
+		e.AddOperator(w.opKey.DID())
+	}
 	if w.op, err = manage.DialOperator(ctxT(t), manage.OperatorConfig{Broker: b.URL(), Key: w.opKey, Clock: w.clock}); err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +136,7 @@ func newWorld(t *testing.T, b mqtttest.Broker, mode wake.Mode) *world {
 	if err := w.op.Watch(ctxT(t), name); err != nil {
 		t.Fatal(err)
 	}
-	w.witness = mqtttest.NewWitness(t, b.URL(), mq.Topics{Device: name}.Command())
+	w.witness = mqtttest.NewWitness(t, b, mq.Topics{Device: name}.Command())
 	ctx, cancel := context.WithCancel(context.Background())
 	w.done = make(chan error, 1)
 	go func() { w.done <- w.agent.Run(ctx) }()

@@ -8,6 +8,7 @@
 package broker
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -17,11 +18,13 @@ import (
 	"time"
 
 	mqtt "github.com/mochi-mqtt/server/v2"
-	"github.com/mochi-mqtt/server/v2/hooks/auth"
 	"github.com/mochi-mqtt/server/v2/hooks/storage"
 	"github.com/mochi-mqtt/server/v2/hooks/storage/bolt"
 	"github.com/mochi-mqtt/server/v2/listeners"
 	"go.etcd.io/bbolt"
+
+	"github.com/torpor-dev/torpor/clock"
+	"github.com/torpor-dev/torpor/did"
 )
 
 // DefaultMaxMessageExpiry is the longest a message may wait in the embedded
@@ -43,15 +46,47 @@ type Config struct {
 	MaxMessageExpiry time.Duration
 	// Logger receives the broker's logs; nil discards.
 	Logger *slog.Logger
+
+	// Audiences are the URLs clients dial the broker by (mqtt://host:port,
+	// mqtts://host:port; see bearer.MQTTAudience for the normalisation):
+	// a client's token must name one of them. mqtt://LISTEN-ADDRESS (as
+	// bound) is always among them.
+	Audiences []string
+	// Operators are the DIDs that may publish commands and read statuses,
+	// replies and events of every device (AddOperator adds more).
+	Operators []did.DID
+	// Observers are DIDs that may read every device topic, commands
+	// included, and publish nothing (audit, monitoring, tests).
+	Observers []did.DID
+	// Devices pins device names to DIDs beforehand; names not listed are
+	// pinned by their first authenticated connection unless
+	// ClosedEnrollment is set.
+	Devices map[string]did.DID
+	// ClosedEnrollment refuses every device name that is neither in
+	// Devices nor pinned already.
+	ClosedEnrollment bool
+	// Prefix is the device topics' prefix; empty means DefaultPrefix.
+	Prefix string
+	// MaxPacketSize bounds every MQTT packet the broker accepts (MQTT 5.0
+	// Section 3.2.2.3.6; larger ones end the connection with reason 0x95);
+	// zero means DefaultMaxPacketSize.
+	MaxPacketSize uint32
+	// Clock checks the tokens' times; nil means clock.Real.
+	Clock clock.Clock
 }
+
+// DefaultMaxPacketSize is a little over the 64 KiB payload limit of the
+// device protocol (transport/mqtt.MaxPayload): 4 KiB are left for the
+// fixed header, topic and properties.
+const DefaultMaxPacketSize = 64<<10 + 4<<10
 
 // Broker is the embedded MQTT 5 broker (github.com/mochi-mqtt/server/v2)
 // that makes torpor-relay with no flags a complete deployment. The MQTT
 // command protocol is the operator's (transport/mqtt); the broker only
 // carries it.
 //
-// Anonymous clients are allowed (auth.AllowHook): bind it to loopback, or
-// put an authenticating broker behind --mqtt-broker instead.
+// Every client authenticates with a DID Bearer token and every topic it
+// uses is checked (authHook); device names are bound to DIDs (registry).
 //
 // Redelivery order: mochi resends in-flight QoS 1/2 messages sorted by
 // their creation second with an unstable sort, so messages created in the
@@ -62,6 +97,8 @@ type Config struct {
 type Broker struct {
 	srv  *mqtt.Server
 	addr string
+	reg  *registry
+	auth *authHook
 }
 
 // Start starts the embedded broker and returns once it listens.
@@ -69,41 +106,80 @@ func Start(cfg Config) (*Broker, error) {
 	if cfg.MaxMessageExpiry == 0 {
 		cfg.MaxMessageExpiry = DefaultMaxMessageExpiry
 	}
+	if cfg.MaxPacketSize == 0 {
+		cfg.MaxPacketSize = DefaultMaxPacketSize
+	}
+	if cfg.Prefix == "" {
+		cfg.Prefix = DefaultPrefix
+	}
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	caps := mqtt.NewDefaultServerCapabilities()
-	caps.MaximumMessageExpiryInterval = int64(cfg.MaxMessageExpiry / time.Second)
-	srv := mqtt.New(&mqtt.Options{Capabilities: caps, InlineClient: true, Logger: log})
-	if err := srv.AddHook(new(auth.AllowHook), nil); err != nil {
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
 		return nil, fmt.Errorf("broker: mqtt: %w", err)
 	}
+	b := &Broker{addr: ln.Addr().String()}
+	if err := b.setup(cfg, log); err != nil {
+		ln.Close()
+		return nil, err
+	}
+	if err := b.srv.AddListener(listeners.NewNet("tcp", ln)); err != nil {
+		ln.Close()
+		b.Close()
+		return nil, fmt.Errorf("broker: mqtt: %w", err)
+	}
+	if err := b.srv.Serve(); err != nil {
+		b.Close()
+		return nil, fmt.Errorf("broker: mqtt: %w", err)
+	}
+	return b, nil
+}
+
+// setup creates the server with its hooks: authentication and ACL, then
+// storage.
+func (b *Broker) setup(cfg Config, log *slog.Logger) error {
+	caps := mqtt.NewDefaultServerCapabilities()
+	caps.MaximumMessageExpiryInterval = int64(cfg.MaxMessageExpiry / time.Second)
+	caps.MaximumPacketSize = cfg.MaxPacketSize
+	b.srv = mqtt.New(&mqtt.Options{Capabilities: caps, InlineClient: true, Logger: log})
+	regPath := ""
 	if cfg.DataDir != "" {
-		err := srv.AddHook(boltHook{new(bolt.Hook)}, &bolt.Options{
+		regPath = filepath.Join(cfg.DataDir, "mqtt-devices.db")
+	}
+	reg, err := openRegistry(regPath, cfg.Devices, cfg.ClosedEnrollment, log)
+	if err != nil {
+		return err
+	}
+	b.reg = reg
+	b.auth, err = newAuthHook(cfg, append([]string{b.URL()}, cfg.Audiences...), reg, log)
+	if err == nil {
+		err = b.srv.AddHook(b.auth, nil)
+	}
+	if err == nil && cfg.DataDir != "" {
+		err = b.srv.AddHook(boltHook{new(bolt.Hook)}, &bolt.Options{
 			Path:    filepath.Join(cfg.DataDir, "mqtt.db"),
 			Options: &bbolt.Options{Timeout: 5 * time.Second},
 		})
-		if err != nil {
-			return nil, fmt.Errorf("broker: mqtt storage: %w", err)
-		}
 	}
-	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
-		srv.Close()
-		return nil, fmt.Errorf("broker: mqtt: %w", err)
+		b.Close()
+		return fmt.Errorf("broker: mqtt: %w", err)
 	}
-	if err := srv.AddListener(listeners.NewNet("tcp", ln)); err != nil {
-		ln.Close()
-		srv.Close()
-		return nil, fmt.Errorf("broker: mqtt: %w", err)
-	}
-	if err := srv.Serve(); err != nil {
-		srv.Close()
-		return nil, fmt.Errorf("broker: mqtt: %w", err)
-	}
-	return &Broker{srv: srv, addr: ln.Addr().String()}, nil
+	return nil
 }
+
+// AddAudience accepts tokens for one more URL of the broker (a proxy's, a
+// host name's; see Config.Audiences).
+func (b *Broker) AddAudience(url string) error { return b.auth.addAudience(url) }
+
+// AddObserver lets d read every device topic from its next connection on.
+func (b *Broker) AddObserver(d did.DID) { b.auth.addObserver(d) }
+
+// AddOperator lets d publish commands and read every device's statuses,
+// replies and events from its next connection on.
+func (b *Broker) AddOperator(d did.DID) { b.auth.addOperator(d) }
 
 // Addr returns the address the broker listens on.
 func (b *Broker) Addr() string { return b.addr }
@@ -117,7 +193,13 @@ func (b *Broker) MaxMessageExpiry() time.Duration {
 }
 
 // Close stops the broker.
-func (b *Broker) Close() error { return b.srv.Close() }
+func (b *Broker) Close() error {
+	err := b.srv.Close()
+	if b.reg != nil {
+		err = errors.Join(err, b.reg.close())
+	}
+	return err
+}
 
 // boltHook is mochi's bbolt storage hook with one defect mended: v2.7.9
 // stores in-flight messages (those queued for a sleeping device's

@@ -71,8 +71,23 @@ type Config struct {
 	Backoff func(attempt int) time.Duration
 	// Clock tells the time; nil means clock.Real.
 	Clock clock.Clock
+	// AuthClock dates the token presented to the broker at each
+	// connection (Authenticate); nil means clock.Real. The broker checks
+	// it against its own clock, not against the device's schedule.
+	AuthClock clock.Clock
 	// Logger receives operational logs; nil discards.
 	Logger *slog.Logger
+	// Version is the agent's version, reported in every status.
+	Version string
+	// Password, when set, is sent instead of a DID Bearer token: a static
+	// secret for an external broker that checks passwords (torporctl mqtt
+	// acl). The embedded broker wants tokens.
+	Password []byte
+	// StopOnly connects only to end the session with Close: the client
+	// takes no command (they stay in the broker session for the next
+	// start). An agent stopped while asleep uses it to publish status
+	// stopped.
+	StopOnly bool
 }
 
 // Client is a device's MQTT side: it keeps a persistent session with the
@@ -102,6 +117,7 @@ type Client struct {
 	mu sync.Mutex
 	// mu guards all following fields.
 	key         *did.PrivateKey
+	handover    []byte   // the key handover to present (SetHandover)
 	conn        net.Conn // the current network connection, for Abort
 	connectedAt time.Time
 	ready       chan struct{} // closed once the current connection is ready
@@ -164,6 +180,8 @@ func newClient(cfg Config) (*Client, error) {
 		key: cfg.Key, events: make(chan event, 256), ready: make(chan struct{}), idle: closedChan(),
 		statusKick: make(chan struct{}, 1), started: make(chan struct{})}
 	c.state = st
+	c.closing = cfg.StopOnly
+	c.handover = loadHandover(cfg.DB)
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	return c, nil
 }
@@ -270,10 +288,17 @@ func (c *Client) dial(ctx context.Context, cfg autopaho.ClientConfig, u *url.URL
 	return packets.NewThreadSafeConn(conn), nil
 }
 
-// connectPacket adds the will: a retained status "lost", signed now, that
-// the broker publishes if this connection ends without a DISCONNECT
-// (MQTT 5.0 Section 3.1.2.5).
+// connectPacket authenticates with a fresh token (Authenticate) and adds
+// the will: a retained status "lost", signed now, that the broker
+// publishes if this connection ends without a DISCONNECT (MQTT 5.0
+// Section 3.1.2.5).
 func (c *Client) connectPacket(cp *paho.Connect, _ *url.URL) (*paho.Connect, error) {
+	if err := Authenticate(cp, c.Key(), c.cfg.Broker, clock.Or(c.cfg.AuthClock).Now(), c.cfg.Password); err != nil {
+		return nil, err
+	}
+	if h := c.keyHandover(); h != nil {
+		cp.Properties.User.Add(HandoverProperty, string(h))
+	}
 	will, err := c.statusPayload(StateLost, c.clock.Now(), nil)
 	if err != nil {
 		return nil, err
@@ -341,7 +366,9 @@ func (c *Client) connectionUp(ca *paho.Connack) {
 			c.log.Warn("subscribing failed; commands wait for the next connection", "err", err)
 		}
 	}
-	if err := c.PublishStatus(ctx); err != nil {
+	if c.cfg.StopOnly {
+		// Connected only to say stopped: never awake.
+	} else if err := c.PublishStatus(ctx); err != nil {
 		c.log.Warn("publishing status failed", "err", err)
 	}
 	if _, err := c.cm.Publish(ctx, &paho.Publish{Topic: c.topics.Sync(), QoS: 1, Payload: []byte(nonce)}); err != nil {
@@ -436,6 +463,62 @@ func (c *Client) SetKey(k *did.PrivateKey) {
 	c.key = k
 }
 
+// ConnectedAt returns when the current (or last) connection came up.
+func (c *Client) ConnectedAt() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.connectedAt
+}
+
+// HandoverProperty is the CONNECT User Property that carries the key
+// handover (broker.HandoverProperty).
+const HandoverProperty = "torpor-key-handover"
+
+// bucketHandover keeps the key handover across restarts.
+var bucketHandover = []byte("mqtt-key-handover")
+
+// SetHandover records h, the key handover the old key signed at a key
+// rotation, and presents it in every CONNECT from now on (also after a
+// restart), so that a broker that pinned the device's name to the old DID
+// lets the new one take it (transport/broker).
+func (c *Client) SetHandover(h []byte) error {
+	err := c.cfg.DB.Update(func(tx *bolt.Tx) error {
+		b, err := tx.CreateBucketIfNotExists(bucketHandover)
+		if err != nil {
+			return err
+		}
+		return b.Put([]byte("last"), h)
+	})
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.handover = h
+	return nil
+}
+
+func (c *Client) keyHandover() []byte {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.handover
+}
+
+// loadHandover reads the handover SetHandover recorded, if any.
+func loadHandover(db *bolt.DB) []byte {
+	var h []byte
+	db.View(func(tx *bolt.Tx) error {
+		if b := tx.Bucket(bucketHandover); b != nil {
+			h = append([]byte(nil), b.Get([]byte("last"))...)
+		}
+		return nil
+	})
+	if len(h) == 0 {
+		return nil
+	}
+	return h
+}
+
 // Connects counts the connections the client made.
 func (c *Client) Connects() int {
 	c.mu.Lock()
@@ -471,9 +554,9 @@ func (c *Client) Sleep(ctx context.Context, nextWake time.Time) error {
 	return c.shutdown(ctx, StateAsleep, nw)
 }
 
-// Close is Sleep for a device that shuts down with no wake planned: the
-// status says offline.
-func (c *Client) Close(ctx context.Context) error { return c.shutdown(ctx, StateOffline, nil) }
+// Close is Sleep for a device that stops with no wake planned: the status
+// says stopped.
+func (c *Client) Close(ctx context.Context) error { return c.shutdown(ctx, StateStopped, nil) }
 
 func (c *Client) shutdown(ctx context.Context, s State, nextWake *time.Time) error {
 	// A client that has not connected yet (a short wake) connects first:

@@ -10,12 +10,20 @@ import (
 // statusLoop publishes the status whenever kicked, coalescing kicks that
 // come while a publication is in progress, so a command's completion never
 // waits on the broker's acknowledgement of a status.
+//
+// Every StatusAwakeTTL/2 on Config.Clock it publishes again, so that the
+// retained status of a device awake for long never expires.
 func (c *Client) statusLoop() {
 	defer c.wg.Done()
+	refresh := c.clock.NewTimer(StatusAwakeTTL / 2)
+	defer func() { refresh.Stop() }()
 	for {
 		select {
 		case <-c.ctx.Done():
 			return
+		case <-refresh.C():
+			refresh = c.clock.NewTimer(StatusAwakeTTL / 2)
+			c.kickStatus()
 		case <-c.statusKick:
 			ctx, cancel := context.WithTimeout(c.ctx, 10*time.Second)
 			if err := c.publishAwake(ctx, 0); err != nil {
@@ -78,6 +86,7 @@ func (c *Client) statusPayload(s State, since time.Time, nextWake *time.Time) ([
 	}
 	key := c.Key()
 	st.Device, st.Name, st.State, st.Since = key.DID().String(), c.cfg.Name, s, since.UTC()
+	st.Version = c.cfg.Version
 	if nextWake != nil {
 		st.NextWake = nextWake
 	}

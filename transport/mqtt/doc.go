@@ -10,7 +10,9 @@
 //
 // The device connects with Clean Start 0 and a Session Expiry Interval
 // longer than its longest sleep (MQTT 5.0 Sections 3.1.2.4, 3.1.2.11.2), as
-// the client id Config.Name, and subscribes again on every connection. The
+// the client id Config.Name, authenticated by a fresh DID Bearer token
+// (Authenticate: user name the DID, password the token, Maximum Packet
+// Size MaxPacketSize), and subscribes again on every connection. The
 // broker keeps the subscription and queues the commands published while
 // the device sleeps; they arrive at its next wake. The client's half of the
 // session (QoS 1 publications not yet acknowledged) and the outbound queue
@@ -54,7 +56,9 @@
 // every connection, asleep with the next wake when the device goes to
 // sleep cleanly (Sleep), offline on a clean shutdown (Close). The will is a
 // retained status lost, signed when the connection was made: the broker
-// publishes it when the connection ends without a DISCONNECT.
+// publishes it when the connection ends without a DISCONNECT. Close
+// publishes stopped. Statuses expire (statusTTL), and the Verify functions
+// refuse what has.
 //
 // # Time
 //

@@ -169,6 +169,9 @@ func (c *Client) receive(msgs []inbound) []*Delivery {
 	if closing {
 		return nil // not acknowledged: delivered again at the next wake
 	}
+	if msgs = c.dropOversized(msgs); len(msgs) == 0 {
+		return nil
+	}
 	st := make([]stored, len(msgs))
 	now := c.clock.Now().UTC()
 	for i, in := range msgs {
@@ -188,6 +191,24 @@ func (c *Client) receive(msgs []inbound) []*Delivery {
 		out[i] = c.parseEntry(e)
 	}
 	return out
+}
+
+// dropOversized acknowledges and discards the messages whose payload
+// exceeds MaxPayload before anything is written to flash: such a command
+// could never be read, and storing it would let anyone who may publish on
+// the command topic fill the device's store. The broker was told the
+// limit (MaxPacketSize in CONNECT) and should never send one.
+func (c *Client) dropOversized(msgs []inbound) []inbound {
+	kept := msgs[:0:0]
+	for _, in := range msgs {
+		if len(in.pub.Payload) > MaxPayload {
+			c.log.Warn("command dropped unstored: payload too large", "bytes", len(in.pub.Payload), "max", MaxPayload)
+			ack(in)
+			continue
+		}
+		kept = append(kept, in)
+	}
+	return kept
 }
 
 // parseEntry decodes a stored command (content type, then Governed Object

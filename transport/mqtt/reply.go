@@ -39,20 +39,38 @@ func signDeviceObject(key *did.PrivateKey, now time.Time, schema, purpose string
 	})
 }
 
+// ErrExpired is returned (wrapped) by the Verify functions for an object
+// whose lifetime has ended: a retained status that old says nothing about
+// the device now. An issue time ahead of the verifier's clock is not
+// refused: a device's clock may run ahead (time-scaled demonstrations), and
+// its lifetime then ends later, never earlier.
+var ErrExpired = errors.New("mqtt: object expired")
+
 // ErrNotFromDevice is returned (wrapped) by the Verify functions when an
 // object, status or event was not signed by the device the caller expected,
 // or is not one.
 var ErrNotFromDevice = errors.New("mqtt: not a valid object from the device")
 
 // VerifyObject decodes and checks an object a device published, as an
-// operator received it: its signature verifies, it has schema and
-// purpose, and, unless device is the zero DID, the device signed it. It
-// decodes the payload into dst and returns the object.
-func VerifyObject(contentType string, payload []byte, device did.DID, schema, purpose string, dst any) (*governed.Object, error) {
-	return verifyDeviceObject(contentType, payload, device, schema, purpose, dst)
+// operator received it at now: its signature verifies (RFC 8032 Ed25519
+// over the RFC 8785 canonical form, package governed), it has schema and
+// purpose, it has not expired at now (ErrExpired), and, unless device is the zero DID, the
+// device signed it. It decodes the payload into dst and returns the
+// object.
+func VerifyObject(contentType string, payload []byte, device did.DID, schema, purpose string, dst any, now time.Time) (*governed.Object, error) {
+	return verifyDeviceObject(contentType, payload, device, schema, purpose, dst, now)
 }
 
-func verifyDeviceObject(contentType string, payload []byte, device did.DID, schema, purpose string, dst any) (*governed.Object, error) {
+// checkTimes refuses an object expired at now.
+func checkTimes(o *governed.Object, now time.Time) error {
+	if exp, ok := o.Expiry(); ok && now.After(exp) {
+		return fmt.Errorf("%w: issued at %s by %s, expired at %s", ErrExpired,
+			o.IssuedAt.UTC().Format(time.RFC3339), o.Issuer, exp.UTC().Format(time.RFC3339))
+	}
+	return nil
+}
+
+func verifyDeviceObject(contentType string, payload []byte, device did.DID, schema, purpose string, dst any, now time.Time) (*governed.Object, error) {
 	j, err := decodePayload(contentType, payload)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrNotFromDevice, err)
@@ -63,6 +81,9 @@ func verifyDeviceObject(contentType string, payload []byte, device did.DID, sche
 	}
 	if err := o.VerifySignature(); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrNotFromDevice, err)
+	}
+	if err := checkTimes(o, now); err != nil {
+		return nil, err
 	}
 	if !device.IsZero() && o.Issuer != device {
 		return nil, fmt.Errorf("%w: signed by %s, want %s", ErrNotFromDevice, o.Issuer, device)

@@ -19,8 +19,12 @@ const (
 	// expects to be back (absent in sleep mode without a scheduled wake).
 	// Commands sent meanwhile wait in its broker session.
 	StateAsleep State = "asleep"
-	// StateOffline: the device shut down cleanly with no wake planned.
+	// StateOffline: the device shut down cleanly with no wake planned
+	// (agents before StateStopped; kept for reading their statuses).
 	StateOffline State = "offline"
+	// StateStopped: the agent stopped in an orderly way (Close: SIGTERM,
+	// also while it slept); it makes no wake until it is started again.
+	StateStopped State = "stopped"
 	// StateLost: the broker published the device's will: its connection
 	// ended without a DISCONNECT (power cut, crash, network loss).
 	StateLost State = "lost"
@@ -52,6 +56,8 @@ type Status struct {
 	// keys, both waiting for an operator.
 	Held          int `json:"held,omitempty"`
 	Indeterminate int `json:"indeterminate,omitempty"`
+	// Version is the agent's version (internal/version Short).
+	Version string `json:"version,omitempty"`
 	// Extra carries anything else the device reports.
 	Extra map[string]any `json:"extra,omitempty"`
 }
@@ -67,11 +73,11 @@ type Event struct {
 	Data   any    `json:"data,omitempty"`
 }
 
-// VerifyStatus decodes and checks a status as an operator received it,
-// like VerifyReply.
-func VerifyStatus(contentType string, payload []byte, device did.DID) (Status, *governed.Object, error) {
+// VerifyStatus decodes and checks a status as an operator received it at
+// now, like VerifyObject.
+func VerifyStatus(contentType string, payload []byte, device did.DID, now time.Time) (Status, *governed.Object, error) {
 	var s Status
-	o, err := verifyDeviceObject(contentType, payload, device, SchemaStatus, PurposeStatus, &s)
+	o, err := verifyDeviceObject(contentType, payload, device, SchemaStatus, PurposeStatus, &s, now)
 	if err != nil {
 		return Status{}, nil, err
 	}
@@ -81,24 +87,50 @@ func VerifyStatus(contentType string, payload []byte, device did.DID) (Status, *
 	return s, o, nil
 }
 
-// VerifyEvent decodes and checks an event as an operator received it, like
-// VerifyReply. Data is left as raw JSON.
-func VerifyEvent(contentType string, payload []byte, device did.DID) (Event, json.RawMessage, *governed.Object, error) {
+// VerifyEvent decodes and checks an event as an operator received it at
+// now, like VerifyObject. Data is left as raw JSON.
+func VerifyEvent(contentType string, payload []byte, device did.DID, now time.Time) (Event, json.RawMessage, *governed.Object, error) {
 	var e struct {
 		Event
 		Data json.RawMessage `json:"data,omitempty"`
 	}
-	o, err := verifyDeviceObject(contentType, payload, device, SchemaEvent, PurposeEvent, &e)
+	o, err := verifyDeviceObject(contentType, payload, device, SchemaEvent, PurposeEvent, &e, now)
 	if err != nil {
 		return Event{}, nil, nil, err
 	}
 	return e.Event, e.Data, o, nil
 }
 
-// Statuses and events are signed without an expiry of their own beyond
-// DefaultReplyTTL: a retained status is replaced, not expired.
+// Lifetimes of statuses. A retained status outlives the connection that
+// published it, so what it says must stop being believed once it may no
+// longer be true.
+const (
+	// StatusAwakeTTL is the lifetime of status awake; the Client
+	// publishes it again every StatusAwakeTTL/2 while connected.
+	StatusAwakeTTL = time.Hour
+	// StatusGrace is added to the announced next wake for status asleep:
+	// a device late by more than that is not where its status says.
+	StatusGrace = 15 * time.Minute
+	// MaxStatusTTL is the lifetime of the statuses that stay true until
+	// the device is heard from again (stopped, offline, lost, asleep with
+	// no wake announced): the longest a broker keeps the session.
+	MaxStatusTTL = DefaultSessionExpiry
+)
+
+// statusTTL is the lifetime of a status s issued at now.
+func statusTTL(s Status, now time.Time) time.Duration {
+	switch {
+	case s.State == StateAwake:
+		return StatusAwakeTTL
+	case s.State == StateAsleep && s.NextWake != nil:
+		d := max(s.NextWake.Sub(now), 0) + StatusGrace
+		return (d + time.Second - 1).Truncate(time.Second) // whole seconds (governed)
+	}
+	return MaxStatusTTL
+}
+
 func signStatus(key *did.PrivateKey, now time.Time, s Status) (*governed.Object, error) {
-	return signDeviceObject(key, now, SchemaStatus, PurposeStatus, s, DefaultReplyTTL)
+	return signDeviceObject(key, now, SchemaStatus, PurposeStatus, s, statusTTL(s, now))
 }
 
 func signEvent(key *did.PrivateKey, now time.Time, e Event) (*governed.Object, error) {

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/transport/broker"
 )
 
@@ -18,7 +19,10 @@ type Embedded struct {
 
 	mu sync.Mutex
 	// mu guards all following fields.
-	b *broker.Broker
+	b         *broker.Broker
+	operators []did.DID
+	observers []did.DID
+	audiences []string
 }
 
 // StartEmbedded starts the embedded broker with its data in t.TempDir()
@@ -34,13 +38,53 @@ func StartEmbedded(t testing.TB, log *slog.Logger) *Embedded {
 
 func (e *Embedded) start(t testing.TB) {
 	t.Helper()
-	b, err := broker.Start(broker.Config{Listen: e.addr, DataDir: e.dir, Logger: e.log})
+	e.mu.Lock()
+	cfg := broker.Config{Listen: e.addr, DataDir: e.dir, Logger: e.log,
+		Operators: append([]did.DID(nil), e.operators...), Observers: append([]did.DID(nil), e.observers...), Audiences: append([]string(nil), e.audiences...)}
+	e.mu.Unlock()
+	b, err := broker.Start(cfg)
 	if err != nil {
 		t.Fatalf("starting the embedded broker: %v", err)
 	}
 	e.mu.Lock()
 	e.b, e.addr = b, b.Addr()
 	e.mu.Unlock()
+}
+
+// AddOperator lets d connect as an operator (broker.Broker.AddOperator),
+// also after a Restart.
+func (e *Embedded) AddOperator(d did.DID) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.operators = append(e.operators, d)
+	if e.b != nil {
+		e.b.AddOperator(d)
+	}
+}
+
+// AddObserver lets d read every device topic (broker.Broker.AddObserver),
+// also after a Restart.
+func (e *Embedded) AddObserver(d did.DID) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.observers = append(e.observers, d)
+	if e.b != nil {
+		e.b.AddObserver(d)
+	}
+}
+
+// AddAudience makes the broker accept tokens for url too (a Proxy's
+// URL), also after a Restart.
+func (e *Embedded) AddAudience(t testing.TB, url string) {
+	t.Helper()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.audiences = append(e.audiences, url)
+	if e.b != nil {
+		if err := e.b.AddAudience(url); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // URL implements Broker.

@@ -63,17 +63,24 @@ type Mosquitto struct {
 
 // StartMosquitto starts the mosquitto at bin on a free loopback port with
 // a configuration and persistence directory in t.TempDir(), and stops it
-// at the end of the test. It returns once mosquitto listens.
+// at the end of the test. It returns once mosquitto listens. It allows
+// anonymous clients.
 func StartMosquitto(t testing.TB, bin string) *Mosquitto {
+	t.Helper()
+	return StartMosquittoWith(t, bin, "allow_anonymous true")
+}
+
+// StartMosquittoWith is StartMosquitto with the configuration lines conf
+// (such as "include_dir DIR") in place of "allow_anonymous true".
+func StartMosquittoWith(t testing.TB, bin string, conf ...string) *Mosquitto {
 	t.Helper()
 	dir := t.TempDir()
 	m := &Mosquitto{bin: bin, dir: dir, port: freePort(t)}
 	if err := os.MkdirAll(filepath.Join(dir, "data"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	conf := []string{
+	conf = append([]string{
 		fmt.Sprintf("listener %d 127.0.0.1", m.port),
-		"allow_anonymous true",
 		"persistence true",
 		"persistence_location " + filepath.Join(dir, "data") + "/",
 		"max_queued_messages 10000",
@@ -86,7 +93,7 @@ func StartMosquitto(t testing.TB, bin string) *Mosquitto {
 		"log_type notice",
 		"log_type information",
 		"connection_messages true",
-	}
+	}, conf...)
 	if os.Geteuid() == 0 {
 		// As root mosquitto switches to user "mosquitto", which cannot
 		// enter the test's private temporary directory.
@@ -130,7 +137,10 @@ func (m *Mosquitto) start(t testing.TB) {
 		for sc.Scan() {
 			line := sc.Text()
 			lb.add(line)
-			if strings.Contains(line, "Opening ipv4 listen socket on port") {
+			// "running" comes once every listener listens; "Opening ipv4
+			// listen socket" comes before the socket does, and a client
+			// dialling then is refused.
+			if strings.HasPrefix(line[strings.IndexByte(line, ' ')+1:], "mosquitto version") && strings.HasSuffix(line, " running") {
 				once.Do(func() { close(ready) })
 			}
 		}

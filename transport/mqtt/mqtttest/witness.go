@@ -11,6 +11,9 @@ import (
 
 	"github.com/eclipse/paho.golang/autopaho"
 	"github.com/eclipse/paho.golang/paho"
+
+	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/transport/mqtt"
 )
 
 // Witness is a second subscriber to a device's command topic. mochi
@@ -26,11 +29,20 @@ type Witness struct {
 	ch   chan struct{}
 }
 
-// NewWitness subscribes to topic on broker until the end of the test.
-func NewWitness(t testing.TB, broker, topic string) *Witness {
+// NewWitness subscribes to topic on b until the end of the test. It
+// authenticates with a key of its own, which an Embedded broker accepts
+// as an observer; other brokers must allow it themselves.
+func NewWitness(t testing.TB, b Broker, topic string) *Witness {
 	t.Helper()
 	w := &Witness{seen: map[string]bool{}, ch: make(chan struct{}, 1)}
-	u, err := url.Parse(broker)
+	key, err := did.Generate(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e, ok := b.(*Embedded); ok {
+		e.AddObserver(key.DID())
+	}
+	u, err := url.Parse(b.URL())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,6 +50,9 @@ func NewWitness(t testing.TB, broker, topic string) *Witness {
 	rand.Read(id[:])
 	cm, err := autopaho.NewConnection(context.Background(), autopaho.ClientConfig{
 		ServerUrls: []*url.URL{u}, KeepAlive: 30, CleanStartOnInitialConnection: true,
+		ConnectPacketBuilder: func(cp *paho.Connect, _ *url.URL) (*paho.Connect, error) {
+			return cp, mqtt.Authenticate(cp, key, b.URL(), time.Now(), nil)
+		},
 		ClientConfig: paho.ClientConfig{ClientID: "witness-" + hex.EncodeToString(id[:]),
 			OnPublishReceived: []func(paho.PublishReceived) (bool, error){w.received}},
 	})

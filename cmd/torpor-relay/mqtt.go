@@ -1,0 +1,86 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/transport/broker"
+)
+
+// mqttArgs are the flags of the MQTT broker.
+type mqttArgs struct {
+	listen, external           string
+	maxExpiry                  time.Duration
+	operators, audiences       []string
+	operatorsFile, devicesFile string
+}
+
+func (m *mqttArgs) register(fs *flag.FlagSet) {
+	fs.StringVar(&m.listen, "mqtt-listen", "127.0.0.1:1883", "The address of the embedded MQTT 5 broker. Every client authenticates with a DID Bearer token (docs/security.md).")
+	fs.StringVar(&m.external, "mqtt-broker", "", "The URL of an external MQTT 5 broker (mqtt://host:port). When set, no embedded broker starts and devices and operators are pointed at this one; see torporctl mqtt acl.")
+	fs.DurationVar(&m.maxExpiry, "mqtt-max-expiry", broker.DefaultMaxMessageExpiry, "How long the embedded broker keeps a message for an offline subscriber. Set it above the longest sleep of any device.")
+	fs.Func("operator", "An operator DID the embedded broker lets publish commands and read every device's statuses and replies (repeat the flag for more).", func(s string) error {
+		m.operators = append(m.operators, s)
+		return nil
+	})
+	fs.StringVar(&m.operatorsFile, "operators-file", "", "A file of operator DIDs, one a line ('#' comments), added to --operator.")
+	fs.StringVar(&m.devicesFile, "mqtt-devices-file", "", "A file of \"NAME DID\" lines: the only devices the embedded broker admits. Without it, a device name is pinned to the DID of its first authenticated connection.")
+	fs.Func("mqtt-public-url", "A URL devices and operators dial the embedded broker by, such as mqtt://relay.example:1883 (repeat for more); their tokens must name one. mqtt://<mqtt-listen> is always accepted.", func(s string) error {
+		m.audiences = append(m.audiences, s)
+		return nil
+	})
+}
+
+// brokerConfig returns the embedded broker's configuration.
+func (m *mqttArgs) brokerConfig(dataDir string, log *slog.Logger) (broker.Config, error) {
+	cfg := broker.Config{Listen: m.listen, DataDir: dataDir, MaxMessageExpiry: m.maxExpiry, Audiences: m.audiences, Logger: log}
+	for _, s := range m.operators {
+		d, err := did.Parse(s)
+		if err != nil {
+			return cfg, fmt.Errorf("--operator: %w", err)
+		}
+		cfg.Operators = append(cfg.Operators, d)
+	}
+	if m.operatorsFile != "" {
+		ds, err := broker.ReadDIDs(m.operatorsFile)
+		if err != nil {
+			return cfg, fmt.Errorf("--operators-file: %w", err)
+		}
+		cfg.Operators = append(cfg.Operators, ds...)
+	}
+	if m.devicesFile != "" {
+		devs, err := broker.ReadDevices(m.devicesFile)
+		if err != nil {
+			return cfg, fmt.Errorf("--mqtt-devices-file: %w", err)
+		}
+		cfg.Devices, cfg.ClosedEnrollment = devs, true
+	}
+	return cfg, nil
+}
+
+// startBroker starts the embedded MQTT broker unless --mqtt-broker names an
+// external one. It returns the URL devices and operators use and a function
+// that stops the embedded broker.
+func startBroker(a *args, log *slog.Logger) (string, func(), error) {
+	if a.mqtt.external != "" {
+		return a.mqtt.external, func() {}, nil
+	}
+	cfg, err := a.mqtt.brokerConfig(a.dataDir, log.With("component", "mqtt"))
+	if err != nil {
+		return "", nil, err
+	}
+	b, err := broker.Start(cfg)
+	if err != nil {
+		return "", nil, err
+	}
+	if len(cfg.Operators) == 0 {
+		log.Warn("no MQTT operator configured (--operator, --operators-file): devices can connect, but nobody may send them commands")
+	}
+	if !isLoopback(b.Addr()) && len(cfg.Audiences) == 0 {
+		log.Warn("the embedded MQTT broker listens beyond loopback; pass --mqtt-public-url with the URL clients dial, or their tokens are refused", "addr", b.Addr())
+	}
+	return b.URL(), func() { b.Close() }, nil
+}
