@@ -5,7 +5,10 @@
 # elsewhere (apart from Go's build cache) and nothing is left running: the
 # orchestrator runs in a process group of its own, which the trap below
 # ends whatever happens. Set TORPOR_DEMO_KEEP=1 to keep the directory
-# (logs, stores, configuration files) for a look afterwards.
+# (logs, stores, configuration files) for a look afterwards. Set
+# TORPOR_DEMO_CLUSTER=1 to run the same story on three relays with
+# --store jetstream over a 3-node NATS JetStream cluster, which the
+# orchestrator embeds (its files also go into the directory).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/torpor-demo.XXXXXX")
@@ -37,8 +40,12 @@ CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o "$tmp/bin/" ./cmd/torpor-re
 
 # set -m gives the orchestrator a process group of its own (pgid = its
 # pid); the relay and agents it starts stay in that group.
+cluster=()
+if [ "${TORPOR_DEMO_CLUSTER:-}" = 1 ]; then
+  cluster=(-cluster)
+fi
 set -m
-"$tmp/bin/torpor-demo" -bin "$tmp/bin" -dir "$tmp/run" "$@" &
+"$tmp/bin/torpor-demo" -bin "$tmp/bin" -dir "$tmp/run" "${cluster[@]}" "$@" &
 pgid=$!
 set +m
 wait "$pgid"

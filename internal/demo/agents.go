@@ -40,7 +40,8 @@ type agent struct {
 	// pendingSleep is told after pendingDiags more diagnostic lines.
 	pendingSleep string
 	pendingDiags int
-	published    bool // the relay has its state with KeyPackages
+	published    bool   // the relay has its state with KeyPackages
+	linkedOn     string // the relay its last link came up on
 	bootDone     bool
 }
 

@@ -38,6 +38,10 @@ type Config struct {
 	Timeout time.Duration
 	// Out receives the narration; nil means os.Stdout.
 	Out io.Writer
+	// Cluster runs the story on a fleet instead of one relay: three
+	// torpor-relay processes with --store jetstream on a 3-node JetStream
+	// cluster that the demo embeds (startFleet).
+	Cluster bool
 }
 
 func (c *Config) scale() float64 {
@@ -57,10 +61,11 @@ type demo struct {
 	clock clock.Clock // the sender's and narrator's scaled clock
 	hc    *http.Client
 
-	relay    *Proc
-	relayURL string
-	mqttURL  string
-	relayRSS int64 // peak resident set size, read before stopping it
+	relays     []*relayProc // one, or the fleet's three
+	relayURL   string       // where agents and the sender go: the relay, or the fleet's balancer
+	metricsURL string       // the relay whose /metrics the demo reads
+	mqttURL    string
+	fleet      *fleet // with Config.Cluster: the NATS servers and the balancer
 
 	owner     *did.PrivateKey // the agents' owner and the MQTT operator
 	ownerKey  string          // its key file
@@ -99,7 +104,8 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
-	d := &demo{cfg: cfg, hc: &http.Client{Timeout: 10 * time.Second}, byDID: map[string]*agent{}}
+	hc := &http.Client{Timeout: 10 * time.Second, Transport: taggedTransport{http.DefaultTransport}}
+	d := &demo{cfg: cfg, hc: hc, byDID: map[string]*agent{}}
 	d.ops, d.stopOps = context.WithCancel(ctx)
 	defer d.stopOps()
 	d.clock = clock.Real // replaced by the scaled clock once the relay is up
@@ -163,8 +169,9 @@ func (d *demo) path(parts ...string) string {
 
 func (d *demo) bin(name string) string { return filepath.Join(d.cfg.Bin, name) }
 
-// stopAll stops the agents, then the relay (which the agents announce
-// their sleep to), then the sinks; it waits for the followers.
+// stopAll stops the agents, then the relays (which the agents announce
+// their sleep to), then the fleet's balancer and NATS servers, then the
+// sinks; it waits for the followers.
 func (d *demo) stopAll() {
 	d.stopOps()
 	var wg sync.WaitGroup
@@ -179,11 +186,17 @@ func (d *demo) stopAll() {
 		}
 	}
 	wg.Wait()
-	if d.relay != nil {
-		d.relayRSS = d.relay.PeakRSS()
-		if err := d.relay.Stop(10 * time.Second); err != nil {
-			d.fail("relay: %v", err)
-		}
+	for _, r := range d.relays {
+		r.rss = r.proc.PeakRSS()
+		wg.Go(func() {
+			if err := r.proc.Stop(10 * time.Second); err != nil {
+				d.fail("%s: %v", r.name, err)
+			}
+		})
+	}
+	wg.Wait()
+	if d.fleet != nil {
+		d.fleet.close()
 	}
 	for _, a := range d.agents {
 		if a.sink != nil {
@@ -200,7 +213,10 @@ func (d *demo) stopAll() {
 // dumpLogs prints the end of every process's log after a failure (the
 // temporary directory is removed when the demo exits).
 func (d *demo) dumpLogs() {
-	procs := []*Proc{d.relay}
+	var procs []*Proc
+	for _, r := range d.relays {
+		procs = append(procs, r.proc)
+	}
 	for _, a := range d.agents {
 		procs = append(procs, a.proc)
 	}

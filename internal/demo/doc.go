@@ -16,6 +16,16 @@
 // a summary table; it fails when an expected event did not happen, so the
 // integration test in test/demo can rely on its exit status.
 //
+// # Fleet
+//
+// With Config.Cluster (TORPOR_DEMO_CLUSTER=1 make demo) the same story
+// runs on three torpor-relay processes with --store jetstream, on a
+// 3-node NATS JetStream cluster embedded in the orchestrator
+// (store/jsstore/jsserver) with its files in the temporary directory, behind
+// a balancer that sends device links and the sender's requests round robin
+// over the relays (cluster.go). The narration names the relay each link
+// came up on and the relay that answered each request.
+//
 // # Time
 //
 // Every process runs on a scaled clock (--time-scale): at the default
@@ -23,6 +33,6 @@
 // wakes in its window, drains, sleeps again and wakes at its next window
 // within the demo's budget of under a minute. The scaled clocks of separate
 // processes agree only as closely as the processes started together: the
-// relay starts first and the token signers (agents, sender) after it, so
-// that their clocks lag the relay's a little and never lead it.
+// relays start first and the token signers (agents, sender) after them, so
+// that their clocks lag the relays' a little and never lead them.
 package demo

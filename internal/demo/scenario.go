@@ -30,9 +30,13 @@ const (
 // run is the scenario. Errors end it early; expectations that fail are
 // recorded with d.fail and the scenario goes on.
 func (d *demo) run(ctx context.Context) error {
-	d.n.Printf("Torpor demo: a relay, three sleeping-or-not agents and a sender, on loopback, with every clock ×%g\n"+
+	relays := "a relay"
+	if d.cfg.Cluster {
+		relays = "three relays on a 3-node NATS JetStream cluster"
+	}
+	d.n.Printf("Torpor demo: %s, three sleeping-or-not agents and a sender, on loopback, with every clock ×%g\n"+
 		"(an hour passes in %.0f s). Working directory %s; it is removed at the end.\n\n"+
-		"  real   clock     who      event   what happened\n", d.cfg.scale(), time.Hour.Seconds()/d.cfg.scale(), d.cfg.Dir)
+		"  real   clock     who      event   what happened\n", relays, d.cfg.scale(), time.Hour.Seconds()/d.cfg.scale(), d.cfg.Dir)
 	if err := d.makeKeys(ctx); err != nil {
 		return err
 	}
@@ -75,7 +79,7 @@ func (d *demo) run(ctx context.Context) error {
 // torporctl keygen, as a user would; the sender's and a stranger's in
 // process.
 func (d *demo) makeKeys(ctx context.Context) error {
-	for _, dir := range []string{"owner", "sender", "relay"} {
+	for _, dir := range []string{"owner", "sender"} {
 		if err := os.MkdirAll(d.path(dir), 0o700); err != nil {
 			return err
 		}
@@ -177,9 +181,14 @@ func (d *demo) awaitWakes(ctx context.Context, a *agent, n int) error {
 		select {
 		case <-a.proc.Done():
 			return fmt.Errorf("demo: %s exited: %v", a.name, a.proc.Err())
-		case <-d.relay.Done():
-			return fmt.Errorf("demo: the relay exited: %v", d.relay.Err())
 		default:
+		}
+		for _, r := range d.relays {
+			select {
+			case <-r.proc.Done():
+				return fmt.Errorf("demo: %s exited: %v", r.name, r.proc.Err())
+			default:
+			}
 		}
 		if err := sleepCtx(ctx, 20*time.Millisecond); err != nil {
 			return fmt.Errorf("demo: waiting for %s's wake %d: %w", a.name, n, err)

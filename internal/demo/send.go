@@ -101,7 +101,8 @@ func (d *demo) deliver(ctx context.Context, a *agent, l Letter) {
 		a.mu.Unlock()
 	}()
 	peer := sender.RelayPeer(d.relayURL, a.key.DID())
-	dl, err := d.send.Send(ctx, peer, l.Object)
+	var by string // the relay that answered, in a fleet
+	dl, err := d.send.Send(context.WithValue(ctx, answeredKey{}, &by), peer, l.Object)
 	switch {
 	case err == nil && dl.Queued:
 		answer = "503"
@@ -111,7 +112,7 @@ func (d *demo) deliver(ctx context.Context, a *agent, l Letter) {
 			hint = fmt.Sprintf("Retry-After %d s (come back at %s, %.1f s real)", int(dl.RetryAfter/time.Second),
 				back.UTC().Format("15:04:05"), dl.RetryAfter.Seconds()/d.cfg.scale())
 		}
-		d.n.Event("sender", KindAsleep, "→ %s: %s — 503 agent_asleep, queued:true, %s", a.name, l.Label, hint)
+		d.n.Event("sender", KindAsleep, "→ %s: %s — 503 agent_asleep, queued:true, %s%s", a.name, l.Label, hint, d.answeredBy(a, by, false))
 		a.mu.Lock()
 		a.asleep++
 		a.mu.Unlock()
@@ -120,7 +121,7 @@ func (d *demo) deliver(ctx context.Context, a *agent, l Letter) {
 		}
 	case err == nil:
 		answer = fmt.Sprint(dl.Status)
-		d.n.Event("sender", KindLive, "→ %s: %s — %d, answered live by the awake agent: %s", a.name, l.Label, dl.Status, rpcText(dl.Body))
+		d.n.Event("sender", KindLive, "→ %s: %s — %d, answered live by the awake agent: %s%s", a.name, l.Label, dl.Status, rpcText(dl.Body), d.answeredBy(a, by, true))
 		a.mu.Lock()
 		a.live++
 		a.mu.Unlock()
@@ -132,7 +133,7 @@ func (d *demo) deliver(ctx context.Context, a *agent, l Letter) {
 			// A live JSON-RPC error: the agent refused the object and says
 			// no more (draft Section 8.4).
 			answer = "200"
-			d.n.Event("sender", KindLive, "→ %s: %s — 200, answered live: JSON-RPC error %d %q (a sender learns no more)", a.name, l.Label, re.Code, re.Message)
+			d.n.Event("sender", KindLive, "→ %s: %s — 200, answered live: JSON-RPC error %d %q (a sender learns no more)%s", a.name, l.Label, re.Code, re.Message, d.answeredBy(a, by, true))
 			a.mu.Lock()
 			a.live++
 			a.mu.Unlock()
@@ -159,4 +160,24 @@ func rpcText(body []byte) string {
 		return fmt.Sprintf("%q", r.Result.Parts[0].Text)
 	}
 	return clip(string(body), 80)
+}
+
+// answeredBy says which relay of a fleet answered a request for a: the
+// one the balancer sent it to, which queued it in the shared store or, for
+// a live request, forwarded it over NATS to the relay holding a's link.
+// Nothing for the one relay.
+func (d *demo) answeredBy(a *agent, by string, live bool) string {
+	if !d.cfg.Cluster || by == "" {
+		return ""
+	}
+	if !live {
+		return fmt.Sprintf(" [%s answered, queued in JetStream]", by)
+	}
+	a.mu.Lock()
+	on := a.linkedOn
+	a.mu.Unlock()
+	if on == by {
+		return fmt.Sprintf(" [%s answered: it holds %s's link]", by, a.name)
+	}
+	return fmt.Sprintf(" [%s answered: forwarded over NATS to %s, which holds %s's link]", by, on, a.name)
 }

@@ -19,9 +19,7 @@ func (d *demo) summary() {
 	}
 	d.n.Printf("\nSummary (clock ×%g; every figure comes from the processes' logs, the relay's answers and the application's socket)\n\n%s",
 		d.cfg.scale(), Table([]string{"agent", "mode", "wakes (reason)", "relay answers", "records drained", "delivered", "held → ran", "peak RSS", "rejected (cause)"}, rows))
-	if d.relayRSS > 0 {
-		d.n.Printf("torpor-relay peak RSS %s (with its embedded broker and store).\n", mib(d.relayRSS))
-	}
+	d.relayRSS()
 	d.mu.Lock()
 	if len(d.warnings) > 0 {
 		d.n.Printf("Warnings the daemons logged (every one is in the logs): %s.\n", counts(d.warnings))
@@ -101,4 +99,19 @@ func (d *demo) check(a *agent) {
 	if wakes < want {
 		d.fail("%s: %d wake report(s), want at least %d", a.name, wakes, want)
 	}
+}
+
+// relayRSS prints the relays' peak resident set sizes.
+func (d *demo) relayRSS() {
+	if len(d.relays) == 1 && d.relays[0].rss > 0 {
+		d.n.Printf("torpor-relay peak RSS %s (with its embedded broker and store).\n", mib(d.relays[0].rss))
+	}
+	if len(d.relays) < 2 {
+		return
+	}
+	var parts []string
+	for _, r := range d.relays {
+		parts = append(parts, r.name+" "+mib(r.rss))
+	}
+	d.n.Printf("torpor-relay peak RSS %s (the store is the NATS cluster, in the demo's own process).\n", strings.Join(parts, ", "))
 }

@@ -64,7 +64,7 @@ type fleet struct {
 }
 
 // startFleet starts a 3-node JetStream cluster and n relays on it.
-func startFleet(t *testing.T, n int, extra ...string) *fleet {
+func startFleet(t testing.TB, n int, extra ...string) *fleet {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

@@ -5,10 +5,12 @@ package demo_test
 import (
 	"bytes"
 	"context"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -24,7 +26,7 @@ const budget = 60 * time.Second
 // event the issue lists, matched against the narration's columns
 // (who, kind, what).
 var events = []struct{ name, re string }{
-	{"the relay started with its embedded broker", `relay\s+start\s+torpor-relay serving http://127\.0\.0\.1:\d+ .*embedded MQTT broker mqtt://127\.0\.0\.1:\d+`},
+	{"the relay started with its embedded broker", `relay1?\s+start\s+torpor-relay serving http://127\.0\.0\.1:\d+ .*embedded MQTT broker mqtt://127\.0\.0\.1:\d+`},
 	{"the 503 with its Retry-After", `sender\s+503\s+→ hourly: .* 503 agent_asleep, queued:true, Retry-After \d+ s`},
 	{"the 503 for the sleeping agent points at its scheduled wake", `sender\s+503\s+→ sleeper: .* Retry-After \d+ s`},
 	{"queue depths", `relay\s+queue\s+queue depth \(from /metrics\): hourly [1-9]\d* · sleeper [1-9]\d*`},
@@ -50,18 +52,57 @@ var events = []struct{ name, re string }{
 }
 
 func TestMakeDemo(t *testing.T) {
+	testMakeDemo(t, budget, nil)
+}
+
+// clusterBudget bounds TORPOR_DEMO_CLUSTER=1 make demo: the same story,
+// plus a NATS cluster and two more relays to start on two shared cores.
+const clusterBudget = 90 * time.Second
+
+// clusterEvents are the lines the fleet adds to the story's events.
+var clusterEvents = []struct{ name, re string }{
+	{"the NATS cluster", `nats\s+start\s+3-node JetStream cluster in the demo's process: nats://127\.0\.0\.1:\d+ nats://127\.0\.0\.1:\d+ nats://127\.0\.0\.1:\d+`},
+	{"the balancer", `balancer\s+start\s+http://127\.0\.0\.1:\d+: the fleet's public origin`},
+	{"relay 2 on JetStream", `relay2\s+start\s+torpor-relay serving http://127\.0\.0\.1:\d+ \(relay 2 of 3.*store: JetStream on the cluster, R3 streams`},
+	{"relay 3 on JetStream", `relay3\s+start\s+torpor-relay serving http://127\.0\.0\.1:\d+ \(relay 3 of 3.*store: JetStream on the cluster, R3 streams`},
+	{"a live request forwarded between relays", `sender\s+live\s+→ always: .*\[relay\d answered: forwarded over NATS to relay\d, which holds always's link\]`},
+}
+
+// TestMakeDemoCluster runs TORPOR_DEMO_CLUSTER=1 make demo: the same
+// events as TestMakeDemo, the fleet's own, agents linked to at least two
+// relays and the sender's requests answered by all three.
+func TestMakeDemoCluster(t *testing.T) {
+	out := testMakeDemo(t, clusterBudget, []string{"TORPOR_DEMO_CLUSTER=1"})
+	for _, e := range clusterEvents {
+		if !regexp.MustCompile(e.re).Match(out) {
+			t.Errorf("event %q not in the output (want a line matching %s)", e.name, e.re)
+		}
+	}
+	if got := distinct(out, `device link up on (relay\d)`); len(got) < 2 {
+		t.Errorf("device links came up on %v, want at least two relays", got)
+	}
+	if got := distinct(out, `sender\s+503\s+.*\[(relay\d) answered`); len(got) < 3 {
+		t.Errorf("the queued requests were answered by %v, want all three relays", got)
+	}
+}
+
+// testMakeDemo runs make demo with env added to the environment and checks
+// its exit status, its duration against limit, the story's events and
+// that it left nothing; it returns the output.
+func testMakeDemo(t *testing.T, limit time.Duration, env []string) []byte {
 	makePath := testenv.RequireTool(t, "make")
 	goPath := testenv.RequireTool(t, "go")
 	testenv.RequireTool(t, "git")
 	d := setUpDemo(t, goPath)
+	d.env = append(d.env, env...)
 	before := topLevelUntracked(t, d.root)
 
-	out, elapsed, err := runMakeDemo(t, makePath, d)
+	out, elapsed, err := runMakeDemo(t, makePath, d, limit)
 	if err != nil {
 		t.Errorf("make demo = %v, want exit status 0", err)
 	}
-	if elapsed >= budget {
-		t.Errorf("make demo took %v, want under %v", elapsed.Round(100*time.Millisecond), budget)
+	if elapsed >= limit {
+		t.Errorf("make demo took %v, want under %v", elapsed.Round(100*time.Millisecond), limit)
 	}
 	for _, e := range events {
 		if !regexp.MustCompile(e.re).Match(out) {
@@ -69,6 +110,16 @@ func TestMakeDemo(t *testing.T) {
 		}
 	}
 	checkDemoLeftNothing(t, d, before)
+	return out
+}
+
+// distinct returns the distinct first submatches of re in out, sorted.
+func distinct(out []byte, re string) []string {
+	seen := map[string]bool{}
+	for _, m := range regexp.MustCompile(re).FindAllSubmatch(out, -1) {
+		seen[string(m[1])] = true
+	}
+	return slices.Sorted(maps.Keys(seen))
 }
 
 // demoSetup is where `make demo` runs: the repository root, its own
@@ -114,9 +165,9 @@ func setUpDemo(t *testing.T, goPath string) demoSetup {
 
 // runMakeDemo runs `make demo` in d and returns its combined output, how
 // long it took and its error.
-func runMakeDemo(t *testing.T, makePath string, d demoSetup) ([]byte, time.Duration, error) {
+func runMakeDemo(t *testing.T, makePath string, d demoSetup, limit time.Duration) ([]byte, time.Duration, error) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*budget)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*limit)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, makePath, "--no-print-directory", "demo")
 	cmd.Dir, cmd.Env = d.root, d.env

@@ -5,5 +5,8 @@
 // queue depths, each wake and its reason, the drain, accepted and rejected
 // objects with their causes, the held action and its confirmation over
 // MQTT, the next sleep, the summary), that no process it started is left
-// running and that nothing is left outside its temporary directory.
+// running and that nothing is left outside its temporary directory. Its
+// sibling runs TORPOR_DEMO_CLUSTER=1 make demo, the same story on three
+// relays over a 3-node NATS JetStream cluster, with the same checks and
+// the fleet's own events.
 package demo

@@ -22,9 +22,10 @@ func main() {
 	flag.StringVar(&cfg.Dir, "dir", "", "The demo's working directory (empty or absent); everything the demo writes goes there.")
 	flag.Float64Var(&cfg.Scale, "scale", demo.DefaultScale, "The time scale given to every process (--time-scale): how many times faster than real time their clocks run.")
 	flag.DurationVar(&cfg.Timeout, "timeout", 55*time.Second, "The longest the demo may run, in real time.")
+	flag.BoolVar(&cfg.Cluster, "cluster", false, "Run three relays with --store jetstream on a 3-node NATS JetStream cluster embedded in this process, behind one balancer.")
 	flag.Parse()
 	if cfg.Bin == "" || cfg.Dir == "" || flag.NArg() > 0 {
-		fmt.Fprintln(os.Stderr, "usage: torpor-demo -bin DIR -dir DIR [-scale N] [-timeout D] (or: make demo)")
+		fmt.Fprintln(os.Stderr, "usage: torpor-demo -bin DIR -dir DIR [-scale N] [-timeout D] [-cluster] (or: make demo)")
 		os.Exit(2)
 	}
 	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {

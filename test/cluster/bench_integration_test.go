@@ -1,0 +1,161 @@
+//go:build integration
+
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/torpor-dev/torpor/store/jsstore/jsserver"
+)
+
+// benchSenders is how many senders (and raw publishers) run at once.
+const benchSenders = 64
+
+// benchBounds lifts the relays' bounds out of the way of a benchmark.
+var benchBounds = []string{"--max-messages", "5000", "--max-per-peer", "5000", "--max-bytes", "1073741824"}
+
+// BenchmarkFleetEnqueue measures, side by side in one run on one 3-node
+// JetStream cluster (R3, file storage): the raw JetStream publish rate of
+// 64 publishers (1 KiB, each waiting for its acknowledgement: the
+// engine's ceiling), then durable enqueues (503 queued answers) by 64
+// senders through one torpor-relay on the bbolt store and through 1, 2
+// and 3 relays with --store jetstream. Each sender sends 1 KiB requests to
+// its own sleeping device. The relay sub-benchmarks report their rate
+// over the raw rate (x-raw) and over the bbolt relay's (x-bbolt); run
+// them together (-bench FleetEnqueue), since the ratios use the earlier
+// sub-benchmarks' rates. Nothing here asserts a timing (docs/performance.md).
+func BenchmarkFleetEnqueue(b *testing.B) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ns, err := jsserver.StartCluster(ctx, b.TempDir(), 3, jsserver.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer jsserver.Shutdown(ns)
+	var urls []string
+	for _, s := range ns {
+		urls = append(urls, s.URL())
+	}
+	var raw, bolt float64
+	b.Run("raw-publish", func(b *testing.B) { raw = benchRawPublish(b, urls) })
+
+	boltRelay := startRelay(b, b.TempDir(), append([]string{"--public-url", publicURL}, benchBounds...)...)
+	devs := publishBenchDevices(b, boltRelay.addr, 0)
+	b.Run("bbolt", func(b *testing.B) { bolt = benchSend(b, []string{boltRelay.addr}, devs) })
+	boltRelay.kill()
+
+	js := append([]string{"--store", "jetstream", "--nats", strings.Join(urls, ","), "--public-url", publicURL}, benchBounds...)
+	var addrs []string
+	for range 3 {
+		addrs = append(addrs, startRelay(b, b.TempDir(), js...).addr)
+	}
+	for k := 1; k <= 3; k++ {
+		devs := publishBenchDevices(b, addrs[0], k)
+		b.Run(fmt.Sprintf("relays-%d", k), func(b *testing.B) {
+			rate := benchSend(b, addrs[:k], devs)
+			if raw > 0 && bolt > 0 { // both ran in this run (-bench selects them too)
+				b.ReportMetric(rate/raw, "x-raw")
+				b.ReportMetric(rate/bolt, "x-bbolt")
+			}
+		})
+	}
+}
+
+// publishBenchDevices publishes one sleeping device per sender through
+// the relay at addr (set keeps the sub-benchmarks' devices apart) and
+// returns their DIDs.
+func publishBenchDevices(b *testing.B, addr string, set int) []string {
+	var out []string
+	for i := range benchSenders {
+		dev := testKey(b, 6000+100*set+i)
+		publish(b, addr, dev, device{mode: "sleep"})
+		out = append(out, dev.DID().String())
+	}
+	return out
+}
+
+// benchSend runs b.N requests from 64 senders, sender i to devs[i], spread
+// over addrs, each wanting 503 queued; it reports and returns enqueues/s.
+func benchSend(b *testing.B, addrs []string, devs []string) float64 {
+	toks := make([]string, benchSenders)
+	for i := range toks {
+		toks[i] = token(b, testKey(b, 5000+i))
+	}
+	payload := body("bench", 1024)
+	return runSenders(b, func(i int, n int64) error {
+		a, err := send(addrs[int(n)%len(addrs)], devs[i], toks[i], payload)
+		if err == nil && (a.status != http.StatusServiceUnavailable || !a.Queued) {
+			err = fmt.Errorf("answer %v, want 503 queued", a)
+		}
+		return err
+	})
+}
+
+// runSenders runs do from 64 goroutines until b.N calls were made (n
+// counts them from 0) and reports the rate.
+func runSenders(b *testing.B, do func(i int, n int64) error) float64 {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	var once sync.Once
+	var first error
+	b.ResetTimer()
+	start := time.Now()
+	for i := range benchSenders {
+		wg.Go(func() {
+			for n := next.Add(1) - 1; n < int64(b.N); n = next.Add(1) - 1 {
+				if err := do(i, n); err != nil {
+					once.Do(func() { first = err })
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	b.StopTimer()
+	if first != nil {
+		b.Fatal(first)
+	}
+	rate := float64(b.N) / elapsed.Seconds()
+	b.ReportMetric(rate, "ops/s")
+	return rate
+}
+
+// benchRawPublish publishes 1 KiB messages to an R3 stream on file
+// storage from 64 publishers, each waiting for its acknowledgement, over
+// one connection to each server; it returns publishes/s.
+func benchRawPublish(b *testing.B, urls []string) float64 {
+	ctx := context.Background()
+	var jss []jetstream.JetStream
+	for _, u := range urls {
+		nc, err := nats.Connect(u)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer nc.Close()
+		js, err := jetstream.New(nc)
+		if err != nil {
+			b.Fatal(err)
+		}
+		jss = append(jss, js)
+	}
+	cfg := jetstream.StreamConfig{Name: "BENCH_RAW", Subjects: []string{"bench.raw.>"}, Replicas: 3, Storage: jetstream.FileStorage}
+	if _, err := jss[0].CreateOrUpdateStream(ctx, cfg); err != nil {
+		b.Fatal(err)
+	}
+	payload := make([]byte, 1024)
+	return runSenders(b, func(i int, _ int64) error {
+		_, err := jss[i%len(jss)].Publish(ctx, fmt.Sprintf("bench.raw.%d", i), payload)
+		return err
+	})
+}
