@@ -335,3 +335,23 @@ func genuineKP(t *testing.T, key *did.PrivateKey) []byte {
 	}
 	return b
 }
+
+// TestOverflowTokenRefused: a DID Bearer token whose iat and exp lie so far
+// apart that exp − iat overflows int64 (iat −4.7e18, exp +4.7e18: the
+// canonical form holds them exactly) is refused by the running relay as
+// too long-lived, and nothing is queued. Before transport/bearer compared
+// without overflow, such a token passed the 10-minute cap and never
+// expired.
+func TestOverflowTokenRefused(t *testing.T) {
+	w := newWorld(t)
+	dev, sender := testKey(t, 0x3a), testKey(t, 0x3b)
+	w.device(t, dev, "sleep", nil).Close()
+	body := `{"aud":"` + w.tap.srv.URL + `","did":"` + sender.DID().String() +
+		`","exp":4700000000000000000,"iat":-4700000000000000000,"v":1}`
+	tok := bearer.Prefix + base64.RawURLEncoding.EncodeToString([]byte(body)) + "." +
+		base64.RawURLEncoding.EncodeToString(sender.Sign([]byte(body)))
+	r := post(t, w.relayURL+"/a/"+dev.DID().String()+"/a2a/jsonrpc", "Bearer "+tok, sendBody(1))
+	if r.status != http.StatusUnauthorized || !strings.Contains(r.body, "lifetime too long") || strings.Contains(r.body, `"queued":true`) {
+		t.Errorf("overflowing token: %d %s; want 401 lifetime too long", r.status, r.body)
+	}
+}
