@@ -9,14 +9,15 @@ import (
 
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/transport/bearer"
+	"github.com/torpor-dev/torpor/transport/mqtt/envelope"
 )
 
 // MaxPacketSize is the Maximum Packet Size every Torpor client announces
-// in its CONNECT (MQTT 5.0 Section 3.1.2.11.4): MaxPayload and 4 KiB for
+// in its CONNECT (MQTT 5.0 Section 3.1.2.11.4): envelope.MaxPayload and 4 KiB for
 // the fixed header, topic and properties. The broker must not send a
 // larger packet (it drops it instead); the embedded broker refuses larger
 // ones too (broker.DefaultMaxPacketSize is the same).
-const MaxPacketSize = MaxPayload + 4<<10
+const MaxPacketSize = envelope.MaxPayload + 4<<10
 
 // TokenTTL is the lifetime of the DID Bearer token a client presents as
 // its MQTT password: it is only checked at CONNECT, and a fresh one is
@@ -62,3 +63,7 @@ func Authenticate(cp *paho.Connect, key *did.PrivateKey, brokerURL string, now t
 func StaticUser(d did.DID) string {
 	return strings.TrimPrefix(d.String(), "did:key:")
 }
+
+// HandoverProperty is the CONNECT User Property that carries the key
+// handover (broker.HandoverProperty).
+const HandoverProperty = "torpor-key-handover"

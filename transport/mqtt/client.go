@@ -24,6 +24,7 @@ import (
 	"github.com/torpor-dev/torpor/clock"
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/store/mqttsession"
+	"github.com/torpor-dev/torpor/transport/mqtt/envelope"
 )
 
 // Defaults of Config.
@@ -299,12 +300,12 @@ func (c *Client) connectPacket(cp *paho.Connect, _ *url.URL) (*paho.Connect, err
 	if h := c.keyHandover(); h != nil {
 		cp.Properties.User.Add(HandoverProperty, string(h))
 	}
-	will, err := c.statusPayload(StateLost, c.clock.Now(), nil)
+	will, err := c.statusPayload(envelope.StateLost, c.clock.Now(), nil)
 	if err != nil {
 		return nil, err
 	}
 	cp.WillMessage = &paho.WillMessage{Topic: c.topics.Status(), QoS: 1, Retain: true, Payload: will}
-	cp.WillProperties = &paho.WillProperties{ContentType: ContentTypeJSON}
+	cp.WillProperties = &paho.WillProperties{ContentType: envelope.ContentTypeJSON}
 	return cp, nil
 }
 
@@ -470,10 +471,6 @@ func (c *Client) ConnectedAt() time.Time {
 	return c.connectedAt
 }
 
-// HandoverProperty is the CONNECT User Property that carries the key
-// handover (broker.HandoverProperty).
-const HandoverProperty = "torpor-key-handover"
-
 // bucketHandover keeps the key handover across restarts.
 var bucketHandover = []byte("mqtt-key-handover")
 
@@ -551,14 +548,14 @@ func (c *Client) Sleep(ctx context.Context, nextWake time.Time) error {
 		t := nextWake.UTC()
 		nw = &t
 	}
-	return c.shutdown(ctx, StateAsleep, nw)
+	return c.shutdown(ctx, envelope.StateAsleep, nw)
 }
 
 // Close is Sleep for a device that stops with no wake planned: the status
 // says stopped.
-func (c *Client) Close(ctx context.Context) error { return c.shutdown(ctx, StateStopped, nil) }
+func (c *Client) Close(ctx context.Context) error { return c.shutdown(ctx, envelope.StateStopped, nil) }
 
-func (c *Client) shutdown(ctx context.Context, s State, nextWake *time.Time) error {
+func (c *Client) shutdown(ctx context.Context, s envelope.State, nextWake *time.Time) error {
 	// A client that has not connected yet (a short wake) connects first:
 	// the broker session must exist, or commands sent while the device
 	// sleeps have no one to wait for.
