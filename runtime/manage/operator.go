@@ -20,6 +20,7 @@ import (
 	"github.com/torpor-dev/torpor/governed"
 	"github.com/torpor-dev/torpor/transport/mqtt"
 	"github.com/torpor-dev/torpor/transport/mqtt/envelope"
+	"github.com/torpor-dev/torpor/transport/mqtt/login"
 )
 
 // OperatorConfig configures DialOperator.
@@ -39,7 +40,7 @@ type OperatorConfig struct {
 	// Password, when set, is sent instead of a token (mqtt.Config.Password).
 	Password []byte
 	// AuthClock dates the token presented to the broker at each
-	// connection (mqtt.Authenticate); nil means clock.Real.
+	// connection (login.Authenticate); nil means clock.Real.
 	AuthClock clock.Clock
 }
 
@@ -162,9 +163,9 @@ func DialOperator(ctx context.Context, cfg OperatorConfig) (*Operator, error) {
 }
 
 // connectPacket authenticates every connection with a fresh token
-// (mqtt.Authenticate).
+// (login.Authenticate).
 func (o *Operator) connectPacket(cp *paho.Connect, _ *url.URL) (*paho.Connect, error) {
-	return cp, mqtt.Authenticate(cp, o.cfg.Key, o.cfg.Broker, clock.Or(o.cfg.AuthClock).Now(), o.cfg.Password)
+	return cp, login.Authenticate(cp, o.cfg.Key, o.cfg.Broker, clock.Or(o.cfg.AuthClock).Now(), o.cfg.Password)
 }
 
 // Close disconnects.

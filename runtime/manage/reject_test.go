@@ -14,8 +14,8 @@ import (
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/governed"
 	"github.com/torpor-dev/torpor/runtime/manage"
-	"github.com/torpor-dev/torpor/transport/mqtt"
 	"github.com/torpor-dev/torpor/transport/mqtt/envelope"
+	"github.com/torpor-dev/torpor/transport/mqtt/login"
 	"github.com/torpor-dev/torpor/transport/mqtt/mqtttest"
 )
 
@@ -28,7 +28,7 @@ func rawPublish(t testing.TB, broker string, key *did.PrivateKey, topic string, 
 	cm, err := autopaho.NewConnection(ctx, autopaho.ClientConfig{ServerUrls: []*url.URL{u}, KeepAlive: 30,
 		CleanStartOnInitialConnection: true, ClientConfig: paho.ClientConfig{ClientID: "intruder"},
 		ConnectPacketBuilder: func(cp *paho.Connect, _ *url.URL) (*paho.Connect, error) {
-			return cp, mqtt.Authenticate(cp, key, broker, time.Now(), nil)
+			return cp, login.Authenticate(cp, key, broker, time.Now(), nil)
 		}})
 	if err != nil {
 		t.Fatal(err)

@@ -25,6 +25,7 @@ import (
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/store/mqttsession"
 	"github.com/torpor-dev/torpor/transport/mqtt/envelope"
+	"github.com/torpor-dev/torpor/transport/mqtt/login"
 )
 
 // Defaults of Config.
@@ -73,7 +74,7 @@ type Config struct {
 	// Clock tells the time; nil means clock.Real.
 	Clock clock.Clock
 	// AuthClock dates the token presented to the broker at each
-	// connection (Authenticate); nil means clock.Real. The broker checks
+	// connection (login.Authenticate); nil means clock.Real. The broker checks
 	// it against its own clock, not against the device's schedule.
 	AuthClock clock.Clock
 	// Logger receives operational logs; nil discards.
@@ -289,16 +290,16 @@ func (c *Client) dial(ctx context.Context, cfg autopaho.ClientConfig, u *url.URL
 	return packets.NewThreadSafeConn(conn), nil
 }
 
-// connectPacket authenticates with a fresh token (Authenticate) and adds
+// connectPacket authenticates with a fresh token (login.Authenticate) and adds
 // the will: a retained status "lost", signed now, that the broker
 // publishes if this connection ends without a DISCONNECT (MQTT 5.0
 // Section 3.1.2.5).
 func (c *Client) connectPacket(cp *paho.Connect, _ *url.URL) (*paho.Connect, error) {
-	if err := Authenticate(cp, c.Key(), c.cfg.Broker, clock.Or(c.cfg.AuthClock).Now(), c.cfg.Password); err != nil {
+	if err := login.Authenticate(cp, c.Key(), c.cfg.Broker, clock.Or(c.cfg.AuthClock).Now(), c.cfg.Password); err != nil {
 		return nil, err
 	}
 	if h := c.keyHandover(); h != nil {
-		cp.Properties.User.Add(HandoverProperty, string(h))
+		cp.Properties.User.Add(login.HandoverProperty, string(h))
 	}
 	will, err := c.statusPayload(envelope.StateLost, c.clock.Now(), nil)
 	if err != nil {

@@ -6,16 +6,16 @@
 // topics and every payload.
 //
 // Its subpackages: envelope, the signed objects a device publishes (replies,
-// statuses, events, the will) and their payload encoding; cborjson, CBOR in
-// the JSON data model.
+// statuses, events, the will) and their payload encoding; login, what a
+// client presents at CONNECT; cborjson, CBOR in the JSON data model.
 //
 // # Persistent sessions
 //
 // The device connects with Clean Start 0 and a Session Expiry Interval
 // longer than its longest sleep (MQTT 5.0 Sections 3.1.2.4, 3.1.2.11.2), as
 // the client id Config.Name, authenticated by a fresh DID Bearer token
-// (Authenticate: user name the DID, password the token, Maximum
-// Packet Size MaxPacketSize), and subscribes again on every connection. The
+// (login.Authenticate: user name the DID, password the token, Maximum
+// Packet Size login.MaxPacketSize), and subscribes again on every connection. The
 // broker keeps the subscription and queues the commands published while
 // the device sleeps; they arrive at its next wake. The client's half of the
 // session (QoS 1 publications not yet acknowledged) and the outbound queue

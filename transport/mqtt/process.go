@@ -198,7 +198,7 @@ func (c *Client) receive(msgs []inbound) []*Delivery {
 // exceeds envelope.MaxPayload before anything is written to flash: such a command
 // could never be read, and storing it would let anyone who may publish on
 // the command topic fill the device's store. The broker was told the
-// limit (MaxPacketSize in CONNECT) and should never send one.
+// limit (login.MaxPacketSize in CONNECT) and should never send one.
 func (c *Client) dropOversized(msgs []inbound) []inbound {
 	kept := msgs[:0:0]
 	for _, in := range msgs {

@@ -1,4 +1,11 @@
-package mqtt
+// Package login is what a Torpor MQTT client presents at CONNECT: its DID
+// as the User Name and a fresh DID Bearer token as the Password
+// (Authenticate), or a static password under StaticUser for a broker that
+// cannot check tokens; the Maximum Packet Size it accepts (MaxPacketSize);
+// and the User Property that carries a key handover after a rotation
+// (HandoverProperty). Package transport/mqtt's Client and torporctl both log
+// in this way; transport/broker checks it.
+package login
 
 import (
 	"fmt"
