@@ -20,6 +20,7 @@ import (
 	"github.com/torpor-dev/torpor/runtime/purpose"
 	"github.com/torpor-dev/torpor/runtime/runtimetest"
 	"github.com/torpor-dev/torpor/transport/mqtt"
+	"github.com/torpor-dev/torpor/transport/mqtt/envelope"
 	"github.com/torpor-dev/torpor/transport/mqtt/mqtttest"
 	"github.com/torpor-dev/torpor/transport/relay"
 	"github.com/torpor-dev/torpor/wake"
@@ -213,7 +214,7 @@ func (w *cmdWorld) send(op string, args any) string {
 
 // awaitStatus waits until the device's status satisfies ok (statuses
 // arrive as the device publishes them).
-func (w *cmdWorld) awaitStatus(ok func(mqtt.Status) bool) mqtt.Status {
+func (w *cmdWorld) awaitStatus(ok func(envelope.Status) bool) envelope.Status {
 	w.t.Helper()
 	ctx := w.ctx()
 	for {
@@ -252,7 +253,7 @@ func TestSetModeOverMQTTChangesWhatTheRelayTellsSenders(t *testing.T) {
 	w.run()
 	boot := w.nextWake()
 	start, _ := w.window.Next(cmdStart)
-	st := w.awaitStatus(func(s mqtt.Status) bool { return s.State == mqtt.StateAsleep })
+	st := w.awaitStatus(func(s envelope.Status) bool { return s.State == envelope.StateAsleep })
 	if st.Mode != "hourly_wake" || st.NextWake == nil || !st.NextWake.Equal(start) || !boot.NextWake.Equal(start) {
 		t.Fatalf("status after the boot wake = %+v, want asleep until %v", st, start)
 	}
@@ -283,16 +284,16 @@ func TestSetModeOverMQTTChangesWhatTheRelayTellsSenders(t *testing.T) {
 func TestOperatorCommandsOnTheAgent(t *testing.T) {
 	w := newCmdWorld(t, wake.AlwaysOn)
 	w.run()
-	w.awaitStatus(func(s mqtt.Status) bool { return s.State == mqtt.StateAwake })
+	w.awaitStatus(func(s envelope.Status) bool { return s.State == envelope.StateAwake })
 
 	halt := w.command(manage.OpHalt, &manage.NoteArgs{Note: "maintenance"})
 	if halt.Outcome != manage.OutcomeOK {
 		t.Fatalf("halt: %+v", halt)
 	}
-	w.awaitStatus(func(s mqtt.Status) bool { return s.Halted })
+	w.awaitStatus(func(s envelope.Status) bool { return s.Halted })
 	r := w.command(manage.OpStatus, nil)
 	var rep struct {
-		Status mqtt.Status
+		Status envelope.Status
 		Halt   struct {
 			Halted bool
 			Note   string

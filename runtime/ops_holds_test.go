@@ -16,7 +16,7 @@ import (
 	"github.com/torpor-dev/torpor/runtime/deliver"
 	"github.com/torpor-dev/torpor/runtime/manage"
 	"github.com/torpor-dev/torpor/runtime/runtimetest"
-	"github.com/torpor-dev/torpor/transport/mqtt"
+	"github.com/torpor-dev/torpor/transport/mqtt/envelope"
 	"github.com/torpor-dev/torpor/wake"
 )
 
@@ -29,7 +29,7 @@ func newHoldWorld(t *testing.T, h deliver.Handler) *cmdWorld {
 		cfg.Routes = []deliver.Route{{Pattern: "*", Name: "app", Handler: h}}
 	})
 	w.run()
-	w.awaitStatus(func(s mqtt.Status) bool { return s.State == mqtt.StateAwake })
+	w.awaitStatus(func(s envelope.Status) bool { return s.State == envelope.StateAwake })
 	w.waitPhase(runtime.PhasePublish) // the relay delivers live from here
 	return w
 }
@@ -56,7 +56,7 @@ type heldAction struct{ Key, Purpose, Reason string }
 
 // statusResult is the part of the status command's result these tests read.
 type statusResult struct {
-	Status        mqtt.Status
+	Status        envelope.Status
 	Holds         []heldAction
 	Ledger        map[string]int
 	Indeterminate []struct{ Key string }
@@ -81,7 +81,7 @@ func TestDenyOverMQTT(t *testing.T) {
 	rec := &deliver.Recorder{}
 	w := newHoldWorld(t, rec)
 	key := w.holdAction("valve-7")
-	if st := w.awaitStatus(func(s mqtt.Status) bool { return s.Held == 1 }); st.Held != 1 {
+	if st := w.awaitStatus(func(s envelope.Status) bool { return s.Held == 1 }); st.Held != 1 {
 		t.Fatalf("status held = %d, want 1", st.Held)
 	}
 
@@ -96,7 +96,7 @@ func TestDenyOverMQTT(t *testing.T) {
 	if hs := w.holds(); len(hs) != 0 {
 		t.Fatalf("holds after deny = %+v, want none", hs)
 	}
-	w.awaitStatus(func(s mqtt.Status) bool { return s.Held == 0 })
+	w.awaitStatus(func(s envelope.Status) bool { return s.Held == 0 })
 
 	// Nothing brings it back.
 	for _, op := range []string{manage.OpConfirm, manage.OpDeny} {
@@ -159,7 +159,7 @@ func TestReconcileOverMQTT(t *testing.T) {
 	if n := h.calls(); n != 2 {
 		t.Fatalf("handler ran %d times, want once per confirmed action", n)
 	}
-	w.awaitStatus(func(s mqtt.Status) bool { return s.Indeterminate == 2 })
+	w.awaitStatus(func(s envelope.Status) bool { return s.Indeterminate == 2 })
 	res := w.statusResult()
 	var keys []string
 	for _, k := range res.Indeterminate {
@@ -191,7 +191,7 @@ func TestReconcileOverMQTT(t *testing.T) {
 			t.Errorf("reconcile %s again = %+v, want failed (not-indeterminate)", tt.name, again)
 		}
 	}
-	w.awaitStatus(func(s mqtt.Status) bool { return s.Indeterminate == 0 })
+	w.awaitStatus(func(s envelope.Status) bool { return s.Indeterminate == 0 })
 	res = w.statusResult()
 	// The commands' own keys complete too; only the action was released.
 	if res.Ledger["released"] != 1 || res.Ledger["indeterminate"] != 0 || len(res.Indeterminate) != 0 {

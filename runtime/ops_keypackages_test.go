@@ -15,7 +15,7 @@ import (
 	"github.com/torpor-dev/torpor/session"
 	"github.com/torpor-dev/torpor/transport/link"
 	"github.com/torpor-dev/torpor/transport/link/wire"
-	"github.com/torpor-dev/torpor/transport/mqtt"
+	"github.com/torpor-dev/torpor/transport/mqtt/envelope"
 	"github.com/torpor-dev/torpor/wake"
 )
 
@@ -125,7 +125,7 @@ func TestRefillKeyPackagesAlwaysOn(t *testing.T) {
 	if st := <-published; len(st.KeyPackages) != session.DefaultPoolSize {
 		t.Fatalf("the wake published %d KeyPackages, want the pool of %d", len(st.KeyPackages), session.DefaultPoolSize)
 	}
-	w.awaitStatus(func(s mqtt.Status) bool { return s.State == mqtt.StateAwake })
+	w.awaitStatus(func(s envelope.Status) bool { return s.State == envelope.StateAwake })
 	if r := w.command(manage.OpRefillKeyPackages, &manage.RefillArgs{Count: count}); r.Outcome != manage.OutcomeOK || string(r.Result) != `{"unpublished":4}` {
 		t.Fatalf("refill-keypackages %d = %+v %s, want ok with 4 unpublished", count, r, r.Result)
 	}

@@ -22,7 +22,7 @@ import (
 	"github.com/torpor-dev/torpor/runtime/runtimetest"
 	"github.com/torpor-dev/torpor/session/sender"
 	"github.com/torpor-dev/torpor/transport/link"
-	"github.com/torpor-dev/torpor/transport/mqtt"
+	"github.com/torpor-dev/torpor/transport/mqtt/envelope"
 	"github.com/torpor-dev/torpor/wake"
 )
 
@@ -326,7 +326,7 @@ func TestWindowAndWakeNowOverMQTT(t *testing.T) {
 	id := w.send(manage.OpSetMode, &manage.SetModeArgs{Mode: "hourly_wake", WindowSec: ptrTo(int64(600)), OffsetSec: ptrTo(int64(0))})
 	w.clock.Set(start)
 	r := w.reply(id)
-	var res struct{ Window mqtt.Window }
+	var res struct{ Window envelope.Window }
 	if r.Outcome != manage.OutcomeOK || json.Unmarshal(r.Result, &res) != nil || res.Window.LengthSec != 600 {
 		t.Fatalf("set-mode with a window: %+v %s", r, r.Result)
 	}
@@ -354,7 +354,7 @@ func TestRebootOverMQTT(t *testing.T) {
 		cc.Reboot = func() error { w.agent.Restart("reboot command"); return nil }
 	})
 	w.run()
-	w.awaitStatus(func(s mqtt.Status) bool { return s.State == mqtt.StateAwake })
+	w.awaitStatus(func(s envelope.Status) bool { return s.State == envelope.StateAwake })
 	if r := w.command(manage.OpReboot, &manage.RebootArgs{}); r.Outcome != manage.OutcomeOK {
 		t.Fatalf("reboot = %+v", r)
 	}
@@ -363,7 +363,7 @@ func TestRebootOverMQTT(t *testing.T) {
 	if !errors.Is(err, runtime.ErrRestart) {
 		t.Fatalf("Run after reboot = %v, want ErrRestart", err)
 	}
-	w.awaitStatus(func(s mqtt.Status) bool { return s.State == mqtt.StateStopped })
+	w.awaitStatus(func(s envelope.Status) bool { return s.State == envelope.StateStopped })
 }
 
 // TestRotateKeysOverMQTT: rotate-keys answers with the old and new DIDs
@@ -379,7 +379,7 @@ func TestRotateKeysOverMQTT(t *testing.T) {
 		cc.RotateKey = func(ctx context.Context, k *did.PrivateKey, h []byte) error { return w.agent.RotateKey(ctx, k, h) }
 	})
 	w.run()
-	w.awaitStatus(func(s mqtt.Status) bool { return s.State == mqtt.StateAwake })
+	w.awaitStatus(func(s envelope.Status) bool { return s.State == envelope.StateAwake })
 	r := w.command(manage.OpRotateKeys, nil)
 	var res struct {
 		Old, New string

@@ -7,7 +7,7 @@ import (
 
 	"github.com/torpor-dev/torpor/internal/version"
 	"github.com/torpor-dev/torpor/runtime/manage"
-	"github.com/torpor-dev/torpor/transport/mqtt"
+	"github.com/torpor-dev/torpor/transport/mqtt/envelope"
 	"github.com/torpor-dev/torpor/wake"
 )
 
@@ -19,7 +19,7 @@ func TestStopWhileAsleepPublishesStopped(t *testing.T) {
 	w := newCmdWorld(t, wake.HourlyWake)
 	w.run()
 	w.nextWake()
-	st := w.awaitStatus(func(s mqtt.Status) bool { return s.State == mqtt.StateAsleep })
+	st := w.awaitStatus(func(s envelope.Status) bool { return s.State == envelope.StateAsleep })
 	if st.Version != version.Get().Short() || st.Version == "" {
 		t.Errorf("status version %q, want %q", st.Version, version.Get().Short())
 	}
@@ -29,8 +29,8 @@ func TestStopWhileAsleepPublishesStopped(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Run = %v", err)
 	}
-	st = w.awaitStatus(func(s mqtt.Status) bool { return s.State != mqtt.StateAsleep })
-	if st.State != mqtt.StateStopped || st.NextWake != nil {
+	st = w.awaitStatus(func(s envelope.Status) bool { return s.State != envelope.StateAsleep })
+	if st.State != envelope.StateStopped || st.NextWake != nil {
 		t.Errorf("status after a stop while asleep = %+v, want stopped with no next wake", st)
 	}
 }
@@ -42,17 +42,17 @@ func TestStopWhileAsleepPublishesStopped(t *testing.T) {
 func TestStatusReplyInsideWindow(t *testing.T) {
 	w := newCmdWorld(t, wake.AlwaysOn)
 	w.run()
-	w.awaitStatus(func(s mqtt.Status) bool { return s.State == mqtt.StateAwake })
+	w.awaitStatus(func(s envelope.Status) bool { return s.State == envelope.StateAwake })
 	r := w.command(manage.OpStatus, nil)
 	var res struct {
-		Status   mqtt.Status                `json:"status"`
+		Status   envelope.Status            `json:"status"`
 		LastWake map[string]json.RawMessage `json:"lastWake"`
 	}
 	if err := json.Unmarshal(r.Result, &res); err != nil {
 		t.Fatalf("status result %s: %v", r.Result, err)
 	}
 	st := res.Status
-	if st.State != mqtt.StateAwake || st.Since.IsZero() || st.Name != "pi-7" || st.Device != w.key.DID().String() || st.Version == "" {
+	if st.State != envelope.StateAwake || st.Since.IsZero() || st.Name != "pi-7" || st.Device != w.key.DID().String() || st.Version == "" {
 		t.Errorf("status = %+v, want awake since the connection, named, with a version", st)
 	}
 	if _, ok := res.LastWake["awakeMs"]; res.LastWake != nil && (!ok || res.LastWake["awake"] != nil) {

@@ -18,7 +18,7 @@ import (
 	"github.com/torpor-dev/torpor/runtime/manage"
 	"github.com/torpor-dev/torpor/runtime/runtimetest"
 	"github.com/torpor-dev/torpor/transport/broker"
-	"github.com/torpor-dev/torpor/transport/mqtt"
+	"github.com/torpor-dev/torpor/transport/mqtt/envelope"
 	"github.com/torpor-dev/torpor/transport/relay"
 )
 
@@ -88,7 +88,7 @@ func TestDaemonTakesMQTTCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer op.Close(context.Background())
-	awaitState(t, wait, op, agentKey.DID(), mqtt.StateAwake, done, &log)
+	awaitState(t, wait, op, agentKey.DID(), envelope.StateAwake, done, &log)
 	s, err := op.Send(wait, "dev-1", manage.CommandSpec{Device: agentKey.DID(), Seq: manage.NextSeq(0, time.Now()), Op: manage.OpStatus}, false)
 	if err != nil || s.NoSubscribers {
 		t.Fatalf("sending status: %v (no subscribers: %v)", err, s.NoSubscribers)
@@ -97,7 +97,7 @@ func TestDaemonTakesMQTTCommands(t *testing.T) {
 	if err != nil {
 		t.Fatalf("no reply to status: %v\nlog:\n%s", err, log.String())
 	}
-	var res struct{ Status mqtt.Status }
+	var res struct{ Status envelope.Status }
 	if r.Outcome != manage.OutcomeOK || json.Unmarshal(r.Result, &res) != nil || res.Status.Mode != "always_on" {
 		t.Fatalf("status reply = %+v (%s), want ok in mode always_on", r, r.Result)
 	}
@@ -105,14 +105,14 @@ func TestDaemonTakesMQTTCommands(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("daemon: %v", err)
 	}
-	awaitState(t, wait, op, agentKey.DID(), mqtt.StateStopped, nil, &log)
+	awaitState(t, wait, op, agentKey.DID(), envelope.StateStopped, nil, &log)
 	if l := log.String(); !strings.Contains(l, "mqttName=dev-1") {
 		t.Errorf("the start line does not name the MQTT device:\n%s", l)
 	}
 }
 
 // awaitState waits until the device's retained status reads want.
-func awaitState(t *testing.T, ctx context.Context, op *manage.Operator, dev did.DID, want mqtt.State, done <-chan error, log *runtimetest.Log) {
+func awaitState(t *testing.T, ctx context.Context, op *manage.Operator, dev did.DID, want envelope.State, done <-chan error, log *runtimetest.Log) {
 	t.Helper()
 	for {
 		select {

@@ -17,6 +17,7 @@ import (
 	"github.com/torpor-dev/torpor/internal/atomicfile"
 	"github.com/torpor-dev/torpor/runtime/manage"
 	"github.com/torpor-dev/torpor/transport/mqtt"
+	"github.com/torpor-dev/torpor/transport/mqtt/envelope"
 )
 
 func init() {
@@ -281,7 +282,7 @@ func shortDID(d string) string {
 }
 
 // printStatus prints a device status.
-func printStatus(w io.Writer, indent string, st mqtt.Status) {
+func printStatus(w io.Writer, indent string, st envelope.Status) {
 	state := string(st.State)
 	if !st.Since.IsZero() {
 		state += " since " + st.Since.Format(time.RFC3339)
@@ -309,7 +310,7 @@ func printStatus(w io.Writer, indent string, st mqtt.Status) {
 // printStatusResult prints the result of the status command.
 func printStatusResult(w io.Writer, raw json.RawMessage) {
 	var r struct {
-		Status mqtt.Status `json:"status"`
+		Status envelope.Status `json:"status"`
 		Ledger map[string]int
 		Holds  []struct {
 			Key, Purpose, Reason string
@@ -405,7 +406,7 @@ func (s *deviceSession) watch(ctx context.Context, e *env, a *watchArgs) error {
 			}
 			return nil
 		case m := <-status:
-			st, _, err := mqtt.VerifyStatus(m.ContentType, m.Payload, dev, time.Now())
+			st, _, err := envelope.VerifyStatus(m.ContentType, m.Payload, dev, time.Now())
 			if err != nil {
 				fmt.Fprintf(e.stderr, "ignored an invalid status: %v\n", err)
 				continue
@@ -420,7 +421,7 @@ func (s *deviceSession) watch(ctx context.Context, e *env, a *watchArgs) error {
 				return nil
 			}
 		case m := <-events:
-			ev, data, _, err := mqtt.VerifyEvent(m.ContentType, m.Payload, dev, time.Now())
+			ev, data, _, err := envelope.VerifyEvent(m.ContentType, m.Payload, dev, time.Now())
 			if err != nil {
 				fmt.Fprintf(e.stderr, "ignored an invalid event: %v\n", err)
 				continue

@@ -10,7 +10,7 @@ import (
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/governed"
 	"github.com/torpor-dev/torpor/runtime/manage"
-	"github.com/torpor-dev/torpor/transport/mqtt"
+	"github.com/torpor-dev/torpor/transport/mqtt/envelope"
 )
 
 // destructiveOps go only to a pinned DID or one given with --did, never
@@ -25,13 +25,13 @@ var destructiveOps = map[string]bool{
 // that DID.
 type resolved struct {
 	dev    did.DID
-	status *mqtt.Status
+	status *envelope.Status
 	obj    *governed.Object
 }
 
 // retained returns the device's retained status, verified and not
 // expired, signed by any DID, waiting up to d for the broker to deliver it.
-func (s *deviceSession) retained(ctx context.Context, d time.Duration) (*mqtt.Status, *governed.Object, error) {
+func (s *deviceSession) retained(ctx context.Context, d time.Duration) (*envelope.Status, *governed.Object, error) {
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	st, obj, err := s.op.Status(ctx, s.device, did.DID{})
@@ -106,9 +106,9 @@ type commandOutput struct {
 	// Status is the retained status, when there was no reply (or the
 	// device sleeps and status answered from it); StatusIssuedAt and
 	// StatusAgeMs say how old it is.
-	Status         *mqtt.Status `json:"status,omitempty"`
-	StatusIssuedAt *time.Time   `json:"statusIssuedAt,omitempty"`
-	StatusAgeMs    *int64       `json:"statusAgeMs,omitempty"`
+	Status         *envelope.Status `json:"status,omitempty"`
+	StatusIssuedAt *time.Time       `json:"statusIssuedAt,omitempty"`
+	StatusAgeMs    *int64           `json:"statusAgeMs,omitempty"`
 }
 
 func (o *commandOutput) setStatus(r resolved, now time.Time) {
@@ -127,7 +127,7 @@ func (s *deviceSession) command(ctx context.Context, e *env, op string, args any
 		return err
 	}
 	out := commandOutput{Name: s.device, Device: r.dev.String(), State: "unknown", Op: op}
-	if op == manage.OpStatus && r.status != nil && r.status.State != mqtt.StateAwake {
+	if op == manage.OpStatus && r.status != nil && r.status.State != envelope.StateAwake {
 		// A sleeping or stopped device: its verified retained status is
 		// the answer; a command would wait for the next wake.
 		out.setStatus(r, time.Now())
@@ -191,7 +191,7 @@ func (s *deviceSession) send(ctx context.Context, e *env, r resolved, out *comma
 		s.followRotation(e, rep)
 	case ctx.Err() != nil:
 		return ctx.Err()
-	case errors.Is(err, mqtt.ErrNotFromDevice):
+	case errors.Is(err, envelope.ErrNotFromDevice):
 		fmt.Fprintf(e.stderr, "warning: %v\n", err)
 	}
 	return nil
@@ -201,12 +201,12 @@ func (s *deviceSession) send(ctx context.Context, e *env, r resolved, out *comma
 // answers is awake.
 func replyState(r manage.Reply) string {
 	var res struct {
-		Status mqtt.Status `json:"status"`
+		Status envelope.Status `json:"status"`
 	}
 	if json.Unmarshal(r.Result, &res) == nil && res.Status.State != "" {
 		return string(res.Status.State)
 	}
-	return string(mqtt.StateAwake)
+	return string(envelope.StateAwake)
 }
 
 func (s *deviceSession) print(e *env, out commandOutput) error {

@@ -14,6 +14,7 @@ import (
 	"github.com/torpor-dev/torpor/runtime/manage"
 	"github.com/torpor-dev/torpor/runtime/manage/managetest"
 	"github.com/torpor-dev/torpor/transport/mqtt"
+	"github.com/torpor-dev/torpor/transport/mqtt/envelope"
 	"github.com/torpor-dev/torpor/transport/mqtt/mqtttest"
 )
 
@@ -76,7 +77,7 @@ func setupDevice(env *testscript.Env) error {
 	b := mqtttest.StartEmbedded(t, nil)
 	b.AddOperator(op.DID())
 	st := mqtttest.OpenState(t, filepath.Join(t.TempDir(), "agent.db"), nil)
-	dev := &managetest.Device{State: mqtt.Status{Mode: "hourly_wake", Window: &mqtt.Window{Minute: 17, LengthSec: 300}}}
+	dev := &managetest.Device{State: envelope.Status{Mode: "hourly_wake", Window: &envelope.Window{Minute: 17, LengthSec: 300}}}
 	dev.Result = func(_ context.Context, c manage.Command) manage.Result {
 		switch c.Op {
 		case manage.OpStatus:

@@ -18,6 +18,7 @@ import (
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/internal/atomicfile"
 	"github.com/torpor-dev/torpor/transport/mqtt"
+	"github.com/torpor-dev/torpor/transport/mqtt/login"
 )
 
 func init() {
@@ -129,7 +130,7 @@ func writeMosquitto(dir, prefix string, devices map[string]did.DID, ops []did.DI
 			return err
 		}
 		passwd = append(passwd, line)
-		acl = append(acl, "user "+mqtt.StaticUser(d),
+		acl = append(acl, "user "+login.StaticUser(d),
 			"topic read "+prefix+"/"+name+"/cmd", "topic readwrite "+prefix+"/"+name+"/sync",
 			"topic write "+prefix+"/"+name+"/status", "topic write "+prefix+"/"+name+"/reply",
 			"topic write "+prefix+"/"+name+"/event", "")
@@ -144,7 +145,7 @@ func writeMosquitto(dir, prefix string, devices map[string]did.DID, ops []did.DI
 			return err
 		}
 		passwd = append(passwd, line)
-		acl = append(acl, "user "+mqtt.StaticUser(d), "topic write "+prefix+"/+/cmd", "topic read "+prefix+"/+/reply",
+		acl = append(acl, "user "+login.StaticUser(d), "topic write "+prefix+"/+/cmd", "topic read "+prefix+"/+/reply",
 			"topic read "+prefix+"/+/status", "topic read "+prefix+"/+/event", "")
 	}
 	sort.Strings(passwd)
@@ -171,7 +172,7 @@ func passwdLine(dir, label string, d did.DID) (string, error) {
 		return "", err
 	}
 	h, err := mosquittoHash(secret, randomBytes(12))
-	return mqtt.StaticUser(d) + ":" + h, err
+	return login.StaticUser(d) + ":" + h, err
 }
 
 // mosquittoHash is mosquitto's "$7$" password hash: PBKDF2 (RFC 8018)

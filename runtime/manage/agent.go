@@ -19,6 +19,7 @@ import (
 	"github.com/torpor-dev/torpor/runtime/gate"
 	"github.com/torpor-dev/torpor/store/ledger"
 	"github.com/torpor-dev/torpor/transport/mqtt"
+	"github.com/torpor-dev/torpor/transport/mqtt/envelope"
 	"github.com/torpor-dev/torpor/wake"
 )
 
@@ -205,11 +206,11 @@ func (c *Commands) Client() *Server {
 
 // Status implements mqtt.StatusReporter: mode, window, next wake, halt,
 // held actions and indeterminate keys.
-func (c *Commands) Status() mqtt.Status {
+func (c *Commands) Status() envelope.Status {
 	a := c.a
 	m, _ := a.Mode()
 	win := c.statusWindow()
-	st := mqtt.Status{Mode: string(m), Window: &win}
+	st := envelope.Status{Mode: string(m), Window: &win}
 	if next := a.NextWake(); !next.IsZero() {
 		n := next.UTC()
 		st.NextWake = &n
@@ -266,7 +267,7 @@ func (c *Commands) Execute(ctx context.Context, cmd Command) Result {
 // statusReport is the result of the status command (docs/mqtt.md): lower
 // camel members, times RFC 3339, durations in milliseconds.
 type statusReport struct {
-	Status   mqtt.Status      `json:"status"`
+	Status   envelope.Status  `json:"status"`
 	LastWake *lastWake        `json:"lastWake,omitempty"`
 	Policy   *policySummary   `json:"policy,omitempty"`
 	Holds    []heldSummary    `json:"holds,omitempty"`
@@ -339,7 +340,7 @@ func (c *Commands) status(p *runtime.Pipeline) Result {
 	r := statusReport{Status: c.Status(), Ledger: rep.Ledger}
 	summarise(&r, rep)
 	// The device answers: it is awake, since its connection came up.
-	r.Status.State, r.Status.Name, r.Status.Device = mqtt.StateAwake, c.cfg.Name, c.key.DID().String()
+	r.Status.State, r.Status.Name, r.Status.Device = envelope.StateAwake, c.cfg.Name, c.key.DID().String()
 	r.Status.Version = version.Get().Short()
 	if cl := c.Client(); cl != nil {
 		r.Status.Since = cl.ConnectedAt().UTC()
@@ -660,7 +661,7 @@ func (c *Commands) reboot(args *RebootArgs) Result {
 }
 
 // statusWindow is the hourly window in force as the MQTT status shows it.
-func (c *Commands) statusWindow() mqtt.Window {
+func (c *Commands) statusWindow() envelope.Window {
 	w := c.a.Window()
-	return mqtt.Window{Minute: w.Minute, LengthSec: int64(c.a.WindowLength() / time.Second), OffsetSec: int64(w.Offset / time.Second)}
+	return envelope.Window{Minute: w.Minute, LengthSec: int64(c.a.WindowLength() / time.Second), OffsetSec: int64(w.Offset / time.Second)}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/torpor-dev/torpor/runtime/manage"
 	"github.com/torpor-dev/torpor/runtime/manage/managetest"
 	"github.com/torpor-dev/torpor/transport/mqtt"
+	"github.com/torpor-dev/torpor/transport/mqtt/envelope"
 	"github.com/torpor-dev/torpor/transport/mqtt/mqtttest"
 )
 
@@ -178,7 +179,7 @@ func TestCommandWhileAsleepRunsAtNextWake(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.State != mqtt.StateAsleep || st.NextWake == nil || !st.NextWake.Equal(next) {
+	if st.State != envelope.StateAsleep || st.NextWake == nil || !st.NextWake.Equal(next) {
 		t.Errorf("status while asleep = %+v, want asleep until %v", st, next)
 	}
 	sent := h.send(manage.OpSetMode, &manage.SetModeArgs{Mode: "sleep"})

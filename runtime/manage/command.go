@@ -14,7 +14,7 @@ import (
 )
 
 // The purpose and schema of a command object. Replies, statuses and events
-// are transport/mqtt's (mqtt.PurposeReply, ...).
+// are transport/mqtt's (envelope.PurposeReply, ...).
 const (
 	PurposeCommand = "torpor:command"
 	SchemaCommand  = "https://torpor.dev/schemas/mqtt/command/v1"
@@ -22,7 +22,7 @@ const (
 
 // Rejection reasons, besides the receiver-check reasons of package governed
 // (malformed, signature-invalid, signature-not-by-issuer, expired, replay,
-// purpose-not-permitted) and mqtt.ReasonUnsupportedContentType, which a
+// purpose-not-permitted) and envelope.ReasonUnsupportedContentType, which a
 // reply carries as they are.
 const (
 	ReasonOperatorNotAllowed = "operator-not-allowed"

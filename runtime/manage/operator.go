@@ -19,6 +19,8 @@ import (
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/governed"
 	"github.com/torpor-dev/torpor/transport/mqtt"
+	"github.com/torpor-dev/torpor/transport/mqtt/envelope"
+	"github.com/torpor-dev/torpor/transport/mqtt/login"
 )
 
 // OperatorConfig configures DialOperator.
@@ -38,7 +40,7 @@ type OperatorConfig struct {
 	// Password, when set, is sent instead of a token (mqtt.Config.Password).
 	Password []byte
 	// AuthClock dates the token presented to the broker at each
-	// connection (mqtt.Authenticate); nil means clock.Real.
+	// connection (login.Authenticate); nil means clock.Real.
 	AuthClock clock.Clock
 }
 
@@ -161,9 +163,9 @@ func DialOperator(ctx context.Context, cfg OperatorConfig) (*Operator, error) {
 }
 
 // connectPacket authenticates every connection with a fresh token
-// (mqtt.Authenticate).
+// (login.Authenticate).
 func (o *Operator) connectPacket(cp *paho.Connect, _ *url.URL) (*paho.Connect, error) {
-	return cp, mqtt.Authenticate(cp, o.cfg.Key, o.cfg.Broker, clock.Or(o.cfg.AuthClock).Now(), o.cfg.Password)
+	return cp, login.Authenticate(cp, o.cfg.Key, o.cfg.Broker, clock.Or(o.cfg.AuthClock).Now(), o.cfg.Password)
 }
 
 // Close disconnects.
@@ -322,7 +324,7 @@ func (o *Operator) PublishCommand(ctx context.Context, device string, obj *gover
 		return Sent{}, err
 	}
 	j, _ := obj.MarshalJSON()
-	payload, ct, err := mqtt.Encode(j, asCBOR)
+	payload, ct, err := envelope.Encode(j, asCBOR)
 	if err != nil {
 		return Sent{}, err
 	}
@@ -376,7 +378,7 @@ func (o *Operator) AwaitReply(ctx context.Context, device, id string, deviceDID 
 				return r, obj, nil
 			}
 			if err == nil {
-				err = fmt.Errorf("%w: answers command %q, not %q", mqtt.ErrNotFromDevice, truncate(r.Command), id)
+				err = fmt.Errorf("%w: answers command %q, not %q", envelope.ErrNotFromDevice, truncate(r.Command), id)
 			}
 			invalid = err
 			continue
@@ -420,22 +422,22 @@ func (o *Operator) takeReply(w *watch, id string) (Message, bool, <-chan struct{
 // is the zero DID. It waits until one arrives or ctx ends; ctx should
 // allow a round trip to the broker, after which no status means
 // ErrNoStatus. A status that fails verification is skipped.
-func (o *Operator) Status(ctx context.Context, device string, deviceDID did.DID) (mqtt.Status, *governed.Object, error) {
+func (o *Operator) Status(ctx context.Context, device string, deviceDID did.DID) (envelope.Status, *governed.Object, error) {
 	if err := o.Watch(ctx, device); err != nil {
-		return mqtt.Status{}, nil, err
+		return envelope.Status{}, nil, err
 	}
 	w, err := o.watch(device)
 	if err != nil {
-		return mqtt.Status{}, nil, err
+		return envelope.Status{}, nil, err
 	}
 	var invalid error
 	for {
 		select {
 		case <-ctx.Done():
 			if invalid != nil {
-				return mqtt.Status{}, nil, fmt.Errorf("%w: %v", ErrNoStatus, invalid)
+				return envelope.Status{}, nil, fmt.Errorf("%w: %v", ErrNoStatus, invalid)
 			}
-			return mqtt.Status{}, nil, ErrNoStatus
+			return envelope.Status{}, nil, ErrNoStatus
 		case m := <-w.status:
 			// Newer statuses may be queued behind it: take the last.
 			for more := true; more; {
@@ -446,7 +448,7 @@ func (o *Operator) Status(ctx context.Context, device string, deviceDID did.DID)
 					more = false
 				}
 			}
-			s, obj, err := mqtt.VerifyStatus(m.ContentType, m.Payload, deviceDID, o.clock.Now())
+			s, obj, err := envelope.VerifyStatus(m.ContentType, m.Payload, deviceDID, o.clock.Now())
 			if err != nil {
 				invalid = err
 				continue
@@ -457,8 +459,8 @@ func (o *Operator) Status(ctx context.Context, device string, deviceDID did.DID)
 }
 
 // Events returns the channel of device's events and statuses as they
-// arrive (Watch first). Payloads are unverified; use mqtt.VerifyEvent and
-// mqtt.VerifyStatus.
+// arrive (Watch first). Payloads are unverified; use envelope.VerifyEvent and
+// envelope.VerifyStatus.
 func (o *Operator) Events(device string) (events, status <-chan Message, err error) {
 	w, err := o.watch(device)
 	if err != nil {

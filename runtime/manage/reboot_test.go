@@ -8,7 +8,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/torpor-dev/torpor/runtime/manage"
-	"github.com/torpor-dev/torpor/transport/mqtt"
+	"github.com/torpor-dev/torpor/transport/mqtt/envelope"
 	"github.com/torpor-dev/torpor/transport/mqtt/mqtttest"
 )
 
@@ -40,13 +40,13 @@ func (h *harness) replyWith(id string, want manage.Outcome) []manage.Reply {
 
 func TestWillMarksAnUnexpectedDisconnect(t *testing.T) {
 	h := newHarness(t, mqtttest.StartEmbedded(t, nil))
-	h.dev.State = mqtt.Status{Mode: "hourly_wake", Window: &mqtt.Window{Minute: 7, LengthSec: 300}}
+	h.dev.State = envelope.Status{Mode: "hourly_wake", Window: &envelope.Window{Minute: 7, LengthSec: 300}}
 	h.wake()
 	st, obj, err := h.operator().Status(ctxT(t), h.name, h.devKey.DID())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.State != mqtt.StateAwake || st.Mode != "hourly_wake" || st.Window.Minute != 7 || obj.Issuer != h.devKey.DID() {
+	if st.State != envelope.StateAwake || st.Mode != "hourly_wake" || st.Window.Minute != 7 || obj.Issuer != h.devKey.DID() {
 		t.Errorf("status when awake = %+v", st)
 	}
 	h.client.Abort()
@@ -56,7 +56,7 @@ func TestWillMarksAnUnexpectedDisconnect(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.State != mqtt.StateLost || st.NextWake != nil {
+	if st.State != envelope.StateLost || st.NextWake != nil {
 		t.Errorf("status after a power cut = %+v, want lost", st)
 	}
 }

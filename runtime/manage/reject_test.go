@@ -14,7 +14,8 @@ import (
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/governed"
 	"github.com/torpor-dev/torpor/runtime/manage"
-	"github.com/torpor-dev/torpor/transport/mqtt"
+	"github.com/torpor-dev/torpor/transport/mqtt/envelope"
+	"github.com/torpor-dev/torpor/transport/mqtt/login"
 	"github.com/torpor-dev/torpor/transport/mqtt/mqtttest"
 )
 
@@ -27,7 +28,7 @@ func rawPublish(t testing.TB, broker string, key *did.PrivateKey, topic string, 
 	cm, err := autopaho.NewConnection(ctx, autopaho.ClientConfig{ServerUrls: []*url.URL{u}, KeepAlive: 30,
 		CleanStartOnInitialConnection: true, ClientConfig: paho.ClientConfig{ClientID: "intruder"},
 		ConnectPacketBuilder: func(cp *paho.Connect, _ *url.URL) (*paho.Connect, error) {
-			return cp, mqtt.Authenticate(cp, key, broker, time.Now(), nil)
+			return cp, login.Authenticate(cp, key, broker, time.Now(), nil)
 		}})
 	if err != nil {
 		t.Fatal(err)
@@ -109,7 +110,7 @@ var rejectCases = []struct {
 		// it too long, or anyone, can.
 		o := w.sign(w.h.opKey, manage.CommandSpec{Seq: 6000, Op: manage.OpHalt, IssuedAt: w.h.clk.Now().Add(-2 * time.Hour), TTL: time.Hour})
 		j, _ := o.MarshalJSON()
-		return w.raw(j, mqtt.ContentTypeJSON, o.ID)
+		return w.raw(j, envelope.ContentTypeJSON, o.ID)
 	}, manage.OutcomeRejected, "expired"},
 	{"wrong device", func(w *rejectWorld) string {
 		return w.publish(w.sign(w.h.opKey, manage.CommandSpec{Device: w.stranger.DID(), Seq: 7000, Op: manage.OpHalt}))
@@ -131,7 +132,7 @@ var rejectCases = []struct {
 		return w.publish(w.sign(w.h.opKey, manage.CommandSpec{Seq: 8000, Op: manage.OpHalt, TTL: 365 * 24 * time.Hour}))
 	}, manage.OutcomeRejected, manage.ReasonBadCommand},
 	{"content type", func(w *rejectWorld) string { return w.raw([]byte("halt!"), "text/plain", "cmd-text") },
-		manage.OutcomeRejected, mqtt.ReasonUnsupportedContentType},
+		manage.OutcomeRejected, envelope.ReasonUnsupportedContentType},
 	{"not JSON", func(w *rejectWorld) string { return w.raw([]byte("{halt"), "", "cmd-junk") },
 		manage.OutcomeRejected, "malformed"},
 }

@@ -7,7 +7,7 @@ import (
 
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/governed"
-	"github.com/torpor-dev/torpor/transport/mqtt"
+	"github.com/torpor-dev/torpor/transport/mqtt/envelope"
 )
 
 // Outcome is what became of a command.
@@ -28,8 +28,8 @@ const (
 	OutcomeIndeterminate Outcome = "indeterminate"
 )
 
-// Reply is the payload of a reply object (mqtt.PurposeReply,
-// mqtt.SchemaReply): the answer to one command.
+// Reply is the payload of a reply object (envelope.PurposeReply,
+// envelope.SchemaReply): the answer to one command.
 type Reply struct {
 	Device   string          `json:"device"`             // the replying device's DID
 	Command  string          `json:"command"`            // the command's id ("" when unreadable)
@@ -44,16 +44,16 @@ type Reply struct {
 
 // VerifyReply decodes and checks a reply as an operator received it at
 // now: its signature verifies, it is a reply, it has not expired, and,
-// unless device is the zero DID, the device signed it (mqtt.VerifyObject).
+// unless device is the zero DID, the device signed it (envelope.VerifyObject).
 // It returns the reply and its object.
 func VerifyReply(contentType string, payload []byte, device did.DID, now time.Time) (Reply, *governed.Object, error) {
 	var r Reply
-	o, err := mqtt.VerifyObject(contentType, payload, device, mqtt.SchemaReply, mqtt.PurposeReply, &r, now)
+	o, err := envelope.VerifyObject(contentType, payload, device, envelope.SchemaReply, envelope.PurposeReply, &r, now)
 	if err != nil {
 		return Reply{}, nil, err
 	}
 	if r.Device != o.Issuer.String() {
-		return Reply{}, nil, fmt.Errorf("%w: reply names device %s but is signed by %s", mqtt.ErrNotFromDevice, truncate(r.Device), o.Issuer)
+		return Reply{}, nil, fmt.Errorf("%w: reply names device %s but is signed by %s", envelope.ErrNotFromDevice, truncate(r.Device), o.Issuer)
 	}
 	return r, o, nil
 }

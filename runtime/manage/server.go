@@ -18,6 +18,7 @@ import (
 	"github.com/torpor-dev/torpor/store/ledger"
 	"github.com/torpor-dev/torpor/store/replay"
 	"github.com/torpor-dev/torpor/transport/mqtt"
+	"github.com/torpor-dev/torpor/transport/mqtt/envelope"
 )
 
 // Device carries out the commands a Server admitted. Commands
@@ -159,11 +160,11 @@ func (s *Server) Stats() Stats {
 }
 
 // Status implements mqtt.StatusReporter when the Device does.
-func (s *Server) Status() mqtt.Status {
+func (s *Server) Status() envelope.Status {
 	if r, ok := s.cfg.Device.(mqtt.StatusReporter); ok {
 		return r.Status()
 	}
-	return mqtt.Status{}
+	return envelope.Status{}
 }
 
 // Handle implements mqtt.Handler: it admits the command and hands it to
@@ -264,7 +265,7 @@ func (s *Server) rejected(ctx context.Context, d *mqtt.Delivery, r *rejection) {
 // answer, an event command-rejected.
 func (s *Server) answer(ctx context.Context, d *mqtt.Delivery, reply Reply) error {
 	if reply.Command == "" {
-		return d.Event(ctx, mqtt.Event{Kind: "command-rejected", Detail: reply.Reason + ": " + reply.Detail})
+		return d.Event(ctx, envelope.Event{Kind: "command-rejected", Detail: reply.Reason + ": " + reply.Detail})
 	}
 	return d.Answer(ctx, reply.Command, reply)
 }
@@ -274,7 +275,7 @@ func (s *Server) answer(ctx context.Context, d *mqtt.Delivery, reply Reply) erro
 func verified(reason string) bool {
 	switch reason {
 	case governed.ReasonMalformed.String(), governed.ReasonSignatureInvalid.String(),
-		governed.ReasonSignatureNotByIssuer.String(), mqtt.ReasonUnsupportedContentType:
+		governed.ReasonSignatureNotByIssuer.String(), envelope.ReasonUnsupportedContentType:
 		return false
 	}
 	return true

@@ -12,6 +12,7 @@ import (
 
 	"github.com/torpor-dev/torpor/runtime/manage"
 	"github.com/torpor-dev/torpor/transport/mqtt"
+	"github.com/torpor-dev/torpor/transport/mqtt/login"
 	"github.com/torpor-dev/torpor/transport/mqtt/mqtttest"
 )
 
@@ -89,8 +90,8 @@ func checkConnect(t *testing.T, p *packets.ControlPacket, name string, sessionEx
 			c.WillFlag, c.WillTopic, c.WillRetain, c.WillQOS, topics.Status())
 	}
 	// MQTT 5.0 Section 3.1.2.11.4: the broker must not send more.
-	if m := c.Properties.MaximumPacketSize; m == nil || *m != mqtt.MaxPacketSize {
-		t.Errorf("CONNECT Maximum Packet Size %v, want %d", deref(m), mqtt.MaxPacketSize)
+	if m := c.Properties.MaximumPacketSize; m == nil || *m != login.MaxPacketSize {
+		t.Errorf("CONNECT Maximum Packet Size %v, want %d", deref(m), login.MaxPacketSize)
 	}
 	if !c.UsernameFlag || !strings.HasPrefix(c.Username, "did:key:") || !c.PasswordFlag || !bytes.HasPrefix(c.Password, []byte("atom.")) {
 		t.Errorf("CONNECT user name %q (flag %v), password flag %v: want the DID and a DID Bearer token", c.Username, c.UsernameFlag, c.PasswordFlag)

@@ -12,7 +12,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/torpor-dev/torpor/runtime/manage"
-	mq "github.com/torpor-dev/torpor/transport/mqtt"
+	"github.com/torpor-dev/torpor/transport/mqtt/envelope"
 	"github.com/torpor-dev/torpor/transport/mqtt/mqtttest"
 )
 
@@ -30,7 +30,7 @@ func TestCommandWhileAsleepRunsAtNextWake(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if st.State != mq.StateAsleep || st.NextWake == nil || !st.NextWake.Equal(next) {
+		if st.State != envelope.StateAsleep || st.NextWake == nil || !st.NextWake.Equal(next) {
 			t.Fatalf("status while asleep = %+v", st)
 		}
 		id := d.send(manage.OpHalt, &manage.NoteArgs{Note: "from afar"})

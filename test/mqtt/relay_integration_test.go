@@ -25,6 +25,7 @@ import (
 	"github.com/torpor-dev/torpor/transport/a2a"
 	"github.com/torpor-dev/torpor/transport/bearer"
 	mq "github.com/torpor-dev/torpor/transport/mqtt"
+	"github.com/torpor-dev/torpor/transport/mqtt/envelope"
 	"github.com/torpor-dev/torpor/transport/mqtt/mqtttest"
 	"github.com/torpor-dev/torpor/transport/relay"
 	"github.com/torpor-dev/torpor/wake"
@@ -176,7 +177,7 @@ func (w *world) waitPhase(name string) {
 	}
 }
 
-func (w *world) status(ok func(mq.Status) bool) mq.Status {
+func (w *world) status(ok func(envelope.Status) bool) envelope.Status {
 	w.t.Helper()
 	ctx := ctxT(w.t)
 	for {
@@ -247,7 +248,7 @@ func TestSetModeChangesWhatTheRelayTellsSenders(t *testing.T) {
 		w := newWorld(t, b, wake.HourlyWake)
 		w.nextWake() // the boot wake, outside the window
 		start, end := w.window.Next(w.start)
-		w.status(func(s mq.Status) bool { return s.State == mq.StateAsleep })
+		w.status(func(s envelope.Status) bool { return s.State == envelope.StateAsleep })
 		code, ra := w.post("comms:message", nil)
 		at := w.clock.Now().Add(time.Duration(ra) * time.Second)
 		if code != http.StatusServiceUnavailable || at.Before(start) || !at.Before(end) {
@@ -270,7 +271,7 @@ func TestSetModeChangesWhatTheRelayTellsSenders(t *testing.T) {
 			t.Fatalf("set-mode sleep: %+v", r)
 		}
 		w.nextWake() // the always_on wake ends; the agent announces sleep
-		st := w.status(func(s mq.Status) bool { return s.State == mq.StateAsleep })
+		st := w.status(func(s envelope.Status) bool { return s.State == envelope.StateAsleep })
 		if st.Mode != "sleep" || st.NextWake == nil || !st.NextWake.Equal(wakeAt) {
 			t.Errorf("status after set-mode sleep = %+v", st)
 		}
@@ -294,7 +295,7 @@ func TestSetModeChangesWhatTheRelayTellsSenders(t *testing.T) {
 func TestHeldActionConfirmedOverMQTT(t *testing.T) {
 	forEachBroker(t, func(t *testing.T, b mqtttest.Broker) {
 		w := newWorld(t, b, wake.AlwaysOn)
-		w.status(func(s mq.Status) bool { return s.State == mq.StateAwake })
+		w.status(func(s envelope.Status) bool { return s.State == envelope.StateAwake })
 		w.waitPhase(runtime.PhasePublish)
 		if code, _ := w.post("action:open-valve", map[string]any{"idempotencyKey": "valve-7"}); code != http.StatusOK {
 			t.Fatalf("posting the action: %d", code)

@@ -20,6 +20,7 @@ import (
 	"github.com/torpor-dev/torpor/runtime/manage/managetest"
 	"github.com/torpor-dev/torpor/transport/bearer"
 	mq "github.com/torpor-dev/torpor/transport/mqtt"
+	"github.com/torpor-dev/torpor/transport/mqtt/envelope"
 	"github.com/torpor-dev/torpor/transport/mqtt/mqtttest"
 )
 
@@ -113,10 +114,10 @@ func withToken(t testing.TB, cp *paho.Connect, key *did.PrivateKey, brokerURL st
 
 // signStatus signs st as key, issued at, living ttl, as a device (or
 // someone pretending to be one) would.
-func signStatus(t testing.TB, key *did.PrivateKey, st mq.Status, at time.Time, ttl time.Duration) []byte {
+func signStatus(t testing.TB, key *did.PrivateKey, st envelope.Status, at time.Time, ttl time.Duration) []byte {
 	t.Helper()
-	o, err := governed.Sign(key, governed.Template{IssuedAt: at, Semantic: governed.Semantic{Schema: mq.SchemaStatus},
-		Payload: st, Purpose: mq.PurposeStatus, TTL: ttl})
+	o, err := governed.Sign(key, governed.Template{IssuedAt: at, Semantic: governed.Semantic{Schema: envelope.SchemaStatus},
+		Payload: st, Purpose: envelope.PurposeStatus, TTL: ttl})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/test/internal/testenv"
-	mq "github.com/torpor-dev/torpor/transport/mqtt"
+	"github.com/torpor-dev/torpor/transport/mqtt/login"
 	"github.com/torpor-dev/torpor/transport/mqtt/mqtttest"
 )
 
@@ -70,8 +70,8 @@ func TestMosquittoACL(t *testing.T) {
 	addr := strings.TrimPrefix(m.URL(), "mqtt://")
 	for name, cp := range map[string]*paho.Connect{
 		"anonymous":          {ClientID: "x", CleanStart: true, KeepAlive: 30},
-		"made-up password":   {ClientID: "x", CleanStart: true, KeepAlive: 30, Username: mq.StaticUser(devB.DID()), UsernameFlag: true, Password: []byte("guess"), PasswordFlag: true},
-		"another's password": {ClientID: "x", CleanStart: true, KeepAlive: 30, Username: mq.StaticUser(devB.DID()), UsernameFlag: true, Password: secret("device-dev-a"), PasswordFlag: true},
+		"made-up password":   {ClientID: "x", CleanStart: true, KeepAlive: 30, Username: login.StaticUser(devB.DID()), UsernameFlag: true, Password: []byte("guess"), PasswordFlag: true},
+		"another's password": {ClientID: "x", CleanStart: true, KeepAlive: 30, Username: login.StaticUser(devB.DID()), UsernameFlag: true, Password: secret("device-dev-a"), PasswordFlag: true},
 	} {
 		if _, err := rawConnect(t, addr, cp); err == nil {
 			t.Errorf("%s: mosquitto admitted it", name)
@@ -89,7 +89,7 @@ func checkForeignSubscription(t *testing.T, addr string, pw []byte, devB did.DID
 	t.Helper()
 	got := make(chan string, 4)
 	b, err := rawConnectWith(t, addr, &paho.Connect{ClientID: "dev-b", CleanStart: true, KeepAlive: 30,
-		Username: mq.StaticUser(devB), UsernameFlag: true, Password: pw, PasswordFlag: true}, func(p paho.PublishReceived) (bool, error) {
+		Username: login.StaticUser(devB), UsernameFlag: true, Password: pw, PasswordFlag: true}, func(p paho.PublishReceived) (bool, error) {
 		got <- p.Packet.Topic
 		return true, nil
 	})
@@ -105,7 +105,7 @@ func checkForeignSubscription(t *testing.T, addr string, pw []byte, devB did.DID
 		t.Fatal(err)
 	}
 	o, err := rawConnect(t, addr, &paho.Connect{ClientID: "op", CleanStart: true, KeepAlive: 30,
-		Username: mq.StaticUser(op), UsernameFlag: true, Password: bytes.TrimSpace(opPw), PasswordFlag: true})
+		Username: login.StaticUser(op), UsernameFlag: true, Password: bytes.TrimSpace(opPw), PasswordFlag: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/torpor-dev/torpor/test/internal/testenv"
 	mq "github.com/torpor-dev/torpor/transport/mqtt"
+	"github.com/torpor-dev/torpor/transport/mqtt/envelope"
 	"github.com/torpor-dev/torpor/transport/mqtt/mqtttest"
 )
 
@@ -36,7 +37,7 @@ func publishRetained(t *testing.T, m *mqtttest.Mosquitto, name string, payload [
 		t.Fatal(err)
 	}
 	_, err = c.Publish(ctxT(t), &paho.Publish{Topic: mq.Topics{Device: name}.Status(), QoS: 1, Retain: true, Payload: payload,
-		Properties: &paho.PublishProperties{ContentType: mq.ContentTypeJSON}})
+		Properties: &paho.PublishProperties{ContentType: envelope.ContentTypeJSON}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +59,7 @@ func TestForgedAndCopiedStatusesAreRefused(t *testing.T) {
 		t.Fatalf("first contact: %v\n%s%s", err, out, stderr)
 	}
 
-	forged := mq.Status{Device: attacker.DID().String(), Name: "dev-a", State: mq.StateAwake, Since: time.Now().UTC()}
+	forged := envelope.Status{Device: attacker.DID().String(), Name: "dev-a", State: envelope.StateAwake, Since: time.Now().UTC()}
 	publishRetained(t, m, "dev-a", signStatus(t, attacker, forged, time.Now(), time.Hour))
 	out, stderr, err := ctl(t, env, "device", "halt", "--wait", "2s", "dev-a")
 	if err == nil || !strings.Contains(stderr, "two DIDs claim the device name dev-a: "+devA.DID().String()) || !strings.Contains(stderr, attacker.DID().String()) {
@@ -70,7 +71,7 @@ func TestForgedAndCopiedStatusesAreRefused(t *testing.T) {
 		t.Errorf("halt on first contact with a forged status: %v\n%s%s", err, out, stderr)
 	}
 
-	copied := mq.Status{Device: devB.DID().String(), Name: "dev-b", State: mq.StateAwake, Since: time.Now().UTC()}
+	copied := envelope.Status{Device: devB.DID().String(), Name: "dev-b", State: envelope.StateAwake, Since: time.Now().UTC()}
 	publishRetained(t, m, "dev-a", signStatus(t, devB, copied, time.Now(), time.Hour))
 	out, stderr, err = ctl(t, fresh, "device", "status", "--wait", "2s", "dev-a")
 	if err == nil || !strings.Contains(stderr, "copied from another device's topic") {
@@ -84,8 +85,8 @@ func TestExpiredStatusIsNotBelieved(t *testing.T) {
 	m := laxBroker(t)
 	op, dev := mustKey(t), mustKey(t)
 	wake := time.Now().Add(-time.Hour).UTC()
-	old := mq.Status{Device: dev.DID().String(), Name: "dev-x", State: mq.StateAsleep, Since: wake.Add(-time.Hour), NextWake: &wake}
-	publishRetained(t, m, "dev-x", signStatus(t, dev, old, wake.Add(-time.Hour), time.Hour+mq.StatusGrace))
+	old := envelope.Status{Device: dev.DID().String(), Name: "dev-x", State: envelope.StateAsleep, Since: wake.Add(-time.Hour), NextWake: &wake}
+	publishRetained(t, m, "dev-x", signStatus(t, dev, old, wake.Add(-time.Hour), time.Hour+envelope.StatusGrace))
 	env := []string{"TORPOR_BROKER=" + m.URL(), "TORPOR_KEY=" + saveKey(t, op), "TORPOR_KNOWN_DEVICES=" + filepath.Join(t.TempDir(), "k")}
 	out, stderr, err := ctl(t, env, "device", "status", "--wait", "1s", "dev-x")
 	if err == nil || !strings.Contains(stderr, "expired") || strings.Contains(out, "asleep") {

@@ -76,7 +76,7 @@ type Config struct {
 }
 
 // DefaultMaxPacketSize is a little over the 64 KiB payload limit of the
-// device protocol (transport/mqtt.MaxPayload): 4 KiB are left for the
+// device protocol (transport/mqtt/envelope.MaxPayload): 4 KiB are left for the
 // fixed header, topic and properties.
 const DefaultMaxPacketSize = 64<<10 + 4<<10
 

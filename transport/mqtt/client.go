@@ -24,6 +24,8 @@ import (
 	"github.com/torpor-dev/torpor/clock"
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/store/mqttsession"
+	"github.com/torpor-dev/torpor/transport/mqtt/envelope"
+	"github.com/torpor-dev/torpor/transport/mqtt/login"
 )
 
 // Defaults of Config.
@@ -72,7 +74,7 @@ type Config struct {
 	// Clock tells the time; nil means clock.Real.
 	Clock clock.Clock
 	// AuthClock dates the token presented to the broker at each
-	// connection (Authenticate); nil means clock.Real. The broker checks
+	// connection (login.Authenticate); nil means clock.Real. The broker checks
 	// it against its own clock, not against the device's schedule.
 	AuthClock clock.Clock
 	// Logger receives operational logs; nil discards.
@@ -288,23 +290,23 @@ func (c *Client) dial(ctx context.Context, cfg autopaho.ClientConfig, u *url.URL
 	return packets.NewThreadSafeConn(conn), nil
 }
 
-// connectPacket authenticates with a fresh token (Authenticate) and adds
+// connectPacket authenticates with a fresh token (login.Authenticate) and adds
 // the will: a retained status "lost", signed now, that the broker
 // publishes if this connection ends without a DISCONNECT (MQTT 5.0
 // Section 3.1.2.5).
 func (c *Client) connectPacket(cp *paho.Connect, _ *url.URL) (*paho.Connect, error) {
-	if err := Authenticate(cp, c.Key(), c.cfg.Broker, clock.Or(c.cfg.AuthClock).Now(), c.cfg.Password); err != nil {
+	if err := login.Authenticate(cp, c.Key(), c.cfg.Broker, clock.Or(c.cfg.AuthClock).Now(), c.cfg.Password); err != nil {
 		return nil, err
 	}
 	if h := c.keyHandover(); h != nil {
-		cp.Properties.User.Add(HandoverProperty, string(h))
+		cp.Properties.User.Add(login.HandoverProperty, string(h))
 	}
-	will, err := c.statusPayload(StateLost, c.clock.Now(), nil)
+	will, err := c.statusPayload(envelope.StateLost, c.clock.Now(), nil)
 	if err != nil {
 		return nil, err
 	}
 	cp.WillMessage = &paho.WillMessage{Topic: c.topics.Status(), QoS: 1, Retain: true, Payload: will}
-	cp.WillProperties = &paho.WillProperties{ContentType: ContentTypeJSON}
+	cp.WillProperties = &paho.WillProperties{ContentType: envelope.ContentTypeJSON}
 	return cp, nil
 }
 
@@ -470,10 +472,6 @@ func (c *Client) ConnectedAt() time.Time {
 	return c.connectedAt
 }
 
-// HandoverProperty is the CONNECT User Property that carries the key
-// handover (broker.HandoverProperty).
-const HandoverProperty = "torpor-key-handover"
-
 // bucketHandover keeps the key handover across restarts.
 var bucketHandover = []byte("mqtt-key-handover")
 
@@ -551,14 +549,14 @@ func (c *Client) Sleep(ctx context.Context, nextWake time.Time) error {
 		t := nextWake.UTC()
 		nw = &t
 	}
-	return c.shutdown(ctx, StateAsleep, nw)
+	return c.shutdown(ctx, envelope.StateAsleep, nw)
 }
 
 // Close is Sleep for a device that stops with no wake planned: the status
 // says stopped.
-func (c *Client) Close(ctx context.Context) error { return c.shutdown(ctx, StateStopped, nil) }
+func (c *Client) Close(ctx context.Context) error { return c.shutdown(ctx, envelope.StateStopped, nil) }
 
-func (c *Client) shutdown(ctx context.Context, s State, nextWake *time.Time) error {
+func (c *Client) shutdown(ctx context.Context, s envelope.State, nextWake *time.Time) error {
 	// A client that has not connected yet (a short wake) connects first:
 	// the broker session must exist, or commands sent while the device
 	// sleeps have no one to wait for.

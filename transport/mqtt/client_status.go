@@ -5,24 +5,26 @@ import (
 	"time"
 
 	"github.com/eclipse/paho.golang/paho"
+
+	"github.com/torpor-dev/torpor/transport/mqtt/envelope"
 )
 
 // statusLoop publishes the status whenever kicked, coalescing kicks that
 // come while a publication is in progress, so a command's completion never
 // waits on the broker's acknowledgement of a status.
 //
-// Every StatusAwakeTTL/2 on Config.Clock it publishes again, so that the
+// Every envelope.StatusAwakeTTL/2 on Config.Clock it publishes again, so that the
 // retained status of a device awake for long never expires.
 func (c *Client) statusLoop() {
 	defer c.wg.Done()
-	refresh := c.clock.NewTimer(StatusAwakeTTL / 2)
+	refresh := c.clock.NewTimer(envelope.StatusAwakeTTL / 2)
 	defer func() { refresh.Stop() }()
 	for {
 		select {
 		case <-c.ctx.Done():
 			return
 		case <-refresh.C():
-			refresh = c.clock.NewTimer(StatusAwakeTTL / 2)
+			refresh = c.clock.NewTimer(envelope.StatusAwakeTTL / 2)
 			c.kickStatus()
 		case <-c.statusKick:
 			ctx, cancel := context.WithTimeout(c.ctx, 10*time.Second)
@@ -55,19 +57,19 @@ func (c *Client) publishAwake(ctx context.Context, qos byte) error {
 	c.mu.Lock()
 	since := c.connectedAt
 	c.mu.Unlock()
-	return c.publishStatus(ctx, StateAwake, since, nil, qos)
+	return c.publishStatus(ctx, envelope.StateAwake, since, nil, qos)
 }
 
 // publishStatus publishes a status. Publications are serialised, and none
 // follows the final one (asleep or offline): the retained message must end
 // on what the device said last.
-func (c *Client) publishStatus(ctx context.Context, s State, since time.Time, nextWake *time.Time, qos byte) error {
+func (c *Client) publishStatus(ctx context.Context, s envelope.State, since time.Time, nextWake *time.Time, qos byte) error {
 	c.statusMu.Lock()
 	defer c.statusMu.Unlock()
 	if c.statusFinal {
 		return nil
 	}
-	if s != StateAwake {
+	if s != envelope.StateAwake {
 		c.statusFinal = true
 	}
 	p, err := c.statusPayload(s, since, nextWake)
@@ -75,12 +77,12 @@ func (c *Client) publishStatus(ctx context.Context, s State, since time.Time, ne
 		return err
 	}
 	_, err = c.cm.Publish(ctx, &paho.Publish{Topic: c.topics.Status(), QoS: qos, Retain: true, Payload: p,
-		Properties: &paho.PublishProperties{ContentType: ContentTypeJSON}})
+		Properties: &paho.PublishProperties{ContentType: envelope.ContentTypeJSON}})
 	return err
 }
 
-func (c *Client) statusPayload(s State, since time.Time, nextWake *time.Time) ([]byte, error) {
-	var st Status
+func (c *Client) statusPayload(s envelope.State, since time.Time, nextWake *time.Time) ([]byte, error) {
+	var st envelope.Status
 	if r, ok := c.cfg.Handler.(StatusReporter); ok {
 		st = r.Status()
 	}
@@ -90,10 +92,10 @@ func (c *Client) statusPayload(s State, since time.Time, nextWake *time.Time) ([
 	if nextWake != nil {
 		st.NextWake = nextWake
 	}
-	if s != StateAwake && s != StateAsleep {
+	if s != envelope.StateAwake && s != envelope.StateAsleep {
 		st.NextWake = nil
 	}
-	o, err := signStatus(key, c.clock.Now(), st)
+	o, err := envelope.SignStatus(key, c.clock.Now(), st)
 	if err != nil {
 		return nil, err
 	}
@@ -102,15 +104,15 @@ func (c *Client) statusPayload(s State, since time.Time, nextWake *time.Time) ([
 
 // PublishEvent publishes e (Device is filled in) on the event topic. It
 // returns an error when the connection is down: events are not queued.
-func (c *Client) PublishEvent(ctx context.Context, e Event) error {
+func (c *Client) PublishEvent(ctx context.Context, e envelope.Event) error {
 	key := c.Key()
 	e.Device = key.DID().String()
-	o, err := signEvent(key, c.clock.Now(), e)
+	o, err := envelope.SignEvent(key, c.clock.Now(), e)
 	if err != nil {
 		return err
 	}
 	b, _ := o.MarshalJSON()
 	_, err = c.cm.Publish(ctx, &paho.Publish{Topic: c.topics.Event(), QoS: 1, Payload: b,
-		Properties: &paho.PublishProperties{ContentType: ContentTypeJSON}})
+		Properties: &paho.PublishProperties{ContentType: envelope.ContentTypeJSON}})
 	return err
 }

@@ -1,18 +1,21 @@
 // Package mqtt is the transport of the operators' management channel to
 // sleeping devices: MQTT 5 (github.com/eclipse/paho.golang, autopaho) with
-// persistent sessions that hold commands while a device sleeps, and the
-// signed envelope of what a device publishes (replies, statuses, events,
-// the will). Client is the device's connection; what a command means, who
-// may send it and how it runs is runtime/manage's, behind Handler.
-// docs/mqtt.md documents the topics and every payload.
+// persistent sessions that hold commands while a device sleeps. Client is
+// the device's connection; what a command means, who may send it and how it
+// runs is runtime/manage's, behind Handler. docs/mqtt.md documents the
+// topics and every payload.
+//
+// Its subpackages: envelope, the signed objects a device publishes (replies,
+// statuses, events, the will) and their payload encoding; login, what a
+// client presents at CONNECT; cborjson, CBOR in the JSON data model.
 //
 // # Persistent sessions
 //
 // The device connects with Clean Start 0 and a Session Expiry Interval
 // longer than its longest sleep (MQTT 5.0 Sections 3.1.2.4, 3.1.2.11.2), as
 // the client id Config.Name, authenticated by a fresh DID Bearer token
-// (Authenticate: user name the DID, password the token, Maximum Packet
-// Size MaxPacketSize), and subscribes again on every connection. The
+// (login.Authenticate: user name the DID, password the token, Maximum
+// Packet Size login.MaxPacketSize), and subscribes again on every connection. The
 // broker keeps the subscription and queues the commands published while
 // the device sleeps; they arrive at its next wake. The client's half of the
 // session (QoS 1 publications not yet acknowledged) and the outbound queue
@@ -49,7 +52,7 @@
 //
 // Every object the device publishes is a Governed Object signed by its DID,
 // so an operator tells a real answer from one the broker made up
-// (VerifyReply, VerifyStatus, VerifyEvent). A reply goes on the device's
+// (manage.VerifyReply, envelope.VerifyStatus, envelope.VerifyEvent). A reply goes on the device's
 // own reply topic with the command id as correlation data: the command's
 // Response Topic is not used, so a command can never make the device
 // publish elsewhere. The status topic holds a retained status: awake on
@@ -57,8 +60,8 @@
 // sleep cleanly (Sleep), offline on a clean shutdown (Close). The will is a
 // retained status lost, signed when the connection was made: the broker
 // publishes it when the connection ends without a DISCONNECT. Close
-// publishes stopped. Statuses expire (statusTTL), and the Verify functions
-// refuse what has.
+// publishes stopped. Statuses expire (envelope.SignStatus), and the Verify
+// functions refuse what has.
 //
 // # Time
 //
@@ -72,7 +75,7 @@
 //
 // # Encoding
 //
-// Payloads are JSON unless the MQTT 5 Content Type says application/cbor.
+// Payloads (package envelope) are JSON unless the MQTT 5 Content Type says application/cbor.
 // CBOR payloads are the same Governed Objects in the JSON data model
 // (RFC 8949 Sections 6.1 and 6.2, with byte strings, tags and non-finite
 // floats refused), so the signature over the RFC 8785 canonical form

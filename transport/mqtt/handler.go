@@ -10,6 +10,7 @@ import (
 
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/governed"
+	"github.com/torpor-dev/torpor/transport/mqtt/envelope"
 )
 
 // Handler decides what becomes of the commands a Client received and
@@ -35,7 +36,7 @@ type Handler interface {
 // StatusReporter is implemented by a Handler that describes the device's
 // state for the retained status topic (mode, window, next wake, halt, ...).
 type StatusReporter interface {
-	Status() Status
+	Status() envelope.Status
 }
 
 // Admission is what an answer after a restart needs to know of an
@@ -49,7 +50,7 @@ type Admission struct {
 }
 
 // Unreadable says why a stored message could not be read as a Governed
-// Object: Reason is ReasonUnsupportedContentType or governed's malformed.
+// Object: Reason is envelope.ReasonUnsupportedContentType or governed's malformed.
 type Unreadable struct {
 	Reason, Detail string
 }
@@ -94,7 +95,7 @@ func (d *Delivery) Complete(tx *bolt.Tx, id string, reply any) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	pkt := publishPacket(d.c.topics.Reply(), payload, contentType(d.CBOR), []byte(id), DefaultReplyTTL)
+	pkt := publishPacket(d.c.topics.Reply(), payload, envelope.ContentType(d.CBOR), []byte(id), envelope.DefaultReplyTTL)
 	if err := d.c.queue.EnqueueTx(tx, pkt); err != nil {
 		return nil, err
 	}
@@ -110,22 +111,24 @@ func (d *Delivery) Answer(ctx context.Context, id string, reply any) error {
 	if err != nil {
 		return err
 	}
-	exp := uint32(DefaultReplyTTL / time.Second)
+	exp := uint32(envelope.DefaultReplyTTL / time.Second)
 	_, err = d.c.cm.Publish(ctx, &paho.Publish{Topic: d.c.topics.Reply(), QoS: 1, Payload: payload,
-		Properties: &paho.PublishProperties{ContentType: contentType(d.CBOR), CorrelationData: []byte(id), MessageExpiry: &exp}})
+		Properties: &paho.PublishProperties{ContentType: envelope.ContentType(d.CBOR), CorrelationData: []byte(id), MessageExpiry: &exp}})
 	return err
 }
 
 // Event publishes e on the event topic (PublishEvent).
-func (d *Delivery) Event(ctx context.Context, e Event) error { return d.c.PublishEvent(ctx, e) }
+func (d *Delivery) Event(ctx context.Context, e envelope.Event) error {
+	return d.c.PublishEvent(ctx, e)
+}
 
 func (d *Delivery) sign(reply any) (obj, payload []byte, err error) {
-	o, err := signDeviceObject(d.Key, d.c.clock.Now(), SchemaReply, PurposeReply, reply, DefaultReplyTTL)
+	o, err := envelope.SignReply(d.Key, d.c.clock.Now(), reply)
 	if err != nil {
 		return nil, nil, err
 	}
 	obj, _ = o.MarshalJSON()
-	payload, err = encodePayload(obj, d.CBOR)
+	payload, err = envelope.EncodePayload(obj, d.CBOR)
 	return obj, payload, err
 }
 

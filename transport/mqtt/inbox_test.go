@@ -13,6 +13,7 @@ import (
 	"github.com/torpor-dev/torpor/did/didtest"
 	"github.com/torpor-dev/torpor/store"
 	"github.com/torpor-dev/torpor/transport/broker"
+	"github.com/torpor-dev/torpor/transport/mqtt/envelope"
 )
 
 // countingHandler answers every message ok at once and records its id.
@@ -68,7 +69,7 @@ func TestInboxRunsStoredCommandsAtStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	// As a previous run left it: stored, acknowledged, not admitted.
-	if _, err := c.storeInbox([]stored{{Payload: j, ContentType: ContentTypeJSON, At: t0}}); err != nil {
+	if _, err := c.storeInbox([]stored{{Payload: j, ContentType: envelope.ContentTypeJSON, At: t0}}); err != nil {
 		t.Fatal(err)
 	}
 	c.cancel()

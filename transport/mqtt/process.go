@@ -8,6 +8,7 @@ import (
 
 	"github.com/torpor-dev/torpor/clock"
 	"github.com/torpor-dev/torpor/governed"
+	"github.com/torpor-dev/torpor/transport/mqtt/envelope"
 )
 
 type evKind uint8
@@ -194,15 +195,15 @@ func (c *Client) receive(msgs []inbound) []*Delivery {
 }
 
 // dropOversized acknowledges and discards the messages whose payload
-// exceeds MaxPayload before anything is written to flash: such a command
+// exceeds envelope.MaxPayload before anything is written to flash: such a command
 // could never be read, and storing it would let anyone who may publish on
 // the command topic fill the device's store. The broker was told the
-// limit (MaxPacketSize in CONNECT) and should never send one.
+// limit (login.MaxPacketSize in CONNECT) and should never send one.
 func (c *Client) dropOversized(msgs []inbound) []inbound {
 	kept := msgs[:0:0]
 	for _, in := range msgs {
-		if len(in.pub.Payload) > MaxPayload {
-			c.log.Warn("command dropped unstored: payload too large", "bytes", len(in.pub.Payload), "max", MaxPayload)
+		if len(in.pub.Payload) > envelope.MaxPayload {
+			c.log.Warn("command dropped unstored: payload too large", "bytes", len(in.pub.Payload), "max", envelope.MaxPayload)
 			ack(in)
 			continue
 		}
@@ -216,13 +217,13 @@ func (c *Client) dropOversized(msgs []inbound) []inbound {
 func (c *Client) parseEntry(e inboxEntry) *Delivery {
 	d := &Delivery{c: c, entry: e.key, Correlation: e.msg.Correlation}
 	ct := e.msg.ContentType
-	asCBOR, err := isCBOR(ct)
+	asCBOR, err := envelope.IsCBOR(ct)
 	if err != nil {
-		d.Err = &Unreadable{ReasonUnsupportedContentType, err.Error()}
+		d.Err = &Unreadable{envelope.ReasonUnsupportedContentType, err.Error()}
 		return d
 	}
 	d.CBOR = asCBOR
-	j, err := decodePayload(ct, e.msg.Payload)
+	j, err := envelope.DecodePayload(ct, e.msg.Payload)
 	if err != nil {
 		d.Err = &Unreadable{governed.ReasonMalformed.String(), err.Error()}
 		return d

@@ -7,7 +7,7 @@ import (
 	"sync"
 
 	"github.com/torpor-dev/torpor/runtime/manage"
-	"github.com/torpor-dev/torpor/transport/mqtt"
+	"github.com/torpor-dev/torpor/transport/mqtt/envelope"
 )
 
 // Device is a recording manage.Device: it records every command it executes
@@ -16,7 +16,7 @@ type Device struct {
 	// Result, when set, decides the answer to a command.
 	Result func(ctx context.Context, c manage.Command) manage.Result
 	// State is what Status reports.
-	State mqtt.Status
+	State envelope.Status
 
 	mu sync.Mutex
 	// mu guards all following fields.
@@ -37,7 +37,7 @@ func (d *Device) Execute(ctx context.Context, c manage.Command) manage.Result {
 }
 
 // Status implements mqtt.StatusReporter.
-func (d *Device) Status() mqtt.Status { return d.State }
+func (d *Device) Status() envelope.Status { return d.State }
 
 // Executed returns the commands executed so far, in order.
 func (d *Device) Executed() []manage.Command {

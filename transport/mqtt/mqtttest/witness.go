@@ -13,7 +13,7 @@ import (
 	"github.com/eclipse/paho.golang/paho"
 
 	"github.com/torpor-dev/torpor/did"
-	"github.com/torpor-dev/torpor/transport/mqtt"
+	"github.com/torpor-dev/torpor/transport/mqtt/login"
 )
 
 // Witness is a second subscriber to a device's command topic. mochi
@@ -51,7 +51,7 @@ func NewWitness(t testing.TB, b Broker, topic string) *Witness {
 	cm, err := autopaho.NewConnection(context.Background(), autopaho.ClientConfig{
 		ServerUrls: []*url.URL{u}, KeepAlive: 30, CleanStartOnInitialConnection: true,
 		ConnectPacketBuilder: func(cp *paho.Connect, _ *url.URL) (*paho.Connect, error) {
-			return cp, mqtt.Authenticate(cp, key, b.URL(), time.Now(), nil)
+			return cp, login.Authenticate(cp, key, b.URL(), time.Now(), nil)
 		},
 		ClientConfig: paho.ClientConfig{ClientID: "witness-" + hex.EncodeToString(id[:]),
 			OnPublishReceived: []func(paho.PublishReceived) (bool, error){w.received}},

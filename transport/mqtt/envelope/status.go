@@ -1,4 +1,4 @@
-package mqtt
+package envelope
 
 import (
 	"encoding/json"
@@ -38,8 +38,8 @@ type Window struct {
 }
 
 // Status is the payload of a status object, the retained message on the
-// status topic. The Client fills Device, Name, State and Since; the rest
-// comes from the Handler when it implements StatusReporter.
+// status topic. The mqtt.Client fills Device, Name, State and Since; the rest
+// comes from the Handler when it implements mqtt.StatusReporter.
 type Status struct {
 	Device string `json:"device"`
 	Name   string `json:"name"`
@@ -113,8 +113,9 @@ const (
 	StatusGrace = 15 * time.Minute
 	// MaxStatusTTL is the lifetime of the statuses that stay true until
 	// the device is heard from again (stopped, offline, lost, asleep with
-	// no wake announced): the longest a broker keeps the session.
-	MaxStatusTTL = DefaultSessionExpiry
+	// no wake announced): the longest a broker keeps the session
+	// (mqtt.DefaultSessionExpiry, the same).
+	MaxStatusTTL = 30 * 24 * time.Hour
 )
 
 // statusTTL is the lifetime of a status s issued at now.
@@ -129,10 +130,13 @@ func statusTTL(s Status, now time.Time) time.Duration {
 	return MaxStatusTTL
 }
 
-func signStatus(key *did.PrivateKey, now time.Time, s Status) (*governed.Object, error) {
+// SignStatus signs s as a status object issued at now, with the lifetime
+// its state calls for (statusTTL).
+func SignStatus(key *did.PrivateKey, now time.Time, s Status) (*governed.Object, error) {
 	return signDeviceObject(key, now, SchemaStatus, PurposeStatus, s, statusTTL(s, now))
 }
 
-func signEvent(key *did.PrivateKey, now time.Time, e Event) (*governed.Object, error) {
+// SignEvent signs e as an event object issued at now.
+func SignEvent(key *did.PrivateKey, now time.Time, e Event) (*governed.Object, error) {
 	return signDeviceObject(key, now, SchemaEvent, PurposeEvent, e, DefaultReplyTTL)
 }

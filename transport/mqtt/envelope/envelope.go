@@ -1,4 +1,4 @@
-package mqtt
+package envelope
 
 import (
 	"encoding/json"
@@ -28,6 +28,11 @@ const (
 
 // DefaultReplyTTL is the lifetime of replies, statuses and events.
 const DefaultReplyTTL = 7 * 24 * time.Hour
+
+// SignReply signs reply as the reply object to a command, issued at now.
+func SignReply(key *did.PrivateKey, now time.Time, reply any) (*governed.Object, error) {
+	return signDeviceObject(key, now, SchemaReply, PurposeReply, reply, DefaultReplyTTL)
+}
 
 func signDeviceObject(key *did.PrivateKey, now time.Time, schema, purpose string, payload any, ttl time.Duration) (*governed.Object, error) {
 	return governed.Sign(key, governed.Template{
@@ -71,7 +76,7 @@ func checkTimes(o *governed.Object, now time.Time) error {
 }
 
 func verifyDeviceObject(contentType string, payload []byte, device did.DID, schema, purpose string, dst any, now time.Time) (*governed.Object, error) {
-	j, err := decodePayload(contentType, payload)
+	j, err := DecodePayload(contentType, payload)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrNotFromDevice, err)
 	}

@@ -1,4 +1,4 @@
-package mqtt
+package envelope
 
 import (
 	"errors"
@@ -19,13 +19,13 @@ const (
 // decodes.
 const MaxPayload = 64 << 10
 
-// errUnsupportedContentType is returned (wrapped) by decodePayload.
+// errUnsupportedContentType is returned (wrapped) by DecodePayload.
 var errUnsupportedContentType = errors.New("unsupported content type")
 
-// isCBOR reports whether the MQTT content type ct selects CBOR. An absent
+// IsCBOR reports whether the MQTT content type ct selects CBOR. An absent
 // content type means JSON; so does application/json with or without
 // parameters. Anything else is an error wrapping errUnsupportedContentType.
-func isCBOR(ct string) (bool, error) {
+func IsCBOR(ct string) (bool, error) {
 	if ct == "" {
 		return false, nil
 	}
@@ -41,29 +41,31 @@ func isCBOR(ct string) (bool, error) {
 	return false, fmt.Errorf("%w %q (want %s or %s)", errUnsupportedContentType, truncate(ct), ContentTypeJSON, ContentTypeCBOR)
 }
 
-// decodePayload returns the JSON text of a payload of content type ct.
+// DecodePayload returns the JSON text of a payload of content type ct.
 // JSON is returned as it is (the Governed Object parser checks it); CBOR is
 // converted to JSON (cborjson.ToJSON).
-func decodePayload(ct string, b []byte) ([]byte, error) {
+func DecodePayload(ct string, b []byte) ([]byte, error) {
 	if len(b) > MaxPayload {
 		return nil, fmt.Errorf("payload of %d bytes exceeds %d", len(b), MaxPayload)
 	}
-	c, err := isCBOR(ct)
+	c, err := IsCBOR(ct)
 	if err != nil || !c {
 		return b, err
 	}
 	return cborjson.ToJSON(b)
 }
 
-// encodePayload returns the JSON text j in the encoding cbor selects.
-func encodePayload(j []byte, asCBOR bool) ([]byte, error) {
+// EncodePayload returns the JSON text j in the encoding cbor selects.
+func EncodePayload(j []byte, asCBOR bool) ([]byte, error) {
 	if !asCBOR {
 		return j, nil
 	}
 	return cborjson.ToCBOR(j)
 }
 
-func contentType(asCBOR bool) string {
+// ContentType is the MQTT content type of a payload encoded as asCBOR
+// selects.
+func ContentType(asCBOR bool) string {
 	if asCBOR {
 		return ContentTypeCBOR
 	}
@@ -80,6 +82,6 @@ func truncate(s string) string {
 // Encode returns the payload and MQTT content type that carry the JSON
 // object j, as CBOR when asCBOR is set.
 func Encode(j []byte, asCBOR bool) (payload []byte, ct string, err error) {
-	payload, err = encodePayload(j, asCBOR)
-	return payload, contentType(asCBOR), err
+	payload, err = EncodePayload(j, asCBOR)
+	return payload, ContentType(asCBOR), err
 }

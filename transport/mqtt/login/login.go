@@ -1,4 +1,11 @@
-package mqtt
+// Package login is what a Torpor MQTT client presents at CONNECT: its DID
+// as the User Name and a fresh DID Bearer token as the Password
+// (Authenticate), or a static password under StaticUser for a broker that
+// cannot check tokens; the Maximum Packet Size it accepts (MaxPacketSize);
+// and the User Property that carries a key handover after a rotation
+// (HandoverProperty). Package transport/mqtt's Client and torporctl both log
+// in this way; transport/broker checks it.
+package login
 
 import (
 	"fmt"
@@ -9,14 +16,15 @@ import (
 
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/transport/bearer"
+	"github.com/torpor-dev/torpor/transport/mqtt/envelope"
 )
 
 // MaxPacketSize is the Maximum Packet Size every Torpor client announces
-// in its CONNECT (MQTT 5.0 Section 3.1.2.11.4): MaxPayload and 4 KiB for
+// in its CONNECT (MQTT 5.0 Section 3.1.2.11.4): envelope.MaxPayload and 4 KiB for
 // the fixed header, topic and properties. The broker must not send a
 // larger packet (it drops it instead); the embedded broker refuses larger
 // ones too (broker.DefaultMaxPacketSize is the same).
-const MaxPacketSize = MaxPayload + 4<<10
+const MaxPacketSize = envelope.MaxPayload + 4<<10
 
 // TokenTTL is the lifetime of the DID Bearer token a client presents as
 // its MQTT password: it is only checked at CONNECT, and a fresh one is
@@ -62,3 +70,7 @@ func Authenticate(cp *paho.Connect, key *did.PrivateKey, brokerURL string, now t
 func StaticUser(d did.DID) string {
 	return strings.TrimPrefix(d.String(), "did:key:")
 }
+
+// HandoverProperty is the CONNECT User Property that carries the key
+// handover (broker.HandoverProperty).
+const HandoverProperty = "torpor-key-handover"
