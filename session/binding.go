@@ -127,3 +127,19 @@ func shortHex(b []byte) string {
 	}
 	return hex.EncodeToString(b)
 }
+
+// NewKeyPackage makes a KeyPackage for key's DID as every Torpor agent
+// does (the basic credential of NewCredential, signed by the DID's key;
+// RFC 9420, Section 10) and returns it wrapped in an MLSMessage (Section
+// 6), the form the relay serves, with the KeyPackage and its private keys.
+func NewKeyPackage(cfg *mls.Config, key *did.PrivateKey) ([]byte, *mls.KeyPackage, *mls.KeyPackagePrivate, error) {
+	kp, priv, err := mls.NewKeyPackage(cfg, NewCredential(key.DID()), key.Ed25519())
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	wire, err := (&mls.MLSMessage{Version: mls.ProtocolMLS10, WireFormat: mls.WireFormatKeyPackage, KeyPackage: kp}).Marshal()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return wire, kp, priv, nil
+}

@@ -142,11 +142,7 @@ func (s *Sessions) LastResort(tx *bolt.Tx) (kp []byte, wrote bool, err error) {
 
 // addLastResort makes a new current last-resort KeyPackage and returns it.
 func (s *Sessions) addLastResort(b *bolt.Bucket, now time.Time) ([]byte, error) {
-	kp, priv, err := mls.NewKeyPackage(s.mlsConfig(), s.credential(), s.cfg.Key.Ed25519())
-	if err != nil {
-		return nil, err
-	}
-	wire, err := (&mls.MLSMessage{Version: mls.ProtocolMLS10, WireFormat: mls.WireFormatKeyPackage, KeyPackage: kp}).Marshal()
+	wire, kp, priv, err := NewKeyPackage(s.mlsConfig(), s.cfg.Key)
 	if err != nil {
 		return nil, err
 	}

@@ -142,11 +142,7 @@ func (s *Sessions) prune(pool *bolt.Bucket, now time.Time, maxTaken int) (int, e
 // addKeyPackage generates one KeyPackage for the agent's credential and
 // stores it with its private keys.
 func (s *Sessions) addKeyPackage(pool *bolt.Bucket) error {
-	kp, priv, err := mls.NewKeyPackage(s.mlsConfig(), s.credential(), s.cfg.Key.Ed25519())
-	if err != nil {
-		return err
-	}
-	wire, err := (&mls.MLSMessage{Version: mls.ProtocolMLS10, WireFormat: mls.WireFormatKeyPackage, KeyPackage: kp}).Marshal()
+	wire, kp, priv, err := NewKeyPackage(s.mlsConfig(), s.cfg.Key)
 	if err != nil {
 		return err
 	}

@@ -18,11 +18,7 @@ import (
 // relay verifies every KeyPackage a device publishes.
 func genuineKP(t *testing.T, key *did.PrivateKey) []byte {
 	t.Helper()
-	kp, _, err := mls.NewKeyPackage(&mls.Config{}, session.NewCredential(key.DID()), key.Ed25519())
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := (&mls.MLSMessage{Version: mls.ProtocolMLS10, WireFormat: mls.WireFormatKeyPackage, KeyPackage: kp}).Marshal()
+	b, _, _, err := session.NewKeyPackage(&mls.Config{}, key)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -325,11 +325,7 @@ func (w *world) state(t *testing.T, c *link.Client, key *did.PrivateKey, mode st
 // way the agent makes them (session's credential, RFC 9420 Section 10).
 func genuineKP(t *testing.T, key *did.PrivateKey) []byte {
 	t.Helper()
-	kp, _, err := mls.NewKeyPackage(&mls.Config{}, session.NewCredential(key.DID()), key.Ed25519())
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := (&mls.MLSMessage{Version: mls.ProtocolMLS10, WireFormat: mls.WireFormatKeyPackage, KeyPackage: kp}).Marshal()
+	b, _, _, err := session.NewKeyPackage(&mls.Config{}, key)
 	if err != nil {
 		t.Fatal(err)
 	}
