@@ -17,7 +17,7 @@ import (
 )
 
 // HandshakeTimeout bounds how long the relay waits for the device's proof
-// after it sent the challenge.
+// after it sent the challenge, in real time (also on a scaled clock).
 const HandshakeTimeout = 10 * time.Second
 
 // DefaultMaxSpentTokens is Server.MaxSpentTokens when that is zero.
@@ -104,7 +104,9 @@ func (c *serverConn) handshake(token string) error {
 		c.ws.Close(websocket.StatusInternalError, "relay error")
 		return err
 	}
-	ctx, cancel := clock.WithTimeout(c.ctx, clock.Or(c.s.Clock), HandshakeTimeout)
+	// A wait for the device to answer: real time, even on a scaled clock
+	// (the clock package's rule for waits on a peer).
+	ctx, cancel := clock.WithTimeout(c.ctx, clock.Unscaled(clock.Or(c.s.Clock)), HandshakeTimeout)
 	defer cancel()
 	if err := c.write(ctx, &wire.Frame{T: wire.FrameChallenge, Challenge: &ch}); err != nil {
 		return err

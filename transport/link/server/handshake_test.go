@@ -11,6 +11,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/torpor-dev/torpor/clock"
 	"github.com/torpor-dev/torpor/clock/clocktest"
 	"github.com/torpor-dev/torpor/did/didtest"
 	"github.com/torpor-dev/torpor/transport/bearer"
@@ -235,5 +236,42 @@ func TestSpentTokensBounded(t *testing.T) {
 	clk.Advance(bearer.DefaultTTL + time.Second)
 	if _, status, body := h.rawDial(t, issue(), wire.Subprotocol); status != http.StatusSwitchingProtocols {
 		t.Errorf("a link after the held tokens expired: %d %s; want the upgrade", status, body)
+	}
+}
+
+// TestHandshakeWaitsInRealTime: the wait for the device's proof is a wait
+// for a peer, so it runs unscaled (the clock package's rule). On a relay
+// whose clock runs 180 times faster, a proof that comes one base second
+// after the challenge (three scaled minutes, past HandshakeTimeout) is
+// still taken; on the scaled clock the wait ended after 55 ms.
+func TestHandshakeWaitsInRealTime(t *testing.T) {
+	h := newHarness(t)
+	base := clocktest.New(time.Now())
+	scaled, err := clock.NewScaled(base, 180)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.srv.Clock = scaled
+	dev := didtest.Key(t, 1)
+	tok, err := bearer.IssueLink(dev, h.http.URL, time.Now(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, status, body := h.rawDial(t, bearer.Authorization(tok), wire.Subprotocol)
+	if conn == nil {
+		t.Fatalf("upgrade: %d %s", status, body)
+	}
+	f, err := readFrame(t, conn)
+	if err != nil || f.Challenge == nil {
+		t.Fatalf("first frame = %+v, %v; want a challenge", f, err)
+	}
+	base.Advance(time.Second)
+	m, err := wire.ProofMessage(*f.Challenge, dev.DID().String(), tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFrame(t, conn, &wire.Frame{T: wire.FrameProof, Proof: dev.Sign(m)})
+	if f, err := readFrame(t, conn); err != nil || f.T == wire.FrameError {
+		t.Errorf("after a proof one base second late: %+v, %v; want the link accepted", f, err)
 	}
 }
