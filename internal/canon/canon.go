@@ -2,8 +2,9 @@
 // form that Governed Objects (draft-chapman-a2a-mls-03 Section 5.3) and DID
 // Bearer token claims are signed over.
 //
-// It wraps github.com/gowebpki/jcs, the library the project's design names,
-// rather than encoding/json: encoding/json escapes <, > and & and U+2028/
+// It wraps internal/jcs (written from RFC 8785; its test compares it with
+// github.com/gowebpki/jcs, the library the project's design names, which
+// links package regexp) rather than encoding/json: encoding/json escapes <, > and & and U+2028/
 // U+2029 where JCS and JavaScript do not, sorts map keys by UTF-8 bytes where
 // JCS sorts by UTF-16 code units (they differ for keys outside the BMP
 // against keys in U+E000–U+FFFF), formats numbers its own way, and decodes a
@@ -17,7 +18,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/gowebpki/jcs"
+	"github.com/torpor-dev/torpor/internal/jcs"
 )
 
 // Transform returns the canonical form of the JSON text b. It returns an
