@@ -68,27 +68,27 @@ func (s *Relay) serveJSONRPC(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := agent.String()
+	// Authenticate before looking the agent up: a caller without a token
+	// gets the same answer for every agent, known, retired or unknown, so
+	// that nobody enumerates the relay's devices (issue 16).
+	caller, err := s.verifier.Verify(r.Header.Get("Authorization"))
+	if err != nil {
+		// Never queued. The reference's asleep middleware answers this
+		// body when a request would be stored without a verified caller
+		// (vector od-015); it is the answer for every agent.
+		s.metrics.enqueue(id, "unauthenticated")
+		answerRequiresAuth(w, authDetail(err))
+		return
+	}
 	st, ok := s.requestState(w, r, id)
 	if !ok {
 		return
 	}
 	now := s.clk.Now()
 	// Decide only; the Retry-After is drawn for the requests answered
-	// asleep, not for every unauthenticated one.
+	// asleep, not for every request.
 	up := s.linkUp(r.Context(), id)
 	rc := schedule(st).Decide(up, now)
-	caller, err := s.verifier.Verify(r.Header.Get("Authorization"))
-	if err != nil {
-		// Never queued. The reference's asleep middleware answers this
-		// body when a request would be stored without a verified caller.
-		s.metrics.enqueue(id, "unauthenticated")
-		if !rc.Accept && rc.Queue {
-			answerRequiresAuth(w, authDetail(err))
-		} else {
-			bearer.WriteUnauthorized(w, err)
-		}
-		return
-	}
 	version, ok := a2aVersion(r.Header.Get("A2A-Version"))
 	if !ok {
 		answer(w, rpcRequest{}, http.StatusBadRequest, -32009, profileAnswer{Error: "version_not_supported", Message: "A2A-Version must be 1.0, or absent for 0.3"}, 0)
@@ -106,6 +106,13 @@ func (s *Relay) serveJSONRPC(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req := parseRequest(body)
+	if req.invalid != nil && !s.cfg.StoreOpaque {
+		// The agent would never take it, asleep or awake: answer what it
+		// answers (runtime/live.go), with id null (JSON-RPC 2.0 Section 5).
+		s.metrics.enqueue(id, "invalid")
+		writeJSON(w, http.StatusOK, a2a.NewError(nil, req.invalid))
+		return
+	}
 	if rc.Accept {
 		if s.forward(w, r, agent, caller, version, body, req) {
 			return
@@ -229,9 +236,9 @@ func (s *Relay) refused(w http.ResponseWriter, id, version string, body []byte, 
 	// A message with nothing the agent takes (plain text, say) would be
 	// dropped at dequeue; awake, the agent answers it at once. Give that
 	// answer (runtime/live.go: HTTP 200, the JSON-RPC error) now.
-	if e := a2a.Refusal(body); e != nil {
+	if req.refusal != nil {
 		s.metrics.enqueue(id, "no_object")
-		writeJSON(w, http.StatusOK, a2a.NewError(req.id, e))
+		writeJSON(w, http.StatusOK, a2a.NewError(req.id, req.refusal))
 		return true
 	}
 	return false

@@ -79,6 +79,14 @@ type Config struct {
 	// Peers, for a relay of a fleet, reaches device links other relays
 	// hold; nil means this relay's links are all there are.
 	Peers Peers
+	// StoreOpaque makes the relay store, and forward live, request bodies
+	// that are not JSON-RPC requests, as the offline-delivery profile's
+	// reference relay does for its generic agents (the conformance
+	// vectors' bodies "one", "{}"). A Torpor device never takes such a
+	// body, so by default the relay refuses it at once with the JSON-RPC
+	// error the device would give (a2a.ParseRequest's), never letting it
+	// take a queue slot until its TTL (issue 16).
+	StoreOpaque bool
 }
 
 // Relay is the relay's HTTP side: the per-agent A2A endpoints, the device
