@@ -209,8 +209,9 @@ func welcomePart() string {
 
 // message returns an A2A v1.0 SendMessage request with id and parts.
 func message(id string, parts ...string) string {
-	return `{"jsonrpc":"2.0","id":` + id + `,"method":"SendMessage","params":{"message":{"messageId":"m-` +
-		strings.Trim(id, `"`) + `","role":"ROLE_USER","parts":[` + strings.Join(parts, ",") + `]}}}`
+	mid, _ := json.Marshal("m-" + id)
+	return `{"jsonrpc":"2.0","id":` + id + `,"method":"SendMessage","params":{"message":{"messageId":` +
+		string(mid) + `,"role":"ROLE_USER","parts":[` + strings.Join(parts, ",") + `]}}}`
 }
 
 // queued returns the bodies queued for dev by sequence number.
