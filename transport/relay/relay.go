@@ -87,22 +87,27 @@ type Config struct {
 	// error the device would give (a2a.ParseRequest's), never letting it
 	// take a queue slot until its TTL (issue 16).
 	StoreOpaque bool
+	// Operators are the DIDs whose DID Bearer tokens may list and purge a
+	// device's queue (operator.go; torpor-relay's --operator and
+	// --operators-file, the broker's operators). None: nobody may.
+	Operators []did.DID
 }
 
 // Relay is the relay's HTTP side: the per-agent A2A endpoints, the device
 // link and the operational endpoints. Create it with New and serve
 // Handler(); run Run for the periodic purge of expired records.
 type Relay struct {
-	cfg      Config
-	clk      clock.Clock
-	rnd      io.Reader
-	log      *slog.Logger
-	verifier *bearer.Verifier
-	link     *server.Server
-	metrics  *metrics
-	limiter  *limiter
-	allow    map[string]bool
-	mux      *http.ServeMux
+	cfg       Config
+	clk       clock.Clock
+	rnd       io.Reader
+	log       *slog.Logger
+	verifier  *bearer.Verifier
+	link      *server.Server
+	metrics   *metrics
+	limiter   *limiter
+	allow     map[string]bool
+	operators map[string]bool
+	mux       *http.ServeMux
 }
 
 // New returns a relay for cfg. It returns an error for a missing store or
@@ -149,6 +154,10 @@ func New(cfg Config) (*Relay, error) {
 		}
 	}
 	s.verifier = &bearer.Verifier{Audience: origin, Clock: cfg.Clock}
+	s.operators = map[string]bool{}
+	for _, d := range cfg.Operators {
+		s.operators[d.String()] = true
+	}
 	s.metrics = newMetrics(s)
 	s.limiter = newLimiter(s.clk, cfg.KeyPackageRate, time.Minute)
 	s.link = &server.Server{
@@ -181,6 +190,8 @@ func (s *Relay) routes() {
 	m.Handle("GET "+wire.Path, s.link)
 	m.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
 	m.HandleFunc("GET /healthz", s.serveHealth)
+	m.HandleFunc("GET "+operatorQueuePath, s.serveQueueList)
+	m.HandleFunc("DELETE "+operatorQueuePath, s.serveQueuePurge)
 	s.mux = m
 }
 
