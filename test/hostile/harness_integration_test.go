@@ -10,6 +10,8 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -72,6 +74,17 @@ func freshKey(t testing.TB) *did.PrivateKey {
 		t.Fatal(err)
 	}
 	return k
+}
+
+// writeKey writes k as a key file (torporctl keygen's format) in a
+// temporary directory of t's and returns its path.
+func writeKey(t testing.TB, k *did.PrivateKey) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "id.key")
+	if err := did.SaveKey(path, k, false); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 // token returns a DID Bearer token of k for the audience aud (the relay's
@@ -279,4 +292,17 @@ func (s *sleeper) send(t testing.TB, sender *did.PrivateKey, body string) answer
 func (s *sleeper) kept(t testing.TB) map[uint64]string {
 	t.Helper()
 	return assertKept(t, s.relay.URL, s.dev, s.before)
+}
+
+// ctl runs the real torporctl with args, in a temporary directory that is
+// also its HOME, and returns its stdout, its stderr and its exit error.
+func ctl(t testing.TB, args ...string) (string, string, error) {
+	t.Helper()
+	cmd := exec.Command(testenv.Binary(t, "torporctl"), args...)
+	cmd.Dir = t.TempDir()
+	cmd.Env = append(cmd.Environ(), "HOME="+cmd.Dir, "TORPOR_KEY=", "TORPOR_RELAY=")
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	return out.String(), errb.String(), err
 }
