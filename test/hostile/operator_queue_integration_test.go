@@ -23,9 +23,8 @@ func TestOperatorPurge(t *testing.T) {
 	}
 	spammed := queued(t, s.relay.URL, s.dev)
 	opKey, malloryKey := writeKey(t, op), writeKey(t, mallory)
-	agent := []string{"--relay", s.relay.URL, "--agent", s.dev.DID().String()}
 	queue := func(sub string, flags ...string) (string, string, error) {
-		return ctl(t, append(append(append([]string{"queue"}, flags...), agent...), sub)...)
+		return ctl(t, append(append([]string{"queue"}, flags...), "--relay", s.relay.URL, "--agent", s.dev.DID().String(), sub)...)
 	}
 	t.Run("a sender cannot purge", func(t *testing.T) {
 		_, stderr, err := queue("purge", "--key", malloryKey, "--all")
@@ -37,13 +36,10 @@ func TestOperatorPurge(t *testing.T) {
 		}
 	})
 	t.Run("a purge names what it purges", func(t *testing.T) {
-		_, stderr, err := queue("purge", "--key", opKey)
-		if err == nil || !strings.Contains(stderr, "purge needs --sender DID or --all") {
+		if _, stderr, err := queue("purge", "--key", opKey); err == nil || !strings.Contains(stderr, "purge needs --sender DID or --all") {
 			t.Errorf("exit %v, stderr %s; want a usage error", err, stderr)
 		}
-		if now := assertKept(t, s.relay.URL, s.dev, spammed); len(now) != len(spammed) {
-			t.Errorf("%d records, want %d", len(now), len(spammed))
-		}
+		assertKept(t, s.relay.URL, s.dev, spammed)
 	})
 	t.Run("an operator lists", func(t *testing.T) {
 		out, stderr, err := queue("list", "--key", opKey, "--sender", mallory.DID().String())

@@ -24,6 +24,10 @@ type rpcRequest struct {
 	// refusal is set for a message submission the agent takes nothing of
 	// (a2a.Body.Refusal).
 	refusal *a2a.RPCError
+	// plaintext is true when every part the agent takes is an unencrypted
+	// Governed Object (a2a.MediaTypeDataObject), which an agent whose card
+	// refuses plaintext (a2a.RefusesPlaintext) would drop.
+	plaintext bool
 }
 
 func parseRequest(body []byte) rpcRequest {
@@ -35,12 +39,19 @@ func parseRequest(body []byte) rpcRequest {
 	if b.Request.ID != nil {
 		r.call, r.id = true, b.Request.ID
 	}
+	plain, other := false, false
 	for _, p := range b.Parts {
 		if isHandshakePart(p) {
 			r.kind = queue.KindHandshake
-			break
+		}
+		switch p.MediaType {
+		case a2a.MediaTypeDataObject:
+			plain = true
+		case a2a.MediaTypeMLSWire, a2a.MediaTypeMLSHandshake:
+			other = true
 		}
 	}
+	r.plaintext = plain && !other
 	return r
 }
 

@@ -95,22 +95,8 @@ func (s *Relay) serveJSONRPC(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	b := s.bounds(id, st)
-	body, err := readBody(w, r, b.MaxMessageSize)
-	if errors.Is(err, errTooLarge) {
-		s.metrics.enqueue(id, "too_large")
-		answerTooLarge(w, b.MaxMessageSize)
-		return
-	}
-	if err != nil {
-		writeJSON(w, http.StatusBadRequest, map[string]any{"error": "bad_request", "message": "reading the request body failed", "queued": false})
-		return
-	}
-	req := parseRequest(body)
-	if req.invalid != nil && !s.cfg.StoreOpaque {
-		// The agent would never take it, asleep or awake: answer what it
-		// answers (runtime/live.go), with id null (JSON-RPC 2.0 Section 5).
-		s.metrics.enqueue(id, "invalid")
-		writeJSON(w, http.StatusOK, a2a.NewError(nil, req.invalid))
+	body, req, ok := s.readRequest(w, r, id, st, b)
+	if !ok {
 		return
 	}
 	if rc.Accept {
@@ -121,6 +107,36 @@ func (s *Relay) serveJSONRPC(w http.ResponseWriter, r *http.Request) {
 		up = false
 	}
 	s.offline(w, r, agent, caller, version, body, req, s.reachability(st, up, now), b, now)
+}
+
+// readRequest reads and classifies the request body, once. It answers,
+// and returns false, when the request ends here: too large, unreadable,
+// or not a request the agent reads.
+func (s *Relay) readRequest(w http.ResponseWriter, r *http.Request, id string, st agents.State, b queue.Bounds) ([]byte, rpcRequest, bool) {
+	body, err := readBody(w, r, b.MaxMessageSize)
+	if errors.Is(err, errTooLarge) {
+		s.metrics.enqueue(id, "too_large")
+		answerTooLarge(w, b.MaxMessageSize)
+		return nil, rpcRequest{}, false
+	}
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, map[string]any{"error": "bad_request", "message": "reading the request body failed", "queued": false})
+		return nil, rpcRequest{}, false
+	}
+	req := parseRequest(body)
+	if req.invalid != nil && !s.cfg.StoreOpaque {
+		// The agent would never take it, asleep or awake: answer what it
+		// answers (runtime/live.go), with id null (JSON-RPC 2.0 Section 5).
+		s.metrics.enqueue(id, "invalid")
+		writeJSON(w, http.StatusOK, a2a.NewError(nil, req.invalid))
+		return nil, rpcRequest{}, false
+	}
+	if req.plaintext && req.refusal == nil && a2a.RefusesPlaintext(st.Card) {
+		// The agent's signed card says it takes no unencrypted object
+		// (a2a.ExtPolicy): it would drop this one when it drains it.
+		req.refusal = a2a.ObjectRejected()
+	}
+	return body, req, true
 }
 
 func authDetail(err error) string {
