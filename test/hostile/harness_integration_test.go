@@ -306,3 +306,30 @@ func ctl(t testing.TB, args ...string) (string, string, error) {
 	err := cmd.Run()
 	return out.String(), errb.String(), err
 }
+
+var publishedRE = regexp.MustCompile(`msg="state published"`)
+
+// startAgent runs the real torpor-agent with the key k against relay r in
+// mode (extra flags after the defaults: comms:* purposes, every object
+// handed to /bin/true) and waits until r logs the state it published.
+func startAgent(t testing.TB, r *relayProc, k *did.PrivateKey, mode string, extra ...string) *testenv.Proc {
+	t.Helper()
+	args := append([]string{"--key", writeKey(t, k), "--data-dir", t.TempDir(), "--relay", r.URL, "--mode", mode,
+		"--name", "hostile", "--purposes", "comms:*", "--handler", "*=exec:/bin/true"}, extra...)
+	p := testenv.Start(t, testenv.Binary(t, "torpor-agent"), args...)
+	r.Wait(t, publishedRE, k.DID().String())
+	return p
+}
+
+// operatorList returns how many records relay r holds for agent, read
+// with torporctl queue list as the operator op (the relay must have been
+// started with --operator op).
+func operatorList(t testing.TB, r *relayProc, op *did.PrivateKey, agent string) int {
+	t.Helper()
+	out, stderr, err := ctl(t, "queue", "--key", writeKey(t, op), "--relay", r.URL, "--agent", agent, "--json", "list")
+	var ans struct{ Messages int }
+	if err != nil || json.Unmarshal([]byte(out), &ans) != nil {
+		t.Fatalf("torporctl queue list: %v\n%s%s", err, out, stderr)
+	}
+	return ans.Messages
+}

@@ -152,3 +152,33 @@ func TestUnknownAgentsAnswerAlike(t *testing.T) {
 	}
 	s.kept(t)
 }
+
+// TestRealAgentAnswersAlike runs two real torpor-agents (without
+// allowPlaintext): one awake, one asleep. An unencrypted Governed Object
+// and a body with a member twice get the same answer from both, the
+// awake agent's own and its relay's for the sleeping one, whose card
+// says it takes no plaintext; nothing is stored for the sleeping agent.
+func TestRealAgentAnswersAlike(t *testing.T) {
+	op := key(t, 9)
+	r := startRelay(t, "--operator", op.DID().String())
+	awake, asleep, alice := key(t, 5), key(t, 6), key(t, 7)
+	startAgent(t, r, awake, "always_on")
+	startAgent(t, r, asleep, "sleep")
+	obj := `{"mediaType":"` + a2a.MediaTypeDataObject + `","data":{"mediaType":"` + a2a.MediaTypeDataObject + `","object":{"id":"o1"}}}`
+	for name, body := range map[string]string{
+		"plaintext object": message(`"p"`, obj),
+		"method twice":     strings.Replace(message(`"d"`, wirePart("x")), `"method":`, `"method":"GetTask","method":`, 1),
+		"not JSON":         `{"jsonrpc":`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			a1 := send(t, r.URL, awake.DID().String(), alice, "1.0", body)
+			a2 := send(t, r.URL, asleep.DID().String(), alice, "1.0", body)
+			if a1.Status != 200 || a2.Status != a1.Status || !bytes.Equal(a1.Body, a2.Body) || a1.json()["error"] == nil {
+				t.Errorf("awake: %s\nasleep: %s\nwant the same 200 JSON-RPC error", a1, a2)
+			}
+			if n := operatorList(t, r, op, asleep.DID().String()); n != 0 {
+				t.Errorf("%d records stored for the sleeping agent", n)
+			}
+		})
+	}
+}
