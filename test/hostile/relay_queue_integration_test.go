@@ -182,3 +182,24 @@ func TestRealAgentAnswersAlike(t *testing.T) {
 		})
 	}
 }
+
+// TestRelayQueuePeerBytes: one DID's large messages, each one the device
+// takes, hold at most --max-bytes-per-peer of the queue (429, kind peer);
+// the next sender is still queued and nothing accepted is lost.
+func TestRelayQueuePeerBytes(t *testing.T) {
+	s := newSleeper(t, 1)
+	mallory, bob := freshKey(t), key(t, 3)
+	big := wirePart(strings.Repeat("m", 150<<10)) // 200 KiB in base64
+	for i, want := range []int{503, 503, 429} {
+		a := s.send(t, mallory, message(`"big-`+string(rune('a'+i))+`"`, big))
+		if a.Status != want || (want == 429 && (a.json()["kind"] != "peer" || a.json()["queued"] != false)) {
+			t.Errorf("mallory's message %d: %s, want %d", i, a, want)
+		}
+	}
+	if a := s.send(t, bob, message(`"bob"`, wirePart("hello"))); a.Status != http.StatusServiceUnavailable || a.json()["queued"] != true {
+		t.Errorf("bob's message: %s, want 503 queued", a)
+	}
+	if now := s.kept(t); len(now) != len(s.before)+3 {
+		t.Errorf("%d records queued, want %d", len(now), len(s.before)+3)
+	}
+}
