@@ -9,7 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"strings"
+	"net/netip"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -49,10 +49,20 @@ type Config struct {
 	// KeyPackageRate is how many KeyPackages one caller may fetch per
 	// minute; zero means 30 (the reference's rate).
 	KeyPackageRate int
-	// TrustForwardedFor makes the KeyPackage rate limit key anonymous
-	// callers on the first X-Forwarded-For address, for a relay behind a
-	// reverse proxy. Off, it keys on the connection's address.
+	// KeyPackageBudget is how many KeyPackages one agent's pool gives out
+	// per KeyPackageBudgetWindow, to all callers together; beyond it the
+	// last-resort KeyPackage is served. Zero means 64 per hour.
+	KeyPackageBudget       int
+	KeyPackageBudgetWindow time.Duration
+	// TrustForwardedFor makes the KeyPackage rate limit per client address
+	// use the right-most X-Forwarded-For address not in TrustedProxies,
+	// for a relay behind a reverse proxy. Off, it keys on the
+	// connection's address.
 	TrustForwardedFor bool
+	// TrustedProxies are the reverse proxies whose X-Forwarded-For
+	// entries are skipped (besides the connection's peer, trusted by
+	// TrustForwardedFor).
+	TrustedProxies []netip.Prefix
 	// LiveTimeout bounds how long a live request waits for the device's
 	// answer; zero means 30 seconds.
 	LiveTimeout time.Duration
@@ -92,9 +102,13 @@ type Relay struct {
 	verifier *bearer.Verifier
 	link     *server.Server
 	metrics  *metrics
-	limiter  *limiter
-	allow    map[string]bool
-	mux      *http.ServeMux
+	limiter  *limiter // KeyPackage fetches per caller DID
+	// ipLimiter is KeyPackage fetches per client address; budget is
+	// KeyPackages from each agent's pool.
+	ipLimiter, budget *limiter
+	budgetSpent       prometheus.Counter
+	allow             map[string]bool
+	mux               *http.ServeMux
 }
 
 // New returns a relay for cfg. It returns an error for a missing store or
@@ -122,6 +136,15 @@ func New(cfg Config) (*Relay, error) {
 	if cfg.KeyPackageRate == 0 {
 		cfg.KeyPackageRate = 30
 	}
+	if cfg.KeyPackageBudget == 0 {
+		cfg.KeyPackageBudget = 64
+	}
+	if cfg.KeyPackageBudgetWindow == 0 {
+		cfg.KeyPackageBudgetWindow = time.Hour
+	}
+	if cfg.KeyPackageRate < 0 || cfg.KeyPackageBudget < 0 || cfg.KeyPackageBudgetWindow < 0 {
+		return nil, errors.New("relay: negative KeyPackage rate, budget or window")
+	}
 	if cfg.LiveTimeout == 0 {
 		cfg.LiveTimeout = 30 * time.Second
 	}
@@ -142,7 +165,7 @@ func New(cfg Config) (*Relay, error) {
 	}
 	s.verifier = &bearer.Verifier{Audience: origin, Clock: cfg.Clock}
 	s.metrics = newMetrics(s)
-	s.limiter = newLimiter(s.clk, cfg.KeyPackageRate, time.Minute)
+	s.newKeyPackageLimits()
 	s.link = &server.Server{
 		Verifier: s.verifier, Queue: cfg.Queue, Agents: (*linkAgents)(s), Clock: cfg.Clock,
 		Logger: base.With("component", "link"), OnAcked: s.metrics.acked,
@@ -288,18 +311,4 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.WriteHeader(status)
 	w.Write(b)
-}
-
-// clientIP returns the caller's address for rate limiting.
-func (s *Relay) clientIP(r *http.Request) string {
-	if s.cfg.TrustForwardedFor {
-		if xff := r.Header.Get("X-Forwarded-For"); xff != "" {
-			return strings.TrimSpace(strings.Split(xff, ",")[0])
-		}
-	}
-	host := r.RemoteAddr
-	if i := strings.LastIndexByte(host, ':'); i >= 0 {
-		host = host[:i]
-	}
-	return strings.Trim(host, "[]")
 }
