@@ -166,6 +166,14 @@ func (h *harness) get(tb testing.TB, path string) resp {
 	return h.do(tb, req)
 }
 
+// admit admits key's agent, as an operator does: it leaves probation.
+func (h *harness) admit(tb testing.TB, key *did.PrivateKey) {
+	tb.Helper()
+	if err := h.states.Admit(context.Background(), key.DID().String()); err != nil {
+		tb.Fatal(err)
+	}
+}
+
 // getKP fetches path, a KeyPackage URL, with a token of a fixed sender
 // (fetches need one).
 func (h *harness) getKP(tb testing.TB, path string) resp {

@@ -125,6 +125,7 @@ func TestPooledJunkNotServed(t *testing.T) {
 func TestPoolFullOfJunkDropped(t *testing.T) {
 	h := newHarness(t, func(c *Config) { c.KeyPackages = kpcheck.Verifier{} })
 	dev := didtest.Key(t, 1)
+	h.admit(t, dev) // a pool larger than probation's
 	c := h.device(t, dev, "always_on", deviceOpts{})
 	st, err := h.states.Get(context.Background(), dev.DID().String())
 	if err != nil {

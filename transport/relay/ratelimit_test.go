@@ -27,6 +27,7 @@ func TestKeyPackageBudget(t *testing.T) {
 		c.KeyPackageRate = 1 << 20 // this test is about the budget, not per-caller rates
 	})
 	dev, alice := didtest.Key(t, 1), didtest.Key(t, 2)
+	h.admit(t, dev) // a pool larger than probation's
 	var pool [][]byte
 	for i := range 20 {
 		pool = append(pool, kp(byte(10+i)))

@@ -89,6 +89,24 @@ type Config struct {
 	// Peers, for a relay of a fleet, reaches device links other relays
 	// hold; nil means this relay's links are all there are.
 	Peers Peers
+	// Probation is what a device not yet admitted may store (without
+	// AllowAgents); zero means DefaultProbation().
+	Probation Probation
+	// Operators may admit devices (POST /operator/agents/{did}/admit).
+	Operators []did.DID
+	// MaxAgents caps the agents with a state: a new device beyond it is
+	// refused (507 relay_full_agents). Zero: no cap.
+	MaxAgents int
+	// MaxStateBytes caps the agents store (agents.db's size): beyond it
+	// no new agent or KeyPackage is stored. Zero: no cap.
+	MaxStateBytes int64
+	// MaxQueueBytes caps the bytes queued for all agents together: beyond
+	// it requests are refused (507 relay_queue_full). Zero: no cap.
+	MaxQueueBytes int64
+	// ForgetAfter is how long an agent's device may stay silent (publish
+	// no state, no link) before the relay forgets the agent: its queue,
+	// KeyPackages and state. Zero: never.
+	ForgetAfter time.Duration
 }
 
 // Relay is the relay's HTTP side: the per-agent A2A endpoints, the device
@@ -107,6 +125,7 @@ type Relay struct {
 	// KeyPackages from each agent's pool.
 	ipLimiter, budget *limiter
 	budgetSpent       prometheus.Counter
+	adm               admission
 	allow             map[string]bool
 	mux               *http.ServeMux
 }
@@ -136,19 +155,13 @@ func New(cfg Config) (*Relay, error) {
 	if cfg.KeyPackageRate == 0 {
 		cfg.KeyPackageRate = 30
 	}
-	if cfg.KeyPackageBudget == 0 {
-		cfg.KeyPackageBudget = 64
-	}
-	if cfg.KeyPackageBudgetWindow == 0 {
-		cfg.KeyPackageBudgetWindow = time.Hour
-	}
-	if cfg.KeyPackageRate < 0 || cfg.KeyPackageBudget < 0 || cfg.KeyPackageBudgetWindow < 0 {
-		return nil, errors.New("relay: negative KeyPackage rate, budget or window")
+	if err := cfg.limitDefaults(); err != nil {
+		return nil, err
 	}
 	if cfg.LiveTimeout == 0 {
 		cfg.LiveTimeout = 30 * time.Second
 	}
-	s := &Relay{cfg: cfg, clk: clock.Or(cfg.Clock), rnd: cfg.Rand, log: cfg.Logger}
+	s := &Relay{cfg: cfg, clk: clock.Or(cfg.Clock), rnd: cfg.Rand, log: cfg.Logger, adm: admission{known: map[string]bool{}}}
 	if s.rnd == nil {
 		s.rnd = rand.Reader
 	}
@@ -196,6 +209,7 @@ func (s *Relay) routes() {
 	m.Handle("GET "+wire.Path, s.link)
 	m.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
 	m.HandleFunc("GET /healthz", s.serveHealth)
+	m.HandleFunc("POST /operator/agents/{did}/admit", s.serveAdmit)
 	s.mux = m
 }
 
@@ -213,7 +227,8 @@ func (s *Relay) Link() *server.Server { return s.link }
 // PurgeInterval is how often Run purges expired records.
 const PurgeInterval = time.Minute
 
-// Run purges expired records every PurgeInterval until ctx ends, then
+// Run purges expired records, and forgets agents silent for longer than
+// Config.ForgetAfter, every PurgeInterval until ctx ends, then
 // closes every device link. It returns nil when ctx ended.
 func (s *Relay) Run(ctx context.Context) error {
 	defer s.link.Close()
@@ -226,6 +241,7 @@ func (s *Relay) Run(ctx context.Context) error {
 			s.log.Info("purged expired records", "records", n)
 			s.metrics.purged.Add(float64(n))
 		}
+		s.forgetSilent(ctx)
 		if err := clock.Sleep(ctx, s.clk, PurgeInterval); err != nil {
 			return nil
 		}
