@@ -52,6 +52,7 @@ type args struct {
 	store                      storeArgs
 	http                       httpLimits
 	keyPackages                keyPackageArgs
+	admission                  admissionArgs
 }
 
 func parseArgs(argv []string, stderr io.Writer) (*args, error) {
@@ -95,6 +96,7 @@ func parseArgs(argv []string, stderr io.Writer) (*args, error) {
 	fs.IntVar(&a.keyPackageRate, "keypackage-rate", 30, "How many KeyPackages one caller DID may fetch per minute (one client address: ten times as many).")
 	a.keyPackages.register(fs)
 	a.http.register(fs)
+	a.admission.register(fs)
 	fs.TextVar(&a.logLevel, "log-level", slog.LevelInfo, "The least important log level printed: debug, info, warn or error.")
 	a.store.register(fs)
 	if err := fs.Parse(argv); err != nil {
@@ -129,6 +131,9 @@ func (a *args) check(rest []string) error {
 		return err
 	}
 	if err := a.keyPackages.validate(a.keyPackageRate); err != nil {
+		return err
+	}
+	if err := a.admission.validate(); err != nil {
 		return err
 	}
 	return a.store.validate()
@@ -185,12 +190,18 @@ func run(ctx context.Context, a *args, log *slog.Logger) error {
 	if public == "" {
 		public = scheme + "://" + ln.Addr().String()
 	}
+	operators, err := a.mqtt.operatorDIDs()
+	if err != nil {
+		ln.Close()
+		return err
+	}
 	r, err := relay.New(relay.Config{
 		PublicURL: public, Queue: st.q, States: st.states, Peers: st.peers(), Bounds: a.bounds, AllowAgents: a.allowAgents,
 		KeyPackageRate: a.keyPackageRate, TrustForwardedFor: a.trustXFF, PerAgentMetrics: a.perAgentMetrics,
 		KeyPackageBudget: a.keyPackages.budget, KeyPackageBudgetWindow: a.keyPackages.budgetWindow, TrustedProxies: a.keyPackages.trustedProxies,
 		CORSOrigins: a.corsOrigins, CardCORSOrigins: a.cardOrigins, MQTTBroker: brokerURL, Clock: clk, Logger: log,
-		KeyPackages: kpcheck.Verifier{},
+		KeyPackages: kpcheck.Verifier{}, Operators: operators, Probation: a.admission.probation, MaxAgents: a.admission.maxAgents,
+		MaxStateBytes: a.admission.maxStateBytes, MaxQueueBytes: a.admission.maxQueueBytes, ForgetAfter: a.admission.forgetAfter,
 	})
 	if err != nil {
 		ln.Close()

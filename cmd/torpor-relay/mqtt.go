@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/transport/broker"
 )
 
@@ -22,7 +21,7 @@ func (m *mqttArgs) register(fs *flag.FlagSet) {
 	fs.StringVar(&m.listen, "mqtt-listen", "127.0.0.1:1883", "The address of the embedded MQTT 5 broker. Every client authenticates with a DID Bearer token (docs/security.md).")
 	fs.StringVar(&m.external, "mqtt-broker", "", "The URL of an external MQTT 5 broker (mqtt://host:port). When set, no embedded broker starts and devices and operators are pointed at this one; see torporctl mqtt acl.")
 	fs.DurationVar(&m.maxExpiry, "mqtt-max-expiry", broker.DefaultMaxMessageExpiry, "How long the embedded broker keeps a message for an offline subscriber. Set it above the longest sleep of any device.")
-	fs.Func("operator", "An operator DID the embedded broker lets publish commands and read every device's statuses and replies (repeat the flag for more).", func(s string) error {
+	fs.Func("operator", "An operator DID: the embedded broker lets it publish commands and read every device's statuses and replies, and the relay lets it admit devices (repeat the flag for more).", func(s string) error {
 		m.operators = append(m.operators, s)
 		return nil
 	})
@@ -37,20 +36,11 @@ func (m *mqttArgs) register(fs *flag.FlagSet) {
 // brokerConfig returns the embedded broker's configuration.
 func (m *mqttArgs) brokerConfig(dataDir string, log *slog.Logger) (broker.Config, error) {
 	cfg := broker.Config{Listen: m.listen, DataDir: dataDir, MaxMessageExpiry: m.maxExpiry, Audiences: m.audiences, Logger: log}
-	for _, s := range m.operators {
-		d, err := did.Parse(s)
-		if err != nil {
-			return cfg, fmt.Errorf("--operator: %w", err)
-		}
-		cfg.Operators = append(cfg.Operators, d)
+	ops, err := m.operatorDIDs()
+	if err != nil {
+		return cfg, err
 	}
-	if m.operatorsFile != "" {
-		ds, err := broker.ReadDIDs(m.operatorsFile)
-		if err != nil {
-			return cfg, fmt.Errorf("--operators-file: %w", err)
-		}
-		cfg.Operators = append(cfg.Operators, ds...)
-	}
+	cfg.Operators = ops
 	if m.devicesFile != "" {
 		devs, err := broker.ReadDevices(m.devicesFile)
 		if err != nil {

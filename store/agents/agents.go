@@ -95,8 +95,8 @@ type Store interface {
 	// relay forgets devices silent for too long.
 	Forget(ctx context.Context, agent string) error
 	// Usage returns how many agents have a state and how many bytes the
-	// store takes (the file's size for Bolt; the bucket's for a shared
-	// store), for the relay's global caps.
+	// store takes (the file's pages in use for Bolt; the bucket's for a
+	// shared store), for the relay's global caps.
 	Usage(ctx context.Context) (Usage, error)
 	// Close releases the store.
 	Close() error

@@ -310,13 +310,14 @@ func (s *Bolt) Forget(_ context.Context, agent string) error {
 	}))
 }
 
-// Usage implements Store: the agents with a state, and the file's size
-// (bbolt does not shrink its file; freed pages are reused).
+// Usage implements Store: the agents with a state, and the bytes of the
+// file in use: its size less its free pages (bbolt does not shrink its
+// file, but reuses freed pages, so forgotten agents make room).
 func (s *Bolt) Usage(context.Context) (Usage, error) {
 	var u Usage
 	err := s.db.View(func(tx *bolt.Tx) error {
 		u.Agents = tx.Bucket(bucketAgents).Stats().KeyN
-		u.Bytes = tx.Size()
+		u.Bytes = tx.Size() - int64(s.db.Stats().FreeAlloc)
 		return nil
 	})
 	return u, store.Err(err)
