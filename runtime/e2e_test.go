@@ -181,14 +181,11 @@ func TestHandedOutKeyPackagesAreReplaced(t *testing.T) {
 }
 
 // takeKeyPackage fetches one KeyPackage of w's agent from the relay,
-// without a token, and returns the status, the wire member and the
+// with a token, and returns the status, the wire member and the
 // lastResort member of the answer.
 func (w *world) takeKeyPackage() (int, string, bool) {
 	w.t.Helper()
-	resp, err := http.Get(w.srv.URL + "/a/" + w.key.DID().String() + "/mls/key-package")
-	if err != nil {
-		w.t.Fatal(err)
-	}
+	resp := getKeyPackage(w.t, w.srv.URL+"/a/"+w.key.DID().String()+"/mls/key-package", w.clock.Now())
 	defer resp.Body.Close()
 	var v struct {
 		Wire       string

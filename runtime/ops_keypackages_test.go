@@ -27,15 +27,12 @@ func (w *cmdWorld) takeKeyPackages() int {
 	w.t.Helper()
 	seen := map[string]bool{}
 	for {
-		resp, err := http.Get(w.srv.URL + "/a/" + w.key.DID().String() + "/mls/key-package")
-		if err != nil {
-			w.t.Fatal(err)
-		}
+		resp := getKeyPackage(w.t, w.srv.URL+"/a/"+w.key.DID().String()+"/mls/key-package", w.clock.Now())
 		var v struct {
 			Wire       string
 			LastResort bool
 		}
-		err = json.NewDecoder(resp.Body).Decode(&v)
+		err := json.NewDecoder(resp.Body).Decode(&v)
 		resp.Body.Close()
 		switch {
 		case resp.StatusCode == http.StatusServiceUnavailable, err == nil && v.LastResort:

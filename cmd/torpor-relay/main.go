@@ -50,6 +50,9 @@ type args struct {
 	logLevel                   slog.Level
 	version                    bool
 	store                      storeArgs
+	http                       httpLimits
+	keyPackages                keyPackageArgs
+	admission                  admissionArgs
 }
 
 func parseArgs(argv []string, stderr io.Writer) (*args, error) {
@@ -90,8 +93,11 @@ func parseArgs(argv []string, stderr io.Writer) (*args, error) {
 		return nil
 	})
 	fs.BoolVar(&a.perAgentMetrics, "per-agent-metrics", false, "Add per-agent series (labelled by DID) to /metrics. Off by default because of their cardinality.")
-	fs.BoolVar(&a.trustXFF, "trust-forwarded-for", false, "Rate-limit anonymous KeyPackage fetches by the X-Forwarded-For address, for a relay behind a reverse proxy.")
-	fs.IntVar(&a.keyPackageRate, "keypackage-rate", 30, "How many KeyPackages one caller may fetch per minute.")
+	fs.BoolVar(&a.trustXFF, "trust-forwarded-for", false, "Rate-limit KeyPackage fetches per client address by the right-most X-Forwarded-For address that is not a --trusted-proxy, for a relay behind a reverse proxy.")
+	fs.IntVar(&a.keyPackageRate, "keypackage-rate", 30, "How many KeyPackages one caller DID may fetch per minute (one client address: ten times as many).")
+	a.keyPackages.register(fs)
+	a.http.register(fs)
+	a.admission.register(fs)
 	fs.TextVar(&a.logLevel, "log-level", slog.LevelInfo, "The least important log level printed: debug, info, warn or error.")
 	a.store.register(fs)
 	if err := fs.Parse(argv); err != nil {
@@ -120,6 +126,15 @@ func (a *args) check(rest []string) error {
 		}
 	}
 	if err := a.bounds.Validate(); err != nil {
+		return err
+	}
+	if err := a.http.validate(); err != nil {
+		return err
+	}
+	if err := a.keyPackages.validate(a.keyPackageRate); err != nil {
+		return err
+	}
+	if err := a.admission.validate(); err != nil {
 		return err
 	}
 	return a.store.validate()
@@ -184,8 +199,10 @@ func run(ctx context.Context, a *args, log *slog.Logger) error {
 	r, err := relay.New(relay.Config{
 		PublicURL: public, Queue: st.q, States: st.states, Peers: st.peers(), Bounds: a.bounds, AllowAgents: a.allowAgents,
 		KeyPackageRate: a.keyPackageRate, TrustForwardedFor: a.trustXFF, PerAgentMetrics: a.perAgentMetrics,
+		KeyPackageBudget: a.keyPackages.budget, KeyPackageBudgetWindow: a.keyPackages.budgetWindow, TrustedProxies: a.keyPackages.trustedProxies,
 		CORSOrigins: a.corsOrigins, CardCORSOrigins: a.cardOrigins, MQTTBroker: brokerURL, Clock: clk, Logger: log,
-		KeyPackages: kpcheck.Verifier{}, Operators: ops,
+		KeyPackages: kpcheck.Verifier{}, Operators: ops, Probation: a.admission.probation, MaxAgents: a.admission.maxAgents,
+		MaxStateBytes: a.admission.maxStateBytes, MaxQueueBytes: a.admission.maxQueueBytes, ForgetAfter: a.admission.forgetAfter,
 	})
 	if err != nil {
 		ln.Close()
@@ -204,7 +221,10 @@ func run(ctx context.Context, a *args, log *slog.Logger) error {
 // both run, and returns when ctx ends (nil) or serving fails, after
 // closing the device links and shutting the HTTP server down.
 func serve(ctx context.Context, a *args, r *relay.Relay, ln net.Listener, started func()) error {
-	srv := &http.Server{Handler: r.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	srv := a.http.server(r.Handler())
+	limited := newConnLimit(ln, a.http.maxConns, a.tlsCert == "")
+	srv.ConnState = limited.connState
+	ln = limited
 	errc := make(chan error, 2)
 	go func() {
 		if a.tlsCert != "" {

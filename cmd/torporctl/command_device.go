@@ -53,6 +53,8 @@ operations:
   config set KEY VALUE            change one (mode, wakeAt)
   reboot                          (--delay)
   watch                           print the device's statuses and events as they come
+  admit DID                       admit a device on its relay (--relay, --key):
+                                  it leaves probation; over HTTP, not MQTT
 
 Exit status: 0 the device answered ok; 1 it answered failed, rejected or
 indeterminate (or an error); 3 no reply within --wait (the command waits for
@@ -105,6 +107,9 @@ func runDevice(ctx context.Context, e *env, fs *flag.FlagSet, args []string) err
 			return exitError{2}
 		}
 		return nil
+	}
+	if args[0] == "admit" {
+		return runDeviceAdmit(ctx, e, args[1:])
 	}
 	if args[0] == "config" && len(args) > 1 && (args[1] == "get" || args[1] == "set") {
 		args = append([]string{"config-" + args[1]}, args[2:]...) // "config get" is config-get

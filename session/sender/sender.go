@@ -5,7 +5,8 @@
 //
 // # Establishing (draft-chapman-a2a-mls-03 Section 6.2)
 //
-// GET <agent>/mls/key-package returns {did, wire}: the sender refuses an
+// GET <agent>/mls/key-package, with a DID Bearer token (a Torpor relay
+// requires one), returns {did, wire}: the sender refuses an
 // answer for another DID and a KeyPackage whose credential is not bound to
 // the expected DID (Section 4.3), creates the group, commits the Add, and
 // POSTs the Welcome and the ratchet tree in a handshake part (Section 7.6)
@@ -117,15 +118,21 @@ func (c *Client) http() *http.Client {
 	return http.DefaultClient
 }
 
-// FetchKeyPackage fetches one KeyPackage of p (draft Section 6.1) and
+// FetchKeyPackage fetches one KeyPackage of p (draft Section 6.1), with a
+// DID Bearer token as the relay requires, and
 // checks that the answer and the KeyPackage's credential name p.DID
 // (session.ErrIdentityMismatch otherwise) and that it verifies and is
 // bound (session.CheckKeyPackage). It returns the KeyPackage's bytes.
 func (c *Client) FetchKeyPackage(ctx context.Context, p Peer) ([]byte, error) {
+	tok, err := bearer.Issue(c.Key, p.URL, clock.Or(c.Clock).Now(), 0)
+	if err != nil {
+		return nil, err
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.URL+"/mls/key-package", nil)
 	if err != nil {
 		return nil, err
 	}
+	req.Header.Set("Authorization", bearer.Authorization(tok))
 	resp, err := c.http().Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("sender: key-package: %w", err)

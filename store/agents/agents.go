@@ -83,6 +83,27 @@ type Store interface {
 	// KeyPackages returns the KeyPackages agent's pool holds, oldest
 	// first (never nil), and its last-resort KeyPackage (nil when none).
 	KeyPackages(ctx context.Context, agent string) (pool [][]byte, lastResort []byte, err error)
+	// Admit records, durably, that an operator admitted agent: it leaves
+	// probation (transport/relay). Admitting twice is no error. The
+	// admission outlives Forget, so a device forgotten for its silence
+	// comes back admitted.
+	Admit(ctx context.Context, agent string) error
+	// Admitted reports whether agent was admitted.
+	Admitted(ctx context.Context, agent string) (bool, error)
+	// Forget removes agent's state, its KeyPackage pool and its
+	// last-resort KeyPackage, durably; an unknown agent is no error. The
+	// relay forgets devices silent for too long.
+	Forget(ctx context.Context, agent string) error
+	// Usage returns how many agents have a state and how many bytes the
+	// store takes (the file's pages in use for Bolt; the bucket's for a
+	// shared store), for the relay's global caps.
+	Usage(ctx context.Context) (Usage, error)
 	// Close releases the store.
 	Close() error
+}
+
+// Usage is what a Store holds in all.
+type Usage struct {
+	Agents int
+	Bytes  int64
 }

@@ -74,6 +74,7 @@ func decodeState(b []byte) (State, error) {
 //	bucket "agents"  <agent DID> -> 0x01 || CBOR stateRecord
 //	bucket "kp"      bucket <agent DID>  <seq: uint64 BE> -> KeyPackage (MLSMessage bytes)
 //	bucket "kp-lr"   <agent DID> -> last-resort KeyPackage (MLSMessage bytes)
+//	bucket "admitted" <agent DID> -> empty: admitted by an operator
 //
 // A KeyPackage of the pool is deleted in the same transaction that reads
 // it, so each is handed out once, also across restarts; Put is one
@@ -88,6 +89,7 @@ var (
 	bucketAgents = []byte("agents")
 	bucketKP     = []byte("kp")
 	bucketLR     = []byte("kp-lr")
+	bucketAdm    = []byte("admitted")
 )
 
 var _ Store = (*Bolt)(nil)
@@ -110,7 +112,7 @@ func OpenBolt(path string, o *store.Options) (*Bolt, error) {
 // NewBolt keeps agent state in db, which the caller closes.
 func NewBolt(db *bolt.DB) (*Bolt, error) {
 	err := db.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bucketAgents, bucketKP, bucketLR} {
+		for _, b := range [][]byte{bucketAgents, bucketKP, bucketLR, bucketAdm} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
@@ -274,4 +276,49 @@ func (s *Bolt) KeyPackages(_ context.Context, agent string) (pool [][]byte, last
 		return nil, nil, store.Err(err)
 	}
 	return pool, lastResort, nil
+}
+
+// Admit implements Store.
+func (s *Bolt) Admit(_ context.Context, agent string) error {
+	return store.Err(s.db.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketAdm).Put([]byte(agent), []byte{})
+	}))
+}
+
+// Admitted implements Store.
+func (s *Bolt) Admitted(_ context.Context, agent string) (bool, error) {
+	ok := false
+	err := s.db.View(func(tx *bolt.Tx) error {
+		ok = tx.Bucket(bucketAdm).Get([]byte(agent)) != nil
+		return nil
+	})
+	return ok, store.Err(err)
+}
+
+// Forget implements Store in one fsync'd transaction.
+func (s *Bolt) Forget(_ context.Context, agent string) error {
+	return store.Err(s.db.Update(func(tx *bolt.Tx) error {
+		if tx.Bucket(bucketKP).Bucket([]byte(agent)) != nil {
+			if err := tx.Bucket(bucketKP).DeleteBucket([]byte(agent)); err != nil {
+				return err
+			}
+		}
+		if err := tx.Bucket(bucketLR).Delete([]byte(agent)); err != nil {
+			return err
+		}
+		return tx.Bucket(bucketAgents).Delete([]byte(agent))
+	}))
+}
+
+// Usage implements Store: the agents with a state, and the bytes of the
+// file in use: its size less its free pages (bbolt does not shrink its
+// file, but reuses freed pages, so forgotten agents make room).
+func (s *Bolt) Usage(context.Context) (Usage, error) {
+	var u Usage
+	err := s.db.View(func(tx *bolt.Tx) error {
+		u.Agents = tx.Bucket(bucketAgents).Stats().KeyN
+		u.Bytes = tx.Size() - int64(s.db.Stats().FreeAlloc)
+		return nil
+	})
+	return u, store.Err(err)
 }

@@ -155,3 +155,48 @@ func (a *Agents) Agents(ctx context.Context) ([]string, error) {
 	}
 	return out, nil
 }
+
+func admittedKey(agent string) string { return "adm." + token(agent) }
+
+// Admit implements agents.Store: the key adm.<agent>, empty.
+func (a *Agents) Admit(ctx context.Context, agent string) error {
+	_, err := a.c.kv.Put(ctx, admittedKey(agent), []byte{})
+	return err
+}
+
+// Admitted implements agents.Store.
+func (a *Agents) Admitted(ctx context.Context, agent string) (bool, error) {
+	_, err := a.c.kv.Get(ctx, admittedKey(agent))
+	if isMissing(err) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// Forget implements agents.Store: the agent record is purged first, so
+// that no relay serves its KeyPackages any more, then the pooled
+// KeyPackages' keys.
+func (a *Agents) Forget(ctx context.Context, agent string) error {
+	r, _, found, err := a.get(ctx, agent)
+	if err != nil || !found {
+		return err
+	}
+	if err := a.c.kv.Purge(ctx, stateKey(agent)); err != nil {
+		return err
+	}
+	a.deleteKPs(ctx, agent, r.Pool)
+	return nil
+}
+
+// Usage implements agents.Store: the agent records and the bucket's bytes.
+func (a *Agents) Usage(ctx context.Context) (agents.Usage, error) {
+	ids, err := a.Agents(ctx)
+	if err != nil {
+		return agents.Usage{}, err
+	}
+	st, err := a.c.kv.Status(ctx)
+	if err != nil {
+		return agents.Usage{}, err
+	}
+	return agents.Usage{Agents: len(ids), Bytes: int64(st.Bytes())}, nil
+}

@@ -11,6 +11,7 @@ import (
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/mls"
 	"github.com/torpor-dev/torpor/session"
+	"github.com/torpor-dev/torpor/transport/bearer"
 )
 
 // genuineKP is an MLSMessage-wrapped KeyPackage of key's DID, made the way
@@ -41,13 +42,20 @@ func TestKeyPackageOnceAcrossRelays(t *testing.T) {
 		Wire       string `json:"wire"`
 		LastResort bool   `json:"lastResort"`
 	}
+	auth := bearer.Authorization(token(t, testKey(t, 8))) // fetches need a token
 	answers := make([]got, fetches)
 	start := make(chan struct{})
 	var wg sync.WaitGroup
 	for i := range fetches {
 		wg.Go(func() {
 			<-start
-			resp, err := client.Get(f.relays[i%3].addr + "/a/" + dev.DID().String() + "/mls/key-package")
+			req, err := http.NewRequest(http.MethodGet, f.relays[i%3].addr+"/a/"+dev.DID().String()+"/mls/key-package", nil)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			req.Header.Set("Authorization", auth)
+			resp, err := client.Do(req)
 			if err != nil {
 				t.Errorf("fetch %d: %v", i, err)
 				return

@@ -265,7 +265,21 @@ func post(t *testing.T, url, authorization, body string) answer {
 // returns its bytes, or nil with the status when there is none.
 func fetchKeyPackage(t *testing.T, relayURL string, agent did.DID) ([]byte, bool, int) {
 	t.Helper()
-	resp, err := http.Get(relayURL + "/a/" + agent.String() + "/mls/key-package")
+	req, err := http.NewRequest(http.MethodGet, relayURL+"/a/"+agent.String()+"/mls/key-package", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Fetches need a DID Bearer token; any caller's will do.
+	caller, err := did.NewKeyFromSeed(bytes.Repeat([]byte{7}, 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := bearer.Issue(caller, relayURL, time.Now(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", bearer.Authorization(tok))
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

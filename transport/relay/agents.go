@@ -32,6 +32,9 @@ func (a *linkAgents) Admit(ctx context.Context, agent did.DID) (wire.Bounds, err
 	if s.allow != nil && !s.allow[agent.String()] {
 		return wire.Bounds{}, errors.New("this relay does not serve agent " + agent.String())
 	}
+	if err := s.admitLink(ctx, agent.String()); err != nil {
+		return wire.Bounds{}, err
+	}
 	return LinkBounds(s.ceiling(agent.String())), nil
 }
 
@@ -60,11 +63,15 @@ func (a *linkAgents) Publish(ctx context.Context, agent did.DID, st wire.State) 
 	if err != nil && !errors.Is(err, agents.ErrUnknownAgent) {
 		return wire.Accepted{}, err
 	}
+	known := err == nil
 	next, err := s.nextState(agent, prev, st)
 	if err != nil {
 		return wire.Accepted{}, err
 	}
 	if err := s.checkKeyPackages(ctx, agent, st); err != nil {
+		return wire.Accepted{}, err
+	}
+	if err := s.checkAdmission(ctx, agent, known, st); err != nil {
 		return wire.Accepted{}, err
 	}
 	if err := s.putState(ctx, agent, next, st); err != nil {
@@ -318,10 +325,15 @@ func checkKeyPackageHeader(kp []byte) error {
 	return nil
 }
 
-// ceiling returns the most the relay allows agent.
+// ceiling returns the most the relay allows agent: its own bounds
+// (Config.AgentBounds), else the relay's, lowered by Config.Probation
+// until the agent is admitted.
 func (s *Relay) ceiling(agent string) queue.Bounds {
 	if b, ok := s.cfg.AgentBounds[agent]; ok {
 		return b
+	}
+	if !s.admitted(context.Background(), agent) {
+		return s.cfg.Probation.lower(s.cfg.Bounds)
 	}
 	return s.cfg.Bounds
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/torpor-dev/torpor/clock/clocktest"
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/did/didtest"
 	"github.com/torpor-dev/torpor/store/agents"
 	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/transport/a2a"
@@ -162,6 +163,33 @@ func (h *harness) post(tb testing.TB, agent did.DID, sender *did.PrivateKey, ver
 func (h *harness) get(tb testing.TB, path string) resp {
 	tb.Helper()
 	req, _ := http.NewRequest("GET", h.srv.URL+path, nil)
+	return h.do(tb, req)
+}
+
+// admit admits key's agent, as an operator does: it leaves probation.
+func (h *harness) admit(tb testing.TB, key *did.PrivateKey) {
+	tb.Helper()
+	if err := h.states.Admit(context.Background(), key.DID().String()); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// getKP fetches path, a KeyPackage URL, with a token of a fixed sender
+// (fetches need one).
+func (h *harness) getKP(tb testing.TB, path string) resp {
+	tb.Helper()
+	return h.getAs(tb, path, didtest.Key(tb, 77))
+}
+
+// getAs gets path with a token of caller.
+func (h *harness) getAs(tb testing.TB, path string, caller *did.PrivateKey) resp {
+	tb.Helper()
+	req, _ := http.NewRequest("GET", h.srv.URL+path, nil)
+	tok, err := bearer.Issue(caller, h.relay.cfg.PublicURL, h.clk.Now(), 0)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	req.Header.Set("Authorization", bearer.Authorization(tok))
 	return h.do(tb, req)
 }
 

@@ -206,7 +206,7 @@ func (s *Relay) offline(w http.ResponseWriter, r *http.Request, agent, caller di
 		answerAsleep(w, req, false, rc.RetryAfter)
 		return
 	}
-	if s.refused(w, id, version, body, req, rc.RetryAfter) {
+	if s.refused(w, id, version, body, req, rc.RetryAfter) || s.relayQueueFull(r.Context(), w, req, id, len(body)) {
 		return
 	}
 	// The commit must not be abandoned because the sender hung up: a

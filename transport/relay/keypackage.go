@@ -4,51 +4,68 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
-	"math"
 	"net/http"
 	"strconv"
-	"sync"
-	"time"
 
-	"github.com/torpor-dev/torpor/clock"
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/store/agents"
+	"github.com/torpor-dev/torpor/transport/bearer"
 )
 
 // serveKeyPackage is GET /a/{did}/mls/key-package (draft-chapman-a2a-mls-03,
 // KeyPackage publication): it hands out one KeyPackage from the pool the
 // device uploaded, removing it durably first, so each is used once (RFC
-// 9420, Section 16.8: KeyPackages are single-use). Callers are rate-limited
-// per token DID when they send a valid DID Bearer token, else per client
-// address. The answer is {"did","wire"} with wire the standard base64 of
-// the MLSMessage-wrapped KeyPackage, as the reference serves it.
+// 9420, Section 16.8: KeyPackages are single-use). The caller must send a
+// valid DID Bearer token (401 otherwise, as for A2A sends); callers are
+// rate-limited per token DID, and per client address (clientIP) at
+// ipRateFactor times that rate. The answer is {"did","wire"} with wire
+// the standard base64 of the MLSMessage-wrapped KeyPackage, as the
+// reference serves it.
 //
-// Once the pool is empty, the agent's last-resort KeyPackage is served
-// instead, to every caller, and kept (RFC 9420, Section 16.8: "An
-// application MAY allow for reuse of a 'last resort' KeyPackage in order
-// to prevent denial-of-service attacks"): the answer then also has
-// "lastResort": true. Anyone can empty the pool, since DIDs cost nothing;
-// the last-resort KeyPackage keeps the sleeping agent reachable until its
-// device next links and refills it.
+// Each agent's pool gives out at most Config.KeyPackageBudget KeyPackages
+// per Config.KeyPackageBudgetWindow, whoever asks: DIDs cost nothing, so
+// per-caller limits alone do not keep made-up callers from emptying it.
+// Beyond the budget, and once the pool is empty, the agent's last-resort
+// KeyPackage is served instead, to every caller, and kept (RFC 9420,
+// Section 16.8: "An application MAY allow for reuse of a 'last resort'
+// KeyPackage in order to prevent denial-of-service attacks"): the answer
+// then also has "lastResort": true. The last-resort KeyPackage keeps the
+// sleeping agent reachable until its device next links and refills the
+// pool.
 func (s *Relay) serveKeyPackage(w http.ResponseWriter, r *http.Request) {
 	agent, ok := agentPath(w, r)
 	if !ok {
 		return
 	}
-	key := "ip:" + s.clientIP(r)
-	if id, err := s.verifier.Verify(r.Header.Get("Authorization")); err == nil {
-		key = "did:" + id.String()
+	if !s.allowFetch(w, "ip:"+s.clientIP(r), s.ipLimiter) {
+		return
 	}
-	if wait, ok := s.limiter.allow(key); !ok {
-		w.Header().Set("Retry-After", strconv.Itoa(wait))
-		writeJSON(w, http.StatusTooManyRequests, map[string]any{"error": "rate_limited", "message": "Too many requests — try again later"})
+	caller, err := s.verifier.Verify(r.Header.Get("Authorization"))
+	if err != nil {
+		bearer.WriteUnauthorized(w, err)
+		return
+	}
+	if !s.allowFetch(w, "did:"+caller.String(), s.limiter) {
 		return
 	}
 	st, ok := s.requestState(w, r, agent.String())
 	if !ok {
 		return
 	}
-	kp, lastResort, err := s.takeValidKeyPackage(r.Context(), agent)
+	var kp []byte
+	lastResort := false
+	if wait, ok := s.budget.allow(agent.String()); ok {
+		kp, lastResort, err = s.takeValidKeyPackage(r.Context(), agent)
+	} else if kp, err = s.validLastResort(r.Context(), agent); errors.Is(err, agents.ErrNoKeyPackage) {
+		s.budgetSpent.Inc()
+		w.Header().Set("Retry-After", strconv.Itoa(wait))
+		writeJSON(w, http.StatusTooManyRequests, map[string]any{"error": "key_package_budget",
+			"message": "this agent's KeyPackages per window are used up and it has no last-resort KeyPackage; try again later"})
+		return
+	} else {
+		lastResort = true
+		s.budgetSpent.Inc()
+	}
 	if errors.Is(err, agents.ErrNoKeyPackage) {
 		// The device refills the pool when it next links.
 		rc := s.reachability(st, s.linkUp(r.Context(), agent.String()), s.clk.Now())
@@ -74,6 +91,38 @@ func (s *Relay) serveKeyPackage(w http.ResponseWriter, r *http.Request) {
 	}{agent.String(), base64.StdEncoding.EncodeToString(kp), lastResort})
 }
 
+// ipRateFactor is how many times the per-caller KeyPackage rate one client
+// address may fetch: a proxy or NAT puts many honest callers behind one.
+const ipRateFactor = 10
+
+// allowFetch takes a token for key from l, or answers 429 and returns
+// false.
+func (s *Relay) allowFetch(w http.ResponseWriter, key string, l *limiter) bool {
+	wait, ok := l.allow(key)
+	if !ok {
+		w.Header().Set("Retry-After", strconv.Itoa(wait))
+		writeJSON(w, http.StatusTooManyRequests, map[string]any{"error": "rate_limited", "message": "Too many requests — try again later"})
+	}
+	return ok
+}
+
+// validLastResort returns agent's last-resort KeyPackage without touching
+// its pool, if it passes its check now; else ErrNoKeyPackage.
+func (s *Relay) validLastResort(ctx context.Context, agent did.DID) ([]byte, error) {
+	_, kp, err := s.cfg.States.KeyPackages(ctx, agent.String())
+	if err != nil {
+		return nil, err
+	}
+	if kp == nil {
+		return nil, agents.ErrNoKeyPackage
+	}
+	if err := s.checkKeyPackage(agent, kp, s.clk.Now()); err != nil {
+		s.log.Warn("the last-resort KeyPackage fails its check", "agent", agent.String(), "err", err)
+		return nil, agents.ErrNoKeyPackage
+	}
+	return kp, nil
+}
+
 // takeValidKeyPackage takes KeyPackages from agent's pool (or its
 // last-resort one) until one passes the check of publication
 // (checkKeyPackage) at this moment, dropping those that fail: ones that
@@ -97,62 +146,4 @@ func (s *Relay) takeValidKeyPackage(ctx context.Context, agent did.DID) ([]byte,
 		}
 	}
 	return nil, false, agents.ErrNoKeyPackage
-}
-
-// limiter is a token bucket per key: rate tokens per per, burst rate.
-type limiter struct {
-	clk  clock.Clock
-	rate float64 // tokens per second
-	max  float64
-
-	mu sync.Mutex
-	// mu guards all following fields.
-	buckets map[string]*bucket
-}
-
-type bucket struct {
-	tokens float64
-	at     time.Time
-}
-
-// maxBuckets bounds the limiter's memory; idle (full) buckets are dropped
-// when it is reached, and as a last resort every bucket.
-const maxBuckets = 10000
-
-func newLimiter(clk clock.Clock, rate int, per time.Duration) *limiter {
-	return &limiter{clk: clk, rate: float64(rate) / per.Seconds(), max: float64(rate), buckets: map[string]*bucket{}}
-}
-
-// allow takes a token for key. When none is left it returns false and the
-// whole seconds until one is.
-func (l *limiter) allow(key string) (int, bool) {
-	now := l.clk.Now()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	b := l.buckets[key]
-	if b == nil {
-		if len(l.buckets) >= maxBuckets {
-			l.pruneLocked(now)
-		}
-		b = &bucket{tokens: l.max, at: now}
-		l.buckets[key] = b
-	}
-	b.tokens = math.Min(l.max, b.tokens+now.Sub(b.at).Seconds()*l.rate)
-	b.at = now
-	if b.tokens < 1 {
-		return int(math.Ceil((1 - b.tokens) / l.rate)), false
-	}
-	b.tokens--
-	return 0, true
-}
-
-func (l *limiter) pruneLocked(now time.Time) {
-	for k, b := range l.buckets {
-		if b.tokens+now.Sub(b.at).Seconds()*l.rate >= l.max {
-			delete(l.buckets, k)
-		}
-	}
-	if len(l.buckets) >= maxBuckets {
-		l.buckets = map[string]*bucket{}
-	}
 }

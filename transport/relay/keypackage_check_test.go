@@ -111,10 +111,10 @@ func TestPooledJunkNotServed(t *testing.T) {
 		t.Fatal(err)
 	}
 	path := "/a/" + dev.DID().String() + "/mls/key-package"
-	if r := h.get(t, path); r.status != 200 || r.json["wire"] != base64.StdEncoding.EncodeToString(g) || r.json["lastResort"] != nil {
+	if r := h.getKP(t, path); r.status != 200 || r.json["wire"] != base64.StdEncoding.EncodeToString(g) || r.json["lastResort"] != nil {
 		t.Errorf("first fetch: %d %s; want the genuine KeyPackage behind the junk", r.status, r.body)
 	}
-	if r := h.get(t, path); r.status != 503 || r.json["error"] != "no_key_package" {
+	if r := h.getKP(t, path); r.status != 503 || r.json["error"] != "no_key_package" {
 		t.Errorf("second fetch, only a junk last resort left: %d %s; want 503 no_key_package", r.status, r.body)
 	}
 }
@@ -125,6 +125,7 @@ func TestPooledJunkNotServed(t *testing.T) {
 func TestPoolFullOfJunkDropped(t *testing.T) {
 	h := newHarness(t, func(c *Config) { c.KeyPackages = kpcheck.Verifier{} })
 	dev := didtest.Key(t, 1)
+	h.admit(t, dev) // a pool larger than probation's
 	c := h.device(t, dev, "always_on", deviceOpts{})
 	st, err := h.states.Get(context.Background(), dev.DID().String())
 	if err != nil {

@@ -22,11 +22,11 @@ func TestLastResortKeyPackage(t *testing.T) {
 	h.publishOffline(t, dev, "sleep", deviceOpts{kps: [][]byte{kp(1)}, lastRes: kp(9)})
 	path := "/a/" + dev.DID().String() + "/mls/key-package"
 	b64 := base64.StdEncoding.EncodeToString
-	if r := h.get(t, path); r.status != 200 || r.json["wire"] != b64(kp(1)) || r.json["lastResort"] != nil {
+	if r := h.getKP(t, path); r.status != 200 || r.json["wire"] != b64(kp(1)) || r.json["lastResort"] != nil {
 		t.Fatalf("first fetch: %d %s, want the pool's KeyPackage without lastResort", r.status, r.body)
 	}
 	for i := range 3 {
-		r := h.get(t, path)
+		r := h.getKP(t, path)
 		if r.status != 200 || r.json["wire"] != b64(kp(9)) || r.json["lastResort"] != true || r.json["did"] != dev.DID().String() {
 			t.Fatalf("fetch %d from the empty pool: %d %s, want the last-resort KeyPackage with \"lastResort\": true", i, r.status, r.body)
 		}
@@ -34,7 +34,7 @@ func TestLastResortKeyPackage(t *testing.T) {
 			t.Errorf("fetch %d: Cache-Control %q, want no-store", i, r.header.Get("Cache-Control"))
 		}
 	}
-	if r := h.get(t, path); r.status != 429 {
+	if r := h.getKP(t, path); r.status != 429 {
 		t.Errorf("fifth fetch at 4 a minute: %d, want 429", r.status)
 	}
 

@@ -9,7 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"strings"
+	"net/netip"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -49,10 +49,20 @@ type Config struct {
 	// KeyPackageRate is how many KeyPackages one caller may fetch per
 	// minute; zero means 30 (the reference's rate).
 	KeyPackageRate int
-	// TrustForwardedFor makes the KeyPackage rate limit key anonymous
-	// callers on the first X-Forwarded-For address, for a relay behind a
-	// reverse proxy. Off, it keys on the connection's address.
+	// KeyPackageBudget is how many KeyPackages one agent's pool gives out
+	// per KeyPackageBudgetWindow, to all callers together; beyond it the
+	// last-resort KeyPackage is served. Zero means 64 per hour.
+	KeyPackageBudget       int
+	KeyPackageBudgetWindow time.Duration
+	// TrustForwardedFor makes the KeyPackage rate limit per client address
+	// use the right-most X-Forwarded-For address not in TrustedProxies,
+	// for a relay behind a reverse proxy. Off, it keys on the
+	// connection's address.
 	TrustForwardedFor bool
+	// TrustedProxies are the reverse proxies whose X-Forwarded-For
+	// entries are skipped (besides the connection's peer, trusted by
+	// TrustForwardedFor).
+	TrustedProxies []netip.Prefix
 	// LiveTimeout bounds how long a live request waits for the device's
 	// answer; zero means 30 seconds.
 	LiveTimeout time.Duration
@@ -85,29 +95,51 @@ type Config struct {
 	// vectors' bodies "one", "{}"). A Torpor device never takes such a
 	// body, so by default the relay refuses it at once with the JSON-RPC
 	// error the device would give (a2a.ParseRequest's), never letting it
-	// take a queue slot until its TTL (issue 16).
+	// take a queue slot until its TTL.
 	StoreOpaque bool
 	// Operators are the DIDs whose DID Bearer tokens may list and purge a
-	// device's queue (operator.go; torpor-relay's --operator and
-	// --operators-file, the broker's operators). None: nobody may.
+	// device's queue (operator.go) and admit devices (admission.go):
+	// torpor-relay's --operator and --operators-file, the broker's
+	// operators. None: nobody may.
 	Operators []did.DID
+	// Probation is what a device not yet admitted may store (without
+	// AllowAgents); zero means DefaultProbation().
+	Probation Probation
+	// MaxAgents caps the agents with a state: a new device beyond it is
+	// refused (507 relay_full_agents). Zero: no cap.
+	MaxAgents int
+	// MaxStateBytes caps the agents store (agents.db's size): beyond it
+	// no new agent or KeyPackage is stored. Zero: no cap.
+	MaxStateBytes int64
+	// MaxQueueBytes caps the bytes queued for all agents together: beyond
+	// it requests are refused (507 relay_queue_full). Zero: no cap.
+	MaxQueueBytes int64
+	// ForgetAfter is how long an agent's device may stay silent (publish
+	// no state, no link) before the relay forgets the agent: its queue,
+	// KeyPackages and state. Zero: never.
+	ForgetAfter time.Duration
 }
 
 // Relay is the relay's HTTP side: the per-agent A2A endpoints, the device
 // link and the operational endpoints. Create it with New and serve
 // Handler(); run Run for the periodic purge of expired records.
 type Relay struct {
-	cfg       Config
-	clk       clock.Clock
-	rnd       io.Reader
-	log       *slog.Logger
-	verifier  *bearer.Verifier
-	link      *server.Server
-	metrics   *metrics
-	limiter   *limiter
-	allow     map[string]bool
-	operators map[string]bool
-	mux       *http.ServeMux
+	cfg      Config
+	clk      clock.Clock
+	rnd      io.Reader
+	log      *slog.Logger
+	verifier *bearer.Verifier
+	link     *server.Server
+	metrics  *metrics
+	limiter  *limiter // KeyPackage fetches per caller DID
+	// ipLimiter is KeyPackage fetches per client address; budget is
+	// KeyPackages from each agent's pool.
+	ipLimiter, budget *limiter
+	budgetSpent       prometheus.Counter
+	adm               admission
+	operators         map[string]bool
+	allow             map[string]bool
+	mux               *http.ServeMux
 }
 
 // New returns a relay for cfg. It returns an error for a missing store or
@@ -135,10 +167,13 @@ func New(cfg Config) (*Relay, error) {
 	if cfg.KeyPackageRate == 0 {
 		cfg.KeyPackageRate = 30
 	}
+	if err := cfg.limitDefaults(); err != nil {
+		return nil, err
+	}
 	if cfg.LiveTimeout == 0 {
 		cfg.LiveTimeout = 30 * time.Second
 	}
-	s := &Relay{cfg: cfg, clk: clock.Or(cfg.Clock), rnd: cfg.Rand, log: cfg.Logger}
+	s := &Relay{cfg: cfg, clk: clock.Or(cfg.Clock), rnd: cfg.Rand, log: cfg.Logger, adm: admission{known: map[string]bool{}}}
 	if s.rnd == nil {
 		s.rnd = rand.Reader
 	}
@@ -159,7 +194,7 @@ func New(cfg Config) (*Relay, error) {
 		s.operators[d.String()] = true
 	}
 	s.metrics = newMetrics(s)
-	s.limiter = newLimiter(s.clk, cfg.KeyPackageRate, time.Minute)
+	s.newKeyPackageLimits()
 	s.link = &server.Server{
 		Verifier: s.verifier, Queue: cfg.Queue, Agents: (*linkAgents)(s), Clock: cfg.Clock,
 		Logger: base.With("component", "link"), OnAcked: s.metrics.acked,
@@ -192,6 +227,7 @@ func (s *Relay) routes() {
 	m.HandleFunc("GET /healthz", s.serveHealth)
 	m.HandleFunc("GET "+operatorQueuePath, s.serveQueueList)
 	m.HandleFunc("DELETE "+operatorQueuePath, s.serveQueuePurge)
+	m.HandleFunc("POST /operator/agents/{did}/admit", s.serveAdmit)
 	s.mux = m
 }
 
@@ -209,7 +245,8 @@ func (s *Relay) Link() *server.Server { return s.link }
 // PurgeInterval is how often Run purges expired records.
 const PurgeInterval = time.Minute
 
-// Run purges expired records every PurgeInterval until ctx ends, then
+// Run purges expired records, and forgets agents silent for longer than
+// Config.ForgetAfter, every PurgeInterval until ctx ends, then
 // closes every device link. It returns nil when ctx ended.
 func (s *Relay) Run(ctx context.Context) error {
 	defer s.link.Close()
@@ -222,6 +259,7 @@ func (s *Relay) Run(ctx context.Context) error {
 			s.log.Info("purged expired records", "records", n)
 			s.metrics.purged.Add(float64(n))
 		}
+		s.forgetSilent(ctx)
 		if err := clock.Sleep(ctx, s.clk, PurgeInterval); err != nil {
 			return nil
 		}
@@ -307,18 +345,4 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.WriteHeader(status)
 	w.Write(b)
-}
-
-// clientIP returns the caller's address for rate limiting.
-func (s *Relay) clientIP(r *http.Request) string {
-	if s.cfg.TrustForwardedFor {
-		if xff := r.Header.Get("X-Forwarded-For"); xff != "" {
-			return strings.TrimSpace(strings.Split(xff, ",")[0])
-		}
-	}
-	host := r.RemoteAddr
-	if i := strings.LastIndexByte(host, ':'); i >= 0 {
-		host = host[:i]
-	}
-	return strings.Trim(host, "[]")
 }

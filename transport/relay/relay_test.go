@@ -385,7 +385,7 @@ func TestKeyPackagesHandedOutOnce(t *testing.T) {
 	path := "/a/" + dev.DID().String() + "/mls/key-package"
 	var got []string
 	for range 2 {
-		r := h.get(t, path)
+		r := h.getKP(t, path)
 		if r.status != 200 || r.json["did"] != dev.DID().String() {
 			t.Fatalf("key package: %d %s", r.status, r.body)
 		}
@@ -395,7 +395,7 @@ func TestKeyPackagesHandedOutOnce(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("wires (-want +got):\n%s", diff)
 	}
-	r := h.get(t, path)
+	r := h.getKP(t, path)
 	if r.status != 503 || r.json["error"] != "no_key_package" {
 		t.Errorf("empty pool: %d %s", r.status, r.body)
 	}
@@ -430,41 +430,42 @@ func TestStateOKNamesHeldKeyPackages(t *testing.T) {
 	if got, want := sorted(held()...), sorted(wire.KeyPackageDigest(kp(1)), wire.KeyPackageDigest(kp(2))); !cmp.Equal(got, want) {
 		t.Errorf("held %x, want %x", got, want)
 	}
-	if r := h.get(t, "/a/"+dev.DID().String()+"/mls/key-package"); r.status != 200 {
+	if r := h.getKP(t, "/a/"+dev.DID().String()+"/mls/key-package"); r.status != 200 {
 		t.Fatalf("key package: %d %s", r.status, r.body)
 	}
 	if got := held(); len(got) != 1 || !bytes.Equal(got[0], wire.KeyPackageDigest(kp(2))) {
 		t.Errorf("after one was handed out: held %x, want kp(2)'s digest only", got)
 	}
-	h.get(t, "/a/"+dev.DID().String()+"/mls/key-package")
+	h.getKP(t, "/a/"+dev.DID().String()+"/mls/key-package")
 	if got := held(); got == nil || len(got) != 0 {
 		t.Errorf("empty pool: held %x, want an empty, non-nil list", got)
 	}
 }
 
+// TestKeyPackageRateLimit: a fetch needs a DID Bearer token; each caller
+// DID has its own bucket.
 func TestKeyPackageRateLimit(t *testing.T) {
 	h := newHarness(t, func(c *Config) { c.KeyPackageRate = 2 })
-	dev, alice := didtest.Key(t, 1), didtest.Key(t, 2)
+	dev, alice, bob := didtest.Key(t, 1), didtest.Key(t, 2), didtest.Key(t, 3)
 	h.publishOffline(t, dev, "sleep", deviceOpts{kps: [][]byte{kp(1), kp(2), kp(3), kp(4), kp(5)}})
 	path := "/a/" + dev.DID().String() + "/mls/key-package"
+	if r := h.get(t, path); r.status != 401 || r.header.Get("WWW-Authenticate") == "" {
+		t.Errorf("fetch without a token: %d %s, want 401 with a challenge", r.status, r.body)
+	}
 	for i, want := range []int{200, 200, 429} {
-		if r := h.get(t, path); r.status != want {
-			t.Errorf("anonymous fetch %d: %d, want %d", i, r.status, want)
+		if r := h.getAs(t, path, alice); r.status != want {
+			t.Errorf("alice's fetch %d: %d, want %d", i, r.status, want)
 		}
 	}
-	// A caller with a token has its own bucket, keyed on its DID.
-	tok, _ := issueToken(alice, h.relay.cfg.PublicURL, h)
-	req, _ := http.NewRequest("GET", h.srv.URL+path, nil)
-	req.Header.Set("Authorization", "Bearer "+tok)
-	if r := h.do(t, req); r.status != 200 {
-		t.Errorf("token caller: %d", r.status)
+	if r := h.getAs(t, path, bob); r.status != 200 {
+		t.Errorf("bob, another DID: %d, want 200 (his own bucket)", r.status)
 	}
-	r := h.get(t, path)
-	if r.status != 429 || r.header.Get("Retry-After") == "" {
-		t.Errorf("still limited: %d, Retry-After %q", r.status, r.header.Get("Retry-After"))
+	r := h.getAs(t, path, alice)
+	if r.status != 429 || r.header.Get("Retry-After") == "" || r.json["error"] != "rate_limited" {
+		t.Errorf("alice still limited: %d %s, Retry-After %q", r.status, r.body, r.header.Get("Retry-After"))
 	}
 	h.clk.Advance(30 * time.Second) // one token back at 2 per minute
-	if r := h.get(t, path); r.status != 200 {
+	if r := h.getAs(t, path, alice); r.status != 200 {
 		t.Errorf("after 30 s: %d", r.status)
 	}
 }

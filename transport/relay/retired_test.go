@@ -60,7 +60,7 @@ func TestRetiredAgentIsGone(t *testing.T) {
 	if n := len(h.queued(t, old.DID())); n != 0 {
 		t.Errorf("%d records queued for a retired agent", n)
 	}
-	if r := h.get(t, "/a/"+old.DID().String()+"/mls/key-package"); r.status != http.StatusGone || r.json["successor"] != next.DID().String() {
+	if r := h.getKP(t, "/a/"+old.DID().String()+"/mls/key-package"); r.status != http.StatusGone || r.json["successor"] != next.DID().String() {
 		t.Errorf("KeyPackage of a retired agent: %d %s; want 410 naming the successor", r.status, r.body)
 	}
 	if _, err := c.Publish(ctx, h.state(t, old, c.Hello(), "sleep", deviceOpts{})); err != nil {

@@ -36,6 +36,7 @@ func TestRetryAfterStaysInPublishedWindow(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			h := newHarness(t, func(c *Config) { c.Rand = rand.NewChaCha8([32]byte{byte(i)}) })
 			dev, alice := didtest.Key(t, 1), didtest.Key(t, 2)
+			h.admit(t, dev) // more than probation's 5 messages per sender
 			o := deviceOpts{window: tt.window}
 			c := h.device(t, dev, tt.mode, o)
 			st := h.state(t, dev, c.Hello(), tt.mode, o)

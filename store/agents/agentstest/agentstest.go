@@ -35,6 +35,8 @@ func Run(t *testing.T, newOpener func(t *testing.T) Opener) {
 		{"TakeHandsEachOutOnce", takeHandsEachOutOnce},
 		{"PoolFullStoresNothing", poolFullStoresNothing},
 		{"DropKeyPackages", dropKeyPackages},
+		{"AdmitSurvivesForget", admitSurvivesForget},
+		{"ForgetRemovesAll", forgetRemovesAll},
 	}
 	for _, c := range checks {
 		t.Run(c.name, func(t *testing.T) { c.check(t, newOpener(t)) })
@@ -213,5 +215,81 @@ func dropKeyPackages(t *testing.T, open Opener) {
 	}
 	if st, err := s.Get(ctx, agent); err != nil || st.Mode != wake.Sleep {
 		t.Errorf("state after drops = %v, %v; want sleep", st.Mode, err)
+	}
+}
+
+// admitSurvivesForget: an admission is durable (a store opened again
+// knows it), idempotent, per agent, and outlives Forget.
+func admitSurvivesForget(t *testing.T, open Opener) {
+	ctx := context.Background()
+	s := open(t)
+	if ok, err := s.Admitted(ctx, "did:key:zA"); err != nil || ok {
+		t.Fatalf("Admitted before Admit = %v, %v; want false", ok, err)
+	}
+	for range 2 {
+		if err := s.Admit(ctx, "did:key:zA"); err != nil {
+			t.Fatalf("Admit = %v", err)
+		}
+	}
+	if err := s.Put(ctx, "did:key:zA", agents.State{Mode: wake.Sleep}, [][]byte{KP(1)}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Forget(ctx, "did:key:zA"); err != nil {
+		t.Fatal(err)
+	}
+	s.Close() // a Bolt file is opened by one store at a time
+	s2 := open(t)
+	defer s2.Close()
+	if ok, err := s2.Admitted(ctx, "did:key:zA"); err != nil || !ok {
+		t.Errorf("Admitted after Forget, reopened = %v, %v; want true", ok, err)
+	}
+	if ok, err := s2.Admitted(ctx, "did:key:zB"); err != nil || ok {
+		t.Errorf("Admitted of another agent = %v, %v; want false", ok, err)
+	}
+}
+
+// forgetRemovesAll: Forget removes the state, the pool and the last-resort
+// KeyPackage of one agent, durably, and nothing of another; Usage counts
+// the agents with a state; forgetting an unknown agent is no error.
+func forgetRemovesAll(t *testing.T, open Opener) {
+	ctx := context.Background()
+	s := open(t)
+	for _, a := range []string{"did:key:zA", "did:key:zB"} {
+		if err := s.Put(ctx, a, agents.State{Mode: wake.Sleep}, [][]byte{KP(1), KP(2)}, KP(9)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if u, err := s.Usage(ctx); err != nil || u.Agents != 2 || u.Bytes <= 0 {
+		t.Fatalf("Usage = %+v, %v; want 2 agents and some bytes", u, err)
+	}
+	if err := s.Forget(ctx, "did:key:zA"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Forget(ctx, "did:key:zUnknown"); err != nil {
+		t.Errorf("Forget of an unknown agent = %v", err)
+	}
+	s.Close() // a Bolt file is opened by one store at a time
+	s2 := open(t)
+	defer s2.Close()
+	if _, err := s2.Get(ctx, "did:key:zA"); !errors.Is(err, agents.ErrUnknownAgent) {
+		t.Errorf("Get after Forget = %v, want agents.ErrUnknownAgent", err)
+	}
+	if pool, lr, err := s2.KeyPackages(ctx, "did:key:zA"); err != nil || len(pool) != 0 || lr != nil {
+		t.Errorf("KeyPackages after Forget = %d, %x, %v; want none", len(pool), lr, err)
+	}
+	if _, _, err := s2.TakeKeyPackage(ctx, "did:key:zA"); !errors.Is(err, agents.ErrNoKeyPackage) {
+		t.Errorf("TakeKeyPackage after Forget = %v, want agents.ErrNoKeyPackage", err)
+	}
+	if pool, lr, err := s2.KeyPackages(ctx, "did:key:zB"); err != nil || len(pool) != 2 || lr == nil {
+		t.Errorf("the other agent's KeyPackages = %d, %x, %v; want 2 and its last-resort one", len(pool), lr, err)
+	}
+	if u, err := s2.Usage(ctx); err != nil || u.Agents != 1 {
+		t.Errorf("Usage after Forget = %+v, %v; want 1 agent", u, err)
+	}
+	if err := s2.Put(ctx, "did:key:zA", agents.State{Mode: wake.Sleep}, [][]byte{KP(3)}, nil); err != nil {
+		t.Fatalf("Put after Forget = %v", err)
+	}
+	if pool, lr, err := s2.KeyPackages(ctx, "did:key:zA"); err != nil || len(pool) != 1 || lr != nil {
+		t.Errorf("KeyPackages of the agent back after Forget = %d, %x, %v; want only the new one", len(pool), lr, err)
 	}
 }

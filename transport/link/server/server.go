@@ -45,10 +45,21 @@ type Queue interface {
 	Ack(ctx context.Context, agent string, seqs []uint64) error
 }
 
+// Refusal is an Admit error answered with its own status and error code
+// (other errors: 403 agent_not_admitted), such as a cap the relay has
+// reached.
+type Refusal struct {
+	Status        int
+	Code, Message string
+}
+
+func (r *Refusal) Error() string { return r.Code + ": " + r.Message }
+
 // Agents is the relay's per-agent state as the link sees it.
 type Agents interface {
 	// Admit decides whether agent may link and returns the ceiling bounds
-	// announced in the hello frame. An error refuses the link (403).
+	// announced in the hello frame. An error refuses the link (403, or a
+	// *Refusal's status).
 	Admit(ctx context.Context, agent did.DID) (wire.Bounds, error)
 	// Publish stores a state the device published and returns the bounds
 	// now in force and the KeyPackages held for the agent. An error is sent
@@ -148,6 +159,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ceiling, err := s.Agents.Admit(r.Context(), agent)
+	var ref *Refusal
+	if errors.As(err, &ref) {
+		writeJSONError(w, ref.Status, ref.Code, ref.Message)
+		return
+	}
 	if err != nil {
 		writeJSONError(w, http.StatusForbidden, "agent_not_admitted", err.Error())
 		return

@@ -1,0 +1,48 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"time"
+
+	"github.com/torpor-dev/torpor/transport/relay"
+)
+
+// admissionArgs are the flags of device admission and the relay's global
+// caps.
+type admissionArgs struct {
+	probation                    relay.Probation
+	maxAgents                    int
+	maxStateBytes, maxQueueBytes int64
+	forgetAfter                  time.Duration
+}
+
+func (a *admissionArgs) register(fs *flag.FlagSet) {
+	a.probation = relay.DefaultProbation()
+	p := &a.probation
+	fs.IntVar(&p.Bounds.MaxMessages, "probation-max-messages", p.Bounds.MaxMessages, "The most queued messages of a device not yet admitted (without --allow-agent); its other queue bounds are lowered with it: 5 per sender, 64 KiB a message, a handshake reserve of 4 and 64 KiB.")
+	fs.Int64Var(&p.Bounds.MaxBytes, "probation-max-bytes", p.Bounds.MaxBytes, "The most queued body bytes of a device not yet admitted.")
+	fs.IntVar(&p.KeyPackages, "probation-key-packages", p.KeyPackages, "The most KeyPackages a device not yet admitted may pool.")
+	fs.IntVar(&p.StateBytes, "probation-state-bytes", p.StateBytes, "The most bytes of card and pulse a device not yet admitted may publish.")
+	fs.IntVar(&a.maxAgents, "max-agents", 10000, "The most agents the relay keeps a state for; a new device beyond it is refused (507 relay_full_agents). 0: no cap.")
+	fs.Int64Var(&a.maxStateBytes, "max-state-bytes", 1<<30, "The most bytes of agents.db in use (or of the JetStream agents bucket); beyond it no new agent or KeyPackage is stored. 0: no cap.")
+	fs.Int64Var(&a.maxQueueBytes, "max-queue-bytes", 2<<30, "The most body bytes queued for all agents together; beyond it requests are refused (507 relay_queue_full). 0: no cap.")
+	fs.DurationVar(&a.forgetAfter, "forget-after", 30*24*time.Hour, "Forget an agent whose device has published no state for this long and is not linked: its queue, KeyPackages and state (its admission is kept). Set it above the longest sleep of any device. 0: never.")
+}
+
+func (a *admissionArgs) validate() error {
+	if a.probation.Bounds.MaxPerPeer > a.probation.Bounds.MaxMessages {
+		a.probation.Bounds.MaxPerPeer = a.probation.Bounds.MaxMessages
+	}
+	if a.probation.Bounds.MaxMessageSize > a.probation.Bounds.MaxBytes {
+		a.probation.Bounds.MaxMessageSize = a.probation.Bounds.MaxBytes
+	}
+	if err := a.probation.Validate(); err != nil {
+		return fmt.Errorf("--probation-…: %w", err)
+	}
+	if a.maxAgents < 0 || a.maxStateBytes < 0 || a.maxQueueBytes < 0 || a.forgetAfter < 0 {
+		return errors.New("--max-agents, --max-state-bytes, --max-queue-bytes and --forget-after may not be negative")
+	}
+	return nil
+}

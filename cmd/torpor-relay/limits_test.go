@@ -1,0 +1,256 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/torpor-dev/torpor/transport/link/wire"
+)
+
+// These tests exercise socket deadlines, which run on real time: they use
+// timeouts of a fraction of a second and wait for the server (a real peer)
+// with real-time bounds.
+
+// limitedServer serves h behind l's limits on a loopback port and returns
+// its address and the listener.
+func limitedServer(t *testing.T, l httpLimits, h http.Handler) (string, *connLimit) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := newConnLimit(ln, l.maxConns, true)
+	srv := l.server(h)
+	srv.ConnState = cl.connState
+	go srv.Serve(cl)
+	t.Cleanup(func() { srv.Close() })
+	return ln.Addr().String(), cl
+}
+
+func testLimits() httpLimits {
+	return httpLimits{readHeader: time.Second, read: 300 * time.Millisecond, write: 2 * time.Second, idle: 300 * time.Millisecond, minBodyRate: 1000, maxConns: 100}
+}
+
+// readBody answers how many body bytes it read, or 400 when reading failed.
+var readBody = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	n, err := io.Copy(io.Discard, r.Body)
+	if err != nil {
+		http.Error(w, "reading the body: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	fmt.Fprint(w, n)
+})
+
+// TestIdleKeepAliveClosed: a keep-alive connection left idle is closed
+// after --idle-timeout.
+func TestIdleKeepAliveClosed(t *testing.T) {
+	addr, cl := limitedServer(t, testLimits(), readBody)
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprintf(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("request: %v %v", resp, err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	start := time.Now()
+	if _, err := br.ReadByte(); err != io.EOF {
+		t.Fatalf("idle keep-alive: read %v, want EOF (closed by the relay)", err)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("closed after %v, want about the 300 ms idle timeout", d)
+	}
+	waitFor(t, func() bool { return cl.open() == 0 }, "the closed connection to leave the count")
+}
+
+// TestTrickledBodyCutOff: a body trickled far below --min-body-rate is cut
+// off once --read-timeout has passed, long before it would end.
+func TestTrickledBodyCutOff(t *testing.T) {
+	addr, _ := limitedServer(t, testLimits(), readBody)
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprintf(c, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n")
+	done := make(chan error, 1)
+	go func() {
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err == nil && resp.StatusCode == 200 {
+			err = fmt.Errorf("status %d: the whole body was read", resp.StatusCode)
+		}
+		done <- err
+	}()
+	start := time.Now()
+	for i := range 100 {
+		select {
+		case err := <-done:
+			if d := time.Since(start); d > 3*time.Second {
+				t.Errorf("cut off after %v (%d bytes), want soon after the 300 ms read timeout", d, i)
+			}
+			t.Logf("cut off after %v: %v", time.Since(start), err) // a 400 answer or a closed connection
+			return
+		case <-time.After(200 * time.Millisecond): // 5 bytes a second, against 1000
+		}
+		if _, err := c.Write([]byte{'x'}); err != nil {
+			return // closed by the relay
+		}
+	}
+	t.Fatal("a body trickled at 5 bytes a second was read to its end")
+}
+
+// TestSteadySlowBodyKeepsGoing: a body slower than --read-timeout allows
+// in one go but above --min-body-rate is read in full.
+func TestSteadySlowBodyKeepsGoing(t *testing.T) {
+	l := testLimits()
+	l.minBodyRate = 100
+	addr, _ := limitedServer(t, l, readBody)
+	pr, pw := io.Pipe()
+	go func() {
+		for range 20 { // 20 chunks of 20 bytes every 50 ms: 400 B/s for 1 s
+			pw.Write([]byte(strings.Repeat("x", 20)))
+			time.Sleep(50 * time.Millisecond)
+		}
+		pw.Close()
+	}()
+	req, _ := http.NewRequest("POST", "http://"+addr+"/", pr)
+	req.ContentLength = 400
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 || string(b) != "400" {
+		t.Errorf("steady slow upload: %d %s, want 200 with all 400 bytes read", resp.StatusCode, b)
+	}
+}
+
+// TestLinkExemptFromDeadlines: the device link's request gets no read or
+// write deadline, not even one an earlier request on the connection left.
+func TestLinkExemptFromDeadlines(t *testing.T) {
+	l := testLimits()
+	l.write = 200 * time.Millisecond
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == wire.Path {
+			time.Sleep(500 * time.Millisecond) // a long-lived link, past the write timeout
+		}
+		fmt.Fprint(w, "ok")
+	})
+	addr, _ := limitedServer(t, l, h)
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	br := bufio.NewReader(c)
+	for _, path := range []string{"/healthz", wire.Path} {
+		fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: x\r\n\r\n", path)
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		if string(b) != "ok" {
+			t.Fatalf("%s: %q", path, b)
+		}
+	}
+}
+
+// TestIdleConnectionsDoNotStarve: with the cap held by connections that
+// never send a request (ten times the cap of them), a real request still
+// gets its answer: it closes the oldest idle one.
+func TestIdleConnectionsDoNotStarve(t *testing.T) {
+	l := testLimits()
+	l.maxConns, l.readHeader, l.idle = 20, time.Minute, time.Minute
+	addr, cl := limitedServer(t, l, readBody)
+	var idle []net.Conn
+	for range 200 {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		idle = append(idle, c)
+	}
+	defer func() {
+		for _, c := range idle {
+			c.Close()
+		}
+	}()
+	waitFor(t, func() bool { return cl.open() == 20 }, "the cap to fill")
+	client := &http.Client{Timeout: 5 * time.Second}
+	for i := range 5 {
+		resp, err := client.Get("http://" + addr + "/")
+		if err != nil {
+			t.Fatalf("request %d with the cap held by idle connections: %v", i, err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Errorf("request %d: %d", i, resp.StatusCode)
+		}
+	}
+	if n := cl.open(); n > 20 {
+		t.Errorf("%d connections open, cap 20", n)
+	}
+}
+
+// TestBusyCapRefused: when every connection is busy, a new one is answered
+// 503 too_many_connections at once.
+func TestBusyCapRefused(t *testing.T) {
+	l := testLimits()
+	l.maxConns = 2
+	release := make(chan struct{})
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/hold" {
+			<-release
+		}
+		fmt.Fprint(w, "ok")
+	})
+	addr, cl := limitedServer(t, l, h)
+	defer close(release)
+	for range 2 {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		fmt.Fprintf(c, "GET /hold HTTP/1.1\r\nHost: x\r\n\r\n")
+	}
+	waitFor(t, func() bool {
+		cl.mu.Lock()
+		defer cl.mu.Unlock()
+		return len(cl.conns) == 2 && cl.idle.Len() == 0
+	}, "two busy connections")
+	resp, err := (&http.Client{Timeout: 5 * time.Second}).Get("http://" + addr + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 503 || !strings.Contains(string(b), "too_many_connections") {
+		t.Errorf("over a busy cap: %d %s, want 503 too_many_connections", resp.StatusCode, b)
+	}
+}
+
+// waitFor waits, in real time (the server is a real peer), until cond
+// holds.
+func waitFor(t *testing.T, cond func() bool, what string) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if cond() {
+			return
+		}
+	}
+	t.Fatalf("timed out waiting for %s", what)
+}

@@ -1,0 +1,336 @@
+package relay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/store/agents"
+	"github.com/torpor-dev/torpor/store/queue"
+	"github.com/torpor-dev/torpor/transport/bearer"
+	"github.com/torpor-dev/torpor/transport/link/server"
+	"github.com/torpor-dev/torpor/transport/link/wire"
+)
+
+// Probation is what a device may hold on a relay without an allow list
+// (Config.AllowAgents) until an operator admits it (POST
+// /operator/agents/{did}/admit; torporctl device admit): any fresh
+// did:key can link, so what it may store is small.
+type Probation struct {
+	// Bounds are its queue's ceiling (each member lowers the relay's).
+	Bounds queue.Bounds
+	// KeyPackages is the most its KeyPackage pool may hold.
+	KeyPackages int
+	// StateBytes is the most its card, pulse and retirement statement may
+	// take together.
+	StateBytes int
+}
+
+// DefaultProbation is the probation of Config's zero value: 20 messages
+// (5 per sender) of at most 64 KiB, 256 KiB in all, a handshake reserve
+// of 4 messages and 64 KiB; 8 KeyPackages; 32 KiB of card and pulse.
+func DefaultProbation() Probation {
+	b := queue.DefaultBounds()
+	b.MaxMessages, b.MaxPerPeer, b.MaxBytes, b.MaxMessageSize = 20, 5, 256<<10, 64<<10
+	b.HandshakeMessages, b.HandshakeBytes = 4, 64<<10
+	return Probation{Bounds: b, KeyPackages: 8, StateBytes: 32 << 10}
+}
+
+// Validate refuses a probation with a non-positive member.
+func (p Probation) Validate() error {
+	if err := p.Bounds.Validate(); err != nil {
+		return fmt.Errorf("probation: %w", err)
+	}
+	if p.KeyPackages < 1 || p.StateBytes < 1 {
+		return errors.New("probation: KeyPackages and StateBytes must be positive")
+	}
+	return nil
+}
+
+// limitDefaults fills in and checks the KeyPackage budget, the probation
+// and the global caps of cfg.
+func (cfg *Config) limitDefaults() error {
+	if cfg.KeyPackageBudget == 0 {
+		cfg.KeyPackageBudget = 64
+	}
+	if cfg.KeyPackageBudgetWindow == 0 {
+		cfg.KeyPackageBudgetWindow = time.Hour
+	}
+	if cfg.KeyPackageRate < 0 || cfg.KeyPackageBudget < 0 || cfg.KeyPackageBudgetWindow < 0 {
+		return errors.New("relay: negative KeyPackage rate, budget or window")
+	}
+	if cfg.Probation == (Probation{}) {
+		cfg.Probation = DefaultProbation()
+	}
+	if err := cfg.Probation.Validate(); err != nil {
+		return fmt.Errorf("relay: %w", err)
+	}
+	if cfg.MaxAgents < 0 || cfg.MaxStateBytes < 0 || cfg.MaxQueueBytes < 0 || cfg.ForgetAfter < 0 {
+		return errors.New("relay: negative MaxAgents, MaxStateBytes, MaxQueueBytes or ForgetAfter")
+	}
+	return nil
+}
+
+// lower returns b with every member no greater than p's.
+func (p Probation) lower(b queue.Bounds) queue.Bounds {
+	pb := p.Bounds
+	b.MaxMessages, b.MaxPerPeer = min(b.MaxMessages, pb.MaxMessages), min(b.MaxPerPeer, pb.MaxPerPeer)
+	b.MaxBytes, b.MaxMessageSize = min(b.MaxBytes, pb.MaxBytes), min(b.MaxMessageSize, pb.MaxMessageSize)
+	b.TTL = min(b.TTL, pb.TTL)
+	b.HandshakeMessages, b.HandshakeBytes = min(b.HandshakeMessages, pb.HandshakeMessages), min(b.HandshakeBytes, pb.HandshakeBytes)
+	return b
+}
+
+// admission is the relay's memory of admitted agents: admitted ones
+// are remembered (an admission is never taken back); others are asked of
+// the store every time, so that an admission on another relay of a fleet
+// counts at once.
+type admission struct {
+	mu sync.Mutex
+	// mu guards known.
+	known map[string]bool
+
+	queueMu sync.Mutex
+	// queueMu guards the following fields: the total queued bytes of all
+	// agents as last counted, and when.
+	queueBytes int64
+	queueAt    time.Time
+}
+
+// admitted reports whether agent is off probation: on an allow list, with
+// bounds of its own (Config.AgentBounds), or admitted by an operator. A
+// store that fails counts as not admitted (probation is the safe side).
+func (s *Relay) admitted(ctx context.Context, agent string) bool {
+	if s.allow != nil {
+		return s.allow[agent]
+	}
+	if _, ok := s.cfg.AgentBounds[agent]; ok {
+		return true
+	}
+	s.adm.mu.Lock()
+	ok := s.adm.known[agent]
+	s.adm.mu.Unlock()
+	if ok {
+		return true
+	}
+	ok, err := s.cfg.States.Admitted(ctx, agent)
+	if err != nil {
+		s.log.Warn("reading an admission failed; the agent is treated as on probation", "agent", agent, "err", err)
+		return false
+	}
+	if ok {
+		s.adm.mu.Lock()
+		s.adm.known[agent] = true
+		s.adm.mu.Unlock()
+	}
+	return ok
+}
+
+// capRefusal is a link refusal that names the cap: HTTP 507 with its code.
+func capRefusal(code, msg string) error {
+	return &server.Refusal{Status: http.StatusInsufficientStorage, Code: code, Message: msg}
+}
+
+// admitLink refuses the link of a new agent when the relay holds its
+// most agents (Config.MaxAgents).
+func (s *Relay) admitLink(ctx context.Context, agent string) error {
+	if s.cfg.MaxAgents <= 0 {
+		return nil
+	}
+	if _, err := s.cfg.States.Get(ctx, agent); !errors.Is(err, agents.ErrUnknownAgent) {
+		return err
+	}
+	u, err := s.cfg.States.Usage(ctx)
+	if err != nil {
+		return err
+	}
+	if u.Agents >= s.cfg.MaxAgents {
+		s.log.Warn("refused a new agent: the relay holds its most agents", "agent", agent, "agents", u.Agents, "max", s.cfg.MaxAgents)
+		return capRefusal("relay_full_agents", fmt.Sprintf("this relay holds its most agents (%d, --max-agents); a new device cannot link", s.cfg.MaxAgents))
+	}
+	return nil
+}
+
+// checkAdmission refuses a published state a device on probation may not
+// store (more KeyPackages or a larger card and pulse than Probation
+// allows), and one that would grow the agents store past its caps: a new
+// agent beyond Config.MaxAgents, or new KeyPackages once the store takes
+// Config.MaxStateBytes.
+func (s *Relay) checkAdmission(ctx context.Context, agent did.DID, known bool, st wire.State) error {
+	id := agent.String()
+	if !s.admitted(ctx, id) {
+		p := s.cfg.Probation
+		if n := len(st.Card) + len(st.Pulse) + len(st.Retirement); n > p.StateBytes {
+			return fmt.Errorf("on probation: a card and pulse of %d bytes exceed %d until an operator admits this device (torporctl device admit)", n, p.StateBytes)
+		}
+		held := 0
+		if !st.ReplaceKeyPackages && len(st.KeyPackages) > 0 {
+			pool, _, err := s.cfg.States.KeyPackages(ctx, id)
+			if err != nil {
+				return err
+			}
+			held = len(pool)
+		}
+		if held+len(st.KeyPackages) > p.KeyPackages {
+			return fmt.Errorf("on probation: %d held + %d published KeyPackages exceed %d until an operator admits this device (torporctl device admit)", held, len(st.KeyPackages), p.KeyPackages)
+		}
+	}
+	grows := !known || len(st.KeyPackages) > 0 || len(st.LastResort) > 0
+	if !grows || (s.cfg.MaxAgents <= 0 && s.cfg.MaxStateBytes <= 0) {
+		return nil
+	}
+	u, err := s.cfg.States.Usage(ctx)
+	if err != nil {
+		return err
+	}
+	if !known && s.cfg.MaxAgents > 0 && u.Agents >= s.cfg.MaxAgents {
+		return fmt.Errorf("relay_full_agents: this relay holds its most agents (%d, --max-agents)", s.cfg.MaxAgents)
+	}
+	if s.cfg.MaxStateBytes > 0 && u.Bytes >= s.cfg.MaxStateBytes {
+		return fmt.Errorf("relay_full_state: the relay's agent store takes its most bytes (%d, --max-state-bytes); no new agents or KeyPackages", s.cfg.MaxStateBytes)
+	}
+	return nil
+}
+
+// queueCapRecount is how long a count of all queued bytes is trusted
+// (on the relay's clock); at the cap, a second, so that acknowledged
+// records free room soon.
+const queueCapRecount, queueCapRecountFull = 10 * time.Second, time.Second
+
+// relayQueueFull answers 507 relay_queue_full and returns true when all
+// agents' queues together hold Config.MaxQueueBytes. The total is counted
+// from the store at most every queueCapRecount; in between, each body
+// let through is added to it, so a burst cannot overshoot by more than
+// what is already being enqueued.
+func (s *Relay) relayQueueFull(ctx context.Context, w http.ResponseWriter, req rpcRequest, agent string, size int) bool {
+	max := s.cfg.MaxQueueBytes
+	if max <= 0 {
+		return false
+	}
+	now := s.clk.Now()
+	s.adm.queueMu.Lock()
+	defer s.adm.queueMu.Unlock()
+	age := now.Sub(s.adm.queueAt)
+	if s.adm.queueAt.IsZero() || age >= queueCapRecount || (s.adm.queueBytes >= max && age >= queueCapRecountFull) || age < 0 {
+		total, err := s.queuedBytes(ctx, now)
+		if err != nil {
+			s.log.Warn("counting all queued bytes failed", "err", err)
+		} else {
+			s.adm.queueBytes, s.adm.queueAt = total, now
+		}
+	}
+	if s.adm.queueBytes+int64(size) > max {
+		s.metrics.enqueue(agent, "full_relay")
+		answer(w, req, http.StatusInsufficientStorage, CodeQueueFull, profileAnswer{Error: "relay_queue_full",
+			Message: fmt.Sprintf("the relay's queues hold their most bytes (%s, --max-queue-bytes); nothing was queued", byteSize(max)), Queued: false}, 60)
+		return true
+	}
+	s.adm.queueBytes += int64(size)
+	return false
+}
+
+func (s *Relay) queuedBytes(ctx context.Context, now time.Time) (int64, error) {
+	ids, err := s.cfg.States.Agents(ctx)
+	if err != nil {
+		return 0, err
+	}
+	var total int64
+	for _, a := range ids {
+		st, err := s.cfg.Queue.Stats(ctx, a, now)
+		if err != nil {
+			return 0, err
+		}
+		total += st.Bytes
+	}
+	return total, nil
+}
+
+// forgetSilent garbage-collects the agents whose device has not published
+// a state for longer than Config.ForgetAfter and is not linked now: their
+// queued records, their KeyPackages and their state. It returns how many
+// it forgot.
+func (s *Relay) forgetSilent(ctx context.Context) int {
+	if s.cfg.ForgetAfter <= 0 {
+		return 0
+	}
+	ids, err := s.cfg.States.Agents(ctx)
+	if err != nil {
+		s.log.Error("listing agents to forget the silent ones", "err", err)
+		return 0
+	}
+	now, n := s.clk.Now(), 0
+	for _, id := range ids {
+		st, err := s.cfg.States.Get(ctx, id)
+		if err != nil || now.Sub(st.UpdatedAt) <= s.cfg.ForgetAfter || s.linkUp(ctx, id) {
+			continue
+		}
+		if err := s.forget(ctx, id, now); err != nil {
+			s.log.Error("forgetting a silent agent", "agent", id, "err", err)
+			continue
+		}
+		s.log.Info("forgot a silent agent", "agent", id, "lastState", st.UpdatedAt, "forgetAfter", s.cfg.ForgetAfter)
+		n++
+	}
+	return n
+}
+
+// forget removes agent's queued records, then its state and KeyPackages.
+func (s *Relay) forget(ctx context.Context, agent string, now time.Time) error {
+	for {
+		recs, err := s.cfg.Queue.Next(ctx, agent, 0, 500, now)
+		if err != nil || len(recs) == 0 {
+			if err != nil {
+				return err
+			}
+			break
+		}
+		seqs := make([]uint64, 0, len(recs))
+		for _, r := range recs {
+			seqs = append(seqs, r.Seq)
+		}
+		if err := s.cfg.Queue.Ack(ctx, agent, seqs); err != nil {
+			return err
+		}
+	}
+	return s.cfg.States.Forget(ctx, agent)
+}
+
+// serveAdmit is POST /operator/agents/{did}/admit: an operator (a DID of
+// Config.Operators, proven by a DID Bearer token for the relay) admits an
+// agent, which leaves probation, and drops its link if this relay holds
+// it, so that it links again under the relay's ceiling. 401 without a
+// valid token, 403 for a caller that is not an operator.
+func (s *Relay) serveAdmit(w http.ResponseWriter, r *http.Request) {
+	caller, err := s.verifier.Verify(r.Header.Get("Authorization"))
+	if err != nil {
+		bearer.WriteUnauthorized(w, err)
+		return
+	}
+	if !slices.Contains(s.cfg.Operators, caller) {
+		s.log.Warn("admission refused: not an operator", "caller", caller.String())
+		writeJSON(w, http.StatusForbidden, map[string]any{"error": "not_operator", "message": "only an operator of this relay (--operator, --operators-file) may admit devices"})
+		return
+	}
+	agent, err := did.Parse(r.PathValue("did"))
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, map[string]any{"error": "bad_agent", "message": "not an Ed25519 did:key"})
+		return
+	}
+	if err := s.cfg.States.Admit(r.Context(), agent.String()); err != nil {
+		s.internalError(w, err)
+		return
+	}
+	s.adm.mu.Lock()
+	s.adm.known[agent.String()] = true
+	s.adm.mu.Unlock()
+	s.log.Info("agent admitted", "agent", agent.String(), "operator", caller.String())
+	// Its link, if up, announced probation's ceiling and its card names
+	// those bounds: it links again and publishes for the relay's.
+	s.link.Drop(agent.String(), "admitted: link again for the relay's bounds")
+	writeJSON(w, http.StatusOK, map[string]any{"did": agent.String(), "admitted": true})
+}

@@ -1,0 +1,221 @@
+package relay
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/did/didtest"
+	"github.com/torpor-dev/torpor/store/agents"
+	"github.com/torpor-dev/torpor/transport/bearer"
+	"github.com/torpor-dev/torpor/transport/link"
+)
+
+var sendBody = sendV1
+
+// admitAs posts the admission of agent with a token of caller (nil: none).
+func (h *harness) admitAs(tb testing.TB, agent did.DID, caller *did.PrivateKey) resp {
+	tb.Helper()
+	req, _ := http.NewRequest("POST", h.srv.URL+"/operator/agents/"+agent.String()+"/admit", nil)
+	if caller != nil {
+		tok, err := bearer.Issue(caller, h.relay.cfg.PublicURL, h.clk.Now(), 0)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		req.Header.Set("Authorization", bearer.Authorization(tok))
+	}
+	return h.do(tb, req)
+}
+
+// TestProbationUntilAdmitted: a new device gets probation's ceiling in its
+// hello and its queue bounds; only an operator can admit it (401 without
+// a token, 403 for another DID); admitted, its next link gets the relay's
+// ceiling, also after a restart of the store.
+func TestProbationUntilAdmitted(t *testing.T) {
+	op := didtest.Key(t, 40)
+	h := newHarness(t, func(c *Config) { c.Operators = []did.DID{op.DID()} })
+	dev, alice := didtest.Key(t, 1), didtest.Key(t, 2)
+	c := h.device(t, dev, "sleep", deviceOpts{})
+	if got, want := QueueBounds(c.Hello()), DefaultProbation().Bounds; got.MaxMessages != want.MaxMessages || got.MaxBytes != want.MaxBytes || got.MaxPerPeer != want.MaxPerPeer {
+		t.Errorf("hello of a new device: %+v, want probation's %+v", got, want)
+	}
+	c.Close()
+	<-h.relay.Link().Gone(dev.DID().String())
+	for i := range 6 {
+		r := h.post(t, dev.DID(), alice, "1.0", sendBody)
+		if want := map[bool]int{true: 429, false: 503}[i == 5]; r.status != want {
+			t.Fatalf("send %d to a device on probation: %d %s, want %d (5 per sender)", i, r.status, r.body, want)
+		}
+	}
+	if r := h.admitAs(t, dev.DID(), nil); r.status != 401 {
+		t.Errorf("admit without a token: %d %s, want 401", r.status, r.body)
+	}
+	if r := h.admitAs(t, dev.DID(), alice); r.status != 403 || r.json["error"] != "not_operator" {
+		t.Errorf("admit by a non-operator: %d %s, want 403 not_operator", r.status, r.body)
+	}
+	if ok, _ := h.states.Admitted(context.Background(), dev.DID().String()); ok {
+		t.Fatal("admitted by a refused request")
+	}
+	linked := h.device(t, dev, "sleep", deviceOpts{})
+	if r := h.admitAs(t, dev.DID(), op); r.status != 200 || r.json["admitted"] != true {
+		t.Fatalf("admit by the operator: %d %s", r.status, r.body)
+	}
+	select {
+	case <-h.relay.Link().Gone(dev.DID().String()): // dropped, so that it links again for the new ceiling
+	case <-time.After(5 * time.Second): // a real-time bound on the link's close
+		t.Fatal("the link on probation was not dropped at admission")
+	}
+	linked.Close()
+	c2 := h.device(t, dev, "sleep", deviceOpts{})
+	if got := QueueBounds(c2.Hello()); got != h.relay.cfg.Bounds {
+		t.Errorf("hello after admission: %+v, want the relay's %+v", got, h.relay.cfg.Bounds)
+	}
+	// A relay over the same store (a restart) knows the admission.
+	h2 := &Relay{cfg: h.relay.cfg, adm: admission{known: map[string]bool{}}, log: h.relay.log}
+	if !h2.admitted(context.Background(), dev.DID().String()) {
+		t.Error("a fresh relay over the same store does not know the admission")
+	}
+}
+
+// TestProbationRefusesLargeState: a device on probation may not publish
+// more KeyPackages or a larger card and pulse than probation allows; the
+// refusal says so and stores nothing; admitted, it may.
+func TestProbationRefusesLargeState(t *testing.T) {
+	h := newHarness(t, func(c *Config) {
+		c.Probation = DefaultProbation()
+		c.Probation.KeyPackages = 2
+	})
+	dev := didtest.Key(t, 1)
+	c := h.device(t, dev, "always_on", deviceOpts{kps: [][]byte{kp(1), kp(2)}})
+	_, err := c.Publish(context.Background(), h.state(t, dev, c.Hello(), "always_on", deviceOpts{kps: [][]byte{kp(3)}}))
+	if err == nil || !strings.Contains(err.Error(), "on probation") {
+		t.Fatalf("a third KeyPackage on probation: %v, want refused as on probation", err)
+	}
+	h.checkPool(t, dev.DID(), [][]byte{kp(1), kp(2)})
+	h.admit(t, dev)
+	c.Close()
+	<-h.relay.Link().Gone(dev.DID().String())
+	h.device(t, dev, "always_on", deviceOpts{kps: [][]byte{kp(3)}}) // admitted: its next link may
+
+	h2 := newHarness(t, func(c *Config) {
+		c.Probation = DefaultProbation()
+		c.Probation.StateBytes = 100
+	})
+	c3, err := link.Dial(context.Background(), link.Config{RelayURL: h2.srv.URL, Key: didtest.Key(t, 3), Clock: h2.clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c3.Close()
+	_, err = c3.Publish(context.Background(), h2.state(t, didtest.Key(t, 3), c3.Hello(), "sleep", deviceOpts{}))
+	if err == nil || !strings.Contains(err.Error(), "on probation") {
+		t.Fatalf("a card over probation's 100 bytes: %v, want refused", err)
+	}
+	if _, err := h2.states.Get(context.Background(), didtest.Key(t, 3).DID().String()); err != agents.ErrUnknownAgent {
+		t.Errorf("refused state stored: %v", err)
+	}
+}
+
+// TestMaxAgents: beyond --max-agents a new device's link is refused with
+// 507 relay_full_agents; a known one still links.
+func TestMaxAgents(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.MaxAgents = 1 })
+	first := didtest.Key(t, 1)
+	h.publishOffline(t, first, "sleep", deviceOpts{})
+	_, err := link.Dial(context.Background(), link.Config{RelayURL: h.srv.URL, Key: didtest.Key(t, 2), Clock: h.clk})
+	if err == nil || !strings.Contains(err.Error(), "507") || !strings.Contains(err.Error(), "relay_full_agents") || !strings.Contains(err.Error(), "--max-agents") {
+		t.Fatalf("a second device with --max-agents 1: %v, want 507 relay_full_agents naming the cap", err)
+	}
+	h.publishOffline(t, first, "sleep", deviceOpts{})
+}
+
+// TestMaxStateBytes: once the agents store takes --max-state-bytes, no
+// KeyPackages are added; a state without them is still stored.
+func TestMaxStateBytes(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.MaxStateBytes = 1 })
+	dev := didtest.Key(t, 1)
+	c, err := link.Dial(context.Background(), link.Config{RelayURL: h.srv.URL, Key: dev, Clock: h.clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_, err = c.Publish(context.Background(), h.state(t, dev, c.Hello(), "sleep", deviceOpts{kps: [][]byte{kp(1)}}))
+	if err == nil || !strings.Contains(err.Error(), "relay_full_state") || !strings.Contains(err.Error(), "--max-state-bytes") {
+		t.Fatalf("publish over the cap: %v, want relay_full_state naming the cap", err)
+	}
+	if _, err := h.states.Get(context.Background(), dev.DID().String()); err != agents.ErrUnknownAgent {
+		t.Errorf("refused state stored: %v", err)
+	}
+}
+
+// TestMaxQueueBytes: once all queues together hold --max-queue-bytes, a
+// send is refused with 507 relay_queue_full naming the cap, nothing is
+// queued, and what was queued before is kept; acknowledged records free
+// room once the count is refreshed.
+func TestMaxQueueBytes(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.MaxQueueBytes = int64(2 * len(sendBody)) })
+	a, b, alice := didtest.Key(t, 1), didtest.Key(t, 2), didtest.Key(t, 3)
+	h.publishOffline(t, a, "sleep", deviceOpts{})
+	h.publishOffline(t, b, "sleep", deviceOpts{})
+	for _, dev := range []*did.PrivateKey{a, b} {
+		if r := h.post(t, dev.DID(), alice, "1.0", sendBody); r.status != 503 || r.json["queued"] != true {
+			t.Fatalf("send under the cap: %d %s", r.status, r.body)
+		}
+	}
+	r := h.post(t, a.DID(), alice, "1.0", sendBody)
+	if r.status != 507 || !strings.Contains(string(r.body), "relay_queue_full") || !strings.Contains(string(r.body), "--max-queue-bytes") {
+		t.Fatalf("send over the relay's cap: %d %s, want 507 relay_queue_full naming the cap", r.status, r.body)
+	}
+	if n, m := len(h.queued(t, a.DID())), len(h.queued(t, b.DID())); n != 1 || m != 1 {
+		t.Fatalf("queued %d and %d, want 1 and 1 (nothing lost, nothing added)", n, m)
+	}
+	if err := h.q.Ack(context.Background(), b.DID().String(), []uint64{h.queued(t, b.DID())[0].Seq}); err != nil {
+		t.Fatal(err)
+	}
+	h.clk.Advance(queueCapRecountFull)
+	if r := h.post(t, a.DID(), alice, "1.0", sendBody); r.status != 503 || r.json["queued"] != true {
+		t.Errorf("send after room was freed: %d %s", r.status, r.body)
+	}
+}
+
+// TestForgetSilent: an agent whose device published nothing for longer
+// than ForgetAfter, and is not linked, loses its queue, KeyPackages and
+// state; a recent one and a linked one are kept; the forgotten device can
+// link again and starts afresh, still admitted.
+func TestForgetSilent(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.ForgetAfter = 24 * time.Hour })
+	ctx := context.Background()
+	old, recent, linked, alice := didtest.Key(t, 1), didtest.Key(t, 2), didtest.Key(t, 3), didtest.Key(t, 4)
+	h.admit(t, old)
+	h.publishOffline(t, old, "sleep", deviceOpts{kps: [][]byte{kp(1)}, lastRes: kp(9)})
+	if r := h.post(t, old.DID(), alice, "1.0", sendBody); r.json["queued"] != true {
+		t.Fatalf("send: %d %s", r.status, r.body)
+	}
+	c := h.device(t, linked, "always_on", deviceOpts{})
+	defer c.Close()
+	h.clk.Advance(25 * time.Hour)
+	h.publishOffline(t, recent, "sleep", deviceOpts{})
+	if n := h.relay.forgetSilent(ctx); n != 1 {
+		t.Errorf("forgot %d agents, want 1", n)
+	}
+	if _, err := h.states.Get(ctx, old.DID().String()); err != agents.ErrUnknownAgent {
+		t.Errorf("silent agent's state: %v, want forgotten", err)
+	}
+	if pool, lr, _ := h.states.KeyPackages(ctx, old.DID().String()); len(pool) != 0 || lr != nil {
+		t.Errorf("silent agent's KeyPackages kept: %d, %x", len(pool), lr)
+	}
+	if n := len(h.queued(t, old.DID())); n != 0 {
+		t.Errorf("silent agent's queue holds %d records", n)
+	}
+	for _, k := range []*did.PrivateKey{recent, linked} {
+		if _, err := h.states.Get(ctx, k.DID().String()); err != nil {
+			t.Errorf("%s forgotten: %v", k.DID(), err)
+		}
+	}
+	h.publishOffline(t, old, "sleep", deviceOpts{})
+	if ok, _ := h.states.Admitted(ctx, old.DID().String()); !ok {
+		t.Error("the admission did not outlive the forgetting")
+	}
+}
