@@ -81,7 +81,7 @@ func (p Probation) lower(b queue.Bounds) queue.Bounds {
 	pb := p.Bounds
 	b.MaxMessages, b.MaxPerPeer = min(b.MaxMessages, pb.MaxMessages), min(b.MaxPerPeer, pb.MaxPerPeer)
 	b.MaxBytes, b.MaxMessageSize = min(b.MaxBytes, pb.MaxBytes), min(b.MaxMessageSize, pb.MaxMessageSize)
-	b.TTL = min(b.TTL, pb.TTL)
+	b.MaxPeerBytes, b.TTL = min(b.MaxPeerBytes, pb.MaxPeerBytes), min(b.TTL, pb.TTL)
 	b.HandshakeMessages, b.HandshakeBytes = min(b.HandshakeMessages, pb.HandshakeMessages), min(b.HandshakeBytes, pb.HandshakeBytes)
 	return b
 }
