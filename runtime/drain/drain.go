@@ -51,9 +51,13 @@
 //
 // A record or object that fails is drained (acknowledged) and reported by
 // cause in the Report (operator diagnostics, draft Section 8.4); it never
-// blocks later records. Only records nothing here can process (not a
-// JSON-RPC message submission, or an MLS message Sessions defers) stay
-// queued until their TTL, and are reported every time.
+// blocks later records. A record that is not a JSON-RPC message submission
+// (CauseOpaque) is refused and acknowledged too: no later wake would judge
+// it otherwise, and left queued it would fill the queue and come back at
+// every wake. Only records that may succeed later (an MLS message Sessions
+// defers until its group or epoch exists) stay queued, until their TTL,
+// and are reported every time; a store failure rolls the batch back and
+// acknowledges nothing.
 package drain
 
 import (

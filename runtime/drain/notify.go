@@ -27,8 +27,29 @@ func (d *Drainer) finish(ctx context.Context, b *batch) error {
 		if results[i].delivered {
 			b.report.Delivered++
 		}
+		d.reportHandOff(&b.report, &b.pending[i], results[i])
 	}
 	return d.settle(b.pending, results)
+}
+
+// reportHandOff counts and describes a hand-off that failed: an accepted
+// object the application did not take is never dropped silently. With
+// at-least-once notify it stays in the outbox for the next attempt; with
+// at-most-once it is not handed over again.
+func (d *Drainer) reportHandOff(r *Report, p *pending, res result) {
+	if res.err == nil || res.unstarted {
+		return
+	}
+	r.HandOffFailed++
+	fate := "not handed over again (at-most-once notify)"
+	switch {
+	case p.entry.Action != nil:
+		fate = "action " + p.entry.Action.LedgerKey() + " settled in the ledger"
+	case d.cfg.Notify == AtLeastOnce && p.entry.Delivery != nil:
+		fate = fmt.Sprintf("kept for another attempt (attempt %d, at-least-once notify)", p.entry.Attempt)
+	}
+	r.diag(p.entry.Seq, CauseHandOff, fmt.Sprintf("object %q purpose %q: %v; %s",
+		truncate(p.entry.ObjectID), truncate(p.entry.Purpose), res.err, fate))
 }
 
 // result is what became of one pending hand-off.

@@ -1,0 +1,89 @@
+package drain_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/torpor-dev/torpor/runtime/drain"
+	"github.com/torpor-dev/torpor/runtime/runtimetest"
+)
+
+// TestRefusedRecordsAreAcknowledged: a record the device judged and
+// refused (not JSON, not JSON-RPC, a duplicate member, nested too deep,
+// another method, a purpose outside the allowlist) is acknowledged, so
+// the relay deletes it, and reported with its cause; it never stays queued
+// to come back at every wake.
+func TestRefusedRecordsAreAcknowledged(t *testing.T) {
+	h := newHarness(t, opts{plaintext: true})
+	deep := `{"jsonrpc":"2.0","id":1,"method":"message/send","params":` + strings.Repeat("[", 10001) + strings.Repeat("]", 10001) + `}`
+	bodies := [][]byte{
+		[]byte("not json at all"),
+		[]byte(`[1,2,3]`),
+		[]byte(`{"jsonrpc":"2.0","id":1,"method":"message/send","method":"tasks/get","params":{}}`),
+		[]byte(deep),
+		[]byte(`{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{}}`),
+		[]byte(`{"jsonrpc":"2.0","id":1,"result":{}}`),
+		runtimetest.Body(t, runtimetest.DataPart(t, h.obj(h.alice, "coordination:proposal", t0, time.Hour, nil))),
+	}
+	rep := h.batch(bodies...)
+	if rep.Acked != len(bodies) || rep.Deferred != 0 || len(h.acked) != len(bodies) {
+		t.Fatalf("report %v, acked %v: want all %d records acknowledged, none deferred", rep, h.acked, len(bodies))
+	}
+	if rep.Rejected[drain.CauseOpaque] != 6 || rep.Rejected["purpose-not-permitted"] != 1 {
+		t.Errorf("rejected %v: want opaque=6 purpose-not-permitted=1", rep.Rejected)
+	}
+	if len(rep.Diagnostics) != len(bodies) {
+		t.Fatalf("diagnostics %v: want one per record", rep.Diagnostics)
+	}
+	if d := rep.Diagnostics[2]; d.Cause != drain.CauseOpaque || !strings.Contains(d.Detail, "duplicate member") {
+		t.Errorf("duplicate member diagnostic %+v: want its cause named", d)
+	}
+	if len(h.rec.IDs()) != 0 {
+		t.Errorf("refused records delivered %v", h.rec.IDs())
+	}
+}
+
+// TestDeferredRecordIsNotAcknowledged: an MLS message for a group the
+// device has not joined yet may succeed later: it stays queued.
+func TestDeferredRecordIsNotAcknowledged(t *testing.T) {
+	h := newHarness(t, opts{})
+	rep := h.batch(runtimetest.Body(t, runtimetest.SealObject("g9", h.alice.DID(), h.obj(h.alice, "comms:message", t0, time.Hour, nil))))
+	if rep.Deferred != 1 || rep.Acked != 0 || len(h.acked) != 0 {
+		t.Fatalf("report %v, acked %v: want the record deferred, not acknowledged", rep, h.acked)
+	}
+}
+
+// TestFailedHandOffIsCountedAndReported: an accepted object whose handler
+// fails is counted and described in the report (logged at WARN by the
+// runtime), in both notify modes; at-least-once keeps it for another
+// attempt.
+func TestFailedHandOffIsCountedAndReported(t *testing.T) {
+	for _, mode := range []drain.NotifyMode{drain.AtMostOnce, drain.AtLeastOnce} {
+		t.Run(mode.String(), func(t *testing.T) {
+			h := newHarness(t, opts{plaintext: true, notify: mode})
+			h.rec.FailWith(errors.New("handler down"))
+			rep := h.batch(runtimetest.Body(t, runtimetest.DataPart(t, h.obj(h.alice, "comms:message", t0, time.Hour, nil))))
+			if rep.Accepted != 1 || rep.Delivered != 0 || rep.HandOffFailed != 1 {
+				t.Fatalf("report %v: want accepted 1, delivered 0, handOffFailed 1", rep)
+			}
+			var d *drain.Diagnostic
+			for i := range rep.Diagnostics {
+				if rep.Diagnostics[i].Cause == drain.CauseHandOff {
+					d = &rep.Diagnostics[i]
+				}
+			}
+			want := "not handed over again"
+			if mode == drain.AtLeastOnce {
+				want = "kept for another attempt"
+			}
+			if d == nil || !strings.Contains(d.Detail, "handler down") || !strings.Contains(d.Detail, want) {
+				t.Fatalf("diagnostics %+v: want a %s one naming the error and %q", rep.Diagnostics, drain.CauseHandOff, want)
+			}
+			if !strings.Contains(rep.String(), "handOffFailed=1") {
+				t.Errorf("summary %q does not count the failed hand-off", rep.String())
+			}
+		})
+	}
+}
