@@ -64,11 +64,11 @@ type Report struct {
 	// HandOffFailed counts hand-offs the handler failed (see
 	// CauseHandOff); each has a Diagnostic.
 	HandOffFailed int
-	Held      int // consequential objects held for the owner
-	Ran       int // consequential actions run
-	Refused   int // actions refused by the ledger (duplicate, indeterminate)
-	Control   int // owner control objects applied
-	Handshake int // MLS handshakes and commits applied
+	Held          int // consequential objects held for the owner
+	Ran           int // consequential actions run
+	Refused       int // actions refused by the ledger (duplicate, indeterminate)
+	Control       int // owner control objects applied
+	Handshake     int // MLS handshakes and commits applied
 	// Rejected counts rejections by cause.
 	Rejected map[string]int
 	// Diagnostics describe each rejection and deferral (capped; see
