@@ -175,11 +175,16 @@ func run(ctx context.Context, a *args, log *slog.Logger) error {
 	if public == "" {
 		public = scheme + "://" + ln.Addr().String()
 	}
+	ops, err := a.mqtt.operatorDIDs()
+	if err != nil {
+		ln.Close()
+		return err
+	}
 	r, err := relay.New(relay.Config{
 		PublicURL: public, Queue: st.q, States: st.states, Peers: st.peers(), Bounds: a.bounds, AllowAgents: a.allowAgents,
 		KeyPackageRate: a.keyPackageRate, TrustForwardedFor: a.trustXFF, PerAgentMetrics: a.perAgentMetrics,
 		CORSOrigins: a.corsOrigins, CardCORSOrigins: a.cardOrigins, MQTTBroker: brokerURL, Clock: clk, Logger: log,
-		KeyPackages: kpcheck.Verifier{},
+		KeyPackages: kpcheck.Verifier{}, Operators: ops,
 	})
 	if err != nil {
 		ln.Close()

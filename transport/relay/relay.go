@@ -79,22 +79,35 @@ type Config struct {
 	// Peers, for a relay of a fleet, reaches device links other relays
 	// hold; nil means this relay's links are all there are.
 	Peers Peers
+	// StoreOpaque makes the relay store, and forward live, request bodies
+	// that are not JSON-RPC requests, as the offline-delivery profile's
+	// reference relay does for its generic agents (the conformance
+	// vectors' bodies "one", "{}"). A Torpor device never takes such a
+	// body, so by default the relay refuses it at once with the JSON-RPC
+	// error the device would give (a2a.ParseRequest's), never letting it
+	// take a queue slot until its TTL (issue 16).
+	StoreOpaque bool
+	// Operators are the DIDs whose DID Bearer tokens may list and purge a
+	// device's queue (operator.go; torpor-relay's --operator and
+	// --operators-file, the broker's operators). None: nobody may.
+	Operators []did.DID
 }
 
 // Relay is the relay's HTTP side: the per-agent A2A endpoints, the device
 // link and the operational endpoints. Create it with New and serve
 // Handler(); run Run for the periodic purge of expired records.
 type Relay struct {
-	cfg      Config
-	clk      clock.Clock
-	rnd      io.Reader
-	log      *slog.Logger
-	verifier *bearer.Verifier
-	link     *server.Server
-	metrics  *metrics
-	limiter  *limiter
-	allow    map[string]bool
-	mux      *http.ServeMux
+	cfg       Config
+	clk       clock.Clock
+	rnd       io.Reader
+	log       *slog.Logger
+	verifier  *bearer.Verifier
+	link      *server.Server
+	metrics   *metrics
+	limiter   *limiter
+	allow     map[string]bool
+	operators map[string]bool
+	mux       *http.ServeMux
 }
 
 // New returns a relay for cfg. It returns an error for a missing store or
@@ -141,6 +154,10 @@ func New(cfg Config) (*Relay, error) {
 		}
 	}
 	s.verifier = &bearer.Verifier{Audience: origin, Clock: cfg.Clock}
+	s.operators = map[string]bool{}
+	for _, d := range cfg.Operators {
+		s.operators[d.String()] = true
+	}
 	s.metrics = newMetrics(s)
 	s.limiter = newLimiter(s.clk, cfg.KeyPackageRate, time.Minute)
 	s.link = &server.Server{
@@ -173,6 +190,8 @@ func (s *Relay) routes() {
 	m.Handle("GET "+wire.Path, s.link)
 	m.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
 	m.HandleFunc("GET /healthz", s.serveHealth)
+	m.HandleFunc("GET "+operatorQueuePath, s.serveQueueList)
+	m.HandleFunc("DELETE "+operatorQueuePath, s.serveQueuePurge)
 	s.mux = m
 }
 
