@@ -5,7 +5,6 @@ package hostile
 import (
 	"bytes"
 	"crypto/sha256"
-	"errors"
 	"io"
 	"os"
 	"os/exec"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/runtime"
+	"github.com/torpor-dev/torpor/test/internal/testenv"
 )
 
 // The device side of issue 16 against the real torpor-agent binary:
@@ -30,32 +30,10 @@ import (
 // (cmd/torpor-agent ExitStore).
 const agExitStore = 65
 
-var (
-	agBinOnce sync.Once
-	agBinPath string
-	agBinErr  error
-	agBinDir  string
-)
-
-// agBinary builds torpor-agent once for the package's tests.
+// agBinary is the torpor-agent binary, built once per test binary.
 func agBinary(t *testing.T) string {
 	t.Helper()
-	agBinOnce.Do(func() {
-		agBinDir, agBinErr = os.MkdirTemp("", "torpor-hostile-agent")
-		if agBinErr != nil {
-			return
-		}
-		agBinPath = filepath.Join(agBinDir, "torpor-agent")
-		cmd := exec.Command("go", "build", "-o", agBinPath, "github.com/torpor-dev/torpor/cmd/torpor-agent")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			agBinErr = errors.New("go build torpor-agent: " + err.Error() + "\n" + string(out))
-		}
-	})
-	if agBinErr != nil {
-		t.Fatal(agBinErr)
-	}
-	return agBinPath
+	return testenv.Binary(t, "torpor-agent")
 }
 
 // agDevice is one device's files: its key, the store marker next to it,
