@@ -61,3 +61,17 @@ func TestAgentStopsDuringKeyPackages(t *testing.T) {
 		t.Fatalf("status after the stop: exit %d\n%s", r.code, r.stderr)
 	}
 }
+
+// TestAgentRefillCountBounded: torporctl refuses refill-keypackages
+// --count 2000000 before it sends anything, with the device's own range
+// (the device refuses the same command from any other sender: its
+// manage.DecodeArgs check).
+func TestAgentRefillCountBounded(t *testing.T) {
+	_, stderr, err := ctl(t, "device", "refill-keypackages", "--count", "2000000", "--broker", "mqtt://127.0.0.1:9", "pi-7")
+	if err == nil || !contains(stderr, "count 2000000 outside 0..256") {
+		t.Fatalf("torporctl device refill-keypackages --count 2000000: %v\n%s", err, stderr)
+	}
+	if contains(stderr, "127.0.0.1:9") {
+		t.Fatalf("torporctl dialled the broker before refusing:\n%s", stderr)
+	}
+}
