@@ -101,3 +101,44 @@ func queueOld(t *testing.T, r *relayProc, agent, from string, bodies []string) *
 	q.Close()
 	return startRelayIn(t, r.Dir)
 }
+
+// TestAgentFailedHandOffReported: an accepted object whose handler fails
+// (its program cannot be started: the handler is down) is never dropped
+// silently: the wake counts it
+// (handOffFailed=1) and logs it at WARN with the object and what happens
+// next, in both notify modes; at-least-once hands it over again at the
+// next start and warns again when that fails.
+func TestAgentFailedHandOffReported(t *testing.T) {
+	for _, mode := range []string{"at-most-once", "at-least-once"} {
+		t.Run(mode, func(t *testing.T) {
+			r := startRelay(t)
+			dev, sender := key(t, 50), key(t, 51)
+			d := agNewDevice(t)
+			d.key = writeKey(t, dev)
+			args := []string{"--config", d.config, "--key", d.key, "--data-dir", d.data, "--relay", r.URL, "--mode", "sleep",
+				"--purposes", "comms:*", "--allow-plaintext", "--handler", "comms:*=exec:" + filepath.Join(d.dir, "no-such-handler"), "--notify", mode}
+			agent := testenv.Start(t, agBinary(t), args...)
+			agent.Wait(t, wakeRE)
+			agent.Stop()
+			obj := runtimetest.Object(t, sender, "comms:message", time.Now().Add(-time.Minute), time.Hour, nil)
+			if a := send(t, r.URL, dev.DID().String(), sender, "1.0", string(runtimetest.Body(t, runtimetest.DataPart(t, obj)))); a.Status != http.StatusServiceUnavailable {
+				t.Fatalf("send: %s, want 503 queued", a)
+			}
+			agent = testenv.Start(t, agBinary(t), args...)
+			agent.Wait(t, wakeRE, "accepted=1", "delivered=0", "handOffFailed=1")
+			want := "not handed over again (at-most-once notify)"
+			if mode == "at-least-once" {
+				want = "kept for another attempt"
+			}
+			agent.Wait(t, regexp.MustCompile(`level=WARN msg="hand-off failed"`), "cause=hand-off-failed", want)
+			agent.Stop()
+			agent = testenv.Start(t, agBinary(t), args...)
+			agent.Wait(t, wakeRE)
+			again := agent.Count(regexp.MustCompile(`level=WARN msg="hand-off failed again`))
+			if mode == "at-least-once" && again != 1 || mode == "at-most-once" && again != 0 {
+				t.Fatalf("%d warnings of a failed redelivery at the next start", again)
+			}
+			agent.Stop()
+		})
+	}
+}
