@@ -8,6 +8,7 @@ import (
 
 	"github.com/torpor-dev/torpor/runtime/drain"
 	"github.com/torpor-dev/torpor/runtime/runtimetest"
+	"github.com/torpor-dev/torpor/transport/a2a"
 )
 
 // TestRefusedRecordsAreAcknowledged: a record the device judged and
@@ -17,13 +18,16 @@ import (
 // to come back at every wake.
 func TestRefusedRecordsAreAcknowledged(t *testing.T) {
 	h := newHarness(t, opts{plaintext: true})
-	deep := `{"jsonrpc":"2.0","id":1,"method":"message/send","params":` + strings.Repeat("[", 10001) + strings.Repeat("]", 10001) + `}`
+	// One level deeper than the reader the relay and the device share
+	// allows (the params object is the second level).
+	deep := `{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"x":` + strings.Repeat("[", a2a.MaxDepth-1) + strings.Repeat("]", a2a.MaxDepth-1) + `}}`
 	bodies := [][]byte{
 		[]byte("not json at all"),
 		[]byte(`[1,2,3]`),
 		[]byte(`{"jsonrpc":"2.0","id":1,"method":"message/send","method":"tasks/get","params":{}}`),
 		[]byte(deep),
 		[]byte(`{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{}}`),
+		[]byte(`{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":{"role":"user","role":"agent","parts":[]}}}`),
 		[]byte(`{"jsonrpc":"2.0","id":1,"result":{}}`),
 		runtimetest.Body(t, runtimetest.DataPart(t, h.obj(h.alice, "coordination:proposal", t0, time.Hour, nil))),
 	}
@@ -31,8 +35,8 @@ func TestRefusedRecordsAreAcknowledged(t *testing.T) {
 	if rep.Acked != len(bodies) || rep.Deferred != 0 || len(h.acked) != len(bodies) {
 		t.Fatalf("report %v, acked %v: want all %d records acknowledged, none deferred", rep, h.acked, len(bodies))
 	}
-	if rep.Rejected[drain.CauseOpaque] != 6 || rep.Rejected["purpose-not-permitted"] != 1 {
-		t.Errorf("rejected %v: want opaque=6 purpose-not-permitted=1", rep.Rejected)
+	if rep.Rejected[drain.CauseOpaque] != 7 || rep.Rejected["purpose-not-permitted"] != 1 {
+		t.Errorf("rejected %v: want opaque=7 purpose-not-permitted=1", rep.Rejected)
 	}
 	if len(rep.Diagnostics) != len(bodies) {
 		t.Fatalf("diagnostics %v: want one per record", rep.Diagnostics)
