@@ -156,3 +156,24 @@ func TestCorruptStoreIsRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestMarkerWrittenForAnExistingStore: an agent upgraded from a version
+// without markers writes the marker at its next start, after which a lost
+// store is refused.
+func TestMarkerWrittenForAnExistingStore(t *testing.T) {
+	g := newGuarded(t)
+	if err := g.run(); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(g.marker) // as a version without markers left it
+	if err := g.run(); err != nil {
+		t.Fatalf("start on an existing store without a marker: %v", err)
+	}
+	if _, err := os.Stat(g.marker); err != nil {
+		t.Fatalf("no marker after the start: %v", err)
+	}
+	os.Remove(g.db)
+	if err := g.run(); !errors.Is(err, runtime.ErrStoreRefused) {
+		t.Fatalf("Run on a lost store after the upgrade = %v, want ErrStoreRefused", err)
+	}
+}
