@@ -234,7 +234,7 @@ func (w *wakeRun) prepare(start time.Time, mgmt Management) {
 			var err error
 			w.rep.Recovery, err = a.pipe.drainer.Recover(w.ctx)
 			if r := w.rep.Recovery; r.Failed > 0 {
-				a.log.Warn("hand-off failed again; kept in the outbox for the next wake (at-least-once notify)",
+				a.log.Warn("hand-off failed again; kept in the outbox for the next wake",
 					"failed", r.Failed, "redelivered", r.Redelivered)
 			}
 			return err

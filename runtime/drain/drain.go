@@ -42,6 +42,15 @@
 // document: the relay's copy is deleted at acknowledgement as usual.
 // Handlers must be idempotent on (issuer, object id).
 //
+// A hand-off that certainly did not start (the handler's error wraps
+// deliver.ErrNotStarted: its program could not be started) is kept in both
+// modes and handed over again at the next wake's Recover, until its object
+// expires: the application never saw it, so repeating it cannot deliver it
+// twice. With at-most-once notify the entry is marked in flight, in a
+// transaction of its own, before each repetition: a crash during one
+// leaves it reported lost, never repeated. Every failed hand-off is
+// counted (Report.HandOffFailed) and described (CauseHandOff).
+//
 // Consequential actions never repeat in either mode: their effect runs
 // under an idempotency-ledger key reserved in the batch transaction, and a
 // key whose effect a crash interrupted is indeterminate until an operator

@@ -1,11 +1,17 @@
 package drain_test
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/torpor-dev/torpor/runtime/deliver"
 	"github.com/torpor-dev/torpor/runtime/drain"
 	"github.com/torpor-dev/torpor/runtime/runtimetest"
 	"github.com/torpor-dev/torpor/transport/a2a"
@@ -89,5 +95,62 @@ func TestFailedHandOffIsCountedAndReported(t *testing.T) {
 				t.Errorf("summary %q does not count the failed hand-off", rep.String())
 			}
 		})
+	}
+}
+
+// errNotStarted is a hand-off failure the application certainly did not see.
+var errNotStarted = fmt.Errorf("deliver: starting /opt/app/handler: no such file (%w)", deliver.ErrNotStarted)
+
+// TestNotStartedHandOffIsKeptAtMostOnce: with at-most-once notify, a
+// hand-off that certainly did not start (the handler program is missing)
+// is kept and handed over at the next wake's Recover, once the handler is
+// back, and only once.
+func TestNotStartedHandOffIsKeptAtMostOnce(t *testing.T) {
+	h := newHarness(t, opts{plaintext: true})
+	h.rec.FailWith(errNotStarted)
+	obj := h.obj(h.alice, "comms:message", t0, time.Hour, nil)
+	rep := h.batch(runtimetest.Body(t, runtimetest.DataPart(t, obj)))
+	if rep.HandOffFailed != 1 || !strings.Contains(rep.Diagnostics[0].Detail, "certainly did not receive it") {
+		t.Fatalf("report %v %+v: want the hand-off failure, kept", rep, rep.Diagnostics)
+	}
+	rec, err := h.d.Recover(context.Background()) // the handler still down
+	if err != nil || rec.Failed != 1 || rec.Lost != 0 {
+		t.Fatalf("Recover with the handler down: %+v, %v; want failed 1, nothing lost", rec, err)
+	}
+	h.rec.FailWith(nil)
+	rec, err = h.d.Recover(context.Background())
+	if err != nil || rec.Redelivered != 1 || len(h.rec.IDs()) != 1 || h.rec.IDs()[0] != objID(t, obj) {
+		t.Fatalf("Recover with the handler back: %+v, %v, delivered %v; want the object once", rec, err, h.rec.IDs())
+	}
+	if rec, _ := h.d.Recover(context.Background()); rec != (drain.Recovery{}) || len(h.rec.IDs()) != 1 {
+		t.Fatalf("a third Recover: %+v, delivered %v; want nothing more", rec, h.rec.IDs())
+	}
+}
+
+// TestNotStartedRetryCutByACrashIsNotRepeated: with at-most-once notify,
+// a crash while the kept hand-off is repeated leaves it reported lost,
+// never handed over a second time.
+func TestNotStartedRetryCutByACrashIsNotRepeated(t *testing.T) {
+	h := newHarness(t, opts{plaintext: true})
+	h.rec.FailWith(errNotStarted)
+	h.batch(runtimetest.Body(t, runtimetest.DataPart(t, h.obj(h.alice, "comms:message", t0, time.Hour, nil))))
+	h.rec.FailWith(nil)
+	snap := filepath.Join(t.TempDir(), "crashed.db")
+	h.rec.OnDeliver(func(deliver.Delivery) { // the disk as a crash during the hand-off leaves it
+		if err := h.db.View(func(tx *bolt.Tx) error { return tx.CopyFile(snap, 0o600) }); err != nil {
+			t.Error(err)
+		}
+	})
+	if rec, err := h.d.Recover(context.Background()); err != nil || rec.Redelivered != 1 {
+		t.Fatalf("Recover: %+v, %v", rec, err)
+	}
+	h.rec.OnDeliver(nil)
+	h.d.Close()
+	h.db.Close()
+	h.path = snap
+	h.open()
+	rec, err := h.d.Recover(context.Background())
+	if err != nil || rec.Lost != 1 || rec.Redelivered != 0 || len(h.rec.IDs()) != 1 {
+		t.Fatalf("Recover after the crash: %+v, %v, delivered %v; want it lost, delivered once in all", rec, err, h.rec.IDs())
 	}
 }
