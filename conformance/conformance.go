@@ -37,6 +37,14 @@
 // project allows: compile-time registration); running is free of globals
 // otherwise.
 //
+// # Deliberate deviations
+//
+// Where Torpor deliberately does otherwise than a reference vector expects
+// (kind_dequeue.go's dequeueDeviations: an opaque record is refused and
+// acknowledged rather than left queued), the handler compares against
+// Torpor's own expectation, so the vector can still fail, and its Note
+// names the reference's expectation and why.
+//
 // # Verdict strings
 //
 // Results print as "accept" or "reject(<reason>)", and sequences as the

@@ -12,7 +12,6 @@ import (
 
 	"github.com/torpor-dev/torpor/clock"
 	"github.com/torpor-dev/torpor/session"
-	"github.com/torpor-dev/torpor/store"
 	"github.com/torpor-dev/torpor/wake"
 	"github.com/torpor-dev/torpor/wake/sleeptime"
 	"github.com/torpor-dev/torpor/wake/timer"
@@ -56,8 +55,9 @@ func New(cfg Config) (*Agent, error) {
 // Run runs the duty cycle until ctx ends: open bbolt, then wake, drain,
 // stay live to the window's end, sleep, and again. It returns nil when ctx
 // ended, or an error that makes running impossible (the store cannot be
-// opened, is not private (ErrNotPrivate) or belongs to another key, no
-// wake source works).
+// opened, is corrupt or missing after the device ran before
+// (ErrStoreRefused), is not private (ErrNotPrivate) or belongs to another
+// key, no wake source works).
 //
 // After Restart it returns ErrRestart instead of nil.
 func (a *Agent) Run(parent context.Context) error {
@@ -125,7 +125,11 @@ var errReplan = errors.New("runtime: mode changed")
 // open opens bbolt and the pipeline, and restores the cycle state.
 func (a *Agent) open() error {
 	t := a.clock.Now()
-	db, err := store.Open(a.cfg.dbPath(), nil)
+	fresh, err := a.guardStore()
+	if err != nil {
+		return err
+	}
+	db, err := a.openStore()
 	if err != nil {
 		return err
 	}
@@ -159,6 +163,7 @@ func (a *Agent) open() error {
 		a.close()
 		return err
 	}
+	a.writeMarker(fresh)
 	a.mu.Lock()
 	a.opened = a.clock.Now().Sub(t)
 	a.mu.Unlock()

@@ -30,6 +30,11 @@ type Config struct {
 	KeyFile string
 	// DataDir holds the agent's bbolt file (agent.db). Required.
 	DataDir string
+	// Reinitialise lets the agent make a new, empty store where the store
+	// marker (next to KeyFile, see MarkerSuffix) says one existed and the
+	// file is missing or empty; without it Run refuses (ErrStoreRefused).
+	// It never touches a store that exists.
+	Reinitialise bool
 	// RelayURL is the relay's public base URL, e.g. https://relay.example.
 	// Required.
 	RelayURL string

@@ -48,7 +48,7 @@ func (a *Agent) live(ctx context.Context, req wire.Request) wire.Response {
 	case err != nil:
 		a.log.Error("live request", "err", err)
 		return rpcResponse(http.StatusInternalServerError, a2a.NewError(id, &a2a.RPCError{Code: a2a.CodeInternalError, Message: "Internal error"}))
-	case rep.Deferred > 0 && rep.Acked == 0:
+	case rep.Rejected[drain.CauseOpaque] > 0, rep.Deferred > 0 && rep.Acked == 0:
 		return rpcResponse(http.StatusOK, a2a.NewError(id, &a2a.RPCError{Code: a2a.CodeMethodNotFound, Message: "Method not found"}))
 	case rep.Accepted+rep.Handshake == 0:
 		return rpcResponse(http.StatusOK, a2a.NewError(id, a2a.ObjectRejected()))

@@ -140,6 +140,7 @@ func (r *WakeReport) log(l *slog.Logger) {
 const (
 	msgRejected     = "record rejected or deferred"
 	msgLiveRejected = "live request rejected"
+	msgHandOff      = "hand-off failed"
 )
 
 // phaseTotals is one attribute per phase name, in the order the phases
@@ -164,13 +165,19 @@ func (r *WakeReport) phaseTotals() []any {
 // logDiagnostics logs each rejection or deferral of a batch, as msg, when
 // the batch is done; a consequential action the gate held for the owner is
 // not one (its record was accepted), and has a line of its own naming the
-// ledger key the owner confirms. attrs are added to each line.
+// ledger key the owner confirms; an accepted object whose hand-off failed
+// is a warning of its own ("hand-off failed"). attrs are added to each
+// line.
 func logDiagnostics(l *slog.Logger, ds []drain.Diagnostic, msg string, attrs ...any) {
 	for _, d := range ds {
 		if reason, ok := strings.CutPrefix(d.Cause, "held:"); ok {
 			l.Info("action held", append([]any{"seq", d.Seq, "reason", reason, "key", d.Detail}, attrs...)...)
 			continue
 		}
-		l.Warn(msg, append([]any{"seq", d.Seq, "cause", d.Cause, "detail", d.Detail}, attrs...)...)
+		m := msg
+		if d.Cause == drain.CauseHandOff {
+			m = msgHandOff // the record was accepted; its object did not reach the application
+		}
+		l.Warn(m, append([]any{"seq", d.Seq, "cause", d.Cause, "detail", d.Detail}, attrs...)...)
 	}
 }

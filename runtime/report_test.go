@@ -24,7 +24,8 @@ func TestHeldActionLogsItsOwnLine(t *testing.T) {
 			{Seq: 4, Cause: "held:needs-confirmation", Detail: "did:key:z6MkAlice order-9"},
 			{Seq: 5, Cause: "expired", Detail: "governed: expired"},
 			{Seq: 6, Cause: drain.CauseMLSDeferred, Detail: "part 0: unknown group"},
-		}}}
+			{Seq: 7, Cause: drain.CauseHandOff, Detail: "object \"o-1\": handler down"},
+		}, HandOffFailed: 1}}
 	logDiagnostics(l, r.Drain.Diagnostics, msgRejected) // as the drain does, batch by batch
 	r.log(l)
 	got := out.String()
@@ -33,6 +34,8 @@ func TestHeldActionLogsItsOwnLine(t *testing.T) {
 		`level=WARN msg="record rejected or deferred" seq=5 cause=expired detail="governed: expired"`,
 		`level=WARN msg="record rejected or deferred" seq=6 cause=mls-deferred`,
 		`held=1`,
+		`level=WARN msg="hand-off failed" seq=7 cause=hand-off-failed`,
+		`handOffFailed=1`,
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("log lacks %s:\n%s", want, got)

@@ -233,6 +233,10 @@ func (w *wakeRun) prepare(start time.Time, mgmt Management) {
 		w.ph.measure(PhaseRecover, func() error {
 			var err error
 			w.rep.Recovery, err = a.pipe.drainer.Recover(w.ctx)
+			if r := w.rep.Recovery; r.Failed > 0 {
+				a.log.Warn("hand-off failed again; kept in the outbox for the next wake",
+					"failed", r.Failed, "redelivered", r.Redelivered)
+			}
 			return err
 		})
 	})

@@ -3,6 +3,7 @@ package session
 import (
 	"bytes"
 	"cmp"
+	"context"
 	"crypto/ecdh"
 	"fmt"
 	"slices"
@@ -55,8 +56,18 @@ func (e *poolEntry) counts(now time.Time) bool { return e.NotAfter > now.Unix() 
 // MLSMessage-wrapped public halves of those not yet marked Published: what
 // the device uploads to its relay at each wake.
 func (s *Sessions) Refill(tx *bolt.Tx, target int) ([][]byte, error) {
+	return s.RefillContext(context.Background(), tx, target)
+}
+
+// RefillContext is Refill that stops making KeyPackages when ctx ends (a
+// SIGTERM while a large pool is made), returning ctx's error: the caller's
+// transaction must then roll back. A target above MaxPoolSize is an error.
+func (s *Sessions) RefillContext(ctx context.Context, tx *bolt.Tx, target int) ([][]byte, error) {
 	if target <= 0 {
 		target = s.poolSize()
+	}
+	if target > MaxPoolSize {
+		return nil, fmt.Errorf("session: KeyPackage pool of %d, want at most %d (the relay keeps no more)", target, MaxPoolSize)
 	}
 	r, err := root(tx)
 	if err != nil {
@@ -72,6 +83,9 @@ func (s *Sessions) Refill(tx *bolt.Tx, target int) ([][]byte, error) {
 		return nil, err
 	}
 	for ; live < target; live++ {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("session: making KeyPackages: %w", err)
+		}
 		if err := s.addKeyPackage(pool); err != nil {
 			return nil, err
 		}

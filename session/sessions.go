@@ -2,6 +2,7 @@ package session
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"time"
 
@@ -15,6 +16,12 @@ import (
 // DefaultPoolSize is the number of unused KeyPackages a sleeping agent
 // keeps published (Config.PoolSize).
 const DefaultPoolSize = 20
+
+// MaxPoolSize is the largest pool (Config.PoolSize, a Refill target): the
+// relay keeps at most this many KeyPackages per agent (the same number as
+// store/agents.MaxKeyPackages, which the agent does not link; a test checks
+// they agree), so more would be made for nothing.
+const MaxPoolSize = 256
 
 // DefaultPadding is the PrivateMessage padding block (Config.Padding).
 const DefaultPadding = 256
@@ -71,6 +78,9 @@ type Sessions struct {
 func New(cfg Config) (*Sessions, error) {
 	if cfg.Key == nil {
 		return nil, errors.New("session: no key")
+	}
+	if cfg.PoolSize > MaxPoolSize {
+		return nil, fmt.Errorf("session: KeyPackage pool of %d, want at most %d (the relay keeps no more)", cfg.PoolSize, MaxPoolSize)
 	}
 	return &Sessions{cfg: cfg, self: cfg.Key.DID(), clock: clock.Or(cfg.Clock)}, nil
 }

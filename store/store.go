@@ -42,6 +42,12 @@ type Options struct {
 	// Timeout bounds the wait for the file lock held by another process.
 	// Zero means 5 seconds.
 	Timeout time.Duration
+	// Check runs bbolt's consistency check (tx.Check) after opening, and
+	// turns a damaged file (refused meta pages, truncated, a page that
+	// fails the check, a panic while reading it) into a *CorruptError. It
+	// reads every page: for the agent's store, opened once per process,
+	// not for the relay's large queue.
+	Check bool
 }
 
 // Open opens (creating if needed, with mode 0600 in a 0700 directory) the
@@ -64,13 +70,17 @@ func Open(path string, o *Options) (*bolt.DB, error) {
 	if timeout == 0 {
 		timeout = 5 * time.Second
 	}
-	db, err := bolt.Open(path, 0o600, &bolt.Options{
+	bo := &bolt.Options{
 		Timeout:         timeout,
 		NoSync:          o.NoSync,
 		InitialMmapSize: initialMmapSize,
 		MaxSize:         int(max),
 		FreelistType:    bolt.FreelistMapType,
-	})
+	}
+	if o.Check {
+		return openChecked(path, bo)
+	}
+	db, err := bolt.Open(path, 0o600, bo)
 	if err != nil {
 		return nil, fmt.Errorf("store: opening %s: %w", path, err)
 	}

@@ -58,12 +58,14 @@ type args struct {
 	prefix    string
 	operators []string
 	version   bool
+	reinit    bool
 }
 
 func newFlags(a *args, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("torpor-agent", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.BoolVar(&a.version, "version", false, "Print the version and exit.")
+	fs.BoolVar(&a.reinit, "reinitialise", false, "Make a new, empty agent.db where the store marker next to the key says the device ran before and the file is missing or empty (the agent refuses otherwise). Its replay cache, command sequence numbers, ledger, halt and MLS groups start empty: senders pair again. A corrupt agent.db must be moved aside first.")
 	fs.StringVar(&a.config, "config", DefaultConfig, "The JSON configuration file (see runtime/conffile). Flags that are set override it. Without --config, a missing "+DefaultConfig+" is not an error.")
 	fs.StringVar(&a.key, "key", "", "The agent's private key file, made by torporctl keygen.")
 	fs.StringVar(&a.dataDir, "data-dir", "", "The directory of the agent's bbolt file (agent.db).")
@@ -233,6 +235,7 @@ func daemon(ctx context.Context, a *args, stderr io.Writer) error {
 		return err
 	}
 	b.Config.Logger = log
+	b.Config.Reinitialise = a.reinit
 	agent, err := runtime.New(b.Config)
 	if err != nil {
 		return err
@@ -282,12 +285,22 @@ func commands(agent *runtime.Agent, b *conffile.Built, log *slog.Logger) (*manag
 // supervisor that restarts only on failure must treat it as one.
 const ExitRestart = 75
 
+// ExitStore is the exit status when the agent refuses its store
+// (runtime.ErrStoreRefused: corrupt, or lost after the device ran before):
+// EX_DATAERR of sysexits.h. The systemd unit lists it in
+// RestartPreventExitStatus: restarting cannot fix it, an operator must.
+const ExitStore = 65
+
 // exitCode reports err and returns the process's exit status.
 func exitCode(err error, stderr io.Writer) int {
 	switch {
 	case errors.Is(err, runtime.ErrRestart):
 		fmt.Fprintf(stderr, "torpor-agent: stopped to restart (exit status %d)\n", ExitRestart)
 		return ExitRestart
+	case errors.Is(err, runtime.ErrStoreRefused):
+		fmt.Fprintln(stderr, "torpor-agent:", err)
+		fmt.Fprintf(stderr, "torpor-agent: exit status %d: not restarting until an operator repaired the store\n", ExitStore)
+		return ExitStore
 	case err != nil:
 		fmt.Fprintln(stderr, "torpor-agent:", err)
 		return 1

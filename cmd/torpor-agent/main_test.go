@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -38,7 +39,18 @@ func TestMain(m *testing.M) {
 }
 
 func TestScripts(t *testing.T) {
-	testscript.Run(t, testscript.Params{Dir: "testdata/script"})
+	testscript.Run(t, testscript.Params{Dir: "testdata/script", Setup: func(env *testscript.Env) error {
+		// Handler paths must be absolute: $APPHANDLER is apphandler's.
+		for _, dir := range filepath.SplitList(env.Getenv("PATH")) {
+			if p := filepath.Join(dir, "apphandler"); filepath.IsAbs(p) {
+				if _, err := os.Stat(p); err == nil {
+					env.Setenv("APPHANDLER", p)
+					return nil
+				}
+			}
+		}
+		return errors.New("apphandler is not on the scripts' PATH")
+	}})
 }
 
 // seed DATADIR KEYFILE writes an agent key and a store holding one

@@ -105,11 +105,19 @@ func openPipeline(a *args) (*runtime.Pipeline, func(), error) {
 		return nil, nil, err
 	}
 	path := filepath.Join(b.Config.DataDir, runtime.DBFile)
-	if _, err := os.Stat(path); err != nil {
+	if fi, err := os.Stat(path); err != nil || fi.Size() == 0 {
 		b.Close()
+		if err == nil {
+			err = errors.New("the file is empty")
+		}
 		return nil, nil, fmt.Errorf("no agent store at %s: %w", path, err)
 	}
-	db, err := store.Open(path, &store.Options{Timeout: 2 * time.Second})
+	db, err := store.Open(path, &store.Options{Timeout: 2 * time.Second, Check: true})
+	var ce *store.CorruptError
+	if errors.As(err, &ce) {
+		b.Close()
+		return nil, nil, fmt.Errorf("%w: %w", runtime.ErrStoreRefused, err)
+	}
 	if err != nil {
 		b.Close()
 		return nil, nil, fmt.Errorf("%w (is torpor-agent running? stop it first)", err)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -104,7 +105,15 @@ func refillFlags(fs *flag.FlagSet) func([]string) (any, error) {
 		if err := exactly(0, rest, "no arguments"); err != nil {
 			return nil, err
 		}
-		return &manage.RefillArgs{Count: *n}, nil
+		a := &manage.RefillArgs{Count: *n}
+		raw, err := json.Marshal(a)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := manage.DecodeArgs(manage.OpRefillKeyPackages, raw); err != nil {
+			return nil, err // the device's own check, before anything is sent
+		}
+		return a, nil
 	}
 }
 

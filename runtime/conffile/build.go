@@ -63,6 +63,7 @@ func (f *File) Build() (*Built, error) {
 			errs = append(errs, err)
 		}
 	}
+	add(f.checkBounds())
 	add(f.buildClock(c))
 	add(f.buildKey(c))
 	c.DataDir, c.RelayURL, c.Name = f.DataDir, f.Relay, f.Name

@@ -41,7 +41,13 @@
 // a timer, as a mains-powered gateway or a demonstration does.
 //
 // Durations are Go duration strings ("5m", "30s"). Unknown members are
-// errors: a misspelt option must not be silently ignored.
+// errors: a misspelt option must not be silently ignored; so is a member
+// given twice, at any depth (encoding/json would keep the last). Every
+// number has a range (bounds.go: keyPackages 0..256, batchSize 0..1000,
+// window length 1s..1h, maxLifetime and bounds.ttl up to 30 days, handler
+// timeouts up to an hour), and handler paths (exec path and dir, unix
+// socket) must be absolute; Build names the member and the range of each
+// value outside.
 package conffile
 
 import (
@@ -53,6 +59,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/torpor-dev/torpor/internal/canon"
 	"github.com/torpor-dev/torpor/internal/jsonpos"
 )
 
@@ -221,6 +228,9 @@ func Parse(b []byte, name string) (*File, error) {
 	}
 	if err := json.Unmarshal(b, &probe); err != nil {
 		return nil, fmt.Errorf("conffile: %s: %v", name, jsonpos.Describe(b, err))
+	}
+	if err := canon.NoDuplicates(b); err != nil {
+		return nil, fmt.Errorf("conffile: %s: %v (a member given twice would silently keep only the last)", name, err)
 	}
 	if probe.Version == nil {
 		return nil, fmt.Errorf("conffile: %s: no \"version\" member (this agent reads version %d)", name, Version)

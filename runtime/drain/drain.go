@@ -42,6 +42,15 @@
 // document: the relay's copy is deleted at acknowledgement as usual.
 // Handlers must be idempotent on (issuer, object id).
 //
+// A hand-off that certainly did not start (the handler's error wraps
+// deliver.ErrNotStarted: its program could not be started) is kept in both
+// modes and handed over again at the next wake's Recover, until its object
+// expires: the application never saw it, so repeating it cannot deliver it
+// twice. With at-most-once notify the entry is marked in flight, in a
+// transaction of its own, before each repetition: a crash during one
+// leaves it reported lost, never repeated. Every failed hand-off is
+// counted (Report.HandOffFailed) and described (CauseHandOff).
+//
 // Consequential actions never repeat in either mode: their effect runs
 // under an idempotency-ledger key reserved in the batch transaction, and a
 // key whose effect a crash interrupted is indeterminate until an operator
@@ -51,9 +60,13 @@
 //
 // A record or object that fails is drained (acknowledged) and reported by
 // cause in the Report (operator diagnostics, draft Section 8.4); it never
-// blocks later records. Only records nothing here can process (not a
-// JSON-RPC message submission, or an MLS message Sessions defers) stay
-// queued until their TTL, and are reported every time.
+// blocks later records. A record that is not a JSON-RPC message submission
+// (CauseOpaque) is refused and acknowledged too: no later wake would judge
+// it otherwise, and left queued it would fill the queue and come back at
+// every wake. Only records that may succeed later (an MLS message Sessions
+// defers until its group or epoch exists) stay queued, until their TTL,
+// and are reported every time; a store failure rolls the batch back and
+// acknowledges nothing.
 package drain
 
 import (

@@ -27,8 +27,31 @@ func (d *Drainer) finish(ctx context.Context, b *batch) error {
 		if results[i].delivered {
 			b.report.Delivered++
 		}
+		d.reportHandOff(&b.report, &b.pending[i], results[i])
 	}
 	return d.settle(b.pending, results)
+}
+
+// reportHandOff counts and describes a hand-off that failed: an accepted
+// object the application did not take is never dropped silently. With
+// at-least-once notify it stays in the outbox for the next attempt; with
+// at-most-once it is not handed over again.
+func (d *Drainer) reportHandOff(r *Report, p *pending, res result) {
+	if res.err == nil || res.unstarted {
+		return
+	}
+	r.HandOffFailed++
+	fate := "not handed over again (at-most-once notify)"
+	switch {
+	case p.entry.Action != nil:
+		fate = "action " + p.entry.Action.LedgerKey() + " settled in the ledger"
+	case d.cfg.Notify == AtLeastOnce && p.entry.Delivery != nil:
+		fate = fmt.Sprintf("kept for another attempt (attempt %d, at-least-once notify)", p.entry.Attempt)
+	case errors.Is(res.err, deliver.ErrNotStarted):
+		fate = fmt.Sprintf("kept for another attempt at the next wake (attempt %d): the application certainly did not receive it", p.entry.Attempt)
+	}
+	r.diag(p.entry.Seq, CauseHandOff, fmt.Sprintf("object %q purpose %q: %v; %s",
+		truncate(p.entry.ObjectID), truncate(p.entry.Purpose), res.err, fate))
 }
 
 // result is what became of one pending hand-off.
@@ -122,16 +145,35 @@ func (d *Drainer) settleOne(tx *bolt.Tx, p pending, r result) (keep bool, err er
 			return false, d.cfg.Ledger.Abandon(tx, key, r.err.Error())
 		}
 	}
-	if d.cfg.Notify != AtLeastOnce || r.err == nil || p.entry.Delivery == nil {
+	notStarted := errors.Is(r.err, deliver.ErrNotStarted)
+	if r.err == nil || !notStarted && (d.cfg.Notify != AtLeastOnce || p.entry.Delivery == nil) {
 		return false, nil
 	}
-	// At-least-once: keep a failed hand-off for the next attempt; Attempt
-	// counts the attempts made.
-	v, err := encMode.Marshal(p.entry)
+	// Keep a failed hand-off for the next attempt: with at-least-once
+	// notify any failure, with at-most-once one the application certainly
+	// did not see. Attempt counts the attempts made.
+	e := p.entry
+	e.NotStarted = notStarted
+	if e.Delivery == nil {
+		if e.Delivery, err = json.Marshal(p.delivery); err != nil {
+			return false, err
+		}
+	}
+	v, err := encMode.Marshal(e)
 	if err != nil {
 		return false, err
 	}
 	return true, tx.Bucket(bucketOutbox).Put(p.key, v)
+}
+
+// retryable reports whether Recover hands p over again: with at-least-once
+// notify every kept delivery, with at-most-once one whose last hand-off
+// certainly did not start.
+func (d *Drainer) retryable(p pending) bool {
+	if p.entry.Delivery == nil {
+		return false
+	}
+	return d.cfg.Notify == AtLeastOnce || p.entry.NotStarted
 }
 
 // Recovery is what Recover found in the outbox after a restart.
@@ -171,13 +213,16 @@ func (d *Drainer) Recover(ctx context.Context) (Recovery, error) {
 			switch {
 			case p.entry.Action != nil:
 				rec.Indeterminate++
-			case d.cfg.Notify != AtLeastOnce || p.entry.Delivery == nil:
+			case !d.retryable(p):
 				rec.Lost++
 			case !p.entry.Expires.IsZero() && !now.Before(p.entry.Expires):
 				rec.Expired++
 			default:
 				p.delivery.Attempt = p.entry.Attempt + 1
 				p.entry.Attempt++
+				if err := d.inFlight(tx, &p); err != nil {
+					return err
+				}
 				again = append(again, p)
 				continue
 			}
@@ -200,6 +245,21 @@ func (d *Drainer) Recover(ctx context.Context) (Recovery, error) {
 		}
 	}
 	return rec, d.settle(again, rs)
+}
+
+// inFlight records, with at-most-once notify, that p's repetition is
+// about to start: a crash during it leaves an entry Recover reports lost
+// and never repeats.
+func (d *Drainer) inFlight(tx *bolt.Tx, p *pending) error {
+	if d.cfg.Notify == AtLeastOnce {
+		return nil
+	}
+	p.entry.NotStarted = false
+	v, err := encMode.Marshal(p.entry)
+	if err != nil {
+		return err
+	}
+	return tx.Bucket(bucketOutbox).Put(p.key, v)
 }
 
 // fixedClock is the batch's moment of dequeue, for the receiver checks.

@@ -41,6 +41,11 @@ type entry struct {
 	Action *gate.Action `cbor:"7,keyasint,omitempty"`
 	// Attempt counts hand-offs tried.
 	Attempt int `cbor:"8,keyasint,omitempty"`
+	// NotStarted says the last hand-off certainly did not reach the
+	// application (deliver.ErrNotStarted: the program could not be
+	// started): it is repeated even with at-most-once notify, whose entry
+	// then keeps Delivery too. Cleared while a repetition is in flight.
+	NotStarted bool `cbor:"9,keyasint,omitempty"`
 }
 
 // pending is an entry with its outbox key and the delivery to make.

@@ -41,9 +41,10 @@ func (p *proc) record(r Record) error {
 	var opaque errOpaque
 	switch {
 	case errors.As(err, &opaque):
-		rep.Deferred++
-		rep.diag(r.Seq, CauseOpaque, opaque.why)
-		return nil
+		// Judged and refused: no later wake would judge it otherwise, so
+		// it is acknowledged (the relay deletes it) rather than left to
+		// fill the queue and come back at every wake.
+		rep.reject(r.Seq, CauseOpaque, opaque.why)
 	case err != nil:
 		rep.reject(r.Seq, a2a.ReasonMalformed, err.Error())
 	default:

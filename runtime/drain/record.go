@@ -23,13 +23,14 @@ type errOpaque struct{ why string }
 func (e errOpaque) Error() string { return e.why }
 
 // message returns the parts of the message a queued JSON-RPC body
-// submits. A body that is not a JSON-RPC message submission is opaque
-// (errOpaque): nothing here processes it, so it stays queued until its TTL.
+// submits. A body that is not a JSON-RPC message submission (not JSON, a
+// duplicate member, nested too deep, another method) is opaque (errOpaque):
+// the drain refuses it and acknowledges it, so that it leaves the queue.
 // A submission whose message is malformed is an error to report.
 func message(body []byte) ([]a2a.Part, error) {
 	req, err := a2a.ParseRequest(body)
 	if err != nil {
-		return nil, errOpaque{"not a JSON-RPC request"}
+		return nil, errOpaque{"not a JSON-RPC request: " + err.Error()}
 	}
 	if !a2a.IsSendMethod(req.Method) {
 		return nil, errOpaque{fmt.Sprintf("JSON-RPC method %q is not a message submission", truncate(req.Method))}

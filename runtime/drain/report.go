@@ -16,8 +16,10 @@ import (
 // reader reports a2a's (media-type-conflict, media-type-not-matched,
 // malformed). The drain adds:
 const (
-	// CauseOpaque: the record is not a JSON-RPC message submission, so
-	// nothing here can process it; it stays queued until its TTL.
+	// CauseOpaque: the record is not a JSON-RPC message submission (not
+	// JSON, a duplicate member, nested too deep, another method), so
+	// nothing here will ever process it; it is acknowledged, so the relay
+	// deletes it, and reported.
 	CauseOpaque = "opaque"
 	// CauseMLSDeferred: an MLS message the sessions cannot process yet;
 	// the record stays queued until its TTL.
@@ -46,6 +48,9 @@ const (
 	CauseBadAction = "bad-action"
 	// CauseNoRoute: an accepted object no handler is configured for.
 	CauseNoRoute = "no-handler"
+	// CauseHandOff: an accepted object its handler did not take (the
+	// program failed, the socket refused); counted in HandOffFailed.
+	CauseHandOff = "hand-off-failed"
 )
 
 // Report counts what one drain (or one batch) did.
@@ -56,11 +61,14 @@ type Report struct {
 	Objects   int // Governed Objects that reached the receiver checks
 	Accepted  int // objects that passed all six checks
 	Delivered int // objects handed to a handler (outcome recorded)
-	Held      int // consequential objects held for the owner
-	Ran       int // consequential actions run
-	Refused   int // actions refused by the ledger (duplicate, indeterminate)
-	Control   int // owner control objects applied
-	Handshake int // MLS handshakes and commits applied
+	// HandOffFailed counts hand-offs the handler failed (see
+	// CauseHandOff); each has a Diagnostic.
+	HandOffFailed int
+	Held          int // consequential objects held for the owner
+	Ran           int // consequential actions run
+	Refused       int // actions refused by the ledger (duplicate, indeterminate)
+	Control       int // owner control objects applied
+	Handshake     int // MLS handshakes and commits applied
 	// Rejected counts rejections by cause.
 	Rejected map[string]int
 	// Diagnostics describe each rejection and deferral (capped; see
@@ -126,6 +134,7 @@ func (r *Report) Add(o Report) {
 	r.Objects += o.Objects
 	r.Accepted += o.Accepted
 	r.Delivered += o.Delivered
+	r.HandOffFailed += o.HandOffFailed
 	r.Held += o.Held
 	r.Ran += o.Ran
 	r.Refused += o.Refused
@@ -159,6 +168,7 @@ func (r Report) String() string {
 		causes = append(causes, fmt.Sprintf("%s=%d", k, v))
 	}
 	sort.Strings(causes)
-	return fmt.Sprintf("records=%d acked=%d deferred=%d objects=%d accepted=%d delivered=%d held=%d ran=%d refused=%d control=%d handshake=%d rejected[%s]",
-		r.Records, r.Acked, r.Deferred, r.Objects, r.Accepted, r.Delivered, r.Held, r.Ran, r.Refused, r.Control, r.Handshake, strings.Join(causes, " "))
+	return fmt.Sprintf("records=%d acked=%d deferred=%d objects=%d accepted=%d delivered=%d handOffFailed=%d held=%d ran=%d refused=%d control=%d handshake=%d rejected[%s]",
+		r.Records, r.Acked, r.Deferred, r.Objects, r.Accepted, r.Delivered, r.HandOffFailed, r.Held, r.Ran, r.Refused, r.Control,
+		r.Handshake, strings.Join(causes, " "))
 }

@@ -425,7 +425,7 @@ func (c *Commands) drain(ctx context.Context) Result {
 		return Failed("drain", "%v", err)
 	}
 	return OK(map[string]any{"records": rep.Records, "accepted": rep.Accepted, "delivered": rep.Delivered, "held": rep.Held,
-		"rejected": rep.Rejected, "deferred": rep.Deferred})
+		"handOffFailed": rep.HandOffFailed, "rejected": rep.Rejected, "deferred": rep.Deferred})
 }
 
 func (c *Commands) rotateKeys(ctx context.Context) Result {

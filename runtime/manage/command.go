@@ -10,6 +10,8 @@ import (
 
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/governed"
+	"github.com/torpor-dev/torpor/internal/canon"
+	"github.com/torpor-dev/torpor/session"
 	"github.com/torpor-dev/torpor/wake"
 )
 
@@ -118,7 +120,7 @@ var opArgs = map[string]struct {
 	OpRotateKeys:        {},
 	OpSetMode:           {func() any { return new(SetModeArgs) }, checkSetMode},
 	OpWakeNow:           {func() any { return new(WakeNowArgs) }, func(a any) error { return nonNegative("forSec", a.(*WakeNowArgs).ForSec) }},
-	OpRefillKeyPackages: {func() any { return new(RefillArgs) }, func(a any) error { return nonNegative("count", int64(a.(*RefillArgs).Count)) }},
+	OpRefillKeyPackages: {func() any { return new(RefillArgs) }, func(a any) error { return inRange("count", int64(a.(*RefillArgs).Count), 0, session.MaxPoolSize) }},
 	OpConfirm:           {func() any { return new(HoldArgs) }, checkHold},
 	OpDeny:              {func() any { return new(HoldArgs) }, checkHold},
 	OpReconcile:         {func() any { return new(ReconcileArgs) }, func(a any) error { return nonEmpty("key", a.(*ReconcileArgs).Key) }},
@@ -175,6 +177,14 @@ func nonEmpty(name, v string) error {
 	return nil
 }
 
+// inRange refuses v outside lo..hi, naming the argument and the range.
+func inRange(name string, v, lo, hi int64) error {
+	if v < lo || v > hi {
+		return fmt.Errorf("%s %d outside %d..%d", name, v, lo, hi)
+	}
+	return nil
+}
+
 func nonNegative(name string, v int64) error {
 	if v < 0 {
 		return fmt.Errorf("%s must not be negative", name)
@@ -207,6 +217,9 @@ func DecodeArgs(op string, raw json.RawMessage) (any, error) {
 		}
 		if _, err := dec.Token(); err != io.EOF {
 			return nil, fmt.Errorf("%s arguments: trailing data", op)
+		}
+		if err := canon.NoDuplicates(raw); err != nil {
+			return nil, fmt.Errorf("%s arguments: %v", op, err)
 		}
 	}
 	if spec.check != nil {
@@ -333,6 +346,9 @@ func parseCommandPayload(o *governed.Object) (commandPayload, any, error) {
 	}
 	if len(o.ID) > maxIDLen {
 		return p, nil, fmt.Errorf("id of %d bytes exceeds %d", len(o.ID), maxIDLen)
+	}
+	if err := canon.NoDuplicates(o.Payload); err != nil {
+		return p, nil, fmt.Errorf("payload: %v", err)
 	}
 	dec := json.NewDecoder(bytes.NewReader(o.Payload))
 	dec.DisallowUnknownFields()

@@ -49,6 +49,11 @@ func TestDecodeArgs(t *testing.T) {
 		{OpReboot, `{}`, &RebootArgs{}, ""},
 		{OpReboot, `{} {}`, nil, "trailing"},
 		{"format-disk", `{}`, nil, "unknown operation"},
+		{OpRefillKeyPackages, `{"count":256}`, &RefillArgs{Count: 256}, ""},
+		{OpRefillKeyPackages, `{"count":2000000}`, nil, "count 2000000 outside 0..256"},
+		{OpRefillKeyPackages, `{"count":-1}`, nil, "count -1 outside 0..256"},
+		{OpRefillKeyPackages, `{"count":1,"count":2000000}`, nil, `duplicate member "count"`},
+		{OpSetMode, `{"mode":"sleep","mode":"always_on"}`, nil, `duplicate member "mode"`},
 	}
 	for _, tt := range tests {
 		got, err := DecodeArgs(tt.op, json.RawMessage(tt.args))

@@ -89,7 +89,7 @@ type KeyPackages struct {
 func (k KeyPackages) Refill(ctx context.Context, target int) ([][]byte, error) {
 	var kps [][]byte
 	err := k.DB.Update(func(tx *bolt.Tx) (err error) {
-		kps, err = k.S.Refill(tx, target)
+		kps, err = k.S.RefillContext(ctx, tx, target)
 		return err
 	})
 	return kps, err

@@ -98,6 +98,7 @@ var unitHardeningCases = []struct {
 		"Service.SupplementaryGroups":   "gpio",
 		"Service.CapabilityBoundingSet": "CAP_SYS_BOOT", "Service.AmbientCapabilities": "CAP_SYS_BOOT",
 		"Service.DevicePolicy": "closed", "Service.ProtectClock": "yes",
+		"Service.RestartPreventExitStatus": "65",
 	}, map[string][]string{
 		"Service.DeviceAllow":      {"char-gpiochip rw", "char-rtc rw"},
 		"Service.SystemCallFilter": {"@system-service", "~@privileged @resources", "reboot"},

@@ -1,0 +1,157 @@
+package store
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"os"
+	"runtime/debug"
+	"strings"
+
+	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
+)
+
+// CorruptError reports a bbolt file that is damaged: bbolt refused its meta
+// pages, it is shorter than its meta page says, a page fails bbolt's
+// consistency check (tx.Check, the logic of "bbolt check"), or reading it
+// panicked. Nothing was written to the file.
+type CorruptError struct {
+	Path string
+	// Problems are what the check found, the first few of them.
+	Problems []string
+}
+
+func (e *CorruptError) Error() string {
+	return fmt.Sprintf("store: %s is corrupt: %s", e.Path, strings.Join(e.Problems, "; "))
+}
+
+// maxProblems caps CorruptError.Problems.
+const maxProblems = 5
+
+// openChecked opens path as Open does and checks it: a damaged file is a
+// *CorruptError, never a panic. bbolt trusts its file: a truncated one makes
+// it fault on the memory map and a garbage page fails its assertions, so
+// the opening goroutine turns faults into panics (debug.SetPanicOnFault)
+// and recovers them.
+func openChecked(path string, bo *bolt.Options) (db *bolt.DB, err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			if db != nil {
+				db.Close()
+			}
+			db, err = nil, &CorruptError{Path: path, Problems: []string{fmt.Sprintf("reading it panicked: %v", r)}}
+		}
+	}()
+	if problem := truncated(path); problem != "" {
+		return nil, &CorruptError{Path: path, Problems: []string{problem}}
+	}
+	db, err = bolt.Open(path, 0o600, bo)
+	if errors.Is(err, berrors.ErrInvalid) || errors.Is(err, berrors.ErrChecksum) || errors.Is(err, berrors.ErrVersionMismatch) {
+		return nil, &CorruptError{Path: path, Problems: []string{err.Error()}}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: opening %s: %w", path, err)
+	}
+	if problems := check(db, path); len(problems) > 0 {
+		db.Close()
+		return nil, &CorruptError{Path: path, Problems: problems}
+	}
+	return db, nil
+}
+
+// check runs bbolt's consistency check after making sure the file holds
+// every page its meta page counts (the check itself would fault reading
+// past the end of a truncated file, in a goroutine of its own).
+func check(db *bolt.DB, path string) []string {
+	var problems []string
+	db.View(func(tx *bolt.Tx) error {
+		fi, err := os.Stat(path)
+		if err != nil {
+			problems = append(problems, err.Error())
+			return nil
+		}
+		if fi.Size() < tx.Size() {
+			problems = append(problems, fmt.Sprintf("the file has %d bytes, its meta page counts %d (truncated)", fi.Size(), tx.Size()))
+			return nil
+		}
+		for e := range tx.Check() { // drained to the end: the checker blocks on the channel otherwise
+			if len(problems) < maxProblems {
+				problems = append(problems, e.Error())
+			}
+		}
+		return nil
+	})
+	return problems
+}
+
+// The meta page's layout (go.etcd.io/bbolt/internal/common/meta.go and
+// page.go): a 16-byte page header, then magic, version, page size and
+// flags (4 bytes each), the root bucket (16), the freelist page id (8), the
+// page count (8), the transaction id (8) and an FNV-64a checksum of the
+// meta's bytes before it.
+const (
+	metaMagic    = 0xED0CDAED
+	metaStart    = 16
+	metaPageSize = metaStart + 8
+	metaPgid     = metaStart + 40
+	metaTxid     = metaStart + 48
+	metaChecksum = metaStart + 56
+)
+
+// truncated reads the file's meta pages before bbolt does and reports a
+// file shorter than the pages the newest valid one counts: bbolt would
+// read past its end through the memory map and fault while opening it,
+// with the file lock held. "" means not truncated (or no valid meta page,
+// which bbolt reports itself).
+func truncated(path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return ""
+	}
+	var best []byte
+	off := int64(0)
+	for i := 0; i < 2; i++ {
+		buf := make([]byte, metaChecksum+8)
+		if _, err := f.ReadAt(buf, off); err != nil && !errors.Is(err, io.EOF) {
+			return ""
+		}
+		// The second meta page follows the first, one page further; with
+		// the first unreadable, bbolt guesses the OS's page size.
+		off = int64(os.Getpagesize())
+		if !validMeta(buf) {
+			continue
+		}
+		if i == 0 {
+			off = int64(binary.LittleEndian.Uint32(buf[metaPageSize:]))
+		}
+		if best == nil || binary.LittleEndian.Uint64(buf[metaTxid:]) > binary.LittleEndian.Uint64(best[metaTxid:]) {
+			best = buf
+		}
+	}
+	if best == nil {
+		return ""
+	}
+	need := int64(binary.LittleEndian.Uint64(best[metaPgid:])) * int64(binary.LittleEndian.Uint32(best[metaPageSize:]))
+	if fi.Size() < need {
+		return fmt.Sprintf("the file has %d bytes, its meta page counts %d (truncated)", fi.Size(), need)
+	}
+	return ""
+}
+
+func validMeta(b []byte) bool {
+	if binary.LittleEndian.Uint32(b[metaStart:]) != metaMagic {
+		return false
+	}
+	h := fnv.New64a()
+	h.Write(b[metaStart:metaChecksum])
+	return h.Sum64() == binary.LittleEndian.Uint64(b[metaChecksum:])
+}

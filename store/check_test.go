@@ -1,0 +1,80 @@
+package store_test
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/torpor-dev/torpor/store"
+	"github.com/torpor-dev/torpor/store/storetest"
+)
+
+// filled makes a bbolt file with a few buckets of a few hundred records.
+func filled(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "agent.db")
+	db, err := store.Open(path, &store.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		for i := range 4 {
+			b, err := tx.CreateBucket([]byte(fmt.Sprint("bucket", i)))
+			if err != nil {
+				return err
+			}
+			for j := range 400 {
+				if err := b.Put([]byte(fmt.Sprint("key", j)), make([]byte, 100)); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	return path
+}
+
+// TestCheckRefusesDamagedFiles: each way of damaging a file is a
+// *CorruptError naming the file, never a panic, with Options.Check.
+func TestCheckRefusesDamagedFiles(t *testing.T) {
+	for _, d := range storetest.Damages {
+		t.Run(d.Name, func(t *testing.T) {
+			path := filled(t)
+			if err := d.Do(path); err != nil {
+				t.Fatal(err)
+			}
+			db, err := store.Open(path, &store.Options{Check: true})
+			var ce *store.CorruptError
+			if !errors.As(err, &ce) || ce.Path != path || len(ce.Problems) == 0 {
+				if db != nil {
+					db.Close()
+				}
+				t.Fatalf("Open with Check on a damaged file: %v, want a *CorruptError naming %s", err, path)
+			}
+			t.Log(err)
+		})
+	}
+}
+
+// TestCheckAcceptsSoundFile: a sound file opens with Check, and a second
+// Open (the lock released) works too.
+func TestCheckAcceptsSoundFile(t *testing.T) {
+	path := filled(t)
+	db, err := store.Open(path, &store.Options{Check: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	db, err = store.Open(path, &store.Options{Check: true})
+	if err != nil {
+		t.Fatalf("reopening: %v", err)
+	}
+	db.Close()
+}

@@ -1,0 +1,100 @@
+// Package storetest damages bbolt files the ways a bad disk, a power cut
+// on a card without power-loss protection, or a careless operator do, for
+// the tests of store.Open's check and of the agent that refuses such a
+// store.
+package storetest
+
+import (
+	"fmt"
+	"os"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Damage is one way of damaging a bbolt file.
+type Damage struct {
+	Name string
+	Do   func(path string) error
+}
+
+// Damages are the ways the tests damage a file: truncated to half, both
+// meta pages zeroed, one meta page zeroed, garbage over the top-level
+// buckets' page, and a file cut to a few bytes.
+var Damages = []Damage{
+	{"truncated", Truncate},
+	{"zeroed-meta-pages", func(p string) error { return zeroPages(p, 0, 2) }},
+	{"zeroed-second-meta-page", func(p string) error { return zeroPages(p, 1, 1) }},
+	{"garbage-page", GarbagePage},
+	{"cut-to-100-bytes", func(p string) error { return os.Truncate(p, 100) }},
+}
+
+// Truncate cuts the file to half its pages' length, as a write that never
+// reached the disk does.
+func Truncate(path string) error {
+	_, hw, err := layout(path)
+	if err != nil {
+		return err
+	}
+	return os.Truncate(path, hw/2)
+}
+
+// GarbagePage writes garbage over the page that holds the file's
+// top-level buckets.
+func GarbagePage(path string) error {
+	size, _, err := layout(path)
+	if err != nil {
+		return err
+	}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
+	if err != nil {
+		return err
+	}
+	var root uint64
+	db.View(func(tx *bolt.Tx) error {
+		root = uint64(tx.Cursor().Bucket().Root()) // the page of the top-level buckets
+		return nil
+	})
+	db.Close()
+	if root < 2 {
+		return fmt.Errorf("storetest: %s: root page %d", path, root)
+	}
+	g := make([]byte, size)
+	for i := range g {
+		g[i] = byte(i*7 + 3)
+	}
+	return writeAt(path, g, int64(root)*int64(size))
+}
+
+func zeroPages(path string, first, n int) error {
+	size, _, err := layout(path)
+	if err != nil {
+		return err
+	}
+	return writeAt(path, make([]byte, n*size), int64(first*size))
+}
+
+// layout returns the file's page size and the length its pages take.
+func layout(path string) (pageSize int, highWater int64, err error) {
+	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
+	if err != nil {
+		return 0, 0, err
+	}
+	defer db.Close()
+	err = db.View(func(tx *bolt.Tx) error {
+		highWater = tx.Size()
+		return nil
+	})
+	return db.Info().PageSize, highWater, err
+}
+
+func writeAt(path string, b []byte, off int64) error {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteAt(b, off); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
