@@ -65,3 +65,23 @@ func TestDialRefusedNotRetriedInStep(t *testing.T) {
 		t.Errorf("%d upgrade requests, want 1 (no retry when the clocks agree)", len(h.tokens))
 	}
 }
+
+// TestRefusalDatedByTheRelaysClock: the 401 is dated by the clock that
+// checked the token (an injected one here, far from the host's), so that
+// a device an hour behind links on the second token, and the challenge
+// states the same clock's time.
+func TestRefusalDatedByTheRelaysClock(t *testing.T) {
+	h := newHarness(t)
+	relay := clocktest.New(time.Date(2031, 3, 1, 9, 0, 0, 0, time.UTC))
+	h.srv.Clock, h.srv.Verifier.Clock = relay, relay
+	dev := clocktest.New(relay.Now().Add(-time.Hour))
+	c, err := link.Dial(context.Background(), link.Config{RelayURL: h.http.URL, Key: didtest.Key(t, 1), Clock: dev})
+	if err != nil {
+		t.Fatalf("Dial an hour behind a relay on an injected clock: %v", err)
+	}
+	defer c.Close()
+	<-h.agents.events
+	if at, _ := c.RelayTime(); !at.Equal(relay.Now()) {
+		t.Errorf("relay time %v, want the relay clock's %v", at, relay.Now())
+	}
+}
