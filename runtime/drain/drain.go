@@ -54,7 +54,8 @@
 // floor) rather than by the system clock, which a board without an RTC
 // sets hours back at boot. Without trusted time a batch is held: nothing
 // is judged, committed or acknowledged, Batch returns ErrUntrusted and the
-// report counts every record deferred with cause CauseUntrusted.
+// report counts every record deferred, with one diagnostic of cause
+// CauseUntrusted saying why.
 //
 // # Rejections
 //
@@ -239,9 +240,7 @@ func (d *Drainer) Batch(ctx context.Context, recs []Record, ack AckFunc) (Report
 	b, err := d.process(recs)
 	if errors.Is(err, ErrUntrusted) {
 		rep := Report{Records: len(recs), Deferred: len(recs)}
-		for _, r := range recs {
-			rep.diag(r.Seq, CauseUntrusted, err.Error())
-		}
+		rep.diag(recs[0].Seq, CauseUntrusted, fmt.Sprintf("%d records held from seq %d: %v", len(recs), recs[0].Seq, err))
 		return rep, err
 	}
 	if err != nil {

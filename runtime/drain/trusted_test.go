@@ -52,8 +52,8 @@ func TestDrainJudgesByTrustedTime(t *testing.T) {
 	if len(h.acked) != 0 || len(h.rec.IDs()) != 0 || rep.Objects != 0 || rep.Deferred != 2 {
 		t.Fatalf("held batch: acked %v, delivered %v, report %v; want nothing judged, 2 deferred", h.acked, h.rec.IDs(), rep)
 	}
-	if len(rep.Diagnostics) != 2 || rep.Diagnostics[0].Cause != drain.CauseUntrusted {
-		t.Errorf("diagnostics %+v, want %s for each record", rep.Diagnostics, drain.CauseUntrusted)
+	if len(rep.Diagnostics) != 1 || rep.Diagnostics[0].Cause != drain.CauseUntrusted || rep.Diagnostics[0].Seq != 1 {
+		t.Errorf("diagnostics %+v, want one %s naming seq 1", rep.Diagnostics, drain.CauseUntrusted)
 	}
 
 	tc.SetRelay(truth, h.clock.Now())
