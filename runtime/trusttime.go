@@ -35,11 +35,11 @@ func (r *TimeReport) attrs() []any {
 	case r == nil:
 		return nil
 	case r.Source == "":
-		return []any{"time", "untrusted", "timeUntrusted", r.Untrusted}
+		return []any{"trustedTime", "none", "trustedTimeWhy", r.Untrusted}
 	case r.Forward != 0:
-		return []any{"time", r.Source, "timeForward", r.Forward}
+		return []any{"trustedTime", r.Source, "trustedTimeForward", r.Forward}
 	}
-	return []any{"time", r.Source}
+	return []any{"trustedTime", r.Source}
 }
 
 // openTrusted opens the trusted time on db when the configuration asks
