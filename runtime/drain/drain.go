@@ -7,9 +7,10 @@
 // For every record: MLS handshake parts are applied and MLS wire messages
 // opened through Sessions; every Governed Object, decrypted or (where the
 // configuration allows) unencrypted, goes through the six ordered receiver
-// checks of package governed with the wall clock at dequeue; accepted
-// objects are admitted to the replay cache; consequential ones go to the
-// action gate; the rest are written to the outbox for the application.
+// checks of package governed with the time at dequeue (the trusted time,
+// see below); accepted objects are admitted to the replay cache;
+// consequential ones go to the action gate; the rest are written to the
+// outbox for the application.
 //
 // # Crash safety
 //
