@@ -45,6 +45,9 @@ type agentBoot struct {
 	// DTB and Modules are passed to the machine.
 	DTB     string
 	Modules []string
+	// ClockStep steps the guest's clock before the agent starts
+	// (vm.Machine.ClockStep).
+	ClockStep time.Duration
 }
 
 // agentConfig is torpor-agent's configuration file (runtime/conffile,
@@ -105,7 +108,7 @@ func (b agentBoot) boot(t *testing.T, k *vm.Kernel, key *did.PrivateKey, r *host
 		Modes:   map[string]uint32{strings.TrimPrefix(guestKey, "/"): 0o600},
 		Modules: append([]string{"virtio_mmio", "virtio_net"}, b.Modules...), Net: true,
 		Writes: []string{"/proc/sys/kernel/printk=8", "/sys/power/pm_debug_messages=1"},
-		Run:    "/bin/torpor-agent", Args: []string{"--config", guestConfig},
+		Run:    "/bin/torpor-agent", Args: []string{"--config", guestConfig}, ClockStep: b.ClockStep,
 	}), start
 }
 

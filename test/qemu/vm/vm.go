@@ -61,6 +61,10 @@ type Machine struct {
 	// Memory in MiB (default 512) and CPUs (default 1). PatchDTB must be
 	// given the same values.
 	Memory, CPUs int
+	// ClockStep steps the guest's system clock by this much before the
+	// program runs (as fake-hwclock sets an old time at boot); the RTC
+	// keeps the host's time.
+	ClockStep time.Duration
 }
 
 // VM is a running guest.
@@ -167,6 +171,9 @@ func (m Machine) cmdline() string {
 	}
 	for _, w := range m.Writes {
 		parts = append(parts, "torpor.write="+quote(w))
+	}
+	if m.ClockStep != 0 {
+		parts = append(parts, "torpor.clockstep="+m.ClockStep.String())
 	}
 	return strings.Join(append(parts, m.Append...), " ")
 }
