@@ -1,13 +1,16 @@
 package runtime_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/torpor-dev/torpor/clock/clocktest"
+	"github.com/torpor-dev/torpor/runtime"
 	"github.com/torpor-dev/torpor/runtime/runtimetest"
 	"github.com/torpor-dev/torpor/runtime/trusted"
 	"github.com/torpor-dev/torpor/store/queue"
@@ -102,4 +105,33 @@ func TestNoTrustedTimeHoldsTheQueue(t *testing.T) {
 	if st, _ := w.queue.Stats(context.Background(), w.key.DID().String(), t0); st.Messages != 1 {
 		t.Errorf("the relay holds %d records, want the held one", st.Messages)
 	}
+}
+
+// TestLiveRequestWithoutTrustedTime: a live request that arrives while
+// the agent has no trusted time is not judged: the sender gets 503 and
+// nothing is delivered.
+func TestLiveRequestWithoutTrustedTime(t *testing.T) {
+	w := newWorld(t, wake.AlwaysOn)
+	k := &ntpKernel{synced: true}
+	w.cfg.Clock = clocktest.New(t0.Add(3 * time.Hour))
+	w.cfg.TrustedTime = &trusted.Config{Kernel: k}
+	w.newAgent()
+	w.run()
+	w.waitPhase(runtime.PhasePublish)
+	w.shutdown()
+
+	k.synced = false
+	w.cfg.Clock = clocktest.New(t0.Add(-time.Hour))
+	w.newAgent()
+	w.run()
+	w.waitPhase(runtime.PhasePublish)
+	alice := runtimetest.Key(t, 1)
+	status, body := w.sendLive(alice, runtimetest.Object(t, alice, "comms:message", t0, time.Hour, nil))
+	if status != http.StatusServiceUnavailable || !bytes.Contains(body, []byte("no trusted time")) {
+		t.Errorf("live request without trusted time: %d %s; want 503 saying why", status, body)
+	}
+	if got := w.rec.IDs(); len(got) != 0 {
+		t.Errorf("delivered %v without trusted time", got)
+	}
+	w.shutdown()
 }
