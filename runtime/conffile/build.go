@@ -301,13 +301,13 @@ func (f *File) buildWake(c *runtime.Config) error {
 	if c.DataDir == "" {
 		c.DataDir = b.DataDir
 	}
-	c.TrustedTime.RTC = b.RTC
-	if bc.RTC != "" { // an RTC HAT the configuration names
-		c.TrustedTime.RTC = bc.RTC
-	}
 	src, err := board.New(b, bc)
 	if err != nil {
 		return err
+	}
+	c.TrustedTime.RTC = b.RTC
+	if bc.RTC != "" { // an RTC HAT the configuration names
+		c.TrustedTime.RTC = bc.RTC
 	}
 	c.Sources = []wake.Source{src}
 	return nil
