@@ -4,8 +4,7 @@ import "testing"
 
 // TestSystemKernel reads the running kernel: adjtimex answers in read-only
 // mode without privileges, CLOCK_BOOTTIME never goes back within one
-// boot id,
-// and an RTC name that could leave /sys/class/rtc is refused.
+// boot id, and an RTC name that could leave /sys/class/rtc is refused.
 func TestSystemKernel(t *testing.T) {
 	st, err := System.NTP()
 	if err != nil {
