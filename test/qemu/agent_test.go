@@ -304,6 +304,11 @@ func TestAgentRTCWake(t *testing.T) {
 	if w.Get("reason") != "rtc" {
 		t.Errorf("wake reason %q, want rtc", w.Get("reason"))
 	}
+	// The kernel set the clock from the PL031, which agrees with it:
+	// expiry is judged by the board's RTC (runtime/trusted).
+	if w.Get("trustedTime") != "rtc" {
+		t.Errorf("trusted time %q (%s), want rtc", w.Get("trustedTime"), w.Get("trustedTimeWhy"))
+	}
 	// Asleep from the end of the boot wake to the window's start, by
 	// CLOCK_BOOTTIME; the RTC fires within a second either side.
 	slept := duration(t, w, "slept")
