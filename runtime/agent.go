@@ -11,6 +11,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/torpor-dev/torpor/clock"
+	"github.com/torpor-dev/torpor/runtime/trusted"
 	"github.com/torpor-dev/torpor/session"
 	"github.com/torpor-dev/torpor/wake"
 	"github.com/torpor-dev/torpor/wake/sleeptime"
@@ -25,8 +26,9 @@ type Agent struct {
 	meter  sleeptime.Meter
 	window wake.Window
 
-	db   *bolt.DB
-	pipe *Pipeline
+	db      *bolt.DB
+	pipe    *Pipeline
+	trusted *trusted.Clock // the time expiry is judged by; nil without Config.TrustedTime
 
 	mu sync.Mutex
 	// mu guards all following fields.
@@ -150,6 +152,10 @@ func (a *Agent) open() error {
 			return fmt.Errorf("runtime: MLS sessions: %w", err)
 		}
 		a.cfg.Sessions, a.cfg.KeyPackages = s, kp
+	}
+	if err := a.openTrusted(db); err != nil {
+		db.Close()
+		return err
 	}
 	pipe, err := OpenPipeline(db, a.cfg.PipelineConfig)
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/torpor-dev/torpor/runtime/drain"
+	"github.com/torpor-dev/torpor/runtime/trusted"
 	"github.com/torpor-dev/torpor/transport/link"
 	"github.com/torpor-dev/torpor/transport/link/wire"
 	"github.com/torpor-dev/torpor/wake"
@@ -68,6 +69,14 @@ type Config struct {
 	// Bounds are the queue bounds the agent asks the relay for (zero
 	// members: the relay's ceiling).
 	Bounds wire.Bounds
+
+	// TrustedTime, when set, makes the agent judge Governed Object
+	// expiry by time it can trust (package runtime/trusted: NTP, the
+	// board's RTC, the relay's time from the link handshake, never below
+	// the floor it keeps in agent.db), and hold its records without it.
+	// Its Clock defaults to Clock. Nil judges expiry by Clock (tests that
+	// drive a fake clock); torpor-agent always sets it (runtime/conffile).
+	TrustedTime *trusted.Config
 
 	// Sources wake the agent; nil means a timer on Clock.
 	Sources []wake.Source

@@ -45,6 +45,11 @@ func (a *Agent) live(ctx context.Context, req wire.Request) wire.Response {
 		cur.addDrain(rep, true)
 	}
 	switch {
+	case errors.Is(err, drain.ErrUntrusted):
+		// Nothing was judged: the sender may try again, or its record
+		// queued meanwhile waits for trusted time.
+		a.log.Warn("live request held: no trusted time", "err", err)
+		return rpcResponse(http.StatusServiceUnavailable, a2a.NewError(id, &a2a.RPCError{Code: a2a.CodeInternalError, Message: "agent has no trusted time yet; retry later"}))
 	case err != nil:
 		a.log.Error("live request", "err", err)
 		return rpcResponse(http.StatusInternalServerError, a2a.NewError(id, &a2a.RPCError{Code: a2a.CodeInternalError, Message: "Internal error"}))

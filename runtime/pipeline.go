@@ -47,6 +47,10 @@ type PipelineConfig struct {
 	// Clock is the wall clock; nil means clock.Real. A clock.Scaled makes
 	// an hour pass in seconds (--time-scale).
 	Clock clock.Clock
+	// Expiry, when set, is the trusted time the drain judges expiry by
+	// (runtime/trusted; drain.Config.Expiry); nil judges by Clock. The
+	// agent sets it from Config.TrustedTime.
+	Expiry drain.Expiry
 }
 
 // Pipeline is the agent's receive side on one bbolt file: the idempotency
@@ -96,7 +100,7 @@ func OpenPipeline(db *bolt.DB, c PipelineConfig) (*Pipeline, error) {
 		Gate: p.gate, Ledger: p.ledger, Owner: c.Owner, Purposes: c.Purposes,
 		AllowPlaintext: c.AllowPlaintext, MaxLifetime: c.MaxLifetime, Sessions: c.Sessions,
 		Replay: func(tx *bolt.Tx) governed.ReplayCache { return p.replay.Tx(tx) },
-		Router: router, Notify: c.Notify, Clock: clk,
+		Router: router, Notify: c.Notify, Clock: clk, Expiry: c.Expiry,
 	})
 	if err != nil {
 		return nil, err

@@ -63,6 +63,9 @@ type WakeReport struct {
 	// "pm_wakeup_irq=16 (rtc-pl031)" (wake.Wake.Detail): an operator
 	// checking a board's wake wiring reads it on the "wake" log line.
 	WakeDetail string `cbor:"14,keyasint,omitempty" json:"wakeDetail,omitempty"`
+	// Time is how the wake established the time it judged expiry by;
+	// nil without Config.TrustedTime or a link.
+	Time *TimeReport `cbor:"15,keyasint,omitempty" json:"time,omitempty"`
 }
 
 // Phase returns the total duration of the phases named name.
@@ -128,6 +131,7 @@ func (r *WakeReport) log(l *slog.Logger) {
 	if r.LinkErr != "" {
 		attrs = append(attrs, "linkError", r.LinkErr)
 	}
+	attrs = append(attrs, r.Time.attrs()...)
 	rec := r.Recovery
 	if rec.Lost+rec.Indeterminate+rec.Expired+rec.Redelivered+rec.Failed > 0 {
 		attrs = append(attrs, "notifyLost", rec.Lost, "actionsIndeterminate", rec.Indeterminate,

@@ -138,6 +138,7 @@ func (a *Agent) wake(ctx context.Context, changed <-chan struct{}, mode wake.Mod
 	mgmt := a.management()
 	w.prepare(start, mgmt)
 	if w.l != nil {
+		w.establishTime()
 		w.publishAndDrain()
 		if w.live() {
 			w.stayLive()
@@ -491,6 +492,10 @@ func (w *wakeRun) drain() (drain.Report, error) {
 			logDiagnostics(w.a.log, rep.Diagnostics, msgRejected)
 			total.Add(rep)
 			w.addDrain(rep, false)
+			if errors.Is(err, drain.ErrUntrusted) {
+				w.a.log.Warn("drain held: no trusted time; nothing judged or acknowledged, the relay keeps the records",
+					"records", len(recs), "firstSeq", recs[0].Seq, "err", err)
+			}
 			if errors.Is(err, drain.ErrStore) {
 				w.storeErr = err
 				w.a.log.Error("drain aborted: store failure; nothing acknowledged, the relay keeps the records for the next wake",
@@ -634,6 +639,7 @@ func (a *Agent) dial(ctx context.Context, rep *WakeReport) (Link, error) {
 		l, err := dial(ctx, link.Config{RelayURL: a.cfg.RelayURL, Key: a.cfg.Key, Handler: a.live, Clock: a.cfg.Clock})
 		if err == nil {
 			rep.LinkErr = ""
+			a.linkedTime(l)
 			return l, nil
 		}
 		rep.LinkErr = err.Error()

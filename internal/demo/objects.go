@@ -91,7 +91,7 @@ func (f forge) Forged(now time.Time, text, changed string) (Letter, error) {
 }
 
 // Expired is a message that expires after ttl, before the agent wakes
-// (check 4: expiry is judged by the wall clock at dequeue).
+// (check 4: expiry is judged by the trusted time at dequeue).
 func (f forge) Expired(now time.Time, ttl time.Duration) (Letter, error) {
 	t := message(now, "valid only briefly")
 	t.ExpiresAt = now.Add(ttl)

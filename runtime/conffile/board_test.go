@@ -119,3 +119,30 @@ func TestTimerNeedsNoBoard(t *testing.T) {
 		t.Error(`Build(wake.methods ["gpio"], no board, no device tree) succeeded`)
 	}
 }
+
+// TestTrustedTimeRTC: the agent always judges expiry by trusted time, and
+// trusts an RTC only where the board profile has one (or the configuration
+// names a HAT's).
+func TestTrustedTimeRTC(t *testing.T) {
+	dir := t.TempDir()
+	k, _ := did.NewKeyFromSeed(make([]byte, 32))
+	keyFile := filepath.Join(dir, "agent.key")
+	if err := did.SaveKey(keyFile, k, false); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		board, hat, want string
+	}{{"", "", ""}, {"qemu-virt", "", "rtc0"}, {"rpi-4", "", ""}, {"rpi-4", "rtc1", "rtc1"}} {
+		f := &File{Version: Version, Key: keyFile, DataDir: dir, Relay: "http://127.0.0.1:28417", Board: tt.board,
+			Wake:     &Wake{Methods: []string{"timer"}, RTC: tt.hat},
+			Purposes: []string{"comms:*"}, Handlers: []Handler{{Purpose: "comms:*", Exec: &ExecHandler{Path: "/bin/true"}}}}
+		b, err := f.Build()
+		if err != nil {
+			t.Fatalf("board %q: %v", tt.board, err)
+		}
+		b.Close()
+		if tc := b.Config.TrustedTime; tc == nil || tc.RTC != tt.want || tc.Clock != b.Config.Clock {
+			t.Errorf("board %q rtc %q: trusted time %+v, want RTC %q on the agent's clock", tt.board, tt.hat, tc, tt.want)
+		}
+	}
+}

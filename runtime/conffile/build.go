@@ -24,6 +24,7 @@ import (
 	"github.com/torpor-dev/torpor/runtime/manage"
 	"github.com/torpor-dev/torpor/runtime/purpose"
 	"github.com/torpor-dev/torpor/runtime/sessions"
+	"github.com/torpor-dev/torpor/runtime/trusted"
 	"github.com/torpor-dev/torpor/session"
 	"github.com/torpor-dev/torpor/transport/link/wire"
 	"github.com/torpor-dev/torpor/wake"
@@ -65,6 +66,9 @@ func (f *File) Build() (*Built, error) {
 	}
 	add(f.checkBounds())
 	add(f.buildClock(c))
+	// Expiry is judged by trusted time (runtime/trusted); buildWake names
+	// the board's RTC.
+	c.TrustedTime = &trusted.Config{Clock: c.Clock}
 	add(f.buildKey(c))
 	c.DataDir, c.RelayURL, c.Name = f.DataDir, f.Relay, f.Name
 	add(f.buildWake(c)) // a board profile may supply the data directory
@@ -301,6 +305,10 @@ func (f *File) buildWake(c *runtime.Config) error {
 	src, err := board.New(b, bc)
 	if err != nil {
 		return err
+	}
+	c.TrustedTime.RTC = b.RTC
+	if bc.RTC != "" { // an RTC HAT the configuration names
+		c.TrustedTime.RTC = bc.RTC
 	}
 	c.Sources = []wake.Source{src}
 	return nil

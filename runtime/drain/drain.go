@@ -7,9 +7,10 @@
 // For every record: MLS handshake parts are applied and MLS wire messages
 // opened through Sessions; every Governed Object, decrypted or (where the
 // configuration allows) unencrypted, goes through the six ordered receiver
-// checks of package governed with the wall clock at dequeue; accepted
-// objects are admitted to the replay cache; consequential ones go to the
-// action gate; the rest are written to the outbox for the application.
+// checks of package governed with the time at dequeue (the trusted time,
+// see below); accepted objects are admitted to the replay cache;
+// consequential ones go to the action gate; the rest are written to the
+// outbox for the application.
 //
 // # Crash safety
 //
@@ -55,6 +56,16 @@
 // under an idempotency-ledger key reserved in the batch transaction, and a
 // key whose effect a crash interrupted is indeterminate until an operator
 // reconciles it (store/ledger).
+//
+// # Trusted time
+//
+// With Config.Expiry the drain judges expiry by the time the agent trusts
+// (runtime/trusted: NTP, a board RTC, the relay's time, never below a
+// floor) rather than by the system clock, which a board without an RTC
+// sets hours back at boot. Without trusted time a batch is held: nothing
+// is judged, committed or acknowledged, Batch returns ErrUntrusted and the
+// report counts every record deferred, with one diagnostic of cause
+// CauseUntrusted saying why.
 //
 // # Rejections
 //
@@ -150,6 +161,22 @@ type Config struct {
 	MaxOutcomes int
 	// Clock is the wall clock at dequeue. Nil means clock.Real.
 	Clock clock.Clock
+	// Expiry, when set, gives the time every batch judges expiry by in
+	// place of Clock (package runtime/trusted): a batch with no trusted
+	// time is held (ErrUntrusted), and the time a batch judged by is
+	// committed with it (the floor). Nil judges by Clock (tools that
+	// assemble a pipeline without a relay, tests).
+	Expiry Expiry
+}
+
+// Expiry is the trusted time (runtime/trusted's Clock).
+type Expiry interface {
+	// Trusted returns the time to judge expiry by, or an error saying why
+	// there is none.
+	Trusted() (time.Time, error)
+	// Commit records t, a time Trusted returned, in the batch's
+	// transaction.
+	Commit(tx *bolt.Tx, t time.Time) error
 }
 
 // Drainer runs the pipeline. Its methods are safe for concurrent use, but
@@ -225,6 +252,11 @@ func (d *Drainer) Batch(ctx context.Context, recs []Record, ack AckFunc) (Report
 	d.run.Lock()
 	defer d.run.Unlock()
 	b, err := d.process(recs)
+	if errors.Is(err, ErrUntrusted) {
+		rep := Report{Records: len(recs), Deferred: len(recs)}
+		rep.diag(recs[0].Seq, CauseUntrusted, fmt.Sprintf("%d records held from seq %d: %v", len(recs), recs[0].Seq, err))
+		return rep, err
+	}
 	if err != nil {
 		return Report{Records: len(recs)}, err
 	}
@@ -261,12 +293,21 @@ func (d *Drainer) process(recs []Record) (*batch, error) {
 	var b *batch
 	var inside time.Duration
 	start := d.clock.Now()
-	err := d.db.Update(func(tx *bolt.Tx) error {
+	now, err := d.judgeBy(start)
+	if err != nil {
+		return nil, err
+	}
+	err = d.db.Update(func(tx *bolt.Tx) error {
 		defer func(t time.Time) { inside = d.clock.Now().Sub(t) }(d.clock.Now())
 		b = &batch{report: Report{Records: len(recs)}}
-		p := &proc{d: d, tx: tx, b: b, now: d.clock.Now()}
+		p := &proc{d: d, tx: tx, b: b, now: now}
 		for _, r := range recs {
 			if err := p.record(r); err != nil {
+				return err
+			}
+		}
+		if d.cfg.Expiry != nil {
+			if err := d.cfg.Expiry.Commit(tx, now); err != nil {
 				return err
 			}
 		}
@@ -285,6 +326,19 @@ func (d *Drainer) process(recs []Record) (*batch, error) {
 		d.Halt()
 	}
 	return b, nil
+}
+
+// judgeBy returns the time a batch judges expiry by: the trusted time
+// with Config.Expiry, else the clock's reading now.
+func (d *Drainer) judgeBy(now time.Time) (time.Time, error) {
+	if d.cfg.Expiry == nil {
+		return now, nil
+	}
+	t, err := d.cfg.Expiry.Trusted()
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%w: %w", ErrUntrusted, err)
+	}
+	return t, nil
 }
 
 // delivery builds the hand-off of an accepted object.

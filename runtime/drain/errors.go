@@ -16,6 +16,12 @@ import (
 // at the next wake. A failed record is never reported as rejected for it.
 var ErrStore = errors.New("drain: store failure; batch rolled back, nothing acknowledged")
 
+// ErrUntrusted is wrapped by the error of Batch when the agent has no
+// time it can trust to judge expiry by (Config.Expiry): the batch was
+// held, nothing judged and nothing acknowledged; the relay keeps every
+// record of it.
+var ErrUntrusted = errors.New("drain: no trusted time; batch held, nothing judged or acknowledged")
+
 // bboltErrors are the errors a bbolt call inside a transaction returns; a
 // Sessions error that wraps one is a store failure, not the message's.
 var bboltErrors = []error{

@@ -21,7 +21,7 @@ type proc struct {
 	d   *Drainer
 	tx  *bolt.Tx
 	b   *batch
-	now time.Time // the wall clock at dequeue, once per batch
+	now time.Time // the time at dequeue (Drainer.judgeBy), once per batch
 
 	// per record
 	seq     uint64

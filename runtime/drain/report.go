@@ -24,6 +24,10 @@ const (
 	// CauseMLSDeferred: an MLS message the sessions cannot process yet;
 	// the record stays queued until its TTL.
 	CauseMLSDeferred = "mls-deferred"
+	// CauseUntrusted: the agent has no trusted time to judge expiry by
+	// (Config.Expiry); the record stays queued and nothing of it is
+	// judged.
+	CauseUntrusted = "no-trusted-time"
 	// CauseNoObject: a message with no part the agent can authenticate
 	// (text, files, an empty handshake): drained, never delivered.
 	CauseNoObject = a2a.ReasonNoObject

@@ -285,6 +285,12 @@ type lastWake struct {
 	AwakeMs      int64     `json:"awakeMs"`
 	LinkAttempts int       `json:"linkAttempts"`
 	LinkError    string    `json:"linkError,omitempty"`
+	// TrustedTime is how the wake established the time it judged expiry
+	// by: ntp, rtc, relay, or none (TrustedTimeWhy says why); absent
+	// when the wake had no link.
+	TrustedTime          string `json:"trustedTime,omitempty"`
+	TrustedTimeForwardMs int64  `json:"trustedTimeForwardMs,omitempty"`
+	TrustedTimeWhy       string `json:"trustedTimeWhy,omitempty"`
 }
 
 type policySummary struct {
@@ -305,6 +311,12 @@ func summarise(r *statusReport, rep runtime.Report) {
 	if w := rep.LastWake; w != nil {
 		r.LastWake = &lastWake{At: w.At, Reason: w.Reason, Mode: w.Mode, WindowEnd: w.End, NextWake: w.NextWake,
 			AwakeMs: w.Awake.Milliseconds(), LinkAttempts: w.LinkAttempts, LinkError: w.LinkErr}
+		if t := w.Time; t != nil {
+			r.LastWake.TrustedTime, r.LastWake.TrustedTimeForwardMs, r.LastWake.TrustedTimeWhy = t.Source, t.Forward.Milliseconds(), t.Untrusted
+			if t.Source == "" {
+				r.LastWake.TrustedTime = "none"
+			}
+		}
 	}
 	if p := rep.Policy; p != nil {
 		r.Policy = &policySummary{ID: p.ID, IssuedAt: p.IssuedAt, Expires: p.Expires, Agent: p.Agent}

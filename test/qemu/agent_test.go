@@ -45,6 +45,9 @@ type agentBoot struct {
 	// DTB and Modules are passed to the machine.
 	DTB     string
 	Modules []string
+	// ClockStep steps the guest's clock before the agent starts
+	// (vm.Machine.ClockStep).
+	ClockStep time.Duration
 }
 
 // agentConfig is torpor-agent's configuration file (runtime/conffile,
@@ -105,7 +108,7 @@ func (b agentBoot) boot(t *testing.T, k *vm.Kernel, key *did.PrivateKey, r *host
 		Modes:   map[string]uint32{strings.TrimPrefix(guestKey, "/"): 0o600},
 		Modules: append([]string{"virtio_mmio", "virtio_net"}, b.Modules...), Net: true,
 		Writes: []string{"/proc/sys/kernel/printk=8", "/sys/power/pm_debug_messages=1"},
-		Run:    "/bin/torpor-agent", Args: []string{"--config", guestConfig},
+		Run:    "/bin/torpor-agent", Args: []string{"--config", guestConfig}, ClockStep: b.ClockStep,
 	}), start
 }
 
@@ -300,6 +303,11 @@ func TestAgentRTCWake(t *testing.T) {
 
 	if w.Get("reason") != "rtc" {
 		t.Errorf("wake reason %q, want rtc", w.Get("reason"))
+	}
+	// The kernel set the clock from the PL031, which agrees with it:
+	// expiry is judged by the board's RTC (runtime/trusted).
+	if w.Get("trustedTime") != "rtc" {
+		t.Errorf("trusted time %q (%s), want rtc", w.Get("trustedTime"), w.Get("trustedTimeWhy"))
 	}
 	// Asleep from the end of the boot wake to the window's start, by
 	// CLOCK_BOOTTIME; the RTC fires within a second either side.

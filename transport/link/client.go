@@ -56,6 +56,9 @@ type Client struct {
 	queued  chan uint64
 	done    chan struct{}
 	calls   calls.Table
+
+	relayTime  time.Time // the relay's time in its challenge
+	relayLocal time.Time // the link's clock when the challenge arrived
 }
 
 // Dial opens a link to the relay, proves possession of the device key
@@ -79,23 +82,64 @@ func Dial(ctx context.Context, cfg Config) (*Client, error) {
 	if aud, err = bearer.NormalizeAudience(aud); err != nil {
 		return nil, err
 	}
-	tok, err := bearer.IssueLink(cfg.Key, aud, clock.Or(cfg.Clock).Now(), 0)
-	if err != nil {
-		return nil, err
-	}
-	conn, err := upgrade(ctx, cfg, u, tok)
+	conn, tok, err := open(ctx, cfg, u, aud)
 	if err != nil {
 		return nil, err
 	}
 	c := &Client{ws: conn, handler: cfg.Handler, queued: make(chan uint64, 64), done: make(chan struct{})}
 	c.ctx, c.stop = context.WithCancel(context.Background())
-	if err := c.handshake(ctx, cfg.Key, aud, tok); err != nil {
+	if err := c.handshake(ctx, cfg, aud, tok); err != nil {
 		conn.Close(websocket.StatusPolicyViolation, "handshake failed")
 		c.stop()
 		return nil, err
 	}
 	go c.readLoop()
 	return c, nil
+}
+
+// MaxClockOffset is how far the device's clock may be from the relay's
+// before a refused link token is issued again at the relay's time.
+const MaxClockOffset = 30 * time.Second
+
+// open issues a link token on the link's clock and opens the WebSocket
+// with it. A device whose clock is far behind (a Raspberry Pi without an
+// RTC boots with fake-hwclock's time, hours old) or ahead issues a token
+// the relay refuses as expired or not yet valid: when the relay's 401
+// carries a Date header (RFC 9110, Section 6.6.1) more than MaxClockOffset
+// away from the link's clock, open issues one more token at that time and
+// tries once more. The Date header only stamps the token, which the relay
+// checks against its own clock anyway; nothing of the device trusts it
+// (the relay's time the device may use is the challenge's, RelayTime).
+func open(ctx context.Context, cfg Config, u *url.URL, aud string) (*websocket.Conn, string, error) {
+	now := clock.Or(cfg.Clock).Now()
+	tok, err := bearer.IssueLink(cfg.Key, aud, now, 0)
+	if err != nil {
+		return nil, "", err
+	}
+	conn, err := upgrade(ctx, cfg, u, tok)
+	var r *refusal
+	if !errors.As(err, &r) || r.status != http.StatusUnauthorized || r.date.IsZero() {
+		return conn, tok, err
+	}
+	if off := r.date.Sub(now.Round(0)); off > -MaxClockOffset && off < MaxClockOffset {
+		return nil, "", err
+	}
+	if tok, err = bearer.IssueLink(cfg.Key, aud, r.date, 0); err != nil {
+		return nil, "", err
+	}
+	conn, err = upgrade(ctx, cfg, u, tok)
+	return conn, tok, err
+}
+
+// refusal is the relay's HTTP answer refusing the upgrade.
+type refusal struct {
+	status int
+	text   string
+	date   time.Time // the Date header; zero without one
+}
+
+func (r *refusal) Error() string {
+	return fmt.Sprintf("link: relay refused the link: %s", r.text)
 }
 
 // upgrade opens the WebSocket with the link token.
@@ -112,7 +156,8 @@ func upgrade(ctx context.Context, cfg Config, u *url.URL, tok string) (*websocke
 		if resp != nil && resp.Body != nil {
 			b, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
 			resp.Body.Close()
-			return nil, fmt.Errorf("link: relay refused the link: %s: %s", resp.Status, strings.TrimSpace(string(b)))
+			date, _ := http.ParseTime(resp.Header.Get("Date"))
+			return nil, &refusal{status: resp.StatusCode, text: resp.Status + ": " + strings.TrimSpace(string(b)), date: date}
 		}
 		return nil, fmt.Errorf("link: %w", err)
 	}
@@ -123,7 +168,8 @@ func upgrade(ctx context.Context, cfg Config, u *url.URL, tok string) (*websocke
 // handshake answers the relay's challenge with a proof signed by key
 // (wire.ProofMessage), refusing a challenge for another origin than aud,
 // and reads the hello.
-func (c *Client) handshake(ctx context.Context, key *did.PrivateKey, aud, tok string) error {
+func (c *Client) handshake(ctx context.Context, cfg Config, aud, tok string) error {
+	key := cfg.Key
 	f, err := c.read(ctx)
 	if err != nil {
 		return err
@@ -131,6 +177,7 @@ func (c *Client) handshake(ctx context.Context, key *did.PrivateKey, aud, tok st
 	if f.T != wire.FrameChallenge || f.Challenge == nil {
 		return fmt.Errorf("%w: first frame %q, want challenge", wire.ErrProtocol, f.T)
 	}
+	c.relayTime, c.relayLocal = time.Unix(f.Challenge.Time, 0), clock.Or(cfg.Clock).Now()
 	if f.Challenge.Origin != aud {
 		return fmt.Errorf("%w: challenge for origin %q, this link is to %q", wire.ErrProtocol, f.Challenge.Origin, aud)
 	}
@@ -153,6 +200,17 @@ func (c *Client) handshake(ctx context.Context, key *did.PrivateKey, aud, tok st
 	c.hello = *f.Bounds
 	return nil
 }
+
+// RelayTime returns the relay's time as its handshake challenge stated
+// it (wire.Challenge.Time, whole seconds, so up to a second behind the
+// relay's clock) and the reading of the link's clock when the challenge
+// arrived. The challenge came over the connection the device opened to the
+// relay's origin (TLS authenticates that origin on an https relay), the
+// device refused a challenge for another origin, and the proof the relay
+// accepted signs the time with the connection's nonce and token: the time
+// is the one this relay stated on this connection. docs/security.md says
+// what a device may do with it.
+func (c *Client) RelayTime() (relay, local time.Time) { return c.relayTime, c.relayLocal }
 
 // Hello returns the ceiling bounds the relay announced for this agent.
 func (c *Client) Hello() wire.Bounds { return c.hello }

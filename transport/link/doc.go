@@ -11,6 +11,13 @@
 // only the holder of the device key can make. A copied token alone opens
 // nothing.
 //
+// A device whose clock is far off (a Raspberry Pi without an RTC boots
+// with fake-hwclock's saved time) issues a token the relay refuses as
+// expired; Dial then issues it once more at the time of the relay's 401
+// (its Date header). After the handshake, Client.RelayTime is the time
+// the relay stated in its challenge, which the agent may use to move the
+// clock it judges expiry by forward (runtime/trusted).
+//
 // The frames and the types they carry are package wire
 // (transport/link/wire), whose doc describes the protocol and why it is a
 // WebSocket; the relay's side is package server (transport/link/server).

@@ -51,6 +51,10 @@ type Machine struct {
 	// runs the program: sysctls and sysfs attributes such as
 	// /proc/sys/kernel/printk=8.
 	Writes []string
+	// ClockStep steps the guest's system clock by this much before the
+	// program runs (as fake-hwclock sets an old time at boot); the RTC
+	// keeps the host's time.
+	ClockStep time.Duration
 	// Net gives the guest a virtio network card on QEMU user networking,
 	// with address 10.0.2.15/24; the host is 10.0.2.2.
 	Net bool
@@ -167,6 +171,9 @@ func (m Machine) cmdline() string {
 	}
 	for _, w := range m.Writes {
 		parts = append(parts, "torpor.write="+quote(w))
+	}
+	if m.ClockStep != 0 {
+		parts = append(parts, "torpor.clockstep="+m.ClockStep.String())
 	}
 	return strings.Join(append(parts, m.Append...), " ")
 }

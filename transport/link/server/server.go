@@ -126,6 +126,14 @@ func (s *Server) log() *slog.Logger {
 	return s.Logger
 }
 
+// tokenClock is the clock link tokens are checked on.
+func (s *Server) tokenClock() clock.Clock {
+	if s.Verifier != nil && s.Verifier.Clock != nil {
+		return s.Verifier.Clock
+	}
+	return s.Clock
+}
+
 // ServeHTTP accepts a device link: it verifies the DID Bearer token, which
 // must be a link token (bearer.IssueLink) not presented before (401 in
 // the reference's form otherwise), checks the subprotocol, asks
@@ -145,6 +153,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if err != nil {
 		s.log().Info("link refused", "err", err)
+		// The relay's clock, which checked the token, dates the refusal:
+		// a device whose clock is far off issues its token again at this
+		// time (transport/link's Dial).
+		w.Header().Set("Date", clock.Or(s.tokenClock()).Now().UTC().Format(http.TimeFormat))
 		bearer.WriteUnauthorized(w, err)
 		return
 	}

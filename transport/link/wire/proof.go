@@ -32,7 +32,10 @@ type Challenge struct {
 	// on to it.
 	Origin string `cbor:"origin"`
 	// Time is when the relay accepted the connection, Unix seconds by the
-	// relay's clock.
+	// relay's clock. The proof signs it. A device without time of its own
+	// to trust (no NTP sync, no RTC) may move the clock it judges Governed
+	// Object expiry by forward to it, never back (runtime/trusted;
+	// docs/security.md, "Trusted time").
 	Time int64 `cbor:"time"`
 }
 

@@ -17,6 +17,10 @@
 //	torpor.write=PATH=VALUE    write VALUE to the file PATH (a sysctl or
 //	                           sysfs attribute) before the program runs;
 //	                           repeat for more, in order
+//	torpor.clockstep=-1h       step the system clock by this duration
+//	                           (time.ParseDuration) before the program
+//	                           runs, as fake-hwclock sets the time saved
+//	                           at shutdown on a board without an RTC
 //
 // Values may be double-quoted to hold spaces. The program's output goes to
 // the console (ttyAMA0), where the host reads it; by convention tests print
@@ -29,6 +33,7 @@ import (
 	"os/exec"
 	"strings"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -81,6 +86,14 @@ func run() int {
 			fmt.Println("INIT error:", err)
 			return 125
 		}
+	}
+	if p.clockStep != 0 {
+		tv := unix.NsecToTimeval(time.Now().Add(p.clockStep).UnixNano())
+		if err := unix.Settimeofday(&tv); err != nil {
+			fmt.Println("INIT error: stepping the clock:", err)
+			return 125
+		}
+		fmt.Printf("INIT clock stepped by %v to %s\n", p.clockStep, time.Now().UTC().Format(time.RFC3339))
 	}
 	if p.run == "" {
 		fmt.Println("INIT error: no torpor.run= on the kernel command line")
@@ -136,6 +149,8 @@ type params struct {
 	args    []string
 	env     []string
 	writes  [][2]string // path, value
+	// clockStep is how far to step the system clock before the program.
+	clockStep time.Duration
 }
 
 // parseCmdline picks the torpor.* parameters out of the kernel command
@@ -168,6 +183,12 @@ func parseCmdline(s string) (params, error) {
 				return p, fmt.Errorf("torpor.write=%q: want /PATH=VALUE", v)
 			}
 			p.writes = append(p.writes, [2]string{path, val})
+		case "torpor.clockstep":
+			d, err := time.ParseDuration(v)
+			if err != nil {
+				return p, fmt.Errorf("torpor.clockstep=%q: %w", v, err)
+			}
+			p.clockStep = d
 		default:
 			return p, fmt.Errorf("unknown parameter %s", k)
 		}

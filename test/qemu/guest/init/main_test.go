@@ -2,6 +2,7 @@ package main
 
 import (
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -9,13 +10,13 @@ import (
 func TestParseCmdline(t *testing.T) {
 	p, err := parseCmdline(`console=ttyAMA0 panic=-1 torpor.modules=a.ko,b/c.ko torpor.net=10.0.2.15/24 ` +
 		`torpor.run=/bin/probe torpor.arg=-mode torpor.arg=rtc torpor.arg="two words" torpor.env=A=1 ` +
-		`torpor.write=/proc/sys/kernel/printk=8 torpor.write=/sys/power/pm_debug_messages=1 quiet` + "\n")
+		`torpor.write=/proc/sys/kernel/printk=8 torpor.write=/sys/power/pm_debug_messages=1 torpor.clockstep=-1h quiet` + "\n")
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := params{modules: []string{"a.ko", "b/c.ko"}, net: "10.0.2.15/24", run: "/bin/probe",
 		args: []string{"-mode", "rtc", "two words"}, env: []string{"A=1"},
-		writes: [][2]string{{"/proc/sys/kernel/printk", "8"}, {"/sys/power/pm_debug_messages", "1"}}}
+		writes: [][2]string{{"/proc/sys/kernel/printk", "8"}, {"/sys/power/pm_debug_messages", "1"}}, clockStep: -time.Hour}
 	if diff := cmp.Diff(want, p, cmp.AllowUnexported(params{})); diff != "" {
 		t.Errorf("parseCmdline (-want +got):\n%s", diff)
 	}

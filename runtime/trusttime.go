@@ -1,0 +1,102 @@
+package runtime
+
+import (
+	"errors"
+	"strings"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/torpor-dev/torpor/runtime/trusted"
+)
+
+// TimeReport is how a wake established the time its drain judges
+// Governed Object expiry by (package runtime/trusted).
+type TimeReport struct {
+	// Source is ntp, rtc or relay; empty when there was none.
+	Source string `cbor:"1,keyasint,omitempty" json:"source,omitempty"`
+	// At is the trusted time when it was established.
+	At time.Time `cbor:"2,keyasint,omitempty" json:"at,omitempty"`
+	// Forward is how far it was ahead of the system clock (the relay's
+	// time or the floor moved it forward).
+	Forward time.Duration `cbor:"3,keyasint,omitempty" json:"forward,omitempty"`
+	// Floor is the floor then; zero before the first commit.
+	Floor time.Time `cbor:"4,keyasint,omitempty" json:"floor,omitempty"`
+	// Relay is the relay's time then; zero without a handshake.
+	Relay time.Time `cbor:"5,keyasint,omitempty" json:"relay,omitempty"`
+	// Untrusted says why no source could be trusted: the drain holds
+	// every record.
+	Untrusted string `cbor:"6,keyasint,omitempty" json:"untrusted,omitempty"`
+}
+
+// attrs are the wake line's attributes of r; none for nil.
+func (r *TimeReport) attrs() []any {
+	switch {
+	case r == nil:
+		return nil
+	case r.Source == "":
+		return []any{"trustedTime", "none", "trustedTimeWhy", r.Untrusted}
+	case r.Forward != 0:
+		return []any{"trustedTime", r.Source, "trustedTimeForward", r.Forward}
+	}
+	return []any{"trustedTime", r.Source}
+}
+
+// openTrusted opens the trusted time on db when the configuration asks
+// for it, and makes it the pipeline's expiry clock.
+func (a *Agent) openTrusted(db *bolt.DB) error {
+	if a.cfg.TrustedTime == nil {
+		return nil
+	}
+	tc := *a.cfg.TrustedTime
+	if tc.Clock == nil {
+		tc.Clock = a.clock
+	}
+	c, err := trusted.Open(db, tc)
+	if err != nil {
+		return err
+	}
+	a.trusted = c
+	a.cfg.Expiry = c
+	return nil
+}
+
+// relayTime is what a link that took part in the handshake says of the
+// relay's time (transport/link's Client).
+type relayTime interface {
+	RelayTime() (relay, local time.Time)
+}
+
+// linkedTime gives the trusted time the relay's time from l's handshake.
+func (a *Agent) linkedTime(l Link) {
+	if rt, ok := l.(relayTime); ok && a.trusted != nil {
+		if relay, local := rt.RelayTime(); !local.IsZero() {
+			a.trusted.SetRelay(relay, local)
+		}
+	}
+}
+
+// establishTime establishes the time the wake's drain judges expiry by,
+// records how in the report and the log, and commits it as the floor.
+func (w *wakeRun) establishTime() {
+	a := w.a
+	if a.trusted == nil {
+		return
+	}
+	r, err := a.trusted.Establish()
+	tr := &TimeReport{Source: string(r.Source), At: r.Now, Forward: r.Forward, Floor: r.Floor, Relay: r.Relay}
+	if errors.Is(err, trusted.ErrUntrusted) {
+		tr.Untrusted = strings.Join(r.Why, "; ")
+		a.log.Warn("no trusted time: the drain holds every record (nothing judged or acknowledged)", "why", tr.Untrusted,
+			"system", r.System.UTC().Format(time.RFC3339))
+	} else {
+		a.log.Info("time established", "source", r.Source, "at", r.Now.UTC().Format(time.RFC3339Nano), "forward", r.Forward,
+			"system", r.System.UTC().Format(time.RFC3339))
+		if err := a.trusted.Persist(r.Now); err != nil {
+			a.log.Error("keeping the trusted time's floor", "err", err)
+		}
+	}
+	w.mu.Lock()
+	w.rep.Time = tr
+	w.mu.Unlock()
+}
