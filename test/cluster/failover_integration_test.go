@@ -27,7 +27,8 @@ import (
 // again and must rejoin: healthy, and a current replica of both queue
 // streams. Then a second server is killed, so that the streams' quorum
 // needs the restarted one, and the device drains: every request answered
-// queued is delivered exactly once, nothing else is.
+// queued is delivered exactly once, nothing else is. Last, the streams
+// lose their quorum (see noQuorum).
 func TestNATSNodeKilledUnderLoad(t *testing.T) {
 	const senders, perSender, killAt = 16, 28, 120
 	f := startProcFleet(t, 3)
@@ -52,6 +53,7 @@ func TestNATSNodeKilledUnderLoad(t *testing.T) {
 	waitLeader(t, f, victim, jsstore.StateStream, jsstore.RecordsStream)
 	recs := drain(t, f.relays[1].addr, dev, true)
 	checkDrained(t, recs, len(l.queued), l.queued)
+	noQuorum(t, f, dev, victim, second)
 	t.Logf("SIGKILL %s after %d queued answers; %d queued in all, %d after the kill; other answers %v; "+
 		"%s restarted, %s killed, %d drained", victim.name, killAt, len(l.queued), l.afterKill, l.refused, victim.name, second.name, len(recs))
 }
@@ -205,5 +207,54 @@ func until(t *testing.T, ctx context.Context, what string, cond func() bool) {
 			t.Fatalf("waiting for %s: %v", what, ctx.Err())
 		case <-time.After(100 * time.Millisecond):
 		}
+	}
+}
+
+// noQuorum kills the last server but up (neither up nor second), so that
+// the streams have no quorum: every relay answers 503 with queued false
+// and store_unavailable, in bounded time. Then both servers are started
+// again and every relay queues again; the device gets exactly the
+// requests queued after the quorum came back.
+func noQuorum(t *testing.T, f *fleet, dev *did.PrivateKey, up, second *natsNode) {
+	t.Helper()
+	var last *natsNode
+	for _, n := range f.procs {
+		if n != up && n != second {
+			last = n
+		}
+	}
+	last.kill()
+	tok := token(t, testKey(t, 2100))
+	for i := range 6 {
+		start := time.Now()
+		a, err := send(f.relays[i%3].addr, dev.DID().String(), tok, body(fmt.Sprint("nq", i), 10))
+		if err != nil || a.status != http.StatusServiceUnavailable || a.Queued || !strings.Contains(a.Message, "nothing was queued") {
+			t.Errorf("without quorum, relay %d: %v %q, %v; want 503 queued false, nothing was queued", i%3+1, a, a.Message, err)
+		}
+		t.Logf("without quorum, relay %d answered %d %q in %v", i%3+1, a.status, a.Message, time.Since(start).Round(time.Millisecond))
+	}
+	for _, n := range []*natsNode{second, last} {
+		if err := n.start(t); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitRejoined(t, f, last)
+	queued := map[string]bool{}
+	for i := range 3 {
+		id := fmt.Sprint("back", i)
+		mustQueue(t, f.relays[i].addr, dev.DID().String(), tok, body(id, 10))
+		queued[id] = true
+	}
+	recs := drain(t, f.relays[2].addr, dev, true)
+	seen := map[string]bool{}
+	for _, r := range recs {
+		id := recordID(t, r)
+		if !queued[id] || seen[id] {
+			t.Errorf("after the quorum came back the device got %s (seq %d; answered queued %v, seen before %v)", id, r.Seq, queued[id], seen[id])
+		}
+		seen[id] = true
+	}
+	if len(seen) != len(queued) {
+		t.Errorf("after the quorum came back the device got %d of the %d requests queued", len(seen), len(queued))
 	}
 }
