@@ -68,6 +68,7 @@ func TestPowerCut(t *testing.T) {
 	k := vm.FindKernel(t)
 	m := vm.Machine{Kernel: k, Files: map[string][]byte{"bin/powercut": vm.GuestBinary(t, "./test/qemu/guest/powercut")},
 		Modules: diskModules, Disk: newDisk(t, 128<<20), Mounts: []string{"/dev/vda:/data:ext4"}, Run: "/bin/powercut"}
+	m.Initrd = m.WriteInitramfs(t) // the same for every boot; the arguments are on the command line
 	seed := uint64(time.Now().UnixNano())
 	rng := rand.New(rand.NewPCG(seed, 16))
 	st := &cutState{idOf: map[uint64]string{}, delivered: map[string]int{}}

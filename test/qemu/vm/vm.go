@@ -74,6 +74,21 @@ type Machine struct {
 	// Memory in MiB (default 512) and CPUs (default 1). PatchDTB must be
 	// given the same values.
 	Memory, CPUs int
+	// Initrd is an initramfs WriteInitramfs made for this machine, to
+	// boot it again without writing (and compressing) it again; empty
+	// means Start writes one.
+	Initrd string
+}
+
+// WriteInitramfs writes the initramfs of m (/init, Files, Modules) to a
+// temporary file of the test and returns its path, for Machine.Initrd.
+func (m Machine) WriteInitramfs(t testing.TB) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "initramfs.cpio.gz")
+	if err := m.writeInitramfs(t, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 // VM is a running guest.
@@ -102,9 +117,9 @@ func Start(t testing.TB, m Machine) *VM {
 	t.Helper()
 	qemu := testenv.RequireTool(t, "qemu-system-aarch64")
 	dir := t.TempDir()
-	initrd := filepath.Join(dir, "initramfs.cpio.gz")
-	if err := m.writeInitramfs(t, initrd); err != nil {
-		t.Fatal(err)
+	initrd := m.Initrd
+	if initrd == "" {
+		initrd = m.WriteInitramfs(t)
 	}
 	args := append(machineArgs(m.Memory, m.CPUs),
 		"-nographic", "-no-reboot", "-serial", "stdio", "-monitor", "none",
