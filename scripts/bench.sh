@@ -7,6 +7,10 @@
 # tag. They need tools that scripts/setup.sh installs; TORPOR_REQUIRE_TOOLS=1
 # makes a missing tool a failure rather than a skipped comparison.
 #
+# BenchmarkEnqueueDurableVsJetStream (store/jsstore) runs store/queue's
+# durable enqueue workload on bbolt and on an embedded JetStream side by side;
+# the ratio is printed after the first run.
+#
 # BenchmarkFleetEnqueue (test/cluster, integration tag) puts the relays on
 # NATS JetStream beside the raw JetStream publish rate of the same embedded
 # 3-node cluster and beside the bbolt relay (docs/scale-out.md, sizing). It
@@ -16,6 +20,16 @@ cd "$(dirname "$0")/.."
 ./scripts/setup.sh
 export TORPOR_REQUIRE_TOOLS=1
 bt="${BENCHTIME:-1s}"
-go test -run '^$' -bench . -benchmem -benchtime "$bt" ./...
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+go test -run '^$' -bench . -benchmem -benchtime "$bt" ./... | tee "$out"
+# Issue 20: the bbolt queue against NATS JetStream (file store, fsync on
+# every write), the same workload in one run (store/jsstore
+# BenchmarkEnqueueDurableVsJetStream); the goal is bbolt at least 5 times.
+echo "bbolt enqueue rate over JetStream's, one run (goal >= 5):"
+awk '/^BenchmarkEnqueueDurableVsJetStream\/.*x-bbolt\/js/ {
+  name = $1; sub(/^BenchmarkEnqueueDurableVsJetStream\//, "", name); sub(/-[0-9]+$/, "", name)
+  for (i = 2; i < NF; i++) if ($(i + 1) == "x-bbolt/js") printf "  %-32s %6.2fx\n", name, $i
+}' "$out"
 go test -tags integration -run '^$' -bench . -benchmem -benchtime "$bt" ./test/interop/... ./test/mqtt/...
 go test -tags integration -run '^$' -bench FleetEnqueue -benchtime "${FLEET_BENCHTIME:-2000x}" ./test/cluster/

@@ -15,6 +15,7 @@ declare -A need=(
   [systemd-analyze]=systemd
   [mosquitto]=mosquitto [mosquitto_sub]=mosquitto-clients
   [gcc]=gcc # go test -race (make race) needs cgo and a C compiler
+  [mkfs.ext4]=e2fsprogs # the power-cut test's virtio disk (test/qemu)
 )
 missing=()
 for cmd in "${!need[@]}"; do

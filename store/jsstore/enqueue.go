@@ -35,12 +35,12 @@ func (q *Queue) Enqueue(ctx context.Context, r queue.Record, b queue.Bounds, now
 	if err != nil {
 		return queue.Record{}, err
 	}
-	var s qstate
-	err = q.c.retry(ctx, func() (err error) { s, _, err = q.load(ctx, r.Agent); return err })
+	var s loaded
+	err = q.c.retry(ctx, func() (err error) { s.s, s.rev, err = q.load(ctx, r.Agent); return err })
 	if err != nil {
 		return queue.Record{}, fmt.Errorf("queue: enqueue for %s: %w", r.Agent, err)
 	}
-	if fe := admit(&s, r, b, now); fe != nil {
+	if fe := admit(&s.s, r, b, now); fe != nil {
 		return queue.Record{}, fe // refused before writing anything
 	}
 	// A body whose publish failed but landed is named by no state and
@@ -56,7 +56,7 @@ func (q *Queue) Enqueue(ctx context.Context, r queue.Record, b queue.Bounds, now
 	}
 	e := entry{Msg: ack.Sequence, Size: int64(len(r.Body)), Kind: r.Kind, From: r.From,
 		Enqueued: r.EnqueuedAt.UnixNano(), Expires: r.ExpiresAt.UnixNano()}
-	seq, refused, err := q.commit(ctx, r, b, e, now)
+	seq, refused, err := q.commit(ctx, r, b, e, &s, now)
 	if err != nil || refused != nil {
 		q.deleteBodies(context.WithoutCancel(ctx), []entry{e})
 		if refused != nil {
@@ -69,10 +69,13 @@ func (q *Queue) Enqueue(ctx context.Context, r queue.Record, b queue.Bounds, now
 }
 
 // commit adds e to r.Agent's state with the next seq unless a bound
-// refuses it, dropping the records expired at now in the same write.
-func (q *Queue) commit(ctx context.Context, r queue.Record, b queue.Bounds, e entry, now time.Time) (uint64, *queue.FullError, error) {
+// refuses it, dropping the records expired at now in the same write. It
+// starts from first, the state Enqueue read before storing the body: when
+// no other write came in between, the compare-and-swap succeeds without
+// reading the state again.
+func (q *Queue) commit(ctx context.Context, r queue.Record, b queue.Bounds, e entry, first *loaded, now time.Time) (uint64, *queue.FullError, error) {
 	var refused *queue.FullError
-	expired, err := q.update(ctx, r.Agent, func(s *qstate) ([]entry, bool) {
+	expired, err := q.updateFrom(ctx, r.Agent, first, func(s *qstate) ([]entry, bool) {
 		refused = nil
 		if i := slices.IndexFunc(s.Live, func(x entry) bool { return x.Msg == e.Msg }); i >= 0 {
 			e.Seq = s.Live[i].Seq // an earlier write of this call landed

@@ -135,11 +135,29 @@ func isConflict(err error) bool {
 // change reports no change nothing is written. It returns what the last
 // change returned.
 func (q *Queue) update(ctx context.Context, agent string, change func(*qstate) ([]entry, bool)) ([]entry, error) {
+	return q.updateFrom(ctx, agent, nil, change)
+}
+
+// loaded is an agent's state as load read it, with its revision.
+type loaded struct {
+	s   qstate
+	rev uint64
+}
+
+// updateFrom is update starting from first, a state the caller has just
+// loaded (nil: none), which saves a read and a decode when nothing
+// changed in between. first is used for the first attempt only: after a
+// lost race or a failure the state is read again.
+func (q *Queue) updateFrom(ctx context.Context, agent string, first *loaded, change func(*qstate) ([]entry, bool)) ([]entry, error) {
 	for range maxAttempts {
 		var out []entry
 		err := q.c.retry(ctx, func() error {
-			s, rev, err := q.load(ctx, agent)
-			if err != nil {
+			var s qstate
+			var rev uint64
+			var err error
+			if first != nil {
+				s, rev, first = first.s, first.rev, nil
+			} else if s, rev, err = q.load(ctx, agent); err != nil {
 				return err
 			}
 			var changed bool

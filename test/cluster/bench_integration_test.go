@@ -4,6 +4,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -27,11 +28,13 @@ var benchBounds = []string{"--max-messages", "5000", "--max-per-peer", "5000", "
 // BenchmarkFleetEnqueue measures, side by side in one run on one 3-node
 // JetStream cluster (R3, file storage): the raw JetStream publish rate of
 // 64 publishers (1 KiB, each waiting for its acknowledgement: the
-// engine's ceiling), then durable enqueues (503 queued answers) by 64
+// engine's ceiling), the rate of the relay's JetStream protocol without
+// the relay (benchRawProtocol), then durable enqueues (503 queued answers) by 64
 // senders through one torpor-relay on the bbolt store and through 1, 2
 // and 3 relays with --store jetstream. Each sender sends 1 KiB requests to
 // its own sleeping device. The relay sub-benchmarks report their rate
-// over the raw rate (x-raw) and over the bbolt relay's (x-bbolt); run
+// over the raw rate (x-raw), over the protocol's (x-protocol) and over
+// the bbolt relay's (x-bbolt); run
 // them together (-bench FleetEnqueue), since the ratios use the earlier
 // sub-benchmarks' rates. Nothing here asserts a timing (docs/performance.md).
 func BenchmarkFleetEnqueue(b *testing.B) {
@@ -46,8 +49,9 @@ func BenchmarkFleetEnqueue(b *testing.B) {
 	for _, s := range ns {
 		urls = append(urls, s.URL())
 	}
-	var raw, bolt float64
+	var raw, protocol, bolt float64
 	b.Run("raw-publish", func(b *testing.B) { raw = benchRawPublish(b, urls) })
+	b.Run("raw-protocol", func(b *testing.B) { protocol = benchRawProtocol(b, urls) })
 
 	boltRelay := startRelay(b, b.TempDir(), append([]string{"--public-url", publicURL}, benchBounds...)...)
 	devs := publishBenchDevices(b, boltRelay.addr, 0)
@@ -63,8 +67,9 @@ func BenchmarkFleetEnqueue(b *testing.B) {
 		devs := publishBenchDevices(b, addrs[0], k)
 		b.Run(fmt.Sprintf("relays-%d", k), func(b *testing.B) {
 			rate := benchSend(b, addrs[:k], devs)
-			if raw > 0 && bolt > 0 { // both ran in this run (-bench selects them too)
+			if raw > 0 && protocol > 0 && bolt > 0 { // all ran in this run (-bench selects them too)
 				b.ReportMetric(rate/raw, "x-raw")
+				b.ReportMetric(rate/protocol, "x-protocol")
 				b.ReportMetric(rate/bolt, "x-bbolt")
 			}
 		})
@@ -156,6 +161,56 @@ func benchRawPublish(b *testing.B, urls []string) float64 {
 	payload := make([]byte, 1024)
 	return runSenders(b, func(i int, _ int64) error {
 		_, err := jss[i%len(jss)].Publish(ctx, fmt.Sprintf("bench.raw.%d", i), payload)
+		return err
+	})
+}
+
+// benchRawProtocol runs what store/jsstore does for one enqueue, without
+// the relay, from 64 publishers, publisher i on its own subjects (its own
+// device): read the subject's last state message from the stream leader
+// (the JetStream API's message get, as allow_direct is off), publish the
+// 1 KiB body to a records stream, then publish a new state with
+// Nats-Expected-Last-Subject-Sequence, all R3 on file storage. It returns
+// enqueues/s.
+func benchRawProtocol(b *testing.B, urls []string) float64 {
+	ctx := context.Background()
+	var jss []jetstream.JetStream
+	for _, u := range urls {
+		nc, err := nats.Connect(u)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer nc.Close()
+		js, err := jetstream.New(nc)
+		if err != nil {
+			b.Fatal(err)
+		}
+		jss = append(jss, js)
+	}
+	state, err := jss[0].CreateOrUpdateStream(ctx, jetstream.StreamConfig{Name: "BENCH_STATE", Subjects: []string{"bench.state.>"},
+		Replicas: 3, Storage: jetstream.FileStorage, MaxMsgsPerSubject: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := jss[0].CreateOrUpdateStream(ctx, jetstream.StreamConfig{Name: "BENCH_REC", Subjects: []string{"bench.rec.>"},
+		Replicas: 3, Storage: jetstream.FileStorage}); err != nil {
+		b.Fatal(err)
+	}
+	payload, st := make([]byte, 1024), make([]byte, 64)
+	return runSenders(b, func(i int, _ int64) error {
+		js, subj := jss[i%len(jss)], fmt.Sprint("bench.state.", i)
+		var rev uint64
+		m, err := state.GetLastMsgForSubject(ctx, subj)
+		switch {
+		case err == nil:
+			rev = m.Sequence
+		case !errors.Is(err, jetstream.ErrMsgNotFound):
+			return err
+		}
+		if _, err := js.Publish(ctx, fmt.Sprint("bench.rec.", i), payload); err != nil {
+			return err
+		}
+		_, err = js.Publish(ctx, subj, st, jetstream.WithExpectLastSequencePerSubject(rev))
 		return err
 	})
 }

@@ -5,5 +5,6 @@
 // --store jetstream, one fleet. They race senders for the last slots of
 // one device's queue and of one sender's per-peer cap across the relays,
 // fetch one pool of KeyPackages through all three, and kill a NATS node
-// under load (docs/scale-out.md).
+// under load: there the cluster runs as 3 nats-server child processes,
+// killed with SIGKILL and started again (docs/scale-out.md).
 package cluster

@@ -57,13 +57,16 @@ func relayBinary(t testing.TB) string {
 	return relayBin
 }
 
-// fleet is a NATS cluster and the relays that share it.
+// fleet is a NATS cluster and the relays that share it: servers in the
+// test process (nats) or nats-server child processes (procs).
 type fleet struct {
 	nats   []*jsserver.Server
+	procs  []*natsNode
 	relays []*relayProc
 }
 
-// startFleet starts a 3-node JetStream cluster and n relays on it.
+// startFleet starts a 3-node JetStream cluster in the test process and n
+// relays on it.
 func startFleet(t testing.TB, n int, extra ...string) *fleet {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -78,11 +81,29 @@ func startFleet(t testing.TB, n int, extra ...string) *fleet {
 	for _, s := range ns {
 		urls = append(urls, s.URL())
 	}
+	f.startRelays(t, urls, n, extra...)
+	return f
+}
+
+// startProcFleet starts a 3-node JetStream cluster of nats-server
+// processes, which a test can kill with SIGKILL, and n relays on it.
+func startProcFleet(t testing.TB, n int, extra ...string) *fleet {
+	t.Helper()
+	f := &fleet{procs: startNATSProcs(t)}
+	var urls []string
+	for _, p := range f.procs {
+		urls = append(urls, p.url)
+	}
+	f.startRelays(t, urls, n, extra...)
+	return f
+}
+
+func (f *fleet) startRelays(t testing.TB, urls []string, n int, extra ...string) {
+	t.Helper()
 	args := append([]string{"--store", "jetstream", "--nats", strings.Join(urls, ","), "--public-url", publicURL}, extra...)
 	for range n {
 		f.relays = append(f.relays, startRelay(t, t.TempDir(), args...))
 	}
-	return f
 }
 
 // relayProc is a running torpor-relay process.

@@ -21,10 +21,11 @@ import (
 
 // answer is what a sender learns from one request.
 type answer struct {
-	status int
-	Queued bool            `json:"queued"`
-	Kind   string          `json:"kind"`
-	Error  json.RawMessage `json:"error"` // the JSON-RPC error object
+	status  int
+	Queued  bool            `json:"queued"`
+	Kind    string          `json:"kind"`
+	Message string          `json:"message"`
+	Error   json.RawMessage `json:"error"` // the JSON-RPC error object
 }
 
 func (a answer) String() string {

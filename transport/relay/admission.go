@@ -322,7 +322,7 @@ func (s *Relay) serveAdmit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := s.cfg.States.Admit(r.Context(), agent.String()); err != nil {
-		s.internalError(w, err)
+		s.storeFailed(w, err)
 		return
 	}
 	s.adm.mu.Lock()

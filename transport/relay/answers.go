@@ -17,6 +17,10 @@ const (
 	tokenRequiresAuth = "asleep_enqueue_requires_auth"
 	tokenTooLarge     = "message_too_large"
 	tokenUnanswered   = "agent_unanswered"
+	// tokenStoreUnavailable is Torpor's own: the store failed (a
+	// JetStream stream without quorum, a full disk) and nothing was
+	// stored.
+	tokenStoreUnavailable = "store_unavailable"
 
 	// CodeAsleep is the JSON-RPC error code of the asleep signal (offline
 	// profile, JSON-RPC mapping). Note that A2A (v0.3 and v1.0) uses

@@ -224,7 +224,7 @@ func (s *Relay) offline(w http.ResponseWriter, r *http.Request, agent, caller di
 		return
 	case err != nil:
 		s.metrics.enqueue(id, "error")
-		s.internalError(w, err)
+		s.storeFailed(w, err)
 		return
 	}
 	s.metrics.enqueue(id, "queued")

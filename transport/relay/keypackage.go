@@ -76,7 +76,7 @@ func (s *Relay) serveKeyPackage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err != nil {
-		s.internalError(w, err)
+		s.storeFailed(w, err)
 		return
 	}
 	s.metrics.keyPackages.Inc()

@@ -109,7 +109,7 @@ func (s *Relay) serveQueueList(w http.ResponseWriter, r *http.Request) {
 	}
 	recs, err := s.scanQueue(r, sel)
 	if err != nil {
-		s.internalError(w, err)
+		s.storeFailed(w, err)
 		return
 	}
 	entries := make([]queueEntry, 0, len(recs))
@@ -136,7 +136,7 @@ func (s *Relay) serveQueuePurge(w http.ResponseWriter, r *http.Request) {
 	}
 	recs, err := s.scanQueue(r, sel)
 	if err != nil {
-		s.internalError(w, err)
+		s.storeFailed(w, err)
 		return
 	}
 	seqs := make([]uint64, len(recs))
@@ -146,7 +146,7 @@ func (s *Relay) serveQueuePurge(w http.ResponseWriter, r *http.Request) {
 		total += len(rec.Body)
 	}
 	if err := s.cfg.Queue.Ack(r.Context(), sel.agent.String(), seqs); err != nil {
-		s.internalError(w, err)
+		s.storeFailed(w, err)
 		return
 	}
 	what := "all"

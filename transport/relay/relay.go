@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
+	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -309,7 +310,7 @@ func (s *Relay) serveVerbatim(w http.ResponseWriter, r *http.Request, pick func(
 		return
 	}
 	if err != nil {
-		s.internalError(w, err)
+		s.storeFailed(w, err)
 		return
 	}
 	b := pick(st)
@@ -330,10 +331,24 @@ func (s *Relay) serveHealth(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, h)
 }
 
-func (s *Relay) internalError(w http.ResponseWriter, err error) {
-	s.log.Error("internal error", "err", err)
-	writeJSON(w, http.StatusInternalServerError, map[string]any{"error": "internal_error", "message": "the relay failed; nothing was queued"})
+// storeFailed answers a request the relay could not serve because its
+// store failed: 503 with queued false, which a sender may retry, and
+// logs the cause.
+func (s *Relay) storeFailed(w http.ResponseWriter, err error) {
+	s.log.Error("store failed", "err", err)
+	w.Header().Set("Retry-After", strconv.Itoa(storeRetryAfter))
+	writeJSON(w, http.StatusServiceUnavailable, struct {
+		Error         string `json:"error"`
+		Message       string `json:"message"`
+		Queued        bool   `json:"queued"`
+		RetryAfterSec int    `json:"retryAfterSec"`
+	}{tokenStoreUnavailable, "the relay could not read or write its store; nothing was queued or changed, try again later", false, storeRetryAfter})
 }
+
+// storeRetryAfter is the Retry-After, in seconds, of a request the relay
+// could not serve because its store failed: about the time a JetStream
+// stream takes to elect a new leader when one server is lost.
+const storeRetryAfter = 5
 
 // writeJSON writes v as the reference writes its answers:
 // application/json; charset=utf-8, members in the order v gives them.

@@ -70,7 +70,7 @@ func (s *Relay) requestState(w http.ResponseWriter, r *http.Request, id string) 
 	case errors.Is(err, agents.ErrUnknownAgent):
 		writeJSON(w, http.StatusNotFound, map[string]any{"error": "unknown_agent", "message": "no device has published this agent"})
 	case err != nil:
-		s.internalError(w, err)
+		s.storeFailed(w, err)
 	case st.Successor != "":
 		s.answerRetired(w, st)
 	default:

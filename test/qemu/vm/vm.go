@@ -58,6 +58,19 @@ type Machine struct {
 	// Net gives the guest a virtio network card on QEMU user networking,
 	// with address 10.0.2.15/24; the host is 10.0.2.2.
 	Net bool
+	// Forward are QEMU hostfwd rules for Net, such as
+	// "tcp:127.0.0.1:8080-:8080", so that the host reaches a server in
+	// the guest.
+	Forward []string
+	// Disk is a raw image file the guest sees as /dev/vda (virtio-blk,
+	// with the modules virtio_mmio and virtio_blk), opened with
+	// cache=none: a write the guest's fsync returned from has reached
+	// the host's disk, and one it has not may be lost when the machine
+	// is cut off (QMP quit). Mounts mounts it.
+	Disk string
+	// Mounts are "DEV:DIR:FS" entries /init mounts after loading the
+	// modules, such as "/dev/vda:/data:ext4".
+	Mounts []string
 	// DTB replaces the board's device tree (see PatchDTB).
 	DTB string
 	// Append is added to the kernel command line.
@@ -65,6 +78,21 @@ type Machine struct {
 	// Memory in MiB (default 512) and CPUs (default 1). PatchDTB must be
 	// given the same values.
 	Memory, CPUs int
+	// Initrd is an initramfs WriteInitramfs made for this machine, to
+	// boot it again without writing (and compressing) it again; empty
+	// means Start writes one.
+	Initrd string
+}
+
+// WriteInitramfs writes the initramfs of m (/init, Files, Modules) to a
+// temporary file of the test and returns its path, for Machine.Initrd.
+func (m Machine) WriteInitramfs(t testing.TB) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "initramfs.cpio.gz")
+	if err := m.writeInitramfs(t, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 // VM is a running guest.
@@ -93,9 +121,9 @@ func Start(t testing.TB, m Machine) *VM {
 	t.Helper()
 	qemu := testenv.RequireTool(t, "qemu-system-aarch64")
 	dir := t.TempDir()
-	initrd := filepath.Join(dir, "initramfs.cpio.gz")
-	if err := m.writeInitramfs(t, initrd); err != nil {
-		t.Fatal(err)
+	initrd := m.Initrd
+	if initrd == "" {
+		initrd = m.WriteInitramfs(t)
 	}
 	args := append(machineArgs(m.Memory, m.CPUs),
 		"-nographic", "-no-reboot", "-serial", "stdio", "-monitor", "none",
@@ -103,8 +131,15 @@ func Start(t testing.TB, m Machine) *VM {
 		"-rtc", "base=utc,clock=host",
 		"-qmp", "unix:"+filepath.Join(dir, "qmp.sock")+",server=on,wait=off",
 		"-append", m.cmdline())
+	if m.Disk != "" {
+		args = append(args, "-drive", "if=none,id=d0,format=raw,cache=none,file="+m.Disk, "-device", "virtio-blk-device,drive=d0")
+	}
 	if m.Net {
-		args = append(args, "-netdev", "user,id=n0", "-device", "virtio-net-device,netdev=n0")
+		netdev := "user,id=n0"
+		for _, f := range m.Forward {
+			netdev += ",hostfwd=" + f
+		}
+		args = append(args, "-netdev", netdev, "-device", "virtio-net-device,netdev=n0")
 	} else {
 		args = append(args, "-nic", "none")
 	}
@@ -158,6 +193,9 @@ func (m Machine) cmdline() string {
 	}
 	if len(mods) > 0 {
 		parts = append(parts, "torpor.modules="+strings.Join(mods, ","))
+	}
+	for _, mt := range m.Mounts {
+		parts = append(parts, "torpor.mount="+mt)
 	}
 	if m.Net {
 		parts = append(parts, "torpor.net=10.0.2.15/24")

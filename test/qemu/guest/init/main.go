@@ -11,6 +11,10 @@
 //	torpor.modules=a.ko,b.ko   modules under /lib/modules, loaded in order
 //	torpor.net=10.0.2.15/24    address for eth0 (QEMU user networking: the
 //	                           host is 10.0.2.2, on link)
+//	torpor.mount=DEV:DIR:FS    mount the block device DEV (waiting up to
+//	                           10s for it to appear) on DIR with file
+//	                           system FS after the modules are loaded;
+//	                           repeat for more, in order
 //	torpor.run=/bin/prog       the program to run
 //	torpor.arg=VALUE           one argument; repeat for more, in order
 //	torpor.env=KEY=VALUE       one environment variable; repeat for more
@@ -75,6 +79,12 @@ func run() int {
 			return 125
 		}
 	}
+	for _, m := range p.mounts {
+		if err := mountDisk(m); err != nil {
+			fmt.Println("INIT error:", err)
+			return 125
+		}
+	}
 	if p.net != "" {
 		if err := setupNet("eth0", p.net); err != nil {
 			fmt.Println("INIT error:", err)
@@ -130,6 +140,28 @@ func mountAll() error {
 	return nil
 }
 
+// mountDisk mounts m (device, directory, file system), waiting for the
+// device node: a block driver probes its devices after its module loaded.
+// Mounting an ext4 file system replays its journal, as after a power cut.
+func mountDisk(m [3]string) error {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, err := os.Stat(m[0]); err == nil {
+			break
+		} else if time.Now().After(deadline) {
+			return fmt.Errorf("mount: %w", err)
+		}
+		time.Sleep(20 * time.Millisecond) // a device probe, in real time
+	}
+	if err := os.MkdirAll(m[1], 0o755); err != nil {
+		return err
+	}
+	if err := unix.Mount(m[0], m[1], m[2], 0, ""); err != nil {
+		return fmt.Errorf("mounting %s on %s (%s): %w", m[0], m[1], m[2], err)
+	}
+	return nil
+}
+
 func loadModule(path string) error {
 	f, err := os.Open(path)
 	if err != nil {
@@ -144,6 +176,7 @@ func loadModule(path string) error {
 
 type params struct {
 	modules []string
+	mounts  [][3]string // device, directory, file system
 	net     string
 	run     string
 	args    []string
@@ -171,6 +204,12 @@ func parseCmdline(s string) (params, error) {
 			}
 		case "torpor.net":
 			p.net = v
+		case "torpor.mount":
+			m := strings.SplitN(v, ":", 3)
+			if len(m) != 3 || !strings.HasPrefix(m[0], "/dev/") || !strings.HasPrefix(m[1], "/") || m[2] == "" {
+				return p, fmt.Errorf("torpor.mount=%q: want /dev/DEV:/DIR:FSTYPE", v)
+			}
+			p.mounts = append(p.mounts, [3]string{m[0], m[1], m[2]})
 		case "torpor.run":
 			p.run = v
 		case "torpor.arg":

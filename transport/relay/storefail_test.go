@@ -1,0 +1,38 @@
+package relay
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/torpor-dev/torpor/did/didtest"
+	"github.com/torpor-dev/torpor/store/queue"
+)
+
+// failingQueue is a queue whose Enqueue fails as a JetStream stream
+// without quorum does.
+type failingQueue struct{ queue.Store }
+
+func (failingQueue) Enqueue(context.Context, queue.Record, queue.Bounds, time.Time) (queue.Record, error) {
+	return queue.Record{}, errors.New("nats: timeout")
+}
+
+// TestStoreFailureAnswers503NotQueued: when the store cannot take a
+// record, the sender gets 503 with queued false, a message saying nothing
+// was queued and a Retry-After, which it may retry; not a 500.
+func TestStoreFailureAnswers503NotQueued(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.Queue = failingQueue{c.Queue} })
+	dev, alice := didtest.Key(t, 1), didtest.Key(t, 2)
+	h.publishOffline(t, dev, "sleep", deviceOpts{})
+	for _, body := range []string{sendV1, "opaque"} {
+		r := h.post(t, dev.DID(), alice, "1.0", body)
+		want := `{"error":"store_unavailable","message":"the relay could not read or write its store; nothing was queued or changed, try again later","queued":false,"retryAfterSec":5}`
+		if r.status != 503 || string(r.body) != want || r.header.Get("Retry-After") != "5" {
+			t.Errorf("%s: %d Retry-After %q %s\nwant 503 Retry-After 5 %s", body, r.status, r.header.Get("Retry-After"), r.body, want)
+		}
+	}
+	if n := len(h.queued(t, dev.DID())); n != 0 {
+		t.Errorf("%d records queued, want none", n)
+	}
+}
