@@ -1,0 +1,67 @@
+package runtime
+
+import (
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/torpor-dev/torpor/governed"
+	"github.com/torpor-dev/torpor/internal/version"
+	"github.com/torpor-dev/torpor/transport/link/wire"
+)
+
+// status returns the wake's signed status for the relay (link
+// wire.State.Status): the agent's build and board, its halt, the actions
+// held for the owner and the wake before this one, read in one
+// transaction and signed with the agent's key as a Governed Object of
+// purpose wire.PurposeStatus. It returns nil, logged, when that fails: the
+// state goes out without it, and the relay keeps the previous one.
+func (w *wakeRun) status() []byte {
+	a := w.a
+	st, err := a.pipe.status()
+	if err == nil {
+		st.Board = a.cfg.Board
+		st.Wake = &wire.StatusWake{At: w.rep.At, Reason: w.rep.Reason}
+		var o *governed.Object
+		o, err = governed.Sign(a.cfg.Key, governed.Template{IssuedAt: a.clock.Now(), Semantic: governed.Semantic{Schema: wire.StatusSchema}, Purpose: wire.PurposeStatus, Payload: st})
+		if err == nil {
+			b, _ := o.MarshalJSON()
+			return b
+		}
+	}
+	a.log.Warn("signing the status for the relay", "err", err)
+	return nil
+}
+
+// status reads what the relay's status reports from the agent's store.
+func (p *Pipeline) status() (wire.Status, error) {
+	st := wire.Status{Version: version.Get().Short()}
+	err := p.db.View(func(tx *bolt.Tx) error {
+		h, err := p.gate.HaltState(tx)
+		if err != nil {
+			return err
+		}
+		st.Halted = h.Halted
+		holds, err := p.gate.Holds(tx)
+		if err != nil {
+			return err
+		}
+		st.HeldCount = len(holds)
+		for _, h := range holds[:min(len(holds), wire.MaxStatusHeld)] {
+			st.Held = append(st.Held, wire.StatusHeld{Key: h.Action.LedgerKey(), Purpose: h.Action.Purpose, Reason: h.Reason, HeldAt: h.HeldAt.UTC()})
+		}
+		last, ok, err := LastWake(tx)
+		if ok {
+			st.LastWake = statusWake(last)
+		}
+		return err
+	})
+	return st, err
+}
+
+// statusWake is r as a status reports it.
+func statusWake(r WakeReport) *wire.StatusWake {
+	sw := &wire.StatusWake{At: r.At.UTC(), Reason: r.Reason, AwakeMs: r.Awake.Milliseconds()}
+	for _, ph := range r.Phases {
+		sw.Phases = append(sw.Phases, wire.StatusPhase{Name: ph.Name, StartMs: ph.Start.Milliseconds(), Ms: ph.Duration.Milliseconds(), Err: ph.Err})
+	}
+	return sw
+}
