@@ -50,6 +50,7 @@ type args struct {
 	logLevel                   slog.Level
 	version                    bool
 	store                      storeArgs
+	overdueGrace               time.Duration
 }
 
 func parseArgs(argv []string, stderr io.Writer) (*args, error) {
@@ -88,7 +89,8 @@ func parseArgs(argv []string, stderr io.Writer) (*args, error) {
 		a.cardOrigins = append(a.cardOrigins, s)
 		return nil
 	})
-	fs.BoolVar(&a.perAgentMetrics, "per-agent-metrics", false, "Add per-agent series (labelled by DID) to /metrics. Off by default because of their cardinality.")
+	fs.BoolVar(&a.perAgentMetrics, "per-agent-metrics", false, "Add per-agent series (labelled by DID and device name) to /metrics: queue, next wake, last pulse, asleep, overdue, held actions, KeyPackages left. Off by default because of their cardinality (docs/operations.md).")
+	fs.DurationVar(&a.overdueGrace, "overdue-grace", relay.DefaultOverdueGrace, "How late a device's promised wake or pulse may be before the fleet console and the per-agent metrics call it overdue.")
 	fs.BoolVar(&a.trustXFF, "trust-forwarded-for", false, "Rate-limit anonymous KeyPackage fetches by the X-Forwarded-For address, for a relay behind a reverse proxy.")
 	fs.IntVar(&a.keyPackageRate, "keypackage-rate", 30, "How many KeyPackages one caller may fetch per minute.")
 	fs.TextVar(&a.logLevel, "log-level", slog.LevelInfo, "The least important log level printed: debug, info, warn or error.")
@@ -175,11 +177,16 @@ func run(ctx context.Context, a *args, log *slog.Logger) error {
 	if public == "" {
 		public = scheme + "://" + ln.Addr().String()
 	}
+	cc, err := a.consoleConfig()
+	if err != nil {
+		ln.Close()
+		return err
+	}
 	r, err := relay.New(relay.Config{
 		PublicURL: public, Queue: st.q, States: st.states, Peers: st.peers(), Bounds: a.bounds, AllowAgents: a.allowAgents,
 		KeyPackageRate: a.keyPackageRate, TrustForwardedFor: a.trustXFF, PerAgentMetrics: a.perAgentMetrics,
 		CORSOrigins: a.corsOrigins, CardCORSOrigins: a.cardOrigins, MQTTBroker: brokerURL, Clock: clk, Logger: log,
-		KeyPackages: kpcheck.Verifier{},
+		KeyPackages: kpcheck.Verifier{}, Console: cc,
 	})
 	if err != nil {
 		ln.Close()

@@ -22,7 +22,7 @@ func (m *mqttArgs) register(fs *flag.FlagSet) {
 	fs.StringVar(&m.listen, "mqtt-listen", "127.0.0.1:1883", "The address of the embedded MQTT 5 broker. Every client authenticates with a DID Bearer token (docs/security.md).")
 	fs.StringVar(&m.external, "mqtt-broker", "", "The URL of an external MQTT 5 broker (mqtt://host:port). When set, no embedded broker starts and devices and operators are pointed at this one; see torporctl mqtt acl.")
 	fs.DurationVar(&m.maxExpiry, "mqtt-max-expiry", broker.DefaultMaxMessageExpiry, "How long the embedded broker keeps a message for an offline subscriber. Set it above the longest sleep of any device.")
-	fs.Func("operator", "An operator DID the embedded broker lets publish commands and read every device's statuses and replies (repeat the flag for more).", func(s string) error {
+	fs.Func("operator", "An operator DID: the embedded broker lets it publish commands and read every device's statuses and replies, and it may use the fleet console at /fleet (repeat the flag for more).", func(s string) error {
 		m.operators = append(m.operators, s)
 		return nil
 	})
@@ -34,23 +34,35 @@ func (m *mqttArgs) register(fs *flag.FlagSet) {
 	})
 }
 
-// brokerConfig returns the embedded broker's configuration.
-func (m *mqttArgs) brokerConfig(dataDir string, log *slog.Logger) (broker.Config, error) {
-	cfg := broker.Config{Listen: m.listen, DataDir: dataDir, MaxMessageExpiry: m.maxExpiry, Audiences: m.audiences, Logger: log}
+// operatorDIDs returns the DIDs of --operator and --operators-file: the
+// broker's operators and the fleet console's.
+func (m *mqttArgs) operatorDIDs() ([]did.DID, error) {
+	var ops []did.DID
 	for _, s := range m.operators {
 		d, err := did.Parse(s)
 		if err != nil {
-			return cfg, fmt.Errorf("--operator: %w", err)
+			return nil, fmt.Errorf("--operator: %w", err)
 		}
-		cfg.Operators = append(cfg.Operators, d)
+		ops = append(ops, d)
 	}
 	if m.operatorsFile != "" {
 		ds, err := broker.ReadDIDs(m.operatorsFile)
 		if err != nil {
-			return cfg, fmt.Errorf("--operators-file: %w", err)
+			return nil, fmt.Errorf("--operators-file: %w", err)
 		}
-		cfg.Operators = append(cfg.Operators, ds...)
+		ops = append(ops, ds...)
 	}
+	return ops, nil
+}
+
+// brokerConfig returns the embedded broker's configuration.
+func (m *mqttArgs) brokerConfig(dataDir string, log *slog.Logger) (broker.Config, error) {
+	cfg := broker.Config{Listen: m.listen, DataDir: dataDir, MaxMessageExpiry: m.maxExpiry, Audiences: m.audiences, Logger: log}
+	ops, err := m.operatorDIDs()
+	if err != nil {
+		return cfg, err
+	}
+	cfg.Operators = ops
 	if m.devicesFile != "" {
 		devs, err := broker.ReadDevices(m.devicesFile)
 		if err != nil {

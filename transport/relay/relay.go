@@ -22,6 +22,7 @@ import (
 	"github.com/torpor-dev/torpor/transport/bearer"
 	"github.com/torpor-dev/torpor/transport/link/server"
 	"github.com/torpor-dev/torpor/transport/link/wire"
+	"github.com/torpor-dev/torpor/transport/relay/console"
 )
 
 // Config configures a Relay. Queue, States and PublicURL are required.
@@ -79,6 +80,9 @@ type Config struct {
 	// Peers, for a relay of a fleet, reaches device links other relays
 	// hold; nil means this relay's links are all there are.
 	Peers Peers
+	// Console configures the operators' fleet console (/fleet,
+	// console.go); nil serves none.
+	Console *ConsoleConfig
 }
 
 // Relay is the relay's HTTP side: the per-agent A2A endpoints, the device
@@ -95,6 +99,8 @@ type Relay struct {
 	limiter  *limiter
 	allow    map[string]bool
 	mux      *http.ServeMux
+	view     *console.Source
+	console  *console.Console
 }
 
 // New returns a relay for cfg. It returns an error for a missing store or
@@ -147,6 +153,9 @@ func New(cfg Config) (*Relay, error) {
 		Verifier: s.verifier, Queue: cfg.Queue, Agents: (*linkAgents)(s), Clock: cfg.Clock,
 		Logger: base.With("component", "link"), OnAcked: s.metrics.acked,
 	}
+	if err := s.newConsole(base); err != nil {
+		return nil, err
+	}
 	s.routes()
 	return s, nil
 }
@@ -173,6 +182,9 @@ func (s *Relay) routes() {
 	m.Handle("GET "+wire.Path, s.link)
 	m.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
 	m.HandleFunc("GET /healthz", s.serveHealth)
+	if s.console != nil {
+		s.console.Register(m)
+	}
 	s.mux = m
 }
 

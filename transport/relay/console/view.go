@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"time"
 
@@ -375,16 +376,25 @@ func (s *Source) fromStatus(d *Device, st agents.State, agent did.DID) {
 
 // parseStatus verifies a signed status again (it may come from a store
 // another relay wrote) and returns its payload.
-func parseStatus(b []byte, agent did.DID) (wire.Status, error) {
+func parseStatus(b []byte, agent did.DID) (wire.Status, error) { return VerifyStatus(b, agent) }
+
+// VerifyStatus checks a device's signed status (link wire.State.Status):
+// a Governed Object issued by agent and signed with its key (draft
+// Section 5.4), with purpose wire.PurposeStatus and a payload
+// wire.ParseStatus accepts, and returns the payload.
+func VerifyStatus(b []byte, agent did.DID) (wire.Status, error) {
 	o, err := governed.Parse(b)
 	if err != nil {
-		return wire.Status{}, err
+		return wire.Status{}, fmt.Errorf("status: %v", err)
 	}
-	if o.Issuer != agent || o.Governance.Purpose != wire.PurposeStatus {
-		return wire.Status{}, errors.New("status: not the agent's status")
+	if o.Issuer != agent {
+		return wire.Status{}, fmt.Errorf("status issued by %s, not by the agent", o.Issuer)
 	}
 	if err := o.VerifySignature(); err != nil {
-		return wire.Status{}, err
+		return wire.Status{}, fmt.Errorf("status: %v", err)
+	}
+	if o.Governance.Purpose != wire.PurposeStatus {
+		return wire.Status{}, fmt.Errorf("status has purpose %q, want %q", o.Governance.Purpose, wire.PurposeStatus)
 	}
 	return wire.ParseStatus(o.Payload)
 }
