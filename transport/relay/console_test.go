@@ -56,3 +56,29 @@ func TestConsoleServedToOperators(t *testing.T) {
 		t.Errorf("GET /fleet on a relay without operators: %d, want 404", r.status)
 	}
 }
+
+// TestFleetMetrics: /metrics counts devices by console state and, with
+// per-agent metrics, has each device's gauges labelled by DID and name.
+func TestFleetMetrics(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.PerAgentMetrics = true })
+	dev := didtest.Key(t, 1)
+	h.publishOffline(t, dev, "sleep", deviceOpts{})
+	m := string(h.get(t, "/metrics").body)
+	id := dev.DID().String()
+	for _, want := range []string{
+		`torpor_relay_fleet_devices{state="offline"} 1`,
+		`torpor_relay_fleet_devices{state="overdue"} 0`,
+		`torpor_relay_agent_asleep{agent="` + id + `",name="dev"} 0`,
+		`torpor_relay_agent_overdue{agent="` + id + `",name="dev"} 0`,
+		`torpor_relay_agent_held_actions{agent="` + id + `",name="dev"} 0`,
+		`torpor_relay_agent_key_packages{agent="` + id + `",name="dev"} 0`,
+		`torpor_relay_agent_queue_share{agent="` + id + `",name="dev"} 0`,
+	} {
+		if !strings.Contains(m, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	if h := newHarness(t, nil); strings.Contains(string(h.get(t, "/metrics").body), "torpor_relay_agent_asleep") {
+		t.Error("per-agent gauges without PerAgentMetrics")
+	}
+}

@@ -29,7 +29,8 @@ import (
 //
 // With Config.PerAgentMetrics, also torpor_relay_agent_enqueues_total{agent,
 // outcome}, torpor_relay_agent_queue_messages{agent} and
-// torpor_relay_agent_queue_bytes{agent}.
+// torpor_relay_agent_queue_bytes{agent}, and the fleet's gauges
+// (metrics_fleet.go).
 type metrics struct {
 	s             *Relay
 	reg           *prometheus.Registry
@@ -72,7 +73,7 @@ func newMetrics(s *Relay) *metrics {
 		depthDesc: prometheus.NewDesc("torpor_relay_queue_messages", "Live queued records of all agents.", nil, nil),
 		bytesDesc: prometheus.NewDesc("torpor_relay_queue_bytes", "Body bytes of the live queued records of all agents.", nil, nil),
 	}
-	m.reg.MustRegister(m.enqueues, m.answers, m.liveRequests, m.drain, m.links, m.purged, m.keyPackages, m.lastResort, (*queueCollector)(m),
+	m.reg.MustRegister(m.enqueues, m.answers, m.liveRequests, m.drain, m.links, m.purged, m.keyPackages, m.lastResort, (*queueCollector)(m), (*fleetCollector)(m),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if s.cfg.PerAgentMetrics {
 		m.agentEnqueues = prometheus.NewCounterVec(prometheus.CounterOpts{
