@@ -15,6 +15,8 @@ declare -A need=(
   [systemd-analyze]=systemd
   [mosquitto]=mosquitto [mosquitto_sub]=mosquitto-clients
   [gcc]=gcc # go test -race (make race) needs cgo and a C compiler
+  [promtool]=prometheus # test/dashboards: promtool check rules packaging/prometheus/torpor-rules.yml
+  [chromium]=chromium   # make test-browser: the fleet console in a real browser (chromedp)
 )
 missing=()
 for cmd in "${!need[@]}"; do

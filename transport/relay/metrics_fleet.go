@@ -22,6 +22,7 @@ import (
 //	torpor_relay_agent_held_actions{agent,name}               actions waiting for the owner
 //	torpor_relay_agent_key_packages{agent,name}               KeyPackages left in its pool
 //	torpor_relay_agent_queue_share{agent,name}                its queue's share of its bounds (0-1)
+//	torpor_relay_agent_last_wake_awake_seconds{agent,name}    how long its last completed wake was awake (absent: unknown)
 type fleetCollector metrics
 
 // maxNameLabel bounds the name label: a card's name is the device's to
@@ -39,6 +40,7 @@ var (
 		prometheus.NewDesc("torpor_relay_agent_held_actions", "Actions the device holds for its owner's confirmation (from its signed status).", agentLabels, nil),
 		prometheus.NewDesc("torpor_relay_agent_key_packages", "KeyPackages left in the device's pool at the relay.", agentLabels, nil),
 		prometheus.NewDesc("torpor_relay_agent_queue_share", "The device's queue as a share of its bounds (the fuller of messages and bytes).", agentLabels, nil),
+		prometheus.NewDesc("torpor_relay_agent_last_wake_awake_seconds", "How long the device's last completed wake was awake (from its signed status).", agentLabels, nil),
 	}
 )
 
@@ -95,6 +97,9 @@ func agentMetrics(ch chan<- prometheus.Metric, d console.Device) {
 	g(4, float64(d.HeldCount))
 	g(5, float64(d.KeyPackages.Left))
 	g(6, d.Queue.Share)
+	if d.LastAwakeMs > 0 {
+		g(7, float64(d.LastAwakeMs)/1000)
+	}
 }
 
 func flag(b bool) float64 {
