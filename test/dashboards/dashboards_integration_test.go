@@ -88,7 +88,9 @@ func TestRulesPassPromtool(t *testing.T) {
 func runAgent(t *testing.T, url string, key *did.PrivateKey, dir string, untilRecorded bool) {
 	t.Helper()
 	published, recorded := make(chan struct{}, 1), make(chan struct{}, 1)
-	app := deliver.HandlerFunc(func(context.Context, deliver.Delivery) (deliver.Outcome, error) { return deliver.Outcome{OK: true}, nil })
+	app := deliver.HandlerFunc(func(context.Context, deliver.Delivery) (deliver.Outcome, error) {
+		return deliver.Outcome{OK: true}, nil
+	})
 	a, err := runtime.New(runtime.Config{
 		PipelineConfig: runtime.PipelineConfig{Key: key, Purposes: purpose.Set{"comms:*"}, AllowPlaintext: true,
 			Routes: []deliver.Route{{Pattern: "*", Name: "app", Handler: app}}},
