@@ -89,13 +89,15 @@ func (c *Console) Register(m *http.ServeMux) {
 
 // secure sets the headers of every console answer: a strict CSP (only
 // this origin's script and style, nothing framed, no other origin
-// contacted), no caching, no referrer (a login URL carries a token).
+// contacted), no caching, a referrer only to this origin (a login URL
+// carries a token; "no-referrer" would make browsers send "Origin: null"
+// with the logout form).
 func secure(w http.ResponseWriter) {
 	h := w.Header()
 	h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "+
 		"base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
 	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("Referrer-Policy", "same-origin")
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Frame-Options", "DENY")
 }

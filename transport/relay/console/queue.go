@@ -3,6 +3,7 @@ package console
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"slices"
 	"time"
 
@@ -86,6 +87,12 @@ func wakeOf(w *wire.StatusWake) *Wake {
 	return &Wake{At: w.At, Reason: w.Reason, AwakeMs: w.AwakeMs, Phases: w.Phases}
 }
 
+// describeWindow says when w opens in the hour and for how long, such as
+// "at :19 past every hour for 5m0s".
 func describeWindow(w wake.Window) string {
-	return (time.Duration(w.Minute)*time.Minute + w.Offset).String() + " past the hour for " + windowLength(w).String()
+	start := (time.Duration(w.Minute)*time.Minute + w.Offset) % time.Hour
+	if start < 0 {
+		start += time.Hour
+	}
+	return fmt.Sprintf("at :%02d:%02d past every hour for %v", int(start/time.Minute), int(start%time.Minute/time.Second), windowLength(w))
 }

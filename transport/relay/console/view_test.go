@@ -237,3 +237,19 @@ func TestDetail(t *testing.T) {
 		t.Errorf("One(unknown) = %v, want agents.ErrUnknownAgent", err)
 	}
 }
+
+// TestDescribeWindow: the window's start is said within the hour, also
+// when the offset carries it past the hour or before it.
+func TestDescribeWindow(t *testing.T) {
+	for _, c := range []struct {
+		w    wake.Window
+		want string
+	}{
+		{wake.Window{Minute: 49, Offset: 30 * time.Minute}, "at :19:00 past every hour for 5m0s"},
+		{wake.Window{Minute: 5, Offset: -10*time.Minute + 30*time.Second, Length: time.Minute}, "at :55:30 past every hour for 1m0s"},
+	} {
+		if got := describeWindow(c.w); got != c.want {
+			t.Errorf("describeWindow(%+v) = %q, want %q", c.w, got, c.want)
+		}
+	}
+}
