@@ -22,6 +22,7 @@
 //	GET  /link                                 the device link (WebSocket, see transport/link/wire)
 //	GET  /metrics                              Prometheus
 //	GET  /healthz                              {"status":"ok", ...}
+//	GET  /fleet, /fleet/api/devices            the operators' fleet console (package console)
 //
 // The agent's A2A base URL, as its card names it, is <origin>/a/{did}, so
 // a client that appends /.well-known/agent-card.json or /a2a/jsonrpc to
