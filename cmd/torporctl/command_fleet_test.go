@@ -56,7 +56,8 @@ func ctl(args ...string) (int, string) {
 func TestFleetTable(t *testing.T) {
 	r, op, stranger := fleetWorld(t)
 	code, out := ctl("fleet", "--relay", r.URL, "--key", op)
-	if code != 3 || !strings.Contains(out, "2 devices") || !strings.Contains(out, "1 overdue") || !strings.Contains(out, "dead-battery") {
+	if code != 3 || !strings.Contains(out, "2 devices") || !strings.Contains(out, "1 overdue") || !strings.Contains(out, "dead-battery") ||
+		!strings.Contains(out, "60m ago") || !strings.Contains(out, "in 60m") {
 		t.Fatalf("fleet: exit %d\n%s\nwant exit 3 and both devices", code, out)
 	}
 	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {

@@ -49,7 +49,7 @@ func deviceCells(d console.Device, now time.Time) []string {
 	next := "-"
 	switch {
 	case d.NextWindow != nil:
-		next = "in " + shortDur(time.Duration(d.NextWindow.In)*time.Second)
+		next = relDur(time.Duration(d.NextWindow.In) * time.Second)
 	case d.Expected != nil:
 		next = "pulse " + shortDur(d.Expected.Sub(now))
 	}
@@ -104,6 +104,14 @@ func shortMode(m string) string {
 		return "hourly"
 	}
 	return m
+}
+
+// relDur is "in 14m" for a time to come, "3m ago" for one past.
+func relDur(d time.Duration) string {
+	if d < 0 {
+		return shortDur(-d) + " ago"
+	}
+	return "in " + shortDur(d)
 }
 
 // shortDur is d in one unit: "45s", "14m", "3h", "2d"; "-" prefixes a
