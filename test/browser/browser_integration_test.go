@@ -4,6 +4,7 @@ package browser
 
 import (
 	"context"
+	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -147,6 +148,14 @@ func TestFleetConsoleInBrowser(t *testing.T) {
 	if n := eval[int](t, b, `document.querySelectorAll("table.fleet tbody tr[data-state]").length`); n != 3 {
 		t.Fatalf("%d rows, want the 3 devices", n)
 	}
+	alice, bob := w.newKey(t), w.newKey(t)
+	for _, from := range []*did.PrivateKey{alice, alice, bob} {
+		if code := w.send(t, from, gate.key.DID()); code != http.StatusServiceUnavailable {
+			t.Fatalf("send to the sleeping gate: %d, want 503 (queued)", code)
+		}
+	}
+	b.do(t, "the queue in the row", chromedp.Poll[chromedp.Void](`document.getElementById("row-`+gate.key.DID().String()+`").textContent.includes("3 msgs")`,
+		chromedp.WithPollingTimeout(10*time.Second)))
 	fence.stop() // its battery died: the wake it announced will not come
 	if err := pump.SetMode(wake.HourlyWake, time.Time{}); err != nil {
 		t.Fatal(err)
@@ -154,7 +163,7 @@ func TestFleetConsoleInBrowser(t *testing.T) {
 	b.waitState(t, pump.key.DID(), "asleep", 20*time.Second)
 	b.waitState(t, fence.key.DID(), "overdue", 30*time.Second) // 3 min + 1 min grace at 20x: 12 s
 	b.screenshot(t, "fleet-desktop")
-	b.do(t, "device page", chromedp.Navigate(w.relay.URL+"/fleet/device/"+fence.key.DID().String()), chromedp.WaitVisible(chromedp.CSS("main h2")))
+	b.do(t, "device page", chromedp.Navigate(w.relay.URL+"/fleet/device/"+gate.key.DID().String()), chromedp.WaitVisible(chromedp.CSS("main h2")))
 	b.screenshot(t, "fleet-device")
 	b.do(t, "phone", chromedp.Emulate(device.IPhone13), chromedp.Navigate(w.relay.URL+"/fleet"), chromedp.WaitVisible(chromedp.CSS("table.fleet")))
 	b.screenshot(t, "fleet-phone")

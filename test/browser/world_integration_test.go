@@ -3,9 +3,11 @@
 package browser
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"log/slog"
+	"net/http"
 	"testing"
 	"time"
 
@@ -15,6 +17,8 @@ import (
 	"github.com/torpor-dev/torpor/runtime"
 	"github.com/torpor-dev/torpor/runtime/deliver"
 	"github.com/torpor-dev/torpor/runtime/purpose"
+	"github.com/torpor-dev/torpor/runtime/runtimetest"
+	"github.com/torpor-dev/torpor/transport/bearer"
 	"github.com/torpor-dev/torpor/transport/relay"
 	"github.com/torpor-dev/torpor/wake"
 )
@@ -111,4 +115,35 @@ func sync1(f func()) func() {
 			f()
 		}
 	}
+}
+
+// send posts a signed message from sender to agent through the relay, as
+// any A2A sender does, and returns the HTTP status (503 and queued while
+// the agent sleeps).
+func (w *world) send(t *testing.T, sender *did.PrivateKey, agent did.DID) int {
+	t.Helper()
+	now := w.clk.Now()
+	body := runtimetest.Body(t, runtimetest.DataPart(t, runtimetest.Object(t, sender, "comms:message", now, 2*time.Hour, map[string]string{"text": "hello"})))
+	tok, err := bearer.Issue(sender, w.relay.URL, now, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest("POST", w.relay.URL+"/a/"+agent.String()+"/a2a/jsonrpc", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("A2A-Version", "1.0")
+	req.Header.Set("Authorization", bearer.Authorization(tok))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+func (w *world) newKey(t *testing.T) *did.PrivateKey {
+	k, err := did.Generate(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
 }

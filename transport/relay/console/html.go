@@ -21,6 +21,7 @@ var templates embed.FS
 var pages = template.Must(template.New("").Funcs(template.FuncMap{
 	"short": shortDID,
 	"ts":    func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05Z") },
+	"tsm":   func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04Z") },
 	"dur":   func(s Seconds) string { return human(int64(s)) },
 	"ago":   func(s Seconds) string { return human(int64(s)) },
 	"rel": func(s Seconds) string {
