@@ -190,19 +190,24 @@ func (c *fleetClient) once(ctx context.Context, w io.Writer, asJSON bool) error 
 }
 
 // watch prints the fleet every interval, in place, until ctx ends; it
-// returns the last round's status.
+// returns the status of the last round that completed.
 func (c *fleetClient) watch(ctx context.Context, w io.Writer, asJSON bool, every time.Duration) error {
+	var last error
 	for {
 		if !asJSON {
 			fmt.Fprint(w, "\x1b[H\x1b[2J") // home, clear the screen
 		}
 		err := c.once(ctx, w, asJSON)
+		if ctx.Err() != nil {
+			return last // interrupted during the round
+		}
 		var ee exitError
 		if err != nil && !errors.As(err, &ee) {
 			fmt.Fprintln(w, "torporctl fleet:", err)
 		}
+		last = err
 		if clock.Sleep(ctx, clock.Real, every) != nil {
-			return err
+			return last
 		}
 	}
 }

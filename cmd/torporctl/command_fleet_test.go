@@ -102,3 +102,16 @@ func TestFleetOpen(t *testing.T) {
 		}
 	}
 }
+
+// TestFleetWatch: --watch clears the screen and prints the table again
+// every --every until interrupted.
+func TestFleetWatch(t *testing.T) {
+	r, op, _ := fleetWorld(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second) // the relay is a real peer: real time
+	defer cancel()
+	var out bytes.Buffer
+	code := run(ctx, []string{"fleet", "--relay", r.URL, "--key", op, "--watch", "--every", "200ms"}, &out, &out)
+	if n := strings.Count(out.String(), "\x1b[H\x1b[2J"); code != 3 || n < 3 || strings.Count(out.String(), "2 devices") < n-1 {
+		t.Errorf("fleet --watch for 2 s: exit %d, %d screens\n%q", code, n, out.String())
+	}
+}
