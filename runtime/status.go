@@ -1,8 +1,12 @@
 package runtime
 
 import (
+	"fmt"
+	"time"
+
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/governed"
 	"github.com/torpor-dev/torpor/internal/version"
 	"github.com/torpor-dev/torpor/transport/link/wire"
@@ -20,15 +24,37 @@ func (w *wakeRun) status() []byte {
 	if err == nil {
 		st.Board = a.cfg.Board
 		st.Wake = &wire.StatusWake{At: w.rep.At, Reason: w.rep.Reason}
-		var o *governed.Object
-		o, err = governed.Sign(a.cfg.Key, governed.Template{IssuedAt: a.clock.Now(), Semantic: governed.Semantic{Schema: wire.StatusSchema}, Purpose: wire.PurposeStatus, Payload: st})
-		if err == nil {
-			b, _ := o.MarshalJSON()
+		var b []byte
+		if b, err = signStatus(a.cfg.Key, a.clock.Now(), st); err == nil {
 			return b
 		}
 	}
 	a.log.Warn("signing the status for the relay", "err", err)
 	return nil
+}
+
+// signStatus signs st, listing fewer held actions (HeldCount still counts
+// them all) until it fits in wire.MaxStatus, which the relay enforces: a
+// sender's long idempotency keys must not keep the device from publishing
+// its state.
+func signStatus(key *did.PrivateKey, now time.Time, st wire.Status) ([]byte, error) {
+	for {
+		o, err := governed.Sign(key, governed.Template{IssuedAt: now, Semantic: governed.Semantic{Schema: wire.StatusSchema}, Purpose: wire.PurposeStatus, Payload: st})
+		if err != nil {
+			return nil, err
+		}
+		b, _ := o.MarshalJSON()
+		switch {
+		case len(b) <= wire.MaxStatus:
+			return b, nil
+		case len(st.Held) == 0 && st.LastWake != nil && st.LastWake.Phases != nil:
+			st.LastWake.Phases = nil
+		case len(st.Held) == 0:
+			return nil, fmt.Errorf("a status of %d bytes exceeds %d", len(b), wire.MaxStatus)
+		default:
+			st.Held = st.Held[:len(st.Held)/2]
+		}
+	}
 }
 
 // status reads what the relay's status reports from the agent's store.
