@@ -28,8 +28,8 @@ import (
 //	torpor_relay_key_packages_served_total
 //
 // With Config.PerAgentMetrics, also torpor_relay_agent_enqueues_total{agent,
-// outcome}, torpor_relay_agent_queue_messages{agent} and
-// torpor_relay_agent_queue_bytes{agent}, and the fleet's gauges
+// outcome}, torpor_relay_agent_queue_messages{agent,name} and
+// torpor_relay_agent_queue_bytes{agent,name}, and the fleet's gauges
 // (metrics_fleet.go).
 type metrics struct {
 	s             *Relay
@@ -79,8 +79,8 @@ func newMetrics(s *Relay) *metrics {
 		m.agentEnqueues = prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "torpor_relay_agent_enqueues_total", Help: "Requests for an agent that was not live, by outcome.",
 		}, []string{"agent", "outcome"})
-		m.agentDepthDesc = prometheus.NewDesc("torpor_relay_agent_queue_messages", "Live queued records of one agent.", []string{"agent"}, nil)
-		m.agentBytesDesc = prometheus.NewDesc("torpor_relay_agent_queue_bytes", "Body bytes of one agent's live queued records.", []string{"agent"}, nil)
+		m.agentDepthDesc = prometheus.NewDesc("torpor_relay_agent_queue_messages", "Live queued records of one agent.", agentLabels, nil)
+		m.agentBytesDesc = prometheus.NewDesc("torpor_relay_agent_queue_bytes", "Body bytes of one agent's live queued records.", agentLabels, nil)
 		m.reg.MustRegister(m.agentEnqueues)
 	}
 	return m
@@ -130,8 +130,9 @@ func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
 		msgs += float64(st.Messages)
 		bytes += float64(st.Bytes)
 		if c.agentDepthDesc != nil {
-			ch <- prometheus.MustNewConstMetric(c.agentDepthDesc, prometheus.GaugeValue, float64(st.Messages), a)
-			ch <- prometheus.MustNewConstMetric(c.agentBytesDesc, prometheus.GaugeValue, float64(st.Bytes), a)
+			name := s.agentName(a)
+			ch <- prometheus.MustNewConstMetric(c.agentDepthDesc, prometheus.GaugeValue, float64(st.Messages), a, name)
+			ch <- prometheus.MustNewConstMetric(c.agentBytesDesc, prometheus.GaugeValue, float64(st.Bytes), a, name)
 		}
 	}
 	ch <- prometheus.MustNewConstMetric(c.depthDesc, prometheus.GaugeValue, msgs)

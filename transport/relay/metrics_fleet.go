@@ -2,6 +2,7 @@ package relay
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -77,12 +78,26 @@ func (c *fleetCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
+// nameLabel is a device's name as its series' name label.
+func nameLabel(name string) string {
+	if len(name) > maxNameLabel {
+		name = strings.ToValidUTF8(name[:maxNameLabel], "")
+	}
+	return name
+}
+
+// agentName is the name label of agent (its card's name).
+func (s *Relay) agentName(agent string) string {
+	st, err := s.cfg.States.Get(context.Background(), agent)
+	if err != nil {
+		return ""
+	}
+	return nameLabel(console.CardName(st.Card))
+}
+
 // agentMetrics sends d's per-agent gauges.
 func agentMetrics(ch chan<- prometheus.Metric, d console.Device) {
-	name := d.Name
-	if len(name) > maxNameLabel {
-		name = name[:maxNameLabel]
-	}
+	name := nameLabel(d.Name)
 	g := func(i int, v float64) {
 		ch <- prometheus.MustNewConstMetric(agentGauges[i], prometheus.GaugeValue, v, d.DID, name)
 	}

@@ -504,7 +504,7 @@ func TestPerAgentMetrics(t *testing.T) {
 	h.post(t, dev.DID(), alice, "", "x")
 	m := string(h.get(t, "/metrics").body)
 	for _, want := range []string{
-		fmt.Sprintf(`torpor_relay_agent_queue_messages{agent=%q} 1`, dev.DID()),
+		fmt.Sprintf(`torpor_relay_agent_queue_messages{agent=%q,name="dev"} 1`, dev.DID()),
 		fmt.Sprintf(`torpor_relay_agent_enqueues_total{agent=%q,outcome="queued"} 1`, dev.DID()),
 		`torpor_relay_queue_bytes 1`,
 	} {

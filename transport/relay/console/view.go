@@ -332,6 +332,9 @@ func schedule(st agents.State, p *Pulse, now time.Time) (*Window, *time.Time) {
 	return nil, nil
 }
 
+// CardName is the name an Agent Card gives, or "(no card)".
+func CardName(card []byte) string { return cardName(card) }
+
 func cardName(card []byte) string {
 	c, err := a2a.ParseCard(card)
 	if err != nil || c.Name == "" {
