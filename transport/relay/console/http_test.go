@@ -14,6 +14,7 @@ import (
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/did/didtest"
 	"github.com/torpor-dev/torpor/transport/bearer"
+	"github.com/torpor-dev/torpor/transport/link/wire"
 	"github.com/torpor-dev/torpor/wake"
 )
 
@@ -216,5 +217,25 @@ func TestSecureCookieOverHTTPS(t *testing.T) {
 	c := s.login(t)
 	if !c.Secure || c.Name != "__Host-torpor_fleet" || c.Path != "/" {
 		t.Errorf("cookie %+v, want __Host-torpor_fleet, Secure, Path=/", c)
+	}
+}
+
+// TestDeviceTextIsEscaped: what a device publishes (its card's name, its
+// held actions' keys) is text on the pages, never markup.
+func TestDeviceTextIsEscaped(t *testing.T) {
+	s := newSite(t, "")
+	evil := didtest.Key(t, 2)
+	s.put(t, device{key: evil, name: `<script>alert(1)</script>`, mode: wake.Sleep,
+		status: &wire.Status{Version: "1", HeldCount: 1, Held: []wire.StatusHeld{{Key: `x' ; rm -rf / ; '<b>`, Purpose: "action:x"}}}})
+	c := s.login(t)
+	for _, path := range []string{"/fleet", "/fleet/device/" + evil.DID().String()} {
+		a := s.do(t, "GET", path, nil, c)
+		if a.status != 200 || strings.Contains(a.body, "<script>alert") || strings.Contains(a.body, "<b>") || !strings.Contains(a.body, "&lt;script&gt;alert(1)") {
+			t.Errorf("%s: %d; the device's text is not escaped:\n%s", path, a.status, a.body)
+		}
+	}
+	a := s.do(t, "GET", "/fleet/device/"+evil.DID().String(), nil, c)
+	if want := `&#39;x&#39;\&#39;&#39; ; rm -rf / ; &#39;\&#39;&#39;&lt;b&gt;&#39;`; !strings.Contains(a.body, want) {
+		t.Errorf("the confirm command does not quote the key for the shell (want %s):\n%s", want, a.body)
 	}
 }
