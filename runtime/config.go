@@ -41,6 +41,9 @@ type Config struct {
 	RelayURL string
 	// Name is the name in the Agent Card; empty means "torpor-agent".
 	Name string
+	// Board is the board profile's name (boards.Board.Name), reported to
+	// the relay in the signed status (link wire.Status); empty for none.
+	Board string
 
 	// Mode is the reachability mode the agent starts in (it can be
 	// changed at runtime with SetMode).

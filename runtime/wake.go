@@ -434,6 +434,7 @@ func (w *wakeRun) publishOnce(ctx context.Context, an announcement, card []byte,
 		LastResort:  w.lr,
 		Pulse:       an.pulse,
 		Bounds:      &a.cfg.Bounds,
+		Status:      w.status(),
 	}
 	if !an.next.IsZero() {
 		st.NextWake = an.next.Unix()

@@ -16,6 +16,8 @@ declare -A need=(
   [mosquitto]=mosquitto [mosquitto_sub]=mosquitto-clients
   [gcc]=gcc # go test -race (make race) needs cgo and a C compiler
   [mkfs.ext4]=e2fsprogs # the power-cut test's virtio disk (test/qemu)
+  [promtool]=prometheus # test/dashboards: promtool check rules packaging/prometheus/torpor-rules.yml
+  [chromium]=chromium   # make test-browser: the fleet console in a real browser (chromedp)
 )
 missing=()
 for cmd in "${!need[@]}"; do

@@ -53,6 +53,7 @@ type args struct {
 	http                       httpLimits
 	keyPackages                keyPackageArgs
 	admission                  admissionArgs
+	overdueGrace               time.Duration
 }
 
 func parseArgs(argv []string, stderr io.Writer) (*args, error) {
@@ -92,7 +93,8 @@ func parseArgs(argv []string, stderr io.Writer) (*args, error) {
 		a.cardOrigins = append(a.cardOrigins, s)
 		return nil
 	})
-	fs.BoolVar(&a.perAgentMetrics, "per-agent-metrics", false, "Add per-agent series (labelled by DID) to /metrics. Off by default because of their cardinality.")
+	fs.BoolVar(&a.perAgentMetrics, "per-agent-metrics", false, "Add per-agent series (labelled by DID and device name) to /metrics: queue, next wake, last pulse, asleep, overdue, held actions, KeyPackages left. Off by default because of their cardinality (docs/operations.md).")
+	fs.DurationVar(&a.overdueGrace, "overdue-grace", relay.DefaultOverdueGrace, "How late a device's promised wake or pulse may be before the fleet console and the per-agent metrics call it overdue.")
 	fs.BoolVar(&a.trustXFF, "trust-forwarded-for", false, "Rate-limit KeyPackage fetches per client address by the right-most X-Forwarded-For address that is not a --trusted-proxy, for a relay behind a reverse proxy.")
 	fs.IntVar(&a.keyPackageRate, "keypackage-rate", 30, "How many KeyPackages one caller DID may fetch per minute (one client address: ten times as many).")
 	a.keyPackages.register(fs)
@@ -196,13 +198,18 @@ func run(ctx context.Context, a *args, log *slog.Logger) error {
 		ln.Close()
 		return err
 	}
+	cc, err := a.consoleConfig()
+	if err != nil {
+		ln.Close()
+		return err
+	}
 	r, err := relay.New(relay.Config{
 		PublicURL: public, Queue: st.q, States: st.states, Peers: st.peers(), Bounds: a.bounds, AllowAgents: a.allowAgents,
 		KeyPackageRate: a.keyPackageRate, TrustForwardedFor: a.trustXFF, PerAgentMetrics: a.perAgentMetrics,
 		KeyPackageBudget: a.keyPackages.budget, KeyPackageBudgetWindow: a.keyPackages.budgetWindow, TrustedProxies: a.keyPackages.trustedProxies,
 		CORSOrigins: a.corsOrigins, CardCORSOrigins: a.cardOrigins, MQTTBroker: brokerURL, Clock: clk, Logger: log,
 		KeyPackages: kpcheck.Verifier{}, Operators: ops, Probation: a.admission.probation, MaxAgents: a.admission.maxAgents,
-		MaxStateBytes: a.admission.maxStateBytes, MaxQueueBytes: a.admission.maxQueueBytes, ForgetAfter: a.admission.forgetAfter,
+		MaxStateBytes: a.admission.maxStateBytes, MaxQueueBytes: a.admission.maxQueueBytes, ForgetAfter: a.admission.forgetAfter, Console: cc,
 	})
 	if err != nil {
 		ln.Close()

@@ -302,6 +302,7 @@ func (f *File) buildWake(c *runtime.Config) error {
 	if c.DataDir == "" {
 		c.DataDir = b.DataDir
 	}
+	c.Board = b.Name
 	src, err := board.New(b, bc)
 	if err != nil {
 		return err

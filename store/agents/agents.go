@@ -45,6 +45,10 @@ type State struct {
 	// by this DID, that names it (link wire.State.Retirement).
 	Successor  string
 	Retirement []byte
+	// Status is the latest signed status the device published (link
+	// wire.State.Status), kept verbatim for the fleet console; nil before
+	// the first.
+	Status []byte
 }
 
 // Store is the relay's per-agent state. The package doc says which

@@ -51,6 +51,7 @@ type agentRecord struct {
 	LastResort []byte   `cbor:"9,keyasint,omitempty"`
 	Successor  string   `cbor:"10,keyasint,omitempty"`
 	Retirement []byte   `cbor:"11,keyasint,omitempty"`
+	Status     []byte   `cbor:"12,keyasint,omitempty"`
 }
 
 const agentVersion = 1
@@ -58,7 +59,7 @@ const agentVersion = 1
 func (r *agentRecord) setState(s agents.State) {
 	b := s.Bounds
 	r.Mode, r.Card, r.Pulse, r.UpdatedAt = string(s.Mode), s.Card, s.Pulse, s.UpdatedAt.UnixNano()
-	r.Successor, r.Retirement = s.Successor, s.Retirement
+	r.Successor, r.Retirement, r.Status = s.Successor, s.Retirement, s.Status
 	r.Window = [3]int64{int64(s.Window.Minute), int64(s.Window.Length), int64(s.Window.Offset)}
 	r.Bounds = [7]int64{int64(b.MaxMessages), int64(b.MaxPerPeer), b.MaxBytes, b.MaxMessageSize, int64(b.TTL), int64(b.HandshakeMessages), b.HandshakeBytes}
 	r.NextWake = 0
@@ -70,7 +71,7 @@ func (r *agentRecord) setState(s agents.State) {
 func (r *agentRecord) state() agents.State {
 	s := agents.State{
 		Mode: wake.Mode(r.Mode), Card: r.Card, Pulse: r.Pulse, UpdatedAt: time.Unix(0, r.UpdatedAt).UTC(),
-		Successor: r.Successor, Retirement: r.Retirement,
+		Successor: r.Successor, Retirement: r.Retirement, Status: r.Status,
 		Window: wake.Window{Minute: int(r.Window[0]), Length: time.Duration(r.Window[1]), Offset: time.Duration(r.Window[2])},
 		Bounds: queue.Bounds{MaxMessages: int(r.Bounds[0]), MaxPerPeer: int(r.Bounds[1]), MaxBytes: r.Bounds[2], MaxMessageSize: r.Bounds[3],
 			TTL: time.Duration(r.Bounds[4]), HandshakeMessages: int(r.Bounds[5]), HandshakeBytes: r.Bounds[6]},

@@ -247,11 +247,13 @@ var wantFiles = map[string]map[string]string{
 		"/etc/torpor/agent.json":                       "-rw-r-----",
 	},
 	"torpor-relay": {
-		"/usr/bin/torpor-relay":                        "-rwxr-xr-x",
-		"/usr/lib/systemd/system/torpor-relay.service": "-rw-r--r--",
-		"/usr/lib/sysusers.d/torpor-relay.conf":        "-rw-r--r--",
-		"/usr/lib/tmpfiles.d/torpor-relay.conf":        "-rw-r--r--",
-		"/etc/torpor/relay.conf":                       "-rw-r-----",
+		"/usr/bin/torpor-relay":                               "-rwxr-xr-x",
+		"/usr/lib/systemd/system/torpor-relay.service":        "-rw-r--r--",
+		"/usr/lib/sysusers.d/torpor-relay.conf":               "-rw-r--r--",
+		"/usr/lib/tmpfiles.d/torpor-relay.conf":               "-rw-r--r--",
+		"/etc/torpor/relay.conf":                              "-rw-r-----",
+		"/usr/share/torpor-relay/grafana/torpor-fleet.json":   "-rw-r--r--",
+		"/usr/share/torpor-relay/prometheus/torpor-rules.yml": "-rw-r--r--",
 	},
 	"torporctl": {
 		"/usr/bin/torporctl": "-rwxr-xr-x",

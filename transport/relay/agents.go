@@ -94,7 +94,7 @@ func (s *Relay) nextState(agent did.DID, prev agents.State, st wire.State) (agen
 	if err != nil {
 		return agents.State{}, err
 	}
-	next := agents.State{Mode: mode, Window: wake.WindowFor(agent.String()), Card: prev.Card, Pulse: prev.Pulse, UpdatedAt: s.clk.Now()}
+	next := agents.State{Mode: mode, Window: wake.WindowFor(agent.String()), Card: prev.Card, Pulse: prev.Pulse, Status: prev.Status, UpdatedAt: s.clk.Now()}
 	if st.Window != nil {
 		next.Window = wake.Window{Minute: st.Window.Minute, Length: time.Duration(st.Window.LengthSec) * time.Second, Offset: time.Duration(st.Window.OffsetSec) * time.Second}
 		if err := next.Window.Validate(); err != nil {
@@ -110,6 +110,12 @@ func (s *Relay) nextState(agent did.DID, prev agents.State, st wire.State) (agen
 	}
 	if st.Pulse != nil {
 		next.Pulse = st.Pulse
+	}
+	if st.Status != nil {
+		if err := checkStatus(st.Status, agent); err != nil {
+			return agents.State{}, err
+		}
+		next.Status = st.Status
 	}
 	if st.Retirement != nil {
 		succ, err := checkRetirement(st.Retirement, agent)

@@ -24,6 +24,7 @@
 //	GET  /healthz                              {"status":"ok", ...}
 //	GET, DELETE /operator/queue/{did}          an operator lists or purges a device's
 //	                                           queue (operator.go)
+//	GET  /fleet, /fleet/api/devices            the operators' fleet console (package console)
 //
 // The agent's A2A base URL, as its card names it, is <origin>/a/{did}, so
 // a client that appends /.well-known/agent-card.json or /a2a/jsonrpc to

@@ -28,8 +28,9 @@ import (
 //	torpor_relay_key_packages_served_total
 //
 // With Config.PerAgentMetrics, also torpor_relay_agent_enqueues_total{agent,
-// outcome}, torpor_relay_agent_queue_messages{agent} and
-// torpor_relay_agent_queue_bytes{agent}.
+// outcome}, torpor_relay_agent_queue_messages{agent,name} and
+// torpor_relay_agent_queue_bytes{agent,name}, and the fleet's gauges
+// (metrics_fleet.go).
 type metrics struct {
 	s             *Relay
 	reg           *prometheus.Registry
@@ -72,14 +73,14 @@ func newMetrics(s *Relay) *metrics {
 		depthDesc: prometheus.NewDesc("torpor_relay_queue_messages", "Live queued records of all agents.", nil, nil),
 		bytesDesc: prometheus.NewDesc("torpor_relay_queue_bytes", "Body bytes of the live queued records of all agents.", nil, nil),
 	}
-	m.reg.MustRegister(m.enqueues, m.answers, m.liveRequests, m.drain, m.links, m.purged, m.keyPackages, m.lastResort, (*queueCollector)(m),
+	m.reg.MustRegister(m.enqueues, m.answers, m.liveRequests, m.drain, m.links, m.purged, m.keyPackages, m.lastResort, (*queueCollector)(m), (*fleetCollector)(m),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if s.cfg.PerAgentMetrics {
 		m.agentEnqueues = prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "torpor_relay_agent_enqueues_total", Help: "Requests for an agent that was not live, by outcome.",
 		}, []string{"agent", "outcome"})
-		m.agentDepthDesc = prometheus.NewDesc("torpor_relay_agent_queue_messages", "Live queued records of one agent.", []string{"agent"}, nil)
-		m.agentBytesDesc = prometheus.NewDesc("torpor_relay_agent_queue_bytes", "Body bytes of one agent's live queued records.", []string{"agent"}, nil)
+		m.agentDepthDesc = prometheus.NewDesc("torpor_relay_agent_queue_messages", "Live queued records of one agent.", agentLabels, nil)
+		m.agentBytesDesc = prometheus.NewDesc("torpor_relay_agent_queue_bytes", "Body bytes of one agent's live queued records.", agentLabels, nil)
 		m.reg.MustRegister(m.agentEnqueues)
 	}
 	return m
@@ -129,8 +130,9 @@ func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
 		msgs += float64(st.Messages)
 		bytes += float64(st.Bytes)
 		if c.agentDepthDesc != nil {
-			ch <- prometheus.MustNewConstMetric(c.agentDepthDesc, prometheus.GaugeValue, float64(st.Messages), a)
-			ch <- prometheus.MustNewConstMetric(c.agentBytesDesc, prometheus.GaugeValue, float64(st.Bytes), a)
+			name := s.agentName(a)
+			ch <- prometheus.MustNewConstMetric(c.agentDepthDesc, prometheus.GaugeValue, float64(st.Messages), a, name)
+			ch <- prometheus.MustNewConstMetric(c.agentBytesDesc, prometheus.GaugeValue, float64(st.Bytes), a, name)
 		}
 	}
 	ch <- prometheus.MustNewConstMetric(c.depthDesc, prometheus.GaugeValue, msgs)

@@ -23,6 +23,7 @@ import (
 	"github.com/torpor-dev/torpor/transport/bearer"
 	"github.com/torpor-dev/torpor/transport/link/server"
 	"github.com/torpor-dev/torpor/transport/link/wire"
+	"github.com/torpor-dev/torpor/transport/relay/console"
 )
 
 // Config configures a Relay. Queue, States and PublicURL are required.
@@ -119,6 +120,9 @@ type Config struct {
 	// no state, no link) before the relay forgets the agent: its queue,
 	// KeyPackages and state. Zero: never.
 	ForgetAfter time.Duration
+	// Console configures the operators' fleet console (/fleet,
+	// console.go); nil serves none.
+	Console *ConsoleConfig
 }
 
 // Relay is the relay's HTTP side: the per-agent A2A endpoints, the device
@@ -141,6 +145,8 @@ type Relay struct {
 	operators         map[string]bool
 	allow             map[string]bool
 	mux               *http.ServeMux
+	view              *console.Source
+	console           *console.Console
 }
 
 // New returns a relay for cfg. It returns an error for a missing store or
@@ -157,13 +163,8 @@ func New(cfg Config) (*Relay, error) {
 	if cfg.Bounds == (queue.Bounds{}) {
 		cfg.Bounds = queue.DefaultBounds()
 	}
-	if err := cfg.Bounds.Validate(); err != nil {
-		return nil, fmt.Errorf("relay: %w", err)
-	}
-	for d, b := range cfg.AgentBounds {
-		if err := b.Validate(); err != nil {
-			return nil, fmt.Errorf("relay: bounds of %s: %w", d, err)
-		}
+	if err := cfg.validateBounds(); err != nil {
+		return nil, err
 	}
 	if cfg.KeyPackageRate == 0 {
 		cfg.KeyPackageRate = 30
@@ -200,8 +201,24 @@ func New(cfg Config) (*Relay, error) {
 		Verifier: s.verifier, Queue: cfg.Queue, Agents: (*linkAgents)(s), Clock: cfg.Clock,
 		Logger: base.With("component", "link"), OnAcked: s.metrics.acked,
 	}
+	if err := s.newConsole(base); err != nil {
+		return nil, err
+	}
 	s.routes()
 	return s, nil
+}
+
+// validateBounds checks the relay's bounds and each agent's.
+func (cfg *Config) validateBounds() error {
+	if err := cfg.Bounds.Validate(); err != nil {
+		return fmt.Errorf("relay: %w", err)
+	}
+	for d, b := range cfg.AgentBounds {
+		if err := b.Validate(); err != nil {
+			return fmt.Errorf("relay: bounds of %s: %w", d, err)
+		}
+	}
+	return nil
 }
 
 func (s *Relay) routes() {
@@ -229,6 +246,9 @@ func (s *Relay) routes() {
 	m.HandleFunc("GET "+operatorQueuePath, s.serveQueueList)
 	m.HandleFunc("DELETE "+operatorQueuePath, s.serveQueuePurge)
 	m.HandleFunc("POST /operator/agents/{did}/admit", s.serveAdmit)
+	if s.console != nil {
+		s.console.Register(m)
+	}
 	s.mux = m
 }
 

@@ -515,7 +515,7 @@ func TestPerAgentMetrics(t *testing.T) {
 	h.post(t, dev.DID(), alice, "1.0", sendV1)
 	m := string(h.get(t, "/metrics").body)
 	for _, want := range []string{
-		fmt.Sprintf(`torpor_relay_agent_queue_messages{agent=%q} 1`, dev.DID()),
+		fmt.Sprintf(`torpor_relay_agent_queue_messages{agent=%q,name="dev"} 1`, dev.DID()),
 		fmt.Sprintf(`torpor_relay_agent_enqueues_total{agent=%q,outcome="queued"} 1`, dev.DID()),
 		fmt.Sprintf(`torpor_relay_queue_bytes %d`, len(sendV1)),
 	} {

@@ -64,6 +64,7 @@ func stateSurvivesReopen(t *testing.T, open Opener) {
 		NextWake: at.Add(time.Hour), Card: []byte(`{"card":1}`), Pulse: []byte(`{"pulse":1}`),
 		Bounds: published, UpdatedAt: at,
 		Successor: "did:key:zNext", Retirement: []byte(`{"retirement":1}`),
+		Status: []byte(`{"status":1}`),
 	}
 	if err := s.Put(ctx, "did:key:zA", want, nil, nil); err != nil {
 		t.Fatal(err)

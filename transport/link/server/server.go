@@ -141,23 +141,8 @@ func (s *Server) tokenClock() clock.Clock {
 // device that signs the challenge with its DID's key gets the hello and
 // becomes the agent's link. It then serves the link until it closes.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	tok, err := s.linkVerifier().VerifyToken(r.Header.Get("Authorization"))
-	if err == nil {
-		err = s.spend(tok)
-	}
-	if errors.Is(err, ErrBusy) {
-		s.log().Warn("link refused", "err", err)
-		w.Header().Set("Retry-After", "60")
-		writeJSONError(w, http.StatusServiceUnavailable, "link_busy", "too many links opened in the last minutes; retry later")
-		return
-	}
-	if err != nil {
-		s.log().Info("link refused", "err", err)
-		// The relay's clock, which checked the token, dates the refusal:
-		// a device whose clock is far off issues its token again at this
-		// time (transport/link's Dial).
-		w.Header().Set("Date", clock.Or(s.tokenClock()).Now().UTC().Format(http.TimeFormat))
-		bearer.WriteUnauthorized(w, err)
+	tok, ok := s.authenticate(w, r)
+	if !ok {
 		return
 	}
 	agent := tok.DID()
@@ -202,6 +187,31 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	go c.pinger()
 	c.serve()
+}
+
+// authenticate checks the link token and spends it; it answers the
+// request itself when it refuses.
+func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (*bearer.Token, bool) {
+	tok, err := s.linkVerifier().VerifyToken(r.Header.Get("Authorization"))
+	if err == nil {
+		err = s.spend(tok)
+	}
+	if errors.Is(err, ErrBusy) {
+		s.log().Warn("link refused", "err", err)
+		w.Header().Set("Retry-After", "60")
+		writeJSONError(w, http.StatusServiceUnavailable, "link_busy", "too many links opened in the last minutes; retry later")
+		return nil, false
+	}
+	if err != nil {
+		s.log().Info("link refused", "err", err)
+		// The relay's clock, which checked the token, dates the refusal:
+		// a device whose clock is far off issues its token again at this
+		// time (transport/link's Dial).
+		w.Header().Set("Date", clock.Or(s.tokenClock()).Now().UTC().Format(http.TimeFormat))
+		bearer.WriteUnauthorized(w, err)
+		return nil, false
+	}
+	return tok, true
 }
 
 func offersSubprotocol(r *http.Request, want string) bool {

@@ -73,8 +73,10 @@
 // Members added within a version are optional, and a peer ignores those
 // it does not know, so both sides may be upgraded in any order. Added so
 // far: state.lastResort (the last-resort KeyPackage, RFC 9420 Section
-// 16.8), held.lastResort (the digest of the one the relay holds) and
-// state.replaceKeyPackages (the KeyPackages replace the pool).
+// 16.8), held.lastResort (the digest of the one the relay holds),
+// state.replaceKeyPackages (the KeyPackages replace the pool) and
+// state.status (the device's signed status for the operators' fleet
+// console: status.go).
 //
 // # Handshake
 //

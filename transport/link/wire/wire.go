@@ -136,6 +136,12 @@ type State struct {
 	// on answers this DID's senders 410 Gone naming the successor. A later
 	// state without it (the rotation failed) lifts the retirement.
 	Retirement []byte `cbor:"retirement,omitempty"`
+	// Status, when set, is a Governed Object (JSON) issued and signed by
+	// the agent's DID with purpose PurposeStatus, whose payload is a
+	// Status (status.go). The relay verifies it and keeps it for the
+	// fleet console; empty leaves the one it keeps unchanged. A relay
+	// that predates it ignores the member.
+	Status []byte `cbor:"status,omitempty"`
 }
 
 // PurposeRetirement is the purpose of a Retirement: the key handover the

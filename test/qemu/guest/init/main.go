@@ -73,37 +73,9 @@ func run() int {
 		fmt.Println("INIT error:", err)
 		return 125
 	}
-	for _, m := range p.modules {
-		if err := loadModule("/lib/modules/" + m); err != nil {
-			fmt.Println("INIT error:", err)
-			return 125
-		}
-	}
-	for _, m := range p.mounts {
-		if err := mountDisk(m); err != nil {
-			fmt.Println("INIT error:", err)
-			return 125
-		}
-	}
-	if p.net != "" {
-		if err := setupNet("eth0", p.net); err != nil {
-			fmt.Println("INIT error:", err)
-			return 125
-		}
-	}
-	for _, w := range p.writes {
-		if err := os.WriteFile(w[0], []byte(w[1]), 0); err != nil {
-			fmt.Println("INIT error:", err)
-			return 125
-		}
-	}
-	if p.clockStep != 0 {
-		tv := unix.NsecToTimeval(time.Now().Add(p.clockStep).UnixNano())
-		if err := unix.Settimeofday(&tv); err != nil {
-			fmt.Println("INIT error: stepping the clock:", err)
-			return 125
-		}
-		fmt.Printf("INIT clock stepped by %v to %s\n", p.clockStep, time.Now().UTC().Format(time.RFC3339))
+	if err := prepare(p); err != nil {
+		fmt.Println("INIT error:", err)
+		return 125
 	}
 	if p.run == "" {
 		fmt.Println("INIT error: no torpor.run= on the kernel command line")
@@ -121,6 +93,39 @@ func run() int {
 		return 126
 	}
 	return 0
+}
+
+// prepare loads modules, mounts disks, brings up the network, writes
+// what the command line asks for and steps the clock, in that order.
+func prepare(p params) error {
+	for _, m := range p.modules {
+		if err := loadModule("/lib/modules/" + m); err != nil {
+			return err
+		}
+	}
+	for _, m := range p.mounts {
+		if err := mountDisk(m); err != nil {
+			return err
+		}
+	}
+	if p.net != "" {
+		if err := setupNet("eth0", p.net); err != nil {
+			return err
+		}
+	}
+	for _, w := range p.writes {
+		if err := os.WriteFile(w[0], []byte(w[1]), 0); err != nil {
+			return err
+		}
+	}
+	if p.clockStep != 0 {
+		tv := unix.NsecToTimeval(time.Now().Add(p.clockStep).UnixNano())
+		if err := unix.Settimeofday(&tv); err != nil {
+			return fmt.Errorf("stepping the clock: %w", err)
+		}
+		fmt.Printf("INIT clock stepped by %v to %s\n", p.clockStep, time.Now().UTC().Format(time.RFC3339))
+	}
+	return nil
 }
 
 func mountAll() error {

@@ -1,0 +1,213 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/torpor-dev/torpor/clock"
+	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/transport/bearer"
+	"github.com/torpor-dev/torpor/transport/relay/console"
+)
+
+func init() {
+	register(&command{
+		name:  "fleet",
+		args:  "| fleet open [flags]",
+		short: "Print the relay's fleet of devices as a table (exit status 3 when any is overdue); \"fleet open\" prints a login link to the relay's fleet console.",
+		run:   runFleet,
+	})
+}
+
+// loginTTL is how long a login link of fleet open works.
+const loginTTL = 2 * time.Minute
+
+// fleetFlags are the flags of fleet and fleet open.
+type fleetFlags struct {
+	relay, key, state string
+	json, watch       bool
+	every             time.Duration
+	scale             float64
+}
+
+func (f *fleetFlags) register(fs *flag.FlagSet, open bool) {
+	fs.StringVar(&f.relay, "relay", os.Getenv("TORPOR_RELAY"), "The relay's URL, such as https://relay.example. Default $TORPOR_RELAY.")
+	fs.StringVar(&f.key, "key", os.Getenv("TORPOR_KEY"), "Your operator key file (torporctl keygen); its DID must be one of the relay's --operator DIDs. Default $TORPOR_KEY.")
+	f.scale = 1
+	fs.Func("time-scale", "The relay's --time-scale: date tokens on the relay's compressed clock (read from its /healthz).", func(s string) (err error) {
+		f.scale, err = clock.ParseScale(s)
+		return err
+	})
+	if open {
+		return
+	}
+	fs.StringVar(&f.state, "state", "", "Show only devices in this state: "+strings.Join(console.States, ", ")+".")
+	fs.BoolVar(&f.json, "json", false, "Print the relay's JSON (GET /fleet/api/devices) instead of the table.")
+	fs.BoolVar(&f.watch, "watch", false, "Refresh the table in place every --every until interrupted.")
+	fs.DurationVar(&f.every, "every", 5*time.Second, "The refresh interval of --watch.")
+}
+
+// runFleet prints the fleet table, or with "open" a login link.
+func runFleet(ctx context.Context, e *env, fs *flag.FlagSet, args []string) error {
+	open := len(args) > 0 && args[0] == "open"
+	if open {
+		args = args[1:]
+	}
+	var f fleetFlags
+	f.register(fs, open)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 0 {
+		return usageError{fmt.Sprintf("unexpected argument %q", fs.Arg(0))}
+	}
+	if f.relay == "" || f.key == "" {
+		return usageError{"--relay and --key are required"}
+	}
+	key, origin, clk, err := f.identity(ctx)
+	if err != nil {
+		return err
+	}
+	if open {
+		tok, err := bearer.IssuePurpose(key, origin, bearer.PurposeFleetLogin, clk.Now(), loginTTL)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(e.stdout, origin+"/fleet/login?token="+url.QueryEscape(tok))
+		fmt.Fprintf(e.stderr, "Open this link within %v; it works once.\n", loginTTL)
+		return nil
+	}
+	if f.state != "" && !contains(console.States, f.state) {
+		return usageError{fmt.Sprintf("--state %q: want one of %s", f.state, strings.Join(console.States, ", "))}
+	}
+	c := &fleetClient{origin: origin, key: key, clk: clk, state: f.state}
+	if !f.watch {
+		return c.once(ctx, e.stdout, f.json)
+	}
+	return c.watch(ctx, e.stdout, f.json, f.every)
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// identity loads the operator key and the relay's origin and clock.
+func (f *fleetFlags) identity(ctx context.Context) (*did.PrivateKey, string, clock.Clock, error) {
+	key, err := loadKey(f.key)
+	if errors.Is(err, errNoKeyFile) || errors.Is(err, errNotKeyFile) {
+		return nil, "", nil, fmt.Errorf("%w (--key takes the path of a key file written by keygen)", err)
+	}
+	if err != nil {
+		return nil, "", nil, err
+	}
+	if !strings.Contains(f.relay, "://") {
+		return nil, "", nil, fmt.Errorf("--relay %q: want an absolute URL such as https://relay.example", f.relay)
+	}
+	origin, err := bearer.NormalizeAudience(f.relay)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	clk, err := relayClock(ctx, origin, f.scale)
+	return key, origin, clk, err
+}
+
+// fleetClient reads the fleet from a relay's console API.
+type fleetClient struct {
+	origin, state string
+	key           *did.PrivateKey
+	clk           clock.Clock
+}
+
+// fetch returns the fleet and the raw JSON.
+func (c *fleetClient) fetch(ctx context.Context) (console.Fleet, []byte, error) {
+	tok, err := bearer.IssuePurpose(c.key, c.origin, bearer.PurposeFleet, c.clk.Now(), time.Minute)
+	if err != nil {
+		return console.Fleet{}, nil, err
+	}
+	u := c.origin + "/fleet/api/devices"
+	if c.state != "" {
+		u += "?state=" + url.QueryEscape(c.state)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return console.Fleet{}, nil, err
+	}
+	req.Header.Set("Authorization", bearer.Authorization(tok))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return console.Fleet{}, nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return console.Fleet{}, nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		var e struct{ Message string }
+		json.Unmarshal(body, &e)
+		if resp.StatusCode == http.StatusNotFound {
+			e.Message = "this relay serves no fleet console (it has no --operator)"
+		}
+		return console.Fleet{}, nil, fmt.Errorf("%s: HTTP %d: %s", u, resp.StatusCode, e.Message)
+	}
+	var f console.Fleet
+	if err := json.Unmarshal(body, &f); err != nil {
+		return console.Fleet{}, nil, fmt.Errorf("%s: %v", u, err)
+	}
+	return f, body, nil
+}
+
+// once prints the fleet once; exit status 3 when any device is overdue.
+func (c *fleetClient) once(ctx context.Context, w io.Writer, asJSON bool) error {
+	f, raw, err := c.fetch(ctx)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		w.Write(raw)
+		fmt.Fprintln(w)
+	} else {
+		printFleet(w, f)
+	}
+	if f.Summary.Overdue > 0 {
+		return exitError{3}
+	}
+	return nil
+}
+
+// watch prints the fleet every interval, in place, until ctx ends; it
+// returns the status of the last round that completed.
+func (c *fleetClient) watch(ctx context.Context, w io.Writer, asJSON bool, every time.Duration) error {
+	var last error
+	for {
+		if !asJSON {
+			fmt.Fprint(w, "\x1b[H\x1b[2J") // home, clear the screen
+		}
+		err := c.once(ctx, w, asJSON)
+		if ctx.Err() != nil {
+			return last // interrupted during the round
+		}
+		var ee exitError
+		if err != nil && !errors.As(err, &ee) {
+			fmt.Fprintln(w, "torporctl fleet:", err)
+		}
+		last = err
+		if clock.Sleep(ctx, clock.Real, every) != nil {
+			return last
+		}
+	}
+}

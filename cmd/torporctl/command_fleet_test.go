@@ -1,0 +1,117 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/internal/worldtest"
+	"github.com/torpor-dev/torpor/store/agents"
+	"github.com/torpor-dev/torpor/transport/relay"
+	"github.com/torpor-dev/torpor/transport/relay/console"
+	"github.com/torpor-dev/torpor/wake"
+)
+
+// fleetWorld is a relay with a console for one operator and two devices,
+// one of them overdue.
+func fleetWorld(t *testing.T) (r *worldtest.Relay, opFile, strangerFile string) {
+	op, _ := did.Generate(nil)
+	stranger, _ := did.Generate(nil)
+	r = worldtest.Start(t, relay.Config{Console: &relay.ConsoleConfig{Operators: []string{op.DID().String()}, Secret: make([]byte, 32)}})
+	now := time.Now()
+	for name, next := range map[string]time.Time{"a-very-long-device-name": now.Add(time.Hour), "dead-battery": now.Add(-time.Hour)} {
+		k, _ := did.Generate(nil)
+		st := agents.State{Mode: wake.Sleep, NextWake: next, UpdatedAt: now.Add(-2 * time.Hour), Card: []byte(`{"name":"` + name + `"}`)}
+		if err := r.States.Put(context.Background(), k.DID().String(), st, nil, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := t.TempDir()
+	opFile, strangerFile = filepath.Join(dir, "op.key"), filepath.Join(dir, "stranger.key")
+	if err := saveKey(opFile, op, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := saveKey(strangerFile, stranger, false); err != nil {
+		t.Fatal(err)
+	}
+	return r, opFile, strangerFile
+}
+
+func ctl(args ...string) (int, string) {
+	var out bytes.Buffer
+	code := run(context.Background(), args, &out, &out)
+	return code, out.String()
+}
+
+// TestFleetTable: the table fits 100 columns, names the devices and exits
+// 3 while one is overdue; --state filters; --json is the relay's JSON; a
+// non-operator is refused.
+func TestFleetTable(t *testing.T) {
+	r, op, stranger := fleetWorld(t)
+	code, out := ctl("fleet", "--relay", r.URL, "--key", op)
+	if code != 3 || !strings.Contains(out, "2 devices") || !strings.Contains(out, "1 overdue") || !strings.Contains(out, "dead-battery") ||
+		!strings.Contains(out, "60m ago") || !strings.Contains(out, "in 60m") {
+		t.Fatalf("fleet: exit %d\n%s\nwant exit 3 and both devices", code, out)
+	}
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		if n := utf8.RuneCountInString(l); n > 100 {
+			t.Errorf("line of %d columns: %q", n, l)
+		}
+	}
+	code, out = ctl("fleet", "--relay", r.URL, "--key", op, "--state", "asleep")
+	if code != 3 || strings.Contains(out, "dead-battery") || !strings.Contains(out, "a-very-long") {
+		t.Errorf("fleet --state asleep: exit %d\n%s\nwant only the asleep device (and exit 3: one is overdue)", code, out)
+	}
+	code, out = ctl("fleet", "--relay", r.URL, "--key", op, "--json", "--state", "overdue")
+	var f console.Fleet
+	if err := json.Unmarshal([]byte(out), &f); code != 3 || err != nil || len(f.Devices) != 1 || f.Devices[0].Name != "dead-battery" {
+		t.Errorf("fleet --json --state overdue: exit %d, %v\n%s", code, err, out)
+	}
+	if code, out := ctl("fleet", "--relay", r.URL, "--key", stranger); code != 1 || !strings.Contains(out, "not an operator") {
+		t.Errorf("fleet as a non-operator: exit %d\n%s", code, out)
+	}
+	if code, out := ctl("fleet", "--relay", r.URL, "--key", op, "--state", "sideways"); code != 2 {
+		t.Errorf("fleet --state sideways: exit %d\n%s, want 2", code, out)
+	}
+}
+
+// TestFleetOpen: fleet open prints a login link that opens a session once.
+func TestFleetOpen(t *testing.T) {
+	r, op, _ := fleetWorld(t)
+	code, out := ctl("fleet", "open", "--relay", r.URL, "--key", op)
+	link := strings.SplitN(out, "\n", 2)[0]
+	if code != 0 || !strings.HasPrefix(link, r.URL+"/fleet/login?token=") {
+		t.Fatalf("fleet open: exit %d\n%s", code, out)
+	}
+	cl := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	for i, want := range []int{http.StatusSeeOther, http.StatusForbidden} {
+		resp, err := cl.Get(link)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want || (want == http.StatusSeeOther) != (len(resp.Cookies()) == 1) {
+			t.Errorf("use %d of the login link: %d, %d cookies; want %d", i+1, resp.StatusCode, len(resp.Cookies()), want)
+		}
+	}
+}
+
+// TestFleetWatch: --watch clears the screen and prints the table again
+// every --every until interrupted.
+func TestFleetWatch(t *testing.T) {
+	r, op, _ := fleetWorld(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second) // the relay is a real peer: real time
+	defer cancel()
+	var out bytes.Buffer
+	code := run(ctx, []string{"fleet", "--relay", r.URL, "--key", op, "--watch", "--every", "200ms"}, &out, &out)
+	if n := strings.Count(out.String(), "\x1b[H\x1b[2J"); code != 3 || n < 3 || strings.Count(out.String(), "2 devices") < n-1 {
+		t.Errorf("fleet --watch for 2 s: exit %d, %d screens\n%q", code, n, out.String())
+	}
+}

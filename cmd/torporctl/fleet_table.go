@@ -1,0 +1,132 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/torpor-dev/torpor/transport/relay/console"
+)
+
+// fleetColumns are the table's columns and widths: 94 characters with the
+// spaces between them, so that it fits a terminal of 100 columns.
+var fleetColumns = []struct {
+	title string
+	width int
+}{
+	{"STATE", 8}, {"NAME", 12}, {"DID", 11}, {"MODE", 7}, {"NEXT", 9}, {"LAST WAKE", 11}, {"PULSE", 9}, {"QUEUE", 10}, {"KP", 4}, {"HELD", 4},
+}
+
+// printFleet prints the summary line and one row per device.
+func printFleet(w io.Writer, f console.Fleet) {
+	s := f.Summary
+	fmt.Fprintf(w, "%d devices · %d awake · %d asleep · %d offline · %d overdue · %d halted · %d held · %d queues >80%%\n",
+		s.Devices, s.Awake, s.Asleep, s.Offline, s.Overdue, s.Halted, s.WithHeld, s.QueuesAbove)
+	head := make([]string, len(fleetColumns))
+	for i, c := range fleetColumns {
+		head[i] = c.title
+	}
+	fmt.Fprintln(w, fleetRow(head))
+	for _, d := range f.Devices {
+		fmt.Fprintln(w, fleetRow(deviceCells(d, f.Now)))
+	}
+	if len(f.Devices) == 0 {
+		fmt.Fprintln(w, "(no device)")
+	}
+}
+
+// deviceCells are d's cells, in fleetColumns' order.
+func deviceCells(d console.Device, now time.Time) []string {
+	name := d.Name
+	if d.DuplicateName {
+		name = "*" + name // another device has this name
+	}
+	if d.Halted && d.State != console.StateHalted {
+		name = "!" + name
+	}
+	next := "-"
+	switch {
+	case d.NextWindow != nil:
+		next = relDur(time.Duration(d.NextWindow.In) * time.Second)
+	case d.Expected != nil:
+		next = "pulse " + shortDur(d.Expected.Sub(now))
+	}
+	last := "-"
+	if d.LastWake != nil {
+		last = shortDur(now.Sub(d.LastWake.At)) + " " + d.LastWake.Reason
+	}
+	pulse := "-"
+	if p := d.Pulse; p != nil && p.Verified {
+		pulse = fmt.Sprintf("#%d %s", p.Seq, shortDur(time.Duration(p.Age)*time.Second))
+	} else if p != nil {
+		pulse = "INVALID"
+	}
+	kp := fmt.Sprint(d.KeyPackages.Left)
+	if d.KeyPackages.LastResortInUse {
+		kp = "LR"
+	}
+	return []string{d.State, name, shortID(d.DID), shortMode(d.Mode), next, last, pulse,
+		fmt.Sprintf("%d %.0f%%", d.Queue.Messages, d.Queue.Share*100), kp, fmt.Sprint(d.HeldCount)}
+}
+
+// fleetRow pads or cuts each cell to its column's width.
+func fleetRow(cells []string) string {
+	var b strings.Builder
+	for i, c := range fleetColumns {
+		v := cells[i]
+		if n := utf8.RuneCountInString(v); n > c.width {
+			v = string([]rune(v)[:c.width-1]) + "…"
+		}
+		b.WriteString(v)
+		if i < len(fleetColumns)-1 {
+			b.WriteString(strings.Repeat(" ", c.width-utf8.RuneCountInString(v)+1))
+		}
+	}
+	return b.String()
+}
+
+// shortID is a did:key's last characters, enough to tell devices apart
+// (the console and --json have the whole DID).
+func shortID(id string) string {
+	if len(id) <= 11 {
+		return id
+	}
+	return "…" + id[len(id)-10:]
+}
+
+func shortMode(m string) string {
+	switch m {
+	case "always_on":
+		return "always"
+	case "hourly_wake":
+		return "hourly"
+	}
+	return m
+}
+
+// relDur is "in 14m" for a time to come, "3m ago" for one past.
+func relDur(d time.Duration) string {
+	if d < 0 {
+		return shortDur(-d) + " ago"
+	}
+	return "in " + shortDur(d)
+}
+
+// shortDur is d in one unit: "45s", "14m", "3h", "2d"; "-" prefixes a
+// time past.
+func shortDur(d time.Duration) string {
+	if d < 0 {
+		return "-" + shortDur(-d)
+	}
+	switch {
+	case d < 90*time.Second:
+		return fmt.Sprintf("%ds", int(d/time.Second))
+	case d < 90*time.Minute:
+		return fmt.Sprintf("%dm", int((d+30*time.Second)/time.Minute))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh", int((d+30*time.Minute)/time.Hour))
+	}
+	return fmt.Sprintf("%dd", int(d/(24*time.Hour)))
+}

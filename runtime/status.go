@@ -1,0 +1,93 @@
+package runtime
+
+import (
+	"fmt"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/governed"
+	"github.com/torpor-dev/torpor/internal/version"
+	"github.com/torpor-dev/torpor/transport/link/wire"
+)
+
+// status returns the wake's signed status for the relay (link
+// wire.State.Status): the agent's build and board, its halt, the actions
+// held for the owner and the wake before this one, read in one
+// transaction and signed with the agent's key as a Governed Object of
+// purpose wire.PurposeStatus. It returns nil, logged, when that fails: the
+// state goes out without it, and the relay keeps the previous one.
+func (w *wakeRun) status() []byte {
+	a := w.a
+	st, err := a.pipe.status()
+	if err == nil {
+		st.Board = a.cfg.Board
+		st.Wake = &wire.StatusWake{At: w.rep.At, Reason: w.rep.Reason}
+		var b []byte
+		if b, err = signStatus(a.cfg.Key, a.clock.Now(), st); err == nil {
+			return b
+		}
+	}
+	a.log.Warn("signing the status for the relay", "err", err)
+	return nil
+}
+
+// signStatus signs st, listing fewer held actions (HeldCount still counts
+// them all) until it fits in wire.MaxStatus, which the relay enforces: a
+// sender's long idempotency keys must not keep the device from publishing
+// its state.
+func signStatus(key *did.PrivateKey, now time.Time, st wire.Status) ([]byte, error) {
+	for {
+		o, err := governed.Sign(key, governed.Template{IssuedAt: now, Semantic: governed.Semantic{Schema: wire.StatusSchema}, Purpose: wire.PurposeStatus, Payload: st})
+		if err != nil {
+			return nil, err
+		}
+		b, _ := o.MarshalJSON()
+		switch {
+		case len(b) <= wire.MaxStatus:
+			return b, nil
+		case len(st.Held) == 0 && st.LastWake != nil && st.LastWake.Phases != nil:
+			st.LastWake.Phases = nil
+		case len(st.Held) == 0:
+			return nil, fmt.Errorf("a status of %d bytes exceeds %d", len(b), wire.MaxStatus)
+		default:
+			st.Held = st.Held[:len(st.Held)/2]
+		}
+	}
+}
+
+// status reads what the relay's status reports from the agent's store.
+func (p *Pipeline) status() (wire.Status, error) {
+	st := wire.Status{Version: version.Get().Short()}
+	err := p.db.View(func(tx *bolt.Tx) error {
+		h, err := p.gate.HaltState(tx)
+		if err != nil {
+			return err
+		}
+		st.Halted = h.Halted
+		holds, err := p.gate.Holds(tx)
+		if err != nil {
+			return err
+		}
+		st.HeldCount = len(holds)
+		for _, h := range holds[:min(len(holds), wire.MaxStatusHeld)] {
+			st.Held = append(st.Held, wire.StatusHeld{Key: h.Action.LedgerKey(), Purpose: h.Action.Purpose, Reason: h.Reason, HeldAt: h.HeldAt.UTC()})
+		}
+		last, ok, err := LastWake(tx)
+		if ok {
+			st.LastWake = statusWake(last)
+		}
+		return err
+	})
+	return st, err
+}
+
+// statusWake is r as a status reports it.
+func statusWake(r WakeReport) *wire.StatusWake {
+	sw := &wire.StatusWake{At: r.At.UTC(), Reason: r.Reason, AwakeMs: r.Awake.Milliseconds()}
+	for _, ph := range r.Phases {
+		sw.Phases = append(sw.Phases, wire.StatusPhase{Name: ph.Name, StartMs: ph.Start.Milliseconds(), Ms: ph.Duration.Milliseconds(), Err: ph.Err})
+	}
+	return sw
+}

@@ -1,0 +1,149 @@
+//go:build integration
+
+package browser
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/torpor-dev/torpor/clock"
+	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/internal/worldtest"
+	"github.com/torpor-dev/torpor/runtime"
+	"github.com/torpor-dev/torpor/runtime/deliver"
+	"github.com/torpor-dev/torpor/runtime/purpose"
+	"github.com/torpor-dev/torpor/runtime/runtimetest"
+	"github.com/torpor-dev/torpor/transport/bearer"
+	"github.com/torpor-dev/torpor/transport/relay"
+	"github.com/torpor-dev/torpor/wake"
+)
+
+// scale is the compressed clock's speed: an hour passes in 3 minutes.
+const scale = 20
+
+// grace is the relay's --overdue-grace (on the compressed clock).
+const grace = time.Minute
+
+// world is a relay with a console and the agents linked to it.
+type world struct {
+	relay *worldtest.Relay
+	clk   clock.Clock
+	op    *did.PrivateKey
+}
+
+func newWorld(t *testing.T) *world {
+	t.Helper()
+	clk, err := clock.NewScaled(nil, scale)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &world{clk: clk}
+	w.op, _ = did.Generate(nil)
+	w.relay = worldtest.Start(t, relay.Config{Clock: clk, Console: &relay.ConsoleConfig{
+		Operators: []string{w.op.DID().String()}, Secret: make([]byte, 32), OverdueGrace: grace, Refresh: 300 * time.Millisecond}})
+	return w
+}
+
+// agent is one real agent (package runtime) on the world's clock.
+type agent struct {
+	*runtime.Agent
+	key  *did.PrivateKey
+	stop func()
+}
+
+// startAgent runs an agent named name in mode and returns once its first
+// wake published its state. An hourly window is put half an hour away,
+// so that it does not open during the test.
+func (w *world) startAgent(t *testing.T, name string, mode wake.Mode, scheduled time.Time) *agent {
+	t.Helper()
+	key, _ := did.Generate(nil)
+	published := make(chan struct{}, 1)
+	app := deliver.HandlerFunc(func(context.Context, deliver.Delivery) (deliver.Outcome, error) {
+		return deliver.Outcome{OK: true}, nil
+	})
+	now := w.clk.Now()
+	off := time.Duration((now.Minute()+30-wake.WakeMinute(key.DID().String())+120)%60) * time.Minute
+	a, err := runtime.New(runtime.Config{
+		PipelineConfig: runtime.PipelineConfig{Key: key, Purposes: purpose.Set{"comms:*"}, AllowPlaintext: true, Clock: w.clk,
+			Routes: []deliver.Route{{Pattern: "*", Name: "app", Handler: app}}},
+		DataDir: t.TempDir(), RelayURL: w.relay.URL, Name: name, Board: "rpi4", Mode: mode, ScheduledWake: scheduled,
+		WindowLength: 5 * time.Minute, WindowOffset: off, Logger: slog.New(slog.DiscardHandler),
+		Hooks: runtime.Hooks{OnPhase: func(p runtime.Phase) {
+			if p.Name == runtime.PhasePublish {
+				select {
+				case published <- struct{}{}:
+				default:
+				}
+			}
+		}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	ag := &agent{Agent: a, key: key}
+	ag.stop = sync1(func() {
+		cancel()
+		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+			t.Logf("agent %s: %v", name, err)
+		}
+	})
+	t.Cleanup(ag.stop)
+	select {
+	case <-published:
+	case err := <-done:
+		t.Fatalf("agent %s stopped: %v", name, err)
+	case <-time.After(30 * time.Second):
+		t.Fatalf("agent %s did not publish within 30 s", name)
+	}
+	return ag
+}
+
+// sync1 returns f made safe to call more than once.
+func sync1(f func()) func() {
+	done := false
+	return func() {
+		if !done {
+			done = true
+			f()
+		}
+	}
+}
+
+// send posts a signed message from sender to agent through the relay, as
+// any A2A sender does, and returns the HTTP status (503 and queued while
+// the agent sleeps).
+func (w *world) send(t *testing.T, sender *did.PrivateKey, agent did.DID) int {
+	t.Helper()
+	now := w.clk.Now()
+	body := runtimetest.Body(t, runtimetest.DataPart(t, runtimetest.Object(t, sender, "comms:message", now, 2*time.Hour, map[string]string{"text": "hello"})))
+	tok, err := bearer.Issue(sender, w.relay.URL, now, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest("POST", w.relay.URL+"/a/"+agent.String()+"/a2a/jsonrpc", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("A2A-Version", "1.0")
+	req.Header.Set("Authorization", bearer.Authorization(tok))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+func (w *world) newKey(t *testing.T) *did.PrivateKey {
+	k, err := did.Generate(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}

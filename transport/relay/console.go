@@ -1,0 +1,54 @@
+package relay
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/torpor-dev/torpor/store/agents"
+	"github.com/torpor-dev/torpor/store/queue"
+	"github.com/torpor-dev/torpor/transport/relay/console"
+)
+
+// DefaultOverdueGrace is how late a device's promised wake or pulse may be
+// before the console and the per-agent metrics call it overdue, when
+// ConsoleConfig.OverdueGrace is zero.
+const DefaultOverdueGrace = 5 * time.Minute
+
+// ConsoleConfig configures the fleet console (package console).
+type ConsoleConfig struct {
+	// Operators are the DIDs that may use it. Empty serves no console
+	// (the per-agent metrics still use the view).
+	Operators []string
+	// Secret signs its session cookies (console.LoadSecret).
+	Secret []byte
+	// OverdueGrace; zero means DefaultOverdueGrace.
+	OverdueGrace time.Duration
+	// Refresh is how often the page refreshes its rows; zero means 5 s.
+	Refresh time.Duration
+}
+
+// newConsole makes the fleet view over the relay's stores and links, and
+// the console's HTTP side when operators are configured.
+func (s *Relay) newConsole(base *slog.Logger) error {
+	cc := s.cfg.Console
+	if cc == nil {
+		cc = &ConsoleConfig{}
+	}
+	grace := cc.OverdueGrace
+	if grace == 0 {
+		grace = DefaultOverdueGrace
+	}
+	s.view = &console.Source{States: s.cfg.States, Queue: s.cfg.Queue, Up: s.linkUp, Grace: grace,
+		Bounds: func(agent string, st agents.State) queue.Bounds { return s.bounds(agent, st) }}
+	if len(cc.Operators) == 0 {
+		return nil
+	}
+	c, err := console.New(console.Config{Source: *s.view, PublicURL: s.cfg.PublicURL, Operators: cc.Operators, Secret: cc.Secret,
+		Refresh: cc.Refresh, Clock: s.cfg.Clock, Logger: base.With("component", "console")})
+	if err != nil {
+		return fmt.Errorf("relay: %w", err)
+	}
+	s.console = c
+	return nil
+}

@@ -1,0 +1,184 @@
+package console
+
+import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/internal/atomicfile"
+	"github.com/torpor-dev/torpor/transport/bearer"
+)
+
+const (
+	// SessionTTL is how long a console session lasts.
+	SessionTTL = 12 * time.Hour
+	// LoginTTL is the longest lifetime of a login token the console
+	// accepts (exp − iat); torporctl fleet open makes them for 2 minutes.
+	LoginTTL = 5 * time.Minute
+	// SecretFile is the file in the relay's data directory that holds the
+	// key its session cookies are signed with.
+	SecretFile = "fleet-session.key"
+	// maxSpent caps the login tokens remembered as used.
+	maxSpent = 4096
+	// cookieName is the session cookie's name; over https it gets the
+	// __Host- prefix (RFC 6265bis, Section 4.1.3.2), which browsers accept
+	// only with Secure, Path=/ and no Domain.
+	cookieName = "torpor_fleet"
+	// sessionMAC is the domain separation of the cookie's HMAC.
+	sessionMAC = "torpor-fleet-session v1\n"
+)
+
+// LoadSecret returns the session key in dir's SecretFile, making a random
+// one of 32 bytes (mode 0600) when there is none. Each relay of a fleet
+// keeps its own: a session opened on one relay is not valid on another
+// unless the operator copies the file to all of them.
+func LoadSecret(dir string) ([]byte, error) {
+	path := filepath.Join(dir, SecretFile)
+	b, err := os.ReadFile(path)
+	if err == nil {
+		if len(b) < 32 {
+			return nil, fmt.Errorf("console: %s: %d bytes, want at least 32", path, len(b))
+		}
+		return b, nil
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("console: %v", err)
+	}
+	b = make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return nil, fmt.Errorf("console: %v", err)
+	}
+	if err := atomicfile.WriteFile(path, b, 0o600); err != nil {
+		return nil, fmt.Errorf("console: %v", err)
+	}
+	return b, nil
+}
+
+// auth decides who may see the console.
+type auth struct {
+	operators map[string]bool
+	secret    []byte
+	secure    bool // the public origin is https
+	login     bearer.Verifier
+	api       bearer.Verifier
+	now       func() time.Time
+
+	mu    sync.Mutex
+	spent map[string]time.Time // login token digest → its expiry
+}
+
+// errNotOperator refuses a DID that is not an operator.
+var errNotOperator = errors.New("this DID is not an operator of this relay")
+
+// cookie returns the session cookie's name.
+func (a *auth) cookie() string {
+	if a.secure {
+		return "__Host-" + cookieName
+	}
+	return cookieName
+}
+
+// mac is the cookie's signature over the operator's DID and its expiry.
+func (a *auth) mac(id string, exp int64) string {
+	m := hmac.New(sha256.New, a.secret)
+	m.Write([]byte(sessionMAC + id + "\n" + strconv.FormatInt(exp, 10)))
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
+
+// session returns the cookie of a session for operator id from now.
+func (a *auth) session(id string) *http.Cookie {
+	exp := a.now().Add(SessionTTL)
+	v := id + "." + strconv.FormatInt(exp.Unix(), 10) + "." + a.mac(id, exp.Unix())
+	return &http.Cookie{Name: a.cookie(), Value: v, Path: "/", Expires: exp, MaxAge: int(SessionTTL / time.Second),
+		HttpOnly: true, Secure: a.secure, SameSite: http.SameSiteStrictMode}
+}
+
+// logout returns the cookie that ends a session.
+func (a *auth) logout() *http.Cookie {
+	return &http.Cookie{Name: a.cookie(), Value: "", Path: "/", MaxAge: -1, HttpOnly: true, Secure: a.secure, SameSite: http.SameSiteStrictMode}
+}
+
+// fromCookie returns the operator whose valid session cookie r carries.
+func (a *auth) fromCookie(r *http.Request) (string, error) {
+	c, err := r.Cookie(a.cookie())
+	if err != nil {
+		return "", errNoSession
+	}
+	parts := strings.Split(c.Value, ".")
+	if len(parts) != 3 {
+		return "", errBadSession
+	}
+	exp, err := strconv.ParseInt(parts[1], 10, 64)
+	if err != nil || !hmac.Equal([]byte(a.mac(parts[0], exp)), []byte(parts[2])) {
+		return "", errBadSession
+	}
+	if !a.now().Before(time.Unix(exp, 0)) {
+		return "", errors.New("your session expired")
+	}
+	if !a.operators[parts[0]] {
+		return "", errNotOperator
+	}
+	return parts[0], nil
+}
+
+var (
+	errNoSession  = errors.New("not logged in")
+	errBadSession = errors.New("the session cookie is not one this relay signed")
+)
+
+// fromBearer returns the operator an API token (purpose
+// bearer.PurposeFleet) proves.
+func (a *auth) fromBearer(r *http.Request) (string, error) {
+	h := r.Header.Get("Authorization")
+	if h == "" {
+		return "", errNoSession
+	}
+	id, err := a.api.Verify(h)
+	if err != nil {
+		return "", err
+	}
+	if !a.operators[id.String()] {
+		return "", errNotOperator
+	}
+	return id.String(), nil
+}
+
+// redeem checks a login token and spends it: a token is accepted once.
+func (a *auth) redeem(tok string) (did.DID, error) {
+	t, err := a.login.VerifyToken(tok)
+	if err != nil {
+		return did.DID{}, err
+	}
+	if !a.operators[t.DID().String()] {
+		return did.DID{}, errNotOperator
+	}
+	sum := sha256.Sum256([]byte(t.String()))
+	key := string(sum[:])
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	now := a.now()
+	for k, exp := range a.spent {
+		if now.After(exp) {
+			delete(a.spent, k)
+		}
+	}
+	if _, ok := a.spent[key]; ok {
+		return did.DID{}, errors.New("this login link was used already; run torporctl fleet open again")
+	}
+	if len(a.spent) >= maxSpent {
+		return did.DID{}, errors.New("too many logins at once; try again in a few minutes")
+	}
+	a.spent[key] = time.Unix(t.Claims.Exp, 0).Add(bearer.DefaultSkew)
+	return t.DID(), nil
+}

@@ -1,0 +1,23 @@
+// Package console is the relay's fleet console for operators: one row per
+// device with what the relay knows (its published state, queue,
+// KeyPackage pool and link) and what the device said in its signed status
+// (link wire.Status: build, board, halt, held actions, last wake), served
+// as HTML at /fleet and as JSON at /fleet/api/devices to the operator DIDs
+// the relay is given, and read by torporctl fleet. docs/operations.md
+// describes it for operators.
+//
+// # States
+//
+// A device is, most urgent first: overdue when the wake or pulse its own
+// published schedule promised (hourly_wake, sleep: the next wake it
+// announced; always_on, session: a pulse PulseInterval after the last) is
+// more than the operator's grace late and it is not linked, which is what
+// a dead battery or a stolen device looks like; halted while the owner's
+// halt is in force; awake while linked; asleep when its mode sleeps and a
+// wake is promised; offline otherwise. Everything is computed on the
+// relay's injected clock.
+//
+// A status or pulse is believed only when its signature by the device's
+// DID verifies (again, at every read: another relay sharing the store may
+// have written it).
+package console

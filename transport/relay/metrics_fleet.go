@@ -1,0 +1,125 @@
+package relay
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/torpor-dev/torpor/transport/relay/console"
+)
+
+// fleetCollector reads the fleet view (package console) at scrape time:
+// always the number of devices in each state, and with
+// Config.PerAgentMetrics one series per device and gauge, labelled by DID
+// (agent) and the name in its card (name, cut to maxNameLabel bytes):
+//
+//	torpor_relay_fleet_devices{state}                         devices per console state
+//	torpor_relay_agent_next_wake_timestamp_seconds{agent,name} the wake its schedule promises (absent: none)
+//	torpor_relay_agent_last_pulse_timestamp_seconds{agent,name} its latest verified pulse (absent: none)
+//	torpor_relay_agent_asleep{agent,name}                     1 asleep, else 0
+//	torpor_relay_agent_overdue{agent,name}                    1 overdue, else 0
+//	torpor_relay_agent_held_actions{agent,name}               actions waiting for the owner
+//	torpor_relay_agent_key_packages{agent,name}               KeyPackages left in its pool
+//	torpor_relay_agent_queue_share{agent,name}                its queue's share of its bounds (0-1)
+//	torpor_relay_agent_last_wake_awake_seconds{agent,name}    how long its last completed wake was awake (absent: unknown)
+type fleetCollector metrics
+
+// maxNameLabel bounds the name label: a card's name is the device's to
+// choose.
+const maxNameLabel = 64
+
+var (
+	fleetDevicesDesc = prometheus.NewDesc("torpor_relay_fleet_devices", "Devices in each state of the fleet console.", []string{"state"}, nil)
+	agentLabels      = []string{"agent", "name"}
+	agentGauges      = []*prometheus.Desc{
+		prometheus.NewDesc("torpor_relay_agent_next_wake_timestamp_seconds", "The wake or pulse the device's schedule promises next (Unix time).", agentLabels, nil),
+		prometheus.NewDesc("torpor_relay_agent_last_pulse_timestamp_seconds", "The time of the device's latest verified liveness pulse (Unix time).", agentLabels, nil),
+		prometheus.NewDesc("torpor_relay_agent_asleep", "1 while the device is asleep as its schedule says, else 0.", agentLabels, nil),
+		prometheus.NewDesc("torpor_relay_agent_overdue", "1 while a wake or pulse the device's schedule promised is later than the grace, else 0.", agentLabels, nil),
+		prometheus.NewDesc("torpor_relay_agent_held_actions", "Actions the device holds for its owner's confirmation (from its signed status).", agentLabels, nil),
+		prometheus.NewDesc("torpor_relay_agent_key_packages", "KeyPackages left in the device's pool at the relay.", agentLabels, nil),
+		prometheus.NewDesc("torpor_relay_agent_queue_share", "The device's queue as a share of its bounds (the fuller of messages and bytes).", agentLabels, nil),
+		prometheus.NewDesc("torpor_relay_agent_last_wake_awake_seconds", "How long the device's last completed wake was awake (from its signed status).", agentLabels, nil),
+	}
+)
+
+func (c *fleetCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- fleetDevicesDesc
+	if c.s.cfg.PerAgentMetrics {
+		for _, d := range agentGauges {
+			ch <- d
+		}
+	}
+}
+
+func (c *fleetCollector) Collect(ch chan<- prometheus.Metric) {
+	s := c.s
+	if s.view == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	f, err := s.view.Build(ctx, s.clk.Now())
+	if err != nil {
+		s.log.Error("metrics: the fleet view", "err", err)
+		return
+	}
+	n := map[string]int{}
+	for _, d := range f.Devices {
+		n[d.State]++
+		if s.cfg.PerAgentMetrics {
+			agentMetrics(ch, d)
+		}
+	}
+	for _, st := range console.States {
+		ch <- prometheus.MustNewConstMetric(fleetDevicesDesc, prometheus.GaugeValue, float64(n[st]), st)
+	}
+}
+
+// nameLabel is a device's name as its series' name label.
+func nameLabel(name string) string {
+	if len(name) > maxNameLabel {
+		name = strings.ToValidUTF8(name[:maxNameLabel], "")
+	}
+	return name
+}
+
+// agentName is the name label of agent (its card's name).
+func (s *Relay) agentName(agent string) string {
+	st, err := s.cfg.States.Get(context.Background(), agent)
+	if err != nil {
+		return ""
+	}
+	return nameLabel(console.CardName(st.Card))
+}
+
+// agentMetrics sends d's per-agent gauges.
+func agentMetrics(ch chan<- prometheus.Metric, d console.Device) {
+	name := nameLabel(d.Name)
+	g := func(i int, v float64) {
+		ch <- prometheus.MustNewConstMetric(agentGauges[i], prometheus.GaugeValue, v, d.DID, name)
+	}
+	if d.Expected != nil {
+		g(0, float64(d.Expected.Unix()))
+	}
+	if d.Pulse != nil && d.Pulse.Verified {
+		g(1, float64(d.Pulse.At.Unix()))
+	}
+	g(2, flag(d.State == console.StateAsleep))
+	g(3, flag(d.State == console.StateOverdue))
+	g(4, float64(d.HeldCount))
+	g(5, float64(d.KeyPackages.Left))
+	g(6, d.Queue.Share)
+	if d.LastAwakeMs > 0 {
+		g(7, float64(d.LastAwakeMs)/1000)
+	}
+}
+
+func flag(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
