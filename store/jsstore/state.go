@@ -39,7 +39,7 @@ type qstate struct {
 }
 
 // stats totals the entries live at now and those from peer.
-func (s *qstate) stats(now time.Time, peer string) (st queue.Stats, fromPeer queue.Peer) {
+func (s *qstate) stats(now time.Time, peer string) (st queue.Stats, fromPeer int) {
 	for _, e := range s.Live {
 		if e.expired(now) {
 			continue
@@ -51,8 +51,7 @@ func (s *qstate) stats(now time.Time, peer string) (st queue.Stats, fromPeer que
 			st.HandshakeBytes += e.Size
 		}
 		if peer != "" && e.From == peer {
-			fromPeer.Messages++
-			fromPeer.Bytes += e.Size
+			fromPeer++
 		}
 	}
 	return st, fromPeer

@@ -346,20 +346,13 @@ func (s *Relay) ceiling(agent string) queue.Bounds {
 
 // bounds returns the bounds in force for an agent with state st: those it
 // published, clamped to a ceiling the operator may have lowered since.
-// The per-sender byte bound is the ceiling's alone: a device neither
-// publishes nor asks for one.
 func (s *Relay) bounds(agent string, st agents.State) queue.Bounds {
-	ceiling := s.ceiling(agent)
-	ceil := LinkBounds(ceiling)
-	var b queue.Bounds
+	ceil := LinkBounds(s.ceiling(agent))
 	if st.Bounds.Validate() != nil {
-		b = QueueBounds(ceil)
-	} else {
-		pub := LinkBounds(st.Bounds)
-		b = QueueBounds(ceil.Clamp(&pub))
+		return QueueBounds(ceil)
 	}
-	b.MaxPeerBytes = min(ceiling.MaxPeerBytes, b.MaxBytes)
-	return b
+	pub := LinkBounds(st.Bounds)
+	return QueueBounds(ceil.Clamp(&pub))
 }
 
 // LinkBounds converts queue bounds to their link form.

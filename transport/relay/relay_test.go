@@ -672,24 +672,3 @@ func TestHourlyRetryAfterFollowsAnnouncedWake(t *testing.T) {
 		t.Errorf("no announced wake: %d Retry-After %d, want 503 and 1 <= n < 90", r.status, ra)
 	}
 }
-
-// TestPeerBytes: one sender may hold at most the relay's MaxPeerBytes of
-// an agent's queue (429, kind peer); other senders still queue.
-func TestPeerBytes(t *testing.T) {
-	b := queue.DefaultBounds()
-	b.MaxPeerBytes = 2*int64(len(sendV1)) + 1
-	h := newHarness(t, func(c *Config) { c.Bounds = b })
-	dev, alice, bob := didtest.Key(t, 1), didtest.Key(t, 2), didtest.Key(t, 3)
-	h.publishOffline(t, dev, "sleep", deviceOpts{})
-	for i, want := range []int{503, 503, 429} {
-		if r := h.post(t, dev.DID(), alice, "1.0", sendV1); r.status != want || (want == 429 && r.json["kind"] != "peer") {
-			t.Errorf("alice's message %d: %d %s, want %d", i, r.status, r.body, want)
-		}
-	}
-	if r := h.post(t, dev.DID(), bob, "1.0", sendV1); r.status != 503 {
-		t.Errorf("bob: %d %s, want 503", r.status, r.body)
-	}
-	if n := len(h.queued(t, dev.DID())); n != 3 {
-		t.Errorf("%d queued, want 3", n)
-	}
-}
