@@ -66,6 +66,12 @@ func lastTxID(b *testing.B, s *Bolt) int {
 	return id
 }
 
+// pagesWritten returns how many page writes s's commits have issued.
+func pagesWritten(s *Bolt) int64 {
+	st := s.db.Stats()
+	return st.TxStats.GetWrite()
+}
+
 // BenchmarkFsync is the disk's raw durable commit rate: one-key bbolt
 // Update transactions, each fsync'd (metric fsyncs/s).
 func BenchmarkFsync(b *testing.B) {
@@ -102,11 +108,11 @@ func BenchmarkEnqueueDurable(b *testing.B) {
 			}
 			defer s.Close()
 			bounds := DefaultBounds()
-			bounds.MaxMessages, bounds.MaxPerPeer, bounds.MaxBytes = 1<<30, 1<<30, 1<<50
+			bounds.MaxMessages, bounds.MaxPerPeer, bounds.MaxBytes, bounds.MaxPeerBytes = 1<<30, 1<<30, 1<<50, 1<<50
 			body := bytes.Repeat([]byte("x"), 1024)
 			var next atomic.Int64
 			var failed atomic.Value
-			tx0 := lastTxID(b, s)
+			tx0, w0 := lastTxID(b, s), pagesWritten(s)
 			b.ResetTimer()
 			var wg sync.WaitGroup
 			for i := range senders {
@@ -130,7 +136,9 @@ func BenchmarkEnqueueDurable(b *testing.B) {
 			b.ReportMetric(rate, "enqueues/s")
 			b.ReportMetric(fsyncs, "fsyncs/s")
 			b.ReportMetric(rate/fsyncs, "x-fsync")
-			b.ReportMetric(float64(b.N)/float64(lastTxID(b, s)-tx0), "enqueues/commit")
+			commits := float64(lastTxID(b, s) - tx0)
+			b.ReportMetric(float64(b.N)/commits, "enqueues/commit")
+			b.ReportMetric(float64(pagesWritten(s)-w0)/commits, "pages/commit")
 		})
 	}
 }

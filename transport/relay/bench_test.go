@@ -27,7 +27,7 @@ func BenchmarkAsleepAnswer(b *testing.B) {
 		b.Run(fmt.Sprintf("senders=%d", senders), func(b *testing.B) {
 			h := newHarness(b, func(c *Config) {
 				c.Bounds = queue.DefaultBounds()
-				c.Bounds.MaxMessages, c.Bounds.MaxPerPeer, c.Bounds.MaxBytes = 1<<30, 1<<30, 1<<40
+				c.Bounds.MaxMessages, c.Bounds.MaxPerPeer, c.Bounds.MaxBytes, c.Bounds.MaxPeerBytes = 1<<30, 1<<30, 1<<40, 1<<40
 			})
 			dev := didtest.Key(b, 1)
 			h.publishOffline(b, dev, "sleep", deviceOpts{})
