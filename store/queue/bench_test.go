@@ -66,10 +66,11 @@ func lastTxID(b *testing.B, s *Bolt) int {
 	return id
 }
 
-// pagesWritten returns how many page writes s's commits have issued.
-func pagesWritten(s *Bolt) int64 {
+// pagesWritten returns how many page writes s's commits have issued and
+// the time they spent writing and syncing.
+func pagesWritten(s *Bolt) (int64, time.Duration) {
 	st := s.db.Stats()
-	return st.TxStats.GetWrite()
+	return st.TxStats.GetWrite(), st.TxStats.GetWriteTime()
 }
 
 // BenchmarkFsync is the disk's raw durable commit rate: one-key bbolt
@@ -94,7 +95,9 @@ func BenchmarkFsync(b *testing.B) {
 // one of 16 agents. Next to it, in the same run and directory, it measures
 // the raw fsync rate (one-key transactions per second) and reports the
 // ratio x-fsync = enqueues/s ÷ fsyncs/s: how far group commit carries the
-// queue past one fsync per message. enqueues/commit is the mean batch size.
+// queue past one fsync per message. enqueues/commit is the mean batch size,
+// pages/commit the pages each commit writes and µs-write/commit the time
+// it spends writing and syncing them (bbolt's TxStats).
 func BenchmarkEnqueueDurable(b *testing.B) {
 	for _, senders := range []int{1, 16, 64} {
 		b.Run(fmt.Sprintf("senders=%d", senders), func(b *testing.B) {
@@ -112,7 +115,8 @@ func BenchmarkEnqueueDurable(b *testing.B) {
 			body := bytes.Repeat([]byte("x"), 1024)
 			var next atomic.Int64
 			var failed atomic.Value
-			tx0, w0 := lastTxID(b, s), pagesWritten(s)
+			tx0 := lastTxID(b, s)
+			w0, wt0 := pagesWritten(s)
 			b.ResetTimer()
 			var wg sync.WaitGroup
 			for i := range senders {
@@ -138,7 +142,9 @@ func BenchmarkEnqueueDurable(b *testing.B) {
 			b.ReportMetric(rate/fsyncs, "x-fsync")
 			commits := float64(lastTxID(b, s) - tx0)
 			b.ReportMetric(float64(b.N)/commits, "enqueues/commit")
-			b.ReportMetric(float64(pagesWritten(s)-w0)/commits, "pages/commit")
+			w, wt := pagesWritten(s)
+			b.ReportMetric(float64(w-w0)/commits, "pages/commit")
+			b.ReportMetric(float64(wt-wt0)/commits/1e3, "µs-write/commit")
 		})
 	}
 }
