@@ -140,7 +140,7 @@ func New(cfg Config) (*Relay, error) {
 			s.allow[a] = true
 		}
 	}
-	s.verifier = &bearer.Verifier{Audience: origin, Clock: cfg.Clock}
+	s.verifier = &bearer.Verifier{Audience: origin, Clock: cfg.Clock, Signatures: bearer.NewSigCache(sigCacheSize)}
 	s.metrics = newMetrics(s)
 	s.limiter = newLimiter(s.clk, cfg.KeyPackageRate, time.Minute)
 	s.link = &server.Server{
@@ -189,6 +189,11 @@ func (s *Relay) Link() *server.Server { return s.link }
 
 // PurgeInterval is how often Run purges expired records.
 const PurgeInterval = time.Minute
+
+// sigCacheSize is how many verified caller tokens the relay remembers, so
+// that a sender's repeated requests with one token cost one Ed25519
+// verification (bearer.SigCache); about 300 bytes each.
+const sigCacheSize = 4096
 
 // Run purges expired records every PurgeInterval until ctx ends, then
 // closes every device link. It returns nil when ctx ended.
