@@ -1,7 +1,6 @@
 package queue
 
 import (
-	"runtime"
 	"sync"
 
 	bolt "go.etcd.io/bbolt"
@@ -55,9 +54,6 @@ func (c *committer) write(fn func(*bolt.Tx) error) error {
 		if !r.lead {
 			return r.err
 		}
-		// The writers the last commit released are runnable now; let
-		// them join this batch instead of waiting a whole commit.
-		runtime.Gosched()
 	} else {
 		c.running = true
 		c.mu.Unlock()
