@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"fmt"
 	"sync"
 
 	bolt "go.etcd.io/bbolt"
@@ -110,7 +111,7 @@ func (c *committer) commit(batch []*call) []commitOutcome {
 		failed := -1
 		err := c.db.Update(func(tx *bolt.Tx) error {
 			for i, k := range batch {
-				if err := k.fn(tx); err != nil {
+				if err := safely(k.fn, tx); err != nil {
 					failed = i
 					return err
 				}
@@ -124,8 +125,20 @@ func (c *committer) commit(batch []*call) []commitOutcome {
 			return out
 		}
 		k := batch[failed]
-		out = append(out, commitOutcome{k, store.Err(c.db.Update(k.fn))})
+		out = append(out, commitOutcome{k, store.Err(c.db.Update(func(tx *bolt.Tx) error { return safely(k.fn, tx) }))})
 		batch = append(batch[:failed:failed], batch[failed+1:]...)
 	}
 	return out
+}
+
+// safely runs fn, turning a panic into its error, so that one writer's
+// panic (which an HTTP server recovers from) fails that writer alone and
+// does not leave the others waiting for a leader that is gone.
+func safely(fn func(*bolt.Tx) error, tx *bolt.Tx) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("queue: panic in a write: %v", p)
+		}
+	}()
+	return fn(tx)
 }

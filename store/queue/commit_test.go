@@ -13,8 +13,9 @@ import (
 )
 
 // TestCommitterBatches holds a first commit open until 20 writers wait,
-// then checks that they share one commit, that the writer whose function
-// fails gets its error and writes nothing, and the rest are committed.
+// then checks that they share one commit, that the writers whose function
+// fails or panics get an error and write nothing, and the rest are
+// committed.
 func TestCommitterBatches(t *testing.T) {
 	db, err := store.Open(filepath.Join(t.TempDir(), "c.db"), &store.Options{NoSync: true})
 	if err != nil {
@@ -25,8 +26,11 @@ func TestCommitterBatches(t *testing.T) {
 	release := make(chan struct{})
 	put := func(i int) func(*bolt.Tx) error {
 		return func(tx *bolt.Tx) error {
-			if i == 7 {
+			switch i {
+			case 7:
 				return errors.New("seven fails")
+			case 11:
+				panic("eleven panics")
 			}
 			b, err := tx.CreateBucketIfNotExists([]byte("k"))
 			if err != nil {
@@ -55,14 +59,15 @@ func TestCommitterBatches(t *testing.T) {
 	if err := <-first; err != nil {
 		t.Fatal(err)
 	}
-	// Rolled back transactions (the batch with seven, seven alone) do not
-	// count: the held commit and the batch without seven.
+	// Rolled back transactions (the batches with seven or eleven, each of
+	// them alone) do not count: the held commit and the batch without them.
 	if got := txID(t, db) - tx0; got != 2 {
 		t.Errorf("%d commits, want 2 (the held one and one batch)", got)
 	}
 	db.View(func(tx *bolt.Tx) error {
 		for i := range n {
-			if ok := tx.Bucket([]byte("k")).Get([]byte(fmt.Sprint(i))) != nil; ok != (i != 7) || (errs[i] == nil) != (i != 7) {
+			fails := i == 7 || i == 11
+			if ok := tx.Bucket([]byte("k")).Get([]byte(fmt.Sprint(i))) != nil; ok == fails || (errs[i] != nil) != fails {
 				t.Errorf("writer %d: stored %v, err %v", i, ok, errs[i])
 			}
 		}
