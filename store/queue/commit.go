@@ -71,7 +71,9 @@ func (c *committer) lead(me *call) error {
 		if c.max > 0 && len(batch) > c.max {
 			batch = batch[:c.max:c.max]
 		}
-		c.pending = c.pending[len(batch):]
+		if c.pending = c.pending[len(batch):]; len(c.pending) == 0 {
+			c.pending = nil // let the calls just taken be collected
+		}
 		c.mu.Unlock()
 		var mine *result
 		for _, r := range c.commit(batch) {
