@@ -92,6 +92,7 @@ func runAsleepHTTP(v *Vector) Result {
 			b.MaxPerPeer = c.MaxPendingPerPeer
 		}
 	}
+	b.MaxPeerBytes = b.MaxBytes // the reference has no per-peer byte cap
 	h, err := startRelay(dir, in.Now, b)
 	if err != nil {
 		return Result{Status: Fail, Got: "error", Note: err.Error()}

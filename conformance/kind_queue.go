@@ -96,6 +96,7 @@ func (in *queueVector) bounds(first queueInput) queue.Bounds {
 	if c.MaxPendingPerPeer != nil {
 		b.MaxPerPeer = *c.MaxPendingPerPeer
 	}
+	b.MaxPeerBytes = b.MaxBytes // the reference has no per-peer byte cap
 	for _, ttl := range []*int64{c.TTLMs, first.TTLMs} {
 		if ttl != nil {
 			b.TTL = time.Duration(*ttl) * time.Millisecond

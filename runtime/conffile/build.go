@@ -84,8 +84,8 @@ func (f *File) Build() (*Built, error) {
 	add(f.buildPolicy(c))
 	add(b.buildHandlers(f))
 	if f.Bounds != nil {
-		c.Bounds = wire.Bounds{MaxMessages: f.Bounds.MaxMessages, MaxPerPeer: f.Bounds.MaxPerPeer, MaxBytes: f.Bounds.MaxBytes,
-			MaxMessageSize: f.Bounds.MaxMessageSize, TTLSec: int64(time.Duration(f.Bounds.TTL) / time.Second)}
+		c.Bounds = wire.Bounds{MaxMessages: f.Bounds.MaxMessages, MaxPerPeer: f.Bounds.MaxPerPeer, MaxPeerBytes: f.Bounds.MaxPeerBytes,
+			MaxBytes: f.Bounds.MaxBytes, MaxMessageSize: f.Bounds.MaxMessageSize, TTLSec: int64(time.Duration(f.Bounds.TTL) / time.Second)}
 	}
 	add(b.buildCommands(f))
 	c.BatchSize, c.KeyPackageTarget = f.BatchSize, f.KeyPackages

@@ -177,6 +177,7 @@ type Wake struct {
 type Bounds struct {
 	MaxMessages    int      `json:"maxMessages,omitempty"`
 	MaxPerPeer     int      `json:"maxPerPeer,omitempty"`
+	MaxPeerBytes   int64    `json:"maxPeerBytes,omitempty"`
 	MaxBytes       int64    `json:"maxBytes,omitempty"`
 	MaxMessageSize int64    `json:"maxMessageSize,omitempty"`
 	TTL            Duration `json:"ttl,omitempty"`

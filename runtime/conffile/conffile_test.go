@@ -47,6 +47,7 @@ func TestBuild(t *testing.T) {
 	f, err := Parse([]byte(`{"version": 1, "key": "`+keyFile+`", "dataDir": "`+dir+`", "relay": "http://r",
 		"mode": "sleep", "window": {"length": "10m", "offset": "-30s"}, "scheduledWake": "2026-01-15T15:00:00Z",
 		"purposes": ["comms:*"], "notify": "at-least-once", "timeScale": 60,
+		"bounds": {"maxPerPeer": 5, "maxPeerBytes": 65536, "maxBytes": 262144},
 		"handlers": [{"purpose": "comms:*", "exec": {"path": "/bin/true"}},
 		             {"purpose": "x:*", "unix": {"socket": "/run/x.sock", "timeout": "5s"}}]}`), "test")
 	if err != nil {
@@ -69,6 +70,8 @@ func TestBuild(t *testing.T) {
 		t.Errorf("consequential default %v, want action:*", c.Consequential)
 	case c.OpenMLS == nil:
 		t.Error("no MLS sessions")
+	case c.Bounds.MaxPerPeer != 5 || c.Bounds.MaxPeerBytes != 65536 || c.Bounds.MaxBytes != 262144:
+		t.Errorf("bounds %+v", c.Bounds)
 	}
 	if _, ok := c.Clock.(interface{ Factor() float64 }); !ok {
 		t.Errorf("clock %T, want a scaled clock for timeScale 60", c.Clock)

@@ -30,6 +30,9 @@ type stateRecord struct {
 	Successor    string   `cbor:"10,keyasint,omitempty"`
 	Retirement   []byte   `cbor:"11,keyasint,omitempty"`
 	Status       []byte   `cbor:"12,keyasint,omitempty"`
+	// PeerBytes is Bounds.MaxPeerBytes, added after the seven of Bounds:
+	// zero in a state stored before it existed.
+	PeerBytes int64 `cbor:"13,keyasint,omitempty"`
 }
 
 const stateVersion = 1
@@ -38,7 +41,8 @@ func encodeState(s State) ([]byte, error) {
 	r := stateRecord{
 		Mode: string(s.Mode), WindowMinute: s.Window.Minute, WindowLen: int64(s.Window.Length), WindowOffset: int64(s.Window.Offset),
 		Card: s.Card, Pulse: s.Pulse, UpdatedAt: s.UpdatedAt.UnixNano(), Successor: s.Successor, Retirement: s.Retirement, Status: s.Status,
-		Bounds: [7]int64{int64(s.Bounds.MaxMessages), int64(s.Bounds.MaxPerPeer), s.Bounds.MaxBytes, s.Bounds.MaxMessageSize, int64(s.Bounds.TTL), int64(s.Bounds.HandshakeMessages), s.Bounds.HandshakeBytes},
+		PeerBytes: s.Bounds.MaxPeerBytes,
+		Bounds:    [7]int64{int64(s.Bounds.MaxMessages), int64(s.Bounds.MaxPerPeer), s.Bounds.MaxBytes, s.Bounds.MaxMessageSize, int64(s.Bounds.TTL), int64(s.Bounds.HandshakeMessages), s.Bounds.HandshakeBytes},
 	}
 	if !s.NextWake.IsZero() {
 		r.NextWake = s.NextWake.UnixNano()
@@ -62,7 +66,7 @@ func decodeState(b []byte) (State, error) {
 		Mode:   wake.Mode(r.Mode),
 		Window: wake.Window{Minute: r.WindowMinute, Length: time.Duration(r.WindowLen), Offset: time.Duration(r.WindowOffset)},
 		Card:   r.Card, Pulse: r.Pulse, UpdatedAt: time.Unix(0, r.UpdatedAt).UTC(), Successor: r.Successor, Retirement: r.Retirement, Status: r.Status,
-		Bounds: queue.Bounds{MaxMessages: int(r.Bounds[0]), MaxPerPeer: int(r.Bounds[1]), MaxBytes: r.Bounds[2], MaxMessageSize: r.Bounds[3], TTL: time.Duration(r.Bounds[4]), HandshakeMessages: int(r.Bounds[5]), HandshakeBytes: r.Bounds[6]},
+		Bounds: queue.Bounds{MaxMessages: int(r.Bounds[0]), MaxPerPeer: int(r.Bounds[1]), MaxBytes: r.Bounds[2], MaxMessageSize: r.Bounds[3], TTL: time.Duration(r.Bounds[4]), HandshakeMessages: int(r.Bounds[5]), HandshakeBytes: r.Bounds[6], MaxPeerBytes: r.PeerBytes},
 	}
 	if r.NextWake != 0 {
 		s.NextWake = time.Unix(0, r.NextWake).UTC()

@@ -46,6 +46,7 @@ type agentRecord struct {
 	Card       []byte   `cbor:"4,keyasint,omitempty"`
 	Pulse      []byte   `cbor:"5,keyasint,omitempty"`
 	Bounds     [7]int64 `cbor:"6,keyasint"`
+	PeerBytes  int64    `cbor:"13,keyasint,omitempty"` // Bounds.MaxPeerBytes; zero in older records
 	UpdatedAt  int64    `cbor:"7,keyasint"`
 	Pool       []string `cbor:"8,keyasint,omitempty"`
 	LastResort []byte   `cbor:"9,keyasint,omitempty"`
@@ -62,6 +63,7 @@ func (r *agentRecord) setState(s agents.State) {
 	r.Successor, r.Retirement, r.Status = s.Successor, s.Retirement, s.Status
 	r.Window = [3]int64{int64(s.Window.Minute), int64(s.Window.Length), int64(s.Window.Offset)}
 	r.Bounds = [7]int64{int64(b.MaxMessages), int64(b.MaxPerPeer), b.MaxBytes, b.MaxMessageSize, int64(b.TTL), int64(b.HandshakeMessages), b.HandshakeBytes}
+	r.PeerBytes = b.MaxPeerBytes
 	r.NextWake = 0
 	if !s.NextWake.IsZero() {
 		r.NextWake = s.NextWake.UnixNano()
@@ -74,7 +76,7 @@ func (r *agentRecord) state() agents.State {
 		Successor: r.Successor, Retirement: r.Retirement, Status: r.Status,
 		Window: wake.Window{Minute: int(r.Window[0]), Length: time.Duration(r.Window[1]), Offset: time.Duration(r.Window[2])},
 		Bounds: queue.Bounds{MaxMessages: int(r.Bounds[0]), MaxPerPeer: int(r.Bounds[1]), MaxBytes: r.Bounds[2], MaxMessageSize: r.Bounds[3],
-			TTL: time.Duration(r.Bounds[4]), HandshakeMessages: int(r.Bounds[5]), HandshakeBytes: r.Bounds[6]},
+			TTL: time.Duration(r.Bounds[4]), HandshakeMessages: int(r.Bounds[5]), HandshakeBytes: r.Bounds[6], MaxPeerBytes: r.PeerBytes},
 	}
 	if r.NextWake != 0 {
 		s.NextWake = time.Unix(0, r.NextWake).UTC()

@@ -14,14 +14,15 @@ func Prepare(r Record, b Bounds, now time.Time) (Record, error) {
 }
 
 // Admit applies b to a record r that would join an agent's live records,
-// whose totals are live and of which fromPeer came from r.From. It returns
-// nil when r fits and otherwise the first bound that refuses it, in the
-// reference's order (messages, peer, bytes), with the handshake reserve
+// whose totals are live and of which fromPeer (Messages and Bytes) came
+// from r.From. It returns nil when r fits and otherwise the first bound
+// that refuses it, in the reference's order (messages, peer, bytes) and
+// then the per-peer byte cap (a peer bound), with the handshake reserve
 // for KindHandshake records. Bolt checks with the same rule inside its
 // write transaction; a distributed Store calls Admit on the state it then
 // replaces by compare-and-swap, so the check and the write act on the
 // same state.
-func Admit(live Stats, fromPeer int, r Record, b Bounds) *FullError {
+func Admit(live Stats, fromPeer Stats, r Record, b Bounds) *FullError {
 	c := counters{n: uint64(live.Messages), bytes: uint64(live.Bytes)}
-	return check(c, uint64(fromPeer), r, b)
+	return check(c, peerCount{n: uint64(fromPeer.Messages), bytes: uint64(fromPeer.Bytes)}, r, b)
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -25,24 +24,13 @@ var (
 	bucketPeers   = []byte("p")
 )
 
-// layoutVersion is the meta "version" value this code reads and writes.
-const layoutVersion = 1
-
-// DefaultMaxBatchDelay is the group-commit window used by OpenBolt when
-// Options.MaxBatchDelay is zero. It is short against an fsync (milliseconds
-// on flash), so a batch waits little for company; a lone sender does not
-// wait at all (see the package doc).
-const DefaultMaxBatchDelay = 2 * time.Millisecond
-
 // Options configure OpenBolt. The zero value is ready to use.
 type Options struct {
 	// Store is passed to store.Open (size cap, lock timeout).
 	Store *store.Options
-	// MaxBatchDelay is bbolt's DB.MaxBatchDelay: how long a group commit
-	// waits for more enqueues. Zero means DefaultMaxBatchDelay.
-	MaxBatchDelay time.Duration
-	// MaxBatchSize is bbolt's DB.MaxBatchSize: a batch commits at once when
-	// it holds this many calls. Zero keeps bbolt's default (1000).
+	// MaxBatchSize caps the Enqueue and Ack calls that share one commit.
+	// Zero means no cap: a commit takes every call that arrived during the
+	// previous one.
 	MaxBatchSize int
 }
 
@@ -52,9 +40,8 @@ type Options struct {
 type Bolt struct {
 	db    *bolt.DB
 	ownDB bool
-	// writers counts Enqueue and Ack calls in flight; a lone writer commits
-	// with Update instead of waiting for Batch's timer.
-	writers atomic.Int32
+	// commits group-commits Enqueue and Ack.
+	commits committer
 	// fail, when set by tests, is called at named points inside write
 	// transactions with the record being written or removed; an error
 	// aborts the transaction there.
@@ -78,41 +65,25 @@ func OpenBolt(path string, o *Options) (*Bolt, error) {
 	if err != nil {
 		return nil, err
 	}
-	db.MaxBatchDelay = o.MaxBatchDelay
-	if db.MaxBatchDelay == 0 {
-		db.MaxBatchDelay = DefaultMaxBatchDelay
-	}
-	if o.MaxBatchSize > 0 {
-		db.MaxBatchSize = o.MaxBatchSize
-	}
 	s, err := newBolt(db, true)
 	if err != nil {
 		db.Close()
 		return nil, err
 	}
+	s.commits.max = o.MaxBatchSize
 	return s, nil
 }
 
 // New returns a Store kept in db, which the caller opened (for instance to
 // keep other relay state in the same file) and closes after Close. It
-// creates the queue's buckets if needed. It leaves db's group-commit
-// settings alone: set db.MaxBatchDelay (bbolt's default is 10 ms, OpenBolt
-// uses DefaultMaxBatchDelay) before sharing db between goroutines.
+// creates the queue's buckets if needed. Enqueue and Ack group-commit among
+// themselves (see the package doc); other writers of db commit on their own.
 func New(db *bolt.DB) (*Bolt, error) { return newBolt(db, false) }
 
 func newBolt(db *bolt.DB, own bool) (*Bolt, error) {
 	err := db.Update(func(tx *bolt.Tx) error {
-		meta, err := tx.CreateBucketIfNotExists(bucketMeta)
-		if err != nil {
+		if err := setLayout(tx); err != nil {
 			return err
-		}
-		switch v := meta.Get(keyVersion); {
-		case v == nil:
-			if err := meta.Put(keyVersion, []byte{layoutVersion}); err != nil {
-				return err
-			}
-		case !bytes.Equal(v, []byte{layoutVersion}):
-			return fmt.Errorf("%w: layout version %x, want %d", ErrCorrupt, v, layoutVersion)
 		}
 		for _, name := range [][]byte{bucketAgents, bucketExpiry} {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
@@ -124,7 +95,7 @@ func newBolt(db *bolt.DB, own bool) (*Bolt, error) {
 	if err != nil {
 		return nil, fmt.Errorf("queue: opening %s: %w", db.Path(), store.Err(err))
 	}
-	return &Bolt{db: db, ownDB: own}, nil
+	return &Bolt{db: db, ownDB: own, commits: committer{db: db}}, nil
 }
 
 // DB returns the underlying database, for state that must live in the same
@@ -160,15 +131,9 @@ func (s *Bolt) enter(ctx context.Context) error {
 }
 
 // write runs fn in a committed (fsync'd) read-write transaction, shared
-// with concurrent writers through DB.Batch. fn may run more than once and
+// with concurrent writers (see committer). fn may run more than once and
 // must be idempotent.
-func (s *Bolt) write(fn func(*bolt.Tx) error) error {
-	defer s.writers.Add(-1)
-	if s.writers.Add(1) == 1 {
-		return store.Err(s.db.Update(fn))
-	}
-	return store.Err(s.db.Batch(fn))
-}
+func (s *Bolt) write(fn func(*bolt.Tx) error) error { return s.commits.write(fn) }
 
 // failpoint returns the injected failure for point, if any.
 func (s *Bolt) failpoint(point string, r Record) error {
@@ -244,7 +209,7 @@ func (s *Bolt) insert(tx *bolt.Tx, r Record, val []byte, b Bounds) (uint64, *Ful
 	agents := tx.Bucket(bucketAgents)
 	var (
 		c        counters
-		fromPeer uint64
+		fromPeer peerCount
 	)
 	if ab := agents.Bucket([]byte(r.Agent)); ab != nil {
 		var err error
@@ -252,7 +217,7 @@ func (s *Bolt) insert(tx *bolt.Tx, r Record, val []byte, b Bounds) (uint64, *Ful
 			return 0, nil, err
 		}
 		if p := ab.Bucket(bucketPeers); p != nil && r.From != "" {
-			fromPeer = getUint(p.Get([]byte(r.From)))
+			fromPeer = getPeer(p.Get([]byte(r.From)))
 		}
 	}
 	if fe := check(c, fromPeer, r, b); fe != nil {
@@ -270,6 +235,9 @@ func (s *Bolt) insert(tx *bolt.Tx, r Record, val []byte, b Bounds) (uint64, *Ful
 	if err != nil {
 		return 0, nil, err
 	}
+	// Seqs only grow, so records are appended: full pages, not the half
+	// full ones a split at bbolt's default fill leaves behind.
+	recs.FillPercent = 1
 	c.last++
 	c.add(r, +1)
 	steps := []func() error{
@@ -277,7 +245,7 @@ func (s *Bolt) insert(tx *bolt.Tx, r Record, val []byte, b Bounds) (uint64, *Ful
 		func() error { return s.failpoint("enqueue:after-record", r) },
 		func() error { return tx.Bucket(bucketExpiry).Put(expiryKey(r.ExpiresAt, c.last, r.Agent), nil) },
 		func() error { return s.failpoint("enqueue:after-index", r) },
-		func() error { return addPeer(peers, r.From, +1) },
+		func() error { return addPeer(peers, r, +1) },
 		func() error { return s.failpoint("enqueue:after-peer", r) },
 		func() error { return ab.Put(keyCounters, c.marshal()) },
 		func() error { return s.failpoint("enqueue:after-counters", r) },
@@ -290,23 +258,32 @@ func (s *Bolt) insert(tx *bolt.Tx, r Record, val []byte, b Bounds) (uint64, *Ful
 	return c.last, nil, nil
 }
 
+// peerCount is what an agent's live records from one sender add up to.
+type peerCount struct{ n, bytes uint64 }
+
 // check applies the bounds in the reference's order (messages, peer,
-// bytes) to the live counters. A KindHandshake record may also use the
-// reserved allowance.
-func check(c counters, fromPeer uint64, r Record, b Bounds) *FullError {
-	maxN, maxPeer, maxBytes := b.MaxMessages, b.MaxPerPeer, b.MaxBytes
+// bytes) to the live counters, then the per-peer byte cap, which the
+// reference does not have: checked last, it changes no answer of the
+// reference's when it is at least MaxBytes. It is a peer bound. A
+// KindHandshake record may also use the reserved allowance.
+func check(c counters, fromPeer peerCount, r Record, b Bounds) *FullError {
+	maxN, maxPeer, maxPeerBytes, maxBytes := b.MaxMessages, b.MaxPerPeer, b.MaxPeerBytes, b.MaxBytes
 	if r.Kind == KindHandshake {
 		maxN = satAdd(maxN, b.HandshakeMessages)
 		maxPeer = satAdd(maxPeer, b.HandshakeMessages)
+		maxPeerBytes = satAdd(maxPeerBytes, b.HandshakeBytes)
 		maxBytes = satAdd(maxBytes, b.HandshakeBytes)
 	}
+	size := uint64(len(r.Body))
 	switch {
 	case c.n >= uint64(maxN):
 		return &FullError{Kind: BoundMessages}
-	case r.From != "" && fromPeer >= uint64(maxPeer):
+	case r.From != "" && fromPeer.n >= uint64(maxPeer):
 		return &FullError{Kind: BoundPeer}
-	case c.bytes+uint64(len(r.Body)) > uint64(maxBytes):
+	case c.bytes+size > uint64(maxBytes):
 		return &FullError{Kind: BoundBytes}
+	case r.From != "" && fromPeer.bytes+size > uint64(maxPeerBytes):
+		return &FullError{Kind: BoundPeer}
 	}
 	return nil
 }
@@ -319,24 +296,38 @@ func satAdd[T int | int64](a, b T) T {
 	return a
 }
 
-func getUint(b []byte) uint64 {
-	if len(b) != 8 {
-		return 0
+// getPeer parses a peer value: uint64 BE records, uint64 BE body bytes.
+func getPeer(b []byte) peerCount {
+	if len(b) != peerValueLen {
+		return peerCount{}
 	}
-	return binary.BigEndian.Uint64(b)
+	return peerCount{n: binary.BigEndian.Uint64(b), bytes: binary.BigEndian.Uint64(b[8:])}
 }
 
-// addPeer adds delta to the count of records from peer, deleting the key
-// at zero. An empty peer is not counted.
-func addPeer(peers *bolt.Bucket, peer string, delta int) error {
-	if peer == "" {
+const peerValueLen = 16
+
+func (p peerCount) marshal() []byte {
+	return binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(make([]byte, 0, peerValueLen), p.n), p.bytes)
+}
+
+// addPeer adds r (sign +1) to or removes it (sign -1) from the count of
+// records from r.From, deleting the key at zero. An empty peer is not
+// counted.
+func addPeer(peers *bolt.Bucket, r Record, sign int) error {
+	if r.From == "" {
 		return nil
 	}
-	n := int64(getUint(peers.Get([]byte(peer)))) + int64(delta)
-	if n <= 0 {
-		return peers.Delete([]byte(peer))
+	p := getPeer(peers.Get([]byte(r.From)))
+	n, size := uint64(1), uint64(len(r.Body))
+	if sign < 0 {
+		n, size = -n, -size // two's complement subtraction
 	}
-	return peers.Put([]byte(peer), binary.BigEndian.AppendUint64(nil, uint64(n)))
+	p.n += n
+	p.bytes += size
+	if p.n == 0 || int64(p.n) < 0 {
+		return peers.Delete([]byte(r.From))
+	}
+	return peers.Put([]byte(r.From), p.marshal())
 }
 
 // remove deletes record seq of agent (bucket ab) with its index entry and
@@ -364,7 +355,7 @@ func (s *Bolt) remove(tx *bolt.Tx, ab *bolt.Bucket, agent string, seq uint64) (b
 		func() error { return recs.Delete(seqKey(seq)) },
 		func() error { return s.failpoint("remove:after-record", r) },
 		func() error { return tx.Bucket(bucketExpiry).Delete(expiryKey(r.ExpiresAt, seq, agent)) },
-		func() error { return addPeer(ab.Bucket(bucketPeers), r.From, -1) },
+		func() error { return addPeer(ab.Bucket(bucketPeers), r, -1) },
 		func() error { return ab.Put(keyCounters, c.marshal()) },
 	}
 	for _, step := range steps {

@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"path/filepath"
@@ -282,6 +283,53 @@ func TestUnknownLayoutVersion(t *testing.T) {
 	if _, err := OpenBolt(path, nil); !errors.Is(err, ErrCorrupt) {
 		t.Errorf("OpenBolt of a version 9 file = %v, want ErrCorrupt", err)
 	}
+}
+
+// TestMigrateV1 opens a file of layout 1, whose peer values held only a
+// record count, and checks that the per-peer byte bound is exact on it.
+func TestMigrateV1(t *testing.T) {
+	s, path := mustOpen(t)
+	b := with(func(b *Bounds) { b.MaxPeerBytes = 10 })
+	for _, r := range []Record{msg(alice, "12345"), msg(alice, "123"), msg(bob, "1")} {
+		mustEnqueue(t, s, r, b, t0)
+	}
+	acked := mustEnqueue(t, s, msg(alice, "1234567890"), DefaultBounds(), t0)
+	if err := s.Ack(bg, agent, []uint64{acked.Seq}); err != nil {
+		t.Fatal(err)
+	}
+	err := s.db.Update(func(tx *boltTx) error { // write it as layout 1
+		peers := tx.Bucket(bucketAgents).Bucket([]byte(agent)).Bucket(bucketPeers)
+		for _, p := range []string{alice, bob} {
+			v := peers.Get([]byte(p))
+			if err := peers.Put([]byte(p), bytes.Clone(v[:8])); err != nil {
+				return err
+			}
+		}
+		return tx.Bucket(bucketMeta).Put(keyVersion, []byte{1})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if s, err = OpenBolt(path, nil); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	checkConsistent(t, s)
+	if err := s.db.View(func(tx *boltTx) error {
+		if v := tx.Bucket(bucketMeta).Get(keyVersion); !bytes.Equal(v, []byte{layoutVersion}) {
+			t.Errorf("layout version after migration = %x, want %d", v, layoutVersion)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Enqueue(bg, msg(alice, "123"), b, t0); outcome(err) != BoundPeer {
+		t.Errorf("alice's 9th..11th byte after migration: %v, want %s", err, BoundPeer)
+	}
+	mustEnqueue(t, s, msg(alice, "12"), b, t0)
+	mustEnqueue(t, s, msg(bob, "123456789"), b, t0)
+	checkConsistent(t, s)
 }
 
 func TestRecordCodec(t *testing.T) {

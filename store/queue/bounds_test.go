@@ -68,6 +68,31 @@ var boundsTests = []boundsTest{
 		{from: alice, size: 8, want: BoundPeer},
 		{from: bob, size: 8, want: BoundBytes},
 	}},
+	{"peer bytes", with(func(b *Bounds) { b.MaxPeerBytes, b.MaxBytes = 10, 100 }), []boundsStep{
+		{from: alice, size: 6, want: "ok"},
+		{from: alice, size: 5, want: BoundPeer},
+		{from: alice, size: 4, want: "ok"},
+		{from: alice, size: 0, want: "ok"},
+		{from: alice, size: 1, want: BoundPeer},
+		{from: bob, size: 10, want: "ok"},
+	}},
+	{"bytes checked before peer bytes", with(func(b *Bounds) { b.MaxPeerBytes, b.MaxBytes = 4, 6 }), []boundsStep{
+		{from: alice, size: 4, want: "ok"},
+		{from: alice, size: 2, want: BoundPeer},
+		{from: alice, size: 4, want: BoundBytes},
+		{from: "", size: 2, want: "ok"}, // no sender: no peer bound
+	}},
+	{"handshake reserve: peer bytes", with(func(b *Bounds) { b.MaxPeerBytes, b.HandshakeBytes = 4, 3 }), []boundsStep{
+		{from: alice, size: 4, want: "ok"},
+		{from: alice, size: 1, want: BoundPeer},
+		{from: alice, kind: KindHandshake, size: 3, want: "ok"},
+		{from: alice, kind: KindHandshake, size: 1, want: BoundPeer},
+	}},
+	{"expired records free peer bytes", with(func(b *Bounds) { b.MaxPeerBytes, b.TTL = 4, time.Second }), []boundsStep{
+		{from: alice, size: 4, want: "ok"},
+		{from: alice, size: 1, want: BoundPeer},
+		{from: alice, size: 4, at: 2 * time.Second, want: "ok"},
+	}},
 	{"bytes up to the limit", with(func(b *Bounds) { b.MaxBytes = 10 }), []boundsStep{
 		{from: alice, size: 6, want: "ok"},
 		{from: bob, size: 4, want: "ok"},

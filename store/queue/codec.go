@@ -124,6 +124,8 @@ func (c *counters) add(r Record, sign int) {
 
 func seqKey(seq uint64) []byte { return binary.BigEndian.AppendUint64(nil, seq) }
 
+func getSeq(k []byte) uint64 { return binary.BigEndian.Uint64(k) }
+
 // expiryKey orders the expiry index by time: the Unix ns with the sign bit
 // flipped sorts correctly as unsigned big-endian bytes.
 func expiryKey(expires time.Time, seq uint64, agent string) []byte {

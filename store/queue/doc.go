@@ -18,8 +18,9 @@
 // Enqueue checks the bounds and writes the record in one bbolt transaction,
 // so two concurrent senders can never both take the last slot. The checks
 // run over live (unexpired) records in the reference's order — messages,
-// then peer, then bytes — and the first that fails is reported in
-// *FullError. Bytes are the raw body bytes. Records are counted in per-agent
+// then peer, then bytes — and then the per-peer byte cap (MaxPeerBytes,
+// which the reference lacks; a peer bound), and the first that fails is
+// reported in *FullError. Bytes are the raw body bytes. Records are counted in per-agent
 // counters kept in the same transaction as the records, so a check is O(1),
 // not a scan. Expired records leave the counters through purge-before-check:
 // every Enqueue transaction first deletes the records whose expiry has
@@ -36,8 +37,8 @@
 // group's epochs (RFC 9420, Section 12.4) and must be re-added. They count
 // against the ordinary limits like every record, but a handshake record is
 // also accepted beyond them, up to MaxMessages+HandshakeMessages records,
-// MaxPerPeer+HandshakeMessages records from its sender and
-// MaxBytes+HandshakeBytes bytes. Ordinary messages can therefore never eat
+// MaxPerPeer+HandshakeMessages records and MaxPeerBytes+HandshakeBytes
+// bytes from its sender, and MaxBytes+HandshakeBytes bytes. Ordinary messages can therefore never eat
 // the reserve. The reserve is itself bounded (default 16 records, 256 KiB),
 // so a flood of handshakes is refused like any other; the sender is told
 // (queued false) and nothing it was told is queued is ever dropped.
@@ -45,15 +46,16 @@
 // # Durability and group commit
 //
 // Enqueue returns only after its transaction committed with fsync. Concurrent
-// Enqueue and Ack calls share commits through bbolt's DB.Batch, so N
-// concurrent senders cost about one fsync per batch, not one per message.
-// Batch may run a function more than once (it re-runs the rest of a batch
-// when one function fails), so the functions are idempotent: they write only
-// through the transaction and overwrite, never accumulate, their results.
-// A refusal (a full bound) is a result, not a failed function, so it does
-// not make bbolt re-run the batch. When no other enqueue is in flight,
-// Enqueue commits directly with DB.Update and does not wait for the batch
-// timer. A context is checked before a call starts; a commit that has
+// Enqueue and Ack calls share commits (group commit), so N concurrent
+// senders cost about one fsync per batch, not one per message. A call that
+// finds no commit in progress commits at once; calls that arrive during a
+// commit go together in the next one, without a timer (bbolt's DB.Batch
+// waits MaxBatchDelay even when company is already there). A batch in
+// which one function fails is re-run without it, so the functions may run
+// more than once and are idempotent: they write only through the
+// transaction and overwrite, never accumulate, their results. A refusal (a
+// full bound) is a result, not a failed function, so it does not re-run
+// the batch. A context is checked before a call starts; a commit that has
 // started is never abandoned: the caller learns its outcome.
 //
 // Purge-before-check deletes every expired record, of any agent, in the
@@ -61,7 +63,7 @@
 // start, so an enqueue normally finds little to delete and a mass expiry
 // (a relay that was down for a week) is not paid by one sender.
 //
-// # On-disk layout (version 1)
+// # On-disk layout (version 2)
 //
 //	bucket "meta"
 //	    "version"    -> 0x01
@@ -71,7 +73,8 @@
 //	                    records, live bytes, handshake records, handshake
 //	                    bytes
 //	        bucket "r"   <seq: uint64 BE> -> record
-//	        bucket "p"   <peer DID> -> uint64 BE records from that peer
+//	        bucket "p"   <peer DID> -> uint64 BE records from that peer,
+//	                     uint64 BE their body bytes
 //	bucket "expiry"
 //	    <expiresAt: unix ns, int64 BE with the sign bit flipped>
 //	    <seq: uint64 BE> <agent DID> -> empty
@@ -81,5 +84,9 @@
 // body] with times as Unix nanoseconds; agent and seq are not repeated
 // because the bucket and key hold them. The version byte lets a later
 // layout coexist with records already on flash. Open refuses a file whose
-// meta version it does not know (ErrCorrupt).
+// meta version it does not know (ErrCorrupt). Version 1 differed only in
+// the peer values (the record count alone); Open migrates such a file in
+// one transaction, recomputing the peer values from the records. The
+// records bucket is filled to 100% (bbolt's FillPercent): seqs only grow,
+// so its pages are appended to, never split in the middle.
 package queue

@@ -34,7 +34,8 @@ const (
 
 // FullError says which bound refused an enqueue.
 type FullError struct {
-	// Kind is BoundMessages, BoundBytes or BoundPeer.
+	// Kind is BoundMessages, BoundBytes or BoundPeer (MaxPerPeer or
+	// MaxPeerBytes: the reference's vocabulary has one peer kind).
 	Kind string
 }
 

@@ -66,6 +66,9 @@ type Bounds struct {
 	MaxMessages int
 	// MaxPerPeer caps the live records of the agent from one sender DID.
 	MaxPerPeer int
+	// MaxPeerBytes caps the body bytes of the agent's live records from
+	// one sender DID, so that one sender cannot fill MaxBytes alone.
+	MaxPeerBytes int64
 	// MaxBytes caps the sum of the live records' body lengths (raw bytes).
 	MaxBytes int64
 	// MaxMessageSize caps one body; larger bodies get ErrTooLarge.
@@ -74,20 +77,22 @@ type Bounds struct {
 	TTL time.Duration
 	// HandshakeMessages and HandshakeBytes are the reserved allowance for
 	// KindHandshake records: such a record is checked against MaxMessages
-	// + HandshakeMessages, MaxPerPeer + HandshakeMessages and MaxBytes +
-	// HandshakeBytes, so a queue full of ordinary messages still takes an
+	// + HandshakeMessages, MaxPerPeer + HandshakeMessages, MaxPeerBytes +
+	// HandshakeBytes and MaxBytes + HandshakeBytes, so a queue full of ordinary messages still takes an
 	// MLS Welcome or Commit. Zero means no reserve.
 	HandshakeMessages int
 	HandshakeBytes    int64
 }
 
 // DefaultBounds returns the profile's reference bounds (500 messages, 50
-// per peer, 2 MiB, 7 days), a 256 KiB maximum message size and a reserve
-// of 16 handshake records / 256 KiB.
+// per peer, 2 MiB, 7 days), 512 KiB per peer (a quarter of the queue, so
+// one sender DID cannot fill it), a 256 KiB maximum message size and a
+// reserve of 16 handshake records / 256 KiB.
 func DefaultBounds() Bounds {
 	return Bounds{
 		MaxMessages:       500,
 		MaxPerPeer:        50,
+		MaxPeerBytes:      512 << 10,
 		MaxBytes:          2 << 20,
 		MaxMessageSize:    256 << 10,
 		TTL:               7 * 24 * time.Hour,
@@ -104,6 +109,8 @@ func (b Bounds) Validate() error {
 		return fmt.Errorf("%w: MaxMessages %d", ErrInvalidBounds, b.MaxMessages)
 	case b.MaxPerPeer <= 0:
 		return fmt.Errorf("%w: MaxPerPeer %d", ErrInvalidBounds, b.MaxPerPeer)
+	case b.MaxPeerBytes <= 0:
+		return fmt.Errorf("%w: MaxPeerBytes %d", ErrInvalidBounds, b.MaxPeerBytes)
 	case b.MaxBytes <= 0:
 		return fmt.Errorf("%w: MaxBytes %d", ErrInvalidBounds, b.MaxBytes)
 	case b.MaxMessageSize <= 0:

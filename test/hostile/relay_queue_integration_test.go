@@ -184,7 +184,7 @@ func TestRealAgentAnswersAlike(t *testing.T) {
 }
 
 // TestRelayQueuePeerBytes: one DID's large messages, each one the device
-// takes, hold at most --max-bytes-per-peer of the queue (429, kind peer);
+// takes, hold at most --max-peer-bytes of the queue (429, kind peer);
 // the next sender is still queued and nothing accepted is lost.
 func TestRelayQueuePeerBytes(t *testing.T) {
 	s := newSleeper(t, 1)

@@ -136,8 +136,10 @@ type QueueBounds struct {
 	MaxMessages       int   `json:"maxMessages"`
 	MaxTotalBytes     int64 `json:"maxTotalBytes"`
 	MaxPendingPerPeer int   `json:"maxPendingPerPeer"`
-	TTLSeconds        int64 `json:"ttlSeconds"`
-	MaxMessageBytes   int64 `json:"maxMessageBytes"`
+	// MaxPendingBytesPerPeer caps the bytes queued from one sender.
+	MaxPendingBytesPerPeer int64 `json:"maxPendingBytesPerPeer"`
+	TTLSeconds             int64 `json:"ttlSeconds"`
+	MaxMessageBytes        int64 `json:"maxMessageBytes"`
 	// The reserved allowance for MLS Welcome and Commit records on top of
 	// the limits above.
 	HandshakeReserveMessages int   `json:"handshakeReserveMessages"`

@@ -40,6 +40,10 @@
 //  9. the Ed25519 signature under the key derived from did (draft Section
 //     4.1: never resolved over a network).
 //
+// With Verifier.Signatures set, a token whose signature verified once is
+// remembered by its exact bytes and check 9 is skipped for it; checks 1–8
+// still run on every call (SigCache).
+//
 // Every failure is an *Error that wraps one sentinel (ErrMissing,
 // ErrMalformed, ErrExpired, ErrNotYetValid, ErrLifetime, ErrAudience,
 // ErrPurpose, ErrNonCanonical, ErrSignature) so callers can tell with errors.Is which

@@ -70,10 +70,8 @@ func TestProbationUntilAdmitted(t *testing.T) {
 	}
 	linked.Close()
 	c2 := h.device(t, dev, "sleep", deviceOpts{})
-	want := h.relay.cfg.Bounds
-	want.MaxPeerBytes = 0 // the relay's own: the link carries no per-sender byte bound
-	if got := QueueBounds(c2.Hello()); got != want {
-		t.Errorf("hello after admission: %+v, want the relay's %+v", got, want)
+	if got := QueueBounds(c2.Hello()); got != h.relay.cfg.Bounds {
+		t.Errorf("hello after admission: %+v, want the relay's %+v", got, h.relay.cfg.Bounds)
 	}
 	// A relay over the same store (a restart) knows the admission.
 	h2 := &Relay{cfg: h.relay.cfg, adm: admission{known: map[string]bool{}}, log: h.relay.log}

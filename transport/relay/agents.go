@@ -345,9 +345,14 @@ func (s *Relay) ceiling(agent string) queue.Bounds {
 }
 
 // bounds returns the bounds in force for an agent with state st: those it
-// published, clamped to a ceiling the operator may have lowered since.
+// published, clamped to a ceiling the operator may have lowered since. A
+// state stored before the per-peer byte bound existed has none, and gets
+// the ceiling's.
 func (s *Relay) bounds(agent string, st agents.State) queue.Bounds {
 	ceil := LinkBounds(s.ceiling(agent))
+	if st.Bounds.MaxPeerBytes == 0 {
+		st.Bounds.MaxPeerBytes = ceil.MaxPeerBytes
+	}
 	if st.Bounds.Validate() != nil {
 		return QueueBounds(ceil)
 	}
@@ -358,7 +363,7 @@ func (s *Relay) bounds(agent string, st agents.State) queue.Bounds {
 // LinkBounds converts queue bounds to their link form.
 func LinkBounds(b queue.Bounds) wire.Bounds {
 	return wire.Bounds{
-		MaxMessages: b.MaxMessages, MaxPerPeer: b.MaxPerPeer, MaxBytes: b.MaxBytes, MaxMessageSize: b.MaxMessageSize,
+		MaxMessages: b.MaxMessages, MaxPerPeer: b.MaxPerPeer, MaxBytes: b.MaxBytes, MaxPeerBytes: b.MaxPeerBytes, MaxMessageSize: b.MaxMessageSize,
 		TTLSec: int64(b.TTL / time.Second), HandshakeMessages: b.HandshakeMessages, HandshakeBytes: b.HandshakeBytes,
 	}
 }
@@ -366,7 +371,7 @@ func LinkBounds(b queue.Bounds) wire.Bounds {
 // QueueBounds converts link bounds to the queue's.
 func QueueBounds(b wire.Bounds) queue.Bounds {
 	return queue.Bounds{
-		MaxMessages: b.MaxMessages, MaxPerPeer: b.MaxPerPeer, MaxBytes: b.MaxBytes, MaxMessageSize: b.MaxMessageSize,
+		MaxMessages: b.MaxMessages, MaxPerPeer: b.MaxPerPeer, MaxBytes: b.MaxBytes, MaxPeerBytes: b.MaxPeerBytes, MaxMessageSize: b.MaxMessageSize,
 		TTL: time.Duration(b.TTLSec) * time.Second, HandshakeMessages: b.HandshakeMessages, HandshakeBytes: b.HandshakeBytes,
 	}
 }

@@ -122,10 +122,12 @@
 // # Bounds
 //
 // Config.Bounds (the profile's reference bounds by default: 500 messages,
-// 2 MiB, 50 per peer, 7 days, plus 256 KiB per message and a reserve of 16
-// records / 256 KiB for MLS handshakes) are every agent's ceiling;
+// 2 MiB, 50 per peer, 7 days, plus 512 KiB per peer so that one sender
+// cannot fill the queue, 256 KiB per message and a reserve of 16 records /
+// 256 KiB for MLS handshakes) are every agent's ceiling;
 // Config.AgentBounds raises or lowers it per agent, and a device may ask for
-// tighter bounds in its state. The relay answers with the bounds in force,
+// tighter bounds in its state (a state stored before the per-peer byte
+// bound existed gets the ceiling's). The relay answers with the bounds in force,
 // and refuses a card that does not publish exactly those (Torpor's
 // queue-bounds extension, see transport/a2a), so the card never misstates
 // them. Requests whose parts carry an MLS Welcome or a Commit (an

@@ -190,7 +190,7 @@ func New(cfg Config) (*Relay, error) {
 			s.allow[a] = true
 		}
 	}
-	s.verifier = &bearer.Verifier{Audience: origin, Clock: cfg.Clock}
+	s.verifier = &bearer.Verifier{Audience: origin, Clock: cfg.Clock, Signatures: bearer.NewSigCache(sigCacheSize)}
 	s.operators = map[string]bool{}
 	for _, d := range cfg.Operators {
 		s.operators[d.String()] = true
@@ -265,6 +265,11 @@ func (s *Relay) Link() *server.Server { return s.link }
 
 // PurgeInterval is how often Run purges expired records.
 const PurgeInterval = time.Minute
+
+// sigCacheSize is how many verified caller tokens the relay remembers, so
+// that a sender's repeated requests with one token cost one Ed25519
+// verification (bearer.SigCache); about 300 bytes each.
+const sigCacheSize = 4096
 
 // Run purges expired records, and forgets agents silent for longer than
 // Config.ForgetAfter, every PurgeInterval until ctx ends, then

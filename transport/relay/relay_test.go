@@ -194,6 +194,7 @@ func TestQueueFull(t *testing.T) {
 		{"messages", wire.Bounds{MaxMessages: 1}, didtest.Key(t, 4), sendV1, 507, "messages"},
 		{"peer", wire.Bounds{MaxPerPeer: 1}, nil, sendV1, 429, "peer"},
 		{"bytes", wire.Bounds{MaxBytes: 150}, nil, sendV1, 507, "bytes"},
+		{"peer bytes", wire.Bounds{MaxPeerBytes: 150}, nil, sendV1, 429, "peer"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -619,6 +620,18 @@ func TestAgentBoundsOverride(t *testing.T) {
 	card, _ := a2a.ParseCard(h.get(t, "/a/"+dev.DID().String()+"/.well-known/agent-card.json").body)
 	if qb, _, _ := card.QueueBounds(); qb.MaxMessages != 1 {
 		t.Errorf("card publishes maxMessages %d, want 1", qb.MaxMessages)
+	}
+}
+
+// TestBoundsOfStateWithoutPeerBytes: a state stored before the per-peer
+// byte bound existed keeps its other bounds and gets the ceiling's.
+func TestBoundsOfStateWithoutPeerBytes(t *testing.T) {
+	h := newHarness(t, nil)
+	st := agents.State{Bounds: queue.DefaultBounds()}
+	st.Bounds.MaxMessages, st.Bounds.MaxPeerBytes = 7, 0
+	b := h.relay.bounds(didtest.Key(t, 1).DID().String(), st)
+	if b.MaxMessages != 7 || b.MaxPeerBytes != queue.DefaultBounds().MaxPeerBytes {
+		t.Errorf("bounds = %+v, want 7 messages and the ceiling's %d peer bytes", b, queue.DefaultBounds().MaxPeerBytes)
 	}
 }
 

@@ -25,7 +25,8 @@ func with(f func(*queue.Bounds)) queue.Bounds {
 }
 
 // boundCases are the bounds in the reference's order (messages, peer,
-// bytes), the maximum size, the handshake reserve and expiry freeing room.
+// bytes, then the per-peer byte cap), the maximum size, the handshake
+// reserve and expiry freeing room.
 var boundCases = []struct {
 	name   string
 	bounds queue.Bounds
@@ -40,6 +41,19 @@ var boundCases = []struct {
 		{from: Alice, size: 1, want: queue.BoundPeer}, {from: Bob, size: 1, want: "ok"}}},
 	{"peer checked before bytes", with(func(b *queue.Bounds) { b.MaxPerPeer, b.MaxBytes = 1, 10 }), []step{
 		{from: Alice, size: 8, want: "ok"}, {from: Alice, size: 8, want: queue.BoundPeer}, {from: Bob, size: 8, want: queue.BoundBytes}}},
+	{"peer bytes", with(func(b *queue.Bounds) { b.MaxPeerBytes, b.MaxBytes = 10, 100 }), []step{
+		{from: Alice, size: 6, want: "ok"}, {from: Alice, size: 5, want: queue.BoundPeer}, {from: Alice, size: 4, want: "ok"},
+		{from: Alice, size: 0, want: "ok"}, {from: Alice, size: 1, want: queue.BoundPeer}, {from: Bob, size: 10, want: "ok"}}},
+	{"bytes checked before peer bytes", with(func(b *queue.Bounds) { b.MaxPeerBytes, b.MaxBytes = 4, 6 }), []step{
+		{from: Alice, size: 4, want: "ok"}, {from: Alice, size: 2, want: queue.BoundPeer},
+		{from: Alice, size: 4, want: queue.BoundBytes}, {size: 2, want: "ok"}}},
+	{"handshake reserve: peer bytes", with(func(b *queue.Bounds) { b.MaxPeerBytes, b.HandshakeBytes = 4, 3 }), []step{
+		{from: Alice, size: 4, want: "ok"}, {from: Alice, size: 1, want: queue.BoundPeer},
+		{from: Alice, kind: queue.KindHandshake, size: 3, want: "ok"},
+		{from: Alice, kind: queue.KindHandshake, size: 1, want: queue.BoundPeer}}},
+	{"expired records free peer bytes", with(func(b *queue.Bounds) { b.MaxPeerBytes, b.TTL = 4, time.Second }), []step{
+		{from: Alice, size: 4, want: "ok"}, {from: Alice, size: 1, want: queue.BoundPeer},
+		{from: Alice, size: 4, at: 2 * time.Second, want: "ok"}}},
 	{"bytes up to the limit", with(func(b *queue.Bounds) { b.MaxBytes = 10 }), []step{
 		{from: Alice, size: 6, want: "ok"}, {from: Bob, size: 4, want: "ok"},
 		{from: Bob, size: 1, want: queue.BoundBytes}, {from: Bob, size: 0, want: "ok"}}},

@@ -38,6 +38,8 @@ func raceCases() []raceCase {
 			func(i int) queue.Record { return Msg(racer(i), "0123456789") }, 10, queue.BoundBytes},
 		{"peer", with(func(b *queue.Bounds) { b.MaxPerPeer = 20 }), 13,
 			func(int) queue.Record { return Msg(Alice, "x") }, func(int) queue.Record { return Msg(Alice, "y") }, 7, queue.BoundPeer},
+		{"peer bytes", with(func(b *queue.Bounds) { b.MaxPeerBytes = 200 }), 13,
+			func(int) queue.Record { return Msg(Alice, "0123456789") }, func(int) queue.Record { return Msg(Alice, "9876543210") }, 7, queue.BoundPeer},
 		{"handshake reserve", with(func(b *queue.Bounds) { b.MaxMessages, b.HandshakeMessages = 30, 16 }), 30,
 			func(i int) queue.Record { return Msg(pre(i), "x") },
 			func(i int) queue.Record {

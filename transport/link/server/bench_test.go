@@ -23,7 +23,7 @@ func BenchmarkDrain(b *testing.B) {
 	c := h.dial(b, dev, nil)
 	body := bytes.Repeat([]byte("x"), 1024)
 	bounds := queue.DefaultBounds()
-	bounds.MaxMessages, bounds.MaxBytes = 1<<30, 1<<40
+	bounds.MaxMessages, bounds.MaxBytes, bounds.MaxPeerBytes = 1<<30, 1<<40, 1<<40
 	bounds.MaxPerPeer = 1 << 30
 	b.StopTimer()
 	// Fill the queue with concurrent (group-committed) enqueues; order

@@ -191,6 +191,7 @@ type Bounds struct {
 	MaxMessages       int   `cbor:"maxMessages,omitempty"`
 	MaxPerPeer        int   `cbor:"maxPerPeer,omitempty"`
 	MaxBytes          int64 `cbor:"maxBytes,omitempty"`
+	MaxPeerBytes      int64 `cbor:"maxPeerBytes,omitempty"`
 	MaxMessageSize    int64 `cbor:"maxMessageSize,omitempty"`
 	TTLSec            int64 `cbor:"ttlSec,omitempty"`
 	HandshakeMessages int   `cbor:"handshakeMessages,omitempty"`
@@ -274,7 +275,7 @@ func Decode(b []byte) (*Frame, error) {
 func (b Bounds) Card() a2a.QueueBounds {
 	return a2a.QueueBounds{
 		MaxMessages: b.MaxMessages, MaxTotalBytes: b.MaxBytes, MaxPendingPerPeer: b.MaxPerPeer,
-		TTLSeconds: b.TTLSec, MaxMessageBytes: b.MaxMessageSize,
+		MaxPendingBytesPerPeer: b.MaxPeerBytes, TTLSeconds: b.TTLSec, MaxMessageBytes: b.MaxMessageSize,
 		HandshakeReserveMessages: b.HandshakeMessages, HandshakeReserveBytes: b.HandshakeBytes,
 	}
 }
@@ -299,6 +300,7 @@ func (b Bounds) Clamp(req *Bounds) Bounds {
 	lower(&mp, int64(req.MaxPerPeer))
 	out.MaxMessages, out.MaxPerPeer = int(mm), int(mp)
 	lower(&out.MaxBytes, req.MaxBytes)
+	lower(&out.MaxPeerBytes, req.MaxPeerBytes)
 	lower(&out.MaxMessageSize, req.MaxMessageSize)
 	lower(&out.TTLSec, req.TTLSec)
 	return out

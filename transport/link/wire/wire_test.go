@@ -108,3 +108,20 @@ func FuzzDecodeFrame(f *testing.F) {
 		}
 	})
 }
+
+// TestClampAndCard: a device's request lowers each bound it names,
+// including the per-peer byte bound, never raises one, never touches the
+// handshake reserve, and the card publishes what is in force.
+func TestClampAndCard(t *testing.T) {
+	ceil := Bounds{MaxMessages: 500, MaxPerPeer: 50, MaxPeerBytes: 512 << 10, MaxBytes: 2 << 20, MaxMessageSize: 256 << 10,
+		TTLSec: 604800, HandshakeMessages: 16, HandshakeBytes: 256 << 10}
+	got := ceil.Clamp(&Bounds{MaxPeerBytes: 1000, MaxBytes: 4 << 20, HandshakeBytes: 1})
+	want := ceil
+	want.MaxPeerBytes = 1000
+	if got != want {
+		t.Errorf("Clamp = %+v, want %+v", got, want)
+	}
+	if c := got.Card(); c.MaxPendingBytesPerPeer != 1000 || c.MaxTotalBytes != 2<<20 || c.MaxPendingPerPeer != 50 {
+		t.Errorf("Card = %+v", c)
+	}
+}
