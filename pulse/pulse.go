@@ -37,7 +37,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/gowebpki/jcs"
+	"github.com/torpor-dev/torpor/internal/jcs"
 
 	"github.com/torpor-dev/torpor/did"
 )

@@ -2,7 +2,8 @@
 // form that Governed Objects (draft-chapman-a2a-mls-03 Section 5.3) and DID
 // Bearer token claims are signed over.
 //
-// It wraps github.com/gowebpki/jcs, the library the project's design names,
+// It wraps internal/jcs, a copy of github.com/gowebpki/jcs (the library the
+// project's design names) that does not link regexp,
 // rather than encoding/json: encoding/json escapes <, > and & and U+2028/
 // U+2029 where JCS and JavaScript do not, sorts map keys by UTF-8 bytes where
 // JCS sorts by UTF-16 code units (they differ for keys outside the BMP
@@ -17,7 +18,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/gowebpki/jcs"
+	"github.com/torpor-dev/torpor/internal/jcs"
 )
 
 // Transform returns the canonical form of the JSON text b. It returns an
