@@ -24,6 +24,7 @@ import (
 	"github.com/torpor-dev/torpor/runtime/deliver"
 	"github.com/torpor-dev/torpor/runtime/purpose"
 	"github.com/torpor-dev/torpor/runtime/runtimetest"
+	"github.com/torpor-dev/torpor/store/agents"
 	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/transport/a2a"
 	"github.com/torpor-dev/torpor/transport/bearer"
@@ -45,6 +46,7 @@ type world struct {
 	clock  *clocktest.Clock
 	srv    *httptest.Server
 	queue  *queue.Bolt
+	states *agents.Bolt
 	key    *did.PrivateKey
 	rec    *deliver.Recorder
 	wakes  chan runtime.WakeReport
@@ -72,8 +74,9 @@ func newWorldWith(t *testing.T, mode wake.Mode, rc relay.Config) *world {
 		t.Fatal(err)
 	}
 	t.Cleanup(rl.Close)
-	w.srv, w.queue = rl.Server, rl.Queue
-	w.window = wake.Window{Minute: wake.WakeMinute(w.key.DID().String()), Length: 5 * time.Minute}
+	w.srv, w.queue, w.states = rl.Server, rl.Queue, rl.States
+	w.window = wake.SpreadWindowFor(w.key.DID().String())
+	w.window.Length = 5 * time.Minute
 	router := []deliver.Route{{Pattern: "*", Name: "rec", Handler: w.rec}}
 	w.cfg = runtime.Config{
 		PipelineConfig: runtime.PipelineConfig{Key: w.key, Purposes: purpose.Set{"comms:*"}, AllowPlaintext: true, Routes: router, Clock: w.clock},
