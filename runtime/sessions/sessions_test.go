@@ -21,6 +21,7 @@ import (
 	"github.com/torpor-dev/torpor/session"
 	"github.com/torpor-dev/torpor/store"
 	"github.com/torpor-dev/torpor/transport/a2a"
+	"github.com/torpor-dev/torpor/transport/link/wire"
 )
 
 var t0 = time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
@@ -234,5 +235,43 @@ func TestKeyPackages(t *testing.T) {
 	}
 	if kps, err = kp.Refill(context.Background(), 5); err != nil || len(kps) != 0 {
 		t.Fatalf("Refill after Published = %d, %v; want none", len(kps), err)
+	}
+}
+
+// TestPublishedNothingCommitsNothing: Published with no KeyPackages and
+// none found handed out (every state frame of an empty wake) commits no
+// transaction, which would cost two fsyncs.
+func TestPublishedNothingCommitsNothing(t *testing.T) {
+	clk := clocktest.New(t0)
+	d := newDevice(t, runtimetest.Key(t, 2), clk)
+	kp := sessions.KeyPackages{S: d.s, DB: d.db}
+	kps, err := kp.Refill(context.Background(), 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kp.Published(context.Background(), kps, nil); err != nil {
+		t.Fatal(err)
+	}
+	digests := make([][]byte, len(kps))
+	for i, b := range kps {
+		digests[i] = wire.KeyPackageDigest(b)
+	}
+	id := func() (n int) {
+		d.db.View(func(tx *bolt.Tx) error { n = tx.ID(); return nil })
+		return n
+	}
+	before := id()
+	if n, err := kp.Published(context.Background(), nil, digests); err != nil || n != 0 {
+		t.Fatalf("Published(none, all held) = %d, %v", n, err)
+	}
+	if after := id(); after != before {
+		t.Errorf("Published with nothing to record committed %d transactions", after-before)
+	}
+	// One handed out: that is recorded.
+	if n, err := kp.Published(context.Background(), nil, digests[1:]); err != nil || n != 1 {
+		t.Fatalf("Published(none, one taken) = %d, %v", n, err)
+	}
+	if after := id(); after != before+1 {
+		t.Errorf("Published that found one handed out committed %d transactions, want 1", after-before)
 	}
 }
