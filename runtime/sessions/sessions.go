@@ -88,9 +88,9 @@ type KeyPackages struct {
 // sessions' pool size) and returns the public halves not yet published.
 func (k KeyPackages) Refill(ctx context.Context, target int) ([][]byte, error) {
 	var kps [][]byte
-	err := k.DB.Update(func(tx *bolt.Tx) (err error) {
-		kps, err = k.S.Refill(tx, target)
-		return err
+	err := updateIfWritten(k.DB, func(tx *bolt.Tx) (changed bool, err error) {
+		kps, changed, err = k.S.RefillChanged(tx, target)
+		return changed, err
 	})
 	return kps, err
 }

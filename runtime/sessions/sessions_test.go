@@ -275,3 +275,34 @@ func TestPublishedNothingCommitsNothing(t *testing.T) {
 		t.Errorf("Published that found one handed out committed %d transactions, want 1", after-before)
 	}
 }
+
+// TestRefillFullPoolCommitsNothing: a refill that finds the pool full
+// (every wake but the few after KeyPackages were handed out) commits no
+// transaction; one that makes KeyPackages commits them.
+func TestRefillFullPoolCommitsNothing(t *testing.T) {
+	clk := clocktest.New(t0)
+	d := newDevice(t, runtimetest.Key(t, 2), clk)
+	kp := sessions.KeyPackages{S: d.s, DB: d.db}
+	id := func() (n int) {
+		d.db.View(func(tx *bolt.Tx) error { n = tx.ID(); return nil })
+		return n
+	}
+	first, err := kp.Refill(context.Background(), 3)
+	if err != nil || len(first) != 3 {
+		t.Fatalf("Refill(3) = %d, %v", len(first), err)
+	}
+	before := id()
+	again, err := kp.Refill(context.Background(), 3)
+	if err != nil || len(again) != 3 {
+		t.Fatalf("Refill(3) of a full pool = %d, %v; want the 3 unpublished", len(again), err)
+	}
+	if after := id(); after != before {
+		t.Errorf("Refill of a full pool committed %d transactions", after-before)
+	}
+	if more, err := kp.Refill(context.Background(), 4); err != nil || len(more) != 4 || id() != before+1 {
+		t.Errorf("Refill(4) = %d, %v, %d commits; want 4 and one commit", len(more), err, id()-before)
+	}
+	if again, _ := kp.Refill(context.Background(), 4); len(again) != 4 {
+		t.Errorf("the KeyPackage made by Refill(4) was not kept: %d", len(again))
+	}
+}
