@@ -16,7 +16,8 @@ help: ## Show this help.
 
 build: ## Build the three binaries for this machine into bin/.
 	@mkdir -p $(BIN)
-	$(GO) build -trimpath -buildvcs=auto -o $(BIN)/ ./cmd/...
+	$(GO) build -trimpath -buildvcs=auto -o $(BIN)/ ./cmd/torpor-relay ./cmd/torporctl
+	$(GO) build -tags "$$(cat scripts/agent-tags)" -trimpath -buildvcs=auto -o $(BIN)/ ./cmd/torpor-agent
 
 test: ## Run the fast, hermetic unit tests (go test ./...).
 	$(GO) test ./...

@@ -211,6 +211,9 @@ func (a *Agent) restore() error {
 		if c.MinuteSet { // the first identity's, kept across key rotations
 			a.window.Minute = c.Minute
 		}
+		if c.SecondSet {
+			a.window.Second = c.Second
+		}
 		if now := a.clock.Now(); !c.NextWake.IsZero() && now.After(c.NextWake) {
 			a.log.Warn("resumed after the planned wake (powered off or stopped)",
 				"plannedWake", c.NextWake.UTC().Format(time.RFC3339), "late", now.Sub(c.NextWake).Round(time.Second),

@@ -75,7 +75,8 @@ func newWorldWith(t *testing.T, mode wake.Mode, rc relay.Config) *world {
 	}
 	t.Cleanup(rl.Close)
 	w.srv, w.queue, w.states = rl.Server, rl.Queue, rl.States
-	w.window = wake.Window{Minute: wake.WakeMinute(w.key.DID().String()), Length: 5 * time.Minute}
+	w.window = wake.SpreadWindowFor(w.key.DID().String())
+	w.window.Length = 5 * time.Minute
 	router := []deliver.Route{{Pattern: "*", Name: "rec", Handler: w.rec}}
 	w.cfg = runtime.Config{
 		PipelineConfig: runtime.PipelineConfig{Key: w.key, Purposes: purpose.Set{"comms:*"}, AllowPlaintext: true, Routes: router, Clock: w.clock},

@@ -1,6 +1,7 @@
 package runtime_test
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"testing"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/torpor-dev/torpor/pulse"
 	"github.com/torpor-dev/torpor/runtime"
+	"github.com/torpor-dev/torpor/runtime/runtimetest"
 	"github.com/torpor-dev/torpor/transport/a2a"
 	"github.com/torpor-dev/torpor/wake"
 )
@@ -120,6 +122,43 @@ func TestCardNamesThePulseAndTheNextWindow(t *testing.T) {
 	w.checkLiveness("always_on", lv, doc, runtime.WakeReport{})
 	if lv.Pulse.Seq != 3 {
 		t.Errorf("always_on: the card names pulse %d, want 3", lv.Pulse.Seq)
+	}
+	w.shutdown()
+}
+
+// TestRelayKnowsTheWakeSecond: the agent's window opens at its DID's wake
+// second (wake.WakeSecond), and the window it publishes makes the relay,
+// which knows only the minute and an offset, compute the same start, so its
+// Retry-After and the card's next window point at the second the device
+// really wakes.
+func TestRelayKnowsTheWakeSecond(t *testing.T) {
+	w := newWorld(t, wake.HourlyWake)
+	if w.window.Second == 0 {
+		t.Fatal("the test key's wake second is 0: the test could not tell it from the minute's :00")
+	}
+	w.run()
+	r := w.nextWake() // boot
+	st, err := w.states.Get(context.Background(), w.key.DID().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := w.clock.Now()
+	want, wantEnd := w.window.Next(now)
+	got, gotEnd := st.Window.Next(now)
+	if !got.Equal(want) || !gotEnd.Equal(wantEnd) {
+		t.Errorf("relay's window %+v: next %s..%s, want %s..%s", st.Window, got, gotEnd, want, wantEnd)
+	}
+	if !r.NextWake.Equal(want) || r.NextWake.Second() != w.window.Second {
+		t.Errorf("next wake %s, want %s (second %d)", r.NextWake, want, w.window.Second)
+	}
+	// Asleep, every Retry-After lands inside that window.
+	alice := runtimetest.Key(t, 1)
+	for range 20 {
+		code, ra := w.send(alice, runtimetest.Object(t, alice, "comms:message", now, time.Hour, nil))
+		at := now.Add(time.Duration(ra) * time.Second)
+		if code != 503 || at.Before(want) || !at.Before(wantEnd) {
+			t.Fatalf("asleep answer %d, Retry-After %d s: %s, outside %s..%s", code, ra, at, want, wantEnd)
+		}
 	}
 	w.shutdown()
 }

@@ -104,7 +104,8 @@ func newCmdWorldWith(t *testing.T, mode wake.Mode, opt func(w *cmdWorld, cfg *ru
 	w.startRelay(dir)
 	w.broker = mqtttest.StartEmbedded(t, nil)
 	w.broker.AddOperator(w.opKey.DID())
-	w.window = wake.Window{Minute: wake.WakeMinute(w.key.DID().String()), Length: 5 * time.Minute}
+	w.window = wake.SpreadWindowFor(w.key.DID().String())
+	w.window.Length = 5 * time.Minute
 	cfg := w.config(dir, mode)
 	cc := manage.CommandsConfig{
 		Broker: w.broker.URL(), Name: "pi-7", Operators: []did.DID{w.opKey.DID()},

@@ -50,7 +50,10 @@ type Config struct {
 	Mode wake.Mode
 	// WindowLength is the length of an hourly window; zero means
 	// wake.DefaultLength. The window opens at the wake minute the relay
-	// derives from the agent's DID (wake.WakeMinute), plus WindowOffset.
+	// derives from the agent's DID (wake.WakeMinute), at the second of
+	// that minute the agent derives from it (wake.WakeSecond, which spreads
+	// a fleet over the minute's seconds), plus WindowOffset; the agent
+	// publishes the second and the offset together as its window's offset.
 	WindowLength time.Duration
 	// WindowOffset shifts the window within the hour, to spread a fleet.
 	WindowOffset time.Duration
@@ -184,7 +187,7 @@ func (c *Config) check() error {
 func (c *Config) window() wake.Window {
 	w := wake.Window{Length: c.WindowLength, Offset: c.WindowOffset}
 	if c.Key != nil {
-		w.Minute = wake.WakeMinute(c.Key.DID().String())
+		w.Minute, w.Second = wake.WakeMinute(c.Key.DID().String()), wake.WakeSecond(c.Key.DID().String())
 	}
 	return w
 }

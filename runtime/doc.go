@@ -10,9 +10,10 @@
 //   - always_on and session: linked to the relay all the time, answering
 //     live requests, with a liveness pulse every PulseInterval.
 //   - hourly_wake: a window every hour at the wake minute the relay
-//     derives from the agent's DID (wake.WakeMinute, FNV-1a), of
-//     Config.WindowLength, shifted by Config.WindowOffset to spread a
-//     fleet whose DIDs share a minute.
+//     derives from the agent's DID (wake.WakeMinute, FNV-1a), at the
+//     second of that minute the agent derives from its DID
+//     (wake.WakeSecond, which spreads the devices of a minute), of
+//     Config.WindowLength, shifted by Config.WindowOffset.
 //   - sleep: asleep until an event source (GPIO) fires or the one wake an
 //     operator scheduled; each such wake lasts a window's length.
 //

@@ -252,14 +252,15 @@ func putRaw(tx *bolt.Tx, key, v []byte) error {
 	return b.Put(key, v)
 }
 
-// keepWakeMinute records, at the first rotation, the wake minute of the
-// identity rotated away (the agent's first), which restore then uses in
-// place of the new DID's.
+// keepWakeMinute records, at the first rotation, the wake minute and
+// second of the identity rotated away (the agent's first), which restore
+// then uses in place of the new DID's.
 func keepWakeMinute(tx *bolt.Tx, old did.DID) error {
 	c, err := loadCycle(tx)
 	if err != nil || c.MinuteSet {
 		return err
 	}
 	c.Minute, c.MinuteSet = wake.WakeMinute(old.String()), true
+	c.Second, c.SecondSet = wake.WakeSecond(old.String()), true
 	return putCBOR(tx, keyCycle, c)
 }

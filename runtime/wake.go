@@ -428,7 +428,7 @@ func (w *wakeRun) publishOnce(ctx context.Context, an announcement, card []byte,
 	win := an.window
 	st := wire.State{
 		Mode:        string(an.mode),
-		Window:      &wire.Window{Minute: win.Minute, LengthSec: int64(win.Length / time.Second), OffsetSec: int64(win.Offset / time.Second)},
+		Window:      &wire.Window{Minute: win.Minute, LengthSec: int64(win.Length / time.Second), OffsetSec: int64(win.Shift() / time.Second)},
 		Card:        card,
 		KeyPackages: kps,
 		LastResort:  w.lr,

@@ -33,3 +33,13 @@ awk '/^BenchmarkEnqueueDurableVsJetStream\/.*x-bbolt\/js/ {
 }' "$out"
 go test -tags integration -run '^$' -bench . -benchmem -benchtime "$bt" ./test/interop/... ./test/mqtt/...
 go test -tags integration -run '^$' -bench FleetEnqueue -benchtime "${FLEET_BENCHTIME:-2000x}" ./test/cluster/
+# The real torpor-agent's empty wake against a real torpor-relay: CPU time
+# and wall time awake per wake (docs/performance.md, "An empty wake"),
+# natively and, for armv6 and arm64, under qemu-user (the emulator's CPU
+# time, not a board's). Each run is an hour every 6 s (30 s under QEMU).
+go test -tags integration -run '^$' -bench EmptyWake -benchtime "${EMPTYWAKE_BENCHTIME:-10x}" ./test/link/
+./scripts/cross.sh >/dev/null
+TORPOR_EMPTYWAKE_AGENT="$PWD/bin/armv6/torpor-agent" TORPOR_EMPTYWAKE_EXEC="qemu-arm-static -cpu arm1176" TORPOR_EMPTYWAKE_SCALE=120 \
+	go test -tags integration -run '^$' -bench EmptyWake -benchtime 4x ./test/link/
+TORPOR_EMPTYWAKE_AGENT="$PWD/bin/arm64/torpor-agent" TORPOR_EMPTYWAKE_EXEC="qemu-aarch64-static -cpu cortex-a53" TORPOR_EMPTYWAKE_SCALE=120 \
+	go test -tags integration -run '^$' -bench EmptyWake -benchtime 4x ./test/link/

@@ -77,11 +77,13 @@ for t in "${targets[@]}"; do
 	pkgs=()
 	for b in $bins; do pkgs+=("./cmd/$b"); done
 	mkdir -p "bin/$dir"
-	if [ "$arm" = - ]; then
-		GOARCH=$arch go build -trimpath -buildvcs=auto -ldflags="$ldflags" -o "bin/$dir/" "${pkgs[@]}"
-	else
-		GOARCH=$arch GOARM=$arm go build -trimpath -buildvcs=auto -ldflags="$ldflags" -o "bin/$dir/" "${pkgs[@]}"
-	fi
+	[ "$arm" = - ] && arm=
+	for p in "${pkgs[@]}"; do
+		tags=
+		# The agent's build tags, as in scripts/cross.sh.
+		[ "$p" = ./cmd/torpor-agent ] && tags="$(cat scripts/agent-tags)"
+		GOARCH=$arch GOARM=$arm go build -tags "$tags" -trimpath -buildvcs=auto -ldflags="$ldflags" -o "bin/$dir/" "$p"
+	done
 	for b in $bins; do
 		scripts/copyright.sh "bin/$dir/$b" >"bin/$dir/$b.copyright"
 		DEB_ARCH=$deb BIN="bin/$dir" "$nfpm" package --packager deb \

@@ -56,38 +56,50 @@ func (e *poolEntry) counts(now time.Time) bool { return e.NotAfter > now.Unix() 
 // MLSMessage-wrapped public halves of those not yet marked Published: what
 // the device uploads to its relay at each wake.
 func (s *Sessions) Refill(tx *bolt.Tx, target int) ([][]byte, error) {
-	return s.RefillContext(context.Background(), tx, target)
+	kps, _, err := s.RefillChanged(context.Background(), tx, target)
+	return kps, err
 }
 
 // RefillContext is Refill that stops making KeyPackages when ctx ends (a
 // SIGTERM while a large pool is made), returning ctx's error: the caller's
 // transaction must then roll back. A target above MaxPoolSize is an error.
 func (s *Sessions) RefillContext(ctx context.Context, tx *bolt.Tx, target int) ([][]byte, error) {
+	kps, _, err := s.RefillChanged(ctx, tx, target)
+	return kps, err
+}
+
+// RefillChanged is RefillContext, and reports whether it wrote to tx
+// (deleted or generated a KeyPackage), so that a caller can leave a
+// transaction that changed nothing uncommitted: the pool is full at most
+// wakes, and a commit costs an fsync.
+func (s *Sessions) RefillChanged(ctx context.Context, tx *bolt.Tx, target int) ([][]byte, bool, error) {
 	if target <= 0 {
 		target = s.poolSize()
 	}
 	if target > MaxPoolSize {
-		return nil, fmt.Errorf("session: KeyPackage pool of %d, want at most %d (the relay keeps no more)", target, MaxPoolSize)
+		return nil, false, fmt.Errorf("session: KeyPackage pool of %d, want at most %d (the relay keeps no more)", target, MaxPoolSize)
 	}
 	r, err := root(tx)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	pool := r.Bucket(bucketKP)
 	now := s.clock.Now()
-	if err := pruneUsed(tx); err != nil {
-		return nil, err
-	}
-	live, err := s.prune(pool, now, MaxTakenFactor*target)
+	usedGone, err := pruneUsed(tx)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
+	live, gone, err := s.prune(pool, now, MaxTakenFactor*target)
+	if err != nil {
+		return nil, false, err
+	}
+	changed := usedGone+gone > 0 || live < target
 	for ; live < target; live++ {
 		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("session: making KeyPackages: %w", err)
+			return nil, false, fmt.Errorf("session: making KeyPackages: %w", err)
 		}
 		if err := s.addKeyPackage(pool); err != nil {
-			return nil, err
+			return nil, false, err
 		}
 	}
 	var out [][]byte
@@ -101,7 +113,7 @@ func (s *Sessions) RefillContext(ctx context.Context, tx *bolt.Tx, target int) (
 		}
 		return nil
 	})
-	return out, err
+	return out, changed, err
 }
 
 // MaxTakenFactor bounds the handed-out KeyPackages whose private halves
@@ -114,16 +126,15 @@ const MaxTakenFactor = 8
 
 // prune deletes undecodable entries, those expired or handed out more
 // than the grace ago, and the oldest handed-out ones beyond maxTaken, and
-// returns how many of the rest count toward the pool.
-func (s *Sessions) prune(pool *bolt.Bucket, now time.Time, maxTaken int) (int, error) {
+// returns how many of the rest count toward the pool, and how many it deleted.
+func (s *Sessions) prune(pool *bolt.Bucket, now time.Time, maxTaken int) (live, deleted int, err error) {
 	type taken struct {
 		ref []byte
 		at  int64
 	}
 	var dead [][]byte
 	var out []taken
-	live := 0
-	err := pool.ForEach(func(k, v []byte) error {
+	err = pool.ForEach(func(k, v []byte) error {
 		var e poolEntry
 		switch err := decMode.Unmarshal(v, &e); {
 		case err != nil, time.Unix(e.NotAfter, 0).Add(s.grace()).Before(now),
@@ -137,7 +148,7 @@ func (s *Sessions) prune(pool *bolt.Bucket, now time.Time, maxTaken int) (int, e
 		return nil
 	})
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	if len(out) > maxTaken {
 		slices.SortStableFunc(out, func(a, b taken) int { return cmp.Compare(b.at, a.at) }) // newest first
@@ -147,10 +158,10 @@ func (s *Sessions) prune(pool *bolt.Bucket, now time.Time, maxTaken int) (int, e
 	}
 	for _, k := range dead {
 		if err := pool.Delete(k); err != nil {
-			return 0, store.Err(err)
+			return 0, 0, store.Err(err)
 		}
 	}
-	return live, nil
+	return live, len(dead), nil
 }
 
 // addKeyPackage generates one KeyPackage for the agent's credential and
@@ -376,11 +387,12 @@ func joinedWith(tx *bolt.Tx, refs [][]byte) ([]byte, bool, error) {
 	return nil, false, nil
 }
 
-// pruneUsed forgets consumed KeyPackages whose group is gone.
-func pruneUsed(tx *bolt.Tx) error {
+// pruneUsed forgets consumed KeyPackages whose group is gone, and returns how
+// many it forgot.
+func pruneUsed(tx *bolt.Tx) (int, error) {
 	used, err := sub(tx, bucketUsed)
 	if err != nil || used == nil {
-		return err
+		return 0, err
 	}
 	var dead [][]byte
 	err = used.ForEach(func(k, v []byte) error {
@@ -391,12 +403,12 @@ func pruneUsed(tx *bolt.Tx) error {
 		return err
 	})
 	if err != nil {
-		return err
+		return 0, err
 	}
 	for _, k := range dead {
 		if err := used.Delete(k); err != nil {
-			return store.Err(err)
+			return 0, store.Err(err)
 		}
 	}
-	return nil
+	return len(dead), nil
 }

@@ -11,8 +11,10 @@
 //     FNV-1a 32 over the DID's UTF-16 code units modulo 60, exactly as the
 //     reference implementation derives it, so a Torpor relay and an Atom
 //     agent agree on when an agent is awake. The default length is five
-//     minutes (the reference's [m, m+4] UTC minutes); an optional offset
-//     shifts a device inside the hour to spread a fleet.
+//     minutes (the reference's [m, m+4] UTC minutes). A Torpor agent's
+//     window opens at WakeSecond(agent DID) of its minute, so the devices
+//     of a minute do not link at once; it publishes the second as part of
+//     the window's offset. An optional offset shifts a device further.
 //   - RetryAfter: whole seconds to a moment inside the next window, spread
 //     by jitter across the window so that refused senders do not all come
 //     back in the same second (the profile's wake-storm consideration), never

@@ -1,6 +1,8 @@
 package wake
 
 import (
+	"crypto/sha256"
+	"encoding/binary"
 	"fmt"
 	"time"
 	"unicode/utf16"
@@ -30,11 +32,39 @@ func WakeMinute(seed string) int {
 	return int(h % 60)
 }
 
+// wakeSecondLabel separates WakeSecond's hash from any other use of
+// SHA-256 over a DID.
+const wakeSecondLabel = "torpor wake second\x00"
+
+// WakeSecond returns the second (0–59) of its wake minute at which a
+// Torpor agent's hourly window opens: the first 8 bytes of SHA-256 over
+// "torpor wake second", a zero byte and seed, big-endian, modulo 60. The
+// agent uses its DID as the seed, like WakeMinute.
+//
+// WakeMinute alone spreads a fleet over the hour's minutes, but every
+// device of a minute would link at its :00 (a wake storm for the relay,
+// profile Security Considerations); WakeSecond spreads them over the
+// minute's seconds. It is independent of WakeMinute (another hash), so the
+// devices of one minute are spread like the whole fleet. The device still
+// wakes inside the minute the reference derives, and it publishes the
+// second with its window (as part of the offset, runtime/wake.go), so the
+// relay's Retry-After and the next window on the card point at the second
+// it really wakes.
+func WakeSecond(seed string) int {
+	h := sha256.Sum256([]byte(wakeSecondLabel + seed))
+	return int(binary.BigEndian.Uint64(h[:8]) % 60)
+}
+
 // Window is an agent's hourly wake window: it opens every hour at Minute
-// plus Offset (UTC) and stays open for Length.
+// plus Second plus Offset (UTC) and stays open for Length.
 type Window struct {
 	// Minute is the wake minute, 0–59; usually WakeMinute(agent DID).
 	Minute int
+	// Second is the second of the minute at which the window opens, 0–59:
+	// WakeSecond(agent DID) for a Torpor agent; 0 (the reference's :00)
+	// for a window the relay derives itself or learns from the link,
+	// where the device's second is part of Offset.
+	Second int
 	// Length is how long the window stays open; zero means DefaultLength.
 	// A length of an hour or more means always inside. Lengths under a
 	// second are invalid: RetryAfter could not name a whole second inside.
@@ -45,14 +75,33 @@ type Window struct {
 	Offset time.Duration
 }
 
-// WindowFor returns the default window of the agent whose DID is seed.
+// WindowFor returns the reference's default window of the agent whose DID
+// is seed: its wake minute, from :00. A relay uses it for an agent that
+// has not published its window.
 func WindowFor(seed string) Window { return Window{Minute: WakeMinute(seed)} }
 
-// Validate returns an error unless Minute is in 0–59 and Length is zero
-// (the default) or at least a second.
+// SpreadWindowFor returns the default window of a Torpor agent whose DID
+// is seed: WindowFor's, opening at WakeSecond(seed) of the minute.
+func SpreadWindowFor(seed string) Window {
+	return Window{Minute: WakeMinute(seed), Second: WakeSecond(seed)}
+}
+
+// Shift returns where in the hour the window opens relative to its
+// minute's :00, Second plus Offset: what the device publishes as its
+// window's offset, so that a relay that knows only Minute and an offset
+// (transport/link/wire.Window) computes the same start.
+func (w Window) Shift() time.Duration {
+	return time.Duration(w.Second)*time.Second + w.Offset
+}
+
+// Validate returns an error unless Minute and Second are in 0–59 and
+// Length is zero (the default) or at least a second.
 func (w Window) Validate() error {
 	if w.Minute < 0 || w.Minute > 59 {
 		return fmt.Errorf("wake: window minute %d outside 0-59", w.Minute)
+	}
+	if w.Second < 0 || w.Second > 59 {
+		return fmt.Errorf("wake: window second %d outside 0-59", w.Second)
 	}
 	if w.Length < 0 || w.Length > 0 && w.Length < time.Second {
 		return fmt.Errorf("wake: window length %v (want 0 for the default, or at least 1s)", w.Length)
@@ -69,7 +118,7 @@ func (w Window) length() time.Duration {
 
 // start returns the window's start as an offset into the hour, in [0, 1h).
 func (w Window) start() time.Duration {
-	return mod(time.Duration(w.Minute)*time.Minute+w.Offset, time.Hour)
+	return mod(time.Duration(w.Minute)*time.Minute+w.Shift(), time.Hour)
 }
 
 // into returns how long ago the most recent window start was, in [0, 1h).

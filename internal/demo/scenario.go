@@ -127,19 +127,19 @@ func (d *demo) keygen(ctx context.Context, file string) (*did.PrivateKey, error)
 }
 
 // plan places the hourly agent's window and the sleeping agent's wake on
-// the scaled clock: the window opens at the agent's wake minute (derived
-// from its DID, as the relay derives it) plus an offset, which the demo
+// the scaled clock: the window opens at the agent's wake minute and second
+// (derived from its DID) plus an offset, which the demo
 // chooses so that the window opens hourlyLead from now.
 func (d *demo) plan() {
 	now := d.clock.Now()
 	hourly, sleeper := d.agents[0], d.agents[1]
 	start := now.Add(d.cfg.scaled(hourlyLead)).Truncate(time.Second)
-	minute := wake.WakeMinute(hourly.did())
-	offset := start.Sub(start.Truncate(time.Hour)) - time.Duration(minute)*time.Minute
-	hourly.window = wake.Window{Minute: minute, Length: hourlyLength, Offset: offset}
+	spread := wake.SpreadWindowFor(hourly.did())
+	offset := start.Sub(start.Truncate(time.Hour)) - time.Duration(spread.Minute)*time.Minute - spread.Shift()
+	hourly.window = wake.Window{Minute: spread.Minute, Second: spread.Second, Length: hourlyLength, Offset: offset}
 	sleeper.sched = start.Add(d.cfg.scaled(sleeperAfter)).Truncate(time.Second)
-	d.n.Event(hourly.name, KindStart, "plan: hourly_wake, wake minute %d (FNV-1a of its DID) + offset %v: windows at %s every hour, %v long",
-		minute, offset, start.UTC().Format("15:04:05"), hourlyLength)
+	d.n.Event(hourly.name, KindStart, "plan: hourly_wake, wake minute %d second %d (hashes of its DID) + offset %v: windows at %s every hour, %v long",
+		spread.Minute, spread.Second, offset, start.UTC().Format("15:04:05"), hourlyLength)
 	d.n.Event(sleeper.name, KindStart, "plan: sleep; its operator scheduled one wake at %s (%v long)", sleeper.sched.UTC().Format("15:04:05"), sleepLength)
 	d.n.Event(d.agents[2].name, KindStart, "plan: always_on: linked all the time, answers live")
 }

@@ -27,7 +27,8 @@ import (
 )
 
 // Module is the module path; rule patterns without a dot in their first
-// element are relative to it.
+// element are relative to it, except those starting with "std:", which name
+// standard library packages.
 const Module = "github.com/torpor-dev/torpor"
 
 // Graph maps an import path to the import paths its non-test files import.
@@ -85,6 +86,14 @@ var Rules = []Rule{
 		From: []string{"session/...", "transport/link", "transport/link/wire"},
 		Forbid: []string{"transport/relay/...", "transport/broker/...", "transport/link/server/...",
 			"store/queue/...", "store/agents/..."},
+	},
+	{
+		// docs/footprint.md: what the agent stopped linking to get smaller.
+		// regexp came with github.com/gowebpki/jcs (internal/jcs, written
+		// from RFC 8785, does without it).
+		Name:   "torpor-agent links neither regexp nor the upstream JCS module",
+		From:   []string{"cmd/torpor-agent"},
+		Forbid: []string{"std:regexp/...", "github.com/gowebpki/jcs/..."},
 	},
 }
 
@@ -156,12 +165,15 @@ func matchAny(patterns []string, pkg string) bool {
 }
 
 // match reports whether pkg matches pat: pat's path (made absolute under
-// Module when its first element has no dot) exactly, or, when pat ends in
-// "/...", any package under it.
+// Module when its first element has no dot, or taken as a standard library
+// path when it starts with "std:") exactly, or, when pat ends in "/...",
+// any package under it.
 func match(pat, pkg string) bool {
 	tree := strings.HasSuffix(pat, "/...")
 	pat = strings.TrimSuffix(pat, "/...")
-	if first, _, _ := strings.Cut(pat, "/"); !strings.Contains(first, ".") {
+	if std, ok := strings.CutPrefix(pat, "std:"); ok {
+		pat = std
+	} else if first, _, _ := strings.Cut(pat, "/"); !strings.Contains(first, ".") {
 		pat = Module + "/" + pat
 	}
 	return pkg == pat || (tree && strings.HasPrefix(pkg, pat+"/"))

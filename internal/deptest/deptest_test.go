@@ -59,6 +59,9 @@ func TestModuleKeepsItsLayers(t *testing.T) {
 // ones with a dot in their first element) from "pkg: imp imp" lines.
 func fake(lines ...string) Graph {
 	abs := func(p string) string {
+		if std, ok := strings.CutPrefix(p, "std:"); ok {
+			return std
+		}
 		if first, _, _ := strings.Cut(p, "/"); strings.Contains(first, ".") {
 			return p
 		}
@@ -115,6 +118,7 @@ func TestEachRuleCanFail(t *testing.T) {
 		{[]string{"transport/broker: github.com/mochi-mqtt/server/v2 runtime/drain"}, 1, "transport/broker runtime/drain"},
 		{[]string{"transport/link: transport/link/wire github.com/mochi-mqtt/server/v2"}, 2, "cmd/torpor-agent transport/link github.com/mochi-mqtt/server/v2"},
 		{[]string{"transport/link/wire: did store/queue"}, 3, "transport/link/wire store/queue"},
+		{[]string{"did: std:regexp"}, 4, "cmd/torpor-agent transport/link transport/link/wire did regexp"},
 	}
 	for _, tt := range tests {
 		g := fake(append(slices.Clone(clean), tt.add...)...)
@@ -161,6 +165,11 @@ func TestMatch(t *testing.T) {
 		{"transport/link", Module + "/transport/link/wire", false},
 		{"transport/link", Module + "/transport/link", true},
 		{"github.com/mochi-mqtt/...", "github.com/mochi-mqtt/server/v2", true},
+		{"std:regexp/...", "regexp", true},
+		{"std:regexp/...", "regexp/syntax", true},
+		{"std:regexp", "regexp/syntax", false},
+		{"std:regexp", Module + "/regexp", false},
+		{"regexp", "regexp", false},
 	} {
 		if got := match(tt.pat, tt.pkg); got != tt.want {
 			t.Errorf("match(%q, %q) = %v, want %v", tt.pat, tt.pkg, got, tt.want)

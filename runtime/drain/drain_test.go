@@ -520,3 +520,30 @@ func TestHaltCancelsEffectsInFlight(t *testing.T) {
 		t.Fatalf("after the halt: %v, %v; want held", rep, err)
 	}
 }
+
+// txID returns the id of db's last committed write transaction.
+func txID(t testing.TB, db *bolt.DB) int {
+	t.Helper()
+	var id int
+	if err := db.View(func(tx *bolt.Tx) error { id = tx.ID(); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+// TestNothingToDoCommitsNothing: Recover with an empty outbox and Redecide
+// with nothing held, which every wake runs, commit no transaction (each
+// commit costs two fsyncs).
+func TestNothingToDoCommitsNothing(t *testing.T) {
+	h := newHarness(t, opts{})
+	before := txID(t, h.db)
+	if rec, err := h.d.Recover(context.Background()); err != nil || rec != (drain.Recovery{}) {
+		t.Fatalf("Recover = %+v, %v", rec, err)
+	}
+	if r, err := h.d.Redecide(context.Background()); err != nil || r.Delivered != 0 {
+		t.Fatalf("Redecide = %+v, %v", r, err)
+	}
+	if after := txID(t, h.db); after != before {
+		t.Errorf("Recover and Redecide with nothing to do committed %d transactions", after-before)
+	}
+}

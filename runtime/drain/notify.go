@@ -1,6 +1,7 @@
 package drain
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -209,6 +210,9 @@ func (d *Drainer) Recover(ctx context.Context) (Recovery, error) {
 		if err != nil {
 			return err
 		}
+		if len(ps) == 0 {
+			return errUnchanged // nothing to settle: no commit, no fsync
+		}
 		for _, p := range ps {
 			switch {
 			case p.entry.Action != nil:
@@ -232,6 +236,9 @@ func (d *Drainer) Recover(ctx context.Context) (Recovery, error) {
 		}
 		return nil
 	})
+	if errors.Is(err, errUnchanged) {
+		err = nil
+	}
 	if err != nil || len(again) == 0 {
 		return rec, err
 	}
@@ -281,6 +288,9 @@ func (d *Drainer) Redecide(ctx context.Context) (Report, error) {
 	var b *batch
 	err := d.db.Update(func(tx *bolt.Tx) error {
 		b = &batch{}
+		if none, err := d.noHolds(tx); err != nil || none {
+			return cmp.Or(err, errUnchanged) // nothing held: no commit, no fsync
+		}
 		hs, err := d.cfg.Gate.Redecide(tx)
 		if err != nil {
 			return err
@@ -296,10 +306,24 @@ func (d *Drainer) Redecide(ctx context.Context) (Report, error) {
 		}
 		return nil
 	})
+	if errors.Is(err, errUnchanged) {
+		return Report{}, nil
+	}
 	if err != nil {
 		return Report{}, fmt.Errorf("drain: redeciding held actions: %w", err)
 	}
 	return b.report, d.finish(ctx, b)
+}
+
+// errUnchanged rolls back a transaction that found nothing to do: a
+// commit costs two fsyncs even when it wrote nothing, and Recover and
+// Redecide run at every wake (docs/performance.md, "An empty wake").
+var errUnchanged = errors.New("drain: unchanged")
+
+// noHolds reports whether the gate holds no action.
+func (d *Drainer) noHolds(tx *bolt.Tx) (bool, error) {
+	hs, err := d.cfg.Gate.Holds(tx)
+	return len(hs) == 0, err
 }
 
 // Confirm releases the held action with ledger key key, as the owner's

@@ -88,9 +88,9 @@ type KeyPackages struct {
 // sessions' pool size) and returns the public halves not yet published.
 func (k KeyPackages) Refill(ctx context.Context, target int) ([][]byte, error) {
 	var kps [][]byte
-	err := k.DB.Update(func(tx *bolt.Tx) (err error) {
-		kps, err = k.S.RefillContext(ctx, tx, target)
-		return err
+	err := updateIfWritten(k.DB, func(tx *bolt.Tx) (changed bool, err error) {
+		kps, changed, err = k.S.RefillChanged(ctx, tx, target)
+		return changed, err
 	})
 	return kps, err
 }
@@ -100,9 +100,10 @@ func (k KeyPackages) Refill(ctx context.Context, target int) ([][]byte, error) {
 // out. It returns how many were newly found handed out.
 func (k KeyPackages) Published(ctx context.Context, kps [][]byte, held [][]byte) (int, error) {
 	var n int
-	err := k.DB.Update(func(tx *bolt.Tx) (err error) {
+	err := updateIfWritten(k.DB, func(tx *bolt.Tx) (wrote bool, err error) {
 		n, err = k.S.Published(tx, kps, held)
-		return err
+		// It writes the entries of kps, and those it finds handed out.
+		return len(kps) > 0 || n > 0, err
 	})
 	return n, err
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/torpor-dev/torpor/session"
 	"github.com/torpor-dev/torpor/store"
 	"github.com/torpor-dev/torpor/transport/a2a"
+	"github.com/torpor-dev/torpor/transport/link/wire"
 )
 
 var t0 = time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
@@ -234,5 +235,74 @@ func TestKeyPackages(t *testing.T) {
 	}
 	if kps, err = kp.Refill(context.Background(), 5); err != nil || len(kps) != 0 {
 		t.Fatalf("Refill after Published = %d, %v; want none", len(kps), err)
+	}
+}
+
+// TestPublishedNothingCommitsNothing: Published with no KeyPackages and
+// none found handed out (every state frame of an empty wake) commits no
+// transaction, which would cost two fsyncs.
+func TestPublishedNothingCommitsNothing(t *testing.T) {
+	clk := clocktest.New(t0)
+	d := newDevice(t, runtimetest.Key(t, 2), clk)
+	kp := sessions.KeyPackages{S: d.s, DB: d.db}
+	kps, err := kp.Refill(context.Background(), 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kp.Published(context.Background(), kps, nil); err != nil {
+		t.Fatal(err)
+	}
+	digests := make([][]byte, len(kps))
+	for i, b := range kps {
+		digests[i] = wire.KeyPackageDigest(b)
+	}
+	id := func() (n int) {
+		d.db.View(func(tx *bolt.Tx) error { n = tx.ID(); return nil })
+		return n
+	}
+	before := id()
+	if n, err := kp.Published(context.Background(), nil, digests); err != nil || n != 0 {
+		t.Fatalf("Published(none, all held) = %d, %v", n, err)
+	}
+	if after := id(); after != before {
+		t.Errorf("Published with nothing to record committed %d transactions", after-before)
+	}
+	// One handed out: that is recorded.
+	if n, err := kp.Published(context.Background(), nil, digests[1:]); err != nil || n != 1 {
+		t.Fatalf("Published(none, one taken) = %d, %v", n, err)
+	}
+	if after := id(); after != before+1 {
+		t.Errorf("Published that found one handed out committed %d transactions, want 1", after-before)
+	}
+}
+
+// TestRefillFullPoolCommitsNothing: a refill that finds the pool full
+// (every wake but the few after KeyPackages were handed out) commits no
+// transaction; one that makes KeyPackages commits them.
+func TestRefillFullPoolCommitsNothing(t *testing.T) {
+	clk := clocktest.New(t0)
+	d := newDevice(t, runtimetest.Key(t, 2), clk)
+	kp := sessions.KeyPackages{S: d.s, DB: d.db}
+	id := func() (n int) {
+		d.db.View(func(tx *bolt.Tx) error { n = tx.ID(); return nil })
+		return n
+	}
+	first, err := kp.Refill(context.Background(), 3)
+	if err != nil || len(first) != 3 {
+		t.Fatalf("Refill(3) = %d, %v", len(first), err)
+	}
+	before := id()
+	again, err := kp.Refill(context.Background(), 3)
+	if err != nil || len(again) != 3 {
+		t.Fatalf("Refill(3) of a full pool = %d, %v; want the 3 unpublished", len(again), err)
+	}
+	if after := id(); after != before {
+		t.Errorf("Refill of a full pool committed %d transactions", after-before)
+	}
+	if more, err := kp.Refill(context.Background(), 4); err != nil || len(more) != 4 || id() != before+1 {
+		t.Errorf("Refill(4) = %d, %v, %d commits; want 4 and one commit", len(more), err, id()-before)
+	}
+	if again, _ := kp.Refill(context.Background(), 4); len(again) != 4 {
+		t.Errorf("the KeyPackage made by Refill(4) was not kept: %d", len(again))
 	}
 }

@@ -59,6 +59,7 @@ type proc struct {
 	mu    sync.Mutex
 	lines []string
 	added chan struct{} // closed and replaced at every line
+	seen  int           // lines waitN looked at
 }
 
 func start(t testing.TB, bin string, args ...string) *proc {

@@ -105,7 +105,8 @@ func (w *world) agentConfig(dir string, mode wake.Mode) runtime.Config {
 func newWorld(t *testing.T, b mqtttest.Broker, mode wake.Mode) *world {
 	w := &world{t: t, broker: b, key: mustKey(t), opKey: mustKey(t), sender: mustKey(t),
 		sink: newSink(), wakes: make(chan runtime.WakeReport, 16), phases: make(chan runtime.Phase, 1024)}
-	w.window = wake.Window{Minute: wake.WakeMinute(w.key.DID().String()), Length: 5 * time.Minute}
+	w.window = wake.SpreadWindowFor(w.key.DID().String())
+	w.window.Length = 5 * time.Minute
 	// Half an hour after the window opens: outside it, so the agent boots
 	// asleep.
 	winStart, _ := w.window.Next(agentHour)

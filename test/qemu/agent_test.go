@@ -73,10 +73,10 @@ func agentConfig(t testing.TB, key *did.PrivateKey, relayURL string, b agentBoot
 
 // windowOffset is the window offset that makes the hourly window of the
 // agent id open at start's position in the hour: the window opens at the
-// DID's wake minute plus the offset (wake.Window).
+// DID's wake minute and second plus the offset (wake.Window).
 func windowOffset(id did.DID, start time.Time) time.Duration {
 	into := start.Sub(start.Truncate(time.Hour))
-	return into - time.Duration(wake.WakeMinute(id.String()))*time.Minute
+	return into - wake.SpreadWindowFor(id.String()).Shift() - time.Duration(wake.WakeMinute(id.String()))*time.Minute
 }
 
 // boot starts the machine: the agent with its key and configuration, the

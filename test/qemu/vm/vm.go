@@ -447,7 +447,15 @@ func CrossBinary(t testing.TB, pkg, goarch, goarm string) []byte {
 		return b
 	}
 	out := filepath.Join(t.TempDir(), "bin")
-	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", out, pkg)
+	var tags []byte
+	if strings.HasSuffix(pkg, "/cmd/torpor-agent") {
+		// The agent's build tags, as scripts/cross.sh builds it.
+		var err error
+		if tags, err = os.ReadFile(filepath.Join(ModuleRoot(t), "scripts", "agent-tags")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := exec.Command("go", "build", "-tags", strings.TrimSpace(string(tags)), "-trimpath", "-ldflags=-s -w", "-o", out, pkg)
 	cmd.Dir = ModuleRoot(t)
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+goarch, "GOARM="+goarm)
 	var stderr bytes.Buffer

@@ -1,0 +1,246 @@
+//go:build integration
+
+package link
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/torpor-dev/torpor/did"
+)
+
+// emptyWakeScale is the default time scale of BenchmarkEmptyWake
+// (TORPOR_EMPTYWAKE_SCALE sets another): an hour passes in 6 s, a
+// 5-minute window in 0.5 s. The relay runs at the same scale. Each
+// process's scaled clock starts when the process makes it, so the two
+// are apart by the time between those moments times the scale, which
+// must stay within the bearer tokens' 60 s skew: the two processes are
+// started together (the agent retries its link until the relay listens).
+const emptyWakeScale = 600
+
+// BenchmarkEmptyWake runs the real torpor-agent (hourly_wake, on a scaled
+// clock) against a real torpor-relay, nothing queued, for b.N empty wakes
+// after its boot wake: link, pulse, card, state frame, an empty drain, the
+// live phase to the window's end, the next wake announced, the close, and
+// sleep again. It reads the agent process's CPU time (user and system) from
+// /proc and reports, per wake:
+//
+//   - cpu-ms/wake: the whole cycle, from the first measured wake's start to
+//     the last one's end, divided by b.N (/proc/PID/stat, 10 ms ticks);
+//   - wake-cpu-ms/wake: the CPU between each wake's "waking" and "wake" log
+//     lines (nanoseconds from /proc/PID/task/*/schedstat), which leaves
+//     out the sleep: on the scaled clock the sleep re-arms its timer every
+//     scaled minute, and Go's sysmon thread polls, which a board in
+//     suspend does not pay;
+//   - awake-ms/wake and the phases' ms/wake: wall time, in real time,
+//     without the idle live phase.
+//
+// TORPOR_EMPTYWAKE_AGENT names a prebuilt agent binary and
+// TORPOR_EMPTYWAKE_EXEC a command that runs it (such as "qemu-arm -cpu
+// arm1176" for the armv6 binary under qemu-user); TORPOR_EMPTYWAKE_PERF a
+// file for perf(1) samples of the measured wakes.
+func BenchmarkEmptyWake(b *testing.B) {
+	scale := emptyWakeScale
+	if v := os.Getenv("TORPOR_EMPTYWAKE_SCALE"); v != "" {
+		scale, _ = strconv.Atoi(v)
+	}
+	dir := b.TempDir()
+	addr := freeAddr(b)
+	key := testKey(b, 7)
+	keyFile := filepath.Join(dir, "agent.key")
+	if err := did.SaveKey(keyFile, key, true); err != nil {
+		b.Fatal(err)
+	}
+	relayBin, agentBin := binary(b, "torpor-relay"), binary(b, "torpor-agent")
+	if v := os.Getenv("TORPOR_EMPTYWAKE_AGENT"); v != "" {
+		agentBin = v
+	}
+	argv := append(strings.Fields(os.Getenv("TORPOR_EMPTYWAKE_EXEC")), agentBin, "--key", keyFile, "--data-dir", filepath.Join(dir, "agent"),
+		"--relay", "http://"+addr, "--mode", "hourly_wake", "--name", "bench", "--purposes", "comms:*",
+		"--handler", "*=exec:/bin/true", "--time-scale", strconv.Itoa(scale))
+	start(b, relayBin, "--listen", addr, "--mqtt-listen", "127.0.0.1:0",
+		"--data-dir", filepath.Join(dir, "relay"), "--public-url", "http://"+addr, "--log-level", "info",
+		"--time-scale", strconv.Itoa(scale))
+	agent := start(b, argv[0], argv[1:]...)
+	pid := agent.cmd.Process.Pid
+	agent.waitN(b, 1, "msg=wake ", "reason=boot") // the boot wake: opens the store, makes KeyPackages
+	stopPerf := perfRecord(b, pid)
+	b.ResetTimer()
+	m := measureWakes(b, agent, pid, b.N)
+	b.StopTimer()
+	stopPerf()
+	n := float64(b.N)
+	b.ReportMetric(float64(m.cycle.user)/n, "user-ms/wake")
+	b.ReportMetric(float64(m.cycle.sys)/n, "sys-ms/wake")
+	b.ReportMetric(float64(m.cycle.user+m.cycle.sys)/n, "cpu-ms/wake")
+	b.ReportMetric(ms(m.inWake)/n, "wake-cpu-ms/wake")
+	b.ReportMetric(ms(m.awake)/n/float64(scale), "awake-ms/wake")
+	for name, d := range m.phases {
+		b.ReportMetric(ms(d)/n/float64(scale), name+"-ms/wake")
+	}
+}
+
+// wakes is what measureWakes measured over its wakes.
+type wakes struct {
+	cycle  cpuTime                  // CPU of the whole cycle (/proc/PID/stat)
+	inWake time.Duration            // CPU between each wake's two log lines
+	awake  time.Duration            // scaled wall time awake, without the live phase
+	phases map[string]time.Duration // scaled
+}
+
+// measureWakes follows the agent's log for n timer wakes, reading its CPU
+// time as each wake's "waking" and "wake" lines arrive.
+func measureWakes(tb testing.TB, agent *proc, pid, n int) wakes {
+	tb.Helper()
+	m := wakes{phases: map[string]time.Duration{}}
+	var cpu0 cpuTime
+	var began time.Duration
+	for done := 0; done < n; {
+		l := agent.waitN(tb, 1, "msg=wak")[0]
+		now := taskCPU(tb, pid)
+		switch {
+		case strings.Contains(l, "msg=waking ") && strings.Contains(l, "reason=timer"):
+			if done == 0 && began == 0 {
+				cpu0 = procCPU(tb, pid)
+			}
+			began = now
+		case strings.Contains(l, "msg=wake ") && began != 0:
+			if strings.Contains(l, "linkError") || !strings.Contains(l, "drain=") {
+				tb.Fatalf("a wake did not link: %s", l)
+			}
+			m.inWake += now - began
+			live := logDuration(tb, l, "phase.live")
+			m.awake += logDuration(tb, l, "awake") - live
+			for _, name := range []string{"link", "pulse", "card", "publish", "drain", "announce", "close"} {
+				m.phases[name] += logDuration(tb, l, "phase."+name)
+			}
+			done++
+		}
+	}
+	cpu1 := procCPU(tb, pid)
+	m.cycle = cpuTime{user: cpu1.user - cpu0.user, sys: cpu1.sys - cpu0.sys}
+	return m
+}
+
+// taskCPU sums the time on CPU of pid's threads (the first field of
+// /proc/PID/task/TID/schedstat, in nanoseconds).
+func taskCPU(tb testing.TB, pid int) time.Duration {
+	tb.Helper()
+	tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/schedstat", pid))
+	if err != nil || len(tasks) == 0 {
+		tb.Fatalf("no threads of %d: %v", pid, err)
+	}
+	var sum time.Duration
+	for _, f := range tasks {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue // a thread that exited
+		}
+		ns, err := strconv.ParseInt(strings.Fields(string(b))[0], 10, 64)
+		if err != nil {
+			tb.Fatalf("%s: %q", f, b)
+		}
+		sum += time.Duration(ns)
+	}
+	return sum
+}
+
+// perfRecord samples pid's stacks with perf(1) into the file
+// TORPOR_EMPTYWAKE_PERF names, when it is set, until the returned function
+// is called (`perf report -i FILE --no-children --sort sym` reads it).
+func perfRecord(tb testing.TB, pid int) func() {
+	out := os.Getenv("TORPOR_EMPTYWAKE_PERF")
+	if out == "" {
+		return func() {}
+	}
+	cmd := exec.Command("perf", "record", "-F", "4999", "-g", "-p", strconv.Itoa(pid), "-o", out)
+	if err := cmd.Start(); err != nil {
+		tb.Fatalf("perf: %v", err)
+	}
+	return func() {
+		cmd.Process.Signal(os.Interrupt)
+		cmd.Wait()
+	}
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// freeAddr returns a loopback address with a port free a moment ago.
+func freeAddr(tb testing.TB) string {
+	tb.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// waitN waits for n more lines with every one of subs (after those seen by
+// earlier calls) and returns them; each line may take up to 30 s.
+func (p *proc) waitN(tb testing.TB, n int, subs ...string) []string {
+	tb.Helper()
+	var out []string
+	for len(out) < n {
+		p.mu.Lock()
+		lines, added := p.lines, p.added
+		p.mu.Unlock()
+		for ; p.seen < len(lines) && len(out) < n; p.seen++ {
+			if hasAll(lines[p.seen], subs) {
+				out = append(out, lines[p.seen])
+			}
+		}
+		if len(out) == n {
+			break
+		}
+		select {
+		case <-added:
+		case <-time.After(30 * time.Second):
+			tb.Fatalf("%d of %d log lines with %q in 30 s", len(out), n, subs)
+		}
+	}
+	return out
+}
+
+// logDuration reads the duration attribute name=… of a text log line.
+func logDuration(tb testing.TB, line, name string) time.Duration {
+	tb.Helper()
+	m := regexp.MustCompile(`(?:^| )` + regexp.QuoteMeta(name) + `=(\S+)`).FindStringSubmatch(line)
+	if m == nil {
+		return 0
+	}
+	d, err := time.ParseDuration(m[1])
+	if err != nil {
+		tb.Fatalf("%s=%s: %v", name, m[1], err)
+	}
+	return d
+}
+
+// cpuTime is a process's CPU time in milliseconds.
+type cpuTime struct{ user, sys int64 }
+
+// procCPU reads utime and stime of pid, all its threads, from
+// /proc/PID/stat (proc(5), fields 14 and 15, in clock ticks of 10 ms).
+func procCPU(tb testing.TB, pid int) cpuTime {
+	tb.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	// Fields after the command name, which is in parentheses and may hold spaces.
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
+	ut, err1 := strconv.ParseInt(f[11], 10, 64)
+	st, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		tb.Fatalf("/proc/%d/stat: %q", pid, b)
+	}
+	return cpuTime{user: ut * 10, sys: st * 10}
+}
