@@ -21,7 +21,7 @@ type refusal struct {
 }
 
 // hostageRefusals are bodies the device would never acknowledge or never
-// take (issue 16, "The queue cannot be held hostage"): each is refused at
+// take (the queue cannot be held hostage): each is refused at
 // once with the JSON-RPC error the device gives, and an id that is not a
 // string, a number within range or null is never echoed.
 func hostageRefusals() []refusal {
@@ -124,7 +124,7 @@ func TestRelayQueueNotHostage(t *testing.T) {
 
 // TestUnknownAgentsAnswerAlike: without a token, a relay answers for an
 // agent it serves, asleep or awake, exactly as for one it never heard of
-// (issue 16: /a/{did} enumerated devices before authentication).
+// (/a/{did} once told unknown agents apart before authentication).
 func TestUnknownAgentsAnswerAlike(t *testing.T) {
 	s := newSleeper(t, 1)
 	awake := key(t, 4)

@@ -163,7 +163,7 @@ func TestAuthentication(t *testing.T) {
 		t.Errorf("WWW-Authenticate = %q", wa)
 	}
 	// Before authentication every agent answers alike, so that nobody
-	// learns which agents the relay serves (issue 16).
+	// learns which agents the relay serves.
 	for _, agent := range []did.DID{awake.DID(), didtest.Key(t, 9).DID()} {
 		if r2 := h.post(t, agent, nil, "1.0", sendV1); r2.status != r.status || string(r2.body) != string(r.body) || r2.header.Get("WWW-Authenticate") != r.header.Get("WWW-Authenticate") {
 			t.Errorf("%s, no token: %d %s, want the sleeper's answer", agent, r2.status, r2.body)
