@@ -62,6 +62,9 @@ func TestAsleepAnswerShapes(t *testing.T) {
 	if want := `{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}`; r.status != 200 || string(r.body) != want {
 		t.Errorf("opaque body: %d %s, want 200 %s", r.status, r.body, want)
 	}
+	if m := string(h.get(t, "/metrics").body); !strings.Contains(m, `torpor_relay_enqueues_total{outcome="invalid"} 1`) {
+		t.Error("/metrics does not count the invalid body")
+	}
 	recs := h.queued(t, dev.DID())
 	if len(recs) != 3 {
 		t.Fatalf("%d records queued, want 3", len(recs))
