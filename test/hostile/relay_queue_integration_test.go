@@ -203,3 +203,25 @@ func TestRelayQueuePeerBytes(t *testing.T) {
 		t.Errorf("%d records queued, want %d", len(now), len(s.before)+3)
 	}
 }
+
+// TestRelayQueueReserveNotSmuggled: with the queue full of accepted
+// messages, a body with "method" twice whose parts hold a Welcome is
+// refused (it is no handshake to the device), so it cannot take the
+// handshake reserve; a real Welcome still can.
+func TestRelayQueueReserveNotSmuggled(t *testing.T) {
+	s := newSleeper(t, 2, "--max-messages", "2", "--handshake-reserve-messages", "1")
+	mallory, bob := freshKey(t), key(t, 3)
+	if a := s.send(t, bob, message(`"full"`, wirePart("x"))); a.Status != http.StatusInsufficientStorage {
+		t.Fatalf("a message to the full queue: %s, want 507", a)
+	}
+	smuggled := strings.Replace(message(`"w"`, welcomePart()), `"method":"SendMessage"`, `"method":"GetTask","method":"SendMessage"`, 1)
+	if a := s.send(t, mallory, smuggled); a.Status != http.StatusOK || !bytes.Contains(a.Body, []byte(`duplicate member \"method\"`)) {
+		t.Errorf("smuggled Welcome: %s, want 200 -32600 duplicate member", a)
+	}
+	if a := s.send(t, bob, message(`"welcome"`, welcomePart())); a.Status != http.StatusServiceUnavailable || a.json()["queued"] != true {
+		t.Errorf("a real Welcome: %s, want 503 queued in the reserve", a)
+	}
+	if now := s.kept(t); len(now) != len(s.before)+1 {
+		t.Errorf("%d records queued, want %d", len(now), len(s.before)+1)
+	}
+}
