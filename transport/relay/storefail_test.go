@@ -3,6 +3,7 @@ package relay
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -25,7 +26,10 @@ func TestStoreFailureAnswers503NotQueued(t *testing.T) {
 	h := newHarness(t, func(c *Config) { c.Queue = failingQueue{c.Queue} })
 	dev, alice := didtest.Key(t, 1), didtest.Key(t, 2)
 	h.publishOffline(t, dev, "sleep", deviceOpts{})
-	for _, body := range []string{sendV1, "opaque"} {
+	// A body the device would never take is refused before the store
+	// (200, a JSON-RPC error: TestRefusesWhatTheAgentNeverTakes); these
+	// reach it.
+	for _, body := range []string{sendV1, strings.Replace(sendV1, `"m1"`, `"m2"`, 1)} {
 		r := h.post(t, dev.DID(), alice, "1.0", body)
 		want := `{"error":"store_unavailable","message":"the relay could not read or write its store; nothing was queued or changed, try again later","queued":false,"retryAfterSec":5}`
 		if r.status != 503 || string(r.body) != want || r.header.Get("Retry-After") != "5" {
