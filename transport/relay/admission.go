@@ -24,8 +24,10 @@ import (
 type Probation struct {
 	// Bounds are its queue's ceiling (each member lowers the relay's).
 	Bounds queue.Bounds
-	// KeyPackages is the most its KeyPackage pool may hold.
-	KeyPackages int
+	// KeyPackages is the most its KeyPackage pool may hold, and
+	// KeyPackageSize the largest one (a device's own are a few hundred
+	// bytes; the relay otherwise takes up to 64 KiB each).
+	KeyPackages, KeyPackageSize int
 	// StateBytes is the most its card, pulse and retirement statement may
 	// take together.
 	StateBytes int
@@ -33,12 +35,13 @@ type Probation struct {
 
 // DefaultProbation is the probation of Config's zero value: 20 messages
 // (5 per sender) of at most 64 KiB, 256 KiB in all, a handshake reserve
-// of 4 messages and 64 KiB; 8 KeyPackages; 32 KiB of card and pulse.
+// of 4 messages and 64 KiB; 32 KeyPackages (a device pools 20 by
+// default) of at most 4 KiB; 32 KiB of card and pulse.
 func DefaultProbation() Probation {
 	b := queue.DefaultBounds()
 	b.MaxMessages, b.MaxPerPeer, b.MaxBytes, b.MaxMessageSize = 20, 5, 256<<10, 64<<10
 	b.HandshakeMessages, b.HandshakeBytes = 4, 64<<10
-	return Probation{Bounds: b, KeyPackages: 8, StateBytes: 32 << 10}
+	return Probation{Bounds: b, KeyPackages: 32, KeyPackageSize: 4 << 10, StateBytes: 32 << 10}
 }
 
 // Validate refuses a probation with a non-positive member.
@@ -46,8 +49,8 @@ func (p Probation) Validate() error {
 	if err := p.Bounds.Validate(); err != nil {
 		return fmt.Errorf("probation: %w", err)
 	}
-	if p.KeyPackages < 1 || p.StateBytes < 1 {
-		return errors.New("probation: KeyPackages and StateBytes must be positive")
+	if p.KeyPackages < 1 || p.KeyPackageSize < 1 || p.StateBytes < 1 {
+		return errors.New("probation: KeyPackages, KeyPackageSize and StateBytes must be positive")
 	}
 	return nil
 }
@@ -103,13 +106,14 @@ type admission struct {
 }
 
 // admitted reports whether agent is off probation: on an allow list, with
-// bounds of its own (Config.AgentBounds), or admitted by an operator. A
+// bounds of its own (Config.AgentBounds), on a relay that admits all
+// (Config.AdmitAll), or admitted by an operator. A
 // store that fails counts as not admitted (probation is the safe side).
 func (s *Relay) admitted(ctx context.Context, agent string) bool {
 	if s.allow != nil {
 		return s.allow[agent]
 	}
-	if _, ok := s.cfg.AgentBounds[agent]; ok {
+	if _, ok := s.cfg.AgentBounds[agent]; ok || s.cfg.AdmitAll {
 		return true
 	}
 	s.adm.mu.Lock()
@@ -167,6 +171,11 @@ func (s *Relay) checkAdmission(ctx context.Context, agent did.DID, known bool, s
 		p := s.cfg.Probation
 		if n := len(st.Card) + len(st.Pulse) + len(st.Retirement); n > p.StateBytes {
 			return fmt.Errorf("on probation: a card and pulse of %d bytes exceed %d until an operator admits this device (torporctl device admit)", n, p.StateBytes)
+		}
+		for i, kp := range append(slices.Clip(st.KeyPackages), st.LastResort) {
+			if len(kp) > p.KeyPackageSize {
+				return fmt.Errorf("on probation: KeyPackage %d of %d bytes exceeds %d until an operator admits this device (torporctl device admit)", i, len(kp), p.KeyPackageSize)
+			}
 		}
 		held := 0
 		if !st.ReplaceKeyPackages && len(st.KeyPackages) > 0 {

@@ -95,6 +95,11 @@ func TestProbationRefusesLargeState(t *testing.T) {
 		t.Fatalf("a third KeyPackage on probation: %v, want refused as on probation", err)
 	}
 	h.checkPool(t, dev.DID(), [][]byte{kp(1), kp(2)})
+	big := append([]byte{0, 1, 0, 5}, make([]byte, 5000)...)
+	_, err = c.Publish(context.Background(), h.state(t, dev, c.Hello(), "always_on", deviceOpts{kps: [][]byte{}, lastRes: big}))
+	if err == nil || !strings.Contains(err.Error(), "on probation") || !strings.Contains(err.Error(), "4096") {
+		t.Fatalf("a 5004-byte KeyPackage on probation: %v, want refused naming the 4096-byte cap", err)
+	}
 	h.admit(t, dev)
 	c.Close()
 	<-h.relay.Link().Gone(dev.DID().String())

@@ -92,6 +92,9 @@ type Config struct {
 	// Probation is what a device not yet admitted may store (without
 	// AllowAgents); zero means DefaultProbation().
 	Probation Probation
+	// AdmitAll admits every device: no probation. For a relay whose
+	// devices are vetted otherwise (the conformance runner, test worlds).
+	AdmitAll bool
 	// Operators may admit devices (POST /operator/agents/{did}/admit).
 	Operators []did.DID
 	// MaxAgents caps the agents with a state: a new device beyond it is
