@@ -478,9 +478,40 @@ func TestModeChangeAndLiveRequests(t *testing.T) {
 	w.shutdown()
 }
 
+// TestLiveInvalidRequest: a body the agent does not read as a JSON-RPC
+// request (a member twice, an id out of range, not JSON) is answered live
+// with a2a.ParseRequest's error and id null, as its relay answers it when
+// the agent sleeps; the relay here stores and forwards such bodies
+// (StoreOpaque) so that they reach the agent. Before, the agent answered
+// "Method not found" and echoed the id raw.
+func TestLiveInvalidRequest(t *testing.T) {
+	w := newWorldWith(t, wake.HourlyWake, relay.Config{StoreOpaque: true})
+	w.run()
+	w.nextWake() // boot
+	if err := w.agent.SetMode(wake.AlwaysOn, time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	w.waitPhase(runtime.PhasePublish)
+	alice := runtimetest.Key(t, 1)
+	for body, want := range map[string]string{
+		`{"jsonrpc":"2.0","id":1e400,"method":"SendMessage","params":{}}`:                  `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request: id must be a string, a number within range or null"}}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tasks/get","method":"SendMessage","params":{}}`: `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request: duplicate member \"method\""}}`,
+		`one`: `{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}`,
+	} {
+		if status, got := w.sendRaw(alice, []byte(body)); status != http.StatusOK || string(got) != want {
+			t.Errorf("%s: %d %s, want 200 %s", body, status, got, want)
+		}
+	}
+	w.shutdown()
+}
+
 func (w *world) sendLive(sender *did.PrivateKey, obj []byte) (int, []byte) {
 	w.t.Helper()
-	body := runtimetest.Body(w.t, runtimetest.DataPart(w.t, obj))
+	return w.sendRaw(sender, runtimetest.Body(w.t, runtimetest.DataPart(w.t, obj)))
+}
+
+func (w *world) sendRaw(sender *did.PrivateKey, body []byte) (int, []byte) {
+	w.t.Helper()
 	req, _ := http.NewRequest("POST", w.srv.URL+"/a/"+w.key.DID().String()+"/a2a/jsonrpc", bytes.NewReader(body))
 	tok, _ := bearer.Issue(sender, "http://"+w.srv.Listener.Addr().String(), w.clock.Now(), 0)
 	req.Header.Set("Authorization", "Bearer "+tok)

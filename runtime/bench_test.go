@@ -89,7 +89,7 @@ type benchWorld struct {
 func (bw *benchWorld) fill(b *testing.B, n int, to did.DID, alice *did.PrivateKey, seal func([]byte) a2a.Part) {
 	b.Helper()
 	bounds := queue.DefaultBounds()
-	bounds.MaxMessages, bounds.MaxPerPeer, bounds.MaxBytes = n+16, n+16, 64<<20
+	bounds.MaxMessages, bounds.MaxPerPeer, bounds.MaxBytes, bounds.MaxPeerBytes = n+16, n+16, 64<<20, 0
 	payload := map[string]any{"text": string(bytes.Repeat([]byte("x"), 4<<10))}
 	for range n {
 		obj := runtimetest.Object(b, alice, "comms:message", time.Now().Add(-time.Minute), time.Hour, payload)

@@ -40,6 +40,10 @@ func (w *world) served() (a2a.Liveness, []byte) {
 	if err != nil || !ok {
 		w.t.Fatalf("served card's liveness extension: %v, %v", ok, err)
 	}
+	// The policy its relay refuses plaintext by (transport/relay).
+	if p, ok, err := c.Policy(); err != nil || !ok || p.Plaintext != w.cfg.AllowPlaintext {
+		w.t.Errorf("served card's policy: %+v %v %v, want plaintext %v", p, ok, err, w.cfg.AllowPlaintext)
+	}
 	return lv, doc
 }
 

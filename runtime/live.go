@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"errors"
 	"net/http"
 
 	"github.com/torpor-dev/torpor/runtime/drain"
@@ -20,7 +21,15 @@ import (
 // unique.
 func (a *Agent) live(ctx context.Context, req wire.Request) wire.Response {
 	id := json.RawMessage("null")
-	if r, err := a2a.ParseRequest(req.Body); err == nil && r.ID != nil {
+	r, err := a2a.ParseRequest(req.Body)
+	var bad *a2a.RPCError
+	if errors.As(err, &bad) {
+		// Not a request this agent reads: its relay gives the same answer
+		// when the agent is asleep (transport/relay), id null (JSON-RPC
+		// 2.0 Section 5).
+		return rpcResponse(http.StatusOK, a2a.NewError(id, bad))
+	}
+	if err == nil && r.ID != nil {
 		id = r.ID
 	}
 	p := a.Pipeline()

@@ -585,6 +585,7 @@ func (a *Agent) card(an announcement, ceiling wire.Bounds) ([]byte, error) {
 		BaseURL:     strings.TrimRight(a.cfg.RelayURL, "/") + "/a/" + a.cfg.Key.DID().String(),
 		OfflineMode: string(an.mode),
 		Bounds:      &bounds,
+		Policy:      &a2a.Policy{Plaintext: a.cfg.AllowPlaintext},
 		Liveness:    an.liveness(),
 	})
 	if err != nil {

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/torpor-dev/torpor/did"
-	"github.com/torpor-dev/torpor/transport/broker"
 	"github.com/torpor-dev/torpor/transport/relay"
 )
 
@@ -47,26 +45,4 @@ func (a *admissionArgs) validate() error {
 		return errors.New("--max-agents, --max-state-bytes, --max-queue-bytes and --forget-after may not be negative")
 	}
 	return nil
-}
-
-// operatorDIDs returns the operator DIDs of --operator and --operators-file:
-// they command devices over the embedded broker and admit devices
-// (POST /operator/agents/{did}/admit).
-func (m *mqttArgs) operatorDIDs() ([]did.DID, error) {
-	var out []did.DID
-	for _, s := range m.operators {
-		d, err := did.Parse(s)
-		if err != nil {
-			return nil, fmt.Errorf("--operator: %w", err)
-		}
-		out = append(out, d)
-	}
-	if m.operatorsFile != "" {
-		ds, err := broker.ReadDIDs(m.operatorsFile)
-		if err != nil {
-			return nil, fmt.Errorf("--operators-file: %w", err)
-		}
-		out = append(out, ds...)
-	}
-	return out, nil
 }

@@ -75,6 +75,7 @@ func parseArgs(argv []string, stderr io.Writer) (*args, error) {
 	fs.IntVar(&a.bounds.MaxMessages, "max-messages", a.bounds.MaxMessages, "The most queued messages per agent. Devices may ask for fewer.")
 	fs.IntVar(&a.bounds.MaxPerPeer, "max-per-peer", a.bounds.MaxPerPeer, "The most queued messages per agent from one sender DID.")
 	fs.Int64Var(&a.bounds.MaxBytes, "max-bytes", a.bounds.MaxBytes, "The most queued body bytes per agent.")
+	fs.Int64Var(&a.bounds.MaxPeerBytes, "max-bytes-per-peer", a.bounds.MaxPeerBytes, "The most queued body bytes per agent from one sender DID (0: only --max-bytes), so that one sender cannot fill an agent's queue with a few large bodies.")
 	fs.Int64Var(&a.bounds.MaxMessageSize, "max-message-size", a.bounds.MaxMessageSize, "The largest request body in bytes; larger ones are refused while they are read.")
 	fs.DurationVar(&a.bounds.TTL, "ttl", a.bounds.TTL, "How long a queued message is kept before it is purged undelivered.")
 	fs.IntVar(&a.bounds.HandshakeMessages, "handshake-reserve-messages", a.bounds.HandshakeMessages, "Extra queue slots per agent that only MLS Welcome and Commit messages may use, so a full queue never costs a sleeping device its group membership.")

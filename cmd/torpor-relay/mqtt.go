@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/transport/broker"
 )
 
@@ -21,7 +22,7 @@ func (m *mqttArgs) register(fs *flag.FlagSet) {
 	fs.StringVar(&m.listen, "mqtt-listen", "127.0.0.1:1883", "The address of the embedded MQTT 5 broker. Every client authenticates with a DID Bearer token (docs/security.md).")
 	fs.StringVar(&m.external, "mqtt-broker", "", "The URL of an external MQTT 5 broker (mqtt://host:port). When set, no embedded broker starts and devices and operators are pointed at this one; see torporctl mqtt acl.")
 	fs.DurationVar(&m.maxExpiry, "mqtt-max-expiry", broker.DefaultMaxMessageExpiry, "How long the embedded broker keeps a message for an offline subscriber. Set it above the longest sleep of any device.")
-	fs.Func("operator", "An operator DID: the embedded broker lets it publish commands and read every device's statuses and replies, and the relay lets it admit devices (repeat the flag for more).", func(s string) error {
+	fs.Func("operator", "An operator DID: the embedded broker lets it publish commands and read every device's statuses and replies, and the relay lets it list and purge devices' queues (torporctl queue) and admit devices (torporctl device admit). Repeat the flag for more.", func(s string) error {
 		m.operators = append(m.operators, s)
 		return nil
 	})
@@ -31,6 +32,28 @@ func (m *mqttArgs) register(fs *flag.FlagSet) {
 		m.audiences = append(m.audiences, s)
 		return nil
 	})
+}
+
+// operatorDIDs returns the DIDs of --operator and --operators-file: the
+// embedded broker's operators, and those who may list and purge a
+// device's queue (transport/relay, Config.Operators).
+func (m *mqttArgs) operatorDIDs() ([]did.DID, error) {
+	var ops []did.DID
+	for _, s := range m.operators {
+		d, err := did.Parse(s)
+		if err != nil {
+			return nil, fmt.Errorf("--operator: %w", err)
+		}
+		ops = append(ops, d)
+	}
+	if m.operatorsFile != "" {
+		ds, err := broker.ReadDIDs(m.operatorsFile)
+		if err != nil {
+			return nil, fmt.Errorf("--operators-file: %w", err)
+		}
+		ops = append(ops, ds...)
+	}
+	return ops, nil
 }
 
 // brokerConfig returns the embedded broker's configuration.

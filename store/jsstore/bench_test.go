@@ -46,7 +46,7 @@ func benchEnqueue(b *testing.B, cfg jsstore.Config) {
 	defer c.Close()
 	q := c.Queue()
 	bounds := queue.DefaultBounds()
-	bounds.MaxMessages, bounds.MaxPerPeer, bounds.MaxBytes = 5000, 5000, 1<<30
+	bounds.MaxMessages, bounds.MaxPerPeer, bounds.MaxBytes, bounds.MaxPeerBytes = 5000, 5000, 1<<30, 0
 	var n atomic.Int64
 	body := make([]byte, 1024)
 	b.SetParallelism(8) // 8 × GOMAXPROCS (2 here) = 16 senders

@@ -39,7 +39,7 @@ type qstate struct {
 }
 
 // stats totals the entries live at now and those from peer.
-func (s *qstate) stats(now time.Time, peer string) (st queue.Stats, fromPeer int) {
+func (s *qstate) stats(now time.Time, peer string) (st queue.Stats, fromPeer queue.Peer) {
 	for _, e := range s.Live {
 		if e.expired(now) {
 			continue
@@ -51,7 +51,8 @@ func (s *qstate) stats(now time.Time, peer string) (st queue.Stats, fromPeer int
 			st.HandshakeBytes += e.Size
 		}
 		if peer != "" && e.From == peer {
-			fromPeer++
+			fromPeer.Messages++
+			fromPeer.Bytes += e.Size
 		}
 	}
 	return st, fromPeer

@@ -21,7 +21,7 @@ func Prepare(r Record, b Bounds, now time.Time) (Record, error) {
 // write transaction; a distributed Store calls Admit on the state it then
 // replaces by compare-and-swap, so the check and the write act on the
 // same state.
-func Admit(live Stats, fromPeer int, r Record, b Bounds) *FullError {
+func Admit(live Stats, fromPeer Peer, r Record, b Bounds) *FullError {
 	c := counters{n: uint64(live.Messages), bytes: uint64(live.Bytes)}
-	return check(c, uint64(fromPeer), r, b)
+	return check(c, peerCount{n: uint64(fromPeer.Messages), bytes: uint64(fromPeer.Bytes)}, r, b)
 }

@@ -102,7 +102,7 @@ func BenchmarkEnqueueDurable(b *testing.B) {
 			}
 			defer s.Close()
 			bounds := DefaultBounds()
-			bounds.MaxMessages, bounds.MaxPerPeer, bounds.MaxBytes = 1<<30, 1<<30, 1<<50
+			bounds.MaxMessages, bounds.MaxPerPeer, bounds.MaxBytes, bounds.MaxPeerBytes = 1<<30, 1<<30, 1<<50, 0
 			body := bytes.Repeat([]byte("x"), 1024)
 			var next atomic.Int64
 			var failed atomic.Value

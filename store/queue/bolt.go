@@ -244,7 +244,7 @@ func (s *Bolt) insert(tx *bolt.Tx, r Record, val []byte, b Bounds) (uint64, *Ful
 	agents := tx.Bucket(bucketAgents)
 	var (
 		c        counters
-		fromPeer uint64
+		fromPeer peerCount
 	)
 	if ab := agents.Bucket([]byte(r.Agent)); ab != nil {
 		var err error
@@ -252,7 +252,7 @@ func (s *Bolt) insert(tx *bolt.Tx, r Record, val []byte, b Bounds) (uint64, *Ful
 			return 0, nil, err
 		}
 		if p := ab.Bucket(bucketPeers); p != nil && r.From != "" {
-			fromPeer = getUint(p.Get([]byte(r.From)))
+			fromPeer = getPeer(p.Get([]byte(r.From)))
 		}
 	}
 	if fe := check(c, fromPeer, r, b); fe != nil {
@@ -277,7 +277,7 @@ func (s *Bolt) insert(tx *bolt.Tx, r Record, val []byte, b Bounds) (uint64, *Ful
 		func() error { return s.failpoint("enqueue:after-record", r) },
 		func() error { return tx.Bucket(bucketExpiry).Put(expiryKey(r.ExpiresAt, c.last, r.Agent), nil) },
 		func() error { return s.failpoint("enqueue:after-index", r) },
-		func() error { return addPeer(peers, r.From, +1) },
+		func() error { return addPeer(peers, r, +1) },
 		func() error { return s.failpoint("enqueue:after-peer", r) },
 		func() error { return ab.Put(keyCounters, c.marshal()) },
 		func() error { return s.failpoint("enqueue:after-counters", r) },
@@ -290,23 +290,34 @@ func (s *Bolt) insert(tx *bolt.Tx, r Record, val []byte, b Bounds) (uint64, *Ful
 	return c.last, nil, nil
 }
 
+// peerCount is what the peers bucket keeps of one sender: its live
+// records and their body bytes.
+type peerCount struct{ n, bytes uint64 }
+
 // check applies the bounds in the reference's order (messages, peer,
-// bytes) to the live counters. A KindHandshake record may also use the
-// reserved allowance.
-func check(c counters, fromPeer uint64, r Record, b Bounds) *FullError {
-	maxN, maxPeer, maxBytes := b.MaxMessages, b.MaxPerPeer, b.MaxBytes
+// bytes) to the live counters, then the peer's bytes (MaxPeerBytes, kind
+// peer), so that a queue full in bytes says so whoever sends. A
+// KindHandshake record may also use the reserved allowance.
+func check(c counters, fromPeer peerCount, r Record, b Bounds) *FullError {
+	maxN, maxPeer, maxBytes, maxPeerBytes := b.MaxMessages, b.MaxPerPeer, b.MaxBytes, b.MaxPeerBytes
 	if r.Kind == KindHandshake {
 		maxN = satAdd(maxN, b.HandshakeMessages)
 		maxPeer = satAdd(maxPeer, b.HandshakeMessages)
 		maxBytes = satAdd(maxBytes, b.HandshakeBytes)
+		if maxPeerBytes > 0 {
+			maxPeerBytes = satAdd(maxPeerBytes, b.HandshakeBytes)
+		}
 	}
+	size := uint64(len(r.Body))
 	switch {
 	case c.n >= uint64(maxN):
 		return &FullError{Kind: BoundMessages}
-	case r.From != "" && fromPeer >= uint64(maxPeer):
+	case r.From != "" && fromPeer.n >= uint64(maxPeer):
 		return &FullError{Kind: BoundPeer}
-	case c.bytes+uint64(len(r.Body)) > uint64(maxBytes):
+	case c.bytes+size > uint64(maxBytes):
 		return &FullError{Kind: BoundBytes}
+	case r.From != "" && maxPeerBytes > 0 && fromPeer.bytes+size > uint64(maxPeerBytes):
+		return &FullError{Kind: BoundPeer}
 	}
 	return nil
 }
@@ -326,17 +337,33 @@ func getUint(b []byte) uint64 {
 	return binary.BigEndian.Uint64(b)
 }
 
-// addPeer adds delta to the count of records from peer, deleting the key
-// at zero. An empty peer is not counted.
-func addPeer(peers *bolt.Bucket, peer string, delta int) error {
-	if peer == "" {
+// getPeer decodes a peers bucket value: the count of records, and their
+// body bytes. A value of 8 bytes, written before the bytes were kept,
+// holds the count only; its records' bytes count as zero until they go.
+func getPeer(b []byte) peerCount {
+	switch len(b) {
+	case 8:
+		return peerCount{n: getUint(b)}
+	case 16:
+		return peerCount{n: getUint(b[:8]), bytes: getUint(b[8:])}
+	}
+	return peerCount{}
+}
+
+// addPeer adds r (sign +1) to, or takes it (sign -1) from, the count and
+// bytes of its sender, deleting the key at zero records. An empty sender
+// is not counted.
+func addPeer(peers *bolt.Bucket, r Record, sign int) error {
+	if r.From == "" {
 		return nil
 	}
-	n := int64(getUint(peers.Get([]byte(peer)))) + int64(delta)
+	p := getPeer(peers.Get([]byte(r.From)))
+	n, size := int64(p.n)+int64(sign), int64(p.bytes)+int64(sign)*int64(len(r.Body))
 	if n <= 0 {
-		return peers.Delete([]byte(peer))
+		return peers.Delete([]byte(r.From))
 	}
-	return peers.Put([]byte(peer), binary.BigEndian.AppendUint64(nil, uint64(n)))
+	b := binary.BigEndian.AppendUint64(nil, uint64(n))
+	return peers.Put([]byte(r.From), binary.BigEndian.AppendUint64(b, uint64(max(size, 0))))
 }
 
 // remove deletes record seq of agent (bucket ab) with its index entry and
@@ -364,7 +391,7 @@ func (s *Bolt) remove(tx *bolt.Tx, ab *bolt.Bucket, agent string, seq uint64) (b
 		func() error { return recs.Delete(seqKey(seq)) },
 		func() error { return s.failpoint("remove:after-record", r) },
 		func() error { return tx.Bucket(bucketExpiry).Delete(expiryKey(r.ExpiresAt, seq, agent)) },
-		func() error { return addPeer(ab.Bucket(bucketPeers), r.From, -1) },
+		func() error { return addPeer(ab.Bucket(bucketPeers), r, -1) },
 		func() error { return ab.Put(keyCounters, c.marshal()) },
 	}
 	for _, step := range steps {

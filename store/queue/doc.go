@@ -36,8 +36,8 @@
 // group's epochs (RFC 9420, Section 12.4) and must be re-added. They count
 // against the ordinary limits like every record, but a handshake record is
 // also accepted beyond them, up to MaxMessages+HandshakeMessages records,
-// MaxPerPeer+HandshakeMessages records from its sender and
-// MaxBytes+HandshakeBytes bytes. Ordinary messages can therefore never eat
+// MaxPerPeer+HandshakeMessages records and MaxPeerBytes+HandshakeBytes
+// bytes from its sender, and MaxBytes+HandshakeBytes bytes. Ordinary messages can therefore never eat
 // the reserve. The reserve is itself bounded (default 16 records, 256 KiB),
 // so a flood of handshakes is refused like any other; the sender is told
 // (queued false) and nothing it was told is queued is ever dropped.

@@ -152,7 +152,7 @@ func TestStoreFullMidway(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := DefaultBounds()
-	b.MaxBytes, b.MaxMessages, b.MaxPerPeer = 1<<30, 1<<20, 1<<20
+	b.MaxBytes, b.MaxMessages, b.MaxPerPeer, b.MaxPeerBytes = 1<<30, 1<<20, 1<<20, 0
 	var ok int
 	for i := 0; i < 100; i++ {
 		_, err = s.Enqueue(bg, msg(alice, string(bytes.Repeat([]byte{byte(i)}, 32<<10))), b, t0)

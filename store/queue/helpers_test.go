@@ -115,7 +115,7 @@ func checkAgent(ab *bolt.Bucket, a string, index map[string]bool) error {
 		return err
 	}
 	want := counters{last: got.last}
-	peers := map[string]uint64{}
+	peers := map[string]peerCount{}
 	if recs := ab.Bucket(bucketRecords); recs != nil {
 		if err := recs.ForEach(func(k, v []byte) error {
 			seq := binary.BigEndian.Uint64(k)
@@ -128,7 +128,8 @@ func checkAgent(ab *bolt.Bucket, a string, index map[string]bool) error {
 			}
 			want.add(r, +1)
 			if r.From != "" {
-				peers[r.From]++
+				p := peers[r.From]
+				peers[r.From] = peerCount{n: p.n + 1, bytes: p.bytes + uint64(len(r.Body))}
 			}
 			ek := string(expiryKey(r.ExpiresAt, seq, a))
 			if !index[ek] {
@@ -143,9 +144,9 @@ func checkAgent(ab *bolt.Bucket, a string, index map[string]bool) error {
 	if got != want {
 		return fmt.Errorf("counters of %s = %+v, records say %+v", a, got, want)
 	}
-	stored := map[string]uint64{}
+	stored := map[string]peerCount{}
 	if pb := ab.Bucket(bucketPeers); pb != nil {
-		pb.ForEach(func(k, v []byte) error { stored[string(k)] = getUint(v); return nil })
+		pb.ForEach(func(k, v []byte) error { stored[string(k)] = getPeer(v); return nil })
 	}
 	if fmt.Sprint(stored) != fmt.Sprint(peers) {
 		return fmt.Errorf("peer counts of %s = %v, records say %v", a, stored, peers)

@@ -68,6 +68,12 @@ type Bounds struct {
 	MaxPerPeer int
 	// MaxBytes caps the sum of the live records' body lengths (raw bytes).
 	MaxBytes int64
+	// MaxPeerBytes caps the sum of the body lengths of the agent's live
+	// records from one sender DID, next to MaxPerPeer, so that one sender
+	// cannot take all of MaxBytes with a few large bodies (issue 16).
+	// Zero means no bound of its own. It is the relay's alone: neither
+	// published in the card nor asked for by the device.
+	MaxPeerBytes int64
 	// MaxMessageSize caps one body; larger bodies get ErrTooLarge.
 	MaxMessageSize int64
 	// TTL is the lifetime of each record.
@@ -82,13 +88,14 @@ type Bounds struct {
 }
 
 // DefaultBounds returns the profile's reference bounds (500 messages, 50
-// per peer, 2 MiB, 7 days), a 256 KiB maximum message size and a reserve
-// of 16 handshake records / 256 KiB.
+// per peer, 2 MiB, 7 days), a 256 KiB maximum message size, 512 KiB per
+// peer and a reserve of 16 handshake records / 256 KiB.
 func DefaultBounds() Bounds {
 	return Bounds{
 		MaxMessages:       500,
 		MaxPerPeer:        50,
 		MaxBytes:          2 << 20,
+		MaxPeerBytes:      512 << 10,
 		MaxMessageSize:    256 << 10,
 		TTL:               7 * 24 * time.Hour,
 		HandshakeMessages: 16,
@@ -110,10 +117,18 @@ func (b Bounds) Validate() error {
 		return fmt.Errorf("%w: MaxMessageSize %d", ErrInvalidBounds, b.MaxMessageSize)
 	case b.TTL <= 0:
 		return fmt.Errorf("%w: TTL %v", ErrInvalidBounds, b.TTL)
+	case b.MaxPeerBytes < 0:
+		return fmt.Errorf("%w: MaxPeerBytes %d", ErrInvalidBounds, b.MaxPeerBytes)
 	case b.HandshakeMessages < 0 || b.HandshakeBytes < 0:
 		return fmt.Errorf("%w: negative handshake reserve", ErrInvalidBounds)
 	}
 	return nil
+}
+
+// Peer counts an agent's live records from one sender.
+type Peer struct {
+	Messages int
+	Bytes    int64
 }
 
 // Stats describe an agent's live (unexpired) records.

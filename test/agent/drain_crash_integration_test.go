@@ -225,7 +225,7 @@ func (w *world) enqueueMany(n int) (map[uint64]string, []byte) {
 	}
 	defer q.Close()
 	b := queue.DefaultBounds()
-	b.MaxMessages, b.MaxPerPeer, b.MaxBytes = n+16, n+16, 64<<20
+	b.MaxMessages, b.MaxPerPeer, b.MaxBytes, b.MaxPeerBytes = n+16, n+16, 64<<20, 0
 	hs, err := pair.Handshake.Part()
 	if err != nil {
 		w.t.Fatal(err)

@@ -202,7 +202,7 @@ func (w *world) enqueue(from *did.PrivateKey, objs ...[]byte) {
 	}
 	defer q.Close()
 	b := queue.DefaultBounds()
-	b.MaxMessages, b.MaxPerPeer, b.MaxBytes = 1000, 1000, 64<<20 // the crash test queues 500 from Alice
+	b.MaxMessages, b.MaxPerPeer, b.MaxBytes, b.MaxPeerBytes = 1000, 1000, 64<<20, 0 // the crash test queues 500 from Alice
 	for _, o := range objs {
 		r := queue.Record{Agent: agentKey.DID().String(), From: from.DID().String(), Body: w.body(o)}
 		if _, err := q.Enqueue(context.Background(), r, b, issued); err != nil {

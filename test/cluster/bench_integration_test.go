@@ -22,7 +22,7 @@ import (
 const benchSenders = 64
 
 // benchBounds lifts the relays' bounds out of the way of a benchmark.
-var benchBounds = []string{"--max-messages", "5000", "--max-per-peer", "5000", "--max-bytes", "1073741824"}
+var benchBounds = []string{"--max-messages", "5000", "--max-per-peer", "5000", "--max-bytes", "1073741824", "--max-bytes-per-peer", "0"}
 
 // BenchmarkFleetEnqueue measures, side by side in one run on one 3-node
 // JetStream cluster (R3, file storage): the raw JetStream publish rate of

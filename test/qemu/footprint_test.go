@@ -499,7 +499,7 @@ func footprintConfig(in *footprintInput, r *hostRelay, data, key string, handler
 }
 
 // relayBounds give the relay's queue room for the records.
-var relayBounds = []string{"--max-messages", "1000", "--max-per-peer", "1000", "--max-bytes", fmt.Sprint(64 << 20)}
+var relayBounds = []string{"--max-messages", "1000", "--max-per-peer", "1000", "--max-bytes", fmt.Sprint(64 << 20), "--max-bytes-per-peer", "0"}
 
 // startRelayAt starts torpor-relay on loopback with its data in data,
 // with room for the records in its queue.

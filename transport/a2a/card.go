@@ -161,6 +161,8 @@ type CardOptions struct {
 	// Liveness, when set, is published in the ExtLiveness extension. An
 	// empty Pulse.URL becomes BaseURL + PulsePath.
 	Liveness *Liveness
+	// Policy, when set, is published in the ExtPolicy extension.
+	Policy *Policy
 	// Organization names the provider; empty means no provider entry.
 	Organization string
 	// Skills default to one messaging skill.
@@ -247,6 +249,17 @@ func cardExtensions(o CardOptions, base string) ([]Extension, error) {
 		exts = append(exts, Extension{
 			URI:         ExtQueueBounds,
 			Description: "Store-and-forward bounds the relay applies while the agent sleeps",
+			Params:      p,
+		})
+	}
+	if o.Policy != nil {
+		p, err := json.Marshal(o.Policy)
+		if err != nil {
+			return nil, fmt.Errorf("a2a: %v", err)
+		}
+		exts = append(exts, Extension{
+			URI:         ExtPolicy,
+			Description: "What the agent takes beyond MLS-protected Atom parts; its relay refuses the rest at enqueue",
 			Params:      p,
 		})
 	}

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-
-	"github.com/torpor-dev/torpor/internal/canon"
 )
 
 // JSON-RPC 2.0 (https://www.jsonrpc.org/specification) is the A2A binding
@@ -70,22 +68,28 @@ func (e *RPCError) Error() string {
 
 // ParseRequest decodes and checks one JSON-RPC request (batches are not
 // part of A2A). It returns an *RPCError with CodeParseError for text that is
-// not a JSON object and CodeInvalidRequest for a wrong jsonrpc version, a
-// missing or non-string method, an id that is not a string, number or null,
-// or params that are not an object or array. Duplicate member names are
-// refused as invalid requests.
+// not JSON and CodeInvalidRequest for text that is not one request: not an
+// object, a member name twice in any object at any depth or nesting deeper
+// than MaxDepth (body.go: the agent and its relay must read the same
+// request), a wrong jsonrpc version, a missing or non-string method, an id
+// that is not a string, a number a float64 holds or null (JSON-RPC 2.0
+// Section 4), or params that are not an object or array. Answer such a
+// request with id null (Section 5).
 func ParseRequest(b []byte) (*Request, error) {
 	if !json.Valid(b) {
 		return nil, &RPCError{Code: CodeParseError, Message: "Parse error"}
 	}
-	m, err := canon.MemberMap(b)
-	if err != nil {
-		return nil, &RPCError{Code: CodeInvalidRequest, Message: "Invalid Request: " + err.Error()}
-	}
-	var r Request
 	invalid := func(why string) error {
 		return &RPCError{Code: CodeInvalidRequest, Message: "Invalid Request: " + why}
 	}
+	if err := checkStrict(b); err != nil {
+		return nil, invalid(err.Error())
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil || m == nil {
+		return nil, invalid("not a JSON object")
+	}
+	var r Request
 	if err := json.Unmarshal(m["jsonrpc"], &r.JSONRPC); err != nil || r.JSONRPC != "2.0" {
 		return nil, invalid(`jsonrpc must be "2.0"`)
 	}
@@ -93,8 +97,8 @@ func ParseRequest(b []byte) (*Request, error) {
 		return nil, invalid("method must be a non-empty string")
 	}
 	if id, ok := m["id"]; ok {
-		if c := firstByte(id); c != '"' && c != 'n' && c != '-' && (c < '0' || c > '9') {
-			return nil, invalid("id must be a string, a number or null")
+		if !validID(id) {
+			return nil, invalid("id must be a string, a number within range or null")
 		}
 		r.ID = id
 	}

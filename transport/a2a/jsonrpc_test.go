@@ -3,6 +3,8 @@ package a2a
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -29,6 +31,19 @@ func TestParseRequest(t *testing.T) {
 		{"bool id", `{"jsonrpc":"2.0","method":"x","id":true}`, CodeInvalidRequest, ""},
 		{"string params", `{"jsonrpc":"2.0","method":"x","id":1,"params":"p"}`, CodeInvalidRequest, ""},
 		{"duplicate method", `{"jsonrpc":"2.0","method":"a","method":"b","id":1}`, CodeInvalidRequest, ""},
+		{"duplicate deep inside params", `{"jsonrpc":"2.0","method":"x","id":1,"params":{"message":{"parts":[{"a":1,"b":{"c":1,"c":2}}]}}}`, CodeInvalidRequest, ""},
+		{"duplicate spelt with an escape", `{"jsonrpc":"2.0","method":"x","id":1,"params":{"message":{},"m\u0065ssage":{}}}`, CodeInvalidRequest, ""},
+		{"duplicate among many members", `{"jsonrpc":"2.0","method":"x","id":1,"params":{` + manyMembers(40) + `,"k7":0}}`, CodeInvalidRequest, ""},
+		{"many distinct members", `{"jsonrpc":"2.0","method":"x","id":1,"params":{` + manyMembers(40) + `}}`, 0, "1"},
+		{"same name in sibling objects", `{"jsonrpc":"2.0","method":"x","id":1,"params":[{"a":1},{"a":1}]}`, 0, "1"},
+		{"string that looks like members", `{"jsonrpc":"2.0","method":"x","id":"\"method\":1,\"method\":2","params":{"a":"{\"b\":1,\"b\":1}"}}`, 0, `"\"method\":1,\"method\":2"`},
+		{"nested MaxDepth", `{"jsonrpc":"2.0","method":"x","id":1,"params":` + nest(MaxDepth-1) + `}`, 0, "1"},
+		{"nested deeper than MaxDepth", `{"jsonrpc":"2.0","method":"x","id":1,"params":` + nest(MaxDepth) + `}`, CodeInvalidRequest, ""},
+		{"id out of float64 range", `{"jsonrpc":"2.0","method":"x","id":1e400}`, CodeInvalidRequest, ""},
+		{"negative id out of range", `{"jsonrpc":"2.0","method":"x","id":-1e400}`, CodeInvalidRequest, ""},
+		{"large id within range", `{"jsonrpc":"2.0","method":"x","id":1e300}`, 0, "1e300"},
+		{"array id", `{"jsonrpc":"2.0","method":"x","id":[1]}`, CodeInvalidRequest, ""},
+		{"null", `null`, CodeInvalidRequest, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -140,3 +155,21 @@ func TestNewSendResult(t *testing.T) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// manyMembers returns n members "k0":0, "k1":0, … (past the walk's switch
+// from a list to a set of names).
+func manyMembers(n int) string {
+	var b strings.Builder
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `"k%d":0`, i)
+	}
+	return b.String()
+}
+
+// nest returns n nested objects: {"a":{"a":…{}…}}.
+func nest(n int) string {
+	return strings.Repeat(`{"a":`, n-1) + "{}" + strings.Repeat("}", n-1)
+}

@@ -25,21 +25,27 @@ func ObjectRejected() *RPCError {
 // error of MediaTypeOf (malformed, media-type-conflict). Taking a part is
 // no promise: the agent still checks what it carries.
 func ObjectMediaType(p Part) (string, error) {
+	mt, _, err := objectPart(p)
+	return mt, err
+}
+
+// objectPart is ObjectMediaType that also returns the data members.
+func objectPart(p Part) (string, map[string]json.RawMessage, error) {
 	if p.Text != nil && p.MediaType == "" {
-		return "", partErr(ErrNoObject, "text part")
+		return "", nil, partErr(ErrNoObject, "text part")
 	}
-	mt, _, err := MediaTypeOf(p)
+	mt, data, err := MediaTypeOf(p)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	switch mt {
 	case MediaTypeDataObject, MediaTypeMLSWire, MediaTypeMLSHandshake:
-		return mt, nil
+		return mt, data, nil
 	}
 	if len(mt) > 64 {
 		mt = mt[:64] + "…"
 	}
-	return "", partErr(ErrNoObject, "part of media type %s", mt)
+	return "", nil, partErr(ErrNoObject, "part of media type %s", mt)
 }
 
 // DecodePart decodes one part of a message. Besides the A2A v1.0 and v0.3
@@ -70,18 +76,58 @@ func DecodePart(raw json.RawMessage) (Part, error) {
 	return Part{Data: data}, nil
 }
 
-// Refusal returns ObjectRejected for a request body an Atom agent drops
-// whatever its state: a message submission whose params cannot be read,
-// or whose message has parts of which ObjectMediaType takes none. It
-// returns nil for everything else. Only the agent can judge a part it
-// takes (signature, expiry, replay, MLS state); a body that is not a
-// message submission stays opaque to it; and a submission without parts
-// is stored by a sleeping agent's relay, as the offline-delivery profile's
-// vector od-010 expects.
+// Refusal returns ReadBody(body).Refusal.
 func Refusal(body []byte) *RPCError {
-	req, err := ParseRequest(body)
-	if err != nil || !IsSendMethod(req.Method) {
-		return nil
+	return ReadBody(body).Refusal
+}
+
+// Body is a request body read once, as an Atom agent reads it: the relay
+// classifies what it stores by it and the agent's drain reads a stored
+// record through the same ParseRequest (body.go).
+type Body struct {
+	// Request is the JSON-RPC request; nil when Err is set.
+	Request *Request
+	// Err is ParseRequest's error: the body is not a JSON-RPC request an
+	// agent reads. Answer it with id null.
+	Err *RPCError
+	// Send is true for a message submission (IsSendMethod).
+	Send bool
+	// Parts are the parts of a submission's message.
+	Parts []BodyPart
+	// Refusal is ObjectRejected for a message submission an Atom agent
+	// drops whatever its state: one whose params or parts cannot be read,
+	// or whose parts ObjectMediaType takes none of. It is nil for
+	// everything else: only the agent can judge a part it takes
+	// (signature, expiry, replay, MLS state), and a submission without
+	// parts is stored by a sleeping agent's relay, as the offline-delivery
+	// profile's vector od-010 expects.
+	Refusal *RPCError
+}
+
+// BodyPart is one part of a submission.
+type BodyPart struct {
+	Part Part
+	// MediaType is the part's effective media type when ObjectMediaType
+	// takes it, else empty.
+	MediaType string
+	// Data holds the members of a taken part's data object.
+	Data map[string]json.RawMessage
+}
+
+// ReadBody reads b: ParseRequest, and for a message submission its
+// message's parts (DecodePart, ObjectMediaType).
+func ReadBody(b []byte) Body {
+	req, err := ParseRequest(b)
+	if err != nil {
+		e, ok := err.(*RPCError)
+		if !ok {
+			e = &RPCError{Code: CodeInvalidRequest, Message: "Invalid Request"}
+		}
+		return Body{Err: e}
+	}
+	out := Body{Request: req, Send: IsSendMethod(req.Method)}
+	if !out.Send {
+		return out
 	}
 	var params struct {
 		Message struct {
@@ -89,19 +135,22 @@ func Refusal(body []byte) *RPCError {
 		} `json:"message"`
 	}
 	if json.Unmarshal(req.Params, &params) != nil {
-		return ObjectRejected()
+		out.Refusal = ObjectRejected()
+		return out
 	}
-	if len(params.Message.Parts) == 0 {
-		return nil
-	}
+	taken := false
 	for _, raw := range params.Message.Parts {
 		p, err := DecodePart(raw)
 		if err != nil {
-			return ObjectRejected()
+			out.Parts, out.Refusal = nil, ObjectRejected()
+			return out
 		}
-		if _, err := ObjectMediaType(p); err == nil {
-			return nil
-		}
+		mt, data, err := objectPart(p)
+		taken = taken || err == nil
+		out.Parts = append(out.Parts, BodyPart{Part: p, MediaType: mt, Data: data})
 	}
-	return ObjectRejected()
+	if len(out.Parts) > 0 && !taken {
+		out.Refusal = ObjectRejected()
+	}
+	return out
 }

@@ -12,7 +12,6 @@ import (
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/store/agents"
 	"github.com/torpor-dev/torpor/store/queue"
-	"github.com/torpor-dev/torpor/transport/bearer"
 	"github.com/torpor-dev/torpor/transport/link/server"
 	"github.com/torpor-dev/torpor/transport/link/wire"
 )
@@ -34,12 +33,13 @@ type Probation struct {
 }
 
 // DefaultProbation is the probation of Config's zero value: 20 messages
-// (5 per sender) of at most 64 KiB, 256 KiB in all, a handshake reserve
+// (5 and 128 KiB per sender) of at most 64 KiB, 256 KiB in all, a handshake reserve
 // of 4 messages and 64 KiB; 32 KeyPackages (a device pools 20 by
 // default) of at most 4 KiB; 32 KiB of card and pulse.
 func DefaultProbation() Probation {
 	b := queue.DefaultBounds()
 	b.MaxMessages, b.MaxPerPeer, b.MaxBytes, b.MaxMessageSize = 20, 5, 256<<10, 64<<10
+	b.MaxPeerBytes = 128 << 10
 	b.HandshakeMessages, b.HandshakeBytes = 4, 64<<10
 	return Probation{Bounds: b, KeyPackages: 32, KeyPackageSize: 4 << 10, StateBytes: 32 << 10}
 }
@@ -85,6 +85,9 @@ func (p Probation) lower(b queue.Bounds) queue.Bounds {
 	b.MaxMessages, b.MaxPerPeer = min(b.MaxMessages, pb.MaxMessages), min(b.MaxPerPeer, pb.MaxPerPeer)
 	b.MaxBytes, b.MaxMessageSize = min(b.MaxBytes, pb.MaxBytes), min(b.MaxMessageSize, pb.MaxMessageSize)
 	b.TTL = min(b.TTL, pb.TTL)
+	if b.MaxPeerBytes == 0 || (pb.MaxPeerBytes > 0 && pb.MaxPeerBytes < b.MaxPeerBytes) {
+		b.MaxPeerBytes = pb.MaxPeerBytes // 0: no per-sender byte bound
+	}
 	b.HandshakeMessages, b.HandshakeBytes = min(b.HandshakeMessages, pb.HandshakeMessages), min(b.HandshakeBytes, pb.HandshakeBytes)
 	return b
 }
@@ -315,14 +318,8 @@ func (s *Relay) forget(ctx context.Context, agent string, now time.Time) error {
 // it, so that it links again under the relay's ceiling. 401 without a
 // valid token, 403 for a caller that is not an operator.
 func (s *Relay) serveAdmit(w http.ResponseWriter, r *http.Request) {
-	caller, err := s.verifier.Verify(r.Header.Get("Authorization"))
-	if err != nil {
-		bearer.WriteUnauthorized(w, err)
-		return
-	}
-	if !slices.Contains(s.cfg.Operators, caller) {
-		s.log.Warn("admission refused: not an operator", "caller", caller.String())
-		writeJSON(w, http.StatusForbidden, map[string]any{"error": "not_operator", "message": "only an operator of this relay (--operator, --operators-file) may admit devices"})
+	caller, ok := s.operator(w, r)
+	if !ok {
 		return
 	}
 	agent, err := did.Parse(r.PathValue("did"))

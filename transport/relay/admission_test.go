@@ -70,7 +70,7 @@ func TestProbationUntilAdmitted(t *testing.T) {
 	}
 	linked.Close()
 	c2 := h.device(t, dev, "sleep", deviceOpts{})
-	if got := QueueBounds(c2.Hello()); got != h.relay.cfg.Bounds {
+	if got := c2.Hello(); got != LinkBounds(h.relay.cfg.Bounds) {
 		t.Errorf("hello after admission: %+v, want the relay's %+v", got, h.relay.cfg.Bounds)
 	}
 	// A relay over the same store (a restart) knows the admission.

@@ -340,13 +340,20 @@ func (s *Relay) ceiling(agent string) queue.Bounds {
 
 // bounds returns the bounds in force for an agent with state st: those it
 // published, clamped to a ceiling the operator may have lowered since.
+// The per-sender byte bound is the ceiling's alone: a device neither
+// publishes nor asks for one.
 func (s *Relay) bounds(agent string, st agents.State) queue.Bounds {
-	ceil := LinkBounds(s.ceiling(agent))
+	ceiling := s.ceiling(agent)
+	ceil := LinkBounds(ceiling)
+	var b queue.Bounds
 	if st.Bounds.Validate() != nil {
-		return QueueBounds(ceil)
+		b = QueueBounds(ceil)
+	} else {
+		pub := LinkBounds(st.Bounds)
+		b = QueueBounds(ceil.Clamp(&pub))
 	}
-	pub := LinkBounds(st.Bounds)
-	return QueueBounds(ceil.Clamp(&pub))
+	b.MaxPeerBytes = min(ceiling.MaxPeerBytes, b.MaxBytes)
+	return b
 }
 
 // LinkBounds converts queue bounds to their link form.

@@ -2,23 +2,15 @@ package relay
 
 import (
 	"bytes"
-	"encoding/base64"
 	"encoding/json"
 
 	"github.com/torpor-dev/torpor/store/queue"
+	"github.com/torpor-dev/torpor/transport/a2a"
 )
 
-// Media types of the parts the relay looks at (draft-chapman-a2a-mls-03,
-// Section 7.3). The relay never decrypts; it reads only what tells a
-// handshake from a message.
-const (
-	mediaMLSHandshake = "application/vnd.atom.mls-handshake+json;version=1"
-	mediaMLSWire      = "application/vnd.atom.mls-wire+cbor;version=1"
-)
-
-// rpcRequest is what the relay reads of a JSON-RPC request body. Any field
-// may be missing: the body is opaque to the queue, and a body that is not
-// JSON-RPC at all is still queued as the reference does.
+// rpcRequest is what the relay reads of a request body, once per request
+// (a2a.ReadBody, the agent's own reading: the relay stores nothing the
+// agent would read differently).
 type rpcRequest struct {
 	// call is true for a JSON-RPC 2.0 request with an id (a call, not a
 	// notification): its answer can be a JSON-RPC response.
@@ -26,64 +18,57 @@ type rpcRequest struct {
 	id     json.RawMessage
 	method string
 	kind   queue.Kind
-}
-
-type rpcEnvelope struct {
-	JSONRPC string          `json:"jsonrpc"`
-	ID      json.RawMessage `json:"id"`
-	Method  string          `json:"method"`
-	Params  struct {
-		Message struct {
-			Parts []json.RawMessage `json:"parts"`
-		} `json:"message"`
-	} `json:"params"`
+	// invalid is set when the body is not a JSON-RPC request the agent
+	// reads (a2a.ParseRequest's error); it is answered with id null.
+	invalid *a2a.RPCError
+	// refusal is set for a message submission the agent takes nothing of
+	// (a2a.Body.Refusal).
+	refusal *a2a.RPCError
+	// plaintext is true when every part the agent takes is an unencrypted
+	// Governed Object (a2a.MediaTypeDataObject), which an agent whose card
+	// refuses plaintext (a2a.RefusesPlaintext) would drop.
+	plaintext bool
 }
 
 func parseRequest(body []byte) rpcRequest {
-	var env rpcEnvelope
-	if json.Unmarshal(body, &env) != nil {
-		return rpcRequest{}
+	b := a2a.ReadBody(body)
+	if b.Err != nil {
+		return rpcRequest{invalid: b.Err}
 	}
-	r := rpcRequest{method: env.Method, kind: queue.KindMessage}
-	if env.JSONRPC == "2.0" && env.ID != nil {
-		r.call, r.id = true, env.ID
+	r := rpcRequest{method: b.Request.Method, kind: queue.KindMessage, refusal: b.Refusal}
+	if b.Request.ID != nil {
+		r.call, r.id = true, b.Request.ID
 	}
-	for _, p := range env.Params.Message.Parts {
+	plain, other := false, false
+	for _, p := range b.Parts {
 		if isHandshakePart(p) {
 			r.kind = queue.KindHandshake
-			break
+		}
+		switch p.MediaType {
+		case a2a.MediaTypeDataObject:
+			plain = true
+		case a2a.MediaTypeMLSWire, a2a.MediaTypeMLSHandshake:
+			other = true
 		}
 	}
+	r.plaintext = plain && !other
 	return r
 }
 
 // isHandshakePart reports whether a part carries an MLS Welcome or Commit:
 // an mls-handshake part, or an mls-wire part whose MLSMessage is a Welcome
-// or a PublicMessage with a Commit. The media type is read from the part
-// member or, for A2A v0.3 senders, from data.mediaType (Section 7.3).
-func isHandshakePart(raw json.RawMessage) bool {
-	var p struct {
-		MediaType string `json:"mediaType"`
-		Data      struct {
-			MediaType string `json:"mediaType"`
-			Wire      string `json:"wire"`
-		} `json:"data"`
-	}
-	if json.Unmarshal(raw, &p) != nil {
-		return false
-	}
-	mt := p.MediaType
-	if mt == "" {
-		mt = p.Data.MediaType
-	}
-	switch mt {
-	case mediaMLSHandshake:
+// or a PublicMessage with a Commit (draft-chapman-a2a-mls-03, Section
+// 7.3: the media type of the part, or of its data for A2A v0.3 senders).
+func isHandshakePart(p a2a.BodyPart) bool {
+	switch p.MediaType {
+	case a2a.MediaTypeMLSHandshake:
 		return true
-	case mediaMLSWire:
-		wire, err := base64.StdEncoding.DecodeString(p.Data.Wire)
-		if err != nil {
-			wire, err = base64.RawStdEncoding.DecodeString(p.Data.Wire)
+	case a2a.MediaTypeMLSWire:
+		var s string
+		if json.Unmarshal(p.Data["wire"], &s) != nil {
+			return false
 		}
+		wire, err := a2a.DecodeBase64(s)
 		return err == nil && isHandshakeMessage(wire)
 	}
 	return false

@@ -2,6 +2,7 @@ package relay
 
 import (
 	"encoding/base64"
+	"strings"
 	"testing"
 
 	"github.com/torpor-dev/torpor/store/queue"
@@ -61,16 +62,39 @@ func TestParseRequestKind(t *testing.T) {
 	}{
 		{"handshake part v1.0", `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"parts":[{"data":{},"mediaType":"application/vnd.atom.mls-handshake+json;version=1"}]}}}`, true, queue.KindHandshake},
 		{"handshake part v0.3", `{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":{"parts":[{"kind":"data","data":{"mediaType":"application/vnd.atom.mls-handshake+json;version=1"}}]}}}`, true, queue.KindHandshake},
-		{"wire commit", `{"jsonrpc":"2.0","id":1,"params":{"message":{"parts":[{"data":{"mediaType":"application/vnd.atom.mls-wire+cbor;version=1","wire":"` + wire(publicMessage([]byte("g"), 1, 3)) + `"}}]}}}`, true, queue.KindHandshake},
-		{"wire application", `{"jsonrpc":"2.0","id":1,"params":{"message":{"parts":[{"data":{"mediaType":"application/vnd.atom.mls-wire+cbor;version=1","wire":"` + wire(publicMessage([]byte("g"), 1, 1)) + `"}}]}}}`, true, queue.KindMessage},
-		{"governed object", `{"jsonrpc":"2.0","id":1,"params":{"message":{"parts":[{"data":{"object":{}},"mediaType":"application/vnd.atom.data-object+json;version=1"}]}}}`, true, queue.KindMessage},
+		{"wire commit", `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"parts":[{"data":{"mediaType":"application/vnd.atom.mls-wire+cbor;version=1","wire":"` + wire(publicMessage([]byte("g"), 1, 3)) + `"}}]}}}`, true, queue.KindHandshake},
+		{"wire application", `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"parts":[{"data":{"mediaType":"application/vnd.atom.mls-wire+cbor;version=1","wire":"` + wire(publicMessage([]byte("g"), 1, 1)) + `"}}]}}}`, true, queue.KindMessage},
+		{"governed object", `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"parts":[{"data":{"object":{}},"mediaType":"application/vnd.atom.data-object+json;version=1"}]}}}`, true, queue.KindMessage},
 		{"notification", `{"jsonrpc":"2.0","method":"message/send","params":{}}`, false, queue.KindMessage},
-		{"not json", `one`, false, queue.KindMessage},
 	}
 	for _, tt := range tests {
 		r := parseRequest([]byte(tt.body))
-		if r.call != tt.call || r.kind != tt.kind {
-			t.Errorf("%s: call %v kind %v, want %v %v", tt.name, r.call, r.kind, tt.call, tt.kind)
+		if r.call != tt.call || r.kind != tt.kind || r.invalid != nil {
+			t.Errorf("%s: call %v kind %v invalid %v, want %v %v", tt.name, r.call, r.kind, r.invalid, tt.call, tt.kind)
+		}
+	}
+}
+
+// TestParseRequestInvalid: what the agent would read another way, or not
+// at all, is invalid (never a handshake, never stored), and its id is not
+// kept for the answer (JSON-RPC 2.0 Section 5: id null).
+func TestParseRequestInvalid(t *testing.T) {
+	hs := `{"data":{},"mediaType":"application/vnd.atom.mls-handshake+json;version=1"}`
+	tests := []struct{ name, body, why string }{
+		{"not json", `one`, "Parse error"},
+		{"method twice", `{"jsonrpc":"2.0","id":1,"method":"tasks/get","method":"SendMessage","params":{"message":{"parts":[` + hs + `]}}}`, `duplicate member "method"`},
+		{"parts twice", `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"parts":[],"parts":[` + hs + `]}}}`, `duplicate member "parts"`},
+		{"escaped duplicate", `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"parts":[` + hs + `],"p\u0061rts":[]}}}`, `duplicate member "parts"`},
+		{"nested too deep", `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"x":` + strings.Repeat("[", 70) + strings.Repeat("]", 70) + `}}`, "nested deeper than 64"},
+		{"id out of range", `{"jsonrpc":"2.0","id":1e400,"method":"SendMessage","params":{}}`, "id must be"},
+		{"id object", `{"jsonrpc":"2.0","id":{"a":1},"method":"SendMessage","params":{}}`, "id must be"},
+		{"id array", `{"jsonrpc":"2.0","id":[1],"method":"SendMessage","params":{}}`, "id must be"},
+		{"no method", `{"jsonrpc":"2.0","id":1,"params":{}}`, "method must be"},
+	}
+	for _, tt := range tests {
+		r := parseRequest([]byte(tt.body))
+		if r.invalid == nil || !strings.Contains(r.invalid.Message, tt.why) || r.id != nil || r.call || r.kind != queue.KindMessage {
+			t.Errorf("%s: invalid %v id %s call %v kind %v, want an error with %q", tt.name, r.invalid, r.id, r.call, r.kind, tt.why)
 		}
 	}
 }

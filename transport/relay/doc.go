@@ -22,6 +22,8 @@
 //	GET  /link                                 the device link (WebSocket, see transport/link/wire)
 //	GET  /metrics                              Prometheus
 //	GET  /healthz                              {"status":"ok", ...}
+//	GET, DELETE /operator/queue/{did}          an operator lists or purges a device's
+//	                                           queue (operator.go)
 //
 // The agent's A2A base URL, as its card names it, is <origin>/a/{did}, so
 // a client that appends /.well-known/agent-card.json or /a2a/jsonrpc to
@@ -32,10 +34,10 @@
 // Every JSON-RPC request needs a DID Bearer token (transport/bearer) whose
 // audience is the relay's public origin; the token's DID is the sender for
 // the per-peer bound, never a body field. A request without a valid token
-// is never queued: it gets 401 with the reference's WWW-Authenticate header,
-// and the reference's body — {"error":"asleep_enqueue_requires_auth",...}
-// when the request would have been stored (vector od-015), the bearer
-// package's {"error":"unauthorized","detail":...} otherwise. These
+// is never queued: it gets 401 with the reference's WWW-Authenticate header
+// and body, {"error":"asleep_enqueue_requires_auth",...} (vector od-015).
+// The token is checked before the agent is looked up and the answer is
+// the same for every agent, known or not, so that it enumerates nothing. These
 // endpoints accept only tokens without a purpose claim (the reference's
 // format): a device link token (bearer.IssueLink) is refused here with
 // "transport token: wrong purpose". The device link authenticates with a
@@ -68,8 +70,13 @@
 // is not queued a second time). While an agent is not live, only message
 // submissions (SendMessage, SendStreamingMessage; message/send,
 // message/stream) are stored — other methods, such as reading a task, get
-// the asleep answer with queued false — and bodies that are not JSON-RPC at
-// all are stored opaque, as the reference does. A submission none of whose
+// the asleep answer with queued false. A body the agent would not read as
+// a JSON-RPC request (a2a.ParseRequest: not JSON, a member name twice,
+// nesting deeper than a2a.MaxDepth, an id out of range) is refused, awake
+// or asleep, with ParseRequest's error and id null, as the agent answers
+// it; it would hold a queue slot the agent never frees (Config.StoreOpaque
+// stores it, as the reference's generic relay does). The request is read
+// once (parseRequest, a2a.ReadBody). A submission none of whose
 // parts the agent takes (a2a.Refusal: plain text, say) is not stored: it
 // gets the agent's own answer, a2a.ObjectRejected, as if it were awake.
 //

@@ -68,44 +68,37 @@ func (s *Relay) serveJSONRPC(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := agent.String()
+	// Authenticate before looking the agent up: a caller without a token
+	// gets the same answer for every agent, known, retired or unknown, so
+	// that nobody enumerates the relay's devices (issue 16).
+	caller, err := s.verifier.Verify(r.Header.Get("Authorization"))
+	if err != nil {
+		// Never queued. The reference's asleep middleware answers this
+		// body when a request would be stored without a verified caller
+		// (vector od-015); it is the answer for every agent.
+		s.metrics.enqueue(id, "unauthenticated")
+		answerRequiresAuth(w, authDetail(err))
+		return
+	}
 	st, ok := s.requestState(w, r, id)
 	if !ok {
 		return
 	}
 	now := s.clk.Now()
 	// Decide only; the Retry-After is drawn for the requests answered
-	// asleep, not for every unauthenticated one.
+	// asleep, not for every request.
 	up := s.linkUp(r.Context(), id)
 	rc := schedule(st).Decide(up, now)
-	caller, err := s.verifier.Verify(r.Header.Get("Authorization"))
-	if err != nil {
-		// Never queued. The reference's asleep middleware answers this
-		// body when a request would be stored without a verified caller.
-		s.metrics.enqueue(id, "unauthenticated")
-		if !rc.Accept && rc.Queue {
-			answerRequiresAuth(w, authDetail(err))
-		} else {
-			bearer.WriteUnauthorized(w, err)
-		}
-		return
-	}
 	version, ok := a2aVersion(r.Header.Get("A2A-Version"))
 	if !ok {
 		answer(w, rpcRequest{}, http.StatusBadRequest, -32009, profileAnswer{Error: "version_not_supported", Message: "A2A-Version must be 1.0, or absent for 0.3"}, 0)
 		return
 	}
 	b := s.bounds(id, st)
-	body, err := readBody(w, r, b.MaxMessageSize)
-	if errors.Is(err, errTooLarge) {
-		s.metrics.enqueue(id, "too_large")
-		answerTooLarge(w, b.MaxMessageSize)
+	body, req, ok := s.readRequest(w, r, id, st, b)
+	if !ok {
 		return
 	}
-	if err != nil {
-		writeJSON(w, http.StatusBadRequest, map[string]any{"error": "bad_request", "message": "reading the request body failed", "queued": false})
-		return
-	}
-	req := parseRequest(body)
 	if rc.Accept {
 		if s.forward(w, r, agent, caller, version, body, req) {
 			return
@@ -114,6 +107,36 @@ func (s *Relay) serveJSONRPC(w http.ResponseWriter, r *http.Request) {
 		up = false
 	}
 	s.offline(w, r, agent, caller, version, body, req, s.reachability(st, up, now), b, now)
+}
+
+// readRequest reads and classifies the request body, once. It answers,
+// and returns false, when the request ends here: too large, unreadable,
+// or not a request the agent reads.
+func (s *Relay) readRequest(w http.ResponseWriter, r *http.Request, id string, st agents.State, b queue.Bounds) ([]byte, rpcRequest, bool) {
+	body, err := readBody(w, r, b.MaxMessageSize)
+	if errors.Is(err, errTooLarge) {
+		s.metrics.enqueue(id, "too_large")
+		answerTooLarge(w, b.MaxMessageSize)
+		return nil, rpcRequest{}, false
+	}
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, map[string]any{"error": "bad_request", "message": "reading the request body failed", "queued": false})
+		return nil, rpcRequest{}, false
+	}
+	req := parseRequest(body)
+	if req.invalid != nil && !s.cfg.StoreOpaque {
+		// The agent would never take it, asleep or awake: answer what it
+		// answers (runtime/live.go), with id null (JSON-RPC 2.0 Section 5).
+		s.metrics.enqueue(id, "invalid")
+		writeJSON(w, http.StatusOK, a2a.NewError(nil, req.invalid))
+		return nil, rpcRequest{}, false
+	}
+	if req.plaintext && req.refusal == nil && a2a.RefusesPlaintext(st.Card) {
+		// The agent's signed card says it takes no unencrypted object
+		// (a2a.ExtPolicy): it would drop this one when it drains it.
+		req.refusal = a2a.ObjectRejected()
+	}
+	return body, req, true
 }
 
 func authDetail(err error) string {
@@ -229,9 +252,9 @@ func (s *Relay) refused(w http.ResponseWriter, id, version string, body []byte, 
 	// A message with nothing the agent takes (plain text, say) would be
 	// dropped at dequeue; awake, the agent answers it at once. Give that
 	// answer (runtime/live.go: HTTP 200, the JSON-RPC error) now.
-	if e := a2a.Refusal(body); e != nil {
+	if req.refusal != nil {
 		s.metrics.enqueue(id, "no_object")
-		writeJSON(w, http.StatusOK, a2a.NewError(req.id, e))
+		writeJSON(w, http.StatusOK, a2a.NewError(req.id, req.refusal))
 		return true
 	}
 	return false

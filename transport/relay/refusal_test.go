@@ -3,6 +3,7 @@ package relay
 import (
 	"encoding/base64"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/torpor-dev/torpor/did/didtest"
@@ -59,6 +60,52 @@ func TestRefusesWhatTheAgentNeverTakes(t *testing.T) {
 			want, _ := json.Marshal(a2a.NewError(json.RawMessage(string(rune('0'+i))), a2a.ObjectRejected()))
 			if r.status != 200 || string(r.body) != string(want) || len(recs) != before {
 				t.Errorf("%d %s, %d queued; want 200 %s, nothing queued", r.status, r.body, len(recs)-before, want)
+			}
+		})
+	}
+}
+
+// TestPlaintextPolicy: a device whose signed card says it takes no
+// unencrypted Governed Object (a2a.ExtPolicy, plaintext false) has a
+// message of only data-object parts refused at enqueue with the answer it
+// would give, while an MLS message, a mixed message and a device that
+// takes plaintext (or says nothing) are stored as before.
+func TestPlaintextPolicy(t *testing.T) {
+	plain := `{"jsonrpc":"2.0","id":5,"method":"SendMessage","params":{"message":{"messageId":"p","role":"ROLE_USER","parts":[{"mediaType":"` + a2a.MediaTypeDataObject + `","data":{"object":{}}}]}}}`
+	mls := `{"mediaType":"` + a2a.MediaTypeMLSWire + `","data":{"wire":"AAEAAg=="}}`
+	mixed := strings.Replace(plain, `]}}}`, `,`+mls+`]}}}`, 1)
+	policy := func(p *a2a.Policy) func(*a2a.Card) {
+		return func(c *a2a.Card) {
+			if p == nil {
+				return
+			}
+			raw, _ := json.Marshal(p)
+			c.Capabilities.Extensions = append(c.Capabilities.Extensions, a2a.Extension{URI: a2a.ExtPolicy, Description: "policy", Params: raw})
+		}
+	}
+	tests := []struct {
+		name   string
+		policy *a2a.Policy
+		body   string
+		queued bool
+	}{
+		{"refuses plaintext: plaintext", &a2a.Policy{Plaintext: false}, plain, false},
+		{"refuses plaintext: plaintext and MLS", &a2a.Policy{Plaintext: false}, mixed, true},
+		{"takes plaintext", &a2a.Policy{Plaintext: true}, plain, true},
+		{"says nothing", nil, plain, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, nil)
+			dev, alice := didtest.Key(t, 1), didtest.Key(t, 2)
+			h.publishOffline(t, dev, "sleep", deviceOpts{card: policy(tt.policy)})
+			r := h.post(t, dev.DID(), alice, "1.0", tt.body)
+			n := len(h.queued(t, dev.DID()))
+			switch {
+			case tt.queued && (r.status != 503 || n != 1):
+				t.Errorf("%d %s, %d queued; want 503 and 1 queued", r.status, r.body, n)
+			case !tt.queued && (r.status != 200 || string(r.body) != `{"jsonrpc":"2.0","id":5,"error":{"code":-32602,"message":"object rejected"}}` || n != 0):
+				t.Errorf("%d %s, %d queued; want 200 object rejected and nothing queued", r.status, r.body, n)
 			}
 		})
 	}

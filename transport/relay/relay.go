@@ -89,14 +89,25 @@ type Config struct {
 	// Peers, for a relay of a fleet, reaches device links other relays
 	// hold; nil means this relay's links are all there are.
 	Peers Peers
+	// StoreOpaque makes the relay store, and forward live, request bodies
+	// that are not JSON-RPC requests, as the offline-delivery profile's
+	// reference relay does for its generic agents (the conformance
+	// vectors' bodies "one", "{}"). A Torpor device never takes such a
+	// body, so by default the relay refuses it at once with the JSON-RPC
+	// error the device would give (a2a.ParseRequest's), never letting it
+	// take a queue slot until its TTL (issue 16).
+	StoreOpaque bool
+	// Operators are the DIDs whose DID Bearer tokens may list and purge a
+	// device's queue (operator.go) and admit devices (admission.go;
+	// torpor-relay's --operator and --operators-file, the broker's
+	// operators). None: nobody may.
+	Operators []did.DID
 	// Probation is what a device not yet admitted may store (without
 	// AllowAgents); zero means DefaultProbation().
 	Probation Probation
 	// AdmitAll admits every device: no probation. For a relay whose
 	// devices are vetted otherwise (the conformance runner, test worlds).
 	AdmitAll bool
-	// Operators may admit devices (POST /operator/agents/{did}/admit).
-	Operators []did.DID
 	// MaxAgents caps the agents with a state: a new device beyond it is
 	// refused (507 relay_full_agents). Zero: no cap.
 	MaxAgents int
@@ -130,6 +141,7 @@ type Relay struct {
 	budgetSpent       prometheus.Counter
 	adm               admission
 	allow             map[string]bool
+	operators         map[string]bool
 	mux               *http.ServeMux
 }
 
@@ -180,6 +192,10 @@ func New(cfg Config) (*Relay, error) {
 		}
 	}
 	s.verifier = &bearer.Verifier{Audience: origin, Clock: cfg.Clock}
+	s.operators = map[string]bool{}
+	for _, d := range cfg.Operators {
+		s.operators[d.String()] = true
+	}
 	s.metrics = newMetrics(s)
 	s.newKeyPackageLimits()
 	s.link = &server.Server{
@@ -212,6 +228,8 @@ func (s *Relay) routes() {
 	m.Handle("GET "+wire.Path, s.link)
 	m.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
 	m.HandleFunc("GET /healthz", s.serveHealth)
+	m.HandleFunc("GET "+operatorQueuePath, s.serveQueueList)
+	m.HandleFunc("DELETE "+operatorQueuePath, s.serveQueuePurge)
 	m.HandleFunc("POST /operator/agents/{did}/admit", s.serveAdmit)
 	s.mux = m
 }

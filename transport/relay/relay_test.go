@@ -50,16 +50,23 @@ func TestAsleepAnswerShapes(t *testing.T) {
 	if r.status != 503 || r.json["id"] != "a" {
 		t.Errorf("v0.3: status %d, id %v", r.status, r.json["id"])
 	}
-	// Not JSON-RPC (the vectors' bodies): the profile's body exactly.
-	r = h.post(t, dev.DID(), alice, "", "one")
+	// A notification (no id): the profile's body exactly.
+	note := `{"jsonrpc":"2.0","method":"SendMessage","params":{"message":{"parts":[]}}}`
+	r = h.post(t, dev.DID(), alice, "1.0", note)
 	if want := `{"error":"agent_asleep","message":"asleep, try later","queued":true}`; r.status != 503 || string(r.body) != want {
-		t.Errorf("opaque body: %d %s, want 503 %s", r.status, r.body, want)
+		t.Errorf("notification: %d %s, want 503 %s", r.status, r.body, want)
+	}
+	// Not JSON-RPC: a Torpor device never takes it; refused with its
+	// error and id null, not stored.
+	r = h.post(t, dev.DID(), alice, "", "one")
+	if want := `{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}`; r.status != 200 || string(r.body) != want {
+		t.Errorf("opaque body: %d %s, want 200 %s", r.status, r.body, want)
 	}
 	recs := h.queued(t, dev.DID())
 	if len(recs) != 3 {
 		t.Fatalf("%d records queued, want 3", len(recs))
 	}
-	for i, body := range []string{sendV1, sendV03, "one"} {
+	for i, body := range []string{sendV1, sendV03, note} {
 		if recs[i].From != alice.DID().String() || string(recs[i].Body) != body || recs[i].Kind != queue.KindMessage {
 			t.Errorf("record %d = from %s kind %v body %s", i, recs[i].From, recs[i].Kind, recs[i].Body)
 		}
@@ -155,9 +162,12 @@ func TestAuthentication(t *testing.T) {
 	if wa := r.header.Get("WWW-Authenticate"); wa != `Bearer realm="atom", error="invalid_token", error_description="missing bearer token"` {
 		t.Errorf("WWW-Authenticate = %q", wa)
 	}
-	r = h.post(t, awake.DID(), nil, "1.0", sendV1)
-	if r.status != 401 || r.json["error"] != "unauthorized" || r.json["detail"] != "missing bearer token" {
-		t.Errorf("live, no token: %d %s", r.status, r.body)
+	// Before authentication every agent answers alike, so that nobody
+	// learns which agents the relay serves (issue 16).
+	for _, agent := range []did.DID{awake.DID(), didtest.Key(t, 9).DID()} {
+		if r2 := h.post(t, agent, nil, "1.0", sendV1); r2.status != r.status || string(r2.body) != string(r.body) || r2.header.Get("WWW-Authenticate") != r.header.Get("WWW-Authenticate") {
+			t.Errorf("%s, no token: %d %s, want the sleeper's answer", agent, r2.status, r2.body)
+		}
 	}
 	// A token for another audience.
 	tok, _ := issueToken(alice, "https://elsewhere.example", h)
@@ -209,10 +219,10 @@ func TestQueueFull(t *testing.T) {
 			if strings.Contains(string(r.body), "agent_asleep") {
 				t.Error("queue-full answer mentions agent_asleep")
 			}
-			// The profile form for a non-JSON-RPC body.
-			r = h.post(t, dev.DID(), second, "", strings.Repeat("x", len(tt.body)))
+			// The profile form for a notification (no id).
+			r = h.post(t, dev.DID(), second, "1.0", strings.Replace(tt.body, `"id":7,`, "", 1))
 			if r.json["error"] != "asleep_queue_full" || r.json["kind"] != tt.kind {
-				t.Errorf("opaque body: %s", r.body)
+				t.Errorf("notification: %s", r.body)
 			}
 			if n := len(h.queued(t, dev.DID())); n != 1 {
 				t.Errorf("%d records queued, want 1", n)
@@ -465,7 +475,7 @@ func TestDrainAfterWake(t *testing.T) {
 	dev, alice := didtest.Key(t, 1), didtest.Key(t, 2)
 	h.publishOffline(t, dev, "sleep", deviceOpts{})
 	for i := range 3 {
-		if r := h.post(t, dev.DID(), alice, "", fmt.Sprintf("m%d", i)); r.status != 503 {
+		if r := h.post(t, dev.DID(), alice, "1.0", fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"SendMessage","params":{}}`, i)); r.status != 503 {
 			t.Fatal(r.status)
 		}
 	}
@@ -478,7 +488,7 @@ func TestDrainAfterWake(t *testing.T) {
 		}
 		return nil
 	})
-	if err != nil || n != 3 || strings.Join(bodies, ",") != "m0,m1,m2" {
+	if err != nil || n != 3 || strings.Join(bodies, ",") != `{"jsonrpc":"2.0","id":0,"method":"SendMessage","params":{}},{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{}},{"jsonrpc":"2.0","id":2,"method":"SendMessage","params":{}}` {
 		t.Errorf("Drain = %d %v %v", n, err, bodies)
 	}
 	m := h.get(t, "/metrics")
@@ -502,12 +512,12 @@ func TestPerAgentMetrics(t *testing.T) {
 	h := newHarness(t, func(c *Config) { c.PerAgentMetrics = true })
 	dev, alice := didtest.Key(t, 1), didtest.Key(t, 2)
 	h.publishOffline(t, dev, "sleep", deviceOpts{})
-	h.post(t, dev.DID(), alice, "", "x")
+	h.post(t, dev.DID(), alice, "1.0", sendV1)
 	m := string(h.get(t, "/metrics").body)
 	for _, want := range []string{
 		fmt.Sprintf(`torpor_relay_agent_queue_messages{agent=%q} 1`, dev.DID()),
 		fmt.Sprintf(`torpor_relay_agent_enqueues_total{agent=%q,outcome="queued"} 1`, dev.DID()),
-		`torpor_relay_queue_bytes 1`,
+		fmt.Sprintf(`torpor_relay_queue_bytes %d`, len(sendV1)),
 	} {
 		if !strings.Contains(m, want) {
 			t.Errorf("/metrics lacks %s", want)
@@ -597,12 +607,12 @@ func TestAgentBoundsOverride(t *testing.T) {
 	h.publishOffline(t, dev, "sleep", deviceOpts{})
 	h.publishOffline(t, other, "sleep", deviceOpts{})
 	for i, want := range []int{503, 507} {
-		if r := h.post(t, dev.DID(), alice, "", "x"); r.status != want {
+		if r := h.post(t, dev.DID(), alice, "1.0", sendV1); r.status != want {
 			t.Errorf("agent with 1-message bound, request %d: %d, want %d", i, r.status, want)
 		}
 	}
 	for i := range 2 {
-		if r := h.post(t, other.DID(), alice, "", "x"); r.status != 503 {
+		if r := h.post(t, other.DID(), alice, "1.0", sendV1); r.status != 503 {
 			t.Errorf("other agent, request %d: %d", i, r.status)
 		}
 	}
@@ -616,7 +626,7 @@ func TestRunPurgesExpired(t *testing.T) {
 	h := newHarness(t, nil)
 	dev, alice := didtest.Key(t, 1), didtest.Key(t, 2)
 	h.publishOffline(t, dev, "sleep", deviceOpts{bounds: &wire.Bounds{TTLSec: 60}})
-	h.post(t, dev.DID(), alice, "", "x")
+	h.post(t, dev.DID(), alice, "1.0", sendV1)
 	h.clk.Advance(2 * time.Minute)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -660,5 +670,26 @@ func TestHourlyRetryAfterFollowsAnnouncedWake(t *testing.T) {
 	r = h.post(t, dev.DID(), alice, "1.0", sendV1)
 	if ra, _ := strconv.Atoi(r.header.Get("Retry-After")); r.status != 503 || ra < 1 || ra >= 90 {
 		t.Errorf("no announced wake: %d Retry-After %d, want 503 and 1 <= n < 90", r.status, ra)
+	}
+}
+
+// TestPeerBytes: one sender may hold at most the relay's MaxPeerBytes of
+// an agent's queue (429, kind peer); other senders still queue.
+func TestPeerBytes(t *testing.T) {
+	b := queue.DefaultBounds()
+	b.MaxPeerBytes = 2*int64(len(sendV1)) + 1
+	h := newHarness(t, func(c *Config) { c.Bounds = b })
+	dev, alice, bob := didtest.Key(t, 1), didtest.Key(t, 2), didtest.Key(t, 3)
+	h.publishOffline(t, dev, "sleep", deviceOpts{})
+	for i, want := range []int{503, 503, 429} {
+		if r := h.post(t, dev.DID(), alice, "1.0", sendV1); r.status != want || (want == 429 && r.json["kind"] != "peer") {
+			t.Errorf("alice's message %d: %d %s, want %d", i, r.status, r.body, want)
+		}
+	}
+	if r := h.post(t, dev.DID(), bob, "1.0", sendV1); r.status != 503 {
+		t.Errorf("bob: %d %s, want 503", r.status, r.body)
+	}
+	if n := len(h.queued(t, dev.DID())); n != 3 {
+		t.Errorf("%d queued, want 3", n)
 	}
 }

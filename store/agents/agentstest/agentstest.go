@@ -57,10 +57,12 @@ func stateSurvivesReopen(t *testing.T, open Opener) {
 		t.Fatalf("Get before Put = %v, want agents.ErrUnknownAgent", err)
 	}
 	at := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+	published := queue.DefaultBounds()
+	published.MaxPeerBytes = 0 // the relay's own bound: a state holds what the device published
 	want := agents.State{
 		Mode: wake.HourlyWake, Window: wake.Window{Minute: 7, Length: 5 * time.Minute, Offset: 30 * time.Second},
 		NextWake: at.Add(time.Hour), Card: []byte(`{"card":1}`), Pulse: []byte(`{"pulse":1}`),
-		Bounds: queue.DefaultBounds(), UpdatedAt: at,
+		Bounds: published, UpdatedAt: at,
 		Successor: "did:key:zNext", Retirement: []byte(`{"retirement":1}`),
 	}
 	if err := s.Put(ctx, "did:key:zA", want, nil, nil); err != nil {

@@ -64,6 +64,20 @@ var boundCases = []struct {
 		{from: Alice, size: 1, want: "ok"},
 		{from: Alice, size: 1, at: time.Minute, want: queue.BoundMessages}, // now == ExpiresAt: still live
 		{from: Alice, size: 1, at: time.Minute + time.Nanosecond, want: "ok"}}},
+	{"peer bytes", with(func(b *queue.Bounds) { b.MaxPeerBytes = 10 }), []step{
+		{from: Alice, size: 6, want: "ok"}, {from: Alice, size: 5, want: queue.BoundPeer},
+		{from: Alice, size: 4, want: "ok"}, {from: Bob, size: 10, want: "ok"}, {size: 11, want: "ok"}}},
+	{"bytes checked before peer bytes", with(func(b *queue.Bounds) { b.MaxBytes, b.MaxPeerBytes = 10, 10 }), []step{
+		{from: Alice, size: 10, want: "ok"}, {from: Alice, size: 1, want: queue.BoundBytes}}},
+	{"no bound of its own without MaxPeerBytes", with(func(b *queue.Bounds) { b.MaxBytes, b.MaxPeerBytes = 10, 0 }), []step{
+		{from: Alice, size: 10, want: "ok"}}},
+	{"handshake reserve: peer bytes", with(func(b *queue.Bounds) { b.MaxPeerBytes, b.HandshakeBytes = 4, 3 }), []step{
+		{from: Alice, size: 4, want: "ok"}, {from: Alice, size: 1, want: queue.BoundPeer},
+		{from: Alice, kind: queue.KindHandshake, size: 3, want: "ok"},
+		{from: Alice, kind: queue.KindHandshake, size: 1, want: queue.BoundPeer}}},
+	{"expired records free peer bytes", with(func(b *queue.Bounds) { b.MaxPeerBytes, b.TTL = 4, time.Second }), []step{
+		{from: Alice, size: 4, want: "ok"}, {from: Alice, size: 1, want: queue.BoundPeer},
+		{from: Alice, size: 4, at: 2 * time.Second, want: "ok"}}},
 	{"expired records free bytes and peer slots", with(func(b *queue.Bounds) { b.MaxPerPeer, b.MaxBytes, b.TTL = 1, 4, time.Second }), []step{
 		{from: Alice, size: 4, want: "ok"}, {from: Alice, size: 4, want: queue.BoundPeer},
 		{from: Bob, size: 4, want: queue.BoundBytes}, {from: Alice, size: 4, at: 2 * time.Second, want: "ok"}}},

@@ -24,7 +24,7 @@ func BenchmarkDrain(b *testing.B) {
 	body := bytes.Repeat([]byte("x"), 1024)
 	bounds := queue.DefaultBounds()
 	bounds.MaxMessages, bounds.MaxBytes = 1<<30, 1<<40
-	bounds.MaxPerPeer = 1 << 30
+	bounds.MaxPerPeer, bounds.MaxPeerBytes = 1<<30, 0
 	b.StopTimer()
 	// Fill the queue with concurrent (group-committed) enqueues; order
 	// among them does not matter here.

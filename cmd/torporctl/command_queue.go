@@ -1,0 +1,199 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/transport/bearer"
+)
+
+func init() {
+	register(&command{
+		name:  "queue",
+		args:  "list|purge --relay URL --key FILE --agent DID [--sender DID | --all]",
+		short: "List or purge a device's queue on its relay, as one of the relay's operators (docs/operations.md).",
+		run:   runQueue,
+	})
+}
+
+// queueArgs are the flags of queue.
+type queueArgs struct {
+	relay, key, agent, sender string
+	all, json                 bool
+}
+
+// queueAnswer is the relay's answer to a list or a purge
+// (transport/relay, operator.go).
+type queueAnswer struct {
+	Agent    string `json:"agent"`
+	Messages int    `json:"messages"`
+	Bytes    int    `json:"bytes"`
+	Purged   *int   `json:"purged"`
+	Records  []struct {
+		Seq        uint64    `json:"seq"`
+		From       string    `json:"from"`
+		Kind       string    `json:"kind"`
+		Bytes      int       `json:"bytes"`
+		EnqueuedAt time.Time `json:"enqueuedAt"`
+		ExpiresAt  time.Time `json:"expiresAt"`
+	} `json:"records"`
+	Error   string `json:"error"`
+	Message string `json:"message"`
+	Detail  string `json:"detail"`
+}
+
+// runQueue lists a device's queued records (metadata, never bodies) or
+// purges those of one sender or all of them. The relay must list the
+// key's DID among its operators (--operator, --operators-file).
+func runQueue(ctx context.Context, e *env, fs *flag.FlagSet, args []string) error {
+	var a queueArgs
+	fs.StringVar(&a.relay, "relay", envOr("TORPOR_RELAY", "http://127.0.0.1:8080"), "The relay, its public origin. Default $TORPOR_RELAY.")
+	fs.StringVar(&a.key, "key", os.Getenv("TORPOR_KEY"), "An operator's key file (torporctl keygen); the relay must list its DID with --operator. Default $TORPOR_KEY.")
+	fs.StringVar(&a.agent, "agent", "", "The device's agent DID.")
+	fs.StringVar(&a.sender, "sender", "", "Only the records of this sender DID.")
+	fs.BoolVar(&a.all, "all", false, "purge: every record of the device (purge needs --sender or --all).")
+	fs.BoolVar(&a.json, "json", false, "Print the relay's JSON answer.")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 || a.agent == "" || a.key == "" {
+		return errUsage
+	}
+	method, err := queueMethod(fs.Arg(0), a)
+	if err != nil {
+		return err
+	}
+	if _, err := did.Parse(a.agent); err != nil {
+		return fmt.Errorf("--agent: %w", err)
+	}
+	if a.sender != "" {
+		if _, err := did.Parse(a.sender); err != nil {
+			return fmt.Errorf("--sender: %w", err)
+		}
+	}
+	raw, ans, err := queueCall(ctx, method, a)
+	if err != nil {
+		return err
+	}
+	if a.json {
+		fmt.Fprintln(e.stdout, strings.TrimSpace(string(raw)))
+		return nil
+	}
+	printQueue(e.stdout, a, ans)
+	return nil
+}
+
+// queueMethod returns the HTTP method of the subcommand and checks its
+// selection: purge needs exactly one of --sender and --all.
+func queueMethod(sub string, a queueArgs) (string, error) {
+	switch sub {
+	case "list":
+		if a.all {
+			return "", usageError{"list takes --sender, or nothing for every record; --all is for purge"}
+		}
+		return http.MethodGet, nil
+	case "purge":
+		if (a.sender == "") == !a.all {
+			return "", usageError{"purge needs --sender DID or --all (not both)"}
+		}
+		return http.MethodDelete, nil
+	}
+	return "", usageError{fmt.Sprintf("unknown subcommand %q: want list or purge", sub)}
+}
+
+// queueCall makes the operator request with a DID Bearer token of the key
+// and returns the answer, or an error that carries the relay's reason.
+func queueCall(ctx context.Context, method string, a queueArgs) ([]byte, queueAnswer, error) {
+	var ans queueAnswer
+	k, err := loadKey(a.key)
+	if errors.Is(err, errNoKeyFile) || errors.Is(err, errNotKeyFile) {
+		return nil, ans, fmt.Errorf("%w (--key takes the path of a key file written by keygen)", err)
+	}
+	if err != nil {
+		return nil, ans, err
+	}
+	origin, err := bearer.NormalizeAudience(a.relay)
+	if err != nil {
+		return nil, ans, fmt.Errorf("--relay: %w", err)
+	}
+	tok, err := bearer.Issue(k, origin, time.Now(), 0)
+	if err != nil {
+		return nil, ans, err
+	}
+	q := url.Values{}
+	if a.sender != "" {
+		q.Set("sender", a.sender)
+	}
+	if a.all {
+		q.Set("all", "1")
+	}
+	u := origin + "/operator/queue/" + url.PathEscape(a.agent)
+	if len(q) > 0 {
+		u += "?" + q.Encode()
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, method, u, nil)
+	if err != nil {
+		return nil, ans, err
+	}
+	req.Header.Set("Authorization", bearer.Authorization(tok))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, ans, err
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return nil, ans, err
+	}
+	if err := json.Unmarshal(raw, &ans); err != nil || resp.StatusCode != http.StatusOK {
+		return nil, ans, fmt.Errorf("relay answered %s: %s", resp.Status, relayReason(ans, raw))
+	}
+	return raw, ans, nil
+}
+
+func relayReason(ans queueAnswer, raw []byte) string {
+	switch {
+	case ans.Message != "":
+		return ans.Error + ": " + ans.Message
+	case ans.Detail != "":
+		return ans.Error + ": " + ans.Detail
+	}
+	if len(raw) > 200 {
+		raw = raw[:200]
+	}
+	return strings.TrimSpace(string(raw))
+}
+
+func printQueue(w io.Writer, a queueArgs, ans queueAnswer) {
+	if ans.Purged != nil {
+		what := "every record"
+		if a.sender != "" {
+			what = "the records of " + a.sender
+		}
+		fmt.Fprintf(w, "purged %d records (%d bytes) of %s for %s\n", *ans.Purged, ans.Bytes, what, ans.Agent)
+		return
+	}
+	fmt.Fprintf(w, "%d records, %d bytes queued for %s\n", ans.Messages, ans.Bytes, ans.Agent)
+	if len(ans.Records) == 0 {
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SEQ\tFROM\tKIND\tBYTES\tENQUEUED\tEXPIRES")
+	for _, r := range ans.Records {
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\n", r.Seq, r.From, r.Kind, r.Bytes, r.EnqueuedAt.Format(time.RFC3339), r.ExpiresAt.Format(time.RFC3339))
+	}
+	tw.Flush()
+}

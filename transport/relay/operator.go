@@ -1,0 +1,158 @@
+package relay
+
+import (
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/store/queue"
+	"github.com/torpor-dev/torpor/transport/bearer"
+)
+
+// The operator's queue endpoints (docs/operations.md, "A device's queue"):
+//
+//	GET    /operator/queue/{did}[?sender=DID]      list the records
+//	DELETE /operator/queue/{did}?sender=DID|all=1  purge them
+//
+// Both need a DID Bearer token (audience the relay's origin) of an
+// operator DID of Config.Operators; records are listed by their metadata,
+// never their bodies, which are the senders' (usually MLS ciphertext).
+const operatorQueuePath = "/operator/queue/{did}"
+
+// queueEntry is one listed record.
+type queueEntry struct {
+	Seq        uint64    `json:"seq"`
+	From       string    `json:"from"`
+	Kind       string    `json:"kind"`
+	Bytes      int       `json:"bytes"`
+	EnqueuedAt time.Time `json:"enqueuedAt"`
+	ExpiresAt  time.Time `json:"expiresAt"`
+}
+
+// operator authenticates an operator request. It answers 401 for a
+// missing or bad token and 403 for a DID that is not an operator's, and
+// returns false then.
+func (s *Relay) operator(w http.ResponseWriter, r *http.Request) (did.DID, bool) {
+	caller, err := s.verifier.Verify(r.Header.Get("Authorization"))
+	if err != nil {
+		bearer.WriteUnauthorized(w, err)
+		return did.DID{}, false
+	}
+	if !s.operators[caller.String()] {
+		msg := "this DID is not one of the relay's operators (--operator, --operators-file)"
+		if len(s.operators) == 0 {
+			msg = "the relay has no operator (--operator, --operators-file)"
+		}
+		writeJSON(w, http.StatusForbidden, map[string]any{"error": "not_operator", "message": msg})
+		return did.DID{}, false
+	}
+	return caller, true
+}
+
+// queueSelection is the agent and the optional sender an operator request
+// names; all is the explicit all=1 of a purge.
+type queueSelection struct {
+	agent  did.DID
+	sender string
+	all    bool
+}
+
+func (s *Relay) queueRequest(w http.ResponseWriter, r *http.Request) (did.DID, queueSelection, bool) {
+	op, ok := s.operator(w, r)
+	if !ok {
+		return did.DID{}, queueSelection{}, false
+	}
+	agent, ok := agentPath(w, r)
+	if !ok {
+		return did.DID{}, queueSelection{}, false
+	}
+	sel := queueSelection{agent: agent, all: r.URL.Query().Get("all") == "1"}
+	if v := r.URL.Query().Get("sender"); v != "" {
+		d, err := did.Parse(v)
+		if err != nil {
+			writeJSON(w, http.StatusBadRequest, map[string]any{"error": "bad_sender", "message": "sender: " + err.Error()})
+			return did.DID{}, queueSelection{}, false
+		}
+		sel.sender = d.String()
+	}
+	return op, sel, true
+}
+
+// scanQueue returns the agent's live records, those of sel.sender only
+// when it is set.
+func (s *Relay) scanQueue(r *http.Request, sel queueSelection) ([]queue.Record, error) {
+	var out []queue.Record
+	var after uint64
+	now := s.clk.Now()
+	for {
+		recs, err := s.cfg.Queue.Next(r.Context(), sel.agent.String(), after, 500, now)
+		if err != nil {
+			return nil, err
+		}
+		for _, rec := range recs {
+			if sel.sender == "" || rec.From == sel.sender {
+				out = append(out, rec)
+			}
+		}
+		if len(recs) < 500 {
+			return out, nil
+		}
+		after = recs[len(recs)-1].Seq
+	}
+}
+
+func (s *Relay) serveQueueList(w http.ResponseWriter, r *http.Request) {
+	_, sel, ok := s.queueRequest(w, r)
+	if !ok {
+		return
+	}
+	recs, err := s.scanQueue(r, sel)
+	if err != nil {
+		s.internalError(w, err)
+		return
+	}
+	entries := make([]queueEntry, 0, len(recs))
+	total := 0
+	for _, rec := range recs {
+		entries = append(entries, queueEntry{Seq: rec.Seq, From: rec.From, Kind: rec.Kind.String(), Bytes: len(rec.Body), EnqueuedAt: rec.EnqueuedAt.UTC(), ExpiresAt: rec.ExpiresAt.UTC()})
+		total += len(rec.Body)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"agent": sel.agent.String(), "records": entries, "messages": len(entries), "bytes": total})
+}
+
+var errNoSelection = errors.New("name the records to purge: sender=DID, or all=1 for every record")
+
+// serveQueuePurge deletes the selected records (queue.Store.Ack, durable
+// when it returns) and logs who purged what and how many.
+func (s *Relay) serveQueuePurge(w http.ResponseWriter, r *http.Request) {
+	op, sel, ok := s.queueRequest(w, r)
+	if !ok {
+		return
+	}
+	if (sel.sender == "") == !sel.all {
+		writeJSON(w, http.StatusBadRequest, map[string]any{"error": "bad_selection", "message": errNoSelection.Error() + " (not both)"})
+		return
+	}
+	recs, err := s.scanQueue(r, sel)
+	if err != nil {
+		s.internalError(w, err)
+		return
+	}
+	seqs := make([]uint64, len(recs))
+	total := 0
+	for i, rec := range recs {
+		seqs[i] = rec.Seq
+		total += len(rec.Body)
+	}
+	if err := s.cfg.Queue.Ack(r.Context(), sel.agent.String(), seqs); err != nil {
+		s.internalError(w, err)
+		return
+	}
+	what := "all"
+	if sel.sender != "" {
+		what = "sender " + sel.sender
+	}
+	s.log.Info("queue purged by an operator", "operator", op.String(), "agent", sel.agent.String(), "records", what, "purged", len(seqs), "bytes", total)
+	writeJSON(w, http.StatusOK, map[string]any{"agent": sel.agent.String(), "purged": len(seqs), "bytes": total})
+}
