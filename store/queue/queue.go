@@ -70,7 +70,7 @@ type Bounds struct {
 	MaxBytes int64
 	// MaxPeerBytes caps the sum of the body lengths of the agent's live
 	// records from one sender DID, next to MaxPerPeer, so that one sender
-	// cannot take all of MaxBytes with a few large bodies (issue 16).
+	// cannot take all of MaxBytes with a few large bodies.
 	// Zero means no bound of its own. It is the relay's alone: neither
 	// published in the card nor asked for by the device.
 	MaxPeerBytes int64

@@ -21,7 +21,7 @@ type refusal struct {
 }
 
 // hostageRefusals are bodies the device would never acknowledge or never
-// take (issue 16, "The queue cannot be held hostage"): each is refused at
+// take (the queue cannot be held hostage): each is refused at
 // once with the JSON-RPC error the device gives, and an id that is not a
 // string, a number within range or null is never echoed.
 func hostageRefusals() []refusal {
@@ -124,7 +124,7 @@ func TestRelayQueueNotHostage(t *testing.T) {
 
 // TestUnknownAgentsAnswerAlike: without a token, a relay answers for an
 // agent it serves, asleep or awake, exactly as for one it never heard of
-// (issue 16: /a/{did} enumerated devices before authentication).
+// (/a/{did} once told unknown agents apart before authentication).
 func TestUnknownAgentsAnswerAlike(t *testing.T) {
 	s := newSleeper(t, 1)
 	awake := key(t, 4)
@@ -201,5 +201,27 @@ func TestRelayQueuePeerBytes(t *testing.T) {
 	}
 	if now := s.kept(t); len(now) != len(s.before)+3 {
 		t.Errorf("%d records queued, want %d", len(now), len(s.before)+3)
+	}
+}
+
+// TestRelayQueueReserveNotSmuggled: with the queue full of accepted
+// messages, a body with "method" twice whose parts hold a Welcome is
+// refused (it is no handshake to the device), so it cannot take the
+// handshake reserve; a real Welcome still can.
+func TestRelayQueueReserveNotSmuggled(t *testing.T) {
+	s := newSleeper(t, 2, "--max-messages", "2", "--handshake-reserve-messages", "1")
+	mallory, bob := freshKey(t), key(t, 3)
+	if a := s.send(t, bob, message(`"full"`, wirePart("x"))); a.Status != http.StatusInsufficientStorage {
+		t.Fatalf("a message to the full queue: %s, want 507", a)
+	}
+	smuggled := strings.Replace(message(`"w"`, welcomePart()), `"method":"SendMessage"`, `"method":"GetTask","method":"SendMessage"`, 1)
+	if a := s.send(t, mallory, smuggled); a.Status != http.StatusOK || !bytes.Contains(a.Body, []byte(`duplicate member \"method\"`)) {
+		t.Errorf("smuggled Welcome: %s, want 200 -32600 duplicate member", a)
+	}
+	if a := s.send(t, bob, message(`"welcome"`, welcomePart())); a.Status != http.StatusServiceUnavailable || a.json()["queued"] != true {
+		t.Errorf("a real Welcome: %s, want 503 queued in the reserve", a)
+	}
+	if now := s.kept(t); len(now) != len(s.before)+1 {
+		t.Errorf("%d records queued, want %d", len(now), len(s.before)+1)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"unicode/utf8"
 )
 
 // One reading of a request body for the agent and its relay.
@@ -123,6 +124,29 @@ func truncate(s string) string {
 		return s[:64] + "…"
 	}
 	return s
+}
+
+// checkedMembers splits a JSON object that checkStrict accepted (no
+// member name twice) into its members; anything but an object is an
+// error, as for canon.MemberMap.
+func checkedMembers(b []byte) (map[string]json.RawMessage, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil || m == nil {
+		return nil, errors.New("not a JSON object")
+	}
+	return m, nil
+}
+
+// UnquoteString decodes raw, one JSON value, into s as json.Unmarshal
+// does, without the decoder when raw is a string with no escape and valid
+// UTF-8 (its bytes between the quotes are then the string): the relay and
+// the agent read long base64 members this way.
+func UnquoteString(raw json.RawMessage, s *string) error {
+	if n := len(raw); n >= 2 && raw[0] == '"' && raw[n-1] == '"' && bytes.IndexByte(raw, '\\') < 0 && utf8.Valid(raw) {
+		*s = string(raw[1 : n-1])
+		return nil
+	}
+	return json.Unmarshal(raw, s)
 }
 
 // validID reports whether id (raw JSON) is what JSON-RPC 2.0 Section 4

@@ -3,6 +3,7 @@ package a2a
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 )
 
@@ -76,18 +77,20 @@ func (e *RPCError) Error() string {
 // Section 4), or params that are not an object or array. Answer such a
 // request with id null (Section 5).
 func ParseRequest(b []byte) (*Request, error) {
-	if !json.Valid(b) {
-		return nil, &RPCError{Code: CodeParseError, Message: "Parse error"}
-	}
 	invalid := func(why string) error {
 		return &RPCError{Code: CodeInvalidRequest, Message: "Invalid Request: " + why}
 	}
+	var m map[string]json.RawMessage
+	var syntax *json.SyntaxError
+	switch err := json.Unmarshal(b, &m); {
+	case errors.As(err, &syntax):
+		return nil, &RPCError{Code: CodeParseError, Message: "Parse error"}
+	case err != nil || m == nil:
+		return nil, invalid("not a JSON object")
+	}
+	// Valid JSON now, which checkStrict needs.
 	if err := checkStrict(b); err != nil {
 		return nil, invalid(err.Error())
-	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(b, &m); err != nil || m == nil {
-		return nil, invalid("not a JSON object")
 	}
 	var r Request
 	if err := json.Unmarshal(m["jsonrpc"], &r.JSONRPC); err != nil || r.JSONRPC != "2.0" {

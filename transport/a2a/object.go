@@ -2,6 +2,8 @@ package a2a
 
 import (
 	"encoding/json"
+
+	"github.com/torpor-dev/torpor/internal/canon"
 )
 
 // What an Atom agent takes from a message. The agent (runtime/drain, and
@@ -25,16 +27,17 @@ func ObjectRejected() *RPCError {
 // error of MediaTypeOf (malformed, media-type-conflict). Taking a part is
 // no promise: the agent still checks what it carries.
 func ObjectMediaType(p Part) (string, error) {
-	mt, _, err := objectPart(p)
+	mt, _, err := objectPart(p, canon.MemberMap)
 	return mt, err
 }
 
-// objectPart is ObjectMediaType that also returns the data members.
-func objectPart(p Part) (string, map[string]json.RawMessage, error) {
+// objectPart is ObjectMediaType that also returns the data members, split
+// by members (mediaTypeOf).
+func objectPart(p Part, members func([]byte) (map[string]json.RawMessage, error)) (string, map[string]json.RawMessage, error) {
 	if p.Text != nil && p.MediaType == "" {
 		return "", nil, partErr(ErrNoObject, "text part")
 	}
-	mt, data, err := MediaTypeOf(p)
+	mt, data, err := mediaTypeOf(p, members)
 	if err != nil {
 		return "", nil, err
 	}
@@ -145,7 +148,7 @@ func ReadBody(b []byte) Body {
 			out.Parts, out.Refusal = nil, ObjectRejected()
 			return out
 		}
-		mt, data, err := objectPart(p)
+		mt, data, err := objectPart(p, checkedMembers)
 		taken = taken || err == nil
 		out.Parts = append(out.Parts, BodyPart{Part: p, MediaType: mt, Data: data})
 	}

@@ -175,16 +175,23 @@ func (p Part) ForVersion(v string) Part {
 // part without any media type (malformed) and a part whose two media types
 // differ (media-type-conflict).
 func MediaTypeOf(p Part) (string, map[string]json.RawMessage, error) {
+	return mediaTypeOf(p, canon.MemberMap)
+}
+
+// mediaTypeOf is MediaTypeOf with the function that splits the data
+// object into its members: canon.MemberMap, or checkedMembers for a part
+// of a body ParseRequest already checked for duplicates.
+func mediaTypeOf(p Part, members func([]byte) (map[string]json.RawMessage, error)) (string, map[string]json.RawMessage, error) {
 	if p.Data == nil || p.Text != nil || p.Raw != nil || p.URL != nil || p.File != nil || (p.Kind != "" && p.Kind != "data") {
 		return "", nil, partErr(ErrMalformedPart, "content is not data")
 	}
-	data, err := canon.MemberMap(p.Data)
+	data, err := members(p.Data)
 	if err != nil {
 		return "", nil, partErr(ErrMalformedPart, "data is not a JSON object: %v", err)
 	}
 	var inner string
 	if raw, ok := data["mediaType"]; ok {
-		if err := json.Unmarshal(raw, &inner); err != nil {
+		if err := UnquoteString(raw, &inner); err != nil {
 			return "", nil, partErr(ErrMalformedPart, "data.mediaType is not a string")
 		}
 	}

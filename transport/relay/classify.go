@@ -65,7 +65,7 @@ func isHandshakePart(p a2a.BodyPart) bool {
 		return true
 	case a2a.MediaTypeMLSWire:
 		var s string
-		if json.Unmarshal(p.Data["wire"], &s) != nil {
+		if a2a.UnquoteString(p.Data["wire"], &s) != nil {
 			return false
 		}
 		wire, err := a2a.DecodeBase64(s)

@@ -70,7 +70,7 @@ func (s *Relay) serveJSONRPC(w http.ResponseWriter, r *http.Request) {
 	id := agent.String()
 	// Authenticate before looking the agent up: a caller without a token
 	// gets the same answer for every agent, known, retired or unknown, so
-	// that nobody enumerates the relay's devices (issue 16).
+	// that nobody enumerates the relay's devices.
 	caller, err := s.verifier.Verify(r.Header.Get("Authorization"))
 	if err != nil {
 		// Never queued. The reference's asleep middleware answers this

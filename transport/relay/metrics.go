@@ -17,7 +17,8 @@ import (
 //
 //	torpor_relay_enqueues_total{outcome}      queued, full_messages, full_bytes,
 //	                                          full_peer, too_large, refused,
-//	                                          no_object, unauthenticated, error
+//	                                          invalid, no_object, unauthenticated,
+//	                                          error
 //	torpor_relay_queue_messages               live queued records, all agents
 //	torpor_relay_queue_bytes                  their body bytes
 //	torpor_relay_drain_latency_seconds        enqueue → device acknowledgement

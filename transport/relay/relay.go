@@ -95,7 +95,7 @@ type Config struct {
 	// vectors' bodies "one", "{}"). A Torpor device never takes such a
 	// body, so by default the relay refuses it at once with the JSON-RPC
 	// error the device would give (a2a.ParseRequest's), never letting it
-	// take a queue slot until its TTL (issue 16).
+	// take a queue slot until its TTL.
 	StoreOpaque bool
 	// Operators are the DIDs whose DID Bearer tokens may list and purge a
 	// device's queue (operator.go) and admit devices (admission.go;

@@ -62,6 +62,9 @@ func TestAsleepAnswerShapes(t *testing.T) {
 	if want := `{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}`; r.status != 200 || string(r.body) != want {
 		t.Errorf("opaque body: %d %s, want 200 %s", r.status, r.body, want)
 	}
+	if m := string(h.get(t, "/metrics").body); !strings.Contains(m, `torpor_relay_enqueues_total{outcome="invalid"} 1`) {
+		t.Error("/metrics does not count the invalid body")
+	}
 	recs := h.queued(t, dev.DID())
 	if len(recs) != 3 {
 		t.Fatalf("%d records queued, want 3", len(recs))
@@ -163,7 +166,7 @@ func TestAuthentication(t *testing.T) {
 		t.Errorf("WWW-Authenticate = %q", wa)
 	}
 	// Before authentication every agent answers alike, so that nobody
-	// learns which agents the relay serves (issue 16).
+	// learns which agents the relay serves.
 	for _, agent := range []did.DID{awake.DID(), didtest.Key(t, 9).DID()} {
 		if r2 := h.post(t, agent, nil, "1.0", sendV1); r2.status != r.status || string(r2.body) != string(r.body) || r2.header.Get("WWW-Authenticate") != r.header.Get("WWW-Authenticate") {
 			t.Errorf("%s, no token: %d %s, want the sleeper's answer", agent, r2.status, r2.body)
