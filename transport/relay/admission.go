@@ -144,9 +144,11 @@ func capRefusal(code, msg string) error {
 }
 
 // admitLink refuses the link of a new agent when the relay holds its
-// most agents (Config.MaxAgents).
+// most agents (Config.MaxAgents) or its agents store its most bytes
+// (Config.MaxStateBytes): 507 with the cap's error code, before the
+// device sends anything.
 func (s *Relay) admitLink(ctx context.Context, agent string) error {
-	if s.cfg.MaxAgents <= 0 {
+	if s.cfg.MaxAgents <= 0 && s.cfg.MaxStateBytes <= 0 {
 		return nil
 	}
 	if _, err := s.cfg.States.Get(ctx, agent); !errors.Is(err, agents.ErrUnknownAgent) {
@@ -156,9 +158,13 @@ func (s *Relay) admitLink(ctx context.Context, agent string) error {
 	if err != nil {
 		return err
 	}
-	if u.Agents >= s.cfg.MaxAgents {
+	if s.cfg.MaxAgents > 0 && u.Agents >= s.cfg.MaxAgents {
 		s.log.Warn("refused a new agent: the relay holds its most agents", "agent", agent, "agents", u.Agents, "max", s.cfg.MaxAgents)
 		return capRefusal("relay_full_agents", fmt.Sprintf("this relay holds its most agents (%d, --max-agents); a new device cannot link", s.cfg.MaxAgents))
+	}
+	if s.cfg.MaxStateBytes > 0 && u.Bytes >= s.cfg.MaxStateBytes {
+		s.log.Warn("refused a new agent: the agent store is full", "agent", agent, "bytes", u.Bytes, "max", s.cfg.MaxStateBytes)
+		return capRefusal("relay_full_state", fmt.Sprintf("the relay's agent store takes its most bytes (%d, --max-state-bytes); a new device cannot link", s.cfg.MaxStateBytes))
 	}
 	return nil
 }

@@ -136,22 +136,33 @@ func TestMaxAgents(t *testing.T) {
 	h.publishOffline(t, first, "sleep", deviceOpts{})
 }
 
-// TestMaxStateBytes: once the agents store takes --max-state-bytes, no
-// KeyPackages are added; a state without them is still stored.
+// TestMaxStateBytes: once the agents store takes --max-state-bytes, a
+// new device's link is refused with 507 relay_full_state naming the cap,
+// and a known device may publish no new KeyPackages.
 func TestMaxStateBytes(t *testing.T) {
-	h := newHarness(t, func(c *Config) { c.MaxStateBytes = 1 })
+	h := newHarness(t, nil)
+	known := didtest.Key(t, 2)
+	h.publishOffline(t, known, "sleep", deviceOpts{})
+	h.relay.cfg.MaxStateBytes = 1 // what the store holds now passes it
 	dev := didtest.Key(t, 1)
-	c, err := link.Dial(context.Background(), link.Config{RelayURL: h.srv.URL, Key: dev, Clock: h.clk})
+	_, err := link.Dial(context.Background(), link.Config{RelayURL: h.srv.URL, Key: dev, Clock: h.clk})
+	if err == nil || !strings.Contains(err.Error(), "507") || !strings.Contains(err.Error(), "relay_full_state") || !strings.Contains(err.Error(), "--max-state-bytes") {
+		t.Fatalf("a new device over the cap: %v, want 507 relay_full_state naming the cap", err)
+	}
+	if _, err := h.states.Get(context.Background(), dev.DID().String()); err != agents.ErrUnknownAgent {
+		t.Errorf("refused state stored: %v", err)
+	}
+	c, err := link.Dial(context.Background(), link.Config{RelayURL: h.srv.URL, Key: known, Clock: h.clk})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	_, err = c.Publish(context.Background(), h.state(t, dev, c.Hello(), "sleep", deviceOpts{kps: [][]byte{kp(1)}}))
-	if err == nil || !strings.Contains(err.Error(), "relay_full_state") || !strings.Contains(err.Error(), "--max-state-bytes") {
-		t.Fatalf("publish over the cap: %v, want relay_full_state naming the cap", err)
+	_, err = c.Publish(context.Background(), h.state(t, known, c.Hello(), "sleep", deviceOpts{kps: [][]byte{kp(1)}}))
+	if err == nil || !strings.Contains(err.Error(), "relay_full_state") {
+		t.Errorf("new KeyPackages over the cap: %v, want relay_full_state", err)
 	}
-	if _, err := h.states.Get(context.Background(), dev.DID().String()); err != agents.ErrUnknownAgent {
-		t.Errorf("refused state stored: %v", err)
+	if _, err := c.Publish(context.Background(), h.state(t, known, c.Hello(), "sleep", deviceOpts{})); err != nil {
+		t.Errorf("a state without KeyPackages over the cap: %v, want it stored", err)
 	}
 }
 
