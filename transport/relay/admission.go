@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/store/agents"
 	"github.com/torpor-dev/torpor/store/queue"
@@ -106,6 +108,20 @@ type admission struct {
 	// agents as last counted, and when.
 	queueBytes int64
 	queueAt    time.Time
+
+	// forgotten counts agents forgotten for their silence; refusals,
+	// publishes and links refused by probation or a global cap, by cap.
+	forgotten prometheus.Counter
+	refusals  *prometheus.CounterVec
+}
+
+// newAdmissionMetrics registers the admission's metrics with reg.
+func (a *admission) newAdmissionMetrics(reg *prometheus.Registry) {
+	a.forgotten = prometheus.NewCounter(prometheus.CounterOpts{Name: "torpor_relay_agents_forgotten_total",
+		Help: "Agents forgotten (queue, KeyPackages, state) because their device stayed silent longer than --forget-after."})
+	a.refusals = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "torpor_relay_cap_refusals_total",
+		Help: "Links, states and sends refused by probation or a global cap, by cap."}, []string{"cap"})
+	reg.MustRegister(a.forgotten, a.refusals)
 }
 
 // admitted reports whether agent is off probation: on an allow list, with
@@ -160,10 +176,12 @@ func (s *Relay) admitLink(ctx context.Context, agent string) error {
 	}
 	if s.cfg.MaxAgents > 0 && u.Agents >= s.cfg.MaxAgents {
 		s.log.Warn("refused a new agent: the relay holds its most agents", "agent", agent, "agents", u.Agents, "max", s.cfg.MaxAgents)
+		s.adm.refusals.WithLabelValues("agents").Inc()
 		return capRefusal("relay_full_agents", fmt.Sprintf("this relay holds its most agents (%d, --max-agents); a new device cannot link", s.cfg.MaxAgents))
 	}
 	if s.cfg.MaxStateBytes > 0 && u.Bytes >= s.cfg.MaxStateBytes {
 		s.log.Warn("refused a new agent: the agent store is full", "agent", agent, "bytes", u.Bytes, "max", s.cfg.MaxStateBytes)
+		s.adm.refusals.WithLabelValues("state_bytes").Inc()
 		return capRefusal("relay_full_state", fmt.Sprintf("the relay's agent store takes its most bytes (%d, --max-state-bytes); a new device cannot link", s.cfg.MaxStateBytes))
 	}
 	return nil
@@ -179,11 +197,11 @@ func (s *Relay) checkAdmission(ctx context.Context, agent did.DID, known bool, s
 	if !s.admitted(ctx, id) {
 		p := s.cfg.Probation
 		if n := len(st.Card) + len(st.Pulse) + len(st.Retirement); n > p.StateBytes {
-			return fmt.Errorf("on probation: a card and pulse of %d bytes exceed %d until an operator admits this device (torporctl device admit)", n, p.StateBytes)
+			return s.capRefused("probation", fmt.Errorf("on probation: a card and pulse of %d bytes exceed %d until an operator admits this device (torporctl device admit)", n, p.StateBytes))
 		}
 		for i, kp := range append(slices.Clip(st.KeyPackages), st.LastResort) {
 			if len(kp) > p.KeyPackageSize {
-				return fmt.Errorf("on probation: KeyPackage %d of %d bytes exceeds %d until an operator admits this device (torporctl device admit)", i, len(kp), p.KeyPackageSize)
+				return s.capRefused("probation", fmt.Errorf("on probation: KeyPackage %d of %d bytes exceeds %d until an operator admits this device (torporctl device admit)", i, len(kp), p.KeyPackageSize))
 			}
 		}
 		held := 0
@@ -195,7 +213,7 @@ func (s *Relay) checkAdmission(ctx context.Context, agent did.DID, known bool, s
 			held = len(pool)
 		}
 		if held+len(st.KeyPackages) > p.KeyPackages {
-			return fmt.Errorf("on probation: %d held + %d published KeyPackages exceed %d until an operator admits this device (torporctl device admit)", held, len(st.KeyPackages), p.KeyPackages)
+			return s.capRefused("probation", fmt.Errorf("on probation: %d held + %d published KeyPackages exceed %d until an operator admits this device (torporctl device admit)", held, len(st.KeyPackages), p.KeyPackages))
 		}
 	}
 	grows := !known || len(st.KeyPackages) > 0 || len(st.LastResort) > 0
@@ -207,12 +225,18 @@ func (s *Relay) checkAdmission(ctx context.Context, agent did.DID, known bool, s
 		return err
 	}
 	if !known && s.cfg.MaxAgents > 0 && u.Agents >= s.cfg.MaxAgents {
-		return fmt.Errorf("relay_full_agents: this relay holds its most agents (%d, --max-agents)", s.cfg.MaxAgents)
+		return s.capRefused("agents", fmt.Errorf("relay_full_agents: this relay holds its most agents (%d, --max-agents)", s.cfg.MaxAgents))
 	}
 	if s.cfg.MaxStateBytes > 0 && u.Bytes >= s.cfg.MaxStateBytes {
-		return fmt.Errorf("relay_full_state: the relay's agent store takes its most bytes (%d, --max-state-bytes); no new agents or KeyPackages", s.cfg.MaxStateBytes)
+		return s.capRefused("state_bytes", fmt.Errorf("relay_full_state: the relay's agent store takes its most bytes (%d, --max-state-bytes); no new agents or KeyPackages", s.cfg.MaxStateBytes))
 	}
 	return nil
+}
+
+// capRefused counts a refusal by cap and returns err.
+func (s *Relay) capRefused(cap string, err error) error {
+	s.adm.refusals.WithLabelValues(cap).Inc()
+	return err
 }
 
 // queueCapRecount is how long a count of all queued bytes is trusted
@@ -244,6 +268,7 @@ func (s *Relay) relayQueueFull(ctx context.Context, w http.ResponseWriter, req r
 	}
 	if s.adm.queueBytes+int64(size) > max {
 		s.metrics.enqueue(agent, "full_relay")
+		s.adm.refusals.WithLabelValues("queue_bytes").Inc()
 		answer(w, req, http.StatusInsufficientStorage, CodeQueueFull, profileAnswer{Error: "relay_queue_full",
 			Message: fmt.Sprintf("the relay's queues hold their most bytes (%s, --max-queue-bytes); nothing was queued", byteSize(max)), Queued: false}, 60)
 		return true
@@ -292,6 +317,7 @@ func (s *Relay) forgetSilent(ctx context.Context) int {
 			continue
 		}
 		s.log.Info("forgot a silent agent", "agent", id, "lastState", st.UpdatedAt, "forgetAfter", s.cfg.ForgetAfter)
+		s.adm.forgotten.Inc()
 		n++
 	}
 	return n

@@ -198,6 +198,7 @@ func New(cfg Config) (*Relay, error) {
 	}
 	s.metrics = newMetrics(s)
 	s.newKeyPackageLimits()
+	s.adm.newAdmissionMetrics(s.metrics.reg)
 	s.link = &server.Server{
 		Verifier: s.verifier, Queue: cfg.Queue, Agents: (*linkAgents)(s), Clock: cfg.Clock,
 		Logger: base.With("component", "link"), OnAcked: s.metrics.acked,
