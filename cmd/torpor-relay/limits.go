@@ -31,7 +31,16 @@ func (l *httpLimits) register(fs *flag.FlagSet) {
 	fs.Int64Var(&l.minBodyRate, "min-body-rate", 1024, "Bytes per second a request body must average once --read-timeout has passed.")
 	fs.DurationVar(&l.write, "write-timeout", 60*time.Second, "How long the relay may take to answer a request, from its headers, including the wait for a live device's answer (30 s). The device link (WebSocket) is exempt.")
 	fs.DurationVar(&l.idle, "idle-timeout", 60*time.Second, "How long an idle keep-alive connection is kept open.")
-	fs.IntVar(&l.maxConns, "max-conns", 768, "The most HTTP connections open at once, device links included. At the cap a new connection closes the oldest one that has not sent a request, or is refused (503). Keep it below the open-file limit.")
+	fs.IntVar(&l.maxConns, "max-conns", defaultMaxConns(openFileLimit()), "The most HTTP connections open at once, device links included. At the cap a new connection closes the oldest one that has not sent a request, or is refused (503). The default is half the open-file limit (RLIMIT_NOFILE), between 64 and 16384, leaving room for the MQTT broker and the stores.")
+}
+
+// defaultMaxConns is half the open-file limit nofile, at least 64 and at
+// most 16384; 1024 when the limit is unknown.
+func defaultMaxConns(nofile uint64) int {
+	if nofile == 0 {
+		return 1024
+	}
+	return int(min(max(nofile/2, 64), 16384))
 }
 
 func (l *httpLimits) validate() error {
