@@ -31,7 +31,16 @@ func (l *httpLimits) register(fs *flag.FlagSet) {
 	fs.Int64Var(&l.minBodyRate, "min-body-rate", 1024, "Bytes per second a request body must average once --read-timeout has passed.")
 	fs.DurationVar(&l.write, "write-timeout", 60*time.Second, "How long the relay may take to answer a request, from its headers, including the wait for a live device's answer (30 s). The device link (WebSocket) is exempt.")
 	fs.DurationVar(&l.idle, "idle-timeout", 60*time.Second, "How long an idle keep-alive connection is kept open.")
-	fs.IntVar(&l.maxConns, "max-conns", 768, "The most HTTP connections open at once, device links included. At the cap a new connection closes the oldest one that has not sent a request, or is refused (503). Keep it below the open-file limit.")
+	fs.IntVar(&l.maxConns, "max-conns", defaultMaxConns(openFileLimit()), "The most HTTP connections open at once, device links included. At the cap a new connection closes the oldest one that has not sent a request, or is refused (503). The default is half the open-file limit (RLIMIT_NOFILE), between 64 and 16384, leaving room for the MQTT broker and the stores.")
+}
+
+// defaultMaxConns is half the open-file limit nofile, at least 64 and at
+// most 16384; 1024 when the limit is unknown.
+func defaultMaxConns(nofile uint64) int {
+	if nofile == 0 {
+		return 1024
+	}
+	return int(min(max(nofile/2, 64), 16384))
 }
 
 func (l *httpLimits) validate() error {
@@ -120,6 +129,8 @@ type connLimit struct {
 	net.Listener
 	max   int
 	plain bool // not TLS: a refusal can be written in HTTP
+	// refusing bounds the refusals being written at once.
+	refusing chan struct{}
 
 	mu sync.Mutex
 	// mu guards all following fields.
@@ -134,7 +145,7 @@ type limitedConn struct {
 }
 
 func newConnLimit(ln net.Listener, max int, plain bool) *connLimit {
-	return &connLimit{Listener: ln, max: max, plain: plain, conns: map[*limitedConn]*list.Element{}}
+	return &connLimit{Listener: ln, max: max, plain: plain, conns: map[*limitedConn]*list.Element{}, refusing: make(chan struct{}, 64)}
 }
 
 func (l *connLimit) Accept() (net.Conn, error) {
@@ -180,14 +191,33 @@ func (l *connLimit) dropLocked(c *limitedConn) {
 	delete(l.conns, c)
 }
 
-// refuse answers a connection over the cap and closes it.
+// refuse answers a connection over the cap and closes it. The answer is
+// written, the connection half-closed and what the client sent read
+// away for up to a second before it is closed, so that the client reads
+// the answer rather than a reset; at most refusing of these run at once,
+// beyond which connections are closed without one.
 func (l *connLimit) refuse(c net.Conn) {
-	if l.plain {
-		const body = `{"error":"too_many_connections","message":"the relay holds its most open connections (--max-conns); try again later"}`
-		c.SetWriteDeadline(time.Now().Add(time.Second))
-		fmt.Fprintf(c, "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json; charset=utf-8\r\nRetry-After: 1\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+	if !l.plain {
+		c.Close()
+		return
 	}
-	c.Close()
+	select {
+	case l.refusing <- struct{}{}:
+	default:
+		c.Close()
+		return
+	}
+	go func() {
+		defer func() { <-l.refusing }()
+		defer c.Close()
+		const body = `{"error":"too_many_connections","message":"the relay holds its most open connections (--max-conns); try again later"}`
+		c.SetDeadline(time.Now().Add(time.Second))
+		fmt.Fprintf(c, "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json; charset=utf-8\r\nRetry-After: 1\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+		if tc, ok := c.(interface{ CloseWrite() error }); ok {
+			tc.CloseWrite()
+		}
+		io.Copy(io.Discard, io.LimitReader(c, 64<<10))
+	}()
 }
 
 // connState is the http.Server's ConnState hook: it tracks which

@@ -254,3 +254,11 @@ func waitFor(t *testing.T, cond func() bool, what string) {
 	}
 	t.Fatalf("timed out waiting for %s", what)
 }
+
+func TestDefaultMaxConns(t *testing.T) {
+	for nofile, want := range map[uint64]int{0: 1024, 1024: 512, 100: 64, 65536: 16384, 20000: 10000} {
+		if got := defaultMaxConns(nofile); got != want {
+			t.Errorf("defaultMaxConns(%d) = %d, want %d", nofile, got, want)
+		}
+	}
+}

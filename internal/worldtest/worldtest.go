@@ -31,7 +31,9 @@ type Relay struct {
 
 // Open starts a relay with its files queue.db and agents.db in dir. cfg's
 // PublicURL, Queue and States are set here, KeyPackages when nil (to the
-// relay binary's verifier, session/kpcheck); the rest is the caller's.
+// relay binary's verifier, session/kpcheck), and AdmitAll unless cfg sets
+// a Probation or AllowAgents (the world's devices are not on probation);
+// the rest is the caller's.
 // Close stops it.
 func Open(dir string, cfg relay.Config) (*Relay, error) {
 	q, err := queue.OpenBolt(filepath.Join(dir, "queue.db"), nil)
@@ -47,6 +49,9 @@ func Open(dir string, cfg relay.Config) (*Relay, error) {
 	cfg.PublicURL, cfg.Queue, cfg.States = "http://"+srv.Listener.Addr().String(), q, states
 	if cfg.KeyPackages == nil {
 		cfg.KeyPackages = kpcheck.Verifier{}
+	}
+	if cfg.Probation == (relay.Probation{}) && len(cfg.AllowAgents) == 0 {
+		cfg.AdmitAll = true
 	}
 	r, err := relay.New(cfg)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"context"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -120,7 +121,8 @@ var listenRE = regexp.MustCompile(`msg="torpor-relay listening" addr=(\S+)`)
 // and waits until it serves.
 func startRelay(t testing.TB, dataDir string, extra ...string) *relayProc {
 	t.Helper()
-	args := append([]string{"--listen", "127.0.0.1:0", "--mqtt-listen", "127.0.0.1:0", "--data-dir", dataDir}, extra...)
+	args := append([]string{"--listen", "127.0.0.1:0", "--mqtt-listen", "127.0.0.1:0", "--data-dir", dataDir,
+		"--operator", fleetOperator(t).DID().String()}, extra...)
 	p := &relayProc{cmd: exec.Command(relayBinary(t), args...)}
 	stderr, err := p.cmd.StderrPipe()
 	if err != nil {
@@ -190,6 +192,29 @@ func token(t testing.TB, k *did.PrivateKey) string {
 	return tok
 }
 
+// fleetOperator is the operator every relay of these tests lists.
+func fleetOperator(t testing.TB) *did.PrivateKey { return testKey(t, 0xA0) }
+
+// admitDevice admits dev through the relay at addr, as fleetOperator: the
+// fleet's devices get the relays' own bounds, not a new device's
+// probation. The admission is in the shared store, for every relay.
+func admitDevice(t testing.TB, addr string, dev *did.PrivateKey) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, addr+"/operator/agents/"+dev.DID().String()+"/admit", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", bearer.Authorization(token(t, fleetOperator(t))))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("admitting %s: %s", dev.DID(), resp.Status)
+	}
+}
+
 // device is what a device publishes when it links.
 type device struct {
 	mode       string
@@ -204,6 +229,7 @@ func publish(t testing.TB, addr string, dev *did.PrivateKey, d device) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	admitDevice(t, addr, dev)
 	c, err := link.Dial(ctx, link.Config{RelayURL: addr, Audience: publicURL, Key: dev})
 	if err != nil {
 		t.Fatal(err)

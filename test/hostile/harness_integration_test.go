@@ -262,11 +262,14 @@ type sleeper struct {
 	before map[uint64]string
 }
 
-// newSleeper starts a relay (extra flags), publishes a sleeping device and
-// queues n messages from a legitimate sender, each answered 503 queued.
+// newSleeper starts a relay (extra flags, and an operator), publishes a
+// sleeping device the operator admitted and queues n messages from a
+// legitimate sender, each answered 503 queued.
 func newSleeper(t testing.TB, n int, extra ...string) *sleeper {
 	t.Helper()
-	s := &sleeper{relay: startRelay(t, extra...), dev: key(t, 1), sender: key(t, 2)}
+	op := harnessOperator(t)
+	s := &sleeper{relay: startRelay(t, append([]string{"--operator", op.DID().String()}, extra...)...), dev: key(t, 1), sender: key(t, 2)}
+	admit(t, s.relay.URL, op, s.dev) // the relay's own bounds, not a new device's probation
 	publish(t, s.relay.URL, s.dev, "sleep")
 	for i := range n {
 		a := send(t, s.relay.URL, s.dev.DID().String(), s.sender, "1.0", message(`"ok-`+string(rune('a'+i))+`"`, wirePart("hello")))

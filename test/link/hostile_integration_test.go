@@ -274,7 +274,12 @@ func fetchKeyPackage(t *testing.T, relayURL string, agent did.DID) ([]byte, bool
 	if err != nil {
 		t.Fatal(err)
 	}
-	tok, err := bearer.Issue(caller, relayURL, time.Now(), 0)
+	var health struct{ PublicURL string } // the token's audience: the relay's public URL
+	if hr, err := http.Get(relayURL + "/healthz"); err == nil {
+		json.NewDecoder(hr.Body).Decode(&health)
+		hr.Body.Close()
+	}
+	tok, err := bearer.Issue(caller, health.PublicURL, time.Now(), 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,8 +29,9 @@ func TestCrashKeepsEveryQueuedAnswer(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 1))
-	big := []string{"--max-messages", "1000000", "--max-per-peer", "1000000", "--max-bytes", "1000000000"}
 	dev := testKey(t, 1)
+	// --allow-agent: the device is admitted, not on a new device's probation.
+	big := []string{"--max-messages", "1000000", "--max-per-peer", "1000000", "--max-bytes", "1000000000", "--max-peer-bytes", "1000000000", "--allow-agent", dev.DID().String()}
 	keys := make([]string, senders)
 	for s := range senders {
 		keys[s] = testKey(t, 100+s).DID().String()

@@ -9,10 +9,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/store/agents"
 	"github.com/torpor-dev/torpor/store/queue"
-	"github.com/torpor-dev/torpor/transport/bearer"
 	"github.com/torpor-dev/torpor/transport/link/server"
 	"github.com/torpor-dev/torpor/transport/link/wire"
 )
@@ -24,21 +25,25 @@ import (
 type Probation struct {
 	// Bounds are its queue's ceiling (each member lowers the relay's).
 	Bounds queue.Bounds
-	// KeyPackages is the most its KeyPackage pool may hold.
-	KeyPackages int
+	// KeyPackages is the most its KeyPackage pool may hold, and
+	// KeyPackageSize the largest one (a device's own are a few hundred
+	// bytes; the relay otherwise takes up to 64 KiB each).
+	KeyPackages, KeyPackageSize int
 	// StateBytes is the most its card, pulse and retirement statement may
 	// take together.
 	StateBytes int
 }
 
 // DefaultProbation is the probation of Config's zero value: 20 messages
-// (5 per sender) of at most 64 KiB, 256 KiB in all, a handshake reserve
-// of 4 messages and 64 KiB; 8 KeyPackages; 32 KiB of card and pulse.
+// (5 and 128 KiB per sender) of at most 64 KiB, 256 KiB in all, a handshake reserve
+// of 4 messages and 64 KiB; 32 KeyPackages (a device pools 20 by
+// default) of at most 4 KiB; 32 KiB of card and pulse.
 func DefaultProbation() Probation {
 	b := queue.DefaultBounds()
 	b.MaxMessages, b.MaxPerPeer, b.MaxBytes, b.MaxMessageSize = 20, 5, 256<<10, 64<<10
+	b.MaxPeerBytes = 128 << 10
 	b.HandshakeMessages, b.HandshakeBytes = 4, 64<<10
-	return Probation{Bounds: b, KeyPackages: 8, StateBytes: 32 << 10}
+	return Probation{Bounds: b, KeyPackages: 32, KeyPackageSize: 4 << 10, StateBytes: 32 << 10}
 }
 
 // Validate refuses a probation with a non-positive member.
@@ -46,8 +51,8 @@ func (p Probation) Validate() error {
 	if err := p.Bounds.Validate(); err != nil {
 		return fmt.Errorf("probation: %w", err)
 	}
-	if p.KeyPackages < 1 || p.StateBytes < 1 {
-		return errors.New("probation: KeyPackages and StateBytes must be positive")
+	if p.KeyPackages < 1 || p.KeyPackageSize < 1 || p.StateBytes < 1 {
+		return errors.New("probation: KeyPackages, KeyPackageSize and StateBytes must be positive")
 	}
 	return nil
 }
@@ -100,16 +105,31 @@ type admission struct {
 	// agents as last counted, and when.
 	queueBytes int64
 	queueAt    time.Time
+
+	// forgotten counts agents forgotten for their silence; refusals,
+	// publishes and links refused by probation or a global cap, by cap.
+	forgotten prometheus.Counter
+	refusals  *prometheus.CounterVec
+}
+
+// newAdmissionMetrics registers the admission's metrics with reg.
+func (a *admission) newAdmissionMetrics(reg *prometheus.Registry) {
+	a.forgotten = prometheus.NewCounter(prometheus.CounterOpts{Name: "torpor_relay_agents_forgotten_total",
+		Help: "Agents forgotten (queue, KeyPackages, state) because their device stayed silent longer than --forget-after."})
+	a.refusals = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "torpor_relay_cap_refusals_total",
+		Help: "Links, states and sends refused by probation or a global cap, by cap."}, []string{"cap"})
+	reg.MustRegister(a.forgotten, a.refusals)
 }
 
 // admitted reports whether agent is off probation: on an allow list, with
-// bounds of its own (Config.AgentBounds), or admitted by an operator. A
+// bounds of its own (Config.AgentBounds), on a relay that admits all
+// (Config.AdmitAll), or admitted by an operator. A
 // store that fails counts as not admitted (probation is the safe side).
 func (s *Relay) admitted(ctx context.Context, agent string) bool {
 	if s.allow != nil {
 		return s.allow[agent]
 	}
-	if _, ok := s.cfg.AgentBounds[agent]; ok {
+	if _, ok := s.cfg.AgentBounds[agent]; ok || s.cfg.AdmitAll {
 		return true
 	}
 	s.adm.mu.Lock()
@@ -137,9 +157,11 @@ func capRefusal(code, msg string) error {
 }
 
 // admitLink refuses the link of a new agent when the relay holds its
-// most agents (Config.MaxAgents).
+// most agents (Config.MaxAgents) or its agents store its most bytes
+// (Config.MaxStateBytes): 507 with the cap's error code, before the
+// device sends anything.
 func (s *Relay) admitLink(ctx context.Context, agent string) error {
-	if s.cfg.MaxAgents <= 0 {
+	if s.cfg.MaxAgents <= 0 && s.cfg.MaxStateBytes <= 0 {
 		return nil
 	}
 	if _, err := s.cfg.States.Get(ctx, agent); !errors.Is(err, agents.ErrUnknownAgent) {
@@ -149,9 +171,15 @@ func (s *Relay) admitLink(ctx context.Context, agent string) error {
 	if err != nil {
 		return err
 	}
-	if u.Agents >= s.cfg.MaxAgents {
+	if s.cfg.MaxAgents > 0 && u.Agents >= s.cfg.MaxAgents {
 		s.log.Warn("refused a new agent: the relay holds its most agents", "agent", agent, "agents", u.Agents, "max", s.cfg.MaxAgents)
+		s.adm.refusals.WithLabelValues("agents").Inc()
 		return capRefusal("relay_full_agents", fmt.Sprintf("this relay holds its most agents (%d, --max-agents); a new device cannot link", s.cfg.MaxAgents))
+	}
+	if s.cfg.MaxStateBytes > 0 && u.Bytes >= s.cfg.MaxStateBytes {
+		s.log.Warn("refused a new agent: the agent store is full", "agent", agent, "bytes", u.Bytes, "max", s.cfg.MaxStateBytes)
+		s.adm.refusals.WithLabelValues("state_bytes").Inc()
+		return capRefusal("relay_full_state", fmt.Sprintf("the relay's agent store takes its most bytes (%d, --max-state-bytes); a new device cannot link", s.cfg.MaxStateBytes))
 	}
 	return nil
 }
@@ -166,7 +194,12 @@ func (s *Relay) checkAdmission(ctx context.Context, agent did.DID, known bool, s
 	if !s.admitted(ctx, id) {
 		p := s.cfg.Probation
 		if n := len(st.Card) + len(st.Pulse) + len(st.Retirement); n > p.StateBytes {
-			return fmt.Errorf("on probation: a card and pulse of %d bytes exceed %d until an operator admits this device (torporctl device admit)", n, p.StateBytes)
+			return s.capRefused("probation", fmt.Errorf("on probation: a card and pulse of %d bytes exceed %d until an operator admits this device (torporctl device admit)", n, p.StateBytes))
+		}
+		for i, kp := range append(slices.Clip(st.KeyPackages), st.LastResort) {
+			if len(kp) > p.KeyPackageSize {
+				return s.capRefused("probation", fmt.Errorf("on probation: KeyPackage %d of %d bytes exceeds %d until an operator admits this device (torporctl device admit)", i, len(kp), p.KeyPackageSize))
+			}
 		}
 		held := 0
 		if !st.ReplaceKeyPackages && len(st.KeyPackages) > 0 {
@@ -177,7 +210,7 @@ func (s *Relay) checkAdmission(ctx context.Context, agent did.DID, known bool, s
 			held = len(pool)
 		}
 		if held+len(st.KeyPackages) > p.KeyPackages {
-			return fmt.Errorf("on probation: %d held + %d published KeyPackages exceed %d until an operator admits this device (torporctl device admit)", held, len(st.KeyPackages), p.KeyPackages)
+			return s.capRefused("probation", fmt.Errorf("on probation: %d held + %d published KeyPackages exceed %d until an operator admits this device (torporctl device admit)", held, len(st.KeyPackages), p.KeyPackages))
 		}
 	}
 	grows := !known || len(st.KeyPackages) > 0 || len(st.LastResort) > 0
@@ -189,12 +222,18 @@ func (s *Relay) checkAdmission(ctx context.Context, agent did.DID, known bool, s
 		return err
 	}
 	if !known && s.cfg.MaxAgents > 0 && u.Agents >= s.cfg.MaxAgents {
-		return fmt.Errorf("relay_full_agents: this relay holds its most agents (%d, --max-agents)", s.cfg.MaxAgents)
+		return s.capRefused("agents", fmt.Errorf("relay_full_agents: this relay holds its most agents (%d, --max-agents)", s.cfg.MaxAgents))
 	}
 	if s.cfg.MaxStateBytes > 0 && u.Bytes >= s.cfg.MaxStateBytes {
-		return fmt.Errorf("relay_full_state: the relay's agent store takes its most bytes (%d, --max-state-bytes); no new agents or KeyPackages", s.cfg.MaxStateBytes)
+		return s.capRefused("state_bytes", fmt.Errorf("relay_full_state: the relay's agent store takes its most bytes (%d, --max-state-bytes); no new agents or KeyPackages", s.cfg.MaxStateBytes))
 	}
 	return nil
+}
+
+// capRefused counts a refusal by cap and returns err.
+func (s *Relay) capRefused(cap string, err error) error {
+	s.adm.refusals.WithLabelValues(cap).Inc()
+	return err
 }
 
 // queueCapRecount is how long a count of all queued bytes is trusted
@@ -226,6 +265,7 @@ func (s *Relay) relayQueueFull(ctx context.Context, w http.ResponseWriter, req r
 	}
 	if s.adm.queueBytes+int64(size) > max {
 		s.metrics.enqueue(agent, "full_relay")
+		s.adm.refusals.WithLabelValues("queue_bytes").Inc()
 		answer(w, req, http.StatusInsufficientStorage, CodeQueueFull, profileAnswer{Error: "relay_queue_full",
 			Message: fmt.Sprintf("the relay's queues hold their most bytes (%s, --max-queue-bytes); nothing was queued", byteSize(max)), Queued: false}, 60)
 		return true
@@ -274,6 +314,7 @@ func (s *Relay) forgetSilent(ctx context.Context) int {
 			continue
 		}
 		s.log.Info("forgot a silent agent", "agent", id, "lastState", st.UpdatedAt, "forgetAfter", s.cfg.ForgetAfter)
+		s.adm.forgotten.Inc()
 		n++
 	}
 	return n
@@ -306,14 +347,8 @@ func (s *Relay) forget(ctx context.Context, agent string, now time.Time) error {
 // it, so that it links again under the relay's ceiling. 401 without a
 // valid token, 403 for a caller that is not an operator.
 func (s *Relay) serveAdmit(w http.ResponseWriter, r *http.Request) {
-	caller, err := s.verifier.Verify(r.Header.Get("Authorization"))
-	if err != nil {
-		bearer.WriteUnauthorized(w, err)
-		return
-	}
-	if !slices.Contains(s.cfg.Operators, caller) {
-		s.log.Warn("admission refused: not an operator", "caller", caller.String())
-		writeJSON(w, http.StatusForbidden, map[string]any{"error": "not_operator", "message": "only an operator of this relay (--operator, --operators-file) may admit devices"})
+	caller, ok := s.operator(w, r)
+	if !ok {
 		return
 	}
 	agent, err := did.Parse(r.PathValue("did"))

@@ -70,7 +70,7 @@ func TestProbationUntilAdmitted(t *testing.T) {
 	}
 	linked.Close()
 	c2 := h.device(t, dev, "sleep", deviceOpts{})
-	if got := QueueBounds(c2.Hello()); got != h.relay.cfg.Bounds {
+	if got := c2.Hello(); got != LinkBounds(h.relay.cfg.Bounds) {
 		t.Errorf("hello after admission: %+v, want the relay's %+v", got, h.relay.cfg.Bounds)
 	}
 	// A relay over the same store (a restart) knows the admission.
@@ -95,6 +95,11 @@ func TestProbationRefusesLargeState(t *testing.T) {
 		t.Fatalf("a third KeyPackage on probation: %v, want refused as on probation", err)
 	}
 	h.checkPool(t, dev.DID(), [][]byte{kp(1), kp(2)})
+	big := append([]byte{0, 1, 0, 5}, make([]byte, 5000)...)
+	_, err = c.Publish(context.Background(), h.state(t, dev, c.Hello(), "always_on", deviceOpts{kps: [][]byte{}, lastRes: big}))
+	if err == nil || !strings.Contains(err.Error(), "on probation") || !strings.Contains(err.Error(), "4096") {
+		t.Fatalf("a 5004-byte KeyPackage on probation: %v, want refused naming the 4096-byte cap", err)
+	}
 	h.admit(t, dev)
 	c.Close()
 	<-h.relay.Link().Gone(dev.DID().String())
@@ -131,22 +136,33 @@ func TestMaxAgents(t *testing.T) {
 	h.publishOffline(t, first, "sleep", deviceOpts{})
 }
 
-// TestMaxStateBytes: once the agents store takes --max-state-bytes, no
-// KeyPackages are added; a state without them is still stored.
+// TestMaxStateBytes: once the agents store takes --max-state-bytes, a
+// new device's link is refused with 507 relay_full_state naming the cap,
+// and a known device may publish no new KeyPackages.
 func TestMaxStateBytes(t *testing.T) {
-	h := newHarness(t, func(c *Config) { c.MaxStateBytes = 1 })
+	h := newHarness(t, nil)
+	known := didtest.Key(t, 2)
+	h.publishOffline(t, known, "sleep", deviceOpts{})
+	h.relay.cfg.MaxStateBytes = 1 // what the store holds now passes it
 	dev := didtest.Key(t, 1)
-	c, err := link.Dial(context.Background(), link.Config{RelayURL: h.srv.URL, Key: dev, Clock: h.clk})
+	_, err := link.Dial(context.Background(), link.Config{RelayURL: h.srv.URL, Key: dev, Clock: h.clk})
+	if err == nil || !strings.Contains(err.Error(), "507") || !strings.Contains(err.Error(), "relay_full_state") || !strings.Contains(err.Error(), "--max-state-bytes") {
+		t.Fatalf("a new device over the cap: %v, want 507 relay_full_state naming the cap", err)
+	}
+	if _, err := h.states.Get(context.Background(), dev.DID().String()); err != agents.ErrUnknownAgent {
+		t.Errorf("refused state stored: %v", err)
+	}
+	c, err := link.Dial(context.Background(), link.Config{RelayURL: h.srv.URL, Key: known, Clock: h.clk})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	_, err = c.Publish(context.Background(), h.state(t, dev, c.Hello(), "sleep", deviceOpts{kps: [][]byte{kp(1)}}))
-	if err == nil || !strings.Contains(err.Error(), "relay_full_state") || !strings.Contains(err.Error(), "--max-state-bytes") {
-		t.Fatalf("publish over the cap: %v, want relay_full_state naming the cap", err)
+	_, err = c.Publish(context.Background(), h.state(t, known, c.Hello(), "sleep", deviceOpts{kps: [][]byte{kp(1)}}))
+	if err == nil || !strings.Contains(err.Error(), "relay_full_state") {
+		t.Errorf("new KeyPackages over the cap: %v, want relay_full_state", err)
 	}
-	if _, err := h.states.Get(context.Background(), dev.DID().String()); err != agents.ErrUnknownAgent {
-		t.Errorf("refused state stored: %v", err)
+	if _, err := c.Publish(context.Background(), h.state(t, known, c.Hello(), "sleep", deviceOpts{})); err != nil {
+		t.Errorf("a state without KeyPackages over the cap: %v, want it stored", err)
 	}
 }
 
@@ -167,6 +183,9 @@ func TestMaxQueueBytes(t *testing.T) {
 	r := h.post(t, a.DID(), alice, "1.0", sendBody)
 	if r.status != 507 || !strings.Contains(string(r.body), "relay_queue_full") || !strings.Contains(string(r.body), "--max-queue-bytes") {
 		t.Fatalf("send over the relay's cap: %d %s, want 507 relay_queue_full naming the cap", r.status, r.body)
+	}
+	if n := counterValue(t, h.relay, "torpor_relay_cap_refusals_total", "queue_bytes"); n != 1 {
+		t.Errorf("torpor_relay_cap_refusals_total{cap=\"queue_bytes\"} = %v, want 1", n)
 	}
 	if n, m := len(h.queued(t, a.DID())), len(h.queued(t, b.DID())); n != 1 || m != 1 {
 		t.Fatalf("queued %d and %d, want 1 and 1 (nothing lost, nothing added)", n, m)
@@ -200,6 +219,9 @@ func TestForgetSilent(t *testing.T) {
 	if n := h.relay.forgetSilent(ctx); n != 1 {
 		t.Errorf("forgot %d agents, want 1", n)
 	}
+	if n := counterValue(t, h.relay, "torpor_relay_agents_forgotten_total", ""); n != 1 {
+		t.Errorf("torpor_relay_agents_forgotten_total = %v, want 1", n)
+	}
 	if _, err := h.states.Get(ctx, old.DID().String()); err != agents.ErrUnknownAgent {
 		t.Errorf("silent agent's state: %v, want forgotten", err)
 	}
@@ -218,4 +240,25 @@ func TestForgetSilent(t *testing.T) {
 	if ok, _ := h.states.Admitted(ctx, old.DID().String()); !ok {
 		t.Error("the admission did not outlive the forgetting")
 	}
+}
+
+// counterValue reads the counter name (with the label value cap, when
+// not empty) from r's registry.
+func counterValue(t *testing.T, r *Relay, name, cap string) float64 {
+	t.Helper()
+	mfs, err := r.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			if cap == "" || (len(m.GetLabel()) == 1 && m.GetLabel()[0].GetValue() == cap) {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return 0
 }

@@ -68,10 +68,10 @@ func (a *linkAgents) Publish(ctx context.Context, agent did.DID, st wire.State) 
 	if err != nil {
 		return wire.Accepted{}, err
 	}
-	if err := s.checkKeyPackages(ctx, agent, st); err != nil {
-		return wire.Accepted{}, err
-	}
 	if err := s.checkAdmission(ctx, agent, known, st); err != nil {
+		return wire.Accepted{}, err // before the KeyPackages are parsed: it is cheaper
+	}
+	if err := s.checkKeyPackages(ctx, agent, st); err != nil {
 		return wire.Accepted{}, err
 	}
 	if err := s.putState(ctx, agent, next, st); err != nil {

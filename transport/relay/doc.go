@@ -25,6 +25,8 @@
 //	GET, DELETE /operator/queue/{did}          an operator lists or purges a device's
 //	                                           queue (operator.go)
 //	GET  /fleet, /fleet/api/devices            the operators' fleet console (package console)
+//	POST /operator/agents/{did}/admit          an operator admits a device: it leaves
+//	                                           probation (admission.go)
 //
 // The agent's A2A base URL, as its card names it, is <origin>/a/{did}, so
 // a client that appends /.well-known/agent-card.json or /a2a/jsonrpc to
@@ -149,4 +151,23 @@
 // verifier is an interface because this package may not import mls
 // (internal/deptest); cmd/torpor-relay wires session/kpcheck. The pulse
 // is stored and served as the device signed it.
+//
+// A KeyPackage fetch needs a DID Bearer token of any DID; fetches are
+// rate-limited per token DID and per client address (ratelimit.go: the
+// right-most X-Forwarded-For entry that is not a trusted proxy, behind
+// one), in buckets evicted least recently used first, never all at once,
+// and each agent's pool gives out at most Config.KeyPackageBudget per
+// window, beyond which the last-resort KeyPackage is served (RFC 9420,
+// Section 16.8).
+//
+// # Admission and caps
+//
+// Without AllowAgents any fresh did:key may link, so a device starts on
+// probation (admission.go, Config.Probation): a small queue ceiling, few
+// and small KeyPackages and a small card and pulse, until an operator
+// admits it (the admission is kept in the agents store, for every relay
+// sharing it). Global caps on the agents, the agents store's bytes and
+// all queued bytes refuse with 507 and an error naming the cap, and Run
+// forgets agents whose device stayed silent longer than
+// Config.ForgetAfter, on the relay's clock.
 package relay

@@ -41,6 +41,7 @@ func (h *harness) genuineKP(tb testing.TB, key *did.PrivateKey, cred did.DID) []
 func TestPublishedKeyPackagesVerified(t *testing.T) {
 	h := newHarness(t, func(c *Config) { c.KeyPackages = kpcheck.Verifier{} })
 	dev, other := didtest.Key(t, 1), didtest.Key(t, 2)
+	h.admit(t, dev) // the pool's own cap, not probation's
 	g1, g2, g3 := h.genuineKP(t, dev, dev.DID()), h.genuineKP(t, dev, dev.DID()), h.genuineKP(t, dev, dev.DID())
 	c := h.device(t, dev, "always_on", deviceOpts{kps: [][]byte{g1, g2}})
 	publish := func(kps [][]byte, replace bool) (wire.Accepted, error) {

@@ -107,6 +107,9 @@ type Config struct {
 	// Probation is what a device not yet admitted may store (without
 	// AllowAgents); zero means DefaultProbation().
 	Probation Probation
+	// AdmitAll admits every device: no probation. For a relay whose
+	// devices are vetted otherwise (the conformance runner, test worlds).
+	AdmitAll bool
 	// MaxAgents caps the agents with a state: a new device beyond it is
 	// refused (507 relay_full_agents). Zero: no cap.
 	MaxAgents int
@@ -197,6 +200,7 @@ func New(cfg Config) (*Relay, error) {
 	}
 	s.metrics = newMetrics(s)
 	s.newKeyPackageLimits()
+	s.adm.newAdmissionMetrics(s.metrics.reg)
 	s.link = &server.Server{
 		Verifier: s.verifier, Queue: cfg.Queue, Agents: (*linkAgents)(s), Clock: cfg.Clock,
 		Logger: base.With("component", "link"), OnAcked: s.metrics.acked,

@@ -629,7 +629,7 @@ func TestAgentBoundsOverride(t *testing.T) {
 // TestBoundsOfStateWithoutPeerBytes: a state stored before the per-peer
 // byte bound existed keeps its other bounds and gets the ceiling's.
 func TestBoundsOfStateWithoutPeerBytes(t *testing.T) {
-	h := newHarness(t, nil)
+	h := newHarness(t, func(c *Config) { c.AdmitAll = true }) // no probation's lower ceiling
 	st := agents.State{Bounds: queue.DefaultBounds()}
 	st.Bounds.MaxMessages, st.Bounds.MaxPeerBytes = 7, 0
 	b := h.relay.bounds(didtest.Key(t, 1).DID().String(), st)
