@@ -32,7 +32,7 @@ func TestRefusedRecordsLeaveTheQueue(t *testing.T) {
 	ctx := context.Background()
 	for _, b := range bodies {
 		_, err := w.queue.Enqueue(ctx, queue.Record{Agent: w.key.DID().String(), From: from, Body: []byte(b)},
-			queue.Bounds{MaxMessages: 100, MaxPerPeer: 100, MaxBytes: 1 << 20, MaxMessageSize: 1 << 20, TTL: 7 * 24 * time.Hour}, w.clock.Now())
+			queue.Bounds{MaxMessages: 100, MaxPerPeer: 100, MaxBytes: 1 << 20, MaxPeerBytes: 1 << 20, MaxMessageSize: 1 << 20, TTL: 7 * 24 * time.Hour}, w.clock.Now())
 		if err != nil {
 			t.Fatal(err)
 		}
