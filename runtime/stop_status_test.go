@@ -38,7 +38,7 @@ func TestStopWhileAsleepPublishesStopped(t *testing.T) {
 // TestStatusReplyInsideWindow: the status command's result names the
 // device, its state awake since the connection came up (not
 // 0001-01-01), its version, and uses the documented schema: lowerCamel
-// members, durations in milliseconds (issue 19).
+// members, durations in milliseconds.
 func TestStatusReplyInsideWindow(t *testing.T) {
 	w := newCmdWorld(t, wake.AlwaysOn)
 	w.run()

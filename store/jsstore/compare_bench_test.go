@@ -34,7 +34,7 @@ import (
 //     engine's floor for one durable write).
 //
 // The JetStream sub-benchmarks report bbolt's rate over theirs as
-// "x-bbolt/js" (issue 20's goal: at least 5); scripts/bench.sh prints
+// "x-bbolt/js" (the goal in docs/performance.md: at least 5); scripts/bench.sh prints
 // them. Run them with the bbolt one (-bench EnqueueDurableVsJetStream):
 // the ratio uses its rate. Nothing asserts a timing.
 func BenchmarkEnqueueDurableVsJetStream(b *testing.B) {

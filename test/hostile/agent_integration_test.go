@@ -20,7 +20,7 @@ import (
 	"github.com/torpor-dev/torpor/test/internal/testenv"
 )
 
-// The device side of issue 16 against the real torpor-agent binary:
+// The device side of the hostile cases against the real torpor-agent binary:
 // stores that fail closed (exit status 65, nothing changed, the fix
 // named), bounds on every number of the configuration, duplicate members,
 // relative handler paths, a relay that is not http(s), and SIGTERM during

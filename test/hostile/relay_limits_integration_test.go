@@ -28,7 +28,7 @@ import (
 )
 
 // The relay's resource limits, KeyPackage fetch protection and device
-// admission (issue 16), against the real torpor-relay. Socket deadlines
+// admission, against the real torpor-relay. Socket deadlines
 // and the relay's periodic work run on real time: the waits below are
 // bounded waits for the relay process, a real peer.
 

@@ -1,5 +1,5 @@
 // Package mqttsec holds the integration tests of the MQTT control plane's
-// authentication (issue 15), behind the integration build tag: the
+// authentication, behind the integration build tag: the
 // embedded broker refuses anonymous clients, made-up credentials and a
 // device using another's client id; a 5 MiB command never reaches the
 // device's store; and torporctl, on a broker that authenticates nobody
