@@ -87,6 +87,11 @@ func (d *demo) startRelay(ctx context.Context, name string, extra ...string) (*r
 		// The owner is the MQTT operator: the embedded broker lets it
 		// command the agents.
 		"--operator", d.owner.DID().String()}, extra...)
+	// The demo's agents are vetted: without --allow-agent a new device
+	// is on probation (5 messages a sender) until an operator admits it.
+	for _, a := range d.agents {
+		args = append(args, "--allow-agent", a.did())
+	}
 	p, err := StartProc(name, d.bin("torpor-relay"), args, dir, dir+"/relay.log", nil)
 	if err != nil {
 		return nil, err
