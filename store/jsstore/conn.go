@@ -196,12 +196,47 @@ func recordsConfig(n names, replicas int) jetstream.StreamConfig {
 	}
 }
 
+// placementWait bounds how long Open waits for a cluster that is still
+// forming: while a server has not yet reported to the meta leader,
+// creating a replicated stream fails with JetStream's error 10005 (no
+// suitable peers for placement, peer offline), as when the relays and
+// the NATS servers of a fleet start together.
+const placementWait = 30 * time.Second
+
+// jsErrNoPeers is JetStream's API error code for "no suitable peers for
+// placement" (nats-server's JSClusterNoPeersErr).
+const jsErrNoPeers jetstream.ErrorCode = 10005
+
+// awaitPlacement runs create until it succeeds, fails for a reason other
+// than missing peers, or placementWait has passed, waiting a quarter
+// second between tries.
+func (c *Conn) awaitPlacement(ctx context.Context, create func() error) error {
+	deadline := c.clk.Now().Add(placementWait)
+	for {
+		err := create()
+		var apiErr *jetstream.APIError
+		if err == nil || !errors.As(err, &apiErr) || apiErr.ErrorCode != jsErrNoPeers || c.clk.Now().After(deadline) {
+			return err
+		}
+		t := c.clk.NewTimer(250 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C():
+		}
+	}
+}
+
 // stream returns the stream want names, creating it with want when it is
 // missing and checking an existing one against want's durability.
 func (c *Conn) stream(ctx context.Context, want jetstream.StreamConfig) (jetstream.Stream, error) {
 	s, err := c.js.Stream(ctx, want.Name)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
-		s, err = c.js.CreateStream(ctx, want)
+		err = c.awaitPlacement(ctx, func() (err error) {
+			s, err = c.js.CreateStream(ctx, want)
+			return err
+		})
 		if err != nil {
 			return nil, fmt.Errorf("%w: creating stream %s with %d replicas: %v (a JetStream cluster of at least %d servers is needed)", ErrDurability, want.Name, want.Replicas, err, want.Replicas)
 		}
@@ -233,9 +268,12 @@ func (c *Conn) bucket(ctx context.Context, replicas int) (jetstream.KeyValue, er
 	bucket := c.n.bucket
 	_, err := c.js.KeyValue(ctx, bucket)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
-		_, err = c.js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
-			Bucket: bucket, Description: "torpor-relay: agent states and KeyPackages",
-			History: 1, Storage: jetstream.FileStorage, Replicas: replicas,
+		err = c.awaitPlacement(ctx, func() error {
+			_, err := c.js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
+				Bucket: bucket, Description: "torpor-relay: agent states and KeyPackages",
+				History: 1, Storage: jetstream.FileStorage, Replicas: replicas,
+			})
+			return err
 		})
 		if err != nil {
 			return nil, fmt.Errorf("%w: creating bucket %s with %d replicas: %v", ErrDurability, bucket, replicas, err)

@@ -50,7 +50,7 @@ func TestNATSNodeKilledUnderLoad(t *testing.T) {
 		second = f.procs[1]
 	}
 	second.kill()
-	waitLeader(t, f, victim, jsstore.StateStream, jsstore.RecordsStream)
+	waitLeader(t, f, victim, jsstore.StateStream, jsstore.RecordsStream, "KV_"+jsstore.AgentsBucket)
 	recs := drain(t, f.relays[1].addr, dev, true)
 	checkDrained(t, recs, len(l.queued), l.queued)
 	noQuorum(t, f, dev, victim, second)

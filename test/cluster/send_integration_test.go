@@ -82,10 +82,7 @@ func drain(t testing.TB, addr string, dev *did.PrivateKey, ack bool) []wire.Reco
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	c, err := link.Dial(ctx, link.Config{RelayURL: addr, Audience: publicURL, Key: dev})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := dialRetrying(t, ctx, addr, dev)
 	defer c.Close()
 	var all []wire.Record
 	var after uint64
@@ -121,4 +118,25 @@ func recordID(t testing.TB, r wire.Record) string {
 		t.Fatalf("record %d is not the JSON sent: %v", r.Seq, err)
 	}
 	return env.ID
+}
+
+// dialRetrying links dev through the relay at addr, dialling again, as a
+// device does, while the relay answers 503 (its store cannot decide yet,
+// during a leader election).
+func dialRetrying(t testing.TB, ctx context.Context, addr string, dev *did.PrivateKey) *link.Client {
+	t.Helper()
+	for {
+		c, err := link.Dial(ctx, link.Config{RelayURL: addr, Audience: publicURL, Key: dev})
+		if err == nil {
+			return c
+		}
+		if !strings.Contains(err.Error(), "503") || ctx.Err() != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal(err)
+		case <-time.After(250 * time.Millisecond): // a real peer's recovery
+		}
+	}
 }

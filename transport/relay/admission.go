@@ -165,11 +165,11 @@ func (s *Relay) admitLink(ctx context.Context, agent string) error {
 		return nil
 	}
 	if _, err := s.cfg.States.Get(ctx, agent); !errors.Is(err, agents.ErrUnknownAgent) {
-		return err
+		return s.linkStoreFailed(agent, err)
 	}
 	u, err := s.cfg.States.Usage(ctx)
 	if err != nil {
-		return err
+		return s.linkStoreFailed(agent, err)
 	}
 	if s.cfg.MaxAgents > 0 && u.Agents >= s.cfg.MaxAgents {
 		s.log.Warn("refused a new agent: the relay holds its most agents", "agent", agent, "agents", u.Agents, "max", s.cfg.MaxAgents)
@@ -182,6 +182,18 @@ func (s *Relay) admitLink(ctx context.Context, agent string) error {
 		return capRefusal("relay_full_state", fmt.Sprintf("the relay's agent store takes its most bytes (%d, --max-state-bytes); a new device cannot link", s.cfg.MaxStateBytes))
 	}
 	return nil
+}
+
+// linkStoreFailed turns a store failure while admitting a link (nil for
+// none) into a 503 the device retries, as a sender's request is answered
+// (storeFailed): the device is not refused, the relay could not decide.
+func (s *Relay) linkStoreFailed(agent string, err error) error {
+	if err == nil {
+		return nil
+	}
+	s.log.Warn("link not admitted: store failed", "agent", agent, "err", err)
+	return &server.Refusal{Status: http.StatusServiceUnavailable, Code: "store_unavailable",
+		Message: "the relay could not read its store to admit this link; nothing changed, try again later"}
 }
 
 // checkAdmission refuses a published state a device on probation may not

@@ -2,6 +2,7 @@ package relay
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strings"
 	"testing"
@@ -261,4 +262,23 @@ func counterValue(t *testing.T, r *Relay, name, cap string) float64 {
 		}
 	}
 	return 0
+}
+
+// failingUsage is an agents store whose Usage fails, as a JetStream
+// bucket without a leader does.
+type failingUsage struct{ agents.Store }
+
+func (failingUsage) Usage(context.Context) (agents.Usage, error) {
+	return agents.Usage{}, errors.New("nats: timeout")
+}
+
+// TestLinkAdmissionStoreFailure: when the relay cannot read its store to
+// decide on a new device's link, the device gets 503 store_unavailable,
+// which it retries, not 403 agent_not_admitted, which says it is refused.
+func TestLinkAdmissionStoreFailure(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.MaxAgents = 10; c.States = failingUsage{c.States} })
+	_, err := link.Dial(context.Background(), link.Config{RelayURL: h.srv.URL, Key: didtest.Key(t, 1), Clock: h.clk})
+	if err == nil || !strings.Contains(err.Error(), "503") || !strings.Contains(err.Error(), "store_unavailable") {
+		t.Fatalf("link while the store fails: %v, want 503 store_unavailable", err)
+	}
 }
