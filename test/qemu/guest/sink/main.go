@@ -15,6 +15,8 @@ import (
 	"flag"
 	"fmt"
 	"os"
+
+	"golang.org/x/sys/unix"
 )
 
 // delivery is the part of runtime/deliver.Delivery the sink reports.
@@ -69,6 +71,10 @@ func run(out string) error {
 		f.Close()
 		return err
 	}
+	// On a terminal, wait until the UART has sent the line (tcdrain), so
+	// that a power cut after the hand-off cannot take it from the host;
+	// on any other file the call fails and changes nothing.
+	unix.IoctlSetInt(int(f.Fd()), unix.TCSBRK, 1)
 	if err := f.Close(); err != nil {
 		return err
 	}
