@@ -270,9 +270,9 @@ func duration(t *testing.T, l demo.Line, key string) time.Duration {
 // and suspends again.
 func TestAgentRTCWake(t *testing.T) {
 	k := vm.FindKernel(t)
-	r := startRelay(t, relayOptions{Guest: true})
-	snd, sndKey := newSender(t, r)
 	key := newKey(t)
+	r := startRelay(t, relayOptions{Guest: true, Allow: []string{key.DID().String()}})
+	snd, sndKey := newSender(t, r)
 	// The window opens lead after boot: long enough for the boot, the
 	// first wake and the queueing under TCG emulation on a loaded machine.
 	const lead, length = 40 * time.Second, 10 * time.Second
@@ -356,9 +356,9 @@ func checkAsleepUntil(t *testing.T, snd *sender.Client, r *hostRelay, id did.DID
 func TestAgentGPIOWake(t *testing.T) {
 	k := vm.FindKernel(t)
 	dtb := vm.PatchDTB(t, 512, 1)
-	r := startRelay(t, relayOptions{Guest: true})
-	snd, sndKey := newSender(t, r)
 	key := newKey(t)
+	r := startRelay(t, relayOptions{Guest: true, Allow: []string{key.DID().String()}})
+	snd, sndKey := newSender(t, r)
 	const fallback, length = 20 * time.Minute, 10 * time.Second
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()

@@ -194,7 +194,7 @@ func makeFootprintInput(t *testing.T) *footprintInput {
 	if err := did.SaveKey(in.keyFile, in.key, false); err != nil {
 		t.Fatal(err)
 	}
-	r := startRelayAt(t, in.relayData)
+	r := startRelayAt(t, in.relayData, in.key)
 	native := footprintTargets[0]
 	// The agent publishes its state and KeyPackages, then is stopped: the
 	// relay then answers senders that it sleeps, and queues.
@@ -361,7 +361,7 @@ func measureFootprint(t *testing.T, in *footprintInput, tt footprintTarget) foot
 	relayData, agentData := filepath.Join(dir, "relay"), filepath.Join(dir, "agent")
 	copyDir(t, in.relayData, relayData)
 	copyDir(t, in.agentData, agentData)
-	r := startRelayAt(t, relayData)
+	r := startRelayAt(t, relayData, in.key)
 	start := time.Now()
 	a := startFootprintAgent(t, in, r, tt, agentData)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
@@ -432,7 +432,7 @@ func measureFootprintVM(t *testing.T, in *footprintInput, tt footprintTarget) fo
 	f := footprint{target: tt, size: len(agent)}
 	relayData := filepath.Join(t.TempDir(), "relay")
 	copyDir(t, in.relayData, relayData)
-	r := startRelay(t, relayOptions{Guest: true, Data: relayData, Args: relayBounds})
+	r := startRelay(t, relayOptions{Guest: true, Data: relayData, Args: relayBounds, Allow: []string{in.key.DID().String()}})
 	keyBytes, err := os.ReadFile(in.keyFile)
 	if err != nil {
 		t.Fatal(err)
@@ -499,13 +499,13 @@ func footprintConfig(in *footprintInput, r *hostRelay, data, key string, handler
 }
 
 // relayBounds give the relay's queue room for the records.
-var relayBounds = []string{"--max-messages", "1000", "--max-per-peer", "1000", "--max-bytes", fmt.Sprint(64 << 20)}
+var relayBounds = []string{"--max-messages", "1000", "--max-per-peer", "1000", "--max-bytes", fmt.Sprint(64 << 20), "--max-peer-bytes", fmt.Sprint(64 << 20)}
 
 // startRelayAt starts torpor-relay on loopback with its data in data,
-// with room for the records in its queue.
-func startRelayAt(t *testing.T, data string) *hostRelay {
+// with room for the records in its queue, serving the agent of key.
+func startRelayAt(t *testing.T, data string, key *did.PrivateKey) *hostRelay {
 	t.Helper()
-	return startRelay(t, relayOptions{Data: data, Args: relayBounds})
+	return startRelay(t, relayOptions{Data: data, Args: relayBounds, Allow: []string{key.DID().String()}})
 }
 
 // helloRSS runs test/qemu/guest/hello for tt under qemu-user and returns

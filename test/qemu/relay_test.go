@@ -48,6 +48,9 @@ type relayOptions struct {
 	Data string
 	// Args are more flags.
 	Args []string
+	// Allow are the DIDs of the test's devices: they are admitted
+	// (--allow-agent), not on a new device's probation.
+	Allow []string
 }
 
 // startRelay builds torpor-relay for the host and starts it on a free
@@ -81,6 +84,9 @@ func startRelay(t testing.TB, o relayOptions) *hostRelay {
 	}
 	args := append([]string{"--listen", addr, "--public-url", r.URL, "--mqtt-listen", "127.0.0.1:0",
 		"--data-dir", o.Data, "--per-agent-metrics"}, o.Args...)
+	for _, d := range o.Allow {
+		args = append(args, "--allow-agent", d)
+	}
 	if r.proc, err = demo.StartProc("relay", bin, args, dir, filepath.Join(dir, "relay.log"), nil); err != nil {
 		t.Fatal(err)
 	}

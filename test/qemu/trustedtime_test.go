@@ -55,9 +55,9 @@ func checkRelayTime(t *testing.T, name string, w demo.Line) {
 // expired and hands over the second.
 func TestTrustedTimeAfterPoweroffWake(t *testing.T) {
 	k := vm.FindKernel(t)
-	r := startRelay(t, relayOptions{Guest: true})
-	snd, sndKey := newSender(t, r)
 	key := newKey(t)
+	r := startRelay(t, relayOptions{Guest: true, Allow: []string{key.DID().String()}})
+	snd, sndKey := newSender(t, r)
 	const lead, length = 40 * time.Second, 10 * time.Second
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
