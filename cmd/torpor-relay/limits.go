@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"container/list"
 	"crypto/tls"
 	"errors"
@@ -212,12 +214,29 @@ func (l *connLimit) refuse(c net.Conn) {
 		defer c.Close()
 		const body = `{"error":"too_many_connections","message":"the relay holds its most open connections (--max-conns); try again later"}`
 		c.SetDeadline(time.Now().Add(time.Second))
+		readHead(c)
 		fmt.Fprintf(c, "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json; charset=utf-8\r\nRetry-After: 1\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
 		if tc, ok := c.(interface{ CloseWrite() error }); ok {
 			tc.CloseWrite()
 		}
 		io.Copy(io.Discard, io.LimitReader(c, 64<<10))
 	}()
+}
+
+// readHead reads a request's head (up to its empty line, at most 16 KiB)
+// from c, so that the refusal comes after the request as an HTTP/1.1
+// answer does: a client that has not sent its request yet takes an
+// answer that comes first for a broken connection (Go's transport logs
+// "Unsolicited response received on idle HTTP channel" and fails the
+// request). It gives up at c's deadline.
+func readHead(c net.Conn) {
+	br := bufio.NewReaderSize(io.LimitReader(c, 16<<10), 4096)
+	for {
+		line, err := br.ReadSlice('\n')
+		if err != nil || len(bytes.TrimRight(line, "\r\n")) == 0 {
+			return
+		}
+	}
 }
 
 // connState is the http.Server's ConnState hook: it tracks which
