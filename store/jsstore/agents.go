@@ -144,15 +144,24 @@ func (a *Agents) Get(ctx context.Context, agent string) (agents.State, error) {
 
 // Agents implements agents.Store.
 func (a *Agents) Agents(ctx context.Context) ([]string, error) {
-	l, err := a.c.kv.ListKeysFiltered(ctx, "s.>")
+	// The stream's leader answers stream info with the subjects that
+	// hold messages, every acknowledged write included; listing the keys
+	// through a consumer may be served by a follower that lags behind
+	// (an R1 ephemeral consumer on any of the stream's servers).
+	st, err := a.c.js.Stream(ctx, "KV_"+a.c.n.bucket)
 	if err != nil {
 		return nil, err
 	}
-	var out []string
-	for k := range l.Keys() {
-		id, err := base64.RawURLEncoding.DecodeString(strings.TrimPrefix(k, "s."))
+	prefix := "$KV." + a.c.n.bucket + ".s."
+	info, err := st.Info(ctx, jetstream.WithSubjectFilter(prefix+">"))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, 0, len(info.State.Subjects))
+	for subj := range info.State.Subjects {
+		id, err := base64.RawURLEncoding.DecodeString(strings.TrimPrefix(subj, prefix))
 		if err != nil {
-			return nil, fmt.Errorf("agents: key %q: %v", k, err)
+			return nil, fmt.Errorf("agents: subject %q: %v", subj, err)
 		}
 		out = append(out, string(id))
 	}
@@ -184,7 +193,14 @@ func (a *Agents) Forget(ctx context.Context, agent string) error {
 	if err != nil || !found {
 		return err
 	}
-	if err := a.c.kv.Purge(ctx, stateKey(agent)); err != nil {
+	// Purging the key's subject from the stream leaves no purge marker
+	// behind, so that Agents, which lists the subjects holding messages,
+	// no longer names the agent.
+	st, err := a.c.js.Stream(ctx, "KV_"+a.c.n.bucket)
+	if err != nil {
+		return err
+	}
+	if err := st.Purge(ctx, jetstream.WithPurgeSubject("$KV."+a.c.n.bucket+"."+stateKey(agent))); err != nil {
 		return err
 	}
 	a.deleteKPs(ctx, agent, r.Pool)
