@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -17,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/torpor-dev/torpor/store/jsstore/jsserver"
 )
 
 var (
@@ -104,7 +105,7 @@ func startNATSProcs(t testing.TB) []*natsNode {
 }
 
 func tryNATSProcs(t testing.TB, dir string) ([]*natsNode, error) {
-	ports, err := freeTCPPorts(9)
+	ports, err := jsserver.FreePorts(9)
 	if err != nil {
 		return nil, err
 	}
@@ -214,24 +215,4 @@ func (n *natsNode) waitHealthy(ctx context.Context) error {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-}
-
-// freeTCPPorts returns n TCP ports free on 127.0.0.1 a moment ago.
-func freeTCPPorts(n int) ([]int, error) {
-	var ports []int
-	var lns []net.Listener
-	defer func() {
-		for _, ln := range lns {
-			ln.Close()
-		}
-	}()
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		lns = append(lns, ln)
-		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
 }

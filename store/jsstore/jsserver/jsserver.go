@@ -84,7 +84,7 @@ func StartCluster(ctx context.Context, dir string, n int, o Options) ([]*Server,
 }
 
 func startCluster(dir string, n int, o Options) ([]*Server, error) {
-	ports, err := freePorts(n)
+	ports, err := FreePorts(n)
 	if err != nil {
 		return nil, err
 	}
@@ -133,9 +133,10 @@ func waitLeader(ctx context.Context, ss []*Server) error {
 	}
 }
 
-// freePorts returns n TCP ports free on 127.0.0.1 a moment ago, for the
-// cluster routes, which every server must know before it starts.
-func freePorts(n int) ([]int, error) {
+// FreePorts returns n TCP ports free on 127.0.0.1 a moment ago, for the
+// cluster routes, which every server must know before it starts (also
+// those of nats-server processes a test starts itself).
+func FreePorts(n int) ([]int, error) {
 	var ports []int
 	var lns []net.Listener
 	defer func() {
