@@ -3,22 +3,15 @@
 package cluster
 
 import (
-	"bufio"
 	"context"
-	"io"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"regexp"
-	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/store/jsstore/jsserver"
+	"github.com/torpor-dev/torpor/test/internal/relaytest"
 	"github.com/torpor-dev/torpor/transport/a2a"
 	"github.com/torpor-dev/torpor/transport/bearer"
 	"github.com/torpor-dev/torpor/transport/link"
@@ -28,35 +21,6 @@ import (
 // publicURL is the fleet's one origin, behind which a load balancer would
 // spread senders over the relays; every token names it.
 const publicURL = "http://fleet.torpor.test"
-
-var (
-	buildOnce sync.Once
-	relayBin  string
-	buildErr  error
-)
-
-// relayBinary builds the real torpor-relay once per test binary.
-func relayBinary(t testing.TB) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "torpor-relay-bin")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		relayBin = filepath.Join(dir, "torpor-relay")
-		_, file, _, _ := runtime.Caller(0)
-		cmd := exec.Command("go", "build", "-o", relayBin, "./cmd/torpor-relay")
-		cmd.Dir = filepath.Join(filepath.Dir(file), "..", "..")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr, relayBin = err, string(out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatalf("building torpor-relay: %v\n%s", buildErr, relayBin)
-	}
-	return relayBin
-}
 
 // fleet is a NATS cluster and the relays that share it: servers in the
 // test process (nats) or nats-server child processes (procs).
@@ -109,68 +73,20 @@ func (f *fleet) startRelays(t testing.TB, urls []string, n int, extra ...string)
 
 // relayProc is a running torpor-relay process.
 type relayProc struct {
-	cmd  *exec.Cmd
+	*relaytest.Relay
 	addr string // http://127.0.0.1:port
-	mu   sync.Mutex
-	log  strings.Builder
 }
 
-var listenRE = regexp.MustCompile(`msg="torpor-relay listening" addr=(\S+)`)
-
-// startRelay runs torpor-relay with loopback ports chosen by the kernel
-// and waits until it serves.
+// startRelay runs torpor-relay, listing fleetOperator as its operator, with
+// loopback ports chosen by the kernel and waits until it serves.
 func startRelay(t testing.TB, dataDir string, extra ...string) *relayProc {
 	t.Helper()
-	args := append([]string{"--listen", "127.0.0.1:0", "--mqtt-listen", "127.0.0.1:0", "--data-dir", dataDir,
-		"--operator", fleetOperator(t).DID().String()}, extra...)
-	p := &relayProc{cmd: exec.Command(relayBinary(t), args...)}
-	stderr, err := p.cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	found := make(chan string, 1)
-	go p.scan(stderr, found)
-	t.Cleanup(p.kill)
-	select {
-	case p.addr = <-found:
-	case <-time.After(time.Minute):
-		t.Fatalf("torpor-relay did not start:\n%s", p.logs())
-	}
-	return p
-}
-
-func (p *relayProc) scan(r io.Reader, found chan<- string) {
-	sc := bufio.NewScanner(r)
-	for sc.Scan() {
-		p.mu.Lock()
-		p.log.WriteString(sc.Text() + "\n")
-		p.mu.Unlock()
-		if m := listenRE.FindStringSubmatch(sc.Text()); m != nil {
-			select {
-			case found <- m[1]:
-			default:
-			}
-		}
-	}
-	io.Copy(io.Discard, r)
-}
-
-func (p *relayProc) logs() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.log.String()
+	r := relaytest.Start(t, dataDir, append([]string{"--operator", fleetOperator(t).DID().String()}, extra...)...)
+	return &relayProc{Relay: r, addr: r.URL}
 }
 
 // kill sends SIGKILL and reaps the process.
-func (p *relayProc) kill() {
-	if p.cmd.ProcessState == nil {
-		p.cmd.Process.Kill()
-		p.cmd.Wait()
-	}
-}
+func (p *relayProc) kill() { p.Kill() }
 
 func testKey(tb testing.TB, n int) *did.PrivateKey {
 	tb.Helper()

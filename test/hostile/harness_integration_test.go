@@ -4,7 +4,6 @@ package hostile
 
 import (
 	"bytes"
-	"context"
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
@@ -18,21 +17,11 @@ import (
 	"time"
 
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/test/internal/relaytest"
 	"github.com/torpor-dev/torpor/test/internal/testenv"
 	"github.com/torpor-dev/torpor/transport/a2a"
 	"github.com/torpor-dev/torpor/transport/bearer"
-	"github.com/torpor-dev/torpor/transport/link"
-	"github.com/torpor-dev/torpor/transport/link/wire"
 )
-
-// relayProc is a running torpor-relay.
-type relayProc struct {
-	*testenv.Proc
-	URL string // http://127.0.0.1:port, also its public URL
-	Dir string // its --data-dir
-}
-
-var listenRE = regexp.MustCompile(`msg="torpor-relay listening" addr=(\S+)`)
 
 // startRelay runs torpor-relay on loopback (ports chosen by the kernel)
 // with a fresh data directory and extra flags, and waits until it serves.
@@ -45,9 +34,7 @@ func startRelay(t testing.TB, extra ...string) *relayProc {
 // relay on the files of one that stopped.
 func startRelayIn(t testing.TB, dir string, extra ...string) *relayProc {
 	t.Helper()
-	args := append([]string{"--listen", "127.0.0.1:0", "--mqtt-listen", "127.0.0.1:0", "--data-dir", dir, "--log-level", "info"}, extra...)
-	p := testenv.Start(t, testenv.Binary(t, "torpor-relay"), args...)
-	return &relayProc{Proc: p, URL: p.Wait(t, listenRE)[1], Dir: dir}
+	return relaytest.Start(t, dir, extra...)
 }
 
 // key returns the did:key whose Ed25519 seed is n; the same n gives the
@@ -98,60 +85,15 @@ func token(t testing.TB, k *did.PrivateKey, aud string) string {
 	return tok
 }
 
-// dial links dev to the relay as its device.
-func dial(t testing.TB, url string, dev *did.PrivateKey) (*link.Client, context.Context) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	c, err := link.Dial(ctx, link.Config{RelayURL: url, Key: dev})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c, ctx
-}
+// relayProc is a running torpor-relay.
+type relayProc = relaytest.Relay
 
-// publish links dev, publishes mode ("sleep" queues everything) with a
-// signed card whose bounds are those the relay announced, and closes the
-// link, so that the relay answers for a sleeping device.
-func publish(t testing.TB, url string, dev *did.PrivateKey, mode string) {
-	t.Helper()
-	c, ctx := dial(t, url, dev)
-	defer c.Close()
-	b := c.Hello().Card()
-	card, err := a2a.BuildCard(a2a.CardOptions{Name: "sleeper", BaseURL: url + "/a/" + dev.DID().String(), OfflineMode: mode, Bounds: &b})
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, err := a2a.SignCard(card, dev)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.Publish(ctx, wire.State{Mode: mode, Card: raw}); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// pullAll links dev and returns every queued record without
-// acknowledging any.
-func pullAll(t testing.TB, url string, dev *did.PrivateKey) []wire.Record {
-	t.Helper()
-	c, ctx := dial(t, url, dev)
-	defer c.Close()
-	var all []wire.Record
-	var after uint64
-	for {
-		recs, more, err := c.Pull(ctx, after, 500)
-		if err != nil {
-			t.Fatal(err)
-		}
-		all = append(all, recs...)
-		if len(recs) == 0 || !more {
-			return all
-		}
-		after = recs[len(recs)-1].Seq
-	}
-}
+// What a device does on its link, in a few lines.
+var (
+	dial    = relaytest.Dial
+	publish = relaytest.Publish
+	pullAll = relaytest.PullAll
+)
 
 // answer is a relay's HTTP answer.
 type answer struct {

@@ -29,10 +29,10 @@ func TestA2AGoClient(t *testing.T) {
 	defer cancel()
 	p := startRelay(t, t.TempDir())
 	awake, asleep, alice := testKey(t, 5), testKey(t, 6), testKey(t, 2)
-	awakeAgent(t, p.url, awake)
-	publish(t, p.url, asleep, "hourly_wake")
+	awakeAgent(t, p.URL, awake)
+	publish(t, p.URL, asleep, "hourly_wake")
 
-	_, err := agentcard.DefaultResolver.Resolve(ctx, p.url+"/a/"+awake.DID().String())
+	_, err := agentcard.DefaultResolver.Resolve(ctx, p.URL+"/a/"+awake.DID().String())
 	if err == nil || !strings.Contains(err.Error(), "unknown security scheme type") {
 		t.Errorf("a2a-go's resolver on the A2A 1.0 card: %v; docs/a2a.md says it fails on the security scheme", err)
 	}
@@ -43,31 +43,31 @@ func TestA2AGoClient(t *testing.T) {
 	text := map[string]any{"note": "no Governed Object here"}
 
 	t.Run("awake", func(t *testing.T) {
-		url := endpoint(t, ctx, p.url, awake.DID().String())
-		res, sl, err := Send(ctx, url, token(t, alice, p.url), object)
+		url := endpoint(t, ctx, p.URL, awake.DID().String())
+		res, sl, err := Send(ctx, url, token(t, alice, p.URL), object)
 		if msg, ok := res.(*a2a.Message); err != nil || sl != nil || !ok || msg.Role != a2a.MessageRoleAgent {
 			t.Errorf("Send = %#v, %v, %v; want the agent's message", res, sl, err)
 		}
-		_, sl, err = Send(ctx, url, token(t, alice, p.url), text)
+		_, sl, err = Send(ctx, url, token(t, alice, p.URL), text)
 		if !errors.Is(err, a2a.ErrInvalidParams) || sl != nil {
 			t.Errorf("data without an object: %v, %v; want ErrInvalidParams", sl, err)
 		}
 	})
 	t.Run("asleep", func(t *testing.T) {
-		url := endpoint(t, ctx, p.url, asleep.DID().String())
-		_, sl, err := Send(ctx, url, token(t, alice, p.url), object)
+		url := endpoint(t, ctx, p.URL, asleep.DID().String())
+		_, sl, err := Send(ctx, url, token(t, alice, p.URL), object)
 		if err == nil || !strings.Contains(err.Error(), "unexpected HTTP status: 503") {
 			t.Errorf("the SDK's error: %v; want unexpected HTTP status: 503", err)
 		}
 		if sl == nil || !sl.Queued || sl.RetryAfterSec < 1 || sl.RetryAfterSec > 3600 {
 			t.Errorf("the relay's answer: %+v; want queued, retryAfterSec 1..3600", sl)
 		}
-		_, sl, err = Send(ctx, url, token(t, alice, p.url), text)
+		_, sl, err = Send(ctx, url, token(t, alice, p.URL), text)
 		if !errors.Is(err, a2a.ErrInvalidParams) || sl != nil {
 			t.Errorf("data without an object: %v, %v; want ErrInvalidParams, as awake", sl, err)
 		}
 	})
-	if recs := pullAll(t, p.url, asleep); len(recs) != 1 || recs[0].From != alice.DID().String() {
+	if recs := pullAll(t, p.URL, asleep); len(recs) != 1 || recs[0].From != alice.DID().String() {
 		t.Errorf("queued for the sleeping agent: %d records; want the one Governed Object from Alice", len(recs))
 	}
 }

@@ -57,9 +57,9 @@ func TestA2AJSClientAgainstSleepingAgent(t *testing.T) {
 	node, dir := nodeDir(t)
 	p := startRelay(t, t.TempDir())
 	dev, alice := testKey(t, 1), testKey(t, 2)
-	publish(t, p.url, dev, "hourly_wake")
-	base := p.url + "/a/" + dev.DID().String()
-	tok := token(t, alice, p.url)
+	publish(t, p.URL, dev, "hourly_wake")
+	base := p.URL + "/a/" + dev.DID().String()
+	tok := token(t, alice, p.URL)
 
 	for _, version := range []string{"1.0", "0.3"} {
 		t.Run("v"+version, func(t *testing.T) {
@@ -79,7 +79,7 @@ func TestA2AJSClientAgainstSleepingAgent(t *testing.T) {
 	// The Governed Objects were queued, as sent, for the device to drain;
 	// the text messages were not.
 	var methods []string
-	for _, r := range pullAll(t, p.url, dev) {
+	for _, r := range pullAll(t, p.URL, dev) {
 		var env struct {
 			Method string `json:"method"`
 		}

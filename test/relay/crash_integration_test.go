@@ -39,12 +39,12 @@ func TestCrashKeepsEveryQueuedAnswer(t *testing.T) {
 	for trial := range trials {
 		dir := t.TempDir()
 		p := startRelay(t, dir, big...)
-		publish(t, p.url, dev, "sleep")
+		publish(t, p.URL, dev, "sleep")
 		killAt := int64(1 + rng.IntN(600))
 		sent, queued := crashRun(t, p, dev.DID().String(), senders, perSender, killAt, rng.Uint64())
 
 		p2 := startRelay(t, dir, big...)
-		recs := pullAll(t, p2.url, dev)
+		recs := pullAll(t, p2.URL, dev)
 		seen := map[string]bool{}
 		for _, r := range recs {
 			var env struct {
@@ -75,7 +75,7 @@ func TestCrashKeepsEveryQueuedAnswer(t *testing.T) {
 		}
 		t.Logf("trial %d: kill after %d answers; %d answered queued, %d present after restart, %d extra (answer cut off), %d lost",
 			trial, killAt, len(queued), len(recs), len(recs)-(len(queued)-lost), lost)
-		p2.kill()
+		p2.Kill()
 	}
 }
 
@@ -88,7 +88,7 @@ type sentMsg struct {
 // returns every message sent (whose answer may have been cut off) and the
 // ids answered 503 queued:true.
 func crashRun(t *testing.T, p *relayProc, agent string, senders, perSender int, killAt int64, seed uint64) (map[string]sentMsg, map[string]bool) {
-	url := p.url + "/a/" + agent + "/a2a/jsonrpc"
+	url := p.URL + "/a/" + agent + "/a2a/jsonrpc"
 	client := &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: senders}}
 	defer client.CloseIdleConnections()
 	var (
@@ -100,7 +100,7 @@ func crashRun(t *testing.T, p *relayProc, agent string, senders, perSender int, 
 		wg       sync.WaitGroup
 	)
 	for s := range senders {
-		tok := token(t, testKey(t, 100+s), p.url)
+		tok := token(t, testKey(t, 100+s), p.URL)
 		rng := rand.New(rand.NewPCG(seed, uint64(s)))
 		wg.Add(1)
 		go func() {
@@ -134,13 +134,13 @@ func crashRun(t *testing.T, p *relayProc, agent string, senders, perSender int, 
 				queued[id] = true
 				mu.Unlock()
 				if answered.Add(1) == killAt {
-					killOnce.Do(func() { p.cmd.Process.Kill() })
+					killOnce.Do(func() { p.Cmd.Process.Kill() })
 				}
 			}
 		}()
 	}
 	wg.Wait()
-	p.kill()
+	p.Kill()
 	if answered.Load() < killAt {
 		t.Fatalf("only %d answers before the senders stopped; kill point %d not reached", answered.Load(), killAt)
 	}

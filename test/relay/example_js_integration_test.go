@@ -20,9 +20,9 @@ func TestA2AJSExample(t *testing.T) {
 	node, dir := nodeDir(t)
 	p := startRelay(t, t.TempDir())
 	awake, asleep, alice := testKey(t, 7), testKey(t, 8), testKey(t, 2)
-	awakeAgent(t, p.url, awake)
-	publish(t, p.url, asleep, "hourly_wake")
-	tok := token(t, alice, p.url)
+	awakeAgent(t, p.URL, awake)
+	publish(t, p.URL, asleep, "hourly_wake")
+	tok := token(t, alice, p.URL)
 	plain, _ := json.Marshal(map[string]string{"note": "no Governed Object here"})
 
 	tests := []struct {
@@ -38,7 +38,7 @@ func TestA2AJSExample(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			cmd := exec.CommandContext(ctx, node, "example.mjs", p.url+"/a/"+tt.agent, tok, tt.data)
+			cmd := exec.CommandContext(ctx, node, "example.mjs", p.URL+"/a/"+tt.agent, tok, tt.data)
 			cmd.Dir = dir
 			out, err := cmd.Output()
 			t.Logf("example.mjs printed: %s", out)
@@ -56,7 +56,7 @@ func TestA2AJSExample(t *testing.T) {
 			}
 		})
 	}
-	if recs := pullAll(t, p.url, asleep); len(recs) != 1 {
+	if recs := pullAll(t, p.URL, asleep); len(recs) != 1 {
 		t.Errorf("%d records queued for the sleeping agent, want 1", len(recs))
 	}
 }

@@ -19,8 +19,8 @@ import (
 func TestSameAnswerAwakeAndAsleep(t *testing.T) {
 	p := startRelay(t, t.TempDir())
 	awake, asleep, alice := testKey(t, 3), testKey(t, 4), testKey(t, 2)
-	awakeAgent(t, p.url, awake)
-	publish(t, p.url, asleep, "sleep")
+	awakeAgent(t, p.URL, awake)
+	publish(t, p.URL, asleep, "sleep")
 	for _, body := range []string{
 		`{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m1","role":"ROLE_USER","parts":[{"text":"hello"}]}}}`,
 		`{"jsonrpc":"2.0","id":"x","method":"message/send","params":{"message":{"kind":"message","messageId":"m2","role":"user","parts":[{"kind":"text","text":"hello"}]}}}`,
@@ -29,13 +29,13 @@ func TestSameAnswerAwakeAndAsleep(t *testing.T) {
 		if bytes.Contains([]byte(body), []byte("message/send")) {
 			version = ""
 		}
-		s1, b1 := postRaw(t, p.url, awake, alice, version, body)
-		s2, b2 := postRaw(t, p.url, asleep, alice, version, body)
+		s1, b1 := postRaw(t, p.URL, awake, alice, version, body)
+		s2, b2 := postRaw(t, p.URL, asleep, alice, version, body)
 		if s1 != 200 || s2 != s1 || !bytes.Equal(b1, b2) || !bytes.Contains(b1, []byte(`"code":-32602,"message":"object rejected"`)) {
 			t.Errorf("awake: %d %s\nasleep: %d %s\nwant the same 200 -32602 \"object rejected\"", s1, b1, s2, b2)
 		}
 	}
-	if recs := pullAll(t, p.url, asleep); len(recs) != 0 {
+	if recs := pullAll(t, p.URL, asleep); len(recs) != 0 {
 		t.Errorf("%d records queued for the sleeping agent, want none", len(recs))
 	}
 }

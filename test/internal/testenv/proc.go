@@ -122,7 +122,14 @@ func (p *Proc) Log() string {
 // of real time for it: the process is a real peer (see package clock).
 func (p *Proc) Wait(t testing.TB, re *regexp.Regexp, subs ...string) []string {
 	t.Helper()
-	deadline := time.After(30 * time.Second)
+	return p.WaitWithin(t, 30*time.Second, re, subs...)
+}
+
+// WaitWithin is Wait with a wait of d instead of 30 s, for a process
+// whose start depends on others (a relay waiting for its cluster).
+func (p *Proc) WaitWithin(t testing.TB, d time.Duration, re *regexp.Regexp, subs ...string) []string {
+	t.Helper()
+	deadline := time.After(d)
 	for i := 0; ; {
 		p.mu.Lock()
 		lines, added := p.lines, p.added
@@ -137,7 +144,7 @@ func (p *Proc) Wait(t testing.TB, re *regexp.Regexp, subs ...string) []string {
 		case <-p.done:
 			t.Fatalf("%s exited without a log line matching %s with %q", filepath.Base(p.Cmd.Path), re, subs)
 		case <-deadline:
-			t.Fatalf("no log line matching %s with %q in 30 s", re, subs)
+			t.Fatalf("no log line matching %s with %q in %v", re, subs, d)
 		}
 	}
 }
