@@ -1,0 +1,81 @@
+package relay
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/did/didtest"
+	"github.com/torpor-dev/torpor/store/agents"
+	"github.com/torpor-dev/torpor/transport/link"
+	"github.com/torpor-dev/torpor/wake"
+)
+
+// publishSecond links key, publishes an hourly_wake state with the
+// window of minute 11, and returns the wake second the state-ok assigns.
+func (h *harness) publishSecond(t *testing.T, key *did.PrivateKey) int {
+	t.Helper()
+	c, err := link.Dial(context.Background(), link.Config{RelayURL: h.srv.URL, Key: key, Clock: h.clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ok, err := c.Publish(context.Background(), h.state(t, key, c.Hello(), "hourly_wake", deviceOpts{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok.WakeSecond == nil {
+		t.Fatal("state-ok assigns no wake second")
+	}
+	st, err := h.states.Get(context.Background(), key.DID().String())
+	if err != nil || !st.WakeSecondSet || st.WakeSecond != *ok.WakeSecond {
+		t.Fatalf("stored wake second %d (set %v), %v; the state-ok said %d", st.WakeSecond, st.WakeSecondSet, err, *ok.WakeSecond)
+	}
+	return *ok.WakeSecond
+}
+
+// TestWakeSecondFresh: a relay that knows no other agent assigns the
+// second the device derives itself.
+func TestWakeSecondFresh(t *testing.T) {
+	h := newHarness(t, nil)
+	dev := didtest.Key(t, 1)
+	if got, want := h.publishSecond(t, dev), wake.WakeSecond(dev.DID().String()); got != want {
+		t.Errorf("fresh relay assigns %d, want the derived %d", got, want)
+	}
+}
+
+// TestWakeSecondAssigned: the relay assigns the least-loaded second of
+// the minute the device's window opens in, counting the assignments its
+// store holds (made before a restart or by another relay); the
+// assignment holds at the next state; forgetting an agent frees it.
+func TestWakeSecondAssigned(t *testing.T) {
+	h := newHarness(t, nil)
+	ctx := context.Background()
+	for sec := range 60 { // minute 11 holds an agent at every second but 23
+		if sec == 23 {
+			continue
+		}
+		st := agents.State{Mode: wake.HourlyWake, Window: wake.Window{Minute: 11}, WakeSecond: sec, WakeSecondSet: true, UpdatedAt: t0}
+		if err := h.states.Put(ctx, fmt.Sprintf("did:key:zFill%d", sec), st, nil, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dev, dev2, dev3 := didtest.Key(t, 1), didtest.Key(t, 2), didtest.Key(t, 3)
+	if got := h.publishSecond(t, dev); got != 23 {
+		t.Fatalf("assigned %d, want 23, the only free second of minute 11", got)
+	}
+	if got := h.publishSecond(t, dev); got != 23 {
+		t.Errorf("at the next state: %d, want 23 again", got)
+	}
+	// Every second holds one now: the tie goes to the device's own.
+	if got, want := h.publishSecond(t, dev2), wake.WakeSecond(dev2.DID().String()); got != want {
+		t.Errorf("minute 11 evenly full: assigned %d, want the derived %d", got, want)
+	}
+	if err := h.relay.forget(ctx, dev.DID().String(), t0); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.publishSecond(t, dev3); got != 23 {
+		t.Errorf("after forgetting the agent at 23: assigned %d, want 23", got)
+	}
+}
