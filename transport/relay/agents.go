@@ -89,8 +89,12 @@ func (a *linkAgents) Publish(ctx context.Context, agent did.DID, st wire.State) 
 	if next.Successor != "" {
 		s.log.Info("agent retired", "agent", id, "successor", next.Successor)
 	}
-	sec := next.WakeSecond
-	return wire.Accepted{Bounds: LinkBounds(next.Bounds), Held: held, WakeSecond: &sec}, nil
+	ok := wire.Accepted{Bounds: LinkBounds(next.Bounds), Held: held}
+	if next.WakeSecondSet {
+		sec := next.WakeSecond
+		ok.WakeSecond = &sec
+	}
+	return ok, nil
 }
 
 func (s *Relay) nextState(agent did.DID, prev agents.State, st wire.State) (agents.State, error) {

@@ -18,7 +18,7 @@ import (
 // 10,000 such devices make a busiest second of about four times the mean
 // (docs/performance.md, "Wake storm"). At a device's first state the
 // relay assigns it the least-loaded second of the minute its window
-// opens in, keeps it in the agent's record (agents.State.WakeSecond), so
+// opens in (once it is in hourly_wake mode), keeps it in the agent's record (agents.State.WakeSecond), so
 // that it holds across restarts and relays, and sends it in every
 // state-ok (wire.Accepted.WakeSecond); the device opens its windows
 // there from its next one on and publishes the second in its window's
@@ -33,13 +33,17 @@ type wakeSeconds struct {
 
 // assignWakeSecond sets next's wake second: prev's, when the relay
 // assigned one before (counted again, in case another relay sharing the
-// store assigned it), else the least-loaded second of next's window's
-// minute.
+// store assigned it), else, in hourly_wake mode, the least-loaded second
+// of next's window's minute. A device in another mode does not link at
+// its window's second, so it gets none until it switches to hourly_wake.
 func (s *Relay) assignWakeSecond(ctx context.Context, agent string, prev agents.State, next *agents.State) error {
 	minute := next.Window.Minute
 	if prev.WakeSecondSet {
 		next.WakeSecond, next.WakeSecondSet = prev.WakeSecond, true
 		return s.seconds.s.Set(agent, minute, prev.WakeSecond)
+	}
+	if next.Mode != wake.HourlyWake {
+		return nil
 	}
 	if err := s.loadWakeSeconds(ctx); err != nil {
 		return err

@@ -36,12 +36,21 @@ func (h *harness) publishSecond(t *testing.T, key *did.PrivateKey) int {
 }
 
 // TestWakeSecondFresh: a relay that knows no other agent assigns the
-// second the device derives itself.
+// second the device derives itself; a device in another mode than
+// hourly_wake gets none.
 func TestWakeSecondFresh(t *testing.T) {
 	h := newHarness(t, nil)
-	dev := didtest.Key(t, 1)
+	dev, other := didtest.Key(t, 1), didtest.Key(t, 2)
 	if got, want := h.publishSecond(t, dev), wake.WakeSecond(dev.DID().String()); got != want {
 		t.Errorf("fresh relay assigns %d, want the derived %d", got, want)
+	}
+	c := h.device(t, other, "always_on", deviceOpts{})
+	ok, err := c.Publish(context.Background(), h.state(t, other, c.Hello(), "sleep", deviceOpts{}))
+	if err != nil || ok.WakeSecond != nil {
+		t.Errorf("sleep mode: state-ok %+v, %v; want no wake second", ok, err)
+	}
+	if st, err := h.states.Get(context.Background(), other.DID().String()); err != nil || st.WakeSecondSet {
+		t.Errorf("sleep mode: the record has wake second %d (set %v), %v", st.WakeSecond, st.WakeSecondSet, err)
 	}
 }
 
