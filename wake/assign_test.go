@@ -139,3 +139,27 @@ func BenchmarkWakeStormAssigned(b *testing.B) {
 		})
 	}
 }
+
+// TestSecondsConcurrent: agents assigned from many goroutines at once
+// still fill the minute evenly, each counted once.
+func TestSecondsConcurrent(t *testing.T) {
+	var s Seconds
+	ids := fleet(t, 1200)
+	done := make(chan struct{})
+	for g := range 8 {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for i := g; i < len(ids); i += 8 {
+				s.Assign(ids[i], 30)
+			}
+		}()
+	}
+	for range 8 {
+		<-done
+	}
+	for sec := range 60 {
+		if n := s.Load(30, sec); n != 20 {
+			t.Errorf("second %d holds %d of 1,200 agents, want 20", sec, n)
+		}
+	}
+}
