@@ -22,7 +22,7 @@ import (
 // frame (mode, window, signed card), a drain that finds nothing queued,
 // and the close. The burst sizes are the busiest second of 10,000 and
 // 100,000 devices with the seconds the relay assigns (4 and 30:
-// wake.BenchmarkWakeStormAssigned), with the wake second each derives (11
+// wake.BenchmarkWakeStorm), with the wake second each derives (11
 // and 48), and without either, when every device of a minute links at
 // its :00 (198 and 1,751). Reported:
 // the time until the burst's last wake completed (burst-ms; the relay
