@@ -41,9 +41,9 @@ type Agent struct {
 	mgmt      Management
 	stop      context.CancelCauseFunc // ends Run (Restart)
 	restart   bool                    // Restart was called
-	// secondFrom is the end of the wake in which the window took the wake
-	// second the relay assigned (adoptWakeSecond): a window that opened
-	// before it is not planned, it is the window already awake.
+	// secondFrom is the end of the window's wake in which the window took
+	// the wake second the relay assigned (adoptWakeSecond): a window that
+	// opened before it is not planned, it is the window already awake.
 	secondFrom time.Time
 }
 

@@ -56,10 +56,11 @@ func (a *Agent) SetWindow(length, offset time.Duration) error {
 // (wake.WakeSecond). It is kept in the cycle state, so it holds across
 // restarts, and the wake plans its next wake there, which it announces
 // when it ends: the published window (its offset carries the second) and
-// the card's next window then point at the assigned second. A window at
-// the new second that opened before this wake ends is not planned (plan):
-// this wake is that hour's, so a later second does not make the agent
-// link again for the rest of it.
+// the card's next window then point at the assigned second. When this
+// wake is a window's, a window at the new second that opened before this
+// wake ends is not planned (plan): this wake is that hour's, so a later
+// second does not make the agent link again for the rest of it. A short
+// wake (booted outside the window) plans the window as before.
 func (w *wakeRun) adoptWakeSecond(sec int) error {
 	a := w.a
 	if a.Window().Second == sec {
@@ -73,11 +74,15 @@ func (w *wakeRun) adoptWakeSecond(sec int) error {
 	if err := a.updateCycle(func(c *cycle) { c.Second, c.SecondSet = sec, true }); err != nil {
 		return fmt.Errorf("runtime: recording the wake second: %w", err)
 	}
+	end, live := w.windowEnd(), w.live()
 	a.mu.Lock()
-	a.window.Second, a.secondFrom = sec, w.end
+	a.window.Second = sec
+	if live {
+		a.secondFrom = end
+	}
 	a.mu.Unlock()
 	mode, _ := w.schedule()
-	next := a.nextWake(w.end)
+	next := a.nextWake(end)
 	w.setSchedule(mode, next)
 	a.log.Info("wake second assigned by the relay", "second", sec, "nextWake", next.UTC().Format(time.RFC3339))
 	return nil
