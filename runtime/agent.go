@@ -41,6 +41,10 @@ type Agent struct {
 	mgmt      Management
 	stop      context.CancelCauseFunc // ends Run (Restart)
 	restart   bool                    // Restart was called
+	// secondFrom is the end of the window's wake in which the window took
+	// the wake second the relay assigned (adoptWakeSecond): a window that
+	// opened before it is not planned, it is the window already awake.
+	secondFrom time.Time
 }
 
 // New checks cfg and returns an agent. Run starts it.
@@ -273,7 +277,11 @@ func (a *Agent) plan(now time.Time) (m wake.Mode, start, end time.Time) {
 	case wake.AlwaysOn, wake.Session:
 		return m, now, time.Time{}
 	case wake.HourlyWake:
-		start, end = a.Window().Next(now)
+		win := a.Window()
+		start, end = win.Next(now)
+		if start.Before(a.secondAdopted()) {
+			start, end = win.Next(end)
+		}
 		return m, start, end
 	}
 	length := a.windowLength()

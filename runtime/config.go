@@ -51,9 +51,10 @@ type Config struct {
 	// WindowLength is the length of an hourly window; zero means
 	// wake.DefaultLength. The window opens at the wake minute the relay
 	// derives from the agent's DID (wake.WakeMinute), at the second of
-	// that minute the agent derives from it (wake.WakeSecond, which spreads
-	// a fleet over the minute's seconds), plus WindowOffset; the agent
-	// publishes the second and the offset together as its window's offset.
+	// that minute the relay assigned or, until it assigns one, the second
+	// the agent derives from its DID (wake.WakeSecond; both spread a fleet
+	// over the minute's seconds), plus WindowOffset; the agent publishes
+	// the second and the offset together as its window's offset.
 	WindowLength time.Duration
 	// WindowOffset shifts the window within the hour, to spread a fleet.
 	WindowOffset time.Duration

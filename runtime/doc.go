@@ -11,8 +11,10 @@
 //     live requests, with a liveness pulse every PulseInterval.
 //   - hourly_wake: a window every hour at the wake minute the relay
 //     derives from the agent's DID (wake.WakeMinute, FNV-1a), at the
-//     second of that minute the agent derives from its DID
-//     (wake.WakeSecond, which spreads the devices of a minute), of
+//     second of that minute the relay assigned (the state-ok's
+//     wire.Accepted.WakeSecond, kept in bbolt; adoptWakeSecond) or, until
+//     it assigns one, the second the agent derives from its DID
+//     (wake.WakeSecond); either spreads the devices of a minute. Of
 //     Config.WindowLength, shifted by Config.WindowOffset.
 //   - sleep: asleep until an event source (GPIO) fires or the one wake an
 //     operator scheduled; each such wake lasts a window's length.

@@ -261,6 +261,8 @@ func keepWakeMinute(tx *bolt.Tx, old did.DID) error {
 		return err
 	}
 	c.Minute, c.MinuteSet = wake.WakeMinute(old.String()), true
-	c.Second, c.SecondSet = wake.WakeSecond(old.String()), true
+	if !c.SecondSet { // else the relay assigned it (adoptWakeSecond): it holds
+		c.Second, c.SecondSet = wake.WakeSecond(old.String()), true
+	}
 	return putCBOR(tx, keyCycle, c)
 }

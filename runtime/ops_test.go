@@ -219,11 +219,7 @@ func TestRotateKey(t *testing.T) {
 	if boot.Reason != "boot" || boot.LinkErr != "" {
 		t.Fatalf("boot under the new key: %+v", boot)
 	}
-	// The window stays where it was: the old DID's wake minute, not the
-	// new one's.
-	if got := w.agent.Window(); got != w.window || wake.WakeMinute(next.DID().String()) == w.window.Minute {
-		t.Fatalf("window after the rotation %+v, want %+v (the first identity's minute)", got, w.window)
-	}
+	w.window = w.rotatedWindow(next.DID())
 	_, p := relayPulse(t, w.srv.URL, next.DID())
 	if p.Agent != next.DID() || p.Seq != oldPulse.Seq+1 || p.Prev != pulse.Hash(oldHead) {
 		t.Fatalf("first pulse of the new identity %+v; want seq %d linked to the old identity's last pulse", p, oldPulse.Seq+1)
@@ -237,6 +233,23 @@ func TestRotateKey(t *testing.T) {
 	if err := w.agent.Run(context.Background()); err == nil {
 		t.Fatal("Run with another key over the store = nil, want an error")
 	}
+}
+
+// rotatedWindow checks and returns the agent's window after a rotation
+// to next: the old DID's wake minute, not the new one's, at the second
+// the relay assigned the new DID in that minute.
+func (w *world) rotatedWindow(next did.DID) wake.Window {
+	w.t.Helper()
+	want := w.window
+	st, err := w.states.Get(context.Background(), next.String())
+	if err != nil || !st.WakeSecondSet {
+		w.t.Fatalf("the relay assigned the new DID no wake second: %+v, %v", st, err)
+	}
+	want.Second = st.WakeSecond
+	if got := w.agent.Window(); got != want || wake.WakeMinute(next.String()) == w.window.Minute {
+		w.t.Fatalf("window after the rotation %+v, want %+v (the first identity's minute)", got, want)
+	}
+	return want
 }
 
 // rotation is TestRotateKey's world: the agent and alice, who sends to it
@@ -304,6 +317,12 @@ func (r *rotation) newSession(next did.DID) {
 	t.Helper()
 	d := r.send(next)
 	nstart, nend := r.window.Next(r.clock.Now())
+	if nstart.Before(r.clock.Now()) {
+		// The window at the second the relay assigned opened before the
+		// boot wake ended: that wake was this hour's; the next is next
+		// hour's.
+		nstart, nend = r.window.Next(nend)
+	}
 	if !d.Queued || !r.clock.Now().Before(nstart) {
 		t.Fatalf("send to the new identity: %+v (its window opens %v); want queued for its window", d, nstart)
 	}

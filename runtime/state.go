@@ -43,8 +43,9 @@ type cycle struct {
 	// (MinuteSet): the first identity's, so the window stays where it was.
 	Minute    int  `cbor:"12,keyasint,omitempty"`
 	MinuteSet bool `cbor:"13,keyasint,omitempty"`
-	// Second is the window's wake second kept across key rotations
-	// (SecondSet), like Minute. A rotation recorded before wake seconds
+	// Second is the window's wake second (SecondSet): the one the relay
+	// assigned (adoptWakeSecond), or the first identity's kept across key
+	// rotations like Minute. A rotation recorded before wake seconds
 	// existed has MinuteSet without it: the window then opens at the
 	// current DID's second of the first identity's minute.
 	Second    int  `cbor:"14,keyasint,omitempty"`

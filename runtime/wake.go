@@ -443,6 +443,11 @@ func (w *wakeRun) publishOnce(ctx context.Context, an announcement, card []byte,
 	if err != nil {
 		return 0, err
 	}
+	if ok.WakeSecond != nil {
+		if err := w.adoptWakeSecond(*ok.WakeSecond); err != nil {
+			return 0, err
+		}
+	}
 	if err := w.lastResortHeld(ctx, ok.Held); err != nil {
 		return 0, err
 	}

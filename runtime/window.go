@@ -50,6 +50,51 @@ func (a *Agent) SetWindow(length, offset time.Duration) error {
 	return nil
 }
 
+// adoptWakeSecond makes sec, the second of its wake minute the relay
+// assigned (link wire.Accepted.WakeSecond), the one the hourly window
+// opens at from the next window on, in place of the one the agent derives
+// (wake.WakeSecond). It is kept in the cycle state, so it holds across
+// restarts, and the wake plans its next wake there, which it announces
+// when it ends: the published window (its offset carries the second) and
+// the card's next window then point at the assigned second. When this
+// wake is a window's, a window at the new second that opened before this
+// wake ends is not planned (plan): this wake is that hour's, so a later
+// second does not make the agent link again for the rest of it. A short
+// wake (booted outside the window) plans the window as before.
+func (w *wakeRun) adoptWakeSecond(sec int) error {
+	a := w.a
+	if a.Window().Second == sec {
+		return nil
+	}
+	win := a.Window()
+	win.Second = sec
+	if err := win.Validate(); err != nil {
+		return fmt.Errorf("runtime: the relay's wake second: %w", err)
+	}
+	if err := a.updateCycle(func(c *cycle) { c.Second, c.SecondSet = sec, true }); err != nil {
+		return fmt.Errorf("runtime: recording the wake second: %w", err)
+	}
+	end, live := w.windowEnd(), w.live()
+	a.mu.Lock()
+	a.window.Second = sec
+	if live {
+		a.secondFrom = end
+	}
+	a.mu.Unlock()
+	mode, _ := w.schedule()
+	next := a.nextWake(end)
+	w.setSchedule(mode, next)
+	a.log.Info("wake second assigned by the relay", "second", sec, "nextWake", next.UTC().Format(time.RFC3339))
+	return nil
+}
+
+// secondAdopted returns Agent.secondFrom.
+func (a *Agent) secondAdopted() time.Time {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.secondFrom
+}
+
 // updateCycle changes the cycle state in bbolt, when the store is open.
 func (a *Agent) updateCycle(change func(*cycle)) error {
 	p := a.Pipeline()

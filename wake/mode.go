@@ -14,7 +14,10 @@
 //     minutes (the reference's [m, m+4] UTC minutes). A Torpor agent's
 //     window opens at WakeSecond(agent DID) of its minute, so the devices
 //     of a minute do not link at once; it publishes the second as part of
-//     the window's offset. An optional offset shifts a device further.
+//     the window's offset. A relay that knows its fleet assigns a better
+//     second (Seconds, assign.go: the least-loaded second of the minute)
+//     and sends it over the link; the device then opens its window there
+//     instead. An optional offset shifts a device further.
 //   - RetryAfter: whole seconds to a moment inside the next window, spread
 //     by jitter across the window so that refused senders do not all come
 //     back in the same second (the profile's wake-storm consideration), never

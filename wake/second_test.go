@@ -5,6 +5,7 @@ import (
 	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/binary"
+	"fmt"
 	"testing"
 	"time"
 
@@ -187,9 +188,12 @@ func TestSecondWindow(t *testing.T) {
 // second of link arrivals over the hour, and max/mean per second, with
 // the reference's derivation (every device at its minute's :00) and with
 // WakeSecond; the per-minute figures show what the minute alone spreads.
-// The loop times the derivation of one device's window.
+// The loop times the derivation of one device's window. The rows
+// assigned-agents=N are the same fleets with the seconds a relay assigns
+// (benchWakeStormAssigned).
 func BenchmarkWakeStorm(b *testing.B) {
 	for _, n := range []int{10000, 100000} {
+		b.Run(fmt.Sprintf("assigned-agents=%d", n), func(b *testing.B) { benchWakeStormAssigned(b, n) })
 		b.Run(map[int]string{10000: "agents=10000", 100000: "agents=100000"}[n], func(b *testing.B) {
 			ids := fleet(b, n)
 			before := arrivals(storm(ids, false, 0))

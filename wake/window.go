@@ -61,7 +61,8 @@ type Window struct {
 	// Minute is the wake minute, 0–59; usually WakeMinute(agent DID).
 	Minute int
 	// Second is the second of the minute at which the window opens, 0–59:
-	// WakeSecond(agent DID) for a Torpor agent; 0 (the reference's :00)
+	// for a Torpor agent the one its relay assigned (Seconds), or
+	// WakeSecond(agent DID) until it assigns one; 0 (the reference's :00)
 	// for a window the relay derives itself or learns from the link,
 	// where the device's second is part of Offset.
 	Second int

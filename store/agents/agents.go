@@ -49,6 +49,31 @@ type State struct {
 	// wire.State.Status), kept verbatim for the fleet console; nil before
 	// the first.
 	Status []byte
+	// WakeSecond is the second (0–59) of its window's minute at which the
+	// relay told the agent's device to open its hourly window
+	// (wake.Seconds, sent in the link's state-ok), when WakeSecondSet. It
+	// is kept so that the assignment holds across restarts and relays,
+	// and goes with the agent at Forget.
+	WakeSecond    int
+	WakeSecondSet bool
+}
+
+// WakeSecondField is how a stored record keeps State's wake second: the
+// second plus one, zero for none (so a record stored before it existed
+// reads as none).
+func WakeSecondField(st State) int {
+	if !st.WakeSecondSet {
+		return 0
+	}
+	return st.WakeSecond + 1
+}
+
+// SetWakeSecond sets st's wake second from its stored form
+// (WakeSecondField); an out-of-range value reads as none.
+func SetWakeSecond(st *State, field int) {
+	if field >= 1 && field <= 60 {
+		st.WakeSecond, st.WakeSecondSet = field-1, true
+	}
 }
 
 // Store is the relay's per-agent state. The package doc says which

@@ -33,6 +33,8 @@ type stateRecord struct {
 	// PeerBytes is Bounds.MaxPeerBytes, added after the seven of Bounds:
 	// zero in a state stored before it existed.
 	PeerBytes int64 `cbor:"13,keyasint,omitempty"`
+	// WakeSecond is State's, plus one (WakeSecondField).
+	WakeSecond int `cbor:"14,keyasint,omitempty"`
 }
 
 const stateVersion = 1
@@ -41,8 +43,8 @@ func encodeState(s State) ([]byte, error) {
 	r := stateRecord{
 		Mode: string(s.Mode), WindowMinute: s.Window.Minute, WindowLen: int64(s.Window.Length), WindowOffset: int64(s.Window.Offset),
 		Card: s.Card, Pulse: s.Pulse, UpdatedAt: s.UpdatedAt.UnixNano(), Successor: s.Successor, Retirement: s.Retirement, Status: s.Status,
-		PeerBytes: s.Bounds.MaxPeerBytes,
-		Bounds:    [7]int64{int64(s.Bounds.MaxMessages), int64(s.Bounds.MaxPerPeer), s.Bounds.MaxBytes, s.Bounds.MaxMessageSize, int64(s.Bounds.TTL), int64(s.Bounds.HandshakeMessages), s.Bounds.HandshakeBytes},
+		PeerBytes: s.Bounds.MaxPeerBytes, WakeSecond: WakeSecondField(s),
+		Bounds: [7]int64{int64(s.Bounds.MaxMessages), int64(s.Bounds.MaxPerPeer), s.Bounds.MaxBytes, s.Bounds.MaxMessageSize, int64(s.Bounds.TTL), int64(s.Bounds.HandshakeMessages), s.Bounds.HandshakeBytes},
 	}
 	if !s.NextWake.IsZero() {
 		r.NextWake = s.NextWake.UnixNano()
@@ -71,6 +73,7 @@ func decodeState(b []byte) (State, error) {
 	if r.NextWake != 0 {
 		s.NextWake = time.Unix(0, r.NextWake).UTC()
 	}
+	SetWakeSecond(&s, r.WakeSecond)
 	return s, nil
 }
 

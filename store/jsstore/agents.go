@@ -53,6 +53,7 @@ type agentRecord struct {
 	Successor  string   `cbor:"10,keyasint,omitempty"`
 	Retirement []byte   `cbor:"11,keyasint,omitempty"`
 	Status     []byte   `cbor:"12,keyasint,omitempty"`
+	WakeSecond int      `cbor:"14,keyasint,omitempty"` // State's plus one (agents.WakeSecondField)
 }
 
 const agentVersion = 1
@@ -64,6 +65,7 @@ func (r *agentRecord) setState(s agents.State) {
 	r.Window = [3]int64{int64(s.Window.Minute), int64(s.Window.Length), int64(s.Window.Offset)}
 	r.Bounds = [7]int64{int64(b.MaxMessages), int64(b.MaxPerPeer), b.MaxBytes, b.MaxMessageSize, int64(b.TTL), int64(b.HandshakeMessages), b.HandshakeBytes}
 	r.PeerBytes = b.MaxPeerBytes
+	r.WakeSecond = agents.WakeSecondField(s)
 	r.NextWake = 0
 	if !s.NextWake.IsZero() {
 		r.NextWake = s.NextWake.UnixNano()
@@ -81,6 +83,7 @@ func (r *agentRecord) state() agents.State {
 	if r.NextWake != 0 {
 		s.NextWake = time.Unix(0, r.NextWake).UTC()
 	}
+	agents.SetWakeSecond(&s, r.WakeSecond)
 	return s
 }
 

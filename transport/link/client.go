@@ -226,7 +226,10 @@ func (c *Client) Publish(ctx context.Context, st wire.State) (wire.Accepted, err
 	if f.T != wire.FrameStateOK || f.Bounds == nil {
 		return wire.Accepted{}, fmt.Errorf("%w: answer %q to state", wire.ErrProtocol, f.T)
 	}
-	return wire.Accepted{Bounds: *f.Bounds, Held: f.Held}, nil
+	if f.WakeSecond != nil && (*f.WakeSecond < 0 || *f.WakeSecond > 59) {
+		return wire.Accepted{}, fmt.Errorf("%w: state-ok assigns wake second %d, outside 0-59", wire.ErrProtocol, *f.WakeSecond)
+	}
+	return wire.Accepted{Bounds: *f.Bounds, Held: f.Held, WakeSecond: f.WakeSecond}, nil
 }
 
 // Pull asks for up to max records with seq > after and returns them in seq

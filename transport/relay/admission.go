@@ -318,6 +318,9 @@ func (s *Relay) forgetSilent(ctx context.Context) int {
 	now, n := s.clk.Now(), 0
 	for _, id := range ids {
 		st, err := s.cfg.States.Get(ctx, id)
+		if err == nil {
+			s.countWakeSecond(id, st)
+		}
 		if err != nil || now.Sub(st.UpdatedAt) <= s.cfg.ForgetAfter || s.linkUp(ctx, id) {
 			continue
 		}
@@ -350,7 +353,11 @@ func (s *Relay) forget(ctx context.Context, agent string, now time.Time) error {
 			return err
 		}
 	}
-	return s.cfg.States.Forget(ctx, agent)
+	if err := s.cfg.States.Forget(ctx, agent); err != nil {
+		return err
+	}
+	s.seconds.s.Forget(agent) // frees its wake second
+	return nil
 }
 
 // serveAdmit is POST /operator/agents/{did}/admit: an operator (a DID of

@@ -74,6 +74,9 @@ func (a *linkAgents) Publish(ctx context.Context, agent did.DID, st wire.State) 
 	if err := s.checkKeyPackages(ctx, agent, st); err != nil {
 		return wire.Accepted{}, err
 	}
+	if err := s.assignWakeSecond(ctx, id, prev, &next); err != nil {
+		return wire.Accepted{}, err
+	}
 	if err := s.putState(ctx, agent, next, st); err != nil {
 		return wire.Accepted{}, err
 	}
@@ -86,7 +89,12 @@ func (a *linkAgents) Publish(ctx context.Context, agent did.DID, st wire.State) 
 	if next.Successor != "" {
 		s.log.Info("agent retired", "agent", id, "successor", next.Successor)
 	}
-	return wire.Accepted{Bounds: LinkBounds(next.Bounds), Held: held}, nil
+	ok := wire.Accepted{Bounds: LinkBounds(next.Bounds), Held: held}
+	if next.WakeSecondSet {
+		sec := next.WakeSecond
+		ok.WakeSecond = &sec
+	}
+	return ok, nil
 }
 
 func (s *Relay) nextState(agent did.DID, prev agents.State, st wire.State) (agents.State, error) {

@@ -65,6 +65,9 @@
 // Retry-After is whole seconds to a moment drawn (Config.Rand) across the
 // next window the device published, never 0 and never past the window's
 // end; an operator's wake opens a window as long as the published one.
+// The second of its wake minute an hourly_wake device's window opens at
+// is the relay's to assign, at the device's first state (seconds.go):
+// the least-loaded second of that minute among the agents it knows.
 //
 // Live requests are forwarded over the link and the device's answer is
 // returned as it is. If the link vanished before the request was written,

@@ -150,6 +150,7 @@ type Relay struct {
 	mux               *http.ServeMux
 	view              *console.Source
 	console           *console.Console
+	seconds           wakeSeconds
 }
 
 // New returns a relay for cfg. It returns an error for a missing store or
@@ -275,11 +276,17 @@ const PurgeInterval = time.Minute
 // verification (bearer.SigCache); about 300 bytes each.
 const sigCacheSize = 4096
 
-// Run purges expired records, and forgets agents silent for longer than
-// Config.ForgetAfter, every PurgeInterval until ctx ends, then
-// closes every device link. It returns nil when ctx ended.
+// Run reads the wake seconds assigned to the agents of its store
+// (seconds.go), then purges expired records, and forgets agents silent
+// for longer than Config.ForgetAfter, every PurgeInterval until ctx ends,
+// then closes every device link. It returns nil when ctx ended.
 func (s *Relay) Run(ctx context.Context) error {
 	defer s.link.Close()
+	// Read the wake seconds assigned so far now rather than at the first
+	// device's state (which would wait for it).
+	if err := s.loadWakeSeconds(ctx); err != nil && ctx.Err() == nil {
+		s.log.Error("reading the assigned wake seconds", "err", err)
+	}
 	for {
 		n, err := s.cfg.Queue.Purge(ctx, s.clk.Now())
 		if err != nil && ctx.Err() == nil {

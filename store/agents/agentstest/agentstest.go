@@ -62,7 +62,7 @@ func stateSurvivesReopen(t *testing.T, open Opener) {
 		NextWake: at.Add(time.Hour), Card: []byte(`{"card":1}`), Pulse: []byte(`{"pulse":1}`),
 		Bounds: queue.DefaultBounds(), UpdatedAt: at,
 		Successor: "did:key:zNext", Retirement: []byte(`{"retirement":1}`),
-		Status: []byte(`{"status":1}`),
+		Status: []byte(`{"status":1}`), WakeSecond: 0, WakeSecondSet: true,
 	}
 	if err := s.Put(ctx, "did:key:zA", want, nil, nil); err != nil {
 		t.Fatal(err)
@@ -79,6 +79,17 @@ func stateSurvivesReopen(t *testing.T, open Opener) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("state after reopen (-want +got):\n%s", diff)
+	}
+	// An assigned second 0 is not "none", and none stays none.
+	if got, err := s2.Get(ctx, "did:key:zB"); err != nil || got.WakeSecondSet {
+		t.Errorf("state put without a wake second: WakeSecondSet %v, %v", got.WakeSecondSet, err)
+	}
+	want.WakeSecond = 59
+	if err := s2.Put(ctx, "did:key:zA", want, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s2.Get(ctx, "did:key:zA"); err != nil || !got.WakeSecondSet || got.WakeSecond != 59 {
+		t.Errorf("wake second 59 put: got %d (set %v), %v", got.WakeSecond, got.WakeSecondSet, err)
 	}
 	ids, err := s2.Agents(ctx)
 	sort.Strings(ids)

@@ -452,7 +452,7 @@ func (c *serverConn) handle(f *wire.Frame) error {
 		if err != nil {
 			return c.write(ctx, &wire.Frame{T: wire.FrameError, ID: f.ID, Code: "bad-state", Message: err.Error()})
 		}
-		return c.write(ctx, &wire.Frame{T: wire.FrameStateOK, ID: f.ID, Bounds: &a.Bounds, Held: a.Held})
+		return c.write(ctx, &wire.Frame{T: wire.FrameStateOK, ID: f.ID, Bounds: &a.Bounds, Held: a.Held, WakeSecond: a.WakeSecond})
 	case wire.FramePull:
 		return c.pull(ctx, f)
 	case wire.FrameAck:

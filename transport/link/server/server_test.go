@@ -40,7 +40,8 @@ func (a *fakeAgents) Admit(ctx context.Context, agent did.DID) (wire.Bounds, err
 }
 
 // Publish holds the KeyPackages of the last state published (none for
-// a state without).
+// a state without), and assigns an hourly_wake window's device the
+// second of its minute equal to the minute.
 func (a *fakeAgents) Publish(ctx context.Context, agent did.DID, st wire.State) (wire.Accepted, error) {
 	if st.Mode == "nap" {
 		return wire.Accepted{}, errors.New("unknown mode nap")
@@ -52,7 +53,12 @@ func (a *fakeAgents) Publish(ctx context.Context, agent did.DID, st wire.State) 
 	for _, kp := range st.KeyPackages {
 		held.Digests = append(held.Digests, wire.KeyPackageDigest(kp))
 	}
-	return wire.Accepted{Bounds: wire.Bounds{MaxMessages: 7}, Held: held}, nil
+	ok := wire.Accepted{Bounds: wire.Bounds{MaxMessages: 7}, Held: held}
+	if st.Mode == "hourly_wake" && st.Window != nil {
+		sec := st.Window.Minute
+		ok.WakeSecond = &sec
+	}
+	return ok, nil
 }
 
 func (a *fakeAgents) Linked(agent did.DID, up bool) {
@@ -249,14 +255,14 @@ func TestPublishState(t *testing.T) {
 	c := h.dial(t, dev, nil)
 	st := wire.State{Mode: "hourly_wake", Window: &wire.Window{Minute: 11, LengthSec: 300}, NextWake: 1768478400, Card: []byte(`{"name":"x"}`), KeyPackages: [][]byte{{0, 1, 0, 5}}, Pulse: []byte("p")}
 	b, err := c.Publish(context.Background(), st)
-	if err != nil || b.Bounds.MaxMessages != 7 {
-		t.Fatalf("Publish = %+v, %v", b, err)
+	if err != nil || b.Bounds.MaxMessages != 7 || b.WakeSecond == nil || *b.WakeSecond != 11 {
+		t.Fatalf("Publish = %+v, %v; want bounds and wake second 11", b, err)
 	}
 	if want := wire.KeyPackageDigest([]byte{0, 1, 0, 5}); b.Held == nil || len(b.Held.Digests) != 1 || !bytes.Equal(b.Held.Digests[0], want) {
 		t.Errorf("wire.Held = %+v, want the digest %x", b.Held, want)
 	}
 	// A relay that holds none says so: wire.Held is set, with no digests.
-	if b, err := c.Publish(context.Background(), wire.State{Mode: "sleep"}); err != nil || b.Held == nil || len(b.Held.Digests) != 0 {
+	if b, err := c.Publish(context.Background(), wire.State{Mode: "sleep"}); err != nil || b.Held == nil || len(b.Held.Digests) != 0 || b.WakeSecond != nil {
 		t.Errorf("Publish without KeyPackages = %+v, %v; want an empty Held", b, err)
 	}
 	h.agents.mu.Lock()
@@ -264,6 +270,10 @@ func TestPublishState(t *testing.T) {
 	h.agents.mu.Unlock()
 	if diff := cmp.Diff(st, gotState); diff != "" {
 		t.Errorf("published state (-sent +received):\n%s", diff)
+	}
+	// A wake second outside 0-59 is the relay's protocol error.
+	if _, err := c.Publish(context.Background(), wire.State{Mode: "hourly_wake", Window: &wire.Window{Minute: 75}}); !errors.Is(err, wire.ErrProtocol) {
+		t.Errorf("state-ok assigning second 75: Publish = %v, want wire.ErrProtocol", err)
 	}
 	_, err = c.Publish(context.Background(), wire.State{Mode: "nap"})
 	var re *wire.RemoteError

@@ -56,7 +56,8 @@
 //	relay → device  hello    {bounds}               after a valid proof: the relay's
 //	                                                ceiling bounds for this agent
 //	device → relay  state    {id, state}            publish mode, window, card, ...
-//	relay → device  state-ok {id, bounds, held}     the bounds now in force, the KeyPackages held
+//	relay → device  state-ok {id, bounds, held,     the bounds now in force, the KeyPackages held,
+//	                          wakeSecond}           the wake second the relay assigned
 //	device → relay  pull     {id, after, max}       up to max records with seq > after
 //	relay → device  records  {id, records, more}    in seq order
 //	device → relay  ack      {id, seqs}             delete these (device committed)
@@ -76,7 +77,8 @@
 // 16.8), held.lastResort (the digest of the one the relay holds),
 // state.replaceKeyPackages (the KeyPackages replace the pool) and
 // state.status (the device's signed status for the operators' fleet
-// console: status.go).
+// console: status.go) and state-ok.wakeSecond (the second of its wake
+// minute the relay assigned the device's window: Accepted.WakeSecond).
 //
 // # Handshake
 //

@@ -86,6 +86,8 @@ type Frame struct {
 	// Challenge and Proof are the handshake's (proof.go).
 	Challenge *Challenge `cbor:"challenge,omitempty"`
 	Proof     []byte     `cbor:"proof,omitempty"`
+	// WakeSecond is a state-ok's Accepted.WakeSecond.
+	WakeSecond *int `cbor:"wakeSecond,omitempty"`
 }
 
 // State is what a device publishes about itself. Every publish replaces the
@@ -159,6 +161,15 @@ type Accepted struct {
 	// keeps its private halves for as long as a Welcome to it may still
 	// be queued.
 	Held *Held
+	// WakeSecond, when set, is the second (0–59) of its window's minute at
+	// which the relay asks the device to open its hourly window from its
+	// next window on, in place of the second it derives itself
+	// (wake.WakeSecond): the relay hands out seconds so that the devices
+	// of a minute are spread evenly over it (wake.Seconds). The device
+	// keeps it and publishes it in its window's offset as before. nil
+	// when the relay did not say (it predates assignments); a device that
+	// predates them ignores it.
+	WakeSecond *int
 }
 
 // Held is the set of KeyPackages a relay holds for an agent.

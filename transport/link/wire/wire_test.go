@@ -125,3 +125,35 @@ func TestClampAndCard(t *testing.T) {
 		t.Errorf("Card = %+v", c)
 	}
 }
+
+// TestWakeSecondMemberCompatible: a state-ok's wake second round-trips,
+// second 0 included, a state-ok without it decodes as nil (a relay that
+// predates it), and a device that predates it decodes the frame.
+func TestWakeSecondMemberCompatible(t *testing.T) {
+	for _, sec := range []int{0, 37, 59} {
+		f := &Frame{T: FrameStateOK, ID: 3, Bounds: &Bounds{MaxMessages: 1}, WakeSecond: &sec}
+		b, err := Encode(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := Decode(b)
+		if err != nil || got.WakeSecond == nil || *got.WakeSecond != sec {
+			t.Fatalf("state-ok with wake second %d decodes to %v, %v", sec, got.WakeSecond, err)
+		}
+		var old struct {
+			V      int     `cbor:"v"`
+			T      string  `cbor:"t"`
+			Bounds *Bounds `cbor:"bounds,omitempty"`
+		}
+		if err := decMode.Unmarshal(b, &old); err != nil || old.Bounds == nil || old.Bounds.MaxMessages != 1 {
+			t.Errorf("a device without the member: decoding = %+v, %v", old, err)
+		}
+	}
+	b, err := Encode(&Frame{T: FrameStateOK, ID: 3, Bounds: &Bounds{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := Decode(b); err != nil || got.WakeSecond != nil {
+		t.Errorf("state-ok without a wake second decodes to %v, %v; want nil", got.WakeSecond, err)
+	}
+}
