@@ -22,5 +22,9 @@
 // (transport/link/wire), whose doc describes the protocol and why it is a
 // WebSocket; the relay's side is package server (transport/link/server).
 // This package imports neither the relay nor its queue store, so
-// torpor-agent links neither.
+// torpor-agent links neither. Nor does it import net/http: the WebSocket
+// is package wsclient (transport/link/internal/wsclient, written from RFC
+// 6455 over net and crypto/tls), its HTTP/1.1 upgrade internal/http1. The
+// link dials the relay's host directly: the HTTP(S)_PROXY variables that
+// net/http's default client honoured are not read.
 package link

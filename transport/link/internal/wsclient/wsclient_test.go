@@ -206,7 +206,9 @@ func TestBadAnswers(t *testing.T) {
 	}{
 		{"wrong accept", func(string) string { return upgraded("another key") }, "Sec-WebSocket-Accept"},
 		{"no upgrade", func(k string) string { return strings.Replace(upgraded(k), "Upgrade: websocket\r\n", "", 1) }, "Upgrade"},
-		{"connection", func(k string) string { return strings.Replace(upgraded(k), "Connection: Upgrade", "Connection: keep-alive", 1) }, "Connection"},
+		{"connection", func(k string) string {
+			return strings.Replace(upgraded(k), "Connection: Upgrade", "Connection: keep-alive", 1)
+		}, "Connection"},
 		{"extension", func(k string) string {
 			return strings.Replace(upgraded(k), "\r\n\r\n", "\r\nSec-WebSocket-Extensions: permessage-deflate\r\n\r\n", 1)
 		}, "extension"},
