@@ -95,6 +95,16 @@ var Rules = []Rule{
 		From:   []string{"cmd/torpor-agent"},
 		Forbid: []string{"std:regexp/...", "github.com/gowebpki/jcs/..."},
 	},
+	{
+		// docs/footprint.md: autopaho's connection path links a WebSocket
+		// client and an all_proxy dialer the agent never uses; it keeps its
+		// MQTT connection with transport/mqtt/mqttconn. autopaho/queue, the
+		// interface store/mqttsession implements, imports neither.
+		Name: "torpor-agent links neither autopaho nor its WebSocket and proxy dialers",
+		From: []string{"cmd/torpor-agent"},
+		Forbid: []string{"github.com/eclipse/paho.golang/autopaho", "github.com/eclipse/paho.golang/autopaho/extensions/...",
+			"github.com/gorilla/websocket/...", "golang.org/x/net/proxy/..."},
+	},
 }
 
 // Check returns the violations of rules in g, sorted: for each rule, each
