@@ -119,6 +119,9 @@ func TestEachRuleCanFail(t *testing.T) {
 		{[]string{"transport/link: transport/link/wire github.com/mochi-mqtt/server/v2"}, 2, "cmd/torpor-agent transport/link github.com/mochi-mqtt/server/v2"},
 		{[]string{"transport/link/wire: did store/queue"}, 3, "transport/link/wire store/queue"},
 		{[]string{"did: std:regexp"}, 4, "cmd/torpor-agent transport/link transport/link/wire did regexp"},
+		{[]string{"runtime: session transport/link store github.com/eclipse/paho.golang/autopaho"}, 5, "cmd/torpor-agent runtime github.com/eclipse/paho.golang/autopaho"},
+		{[]string{"transport/link: transport/link/wire std:net/http"}, 6, "cmd/torpor-agent transport/link net/http"},
+		{[]string{"transport/link: transport/link/wire github.com/coder/websocket"}, 6, "cmd/torpor-agent transport/link github.com/coder/websocket"},
 	}
 	for _, tt := range tests {
 		g := fake(append(slices.Clone(clean), tt.add...)...)
