@@ -119,21 +119,28 @@ type Response struct {
 	Body io.Reader
 }
 
-// ReadResponse reads a response to a request of method from br.
+// ReadResponse reads a response to a request of method from br. Interim
+// 1xx responses other than 101 are read and dropped (RFC 9110, Section
+// 15.2: a client must accept them before the final response).
 func ReadResponse(br *bufio.Reader, method string) (*Response, error) {
-	line, err := readLine(br)
-	if err != nil {
-		return nil, err
+	for {
+		line, err := readLine(br)
+		if err != nil {
+			return nil, err
+		}
+		resp, err := parseStatusLine(line)
+		if err != nil {
+			return nil, err
+		}
+		if resp.Header, err = readHeader(br); err != nil {
+			return nil, err
+		}
+		if resp.StatusCode/100 == 1 && resp.StatusCode != 101 {
+			continue
+		}
+		resp.Body, err = bodyReader(br, method, resp)
+		return resp, err
 	}
-	resp, err := parseStatusLine(line)
-	if err != nil {
-		return nil, err
-	}
-	if resp.Header, err = readHeader(br); err != nil {
-		return nil, err
-	}
-	resp.Body, err = bodyReader(br, method, resp)
-	return resp, err
 }
 
 // parseStatusLine parses "HTTP/1.1 200 OK" (RFC 9112 Section 4).

@@ -96,6 +96,7 @@ func TestReadResponse(t *testing.T) {
 		{"lengths differ", "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\n", "", "Content-Length"},
 		{"negative length", "HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n", "", "Content-Length"},
 		{"101", "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\r\n\x82\x00", "", ""},
+		{"interim 1xx", "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: x\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", "ok", ""},
 		{"304", "HTTP/1.1 304 Not Modified\r\nContent-Length: 9\r\n\r\n", "", ""},
 		{"not HTTP", "SSH-2.0-OpenSSH\r\n\r\n", "", "status line"},
 		{"status code", "HTTP/1.1 2000 OK\r\n\r\n", "", "status code"},
