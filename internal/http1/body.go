@@ -9,10 +9,11 @@ import (
 	"time"
 )
 
-// bodyReader returns the reader of resp's body (RFC 9112 Section 6.3).
+// bodyReader returns the reader of resp's body (RFC 9112 Section 6.3; a
+// 2xx answer to CONNECT has none: the tunnel follows).
 func bodyReader(br *bufio.Reader, method string, resp *Response) (io.Reader, error) {
 	c := resp.StatusCode
-	if method == "HEAD" || c/100 == 1 || c == 204 || c == 304 {
+	if method == "HEAD" || c/100 == 1 || c == 204 || c == 304 || method == "CONNECT" && c/100 == 2 {
 		return strings.NewReader(""), nil
 	}
 	if te := resp.Header.Values("Transfer-Encoding"); len(te) > 0 {

@@ -40,8 +40,9 @@ type Config struct {
 	// Clock stamps the token; nil is the real clock.
 	Clock clock.Clock
 	// TLSConfig configures the connection to an https relay; nil means
-	// the system roots, with the relay's host name for SNI. The upgrade is
-	// made directly to the relay's host: no HTTP proxy is used.
+	// the system roots, with the relay's host name for SNI. The link goes
+	// through the HTTP proxy the environment names (HTTPS_PROXY,
+	// HTTP_PROXY, NO_PROXY), as net/http's default client did.
 	TLSConfig *tls.Config
 }
 
@@ -154,6 +155,7 @@ func upgrade(ctx context.Context, cfg Config, u *url.URL, tok string) (*wsclient
 		Header:       []http1.Field{{Name: "Authorization", Value: bearer.Authorization(tok)}},
 		Subprotocols: []string{wire.Subprotocol},
 		TLSConfig:    cfg.TLSConfig,
+		Proxy:        wsclient.ProxyFromEnvironment,
 		ReadLimit:    wire.MaxFrame,
 	})
 	var he *wsclient.HandshakeError

@@ -34,6 +34,10 @@ type Options struct {
 	// TLSConfig configures wss connections; nil means the system roots.
 	// Its ServerName, when empty, is the URL's host (SNI).
 	TLSConfig *tls.Config
+	// Proxy chooses the HTTP proxy to reach a URL through (with CONNECT);
+	// nil, or a nil URL, is a direct connection. ProxyFromEnvironment
+	// chooses as net/http's default client does.
+	Proxy func(target *url.URL) (*url.URL, error)
 	// NetDial opens the TCP connection; nil is a net.Dialer's.
 	NetDial func(ctx context.Context, network, addr string) (net.Conn, error)
 	// ReadLimit bounds a message Read returns; 0 is DefaultReadLimit.
@@ -86,28 +90,32 @@ func Dial(ctx context.Context, rawURL string, o *Options) (*Conn, error) {
 	return c, nil
 }
 
-// dialNet opens the TCP connection, and TLS over it for wss.
+// dialNet opens the TCP connection, directly or through the proxy
+// o.Proxy chooses, and TLS over it for wss.
 func dialNet(ctx context.Context, u *url.URL, o *Options) (net.Conn, error) {
-	port := u.Port()
-	if port == "" {
-		port = map[string]string{"ws": "80", "wss": "443"}[u.Scheme]
-	}
 	dial := o.NetDial
 	if dial == nil {
 		dial = (&net.Dialer{}).DialContext
 	}
-	nc, err := dial(ctx, "tcp", net.JoinHostPort(u.Hostname(), port))
+	var proxy *url.URL
+	if o.Proxy != nil {
+		var err error
+		if proxy, err = o.Proxy(u); err != nil {
+			return nil, err
+		}
+	}
+	addr := net.JoinHostPort(u.Hostname(), defaultPort(u))
+	var nc net.Conn
+	var err error
+	if proxy != nil {
+		nc, err = dialProxy(ctx, o, dial, proxy, addr)
+	} else {
+		nc, err = dial(ctx, "tcp", addr)
+	}
 	if err != nil || u.Scheme == "ws" {
 		return nc, err
 	}
-	cfg := &tls.Config{}
-	if o.TLSConfig != nil {
-		cfg = o.TLSConfig.Clone()
-	}
-	if cfg.ServerName == "" {
-		cfg.ServerName = u.Hostname()
-	}
-	tc := tls.Client(nc, cfg)
+	tc := tls.Client(nc, tlsConfig(o, u.Hostname()))
 	if err := tc.HandshakeContext(ctx); err != nil {
 		nc.Close()
 		return nil, err

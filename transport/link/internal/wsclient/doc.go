@@ -5,8 +5,10 @@
 // github.com/coder/websocket (transport/link/server); the tests run this
 // client against it.
 //
-// Dial opens a TCP connection (TLS for wss, with SNI and the system roots
-// unless a tls.Config says otherwise) and sends the opening handshake, an
+// Dial opens a TCP connection, directly or through an HTTP proxy's
+// CONNECT tunnel (Options.Proxy; ProxyFromEnvironment reads the variables
+// net/http reads), then TLS for wss (with SNI and the system roots unless
+// a tls.Config says otherwise), and sends the opening handshake, an
 // HTTP/1.1 GET with Upgrade (Section 4.1) written and read with
 // internal/http1. It checks the server's 101 answer as Section 4.1 requires
 // of a client (Upgrade, Connection, Sec-WebSocket-Accept computed as

@@ -39,10 +39,13 @@ func coderServer(t *testing.T, handler func(ctx context.Context, ws *websocket.C
 	return "ws" + strings.TrimPrefix(srv.URL, "http")
 }
 
+// authT is the header coderServer requires.
+var authT = []http1.Field{{Name: "Authorization", Value: "Bearer t"}}
+
 func dialT(t *testing.T, url string) *Conn {
 	t.Helper()
 	c, err := Dial(context.Background(), url, &Options{
-		Header:       []http1.Field{{Name: "Authorization", Value: "Bearer t"}},
+		Header:       authT,
 		Subprotocols: []string{"p.v1", "p.v2"}, ReadLimit: 4 << 20})
 	if err != nil {
 		t.Fatal(err)
