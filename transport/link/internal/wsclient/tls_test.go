@@ -83,7 +83,7 @@ func TestWriteCancelled(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
-	err = c.Write(ctx, OpBinary, make([]byte, 64<<20))
+	err = c.Write(ctx, OpBinary, make([]byte, 16<<20))
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Write = %v, want the context's deadline", err)
 	}
