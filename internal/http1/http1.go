@@ -119,11 +119,18 @@ type Response struct {
 	Body io.Reader
 }
 
+// maxInterim bounds the interim responses ReadResponse reads past.
+const maxInterim = 8
+
 // ReadResponse reads a response to a request of method from br. Interim
 // 1xx responses other than 101 are read and dropped (RFC 9110, Section
-// 15.2: a client must accept them before the final response).
+// 15.2: a client must accept them before the final response), up to
+// maxInterim of them.
 func ReadResponse(br *bufio.Reader, method string) (*Response, error) {
-	for {
+	for i := 0; ; i++ {
+		if i > maxInterim {
+			return nil, fmt.Errorf("%w: more than %d interim answers", ErrMalformed, maxInterim)
+		}
 		line, err := readLine(br)
 		if err != nil {
 			return nil, err

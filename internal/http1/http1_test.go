@@ -97,6 +97,7 @@ func TestReadResponse(t *testing.T) {
 		{"negative length", "HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n", "", "Content-Length"},
 		{"101", "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\r\n\x82\x00", "", ""},
 		{"interim 1xx", "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: x\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", "ok", ""},
+		{"endless 1xx", strings.Repeat("HTTP/1.1 102 Processing\r\n\r\n", maxInterim+1) + "HTTP/1.1 200 OK\r\n\r\n", "", "interim"},
 		{"304", "HTTP/1.1 304 Not Modified\r\nContent-Length: 9\r\n\r\n", "", ""},
 		{"not HTTP", "SSH-2.0-OpenSSH\r\n\r\n", "", "status line"},
 		{"status code", "HTTP/1.1 2000 OK\r\n\r\n", "", "status code"},
