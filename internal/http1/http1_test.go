@@ -168,3 +168,17 @@ func TestParseDate(t *testing.T) {
 		t.Errorf("ParseDate(x) = %v", err)
 	}
 }
+
+// FuzzReadResponse: any bytes from a server give a response or an
+// error, never a panic, and a body read stops at the input's end.
+func FuzzReadResponse(f *testing.F) {
+	f.Add("HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nabc")
+	f.Add("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3;x\r\nabc\r\n0\r\nT: v\r\n\r\n")
+	f.Add("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\r\n")
+	f.Fuzz(func(t *testing.T, raw string) {
+		body, err := readAll(raw)
+		if err == nil && len(body) > len(raw) {
+			t.Fatalf("a body of %d bytes from %d bytes of input", len(body), len(raw))
+		}
+	})
+}
