@@ -14,6 +14,7 @@ import (
 
 	"github.com/eclipse/paho.golang/packets"
 	"github.com/eclipse/paho.golang/paho"
+	"github.com/eclipse/paho.golang/paho/session/state"
 
 	"github.com/torpor-dev/torpor/clock/clocktest"
 	"github.com/torpor-dev/torpor/did"
@@ -345,19 +346,7 @@ func connectOf(t *testing.T, sent []byte) *packets.Connect {
 // broker acknowledges them, and the queue and the session empty.
 func TestQueuedWhileDownIsPublishedAfterReconnect(t *testing.T) {
 	f := newFleet(t)
-	db, err := store.Open(filepath.Join(t.TempDir(), "agent.db"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	st, sessions, err := mqttsession.NewState(db, "mqtt-session")
-	if err != nil {
-		t.Fatal(err)
-	}
-	q, err := mqttsession.OpenQueue(db, "mqtt-outbox", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, sessions, q := openSession(t)
 	clk := clocktest.New(start)
 	var pause backoff
 	dev := connect(t, f.b.URL(), f.dev, "dev-1", []string{f.topics.Command()}, func(c *mqttconn.Config) {
@@ -392,4 +381,49 @@ func TestQueuedWhileDownIsPublishedAfterReconnect(t *testing.T) {
 	watcher.expect(t, want...)
 	recv(t, q.WaitForEmpty(), "the queue to empty")
 	recv(t, sessions.WaitForEmpty(), "the broker's acknowledgements")
+}
+
+// openSession opens the agent's MQTT session state and outbound queue in
+// a bbolt file, as transport/mqtt's Client does.
+func openSession(t *testing.T) (*state.State, *mqttsession.Store, *mqttsession.Queue) {
+	t.Helper()
+	db, err := store.Open(filepath.Join(t.TempDir(), "agent.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	st, sessions, err := mqttsession.NewState(db, "mqtt-session")
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := mqttsession.OpenQueue(db, "mqtt-outbox", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st, sessions, q
+}
+
+// TestUnreadableQueueEntryDoesNotBlockTheQueue puts an entry that is no
+// MQTT packet ahead of a reply in the queue: the Manager quarantines it
+// and publishes the reply.
+func TestUnreadableQueueEntryDoesNotBlockTheQueue(t *testing.T) {
+	f := newFleet(t)
+	st, _, q := openSession(t)
+	var b bytes.Buffer
+	(&paho.Publish{Topic: f.topics.Reply(), QoS: 1, Payload: []byte("r1")}).Packet().WriteTo(&b)
+	for _, e := range [][]byte{{0xff, 0x00, 0x01}, b.Bytes()} {
+		if err := q.Enqueue(bytes.NewReader(e)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	obs := mustKey(t)
+	f.b.AddObserver(obs.DID())
+	watcher := connect(t, f.b.URL(), obs, "observer", []string{f.topics.Reply()}, nil)
+	watcher.up(t)
+	dev := connect(t, f.b.URL(), f.dev, "dev-1", nil, func(c *mqttconn.Config) {
+		c.SessionExpiry, c.Queue, c.Client.Session = 3600, q, st
+	})
+	recv(t, dev.ups, "the connection")
+	watcher.expect(t, "r1")
+	recv(t, q.WaitForEmpty(), "the queue to empty")
 }
