@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"errors"
-	"net/http"
 
 	"github.com/torpor-dev/torpor/runtime/drain"
 	"github.com/torpor-dev/torpor/transport/a2a"
@@ -27,14 +26,14 @@ func (a *Agent) live(ctx context.Context, req wire.Request) wire.Response {
 		// Not a request this agent reads: its relay gives the same answer
 		// when the agent is asleep (transport/relay), id null (JSON-RPC
 		// 2.0 Section 5).
-		return rpcResponse(http.StatusOK, a2a.NewError(id, bad))
+		return rpcResponse(statusOK, a2a.NewError(id, bad))
 	}
 	if err == nil && r.ID != nil {
 		id = r.ID
 	}
 	p := a.Pipeline()
 	if p == nil {
-		return rpcResponse(http.StatusServiceUnavailable, a2a.NewError(id, &a2a.RPCError{Code: a2a.CodeInternalError, Message: "agent stopping"}))
+		return rpcResponse(statusUnavailable, a2a.NewError(id, &a2a.RPCError{Code: a2a.CodeInternalError, Message: "agent stopping"}))
 	}
 	rep, err := p.drainer.Batch(ctx, []drain.Record{{From: req.From, Body: req.Body}}, nil)
 	logDiagnostics(a.log, rep.Diagnostics, msgLiveRejected, "from", req.From)
@@ -49,23 +48,32 @@ func (a *Agent) live(ctx context.Context, req wire.Request) wire.Response {
 		// Nothing was judged: the sender may try again, or its record
 		// queued meanwhile waits for trusted time.
 		a.log.Warn("live request held: no trusted time", "err", err)
-		return rpcResponse(http.StatusServiceUnavailable, a2a.NewError(id, &a2a.RPCError{Code: a2a.CodeInternalError, Message: "agent has no trusted time yet; retry later"}))
+		return rpcResponse(statusUnavailable, a2a.NewError(id, &a2a.RPCError{Code: a2a.CodeInternalError, Message: "agent has no trusted time yet; retry later"}))
 	case err != nil:
 		a.log.Error("live request", "err", err)
-		return rpcResponse(http.StatusInternalServerError, a2a.NewError(id, &a2a.RPCError{Code: a2a.CodeInternalError, Message: "Internal error"}))
+		return rpcResponse(statusInternalError, a2a.NewError(id, &a2a.RPCError{Code: a2a.CodeInternalError, Message: "Internal error"}))
 	case rep.Rejected[drain.CauseOpaque] > 0, rep.Deferred > 0 && rep.Acked == 0:
-		return rpcResponse(http.StatusOK, a2a.NewError(id, &a2a.RPCError{Code: a2a.CodeMethodNotFound, Message: "Method not found"}))
+		return rpcResponse(statusOK, a2a.NewError(id, &a2a.RPCError{Code: a2a.CodeMethodNotFound, Message: "Method not found"}))
 	case rep.Accepted+rep.Handshake == 0:
-		return rpcResponse(http.StatusOK, a2a.NewError(id, a2a.ObjectRejected()))
+		return rpcResponse(statusOK, a2a.NewError(id, a2a.ObjectRejected()))
 	}
 	msg := a2a.Message{MessageID: rand.Text(), Role: a2a.RoleAgent,
 		Parts: []a2a.Part{{Text: ptr("accepted")}}}
 	resp, err := a2a.NewSendResult(id, req.Version, msg)
 	if err != nil {
-		return rpcResponse(http.StatusInternalServerError, a2a.NewError(id, &a2a.RPCError{Code: a2a.CodeInternalError, Message: "Internal error"}))
+		return rpcResponse(statusInternalError, a2a.NewError(id, &a2a.RPCError{Code: a2a.CodeInternalError, Message: "Internal error"}))
 	}
-	return rpcResponse(http.StatusOK, resp)
+	return rpcResponse(statusOK, resp)
 }
+
+// The HTTP status codes of live answers (RFC 9110, Section 15), spelled
+// here because net/http's constants would link net/http into torpor-agent
+// (internal/deptest).
+const (
+	statusOK            = 200
+	statusInternalError = 500
+	statusUnavailable   = 503
+)
 
 func rpcResponse(status int, r *a2a.Response) wire.Response {
 	b, _ := json.Marshal(r)

@@ -4,8 +4,10 @@
 # prints their sizes. Output: bin/<target>/<binary>.
 #
 # torpor-agent is built with the tag nethttpomithttp2, which leaves net/http's
-# HTTP/2 out of it (380 KiB on armv6): the agent speaks HTTP/1.1 only, the
-# link's WebSocket upgrade and the Unix-socket delivery (docs/footprint.md).
+# HTTP/2 out of a build that links net/http (380 KiB on armv6). The agent no
+# longer does (internal/deptest; its HTTP/1.1 is internal/http1), so the tag
+# changes nothing today; it stays so that net/http coming back does not bring
+# HTTP/2 with it (docs/footprint.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CGO_ENABLED=0

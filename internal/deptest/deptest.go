@@ -95,6 +95,30 @@ var Rules = []Rule{
 		From:   []string{"cmd/torpor-agent"},
 		Forbid: []string{"std:regexp/...", "github.com/gowebpki/jcs/..."},
 	},
+	{
+		// docs/footprint.md: autopaho's connection path links a WebSocket
+		// client and an all_proxy dialer the agent never uses; it keeps its
+		// MQTT connection with transport/mqtt/mqttconn. autopaho/queue, the
+		// interface store/mqttsession implements, imports neither.
+		Name: "torpor-agent links neither autopaho nor its WebSocket and proxy dialers",
+		From: []string{"cmd/torpor-agent"},
+		Forbid: []string{"github.com/eclipse/paho.golang/autopaho", "github.com/eclipse/paho.golang/autopaho/extensions/...",
+			"github.com/gorilla/websocket/...", "golang.org/x/net/proxy/..."},
+	},
+	agentWithoutNetHTTP, // on since autopaho left the agent (the rule above)
+}
+
+// agentWithoutNetHTTP keeps net/http out of torpor-agent (docs/footprint.md:
+// with its textproto, MIME and idna code it was the agent's largest
+// dependency after the runtime and crypto). The link dials with
+// transport/link/internal/wsclient, the Unix-socket delivery posts with
+// internal/http1, and bearer's HTTP middleware is package bearerhttp. It
+// holds only without autopaho, which imports net/http: drop its line from
+// Rules to turn it off.
+var agentWithoutNetHTTP = Rule{
+	Name:   "torpor-agent links neither net/http nor a WebSocket module",
+	From:   []string{"cmd/torpor-agent"},
+	Forbid: []string{"std:net/http/...", "github.com/coder/websocket/...", "github.com/gorilla/websocket/..."},
 }
 
 // Check returns the violations of rules in g, sorted: for each rule, each

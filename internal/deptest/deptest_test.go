@@ -86,7 +86,8 @@ func fake(lines ...string) Graph {
 var clean = []string{
 	"cmd/torpor-agent: runtime transport/link",
 	"cmd/torpor-relay: transport/relay transport/broker store/agents",
-	"runtime: session transport/link store",
+	"runtime: session transport/link store transport/mqtt",
+	"transport/mqtt: github.com/eclipse/paho.golang/autopaho/queue",
 	"transport/link: transport/link/wire",
 	"transport/link/wire: did",
 	"transport/relay: transport/link/server store/queue store/agents pulse github.com/prometheus/client_golang/prometheus",
@@ -119,6 +120,11 @@ func TestEachRuleCanFail(t *testing.T) {
 		{[]string{"transport/link: transport/link/wire github.com/mochi-mqtt/server/v2"}, 2, "cmd/torpor-agent transport/link github.com/mochi-mqtt/server/v2"},
 		{[]string{"transport/link/wire: did store/queue"}, 3, "transport/link/wire store/queue"},
 		{[]string{"did: std:regexp"}, 4, "cmd/torpor-agent transport/link transport/link/wire did regexp"},
+		{[]string{"transport/mqtt: github.com/eclipse/paho.golang/autopaho/queue github.com/eclipse/paho.golang/autopaho"},
+			5, "cmd/torpor-agent runtime transport/mqtt github.com/eclipse/paho.golang/autopaho"},
+		{[]string{"transport/link: transport/link/wire golang.org/x/net/proxy"}, 5, "cmd/torpor-agent transport/link golang.org/x/net/proxy"},
+		{[]string{"transport/link: transport/link/wire std:net/http"}, 6, "cmd/torpor-agent transport/link net/http"},
+		{[]string{"transport/link: transport/link/wire github.com/coder/websocket"}, 6, "cmd/torpor-agent transport/link github.com/coder/websocket"},
 	}
 	for _, tt := range tests {
 		g := fake(append(slices.Clone(clean), tt.add...)...)

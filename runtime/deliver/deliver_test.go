@@ -1,6 +1,7 @@
 package deliver
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -204,6 +206,96 @@ func TestUnix(t *testing.T) {
 	if !errors.Is(err, ErrNotStarted) {
 		t.Fatalf("Deliver to a missing socket: err = %v, want ErrNotStarted", err)
 	}
+}
+
+// TestUnixAnswerFraming: the application's answer is read whether it
+// comes chunked (a flushed net/http body), with Content-Length, or until
+// the application closes the connection (a raw server), and a receipt
+// longer than maxReceipt is cut there.
+func TestUnixAnswerFraming(t *testing.T) {
+	dir := shortTempDir(t)
+	sock := filepath.Join(dir, "app.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		if r.URL.Path == "/long" {
+			w.Header().Set("Content-Length", strconv.Itoa(maxReceipt+10))
+			io.WriteString(w, strings.Repeat("r", maxReceipt+10))
+			return
+		}
+		for _, part := range []string{`{"effectId":`, `"chunked-1"}`} {
+			io.WriteString(w, part)
+			w.(http.Flusher).Flush()
+		}
+	})}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	o, err := NewUnix(sock, "/", nil).Deliver(context.Background(), testDelivery())
+	if err != nil || !o.OK || o.EffectID != "chunked-1" || o.Detail != "200 OK" {
+		t.Errorf("chunked answer: %+v, %v", o, err)
+	}
+	o, err = NewUnix(sock, "/long", nil).Deliver(context.Background(), testDelivery())
+	if err != nil || !o.OK || len(o.Receipt) != maxReceipt {
+		t.Errorf("long answer: receipt %d bytes, %v; want %d", len(o.Receipt), err, maxReceipt)
+	}
+
+	raw := filepath.Join(dir, "raw.sock")
+	answer := "HTTP/1.1 201 Created\r\nTorpor-Effect-Id: e-7\r\n\r\nuntil close"
+	serveRaw(t, raw, func(c net.Conn) { io.WriteString(c, answer) })
+	o, err = NewUnix(raw, "/", nil).Deliver(context.Background(), testDelivery())
+	if err != nil || !o.OK || o.EffectID != "e-7" || string(o.Receipt) != "until close" {
+		t.Errorf("answer until close: %+v, %v", o, err)
+	}
+
+	bad := filepath.Join(dir, "bad.sock")
+	serveRaw(t, bad, func(c net.Conn) { io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\nshort") })
+	o, err = NewUnix(bad, "/", nil).Deliver(context.Background(), testDelivery())
+	if err == nil || o.OK || errors.Is(err, ErrNotStarted) {
+		t.Errorf("truncated answer: %+v, %v; want an error (not ErrNotStarted)", o, err)
+	}
+}
+
+// TestUnixTimeout: an application that never answers is given up after
+// Timeout (real time: it runs outside the agent) with errTimeout, and not
+// as ErrNotStarted (it may have acted).
+func TestUnixTimeout(t *testing.T) {
+	sock := filepath.Join(shortTempDir(t), "app.sock")
+	serveRaw(t, sock, func(c net.Conn) { io.Copy(io.Discard, c) })
+	h := NewUnix(sock, "/", nil)
+	h.Timeout = 50 * time.Millisecond
+	_, err := h.Deliver(context.Background(), testDelivery())
+	if !errors.Is(err, errTimeout) || errors.Is(err, ErrNotStarted) {
+		t.Fatalf("Deliver to a silent application: err = %v, want errTimeout", err)
+	}
+}
+
+// serveRaw accepts connections on a Unix socket at sock, reads the
+// request's head and hands the connection to answer, then closes it.
+func serveRaw(t *testing.T, sock string, answer func(net.Conn)) {
+	t.Helper()
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				br := bufio.NewReader(c)
+				for line, err := br.ReadString('\n'); err == nil && line != "\r\n"; line, err = br.ReadString('\n') {
+				}
+				answer(c)
+			}()
+		}
+	}()
 }
 
 // startBroker runs an embedded MQTT 5 broker on loopback and returns its URL.

@@ -11,7 +11,8 @@ import (
 
 // Publisher publishes one MQTT message and returns once the broker took
 // responsibility for it (PUBACK at QoS 1). PahoPublisher implements it over
-// paho.golang's autopaho; tests may use a fake or an embedded broker.
+// paho.golang's client (transport/mqtt/mqttconn); tests may use a fake or an
+// embedded broker.
 type Publisher interface {
 	// Publish returns an error wrapping ErrNotStarted when the message
 	// certainly did not reach the broker (no connection).

@@ -7,16 +7,16 @@ import (
 	"net/url"
 	"time"
 
-	"github.com/eclipse/paho.golang/autopaho"
 	"github.com/eclipse/paho.golang/paho"
 
 	"github.com/torpor-dev/torpor/clock"
+	"github.com/torpor-dev/torpor/transport/mqtt/mqttconn"
 )
 
-// PahoPublisher implements Publisher with paho.golang's autopaho connection
-// manager, which reconnects on its own.
+// PahoPublisher implements Publisher with paho.golang's client, kept
+// connected by mqttconn, which reconnects on its own.
 type PahoPublisher struct {
-	cm *autopaho.ConnectionManager
+	cm *mqttconn.Manager
 	// ConnectTimeout bounds Publish's wait for a connection; zero means
 	// 10 seconds. clock.Unscaled(Clock) measures it; nil means clock.Real.
 	ConnectTimeout time.Duration
@@ -25,7 +25,7 @@ type PahoPublisher struct {
 
 // NewMQTT starts connecting to the MQTT 5 broker at brokerURL
 // (mqtt://host:port or tls://…) as clientID, in the background, and keeps
-// the connection up (autopaho reconnects). It does not wait: a broker that
+// the connection up (mqttconn reconnects). It does not wait: a broker that
 // is down at startup does not stop the agent, and Publish waits for the
 // connection. Close disconnects.
 func NewMQTT(brokerURL, clientID string) (*PahoPublisher, error) {
@@ -33,11 +33,11 @@ func NewMQTT(brokerURL, clientID string) (*PahoPublisher, error) {
 	if err != nil || u.Host == "" {
 		return nil, fmt.Errorf("deliver: MQTT broker URL %q: want mqtt://host:port", brokerURL)
 	}
-	cm, err := autopaho.NewConnection(context.Background(), autopaho.ClientConfig{
-		ServerUrls:                    []*url.URL{u},
-		KeepAlive:                     30,
-		CleanStartOnInitialConnection: true,
-		ClientConfig:                  paho.ClientConfig{ClientID: clientID},
+	cm, err := mqttconn.Start(mqttconn.Config{
+		Server:     u,
+		KeepAlive:  30,
+		CleanStart: true,
+		Client:     paho.ClientConfig{ClientID: clientID},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("deliver: MQTT: %w", err)
@@ -81,7 +81,7 @@ func (p *PahoPublisher) Publish(ctx context.Context, m Message) error {
 			CorrelationData: m.CorrelationData,
 		},
 	})
-	if errors.Is(err, autopaho.ConnectionDownError) {
+	if errors.Is(err, mqttconn.ErrConnectionDown) {
 		return fmt.Errorf("%w (%w)", err, ErrNotStarted)
 	}
 	if err != nil {

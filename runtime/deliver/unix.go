@@ -1,18 +1,18 @@
 package deliver
 
 import (
-	"bytes"
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"syscall"
 	"time"
 
 	"github.com/torpor-dev/torpor/clock"
+	"github.com/torpor-dev/torpor/internal/http1"
 )
 
 // Unix POSTs each delivery as JSON (Content-Type application/json) to
@@ -20,6 +20,11 @@ import (
 // answers with a 2xx status to accept; the response body is the receipt,
 // and a Torpor-Effect-Id response header (or an "effectId" member of a JSON
 // body) names the effect at its system of record.
+//
+// The request is HTTP/1.1 (RFC 9112), one per connection, written and read
+// by internal/http1 rather than net/http, which torpor-agent does not link
+// (docs/footprint.md). The answer's body may come with Content-Length,
+// chunked, or until the application closes the connection.
 type Unix struct {
 	// Socket is the Unix domain socket's file name.
 	Socket string
@@ -30,28 +35,15 @@ type Unix struct {
 	// clock.Real.
 	Timeout time.Duration
 	Clock   clock.Clock
-
-	client *http.Client
 }
 
 // NewUnix returns a handler posting to socket.
 func NewUnix(socket, path string, c clock.Clock) *Unix {
-	u := &Unix{Socket: socket, Path: path, Clock: c}
-	u.client = &http.Client{Transport: &http.Transport{
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, "unix", socket)
-		},
-		DisableKeepAlives: true,
-	}}
-	return u
+	return &Unix{Socket: socket, Path: path, Clock: c}
 }
 
 // Deliver implements Handler.
 func (u *Unix) Deliver(ctx context.Context, d Delivery) (Outcome, error) {
-	if u.client == nil {
-		*u = *NewUnix(u.Socket, u.Path, u.Clock)
-	}
 	body, err := json.Marshal(d)
 	if err != nil {
 		return Outcome{}, fmt.Errorf("deliver: encoding delivery: %w (%w)", err, ErrNotStarted)
@@ -70,20 +62,39 @@ func (u *Unix) Deliver(ctx context.Context, d Delivery) (Outcome, error) {
 	if path == "" {
 		path = "/"
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://torpor"+path, bytes.NewReader(body))
+	req := &http1.Request{Method: "POST", Target: path, Host: "torpor",
+		Header: []http1.Field{{Name: "Content-Type", Value: "application/json"}, {Name: "Connection", Value: "close"}},
+		Body:   body}
+	o, err := u.post(ctx, req)
+	o.Duration = c.Now().Sub(start)
+	return o, err
+}
+
+// post sends req on a new connection to the socket and reads the answer.
+// The context's end closes the connection, and its cause is the error.
+func (u *Unix) post(ctx context.Context, req *http1.Request) (Outcome, error) {
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "unix", u.Socket)
 	if err != nil {
-		return Outcome{}, fmt.Errorf("deliver: %w (%w)", err, ErrNotStarted)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := u.client.Do(req)
-	if err != nil {
-		o := Outcome{Detail: err.Error(), Duration: c.Now().Sub(start)}
+		err = ctxCause(ctx, err)
+		o := Outcome{Detail: err.Error()}
 		if notConnected(err) {
 			return o, fmt.Errorf("deliver: %s: %w (%w)", u.Socket, err, ErrNotStarted)
 		}
 		return o, fmt.Errorf("deliver: %s: %w", u.Socket, err)
 	}
-	defer resp.Body.Close()
+	defer conn.Close()
+	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
+	defer stop()
+	if err := http1.WriteRequest(conn, req); err != nil {
+		err = ctxCause(ctx, err)
+		return Outcome{Detail: err.Error()}, fmt.Errorf("deliver: %s: %w", u.Socket, err)
+	}
+	resp, err := http1.ReadResponse(bufio.NewReader(conn), req.Method)
+	if err != nil {
+		err = ctxCause(ctx, err)
+		return Outcome{Detail: err.Error()}, fmt.Errorf("deliver: %s: %w", u.Socket, err)
+	}
 	lb := &limitedBuffer{n: maxReceipt}
 	_, rerr := io.Copy(lb, resp.Body)
 	o := Outcome{
@@ -91,15 +102,23 @@ func (u *Unix) Deliver(ctx context.Context, d Delivery) (Outcome, error) {
 		Detail:   resp.Status,
 		Receipt:  lb.buf,
 		EffectID: resp.Header.Get("Torpor-Effect-Id"),
-		Duration: c.Now().Sub(start),
 	}
 	if o.EffectID == "" {
 		o.EffectID = effectID(lb.buf)
 	}
 	if rerr != nil {
-		return o, fmt.Errorf("deliver: reading answer from %s: %w", u.Socket, rerr)
+		return o, fmt.Errorf("deliver: reading answer from %s: %w", u.Socket, ctxCause(ctx, rerr))
 	}
 	return o, nil
+}
+
+// ctxCause returns err, and the context's cause beside it when the
+// context ended (the deadline AfterFunc set is what failed the I/O).
+func ctxCause(ctx context.Context, err error) error {
+	if cause := context.Cause(ctx); cause != nil && !errors.Is(err, cause) {
+		return fmt.Errorf("%w: %w", cause, err)
+	}
+	return err
 }
 
 // notConnected reports whether err says the connection was never made,

@@ -12,7 +12,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/eclipse/paho.golang/autopaho"
 	"github.com/eclipse/paho.golang/paho"
 
 	"github.com/torpor-dev/torpor/clock"
@@ -21,6 +20,7 @@ import (
 	"github.com/torpor-dev/torpor/transport/mqtt"
 	"github.com/torpor-dev/torpor/transport/mqtt/envelope"
 	"github.com/torpor-dev/torpor/transport/mqtt/login"
+	"github.com/torpor-dev/torpor/transport/mqtt/mqttconn"
 )
 
 // OperatorConfig configures DialOperator.
@@ -48,7 +48,7 @@ type OperatorConfig struct {
 // reads replies, statuses and events. torporctl uses it.
 type Operator struct {
 	cfg   OperatorConfig
-	cm    *autopaho.ConnectionManager
+	cm    *mqttconn.Manager
 	clock clock.Clock
 
 	mu sync.Mutex
@@ -119,15 +119,15 @@ func DialOperator(ctx context.Context, cfg OperatorConfig) (*Operator, error) {
 		connMu    sync.Mutex
 		connected bool
 	)
-	cm, err := autopaho.NewConnection(context.WithoutCancel(ctx), autopaho.ClientConfig{
-		ServerUrls:                    []*url.URL{u},
-		TlsCfg:                        cfg.TLS,
-		KeepAlive:                     30,
-		CleanStartOnInitialConnection: true,
-		ConnectTimeout:                10 * time.Second,
-		ReconnectBackoff:              autopaho.NewConstantBackoff(time.Second),
-		ConnectPacketBuilder:          o.connectPacket,
-		OnConnectionUp: func(cm *autopaho.ConnectionManager, ca *paho.Connack) {
+	cm, err := mqttconn.Start(mqttconn.Config{
+		Server:         u,
+		TLS:            cfg.TLS,
+		KeepAlive:      30,
+		CleanStart:     true,
+		ConnectTimeout: 10 * time.Second,
+		Backoff:        mqttconn.ConstantBackoff(time.Second),
+		ConnectPacket:  o.connectPacket,
+		OnConnectionUp: func(ca *paho.Connack) {
 			connMu.Lock()
 			again := connected
 			connected = true
@@ -141,7 +141,7 @@ func DialOperator(ctx context.Context, cfg OperatorConfig) (*Operator, error) {
 			connErr = err
 			connMu.Unlock()
 		},
-		ClientConfig: paho.ClientConfig{
+		Client: paho.ClientConfig{
 			ClientID:          cfg.ClientID,
 			OnPublishReceived: []func(paho.PublishReceived) (bool, error){o.received},
 		},
@@ -164,7 +164,7 @@ func DialOperator(ctx context.Context, cfg OperatorConfig) (*Operator, error) {
 
 // connectPacket authenticates every connection with a fresh token
 // (login.Authenticate).
-func (o *Operator) connectPacket(cp *paho.Connect, _ *url.URL) (*paho.Connect, error) {
+func (o *Operator) connectPacket(cp *paho.Connect) (*paho.Connect, error) {
 	return cp, login.Authenticate(cp, o.cfg.Key, o.cfg.Broker, clock.Or(o.cfg.AuthClock).Now(), o.cfg.Password)
 }
 

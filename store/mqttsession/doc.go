@@ -1,6 +1,7 @@
 // Package mqttsession keeps an MQTT 5 client's session state and its
 // outbound queue in the agent's bbolt file, with explicit sequence numbers,
-// for github.com/eclipse/paho.golang (paho and autopaho).
+// for github.com/eclipse/paho.golang's client, kept connected by
+// transport/mqtt/mqttconn.
 //
 // # Why not paho's file stores
 //
@@ -38,11 +39,12 @@
 // returns packet ids in the order they were last put, as paho expects: a
 // PUBREL that replaces a PUBLISH under the same id moves to the end.
 //
-// # Queue (autopaho outbound queue)
+// # Queue (outbound queue)
 //
-// Queue implements autopaho's queue.Queue: messages to publish once a
-// connection is up, kept across restarts. Items are keyed by the bucket's
-// sequence, so Peek always returns the oldest. EnqueueTx adds an item inside
+// Queue implements queue.Queue of github.com/eclipse/paho.golang/autopaho/queue
+// (an interface, which transport/mqtt/mqttconn consumes): messages to
+// publish once a connection is up, kept across restarts. Items are keyed by
+// the bucket's sequence, so Peek always returns the oldest. EnqueueTx adds an item inside
 // the caller's read-write transaction, so that the agent can commit a
 // command's completion and the publication of its reply together: either
 // both survive a power cut or neither does. The queue is bounded
@@ -50,6 +52,6 @@
 //
 // Every write is one bbolt transaction, fsynced on commit. A QoS 1
 // publication through the queue costs four: enqueue, session put (when
-// autopaho hands it to paho), queue removal, and session delete on PUBACK.
+// mqttconn hands it to paho), queue removal, and session delete on PUBACK.
 // BenchmarkQueueEnqueueRemove measures the queue's part.
 package mqttsession

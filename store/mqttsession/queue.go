@@ -36,9 +36,10 @@ type QueueOptions struct {
 	MaxBytes int64
 }
 
-// Queue is autopaho's outbound queue in a bbolt bucket. It implements
-// queue.Queue. Enqueue and EnqueueTx are safe for concurrent use; Peek and
-// its Entry are for autopaho's one consumer, as queue.Queue documents.
+// Queue is an MQTT client's outbound queue in a bbolt bucket. It
+// implements queue.Queue. Enqueue and EnqueueTx are safe for concurrent
+// use; Peek and its Entry are for one consumer (transport/mqtt/mqttconn),
+// as queue.Queue documents.
 type Queue struct {
 	db       *bolt.DB
 	bucket   []byte
@@ -138,7 +139,7 @@ func (q *Queue) Enqueue(p io.Reader) error {
 }
 
 // EnqueueTx adds msg (a serialised PUBLISH packet) to the end of the queue
-// inside tx. It counts only once tx commits; autopaho sees it then. It
+// inside tx. It counts only once tx commits; the consumer sees it then. It
 // returns an error wrapping ErrFull at the queue's bounds.
 func (q *Queue) EnqueueTx(tx *bolt.Tx, msg []byte) error {
 	b, err := q.buckets(tx)
@@ -233,8 +234,8 @@ func (e *entry) Leave() error { return nil }
 // Remove implements queue.Entry: the message leaves the queue.
 func (e *entry) Remove() error { return e.q.remove(e.key, false) }
 
-// Quarantine implements queue.Entry: the message, which autopaho could not
-// parse, leaves the queue for a bounded side bucket.
+// Quarantine implements queue.Entry: the message, which the consumer could
+// not parse, leaves the queue for a bounded side bucket.
 func (e *entry) Quarantine() error { return e.q.remove(e.key, true) }
 
 func (q *Queue) remove(key []byte, quarantine bool) error {

@@ -80,7 +80,7 @@ func createBuckets(db *bolt.DB, name []byte, subs ...[]byte) error {
 // NewState returns paho session state whose client- and server-originated
 // packets live in the buckets prefix+"-client" and prefix+"-server" of db,
 // and the client store (to wait for acknowledgements). Set the state as
-// autopaho.ClientConfig.ClientConfig.Session.
+// the paho.ClientConfig's Session (mqttconn.Config.Client.Session).
 func NewState(db *bolt.DB, prefix string) (*state.State, *Store, error) {
 	c, err := OpenStore(db, prefix+"-client")
 	if err != nil {

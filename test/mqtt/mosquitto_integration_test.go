@@ -4,6 +4,8 @@ package mqtt
 
 import (
 	"context"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -103,5 +105,73 @@ func TestBrokerRestartKeepsQueuedCommands(t *testing.T) {
 	d.wake()
 	if r := d.reply(id); r.Outcome != manage.OutcomeOK {
 		t.Fatalf("reply = %+v", r)
+	}
+}
+
+// TestBrokerKilledMidSessionResubscribes: mosquitto is killed (SIGKILL)
+// while the device answers a command, so the broker forgets the device's
+// session and subscription, and the reply, committed to bbolt, has not
+// reached it. Once mosquitto is back (and an operator watches), the
+// device's connection manager reconnects, the client subscribes again on
+// the new session, the reply goes out from bbolt, and a command sent after
+// the crash reaches the device: without the new subscription the broker
+// would have no one to deliver it to.
+func TestBrokerKilledMidSessionResubscribes(t *testing.T) {
+	m := startMosquitto(t)
+	d := newDevice(t, m)
+	px := mqtttest.StartProxy(t, strings.TrimPrefix(m.URL(), "mqtt://"))
+	d.url = px.URL()
+	d.dev.Result = func(ctx context.Context, c manage.Command) manage.Result {
+		if c.Op == manage.OpDrain {
+			px.Cut() // the device's attempts fail until Restore
+			m.Kill(t)
+		}
+		return manage.OK(map[string]string{"done": c.Op})
+	}
+	d.wake()
+	d.operator()
+	d.seq = manage.NextSeq(d.seq, d.clk.Now())
+	s, err := d.op.Send(ctxT(t), name, manage.CommandSpec{Device: d.key.DID(), Seq: d.seq, Op: manage.OpDrain}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.dev.WaitExecuted(ctxT(t), 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.client.WaitIdle(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	m.Restart(t)
+	d.op.Close(context.Background())
+	d.op, d.witness = nil, nil
+	d.operator() // watches the device's replies on the new broker
+	px.Restore()
+	awaitConnects(t, d, 2)
+	if rs := d.replyWith(s.Object.ID, manage.OutcomeOK); string(rs[len(rs)-1].Result) != `{"done":"drain"}` {
+		t.Errorf("replies %+v", rs)
+	}
+	id := d.send(manage.OpResume, &manage.NoteArgs{Note: "after the crash"})
+	if r := d.reply(id); r.Outcome != manage.OutcomeOK {
+		t.Fatalf("reply = %+v", r)
+	}
+	d.sleep(time.Time{})
+	if n, err := d.client.Unacked(); err != nil || n != 0 {
+		t.Errorf("after the clean sleep %d publications are unacknowledged (%v)", n, err)
+	}
+}
+
+// awaitConnects waits until the device's client has made n connections and
+// is ready on the last.
+func awaitConnects(t *testing.T, d *device, n int) {
+	t.Helper()
+	ctx := ctxT(t)
+	for d.client.Connects() < n {
+		if ctx.Err() != nil {
+			t.Fatalf("the client made %d connections, want %d", d.client.Connects(), n)
+		}
+		runtime.Gosched()
+	}
+	if err := d.client.AwaitConnection(ctx); err != nil {
+		t.Fatal(err)
 	}
 }

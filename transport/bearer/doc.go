@@ -46,10 +46,13 @@
 //
 // Every failure is an *Error that wraps one sentinel (ErrMissing,
 // ErrMalformed, ErrExpired, ErrNotYetValid, ErrLifetime, ErrAudience,
-// ErrPurpose, ErrNonCanonical, ErrSignature) so callers can tell with errors.Is which
-// check failed. Its Detail is the reference's message ("transport token:
-// expired"), which is what WriteUnauthorized sends back in the 401 body, so
-// a reference client sees the answers it expects.
+// ErrPurpose, ErrNonCanonical, ErrSignature) so callers can tell with
+// errors.Is which check failed. Its Detail is the reference's message
+// ("transport token: expired"), which is what bearerhttp.WriteUnauthorized
+// sends back in the 401 body, so a reference client sees the answers it
+// expects. The HTTP side (that 401 and a middleware) is package bearerhttp
+// (transport/bearer/bearerhttp), apart so that torpor-agent, which issues
+// tokens and serves no HTTP, does not link net/http.
 //
 // Verify keeps no replay cache (nor does the reference): an A2A token is a
 // short-lived proof of the caller's DID, not an authorisation of one

@@ -40,7 +40,7 @@ type Error struct {
 	Check error
 	// Detail is the reference implementation's message for the failure,
 	// such as "transport token: expired". It is safe to send to the caller
-	// and is what WriteUnauthorized puts in the 401 answer.
+	// and is what bearerhttp.WriteUnauthorized puts in the 401 answer.
 	Detail string
 	// Reason adds specifics for operators' logs (the times compared, the
 	// audience seen). It never contains key material or the token.

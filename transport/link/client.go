@@ -2,20 +2,19 @@ package link
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"net/url"
 	"strings"
 	"time"
 
-	"github.com/coder/websocket"
-
 	"github.com/torpor-dev/torpor/clock"
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/internal/http1"
 	"github.com/torpor-dev/torpor/transport/bearer"
 	"github.com/torpor-dev/torpor/transport/link/internal/calls"
+	"github.com/torpor-dev/torpor/transport/link/internal/wsclient"
 	"github.com/torpor-dev/torpor/transport/link/wire"
 )
 
@@ -40,15 +39,18 @@ type Config struct {
 	Handler HandlerFunc
 	// Clock stamps the token; nil is the real clock.
 	Clock clock.Clock
-	// HTTPClient makes the upgrade request; nil is http.DefaultClient.
-	HTTPClient *http.Client
+	// TLSConfig configures the connection to an https relay; nil means
+	// the system roots, with the relay's host name for SNI. The link goes
+	// through the HTTP proxy the environment names (HTTPS_PROXY,
+	// HTTP_PROXY, NO_PROXY), as net/http's default client did.
+	TLSConfig *tls.Config
 }
 
 // Client is the device's side of a link. Its methods are safe for
 // concurrent use. A Client serves one connection: after it closes, Dial
 // again (with backoff; the agent's duty cycle decides when).
 type Client struct {
-	ws      *websocket.Conn
+	ws      *wsclient.Conn
 	hello   wire.Bounds
 	handler HandlerFunc
 	ctx     context.Context
@@ -89,7 +91,7 @@ func Dial(ctx context.Context, cfg Config) (*Client, error) {
 	c := &Client{ws: conn, handler: cfg.Handler, queued: make(chan uint64, 64), done: make(chan struct{})}
 	c.ctx, c.stop = context.WithCancel(context.Background())
 	if err := c.handshake(ctx, cfg, aud, tok); err != nil {
-		conn.Close(websocket.StatusPolicyViolation, "handshake failed")
+		conn.Close(wsclient.StatusPolicyViolation, "handshake failed")
 		c.stop()
 		return nil, err
 	}
@@ -110,7 +112,7 @@ const MaxClockOffset = 30 * time.Second
 // tries once more. The Date header only stamps the token, which the relay
 // checks against its own clock anyway; nothing of the device trusts it
 // (the relay's time the device may use is the challenge's, RelayTime).
-func open(ctx context.Context, cfg Config, u *url.URL, aud string) (*websocket.Conn, string, error) {
+func open(ctx context.Context, cfg Config, u *url.URL, aud string) (*wsclient.Conn, string, error) {
 	now := clock.Or(cfg.Clock).Now()
 	tok, err := bearer.IssueLink(cfg.Key, aud, now, 0)
 	if err != nil {
@@ -118,7 +120,7 @@ func open(ctx context.Context, cfg Config, u *url.URL, aud string) (*websocket.C
 	}
 	conn, err := upgrade(ctx, cfg, u, tok)
 	var r *refusal
-	if !errors.As(err, &r) || r.status != http.StatusUnauthorized || r.date.IsZero() {
+	if !errors.As(err, &r) || r.status != 401 || r.date.IsZero() {
 		return conn, tok, err
 	}
 	if off := r.date.Sub(now.Round(0)); off > -MaxClockOffset && off < MaxClockOffset {
@@ -142,26 +144,28 @@ func (r *refusal) Error() string {
 	return fmt.Sprintf("link: relay refused the link: %s", r.text)
 }
 
-// upgrade opens the WebSocket with the link token.
-func upgrade(ctx context.Context, cfg Config, u *url.URL, tok string) (*websocket.Conn, error) {
+// upgrade opens the WebSocket with the link token (package wsclient, RFC
+// 6455). A refusal's Date is read as an HTTP date (RFC 9110, Section
+// 5.6.7).
+func upgrade(ctx context.Context, cfg Config, u *url.URL, tok string) (*wsclient.Conn, error) {
 	ws := *u
 	ws.Scheme = map[string]string{"http": "ws", "https": "wss"}[u.Scheme]
 	ws.Path = strings.TrimRight(u.Path, "/") + wire.Path
-	conn, resp, err := websocket.Dial(ctx, ws.String(), &websocket.DialOptions{
-		HTTPClient:   cfg.HTTPClient,
-		HTTPHeader:   http.Header{"Authorization": {bearer.Authorization(tok)}},
+	conn, err := wsclient.Dial(ctx, ws.String(), &wsclient.Options{
+		Header:       []http1.Field{{Name: "Authorization", Value: bearer.Authorization(tok)}},
 		Subprotocols: []string{wire.Subprotocol},
+		TLSConfig:    cfg.TLSConfig,
+		Proxy:        wsclient.ProxyFromEnvironment,
+		ReadLimit:    wire.MaxFrame,
 	})
+	var he *wsclient.HandshakeError
+	if errors.As(err, &he) {
+		date, _ := http1.ParseDate(he.Header.Get("Date"))
+		return nil, &refusal{status: he.StatusCode, text: he.Status + ": " + strings.TrimSpace(string(he.Body)), date: date}
+	}
 	if err != nil {
-		if resp != nil && resp.Body != nil {
-			b, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
-			resp.Body.Close()
-			date, _ := http.ParseTime(resp.Header.Get("Date"))
-			return nil, &refusal{status: resp.StatusCode, text: resp.Status + ": " + strings.TrimSpace(string(b)), date: date}
-		}
 		return nil, fmt.Errorf("link: %w", err)
 	}
-	conn.SetReadLimit(wire.MaxFrame)
 	return conn, nil
 }
 
@@ -306,7 +310,7 @@ func (c *Client) Err() error { return c.calls.Err() }
 
 // Close closes the link.
 func (c *Client) Close() error {
-	err := c.ws.Close(websocket.StatusNormalClosure, "")
+	err := c.ws.Close(wsclient.StatusNormalClosure, "")
 	c.fail(ErrClosed)
 	<-c.done
 	return err
@@ -341,7 +345,7 @@ func (c *Client) write(ctx context.Context, f *wire.Frame) error {
 	if err != nil {
 		return err
 	}
-	if err := c.ws.Write(ctx, websocket.MessageBinary, b); err != nil {
+	if err := c.ws.Write(ctx, wsclient.OpBinary, b); err != nil {
 		return fmt.Errorf("link: %w", err)
 	}
 	return nil
@@ -352,7 +356,7 @@ func (c *Client) read(ctx context.Context) (*wire.Frame, error) {
 	if err != nil {
 		return nil, err
 	}
-	if typ != websocket.MessageBinary {
+	if typ != wsclient.OpBinary {
 		return nil, fmt.Errorf("%w: text message", wire.ErrProtocol)
 	}
 	return wire.Decode(b)
@@ -381,7 +385,7 @@ func (c *Client) readLoop() {
 }
 
 func (c *Client) serveRequest(f *wire.Frame) {
-	resp := wire.Response{Status: http.StatusServiceUnavailable, ContentType: "application/json", Body: []byte(`{"error":"no_handler"}`)}
+	resp := wire.Response{Status: 503, ContentType: "application/json", Body: []byte(`{"error":"no_handler"}`)}
 	if c.handler != nil && f.Request != nil {
 		resp = c.handler(c.ctx, *f.Request)
 	}

@@ -22,5 +22,11 @@
 // (transport/link/wire), whose doc describes the protocol and why it is a
 // WebSocket; the relay's side is package server (transport/link/server).
 // This package imports neither the relay nor its queue store, so
-// torpor-agent links neither.
+// torpor-agent links neither. Nor does it import net/http: the WebSocket
+// is package wsclient (transport/link/internal/wsclient, written from RFC
+// 6455 over net and crypto/tls), its HTTP/1.1 upgrade internal/http1. Like
+// net/http's default client before it, the link reaches the relay through
+// the HTTP proxy HTTPS_PROXY (or HTTP_PROXY for an http relay) names, unless
+// NO_PROXY exempts the relay (wsclient.ProxyFromEnvironment), with a
+// CONNECT tunnel.
 package link

@@ -11,12 +11,9 @@ import (
 	"log/slog"
 	"net"
 	"net/url"
-	"strings"
 	"sync"
 	"time"
 
-	"github.com/eclipse/paho.golang/autopaho"
-	"github.com/eclipse/paho.golang/packets"
 	"github.com/eclipse/paho.golang/paho"
 	"github.com/eclipse/paho.golang/paho/session/state"
 	bolt "go.etcd.io/bbolt"
@@ -26,6 +23,7 @@ import (
 	"github.com/torpor-dev/torpor/store/mqttsession"
 	"github.com/torpor-dev/torpor/transport/mqtt/envelope"
 	"github.com/torpor-dev/torpor/transport/mqtt/login"
+	"github.com/torpor-dev/torpor/transport/mqtt/mqttconn"
 )
 
 // Defaults of Config.
@@ -69,7 +67,7 @@ type Config struct {
 	BarrierTimeout time.Duration
 	// Backoff gives the wait before reconnection attempt n (0 is the
 	// first connection); nil means exponential with jitter from 1 s to
-	// 60 s. autopaho waits on the real clock.
+	// 60 s. It waits on the real clock.
 	Backoff func(attempt int) time.Duration
 	// Clock tells the time; nil means clock.Real.
 	Clock clock.Clock
@@ -100,7 +98,7 @@ type Client struct {
 	topics   Topics
 	clock    clock.Clock
 	log      *slog.Logger
-	cm       *autopaho.ConnectionManager
+	cm       *mqttconn.Manager
 	queue    *mqttsession.Queue
 	state    *state.State
 	sessions *mqttsession.Store
@@ -132,7 +130,7 @@ type Client struct {
 }
 
 // Start checks cfg, opens the session state and outbound queue in cfg.DB
-// and starts connecting to the broker in the background (autopaho
+// and starts connecting to the broker in the background (mqttconn
 // reconnects by itself). Use AwaitConnection to wait for the connection,
 // and Sleep, Close or Abort to end it.
 func Start(cfg Config) (*Client, error) {
@@ -145,7 +143,7 @@ func Start(cfg Config) (*Client, error) {
 		c.cancel()
 		return nil, fmt.Errorf("mqtt: recovering the inbox: %w", err)
 	}
-	cm, err := autopaho.NewConnection(c.ctx, c.pahoConfig())
+	cm, err := mqttconn.Start(c.connConfig())
 	if err != nil {
 		c.cancel()
 		return nil, fmt.Errorf("mqtt: %w", err)
@@ -199,7 +197,7 @@ func setDefaults(cfg *Config) {
 		cfg.BarrierTimeout = DefaultBarrierTimeout
 	}
 	if cfg.Backoff == nil {
-		cfg.Backoff = autopaho.NewExponentialBackoff(time.Second, time.Minute, 2*time.Second, 2)
+		cfg.Backoff = mqttconn.ExponentialBackoff(time.Second, time.Minute, 2*time.Second, 2)
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -217,33 +215,33 @@ func sessionExpirySeconds(d time.Duration) uint32 {
 	return uint32(s)
 }
 
-func (c *Client) pahoConfig() autopaho.ClientConfig {
+func (c *Client) connConfig() mqttconn.Config {
 	u, _ := url.Parse(c.cfg.Broker)
 	var trace pahoLogger
 	if c.log.Enabled(context.Background(), slog.LevelDebug-4) {
 		trace = pahoLogger{c.log.With("lib", "paho"), slog.LevelDebug - 4}
 	}
-	cfg := autopaho.ClientConfig{
-		ServerUrls: []*url.URL{u},
-		TlsCfg:     c.cfg.TLS,
-		KeepAlive:  uint16(min(c.cfg.KeepAlive/time.Second, 0xFFFF)),
+	cfg := mqttconn.Config{
+		Server:    u,
+		TLS:       c.cfg.TLS,
+		KeepAlive: uint16(min(c.cfg.KeepAlive/time.Second, 0xFFFF)),
 		// A persistent session: the broker keeps the subscription and
 		// queues commands while the device sleeps (MQTT 5.0 Section
 		// 3.1.2.4), for SessionExpiry after each disconnect.
-		CleanStartOnInitialConnection: false,
-		SessionExpiryInterval:         sessionExpirySeconds(c.cfg.SessionExpiry),
-		ReconnectBackoff:              c.cfg.Backoff,
-		ConnectTimeout:                10 * time.Second,
-		Queue:                         c.queue,
-		AttemptConnection:             c.dial,
-		ConnectPacketBuilder:          c.connectPacket,
-		DisconnectPacketBuilder:       c.disconnectPacket,
-		OnConnectionUp:                func(_ *autopaho.ConnectionManager, ca *paho.Connack) { go c.connectionUp(ca) },
-		OnConnectionDown:              c.connectionDown,
-		OnConnectError:                func(err error) { c.log.Debug("connection attempt failed", "err", err) },
-		Errors:                        pahoLogger{c.log.With("lib", "autopaho"), slog.LevelWarn},
-		PahoErrors:                    pahoLogger{c.log.With("lib", "paho"), slog.LevelWarn},
-		ClientConfig: paho.ClientConfig{
+		CleanStart:       false,
+		SessionExpiry:    sessionExpirySeconds(c.cfg.SessionExpiry),
+		Backoff:          c.cfg.Backoff,
+		ConnectTimeout:   10 * time.Second,
+		Queue:            c.queue,
+		Dial:             c.dial,
+		ConnectPacket:    c.connectPacket,
+		DisconnectPacket: c.disconnectPacket,
+		OnConnectionUp:   func(ca *paho.Connack) { go c.connectionUp(ca) },
+		OnConnectionDown: c.connectionDown,
+		OnConnectError:   func(err error) { c.log.Debug("connection attempt failed", "err", err) },
+		Errors:           pahoLogger{c.log.With("lib", "mqttconn"), slog.LevelWarn},
+		PahoErrors:       pahoLogger{c.log.With("lib", "paho"), slog.LevelWarn},
+		Client: paho.ClientConfig{
 			ClientID: c.cfg.Name,
 			Session:  c.state,
 			// Commands are acknowledged only after their outcome is
@@ -264,19 +262,8 @@ func (c *Client) pahoConfig() autopaho.ClientConfig {
 }
 
 // dial opens the network connection and keeps it for Abort.
-func (c *Client) dial(ctx context.Context, cfg autopaho.ClientConfig, u *url.URL) (net.Conn, error) {
-	var conn net.Conn
-	var err error
-	switch strings.ToLower(u.Scheme) {
-	case "mqtt", "tcp", "":
-		var d net.Dialer
-		conn, err = d.DialContext(ctx, "tcp", u.Host)
-	case "mqtts", "tls", "ssl":
-		d := tls.Dialer{Config: cfg.TlsCfg}
-		conn, err = d.DialContext(ctx, "tcp", u.Host)
-	default:
-		return nil, fmt.Errorf("mqtt: unsupported broker URL scheme %q", u.Scheme)
-	}
+func (c *Client) dial(ctx context.Context, u *url.URL) (net.Conn, error) {
+	conn, err := mqttconn.Dial(ctx, u, c.cfg.TLS)
 	if err != nil {
 		return nil, err
 	}
@@ -287,14 +274,14 @@ func (c *Client) dial(ctx context.Context, cfg autopaho.ClientConfig, u *url.URL
 		return nil, errors.New("mqtt: client aborted")
 	}
 	c.conn = conn
-	return packets.NewThreadSafeConn(conn), nil
+	return conn, nil
 }
 
 // connectPacket authenticates with a fresh token (login.Authenticate) and adds
 // the will: a retained status "lost", signed now, that the broker
 // publishes if this connection ends without a DISCONNECT (MQTT 5.0
 // Section 3.1.2.5).
-func (c *Client) connectPacket(cp *paho.Connect, _ *url.URL) (*paho.Connect, error) {
+func (c *Client) connectPacket(cp *paho.Connect) (*paho.Connect, error) {
 	if err := login.Authenticate(cp, c.Key(), c.cfg.Broker, clock.Or(c.cfg.AuthClock).Now(), c.cfg.Password); err != nil {
 		return nil, err
 	}
@@ -337,7 +324,7 @@ func (c *Client) received(pr paho.PublishReceived) (bool, error) {
 // publish the end-of-backlog probe, and mark the client ready.
 func (c *Client) connectionUp(ca *paho.Connack) {
 	select {
-	case <-c.started: // autopaho may connect before Start stored cm
+	case <-c.started: // mqttconn may connect before Start stored cm
 	case <-c.ctx.Done():
 		return
 	}
@@ -409,14 +396,13 @@ func (c *Client) subscribe(ctx context.Context) error {
 	return err
 }
 
-func (c *Client) connectionDown() bool {
+func (c *Client) connectionDown() {
 	c.mu.Lock()
 	if c.readyClosed {
 		c.ready, c.readyClosed = make(chan struct{}), false
 	}
 	c.mu.Unlock()
 	c.send(event{kind: evConnDown})
-	return true
 }
 
 func (c *Client) send(ev event) {

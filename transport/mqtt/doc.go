@@ -1,13 +1,15 @@
 // Package mqtt is the transport of the operators' management channel to
-// sleeping devices: MQTT 5 (github.com/eclipse/paho.golang, autopaho) with
-// persistent sessions that hold commands while a device sleeps. Client is
-// the device's connection; what a command means, who may send it and how it
-// runs is runtime/manage's, behind Handler. docs/mqtt.md documents the
-// topics and every payload.
+// sleeping devices: MQTT 5 (github.com/eclipse/paho.golang's client, kept
+// connected by the subpackage mqttconn) with persistent sessions that hold
+// commands while a device sleeps. Client is the device's connection; what a
+// command means, who may send it and how it runs is runtime/manage's,
+// behind Handler. docs/mqtt.md documents the topics and every payload.
 //
-// Its subpackages: envelope, the signed objects a device publishes (replies,
-// statuses, events, the will) and their payload encoding; login, what a
-// client presents at CONNECT; cborjson, CBOR in the JSON data model.
+// Its subpackages: mqttconn, the connection manager (dial, CONNECT,
+// reconnection, the outbound queue); envelope, the signed objects a device
+// publishes (replies, statuses, events, the will) and their payload
+// encoding; login, what a client presents at CONNECT; cborjson, CBOR in the
+// JSON data model.
 //
 // # Persistent sessions
 //
@@ -70,7 +72,7 @@
 // final flush — are bounded on the real clock, because they measure the
 // network, not the schedule. The barrier timeout (the probe's round trip)
 // runs on clock.Unscaled(Config.Clock): a test's fake clock still drives
-// it, a time scale does not shorten it. autopaho's reconnection backoff
+// it, a time scale does not shorten it. The reconnection backoff
 // (Config.Backoff) waits on the real clock.
 //
 // # Encoding

@@ -9,7 +9,7 @@ import (
 
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/store/agents"
-	"github.com/torpor-dev/torpor/transport/bearer"
+	"github.com/torpor-dev/torpor/transport/bearer/bearerhttp"
 )
 
 // serveKeyPackage is GET /a/{did}/mls/key-package (draft-chapman-a2a-mls-03,
@@ -42,7 +42,7 @@ func (s *Relay) serveKeyPackage(w http.ResponseWriter, r *http.Request) {
 	}
 	caller, err := s.verifier.Verify(r.Header.Get("Authorization"))
 	if err != nil {
-		bearer.WriteUnauthorized(w, err)
+		bearerhttp.WriteUnauthorized(w, err)
 		return
 	}
 	if !s.allowFetch(w, "did:"+caller.String(), s.limiter) {

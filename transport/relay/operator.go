@@ -7,7 +7,7 @@ import (
 
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/store/queue"
-	"github.com/torpor-dev/torpor/transport/bearer"
+	"github.com/torpor-dev/torpor/transport/bearer/bearerhttp"
 )
 
 // The operator's queue endpoints (docs/operations.md, "A device's queue"):
@@ -36,7 +36,7 @@ type queueEntry struct {
 func (s *Relay) operator(w http.ResponseWriter, r *http.Request) (did.DID, bool) {
 	caller, err := s.verifier.Verify(r.Header.Get("Authorization"))
 	if err != nil {
-		bearer.WriteUnauthorized(w, err)
+		bearerhttp.WriteUnauthorized(w, err)
 		return did.DID{}, false
 	}
 	if !s.operators[caller.String()] {

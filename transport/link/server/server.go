@@ -18,6 +18,7 @@ import (
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/transport/bearer"
+	"github.com/torpor-dev/torpor/transport/bearer/bearerhttp"
 	"github.com/torpor-dev/torpor/transport/link/internal/calls"
 	"github.com/torpor-dev/torpor/transport/link/wire"
 )
@@ -208,7 +209,7 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (*bearer.T
 		// a device whose clock is far off issues its token again at this
 		// time (transport/link's Dial).
 		w.Header().Set("Date", clock.Or(s.tokenClock()).Now().UTC().Format(http.TimeFormat))
-		bearer.WriteUnauthorized(w, err)
+		bearerhttp.WriteUnauthorized(w, err)
 		return nil, false
 	}
 	return tok, true

@@ -9,9 +9,12 @@
 //
 // # Why WebSocket
 //
-// The link is a WebSocket (RFC 6455, github.com/coder/websocket) to the
-// relay's /link endpoint. The alternatives were HTTP long-poll and MQTT 5
-// request/response (the relay embeds an MQTT broker anyway):
+// The link is a WebSocket (RFC 6455) to the relay's /link endpoint: the
+// relay serves it with github.com/coder/websocket, the device dials it
+// with a client of Torpor's own (transport/link/internal/wsclient), so
+// that torpor-agent links no net/http. The alternatives were HTTP
+// long-poll and MQTT 5 request/response (the relay embeds an MQTT broker
+// anyway):
 //
 //   - Both directions on one connection. Draining is device→relay
 //     (pull, ack); live requests are relay→device and must reach the device

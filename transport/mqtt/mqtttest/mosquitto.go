@@ -182,6 +182,27 @@ func (m *Mosquitto) Stop(t testing.TB) {
 	}
 }
 
+// Kill kills mosquitto (SIGKILL), as a crash would: it saves nothing, so
+// the sessions, subscriptions and queued messages it held since its last
+// save (with this configuration, since it started) are gone. It returns
+// once the process has exited; Restart starts it again.
+func (m *Mosquitto) Kill(t testing.TB) {
+	t.Helper()
+	m.mu.Lock()
+	cmd, exited := m.cmd, m.exited
+	m.cmd = nil
+	m.mu.Unlock()
+	if cmd == nil {
+		t.Fatal("mosquitto is not running")
+	}
+	cmd.Process.Kill()
+	select {
+	case <-exited:
+	case <-time.After(20 * time.Second):
+		t.Fatal("mosquitto did not exit on SIGKILL within 20s")
+	}
+}
+
 // Restart implements Broker.
 func (m *Mosquitto) Restart(t testing.TB) {
 	t.Helper()

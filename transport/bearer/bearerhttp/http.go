@@ -1,4 +1,9 @@
-package bearer
+// Package bearerhttp is the HTTP side of package bearer: the 401 answer in
+// the reference's form (WriteUnauthorized) and a middleware that requires a
+// valid token (Middleware). It lives apart from package bearer so that
+// torpor-agent, which issues tokens but serves no HTTP, does not link
+// net/http (internal/deptest).
+package bearerhttp
 
 import (
 	"context"
@@ -8,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/transport/bearer"
 )
 
 // unauthorizedBody is the reference's 401 body.
@@ -21,12 +27,12 @@ type unauthorizedBody struct {
 //	WWW-Authenticate: Bearer realm="atom", error="invalid_token", error_description="<detail>"
 //	{"error":"unauthorized","detail":"<detail>"}
 //
-// detail is the Detail of err when err is an *Error, else "invalid token".
+// detail is the Detail of err when err is a *bearer.Error, else "invalid token".
 // Double quotes are removed from the detail inside the header, as the
 // reference does, so the header stays well-formed.
 func WriteUnauthorized(w http.ResponseWriter, err error) {
 	detail := "invalid token"
-	var e *Error
+	var e *bearer.Error
 	if errors.As(err, &e) {
 		detail = e.Detail
 	}
@@ -54,10 +60,10 @@ func Caller(ctx context.Context) (did.DID, bool) {
 
 // Middleware requires a valid token on every request: it answers 401 with
 // WriteUnauthorized when the Authorization header is missing or fails
-// Verify, and otherwise calls next with the caller's DID in the request
+// v.Verify, and otherwise calls next with the caller's DID in the request
 // context (read it with Caller). That DID is the only identity per-peer
 // accounting may key on.
-func (v *Verifier) Middleware(next http.Handler) http.Handler {
+func Middleware(v *bearer.Verifier, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id, err := v.Verify(r.Header.Get("Authorization"))
 		if err != nil {
