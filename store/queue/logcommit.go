@@ -1,0 +1,211 @@
+package queue
+
+import (
+	"fmt"
+	"sync"
+	"time"
+)
+
+// logCommitter is the record log's group commit, the same scheme as
+// committer (commit.go) without a transaction to roll back: a writer that
+// finds no commit in progress commits at once with whoever is waiting;
+// writers that arrive during a commit go together in the next one, led by
+// the first of them. No timer is involved.
+//
+// A call's function runs exactly once, under the index lock, and changes
+// the index and appends its frames to the commit's buffer; it cannot fail
+// (a refused enqueue is a result). What can fail is the write or the sync
+// of the buffer, and then every call of the batch gets the error and the
+// Log refuses every later call (see Log.commit).
+type logCommitter struct {
+	l   *Log
+	max int // cap on the calls in one commit (0: no cap)
+
+	mu      sync.Mutex
+	pending []*logCall
+	running bool
+}
+
+type logCall struct {
+	fn   func(*logBatch)
+	done chan logResult
+}
+
+type logResult struct {
+	err  error
+	lead bool
+}
+
+// write runs fn in the next commit and returns once that commit's frames
+// are written and synced (or failed).
+func (c *logCommitter) write(fn func(*logBatch)) error {
+	me := &logCall{fn: fn, done: make(chan logResult, 1)}
+	c.mu.Lock()
+	c.pending = append(c.pending, me)
+	if c.running {
+		c.mu.Unlock()
+		r := <-me.done
+		if !r.lead {
+			return r.err
+		}
+	} else {
+		c.running = true
+		c.mu.Unlock()
+	}
+	return c.lead(me)
+}
+
+// lead commits batches until me's is done, then hands leadership to the
+// first waiting call, if any.
+func (c *logCommitter) lead(me *logCall) error {
+	for {
+		c.mu.Lock()
+		batch := c.pending
+		if c.max > 0 && len(batch) > c.max {
+			batch = batch[:c.max:c.max]
+		}
+		if c.pending = c.pending[len(batch):]; len(c.pending) == 0 {
+			c.pending = nil
+		}
+		c.mu.Unlock()
+		err := c.l.commit(batch)
+		mine := false
+		for _, k := range batch {
+			if k == me {
+				mine = true
+				continue
+			}
+			k.done <- logResult{err: err}
+		}
+		c.mu.Lock()
+		switch {
+		case !mine: // cut off by max; still pending
+			c.mu.Unlock()
+			continue
+		case len(c.pending) == 0:
+			c.running = false
+			c.mu.Unlock()
+		default:
+			next := c.pending[0]
+			c.mu.Unlock()
+			next.done <- logResult{lead: true}
+		}
+		return err
+	}
+}
+
+// logBatch is one commit being built: the frames of its calls, to be
+// appended to seg at base.
+type logBatch struct {
+	l    *Log
+	seg  *segment
+	base int64
+	buf  []byte
+	gen  uint64
+}
+
+// append adds r (Seq set) to the index and its frame to the commit.
+func (c *logBatch) append(a *logAgent, r Record) {
+	start := len(c.buf)
+	c.buf = appendRecordFrame(c.buf, r)
+	c.l.index.add(a, logEntry{
+		seq: r.Seq, seg: c.seg, off: c.base + int64(start), n: len(c.buf) - start,
+		size: len(r.Body), kind: r.Kind, from: r.From, expires: r.ExpiresAt.UnixNano(), gen: c.gen,
+	})
+	c.l.nFrames++
+}
+
+// tombstone adds the frame deleting agent's seqs, which the caller took out
+// of the index.
+func (c *logBatch) tombstone(agent string, seqs []uint64) {
+	if len(seqs) > 0 {
+		c.buf = appendAckFrame(c.buf, agent, seqs)
+	}
+}
+
+// purge takes the records expired at now out of the index, adds their
+// tombstones and returns how many.
+func (c *logBatch) purge(now time.Time) int {
+	n := 0
+	c.l.index.expired(now.UnixNano(), func(a *logAgent, seq uint64) {
+		c.tombstone(a.name, []uint64{seq})
+		n++
+	})
+	return n
+}
+
+// commit runs batch's functions against the index under l.mu, then writes
+// their frames in one write and syncs once (fdatasync) without holding
+// l.mu, so Next and Stats go on meanwhile (they do not show the commit's
+// records until it is synced). A failed write or sync leaves the index
+// ahead of the file, so the Log refuses every later call; opening it again
+// reads what reached the disk.
+func (l *Log) commit(batch []*logCall) error {
+	l.mu.Lock()
+	c, err := l.begin()
+	if err != nil {
+		l.mu.Unlock()
+		return err
+	}
+	for _, k := range batch {
+		if err := c.run(k.fn); err != nil {
+			l.broken = err
+			l.mu.Unlock()
+			return err
+		}
+	}
+	l.gen = c.gen
+	l.mu.Unlock()
+	if len(c.buf) > 0 {
+		if _, err = c.seg.f.WriteAt(c.buf, c.base); err == nil {
+			err = datasync(c.seg.f)
+		}
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if cap(c.buf) <= 4<<20 {
+		l.buf = c.buf[:0]
+	}
+	if err != nil {
+		l.broken = fmt.Errorf("queue: writing segment %d failed; the log must be opened again: %w", c.seg.id, err)
+		return l.broken
+	}
+	c.seg.size = c.base + int64(len(c.buf))
+	l.durable = c.gen
+	if len(c.buf) > 0 {
+		l.nCommits++
+	}
+	l.dropDead()
+	return nil
+}
+
+// begin starts a commit, in a new segment when the current one is full.
+// l.mu is held.
+func (l *Log) begin() (*logBatch, error) {
+	if l.broken != nil {
+		return nil, l.broken
+	}
+	c := &logBatch{l: l, buf: l.buf[:0], gen: l.gen + 1}
+	l.buf = nil
+	seg := l.segs[len(l.segs)-1]
+	if seg.size >= l.opts.SegmentSize {
+		var err error
+		if seg, err = l.rotate(c); err != nil {
+			return nil, err
+		}
+	}
+	c.seg, c.base = seg, seg.size
+	return c, nil
+}
+
+// run runs fn, turning a panic into an error (the index may then be half
+// changed, so the caller stops the Log).
+func (c *logBatch) run(fn func(*logBatch)) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("queue: panic in a log write: %v", p)
+		}
+	}()
+	fn(c)
+	return nil
+}
