@@ -50,8 +50,8 @@ type Log struct {
 	gen     uint64     // the last commit's number
 	durable uint64     // the last commit whose write and sync succeeded
 	buf     []byte
-	// stats for the benchmark
-	nCommits, nFrames uint64
+	// What the commits wrote, for the benchmark.
+	nCommits, nBytes uint64
 }
 
 var _ Store = (*Log)(nil)

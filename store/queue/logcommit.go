@@ -112,7 +112,6 @@ func (c *logBatch) append(a *logAgent, r Record) {
 		seq: r.Seq, seg: c.seg, off: c.base + int64(start), n: len(c.buf) - start,
 		size: len(r.Body), kind: r.Kind, from: r.From, expires: r.ExpiresAt.UnixNano(), gen: c.gen,
 	})
-	c.l.nFrames++
 }
 
 // tombstone adds the frame deleting agent's seqs, which the caller took out
@@ -173,7 +172,7 @@ func (l *Log) commit(batch []*logCall) error {
 	c.seg.size = c.base + int64(len(c.buf))
 	l.durable = c.gen
 	if len(c.buf) > 0 {
-		l.nCommits++
+		l.nCommits, l.nBytes = l.nCommits+1, l.nBytes+uint64(len(c.buf))
 	}
 	l.dropDead()
 	return nil
