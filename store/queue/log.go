@@ -21,9 +21,17 @@ type LogOptions struct {
 	ImportBolt string
 	// MaxBatchSize caps the calls that share one commit (0: no cap).
 	MaxBatchSize int
+	// ZeroAhead is how far the log writes zeros ahead of its last frame
+	// when a commit reaches the end of what was zeroed (default 1 MiB).
+	// A commit that only overwrites zeros leaves the file's length alone,
+	// so its fdatasync has no metadata to journal.
+	ZeroAhead int64
 }
 
-const defaultSegmentSize = 64 << 20
+const (
+	defaultSegmentSize = 64 << 20
+	defaultZeroAhead   = 1 << 20
+)
 
 // Log is the record-log Store: an append-only log of frames in segment
 // files and its index in memory (see the package doc's "Record log"). It is

@@ -67,12 +67,14 @@ func liveSeqs(t testing.TB, s Store, agent string, now time.Time) []uint64 {
 }
 
 // TestLogTornTail cuts the last commit's frame at every byte and damages
-// each of its bytes: the log opens, every record committed before it is
-// there and the cut one is not, and the next enqueue is appended after
+// each of its bytes and of the zeros written ahead of it: the log opens,
+// every record committed before it is there and the damaged one is not
+// (a damaged zero loses nothing), and the next enqueue is appended after
 // what survived.
 func TestLogTornTail(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "log")
-	l := openLog(t, dir, nil)
+	o := &LogOptions{ZeroAhead: 300}
+	l := openLog(t, dir, o)
 	b := DefaultBounds()
 	for i := range 5 {
 		mustEnqueue(t, l, msg(alice, fmt.Sprint("record ", i)), b, t0)
@@ -80,31 +82,37 @@ func TestLogTornTail(t *testing.T) {
 	if err := l.Ack(bgc, agent, []uint64{2}); err != nil {
 		t.Fatal(err)
 	}
-	before := fileSize(t, lastSegment(t, dir))
+	before := l.segs[len(l.segs)-1].size
 	mustEnqueue(t, l, msg(bob, "the last one"), b, t0) // seq 6
+	full := l.segs[len(l.segs)-1].size
 	l.Close()
-	full := fileSize(t, lastSegment(t, dir))
+	if alloc := fileSize(t, lastSegment(t, dir)); alloc < full+100 {
+		t.Fatalf("segment of %d bytes, frames end at %d: no zeros ahead", alloc, full)
+	}
 	for cut := before; cut <= full; cut++ {
 		want := []uint64{1, 3, 4, 5}
 		if cut == full {
 			want = append(want, 6)
 		}
-		checkTorn(t, dir, want, func(path string) error { return os.Truncate(path, cut) })
+		checkTorn(t, dir, o, want, func(path string) error { return os.Truncate(path, cut) })
 		if cut < full {
-			checkTorn(t, dir, []uint64{1, 3, 4, 5}, func(path string) error { return flipByte(path, cut) })
+			checkTorn(t, dir, o, []uint64{1, 3, 4, 5}, func(path string) error { return flipByte(path, cut) })
 		}
+	}
+	for _, off := range []int64{full, full + 1, full + 4, full + 99} {
+		checkTorn(t, dir, o, []uint64{1, 3, 4, 5, 6}, func(path string) error { return flipByte(path, off) })
 	}
 }
 
 // checkTorn damages the last segment of a copy of dir with damage and
 // checks that the log opened over it holds want and appends after it.
-func checkTorn(t *testing.T, dir string, want []uint64, damage func(string) error) {
+func checkTorn(t *testing.T, dir string, o *LogOptions, want []uint64, damage func(string) error) {
 	t.Helper()
 	cp := copyDir(t, dir)
 	if err := damage(lastSegment(t, cp)); err != nil {
 		t.Fatal(err)
 	}
-	l, err := OpenLog(cp, nil)
+	l, err := OpenLog(cp, o)
 	if err != nil {
 		t.Fatalf("open after damage: %v", err)
 	}
@@ -117,7 +125,7 @@ func checkTorn(t *testing.T, dir string, want []uint64, damage func(string) erro
 		t.Errorf("seq after damage = %d, want %d", r.Seq, want[len(want)-1]+1)
 	}
 	l.Close()
-	l2 := openLog(t, cp, nil)
+	l2 := openLog(t, cp, o)
 	defer l2.Close()
 	if diff := cmp.Diff(append(want, r.Seq), liveSeqs(t, l2, agent, t0)); diff != "" {
 		t.Errorf("records after damage, an enqueue and a reopen (-want +got):\n%s", diff)
@@ -139,31 +147,36 @@ func flipByte(path string, off int64) error {
 	return err
 }
 
-// TestLogCorruptionBeforeTheTail: a damaged frame in a segment other than
-// the last is refused with *store.CorruptError, and nothing is cut.
+// TestLogCorruptionBeforeTheTail: a damaged frame, or bytes other than
+// zeros after the frames, in a segment other than the last is refused
+// with *store.CorruptError, and nothing is cut.
 func TestLogCorruptionBeforeTheTail(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "log")
-	l := openLog(t, dir, &LogOptions{SegmentSize: 200})
+	src := filepath.Join(t.TempDir(), "log")
+	l := openLog(t, src, &LogOptions{SegmentSize: 200, ZeroAhead: 100})
 	for i := range 10 {
 		mustEnqueue(t, l, msg(alice, fmt.Sprint("record ", i)), DefaultBounds(), t0)
 	}
+	frameEnd := l.segs[0].size
 	l.Close()
-	ids, _ := listSegments(dir)
-	if len(ids) < 3 {
-		t.Fatalf("%d segments, want several", len(ids))
-	}
-	first := filepath.Join(dir, segmentName(ids[0]))
-	size := fileSize(t, first)
-	if err := flipByte(first, size-3); err != nil {
-		t.Fatal(err)
-	}
-	_, err := OpenLog(dir, nil)
-	var ce *store.CorruptError
-	if !errors.As(err, &ce) || ce.Path != first {
-		t.Fatalf("OpenLog over a damaged first segment = %v, want *store.CorruptError naming %s", err, first)
-	}
-	if got := fileSize(t, first); got != size {
-		t.Errorf("damaged segment is %d bytes after the refused open, was %d", got, size)
+	for _, off := range []int64{int64(len(segmentMagic)) + 12, frameEnd + 5} {
+		dir := copyDir(t, src)
+		ids, _ := listSegments(dir)
+		if len(ids) < 3 {
+			t.Fatalf("%d segments, want several", len(ids))
+		}
+		first := filepath.Join(dir, segmentName(ids[0]))
+		size := fileSize(t, first)
+		if err := flipByte(first, off); err != nil {
+			t.Fatal(err)
+		}
+		_, err := OpenLog(dir, nil)
+		var ce *store.CorruptError
+		if !errors.As(err, &ce) || ce.Path != first {
+			t.Fatalf("OpenLog over a first segment damaged at %d = %v, want *store.CorruptError naming %s", off, err, first)
+		}
+		if got := fileSize(t, first); got != size {
+			t.Errorf("damaged segment is %d bytes after the refused open, was %d", got, size)
+		}
 	}
 }
 

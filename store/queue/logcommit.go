@@ -155,8 +155,9 @@ func (l *Log) commit(batch []*logCall) error {
 	}
 	l.gen = c.gen
 	l.mu.Unlock()
+	alloc := c.seg.alloc
 	if len(c.buf) > 0 {
-		if _, err = c.seg.f.WriteAt(c.buf, c.base); err == nil {
+		if alloc, err = l.write(c); err == nil {
 			err = datasync(c.seg.f)
 		}
 	}
@@ -169,13 +170,38 @@ func (l *Log) commit(batch []*logCall) error {
 		l.broken = fmt.Errorf("queue: writing segment %d failed; the log must be opened again: %w", c.seg.id, err)
 		return l.broken
 	}
-	c.seg.size = c.base + int64(len(c.buf))
+	c.seg.size, c.seg.alloc = c.base+int64(len(c.buf)), alloc
 	l.durable = c.gen
 	if len(c.buf) > 0 {
 		l.nCommits, l.nBytes = l.nCommits+1, l.nBytes+uint64(len(c.buf))
 	}
 	l.dropDead()
 	return nil
+}
+
+// zeros is what the log writes ahead of its frames.
+var zeros = make([]byte, 64<<10)
+
+// write writes c's frames and, when they reach past the zeros written
+// ahead, l.opts.ZeroAhead more zeros after them, and returns the file's
+// new length. Only one commit writes at a time; c.seg.alloc is read
+// without l.mu because only commits change it.
+func (l *Log) write(c *logBatch) (int64, error) {
+	if _, err := c.seg.f.WriteAt(c.buf, c.base); err != nil {
+		return 0, err
+	}
+	end, alloc := c.base+int64(len(c.buf)), c.seg.alloc
+	if end <= alloc {
+		return alloc, nil
+	}
+	for alloc = end; alloc < end+l.opts.ZeroAhead; {
+		n, err := c.seg.f.WriteAt(zeros[:min(int64(len(zeros)), end+l.opts.ZeroAhead-alloc)], alloc)
+		if err != nil {
+			return 0, err
+		}
+		alloc += int64(n)
+	}
+	return alloc, nil
 }
 
 // begin starts a commit, in a new segment when the current one is full.

@@ -10,7 +10,10 @@ import (
 type segment struct {
 	id   uint64
 	f    *os.File
-	size int64 // bytes written and synced (the next frame's offset)
+	size int64 // bytes of frames written and synced (the next frame's offset)
+	// alloc is the file's length: the frames and the zeros written ahead
+	// of them, so that a commit's fdatasync seldom changes the file's size.
+	alloc int64
 	live int   // live records whose current frame is in this segment
 }
 
@@ -73,7 +76,10 @@ func (a *logAgent) find(seq uint64) (int, bool) {
 // moves it to e's frame) and counts it.
 func (x *index) add(a *logAgent, e logEntry) {
 	a.c.last = max(a.c.last, e.seq)
-	i, found := a.find(e.seq)
+	i, found := len(a.live), false
+	if i > 0 && a.live[i-1].seq >= e.seq { // not the usual append
+		i, found = a.find(e.seq)
+	}
 	if found {
 		a.live[i].seg.live--
 		a.live[i].seg, a.live[i].off, a.live[i].n = e.seg, e.off, e.n

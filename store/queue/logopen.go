@@ -26,6 +26,9 @@ func OpenLog(dir string, o *LogOptions) (*Log, error) {
 	if opts.SegmentSize <= 0 {
 		opts.SegmentSize = defaultSegmentSize
 	}
+	if opts.ZeroAhead <= 0 {
+		opts.ZeroAhead = defaultZeroAhead
+	}
 	if err := prepareLogDir(dir, opts.ImportBolt); err != nil {
 		return nil, err
 	}
@@ -124,13 +127,16 @@ func (l *Log) writeMagic(seg *segment) error {
 	if err := seg.f.Truncate(int64(len(segmentMagic))); err != nil {
 		return fmt.Errorf("queue: writing segment %d: %w", seg.id, err)
 	}
-	seg.size = int64(len(segmentMagic))
+	seg.size, seg.alloc = int64(len(segmentMagic)), int64(len(segmentMagic))
 	return datasync(seg.f)
 }
 
-// replay reads segment id into the index. In the last segment a frame
-// that is cut short or fails its CRC ends the log: the file is truncated
-// there. Anywhere else it is corruption.
+// replay reads segment id into the index. Its frames end at the first
+// zero length (the zeros written ahead) or at the end of the file. In the
+// last segment a frame that is cut short or fails its CRC ends them too,
+// and when anything but zeros follows the frames the file is truncated
+// there (a torn write may have reached later pages and not earlier ones).
+// In any other segment both are corruption.
 func (l *Log) replay(id uint64, last bool) error {
 	path := filepath.Join(l.dir, segmentName(id))
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
@@ -149,29 +155,53 @@ func (l *Log) replay(id uint64, last bool) error {
 		}
 		return &store.CorruptError{Path: path, Problems: []string{"no segment header"}}
 	}
-	off := len(segmentMagic)
-	for off < len(data) {
+	off, problem := len(segmentMagic), ""
+	for off < len(data) && !endOfFrames(data[off:]) {
 		fr, n, err := decodeFrame(data[off:])
 		if err != nil {
-			if !last {
-				return &store.CorruptError{Path: path, Problems: []string{fmt.Sprintf("frame at offset %d: %v", off, err)}}
-			}
-			return l.cutTail(seg, int64(off))
+			problem = fmt.Sprintf("frame at offset %d: %v", off, err)
+			break
 		}
 		l.apply(seg, fr, int64(off), n)
 		off += n
 	}
-	seg.size = int64(off)
-	return nil
+	if problem == "" && allZero(data[off:]) {
+		seg.size, seg.alloc = int64(off), int64(len(data))
+		return nil
+	}
+	if !last {
+		if problem == "" {
+			problem = fmt.Sprintf("bytes after the last frame at offset %d", off)
+		}
+		return &store.CorruptError{Path: path, Problems: []string{problem}}
+	}
+	return l.cutTail(seg, int64(off))
 }
 
-// cutTail truncates the last segment at off, where its first bad frame
-// starts.
+// endOfFrames reports whether b starts with no frame: a zero length, or
+// fewer bytes than a length, all zero.
+func endOfFrames(b []byte) bool {
+	if len(b) < 4 {
+		return allZero(b)
+	}
+	return b[0]|b[1]|b[2]|b[3] == 0
+}
+
+func allZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// cutTail truncates the last segment at off, where its frames end.
 func (l *Log) cutTail(seg *segment, off int64) error {
 	if err := seg.f.Truncate(off); err != nil {
 		return fmt.Errorf("queue: cutting the torn tail of segment %d: %w", seg.id, err)
 	}
-	seg.size = off
+	seg.size, seg.alloc = off, off
 	return datasync(seg.f)
 }
 
