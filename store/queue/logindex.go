@@ -14,7 +14,7 @@ type segment struct {
 	// alloc is the file's length: the frames and the zeros written ahead
 	// of them, so that a commit's fdatasync seldom changes the file's size.
 	alloc int64
-	live int   // live records whose current frame is in this segment
+	live  int // live records whose current frame is in this segment
 }
 
 // logEntry is one live record in the index: where its frame is and what
