@@ -389,3 +389,36 @@ func checkLogIndex(t *testing.T, l *Log) {
 		t.Error("segments out of order")
 	}
 }
+
+// TestLogMovesLiveRecordsForward: a record nobody drains does not keep
+// the segments written after it: when a segment is mostly dead its live
+// records are copied forward and it is deleted. The record reads the same
+// before and after a reopen.
+func TestLogMovesLiveRecordsForward(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "log")
+	o := &LogOptions{SegmentSize: 1024, ZeroAhead: 64}
+	l := openLog(t, dir, o)
+	keep := mustEnqueue(t, l, Record{Agent: "did:key:asleep", From: alice, Body: []byte("kept for days")}, DefaultBounds(), t0)
+	for i := range 200 {
+		r := mustEnqueue(t, l, msg(bob, fmt.Sprint("drained ", i)), DefaultBounds(), t0)
+		if err := l.Ack(bgc, agent, []uint64{r.Seq}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if ids, _ := listSegments(dir); len(ids) > 3 || ids[len(ids)-1] < 10 {
+		t.Errorf("segments %v: want the log rotated many times and at most 3 left", ids)
+	}
+	checkLogIndex(t, l)
+	for range 2 {
+		rs, err := l.Next(bgc, "did:key:asleep", 0, 10, t0)
+		if err != nil || len(rs) != 1 {
+			t.Fatalf("Next for the undrained agent = %v, %v", rs, err)
+		}
+		if diff := cmp.Diff(keep, rs[0]); diff != "" {
+			t.Errorf("the record moved forward (-want +got):\n%s", diff)
+		}
+		l.Close()
+		l = openLog(t, dir, o)
+	}
+	l.Close()
+}

@@ -102,6 +102,8 @@ type logBatch struct {
 	base int64
 	buf  []byte
 	gen  uint64
+	// moves are the records this commit copies forward (moveForward).
+	moves []logMove
 }
 
 // append adds r (Seq set) to the index and its frame to the commit.
@@ -172,6 +174,7 @@ func (l *Log) commit(batch []*logCall) error {
 	}
 	c.seg.size, c.seg.alloc = c.base+int64(len(c.buf)), alloc
 	l.durable = c.gen
+	l.moved(c)
 	if len(c.buf) > 0 {
 		l.nCommits, l.nBytes = l.nCommits+1, l.nBytes+uint64(len(c.buf))
 	}
@@ -213,13 +216,19 @@ func (l *Log) begin() (*logBatch, error) {
 	c := &logBatch{l: l, buf: l.buf[:0], gen: l.gen + 1}
 	l.buf = nil
 	seg := l.segs[len(l.segs)-1]
-	if seg.size >= l.opts.SegmentSize {
-		var err error
-		if seg, err = l.rotate(c); err != nil {
-			return nil, err
-		}
+	if seg.size < l.opts.SegmentSize {
+		c.seg, c.base = seg, seg.size
+		return c, nil
+	}
+	seg, err := l.rotate(c)
+	if err != nil {
+		return nil, err
 	}
 	c.seg, c.base = seg, seg.size
+	if err := l.moveForward(c); err != nil {
+		l.broken = err // the new segment has no header yet
+		return nil, err
+	}
 	return c, nil
 }
 

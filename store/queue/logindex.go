@@ -15,6 +15,8 @@ type segment struct {
 	// of them, so that a commit's fdatasync seldom changes the file's size.
 	alloc int64
 	live  int // live records whose current frame is in this segment
+	// records counts the record frames written to this segment.
+	records int
 }
 
 // logEntry is one live record in the index: where its frame is and what
@@ -80,6 +82,7 @@ func (x *index) add(a *logAgent, e logEntry) {
 	if i > 0 && a.live[i-1].seq >= e.seq { // not the usual append
 		i, found = a.find(e.seq)
 	}
+	e.seg.records++
 	if found {
 		a.live[i].seg.live--
 		a.live[i].seg, a.live[i].off, a.live[i].n = e.seg, e.off, e.n
