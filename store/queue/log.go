@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 	"time"
 )
@@ -40,6 +41,7 @@ const (
 // Log implements Store.
 type Log struct {
 	dir     string
+	lock    *os.File
 	opts    LogOptions
 	commits logCommitter
 
@@ -100,6 +102,7 @@ func (l *Log) Close() error {
 	for _, s := range l.segs {
 		errs = append(errs, s.f.Close())
 	}
+	errs = append(errs, l.lock.Close())
 	return errors.Join(errs...)
 }
 

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -471,4 +472,19 @@ func TestLogConcurrentDrain(t *testing.T) {
 		}
 	}
 	checkLogIndex(t, l)
+}
+
+// TestLogLocksItsDirectory: a second OpenLog of a directory in use fails,
+// and succeeds once the first is closed.
+func TestLogLocksItsDirectory(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "log")
+	l := openLog(t, dir, nil)
+	if l2, err := OpenLog(dir, nil); err == nil {
+		l2.Close()
+		if runtime.GOOS == "linux" {
+			t.Error("a second OpenLog of a directory in use succeeded")
+		}
+	}
+	l.Close()
+	openLog(t, dir, nil).Close()
 }

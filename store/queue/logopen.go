@@ -17,7 +17,8 @@ import (
 // of the last segment (a write a crash cut short: its callers were never
 // told their records were stored), and refuses with a *store.CorruptError
 // a damaged frame anywhere else. With o.ImportBolt it first imports a bbolt
-// queue file (see LogOptions). Two processes must not open one directory.
+// queue file (see LogOptions). On Linux it holds a lock on dir/LOCK until
+// Close, so a second process's OpenLog fails.
 func OpenLog(dir string, o *LogOptions) (*Log, error) {
 	opts := LogOptions{}
 	if o != nil {
@@ -32,12 +33,17 @@ func OpenLog(dir string, o *LogOptions) (*Log, error) {
 	if err := prepareLogDir(dir, opts.ImportBolt); err != nil {
 		return nil, err
 	}
-	l := &Log{dir: dir, opts: opts, index: newIndex()}
+	lock, err := lockDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	l := &Log{dir: dir, opts: opts, index: newIndex(), lock: lock}
 	l.commits = logCommitter{l: l, max: opts.MaxBatchSize}
 	if err := l.load(); err != nil {
 		for _, s := range l.segs {
 			s.f.Close()
 		}
+		lock.Close()
 		return nil, err
 	}
 	return l, nil
