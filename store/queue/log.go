@@ -56,10 +56,13 @@ type Log struct {
 	// not while it writes and syncs.
 	broken error // a failed write: every later call fails
 	index
-	segs    []*segment // oldest first; the last one is appended to
-	gen     uint64     // the last commit's number
-	durable uint64     // the last commit whose write and sync succeeded
-	buf     []byte
+	segs    []*segment    // oldest first; the last one is appended to
+	gen     uint64        // the last commit's number
+	durable uint64        // the last commit whose write and sync succeeded
+	last    chan struct{} // closed when commit gen is finished
+	// lastPrev is closed when commit gen-1 is finished.
+	lastPrev chan struct{}
+	buf      []byte
 	// What the commits wrote, for the benchmark.
 	nCommits, nBytes uint64
 }

@@ -2,6 +2,7 @@ package queue
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 )
@@ -10,7 +11,9 @@ import (
 // committer (commit.go) without a transaction to roll back: a writer that
 // finds no commit in progress commits at once with whoever is waiting;
 // writers that arrive during a commit go together in the next one, led by
-// the first of them. No timer is involved.
+// the first of them. No timer is involved. Unlike committer, a leader hands
+// on leadership once its batch is written, before its sync (see lead and
+// Log.waitSlot).
 //
 // A call's function runs exactly once, under the index lock, and changes
 // the index and appends its frames to the commit's buffer; it cannot fail
@@ -56,9 +59,12 @@ func (c *logCommitter) write(fn func(*logBatch)) error {
 }
 
 // lead commits batches until me's is done, then hands leadership to the
-// first waiting call, if any.
+// first waiting call, if any. It hands it on as soon as its batch is
+// written, before the sync, so that the next batch is built and written
+// while this one syncs (the commits still finish in order: Log.commit).
 func (c *logCommitter) lead(me *logCall) error {
 	for {
+		c.l.waitSlot()
 		c.mu.Lock()
 		batch := c.pending
 		if c.max > 0 && len(batch) > c.max {
@@ -68,30 +74,46 @@ func (c *logCommitter) lead(me *logCall) error {
 			c.pending = nil
 		}
 		c.mu.Unlock()
-		err := c.l.commit(batch)
-		mine := false
+		finish := c.l.commit(batch)
+		mine := slices.Contains(batch, me)
+		if mine {
+			c.handOff()
+		}
+		err := finish()
 		for _, k := range batch {
-			if k == me {
-				mine = true
-				continue
+			if k != me {
+				k.done <- logResult{err: err}
 			}
-			k.done <- logResult{err: err}
 		}
-		c.mu.Lock()
-		switch {
-		case !mine: // cut off by max; still pending
-			c.mu.Unlock()
-			continue
-		case len(c.pending) == 0:
-			c.running = false
-			c.mu.Unlock()
-		default:
-			next := c.pending[0]
-			c.mu.Unlock()
-			next.done <- logResult{lead: true}
-		}
-		return err
+		if mine {
+			return err
+		} // else cut off by max; me is still pending
 	}
+}
+
+// waitSlot waits until at most one commit is in flight (written, not yet
+// finished), so that a batch gathers the calls that arrive during about
+// one sync, and two syncs at most overlap.
+func (l *Log) waitSlot() {
+	l.mu.RLock()
+	ch := l.lastPrev
+	l.mu.RUnlock()
+	if ch != nil {
+		<-ch
+	}
+}
+
+// handOff makes the first waiting call the leader, or ends leading.
+func (c *logCommitter) handOff() {
+	c.mu.Lock()
+	if len(c.pending) == 0 {
+		c.running = false
+		c.mu.Unlock()
+		return
+	}
+	next := c.pending[0]
+	c.mu.Unlock()
+	next.done <- logResult{lead: true}
 }
 
 // logBatch is one commit being built: the frames of its calls, to be
@@ -104,6 +126,9 @@ type logBatch struct {
 	gen  uint64
 	// moves are the records this commit copies forward (moveForward).
 	moves []logMove
+	// done is closed when the commit is finished; prev is the previous
+	// commit's done (nil when it had finished when this one began).
+	done, prev chan struct{}
 }
 
 // append adds r (Seq set) to the index and its frame to the commit.
@@ -136,43 +161,66 @@ func (c *logBatch) purge(now time.Time) int {
 }
 
 // commit runs batch's functions against the index under l.mu, then writes
-// their frames in one write and syncs once (fdatasync) without holding
-// l.mu, so Next and Stats go on meanwhile (they do not show the commit's
-// records until it is synced). A failed write or sync leaves the index
-// ahead of the file, so the Log refuses every later call; opening it again
-// reads what reached the disk.
-func (l *Log) commit(batch []*logCall) error {
+// their frames in one write without holding l.mu, and returns the function
+// that syncs them (fdatasync) and finishes the commit. The next commit
+// may be built and written while this one syncs; each finishes after the
+// one before it (prev), so l.durable only grows and Next and Stats, which
+// do not show a commit's records until it is finished, see the commits in
+// order. A failed write or sync leaves the index ahead of the file, so the
+// Log refuses every later call; opening it again reads what reached the
+// disk.
+func (l *Log) commit(batch []*logCall) (finish func() error) {
+	c, err := l.build(batch)
+	if err != nil {
+		return func() error { return err }
+	}
+	if len(c.buf) > 0 {
+		c.seg.alloc, err = l.write(c)
+	}
+	return func() error {
+		if err == nil && len(c.buf) > 0 {
+			err = datasync(c.seg.f)
+		}
+		if c.prev != nil {
+			<-c.prev
+		}
+		defer close(c.done)
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		return l.finish(c, err)
+	}
+}
+
+// build starts a commit and runs batch's functions in it.
+func (l *Log) build(batch []*logCall) (*logBatch, error) {
 	l.mu.Lock()
+	defer l.mu.Unlock()
 	c, err := l.begin()
 	if err != nil {
-		l.mu.Unlock()
-		return err
+		return nil, err
 	}
 	for _, k := range batch {
 		if err := c.run(k.fn); err != nil {
 			l.broken = err
-			l.mu.Unlock()
-			return err
+			return nil, err
 		}
 	}
-	l.gen = c.gen
-	l.mu.Unlock()
-	alloc := c.seg.alloc
-	if len(c.buf) > 0 {
-		if alloc, err = l.write(c); err == nil {
-			err = datasync(c.seg.f)
-		}
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	c.seg.size = c.base + int64(len(c.buf))
+	return c, nil
+}
+
+// finish ends commit c after its sync, whose error is err. l.mu is held.
+func (l *Log) finish(c *logBatch, err error) error {
 	if cap(c.buf) <= 4<<20 {
 		l.buf = c.buf[:0]
+	}
+	if l.broken != nil {
+		return l.broken
 	}
 	if err != nil {
 		l.broken = fmt.Errorf("queue: writing segment %d failed; the log must be opened again: %w", c.seg.id, err)
 		return l.broken
 	}
-	c.seg.size, c.seg.alloc = c.base+int64(len(c.buf)), alloc
 	l.durable = c.gen
 	l.moved(c)
 	if len(c.buf) > 0 {
@@ -187,8 +235,8 @@ var zeros = make([]byte, 64<<10)
 
 // write writes c's frames and, when they reach past the zeros written
 // ahead, l.opts.ZeroAhead more zeros after them, and returns the file's
-// new length. Only one commit writes at a time; c.seg.alloc is read
-// without l.mu because only commits change it.
+// new length. Only the leader writes, so c.seg.alloc, which only it
+// changes, is read and set without l.mu.
 func (l *Log) write(c *logBatch) (int64, error) {
 	if _, err := c.seg.f.WriteAt(c.buf, c.base); err != nil {
 		return 0, err
@@ -213,12 +261,18 @@ func (l *Log) begin() (*logBatch, error) {
 	if l.broken != nil {
 		return nil, l.broken
 	}
-	c := &logBatch{l: l, buf: l.buf[:0], gen: l.gen + 1}
-	l.buf = nil
+	c := &logBatch{l: l, buf: l.buf[:0], gen: l.gen + 1, done: make(chan struct{}), prev: l.last}
+	l.buf, l.gen, l.last, l.lastPrev, l.index.building = nil, c.gen, c.done, c.prev, c.gen
 	seg := l.segs[len(l.segs)-1]
 	if seg.size < l.opts.SegmentSize {
 		c.seg, c.base = seg, seg.size
 		return c, nil
+	}
+	if c.prev != nil { // a torn write must stay in the last segment
+		l.mu.Unlock()
+		<-c.prev
+		l.mu.Lock()
+		c.prev = nil
 	}
 	seg, err := l.rotate(c)
 	if err != nil {

@@ -54,7 +54,9 @@ func (l *Log) moved(c *logBatch) {
 			continue
 		}
 		e := &m.a.live[i]
-		e.seg.live--
+		if e.seg.live--; e.seg.live == 0 {
+			e.seg.deadAt = c.gen
+		}
 		e.seg, e.off, e.n = c.seg, m.off, m.n
 		c.seg.live++
 		c.seg.records++

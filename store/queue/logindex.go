@@ -17,6 +17,9 @@ type segment struct {
 	live  int // live records whose current frame is in this segment
 	// records counts the record frames written to this segment.
 	records int
+	// deadAt is the commit that took live to zero: the segment may be
+	// deleted once that commit is synced (its tombstones on disk).
+	deadAt uint64
 }
 
 // logEntry is one live record in the index: where its frame is and what
@@ -47,6 +50,8 @@ type logAgent struct {
 type index struct {
 	agents map[string]*logAgent
 	expiry expiryHeap
+	// building is the commit whose calls change the index now.
+	building uint64
 }
 
 func newIndex() index { return index{agents: make(map[string]*logAgent)} }
@@ -105,7 +110,9 @@ func (x *index) remove(a *logAgent, seq uint64) bool {
 	e := a.live[i]
 	a.live = slices.Delete(a.live, i, i+1)
 	a.count(e, -1)
-	e.seg.live--
+	if e.seg.live--; e.seg.live == 0 {
+		e.seg.deadAt = x.building
+	}
 	return true
 }
 

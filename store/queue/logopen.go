@@ -245,12 +245,13 @@ func (l *Log) rotate(c *logBatch) (*segment, error) {
 	return seg, nil
 }
 
-// dropDead deletes the oldest segments while they hold no live record.
-// Only a prefix is deleted: a later segment may hold the tombstones of an
-// earlier one's records. The current segment is never deleted. A failed
+// dropDead deletes the oldest segments while they hold no live record
+// and the commit that emptied them is synced (deadAt). Only a prefix is
+// deleted: a later segment may hold the tombstones of an earlier one's
+// records. The current segment is never deleted. A failed
 // removal is left for the next commit. l.mu is held.
 func (l *Log) dropDead() {
-	for len(l.segs) > 1 && l.segs[0].live == 0 {
+	for len(l.segs) > 1 && l.segs[0].live == 0 && l.segs[0].deadAt <= l.durable {
 		s := l.segs[0]
 		if err := os.Remove(filepath.Join(l.dir, segmentName(s.id))); err != nil {
 			break
