@@ -127,7 +127,7 @@
 //     exactly Bolt's (the same check function; expired records are purged,
 //     with tombstones, before each check); Stats and Next scan one agent's
 //     live records. Next reads the bodies from the segment files. Memory is
-//     about 100 bytes per live record plus its sender string.
+//     about 170 bytes of heap per live record (BenchmarkLogOpen).
 //   - Open scans every segment (no checkpoint). Frames end at a zero length
 //     or the end of the file. In the last segment a frame cut short or failing
 //     its CRC ends them too, and the file is truncated there when anything
