@@ -120,6 +120,9 @@ func (l *Log) Enqueue(ctx context.Context, r Record, b Bounds, now time.Time) (R
 	if err != nil {
 		return Record{}, err
 	}
+	if n := len(r.Body) + len(r.Agent) + len(r.From) + 64; n > maxFrameLen {
+		return Record{}, fmt.Errorf("%w: a record of %d bytes, the log's frames hold %d", ErrTooLarge, n, maxFrameLen)
+	}
 	var refused *FullError
 	err = l.commits.write(func(c *logBatch) {
 		c.purge(now)

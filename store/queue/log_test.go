@@ -488,3 +488,34 @@ func TestLogLocksItsDirectory(t *testing.T) {
 	l.Close()
 	openLog(t, dir, nil).Close()
 }
+
+// TestLogFailedCommitStops: a commit that fails before its write (a panic
+// in a call, a segment that cannot be created) fails its callers, and every
+// later call fails too instead of waiting for it.
+func TestLogFailedCommitStops(t *testing.T) {
+	l := openLog(t, filepath.Join(t.TempDir(), "log"), nil)
+	if err := l.commits.write(func(*logBatch) { panic("boom") }); err == nil {
+		t.Error("a panicking commit succeeded")
+	}
+	if _, err := l.Enqueue(bgc, msg(alice, "after"), DefaultBounds(), t0); err == nil {
+		t.Error("Enqueue after a failed commit succeeded")
+	}
+	l.Close()
+
+	dir := filepath.Join(t.TempDir(), "log")
+	l = openLog(t, dir, &LogOptions{SegmentSize: 100, ZeroAhead: 64})
+	defer l.Close()
+	if err := os.Mkdir(filepath.Join(dir, segmentName(2)), 0o700); err != nil { // segment 2 cannot be created
+		t.Fatal(err)
+	}
+	var err error
+	for i := 0; err == nil && i < 10; i++ {
+		_, err = l.Enqueue(bgc, msg(alice, "fills segment 1"), DefaultBounds(), t0)
+	}
+	if err == nil {
+		t.Fatal("no enqueue failed, yet segment 2 cannot be created")
+	}
+	if _, err := l.Enqueue(bgc, msg(alice, "after"), DefaultBounds(), t0); err == nil {
+		t.Error("Enqueue after a failed rotation succeeded")
+	}
+}

@@ -171,10 +171,10 @@ func (c *logBatch) purge(now time.Time) int {
 // disk.
 func (l *Log) commit(batch []*logCall) (finish func() error) {
 	c, err := l.build(batch)
-	if err != nil {
+	if c == nil {
 		return func() error { return err }
 	}
-	if len(c.buf) > 0 {
+	if err == nil && len(c.buf) > 0 {
 		c.seg.alloc, err = l.write(c)
 	}
 	return func() error {
@@ -191,18 +191,19 @@ func (l *Log) commit(batch []*logCall) (finish func() error) {
 	}
 }
 
-// build starts a commit and runs batch's functions in it.
+// build starts a commit and runs batch's functions in it. Once the
+// commit is started (c is not nil) it must be finished, also after an
+// error, so that the commits after it do not wait for it forever.
 func (l *Log) build(batch []*logCall) (*logBatch, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	c, err := l.begin()
 	if err != nil {
-		return nil, err
+		return c, err
 	}
 	for _, k := range batch {
 		if err := c.run(k.fn); err != nil {
-			l.broken = err
-			return nil, err
+			return c, err
 		}
 	}
 	c.seg.size = c.base + int64(len(c.buf))
@@ -218,7 +219,7 @@ func (l *Log) finish(c *logBatch, err error) error {
 		return l.broken
 	}
 	if err != nil {
-		l.broken = fmt.Errorf("queue: writing segment %d failed; the log must be opened again: %w", c.seg.id, err)
+		l.broken = fmt.Errorf("queue: a commit of the record log failed; the log must be opened again: %w", err)
 		return l.broken
 	}
 	l.durable = c.gen
@@ -256,7 +257,7 @@ func (l *Log) write(c *logBatch) (int64, error) {
 }
 
 // begin starts a commit, in a new segment when the current one is full.
-// l.mu is held.
+// It returns the commit, once started, with any error. l.mu is held.
 func (l *Log) begin() (*logBatch, error) {
 	if l.broken != nil {
 		return nil, l.broken
@@ -273,17 +274,16 @@ func (l *Log) begin() (*logBatch, error) {
 		<-c.prev
 		l.mu.Lock()
 		c.prev = nil
+		if l.broken != nil {
+			return c, l.broken
+		}
 	}
 	seg, err := l.rotate(c)
 	if err != nil {
-		return nil, err
+		return c, err
 	}
 	c.seg, c.base = seg, seg.size
-	if err := l.moveForward(c); err != nil {
-		l.broken = err // the new segment has no header yet
-		return nil, err
-	}
-	return c, nil
+	return c, l.moveForward(c)
 }
 
 // run runs fn, turning a panic into an error (the index may then be half
