@@ -519,3 +519,18 @@ func TestLogFailedCommitStops(t *testing.T) {
 		t.Error("Enqueue after a failed rotation succeeded")
 	}
 }
+
+// TestLogRefusesRecordsLongerThanAFrame: a body the bounds allow but a
+// frame cannot hold is refused as too large, not written and lost at the
+// next open.
+func TestLogRefusesRecordsLongerThanAFrame(t *testing.T) {
+	defer func(n int) { maxFrameLen = n }(maxFrameLen)
+	maxFrameLen = 4096
+	l := openLog(t, filepath.Join(t.TempDir(), "log"), nil)
+	defer l.Close()
+	b := DefaultBounds()
+	if _, err := l.Enqueue(bgc, msg(alice, string(make([]byte, 5000))), b, t0); !errors.Is(err, ErrTooLarge) {
+		t.Errorf("Enqueue of a body longer than a frame = %v, want ErrTooLarge", err)
+	}
+	mustEnqueue(t, l, msg(alice, string(make([]byte, 3000))), b, t0)
+}

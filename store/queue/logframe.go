@@ -31,8 +31,9 @@ const (
 const frameHeaderLen = 8
 
 // maxFrameLen caps a frame's length field: a larger one is damage, not a
-// record (bodies are capped by Bounds.MaxMessageSize far below it).
-const maxFrameLen = 1 << 30
+// record. Enqueue refuses a record whose frame would be longer (a var for
+// the test that checks it).
+var maxFrameLen = 1 << 30
 
 // segmentMagic opens every segment file: "TPQLOG" and the format version.
 var segmentMagic = []byte("TPQLOG\x00\x01")
@@ -110,7 +111,7 @@ func frameLen(b []byte) (int, error) {
 		return 0, errTorn
 	}
 	n := binary.LittleEndian.Uint32(b)
-	if n == 0 || n > maxFrameLen {
+	if n == 0 || uint64(n) > uint64(maxFrameLen) {
 		return 0, fmt.Errorf("frame length %d", n)
 	}
 	if uint64(len(b)) < frameHeaderLen+uint64(n) {
