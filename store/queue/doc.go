@@ -109,15 +109,14 @@
 //     the calls of one commit run under the index lock, each checking the
 //     bounds against the index and changing it as the same step, and append
 //     their frames to one buffer; the commit writes it with one write and
-//     one fdatasync before any of its callers returns. Two commits may be
-//     in flight: the next is built and written while the previous one
-//     syncs, and once a commit is written the one after it waits only for
-//     the one before it, so a batch gathers the calls of about one sync.
-//     Commits finish in order. Next and Stats do not show a commit's
-//     records until it is finished. A failed write or sync stops the Log
-//     (every later call fails); opening it again reads what reached the
-//     disk. A segment is deleted only once the tombstones that emptied it
-//     are synced.
+//     one fdatasync before any of its callers returns. The next batch is
+//     taken when the commit before it has finished (LogOptions.OverlapSyncs
+//     lets two be in flight instead, the next built and written while the
+//     previous one syncs); commits finish in order. Next and Stats do not
+//     show a commit's records until it is finished. A failed write or sync
+//     stops the Log (every later call fails); opening it again reads what
+//     reached the disk. A segment is deleted only once the tombstones that
+//     emptied it are synced.
 //   - The log writes zeros ahead of its last frame (LogOptions.ZeroAhead), so
 //     most commits overwrite zeros and their fdatasync has no file size to
 //     journal.

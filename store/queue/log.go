@@ -27,6 +27,12 @@ type LogOptions struct {
 	// A commit that only overwrites zeros leaves the file's length alone,
 	// so its fdatasync has no metadata to journal.
 	ZeroAhead int64
+	// OverlapSyncs lets the next commit be built and written while the
+	// previous one syncs (two in flight). Off, a commit waits for the one
+	// before it, and its batch gathers the calls of one whole commit; on
+	// this project's development disk that was faster (docs/performance.md,
+	// "Durable enqueue"). A disk that overlaps flushes may differ.
+	OverlapSyncs bool
 }
 
 const (
@@ -60,7 +66,7 @@ type Log struct {
 	gen     uint64        // the last commit's number
 	durable uint64        // the last commit whose write and sync succeeded
 	last    chan struct{} // closed when commit gen is finished
-	// lastPrev is closed when commit gen-1 is finished.
+	// lastPrev is closed when commit gen-1 is finished (OverlapSyncs).
 	lastPrev chan struct{}
 	buf      []byte
 	// What the commits wrote, for the benchmark.

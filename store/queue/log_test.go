@@ -429,7 +429,15 @@ func TestLogMovesLiveRecordsForward(t *testing.T) {
 // delete segments under the reads; the drainer gets every record once,
 // with its body.
 func TestLogConcurrentDrain(t *testing.T) {
-	l := openLog(t, filepath.Join(t.TempDir(), "log"), &LogOptions{SegmentSize: 4096, ZeroAhead: 512})
+	for _, overlap := range []bool{false, true} {
+		t.Run(fmt.Sprint("overlap=", overlap), func(t *testing.T) {
+			concurrentDrain(t, &LogOptions{SegmentSize: 4096, ZeroAhead: 512, OverlapSyncs: overlap})
+		})
+	}
+}
+
+func concurrentDrain(t *testing.T, o *LogOptions) {
+	l := openLog(t, filepath.Join(t.TempDir(), "log"), o)
 	defer l.Close()
 	const senders, each = 8, 50
 	b := DefaultBounds()

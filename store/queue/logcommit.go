@@ -12,8 +12,9 @@ import (
 // finds no commit in progress commits at once with whoever is waiting;
 // writers that arrive during a commit go together in the next one, led by
 // the first of them. No timer is involved. Unlike committer, a leader hands
-// on leadership once its batch is written, before its sync (see lead and
-// Log.waitSlot).
+// on leadership once its batch is written, before its sync, and the next
+// leader waits in Log.waitSlot for that commit (or, with
+// LogOptions.OverlapSyncs, only for the one before it).
 //
 // A call's function runs exactly once, under the index lock, and changes
 // the index and appends its frames to the commit's buffer; it cannot fail
@@ -60,8 +61,8 @@ func (c *logCommitter) write(fn func(*logBatch)) error {
 
 // lead commits batches until me's is done, then hands leadership to the
 // first waiting call, if any. It hands it on as soon as its batch is
-// written, before the sync, so that the next batch is built and written
-// while this one syncs (the commits still finish in order: Log.commit).
+// written, before the sync (see Log.waitSlot); the commits still finish in
+// order (Log.commit).
 func (c *logCommitter) lead(me *logCall) error {
 	for {
 		c.l.waitSlot()
@@ -91,12 +92,16 @@ func (c *logCommitter) lead(me *logCall) error {
 	}
 }
 
-// waitSlot waits until at most one commit is in flight (written, not yet
-// finished), so that a batch gathers the calls that arrive during about
-// one sync, and two syncs at most overlap.
+// waitSlot waits until the previous commit is finished, so that a batch
+// gathers the calls that arrive during one whole commit. With
+// LogOptions.OverlapSyncs it waits only for the one before that: the next
+// batch is then built and written while the previous one syncs.
 func (l *Log) waitSlot() {
 	l.mu.RLock()
-	ch := l.lastPrev
+	ch := l.last
+	if l.opts.OverlapSyncs {
+		ch = l.lastPrev
+	}
 	l.mu.RUnlock()
 	if ch != nil {
 		<-ch
@@ -162,9 +167,9 @@ func (c *logBatch) purge(now time.Time) int {
 
 // commit runs batch's functions against the index under l.mu, then writes
 // their frames in one write without holding l.mu, and returns the function
-// that syncs them (fdatasync) and finishes the commit. The next commit
-// may be built and written while this one syncs; each finishes after the
-// one before it (prev), so l.durable only grows and Next and Stats, which
+// that syncs them (fdatasync) and finishes the commit. With OverlapSyncs
+// the next commit may be built and written while this one syncs; each
+// finishes after the one before it (prev), so l.durable only grows and Next and Stats, which
 // do not show a commit's records until it is finished, see the commits in
 // order. A failed write or sync leaves the index ahead of the file, so the
 // Log refuses every later call; opening it again reads what reached the

@@ -38,3 +38,18 @@ func TestLogContract(t *testing.T) {
 		}
 	})
 }
+
+// TestLogContractOverlap runs the contract suite against the record log
+// with two commits in flight (LogOptions.OverlapSyncs).
+func TestLogContractOverlap(t *testing.T) {
+	queuetest.Run(t, func(t *testing.T) queuetest.Opener {
+		dir := filepath.Join(t.TempDir(), "queue.log")
+		return func(t *testing.T) queue.Store {
+			s, err := queue.OpenLog(dir, &queue.LogOptions{SegmentSize: 256, OverlapSyncs: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s
+		}
+	})
+}
