@@ -31,6 +31,14 @@ awk '/^BenchmarkEnqueueDurableVsJetStream\/.*x-bbolt\/js/ {
   name = $1; sub(/^BenchmarkEnqueueDurableVsJetStream\//, "", name); sub(/-[0-9]+$/, "", name)
   for (i = 2; i < NF; i++) if ($(i + 1) == "x-bbolt/js") printf "  %-32s %6.2fx\n", name, $i
 }' "$out"
+# Issue 20: durable enqueue over the disk's fsync rate, both embedded queue
+# engines beside the one-key fsync probe in one run (store/queue
+# BenchmarkEnqueueDurable); the goal is x-fsync >= 20 at 64 senders.
+echo "durable enqueues per one-key fsync (x-fsync), one run (goal >= 20 at 64 senders):"
+awk '/^BenchmarkEnqueueDurable\/senders=.*x-fsync/ {
+  name = $1; sub(/^BenchmarkEnqueueDurable\//, "", name); sub(/-[0-9]+$/, "", name)
+  for (i = 2; i < NF; i++) if ($(i + 1) == "x-fsync") printf "  %-32s %6.2fx\n", name, $i
+}' "$out"
 go test -tags integration -run '^$' -bench . -benchmem -benchtime "$bt" ./test/interop/... ./test/mqtt/...
 go test -tags integration -run '^$' -bench FleetEnqueue -benchtime "${FLEET_BENCHTIME:-2000x}" ./test/cluster/
 # The real torpor-agent's empty wake against a real torpor-relay: CPU time

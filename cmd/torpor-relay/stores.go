@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -23,12 +24,16 @@ import (
 // relay of a fleet (docs/scale-out.md).
 type storeArgs struct {
 	kind string
-	nats jsstore.Config
+	// queueEngine is the embedded queue's format with --store bolt: bolt
+	// (queue.db) or log (the record log in queue.log/).
+	queueEngine string
+	nats        jsstore.Config
 }
 
 func (s *storeArgs) register(fs *flag.FlagSet) {
 	s.kind = "bolt"
 	fs.StringVar(&s.kind, "store", "bolt", "Where the queue and the agent states live: bolt (files in --data-dir, one relay) or jetstream (NATS JetStream, shared by many relays; see --nats).")
+	fs.StringVar(&s.queueEngine, "queue-engine", "bolt", "With --store bolt, the queue's format: bolt (queue.db) or log (an append-only record log in queue.log/ with its index in memory, which imports queue.db once).")
 	fs.Func("nats", "With --store jetstream: the NATS server URLs, comma-separated (nats://host:4222,...).", func(v string) error {
 		s.nats.URLs = append(s.nats.URLs, strings.Split(v, ",")...)
 		return nil
@@ -48,9 +53,15 @@ func (s *storeArgs) validate() error {
 		if len(s.nats.URLs) > 0 {
 			return errors.New("--nats needs --store jetstream")
 		}
+		if s.queueEngine != "bolt" && s.queueEngine != "log" {
+			return fmt.Errorf("--queue-engine %q: want bolt or log", s.queueEngine)
+		}
 	case "jetstream":
 		if len(s.nats.URLs) == 0 {
 			return errors.New("--store jetstream needs --nats URL")
+		}
+		if s.queueEngine != "bolt" {
+			return errors.New("--queue-engine needs --store bolt")
 		}
 	default:
 		return fmt.Errorf("--store %q: want bolt or jetstream", s.kind)
@@ -100,7 +111,7 @@ func openStores(ctx context.Context, a *args, clk clock.Clock, log *slog.Logger)
 		f := fleet.New(c.NATS(), clock.Unscaled(clk), log.With("component", "fleet"))
 		return &backend{q: q, states: states, fleet: f, close: func() { q.Close(); states.Close(); c.Close() }}, nil
 	}
-	bq, err := queue.OpenBolt(filepath.Join(a.dataDir, "queue.db"), nil)
+	bq, err := openQueue(a.dataDir, a.store.queueEngine)
 	if err != nil {
 		return nil, err
 	}
@@ -110,4 +121,19 @@ func openStores(ctx context.Context, a *args, clk clock.Clock, log *slog.Logger)
 		return nil, err
 	}
 	return &backend{q: bq, states: bs, close: func() { bs.Close(); bq.Close() }}, nil
+}
+
+// openQueue opens the embedded queue in dataDir: queue.db with engine
+// bolt, the record log queue.log/ with engine log (importing queue.db the
+// first time). The bolt engine refuses to start beside a record log, whose
+// records it would not see.
+func openQueue(dataDir, engine string) (queue.Store, error) {
+	db, dir := filepath.Join(dataDir, "queue.db"), filepath.Join(dataDir, "queue.log")
+	if engine == "log" {
+		return queue.OpenLog(dir, &queue.LogOptions{ImportBolt: db})
+	}
+	if _, err := os.Stat(dir); err == nil {
+		return nil, fmt.Errorf("--queue-engine bolt: %s holds the queue's record log; run with --queue-engine log", dir)
+	}
+	return queue.OpenBolt(db, nil)
 }

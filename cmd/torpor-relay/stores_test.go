@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/torpor-dev/torpor/store/jsstore/jsserver"
+	"github.com/torpor-dev/torpor/store/queue"
 )
 
 func TestStoreFlags(t *testing.T) {
@@ -21,6 +22,8 @@ func TestStoreFlags(t *testing.T) {
 		{[]string{"--store", "jetstream"}, "--store jetstream needs --nats URL"},
 		{[]string{"--nats", "nats://127.0.0.1:4222"}, "--nats needs --store jetstream"},
 		{[]string{"--store", "etcd"}, `--store "etcd": want bolt or jetstream`},
+		{[]string{"--queue-engine", "lsm"}, `--queue-engine "lsm": want bolt or log`},
+		{[]string{"--store", "jetstream", "--nats", "nats://a:4222", "--queue-engine", "log"}, "--queue-engine needs --store bolt"},
 	}
 	for _, tt := range tests {
 		if _, err := parseArgs(tt.argv, io.Discard); err == nil || err.Error() != tt.wantErr {
@@ -104,5 +107,35 @@ func TestRunJetStream(t *testing.T) {
 	_, err = startRelay(t, "--store", "jetstream", "--nats", lazy.URL())
 	if err == nil || !strings.Contains(err.Error(), "--nats-replicas 3") || !strings.Contains(err.Error(), "cluster") {
 		t.Errorf("run with 3 replicas on one server = %v, want a refusal naming the replicas and the cluster", err)
+	}
+}
+
+// TestQueueEngine: --queue-engine log keeps the queue in queue.log/ and
+// imports queue.db; the bolt engine then refuses to start rather than
+// serve an empty queue.db beside the records in the log.
+func TestQueueEngine(t *testing.T) {
+	dir := t.TempDir()
+	q, err := openQueue(dir, "bolt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := q.Enqueue(context.Background(), queue.Record{Agent: "did:key:a", Body: []byte("x")}, queue.DefaultBounds(), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	q.Close()
+	if q, err = openQueue(dir, "log"); err != nil {
+		t.Fatal(err)
+	}
+	rs, err := q.Next(context.Background(), "did:key:a", 0, 10, r.EnqueuedAt)
+	q.Close()
+	if err != nil || len(rs) != 1 || rs[0].Seq != r.Seq {
+		t.Errorf("the log engine after the bolt one: Next = %v, %v; want the record bolt queued", rs, err)
+	}
+	if _, err := openQueue(dir, "bolt"); err == nil || !strings.Contains(err.Error(), "--queue-engine log") {
+		t.Errorf("the bolt engine beside a record log = %v, want a refusal naming --queue-engine log", err)
+	}
+	if _, err := startRelay(t, "--queue-engine", "log"); err != nil {
+		t.Errorf("the relay with --queue-engine log: %v", err)
 	}
 }

@@ -9,8 +9,7 @@ import "time"
 // ErrInvalidRecord, ErrTooLarge). Every Store implementation calls it, so
 // that all backends refuse the same calls with the same errors.
 func Prepare(r Record, b Bounds, now time.Time) (Record, error) {
-	r, _, err := prepare(r, b, now)
-	return r, err
+	return prepareRecord(r, b, now)
 }
 
 // Admit applies b to a record r that would join an agent's live records,

@@ -183,23 +183,33 @@ func (s *Bolt) Enqueue(ctx context.Context, r Record, b Bounds, now time.Time) (
 // prepare validates an Enqueue call and returns the record with its times
 // set and its stored form.
 func prepare(r Record, b Bounds, now time.Time) (Record, []byte, error) {
-	if err := b.Validate(); err != nil {
+	r, err := prepareRecord(r, b, now)
+	if err != nil {
 		return Record{}, nil, err
 	}
+	val, err := encodeRecord(r)
+	return r, val, err
+}
+
+// prepareRecord validates an Enqueue call and returns the record with its
+// times set (see Prepare).
+func prepareRecord(r Record, b Bounds, now time.Time) (Record, error) {
+	if err := b.Validate(); err != nil {
+		return Record{}, err
+	}
 	if r.Agent == "" {
-		return Record{}, nil, fmt.Errorf("%w: no agent", ErrInvalidRecord)
+		return Record{}, fmt.Errorf("%w: no agent", ErrInvalidRecord)
 	}
 	if r.Kind > KindHandshake {
-		return Record{}, nil, fmt.Errorf("%w: %v", ErrInvalidRecord, r.Kind)
+		return Record{}, fmt.Errorf("%w: %v", ErrInvalidRecord, r.Kind)
 	}
 	if int64(len(r.Body)) > b.MaxMessageSize {
-		return Record{}, nil, fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, len(r.Body), b.MaxMessageSize)
+		return Record{}, fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, len(r.Body), b.MaxMessageSize)
 	}
 	r.Seq = 0
 	r.EnqueuedAt = time.Unix(0, now.UnixNano()).UTC()
 	r.ExpiresAt = r.EnqueuedAt.Add(b.TTL)
-	val, err := encodeRecord(r)
-	return r, val, err
+	return r, nil
 }
 
 // insert checks b against the agent's live records and writes r, its

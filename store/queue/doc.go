@@ -10,13 +10,15 @@
 // distributed backend can implement it: store/jsstore keeps it in NATS
 // JetStream for a fleet of relays, with each agent's queue state changed
 // by compare-and-swap and checked with Admit, the rule Bolt applies.
-// Bolt is the embedded default. The contract suite every backend runs is
-// store/queue/queuetest.
+// Bolt is the embedded default; Log, an append-only record log with its
+// index in memory, is the second embedded backend (below). The contract
+// suite every backend runs is store/queue/queuetest.
 //
 // # Bounds
 //
-// Enqueue checks the bounds and writes the record in one bbolt transaction,
-// so two concurrent senders can never both take the last slot. The checks
+// Bolt checks the bounds and writes the record in one bbolt transaction,
+// so two concurrent senders can never both take the last slot (Log: see
+// below). The checks
 // run over live (unexpired) records in the reference's order — messages,
 // then peer, then bytes — and then the per-peer byte cap (MaxPeerBytes,
 // which the reference lacks; a peer bound), and the first that fails is
@@ -89,4 +91,57 @@
 // one transaction, recomputing the peer values from the records. The
 // records bucket is filled to 100% (bbolt's FillPercent): seqs only grow,
 // so its pages are appended to, never split in the middle.
+//
+// # Record log
+//
+// Log (OpenLog) keeps the same records in an append-only log of segment
+// files in one directory, for a relay whose disk syncs a small sequential
+// append much faster than bbolt's scattered copy-on-write pages
+// (docs/performance.md, "Durable enqueue"). What it chose:
+//
+//   - Frames: length (uint32), CRC-32C of the length and the rest, type, then
+//     the fields (logframe.go). Record frames hold agent, seq, sender, kind,
+//     both times and the body; acknowledgements, purges and expiries write
+//     tombstone frames (agent and seqs). Every segment starts with a magic
+//     and the last assigned seq of every agent, so seqs are never reused
+//     when the segments that held an agent's records are gone.
+//   - Group commit (logcommit.go, the scheme of Bolt's committer, no timer):
+//     the calls of one commit run under the index lock, each checking the
+//     bounds against the index and changing it as the same step, and append
+//     their frames to one buffer; the commit writes it with one write and
+//     one fdatasync before any of its callers returns. The next batch is
+//     taken when the commit before it has finished (LogOptions.OverlapSyncs
+//     lets two be in flight instead, the next built and written while the
+//     previous one syncs); commits finish in order. Next and Stats do not
+//     show a commit's records until it is finished. A failed write or sync
+//     stops the Log (every later call fails); opening it again reads what
+//     reached the disk. A segment is deleted only once the tombstones that
+//     emptied it are synced.
+//   - The log writes zeros ahead of its last frame (LogOptions.ZeroAhead), so
+//     most commits overwrite zeros and their fdatasync has no file size to
+//     journal.
+//   - The index is in memory: per agent its live records in seq order (where
+//     each frame is, body length, kind, sender, expiry), the counters and the
+//     per-sender counts and bytes; an expiry heap across agents. Bounds are
+//     exactly Bolt's (the same check function; expired records are purged,
+//     with tombstones, before each check); Stats and Next scan one agent's
+//     live records. Next reads the bodies from the segment files. Memory is
+//     about 170 bytes of heap per live record (BenchmarkLogOpen).
+//   - Open scans every segment (no checkpoint). Frames end at a zero length
+//     or the end of the file. In the last segment a frame cut short or failing
+//     its CRC ends them too, and the file is truncated there when anything
+//     but zeros follows: a write cut by a crash, whose callers were never
+//     answered. Anywhere else that is a *store.CorruptError and nothing is
+//     changed.
+//   - Space: the oldest segments are deleted while they hold no live record
+//     (only a prefix: a later segment may hold an earlier one's tombstones).
+//     When a new segment starts, the live records of the oldest segments
+//     that are at least three quarters dead are copied into it (same
+//     frames; replay takes the later copy) so that they can go too.
+//   - OpenLog with LogOptions.ImportBolt imports a bbolt queue file once:
+//     into a new directory renamed into place, then the file is renamed
+//     to *.imported. A bbolt file beside a log not imported from it is
+//     refused. torpor-relay --queue-engine log does this with queue.db.
+//
+// One process opens a directory at a time (a flock on LOCK, on Linux).
 package queue

@@ -136,7 +136,7 @@ type Stats struct {
 // Store is the relay's queue. It is small on purpose so that a distributed
 // backend (a NATS JetStream stream per agent, with the bounds enforced in a
 // KV-guarded transaction or by stream limits) can implement it later; Bolt
-// is the embedded default.
+// is the embedded default and Log the embedded record log.
 type Store interface {
 	// Enqueue durably stores r (fsync'd, group-committed with concurrent
 	// callers) after checking b against live (unexpired) records in the

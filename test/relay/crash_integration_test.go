@@ -24,14 +24,22 @@ import (
 // that was answered 503 queued:true must be in the queue, whole; any other
 // message present must be one whose answer the kill cut off; no record may
 // be torn or duplicated.
-func TestCrashKeepsEveryQueuedAnswer(t *testing.T) {
+func TestCrashKeepsEveryQueuedAnswer(t *testing.T) { crashKeepsEveryQueuedAnswer(t) }
+
+// TestCrashKeepsEveryQueuedAnswerLog is TestCrashKeepsEveryQueuedAnswer
+// on the record log (--queue-engine log).
+func TestCrashKeepsEveryQueuedAnswerLog(t *testing.T) {
+	crashKeepsEveryQueuedAnswer(t, "--queue-engine", "log")
+}
+
+func crashKeepsEveryQueuedAnswer(t *testing.T, flags ...string) {
 	const trials, senders, perSender = 20, 32, 300
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 1))
 	dev := testKey(t, 1)
 	// --allow-agent: the device is admitted, not on a new device's probation.
-	big := []string{"--max-messages", "1000000", "--max-per-peer", "1000000", "--max-bytes", "1000000000", "--max-peer-bytes", "1000000000", "--allow-agent", dev.DID().String()}
+	big := append([]string{"--max-messages", "1000000", "--max-per-peer", "1000000", "--max-bytes", "1000000000", "--max-peer-bytes", "1000000000", "--allow-agent", dev.DID().String()}, flags...)
 	keys := make([]string, senders)
 	for s := range senders {
 		keys[s] = testKey(t, 100+s).DID().String()

@@ -1,0 +1,278 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+)
+
+// LogOptions configure OpenLog. The zero value is ready to use.
+type LogOptions struct {
+	// SegmentSize is the size at which the log starts a new segment file
+	// (default 64 MiB). Only whole segments are deleted, so it is also
+	// about how much disk acknowledged records may hold.
+	SegmentSize int64
+	// ImportBolt, when set, names a bbolt queue file (OpenBolt's) to
+	// import when the log directory does not exist yet: its records and
+	// every agent's last seq move into the log, and the file is renamed
+	// to ImportBolt + ".imported".
+	ImportBolt string
+	// MaxBatchSize caps the calls that share one commit (0: no cap).
+	MaxBatchSize int
+	// ZeroAhead is how far the log writes zeros ahead of its last frame
+	// when a commit reaches the end of what was zeroed (default 1 MiB).
+	// A commit that only overwrites zeros leaves the file's length alone,
+	// so its fdatasync has no metadata to journal.
+	ZeroAhead int64
+	// OverlapSyncs lets the next commit be built and written while the
+	// previous one syncs (two in flight). Off, a commit waits for the one
+	// before it, and its batch gathers the calls of one whole commit; on
+	// this project's development disk that was faster (docs/performance.md,
+	// "Durable enqueue"). A disk that overlaps flushes may differ.
+	OverlapSyncs bool
+}
+
+const (
+	defaultSegmentSize = 64 << 20
+	defaultZeroAhead   = 1 << 20
+)
+
+// Log is the record-log Store: an append-only log of frames in segment
+// files and its index in memory (see the package doc's "Record log"). It is
+// safe for concurrent use.
+//
+// Log implements Store.
+type Log struct {
+	dir     string
+	lock    *os.File
+	opts    LogOptions
+	commits logCommitter
+
+	// life guards closed. Every call holds it for reading, so Close
+	// waits for them.
+	life   sync.RWMutex
+	closed bool
+
+	mu sync.RWMutex
+	// mu guards the fields below. Next and Stats hold it for reading; a
+	// commit holds it for writing while it checks and changes the index,
+	// not while it writes and syncs.
+	broken error // a failed write: every later call fails
+	index
+	segs    []*segment    // oldest first; the last one is appended to
+	gen     uint64        // the last commit's number
+	durable uint64        // the last commit whose write and sync succeeded
+	last    chan struct{} // closed when commit gen is finished
+	// lastPrev is closed when commit gen-1 is finished (OverlapSyncs).
+	lastPrev chan struct{}
+	buf      []byte
+	// What the commits wrote, for the benchmark.
+	nCommits, nBytes uint64
+}
+
+var _ Store = (*Log)(nil)
+
+// enter takes l.life for reading for one call; it fails after Close,
+// after a failed write, or when ctx is done. The caller must call l.exit
+// when it returns nil.
+func (l *Log) enter(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	l.life.RLock()
+	if l.closed {
+		l.life.RUnlock()
+		return ErrClosed
+	}
+	l.mu.RLock()
+	err := l.broken
+	l.mu.RUnlock()
+	if err != nil {
+		l.life.RUnlock()
+		return err
+	}
+	return nil
+}
+
+func (l *Log) exit() { l.life.RUnlock() }
+
+// Close implements Store. It waits for calls in progress.
+func (l *Log) Close() error {
+	l.life.Lock()
+	defer l.life.Unlock()
+	if l.closed {
+		return ErrClosed
+	}
+	l.closed = true
+	var errs []error
+	for _, s := range l.segs {
+		errs = append(errs, s.f.Close())
+	}
+	errs = append(errs, l.lock.Close())
+	return errors.Join(errs...)
+}
+
+// Enqueue implements Store. The record is appended and synced (fdatasync)
+// before it returns.
+func (l *Log) Enqueue(ctx context.Context, r Record, b Bounds, now time.Time) (Record, error) {
+	if err := l.enter(ctx); err != nil {
+		return Record{}, err
+	}
+	defer l.exit()
+	r, err := Prepare(r, b, now)
+	if err != nil {
+		return Record{}, err
+	}
+	if n := len(r.Body) + len(r.Agent) + len(r.From) + 64; n > maxFrameLen {
+		return Record{}, fmt.Errorf("%w: a record of %d bytes, the log's frames hold %d", ErrTooLarge, n, maxFrameLen)
+	}
+	var refused *FullError
+	err = l.commits.write(func(c *logBatch) {
+		c.purge(now)
+		a := l.index.agents[r.Agent]
+		var live counters
+		var fromPeer peerCount
+		if a != nil {
+			live, fromPeer = a.c, a.peers[r.From]
+		}
+		if refused = check(live, fromPeer, r, b); refused != nil {
+			return
+		}
+		if a == nil {
+			a = l.index.agent(r.Agent)
+		}
+		r.Seq = a.c.last + 1
+		c.append(a, r)
+	})
+	switch {
+	case err != nil:
+		return Record{}, fmt.Errorf("queue: enqueue for %s: %w", r.Agent, err)
+	case refused != nil:
+		return Record{}, refused
+	}
+	return r, nil
+}
+
+// Ack implements Store. The tombstone is synced when it returns.
+func (l *Log) Ack(ctx context.Context, agent string, seqs []uint64) error {
+	if err := l.enter(ctx); err != nil {
+		return err
+	}
+	defer l.exit()
+	if len(seqs) == 0 {
+		return nil
+	}
+	err := l.commits.write(func(c *logBatch) {
+		a := l.index.agents[agent]
+		if a == nil {
+			return
+		}
+		var gone []uint64
+		for _, seq := range seqs {
+			if l.index.remove(a, seq) {
+				gone = append(gone, seq)
+			}
+		}
+		c.tombstone(agent, gone)
+	})
+	if err != nil {
+		return fmt.Errorf("queue: ack for %s: %w", agent, err)
+	}
+	return nil
+}
+
+// Purge implements Store.
+func (l *Log) Purge(ctx context.Context, now time.Time) (int, error) {
+	if err := l.enter(ctx); err != nil {
+		return 0, err
+	}
+	defer l.exit()
+	var n int
+	err := l.commits.write(func(c *logBatch) { n = c.purge(now) })
+	if err != nil {
+		return 0, fmt.Errorf("queue: purge: %w", err)
+	}
+	return n, nil
+}
+
+// visible reports whether e is a record Next and Stats show at now: its
+// commit was synced and it is not expired.
+func (l *Log) visible(e logEntry, now int64) bool {
+	return e.gen <= l.durable && e.expires >= now
+}
+
+// Next implements Store. It reads the records' frames from the segment
+// files.
+func (l *Log) Next(ctx context.Context, agent string, after uint64, max int, now time.Time) ([]Record, error) {
+	if err := l.enter(ctx); err != nil {
+		return nil, err
+	}
+	defer l.exit()
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	a := l.index.agents[agent]
+	if max <= 0 || after == ^uint64(0) || a == nil {
+		return nil, nil
+	}
+	var out []Record
+	i, _ := a.find(after + 1)
+	for ns := now.UnixNano(); i < len(a.live) && len(out) < max; i++ {
+		e := a.live[i]
+		if !l.visible(e, ns) {
+			continue
+		}
+		r, err := readRecord(e)
+		if err != nil {
+			return nil, fmt.Errorf("queue: next for %s: %w", agent, err)
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// readRecord reads and decodes e's frame.
+func readRecord(e logEntry) (Record, error) {
+	b := make([]byte, e.n)
+	if _, err := e.seg.f.ReadAt(b, e.off); err != nil {
+		return Record{}, err
+	}
+	f, _, err := decodeFrame(b)
+	if err == nil && (f.typ != frameRecord || f.rec.Seq != e.seq) {
+		err = fmt.Errorf("frame at %d is not record %d", e.off, e.seq)
+	}
+	if err != nil {
+		return Record{}, fmt.Errorf("%w: segment %d: %v", ErrCorrupt, e.seg.id, err)
+	}
+	return f.rec, nil
+}
+
+// Stats implements Store.
+func (l *Log) Stats(ctx context.Context, agent string, now time.Time) (Stats, error) {
+	if err := l.enter(ctx); err != nil {
+		return Stats{}, err
+	}
+	defer l.exit()
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	var st Stats
+	a := l.index.agents[agent]
+	if a == nil {
+		return st, nil
+	}
+	for ns, i := now.UnixNano(), 0; i < len(a.live); i++ {
+		e := a.live[i]
+		if !l.visible(e, ns) {
+			continue
+		}
+		st.Messages++
+		st.Bytes += int64(e.size)
+		if e.kind == KindHandshake {
+			st.Handshakes++
+			st.HandshakeBytes += int64(e.size)
+		}
+	}
+	return st, nil
+}

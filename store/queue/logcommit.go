@@ -1,0 +1,304 @@
+package queue
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+)
+
+// logCommitter is the record log's group commit, the same scheme as
+// committer (commit.go) without a transaction to roll back: a writer that
+// finds no commit in progress commits at once with whoever is waiting;
+// writers that arrive during a commit go together in the next one, led by
+// the first of them. No timer is involved. Unlike committer, a leader hands
+// on leadership once its batch is written, before its sync, and the next
+// leader waits in Log.waitSlot for that commit (or, with
+// LogOptions.OverlapSyncs, only for the one before it).
+//
+// A call's function runs exactly once, under the index lock, and changes
+// the index and appends its frames to the commit's buffer; it cannot fail
+// (a refused enqueue is a result). What can fail is the write or the sync
+// of the buffer, and then every call of the batch gets the error and the
+// Log refuses every later call (see Log.commit).
+type logCommitter struct {
+	l   *Log
+	max int // cap on the calls in one commit (0: no cap)
+
+	mu      sync.Mutex
+	pending []*logCall
+	running bool
+}
+
+type logCall struct {
+	fn   func(*logBatch)
+	done chan logResult
+}
+
+type logResult struct {
+	err  error
+	lead bool
+}
+
+// write runs fn in the next commit and returns once that commit's frames
+// are written and synced (or failed).
+func (c *logCommitter) write(fn func(*logBatch)) error {
+	me := &logCall{fn: fn, done: make(chan logResult, 1)}
+	c.mu.Lock()
+	c.pending = append(c.pending, me)
+	if c.running {
+		c.mu.Unlock()
+		r := <-me.done
+		if !r.lead {
+			return r.err
+		}
+	} else {
+		c.running = true
+		c.mu.Unlock()
+	}
+	return c.lead(me)
+}
+
+// lead commits batches until me's is done, then hands leadership to the
+// first waiting call, if any. It hands it on as soon as its batch is
+// written, before the sync (see Log.waitSlot); the commits still finish in
+// order (Log.commit).
+func (c *logCommitter) lead(me *logCall) error {
+	for {
+		c.l.waitSlot()
+		c.mu.Lock()
+		batch := c.pending
+		if c.max > 0 && len(batch) > c.max {
+			batch = batch[:c.max:c.max]
+		}
+		if c.pending = c.pending[len(batch):]; len(c.pending) == 0 {
+			c.pending = nil
+		}
+		c.mu.Unlock()
+		finish := c.l.commit(batch)
+		mine := slices.Contains(batch, me)
+		if mine {
+			c.handOff()
+		}
+		err := finish()
+		for _, k := range batch {
+			if k != me {
+				k.done <- logResult{err: err}
+			}
+		}
+		if mine {
+			return err
+		} // else cut off by max; me is still pending
+	}
+}
+
+// waitSlot waits until the previous commit is finished, so that a batch
+// gathers the calls that arrive during one whole commit. With
+// LogOptions.OverlapSyncs it waits only for the one before that: the next
+// batch is then built and written while the previous one syncs.
+func (l *Log) waitSlot() {
+	l.mu.RLock()
+	ch := l.last
+	if l.opts.OverlapSyncs {
+		ch = l.lastPrev
+	}
+	l.mu.RUnlock()
+	if ch != nil {
+		<-ch
+	}
+}
+
+// handOff makes the first waiting call the leader, or ends leading.
+func (c *logCommitter) handOff() {
+	c.mu.Lock()
+	if len(c.pending) == 0 {
+		c.running = false
+		c.mu.Unlock()
+		return
+	}
+	next := c.pending[0]
+	c.mu.Unlock()
+	next.done <- logResult{lead: true}
+}
+
+// logBatch is one commit being built: the frames of its calls, to be
+// appended to seg at base.
+type logBatch struct {
+	l    *Log
+	seg  *segment
+	base int64
+	buf  []byte
+	gen  uint64
+	// moves are the records this commit copies forward (moveForward).
+	moves []logMove
+	// done is closed when the commit is finished; prev is the previous
+	// commit's done (nil when it had finished when this one began).
+	done, prev chan struct{}
+}
+
+// append adds r (Seq set) to the index and its frame to the commit.
+func (c *logBatch) append(a *logAgent, r Record) {
+	start := len(c.buf)
+	c.buf = appendRecordFrame(c.buf, r)
+	c.l.index.add(a, logEntry{
+		seq: r.Seq, seg: c.seg, off: c.base + int64(start), n: len(c.buf) - start,
+		size: len(r.Body), kind: r.Kind, from: r.From, expires: r.ExpiresAt.UnixNano(), gen: c.gen,
+	})
+}
+
+// tombstone adds the frame deleting agent's seqs, which the caller took out
+// of the index.
+func (c *logBatch) tombstone(agent string, seqs []uint64) {
+	if len(seqs) > 0 {
+		c.buf = appendAckFrame(c.buf, agent, seqs)
+	}
+}
+
+// purge takes the records expired at now out of the index, adds their
+// tombstones and returns how many.
+func (c *logBatch) purge(now time.Time) int {
+	n := 0
+	c.l.index.expired(now.UnixNano(), func(a *logAgent, seq uint64) {
+		c.tombstone(a.name, []uint64{seq})
+		n++
+	})
+	return n
+}
+
+// commit runs batch's functions against the index under l.mu, then writes
+// their frames in one write without holding l.mu, and returns the function
+// that syncs them (fdatasync) and finishes the commit. With OverlapSyncs
+// the next commit may be built and written while this one syncs; each
+// finishes after the one before it (prev), so l.durable only grows and Next and Stats, which
+// do not show a commit's records until it is finished, see the commits in
+// order. A failed write or sync leaves the index ahead of the file, so the
+// Log refuses every later call; opening it again reads what reached the
+// disk.
+func (l *Log) commit(batch []*logCall) (finish func() error) {
+	c, err := l.build(batch)
+	if c == nil {
+		return func() error { return err }
+	}
+	if err == nil && len(c.buf) > 0 {
+		c.seg.alloc, err = l.write(c)
+	}
+	return func() error {
+		if err == nil && len(c.buf) > 0 {
+			err = datasync(c.seg.f)
+		}
+		if c.prev != nil {
+			<-c.prev
+		}
+		defer close(c.done)
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		return l.finish(c, err)
+	}
+}
+
+// build starts a commit and runs batch's functions in it. Once the
+// commit is started (c is not nil) it must be finished, also after an
+// error, so that the commits after it do not wait for it forever.
+func (l *Log) build(batch []*logCall) (*logBatch, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	c, err := l.begin()
+	if err != nil {
+		return c, err
+	}
+	for _, k := range batch {
+		if err := c.run(k.fn); err != nil {
+			return c, err
+		}
+	}
+	c.seg.size = c.base + int64(len(c.buf))
+	return c, nil
+}
+
+// finish ends commit c after its sync, whose error is err. l.mu is held.
+func (l *Log) finish(c *logBatch, err error) error {
+	if cap(c.buf) <= 4<<20 {
+		l.buf = c.buf[:0]
+	}
+	if l.broken != nil {
+		return l.broken
+	}
+	if err != nil {
+		l.broken = fmt.Errorf("queue: a commit of the record log failed; the log must be opened again: %w", err)
+		return l.broken
+	}
+	l.durable = c.gen
+	l.moved(c)
+	if len(c.buf) > 0 {
+		l.nCommits, l.nBytes = l.nCommits+1, l.nBytes+uint64(len(c.buf))
+	}
+	l.dropDead()
+	return nil
+}
+
+// zeros is what the log writes ahead of its frames.
+var zeros = make([]byte, 64<<10)
+
+// write writes c's frames and, when they reach past the zeros written
+// ahead, l.opts.ZeroAhead more zeros after them, and returns the file's
+// new length. Only the leader writes, so c.seg.alloc, which only it
+// changes, is read and set without l.mu.
+func (l *Log) write(c *logBatch) (int64, error) {
+	if _, err := c.seg.f.WriteAt(c.buf, c.base); err != nil {
+		return 0, err
+	}
+	end, alloc := c.base+int64(len(c.buf)), c.seg.alloc
+	if end <= alloc {
+		return alloc, nil
+	}
+	for alloc = end; alloc < end+l.opts.ZeroAhead; {
+		n, err := c.seg.f.WriteAt(zeros[:min(int64(len(zeros)), end+l.opts.ZeroAhead-alloc)], alloc)
+		if err != nil {
+			return 0, err
+		}
+		alloc += int64(n)
+	}
+	return alloc, nil
+}
+
+// begin starts a commit, in a new segment when the current one is full.
+// It returns the commit, once started, with any error. l.mu is held.
+func (l *Log) begin() (*logBatch, error) {
+	if l.broken != nil {
+		return nil, l.broken
+	}
+	c := &logBatch{l: l, buf: l.buf[:0], gen: l.gen + 1, done: make(chan struct{}), prev: l.last}
+	l.buf, l.gen, l.last, l.lastPrev, l.index.building = nil, c.gen, c.done, c.prev, c.gen
+	seg := l.segs[len(l.segs)-1]
+	if seg.size < l.opts.SegmentSize {
+		c.seg, c.base = seg, seg.size
+		return c, nil
+	}
+	if c.prev != nil { // a torn write must stay in the last segment
+		l.mu.Unlock()
+		<-c.prev
+		l.mu.Lock()
+		c.prev = nil
+		if l.broken != nil {
+			return c, l.broken
+		}
+	}
+	seg, err := l.rotate(c)
+	if err != nil {
+		return c, err
+	}
+	c.seg, c.base = seg, seg.size
+	return c, l.moveForward(c)
+}
+
+// run runs fn, turning a panic into an error (the index may then be half
+// changed, so the caller stops the Log).
+func (c *logBatch) run(fn func(*logBatch)) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("queue: panic in a log write: %v", p)
+		}
+	}()
+	fn(c)
+	return nil
+}

@@ -1,0 +1,193 @@
+package queue
+
+import (
+	"container/heap"
+	"os"
+	"slices"
+)
+
+// segment is one file of the record log.
+type segment struct {
+	id   uint64
+	f    *os.File
+	size int64 // bytes of frames written and synced (the next frame's offset)
+	// alloc is the file's length: the frames and the zeros written ahead
+	// of them, so that a commit's fdatasync seldom changes the file's size.
+	alloc int64
+	live  int // live records whose current frame is in this segment
+	// records counts the record frames written to this segment.
+	records int
+	// deadAt is the commit that took live to zero: the segment may be
+	// deleted once that commit is synced (its tombstones on disk).
+	deadAt uint64
+}
+
+// logEntry is one live record in the index: where its frame is and what
+// the bounds need without reading it.
+type logEntry struct {
+	seq     uint64
+	seg     *segment
+	off     int64
+	n       int // frame length
+	size    int // body length
+	kind    Kind
+	from    string
+	expires int64 // Unix ns
+	gen     uint64
+}
+
+// logAgent is one agent's part of the index. c.last is its last assigned
+// seq; the other counters and peers count exactly the entries in live.
+type logAgent struct {
+	name  string
+	c     counters
+	peers map[string]peerCount
+	live  []logEntry // by seq
+}
+
+// index is the record log's in-memory state: every agent's live records,
+// counters and per-peer counts, and the expiry order.
+type index struct {
+	agents map[string]*logAgent
+	expiry expiryHeap
+	// building is the commit whose calls change the index now.
+	building uint64
+}
+
+func newIndex() index { return index{agents: make(map[string]*logAgent)} }
+
+// agent returns name's entry, creating it.
+func (x *index) agent(name string) *logAgent {
+	a := x.agents[name]
+	if a == nil {
+		a = &logAgent{name: name, peers: make(map[string]peerCount)}
+		x.agents[name] = a
+	}
+	return a
+}
+
+// find returns the position of seq in a.live and whether it is there.
+func (a *logAgent) find(seq uint64) (int, bool) {
+	return slices.BinarySearchFunc(a.live, seq, func(e logEntry, s uint64) int {
+		switch {
+		case e.seq < s:
+			return -1
+		case e.seq > s:
+			return 1
+		}
+		return 0
+	})
+}
+
+// add puts e into the index (or, when a's record e.seq is there already,
+// moves it to e's frame) and counts it.
+func (x *index) add(a *logAgent, e logEntry) {
+	a.c.last = max(a.c.last, e.seq)
+	i, found := len(a.live), false
+	if i > 0 && a.live[i-1].seq >= e.seq { // not the usual append
+		i, found = a.find(e.seq)
+	}
+	e.seg.records++
+	if found {
+		a.live[i].seg.live--
+		a.live[i].seg, a.live[i].off, a.live[i].n = e.seg, e.off, e.n
+		e.seg.live++
+		return
+	}
+	a.live = slices.Insert(a.live, i, e)
+	a.count(e, +1)
+	e.seg.live++
+	heap.Push(&x.expiry, expiryItem{expires: e.expires, agent: a, seq: e.seq})
+}
+
+// remove deletes a's record seq from the index and reports whether it was
+// there.
+func (x *index) remove(a *logAgent, seq uint64) bool {
+	i, found := a.find(seq)
+	if !found {
+		return false
+	}
+	e := a.live[i]
+	a.live = slices.Delete(a.live, i, i+1)
+	a.count(e, -1)
+	if e.seg.live--; e.seg.live == 0 {
+		e.seg.deadAt = x.building
+	}
+	return true
+}
+
+// count adds (sign +1) or removes (sign -1) e from a's counters and peers.
+func (a *logAgent) count(e logEntry, sign int) {
+	n, size := uint64(1), uint64(e.size)
+	if sign < 0 {
+		n, size = -n, -size // two's complement subtraction
+	}
+	a.c.n += n
+	a.c.bytes += size
+	if e.kind == KindHandshake {
+		a.c.hn += n
+		a.c.hbytes += size
+	}
+	if e.from == "" {
+		return
+	}
+	p := a.peers[e.from]
+	p.n += n
+	p.bytes += size
+	if p.n == 0 {
+		delete(a.peers, e.from)
+		return
+	}
+	a.peers[e.from] = p
+}
+
+// expired pops the records expired at now (expires < now) out of the
+// index and calls fn with each, in expiry order. Heap items whose record
+// was acknowledged already are dropped on the way.
+func (x *index) expired(now int64, fn func(a *logAgent, seq uint64)) {
+	for len(x.expiry) > 0 && x.expiry[0].expires < now {
+		it := heap.Pop(&x.expiry).(expiryItem)
+		if i, ok := it.agent.find(it.seq); ok && it.agent.live[i].expires == it.expires {
+			x.remove(it.agent, it.seq)
+			fn(it.agent, it.seq)
+		}
+	}
+}
+
+// compactExpiry rebuilds the expiry heap from the live records when most
+// of its items belong to records acknowledged since, so that its size
+// follows the live records and not everything enqueued within a TTL.
+func (x *index) compactExpiry(live int) {
+	if len(x.expiry) < 1024 || len(x.expiry) < 4*live {
+		return
+	}
+	h := make(expiryHeap, 0, 2*live)
+	for _, a := range x.agents {
+		for _, e := range a.live {
+			h = append(h, expiryItem{expires: e.expires, agent: a, seq: e.seq})
+		}
+	}
+	heap.Init(&h)
+	x.expiry = h
+}
+
+// expiryItem names one record by its expiry.
+type expiryItem struct {
+	expires int64
+	agent   *logAgent
+	seq     uint64
+}
+
+// expiryHeap is a min-heap of expiryItem by expires (container/heap).
+type expiryHeap []expiryItem
+
+func (h expiryHeap) Len() int           { return len(h) }
+func (h expiryHeap) Less(i, j int) bool { return h[i].expires < h[j].expires }
+func (h expiryHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *expiryHeap) Push(v any)        { *h = append(*h, v.(expiryItem)) }
+func (h *expiryHeap) Pop() any {
+	old := *h
+	v := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return v
+}
