@@ -145,7 +145,7 @@ func prepare(p params) error {
 func syncClock(url string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	before, after, err := timesync.Sync(ctx, url, 5, func(t time.Time) error {
+	before, after, err := timesync.Sync(ctx, url, 10, func(t time.Time) error {
 		ts := unix.NsecToTimespec(t.UnixNano())
 		return unix.ClockSettime(unix.CLOCK_REALTIME, &ts)
 	})
