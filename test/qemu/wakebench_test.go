@@ -28,11 +28,15 @@ const emptyWakeVMScale = 120
 // BenchmarkEmptyWakeVM is test/link's BenchmarkEmptyWake with the agent
 // inside the qemu-system-aarch64 guest (Debian's arm64 kernel, TCG,
 // cortex-a53): the real torpor-relay runs on the host and the real
-// torpor-agent in the guest, both on a clock 120 times faster from a
+// torpor-agent in the guest, its data on an ext4 file system on a
+// virtio-blk disk (cache=none: its fsyncs reach the host's disk, as
+// TestPowerCut's), both on a clock 120 times faster from a
 // shared epoch (--time-epoch, the relay's start), hourly_wake, nothing
-// queued, for b.N empty wakes after its boot wake. The arm64 sub-benchmark
-// runs the arm64 build; armv6 runs the GOARM=6 build through the arm64
-// kernel's 32-bit compat layer (there is no armv6 kernel here).
+// queued, for b.N empty wakes after its boot wake. The arm64
+// sub-benchmarks run the arm64 build, with its data on the disk (ext4) and,
+// beside it, on the initramfs (no fsync cost); armv6 runs the GOARM=6 build
+// through the arm64 kernel's 32-bit compat layer (there is no armv6 kernel
+// here).
 //
 // test/qemu/guest/wakebench runs the agent in the guest and reads, on the
 // guest's kernel, what test/internal/wakemeter reads: the whole cycle's
@@ -45,13 +49,26 @@ const emptyWakeVMScale = 120
 //
 //	TORPOR_REQUIRE_TOOLS=1 go test -tags integration -count=1 -run '^$' -bench EmptyWakeVM -benchtime 4x ./test/qemu/
 func BenchmarkEmptyWakeVM(b *testing.B) {
-	for _, tt := range []struct{ name, goarch, goarm string }{{"arm64", "arm64", ""}, {"armv6", "arm", "6"}} {
-		b.Run(tt.name, func(b *testing.B) { benchEmptyWakeVM(b, tt.goarch, tt.goarm) })
+	for _, tt := range []vmWakeTarget{
+		{"arm64/ext4", "arm64", "", true},
+		{"arm64/initramfs", "arm64", "", false},
+		{"armv6/ext4", "arm", "6", true},
+	} {
+		b.Run(tt.name, func(b *testing.B) { benchEmptyWakeVM(b, tt) })
 	}
 }
 
-func benchEmptyWakeVM(b *testing.B, goarch, goarm string) {
-	k := vm.FindKernel(b)
+// vmWakeTarget is one agent build and where its data directory lives.
+type vmWakeTarget struct {
+	name          string
+	goarch, goarm string
+	// disk puts the agent's data on an ext4 file system on the guest's
+	// virtio-blk disk, where an fsync reaches the host's disk; otherwise
+	// it is on the initramfs, where an fsync costs nothing.
+	disk bool
+}
+
+func benchEmptyWakeVM(b *testing.B, tt vmWakeTarget) {
 	scale := strconv.Itoa(emptyWakeVMScale)
 	if v := os.Getenv("TORPOR_EMPTYWAKE_SCALE"); v != "" {
 		scale = v
@@ -61,18 +78,27 @@ func benchEmptyWakeVM(b *testing.B, goarch, goarm string) {
 	r := startRelay(b, relayOptions{Guest: true, Allow: []string{key.DID().String()},
 		Args: []string{"--time-scale", scale, "--time-epoch", epoch}})
 	timeURL := vm.TimeServer(b)
-	agent := []string{"/bin/torpor-agent", "--key", guestKey, "--data-dir", "/var/lib/torpor", "--relay", r.URL,
+	data := "/var/lib/torpor"
+	if tt.disk {
+		data = "/data/torpor"
+	}
+	agent := []string{"/bin/torpor-agent", "--key", guestKey, "--data-dir", data, "--relay", r.URL,
 		"--mode", "hourly_wake", "--name", "bench", "--purposes", "comms:*",
 		"--handler", "*=exec:/bin/wakebench", // never run: nothing is queued
 		"--time-scale", scale, "--time-epoch", epoch}
-	v := vm.Start(b, vm.Machine{Kernel: k, Net: true, TimeSync: timeURL, Modules: []string{"virtio_mmio", "virtio_net"},
+	m := vm.Machine{Kernel: vm.FindKernel(b), Net: true, TimeSync: timeURL, Modules: []string{"virtio_mmio", "virtio_net"},
 		Files: map[string][]byte{
-			"bin/torpor-agent":     vm.CrossBinary(b, "./cmd/torpor-agent", goarch, goarm),
+			"bin/torpor-agent":     vm.CrossBinary(b, "./cmd/torpor-agent", tt.goarch, tt.goarm),
 			"bin/wakebench":        vm.GuestBinary(b, "./test/qemu/guest/wakebench"),
 			"etc/torpor/agent.key": guestKeyFile(b, key),
 		},
 		Modes: map[string]uint32{"etc/torpor/agent.key": 0o600},
-		Run:   "/bin/wakebench", Args: append([]string{"-n", strconv.Itoa(b.N), "-time", timeURL, "--"}, agent...)})
+		Run:   "/bin/wakebench", Args: append([]string{"-n", strconv.Itoa(b.N), "-time", timeURL, "--"}, agent...)}
+	if tt.disk {
+		m.Modules = append(append([]string(nil), diskModules...), "virtio_net")
+		m.Disk, m.Mounts = newDisk(b, 64<<20), []string{"/dev/vda:/data:ext4"}
+	}
+	v := vm.Start(b, m)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute+time.Duration(b.N)*2*time.Minute)
 	defer cancel()
 	if err := v.Wait(ctx); err != nil {
