@@ -6,8 +6,10 @@
 //
 //	wakebench -n 4 -time http://10.0.2.2:PORT/ -- /bin/torpor-agent --key … --time-scale 120 …
 //
-// The agent's log (stderr) is copied to the console. After the n'th timer
-// wake it stops the agent (SIGTERM), measures the guest's clock against
+// The agent's log (stderr) is kept and copied to the console once the
+// wakes are measured: the console is an emulated UART whose every byte
+// takes the guest's one CPU, which the agent's wakes should have to
+// themselves. After the n'th timer wake it stops the agent (SIGTERM), measures the guest's clock against
 // the host's time server at -time (test/qemu/timesync) and prints
 //
 //	RESULT {"wakes":{…},"offset":{…}}
@@ -26,6 +28,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"strings"
 	"syscall"
 	"time"
 
@@ -81,14 +84,17 @@ func run(n int, timeout time.Duration, agent []string) (wakemeter.Wakes, error) 
 	}
 	m := wakemeter.New(cmd.Process.Pid, n)
 	done := make(chan error, 1)
-	go func() { done <- follow(m, logs) }()
+	var kept strings.Builder
+	go func() { done <- follow(m, logs, &kept) }()
 	select {
 	case err = <-done:
+		fmt.Print(kept.String())
 		go io.Copy(os.Stdout, logs) // the agent's last lines
 		err = errors.Join(err, stop(cmd))
 	case <-time.After(timeout):
 		err = errors.Join(fmt.Errorf("wakebench: not %d wakes in %v", n, timeout), stop(cmd))
-		<-done // the log ends with the agent: m is follow's until then
+		<-done // the log ends with the agent: m and kept are follow's until then
+		fmt.Print(kept.String())
 	}
 	return m.Wakes(), err
 }
@@ -107,13 +113,13 @@ func stop(cmd *exec.Cmd) error {
 	}
 }
 
-// follow copies the agent's log to the console and feeds it to m until
-// m's last wake ended.
-func follow(m *wakemeter.Meter, logs io.Reader) error {
+// follow keeps the agent's log in kept and feeds it to m until m's last
+// wake ended.
+func follow(m *wakemeter.Meter, logs io.Reader, kept *strings.Builder) error {
 	sc := bufio.NewScanner(logs)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
-		fmt.Println(sc.Text())
+		kept.WriteString(sc.Text() + "\n")
 		done, err := m.Line(sc.Text())
 		if err != nil || done {
 			return err
