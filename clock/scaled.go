@@ -4,13 +4,20 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 )
 
 // Scaled is a clock on which time passes Factor times faster than on Base,
-// starting from Base's time at Epoch. Durations given to NewTimer are in
-// scaled time: on a Scaled clock with Factor 60, NewTimer(time.Minute) fires
-// after one real second.
+// from the epoch at which the two agree:
+//
+//	scaled = epoch + (base − epoch) × Factor
+//
+// Durations given to NewTimer are in scaled time: on a Scaled clock with
+// Factor 60, NewTimer(time.Minute) fires after one real second. Two
+// processes (a relay and an agent, possibly on different machines) whose
+// scaled clocks share the factor and the epoch (NewScaledAt) agree on the
+// time up to their base clocks' offset times the factor.
 type Scaled struct {
 	base   Clock
 	factor float64
@@ -47,6 +54,17 @@ func ParseScale(s string) (float64, error) {
 // agrees with base at the moment it is made. A factor of 1 returns base
 // itself. It returns CheckScale's error for a factor out of range.
 func NewScaled(base Clock, factor float64) (Clock, error) {
+	return NewScaledAt(base, factor, time.Time{})
+}
+
+// NewScaledAt returns a clock running factor times faster than base, which
+// agrees with base at epoch (a zero epoch means the moment it is made), so
+// that clocks made at different moments, in different processes, with the
+// same factor and epoch show the same time. The epoch may be in the past
+// or the future; before it, scaled time runs behind base time. A factor of
+// 1 returns base itself, whatever the epoch. It returns CheckScale's error
+// for a factor out of range.
+func NewScaledAt(base Clock, factor float64, epoch time.Time) (Clock, error) {
 	if err := CheckScale(factor); err != nil {
 		return nil, fmt.Errorf("clock: %w", err)
 	}
@@ -54,12 +72,38 @@ func NewScaled(base Clock, factor float64) (Clock, error) {
 	if factor == 1 {
 		return base, nil
 	}
-	return &Scaled{base: base, factor: factor, epoch: base.Now().Round(0)}, nil
+	if epoch.IsZero() {
+		epoch = base.Now()
+	}
+	return &Scaled{base: base, factor: factor, epoch: epoch.Round(0)}, nil
 }
 
-// Now returns the scaled time. It stops about 292 years after the clock was
-// made, the longest time.Duration: at the largest factor, after some 25
-// hours of base time. It never wraps around to a time before that.
+// ParseEpoch reads the epoch of a scaled clock, as for a --time-epoch
+// flag: an RFC 3339 time (fractional seconds allowed, such as
+// 2026-12-03T18:00:00.123456789Z) or Unix seconds with up to nine decimals
+// (1796320800.123456789, as date +%s.%N prints). An empty string is the
+// zero time: the moment the clock is made.
+func ParseEpoch(s string) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t, nil
+	}
+	sec, frac, _ := strings.Cut(s, ".")
+	n, err := strconv.ParseInt(sec, 10, 64)
+	if err == nil && len(frac) <= 9 && strings.Trim(frac, "0123456789") == "" && !strings.HasPrefix(sec, "+") {
+		ns, _ := strconv.ParseInt((frac + "000000000")[:9], 10, 64)
+		if n >= 0 && n < 1<<33 { // before the year 2242: a date, not a typo
+			return time.Unix(n, ns).UTC(), nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("time epoch %q: want an RFC 3339 time (2026-12-03T18:00:00.5Z) or Unix seconds (1796320800.5)", s)
+}
+
+// Now returns the scaled time. It stops about 292 years after the epoch,
+// the longest time.Duration: at the largest factor, after some 25 hours of
+// base time. It never wraps around to a time before that.
 func (s *Scaled) Now() time.Time {
 	real := s.base.Now().Round(0).Sub(s.epoch)
 	return s.epoch.Add(scale(real, s.factor))
@@ -84,6 +128,9 @@ func scale(d time.Duration, factor float64) time.Duration {
 func (s *Scaled) NewTimer(d time.Duration) Timer {
 	return s.base.NewTimer(time.Duration(float64(d) / s.factor))
 }
+
+// Epoch returns the base time at which the scaled clock equals its base.
+func (s *Scaled) Epoch() time.Time { return s.epoch }
 
 // Factor returns how many times faster than its base the clock runs.
 func (s *Scaled) Factor() float64 { return s.factor }

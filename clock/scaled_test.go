@@ -147,3 +147,79 @@ func TestScaledNowNeverWraps(t *testing.T) {
 		t.Errorf("base 300 days before the epoch: Now() = %v, want %v", got, first)
 	}
 }
+
+// TestScaledAtSharedEpoch: two scaled clocks made at different moments
+// with the same factor and epoch show the same time, scaled = epoch +
+// (base − epoch) × factor; clocks made without an epoch disagree by the
+// time between their making times the factor.
+func TestScaledAtSharedEpoch(t *testing.T) {
+	base := clocktest.New(t0)
+	epoch := t0.Add(-2 * time.Second)
+	first, err := clock.NewScaledAt(base, 100, epoch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	own, _ := clock.NewScaled(base, 100)
+	base.Advance(30 * time.Second) // a guest boots
+	second, err := clock.NewScaledAt(base, 100, epoch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := epoch.Add(32 * time.Second * 100)
+	if got := first.Now(); !got.Equal(want) {
+		t.Errorf("first.Now() = %v, want %v", got, want)
+	}
+	if got := second.Now(); !got.Equal(want) {
+		t.Errorf("second.Now() = %v, want %v", got, want)
+	}
+	if got, want := own.Now(), t0.Add(30*time.Second*100); !got.Equal(want) {
+		t.Errorf("the clock without an epoch: Now() = %v, want %v", got, want)
+	}
+	if got := second.(*clock.Scaled).Epoch(); !got.Equal(epoch) {
+		t.Errorf("Epoch() = %v, want %v", got, epoch)
+	}
+	// Before a future epoch, scaled time runs fast and behind base time.
+	ahead, _ := clock.NewScaledAt(base, 10, base.Now().Add(time.Minute))
+	if got, want := ahead.Now(), base.Now().Add(time.Minute-10*time.Minute); !got.Equal(want) {
+		t.Errorf("a minute before the epoch: Now() = %v, want %v", got, want)
+	}
+	if c, _ := clock.NewScaledAt(base, 1, epoch); c != clock.Clock(base) {
+		t.Errorf("factor 1 with an epoch: %T, want the base clock", c)
+	}
+	if _, err := clock.NewScaledAt(base, 0.5, epoch); err == nil {
+		t.Error("NewScaledAt(0.5) accepted")
+	}
+}
+
+func TestParseEpoch(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    time.Time
+		wantErr bool
+	}{
+		{"", time.Time{}, false},
+		{"2026-12-03T18:00:00Z", time.Date(2026, 12, 3, 18, 0, 0, 0, time.UTC), false},
+		{"2026-12-03T19:00:00.123456789+01:00", time.Date(2026, 12, 3, 18, 0, 0, 123456789, time.UTC), false},
+		{"1796320800", time.Date(2026, 12, 3, 18, 0, 0, 0, time.UTC), false},
+		{"1796320800.5", time.Date(2026, 12, 3, 18, 0, 0, 5e8, time.UTC), false},
+		{"1796320800.000000001", time.Date(2026, 12, 3, 18, 0, 0, 1, time.UTC), false},
+		{"1796320800.", time.Date(2026, 12, 3, 18, 0, 0, 0, time.UTC), false},
+		{"1796320800.0000000001", time.Time{}, true},
+		{"-5", time.Time{}, true},
+		{"+5", time.Time{}, true},
+		{"99999999999", time.Time{}, true},
+		{"1796320800.5e3", time.Time{}, true},
+		{"1796320800.-5", time.Time{}, true},
+		{"now", time.Time{}, true},
+		{"2026-12-03", time.Time{}, true},
+	}
+	for _, tt := range tests {
+		got, err := clock.ParseEpoch(tt.in)
+		switch {
+		case tt.wantErr && (err == nil || !strings.Contains(err.Error(), "want an RFC 3339 time")):
+			t.Errorf("ParseEpoch(%q) = %v, %v, want an error", tt.in, got, err)
+		case !tt.wantErr && (err != nil || !got.Equal(tt.want)):
+			t.Errorf("ParseEpoch(%q) = %v, %v, want %v", tt.in, got, err, tt.want)
+		}
+	}
+}

@@ -46,6 +46,7 @@ type args struct {
 	length    time.Duration
 	offset    time.Duration
 	timeScale float64
+	timeEpoch string
 	purposes  string
 	conseq    string
 	owner     string
@@ -78,6 +79,11 @@ func newFlags(a *args, stderr io.Writer) *flag.FlagSet {
 	a.timeScale = 1
 	fs.Func("time-scale", "Run the agent's clock this many times faster than real time (1, the default, to 100000), for demonstrations: an hour's cycle passes in seconds.", func(s string) (err error) {
 		a.timeScale, err = clock.ParseScale(s)
+		return err
+	})
+	fs.Func("time-epoch", "With --time-scale: the real instant (RFC 3339, or Unix seconds such as 1796320800.25) at which the scaled clock equals real time, so that the agent's clock agrees with a relay given the same scale and epoch. The default is the moment the agent starts.", func(s string) error {
+		_, err := clock.ParseEpoch(s)
+		a.timeEpoch = s
 		return err
 	})
 	fs.StringVar(&a.purposes, "purposes", "", "The comma-separated purposes the agent accepts, such as comms:*,action:* (draft Section 8.3).")
@@ -158,6 +164,7 @@ func (a *args) file() (*conffile.File, error) {
 		"window-length": func() { f.Window.Length = conffile.Duration(a.length) },
 		"window-offset": func() { f.Window.Offset = conffile.Duration(a.offset) },
 		"time-scale":    func() { f.TimeScale = a.timeScale },
+		"time-epoch":    func() { f.TimeEpoch = a.timeEpoch },
 		"purposes":      func() { f.Purposes = splitList(a.purposes) },
 		"consequential": func() { f.Consequential = splitList(a.conseq) },
 		"owner":         func() { f.Owner = a.owner }, "allow-plaintext": func() { f.AllowPlaintext = a.plaintext },

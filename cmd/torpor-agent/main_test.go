@@ -103,6 +103,27 @@ func seedStore(dataDir, keyFile string) error {
 	})
 }
 
+// TestTimeEpoch: --time-epoch overrides the file's timeEpoch and a bad one
+// is refused with the flag named.
+func TestTimeEpoch(t *testing.T) {
+	conf := filepath.Join(t.TempDir(), "agent.json")
+	if err := os.WriteFile(conf, []byte(`{"version": 1, "timeScale": 60, "timeEpoch": "1796320800"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a, _, err := parseArgs([]string{"--config", conf, "--time-epoch", "2026-12-03T18:00:01Z"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := a.file()
+	if err != nil || f.TimeEpoch != "2026-12-03T18:00:01Z" {
+		t.Errorf("file() = %+v, %v; want the flag's epoch", f, err)
+	}
+	var stderr strings.Builder
+	if code := run([]string{"--time-epoch", "soon"}, io.Discard, &stderr); code != 2 || !strings.Contains(stderr.String(), `invalid value "soon" for flag -time-epoch`) {
+		t.Errorf("torpor-agent --time-epoch soon: exit %d, stderr %q; want 2 and the flag named", code, stderr.String())
+	}
+}
+
 // TestTimeScale: --time-scale and the file's timeScale take 1 to 100000;
 // anything else is an error naming the range, as torpor-relay's is, never
 // quietly real time.

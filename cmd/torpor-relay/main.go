@@ -41,6 +41,7 @@ type args struct {
 	tlsCert, tlsKey            string
 	mqtt                       mqttArgs
 	timeScale                  float64
+	timeEpoch                  time.Time // zero: when the relay starts
 	bounds                     queue.Bounds
 	allowAgents                []string
 	corsOrigins, cardOrigins   []string
@@ -56,6 +57,19 @@ type args struct {
 	overdueGrace               time.Duration
 }
 
+// registerTime adds --time-scale and --time-epoch.
+func (a *args) registerTime(fs *flag.FlagSet) {
+	a.timeScale = 1
+	fs.Func("time-scale", "Run the relay's clock this many times faster than real time (1, the default, to 100000), for demonstrations: windows, Retry-After and TTLs all follow it.", func(s string) (err error) {
+		a.timeScale, err = clock.ParseScale(s)
+		return err
+	})
+	fs.Func("time-epoch", "With --time-scale: the real instant (RFC 3339, or Unix seconds such as 1796320800.25) at which the scaled clock equals real time; it reads epoch + (now − epoch) × scale. Processes given the same scale and epoch agree on the time whenever they start. The default is the moment the relay starts.", func(s string) (err error) {
+		a.timeEpoch, err = clock.ParseEpoch(s)
+		return err
+	})
+}
+
 func parseArgs(argv []string, stderr io.Writer) (*args, error) {
 	a := &args{bounds: queue.DefaultBounds()}
 	fs := flag.NewFlagSet("torpor-relay", flag.ContinueOnError)
@@ -68,11 +82,7 @@ func parseArgs(argv []string, stderr io.Writer) (*args, error) {
 	fs.StringVar(&a.tlsCert, "tls-cert", "", "A PEM certificate file; with --tls-key the relay serves HTTPS itself.")
 	fs.StringVar(&a.tlsKey, "tls-key", "", "The PEM private key file for --tls-cert.")
 	a.mqtt.register(fs)
-	a.timeScale = 1
-	fs.Func("time-scale", "Run the relay's clock this many times faster than real time (1, the default, to 100000), for demonstrations: windows, Retry-After and TTLs all follow it.", func(s string) (err error) {
-		a.timeScale, err = clock.ParseScale(s)
-		return err
-	})
+	a.registerTime(fs)
 	fs.IntVar(&a.bounds.MaxMessages, "max-messages", a.bounds.MaxMessages, "The most queued messages per agent. Devices may ask for fewer.")
 	fs.IntVar(&a.bounds.MaxPerPeer, "max-per-peer", a.bounds.MaxPerPeer, "The most queued messages per agent from one sender DID.")
 	fs.Int64Var(&a.bounds.MaxPeerBytes, "max-peer-bytes", a.bounds.MaxPeerBytes, "The most queued body bytes per agent from one sender DID, so that one sender cannot fill the queue.")
@@ -166,7 +176,7 @@ func main() {
 
 // run opens the stores, starts the broker and serves until ctx ends.
 func run(ctx context.Context, a *args, log *slog.Logger) error {
-	clk, err := clock.NewScaled(nil, a.timeScale)
+	clk, err := clock.NewScaledAt(nil, a.timeScale, a.timeEpoch)
 	if err != nil {
 		return err
 	}

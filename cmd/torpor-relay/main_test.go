@@ -120,7 +120,23 @@ func TestTimeScale(t *testing.T) {
 			t.Errorf("parseArgs(--time-scale %s) error = %v, want %q", tt.in, err, tt.wantErr)
 		}
 	}
-	if a, err := parseArgs(nil, io.Discard); err != nil || a.timeScale != 1 {
-		t.Errorf("parseArgs() = time scale %v, %v; want 1 (real time) by default", a.timeScale, err)
+	if a, err := parseArgs(nil, io.Discard); err != nil || a.timeScale != 1 || !a.timeEpoch.IsZero() {
+		t.Errorf("parseArgs() = time scale %v epoch %v, %v; want 1 (real time) and no epoch by default", a.timeScale, a.timeEpoch, err)
+	}
+}
+
+// TestTimeEpoch: --time-epoch takes an RFC 3339 time or Unix seconds, and
+// names the flag and the forms otherwise.
+func TestTimeEpoch(t *testing.T) {
+	want := time.Date(2026, 12, 3, 18, 0, 0, 250e6, time.UTC)
+	for _, in := range []string{"2026-12-03T18:00:00.25Z", "1796320800.25"} {
+		a, err := parseArgs([]string{"--time-scale", "100", "--time-epoch", in}, io.Discard)
+		if err != nil || !a.timeEpoch.Equal(want) {
+			t.Errorf("parseArgs(--time-epoch %s) = %v, %v; want %v", in, a, err, want)
+		}
+	}
+	_, err := parseArgs([]string{"--time-epoch", "yesterday"}, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), `invalid value "yesterday" for flag -time-epoch: time epoch "yesterday": want an RFC 3339 time`) {
+		t.Errorf("parseArgs(--time-epoch yesterday) = %v, want the flag and the forms named", err)
 	}
 }

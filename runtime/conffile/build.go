@@ -53,7 +53,7 @@ func (b *Built) Close() {
 // Build checks f and makes the agent's configuration: the key loaded from
 // its file, the handlers connected, the wake sources made, the clock scaled
 // by TimeScale (0, absent, is real time; any other value outside
-// [clock.MinScale, clock.MaxScale] is an error). Every problem is
+// [clock.MinScale, clock.MaxScale] is an error) from TimeEpoch. Every problem is
 // reported, not just the first.
 func (f *File) Build() (*Built, error) {
 	b := &Built{}
@@ -104,16 +104,21 @@ func (f *File) Build() (*Built, error) {
 }
 
 // buildClock sets the clock: real time, scaled by TimeScale when it is
-// set.
+// set, agreeing with real time at TimeEpoch (clock.NewScaledAt; absent, at
+// the start).
 func (f *File) buildClock(c *runtime.Config) error {
 	c.Clock = clock.Real
+	epoch, err := clock.ParseEpoch(f.TimeEpoch)
+	if err != nil {
+		return fmt.Errorf("timeEpoch (or --time-epoch): %w", err)
+	}
 	if f.TimeScale == 0 { // absent: real time
 		return nil
 	}
 	if err := clock.CheckScale(f.TimeScale); err != nil {
 		return fmt.Errorf("timeScale (or --time-scale): %w", err)
 	}
-	c.Clock, _ = clock.NewScaled(clock.Real, f.TimeScale)
+	c.Clock, _ = clock.NewScaledAt(clock.Real, f.TimeScale, epoch)
 	return nil
 }
 

@@ -91,6 +91,7 @@ type File struct {
 	Bounds         *Bounds    `json:"bounds,omitempty"`
 	BatchSize      int        `json:"batchSize,omitempty"`
 	TimeScale      float64    `json:"timeScale,omitempty"`
+	TimeEpoch      string     `json:"timeEpoch,omitempty"` // RFC 3339 or Unix seconds (clock.ParseEpoch)
 	KeyPackages    int        `json:"keyPackages,omitempty"`
 	Log            *LogConfig `json:"log,omitempty"`
 	MQTT           *MQTT      `json:"mqtt,omitempty"`

@@ -166,6 +166,35 @@ func TestBuildTimeScale(t *testing.T) {
 	}
 }
 
+// TestBuildTimeEpoch: timeEpoch sets the instant at which the scaled
+// clock equals real time; one that is neither RFC 3339 nor Unix seconds
+// is an error naming the field.
+func TestBuildTimeEpoch(t *testing.T) {
+	dir := t.TempDir()
+	k, _ := did.NewKeyFromSeed(make([]byte, 32))
+	keyFile := filepath.Join(dir, "agent.key")
+	if err := did.SaveKey(keyFile, k, false); err != nil {
+		t.Fatal(err)
+	}
+	file := func(epoch string) *File {
+		return &File{Version: Version, Key: keyFile, DataDir: dir, Relay: "http://r", TimeScale: 100, TimeEpoch: epoch,
+			Purposes: []string{"comms:*"}, Handlers: []Handler{{Purpose: "comms:*", Exec: &ExecHandler{Path: "/bin/true"}}}}
+	}
+	b, err := file("2026-12-03T18:00:00.5Z").Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+	sc, ok := b.Config.Clock.(*clock.Scaled)
+	if want := time.Date(2026, 12, 3, 18, 0, 0, 5e8, time.UTC); !ok || !sc.Epoch().Equal(want) {
+		t.Fatalf("clock %T %v, want a scaled clock with epoch %v", b.Config.Clock, b.Config.Clock, want)
+	}
+	_, err = file("18:00").Build()
+	if err == nil || !strings.Contains(err.Error(), `timeEpoch (or --time-epoch): time epoch "18:00": want an RFC 3339 time`) {
+		t.Errorf("Build(timeEpoch 18:00) = %v, want an error naming timeEpoch", err)
+	}
+}
+
 // TestBuildRelayURL: the relay must be an http or https origin; a host and
 // port without a scheme, or a URL with a path, is refused at start with
 // the right form, not dialled until the window ends.

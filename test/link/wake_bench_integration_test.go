@@ -3,27 +3,24 @@
 package link
 
 import (
-	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/test/internal/wakemeter"
 )
 
 // emptyWakeScale is the default time scale of BenchmarkEmptyWake
 // (TORPOR_EMPTYWAKE_SCALE sets another): an hour passes in 6 s, a
-// 5-minute window in 0.5 s. The relay runs at the same scale. Each
-// process's scaled clock starts when the process makes it, so the two
-// are apart by the time between those moments times the scale, which
-// must stay within the bearer tokens' 60 s skew: the two processes are
-// started together (the agent retries its link until the relay listens).
+// 5-minute window in 0.5 s. The relay runs at the same scale, from the
+// same epoch (--time-epoch), so that their clocks agree however long the
+// agent takes to start (under qemu-user, a while).
 const emptyWakeScale = 600
 
 // BenchmarkEmptyWake runs the real torpor-agent (hourly_wake, on a scaled
@@ -54,6 +51,7 @@ func BenchmarkEmptyWake(b *testing.B) {
 	}
 	dir := b.TempDir()
 	addr := freeAddr(b)
+	epoch := time.Now().UTC().Format(time.RFC3339Nano)
 	key := testKey(b, 7)
 	keyFile := filepath.Join(dir, "agent.key")
 	if err := did.SaveKey(keyFile, key, true); err != nil {
@@ -65,10 +63,10 @@ func BenchmarkEmptyWake(b *testing.B) {
 	}
 	argv := append(strings.Fields(os.Getenv("TORPOR_EMPTYWAKE_EXEC")), agentBin, "--key", keyFile, "--data-dir", filepath.Join(dir, "agent"),
 		"--relay", "http://"+addr, "--mode", "hourly_wake", "--name", "bench", "--purposes", "comms:*",
-		"--handler", "*=exec:/bin/true", "--time-scale", strconv.Itoa(scale))
+		"--handler", "*=exec:/bin/true", "--time-scale", strconv.Itoa(scale), "--time-epoch", epoch)
 	start(b, relayBin, "--listen", addr, "--mqtt-listen", "127.0.0.1:0",
 		"--data-dir", filepath.Join(dir, "relay"), "--public-url", "http://"+addr, "--log-level", "info",
-		"--time-scale", strconv.Itoa(scale))
+		"--time-scale", strconv.Itoa(scale), "--time-epoch", epoch)
 	agent := start(b, argv[0], argv[1:]...)
 	pid := agent.cmd.Process.Pid
 	agent.waitN(b, 1, "msg=wake ", "reason=boot") // the boot wake: opens the store, makes KeyPackages
@@ -77,80 +75,23 @@ func BenchmarkEmptyWake(b *testing.B) {
 	m := measureWakes(b, agent, pid, b.N)
 	b.StopTimer()
 	stopPerf()
-	n := float64(b.N)
-	b.ReportMetric(float64(m.cycle.user)/n, "user-ms/wake")
-	b.ReportMetric(float64(m.cycle.sys)/n, "sys-ms/wake")
-	b.ReportMetric(float64(m.cycle.user+m.cycle.sys)/n, "cpu-ms/wake")
-	b.ReportMetric(ms(m.inWake)/n, "wake-cpu-ms/wake")
-	b.ReportMetric(ms(m.awake)/n/float64(scale), "awake-ms/wake")
-	for name, d := range m.phases {
-		b.ReportMetric(ms(d)/n/float64(scale), name+"-ms/wake")
-	}
+	wakemeter.Report(b, m, float64(scale))
 }
 
-// wakes is what measureWakes measured over its wakes.
-type wakes struct {
-	cycle  cpuTime                  // CPU of the whole cycle (/proc/PID/stat)
-	inWake time.Duration            // CPU between each wake's two log lines
-	awake  time.Duration            // scaled wall time awake, without the live phase
-	phases map[string]time.Duration // scaled
-}
-
-// measureWakes follows the agent's log for n timer wakes, reading its CPU
-// time as each wake's "waking" and "wake" lines arrive.
-func measureWakes(tb testing.TB, agent *proc, pid, n int) wakes {
+// measureWakes follows the agent's log for n timer wakes
+// (test/internal/wakemeter).
+func measureWakes(tb testing.TB, agent *proc, pid, n int) wakemeter.Wakes {
 	tb.Helper()
-	m := wakes{phases: map[string]time.Duration{}}
-	var cpu0 cpuTime
-	var began time.Duration
-	for done := 0; done < n; {
-		l := agent.waitN(tb, 1, "msg=wak")[0]
-		now := taskCPU(tb, pid)
-		switch {
-		case strings.Contains(l, "msg=waking ") && strings.Contains(l, "reason=timer"):
-			if done == 0 && began == 0 {
-				cpu0 = procCPU(tb, pid)
-			}
-			began = now
-		case strings.Contains(l, "msg=wake ") && began != 0:
-			if strings.Contains(l, "linkError") || !strings.Contains(l, "drain=") {
-				tb.Fatalf("a wake did not link: %s", l)
-			}
-			m.inWake += now - began
-			live := logDuration(tb, l, "phase.live")
-			m.awake += logDuration(tb, l, "awake") - live
-			for _, name := range []string{"link", "pulse", "card", "publish", "drain", "announce", "close"} {
-				m.phases[name] += logDuration(tb, l, "phase."+name)
-			}
-			done++
-		}
-	}
-	cpu1 := procCPU(tb, pid)
-	m.cycle = cpuTime{user: cpu1.user - cpu0.user, sys: cpu1.sys - cpu0.sys}
-	return m
-}
-
-// taskCPU sums the time on CPU of pid's threads (the first field of
-// /proc/PID/task/TID/schedstat, in nanoseconds).
-func taskCPU(tb testing.TB, pid int) time.Duration {
-	tb.Helper()
-	tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/schedstat", pid))
-	if err != nil || len(tasks) == 0 {
-		tb.Fatalf("no threads of %d: %v", pid, err)
-	}
-	var sum time.Duration
-	for _, f := range tasks {
-		b, err := os.ReadFile(f)
+	m := wakemeter.New(pid, n)
+	for {
+		done, err := m.Line(agent.waitN(tb, 1, "msg=wak")[0])
 		if err != nil {
-			continue // a thread that exited
+			tb.Fatal(err)
 		}
-		ns, err := strconv.ParseInt(strings.Fields(string(b))[0], 10, 64)
-		if err != nil {
-			tb.Fatalf("%s: %q", f, b)
+		if done {
+			return m.Wakes()
 		}
-		sum += time.Duration(ns)
 	}
-	return sum
 }
 
 // perfRecord samples pid's stacks with perf(1) into the file
@@ -170,8 +111,6 @@ func perfRecord(tb testing.TB, pid int) func() {
 		cmd.Wait()
 	}
 }
-
-func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 // freeAddr returns a loopback address with a port free a moment ago.
 func freeAddr(tb testing.TB) string {
@@ -208,39 +147,4 @@ func (p *proc) waitN(tb testing.TB, n int, subs ...string) []string {
 		}
 	}
 	return out
-}
-
-// logDuration reads the duration attribute name=… of a text log line.
-func logDuration(tb testing.TB, line, name string) time.Duration {
-	tb.Helper()
-	m := regexp.MustCompile(`(?:^| )` + regexp.QuoteMeta(name) + `=(\S+)`).FindStringSubmatch(line)
-	if m == nil {
-		return 0
-	}
-	d, err := time.ParseDuration(m[1])
-	if err != nil {
-		tb.Fatalf("%s=%s: %v", name, m[1], err)
-	}
-	return d
-}
-
-// cpuTime is a process's CPU time in milliseconds.
-type cpuTime struct{ user, sys int64 }
-
-// procCPU reads utime and stime of pid, all its threads, from
-// /proc/PID/stat (proc(5), fields 14 and 15, in clock ticks of 10 ms).
-func procCPU(tb testing.TB, pid int) cpuTime {
-	tb.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	// Fields after the command name, which is in parentheses and may hold spaces.
-	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
-	ut, err1 := strconv.ParseInt(f[11], 10, 64)
-	st, err2 := strconv.ParseInt(f[12], 10, 64)
-	if err1 != nil || err2 != nil {
-		tb.Fatalf("/proc/%d/stat: %q", pid, b)
-	}
-	return cpuTime{user: ut * 10, sys: st * 10}
 }

@@ -34,7 +34,7 @@ const powerCutTrials = 20
 
 // newDisk makes a raw image of size bytes with an ext4 file system on
 // it, made on the host (mkfs.ext4 from e2fsprogs, no root needed).
-func newDisk(t *testing.T, size int64) string {
+func newDisk(t testing.TB, size int64) string {
 	t.Helper()
 	mkfs := "/usr/sbin/mkfs.ext4" // not on a normal user's PATH
 	if _, err := os.Stat(mkfs); err != nil {

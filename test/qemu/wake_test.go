@@ -12,7 +12,9 @@
 // on the host while it slept. footprint_test.go measures the agent's
 // resident memory during a 500-record drain natively and under qemu-user
 // (docs/footprint.md), and user_test.go checks the CPU models the
-// qemu-user unit tests rely on.
+// qemu-user unit tests rely on. wakebench_test.go's BenchmarkEmptyWakeVM
+// measures the CPU time of the agent's empty wake on the guest's kernel
+// (docs/performance.md).
 package qemu
 
 import (

@@ -16,6 +16,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -27,6 +29,7 @@ import (
 	"github.com/torpor-dev/torpor/test/internal/testenv"
 	"github.com/torpor-dev/torpor/test/qemu/initramfs"
 	"github.com/torpor-dev/torpor/test/qemu/qmp"
+	"github.com/torpor-dev/torpor/test/qemu/timesync"
 )
 
 // Machine describes one boot.
@@ -55,6 +58,10 @@ type Machine struct {
 	// program runs (as fake-hwclock sets an old time at boot); the RTC
 	// keeps the host's time.
 	ClockStep time.Duration
+	// TimeSync is the URL of the host's time server (TimeServer) from
+	// which /init sets the guest's clock before the program runs (with
+	// Net): the RTC it boots from counts whole seconds.
+	TimeSync string
 	// Net gives the guest a virtio network card on QEMU user networking,
 	// with address 10.0.2.15/24; the host is 10.0.2.2.
 	Net bool
@@ -82,6 +89,21 @@ type Machine struct {
 	// boot it again without writing (and compressing) it again; empty
 	// means Start writes one.
 	Initrd string
+}
+
+// TimeServer serves the host's time (package test/qemu/timesync) on
+// loopback until the test ends and returns its URL as a guest on QEMU user
+// networking reaches it, for Machine.TimeSync.
+func TimeServer(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: timesync.Handler()}
+	go srv.Serve(l)
+	t.Cleanup(func() { srv.Close() })
+	return fmt.Sprintf("http://10.0.2.2:%d/", l.Addr().(*net.TCPAddr).Port)
 }
 
 // WriteInitramfs writes the initramfs of m (/init, Files, Modules) to a
@@ -209,6 +231,9 @@ func (m Machine) cmdline() string {
 	}
 	for _, w := range m.Writes {
 		parts = append(parts, "torpor.write="+quote(w))
+	}
+	if m.TimeSync != "" {
+		parts = append(parts, "torpor.timesync="+m.TimeSync)
 	}
 	if m.ClockStep != 0 {
 		parts = append(parts, "torpor.clockstep="+m.ClockStep.String())

@@ -21,6 +21,10 @@
 //	torpor.write=PATH=VALUE    write VALUE to the file PATH (a sysctl or
 //	                           sysfs attribute) before the program runs;
 //	                           repeat for more, in order
+//	torpor.timesync=URL        with torpor.net: set the system clock from
+//	                           the host's, which URL serves (package
+//	                           test/qemu/timesync), and print the offset
+//	                           before and after on the console
 //	torpor.clockstep=-1h       step the system clock by this duration
 //	                           (time.ParseDuration) before the program
 //	                           runs, as fake-hwclock sets the time saved
@@ -32,6 +36,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -39,6 +44,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/torpor-dev/torpor/test/qemu/timesync"
 	"golang.org/x/sys/unix"
 )
 
@@ -96,7 +102,8 @@ func run() int {
 }
 
 // prepare loads modules, mounts disks, brings up the network, writes
-// what the command line asks for and steps the clock, in that order.
+// what the command line asks for, sets the clock from the host's and steps
+// it, in that order.
 func prepare(p params) error {
 	for _, m := range p.modules {
 		if err := loadModule("/lib/modules/" + m); err != nil {
@@ -118,6 +125,11 @@ func prepare(p params) error {
 			return err
 		}
 	}
+	if p.timeSync != "" {
+		if err := syncClock(p.timeSync); err != nil {
+			return err
+		}
+	}
 	if p.clockStep != 0 {
 		tv := unix.NsecToTimeval(time.Now().Add(p.clockStep).UnixNano())
 		if err := unix.Settimeofday(&tv); err != nil {
@@ -125,6 +137,22 @@ func prepare(p params) error {
 		}
 		fmt.Printf("INIT clock stepped by %v to %s\n", p.clockStep, time.Now().UTC().Format(time.RFC3339))
 	}
+	return nil
+}
+
+// syncClock sets the system clock from the host's time server at url: the
+// PL031 RTC the kernel read it from counts whole seconds.
+func syncClock(url string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	before, after, err := timesync.Sync(ctx, url, 10, func(t time.Time) error {
+		ts := unix.NsecToTimespec(t.UnixNano())
+		return unix.ClockSettime(unix.CLOCK_REALTIME, &ts)
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Printf("INIT clock set from the host: offset %v before, %v after\n", before, after)
 	return nil
 }
 
@@ -189,6 +217,7 @@ type params struct {
 	writes  [][2]string // path, value
 	// clockStep is how far to step the system clock before the program.
 	clockStep time.Duration
+	timeSync  string // the host's time server
 }
 
 // parseCmdline picks the torpor.* parameters out of the kernel command
@@ -227,6 +256,8 @@ func parseCmdline(s string) (params, error) {
 				return p, fmt.Errorf("torpor.write=%q: want /PATH=VALUE", v)
 			}
 			p.writes = append(p.writes, [2]string{path, val})
+		case "torpor.timesync":
+			p.timeSync = v
 		case "torpor.clockstep":
 			d, err := time.ParseDuration(v)
 			if err != nil {

@@ -1,0 +1,205 @@
+// Package wakemeter measures what a running torpor-agent spends on its
+// empty wakes, from its text log and /proc: the measuring code of
+// test/link's BenchmarkEmptyWake (the agent on the host or under
+// qemu-user) and test/qemu's BenchmarkEmptyWakeVM (the agent inside the
+// qemu-system guest, where test/qemu/guest/wakebench runs it on the
+// guest's kernel). It has no test dependencies, so that it runs in the
+// guest as well.
+package wakemeter
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Phases are the phases of a wake that the agent's "wake" line reports
+// (phase.NAME=duration) and Wakes sums, the idle live phase aside.
+var Phases = []string{"link", "pulse", "card", "publish", "drain", "announce", "close"}
+
+// CPUTime is a process's CPU time, user and system.
+type CPUTime struct {
+	User time.Duration `json:"user"`
+	Sys  time.Duration `json:"sys"`
+}
+
+// Wakes is what a Meter measured over its wakes.
+type Wakes struct {
+	N      int           `json:"n"`
+	Cycle  CPUTime       `json:"cycle"`   // the whole cycle's CPU (/proc/PID/stat)
+	InWake time.Duration `json:"in_wake"` // CPU between each wake's two log lines
+	// Awake is the wall time awake without the live phase, and Phases
+	// each phase's, summed over the wakes, on the agent's (scaled) clock.
+	Awake  time.Duration            `json:"awake"`
+	Phases map[string]time.Duration `json:"phases"`
+}
+
+// Meter follows an agent's log for n timer wakes, reading the process's
+// CPU time as each wake's "waking" and "wake" lines arrive. Wakes for
+// another reason (the boot wake) are left out.
+type Meter struct {
+	pid, n int
+	w      Wakes
+	cpu0   CPUTime
+	began  time.Duration // thread CPU at the current wake's "waking"; 0 outside a timer wake
+}
+
+// New returns a Meter of process pid for n wakes.
+func New(pid, n int) *Meter {
+	return &Meter{pid: pid, n: n, w: Wakes{Phases: map[string]time.Duration{}}}
+}
+
+// Line takes the agent's next log line and reports whether the n'th
+// measured wake has ended. A measured wake that did not link is an error.
+func (m *Meter) Line(l string) (done bool, err error) {
+	waking := strings.Contains(l, "msg=waking ") && strings.Contains(l, "reason=timer")
+	woke := strings.Contains(l, "msg=wake ") && m.began != 0
+	if m.w.N >= m.n || !waking && !woke {
+		return m.w.N >= m.n, nil
+	}
+	now, err := TaskCPU(m.pid)
+	if err != nil {
+		return false, err
+	}
+	if waking {
+		if m.w.N == 0 && m.began == 0 {
+			if m.cpu0, err = ProcCPU(m.pid); err != nil {
+				return false, err
+			}
+		}
+		m.began = now
+		return false, nil
+	}
+	if err := m.wake(l, now-m.began); err != nil {
+		return false, err
+	}
+	m.began = 0
+	if m.w.N < m.n {
+		return false, nil
+	}
+	cpu1, err := ProcCPU(m.pid)
+	m.w.Cycle = CPUTime{User: cpu1.User - m.cpu0.User, Sys: cpu1.Sys - m.cpu0.Sys}
+	return true, err
+}
+
+// wake adds one "wake" line, whose wake took cpu.
+func (m *Meter) wake(l string, cpu time.Duration) error {
+	if strings.Contains(l, "linkError") || !strings.Contains(l, "drain=") {
+		return fmt.Errorf("wakemeter: a wake did not link: %s", l)
+	}
+	d := map[string]time.Duration{}
+	for _, name := range append([]string{"awake", "phase.live"}, Phases...) {
+		key := name
+		if name != "awake" && name != "phase.live" {
+			key = "phase." + name
+		}
+		v, err := LogDuration(l, key)
+		if err != nil {
+			return err
+		}
+		d[name] = v
+	}
+	m.w.InWake += cpu
+	m.w.Awake += d["awake"] - d["phase.live"]
+	for _, name := range Phases {
+		m.w.Phases[name] += d[name]
+	}
+	m.w.N++
+	return nil
+}
+
+// Wakes returns what was measured so far.
+func (m *Meter) Wakes() Wakes { return m.w }
+
+// TaskCPU sums the time on CPU of pid's threads (the first field of
+// /proc/PID/task/TID/schedstat, in nanoseconds).
+func TaskCPU(pid int) (time.Duration, error) {
+	tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/schedstat", pid))
+	if err != nil || len(tasks) == 0 {
+		return 0, fmt.Errorf("wakemeter: no threads of %d: %v", pid, err)
+	}
+	var sum time.Duration
+	for _, f := range tasks {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue // a thread that exited
+		}
+		fields := strings.Fields(string(b))
+		if len(fields) == 0 {
+			return 0, fmt.Errorf("wakemeter: %s is empty", f)
+		}
+		ns, err := strconv.ParseInt(fields[0], 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("wakemeter: %s: %q", f, b)
+		}
+		sum += time.Duration(ns)
+	}
+	return sum, nil
+}
+
+// ProcCPU reads utime and stime of pid, all its threads, from
+// /proc/PID/stat (proc(5), fields 14 and 15, in clock ticks of 10 ms).
+func ProcCPU(pid int) (CPUTime, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return CPUTime{}, fmt.Errorf("wakemeter: %w", err)
+	}
+	// Fields after the command name, which is in parentheses and may hold spaces.
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 || i+2 > len(b) {
+		return CPUTime{}, fmt.Errorf("wakemeter: /proc/%d/stat: %q", pid, b)
+	}
+	f := strings.Fields(string(b[i+2:]))
+	if len(f) < 13 {
+		return CPUTime{}, fmt.Errorf("wakemeter: /proc/%d/stat: %q", pid, b)
+	}
+	ut, err1 := strconv.ParseInt(f[11], 10, 64)
+	st, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err := errors.Join(err1, err2); err != nil {
+		return CPUTime{}, fmt.Errorf("wakemeter: /proc/%d/stat: %w", pid, err)
+	}
+	const tick = 10 * time.Millisecond
+	return CPUTime{User: time.Duration(ut) * tick, Sys: time.Duration(st) * tick}, nil
+}
+
+// LogDuration reads the duration attribute name=… of a text log line; 0
+// when the line has none.
+func LogDuration(line, name string) (time.Duration, error) {
+	m := regexp.MustCompile(`(?:^| )` + regexp.QuoteMeta(name) + `=(\S+)`).FindStringSubmatch(line)
+	if m == nil {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(m[1])
+	if err != nil {
+		return 0, fmt.Errorf("wakemeter: %s=%s: %w", name, m[1], err)
+	}
+	return d, nil
+}
+
+// Reporter is what Report needs of a *testing.B.
+type Reporter interface {
+	ReportMetric(n float64, unit string)
+}
+
+// Report reports w per wake as a benchmark's metrics: user-ms, sys-ms and
+// cpu-ms (the whole cycle), wake-cpu-ms (inside the wakes), awake-ms and
+// each phase's ms, the wall times in real time (divided by scale, the
+// agent's time scale).
+func Report(b Reporter, w Wakes, scale float64) {
+	n := float64(w.N)
+	b.ReportMetric(ms(w.Cycle.User)/n, "user-ms/wake")
+	b.ReportMetric(ms(w.Cycle.Sys)/n, "sys-ms/wake")
+	b.ReportMetric(ms(w.Cycle.User+w.Cycle.Sys)/n, "cpu-ms/wake")
+	b.ReportMetric(ms(w.InWake)/n, "wake-cpu-ms/wake")
+	b.ReportMetric(ms(w.Awake)/n/scale, "awake-ms/wake")
+	for name, d := range w.Phases {
+		b.ReportMetric(ms(d)/n/scale, name+"-ms/wake")
+	}
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

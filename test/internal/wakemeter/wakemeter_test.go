@@ -1,0 +1,88 @@
+package wakemeter
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+const (
+	bootWaking = `time=2026-12-03T18:00:00Z level=INFO msg=waking reason=boot mode=hourly_wake`
+	bootWake   = `time=2026-12-03T18:00:01Z level=INFO msg=wake reason=boot mode=hourly_wake awake=5m1s linkAttempts=1 drain="0 records" phase.link=20ms phase.live=5m`
+	waking     = `time=2026-12-03T19:00:00Z level=INFO msg=waking reason=timer mode=hourly_wake windowEnd=2026-12-03T19:05:00Z`
+	wake       = `time=2026-12-03T19:05:00Z level=INFO msg=wake reason=timer mode=hourly_wake awake=5m1.5s linkAttempts=1 drain="0 records" phase.link=1s phase.pulse=100ms phase.card=200ms phase.publish=50ms phase.drain=10ms phase.live=5m phase.announce=40ms phase.close=100ms nextWake=2026-12-03T20:00:00Z`
+)
+
+// TestMeter: the boot wake is left out; each timer wake's phases and its
+// awake time without the live phase are summed; the meter is done at the
+// n'th wake, with the CPU of this process read from /proc.
+func TestMeter(t *testing.T) {
+	m := New(os.Getpid(), 2)
+	lines := []string{bootWaking, "msg=other", bootWake, waking, "msg=other", wake, waking}
+	for _, l := range lines {
+		if done, err := m.Line(l); done || err != nil {
+			t.Fatalf("Line(%q) = %v, %v; want not done", l, done, err)
+		}
+	}
+	for i := 0; i < 1e6; i++ { // CPU time for the second wake
+		_ = strings.Repeat("x", i%7)
+	}
+	if done, err := m.Line(wake); !done || err != nil {
+		t.Fatalf("the second wake: %v, %v; want done", done, err)
+	}
+	w := m.Wakes()
+	if w.N != 2 || w.Awake != 3*time.Second || w.Phases["link"] != 2*time.Second || w.Phases["close"] != 200*time.Millisecond {
+		t.Errorf("Wakes() = %+v, want 2 wakes, 3 s awake, 2 s link, 200 ms close", w)
+	}
+	if w.InWake <= 0 || w.Cycle.User < 0 || w.Cycle.Sys < 0 {
+		t.Errorf("CPU: in wake %v, cycle %+v; want some CPU in the wake", w.InWake, w.Cycle)
+	}
+	if done, err := m.Line(waking); !done || err != nil {
+		t.Errorf("a line after the last wake: %v, %v; want done", done, err)
+	}
+}
+
+func TestMeterLinkError(t *testing.T) {
+	m := New(os.Getpid(), 1)
+	m.Line(waking)
+	_, err := m.Line(`msg=wake reason=timer awake=1s linkError="dial tcp: refused"`)
+	if err == nil || !strings.Contains(err.Error(), "did not link") {
+		t.Errorf("a wake with a link error: %v, want an error", err)
+	}
+}
+
+func TestLogDuration(t *testing.T) {
+	tests := []struct {
+		line, name string
+		want       time.Duration
+		wantErr    bool
+	}{
+		{wake, "awake", 5*time.Minute + 1500*time.Millisecond, false},
+		{wake, "phase.link", time.Second, false},
+		{wake, "link", 0, false}, // phase.link is not link
+		{"msg=wake slept=3h", "awake", 0, false},
+		{"msg=wake awake=soon", "awake", 0, true},
+	}
+	for _, tt := range tests {
+		got, err := LogDuration(tt.line, tt.name)
+		if got != tt.want || (err != nil) != tt.wantErr {
+			t.Errorf("LogDuration(…, %q) = %v, %v; want %v, error %v", tt.name, got, err, tt.want, tt.wantErr)
+		}
+	}
+}
+
+func TestProcCPU(t *testing.T) {
+	if _, err := ProcCPU(os.Getpid()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := TaskCPU(os.Getpid()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ProcCPU(-1); err == nil {
+		t.Error("ProcCPU(-1) = nil error")
+	}
+	if _, err := TaskCPU(-1); err == nil {
+		t.Error("TaskCPU(-1) = nil error")
+	}
+}

@@ -1,0 +1,144 @@
+//go:build integration
+
+package qemu
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/test/internal/wakemeter"
+	"github.com/torpor-dev/torpor/test/qemu/timesync"
+	"github.com/torpor-dev/torpor/test/qemu/vm"
+)
+
+// emptyWakeVMScale is BenchmarkEmptyWakeVM's time scale
+// (TORPOR_EMPTYWAKE_SCALE sets another): an hour passes in 30 s, the
+// 5-minute window in 2.5 s. The guest's clock is set from the host's to a
+// few milliseconds (test/qemu/timesync), which the scale makes a second
+// or so between the agent's and the relay's clocks, well inside the
+// bearer tokens' 60 s skew.
+const emptyWakeVMScale = 120
+
+// BenchmarkEmptyWakeVM is test/link's BenchmarkEmptyWake with the agent
+// inside the qemu-system-aarch64 guest (Debian's arm64 kernel, TCG,
+// cortex-a53): the real torpor-relay runs on the host and the real
+// torpor-agent in the guest, its data on an ext4 file system on a
+// virtio-blk disk (cache=none: its fsyncs reach the host's disk, as
+// TestPowerCut's), both on a clock 120 times faster from a
+// shared epoch (--time-epoch, the relay's start), hourly_wake, nothing
+// queued, for b.N empty wakes after its boot wake. The arm64
+// sub-benchmarks run the arm64 build, with its data on the disk (ext4) and,
+// beside it, on the initramfs (no fsync cost); armv6 runs the GOARM=6 build
+// through the arm64 kernel's 32-bit compat layer (there is no armv6 kernel
+// here).
+//
+// test/qemu/guest/wakebench runs the agent in the guest and reads, on the
+// guest's kernel, what test/internal/wakemeter reads: the whole cycle's
+// CPU (/proc/PID/stat), the CPU inside each wake (schedstat between the
+// "waking" and "wake" log lines) and the wall time awake and per phase
+// from the agent's log; these are the guest's figures (TCG makes them
+// those of a slow ARM core), not the emulator's. offset-ms is the guest
+// clock's offset from the host's after the wakes, as the guest measured
+// it.
+//
+//	TORPOR_REQUIRE_TOOLS=1 go test -tags integration -count=1 -run '^$' -bench EmptyWakeVM -benchtime 4x ./test/qemu/
+func BenchmarkEmptyWakeVM(b *testing.B) {
+	for _, tt := range []vmWakeTarget{
+		{"arm64/ext4", "arm64", "", true},
+		{"arm64/initramfs", "arm64", "", false},
+		{"armv6/ext4", "arm", "6", true},
+	} {
+		b.Run(tt.name, func(b *testing.B) { benchEmptyWakeVM(b, tt) })
+	}
+}
+
+// vmWakeTarget is one agent build and where its data directory lives.
+type vmWakeTarget struct {
+	name          string
+	goarch, goarm string
+	// disk puts the agent's data on an ext4 file system on the guest's
+	// virtio-blk disk, where an fsync reaches the host's disk; otherwise
+	// it is on the initramfs, where an fsync costs nothing.
+	disk bool
+}
+
+func benchEmptyWakeVM(b *testing.B, tt vmWakeTarget) {
+	scale := strconv.Itoa(emptyWakeVMScale)
+	if v := os.Getenv("TORPOR_EMPTYWAKE_SCALE"); v != "" {
+		scale = v
+	}
+	key := newKey(b)
+	epoch := time.Now().UTC().Format(time.RFC3339Nano)
+	r := startRelay(b, relayOptions{Guest: true, Allow: []string{key.DID().String()},
+		Args: []string{"--time-scale", scale, "--time-epoch", epoch}})
+	timeURL := vm.TimeServer(b)
+	data := "/var/lib/torpor"
+	if tt.disk {
+		data = "/data/torpor"
+	}
+	agent := []string{"/bin/torpor-agent", "--key", guestKey, "--data-dir", data, "--relay", r.URL,
+		"--mode", "hourly_wake", "--name", "bench", "--purposes", "comms:*",
+		"--handler", "*=exec:/bin/wakebench", // never run: nothing is queued
+		"--time-scale", scale, "--time-epoch", epoch}
+	m := vm.Machine{Kernel: vm.FindKernel(b), Net: true, TimeSync: timeURL, Modules: []string{"virtio_mmio", "virtio_net"},
+		Files: map[string][]byte{
+			"bin/torpor-agent":     vm.CrossBinary(b, "./cmd/torpor-agent", tt.goarch, tt.goarm),
+			"bin/wakebench":        vm.GuestBinary(b, "./test/qemu/guest/wakebench"),
+			"etc/torpor/agent.key": guestKeyFile(b, key),
+		},
+		Modes: map[string]uint32{"etc/torpor/agent.key": 0o600},
+		Run:   "/bin/wakebench", Args: append([]string{"-n", strconv.Itoa(b.N), "-time", timeURL, "--"}, agent...)}
+	if tt.disk {
+		m.Modules = append(append([]string(nil), diskModules...), "virtio_net")
+		m.Disk, m.Mounts = newDisk(b, 64<<20), []string{"/dev/vda:/data:ext4"}
+	}
+	v := vm.Start(b, m)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute+time.Duration(b.N)*2*time.Minute)
+	defer cancel()
+	if err := v.Wait(ctx); err != nil {
+		b.Fatalf("guest: %v", err)
+	}
+	type result struct {
+		Wakes  wakemeter.Wakes `json:"wakes"`
+		Offset timesync.Sample `json:"offset"`
+		Error  string          `json:"error"`
+	}
+	rs, err := vm.Results[result](v)
+	if err != nil || len(rs) != 1 || rs[0].Error != "" || rs[0].Wakes.N != b.N {
+		b.Fatalf("guest: %+v, %v", rs, err)
+	}
+	f, _ := strconv.ParseFloat(scale, 64)
+	wakemeter.Report(b, rs[0].Wakes, f)
+	b.ReportMetric(float64(rs[0].Offset.Offset)/float64(time.Millisecond), "offset-ms")
+	b.Logf("guest clock: %s; after the wakes %v", syncLine(v), rs[0].Offset)
+}
+
+// guestKeyFile returns the bytes of a key file of key.
+func guestKeyFile(t testing.TB, key *did.PrivateKey) []byte {
+	t.Helper()
+	f := filepath.Join(t.TempDir(), "agent.key")
+	if err := did.SaveKey(f, key, false); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// syncLine returns what the guest's /init said when it set the clock.
+func syncLine(v *vm.VM) string {
+	for _, l := range v.Lines() {
+		if _, s, ok := strings.Cut(l, "INIT clock set from the host: "); ok {
+			return s
+		}
+	}
+	return "not set"
+}
