@@ -36,6 +36,7 @@ func BenchmarkAsleepAnswer(b *testing.B) {
 	for _, senders := range []int{1, 16, 64} {
 		b.Run(fmt.Sprintf("senders=%d", senders), func(b *testing.B) {
 			h := newHarness(b, func(c *Config) {
+				c.AdmitAll = true // no probation's ceiling: the bounds below
 				c.Bounds = queue.DefaultBounds()
 				c.Bounds.MaxMessages, c.Bounds.MaxPerPeer, c.Bounds.MaxBytes, c.Bounds.MaxPeerBytes = 1<<30, 1<<30, 1<<40, 1<<40
 			})
