@@ -169,31 +169,62 @@ func (v *Verifier) VerifyToken(s string) (*Token, error) {
 	if err != nil {
 		return nil, err
 	}
+	if e, ok := v.Signatures.get(tok); ok {
+		return v.verifyCached(e)
+	}
 	t, err := Parse(tok)
 	if err != nil {
 		return nil, err
 	}
-	if err := v.checkTimes(t.Claims); err != nil {
+	if err := v.checkVarying(t.Claims); err != nil {
 		return nil, err
-	}
-	if err := v.checkAudience(t.Claims.Aud); err != nil {
-		return nil, err
-	}
-	if t.Claims.Purpose != v.Purpose {
-		return nil, fail(ErrPurpose, "transport token: wrong purpose", purposeReason(t.Claims.Purpose, v.Purpose))
 	}
 	want, err := t.Claims.canonical()
 	if err != nil || !bytes.Equal(want, t.body) {
 		return nil, fail(ErrNonCanonical, "transport token: non-canonical payload", "")
 	}
-	if v.Signatures.has(tok) {
-		return t, nil
-	}
 	if !t.id.Verify(t.body, t.sig) {
 		return nil, fail(ErrSignature, "transport token: bad signature", "")
 	}
-	v.Signatures.add(tok)
+	keep := *t // the caller may change the one it gets
+	v.Signatures.add(tok, &keep, v.Audience)
 	return t, nil
+}
+
+// verifyCached runs on a token SigCache holds the checks that depend on
+// the time or on the Verifier (3–7), in their order, and returns a copy.
+func (v *Verifier) verifyCached(e cached) (*Token, error) {
+	if err := v.checkTimes(e.t.Claims); err != nil {
+		return nil, err
+	}
+	if e.audience != v.Audience {
+		if err := v.checkAudience(e.t.Claims.Aud); err != nil {
+			return nil, err
+		}
+	}
+	if err := v.checkPurpose(e.t.Claims); err != nil {
+		return nil, err
+	}
+	t := *e.t
+	return &t, nil
+}
+
+// checkVarying runs checks 3–7: the times, the audience and the purpose.
+func (v *Verifier) checkVarying(c Claims) error {
+	if err := v.checkTimes(c); err != nil {
+		return err
+	}
+	if err := v.checkAudience(c.Aud); err != nil {
+		return err
+	}
+	return v.checkPurpose(c)
+}
+
+func (v *Verifier) checkPurpose(c Claims) error {
+	if c.Purpose != v.Purpose {
+		return fail(ErrPurpose, "transport token: wrong purpose", purposeReason(c.Purpose, v.Purpose))
+	}
+	return nil
 }
 
 // Token is a decoded token whose signature, times and audience have not
