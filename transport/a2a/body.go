@@ -67,8 +67,8 @@ func checkStrict(b []byte) error {
 // jsonLevel is an open object or array of checkStrict's walk.
 type jsonLevel struct {
 	obj     bool
-	wantKey bool // the next string is a member name
-	keys    []string
+	wantKey bool            // the next string is a member name
+	keys    [][]byte        // the names so far, unescaped
 	set     map[string]bool // instead of keys past 16 members
 }
 
@@ -76,31 +76,33 @@ type jsonLevel struct {
 // and fails if the object has it already.
 func (l *jsonLevel) member(quoted []byte) error {
 	l.wantKey = false
-	name := string(quoted[1 : len(quoted)-1])
+	name := quoted[1 : len(quoted)-1]
 	if bytes.IndexByte(quoted, '\\') >= 0 {
-		if err := json.Unmarshal(quoted, &name); err != nil {
+		var s string
+		if err := json.Unmarshal(quoted, &s); err != nil {
 			return err
 		}
+		name = []byte(s)
 	}
 	dup := false
 	switch {
 	case l.set != nil:
-		dup = l.set[name]
-		l.set[name] = true
+		dup = l.set[string(name)]
+		l.set[string(name)] = true
 	case len(l.keys) < 16:
 		for _, k := range l.keys {
-			dup = dup || k == name
+			dup = dup || bytes.Equal(k, name)
 		}
 		l.keys = append(l.keys, name)
 	default:
 		l.set = make(map[string]bool, 32)
 		for _, k := range l.keys {
-			l.set[k] = true
+			l.set[string(k)] = true
 		}
-		dup, l.set[name] = l.set[name], true
+		dup, l.set[string(name)] = l.set[string(name)], true
 	}
 	if dup {
-		return fmt.Errorf("%w %q", errDuplicate, truncate(name))
+		return fmt.Errorf("%w %q", errDuplicate, truncate(string(name)))
 	}
 	return nil
 }

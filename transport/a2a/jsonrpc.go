@@ -93,10 +93,10 @@ func ParseRequest(b []byte) (*Request, error) {
 		return nil, invalid(err.Error())
 	}
 	var r Request
-	if err := json.Unmarshal(m["jsonrpc"], &r.JSONRPC); err != nil || r.JSONRPC != "2.0" {
+	if err := UnquoteString(m["jsonrpc"], &r.JSONRPC); err != nil || r.JSONRPC != "2.0" {
 		return nil, invalid(`jsonrpc must be "2.0"`)
 	}
-	if err := json.Unmarshal(m["method"], &r.Method); err != nil || r.Method == "" {
+	if err := UnquoteString(m["method"], &r.Method); err != nil || r.Method == "" {
 		return nil, invalid("method must be a non-empty string")
 	}
 	if id, ok := m["id"]; ok {
