@@ -2,7 +2,6 @@ package relay
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -84,7 +83,8 @@ type Config struct {
 	// Clock is the relay's time (a scaled clock in demos); nil is the real
 	// clock.
 	Clock clock.Clock
-	// Rand is the randomness for Retry-After jitter; nil is crypto/rand.
+	// Rand is the randomness for Retry-After jitter; nil is crypto/rand
+	// (read 4 KiB at a time).
 	Rand io.Reader
 	// Logger receives operational logs; nil discards.
 	Logger *slog.Logger
@@ -180,7 +180,7 @@ func New(cfg Config) (*Relay, error) {
 	}
 	s := &Relay{cfg: cfg, clk: clock.Or(cfg.Clock), rnd: cfg.Rand, log: cfg.Logger, adm: admission{known: map[string]bool{}}}
 	if s.rnd == nil {
-		s.rnd = rand.Reader
+		s.rnd = newBufferedRand()
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
