@@ -299,7 +299,7 @@ func (s *Relay) Run(ctx context.Context) error {
 // agentPath parses the {did} path value. It answers 404 and returns false
 // when it is not an Ed25519 did:key.
 func agentPath(w http.ResponseWriter, r *http.Request) (did.DID, bool) {
-	id, err := did.Parse(r.PathValue("did"))
+	id, err := agentDIDs.parse(r.PathValue("did"))
 	if err != nil {
 		writeJSON(w, http.StatusNotFound, map[string]any{"error": "unknown_agent", "message": "not an Ed25519 did:key"})
 		return did.DID{}, false
