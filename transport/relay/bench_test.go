@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -50,25 +51,27 @@ func BenchmarkAsleepAnswer(b *testing.B) {
 				keys[i] = didtest.Key(b, byte(10+i))
 				tokens[i], _ = issueToken(keys[i], h.relay.cfg.PublicURL, h)
 			}
-			eP50, eRate := directEnqueue(b, h.relay.cfg.Queue, c0(h), senders)
+			eP50, eRate, eCPU := directEnqueue(b, h.relay.cfg.Queue, c0(h), senders)
 			lat := make([]time.Duration, b.N)
 			tx0, st0 := txID(b, h), h.q.DB().Stats().TxStats
 			var next atomic.Int64
 			var wg sync.WaitGroup
 			b.ResetTimer()
-			start := time.Now()
+			cpu0, start := cpuTime(b), time.Now()
 			for s := range senders {
 				wg.Go(func() { sendAsleep(b, h.srv.Listener.Addr().String(), path, tokens[s], &next, lat) })
 			}
 			wg.Wait()
-			elapsed := time.Since(start)
+			elapsed, cpu := time.Since(start), cpuTime(b)-cpu0
 			b.StopTimer()
 			commits := float64(txID(b, h) - tx0)
 			b.ReportMetric(float64(b.N)/commits, "enqueues/commit")
 			st := h.q.DB().Stats().TxStats
 			b.ReportMetric(float64(st.GetWriteTime()-st0.GetWriteTime())/commits/1e3, "µs-write/commit")
-			p50, rate := directEnqueue(b, h.relay.cfg.Queue, c0(h), senders)
-			eP50, eRate = (eP50+p50)/2, (eRate+rate)/2
+			p50, rate, eCPU2 := directEnqueue(b, h.relay.cfg.Queue, c0(h), senders)
+			eP50, eRate, eCPU = (eP50+p50)/2, (eRate+rate)/2, (eCPU+eCPU2)/2
+			b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/answer")
+			b.ReportMetric(float64(eCPU.Nanoseconds())/1e3, "cpu-µs/enqueue")
 			sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 			b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
 			b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
@@ -130,8 +133,9 @@ func c0(h *harness) time.Time { return h.clk.Now() }
 
 // directEnqueue calls q.Enqueue from senders goroutines for about 300 ms,
 // as the handler would (a sendV1 body, each sender its own DID, one agent
-// of its own), and returns the calls' p50 and rate.
-func directEnqueue(b *testing.B, q queue.Store, now time.Time, senders int) (time.Duration, float64) {
+// of its own), and returns the calls' p50, rate and the process's CPU
+// time (user and system) per call.
+func directEnqueue(b *testing.B, q queue.Store, now time.Time, senders int) (time.Duration, float64, time.Duration) {
 	bounds := queue.DefaultBounds()
 	bounds.MaxMessages, bounds.MaxPerPeer, bounds.MaxBytes, bounds.MaxPeerBytes = 1<<30, 1<<30, 1<<40, 1<<40
 	var (
@@ -139,7 +143,7 @@ func directEnqueue(b *testing.B, q queue.Store, now time.Time, senders int) (tim
 		lat []time.Duration
 		wg  sync.WaitGroup
 	)
-	start := time.Now()
+	cpu0, start := cpuTime(b), time.Now()
 	for i := range senders {
 		wg.Go(func() {
 			r := queue.Record{Agent: "did:key:direct-enqueue", From: fmt.Sprint("did:key:sender", i), Body: []byte(sendV1)}
@@ -158,9 +162,19 @@ func directEnqueue(b *testing.B, q queue.Store, now time.Time, senders int) (tim
 		})
 	}
 	wg.Wait()
-	elapsed := time.Since(start)
+	elapsed, cpu := time.Since(start), cpuTime(b)-cpu0
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
-	return lat[len(lat)/2], float64(len(lat)) / elapsed.Seconds()
+	return lat[len(lat)/2], float64(len(lat)) / elapsed.Seconds(), cpu / time.Duration(len(lat))
+}
+
+// cpuTime is the CPU time (user and system) the process has used: the
+// relay's and the senders' together, for they share it.
+func cpuTime(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // txID is the id of the queue's last committed write transaction.
