@@ -43,8 +43,11 @@ var (
 // json.Unmarshal gives them in a map[string]json.RawMessage. The values
 // are b's bytes, not copies.
 func checkStrict(b []byte) ([]jsonMember, error) {
-	stack := make([]jsonLevel, 0, 8)
-	names := make([][]byte, 0, 32) // the open objects' member names
+	// On the goroutine's stack for the usual request: a few levels and
+	// names; deeper or longer ones grow onto the heap.
+	var stackArr [12]jsonLevel
+	var namesArr [24][]byte
+	stack, names := stackArr[:0], namesArr[:0] // names: the open objects' member names
 	var top []jsonMember
 	value := -1 // where the top-level member's value being read starts
 	for i := 0; i < len(b); i++ {
@@ -75,9 +78,13 @@ func checkStrict(b []byte) ([]jsonMember, error) {
 		case '"':
 			j := stringEnd(b, i)
 			if n := len(stack); n > 0 && stack[n-1].wantKey {
-				name, err := stack[n-1].member(&names, b[i:j+1])
+				lv := &stack[n-1]
+				name, err := lv.member(names[lv.names:], b[i:j+1])
 				if err != nil {
 					return nil, err
+				}
+				if lv.set == nil {
+					names = append(names, name)
 				}
 				if n == 1 {
 					top = append(top, jsonMember{name: name})
@@ -116,10 +123,11 @@ type jsonLevel struct {
 	set   map[string]bool
 }
 
-// member records the member name quoted (a JSON string with its quotes)
-// in names and fails if the object has it already. It returns the name,
-// unescaped.
-func (l *jsonLevel) member(names *[][]byte, quoted []byte) ([]byte, error) {
+// member fails if the object has the member name quoted (a JSON string
+// with its quotes) already: among mine, the names so far, or in l.set,
+// which it starts past 16 names. It returns the name, unescaped, for the
+// caller to add to mine while l.set is nil.
+func (l *jsonLevel) member(mine [][]byte, quoted []byte) ([]byte, error) {
 	l.wantKey = false
 	name := quoted[1 : len(quoted)-1]
 	if bytes.IndexByte(quoted, '\\') >= 0 {
@@ -129,7 +137,6 @@ func (l *jsonLevel) member(names *[][]byte, quoted []byte) ([]byte, error) {
 		}
 		name = []byte(s)
 	}
-	mine := (*names)[l.names:]
 	dup := false
 	switch {
 	case l.set != nil:
@@ -139,7 +146,6 @@ func (l *jsonLevel) member(names *[][]byte, quoted []byte) ([]byte, error) {
 		for _, k := range mine {
 			dup = dup || bytes.Equal(k, name)
 		}
-		*names = append(*names, name)
 	default:
 		l.set = make(map[string]bool, 32)
 		for _, k := range mine {

@@ -3,7 +3,9 @@ package a2a
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -62,6 +64,9 @@ var parseRequestCorpus = []string{
 	`{"jsonrpc":"2.0","method":"m\ud800"}`, "{\"jsonrpc\":\"2.0\",\"method\":\"m\xff\"}", "{\"jsonrpc\":\"2.0\",\"method\xff\":\"m\"}",
 	`{"jsonrpc":"2.0","method":"m"}x`, `{"jsonrpc":"2.0","method":"m",}`, `{"jsonrpc":"2.0" "method":"m"}`,
 	`{"a":[{"b":[{"c":{}}]}],"jsonrpc":"2.0","method":"m","z":"}"}`,
+	`{"k0":0,"k1":1,"k2":2,"k3":3,"k4":4,"k5":5,"k6":6,"k7":7,"k8":8,"k9":9,"k10":10,"k11":11,"k12":12,"k13":13,"k14":14,"k15":15,"k16":16,"k17":17,"k18":18,"k19":19,"jsonrpc":"2.0","method":"m","params":{"k0":0,"k1":1,"k2":2,"k3":3,"k4":4,"k5":5,"k6":6,"k7":7,"k8":8,"k9":9,"k10":10,"k11":11,"k12":12,"k13":13,"k14":14,"k15":15,"k16":16,"k17":17,"k18":18,"k19":19,"o":{"k0":0,"k1":1,"k2":2,"k3":3,"k4":4,"k5":5,"k6":6,"k7":7,"k8":8,"k9":9,"k10":10,"k11":11,"k12":12,"k13":13,"k14":14,"k15":15,"k16":16,"k17":17,"k18":18,"k19":19,"x":1},"k19":0}}`,
+	`{"k0":0,"k1":1,"k2":2,"k3":3,"k4":4,"k5":5,"k6":6,"k7":7,"k8":8,"k9":9,"k10":10,"k11":11,"k12":12,"k13":13,"k14":14,"k15":15,"k16":16,"k17":17,"k18":18,"k19":19,"jsonrpc":"2.0","method":"m","params":{"k0":0,"k1":1,"k2":2,"k3":3,"k4":4,"k5":5,"k6":6,"k7":7,"k8":8,"k9":9,"k10":10,"k11":11,"k12":12,"k13":13,"k14":14,"k15":15,"k16":16,"k17":17,"k18":18,"k19":19,"o":{"k0":0,"k1":1,"k2":2,"k3":3,"k4":4,"k5":5,"k6":6,"k7":7,"k8":8,"k9":9,"k10":10,"k11":11,"k12":12,"k13":13,"k14":14,"k15":15,"k16":16,"k17":17,"k18":18,"k19":19,"x":1},"k1\u0039":0}}`,
+	`{"k0":0,"k1":1,"k2":2,"k3":3,"k4":4,"k5":5,"k6":6,"k7":7,"k8":8,"k9":9,"k10":10,"k11":11,"k12":12,"k13":13,"k14":14,"k15":15,"k16":16,"k17":17,"k18":18,"k19":19,"jsonrpc":"2.0","method":"m","params":{"k0":0,"k1":1,"k2":2,"k3":3,"k4":4,"k5":5,"k6":6,"k7":7,"k8":8,"k9":9,"k10":10,"k11":11,"k12":12,"k13":13,"k14":14,"k15":15,"k16":16,"k17":17,"k18":18,"k19":19,"o":{"k0":0,"k1":1,"k2":2,"k3":3,"k4":4,"k5":5,"k6":6,"k7":7,"k8":8,"k9":9,"k10":10,"k11":11,"k12":12,"k13":13,"k14":14,"k15":15,"k16":16,"k17":17,"k18":18,"k19":19,"k3":1}}}`,
 }
 
 // TestParseRequestAsByMap: ParseRequest, which reads the top-level members
@@ -84,5 +89,30 @@ func checkParseAsByMap(t *testing.T, in []byte) {
 	want, werr := parseRequestByMap(in)
 	if !reflect.DeepEqual(gerr, werr) || !reflect.DeepEqual(got, want) {
 		t.Errorf("ParseRequest(%q) = %+v, %v\nby map: %+v, %v", in, got, gerr, want, werr)
+	}
+}
+
+// TestDuplicatePastSixteen: a member name twice in an object of more
+// than 16 members (checkStrict's set), at the top or nested, escaped or
+// not, is refused, and one object's names do not count for another's.
+func TestDuplicatePastSixteen(t *testing.T) {
+	many := ""
+	for i := range 20 {
+		many += fmt.Sprintf(`"k%d":%d,`, i, i)
+	}
+	for _, tt := range []struct {
+		in  string
+		dup bool
+	}{
+		{`{` + many + `"jsonrpc":"2.0","method":"m","params":{` + many + `"o":{` + many + `"x":1}}}`, false},
+		{`{` + many + `"jsonrpc":"2.0","method":"m","params":{` + many + `"o":{` + many + `"x":1},"k19":0}}`, true},
+		{`{` + many + `"jsonrpc":"2.0","method":"m","params":{` + many + `"o":{` + many + `"x":1},"k1\u0039":0}}`, true},
+		{`{` + many + `"jsonrpc":"2.0","method":"m","params":{` + many + `"o":{` + many + `"k3":1}}}`, true},
+		{`{` + many + `"jsonrpc":"2.0","method":"m","k0":1}`, true},
+	} {
+		_, err := ParseRequest([]byte(tt.in))
+		if got := err != nil && strings.Contains(err.(*RPCError).Message, "duplicate member"); got != tt.dup {
+			t.Errorf("%.80s…: %v, want a duplicate: %v", tt.in, err, tt.dup)
+		}
 	}
 }
