@@ -132,17 +132,13 @@ func ReadBody(b []byte) Body {
 	if !out.Send {
 		return out
 	}
-	var params struct {
-		Message struct {
-			Parts []json.RawMessage `json:"parts"`
-		} `json:"message"`
-	}
-	if json.Unmarshal(req.Params, &params) != nil {
+	parts, err := sendParts(req.Params) // params.message.parts, as encoding/json reads them
+	if err != nil {
 		out.Refusal = ObjectRejected()
 		return out
 	}
 	taken := false
-	for _, raw := range params.Message.Parts {
+	for _, raw := range parts {
 		p, err := DecodePart(raw)
 		if err != nil {
 			out.Parts, out.Refusal = nil, ObjectRejected()

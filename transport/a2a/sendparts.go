@@ -1,0 +1,173 @@
+package a2a
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"unicode"
+	"unicode/utf8"
+)
+
+// sendParts returns the message's parts of a submission's params, as
+//
+//	var p struct {
+//		Message struct {
+//			Parts []json.RawMessage `json:"parts"`
+//		} `json:"message"`
+//	}
+//	err := json.Unmarshal(params, &p)
+//
+// would (an error, or p.Message.Parts), for params that are valid JSON
+// (ParseRequest's): a walk over bytes already validated instead of
+// encoding/json's validating them again and decoding them by reflection.
+// It follows encoding/json's rules: member names match exactly or by
+// case folding (its foldName), null leaves a struct as it is and makes a
+// slice nil, a member matched again overwrites, a value of the wrong type
+// is an error, and other members are skipped.
+func sendParts(params []byte) ([]json.RawMessage, error) {
+	var parts []json.RawMessage
+	params = trimJSONSpace(params)
+	if len(params) == 0 {
+		return nil, errors.New("no params")
+	}
+	err := eachMember(params, "MESSAGE", func(msg []byte) error {
+		return eachMember(msg, "PARTS", func(v []byte) error {
+			switch v[0] {
+			case 'n':
+				parts = nil
+			case '[':
+				parts = arrayElements(v)
+			default:
+				return errors.New("parts is not an array")
+			}
+			return nil
+		})
+	})
+	return parts, err
+}
+
+// eachMember calls f with the value of each member of obj, a valid JSON
+// value, whose name folds to folded (encoding/json's foldName), in order.
+// obj null calls nothing; obj of another type than object is an error.
+func eachMember(obj []byte, folded string, f func(value []byte) error) error {
+	switch obj[0] {
+	case 'n':
+		return nil
+	case '{':
+	default:
+		return errors.New("not an object")
+	}
+	var firstErr error
+	for i := skipJSONSpace(obj, 1); obj[i] != '}'; {
+		end := stringEnd(obj, i)
+		name := obj[i : end+1]
+		i = skipJSONSpace(obj, end+1) + 1 // past ':'
+		i = skipJSONSpace(obj, i)
+		vend := valueEnd(obj, i)
+		if foldsTo(name, folded) {
+			if err := f(obj[i:vend]); err != nil && firstErr == nil {
+				firstErr = err // encoding/json goes on, and reports the first
+			}
+		}
+		i = skipJSONSpace(obj, vend)
+		if obj[i] == ',' {
+			i = skipJSONSpace(obj, i+1)
+		}
+	}
+	return firstErr
+}
+
+// foldsTo reports whether the member name quoted, a JSON string, unquoted
+// as encoding/json unquotes it, folds to folded (ASCII capitals).
+func foldsTo(quoted []byte, folded string) bool {
+	name := quoted[1 : len(quoted)-1]
+	if bytes.IndexByte(name, '\\') >= 0 || !utf8.Valid(name) {
+		var s string
+		if json.Unmarshal(quoted, &s) != nil {
+			return false
+		}
+		name = []byte(s)
+	}
+	var arr [32]byte
+	out := arr[:0]
+	for i := 0; i < len(name); {
+		if c := name[i]; c < utf8.RuneSelf {
+			if 'a' <= c && c <= 'z' {
+				c -= 'a' - 'A'
+			}
+			out = append(out, c)
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRune(name[i:])
+		out = utf8.AppendRune(out, foldRune(r))
+		i += n
+	}
+	return string(out) == folded
+}
+
+// foldRune is encoding/json's: the smallest rune of r's fold set.
+func foldRune(r rune) rune {
+	for {
+		r2 := unicode.SimpleFold(r)
+		if r2 <= r {
+			return r2
+		}
+		r = r2
+	}
+}
+
+// arrayElements returns the elements of arr, a valid JSON array, as
+// copies (json.RawMessage copies what it decodes); [] gives an empty,
+// non-nil slice, as encoding/json does.
+func arrayElements(arr []byte) []json.RawMessage {
+	out := []json.RawMessage{}
+	for i := skipJSONSpace(arr, 1); arr[i] != ']'; {
+		end := valueEnd(arr, i)
+		out = append(out, bytes.Clone(arr[i:end]))
+		i = skipJSONSpace(arr, end)
+		if arr[i] == ',' {
+			i = skipJSONSpace(arr, i+1)
+		}
+	}
+	return out
+}
+
+func skipJSONSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// valueEnd returns the index just past the valid JSON value starting at
+// b[i].
+func valueEnd(b []byte, i int) int {
+	switch b[i] {
+	case '"':
+		return stringEnd(b, i) + 1
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(b); j++ {
+			switch b[j] {
+			case '"':
+				j = stringEnd(b, j)
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return j + 1
+				}
+			}
+		}
+		return len(b)
+	}
+	j := i
+	for ; j < len(b); j++ {
+		switch b[j] {
+		case ',', '}', ']', ' ', '\t', '\n', '\r':
+			return j
+		}
+	}
+	return j
+}
