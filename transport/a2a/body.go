@@ -182,11 +182,25 @@ func truncate(s string) string {
 
 // checkedMembers splits a JSON object that checkStrict accepted (no
 // member name twice) into its members; anything but an object is an
-// error, as for canon.MemberMap.
+// error, as for canon.MemberMap. It gives what json.Unmarshal into a
+// map[string]json.RawMessage gives (names unquoted as it unquotes them,
+// values copied), by a walk: b must be valid JSON, a value of a body
+// ParseRequest accepted, which json.Valid checked already.
 func checkedMembers(b []byte) (map[string]json.RawMessage, error) {
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(b, &m); err != nil || m == nil {
+	b = trimJSONSpace(b)
+	if len(b) == 0 || b[0] != '{' {
 		return nil, errors.New("not a JSON object")
+	}
+	m := map[string]json.RawMessage{}
+	for i := skipJSONSpace(b, 1); b[i] != '}'; {
+		end := stringEnd(b, i)
+		name := unquoteName(b[i : end+1])
+		i = skipJSONSpace(b, skipJSONSpace(b, end+1)+1) // past ':'
+		vend := valueEnd(b, i)
+		m[name] = bytes.Clone(b[i:vend])
+		if i = skipJSONSpace(b, vend); b[i] == ',' {
+			i = skipJSONSpace(b, i+1)
+		}
 	}
 	return m, nil
 }

@@ -80,14 +80,7 @@ func eachMember(obj []byte, folded string, f func(value []byte) error) error {
 // foldsTo reports whether the member name quoted, a JSON string, unquoted
 // as encoding/json unquotes it, folds to folded (ASCII capitals).
 func foldsTo(quoted []byte, folded string) bool {
-	name := quoted[1 : len(quoted)-1]
-	if bytes.IndexByte(name, '\\') >= 0 || !utf8.Valid(name) {
-		var s string
-		if json.Unmarshal(quoted, &s) != nil {
-			return false
-		}
-		name = []byte(s)
-	}
+	name := []byte(unquoteName(quoted))
 	var arr [32]byte
 	out := arr[:0]
 	for i := 0; i < len(name); {
@@ -104,6 +97,18 @@ func foldsTo(quoted []byte, folded string) bool {
 		i += n
 	}
 	return string(out) == folded
+}
+
+// unquoteName unquotes a member name, a valid JSON string with its quotes,
+// as encoding/json does (escapes decoded, invalid UTF-8 replaced).
+func unquoteName(quoted []byte) string {
+	name := quoted[1 : len(quoted)-1]
+	if bytes.IndexByte(name, '\\') < 0 && utf8.Valid(name) {
+		return string(name)
+	}
+	var s string
+	json.Unmarshal(quoted, &s) // valid: cannot fail
+	return s
 }
 
 // foldRune is encoding/json's: the smallest rune of r's fold set.

@@ -3,6 +3,7 @@ package a2a
 import (
 	"bytes"
 	"encoding/json"
+	"reflect"
 	"testing"
 )
 
@@ -59,5 +60,39 @@ func checkSendParts(t *testing.T, in []byte) {
 		if !bytes.Equal(got[i], p.Message.Parts[i]) {
 			t.Fatalf("sendParts(%q) = %q, encoding/json %q", in, got, p.Message.Parts)
 		}
+	}
+}
+
+// TestCheckedMembersAsUnmarshal: checkedMembers gives what json.Unmarshal
+// into a map gives, for valid JSON.
+func TestCheckedMembersAsUnmarshal(t *testing.T) {
+	for _, in := range append(sendPartsCorpus, `{"a":1,"b":"x\"}","c":[1,{"d":null}],"\u0065":true,"e\u0301":{}}`, ` {"x" : "y" } `, "{\"f\xff\":1,\"f\xfe\":2}") {
+		if !json.Valid([]byte(in)) {
+			t.Fatalf("corpus entry %q is not JSON", in)
+		}
+		checkMembers(t, []byte(in))
+	}
+}
+
+func FuzzCheckedMembersAsUnmarshal(f *testing.F) {
+	for _, in := range sendPartsCorpus {
+		f.Add([]byte(in))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		if json.Valid(in) {
+			checkMembers(t, in)
+		}
+	})
+}
+
+func checkMembers(t *testing.T, in []byte) {
+	var want map[string]json.RawMessage
+	werr := json.Unmarshal(in, &want)
+	got, gerr := checkedMembers(in)
+	if (gerr != nil) != (werr != nil || want == nil) {
+		t.Fatalf("checkedMembers(%q): error %v; encoding/json %v, %v", in, gerr, want, werr)
+	}
+	if gerr == nil && !reflect.DeepEqual(got, want) {
+		t.Fatalf("checkedMembers(%q) = %q, encoding/json %q", in, got, want)
 	}
 }
