@@ -192,16 +192,7 @@ func checkedMembers(b []byte) (map[string]json.RawMessage, error) {
 		return nil, errors.New("not a JSON object")
 	}
 	m := map[string]json.RawMessage{}
-	for i := skipJSONSpace(b, 1); b[i] != '}'; {
-		end := stringEnd(b, i)
-		name := unquoteName(b[i : end+1])
-		i = skipJSONSpace(b, skipJSONSpace(b, end+1)+1) // past ':'
-		vend := valueEnd(b, i)
-		m[name] = bytes.Clone(b[i:vend])
-		if i = skipJSONSpace(b, vend); b[i] == ',' {
-			i = skipJSONSpace(b, i+1)
-		}
-	}
+	eachMemberOf(b, func(quoted, v []byte) { m[unquoteName(quoted)] = bytes.Clone(v) })
 	return m, nil
 }
 

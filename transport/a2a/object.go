@@ -139,7 +139,7 @@ func ReadBody(b []byte) Body {
 	}
 	taken := false
 	for _, raw := range parts {
-		p, err := DecodePart(raw)
+		p, err := checkedPart(raw)
 		if err != nil {
 			out.Parts, out.Refusal = nil, ObjectRejected()
 			return out

@@ -48,31 +48,20 @@ func sendParts(params []byte) ([]json.RawMessage, error) {
 
 // eachMember calls f with the value of each member of obj, a valid JSON
 // value, whose name folds to folded (encoding/json's foldName), in order.
-// obj null calls nothing; obj of another type than object is an error.
+// obj null calls nothing; obj of another type than object is an error, and
+// so is any error of f (the first: encoding/json goes on, and reports the
+// first).
 func eachMember(obj []byte, folded string, f func(value []byte) error) error {
-	switch obj[0] {
-	case 'n':
-		return nil
-	case '{':
-	default:
-		return errors.New("not an object")
-	}
 	var firstErr error
-	for i := skipJSONSpace(obj, 1); obj[i] != '}'; {
-		end := stringEnd(obj, i)
-		name := obj[i : end+1]
-		i = skipJSONSpace(obj, end+1) + 1 // past ':'
-		i = skipJSONSpace(obj, i)
-		vend := valueEnd(obj, i)
-		if foldsTo(name, folded) {
-			if err := f(obj[i:vend]); err != nil && firstErr == nil {
-				firstErr = err // encoding/json goes on, and reports the first
+	err := eachMemberOf(obj, func(quoted, v []byte) {
+		if foldsTo(quoted, folded) {
+			if err := f(v); err != nil && firstErr == nil {
+				firstErr = err
 			}
 		}
-		i = skipJSONSpace(obj, vend)
-		if obj[i] == ',' {
-			i = skipJSONSpace(obj, i+1)
-		}
+	})
+	if err != nil {
+		return err
 	}
 	return firstErr
 }
@@ -80,6 +69,11 @@ func eachMember(obj []byte, folded string, f func(value []byte) error) error {
 // foldsTo reports whether the member name quoted, a JSON string, unquoted
 // as encoding/json unquotes it, folds to folded (ASCII capitals).
 func foldsTo(quoted []byte, folded string) bool {
+	return foldedName(quoted) == folded
+}
+
+// foldedName is encoding/json's foldName of the member name quoted.
+func foldedName(quoted []byte) string {
 	name := []byte(unquoteName(quoted))
 	var arr [32]byte
 	out := arr[:0]
@@ -96,7 +90,7 @@ func foldsTo(quoted []byte, folded string) bool {
 		out = utf8.AppendRune(out, foldRune(r))
 		i += n
 	}
-	return string(out) == folded
+	return string(out)
 }
 
 // unquoteName unquotes a member name, a valid JSON string with its quotes,
@@ -175,4 +169,95 @@ func valueEnd(b []byte, i int) int {
 		}
 	}
 	return j
+}
+
+// checkedPart is DecodePart for raw that is valid JSON, a part of a body
+// ParseRequest accepted: the fields of Part are read by a walk that
+// follows encoding/json's rules (names matched exactly or case-folded,
+// null leaves a string as it is, makes Text nil and is kept as "null" by
+// a json.RawMessage, a string field given another type is an error), and
+// a part without content goes to DecodePart for the bare shape.
+func checkedPart(raw json.RawMessage) (Part, error) {
+	var p Part
+	var firstErr error
+	err := eachMemberOf(trimJSONSpace(raw), func(quoted, v []byte) {
+		var err error
+		switch foldedName(quoted) {
+		case "KIND":
+			err = stringField(v, &p.Kind)
+		case "TEXT":
+			err = stringPtrField(v, &p.Text)
+		case "DATA":
+			p.Data = bytes.Clone(v)
+		case "RAW":
+			p.Raw = bytes.Clone(v)
+		case "URL":
+			p.URL = bytes.Clone(v)
+		case "FILE":
+			p.File = bytes.Clone(v)
+		case "FILENAME":
+			err = stringField(v, &p.Filename)
+		case "MEDIATYPE":
+			err = stringField(v, &p.MediaType)
+		case "METADATA":
+			p.Metadata = bytes.Clone(v)
+		}
+		if err != nil && firstErr == nil {
+			firstErr = err
+		}
+	})
+	if err = errors.Join(err, firstErr); err != nil {
+		return Part{}, err
+	}
+	if p.Data != nil || p.Text != nil || p.Raw != nil || p.URL != nil || p.File != nil {
+		return p, nil
+	}
+	return DecodePart(raw)
+}
+
+func stringField(v []byte, dst *string) error {
+	switch v[0] {
+	case 'n':
+		return nil
+	case '"':
+		return UnquoteString(v, dst)
+	}
+	return errors.New("not a string")
+}
+
+func stringPtrField(v []byte, dst **string) error {
+	switch v[0] {
+	case 'n':
+		*dst = nil
+		return nil
+	case '"':
+		var s string
+		err := UnquoteString(v, &s)
+		*dst = &s
+		return err
+	}
+	return errors.New("not a string")
+}
+
+// eachMemberOf calls f with each member's name (quoted) and value of obj,
+// a valid JSON value, in order; null calls nothing, another type than
+// object is an error.
+func eachMemberOf(obj []byte, f func(quoted, value []byte)) error {
+	switch obj[0] {
+	case 'n':
+		return nil
+	case '{':
+	default:
+		return errors.New("not an object")
+	}
+	for i := skipJSONSpace(obj, 1); obj[i] != '}'; {
+		end := stringEnd(obj, i)
+		v := skipJSONSpace(obj, skipJSONSpace(obj, end+1)+1) // past ':'
+		vend := valueEnd(obj, v)
+		f(obj[i:end+1], obj[v:vend])
+		if i = skipJSONSpace(obj, vend); obj[i] == ',' {
+			i = skipJSONSpace(obj, i+1)
+		}
+	}
+	return nil
 }
