@@ -118,7 +118,9 @@ type BodyPart struct {
 }
 
 // ReadBody reads b: ParseRequest, and for a message submission its
-// message's parts (DecodePart, ObjectMediaType).
+// message's parts (as DecodePart reads them, ObjectMediaType), from the
+// validated body by walks that follow encoding/json's rules
+// (sendparts.go).
 func ReadBody(b []byte) Body {
 	req, err := ParseRequest(b)
 	if err != nil {
