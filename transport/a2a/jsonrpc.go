@@ -79,9 +79,10 @@ func ParseRequest(b []byte) (*Request, error) {
 	invalid := func(why string) error {
 		return &RPCError{Code: CodeInvalidRequest, Message: "Invalid Request: " + why}
 	}
-	// json.Valid is the check json.Unmarshal makes first, and its
-	// *SyntaxError the only error it gives for a body that is not JSON.
-	if !json.Valid(b) {
+	// json.Valid (here validJSON, which answers as it does) is the check
+	// json.Unmarshal makes first, and its *SyntaxError the only error it
+	// gives for a body that is not JSON.
+	if !validJSON(b) {
 		return nil, &RPCError{Code: CodeParseError, Message: "Parse error"}
 	}
 	if firstByte(b) != '{' {
