@@ -89,8 +89,9 @@ func decodeState(b []byte) (State, error) {
 // fsync'd transaction. The last-resort KeyPackage (RFC 9420, Section
 // 16.8) is never deleted by a fetch; the device replaces it.
 type Bolt struct {
-	db  *bolt.DB
-	own bool
+	db     *bolt.DB
+	own    bool
+	states stateCache
 }
 
 var (
@@ -141,7 +142,10 @@ func (s *Bolt) Close() error {
 	return nil
 }
 
-// Get implements Store.
+// Get implements Store. It decodes the stored record only when it changed
+// since the last Get of agent (stateCache), so the State's byte slices
+// (Card, Pulse, Retirement, Status) may be shared with other Gets' and
+// must not be modified.
 func (s *Bolt) Get(_ context.Context, agent string) (State, error) {
 	var st State
 	err := s.db.View(func(tx *bolt.Tx) error {
@@ -149,8 +153,14 @@ func (s *Bolt) Get(_ context.Context, agent string) (State, error) {
 		if b == nil {
 			return ErrUnknownAgent
 		}
+		var ok bool
+		if st, ok = s.states.get(agent, b); ok {
+			return nil
+		}
 		var err error
-		st, err = decodeState(b)
+		if st, err = decodeState(b); err == nil {
+			s.states.put(agent, b, st)
+		}
 		return err
 	})
 	return st, err
@@ -305,6 +315,7 @@ func (s *Bolt) Admitted(_ context.Context, agent string) (bool, error) {
 
 // Forget implements Store in one fsync'd transaction.
 func (s *Bolt) Forget(_ context.Context, agent string) error {
+	defer s.states.forget(agent)
 	return store.Err(s.db.Update(func(tx *bolt.Tx) error {
 		if tx.Bucket(bucketKP).Bucket([]byte(agent)) != nil {
 			if err := tx.Bucket(bucketKP).DeleteBucket([]byte(agent)); err != nil {

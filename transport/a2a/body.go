@@ -36,73 +36,127 @@ var (
 // MaxDepth and for an object with two members of the same name (compared
 // after unescaping: RFC 8259 Section 8.3 compares names by their
 // characters, not their escapes).
-func checkStrict(b []byte) error {
-	var stack []jsonLevel
+//
+// It returns the members of the top-level object, which must be one (b
+// starts with '{' after white space), in their order: each name unescaped
+// and its value's bytes, without the white space around them, as
+// json.Unmarshal gives them in a map[string]json.RawMessage. The values
+// are b's bytes, not copies.
+func checkStrict(b []byte) ([]jsonMember, error) {
+	// On the goroutine's stack for the usual request: a few levels and
+	// names; deeper or longer ones grow onto the heap.
+	var stackArr [12]jsonLevel
+	var namesArr [24][]byte
+	stack, names := stackArr[:0], namesArr[:0] // names: the open objects' member names
+	var top []jsonMember
+	value := -1 // where the top-level member's value being read starts
 	for i := 0; i < len(b); i++ {
 		switch b[i] {
 		case '{', '[':
 			if len(stack) == MaxDepth {
-				return errTooDeep
+				return nil, errTooDeep
 			}
-			stack = append(stack, jsonLevel{obj: b[i] == '{', wantKey: b[i] == '{'})
+			stack = append(stack, jsonLevel{obj: b[i] == '{', wantKey: b[i] == '{', names: len(names)})
 		case '}', ']':
+			if len(stack) == 1 && value >= 0 {
+				top[len(top)-1].value = trimJSONSpace(b[value:i])
+			}
+			names = names[:stack[len(stack)-1].names]
 			stack = stack[:len(stack)-1]
+		case ':':
+			if len(stack) == 1 {
+				value = i + 1
+			}
 		case ',':
-			if top := &stack[len(stack)-1]; top.obj {
-				top.wantKey = true
+			if lv := &stack[len(stack)-1]; lv.obj {
+				lv.wantKey = true
+			}
+			if len(stack) == 1 && value >= 0 {
+				top[len(top)-1].value = trimJSONSpace(b[value:i])
+				value = -1
 			}
 		case '"':
 			j := stringEnd(b, i)
 			if n := len(stack); n > 0 && stack[n-1].wantKey {
-				if err := stack[n-1].member(b[i : j+1]); err != nil {
-					return err
+				lv := &stack[n-1]
+				name, err := lv.member(names[lv.names:], b[i:j+1])
+				if err != nil {
+					return nil, err
+				}
+				if lv.set == nil {
+					names = append(names, name)
+				}
+				if n == 1 {
+					top = append(top, jsonMember{name: name})
 				}
 			}
 			i = j
 		}
 	}
-	return nil
+	return top, nil
+}
+
+// jsonMember is a member of the top-level object (checkStrict).
+type jsonMember struct {
+	name, value []byte
+}
+
+// trimJSONSpace trims JSON's white space (RFC 8259, Section 2).
+func trimJSONSpace(b []byte) []byte {
+	isSpace := func(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+	for len(b) > 0 && isSpace(b[0]) {
+		b = b[1:]
+	}
+	for len(b) > 0 && isSpace(b[len(b)-1]) {
+		b = b[:len(b)-1]
+	}
+	return b
 }
 
 // jsonLevel is an open object or array of checkStrict's walk.
 type jsonLevel struct {
 	obj     bool
 	wantKey bool // the next string is a member name
-	keys    []string
-	set     map[string]bool // instead of keys past 16 members
+	// names is where this object's member names start in checkStrict's
+	// list of names, unescaped; set holds them instead past 16 members.
+	names int
+	set   map[string]bool
 }
 
-// member records the member name quoted (a JSON string with its quotes)
-// and fails if the object has it already.
-func (l *jsonLevel) member(quoted []byte) error {
+// member fails if the object has the member name quoted (a JSON string
+// with its quotes) already: among mine, the names so far, or in l.set,
+// which it starts past 16 names. It returns the name, unescaped, for the
+// caller to add to mine while l.set is nil.
+func (l *jsonLevel) member(mine [][]byte, quoted []byte) ([]byte, error) {
 	l.wantKey = false
-	name := string(quoted[1 : len(quoted)-1])
+	name := quoted[1 : len(quoted)-1]
 	if bytes.IndexByte(quoted, '\\') >= 0 {
-		if err := json.Unmarshal(quoted, &name); err != nil {
-			return err
+		var s string
+		if err := json.Unmarshal(quoted, &s); err != nil {
+			return nil, err
 		}
+		name = []byte(s)
 	}
 	dup := false
 	switch {
 	case l.set != nil:
-		dup = l.set[name]
-		l.set[name] = true
-	case len(l.keys) < 16:
-		for _, k := range l.keys {
-			dup = dup || k == name
+		dup = l.set[string(name)]
+		l.set[string(name)] = true
+	case len(mine) < 16:
+		for _, k := range mine {
+			dup = dup || bytes.Equal(k, name)
 		}
-		l.keys = append(l.keys, name)
 	default:
 		l.set = make(map[string]bool, 32)
-		for _, k := range l.keys {
-			l.set[k] = true
+		for _, k := range mine {
+			l.set[string(k)] = true
 		}
-		dup, l.set[name] = l.set[name], true
+		dup, l.set[string(name)] = l.set[string(name)], true
 	}
 	if dup {
-		return fmt.Errorf("%w %q", errDuplicate, truncate(name))
+		return nil, fmt.Errorf("%w %q", errDuplicate, truncate(string(name)))
 	}
-	return nil
+	return name, nil
 }
 
 // stringEnd returns the index of the quote that closes the JSON string
@@ -128,12 +182,17 @@ func truncate(s string) string {
 
 // checkedMembers splits a JSON object that checkStrict accepted (no
 // member name twice) into its members; anything but an object is an
-// error, as for canon.MemberMap.
+// error, as for canon.MemberMap. It gives what json.Unmarshal into a
+// map[string]json.RawMessage gives (names unquoted as it unquotes them,
+// values copied), by a walk: b must be valid JSON, a value of a body
+// ParseRequest accepted, which json.Valid checked already.
 func checkedMembers(b []byte) (map[string]json.RawMessage, error) {
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(b, &m); err != nil || m == nil {
+	b = trimJSONSpace(b)
+	if len(b) == 0 || b[0] != '{' {
 		return nil, errors.New("not a JSON object")
 	}
+	m := map[string]json.RawMessage{}
+	eachMemberOf(b, func(quoted, v []byte) { m[unquoteName(quoted)] = bytes.Clone(v) })
 	return m, nil
 }
 

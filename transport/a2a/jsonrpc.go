@@ -3,7 +3,6 @@ package a2a
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 )
 
@@ -80,36 +79,48 @@ func ParseRequest(b []byte) (*Request, error) {
 	invalid := func(why string) error {
 		return &RPCError{Code: CodeInvalidRequest, Message: "Invalid Request: " + why}
 	}
-	var m map[string]json.RawMessage
-	var syntax *json.SyntaxError
-	switch err := json.Unmarshal(b, &m); {
-	case errors.As(err, &syntax):
+	// json.Valid (here validJSON, which answers as it does) is the check
+	// json.Unmarshal makes first, and its *SyntaxError the only error it
+	// gives for a body that is not JSON.
+	if !validJSON(b) {
 		return nil, &RPCError{Code: CodeParseError, Message: "Parse error"}
-	case err != nil || m == nil:
+	}
+	if firstByte(b) != '{' {
 		return nil, invalid("not a JSON object")
 	}
-	// Valid JSON now, which checkStrict needs.
-	if err := checkStrict(b); err != nil {
+	// One walk checks the whole body and splits the top-level object.
+	members, err := checkStrict(b)
+	if err != nil {
 		return nil, invalid(err.Error())
 	}
+	m := func(name string) (json.RawMessage, bool) {
+		for _, e := range members {
+			if string(e.name) == name {
+				return e.value, true
+			}
+		}
+		return nil, false
+	}
+	jsonrpc, _ := m("jsonrpc")
+	method, _ := m("method")
 	var r Request
-	if err := json.Unmarshal(m["jsonrpc"], &r.JSONRPC); err != nil || r.JSONRPC != "2.0" {
+	if err := UnquoteString(jsonrpc, &r.JSONRPC); err != nil || r.JSONRPC != "2.0" {
 		return nil, invalid(`jsonrpc must be "2.0"`)
 	}
-	if err := json.Unmarshal(m["method"], &r.Method); err != nil || r.Method == "" {
+	if err := UnquoteString(method, &r.Method); err != nil || r.Method == "" {
 		return nil, invalid("method must be a non-empty string")
 	}
-	if id, ok := m["id"]; ok {
+	if id, ok := m("id"); ok {
 		if !validID(id) {
 			return nil, invalid("id must be a string, a number within range or null")
 		}
-		r.ID = id
+		r.ID = bytes.Clone(id) // a copy, as json.Unmarshal made
 	}
-	if p, ok := m["params"]; ok {
+	if p, ok := m("params"); ok {
 		if c := firstByte(p); c != '{' && c != '[' {
 			return nil, invalid("params must be an object or an array")
 		}
-		r.Params = p
+		r.Params = bytes.Clone(p)
 	}
 	return &r, nil
 }

@@ -118,7 +118,9 @@ type BodyPart struct {
 }
 
 // ReadBody reads b: ParseRequest, and for a message submission its
-// message's parts (DecodePart, ObjectMediaType).
+// message's parts (as DecodePart reads them, ObjectMediaType), from the
+// validated body by walks that follow encoding/json's rules
+// (sendparts.go).
 func ReadBody(b []byte) Body {
 	req, err := ParseRequest(b)
 	if err != nil {
@@ -132,18 +134,14 @@ func ReadBody(b []byte) Body {
 	if !out.Send {
 		return out
 	}
-	var params struct {
-		Message struct {
-			Parts []json.RawMessage `json:"parts"`
-		} `json:"message"`
-	}
-	if json.Unmarshal(req.Params, &params) != nil {
+	parts, err := sendParts(req.Params) // params.message.parts, as encoding/json reads them
+	if err != nil {
 		out.Refusal = ObjectRejected()
 		return out
 	}
 	taken := false
-	for _, raw := range params.Message.Parts {
-		p, err := DecodePart(raw)
+	for _, raw := range parts {
+		p, err := checkedPart(raw)
 		if err != nil {
 			out.Parts, out.Refusal = nil, ObjectRejected()
 			return out

@@ -40,9 +40,10 @@
 //  9. the Ed25519 signature under the key derived from did (draft Section
 //     4.1: never resolved over a network).
 //
-// With Verifier.Signatures set, a token whose signature verified once is
-// remembered by its exact bytes and check 9 is skipped for it; checks 1–8
-// still run on every call (SigCache).
+// With Verifier.Signatures set, a token that passed once is remembered by
+// its exact bytes with its decoded claims, and the checks that depend on
+// those bytes alone (1, 2, 8 and 9) are not run again for it; checks 3–7
+// (times, audience, purpose) still run on every call (SigCache).
 //
 // Every failure is an *Error that wraps one sentinel (ErrMissing,
 // ErrMalformed, ErrExpired, ErrNotYetValid, ErrLifetime, ErrAudience,

@@ -2,6 +2,7 @@ package bearer
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -62,5 +63,55 @@ func TestSigCache(t *testing.T) {
 	}
 	if n := len(v.Signatures.ok); n != 2 {
 		t.Errorf("cache holds %d tokens, want its size 2", n)
+	}
+}
+
+// TestSigCacheRechecksVerifier: a token cached by one Verifier is refused
+// by another of the same cache whose audience or purpose differs, and a
+// caller changing the token it got changes nothing the cache holds.
+func TestSigCacheRechecksVerifier(t *testing.T) {
+	k := didtest.Key(t, 3)
+	clk := clocktest.New(noon)
+	cache := NewSigCache(8)
+	v := &Verifier{Audience: aud, Clock: clk, Signatures: cache}
+	tok, _ := Issue(k, aud, clk.Now(), 0)
+	got, err := v.VerifyToken(tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got.Claims.Aud, got.Claims.Exp = "https://elsewhere.example", 0
+	again, err := v.VerifyToken(tok)
+	if err != nil || again.Claims.Aud != aud || again.DID() != k.DID() {
+		t.Fatalf("cached token after the caller changed its copy: %+v, %v", again, err)
+	}
+	again.Claims.Purpose = PurposeLink
+	other := &Verifier{Audience: "https://elsewhere.example", Clock: clk, Signatures: cache}
+	if _, err := other.Verify(tok); !errors.Is(err, ErrAudience) {
+		t.Errorf("cached token, other audience: %v, want ErrAudience", err)
+	}
+	link := &Verifier{Audience: aud, Clock: clk, Signatures: cache, Purpose: PurposeLink}
+	if _, err := link.Verify(tok); !errors.Is(err, ErrPurpose) {
+		t.Errorf("cached token, link purpose: %v, want ErrPurpose", err)
+	}
+	if _, err := v.Verify(tok); err != nil {
+		t.Errorf("cached token, its own verifier again: %v", err)
+	}
+}
+
+// BenchmarkVerifyCached verifies one token over and over, as the relay
+// does for a sender's requests, with and without the cache.
+func BenchmarkVerifyCached(b *testing.B) {
+	k := didtest.Key(b, 4)
+	clk := clocktest.New(noon)
+	tok, _ := Issue(k, aud, clk.Now(), 0)
+	for _, cache := range []*SigCache{nil, NewSigCache(8)} {
+		v := &Verifier{Audience: aud, Clock: clk, Signatures: cache}
+		b.Run(fmt.Sprintf("cache=%v", cache != nil), func(b *testing.B) {
+			for b.Loop() {
+				if _, err := v.Verify(Authorization(tok)); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

@@ -154,7 +154,7 @@ type Verifier struct {
 // proves. On failure it returns an *Error wrapping the sentinel of the
 // failed check (see the package documentation for the order).
 func (v *Verifier) Verify(s string) (did.DID, error) {
-	t, err := v.VerifyToken(s)
+	t, _, err := v.verify(s)
 	if err != nil {
 		return did.DID{}, err
 	}
@@ -165,35 +165,76 @@ func (v *Verifier) Verify(s string) (did.DID, error) {
 // claims, and its one spelling (String), which is what a server that
 // accepts a token only once keys on.
 func (v *Verifier) VerifyToken(s string) (*Token, error) {
+	t, cached, err := v.verify(s)
+	if err != nil || !cached {
+		return t, err
+	}
+	c := *t // the caller may change the one it gets
+	return &c, nil
+}
+
+// verify is VerifyToken; cached is true when t is SigCache's, which must
+// not change.
+func (v *Verifier) verify(s string) (t *Token, cached bool, err error) {
 	tok, err := extract(s)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	t, err := Parse(tok)
+	if e, ok := v.Signatures.get(tok); ok {
+		if err := v.verifyCached(e); err != nil {
+			return nil, false, err
+		}
+		return e.t, true, nil
+	}
+	t, err = Parse(tok)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	if err := v.checkTimes(t.Claims); err != nil {
-		return nil, err
-	}
-	if err := v.checkAudience(t.Claims.Aud); err != nil {
-		return nil, err
-	}
-	if t.Claims.Purpose != v.Purpose {
-		return nil, fail(ErrPurpose, "transport token: wrong purpose", purposeReason(t.Claims.Purpose, v.Purpose))
+	if err := v.checkVarying(t.Claims); err != nil {
+		return nil, false, err
 	}
 	want, err := t.Claims.canonical()
 	if err != nil || !bytes.Equal(want, t.body) {
-		return nil, fail(ErrNonCanonical, "transport token: non-canonical payload", "")
-	}
-	if v.Signatures.has(tok) {
-		return t, nil
+		return nil, false, fail(ErrNonCanonical, "transport token: non-canonical payload", "")
 	}
 	if !t.id.Verify(t.body, t.sig) {
-		return nil, fail(ErrSignature, "transport token: bad signature", "")
+		return nil, false, fail(ErrSignature, "transport token: bad signature", "")
 	}
-	v.Signatures.add(tok)
-	return t, nil
+	keep := *t // the caller may change the one it gets
+	v.Signatures.add(tok, &keep, v.Audience)
+	return t, false, nil
+}
+
+// verifyCached runs on a token SigCache holds the checks that depend on
+// the time or on the Verifier (3–7), in their order.
+func (v *Verifier) verifyCached(e cached) error {
+	if err := v.checkTimes(e.t.Claims); err != nil {
+		return err
+	}
+	if e.audience != v.Audience {
+		if err := v.checkAudience(e.t.Claims.Aud); err != nil {
+			return err
+		}
+	}
+	return v.checkPurpose(e.t.Claims)
+}
+
+// checkVarying runs checks 3–7: the times, the audience and the purpose.
+func (v *Verifier) checkVarying(c Claims) error {
+	if err := v.checkTimes(c); err != nil {
+		return err
+	}
+	if err := v.checkAudience(c.Aud); err != nil {
+		return err
+	}
+	return v.checkPurpose(c)
+}
+
+func (v *Verifier) checkPurpose(c Claims) error {
+	if c.Purpose != v.Purpose {
+		return fail(ErrPurpose, "transport token: wrong purpose", purposeReason(c.Purpose, v.Purpose))
+	}
+	return nil
 }
 
 // Token is a decoded token whose signature, times and audience have not

@@ -85,16 +85,6 @@ func answer(w http.ResponseWriter, req rpcRequest, status, code int, p profileAn
 	})
 }
 
-// answerAsleep is the 503 agent_asleep answer. queued must be true only
-// after the enqueue committed.
-func answerAsleep(w http.ResponseWriter, req rpcRequest, queued bool, retry int) {
-	msg := "asleep, try later"
-	if !queued {
-		msg = "asleep, not accepting this request now; nothing was queued"
-	}
-	answer(w, req, http.StatusServiceUnavailable, CodeAsleep, profileAnswer{Error: tokenAsleep, Message: msg, Queued: queued}, retry)
-}
-
 // answerFull is the queue-full answer: 507 for the messages and bytes
 // bounds, 429 for the per-peer bound, never agent_asleep. The draft
 // defines no JSON-RPC code for it; a JSON-RPC call gets CodeQueueFull.

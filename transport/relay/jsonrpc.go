@@ -156,12 +156,33 @@ func readBody(w http.ResponseWriter, r *http.Request, max int64) ([]byte, error)
 	if r.ContentLength > max {
 		return nil, errTooLarge
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, max))
+	body, err := readAll(http.MaxBytesReader(w, r.Body, max), r.ContentLength)
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
 		return nil, errTooLarge
 	}
 	return body, err
+}
+
+// readAll is io.ReadAll into a buffer sized for a declared length n (at
+// most the bound, readBody checked), so that a body of the length its
+// header gives is read without growing the buffer; a body that is longer
+// or has no Content-Length grows it as io.ReadAll would.
+func readAll(r io.Reader, n int64) ([]byte, error) {
+	b := make([]byte, 0, max(n, 0)+1) // +1: room to see the end
+	for {
+		k, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+k]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+	}
 }
 
 // forward sends a live request over the device link and writes the

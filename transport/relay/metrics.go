@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -47,12 +48,28 @@ type metrics struct {
 
 	depthDesc, bytesDesc           *prometheus.Desc
 	agentDepthDesc, agentBytesDesc *prometheus.Desc
+
+	// The children of enqueues and answers already looked up, by outcome
+	// and by answerKey: every request counts in both, and their label
+	// values are few (outcomes, route patterns, status codes), so a
+	// lookup by label values (hashing, a lock) per request is not needed.
+	children        sync.RWMutex
+	enqueueChildren map[string]prometheus.Counter
+	answerChildren  map[answerKey]prometheus.Counter
+}
+
+type answerKey struct {
+	route  string
+	status int
 }
 
 func newMetrics(s *Relay) *metrics {
 	m := &metrics{
 		s:   s,
 		reg: prometheus.NewRegistry(),
+
+		enqueueChildren: map[string]prometheus.Counter{},
+		answerChildren:  map[answerKey]prometheus.Counter{},
 		enqueues: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "torpor_relay_enqueues_total", Help: "Requests for agents that were not live, by outcome.",
 		}, []string{"outcome"}),
@@ -88,7 +105,16 @@ func newMetrics(s *Relay) *metrics {
 }
 
 func (m *metrics) enqueue(agent, outcome string) {
-	m.enqueues.WithLabelValues(outcome).Inc()
+	m.children.RLock()
+	c := m.enqueueChildren[outcome]
+	m.children.RUnlock()
+	if c == nil {
+		c = m.enqueues.WithLabelValues(outcome)
+		m.children.Lock()
+		m.enqueueChildren[outcome] = c
+		m.children.Unlock()
+	}
+	c.Inc()
 	if m.agentEnqueues != nil {
 		m.agentEnqueues.WithLabelValues(agent, outcome).Inc()
 	}
@@ -153,7 +179,17 @@ func (m *metrics) instrument(h http.Handler) http.Handler {
 		if status == 0 {
 			status = http.StatusOK
 		}
-		m.answers.WithLabelValues(route, strconv.Itoa(status)).Inc()
+		k := answerKey{route, status}
+		m.children.RLock()
+		c := m.answerChildren[k]
+		m.children.RUnlock()
+		if c == nil {
+			c = m.answers.WithLabelValues(route, strconv.Itoa(status))
+			m.children.Lock()
+			m.answerChildren[k] = c
+			m.children.Unlock()
+		}
+		c.Inc()
 	})
 }
 

@@ -1,0 +1,79 @@
+package agents
+
+import (
+	"bytes"
+	"sync"
+)
+
+// stateCache remembers the states Bolt.Get decoded, each beside the exact
+// bytes it was decoded from. Get still reads the agent's record in a read
+// transaction on every call and uses a cached state only when the record's
+// bytes are equal to those it was decoded from, so the cache can never
+// answer anything but what decoding the stored record would answer,
+// whoever wrote the file (Put, Forget, or another user of the same
+// *bolt.DB). It saves the decoding (CBOR) and its allocations: a relay
+// reads an agent's state on every request for it. It holds at most
+// maxCachedStates entries and maxCachedStateBytes bytes of records,
+// dropping arbitrary entries to make room.
+type stateCache struct {
+	mu    sync.Mutex
+	m     map[string]cachedState
+	bytes int
+}
+
+type cachedState struct {
+	raw []byte
+	st  State
+}
+
+const (
+	maxCachedStates     = 4096
+	maxCachedStateBytes = 8 << 20
+)
+
+// get returns the state decoded from raw, if cached.
+func (c *stateCache) get(agent string, raw []byte) (State, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.m[agent]
+	if !ok || !bytes.Equal(e.raw, raw) {
+		return State{}, false
+	}
+	return e.st, true
+}
+
+// put remembers st, decoded from raw (which put copies: bbolt's bytes
+// live only as long as their transaction).
+func (c *stateCache) put(agent string, raw []byte, st State) {
+	if len(raw) > maxCachedStateBytes/64 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = map[string]cachedState{}
+	}
+	c.drop(agent)
+	for k := range c.m {
+		if len(c.m) < maxCachedStates && c.bytes+len(raw) <= maxCachedStateBytes {
+			break
+		}
+		c.drop(k)
+	}
+	c.m[agent] = cachedState{raw: bytes.Clone(raw), st: st}
+	c.bytes += len(raw)
+}
+
+// forget drops agent's entry.
+func (c *stateCache) forget(agent string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.drop(agent)
+}
+
+func (c *stateCache) drop(agent string) {
+	if e, ok := c.m[agent]; ok {
+		c.bytes -= len(e.raw)
+		delete(c.m, agent)
+	}
+}
