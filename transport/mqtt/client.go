@@ -197,7 +197,7 @@ func setDefaults(cfg *Config) {
 		cfg.BarrierTimeout = DefaultBarrierTimeout
 	}
 	if cfg.Backoff == nil {
-		cfg.Backoff = mqttconn.ExponentialBackoff(time.Second, time.Minute, 2*time.Second, 2)
+		cfg.Backoff = mqttconn.JitteredBackoff(time.Second, time.Minute)
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)

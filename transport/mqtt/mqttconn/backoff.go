@@ -5,36 +5,29 @@ import (
 	"time"
 )
 
-// ExponentialBackoff waits nothing before the first attempt and, before
-// attempt n, a random time between minDelay and a ceiling that starts at
-// initialMax and grows by factor each attempt up to maxDelay. It is
-// autopaho's NewExponentialBackoff, and panics on the arguments that
-// panics on: minDelay ≤ 0, maxDelay ≤ minDelay, initialMax outside
-// [minDelay, maxDelay], factor ≤ 1.
-func ExponentialBackoff(minDelay, maxDelay, initialMax time.Duration, factor float32) func(int) time.Duration {
-	switch {
-	case minDelay <= 0:
-		panic("mqttconn: backoff: min delay must be positive")
-	case maxDelay <= minDelay:
-		panic("mqttconn: backoff: max delay must exceed min delay")
-	case initialMax < minDelay || maxDelay < initialMax:
-		panic("mqttconn: backoff: initial max delay must be within [min, max]")
-	case factor <= 1:
-		panic("mqttconn: backoff: factor must exceed 1")
-	}
-	lo, hi := minDelay.Milliseconds(), maxDelay.Milliseconds()
+// JitteredBackoff waits nothing before the first attempt and, before
+// attempt n ≥ 1, a time drawn uniformly from [lo, ceil(n)], where ceil(n)
+// is lo doubled n times and capped at hi: 2 lo, 4 lo, 8 lo, …, hi. The
+// draw keeps a fleet of devices that lost their broker together from
+// reconnecting together ("full jitter",
+// https://aws.amazon.com/blogs/architecture/exponential-backoff-and-jitter/,
+// with lo as a floor). A lo ≤ 0 is taken as one millisecond and a hi below
+// lo as lo.
+func JitteredBackoff(lo, hi time.Duration) func(attempt int) time.Duration {
+	lo = max(lo, time.Millisecond)
+	hi = max(hi, lo)
 	return func(attempt int) time.Duration {
 		if attempt <= 0 {
 			return 0
 		}
-		ceil := initialMax.Milliseconds()
-		for i := 1; i < attempt; i++ {
-			ceil = int64(float32(ceil) * factor)
-			if ceil > hi || ceil < lo {
+		ceil := lo
+		for range min(attempt, 62) {
+			if ceil >= hi/2 {
 				ceil = hi
 				break
 			}
+			ceil *= 2
 		}
-		return time.Duration(lo+rand.Int64N(ceil-lo+1)) * time.Millisecond
+		return lo + rand.N(ceil-lo+1)
 	}
 }

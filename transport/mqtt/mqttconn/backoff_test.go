@@ -13,11 +13,11 @@ import (
 	"github.com/torpor-dev/torpor/transport/mqtt/mqttconn"
 )
 
-// TestExponentialBackoff checks autopaho's bounds: nothing before the
-// first attempt, then a wait between the minimum and a ceiling that starts
-// at the initial maximum and grows by the factor up to the maximum.
-func TestExponentialBackoff(t *testing.T) {
-	b := mqttconn.ExponentialBackoff(time.Second, time.Minute, 2*time.Second, 2)
+// TestJitteredBackoff: nothing before the first attempt, then a wait
+// between the floor and a ceiling that doubles from twice the floor up to
+// the cap, spread over that whole range.
+func TestJitteredBackoff(t *testing.T) {
+	b := mqttconn.JitteredBackoff(time.Second, time.Minute)
 	if d := b(0); d != 0 {
 		t.Errorf("attempt 0 waits %v, want 0", d)
 	}
@@ -34,6 +34,9 @@ func TestExponentialBackoff(t *testing.T) {
 		if longest <= ceil/2 && ceil > 2*time.Second {
 			t.Errorf("attempt %d: 200 waits all at most %v, never near the ceiling %v", attempt, longest, ceil)
 		}
+	}
+	if d := mqttconn.JitteredBackoff(0, -1)(5); d != time.Millisecond {
+		t.Errorf("JitteredBackoff(0, -1) waits %v, want the 1 ms floor", d)
 	}
 	c := mqttconn.ConstantBackoff(3 * time.Second)
 	if c(0) != 0 || c(1) != 3*time.Second || c(7) != 3*time.Second {
