@@ -90,7 +90,6 @@ type relayProc = relaytest.Relay
 
 // What a device does on its link, in a few lines.
 var (
-	dial    = relaytest.Dial
 	publish = relaytest.Publish
 	pullAll = relaytest.PullAll
 )
