@@ -29,8 +29,13 @@ import (
 	"github.com/torpor-dev/torpor/transport/bearer"
 )
 
-// powerCutTrials is the number of power cuts of each test.
-const powerCutTrials = 20
+// powerCutTrials is the number of power cuts of each queue engine of
+// TestPowerCut.
+const powerCutTrials = 10
+
+// powerCutEngines are the relay's queue engines (--queue-engine) that
+// TestPowerCut runs, each on its own disk.
+var powerCutEngines = []string{"bolt", "log"}
 
 // newDisk makes a raw image of size bytes with an ext4 file system on
 // it, made on the host (mkfs.ext4 from e2fsprogs, no root needed).
@@ -98,10 +103,10 @@ func cutConfig(t testing.TB) []byte {
 }
 
 // cutMachine is the guest of every boot: test/qemu/guest/powercut, the real
-// relay and agent
-// (cross-built for arm64), the sink, the agent's key and configuration, the
-// disk and the network with the relay's port forwarded from the host.
-func cutMachine(t *testing.T, key *did.PrivateKey) vm.Machine {
+// relay with the queue engine and agent (cross-built for arm64), the sink,
+// the agent's key and configuration, a new disk and the network with the
+// relay's port forwarded from the host.
+func cutMachine(t *testing.T, key *did.PrivateKey, engine string) vm.Machine {
 	t.Helper()
 	keyFile := filepath.Join(t.TempDir(), "agent.key")
 	if err := did.SaveKey(keyFile, key, false); err != nil {
@@ -123,7 +128,7 @@ func cutMachine(t *testing.T, key *did.PrivateKey) vm.Machine {
 		Modes:   map[string]uint32{strings.TrimPrefix(guestKey, "/"): 0o600},
 		Modules: append(append([]string(nil), diskModules...), "virtio_net"), Net: true,
 		Disk: newDisk(t, 256<<20), Mounts: []string{"/dev/vda:/data:ext4"}, Run: "/bin/powercut",
-		Args: []string{"-dir", "/data", "-agent", key.DID().String(), "-config", guestConfig, "--",
+		Args: []string{"-dir", "/data", "-engine", engine, "-agent", key.DID().String(), "-config", guestConfig, "--",
 			"--listen", fmt.Sprintf(":%d", guestRelayPort), "--public-url", guestRelayURL, "--allow-agent", key.DID().String(),
 			"--max-messages", "100000", "--max-per-peer", "100000", "--max-peer-bytes", "1073741824", "--max-bytes", "1073741824"},
 	}
@@ -142,7 +147,8 @@ func freePort(t testing.TB) int {
 	return ln.Addr().(*net.TCPAddr).Port
 }
 
-// TestPowerCut cuts the guest's power (QMP quit) 20 times at a
+// TestPowerCut cuts the guest's power (QMP quit) 10 times for each queue
+// engine of the relay (bolt, then the record log, each on a new disk) at a
 // random moment while the real torpor-relay, in the guest, enqueues the
 // A2A messages 4 senders on the host post through a port forward, and the
 // real torpor-agent, linked to it over the guest's loopback, drains the
@@ -155,8 +161,15 @@ func freePort(t testing.TB) int {
 // ever. A last boot without senders drains the queue to its end: every
 // message answered queued was handed over once, or was in the outbox.
 func TestPowerCut(t *testing.T) {
+	for _, engine := range powerCutEngines {
+		t.Run(engine, func(t *testing.T) { powerCuts(t, engine) })
+	}
+}
+
+// powerCuts is TestPowerCut with the relay's queue engine.
+func powerCuts(t *testing.T, engine string) {
 	key := newKey(t)
-	m := cutMachine(t, key)
+	m := cutMachine(t, key, engine)
 	senders := make([]*did.PrivateKey, 4)
 	for i := range senders {
 		senders[i] = newKey(t)
@@ -193,8 +206,8 @@ func TestPowerCut(t *testing.T) {
 			t.Fatalf("seed %d, boot %d", seed, boot)
 		}
 	}
-	t.Logf("seed %d: %d power cuts and a last boot in %v: %d messages answered queued, %d objects handed over, %d possibly lost (in the outbox at a boot)",
-		seed, powerCutTrials, time.Since(start).Round(time.Second), len(st.queued), len(st.delivered), len(st.outbox))
+	t.Logf("--queue-engine %s, seed %d: %d power cuts and a last boot in %v: %d messages answered queued, %d objects handed over, %d possibly lost (in the outbox at a boot)",
+		engine, seed, powerCutTrials, time.Since(start).Round(time.Second), len(st.queued), len(st.delivered), len(st.outbox))
 }
 
 // powerCut quits QEMU over QMP and waits for it to exit.
