@@ -8,11 +8,15 @@
 //     the agent committed to and had not finished, which its at-most-once
 //     recovery will report as possibly lost and drop, never repeat;
 //   - "PRESENT <hash>" for every record of the agent still in the relay's
-//     queue.db (store/queue, as torpor-relay opens it), the first 8 bytes
-//     of the SHA-256 of its body in hex;
+//     queue, the first 8 bytes of the SHA-256 of its body in hex. The queue
+//     is opened as torpor-relay opens it with --queue-engine (-engine):
+//     queue.db with queue.OpenBolt, or the record log queue.log/ with
+//     queue.OpenLog, which is the relay's own recovery at its start (a
+//     torn tail is cut). The other engine's file on the disk is an error;
 //
 // then prints "READY" and starts the real torpor-relay (its data directory
-// relay/ on the disk, listening on port 8080 for the host's senders) and
+// relay/ on the disk, --queue-engine -engine, listening on port 8080 for
+// the host's senders) and
 // the real torpor-agent (-config; its data directory agent/ on the disk),
 // linked to the relay over the guest's loopback, with their output on the
 // console. It waits until the power is cut, or prints an ERROR line when
@@ -43,8 +47,9 @@ func main() {
 	dir := flag.String("dir", "/data", "The mounted file system of the disk.")
 	agent := flag.String("agent", "", "The agent's DID.")
 	config := flag.String("config", "/etc/torpor/agent.json", "torpor-agent's configuration.")
+	engine := flag.String("engine", "bolt", "The relay's --queue-engine: bolt or log.")
 	flag.Parse()
-	if err := run(*dir, *agent, *config, flag.Args()); err != nil {
+	if err := run(*dir, *agent, *config, *engine, flag.Args()); err != nil {
 		say("ERROR %v", err)
 		os.Exit(1)
 	}
@@ -57,16 +62,18 @@ func say(format string, a ...any) {
 	unix.IoctlSetInt(int(os.Stdout.Fd()), unix.TCSBRK, 1) // tcdrain
 }
 
-// run reads the disk, then starts the relay with relayArgs and the agent.
-func run(dir, agent, config string, relayArgs []string) error {
+// run reads the disk, then starts the relay with the queue engine and
+// relayArgs, and the agent.
+func run(dir, agent, config, engine string, relayArgs []string) error {
 	if err := outbox(filepath.Join(dir, "agent", "agent.db")); err != nil {
 		return err
 	}
-	if err := present(filepath.Join(dir, "relay", "queue.db"), agent); err != nil {
+	relayDir := filepath.Join(dir, "relay")
+	if err := present(relayDir, engine, agent); err != nil {
 		return err
 	}
 	say("READY")
-	relay := exec.Command("/bin/torpor-relay", append([]string{"--data-dir", filepath.Join(dir, "relay")}, relayArgs...)...)
+	relay := exec.Command("/bin/torpor-relay", append([]string{"--data-dir", relayDir, "--queue-engine", engine}, relayArgs...)...)
 	ag := exec.Command("/bin/torpor-agent", "--config", config)
 	done := make(chan error, 2)
 	for _, c := range []*exec.Cmd{relay, ag} {
@@ -108,12 +115,30 @@ func outbox(path string) error {
 	})
 }
 
-// present prints the hash of every record of agent in the relay's queue.
-func present(path, agent string) error {
+// present prints the hash of every record of agent in the queue of the
+// relay's data directory dir, opened as torpor-relay opens it with
+// --queue-engine engine (cmd/torpor-relay/stores.go, openQueue).
+func present(dir, engine, agent string) error {
+	db, logDir := filepath.Join(dir, "queue.db"), filepath.Join(dir, "queue.log")
+	path, other := db, logDir
+	if engine == "log" {
+		path, other = logDir, db
+	} else if engine != "bolt" {
+		return fmt.Errorf("-engine %q: want bolt or log", engine)
+	}
+	if _, err := os.Stat(other); err == nil {
+		return fmt.Errorf("the relay ran with --queue-engine %s, yet %s exists", engine, other)
+	}
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
-	q, err := queue.OpenBolt(path, nil)
+	var q queue.Store
+	var err error
+	if engine == "log" {
+		q, err = queue.OpenLog(logDir, &queue.LogOptions{ImportBolt: db})
+	} else {
+		q, err = queue.OpenBolt(db, nil)
+	}
 	if err != nil {
 		return err
 	}
