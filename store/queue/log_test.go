@@ -181,6 +181,59 @@ func TestLogCorruptionBeforeTheTail(t *testing.T) {
 	}
 }
 
+// TestLogNewSegmentLostInACrash: a power cut between a rotation's
+// creation of the next segment and the sync of its first commit can leave
+// that segment empty, cut inside its header, or all zeros (a file system
+// that made the new length durable but not the data). No commit in it was
+// acknowledged, so the log opens with what the earlier segments hold and
+// appends after it; a last segment whose header holds anything else is
+// still refused as corrupt.
+func TestLogNewSegmentLostInACrash(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "log")
+	l := openLog(t, src, nil)
+	for i := range 3 {
+		mustEnqueue(t, l, msg(alice, fmt.Sprint("record ", i)), DefaultBounds(), t0)
+	}
+	l.Close()
+	for name, content := range map[string][]byte{
+		"empty":          nil,
+		"half a header":  segmentMagic[:3],
+		"all zeros":      make([]byte, 4096),
+		"header, zeros":  append(append([]byte{}, segmentMagic...), make([]byte, 512)...),
+		"part and zeros": append(append([]byte{}, segmentMagic[:5]...), make([]byte, 512)...),
+	} {
+		dir := copyDir(t, src)
+		if err := os.WriteFile(filepath.Join(dir, segmentName(2)), content, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		l, err := OpenLog(dir, nil)
+		if err != nil {
+			t.Fatalf("%s: OpenLog = %v, want the log of the first segment", name, err)
+		}
+		if diff := cmp.Diff([]uint64{1, 2, 3}, liveSeqs(t, l, agent, t0)); diff != "" {
+			t.Errorf("%s: records (-want +got):\n%s", name, diff)
+		}
+		if r := mustEnqueue(t, l, msg(bob, "after"), DefaultBounds(), t0); r.Seq != 4 {
+			t.Errorf("%s: seq after the lost segment = %d, want 4", name, r.Seq)
+		}
+		l.Close()
+		l = openLog(t, dir, nil)
+		if diff := cmp.Diff([]uint64{1, 2, 3, 4}, liveSeqs(t, l, agent, t0)); diff != "" {
+			t.Errorf("%s: records after a reopen (-want +got):\n%s", name, diff)
+		}
+		l.Close()
+	}
+	dir := copyDir(t, src)
+	bad := append([]byte("TPQXXX"), make([]byte, 100)...)
+	if err := os.WriteFile(filepath.Join(dir, segmentName(2)), bad, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var ce *store.CorruptError
+	if _, err := OpenLog(dir, nil); !errors.As(err, &ce) {
+		t.Errorf("OpenLog over a last segment with a damaged header = %v, want *store.CorruptError", err)
+	}
+}
+
 // TestLogSeqsOutliveDeletedSegments: once every record is acknowledged
 // the segments that held them are deleted, and seqs still continue after
 // the last one, also after a reopen.

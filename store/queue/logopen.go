@@ -156,7 +156,7 @@ func (l *Log) replay(id uint64, last bool) error {
 		return fmt.Errorf("queue: reading a segment: %w", err)
 	}
 	if !bytes.HasPrefix(data, segmentMagic) {
-		if last && bytes.HasPrefix(segmentMagic, data) { // created, header not yet written
+		if last && headerUnwritten(data) {
 			return l.writeMagic(seg)
 		}
 		return &store.CorruptError{Path: path, Problems: []string{"no segment header"}}
@@ -182,6 +182,21 @@ func (l *Log) replay(id uint64, last bool) error {
 		return &store.CorruptError{Path: path, Problems: []string{problem}}
 	}
 	return l.cutTail(seg, int64(off))
+}
+
+// headerUnwritten reports whether a segment without its whole header is
+// one whose first commit never completed: empty, cut inside the header,
+// or zeros after what was written of it (a power cut after the file's
+// length was made durable and before its data). The header goes to disk
+// in the same write and fdatasync as the segment's first frames, so such
+// a segment holds nothing that was acknowledged. Any other byte there is
+// corruption.
+func headerUnwritten(data []byte) bool {
+	n := 0
+	for n < len(data) && n < len(segmentMagic) && data[n] == segmentMagic[n] {
+		n++
+	}
+	return allZero(data[n:])
 }
 
 // endOfFrames reports whether b starts with no frame: a zero length, or
