@@ -131,8 +131,10 @@
 //     or the end of the file. In the last segment a frame cut short or failing
 //     its CRC ends them too, and the file is truncated there when anything
 //     but zeros follows: a write cut by a crash, whose callers were never
-//     answered. Anywhere else that is a *store.CorruptError and nothing is
-//     changed.
+//     answered. A last segment whose header is missing, cut, or followed
+//     only by zeros lost its first commit the same way (the header is
+//     written and synced with the first frames) and starts again empty.
+//     Anywhere else that is a *store.CorruptError and nothing is changed.
 //   - Space: the oldest segments are deleted while they hold no live record
 //     (only a prefix: a later segment may hold an earlier one's tombstones).
 //     When a new segment starts, the live records of the oldest segments
