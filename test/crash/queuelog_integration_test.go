@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -186,26 +185,5 @@ func checkLog(t *testing.T, dir string, trial int, st *logState) {
 // killAfter lines, and returns every line it printed.
 func runLogChild(t *testing.T, dir string, trial, killAfter int) []string {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestQueueLogCrashChild$", "-test.count=1")
-	cmd.Env = append(os.Environ(), logChildEnv+"="+dir, fmt.Sprintf("TORPOR_CRASH_TRIAL=%d", trial))
-	cmd.Stderr = os.Stderr
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var lines []string
-	sc := bufio.NewScanner(stdout)
-	for sc.Scan() {
-		lines = append(lines, sc.Text())
-		if len(lines) == killAfter {
-			cmd.Process.Kill() // SIGKILL: no deferred code, no close
-		}
-	}
-	if err := cmd.Wait(); len(lines) >= killAfter && (err == nil || !strings.Contains(err.Error(), "killed")) {
-		t.Fatalf("trial %d: child ended with %v, want killed", trial, err)
-	}
-	return lines
+	return killChild(t, "TestQueueLogCrashChild", logChildEnv+"="+dir, trial, killAfter, func(l string) (string, bool) { return l, true })
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -160,31 +159,7 @@ func TestReplayCrash(t *testing.T) {
 // before the kill that were still in the pipe.
 func runChild(t *testing.T, path string, trial, killAfter int) []string {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestReplayCrashChild$", "-test.count=1")
-	cmd.Env = append(os.Environ(), childEnv+"="+path, fmt.Sprintf("TORPOR_CRASH_TRIAL=%d", trial))
-	cmd.Stderr = os.Stderr
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var ids []string
-	sc := bufio.NewScanner(stdout)
-	for sc.Scan() {
-		id, ok := strings.CutPrefix(sc.Text(), "committed ")
-		if !ok {
-			continue // the test framework's own output
-		}
-		ids = append(ids, id)
-		if len(ids) == killAfter {
-			cmd.Process.Kill() // SIGKILL: no deferred code, no flush, no close
-		}
-	}
-	err = cmd.Wait()
-	if len(ids) >= killAfter && (err == nil || !strings.Contains(err.Error(), "killed")) {
-		t.Fatalf("trial %d: child ended with %v, want killed", trial, err)
-	}
-	return ids
+	return killChild(t, "TestReplayCrashChild", childEnv+"="+path, trial, killAfter, func(l string) (string, bool) {
+		return strings.CutPrefix(l, "committed ")
+	})
 }
