@@ -176,23 +176,7 @@ func TestRepliesSurviveRebootInBbolt(t *testing.T) {
 		if e, ok := b.(*mqtttest.Embedded); ok {
 			e.AddAudience(t, proxy.URL())
 		}
-		d.dev.Result = func(ctx context.Context, c manage.Command) manage.Result {
-			proxy.Cut()
-			return manage.OK(map[string]string{"done": c.Op})
-		}
-		d.wake()
-		d.operator()
-		d.seq = manage.NextSeq(d.seq, d.clk.Now())
-		s, err := d.op.Send(ctxT(t), name, manage.CommandSpec{Device: d.key.DID(), Seq: d.seq, Op: manage.OpDrain}, false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := d.dev.WaitExecuted(ctxT(t), 1); err != nil {
-			t.Fatal(err)
-		}
-		if err := d.client.WaitIdle(ctxT(t)); err != nil {
-			t.Fatal(err)
-		}
+		s := d.drainWhile(func(manage.Command) { proxy.Cut() })
 		d.client.Abort()
 		d.state.Close()
 		proxy.Restore()

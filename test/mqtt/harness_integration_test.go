@@ -153,6 +153,33 @@ func (d *device) operator() *manage.Operator {
 	return d.op
 }
 
+// drainWhile wakes the device with an operator watching, and sends it a
+// drain command through the operator; the device runs during(c) for
+// every command it executes before it answers. It returns what was sent
+// once the device executed the drain and its reply was committed to the
+// device's queue (the session may not have delivered it yet).
+func (d *device) drainWhile(during func(c manage.Command)) manage.Sent {
+	d.t.Helper()
+	d.dev.Result = func(ctx context.Context, c manage.Command) manage.Result {
+		during(c)
+		return manage.OK(map[string]string{"done": c.Op})
+	}
+	d.wake()
+	d.operator()
+	d.seq = manage.NextSeq(d.seq, d.clk.Now())
+	s, err := d.op.Send(ctxT(d.t), name, manage.CommandSpec{Device: d.key.DID(), Seq: d.seq, Op: manage.OpDrain}, false)
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	if _, err := d.dev.WaitExecuted(ctxT(d.t), 1); err != nil {
+		d.t.Fatal(err)
+	}
+	if err := d.client.WaitIdle(ctxT(d.t)); err != nil {
+		d.t.Fatal(err)
+	}
+	return s
+}
+
 // send signs and publishes a command with the next sequence number and
 // waits until the broker fanned it out.
 func (d *device) send(op string, args any) string {

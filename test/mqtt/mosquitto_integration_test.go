@@ -32,27 +32,14 @@ func startMosquitto(t testing.TB) *mqtttest.Mosquitto {
 func TestRebootResendsFromTheBboltSession(t *testing.T) {
 	m := startMosquitto(t)
 	d := newDevice(t, m)
-	d.dev.Result = func(ctx context.Context, c manage.Command) manage.Result {
+	// The reply is committed to the queue before the command is
+	// acknowledged (drainWhile's WaitIdle), then handed to the session
+	// (QueueDrained).
+	s := d.drainWhile(func(c manage.Command) {
 		if c.Op == manage.OpDrain {
 			m.Pause(t)
 		}
-		return manage.OK(map[string]string{"done": c.Op})
-	}
-	d.wake()
-	d.operator()
-	d.seq = manage.NextSeq(d.seq, d.clk.Now())
-	s, err := d.op.Send(ctxT(t), name, manage.CommandSpec{Device: d.key.DID(), Seq: d.seq, Op: manage.OpDrain}, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The reply is committed to the queue before the command is
-	// acknowledged (WaitIdle), then handed to the session (QueueDrained).
-	if _, err := d.dev.WaitExecuted(ctxT(t), 1); err != nil {
-		t.Fatal(err)
-	}
-	if err := d.client.WaitIdle(ctxT(t)); err != nil {
-		t.Fatal(err)
-	}
+	})
 	select {
 	case <-d.client.QueueDrained():
 	case <-ctxT(t).Done():
@@ -121,26 +108,12 @@ func TestBrokerKilledMidSessionResubscribes(t *testing.T) {
 	d := newDevice(t, m)
 	px := mqtttest.StartProxy(t, strings.TrimPrefix(m.URL(), "mqtt://"))
 	d.url = px.URL()
-	d.dev.Result = func(ctx context.Context, c manage.Command) manage.Result {
+	s := d.drainWhile(func(c manage.Command) {
 		if c.Op == manage.OpDrain {
 			px.Cut() // the device's attempts fail until Restore
 			m.Kill(t)
 		}
-		return manage.OK(map[string]string{"done": c.Op})
-	}
-	d.wake()
-	d.operator()
-	d.seq = manage.NextSeq(d.seq, d.clk.Now())
-	s, err := d.op.Send(ctxT(t), name, manage.CommandSpec{Device: d.key.DID(), Seq: d.seq, Op: manage.OpDrain}, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := d.dev.WaitExecuted(ctxT(t), 1); err != nil {
-		t.Fatal(err)
-	}
-	if err := d.client.WaitIdle(ctxT(t)); err != nil {
-		t.Fatal(err)
-	}
+	})
 	m.Restart(t)
 	d.op.Close(context.Background())
 	d.op, d.witness = nil, nil
