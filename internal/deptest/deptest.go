@@ -6,8 +6,8 @@
 //
 // The layering has two parts (docs/architecture.md, "The package graph"):
 //
-//   - Layers, the layer table: ordered rows, foundations first, commands
-//     and the integration tests last. Every package of the module is in
+//   - Layers, the layer table: ordered rows, foundations first, then the
+//     commands, and the demo with the integration tests last. Every package of the module is in
 //     exactly one row, and its non-test files import packages of the module
 //     only from its own row or the rows below it (CheckLayers). A package in
 //     no row fails the check until it is placed.
@@ -15,7 +15,7 @@
 //     other packages, including packages outside the module: the layering
 //     rules the rows cannot say (the agent's runtime and the relay share a
 //     row and never link each other) and one or more rules per command
-//     (Check). Every command has a rule of its own (CheckCommands).
+//     (Check). Every command has a rule of its own (CheckCommandRules).
 //
 // Only non-test imports count: a package's tests may drive it against
 // the real runtime or relay (session/sender's tests run an agent and a
