@@ -32,12 +32,15 @@ var Layers = []Layer{
 			"store/ledger", "store/mqttsession", "internal/atomicfile", "internal/canon", "internal/jcs",
 			"internal/jsonpos", "internal/http1", "internal/origin", "internal/version", "internal/deptest",
 			"internal/pkgdoc"},
-		Pending: []string{"internal/groupcommit"}, // the queue engines' group committer, if it lands here
+		Pending: []string{"internal/strictjson"}, // the one strict JSON reader (issue 30)
 	},
 	{
 		Name: "protocol leaves",
 		Packages: []string{"did/...", "governed/...", "pulse", "mls/...", "transport/a2a", "transport/bearer/...",
 			"transport/link/wire", "transport/mqtt/envelope", "transport/mqtt/cborjson", "transport/mqtt/login"},
+		// Arriving (issue 30): the one Bounds type, and the fleet console's
+		// JSON document that torporctl reads.
+		Pending: []string{"transport/a2a/queuebounds", "transport/fleetview"},
 	},
 	{
 		Name:     "device transports, sessions",
@@ -46,7 +49,8 @@ var Layers = []Layer{
 	},
 	{
 		// store/queue/... holds the record log's engine (store/queue/recordlog)
-		// and a group committer under store/queue/internal as they arrive.
+		// and the group committer (store/queue/internal/groupcommit) as they
+		// arrive.
 		Name: "the agent's runtime; the relay",
 		Packages: []string{"runtime/...", "transport/relay/...", "transport/link/server/...", "transport/broker/...",
 			"store/queue/...", "store/agents/...", "store/jsstore/...", "transport/mqtt/mqtttest"},
@@ -54,7 +58,7 @@ var Layers = []Layer{
 	{
 		Name:     "tools on both sides",
 		Packages: []string{"conformance/..."},
-		Pending:  []string{"internal/worldtest"}, // moving to test/internal/world (issue 30)
+		Pending:  []string{"internal/worldtest"}, // moving to test/worldtest (issue 30)
 	},
 	{
 		Name:     "commands",
