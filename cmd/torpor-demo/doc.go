@@ -1,4 +1,6 @@
-// Package demo is the orchestrator behind `make demo`.
+// Command torpor-demo is the orchestrator behind `make demo`.
+// scripts/demo.sh builds it with the three binaries into a temporary
+// directory and runs it there; run that instead.
 //
 // It runs Torpor's real binaries as separate processes on loopback, inside
 // one temporary directory: torpor-relay (embedded store and MQTT broker),
@@ -10,11 +12,14 @@
 //
 // The orchestrator knows what happens only from what an operator could
 // see: the daemons' structured logs (slog's text format, parsed by
-// ParseLine), the relay's Prometheus metrics, the answers the sender gets,
+// test/procs), the relay's Prometheus metrics, the answers the sender gets,
 // the deliveries an application receives on its Unix socket and the
 // replies of MQTT commands. It narrates those as they happen and ends with
 // a summary table; it fails when an expected event did not happen, so the
-// integration test in test/demo can rely on its exit status.
+// integration test in test/demo can rely on its exit status. What it shares
+// with the QEMU tests (running a binary as a child process and following
+// its log, the application's socket, reading /metrics) is package
+// test/procs.
 //
 // # Fleet
 //
@@ -35,4 +40,4 @@
 // processes agree only as closely as the processes started together: the
 // relays start first and the token signers (agents, sender) after them, so
 // that their clocks lag the relays' a little and never lead them.
-package demo
+package main

@@ -1,7 +1,3 @@
-// Command torpor-demo runs the demo behind `make demo` (package
-// internal/demo): the relay, three agents and a sender as separate
-// processes, narrated. scripts/demo.sh builds it with the three binaries
-// into a temporary directory and runs it there; run that instead.
 package main
 
 import (
@@ -12,15 +8,13 @@ import (
 	"os/signal"
 	"syscall"
 	"time"
-
-	"github.com/torpor-dev/torpor/internal/demo"
 )
 
 func main() {
-	var cfg demo.Config
+	var cfg Config
 	flag.StringVar(&cfg.Bin, "bin", "", "The directory holding torpor-relay, torpor-agent and torporctl.")
 	flag.StringVar(&cfg.Dir, "dir", "", "The demo's working directory (empty or absent); everything the demo writes goes there.")
-	flag.Float64Var(&cfg.Scale, "scale", demo.DefaultScale, "The time scale given to every process (--time-scale): how many times faster than real time their clocks run.")
+	flag.Float64Var(&cfg.Scale, "scale", DefaultScale, "The time scale given to every process (--time-scale): how many times faster than real time their clocks run.")
 	flag.DurationVar(&cfg.Timeout, "timeout", 55*time.Second, "The longest the demo may run, in real time.")
 	flag.BoolVar(&cfg.Cluster, "cluster", false, "Run three relays with --store jetstream on a 3-node NATS JetStream cluster embedded in this process, behind one balancer.")
 	flag.Parse()
@@ -34,7 +28,7 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := demo.Run(ctx, cfg); err != nil {
+	if err := Run(ctx, cfg); err != nil {
 		os.Exit(1)
 	}
 }

@@ -1,4 +1,4 @@
-package demo
+package procs
 
 import (
 	"bufio"
@@ -14,7 +14,7 @@ import (
 	"time"
 )
 
-// Proc is one daemon the demo started: a real binary in a process of its
+// Proc is one daemon StartProc started: a real binary in a process of its
 // own, whose output is copied to a log file and parsed line by line.
 type Proc struct {
 	Name string
@@ -27,9 +27,9 @@ type Proc struct {
 
 // StartProc starts path with args in dir. Its stdout and stderr go, line by
 // line, to logPath and to out (parsed by ParseLine; lines slog did not
-// write are kept with only Raw set). The child stays in the demo's process
-// group, so that scripts/demo.sh can end everything at once, and gets
-// SIGKILL if the demo's process dies first (Pdeathsig).
+// write are kept with only Raw set). The child stays in its parent's
+// process group, so that scripts/demo.sh can end everything at once, and
+// gets SIGKILL if its parent dies first (Pdeathsig).
 func StartProc(name, path string, args []string, dir, logPath string, env []string) (*Proc, error) {
 	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
@@ -49,7 +49,7 @@ func StartProc(name, path string, args []string, dir, logPath string, env []stri
 		r.Close()
 		w.Close()
 		f.Close()
-		return nil, fmt.Errorf("demo: starting %s: %w", name, err)
+		return nil, fmt.Errorf("procs: starting %s: %w", name, err)
 	}
 	w.Close()
 	p := &Proc{Name: name, cmd: cmd, log: f, out: NewLog(), done: make(chan struct{})}
@@ -125,7 +125,7 @@ func (p *Proc) Stop(grace time.Duration) error {
 	case <-t.C:
 		_ = p.cmd.Process.Kill()
 		<-p.done
-		return fmt.Errorf("demo: %s did not stop within %v of SIGTERM and was killed", p.Name, grace)
+		return fmt.Errorf("procs: %s did not stop within %v of SIGTERM and was killed", p.Name, grace)
 	}
 }
 
@@ -139,7 +139,7 @@ func (p *Proc) exitErr() error {
 		}
 	}
 	if p.err != nil {
-		return fmt.Errorf("demo: %s: %w", p.Name, p.err)
+		return fmt.Errorf("procs: %s: %w", p.Name, p.err)
 	}
 	return nil
 }
@@ -194,7 +194,7 @@ func (g *Log) Len() int {
 }
 
 // errClosed is returned by Await when the process's output ended first.
-var errClosed = errors.New("demo: the process exited")
+var errClosed = errors.New("procs: the process exited")
 
 // Await returns the first line at index from or later that match accepts,
 // and the index after it. It fails when ctx ends or the output ends first.

@@ -1,4 +1,4 @@
-package demo
+package procs
 
 import (
 	"bufio"
@@ -24,7 +24,7 @@ func QueueDepths(ctx context.Context, hc *http.Client, relayURL string) (map[str
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("demo: /metrics: HTTP %d", resp.StatusCode)
+		return nil, fmt.Errorf("procs: /metrics: HTTP %d", resp.StatusCode)
 	}
 	out := map[string]int{}
 	sc := bufio.NewScanner(resp.Body)

@@ -1,4 +1,4 @@
-package demo
+package main
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/torpor-dev/torpor/clock"
+	"github.com/torpor-dev/torpor/test/procs"
 )
 
 // startAll starts the relay (or, with Config.Cluster, the fleet: see
@@ -49,7 +50,7 @@ func (d *demo) startAll(ctx context.Context) error {
 // relayProc is one torpor-relay the demo runs.
 type relayProc struct {
 	name       string // "relay", or relay1… in a fleet
-	proc       *Proc
+	proc       *procs.Proc
 	addr, mqtt string // from its "torpor-relay listening" line
 	rss        int64  // peak resident set size, read before stopping it
 }
@@ -68,7 +69,7 @@ func (d *demo) startSingle(ctx context.Context) error {
 	d.relayURL, d.metricsURL, d.mqttURL = r.addr, r.addr, r.mqtt
 	d.n.Event("relay", KindStart, "torpor-relay serving %s (A2A, device links, /metrics), embedded MQTT broker %s, store %s/data, clock ×%g",
 		r.addr, r.mqtt, d.path("relay"), d.cfg.scale())
-	d.bg.Go(func() { r.proc.Out().Follow(ctx, func(l Line) { d.relayLine(r, l) }) })
+	d.bg.Go(func() { r.proc.Out().Follow(ctx, func(l procs.Line) { d.relayLine(r, l) }) })
 	return nil
 }
 
@@ -92,14 +93,14 @@ func (d *demo) startRelay(ctx context.Context, name string, extra ...string) (*r
 	for _, a := range d.agents {
 		args = append(args, "--allow-agent", a.did())
 	}
-	p, err := StartProc(name, d.bin("torpor-relay"), args, dir, dir+"/relay.log", nil)
+	p, err := procs.StartProc(name, d.bin("torpor-relay"), args, dir, dir+"/relay.log", nil)
 	if err != nil {
 		return nil, err
 	}
 	r := &relayProc{name: name, proc: p}
 	wctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	l, _, err := p.Out().Await(wctx, 0, func(l Line) bool { return l.Msg == "torpor-relay listening" })
+	l, _, err := p.Out().Await(wctx, 0, func(l procs.Line) bool { return l.Msg == "torpor-relay listening" })
 	if err != nil {
 		return r, fmt.Errorf("demo: %s (torpor-relay) did not start: %w", name, err)
 	}
@@ -108,7 +109,7 @@ func (d *demo) startRelay(ctx context.Context, name string, extra ...string) (*r
 }
 
 // relayLine narrates one line of relay r's log.
-func (d *demo) relayLine(r *relayProc, l Line) {
+func (d *demo) relayLine(r *relayProc, l procs.Line) {
 	a := d.byDID[l.Get("agent")]
 	switch {
 	case l.Level == "":
@@ -173,7 +174,7 @@ func (d *demo) pollQueues(ctx context.Context) {
 
 // queueLine renders the depths as "hourly 8 · sleeper 3 · always 0".
 func (d *demo) queueLine(ctx context.Context) string {
-	depths, err := QueueDepths(ctx, d.hc, d.metricsURL)
+	depths, err := procs.QueueDepths(ctx, d.hc, d.metricsURL)
 	if err != nil {
 		return ""
 	}

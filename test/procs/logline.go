@@ -1,4 +1,4 @@
-package demo
+package procs
 
 import (
 	"errors"
@@ -56,7 +56,7 @@ func (l Line) Has(key string) bool {
 }
 
 // errNotSlog is returned by ParseLine for a line slog did not write.
-var errNotSlog = errors.New("demo: not a slog text line")
+var errNotSlog = errors.New("procs: not a slog text line")
 
 // ParseLine parses a line written by slog.TextHandler. Values and keys that
 // needed quoting are Go-quoted (strconv.Quote), the rest run to the next

@@ -1,4 +1,4 @@
-package demo
+package main
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"github.com/torpor-dev/torpor/clock"
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/session/sender"
+	"github.com/torpor-dev/torpor/test/procs"
 )
 
 // DefaultScale is the default time scale: an hour passes in 20 s.
@@ -213,14 +214,14 @@ func (d *demo) stopAll() {
 // dumpLogs prints the end of every process's log after a failure (the
 // temporary directory is removed when the demo exits).
 func (d *demo) dumpLogs() {
-	var procs []*Proc
+	var all []*procs.Proc
 	for _, r := range d.relays {
-		procs = append(procs, r.proc)
+		all = append(all, r.proc)
 	}
 	for _, a := range d.agents {
-		procs = append(procs, a.proc)
+		all = append(all, a.proc)
 	}
-	for _, p := range procs {
+	for _, p := range all {
 		if p == nil {
 			continue
 		}

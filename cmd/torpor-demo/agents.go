@@ -1,4 +1,4 @@
-package demo
+package main
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/test/procs"
 	"github.com/torpor-dev/torpor/wake"
 )
 
@@ -23,8 +24,8 @@ type agent struct {
 	window wake.Window // hourly_wake
 	length time.Duration
 	sched  time.Time // sleep: the wake its operator scheduled
-	proc   *Proc
-	sink   *Sink
+	proc   *procs.Proc
+	sink   *procs.Sink
 	rss    int64 // peak resident set size, read before stopping it
 
 	mu sync.Mutex
@@ -102,19 +103,19 @@ func (d *demo) startAgent(ctx context.Context, a *agent) error {
 	if err != nil {
 		return err
 	}
-	if a.sink, err = StartSink(a.dir+"/app.sock", func(r Received) { d.delivered(a, r) }); err != nil {
+	if a.sink, err = procs.StartSink(a.dir+"/app.sock", func(r procs.Received) { d.delivered(a, r) }); err != nil {
 		return err
 	}
 	args := []string{"--config", conf, "--time-scale", strconv.FormatFloat(d.cfg.scale(), 'f', -1, 64)}
-	if a.proc, err = StartProc(a.name, d.bin("torpor-agent"), args, a.dir, a.dir+"/agent.log", nil); err != nil {
+	if a.proc, err = procs.StartProc(a.name, d.bin("torpor-agent"), args, a.dir, a.dir+"/agent.log", nil); err != nil {
 		return err
 	}
-	d.bg.Go(func() { a.proc.Out().Follow(ctx, func(l Line) { d.agentLine(a, l) }) })
+	d.bg.Go(func() { a.proc.Out().Follow(ctx, func(l procs.Line) { d.agentLine(a, l) }) })
 	return nil
 }
 
 // agentLine narrates one line of an agent's log.
-func (d *demo) agentLine(a *agent, l Line) {
+func (d *demo) agentLine(a *agent, l procs.Line) {
 	diag := l.Msg == "record rejected or deferred" || l.Msg == "action held"
 	if !diag {
 		d.flushSleep(a, true)
@@ -156,7 +157,7 @@ func (d *demo) agentLine(a *agent, l Line) {
 
 // wakeReport narrates the line an agent logs when a wake ends: why it
 // woke, what the drain did, and until when it sleeps.
-func (d *demo) wakeReport(a *agent, l Line) {
+func (d *demo) wakeReport(a *agent, l procs.Line) {
 	reason, drain := l.Get("reason"), parseDrain(l.First("drain"))
 	awake, _ := time.ParseDuration(l.Get("awake"))
 	a.mu.Lock()
@@ -231,7 +232,7 @@ func (d *demo) until(t time.Time) string {
 
 // rejection narrates one rejected record and matches it to the letter sent
 // to provoke it.
-func (d *demo) rejection(a *agent, l Line) {
+func (d *demo) rejection(a *agent, l procs.Line) {
 	cause := l.Get("cause")
 	if l.Msg == "record rejected or deferred" && l.Get("seq") == "0" {
 		return // a live request's, narrated when it was rejected
@@ -274,7 +275,7 @@ func (d *demo) labelOf(a *agent, key string) string {
 }
 
 // delivered narrates an object the application received.
-func (d *demo) delivered(a *agent, r Received) {
+func (d *demo) delivered(a *agent, r procs.Received) {
 	a.mu.Lock()
 	label := ""
 	if i := a.letterFor(r.ObjectID); i >= 0 {
@@ -368,7 +369,7 @@ func causeList(m map[string]int) string {
 }
 
 // attrs renders the named attributes that l has, as key=value.
-func attrs(l Line, keys ...string) string {
+func attrs(l procs.Line, keys ...string) string {
 	var parts []string
 	for _, k := range keys {
 		if l.Has(k) {

@@ -1,4 +1,4 @@
-package demo
+package main
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/torpor-dev/torpor/store/jsstore/jsserver"
+	"github.com/torpor-dev/torpor/test/procs"
 )
 
 // relayHeader is the response header in which the fleet's balancer names
@@ -103,7 +104,7 @@ func (d *demo) fleetRelay(ctx context.Context, n int, args []string) (*relayProc
 	}
 	d.n.Event(r.name, KindStart, "torpor-relay serving %s (relay %d of 3; A2A, device links, /metrics), %s, store: JetStream on the cluster, R3 streams, clock ×%g",
 		r.addr, n, broker, d.cfg.scale())
-	d.bg.Go(func() { r.proc.Out().Follow(ctx, func(l Line) { d.relayLine(r, l) }) })
+	d.bg.Go(func() { r.proc.Out().Follow(ctx, func(l procs.Line) { d.relayLine(r, l) }) })
 	return r, nil
 }
 
