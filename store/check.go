@@ -155,3 +155,40 @@ func validMeta(b []byte) bool {
 	h.Write(b[metaStart:metaChecksum])
 	return h.Sum64() == binary.LittleEndian.Uint64(b[metaChecksum:])
 }
+
+// MetaFallback reports a bbolt file one of whose two meta pages fails its
+// checksum while the other is sound. bbolt opens such a file silently at
+// the sound page's transaction, which may be the one before the last
+// commit: what that commit wrote is gone. A file bbolt just created or
+// committed to has both pages sound, so one bad page is always damage.
+// It returns "" when both pages are sound, or when neither is (bbolt
+// refuses that file itself), or the file cannot be read.
+func MetaFallback(path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	first := make([]byte, metaChecksum+8)
+	if _, err := f.ReadAt(first, 0); err != nil {
+		return ""
+	}
+	off := int64(os.Getpagesize())
+	if validMeta(first) {
+		off = int64(binary.LittleEndian.Uint32(first[metaPageSize:]))
+	}
+	second := make([]byte, metaChecksum+8)
+	if _, err := f.ReadAt(second, off); err != nil && !errors.Is(err, io.EOF) {
+		return ""
+	}
+	switch ok0, ok1 := validMeta(first), validMeta(second); {
+	case ok0 == ok1:
+		return ""
+	case ok0:
+		return fmt.Sprintf("meta page 1 of %s fails its checksum; it was opened at transaction %d from meta page 0, so the last commit may be lost",
+			path, binary.LittleEndian.Uint64(first[metaTxid:]))
+	default:
+		return fmt.Sprintf("meta page 0 of %s fails its checksum; it was opened at transaction %d from meta page 1, so the last commit may be lost",
+			path, binary.LittleEndian.Uint64(second[metaTxid:]))
+	}
+}

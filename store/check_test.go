@@ -78,3 +78,32 @@ func TestCheckAcceptsSoundFile(t *testing.T) {
 	}
 	db.Close()
 }
+
+// TestMetaFallback: one zeroed or flipped meta page is reported with the
+// transaction bbolt falls back to; a sound file and one whose both pages
+// are gone (bbolt refuses it itself) are not.
+func TestMetaFallback(t *testing.T) {
+	path := filled(t)
+	if got := store.MetaFallback(path); got != "" {
+		t.Fatalf("sound file: %q", got)
+	}
+	for page := range 2 {
+		p := filled(t)
+		if err := storetest.FlipMeta(p, page); err != nil {
+			t.Fatal(err)
+		}
+		got := store.MetaFallback(p)
+		if want := fmt.Sprintf("meta page %d of %s fails its checksum", page, p); len(got) < len(want) || got[:len(want)] != want {
+			t.Errorf("meta page %d flipped: %q, want it to start %q", page, got, want)
+		}
+	}
+	if err := storetest.FlipMeta(path, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := storetest.FlipMeta(path, 1); err != nil {
+		t.Fatal(err)
+	}
+	if got := store.MetaFallback(path); got != "" {
+		t.Errorf("both pages flipped: %q, want \"\" (bbolt refuses the file)", got)
+	}
+}
