@@ -48,9 +48,12 @@ type queueAnswer struct {
 		EnqueuedAt time.Time `json:"enqueuedAt"`
 		ExpiresAt  time.Time `json:"expiresAt"`
 	} `json:"records"`
-	Error   string `json:"error"`
-	Message string `json:"message"`
-	Detail  string `json:"detail"`
+	// Damaged are records the relay withholds because they fail their
+	// checksum (docs/operations.md, "Store faults").
+	Damaged []uint64 `json:"damaged"`
+	Error   string   `json:"error"`
+	Message string   `json:"message"`
+	Detail  string   `json:"detail"`
 }
 
 // runQueue lists a device's queued records (metadata, never bodies) or
@@ -187,6 +190,10 @@ func printQueue(w io.Writer, a queueArgs, ans queueAnswer) {
 		return
 	}
 	fmt.Fprintf(w, "%d records, %d bytes queued for %s\n", ans.Messages, ans.Bytes, ans.Agent)
+	if len(ans.Damaged) > 0 {
+		fmt.Fprintf(w, "%d damaged records withheld from the device (they fail their checksum; the queue file is damaged): seqs %v\n"+
+			"  torporctl queue purge --all deletes them with the rest; see docs/operations.md, \"Store faults\"\n", len(ans.Damaged), ans.Damaged)
+	}
 	if len(ans.Records) == 0 {
 		return
 	}
