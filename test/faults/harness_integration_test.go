@@ -5,6 +5,7 @@ package faults
 import (
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -39,6 +40,8 @@ type ledger struct {
 	acked     map[string]bool // answered queued: true
 	refused   map[string]bool // answered, not queued
 	delivered map[string]int  // times drained and acknowledged
+	pads      map[string]int  // the padding of each message sent
+	changed   map[string]bool // delivered with another body than sent
 	next      atomic.Int64
 	// reached is closed once len(acked) reaches target (waitAcked).
 	reached chan struct{}
@@ -46,16 +49,18 @@ type ledger struct {
 }
 
 func newLedger() *ledger {
-	return &ledger{acked: map[string]bool{}, refused: map[string]bool{}, delivered: map[string]int{}}
+	return &ledger{acked: map[string]bool{}, refused: map[string]bool{}, delivered: map[string]int{}, pads: map[string]int{}, changed: map[string]bool{}}
 }
 
-// send sends one new message and records the answer; it reports whether
-// it was queued.
-func (l *ledger) send(url string, dev did.DID, sender *did.PrivateKey, pad string) relaytest.Answer {
+// send sends one new message padded with padLen bytes and records the
+// answer.
+func (l *ledger) send(url string, dev did.DID, sender *did.PrivateKey, padLen int) relaytest.Answer {
 	id := fmt.Sprintf("m%d", l.next.Add(1))
+	pad := padding(id, padLen)
 	a := relaytest.Send(url, dev, sender, id, pad)
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.pads[id] = len(pad)
 	switch {
 	case a.Err != nil: // the relay died mid-request: unknown either way
 	case a.Queued:
@@ -76,6 +81,10 @@ func (l *ledger) ackedCount() int {
 	defer l.mu.Unlock()
 	return len(l.acked)
 }
+
+// padding is the padding of message id, n bytes (every sender pads with
+// one letter per message, so that the body can be checked on delivery).
+func padding(id string, n int) string { return strings.Repeat(string(rune('a'+len(id)%26)), n) }
 
 // waitAcked waits up to d until n messages were acknowledged and reports
 // whether they were.
@@ -102,26 +111,43 @@ func (l *ledger) drain(url string, dev *did.PrivateKey) error {
 		l.mu.Lock()
 		defer l.mu.Unlock()
 		for _, b := range bodies {
-			l.delivered[relaytest.MessageID(b)]++
+			id := relaytest.MessageID(b)
+			l.delivered[id]++
+			if n, ok := l.pads[id]; !ok || string(b) != relaytest.Body(id, padding(id, n)) {
+				l.changed[id] = true
+			}
 		}
 	})
 }
 
+// clone returns a copy of the ledger's answers and deliveries.
+func (l *ledger) clone() *ledger {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	c := newLedger()
+	maps.Copy(c.acked, l.acked)
+	maps.Copy(c.refused, l.refused)
+	maps.Copy(c.delivered, l.delivered)
+	maps.Copy(c.pads, l.pads)
+	maps.Copy(c.changed, l.changed)
+	return c
+}
+
 // counts is the ledger's tally.
 type counts struct {
-	acked, delivered, lost, duplicated, refusedDelivered int
-	lostIDs                                              []string
+	acked, delivered, lost, duplicated, refusedDelivered, changed int
+	lostIDs                                                       []string
 }
 
 func (c counts) String() string {
-	return fmt.Sprintf("acknowledged %d, delivered %d, lost %d, duplicated %d, refused but delivered %d",
-		c.acked, c.delivered, c.lost, c.duplicated, c.refusedDelivered)
+	return fmt.Sprintf("acknowledged %d, delivered %d, lost %d, duplicated %d, refused but delivered %d, delivered changed %d",
+		c.acked, c.delivered, c.lost, c.duplicated, c.refusedDelivered, c.changed)
 }
 
 func (l *ledger) count() counts {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	c := counts{acked: len(l.acked), delivered: len(l.delivered)}
+	c := counts{acked: len(l.acked), delivered: len(l.delivered), changed: len(l.changed)}
 	for id := range l.acked {
 		if l.delivered[id] == 0 {
 			c.lost++
@@ -150,6 +176,9 @@ func (l *ledger) check(t testing.TB, what string, reported bool) counts {
 	t.Logf("%s: %s", what, c)
 	if c.lost > 0 && !reported {
 		t.Errorf("%s: %d acknowledged messages silently lost (%v)", what, c.lost, c.lostIDs)
+	}
+	if c.changed > 0 {
+		t.Errorf("%s: %d messages delivered with a body other than the one sent", what, c.changed)
 	}
 	if c.duplicated > 0 {
 		t.Errorf("%s: %d messages delivered twice", what, c.duplicated)
@@ -182,6 +211,13 @@ func (f *fixture) args(extra ...string) []string {
 		"--max-peer-bytes", "1099511627776", "--max-queue-bytes", "0"}, extra...)
 }
 
+// tryStart starts the relay on the fixture's directory: it serves (r),
+// or it stops with exit status exit and log.
+func tryStart(t testing.TB, f *fixture, extra ...string) (r *relaytest.Relay, exit int, log string) {
+	t.Helper()
+	return relaytest.Try(t, f.dir, f.args(extra...)...)
+}
+
 // start starts the relay on the fixture's directory; it must serve.
 func (f *fixture) start(t testing.TB, extra ...string) *relaytest.Relay {
 	t.Helper()
@@ -211,13 +247,12 @@ func (f *fixture) sendN(t testing.TB, url string, n, pad int) {
 	t.Helper()
 	var wg sync.WaitGroup
 	var failed atomic.Value
-	body := strings.Repeat("p", pad)
 	for w := range 4 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for i := w; i < n; i += 4 {
-				if a := f.l.send(url, f.dev.DID(), f.sender, body); !a.Queued {
+				if a := f.l.send(url, f.dev.DID(), f.sender, pad); !a.Queued {
 					failed.Store(fmt.Sprintf("status %d, err %v", a.Status, a.Err))
 					return
 				}

@@ -4,7 +4,6 @@ package faults
 
 import (
 	"math/rand/v2"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -55,13 +54,12 @@ func TestKillUnderLoad(t *testing.T) {
 func load(f *fixture, url string, n, pad int) (stop func()) {
 	var done atomic.Bool
 	var wg sync.WaitGroup
-	body := strings.Repeat("k", pad)
 	for range n {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for !done.Load() {
-				if a := f.l.send(url, f.dev.DID(), f.sender, body); a.Err != nil {
+				if a := f.l.send(url, f.dev.DID(), f.sender, pad); a.Err != nil {
 					return // the relay is gone
 				}
 			}

@@ -51,20 +51,24 @@ type Answer struct {
 	Err    error
 }
 
-// Send posts an A2A SendMessage request with messageId id and an
-// mls-wire part of the bytes pad to the agent at the relay url as sender
-// (a fresh DID Bearer token each time). It
-// never fails the test, so that senders may run in goroutines against a
-// relay that is killed.
+// Body returns the A2A SendMessage request Send posts: messageId id and
+// an mls-wire part of the bytes pad.
+func Body(id, pad string) string {
+	mid, _ := json.Marshal(id)
+	return `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":` + string(mid) +
+		`,"role":"ROLE_USER","parts":[{"mediaType":"` + a2a.MediaTypeMLSWire + `","data":{"mediaType":"` + a2a.MediaTypeMLSWire +
+		`","wire":"` + base64.StdEncoding.EncodeToString([]byte(pad)) + `"}}]}}}`
+}
+
+// Send posts Body(id, pad) to the agent at the relay url as sender (a
+// fresh DID Bearer token each time). It never fails the test, so that
+// senders may run in goroutines against a relay that is killed.
 func Send(url string, agent did.DID, sender *did.PrivateKey, id, pad string) Answer {
 	tok, err := bearer.Issue(sender, url, time.Now(), 0)
 	if err != nil {
 		return Answer{Err: err}
 	}
-	mid, _ := json.Marshal(id)
-	body := `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":` + string(mid) +
-		`,"role":"ROLE_USER","parts":[{"mediaType":"` + a2a.MediaTypeMLSWire + `","data":{"mediaType":"` + a2a.MediaTypeMLSWire +
-		`","wire":"` + base64.StdEncoding.EncodeToString([]byte(pad)) + `"}}]}}}`
+	body := Body(id, pad)
 	req, err := http.NewRequest("POST", url+"/a/"+agent.String()+"/a2a/jsonrpc", bytes.NewReader([]byte(body)))
 	if err != nil {
 		return Answer{Err: err}
