@@ -76,9 +76,10 @@ func (a *args) stores() []string {
 
 // present reports whether store name is there: a non-empty bbolt file,
 // or for the queue (either engine: the log imports queue.db), a
-// non-empty queue.db or a record log directory with a segment file. (A
-// segment is empty until its first commit, so an emptied segment is the
-// record log's own damage rule, store/queue's package doc.)
+// non-empty queue.db or a record log segment that is not empty (opening
+// the log writes the last segment's header, so after a start one is not;
+// an empty segment among others is the record log's own damage rule,
+// store/queue's package doc).
 func (g *storeGuard) present(name string) (bool, string) {
 	if name != storeQueue {
 		p := filepath.Join(g.dataDir, name)
@@ -89,7 +90,7 @@ func (g *storeGuard) present(name string) (bool, string) {
 		return true, db
 	}
 	segs, _ := filepath.Glob(filepath.Join(dir, "*.log"))
-	return len(segs) > 0, db + " (or " + dir + ")"
+	return slices.ContainsFunc(segs, nonEmpty), db + " (or " + dir + ")"
 }
 
 func nonEmpty(path string) bool {

@@ -61,6 +61,7 @@ func TestLostStoreRefused(t *testing.T) {
 		{"bolt", "mqtt.db emptied", func(d string) error { return os.Truncate(filepath.Join(d, "mqtt.db"), 0) }, "mqtt.db is missing"},
 		{"log", "queue.log deleted", func(d string) error { return os.RemoveAll(filepath.Join(d, "queue.log")) }, "queue.log"},
 		{"log", "queue.log emptied", func(d string) error { return removeGlob(filepath.Join(d, "queue.log", "*")) }, "queue.log"},
+		{"log", "queue.log segment cut to zero", func(d string) error { return os.Truncate(filepath.Join(d, "queue.log", "0000000000000001.log"), 0) }, "queue.log"},
 	} {
 		t.Run(c.engine+"/"+c.name, func(t *testing.T) {
 			dir := t.TempDir()
