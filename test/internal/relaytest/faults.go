@@ -140,3 +140,28 @@ func Drain(url string, dev *did.PrivateKey, delivered func(bodies [][]byte)) err
 		}
 	}
 }
+
+// Count links dev to the relay at url and counts its queued records
+// without acknowledging any (PullAll that returns its error).
+func Count(url string, dev *did.PrivateKey) (int, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, err := link.Dial(ctx, link.Config{RelayURL: url, Key: dev})
+	if err != nil {
+		return 0, err
+	}
+	defer c.Close()
+	var after uint64
+	n := 0
+	for {
+		recs, more, err := c.Pull(ctx, after, 500)
+		if err != nil || len(recs) == 0 {
+			return n, err
+		}
+		n += len(recs)
+		after = recs[len(recs)-1].Seq
+		if !more {
+			return n, nil
+		}
+	}
+}
