@@ -41,6 +41,8 @@ func TestDiskFull(t *testing.T) {
 					t.Fatalf("send %d while the disk fills: %v (the relay died?)\n%s", i, a.Err, r.Log())
 				case a.Queued:
 					refused = 0
+				case a.Status != http.StatusServiceUnavailable && a.Status != http.StatusInsufficientStorage:
+					t.Fatalf("send %d while the disk fills: status %d, want 503 or 507 (not queued)", i, a.Status)
 				default:
 					refused++
 				}
