@@ -194,9 +194,7 @@ func run(ctx context.Context, a *args, log *slog.Logger) error {
 		return err
 	}
 	defer stopBroker()
-	if st.guard != nil {
-		st.guard.writeMarker(a.stores(), time.Now())
-	}
+	st.guard.writeMarker(a.stores(), time.Now()) // now that mqtt.db exists too
 
 	ln, err := net.Listen("tcp", a.listen)
 	if err != nil {

@@ -143,8 +143,12 @@ func isAre(n int) string {
 
 // writeMarker records the stores of this run that are there, when the
 // marker is missing, lists fewer, or the stores were made afresh. A marker that
-// cannot be written is logged: the relay runs without the protection.
+// cannot be written is logged: the relay runs without the protection. A
+// nil guard (JetStream: no files) does nothing.
 func (g *storeGuard) writeMarker(stores []string, now time.Time) {
+	if g == nil {
+		return
+	}
 	mp := filepath.Join(g.dataDir, markerName)
 	var m storeMarker
 	if b, err := os.ReadFile(mp); err == nil && json.Unmarshal(b, &m) == nil && !g.fresh {
