@@ -17,9 +17,9 @@ import (
 )
 
 // runOn runs the relay on the data directory dir with argv until it
-// serves, then stops it; it returns run's error (nil once it served) and
-// what it logged.
-func runOn(t *testing.T, dir string, argv ...string) (error, string) {
+// serves, then stops it; it returns what it logged and run's error (nil
+// once it served).
+func runOn(t *testing.T, dir string, argv ...string) (string, error) {
 	t.Helper()
 	a, err := parseArgs(append([]string{"--listen", "127.0.0.1:0", "--mqtt-listen", "127.0.0.1:0", "--data-dir", dir}, argv...), io.Discard)
 	if err != nil {
@@ -35,13 +35,14 @@ func runOn(t *testing.T, dir string, argv ...string) (error, string) {
 	select {
 	case <-ready:
 		cancel()
-		return <-done, logs.String()
+		err := <-done
+		return logs.String(), err
 	case err := <-done:
-		return err, logs.String()
+		return logs.String(), err
 	case <-time.After(time.Minute):
 		t.Fatal("the relay neither started nor stopped in a minute")
 	}
-	return nil, ""
+	return "", nil
 }
 
 // TestLostStoreRefused: once the relay ran on its data directory, a
@@ -65,20 +66,20 @@ func TestLostStoreRefused(t *testing.T) {
 	} {
 		t.Run(c.engine+"/"+c.name, func(t *testing.T) {
 			dir := t.TempDir()
-			if err, logs := runOn(t, dir, "--queue-engine", c.engine); err != nil {
+			if logs, err := runOn(t, dir, "--queue-engine", c.engine); err != nil {
 				t.Fatalf("first start: %v\n%s", err, logs)
 			}
 			if err := c.lose(dir); err != nil {
 				t.Fatal(err)
 			}
-			err, _ := runOn(t, dir, "--queue-engine", c.engine)
+			_, err := runOn(t, dir, "--queue-engine", c.engine)
 			if !errors.Is(err, errStoreRefused) || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), markerName) || !strings.Contains(err.Error(), "--reinitialise") {
 				t.Fatalf("start after the loss: %v; want a refusal naming %s, %s and --reinitialise", err, c.want, markerName)
 			}
-			if err, logs := runOn(t, dir, "--queue-engine", c.engine, "--reinitialise"); err != nil || !strings.Contains(logs, "starting with empty stores as asked") {
+			if logs, err := runOn(t, dir, "--queue-engine", c.engine, "--reinitialise"); err != nil || !strings.Contains(logs, "starting with empty stores as asked") {
 				t.Fatalf("start with --reinitialise: %v\n%s", err, logs)
 			}
-			if err, logs := runOn(t, dir, "--queue-engine", c.engine); err != nil {
+			if logs, err := runOn(t, dir, "--queue-engine", c.engine); err != nil {
 				t.Fatalf("start after --reinitialise: %v\n%s", err, logs)
 			}
 		})
@@ -105,7 +106,7 @@ func TestDamagedStoreRefused(t *testing.T) {
 		for _, d := range damages {
 			t.Run(file+"/"+d.Name, func(t *testing.T) {
 				dir := t.TempDir()
-				if err, logs := runOn(t, dir); err != nil {
+				if logs, err := runOn(t, dir); err != nil {
 					t.Fatalf("first start: %v\n%s", err, logs)
 				}
 				path := filepath.Join(dir, file)
@@ -113,7 +114,7 @@ func TestDamagedStoreRefused(t *testing.T) {
 					t.Fatal(err)
 				}
 				for _, argv := range [][]string{nil, {"--reinitialise"}} {
-					err, _ := runOn(t, dir, argv...)
+					_, err := runOn(t, dir, argv...)
 					if !errors.Is(err, errStoreRefused) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "move "+path+" aside") {
 						t.Fatalf("start %v on a damaged %s: %v; want a refusal naming it and the fix", argv, file, err)
 					}
@@ -128,13 +129,13 @@ func TestDamagedStoreRefused(t *testing.T) {
 // says the last commit may be lost.
 func TestMetaFallbackLogged(t *testing.T) {
 	dir := t.TempDir()
-	if err, logs := runOn(t, dir); err != nil {
+	if logs, err := runOn(t, dir); err != nil {
 		t.Fatalf("first start: %v\n%s", err, logs)
 	}
 	if err := storetest.FlipMeta(filepath.Join(dir, "queue.db"), 0); err != nil {
 		t.Fatal(err)
 	}
-	err, logs := runOn(t, dir)
+	logs, err := runOn(t, dir)
 	if err != nil || !strings.Contains(logs, "level=ERROR") || !strings.Contains(logs, "meta page 0 of "+filepath.Join(dir, "queue.db")+" fails its checksum") {
 		t.Fatalf("start with a flipped meta page: %v; want it to start and log the fallback:\n%s", err, logs)
 	}
