@@ -133,7 +133,7 @@ func flip(t testing.TB, path string, off int64, n int) {
 
 // reportedRE matches the log lines by which a relay that started says it
 // withheld or cut records.
-var reportedRE = regexp.MustCompile(`fail their checksum|meta page \d of .* fails its checksum|torn|cut`)
+var reportedRE = regexp.MustCompile(`fail their checksum|meta page \d of .* fails its checksum|\btorn\b|\bcut\b`)
 
 // damaged starts the relay on the fixture's directory after path was
 // damaged and checks what it does (TestDamage).

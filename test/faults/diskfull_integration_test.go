@@ -65,8 +65,8 @@ func TestDiskFull(t *testing.T) {
 	}
 }
 
-// whileFull checks that a relay whose disk is full still serves
-// /metrics and the device's reads: every message acknowledged so far.
+// whileFull checks that a relay whose disk is full still serves /metrics
+// and the device's reads: every message acknowledged so far.
 func whileFull(t *testing.T, f *fixture, r *relaytest.Relay) {
 	t.Helper()
 	resp, err := http.Get(r.URL + "/metrics")
@@ -129,3 +129,4 @@ func fill(t *testing.T, path string, free int64) {
 		t.Fatal(err)
 	}
 }
+
