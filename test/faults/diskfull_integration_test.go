@@ -129,4 +129,3 @@ func fill(t *testing.T, path string, free int64) {
 		t.Fatal(err)
 	}
 }
-
