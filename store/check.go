@@ -157,12 +157,13 @@ func validMeta(b []byte) bool {
 }
 
 // MetaFallback reports a bbolt file one of whose two meta pages fails its
-// checksum while the other is sound. bbolt opens such a file silently at
-// the sound page's transaction, which may be the one before the last
-// commit: what that commit wrote is gone. A file bbolt just created or
-// committed to has both pages sound, so one bad page is always damage.
-// It returns "" when both pages are sound, or when neither is (bbolt
-// refuses that file itself), or the file cannot be read.
+// checksum while the other is sound, or whose two sound pages do not hold
+// consecutive transactions. bbolt opens such a file silently at the newest
+// sound page's transaction, which may be older than the last commit: what
+// that commit wrote is gone. A file bbolt just created or committed to has
+// both pages sound, one transaction apart, so anything else is damage. It
+// returns "" for a sound pair, when neither page is sound (bbolt refuses
+// that file itself), or when the file cannot be read.
 func MetaFallback(path string) string {
 	f, err := os.Open(path)
 	if err != nil {
@@ -181,14 +182,20 @@ func MetaFallback(path string) string {
 	if _, err := f.ReadAt(second, off); err != nil && !errors.Is(err, io.EOF) {
 		return ""
 	}
+	tx0, tx1 := binary.LittleEndian.Uint64(first[metaTxid:]), binary.LittleEndian.Uint64(second[metaTxid:])
 	switch ok0, ok1 := validMeta(first), validMeta(second); {
+	case ok0 && ok1 && tx0 != tx1+1 && tx1 != tx0+1:
+		// Each commit writes the meta page of its transaction's parity,
+		// so the two always hold consecutive transactions.
+		return fmt.Sprintf("the meta pages of %s hold transactions %d and %d, not consecutive ones: one page is stale, so a commit may be lost",
+			path, tx0, tx1)
 	case ok0 == ok1:
 		return ""
 	case ok0:
 		return fmt.Sprintf("meta page 1 of %s fails its checksum; it was opened at transaction %d from meta page 0, so the last commit may be lost",
-			path, binary.LittleEndian.Uint64(first[metaTxid:]))
+			path, tx0)
 	default:
 		return fmt.Sprintf("meta page 0 of %s fails its checksum; it was opened at transaction %d from meta page 1, so the last commit may be lost",
-			path, binary.LittleEndian.Uint64(second[metaTxid:]))
+			path, tx1)
 	}
 }

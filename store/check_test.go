@@ -3,7 +3,9 @@ package store_test
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	bolt "go.etcd.io/bbolt"
@@ -105,5 +107,37 @@ func TestMetaFallback(t *testing.T) {
 	}
 	if got := store.MetaFallback(path); got != "" {
 		t.Errorf("both pages flipped: %q, want \"\" (bbolt refuses the file)", got)
+	}
+	stale := filled(t)
+	old, err := os.ReadFile(stale)
+	if err != nil {
+		t.Fatal(err)
+	}
+	commit(t, stale)
+	commit(t, stale)
+	commit(t, stale)
+	// The second meta page as it was three commits ago, sound but stale.
+	size := os.Getpagesize()
+	if err := storetest.WriteAt(stale, old[size:2*size], int64(size)); err != nil {
+		t.Fatal(err)
+	}
+	if got := store.MetaFallback(stale); !strings.Contains(got, "not consecutive") {
+		t.Errorf("a stale second meta page: %q, want it reported", got)
+	}
+}
+
+// commit makes one write transaction on the file at path.
+func commit(t *testing.T, path string) {
+	t.Helper()
+	db, err := store.Open(path, &store.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.Update(func(tx *bolt.Tx) error {
+		_, err := tx.CreateBucketIfNotExists([]byte("commit"))
+		return err
+	}); err != nil {
+		t.Fatal(err)
 	}
 }

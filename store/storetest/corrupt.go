@@ -87,6 +87,10 @@ func layout(path string) (pageSize int, highWater int64, err error) {
 	return db.Info().PageSize, highWater, err
 }
 
+// WriteAt writes b into the file at path at off, as a write that reached
+// some sectors and not others leaves it.
+func WriteAt(path string, b []byte, off int64) error { return writeAt(path, b, off) }
+
 func writeAt(path string, b []byte, off int64) error {
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
