@@ -3,6 +3,7 @@
 package faults
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"os"
@@ -92,7 +93,8 @@ func offsets(size int64) []int64 {
 
 // used returns the length of the file at path that holds data: a bbolt
 // file's pages up to its high-water mark (its meta pages' page count; the
-// rest of the file is room to grow), any other file's size.
+// rest of the file is room to grow), any other file's bytes up to its
+// last one that is not zero.
 func used(t testing.TB, path string) int64 {
 	t.Helper()
 	b, err := os.ReadFile(path)
@@ -101,7 +103,7 @@ func used(t testing.TB, path string) int64 {
 	}
 	size := int64(len(b))
 	if len(b) < 4096 || binary.LittleEndian.Uint32(b[16:]) != 0xED0CDAED { // bbolt's magic
-		return size
+		return int64(len(bytes.TrimRight(b, "\x00"))) // the record log writes zeros ahead
 	}
 	page := int64(binary.LittleEndian.Uint32(b[24:]))
 	var hw int64
