@@ -116,3 +116,37 @@ func TestAckDeletingNothingIsAnError(t *testing.T) {
 		t.Errorf("/metrics lacks the acknowledgement that deleted nothing")
 	}
 }
+
+// TestAckOfPurgedRecordsIsNoError: records an operator purged while the
+// device held them are acknowledged without error (they are gone, as
+// the acknowledgement asks), logged at WARN and counted as not served.
+func TestAckOfPurgedRecordsIsNoError(t *testing.T) {
+	var logs bytes.Buffer
+	op := didtest.Key(t, 7)
+	h := newHarness(t, func(c *Config) {
+		c.Operators = []did.DID{op.DID()}
+		c.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	})
+	dev, alice := didtest.Key(t, 1), didtest.Key(t, 2)
+	h.publishOffline(t, dev, "sleep", deviceOpts{})
+	if r := h.post(t, dev.DID(), alice, "1.0", sendV1); r.status != 503 {
+		t.Fatalf("enqueue: %d %s", r.status, r.body)
+	}
+	c := h.device(t, dev, "sleep", deviceOpts{})
+	recs, _, err := c.Pull(context.Background(), 0, 10)
+	if err != nil || len(recs) != 1 {
+		t.Fatalf("Pull: %d records, %v", len(recs), err)
+	}
+	if r := h.operatorReq(t, "DELETE", op, dev.DID(), "?all=1"); r.status != 200 {
+		t.Fatalf("purge: %d %s", r.status, r.body)
+	}
+	if err := c.Ack(context.Background(), []uint64{recs[0].Seq}); err != nil {
+		t.Errorf("acknowledging a purged record: %v, want no error", err)
+	}
+	if !strings.Contains(logs.String(), "level=WARN") || !strings.Contains(logs.String(), "no longer held") {
+		t.Errorf("no warning about the acknowledgement:\n%s", logs.String())
+	}
+	if m := string(h.get(t, "/metrics").body); !strings.Contains(m, `torpor_relay_queue_acks_deleted_nothing_total{still_served="false"} 1`) {
+		t.Errorf("/metrics lacks the acknowledgement of records no longer held")
+	}
+}
