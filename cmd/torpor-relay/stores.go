@@ -66,6 +66,9 @@ func (s *storeArgs) validate() error {
 		if s.queueEngine != "bolt" {
 			return errors.New("--queue-engine needs --store bolt")
 		}
+		if s.reinit {
+			return errors.New("--reinitialise needs --store bolt (JetStream keeps no files in --data-dir)")
+		}
 	default:
 		return fmt.Errorf("--store %q: want bolt or jetstream", s.kind)
 	}
