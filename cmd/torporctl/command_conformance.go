@@ -10,7 +10,7 @@ import (
 )
 
 func init() {
-	register(&command{
+	register(&subcommand{
 		name:  "conformance",
 		args:  "DIR",
 		short: "Run the conformance vectors under DIR (reference vector format) through Torpor's code.",

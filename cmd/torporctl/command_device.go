@@ -15,13 +15,13 @@ import (
 
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/internal/atomicfile"
-	"github.com/torpor-dev/torpor/runtime/manage"
 	"github.com/torpor-dev/torpor/transport/mqtt"
+	"github.com/torpor-dev/torpor/transport/mqtt/command"
 	"github.com/torpor-dev/torpor/transport/mqtt/envelope"
 )
 
 func init() {
-	register(&command{
+	register(&subcommand{
 		name:  "device",
 		args:  "OPERATION [flags] DEVICE [ARGS]",
 		short: "Manage a device over MQTT with signed commands: status, set-mode, halt, resume, ... (device help).",
@@ -79,7 +79,7 @@ func (f *deviceFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.knownDevices, "known-devices", defaultKnownDevices(), "The file pinning device names to DIDs (\"NAME DID\" lines, like SSH's known_hosts). Default $TORPOR_KNOWN_DEVICES or ~/.config/torpor/known_devices.")
 	fs.StringVar(&f.passwordFile, "mqtt-password-file", os.Getenv("TORPOR_MQTT_PASSWORD_FILE"), "A file with a static MQTT password for an external broker that checks passwords (torporctl mqtt acl); without it a DID Bearer token is sent, as the embedded broker wants. Default $TORPOR_MQTT_PASSWORD_FILE.")
 	fs.DurationVar(&f.wait, "wait", 15*time.Second, "How long to wait for the reply; 0 sends without waiting.")
-	fs.DurationVar(&f.ttl, "ttl", manage.DefaultCommandTTL, "The command's lifetime: a device that wakes later refuses it, and the broker drops it.")
+	fs.DurationVar(&f.ttl, "ttl", command.DefaultTTL, "The command's lifetime: a device that wakes later refuses it, and the broker drops it.")
 	fs.BoolVar(&f.cbor, "cbor", false, "Send the command as CBOR (MQTT content type application/cbor); the reply comes back in CBOR.")
 	fs.BoolVar(&f.json, "json", false, "Print JSON instead of text.")
 	fs.Uint64Var(&f.seq, "seq", 0, "The command's sequence number; 0 picks the next one (milliseconds since 1970, kept increasing per key and device in KEY.seq).")
@@ -162,7 +162,7 @@ type deviceSession struct {
 	f      *deviceFlags
 	key    *did.PrivateKey
 	device string
-	op     *manage.Operator
+	op     *command.Operator
 	known  *knownDevices
 	stderr io.Writer
 }
@@ -190,7 +190,7 @@ func dialDevice(ctx context.Context, f *deviceFlags, device string) (*deviceSess
 	}
 	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	op, err := manage.DialOperator(dctx, manage.OperatorConfig{Broker: f.broker, Prefix: f.prefix, Key: k, Password: bytes.TrimSpace(pw)})
+	op, err := command.DialOperator(dctx, command.OperatorConfig{Broker: f.broker, Prefix: f.prefix, Key: k, Password: bytes.TrimSpace(pw)})
 	if err != nil {
 		return nil, err
 	}
@@ -207,7 +207,7 @@ func (s *deviceSession) close() {
 	s.op.Close(ctx)
 }
 
-// nextSeq picks the command's sequence number (manage.NextSeq) and records
+// nextSeq picks the command's sequence number (command.NextSeq) and records
 // it in KEY.seq before the command leaves, so the next run never reuses
 // it even if this one fails after sending.
 func (s *deviceSession) nextSeq(dev did.DID) (uint64, error) {
@@ -222,7 +222,7 @@ func (s *deviceSession) nextSeq(dev did.DID) (uint64, error) {
 	}
 	seq := s.f.seq
 	if seq == 0 {
-		seq = manage.NextSeq(last[dev.String()], time.Now())
+		seq = command.NextSeq(last[dev.String()], time.Now())
 	}
 	if seq > last[dev.String()] {
 		last[dev.String()] = seq
@@ -272,7 +272,7 @@ func printCommand(w io.Writer, o commandOutput) {
 	if len(r.Result) == 0 {
 		return
 	}
-	if o.Op == manage.OpStatus {
+	if o.Op == command.OpStatus {
 		printStatusResult(w, r.Result)
 		return
 	}

@@ -9,15 +9,15 @@ import (
 
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/governed"
-	"github.com/torpor-dev/torpor/runtime/manage"
+	"github.com/torpor-dev/torpor/transport/mqtt/command"
 	"github.com/torpor-dev/torpor/transport/mqtt/envelope"
 )
 
 // destructiveOps go only to a pinned DID or one given with --did, never
 // to the DID of a status seen for the first time.
 var destructiveOps = map[string]bool{
-	manage.OpHalt: true, manage.OpSetMode: true, manage.OpRotateKeys: true, manage.OpReboot: true,
-	manage.OpConfirm: true, manage.OpConfigSet: true,
+	command.OpHalt: true, command.OpSetMode: true, command.OpRotateKeys: true, command.OpReboot: true,
+	command.OpConfirm: true, command.OpConfigSet: true,
 }
 
 // resolved is the device a command goes to: its DID and, when there is
@@ -101,7 +101,7 @@ type commandOutput struct {
 	// RefusedBy is the DID of a device that refused the command as not
 	// its own (wrong-device): --did named another device.
 	RefusedBy string          `json:"refusedBy,omitempty"`
-	Reply     *manage.Reply   `json:"reply,omitempty"`
+	Reply     *command.Reply  `json:"reply,omitempty"`
 	Signed    json.RawMessage `json:"signedReply,omitempty"`
 	// Status is the retained status, when there was no reply (or the
 	// device sleeps and status answered from it); StatusIssuedAt and
@@ -127,7 +127,7 @@ func (s *deviceSession) command(ctx context.Context, e *env, op string, args any
 		return err
 	}
 	out := commandOutput{Name: s.device, Device: r.dev.String(), State: "unknown", Op: op}
-	if op == manage.OpStatus && r.status != nil && r.status.State != envelope.StateAwake {
+	if op == command.OpStatus && r.status != nil && r.status.State != envelope.StateAwake {
 		// A sleeping or stopped device: its verified retained status is
 		// the answer; a command would wait for the next wake.
 		out.setStatus(r, time.Now())
@@ -148,7 +148,7 @@ func (s *deviceSession) command(ctx context.Context, e *env, op string, args any
 		return exitError{1}
 	case out.Reply == nil:
 		return exitError{3}
-	case out.Reply.Outcome != manage.OutcomeOK:
+	case out.Reply.Outcome != command.OutcomeOK:
 		return exitError{1}
 	}
 	return nil
@@ -160,7 +160,7 @@ func (s *deviceSession) send(ctx context.Context, e *env, r resolved, out *comma
 	if err != nil {
 		return err
 	}
-	spec := manage.CommandSpec{Device: r.dev, Seq: seq, Op: out.Op, Args: args, TTL: s.f.ttl}
+	spec := command.Spec{Device: r.dev, Seq: seq, Op: out.Op, Args: args, TTL: s.f.ttl}
 	sent, err := s.op.Send(ctx, s.device, spec, s.f.cbor)
 	if err != nil {
 		return err
@@ -180,7 +180,7 @@ func (s *deviceSession) send(ctx context.Context, e *env, r resolved, out *comma
 	// for another DID (--did wrong) is reported, not taken for silence.
 	rep, obj, err := s.op.AwaitReply(wctx, s.device, sent.Object.ID, did.DID{})
 	switch {
-	case err == nil && obj.Issuer != r.dev && rep.Reason == manage.ReasonWrongDevice:
+	case err == nil && obj.Issuer != r.dev && rep.Reason == command.ReasonWrongDevice:
 		out.RefusedBy, out.Reply = obj.Issuer.String(), &rep
 	case err == nil && obj.Issuer != r.dev:
 		fmt.Fprintf(e.stderr, "warning: ignored a reply signed by %s, not by %s\n", obj.Issuer, r.dev)
@@ -199,7 +199,7 @@ func (s *deviceSession) send(ctx context.Context, e *env, r resolved, out *comma
 
 // replyState is the device's state a status reply reports; a device that
 // answers is awake.
-func replyState(r manage.Reply) string {
+func replyState(r command.Reply) string {
 	var res struct {
 		Status envelope.Status `json:"status"`
 	}
@@ -220,8 +220,8 @@ func (s *deviceSession) print(e *env, out commandOutput) error {
 // followRotation moves the device's pin to its new DID after a rotate-keys
 // it answered ok: the reply is signed by the pinned (old) key and names
 // the new DID, so the pin follows the device, not whoever claims it.
-func (s *deviceSession) followRotation(e *env, rep manage.Reply) {
-	if rep.Op != manage.OpRotateKeys || rep.Outcome != manage.OutcomeOK {
+func (s *deviceSession) followRotation(e *env, rep command.Reply) {
+	if rep.Op != command.OpRotateKeys || rep.Outcome != command.OutcomeOK {
 		return
 	}
 	var res struct{ Old, New string }

@@ -20,7 +20,7 @@ import (
 )
 
 func init() {
-	register(&command{
+	register(&subcommand{
 		name:  "fleet",
 		args:  "| fleet open [flags]",
 		short: "Print the relay's fleet of devices as a table (exit status 3 when any is overdue); \"fleet open\" prints a login link to the relay's fleet console.",

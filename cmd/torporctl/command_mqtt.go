@@ -22,7 +22,7 @@ import (
 )
 
 func init() {
-	register(&command{
+	register(&subcommand{
 		name:  "mqtt",
 		args:  "acl --devices FILE --operators FILE --out DIR",
 		short: "Generate a mosquitto password file, ACL and configuration for the fleet (an external broker).",

@@ -19,7 +19,7 @@ import (
 )
 
 func init() {
-	register(&command{
+	register(&subcommand{
 		name:  "queue",
 		args:  "list|purge --relay URL --key FILE --agent DID [--sender DID | --all]",
 		short: "List or purge a device's queue on its relay, as one of the relay's operators (docs/operations.md).",

@@ -27,7 +27,7 @@ import (
 )
 
 func init() {
-	register(&command{
+	register(&subcommand{
 		name:  "send",
 		args:  "AGENT_DID [MESSAGE]",
 		short: "Send a signed message to an agent through its relay (MLS-encrypted unless --plaintext); says whether it was delivered or queued.",

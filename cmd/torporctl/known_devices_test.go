@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/torpor-dev/torpor/did"
-	"github.com/torpor-dev/torpor/runtime/manage"
+	"github.com/torpor-dev/torpor/transport/mqtt/command"
 )
 
 // TestKnownDevicesFollowRotation: a pin is recorded once, a file naming
@@ -28,7 +28,7 @@ func TestKnownDevicesFollowRotation(t *testing.T) {
 	}
 	s := &deviceSession{device: "pi-7", known: k}
 	res, _ := json.Marshal(map[string]string{"old": a.DID().String(), "new": b.DID().String()})
-	s.followRotation(&env{stderr: io.Discard}, manage.Reply{Op: manage.OpRotateKeys, Outcome: manage.OutcomeOK, Device: a.DID().String(), Result: res})
+	s.followRotation(&env{stderr: io.Discard}, command.Reply{Op: command.OpRotateKeys, Outcome: command.OutcomeOK, Device: a.DID().String(), Result: res})
 	k, err = loadKnownDevices(path)
 	if err != nil || k.pins["pi-7"] != b.DID() {
 		t.Fatalf("after rotate-keys the pin is %v (%v), want %s", k.pins["pi-7"], err, b.DID())
