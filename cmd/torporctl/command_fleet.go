@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/torpor-dev/torpor/transport/fleetview"
 	"io"
 	"net/http"
 	"net/url"
@@ -16,7 +17,6 @@ import (
 	"github.com/torpor-dev/torpor/clock"
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/transport/bearer"
-	"github.com/torpor-dev/torpor/transport/relay/console"
 )
 
 func init() {
@@ -50,7 +50,7 @@ func (f *fleetFlags) register(fs *flag.FlagSet, open bool) {
 	if open {
 		return
 	}
-	fs.StringVar(&f.state, "state", "", "Show only devices in this state: "+strings.Join(console.States, ", ")+".")
+	fs.StringVar(&f.state, "state", "", "Show only devices in this state: "+strings.Join(fleetview.States, ", ")+".")
 	fs.BoolVar(&f.json, "json", false, "Print the relay's JSON (GET /fleet/api/devices) instead of the table.")
 	fs.BoolVar(&f.watch, "watch", false, "Refresh the table in place every --every until interrupted.")
 	fs.DurationVar(&f.every, "every", 5*time.Second, "The refresh interval of --watch.")
@@ -86,8 +86,8 @@ func runFleet(ctx context.Context, e *env, fs *flag.FlagSet, args []string) erro
 		fmt.Fprintf(e.stderr, "Open this link within %v; it works once.\n", loginTTL)
 		return nil
 	}
-	if f.state != "" && !contains(console.States, f.state) {
-		return usageError{fmt.Sprintf("--state %q: want one of %s", f.state, strings.Join(console.States, ", "))}
+	if f.state != "" && !contains(fleetview.States, f.state) {
+		return usageError{fmt.Sprintf("--state %q: want one of %s", f.state, strings.Join(fleetview.States, ", "))}
 	}
 	c := &fleetClient{origin: origin, key: key, clk: clk, state: f.state}
 	if !f.watch {
@@ -133,10 +133,10 @@ type fleetClient struct {
 }
 
 // fetch returns the fleet and the raw JSON.
-func (c *fleetClient) fetch(ctx context.Context) (console.Fleet, []byte, error) {
+func (c *fleetClient) fetch(ctx context.Context) (fleetview.Fleet, []byte, error) {
 	tok, err := bearer.IssuePurpose(c.key, c.origin, bearer.PurposeFleet, c.clk.Now(), time.Minute)
 	if err != nil {
-		return console.Fleet{}, nil, err
+		return fleetview.Fleet{}, nil, err
 	}
 	u := c.origin + "/fleet/api/devices"
 	if c.state != "" {
@@ -144,17 +144,17 @@ func (c *fleetClient) fetch(ctx context.Context) (console.Fleet, []byte, error) 
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
-		return console.Fleet{}, nil, err
+		return fleetview.Fleet{}, nil, err
 	}
 	req.Header.Set("Authorization", bearer.Authorization(tok))
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return console.Fleet{}, nil, err
+		return fleetview.Fleet{}, nil, err
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
 	if err != nil {
-		return console.Fleet{}, nil, err
+		return fleetview.Fleet{}, nil, err
 	}
 	if resp.StatusCode != http.StatusOK {
 		var e struct{ Message string }
@@ -162,11 +162,11 @@ func (c *fleetClient) fetch(ctx context.Context) (console.Fleet, []byte, error) 
 		if resp.StatusCode == http.StatusNotFound {
 			e.Message = "this relay serves no fleet console (it has no --operator)"
 		}
-		return console.Fleet{}, nil, fmt.Errorf("%s: HTTP %d: %s", u, resp.StatusCode, e.Message)
+		return fleetview.Fleet{}, nil, fmt.Errorf("%s: HTTP %d: %s", u, resp.StatusCode, e.Message)
 	}
-	var f console.Fleet
+	var f fleetview.Fleet
 	if err := json.Unmarshal(body, &f); err != nil {
-		return console.Fleet{}, nil, fmt.Errorf("%s: %v", u, err)
+		return fleetview.Fleet{}, nil, fmt.Errorf("%s: %v", u, err)
 	}
 	return f, body, nil
 }
