@@ -4,7 +4,7 @@ import (
 	"embed"
 	"encoding/json"
 	"errors"
-	"github.com/torpor-dev/torpor/transport/fleetview"
+	"github.com/torpor-dev/torpor/transport/operatorapi"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -178,10 +178,10 @@ func (c *Console) serveStatic(w http.ResponseWriter, r *http.Request) {
 }
 
 // fleet builds the view filtered by the request's state parameter.
-func (c *Console) fleet(r *http.Request) (fleetview.Fleet, string, error) {
+func (c *Console) fleet(r *http.Request) (operatorapi.Fleet, string, error) {
 	state := r.URL.Query().Get("state")
-	if state != "" && !slices.Contains(fleetview.States, state) {
-		return fleetview.Fleet{}, state, errors.New("unknown state " + state)
+	if state != "" && !slices.Contains(operatorapi.States, state) {
+		return operatorapi.Fleet{}, state, errors.New("unknown state " + state)
 	}
 	f, err := c.cfg.Build(r.Context(), c.clk.Now())
 	return f.Filter(state), state, err

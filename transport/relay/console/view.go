@@ -5,7 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/torpor-dev/torpor/transport/fleetview"
+	"github.com/torpor-dev/torpor/transport/operatorapi"
 	"slices"
 	"time"
 
@@ -43,25 +43,25 @@ type Source struct {
 }
 
 // Build returns the view of every device at now.
-func (s *Source) Build(ctx context.Context, now time.Time) (fleetview.Fleet, error) {
+func (s *Source) Build(ctx context.Context, now time.Time) (operatorapi.Fleet, error) {
 	ids, err := s.States.Agents(ctx)
 	if err != nil {
-		return fleetview.Fleet{}, err
+		return operatorapi.Fleet{}, err
 	}
-	f := fleetview.Fleet{Now: now.UTC(), Grace: fleetview.Seconds(s.Grace / time.Second), Devices: make([]fleetview.Device, 0, len(ids))}
+	f := operatorapi.Fleet{Now: now.UTC(), Grace: operatorapi.Seconds(s.Grace / time.Second), Devices: make([]operatorapi.Device, 0, len(ids))}
 	for _, id := range ids {
 		d, err := s.device(ctx, id, now)
 		if errors.Is(err, agents.ErrUnknownAgent) {
 			continue
 		}
 		if err != nil {
-			return fleetview.Fleet{}, err
+			return operatorapi.Fleet{}, err
 		}
 		f.Devices = append(f.Devices, d)
 	}
 	flagDuplicates(f.Devices)
-	slices.SortFunc(f.Devices, func(a, b fleetview.Device) int {
-		return cmp.Or(cmp.Compare(slices.Index(fleetview.States, a.State), slices.Index(fleetview.States, b.State)), cmp.Compare(a.Name, b.Name), cmp.Compare(a.DID, b.DID))
+	slices.SortFunc(f.Devices, func(a, b operatorapi.Device) int {
+		return cmp.Or(cmp.Compare(slices.Index(operatorapi.States, a.State), slices.Index(operatorapi.States, b.State)), cmp.Compare(a.Name, b.Name), cmp.Compare(a.DID, b.DID))
 	})
 	f.Summary = summarize(f.Devices)
 	return f, nil
@@ -69,10 +69,10 @@ func (s *Source) Build(ctx context.Context, now time.Time) (fleetview.Fleet, err
 
 // One returns the view of one device with its Detail, or
 // agents.ErrUnknownAgent.
-func (s *Source) One(ctx context.Context, id string, now time.Time) (fleetview.Device, error) {
+func (s *Source) One(ctx context.Context, id string, now time.Time) (operatorapi.Device, error) {
 	f, err := s.Build(ctx, now) // for the duplicate names
 	if err != nil {
-		return fleetview.Device{}, err
+		return operatorapi.Device{}, err
 	}
 	for _, d := range f.Devices {
 		if d.DID == id {
@@ -80,10 +80,10 @@ func (s *Source) One(ctx context.Context, id string, now time.Time) (fleetview.D
 			return d, err
 		}
 	}
-	return fleetview.Device{}, agents.ErrUnknownAgent
+	return operatorapi.Device{}, agents.ErrUnknownAgent
 }
 
-func flagDuplicates(ds []fleetview.Device) {
+func flagDuplicates(ds []operatorapi.Device) {
 	n := map[string]int{}
 	for _, d := range ds {
 		n[d.Name]++
@@ -93,17 +93,17 @@ func flagDuplicates(ds []fleetview.Device) {
 	}
 }
 
-func summarize(ds []fleetview.Device) fleetview.Summary {
-	s := fleetview.Summary{Devices: len(ds)}
+func summarize(ds []operatorapi.Device) operatorapi.Summary {
+	s := operatorapi.Summary{Devices: len(ds)}
 	for _, d := range ds {
 		switch d.State {
-		case fleetview.StateAwake:
+		case operatorapi.StateAwake:
 			s.Awake++
-		case fleetview.StateAsleep:
+		case operatorapi.StateAsleep:
 			s.Asleep++
-		case fleetview.StateOffline:
+		case operatorapi.StateOffline:
 			s.Offline++
-		case fleetview.StateOverdue:
+		case operatorapi.StateOverdue:
 			s.Overdue++
 		}
 		if d.Halted {
@@ -120,15 +120,15 @@ func summarize(ds []fleetview.Device) fleetview.Summary {
 }
 
 // device builds id's row.
-func (s *Source) device(ctx context.Context, id string, now time.Time) (fleetview.Device, error) {
+func (s *Source) device(ctx context.Context, id string, now time.Time) (operatorapi.Device, error) {
 	st, err := s.States.Get(ctx, id)
 	if err != nil {
-		return fleetview.Device{}, err
+		return operatorapi.Device{}, err
 	}
-	d := fleetview.Device{DID: id, Name: cardName(st.Card), Mode: string(st.Mode), UpdatedAt: st.UpdatedAt.UTC(), Linked: s.Up(ctx, id)}
+	d := operatorapi.Device{DID: id, Name: cardName(st.Card), Mode: string(st.Mode), UpdatedAt: st.UpdatedAt.UTC(), Linked: s.Up(ctx, id)}
 	agent, err := did.Parse(id)
 	if err != nil {
-		return fleetview.Device{}, err
+		return operatorapi.Device{}, err
 	}
 	s.fromStatus(&d, st, agent)
 	d.Pulse = pulseOf(st.Pulse, agent, now)
@@ -138,13 +138,13 @@ func (s *Source) device(ctx context.Context, id string, now time.Time) (fleetvie
 		}
 	}
 	if err := s.queueOf(ctx, &d, st, now); err != nil {
-		return fleetview.Device{}, err
+		return operatorapi.Device{}, err
 	}
 	pool, lr, err := s.States.KeyPackages(ctx, id)
 	if err != nil {
-		return fleetview.Device{}, err
+		return operatorapi.Device{}, err
 	}
-	d.KeyPackages = fleetview.KeyPackages{Left: len(pool), LastResort: lr != nil, LastResortInUse: len(pool) == 0 && lr != nil}
+	d.KeyPackages = operatorapi.KeyPackages{Left: len(pool), LastResort: lr != nil, LastResortInUse: len(pool) == 0 && lr != nil}
 	d.NextWindow, d.Expected = schedule(st, d.Pulse, now)
 	d.State = s.state(d, now)
 	return d, nil
@@ -155,18 +155,18 @@ func (s *Source) device(ctx context.Context, id string, now time.Time) (fleetvie
 // then halted, awake (linked), asleep (a sleeping mode with a wake
 // promised) or offline (not linked although its mode never sleeps, or
 // asleep with no wake promised: it waits for an event).
-func (s *Source) state(d fleetview.Device, now time.Time) string {
+func (s *Source) state(d operatorapi.Device, now time.Time) string {
 	switch {
 	case !d.Linked && d.Expected != nil && now.After(d.Expected.Add(s.Grace)):
-		return fleetview.StateOverdue
+		return operatorapi.StateOverdue
 	case d.Halted:
-		return fleetview.StateHalted
+		return operatorapi.StateHalted
 	case d.Linked:
-		return fleetview.StateAwake
+		return operatorapi.StateAwake
 	case d.Expected != nil && (d.Mode == string(wake.HourlyWake) || d.Mode == string(wake.Sleep)):
-		return fleetview.StateAsleep
+		return operatorapi.StateAsleep
 	}
-	return fleetview.StateOffline
+	return operatorapi.StateOffline
 }
 
 // schedule returns the next wake window and the next wake or pulse the
@@ -174,7 +174,7 @@ func (s *Source) state(d fleetview.Device, now time.Time) string {
 // next wake it announced (hourly_wake: else its window after its last
 // state), in always_on and session mode a pulse PulseInterval after the
 // last.
-func schedule(st agents.State, p *fleetview.Pulse, now time.Time) (*fleetview.Window, *time.Time) {
+func schedule(st agents.State, p *operatorapi.Pulse, now time.Time) (*operatorapi.Window, *time.Time) {
 	switch st.Mode {
 	case wake.HourlyWake, wake.Sleep:
 		next := st.NextWake
@@ -185,7 +185,7 @@ func schedule(st agents.State, p *fleetview.Pulse, now time.Time) (*fleetview.Wi
 			return nil, nil
 		}
 		next = next.UTC()
-		w := &fleetview.Window{Start: next, Length: fleetview.Seconds(windowLength(st.Window) / time.Second), In: fleetview.Seconds(next.Sub(now) / time.Second)}
+		w := &operatorapi.Window{Start: next, Length: operatorapi.Seconds(windowLength(st.Window) / time.Second), In: operatorapi.Seconds(next.Sub(now) / time.Second)}
 		return w, &next
 	case wake.AlwaysOn, wake.Session:
 		last := st.UpdatedAt
@@ -210,7 +210,7 @@ func cardName(card []byte) string {
 }
 
 // pulseOf parses and verifies the pulse the relay keeps.
-func pulseOf(doc []byte, agent did.DID, now time.Time) *fleetview.Pulse {
+func pulseOf(doc []byte, agent did.DID, now time.Time) *operatorapi.Pulse {
 	if doc == nil {
 		return nil
 	}
@@ -219,13 +219,13 @@ func pulseOf(doc []byte, agent did.DID, now time.Time) *fleetview.Pulse {
 		err = errors.New("signed by another DID")
 	}
 	if err != nil {
-		return &fleetview.Pulse{Error: err.Error()}
+		return &operatorapi.Pulse{Error: err.Error()}
 	}
-	return &fleetview.Pulse{Seq: p.Seq, At: p.At.UTC(), Age: fleetview.Seconds(now.Sub(p.At) / time.Second), Verified: true}
+	return &operatorapi.Pulse{Seq: p.Seq, At: p.At.UTC(), Age: operatorapi.Seconds(now.Sub(p.At) / time.Second), Verified: true}
 }
 
 // fromStatus fills what the device's signed status says.
-func (s *Source) fromStatus(d *fleetview.Device, st agents.State, agent did.DID) {
+func (s *Source) fromStatus(d *operatorapi.Device, st agents.State, agent did.DID) {
 	if st.Status == nil {
 		return
 	}
@@ -236,7 +236,7 @@ func (s *Source) fromStatus(d *fleetview.Device, st agents.State, agent did.DID)
 	}
 	d.Board, d.Version, d.Halted, d.HeldCount = ws.Board, ws.Version, ws.Halted, ws.HeldCount
 	if ws.Wake != nil {
-		d.LastWake = &fleetview.Wake{At: ws.Wake.At, Reason: ws.Wake.Reason}
+		d.LastWake = &operatorapi.Wake{At: ws.Wake.At, Reason: ws.Wake.Reason}
 	}
 	if ws.LastWake != nil {
 		d.LastAwakeMs = ws.LastWake.AwakeMs

@@ -1,11 +1,4 @@
-// Package fleetview is the document of the relay's fleet console API
-// (GET /fleet/api/devices and /fleet/api/devices/{did}, JSON): the view of
-// every device with its state, schedule, pulse, queue, KeyPackage pool and
-// what it said in its signed status. transport/relay/console builds and
-// serves it; torporctl fleet reads it. It is a leaf apart from the console,
-// so that the operator's tool links no relay. docs/operations.md describes
-// the console for operators.
-package fleetview
+package operatorapi
 
 import (
 	"time"
