@@ -38,8 +38,8 @@ type sendArgs struct {
 	clk                   clock.Clock // the relay's clock when timeScale > 1, else clock.Real
 }
 
-func runSend(ctx context.Context, e *env, fs *flag.FlagSet, args []string) error {
-	var a sendArgs
+// register adds send's flags to fs.
+func (a *sendArgs) register(fs *flag.FlagSet) {
 	fs.StringVar(&a.relay, "relay", envOr("TORPOR_RELAY", "http://127.0.0.1:8080"), "The agent's relay, its public origin. Default $TORPOR_RELAY.")
 	fs.StringVar(&a.key, "key", os.Getenv("TORPOR_KEY"), "Your identity (torporctl keygen): it signs the object and the DID Bearer token. Default $TORPOR_KEY.")
 	fs.StringVar(&a.sessions, "sessions", "", "The bbolt file of your MLS sessions (secrets; mode 0600). Default KEY.sessions.")
@@ -55,6 +55,11 @@ func runSend(ctx context.Context, e *env, fs *flag.FlagSet, args []string) error
 		a.timeScale, err = clock.ParseScale(s)
 		return err
 	})
+}
+
+func runSend(ctx context.Context, e *env, fs *flag.FlagSet, args []string) error {
+	var a sendArgs
+	a.register(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
