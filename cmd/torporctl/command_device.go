@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/torpor-dev/torpor/did"
-	"github.com/torpor-dev/torpor/internal/atomicfile"
 	"github.com/torpor-dev/torpor/transport/mqtt"
 	"github.com/torpor-dev/torpor/transport/mqtt/command"
 	"github.com/torpor-dev/torpor/transport/mqtt/envelope"
@@ -163,7 +162,7 @@ type deviceSession struct {
 	key    *did.PrivateKey
 	device string
 	op     *command.Operator
-	known  *knownDevices
+	known  *command.KnownDevices
 	stderr io.Writer
 }
 
@@ -178,7 +177,7 @@ func dialDevice(ctx context.Context, f *deviceFlags, device string) (*deviceSess
 	if err := mqtt.CheckPrefix(f.prefix); err != nil {
 		return nil, err
 	}
-	known, err := loadKnownDevices(f.knownDevices)
+	known, err := command.LoadKnownDevices(f.knownDevices)
 	if err != nil {
 		return nil, fmt.Errorf("known devices: %w", err)
 	}
@@ -207,31 +206,10 @@ func (s *deviceSession) close() {
 	s.op.Close(ctx)
 }
 
-// nextSeq picks the command's sequence number (command.NextSeq) and records
-// it in KEY.seq before the command leaves, so the next run never reuses
-// it even if this one fails after sending.
+// nextSeq picks the command's sequence number (--seq, else
+// command.NextSeq) and records it in KEY.seq before the command leaves.
 func (s *deviceSession) nextSeq(dev did.DID) (uint64, error) {
-	path := s.f.key + ".seq"
-	last := map[string]uint64{}
-	if b, err := os.ReadFile(path); err == nil {
-		if err := json.Unmarshal(b, &last); err != nil {
-			return 0, fmt.Errorf("sequence file %s: %v (delete it; sequence numbers are time-based anyway)", path, err)
-		}
-	} else if !errors.Is(err, os.ErrNotExist) {
-		return 0, err
-	}
-	seq := s.f.seq
-	if seq == 0 {
-		seq = command.NextSeq(last[dev.String()], time.Now())
-	}
-	if seq > last[dev.String()] {
-		last[dev.String()] = seq
-	}
-	b, _ := json.MarshalIndent(last, "", "  ")
-	if err := atomicfile.WriteFile(path, append(b, '\n'), 0o600); err != nil {
-		return 0, err
-	}
-	return seq, nil
+	return command.SeqFile{Path: s.f.key + ".seq"}.Next(dev, s.f.seq, time.Now())
 }
 
 func printJSONTo(w io.Writer, v any) error {
@@ -387,7 +365,7 @@ type watchArgs struct {
 func (s *deviceSession) watch(ctx context.Context, e *env, a *watchArgs) error {
 	// Statuses and events of the pinned (or given) DID only; any signer
 	// for a device not pinned yet.
-	dev := s.known.pins[s.device]
+	dev, _ := s.known.Lookup(s.device)
 	if s.f.didStr != "" {
 		var err error
 		if dev, err = did.Parse(s.f.didStr); err != nil {

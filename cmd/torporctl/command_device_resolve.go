@@ -50,7 +50,7 @@ func (s *deviceSession) retained(ctx context.Context, d time.Duration) (*envelop
 // another DID than the pin is an error naming both.
 func (s *deviceSession) resolve(ctx context.Context, op string) (resolved, error) {
 	st, obj, serr := s.retained(ctx, 3*time.Second)
-	pin, pinned := s.known.pins[s.device]
+	pin, pinned := s.known.Lookup(s.device)
 	var r resolved
 	switch {
 	case s.f.didStr != "":
@@ -59,23 +59,23 @@ func (s *deviceSession) resolve(ctx context.Context, op string) (resolved, error
 			return r, fmt.Errorf("--did: %w", err)
 		}
 		if pinned && pin != d {
-			fmt.Fprintf(s.stderr, "warning: --did %s overrides the pin of %s to %s in %s\n", d, s.device, pin, s.known.path)
+			fmt.Fprintf(s.stderr, "warning: --did %s overrides the pin of %s to %s in %s\n", d, s.device, pin, s.known.Path())
 		}
 		r.dev = d
 	case pinned:
 		if serr == nil && obj.Issuer != pin {
-			return r, fmt.Errorf("two DIDs claim the device name %s: %s is pinned in %s, but its status is signed by %s; not sending (if the device was replaced, fix the pin or pass --did)", s.device, pin, s.known.path, obj.Issuer)
+			return r, fmt.Errorf("two DIDs claim the device name %s: %s is pinned in %s, but its status is signed by %s; not sending (if the device was replaced, fix the pin or pass --did)", s.device, pin, s.known.Path(), obj.Issuer)
 		}
 		r.dev = pin
 	case serr != nil:
-		return r, fmt.Errorf("%s is not in %s and has no valid status on %s (%v): pass --did", s.device, s.known.path, s.f.broker, serr)
+		return r, fmt.Errorf("%s is not in %s and has no valid status on %s (%v): pass --did", s.device, s.known.Path(), s.f.broker, serr)
 	case destructiveOps[op]:
-		return r, fmt.Errorf("%s is not pinned in %s: %s goes only to a pinned DID or one given with --did. Its status is signed by %s; check that DID with the device's owner, then pass --did (or pin it with 'torporctl device status %s')", s.device, s.known.path, op, obj.Issuer, s.device)
+		return r, fmt.Errorf("%s is not pinned in %s: %s goes only to a pinned DID or one given with --did. Its status is signed by %s; check that DID with the device's owner, then pass --did (or pin it with 'torporctl device status %s')", s.device, s.known.Path(), op, obj.Issuer, s.device)
 	default:
-		if err := s.known.pin(s.device, obj.Issuer); err != nil {
+		if err := s.known.Pin(s.device, obj.Issuer); err != nil {
 			return r, fmt.Errorf("pinning %s: %w", s.device, err)
 		}
-		fmt.Fprintf(s.stderr, "pinned %s to %s in %s (first contact)\n", s.device, obj.Issuer, s.known.path)
+		fmt.Fprintf(s.stderr, "pinned %s to %s in %s (first contact)\n", s.device, obj.Issuer, s.known.Path())
 		r.dev = obj.Issuer
 	}
 	if serr == nil && obj.Issuer == r.dev {
@@ -232,9 +232,9 @@ func (s *deviceSession) followRotation(e *env, rep command.Reply) {
 	if err != nil {
 		return
 	}
-	if err := s.known.repin(s.device, next); err != nil {
-		fmt.Fprintf(e.stderr, "warning: the device now has DID %s, but updating %s failed: %v\n", next, s.known.path, err)
+	if err := s.known.Repin(s.device, next); err != nil {
+		fmt.Fprintf(e.stderr, "warning: the device now has DID %s, but updating %s failed: %v\n", next, s.known.Path(), err)
 		return
 	}
-	fmt.Fprintf(e.stderr, "re-pinned %s to its new DID %s in %s (rotate-keys, signed by %s)\n", s.device, next, s.known.path, res.Old)
+	fmt.Fprintf(e.stderr, "re-pinned %s to its new DID %s in %s (rotate-keys, signed by %s)\n", s.device, next, s.known.Path(), res.Old)
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/transport/mqtt"
+	"github.com/torpor-dev/torpor/transport/mqtt/command"
 	"github.com/torpor-dev/torpor/transport/mqtt/mosquitto"
 )
 
@@ -60,7 +61,7 @@ func runMQTT(_ context.Context, e *env, fs *flag.FlagSet, args []string) error {
 	if err := mqtt.CheckPrefix(*prefix); err != nil {
 		return err
 	}
-	known, err := loadKnownDevices(*devices)
+	known, err := command.LoadKnownDevices(*devices)
 	if err != nil {
 		return err
 	}
@@ -68,11 +69,11 @@ func runMQTT(_ context.Context, e *env, fs *flag.FlagSet, args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := mosquitto.Write(*out, mosquitto.Fleet{Prefix: *prefix, Devices: known.pins, Operators: ops}); err != nil {
+	if err := mosquitto.Write(*out, mosquitto.Fleet{Prefix: *prefix, Devices: known.Devices(), Operators: ops}); err != nil {
 		return err
 	}
 	fmt.Fprintf(e.stdout, "wrote %s: %d devices, %d operators; include %s in mosquitto's configuration\n",
-		*out, len(known.pins), len(ops), filepath.Join(*out, "mosquitto.conf"))
+		*out, len(known.Devices()), len(ops), filepath.Join(*out, "mosquitto.conf"))
 	return nil
 }
 

@@ -4,7 +4,9 @@
 // ParsePayload), the per-operator sequence numbers (NextSeq, and Order for
 // a device's backlog), the device's replies (Reply, VerifyReply) and the
 // Operator client that torporctl uses to publish commands and read
-// replies, statuses and events. It imports nothing from runtime: what a
+// replies, statuses and events, with the operator's local state: the pins
+// of device names to DIDs (KnownDevices) and the last sequence number used
+// per device (SeqFile). It imports nothing from runtime: what a
 // command does on a device, and whether the device admits it, is
 // runtime/manage's. docs/mqtt.md documents every payload.
 //
