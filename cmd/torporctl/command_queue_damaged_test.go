@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/torpor-dev/torpor/transport/operatorapi"
 )
 
 // TestQueueListShowsDamaged: records the relay withholds because they fail
 // their checksum are printed with their seqs and what to do.
 func TestQueueListShowsDamaged(t *testing.T) {
-	var ans queueAnswer
+	var ans operatorapi.QueueAnswer
 	if err := json.Unmarshal([]byte(`{"agent":"did:key:zA","records":[],"messages":0,"bytes":0,"damaged":[4,9]}`), &ans); err != nil {
 		t.Fatal(err)
 	}
