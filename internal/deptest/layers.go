@@ -38,14 +38,13 @@ var Layers = []Layer{
 		Name: "protocol leaves",
 		Packages: []string{"did/...", "governed/...", "pulse", "mls/...", "transport/a2a", "transport/bearer/...",
 			"transport/link/wire", "transport/mqtt/envelope", "transport/mqtt/cborjson", "transport/mqtt/login"},
-		// Arriving (issue 30): the one Bounds type, and the fleet console's
-		// JSON document that torporctl reads.
-		Pending: []string{"transport/a2a/queuebounds", "transport/fleetview"},
+		// Arriving (issue 30): the one Bounds type.
+		Pending: []string{"transport/a2a/queuebounds"},
 	},
 	{
-		Name:     "device transports, sessions",
-		Packages: []string{"session/...", "transport/link", "transport/link/internal/...", "transport/mqtt", "transport/mqtt/mqttconn"},
-		Pending:  []string{"transport/mqtt/command"}, // the operator's side of runtime/manage (issue 30)
+		Name: "device transports, sessions",
+		Packages: []string{"session/...", "transport/link", "transport/link/internal/...", "transport/mqtt", "transport/mqtt/mqttconn",
+			"transport/mqtt/command", "transport/mqtt/mosquitto", "transport/operatorapi"},
 	},
 	{
 		// store/queue/... holds the record log's engine (store/queue/recordlog)
@@ -62,8 +61,7 @@ var Layers = []Layer{
 	},
 	{
 		Name:     "commands",
-		Packages: []string{"cmd/torpor-agent", "cmd/torpor-relay", "cmd/torporctl"},
-		Pending:  []string{"cmd/torpor-conformance"}, // issue 30
+		Packages: []string{"cmd/torpor-agent", "cmd/torpor-relay", "cmd/torporctl", "cmd/torpor-conformance"},
 	},
 	{
 		Name:     "the demo, the integration tests and their tools",

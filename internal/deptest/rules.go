@@ -119,7 +119,6 @@ var commandRules = []Rule{
 		Forbid: []string{"runtime/manage/...", "transport/mqtt/command/...", "session/sender/...", "transport/broker/...",
 			"github.com/mochi-mqtt/...", "wake/rtc/...", "wake/gpio/...", "wake/suspend/...", "wake/board/...",
 			"boards/...", "periph.io/..."},
-		Pending: true, // cmd/torpor-conformance is being added (issue 30)
 	},
 	{
 		// The demo learns what happens only from what an operator could see

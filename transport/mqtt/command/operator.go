@@ -1,4 +1,4 @@
-package manage
+package command
 
 import (
 	"context"
@@ -98,17 +98,17 @@ func (w *watch) addReplyLocked(m Message) {
 
 // ErrNoStatus is returned by Operator.Status when the broker holds no
 // status for the device.
-var ErrNoStatus = errors.New("manage: no status published for this device")
+var ErrNoStatus = errors.New("command: no status published for this device")
 
 // DialOperator connects to the broker with a clean, non-persistent session
 // and waits until connected or ctx ends.
 func DialOperator(ctx context.Context, cfg OperatorConfig) (*Operator, error) {
 	if cfg.Key == nil {
-		return nil, errors.New("manage: OperatorConfig needs Key")
+		return nil, errors.New("command: OperatorConfig needs Key")
 	}
 	u, err := url.Parse(cfg.Broker)
 	if err != nil || cfg.Broker == "" {
-		return nil, fmt.Errorf("manage: broker URL %q: %v", cfg.Broker, err)
+		return nil, fmt.Errorf("command: broker URL %q: %v", cfg.Broker, err)
 	}
 	if cfg.ClientID == "" {
 		cfg.ClientID = "torporctl-" + randomHex(6)
@@ -147,7 +147,7 @@ func DialOperator(ctx context.Context, cfg OperatorConfig) (*Operator, error) {
 		},
 	})
 	if err != nil {
-		return nil, fmt.Errorf("manage: %w", err)
+		return nil, fmt.Errorf("command: %w", err)
 	}
 	o.cm = cm
 	if err := cm.AwaitConnection(ctx); err != nil {
@@ -155,9 +155,9 @@ func DialOperator(ctx context.Context, cfg OperatorConfig) (*Operator, error) {
 		connMu.Lock()
 		defer connMu.Unlock()
 		if connErr != nil {
-			return nil, fmt.Errorf("manage: connecting to %s: %w", cfg.Broker, connErr)
+			return nil, fmt.Errorf("command: connecting to %s: %w", cfg.Broker, connErr)
 		}
-		return nil, fmt.Errorf("manage: connecting to %s: %w", cfg.Broker, err)
+		return nil, fmt.Errorf("command: connecting to %s: %w", cfg.Broker, err)
 	}
 	return o, nil
 }
@@ -231,7 +231,7 @@ func (o *Operator) Watch(ctx context.Context, device string) error {
 		o.mu.Lock()
 		delete(o.watches, device)
 		o.mu.Unlock()
-		return fmt.Errorf("manage: subscribing to %s: %w", device, err)
+		return fmt.Errorf("command: subscribing to %s: %w", device, err)
 	}
 	return nil
 }
@@ -281,7 +281,7 @@ func (o *Operator) watch(device string) (*watch, error) {
 	defer o.mu.Unlock()
 	w, ok := o.watches[device]
 	if !ok {
-		return nil, fmt.Errorf("manage: not watching %s (call Watch)", device)
+		return nil, fmt.Errorf("command: not watching %s (call Watch)", device)
 	}
 	return w, nil
 }
@@ -303,21 +303,21 @@ type Sent struct {
 // data, the reply topic as response topic, and a message expiry equal to
 // the command's lifetime (MQTT 5.0 Section 3.3.2.3.3), so the broker drops
 // it when the device would refuse it anyway.
-func (o *Operator) Send(ctx context.Context, device string, spec CommandSpec, asCBOR bool) (Sent, error) {
+func (o *Operator) Send(ctx context.Context, device string, spec Spec, asCBOR bool) (Sent, error) {
 	if err := o.Watch(ctx, device); err != nil {
 		return Sent{}, err
 	}
 	if spec.IssuedAt.IsZero() {
 		spec.IssuedAt = o.clock.Now()
 	}
-	obj, err := SignCommand(o.cfg.Key, spec)
+	obj, err := Sign(o.cfg.Key, spec)
 	if err != nil {
 		return Sent{}, err
 	}
 	return o.PublishCommand(ctx, device, obj, asCBOR)
 }
 
-// PublishCommand publishes a command signed beforehand (SignCommand; for
+// PublishCommand publishes a command signed beforehand (Sign; for
 // example on a machine that never touches the network) as Send does.
 func (o *Operator) PublishCommand(ctx context.Context, device string, obj *governed.Object, asCBOR bool) (Sent, error) {
 	if err := o.Watch(ctx, device); err != nil {
@@ -330,11 +330,11 @@ func (o *Operator) PublishCommand(ctx context.Context, device string, obj *gover
 	}
 	exp, ok := obj.Expiry()
 	if !ok {
-		exp = obj.IssuedAt.Add(DefaultMaxCommandTTL)
+		exp = obj.IssuedAt.Add(DefaultMaxTTL)
 	}
 	left := math.Ceil(exp.Sub(o.clock.Now()).Seconds())
 	if left < 1 {
-		return Sent{}, errors.New("manage: the command expires before it could be sent")
+		return Sent{}, errors.New("command: the command expires before it could be sent")
 	}
 	expiry := uint32(min(left, math.MaxUint32))
 	t := o.topics(device)
@@ -342,7 +342,7 @@ func (o *Operator) PublishCommand(ctx context.Context, device string, obj *gover
 		Properties: &paho.PublishProperties{ContentType: ct, CorrelationData: []byte(obj.ID),
 			ResponseTopic: t.Reply(), MessageExpiry: &expiry}})
 	if err != nil {
-		return Sent{}, fmt.Errorf("manage: publishing the command: %w", err)
+		return Sent{}, fmt.Errorf("command: publishing the command: %w", err)
 	}
 	s := Sent{Object: obj}
 	if resp != nil {
@@ -350,7 +350,7 @@ func (o *Operator) PublishCommand(ctx context.Context, device string, obj *gover
 		case resp.ReasonCode == 0x10:
 			s.NoSubscribers = true
 		case resp.ReasonCode >= 0x80:
-			return s, fmt.Errorf("manage: the broker refused the command (reason code 0x%02x)", resp.ReasonCode)
+			return s, fmt.Errorf("command: the broker refused the command (reason code 0x%02x)", resp.ReasonCode)
 		}
 	}
 	return s, nil

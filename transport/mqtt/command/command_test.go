@@ -1,4 +1,4 @@
-package manage
+package command
 
 import (
 	"encoding/json"
@@ -19,7 +19,7 @@ var t0 = time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
 
 func signedCommand(t testing.TB, op string, args any) *governed.Object {
 	t.Helper()
-	o, err := SignCommand(didtest.Key(t, 1), CommandSpec{Device: didtest.Key(t, 2).DID(), Seq: 7, Op: op, Args: args, IssuedAt: t0})
+	o, err := Sign(didtest.Key(t, 1), Spec{Device: didtest.Key(t, 2).DID(), Seq: 7, Op: op, Args: args, IssuedAt: t0})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,30 +100,30 @@ func TestNextSeq(t *testing.T) {
 	}
 }
 
-func TestSignCommandChecksArguments(t *testing.T) {
+func TestSignChecksArguments(t *testing.T) {
 	k := didtest.Key(t, 1)
 	dev := didtest.Key(t, 2).DID()
 	tests := []struct {
 		name string
-		spec CommandSpec
+		spec Spec
 	}{
-		{"no device", CommandSpec{Seq: 1, Op: OpStatus, IssuedAt: t0}},
-		{"seq 0", CommandSpec{Device: dev, Op: OpStatus, IssuedAt: t0}},
-		{"bad args", CommandSpec{Device: dev, Seq: 1, Op: OpSetMode, Args: &SetModeArgs{Mode: "x"}, IssuedAt: t0}},
-		{"unknown op", CommandSpec{Device: dev, Seq: 1, Op: "explode", IssuedAt: t0}},
+		{"no device", Spec{Seq: 1, Op: OpStatus, IssuedAt: t0}},
+		{"seq 0", Spec{Device: dev, Op: OpStatus, IssuedAt: t0}},
+		{"bad args", Spec{Device: dev, Seq: 1, Op: OpSetMode, Args: &SetModeArgs{Mode: "x"}, IssuedAt: t0}},
+		{"unknown op", Spec{Device: dev, Seq: 1, Op: "explode", IssuedAt: t0}},
 	}
 	for _, tt := range tests {
-		if _, err := SignCommand(k, tt.spec); err == nil {
-			t.Errorf("SignCommand(%s) succeeded", tt.name)
+		if _, err := Sign(k, tt.spec); err == nil {
+			t.Errorf("Sign(%s) succeeded", tt.name)
 		}
 	}
 	o := signedCommand(t, OpConfirm, &HoldArgs{Hold: "h1"})
-	p, args, err := parseCommandPayload(o)
+	p, args, err := ParsePayload(o)
 	if err != nil || p.Seq != 7 || p.Device != dev.String() || args.(*HoldArgs).Hold != "h1" {
-		t.Errorf("parseCommandPayload = %+v, %+v, %v", p, args, err)
+		t.Errorf("ParsePayload = %+v, %+v, %v", p, args, err)
 	}
-	if exp, _ := o.Expiry(); !exp.Equal(t0.Add(DefaultCommandTTL)) {
-		t.Errorf("expiry = %v, want %v", exp, t0.Add(DefaultCommandTTL))
+	if exp, _ := o.Expiry(); !exp.Equal(t0.Add(DefaultTTL)) {
+		t.Errorf("expiry = %v, want %v", exp, t0.Add(DefaultTTL))
 	}
 }
 
@@ -131,7 +131,7 @@ func TestOrder(t *testing.T) {
 	a, b := didtest.Key(t, 1), didtest.Key(t, 3)
 	dev := didtest.Key(t, 2).DID()
 	mk := func(k *did.PrivateKey, seq uint64, at time.Duration) *mqtt.Delivery {
-		o, err := SignCommand(k, CommandSpec{Device: dev, Seq: seq, Op: OpStatus, IssuedAt: t0.Add(at * time.Second)})
+		o, err := Sign(k, Spec{Device: dev, Seq: seq, Op: OpStatus, IssuedAt: t0.Add(at * time.Second)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -141,7 +141,7 @@ func TestOrder(t *testing.T) {
 	// Operator a's commands arrive 3, 1, 2; b's 2, 1; one junk message.
 	in := []*mqtt.Delivery{mk(a, 3, 3), mk(b, 20, 5), mk(a, 1, 1), bad, mk(a, 2, 2), mk(b, 10, 0)}
 	var got []string
-	for _, d := range (*Server)(nil).Order(in) {
+	for _, d := range Order(in) {
 		if d.Object == nil {
 			got = append(got, "bad")
 			continue
@@ -150,7 +150,7 @@ func TestOrder(t *testing.T) {
 		if d.Object.Issuer == b.DID() {
 			name = "b"
 		}
-		got = append(got, fmt.Sprintf("%s-%d", name, claimedSeq(d.Object)))
+		got = append(got, fmt.Sprintf("%s-%d", name, ClaimedSeq(d.Object)))
 	}
 	want := []string{"bad", "b-10", "a-1", "a-2", "a-3", "b-20"}
 	if !cmp.Equal(got, want) {

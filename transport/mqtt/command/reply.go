@@ -1,4 +1,4 @@
-package manage
+package command
 
 import (
 	"encoding/json"
@@ -56,21 +56,4 @@ func VerifyReply(contentType string, payload []byte, device did.DID, now time.Ti
 		return Reply{}, nil, fmt.Errorf("%w: reply names device %s but is signed by %s", envelope.ErrNotFromDevice, truncate(r.Device), o.Issuer)
 	}
 	return r, o, nil
-}
-
-// rejection is a command refused before it ran. Returned from a bbolt
-// transaction function, it rolls the transaction back: a refused command
-// leaves no trace in the replay cache, the sequence table or the ledger.
-type rejection struct {
-	outcome Outcome // OutcomeRejected or OutcomeIndeterminate
-	reason  string
-	detail  string
-}
-
-func (r *rejection) Error() string {
-	return "manage: command " + string(r.outcome) + " (" + r.reason + "): " + r.detail
-}
-
-func reject(reason, format string, args ...any) *rejection {
-	return &rejection{outcome: OutcomeRejected, reason: reason, detail: fmt.Sprintf(format, args...)}
 }

@@ -1,4 +1,4 @@
-package manage
+package command
 
 import (
 	"cmp"
@@ -15,9 +15,9 @@ type claimed struct {
 	seq uint64
 }
 
-// claimedSeq returns the sequence number o's payload claims, unverified (0
+// ClaimedSeq returns the sequence number o's payload claims, unverified (0
 // when it claims none).
-func claimedSeq(o *governed.Object) uint64 {
+func ClaimedSeq(o *governed.Object) uint64 {
 	var claim struct {
 		Seq uint64 `json:"seq"`
 	}
@@ -25,12 +25,13 @@ func claimedSeq(o *governed.Object) uint64 {
 	return claim.Seq
 }
 
-// Order implements mqtt.Handler: undecodable messages first, then each
-// operator's commands by their (claimed) sequence number, the operators
-// interleaved by issuance time. Claims are unverified here; they only
-// decide the order in which admit checks them, so that a broker that
-// redelivers a backlog out of order does not change which commands run.
-func (*Server) Order(b []*mqtt.Delivery) []*mqtt.Delivery {
+// Order sorts a backlog of commands for admission, as mqtt.Handler's Order
+// wants it: undecodable messages first, then each operator's commands by
+// their (claimed) sequence number, the operators interleaved by issuance
+// time. Claims are unverified here; they only decide the order in which
+// the device's admission checks them, so that a broker that redelivers a
+// backlog out of order does not change which commands run.
+func Order(b []*mqtt.Delivery) []*mqtt.Delivery {
 	var out []*mqtt.Delivery
 	groups := map[string][]claimed{}
 	var issuers []string
@@ -43,7 +44,7 @@ func (*Server) Order(b []*mqtt.Delivery) []*mqtt.Delivery {
 		if _, ok := groups[k]; !ok {
 			issuers = append(issuers, k)
 		}
-		groups[k] = append(groups[k], claimed{d, claimedSeq(d.Object)})
+		groups[k] = append(groups[k], claimed{d, ClaimedSeq(d.Object)})
 	}
 	for _, k := range issuers {
 		slices.SortStableFunc(groups[k], func(a, b claimed) int { return cmp.Compare(a.seq, b.seq) })
