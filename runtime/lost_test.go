@@ -3,6 +3,7 @@ package runtime_test
 import (
 	"context"
 	"log/slog"
+	"path/filepath"
 	goruntime "runtime"
 	"strings"
 	"testing"
@@ -11,23 +12,30 @@ import (
 	"github.com/torpor-dev/torpor/runtime"
 	"github.com/torpor-dev/torpor/runtime/deliver"
 	"github.com/torpor-dev/torpor/runtime/drain"
+	"github.com/torpor-dev/torpor/runtime/manage"
 	"github.com/torpor-dev/torpor/runtime/runtimetest"
 	"github.com/torpor-dev/torpor/store"
+	"github.com/torpor-dev/torpor/transport/mqtt/envelope"
 	"github.com/torpor-dev/torpor/wake"
 )
 
-// killedHandOff leaves w's agent.db as a process killed during the hand-off
-// of obj (record seq 7) leaves it: the batch committed and acknowledged,
-// the handler entered and never returned. Then, when recover is set, a
-// second process runs the next wake's recovery and is killed before it
-// reports anything.
-// It returns the delivery the killed handler was given.
-func (w *world) killedHandOff(obj []byte, recover bool) (cut deliver.Delivery) {
-	w.t.Helper()
-	alice := runtimetest.Key(w.t, 1)
-	rec := drain.Record{Seq: 7, From: alice.DID().String(), Body: runtimetest.Body(w.t, runtimetest.DataPart(w.t, obj))}
-	w.rec.OnDeliver(func(d deliver.Delivery) { cut = d; goruntime.Goexit() })
-	w.withPipeline(func(p *runtime.Pipeline) {
+// killHandOff leaves the agent.db in dataDir as a process killed during
+// the hand-off of obj (record seq 7, from runtimetest.Key 1) leaves it: the
+// batch committed and acknowledged, the handler entered and never
+// returned. Then, when recover is set, a second process runs the next
+// wake's recovery and is killed before it reports anything. It returns the
+// delivery the killed handler was given.
+func killHandOff(t testing.TB, dataDir string, pc runtime.PipelineConfig, obj []byte, recover bool) (cut deliver.Delivery) {
+	t.Helper()
+	alice := runtimetest.Key(t, 1)
+	rec := drain.Record{Seq: 7, From: alice.DID().String(), Body: runtimetest.Body(t, runtimetest.DataPart(t, obj))}
+	pc.Routes = []deliver.Route{{Pattern: "*", Name: "killed", Handler: deliver.HandlerFunc(
+		func(_ context.Context, d deliver.Delivery) (deliver.Outcome, error) {
+			cut = d
+			goruntime.Goexit()
+			return deliver.Outcome{}, nil
+		})}}
+	withPipeline(t, dataDir, pc, func(p *runtime.Pipeline) {
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
@@ -35,33 +43,33 @@ func (w *world) killedHandOff(obj []byte, recover bool) (cut deliver.Delivery) {
 		}()
 		<-done
 	})
-	w.rec.OnDeliver(nil)
 	if recover {
-		w.withPipeline(func(p *runtime.Pipeline) {
+		withPipeline(t, dataDir, pc, func(p *runtime.Pipeline) {
 			if r, err := p.Recover(context.Background()); err != nil || r.Lost != 1 {
-				w.t.Fatalf("the killed wake's recovery = %+v, %v; want 1 lost", r, err)
+				t.Fatalf("the killed wake's recovery = %+v, %v; want 1 lost", r, err)
 			}
 		})
 	}
 	return cut
 }
 
-// withPipeline runs fn on a pipeline over w's agent.db, then closes the
-// file as a killed process leaves it (bbolt's commits are all there is).
-func (w *world) withPipeline(fn func(*runtime.Pipeline)) {
-	w.t.Helper()
-	db, err := store.Open(w.cfg.DataDir+"/"+runtime.DBFile, nil)
+// withPipeline runs fn on a pipeline over the agent.db in dataDir, then
+// closes the file as a killed process leaves it (bbolt's commits are all
+// there is).
+func withPipeline(t testing.TB, dataDir string, pc runtime.PipelineConfig, fn func(*runtime.Pipeline)) {
+	t.Helper()
+	db, err := store.Open(filepath.Join(dataDir, runtime.DBFile), nil)
 	if err != nil {
-		w.t.Fatal(err)
+		t.Fatal(err)
 	}
-	p, err := runtime.OpenPipeline(db, w.cfg.PipelineConfig)
+	p, err := runtime.OpenPipeline(db, pc)
 	if err != nil {
-		w.t.Fatal(err)
+		t.Fatal(err)
 	}
 	fn(p)
 	p.Close()
 	if err := db.Close(); err != nil {
-		w.t.Fatal(err)
+		t.Fatal(err)
 	}
 }
 
@@ -76,7 +84,7 @@ func TestLostHandOffIsReportedAfterAKilledWake(t *testing.T) {
 	w.cfg.Logger = slog.New(slog.NewTextHandler(&log, nil))
 	alice := runtimetest.Key(t, 1)
 	obj := runtimetest.Object(t, alice, "comms:message", t0, 2*time.Hour, nil)
-	w.killedHandOff(obj, true)
+	killHandOff(t, w.cfg.DataDir, w.cfg.PipelineConfig, obj, true)
 	rtc := &suspendSource{w: w, asleep: make(chan struct{}, 1), wakeup: make(chan struct{})}
 	w.cfg.Sources = []wake.Source{rtc}
 	w.newAgent()
@@ -117,7 +125,7 @@ func TestKilledHandOffAtLeastOnceIsRepeated(t *testing.T) {
 	w.cfg.Notify = drain.AtLeastOnce
 	alice := runtimetest.Key(t, 1)
 	obj := runtimetest.Object(t, alice, "comms:message", t0, 2*time.Hour, nil)
-	cut := w.killedHandOff(obj, false)
+	cut := killHandOff(t, w.cfg.DataDir, w.cfg.PipelineConfig, obj, false)
 	w.newAgent()
 	w.run()
 	w.nextWake() // boot
@@ -133,4 +141,21 @@ func TestKilledHandOffAtLeastOnceIsRepeated(t *testing.T) {
 		t.Errorf("status: lost %d %+v; want none", st.LostCount, st.Lost)
 	}
 	w.shutdown()
+}
+
+// TestLostHandOffInTheMQTTStatus: the retained MQTT status counts and
+// lists the possibly lost hand-offs, and so does the status command's
+// answer, which torporctl device lost prints.
+func TestLostHandOffInTheMQTTStatus(t *testing.T) {
+	obj := runtimetest.Object(t, runtimetest.Key(t, 1), "comms:message", cmdStart, 2*time.Hour, nil)
+	w := newCmdWorldWith(t, wake.AlwaysOn, func(w *cmdWorld, cfg *runtime.Config, _ *manage.CommandsConfig) {
+		killHandOff(t, cfg.DataDir, cfg.PipelineConfig, obj, false)
+	})
+	w.run()
+	w.awaitStatus(func(s envelope.Status) bool {
+		return s.State == envelope.StateAwake && s.Lost == 1 && len(s.LostHandOffs) == 1 && s.LostHandOffs[0].ObjectID == objID(t, obj)
+	})
+	if st := w.statusResult().Status; st.Lost != 1 || len(st.LostHandOffs) != 1 || st.LostHandOffs[0].Seq != 7 {
+		t.Fatalf("the status command's status: lost %d %+v; want the object at seq 7", st.Lost, st.LostHandOffs)
+	}
 }
