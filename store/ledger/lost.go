@@ -79,7 +79,7 @@ func (l *Ledger) RecordLost(tx *bolt.Tx, r Lost) error {
 	}
 	c := b.Cursor()
 	var dropped uint64
-	for k, _ := c.First(); k != nil && len(k) == 8 && binary.BigEndian.Uint64(k) <= n-MaxLost; k, _ = c.First() {
+	for k, _ := c.First(); len(k) == 8 && binary.BigEndian.Uint64(k) <= n-MaxLost; k, _ = c.First() {
 		if err := c.Delete(); err != nil {
 			return err
 		}
