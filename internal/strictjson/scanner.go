@@ -43,13 +43,13 @@ type Scanner struct {
 	in    []byte
 	pos   int
 	want  want
-	stack []level
-	names [][]byte // the open objects' member names, each level's from level.names
 	err   error
-
-	// On the caller's stack for the usual text: a few levels and names.
-	stackArr [12]level
-	namesArr [24][]byte
+	names [][]byte // the open objects' member names, each level's from level.names
+	depth int
+	// The open containers, inline: a Scanner that is a local variable
+	// keeps them on the goroutine's stack (a slice of an array of its own
+	// would send the Scanner to the heap).
+	stack [MaxDepth]level
 }
 
 // want is what the grammar allows next.
@@ -67,20 +67,20 @@ const (
 // level is an open object or array.
 type level struct {
 	obj   bool
-	label []byte // the member name (or "[]") this container is the value of
+	names int32  // where this object's names start in Scanner.names
 	last  []byte // an object's latest member name
-	names int    // where this object's names start in Scanner.names
 	set   map[string]struct{}
 }
 
 // Reset makes s read b from its start.
 func (s *Scanner) Reset(b []byte) {
-	*s = Scanner{in: b}
-	s.stack, s.names = s.stackArr[:0], s.namesArr[:0]
+	s.in, s.pos, s.want, s.err, s.depth = b, 0, wantValue, nil, 0
+	clear(s.names) // no hold on an earlier text
+	s.names = s.names[:0]
 }
 
 // Depth is the number of objects and arrays open after the last token.
-func (s *Scanner) Depth() int { return len(s.stack) }
+func (s *Scanner) Depth() int { return s.depth }
 
 // Next returns the next token.
 func (s *Scanner) Next() (Token, error) {
@@ -117,7 +117,7 @@ func (s *Scanner) Next() (Token, error) {
 
 // commaOrEnd reads what follows a value inside a container.
 func (s *Scanner) commaOrEnd(c byte) (Token, error) {
-	top := &s.stack[len(s.stack)-1]
+	top := &s.stack[s.depth-1]
 	switch {
 	case c == ',':
 		s.pos++
@@ -136,18 +136,18 @@ func (s *Scanner) commaOrEnd(c byte) (Token, error) {
 // end closes the innermost container.
 func (s *Scanner) end() (Token, error) {
 	kind := EndArray
-	if s.stack[len(s.stack)-1].obj {
+	if s.stack[s.depth-1].obj {
 		kind = EndObject
 	}
-	s.names = s.names[:s.stack[len(s.stack)-1].names]
-	s.stack = s.stack[:len(s.stack)-1]
+	s.names = s.names[:s.stack[s.depth-1].names]
+	s.depth--
 	s.pos++
 	s.afterValue()
 	return Token{Kind: kind, Offset: s.pos - 1, End: s.pos}, nil
 }
 
 func (s *Scanner) afterValue() {
-	if len(s.stack) == 0 {
+	if s.depth == 0 {
 		s.want = wantEOF
 	} else {
 		s.want = wantCommaOrEnd
@@ -186,16 +186,11 @@ func (s *Scanner) value(c byte) (Token, error) {
 
 // begin opens an object or array.
 func (s *Scanner) begin(obj bool) (Token, error) {
-	if len(s.stack) == MaxDepth {
+	if s.depth == MaxDepth {
 		return s.fail(ErrDepth, s.pos, "")
 	}
-	var label []byte
-	if n := len(s.stack); n > 0 && s.stack[n-1].obj {
-		label = s.stack[n-1].last
-	} else if n > 0 {
-		label = []byte("[]")
-	}
-	s.stack = append(s.stack, level{obj: obj, label: label, names: len(s.names)})
+	s.stack[s.depth] = level{obj: obj, names: int32(len(s.names))}
+	s.depth++
 	s.pos++
 	kind := BeginArray
 	s.want = wantValueOrEnd

@@ -29,6 +29,7 @@
 package strictjson
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"strings"
@@ -124,7 +125,14 @@ func Members(b []byte, dst []Member) ([]Member, error) {
 		}
 		switch depth := s.Depth(); {
 		case depth == 1 && tok.Kind == Name:
-			dst = append(dst, Member{Name: tok.Name})
+			// The name from b, not tok.Name: what comes from the
+			// Scanner would take it to the heap (escape analysis does
+			// not tell its fields apart).
+			name := b[tok.Offset+1 : tok.End-1]
+			if bytes.IndexByte(name, '\\') >= 0 {
+				name = AppendUnquoted(nil, b[tok.Offset:tok.End])
+			}
+			dst = append(dst, Member{Name: name})
 			value = -1
 		case depth == 1 || (depth == 2 && value < 0 && (tok.Kind == BeginObject || tok.Kind == BeginArray)):
 			if value < 0 {
@@ -147,13 +155,17 @@ func (s *Scanner) done(err error) error {
 
 // path is the member names of the open containers, as Error.Path.
 func (s *Scanner) path() string {
-	if len(s.stack) <= 1 {
+	if s.depth <= 1 {
 		return "/"
 	}
 	var sb strings.Builder
-	for _, l := range s.stack[1:] {
+	for _, parent := range s.stack[:s.depth-1] {
 		sb.WriteByte('/')
-		sb.Write(l.label)
+		if parent.obj {
+			sb.Write(parent.last)
+		} else {
+			sb.WriteString("[]")
+		}
 	}
 	return sb.String()
 }

@@ -146,12 +146,15 @@ func (s *Scanner) name() (Token, error) {
 // adds it: to a list while the object has at most 16 names, then to a
 // set.
 func (s *Scanner) duplicate(name []byte) bool {
-	top := &s.stack[len(s.stack)-1]
+	top := &s.stack[s.depth-1]
 	top.last = name
 	mine := s.names[top.names:]
 	switch {
 	case top.set != nil:
 	case len(mine) < 16:
+		if s.names == nil {
+			s.names = make([][]byte, 0, 16)
+		}
 		for _, k := range mine {
 			if bytes.Equal(k, name) {
 				return true
