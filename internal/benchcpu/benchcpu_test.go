@@ -1,0 +1,114 @@
+package benchcpu
+
+import (
+	"bufio"
+	"io"
+	"os"
+	"os/exec"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// spin burns d of this process's CPU time (getrusage; not wall time,
+// which a loaded machine stretches).
+func spin(d time.Duration) {
+	start, _ := rusage(syscall.RUSAGE_SELF)
+	for {
+		now, _ := rusage(syscall.RUSAGE_SELF)
+		if now-start >= d {
+			return
+		}
+	}
+}
+
+// BenchmarkSpin checks the meter on a known cost: 1 ms of CPU per
+// operation, so cpu-ns/op a little over 1e6.
+func BenchmarkSpin(b *testing.B) {
+	m := Start(b)
+	for b.Loop() {
+		spin(time.Millisecond)
+	}
+	if cpu := m.Stop(); cpu < time.Duration(b.N)*time.Millisecond/2 {
+		b.Errorf("%d spins of 1 ms measured %v of CPU", b.N, cpu)
+	}
+}
+
+// TestChildren: a child that burns CPU and is waited for counts, through
+// RUSAGE_CHILDREN.
+func TestChildren(t *testing.T) {
+	if os.Getenv("BENCHCPU_SPIN") != "" {
+		spin(300 * time.Millisecond)
+		return
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestChildren$")
+	cmd.Env = append(os.Environ(), "BENCHCPU_SPIN=1")
+	var c counter
+	if err := c.start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.add(cmd.Process.Pid); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if cpu, err := c.total(); err != nil || cpu < 200*time.Millisecond || cpu > 2*time.Second {
+		t.Errorf("a child spinning 300 ms measured %v, %v", cpu, err)
+	}
+}
+
+// TestRunningChild: a child still running at the end counts through
+// /proc/PID/stat. The child spins, says so, and waits for its stdin to
+// close.
+func TestRunningChild(t *testing.T) {
+	if os.Getenv("BENCHCPU_SPIN_WAIT") != "" {
+		spin(300 * time.Millisecond)
+		os.Stdout.WriteString("spun\n")
+		io.Copy(io.Discard, os.Stdin)
+		return
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestRunningChild$")
+	cmd.Env = append(os.Environ(), "BENCHCPU_SPIN_WAIT=1")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c counter
+	if err := c.start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Wait()
+	defer stdin.Close()
+	if err := c.add(cmd.Process.Pid); err != nil {
+		t.Fatal(err)
+	}
+	if line, err := bufio.NewReader(stdout).ReadString('\n'); line != "spun\n" {
+		t.Fatalf("child said %q, %v", line, err)
+	}
+	if cpu, err := c.total(); err != nil || cpu < 200*time.Millisecond || cpu > 2*time.Second {
+		t.Errorf("a running child that spun 300 ms measured %v, %v", cpu, err)
+	}
+}
+
+func TestProcessCPU(t *testing.T) {
+	before, err := ProcessCPU(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	spin(100 * time.Millisecond)
+	after, err := ProcessCPU(os.Getpid())
+	if err != nil || after-before < 50*time.Millisecond {
+		t.Errorf("ProcessCPU after spinning 100 ms: %v → %v, %v", before, after, err)
+	}
+}
