@@ -11,7 +11,8 @@
 //	}
 //	m.Stop()
 //
-// Stop reports "cpu-ns/op": the user and system time of this process
+// Pause and Resume leave out set-up inside the loop, beside b.StopTimer
+// and b.StartTimer. Stop reports "cpu-ns/op": the user and system time of this process
 // (getrusage(2), RUSAGE_SELF), of the children it waited for in between
 // (RUSAGE_CHILDREN) and of the processes added with Add (proc(5),
 // /proc/PID/stat), divided by b.N.
@@ -29,17 +30,17 @@ import (
 
 // Meter measures CPU time from Start to Stop.
 type Meter struct {
-	b *testing.B
-	c counter
+	b       *testing.B
+	c       counter
+	running bool
+	paused  time.Duration // counted before the last Pause
 }
 
 // Start starts measuring.
 func Start(b *testing.B) *Meter {
 	b.Helper()
 	m := &Meter{b: b}
-	if err := m.c.start(); err != nil {
-		b.Fatalf("benchcpu: %v", err)
-	}
+	m.Resume()
 	return m
 }
 
@@ -54,14 +55,36 @@ func (m *Meter) Add(pid int) {
 	}
 }
 
-// Stop reports the CPU time per operation as "cpu-ns/op" and returns the
-// CPU time measured.
-func (m *Meter) Stop() time.Duration {
+// Pause stops counting, as b.StopTimer stops the clock, until Resume:
+// for set-up inside the loop. Processes added with Add count again after
+// Resume, while they run.
+func (m *Meter) Pause() {
 	m.b.Helper()
+	if !m.running {
+		return
+	}
 	cpu, err := m.c.total()
 	if err != nil {
 		m.b.Fatalf("benchcpu: %v", err)
 	}
+	m.paused, m.running = m.paused+cpu, false
+}
+
+// Resume counts again after Pause.
+func (m *Meter) Resume() {
+	m.b.Helper()
+	if err := m.c.start(); err != nil {
+		m.b.Fatalf("benchcpu: %v", err)
+	}
+	m.running = true
+}
+
+// Stop reports the CPU time per operation as "cpu-ns/op" and returns the
+// CPU time measured.
+func (m *Meter) Stop() time.Duration {
+	m.b.Helper()
+	m.Pause()
+	cpu := m.paused
 	if m.b.N > 0 {
 		m.b.ReportMetric(float64(cpu.Nanoseconds())/float64(m.b.N), "cpu-ns/op")
 	}
@@ -75,7 +98,14 @@ type counter struct {
 }
 
 func (c *counter) start() (err error) {
-	c.procs = map[int]time.Duration{}
+	if c.procs == nil {
+		c.procs = map[int]time.Duration{}
+	}
+	for pid := range c.procs {
+		if c.procs[pid], err = ProcessCPU(pid); err != nil {
+			delete(c.procs, pid) // ended while paused
+		}
+	}
 	if c.self, err = rusage(syscall.RUSAGE_SELF); err != nil {
 		return err
 	}

@@ -23,14 +23,20 @@ func spin(d time.Duration) {
 }
 
 // BenchmarkSpin checks the meter on a known cost: 1 ms of CPU per
-// operation, so cpu-ns/op a little over 1e6.
+// operation, so cpu-ns/op a little over 1e6, and another 1 ms paused that
+// does not count.
 func BenchmarkSpin(b *testing.B) {
 	m := Start(b)
 	for b.Loop() {
 		spin(time.Millisecond)
+		b.StopTimer()
+		m.Pause()
+		spin(time.Millisecond)
+		m.Resume()
+		b.StartTimer()
 	}
-	if cpu := m.Stop(); cpu < time.Duration(b.N)*time.Millisecond/2 {
-		b.Errorf("%d spins of 1 ms measured %v of CPU", b.N, cpu)
+	if cpu, ms := m.Stop(), time.Duration(b.N)*time.Millisecond; cpu < ms || cpu > ms*3/2 {
+		b.Errorf("%d spins of 1 ms (and as many paused) measured %v of CPU", b.N, cpu)
 	}
 }
 
@@ -110,5 +116,43 @@ func TestProcessCPU(t *testing.T) {
 	after, err := ProcessCPU(os.Getpid())
 	if err != nil || after-before < 50*time.Millisecond {
 		t.Errorf("ProcessCPU after spinning 100 ms: %v → %v, %v", before, after, err)
+	}
+}
+
+// TestPausedChild: a running child's CPU while paused does not count.
+func TestPausedChild(t *testing.T) {
+	if os.Getenv("BENCHCPU_SPIN_TWICE") != "" {
+		r := bufio.NewReader(os.Stdin)
+		for range 2 {
+			spin(200 * time.Millisecond)
+			os.Stdout.WriteString("spun\n")
+			r.ReadString('\n')
+		}
+		return
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestPausedChild$")
+	cmd.Env = append(os.Environ(), "BENCHCPU_SPIN_TWICE=1")
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Wait()
+	defer stdin.Close()
+	out := bufio.NewReader(stdout)
+	var m Meter
+	m.b = &testing.B{} // Pause and Resume report nothing
+	m.Resume()
+	if err := m.c.add(cmd.Process.Pid); err != nil {
+		t.Fatal(err)
+	}
+	m.Pause()
+	out.ReadString('\n') // the first spin, paused
+	m.Resume()
+	stdin.Write([]byte("go\n"))
+	out.ReadString('\n') // the second, counted
+	m.Pause()
+	if m.paused < 150*time.Millisecond || m.paused > 350*time.Millisecond {
+		t.Errorf("one of two 200 ms spins counted, measured %v", m.paused)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/torpor-dev/torpor/internal/benchcpu"
 	"github.com/torpor-dev/torpor/store/jsstore"
 	"github.com/torpor-dev/torpor/store/jsstore/jsserver"
 	"github.com/torpor-dev/torpor/store/queue"
@@ -155,6 +156,7 @@ func runSenders(b *testing.B, senders int, do func(i int) error) float64 {
 	var first error
 	var wg sync.WaitGroup
 	b.ResetTimer()
+	meter := benchcpu.Start(b) // the embedded server's CPU among it
 	for i := range senders {
 		wg.Go(func() {
 			for next.Add(1) <= int64(b.N) {
@@ -167,6 +169,7 @@ func runSenders(b *testing.B, senders int, do func(i int) error) float64 {
 	}
 	wg.Wait()
 	b.StopTimer()
+	meter.Stop()
 	if first != nil {
 		b.Fatal(first)
 	}

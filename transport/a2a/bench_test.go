@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/base64"
 	"testing"
+
+	"github.com/torpor-dev/torpor/internal/benchcpu"
 )
 
 // benchBody is a 4 KiB MLS message submission, the shape the relay
@@ -17,21 +19,25 @@ func benchBody() []byte {
 func BenchmarkParseRequest(b *testing.B) {
 	body := benchBody()
 	b.SetBytes(int64(len(body)))
+	meter := benchcpu.Start(b)
 	for b.Loop() {
 		if _, err := ParseRequest(body); err != nil {
 			b.Fatal(err)
 		}
 	}
+	meter.Stop()
 }
 
 func BenchmarkReadBody(b *testing.B) {
 	body := benchBody()
 	b.SetBytes(int64(len(body)))
+	meter := benchcpu.Start(b)
 	for b.Loop() {
 		if r := ReadBody(body); r.Err != nil || r.Refusal != nil {
 			b.Fatal(r.Err, r.Refusal)
 		}
 	}
+	meter.Stop()
 }
 
 // BenchmarkStrictWalk is the validating walk alone: grammar, nesting and
@@ -39,9 +45,11 @@ func BenchmarkReadBody(b *testing.B) {
 func BenchmarkStrictWalk(b *testing.B) {
 	body := benchBody()
 	b.SetBytes(int64(len(body)))
+	meter := benchcpu.Start(b)
 	for b.Loop() {
 		if _, err := readStrict(body, nil); err != nil {
 			b.Fatal(err)
 		}
 	}
+	meter.Stop()
 }
