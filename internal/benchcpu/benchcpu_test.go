@@ -24,7 +24,7 @@ func spin(d time.Duration) {
 
 // BenchmarkSpin checks the meter on a known cost: 1 ms of CPU per
 // operation, so cpu-ns/op a little over 1e6, and another 1 ms paused that
-// does not count.
+// does not count (a paused spin counted would double it).
 func BenchmarkSpin(b *testing.B) {
 	m := Start(b)
 	for b.Loop() {
@@ -35,7 +35,9 @@ func BenchmarkSpin(b *testing.B) {
 		m.Resume()
 		b.StartTimer()
 	}
-	if cpu, ms := m.Stop(), time.Duration(b.N)*time.Millisecond; cpu < ms || cpu > ms*3/2 {
+	// Above the spins: the runtime's own threads (GC, the benchmark's
+	// bookkeeping), a few milliseconds at most.
+	if cpu, ms := m.Stop(), time.Duration(b.N)*time.Millisecond; cpu < ms || cpu > ms*3/2+5*time.Millisecond {
 		b.Errorf("%d spins of 1 ms (and as many paused) measured %v of CPU", b.N, cpu)
 	}
 }
