@@ -225,7 +225,7 @@ func (s *Scanner) number() (Token, error) {
 	}
 	// Without an exponent, only 309 integer digits or more reach past
 	// the largest double, 1.8e308.
-	if num := s.in[start:end]; len(num) > 308 || bytes.IndexAny(num, "eE") >= 0 {
+	if num := s.in[start:end]; len(num) > 308 || bytes.ContainsAny(num, "eE") {
 		if _, err := strconv.ParseFloat(string(num), 64); err != nil {
 			return s.fail(ErrNumber, start, "")
 		}
