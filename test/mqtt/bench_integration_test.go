@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/torpor-dev/torpor/internal/benchcpu"
-	"github.com/torpor-dev/torpor/runtime/manage"
+	"github.com/torpor-dev/torpor/transport/mqtt/command"
 	"github.com/torpor-dev/torpor/transport/mqtt/mqtttest"
 )
 
@@ -24,7 +24,7 @@ func BenchmarkCommandRoundTrip(b *testing.B) {
 			meter := startMeter(b, d)
 			for b.Loop() {
 				d.seq++
-				s, err := op.Send(ctxT(b), name, manage.CommandSpec{Device: d.key.DID(), Seq: d.seq, Op: manage.OpStatus}, false)
+				s, err := op.Send(ctxT(b), name, command.Spec{Device: d.key.DID(), Seq: d.seq, Op: command.OpStatus}, false)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -50,7 +50,7 @@ func BenchmarkBacklog(b *testing.B) {
 				d.sleep(start.Add(time.Hour))
 				var ids []string
 				for range n {
-					ids = append(ids, d.send(manage.OpStatus, nil))
+					ids = append(ids, d.send(command.OpStatus, nil))
 				}
 				meter.Resume()
 				b.StartTimer()
