@@ -14,7 +14,8 @@ const lostHelp = `  The application may or may not have received these objects: 
   their hand-off off with at-most-once notify, and the device does not
   hand them over again. Ask their issuers to resend what matters, or run
   the handler with "notify": "at-least-once" (docs/agent.md). The device
-  keeps listing them for its ledger's retention (30 days by default).
+  keeps listing them for its ledger's retention (30 days after it found
+  them).
 `
 
 // lostStatus is the device status a lost operation's output carries: the

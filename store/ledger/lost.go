@@ -58,9 +58,10 @@ func (s LostSummary) Count() int { return len(s.Kept) + int(s.Dropped) }
 
 // RecordLost records, in tx, a possibly lost hand-off. Call it in the
 // transaction that removes the hand-off from the caller's outbox, so that
-// it is never in neither. Records are kept for Options.Retention (swept
-// at Open) and at most MaxLost of them: enough to be seen in the
-// device's status and logs, and bounded on a device that keeps crashing.
+// it is never in neither. Records are kept for Options.Retention after
+// they were recorded, and once logged (MarkLostLogged; swept at Open),
+// and at most MaxLost of them: enough to be seen in the device's status
+// and logs, and bounded on a device that keeps crashing.
 func (l *Ledger) RecordLost(tx *bolt.Tx, r Lost) error {
 	b := tx.Bucket(bucketLost)
 	if b == nil {
@@ -132,27 +133,32 @@ func (l *Ledger) MarkLostLogged(tx *bolt.Tx, ids []uint64) error {
 	return nil
 }
 
-// sweepLost drops the lost records older than cutoff. It runs in Open's
+// sweepLost drops the logged lost records older than cutoff. One no wake
+// logged yet stays whatever its age (the clock that stamped it may have
+// been wrong: a board without an RTC boots in 1970). It runs in Open's
 // transaction.
 func sweepLost(tx *bolt.Tx, cutoff time.Time) error {
 	b, err := tx.CreateBucketIfNotExists(bucketLost)
 	if err != nil {
 		return err
 	}
-	c := b.Cursor()
-	for k, v := c.First(); k != nil; k, v = c.First() {
+	var old [][]byte
+	err = b.ForEach(func(k, v []byte) error {
 		var r Lost
 		if err := cbor.Unmarshal(v, &r); err != nil {
 			return fmt.Errorf("lost hand-off %x: %v", k, err)
 		}
-		if !r.RecordedAt.Before(cutoff) {
-			break
+		if r.Logged && r.RecordedAt.Before(cutoff) {
+			old = append(old, append([]byte(nil), k...))
 		}
-		if err := c.Delete(); err != nil {
-			return err
+		return nil
+	})
+	for _, k := range old {
+		if err == nil {
+			err = b.Delete(k)
 		}
 	}
-	return nil
+	return err
 }
 
 func addDropped(tx *bolt.Tx, n uint64) error {

@@ -19,8 +19,8 @@ func (e *env) lost(t testing.TB) LostSummary {
 
 // TestLostHandOffsAreKeptAcrossRestartsUntilTheRetention: a recorded lost
 // hand-off survives restarts, stamped with the time and incarnation that
-// found it; MarkLostLogged marks it; Open sweeps it once it is older than
-// the retention, without counting it as dropped.
+// found it; Open keeps it past the retention until it was logged
+// (MarkLostLogged), then sweeps it, without counting it as dropped.
 func TestLostHandOffsAreKeptAcrossRestartsUntilTheRetention(t *testing.T) {
 	e := newEnv(t)
 	if err := e.update(t, func(tx *bolt.Tx) error {
@@ -36,18 +36,23 @@ func TestLostHandOffsAreKeptAcrossRestartsUntilTheRetention(t *testing.T) {
 	if got := s.Kept[0]; got.ObjectID != "o1" || got.Seq != 7 || got.ID != 1 || got.Logged || !got.RecordedAt.Equal(t0) || got.Incarnation != 1 {
 		t.Fatalf("kept %+v; want o1, seq 7, id 1, not logged, recorded at %v by incarnation 1", got, t0)
 	}
+	e.clock.Advance(25 * time.Hour)
+	e.restart(t)
+	if s := e.lost(t); len(s.Kept) != 1 {
+		t.Fatalf("swept past the retention (24h) before it was logged: %+v", s)
+	}
 	if err := e.update(t, func(tx *bolt.Tx) error { return e.l.MarkLostLogged(tx, []uint64{1, 99}) }); err != nil {
 		t.Fatal(err)
 	}
 	if s := e.lost(t); !s.Kept[0].Logged {
 		t.Fatalf("not marked logged: %+v", s.Kept[0])
 	}
-	e.clock.Advance(23 * time.Hour)
+	e.clock.Set(t0.Add(23 * time.Hour))
 	e.restart(t)
 	if s := e.lost(t); len(s.Kept) != 1 {
 		t.Fatalf("swept before the retention (24h): %+v", s)
 	}
-	e.clock.Advance(2 * time.Hour)
+	e.clock.Set(t0.Add(25 * time.Hour))
 	e.restart(t)
 	if s := e.lost(t); len(s.Kept) != 0 || s.Count() != 0 {
 		t.Fatalf("kept past the retention: %+v", s)
