@@ -26,14 +26,16 @@ import (
 // plays its half, this client the other, and what each side received must
 // be what the other sent.
 
-// wsMsg is one data message: its opcode, and the sizes of the frames the
-// server writes it in (their sum is len(data)); a ping follows the frames
-// whose ping is set.
+// wsMsg is one data message: its opcode, and the sizes of the pieces the
+// server writes it in (their sum is len(data)); a ping follows the pieces
+// whose ping is set, with pingData's payload where the server library lets
+// the test choose it.
 type wsMsg struct {
-	op    Opcode
-	data  []byte
-	frags []int
-	pings []bool
+	op       Opcode
+	data     []byte
+	frags    []int
+	pings    []bool
+	pingData [][]byte
 }
 
 // wsScript is one connection's traffic.
@@ -76,6 +78,11 @@ func genMsg(r *rand.Rand, frames, big bool) wsMsg {
 	for range n {
 		m.frags = append(m.frags, frameSize(r, big))
 		m.pings = append(m.pings, r.IntN(4) == 0)
+		p := make([]byte, []int{0, 1, 124, 125, r.IntN(126)}[r.IntN(5)]) // Section 5.5: at most 125
+		for i := range p {
+			p[i] = byte(r.Uint32())
+		}
+		m.pingData = append(m.pingData, p)
 	}
 	total := 0
 	for _, f := range m.frags {
@@ -118,16 +125,33 @@ func genScript(r *rand.Rand, big bool) wsScript {
 	return s
 }
 
-// serverSaw is what coder/websocket's server received.
+// serverSaw is what the server library received.
 type serverSaw struct {
 	up      []wsMsg
 	pongs   []string // the payloads of the pongs, in order
 	pingErr error
 	readErr error // the error that ended its reading
+	// The close frame that ended its reading, when it was one.
+	closed      bool
+	closeCode   StatusCode
+	closeReason string
 }
 
-// diffServer serves each script of scripts at /N with coder/websocket.
+// wsLib is a server library the client is compared with.
+type wsLib struct {
+	name string
+	// play plays the server's half of s on the request.
+	play func(w http.ResponseWriter, r *http.Request, s wsScript) serverSaw
+	// pongs are the payloads of the pongs s should bring back.
+	pongs func(s wsScript) []string
+	// echoesReason tells whether the library's answer to a close frame
+	// repeats its reason (Section 5.5.1 leaves that to it).
+	echoesReason bool
+}
+
+// diffServer serves each script of scripts at /N with lib.
 type diffServer struct {
+	lib     wsLib
 	url     string
 	mu      sync.Mutex
 	scripts map[string]wsScript
@@ -135,8 +159,8 @@ type diffServer struct {
 	n       int
 }
 
-func newDiffServer(tb testing.TB) *diffServer {
-	d := &diffServer{scripts: map[string]wsScript{}, saw: map[string]chan serverSaw{}}
+func newDiffServer(tb testing.TB, lib wsLib) *diffServer {
+	d := &diffServer{lib: lib, scripts: map[string]wsScript{}, saw: map[string]chan serverSaw{}}
 	srv := httptest.NewServer(http.HandlerFunc(d.serve))
 	tb.Cleanup(srv.Close)
 	d.url = "ws" + strings.TrimPrefix(srv.URL, "http")
@@ -164,6 +188,14 @@ func (d *diffServer) serve(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
+	out <- d.lib.play(w, r, s)
+}
+
+// coderLib is github.com/coder/websocket, the relay's side of the link:
+// each Write of its Writer is one frame, and its pings carry a counter.
+var coderLib = wsLib{name: "coder", play: playCoder, pongs: coderPongs, echoesReason: true}
+
+func playCoder(w http.ResponseWriter, r *http.Request, s wsScript) serverSaw {
 	var saw serverSaw
 	var pmu sync.Mutex
 	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{OnPongReceived: func(_ context.Context, p []byte) {
@@ -172,7 +204,7 @@ func (d *diffServer) serve(w http.ResponseWriter, r *http.Request) {
 		pmu.Unlock()
 	}})
 	if err != nil {
-		return
+		return serverSaw{readErr: err}
 	}
 	defer ws.CloseNow()
 	ws.SetReadLimit(1 << 22)
@@ -193,9 +225,26 @@ func (d *diffServer) serve(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	<-readDone
+	var ce websocket.CloseError
+	if errors.As(saw.readErr, &ce) {
+		saw.closed, saw.closeCode, saw.closeReason = true, StatusCode(ce.Code), ce.Reason
+	}
 	pmu.Lock()
 	defer pmu.Unlock()
-	out <- saw
+	return saw
+}
+
+// coderPongs: coder/websocket's Ping sends the count of pings so far.
+func coderPongs(s wsScript) []string {
+	var want []string
+	for _, m := range s.down {
+		for _, p := range m.pings {
+			if p {
+				want = append(want, strconv.Itoa(len(want)+1))
+			}
+		}
+	}
+	return want
 }
 
 // readAll reads messages until an error, closing allUp after the n-th.
@@ -300,7 +349,7 @@ func runScript(t *testing.T, d *diffServer, s wsScript) {
 	saw := <-sawCh
 	checkSide(t, "client", got, s.down)
 	checkSide(t, "server", saw.up, s.up)
-	checkClose(t, s, readErr, saw)
+	checkClose(t, d.lib, s, readErr, saw)
 }
 
 // checkSide compares the messages one side received with those sent.
@@ -318,38 +367,33 @@ func checkSide(t *testing.T, side string, got, sent []wsMsg) {
 }
 
 // checkClose checks the closing handshake both sides saw, and the pongs.
-func checkClose(t *testing.T, s wsScript, clientErr error, saw serverSaw) {
+func checkClose(t *testing.T, lib wsLib, s wsScript, clientErr error, saw serverSaw) {
 	t.Helper()
 	var ce *CloseError
-	if !errors.As(clientErr, &ce) || ce.Code != s.code || ce.Reason != s.reason {
-		t.Errorf("the client's Read ended with %v, want a close %d %q", clientErr, s.code, s.reason)
+	wantReason := s.reason
+	if !s.serverCloses && !lib.echoesReason {
+		wantReason = ""
 	}
-	if !s.serverCloses {
-		var sce websocket.CloseError
-		if !errors.As(saw.readErr, &sce) || StatusCode(sce.Code) != s.code || sce.Reason != s.reason {
-			t.Errorf("the server's Read ended with %v, want a close %d %q", saw.readErr, s.code, s.reason)
-		}
+	if !errors.As(clientErr, &ce) || ce.Code != s.code || ce.Reason != wantReason {
+		t.Errorf("the client's Read ended with %v, want a close %d %q", clientErr, s.code, wantReason)
+	}
+	if !s.serverCloses && (!saw.closed || saw.closeCode != s.code || saw.closeReason != s.reason) {
+		t.Errorf("the server's Read ended with %v, want a close %d %q", saw.readErr, s.code, s.reason)
 	}
 	if saw.pingErr != nil {
 		t.Errorf("the server's writing: %v", saw.pingErr)
 	}
-	var want []string
-	for _, m := range s.down {
-		for _, p := range m.pings {
-			if p {
-				want = append(want, strconv.Itoa(len(want)+1))
-			}
-		}
-	}
-	if fmt.Sprint(saw.pongs) != fmt.Sprint(want) {
+	if want := lib.pongs(s); fmt.Sprintf("%q", saw.pongs) != fmt.Sprintf("%q", want) {
 		t.Errorf("the server received pongs %q, want %q (one per ping, its payload)", saw.pongs, want)
 	}
 }
 
-// TestDifferentialCoder plays 40 seeded scripts against coder/websocket's
-// server. A failure names its seed: TORPOR_WS_SEED=n replays it alone.
-func TestDifferentialCoder(t *testing.T) {
-	d := newDiffServer(t)
+// wsLibs are the server libraries the client is compared with.
+var wsLibs = []wsLib{coderLib, gorillaLib}
+
+// TestDifferential plays 40 seeded scripts against each library's server.
+// A failure names its seed: TORPOR_WS_SEED=n replays it alone.
+func TestDifferential(t *testing.T) {
 	seeds := make([]uint64, 40)
 	for i := range seeds {
 		seeds[i] = uint64(i) + 1
@@ -357,21 +401,29 @@ func TestDifferentialCoder(t *testing.T) {
 	if v, err := strconv.ParseUint(os.Getenv("TORPOR_WS_SEED"), 10, 64); err == nil {
 		seeds = []uint64{v}
 	}
-	for _, seed := range seeds {
-		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) {
-			runScript(t, d, genScript(rand.New(rand.NewPCG(seed, 0x6455)), true))
-		})
+	for _, lib := range wsLibs {
+		d := newDiffServer(t, lib)
+		for _, seed := range seeds {
+			t.Run(fmt.Sprint(lib.name, "/seed=", seed), func(t *testing.T) {
+				runScript(t, d, genScript(rand.New(rand.NewPCG(seed, 0x6455)), true))
+			})
+		}
 	}
 }
 
-// FuzzDifferentialCoder plays the script the fuzzer's seed generates
-// (messages up to 1 KiB, to keep each input quick).
-func FuzzDifferentialCoder(f *testing.F) {
+// FuzzDifferential plays the script the fuzzer's seed generates (messages
+// up to 1 KiB, to keep each input quick) against each library's server.
+func FuzzDifferential(f *testing.F) {
 	for _, s := range []uint64{1, 2, 3, 126, 65536} {
 		f.Add(s, uint64(0))
 	}
-	d := newDiffServer(f)
+	var servers []*diffServer
+	for _, lib := range wsLibs {
+		servers = append(servers, newDiffServer(f, lib))
+	}
 	f.Fuzz(func(t *testing.T, seed, stream uint64) {
-		runScript(t, d, genScript(rand.New(rand.NewPCG(seed, stream)), false))
+		for _, d := range servers {
+			runScript(t, d, genScript(rand.New(rand.NewPCG(seed, stream)), false))
+		}
 	})
 }
