@@ -3,6 +3,7 @@ package manage_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"net/url"
 	"os"
@@ -70,14 +71,20 @@ func faultSeed(t *testing.T) uint64 {
 func TestPropertyLinkFaults(t *testing.T) {
 	seed := faultSeed(t)
 	r := rand.New(rand.NewPCG(seed, 5))
-	b := mqtttest.StartEmbedded(t, nil)
+	var logs lockedLog
+	b := mqtttest.StartEmbedded(t, slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	h := newHarness(t, b)
 	px := mqtttest.StartFaultProxy(t, strings.TrimPrefix(b.URL(), "mqtt://"))
 	b.AddAudience(t, px.URL())
 	h.deviceURL = px.URL()
 	h.cfgHooks = append(h.cfgHooks, func(c *manage.Config) {
 		c.KeepAlive = time.Second // a half-open connection is found dead in about 2 s
-		c.Logger = nil
+		c.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	})
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the device's and the broker's logs:\n%s", logs.String())
+		}
 	})
 	obs := startObserver(t, b, h)
 	h.wake()
@@ -160,6 +167,25 @@ func faultStep(t *testing.T, h *harness, b *mqtttest.Embedded, px *mqtttest.Faul
 		t.Fatal(err)
 	}
 	return ids
+}
+
+// lockedLog collects the logs of the device and the broker, which a
+// failure prints.
+type lockedLog struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (l *lockedLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *lockedLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
 }
 
 // fence returns once the broker has fanned out every command sent so far.
