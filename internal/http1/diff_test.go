@@ -260,7 +260,9 @@ func reference(cl *http.Client, url string, c httpCase) answer {
 func TestDifferentialNetHTTP(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(serveCase))
 	t.Cleanup(srv.Close)
-	cl := &http.Client{Transport: &http.Transport{DisableCompression: true}}
+	tr := &http.Transport{DisableCompression: true}
+	t.Cleanup(tr.CloseIdleConnections)
+	cl := &http.Client{Transport: tr}
 	seeds := []uint64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
 	if v, err := strconv.ParseUint(os.Getenv("TORPOR_HTTP1_SEED"), 10, 64); err == nil {
 		seeds = []uint64{v}
