@@ -17,6 +17,7 @@ import (
 
 	"github.com/torpor-dev/torpor/runtime/manage"
 	"github.com/torpor-dev/torpor/transport/mqtt"
+	"github.com/torpor-dev/torpor/transport/mqtt/command"
 	"github.com/torpor-dev/torpor/transport/mqtt/login"
 	"github.com/torpor-dev/torpor/transport/mqtt/mqttconn"
 	"github.com/torpor-dev/torpor/transport/mqtt/mqtttest"
@@ -147,7 +148,7 @@ func faultStep(t *testing.T, h *harness, b *mqtttest.Embedded, px *mqtttest.Faul
 	}
 	var ids []string
 	for range k {
-		ids = append(ids, h.send(manage.OpConfigSet, &manage.ConfigArgs{Key: "k", Value: ptr(fmt.Sprint(len(ids)))}).Object.ID)
+		ids = append(ids, h.send(command.OpConfigSet, &command.ConfigArgs{Key: "k", Value: ptr(fmt.Sprint(len(ids)))}).Object.ID)
 	}
 	fence(t, h)
 	switch f {
@@ -197,7 +198,7 @@ func (l *lockedLog) String() string {
 // comes after the fan-out of the earlier ones.
 func fence(t *testing.T, h *harness) {
 	t.Helper()
-	spec := manage.CommandSpec{Device: h.devKey.DID(), Seq: 1, Op: manage.OpConfigSet, Args: &manage.ConfigArgs{Key: "k", Value: ptr("fence")}}
+	spec := command.Spec{Device: h.devKey.DID(), Seq: 1, Op: command.OpConfigSet, Args: &command.ConfigArgs{Key: "k", Value: ptr("fence")}}
 	if _, err := h.operator().Send(ctxT(t), "fence", spec, false); err != nil {
 		t.Fatal(err)
 	}
@@ -215,7 +216,7 @@ type observer struct {
 	ups chan *paho.Connack
 
 	mu       sync.Mutex
-	outcomes map[string][]manage.Outcome
+	outcomes map[string][]command.Outcome
 	changed  chan struct{}
 	connacks []*paho.Connack
 }
@@ -225,7 +226,7 @@ func startObserver(t *testing.T, b *mqtttest.Embedded, h *harness) *observer {
 	key := mustKey(t)
 	b.AddObserver(key.DID())
 	u, _ := url.Parse(b.URL())
-	o := &observer{h: h, ups: make(chan *paho.Connack, 64), outcomes: map[string][]manage.Outcome{}, changed: make(chan struct{})}
+	o := &observer{h: h, ups: make(chan *paho.Connack, 64), outcomes: map[string][]command.Outcome{}, changed: make(chan struct{})}
 	var err error
 	o.m, err = mqttconn.Start(mqttconn.Config{Server: u, KeepAlive: 30, CleanStart: true, SessionExpiry: 3600,
 		Backoff: mqttconn.ConstantBackoff(20 * time.Millisecond),
@@ -265,7 +266,7 @@ func (o *observer) received(pr paho.PublishReceived) (bool, error) {
 	if p.Properties == nil {
 		return true, nil
 	}
-	r, _, err := manage.VerifyReply(p.Properties.ContentType, p.Payload, o.h.devKey.DID(), o.h.clk.Now())
+	r, _, err := command.VerifyReply(p.Properties.ContentType, p.Payload, o.h.devKey.DID(), o.h.clk.Now())
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if err == nil {
@@ -285,7 +286,7 @@ func (o *observer) awaitOK(t *testing.T, seed uint64, id string, step int) {
 		got, ch := o.outcomes[id], o.changed
 		o.mu.Unlock()
 		for _, oc := range got {
-			if oc == manage.OutcomeOK {
+			if oc == command.OutcomeOK {
 				return
 			}
 		}
