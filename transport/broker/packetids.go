@@ -10,7 +10,8 @@ import (
 	"github.com/mochi-mqtt/server/v2/packets"
 )
 
-// idSpaces keeps a client's packet identifiers apart from the broker's.
+// idSpaces keeps a client's packet identifiers apart from the broker's
+// (docs/mqtt.md, mochi's defects 3 and 4).
 //
 // MQTT 5.0 Section 2.2.1 (and MQTT 3.1.1 Section 2.3.1) let the client and
 // the server assign packet identifiers independently: a client's QoS 1 or 2
@@ -29,7 +30,10 @@ import (
 // read (OnPacketRead), the acknowledgements mochi writes for it (PUBACK,
 // PUBREC, PUBCOMP) get the client's identifier back as they are encoded
 // (OnPacketEncode), and the client's PUBREL of a QoS 2 flow (MQTT 5.0
-// Section 4.3.3) is moved like its PUBLISH. Packets of the broker's own
+// Section 4.3.3) is moved like its PUBLISH. mochi also answers a SUBSCRIBE
+// or UNSUBSCRIBE whose identifier the table holds with 0x91 (Packet
+// Identifier in use): those are moved too, and their SUBACK or UNSUBACK
+// gets the client's identifier back. Packets of the broker's own
 // identifier space (the broker's PUBLISH and PUBREL, the client's PUBACK,
 // PUBREC and PUBCOMP) are never touched. A mapping lives as long as the
 // table holds the client flow's entry; boltHook stores it with that entry
@@ -60,14 +64,23 @@ func clientAck(t byte) bool {
 	return t == packets.Puback || t == packets.Pubrec || t == packets.Pubcomp
 }
 
-// OnPacketRead implements mqtt.Hook: it moves a client's PUBLISH or PUBREL
-// to its internal identifier.
+// clientSpace reports whether pk is a client's packet that carries an
+// identifier of the client's space.
+func clientSpace(pk packets.Packet) bool {
+	switch pk.FixedHeader.Type {
+	case packets.Publish:
+		return pk.FixedHeader.Qos > 0
+	case packets.Pubrel, packets.Subscribe, packets.Unsubscribe:
+		return true
+	}
+	return false
+}
+
+// OnPacketRead implements mqtt.Hook: it moves a client's PUBLISH, PUBREL,
+// SUBSCRIBE or UNSUBSCRIBE to its internal identifier.
 func (h *idSpaces) OnPacketRead(cl *mqtt.Client, pk packets.Packet) (packets.Packet, error) {
-	switch {
-	case pk.FixedHeader.Type == packets.Publish && pk.FixedHeader.Qos > 0:
-		pk.PacketID = h.inbound(cl, pk.PacketID, true)
-	case pk.FixedHeader.Type == packets.Pubrel:
-		pk.PacketID = h.inbound(cl, pk.PacketID, false)
+	if clientSpace(pk) {
+		pk.PacketID = h.inbound(cl, pk.PacketID, pk.FixedHeader.Type != packets.Pubrel)
 	}
 	return pk, nil
 }
@@ -75,7 +88,7 @@ func (h *idSpaces) OnPacketRead(cl *mqtt.Client, pk packets.Packet) (packets.Pac
 // OnPacketEncode implements mqtt.Hook: an acknowledgement of a moved flow
 // goes out with the client's identifier.
 func (h *idSpaces) OnPacketEncode(cl *mqtt.Client, pk packets.Packet) packets.Packet {
-	if !clientAck(pk.FixedHeader.Type) {
+	if t := pk.FixedHeader.Type; !clientAck(t) && t != packets.Suback && t != packets.Unsuback {
 		return pk
 	}
 	h.mu.Lock()
@@ -88,9 +101,9 @@ func (h *idSpaces) OnPacketEncode(cl *mqtt.Client, pk packets.Packet) packets.Pa
 
 // OnPacketProcessed implements mqtt.Hook: a moved flow whose entry has left
 // the table (a QoS 1 PUBLISH acknowledged, a QoS 2 flow completed, a
-// PUBLISH refused) is forgotten.
+// PUBLISH refused, a SUBSCRIBE or UNSUBSCRIBE answered) is forgotten.
 func (h *idSpaces) OnPacketProcessed(cl *mqtt.Client, pk packets.Packet, _ error) {
-	if t := pk.FixedHeader.Type; t != packets.Publish && t != packets.Pubrel {
+	if !clientSpace(pk) {
 		return
 	}
 	h.mu.Lock()
@@ -119,9 +132,13 @@ func (h *idSpaces) OnDisconnect(cl *mqtt.Client, _ error, expire bool) {
 // OnClientExpired implements mqtt.Hook.
 func (h *idSpaces) OnClientExpired(cl *mqtt.Client) { h.drop(cl.ID) }
 
-// inbound returns the internal identifier of a client's PUBLISH (publish)
-// or PUBREL with identifier id.
-func (h *idSpaces) inbound(cl *mqtt.Client, id uint16, publish bool) uint16 {
+// inbound returns the internal identifier of a client's packet with
+// identifier id: a PUBREL follows its PUBLISH (fresh false); a PUBLISH,
+// SUBSCRIBE or UNSUBSCRIBE (fresh) is moved when the table holds id for
+// something else than the client's own flow, which mochi would delete or
+// overwrite (PUBLISH) or answer with 0x91, Packet Identifier in use
+// (SUBSCRIBE, UNSUBSCRIBE).
+func (h *idSpaces) inbound(cl *mqtt.Client, id uint16, fresh bool) uint16 {
 	if cl.Net.Inline || cl.IsTakenOver() {
 		return id
 	}
@@ -139,7 +156,7 @@ func (h *idSpaces) inbound(cl *mqtt.Client, id uint16, publish bool) uint16 {
 			return in // the flow's next packet, or its PUBLISH again (DUP)
 		}
 	}
-	if !publish {
+	if !fresh {
 		return id
 	}
 	if pk, ok := cl.State.Inflight.Get(id); !ok || clientAck(pk.FixedHeader.Type) && m[id] == 0 {
