@@ -88,6 +88,8 @@ const DefaultMaxPacketSize = 64<<10 + 4<<10
 //
 // Every client authenticates with a DID Bearer token and every topic it
 // uses is checked (authHook); device names are bound to DIDs (registry).
+// A client's packet identifiers are kept apart from the broker's (idSpaces:
+// mochi v2.7.9 shares one table between them and loses deliveries).
 //
 // Redelivery order: mochi resends in-flight QoS 1/2 messages sorted by
 // their creation second with an unstable sort, so messages created in the
@@ -138,8 +140,8 @@ func Start(cfg Config) (*Broker, error) {
 	return b, nil
 }
 
-// setup creates the server with its hooks: authentication and ACL, then
-// storage.
+// setup creates the server with its hooks: authentication and ACL, the
+// packet identifier spaces, then storage.
 func (b *Broker) setup(cfg Config, log *slog.Logger) error {
 	caps := mqtt.NewDefaultServerCapabilities()
 	caps.MaximumMessageExpiryInterval = int64(cfg.MaxMessageExpiry / time.Second)
