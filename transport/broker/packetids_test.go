@@ -71,13 +71,7 @@ func testPacketIDSpaces(t *testing.T, qos byte, resume string) {
 		dev.conn.Close()
 	}
 	if resume == "restart" {
-		if err := b.Close(); err != nil {
-			t.Fatal(err)
-		}
-		cfg.Listen = b.Addr()
-		if b, err = Start(cfg); err != nil {
-			t.Fatal(err)
-		}
+		b = restart(t, b, cfg)
 	}
 	dev = dialRaw(t, ctx, b, key, "device-7", true)
 	resent, pubrec := dev.resent(id)
@@ -122,6 +116,20 @@ func TestBrokerSubscribesWithDeliveryID(t *testing.T) {
 	dev.send(&packets.Puback{PacketID: id, Properties: &packets.Properties{}})
 	dev.send(&packets.Pingreq{})
 	dev.expect(packets.PINGRESP, 0)
+}
+
+// restart closes b and starts it again on the same address and data.
+func restart(t *testing.T, b *Broker, cfg Config) *Broker {
+	t.Helper()
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Listen = b.Addr()
+	b, err := Start(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 // commandInFlight subscribes dev to its commands, has the operator send
