@@ -127,7 +127,7 @@ func runDevice(ctx context.Context, e *env, fs *flag.FlagSet, args []string) err
 		fmt.Fprintf(e.stderr, "usage: torporctl device %s [flags] DEVICE %s\n\nflags:\n", args[0], op.args)
 		ofs.PrintDefaults()
 	}
-	if err := ofs.Parse(args[1:]); err != nil {
+	if err := parseFlags(ofs, args[1:]); err != nil {
 		return err
 	}
 	if ofs.NArg() < 1 {

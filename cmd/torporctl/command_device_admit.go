@@ -28,7 +28,7 @@ func runDeviceAdmit(ctx context.Context, e *env, args []string) error {
 		fmt.Fprint(e.stderr, "usage: torporctl device admit [flags] DID\n\nAdmits a device on its relay: it leaves probation (small queue bounds and\nKeyPackage pool) and gets the relay's own bounds at its next link.\n\nflags:\n")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {

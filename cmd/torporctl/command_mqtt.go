@@ -51,7 +51,7 @@ func runMQTT(_ context.Context, e *env, fs *flag.FlagSet, args []string) error {
 	operators := fs.String("operators", "", "The operators: one DID a line.")
 	out := fs.String("out", "", "The directory to write to.")
 	prefix := fs.String("prefix", mqtt.DefaultPrefix, "The topic prefix.")
-	if err := fs.Parse(args[1:]); err != nil {
+	if err := parseFlags(fs, args[1:]); err != nil {
 		return err
 	}
 	if *devices == "" || *operators == "" || *out == "" || fs.NArg() > 0 {
