@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -84,6 +85,45 @@ func (f *deviceFlags) register(fs *flag.FlagSet) {
 	fs.Uint64Var(&f.seq, "seq", 0, "The command's sequence number; 0 picks the next one (milliseconds since 1970, kept increasing per key and device in KEY.seq).")
 }
 
+// operationFirst returns args with the operation (and the get or set of
+// "config get|set") first, when the flags every operation takes (and
+// admit's --relay) come before it: torporctl device --broker B status D.
+func operationFirst(args []string) []string {
+	fs := flag.NewFlagSet("", flag.ContinueOnError)
+	new(deviceFlags).register(fs)
+	fs.String("relay", "", "")
+	var op []int
+	for i := 0; i < len(args) && len(op) < 2; i++ {
+		a := args[i]
+		if a == "--" {
+			break
+		}
+		if name, isFlag := flagName(fs, a); isFlag {
+			if !strings.Contains(a, "=") && takesValue(fs, name) {
+				i++
+			}
+			continue
+		}
+		op = append(op, i)
+		if a != "config" {
+			break
+		}
+	}
+	if len(op) == 0 {
+		return args
+	}
+	out := make([]string, 0, len(args))
+	for _, i := range op {
+		out = append(out, args[i])
+	}
+	for i, a := range args {
+		if !slices.Contains(op, i) {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
 func envOr(name, def string) string {
 	if v := os.Getenv(name); v != "" {
 		return v
@@ -107,6 +147,7 @@ func runDevice(ctx context.Context, e *env, fs *flag.FlagSet, args []string) err
 		}
 		return nil
 	}
+	args = operationFirst(args)
 	if args[0] == "admit" {
 		return runDeviceAdmit(ctx, e, args[1:])
 	}

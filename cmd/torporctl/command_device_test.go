@@ -118,3 +118,20 @@ func TestPrintFields(t *testing.T) {
 		t.Errorf("printFields = %q, want %q", b.String(), want)
 	}
 }
+
+// TestOperationFirst: the flags every device operation takes may come
+// before the operation, with their values; "config get|set" stays whole.
+func TestOperationFirst(t *testing.T) {
+	for in, want := range map[string]string{
+		"status dev-1":                      "status dev-1",
+		"--broker B status dev-1":           "status --broker B dev-1",
+		"--json --wait=1s halt dev-1":       "halt --json --wait=1s dev-1",
+		"--key K config --json get dev-1 m": "config get --key K --json dev-1 m",
+		"--relay R admit did:key:z":         "admit --relay R did:key:z",
+		"--broker":                          "--broker",
+	} {
+		if got := strings.Join(operationFirst(strings.Fields(in)), " "); got != want {
+			t.Errorf("operationFirst(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
