@@ -72,7 +72,7 @@ type deviceFlags struct {
 }
 
 func (f *deviceFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.broker, "broker", envOr("TORPOR_BROKER", "mqtt://127.0.0.1:1883"), "The MQTT 5 broker URL (mqtt://, mqtts://). Default $TORPOR_BROKER.")
+	fs.StringVar(&f.broker, "broker", envOr("TORPOR_BROKER", "mqtt://127.0.0.1:1883"), "The MQTT 5 broker: mqtt://HOST:PORT, mqtts://HOST:PORT, or HOST:PORT for plain MQTT. Default $TORPOR_BROKER.")
 	fs.StringVar(&f.key, "key", os.Getenv("TORPOR_KEY"), "Your operator key file (torporctl keygen); its DID must be in the device's operator allowlist. Default $TORPOR_KEY.")
 	fs.StringVar(&f.prefix, "prefix", envOr("TORPOR_MQTT_PREFIX", mqtt.DefaultPrefix), "The topic prefix. Default $TORPOR_MQTT_PREFIX.")
 	fs.StringVar(&f.didStr, "did", "", "The device's DID, which the command names and which must sign the reply; it overrides the pin in --known-devices. Empty means the pinned DID, or on first contact the DID that signed the device's retained status.")

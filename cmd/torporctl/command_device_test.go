@@ -101,6 +101,7 @@ func setupDevice(env *testscript.Env) error {
 	env.Values["client"] = c
 	env.Values["device"] = dev
 	env.Setenv("TORPOR_BROKER", b.URL())
+	env.Setenv("BROKER_HOSTPORT", strings.TrimPrefix(b.URL(), "mqtt://"))
 	env.Setenv("TORPOR_KEY", filepath.Join(env.WorkDir, "op.key"))
 	env.Setenv("TORPOR_KNOWN_DEVICES", filepath.Join(env.WorkDir, "known_devices"))
 	env.Setenv("DEVICE_DID", devKey.DID().String())
