@@ -115,3 +115,19 @@ func TestFleetWatch(t *testing.T) {
 		t.Errorf("fleet --watch for 2 s: exit %d, %d screens\n%q", code, n, out.String())
 	}
 }
+
+// TestFleetNextOverdue: an always_on device whose pulse is late says by
+// how much in NEXT, whole; one whose pulse is to come says when.
+func TestFleetNextOverdue(t *testing.T) {
+	now := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
+	for expected, want := range map[time.Time]string{
+		now.Add(-14 * time.Minute): "overdue by 14m",
+		now.Add(5 * time.Minute):   "pulse 5m",
+	} {
+		d := operatorapi.Device{State: operatorapi.StateOverdue, Name: "n", DID: "did:key:z6Mk", Mode: "always_on", Expected: &expected}
+		row := fleetRow(deviceCells(d, now))
+		if !strings.Contains(row, " "+want+" ") {
+			t.Errorf("expected %v: row %q, want NEXT %q", expected.Sub(now), row, want)
+		}
+	}
+}

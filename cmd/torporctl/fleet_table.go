@@ -9,13 +9,14 @@ import (
 	"unicode/utf8"
 )
 
-// fleetColumns are the table's columns and widths: 94 characters with the
-// spaces between them, so that it fits a terminal of 100 columns.
+// fleetColumns are the table's columns and widths: 99 characters with the
+// spaces between them, so that it fits a terminal of 100 columns. NEXT
+// holds "overdue by 14m".
 var fleetColumns = []struct {
 	title string
 	width int
 }{
-	{"STATE", 8}, {"NAME", 12}, {"DID", 11}, {"MODE", 7}, {"NEXT", 9}, {"LAST WAKE", 11}, {"PULSE", 9}, {"QUEUE", 10}, {"KP", 4}, {"HELD", 4},
+	{"STATE", 8}, {"NAME", 12}, {"DID", 11}, {"MODE", 7}, {"NEXT", 14}, {"LAST WAKE", 11}, {"PULSE", 9}, {"QUEUE", 10}, {"KP", 4}, {"HELD", 4},
 }
 
 // printFleet prints the summary line and one row per device.
@@ -49,6 +50,8 @@ func deviceCells(d operatorapi.Device, now time.Time) []string {
 	switch {
 	case d.NextWindow != nil:
 		next = relDur(time.Duration(d.NextWindow.In) * time.Second)
+	case d.Expected != nil && d.Expected.Before(now):
+		next = "overdue by " + shortDur(now.Sub(*d.Expected))
 	case d.Expected != nil:
 		next = "pulse " + shortDur(d.Expected.Sub(now))
 	}
