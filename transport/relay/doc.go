@@ -38,7 +38,8 @@
 // audience is the relay's public origin; the token's DID is the sender for
 // the per-peer bound, never a body field. A request without a valid token
 // is never queued: it gets 401 with the reference's WWW-Authenticate header
-// and body, {"error":"asleep_enqueue_requires_auth",...} (vector od-015).
+// and body, {"error":"asleep_enqueue_requires_auth",...} (vector od-015),
+// whose message and tokenError member also say why the token was refused.
 // The token is checked before the agent is looked up and the answer is
 // the same for every agent, known or not, so that it enumerates nothing. These
 // endpoints accept only tokens without a purpose claim (the reference's
