@@ -31,6 +31,10 @@
 // The agent's A2A base URL, as its card names it, is <origin>/a/{did}, so
 // a client that appends /.well-known/agent-card.json or /a2a/jsonrpc to
 // the base finds both.
+// The base URL itself (with or without its slash) and the well-known card
+// URLs at the root (/.well-known/agent-card.json, agent.json) are no
+// resource: they answer 404 with a JSON body whose card and endpoint
+// members give the URLs to use.
 //
 // # Authentication
 //
