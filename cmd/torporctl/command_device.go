@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/torpor-dev/torpor/clock"
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/transport/mqtt"
 	"github.com/torpor-dev/torpor/transport/mqtt/command"
@@ -71,6 +72,10 @@ type deviceFlags struct {
 	wait, ttl                   time.Duration
 	cbor, json                  bool
 	seq                         uint64
+	// relay and scale date the commands on the relay's clock when it
+	// runs scaled (--time-scale), as its devices' clocks run.
+	relay string
+	scale float64
 }
 
 func (f *deviceFlags) register(fs *flag.FlagSet) {
@@ -84,6 +89,8 @@ func (f *deviceFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.ttl, "ttl", command.DefaultTTL, "The command's lifetime: a device that wakes later refuses it, and the broker drops it.")
 	fs.BoolVar(&f.cbor, "cbor", false, "Send the command as CBOR (MQTT content type application/cbor); the reply comes back in CBOR.")
 	fs.BoolVar(&f.json, "json", false, "Print JSON instead of text.")
+	fs.StringVar(&f.relay, "relay", envOr("TORPOR_RELAY", "http://127.0.0.1:8080"), "The relay whose clock --time-scale reads (its /healthz). Default $TORPOR_RELAY.")
+	timeScaleFlag(fs, &f.scale)
 	fs.Uint64Var(&f.seq, "seq", 0, "The command's sequence number; 0 picks the next one (milliseconds since 1970, kept increasing per key and device in KEY.seq).")
 }
 
@@ -93,7 +100,6 @@ func (f *deviceFlags) register(fs *flag.FlagSet) {
 func operationFirst(args []string) []string {
 	fs := flag.NewFlagSet("", flag.ContinueOnError)
 	new(deviceFlags).register(fs)
-	fs.String("relay", "", "")
 	var op []int
 	for i := 0; i < len(args) && len(op) < 2; i++ {
 		a := args[i]
@@ -206,6 +212,7 @@ type deviceSession struct {
 	device string
 	op     *command.Operator
 	known  *command.KnownDevices
+	clk    clock.Clock // the relay's clock under --time-scale, else clock.Real
 	stderr io.Writer
 	// view is the operation as typed, when it prints a command's answer
 	// its own way ("lost").
@@ -233,9 +240,14 @@ func dialDevice(ctx context.Context, f *deviceFlags, device string) (*deviceSess
 			return nil, fmt.Errorf("--mqtt-password-file: %w", err)
 		}
 	}
+	clk, err := relayClock(ctx, strings.TrimRight(f.relay, "/"), f.scale)
+	if err != nil {
+		return nil, err
+	}
 	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	op, err := command.DialOperator(dctx, command.OperatorConfig{Broker: f.broker, Prefix: f.prefix, Key: k, Password: bytes.TrimSpace(pw)})
+	op, err := command.DialOperator(dctx, command.OperatorConfig{Broker: f.broker, Prefix: f.prefix, Key: k, Password: bytes.TrimSpace(pw),
+		Clock: clk}) // the broker checks its token on the real clock (broker.Config.Clock)
 	if err != nil {
 		return nil, err
 	}
@@ -243,7 +255,7 @@ func dialDevice(ctx context.Context, f *deviceFlags, device string) (*deviceSess
 		op.Close(context.Background())
 		return nil, err
 	}
-	return &deviceSession{f: f, key: k, device: device, op: op, known: known}, nil
+	return &deviceSession{f: f, key: k, device: device, op: op, known: known, clk: clk}, nil
 }
 
 func (s *deviceSession) close() {
@@ -255,7 +267,7 @@ func (s *deviceSession) close() {
 // nextSeq picks the command's sequence number (--seq, else
 // command.NextSeq) and records it in KEY.seq before the command leaves.
 func (s *deviceSession) nextSeq(dev did.DID) (uint64, error) {
-	return command.SeqFile{Path: s.f.key + ".seq"}.Next(dev, s.f.seq, time.Now())
+	return command.SeqFile{Path: s.f.key + ".seq"}.Next(dev, s.f.seq, s.clk.Now())
 }
 
 func printJSONTo(w io.Writer, v any) error {
@@ -438,7 +450,7 @@ func (s *deviceSession) watch(ctx context.Context, e *env, a *watchArgs) error {
 			}
 			return nil
 		case m := <-status:
-			st, _, err := envelope.VerifyStatus(m.ContentType, m.Payload, dev, time.Now())
+			st, _, err := envelope.VerifyStatus(m.ContentType, m.Payload, dev, s.clk.Now())
 			if err != nil {
 				fmt.Fprintf(e.stderr, "ignored an invalid status: %v\n", err)
 				continue
@@ -453,7 +465,7 @@ func (s *deviceSession) watch(ctx context.Context, e *env, a *watchArgs) error {
 				return nil
 			}
 		case m := <-events:
-			ev, data, _, err := envelope.VerifyEvent(m.ContentType, m.Payload, dev, time.Now())
+			ev, data, _, err := envelope.VerifyEvent(m.ContentType, m.Payload, dev, s.clk.Now())
 			if err != nil {
 				fmt.Fprintf(e.stderr, "ignored an invalid event: %v\n", err)
 				continue

@@ -130,7 +130,7 @@ func (s *deviceSession) command(ctx context.Context, e *env, op string, args any
 	if op == command.OpStatus && r.status != nil && r.status.State != envelope.StateAwake {
 		// A sleeping or stopped device: its verified retained status is
 		// the answer; a command would wait for the next wake.
-		out.setStatus(r, time.Now())
+		out.setStatus(r, s.clk.Now())
 		return s.print(e, out)
 	}
 	if err := s.send(ctx, e, r, &out, args); err != nil {
@@ -138,7 +138,7 @@ func (s *deviceSession) command(ctx context.Context, e *env, op string, args any
 	}
 	if out.Reply == nil && out.RefusedBy == "" {
 		out.Waiting = true
-		out.setStatus(r, time.Now())
+		out.setStatus(r, s.clk.Now())
 	}
 	if err := s.print(e, out); err != nil {
 		return err

@@ -40,11 +40,7 @@ type fleetFlags struct {
 func (f *fleetFlags) register(fs *flag.FlagSet, open bool) {
 	fs.StringVar(&f.relay, "relay", os.Getenv("TORPOR_RELAY"), "The relay's URL, such as https://relay.example. Default $TORPOR_RELAY.")
 	fs.StringVar(&f.key, "key", os.Getenv("TORPOR_KEY"), "Your operator key file (torporctl keygen); its DID must be one of the relay's --operator DIDs. Default $TORPOR_KEY.")
-	f.scale = 1
-	fs.Func("time-scale", "The relay's --time-scale: date tokens on the relay's compressed clock (read from its /healthz).", func(s string) (err error) {
-		f.scale, err = clock.ParseScale(s)
-		return err
-	})
+	timeScaleFlag(fs, &f.scale)
 	if open {
 		return
 	}
@@ -81,7 +77,7 @@ func runFleet(ctx context.Context, e *env, fs *flag.FlagSet, args []string) erro
 			return err
 		}
 		fmt.Fprintln(e.stdout, origin+"/fleet/login?token="+url.QueryEscape(tok))
-		fmt.Fprintf(e.stderr, "Open this link within %v; it works once.\n", loginTTL)
+		fmt.Fprintln(e.stderr, loginLifetime(f.scale))
 		return nil
 	}
 	if f.state != "" && !contains(operatorapi.States, f.state) {
@@ -92,6 +88,16 @@ func runFleet(ctx context.Context, e *env, fs *flag.FlagSet, args []string) erro
 		return c.once(ctx, e.stdout, f.json)
 	}
 	return c.watch(ctx, e.stdout, f.json, f.every)
+}
+
+// loginLifetime says how long a login link lasts, in real time: the relay
+// checks it on its clock, which runs scale times faster.
+func loginLifetime(scale float64) string {
+	if scale == 1 {
+		return fmt.Sprintf("Open this link within %v; it works once.", loginTTL)
+	}
+	real := time.Duration(float64(loginTTL) / scale).Round(time.Millisecond)
+	return fmt.Sprintf("Open this link within %v (%v on the relay's clock, which runs %v times faster); it works once.", real, loginTTL, scale)
 }
 
 func contains(list []string, s string) bool {
