@@ -178,8 +178,14 @@ func main() {
 	}
 }
 
-// run opens the stores, starts the broker and serves until ctx ends.
-func run(ctx context.Context, a *args, log *slog.Logger) error {
+// run opens the stores, starts the broker and serves until ctx ends; a
+// clean stop logs one INFO line once everything is closed.
+func run(ctx context.Context, a *args, log *slog.Logger) (err error) {
+	defer func() {
+		if err == nil {
+			log.Info("torpor-relay stopped", "reason", context.Cause(ctx))
+		}
+	}()
 	clk, err := clock.NewScaledAt(nil, a.timeScale, a.timeEpoch)
 	if err != nil {
 		return err
