@@ -70,4 +70,3 @@ func demote(l slog.Level) slog.Level {
 	}
 	return l
 }
-
