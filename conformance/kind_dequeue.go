@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"path/filepath"
 	"strings"
 	"time"
@@ -185,7 +186,7 @@ func (r *dequeueRun) enqueue(at time.Time) error {
 	if err != nil {
 		return err
 	}
-	b := queue.DefaultBounds()
+	b := queuebounds.Default()
 	if r.in.TTLMs != nil {
 		b.TTL = time.Duration(*r.in.TTLMs) * time.Millisecond
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"io"
 	"log/slog"
 	"net/http"
@@ -119,7 +120,7 @@ func TestQueueEngine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := q.Enqueue(context.Background(), queue.Record{Agent: "did:key:a", Body: []byte("x")}, queue.DefaultBounds(), time.Now())
+	r, err := q.Enqueue(context.Background(), queue.Record{Agent: "did:key:a", Body: []byte("x")}, queuebounds.Default(), time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

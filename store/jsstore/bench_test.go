@@ -3,6 +3,7 @@ package jsstore_test
 import (
 	"context"
 	"fmt"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -45,7 +46,7 @@ func benchEnqueue(b *testing.B, cfg jsstore.Config) {
 	}
 	defer c.Close()
 	q := c.Queue()
-	bounds := queue.DefaultBounds()
+	bounds := queuebounds.Default()
 	bounds.MaxMessages, bounds.MaxPerPeer, bounds.MaxBytes, bounds.MaxPeerBytes = 5000, 5000, 1<<30, 1<<30
 	var n atomic.Int64
 	body := make([]byte, 1024)

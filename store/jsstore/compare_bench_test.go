@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"os"
 	"path/filepath"
 	"sync"
@@ -114,7 +115,7 @@ func rawStream(b *testing.B, url string) jetstream.JetStream {
 // i for agent i%16 (store/queue's BenchmarkEnqueueDurable), and returns
 // enqueues/s.
 func runEnqueues(b *testing.B, s queue.Store, senders int, body []byte) float64 {
-	bounds := queue.DefaultBounds()
+	bounds := queuebounds.Default()
 	bounds.MaxMessages, bounds.MaxPerPeer, bounds.MaxBytes = 1<<30, 1<<30, 1<<50
 	t0 := time.Date(2026, 1, 15, 12, 0, 0, 0, time.UTC)
 	return runSenders(b, senders, func(i int) error {

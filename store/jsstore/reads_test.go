@@ -2,6 +2,7 @@ package jsstore_test
 
 import (
 	"context"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"testing"
 	"time"
 
@@ -36,7 +37,7 @@ func TestEnqueueReadsStateOnce(t *testing.T) {
 	q := c.Queue()
 	for i := range 3 {
 		r := queue.Record{Agent: "did:key:reads", From: queuetest.Alice, Body: []byte("x")}
-		if _, err := q.Enqueue(context.Background(), r, queue.DefaultBounds(), queuetest.T0); err != nil {
+		if _, err := q.Enqueue(context.Background(), r, queuebounds.Default(), queuetest.T0); err != nil {
 			t.Fatal(err)
 		}
 		// The server sent the subscription every request it took before

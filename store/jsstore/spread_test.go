@@ -2,6 +2,7 @@ package jsstore_test
 
 import (
 	"context"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"sync/atomic"
 	"time"
 
@@ -19,6 +20,6 @@ func spread(qs []queue.Store) spreadStore {
 	return spreadStore{Store: qs[0], all: qs, n: new(atomic.Int64)}
 }
 
-func (s spreadStore) Enqueue(ctx context.Context, r queue.Record, b queue.Bounds, now time.Time) (queue.Record, error) {
+func (s spreadStore) Enqueue(ctx context.Context, r queue.Record, b queuebounds.Bounds, now time.Time) (queue.Record, error) {
 	return s.all[int(s.n.Add(1))%len(s.all)].Enqueue(ctx, r, b, now)
 }

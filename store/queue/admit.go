@@ -1,6 +1,10 @@
 package queue
 
-import "time"
+import (
+	"time"
+
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
+)
 
 // Prepare validates the arguments of an Enqueue call and returns r as a
 // Store stores it: Seq zero (the store assigns it), EnqueuedAt now (UTC,
@@ -8,7 +12,7 @@ import "time"
 // returns the errors Enqueue documents for bad arguments (ErrInvalidBounds,
 // ErrInvalidRecord, ErrTooLarge). Every Store implementation calls it, so
 // that all backends refuse the same calls with the same errors.
-func Prepare(r Record, b Bounds, now time.Time) (Record, error) {
+func Prepare(r Record, b queuebounds.Bounds, now time.Time) (Record, error) {
 	return prepareRecord(r, b, now)
 }
 
@@ -21,7 +25,7 @@ func Prepare(r Record, b Bounds, now time.Time) (Record, error) {
 // write transaction; a distributed Store calls Admit on the state it then
 // replaces by compare-and-swap, so the check and the write act on the
 // same state.
-func Admit(live Stats, fromPeer Stats, r Record, b Bounds) *FullError {
+func Admit(live Stats, fromPeer Stats, r Record, b queuebounds.Bounds) *FullError {
 	c := counters{n: uint64(live.Messages), bytes: uint64(live.Bytes)}
 	return check(c, peerCount{n: uint64(fromPeer.Messages), bytes: uint64(fromPeer.Bytes)}, r, b)
 }

@@ -3,6 +3,7 @@ package queue
 import (
 	"bytes"
 	"fmt"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -180,7 +181,7 @@ func openEngine(dir, engine string) (Store, func() commitStats, error) {
 // enqueueRound enqueues n 1 KiB records from senders concurrent senders,
 // sender i to agent i mod 16, with bounds that never refuse.
 func enqueueRound(s Store, senders, n int) error {
-	bounds := DefaultBounds()
+	bounds := queuebounds.Default()
 	bounds.MaxMessages, bounds.MaxPerPeer, bounds.MaxBytes, bounds.MaxPeerBytes = 1<<30, 1<<30, 1<<50, 1<<50
 	body := bytes.Repeat([]byte("x"), 1024)
 	var next atomic.Int64

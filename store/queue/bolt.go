@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"sync"
 	"time"
 
@@ -144,7 +145,7 @@ func (s *Bolt) failpoint(point string, r Record) error {
 }
 
 // Enqueue implements Store.
-func (s *Bolt) Enqueue(ctx context.Context, r Record, b Bounds, now time.Time) (Record, error) {
+func (s *Bolt) Enqueue(ctx context.Context, r Record, b queuebounds.Bounds, now time.Time) (Record, error) {
 	if err := s.enter(ctx); err != nil {
 		return Record{}, err
 	}
@@ -182,7 +183,7 @@ func (s *Bolt) Enqueue(ctx context.Context, r Record, b Bounds, now time.Time) (
 
 // prepare validates an Enqueue call and returns the record with its times
 // set and its stored form.
-func prepare(r Record, b Bounds, now time.Time) (Record, []byte, error) {
+func prepare(r Record, b queuebounds.Bounds, now time.Time) (Record, []byte, error) {
 	r, err := prepareRecord(r, b, now)
 	if err != nil {
 		return Record{}, nil, err
@@ -193,7 +194,7 @@ func prepare(r Record, b Bounds, now time.Time) (Record, []byte, error) {
 
 // prepareRecord validates an Enqueue call and returns the record with its
 // times set (see Prepare).
-func prepareRecord(r Record, b Bounds, now time.Time) (Record, error) {
+func prepareRecord(r Record, b queuebounds.Bounds, now time.Time) (Record, error) {
 	if err := b.Validate(); err != nil {
 		return Record{}, err
 	}
@@ -215,7 +216,7 @@ func prepareRecord(r Record, b Bounds, now time.Time) (Record, error) {
 // insert checks b against the agent's live records and writes r, its
 // expiry index entry and the counters. It returns a *FullError, writing
 // nothing, when a bound refuses r. Expired records must have been purged.
-func (s *Bolt) insert(tx *bolt.Tx, r Record, val []byte, b Bounds) (uint64, *FullError, error) {
+func (s *Bolt) insert(tx *bolt.Tx, r Record, val []byte, b queuebounds.Bounds) (uint64, *FullError, error) {
 	agents := tx.Bucket(bucketAgents)
 	var (
 		c        counters
@@ -276,7 +277,7 @@ type peerCount struct{ n, bytes uint64 }
 // reference does not have: checked last, it changes no answer of the
 // reference's when it is at least MaxBytes. It is a peer bound. A
 // KindHandshake record may also use the reserved allowance.
-func check(c counters, fromPeer peerCount, r Record, b Bounds) *FullError {
+func check(c counters, fromPeer peerCount, r Record, b queuebounds.Bounds) *FullError {
 	maxN, maxPeer, maxPeerBytes, maxBytes := b.MaxMessages, b.MaxPerPeer, b.MaxPeerBytes, b.MaxBytes
 	if r.Kind == KindHandshake {
 		maxN = satAdd(maxN, b.HandshakeMessages)

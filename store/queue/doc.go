@@ -16,6 +16,9 @@
 //
 // # Bounds
 //
+// The bounds are transport/a2a/queuebounds.Bounds: the type the relay's
+// configuration, the device link and the agent's card carry, so the
+// store applies what the relay was given without converting it.
 // Bolt checks the bounds and writes the record in one bbolt transaction,
 // so two concurrent senders can never both take the last slot (Log: see
 // below). The checks

@@ -3,6 +3,8 @@ package queue
 import (
 	"errors"
 	"fmt"
+
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 )
 
 var (
@@ -16,7 +18,7 @@ var (
 	ErrClosed = errors.New("queue: store closed")
 	// ErrInvalidBounds is returned (wrapped) by Enqueue and
 	// Bounds.Validate when a limit is not positive.
-	ErrInvalidBounds = errors.New("queue: invalid bounds")
+	ErrInvalidBounds = queuebounds.ErrInvalid
 	// ErrInvalidRecord is returned (wrapped) by Enqueue for a record
 	// without an agent or with an unknown Kind.
 	ErrInvalidRecord = errors.New("queue: invalid record")

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"path/filepath"
 	"testing"
 	"time"
@@ -36,7 +37,7 @@ func msg(from string, body string) Record {
 	return Record{Agent: agent, From: from, Body: []byte(body)}
 }
 
-func mustEnqueue(t testing.TB, s Store, r Record, b Bounds, now time.Time) Record {
+func mustEnqueue(t testing.TB, s Store, r Record, b queuebounds.Bounds, now time.Time) Record {
 	t.Helper()
 	out, err := s.Enqueue(context.Background(), r, b, now)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"os"
 	"sync"
 	"time"
@@ -117,7 +118,7 @@ func (l *Log) Close() error {
 
 // Enqueue implements Store. The record is appended and synced (fdatasync)
 // before it returns.
-func (l *Log) Enqueue(ctx context.Context, r Record, b Bounds, now time.Time) (Record, error) {
+func (l *Log) Enqueue(ctx context.Context, r Record, b queuebounds.Bounds, now time.Time) (Record, error) {
 	if err := l.enter(ctx); err != nil {
 		return Record{}, err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -76,7 +77,7 @@ func TestLogTornTail(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "log")
 	o := &LogOptions{ZeroAhead: 300}
 	l := openLog(t, dir, o)
-	b := DefaultBounds()
+	b := queuebounds.Default()
 	for i := range 5 {
 		mustEnqueue(t, l, msg(alice, fmt.Sprint("record ", i)), b, t0)
 	}
@@ -121,7 +122,7 @@ func checkTorn(t *testing.T, dir string, o *LogOptions, want []uint64, damage fu
 	if diff := cmp.Diff(want, liveSeqs(t, l, agent, t0)); diff != "" {
 		t.Fatalf("records after damage (-want +got):\n%s", diff)
 	}
-	r := mustEnqueue(t, l, msg(bob, "after"), DefaultBounds(), t0)
+	r := mustEnqueue(t, l, msg(bob, "after"), queuebounds.Default(), t0)
 	if r.Seq != want[len(want)-1]+1 {
 		t.Errorf("seq after damage = %d, want %d", r.Seq, want[len(want)-1]+1)
 	}
@@ -155,7 +156,7 @@ func TestLogCorruptionBeforeTheTail(t *testing.T) {
 	src := filepath.Join(t.TempDir(), "log")
 	l := openLog(t, src, &LogOptions{SegmentSize: 200, ZeroAhead: 100})
 	for i := range 10 {
-		mustEnqueue(t, l, msg(alice, fmt.Sprint("record ", i)), DefaultBounds(), t0)
+		mustEnqueue(t, l, msg(alice, fmt.Sprint("record ", i)), queuebounds.Default(), t0)
 	}
 	frameEnd := l.segs[0].size
 	l.Close()
@@ -192,7 +193,7 @@ func TestLogNewSegmentLostInACrash(t *testing.T) {
 	src := filepath.Join(t.TempDir(), "log")
 	l := openLog(t, src, nil)
 	for i := range 3 {
-		mustEnqueue(t, l, msg(alice, fmt.Sprint("record ", i)), DefaultBounds(), t0)
+		mustEnqueue(t, l, msg(alice, fmt.Sprint("record ", i)), queuebounds.Default(), t0)
 	}
 	l.Close()
 	for name, content := range map[string][]byte{
@@ -213,7 +214,7 @@ func TestLogNewSegmentLostInACrash(t *testing.T) {
 		if diff := cmp.Diff([]uint64{1, 2, 3}, liveSeqs(t, l, agent, t0)); diff != "" {
 			t.Errorf("%s: records (-want +got):\n%s", name, diff)
 		}
-		if r := mustEnqueue(t, l, msg(bob, "after"), DefaultBounds(), t0); r.Seq != 4 {
+		if r := mustEnqueue(t, l, msg(bob, "after"), queuebounds.Default(), t0); r.Seq != 4 {
 			t.Errorf("%s: seq after the lost segment = %d, want 4", name, r.Seq)
 		}
 		l.Close()
@@ -242,13 +243,13 @@ func TestLogSeqsOutliveDeletedSegments(t *testing.T) {
 	o := &LogOptions{SegmentSize: 300}
 	l := openLog(t, dir, o)
 	for i := range 20 {
-		mustEnqueue(t, l, msg(alice, fmt.Sprint("record ", i)), DefaultBounds(), t0)
+		mustEnqueue(t, l, msg(alice, fmt.Sprint("record ", i)), queuebounds.Default(), t0)
 	}
 	if err := l.Ack(bgc, agent, liveSeqs(t, l, agent, t0)); err != nil {
 		t.Fatal(err)
 	}
 	for range 3 { // rotate past the segments that held them
-		mustEnqueue(t, l, Record{Agent: "did:key:other", Body: make([]byte, 300)}, DefaultBounds(), t0)
+		mustEnqueue(t, l, Record{Agent: "did:key:other", Body: make([]byte, 300)}, queuebounds.Default(), t0)
 	}
 	ids, _ := listSegments(dir)
 	if ids[0] == 1 || len(ids) > 3 {
@@ -257,7 +258,7 @@ func TestLogSeqsOutliveDeletedSegments(t *testing.T) {
 	l.Close()
 	l = openLog(t, dir, o)
 	defer l.Close()
-	if r := mustEnqueue(t, l, msg(alice, "new"), DefaultBounds(), t0); r.Seq != 21 {
+	if r := mustEnqueue(t, l, msg(alice, "new"), queuebounds.Default(), t0); r.Seq != 21 {
 		t.Errorf("seq after the segments were deleted and a reopen = %d, want 21", r.Seq)
 	}
 }
@@ -267,9 +268,9 @@ func TestLogSeqsOutliveDeletedSegments(t *testing.T) {
 func TestLogWriteFailure(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "log")
 	l := openLog(t, dir, nil)
-	mustEnqueue(t, l, msg(alice, "kept"), DefaultBounds(), t0)
+	mustEnqueue(t, l, msg(alice, "kept"), queuebounds.Default(), t0)
 	l.segs[len(l.segs)-1].f.Close() // the next write fails
-	if _, err := l.Enqueue(bgc, msg(alice, "lost"), DefaultBounds(), t0); err == nil {
+	if _, err := l.Enqueue(bgc, msg(alice, "lost"), queuebounds.Default(), t0); err == nil {
 		t.Fatal("Enqueue with a failing write succeeded")
 	}
 	if _, err := l.Stats(bgc, agent, t0); err == nil {
@@ -289,7 +290,7 @@ func TestLogWriteFailure(t *testing.T) {
 // from it is refused.
 func TestLogImportsBolt(t *testing.T) {
 	src, path := mustOpen(t)
-	b := DefaultBounds()
+	b := queuebounds.Default()
 	var want []Record
 	for i := range 6 {
 		want = append(want, mustEnqueue(t, src, msg(alice, fmt.Sprint("r", i)), b, t0))
@@ -337,7 +338,7 @@ func TestLogMatchesBolt(t *testing.T) {
 	l := openLog(t, dir, o)
 	defer func() { l.Close() }()
 	rng := rand.New(rand.NewPCG(1, 2))
-	b := DefaultBounds()
+	b := queuebounds.Default()
 	b.MaxMessages, b.MaxPerPeer, b.MaxBytes, b.MaxPeerBytes, b.TTL = 12, 5, 600, 300, time.Minute
 	b.HandshakeMessages, b.HandshakeBytes = 2, 100
 	now, seen := t0, map[string]bool{}
@@ -366,11 +367,11 @@ type testCall struct {
 	agent string
 	r     Record
 	seqs  []uint64
-	b     Bounds
+	b     queuebounds.Bounds
 	now   time.Time
 }
 
-func randomCall(rng *rand.Rand, b Bounds, now time.Time) testCall {
+func randomCall(rng *rand.Rand, b queuebounds.Bounds, now time.Time) testCall {
 	agents, peers := []string{agent, "did:key:a2"}, []string{alice, bob, ""}
 	c := testCall{agent: agents[rng.IntN(2)], b: b, now: now}
 	switch n := rng.IntN(20); {
@@ -452,9 +453,9 @@ func TestLogMovesLiveRecordsForward(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "log")
 	o := &LogOptions{SegmentSize: 1024, ZeroAhead: 64}
 	l := openLog(t, dir, o)
-	keep := mustEnqueue(t, l, Record{Agent: "did:key:asleep", From: alice, Body: []byte("kept for days")}, DefaultBounds(), t0)
+	keep := mustEnqueue(t, l, Record{Agent: "did:key:asleep", From: alice, Body: []byte("kept for days")}, queuebounds.Default(), t0)
 	for i := range 200 {
-		r := mustEnqueue(t, l, msg(bob, fmt.Sprint("drained ", i)), DefaultBounds(), t0)
+		r := mustEnqueue(t, l, msg(bob, fmt.Sprint("drained ", i)), queuebounds.Default(), t0)
 		if err := l.Ack(bgc, agent, []uint64{r.Seq}); err != nil {
 			t.Fatal(err)
 		}
@@ -493,7 +494,7 @@ func concurrentDrain(t *testing.T, o *LogOptions) {
 	l := openLog(t, filepath.Join(t.TempDir(), "log"), o)
 	defer l.Close()
 	const senders, each = 8, 50
-	b := DefaultBounds()
+	b := queuebounds.Default()
 	b.MaxPerPeer, b.MaxMessages = senders*each, senders*each
 	done := make(chan error, senders)
 	for i := range senders {
@@ -558,7 +559,7 @@ func TestLogFailedCommitStops(t *testing.T) {
 	if err := l.commits.write(func(*logBatch) { panic("boom") }); err == nil {
 		t.Error("a panicking commit succeeded")
 	}
-	if _, err := l.Enqueue(bgc, msg(alice, "after"), DefaultBounds(), t0); err == nil {
+	if _, err := l.Enqueue(bgc, msg(alice, "after"), queuebounds.Default(), t0); err == nil {
 		t.Error("Enqueue after a failed commit succeeded")
 	}
 	l.Close()
@@ -571,12 +572,12 @@ func TestLogFailedCommitStops(t *testing.T) {
 	}
 	var err error
 	for i := 0; err == nil && i < 10; i++ {
-		_, err = l.Enqueue(bgc, msg(alice, "fills segment 1"), DefaultBounds(), t0)
+		_, err = l.Enqueue(bgc, msg(alice, "fills segment 1"), queuebounds.Default(), t0)
 	}
 	if err == nil {
 		t.Fatal("no enqueue failed, yet segment 2 cannot be created")
 	}
-	if _, err := l.Enqueue(bgc, msg(alice, "after"), DefaultBounds(), t0); err == nil {
+	if _, err := l.Enqueue(bgc, msg(alice, "after"), queuebounds.Default(), t0); err == nil {
 		t.Error("Enqueue after a failed rotation succeeded")
 	}
 }
@@ -589,7 +590,7 @@ func TestLogRefusesRecordsLongerThanAFrame(t *testing.T) {
 	maxFrameLen = 4096
 	l := openLog(t, filepath.Join(t.TempDir(), "log"), nil)
 	defer l.Close()
-	b := DefaultBounds()
+	b := queuebounds.Default()
 	if _, err := l.Enqueue(bgc, msg(alice, string(make([]byte, 5000))), b, t0); !errors.Is(err, ErrTooLarge) {
 		t.Errorf("Enqueue of a body longer than a frame = %v, want ErrTooLarge", err)
 	}

@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"io"
 	"math/rand/v2"
 	"net"
@@ -224,7 +225,7 @@ func (w *world) enqueueMany(n int) (map[uint64]string, []byte) {
 		w.t.Fatal(err)
 	}
 	defer q.Close()
-	b := queue.DefaultBounds()
+	b := queuebounds.Default()
 	b.MaxMessages, b.MaxPerPeer, b.MaxBytes, b.MaxPeerBytes = n+16, n+16, 64<<20, 64<<20
 	hs, err := pair.Handshake.Part()
 	if err != nil {

@@ -5,6 +5,7 @@ package hostile
 import (
 	"bytes"
 	"context"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"net/http"
 	"path/filepath"
 	"regexp"
@@ -94,7 +95,7 @@ func queueOld(t *testing.T, r *relayProc, agent, from string, bodies []string) *
 	}
 	for _, b := range bodies {
 		rec := queue.Record{Agent: agent, From: from, Body: []byte(b)}
-		if _, err := q.Enqueue(context.Background(), rec, queue.DefaultBounds(), time.Now()); err != nil {
+		if _, err := q.Enqueue(context.Background(), rec, queuebounds.Default(), time.Now()); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -3,6 +3,7 @@ package relay
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"net/http"
 	"strconv"
 	"strings"
@@ -88,7 +89,7 @@ func answer(w http.ResponseWriter, req rpcRequest, status, code int, p profileAn
 // answerFull is the queue-full answer: 507 for the messages and bytes
 // bounds, 429 for the per-peer bound, never agent_asleep. The draft
 // defines no JSON-RPC code for it; a JSON-RPC call gets CodeQueueFull.
-func answerFull(w http.ResponseWriter, req rpcRequest, fe *queue.FullError, b queue.Bounds, caller string) {
+func answerFull(w http.ResponseWriter, req rpcRequest, fe *queue.FullError, b queuebounds.Bounds, caller string) {
 	status, msg := http.StatusInsufficientStorage, ""
 	switch fe.Kind {
 	case queue.BoundMessages:

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"sort"
 	"sync"
 	"testing"
@@ -41,7 +42,7 @@ func benchWakeBurst(b *testing.B, n int) {
 	h := newHarness(b, nil)
 	keys := make([]*did.PrivateKey, n)
 	states := make([]wire.State, n)
-	var hello wire.Bounds
+	var hello queuebounds.Bounds
 	for i := range keys {
 		var seed [8]byte
 		binary.BigEndian.PutUint64(seed[:], uint64(i))

@@ -3,6 +3,7 @@ package relay
 import (
 	"context"
 	"errors"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"strings"
 	"testing"
 	"time"
@@ -15,7 +16,7 @@ import (
 // without quorum does.
 type failingQueue struct{ queue.Store }
 
-func (failingQueue) Enqueue(context.Context, queue.Record, queue.Bounds, time.Time) (queue.Record, error) {
+func (failingQueue) Enqueue(context.Context, queue.Record, queuebounds.Bounds, time.Time) (queue.Record, error) {
 	return queue.Record{}, errors.New("nats: timeout")
 }
 

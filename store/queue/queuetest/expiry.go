@@ -1,6 +1,7 @@
 package queuetest
 
 import (
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"testing"
 	"time"
 
@@ -16,7 +17,7 @@ func expiry(t *testing.T, open Opener) {
 	s := open(t)
 	defer s.Close()
 	now := time.Date(2026, 1, 15, 10, 0, 0, 0, time.UTC)
-	short, long := queue.DefaultBounds(), queue.DefaultBounds()
+	short, long := queuebounds.Default(), queuebounds.Default()
 	short.TTL, long.TTL = time.Second, time.Hour
 	MustEnqueue(t, s, Msg(Alice, "expires"), short, now)                                           // seq 1
 	MustEnqueue(t, s, Msg(Bob, "stays"), long, now)                                                // seq 2

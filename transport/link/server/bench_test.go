@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"context"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -22,7 +23,7 @@ func BenchmarkDrain(b *testing.B) {
 	dev := didtest.Key(b, 1)
 	c := h.dial(b, dev, nil)
 	body := bytes.Repeat([]byte("x"), 1024)
-	bounds := queue.DefaultBounds()
+	bounds := queuebounds.Default()
 	bounds.MaxMessages, bounds.MaxBytes, bounds.MaxPeerBytes = 1<<30, 1<<40, 1<<40
 	bounds.MaxPerPeer = 1 << 30
 	b.StopTimer()

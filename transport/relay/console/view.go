@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"slices"
 	"time"
 
@@ -47,7 +48,7 @@ type Source struct {
 	// fleet of relays, another).
 	Up func(ctx context.Context, agent string) bool
 	// Bounds returns the queue bounds in force for agent with state st.
-	Bounds func(agent string, st agents.State) queue.Bounds
+	Bounds func(agent string, st agents.State) queuebounds.Bounds
 	// Grace is how late a promised wake or pulse may be before its device
 	// is overdue.
 	Grace time.Duration
