@@ -192,27 +192,6 @@ func prepare(r Record, b queuebounds.Bounds, now time.Time) (Record, []byte, err
 	return r, val, err
 }
 
-// prepareRecord validates an Enqueue call and returns the record with its
-// times set (see Prepare).
-func prepareRecord(r Record, b queuebounds.Bounds, now time.Time) (Record, error) {
-	if err := b.Validate(); err != nil {
-		return Record{}, err
-	}
-	if r.Agent == "" {
-		return Record{}, fmt.Errorf("%w: no agent", ErrInvalidRecord)
-	}
-	if r.Kind > KindHandshake {
-		return Record{}, fmt.Errorf("%w: %v", ErrInvalidRecord, r.Kind)
-	}
-	if int64(len(r.Body)) > b.MaxMessageSize {
-		return Record{}, fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, len(r.Body), b.MaxMessageSize)
-	}
-	r.Seq = 0
-	r.EnqueuedAt = time.Unix(0, now.UnixNano()).UTC()
-	r.ExpiresAt = r.EnqueuedAt.Add(b.TTL)
-	return r, nil
-}
-
 // insert checks b against the agent's live records and writes r, its
 // expiry index entry and the counters. It returns a *FullError, writing
 // nothing, when a bound refuses r. Expired records must have been purged.
@@ -267,44 +246,6 @@ func (s *Bolt) insert(tx *bolt.Tx, r Record, val []byte, b queuebounds.Bounds) (
 		}
 	}
 	return c.last, nil, nil
-}
-
-// peerCount is what an agent's live records from one sender add up to.
-type peerCount struct{ n, bytes uint64 }
-
-// check applies the bounds in the reference's order (messages, peer,
-// bytes) to the live counters, then the per-peer byte cap, which the
-// reference does not have: checked last, it changes no answer of the
-// reference's when it is at least MaxBytes. It is a peer bound. A
-// KindHandshake record may also use the reserved allowance.
-func check(c counters, fromPeer peerCount, r Record, b queuebounds.Bounds) *FullError {
-	maxN, maxPeer, maxPeerBytes, maxBytes := b.MaxMessages, b.MaxPerPeer, b.MaxPeerBytes, b.MaxBytes
-	if r.Kind == KindHandshake {
-		maxN = satAdd(maxN, b.HandshakeMessages)
-		maxPeer = satAdd(maxPeer, b.HandshakeMessages)
-		maxPeerBytes = satAdd(maxPeerBytes, b.HandshakeBytes)
-		maxBytes = satAdd(maxBytes, b.HandshakeBytes)
-	}
-	size := uint64(len(r.Body))
-	switch {
-	case c.n >= uint64(maxN):
-		return &FullError{Kind: BoundMessages}
-	case r.From != "" && fromPeer.n >= uint64(maxPeer):
-		return &FullError{Kind: BoundPeer}
-	case c.bytes+size > uint64(maxBytes):
-		return &FullError{Kind: BoundBytes}
-	case r.From != "" && fromPeer.bytes+size > uint64(maxPeerBytes):
-		return &FullError{Kind: BoundPeer}
-	}
-	return nil
-}
-
-// satAdd adds two non-negative integers, saturating instead of overflowing.
-func satAdd[T int | int64](a, b T) T {
-	if s := a + b; s >= a {
-		return s
-	}
-	return a
 }
 
 // getPeer parses a peer value: uint64 BE records, uint64 BE body bytes.
