@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"github.com/torpor-dev/torpor/store/queue/internal/groupcommit"
 	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"sync"
 	"time"
@@ -42,7 +43,7 @@ type Bolt struct {
 	db    *bolt.DB
 	ownDB bool
 	// commits group-commits Enqueue and Ack.
-	commits committer
+	commits *groupcommit.Group[boltWrite]
 	// fail, when set by tests, is called at named points inside write
 	// transactions with the record being written or removed; an error
 	// aborts the transaction there.
@@ -71,7 +72,7 @@ func OpenBolt(path string, o *Options) (*Bolt, error) {
 		db.Close()
 		return nil, err
 	}
-	s.commits.max = o.MaxBatchSize
+	s.commits.Max = o.MaxBatchSize
 	return s, nil
 }
 
@@ -96,7 +97,7 @@ func newBolt(db *bolt.DB, own bool) (*Bolt, error) {
 	if err != nil {
 		return nil, fmt.Errorf("queue: opening %s: %w", db.Path(), store.Err(err))
 	}
-	return &Bolt{db: db, ownDB: own, commits: committer{db: db}}, nil
+	return &Bolt{db: db, ownDB: own, commits: newBoltCommits(db)}, nil
 }
 
 // DB returns the underlying database, for state that must live in the same
@@ -132,9 +133,9 @@ func (s *Bolt) enter(ctx context.Context) error {
 }
 
 // write runs fn in a committed (fsync'd) read-write transaction, shared
-// with concurrent writers (see committer). fn may run more than once and
+// with concurrent writers (see newBoltCommits). fn may run more than once and
 // must be idempotent.
-func (s *Bolt) write(fn func(*bolt.Tx) error) error { return s.commits.write(fn) }
+func (s *Bolt) write(fn func(*bolt.Tx) error) error { return s.commits.Do(fn) }
 
 // failpoint returns the injected failure for point, if any.
 func (s *Bolt) failpoint(point string, r Record) error {

@@ -108,7 +108,7 @@
 //     tombstone frames (agent and seqs). Every segment starts with a magic
 //     and the last assigned seq of every agent, so seqs are never reused
 //     when the segments that held an agent's records are gone.
-//   - Group commit (logcommit.go, the scheme of Bolt's committer, no timer):
+//   - Group commit (internal/groupcommit, which Bolt uses too; no timer):
 //     the calls of one commit run under the index lock, each checking the
 //     bounds against the index and changing it as the same step, and append
 //     their frames to one buffer; the commit writes it with one write and

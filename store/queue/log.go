@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/torpor-dev/torpor/store/queue/internal/groupcommit"
 	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"os"
 	"sync"
@@ -50,7 +51,7 @@ type Log struct {
 	dir     string
 	lock    *os.File
 	opts    LogOptions
-	commits logCommitter
+	commits *groupcommit.Group[logWrite]
 
 	// life guards closed. Every call holds it for reading, so Close
 	// waits for them.
@@ -131,7 +132,7 @@ func (l *Log) Enqueue(ctx context.Context, r Record, b queuebounds.Bounds, now t
 		return Record{}, fmt.Errorf("%w: a record of %d bytes, the log's frames hold %d", ErrTooLarge, n, maxFrameLen)
 	}
 	var refused *FullError
-	err = l.commits.write(func(c *logBatch) {
+	err = l.commits.Do(func(c *logBatch) {
 		c.purge(now)
 		a := l.index.agents[r.Agent]
 		var live counters
@@ -166,7 +167,7 @@ func (l *Log) Ack(ctx context.Context, agent string, seqs []uint64) error {
 	if len(seqs) == 0 {
 		return nil
 	}
-	err := l.commits.write(func(c *logBatch) {
+	err := l.commits.Do(func(c *logBatch) {
 		a := l.index.agents[agent]
 		if a == nil {
 			return
@@ -192,7 +193,7 @@ func (l *Log) Purge(ctx context.Context, now time.Time) (int, error) {
 	}
 	defer l.exit()
 	var n int
-	err := l.commits.write(func(c *logBatch) { n = c.purge(now) })
+	err := l.commits.Do(func(c *logBatch) { n = c.purge(now) })
 	if err != nil {
 		return 0, fmt.Errorf("queue: purge: %w", err)
 	}

@@ -556,7 +556,7 @@ func TestLogLocksItsDirectory(t *testing.T) {
 // later call fails too instead of waiting for it.
 func TestLogFailedCommitStops(t *testing.T) {
 	l := openLog(t, filepath.Join(t.TempDir(), "log"), nil)
-	if err := l.commits.write(func(*logBatch) { panic("boom") }); err == nil {
+	if err := l.commits.Do(func(*logBatch) { panic("boom") }); err == nil {
 		t.Error("a panicking commit succeeded")
 	}
 	if _, err := l.Enqueue(bgc, msg(alice, "after"), queuebounds.Default(), t0); err == nil {

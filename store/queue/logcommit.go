@@ -2,95 +2,40 @@ package queue
 
 import (
 	"fmt"
-	"slices"
-	"sync"
+	"github.com/torpor-dev/torpor/store/queue/internal/groupcommit"
 	"time"
 )
 
-// logCommitter is the record log's group commit, the same scheme as
-// committer (commit.go) without a transaction to roll back: a writer that
-// finds no commit in progress commits at once with whoever is waiting;
-// writers that arrive during a commit go together in the next one, led by
-// the first of them. No timer is involved. Unlike committer, a leader hands
-// on leadership once its batch is written, before its sync, and the next
-// leader waits in Log.waitSlot for that commit (or, with
-// LogOptions.OverlapSyncs, only for the one before it).
+// newLogCommits returns the record log's group commit
+// (internal/groupcommit). A leader hands on leadership once its batch is
+// written, before its sync, and the next leader waits in Log.waitSlot for
+// that commit (or, with LogOptions.OverlapSyncs, only for the one before
+// it).
 //
 // A call's function runs exactly once, under the index lock, and changes
 // the index and appends its frames to the commit's buffer; it cannot fail
 // (a refused enqueue is a result). What can fail is the write or the sync
 // of the buffer, and then every call of the batch gets the error and the
 // Log refuses every later call (see Log.commit).
-type logCommitter struct {
-	l   *Log
-	max int // cap on the calls in one commit (0: no cap)
-
-	mu      sync.Mutex
-	pending []*logCall
-	running bool
-}
-
-type logCall struct {
-	fn   func(*logBatch)
-	done chan logResult
-}
-
-type logResult struct {
-	err  error
-	lead bool
-}
-
-// write runs fn in the next commit and returns once that commit's frames
-// are written and synced (or failed).
-func (c *logCommitter) write(fn func(*logBatch)) error {
-	me := &logCall{fn: fn, done: make(chan logResult, 1)}
-	c.mu.Lock()
-	c.pending = append(c.pending, me)
-	if c.running {
-		c.mu.Unlock()
-		r := <-me.done
-		if !r.lead {
-			return r.err
-		}
-	} else {
-		c.running = true
-		c.mu.Unlock()
-	}
-	return c.lead(me)
-}
-
-// lead commits batches until me's is done, then hands leadership to the
-// first waiting call, if any. It hands it on as soon as its batch is
-// written, before the sync (see Log.waitSlot); the commits still finish in
-// order (Log.commit).
-func (c *logCommitter) lead(me *logCall) error {
-	for {
-		c.l.waitSlot()
-		c.mu.Lock()
-		batch := c.pending
-		if c.max > 0 && len(batch) > c.max {
-			batch = batch[:c.max:c.max]
-		}
-		if c.pending = c.pending[len(batch):]; len(c.pending) == 0 {
-			c.pending = nil
-		}
-		c.mu.Unlock()
-		finish := c.l.commit(batch)
-		mine := slices.Contains(batch, me)
-		if mine {
-			c.handOff()
-		}
-		err := finish()
-		for _, k := range batch {
-			if k != me {
-				k.done <- logResult{err: err}
+func newLogCommits(l *Log, max int) *groupcommit.Group[logWrite] {
+	return &groupcommit.Group[logWrite]{
+		Max:  max,
+		Wait: l.waitSlot,
+		Commit: func(batch []logWrite, handOff func()) []error {
+			finish := l.commit(batch)
+			handOff()
+			err := finish()
+			errs := make([]error, len(batch))
+			for i := range errs {
+				errs[i] = err
 			}
-		}
-		if mine {
-			return err
-		} // else cut off by max; me is still pending
+			return errs
+		},
 	}
 }
+
+// logWrite is one call's part of a commit.
+type logWrite = func(*logBatch)
 
 // waitSlot waits until the previous commit is finished, so that a batch
 // gathers the calls that arrive during one whole commit. With
@@ -106,19 +51,6 @@ func (l *Log) waitSlot() {
 	if ch != nil {
 		<-ch
 	}
-}
-
-// handOff makes the first waiting call the leader, or ends leading.
-func (c *logCommitter) handOff() {
-	c.mu.Lock()
-	if len(c.pending) == 0 {
-		c.running = false
-		c.mu.Unlock()
-		return
-	}
-	next := c.pending[0]
-	c.mu.Unlock()
-	next.done <- logResult{lead: true}
 }
 
 // logBatch is one commit being built: the frames of its calls, to be
@@ -174,7 +106,7 @@ func (c *logBatch) purge(now time.Time) int {
 // order. A failed write or sync leaves the index ahead of the file, so the
 // Log refuses every later call; opening it again reads what reached the
 // disk.
-func (l *Log) commit(batch []*logCall) (finish func() error) {
+func (l *Log) commit(batch []logWrite) (finish func() error) {
 	c, err := l.build(batch)
 	if c == nil {
 		return func() error { return err }
@@ -199,15 +131,15 @@ func (l *Log) commit(batch []*logCall) (finish func() error) {
 // build starts a commit and runs batch's functions in it. Once the
 // commit is started (c is not nil) it must be finished, also after an
 // error, so that the commits after it do not wait for it forever.
-func (l *Log) build(batch []*logCall) (*logBatch, error) {
+func (l *Log) build(batch []logWrite) (*logBatch, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	c, err := l.begin()
 	if err != nil {
 		return c, err
 	}
-	for _, k := range batch {
-		if err := c.run(k.fn); err != nil {
+	for _, fn := range batch {
+		if err := c.run(fn); err != nil {
 			return c, err
 		}
 	}

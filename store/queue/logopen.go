@@ -38,7 +38,7 @@ func OpenLog(dir string, o *LogOptions) (*Log, error) {
 		return nil, err
 	}
 	l := &Log{dir: dir, opts: opts, index: newIndex(), lock: lock}
-	l.commits = logCommitter{l: l, max: opts.MaxBatchSize}
+	l.commits = newLogCommits(l, opts.MaxBatchSize)
 	if err := l.load(); err != nil {
 		for _, s := range l.segs {
 			s.f.Close()
