@@ -3,6 +3,7 @@ package queue
 import (
 	"bytes"
 	"fmt"
+	"github.com/torpor-dev/torpor/store/queue/recordlog"
 	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"os"
 	"path/filepath"
@@ -221,7 +222,7 @@ func BenchmarkLogOpen(b *testing.B) {
 	var buf []byte
 	id, total := uint64(1), int64(0)
 	flush := func() {
-		if err := os.WriteFile(filepath.Join(dir, segmentName(id)), append(bytes.Clone(segmentMagic), buf...), 0o600); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, recordlog.Name(id)), append(bytes.Clone(recordlog.Magic), buf...), 0o600); err != nil {
 			b.Fatal(err)
 		}
 		total += int64(len(buf))

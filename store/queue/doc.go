@@ -100,10 +100,14 @@
 // Log (OpenLog) keeps the same records in an append-only log of segment
 // files in one directory, for a relay whose disk syncs a small sequential
 // append much faster than bbolt's scattered copy-on-write pages
-// (docs/performance.md, "Durable enqueue"). What it chose:
+// (docs/performance.md, "Durable enqueue"). The mechanics (frames,
+// segments, appends and syncs, reading a segment at open, compaction's
+// choices, the import) are package store/queue/recordlog; Log is the
+// Store over them: its index, its commits and its frames' payloads. What
+// it chose:
 //
 //   - Frames: length (uint32), CRC-32C of the length and the rest, type, then
-//     the fields (logframe.go). Record frames hold agent, seq, sender, kind,
+//     the fields (recordlog; the payloads are logframe.go's). Record frames hold agent, seq, sender, kind,
 //     both times and the body; acknowledgements, purges and expiries write
 //     tombstone frames (agent and seqs). Every segment starts with a magic
 //     and the last assigned seq of every agent, so seqs are never reused

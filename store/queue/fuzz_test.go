@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"github.com/torpor-dev/torpor/store/queue/recordlog"
 	"testing"
 	"time"
 
@@ -53,11 +54,11 @@ func FuzzLogFrame(f *testing.F) {
 		appendRecordFrame(nil, Record{Agent: "a", Seq: 1, Body: []byte{}}),
 	} {
 		f.Add(seed, false)
-		f.Add(seed[frameHeaderLen:], true)
+		f.Add(seed[recordlog.HeaderLen:], true)
 	}
 	f.Fuzz(func(t *testing.T, b []byte, wrap bool) {
 		if wrap {
-			b = endFrame(append(make([]byte, frameHeaderLen), b...), 0)
+			b = recordlog.End(append(make([]byte, recordlog.HeaderLen), b...), 0)
 		}
 		fr, n, err := decodeFrame(b)
 		if err != nil {

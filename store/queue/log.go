@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/torpor-dev/torpor/store/queue/internal/groupcommit"
+	"github.com/torpor-dev/torpor/store/queue/recordlog"
 	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"os"
 	"sync"
@@ -64,13 +65,15 @@ type Log struct {
 	// not while it writes and syncs.
 	broken error // a failed write: every later call fails
 	index
-	segs    []*segment    // oldest first; the last one is appended to
-	gen     uint64        // the last commit's number
-	durable uint64        // the last commit whose write and sync succeeded
-	last    chan struct{} // closed when commit gen is finished
+	segs    []*recordlog.Segment // oldest first; the last one is appended to
+	gen     uint64               // the last commit's number
+	durable uint64               // the last commit whose write and sync succeeded
+	last    chan struct{}        // closed when commit gen is finished
 	// lastPrev is closed when commit gen-1 is finished (OverlapSyncs).
 	lastPrev chan struct{}
 	buf      []byte
+	// cuts are the torn tails OpenLog cut (TornTails).
+	cuts []recordlog.Cut
 	// What the commits wrote, for the benchmark.
 	nCommits, nBytes uint64
 }
@@ -111,7 +114,7 @@ func (l *Log) Close() error {
 	l.closed = true
 	var errs []error
 	for _, s := range l.segs {
-		errs = append(errs, s.f.Close())
+		errs = append(errs, s.File.Close())
 	}
 	errs = append(errs, l.lock.Close())
 	return errors.Join(errs...)
@@ -128,8 +131,8 @@ func (l *Log) Enqueue(ctx context.Context, r Record, b queuebounds.Bounds, now t
 	if err != nil {
 		return Record{}, err
 	}
-	if n := len(r.Body) + len(r.Agent) + len(r.From) + 64; n > maxFrameLen {
-		return Record{}, fmt.Errorf("%w: a record of %d bytes, the log's frames hold %d", ErrTooLarge, n, maxFrameLen)
+	if n := len(r.Body) + len(r.Agent) + len(r.From) + 64; n > recordlog.MaxFrameLen {
+		return Record{}, fmt.Errorf("%w: a record of %d bytes, the log's frames hold %d", ErrTooLarge, n, recordlog.MaxFrameLen)
 	}
 	var refused *FullError
 	err = l.commits.Do(func(c *logBatch) {
@@ -237,8 +240,8 @@ func (l *Log) Next(ctx context.Context, agent string, after uint64, max int, now
 
 // readRecord reads and decodes e's frame.
 func readRecord(e logEntry) (Record, error) {
-	b := make([]byte, e.n)
-	if _, err := e.seg.f.ReadAt(b, e.off); err != nil {
+	b, err := e.seg.ReadAt(e.off, e.n)
+	if err != nil {
 		return Record{}, err
 	}
 	f, _, err := decodeFrame(b)
@@ -246,7 +249,7 @@ func readRecord(e logEntry) (Record, error) {
 		err = fmt.Errorf("frame at %d is not record %d", e.off, e.seq)
 	}
 	if err != nil {
-		return Record{}, fmt.Errorf("%w: segment %d: %v", ErrCorrupt, e.seg.id, err)
+		return Record{}, fmt.Errorf("%w: segment %d: %v", ErrCorrupt, e.seg.ID, err)
 	}
 	return f.rec, nil
 }
@@ -278,3 +281,8 @@ func (l *Log) Stats(ctx context.Context, agent string, now time.Time) (Stats, er
 	}
 	return st, nil
 }
+
+// TornTails returns what OpenLog cut off the end of the last segment: the
+// frames of a write that a crash cut short, whose callers were never told
+// they were stored. The relay logs them; the library does not log.
+func (l *Log) TornTails() []recordlog.Cut { return l.cuts }

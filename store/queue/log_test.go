@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/torpor-dev/torpor/store/queue/recordlog"
 	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"math/rand/v2"
 	"os"
@@ -33,11 +34,11 @@ func openLog(t testing.TB, dir string, o *LogOptions) *Log {
 // lastSegment returns the path of dir's newest segment file.
 func lastSegment(t testing.TB, dir string) string {
 	t.Helper()
-	ids, err := listSegments(dir)
+	ids, err := recordlog.List(dir)
 	if err != nil || len(ids) == 0 {
 		t.Fatalf("segments of %s: %v, %v", dir, ids, err)
 	}
-	return filepath.Join(dir, segmentName(ids[len(ids)-1]))
+	return filepath.Join(dir, recordlog.Name(ids[len(ids)-1]))
 }
 
 func fileSize(t testing.TB, path string) int64 {
@@ -84,9 +85,9 @@ func TestLogTornTail(t *testing.T) {
 	if err := l.Ack(bgc, agent, []uint64{2}); err != nil {
 		t.Fatal(err)
 	}
-	before := l.segs[len(l.segs)-1].size
+	before := l.segs[len(l.segs)-1].Size
 	mustEnqueue(t, l, msg(bob, "the last one"), b, t0) // seq 6
-	full := l.segs[len(l.segs)-1].size
+	full := l.segs[len(l.segs)-1].Size
 	l.Close()
 	if alloc := fileSize(t, lastSegment(t, dir)); alloc < full+100 {
 		t.Fatalf("segment of %d bytes, frames end at %d: no zeros ahead", alloc, full)
@@ -158,15 +159,15 @@ func TestLogCorruptionBeforeTheTail(t *testing.T) {
 	for i := range 10 {
 		mustEnqueue(t, l, msg(alice, fmt.Sprint("record ", i)), queuebounds.Default(), t0)
 	}
-	frameEnd := l.segs[0].size
+	frameEnd := l.segs[0].Size
 	l.Close()
-	for _, off := range []int64{int64(len(segmentMagic)) + 12, frameEnd + 5} {
+	for _, off := range []int64{int64(len(recordlog.Magic)) + 12, frameEnd + 5} {
 		dir := copyDir(t, src)
-		ids, _ := listSegments(dir)
+		ids, _ := recordlog.List(dir)
 		if len(ids) < 3 {
 			t.Fatalf("%d segments, want several", len(ids))
 		}
-		first := filepath.Join(dir, segmentName(ids[0]))
+		first := filepath.Join(dir, recordlog.Name(ids[0]))
 		size := fileSize(t, first)
 		if err := flipByte(first, off); err != nil {
 			t.Fatal(err)
@@ -198,13 +199,13 @@ func TestLogNewSegmentLostInACrash(t *testing.T) {
 	l.Close()
 	for name, content := range map[string][]byte{
 		"empty":          nil,
-		"half a header":  segmentMagic[:3],
+		"half a header":  recordlog.Magic[:3],
 		"all zeros":      make([]byte, 4096),
-		"header, zeros":  append(append([]byte{}, segmentMagic...), make([]byte, 512)...),
-		"part and zeros": append(append([]byte{}, segmentMagic[:5]...), make([]byte, 512)...),
+		"header, zeros":  append(append([]byte{}, recordlog.Magic...), make([]byte, 512)...),
+		"part and zeros": append(append([]byte{}, recordlog.Magic[:5]...), make([]byte, 512)...),
 	} {
 		dir := copyDir(t, src)
-		if err := os.WriteFile(filepath.Join(dir, segmentName(2)), content, 0o600); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, recordlog.Name(2)), content, 0o600); err != nil {
 			t.Fatal(err)
 		}
 		l, err := OpenLog(dir, nil)
@@ -226,7 +227,7 @@ func TestLogNewSegmentLostInACrash(t *testing.T) {
 	}
 	dir := copyDir(t, src)
 	bad := append([]byte("TPQXXX"), make([]byte, 100)...)
-	if err := os.WriteFile(filepath.Join(dir, segmentName(2)), bad, 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, recordlog.Name(2)), bad, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	var ce *store.CorruptError
@@ -251,7 +252,7 @@ func TestLogSeqsOutliveDeletedSegments(t *testing.T) {
 	for range 3 { // rotate past the segments that held them
 		mustEnqueue(t, l, Record{Agent: "did:key:other", Body: make([]byte, 300)}, queuebounds.Default(), t0)
 	}
-	ids, _ := listSegments(dir)
+	ids, _ := recordlog.List(dir)
 	if ids[0] == 1 || len(ids) > 3 {
 		t.Errorf("segments after everything was acknowledged = %v, want the old ones deleted", ids)
 	}
@@ -269,7 +270,7 @@ func TestLogWriteFailure(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "log")
 	l := openLog(t, dir, nil)
 	mustEnqueue(t, l, msg(alice, "kept"), queuebounds.Default(), t0)
-	l.segs[len(l.segs)-1].f.Close() // the next write fails
+	l.segs[len(l.segs)-1].File.Close() // the next write fails
 	if _, err := l.Enqueue(bgc, msg(alice, "lost"), queuebounds.Default(), t0); err == nil {
 		t.Fatal("Enqueue with a failing write succeeded")
 	}
@@ -417,7 +418,7 @@ func (c testCall) run(s Store) string {
 // of l's index from its entries.
 func checkLogIndex(t *testing.T, l *Log) {
 	t.Helper()
-	segLive := map[*segment]int{}
+	segLive := map[*recordlog.Segment]int{}
 	for name, a := range l.index.agents {
 		want := counters{last: a.c.last}
 		peers := map[string]peerCount{}
@@ -436,11 +437,11 @@ func checkLogIndex(t *testing.T, l *Log) {
 		}
 	}
 	for _, s := range l.segs {
-		if s.live != segLive[s] {
-			t.Errorf("segment %d counts %d live records, the index %d", s.id, s.live, segLive[s])
+		if s.Live != segLive[s] {
+			t.Errorf("segment %d counts %d live records, the index %d", s.ID, s.Live, segLive[s])
 		}
 	}
-	if !slices.IsSortedFunc(l.segs, func(a, b *segment) int { return int(a.id) - int(b.id) }) {
+	if !slices.IsSortedFunc(l.segs, func(a, b *recordlog.Segment) int { return int(a.ID) - int(b.ID) }) {
 		t.Error("segments out of order")
 	}
 }
@@ -460,7 +461,7 @@ func TestLogMovesLiveRecordsForward(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if ids, _ := listSegments(dir); len(ids) > 3 || ids[len(ids)-1] < 10 {
+	if ids, _ := recordlog.List(dir); len(ids) > 3 || ids[len(ids)-1] < 10 {
 		t.Errorf("segments %v: want the log rotated many times and at most 3 left", ids)
 	}
 	checkLogIndex(t, l)
@@ -567,7 +568,7 @@ func TestLogFailedCommitStops(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "log")
 	l = openLog(t, dir, &LogOptions{SegmentSize: 100, ZeroAhead: 64})
 	defer l.Close()
-	if err := os.Mkdir(filepath.Join(dir, segmentName(2)), 0o700); err != nil { // segment 2 cannot be created
+	if err := os.Mkdir(filepath.Join(dir, recordlog.Name(2)), 0o700); err != nil { // segment 2 cannot be created
 		t.Fatal(err)
 	}
 	var err error
@@ -586,8 +587,8 @@ func TestLogFailedCommitStops(t *testing.T) {
 // frame cannot hold is refused as too large, not written and lost at the
 // next open.
 func TestLogRefusesRecordsLongerThanAFrame(t *testing.T) {
-	defer func(n int) { maxFrameLen = n }(maxFrameLen)
-	maxFrameLen = 4096
+	defer func(n int) { recordlog.MaxFrameLen = n }(recordlog.MaxFrameLen)
+	recordlog.MaxFrameLen = 4096
 	l := openLog(t, filepath.Join(t.TempDir(), "log"), nil)
 	defer l.Close()
 	b := queuebounds.Default()

@@ -3,6 +3,7 @@ package queue
 import (
 	"fmt"
 	"github.com/torpor-dev/torpor/store/queue/internal/groupcommit"
+	"github.com/torpor-dev/torpor/store/queue/recordlog"
 	"time"
 )
 
@@ -57,7 +58,7 @@ func (l *Log) waitSlot() {
 // appended to seg at base.
 type logBatch struct {
 	l    *Log
-	seg  *segment
+	seg  *recordlog.Segment
 	base int64
 	buf  []byte
 	gen  uint64
@@ -112,11 +113,11 @@ func (l *Log) commit(batch []logWrite) (finish func() error) {
 		return func() error { return err }
 	}
 	if err == nil && len(c.buf) > 0 {
-		c.seg.alloc, err = l.write(c)
+		c.seg.Alloc, err = c.seg.Append(c.buf, c.base, l.opts.ZeroAhead)
 	}
 	return func() error {
 		if err == nil && len(c.buf) > 0 {
-			err = datasync(c.seg.f)
+			err = c.seg.Sync()
 		}
 		if c.prev != nil {
 			<-c.prev
@@ -143,7 +144,7 @@ func (l *Log) build(batch []logWrite) (*logBatch, error) {
 			return c, err
 		}
 	}
-	c.seg.size = c.base + int64(len(c.buf))
+	c.seg.Size = c.base + int64(len(c.buf))
 	return c, nil
 }
 
@@ -168,31 +169,6 @@ func (l *Log) finish(c *logBatch, err error) error {
 	return nil
 }
 
-// zeros is what the log writes ahead of its frames.
-var zeros = make([]byte, 64<<10)
-
-// write writes c's frames and, when they reach past the zeros written
-// ahead, l.opts.ZeroAhead more zeros after them, and returns the file's
-// new length. Only the leader writes, so c.seg.alloc, which only it
-// changes, is read and set without l.mu.
-func (l *Log) write(c *logBatch) (int64, error) {
-	if _, err := c.seg.f.WriteAt(c.buf, c.base); err != nil {
-		return 0, err
-	}
-	end, alloc := c.base+int64(len(c.buf)), c.seg.alloc
-	if end <= alloc {
-		return alloc, nil
-	}
-	for alloc = end; alloc < end+l.opts.ZeroAhead; {
-		n, err := c.seg.f.WriteAt(zeros[:min(int64(len(zeros)), end+l.opts.ZeroAhead-alloc)], alloc)
-		if err != nil {
-			return 0, err
-		}
-		alloc += int64(n)
-	}
-	return alloc, nil
-}
-
 // begin starts a commit, in a new segment when the current one is full.
 // It returns the commit, once started, with any error. l.mu is held.
 func (l *Log) begin() (*logBatch, error) {
@@ -202,8 +178,8 @@ func (l *Log) begin() (*logBatch, error) {
 	c := &logBatch{l: l, buf: l.buf[:0], gen: l.gen + 1, done: make(chan struct{}), prev: l.last}
 	l.buf, l.gen, l.last, l.lastPrev, l.index.building = nil, c.gen, c.done, c.prev, c.gen
 	seg := l.segs[len(l.segs)-1]
-	if seg.size < l.opts.SegmentSize {
-		c.seg, c.base = seg, seg.size
+	if seg.Size < l.opts.SegmentSize {
+		c.seg, c.base = seg, seg.Size
 		return c, nil
 	}
 	if c.prev != nil { // a torn write must stay in the last segment
@@ -219,7 +195,7 @@ func (l *Log) begin() (*logBatch, error) {
 	if err != nil {
 		return c, err
 	}
-	c.seg, c.base = seg, seg.size
+	c.seg, c.base = seg, seg.Size
 	return c, l.moveForward(c)
 }
 

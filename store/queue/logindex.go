@@ -2,31 +2,16 @@ package queue
 
 import (
 	"container/heap"
-	"os"
 	"slices"
-)
 
-// segment is one file of the record log.
-type segment struct {
-	id   uint64
-	f    *os.File
-	size int64 // bytes of frames written and synced (the next frame's offset)
-	// alloc is the file's length: the frames and the zeros written ahead
-	// of them, so that a commit's fdatasync seldom changes the file's size.
-	alloc int64
-	live  int // live records whose current frame is in this segment
-	// records counts the record frames written to this segment.
-	records int
-	// deadAt is the commit that took live to zero: the segment may be
-	// deleted once that commit is synced (its tombstones on disk).
-	deadAt uint64
-}
+	"github.com/torpor-dev/torpor/store/queue/recordlog"
+)
 
 // logEntry is one live record in the index: where its frame is and what
 // the bounds need without reading it.
 type logEntry struct {
 	seq     uint64
-	seg     *segment
+	seg     *recordlog.Segment
 	off     int64
 	n       int // frame length
 	size    int // body length
@@ -87,16 +72,16 @@ func (x *index) add(a *logAgent, e logEntry) {
 	if i > 0 && a.live[i-1].seq >= e.seq { // not the usual append
 		i, found = a.find(e.seq)
 	}
-	e.seg.records++
+	e.seg.Records++
 	if found {
-		a.live[i].seg.live--
+		a.live[i].seg.Live--
 		a.live[i].seg, a.live[i].off, a.live[i].n = e.seg, e.off, e.n
-		e.seg.live++
+		e.seg.Live++
 		return
 	}
 	a.live = slices.Insert(a.live, i, e)
 	a.count(e, +1)
-	e.seg.live++
+	e.seg.Live++
 	heap.Push(&x.expiry, expiryItem{expires: e.expires, agent: a, seq: e.seq})
 }
 
@@ -110,8 +95,8 @@ func (x *index) remove(a *logAgent, seq uint64) bool {
 	e := a.live[i]
 	a.live = slices.Delete(a.live, i, i+1)
 	a.count(e, -1)
-	if e.seg.live--; e.seg.live == 0 {
-		e.seg.deadAt = x.building
+	if e.seg.Live--; e.seg.Live == 0 {
+		e.seg.DeadAt = x.building
 	}
 	return true
 }
