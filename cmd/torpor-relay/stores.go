@@ -111,7 +111,7 @@ func openStores(ctx context.Context, a *args, clk clock.Clock, log *slog.Logger)
 		f := fleet.New(c.NATS(), clock.Unscaled(clk), log.With("component", "fleet"))
 		return &backend{q: q, states: states, fleet: f, close: func() { q.Close(); states.Close(); c.Close() }}, nil
 	}
-	bq, err := openQueue(a.dataDir, a.store.queueEngine)
+	bq, err := openQueue(a.dataDir, a.store.queueEngine, log)
 	if err != nil {
 		return nil, err
 	}
@@ -127,10 +127,18 @@ func openStores(ctx context.Context, a *args, clk clock.Clock, log *slog.Logger)
 // bolt, the record log queue.log/ with engine log (importing queue.db the
 // first time). The bolt engine refuses to start beside a record log, whose
 // records it would not see.
-func openQueue(dataDir, engine string) (queue.Store, error) {
+func openQueue(dataDir, engine string, log *slog.Logger) (queue.Store, error) {
 	db, dir := filepath.Join(dataDir, "queue.db"), filepath.Join(dataDir, "queue.log")
 	if engine == "log" {
-		return queue.OpenLog(dir, &queue.LogOptions{ImportBolt: db})
+		q, err := queue.OpenLog(dir, &queue.LogOptions{ImportBolt: db})
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range q.TornTails() {
+			log.Warn("queue: cut the torn tail of the record log: a write a crash cut short, never acknowledged to its senders",
+				"file", c.Path, "offset", c.Offset, "bytes", c.Bytes, "copy", c.Copy)
+		}
+		return q, nil
 	}
 	if _, err := os.Stat(dir); err == nil {
 		return nil, fmt.Errorf("--queue-engine bolt: %s holds the queue's record log; run with --queue-engine log", dir)

@@ -134,14 +134,22 @@
 //     with tombstones, before each check); Stats and Next scan one agent's
 //     live records. Next reads the bodies from the segment files. Memory is
 //     about 170 bytes of heap per live record (BenchmarkLogOpen).
-//   - Open scans every segment (no checkpoint). Frames end at a zero length
-//     or the end of the file. In the last segment a frame cut short or failing
-//     its CRC ends them too, and the file is truncated there when anything
-//     but zeros follows: a write cut by a crash, whose callers were never
-//     answered. A last segment whose header is missing, cut, or followed
-//     only by zeros lost its first commit the same way (the header is
-//     written and synced with the first frames) and starts again empty.
-//     Anywhere else that is a *store.CorruptError and nothing is changed.
+//   - Every commit ends with a commit frame (the length and CRC-32C of the
+//     commit's bytes; recordlog, segment format version 2). Open scans
+//     every segment (no checkpoint) and applies whole commits only. What
+//     follows the last whole commit of the last segment is a torn tail,
+//     cut (a copy kept, and Log.TornTails says what, for the relay to log)
+//     when no commit frame follows it and it shows a torn write: cut short
+//     by the end of the file, or a sector of zeros (etcd's WAL tells torn
+//     writes the same way). Anything else is damage: a bad frame followed
+//     by a commit, any byte of an acknowledged commit, a damaged header,
+//     any problem in a segment but the last. OpenLog then refuses with a
+//     *recordlog.DamageError (a *store.CorruptError too) naming the file
+//     and the offset, and changes nothing. A last segment whose header is
+//     missing, cut, or followed only by zeros lost its first commit (the
+//     header is written and synced with the first frames) and starts
+//     again empty. Segments of format version 1 (before commit frames)
+//     are read frame by frame; appends go to a new segment.
 //   - Space: the oldest segments are deleted while they hold no live record
 //     (only a prefix: a later segment may hold an earlier one's tombstones).
 //     When a new segment starts, the live records of the oldest segments

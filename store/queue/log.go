@@ -36,7 +36,12 @@ type LogOptions struct {
 	// this project's development disk that was faster (docs/performance.md,
 	// "Durable enqueue"). A disk that overlaps flushes may differ.
 	OverlapSyncs bool
+	// Now is the clock that names the copies of what opening cuts
+	// (default time.Now).
+	Now func() time.Time
 }
+
+func (o LogOptions) now() time.Time { return o.Now() }
 
 const (
 	defaultSegmentSize = 64 << 20

@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -69,14 +70,16 @@ func liveSeqs(t testing.TB, s Store, agent string, now time.Time) []uint64 {
 	return seqs(rs)
 }
 
-// TestLogTornTail cuts the last commit's frame at every byte and damages
-// each of its bytes and of the zeros written ahead of it: the log opens,
-// every record committed before it is there and the damaged one is not
-// (a damaged zero loses nothing), and the next enqueue is appended after
-// what survived.
+// TestLogTornTail cuts the last commit at every byte: the log opens with
+// every record committed before it, reports the cut and keeps a copy of
+// what it cut, and the next enqueue is appended after what survived. A
+// byte flipped inside that commit, which was acknowledged, is damage: the
+// log refuses to open, names the file and the offset, and changes
+// nothing. Garbage in the zeros after the last commit that a crash can
+// leave (a frame cut short) is cut and loses nothing.
 func TestLogTornTail(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "log")
-	o := &LogOptions{ZeroAhead: 300}
+	o := &LogOptions{ZeroAhead: 2000}
 	l := openLog(t, dir, o)
 	b := queuebounds.Default()
 	for i := range 5 {
@@ -99,11 +102,36 @@ func TestLogTornTail(t *testing.T) {
 		}
 		checkTorn(t, dir, o, want, func(path string) error { return os.Truncate(path, cut) })
 		if cut < full {
-			checkTorn(t, dir, o, []uint64{1, 3, 4, 5}, func(path string) error { return flipByte(path, cut) })
+			checkDamage(t, dir, o, cut)
 		}
 	}
-	for _, off := range []int64{full, full + 1, full + 4, full + 99} {
+	for _, off := range []int64{full + 1, full + 4, full + 99} {
 		checkTorn(t, dir, o, []uint64{1, 3, 4, 5, 6}, func(path string) error { return flipByte(path, off) })
+	}
+}
+
+// checkDamage flips the byte at off of the last segment of a copy of dir
+// and checks that opening it is refused with a *recordlog.DamageError
+// naming the file (which is a *store.CorruptError too), and that the file
+// is unchanged.
+func checkDamage(t *testing.T, dir string, o *LogOptions, off int64) {
+	t.Helper()
+	cp := copyDir(t, dir)
+	path := lastSegment(t, cp)
+	if err := flipByte(path, off); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := os.ReadFile(path)
+	l, err := OpenLog(cp, o)
+	var de *recordlog.DamageError
+	if !errors.As(err, &de) || de.Path != path || !errors.As(err, new(*store.CorruptError)) {
+		if l != nil {
+			l.Close()
+		}
+		t.Fatalf("open after a flip at %d = %v, want a DamageError naming %s", off, err, path)
+	}
+	if after, _ := os.ReadFile(path); !bytes.Equal(before, after) {
+		t.Errorf("a refused open changed the damaged file (flip at %d)", off)
 	}
 }
 
@@ -596,4 +624,40 @@ func TestLogRefusesRecordsLongerThanAFrame(t *testing.T) {
 		t.Errorf("Enqueue of a body longer than a frame = %v, want ErrTooLarge", err)
 	}
 	mustEnqueue(t, l, msg(alice, string(make([]byte, 3000))), b, t0)
+}
+
+// TestLogOpensVersion1Segments: a log written before commit frames
+// (segment format version 1) opens with its records, appends go to a new
+// segment of the current version, and everything is there after a reopen.
+func TestLogOpensVersion1Segments(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "log")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	old := bytes.Clone(recordlog.MagicV1)
+	old = appendSeqFrame(old, agent, 0)
+	for i := range 3 {
+		r := msg(alice, fmt.Sprint("old ", i))
+		r.Agent, r.Seq, r.EnqueuedAt, r.ExpiresAt = agent, uint64(i+1), t0, t0.Add(time.Hour)
+		old = appendRecordFrame(old, r)
+	}
+	if err := os.WriteFile(filepath.Join(dir, recordlog.Name(1)), old, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	l := openLog(t, dir, nil)
+	if diff := cmp.Diff([]uint64{1, 2, 3}, liveSeqs(t, l, agent, t0)); diff != "" {
+		t.Fatalf("records of a version 1 segment (-want +got):\n%s", diff)
+	}
+	if r := mustEnqueue(t, l, msg(bob, "new"), queuebounds.Default(), t0); r.Seq != 4 {
+		t.Errorf("seq after the version 1 records = %d, want 4", r.Seq)
+	}
+	if len(l.segs) != 2 || l.segs[1].Version != 2 {
+		t.Errorf("%d segments; want the version 1 one and a new one", len(l.segs))
+	}
+	l.Close()
+	l = openLog(t, dir, nil)
+	defer l.Close()
+	if diff := cmp.Diff([]uint64{1, 2, 3, 4}, liveSeqs(t, l, agent, t0)); diff != "" {
+		t.Errorf("records after a reopen (-want +got):\n%s", diff)
+	}
 }

@@ -62,6 +62,10 @@ type logBatch struct {
 	base int64
 	buf  []byte
 	gen  uint64
+	// hdr is the length of the segment header at the start of buf (a
+	// commit that starts a segment), which its commit frame does not
+	// count.
+	hdr int
 	// moves are the records this commit copies forward (moveForward).
 	moves []logMove
 	// done is closed when the commit is finished; prev is the previous
@@ -144,6 +148,9 @@ func (l *Log) build(batch []logWrite) (*logBatch, error) {
 			return c, err
 		}
 	}
+	if len(c.buf) > c.hdr {
+		c.buf = recordlog.AppendCommit(c.buf, c.hdr)
+	}
 	c.seg.Size = c.base + int64(len(c.buf))
 	return c, nil
 }
@@ -178,7 +185,7 @@ func (l *Log) begin() (*logBatch, error) {
 	c := &logBatch{l: l, buf: l.buf[:0], gen: l.gen + 1, done: make(chan struct{}), prev: l.last}
 	l.buf, l.gen, l.last, l.lastPrev, l.index.building = nil, c.gen, c.done, c.prev, c.gen
 	seg := l.segs[len(l.segs)-1]
-	if seg.Size < l.opts.SegmentSize {
+	if seg.Size < l.opts.SegmentSize && seg.Version == 2 { // a version 1 segment takes no commit frames
 		c.seg, c.base = seg, seg.Size
 		return c, nil
 	}
@@ -195,7 +202,7 @@ func (l *Log) begin() (*logBatch, error) {
 	if err != nil {
 		return c, err
 	}
-	c.seg, c.base = seg, seg.Size
+	c.seg, c.base, c.hdr = seg, seg.Size, len(recordlog.Magic)
 	return c, l.moveForward(c)
 }
 

@@ -2,6 +2,7 @@ package queue
 
 import (
 	"fmt"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -25,6 +26,9 @@ func OpenLog(dir string, o *LogOptions) (*Log, error) {
 	}
 	if opts.ZeroAhead <= 0 {
 		opts.ZeroAhead = defaultZeroAhead
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
 	}
 	if err := recordlog.PrepareDir(dir, opts.ImportBolt, func(w *recordlog.Writer) error { return exportBoltFile(opts.ImportBolt, w) }); err != nil {
 		return nil, fmt.Errorf("queue: %w", err)
@@ -65,7 +69,7 @@ func (l *Log) load() error {
 			return err
 		}
 		l.segs = append(l.segs, seg)
-		cut, err := recordlog.Scan(seg, i == len(ids)-1, l.decodeEntry(seg), l.applyCommit)
+		cut, err := recordlog.Scan(seg, recordlog.ScanOptions{Last: i == len(ids)-1, Now: l.opts.now()}, l.decodeEntry(seg), l.applyCommit)
 		if err != nil {
 			return err
 		}

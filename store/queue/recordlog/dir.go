@@ -13,11 +13,33 @@ import (
 // store's file until that file has been renamed (see PrepareDir).
 const importedMarker = "imported-from-bolt"
 
-// Writer writes whole frames into the segment an import fills.
-type Writer struct{ w *bufio.Writer }
+// Writer writes whole frames into the segment an import fills, in
+// commits of about 1 MiB (each ended by its commit frame).
+type Writer struct {
+	w   *bufio.Writer
+	buf []byte
+}
 
-// Write writes frames (whole frames only).
-func (w *Writer) Write(frames []byte) (int, error) { return w.w.Write(frames) }
+// Write adds frames (whole frames only).
+func (w *Writer) Write(frames []byte) (int, error) {
+	w.buf = append(w.buf, frames...)
+	if len(w.buf) >= 1<<20 {
+		return len(frames), w.commit()
+	}
+	return len(frames), nil
+}
+
+// commit writes the frames added since the last commit and their commit
+// frame.
+func (w *Writer) commit() error {
+	if len(w.buf) == 0 {
+		return nil
+	}
+	w.buf = AppendCommit(w.buf, 0)
+	_, err := w.w.Write(w.buf)
+	w.buf = w.buf[:0]
+	return err
+}
 
 // PrepareDir makes dir ready to open. When it does not exist and src
 // names an existing file, export writes that file's content as frames into
@@ -94,6 +116,9 @@ func importInto(dir, src string, export func(*Writer) error) error {
 	w := &Writer{w: bufio.NewWriterSize(seg.File, 1<<20)}
 	w.w.Write(Magic)
 	if err := export(w); err != nil {
+		return err
+	}
+	if err := w.commit(); err != nil {
 		return err
 	}
 	if err := w.w.Flush(); err != nil {

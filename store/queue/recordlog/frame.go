@@ -15,8 +15,14 @@ const HeaderLen = 8
 // that check it).
 var MaxFrameLen = 1 << 30
 
-// Magic opens every segment file: "TPQLOG" and the format version.
-var Magic = []byte("TPQLOG\x00\x01")
+// Magic opens every segment file this version writes: "TPQLOG" and the
+// format version, 2: every commit ends with a commit frame (commit.go).
+var Magic = []byte("TPQLOG\x00\x02")
+
+// MagicV1 opens the segment files of format version 1, whose commits have
+// no commit frame. They are still read (Scan); appends go to a new
+// segment.
+var MagicV1 = []byte("TPQLOG\x00\x01")
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 

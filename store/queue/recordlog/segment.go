@@ -17,6 +17,9 @@ type Segment struct {
 	ID   uint64
 	Path string
 	File *os.File
+	// Version is the segment's format (Magic, MagicV1); a user appends
+	// only to a segment of the current version, 2.
+	Version int
 	// Size is the end of the frames written (the next frame's offset).
 	Size int64
 	// Alloc is the file's length: the frames and the zeros written ahead
@@ -68,7 +71,7 @@ func Create(dir string, id uint64) (*Segment, error) {
 		f.Close()
 		return nil, err
 	}
-	return &Segment{ID: id, Path: path, File: f}, nil
+	return &Segment{ID: id, Path: path, File: f, Version: 2}, nil
 }
 
 // Open opens segment id of dir for reading and appending.
@@ -103,7 +106,7 @@ func (s *Segment) WriteHeader() error {
 	if err := s.File.Truncate(int64(len(Magic))); err != nil {
 		return fmt.Errorf("recordlog: writing segment %d: %w", s.ID, err)
 	}
-	s.Size, s.Alloc = int64(len(Magic)), int64(len(Magic))
+	s.Size, s.Alloc, s.Version = int64(len(Magic)), int64(len(Magic)), 2
 	return s.Sync()
 }
 
