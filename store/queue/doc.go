@@ -121,8 +121,16 @@
 //     lets two be in flight instead, the next built and written while the
 //     previous one syncs); commits finish in order. Next and Stats do not
 //     show a commit's records until it is finished. A failed write or sync
-//     stops the Log (every later call fails); opening it again reads what
-//     reached the disk. A segment is deleted only once the tombstones that
+//     fails its callers and the commits in flight after it, and they are
+//     taken back in the index and in the file (overwritten with zeros, or
+//     cut), so that a record whose sender heard "not stored" is never
+//     served, not even after a restart; the Log then goes on. Only when
+//     that rollback fails does it refuse writes until it is opened again;
+//     reads go on. When the file system is full the log keeps the room
+//     left (64 KiB) for tombstones: Enqueue fails with ErrNoSpace
+//     (ENOSPC; the relay answers 503 store_unavailable), while Next, Stats
+//     and Ack go on, and each commit tries again to write zeros ahead, so
+//     Enqueue works again by itself once there is space. A segment is deleted only once the tombstones that
 //     emptied it are synced.
 //   - The log writes zeros ahead of its last frame (LogOptions.ZeroAhead), so
 //     most commits overwrite zeros and their fdatasync has no file size to

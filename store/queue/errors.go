@@ -3,6 +3,7 @@ package queue
 import (
 	"errors"
 	"fmt"
+	"syscall"
 
 	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 )
@@ -22,6 +23,11 @@ var (
 	// ErrInvalidRecord is returned (wrapped) by Enqueue for a record
 	// without an agent or with an unknown Kind.
 	ErrInvalidRecord = errors.New("queue: invalid record")
+	// ErrNoSpace is returned (wrapped) by the record log's Enqueue while
+	// its file system is full: the room left is kept for acknowledgements.
+	// It is syscall.ENOSPC too. Enqueue takes records again by itself
+	// once there is space.
+	ErrNoSpace = fmt.Errorf("queue: no space left for new records: %w", syscall.ENOSPC)
 	// ErrCorrupt is returned (wrapped) when the file holds data this
 	// version cannot decode (an unknown layout version or a bad record).
 	ErrCorrupt = errors.New("queue: corrupt store")

@@ -68,7 +68,10 @@ type Log struct {
 	// mu guards the fields below. Next and Stats hold it for reading; a
 	// commit holds it for writing while it checks and changes the index,
 	// not while it writes and syncs.
-	broken error // a failed write: every later call fails
+	broken error // a failed commit that could not be rolled back: every later write fails
+	// failed is the oldest commit that failed, until it and the commits
+	// after it are rolled back (Log.finish).
+	failed *logBatch
 	index
 	segs    []*recordlog.Segment // oldest first; the last one is appended to
 	gen     uint64               // the last commit's number
@@ -85,10 +88,11 @@ type Log struct {
 
 var _ Store = (*Log)(nil)
 
-// enter takes l.life for reading for one call; it fails after Close,
-// after a failed write, or when ctx is done. The caller must call l.exit
-// when it returns nil.
-func (l *Log) enter(ctx context.Context) error {
+// enter takes l.life for reading for one call; it fails after Close, or
+// when ctx is done, and for a write (not for a read) once a failed commit
+// could not be rolled back. The caller must call l.exit when it returns
+// nil.
+func (l *Log) enter(ctx context.Context, write bool) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -96,6 +100,9 @@ func (l *Log) enter(ctx context.Context) error {
 	if l.closed {
 		l.life.RUnlock()
 		return ErrClosed
+	}
+	if !write {
+		return nil
 	}
 	l.mu.RLock()
 	err := l.broken
@@ -128,7 +135,7 @@ func (l *Log) Close() error {
 // Enqueue implements Store. The record is appended and synced (fdatasync)
 // before it returns.
 func (l *Log) Enqueue(ctx context.Context, r Record, b queuebounds.Bounds, now time.Time) (Record, error) {
-	if err := l.enter(ctx); err != nil {
+	if err := l.enter(ctx, true); err != nil {
 		return Record{}, err
 	}
 	defer l.exit()
@@ -140,8 +147,12 @@ func (l *Log) Enqueue(ctx context.Context, r Record, b queuebounds.Bounds, now t
 		return Record{}, fmt.Errorf("%w: a record of %d bytes, the log's frames hold %d", ErrTooLarge, n, recordlog.MaxFrameLen)
 	}
 	var refused *FullError
+	noSpace := false
 	err = l.commits.Do(func(c *logBatch) {
 		c.purge(now)
+		if noSpace = !c.roomFor(len(r.Body) + len(r.Agent) + len(r.From) + 64); noSpace {
+			return
+		}
 		a := l.index.agents[r.Agent]
 		var live counters
 		var fromPeer peerCount
@@ -160,6 +171,8 @@ func (l *Log) Enqueue(ctx context.Context, r Record, b queuebounds.Bounds, now t
 	switch {
 	case err != nil:
 		return Record{}, fmt.Errorf("queue: enqueue for %s: %w", r.Agent, err)
+	case noSpace:
+		return Record{}, fmt.Errorf("queue: enqueue for %s: %w", r.Agent, ErrNoSpace)
 	case refused != nil:
 		return Record{}, refused
 	}
@@ -168,7 +181,7 @@ func (l *Log) Enqueue(ctx context.Context, r Record, b queuebounds.Bounds, now t
 
 // Ack implements Store. The tombstone is synced when it returns.
 func (l *Log) Ack(ctx context.Context, agent string, seqs []uint64) error {
-	if err := l.enter(ctx); err != nil {
+	if err := l.enter(ctx, true); err != nil {
 		return err
 	}
 	defer l.exit()
@@ -196,7 +209,7 @@ func (l *Log) Ack(ctx context.Context, agent string, seqs []uint64) error {
 
 // Purge implements Store.
 func (l *Log) Purge(ctx context.Context, now time.Time) (int, error) {
-	if err := l.enter(ctx); err != nil {
+	if err := l.enter(ctx, true); err != nil {
 		return 0, err
 	}
 	defer l.exit()
@@ -217,7 +230,7 @@ func (l *Log) visible(e logEntry, now int64) bool {
 // Next implements Store. It reads the records' frames from the segment
 // files.
 func (l *Log) Next(ctx context.Context, agent string, after uint64, max int, now time.Time) ([]Record, error) {
-	if err := l.enter(ctx); err != nil {
+	if err := l.enter(ctx, false); err != nil {
 		return nil, err
 	}
 	defer l.exit()
@@ -261,7 +274,7 @@ func readRecord(e logEntry) (Record, error) {
 
 // Stats implements Store.
 func (l *Log) Stats(ctx context.Context, agent string, now time.Time) (Stats, error) {
-	if err := l.enter(ctx); err != nil {
+	if err := l.enter(ctx, false); err != nil {
 		return Stats{}, err
 	}
 	defer l.exit()

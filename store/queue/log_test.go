@@ -292,24 +292,75 @@ func TestLogSeqsOutliveDeletedSegments(t *testing.T) {
 	}
 }
 
-// TestLogWriteFailure: a failed write fails its caller, the log refuses
-// every later call, and a log opened again holds everything committed.
+// TestLogWriteFailure: a failed write fails its caller; a log whose
+// failed commit cannot be taken back (its file is gone) refuses later
+// writes but still serves reads, and a log opened again holds everything
+// committed.
 func TestLogWriteFailure(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "log")
 	l := openLog(t, dir, nil)
 	mustEnqueue(t, l, msg(alice, "kept"), queuebounds.Default(), t0)
-	l.segs[len(l.segs)-1].File.Close() // the next write fails
+	l.segs[len(l.segs)-1].File.Close() // the next write fails, and so does its rollback
 	if _, err := l.Enqueue(bgc, msg(alice, "lost"), queuebounds.Default(), t0); err == nil {
 		t.Fatal("Enqueue with a failing write succeeded")
 	}
-	if _, err := l.Stats(bgc, agent, t0); err == nil {
-		t.Error("Stats after a failed write succeeded, want the write's error")
+	if st, err := l.Stats(bgc, agent, t0); err != nil || st.Messages != 1 {
+		t.Errorf("Stats after a failed write = %+v, %v; want the one record", st, err)
+	}
+	if _, err := l.Enqueue(bgc, msg(alice, "later"), queuebounds.Default(), t0); err == nil {
+		t.Error("Enqueue after a failed rollback succeeded")
 	}
 	l.Close()
 	l = openLog(t, dir, nil)
 	defer l.Close()
 	if diff := cmp.Diff([]uint64{1}, liveSeqs(t, l, agent, t0)); diff != "" {
 		t.Errorf("records after reopen (-want +got):\n%s", diff)
+	}
+}
+
+// TestLogFailedCommitIsNotStored: a commit whose sync fails after its
+// bytes reached the disk (the sender is answered queued: false) is taken
+// back: not served, not counted, its seq used again, and not there after
+// a restart either. The log goes on taking records.
+func TestLogFailedCommitIsNotStored(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "log")
+	l := openLog(t, dir, nil)
+	b := queuebounds.Default()
+	mustEnqueue(t, l, msg(alice, "kept"), b, t0)
+	mustEnqueue(t, l, msg(alice, "acked"), b, t0)
+	fail := errors.New("injected sync failure")
+	syncSegment = func(s *recordlog.Segment) error {
+		if err := s.Sync(); err != nil {
+			return err
+		}
+		return fail
+	}
+	_, err := l.Enqueue(bgc, msg(alice, "not stored"), b, t0)
+	errAck := l.Ack(bgc, agent, []uint64{2})
+	syncSegment = (*recordlog.Segment).Sync
+	if !errors.Is(err, fail) || !errors.Is(errAck, fail) {
+		t.Fatalf("Enqueue, Ack with a failing sync = %v, %v; want the sync's error", err, errAck)
+	}
+	if diff := cmp.Diff([]uint64{1, 2}, liveSeqs(t, l, agent, t0)); diff != "" {
+		t.Errorf("records after the failed commits (-want +got):\n%s", diff)
+	}
+	if r := mustEnqueue(t, l, msg(alice, "next"), b, t0); r.Seq != 3 {
+		t.Errorf("seq after a failed commit = %d, want 3", r.Seq)
+	}
+	checkLogIndex(t, l)
+	l.Close()
+	l = openLog(t, dir, nil)
+	defer l.Close()
+	rs, err := l.Next(bgc, agent, 0, 10, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bodies []string
+	for _, r := range rs {
+		bodies = append(bodies, string(r.Body))
+	}
+	if diff := cmp.Diff([]string{"kept", "acked", "next"}, bodies); diff != "" {
+		t.Errorf("records after a restart (-want +got):\n%s", diff)
 	}
 }
 
@@ -580,35 +631,43 @@ func TestLogLocksItsDirectory(t *testing.T) {
 	openLog(t, dir, nil).Close()
 }
 
-// TestLogFailedCommitStops: a commit that fails before its write (a panic
-// in a call, a segment that cannot be created) fails its callers, and every
-// later call fails too instead of waiting for it.
-func TestLogFailedCommitStops(t *testing.T) {
+// TestLogFailedCommitRecovers: a commit that fails before its write (a
+// panic in a call, a segment that cannot be created) fails its callers
+// and is taken back; later calls do not wait for it, fail while the cause
+// lasts, and succeed once it is gone.
+func TestLogFailedCommitRecovers(t *testing.T) {
 	l := openLog(t, filepath.Join(t.TempDir(), "log"), nil)
-	if err := l.commits.Do(func(*logBatch) { panic("boom") }); err == nil {
+	if err := l.commits.Do(func(c *logBatch) { c.tombstone(agent, []uint64{1}); panic("boom") }); err == nil {
 		t.Error("a panicking commit succeeded")
 	}
-	if _, err := l.Enqueue(bgc, msg(alice, "after"), queuebounds.Default(), t0); err == nil {
-		t.Error("Enqueue after a failed commit succeeded")
+	if r, err := l.Enqueue(bgc, msg(alice, "after"), queuebounds.Default(), t0); err != nil || r.Seq != 1 {
+		t.Errorf("Enqueue after a failed commit = %d, %v; want seq 1", r.Seq, err)
 	}
 	l.Close()
 
 	dir := filepath.Join(t.TempDir(), "log")
 	l = openLog(t, dir, &LogOptions{SegmentSize: 100, ZeroAhead: 64})
 	defer l.Close()
-	if err := os.Mkdir(filepath.Join(dir, recordlog.Name(2)), 0o700); err != nil { // segment 2 cannot be created
+	blocker := filepath.Join(dir, recordlog.Name(2))
+	if err := os.Mkdir(blocker, 0o700); err != nil { // segment 2 cannot be created
 		t.Fatal(err)
 	}
 	var err error
-	for i := 0; err == nil && i < 10; i++ {
+	n := 0
+	for ; err == nil && n < 10; n++ {
 		_, err = l.Enqueue(bgc, msg(alice, "fills segment 1"), queuebounds.Default(), t0)
 	}
 	if err == nil {
 		t.Fatal("no enqueue failed, yet segment 2 cannot be created")
 	}
 	if _, err := l.Enqueue(bgc, msg(alice, "after"), queuebounds.Default(), t0); err == nil {
-		t.Error("Enqueue after a failed rotation succeeded")
+		t.Error("Enqueue while segment 2 cannot be created succeeded")
 	}
+	os.Remove(blocker)
+	if r, err := l.Enqueue(bgc, msg(alice, "after"), queuebounds.Default(), t0); err != nil || r.Seq != uint64(n) {
+		t.Errorf("Enqueue once segment 2 can be created = %d, %v; want seq %d", r.Seq, err, n)
+	}
+	checkLogIndex(t, l)
 }
 
 // TestLogRefusesRecordsLongerThanAFrame: a body the bounds allow but a

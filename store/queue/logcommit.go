@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"errors"
 	"fmt"
 	"github.com/torpor-dev/torpor/store/queue/internal/groupcommit"
 	"github.com/torpor-dev/torpor/store/queue/recordlog"
@@ -62,6 +63,8 @@ type logBatch struct {
 	base int64
 	buf  []byte
 	gen  uint64
+	// alloc is the segment's length before this commit's write.
+	alloc int64
 	// hdr is the length of the segment header at the start of buf (a
 	// commit that starts a segment), which its commit frame does not
 	// count.
@@ -71,6 +74,17 @@ type logBatch struct {
 	// done is closed when the commit is finished; prev is the previous
 	// commit's done (nil when it had finished when this one began).
 	done, prev chan struct{}
+}
+
+// logReserve is the room a full file system leaves to tombstones: once
+// the log could not write zeros ahead (recordlog.Segment.Short), a record
+// is refused (ErrNoSpace) unless this much stays after it, so that
+// devices can still drain and acknowledge.
+const logReserve = 64 << 10
+
+// roomFor reports whether a record frame of about n bytes may go into c.
+func (c *logBatch) roomFor(n int) bool {
+	return !c.seg.Short || c.seg.Alloc-c.base-int64(len(c.buf)+n) >= logReserve
 }
 
 // append adds r (Seq set) to the index and its frame to the commit.
@@ -102,15 +116,20 @@ func (c *logBatch) purge(now time.Time) int {
 	return n
 }
 
+// syncSegment syncs a commit (a var for the test that fails a sync after
+// it reached the disk).
+var syncSegment = (*recordlog.Segment).Sync
+
 // commit runs batch's functions against the index under l.mu, then writes
 // their frames in one write without holding l.mu, and returns the function
 // that syncs them (fdatasync) and finishes the commit. With OverlapSyncs
 // the next commit may be built and written while this one syncs; each
 // finishes after the one before it (prev), so l.durable only grows and Next and Stats, which
 // do not show a commit's records until it is finished, see the commits in
-// order. A failed write or sync leaves the index ahead of the file, so the
-// Log refuses every later call; opening it again reads what reached the
-// disk.
+// order. A failed write or sync fails its calls and every commit after it
+// that is in flight, and they are rolled back (Log.rollback): in the
+// index and in the file, so that what their callers were told was not
+// stored is never served, also after a restart.
 func (l *Log) commit(batch []logWrite) (finish func() error) {
 	c, err := l.build(batch)
 	if c == nil {
@@ -121,7 +140,7 @@ func (l *Log) commit(batch []logWrite) (finish func() error) {
 	}
 	return func() error {
 		if err == nil && len(c.buf) > 0 {
-			err = c.seg.Sync()
+			err = syncSegment(c.seg)
 		}
 		if c.prev != nil {
 			<-c.prev
@@ -160,14 +179,20 @@ func (l *Log) finish(c *logBatch, err error) error {
 	if cap(c.buf) <= 4<<20 {
 		l.buf = c.buf[:0]
 	}
-	if l.broken != nil {
-		return l.broken
+	if err == nil && l.failed != nil {
+		err = errors.New("queue: the record log's commit before this one failed")
 	}
 	if err != nil {
-		l.broken = fmt.Errorf("queue: a commit of the record log failed; the log must be opened again: %w", err)
-		return l.broken
+		if l.failed == nil {
+			l.failed = c // the oldest commit not durable: rolled back from here
+		}
+		if c.gen == l.gen { // no commit after it in flight
+			l.rollback()
+		}
+		return fmt.Errorf("queue: a commit of the record log failed, nothing of it is stored: %w", err)
 	}
 	l.durable = c.gen
+	l.index.durable(c.gen)
 	l.moved(c)
 	if len(c.buf) > 0 {
 		l.nCommits, l.nBytes = l.nCommits+1, l.nBytes+uint64(len(c.buf))
@@ -176,17 +201,46 @@ func (l *Log) finish(c *logBatch, err error) error {
 	return nil
 }
 
+// rollback undoes the commits from l.failed on, the last of which has
+// finished: the index forgets their changes and the file their bytes. If
+// the file cannot be rolled back, the Log refuses every later write (its
+// reads go on) until it is opened again. l.mu is held.
+func (l *Log) rollback() {
+	c := l.failed
+	l.failed = nil
+	l.index.rollback()
+	if l.broken != nil || c.seg == nil {
+		return
+	}
+	last := l.segs[len(l.segs)-1]
+	var err error
+	switch {
+	case c.hdr > 0 && last == c.seg: // it started this segment
+		err = c.seg.Remove()
+		l.segs = l.segs[:len(l.segs)-1]
+	default:
+		err = c.seg.Rollback(c.base, c.seg.Size, max(c.alloc, c.base))
+	}
+	if err != nil {
+		l.broken = fmt.Errorf("queue: the record log could not take back a failed commit, and takes no writes until it is opened again: %w", err)
+	}
+}
+
 // begin starts a commit, in a new segment when the current one is full.
 // It returns the commit, once started, with any error. l.mu is held.
 func (l *Log) begin() (*logBatch, error) {
 	if l.broken != nil {
 		return nil, l.broken
 	}
+	if l.failed != nil {
+		return nil, errors.New("queue: a commit of the record log failed and is being taken back")
+	}
 	c := &logBatch{l: l, buf: l.buf[:0], gen: l.gen + 1, done: make(chan struct{}), prev: l.last}
 	l.buf, l.gen, l.last, l.lastPrev, l.index.building = nil, c.gen, c.done, c.prev, c.gen
 	seg := l.segs[len(l.segs)-1]
+	seg.Extend(l.opts.ZeroAhead)                           // when it is Short: space may have come back
 	if seg.Size < l.opts.SegmentSize && seg.Version == 2 { // a version 1 segment takes no commit frames
-		c.seg, c.base = seg, seg.Size
+		c.seg, c.base, c.alloc = seg, seg.Size, seg.Alloc
 		return c, nil
 	}
 	if c.prev != nil { // a torn write must stay in the last segment

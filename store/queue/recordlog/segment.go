@@ -31,6 +31,9 @@ type Segment struct {
 	// is synced. The user keeps them (see Compactable and DropDead).
 	Live, Records int
 	DeadAt        uint64
+	// Short is set when Append could not write the zeros ahead (the file
+	// system is full): what is left is Alloc - Size. Extend clears it.
+	Short bool
 }
 
 // Name is the file name of segment id.
@@ -128,7 +131,9 @@ var zeros = make([]byte, 64<<10)
 // Append writes buf at base and, when it reaches past the zeros written
 // ahead, zeroAhead more zeros after it, and returns the file's new length
 // (it does not set Alloc: a user that writes the next commit while this
-// one syncs sets it where only one writer runs). It does not sync.
+// one syncs sets it where only one writer runs). It does not sync. Zeros
+// that cannot be written (a full file system) are not an error: Short is
+// set, and the length returned is what was written.
 func (s *Segment) Append(buf []byte, base, zeroAhead int64) (int64, error) {
 	if _, err := s.File.WriteAt(buf, base); err != nil {
 		return 0, err
@@ -137,14 +142,70 @@ func (s *Segment) Append(buf []byte, base, zeroAhead int64) (int64, error) {
 	if end <= alloc {
 		return alloc, nil
 	}
-	for alloc = end; alloc < end+zeroAhead; {
-		n, err := s.File.WriteAt(zeros[:min(int64(len(zeros)), end+zeroAhead-alloc)], alloc)
-		if err != nil {
-			return 0, err
-		}
-		alloc += int64(n)
-	}
+	alloc, err := s.zeros(end, end+zeroAhead)
+	s.Short = err != nil
 	return alloc, nil
+}
+
+// zeros writes zeros from at to end and returns how far it got.
+func (s *Segment) zeros(at, end int64) (int64, error) {
+	for at < end {
+		n, err := s.File.WriteAt(zeros[:min(int64(len(zeros)), end-at)], at)
+		at += int64(n)
+		if err != nil {
+			return at, err
+		}
+	}
+	return at, nil
+}
+
+// Extend tries again to write n zeros ahead of a Short segment's frames,
+// and clears Short when they could be written (space came back).
+func (s *Segment) Extend(n int64) {
+	if !s.Short {
+		return
+	}
+	alloc, err := s.zeros(s.Alloc, s.Alloc+n)
+	if err == nil {
+		s.Alloc, s.Short = alloc, false
+		return
+	}
+	// Keep the length where the frames can use it: what was written is
+	// zeros, and a later sync makes it durable with them.
+	s.Alloc = alloc
+}
+
+// Rollback takes back what the commits since base wrote, whose sync
+// failed or that came after one that failed, so that they are never read
+// again (their callers were told they were not stored): it overwrites
+// them with zeros up to alloc, the length before them (blocks already
+// there, so a full file system takes the write), drops anything after
+// alloc, and syncs. When the zeros cannot be written it truncates at base
+// instead.
+func (s *Segment) Rollback(base, end, alloc int64) error {
+	if _, err := s.zeros(base, min(end, alloc)); err != nil {
+		alloc = base
+	}
+	if fi, err := s.File.Stat(); err != nil || fi.Size() != alloc {
+		if err := s.File.Truncate(alloc); err != nil {
+			return fmt.Errorf("recordlog: rolling back segment %d to %d: %w", s.ID, base, err)
+		}
+	}
+	if err := s.Sync(); err != nil {
+		return fmt.Errorf("recordlog: rolling back segment %d to %d: %w", s.ID, base, err)
+	}
+	s.Size, s.Alloc = base, alloc
+	return nil
+}
+
+// Remove closes and deletes the segment file (a segment whose first
+// commit failed).
+func (s *Segment) Remove() error {
+	s.File.Close()
+	if err := os.Remove(s.Path); err != nil {
+		return fmt.Errorf("recordlog: removing segment %d: %w", s.ID, err)
+	}
+	return SyncDir(filepath.Dir(s.Path))
 }
 
 // ReadAt reads the n bytes of the frame at off.
