@@ -153,6 +153,9 @@ func (a *args) check(rest []string) error {
 }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "queue" {
+		os.Exit(queueCommand(os.Args[2:], os.Stdout, os.Stderr))
+	}
 	a, err := parseArgs(os.Args[1:], os.Stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		os.Exit(0)

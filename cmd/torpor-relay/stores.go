@@ -132,7 +132,7 @@ func openQueue(dataDir, engine string, log *slog.Logger) (queue.Store, error) {
 	if engine == "log" {
 		q, err := queue.OpenLog(dir, &queue.LogOptions{ImportBolt: db})
 		if err != nil {
-			return nil, err
+			return nil, logDamageFix(err)
 		}
 		for _, c := range q.TornTails() {
 			log.Warn("queue: cut the torn tail of the record log: a write a crash cut short, never acknowledged to its senders",

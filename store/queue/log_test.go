@@ -720,3 +720,45 @@ func TestLogOpensVersion1Segments(t *testing.T) {
 		t.Errorf("records after a reopen (-want +got):\n%s", diff)
 	}
 }
+
+// TestRepairLog: a log refused as damaged (a byte flipped in a record of
+// a middle commit) is repaired: the damaged segment is kept as it was,
+// every record that can still be read is kept, the damaged one is
+// reported dropped, and the log opens and takes records again.
+func TestRepairLog(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "log")
+	l := openLog(t, dir, nil)
+	b := queuebounds.Default()
+	var offs []int64
+	for i := range 5 {
+		offs = append(offs, l.segs[0].Size)
+		mustEnqueue(t, l, msg(alice, fmt.Sprint("record ", i)), b, t0)
+	}
+	l.Close()
+	path := lastSegment(t, dir)
+	if err := flipByte(path, offs[2]+20); err != nil { // inside record 3
+		t.Fatal(err)
+	}
+	damaged, _ := os.ReadFile(path)
+	if _, err := OpenLog(dir, nil); !errors.As(err, new(*recordlog.DamageError)) {
+		t.Fatalf("open before the repair: %v, want a DamageError", err)
+	}
+	done, err := RepairLog(dir, t0)
+	if err != nil || len(done) != 1 || done[0].Path != path || len(done[0].Dropped) != 1 {
+		t.Fatalf("RepairLog = %+v, %v", done, err)
+	}
+	if kept, _ := os.ReadFile(done[0].Copy); !bytes.Equal(kept, damaged) {
+		t.Error("the copy of the damaged segment is not the file as it was")
+	}
+	l = openLog(t, dir, nil)
+	defer l.Close()
+	if diff := cmp.Diff([]uint64{1, 2, 4, 5}, liveSeqs(t, l, agent, t0)); diff != "" {
+		t.Errorf("records after the repair (-want +got):\n%s", diff)
+	}
+	if r := mustEnqueue(t, l, msg(alice, "after"), b, t0); r.Seq != 6 {
+		t.Errorf("seq after the repair = %d, want 6", r.Seq)
+	}
+	if done, err := RepairLog(filepath.Join(t.TempDir(), "fine"), t0); err != nil || len(done) != 0 {
+		t.Errorf("RepairLog of a sound log = %+v, %v; want nothing done", done, err)
+	}
+}
