@@ -3,9 +3,9 @@ package agents
 import (
 	"context"
 	"errors"
-	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"time"
 
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"github.com/torpor-dev/torpor/wake"
 )
 

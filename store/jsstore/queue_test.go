@@ -2,7 +2,6 @@ package jsstore_test
 
 import (
 	"context"
-	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"testing"
 	"time"
 
@@ -10,6 +9,7 @@ import (
 	"github.com/torpor-dev/torpor/store/jsstore/jsserver"
 	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/store/queue/queuetest"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 )
 
 // single starts a one-server JetStream that fsyncs every write, for the

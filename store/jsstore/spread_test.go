@@ -2,11 +2,11 @@ package jsstore_test
 
 import (
 	"context"
-	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"sync/atomic"
 	"time"
 
 	"github.com/torpor-dev/torpor/store/queue"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 )
 
 // spreadStore sends each Enqueue to the next of its stores in turn.

@@ -3,8 +3,6 @@ package queue
 import (
 	"bytes"
 	"fmt"
-	"github.com/torpor-dev/torpor/store/queue/recordlog"
-	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -16,6 +14,8 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/torpor-dev/torpor/store"
+	"github.com/torpor-dev/torpor/store/queue/recordlog"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 )
 
 // benchDir returns the directory the benchmarks write to: $TORPOR_BENCH_DIR

@@ -5,14 +5,14 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"github.com/torpor-dev/torpor/store/queue/internal/groupcommit"
-	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"sync"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/torpor-dev/torpor/store"
+	"github.com/torpor-dev/torpor/store/queue/internal/groupcommit"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 )
 
 // Bucket and key names (see the package doc's on-disk layout).

@@ -4,9 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"testing"
 	"time"
+
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 )
 
 // outcome names an Enqueue result: "ok", a FullError kind, or "too-large".

@@ -3,9 +3,10 @@ package queue
 import (
 	"bytes"
 	"fmt"
-	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"sync"
 	"testing"
+
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 )
 
 const racers = 64

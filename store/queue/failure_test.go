@@ -4,13 +4,13 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/torpor-dev/torpor/store"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 )
 
 var errInjected = errors.New("injected failure")

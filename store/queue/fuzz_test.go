@@ -1,11 +1,12 @@
 package queue
 
 import (
-	"github.com/torpor-dev/torpor/store/queue/recordlog"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/torpor-dev/torpor/store/queue/recordlog"
 )
 
 // FuzzRecord feeds arbitrary bytes to the record decoder: it never panics,

@@ -5,12 +5,13 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"path/filepath"
 	"testing"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 )
 
 var t0 = time.Date(2026, 1, 15, 12, 0, 0, 0, time.UTC)

@@ -4,12 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/torpor-dev/torpor/store/queue/internal/groupcommit"
-	"github.com/torpor-dev/torpor/store/queue/recordlog"
-	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"os"
 	"sync"
 	"time"
+
+	"github.com/torpor-dev/torpor/store/queue/internal/groupcommit"
+	"github.com/torpor-dev/torpor/store/queue/recordlog"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 )
 
 // LogOptions configure OpenLog. The zero value is ready to use.

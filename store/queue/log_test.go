@@ -5,8 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/torpor-dev/torpor/store/queue/recordlog"
-	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -19,6 +17,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/torpor-dev/torpor/store"
+	"github.com/torpor-dev/torpor/store/queue/recordlog"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 )
 
 var bgc = context.Background()

@@ -3,9 +3,10 @@ package queue
 import (
 	"errors"
 	"fmt"
+	"time"
+
 	"github.com/torpor-dev/torpor/store/queue/internal/groupcommit"
 	"github.com/torpor-dev/torpor/store/queue/recordlog"
-	"time"
 )
 
 // newLogCommits returns the record log's group commit

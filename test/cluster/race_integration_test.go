@@ -4,12 +4,12 @@ package cluster
 
 import (
 	"fmt"
-	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"net/http"
 	"sync"
 	"testing"
 
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"github.com/torpor-dev/torpor/transport/link/wire"
 )
 

@@ -5,7 +5,6 @@ package hostile
 import (
 	"bytes"
 	"context"
-	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"net/http"
 	"path/filepath"
 	"regexp"
@@ -15,6 +14,7 @@ import (
 	"github.com/torpor-dev/torpor/runtime/runtimetest"
 	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/test/internal/testenv"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 )
 
 // wakeRE reads the drain counters of torpor-agent's wake line.

@@ -3,10 +3,10 @@ package a2a
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"strings"
 
 	"github.com/torpor-dev/torpor/internal/version"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 )
 
 // Agent Card extension URIs and the names that go with them. The first two

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+
 	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 )
 

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/did/didtest"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 )
 
 func mustBuild(tb testing.TB, o CardOptions) *Card {

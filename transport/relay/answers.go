@@ -3,12 +3,12 @@ package relay
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"net/http"
 	"strconv"
 	"strings"
 
 	"github.com/torpor-dev/torpor/store/queue"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 )
 
 // The profile's tokens and the JSON-RPC code of the asleep signal.

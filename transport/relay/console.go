@@ -2,11 +2,11 @@ package relay
 
 import (
 	"fmt"
-	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"log/slog"
 	"time"
 
 	"github.com/torpor-dev/torpor/store/agents"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"github.com/torpor-dev/torpor/transport/relay/console"
 )
 

@@ -3,13 +3,13 @@ package relay
 import (
 	"context"
 	"errors"
-	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/torpor-dev/torpor/did/didtest"
 	"github.com/torpor-dev/torpor/store/queue"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 )
 
 // failingQueue is a queue whose Enqueue fails as a JetStream stream

@@ -2,12 +2,12 @@ package queuetest
 
 import (
 	"errors"
-	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/torpor-dev/torpor/store/queue"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 )
 
 // reopenKeepsEverything: records, acknowledgements, the per-peer counts

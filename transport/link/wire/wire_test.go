@@ -2,10 +2,11 @@ package wire
 
 import (
 	"errors"
-	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 )
 
 // TestLastResortMembersCompatible: the last-resort members round-trip, and
