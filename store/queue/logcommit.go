@@ -252,6 +252,9 @@ func (l *Log) begin() (*logBatch, error) {
 		if l.broken != nil {
 			return c, l.broken
 		}
+		if l.failed != nil { // the commit it waited for failed: it is taken back with this one
+			return c, errors.New("queue: a commit of the record log failed and is being taken back")
+		}
 	}
 	seg, err := l.rotate(c)
 	if err != nil {
