@@ -65,3 +65,45 @@ func TestQueueRepair(t *testing.T) {
 		t.Errorf("records after the repair: %d, %v; want one and three", len(rs), err)
 	}
 }
+
+// TestQueueTornTailLogged: the relay logs the torn tail the record log
+// cut at start (the library does not log): the file, the offset and the
+// copy it kept.
+func TestQueueTornTailLogged(t *testing.T) {
+	data := t.TempDir()
+	q, err := openQueue(data, "log", slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := q.Enqueue(context.Background(), queue.Record{Agent: "did:key:a", Body: []byte("kept")}, queuebounds.Default(), time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	q.Close()
+	seg := filepath.Join(data, "queue.log", recordlog.Name(1))
+	b, err := os.ReadFile(seg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	end := len(recordlog.Magic)
+	for {
+		_, _, n, err := recordlog.Decode(b[end:])
+		if err != nil {
+			break
+		}
+		end += n
+	}
+	torn := []byte{40, 0, 0, 0, 1, 2, 3, 4, 'R', 'x'} // a frame cut short after the last commit
+	if err := os.WriteFile(seg, append(b[:end:end], torn...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var logged bytes.Buffer
+	q, err = openQueue(data, "log", slog.New(slog.NewTextHandler(&logged, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	line := logged.String()
+	if !strings.Contains(line, "torn tail") || !strings.Contains(line, seg) || !strings.Contains(line, "offset=") || !strings.Contains(line, ".cut-") {
+		t.Errorf("logged %q; want the torn tail with its file, offset and copy", line)
+	}
+}
