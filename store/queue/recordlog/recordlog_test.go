@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -181,5 +182,39 @@ func TestHeaderUnwritten(t *testing.T) {
 		if got, _, err := scan(s, true); err != nil || len(got) != 0 || s.Size != int64(len(Magic)) {
 			t.Errorf("%q: Scan = %v, %v, size %d", content, got, err, s.Size)
 		}
+	}
+}
+
+// TestScanNeverCutsAcknowledged flips each byte of a segment of three
+// commits, in turn, and each byte of the zeros after them: a flip in a
+// commit is always refused as damage; a flip in the zeros loses no
+// commit (it is cut, or refused).
+func TestScanNeverCutsAcknowledged(t *testing.T) {
+	body := string(bytes.Repeat([]byte{'y'}, 700)) // commits across sector boundaries
+	content := bytes.Join([][]byte{Magic, commit("a", body), commit("b"), commit("c", body, "cc")}, nil)
+	end := len(content)
+	content = append(content, make([]byte, 600)...)
+	dir := t.TempDir()
+	for off := 0; off < len(content); off++ {
+		damaged := bytes.Clone(content)
+		damaged[off] ^= 0x40
+		if err := os.WriteFile(filepath.Join(dir, Name(1)), damaged, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		s, err := Open(dir, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _, err := scan(s, true)
+		switch {
+		case errors.As(err, new(*DamageError)):
+		case err != nil:
+			t.Fatalf("flip at %d: %v", off, err)
+		case off < end:
+			t.Fatalf("flip at %d, inside an acknowledged commit: opened with %d frames, want a DamageError", off, len(got))
+		case len(got) != 6:
+			t.Fatalf("flip at %d, in the zeros: %d frames, want all 6", off, len(got))
+		}
+		s.File.Close()
 	}
 }

@@ -172,10 +172,15 @@ func (sc *scanner[T]) zeroSector() bool {
 	if l, err := Len(sc.data[sc.off:]); err == nil {
 		end = sc.off + l
 	}
-	end = min(end, len(sc.data))
-	for at := sc.off; at < end; {
-		next := min(end, (at/sectorSize+1)*sectorSize)
-		if allZero(sc.data[at:next]) {
+	return zeroSectorIn(sc.data, sc.off, min(end, len(sc.data)))
+}
+
+// zeroSectorIn reports whether data[from:to], split at sector
+// boundaries, has a part that is all zeros.
+func zeroSectorIn(data []byte, from, to int) bool {
+	for at := from; at < to; {
+		next := min(to, (at/sectorSize+1)*sectorSize)
+		if allZero(data[at:next]) {
 			return true
 		}
 		at = next
@@ -237,7 +242,9 @@ func (sc *scanner[T]) acknowledgedAfter() (int, bool) {
 		if !ok {
 			return 0, false
 		}
-		if _, _, later := validCommitAfter(sc.data, at); sc.zeroed && start == sc.start && !later {
+		// The zeros must lie before the commit frame: a torn write leaves
+		// unwritten sectors among the ones it wrote, not after them.
+		if _, _, later := validCommitAfter(sc.data, at); start == sc.start && !later && zeroSectorIn(sc.data, sc.off, at) {
 			return 0, false
 		}
 		return at, true
