@@ -131,3 +131,43 @@ func TestFleetNextOverdue(t *testing.T) {
 		}
 	}
 }
+
+// TestFleetAwaitingAdmission: on a relay with probation, a device no
+// operator admitted is marked "?" and listed with the command that admits
+// it, counted in the summary and flagged in --json; an admitted one is not.
+func TestFleetAwaitingAdmission(t *testing.T) {
+	op, _ := did.Generate(nil)
+	r := worldtest.Start(t, relay.Config{Probation: relay.DefaultProbation(),
+		Console: &relay.ConsoleConfig{Operators: []string{op.DID().String()}, Secret: make([]byte, 32)}})
+	ids := map[string]string{}
+	for _, name := range []string{"new-device", "admitted"} {
+		k, _ := did.Generate(nil)
+		st := agents.State{Mode: wake.AlwaysOn, UpdatedAt: time.Now(), Card: []byte(`{"name":"` + name + `"}`)}
+		if err := r.States.Put(context.Background(), k.DID().String(), st, nil, nil); err != nil {
+			t.Fatal(err)
+		}
+		ids[name] = k.DID().String()
+	}
+	if err := r.States.Admit(context.Background(), ids["admitted"]); err != nil {
+		t.Fatal(err)
+	}
+	opFile := filepath.Join(t.TempDir(), "op.key")
+	if err := saveKey(opFile, op, false); err != nil {
+		t.Fatal(err)
+	}
+	_, out := ctl("fleet", "--relay", r.URL, "--key", opFile)
+	if !strings.Contains(out, "· 1 awaiting admission\n") || !strings.Contains(out, " ?new-device ") || strings.Contains(out, "?admitted") ||
+		!strings.Contains(out, "admit one with: torporctl device admit DID\n  "+ids["new-device"]+" new-device\n") {
+		t.Errorf("fleet:\n%s\nwant new-device (only) awaiting admission, with the command", out)
+	}
+	_, out = ctl("fleet", "--relay", r.URL, "--key", opFile, "--json")
+	var f operatorapi.Fleet
+	if err := json.Unmarshal([]byte(out), &f); err != nil || f.Summary.AwaitingAdmission != 1 {
+		t.Fatalf("fleet --json: %v\n%s", err, out)
+	}
+	for _, d := range f.Devices {
+		if d.AwaitingAdmission != (d.DID == ids["new-device"]) {
+			t.Errorf("%s: awaitingAdmission %v", d.Name, d.AwaitingAdmission)
+		}
+	}
+}

@@ -36,6 +36,9 @@ type Summary struct {
 	Halted      int `json:"halted"`
 	WithHeld    int `json:"withHeldActions"`
 	QueuesAbove int `json:"queuesAbove80"`
+	// AwaitingAdmission counts the devices on probation: none of the
+	// relay's allow list, bounds or an operator's admission let them out.
+	AwaitingAdmission int `json:"awaitingAdmission"`
 }
 
 // Seconds is a duration as whole seconds in JSON.
@@ -52,6 +55,10 @@ type Device struct {
 	State         string      `json:"state"`
 	Linked        bool        `json:"linked"`
 	Halted        bool        `json:"halted"`
+	// AwaitingAdmission: the device is on probation (small bounds and
+	// KeyPackage pool) until an operator admits it (torporctl device
+	// admit, docs/operations.md).
+	AwaitingAdmission bool `json:"awaitingAdmission,omitempty"`
 	NextWindow    *Window     `json:"nextWindow,omitempty"`
 	Expected      *time.Time  `json:"expected,omitempty"`    // the wake or pulse its schedule promises next
 	LastWake      *Wake       `json:"lastWake,omitempty"`    // the latest wake it started
