@@ -36,6 +36,7 @@ type Summary struct {
 	Halted      int `json:"halted"`
 	WithHeld    int `json:"withHeldActions"`
 	QueuesAbove int `json:"queuesAbove80"`
+
 	// AwaitingAdmission counts the devices on probation: none of the
 	// relay's allow list, bounds or an operator's admission let them out.
 	AwaitingAdmission int `json:"awaitingAdmission"`
@@ -46,33 +47,34 @@ type Seconds int64
 
 // Device is one row of the table, and with Detail its page.
 type Device struct {
-	Name          string `json:"name"`
-	DuplicateName bool   `json:"duplicateName,omitempty"`
-	DID           string `json:"did"`
-	Board         string `json:"board,omitempty"`
-	Version       string `json:"version,omitempty"`
-	Mode          string `json:"mode"`
-	State         string `json:"state"`
-	Linked        bool   `json:"linked"`
-	Halted        bool   `json:"halted"`
-	// AwaitingAdmission: the device is on probation (small bounds and
-	// KeyPackage pool) until an operator admits it (torporctl device
-	// admit, docs/operations.md).
-	AwaitingAdmission bool        `json:"awaitingAdmission,omitempty"`
-	NextWindow        *Window     `json:"nextWindow,omitempty"`
-	Expected          *time.Time  `json:"expected,omitempty"`    // the wake or pulse its schedule promises next
-	LastWake          *Wake       `json:"lastWake,omitempty"`    // the latest wake it started
-	LastAwakeMs       int64       `json:"lastAwakeMs,omitempty"` // how long its last completed wake was awake
-	Pulse             *Pulse      `json:"pulse,omitempty"`
-	Queue             Queue       `json:"queue"`
-	KeyPackages       KeyPackages `json:"keyPackages"`
-	HeldCount         int         `json:"heldActions"`
+	Name          string      `json:"name"`
+	DuplicateName bool        `json:"duplicateName,omitempty"`
+	DID           string      `json:"did"`
+	Board         string      `json:"board,omitempty"`
+	Version       string      `json:"version,omitempty"`
+	Mode          string      `json:"mode"`
+	State         string      `json:"state"`
+	Linked        bool        `json:"linked"`
+	Halted        bool        `json:"halted"`
+	NextWindow    *Window     `json:"nextWindow,omitempty"`
+	Expected      *time.Time  `json:"expected,omitempty"`    // the wake or pulse its schedule promises next
+	LastWake      *Wake       `json:"lastWake,omitempty"`    // the latest wake it started
+	LastAwakeMs   int64       `json:"lastAwakeMs,omitempty"` // how long its last completed wake was awake
+	Pulse         *Pulse      `json:"pulse,omitempty"`
+	Queue         Queue       `json:"queue"`
+	KeyPackages   KeyPackages `json:"keyPackages"`
+	HeldCount     int         `json:"heldActions"`
 	// LostCount counts the hand-offs the device reports possibly lost
 	// (link wire.Status LostCount; the device page lists them).
 	LostCount   int       `json:"lostHandOffs,omitempty"`
 	UpdatedAt   time.Time `json:"updatedAt"` // its last published state
 	StatusError string    `json:"statusError,omitempty"`
 	Detail      *Detail   `json:"detail,omitempty"`
+
+	// AwaitingAdmission: the device is on probation (small bounds and
+	// KeyPackage pool) until an operator admits it (torporctl device
+	// admit, docs/operations.md).
+	AwaitingAdmission bool `json:"awaitingAdmission,omitempty"`
 }
 
 // Window is the next wake window.
