@@ -292,6 +292,10 @@ type lastWake struct {
 	TrustedTime          string `json:"trustedTime,omitempty"`
 	TrustedTimeForwardMs int64  `json:"trustedTimeForwardMs,omitempty"`
 	TrustedTimeWhy       string `json:"trustedTimeWhy,omitempty"`
+	// TrustedTimeHeld names a source whose time the wake did not keep as
+	// the floor: further than the device can bound, with no second source
+	// agreeing (runtime.TimeReport.Held).
+	TrustedTimeHeld string `json:"trustedTimeHeld,omitempty"`
 }
 
 type policySummary struct {
@@ -314,6 +318,7 @@ func summarise(r *statusReport, rep runtime.Report) {
 			AwakeMs: w.Awake.Milliseconds(), LinkAttempts: w.LinkAttempts, LinkError: w.LinkErr}
 		if t := w.Time; t != nil {
 			r.LastWake.TrustedTime, r.LastWake.TrustedTimeForwardMs, r.LastWake.TrustedTimeWhy = t.Source, t.Forward.Milliseconds(), t.Untrusted
+			r.LastWake.TrustedTimeHeld = t.Held
 			if t.Source == "" {
 				r.LastWake.TrustedTime = "none"
 			}
