@@ -157,3 +157,70 @@ func TestCommitOlderReading(t *testing.T) {
 		t.Errorf("floor %v, want %v (the older reading's time, kept at CLOCK_BOOTTIME now)", r.Floor, first)
 	}
 }
+
+// TestSetFloorLowers: a fresh device's first reading came from a relay
+// stating 2100, which it kept; the owner's word lowers the floor, and the
+// genuine relay is trusted again and moves it on only as far as the
+// device can measure.
+func TestSetFloorLowers(t *testing.T) {
+	e := newEnv(t)
+	c := e.open("")
+	c.SetRelay(time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC), e.sys.Now())
+	e.keep(c)
+	c.SetRelay(truth, e.sys.Now())
+	e.untrusted(c, "before the floor 2100-01-01T00:00:00Z")
+	if err := c.SetFloor(truth); err != nil {
+		t.Fatal(err)
+	}
+	e.pass(time.Minute)
+	c = e.open("") // kept in agent.db
+	c.SetRelay(truth.Add(time.Minute), e.sys.Now())
+	if r := e.keep(c); r.Source != Relay || !r.Floor.Equal(truth.Add(time.Minute)) {
+		t.Errorf("after the owner's floor: %+v, want relay, floor %v", r, truth.Add(time.Minute))
+	}
+	if err := c.SetFloor(time.Time{}); err == nil {
+		t.Error("SetFloor(zero) succeeded")
+	}
+}
+
+// TestSetFloorDuringABatch: a batch that committed the old reading's
+// floor in a transaction still open when the owner's floor arrives does
+// not bring the old floor back, in memory or in agent.db.
+func TestSetFloorDuringABatch(t *testing.T) {
+	e := newEnv(t)
+	c := e.open("")
+	c.SetRelay(time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC), e.sys.Now())
+	r := e.keep(c)
+	tx, err := e.db.Begin(true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Commit(tx, r.Now); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- c.SetFloor(truth) }()
+	for { // SetFloor holds in memory before its transaction can start
+		c.mu.Lock()
+		set := c.floor.At.Equal(truth)
+		c.mu.Unlock()
+		if set {
+			break
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	c.SetRelay(truth, e.sys.Now())
+	if r := e.establish(c); !r.Floor.Equal(truth) {
+		t.Errorf("floor in memory %v, want the owner's %v", r.Floor, truth)
+	}
+	again := e.open("")
+	again.SetRelay(truth, e.sys.Now())
+	if r := e.establish(again); !r.Floor.Equal(truth) {
+		t.Errorf("floor in agent.db %v, want the owner's %v", r.Floor, truth)
+	}
+}

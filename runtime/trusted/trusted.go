@@ -106,6 +106,7 @@ type Clock struct {
 	floor floor     // the last committed floor; zero At for none
 	relay statement // the relay's time from the last link handshake
 	last  kept      // what Commit keeps for the last reading
+	gen   int       // SetFloor's count: a Commit from before it is not kept in memory
 }
 
 // statement is the relay's time from a link handshake: it stated Time,
@@ -278,7 +279,7 @@ func (c *Clock) NewTimer(d time.Duration) clock.Timer { return c.sys.NewTimer(d)
 // the untrusted system clock's lead or a source's unproven jump.
 func (c *Clock) Commit(tx *bolt.Tx, t time.Time) error {
 	c.mu.Lock()
-	l := c.last
+	l, gen := c.last, c.gen
 	f := floor{At: l.proven.Round(0).UTC(), Boot: l.boot.Since, BootID: l.boot.ID, Ceiling: l.ceiling.Round(0).UTC()}
 	if !t.Equal(l.now) { // not the last reading: no more than t, at CLOCK_BOOTTIME now (later than at t)
 		f.At = earliest(f.At, t.Round(0).UTC())
@@ -304,10 +305,47 @@ func (c *Clock) Commit(tx *bolt.Tx, t time.Time) error {
 	tx.OnCommit(func() {
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		if !f.At.Before(c.floor.At) {
+		if gen == c.gen && !f.At.Before(c.floor.At) {
 			c.floor = f
 		}
 	})
+	return nil
+}
+
+// SetFloor replaces the floor with at, earlier or later than the one
+// kept, and makes at the ceiling too: the owner's word, from a signed
+// command (runtime/manage's time operation), for a floor a source later
+// found wrong moved (a first reading from a lying relay), or to prove a
+// jump no second source can. It is kept at CLOCK_BOOTTIME now. It holds
+// from its return: a batch that commits later keeps only what a reading
+// taken after it proved (in memory at once; in agent.db, in a transaction
+// bbolt orders after any batch already writing).
+func (c *Clock) SetFloor(at time.Time) error {
+	if at.IsZero() {
+		return errors.New("trusted: a zero floor")
+	}
+	boot, err := c.cfg.Kernel.Boot()
+	if err != nil {
+		return fmt.Errorf("trusted: %w", err)
+	}
+	f := floor{At: at.Round(0).UTC(), Boot: boot.Since, BootID: boot.ID, Ceiling: at.Round(0).UTC()}
+	v, err := json.Marshal(f)
+	if err != nil {
+		return err
+	}
+	c.mu.Lock() // not held into db.Update: a batch's transaction calls Commit
+	c.floor, c.last, c.gen = f, kept{}, c.gen+1
+	c.mu.Unlock()
+	err = c.db.Update(func(tx *bolt.Tx) error {
+		b, err := tx.CreateBucketIfNotExists(bucket)
+		if err != nil {
+			return err
+		}
+		return b.Put(keyFloor, v)
+	})
+	if err != nil {
+		return fmt.Errorf("trusted: %w", err)
+	}
 	return nil
 }
 
