@@ -71,6 +71,25 @@ func (a *Agent) openTrusted(db *bolt.DB) error {
 	return nil
 }
 
+// ErrNoTrustedTime is SetTimeFloor's error on an agent that judges expiry
+// by its clock (no Config.TrustedTime) or has not opened agent.db yet.
+var ErrNoTrustedTime = errors.New("runtime: the agent keeps no trusted time")
+
+// SetTimeFloor replaces the trusted time's floor with at (trusted.Clock's
+// SetFloor): the owner's signed time command (runtime/manage).
+func (a *Agent) SetTimeFloor(at time.Time) error {
+	a.mu.Lock()
+	c := a.trusted
+	if a.pipe == nil { // a.trusted is set before the pipeline, under a.mu
+		c = nil
+	}
+	a.mu.Unlock()
+	if c == nil {
+		return ErrNoTrustedTime
+	}
+	return c.SetFloor(at)
+}
+
 // relayTime is what a link that took part in the handshake says of the
 // relay's time and the round trip that bounds it (transport/link's
 // Client).
