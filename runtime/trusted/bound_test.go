@@ -224,3 +224,26 @@ func TestSetFloorDuringABatch(t *testing.T) {
 		t.Errorf("floor in agent.db %v, want the owner's %v", r.Floor, truth)
 	}
 }
+
+// TestNTPAndASlowRelayAgree: after a power-off NTP and a relay whose
+// handshake took 3 s both give the time; the relay's lower bound is kept,
+// and NTP's time, within the relay's round trip of it, is not reported
+// as held.
+func TestNTPAndASlowRelayAgree(t *testing.T) {
+	e := newEnv(t)
+	c := e.open("")
+	c.SetRelay(truth, e.sys.Now())
+	e.keep(c)
+	later := truth.Add(8 * time.Hour)
+	e.k.boot = Boot{ID: "boot-2", Since: 30 * time.Second}
+	e.k.ntp = NTPState{Synced: true}
+	e.sys.Set(later.Add(-3 * time.Second))
+	sent := e.sys.Now()
+	e.sys.Set(later)
+	c = e.open("")
+	c.SetRelayExchange(later.Add(-3*time.Second), sent, e.sys.Now()) // stamped as the request arrived
+	r := e.keep(c)
+	if !r.Proven.Equal(later.Add(-3*time.Second)) || len(r.Held) != 0 {
+		t.Errorf("proven %v, held %q; want the relay's lower bound %v, nothing held", r.Proven, r.Held, later.Add(-3*time.Second))
+	}
+}

@@ -91,11 +91,13 @@ func (c *Clock) relayNow(r *Reading, sys time.Time) (time.Time, bool) {
 	lo := s.time.Add(sys.Sub(s.received))
 	delay := max(s.received.Sub(s.sent), 0)
 	r.Relay = lo.Add(delay / 2)
-	if hi := lo.Add(delay + RelayResolution); !r.Floor.IsZero() && hi.Before(r.Floor.Add(-FloorTolerance)) {
+	hi := lo.Add(delay + RelayResolution)
+	if !r.Floor.IsZero() && hi.Before(r.Floor.Add(-FloorTolerance)) {
 		r.Why = append(r.Why, fmt.Sprintf("relay: its time %s is before the floor %s (by more than the handshake's round trip %v, %v of whole seconds and %v)",
 			stamp(lo), stamp(r.Floor), delay, RelayResolution, FloorTolerance))
 		return time.Time{}, false
 	}
+	r.relayHi = hi
 	return lo, true
 }
 

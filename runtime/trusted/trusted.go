@@ -92,6 +92,8 @@ type Reading struct {
 	// Held says which source's time was not kept as the floor because it
 	// was beyond Ceiling and no second source agreed.
 	Held []string
+
+	relayHi time.Time // the top of the relay's interval (relayNow)
 }
 
 // Clock is the trusted time of one agent. Its methods are safe for
@@ -248,7 +250,14 @@ func prove(r *Reading, lo map[Source]time.Time) time.Time {
 		return first
 	}
 	r.Proven = latest(r.Floor, earliest(first, r.Ceiling), second)
-	if first.After(r.Proven.Add(FloorTolerance)) {
+	// Held when beyond what is kept and, for another source than the
+	// relay, beyond the relay's round trip too (NTP's time after a
+	// power-off, with a relay a slow handshake behind it, agrees).
+	allowed := r.Proven
+	if top != Relay {
+		allowed = latest(allowed, r.relayHi)
+	}
+	if first.After(allowed.Add(FloorTolerance)) {
 		r.Held = append(r.Held, fmt.Sprintf("%s: its time %s is beyond what the device can bound by its own clock (%s) and no second source agrees: the floor stays at %s",
 			top, stamp(first), stamp(r.Ceiling), stamp(r.Proven)))
 	}
