@@ -247,3 +247,25 @@ func TestNTPAndASlowRelayAgree(t *testing.T) {
 		t.Errorf("proven %v, held %q; want the relay's lower bound %v, nothing held", r.Proven, r.Held, later.Add(-3*time.Second))
 	}
 }
+
+// TestRTCBoundsAfterPowerOff: a board whose RTC kept time through a
+// power-off measures the sleep itself: its time is kept as the floor
+// with no second source, and a relay stating 2100 beside it is held.
+func TestRTCBoundsAfterPowerOff(t *testing.T) {
+	e := newEnv(t)
+	e.k.rtc = truth
+	c := e.open("rtc0")
+	e.keep(c)
+	later := truth.Add(8 * time.Hour)
+	e.k.boot = Boot{ID: "boot-2", Since: 30 * time.Second}
+	e.k.rtc = later
+	e.sys.Set(later)
+	c = e.open("rtc0")
+	if r := e.keep(c); r.Source != RTC || !r.Proven.Equal(later) || len(r.Held) != 0 {
+		t.Errorf("the RTC after a power-off: %+v, want rtc, %v kept, nothing held", r, later)
+	}
+	c.SetRelay(time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC), e.sys.Now())
+	if r := e.keep(c); !r.Proven.Equal(later) || len(r.Held) != 1 || !strings.HasPrefix(r.Held[0], "relay:") {
+		t.Errorf("the RTC and a 2100 relay: proven %v, held %q; want %v, the relay held", r.Proven, r.Held, later)
+	}
+}

@@ -38,7 +38,8 @@
 // its own, so its lead over the relay is not kept, and one source moves
 // the floor no further than Reading.Ceiling, the time of the last reading
 // two sources agreed on (or the first) plus CLOCK_BOOTTIME elapsed since
-// in the same boot, allowed MaxDriftPPM. Beyond it the reading is still
+// in the same boot, allowed MaxDriftPPM, or a trusted RTC's time (the
+// RTC measured the sleep). Beyond it the reading is still
 // judged by (expiry early, never late) but the floor stays, and
 // Reading.Held says so; a second trusted source in the same reading
 // stating at least as much proves the jump. A fresh device keeps its

@@ -87,7 +87,8 @@ type Reading struct {
 	Proven time.Time
 	// Ceiling is the furthest a single source may move the floor: the
 	// floor's bound carried forward by the time the device measured
-	// since (floor.ceiling); zero before the first commit.
+	// since (floor.ceiling), or the board's RTC when it is trusted; zero
+	// before the first commit.
 	Ceiling time.Time
 	// Held says which source's time was not kept as the floor because it
 	// was beyond Ceiling and no second source agreed.
@@ -198,8 +199,9 @@ func (c *Clock) Establish() (Reading, error) {
 	if c.ntp(&r) {
 		lo[NTP] = r.System
 	}
-	if c.rtc(&r) {
+	if c.rtc(&r) { // the board's own clock through the sleep: it bounds the time too
 		lo[RTC] = r.System
+		r.Ceiling = latest(r.Ceiling, r.System)
 	}
 	if t, ok := c.relayNow(&r, sys); ok {
 		lo[Relay] = t
