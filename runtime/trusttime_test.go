@@ -166,7 +166,7 @@ func TestRelayYear2100NotKept(t *testing.T) {
 	alice := runtimetest.Key(t, 1)
 	valid := runtimetest.Object(t, alice, "comms:message", t0.Add(-10*time.Minute), time.Hour, nil)
 	rec := queue.Record{Agent: w.key.DID().String(), From: alice.DID().String(), Body: runtimetest.Body(t, runtimetest.DataPart(t, valid))}
-	if _, err := w.queue.Enqueue(context.Background(), rec, queue.DefaultBounds(), t0); err != nil {
+	if _, err := w.queue.Enqueue(context.Background(), rec, queuebounds.Default(), t0); err != nil {
 		t.Fatal(err)
 	}
 	w.run()
