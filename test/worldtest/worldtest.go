@@ -4,6 +4,11 @@
 // brings the clock (usually a clocktest.Clock) and everything else in
 // relay.Config; the agent side differs too much from test to test to
 // share.
+//
+// It sits under test/ with the other harnesses, but not in test/internal:
+// the tests of runtime and of the commands (package main) import it too,
+// and an internal package there is importable only from test/... . It is
+// for tests only; no package of the module's binaries imports it.
 package worldtest
 
 import (
