@@ -11,7 +11,6 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	goruntime "runtime"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -198,30 +197,7 @@ func (w *world) waitPhase(name string) runtime.Phase {
 // returns the HTTP status and Retry-After.
 func (w *world) send(sender *did.PrivateKey, obj []byte) (int, int) {
 	w.t.Helper()
-	return postA2A(w.t, w.srv, w.key.DID(), sender, w.clock.Now(), runtimetest.Body(w.t, runtimetest.DataPart(w.t, obj)))
-}
-
-// postA2A posts a JSON-RPC body (A2A 1.0) to agent through the relay
-// served by srv, with sender's DID Bearer token issued at now, and
-// returns the HTTP status and Retry-After (seconds, 0 for none).
-func postA2A(t testing.TB, srv *httptest.Server, agent did.DID, sender *did.PrivateKey, now time.Time, body []byte) (int, int) {
-	t.Helper()
-	req, _ := http.NewRequest("POST", srv.URL+"/a/"+agent.String()+"/a2a/jsonrpc", bytes.NewReader(body))
-	tok, err := bearer.Issue(sender, "http://"+srv.Listener.Addr().String(), now, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+tok)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set(a2a.VersionHeader, "1.0")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	ra, _ := strconv.Atoi(resp.Header.Get("Retry-After"))
-	return resp.StatusCode, ra
+	return worldtest.Post(w.t, w.srv.URL, w.key.DID(), sender, w.clock.Now(), runtimetest.Body(w.t, runtimetest.DataPart(w.t, obj)))
 }
 
 func objID(t testing.TB, obj []byte) string {

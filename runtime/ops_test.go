@@ -339,28 +339,28 @@ func (r *rotation) newSession(next did.DID) {
 // announced) and wake-now extends the window in progress.
 func TestWindowAndWakeNowOverMQTT(t *testing.T) {
 	w := newCmdWorld(t, wake.HourlyWake)
-	w.run()
-	w.nextWake() // boot
-	start, _ := w.window.Next(cmdStart)
-	id := w.send(manage.OpSetMode, &manage.SetModeArgs{Mode: "hourly_wake", WindowSec: ptrTo(int64(600)), OffsetSec: ptrTo(int64(0))})
-	w.clock.Set(start)
-	r := w.reply(id)
+	w.Run()
+	w.NextWake() // boot
+	start, _ := w.Window.Next(cmdStart)
+	id := w.Send(manage.OpSetMode, &manage.SetModeArgs{Mode: "hourly_wake", WindowSec: ptrTo(int64(600)), OffsetSec: ptrTo(int64(0))})
+	w.Clock.Set(start)
+	r := w.Reply(id)
 	var res struct{ Window envelope.Window }
 	if r.Outcome != manage.OutcomeOK || json.Unmarshal(r.Result, &res) != nil || res.Window.LengthSec != 600 {
 		t.Fatalf("set-mode with a window: %+v %s", r, r.Result)
 	}
-	if got := w.agent.Window(); got.Length != 10*time.Minute {
+	if got := w.Agent.Window(); got.Length != 10*time.Minute {
 		t.Fatalf("window = %+v, want 10m", got)
 	}
-	w.nextWake() // the wake ends on the change and the agent re-plans into the longer window
-	w.waitPhase(runtime.PhasePublish)
-	now := w.clock.Now()
-	r = w.command(manage.OpWakeNow, &manage.WakeNowArgs{ForSec: 3600})
+	w.NextWake() // the wake ends on the change and the agent re-plans into the longer window
+	w.WaitPhase(runtime.PhasePublish)
+	now := w.Clock.Now()
+	r = w.Command(manage.OpWakeNow, &manage.WakeNowArgs{ForSec: 3600})
 	var wn struct{ Until time.Time }
 	if r.Outcome != manage.OutcomeOK || json.Unmarshal(r.Result, &wn) != nil || !wn.Until.Equal(now.Add(time.Hour)) {
 		t.Fatalf("wake-now = %+v %s; want awake until %v", r, r.Result, now.Add(time.Hour))
 	}
-	r = w.command(manage.OpDrain, nil)
+	r = w.Command(manage.OpDrain, nil)
 	if r.Outcome != manage.OutcomeOK {
 		t.Fatalf("drain = %+v", r)
 	}
@@ -370,19 +370,19 @@ func TestWindowAndWakeNowOverMQTT(t *testing.T) {
 // Run ends with ErrRestart (the binary exits for systemd to restart it).
 func TestRebootOverMQTT(t *testing.T) {
 	w := newCmdWorldWith(t, wake.AlwaysOn, func(w *cmdWorld, _ *runtime.Config, cc *manage.CommandsConfig) {
-		cc.Reboot = func() error { w.agent.Restart("reboot command"); return nil }
+		cc.Reboot = func() error { w.Agent.Restart("reboot command"); return nil }
 	})
-	w.run()
-	w.awaitStatus(func(s envelope.Status) bool { return s.State == envelope.StateAwake })
-	if r := w.command(manage.OpReboot, &manage.RebootArgs{}); r.Outcome != manage.OutcomeOK {
+	w.Run()
+	w.AwaitStatus(func(s envelope.Status) bool { return s.State == envelope.StateAwake })
+	if r := w.Command(manage.OpReboot, &manage.RebootArgs{}); r.Outcome != manage.OutcomeOK {
 		t.Fatalf("reboot = %+v", r)
 	}
-	err := <-w.done
-	w.done <- err // for the cleanup
+	err := <-w.Done
+	w.Done <- err // for the cleanup
 	if !errors.Is(err, runtime.ErrRestart) {
 		t.Fatalf("Run after reboot = %v, want ErrRestart", err)
 	}
-	w.awaitStatus(func(s envelope.Status) bool { return s.State == envelope.StateStopped })
+	w.AwaitStatus(func(s envelope.Status) bool { return s.State == envelope.StateStopped })
 }
 
 // TestRotateKeysOverMQTT: rotate-keys answers with the old and new DIDs
@@ -391,25 +391,25 @@ func TestRebootOverMQTT(t *testing.T) {
 func TestRotateKeysOverMQTT(t *testing.T) {
 	keyFile := filepath.Join(t.TempDir(), "agent.key")
 	w := newCmdWorldWith(t, wake.AlwaysOn, func(w *cmdWorld, cfg *runtime.Config, cc *manage.CommandsConfig) {
-		if err := did.SaveKey(keyFile, w.key, false); err != nil {
+		if err := did.SaveKey(keyFile, w.Key, false); err != nil {
 			t.Fatal(err)
 		}
 		cfg.KeyFile = keyFile
-		cc.RotateKey = func(ctx context.Context, k *did.PrivateKey, h []byte) error { return w.agent.RotateKey(ctx, k, h) }
+		cc.RotateKey = func(ctx context.Context, k *did.PrivateKey, h []byte) error { return w.Agent.RotateKey(ctx, k, h) }
 	})
-	w.run()
-	w.awaitStatus(func(s envelope.Status) bool { return s.State == envelope.StateAwake })
-	r := w.command(manage.OpRotateKeys, nil)
+	w.Run()
+	w.AwaitStatus(func(s envelope.Status) bool { return s.State == envelope.StateAwake })
+	r := w.Command(manage.OpRotateKeys, nil)
 	var res struct {
 		Old, New string
 		Handover json.RawMessage
 	}
-	if r.Outcome != manage.OutcomeOK || json.Unmarshal(r.Result, &res) != nil || res.Old != w.key.DID().String() || len(res.Handover) == 0 {
+	if r.Outcome != manage.OutcomeOK || json.Unmarshal(r.Result, &res) != nil || res.Old != w.Key.DID().String() || len(res.Handover) == 0 {
 		t.Fatalf("rotate-keys = %+v %s", r, r.Result)
 	}
-	checkHandover(t, res.Handover, w.key.DID(), res.New, "pi-7")
-	err := <-w.done
-	w.done <- err
+	checkHandover(t, res.Handover, w.Key.DID(), res.New, "pi-7")
+	err := <-w.Done
+	w.Done <- err
 	if !errors.Is(err, runtime.ErrRestart) {
 		t.Fatalf("Run after rotate-keys = %v, want ErrRestart", err)
 	}

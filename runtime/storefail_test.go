@@ -13,6 +13,7 @@ import (
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/runtime"
 	"github.com/torpor-dev/torpor/runtime/runtimetest"
+	"github.com/torpor-dev/torpor/test/worldtest"
 	"github.com/torpor-dev/torpor/transport/a2a"
 	"github.com/torpor-dev/torpor/wake"
 )
@@ -41,7 +42,7 @@ func (s brokenStoreSessions) ApplyHandshake(tx *bolt.Tx, h a2a.Handshake, from d
 // sender, and returns the HTTP status.
 func (w *world) postBody(sender *did.PrivateKey, body []byte) int {
 	w.t.Helper()
-	code, _ := postA2A(w.t, w.srv, w.key.DID(), sender, w.clock.Now(), body)
+	code, _ := worldtest.Post(w.t, w.srv.URL, w.key.DID(), sender, w.clock.Now(), body)
 	return code
 }
 
