@@ -3,11 +3,13 @@ package worldtest
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -305,3 +307,50 @@ func Logger(t testing.TB) *slog.Logger {
 type tlog struct{ t testing.TB }
 
 func (l tlog) Write(p []byte) (int, error) { l.t.Log(string(p)); return len(p), nil }
+
+// RunPublished runs the agent cfg makes until the test ends or stop is
+// called, and returns once its first wake has published its state, so
+// that its relay forwards requests to it live. cfg's OnPhase hook, if
+// any, still sees every phase.
+func RunPublished(t testing.TB, cfg runtime.Config) (a *runtime.Agent, stop func()) {
+	t.Helper()
+	published := make(chan struct{}, 1)
+	next := cfg.Hooks.OnPhase
+	cfg.Hooks.OnPhase = func(p runtime.Phase) {
+		if next != nil {
+			next(p)
+		}
+		if p.Name == runtime.PhasePublish {
+			select {
+			case published <- struct{}{}:
+			default:
+			}
+		}
+	}
+	a, err := runtime.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+				t.Logf("agent %s: %v", cfg.Name, err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	select {
+	case <-published:
+	case err := <-done:
+		done <- err // for stop
+		t.Fatalf("agent %s stopped before it published: %v", cfg.Name, err)
+	case <-time.After(30 * time.Second):
+		t.Fatalf("agent %s did not publish its state within 30 s", cfg.Name)
+	}
+	return a, stop
+}
