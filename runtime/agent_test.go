@@ -200,22 +200,6 @@ func (w *world) send(sender *did.PrivateKey, obj []byte) (int, int) {
 	return worldtest.Post(w.t, w.srv.URL, w.key.DID(), sender, w.clock.Now(), runtimetest.Body(w.t, runtimetest.DataPart(w.t, obj)))
 }
 
-func objID(t testing.TB, obj []byte) string {
-	var v struct{ ID string }
-	if err := json.Unmarshal(obj, &v); err != nil {
-		t.Fatal(err)
-	}
-	return v.ID
-}
-
-func tamper(obj []byte) []byte {
-	var m map[string]json.RawMessage
-	json.Unmarshal(obj, &m)
-	m["payload"] = json.RawMessage(`{"text":"tampered"}`)
-	b, _ := json.Marshal(m)
-	return b
-}
-
 // TestHourlyWakeDrainsAtTheWindow: a sender's objects get 503 with a
 // Retry-After inside the next window while the agent sleeps; the agent
 // wakes at the window, drains and delivers exactly the valid one.
@@ -238,7 +222,7 @@ func TestHourlyWakeDrainsAtTheWindow(t *testing.T) {
 	alice := runtimetest.Key(t, 1)
 	valid := runtimetest.Object(t, alice, "comms:message", t0, 2*time.Hour, nil)
 	expiring := runtimetest.Object(t, alice, "comms:message", t0, time.Minute, nil)
-	forged := tamper(runtimetest.Object(t, alice, "comms:message", t0, 2*time.Hour, nil))
+	forged := runtimetest.Tamper(runtimetest.Object(t, alice, "comms:message", t0, 2*time.Hour, nil))
 	for _, o := range [][]byte{valid, expiring, forged} {
 		status, ra := w.send(alice, o)
 		at := w.clock.Now().Add(time.Duration(ra) * time.Second)
@@ -250,8 +234,8 @@ func TestHourlyWakeDrainsAtTheWindow(t *testing.T) {
 	<-rtc.asleep
 	rtc.wakeup <- struct{}{} // the RTC alarm fires at the window's start
 	w.waitPhases(runtime.PhasePublish, runtime.PhaseDrain)
-	if got := w.rec.IDs(); len(got) != 1 || got[0] != objID(t, valid) {
-		t.Fatalf("delivered %v, want only %s", got, objID(t, valid))
+	if got := w.rec.IDs(); len(got) != 1 || got[0] != runtimetest.ObjectID(t, valid) {
+		t.Fatalf("delivered %v, want only %s", got, runtimetest.ObjectID(t, valid))
 	}
 	w.clock.Set(end)
 	r := w.nextWake()
@@ -427,7 +411,7 @@ func TestModeChangeAndLiveRequests(t *testing.T) {
 	if status != http.StatusOK || !bytes.Contains(body, []byte(`"result"`)) {
 		t.Fatalf("live request: %d %s; want 200 with a JSON-RPC result", status, body)
 	}
-	if got := w.rec.IDs(); len(got) != 1 || got[0] != objID(t, obj) {
+	if got := w.rec.IDs(); len(got) != 1 || got[0] != runtimetest.ObjectID(t, obj) {
 		t.Fatalf("delivered %v", got)
 	}
 	// Each live answer is a message of its own, with its own id.

@@ -41,7 +41,7 @@ func TestLogLinesHaveOneValuePerKey(t *testing.T) {
 	valid := runtimetest.Object(t, alice, "comms:message", t0, 2*time.Hour, nil)
 	for _, o := range [][]byte{
 		valid,
-		tamper(runtimetest.Object(t, alice, "comms:message", t0, 2*time.Hour, nil)),
+		runtimetest.Tamper(runtimetest.Object(t, alice, "comms:message", t0, 2*time.Hour, nil)),
 		runtimetest.Object(t, alice, "action:open-valve", t0, 2*time.Hour, map[string]any{"idempotencyKey": "valve-7"}),
 	} {
 		w.send(alice, o)

@@ -142,7 +142,7 @@ func TestDrainOnDemand(t *testing.T) {
 	if err != nil || rep.Records != 1 || rep.Accepted != 1 || rep.Delivered != 1 {
 		t.Fatalf("Drain = %v, %v; want the queued record drained and delivered", rep, err)
 	}
-	if got := w.rec.IDs(); len(got) != 1 || got[0] != objID(t, obj) {
+	if got := w.rec.IDs(); len(got) != 1 || got[0] != runtimetest.ObjectID(t, obj) {
 		t.Fatalf("delivered %v", got)
 	}
 	w.clock.Set(t0.Add(30 * time.Minute))
