@@ -17,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/torpor-dev/torpor/store/jsstore/jsserver"
+	"github.com/torpor-dev/torpor/test/internal/relaytest"
 )
 
 // benchSenders is how many senders (and raw publishers) run at once.
@@ -94,7 +95,7 @@ func publishBenchDevices(b *testing.B, addr string, set int) []string {
 func benchSend(b *testing.B, addrs []string, devs []string) float64 {
 	toks := make([]string, benchSenders)
 	for i := range toks {
-		toks[i] = token(b, testKey(b, 5000+i))
+		toks[i] = relaytest.Token(b, testKey(b, 5000+i), publicURL)
 	}
 	payload := body("bench", 1024)
 	return runSenders(b, func(i int, n int64) error {

@@ -11,6 +11,7 @@ import (
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/mls"
 	"github.com/torpor-dev/torpor/session"
+	"github.com/torpor-dev/torpor/test/internal/relaytest"
 	"github.com/torpor-dev/torpor/transport/bearer"
 )
 
@@ -42,7 +43,7 @@ func TestKeyPackageOnceAcrossRelays(t *testing.T) {
 		Wire       string `json:"wire"`
 		LastResort bool   `json:"lastResort"`
 	}
-	auth := bearer.Authorization(token(t, testKey(t, 8))) // fetches need a token
+	auth := bearer.Authorization(relaytest.Token(t, testKey(t, 8), publicURL)) // fetches need a token
 	answers := make([]got, fetches)
 	start := make(chan struct{})
 	var wg sync.WaitGroup

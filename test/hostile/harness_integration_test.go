@@ -14,13 +14,11 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/test/internal/relaytest"
 	"github.com/torpor-dev/torpor/test/internal/testenv"
 	"github.com/torpor-dev/torpor/transport/a2a"
-	"github.com/torpor-dev/torpor/transport/bearer"
 )
 
 // startRelay runs torpor-relay on loopback (ports chosen by the kernel)
@@ -74,17 +72,6 @@ func writeKey(t testing.TB, k *did.PrivateKey) string {
 	return path
 }
 
-// token returns a DID Bearer token of k for the audience aud (the relay's
-// origin).
-func token(t testing.TB, k *did.PrivateKey, aud string) string {
-	t.Helper()
-	tok, err := bearer.Issue(k, aud, time.Now(), 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tok
-}
-
 // relayProc is a running torpor-relay.
 type relayProc = relaytest.Relay
 
@@ -118,7 +105,7 @@ func send(t testing.TB, url, agentDID string, sender *did.PrivateKey, version, b
 	t.Helper()
 	h := http.Header{"Content-Type": {"application/json"}}
 	if sender != nil {
-		h.Set("Authorization", "Bearer "+token(t, sender, url))
+		h.Set("Authorization", "Bearer "+relaytest.Token(t, sender, url))
 	}
 	if version != "" {
 		h.Set("A2A-Version", version)

@@ -21,6 +21,7 @@ import (
 	"github.com/torpor-dev/torpor/mls"
 	"github.com/torpor-dev/torpor/session"
 	"github.com/torpor-dev/torpor/session/sender"
+	"github.com/torpor-dev/torpor/test/internal/relaytest"
 	"github.com/torpor-dev/torpor/transport/a2a"
 	"github.com/torpor-dev/torpor/transport/bearer"
 	"github.com/torpor-dev/torpor/transport/link"
@@ -51,7 +52,7 @@ func getKeyPackage(t testing.TB, url string, agent did.DID, caller *did.PrivateK
 	t.Helper()
 	h := http.Header{}
 	if caller != nil {
-		h.Set("Authorization", "Bearer "+token(t, caller, url))
+		h.Set("Authorization", "Bearer "+relaytest.Token(t, caller, url))
 	}
 	if xff != "" {
 		h.Set("X-Forwarded-For", xff)
@@ -145,7 +146,7 @@ func TestLimitsTrickledBodyCutOff(t *testing.T) {
 	}
 	defer c.Close()
 	fmt.Fprintf(c, "POST /a/%s/a2a/jsonrpc HTTP/1.1\r\nHost: relay\r\nContent-Type: application/json\r\nA2A-Version: 1.0\r\nAuthorization: Bearer %s\r\nContent-Length: 200\r\n\r\n",
-		s.dev.DID(), token(t, freshKey(t), s.relay.URL))
+		s.dev.DID(), relaytest.Token(t, freshKey(t), s.relay.URL))
 	cut := make(chan string, 1)
 	go func() {
 		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
@@ -203,7 +204,7 @@ func TestLimitsIdleConnectionsDoNotStarve(t *testing.T) {
 	client := &http.Client{Timeout: 10 * time.Second}
 	start := time.Now()
 	req, _ := http.NewRequest("POST", s.relay.URL+"/a/"+s.dev.DID().String()+"/a2a/jsonrpc", strings.NewReader(message(`"legit"`, wirePart("legit"))))
-	req.Header = http.Header{"Content-Type": {"application/json"}, "A2A-Version": {"1.0"}, "Authorization": {"Bearer " + token(t, s.sender, s.relay.URL)}}
+	req.Header = http.Header{"Content-Type": {"application/json"}, "A2A-Version": {"1.0"}, "Authorization": {"Bearer " + relaytest.Token(t, s.sender, s.relay.URL)}}
 	resp, err := client.Do(req)
 	if err != nil {
 		t.Fatalf("legitimate message with 1,100 idle connections held: %v", err)
@@ -237,7 +238,7 @@ func TestLimitsBusyConnectionsRefused(t *testing.T) {
 			t.Fatal(err)
 		}
 		busy = append(busy, c)
-		fmt.Fprintf(c, "POST /a/%s/a2a/jsonrpc HTTP/1.1\r\nHost: relay\r\nAuthorization: Bearer %s\r\nContent-Length: 1000\r\n\r\n{", s.dev.DID(), token(t, s.sender, s.relay.URL))
+		fmt.Fprintf(c, "POST /a/%s/a2a/jsonrpc HTTP/1.1\r\nHost: relay\r\nAuthorization: Bearer %s\r\nContent-Length: 1000\r\n\r\n{", s.dev.DID(), relaytest.Token(t, s.sender, s.relay.URL))
 		if len(busy) < 3 {
 			return false
 		}
@@ -318,7 +319,7 @@ func TestLimitsKeyPackageBudget(t *testing.T) {
 		wg.Go(func() {
 			for i := w; i < flood; i += 8 {
 				req, _ := http.NewRequest("GET", r.URL+"/a/"+dev.DID().String()+"/mls/key-package", nil)
-				req.Header.Set("Authorization", "Bearer "+token(t, key(t, 0x10000+i), r.URL))
+				req.Header.Set("Authorization", "Bearer "+relaytest.Token(t, key(t, 0x10000+i), r.URL))
 				resp, err := client.Do(req)
 				if err != nil {
 					other.Add(1)

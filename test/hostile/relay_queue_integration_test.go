@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/torpor-dev/torpor/test/internal/relaytest"
 	"github.com/torpor-dev/torpor/transport/a2a"
 )
 
@@ -139,7 +140,7 @@ func TestUnknownAgentsAnswerAlike(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			h := http.Header{"Content-Type": {"application/json"}, "A2A-Version": {"1.0"}}
 			if strings.Contains(name, "token") {
-				h.Set("Authorization", "Bearer "+token(t, freshKey(t), "https://elsewhere.example"))
+				h.Set("Authorization", "Bearer "+relaytest.Token(t, freshKey(t), "https://elsewhere.example"))
 			}
 			a := do(t, "POST", s.relay.URL+"/a/"+agent+"/a2a/jsonrpc", h, []byte(message(`1`, wirePart("x"))))
 			if a.Status != known.Status || a.json()["error"] != known.json()["error"] || a.json()["message"] != known.json()["message"] {

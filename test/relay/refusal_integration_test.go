@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/test/internal/relaytest"
 )
 
 // TestSameAnswerAwakeAndAsleep sends the same plain text message (no
@@ -48,7 +49,7 @@ func postRaw(t *testing.T, url string, agent, sender *did.PrivateKey, version, b
 		t.Fatal(err)
 	}
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+token(t, sender, url))
+	req.Header.Set("Authorization", "Bearer "+relaytest.Token(t, sender, url))
 	if version != "" {
 		req.Header.Set("A2A-Version", version)
 	}

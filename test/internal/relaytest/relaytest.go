@@ -12,6 +12,7 @@ import (
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/test/internal/testenv"
 	"github.com/torpor-dev/torpor/transport/a2a"
+	"github.com/torpor-dev/torpor/transport/bearer"
 	"github.com/torpor-dev/torpor/transport/link"
 	"github.com/torpor-dev/torpor/transport/link/wire"
 )
@@ -35,6 +36,17 @@ func Start(t testing.TB, dir string, extra ...string) *Relay {
 	args := append([]string{"--listen", "127.0.0.1:0", "--mqtt-listen", "127.0.0.1:0", "--data-dir", dir, "--log-level", "info"}, extra...)
 	p := testenv.Start(t, testenv.Binary(t, "torpor-relay"), args...)
 	return &Relay{Proc: p, URL: p.WaitWithin(t, time.Minute, ListenRE)[1], Dir: dir}
+}
+
+// Token returns a DID Bearer token of k for the audience aud (a relay's
+// public origin), issued now.
+func Token(t testing.TB, k *did.PrivateKey, aud string) string {
+	t.Helper()
+	tok, err := bearer.Issue(k, aud, time.Now(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
 }
 
 // Dial links dev to the relay at url as its device; the link is closed
@@ -78,6 +90,13 @@ func PullAll(t testing.TB, url string, dev *did.PrivateKey) []wire.Record {
 	t.Helper()
 	c, ctx := Dial(t, url, dev)
 	defer c.Close()
+	return Pull(t, ctx, c, false)
+}
+
+// Pull pulls every record queued for c's device, acknowledging each
+// batch when ack is set.
+func Pull(t testing.TB, ctx context.Context, c *link.Client, ack bool) []wire.Record {
+	t.Helper()
 	var all []wire.Record
 	var after uint64
 	for {
@@ -86,6 +105,15 @@ func PullAll(t testing.TB, url string, dev *did.PrivateKey) []wire.Record {
 			t.Fatal(err)
 		}
 		all = append(all, recs...)
+		if ack && len(recs) > 0 {
+			seqs := make([]uint64, len(recs))
+			for i, r := range recs {
+				seqs[i] = r.Seq
+			}
+			if err := c.Ack(ctx, seqs); err != nil {
+				t.Fatal(err)
+			}
+		}
 		if len(recs) == 0 || !more {
 			return all
 		}
