@@ -178,6 +178,17 @@ func (s *suspendSource) Wait(ctx context.Context, until time.Time) (wake.Wake, e
 
 func (s *suspendSource) Halt() error { return nil }
 
+// bootSuspending makes w's agent with a suspendSource as its only wake
+// source, runs it, and returns the source and the boot wake's report.
+func (w *world) bootSuspending() (*suspendSource, runtime.WakeReport) {
+	w.t.Helper()
+	rtc := &suspendSource{w: w, asleep: make(chan struct{}, 1), wakeup: make(chan struct{})}
+	w.cfg.Sources = []wake.Source{rtc}
+	w.newAgent()
+	w.run()
+	return rtc, w.nextWake()
+}
+
 // waitPhase waits until a phase named name completes.
 func (w *world) waitPhase(name string) runtime.Phase {
 	w.t.Helper()
