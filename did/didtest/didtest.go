@@ -20,3 +20,14 @@ func Key(tb testing.TB, last byte) *did.PrivateKey {
 	}
 	return k
 }
+
+// New returns a new random key, one a test needs only to differ from
+// every other.
+func New(tb testing.TB) *did.PrivateKey {
+	tb.Helper()
+	k, err := did.Generate(nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return k
+}

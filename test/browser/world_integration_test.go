@@ -93,11 +93,3 @@ func (w *world) send(t *testing.T, sender *did.PrivateKey, agent did.DID) int {
 	resp.Body.Close()
 	return resp.StatusCode
 }
-
-func (w *world) newKey(t *testing.T) *did.PrivateKey {
-	k, err := did.Generate(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return k
-}

@@ -11,6 +11,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/torpor-dev/torpor/did/didtest"
 	"github.com/torpor-dev/torpor/runtime/manage"
 	"github.com/torpor-dev/torpor/transport/mqtt/envelope"
 	"github.com/torpor-dev/torpor/transport/mqtt/mqtttest"
@@ -87,7 +88,7 @@ func TestRejectedCommandsAreReported(t *testing.T) {
 		dev := d.key.DID()
 		now := d.clk.Now()
 		valid := d.publish(d.opKey, manage.CommandSpec{Device: dev, Seq: 100, Op: manage.OpStatus, IssuedAt: now})
-		unknown := d.publish(mustKey(t), manage.CommandSpec{Device: dev, Seq: 200, Op: manage.OpHalt, IssuedAt: now})
+		unknown := d.publish(didtest.New(t), manage.CommandSpec{Device: dev, Seq: 200, Op: manage.OpHalt, IssuedAt: now})
 		expiring := d.publish(d.opKey, manage.CommandSpec{Device: dev, Seq: 300, Op: manage.OpHalt, IssuedAt: now, TTL: time.Minute})
 		// The device wakes two minutes later: the last one expired on its
 		// way (its MQTT expiry, a real minute, has not passed yet).

@@ -11,6 +11,7 @@ import (
 
 	"github.com/torpor-dev/torpor/clock/clocktest"
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/did/didtest"
 	"github.com/torpor-dev/torpor/runtime/manage"
 	"github.com/torpor-dev/torpor/runtime/manage/managetest"
 	"github.com/torpor-dev/torpor/test/internal/testenv"
@@ -53,15 +54,6 @@ func ctxT(t testing.TB) context.Context {
 	return ctx
 }
 
-func mustKey(t testing.TB) *did.PrivateKey {
-	t.Helper()
-	k, err := did.Generate(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return k
-}
-
 type tlog struct{ t testing.TB }
 
 func (l tlog) Write(p []byte) (int, error) { l.t.Log(string(p)); return len(p), nil }
@@ -92,7 +84,7 @@ const name = "dev-7"
 
 func newDevice(t testing.TB, b mqtttest.Broker) *device {
 	d := &device{t: t, broker: b, url: b.URL(), clk: clocktest.New(start), dev: &managetest.Device{},
-		key: mustKey(t), opKey: mustKey(t), path: filepath.Join(t.TempDir(), "agent.db")}
+		key: didtest.New(t), opKey: didtest.New(t), path: filepath.Join(t.TempDir(), "agent.db")}
 	d.state = mqtttest.OpenState(t, d.path, d.clk)
 	if e, ok := b.(*mqtttest.Embedded); ok {
 		e.AddOperator(d.opKey.DID())

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/did/didtest"
 	"github.com/torpor-dev/torpor/runtime"
 	"github.com/torpor-dev/torpor/runtime/deliver"
 	"github.com/torpor-dev/torpor/runtime/manage"
@@ -29,7 +30,7 @@ type world struct {
 }
 
 func newWorld(t *testing.T, b mqtttest.Broker, mode wake.Mode) *world {
-	w := &world{sender: mustKey(t)}
+	w := &world{sender: didtest.New(t)}
 	w.Device = worldtest.NewDevice(t, worldtest.DeviceOptions{Mode: mode, Name: name, Broker: b,
 		Configure: func(d *worldtest.Device, cfg *runtime.Config, _ *manage.CommandsConfig) { cfg.Owner = d.OpKey.DID() }})
 	w.Sink.AnswerWith(func(deliver.Delivery) deliver.Outcome {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/torpor-dev/torpor/clock/clocktest"
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/did/didtest"
 	"github.com/torpor-dev/torpor/runtime"
 	"github.com/torpor-dev/torpor/runtime/deliver"
 	"github.com/torpor-dev/torpor/runtime/manage"
@@ -114,12 +115,8 @@ func NewDevice(t *testing.T, o DeviceOptions) *Device {
 
 func (w *Device) defaults() {
 	for _, k := range []**did.PrivateKey{&w.Key, &w.OpKey} {
-		if *k != nil {
-			continue
-		}
-		var err error
-		if *k, err = did.Generate(nil); err != nil {
-			w.T.Fatal(err)
+		if *k == nil {
+			*k = didtest.New(w.T)
 		}
 	}
 	if w.Name == "" {
