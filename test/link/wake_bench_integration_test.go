@@ -14,6 +14,7 @@ import (
 
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/did/didtest"
+	"github.com/torpor-dev/torpor/test/internal/relaytest"
 	"github.com/torpor-dev/torpor/test/internal/testenv"
 	"github.com/torpor-dev/torpor/test/internal/wakemeter"
 )
@@ -59,15 +60,16 @@ func BenchmarkEmptyWake(b *testing.B) {
 	if err := did.SaveKey(keyFile, key, true); err != nil {
 		b.Fatal(err)
 	}
-	relayBin, agentBin := testenv.Binary(b, "torpor-relay"), testenv.Binary(b, "torpor-agent")
+	agentBin := testenv.Binary(b, "torpor-agent")
 	if v := os.Getenv("TORPOR_EMPTYWAKE_AGENT"); v != "" {
 		agentBin = v
 	}
 	argv := append(strings.Fields(os.Getenv("TORPOR_EMPTYWAKE_EXEC")), agentBin, "--key", keyFile, "--data-dir", filepath.Join(dir, "agent"),
 		"--relay", "http://"+addr, "--mode", "hourly_wake", "--name", "bench", "--purposes", "comms:*",
 		"--handler", "*=exec:/bin/true", "--time-scale", strconv.Itoa(scale), "--time-epoch", epoch)
-	testenv.Start(b, relayBin, "--listen", addr, "--mqtt-listen", "127.0.0.1:0",
-		"--data-dir", filepath.Join(dir, "relay"), "--public-url", "http://"+addr, "--log-level", "info",
+	// The relay's --listen is the address the agent was given; a later
+	// flag overrides relaytest's 127.0.0.1:0.
+	relaytest.Start(b, filepath.Join(dir, "relay"), "--listen", addr, "--public-url", "http://"+addr,
 		"--time-scale", strconv.Itoa(scale), "--time-epoch", epoch)
 	agent := testenv.Start(b, argv[0], argv[1:]...)
 	pid := agent.Cmd.Process.Pid
