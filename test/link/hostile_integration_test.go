@@ -19,8 +19,7 @@ import (
 
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/did/didtest"
-	"github.com/torpor-dev/torpor/mls"
-	"github.com/torpor-dev/torpor/session"
+	"github.com/torpor-dev/torpor/test/internal/relaytest"
 	"github.com/torpor-dev/torpor/transport/a2a"
 	"github.com/torpor-dev/torpor/transport/bearer"
 	"github.com/torpor-dev/torpor/transport/link"
@@ -209,7 +208,7 @@ func TestAckOnlyWhatTheLinkReceived(t *testing.T) {
 func TestJunkKeyPackagesRefused(t *testing.T) {
 	w := newWorld(t)
 	dev, other := didtest.Key(t, 0x38), didtest.Key(t, 0x39)
-	g1, g2 := genuineKP(t, dev), genuineKP(t, dev)
+	g1, g2 := relaytest.KeyPackage(t, dev), relaytest.KeyPackage(t, dev)
 	c := w.device(t, dev, "sleep", [][]byte{g1, g2})
 	ctx := timeout(t)
 	for _, tt := range []struct {
@@ -218,7 +217,7 @@ func TestJunkKeyPackagesRefused(t *testing.T) {
 		want string
 	}{
 		{"junk after a valid header", append([]byte{0, 1, 0, 5}, bytes.Repeat([]byte{0x42}, 200)...), "key package 0"},
-		{"valid, bound to another DID", genuineKP(t, other), "key package 0"},
+		{"valid, bound to another DID", relaytest.KeyPackage(t, other), "key package 0"},
 		{"a duplicate", g2, "duplicate"},
 	} {
 		st := w.state(t, c, dev, "sleep")
@@ -339,17 +338,6 @@ func (w *world) state(t *testing.T, c *link.Client, key *did.PrivateKey, mode st
 		t.Fatal(err)
 	}
 	return wire.State{Mode: mode, Card: raw}
-}
-
-// genuineKP is an MLSMessage-wrapped KeyPackage of key's DID, made the
-// way the agent makes them (session's credential, RFC 9420 Section 10).
-func genuineKP(t *testing.T, key *did.PrivateKey) []byte {
-	t.Helper()
-	b, _, _, err := session.NewKeyPackage(&mls.Config{}, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
 }
 
 // TestOverflowTokenRefused: a DID Bearer token whose iat and exp lie so far

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/mls"
+	"github.com/torpor-dev/torpor/session"
 	"github.com/torpor-dev/torpor/test/internal/testenv"
 	"github.com/torpor-dev/torpor/transport/a2a"
 	"github.com/torpor-dev/torpor/transport/bearer"
@@ -47,6 +49,18 @@ func Token(t testing.TB, k *did.PrivateKey, aud string) string {
 		t.Fatal(err)
 	}
 	return tok
+}
+
+// KeyPackage returns an MLSMessage-wrapped KeyPackage of key's DID, made
+// the way the agent makes them (session's credential, RFC 9420 Section
+// 10): the relay verifies every KeyPackage a device publishes.
+func KeyPackage(t testing.TB, key *did.PrivateKey) []byte {
+	t.Helper()
+	b, _, _, err := session.NewKeyPackage(&mls.Config{}, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 // Dial links dev to the relay at url as its device; the link is closed
