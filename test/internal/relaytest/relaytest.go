@@ -1,10 +1,15 @@
 // Package relaytest runs the real torpor-relay binary for the integration
-// tests under test/ and does what a device does on its link in a few
-// lines: publish a mode with a signed card, pull the queue.
+// tests under test/, and does in a few lines what a device does on its
+// link (publish a mode with a signed card and KeyPackages, pull the queue)
+// and what a sender does over HTTP (a DID Bearer token, a JSON-RPC post).
 package relaytest
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"io"
+	"net/http"
 	"regexp"
 	"testing"
 	"time"
@@ -133,4 +138,59 @@ func Pull(t testing.TB, ctx context.Context, c *link.Client, ack bool) []wire.Re
 		}
 		after = recs[len(recs)-1].Seq
 	}
+}
+
+// Answer is a relay's HTTP answer.
+type Answer struct {
+	Status int
+	Header http.Header
+	Body   []byte
+}
+
+// JSON decodes the answer's body into a map (nil when it is not a JSON
+// object).
+func (a Answer) JSON() map[string]any {
+	var m map[string]any
+	json.Unmarshal(a.Body, &m)
+	return m
+}
+
+// String is the status and the body.
+func (a Answer) String() string { return http.StatusText(a.Status) + " " + string(a.Body) }
+
+// Send posts body to the JSON-RPC endpoint of the agent agentDID with a
+// DID Bearer token of sender (none when sender is nil) and the A2A-Version
+// header version (none when empty).
+func Send(t testing.TB, url, agentDID string, sender *did.PrivateKey, version, body string) Answer {
+	t.Helper()
+	h := http.Header{"Content-Type": {"application/json"}}
+	if sender != nil {
+		h.Set("Authorization", "Bearer "+Token(t, sender, url))
+	}
+	if version != "" {
+		h.Set("A2A-Version", version)
+	}
+	return Do(t, "POST", url+"/a/"+agentDID+"/a2a/jsonrpc", h, []byte(body))
+}
+
+// Do makes one HTTP request and reads the whole answer.
+func Do(t testing.TB, method, url string, h http.Header, body []byte) Answer {
+	t.Helper()
+	req, err := http.NewRequest(method, url, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range h {
+		req.Header[k] = v
+	}
+	r, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Body.Close()
+	b, err := io.ReadAll(r.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Answer{Status: r.StatusCode, Header: r.Header, Body: b}
 }
