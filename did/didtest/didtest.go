@@ -1,4 +1,5 @@
-// Package didtest gives tests deterministic did:key identities.
+// Package didtest gives tests did:key identities: deterministic ones (Key)
+// and new random ones (New).
 package didtest
 
 import (
