@@ -11,6 +11,7 @@ import (
 	"github.com/torpor-dev/torpor/runtime/manage"
 	"github.com/torpor-dev/torpor/runtime/runtimetest"
 	"github.com/torpor-dev/torpor/test/worldtest"
+	"github.com/torpor-dev/torpor/transport/mqtt/command"
 	"github.com/torpor-dev/torpor/transport/mqtt/envelope"
 	"github.com/torpor-dev/torpor/wake"
 )
@@ -59,9 +60,9 @@ func TestSetModeOverMQTTChangesWhatTheRelayTellsSenders(t *testing.T) {
 		t.Fatalf("sender while asleep: %d Retry-After %d, want 503 with a Retry-After", code, ra)
 	}
 
-	id := w.Send(manage.OpSetMode, &manage.SetModeArgs{Mode: "always_on"})
+	id := w.Send(command.OpSetMode, &command.SetModeArgs{Mode: "always_on"})
 	w.Clock.Set(start) // the window opens: the agent wakes and takes the command
-	if r := w.Reply(id); r.Outcome != manage.OutcomeOK {
+	if r := w.Reply(id); r.Outcome != command.OutcomeOK {
 		t.Fatalf("set-mode reply = %+v", r)
 	}
 	// The window's wake ends on the mode change; the agent wakes again in
@@ -83,12 +84,12 @@ func TestOperatorCommandsOnTheAgent(t *testing.T) {
 	w.Run()
 	w.AwaitStatus(func(s envelope.Status) bool { return s.State == envelope.StateAwake })
 
-	halt := w.Command(manage.OpHalt, &manage.NoteArgs{Note: "maintenance"})
-	if halt.Outcome != manage.OutcomeOK {
+	halt := w.Command(command.OpHalt, &command.NoteArgs{Note: "maintenance"})
+	if halt.Outcome != command.OutcomeOK {
 		t.Fatalf("halt: %+v", halt)
 	}
 	w.AwaitStatus(func(s envelope.Status) bool { return s.Halted })
-	r := w.Command(manage.OpStatus, nil)
+	r := w.Command(command.OpStatus, nil)
 	var rep struct {
 		Status envelope.Status
 		Halt   struct {
@@ -105,24 +106,24 @@ func TestOperatorCommandsOnTheAgent(t *testing.T) {
 	if want := "maintenance — " + w.OpKey.DID().String() + " (MQTT command " + halt.Command + ")"; rep.Halt.Note != want {
 		t.Errorf("halt note %q, want %q", rep.Halt.Note, want)
 	}
-	if r := w.Command(manage.OpResume, &manage.NoteArgs{}); r.Outcome != manage.OutcomeOK || string(r.Result) != `{"halted":false,"ran":0}` {
+	if r := w.Command(command.OpResume, &command.NoteArgs{}); r.Outcome != command.OutcomeOK || string(r.Result) != `{"halted":false,"ran":0}` {
 		t.Fatalf("resume: %+v", r)
 	}
 	tests := []struct {
 		op      string
 		args    any
-		outcome manage.Outcome
+		outcome command.Outcome
 		reason  string
 		result  string
 	}{
-		{manage.OpConfigGet, &manage.ConfigArgs{Key: "mode"}, manage.OutcomeOK, "", `{"key":"mode","value":"always_on"}`},
-		{manage.OpConfigSet, &manage.ConfigArgs{Key: "owner", Value: ptrTo("did:key:x")}, manage.OutcomeFailed, "read-only", ""},
-		{manage.OpConfigGet, &manage.ConfigArgs{Key: "colour"}, manage.OutcomeFailed, "unknown-key", ""},
-		{manage.OpReconcile, &manage.ReconcileArgs{Key: "nobody k1", Happened: true}, manage.OutcomeFailed, "no-key", ""},
-		{manage.OpConfirm, &manage.HoldArgs{Hold: "nobody k1"}, manage.OutcomeFailed, "no-hold", ""},
-		{manage.OpRotateKeys, nil, manage.OutcomeFailed, manage.ReasonUnsupported, ""},
-		{manage.OpReboot, &manage.RebootArgs{}, manage.OutcomeFailed, manage.ReasonUnsupported, ""},
-		{manage.OpWakeNow, &manage.WakeNowArgs{}, manage.OutcomeOK, "", `{"awake":true}`},
+		{command.OpConfigGet, &command.ConfigArgs{Key: "mode"}, command.OutcomeOK, "", `{"key":"mode","value":"always_on"}`},
+		{command.OpConfigSet, &command.ConfigArgs{Key: "owner", Value: ptrTo("did:key:x")}, command.OutcomeFailed, "read-only", ""},
+		{command.OpConfigGet, &command.ConfigArgs{Key: "colour"}, command.OutcomeFailed, "unknown-key", ""},
+		{command.OpReconcile, &command.ReconcileArgs{Key: "nobody k1", Happened: true}, command.OutcomeFailed, "no-key", ""},
+		{command.OpConfirm, &command.HoldArgs{Hold: "nobody k1"}, command.OutcomeFailed, "no-hold", ""},
+		{command.OpRotateKeys, nil, command.OutcomeFailed, command.ReasonUnsupported, ""},
+		{command.OpReboot, &command.RebootArgs{}, command.OutcomeFailed, command.ReasonUnsupported, ""},
+		{command.OpWakeNow, &command.WakeNowArgs{}, command.OutcomeOK, "", `{"awake":true}`},
 	}
 	for _, tt := range tests {
 		r := w.Command(tt.op, tt.args)

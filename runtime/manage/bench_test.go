@@ -3,7 +3,7 @@ package manage_test
 import (
 	"testing"
 
-	"github.com/torpor-dev/torpor/runtime/manage"
+	"github.com/torpor-dev/torpor/transport/mqtt/command"
 	"github.com/torpor-dev/torpor/transport/mqtt/mqtttest"
 )
 
@@ -25,7 +25,7 @@ func BenchmarkCommandRoundTrip(b *testing.B) {
 			op := h.operator()
 			for b.Loop() {
 				h.lastSeq++
-				s, err := op.Send(ctxT(b), h.name, manage.CommandSpec{Device: h.devKey.DID(), Seq: h.lastSeq, Op: manage.OpStatus}, enc.cbor)
+				s, err := op.Send(ctxT(b), h.name, command.Spec{Device: h.devKey.DID(), Seq: h.lastSeq, Op: command.OpStatus}, enc.cbor)
 				if err != nil {
 					b.Fatal(err)
 				}

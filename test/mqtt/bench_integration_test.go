@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/torpor-dev/torpor/runtime/manage"
+	"github.com/torpor-dev/torpor/transport/mqtt/command"
 )
 
 // BenchmarkCommandRoundTrip measures one command from Send to the verified
@@ -21,7 +21,7 @@ func BenchmarkCommandRoundTrip(b *testing.B) {
 			op := d.operator()
 			for b.Loop() {
 				d.seq++
-				s, err := op.Send(ctxT(b), name, manage.CommandSpec{Device: d.key.DID(), Seq: d.seq, Op: manage.OpStatus}, false)
+				s, err := op.Send(ctxT(b), name, command.Spec{Device: d.key.DID(), Seq: d.seq, Op: command.OpStatus}, false)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -44,7 +44,7 @@ func BenchmarkBacklog(b *testing.B) {
 				d.sleep(start.Add(time.Hour))
 				var ids []string
 				for range n {
-					ids = append(ids, d.send(manage.OpStatus, nil))
+					ids = append(ids, d.send(command.OpStatus, nil))
 				}
 				b.StartTimer()
 				d.wake()

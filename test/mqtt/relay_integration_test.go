@@ -15,6 +15,7 @@ import (
 	"github.com/torpor-dev/torpor/runtime/manage"
 	"github.com/torpor-dev/torpor/runtime/runtimetest"
 	"github.com/torpor-dev/torpor/test/worldtest"
+	"github.com/torpor-dev/torpor/transport/mqtt/command"
 	"github.com/torpor-dev/torpor/transport/mqtt/envelope"
 	"github.com/torpor-dev/torpor/transport/mqtt/mqtttest"
 	"github.com/torpor-dev/torpor/wake"
@@ -65,9 +66,9 @@ func TestSetModeChangesWhatTheRelayTellsSenders(t *testing.T) {
 		if code != http.StatusServiceUnavailable || at.Before(start) || !at.Before(end) {
 			t.Fatalf("while asleep: %d, Retry-After %ds; want 503 into [%v, %v)", code, ra, start, end)
 		}
-		id := w.Send(manage.OpSetMode, &manage.SetModeArgs{Mode: "always_on"})
+		id := w.Send(command.OpSetMode, &command.SetModeArgs{Mode: "always_on"})
 		w.Clock.Set(start)
-		if r := w.Reply(id); r.Outcome != manage.OutcomeOK {
+		if r := w.Reply(id); r.Outcome != command.OutcomeOK {
 			t.Fatalf("set-mode always_on: %+v", r)
 		}
 		w.NextWake() // the window's wake ends on the mode change
@@ -77,8 +78,8 @@ func TestSetModeChangesWhatTheRelayTellsSenders(t *testing.T) {
 		}
 
 		wakeAt := w.Clock.Now().Add(2 * time.Hour).Truncate(time.Second)
-		id = w.Send(manage.OpSetMode, &manage.SetModeArgs{Mode: "sleep", WakeAt: &wakeAt})
-		if r := w.Reply(id); r.Outcome != manage.OutcomeOK {
+		id = w.Send(command.OpSetMode, &command.SetModeArgs{Mode: "sleep", WakeAt: &wakeAt})
+		if r := w.Reply(id); r.Outcome != command.OutcomeOK {
 			t.Fatalf("set-mode sleep: %+v", r)
 		}
 		w.NextWake() // the always_on wake ends; the agent announces sleep
@@ -111,7 +112,7 @@ func TestHeldActionConfirmedOverMQTT(t *testing.T) {
 		if code, _ := w.post("action:open-valve", map[string]any{"idempotencyKey": "valve-7"}); code != http.StatusOK {
 			t.Fatalf("posting the action: %d", code)
 		}
-		r := w.Reply(w.Send(manage.OpStatus, nil))
+		r := w.Reply(w.Send(command.OpStatus, nil))
 		var rep struct {
 			Holds []struct{ Key, Purpose string }
 		}
@@ -121,15 +122,15 @@ func TestHeldActionConfirmedOverMQTT(t *testing.T) {
 		if got := w.Sink.Purposes(); len(got) != 0 {
 			t.Fatalf("the action ran before it was confirmed: %v", got)
 		}
-		c := w.Reply(w.Send(manage.OpConfirm, &manage.HoldArgs{Hold: rep.Holds[0].Key}))
-		if c.Outcome != manage.OutcomeOK {
+		c := w.Reply(w.Send(command.OpConfirm, &command.HoldArgs{Hold: rep.Holds[0].Key}))
+		if c.Outcome != command.OutcomeOK {
 			t.Fatalf("confirm: %+v", c)
 		}
 		if got := w.Sink.Purposes(); len(got) != 1 || got[0] != "action:open-valve" {
 			t.Errorf("delivered %v, want the action once", got)
 		}
 		// Confirming again finds nothing held: the action cannot run twice.
-		if again := w.Reply(w.Send(manage.OpConfirm, &manage.HoldArgs{Hold: rep.Holds[0].Key})); again.Outcome != manage.OutcomeFailed || again.Reason != "no-hold" {
+		if again := w.Reply(w.Send(command.OpConfirm, &command.HoldArgs{Hold: rep.Holds[0].Key})); again.Outcome != command.OutcomeFailed || again.Reason != "no-hold" {
 			t.Errorf("second confirm: %+v", again)
 		}
 	})

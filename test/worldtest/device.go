@@ -23,6 +23,7 @@ import (
 	"github.com/torpor-dev/torpor/transport/a2a"
 	"github.com/torpor-dev/torpor/transport/bearer"
 	"github.com/torpor-dev/torpor/transport/mqtt"
+	"github.com/torpor-dev/torpor/transport/mqtt/command"
 	"github.com/torpor-dev/torpor/transport/mqtt/envelope"
 	"github.com/torpor-dev/torpor/transport/mqtt/mqtttest"
 	"github.com/torpor-dev/torpor/transport/relay"
@@ -46,7 +47,7 @@ type Device struct {
 	Broker  mqtttest.Broker
 	Agent   *runtime.Agent
 	Cmds    *manage.Commands
-	Op      *manage.Operator
+	Op      *command.Operator
 	Witness *mqtttest.Witness
 	Sink    *deliver.Recorder // what the agent delivers, unless Configure routes elsewhere
 	Wakes   chan runtime.WakeReport
@@ -102,7 +103,7 @@ func NewDevice(t *testing.T, o DeviceOptions) *Device {
 		t.Fatal(err)
 	}
 	w.Agent.SetManagement(w.Cmds)
-	if w.Op, err = manage.DialOperator(w.Ctx(), manage.OperatorConfig{Broker: w.Broker.URL(), Key: w.OpKey, Clock: w.Clock}); err != nil {
+	if w.Op, err = command.DialOperator(w.Ctx(), command.OperatorConfig{Broker: w.Broker.URL(), Key: w.OpKey, Clock: w.Clock}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { w.Op.Close(context.Background()) })
@@ -236,8 +237,8 @@ func (w *Device) AwaitStatus(ok func(envelope.Status) bool) envelope.Status {
 // id.
 func (w *Device) Send(op string, args any) string {
 	w.T.Helper()
-	w.seq = manage.NextSeq(w.seq, w.Clock.Now())
-	s, err := w.Op.Send(w.Ctx(), w.Name, manage.CommandSpec{Device: w.Key.DID(), Seq: w.seq, Op: op, Args: args}, false)
+	w.seq = command.NextSeq(w.seq, w.Clock.Now())
+	s, err := w.Op.Send(w.Ctx(), w.Name, command.Spec{Device: w.Key.DID(), Seq: w.seq, Op: op, Args: args}, false)
 	if err != nil {
 		w.T.Fatal(err)
 	}
@@ -249,7 +250,7 @@ func (w *Device) Send(op string, args any) string {
 }
 
 // Reply waits for the device's reply to the command id.
-func (w *Device) Reply(id string) manage.Reply {
+func (w *Device) Reply(id string) command.Reply {
 	w.T.Helper()
 	r, _, err := w.Op.AwaitReply(w.Ctx(), w.Name, id, w.Key.DID())
 	if err != nil {
@@ -259,7 +260,7 @@ func (w *Device) Reply(id string) manage.Reply {
 }
 
 // Command sends a command and returns the device's reply.
-func (w *Device) Command(op string, args any) manage.Reply {
+func (w *Device) Command(op string, args any) command.Reply {
 	w.T.Helper()
 	return w.Reply(w.Send(op, args))
 }
