@@ -9,7 +9,7 @@ CMDS      := torpor-agent torpor-relay torporctl torpor-conformance
 
 export CGO_ENABLED := 0
 
-.PHONY: help build test race check check-setup demo cross bench fuzz fmt lint vet test-integration test-browser test-cluster
+.PHONY: help build test race check check-setup demo cross bench fuzz fmt lint vet test-integration test-browser test-cluster test-faults
 
 help: ## Show this help.
 	@awk 'BEGIN{FS=":.*## "} /^[a-z-]+:.*## /{printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -36,6 +36,9 @@ test-integration: ## Run the tests under test/ (crash, interop, QEMU, end to end
 
 test-browser: ## Run the fleet console in a real browser (Debian's chromium, chromedp); screenshots in TORPOR_ARTIFACTS (part of test-integration).
 	TORPOR_REQUIRE_TOOLS=1 $(GO) test -tags integration -count=1 -timeout 10m ./test/browser/
+
+test-faults: ## Run the relay's fault suite alone: SIGKILL, damaged, lost and full stores on both queue engines (root for the tmpfs; part of test-integration).
+	TORPOR_REQUIRE_TOOLS=1 $(GO) test -tags integration -count=1 -timeout 10m ./test/faults/
 
 test-cluster: ## Run the scale-out tests alone: 3 relays on a 3-node NATS JetStream cluster (part of test-integration).
 	$(GO) test -tags integration -count=1 -timeout 10m ./test/cluster/

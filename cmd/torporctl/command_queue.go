@@ -129,6 +129,10 @@ func printQueue(w io.Writer, a queueArgs, ans operatorapi.QueueAnswer) {
 		return
 	}
 	fmt.Fprintf(w, "%d records, %d bytes queued for %s\n", ans.Messages, ans.Bytes, ans.Agent)
+	if len(ans.Damaged) > 0 {
+		fmt.Fprintf(w, "%d damaged records withheld from the device (they fail their checksum; the queue file is damaged): seqs %v\n"+
+			"  torporctl queue purge --all deletes them with the rest; see docs/operations.md, \"Store faults\"\n", len(ans.Damaged), ans.Damaged)
+	}
 	if len(ans.Records) == 0 {
 		return
 	}

@@ -12,6 +12,10 @@ type QueueAnswer struct {
 	// Purged is how many records a purge removed; nil for a listing.
 	Purged  *int          `json:"purged"`
 	Records []QueueRecord `json:"records"`
+	// Damaged are the seqs of records the relay withholds from the
+	// device because they fail their checksum (docs/operations.md, "Store
+	// faults").
+	Damaged []uint64 `json:"damaged"`
 	// Error, Message and Detail say why the relay refused.
 	Error   string `json:"error"`
 	Message string `json:"message"`

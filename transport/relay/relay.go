@@ -151,6 +151,8 @@ type Relay struct {
 	view              *console.Source
 	console           *console.Console
 	seconds           wakeSeconds
+	// queue is cfg.Queue as the relay uses it (cfg.Queue is set to it).
+	queue *watchedQueue
 }
 
 // New returns a relay for cfg. It returns an error for a missing store or
@@ -200,10 +202,12 @@ func New(cfg Config) (*Relay, error) {
 		s.operators[d.String()] = true
 	}
 	s.metrics = newMetrics(s)
+	s.queue = s.watchQueue(cfg.Queue)
+	s.cfg.Queue = s.queue
 	s.newKeyPackageLimits()
 	s.adm.newAdmissionMetrics(s.metrics.reg)
 	s.link = &server.Server{
-		Verifier: s.verifier, Queue: cfg.Queue, Agents: (*linkAgents)(s), Clock: cfg.Clock,
+		Verifier: s.verifier, Queue: s.queue, Agents: (*linkAgents)(s), Clock: cfg.Clock,
 		Logger: base.With("component", "link"), OnAcked: s.metrics.acked,
 	}
 	if err := s.newConsole(base); err != nil {
