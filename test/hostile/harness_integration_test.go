@@ -81,11 +81,11 @@ var (
 )
 
 // answer is a relay's HTTP answer.
-type answer = relaytest.Answer
+type answer = relaytest.Response
 
 // What a sender does, in a few lines.
 var (
-	send = relaytest.Send
+	send = relaytest.Post
 	do   = relaytest.Do
 )
 

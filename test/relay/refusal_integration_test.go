@@ -42,6 +42,6 @@ func TestSameAnswerAwakeAndAsleep(t *testing.T) {
 // postRaw posts body to agent's JSON-RPC endpoint with a token of sender.
 func postRaw(t *testing.T, url string, agent, sender *did.PrivateKey, version, body string) (int, []byte) {
 	t.Helper()
-	a := relaytest.Send(t, url, agent.DID().String(), sender, version, body)
+	a := relaytest.Post(t, url, agent.DID().String(), sender, version, body)
 	return a.Status, a.Body
 }

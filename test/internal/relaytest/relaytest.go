@@ -140,28 +140,29 @@ func Pull(t testing.TB, ctx context.Context, c *link.Client, ack bool) []wire.Re
 	}
 }
 
-// Answer is a relay's HTTP answer.
-type Answer struct {
+// Response is a relay's whole HTTP answer, read by Post and Do.
+type Response struct {
 	Status int
 	Header http.Header
 	Body   []byte
 }
 
-// JSON decodes the answer's body into a map (nil when it is not a JSON
+// JSON decodes the response's body into a map (nil when it is not a JSON
 // object).
-func (a Answer) JSON() map[string]any {
+func (a Response) JSON() map[string]any {
 	var m map[string]any
 	json.Unmarshal(a.Body, &m)
 	return m
 }
 
 // String is the status and the body.
-func (a Answer) String() string { return http.StatusText(a.Status) + " " + string(a.Body) }
+func (a Response) String() string { return http.StatusText(a.Status) + " " + string(a.Body) }
 
-// Send posts body to the JSON-RPC endpoint of the agent agentDID with a
+// Post posts body to the JSON-RPC endpoint of the agent agentDID with a
 // DID Bearer token of sender (none when sender is nil) and the A2A-Version
-// header version (none when empty).
-func Send(t testing.TB, url, agentDID string, sender *did.PrivateKey, version, body string) Answer {
+// header version (none when empty). Unlike Send, it fails the test on a
+// transport error.
+func Post(t testing.TB, url, agentDID string, sender *did.PrivateKey, version, body string) Response {
 	t.Helper()
 	h := http.Header{"Content-Type": {"application/json"}}
 	if sender != nil {
@@ -174,7 +175,7 @@ func Send(t testing.TB, url, agentDID string, sender *did.PrivateKey, version, b
 }
 
 // Do makes one HTTP request and reads the whole answer.
-func Do(t testing.TB, method, url string, h http.Header, body []byte) Answer {
+func Do(t testing.TB, method, url string, h http.Header, body []byte) Response {
 	t.Helper()
 	req, err := http.NewRequest(method, url, bytes.NewReader(body))
 	if err != nil {
@@ -192,5 +193,5 @@ func Do(t testing.TB, method, url string, h http.Header, body []byte) Answer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return Answer{Status: r.StatusCode, Header: r.Header, Body: b}
+	return Response{Status: r.StatusCode, Header: r.Header, Body: b}
 }
