@@ -14,6 +14,7 @@ import (
 
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/did/didtest"
+	"github.com/torpor-dev/torpor/internal/benchcpu"
 	"github.com/torpor-dev/torpor/test/internal/relaytest"
 	"github.com/torpor-dev/torpor/test/internal/testenv"
 	"github.com/torpor-dev/torpor/test/internal/wakemeter"
@@ -69,15 +70,19 @@ func BenchmarkEmptyWake(b *testing.B) {
 		"--handler", "*=exec:/bin/true", "--time-scale", strconv.Itoa(scale), "--time-epoch", epoch)
 	// The relay's --listen is the address the agent was given; a later
 	// flag overrides relaytest's 127.0.0.1:0.
-	relaytest.Start(b, filepath.Join(dir, "relay"), "--listen", addr, "--public-url", "http://"+addr,
+	relay := relaytest.Start(b, filepath.Join(dir, "relay"), "--listen", addr, "--public-url", "http://"+addr,
 		"--time-scale", strconv.Itoa(scale), "--time-epoch", epoch)
 	agent := testenv.Start(b, argv[0], argv[1:]...)
 	pid := agent.Cmd.Process.Pid
 	agent.Next(b, 1, "msg=wake ", "reason=boot") // the boot wake: opens the store, makes KeyPackages
 	stopPerf := perfRecord(b, pid)
 	b.ResetTimer()
+	meter := benchcpu.Start(b) // cpu-ns/op: the relay's, the agent's and this process's
+	meter.Add(pid)
+	meter.Add(relay.Cmd.Process.Pid)
 	m := measureWakes(b, agent, pid, b.N)
 	b.StopTimer()
+	meter.Stop()
 	stopPerf()
 	wakemeter.Report(b, m, float64(scale))
 }
