@@ -1,5 +1,5 @@
 // Package managetest has test helpers for runtime/manage: a recording
-// Device.
+// Device, and a World of one device session and one operator on a broker.
 package managetest
 
 import (
