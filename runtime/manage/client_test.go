@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/torpor-dev/torpor/did"
-	"github.com/torpor-dev/torpor/runtime/manage/managetest"
+	"github.com/torpor-dev/torpor/test/worldtest"
 	"github.com/torpor-dev/torpor/transport/mqtt/command"
 	"github.com/torpor-dev/torpor/transport/mqtt/envelope"
 	"github.com/torpor-dev/torpor/transport/mqtt/mqtttest"
@@ -18,12 +18,12 @@ import (
 var start = time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
 
 // harness is one device (manage.Server + recording Device + bbolt state)
-// and one operator on one broker (managetest.World).
-type harness struct{ *managetest.World }
+// and one operator on one broker (worldtest.Session).
+type harness struct{ *worldtest.Session }
 
 func newHarness(t testing.TB, b mqtttest.Broker) *harness {
 	t.Helper()
-	h := &harness{managetest.NewWorld(t, b, "dev-1", start)}
+	h := &harness{worldtest.NewSession(t, b, "dev-1", start)}
 	if _, bench := t.(*testing.B); !bench {
 		h.Logger = testLogger(t) // logging every message would be what a benchmark measures
 	}

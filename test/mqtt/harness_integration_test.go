@@ -10,8 +10,8 @@ import (
 
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/runtime/manage"
-	"github.com/torpor-dev/torpor/runtime/manage/managetest"
 	"github.com/torpor-dev/torpor/test/internal/testenv"
+	"github.com/torpor-dev/torpor/test/worldtest"
 	"github.com/torpor-dev/torpor/transport/mqtt/command"
 	"github.com/torpor-dev/torpor/transport/mqtt/mqtttest"
 )
@@ -60,14 +60,14 @@ func testLogger(t testing.TB) *slog.Logger {
 }
 
 // device is one device (manage.Server, recording Device, bbolt state) and
-// one operator on a broker (managetest.World); World.DeviceURL is where
+// one operator on a broker (worldtest.Session); Session.DeviceURL is where
 // the device connects when not to the broker (a proxy).
-type device struct{ *managetest.World }
+type device struct{ *worldtest.Session }
 
 const name = "dev-7"
 
 func newDevice(t testing.TB, b mqtttest.Broker) *device {
-	d := &device{managetest.NewWorld(t, b, name, start)}
+	d := &device{worldtest.NewSession(t, b, name, start)}
 	d.Backoff = func(n int) time.Duration { return time.Duration(n) * 100 * time.Millisecond }
 	d.Logger = benchQuiet(t)
 	return d

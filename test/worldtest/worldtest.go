@@ -5,7 +5,8 @@
 // clocktest.Clock) and everything else in relay.Config. NewDevice gives
 // the whole MQTT device world on one fake clock: that relay, a broker, a
 // real agent with operator commands and an operator (Device); RunPublished
-// runs an agent until it has published its state.
+// runs an agent until it has published its state. NewSession gives a
+// device's MQTT side alone: its session (runtime/manage) and an operator.
 //
 // It sits under test/ with the other harnesses, but not in test/internal:
 // the tests of runtime and of the commands (package main) import it too,

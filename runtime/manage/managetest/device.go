@@ -1,5 +1,5 @@
 // Package managetest has test helpers for runtime/manage: a recording
-// Device, and a World of one device session and one operator on a broker.
+// Device (test/worldtest's Session runs one on a broker).
 package managetest
 
 import (

@@ -1,4 +1,4 @@
-package managetest
+package worldtest
 
 import (
 	"context"
@@ -11,19 +11,21 @@ import (
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/did/didtest"
 	"github.com/torpor-dev/torpor/runtime/manage"
+	"github.com/torpor-dev/torpor/runtime/manage/managetest"
 	"github.com/torpor-dev/torpor/transport/mqtt"
 	"github.com/torpor-dev/torpor/transport/mqtt/command"
 	"github.com/torpor-dev/torpor/transport/mqtt/mqtttest"
 )
 
-// World is one device (a manage.Server over a recording Device and its
-// bbolt state) and one operator on a broker, on a fake clock. Its helpers
-// fail the test after 30 s of real time.
-type World struct {
+// Session is one device's MQTT side without its agent (a manage.Server
+// over a recording managetest.Device and its bbolt state) and one
+// operator on a broker, on a fake clock. Its helpers fail the test after
+// 30 s of real time.
+type Session struct {
 	T      testing.TB
 	Broker mqtttest.Broker
 	Clock  *clocktest.Clock
-	Dev    *Device
+	Dev    *managetest.Device
 	Key    *did.PrivateKey // the device's
 	OpKey  *did.PrivateKey // the operator's, allowed on the device and an embedded broker
 	Name   string          // the device's name on the broker
@@ -45,11 +47,11 @@ type World struct {
 	witness *mqtttest.Witness
 }
 
-// NewWorld makes the world of the device name on b, its clock at start;
+// NewSession makes the session of the device name on b, its clock at start;
 // the device connects at Wake.
-func NewWorld(t testing.TB, b mqtttest.Broker, name string, start time.Time) *World {
+func NewSession(t testing.TB, b mqtttest.Broker, name string, start time.Time) *Session {
 	t.Helper()
-	w := &World{T: t, Broker: b, Clock: clocktest.New(start), Dev: &Device{}, Key: didtest.New(t), OpKey: didtest.New(t),
+	w := &Session{T: t, Broker: b, Clock: clocktest.New(start), Dev: &managetest.Device{}, Key: didtest.New(t), OpKey: didtest.New(t),
 		Name: name, Path: filepath.Join(t.TempDir(), "agent.db"),
 		Backoff: func(n int) time.Duration { return time.Duration(n) * 50 * time.Millisecond }}
 	w.State = mqtttest.OpenState(t, w.Path, w.Clock)
@@ -60,7 +62,7 @@ func NewWorld(t testing.TB, b mqtttest.Broker, name string, start time.Time) *Wo
 }
 
 // Ctx is a context that ends after 30 s or with the test.
-func (w *World) Ctx() context.Context {
+func (w *Session) Ctx() context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	w.T.Cleanup(cancel)
 	return ctx
@@ -74,7 +76,7 @@ func orURL(url string, b mqtttest.Broker) string {
 }
 
 // Wake starts the device's session and waits until it is connected.
-func (w *World) Wake() {
+func (w *Session) Wake() {
 	w.T.Helper()
 	cfg := manage.Config{Config: mqtt.Config{Broker: orURL(w.DeviceURL, w.Broker), Name: w.Name, Key: w.Key, DB: w.State.DB,
 		Backoff: w.Backoff, Clock: w.Clock, Logger: w.Logger},
@@ -100,7 +102,7 @@ func (w *World) Wake() {
 }
 
 // Sleep ends the device's session cleanly, announcing next.
-func (w *World) Sleep(next time.Time) {
+func (w *Session) Sleep(next time.Time) {
 	w.T.Helper()
 	if err := w.Server.Sleep(w.Ctx(), next); err != nil {
 		w.T.Fatalf("Sleep: %v", err)
@@ -110,7 +112,7 @@ func (w *World) Sleep(next time.Time) {
 // Reboot cuts the power and boots: the session drops without DISCONNECT,
 // the bbolt file is closed and opened again (a new ledger incarnation),
 // and the device wakes with it.
-func (w *World) Reboot() {
+func (w *Session) Reboot() {
 	w.T.Helper()
 	w.Server.Abort()
 	if err := w.State.Close(); err != nil {
@@ -121,7 +123,7 @@ func (w *World) Reboot() {
 }
 
 // Operator connects the operator, once, watching the device.
-func (w *World) Operator() *command.Operator {
+func (w *Session) Operator() *command.Operator {
 	w.T.Helper()
 	if w.op == nil {
 		op, err := command.DialOperator(w.Ctx(), command.OperatorConfig{Broker: orURL(w.OperatorURL, w.Broker), Key: w.OpKey, Clock: w.Clock})
@@ -139,14 +141,14 @@ func (w *World) Operator() *command.Operator {
 
 // Send has the operator sign and publish the command op with args under
 // the next sequence number, and waits until the broker fanned it out.
-func (w *World) Send(op string, args any) command.Sent {
+func (w *Session) Send(op string, args any) command.Sent {
 	w.T.Helper()
 	w.Seq = command.NextSeq(w.Seq, w.Clock.Now())
 	return w.SendSpec(command.Spec{Device: w.Key.DID(), Seq: w.Seq, Op: op, Args: args}, false)
 }
 
 // SendSpec is Send for a whole Spec, in CBOR when asCBOR is set.
-func (w *World) SendSpec(spec command.Spec, asCBOR bool) command.Sent {
+func (w *Session) SendSpec(spec command.Spec, asCBOR bool) command.Sent {
 	w.T.Helper()
 	wit := w.Witness()
 	s, err := w.Operator().Send(w.Ctx(), w.Name, spec, asCBOR)
@@ -159,7 +161,7 @@ func (w *World) SendSpec(spec command.Spec, asCBOR bool) command.Sent {
 
 // Witness returns the witness of the device's command topic, made at the
 // first call: call it before publishing a command it must see.
-func (w *World) Witness() *mqtttest.Witness {
+func (w *Session) Witness() *mqtttest.Witness {
 	if w.witness == nil {
 		w.witness = mqtttest.NewWitness(w.T, w.Broker, mqtt.Topics{Device: w.Name}.Command())
 	}
@@ -167,7 +169,7 @@ func (w *World) Witness() *mqtttest.Witness {
 }
 
 // Reply waits for the device's reply to the command id.
-func (w *World) Reply(id string) command.Reply {
+func (w *Session) Reply(id string) command.Reply {
 	w.T.Helper()
 	r, _, err := w.Operator().AwaitReply(w.Ctx(), w.Name, id, w.Key.DID())
 	if err != nil {
@@ -177,7 +179,7 @@ func (w *World) Reply(id string) command.Reply {
 }
 
 // ReplyWith collects replies to id until one has outcome want.
-func (w *World) ReplyWith(id string, want command.Outcome) []command.Reply {
+func (w *Session) ReplyWith(id string, want command.Outcome) []command.Reply {
 	w.T.Helper()
 	var all []command.Reply
 	for {
@@ -191,7 +193,7 @@ func (w *World) ReplyWith(id string, want command.Outcome) []command.Reply {
 // ReconnectOperator closes the operator's connection, forgets the
 // command topic's witness (after a broker restart, say) and connects a
 // new operator, which Operator returns from then on.
-func (w *World) ReconnectOperator() *command.Operator {
+func (w *Session) ReconnectOperator() *command.Operator {
 	w.T.Helper()
 	if w.op != nil {
 		w.op.Close(context.Background())
