@@ -190,14 +190,20 @@ func (w *Session) ReplyWith(id string, want command.Outcome) []command.Reply {
 	}
 }
 
-// ReconnectOperator closes the operator's connection, forgets the
-// command topic's witness (after a broker restart, say) and connects a
-// new operator, which Operator returns from then on.
-func (w *Session) ReconnectOperator() *command.Operator {
-	w.T.Helper()
+// DropOperator closes the operator's connection, if any, and forgets it
+// and the command topic's witness (both sessions end with a broker that
+// restarts): the next Operator, Send or Witness makes new ones.
+func (w *Session) DropOperator() {
 	if w.op != nil {
 		w.op.Close(context.Background())
 	}
 	w.op, w.witness = nil, nil
+}
+
+// ReconnectOperator is DropOperator, then a new operator, which Operator
+// returns from then on.
+func (w *Session) ReconnectOperator() *command.Operator {
+	w.T.Helper()
+	w.DropOperator()
 	return w.Operator()
 }
