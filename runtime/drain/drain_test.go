@@ -375,9 +375,9 @@ func (h *harness) wantLost(want ...lostWant) {
 	}
 	for i, w := range want {
 		got := s.Kept[i]
-		if got.Seq != w.seq || got.ObjectID != objID(h.t, w.obj) || got.Issuer != h.alice.DID().String() ||
+		if got.Seq != w.seq || got.ObjectID != runtimetest.ObjectID(h.t, w.obj) || got.Issuer != h.alice.DID().String() ||
 			got.Purpose != "comms:message" || got.Logged || got.RecordedAt.IsZero() {
-			h.t.Errorf("lost hand-off %d = %+v; want seq %d, object %s from alice", i, got, w.seq, objID(h.t, w.obj))
+			h.t.Errorf("lost hand-off %d = %+v; want seq %d, object %s from alice", i, got, w.seq, runtimetest.ObjectID(h.t, w.obj))
 		}
 	}
 }
