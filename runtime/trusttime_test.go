@@ -53,8 +53,8 @@ func TestBootWithTheClockAnHourBack(t *testing.T) {
 	if boot.Time == nil || boot.Time.Source != string(trusted.Relay) || boot.Time.Forward != time.Hour {
 		t.Fatalf("boot wake's time %+v, want the relay's, an hour forward", boot.Time)
 	}
-	if got := w.rec.IDs(); len(got) != 1 || got[0] != objID(t, valid) {
-		t.Errorf("delivered %v, want only the valid object %s", got, objID(t, valid))
+	if got := w.rec.IDs(); len(got) != 1 || got[0] != runtimetest.ObjectID(t, valid) {
+		t.Errorf("delivered %v, want only the valid object %s", got, runtimetest.ObjectID(t, valid))
 	}
 	if boot.Drain.Rejected["expired"] != 1 || boot.Drain.Acked != 2 {
 		t.Errorf("drain %v, want the expired object rejected and both records acknowledged", boot.Drain)
