@@ -27,13 +27,13 @@ func TestOwnerSetsTheTimeFloor(t *testing.T) {
 			cfg.TrustedTime = &trusted.Config{Kernel: unsynced{}}
 			cfg.Owner = runtimetest.Key(t, 11).DID()
 			if owner {
-				cfg.Owner = w.opKey.DID()
+				cfg.Owner = w.OpKey.DID()
 			}
 			dataDir = cfg.DataDir
 		})
-		w.run()
-		w.awaitStatus(func(s envelope.Status) bool { return s.State == envelope.StateAwake })
-		r := w.command(command.OpTime, &command.TimeArgs{Floor: floor})
+		w.Run()
+		w.AwaitStatus(func(s envelope.Status) bool { return s.State == envelope.StateAwake })
+		r := w.Command(command.OpTime, &command.TimeArgs{Floor: floor})
 		if !owner {
 			if r.Outcome != command.OutcomeFailed || r.Reason != command.ReasonOperatorNotAllowed {
 				t.Errorf("time from an operator who is not the owner: %+v, want failed %s", r, command.ReasonOperatorNotAllowed)
@@ -43,9 +43,9 @@ func TestOwnerSetsTheTimeFloor(t *testing.T) {
 		if r.Outcome != command.OutcomeOK || string(r.Result) != `{"floor":"2100-01-01T00:00:00Z"}` {
 			t.Fatalf("time from the owner: %+v", r)
 		}
-		w.stop()
-		err := <-w.done
-		w.done <- err // for the world's cleanup
+		w.Stop()
+		err := <-w.Done
+		w.Done <- err // for the world's cleanup
 		db, err := bolt.Open(filepath.Join(dataDir, runtime.DBFile), 0o600, nil)
 		if err != nil {
 			t.Fatal(err)

@@ -175,7 +175,7 @@ func TestRelayYear2100NotKept(t *testing.T) {
 	if r.Time == nil || r.Time.Source != string(trusted.Relay) {
 		t.Fatalf("back on the genuine relay: time %+v, want the relay's", r.Time)
 	}
-	if got := w.rec.IDs(); len(got) != 1 || got[0] != objID(t, valid) {
-		t.Errorf("delivered %v, want the valid object %s", got, objID(t, valid))
+	if got := w.rec.IDs(); len(got) != 1 || got[0] != runtimetest.ObjectID(t, valid) {
+		t.Errorf("delivered %v, want the valid object %s", got, runtimetest.ObjectID(t, valid))
 	}
 }
