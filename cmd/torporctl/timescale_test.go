@@ -11,9 +11,10 @@ import (
 
 	"github.com/torpor-dev/torpor/clock/clocktest"
 	"github.com/torpor-dev/torpor/did"
-	"github.com/torpor-dev/torpor/internal/worldtest"
+	"github.com/torpor-dev/torpor/did/didtest"
 	"github.com/torpor-dev/torpor/runtime/manage"
 	"github.com/torpor-dev/torpor/runtime/manage/managetest"
+	"github.com/torpor-dev/torpor/test/worldtest"
 	"github.com/torpor-dev/torpor/transport/mqtt"
 	"github.com/torpor-dev/torpor/transport/mqtt/envelope"
 	"github.com/torpor-dev/torpor/transport/mqtt/mqtttest"
@@ -26,7 +27,7 @@ import (
 // fleet open says how long its link lasts in real time.
 func TestOperatorCommandsOnATimeScaledRelay(t *testing.T) {
 	relayNow := time.Now().Add(5 * time.Hour)
-	op, agent := genKey(t), genKey(t)
+	op, agent := didtest.New(t), didtest.New(t)
 	r := worldtest.Start(t, relay.Config{Clock: scaledAt{clocktest.New(relayNow), 180}, Operators: []did.DID{op.DID()}})
 	opKey := filepath.Join(t.TempDir(), "op.key")
 	if err := saveKey(opKey, op, false); err != nil {
@@ -65,7 +66,7 @@ func TestDeviceStatusOnATimeScaledRelay(t *testing.T) {
 	relayNow := time.Now().Add(5 * time.Hour)
 	clk := scaledAt{clocktest.New(relayNow), 180}
 	r := worldtest.Start(t, relay.Config{Clock: clk})
-	op, devKey := genKey(t), genKey(t)
+	op, devKey := didtest.New(t), didtest.New(t)
 	dir := t.TempDir()
 	opKey := filepath.Join(dir, "op.key")
 	if err := saveKey(opKey, op, false); err != nil {
