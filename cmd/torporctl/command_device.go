@@ -198,6 +198,7 @@ func runDevice(ctx context.Context, e *env, fs *flag.FlagSet, args []string) err
 		return err
 	}
 	defer s.close()
+	s.wakeInOnRelayClock(ofs, cmdArgs)
 	s.stderr, s.view = e.stderr, args[0]
 	if a, ok := cmdArgs.(*watchArgs); ok {
 		return s.watch(ctx, e, a)
@@ -256,6 +257,21 @@ func dialDevice(ctx context.Context, f *deviceFlags, device string) (*deviceSess
 		return nil, err
 	}
 	return &deviceSession{f: f, key: k, device: device, op: op, known: known, clk: clk}, nil
+}
+
+// wakeInOnRelayClock dates set-mode's --wake-in on the session's clock,
+// the relay's under --time-scale, which the device's runs as: the flag
+// was read on the real clock, before the session had one.
+func (s *deviceSession) wakeInOnRelayClock(fs *flag.FlagSet, args any) {
+	a, ok := args.(*command.SetModeArgs)
+	f := fs.Lookup("wake-in")
+	if !ok || f == nil {
+		return
+	}
+	if d, _ := f.Value.(flag.Getter).Get().(time.Duration); d != 0 {
+		t := s.clk.Now().Add(d).UTC().Truncate(time.Second)
+		a.WakeAt = &t
+	}
 }
 
 func (s *deviceSession) close() {

@@ -16,6 +16,7 @@ import (
 	"github.com/torpor-dev/torpor/runtime/manage/managetest"
 	"github.com/torpor-dev/torpor/test/worldtest"
 	"github.com/torpor-dev/torpor/transport/mqtt"
+	"github.com/torpor-dev/torpor/transport/mqtt/command"
 	"github.com/torpor-dev/torpor/transport/mqtt/envelope"
 	"github.com/torpor-dev/torpor/transport/mqtt/mqtttest"
 	"github.com/torpor-dev/torpor/transport/relay"
@@ -61,7 +62,7 @@ func TestOperatorCommandsOnATimeScaledRelay(t *testing.T) {
 // TestDeviceStatusOnATimeScaledRelay: a sleeping device on the relay's
 // compressed clock, some 5 h ahead of the real one, signed its retained
 // status just now on that clock: device status --time-scale says so,
-// not "signed -5h0m0s ago".
+// not "signed -5h0m0s ago"; set-mode --wake-in counts from that clock.
 func TestDeviceStatusOnATimeScaledRelay(t *testing.T) {
 	relayNow := time.Now().Add(5 * time.Hour)
 	clk := scaledAt{clocktest.New(relayNow), 180}
@@ -87,13 +88,31 @@ func TestDeviceStatusOnATimeScaledRelay(t *testing.T) {
 	if err := c.AwaitConnection(ctx); err != nil {
 		t.Fatal(err)
 	}
+	device := func(args ...string) (int, string) {
+		var out bytes.Buffer
+		code := run(context.Background(), append([]string{"device", args[0], "--broker", b.URL(), "--key", opKey, "--known-devices", filepath.Join(dir, "known"),
+			"--relay", r.URL, "--time-scale", "180"}, args[1:]...), &out, &out)
+		return code, out.String()
+	}
+	// --wake-in counts from the relay's clock, which the device's runs as
+	if code, out := device("status", "dev-1"); code != 0 {
+		t.Fatalf("device status, awake: exit %d\n%s", code, out)
+	}
+	if code, out := device("set-mode", "--wake-in", "10m", "dev-1", "sleep"); code != 0 {
+		t.Fatalf("device set-mode --wake-in 10m: exit %d\n%s", code, out)
+	}
+	cmds := dev.Executed()
+	if len(cmds) == 0 {
+		t.Fatal("the device executed nothing")
+	}
+	if a, ok := cmds[len(cmds)-1].Args.(*command.SetModeArgs); !ok || a.WakeAt == nil || a.WakeAt.Sub(relayNow) < 9*time.Minute || a.WakeAt.Sub(relayNow) > 11*time.Minute {
+		t.Errorf("set-mode args %#v, want wakeAt 10 min after the relay's now %v", cmds[len(cmds)-1].Args, relayNow)
+	}
 	if err := c.Sleep(ctx, relayNow.Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
-	var out bytes.Buffer
-	code := run(context.Background(), []string{"device", "status", "--broker", b.URL(), "--key", opKey, "--known-devices", filepath.Join(dir, "known"),
-		"--relay", r.URL, "--time-scale", "180", "dev-1"}, &out, &out)
-	if code != 0 || !regexp.MustCompile(`answered from its retained status, signed \d+s ago`).MatchString(out.String()) {
-		t.Errorf("device status --time-scale 180: exit %d\n%s", code, out.String())
+	code, out := device("status", "dev-1")
+	if code != 0 || !regexp.MustCompile(`answered from its retained status, signed \d+s ago`).MatchString(out) {
+		t.Errorf("device status --time-scale 180: exit %d\n%s", code, out)
 	}
 }
