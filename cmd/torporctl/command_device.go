@@ -31,7 +31,7 @@ func init() {
 }
 
 const deviceHelp = `usage: torporctl device OPERATION [flags] DEVICE [ARGS]
-       (flags come before DEVICE)
+       (flags anywhere; an ARG that begins with "-" goes after a "--")
 
 Signs a command with your operator key, publishes it on the device's MQTT
 command topic and prints the device's signed reply. A sleeping device gets
