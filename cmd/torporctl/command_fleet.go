@@ -52,10 +52,7 @@ func (f *fleetFlags) register(fs *flag.FlagSet, open bool) {
 
 // runFleet prints the fleet table, or with "open" a login link.
 func runFleet(ctx context.Context, e *env, fs *flag.FlagSet, args []string) error {
-	open := len(args) > 0 && args[0] == "open"
-	if open {
-		args = args[1:]
-	}
+	open, args := fleetOpen(args)
 	var f fleetFlags
 	f.register(fs, open)
 	if err := parseFlags(fs, args); err != nil {
@@ -88,6 +85,29 @@ func runFleet(ctx context.Context, e *env, fs *flag.FlagSet, args []string) erro
 		return c.once(ctx, e.stdout, f.json)
 	}
 	return c.watch(ctx, e.stdout, f.json, f.every)
+}
+
+// fleetOpen reports whether the first argument that is not a flag (or a
+// flag's value) is "open", and returns args without it: fleet --relay R
+// open is fleet open --relay R.
+func fleetOpen(args []string) (bool, []string) {
+	fs := flag.NewFlagSet("", flag.ContinueOnError)
+	new(fleetFlags).register(fs, false)
+	for i := 0; i < len(args); i++ {
+		name, isFlag := flagName(fs, args[i])
+		switch {
+		case args[i] == "--":
+			return false, args
+		case !isFlag:
+			if args[i] != "open" {
+				return false, args
+			}
+			return true, append(args[:i:i], args[i+1:]...)
+		case !strings.Contains(args[i], "=") && takesValue(fs, name):
+			i++
+		}
+	}
+	return false, args
 }
 
 // loginLifetime says how long a login link lasts, in real time: the relay

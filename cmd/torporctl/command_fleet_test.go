@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"github.com/torpor-dev/torpor/transport/operatorapi"
 	"net/http"
 	"path/filepath"
@@ -168,6 +169,24 @@ func TestFleetAwaitingAdmission(t *testing.T) {
 	for _, d := range f.Devices {
 		if d.AwaitingAdmission != (d.DID == ids["new-device"]) {
 			t.Errorf("%s: awaitingAdmission %v", d.Name, d.AwaitingAdmission)
+		}
+	}
+}
+
+// TestFleetOpenAfterFlags: "open" may come after the flags, with their
+// values; a flag's value "open" is not the subcommand.
+func TestFleetOpenAfterFlags(t *testing.T) {
+	for in, want := range map[string]string{
+		"open --relay R":         "true --relay R",
+		"--relay R open --key K": "true --relay R --key K",
+		"--relay open":           "false --relay open",
+		"--json":                 "false --json",
+		"--relay R -- open":      "false --relay R -- open",
+		"--time-scale 60 open":   "true --time-scale 60",
+	} {
+		open, args := fleetOpen(strings.Fields(in))
+		if got := strings.Join(append([]string{fmt.Sprint(open)}, args...), " "); got != want {
+			t.Errorf("fleetOpen(%q) = %q, want %q", in, got, want)
 		}
 	}
 }
