@@ -87,27 +87,12 @@ func runFleet(ctx context.Context, e *env, fs *flag.FlagSet, args []string) erro
 	return c.watch(ctx, e.stdout, f.json, f.every)
 }
 
-// fleetOpen reports whether the first argument that is not a flag (or a
-// flag's value) is "open", and returns args without it: fleet --relay R
-// open is fleet open --relay R.
+// fleetOpen reports whether fleet's subcommand "open" is among args, and
+// returns args without it: fleet --relay R open is fleet open --relay R.
 func fleetOpen(args []string) (bool, []string) {
 	fs := flag.NewFlagSet("", flag.ContinueOnError)
 	new(fleetFlags).register(fs, false)
-	for i := 0; i < len(args); i++ {
-		name, isFlag := flagName(fs, args[i])
-		switch {
-		case args[i] == "--":
-			return false, args
-		case !isFlag:
-			if args[i] != "open" {
-				return false, args
-			}
-			return true, append(args[:i:i], args[i+1:]...)
-		case !strings.Contains(args[i], "=") && takesValue(fs, name):
-			i++
-		}
-	}
-	return false, args
+	return takeSubcommand(fs, args, "open")
 }
 
 // loginLifetime says how long a login link lasts, in real time: the relay

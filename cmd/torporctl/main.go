@@ -94,6 +94,27 @@ func flagsFirst(fs *flag.FlagSet, args []string) []string {
 	return append(append(flags, "--"), positional...)
 }
 
+// takeSubcommand reports whether the first argument that is not one of
+// fs's flags (or a flag's value) is sub, and returns args without it, so
+// that a subcommand may follow the flags: fleet --relay R open.
+func takeSubcommand(fs *flag.FlagSet, args []string, sub string) (bool, []string) {
+	for i := 0; i < len(args); i++ {
+		name, isFlag := flagName(fs, args[i])
+		switch {
+		case args[i] == "--":
+			return false, args
+		case !isFlag:
+			if args[i] != sub {
+				return false, args
+			}
+			return true, append(args[:i:i], args[i+1:]...)
+		case !strings.Contains(args[i], "=") && takesValue(fs, name):
+			i++
+		}
+	}
+	return false, args
+}
+
 // flagName reports whether a is written as a flag ("-x", "--x", "-x=v")
 // and returns the flag's name.
 func flagName(fs *flag.FlagSet, a string) (string, bool) {
