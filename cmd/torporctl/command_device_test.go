@@ -78,7 +78,9 @@ func setupDevice(env *testscript.Env) error {
 	b := mqtttest.StartEmbedded(t, nil)
 	b.AddOperator(op.DID())
 	st := mqtttest.OpenState(t, filepath.Join(t.TempDir(), "agent.db"), nil)
-	dev := &managetest.Device{State: envelope.Status{Mode: "hourly_wake", Window: &envelope.Window{Minute: 17, LengthSec: 300}}}
+	dev := &managetest.Device{State: envelope.Status{Mode: "hourly_wake", Window: &envelope.Window{Minute: 17, LengthSec: 300},
+		Lost: 3, LostHandOffs: []envelope.LostHandOff{{ObjectID: "019bc186-de00-7619-8837-14d9cfa06ed2", Issuer: "did:example:alice",
+			Purpose: "comms:message", Seq: 7, RecordedAt: time.Date(2026, 1, 15, 12, 0, 0, 0, time.UTC)}}}}
 	dev.Result = func(_ context.Context, c manage.Command) manage.Result {
 		switch c.Op {
 		case command.OpStatus:
@@ -101,6 +103,7 @@ func setupDevice(env *testscript.Env) error {
 	env.Values["client"] = c
 	env.Values["device"] = dev
 	env.Setenv("TORPOR_BROKER", b.URL())
+	env.Setenv("BROKER_HOSTPORT", strings.TrimPrefix(b.URL(), "mqtt://"))
 	env.Setenv("TORPOR_KEY", filepath.Join(env.WorkDir, "op.key"))
 	env.Setenv("TORPOR_KNOWN_DEVICES", filepath.Join(env.WorkDir, "known_devices"))
 	env.Setenv("DEVICE_DID", devKey.DID().String())
@@ -116,5 +119,22 @@ func TestPrintFields(t *testing.T) {
 	want := "  a: 1\n  b: two\n  c: {\"x\":true}\n"
 	if b.String() != want {
 		t.Errorf("printFields = %q, want %q", b.String(), want)
+	}
+}
+
+// TestOperationFirst: the flags every device operation takes may come
+// before the operation, with their values; "config get|set" stays whole.
+func TestOperationFirst(t *testing.T) {
+	for in, want := range map[string]string{
+		"status dev-1":                      "status dev-1",
+		"--broker B status dev-1":           "status --broker B dev-1",
+		"--json --wait=1s halt dev-1":       "halt --json --wait=1s dev-1",
+		"--key K config --json get dev-1 m": "config get --key K --json dev-1 m",
+		"--relay R admit did:key:z":         "admit --relay R did:key:z",
+		"--broker":                          "--broker",
+	} {
+		if got := strings.Join(operationFirst(strings.Fields(in)), " "); got != want {
+			t.Errorf("operationFirst(%q) = %q, want %q", in, got, want)
+		}
 	}
 }

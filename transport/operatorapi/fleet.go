@@ -36,6 +36,10 @@ type Summary struct {
 	Halted      int `json:"halted"`
 	WithHeld    int `json:"withHeldActions"`
 	QueuesAbove int `json:"queuesAbove80"`
+
+	// AwaitingAdmission counts the devices on probation: none of the
+	// relay's allow list, bounds or an operator's admission let them out.
+	AwaitingAdmission int `json:"awaitingAdmission"`
 }
 
 // Seconds is a duration as whole seconds in JSON.
@@ -60,9 +64,17 @@ type Device struct {
 	Queue         Queue       `json:"queue"`
 	KeyPackages   KeyPackages `json:"keyPackages"`
 	HeldCount     int         `json:"heldActions"`
-	UpdatedAt     time.Time   `json:"updatedAt"` // its last published state
-	StatusError   string      `json:"statusError,omitempty"`
-	Detail        *Detail     `json:"detail,omitempty"`
+	// LostCount counts the hand-offs the device reports possibly lost
+	// (link wire.Status LostCount; the device page lists them).
+	LostCount   int       `json:"lostHandOffs,omitempty"`
+	UpdatedAt   time.Time `json:"updatedAt"` // its last published state
+	StatusError string    `json:"statusError,omitempty"`
+	Detail      *Detail   `json:"detail,omitempty"`
+
+	// AwaitingAdmission: the device is on probation (small bounds and
+	// KeyPackage pool) until an operator admits it (torporctl device
+	// admit, docs/operations.md).
+	AwaitingAdmission bool `json:"awaitingAdmission,omitempty"`
 }
 
 // Window is the next wake window.
@@ -114,6 +126,7 @@ type Detail struct {
 	Wakes    []Wake            `json:"wakes"` // this wake and the one before, newest first
 	Senders  []Sender          `json:"senders"`
 	Held     []wire.StatusHeld `json:"held"`
+	Lost     []wire.StatusLost `json:"lost,omitempty"`
 	Window   string            `json:"window"`
 	Schedule string            `json:"schedule"`
 }

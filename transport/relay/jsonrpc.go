@@ -2,6 +2,7 @@ package relay
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 	"github.com/torpor-dev/torpor/store/agents"
 	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/transport/a2a"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"github.com/torpor-dev/torpor/transport/bearer"
 	"github.com/torpor-dev/torpor/transport/link/server"
 	"github.com/torpor-dev/torpor/transport/link/wire"
@@ -112,7 +114,7 @@ func (s *Relay) serveJSONRPC(w http.ResponseWriter, r *http.Request) {
 // readRequest reads and classifies the request body, once. It answers,
 // and returns false, when the request ends here: too large, unreadable,
 // or not a request the agent reads.
-func (s *Relay) readRequest(w http.ResponseWriter, r *http.Request, id string, st agents.State, b queue.Bounds) ([]byte, rpcRequest, bool) {
+func (s *Relay) readRequest(w http.ResponseWriter, r *http.Request, id string, st agents.State, b queuebounds.Bounds) ([]byte, rpcRequest, bool) {
 	body, err := readBody(w, r, b.MaxMessageSize)
 	if errors.Is(err, errTooLarge) {
 		s.metrics.enqueue(id, "too_large")
@@ -133,8 +135,11 @@ func (s *Relay) readRequest(w http.ResponseWriter, r *http.Request, id string, s
 	}
 	if req.plaintext && req.refusal == nil && a2a.RefusesPlaintext(st.Card) {
 		// The agent's signed card says it takes no unencrypted object
-		// (a2a.ExtPolicy): it would drop this one when it drains it.
+		// (a2a.ExtPolicy): it would drop this one when it drains it. The
+		// relay answers for it, and says so in the error's data (JSON-RPC
+		// 2.0, Section 5.1), so that nobody reads an awake agent's refusal.
 		req.refusal = a2a.ObjectRejected()
+		req.refusal.Data = json.RawMessage(`{"error":"` + tokenPlaintextRefused + `","queued":false}`)
 	}
 	return body, req, true
 }
@@ -220,7 +225,7 @@ func (s *Relay) forward(w http.ResponseWriter, r *http.Request, agent, caller di
 
 // offline answers a request the agent does not take live: store and
 // forward where the mode allows it, refusal where it does not.
-func (s *Relay) offline(w http.ResponseWriter, r *http.Request, agent, caller did.DID, version string, body []byte, req rpcRequest, rc wake.Verdict, b queue.Bounds, now time.Time) {
+func (s *Relay) offline(w http.ResponseWriter, r *http.Request, agent, caller did.DID, version string, body []byte, req rpcRequest, rc wake.Verdict, b queuebounds.Bounds, now time.Time) {
 	id := agent.String()
 	if !rc.Queue {
 		s.metrics.enqueue(id, "refused")

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/torpor-dev/torpor/transport/operatorapi"
 	"slices"
 	"time"
 
@@ -15,7 +14,9 @@ import (
 	"github.com/torpor-dev/torpor/store/agents"
 	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/transport/a2a"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"github.com/torpor-dev/torpor/transport/link/wire"
+	"github.com/torpor-dev/torpor/transport/operatorapi"
 	"github.com/torpor-dev/torpor/wake"
 )
 
@@ -36,10 +37,13 @@ type Source struct {
 	// fleet of relays, another).
 	Up func(ctx context.Context, agent string) bool
 	// Bounds returns the queue bounds in force for agent with state st.
-	Bounds func(agent string, st agents.State) queue.Bounds
+	Bounds func(agent string, st agents.State) queuebounds.Bounds
 	// Grace is how late a promised wake or pulse may be before its device
 	// is overdue.
 	Grace time.Duration
+	// Admitted reports whether agent is off probation; nil means every
+	// agent is.
+	Admitted func(ctx context.Context, agent string) bool
 }
 
 // Build returns the view of every device at now.
@@ -115,6 +119,9 @@ func summarize(ds []operatorapi.Device) operatorapi.Summary {
 		if d.Queue.Share > FullShare {
 			s.QueuesAbove++
 		}
+		if d.AwaitingAdmission {
+			s.AwaitingAdmission++
+		}
 	}
 	return s
 }
@@ -125,7 +132,8 @@ func (s *Source) device(ctx context.Context, id string, now time.Time) (operator
 	if err != nil {
 		return operatorapi.Device{}, err
 	}
-	d := operatorapi.Device{DID: id, Name: cardName(st.Card), Mode: string(st.Mode), UpdatedAt: st.UpdatedAt.UTC(), Linked: s.Up(ctx, id)}
+	d := operatorapi.Device{DID: id, Name: cardName(st.Card), Mode: string(st.Mode), UpdatedAt: st.UpdatedAt.UTC(), Linked: s.Up(ctx, id),
+		AwaitingAdmission: s.Admitted != nil && !s.Admitted(ctx, id)}
 	agent, err := did.Parse(id)
 	if err != nil {
 		return operatorapi.Device{}, err
@@ -234,7 +242,7 @@ func (s *Source) fromStatus(d *operatorapi.Device, st agents.State, agent did.DI
 		d.StatusError = err.Error()
 		return
 	}
-	d.Board, d.Version, d.Halted, d.HeldCount = ws.Board, ws.Version, ws.Halted, ws.HeldCount
+	d.Board, d.Version, d.Halted, d.HeldCount, d.LostCount = ws.Board, ws.Version, ws.Halted, ws.HeldCount, ws.LostCount
 	if ws.Wake != nil {
 		d.LastWake = &operatorapi.Wake{At: ws.Wake.At, Reason: ws.Wake.Reason}
 	}
