@@ -221,35 +221,8 @@ func enqueueRound(s Store, senders, n int) error {
 // holds per live record (heap-B/record).
 func BenchmarkLogOpen(b *testing.B) {
 	dir := filepath.Join(benchDir(b), "queue.log")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		b.Fatal(err)
-	}
 	const records = 100_000
-	body := bytes.Repeat([]byte("x"), 1024)
-	var buf []byte
-	id, total, start := uint64(1), int64(0), 0
-	flush := func() {
-		if start < len(buf) {
-			buf = recordlog.AppendCommit(buf, start)
-		}
-		if err := os.WriteFile(filepath.Join(dir, recordlog.Name(id)), append(bytes.Clone(recordlog.Magic), buf...), 0o600); err != nil {
-			b.Fatal(err)
-		}
-		total += int64(len(buf))
-		buf, id, start = buf[:0], id+1, 0
-	}
-	for i := range records {
-		r := Record{Agent: fmt.Sprint("did:key:agent", i%1000), Seq: uint64(i/1000 + 1), From: fmt.Sprint("did:key:sender", i%50),
-			EnqueuedAt: t0, ExpiresAt: t0.Add(time.Hour), Body: body}
-		if buf = appendRecordFrame(buf, r); i%64 == 63 { // commits of 64 records
-			buf = recordlog.AppendCommit(buf, start)
-			start = len(buf)
-		}
-		if len(buf) >= defaultSegmentSize {
-			flush()
-		}
-	}
-	flush()
+	total := writeLogFrames(b, dir, records, 1024)
 	heap := indexHeap(b, dir)
 	meter := benchcpu.Start(b)
 	for b.Loop() {
@@ -266,8 +239,44 @@ func BenchmarkLogOpen(b *testing.B) {
 	b.ReportMetric(float64(heap)/records, "heap-B/record")
 }
 
+// writeLogFrames writes into dir a record log of n live records with
+// bodies of size bytes, for 1,000 agents from 50 senders, as frames in
+// 64 MiB segments, in commits of 64 records, and returns the bytes of
+// frames written.
+func writeLogFrames(b testing.TB, dir string, n, size int) int64 {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		b.Fatal(err)
+	}
+	body := bytes.Repeat([]byte("x"), size)
+	var buf []byte
+	id, total, start := uint64(1), int64(0), 0
+	flush := func() {
+		if start < len(buf) {
+			buf = recordlog.AppendCommit(buf, start)
+		}
+		if err := os.WriteFile(filepath.Join(dir, recordlog.Name(id)), append(bytes.Clone(recordlog.Magic), buf...), 0o600); err != nil {
+			b.Fatal(err)
+		}
+		total += int64(len(buf))
+		buf, id, start = buf[:0], id+1, 0
+	}
+	for i := range n {
+		r := Record{Agent: fmt.Sprint("did:key:agent", i%1000), Seq: uint64(i/1000 + 1), From: fmt.Sprint("did:key:sender", i%50),
+			EnqueuedAt: t0, ExpiresAt: t0.Add(time.Hour), Body: body}
+		if buf = appendRecordFrame(buf, r); i%64 == 63 { // commits of 64 records
+			buf = recordlog.AppendCommit(buf, start)
+			start = len(buf)
+		}
+		if len(buf) >= defaultSegmentSize {
+			flush()
+		}
+	}
+	flush()
+	return total
+}
+
 // indexHeap returns the heap bytes a Log opened over dir holds.
-func indexHeap(b *testing.B, dir string) uint64 {
+func indexHeap(b testing.TB, dir string) uint64 {
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)

@@ -17,7 +17,8 @@ import (
 type LogOptions struct {
 	// SegmentSize is the size at which the log starts a new segment file
 	// (default 64 MiB). Only whole segments are deleted, so it is also
-	// about how much disk acknowledged records may hold.
+	// about how much disk acknowledged records may hold. At most 1 GiB:
+	// a larger size is taken as 1 GiB.
 	SegmentSize int64
 	// ImportBolt, when set, names a bbolt queue file (OpenBolt's) to
 	// import when the log directory does not exist yet: its records and
@@ -73,10 +74,9 @@ type Log struct {
 	// failed is the oldest commit that failed, until it and the commits
 	// after it are rolled back (Log.finish).
 	failed *logBatch
-	index
-	segs    []*recordlog.Segment // oldest first; the last one is appended to
-	gen     uint64               // the last commit's number
-	durable uint64               // the last commit whose write and sync succeeded
+	index   // with segs, oldest first; the last one is appended to
+	gen     uint64 // the last commit's number
+	durable uint64 // the last commit whose write and sync succeeded
 	last    chan struct{}        // closed when commit gen is finished
 	// lastPrev is closed when commit gen-1 is finished (OverlapSyncs).
 	lastPrev chan struct{}
@@ -158,7 +158,7 @@ func (l *Log) Enqueue(ctx context.Context, r Record, b queuebounds.Bounds, now t
 		var live counters
 		var fromPeer peerCount
 		if a != nil {
-			live, fromPeer = a.c, a.peers[r.From]
+			live, fromPeer = a.c, l.index.peer(a, r.From)
 		}
 		if refused = check(live, fromPeer, r, b); refused != nil {
 			return
@@ -225,7 +225,7 @@ func (l *Log) Purge(ctx context.Context, now time.Time) (int, error) {
 // visible reports whether e is a record Next and Stats show at now: its
 // commit was synced and it is not expired.
 func (l *Log) visible(e logEntry, now int64) bool {
-	return e.gen <= l.durable && e.expires >= now
+	return !e.pending && e.expires >= now
 }
 
 // Next implements Store. It reads the records' frames from the segment
@@ -248,7 +248,7 @@ func (l *Log) Next(ctx context.Context, agent string, after uint64, max int, now
 		if !l.visible(e, ns) {
 			continue
 		}
-		r, err := readRecord(e)
+		r, err := l.readRecord(e)
 		if err != nil {
 			return nil, fmt.Errorf("queue: next for %s: %w", agent, err)
 		}
@@ -258,8 +258,8 @@ func (l *Log) Next(ctx context.Context, agent string, after uint64, max int, now
 }
 
 // readRecord reads and decodes e's frame.
-func readRecord(e logEntry) (Record, error) {
-	b, err := e.seg.ReadAt(e.off, e.n)
+func (l *Log) readRecord(e logEntry) (Record, error) {
+	b, err := l.index.seg(e.seg).ReadAt(int64(e.off), int(e.n))
 	if err != nil {
 		return Record{}, err
 	}
@@ -268,7 +268,7 @@ func readRecord(e logEntry) (Record, error) {
 		err = fmt.Errorf("frame at %d is not record %d", e.off, e.seq)
 	}
 	if err != nil {
-		return Record{}, fmt.Errorf("%w: segment %d: %v", ErrCorrupt, e.seg.ID, err)
+		return Record{}, fmt.Errorf("%w: segment %d: %v", ErrCorrupt, e.seg, err)
 	}
 	return f.rec, nil
 }

@@ -24,6 +24,7 @@ func OpenLog(dir string, o *LogOptions) (*Log, error) {
 	if opts.SegmentSize <= 0 {
 		opts.SegmentSize = defaultSegmentSize
 	}
+	opts.SegmentSize = min(opts.SegmentSize, maxSegmentSize)
 	if opts.ZeroAhead <= 0 {
 		opts.ZeroAhead = defaultZeroAhead
 	}
@@ -78,6 +79,8 @@ func (l *Log) load() error {
 		}
 	}
 	l.dropDead()
+	l.index.trim()
+	l.index.senders.sweep()
 	return nil
 }
 
@@ -111,9 +114,9 @@ func (l *Log) apply(seg *recordlog.Segment, f frame, off int64, n int) {
 	case frameRecord:
 		r := f.rec
 		l.index.add(a, logEntry{
-			seq: r.Seq, seg: seg, off: off, n: n, size: len(r.Body), kind: r.Kind,
-			from: r.From, expires: r.ExpiresAt.UnixNano(),
-		})
+			seq: r.Seq, seg: uint32(seg.ID), off: entryOffset(off), n: uint32(n), size: uint32(len(r.Body)), kind: r.Kind,
+			expires: r.ExpiresAt.UnixNano(),
+		}, r.From)
 	case frameAck:
 		for _, s := range f.seqs {
 			l.index.remove(a, s)
@@ -143,11 +146,6 @@ func (l *Log) rotate(c *logBatch) (*recordlog.Segment, error) {
 // is held.
 func (l *Log) dropDead() {
 	l.segs = recordlog.DropDead(l.segs, l.durable)
-	live := 0
-	for _, s := range l.segs {
-		live += s.Live
-	}
-	l.index.compactExpiry(live)
 }
 
 // exportBoltFile writes every agent's last seq and records of the bbolt
