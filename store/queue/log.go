@@ -73,11 +73,11 @@ type Log struct {
 	broken error // a failed commit that could not be rolled back: every later write fails
 	// failed is the oldest commit that failed, until it and the commits
 	// after it are rolled back (Log.finish).
-	failed *logBatch
-	index   // with segs, oldest first; the last one is appended to
-	gen     uint64 // the last commit's number
-	durable uint64 // the last commit whose write and sync succeeded
-	last    chan struct{}        // closed when commit gen is finished
+	failed  *logBatch
+	index                 // with segs, oldest first; the last one is appended to
+	gen     uint64        // the last commit's number
+	durable uint64        // the last commit whose write and sync succeeded
+	last    chan struct{} // closed when commit gen is finished
 	// lastPrev is closed when commit gen-1 is finished (OverlapSyncs).
 	lastPrev chan struct{}
 	buf      []byte
