@@ -152,6 +152,9 @@ func openQueue(dataDir, engine string, log *slog.Logger) (queue.Store, error) {
 			}
 			return nil, storeFix(dir, err)
 		}
+		if err := q.CheckpointIgnored(); err != nil {
+			log.Warn("queue: the record log's index checkpoint was not used; the log was read whole, and loses nothing", "err", err)
+		}
 		for _, c := range q.TornTails() {
 			log.Warn("queue: cut the torn tail of the record log: a write a crash cut short, never acknowledged to its senders",
 				"file", c.Path, "offset", c.Offset, "bytes", c.Bytes, "copy", c.Copy)

@@ -85,6 +85,19 @@ type Log struct {
 	cuts []recordlog.Cut
 	// What the commits wrote, for the benchmark.
 	nCommits, nBytes uint64
+
+	// The index checkpoint (logcheckpoint.go). ckMu guards ckGen (the
+	// commit the last checkpoint written covers) and ckErr (the last
+	// checkpoint's failure); ckWriters are the checkpoints being written.
+	// ckIgnored says why OpenLog did not use the checkpoint; ckFresh is
+	// set while the checkpoint OpenLog used still covers everything.
+	ckMu      sync.Mutex
+	ckGen     uint64
+	ckErr     error
+	ckWriters sync.WaitGroup
+	ckIgnored error
+	ckFresh   bool
+	ckGone    bool // the checkpoint OpenLog used names deleted segments
 }
 
 var _ Store = (*Log)(nil)
@@ -125,7 +138,11 @@ func (l *Log) Close() error {
 		return ErrClosed
 	}
 	l.closed = true
+	l.ckWriters.Wait()
 	var errs []error
+	if l.broken == nil && l.failed == nil && !(l.gen == 0 && l.ckFresh) {
+		errs = append(errs, l.closeCheckpoint())
+	}
 	for _, s := range l.segs {
 		errs = append(errs, s.File.Close())
 	}
@@ -300,6 +317,22 @@ func (l *Log) Stats(ctx context.Context, agent string, now time.Time) (Stats, er
 	}
 	return st, nil
 }
+
+// closeCheckpoint writes the checkpoint of the index at Close.
+func (l *Log) closeCheckpoint() error {
+	l.mu.Lock()
+	data, err := l.encodeCheckpoint()
+	l.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("queue: the index checkpoint: %w", err)
+	}
+	return l.writeCheckpoint(data, l.gen)
+}
+
+// CheckpointIgnored returns why OpenLog read every segment instead of
+// using the index checkpoint it found (damaged, or not matching the
+// segments), or nil. The relay logs it; the library does not log.
+func (l *Log) CheckpointIgnored() error { return l.ckIgnored }
 
 // TornTails returns what OpenLog cut off the end of the last segment: the
 // frames of a write that a crash cut short, whose callers were never told

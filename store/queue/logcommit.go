@@ -199,6 +199,7 @@ func (l *Log) finish(c *logBatch, err error) error {
 		l.nCommits, l.nBytes = l.nCommits+1, l.nBytes+uint64(len(c.buf))
 	}
 	l.dropDead()
+	l.checkpointSoon(c)
 	return nil
 }
 

@@ -52,7 +52,7 @@ func (l *Log) moved(c *logBatch) {
 			continue
 		}
 		e := &m.a.live[i]
-		if s := l.index.seg(e.seg); s != &noSeg {
+		if s := l.index.seg(e.seg); s != &l.index.gone {
 			if s.Live--; s.Live == 0 {
 				s.DeadAt = c.gen
 			}

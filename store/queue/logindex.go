@@ -52,6 +52,10 @@ type index struct {
 	senders senderTable
 	expiry  agentHeap
 	segs    []*recordlog.Segment // oldest first; the last one is appended to
+	// gone counts for the segments the index no longer holds (a record
+	// removed from a segment deleted since, or, at open, one a checkpoint
+	// names and a later commit emptied): nothing reads it.
+	gone recordlog.Segment
 	// building is the commit whose calls change the index now (0 while
 	// the log is read at open).
 	building uint64
@@ -70,11 +74,7 @@ type undo struct {
 	last  uint64
 }
 
-// noSeg counts for a segment the index no longer holds (a record removed
-// from a segment that was dropped since): nothing reads it.
-var noSeg recordlog.Segment
-
-// seg returns the segment with ID id.
+// seg returns the segment with ID id, or x.gone.
 func (x *index) seg(id uint32) *recordlog.Segment {
 	i, ok := slices.BinarySearchFunc(x.segs, uint64(id), func(s *recordlog.Segment, id uint64) int {
 		switch {
@@ -86,7 +86,7 @@ func (x *index) seg(id uint32) *recordlog.Segment {
 		return 0
 	})
 	if !ok {
-		return &noSeg
+		return &x.gone
 	}
 	return x.segs[i]
 }
@@ -209,7 +209,7 @@ func (x *index) dropped(a *logAgent, e logEntry) {
 	if x.building != 0 {
 		x.journal = append(x.journal, undo{gen: x.building, a: a, e: e})
 	}
-	if s := x.seg(e.seg); s != &noSeg {
+	if s := x.seg(e.seg); s != &x.gone {
 		if s.Live--; s.Live == 0 {
 			s.DeadAt = x.building
 		}

@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -41,16 +42,17 @@ func OpenLog(dir string, o *LogOptions) (*Log, error) {
 	l := &Log{dir: dir, opts: opts, index: newIndex(), lock: lock}
 	l.commits = newLogCommits(l, opts.MaxBatchSize)
 	if err := l.load(); err != nil {
-		for _, s := range l.segs {
-			s.File.Close()
-		}
+		l.closeSegments()
 		lock.Close()
 		return nil, err
 	}
 	return l, nil
 }
 
-// load reads the segments in order, or creates the first.
+// load reads the segments in order, or creates the first. With a
+// checkpoint that matches them it decodes only the frames after it (and
+// checks the CRCs of all); with one that does not, it says why in
+// l.ckIgnored and reads them all.
 func (l *Log) load() error {
 	ids, err := recordlog.List(l.dir)
 	if err != nil {
@@ -64,19 +66,53 @@ func (l *Log) load() error {
 		l.segs = append(l.segs, seg)
 		return seg.WriteHeader()
 	}
-	for i, id := range ids {
+	ck, err := readCheckpoint(l.dir)
+	if err != nil {
+		l.ckIgnored, ck = stale("%v", err), nil
+	}
+	if ck != nil {
+		err := l.loadFrom(ids, ck)
+		if !errors.As(err, new(*staleCheckpoint)) {
+			return err
+		}
+		l.ckIgnored = err
+		l.closeSegments()
+		l.index, l.ckFresh, l.ckGone = newIndex(), false, false
+	}
+	return l.loadFrom(ids, nil)
+}
+
+// loadFrom opens the segments ids, installs ck (when not nil) and reads
+// the segments' frames, decoding those ck does not cover.
+func (l *Log) loadFrom(ids []uint64, ck *checkpoint) error {
+	for _, id := range ids {
 		seg, err := recordlog.Open(l.dir, id)
 		if err != nil {
 			return err
 		}
 		l.segs = append(l.segs, seg)
-		cut, err := recordlog.Scan(seg, recordlog.ScanOptions{Last: i == len(ids)-1, Now: l.opts.now()}, l.decodeEntry(seg), l.applyCommit)
+	}
+	if ck != nil {
+		if err := l.install(ck); err != nil {
+			return err
+		}
+		l.ckFresh = true
+	}
+	for i, seg := range l.segs {
+		cut, err := recordlog.Scan(seg, recordlog.ScanOptions{Last: i == len(ids)-1, Now: l.opts.now()}, l.decodeEntry(seg, ck), l.applyCommit)
 		if err != nil {
 			return err
 		}
 		if cut != (recordlog.Cut{}) {
 			l.cuts = append(l.cuts, cut)
+			l.ckFresh = false
+			if ck != nil && seg.ID == ck.pos.seg && cut.Offset < ck.pos.off {
+				return stale("segment %d was cut at %d, before its end %d", seg.ID, cut.Offset, ck.pos.off)
+			}
 		}
+	}
+	if err := l.checkGone(); err != nil {
+		return err
 	}
 	l.dropDead()
 	l.index.trim()
@@ -84,17 +120,31 @@ func (l *Log) load() error {
 	return nil
 }
 
-// replayed is one frame read at open, with where it is.
-type replayed struct {
-	frame
-	seg *recordlog.Segment
-	off int64
-	n   int
+// closeSegments closes the open segment files and forgets them.
+func (l *Log) closeSegments() {
+	for _, s := range l.segs {
+		s.File.Close()
+	}
+	l.segs = nil
 }
 
-// decodeEntry returns the decoder of seg's frames for recordlog.Scan.
-func (l *Log) decodeEntry(seg *recordlog.Segment) func(recordlog.Entry) (replayed, error) {
+// replayed is one frame read at open, with where it is; a frame the
+// checkpoint covers is only checked (covered).
+type replayed struct {
+	frame
+	seg     *recordlog.Segment
+	off     int64
+	n       int
+	covered bool
+}
+
+// decodeEntry returns the decoder of seg's frames for recordlog.Scan;
+// the frames ck covers are not decoded (recordlog checked their CRCs).
+func (l *Log) decodeEntry(seg *recordlog.Segment, ck *checkpoint) func(recordlog.Entry) (replayed, error) {
 	return func(e recordlog.Entry) (replayed, error) {
+		if ck != nil && coveredFrame(ck.pos, seg.ID, e.Off) {
+			return replayed{covered: true}, nil
+		}
 		f, err := decodePayload(e.Type, e.Fields)
 		return replayed{frame: f, seg: seg, off: e.Off, n: e.N}, err
 	}
@@ -103,7 +153,10 @@ func (l *Log) decodeEntry(seg *recordlog.Segment) func(recordlog.Entry) (replaye
 // applyCommit replays one commit's frames into the index.
 func (l *Log) applyCommit(frames []replayed) {
 	for _, f := range frames {
-		l.apply(f.seg, f.frame, f.off, f.n)
+		if !f.covered {
+			l.ckFresh = false
+			l.apply(f.seg, f.frame, f.off, f.n)
+		}
 	}
 }
 
