@@ -181,8 +181,10 @@ func main() {
 	}
 }
 
-// run opens the stores, starts the broker and serves until ctx ends.
-func run(ctx context.Context, a *args, log *slog.Logger) error {
+// run opens the stores, starts the broker and serves until ctx ends; a
+// clean stop logs one INFO line once everything is closed.
+func run(ctx context.Context, a *args, log *slog.Logger) (err error) {
+	defer logStopped(ctx, log, &err) // after everything closed
 	clk, err := clock.NewScaledAt(nil, a.timeScale, a.timeEpoch)
 	if err != nil {
 		return err
@@ -240,6 +242,13 @@ func run(ctx context.Context, a *args, log *slog.Logger) error {
 		}
 		log.Info("torpor-relay listening", "addr", scheme+"://"+ln.Addr().String(), "publicUrl", public, "dataDir", a.dataDir, "mqtt", brokerURL, "timeScale", a.timeScale)
 	})
+}
+
+// logStopped logs a clean stop, *err nil, with its cause (the signal).
+func logStopped(ctx context.Context, log *slog.Logger, err *error) {
+	if *err == nil {
+		log.Info("torpor-relay stopped", "reason", context.Cause(ctx))
+	}
 }
 
 // serve serves r's handler on ln and runs r's purge, calls started once

@@ -100,15 +100,6 @@ func testKey(tb testing.TB, n int) *did.PrivateKey {
 	return k
 }
 
-func token(t testing.TB, k *did.PrivateKey) string {
-	t.Helper()
-	tok, err := bearer.Issue(k, publicURL, time.Now(), 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tok
-}
-
 // fleetOperator is the operator every relay of these tests lists.
 func fleetOperator(t testing.TB) *did.PrivateKey { return testKey(t, 0xA0) }
 
@@ -121,7 +112,7 @@ func admitDevice(t testing.TB, addr string, dev *did.PrivateKey) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req.Header.Set("Authorization", bearer.Authorization(token(t, fleetOperator(t))))
+	req.Header.Set("Authorization", bearer.Authorization(relaytest.Token(t, fleetOperator(t), publicURL)))
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
