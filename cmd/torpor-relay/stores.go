@@ -162,7 +162,7 @@ func openQueue(dataDir, engine string, log *slog.Logger) (queue.Store, error) {
 		return q, nil
 	}
 	if _, err := os.Stat(dir); err == nil {
-		return nil, fmt.Errorf("--queue-engine bolt: %s holds the queue's record log; run with --queue-engine log", dir)
+		return nil, fmt.Errorf("--queue-engine bolt: %s holds the queue's record log; run with --queue-engine log, or stop the relay and run torpor-relay queue export-bolt to go back to bolt", dir)
 	}
 	q, err := queue.OpenBolt(db, nil)
 	if err != nil {
