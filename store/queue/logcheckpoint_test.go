@@ -124,25 +124,7 @@ func TestLogCheckpointIgnored(t *testing.T) {
 	}
 	damaged := slices.Clone(fresh)
 	damaged[len(damaged)/2] ^= 0x10
-	other := filepath.Join(t.TempDir(), "other") // the same segments, other commits
-	l = openLog(t, other, o)
-	mustEnqueue(t, l, Record{Agent: "did:key:asleep", From: alice, Body: []byte("othr")}, queuebounds.Default(), t0)
-	l.Close()
-	rewritten, err := os.ReadFile(filepath.Join(other, checkpointFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(other, checkpointFile), old, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	l = openLog(t, other, o)
-	if l.CheckpointIgnored() == nil {
-		t.Error("the checkpoint of another log's commits was used")
-	}
-	if rs, err := l.Next(bgc, "did:key:asleep", 0, 10, t0); err != nil || len(rs) != 1 || string(rs[0].Body) != "othr" {
-		t.Errorf("Next = %v, %v; want the other log's record", rs, err)
-	}
-	l.Close()
+	rewritten := otherLogCheckpoint(t, o, old)
 	for name, ck := range map[string][]byte{"damaged": damaged, "stale": old, "cut": fresh[:len(fresh)-5], "another log's": rewritten} {
 		t.Run(name, func(t *testing.T) {
 			cp := copyDir(t, dir)
@@ -163,4 +145,32 @@ func TestLogCheckpointIgnored(t *testing.T) {
 			}
 		})
 	}
+}
+
+// otherLogCheckpoint writes another log with the same segments as the one
+// whose first checkpoint is old, and other commits: old's position is in
+// the same place of its segment, not after the same bytes. It checks that
+// this log ignores old, and returns its own checkpoint.
+func otherLogCheckpoint(t *testing.T, o *LogOptions, old []byte) []byte {
+	t.Helper()
+	other := filepath.Join(t.TempDir(), "other")
+	l := openLog(t, other, o)
+	mustEnqueue(t, l, Record{Agent: "did:key:asleep", From: alice, Body: []byte("othr")}, queuebounds.Default(), t0)
+	l.Close()
+	own, err := os.ReadFile(filepath.Join(other, checkpointFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(other, checkpointFile), old, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	l = openLog(t, other, o)
+	defer l.Close()
+	if l.CheckpointIgnored() == nil {
+		t.Error("the checkpoint of another log's commits was used")
+	}
+	if rs, err := l.Next(bgc, "did:key:asleep", 0, 10, t0); err != nil || len(rs) != 1 || string(rs[0].Body) != "othr" {
+		t.Errorf("Next = %v, %v; want the other log's record", rs, err)
+	}
+	return own
 }
