@@ -139,10 +139,13 @@ func (l *Log) Close() error {
 	}
 	l.closed = true
 	l.ckWriters.Wait()
-	var errs []error
 	if l.broken == nil && l.failed == nil && !(l.gen == 0 && l.ckFresh) {
-		errs = append(errs, l.closeCheckpoint())
+		// A checkpoint that cannot be written (a full or read-only file
+		// system) costs the next open time, not data: the older one, or
+		// none, is used. It is not Close's error.
+		l.closeCheckpoint()
 	}
+	var errs []error
 	for _, s := range l.segs {
 		errs = append(errs, s.File.Close())
 	}
@@ -318,15 +321,19 @@ func (l *Log) Stats(ctx context.Context, agent string, now time.Time) (Stats, er
 	return st, nil
 }
 
-// closeCheckpoint writes the checkpoint of the index at Close.
-func (l *Log) closeCheckpoint() error {
+// closeCheckpoint writes the checkpoint of the index at Close; its
+// failure is kept in l.ckErr.
+func (l *Log) closeCheckpoint() {
 	l.mu.Lock()
 	data, err := l.encodeCheckpoint()
 	l.mu.Unlock()
 	if err != nil {
-		return fmt.Errorf("queue: the index checkpoint: %w", err)
+		l.ckMu.Lock()
+		l.ckErr = fmt.Errorf("queue: the index checkpoint: %w", err)
+		l.ckMu.Unlock()
+		return
 	}
-	return l.writeCheckpoint(data, l.gen)
+	l.writeCheckpoint(data, l.gen)
 }
 
 // CheckpointIgnored returns why OpenLog read every segment instead of

@@ -91,6 +91,9 @@ func TestLogCheckpoint(t *testing.T) {
 			t.Fatalf("call %d: the index from the checkpoint:\n%s\nfrom the segments:\n%s", i, got, want)
 		}
 	}
+	if l.ckErr != nil {
+		t.Errorf("writing a checkpoint failed: %v", l.ckErr)
+	}
 	if used < 10 {
 		t.Errorf("a checkpoint was there at %d of 15 crashes, want at least 10", used)
 	}
