@@ -31,8 +31,7 @@ var Layers = []Layer{
 		Packages: []string{"clock/...", "wake/...", "boards/...", "store", "store/storetest", "store/replay",
 			"store/ledger", "store/mqttsession", "internal/atomicfile", "internal/canon", "internal/jcs",
 			"internal/jsonpos", "internal/http1", "internal/origin", "internal/version", "internal/deptest",
-			"internal/pkgdoc"},
-		Pending: []string{"internal/strictjson"}, // the one strict JSON reader (issue 30)
+			"internal/pkgdoc", "internal/strictjson", "internal/benchcpu"},
 	},
 	{
 		Name: "protocol leaves",

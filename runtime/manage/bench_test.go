@@ -3,6 +3,7 @@ package manage_test
 import (
 	"testing"
 
+	"github.com/torpor-dev/torpor/internal/benchcpu"
 	"github.com/torpor-dev/torpor/transport/mqtt/command"
 	"github.com/torpor-dev/torpor/transport/mqtt/mqtttest"
 )
@@ -23,6 +24,7 @@ func BenchmarkCommandRoundTrip(b *testing.B) {
 			h := newHarness(b, mqtttest.StartEmbedded(b, nil))
 			h.wake()
 			op := h.operator()
+			meter := benchcpu.Start(b)
 			for b.Loop() {
 				h.lastSeq++
 				s, err := op.Send(ctxT(b), h.name, command.Spec{Device: h.devKey.DID(), Seq: h.lastSeq, Op: command.OpStatus}, enc.cbor)
@@ -33,6 +35,7 @@ func BenchmarkCommandRoundTrip(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
+			meter.Stop()
 		})
 	}
 }
