@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/torpor-dev/torpor/internal/safetext"
 	"github.com/torpor-dev/torpor/transport/operatorapi"
 	"io"
 	"strings"
@@ -18,8 +19,10 @@ var fleetColumns = []struct {
 	{"STATE", 8}, {"NAME", 12}, {"DID", 11}, {"MODE", 7}, {"NEXT", 9}, {"LAST WAKE", 11}, {"PULSE", 9}, {"QUEUE", 10}, {"KP", 4}, {"HELD", 4},
 }
 
-// printFleet prints the summary line and one row per device.
+// printFleet prints the summary line and one row per device, each cell
+// with what could reorder or hide text neutralised (package safetext).
 func printFleet(w io.Writer, f operatorapi.Fleet) {
+	w = safetext.Writer(w)
 	s := f.Summary
 	fmt.Fprintf(w, "%d devices · %d awake · %d asleep · %d offline · %d overdue · %d halted · %d held · %d queues >80%%\n",
 		s.Devices, s.Awake, s.Asleep, s.Offline, s.Overdue, s.Halted, s.WithHeld, s.QueuesAbove)
@@ -74,7 +77,7 @@ func deviceCells(d operatorapi.Device, now time.Time) []string {
 func fleetRow(cells []string) string {
 	var b strings.Builder
 	for i, c := range fleetColumns {
-		v := cells[i]
+		v := safetext.Show(cells[i])
 		if n := utf8.RuneCountInString(v); n > c.width {
 			v = string([]rune(v)[:c.width-1]) + "…"
 		}
