@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -238,7 +239,7 @@ func (w *wakeRun) prepare(start time.Time, mgmt Management) {
 				a.log.Warn("hand-off failed again; kept in the outbox for the next wake",
 					"failed", r.Failed, "redelivered", r.Redelivered)
 			}
-			return err
+			return cmp.Or(err, a.pipe.logLost(a.log))
 		})
 	})
 	wg.Wait()

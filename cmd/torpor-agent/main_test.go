@@ -55,7 +55,7 @@ func TestScripts(t *testing.T) {
 
 // seed DATADIR KEYFILE writes an agent key and a store holding one
 // indeterminate ledger key ("did:key:… pay-1", a reservation whose process
-// died) and one held action.
+// died), one held action and one possibly lost hand-off (seq 7).
 func seed(argv []string) int {
 	if err := seedStore(argv[0], argv[1]); err != nil {
 		fmt.Fprintln(os.Stderr, "agentseed:", err)
@@ -97,6 +97,9 @@ func seedStore(dataDir, keyFile string) error {
 	}
 	return db.Update(func(tx *bolt.Tx) error {
 		if _, err := g.Decide(tx, a); err != nil {
+			return err
+		}
+		if err := l.RecordLost(tx, ledger.Lost{ObjectID: "019bc186-de00-7619-8837-14d9cfa06ed2", Issuer: alice.DID().String(), Purpose: "comms:message", Seq: 7}); err != nil {
 			return err
 		}
 		return l.Reserve(tx, ledger.Reservation{Key: alice.DID().String() + " pay-1", Action: "action:capture", EffectID: "psp-op-1"})

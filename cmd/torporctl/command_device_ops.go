@@ -15,6 +15,7 @@ import (
 // command's arguments.
 var deviceOps = map[string]deviceOp{
 	"status":             noArgs(command.OpStatus),
+	"lost":               noArgs(command.OpStatus), // the status, printed by printLost
 	"drain":              noArgs(command.OpDrain),
 	"rotate-keys":        noArgs(command.OpRotateKeys),
 	"set-mode":           {name: command.OpSetMode, args: "MODE", flags: setModeFlags},

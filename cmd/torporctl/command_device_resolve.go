@@ -210,10 +210,14 @@ func replyState(r command.Reply) string {
 }
 
 func (s *deviceSession) print(e *env, out commandOutput) error {
-	if s.f.json {
+	switch {
+	case s.f.json:
 		return printJSONTo(e.stdout, out)
+	case s.view == "lost":
+		printLost(e.stdout, out)
+	default:
+		printCommand(e.stdout, out)
 	}
-	printCommand(e.stdout, out)
 	return nil
 }
 

@@ -332,9 +332,11 @@ func crashDuringNotify(h *harness, recs []drain.Record) {
 
 func TestCrashAfterCommitAtMostOnce(t *testing.T) {
 	h := newHarness(t, opts{plaintext: true})
+	o1 := h.obj(h.alice, "comms:message", t0, time.Hour, nil)
+	o2 := h.obj(h.alice, "comms:message", t0, time.Hour, nil)
 	recs := []drain.Record{
-		{Seq: 1, Body: runtimetest.Body(t, runtimetest.DataPart(t, h.obj(h.alice, "comms:message", t0, time.Hour, nil)))},
-		{Seq: 2, Body: runtimetest.Body(t, runtimetest.DataPart(t, h.obj(h.alice, "comms:message", t0, time.Hour, nil)))},
+		{Seq: 1, Body: runtimetest.Body(t, runtimetest.DataPart(t, o1))},
+		{Seq: 2, Body: runtimetest.Body(t, runtimetest.DataPart(t, o2))},
 	}
 	crashDuringNotify(h, recs)
 	rec, err := h.d.Recover(context.Background())
@@ -346,6 +348,53 @@ func TestCrashAfterCommitAtMostOnce(t *testing.T) {
 	}
 	if rec, _ := h.d.Recover(context.Background()); rec != (drain.Recovery{}) {
 		t.Fatalf("second Recover = %+v, want nothing", rec)
+	}
+	h.wantLost(lostWant{1, o1}, lostWant{2, o2})
+}
+
+// TestLostHandOffsSurviveAKilledRecovery: the wake that finds hand-offs a
+// kill cut off (at-most-once notify) may itself be killed before it
+// reports them; the ledger still has them after the next restart, with
+// the hand-off's object, issuer, purpose and sequence number.
+func TestLostHandOffsSurviveAKilledRecovery(t *testing.T) {
+	h := newHarness(t, opts{plaintext: true})
+	o := h.obj(h.alice, "comms:message", t0, time.Hour, nil)
+	recs := []drain.Record{{Seq: 7, Body: runtimetest.Body(t, runtimetest.DataPart(t, o))}}
+	crashDuringNotify(h, recs)
+	if rec, err := h.d.Recover(context.Background()); err != nil || rec.Lost != 1 {
+		t.Fatalf("Recover = %+v, %v; want 1 lost", rec, err)
+	}
+	h.restart() // killed before anything was reported
+	if rec, _ := h.d.Recover(context.Background()); rec != (drain.Recovery{}) {
+		t.Fatalf("Recover after the second kill = %+v, want nothing left in the outbox", rec)
+	}
+	h.wantLost(lostWant{7, o})
+}
+
+// lostWant is a hand-off wantLost expects: the record's sequence number
+// and its object.
+type lostWant struct {
+	seq uint64
+	obj []byte
+}
+
+// wantLost checks that the ledger keeps exactly want as possibly lost
+// hand-offs from alice, in order, not yet logged.
+func (h *harness) wantLost(want ...lostWant) {
+	h.t.Helper()
+	var s ledger.LostSummary
+	if err := h.db.View(func(tx *bolt.Tx) (err error) { s, err = h.ledger.LostHandOffs(tx); return err }); err != nil {
+		h.t.Fatal(err)
+	}
+	if len(s.Kept) != len(want) {
+		h.t.Fatalf("the ledger keeps %d lost hand-offs %+v; want %d", len(s.Kept), s.Kept, len(want))
+	}
+	for i, w := range want {
+		got := s.Kept[i]
+		if got.Seq != w.seq || got.ObjectID != objID(h.t, w.obj) || got.Issuer != h.alice.DID().String() ||
+			got.Purpose != "comms:message" || got.Logged || got.RecordedAt.IsZero() {
+			h.t.Errorf("lost hand-off %d = %+v; want seq %d, object %s from alice", i, got, w.seq, objID(h.t, w.obj))
+		}
 	}
 }
 
@@ -374,6 +423,7 @@ func TestCrashAfterCommitAtLeastOnce(t *testing.T) {
 	if len(got) != 1 || got[0].ObjectID != objID(t, o1) || got[0].Attempt != 3 {
 		t.Fatalf("redelivered %+v; want o1 at attempt 3", got)
 	}
+	h.wantLost() // repeated, never reported lost
 }
 
 func (h *harness) policy() {

@@ -206,7 +206,7 @@ func (c *Commands) Client() *Server {
 }
 
 // Status implements mqtt.StatusReporter: mode, window, next wake, halt,
-// held actions and indeterminate keys.
+// held actions, indeterminate keys and possibly lost hand-offs.
 func (c *Commands) Status() envelope.Status {
 	a := c.a
 	m, _ := a.Mode()
@@ -219,9 +219,21 @@ func (c *Commands) Status() envelope.Status {
 	if p := a.Pipeline(); p != nil {
 		if r, err := p.Report(0); err == nil {
 			st.Halted, st.Held, st.Indeterminate = r.Halt.Halted, len(r.Holds), r.Ledger[ledger.Indeterminate.String()]
+			st.Lost, st.LostHandOffs = r.Lost.Count(), lostHandOffs(r.Lost)
 		}
 	}
 	return st
+}
+
+// lostHandOffs lists the newest envelope.MaxStatusLost of the possibly
+// lost hand-offs s keeps, newest first.
+func lostHandOffs(s ledger.LostSummary) []envelope.LostHandOff {
+	var out []envelope.LostHandOff
+	for i := len(s.Kept) - 1; i >= 0 && len(out) < envelope.MaxStatusLost; i-- {
+		l := s.Kept[i]
+		out = append(out, envelope.LostHandOff{ObjectID: l.ObjectID, Issuer: l.Issuer, Purpose: l.Purpose, Seq: l.Seq, RecordedAt: l.RecordedAt.UTC()})
+	}
+	return out
 }
 
 // Execute implements Device.

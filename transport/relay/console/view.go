@@ -234,7 +234,7 @@ func (s *Source) fromStatus(d *operatorapi.Device, st agents.State, agent did.DI
 		d.StatusError = err.Error()
 		return
 	}
-	d.Board, d.Version, d.Halted, d.HeldCount = ws.Board, ws.Version, ws.Halted, ws.HeldCount
+	d.Board, d.Version, d.Halted, d.HeldCount, d.LostCount = ws.Board, ws.Version, ws.Halted, ws.HeldCount, ws.LostCount
 	if ws.Wake != nil {
 		d.LastWake = &operatorapi.Wake{At: ws.Wake.At, Reason: ws.Wake.Reason}
 	}

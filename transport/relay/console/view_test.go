@@ -105,6 +105,7 @@ func TestBuildStates(t *testing.T) {
 	f := newFixture(t)
 	keys := []*did.PrivateKey{didtest.Key(t, 1), didtest.Key(t, 2), didtest.Key(t, 3), didtest.Key(t, 4), didtest.Key(t, 5)}
 	held := &wire.Status{Version: "1.0", Board: "rpi4", HeldCount: 2, Held: []wire.StatusHeld{{Key: "did:key:zS k1"}, {Key: "did:key:zS k2"}},
+		LostCount: 3, Lost: []wire.StatusLost{{ObjectID: "o1", Issuer: "did:key:zS", Purpose: "comms:message", Seq: 7}},
 		Wake: &wire.StatusWake{At: t0.Add(-time.Hour), Reason: "rtc"}, LastWake: &wire.StatusWake{At: t0.Add(-2 * time.Hour), Reason: "boot", AwakeMs: 840}}
 	f.put(t, device{key: keys[0], name: "pump", mode: wake.HourlyWake, next: t0.Add(10 * time.Minute), status: held, pulseAt: t0.Add(-time.Hour), messages: 3, kps: 2})
 	f.put(t, device{key: keys[1], name: "pump", mode: wake.AlwaysOn, linked: true, lastRes: true})
@@ -129,7 +130,7 @@ func TestBuildStates(t *testing.T) {
 		t.Errorf("summary %+v, want %+v", fl.Summary, wantSum)
 	}
 	pump := fl.Devices[3]
-	if pump.Version != "1.0" || pump.Board != "rpi4" || pump.HeldCount != 2 || pump.LastWake == nil || pump.LastWake.Reason != "rtc" || pump.LastAwakeMs != 840 {
+	if pump.Version != "1.0" || pump.Board != "rpi4" || pump.HeldCount != 2 || pump.LostCount != 3 || pump.LastWake == nil || pump.LastWake.Reason != "rtc" || pump.LastAwakeMs != 840 {
 		t.Errorf("asleep pump from its status: %+v", pump)
 	}
 	if pump.Queue.Messages != 3 || pump.Queue.Bytes != 3000 || pump.Queue.OldestAge != 600 || pump.Queue.Share != 3.0/500 {
@@ -211,13 +212,14 @@ func TestForgedStatusAndPulse(t *testing.T) {
 	}
 }
 
-// TestDetail: the device page has the queue by sender and the held
-// actions.
+// TestDetail: the device page has the queue by sender, the held actions
+// and the possibly lost hand-offs.
 func TestDetail(t *testing.T) {
 	f := newFixture(t)
 	dev := didtest.Key(t, 1)
 	f.put(t, device{key: dev, name: "d", mode: wake.Sleep, messages: 2,
 		status: &wire.Status{Version: "1", HeldCount: 1, Held: []wire.StatusHeld{{Key: "did:key:zS k1", Purpose: "pay"}},
+			LostCount: 1, Lost: []wire.StatusLost{{ObjectID: "o1", Issuer: "did:key:zS", Purpose: "comms:message", Seq: 7}},
 			Wake: &wire.StatusWake{At: t0, Reason: "gpio"}, LastWake: &wire.StatusWake{At: t0.Add(-time.Hour), Reason: "rtc", AwakeMs: 5}}})
 	r := queue.Record{Agent: dev.DID().String(), From: "did:key:zOther", Body: []byte("x")}
 	if _, err := f.q.Enqueue(context.Background(), r, queue.DefaultBounds(), t0); err != nil {
@@ -233,6 +235,9 @@ func TestDetail(t *testing.T) {
 	}
 	if len(dt.Held) != 1 || dt.Held[0].Key != "did:key:zS k1" || len(dt.Wakes) != 2 || dt.Wakes[0].Reason != "gpio" || dt.Wakes[1].AwakeMs != 5 {
 		t.Errorf("held %+v wakes %+v", dt.Held, dt.Wakes)
+	}
+	if len(dt.Lost) != 1 || dt.Lost[0].ObjectID != "o1" || dt.Lost[0].Seq != 7 {
+		t.Errorf("lost %+v; want the status's one lost hand-off", dt.Lost)
 	}
 	if _, err := f.src.One(context.Background(), didtest.Key(t, 9).DID().String(), t0); err != agents.ErrUnknownAgent {
 		t.Errorf("One(unknown) = %v, want agents.ErrUnknownAgent", err)
