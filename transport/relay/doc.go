@@ -28,6 +28,9 @@
 //	POST /operator/agents/{did}/admit          an operator admits a device: it leaves
 //	                                           probation (admission.go)
 //
+// The /operator/ endpoints take a single-use operator token bound to the
+// request's method and path (bearer.OperatorPurpose), and no Origin header.
+//
 // The agent's A2A base URL, as its card names it, is <origin>/a/{did}, so
 // a client that appends /.well-known/agent-card.json or /a2a/jsonrpc to
 // the base finds both.
