@@ -20,6 +20,7 @@ import (
 	"github.com/torpor-dev/torpor/runtime/purpose"
 	"github.com/torpor-dev/torpor/store"
 	"github.com/torpor-dev/torpor/store/queue"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 )
 
 func init() {
@@ -185,7 +186,7 @@ func (r *dequeueRun) enqueue(at time.Time) error {
 	if err != nil {
 		return err
 	}
-	b := queue.DefaultBounds()
+	b := queuebounds.Default()
 	if r.in.TTLMs != nil {
 		b.TTL = time.Duration(*r.in.TTLMs) * time.Millisecond
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/torpor-dev/torpor/store/queue"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 )
 
 func init() { Register("asleep-queue", runAsleepQueue) }
@@ -49,7 +50,7 @@ type queueVector struct {
 // runAsleepQueue runs the asleep-queue vectors (profile, Store-and-Forward
 // and Backpressure) against the relay's real store: a queue.Bolt file under
 // the vector's temporary directory, with fsync, reopened from disk where
-// the vector asks. Caps override queue.DefaultBounds (the profile's
+// the vector asks. Caps override queuebounds.Default (the profile's
 // reference bounds); a ttlMs sets the bounds' TTL. Expected and got print
 // as the vector's expect members, "name=value" sorted by name.
 func runAsleepQueue(v *Vector) Result {
@@ -84,8 +85,8 @@ func runAsleepQueue(v *Vector) Result {
 }
 
 // bounds returns the vector's caps over the default bounds.
-func (in *queueVector) bounds(first queueInput) queue.Bounds {
-	b := queue.DefaultBounds()
+func (in *queueVector) bounds(first queueInput) queuebounds.Bounds {
+	b := queuebounds.Default()
 	c := in.Caps
 	if c.MaxMessages != nil {
 		b.MaxMessages = *c.MaxMessages
@@ -166,7 +167,7 @@ var queueActions = map[string]func(*queueRun, *queueVector, []queueInput) error{
 // queueRun is one vector's store and what it observed.
 type queueRun struct {
 	path   string
-	bounds queue.Bounds
+	bounds queuebounds.Bounds
 	store  queue.Store
 	got    map[string]any
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/torpor-dev/torpor/internal/safetext"
 	"github.com/torpor-dev/torpor/runtime/drain"
 	"github.com/torpor-dev/torpor/runtime/trusted"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"github.com/torpor-dev/torpor/transport/link"
 	"github.com/torpor-dev/torpor/transport/link/wire"
 	"github.com/torpor-dev/torpor/wake"
@@ -76,7 +77,7 @@ type Config struct {
 	KeyPackageTarget int
 	// Bounds are the queue bounds the agent asks the relay for (zero
 	// members: the relay's ceiling).
-	Bounds wire.Bounds
+	Bounds queuebounds.Bounds
 
 	// TrustedTime, when set, makes the agent judge Governed Object
 	// expiry by time it can trust (package runtime/trusted: NTP, the
@@ -148,7 +149,7 @@ type LastResortKeyPackages interface {
 
 // Link is the device link as the agent uses it; *link.Client implements it.
 type Link interface {
-	Hello() wire.Bounds
+	Hello() queuebounds.Bounds
 	Publish(ctx context.Context, st wire.State) (wire.Accepted, error)
 	Pull(ctx context.Context, after uint64, max int) ([]wire.Record, bool, error)
 	Ack(ctx context.Context, seqs []uint64) error

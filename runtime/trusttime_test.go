@@ -14,6 +14,7 @@ import (
 	"github.com/torpor-dev/torpor/runtime/runtimetest"
 	"github.com/torpor-dev/torpor/runtime/trusted"
 	"github.com/torpor-dev/torpor/store/queue"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"github.com/torpor-dev/torpor/wake"
 )
 
@@ -42,7 +43,7 @@ func TestBootWithTheClockAnHourBack(t *testing.T) {
 	valid := runtimetest.Object(t, alice, "comms:message", t0.Add(-10*time.Minute), time.Hour, nil)
 	for _, o := range [][]byte{expired, valid} {
 		rec := queue.Record{Agent: w.key.DID().String(), From: alice.DID().String(), Body: runtimetest.Body(t, runtimetest.DataPart(t, o))}
-		if _, err := w.queue.Enqueue(context.Background(), rec, queue.DefaultBounds(), t0); err != nil {
+		if _, err := w.queue.Enqueue(context.Background(), rec, queuebounds.Default(), t0); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -90,7 +91,7 @@ func TestNoTrustedTimeHoldsTheQueue(t *testing.T) {
 	alice := runtimetest.Key(t, 1)
 	valid := runtimetest.Object(t, alice, "comms:message", t0.Add(-10*time.Minute), time.Hour, nil)
 	rec := queue.Record{Agent: w.key.DID().String(), From: alice.DID().String(), Body: runtimetest.Body(t, runtimetest.DataPart(t, valid))}
-	if _, err := w.queue.Enqueue(context.Background(), rec, queue.DefaultBounds(), t0); err != nil {
+	if _, err := w.queue.Enqueue(context.Background(), rec, queuebounds.Default(), t0); err != nil {
 		t.Fatal(err)
 	}
 	w.run()

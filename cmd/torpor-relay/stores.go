@@ -17,6 +17,7 @@ import (
 	"github.com/torpor-dev/torpor/store/agents"
 	"github.com/torpor-dev/torpor/store/jsstore"
 	"github.com/torpor-dev/torpor/store/queue"
+	"github.com/torpor-dev/torpor/store/queue/recordlog"
 )
 
 // storeArgs choose the backend of the queue and the agent states: the
@@ -124,7 +125,7 @@ func openStores(ctx context.Context, a *args, clk clock.Clock, log *slog.Logger)
 	if err := g.checkAll(a); err != nil {
 		return nil, err
 	}
-	bq, err := openQueue(a.dataDir, a.store.queueEngine)
+	bq, err := openQueue(a.dataDir, a.store.queueEngine, log)
 	if err != nil {
 		return nil, err
 	}
@@ -141,12 +142,19 @@ func openStores(ctx context.Context, a *args, clk clock.Clock, log *slog.Logger)
 // bolt, the record log queue.log/ with engine log (importing queue.db the
 // first time). The bolt engine refuses to start beside a record log, whose
 // records it would not see.
-func openQueue(dataDir, engine string) (queue.Store, error) {
+func openQueue(dataDir, engine string, log *slog.Logger) (queue.Store, error) {
 	db, dir := filepath.Join(dataDir, "queue.db"), filepath.Join(dataDir, "queue.log")
 	if engine == "log" {
 		q, err := queue.OpenLog(dir, &queue.LogOptions{ImportBolt: db})
 		if err != nil {
+			if errors.As(err, new(*recordlog.DamageError)) {
+				return nil, fmt.Errorf("%w: %w", errStoreRefused, logDamageFix(err))
+			}
 			return nil, storeFix(dir, err)
+		}
+		for _, c := range q.TornTails() {
+			log.Warn("queue: cut the torn tail of the record log: a write a crash cut short, never acknowledged to its senders",
+				"file", c.Path, "offset", c.Offset, "bytes", c.Bytes, "copy", c.Copy)
 		}
 		return q, nil
 	}

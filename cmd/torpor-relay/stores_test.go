@@ -12,6 +12,7 @@ import (
 
 	"github.com/torpor-dev/torpor/store/jsstore/jsserver"
 	"github.com/torpor-dev/torpor/store/queue"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 )
 
 func TestStoreFlags(t *testing.T) {
@@ -116,16 +117,16 @@ func TestRunJetStream(t *testing.T) {
 // serve an empty queue.db beside the records in the log.
 func TestQueueEngine(t *testing.T) {
 	dir := t.TempDir()
-	q, err := openQueue(dir, "bolt")
+	q, err := openQueue(dir, "bolt", slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := q.Enqueue(context.Background(), queue.Record{Agent: "did:key:a", Body: []byte("x")}, queue.DefaultBounds(), time.Now())
+	r, err := q.Enqueue(context.Background(), queue.Record{Agent: "did:key:a", Body: []byte("x")}, queuebounds.Default(), time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
 	q.Close()
-	if q, err = openQueue(dir, "log"); err != nil {
+	if q, err = openQueue(dir, "log", slog.New(slog.DiscardHandler)); err != nil {
 		t.Fatal(err)
 	}
 	rs, err := q.Next(context.Background(), "did:key:a", 0, 10, r.EnqueuedAt)
@@ -133,7 +134,7 @@ func TestQueueEngine(t *testing.T) {
 	if err != nil || len(rs) != 1 || rs[0].Seq != r.Seq {
 		t.Errorf("the log engine after the bolt one: Next = %v, %v; want the record bolt queued", rs, err)
 	}
-	if _, err := openQueue(dir, "bolt"); err == nil || !strings.Contains(err.Error(), "--queue-engine log") {
+	if _, err := openQueue(dir, "bolt", slog.New(slog.DiscardHandler)); err == nil || !strings.Contains(err.Error(), "--queue-engine log") {
 		t.Errorf("the bolt engine beside a record log = %v, want a refusal naming --queue-engine log", err)
 	}
 	if _, err := startRelay(t, "--queue-engine", "log"); err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/internal/worldtest"
 	"github.com/torpor-dev/torpor/store/queue"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"github.com/torpor-dev/torpor/transport/relay"
 )
 
@@ -23,7 +24,7 @@ func TestQueueCommand(t *testing.T) {
 	r := worldtest.Start(t, relay.Config{Operators: []did.DID{op.DID()}})
 	for _, from := range []*did.PrivateKey{alice, mallory, mallory} {
 		rec := queue.Record{Agent: agent.DID().String(), From: from.DID().String(), Body: []byte(`{"jsonrpc":"2.0","method":"SendMessage","params":{}}`)}
-		if _, err := r.Queue.Enqueue(context.Background(), rec, queue.DefaultBounds(), time.Now()); err != nil {
+		if _, err := r.Queue.Enqueue(context.Background(), rec, queuebounds.Default(), time.Now()); err != nil {
 			t.Fatal(err)
 		}
 	}

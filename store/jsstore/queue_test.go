@@ -9,6 +9,7 @@ import (
 	"github.com/torpor-dev/torpor/store/jsstore/jsserver"
 	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/store/queue/queuetest"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 )
 
 // single starts a one-server JetStream that fsyncs every write, for the
@@ -72,7 +73,7 @@ func TestRaceAcrossConnections(t *testing.T) {
 		t.Cleanup(func() { c.Close() })
 		qs = append(qs, c.Queue())
 	}
-	b := queue.DefaultBounds()
+	b := queuebounds.Default()
 	b.MaxMessages = 20
 	for i := range 5 {
 		queuetest.MustEnqueue(t, qs[i%3], queuetest.Msg(queuetest.Bob, "pre"), b, queuetest.T0)
@@ -106,11 +107,11 @@ func TestPrefixSeparates(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	queuetest.MustEnqueue(t, a.Queue(), queuetest.Msg(queuetest.Alice, "a"), queue.DefaultBounds(), queuetest.T0)
+	queuetest.MustEnqueue(t, a.Queue(), queuetest.Msg(queuetest.Alice, "a"), queuebounds.Default(), queuetest.T0)
 	if st, err := b.Queue().Stats(ctx, queuetest.Agent, queuetest.T0); err != nil || st.Messages != 0 {
 		t.Errorf("Stats under another prefix = %+v, %v; want empty", st, err)
 	}
-	if r := queuetest.MustEnqueue(t, b.Queue(), queuetest.Msg(queuetest.Alice, "b"), queue.DefaultBounds(), queuetest.T0); r.Seq != 1 {
+	if r := queuetest.MustEnqueue(t, b.Queue(), queuetest.Msg(queuetest.Alice, "b"), queuebounds.Default(), queuetest.T0); r.Seq != 1 {
 		t.Errorf("first seq under another prefix = %d, want 1", r.Seq)
 	}
 	if _, err := openPrefix("no.dots"); err == nil {

@@ -33,6 +33,7 @@ import (
 	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/store/replay"
 	"github.com/torpor-dev/torpor/transport/a2a"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 )
 
 const (
@@ -236,7 +237,7 @@ func (w *world) enqueueMany(n int) (map[uint64]string, []byte) {
 		w.t.Fatal(err)
 	}
 	defer q.Close()
-	b := queue.DefaultBounds()
+	b := queuebounds.Default()
 	b.MaxMessages, b.MaxPerPeer, b.MaxBytes, b.MaxPeerBytes = n+16, n+16, 64<<20, 64<<20
 	hs, err := pair.Handshake.Part()
 	if err != nil {

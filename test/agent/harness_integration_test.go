@@ -27,6 +27,7 @@ import (
 	"github.com/torpor-dev/torpor/store"
 	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/transport/a2a"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 )
 
 // Roles of the re-executed test binary.
@@ -201,7 +202,7 @@ func (w *world) enqueue(from *did.PrivateKey, objs ...[]byte) {
 		w.t.Fatal(err)
 	}
 	defer q.Close()
-	b := queue.DefaultBounds()
+	b := queuebounds.Default()
 	b.MaxMessages, b.MaxPerPeer, b.MaxBytes, b.MaxPeerBytes = 1000, 1000, 64<<20, 64<<20 // the crash test queues 500 from Alice
 	for _, o := range objs {
 		r := queue.Record{Agent: agentKey.DID().String(), From: from.DID().String(), Body: w.body(o)}

@@ -13,6 +13,7 @@ import (
 	"github.com/torpor-dev/torpor/store/jsstore/jsserver"
 	"github.com/torpor-dev/torpor/test/internal/relaytest"
 	"github.com/torpor-dev/torpor/transport/a2a"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"github.com/torpor-dev/torpor/transport/bearer"
 	"github.com/torpor-dev/torpor/transport/link"
 	"github.com/torpor-dev/torpor/transport/link/wire"
@@ -138,7 +139,7 @@ func admitDevice(t testing.TB, addr string, dev *did.PrivateKey) {
 // device is what a device publishes when it links.
 type device struct {
 	mode       string
-	bounds     *wire.Bounds // tighter bounds the device asks for
+	bounds     *queuebounds.Bounds // tighter bounds the device asks for
 	kps        [][]byte
 	lastResort []byte
 }
@@ -155,7 +156,7 @@ func publish(t testing.TB, addr string, dev *did.PrivateKey, d device) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	b := c.Hello().Clamp(d.bounds).Card()
+	b := c.Hello().Clamp(d.bounds)
 	card, err := a2a.BuildCard(a2a.CardOptions{Name: "sleeper", BaseURL: publicURL + "/a/" + dev.DID().String(), OfflineMode: d.mode, Bounds: &b})
 	if err != nil {
 		t.Fatal(err)

@@ -64,7 +64,7 @@ func liveDevice(t *testing.T, addr string, dev *did.PrivateKey, name string) *li
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	b := c.Hello().Card()
+	b := c.Hello()
 	card, err := a2a.BuildCard(a2a.CardOptions{Name: name, BaseURL: publicURL + "/a/" + dev.DID().String(), OfflineMode: "always_on", Bounds: &b})
 	if err != nil {
 		t.Fatal(err)

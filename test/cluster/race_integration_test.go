@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"github.com/torpor-dev/torpor/transport/link/wire"
 )
 
@@ -17,7 +18,7 @@ const racers = 64
 
 type raceCase struct {
 	name    string
-	bounds  wire.Bounds // the device's, tighter than the relays'
+	bounds  queuebounds.Bounds // the device's, tighter than the relays'
 	prefill int
 	sender  func(i int) int // the key number of racer i (prefill: -1-i)
 	free    int
@@ -26,8 +27,8 @@ type raceCase struct {
 }
 
 var raceCases = []raceCase{
-	{"messages", wire.Bounds{MaxMessages: 40}, 30, func(i int) int { return 1000 + i }, 10, http.StatusInsufficientStorage, "messages"},
-	{"peer", wire.Bounds{MaxPerPeer: 10}, 3, func(int) int { return 999 }, 7, http.StatusTooManyRequests, "peer"},
+	{"messages", queuebounds.Bounds{MaxMessages: 40}, 30, func(i int) int { return 1000 + i }, 10, http.StatusInsufficientStorage, "messages"},
+	{"peer", queuebounds.Bounds{MaxPerPeer: 10}, 3, func(int) int { return 999 }, 7, http.StatusTooManyRequests, "peer"},
 }
 
 // TestLastSlotsAcrossRelays: for one device's queue and for one sender's

@@ -85,7 +85,7 @@ func publishNamed(t *testing.T, url string, dev *did.PrivateKey, name string, st
 		t.Fatal(err)
 	}
 	defer c.Close()
-	b := c.Hello().Card()
+	b := c.Hello()
 	card, err := a2a.BuildCard(a2a.CardOptions{Name: name, BaseURL: url + "/a/" + dev.DID().String(), OfflineMode: "sleep", Bounds: &b})
 	if err != nil {
 		t.Fatal(err)

@@ -71,7 +71,7 @@ func publishState(t testing.TB, url string, dev *did.PrivateKey, st wire.State) 
 		return nil, err
 	}
 	t.Cleanup(func() { c.Close() })
-	b := c.Hello().Card()
+	b := c.Hello()
 	card, err := a2a.BuildCard(a2a.CardOptions{Name: "limits", BaseURL: url + "/a/" + dev.DID().String(), OfflineMode: st.Mode, Bounds: &b})
 	if err != nil {
 		t.Fatal(err)

@@ -328,7 +328,7 @@ func (w *world) device(t *testing.T, key *did.PrivateKey, mode string, kps [][]b
 // announced.
 func (w *world) state(t *testing.T, c *link.Client, key *did.PrivateKey, mode string) wire.State {
 	t.Helper()
-	b := c.Hello().Card()
+	b := c.Hello()
 	card, err := a2a.BuildCard(a2a.CardOptions{Name: "dev", BaseURL: w.tap.srv.URL + "/a/" + key.DID().String(), OfflineMode: mode, Bounds: &b})
 	if err != nil {
 		t.Fatal(err)

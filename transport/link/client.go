@@ -12,6 +12,7 @@ import (
 	"github.com/torpor-dev/torpor/clock"
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/internal/http1"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"github.com/torpor-dev/torpor/transport/bearer"
 	"github.com/torpor-dev/torpor/transport/link/internal/calls"
 	"github.com/torpor-dev/torpor/transport/link/internal/wsclient"
@@ -51,7 +52,7 @@ type Config struct {
 // again (with backoff; the agent's duty cycle decides when).
 type Client struct {
 	ws      *wsclient.Conn
-	hello   wire.Bounds
+	hello   queuebounds.Bounds
 	handler HandlerFunc
 	ctx     context.Context
 	stop    context.CancelFunc
@@ -244,7 +245,7 @@ func (c *Client) handshake(ctx context.Context, cfg Config, aud, tok string) err
 func (c *Client) RelayTime() (relay, local time.Time) { return c.relayTime, c.relayLocal }
 
 // Hello returns the ceiling bounds the relay announced for this agent.
-func (c *Client) Hello() wire.Bounds { return c.hello }
+func (c *Client) Hello() queuebounds.Bounds { return c.hello }
 
 // Publish sends the device's state and returns the bounds in force and
 // the KeyPackages the relay holds. A refusal (a card not signed by the

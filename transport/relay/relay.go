@@ -19,6 +19,7 @@ import (
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/store/agents"
 	"github.com/torpor-dev/torpor/store/queue"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"github.com/torpor-dev/torpor/transport/bearer"
 	"github.com/torpor-dev/torpor/transport/link/server"
 	"github.com/torpor-dev/torpor/transport/link/wire"
@@ -40,10 +41,10 @@ type Config struct {
 	// it, since this package may not import mls). Required.
 	KeyPackages KeyPackageVerifier
 	// Bounds are the default and ceiling queue bounds of every agent; a
-	// device may ask for tighter ones. Zero means queue.DefaultBounds().
-	Bounds queue.Bounds
+	// device may ask for tighter ones. Zero means queuebounds.Default().
+	Bounds queuebounds.Bounds
 	// AgentBounds overrides Bounds for particular agents (by DID).
-	AgentBounds map[string]queue.Bounds
+	AgentBounds map[string]queuebounds.Bounds
 	// AllowAgents, when not empty, lists the only agents whose devices may
 	// link (and so be reachable through this relay).
 	AllowAgents []string
@@ -167,8 +168,8 @@ func New(cfg Config) (*Relay, error) {
 		return nil, fmt.Errorf("relay: public URL: %w", err)
 	}
 	cfg.PublicURL = origin
-	if cfg.Bounds == (queue.Bounds{}) {
-		cfg.Bounds = queue.DefaultBounds()
+	if cfg.Bounds == (queuebounds.Bounds{}) {
+		cfg.Bounds = queuebounds.Default()
 	}
 	if err := cfg.validateBounds(); err != nil {
 		return nil, err

@@ -17,7 +17,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/torpor-dev/torpor/store/agents"
-	"github.com/torpor-dev/torpor/store/queue"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"github.com/torpor-dev/torpor/wake"
 )
 
@@ -60,7 +60,7 @@ func stateSurvivesReopen(t *testing.T, open Opener) {
 	want := agents.State{
 		Mode: wake.HourlyWake, Window: wake.Window{Minute: 7, Length: 5 * time.Minute, Offset: 30 * time.Second},
 		NextWake: at.Add(time.Hour), Card: []byte(`{"card":1}`), Pulse: []byte(`{"pulse":1}`),
-		Bounds: queue.DefaultBounds(), UpdatedAt: at,
+		Bounds: queuebounds.Default(), UpdatedAt: at,
 		Successor: "did:key:zNext", Retirement: []byte(`{"retirement":1}`),
 		Status: []byte(`{"status":1}`), WakeSecond: 0, WakeSecondSet: true,
 	}

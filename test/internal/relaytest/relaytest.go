@@ -58,7 +58,7 @@ func Publish(t testing.TB, url string, dev *did.PrivateKey, mode string) {
 	t.Helper()
 	c, ctx := Dial(t, url, dev)
 	defer c.Close()
-	b := c.Hello().Card()
+	b := c.Hello()
 	card, err := a2a.BuildCard(a2a.CardOptions{Name: "sleeper", BaseURL: url + "/a/" + dev.DID().String(), OfflineMode: mode, Bounds: &b})
 	if err != nil {
 		t.Fatal(err)

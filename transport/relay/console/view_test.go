@@ -2,7 +2,6 @@ package console
 
 import (
 	"context"
-	"github.com/torpor-dev/torpor/transport/operatorapi"
 	"path/filepath"
 	"testing"
 	"time"
@@ -13,7 +12,9 @@ import (
 	"github.com/torpor-dev/torpor/pulse"
 	"github.com/torpor-dev/torpor/store/agents"
 	"github.com/torpor-dev/torpor/store/queue"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"github.com/torpor-dev/torpor/transport/link/wire"
+	"github.com/torpor-dev/torpor/transport/operatorapi"
 	"github.com/torpor-dev/torpor/wake"
 )
 
@@ -41,7 +42,7 @@ func newFixture(t *testing.T) *fixture {
 	t.Cleanup(func() { f.states.Close(); f.q.Close() })
 	f.src = &Source{States: f.states, Queue: f.q, Grace: 5 * time.Minute,
 		Up:     func(_ context.Context, a string) bool { return f.linked[a] },
-		Bounds: func(string, agents.State) queue.Bounds { return queue.DefaultBounds() }}
+		Bounds: func(string, agents.State) queuebounds.Bounds { return queuebounds.Default() }}
 	return f
 }
 
@@ -63,7 +64,7 @@ func (f *fixture) put(t *testing.T, d device) {
 	t.Helper()
 	id := d.key.DID().String()
 	st := agents.State{Mode: d.mode, Window: wake.WindowFor(id), NextWake: d.next, UpdatedAt: t0.Add(-time.Hour),
-		Card: []byte(`{"name":"` + d.name + `"}`), Bounds: queue.DefaultBounds()}
+		Card: []byte(`{"name":"` + d.name + `"}`), Bounds: queuebounds.Default()}
 	if d.status != nil {
 		o, err := governed.Sign(d.key, governed.Template{IssuedAt: t0, Semantic: governed.Semantic{Schema: wire.StatusSchema}, Purpose: wire.PurposeStatus, Payload: *d.status})
 		if err != nil {
@@ -91,7 +92,7 @@ func (f *fixture) put(t *testing.T, d device) {
 	}
 	for i := range d.messages {
 		r := queue.Record{Agent: id, From: "did:key:zSender", Body: make([]byte, 1000)}
-		if _, err := f.q.Enqueue(context.Background(), r, queue.DefaultBounds(), t0.Add(-time.Duration(10-i)*time.Minute)); err != nil {
+		if _, err := f.q.Enqueue(context.Background(), r, queuebounds.Default(), t0.Add(-time.Duration(10-i)*time.Minute)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -222,7 +223,7 @@ func TestDetail(t *testing.T) {
 			LostCount: 1, Lost: []wire.StatusLost{{ObjectID: "o1", Issuer: "did:key:zS", Purpose: "comms:message", Seq: 7}},
 			Wake: &wire.StatusWake{At: t0, Reason: "gpio"}, LastWake: &wire.StatusWake{At: t0.Add(-time.Hour), Reason: "rtc", AwakeMs: 5}}})
 	r := queue.Record{Agent: dev.DID().String(), From: "did:key:zOther", Body: []byte("x")}
-	if _, err := f.q.Enqueue(context.Background(), r, queue.DefaultBounds(), t0); err != nil {
+	if _, err := f.q.Enqueue(context.Background(), r, queuebounds.Default(), t0); err != nil {
 		t.Fatal(err)
 	}
 	d, err := f.src.One(context.Background(), dev.DID().String(), t0)
