@@ -20,7 +20,8 @@
 //	GET  /a/{did}/pulse                        the device's latest signed liveness pulse
 //	GET  /a/{did}/mls/key-package              {did, wire}: one KeyPackage, handed out once
 //	GET  /link                                 the device link (WebSocket, see transport/link/wire)
-//	GET  /metrics                              Prometheus
+//	GET  /metrics                              Prometheus (Relay.MetricsHandler instead,
+//	                                           with Config.MetricsElsewhere)
 //	GET  /healthz                              {"status":"ok", ...}
 //	GET, DELETE /operator/queue/{did}          an operator lists or purges a device's
 //	                                           queue (operator.go)
