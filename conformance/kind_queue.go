@@ -226,24 +226,48 @@ func (q *queueRun) count(name string, now time.Time) error {
 
 // render prints the observed values of the members expect names.
 func (q *queueRun) render(expect map[string]json.RawMessage) string {
-	var parts []string
-	for _, k := range queueExpectKeys(expect) {
-		v, ok := q.got[k]
-		if !ok {
-			v = "?"
-		}
-		parts = append(parts, fmt.Sprintf("%s=%v", k, v))
-	}
-	return strings.Join(parts, " ")
+	return renderGot(expect, q.got)
 }
 
-// renderQueueExpect prints a vector's expect members as "name=value".
+// renderQueueExpect prints a vector's expect members as "name=value", a
+// member named xMin as "x>=value" (a lower bound).
 func renderQueueExpect(expect map[string]json.RawMessage) string {
 	var parts []string
 	for _, k := range queueExpectKeys(expect) {
 		var v any
 		if err := json.Unmarshal(expect[k], &v); err != nil {
 			v = string(expect[k])
+		}
+		if base, ok := strings.CutSuffix(k, "Min"); ok {
+			parts = append(parts, fmt.Sprintf("%s>=%v", base, v))
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("%s=%v", k, v))
+	}
+	return strings.Join(parts, " ")
+}
+
+// renderGot prints the observed value of each member of expect as
+// "name=value" ("?" when none was observed), as renderQueueExpect prints
+// the expected one: a member xMin as "x>=min" when x reached min, else as
+// "x=value".
+func renderGot(expect map[string]json.RawMessage, got map[string]any) string {
+	var parts []string
+	for _, k := range queueExpectKeys(expect) {
+		if base, ok := strings.CutSuffix(k, "Min"); ok {
+			var min int
+			json.Unmarshal(expect[k], &min)
+			n, _ := got[base].(int)
+			if n >= min {
+				parts = append(parts, fmt.Sprintf("%s>=%d", base, min))
+			} else {
+				parts = append(parts, fmt.Sprintf("%s=%d", base, n))
+			}
+			continue
+		}
+		v, ok := got[k]
+		if !ok {
+			v = "?"
 		}
 		parts = append(parts, fmt.Sprintf("%s=%v", k, v))
 	}

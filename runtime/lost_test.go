@@ -90,7 +90,7 @@ func TestLostHandOffIsReportedAfterAKilledWake(t *testing.T) {
 	w.newAgent()
 	w.run()
 	w.nextWake() // boot
-	id := objID(t, obj)
+	id := runtimetest.ObjectID(t, obj)
 	if n := strings.Count(log.String(), `msg="hand-off possibly lost"`); n != 1 || !strings.Contains(log.String(), "objectId="+id) {
 		t.Fatalf("the boot wake logged %d lost hand-offs; want 1 naming %s:\n%s", n, id, log.String())
 	}
@@ -130,7 +130,7 @@ func TestKilledHandOffAtLeastOnceIsRepeated(t *testing.T) {
 	w.run()
 	w.nextWake() // boot
 	got := w.rec.Got()
-	if len(got) != 1 || got[0].ObjectID != objID(t, obj) || got[0].ObjectID != cut.ObjectID ||
+	if len(got) != 1 || got[0].ObjectID != runtimetest.ObjectID(t, obj) || got[0].ObjectID != cut.ObjectID ||
 		got[0].Issuer != alice.DID().String() || got[0].Issuer != cut.Issuer || got[0].Attempt != 2 || cut.Attempt != 1 {
 		t.Fatalf("after the kill the handler got %+v; want the object of the cut hand-off %+v again, attempt 2", got, cut)
 	}
@@ -151,9 +151,9 @@ func TestLostHandOffInTheMQTTStatus(t *testing.T) {
 	w := newCmdWorldWith(t, wake.AlwaysOn, func(w *cmdWorld, cfg *runtime.Config, _ *manage.CommandsConfig) {
 		killHandOff(t, cfg.DataDir, cfg.PipelineConfig, obj, false)
 	})
-	w.run()
-	w.awaitStatus(func(s envelope.Status) bool {
-		return s.State == envelope.StateAwake && s.Lost == 1 && len(s.LostHandOffs) == 1 && s.LostHandOffs[0].ObjectID == objID(t, obj)
+	w.Run()
+	w.AwaitStatus(func(s envelope.Status) bool {
+		return s.State == envelope.StateAwake && s.Lost == 1 && len(s.LostHandOffs) == 1 && s.LostHandOffs[0].ObjectID == runtimetest.ObjectID(t, obj)
 	})
 	if st := w.statusResult().Status; st.Lost != 1 || len(st.LostHandOffs) != 1 || st.LostHandOffs[0].Seq != 7 {
 		t.Fatalf("the status command's status: lost %d %+v; want the object at seq 7", st.Lost, st.LostHandOffs)

@@ -17,7 +17,7 @@ import (
 // to the DID of a status seen for the first time.
 var destructiveOps = map[string]bool{
 	command.OpHalt: true, command.OpSetMode: true, command.OpRotateKeys: true, command.OpReboot: true,
-	command.OpConfirm: true, command.OpConfigSet: true,
+	command.OpConfirm: true, command.OpConfigSet: true, command.OpTime: true,
 }
 
 // resolved is the device a command goes to: its DID and, when there is

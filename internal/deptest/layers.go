@@ -55,7 +55,6 @@ var Layers = []Layer{
 	{
 		Name:     "tools on both sides",
 		Packages: []string{"conformance/..."},
-		Pending:  []string{"internal/worldtest"}, // moving to test/worldtest (issue 30)
 	},
 	{
 		Name:     "commands",

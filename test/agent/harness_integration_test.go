@@ -318,18 +318,6 @@ func (w *world) drainAndKillDuringEffect() {
 	<-exited
 }
 
-// buildAgent builds torpor-agent for the operator's commands.
-func buildAgent(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "torpor-agent")
-	cmd := exec.Command("go", "build", "-o", bin, "github.com/torpor-dev/torpor/cmd/torpor-agent")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build torpor-agent: %v\n%s", err, out)
-	}
-	return bin
-}
-
 // operator runs torpor-agent's operator command on w's store.
 func (w *world) operator(bin string, argv ...string) string {
 	w.t.Helper()

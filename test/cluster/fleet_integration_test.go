@@ -100,15 +100,6 @@ func testKey(tb testing.TB, n int) *did.PrivateKey {
 	return k
 }
 
-func token(t testing.TB, k *did.PrivateKey) string {
-	t.Helper()
-	tok, err := bearer.Issue(k, publicURL, time.Now(), 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tok
-}
-
 // fleetOperator is the operator every relay of these tests lists.
 func fleetOperator(t testing.TB) *did.PrivateKey { return testKey(t, 0xA0) }
 

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/test/internal/relaytest"
 	"github.com/torpor-dev/torpor/transport/a2a"
 	"github.com/torpor-dev/torpor/transport/link"
 	"github.com/torpor-dev/torpor/transport/link/wire"
@@ -24,7 +25,7 @@ import (
 func TestLiveAcrossRelays(t *testing.T) {
 	f := startFleet(t, 3)
 	dev, sender := testKey(t, 11), testKey(t, 12)
-	agent, tok := dev.DID().String(), token(t, sender)
+	agent, tok := dev.DID().String(), relaytest.Token(t, sender, publicURL)
 	first := liveDevice(t, f.relays[0].addr, dev, "first")
 	want := `{"answeredBy":"first","from":"` + sender.DID().String() + `"}`
 	results := make(chan string, 30)

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/test/internal/relaytest"
 	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"github.com/torpor-dev/torpor/transport/link/wire"
 )
@@ -60,12 +61,12 @@ func raceTrial(t *testing.T, f *fleet, dev *did.PrivateKey, tc raceCase, trial i
 	for i := range tc.prefill {
 		k := testKey(t, tc.sender(-1-i))
 		id := fmt.Sprintf("t%d-pre%d", trial, i)
-		mustQueue(t, f.relays[i%3].addr, agent, token(t, k), body(id, 20))
+		mustQueue(t, f.relays[i%3].addr, agent, relaytest.Token(t, k, publicURL), body(id, 20))
 		queued[id] = true
 	}
 	toks := make([]string, racers)
 	for i := range toks {
-		toks[i] = token(t, testKey(t, tc.sender(i)))
+		toks[i] = relaytest.Token(t, testKey(t, tc.sender(i)), publicURL)
 	}
 	answers := make([]answer, racers)
 	start := make(chan struct{})

@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/torpor-dev/torpor/test/internal/relaytest"
 )
 
 // TestOperatorPurge: a sender floods a device's queue with messages the
@@ -67,7 +69,7 @@ func TestOperatorPurge(t *testing.T) {
 		if now := queued(t, s.relay.URL, s.dev); len(now) != 0 {
 			t.Errorf("%d records after purging all", len(now))
 		}
-		if a := s.send(t, s.sender, message(`"after"`, wirePart("hello"))); a.Status != 503 || a.json()["queued"] != true {
+		if a := s.send(t, s.sender, message(`"after"`, wirePart("hello"))); a.Status != 503 || a.JSON()["queued"] != true {
 			t.Errorf("a message after the purge: %s, want 503 queued", a)
 		}
 	})
@@ -87,8 +89,8 @@ func TestOperatorTokens(t *testing.T) {
 	list, admitPath := "/operator/queue/"+agent, "/operator/agents/"+freshKey(t).DID().String()+"/admit"
 	t.Run("an ordinary token gets a clear 401", func(t *testing.T) {
 		for _, req := range [][2]string{{"GET", list}, {"DELETE", list + "?all=1"}, {"POST", admitPath}} {
-			a := do(t, req[0], url+req[1], http.Header{"Authorization": {"Bearer " + token(t, op, url)}}, nil)
-			if a.Status != 401 || !strings.Contains(a.json()["message"].(string), "upgrade torporctl") ||
+			a := do(t, req[0], url+req[1], http.Header{"Authorization": {"Bearer " + relaytest.Token(t, op, url)}}, nil)
+			if a.Status != 401 || !strings.Contains(a.JSON()["message"].(string), "upgrade torporctl") ||
 				!strings.Contains(a.Header.Get("WWW-Authenticate"), "single-use operator token") {
 				t.Errorf("%s %s with a send token: %s %v, want 401 saying to upgrade torporctl", req[0], req[1], a, a.Header)
 			}
@@ -97,7 +99,7 @@ func TestOperatorTokens(t *testing.T) {
 	})
 	t.Run("a token is spent once", func(t *testing.T) {
 		h := operatorAuthAt(t, op, url, "GET", list)
-		if a := do(t, "GET", url+list, h, nil); a.Status != 200 || a.json()["messages"] != float64(2) {
+		if a := do(t, "GET", url+list, h, nil); a.Status != 200 || a.JSON()["messages"] != float64(2) {
 			t.Fatalf("first use: %s", a)
 		}
 		if a := do(t, "GET", url+list, h, nil); a.Status != 401 || !strings.Contains(string(a.Body), "already used") {
@@ -120,7 +122,7 @@ func TestOperatorTokens(t *testing.T) {
 	t.Run("a browser is refused", func(t *testing.T) {
 		h := operatorAuthAt(t, op, url, "DELETE", list)
 		h.Set("Origin", "https://evil.example")
-		if a := do(t, "DELETE", url+list+"?all=1", h, nil); a.Status != 403 || a.json()["error"] != "origin_refused" {
+		if a := do(t, "DELETE", url+list+"?all=1", h, nil); a.Status != 403 || a.JSON()["error"] != "origin_refused" {
 			t.Errorf("with an Origin: %s, want 403 origin_refused", a)
 		}
 		s.kept(t)

@@ -19,31 +19,26 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/torpor-dev/torpor/store/queue"
+	"github.com/torpor-dev/torpor/store/storetest"
 	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 )
 
 // Opener opens a Store over one test's data: every call returns a new
 // Store over the same data, which the caller closes.
-type Opener func(t *testing.T) queue.Store
+type Opener = storetest.Opener[queue.Store]
 
 // Run runs every check, each over fresh data from newOpener.
 func Run(t *testing.T, newOpener func(t *testing.T) Opener) {
-	checks := []struct {
-		name  string
-		check func(*testing.T, Opener)
-	}{
-		{"EnqueueSetsFields", enqueueSetsFields},
-		{"NextAckOrder", nextAckOrder},
-		{"Expiry", expiry},
-		{"Bounds", bounds},
-		{"BadArguments", badArguments},
-		{"RaceForLastSlots", raceForLastSlots},
-		{"ReopenKeepsEverything", reopenKeepsEverything},
-		{"Closed", closed},
-	}
-	for _, c := range checks {
-		t.Run(c.name, func(t *testing.T) { c.check(t, newOpener(t)) })
-	}
+	storetest.RunContract(t, []storetest.Check[queue.Store]{
+		{Name: "EnqueueSetsFields", Check: enqueueSetsFields},
+		{Name: "NextAckOrder", Check: nextAckOrder},
+		{Name: "Expiry", Check: expiry},
+		{Name: "Bounds", Check: bounds},
+		{Name: "BadArguments", Check: badArguments},
+		{Name: "RaceForLastSlots", Check: raceForLastSlots},
+		{Name: "ReopenKeepsEverything", Check: reopenKeepsEverything},
+		{Name: "Closed", Check: closed},
+	}, newOpener)
 }
 
 // T0 is the suite's start time: far from the real clock, so that a store
