@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"regexp"
 	"testing"
+	"time"
 
 	"github.com/torpor-dev/torpor/mls"
 	"github.com/torpor-dev/torpor/test/internal/testenv"
@@ -81,5 +82,48 @@ func TestAgentStrangerGroupsNotHostage(t *testing.T) {
 	agent.Stop()
 	if left := queued(t, r.URL, dev); len(left) != 0 {
 		t.Fatalf("the relay still holds %d records", len(left))
+	}
+}
+
+// fakeCommitPart is an mls-wire part whose MLSMessage the relay reads as a
+// PublicMessage Commit (RFC 9420, Section 6.2: a handshake, which may use
+// the reserve) of a made-up group: its prefix is well formed, the rest is
+// junk no member could process.
+func fakeCommitPart(t *testing.T) string {
+	t.Helper()
+	b := []byte{0, 1, 0, 1, 4, 'j', 'u', 'n', 'k', 0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 0, 0, 0, 0, 3}
+	junk := make([]byte, 32)
+	rand.Read(junk)
+	return `{"mediaType":"` + a2a.MediaTypeMLSWire + `","data":{"mediaType":"` + a2a.MediaTypeMLSWire + `","wire":"` +
+		base64.StdEncoding.EncodeToString(append(b, junk...)) + `"}}`
+}
+
+// TestRelayDeferredSenderNoReserve: a free DID's fake Commit takes a slot
+// of the handshake reserve of a device whose queue is full; the device's
+// link delivers it and the device leaves it unacknowledged (deferred).
+// The same sender's next fake Commit is then an ordinary message, refused
+// by the full queue (507), and another sender's Welcome still finds the
+// reserve (503 queued): one sender's junk costs its own allowance, not the
+// reserve others need.
+func TestRelayDeferredSenderNoReserve(t *testing.T) {
+	s := newSleeper(t, 2, "--max-messages", "2", "--handshake-reserve-messages", "2")
+	mallory, bob := freshKey(t), key(t, 3)
+	if a := s.send(t, mallory, message(`"c1"`, fakeCommitPart(t))); a.Status != http.StatusServiceUnavailable || a.JSON()["queued"] != true {
+		t.Fatalf("the first fake Commit: %s, want 503 queued in the reserve", a)
+	}
+	linkDown := regexp.MustCompile(`msg="link down"`)
+	links := s.relay.Count(linkDown, s.dev.DID().String())
+	if n := len(pullAll(t, s.relay.URL, s.dev)); n != 3 { // delivered, none acknowledged: deferred
+		t.Fatalf("the device was delivered %d records, want 3", n)
+	}
+	within(t, 10*time.Second, "the relay to log the link's end", func() bool { return s.relay.Count(linkDown, s.dev.DID().String()) > links })
+	if a := s.send(t, mallory, message(`"c2"`, fakeCommitPart(t))); a.Status != http.StatusInsufficientStorage {
+		t.Fatalf("the deferred sender's second fake Commit: %s, want 507: no reserve for it", a)
+	}
+	if a := s.send(t, bob, message(`"welcome"`, welcomePart())); a.Status != http.StatusServiceUnavailable || a.JSON()["queued"] != true {
+		t.Errorf("another sender's Welcome: %s, want 503 queued in the reserve", a)
+	}
+	if now := s.kept(t); len(now) != len(s.before)+2 {
+		t.Errorf("%d records queued, want %d: the accepted ones, the first fake Commit and the Welcome", len(now), len(s.before)+2)
 	}
 }

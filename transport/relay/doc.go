@@ -141,7 +141,12 @@
 // queue-bounds extension, see transport/a2a), so the card never misstates
 // them. Requests whose parts carry an MLS Welcome or a Commit (an
 // mls-handshake part, or an mls-wire part whose MLSMessage is a Welcome or
-// a PublicMessage Commit) are queued as handshakes and may use the reserve.
+// a PublicMessage Commit) are queued as handshakes and may use the reserve,
+// unless their sender has records the device left unacknowledged on its
+// last link (deferred: an MLS message for a group it never joined, which
+// needs no key to make): such a sender's handshakes are queued as ordinary
+// messages, so its junk costs its own allowance and never the reserve
+// (deferred.go).
 //
 // # Cards, KeyPackages, pulses
 //

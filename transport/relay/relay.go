@@ -143,6 +143,7 @@ type Relay struct {
 	log      *slog.Logger
 	verifier *bearer.Verifier
 	opSpent  bearer.Spent // operator tokens accepted (operator.go)
+	deferred deferredSenders
 	link     *server.Server
 	metrics  *metrics
 	limiter  *limiter // KeyPackage fetches per caller DID
@@ -214,7 +215,7 @@ func New(cfg Config) (*Relay, error) {
 	s.adm.newAdmissionMetrics(s.metrics.reg)
 	s.link = &server.Server{
 		Verifier: s.verifier, Queue: s.queue, Agents: (*linkAgents)(s), Clock: cfg.Clock,
-		Logger: base.With("component", "link"), OnAcked: s.metrics.acked,
+		Logger: base.With("component", "link"), OnAcked: s.metrics.acked, OnUnacked: s.deferred.linkEnded,
 	}
 	if err := s.newConsole(base); err != nil {
 		return nil, err
