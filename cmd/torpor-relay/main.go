@@ -183,8 +183,10 @@ func main() {
 	}
 }
 
-// run opens the stores, starts the broker and serves until ctx ends.
-func run(ctx context.Context, a *args, log *slog.Logger) error {
+// run opens the stores, starts the broker and serves until ctx ends; a
+// clean stop logs one INFO line once everything is closed.
+func run(ctx context.Context, a *args, log *slog.Logger) (err error) {
+	defer logStopped(ctx, log, &err) // after everything closed
 	clk, err := clock.NewScaledAt(nil, a.timeScale, a.timeEpoch)
 	if err != nil {
 		return err
@@ -297,6 +299,13 @@ func serveMetrics(r *relay.Relay, ln net.Listener, log *slog.Logger) func() {
 	}
 }
 
+// logStopped logs a clean stop, *err nil, with its cause (the signal).
+func logStopped(ctx context.Context, log *slog.Logger, err *error) {
+	if *err == nil {
+		log.Info("torpor-relay stopped", "reason", context.Cause(ctx))
+	}
+}
+
 // serve serves r's handler on ln and runs r's purge, calls started once
 // both run, and returns when ctx ends (nil) or serving fails, after
 // closing the device links and shutting the HTTP server down.
@@ -315,7 +324,8 @@ func serve(ctx context.Context, a *args, r *relay.Relay, ln net.Listener, starte
 	}()
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	go func() { errc <- r.Run(runCtx) }()
+	ran := make(chan struct{})
+	go func() { errc <- r.Run(runCtx); close(ran) }()
 	started()
 
 	select {
@@ -329,7 +339,9 @@ func serve(ctx context.Context, a *args, r *relay.Relay, ln net.Listener, starte
 	shutdown, done := context.WithTimeout(context.Background(), 10*time.Second)
 	defer done()
 	r.Link().Close()
-	return srv.Shutdown(shutdown)
+	err := srv.Shutdown(shutdown)
+	<-ran // the relay's periodic work ends before its stores close
+	return err
 }
 
 func isLoopback(addr string) bool {

@@ -19,12 +19,14 @@ func runDeviceAdmit(ctx context.Context, e *env, args []string) error {
 	fs := flag.NewFlagSet("torporctl device admit", flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
 	relayURL := fs.String("relay", envOr("TORPOR_RELAY", "http://127.0.0.1:8080"), "The relay's public origin. Default $TORPOR_RELAY.")
+	var scale float64
+	timeScaleFlag(fs, &scale)
 	keyPath := fs.String("key", os.Getenv("TORPOR_KEY"), "Your operator key file (torporctl keygen); the relay must list its DID (--operator, --operators-file). Default $TORPOR_KEY.")
 	fs.Usage = func() {
 		fmt.Fprint(e.stderr, "usage: torporctl device admit [flags] DID\n\nAdmits a device on its relay: it leaves probation (small queue bounds and\nKeyPackage pool) and gets the relay's own bounds at its next link.\n\nflags:\n")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
@@ -46,7 +48,11 @@ func runDeviceAdmit(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("device admit: --relay: %v", err)
 	}
-	api := &operatorapi.Client{Origin: aud, Key: key}
+	clk, err := relayClock(ctx, aud, scale)
+	if err != nil {
+		return err
+	}
+	api := &operatorapi.Client{Origin: aud, Key: key, Clock: clk}
 	if err := api.Admit(ctx, agent.String()); err != nil {
 		return fmt.Errorf("device admit: %v", err)
 	}

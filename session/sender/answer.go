@@ -18,7 +18,9 @@ import (
 type Answer struct {
 	Status int `json:"status"`
 	// Error is the profile's token: agent_asleep, asleep_queue_full,
-	// agent_retired, ...; "rejected" when a live agent refused the object.
+	// agent_retired, ...; "rejected" when a live agent refused the object;
+	// "plaintext_refused" when the relay refused, for the agent, an
+	// unencrypted object its policy refuses.
 	Error   string `json:"error,omitempty"`
 	Message string `json:"message,omitempty"`
 	// Kind is the bound a full queue hit: messages, bytes or peer.
@@ -96,7 +98,9 @@ func (a *Answer) readError(raw json.RawMessage) {
 	case json.Unmarshal(raw, &rpc) == nil:
 		a.Error = rpc.Data.Error
 		if a.Status == http.StatusOK && rpc.Code != 0 {
-			a.Error, a.RPCCode = "rejected", rpc.Code
+			// data.error names a refusal the relay gave for the agent
+			// (plaintext_refused); an agent's own refusal has none.
+			a.Error, a.RPCCode = cmpOr(rpc.Data.Error, "rejected"), rpc.Code
 		}
 		a.Queued = a.Queued || rpc.Data.Queued
 		a.Kind = cmpOr(a.Kind, rpc.Data.Kind)
@@ -147,6 +151,8 @@ func (a Answer) Retryable() bool {
 // String says what the answer means, for people.
 func (a Answer) String() string {
 	switch {
+	case a.Rejected() && a.Error == "plaintext_refused":
+		return "refused: the agent's policy (its signed card) takes no unencrypted object, so the relay refused it for the agent; nothing was queued: send it MLS-encrypted"
 	case a.Rejected():
 		return fmt.Sprintf("rejected: the agent was awake and refused it: %d %s", a.RPCCode, a.Message)
 	case a.Status == http.StatusOK:

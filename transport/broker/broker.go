@@ -143,7 +143,7 @@ func (b *Broker) setup(cfg Config, log *slog.Logger) error {
 	caps := mqtt.NewDefaultServerCapabilities()
 	caps.MaximumMessageExpiryInterval = int64(cfg.MaxMessageExpiry / time.Second)
 	caps.MaximumPacketSize = cfg.MaxPacketSize
-	b.srv = mqtt.New(&mqtt.Options{Capabilities: caps, InlineClient: true, Logger: log})
+	b.srv = mqtt.New(&mqtt.Options{Capabilities: caps, InlineClient: true, Logger: slog.New(quietHandler{log.Handler()})})
 	regPath := ""
 	if cfg.DataDir != "" {
 		regPath = filepath.Join(cfg.DataDir, "mqtt-devices.db")
@@ -158,10 +158,13 @@ func (b *Broker) setup(cfg Config, log *slog.Logger) error {
 		err = b.srv.AddHook(b.auth, nil)
 	}
 	if err == nil && cfg.DataDir != "" {
-		err = b.srv.AddHook(boltHook{new(bolt.Hook)}, &bolt.Options{
-			Path:    filepath.Join(cfg.DataDir, "mqtt.db"),
-			Options: &bbolt.Options{Timeout: 5 * time.Second},
-		})
+		path := filepath.Join(cfg.DataDir, "mqtt.db")
+		if err = seedSysInfo(path); err == nil {
+			err = b.srv.AddHook(boltHook{new(bolt.Hook)}, &bolt.Options{
+				Path: path, Bucket: boltBucket,
+				Options: &bbolt.Options{Timeout: 5 * time.Second},
+			})
+		}
 	}
 	if err != nil {
 		b.Close()

@@ -35,6 +35,10 @@
 // The agent's A2A base URL, as its card names it, is <origin>/a/{did}, so
 // a client that appends /.well-known/agent-card.json or /a2a/jsonrpc to
 // the base finds both.
+// The base URL itself (with or without its slash) and the well-known card
+// URLs at the root (/.well-known/agent-card.json, agent.json) are no
+// resource: they answer 404 with a JSON body whose card and endpoint
+// members give the URLs to use.
 //
 // # Authentication
 //
@@ -42,7 +46,8 @@
 // audience is the relay's public origin; the token's DID is the sender for
 // the per-peer bound, never a body field. A request without a valid token
 // is never queued: it gets 401 with the reference's WWW-Authenticate header
-// and body, {"error":"asleep_enqueue_requires_auth",...} (vector od-015).
+// and body, {"error":"asleep_enqueue_requires_auth",...} (vector od-015),
+// whose message and tokenError member also say why the token was refused.
 // The token is checked before the agent is looked up and the answer is
 // the same for every agent, known or not, so that it enumerates nothing. These
 // endpoints accept only tokens without a purpose claim (the reference's

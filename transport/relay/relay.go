@@ -253,6 +253,10 @@ func (s *Relay) routes() {
 	m.HandleFunc("GET /a/{did}/.well-known/agent-card.json", public.wrap(s.serveCard))
 	m.HandleFunc("OPTIONS /a/{did}/.well-known/agent-card.json", public.preflight)
 	m.HandleFunc("GET /a/.well-known/agent-card.json", public.wrap(serveCardWithoutAgent))
+	m.HandleFunc("GET /a/{did}", public.wrap(s.serveAgentIndex))
+	m.HandleFunc("GET /a/{did}/{$}", public.wrap(s.serveAgentIndex))
+	m.HandleFunc("GET /.well-known/agent.json", public.wrap(s.serveRootCard))
+	m.HandleFunc("GET /.well-known/agent-card.json", public.wrap(s.serveRootCard))
 	m.HandleFunc("GET /a/{did}/pulse", public.wrap(s.servePulse))
 	m.HandleFunc("OPTIONS /a/{did}/pulse", public.preflight)
 	m.HandleFunc("GET /a/{did}/mls/key-package", s.serveKeyPackage)
@@ -352,6 +356,30 @@ func (s *Relay) serveCard(w http.ResponseWriter, r *http.Request) {
 func serveCardWithoutAgent(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusNotFound, map[string]any{"error": "no_agent_in_path",
 		"message": "this URL names no agent: give the agent's base URL with its trailing slash, <origin>/a/<did>/, so that .well-known/agent-card.json resolves beneath it (docs/a2a.md)"})
+}
+
+// serveAgentIndex answers an agent's base URL, <origin>/a/{did} with or
+// without its trailing slash, which has no resource of its own: a 404
+// whose JSON body gives the URLs of the agent's card and A2A endpoint.
+func (s *Relay) serveAgentIndex(w http.ResponseWriter, r *http.Request) {
+	id, ok := agentPath(w, r)
+	if !ok {
+		return
+	}
+	base := s.cfg.PublicURL + "/a/" + id.String() + "/"
+	writeJSON(w, http.StatusNotFound, map[string]any{"error": "agent_base_url",
+		"message": "this is the agent's base URL, not a resource: its Agent Card is at card, its A2A JSON-RPC endpoint (POST) at endpoint (docs/a2a.md)",
+		"card":    base + ".well-known/agent-card.json", "endpoint": base + "a2a/jsonrpc"})
+}
+
+// serveRootCard answers the well-known card URLs at the relay's root
+// (agent-card.json, and agent.json of A2A before 0.3): the relay serves
+// many agents, each its own card beneath its base URL.
+func (s *Relay) serveRootCard(w http.ResponseWriter, r *http.Request) {
+	base := s.cfg.PublicURL + "/a/{did}/"
+	writeJSON(w, http.StatusNotFound, map[string]any{"error": "no_agent_in_path",
+		"message": "this relay serves many agents, each at its own base URL <origin>/a/<did>/: the card is at card, the A2A JSON-RPC endpoint (POST) at endpoint, with the agent's DID for {did} (docs/a2a.md)",
+		"card":    base + ".well-known/agent-card.json", "endpoint": base + "a2a/jsonrpc"})
 }
 
 // servePulse serves the latest liveness pulse the device published, next to
