@@ -83,6 +83,9 @@ func Dial(ctx context.Context, rawURL string, o *Options) (*Conn, error) {
 		return nil, fmt.Errorf("websocket: %q is not a ws or wss URL", rawURL)
 	}
 	nc, err := dialNet(ctx, u, o)
+	if err != nil && ctx.Err() != nil {
+		return nil, fmt.Errorf("websocket: %w (%w)", context.Cause(ctx), err)
+	}
 	if err != nil {
 		return nil, err
 	}
