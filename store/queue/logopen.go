@@ -98,8 +98,10 @@ func (l *Log) loadFrom(ids []uint64, ck *checkpoint) error {
 		}
 		l.ckFresh = true
 	}
+	var buf []byte // the index keeps nothing of a frame's bytes: strings are copied
 	for i, seg := range l.segs {
-		cut, err := recordlog.Scan(seg, recordlog.ScanOptions{Last: i == len(ids)-1, Now: l.opts.now()}, l.decodeEntry(seg, ck), l.applyCommit)
+		o := recordlog.ScanOptions{Last: i == len(ids)-1, Now: l.opts.now(), Buf: &buf}
+		cut, err := recordlog.Scan(seg, o, l.decodeEntry(seg, ck), l.applyCommit)
 		if err != nil {
 			return err
 		}
