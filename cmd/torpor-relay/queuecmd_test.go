@@ -155,3 +155,40 @@ func TestQueueExportBolt(t *testing.T) {
 		q.Close()
 	}
 }
+
+// TestQueueCheckpointIgnoredLogged: the relay logs at WARN an index
+// checkpoint the record log did not use (the library does not log), and
+// serves every record.
+func TestQueueCheckpointIgnoredLogged(t *testing.T) {
+	data := t.TempDir()
+	q, err := openQueue(data, "log", slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := q.Enqueue(context.Background(), queue.Record{Agent: "did:key:a", Body: []byte("kept")}, queuebounds.Default(), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	q.Close() // writes the checkpoint
+	ck := filepath.Join(data, "queue.log", "index.checkpoint")
+	b, err := os.ReadFile(ck)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[len(b)/2] ^= 1
+	if err := os.WriteFile(ck, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var logged bytes.Buffer
+	q, err = openQueue(data, "log", slog.New(slog.NewTextHandler(&logged, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	if line := logged.String(); !strings.Contains(line, "level=WARN") || !strings.Contains(line, "checkpoint was not used") || !strings.Contains(line, "damaged") {
+		t.Errorf("logged %q; want a warning that the checkpoint was not used, and why", line)
+	}
+	if rs, err := q.Next(context.Background(), "did:key:a", 0, 10, r.EnqueuedAt); err != nil || len(rs) != 1 {
+		t.Errorf("Next = %v, %v; want the record", rs, err)
+	}
+}

@@ -187,7 +187,10 @@
 //   - OpenLog with LogOptions.ImportBolt imports a bbolt queue file once:
 //     into a new directory renamed into place, then the file is renamed
 //     to *.imported. A bbolt file beside a log not imported from it is
-//     refused. torpor-relay --queue-engine log does this with queue.db.
+//     refused. torpor-relay --queue-engine log (the default) does this with
+//     queue.db. ExportBolt is the way back: it writes a new bbolt file from
+//     a log (records, seqs, every agent's last seq). OpenDir opens whichever
+//     engine a relay's data directory holds.
 //
 // One process opens a directory at a time (a flock on LOCK, on Linux).
 package queue
