@@ -214,13 +214,7 @@ func (l *Log) Ack(ctx context.Context, agent string, seqs []uint64) error {
 		if a == nil {
 			return
 		}
-		var gone []uint64
-		for _, seq := range seqs {
-			if l.index.remove(a, seq) {
-				gone = append(gone, seq)
-			}
-		}
-		c.tombstone(agent, gone)
+		c.tombstone(agent, l.index.remove(a, seqs))
 	})
 	if err != nil {
 		return fmt.Errorf("queue: ack for %s: %w", agent, err)

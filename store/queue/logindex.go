@@ -190,17 +190,50 @@ func (x *index) add(a *logAgent, e logEntry, from string) {
 	x.noteExpiry(a, e.expires)
 }
 
-// remove deletes a's record seq from the index and reports whether it was
-// there.
-func (x *index) remove(a *logAgent, seq uint64) bool {
-	i, found := a.find(seq)
-	if !found {
-		return false
+// remove deletes a's records seqs from the index and returns the seqs
+// that were there, in order. The entries after the first one removed move
+// once, however many are removed (a drain acknowledges the oldest
+// records).
+func (x *index) remove(a *logAgent, seqs []uint64) []uint64 {
+	var gone []uint64
+	first := len(a.live)
+	for _, seq := range seqs {
+		if i, found := a.find(seq); found {
+			gone = append(gone, seq)
+			first = min(first, i)
+		}
 	}
-	e := a.live[i]
-	a.live = slices.Delete(a.live, i, i+1)
-	x.dropped(a, e)
-	return true
+	if len(gone) == 0 {
+		return nil
+	}
+	slices.Sort(gone)
+	gone = slices.Compact(gone)
+	keep, j := a.live[:first], 0
+	for _, e := range a.live[first:] {
+		for j < len(gone) && gone[j] < e.seq {
+			j++
+		}
+		if j < len(gone) && gone[j] == e.seq {
+			x.dropped(a, e)
+			continue
+		}
+		keep = append(keep, e)
+	}
+	clear(a.live[len(keep):])
+	a.live = keep
+	a.shrink()
+	return gone
+}
+
+// shrink gives a.live a smaller array once it uses a quarter of its
+// capacity, so that memory follows the live records after a drain.
+func (a *logAgent) shrink() {
+	switch {
+	case len(a.live) == 0:
+		a.live = nil
+	case cap(a.live) >= 64 && len(a.live) < cap(a.live)/4:
+		a.live = slices.Clip(slices.Clone(a.live))
+	}
 }
 
 // dropped does the bookkeeping of a's entry e, taken out of a.live.
@@ -284,6 +317,7 @@ func (x *index) expired(now int64, fn func(a *logAgent, seqs []uint64)) {
 		}
 		clear(a.live[len(keep):])
 		a.live, a.minExp = keep, minExp
+		a.shrink()
 		if len(keep) == 0 {
 			heap.Remove(&x.expiry, a.heapAt)
 		} else {

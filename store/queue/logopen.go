@@ -173,9 +173,7 @@ func (l *Log) apply(seg *recordlog.Segment, f frame, off int64, n int) {
 			expires: r.ExpiresAt.UnixNano(),
 		}, r.From)
 	case frameAck:
-		for _, s := range f.seqs {
-			l.index.remove(a, s)
-		}
+		l.index.remove(a, f.seqs)
 	case frameSeq:
 		a.c.last = max(a.c.last, f.seq)
 	}
