@@ -16,6 +16,7 @@ import (
 
 	"github.com/torpor-dev/torpor/clock"
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/internal/safetext"
 	"github.com/torpor-dev/torpor/transport/mqtt"
 	"github.com/torpor-dev/torpor/transport/mqtt/command"
 	"github.com/torpor-dev/torpor/transport/mqtt/envelope"
@@ -294,6 +295,7 @@ func printJSONTo(w io.Writer, v any) error {
 
 // printCommand prints a command's outcome for people.
 func printCommand(w io.Writer, o commandOutput) {
+	w = safetext.Writer(w) // what the device sent, shown as it is
 	fmt.Fprintf(w, "%s %s (%s)\n", o.Op, o.Name, shortDID(o.Device))
 	switch {
 	case o.RefusedBy != "":
@@ -474,8 +476,9 @@ func (s *deviceSession) watch(ctx context.Context, e *env, a *watchArgs) error {
 			if s.f.json {
 				printJSONTo(e.stdout, map[string]any{"status": st})
 			} else {
-				fmt.Fprintf(e.stdout, "status %s (%s)\n", s.device, shortDID(st.Device))
-				printStatus(e.stdout, "  ", st)
+				out := safetext.Writer(e.stdout)
+				fmt.Fprintf(out, "status %s (%s)\n", s.device, shortDID(st.Device))
+				printStatus(out, "  ", st)
 			}
 			if a.until != "" && string(st.State) == a.until {
 				return nil
@@ -489,7 +492,7 @@ func (s *deviceSession) watch(ctx context.Context, e *env, a *watchArgs) error {
 			if s.f.json {
 				printJSONTo(e.stdout, map[string]any{"event": ev, "data": data})
 			} else {
-				fmt.Fprintf(e.stdout, "event %s: %s %s\n", ev.Kind, ev.Detail, data)
+				fmt.Fprintf(safetext.Writer(e.stdout), "event %s: %s %s\n", ev.Kind, ev.Detail, data)
 			}
 		}
 	}

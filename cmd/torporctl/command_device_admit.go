@@ -1,18 +1,14 @@
 package main
 
 import (
-	"cmp"
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
-	"strings"
 
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/transport/bearer"
+	"github.com/torpor-dev/torpor/transport/operatorapi"
 )
 
 // runDeviceAdmit is "torporctl device admit --relay URL --key KEY DID": it
@@ -56,33 +52,10 @@ func runDeviceAdmit(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	tok, err := bearer.Issue(key, aud, clk.Now(), 0)
-	if err != nil {
-		return err
-	}
-	return postAdmit(ctx, e, aud, tok, agent)
-}
-
-// postAdmit posts the admission and reports the relay's answer.
-func postAdmit(ctx context.Context, e *env, relay, tok string, agent did.DID) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(relay, "/")+"/operator/agents/"+agent.String()+"/admit", nil)
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Authorization", bearer.Authorization(tok))
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
+	api := &operatorapi.Client{Origin: aud, Key: key, Clock: clk}
+	if err := api.Admit(ctx, agent.String()); err != nil {
 		return fmt.Errorf("device admit: %v", err)
 	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	if resp.StatusCode != http.StatusOK {
-		var a struct{ Error, Message, Detail string } // detail: bearerhttp's 401
-		if json.Unmarshal(body, &a) == nil && a.Error != "" {
-			return fmt.Errorf("device admit: the relay refused (%d %s): %s", resp.StatusCode, a.Error, cmp.Or(a.Message, a.Detail, resp.Header.Get("WWW-Authenticate")))
-		}
-		return fmt.Errorf("device admit: the relay refused: %s %s %s", resp.Status, strings.TrimSpace(string(body)), resp.Header.Get("WWW-Authenticate"))
-	}
-	fmt.Fprintf(e.stdout, "admitted %s on %s\n", agent, relay)
+	fmt.Fprintf(e.stdout, "admitted %s on %s\n", agent, aud)
 	return nil
 }

@@ -117,6 +117,21 @@ func TestFleetWatch(t *testing.T) {
 	}
 }
 
+// TestFleetTableNeutralised: a name or wake reason a relay sends with a
+// bidirectional override, a zero-width character or an escape sequence is
+// printed with the character's code point in visible text.
+func TestFleetTableNeutralised(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	var b strings.Builder
+	printFleet(&b, operatorapi.Fleet{Now: now, Devices: []operatorapi.Device{
+		{DID: "did:key:z6MkA", Name: "p\u202E1-ts", State: operatorapi.StateAsleep, LastWake: &operatorapi.Wake{At: now, Reason: "x\x1b[2J"}},
+	}})
+	out := b.String()
+	if strings.ContainsAny(out, "\u202E\x1b") || !strings.Contains(out, "p<U+202E>1") || !strings.Contains(out, "x<U+001") { // the reason is cut to its column
+		t.Errorf("the table shows hidden characters:\n%q", out)
+	}
+}
+
 // TestFleetNextOverdue: an always_on device whose pulse is late says by
 // how much in NEXT, whole; one whose pulse is to come says when.
 func TestFleetNextOverdue(t *testing.T) {

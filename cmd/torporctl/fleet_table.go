@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/torpor-dev/torpor/internal/safetext"
 	"github.com/torpor-dev/torpor/transport/operatorapi"
 	"io"
 	"strings"
@@ -19,8 +20,10 @@ var fleetColumns = []struct {
 	{"STATE", 8}, {"NAME", 12}, {"DID", 11}, {"MODE", 7}, {"NEXT", 14}, {"LAST WAKE", 11}, {"PULSE", 9}, {"QUEUE", 10}, {"KP", 4}, {"HELD", 4},
 }
 
-// printFleet prints the summary line and one row per device.
+// printFleet prints the summary line and one row per device, each cell
+// with what could reorder or hide text neutralised (package safetext).
 func printFleet(w io.Writer, f operatorapi.Fleet) {
+	w = safetext.Writer(w)
 	s := f.Summary
 	fmt.Fprintf(w, "%d devices · %d awake · %d asleep · %d offline · %d overdue · %d halted · %d held · %d queues >80%%",
 		s.Devices, s.Awake, s.Asleep, s.Offline, s.Overdue, s.Halted, s.WithHeld, s.QueuesAbove)
@@ -109,7 +112,7 @@ func deviceCells(d operatorapi.Device, now time.Time) []string {
 func fleetRow(cells []string) string {
 	var b strings.Builder
 	for i, c := range fleetColumns {
-		v := cut(cells[i], c.width)
+		v := cut(safetext.Show(cells[i]), c.width)
 		b.WriteString(v)
 		if i < len(fleetColumns)-1 {
 			b.WriteString(strings.Repeat(" ", c.width-utf8.RuneCountInString(v)+1))

@@ -47,7 +47,7 @@ func TestOperatorCommandsOnATimeScaledRelay(t *testing.T) {
 		t.Errorf("queue list --time-scale 180: exit %d\n%s%s", code, out, errOut)
 	}
 	admit := []string{"device", "admit", "--relay", r.URL, "--key", opKey, agent.DID().String()}
-	if code, out, errOut := ctl(admit...); code != 1 || !regexp.MustCompile(`refused \(401 unauthorized\): \S`).MatchString(errOut) {
+	if code, out, errOut := ctl(admit...); code != 1 || !regexp.MustCompile(`relay answered 401 Unauthorized: unauthorized: \S`).MatchString(errOut) {
 		t.Errorf("device admit on the real clock: exit %d\n%s%s\nwant exit 1 and the relay's reason", code, out, errOut)
 	}
 	if code, out, errOut := ctl(append(admit, "--time-scale", "180")...); code != 0 || !strings.Contains(out, "admitted "+agent.DID().String()) {

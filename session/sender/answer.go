@@ -18,9 +18,7 @@ import (
 type Answer struct {
 	Status int `json:"status"`
 	// Error is the profile's token: agent_asleep, asleep_queue_full,
-	// agent_retired, ...; "rejected" when a live agent refused the object;
-	// "plaintext_refused" when the relay refused, for the agent, an
-	// unencrypted object its policy refuses.
+	// agent_retired, ...; "rejected" when a live agent refused the object.
 	Error   string `json:"error,omitempty"`
 	Message string `json:"message,omitempty"`
 	// Kind is the bound a full queue hit: messages, bytes or peer.
@@ -98,9 +96,7 @@ func (a *Answer) readError(raw json.RawMessage) {
 	case json.Unmarshal(raw, &rpc) == nil:
 		a.Error = rpc.Data.Error
 		if a.Status == http.StatusOK && rpc.Code != 0 {
-			// data.error names a refusal the relay gave for the agent
-			// (plaintext_refused); an agent's own refusal has none.
-			a.Error, a.RPCCode = cmpOr(rpc.Data.Error, "rejected"), rpc.Code
+			a.Error, a.RPCCode = "rejected", rpc.Code
 		}
 		a.Queued = a.Queued || rpc.Data.Queued
 		a.Kind = cmpOr(a.Kind, rpc.Data.Kind)
@@ -151,10 +147,11 @@ func (a Answer) Retryable() bool {
 // String says what the answer means, for people.
 func (a Answer) String() string {
 	switch {
-	case a.Rejected() && a.Error == "plaintext_refused":
-		return "refused: the agent's policy (its signed card) takes no unencrypted object, so the relay refused it for the agent; nothing was queued: send it MLS-encrypted"
 	case a.Rejected():
-		return fmt.Sprintf("rejected: the agent was awake and refused it: %d %s", a.RPCCode, a.Message)
+		// The relay answers for a sleeping agent exactly as the agent would
+		// (test/hostile's TestRealAgentAnswersAlike: an answer must not say
+		// whether the agent is awake), so this cannot name which refused.
+		return fmt.Sprintf("rejected: the agent refused it, or the relay refused it for the agent by its signed policy (an unencrypted object where the policy takes none); nothing was queued: %d %s", a.RPCCode, a.Message)
 	case a.Status == http.StatusOK:
 		return "delivered: the agent was awake and took it"
 	case a.Status == http.StatusServiceUnavailable:

@@ -29,8 +29,6 @@ func TestReadAnswer(t *testing.T) {
 				Body: `{"kind":"bytes","message":"top","retryAfterSec":5,"error":{"code":-32004,"message":"rpc","data":{"error":"asleep_queue_full","kind":"peer","retryAfterSec":9}}}`}},
 		{"live rejection", 200, nil, `{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"object rejected"}}`,
 			Answer{Status: 200, Error: "rejected", RPCCode: -32602, Message: "object rejected"}},
-		{"the relay's refusal for the agent", 200, nil, `{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"object rejected","data":{"error":"plaintext_refused","queued":false}}}`,
-			Answer{Status: 200, Error: "plaintext_refused", RPCCode: -32602, Message: "object rejected"}},
 		{"live success keeps the body", 200, nil, `{"jsonrpc":"2.0","id":1,"result":{}}`,
 			Answer{Status: 200, Body: `{"jsonrpc":"2.0","id":1,"result":{}}`}},
 		{"Retry-After header wins", 503, http.Header{"Retry-After": {"120"}}, `{"error":"agent_asleep","retryAfterSec":600}`,
@@ -61,10 +59,8 @@ func TestAnswerString(t *testing.T) {
 		a    Answer
 		want string
 	}{
-		{Answer{Status: 200, RPCCode: -32602, Message: "no"}, "rejected: the agent was awake and refused it: -32602 no"},
+		{Answer{Status: 200, RPCCode: -32602, Message: "no"}, "rejected: the agent refused it, or the relay refused it for the agent by its signed policy (an unencrypted object where the policy takes none); nothing was queued: -32602 no"},
 		{Answer{Status: 200}, "delivered: the agent was awake and took it"},
-		{Answer{Status: 200, Error: "plaintext_refused", RPCCode: -32602, Message: "object rejected"},
-			"refused: the agent's policy (its signed card) takes no unencrypted object, so the relay refused it for the agent; nothing was queued: send it MLS-encrypted"},
 		{Answer{Status: 503, Queued: true, RetryAfter: 90}, "queued: the agent is asleep; the relay stored the message and delivers it when the agent wakes (expected in about 1m30s); it will not be sent again"},
 		{Answer{Status: 503, Queued: true}, "queued: the agent is asleep; the relay stored the message and delivers it when the agent wakes; it will not be sent again"},
 		{Answer{Status: 503, RetryAfter: 7}, "refused: the agent is not accepting this now and nothing was queued; try again in 7s"},

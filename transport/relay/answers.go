@@ -18,10 +18,6 @@ const (
 	tokenRequiresAuth = "asleep_enqueue_requires_auth"
 	tokenTooLarge     = "message_too_large"
 	tokenUnanswered   = "agent_unanswered"
-	// tokenPlaintextRefused is Torpor's own, in the JSON-RPC error's data
-	// of the relay's refusal, for the agent, of an unencrypted object its
-	// policy refuses.
-	tokenPlaintextRefused = "plaintext_refused"
 	// tokenStoreUnavailable is Torpor's own: the store failed (a
 	// JetStream stream without quorum, a full disk) and nothing was
 	// stored.

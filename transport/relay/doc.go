@@ -20,13 +20,17 @@
 //	GET  /a/{did}/pulse                        the device's latest signed liveness pulse
 //	GET  /a/{did}/mls/key-package              {did, wire}: one KeyPackage, handed out once
 //	GET  /link                                 the device link (WebSocket, see transport/link/wire)
-//	GET  /metrics                              Prometheus
+//	GET  /metrics                              Prometheus (Relay.MetricsHandler instead,
+//	                                           with Config.MetricsElsewhere)
 //	GET  /healthz                              {"status":"ok", ...}
 //	GET, DELETE /operator/queue/{did}          an operator lists or purges a device's
 //	                                           queue (operator.go)
 //	GET  /fleet, /fleet/api/devices            the operators' fleet console (package console)
 //	POST /operator/agents/{did}/admit          an operator admits a device: it leaves
 //	                                           probation (admission.go)
+//
+// The /operator/ endpoints take a single-use operator token bound to the
+// request's method and path (bearer.OperatorPurpose), and no Origin header.
 //
 // The agent's A2A base URL, as its card names it, is <origin>/a/{did}, so
 // a client that appends /.well-known/agent-card.json or /a2a/jsonrpc to
@@ -142,7 +146,12 @@
 // queue-bounds extension, see transport/a2a), so the card never misstates
 // them. Requests whose parts carry an MLS Welcome or a Commit (an
 // mls-handshake part, or an mls-wire part whose MLSMessage is a Welcome or
-// a PublicMessage Commit) are queued as handshakes and may use the reserve.
+// a PublicMessage Commit) are queued as handshakes and may use the reserve,
+// unless their sender has records the device left unacknowledged on its
+// last link (deferred: an MLS message for a group it never joined, which
+// needs no key to make): such a sender's handshakes are queued as ordinary
+// messages, so its junk costs its own allowance and never the reserve
+// (deferred.go).
 //
 // # Cards, KeyPackages, pulses
 //

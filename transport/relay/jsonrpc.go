@@ -2,7 +2,6 @@ package relay
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -135,11 +134,8 @@ func (s *Relay) readRequest(w http.ResponseWriter, r *http.Request, id string, s
 	}
 	if req.plaintext && req.refusal == nil && a2a.RefusesPlaintext(st.Card) {
 		// The agent's signed card says it takes no unencrypted object
-		// (a2a.ExtPolicy): it would drop this one when it drains it. The
-		// relay answers for it, and says so in the error's data (JSON-RPC
-		// 2.0, Section 5.1), so that nobody reads an awake agent's refusal.
+		// (a2a.ExtPolicy): it would drop this one when it drains it.
 		req.refusal = a2a.ObjectRejected()
-		req.refusal.Data = json.RawMessage(`{"error":"` + tokenPlaintextRefused + `","queued":false}`)
 	}
 	return body, req, true
 }
@@ -237,7 +233,7 @@ func (s *Relay) offline(w http.ResponseWriter, r *http.Request, agent, caller di
 	}
 	// The commit must not be abandoned because the sender hung up: a
 	// record is either stored and answered, or neither.
-	rec, err := s.cfg.Queue.Enqueue(context.WithoutCancel(r.Context()), queue.Record{Agent: id, From: caller.String(), Kind: req.kind, Body: body}, b, now)
+	rec, err := s.cfg.Queue.Enqueue(context.WithoutCancel(r.Context()), queue.Record{Agent: id, From: caller.String(), Kind: s.deferred.kind(id, caller.String(), req.kind), Body: body}, b, now)
 	var fe *queue.FullError
 	switch {
 	case errors.As(err, &fe):

@@ -72,6 +72,10 @@ type Config struct {
 	// PerAgentMetrics adds per-agent series (labelled by DID) to /metrics.
 	// Off by default: with many agents the cardinality is high.
 	PerAgentMetrics bool
+	// MetricsElsewhere keeps /metrics off Handler, the public listener's
+	// handler: MetricsHandler serves it on a listener of its own
+	// (torpor-relay --metrics-listen). Off, Handler serves it too.
+	MetricsElsewhere bool
 	// CORSOrigins are the browser origins (such as "https://app.example")
 	// that may call the A2A JSON-RPC endpoint across origins; "*" allows
 	// any. Empty allows none: browsers refuse cross-origin calls.
@@ -139,6 +143,8 @@ type Relay struct {
 	rnd      io.Reader
 	log      *slog.Logger
 	verifier *bearer.Verifier
+	opSpent  bearer.Spent // operator tokens accepted (operator.go)
+	deferred deferredSenders
 	link     *server.Server
 	metrics  *metrics
 	limiter  *limiter // KeyPackage fetches per caller DID
@@ -210,7 +216,7 @@ func New(cfg Config) (*Relay, error) {
 	s.adm.newAdmissionMetrics(s.metrics.reg)
 	s.link = &server.Server{
 		Verifier: s.verifier, Queue: s.queue, Agents: (*linkAgents)(s), Clock: cfg.Clock,
-		Logger: base.With("component", "link"), OnAcked: s.metrics.acked,
+		Logger: base.With("component", "link"), OnAcked: s.metrics.acked, OnUnacked: s.deferred.linkEnded,
 	}
 	if err := s.newConsole(base); err != nil {
 		return nil, err
@@ -256,7 +262,9 @@ func (s *Relay) routes() {
 	m.HandleFunc("OPTIONS /a/{did}/pulse", public.preflight)
 	m.HandleFunc("GET /a/{did}/mls/key-package", s.serveKeyPackage)
 	m.Handle("GET "+wire.Path, s.link)
-	m.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
+	if !s.cfg.MetricsElsewhere {
+		m.Handle("GET /metrics", s.promHandler())
+	}
 	m.HandleFunc("GET /healthz", s.serveHealth)
 	m.HandleFunc("GET "+operatorQueuePath, s.serveQueueList)
 	m.HandleFunc("DELETE "+operatorQueuePath, s.serveQueuePurge)
@@ -270,6 +278,18 @@ func (s *Relay) routes() {
 // Handler returns the relay's HTTP handler (see the package doc for the
 // URL layout).
 func (s *Relay) Handler() http.Handler { return s.metrics.instrument(s.mux) }
+
+// MetricsHandler serves GET /metrics alone, for a listener of its own
+// (Config.MetricsElsewhere); anything else is 404.
+func (s *Relay) MetricsHandler() http.Handler {
+	m := http.NewServeMux()
+	m.Handle("GET /metrics", s.promHandler())
+	return m
+}
+
+func (s *Relay) promHandler() http.Handler {
+	return promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{})
+}
 
 // Registry returns the Prometheus registry behind /metrics.
 func (s *Relay) Registry() *prometheus.Registry { return s.metrics.reg }

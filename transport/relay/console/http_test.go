@@ -241,6 +241,30 @@ func TestDeviceTextIsEscaped(t *testing.T) {
 	}
 }
 
+// TestDeviceTextNeutralised: a name, board or held action stored with a
+// bidirectional override, an isolate or a zero-width character (from a
+// store an older relay wrote: a relay refuses them now) is shown in both
+// pages with the character's code point in visible text, never the
+// character itself.
+func TestDeviceTextNeutralised(t *testing.T) {
+	s := newSite(t, "")
+	evil := didtest.Key(t, 2)
+	s.put(t, device{key: evil, name: "pump\u202E1-tsae", mode: wake.Sleep,
+		status: &wire.Status{Version: "1\u200B", Board: "pi\u2066", HeldCount: 1, Held: []wire.StatusHeld{{Key: "k", Purpose: "action:x", Reason: "r\uFEFF"}}}})
+	c := s.login(t)
+	for _, path := range []string{"/fleet", "/fleet/device/" + evil.DID().String()} {
+		a := s.do(t, "GET", path, nil, c)
+		for _, r := range []string{"\u202E", "\u200B", "\u2066", "\uFEFF"} {
+			if strings.Contains(a.body, r) {
+				t.Errorf("%s shows %U itself", path, []rune(r)[0])
+			}
+		}
+		if a.status != 200 || !strings.Contains(a.body, "pump&lt;U+202E&gt;1-tsae") {
+			t.Errorf("%s: %d; the name is not shown neutralised:\n%s", path, a.status, a.body)
+		}
+	}
+}
+
 // TestAwaitingAdmission: a device on probation is flagged in the API and
 // counted in its summary; the fleet page says so, and its page gives the
 // command that admits it. An admitted device says nothing of it.
