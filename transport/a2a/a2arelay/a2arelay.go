@@ -1,4 +1,4 @@
-// Package a2aclient turns a Torpor relay's answers to an A2A client into
+// Package a2arelay turns a Torpor relay's answers to an A2A client into
 // typed results, for Go programs that talk to Torpor devices with an A2A
 // SDK such as github.com/a2aproject/a2a-go.
 //
@@ -13,8 +13,10 @@
 // errors.As; Read classifies one *http.Response for callers without an
 // SDK.
 //
-// The package uses net/http: the device (torpor-agent) never links it.
-package a2aclient
+// Its name keeps it apart from a2a-go's a2aclient, which a caller imports
+// next to it. The package uses net/http: the device (torpor-agent) never
+// links it.
+package a2arelay
 
 import (
 	"bytes"
@@ -137,7 +139,7 @@ func Read(resp *http.Response) (Result, error) {
 	resp.Body.Close()
 	resp.Body = io.NopCloser(bytes.NewReader(raw))
 	if err != nil {
-		return r, fmt.Errorf("a2aclient: reading the relay's answer: %w", err)
+		return r, fmt.Errorf("a2arelay: reading the relay's answer: %w", err)
 	}
 	var b body
 	json.Unmarshal(raw, &b) // a body that is not JSON leaves b empty
