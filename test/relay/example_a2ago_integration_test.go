@@ -24,8 +24,8 @@ import (
 // a2a-go's own resolver, which asks for no protocol version and so gets the
 // card's A2A 0.3 view, and returns a client for the JSON-RPC endpoint the
 // card names. Every request carries the DID Bearer token that token
-// returns, and a2arelay.Transport turns the relay's answers other than 200
-// into an *a2arelay.Error in the SDK's error.
+// returns, and a2arelay.Transport turns the relay's error answers (400 or
+// more) into an *a2arelay.Error in the SDK's error.
 func Connect(ctx context.Context, base string, token func(*http.Request) (string, error)) (*a2aclient.Client, *a2a.AgentCard, error) {
 	card, err := agentcard.DefaultResolver.Resolve(ctx, base)
 	if err != nil {

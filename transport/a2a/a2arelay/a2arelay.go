@@ -8,8 +8,8 @@
 // sleeping device 503 with Retry-After once it has stored it, and refuses
 // others with 401, 413, 429 or 507 and the reason in the body
 // (docs/a2a.md, "The answers"). Transport, an http.RoundTripper given to
-// the SDK's http.Client, reads those answers and returns them as an
-// *Error, which the SDK wraps, so that the caller gets them back with
+// the SDK's http.Client, reads those answers (any status of 400 or more)
+// and returns them as an *Error, which the SDK wraps, so that the caller gets them back with
 // errors.As; Read classifies one *http.Response for callers without an
 // SDK.
 //

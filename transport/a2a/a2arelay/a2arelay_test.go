@@ -121,3 +121,26 @@ func TestErrorString(t *testing.T) {
 		t.Error(Kind(9).String())
 	}
 }
+
+// redirect answers the first request 308 to /moved and the second with a
+// queued answer, as a relay behind a redirecting proxy would.
+type redirect struct{ n int }
+
+func (r *redirect) RoundTrip(req *http.Request) (*http.Response, error) {
+	r.n++
+	if req.URL.Path != "/moved" {
+		resp := response(http.StatusPermanentRedirect, "", "")
+		resp.Header.Set("Location", "/moved")
+		return resp, nil
+	}
+	return response(503, "60", answers[2].body), nil
+}
+
+func TestTransportFollowsRedirects(t *testing.T) {
+	base := &redirect{}
+	c := &http.Client{Transport: &Transport{Base: base}}
+	_, err := c.Post("http://relay.test/a/x/a2a/jsonrpc", "application/json", strings.NewReader("{}"))
+	if r, ok := As(err); !ok || r.Kind != Queued || base.n != 2 {
+		t.Errorf("after a 308: %v, %d requests; want the queued answer of the second", err, base.n)
+	}
+}

@@ -6,8 +6,10 @@ import (
 )
 
 // Transport is an http.RoundTripper for an A2A SDK's http.Client that adds
-// the DID Bearer token to each request and returns every answer but 200 as
-// an *Error carrying its Result (Read), closing its body. The SDK wraps
+// the DID Bearer token to each request and returns every error answer (a
+// status of 400 or more) as an *Error carrying its Result (Read), closing
+// its body; other answers, redirects among them (which http.Client then
+// follows), pass unchanged. The SDK wraps
 // that error (http.Client in a *url.Error, a2a-go v0.3.3 with %w), so
 // errors.As, or As, finds it in the error the SDK returns.
 type Transport struct {
@@ -37,7 +39,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		base = http.DefaultTransport
 	}
 	resp, err := base.RoundTrip(req)
-	if err != nil || resp.StatusCode == http.StatusOK {
+	if err != nil || resp.StatusCode < http.StatusBadRequest {
 		return resp, err
 	}
 	r, err := Read(resp)
