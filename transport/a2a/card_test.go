@@ -297,3 +297,17 @@ func TestWantsCardV03(t *testing.T) {
 		}
 	}
 }
+
+// TestCardV03Lists: the lists 0.3 requires are [] in the view, never null,
+// for a card that left them out.
+func TestCardV03Lists(t *testing.T) {
+	v, err := CardV03([]byte(`{"name":"n","supportedInterfaces":[{"url":"https://r/a/d/a2a/jsonrpc","protocolBinding":"JSONRPC","protocolVersion":"0.3"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"defaultInputModes":[]`, `"defaultOutputModes":[]`, `"skills":[]`} {
+		if !strings.Contains(string(v), want) {
+			t.Errorf("view %s lacks %s", v, want)
+		}
+	}
+}

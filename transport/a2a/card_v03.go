@@ -90,6 +90,15 @@ func CardV03(raw []byte) ([]byte, error) {
 	if v.URL == "" {
 		return nil, &CardError{Reason: "malformed", Err: fmt.Errorf("%w: no A2A 0.3 JSON-RPC interface", ErrCardMalformed)}
 	}
+	// 0.3 requires the lists: never null.
+	for _, l := range []*[]string{&v.DefaultInputModes, &v.DefaultOutputModes} {
+		if *l == nil {
+			*l = []string{}
+		}
+	}
+	if v.Skills == nil {
+		v.Skills = []Skill{}
+	}
 	if v.SecuritySchemes, err = securitySchemesV03(c.SecuritySchemes); err != nil {
 		return nil, err
 	}

@@ -361,8 +361,8 @@ func (s *Relay) serveCard(w http.ResponseWriter, r *http.Request) {
 			}
 			v, err := a2a.CardV03(st.Card)
 			if err != nil {
-				// The relay checked the card at upload; a card it cannot
-				// view as 0.3 is served as signed.
+				// A card with no 0.3 JSON-RPC interface, or a security
+				// scheme 0.3 cannot state, is served as signed.
 				return st.Card
 			}
 			return v
