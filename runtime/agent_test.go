@@ -488,7 +488,7 @@ func TestModeChangeAndLiveRequests(t *testing.T) {
 // (StoreOpaque) so that they reach the agent. Before, the agent answered
 // "Method not found" and echoed the id raw.
 func TestLiveInvalidRequest(t *testing.T) {
-	w := newWorldWith(t, wake.HourlyWake, relay.Config{StoreOpaque: true})
+	w := newWorldWith(t, wake.HourlyWake, relay.Config{Access: relay.Access{StoreOpaque: true}})
 	w.run()
 	w.nextWake() // boot
 	if err := w.agent.SetMode(wake.AlwaysOn, time.Time{}); err != nil {

@@ -214,12 +214,20 @@ func run(ctx context.Context, a *args, log *slog.Logger) error {
 		return err
 	}
 	r, err := relay.New(relay.Config{
-		PublicURL: public, Queue: st.q, States: st.states, Peers: st.peers(), Bounds: a.bounds, AllowAgents: a.allowAgents,
-		KeyPackageRate: a.keyPackageRate, TrustForwardedFor: a.trustXFF, PerAgentMetrics: a.perAgentMetrics,
-		KeyPackageBudget: a.keyPackages.budget, KeyPackageBudgetWindow: a.keyPackages.budgetWindow, TrustedProxies: a.keyPackages.trustedProxies,
-		CORSOrigins: a.corsOrigins, CardCORSOrigins: a.cardOrigins, MQTTBroker: brokerURL, Clock: clk, Logger: log,
-		KeyPackages: kpcheck.Verifier{}, Operators: ops, Probation: a.admission.probation, MaxAgents: a.admission.maxAgents,
-		MaxStateBytes: a.admission.maxStateBytes, MaxQueueBytes: a.admission.maxQueueBytes, ForgetAfter: a.admission.forgetAfter, Console: cc,
+		PublicURL: public, Stores: relay.Stores{Queue: st.q, States: st.states}, KeyPackages: kpcheck.Verifier{}, Peers: st.peers(),
+		Limits: relay.Limits{
+			Bounds: a.bounds, KeyPackageRate: a.keyPackageRate,
+			KeyPackageBudget: a.keyPackages.budget, KeyPackageBudgetWindow: a.keyPackages.budgetWindow,
+			MaxAgents: a.admission.maxAgents, MaxStateBytes: a.admission.maxStateBytes,
+			MaxQueueBytes: a.admission.maxQueueBytes, ForgetAfter: a.admission.forgetAfter,
+		},
+		Access: relay.Access{AllowAgents: a.allowAgents, Operators: ops, Probation: a.admission.probation},
+		HTTP: relay.HTTP{
+			TrustForwardedFor: a.trustXFF, TrustedProxies: a.keyPackages.trustedProxies,
+			CORSOrigins: a.corsOrigins, CardCORSOrigins: a.cardOrigins,
+		},
+		Ops:   relay.Ops{PerAgentMetrics: a.perAgentMetrics, MQTTBroker: brokerURL, Console: cc},
+		Clock: clk, Logger: log,
 	})
 	if err != nil {
 		ln.Close()

@@ -37,7 +37,7 @@ func (m *mqttArgs) register(fs *flag.FlagSet) {
 // operatorDIDs returns the DIDs of --operator and --operators-file: the
 // embedded broker's operators, and those who may use the fleet console,
 // list and purge a device's queue and admit devices (transport/relay,
-// Config.Operators and Config.Console).
+// Config.Access.Operators and Config.Ops.Console).
 func (m *mqttArgs) operatorDIDs() ([]did.DID, error) {
 	var ops []did.DID
 	for _, s := range m.operators {

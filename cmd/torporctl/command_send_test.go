@@ -28,7 +28,7 @@ func setupRelay(env *testscript.Env) error {
 	t := env.T().(testing.TB)
 	bounds := queue.DefaultBounds()
 	bounds.MaxPerPeer = 2
-	r, err := worldtest.Open(t.TempDir(), relay.Config{Bounds: bounds})
+	r, err := worldtest.Open(t.TempDir(), relay.Config{Limits: relay.Limits{Bounds: bounds}})
 	if err != nil {
 		return err
 	}

@@ -44,8 +44,8 @@ func newWorld(t *testing.T) *world {
 	}
 	w := &world{clk: clk}
 	w.op, _ = did.Generate(nil)
-	w.relay = worldtest.Start(t, relay.Config{Clock: clk, Console: &relay.ConsoleConfig{
-		Operators: []string{w.op.DID().String()}, Secret: make([]byte, 32), OverdueGrace: grace, Refresh: 300 * time.Millisecond}})
+	w.relay = worldtest.Start(t, relay.Config{Clock: clk, Ops: relay.Ops{Console: &relay.ConsoleConfig{
+		Operators: []string{w.op.DID().String()}, Secret: make([]byte, 32), OverdueGrace: grace, Refresh: 300 * time.Millisecond}}})
 	return w
 }
 

@@ -138,7 +138,7 @@ func startStack(ts *testscript.TestScript, opKeyFile string) {
 	brk, err := broker.Start(broker.Config{Listen: "127.0.0.1:0", DataDir: dir, Operators: []did.DID{op.DID()}})
 	ts.Check(err)
 	log := slog.New(slog.NewTextHandler(logFile(ts, filepath.Join(dir, "stack.log")), nil))
-	r, err := worldtest.Open(dir, relay.Config{MQTTBroker: brk.URL(), Logger: log})
+	r, err := worldtest.Open(dir, relay.Config{Ops: relay.Ops{MQTTBroker: brk.URL()}, Logger: log})
 	ts.Check(err)
 
 	key, err := did.Generate(nil)

@@ -34,7 +34,7 @@ var metricName = regexp.MustCompile(`\btorpor_[a-z0-9_]+`)
 // --per-agent-metrics and two real agents, one of which woke twice (so
 // that its status reports a completed wake).
 func TestDashboardMetricsExist(t *testing.T) {
-	r := worldtest.Start(t, relay.Config{PerAgentMetrics: true})
+	r := worldtest.Start(t, relay.Config{Ops: relay.Ops{PerAgentMetrics: true}})
 	var key0 did.DID
 	for i := range 2 {
 		key, _ := did.Generate(nil)

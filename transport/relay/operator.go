@@ -16,7 +16,7 @@ import (
 //	DELETE /operator/queue/{did}?sender=DID|all=1  purge them
 //
 // Both need a DID Bearer token (audience the relay's origin) of an
-// operator DID of Config.Operators; records are listed by their metadata,
+// operator DID of Config.Access.Operators; records are listed by their metadata,
 // never their bodies, which are the senders' (usually MLS ciphertext).
 const operatorQueuePath = "/operator/queue/{did}"
 
@@ -86,7 +86,7 @@ func (s *Relay) scanQueue(r *http.Request, sel queueSelection) ([]queue.Record, 
 	var after uint64
 	now := s.clk.Now()
 	for {
-		recs, err := s.cfg.Queue.Next(r.Context(), sel.agent.String(), after, 500, now)
+		recs, err := s.cfg.Stores.Queue.Next(r.Context(), sel.agent.String(), after, 500, now)
 		if err != nil {
 			return nil, err
 		}
@@ -145,7 +145,7 @@ func (s *Relay) serveQueuePurge(w http.ResponseWriter, r *http.Request) {
 		seqs[i] = rec.Seq
 		total += len(rec.Body)
 	}
-	if err := s.cfg.Queue.Ack(r.Context(), sel.agent.String(), seqs); err != nil {
+	if err := s.cfg.Stores.Queue.Ack(r.Context(), sel.agent.String(), seqs); err != nil {
 		s.storeFailed(w, err)
 		return
 	}
