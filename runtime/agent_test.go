@@ -86,10 +86,12 @@ func newWorldWith(t *testing.T, mode wake.Mode, rc relay.Config) *world {
 			Kernel:  w.kernel,
 			Rand:    bytes.NewReader(make([]byte, 1<<16)),
 		},
-		DataDir:      filepath.Join(dir, "agent"),
-		RelayURL:     w.srv.URL,
-		Mode:         mode,
-		WindowLength: w.window.Length,
+		Store: runtime.Store{DataDir: filepath.Join(dir, "agent")},
+		Relay: runtime.Relay{URL: w.srv.URL},
+		Schedule: runtime.Schedule{
+			Mode:         mode,
+			WindowLength: w.window.Length,
+		},
 	}
 	w.newAgent()
 	return w
@@ -246,7 +248,7 @@ func tamper(obj []byte) []byte {
 func TestHourlyWakeDrainsAtTheWindow(t *testing.T) {
 	w := newWorld(t, wake.HourlyWake)
 	rtc := &suspendSource{w: w, asleep: make(chan struct{}, 1), wakeup: make(chan struct{})}
-	w.cfg.Sources = []wake.Source{rtc}
+	w.cfg.Schedule.Sources = []wake.Source{rtc}
 	w.newAgent()
 	before := goruntime.NumGoroutine() // with the relay serving
 	w.run()

@@ -79,7 +79,7 @@ func (w *world) checkLiveness(when string, lv a2a.Liveness, doc []byte, r runtim
 func TestCardNamesThePulseAndTheNextWindow(t *testing.T) {
 	w := newWorld(t, wake.HourlyWake)
 	rtc := &suspendSource{w: w, asleep: make(chan struct{}, 1), wakeup: make(chan struct{})}
-	w.cfg.Sources = []wake.Source{rtc}
+	w.cfg.Schedule.Sources = []wake.Source{rtc}
 	w.newAgent()
 	w.run()
 	boot := w.nextWake()

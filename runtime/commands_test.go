@@ -88,10 +88,12 @@ func (w *cmdWorld) config(dir string, mode wake.Mode) runtime.Config {
 			Kernel: waketest.NewKernelClock(time.Hour),
 			Rand:   bytes.NewReader(make([]byte, 1<<16)),
 		},
-		DataDir:      filepath.Join(dir, "agent"),
-		RelayURL:     w.srv.URL,
-		Mode:         mode,
-		WindowLength: w.window.Length,
+		Store: runtime.Store{DataDir: filepath.Join(dir, "agent")},
+		Relay: runtime.Relay{URL: w.srv.URL},
+		Schedule: runtime.Schedule{
+			Mode:         mode,
+			WindowLength: w.window.Length,
+		},
 	}
 }
 

@@ -32,7 +32,7 @@ func TestLogLinesHaveOneValuePerKey(t *testing.T) {
 	w.cfg.Purposes, w.cfg.Consequential = purpose.Set{"comms:*", "action:*"}, purpose.Set{"action:*"}
 	w.cfg.Owner = runtimetest.Key(t, 9).DID()
 	rtc := &suspendSource{w: w, asleep: make(chan struct{}, 1), wakeup: make(chan struct{})}
-	w.cfg.Sources = []wake.Source{rtc}
+	w.cfg.Schedule.Sources = []wake.Source{rtc}
 	w.newAgent()
 	w.run()
 	w.nextWake() // boot

@@ -76,7 +76,7 @@ func powerOffAsleep(t *testing.T) poweredOff {
 	t.Helper()
 	w := newWorld(t, wake.HourlyWake)
 	rtc := &suspendSource{w: w, asleep: make(chan struct{}, 1), wakeup: make(chan struct{})}
-	w.cfg.Sources = []wake.Source{rtc}
+	w.cfg.Schedule.Sources = []wake.Source{rtc}
 	w.newAgent()
 	w.run()
 	first := w.nextWake() // boot, outside the window (t0)
@@ -153,7 +153,7 @@ func checkRTCArmedFor(t *testing.T, w *world, rtc *suspendSource, start time.Tim
 
 	// The store kept the restart's cycle: the last wake recorded is
 	// the one after it.
-	db, err := bolt.Open(filepath.Join(w.cfg.DataDir, runtime.DBFile), 0o600, &bolt.Options{ReadOnly: true})
+	db, err := bolt.Open(filepath.Join(w.cfg.Store.DataDir, runtime.DBFile), 0o600, &bolt.Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,7 +20,7 @@ import (
 func TestWakePublishesSignedStatus(t *testing.T) {
 	w := newWorld(t, wake.HourlyWake)
 	rtc := &suspendSource{w: w, asleep: make(chan struct{}, 1), wakeup: make(chan struct{})}
-	w.cfg.Sources = []wake.Source{rtc}
+	w.cfg.Schedule.Sources = []wake.Source{rtc}
 	w.cfg.Board = "qemu-virt"
 	w.newAgent()
 	w.run()
@@ -63,7 +63,7 @@ func TestStatusReportsHeldActions(t *testing.T) {
 	w.cfg.Purposes, w.cfg.Consequential = purpose.Set{"comms:*", "action:*"}, purpose.Set{"action:*"}
 	w.cfg.Owner = runtimetest.Key(t, 9).DID()
 	rtc := &suspendSource{w: w, asleep: make(chan struct{}, 1), wakeup: make(chan struct{})}
-	w.cfg.Sources = []wake.Source{rtc}
+	w.cfg.Schedule.Sources = []wake.Source{rtc}
 	w.newAgent()
 	w.run()
 	w.nextWake() // boot

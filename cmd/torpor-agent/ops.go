@@ -104,7 +104,7 @@ func openPipeline(a *args) (*runtime.Pipeline, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	path := filepath.Join(b.Config.DataDir, runtime.DBFile)
+	path := filepath.Join(b.Config.Store.DataDir, runtime.DBFile)
 	if fi, err := os.Stat(path); err != nil || fi.Size() == 0 {
 		b.Close()
 		if err == nil {

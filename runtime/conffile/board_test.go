@@ -105,8 +105,8 @@ func TestTimerNeedsNoBoard(t *testing.T) {
 		t.Fatalf(`Build(wake.methods ["timer"], no board) = %v, want no board needed`, err)
 	}
 	b.Close()
-	if b.Config.Sources != nil {
-		t.Errorf("sources %v, want none: the runtime's timer on the clock", b.Config.Sources)
+	if b.Config.Schedule.Sources != nil {
+		t.Errorf("sources %v, want none: the runtime's timer on the clock", b.Config.Schedule.Sources)
 	}
 	// Another method still needs a board, which this machine lacks unless
 	// an ARM one has a generic profile.

@@ -70,26 +70,26 @@ func (f *File) Build() (*Built, error) {
 	// the board's RTC.
 	c.TrustedTime = &trusted.Config{Clock: c.Clock}
 	add(f.buildKey(c))
-	c.DataDir, c.RelayURL, c.Name = f.DataDir, f.Relay, f.Name
+	c.Store.DataDir, c.Relay.URL, c.Name = f.DataDir, f.Relay, f.Name
 	add(f.buildWake(c)) // a board profile may supply the data directory
-	if c.DataDir == "" {
+	if c.Store.DataDir == "" {
 		add(errors.New("no data directory (\"dataDir\" or --data-dir)"))
 	}
-	if c.RelayURL == "" {
+	if c.Relay.URL == "" {
 		add(errors.New("no relay URL (\"relay\" or --relay)"))
 	} else {
-		add(origin.Check(`"relay" (or --relay)`, c.RelayURL))
+		add(origin.Check(`"relay" (or --relay)`, c.Relay.URL))
 	}
 	add(f.buildSchedule(c))
 	add(f.buildPolicy(c))
 	add(b.buildHandlers(f))
 	if f.Bounds != nil {
-		c.Bounds = wire.Bounds{MaxMessages: f.Bounds.MaxMessages, MaxPerPeer: f.Bounds.MaxPerPeer, MaxPeerBytes: f.Bounds.MaxPeerBytes,
+		c.Relay.Bounds = wire.Bounds{MaxMessages: f.Bounds.MaxMessages, MaxPerPeer: f.Bounds.MaxPerPeer, MaxPeerBytes: f.Bounds.MaxPeerBytes,
 			MaxBytes: f.Bounds.MaxBytes, MaxMessageSize: f.Bounds.MaxMessageSize, TTLSec: int64(time.Duration(f.Bounds.TTL) / time.Second)}
 	}
 	add(b.buildCommands(f))
-	c.BatchSize, c.KeyPackageTarget = f.BatchSize, f.KeyPackages
-	c.OpenMLS = func(db *bolt.DB) (drain.Sessions, runtime.KeyPackages, error) {
+	c.Store.BatchSize, c.MLS.KeyPackageTarget = f.BatchSize, f.KeyPackages
+	c.MLS.OpenMLS = func(db *bolt.DB) (drain.Sessions, runtime.KeyPackages, error) {
 		s, err := session.New(session.Config{Key: c.Key, Clock: c.Clock, PoolSize: f.KeyPackages})
 		if err != nil {
 			return nil, nil, err
@@ -128,7 +128,7 @@ func (f *File) buildKey(c *runtime.Config) error {
 		return errors.New("no key file (\"key\" or --key)")
 	}
 	k, err := did.LoadKey(f.Key)
-	c.Key, c.KeyFile = k, f.Key
+	c.Key, c.Store.KeyFile = k, f.Key
 	var ke *did.KeyFileError
 	switch {
 	case errors.Is(err, did.ErrNoKey):
@@ -184,14 +184,14 @@ func (f *File) buildSchedule(c *runtime.Config) error {
 	if err != nil {
 		return err
 	}
-	c.Mode = m
-	c.WindowLength, c.WindowOffset = time.Duration(f.Window.Length), time.Duration(f.Window.Offset)
+	c.Schedule.Mode = m
+	c.Schedule.WindowLength, c.Schedule.WindowOffset = time.Duration(f.Window.Length), time.Duration(f.Window.Offset)
 	if f.ScheduledWake != "" {
 		t, err := time.Parse(time.RFC3339, f.ScheduledWake)
 		if err != nil {
 			return fmt.Errorf("scheduledWake: %v", err)
 		}
-		c.ScheduledWake = t
+		c.Schedule.ScheduledWake = t
 	}
 	return nil
 }
@@ -304,8 +304,8 @@ func (f *File) buildWake(c *runtime.Config) error {
 	if err != nil {
 		return err
 	}
-	if c.DataDir == "" {
-		c.DataDir = b.DataDir
+	if c.Store.DataDir == "" {
+		c.Store.DataDir = b.DataDir
 	}
 	c.Board = b.Name
 	src, err := board.New(b, bc)
@@ -316,7 +316,7 @@ func (f *File) buildWake(c *runtime.Config) error {
 	if bc.RTC != "" { // an RTC HAT the configuration names
 		c.TrustedTime.RTC = bc.RTC
 	}
-	c.Sources = []wake.Source{src}
+	c.Schedule.Sources = []wake.Source{src}
 	return nil
 }
 

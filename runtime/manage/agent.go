@@ -598,7 +598,7 @@ func (c *Commands) configValue(key string) (any, bool) {
 	case "consequential":
 		return a.Config().Consequential, true
 	case "relay":
-		return a.Config().RelayURL, true
+		return a.Config().Relay.URL, true
 	case "name":
 		return c.cfg.Name, true
 	case "operators":

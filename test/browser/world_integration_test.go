@@ -71,8 +71,13 @@ func (w *world) startAgent(t *testing.T, name string, mode wake.Mode, scheduled 
 	a, err := runtime.New(runtime.Config{
 		PipelineConfig: runtime.PipelineConfig{Key: key, Purposes: purpose.Set{"comms:*"}, AllowPlaintext: true, Clock: w.clk,
 			Routes: []deliver.Route{{Pattern: "*", Name: "app", Handler: app}}},
-		DataDir: t.TempDir(), RelayURL: w.relay.URL, Name: name, Board: "rpi4", Mode: mode, ScheduledWake: scheduled,
-		WindowLength: 5 * time.Minute, WindowOffset: off, Logger: slog.New(slog.DiscardHandler),
+		Store: runtime.Store{DataDir: t.TempDir()}, Relay: runtime.Relay{URL: w.relay.URL}, Name: name, Board: "rpi4", Schedule: runtime.Schedule{
+			Mode:          mode,
+			ScheduledWake: scheduled,
+			WindowLength:  5 * time.Minute,
+			WindowOffset:  off,
+		},
+		Logger: slog.New(slog.DiscardHandler),
 		Hooks: runtime.Hooks{OnPhase: func(p runtime.Phase) {
 			if p.Name == runtime.PhasePublish {
 				select {

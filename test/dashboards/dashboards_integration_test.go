@@ -94,7 +94,7 @@ func runAgent(t *testing.T, url string, key *did.PrivateKey, dir string, untilRe
 	a, err := runtime.New(runtime.Config{
 		PipelineConfig: runtime.PipelineConfig{Key: key, Purposes: purpose.Set{"comms:*"}, AllowPlaintext: true,
 			Routes: []deliver.Route{{Pattern: "*", Name: "app", Handler: app}}},
-		DataDir: dir, RelayURL: url, Name: "dash", Board: "qemu-virt", Mode: wake.HourlyWake, WindowLength: time.Second,
+		Store: runtime.Store{DataDir: dir}, Relay: runtime.Relay{URL: url}, Name: "dash", Board: "qemu-virt", Schedule: runtime.Schedule{Mode: wake.HourlyWake, WindowLength: time.Second},
 		Logger: slog.New(slog.DiscardHandler),
 		Hooks: runtime.Hooks{
 			OnPhase: func(p runtime.Phase) {

@@ -31,9 +31,9 @@ func awakeAgent(t *testing.T, url string, key *did.PrivateKey) {
 	a, err := runtime.New(runtime.Config{
 		PipelineConfig: runtime.PipelineConfig{Key: key, Purposes: purpose.Set{"comms:*"}, AllowPlaintext: true,
 			Routes: []deliver.Route{{Pattern: "*", Name: "app", Handler: app}}},
-		DataDir: t.TempDir(), RelayURL: url, Name: "awake",
-		Mode: wake.AlwaysOn, WindowLength: time.Hour,
-		Logger: slog.New(slog.DiscardHandler),
+		Store: runtime.Store{DataDir: t.TempDir()}, Relay: runtime.Relay{URL: url}, Name: "awake",
+		Schedule: runtime.Schedule{Mode: wake.AlwaysOn, WindowLength: time.Hour},
+		Logger:   slog.New(slog.DiscardHandler),
 		Hooks: runtime.Hooks{OnPhase: func(p runtime.Phase) {
 			if p.Name == runtime.PhasePublish {
 				select {
