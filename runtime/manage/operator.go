@@ -120,26 +120,30 @@ func DialOperator(ctx context.Context, cfg OperatorConfig) (*Operator, error) {
 		connected bool
 	)
 	cm, err := mqttconn.Start(mqttconn.Config{
-		Server:         u,
-		TLS:            cfg.TLS,
-		KeepAlive:      30,
-		CleanStart:     true,
-		ConnectTimeout: 10 * time.Second,
-		Backoff:        mqttconn.ConstantBackoff(time.Second),
-		ConnectPacket:  o.connectPacket,
-		OnConnectionUp: func(ca *paho.Connack) {
-			connMu.Lock()
-			again := connected
-			connected = true
-			connMu.Unlock()
-			if again && !ca.SessionPresent {
-				go o.resubscribe()
-			}
+		Server: u,
+		TLS:    cfg.TLS,
+		Connect: mqttconn.Connect{
+			KeepAlive:  30,
+			CleanStart: true,
+			Timeout:    10 * time.Second,
+			Packet:     o.connectPacket,
 		},
-		OnConnectError: func(err error) {
-			connMu.Lock()
-			connErr = err
-			connMu.Unlock()
+		Backoff: mqttconn.ConstantBackoff(time.Second),
+		Hooks: mqttconn.Hooks{
+			OnConnectionUp: func(ca *paho.Connack) {
+				connMu.Lock()
+				again := connected
+				connected = true
+				connMu.Unlock()
+				if again && !ca.SessionPresent {
+					go o.resubscribe()
+				}
+			},
+			OnConnectError: func(err error) {
+				connMu.Lock()
+				connErr = err
+				connMu.Unlock()
+			},
 		},
 		Client: paho.ClientConfig{
 			ClientID:          cfg.ClientID,

@@ -222,25 +222,31 @@ func (c *Client) connConfig() mqttconn.Config {
 		trace = pahoLogger{c.log.With("lib", "paho"), slog.LevelDebug - 4}
 	}
 	cfg := mqttconn.Config{
-		Server:    u,
-		TLS:       c.cfg.TLS,
-		KeepAlive: uint16(min(c.cfg.KeepAlive/time.Second, 0xFFFF)),
+		Server: u,
+		TLS:    c.cfg.TLS,
+		Connect: mqttconn.Connect{
+			KeepAlive:     uint16(min(c.cfg.KeepAlive/time.Second, 0xFFFF)),
+			CleanStart:    false,
+			SessionExpiry: sessionExpirySeconds(c.cfg.SessionExpiry),
+			Timeout:       10 * time.Second,
+			Packet:        c.connectPacket,
+		},
 		// A persistent session: the broker keeps the subscription and
 		// queues commands while the device sleeps (MQTT 5.0 Section
 		// 3.1.2.4), for SessionExpiry after each disconnect.
-		CleanStart:       false,
-		SessionExpiry:    sessionExpirySeconds(c.cfg.SessionExpiry),
 		Backoff:          c.cfg.Backoff,
-		ConnectTimeout:   10 * time.Second,
 		Queue:            c.queue,
 		Dial:             c.dial,
-		ConnectPacket:    c.connectPacket,
 		DisconnectPacket: c.disconnectPacket,
-		OnConnectionUp:   func(ca *paho.Connack) { go c.connectionUp(ca) },
-		OnConnectionDown: c.connectionDown,
-		OnConnectError:   func(err error) { c.log.Debug("connection attempt failed", "err", err) },
-		Errors:           pahoLogger{c.log.With("lib", "mqttconn"), slog.LevelWarn},
-		PahoErrors:       pahoLogger{c.log.With("lib", "paho"), slog.LevelWarn},
+		Hooks: mqttconn.Hooks{
+			OnConnectionUp:   func(ca *paho.Connack) { go c.connectionUp(ca) },
+			OnConnectionDown: c.connectionDown,
+			OnConnectError:   func(err error) { c.log.Debug("connection attempt failed", "err", err) },
+		},
+		Logs: mqttconn.Logs{
+			Errors:     pahoLogger{c.log.With("lib", "mqttconn"), slog.LevelWarn},
+			PahoErrors: pahoLogger{c.log.With("lib", "paho"), slog.LevelWarn},
+		},
 		Client: paho.ClientConfig{
 			ClientID: c.cfg.Name,
 			Session:  c.state,
@@ -255,7 +261,7 @@ func (c *Client) connConfig() mqttconn.Config {
 	c.state.SetErrorLogger(pahoLogger{c.log.With("lib", "paho-session"), slog.LevelWarn})
 	if trace.log != nil {
 		// Below debug: paho's own trace, for diagnosing the library.
-		cfg.Debug, cfg.PahoDebug = trace, trace
+		cfg.Logs.Debug, cfg.Logs.PahoDebug = trace, trace
 		c.state.SetDebugLogger(pahoLogger{c.log.With("lib", "paho-session"), slog.LevelDebug - 4})
 	}
 	return cfg
