@@ -75,7 +75,7 @@ func (h *harness) wake() {
 	if h.deviceURL != "" {
 		url = h.deviceURL
 	}
-	cfg := manage.Config{Config: mqtt.Config{Broker: url, Name: h.name, Key: h.devKey, DB: h.state.DB, Backoff: func(n int) time.Duration { return time.Duration(n) * 50 * time.Millisecond }, Clock: h.clk, Logger: testLogger(h.t)}, Operators: []did.DID{h.opKey.DID()}, Replay: h.state.Replay, Ledger: h.state.Ledger, Device: h.dev}
+	cfg := manage.Config{Config: mqtt.Config{Broker: url, Name: h.name, Key: h.devKey, DB: h.state.DB, Timing: mqtt.Timing{Backoff: func(n int) time.Duration { return time.Duration(n) * 50 * time.Millisecond }}, Clock: h.clk, Logger: testLogger(h.t)}, Operators: []did.DID{h.opKey.DID()}, Replay: h.state.Replay, Ledger: h.state.Ledger, Device: h.dev}
 	if _, bench := h.t.(*testing.B); bench {
 		cfg.Logger = nil // logging every message would be what a benchmark measures
 	}

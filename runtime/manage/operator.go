@@ -37,7 +37,7 @@ type OperatorConfig struct {
 	ClientID string
 	// Clock stamps commands; nil means clock.Real.
 	Clock clock.Clock
-	// Password, when set, is sent instead of a token (mqtt.Config.Password).
+	// Password, when set, is sent instead of a token (mqtt.Config.Security.Password).
 	Password []byte
 	// AuthClock dates the token presented to the broker at each
 	// connection (login.Authenticate); nil means clock.Real.

@@ -34,7 +34,7 @@ func TestWireProperties(t *testing.T) {
 	h := newHarness(t, b)
 	h.deviceURL, h.operatorURL = devProxy.URL(), opProxy.URL()
 	const sessionExpiry = 72 * time.Hour
-	h.cfgHooks = append(h.cfgHooks, func(c *manage.Config) { c.SessionExpiry = sessionExpiry })
+	h.cfgHooks = append(h.cfgHooks, func(c *manage.Config) { c.Timing.SessionExpiry = sessionExpiry })
 	h.wake()
 
 	const ttl = 90 * time.Minute

@@ -102,7 +102,7 @@ func newDevice(t testing.TB, b mqtttest.Broker) *device {
 
 func (d *device) wake() {
 	d.t.Helper()
-	c, err := manage.Start(manage.Config{Config: mq.Config{Broker: d.url, Name: name, Key: d.key, DB: d.state.DB, Backoff: func(n int) time.Duration { return time.Duration(n) * 100 * time.Millisecond }, Clock: d.clk, Logger: benchQuiet(d.t)}, Operators: []did.DID{d.opKey.DID()}, Replay: d.state.Replay, Ledger: d.state.Ledger, Device: d.dev})
+	c, err := manage.Start(manage.Config{Config: mq.Config{Broker: d.url, Name: name, Key: d.key, DB: d.state.DB, Timing: mq.Timing{Backoff: func(n int) time.Duration { return time.Duration(n) * 100 * time.Millisecond }}, Clock: d.clk, Logger: benchQuiet(d.t)}, Operators: []did.DID{d.opKey.DID()}, Replay: d.state.Replay, Ledger: d.state.Ledger, Device: d.dev})
 	if err != nil {
 		d.t.Fatal(err)
 	}
