@@ -79,8 +79,8 @@ func TestWakeGPIOLine(t *testing.T) {
 		switch {
 		case tt.err != "" && (err == nil || err.Error() != tt.err):
 			t.Errorf("%s: %v, want %q", tt.wake, err, tt.err)
-		case tt.err == "" && (err != nil || bc.Edge != tt.edge || bc.Pull != tt.pull):
-			t.Errorf("%s: edge %v pull %v (%v), want %v %v", tt.wake, bc.Edge, bc.Pull, err, tt.edge, tt.pull)
+		case tt.err == "" && (err != nil || bc.GPIO.Edge != tt.edge || bc.GPIO.Pull != tt.pull):
+			t.Errorf("%s: edge %v pull %v (%v), want %v %v", tt.wake, bc.GPIO.Edge, bc.GPIO.Pull, err, tt.edge, tt.pull)
 		}
 	}
 }

@@ -313,8 +313,8 @@ func (f *File) buildWake(c *runtime.Config) error {
 		return err
 	}
 	c.TrustedTime.RTC = b.RTC
-	if bc.RTC != "" { // an RTC HAT the configuration names
-		c.TrustedTime.RTC = bc.RTC
+	if bc.RTC.Device != "" { // an RTC HAT the configuration names
+		c.TrustedTime.RTC = bc.RTC.Device
 	}
 	c.Schedule.Sources = []wake.Source{src}
 	return nil
@@ -344,20 +344,20 @@ func (f *File) wakeConfig(clk clock.Clock) (boards.Board, board.Config, error) {
 		}
 		bc.Methods = append(bc.Methods, pm)
 	}
-	bc.RTC = w.RTC
+	bc.RTC.Device = w.RTC
 	if w.RTCMethod != "" {
 		if w.RTCMethod != string(rtc.Sysfs) && w.RTCMethod != string(rtc.Ioctl) {
 			return b, bc, fmt.Errorf("wake: rtcMethod %q (want sysfs or ioctl)", w.RTCMethod)
 		}
-		bc.RTCMethod = rtc.Method(w.RTCMethod)
+		bc.RTC.Method = rtc.Method(w.RTCMethod)
 	}
 	if (w.Edge == "") != (w.Pull == "") {
 		return b, bc, errors.New(`wake: edge and pull go together (for a button to ground, neither; for a sensor that drives the line high, "edge": "rising", "pull": "down")`)
 	}
-	if bc.Edge, err = parseEdge(w.Edge); err != nil {
+	if bc.GPIO.Edge, err = parseEdge(w.Edge); err != nil {
 		return b, bc, err
 	}
-	if bc.Pull, err = parsePull(w.Pull); err != nil {
+	if bc.GPIO.Pull, err = parsePull(w.Pull); err != nil {
 		return b, bc, err
 	}
 	return b, bc, nil
