@@ -246,9 +246,11 @@ func run(ctx context.Context, a *args, log *slog.Logger) error {
 // both run, and returns when ctx ends (nil) or serving fails, after
 // closing the device links and shutting the HTTP server down.
 func serve(ctx context.Context, a *args, r *relay.Relay, ln net.Listener, started func()) error {
-	srv := a.http.server(r.Handler())
-	limited := newConnLimit(ln, a.http.maxConns, a.tlsCert == "")
-	srv.ConnState = limited.connState
+	srv, limited, err := relay.ServerLimits(a.http).Server(r.Handler(), ln, a.tlsCert == "")
+	if err != nil {
+		ln.Close()
+		return err
+	}
 	ln = limited
 	errc := make(chan error, 2)
 	go func() {

@@ -173,4 +173,12 @@
 // all queued bytes refuse with 507 and an error naming the cap, and Run
 // forgets agents whose device stayed silent longer than
 // Config.Limits.ForgetAfter, on the relay's clock.
+//
+// # Serving
+//
+// ServerLimits.Server wraps Handler in an http.Server and its listener
+// with per-client bounds (serverlimits.go): header, body and answer
+// deadlines per request (a body must keep up a minimum rate; the device
+// link is exempt), idle keep-alives, and a cap on open connections that
+// closes the oldest one without a request before it refuses a new one.
 package relay
