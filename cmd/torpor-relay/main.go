@@ -203,17 +203,37 @@ func run(ctx context.Context, a *args, log *slog.Logger) error {
 	if public == "" {
 		public = scheme + "://" + ln.Addr().String()
 	}
-	ops, err := a.mqtt.operatorDIDs()
+	cfg, err := a.relayConfig(st, public, brokerURL, clk, log)
 	if err != nil {
 		ln.Close()
 		return err
+	}
+	r, err := relay.New(cfg)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	st.serve(r)
+	return serve(ctx, a, r, ln, func() {
+		if a.ready != nil {
+			a.ready(ln.Addr().String(), brokerURL)
+		}
+		log.Info("torpor-relay listening", "addr", scheme+"://"+ln.Addr().String(), "publicUrl", public, "dataDir", a.dataDir, "mqtt", brokerURL, "timeScale", a.timeScale)
+	})
+}
+
+// relayConfig returns the relay's configuration on st, with the flags'
+// settings.
+func (a *args) relayConfig(st *backend, public, brokerURL string, clk clock.Clock, log *slog.Logger) (relay.Config, error) {
+	ops, err := a.mqtt.operatorDIDs()
+	if err != nil {
+		return relay.Config{}, err
 	}
 	cc, err := a.consoleConfig()
 	if err != nil {
-		ln.Close()
-		return err
+		return relay.Config{}, err
 	}
-	r, err := relay.New(relay.Config{
+	return relay.Config{
 		PublicURL: public, Stores: relay.Stores{Queue: st.q, States: st.states}, KeyPackages: kpcheck.Verifier{}, Peers: st.peers(),
 		Limits: relay.Limits{
 			Bounds: a.bounds, KeyPackageRate: a.keyPackageRate,
@@ -228,18 +248,7 @@ func run(ctx context.Context, a *args, log *slog.Logger) error {
 		},
 		Ops:   relay.Ops{PerAgentMetrics: a.perAgentMetrics, MQTTBroker: brokerURL, Console: cc},
 		Clock: clk, Logger: log,
-	})
-	if err != nil {
-		ln.Close()
-		return err
-	}
-	st.serve(r)
-	return serve(ctx, a, r, ln, func() {
-		if a.ready != nil {
-			a.ready(ln.Addr().String(), brokerURL)
-		}
-		log.Info("torpor-relay listening", "addr", scheme+"://"+ln.Addr().String(), "publicUrl", public, "dataDir", a.dataDir, "mqtt", brokerURL, "timeScale", a.timeScale)
-	})
+	}, nil
 }
 
 // serve serves r's handler on ln and runs r's purge, calls started once

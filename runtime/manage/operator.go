@@ -120,15 +120,8 @@ func DialOperator(ctx context.Context, cfg OperatorConfig) (*Operator, error) {
 		connected bool
 	)
 	cm, err := mqttconn.Start(mqttconn.Config{
-		Server: u,
-		TLS:    cfg.TLS,
-		Connect: mqttconn.Connect{
-			KeepAlive:  30,
-			CleanStart: true,
-			Timeout:    10 * time.Second,
-			Packet:     o.connectPacket,
-		},
-		Backoff: mqttconn.ConstantBackoff(time.Second),
+		Server: u, TLS: cfg.TLS, Backoff: mqttconn.ConstantBackoff(time.Second),
+		Connect: mqttconn.Connect{KeepAlive: 30, CleanStart: true, Timeout: 10 * time.Second, Packet: o.connectPacket},
 		Hooks: mqttconn.Hooks{
 			OnConnectionUp: func(ca *paho.Connack) {
 				connMu.Lock()
