@@ -5,18 +5,18 @@ GO        ?= go
 FUZZTIME  ?= 30s
 BENCHTIME ?= 1s
 BIN       := bin
-CMDS      := torpor-agent torpor-relay torporctl
+CMDS      := torpor-agent torpor-relay torporctl torpor-conformance
 
 export CGO_ENABLED := 0
 
-.PHONY: help build test race check check-setup demo cross bench fuzz fmt lint vet test-integration test-browser test-cluster
+.PHONY: help build test race check check-setup demo cross bench fuzz fmt lint vet test-integration test-browser test-cluster test-faults
 
 help: ## Show this help.
 	@awk 'BEGIN{FS=":.*## "} /^[a-z-]+:.*## /{printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
-build: ## Build the three binaries for this machine into bin/.
+build: ## Build the four binaries for this machine into bin/.
 	@mkdir -p $(BIN)
-	$(GO) build -trimpath -buildvcs=auto -o $(BIN)/ ./cmd/torpor-relay ./cmd/torporctl
+	$(GO) build -trimpath -buildvcs=auto -o $(BIN)/ ./cmd/torpor-relay ./cmd/torporctl ./cmd/torpor-conformance
 	$(GO) build -tags "$$(cat scripts/agent-tags)" -trimpath -buildvcs=auto -o $(BIN)/ ./cmd/torpor-agent
 
 test: ## Run the fast, hermetic unit tests (go test ./...).
@@ -37,13 +37,16 @@ test-integration: ## Run the tests under test/ (crash, interop, QEMU, end to end
 test-browser: ## Run the fleet console in a real browser (Debian's chromium, chromedp); screenshots in TORPOR_ARTIFACTS (part of test-integration).
 	TORPOR_REQUIRE_TOOLS=1 $(GO) test -tags integration -count=1 -timeout 10m ./test/browser/
 
+test-faults: ## Run the relay's fault suite alone: SIGKILL, damaged, lost and full stores on both queue engines (root for the tmpfs; part of test-integration).
+	TORPOR_REQUIRE_TOOLS=1 $(GO) test -tags integration -count=1 -timeout 10m ./test/faults/
+
 test-cluster: ## Run the scale-out tests alone: 3 relays on a 3-node NATS JetStream cluster (part of test-integration).
 	$(GO) test -tags integration -count=1 -timeout 10m ./test/cluster/
 
 demo: ## Run the demo on embedded defaults (relay, sleeping agents, a sender).
 	./scripts/demo.sh
 
-cross: ## Cross-build every binary for linux/arm GOARM=6,7 and linux/arm64; print sizes.
+cross: ## Cross-build every binary for linux/arm GOARM=6,7 and linux/arm64; print sizes against the armv6 budgets (agent 8 MiB, torporctl 12 MiB).
 	./scripts/cross.sh
 
 .PHONY: packages

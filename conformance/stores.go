@@ -117,7 +117,7 @@ func (b *jsBackend) open(path string) (*jsstore.Conn, error) {
 	b.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	return jsstore.Open(ctx, jsstore.Config{URLs: []string{b.srv.URL()}, Replicas: 1, MonitorURL: b.srv.MonitorURL(), Prefix: p, Name: "torporctl conformance"})
+	return jsstore.Open(ctx, jsstore.Config{URLs: []string{b.srv.URL()}, Replicas: 1, MonitorURL: b.srv.MonitorURL(), Prefix: p, Name: "torpor-conformance"})
 }
 
 func (b *jsBackend) queue(path string) (queue.Store, error) {

@@ -5,6 +5,8 @@ import (
 	"math/big"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/torpor-dev/torpor/internal/benchcpu"
 )
 
 // bigBase58 is base58btc by math/big, the package's former encoder: the
@@ -56,9 +58,11 @@ func TestBase58AgainstBig(t *testing.T) {
 
 func BenchmarkParse(b *testing.B) {
 	s := "did:key:z6MkhaXgBZDvotDkL5257faiztiGiC2QtKLGpbnnEGta2doK"
+	meter := benchcpu.Start(b)
 	for b.Loop() {
 		if _, err := Parse(s); err != nil {
 			b.Fatal(err)
 		}
 	}
+	meter.Stop()
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/torpor-dev/torpor/clock/clocktest"
 	"github.com/torpor-dev/torpor/did/didtest"
 	"github.com/torpor-dev/torpor/governed"
+	"github.com/torpor-dev/torpor/internal/benchcpu"
 )
 
 // BenchmarkReceive measures, side by side in one run, what a receiver
@@ -18,33 +19,41 @@ func BenchmarkReceive(b *testing.B) {
 	raw := mustMarshal(b, o)
 	b.Run("parse", func(b *testing.B) {
 		b.SetBytes(int64(len(raw)))
+		meter := benchcpu.Start(b)
 		for b.Loop() {
 			if _, err := governed.Parse(raw); err != nil {
 				b.Fatal(err)
 			}
 		}
+		meter.Stop()
 	})
 	b.Run("signature", func(b *testing.B) {
+		meter := benchcpu.Start(b)
 		for b.Loop() {
 			if err := o.VerifySignature(); err != nil {
 				b.Fatal(err)
 			}
 		}
+		meter.Stop()
 	})
 	b.Run("accept", func(b *testing.B) {
 		r := &governed.Receiver{Purposes: []string{"comms:message"}, Clock: clocktest.New(issued)}
+		meter := benchcpu.Start(b)
 		for b.Loop() {
 			if err := r.AcceptObject(o, governed.Input{Replay: admitAll{}}); err != nil {
 				b.Fatal(err)
 			}
 		}
+		meter.Stop()
 	})
 	b.Run("sign", func(b *testing.B) {
+		meter := benchcpu.Start(b)
 		for b.Loop() {
 			if _, err := governed.Sign(k, template001()); err != nil {
 				b.Fatal(err)
 			}
 		}
+		meter.Stop()
 	})
 }
 

@@ -3,6 +3,7 @@ package mls
 import (
 	"testing"
 
+	"github.com/torpor-dev/torpor/internal/benchcpu"
 	"github.com/torpor-dev/torpor/mls/internal/suite"
 )
 
@@ -15,11 +16,13 @@ func BenchmarkKeyPackageGeneration(b *testing.B) {
 		b.Fatal(err)
 	}
 	cred := NewBasicCredential([]byte("bench"))
+	meter := benchcpu.Start(b)
 	for b.Loop() {
 		if _, _, err := NewKeyPackage(nil, cred, sig); err != nil {
 			b.Fatal(err)
 		}
 	}
+	meter.Stop()
 }
 
 // BenchmarkJoinFromWelcome joins the 8-leaf groups of the working group's
@@ -32,11 +35,13 @@ func BenchmarkJoinFromWelcome(b *testing.B) {
 		j    *passiveJoin
 	}{{"tree-in-welcome", joins[0]}, {"tree-out-of-band", joins[4]}} {
 		b.Run(c.name, func(b *testing.B) {
+			meter := benchcpu.Start(b)
 			for b.Loop() {
 				if _, err := join(c.j.cfg, c.j.welcome, c.j.kp, c.j.keys, c.j.tree); err != nil {
 					b.Fatal(err)
 				}
 			}
+			meter.Stop()
 		})
 	}
 }
@@ -48,6 +53,7 @@ func BenchmarkApplicationMessage1KiB(b *testing.B) {
 	alice, bob := j.join(b), j.join(b)
 	data := make([]byte, 1024)
 	b.SetBytes(int64(len(data)))
+	meter := benchcpu.Start(b)
 	for b.Loop() {
 		m, err := alice.EncryptApplication(data, nil)
 		if err != nil {
@@ -65,6 +71,7 @@ func BenchmarkApplicationMessage1KiB(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+	meter.Stop()
 }
 
 // BenchmarkCreateGroupAndAdd creates a group and adds one member: NewGroup,
@@ -74,6 +81,7 @@ func BenchmarkCreateGroupAndAdd(b *testing.B) {
 	alice, bob := newClient(b, "alice"), newClient(b, "bob")
 	kp, _ := bob.keyPackage(b)
 	add := []Proposal{&AddProposal{KeyPackage: *kp}}
+	meter := benchcpu.Start(b)
 	for b.Loop() {
 		g, err := NewGroup(alice.cfg, []byte("bench"), alice.cred(), alice.sig, nil)
 		if err != nil {
@@ -90,6 +98,7 @@ func BenchmarkCreateGroupAndAdd(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+	meter.Stop()
 }
 
 // BenchmarkJoinTwoMemberGroup joins the group of BenchmarkCreateGroupAndAdd
@@ -105,9 +114,11 @@ func BenchmarkJoinTwoMemberGroup(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	meter := benchcpu.Start(b)
 	for b.Loop() {
 		if _, err := Join(bob.cfg, pc.Welcome.Welcome, kp, priv, nil); err != nil {
 			b.Fatal(err)
 		}
 	}
+	meter.Stop()
 }

@@ -3,6 +3,8 @@ package mls
 import (
 	"fmt"
 	"testing"
+
+	"github.com/torpor-dev/torpor/internal/benchcpu"
 )
 
 // BenchmarkProcessCommit measures a member processing a Commit with an
@@ -20,12 +22,14 @@ func BenchmarkProcessCommit(b *testing.B) {
 			committer, receiver, msg := benchCommitSetup(b, n)
 			_ = committer
 			b.ResetTimer()
+			meter := benchcpu.Start(b)
 			for b.Loop() {
 				r := *receiver
 				if _, err := r.ProcessMessage(msg); err != nil {
 					b.Fatal(err)
 				}
 			}
+			meter.Stop()
 		})
 	}
 }

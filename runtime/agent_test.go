@@ -499,7 +499,7 @@ func TestLiveInvalidRequest(t *testing.T) {
 	w.waitPhase(runtime.PhasePublish)
 	alice := runtimetest.Key(t, 1)
 	for body, want := range map[string]string{
-		`{"jsonrpc":"2.0","id":1e400,"method":"SendMessage","params":{}}`:                  `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request: id must be a string, a number within range or null"}}`,
+		`{"jsonrpc":"2.0","id":1e400,"method":"SendMessage","params":{}}`:                  `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request: number outside the IEEE 754 double range"}}`,
 		`{"jsonrpc":"2.0","id":2,"method":"tasks/get","method":"SendMessage","params":{}}`: `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request: duplicate member \"method\""}}`,
 		`one`: `{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}`,
 	} {

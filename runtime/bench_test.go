@@ -11,6 +11,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/internal/benchcpu"
 	"github.com/torpor-dev/torpor/internal/worldtest"
 	"github.com/torpor-dev/torpor/runtime"
 	"github.com/torpor-dev/torpor/runtime/deliver"
@@ -49,11 +50,15 @@ func BenchmarkWakeDrain500(b *testing.B) {
 
 func benchWakeDrain(b *testing.B, n int, mls bool) {
 	var awake, commit, checks, open, network, notify time.Duration
+	meter := benchcpu.Start(b)
+	meter.Pause()
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
 		bw := newBenchWorld(b, n, mls)
 		b.StartTimer()
+		meter.Resume()
 		r := bw.wake(b)
+		meter.Pause()
 		b.StopTimer()
 		if r.Drain.Delivered != n {
 			b.Fatalf("delivered %d of %d: %v", r.Drain.Delivered, n, r.Drain)
@@ -67,6 +72,7 @@ func benchWakeDrain(b *testing.B, n int, mls bool) {
 		notify += t.Notify
 		bw.close()
 	}
+	meter.Stop()
 	per := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 / float64(b.N) }
 	b.ReportMetric(per(awake), "awake-ms/wake")
 	b.ReportMetric(per(commit), "commit-fsync-ms/wake")

@@ -20,6 +20,7 @@ import (
 	"github.com/torpor-dev/torpor/runtime/purpose"
 	"github.com/torpor-dev/torpor/runtime/runtimetest"
 	"github.com/torpor-dev/torpor/transport/mqtt"
+	"github.com/torpor-dev/torpor/transport/mqtt/command"
 	"github.com/torpor-dev/torpor/transport/mqtt/envelope"
 	"github.com/torpor-dev/torpor/transport/mqtt/mqtttest"
 	"github.com/torpor-dev/torpor/transport/relay"
@@ -41,7 +42,7 @@ type cmdWorld struct {
 	broker  *mqtttest.Embedded
 	agent   *runtime.Agent
 	cmds    *manage.Commands
-	op      *manage.Operator
+	op      *command.Operator
 	witness *mqtttest.Witness
 	window  wake.Window
 	wakes   chan runtime.WakeReport
@@ -127,7 +128,7 @@ func newCmdWorldWith(t *testing.T, mode wake.Mode, opt func(w *cmdWorld, cfg *ru
 	w.agent.SetManagement(w.cmds)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
-	if w.op, err = manage.DialOperator(ctx, manage.OperatorConfig{Broker: w.broker.URL(), Key: w.opKey, Clock: w.clock}); err != nil {
+	if w.op, err = command.DialOperator(ctx, command.OperatorConfig{Broker: w.broker.URL(), Key: w.opKey, Clock: w.clock}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { w.op.Close(context.Background()) })
@@ -196,15 +197,15 @@ func (w *cmdWorld) waitPhase(name string) {
 }
 
 // command sends a command and returns the device's reply.
-func (w *cmdWorld) command(op string, args any) manage.Reply {
+func (w *cmdWorld) command(op string, args any) command.Reply {
 	w.t.Helper()
 	return w.reply(w.send(op, args))
 }
 
 func (w *cmdWorld) send(op string, args any) string {
 	w.t.Helper()
-	w.seq = manage.NextSeq(w.seq, w.clock.Now())
-	s, err := w.op.Send(w.ctx(), "pi-7", manage.CommandSpec{Device: w.key.DID(), Seq: w.seq, Op: op, Args: args}, false)
+	w.seq = command.NextSeq(w.seq, w.clock.Now())
+	s, err := w.op.Send(w.ctx(), "pi-7", command.Spec{Device: w.key.DID(), Seq: w.seq, Op: op, Args: args}, false)
 	if err != nil {
 		w.t.Fatal(err)
 	}
@@ -231,7 +232,7 @@ func (w *cmdWorld) awaitStatus(ok func(envelope.Status) bool) envelope.Status {
 	}
 }
 
-func (w *cmdWorld) reply(id string) manage.Reply {
+func (w *cmdWorld) reply(id string) command.Reply {
 	w.t.Helper()
 	r, _, err := w.op.AwaitReply(w.ctx(), "pi-7", id, w.key.DID())
 	if err != nil {
@@ -265,9 +266,9 @@ func TestSetModeOverMQTTChangesWhatTheRelayTellsSenders(t *testing.T) {
 		t.Fatalf("sender while asleep: %d Retry-After %d, want 503 with a Retry-After", code, ra)
 	}
 
-	id := w.send(manage.OpSetMode, &manage.SetModeArgs{Mode: "always_on"})
+	id := w.send(command.OpSetMode, &command.SetModeArgs{Mode: "always_on"})
 	w.clock.Set(start) // the window opens: the agent wakes and takes the command
-	if r := w.reply(id); r.Outcome != manage.OutcomeOK {
+	if r := w.reply(id); r.Outcome != command.OutcomeOK {
 		t.Fatalf("set-mode reply = %+v", r)
 	}
 	// The window's wake ends on the mode change; the agent wakes again in
@@ -289,12 +290,12 @@ func TestOperatorCommandsOnTheAgent(t *testing.T) {
 	w.run()
 	w.awaitStatus(func(s envelope.Status) bool { return s.State == envelope.StateAwake })
 
-	halt := w.command(manage.OpHalt, &manage.NoteArgs{Note: "maintenance"})
-	if halt.Outcome != manage.OutcomeOK {
+	halt := w.command(command.OpHalt, &command.NoteArgs{Note: "maintenance"})
+	if halt.Outcome != command.OutcomeOK {
 		t.Fatalf("halt: %+v", halt)
 	}
 	w.awaitStatus(func(s envelope.Status) bool { return s.Halted })
-	r := w.command(manage.OpStatus, nil)
+	r := w.command(command.OpStatus, nil)
 	var rep struct {
 		Status envelope.Status
 		Halt   struct {
@@ -311,24 +312,24 @@ func TestOperatorCommandsOnTheAgent(t *testing.T) {
 	if want := "maintenance — " + w.opKey.DID().String() + " (MQTT command " + halt.Command + ")"; rep.Halt.Note != want {
 		t.Errorf("halt note %q, want %q", rep.Halt.Note, want)
 	}
-	if r := w.command(manage.OpResume, &manage.NoteArgs{}); r.Outcome != manage.OutcomeOK || string(r.Result) != `{"halted":false,"ran":0}` {
+	if r := w.command(command.OpResume, &command.NoteArgs{}); r.Outcome != command.OutcomeOK || string(r.Result) != `{"halted":false,"ran":0}` {
 		t.Fatalf("resume: %+v", r)
 	}
 	tests := []struct {
 		op      string
 		args    any
-		outcome manage.Outcome
+		outcome command.Outcome
 		reason  string
 		result  string
 	}{
-		{manage.OpConfigGet, &manage.ConfigArgs{Key: "mode"}, manage.OutcomeOK, "", `{"key":"mode","value":"always_on"}`},
-		{manage.OpConfigSet, &manage.ConfigArgs{Key: "owner", Value: ptrTo("did:key:x")}, manage.OutcomeFailed, "read-only", ""},
-		{manage.OpConfigGet, &manage.ConfigArgs{Key: "colour"}, manage.OutcomeFailed, "unknown-key", ""},
-		{manage.OpReconcile, &manage.ReconcileArgs{Key: "nobody k1", Happened: true}, manage.OutcomeFailed, "no-key", ""},
-		{manage.OpConfirm, &manage.HoldArgs{Hold: "nobody k1"}, manage.OutcomeFailed, "no-hold", ""},
-		{manage.OpRotateKeys, nil, manage.OutcomeFailed, manage.ReasonUnsupported, ""},
-		{manage.OpReboot, &manage.RebootArgs{}, manage.OutcomeFailed, manage.ReasonUnsupported, ""},
-		{manage.OpWakeNow, &manage.WakeNowArgs{}, manage.OutcomeOK, "", `{"awake":true}`},
+		{command.OpConfigGet, &command.ConfigArgs{Key: "mode"}, command.OutcomeOK, "", `{"key":"mode","value":"always_on"}`},
+		{command.OpConfigSet, &command.ConfigArgs{Key: "owner", Value: ptrTo("did:key:x")}, command.OutcomeFailed, "read-only", ""},
+		{command.OpConfigGet, &command.ConfigArgs{Key: "colour"}, command.OutcomeFailed, "unknown-key", ""},
+		{command.OpReconcile, &command.ReconcileArgs{Key: "nobody k1", Happened: true}, command.OutcomeFailed, "no-key", ""},
+		{command.OpConfirm, &command.HoldArgs{Hold: "nobody k1"}, command.OutcomeFailed, "no-hold", ""},
+		{command.OpRotateKeys, nil, command.OutcomeFailed, command.ReasonUnsupported, ""},
+		{command.OpReboot, &command.RebootArgs{}, command.OutcomeFailed, command.ReasonUnsupported, ""},
+		{command.OpWakeNow, &command.WakeNowArgs{}, command.OutcomeOK, "", `{"awake":true}`},
 	}
 	for _, tt := range tests {
 		r := w.command(tt.op, tt.args)

@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/torpor-dev/torpor/internal/demo"
 	"github.com/torpor-dev/torpor/runtime"
 	"github.com/torpor-dev/torpor/runtime/purpose"
 	"github.com/torpor-dev/torpor/runtime/runtimetest"
+	"github.com/torpor-dev/torpor/test/procs"
 	"github.com/torpor-dev/torpor/transport/link"
 	"github.com/torpor-dev/torpor/transport/relay"
 	"github.com/torpor-dev/torpor/wake"
@@ -71,7 +71,7 @@ func checkOneValuePerKey(t *testing.T, log string) {
 	t.Helper()
 	n := 0
 	for _, s := range strings.Split(strings.TrimSpace(log), "\n") {
-		l, err := demo.ParseLine(s)
+		l, err := procs.ParseLine(s)
 		if err != nil {
 			t.Errorf("not a slog text line: %s", s)
 			continue

@@ -16,6 +16,7 @@ import (
 	"github.com/torpor-dev/torpor/runtime/deliver"
 	"github.com/torpor-dev/torpor/runtime/manage"
 	"github.com/torpor-dev/torpor/runtime/runtimetest"
+	"github.com/torpor-dev/torpor/transport/mqtt/command"
 	"github.com/torpor-dev/torpor/transport/mqtt/envelope"
 	"github.com/torpor-dev/torpor/wake"
 )
@@ -64,9 +65,9 @@ type statusResult struct {
 
 func (w *cmdWorld) statusResult() statusResult {
 	w.t.Helper()
-	r := w.command(manage.OpStatus, nil)
+	r := w.command(command.OpStatus, nil)
 	var res statusResult
-	if r.Outcome != manage.OutcomeOK || json.Unmarshal(r.Result, &res) != nil {
+	if r.Outcome != command.OutcomeOK || json.Unmarshal(r.Result, &res) != nil {
 		w.t.Fatalf("status = %+v %s", r, r.Result)
 	}
 	return res
@@ -85,12 +86,12 @@ func TestDenyOverMQTT(t *testing.T) {
 		t.Fatalf("status held = %d, want 1", st.Held)
 	}
 
-	r := w.command(manage.OpDeny, &manage.HoldArgs{Hold: key})
+	r := w.command(command.OpDeny, &command.HoldArgs{Hold: key})
 	var res struct {
 		Key, Purpose string
 		Denied       bool
 	}
-	if r.Outcome != manage.OutcomeOK || json.Unmarshal(r.Result, &res) != nil || res.Key != key || res.Purpose != "action:open-valve" || !res.Denied {
+	if r.Outcome != command.OutcomeOK || json.Unmarshal(r.Result, &res) != nil || res.Key != key || res.Purpose != "action:open-valve" || !res.Denied {
 		t.Fatalf("deny %q = %+v %s; want ok, that action denied", key, r, r.Result)
 	}
 	if hs := w.holds(); len(hs) != 0 {
@@ -99,15 +100,15 @@ func TestDenyOverMQTT(t *testing.T) {
 	w.awaitStatus(func(s envelope.Status) bool { return s.Held == 0 })
 
 	// Nothing brings it back.
-	for _, op := range []string{manage.OpConfirm, manage.OpDeny} {
-		if r := w.command(op, &manage.HoldArgs{Hold: key}); r.Outcome != manage.OutcomeFailed || r.Reason != "no-hold" {
+	for _, op := range []string{command.OpConfirm, command.OpDeny} {
+		if r := w.command(op, &command.HoldArgs{Hold: key}); r.Outcome != command.OutcomeFailed || r.Reason != "no-hold" {
 			t.Errorf("%s after deny = %+v, want failed (no-hold)", op, r)
 		}
 	}
-	if r := w.command(manage.OpHalt, &manage.NoteArgs{}); r.Outcome != manage.OutcomeOK {
+	if r := w.command(command.OpHalt, &command.NoteArgs{}); r.Outcome != command.OutcomeOK {
 		t.Fatalf("halt = %+v", r)
 	}
-	if r := w.command(manage.OpResume, &manage.NoteArgs{}); r.Outcome != manage.OutcomeOK || string(r.Result) != `{"halted":false,"ran":0}` {
+	if r := w.command(command.OpResume, &command.NoteArgs{}); r.Outcome != command.OutcomeOK || string(r.Result) != `{"halted":false,"ran":0}` {
 		t.Errorf("resume after deny = %+v %s, want nothing run", r, r.Result)
 	}
 	if got := rec.IDs(); len(got) != 0 {
@@ -115,7 +116,7 @@ func TestDenyOverMQTT(t *testing.T) {
 	}
 	// The ledger never saw the action (commands have keys of their own
 	// there, so look the action's key up).
-	if r := w.command(manage.OpReconcile, &manage.ReconcileArgs{Key: key, Note: "n"}); r.Outcome != manage.OutcomeFailed || r.Reason != "no-key" {
+	if r := w.command(command.OpReconcile, &command.ReconcileArgs{Key: key, Note: "n"}); r.Outcome != command.OutcomeFailed || r.Reason != "no-key" {
 		t.Errorf("reconcile of the denied action's key = %+v, want failed (no-key): nothing reserved", r)
 	}
 }
@@ -150,9 +151,9 @@ func TestReconcileOverMQTT(t *testing.T) {
 	w := newHoldWorld(t, h)
 	paid, notPaid := w.holdAction("pay-1"), w.holdAction("pay-2")
 	for _, key := range []string{paid, notPaid} {
-		r := w.command(manage.OpConfirm, &manage.HoldArgs{Hold: key})
+		r := w.command(command.OpConfirm, &command.HoldArgs{Hold: key})
 		var res struct{ Ledger string }
-		if r.Outcome != manage.OutcomeOK || json.Unmarshal(r.Result, &res) != nil || res.Ledger != "indeterminate" {
+		if r.Outcome != command.OutcomeOK || json.Unmarshal(r.Result, &res) != nil || res.Ledger != "indeterminate" {
 			t.Fatalf("confirm %q = %+v %s; want ok with the ledger key indeterminate", key, r, r.Result)
 		}
 	}
@@ -174,20 +175,20 @@ func TestReconcileOverMQTT(t *testing.T) {
 
 	tests := []struct {
 		name string
-		args manage.ReconcileArgs
+		args command.ReconcileArgs
 		want string // the reply's result
 	}{
-		{"happened", manage.ReconcileArgs{Key: paid, Happened: true, Receipt: `{"paid":12}`, EffectID: "tx-42", Note: "checked the bank"},
+		{"happened", command.ReconcileArgs{Key: paid, Happened: true, Receipt: `{"paid":12}`, EffectID: "tx-42", Note: "checked the bank"},
 			`{"effectId":"tx-42","key":"` + paid + `","state":"completed"}`},
-		{"released", manage.ReconcileArgs{Key: notPaid, Note: "the bank has no such payment"},
+		{"released", command.ReconcileArgs{Key: notPaid, Note: "the bank has no such payment"},
 			`{"effectId":"","key":"` + notPaid + `","state":"released"}`},
 	}
 	for _, tt := range tests {
-		r := w.command(manage.OpReconcile, &tt.args)
-		if r.Outcome != manage.OutcomeOK || string(r.Result) != tt.want {
+		r := w.command(command.OpReconcile, &tt.args)
+		if r.Outcome != command.OutcomeOK || string(r.Result) != tt.want {
 			t.Errorf("reconcile %s = %+v %s, want ok %s", tt.name, r, r.Result, tt.want)
 		}
-		if again := w.command(manage.OpReconcile, &tt.args); again.Outcome != manage.OutcomeFailed || again.Reason != "not-indeterminate" {
+		if again := w.command(command.OpReconcile, &tt.args); again.Outcome != command.OutcomeFailed || again.Reason != "not-indeterminate" {
 			t.Errorf("reconcile %s again = %+v, want failed (not-indeterminate)", tt.name, again)
 		}
 	}

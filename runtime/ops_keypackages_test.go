@@ -15,6 +15,7 @@ import (
 	"github.com/torpor-dev/torpor/session"
 	"github.com/torpor-dev/torpor/transport/link"
 	"github.com/torpor-dev/torpor/transport/link/wire"
+	"github.com/torpor-dev/torpor/transport/mqtt/command"
 	"github.com/torpor-dev/torpor/transport/mqtt/envelope"
 	"github.com/torpor-dev/torpor/wake"
 )
@@ -71,10 +72,10 @@ func TestRefillKeyPackagesOverMQTT(t *testing.T) {
 		t.Fatalf("boot wake: %+v", boot) // publishes the pool of DefaultPoolSize
 	}
 	start, end := w.window.Next(cmdStart)
-	id := w.send(manage.OpRefillKeyPackages, &manage.RefillArgs{Count: count})
+	id := w.send(command.OpRefillKeyPackages, &command.RefillArgs{Count: count})
 	w.clock.Set(start)
 	r := w.reply(id)
-	if want := `{"unpublished":4}`; r.Outcome != manage.OutcomeOK || string(r.Result) != want {
+	if want := `{"unpublished":4}`; r.Outcome != command.OutcomeOK || string(r.Result) != want {
 		t.Fatalf("refill-keypackages %d = %+v %s, want ok %s", count, r, r.Result, want)
 	}
 	w.clock.Set(end)
@@ -123,7 +124,7 @@ func TestRefillKeyPackagesAlwaysOn(t *testing.T) {
 		t.Fatalf("the wake published %d KeyPackages, want the pool of %d", len(st.KeyPackages), session.DefaultPoolSize)
 	}
 	w.awaitStatus(func(s envelope.Status) bool { return s.State == envelope.StateAwake })
-	if r := w.command(manage.OpRefillKeyPackages, &manage.RefillArgs{Count: count}); r.Outcome != manage.OutcomeOK || string(r.Result) != `{"unpublished":4}` {
+	if r := w.command(command.OpRefillKeyPackages, &command.RefillArgs{Count: count}); r.Outcome != command.OutcomeOK || string(r.Result) != `{"unpublished":4}` {
 		t.Fatalf("refill-keypackages %d = %+v %s, want ok with 4 unpublished", count, r, r.Result)
 	}
 	w.clock.Advance(runtime.PulseInterval)

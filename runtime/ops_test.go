@@ -22,6 +22,7 @@ import (
 	"github.com/torpor-dev/torpor/runtime/runtimetest"
 	"github.com/torpor-dev/torpor/session/sender"
 	"github.com/torpor-dev/torpor/transport/link"
+	"github.com/torpor-dev/torpor/transport/mqtt/command"
 	"github.com/torpor-dev/torpor/transport/mqtt/envelope"
 	"github.com/torpor-dev/torpor/wake"
 )
@@ -342,11 +343,11 @@ func TestWindowAndWakeNowOverMQTT(t *testing.T) {
 	w.run()
 	w.nextWake() // boot
 	start, _ := w.window.Next(cmdStart)
-	id := w.send(manage.OpSetMode, &manage.SetModeArgs{Mode: "hourly_wake", WindowSec: ptrTo(int64(600)), OffsetSec: ptrTo(int64(0))})
+	id := w.send(command.OpSetMode, &command.SetModeArgs{Mode: "hourly_wake", WindowSec: ptrTo(int64(600)), OffsetSec: ptrTo(int64(0))})
 	w.clock.Set(start)
 	r := w.reply(id)
 	var res struct{ Window envelope.Window }
-	if r.Outcome != manage.OutcomeOK || json.Unmarshal(r.Result, &res) != nil || res.Window.LengthSec != 600 {
+	if r.Outcome != command.OutcomeOK || json.Unmarshal(r.Result, &res) != nil || res.Window.LengthSec != 600 {
 		t.Fatalf("set-mode with a window: %+v %s", r, r.Result)
 	}
 	if got := w.agent.Window(); got.Length != 10*time.Minute {
@@ -355,13 +356,13 @@ func TestWindowAndWakeNowOverMQTT(t *testing.T) {
 	w.nextWake() // the wake ends on the change and the agent re-plans into the longer window
 	w.waitPhase(runtime.PhasePublish)
 	now := w.clock.Now()
-	r = w.command(manage.OpWakeNow, &manage.WakeNowArgs{ForSec: 3600})
+	r = w.command(command.OpWakeNow, &command.WakeNowArgs{ForSec: 3600})
 	var wn struct{ Until time.Time }
-	if r.Outcome != manage.OutcomeOK || json.Unmarshal(r.Result, &wn) != nil || !wn.Until.Equal(now.Add(time.Hour)) {
+	if r.Outcome != command.OutcomeOK || json.Unmarshal(r.Result, &wn) != nil || !wn.Until.Equal(now.Add(time.Hour)) {
 		t.Fatalf("wake-now = %+v %s; want awake until %v", r, r.Result, now.Add(time.Hour))
 	}
-	r = w.command(manage.OpDrain, nil)
-	if r.Outcome != manage.OutcomeOK {
+	r = w.command(command.OpDrain, nil)
+	if r.Outcome != command.OutcomeOK {
 		t.Fatalf("drain = %+v", r)
 	}
 }
@@ -374,7 +375,7 @@ func TestRebootOverMQTT(t *testing.T) {
 	})
 	w.run()
 	w.awaitStatus(func(s envelope.Status) bool { return s.State == envelope.StateAwake })
-	if r := w.command(manage.OpReboot, &manage.RebootArgs{}); r.Outcome != manage.OutcomeOK {
+	if r := w.command(command.OpReboot, &command.RebootArgs{}); r.Outcome != command.OutcomeOK {
 		t.Fatalf("reboot = %+v", r)
 	}
 	err := <-w.done
@@ -399,12 +400,12 @@ func TestRotateKeysOverMQTT(t *testing.T) {
 	})
 	w.run()
 	w.awaitStatus(func(s envelope.Status) bool { return s.State == envelope.StateAwake })
-	r := w.command(manage.OpRotateKeys, nil)
+	r := w.command(command.OpRotateKeys, nil)
 	var res struct {
 		Old, New string
 		Handover json.RawMessage
 	}
-	if r.Outcome != manage.OutcomeOK || json.Unmarshal(r.Result, &res) != nil || res.Old != w.key.DID().String() || len(res.Handover) == 0 {
+	if r.Outcome != command.OutcomeOK || json.Unmarshal(r.Result, &res) != nil || res.Old != w.key.DID().String() || len(res.Handover) == 0 {
 		t.Fatalf("rotate-keys = %+v %s", r, r.Result)
 	}
 	checkHandover(t, res.Handover, w.key.DID(), res.New, "pi-7")

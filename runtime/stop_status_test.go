@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/torpor-dev/torpor/internal/version"
-	"github.com/torpor-dev/torpor/runtime/manage"
+	"github.com/torpor-dev/torpor/transport/mqtt/command"
 	"github.com/torpor-dev/torpor/transport/mqtt/envelope"
 	"github.com/torpor-dev/torpor/wake"
 )
@@ -43,7 +43,7 @@ func TestStatusReplyInsideWindow(t *testing.T) {
 	w := newCmdWorld(t, wake.AlwaysOn)
 	w.run()
 	w.awaitStatus(func(s envelope.Status) bool { return s.State == envelope.StateAwake })
-	r := w.command(manage.OpStatus, nil)
+	r := w.command(command.OpStatus, nil)
 	var res struct {
 		Status   envelope.Status            `json:"status"`
 		LastWake map[string]json.RawMessage `json:"lastWake"`

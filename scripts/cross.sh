@@ -1,7 +1,15 @@
 #!/usr/bin/env bash
 # Cross-builds every binary for the ARM targets Torpor runs on, statically
 # (CGO_ENABLED=0), reproducibly (-trimpath) and stripped (-s -w), then
-# prints their sizes. Output: bin/<target>/<binary>.
+# prints their sizes against their budgets and fails when one is over.
+# Output: bin/<target>/<binary>.
+#
+# Budgets (bytes, stripped, linux/arm GOARM=6, the smallest boards; issue 30
+# and docs/footprint.md): torpor-agent 8 MiB, torporctl 12 MiB. torporctl
+# stays under its budget because it links no relay, broker, queue store,
+# NATS server or agent runtime (internal/deptest); the conformance runner,
+# which links all of them, is its own binary, torpor-conformance, which has
+# no budget.
 #
 # torpor-agent is built with the tag nethttpomithttp2, which leaves net/http's
 # HTTP/2 out of a build that links net/http (380 KiB on armv6). The agent no
@@ -13,15 +21,32 @@ cd "$(dirname "$0")/.."
 export CGO_ENABLED=0
 agent_tags="$(cat scripts/agent-tags)"
 targets=("arm 6 armv6" "arm 7 armv7" "arm64 - arm64")
-printf '%-8s %-14s %10s\n' target binary bytes
+bins=(torpor-agent torpor-relay torporctl torpor-conformance)
+# budget prints the armv6 budget of binary $1 in bytes, or nothing.
+budget() {
+  case "$1" in
+    torpor-agent) echo $((8 << 20)) ;;
+    torporctl) echo $((12 << 20)) ;;
+  esac
+}
+over=0
+printf '%-8s %-19s %10s %10s\n' target binary bytes budget
 for t in "${targets[@]}"; do
   read -r arch arm name <<<"$t"
   out="bin/$name"
   mkdir -p "$out"
   [ "$arm" = - ] && arm=
-  GOOS=linux GOARCH=$arch GOARM=$arm go build -trimpath -buildvcs=auto -ldflags="-s -w" -o "$out/" ./cmd/torpor-relay ./cmd/torporctl
+  GOOS=linux GOARCH=$arch GOARM=$arm go build -trimpath -buildvcs=auto -ldflags="-s -w" -o "$out/" ./cmd/torpor-relay ./cmd/torporctl ./cmd/torpor-conformance
   GOOS=linux GOARCH=$arch GOARM=$arm go build -tags "$agent_tags" -trimpath -buildvcs=auto -ldflags="-s -w" -o "$out/" ./cmd/torpor-agent
-  for b in torpor-agent torpor-relay torporctl; do
-    printf '%-8s %-14s %10d\n' "$name" "$b" "$(stat -c %s "$out/$b")"
+  for b in "${bins[@]}"; do
+    size=$(stat -c %s "$out/$b")
+    max=
+    [ "$name" = armv6 ] && max=$(budget "$b")
+    printf '%-8s %-19s %10d %10s\n' "$name" "$b" "$size" "${max:--}"
+    if [ -n "$max" ] && [ "$size" -gt "$max" ]; then
+      echo "cross: $name $b is $size bytes, over its budget of $max" >&2
+      over=1
+    fi
   done
 done
+exit "$over"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # make demo: builds torpor-relay, torpor-agent, torporctl and the demo's
-# orchestrator (internal/demo) into a temporary directory, runs them there
+# orchestrator (cmd/torpor-demo) into a temporary directory, runs them there
 # on loopback, and removes the directory at the end. Nothing is written
 # elsewhere (apart from Go's build cache) and nothing is left running: the
 # orchestrator runs in a process group of its own, which the trap below
@@ -36,7 +36,7 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 echo "demo: building the binaries into $tmp/bin"
-CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o "$tmp/bin/" ./cmd/torpor-relay ./cmd/torpor-agent ./cmd/torporctl ./internal/demo/cmd/torpor-demo
+CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o "$tmp/bin/" ./cmd/torpor-relay ./cmd/torpor-agent ./cmd/torporctl ./cmd/torpor-demo
 
 # set -m gives the orchestrator a process group of its own (pgid = its
 # pid); the relay and agents it starts stay in that group.

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds Torpor's Debian packages with nfpm, a Go-native packager:
 # torpor-agent for arm64, armhf (GOARM=7) and armel (GOARM=6), torpor-relay
-# for amd64 and arm64, and torporctl for all four. The package contents,
+# for amd64 and arm64, and torporctl for all four (torpor-conformance, a
+# developer's tool, is not packaged). The package contents,
 # systemd units and maintainer scripts are in packaging/ (docs/packages.md
 # explains them).
 #

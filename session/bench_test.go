@@ -7,6 +7,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/internal/benchcpu"
 )
 
 // BenchmarkLoad measures what every operation pays for keeping no group in
@@ -16,11 +17,13 @@ func BenchmarkLoad(b *testing.B) {
 	alice, bob := newAgent(b, "alice", nil), newAgent(b, "bob", nil)
 	group := pair(b, alice, bob)
 	b.ReportAllocs()
+	meter := benchcpu.Start(b)
 	for b.Loop() {
 		if err := bob.db.View(func(tx *bolt.Tx) error { _, err := bob.s.load(tx, group); return err }); err != nil {
 			b.Fatal(err)
 		}
 	}
+	meter.Stop()
 }
 
 // BenchmarkMessage1KiB measures a 1 KiB application message through the
@@ -32,9 +35,11 @@ func BenchmarkMessage1KiB(b *testing.B) {
 	group := pair(b, alice, bob)
 	data := bytes.Repeat([]byte{'x'}, 1024)
 	b.ReportAllocs()
+	meter := benchcpu.Start(b)
 	for b.Loop() {
 		var m []byte
 		alice.update(func(tx *bolt.Tx) (err error) { m, err = alice.s.Encrypt(tx, group, data); return err })
 		bob.update(func(tx *bolt.Tx) (err error) { _, err = bob.s.Process(tx, m, did.DID{}); return err })
 	}
+	meter.Stop()
 }

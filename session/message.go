@@ -8,6 +8,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/torpor-dev/torpor/internal/strictjson"
 	"github.com/torpor-dev/torpor/transport/a2a"
 )
 
@@ -41,23 +42,27 @@ func Plaintext(obj json.RawMessage) ([]byte, error) {
 // mediaType member, when present, must be the reference's; other members
 // are ignored (Section 7.5: receivers ignore members they do not know).
 // Member names match exactly, not case-insensitively as encoding/json
-// would, and a plaintext with "object" or "mediaType" twice is refused:
-// two parsers must not read two different objects from one plaintext.
+// would. The plaintext is read by internal/strictjson, the module's one
+// strict reader, so one with a member twice at any depth ("object" or
+// "mediaType" among them) is refused: two parsers must not read two
+// different objects from one plaintext.
 func ObjectOf(plaintext []byte) (json.RawMessage, error) {
-	var members map[string]json.RawMessage
-	if err := json.Unmarshal(plaintext, &members); err != nil || members == nil {
-		return nil, fmt.Errorf("session: application plaintext is not a JSON object: %v", err)
+	members, err := strictjson.Members(plaintext, nil)
+	if err != nil {
+		return nil, fmt.Errorf("session: application plaintext is not a strict JSON object: %v", err)
 	}
-	if err := noDuplicate(plaintext, "object", "mediaType"); err != nil {
-		return nil, err
-	}
-	if raw, ok := members["mediaType"]; ok {
-		var mt string
-		if err := json.Unmarshal(raw, &mt); err != nil || mt != a2a.MediaTypeEncryptedDataObject {
-			return nil, fmt.Errorf("session: application plaintext of media type %s", raw)
+	var obj json.RawMessage
+	for _, m := range members {
+		switch string(m.Name) {
+		case "mediaType":
+			var mt string
+			if err := json.Unmarshal(m.Value, &mt); err != nil || mt != a2a.MediaTypeEncryptedDataObject {
+				return nil, fmt.Errorf("session: application plaintext of media type %s", m.Value)
+			}
+		case "object":
+			obj = m.Value
 		}
 	}
-	obj := members["object"]
 	if !isJSONObject(obj) {
 		return nil, errors.New("session: application plaintext has no member \"object\" holding a JSON object")
 	}
@@ -66,34 +71,6 @@ func ObjectOf(plaintext []byte) (json.RawMessage, error) {
 		return nil, fmt.Errorf("session: application plaintext: %v", err)
 	}
 	return b.Bytes(), nil
-}
-
-// noDuplicate refuses a JSON object (already known to be valid) in which
-// one of names appears more than once at the top level.
-func noDuplicate(object []byte, names ...string) error {
-	d := json.NewDecoder(bytes.NewReader(object))
-	if _, err := d.Token(); err != nil { // {
-		return err
-	}
-	seen := map[string]bool{}
-	for d.More() {
-		t, err := d.Token()
-		if err != nil {
-			return err
-		}
-		k, _ := t.(string)
-		for _, n := range names {
-			if k == n && seen[k] {
-				return fmt.Errorf("session: application plaintext has the member %q twice", k)
-			}
-		}
-		seen[k] = true
-		var skip json.RawMessage
-		if err := d.Decode(&skip); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 func isJSONObject(b []byte) bool {

@@ -181,6 +181,9 @@ func TestPlaintext(t *testing.T) {
 		{"object twice", `{"object":{"a":1},"object":{"a":2}}`, false},
 		{"media type twice", `{"mediaType":"text/plain","mediaType":"application/vnd.atom.encrypted-data-object+json;version=1","object":{"a":1}}`, false},
 		{"not an object", `[{"object":{"a":1}}]`, false},
+		{"a member twice inside the object", `{"object":{"a":1,"a":2}}`, false},
+		{"another member twice", `{"x":1,"x":2,"object":{"a":1}}`, false},
+		{"a lone surrogate", `{"object":{"a":"\ud800"}}`, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

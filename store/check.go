@@ -155,3 +155,47 @@ func validMeta(b []byte) bool {
 	h.Write(b[metaStart:metaChecksum])
 	return h.Sum64() == binary.LittleEndian.Uint64(b[metaChecksum:])
 }
+
+// MetaFallback reports a bbolt file one of whose two meta pages fails its
+// checksum while the other is sound, or whose two sound pages do not hold
+// consecutive transactions. bbolt opens such a file silently at the newest
+// sound page's transaction, which may be older than the last commit: what
+// that commit wrote is gone. A file bbolt just created or committed to has
+// both pages sound, one transaction apart, so anything else is damage. It
+// returns "" for a sound pair, when neither page is sound (bbolt refuses
+// that file itself), or when the file cannot be read.
+func MetaFallback(path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	first := make([]byte, metaChecksum+8)
+	if _, err := f.ReadAt(first, 0); err != nil {
+		return ""
+	}
+	off := int64(os.Getpagesize())
+	if validMeta(first) {
+		off = int64(binary.LittleEndian.Uint32(first[metaPageSize:]))
+	}
+	second := make([]byte, metaChecksum+8)
+	if _, err := f.ReadAt(second, off); err != nil && !errors.Is(err, io.EOF) {
+		return ""
+	}
+	tx0, tx1 := binary.LittleEndian.Uint64(first[metaTxid:]), binary.LittleEndian.Uint64(second[metaTxid:])
+	switch ok0, ok1 := validMeta(first), validMeta(second); {
+	case ok0 && ok1 && tx0 != tx1+1 && tx1 != tx0+1:
+		// Each commit writes the meta page of its transaction's parity,
+		// so the two always hold consecutive transactions.
+		return fmt.Sprintf("the meta pages of %s hold transactions %d and %d, not consecutive ones: one page is stale, so a commit may be lost",
+			path, tx0, tx1)
+	case ok0 == ok1:
+		return ""
+	case ok0:
+		return fmt.Sprintf("meta page 1 of %s fails its checksum; it was opened at transaction %d from meta page 0, so the last commit may be lost",
+			path, tx0)
+	default:
+		return fmt.Sprintf("meta page 0 of %s fails its checksum; it was opened at transaction %d from meta page 1, so the last commit may be lost",
+			path, tx1)
+	}
+}

@@ -9,6 +9,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/torpor-dev/torpor/internal/benchcpu"
 	"github.com/torpor-dev/torpor/store"
 )
 
@@ -45,6 +46,7 @@ func BenchmarkOpenCheck(b *testing.B) {
 		b.Fatal(err)
 	}
 	var plain, checked time.Duration
+	meter := benchcpu.Start(b)
 	for b.Loop() {
 		for _, check := range []bool{false, true} {
 			t := time.Now()
@@ -60,6 +62,7 @@ func BenchmarkOpenCheck(b *testing.B) {
 			}
 		}
 	}
+	meter.Stop()
 	b.ReportMetric(float64(plain.Microseconds())/float64(b.N), "plain-µs/op")
 	b.ReportMetric(float64(checked.Microseconds())/float64(b.N), "checked-µs/op")
 	b.ReportMetric(float64(checked)/float64(plain), "checked/plain")

@@ -3,7 +3,9 @@ package store_test
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	bolt "go.etcd.io/bbolt"
@@ -77,4 +79,65 @@ func TestCheckAcceptsSoundFile(t *testing.T) {
 		t.Fatalf("reopening: %v", err)
 	}
 	db.Close()
+}
+
+// TestMetaFallback: one zeroed or flipped meta page is reported with the
+// transaction bbolt falls back to; a sound file and one whose both pages
+// are gone (bbolt refuses it itself) are not.
+func TestMetaFallback(t *testing.T) {
+	path := filled(t)
+	if got := store.MetaFallback(path); got != "" {
+		t.Fatalf("sound file: %q", got)
+	}
+	for page := range 2 {
+		p := filled(t)
+		if err := storetest.FlipMeta(p, page); err != nil {
+			t.Fatal(err)
+		}
+		got := store.MetaFallback(p)
+		if want := fmt.Sprintf("meta page %d of %s fails its checksum", page, p); len(got) < len(want) || got[:len(want)] != want {
+			t.Errorf("meta page %d flipped: %q, want it to start %q", page, got, want)
+		}
+	}
+	if err := storetest.FlipMeta(path, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := storetest.FlipMeta(path, 1); err != nil {
+		t.Fatal(err)
+	}
+	if got := store.MetaFallback(path); got != "" {
+		t.Errorf("both pages flipped: %q, want \"\" (bbolt refuses the file)", got)
+	}
+	stale := filled(t)
+	old, err := os.ReadFile(stale)
+	if err != nil {
+		t.Fatal(err)
+	}
+	commit(t, stale)
+	commit(t, stale)
+	commit(t, stale)
+	// The second meta page as it was three commits ago, sound but stale.
+	size := os.Getpagesize()
+	if err := storetest.WriteAt(stale, old[size:2*size], int64(size)); err != nil {
+		t.Fatal(err)
+	}
+	if got := store.MetaFallback(stale); !strings.Contains(got, "not consecutive") {
+		t.Errorf("a stale second meta page: %q, want it reported", got)
+	}
+}
+
+// commit makes one write transaction on the file at path.
+func commit(t *testing.T, path string) {
+	t.Helper()
+	db, err := store.Open(path, &store.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.Update(func(tx *bolt.Tx) error {
+		_, err := tx.CreateBucketIfNotExists([]byte("commit"))
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
 }

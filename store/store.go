@@ -45,8 +45,8 @@ type Options struct {
 	// Check runs bbolt's consistency check (tx.Check) after opening, and
 	// turns a damaged file (refused meta pages, truncated, a page that
 	// fails the check, a panic while reading it) into a *CorruptError. It
-	// reads every page: for the agent's store, opened once per process,
-	// not for the relay's large queue.
+	// reads every page: for files opened once per process, as the agent's
+	// store and the relay's files at start (cmd/torpor-relay).
 	Check bool
 }
 

@@ -3,6 +3,8 @@ package wake
 import (
 	"testing"
 	"time"
+
+	"github.com/torpor-dev/torpor/internal/benchcpu"
 )
 
 // TestSecondsFresh: a relay that knows no agent assigns the second the
@@ -126,11 +128,13 @@ func benchWakeStormAssigned(b *testing.B, n int) {
 		s.Assign(id, WakeMinute(id))
 	}
 	b.ResetTimer()
+	meter := benchcpu.Start(b)
 	for i := 0; i < b.N; i++ {
 		id := ids[i%n]
 		s.Forget(id)
 		s.Assign(id, WakeMinute(id))
 	}
+	meter.Stop()
 	b.StopTimer()
 	b.ReportMetric(float64(top), "busiest-s-assigned")
 	b.ReportMetric(ratio, "s-max/mean-assigned")

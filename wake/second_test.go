@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/internal/benchcpu"
 )
 
 func TestWakeSecond(t *testing.T) {
@@ -203,9 +204,11 @@ func BenchmarkWakeStorm(b *testing.B) {
 				perMinute[s/60] += c
 			}
 			b.ResetTimer()
+			meter := benchcpu.Start(b)
 			for i := 0; i < b.N; i++ {
 				_ = SpreadWindowFor(ids[i%n])
 			}
+			meter.Stop()
 			b.StopTimer()
 			_, minuteRatio := peak(perMinute)
 			topB, ratioB := peak(before)

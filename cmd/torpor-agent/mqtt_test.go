@@ -15,9 +15,9 @@ import (
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/internal/worldtest"
 	"github.com/torpor-dev/torpor/runtime"
-	"github.com/torpor-dev/torpor/runtime/manage"
 	"github.com/torpor-dev/torpor/runtime/runtimetest"
 	"github.com/torpor-dev/torpor/transport/broker"
+	"github.com/torpor-dev/torpor/transport/mqtt/command"
 	"github.com/torpor-dev/torpor/transport/mqtt/envelope"
 	"github.com/torpor-dev/torpor/transport/relay"
 )
@@ -83,13 +83,13 @@ func TestDaemonTakesMQTTCommands(t *testing.T) {
 
 	wait, wcancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer wcancel()
-	op, err := manage.DialOperator(wait, manage.OperatorConfig{Broker: st.brokerURL, Key: opKey})
+	op, err := command.DialOperator(wait, command.OperatorConfig{Broker: st.brokerURL, Key: opKey})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer op.Close(context.Background())
 	awaitState(t, wait, op, agentKey.DID(), envelope.StateAwake, done, &log)
-	s, err := op.Send(wait, "dev-1", manage.CommandSpec{Device: agentKey.DID(), Seq: manage.NextSeq(0, time.Now()), Op: manage.OpStatus}, false)
+	s, err := op.Send(wait, "dev-1", command.Spec{Device: agentKey.DID(), Seq: command.NextSeq(0, time.Now()), Op: command.OpStatus}, false)
 	if err != nil || s.NoSubscribers {
 		t.Fatalf("sending status: %v (no subscribers: %v)", err, s.NoSubscribers)
 	}
@@ -98,7 +98,7 @@ func TestDaemonTakesMQTTCommands(t *testing.T) {
 		t.Fatalf("no reply to status: %v\nlog:\n%s", err, log.String())
 	}
 	var res struct{ Status envelope.Status }
-	if r.Outcome != manage.OutcomeOK || json.Unmarshal(r.Result, &res) != nil || res.Status.Mode != "always_on" {
+	if r.Outcome != command.OutcomeOK || json.Unmarshal(r.Result, &res) != nil || res.Status.Mode != "always_on" {
 		t.Fatalf("status reply = %+v (%s), want ok in mode always_on", r, r.Result)
 	}
 	cancel()
@@ -112,7 +112,7 @@ func TestDaemonTakesMQTTCommands(t *testing.T) {
 }
 
 // awaitState waits until the device's retained status reads want.
-func awaitState(t *testing.T, ctx context.Context, op *manage.Operator, dev did.DID, want envelope.State, done <-chan error, log *runtimetest.Log) {
+func awaitState(t *testing.T, ctx context.Context, op *command.Operator, dev did.DID, want envelope.State, done <-chan error, log *runtimetest.Log) {
 	t.Helper()
 	for {
 		select {
@@ -124,7 +124,7 @@ func awaitState(t *testing.T, ctx context.Context, op *manage.Operator, dev did.
 		if err == nil && st.State == want {
 			return
 		}
-		if err != nil && !errors.Is(err, manage.ErrNoStatus) || ctx.Err() != nil {
+		if err != nil && !errors.Is(err, command.ErrNoStatus) || ctx.Err() != nil {
 			t.Fatalf("status %s never came: %v\nlog:\n%s", want, err, log.String())
 		}
 	}

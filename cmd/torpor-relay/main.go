@@ -170,6 +170,10 @@ func main() {
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: a.logLevel}))
 	if err := run(ctx, a, log); err != nil {
 		log.Error("torpor-relay stopped", "err", err)
+		if errors.Is(err, errStoreRefused) {
+			log.Error("not restarting until an operator repaired the store", "exitStatus", exitStore)
+			os.Exit(exitStore)
+		}
 		os.Exit(1)
 	}
 }
@@ -190,6 +194,7 @@ func run(ctx context.Context, a *args, log *slog.Logger) error {
 		return err
 	}
 	defer stopBroker()
+	st.guard.writeMarker(a.stores(), time.Now()) // now that mqtt.db exists too
 
 	ln, err := net.Listen("tcp", a.listen)
 	if err != nil {

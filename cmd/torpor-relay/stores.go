@@ -27,13 +27,16 @@ type storeArgs struct {
 	// queueEngine is the embedded queue's format with --store bolt: bolt
 	// (queue.db) or log (the record log in queue.log/).
 	queueEngine string
-	nats        jsstore.Config
+	// reinit is --reinitialise (storeguard.go).
+	reinit bool
+	nats   jsstore.Config
 }
 
 func (s *storeArgs) register(fs *flag.FlagSet) {
 	s.kind = "bolt"
 	fs.StringVar(&s.kind, "store", "bolt", "Where the queue and the agent states live: bolt (files in --data-dir, one relay) or jetstream (NATS JetStream, shared by many relays; see --nats).")
 	fs.StringVar(&s.queueEngine, "queue-engine", "bolt", "With --store bolt, the queue's format: bolt (queue.db) or log (an append-only record log in queue.log/ with its index in memory, which imports queue.db once).")
+	fs.BoolVar(&s.reinit, "reinitialise", false, reinitialiseHelp)
 	fs.Func("nats", "With --store jetstream: the NATS server URLs, comma-separated (nats://host:4222,...).", func(v string) error {
 		s.nats.URLs = append(s.nats.URLs, strings.Split(v, ",")...)
 		return nil
@@ -63,6 +66,9 @@ func (s *storeArgs) validate() error {
 		if s.queueEngine != "bolt" {
 			return errors.New("--queue-engine needs --store bolt")
 		}
+		if s.reinit {
+			return errors.New("--reinitialise needs --store bolt (JetStream keeps no files in --data-dir)")
+		}
 	default:
 		return fmt.Errorf("--store %q: want bolt or jetstream", s.kind)
 	}
@@ -76,6 +82,9 @@ type backend struct {
 	states agents.Store
 	fleet  *fleet.Fleet // nil with bolt
 	close  func()
+	// guard checked the files in the data directory (nil on JetStream);
+	// it writes the store marker once the broker's file is open too.
+	guard *storeGuard
 }
 
 // peers returns the fleet as relay.Config.Peers: nil with bolt.
@@ -111,16 +120,21 @@ func openStores(ctx context.Context, a *args, clk clock.Clock, log *slog.Logger)
 		f := fleet.New(c.NATS(), clock.Unscaled(clk), log.With("component", "fleet"))
 		return &backend{q: q, states: states, fleet: f, close: func() { q.Close(); states.Close(); c.Close() }}, nil
 	}
+	g := &storeGuard{dataDir: a.dataDir, reinit: a.store.reinit, log: log}
+	if err := g.checkAll(a); err != nil {
+		return nil, err
+	}
 	bq, err := openQueue(a.dataDir, a.store.queueEngine)
 	if err != nil {
 		return nil, err
 	}
-	bs, err := agents.OpenBolt(filepath.Join(a.dataDir, "agents.db"), nil)
+	path := filepath.Join(a.dataDir, "agents.db")
+	bs, err := agents.OpenBolt(path, nil)
 	if err != nil {
 		bq.Close()
-		return nil, err
+		return nil, storeFix(path, err)
 	}
-	return &backend{q: bq, states: bs, close: func() { bs.Close(); bq.Close() }}, nil
+	return &backend{q: bq, states: bs, guard: g, close: func() { bs.Close(); bq.Close() }}, nil
 }
 
 // openQueue opens the embedded queue in dataDir: queue.db with engine
@@ -130,10 +144,18 @@ func openStores(ctx context.Context, a *args, clk clock.Clock, log *slog.Logger)
 func openQueue(dataDir, engine string) (queue.Store, error) {
 	db, dir := filepath.Join(dataDir, "queue.db"), filepath.Join(dataDir, "queue.log")
 	if engine == "log" {
-		return queue.OpenLog(dir, &queue.LogOptions{ImportBolt: db})
+		q, err := queue.OpenLog(dir, &queue.LogOptions{ImportBolt: db})
+		if err != nil {
+			return nil, storeFix(dir, err)
+		}
+		return q, nil
 	}
 	if _, err := os.Stat(dir); err == nil {
 		return nil, fmt.Errorf("--queue-engine bolt: %s holds the queue's record log; run with --queue-engine log", dir)
 	}
-	return queue.OpenBolt(db, nil)
+	q, err := queue.OpenBolt(db, nil)
+	if err != nil {
+		return nil, storeFix(db, err)
+	}
+	return q, nil
 }

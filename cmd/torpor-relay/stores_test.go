@@ -24,6 +24,7 @@ func TestStoreFlags(t *testing.T) {
 		{[]string{"--store", "etcd"}, `--store "etcd": want bolt or jetstream`},
 		{[]string{"--queue-engine", "lsm"}, `--queue-engine "lsm": want bolt or log`},
 		{[]string{"--store", "jetstream", "--nats", "nats://a:4222", "--queue-engine", "log"}, "--queue-engine needs --store bolt"},
+		{[]string{"--store", "jetstream", "--nats", "nats://a:4222", "--reinitialise"}, "--reinitialise needs --store bolt (JetStream keeps no files in --data-dir)"},
 	}
 	for _, tt := range tests {
 		if _, err := parseArgs(tt.argv, io.Discard); err == nil || err.Error() != tt.wantErr {

@@ -13,7 +13,7 @@ import (
 )
 
 func init() {
-	register(&command{
+	register(&subcommand{
 		name:  "boards",
 		args:  "[NAME]",
 		short: "List the board profiles (GOARCH/GOARM, wake methods, RTC, GPIO, data dir, power), or show one.",

@@ -4,49 +4,25 @@ import (
 	"context"
 	"errors"
 	"flag"
-	"strings"
-
-	"github.com/torpor-dev/torpor/conformance"
 )
 
+// The conformance runner links the agent's runtime, the relay, its stores
+// and a NATS server; it is its own binary, cmd/torpor-conformance, so that
+// torporctl links none of them. The command stays to say where it went.
 func init() {
-	register(&command{
+	register(&subcommand{
 		name:  "conformance",
 		args:  "DIR",
-		short: "Run the conformance vectors under DIR (reference vector format) through Torpor's code.",
+		short: "Moved: run torpor-conformance DIR (its own binary, built by make build).",
 		run:   runConformance,
 	})
 }
 
-// runConformance prints one line per vector, "PASS|FAIL|SKIP <id>
-// expected=… got=…", then "N passed, M failed, K skipped", or with --json
-// one JSON report. It exits 1 when any vector failed, and with an error
-// when DIR holds no vector.
-func runConformance(ctx context.Context, e *env, fs *flag.FlagSet, args []string) error {
-	asJSON := fs.Bool("json", false, "Write the results as one JSON document instead of lines.")
-	storeKind := fs.String("store", "bolt", "The relay stores the relay-side vectors run against: bolt, or jetstream (a NATS JetStream server started in this process).")
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	if fs.NArg() != 1 {
-		return errUsage
-	}
-	rep, err := conformance.RunWith(fs.Arg(0), conformance.Options{Store: *storeKind})
-	if err != nil {
-		// Under "torporctl conformance:" the package's own prefix
-		// would stutter; trimming it only changes how the error reads.
-		return errors.New(strings.TrimPrefix(err.Error(), "conformance: "))
-	}
-	if *asJSON {
-		err = rep.WriteJSON(e.stdout)
-	} else {
-		err = rep.WriteText(e.stdout)
-	}
-	if err != nil {
-		return err
-	}
-	if rep.Failed > 0 {
-		return exitError{code: 1}
-	}
-	return nil
+// errConformanceMoved is what "torporctl conformance" answers.
+var errConformanceMoved = errors.New("the conformance runner is its own binary now: run torpor-conformance [--json] [--store bolt|jetstream] DIR (make build puts it in bin/; go install github.com/torpor-dev/torpor/cmd/torpor-conformance@latest)")
+
+// runConformance refuses, whatever the arguments, pointing at
+// torpor-conformance.
+func runConformance(context.Context, *env, *flag.FlagSet, []string) error {
+	return errConformanceMoved
 }

@@ -14,14 +14,13 @@ import (
 	"time"
 
 	"github.com/torpor-dev/torpor/did"
-	"github.com/torpor-dev/torpor/internal/atomicfile"
-	"github.com/torpor-dev/torpor/runtime/manage"
 	"github.com/torpor-dev/torpor/transport/mqtt"
+	"github.com/torpor-dev/torpor/transport/mqtt/command"
 	"github.com/torpor-dev/torpor/transport/mqtt/envelope"
 )
 
 func init() {
-	register(&command{
+	register(&subcommand{
 		name:  "device",
 		args:  "OPERATION [flags] DEVICE [ARGS]",
 		short: "Manage a device over MQTT with signed commands: status, set-mode, halt, resume, ... (device help).",
@@ -79,7 +78,7 @@ func (f *deviceFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.knownDevices, "known-devices", defaultKnownDevices(), "The file pinning device names to DIDs (\"NAME DID\" lines, like SSH's known_hosts). Default $TORPOR_KNOWN_DEVICES or ~/.config/torpor/known_devices.")
 	fs.StringVar(&f.passwordFile, "mqtt-password-file", os.Getenv("TORPOR_MQTT_PASSWORD_FILE"), "A file with a static MQTT password for an external broker that checks passwords (torporctl mqtt acl); without it a DID Bearer token is sent, as the embedded broker wants. Default $TORPOR_MQTT_PASSWORD_FILE.")
 	fs.DurationVar(&f.wait, "wait", 15*time.Second, "How long to wait for the reply; 0 sends without waiting.")
-	fs.DurationVar(&f.ttl, "ttl", manage.DefaultCommandTTL, "The command's lifetime: a device that wakes later refuses it, and the broker drops it.")
+	fs.DurationVar(&f.ttl, "ttl", command.DefaultTTL, "The command's lifetime: a device that wakes later refuses it, and the broker drops it.")
 	fs.BoolVar(&f.cbor, "cbor", false, "Send the command as CBOR (MQTT content type application/cbor); the reply comes back in CBOR.")
 	fs.BoolVar(&f.json, "json", false, "Print JSON instead of text.")
 	fs.Uint64Var(&f.seq, "seq", 0, "The command's sequence number; 0 picks the next one (milliseconds since 1970, kept increasing per key and device in KEY.seq).")
@@ -162,8 +161,8 @@ type deviceSession struct {
 	f      *deviceFlags
 	key    *did.PrivateKey
 	device string
-	op     *manage.Operator
-	known  *knownDevices
+	op     *command.Operator
+	known  *command.KnownDevices
 	stderr io.Writer
 }
 
@@ -178,7 +177,7 @@ func dialDevice(ctx context.Context, f *deviceFlags, device string) (*deviceSess
 	if err := mqtt.CheckPrefix(f.prefix); err != nil {
 		return nil, err
 	}
-	known, err := loadKnownDevices(f.knownDevices)
+	known, err := command.LoadKnownDevices(f.knownDevices)
 	if err != nil {
 		return nil, fmt.Errorf("known devices: %w", err)
 	}
@@ -190,7 +189,7 @@ func dialDevice(ctx context.Context, f *deviceFlags, device string) (*deviceSess
 	}
 	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	op, err := manage.DialOperator(dctx, manage.OperatorConfig{Broker: f.broker, Prefix: f.prefix, Key: k, Password: bytes.TrimSpace(pw)})
+	op, err := command.DialOperator(dctx, command.OperatorConfig{Broker: f.broker, Prefix: f.prefix, Key: k, Password: bytes.TrimSpace(pw)})
 	if err != nil {
 		return nil, err
 	}
@@ -207,31 +206,10 @@ func (s *deviceSession) close() {
 	s.op.Close(ctx)
 }
 
-// nextSeq picks the command's sequence number (manage.NextSeq) and records
-// it in KEY.seq before the command leaves, so the next run never reuses
-// it even if this one fails after sending.
+// nextSeq picks the command's sequence number (--seq, else
+// command.NextSeq) and records it in KEY.seq before the command leaves.
 func (s *deviceSession) nextSeq(dev did.DID) (uint64, error) {
-	path := s.f.key + ".seq"
-	last := map[string]uint64{}
-	if b, err := os.ReadFile(path); err == nil {
-		if err := json.Unmarshal(b, &last); err != nil {
-			return 0, fmt.Errorf("sequence file %s: %v (delete it; sequence numbers are time-based anyway)", path, err)
-		}
-	} else if !errors.Is(err, os.ErrNotExist) {
-		return 0, err
-	}
-	seq := s.f.seq
-	if seq == 0 {
-		seq = manage.NextSeq(last[dev.String()], time.Now())
-	}
-	if seq > last[dev.String()] {
-		last[dev.String()] = seq
-	}
-	b, _ := json.MarshalIndent(last, "", "  ")
-	if err := atomicfile.WriteFile(path, append(b, '\n'), 0o600); err != nil {
-		return 0, err
-	}
-	return seq, nil
+	return command.SeqFile{Path: s.f.key + ".seq"}.Next(dev, s.f.seq, time.Now())
 }
 
 func printJSONTo(w io.Writer, v any) error {
@@ -272,7 +250,7 @@ func printCommand(w io.Writer, o commandOutput) {
 	if len(r.Result) == 0 {
 		return
 	}
-	if o.Op == manage.OpStatus {
+	if o.Op == command.OpStatus {
 		printStatusResult(w, r.Result)
 		return
 	}
@@ -387,7 +365,7 @@ type watchArgs struct {
 func (s *deviceSession) watch(ctx context.Context, e *env, a *watchArgs) error {
 	// Statuses and events of the pinned (or given) DID only; any signer
 	// for a device not pinned yet.
-	dev := s.known.pins[s.device]
+	dev, _ := s.known.Lookup(s.device)
 	if s.f.didStr != "" {
 		var err error
 		if dev, err = did.Parse(s.f.didStr); err != nil {

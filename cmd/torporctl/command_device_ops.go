@@ -7,27 +7,27 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/torpor-dev/torpor/runtime/manage"
+	"github.com/torpor-dev/torpor/transport/mqtt/command"
 )
 
 // deviceOps are the operations of torporctl device: each registers its own
 // flags and turns its positional arguments (after DEVICE) into the
 // command's arguments.
 var deviceOps = map[string]deviceOp{
-	"status":             noArgs(manage.OpStatus),
-	"drain":              noArgs(manage.OpDrain),
-	"rotate-keys":        noArgs(manage.OpRotateKeys),
-	"set-mode":           {name: manage.OpSetMode, args: "MODE", flags: setModeFlags},
-	"wake-now":           {name: manage.OpWakeNow, flags: wakeNowFlags},
-	"refill-keypackages": {name: manage.OpRefillKeyPackages, flags: refillFlags},
-	"confirm":            holdOp(manage.OpConfirm),
-	"deny":               holdOp(manage.OpDeny),
-	"reconcile":          {name: manage.OpReconcile, args: "KEY", flags: reconcileFlags},
-	"halt":               noteOp(manage.OpHalt),
-	"resume":             noteOp(manage.OpResume),
-	"config-get":         {name: manage.OpConfigGet, args: "KEY", flags: configGetFlags},
-	"config-set":         {name: manage.OpConfigSet, args: "KEY VALUE", flags: configSetFlags},
-	"reboot":             {name: manage.OpReboot, flags: rebootFlags},
+	"status":             noArgs(command.OpStatus),
+	"drain":              noArgs(command.OpDrain),
+	"rotate-keys":        noArgs(command.OpRotateKeys),
+	"set-mode":           {name: command.OpSetMode, args: "MODE", flags: setModeFlags},
+	"wake-now":           {name: command.OpWakeNow, flags: wakeNowFlags},
+	"refill-keypackages": {name: command.OpRefillKeyPackages, flags: refillFlags},
+	"confirm":            holdOp(command.OpConfirm),
+	"deny":               holdOp(command.OpDeny),
+	"reconcile":          {name: command.OpReconcile, args: "KEY", flags: reconcileFlags},
+	"halt":               noteOp(command.OpHalt),
+	"resume":             noteOp(command.OpResume),
+	"config-get":         {name: command.OpConfigGet, args: "KEY", flags: configGetFlags},
+	"config-set":         {name: command.OpConfigSet, args: "KEY VALUE", flags: configSetFlags},
+	"reboot":             {name: command.OpReboot, flags: rebootFlags},
 	"watch":              {name: "watch", flags: watchFlags},
 }
 
@@ -58,7 +58,7 @@ func setModeFlags(fs *flag.FlagSet) func([]string) (any, error) {
 		if err := exactly(1, rest, "MODE (always_on, session, hourly_wake or sleep)"); err != nil {
 			return nil, err
 		}
-		a := &manage.SetModeArgs{Mode: rest[0]}
+		a := &command.SetModeArgs{Mode: rest[0]}
 		set := map[string]bool{}
 		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 		if set["window"] {
@@ -95,7 +95,7 @@ func wakeNowFlags(fs *flag.FlagSet) func([]string) (any, error) {
 		if err := exactly(0, rest, "no arguments"); err != nil {
 			return nil, err
 		}
-		return &manage.WakeNowArgs{ForSec: int64(*d / time.Second)}, nil
+		return &command.WakeNowArgs{ForSec: int64(*d / time.Second)}, nil
 	}
 }
 
@@ -105,12 +105,12 @@ func refillFlags(fs *flag.FlagSet) func([]string) (any, error) {
 		if err := exactly(0, rest, "no arguments"); err != nil {
 			return nil, err
 		}
-		a := &manage.RefillArgs{Count: *n}
+		a := &command.RefillArgs{Count: *n}
 		raw, err := json.Marshal(a)
 		if err != nil {
 			return nil, err
 		}
-		if _, err := manage.DecodeArgs(manage.OpRefillKeyPackages, raw); err != nil {
+		if _, err := command.DecodeArgs(command.OpRefillKeyPackages, raw); err != nil {
 			return nil, err // the device's own check, before anything is sent
 		}
 		return a, nil
@@ -123,7 +123,7 @@ func holdOp(op string) deviceOp {
 			if err := exactly(1, rest, "HOLD, the held action's key (device status lists them)"); err != nil {
 				return nil, err
 			}
-			return &manage.HoldArgs{Hold: rest[0]}, nil
+			return &command.HoldArgs{Hold: rest[0]}, nil
 		}
 	}}
 }
@@ -144,7 +144,7 @@ func reconcileFlags(fs *flag.FlagSet) func([]string) (any, error) {
 		if *note == "" {
 			return nil, errors.New("--note is required: who reconciled, against what")
 		}
-		return &manage.ReconcileArgs{Key: rest[0], Happened: *happened, Receipt: *receipt, EffectID: *effect, Note: *note}, nil
+		return &command.ReconcileArgs{Key: rest[0], Happened: *happened, Receipt: *receipt, EffectID: *effect, Note: *note}, nil
 	}
 }
 
@@ -155,7 +155,7 @@ func noteOp(op string) deviceOp {
 			if err := exactly(0, rest, "no arguments (use --note)"); err != nil {
 				return nil, err
 			}
-			return &manage.NoteArgs{Note: *note}, nil
+			return &command.NoteArgs{Note: *note}, nil
 		}
 	}}
 }
@@ -165,7 +165,7 @@ func configGetFlags(*flag.FlagSet) func([]string) (any, error) {
 		if err := exactly(1, rest, "KEY"); err != nil {
 			return nil, err
 		}
-		return &manage.ConfigArgs{Key: rest[0]}, nil
+		return &command.ConfigArgs{Key: rest[0]}, nil
 	}
 }
 
@@ -174,7 +174,7 @@ func configSetFlags(*flag.FlagSet) func([]string) (any, error) {
 		if err := exactly(2, rest, "KEY VALUE"); err != nil {
 			return nil, err
 		}
-		return &manage.ConfigArgs{Key: rest[0], Value: &rest[1]}, nil
+		return &command.ConfigArgs{Key: rest[0], Value: &rest[1]}, nil
 	}
 }
 
@@ -184,7 +184,7 @@ func rebootFlags(fs *flag.FlagSet) func([]string) (any, error) {
 		if err := exactly(0, rest, "no arguments"); err != nil {
 			return nil, err
 		}
-		return &manage.RebootArgs{DelaySec: int64(*delay / time.Second)}, nil
+		return &command.RebootArgs{DelaySec: int64(*delay / time.Second)}, nil
 	}
 }
 

@@ -9,15 +9,15 @@ import (
 
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/governed"
-	"github.com/torpor-dev/torpor/runtime/manage"
+	"github.com/torpor-dev/torpor/transport/mqtt/command"
 	"github.com/torpor-dev/torpor/transport/mqtt/envelope"
 )
 
 // destructiveOps go only to a pinned DID or one given with --did, never
 // to the DID of a status seen for the first time.
 var destructiveOps = map[string]bool{
-	manage.OpHalt: true, manage.OpSetMode: true, manage.OpRotateKeys: true, manage.OpReboot: true,
-	manage.OpConfirm: true, manage.OpConfigSet: true,
+	command.OpHalt: true, command.OpSetMode: true, command.OpRotateKeys: true, command.OpReboot: true,
+	command.OpConfirm: true, command.OpConfigSet: true,
 }
 
 // resolved is the device a command goes to: its DID and, when there is
@@ -50,7 +50,7 @@ func (s *deviceSession) retained(ctx context.Context, d time.Duration) (*envelop
 // another DID than the pin is an error naming both.
 func (s *deviceSession) resolve(ctx context.Context, op string) (resolved, error) {
 	st, obj, serr := s.retained(ctx, 3*time.Second)
-	pin, pinned := s.known.pins[s.device]
+	pin, pinned := s.known.Lookup(s.device)
 	var r resolved
 	switch {
 	case s.f.didStr != "":
@@ -59,23 +59,23 @@ func (s *deviceSession) resolve(ctx context.Context, op string) (resolved, error
 			return r, fmt.Errorf("--did: %w", err)
 		}
 		if pinned && pin != d {
-			fmt.Fprintf(s.stderr, "warning: --did %s overrides the pin of %s to %s in %s\n", d, s.device, pin, s.known.path)
+			fmt.Fprintf(s.stderr, "warning: --did %s overrides the pin of %s to %s in %s\n", d, s.device, pin, s.known.Path())
 		}
 		r.dev = d
 	case pinned:
 		if serr == nil && obj.Issuer != pin {
-			return r, fmt.Errorf("two DIDs claim the device name %s: %s is pinned in %s, but its status is signed by %s; not sending (if the device was replaced, fix the pin or pass --did)", s.device, pin, s.known.path, obj.Issuer)
+			return r, fmt.Errorf("two DIDs claim the device name %s: %s is pinned in %s, but its status is signed by %s; not sending (if the device was replaced, fix the pin or pass --did)", s.device, pin, s.known.Path(), obj.Issuer)
 		}
 		r.dev = pin
 	case serr != nil:
-		return r, fmt.Errorf("%s is not in %s and has no valid status on %s (%v): pass --did", s.device, s.known.path, s.f.broker, serr)
+		return r, fmt.Errorf("%s is not in %s and has no valid status on %s (%v): pass --did", s.device, s.known.Path(), s.f.broker, serr)
 	case destructiveOps[op]:
-		return r, fmt.Errorf("%s is not pinned in %s: %s goes only to a pinned DID or one given with --did. Its status is signed by %s; check that DID with the device's owner, then pass --did (or pin it with 'torporctl device status %s')", s.device, s.known.path, op, obj.Issuer, s.device)
+		return r, fmt.Errorf("%s is not pinned in %s: %s goes only to a pinned DID or one given with --did. Its status is signed by %s; check that DID with the device's owner, then pass --did (or pin it with 'torporctl device status %s')", s.device, s.known.Path(), op, obj.Issuer, s.device)
 	default:
-		if err := s.known.pin(s.device, obj.Issuer); err != nil {
+		if err := s.known.Pin(s.device, obj.Issuer); err != nil {
 			return r, fmt.Errorf("pinning %s: %w", s.device, err)
 		}
-		fmt.Fprintf(s.stderr, "pinned %s to %s in %s (first contact)\n", s.device, obj.Issuer, s.known.path)
+		fmt.Fprintf(s.stderr, "pinned %s to %s in %s (first contact)\n", s.device, obj.Issuer, s.known.Path())
 		r.dev = obj.Issuer
 	}
 	if serr == nil && obj.Issuer == r.dev {
@@ -101,7 +101,7 @@ type commandOutput struct {
 	// RefusedBy is the DID of a device that refused the command as not
 	// its own (wrong-device): --did named another device.
 	RefusedBy string          `json:"refusedBy,omitempty"`
-	Reply     *manage.Reply   `json:"reply,omitempty"`
+	Reply     *command.Reply  `json:"reply,omitempty"`
 	Signed    json.RawMessage `json:"signedReply,omitempty"`
 	// Status is the retained status, when there was no reply (or the
 	// device sleeps and status answered from it); StatusIssuedAt and
@@ -127,7 +127,7 @@ func (s *deviceSession) command(ctx context.Context, e *env, op string, args any
 		return err
 	}
 	out := commandOutput{Name: s.device, Device: r.dev.String(), State: "unknown", Op: op}
-	if op == manage.OpStatus && r.status != nil && r.status.State != envelope.StateAwake {
+	if op == command.OpStatus && r.status != nil && r.status.State != envelope.StateAwake {
 		// A sleeping or stopped device: its verified retained status is
 		// the answer; a command would wait for the next wake.
 		out.setStatus(r, time.Now())
@@ -148,7 +148,7 @@ func (s *deviceSession) command(ctx context.Context, e *env, op string, args any
 		return exitError{1}
 	case out.Reply == nil:
 		return exitError{3}
-	case out.Reply.Outcome != manage.OutcomeOK:
+	case out.Reply.Outcome != command.OutcomeOK:
 		return exitError{1}
 	}
 	return nil
@@ -160,7 +160,7 @@ func (s *deviceSession) send(ctx context.Context, e *env, r resolved, out *comma
 	if err != nil {
 		return err
 	}
-	spec := manage.CommandSpec{Device: r.dev, Seq: seq, Op: out.Op, Args: args, TTL: s.f.ttl}
+	spec := command.Spec{Device: r.dev, Seq: seq, Op: out.Op, Args: args, TTL: s.f.ttl}
 	sent, err := s.op.Send(ctx, s.device, spec, s.f.cbor)
 	if err != nil {
 		return err
@@ -180,7 +180,7 @@ func (s *deviceSession) send(ctx context.Context, e *env, r resolved, out *comma
 	// for another DID (--did wrong) is reported, not taken for silence.
 	rep, obj, err := s.op.AwaitReply(wctx, s.device, sent.Object.ID, did.DID{})
 	switch {
-	case err == nil && obj.Issuer != r.dev && rep.Reason == manage.ReasonWrongDevice:
+	case err == nil && obj.Issuer != r.dev && rep.Reason == command.ReasonWrongDevice:
 		out.RefusedBy, out.Reply = obj.Issuer.String(), &rep
 	case err == nil && obj.Issuer != r.dev:
 		fmt.Fprintf(e.stderr, "warning: ignored a reply signed by %s, not by %s\n", obj.Issuer, r.dev)
@@ -199,7 +199,7 @@ func (s *deviceSession) send(ctx context.Context, e *env, r resolved, out *comma
 
 // replyState is the device's state a status reply reports; a device that
 // answers is awake.
-func replyState(r manage.Reply) string {
+func replyState(r command.Reply) string {
 	var res struct {
 		Status envelope.Status `json:"status"`
 	}
@@ -220,8 +220,8 @@ func (s *deviceSession) print(e *env, out commandOutput) error {
 // followRotation moves the device's pin to its new DID after a rotate-keys
 // it answered ok: the reply is signed by the pinned (old) key and names
 // the new DID, so the pin follows the device, not whoever claims it.
-func (s *deviceSession) followRotation(e *env, rep manage.Reply) {
-	if rep.Op != manage.OpRotateKeys || rep.Outcome != manage.OutcomeOK {
+func (s *deviceSession) followRotation(e *env, rep command.Reply) {
+	if rep.Op != command.OpRotateKeys || rep.Outcome != command.OutcomeOK {
 		return
 	}
 	var res struct{ Old, New string }
@@ -232,9 +232,9 @@ func (s *deviceSession) followRotation(e *env, rep manage.Reply) {
 	if err != nil {
 		return
 	}
-	if err := s.known.repin(s.device, next); err != nil {
-		fmt.Fprintf(e.stderr, "warning: the device now has DID %s, but updating %s failed: %v\n", next, s.known.path, err)
+	if err := s.known.Repin(s.device, next); err != nil {
+		fmt.Fprintf(e.stderr, "warning: the device now has DID %s, but updating %s failed: %v\n", next, s.known.Path(), err)
 		return
 	}
-	fmt.Fprintf(e.stderr, "re-pinned %s to its new DID %s in %s (rotate-keys, signed by %s)\n", s.device, next, s.known.path, res.Old)
+	fmt.Fprintf(e.stderr, "re-pinned %s to its new DID %s in %s (rotate-keys, signed by %s)\n", s.device, next, s.known.Path(), res.Old)
 }

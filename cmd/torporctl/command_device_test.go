@@ -14,6 +14,7 @@ import (
 	"github.com/torpor-dev/torpor/runtime/manage"
 	"github.com/torpor-dev/torpor/runtime/manage/managetest"
 	"github.com/torpor-dev/torpor/transport/mqtt"
+	"github.com/torpor-dev/torpor/transport/mqtt/command"
 	"github.com/torpor-dev/torpor/transport/mqtt/envelope"
 	"github.com/torpor-dev/torpor/transport/mqtt/mqtttest"
 )
@@ -80,10 +81,10 @@ func setupDevice(env *testscript.Env) error {
 	dev := &managetest.Device{State: envelope.Status{Mode: "hourly_wake", Window: &envelope.Window{Minute: 17, LengthSec: 300}}}
 	dev.Result = func(_ context.Context, c manage.Command) manage.Result {
 		switch c.Op {
-		case manage.OpStatus:
+		case command.OpStatus:
 			return manage.OK(map[string]any{"status": dev.State, "ledger": map[string]int{"completed": 2}})
-		case manage.OpRotateKeys:
-			return manage.Failed(manage.ReasonUnsupported, "no key rotation here")
+		case command.OpRotateKeys:
+			return manage.Failed(command.ReasonUnsupported, "no key rotation here")
 		}
 		return manage.OK(map[string]any{"op": c.Op, "args": c.Args})
 	}

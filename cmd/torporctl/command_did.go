@@ -9,7 +9,7 @@ import (
 )
 
 func init() {
-	register(&command{
+	register(&subcommand{
 		name:  "did",
 		args:  "FILE",
 		short: "Print the did:key of the identity in FILE.",

@@ -2,12 +2,11 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/torpor-dev/torpor/transport/operatorapi"
 	"io"
-	"net/http"
 	"net/url"
 	"os"
 	"strings"
@@ -16,11 +15,10 @@ import (
 	"github.com/torpor-dev/torpor/clock"
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/transport/bearer"
-	"github.com/torpor-dev/torpor/transport/relay/console"
 )
 
 func init() {
-	register(&command{
+	register(&subcommand{
 		name:  "fleet",
 		args:  "| fleet open [flags]",
 		short: "Print the relay's fleet of devices as a table (exit status 3 when any is overdue); \"fleet open\" prints a login link to the relay's fleet console.",
@@ -50,7 +48,7 @@ func (f *fleetFlags) register(fs *flag.FlagSet, open bool) {
 	if open {
 		return
 	}
-	fs.StringVar(&f.state, "state", "", "Show only devices in this state: "+strings.Join(console.States, ", ")+".")
+	fs.StringVar(&f.state, "state", "", "Show only devices in this state: "+strings.Join(operatorapi.States, ", ")+".")
 	fs.BoolVar(&f.json, "json", false, "Print the relay's JSON (GET /fleet/api/devices) instead of the table.")
 	fs.BoolVar(&f.watch, "watch", false, "Refresh the table in place every --every until interrupted.")
 	fs.DurationVar(&f.every, "every", 5*time.Second, "The refresh interval of --watch.")
@@ -86,10 +84,10 @@ func runFleet(ctx context.Context, e *env, fs *flag.FlagSet, args []string) erro
 		fmt.Fprintf(e.stderr, "Open this link within %v; it works once.\n", loginTTL)
 		return nil
 	}
-	if f.state != "" && !contains(console.States, f.state) {
-		return usageError{fmt.Sprintf("--state %q: want one of %s", f.state, strings.Join(console.States, ", "))}
+	if f.state != "" && !contains(operatorapi.States, f.state) {
+		return usageError{fmt.Sprintf("--state %q: want one of %s", f.state, strings.Join(operatorapi.States, ", "))}
 	}
-	c := &fleetClient{origin: origin, key: key, clk: clk, state: f.state}
+	c := &fleetClient{api: &operatorapi.Client{Origin: origin, Key: key, Clock: clk}, state: f.state}
 	if !f.watch {
 		return c.once(ctx, e.stdout, f.json)
 	}
@@ -127,53 +125,13 @@ func (f *fleetFlags) identity(ctx context.Context) (*did.PrivateKey, string, clo
 
 // fleetClient reads the fleet from a relay's console API.
 type fleetClient struct {
-	origin, state string
-	key           *did.PrivateKey
-	clk           clock.Clock
-}
-
-// fetch returns the fleet and the raw JSON.
-func (c *fleetClient) fetch(ctx context.Context) (console.Fleet, []byte, error) {
-	tok, err := bearer.IssuePurpose(c.key, c.origin, bearer.PurposeFleet, c.clk.Now(), time.Minute)
-	if err != nil {
-		return console.Fleet{}, nil, err
-	}
-	u := c.origin + "/fleet/api/devices"
-	if c.state != "" {
-		u += "?state=" + url.QueryEscape(c.state)
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return console.Fleet{}, nil, err
-	}
-	req.Header.Set("Authorization", bearer.Authorization(tok))
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return console.Fleet{}, nil, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
-	if err != nil {
-		return console.Fleet{}, nil, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		var e struct{ Message string }
-		json.Unmarshal(body, &e)
-		if resp.StatusCode == http.StatusNotFound {
-			e.Message = "this relay serves no fleet console (it has no --operator)"
-		}
-		return console.Fleet{}, nil, fmt.Errorf("%s: HTTP %d: %s", u, resp.StatusCode, e.Message)
-	}
-	var f console.Fleet
-	if err := json.Unmarshal(body, &f); err != nil {
-		return console.Fleet{}, nil, fmt.Errorf("%s: %v", u, err)
-	}
-	return f, body, nil
+	api   *operatorapi.Client
+	state string
 }
 
 // once prints the fleet once; exit status 3 when any device is overdue.
 func (c *fleetClient) once(ctx context.Context, w io.Writer, asJSON bool) error {
-	f, raw, err := c.fetch(ctx)
+	f, raw, err := c.api.Fleet(ctx, c.state)
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/torpor-dev/torpor/transport/operatorapi"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -15,7 +16,6 @@ import (
 	"github.com/torpor-dev/torpor/internal/worldtest"
 	"github.com/torpor-dev/torpor/store/agents"
 	"github.com/torpor-dev/torpor/transport/relay"
-	"github.com/torpor-dev/torpor/transport/relay/console"
 	"github.com/torpor-dev/torpor/wake"
 )
 
@@ -70,7 +70,7 @@ func TestFleetTable(t *testing.T) {
 		t.Errorf("fleet --state asleep: exit %d\n%s\nwant only the asleep device (and exit 3: one is overdue)", code, out)
 	}
 	code, out = ctl("fleet", "--relay", r.URL, "--key", op, "--json", "--state", "overdue")
-	var f console.Fleet
+	var f operatorapi.Fleet
 	if err := json.Unmarshal([]byte(out), &f); code != 3 || err != nil || len(f.Devices) != 1 || f.Devices[0].Name != "dead-battery" {
 		t.Errorf("fleet --json --state overdue: exit %d, %v\n%s", code, err, out)
 	}

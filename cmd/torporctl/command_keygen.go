@@ -9,7 +9,7 @@ import (
 )
 
 func init() {
-	register(&command{
+	register(&subcommand{
 		name:  "keygen",
 		args:  "FILE",
 		short: "Generate an Ed25519 identity, write it to FILE (mode 0600) and print its did:key.",

@@ -15,7 +15,7 @@ import (
 )
 
 func init() {
-	register(&command{
+	register(&subcommand{
 		name:  "mls-vectors",
 		args:  "FILE...",
 		short: "Run MLS working-group test vector files (RFC 9420) and report each case.",

@@ -2,13 +2,11 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"os"
 	"strings"
 	"text/tabwriter"
@@ -16,10 +14,11 @@ import (
 
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/transport/bearer"
+	"github.com/torpor-dev/torpor/transport/operatorapi"
 )
 
 func init() {
-	register(&command{
+	register(&subcommand{
 		name:  "queue",
 		args:  "list|purge --relay URL --key FILE --agent DID [--sender DID | --all]",
 		short: "List or purge a device's queue on its relay, as one of the relay's operators (docs/operations.md).",
@@ -31,26 +30,6 @@ func init() {
 type queueArgs struct {
 	relay, key, agent, sender string
 	all, json                 bool
-}
-
-// queueAnswer is the relay's answer to a list or a purge
-// (transport/relay, operator.go).
-type queueAnswer struct {
-	Agent    string `json:"agent"`
-	Messages int    `json:"messages"`
-	Bytes    int    `json:"bytes"`
-	Purged   *int   `json:"purged"`
-	Records  []struct {
-		Seq        uint64    `json:"seq"`
-		From       string    `json:"from"`
-		Kind       string    `json:"kind"`
-		Bytes      int       `json:"bytes"`
-		EnqueuedAt time.Time `json:"enqueuedAt"`
-		ExpiresAt  time.Time `json:"expiresAt"`
-	} `json:"records"`
-	Error   string `json:"error"`
-	Message string `json:"message"`
-	Detail  string `json:"detail"`
 }
 
 // runQueue lists a device's queued records (metadata, never bodies) or
@@ -82,7 +61,19 @@ func runQueue(ctx context.Context, e *env, fs *flag.FlagSet, args []string) erro
 			return fmt.Errorf("--sender: %w", err)
 		}
 	}
-	raw, ans, err := queueCall(ctx, method, a)
+	c, err := a.client()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	var ans operatorapi.QueueAnswer
+	var raw []byte
+	if method == http.MethodDelete {
+		ans, raw, err = c.PurgeQueue(ctx, a.agent, a.sender, a.all)
+	} else {
+		ans, raw, err = c.ListQueue(ctx, a.agent, a.sender)
+	}
 	if err != nil {
 		return err
 	}
@@ -112,72 +103,23 @@ func queueMethod(sub string, a queueArgs) (string, error) {
 	return "", usageError{fmt.Sprintf("unknown subcommand %q: want list or purge", sub)}
 }
 
-// queueCall makes the operator request with a DID Bearer token of the key
-// and returns the answer, or an error that carries the relay's reason.
-func queueCall(ctx context.Context, method string, a queueArgs) ([]byte, queueAnswer, error) {
-	var ans queueAnswer
+// client is the operator API client of the key, for the relay.
+func (a queueArgs) client() (*operatorapi.Client, error) {
 	k, err := loadKey(a.key)
 	if errors.Is(err, errNoKeyFile) || errors.Is(err, errNotKeyFile) {
-		return nil, ans, fmt.Errorf("%w (--key takes the path of a key file written by keygen)", err)
+		return nil, fmt.Errorf("%w (--key takes the path of a key file written by keygen)", err)
 	}
 	if err != nil {
-		return nil, ans, err
+		return nil, err
 	}
 	origin, err := bearer.NormalizeAudience(a.relay)
 	if err != nil {
-		return nil, ans, fmt.Errorf("--relay: %w", err)
+		return nil, fmt.Errorf("--relay: %w", err)
 	}
-	tok, err := bearer.Issue(k, origin, time.Now(), 0)
-	if err != nil {
-		return nil, ans, err
-	}
-	q := url.Values{}
-	if a.sender != "" {
-		q.Set("sender", a.sender)
-	}
-	if a.all {
-		q.Set("all", "1")
-	}
-	u := origin + "/operator/queue/" + url.PathEscape(a.agent)
-	if len(q) > 0 {
-		u += "?" + q.Encode()
-	}
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, method, u, nil)
-	if err != nil {
-		return nil, ans, err
-	}
-	req.Header.Set("Authorization", bearer.Authorization(tok))
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, ans, err
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
-	if err != nil {
-		return nil, ans, err
-	}
-	if err := json.Unmarshal(raw, &ans); err != nil || resp.StatusCode != http.StatusOK {
-		return nil, ans, fmt.Errorf("relay answered %s: %s", resp.Status, relayReason(ans, raw))
-	}
-	return raw, ans, nil
+	return &operatorapi.Client{Origin: origin, Key: k}, nil
 }
 
-func relayReason(ans queueAnswer, raw []byte) string {
-	switch {
-	case ans.Message != "":
-		return ans.Error + ": " + ans.Message
-	case ans.Detail != "":
-		return ans.Error + ": " + ans.Detail
-	}
-	if len(raw) > 200 {
-		raw = raw[:200]
-	}
-	return strings.TrimSpace(string(raw))
-}
-
-func printQueue(w io.Writer, a queueArgs, ans queueAnswer) {
+func printQueue(w io.Writer, a queueArgs, ans operatorapi.QueueAnswer) {
 	if ans.Purged != nil {
 		what := "every record"
 		if a.sender != "" {
@@ -187,6 +129,10 @@ func printQueue(w io.Writer, a queueArgs, ans queueAnswer) {
 		return
 	}
 	fmt.Fprintf(w, "%d records, %d bytes queued for %s\n", ans.Messages, ans.Bytes, ans.Agent)
+	if len(ans.Damaged) > 0 {
+		fmt.Fprintf(w, "%d damaged records withheld from the device (they fail their checksum; the queue file is damaged): seqs %v\n"+
+			"  torporctl queue purge --all deletes them with the rest; see docs/operations.md, \"Store faults\"\n", len(ans.Damaged), ans.Damaged)
+	}
 	if len(ans.Records) == 0 {
 		return
 	}

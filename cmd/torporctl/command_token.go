@@ -13,7 +13,7 @@ import (
 )
 
 func init() {
-	register(&command{
+	register(&subcommand{
 		name:  "token",
 		args:  "--key FILE --aud URL",
 		short: "Print a DID Bearer token of the identity in FILE for the server at URL (for curl; docs/a2a.md).",

@@ -2,12 +2,11 @@ package main
 
 import (
 	"fmt"
+	"github.com/torpor-dev/torpor/transport/operatorapi"
 	"io"
 	"strings"
 	"time"
 	"unicode/utf8"
-
-	"github.com/torpor-dev/torpor/transport/relay/console"
 )
 
 // fleetColumns are the table's columns and widths: 94 characters with the
@@ -20,7 +19,7 @@ var fleetColumns = []struct {
 }
 
 // printFleet prints the summary line and one row per device.
-func printFleet(w io.Writer, f console.Fleet) {
+func printFleet(w io.Writer, f operatorapi.Fleet) {
 	s := f.Summary
 	fmt.Fprintf(w, "%d devices · %d awake · %d asleep · %d offline · %d overdue · %d halted · %d held · %d queues >80%%\n",
 		s.Devices, s.Awake, s.Asleep, s.Offline, s.Overdue, s.Halted, s.WithHeld, s.QueuesAbove)
@@ -38,12 +37,12 @@ func printFleet(w io.Writer, f console.Fleet) {
 }
 
 // deviceCells are d's cells, in fleetColumns' order.
-func deviceCells(d console.Device, now time.Time) []string {
+func deviceCells(d operatorapi.Device, now time.Time) []string {
 	name := d.Name
 	if d.DuplicateName {
 		name = "*" + name // another device has this name
 	}
-	if d.Halted && d.State != console.StateHalted {
+	if d.Halted && d.State != operatorapi.StateHalted {
 		name = "!" + name
 	}
 	next := "-"

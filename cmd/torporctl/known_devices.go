@@ -1,29 +1,13 @@
 package main
 
 import (
-	"bufio"
-	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
-
-	"github.com/torpor-dev/torpor/did"
-	"github.com/torpor-dev/torpor/internal/atomicfile"
-	"github.com/torpor-dev/torpor/transport/mqtt"
 )
 
-// knownDevices are the operator's pins of device names to DIDs, like SSH's
-// known_hosts: "NAME DID" a line, '#' comments. The first contact with a
-// name records the DID its verified status was signed by; from then on a
-// status or reply of another DID under that name is an error naming both,
-// never a silent switch. --did overrides a pin for one run.
-type knownDevices struct {
-	path string
-	pins map[string]did.DID
-}
-
-// defaultKnownDevices is ~/.config/torpor/known_devices (os.UserConfigDir).
+// defaultKnownDevices is where torporctl keeps its pins of device names to
+// DIDs (command.KnownDevices): $TORPOR_KNOWN_DEVICES, else
+// ~/.config/torpor/known_devices (os.UserConfigDir).
 func defaultKnownDevices() string {
 	if v := os.Getenv("TORPOR_KNOWN_DEVICES"); v != "" {
 		return v
@@ -33,77 +17,4 @@ func defaultKnownDevices() string {
 		return "known_devices"
 	}
 	return filepath.Join(dir, "torpor", "known_devices")
-}
-
-// loadKnownDevices reads path; a missing file is an empty one. A name
-// pinned to two DIDs is an error naming both.
-func loadKnownDevices(path string) (*knownDevices, error) {
-	k := &knownDevices{path: path, pins: map[string]did.DID{}}
-	f, err := os.Open(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return k, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for n := 1; sc.Scan(); n++ {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		fields := strings.Fields(line)
-		if len(fields) != 2 || mqtt.CheckName(fields[0]) != nil {
-			return nil, fmt.Errorf("%s:%d: want NAME DID", path, n)
-		}
-		d, err := did.Parse(fields[1])
-		if err != nil {
-			return nil, fmt.Errorf("%s:%d: %v", path, n, err)
-		}
-		if prev, ok := k.pins[fields[0]]; ok && prev != d {
-			return nil, fmt.Errorf("%s:%d: two DIDs claim the device name %s: %s and %s; remove the wrong line", path, n, fields[0], prev, d)
-		}
-		k.pins[fields[0]] = d
-	}
-	return k, sc.Err()
-}
-
-// pin records name → d, appending to the file (created 0600 in a 0700
-// directory).
-func (k *knownDevices) pin(name string, d did.DID) error {
-	if err := os.MkdirAll(filepath.Dir(k.path), 0o700); err != nil {
-		return err
-	}
-	f, err := os.OpenFile(k.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
-	if err != nil {
-		return err
-	}
-	if _, err := fmt.Fprintf(f, "%s %s\n", name, d); err != nil {
-		f.Close()
-		return err
-	}
-	k.pins[name] = d
-	return f.Close()
-}
-
-// repin replaces name's pin with d (after a verified key rotation),
-// rewriting the file without name's old line.
-func (k *knownDevices) repin(name string, d did.DID) error {
-	b, err := os.ReadFile(k.path)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return err
-	}
-	var keep []string
-	for _, line := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(line); line != "" && (len(f) == 0 || f[0] != name) {
-			keep = append(keep, line)
-		}
-	}
-	keep = append(keep, name+" "+d.String())
-	if err := atomicfile.WriteFile(k.path, []byte(strings.Join(keep, "\n")+"\n"), 0o600); err != nil {
-		return err
-	}
-	k.pins[name] = d
-	return nil
 }

@@ -24,8 +24,8 @@ import (
 	"github.com/torpor-dev/torpor/internal/version"
 )
 
-// command is one torporctl subcommand.
-type command struct {
+// subcommand is one torporctl command.
+type subcommand struct {
 	name  string
 	args  string // synopsis of the arguments, for help
 	short string // one line, for the command list
@@ -40,9 +40,9 @@ type env struct {
 	stdout, stderr io.Writer
 }
 
-var commands = map[string]*command{}
+var commands = map[string]*subcommand{}
 
-func register(c *command) { commands[c.name] = c }
+func register(c *subcommand) { commands[c.name] = c }
 
 // errUsage makes main print the command's usage and exit 2.
 var errUsage = errors.New("usage")

@@ -8,9 +8,11 @@
 // U+2029 where JCS and JavaScript do not, sorts map keys by UTF-8 bytes where
 // JCS sorts by UTF-16 code units (they differ for keys outside the BMP
 // against keys in U+E000–U+FFFF), formats numbers its own way, and decodes a
-// lone-surrogate escape to U+FFFD where JavaScript keeps it. The jcs parser
-// rejects what RFC 8785 and I-JSON (RFC 7493) forbid: duplicate member names,
-// lone surrogates, invalid UTF-8 and numbers outside IEEE 754 double range.
+// lone-surrogate escape to U+FFFD where JavaScript keeps it. The text is
+// read by internal/strictjson, the module's one strict reader, which
+// rejects what RFC 8785 and I-JSON (RFC 7493) forbid: duplicate member
+// names, lone surrogates, invalid UTF-8 and numbers outside the IEEE 754
+// double range, and nesting deeper than strictjson.MaxDepth.
 package canon
 
 import (
@@ -22,16 +24,16 @@ import (
 )
 
 // Transform returns the canonical form of the JSON text b. It returns an
-// error for text that is not a single I-JSON value: invalid syntax, a
-// duplicate member name, a lone surrogate, invalid UTF-8 or a number out of
-// range.
+// error wrapping a *strictjson.Error for text that is not a single I-JSON
+// value: invalid syntax, a duplicate member name, a lone surrogate, invalid
+// UTF-8, a number out of range or nesting too deep.
 func Transform(b []byte) ([]byte, error) {
 	if b == nil {
 		return nil, errors.New("canon: no JSON text")
 	}
 	out, err := jcs.Transform(b)
 	if err != nil {
-		return nil, fmt.Errorf("canon: %v", err)
+		return nil, fmt.Errorf("canon: %w", err)
 	}
 	return out, nil
 }

@@ -3,9 +3,9 @@ package canon
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
+
+	"github.com/torpor-dev/torpor/internal/strictjson"
 )
 
 // Member is one member of a JSON object: its name, decoded, and its value
@@ -16,43 +16,20 @@ type Member struct {
 }
 
 // Members splits the JSON object b into its members, in input order, keeping
-// each value's bytes as received. It fails for anything but one JSON object
-// (surrounding white space allowed) and for a duplicate member name:
-// encoding/json keeps the last of two equal names silently, and two readers
-// that keep different ones would read different messages from the same
-// bytes.
+// each value's bytes as received (a copy). It fails for anything but one
+// strict JSON object (internal/strictjson; surrounding white space allowed):
+// a duplicate member name at any depth among what it refuses.
+// encoding/json keeps the last of two equal names silently, and two
+// readers that keep different ones would read different messages from the
+// same bytes.
 func Members(b []byte) ([]Member, error) {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	tok, err := dec.Token()
+	ms, err := strictjson.Members(b, nil)
 	if err != nil {
-		return nil, fmt.Errorf("canon: %v", err)
+		return nil, fmt.Errorf("canon: %w", err)
 	}
-	if d, ok := tok.(json.Delim); !ok || d != '{' {
-		return nil, errors.New("canon: not a JSON object")
-	}
-	var out []Member
-	seen := map[string]bool{}
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return nil, fmt.Errorf("canon: %v", err)
-		}
-		name := tok.(string) // the decoder only yields strings as object keys
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			return nil, fmt.Errorf("canon: member %q: %v", name, err)
-		}
-		if seen[name] {
-			return nil, fmt.Errorf("canon: duplicate member %q", name)
-		}
-		seen[name] = true
-		out = append(out, Member{Name: name, Value: v})
-	}
-	if _, err := dec.Token(); err != nil {
-		return nil, fmt.Errorf("canon: %v", err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, errors.New("canon: data after the JSON object")
+	out := make([]Member, len(ms))
+	for i, m := range ms {
+		out[i] = Member{Name: string(m.Name), Value: bytes.Clone(m.Value)}
 	}
 	return out, nil
 }

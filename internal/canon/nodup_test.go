@@ -20,7 +20,10 @@ func TestNoDuplicates(t *testing.T) {
 		`{"x":[1,2],"x":[3]}`:                         `duplicate member "x" in the object at /`,
 		`{"a":{"b":[{"c":{"d":0,"d":1}}]}}`:           `duplicate member "d" in the object at /a/b/[]/c`,
 		`{"jsonrpc":"2.0","method":"a","method":"b"}`: `duplicate member "method"`,
-		`{"a":`: "unexpected end of JSON input",
+		`{"a":`:          "unexpected end of JSON text",
+		`{"a":"\ud800"}`: "string is not Unicode text",
+		`[1e400]`:        "number outside the IEEE 754 double range",
+		strings.Repeat("[", 65) + strings.Repeat("]", 65): "nested deeper than 64 levels",
 	}
 	for s, want := range bad {
 		err := NoDuplicates([]byte(s))

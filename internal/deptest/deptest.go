@@ -1,32 +1,42 @@
-// Package deptest holds the module's import layering as data, Rules, and
-// Check, which checks rules over an import graph; its test loads the
-// module's real graph with `go list -deps -json` and fails on any
-// violation. It also holds LongFuncs, the function-length rule
-// (MaxFuncLines), which its test applies to every Go file of the module.
+// Package deptest holds the module's import layering as data and the
+// checks that apply it to an import graph; its test loads the module's real
+// graph with `go list -deps -json` and fails on any violation. It also holds
+// LongFuncs, the function-length rule (MaxFuncLines), which its test
+// applies to every Go file of the module.
 //
-// The layers (docs/architecture.md, "Packages"): the agent's runtime
-// (runtime/...) is on top and only the agent and tools import it; the
-// protocol packages (did, governed, pulse, mls, session, the link's wire
-// format), the stores and the transports are below it; the relay
-// (transport/relay, its side of the link, the embedded broker) is beside
-// the runtime, and neither links the other.
+// The layering has two parts (docs/architecture.md, "The package graph"):
+//
+//   - Layers, the layer table: ordered rows, foundations first, then the
+//     commands, and the demo with the integration tests last. Every package of the module is in
+//     exactly one row, and its non-test files import packages of the module
+//     only from its own row or the rows below it (CheckLayers). A package in
+//     no row fails the check until it is placed.
+//   - Rules, what a set of packages must not link, directly or through
+//     other packages, including packages outside the module: the layering
+//     rules the rows cannot say (the agent's runtime and the relay share a
+//     row and never link each other) and one or more rules per command
+//     (Check). Every command has a rule of its own (CheckCommandRules).
 //
 // Only non-test imports count: a package's tests may drive it against
 // the real runtime or relay (session/sender's tests run an agent and a
-// relay), and test code never ends up in a binary. Imports are followed
+// relay), and test code never ends up in a binary. Rules follow imports
 // transitively, so a rule cannot be broken through a package it does not
-// name. The graph is the host platform's (go list without GOOS/GOARCH);
-// the files that differ between platforms (wake's Linux ioctls, boards)
-// import nothing of the module that the others do not.
+// name; a row's imports need checking only one step deep, since a path of
+// steps that never go up never ends above where it began. The graph is the
+// host platform's (go list without GOOS/GOARCH, with the integration tag so
+// that test/ packages holding only integration tests are placed too); the
+// files that differ between platforms (wake's Linux ioctls, boards) import
+// nothing of the module that the others do not.
 package deptest
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 )
 
-// Module is the module path; rule patterns without a dot in their first
+// Module is the module path; patterns without a dot in their first
 // element are relative to it, except those starting with "std:", which name
 // standard library packages.
 const Module = "github.com/torpor-dev/torpor"
@@ -37,102 +47,58 @@ type Graph map[string][]string
 // Rule forbids the packages From selects to depend, directly or through
 // other packages, on any package Forbid selects. A pattern is an import
 // path, or a path followed by "/..." for it and every package under it.
+//
+// A rule whose From selects no package is reported (a renamed package must
+// not empty a rule silently), unless it is Pending: a rule for a package on
+// its way into the module, which applies from the day it exists.
 type Rule struct {
-	Name   string
-	From   []string
-	Forbid []string
+	Name    string
+	From    []string
+	Forbid  []string
+	Pending bool
 }
 
-// Violation is a forbidden dependency: Path runs from the constrained
-// package to the forbidden one, each element importing the next.
+// Violation is a broken rule. For a forbidden dependency Path runs from
+// the constrained package to the forbidden one, each element importing the
+// next; Msg, when set, says what is wrong in words (the layer table's
+// checks set it).
 type Violation struct {
 	Rule string
 	Path []string
+	Msg  string
 }
 
 func (v Violation) String() string {
+	if v.Msg != "" {
+		return v.Rule + ": " + v.Msg
+	}
 	if len(v.Path) == 0 {
 		return v.Rule + ": selects no package (a pattern is stale)"
 	}
-	path := make([]string, len(v.Path))
-	for i, p := range v.Path {
-		path[i] = strings.TrimPrefix(p, Module+"/")
-	}
+	path := rel(v.Path)
 	return fmt.Sprintf("%s: %s depends on %s (%s)", v.Rule, path[0], path[len(path)-1], strings.Join(path, " → "))
 }
 
-// Rules are the module's layering rules.
-var Rules = []Rule{
-	{
-		Name: "the lower layers do not depend on the agent's runtime",
-		From: []string{"transport/...", "session/...", "store/...", "mls/...", "governed/...", "did/...",
-			"clock/...", "wake/...", "boards/...", "pulse/..."},
-		Forbid: []string{"runtime/..."},
-	},
-	{
-		Name:   "the relay links neither the agent's runtime nor its MLS sessions",
-		From:   []string{"transport/relay/...", "transport/link/server/...", "transport/broker/...", "store/agents/...", "store/queue/...", "store/jsstore/..."},
-		Forbid: []string{"runtime/...", "session/...", "mls/..."},
-	},
-	{
-		Name: "torpor-agent links nothing of the relay",
-		From: []string{"cmd/torpor-agent"},
-		Forbid: []string{"transport/relay/...", "transport/broker/...", "transport/link/server/...",
-			"store/queue/...", "store/agents/...", "store/jsstore/...", "github.com/mochi-mqtt/...", "github.com/prometheus/...",
-			"github.com/nats-io/..."},
-	},
-	{
-		Name: "MLS sessions and the device's link client link nothing of the relay",
-		From: []string{"session/...", "transport/link", "transport/link/wire"},
-		Forbid: []string{"transport/relay/...", "transport/broker/...", "transport/link/server/...",
-			"store/queue/...", "store/agents/..."},
-	},
-	{
-		// docs/footprint.md: what the agent stopped linking to get smaller.
-		// regexp came with github.com/gowebpki/jcs (internal/jcs, written
-		// from RFC 8785, does without it).
-		Name:   "torpor-agent links neither regexp nor the upstream JCS module",
-		From:   []string{"cmd/torpor-agent"},
-		Forbid: []string{"std:regexp/...", "github.com/gowebpki/jcs/..."},
-	},
-	{
-		// docs/footprint.md: autopaho's connection path links a WebSocket
-		// client and an all_proxy dialer the agent never uses; it keeps its
-		// MQTT connection with transport/mqtt/mqttconn. autopaho/queue, the
-		// interface store/mqttsession implements, imports neither.
-		Name: "torpor-agent links neither autopaho nor its WebSocket and proxy dialers",
-		From: []string{"cmd/torpor-agent"},
-		Forbid: []string{"github.com/eclipse/paho.golang/autopaho", "github.com/eclipse/paho.golang/autopaho/extensions/...",
-			"github.com/gorilla/websocket/...", "golang.org/x/net/proxy/..."},
-	},
-	agentWithoutNetHTTP, // on since autopaho left the agent (the rule above)
-}
-
-// agentWithoutNetHTTP keeps net/http out of torpor-agent (docs/footprint.md:
-// with its textproto, MIME and idna code it was the agent's largest
-// dependency after the runtime and crypto). The link dials with
-// transport/link/internal/wsclient, the Unix-socket delivery posts with
-// internal/http1, and bearer's HTTP middleware is package bearerhttp. It
-// holds only without autopaho, which imports net/http: drop its line from
-// Rules to turn it off.
-var agentWithoutNetHTTP = Rule{
-	Name:   "torpor-agent links neither net/http nor a WebSocket module",
-	From:   []string{"cmd/torpor-agent"},
-	Forbid: []string{"std:net/http/...", "github.com/coder/websocket/...", "github.com/gorilla/websocket/..."},
+// rel strips Module from the module's import paths.
+func rel(path []string) []string {
+	out := make([]string, len(path))
+	for i, p := range path {
+		out[i] = strings.TrimPrefix(p, Module+"/")
+	}
+	return out
 }
 
 // Check returns the violations of rules in g, sorted: for each rule, each
 // package it selects and each forbidden package reached from it, one
-// violation with the shortest import path; and a violation with no Path
+// violation with the shortest import path, unless that path runs through
+// another forbidden package (the first one reached stands for the packages
+// behind it, so a forbidden module is one violation, not one per package of
+// it); and a violation with no Path
 // for a rule whose From selects no package of g, so that a renamed
-// package cannot empty a rule silently.
+// package cannot empty a rule silently (Pending rules excepted).
 func Check(g Graph, rules []Rule) []Violation {
 	var out []Violation
-	pkgs := make([]string, 0, len(g))
-	for p := range g {
-		pkgs = append(pkgs, p)
-	}
-	sort.Strings(pkgs)
+	pkgs := g.sorted()
 	for _, r := range rules {
 		selected := false
 		for _, p := range pkgs {
@@ -141,17 +107,30 @@ func Check(g Graph, rules []Rule) []Violation {
 			}
 			selected = true
 			for _, path := range reach(g, p) {
-				if matchAny(r.Forbid, path[len(path)-1]) {
+				if matchAny(r.Forbid, path[len(path)-1]) && !slices.ContainsFunc(path[1:len(path)-1], func(q string) bool { return matchAny(r.Forbid, q) }) {
 					out = append(out, Violation{Rule: r.Name, Path: path})
 				}
 			}
 		}
-		if !selected {
+		if !selected && !r.Pending {
 			out = append(out, Violation{Rule: r.Name})
 		}
 	}
 	return out
 }
+
+// sorted returns g's import paths in order.
+func (g Graph) sorted() []string {
+	pkgs := make([]string, 0, len(g))
+	for p := range g {
+		pkgs = append(pkgs, p)
+	}
+	sort.Strings(pkgs)
+	return pkgs
+}
+
+// inModule reports whether pkg is a package of the module.
+func inModule(pkg string) bool { return strings.HasPrefix(pkg, Module+"/") }
 
 // reach returns, for every package from depends on, the shortest import
 // path to it (breadth first; imports in the order g lists them).

@@ -2,140 +2,92 @@
 // Canonicalization Scheme (JCS) of RFC 8785, written for this module from
 // the RFC.
 //
-// The input is read strictly: one JSON text (RFC 8259), valid UTF-8, no
-// lone surrogate in a \u escape, no duplicate member name and no number
-// outside IEEE 754 double precision (RFC 8785, Section 3.1 asks for I-JSON,
-// RFC 7493). The output sorts object members by their names' UTF-16 code
-// units (Section 3.2.3), writes strings with the minimal escaping of
-// Section 3.2.2.2 and numbers as ECMAScript's Number.prototype.toString
-// does (Section 3.2.2.3), without white space.
+// The input is read strictly, by internal/strictjson, the module's one
+// strict reader: one JSON text (RFC 8259), valid UTF-8, no lone surrogate
+// in a \u escape, no duplicate member name, no number outside the IEEE 754
+// double range, and nesting no deeper than strictjson.MaxDepth (RFC 8785,
+// Section 3.1 asks for I-JSON, RFC 7493). The output sorts object members
+// by their names' UTF-16 code units (Section 3.2.3), writes strings with
+// the minimal escaping of Section 3.2.2.2 and numbers as ECMAScript's
+// Number.prototype.toString does (Section 3.2.2.3), without white space.
 //
 // The project's design names github.com/gowebpki/jcs for this; that module
 // checks numbers with package regexp, which made the armv6 torpor-agent
 // 256 KiB larger (docs/footprint.md). This package links no regexp, and its
-// test compares it with gowebpki/jcs on generated inputs. Use it through
-// internal/canon.
+// tests compare it with gowebpki/jcs on generated inputs and under the
+// fuzzer (FuzzAgainstUpstream). Use it through internal/canon.
 package jcs
 
 import (
-	"errors"
 	"fmt"
+	"io"
 	"sort"
+	"strconv"
 	"unicode/utf16"
+
+	"github.com/torpor-dev/torpor/internal/strictjson"
 )
 
-// Transform returns the canonical form of the JSON text b.
+// Transform returns the canonical form of the JSON text b. It refuses,
+// with an error wrapping a *strictjson.Error, what internal/strictjson
+// refuses.
 func Transform(b []byte) ([]byte, error) {
-	p := parser{in: b}
-	p.space()
-	out, err := p.value(nil)
+	var s strictjson.Scanner
+	s.Reset(b)
+	tok, err := s.Next()
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("jcs: %w", err)
 	}
-	p.space()
-	if p.pos != len(p.in) {
-		return nil, p.errorf("data after the JSON value")
+	out, err := value(&s, b, tok, nil)
+	if err != nil {
+		return nil, fmt.Errorf("jcs: %w", err)
+	}
+	if _, err := s.Next(); err != io.EOF {
+		return nil, fmt.Errorf("jcs: %w", err)
 	}
 	return out, nil
 }
 
-// parser reads JSON text and appends the canonical form of what it read.
-type parser struct {
-	in  []byte
-	pos int
-}
-
-func (p *parser) errorf(format string, args ...any) error {
-	return fmt.Errorf("jcs: offset %d: %s", p.pos, fmt.Sprintf(format, args...))
-}
-
-// space skips the white space of RFC 8259, Section 2.
-func (p *parser) space() {
-	for p.pos < len(p.in) {
-		switch p.in[p.pos] {
-		case ' ', '\t', '\n', '\r':
-			p.pos++
-		default:
-			return
-		}
-	}
-}
-
-// value appends the canonical form of the value at p.pos to out.
-func (p *parser) value(out []byte) ([]byte, error) {
-	if p.pos >= len(p.in) {
-		return nil, p.errorf("unexpected end of JSON text")
-	}
-	switch c := p.in[p.pos]; {
-	case c == '{':
-		return p.object(out)
-	case c == '[':
-		return p.array(out)
-	case c == '"':
-		s, err := p.str()
+// value appends the canonical form of the value that starts with tok,
+// read from s, the Scanner of b.
+func value(s *strictjson.Scanner, b []byte, tok strictjson.Token, out []byte) ([]byte, error) {
+	raw := b[tok.Offset:tok.End]
+	switch tok.Kind {
+	case strictjson.BeginObject:
+		return object(s, b, out)
+	case strictjson.BeginArray:
+		return array(s, b, out)
+	case strictjson.String:
+		return appendString(out, string(strictjson.AppendUnquoted(nil, raw))), nil
+	case strictjson.Number:
+		// The Scanner refused a number beyond the double range.
+		f, err := strconv.ParseFloat(string(raw), 64)
 		if err != nil {
 			return nil, err
 		}
-		return appendString(out, s), nil
-	case c == '-' || (c >= '0' && c <= '9'):
-		return p.number(out)
-	default:
-		return p.literal(out)
+		return appendNumber(out, f), nil
 	}
-}
-
-// literal appends true, false or null.
-func (p *parser) literal(out []byte) ([]byte, error) {
-	for _, lit := range []string{"true", "false", "null"} {
-		if len(p.in)-p.pos >= len(lit) && string(p.in[p.pos:p.pos+len(lit)]) == lit {
-			p.pos += len(lit)
-			return append(out, lit...), nil
-		}
-	}
-	return nil, p.errorf("invalid character %q looking for a value", p.in[p.pos])
+	return append(out, raw...), nil // true, false, null
 }
 
 // array appends a canonical array: its elements in order.
-func (p *parser) array(out []byte) ([]byte, error) {
-	p.pos++ // [
+func array(s *strictjson.Scanner, b []byte, out []byte) ([]byte, error) {
 	out = append(out, '[')
-	p.space()
-	if p.pos < len(p.in) && p.in[p.pos] == ']' {
-		p.pos++
-		return append(out, ']'), nil
-	}
-	for {
-		p.space()
-		var err error
-		if out, err = p.value(out); err != nil {
-			return nil, err
-		}
-		p.space()
-		end, err := p.separator(']')
+	for n := 0; ; n++ {
+		tok, err := s.Next()
 		if err != nil {
 			return nil, err
 		}
-		if end {
+		if tok.Kind == strictjson.EndArray {
 			return append(out, ']'), nil
 		}
-		out = append(out, ',')
+		if n > 0 {
+			out = append(out, ',')
+		}
+		if out, err = value(s, b, tok, out); err != nil {
+			return nil, err
+		}
 	}
-}
-
-// separator reads a ',' (false) or the closing byte (true).
-func (p *parser) separator(closing byte) (bool, error) {
-	if p.pos >= len(p.in) {
-		return false, p.errorf("unexpected end of JSON text")
-	}
-	switch p.in[p.pos] {
-	case ',':
-		p.pos++
-		return false, nil
-	case closing:
-		p.pos++
-		return true, nil
-	}
-	return false, p.errorf("invalid character %q after a value", p.in[p.pos])
 }
 
 // member is one object member: its name as UTF-16 code units (the sort key
@@ -145,60 +97,28 @@ type member struct {
 	text []byte
 }
 
-// object appends a canonical object: its members sorted by name.
-func (p *parser) object(out []byte) ([]byte, error) {
-	p.pos++ // {
-	p.space()
+// object appends a canonical object: its members sorted by name. The
+// Scanner refused a name twice.
+func object(s *strictjson.Scanner, b []byte, out []byte) ([]byte, error) {
 	var members []member
-	if p.pos < len(p.in) && p.in[p.pos] == '}' {
-		p.pos++
-		return append(out, '{', '}'), nil
-	}
-	seen := map[string]bool{}
 	for {
-		p.space()
-		m, name, err := p.member()
+		name, err := s.Next()
 		if err != nil {
 			return nil, err
 		}
-		if seen[name] {
-			return nil, p.errorf("duplicate member name %q", name)
+		if name.Kind == strictjson.EndObject {
+			return appendMembers(out, members), nil
 		}
-		seen[name] = true
-		members = append(members, m)
-		p.space()
-		end, err := p.separator('}')
+		tok, err := s.Next()
 		if err != nil {
 			return nil, err
 		}
-		if end {
-			break
+		text := append(appendString(nil, string(name.Name)), ':')
+		if text, err = value(s, b, tok, text); err != nil {
+			return nil, err
 		}
+		members = append(members, member{key: utf16.Encode([]rune(string(name.Name))), text: text})
 	}
-	return appendMembers(out, members), nil
-}
-
-// member reads one "name": value pair.
-func (p *parser) member() (member, string, error) {
-	if p.pos >= len(p.in) || p.in[p.pos] != '"' {
-		return member{}, "", p.errorf("expected a member name")
-	}
-	name, err := p.str()
-	if err != nil {
-		return member{}, "", err
-	}
-	p.space()
-	if p.pos >= len(p.in) || p.in[p.pos] != ':' {
-		return member{}, "", p.errorf("expected ':' after a member name")
-	}
-	p.pos++
-	p.space()
-	text := appendString(nil, name)
-	text = append(text, ':')
-	if text, err = p.value(text); err != nil {
-		return member{}, "", err
-	}
-	return member{key: utf16.Encode([]rune(name)), text: text}, name, nil
 }
 
 func appendMembers(out []byte, members []member) []byte {
@@ -223,5 +143,3 @@ func less16(a, b []uint16) bool {
 	}
 	return len(a) < len(b)
 }
-
-var errLoneSurrogate = errors.New("lone surrogate")

@@ -3,14 +3,19 @@ package jcs
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 
 	upstream "github.com/gowebpki/jcs"
+
+	"github.com/torpor-dev/torpor/internal/strictjson"
 )
 
 // TestNumbers holds the examples of RFC 8785, Appendix B: IEEE 754 bit
@@ -153,4 +158,77 @@ func TestExample(t *testing.T) {
 	if err != nil || string(got) != want {
 		t.Errorf("got %s, %v\nwant %s", got, err, want)
 	}
+}
+
+// FuzzAgainstUpstream is the differential test of this hand-written
+// canonicaliser against github.com/gowebpki/jcs (a test dependency only):
+// where both accept a text they must write the same bytes, and the
+// canonical form must be its own canonical form; this package may refuse
+// only what upstream refuses too or what nests deeper than
+// strictjson.MaxDepth (upstream allows 10,000). Seeds: testdata/rfc8785.txt
+// (RFC 8785's examples), the Governed Objects of the Atom vectors in
+// testdata/vectors/atom, and generated documents.
+func FuzzAgainstUpstream(f *testing.F) {
+	for _, s := range seeds(f) {
+		f.Add(s)
+	}
+	f.Fuzz(checkAgainstUpstream)
+}
+
+func checkAgainstUpstream(t *testing.T, in []byte) {
+	got, err := Transform(in)
+	want, uerr := upstream.Transform(in)
+	var e *strictjson.Error
+	switch {
+	case err == nil && uerr == nil:
+		if !bytes.Equal(got, want) {
+			t.Fatalf("Transform(%q)\n = %s\nupstream %s", in, got, want)
+		}
+		if again, err := Transform(got); err != nil || !bytes.Equal(again, got) {
+			t.Fatalf("Transform(%q) = %s, not canonical: again %s, %v", in, got, again, err)
+		}
+	case err == nil:
+		t.Fatalf("Transform(%q) = %s; upstream refuses: %v", in, got, uerr)
+	case uerr == nil:
+		if !errors.As(err, &e) || e.Err != strictjson.ErrDepth {
+			t.Fatalf("Transform(%q): %v; upstream accepts: %s", in, err, want)
+		}
+	}
+}
+
+// seeds returns the fuzz seeds: the lines of testdata/rfc8785.txt, the
+// objects of the Atom vectors, and generated documents.
+func seeds(tb testing.TB) [][]byte {
+	b, err := os.ReadFile("testdata/rfc8785.txt")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var out [][]byte
+	for _, line := range strings.Split(string(b), "\n") {
+		if line != "" && !strings.HasPrefix(line, "#") {
+			out = append(out, []byte(line))
+		}
+	}
+	vectors, _ := filepath.Glob("../../testdata/vectors/atom/*.json")
+	if len(vectors) == 0 {
+		tb.Fatal("no Atom vectors in ../../testdata/vectors/atom")
+	}
+	for _, name := range vectors {
+		v, err := os.ReadFile(name)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		var m map[string]json.RawMessage
+		if json.Unmarshal(v, &m) == nil && m["object"] != nil {
+			out = append(out, m["object"])
+		}
+	}
+	r := rand.New(rand.NewPCG(5, 6))
+	for range 20 {
+		out = append(out, randomValue(r, 3))
+	}
+	if len(out) < 60 {
+		tb.Fatalf("%d seeds, want the RFC's, the vectors' and generated ones", len(out))
+	}
+	return out
 }

@@ -6,7 +6,7 @@ import (
 )
 
 // Recorder is a Handler that keeps what it is handed instead of handing it
-// to an application. torporctl conformance runs the receive pipeline with
+// to an application. torpor-conformance runs the receive pipeline with
 // one as the application, and tests use it to see what reached the
 // application. The zero Recorder accepts every delivery; it is safe for
 // concurrent use.

@@ -14,6 +14,7 @@ import (
 	"github.com/torpor-dev/torpor/store"
 	"github.com/torpor-dev/torpor/store/ledger"
 	"github.com/torpor-dev/torpor/store/replay"
+	"github.com/torpor-dev/torpor/transport/mqtt/command"
 )
 
 // bucketSeq maps an operator DID to the sequence number of the last command
@@ -93,11 +94,11 @@ func (a *admitter) admitTx(tx *bolt.Tx, self did.DID, o *governed.Object) (Comma
 		return Command{}, err
 	}
 	if !a.operators[o.Issuer.String()] {
-		return Command{}, reject(ReasonOperatorNotAllowed, "%s is not in this device's operator allowlist", o.Issuer)
+		return Command{}, reject(command.ReasonOperatorNotAllowed, "%s is not in this device's operator allowlist", o.Issuer)
 	}
-	p, args, err := parseCommandPayload(o)
+	p, args, err := command.ParsePayload(o)
 	if err != nil {
-		return Command{}, reject(ReasonBadCommand, "%v", err)
+		return Command{}, reject(command.ReasonBadCommand, "%v", err)
 	}
 	// The declared lifetime, not the receiver's capped one: a command that
 	// asks to live longer than the device allows is refused, not cut short.
@@ -106,18 +107,18 @@ func (a *admitter) admitTx(tx *bolt.Tx, self did.DID, o *governed.Object) (Comma
 		exp = a.recv.EffectiveExpiry(o)
 	}
 	if life := exp.Sub(o.IssuedAt); life > a.maxTTL {
-		return Command{}, reject(ReasonBadCommand, "lifetime %v exceeds the device's maximum %v", life, a.maxTTL)
+		return Command{}, reject(command.ReasonBadCommand, "lifetime %v exceeds the device's maximum %v", life, a.maxTTL)
 	}
 	if p.Device != self.String() {
-		return Command{}, reject(ReasonWrongDevice, "command is for %s; this device is %s", truncate(p.Device), self)
+		return Command{}, reject(command.ReasonWrongDevice, "command is for %s; this device is %s", truncate(p.Device), self)
 	}
 	last := lastSeq(tx, o.Issuer)
 	if p.Seq <= last {
-		return Command{}, reject(ReasonOutOfSequence, "seq %d is not greater than %d, the last accepted from %s", p.Seq, last, o.Issuer)
+		return Command{}, reject(command.ReasonOutOfSequence, "seq %d is not greater than %d, the last accepted from %s", p.Seq, last, o.Issuer)
 	}
 	cmd := Command{ID: o.ID, Operator: o.Issuer, Seq: p.Seq, Op: p.Op, Args: args,
 		IssuedAt: o.IssuedAt, Expires: a.recv.EffectiveExpiry(o), Key: LedgerKey(o.Issuer, o.ID)}
-	if err := a.ledger.Reserve(tx, ledger.Reservation{Key: cmd.Key, Action: PurposeCommand + ":" + cmd.Op,
+	if err := a.ledger.Reserve(tx, ledger.Reservation{Key: cmd.Key, Action: command.Purpose + ":" + cmd.Op,
 		Counterparty: o.Issuer.String(), EffectID: cmd.Key}); err != nil {
 		var ke *ledger.KeyError
 		if errors.As(err, &ke) {
@@ -147,7 +148,7 @@ func refusedKey(ke *ledger.KeyError) *rejection {
 	e := ke.Entry
 	switch e.State {
 	case ledger.Indeterminate:
-		return &rejection{outcome: OutcomeIndeterminate, reason: "indeterminate",
+		return &rejection{outcome: command.OutcomeIndeterminate, reason: "indeterminate",
 			detail: fmt.Sprintf("accepted at %s before a restart; it may or may not have taken effect; reconcile key %q", e.ReservedAt.Format(time.RFC3339), e.Key)}
 	case ledger.Reserved:
 		return reject(governed.ReasonReplay.String(), "already running since %s", e.ReservedAt.Format(time.RFC3339))
@@ -163,7 +164,7 @@ func receiptOutcome(receipt []byte) string {
 	if err != nil {
 		return "outcome recorded"
 	}
-	var r Reply
+	var r command.Reply
 	if json.Unmarshal(o.Payload, &r) != nil {
 		return "outcome recorded"
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/torpor-dev/torpor/runtime/gate"
 	"github.com/torpor-dev/torpor/store/ledger"
 	"github.com/torpor-dev/torpor/transport/mqtt"
+	"github.com/torpor-dev/torpor/transport/mqtt/command"
 	"github.com/torpor-dev/torpor/transport/mqtt/envelope"
 	"github.com/torpor-dev/torpor/wake"
 )
@@ -233,37 +234,37 @@ func (c *Commands) Execute(ctx context.Context, cmd Command) Result {
 	}
 	note := fmt.Sprintf("%s (MQTT command %s)", cmd.Operator, cmd.ID)
 	switch cmd.Op {
-	case OpStatus:
+	case command.OpStatus:
 		return c.status(p)
-	case OpSetMode:
-		return c.setMode(cmd.Args.(*SetModeArgs))
-	case OpWakeNow:
-		return c.wakeNow(cmd.Args.(*WakeNowArgs))
-	case OpDrain:
+	case command.OpSetMode:
+		return c.setMode(cmd.Args.(*command.SetModeArgs))
+	case command.OpWakeNow:
+		return c.wakeNow(cmd.Args.(*command.WakeNowArgs))
+	case command.OpDrain:
 		return c.drain(ctx)
-	case OpRotateKeys:
+	case command.OpRotateKeys:
 		return c.rotateKeys(ctx)
-	case OpRefillKeyPackages:
-		return c.refill(ctx, cmd.Args.(*RefillArgs))
-	case OpConfirm:
-		return c.confirm(ctx, p, cmd.Args.(*HoldArgs).Hold)
-	case OpDeny:
-		return c.deny(p, cmd.Args.(*HoldArgs).Hold)
-	case OpReconcile:
-		return c.reconcile(p, cmd.Args.(*ReconcileArgs), note)
-	case OpHalt:
-		return c.halt(p, cmd.Args.(*NoteArgs), note)
-	case OpResume:
-		return c.resume(ctx, p, cmd.Args.(*NoteArgs), note)
-	case OpConfigGet:
-		return c.configGet(cmd.Args.(*ConfigArgs).Key)
-	case OpConfigSet:
-		a := cmd.Args.(*ConfigArgs)
+	case command.OpRefillKeyPackages:
+		return c.refill(ctx, cmd.Args.(*command.RefillArgs))
+	case command.OpConfirm:
+		return c.confirm(ctx, p, cmd.Args.(*command.HoldArgs).Hold)
+	case command.OpDeny:
+		return c.deny(p, cmd.Args.(*command.HoldArgs).Hold)
+	case command.OpReconcile:
+		return c.reconcile(p, cmd.Args.(*command.ReconcileArgs), note)
+	case command.OpHalt:
+		return c.halt(p, cmd.Args.(*command.NoteArgs), note)
+	case command.OpResume:
+		return c.resume(ctx, p, cmd.Args.(*command.NoteArgs), note)
+	case command.OpConfigGet:
+		return c.configGet(cmd.Args.(*command.ConfigArgs).Key)
+	case command.OpConfigSet:
+		a := cmd.Args.(*command.ConfigArgs)
 		return c.configSet(a.Key, *a.Value)
-	case OpReboot:
-		return c.reboot(cmd.Args.(*RebootArgs))
+	case command.OpReboot:
+		return c.reboot(cmd.Args.(*command.RebootArgs))
 	}
-	return Failed(ReasonUnsupported, "operation %q is not implemented by this agent", cmd.Op)
+	return Failed(command.ReasonUnsupported, "operation %q is not implemented by this agent", cmd.Op)
 }
 
 // statusReport is the result of the status command (docs/mqtt.md): lower
@@ -371,7 +372,7 @@ func (c *Commands) status(p *runtime.Pipeline) Result {
 
 // setMode changes the mode and, when windowSec or offsetSec is given, the
 // hourly window (persisted like the mode: Agent.SetWindow).
-func (c *Commands) setMode(args *SetModeArgs) Result {
+func (c *Commands) setMode(args *command.SetModeArgs) Result {
 	m, err := wake.ParseMode(args.Mode)
 	if err != nil {
 		return Failed("bad-mode", "%v", err)
@@ -409,7 +410,7 @@ func (c *Commands) setMode(args *SetModeArgs) Result {
 // it awake; it keeps the wake going for forSec (default: the window's
 // length) from now (Agent.Extend), never shortening it. In always_on and
 // session the agent has no window to extend.
-func (c *Commands) wakeNow(args *WakeNowArgs) Result {
+func (c *Commands) wakeNow(args *command.WakeNowArgs) Result {
 	d := time.Duration(args.ForSec) * time.Second
 	if d == 0 {
 		d = c.a.WindowLength()
@@ -422,7 +423,7 @@ func (c *Commands) wakeNow(args *WakeNowArgs) Result {
 		return Failed("extend", "%v", err)
 	case end.IsZero():
 		m, _ := c.a.Mode()
-		return Result{Outcome: OutcomeOK, Detail: "always awake in mode " + string(m), Data: map[string]any{"awake": true}}
+		return Result{Outcome: command.OutcomeOK, Detail: "always awake in mode " + string(m), Data: map[string]any{"awake": true}}
 	}
 	return OK(map[string]any{"awake": true, "until": end.UTC()})
 }
@@ -444,7 +445,7 @@ func (c *Commands) drain(ctx context.Context) Result {
 
 func (c *Commands) rotateKeys(ctx context.Context) Result {
 	if c.cfg.RotateKey == nil {
-		return Failed(ReasonUnsupported, "this agent has no key rotation configured")
+		return Failed(command.ReasonUnsupported, "this agent has no key rotation configured")
 	}
 	c.mu.Lock()
 	old := c.key
@@ -498,15 +499,15 @@ func signHandover(old *did.PrivateKey, next did.DID, device string, now time.Tim
 
 // refill makes the KeyPackage pool whole. The new public halves reach the
 // relay with the next state the agent publishes, at its next wake.
-func (c *Commands) refill(ctx context.Context, args *RefillArgs) Result {
+func (c *Commands) refill(ctx context.Context, args *command.RefillArgs) Result {
 	n, err := c.a.RefillKeyPackages(ctx, args.Count)
 	switch {
 	case errors.Is(err, runtime.ErrNoKeyPackages):
-		return Failed(ReasonUnsupported, "this agent has no MLS KeyPackage pool")
+		return Failed(command.ReasonUnsupported, "this agent has no MLS KeyPackage pool")
 	case err != nil:
 		return Failed("refill", "%v", err)
 	}
-	return Result{Outcome: OutcomeOK, Detail: "the unpublished KeyPackages go to the relay with the state published at the next wake",
+	return Result{Outcome: command.OutcomeOK, Detail: "the unpublished KeyPackages go to the relay with the state published at the next wake",
 		Data: map[string]any{"unpublished": n}}
 }
 
@@ -539,7 +540,7 @@ func holdFailure(err error) Result {
 	return Failed("store", "%v", err)
 }
 
-func (c *Commands) reconcile(p *runtime.Pipeline, args *ReconcileArgs, by string) Result {
+func (c *Commands) reconcile(p *runtime.Pipeline, args *command.ReconcileArgs, by string) Result {
 	res := ledger.Resolution{Happened: args.Happened, Receipt: []byte(args.Receipt), EffectID: args.EffectID, Note: args.Note}
 	e, err := p.Reconcile(by, args.Key, res)
 	switch {
@@ -555,7 +556,7 @@ func (c *Commands) reconcile(p *runtime.Pipeline, args *ReconcileArgs, by string
 	return OK(map[string]any{"key": e.Key, "state": e.State.String(), "effectId": e.EffectID})
 }
 
-func (c *Commands) halt(p *runtime.Pipeline, args *NoteArgs, by string) Result {
+func (c *Commands) halt(p *runtime.Pipeline, args *command.NoteArgs, by string) Result {
 	if err := p.Halt(by, args.Note); err != nil {
 		return Failed("store", "%v", err)
 	}
@@ -563,7 +564,7 @@ func (c *Commands) halt(p *runtime.Pipeline, args *NoteArgs, by string) Result {
 	return OK(map[string]any{"halted": true})
 }
 
-func (c *Commands) resume(ctx context.Context, p *runtime.Pipeline, args *NoteArgs, by string) Result {
+func (c *Commands) resume(ctx context.Context, p *runtime.Pipeline, args *command.NoteArgs, by string) Result {
 	n, err := p.Resume(ctx, by, args.Note)
 	if err != nil {
 		return Failed("store", "%v", err)
@@ -660,12 +661,12 @@ func (c *Commands) setModeTo(m wake.Mode, sched time.Time, key string) Result {
 
 // reboot answers first and reboots after the reply was acknowledged and
 // the delay passed, so the operator learns that the command was taken.
-func (c *Commands) reboot(args *RebootArgs) Result {
+func (c *Commands) reboot(args *command.RebootArgs) Result {
 	if c.cfg.Reboot == nil {
-		return Failed(ReasonUnsupported, "this agent has no reboot configured")
+		return Failed(command.ReasonUnsupported, "this agent has no reboot configured")
 	}
 	delay := time.Duration(args.DelaySec) * time.Second
-	return Result{Outcome: OutcomeOK, Data: map[string]any{"rebootIn": delay.String()}, After: func() {
+	return Result{Outcome: command.OutcomeOK, Data: map[string]any{"rebootIn": delay.String()}, After: func() {
 		t := c.a.Clock().NewTimer(delay)
 		<-t.C()
 		if err := c.cfg.Reboot(); err != nil {

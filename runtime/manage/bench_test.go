@@ -3,7 +3,8 @@ package manage_test
 import (
 	"testing"
 
-	"github.com/torpor-dev/torpor/runtime/manage"
+	"github.com/torpor-dev/torpor/internal/benchcpu"
+	"github.com/torpor-dev/torpor/transport/mqtt/command"
 	"github.com/torpor-dev/torpor/transport/mqtt/mqtttest"
 )
 
@@ -23,9 +24,10 @@ func BenchmarkCommandRoundTrip(b *testing.B) {
 			h := newHarness(b, mqtttest.StartEmbedded(b, nil))
 			h.wake()
 			op := h.operator()
+			meter := benchcpu.Start(b)
 			for b.Loop() {
 				h.lastSeq++
-				s, err := op.Send(ctxT(b), h.name, manage.CommandSpec{Device: h.devKey.DID(), Seq: h.lastSeq, Op: manage.OpStatus}, enc.cbor)
+				s, err := op.Send(ctxT(b), h.name, command.Spec{Device: h.devKey.DID(), Seq: h.lastSeq, Op: command.OpStatus}, enc.cbor)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -33,6 +35,7 @@ func BenchmarkCommandRoundTrip(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
+			meter.Stop()
 		})
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/torpor-dev/torpor/runtime/manage"
 	"github.com/torpor-dev/torpor/runtime/manage/managetest"
 	"github.com/torpor-dev/torpor/transport/mqtt"
+	"github.com/torpor-dev/torpor/transport/mqtt/command"
 	"github.com/torpor-dev/torpor/transport/mqtt/envelope"
 	"github.com/torpor-dev/torpor/transport/mqtt/mqtttest"
 )
@@ -32,7 +33,7 @@ type harness struct {
 	state    *mqtttest.State
 	path     string
 	client   *manage.Server
-	op       *manage.Operator
+	op       *command.Operator
 	lastSeq  uint64
 	name     string
 	cfgHooks []func(*manage.Config)
@@ -108,14 +109,14 @@ func (h *harness) sleep(next time.Time) {
 }
 
 // operator connects the operator (once).
-func (h *harness) operator() *manage.Operator {
+func (h *harness) operator() *command.Operator {
 	h.t.Helper()
 	if h.op == nil {
 		url := h.broker.URL()
 		if h.operatorURL != "" {
 			url = h.operatorURL
 		}
-		op, err := manage.DialOperator(ctxT(h.t), manage.OperatorConfig{Broker: url, Key: h.opKey, Clock: h.clk})
+		op, err := command.DialOperator(ctxT(h.t), command.OperatorConfig{Broker: url, Key: h.opKey, Clock: h.clk})
 		if err != nil {
 			h.t.Fatal(err)
 		}
@@ -129,13 +130,13 @@ func (h *harness) operator() *manage.Operator {
 }
 
 // send signs and publishes a command with the next sequence number.
-func (h *harness) send(op string, args any) manage.Sent {
+func (h *harness) send(op string, args any) command.Sent {
 	h.t.Helper()
-	h.lastSeq = manage.NextSeq(h.lastSeq, h.clk.Now())
-	return h.sendSpec(manage.CommandSpec{Device: h.devKey.DID(), Seq: h.lastSeq, Op: op, Args: args}, false)
+	h.lastSeq = command.NextSeq(h.lastSeq, h.clk.Now())
+	return h.sendSpec(command.Spec{Device: h.devKey.DID(), Seq: h.lastSeq, Op: op, Args: args}, false)
 }
 
-func (h *harness) sendSpec(spec manage.CommandSpec, asCBOR bool) manage.Sent {
+func (h *harness) sendSpec(spec command.Spec, asCBOR bool) command.Sent {
 	h.t.Helper()
 	if h.witness == nil {
 		h.witness = mqtttest.NewWitness(h.t, h.broker, mqtt.Topics{Device: h.name}.Command())
@@ -148,7 +149,7 @@ func (h *harness) sendSpec(spec manage.CommandSpec, asCBOR bool) manage.Sent {
 	return s
 }
 
-func (h *harness) reply(id string) manage.Reply {
+func (h *harness) reply(id string) command.Reply {
 	h.t.Helper()
 	r, _, err := h.operator().AwaitReply(ctxT(h.t), h.name, id, h.devKey.DID())
 	if err != nil {
@@ -182,7 +183,7 @@ func TestCommandWhileAsleepRunsAtNextWake(t *testing.T) {
 	if st.State != envelope.StateAsleep || st.NextWake == nil || !st.NextWake.Equal(next) {
 		t.Errorf("status while asleep = %+v, want asleep until %v", st, next)
 	}
-	sent := h.send(manage.OpSetMode, &manage.SetModeArgs{Mode: "sleep"})
+	sent := h.send(command.OpSetMode, &command.SetModeArgs{Mode: "sleep"})
 	if sent.NoSubscribers {
 		t.Fatal("the broker says no session subscribes to the command topic")
 	}
@@ -193,11 +194,11 @@ func TestCommandWhileAsleepRunsAtNextWake(t *testing.T) {
 	h.clk.Advance(time.Hour)
 	h.wake()
 	r := h.reply(sent.Object.ID)
-	if r.Outcome != manage.OutcomeOK || r.Op != manage.OpSetMode {
+	if r.Outcome != command.OutcomeOK || r.Op != command.OpSetMode {
 		t.Errorf("reply = %+v, want ok for set-mode", r)
 	}
 	got := h.dev.Executed()
-	if len(got) != 1 || got[0].ID != sent.Object.ID || got[0].Args.(*manage.SetModeArgs).Mode != "sleep" {
+	if len(got) != 1 || got[0].ID != sent.Object.ID || got[0].Args.(*command.SetModeArgs).Mode != "sleep" {
 		t.Errorf("executed %+v, want the set-mode command", got)
 	}
 	h.sleep(time.Time{})
@@ -211,12 +212,12 @@ func TestBacklogRunsInSequenceOrder(t *testing.T) {
 	// in any order; the device must run them by sequence number.
 	var ids []string
 	for i := range 10 {
-		s := h.send(manage.OpConfigSet, &manage.ConfigArgs{Key: "k", Value: ptr(fmt.Sprint(i))})
+		s := h.send(command.OpConfigSet, &command.ConfigArgs{Key: "k", Value: ptr(fmt.Sprint(i))})
 		ids = append(ids, s.Object.ID)
 	}
 	h.wake()
 	for _, id := range ids {
-		if r := h.reply(id); r.Outcome != manage.OutcomeOK {
+		if r := h.reply(id); r.Outcome != command.OutcomeOK {
 			t.Errorf("reply to %s = %+v, want ok", id, r)
 		}
 	}
@@ -225,8 +226,8 @@ func TestBacklogRunsInSequenceOrder(t *testing.T) {
 		t.Fatalf("executed %d commands, want 10", len(got))
 	}
 	for i, c := range got {
-		if c.ID != ids[i] || *c.Args.(*manage.ConfigArgs).Value != fmt.Sprint(i) {
-			t.Errorf("command %d executed = %s (value %s), want %s", i, c.ID, *c.Args.(*manage.ConfigArgs).Value, ids[i])
+		if c.ID != ids[i] || *c.Args.(*command.ConfigArgs).Value != fmt.Sprint(i) {
+			t.Errorf("command %d executed = %s (value %s), want %s", i, c.ID, *c.Args.(*command.ConfigArgs).Value, ids[i])
 		}
 	}
 }

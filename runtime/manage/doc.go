@@ -1,12 +1,14 @@
-// Package manage is what operators' commands mean on a device and how they
-// are made: the command vocabulary (operations, their arguments and
-// checks), admission, the executor, and the operator's side (Operator,
-// SignCommand, NextSeq) that torporctl uses. The transport — connection,
-// persistent session, inbox, backlog barrier, signed replies — is
-// transport/mqtt's; Server is its mqtt.Handler. Commands is the Device
-// that carries the commands out on a runtime.Agent, through the Pipeline's
-// operator operations, and keeps the MQTT session in step with the duty
-// cycle (runtime.Management). docs/mqtt.md documents every payload.
+// Package manage is what operators' commands do on a device: admission
+// (the checks below, in one bbolt transaction) and the executor. The
+// command vocabulary, the command object, sequence numbers, replies and
+// the operator's side (Operator, which torporctl uses) are
+// transport/mqtt/command's, which imports nothing from runtime; the
+// transport — connection, persistent session, inbox, backlog barrier,
+// signed replies — is transport/mqtt's; Server is its mqtt.Handler.
+// Commands is the Device that carries the commands out on a runtime.Agent,
+// through the Pipeline's operator operations, and keeps the MQTT session
+// in step with the duty cycle (runtime.Management). docs/mqtt.md documents
+// every payload.
 //
 // # Trust
 //
@@ -20,8 +22,8 @@
 //     signature, sender binding — none, MQTT carries it unencrypted —,
 //     expiry, replay against the device's bbolt replay cache, purpose);
 //  2. its issuer is in the device's operator allowlist;
-//  3. it is a well-formed command (known op, valid arguments, a lifetime
-//     within Config.MaxCommandTTL);
+//  3. it is a well-formed command (command.ParsePayload: known op, valid
+//     arguments) with a lifetime within Config.MaxCommandTTL;
 //  4. it names this device's DID, so it cannot be redirected to another
 //     device;
 //  5. its sequence number is greater than the last one the device accepted
@@ -38,21 +40,14 @@
 //
 // # Sequence numbers
 //
-// A command carries a per-operator sequence number. The rule: the device
-// rejects, as out-of-sequence, a command whose number is not greater than
-// the last one it accepted from the same operator; gaps are allowed (a
-// command that expired or was never delivered leaves one). So an older
-// command never takes effect after a newer one, whatever order the broker
-// delivers them in, and a replayed command is refused even once its id has
-// left the replay cache. Operators pick numbers with NextSeq: the issuance
-// time in Unix milliseconds, or one more than the last number they used if
-// that is not greater. No coordination is needed between operators (each
-// has its own sequence) or between machines holding one operator key, as
-// long as their clocks are roughly right; torporctl also keeps the last
-// number it used per key and device, so a clock that steps back does not
-// stall it. The backlog a connection brings is sorted by sequence before
-// admission (transport/mqtt's backlog barrier), so the rule does not let
-// the broker's redelivery order decide which commands run.
+// A command carries a per-operator sequence number (command.NextSeq). The
+// device rejects, as out-of-sequence, a command whose number is not
+// greater than the last one it accepted from the same operator (LastSeq
+// reads it); gaps are allowed. The backlog a connection brings is sorted
+// by sequence before admission (Server.Order, command.Order), so the rule
+// does not let the broker's redelivery order decide which commands run.
+// The package documentation of transport/mqtt/command gives the rule in
+// full.
 //
 // # Exactly what runs
 //

@@ -8,6 +8,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/torpor-dev/torpor/runtime/manage"
+	"github.com/torpor-dev/torpor/transport/mqtt/command"
 	"github.com/torpor-dev/torpor/transport/mqtt/envelope"
 	"github.com/torpor-dev/torpor/transport/mqtt/mqtttest"
 )
@@ -26,9 +27,9 @@ func (h *harness) reboot() {
 }
 
 // replies collects replies to id until one has outcome want.
-func (h *harness) replyWith(id string, want manage.Outcome) []manage.Reply {
+func (h *harness) replyWith(id string, want command.Outcome) []command.Reply {
 	h.t.Helper()
-	var all []manage.Reply
+	var all []command.Reply
 	for {
 		r := h.reply(id)
 		all = append(all, r)
@@ -65,21 +66,21 @@ func TestCrashMidCommandIsIndeterminate(t *testing.T) {
 	h := newHarness(t, mqtttest.StartEmbedded(t, nil))
 	started := make(chan struct{})
 	h.dev.Result = func(ctx context.Context, c manage.Command) manage.Result {
-		if c.Op == manage.OpReboot {
+		if c.Op == command.OpReboot {
 			close(started)
 			<-ctx.Done() // the power goes while the command runs
 		}
 		return manage.OK(nil)
 	}
 	h.wake()
-	sent := h.send(manage.OpReboot, &manage.RebootArgs{})
+	sent := h.send(command.OpReboot, &command.RebootArgs{})
 	<-started
 	h.reboot()
 
 	// The broker delivers the unacknowledged command again; the device
 	// does not run it again and says it may or may not have taken effect.
 	r := h.reply(sent.Object.ID)
-	if r.Outcome != manage.OutcomeIndeterminate || !strings.Contains(r.Detail, manage.LedgerKey(h.opKey.DID(), sent.Object.ID)) {
+	if r.Outcome != command.OutcomeIndeterminate || !strings.Contains(r.Detail, manage.LedgerKey(h.opKey.DID(), sent.Object.ID)) {
 		t.Errorf("reply after the restart = %+v, want indeterminate naming the ledger key", r)
 	}
 	if got := h.dev.Executed(); len(got) != 1 {
@@ -103,8 +104,8 @@ func TestQueuedReplySurvivesReboot(t *testing.T) {
 	h.wake()
 	// The device is awake, so no witness is needed (and the network goes
 	// before one could see the command).
-	h.lastSeq = manage.NextSeq(h.lastSeq, h.clk.Now())
-	sent, err := h.operator().Send(ctxT(t), h.name, manage.CommandSpec{Device: h.devKey.DID(), Seq: h.lastSeq, Op: manage.OpDrain}, false)
+	h.lastSeq = command.NextSeq(h.lastSeq, h.clk.Now())
+	sent, err := h.operator().Send(ctxT(t), h.name, command.Spec{Device: h.devKey.DID(), Seq: h.lastSeq, Op: command.OpDrain}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +125,7 @@ func TestQueuedReplySurvivesReboot(t *testing.T) {
 	proxy.Restore()
 	h.state = mqtttest.OpenState(t, h.path, h.clk)
 	h.wake()
-	replies := h.replyWith(sent.Object.ID, manage.OutcomeOK)
+	replies := h.replyWith(sent.Object.ID, command.OutcomeOK)
 	if r := replies[len(replies)-1]; string(r.Result) != `{"done":"drain"}` {
 		t.Errorf("reply = %+v", r)
 	}

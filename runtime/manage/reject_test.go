@@ -14,6 +14,7 @@ import (
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/governed"
 	"github.com/torpor-dev/torpor/runtime/manage"
+	"github.com/torpor-dev/torpor/transport/mqtt/command"
 	"github.com/torpor-dev/torpor/transport/mqtt/envelope"
 	"github.com/torpor-dev/torpor/transport/mqtt/login"
 	"github.com/torpor-dev/torpor/transport/mqtt/mqtttest"
@@ -49,15 +50,15 @@ func rawPublish(t testing.TB, broker string, key *did.PrivateKey, topic string, 
 type rejectWorld struct {
 	t        *testing.T
 	h        *harness
-	op       *manage.Operator
+	op       *command.Operator
 	stranger *did.PrivateKey
 	dev      did.DID
-	ok       manage.Sent // the valid command
+	ok       command.Sent // the valid command
 }
 
 // sign signs spec with k, issued now and for the device unless spec says
 // otherwise.
-func (w *rejectWorld) sign(k *did.PrivateKey, spec manage.CommandSpec) *governed.Object {
+func (w *rejectWorld) sign(k *did.PrivateKey, spec command.Spec) *governed.Object {
 	w.t.Helper()
 	if spec.IssuedAt.IsZero() {
 		spec.IssuedAt = w.h.clk.Now()
@@ -65,7 +66,7 @@ func (w *rejectWorld) sign(k *did.PrivateKey, spec manage.CommandSpec) *governed
 	if spec.Device.IsZero() {
 		spec.Device = w.dev
 	}
-	o, err := manage.SignCommand(k, spec)
+	o, err := command.Sign(k, spec)
 	if err != nil {
 		w.t.Fatal(err)
 	}
@@ -95,46 +96,46 @@ func (w *rejectWorld) raw(payload []byte, contentType, corr string) string {
 var rejectCases = []struct {
 	name    string
 	send    func(w *rejectWorld) string
-	outcome manage.Outcome
+	outcome command.Outcome
 	reason  string
 }{
 	{"unknown key", func(w *rejectWorld) string {
-		return w.publish(w.sign(w.stranger, manage.CommandSpec{Seq: 5000, Op: manage.OpHalt}))
-	}, manage.OutcomeRejected, manage.ReasonOperatorNotAllowed},
-	{"replayed", func(w *rejectWorld) string { return w.publish(w.ok.Object) }, manage.OutcomeRejected, "replay"},
+		return w.publish(w.sign(w.stranger, command.Spec{Seq: 5000, Op: command.OpHalt}))
+	}, command.OutcomeRejected, command.ReasonOperatorNotAllowed},
+	{"replayed", func(w *rejectWorld) string { return w.publish(w.ok.Object) }, command.OutcomeRejected, "replay"},
 	{"out of sequence", func(w *rejectWorld) string {
-		return w.publish(w.sign(w.h.opKey, manage.CommandSpec{Seq: 1000, Op: manage.OpHalt}))
-	}, manage.OutcomeRejected, manage.ReasonOutOfSequence},
+		return w.publish(w.sign(w.h.opKey, command.Spec{Seq: 1000, Op: command.OpHalt}))
+	}, command.OutcomeRejected, command.ReasonOutOfSequence},
 	{"expired", func(w *rejectWorld) string {
 		// The operator's client refuses to publish it; a broker that held
 		// it too long, or anyone, can.
-		o := w.sign(w.h.opKey, manage.CommandSpec{Seq: 6000, Op: manage.OpHalt, IssuedAt: w.h.clk.Now().Add(-2 * time.Hour), TTL: time.Hour})
+		o := w.sign(w.h.opKey, command.Spec{Seq: 6000, Op: command.OpHalt, IssuedAt: w.h.clk.Now().Add(-2 * time.Hour), TTL: time.Hour})
 		j, _ := o.MarshalJSON()
 		return w.raw(j, envelope.ContentTypeJSON, o.ID)
-	}, manage.OutcomeRejected, "expired"},
+	}, command.OutcomeRejected, "expired"},
 	{"wrong device", func(w *rejectWorld) string {
-		return w.publish(w.sign(w.h.opKey, manage.CommandSpec{Device: w.stranger.DID(), Seq: 7000, Op: manage.OpHalt}))
-	}, manage.OutcomeRejected, manage.ReasonWrongDevice},
+		return w.publish(w.sign(w.h.opKey, command.Spec{Device: w.stranger.DID(), Seq: 7000, Op: command.OpHalt}))
+	}, command.OutcomeRejected, command.ReasonWrongDevice},
 	{"forged", func(w *rejectWorld) string {
-		o := w.sign(w.h.opKey, manage.CommandSpec{Seq: 2000, Op: manage.OpReboot})
+		o := w.sign(w.h.opKey, command.Spec{Seq: 2000, Op: command.OpReboot})
 		j, _ := o.MarshalJSON()
 		return w.raw([]byte(strings.Replace(string(j), `"op":"reboot"`, `"op":"status"`, 1)), "", o.ID)
-	}, manage.OutcomeRejected, "signature-invalid"},
+	}, command.OutcomeRejected, "signature-invalid"},
 	{"unknown op", func(w *rejectWorld) string {
-		o, err := governed.Sign(w.h.opKey, governed.Template{IssuedAt: w.h.clk.Now(), Semantic: governed.Semantic{Schema: manage.SchemaCommand},
-			Payload: map[string]any{"device": w.dev.String(), "seq": 3000, "op": "format-disk"}, Purpose: manage.PurposeCommand, TTL: time.Hour})
+		o, err := governed.Sign(w.h.opKey, governed.Template{IssuedAt: w.h.clk.Now(), Semantic: governed.Semantic{Schema: command.Schema},
+			Payload: map[string]any{"device": w.dev.String(), "seq": 3000, "op": "format-disk"}, Purpose: command.Purpose, TTL: time.Hour})
 		if err != nil {
 			w.t.Fatal(err)
 		}
 		return w.publish(o)
-	}, manage.OutcomeRejected, manage.ReasonBadCommand},
+	}, command.OutcomeRejected, command.ReasonBadCommand},
 	{"too long a lifetime", func(w *rejectWorld) string {
-		return w.publish(w.sign(w.h.opKey, manage.CommandSpec{Seq: 8000, Op: manage.OpHalt, TTL: 365 * 24 * time.Hour}))
-	}, manage.OutcomeRejected, manage.ReasonBadCommand},
+		return w.publish(w.sign(w.h.opKey, command.Spec{Seq: 8000, Op: command.OpHalt, TTL: 365 * 24 * time.Hour}))
+	}, command.OutcomeRejected, command.ReasonBadCommand},
 	{"content type", func(w *rejectWorld) string { return w.raw([]byte("halt!"), "text/plain", "cmd-text") },
-		manage.OutcomeRejected, envelope.ReasonUnsupportedContentType},
+		command.OutcomeRejected, envelope.ReasonUnsupportedContentType},
 	{"not JSON", func(w *rejectWorld) string { return w.raw([]byte("{halt"), "", "cmd-junk") },
-		manage.OutcomeRejected, "malformed"},
+		command.OutcomeRejected, "malformed"},
 }
 
 func TestRejectedCommandsAreReported(t *testing.T) {
@@ -143,8 +144,8 @@ func TestRejectedCommandsAreReported(t *testing.T) {
 	w := &rejectWorld{t: t, h: h, op: h.operator(), stranger: mustKey(t), dev: h.devKey.DID()}
 	// A valid command first: it runs, and sets the operator's last
 	// sequence number to 1000.
-	w.ok = h.sendSpec(manage.CommandSpec{Device: w.dev, Seq: 1000, Op: manage.OpStatus}, false)
-	if r := h.reply(w.ok.Object.ID); r.Outcome != manage.OutcomeOK {
+	w.ok = h.sendSpec(command.Spec{Device: w.dev, Seq: 1000, Op: command.OpStatus}, false)
+	if r := h.reply(w.ok.Object.ID); r.Outcome != command.OutcomeOK {
 		t.Fatalf("valid command: %+v", r)
 	}
 	for _, tt := range rejectCases {
@@ -163,7 +164,7 @@ func TestRejectedCommandsAreReported(t *testing.T) {
 		t.Errorf("the device executed %d commands, want only the valid one", len(got))
 	}
 	st := h.client.Stats()
-	if st.Accepted != 1 || st.Rejected[manage.ReasonOperatorNotAllowed] != 1 || st.Rejected["replay"] != 1 {
+	if st.Accepted != 1 || st.Rejected[command.ReasonOperatorNotAllowed] != 1 || st.Rejected["replay"] != 1 {
 		t.Errorf("stats = %+v", st)
 	}
 	// The rejections left no trace: the last accepted sequence number is
@@ -181,7 +182,7 @@ func TestRejectionRateLimit(t *testing.T) {
 	stranger := mustKey(t)
 	var ids []string
 	for i := range 4 {
-		o, err := manage.SignCommand(stranger, manage.CommandSpec{Device: h.devKey.DID(), Seq: uint64(i + 1), Op: manage.OpStatus, IssuedAt: h.clk.Now()})
+		o, err := command.Sign(stranger, command.Spec{Device: h.devKey.DID(), Seq: uint64(i + 1), Op: command.OpStatus, IssuedAt: h.clk.Now()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -196,17 +197,17 @@ func TestRejectionRateLimit(t *testing.T) {
 	}
 	// A valid command is never rate-limited; its answer arrives after the
 	// suppressed rejections were processed (commands run in order).
-	valid := h.send(manage.OpStatus, nil)
+	valid := h.send(command.OpStatus, nil)
 	h.reply(valid.Object.ID)
 	if st := h.client.Stats(); st.Suppressed != 2 {
 		t.Errorf("Suppressed = %d, want 2", st.Suppressed)
 	}
 	h.clk.Advance(time.Minute)
-	o, _ := manage.SignCommand(stranger, manage.CommandSpec{Device: h.devKey.DID(), Seq: 9, Op: manage.OpStatus, IssuedAt: h.clk.Now()})
+	o, _ := command.Sign(stranger, command.Spec{Device: h.devKey.DID(), Seq: 9, Op: command.OpStatus, IssuedAt: h.clk.Now()})
 	if _, err := op.PublishCommand(ctxT(t), h.name, o, false); err != nil {
 		t.Fatal(err)
 	}
-	if r := h.reply(o.ID); r.Reason != manage.ReasonOperatorNotAllowed {
+	if r := h.reply(o.ID); r.Reason != command.ReasonOperatorNotAllowed {
 		t.Errorf("after a minute, reply = %+v", r)
 	}
 }
@@ -214,19 +215,19 @@ func TestRejectionRateLimit(t *testing.T) {
 func TestCBORCommandGetsCBORReply(t *testing.T) {
 	h := newHarness(t, mqtttest.StartEmbedded(t, nil))
 	h.wake()
-	h.lastSeq = manage.NextSeq(h.lastSeq, h.clk.Now())
-	s := h.sendSpec(manage.CommandSpec{Device: h.devKey.DID(), Seq: h.lastSeq, Op: manage.OpConfigGet,
-		Args: &manage.ConfigArgs{Key: "mode"}}, true)
+	h.lastSeq = command.NextSeq(h.lastSeq, h.clk.Now())
+	s := h.sendSpec(command.Spec{Device: h.devKey.DID(), Seq: h.lastSeq, Op: command.OpConfigGet,
+		Args: &command.ConfigArgs{Key: "mode"}}, true)
 	r := h.reply(s.Object.ID)
-	if r.Outcome != manage.OutcomeOK || r.Op != manage.OpConfigGet {
+	if r.Outcome != command.OutcomeOK || r.Op != command.OpConfigGet {
 		t.Fatalf("reply = %+v", r)
 	}
 	var res map[string]any
-	if err := json.Unmarshal(r.Result, &res); err != nil || res["op"] != manage.OpConfigGet {
+	if err := json.Unmarshal(r.Result, &res); err != nil || res["op"] != command.OpConfigGet {
 		t.Errorf("result = %s, %v", r.Result, err)
 	}
 	got := h.dev.Executed()
-	if len(got) != 1 || got[0].Args.(*manage.ConfigArgs).Key != "mode" {
+	if len(got) != 1 || got[0].Args.(*command.ConfigArgs).Key != "mode" {
 		t.Errorf("executed %+v", got)
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/torpor-dev/torpor/store/ledger"
 	"github.com/torpor-dev/torpor/store/replay"
 	"github.com/torpor-dev/torpor/transport/mqtt"
+	"github.com/torpor-dev/torpor/transport/mqtt/command"
 	"github.com/torpor-dev/torpor/transport/mqtt/envelope"
 )
 
@@ -33,8 +34,8 @@ type Device interface {
 
 // Result is what Device.Execute reports.
 type Result struct {
-	// Outcome is OutcomeOK or OutcomeFailed.
-	Outcome Outcome
+	// Outcome is command.OutcomeOK or command.OutcomeFailed.
+	Outcome command.Outcome
 	// Reason is a short machine reason for a failure, such as
 	// "unsupported" or "no-hold".
 	Reason string
@@ -49,16 +50,16 @@ type Result struct {
 }
 
 // OK returns a successful Result carrying data.
-func OK(data any) Result { return Result{Outcome: OutcomeOK, Data: data} }
+func OK(data any) Result { return Result{Outcome: command.OutcomeOK, Data: data} }
 
 // Failed returns a failed Result.
 func Failed(reason, format string, args ...any) Result {
-	return Result{Outcome: OutcomeFailed, Reason: reason, Detail: fmt.Sprintf(format, args...)}
+	return Result{Outcome: command.OutcomeFailed, Reason: reason, Detail: fmt.Sprintf(format, args...)}
 }
 
 // Defaults of Config.
 const (
-	DefaultMaxCommandTTL = 30 * 24 * time.Hour
+	DefaultMaxCommandTTL = command.DefaultMaxTTL
 	DefaultRejectionRate = 30
 )
 
@@ -130,7 +131,7 @@ func Start(cfg Config) (*Server, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	recv := &governed.Receiver{Purposes: []string{PurposeCommand}, MaxLifetime: cfg.MaxCommandTTL,
+	recv := &governed.Receiver{Purposes: []string{command.Purpose}, MaxLifetime: cfg.MaxCommandTTL,
 		KnownSigners: cfg.Operators, Clock: cfg.Clock}
 	adm, err := newAdmitter(cfg.DB, cfg.Replay, cfg.Ledger, cfg.Operators, recv, cfg.MaxCommandTTL)
 	if err != nil {
@@ -167,6 +168,10 @@ func (s *Server) Status() envelope.Status {
 	return envelope.Status{}
 }
 
+// Order implements mqtt.Handler: the backlog in the order command.Order
+// gives, so that each operator's commands are admitted in sequence.
+func (*Server) Order(b []*mqtt.Delivery) []*mqtt.Delivery { return command.Order(b) }
+
 // Handle implements mqtt.Handler: it admits the command and hands it to
 // the executor, or answers its rejection.
 func (s *Server) Handle(ctx context.Context, d *mqtt.Delivery) {
@@ -193,7 +198,7 @@ func (s *Server) Handle(ctx context.Context, d *mqtt.Delivery) {
 	s.stats.Accepted++
 	s.mu.Unlock()
 	j := job{d: d, cmd: cmd}
-	if cmd.Op == OpHalt {
+	if cmd.Op == command.OpHalt {
 		go s.run(ctx, j) // a halt must reach work in flight; it does not queue behind it
 		return
 	}
@@ -215,7 +220,7 @@ func (s *Server) Interrupted(tx *bolt.Tx, d *mqtt.Delivery, a mqtt.Admission) (a
 		return nil, false, nil
 	}
 	r := refusedKey(&ledger.KeyError{Entry: le})
-	return Reply{Device: d.Key.DID().String(), Command: a.ID, Operator: a.Operator, Seq: a.Seq, Op: a.Op,
+	return command.Reply{Device: d.Key.DID().String(), Command: a.ID, Operator: a.Operator, Seq: a.Seq, Op: a.Op,
 		Outcome: r.outcome, Reason: r.reason, Detail: r.detail}, true, nil
 }
 
@@ -240,14 +245,14 @@ func (s *Server) rejected(ctx context.Context, d *mqtt.Delivery, r *rejection) {
 		d.Done()
 		return
 	}
-	reply := Reply{Device: d.Key.DID().String(), Outcome: r.outcome, Reason: r.reason, Detail: r.detail}
+	reply := command.Reply{Device: d.Key.DID().String(), Outcome: r.outcome, Reason: r.reason, Detail: r.detail}
 	if o := d.Object; o != nil {
 		reply.Command = o.ID
 		if verified(r.reason) {
 			reply.Operator = o.Issuer.String()
-			reply.Seq = claimedSeq(o)
+			reply.Seq = command.ClaimedSeq(o)
 		}
-	} else if corr := d.Correlation; utf8.Valid(corr) && len(corr) <= maxIDLen {
+	} else if corr := d.Correlation; utf8.Valid(corr) && len(corr) <= command.MaxIDLen {
 		reply.Command = string(corr)
 	}
 	go func() {
@@ -263,7 +268,7 @@ func (s *Server) rejected(ctx context.Context, d *mqtt.Delivery, r *rejection) {
 
 // answer publishes reply at once, or, when it has no command id to
 // answer, an event command-rejected.
-func (s *Server) answer(ctx context.Context, d *mqtt.Delivery, reply Reply) error {
+func (s *Server) answer(ctx context.Context, d *mqtt.Delivery, reply command.Reply) error {
 	if reply.Command == "" {
 		return d.Event(ctx, envelope.Event{Kind: "command-rejected", Detail: reply.Reason + ": " + reply.Detail})
 	}
@@ -333,16 +338,16 @@ func (s *Server) run(ctx context.Context, j job) {
 }
 
 // replyFor builds the reply to an executed command.
-func replyFor(cmd Command, res Result) Reply {
-	r := Reply{Command: cmd.ID, Operator: cmd.Operator.String(),
+func replyFor(cmd Command, res Result) command.Reply {
+	r := command.Reply{Command: cmd.ID, Operator: cmd.Operator.String(),
 		Seq: cmd.Seq, Op: cmd.Op, Outcome: res.Outcome, Reason: res.Reason, Detail: res.Detail}
-	if r.Outcome != OutcomeOK && r.Outcome != OutcomeFailed {
-		r.Outcome, r.Reason, r.Detail = OutcomeFailed, "device-error", "the device reported outcome "+truncate(string(res.Outcome))
+	if r.Outcome != command.OutcomeOK && r.Outcome != command.OutcomeFailed {
+		r.Outcome, r.Reason, r.Detail = command.OutcomeFailed, "device-error", "the device reported outcome "+truncate(string(res.Outcome))
 	}
 	if res.Data != nil {
 		b, err := json.Marshal(res.Data)
 		if err != nil {
-			r.Outcome, r.Reason, r.Detail = OutcomeFailed, "device-error", "encoding the result: "+err.Error()
+			r.Outcome, r.Reason, r.Detail = command.OutcomeFailed, "device-error", "encoding the result: "+err.Error()
 		} else {
 			r.Result = b
 		}

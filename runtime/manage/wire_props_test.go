@@ -12,6 +12,7 @@ import (
 
 	"github.com/torpor-dev/torpor/runtime/manage"
 	"github.com/torpor-dev/torpor/transport/mqtt"
+	"github.com/torpor-dev/torpor/transport/mqtt/command"
 	"github.com/torpor-dev/torpor/transport/mqtt/login"
 	"github.com/torpor-dev/torpor/transport/mqtt/mqtttest"
 )
@@ -38,9 +39,9 @@ func TestWireProperties(t *testing.T) {
 	h.wake()
 
 	const ttl = 90 * time.Minute
-	h.lastSeq = manage.NextSeq(h.lastSeq, h.clk.Now())
-	sent := h.sendSpec(manage.CommandSpec{Device: h.devKey.DID(), Seq: h.lastSeq, Op: manage.OpStatus, TTL: ttl}, false)
-	if r := h.reply(sent.Object.ID); r.Outcome != manage.OutcomeOK {
+	h.lastSeq = command.NextSeq(h.lastSeq, h.clk.Now())
+	sent := h.sendSpec(command.Spec{Device: h.devKey.DID(), Seq: h.lastSeq, Op: command.OpStatus, TTL: ttl}, false)
+	if r := h.reply(sent.Object.ID); r.Outcome != command.OutcomeOK {
 		t.Fatalf("status reply: %+v", r)
 	}
 	h.sleep(h.clk.Now().Add(time.Hour))

@@ -1,7 +1,11 @@
 // Package sender is the sending side of agent sessions, what
 // `torporctl send` uses: it establishes a pair session with an agent
 // through the agent's A2A endpoint (a Torpor relay's /a/{did}, or any
-// draft-chapman-a2a-mls peer) and sends Governed Objects encrypted in it.
+// draft-chapman-a2a-mls peer) and sends Governed Objects encrypted in it
+// (Client), or unencrypted where the agent allows it (Plaintext). It reads
+// the relay's answers in both of the offline profile's shapes (Answer,
+// ReadAnswer) and follows the profile's rules for trying again (Retry:
+// never after the relay queued a message, at its Retry-After otherwise).
 //
 // # Establishing (draft-chapman-a2a-mls-03 Section 6.2)
 //

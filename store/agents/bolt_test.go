@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/torpor-dev/torpor/internal/benchcpu"
 	"github.com/torpor-dev/torpor/store/agents"
 	"github.com/torpor-dev/torpor/store/agents/agentstest"
 )
@@ -44,6 +45,7 @@ func BenchmarkTakeKeyPackage(b *testing.B) {
 			pool[i] = agentstest.KP(byte(i))
 		}
 		n := 0
+		meter := benchcpu.Start(b)
 		for b.Loop() {
 			if n%agents.MaxKeyPackages == 0 {
 				b.StopTimer()
@@ -57,6 +59,7 @@ func BenchmarkTakeKeyPackage(b *testing.B) {
 				b.Fatal(err, last)
 			}
 		}
+		meter.Stop()
 		for {
 			if _, last, _ := s.TakeKeyPackage(ctx, agent); last {
 				break
@@ -64,10 +67,12 @@ func BenchmarkTakeKeyPackage(b *testing.B) {
 		}
 	})
 	b.Run("last-resort", func(b *testing.B) {
+		meter := benchcpu.Start(b)
 		for b.Loop() {
 			if _, last, err := s.TakeKeyPackage(ctx, agent); err != nil || !last {
 				b.Fatal(err, last)
 			}
 		}
+		meter.Stop()
 	})
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/torpor-dev/torpor/internal/benchcpu"
 	"github.com/torpor-dev/torpor/store/jsstore"
 	"github.com/torpor-dev/torpor/store/jsstore/jsserver"
 	"github.com/torpor-dev/torpor/store/queue"
@@ -51,6 +52,7 @@ func benchEnqueue(b *testing.B, cfg jsstore.Config) {
 	body := make([]byte, 1024)
 	b.SetParallelism(8) // 8 × GOMAXPROCS (2 here) = 16 senders
 	b.ResetTimer()
+	meter := benchcpu.Start(b) // the embedded servers' CPU among it
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			i := n.Add(1)
@@ -61,4 +63,5 @@ func benchEnqueue(b *testing.B, cfg jsstore.Config) {
 			}
 		}
 	})
+	meter.Stop()
 }

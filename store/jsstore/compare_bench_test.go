@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/torpor-dev/torpor/internal/benchcpu"
 	"github.com/torpor-dev/torpor/store/jsstore"
 	"github.com/torpor-dev/torpor/store/jsstore/jsserver"
 	"github.com/torpor-dev/torpor/store/queue"
@@ -114,14 +115,37 @@ func rawStream(b *testing.B, url string) jetstream.JetStream {
 // i for agent i%16 (store/queue's BenchmarkEnqueueDurable), and returns
 // enqueues/s.
 func runEnqueues(b *testing.B, s queue.Store, senders int, body []byte) float64 {
-	bounds := queue.DefaultBounds()
-	bounds.MaxMessages, bounds.MaxPerPeer, bounds.MaxBytes = 1<<30, 1<<30, 1<<50
+	bounds := workloadBounds()
 	t0 := time.Date(2026, 1, 15, 12, 0, 0, 0, time.UTC)
 	return runSenders(b, senders, func(i int) error {
 		r := queue.Record{Agent: fmt.Sprint("did:key:agent", i%16), From: fmt.Sprint("did:key:sender", i), Body: body}
 		_, err := s.Enqueue(context.Background(), r, bounds, t0)
 		return err
 	})
+}
+
+// workloadBounds are bounds that never refuse the workload's records: every
+// cap raised, the per-sender byte cap (MaxPeerBytes) among them. Without
+// it, DefaultBounds' 512 KiB per sender refused the 513th 1 KiB record of
+// a sender with "queue: full (peer)" once b.N grew past 512 × senders
+// (TestWorkloadBoundsAdmitALongRun).
+func workloadBounds() queue.Bounds {
+	b := queue.DefaultBounds()
+	b.MaxMessages, b.MaxPerPeer, b.MaxBytes, b.MaxPeerBytes = 1<<30, 1<<30, 1<<50, 1<<50
+	return b
+}
+
+// TestWorkloadBoundsAdmitALongRun: the benchmark's bounds admit a record
+// after more records from one sender to one agent than any run reaches
+// (b.N of a one-second run is in the thousands), as every engine checks
+// them (queue.Admit).
+func TestWorkloadBoundsAdmitALongRun(t *testing.T) {
+	const n = 1 << 24
+	live := queue.Stats{Messages: n, Bytes: n * 1024}
+	r := queue.Record{Agent: "did:key:agent0", From: "did:key:sender0", Body: bytes.Repeat([]byte("x"), 1024)}
+	if err := queue.Admit(live, live, r, workloadBounds()); err != nil {
+		t.Fatalf("after %d records of 1 KiB from one sender: %v", n, err)
+	}
 }
 
 // runSenders calls do from senders goroutines (i is the goroutine) until
@@ -132,6 +156,7 @@ func runSenders(b *testing.B, senders int, do func(i int) error) float64 {
 	var first error
 	var wg sync.WaitGroup
 	b.ResetTimer()
+	meter := benchcpu.Start(b) // the embedded server's CPU among it
 	for i := range senders {
 		wg.Go(func() {
 			for next.Add(1) <= int64(b.N) {
@@ -144,6 +169,7 @@ func runSenders(b *testing.B, senders int, do func(i int) error) float64 {
 	}
 	wg.Wait()
 	b.StopTimer()
+	meter.Stop()
 	if first != nil {
 		b.Fatal(first)
 	}

@@ -12,6 +12,8 @@ import (
 
 	"github.com/eclipse/paho.golang/autopaho/queue"
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/torpor-dev/torpor/internal/benchcpu"
 )
 
 func mustQueue(t testing.TB, db *bolt.DB, o *QueueOptions) *Queue {
@@ -218,6 +220,7 @@ func BenchmarkQueueEnqueueRemove(b *testing.B) {
 	q := mustQueue(b, mustOpenDB(b, filepath.Join(b.TempDir(), "a.db")), nil)
 	msg := bytes.Repeat([]byte("r"), 512)
 	b.ReportAllocs()
+	meter := benchcpu.Start(b)
 	for b.Loop() {
 		if err := q.Enqueue(bytes.NewReader(msg)); err != nil {
 			b.Fatal(err)
@@ -230,4 +233,5 @@ func BenchmarkQueueEnqueueRemove(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+	meter.Stop()
 }

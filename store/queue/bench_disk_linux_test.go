@@ -7,6 +7,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/torpor-dev/torpor/internal/benchcpu"
 )
 
 // BenchmarkDiskCommit measures what a commit's write pattern costs the
@@ -38,6 +40,7 @@ func BenchmarkDiskCommit(b *testing.B) {
 				b.Fatal(err)
 			}
 			var pattern, one time.Duration
+			meter := benchcpu.Start(b)
 			for i := 0; b.Loop(); i++ {
 				t := time.Now()
 				commit := diskCommit
@@ -53,6 +56,7 @@ func BenchmarkDiskCommit(b *testing.B) {
 				}
 				pattern, one = pattern+u.Sub(t), one+time.Since(u)
 			}
+			meter.Stop()
 			b.ReportMetric(float64(b.N)/pattern.Seconds(), "commits/s")
 			b.ReportMetric(float64(b.N)/one.Seconds(), "one-page-commits/s")
 			b.ReportMetric(float64(pattern)/float64(one), "page-commits")

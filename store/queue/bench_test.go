@@ -13,6 +13,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/torpor-dev/torpor/internal/benchcpu"
 	"github.com/torpor-dev/torpor/store"
 )
 
@@ -69,11 +70,13 @@ func BenchmarkFsync(b *testing.B) {
 	}
 	defer db.Close()
 	b.ResetTimer()
+	meter := benchcpu.Start(b)
 	for i := 0; b.Loop(); i++ {
 		if err := fsyncOnce(db, i); err != nil {
 			b.Fatal(err)
 		}
 	}
+	meter.Stop()
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "fsyncs/s")
 }
 
@@ -117,17 +120,21 @@ func benchEnqueueDurable(b *testing.B, engine string, senders int) {
 	var fsyncs int
 	var fsyncTime time.Duration
 	b.ResetTimer()
+	meter := benchcpu.Start(b)
 	const rounds = 8
 	for r := range rounds {
 		if err := enqueueRound(s, senders, b.N*(r+1)/rounds-b.N*r/rounds); err != nil {
 			b.Fatal(err)
 		}
 		b.StopTimer()
+		meter.Pause()
 		n, d := fsyncFor(b, probe, 60*time.Millisecond)
 		fsyncs, fsyncTime = fsyncs+n, fsyncTime+d
+		meter.Resume()
 		b.StartTimer()
 	}
 	b.StopTimer()
+	meter.Stop()
 	rate, fsyncRate := float64(b.N)/b.Elapsed().Seconds(), float64(fsyncs)/fsyncTime.Seconds()
 	b.ReportMetric(rate, "enqueues/s")
 	b.ReportMetric(fsyncRate, "fsyncs/s")
@@ -235,6 +242,7 @@ func BenchmarkLogOpen(b *testing.B) {
 	}
 	flush()
 	heap := indexHeap(b, dir)
+	meter := benchcpu.Start(b)
 	for b.Loop() {
 		l, err := OpenLog(dir, nil)
 		if err != nil {
@@ -242,6 +250,7 @@ func BenchmarkLogOpen(b *testing.B) {
 		}
 		l.Close()
 	}
+	meter.Stop()
 	sec := b.Elapsed().Seconds() / float64(b.N)
 	b.ReportMetric(records/sec, "records/s")
 	b.ReportMetric(float64(total)/(1<<20)/sec, "MiB/s")

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -187,7 +188,7 @@ func prepare(r Record, b Bounds, now time.Time) (Record, []byte, error) {
 	if err != nil {
 		return Record{}, nil, err
 	}
-	val, err := encodeRecord(r)
+	val, err := encodeUnsealed(r)
 	return r, val, err
 }
 
@@ -250,6 +251,7 @@ func (s *Bolt) insert(tx *bolt.Tx, r Record, val []byte, b Bounds) (uint64, *Ful
 	recs.FillPercent = 1
 	c.last++
 	c.add(r, +1)
+	sealRecord(val, r.Agent, c.last) // Batch may re-run this with another seq: val is rewritten whole
 	steps := []func() error{
 		func() error { return recs.Put(seqKey(c.last), val) },
 		func() error { return s.failpoint("enqueue:after-record", r) },
@@ -353,7 +355,7 @@ func (s *Bolt) remove(tx *bolt.Tx, ab *bolt.Bucket, agent string, seq uint64) (b
 		return false, nil
 	}
 	r, err := decodeRecord(agent, seq, v)
-	if err != nil {
+	if err != nil && !errors.Is(err, errChecksum) { // a damaged record can still be deleted
 		return false, err
 	}
 	c, err := parseCounters(agent, ab.Get(keyCounters))
@@ -409,7 +411,9 @@ func (s *Bolt) purge(tx *bolt.Tx, now time.Time) (int, error) {
 	return len(due), nil
 }
 
-// Next implements Store.
+// Next implements Store. A record that fails its checksum or cannot be
+// decoded is left out and named in a *DamagedError returned with the
+// sound records; it does not count against max.
 func (s *Bolt) Next(ctx context.Context, agent string, after uint64, max int, now time.Time) ([]Record, error) {
 	if err := s.enter(ctx); err != nil {
 		return nil, err
@@ -418,8 +422,11 @@ func (s *Bolt) Next(ctx context.Context, agent string, after uint64, max int, no
 	if max <= 0 || after == ^uint64(0) {
 		return nil, nil
 	}
-	var out []Record
-	err := s.db.View(func(tx *bolt.Tx) error {
+	var (
+		out     []Record
+		damaged *DamagedError
+	)
+	s.db.View(func(tx *bolt.Tx) error {
 		ab := tx.Bucket(bucketAgents).Bucket([]byte(agent))
 		if ab == nil || ab.Bucket(bucketRecords) == nil {
 			return nil
@@ -427,46 +434,61 @@ func (s *Bolt) Next(ctx context.Context, agent string, after uint64, max int, no
 		c := ab.Bucket(bucketRecords).Cursor()
 		for k, v := c.Seek(seqKey(after + 1)); k != nil && len(out) < max; k, v = c.Next() {
 			r, err := decodeRecord(agent, binary.BigEndian.Uint64(k), v)
-			if err != nil {
-				return err
-			}
-			if !r.Expired(now) {
+			switch {
+			case err != nil:
+				if damaged == nil {
+					damaged = &DamagedError{Agent: agent, First: err}
+				}
+				damaged.Seqs = append(damaged.Seqs, binary.BigEndian.Uint64(k))
+			case !r.Expired(now):
 				out = append(out, r)
 			}
 		}
 		return nil
 	})
-	if err != nil {
-		return nil, fmt.Errorf("queue: next for %s: %w", agent, err)
+	if damaged != nil {
+		return out, damaged
 	}
 	return out, nil
 }
 
 // Ack implements Store. The deletions are durable when it returns.
 func (s *Bolt) Ack(ctx context.Context, agent string, seqs []uint64) error {
+	_, err := s.AckCount(ctx, agent, seqs)
+	return err
+}
+
+// AckCount implements AckCounter.
+func (s *Bolt) AckCount(ctx context.Context, agent string, seqs []uint64) (int, error) {
 	if err := s.enter(ctx); err != nil {
-		return err
+		return 0, err
 	}
 	defer s.mu.RUnlock()
 	if len(seqs) == 0 {
-		return nil
+		return 0, nil
 	}
+	var deleted int
 	err := s.write(func(tx *bolt.Tx) error {
+		deleted = 0 // Batch may re-run this function
 		ab := tx.Bucket(bucketAgents).Bucket([]byte(agent))
 		if ab == nil {
 			return nil
 		}
 		for _, seq := range seqs {
-			if _, err := s.remove(tx, ab, agent, seq); err != nil {
+			ok, err := s.remove(tx, ab, agent, seq)
+			if err != nil {
 				return err
+			}
+			if ok {
+				deleted++
 			}
 		}
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("queue: ack for %s: %w", agent, err)
+		return 0, fmt.Errorf("queue: ack for %s: %w", agent, err)
 	}
-	return nil
+	return deleted, nil
 }
 
 // Purge implements Store.
@@ -538,7 +560,7 @@ func subtractExpired(tx *bolt.Tx, ab *bolt.Bucket, agent string, now time.Time, 
 			return fmt.Errorf("%w: expiry index names missing record %s/%d", ErrCorrupt, agent, seq)
 		}
 		r, err := decodeRecord(agent, seq, v)
-		if err != nil {
+		if err != nil && !errors.Is(err, errChecksum) {
 			return err
 		}
 		c.add(r, -1)

@@ -333,8 +333,8 @@ func TestMigrateV1(t *testing.T) {
 }
 
 func TestRecordCodec(t *testing.T) {
-	r := Record{From: alice, Kind: KindHandshake, EnqueuedAt: t0, ExpiresAt: t0.Add(time.Hour), Body: []byte{0, 1, 2}}
-	v, err := encodeRecord(r)
+	r := Record{Agent: agent, From: alice, Kind: KindHandshake, EnqueuedAt: t0, ExpiresAt: t0.Add(time.Hour), Body: []byte{0, 1, 2}}
+	v, err := encodeRecord(r, 7)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -345,20 +345,24 @@ func TestRecordCodec(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.Agent, r.Seq = agent, 7
+	r.Seq = 7
 	if diff := cmp.Diff(r, got); diff != "" {
 		t.Errorf("round trip (-want +got):\n%s", diff)
 	}
-	// Overhead beyond the body and sender: version, array header, kind, two times.
-	if over := len(v) - len(r.Body) - len(r.From); over > 24 {
-		t.Errorf("record overhead = %d bytes, want at most 24", over)
+	// Overhead beyond the body and sender: version, checksum, array header, kind, two times.
+	if over := len(v) - len(r.Body) - len(r.From); over > 28 {
+		t.Errorf("record overhead = %d bytes, want at most 28", over)
 	}
+	flipped := bytes.Clone(v)
+	flipped[len(flipped)-1] ^= 1
 	bad := map[string][]byte{
-		"empty":           nil,
-		"unknown version": append([]byte{2}, v[1:]...),
-		"truncated":       v[:len(v)-1],
-		"trailing field":  append([]byte{1, 0x86}, append(v[2:], 0)...),
-		"unknown kind":    func() []byte { w, _ := encodeRecord(Record{Kind: 5}); return w }(),
+		"empty":             nil,
+		"unknown version":   append([]byte{3}, v[1:]...),
+		"truncated":         v[:len(v)-1],
+		"trailing field":    append([]byte{1, 0x86}, append(v[6:], 0)...),
+		"unknown kind":      func() []byte { w, _ := encodeRecord(Record{Agent: agent, Kind: 5}, 1); return w }(),
+		"body byte flipped": flipped,
+		"another key":       v, // decoded at seq 1 below, stored for 7
 	}
 	for name, b := range bad {
 		if _, err := decodeRecord(agent, 1, b); !errors.Is(err, ErrCorrupt) {

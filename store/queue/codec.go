@@ -2,15 +2,40 @@ package queue
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"hash/crc32"
 	"time"
 
 	"github.com/fxamacker/cbor/v2"
 )
 
-// recordVersion is the first byte of every record value (see the package
-// doc's on-disk layout).
-const recordVersion = 1
+// The first byte of every record value (see the package doc's on-disk
+// layout): version 1 is the CBOR array alone, written before records
+// carried a checksum and still read; version 2, written now, puts a
+// CRC-32C (Castagnoli) of the record before it.
+const (
+	recordVersion1 = 1
+	recordVersion  = 2
+	// checksumLen is the CRC's length after the version byte.
+	checksumLen = 4
+)
+
+// recordCRC is the CRC-32C table (RFC 3720, Section 12.1, the polynomial
+// the record log's frames use too).
+var recordCRC = crc32.MakeTable(crc32.Castagnoli)
+
+// errChecksum is wrapped by decodeRecord's error when a version-2 record
+// decodes but fails its checksum: a byte of it changed on disk.
+var errChecksum = errors.New("checksum mismatch")
+
+// recordSum is the CRC-32C of a record's agent, seq and CBOR bytes:
+// covering the key too, a record read under another key fails it.
+func recordSum(agent string, seq uint64, cborBytes []byte) uint32 {
+	crc := crc32.Update(0, recordCRC, binary.BigEndian.AppendUint64(nil, seq))
+	crc = crc32.Update(crc, recordCRC, []byte(agent))
+	return crc32.Update(crc, recordCRC, cborBytes)
+}
 
 // diskRecord is the CBOR array stored after the version byte. Agent and Seq
 // are not stored: the bucket and the key hold them.
@@ -38,8 +63,25 @@ func init() {
 	}
 }
 
-// encodeRecord returns the stored form of r.
-func encodeRecord(r Record) ([]byte, error) {
+// encodeRecord returns the stored form of r, to be kept under r.Agent at
+// seq.
+func encodeRecord(r Record, seq uint64) ([]byte, error) {
+	v, err := encodeUnsealed(r)
+	if err != nil {
+		return nil, err
+	}
+	sealRecord(v, r.Agent, seq)
+	return v, nil
+}
+
+// sealRecord writes into v, from encodeUnsealed, the checksum it has
+// under agent at seq (known only inside the transaction that stores it).
+func sealRecord(v []byte, agent string, seq uint64) {
+	binary.BigEndian.PutUint32(v[1:], recordSum(agent, seq, v[1+checksumLen:]))
+}
+
+// encodeUnsealed returns the stored form of r with a zero checksum.
+func encodeUnsealed(r Record) ([]byte, error) {
 	b, err := encMode.Marshal(diskRecord{
 		From:       r.From,
 		Kind:       r.Kind,
@@ -50,17 +92,31 @@ func encodeRecord(r Record) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("queue: encoding record: %w", err)
 	}
-	return append([]byte{recordVersion}, b...), nil
+	v := make([]byte, 1+checksumLen, 1+checksumLen+len(b))
+	v[0] = recordVersion
+	return append(v, b...), nil
 }
 
 // decodeRecord parses a stored record of agent at seq. The body is copied,
-// so the result stays valid after the transaction ends.
+// so the result stays valid after the transaction ends. A version-2
+// record that decodes but fails its checksum is returned with an error
+// wrapping ErrCorrupt and errChecksum: its fields may be wrong, but a
+// caller deleting it may use them.
 func decodeRecord(agent string, seq uint64, v []byte) (Record, error) {
-	if len(v) == 0 || v[0] != recordVersion {
+	var sumErr error
+	switch {
+	case len(v) > 0 && v[0] == recordVersion1:
+		v = v[1:]
+	case len(v) >= 1+checksumLen && v[0] == recordVersion:
+		if got := recordSum(agent, seq, v[1+checksumLen:]); got != binary.BigEndian.Uint32(v[1:]) {
+			sumErr = fmt.Errorf("%w: record %s/%d: %w (stored %08x, computed %08x)", ErrCorrupt, agent, seq, errChecksum, binary.BigEndian.Uint32(v[1:]), got)
+		}
+		v = v[1+checksumLen:]
+	default:
 		return Record{}, fmt.Errorf("%w: record %s/%d: unknown version", ErrCorrupt, agent, seq)
 	}
 	var d diskRecord
-	if err := decMode.Unmarshal(v[1:], &d); err != nil {
+	if err := decMode.Unmarshal(v, &d); err != nil {
 		return Record{}, fmt.Errorf("%w: record %s/%d: %v", ErrCorrupt, agent, seq, err)
 	}
 	if d.Kind > KindHandshake {
@@ -76,7 +132,7 @@ func decodeRecord(agent string, seq uint64, v []byte) (Record, error) {
 		EnqueuedAt: time.Unix(0, d.EnqueuedAt).UTC(),
 		ExpiresAt:  time.Unix(0, d.ExpiresAt).UTC(),
 		Body:       body,
-	}, nil
+	}, sumErr
 }
 
 // counters are an agent's per-agent totals, kept exact in the transaction

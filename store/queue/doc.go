@@ -81,11 +81,17 @@
 //	    <expiresAt: unix ns, int64 BE with the sign bit flipped>
 //	    <seq: uint64 BE> <agent DID> -> empty
 //
-// A record value is one version byte (0x01) followed by the CBOR
-// (RFC 8949, fxamacker/cbor) array [from, kind, enqueuedAt, expiresAt,
-// body] with times as Unix nanoseconds; agent and seq are not repeated
-// because the bucket and key hold them. The version byte lets a later
-// layout coexist with records already on flash. Open refuses a file whose
+// A record value is one version byte (0x02), the CRC-32C (Castagnoli,
+// big-endian) of the seq (uint64 BE), the agent DID and the CBOR bytes,
+// then the CBOR (RFC 8949, fxamacker/cbor) array [from, kind, enqueuedAt,
+// expiresAt, body] with times as Unix nanoseconds; agent and seq are not
+// repeated because the bucket and key hold them. Records written before
+// the checksum (version byte 0x01, the CBOR array alone) are still read.
+// Next leaves a record that fails its checksum out (a *DamagedError names
+// it; the relay logs and counts it and lists it to the operator); it can
+// still be acknowledged or purged. AckCount says how many records an
+// acknowledgement deleted, so that the relay can tell one that deleted
+// nothing. Open refuses a file whose
 // meta version it does not know (ErrCorrupt). Version 1 differed only in
 // the peer values (the record count alone); Open migrates such a file in
 // one transaction, recomputing the peer values from the records. The

@@ -11,10 +11,10 @@ import (
 // and whatever it accepts survives encode → decode unchanged.
 func FuzzRecord(f *testing.F) {
 	for _, r := range []Record{
-		{From: alice, Body: []byte("opaque-ok"), EnqueuedAt: t0, ExpiresAt: t0},
-		{Kind: KindHandshake, Body: nil},
+		{Agent: agent, From: alice, Body: []byte("opaque-ok"), EnqueuedAt: t0, ExpiresAt: t0},
+		{Agent: agent, Kind: KindHandshake, Body: nil},
 	} {
-		v, err := encodeRecord(r)
+		v, err := encodeRecord(r, 1)
 		if err != nil {
 			f.Fatal(err)
 		}
@@ -25,7 +25,7 @@ func FuzzRecord(f *testing.F) {
 		if err != nil {
 			return
 		}
-		w, err := encodeRecord(r)
+		w, err := encodeRecord(r, 1)
 		if err != nil {
 			t.Fatalf("encoding a decoded record: %v", err)
 		}

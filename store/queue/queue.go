@@ -147,7 +147,9 @@ type Store interface {
 	// after Close.
 	Enqueue(ctx context.Context, r Record, b Bounds, now time.Time) (Record, error)
 	// Next returns up to max live records of agent with Seq > after, in
-	// Seq order. An unknown agent has no records (nil, nil).
+	// Seq order. An unknown agent has no records (nil, nil). Records
+	// that fail their checksum are left out and named in a *DamagedError
+	// returned with the sound ones (Bolt).
 	Next(ctx context.Context, agent string, after uint64, max int, now time.Time) ([]Record, error)
 	// Ack deletes acknowledged records; unknown seqs are ignored.
 	Ack(ctx context.Context, agent string, seqs []uint64) error

@@ -9,6 +9,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/torpor-dev/torpor/clock/clocktest"
+	"github.com/torpor-dev/torpor/internal/benchcpu"
 )
 
 // BenchmarkAdmit compares, in one run, an admission in a transaction of its
@@ -21,6 +22,7 @@ func BenchmarkAdmit(b *testing.B) {
 			db, c := mustOpen(b, filepath.Join(b.TempDir(), "agent.db"), &Options{Clock: clocktest.New(t0)})
 			defer db.Close()
 			b.ResetTimer()
+			meter := benchcpu.Start(b)
 			for i := 0; i < b.N; i += batch {
 				err := db.Update(func(tx *bolt.Tx) error {
 					for j := i; j < i+batch && j < b.N; j++ {
@@ -34,6 +36,7 @@ func BenchmarkAdmit(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
+			meter.Stop()
 		})
 	}
 }

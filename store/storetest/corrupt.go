@@ -87,6 +87,10 @@ func layout(path string) (pageSize int, highWater int64, err error) {
 	return db.Info().PageSize, highWater, err
 }
 
+// WriteAt writes b into the file at path at off, as a write that reached
+// some sectors and not others leaves it.
+func WriteAt(path string, b []byte, off int64) error { return writeAt(path, b, off) }
+
 func writeAt(path string, b []byte, off int64) error {
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
@@ -94,6 +98,32 @@ func writeAt(path string, b []byte, off int64) error {
 	}
 	if _, err := f.WriteAt(b, off); err != nil {
 		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// FlipMeta flips one byte of meta page n (0 or 1), inside the page count
+// that its checksum covers, as a bit rot on the card does: bbolt then
+// takes the other page, if it is sound, without a word.
+func FlipMeta(path string, n int) error {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	size := os.Getpagesize()
+	hdr := make([]byte, 28)
+	if _, err := f.ReadAt(hdr, 0); err == nil && hdr[16] != 0 {
+		size = int(uint32(hdr[24]) | uint32(hdr[25])<<8 | uint32(hdr[26])<<16 | uint32(hdr[27])<<24)
+	}
+	off := int64(n*size) + 16 + 40 // the page header, then the meta's page count
+	b := make([]byte, 1)
+	if _, err := f.ReadAt(b, off); err != nil {
+		return err
+	}
+	b[0] ^= 0x5a
+	if _, err := f.WriteAt(b, off); err != nil {
 		return err
 	}
 	return f.Close()

@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/torpor-dev/torpor/internal/benchcpu"
 	"github.com/torpor-dev/torpor/store/jsstore/jsserver"
 )
 
@@ -55,18 +56,18 @@ func BenchmarkFleetEnqueue(b *testing.B) {
 
 	boltRelay := startRelay(b, b.TempDir(), append([]string{"--public-url", publicURL}, benchBounds...)...)
 	devs := publishBenchDevices(b, boltRelay.addr, 0)
-	b.Run("bbolt", func(b *testing.B) { bolt = benchSend(b, []string{boltRelay.addr}, devs) })
+	b.Run("bbolt", func(b *testing.B) { bolt = benchSend(b, []*relayProc{boltRelay}, devs) })
 	boltRelay.kill()
 
 	js := append([]string{"--store", "jetstream", "--nats", strings.Join(urls, ","), "--public-url", publicURL}, benchBounds...)
-	var addrs []string
+	var relays []*relayProc
 	for range 3 {
-		addrs = append(addrs, startRelay(b, b.TempDir(), js...).addr)
+		relays = append(relays, startRelay(b, b.TempDir(), js...))
 	}
 	for k := 1; k <= 3; k++ {
-		devs := publishBenchDevices(b, addrs[0], k)
+		devs := publishBenchDevices(b, relays[0].addr, k)
 		b.Run(fmt.Sprintf("relays-%d", k), func(b *testing.B) {
-			rate := benchSend(b, addrs[:k], devs)
+			rate := benchSend(b, relays[:k], devs)
 			if raw > 0 && protocol > 0 && bolt > 0 { // all ran in this run (-bench selects them too)
 				b.ReportMetric(rate/raw, "x-raw")
 				b.ReportMetric(rate/protocol, "x-protocol")
@@ -91,13 +92,18 @@ func publishBenchDevices(b *testing.B, addr string, set int) []string {
 
 // benchSend runs b.N requests from 64 senders, sender i to devs[i], spread
 // over addrs, each wanting 503 queued; it reports and returns enqueues/s.
-func benchSend(b *testing.B, addrs []string, devs []string) float64 {
+func benchSend(b *testing.B, relays []*relayProc, devs []string) float64 {
+	var addrs []string
+	var pids []int
+	for _, r := range relays {
+		addrs, pids = append(addrs, r.addr), append(pids, r.Cmd.Process.Pid)
+	}
 	toks := make([]string, benchSenders)
 	for i := range toks {
 		toks[i] = token(b, testKey(b, 5000+i))
 	}
 	payload := body("bench", 1024)
-	return runSenders(b, func(i int, n int64) error {
+	return runSenders(b, pids, func(i int, n int64) error {
 		a, err := send(addrs[int(n)%len(addrs)], devs[i], toks[i], payload)
 		if err == nil && (a.status != http.StatusServiceUnavailable || !a.Queued) {
 			err = fmt.Errorf("answer %v, want 503 queued", a)
@@ -108,12 +114,16 @@ func benchSend(b *testing.B, addrs []string, devs []string) float64 {
 
 // runSenders runs do from 64 goroutines until b.N calls were made (n
 // counts them from 0) and reports the rate.
-func runSenders(b *testing.B, do func(i int, n int64) error) float64 {
+func runSenders(b *testing.B, pids []int, do func(i int, n int64) error) float64 {
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	var once sync.Once
 	var first error
 	b.ResetTimer()
+	meter := benchcpu.Start(b) // the embedded NATS servers' CPU among it
+	for _, pid := range pids {
+		meter.Add(pid)
+	}
 	start := time.Now()
 	for i := range benchSenders {
 		wg.Go(func() {
@@ -128,6 +138,7 @@ func runSenders(b *testing.B, do func(i int, n int64) error) float64 {
 	wg.Wait()
 	elapsed := time.Since(start)
 	b.StopTimer()
+	meter.Stop()
 	if first != nil {
 		b.Fatal(first)
 	}
@@ -159,7 +170,7 @@ func benchRawPublish(b *testing.B, urls []string) float64 {
 		b.Fatal(err)
 	}
 	payload := make([]byte, 1024)
-	return runSenders(b, func(i int, _ int64) error {
+	return runSenders(b, nil, func(i int, _ int64) error {
 		_, err := jss[i%len(jss)].Publish(ctx, fmt.Sprintf("bench.raw.%d", i), payload)
 		return err
 	})
@@ -197,7 +208,7 @@ func benchRawProtocol(b *testing.B, urls []string) float64 {
 		b.Fatal(err)
 	}
 	payload, st := make([]byte, 1024), make([]byte, 64)
-	return runSenders(b, func(i int, _ int64) error {
+	return runSenders(b, nil, func(i int, _ int64) error {
 		js, subj := jss[i%len(jss)], fmt.Sprint("bench.state.", i)
 		var rev uint64
 		m, err := state.GetLastMsgForSubject(ctx, subj)

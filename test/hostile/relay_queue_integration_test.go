@@ -39,7 +39,7 @@ func hostageRefusals() []refusal {
 		{name: "duplicate spelt with an escape", body: strings.Replace(message(`1`, wirePart("x")), `"role"`, `"r\u006fle":"x","role"`, 1), status: 200, want: invalid(`duplicate member \"role\"`)},
 		{name: "duplicate inside a part", body: message(`1`, `{"mediaType":"a","mediaType":"`+a2a.MediaTypeMLSWire+`","data":{"wire":"AAE="}}`), status: 200, want: invalid(`duplicate member \"mediaType\"`)},
 		{name: "nested deeper than the device reads", body: message(`1`, `{"mediaType":"`+a2a.MediaTypeMLSWire+`","data":{"wire":"AAE=","x":`+strings.Repeat("[", 80)+strings.Repeat("]", 80)+`}}`), status: 200, want: invalid("nested deeper than 64")},
-		{name: "id out of range", body: message(`1e400`, wirePart("x")), status: 200, want: invalid("id must be")},
+		{name: "id out of range", body: message(`1e400`, wirePart("x")), status: 200, want: invalid("number outside the IEEE 754 double range")},
 		{name: "id an object", body: message(`{"x":"<script>"}`, wirePart("x")), status: 200, want: invalid("id must be")},
 		{name: "id an array", body: message(`[1,2]`, wirePart("x")), status: 200, want: invalid("id must be")},
 		{name: "plain text", body: message(`"t"`, `{"text":"hello"}`), status: 200, want: []string{`"id":"t"`, `"code":-32602`, "object rejected"}},

@@ -6,6 +6,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/torpor-dev/torpor/internal/benchcpu"
 	"github.com/torpor-dev/torpor/test/interop/tsmls"
 )
 
@@ -57,10 +58,13 @@ func tsmlsStack(b *testing.B, kind tsmls.BenchKind, size int) stack {
 		b.Fatalf("ts-mls bench %s warm-up: %v", kind, err)
 	}
 	return stack{"ts-mls", func(sb *testing.B) float64 {
+		meter := benchcpu.Start(sb) // Node's CPU, and this process's
+		meter.Add(p.Pid())
 		r, err := p.Bench(context.Background(), kind, sb.N, size)
 		if err != nil {
 			sb.Fatalf("ts-mls bench %s: %v", kind, err)
 		}
+		meter.Stop()
 		return r.NsPerOp
 	}}
 }

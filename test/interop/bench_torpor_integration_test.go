@@ -10,6 +10,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/internal/benchcpu"
 	"github.com/torpor-dev/torpor/mls"
 	"github.com/torpor-dev/torpor/session"
 	"github.com/torpor-dev/torpor/store"
@@ -97,12 +98,14 @@ func torporPairStack() stack {
 			privs[i] = priv
 		}
 		b.ResetTimer()
+		meter := benchcpu.Start(b)
 		for i := 0; i < b.N; i++ {
 			ga, gb := torporPair(b, cfg, a, kps[i], privs[i])
 			if i == 0 && !bytes.Equal(ga.EpochAuthenticator(), gb.EpochAuthenticator()) {
 				b.Fatal("the two members disagree")
 			}
 		}
+		meter.Stop()
 		return float64(b.Elapsed()) / float64(b.N)
 	}}
 }
@@ -118,6 +121,7 @@ func torporMessageStack(size int) stack {
 		ga, gb := torporPair(b, cfg, a, mlsMarshal(b, &mls.MLSMessage{Version: mls.ProtocolMLS10, WireFormat: mls.WireFormatKeyPackage, KeyPackage: kp}), priv)
 		data := bytes.Repeat([]byte{'x'}, size)
 		b.ResetTimer()
+		meter := benchcpu.Start(b)
 		for i := 0; i < b.N; i++ {
 			m, err := ga.EncryptApplication(data, nil)
 			if err != nil {
@@ -132,6 +136,7 @@ func torporMessageStack(size int) stack {
 				b.Fatal(err)
 			}
 		}
+		meter.Stop()
 		return float64(b.Elapsed()) / float64(b.N)
 	}}
 }
@@ -181,9 +186,11 @@ func torporSessionPairStack() stack {
 		var kps [][]byte
 		j.update(b, func(tx *bolt.Tx) (err error) { kps, err = j.s.Refill(tx, b.N); return err })
 		b.ResetTimer()
+		meter := benchcpu.Start(b)
 		for i := 0; i < b.N; i++ {
 			sessionPair(b, a, j, kps[i])
 		}
+		meter.Stop()
 		return float64(b.Elapsed()) / float64(b.N)
 	}}
 }
@@ -196,6 +203,7 @@ func torporSessionMessageStack(size int) stack {
 		group := sessionPair(b, a, j, kps[0])
 		data := bytes.Repeat([]byte{'x'}, size)
 		b.ResetTimer()
+		meter := benchcpu.Start(b)
 		for i := 0; i < b.N; i++ {
 			var m []byte
 			a.update(b, func(tx *bolt.Tx) (err error) { m, err = a.s.Encrypt(tx, group, data); return err })
@@ -207,6 +215,7 @@ func torporSessionMessageStack(size int) stack {
 				return err
 			})
 		}
+		meter.Stop()
 		return float64(b.Elapsed()) / float64(b.N)
 	}}
 }

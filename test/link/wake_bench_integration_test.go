@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/internal/benchcpu"
 	"github.com/torpor-dev/torpor/test/internal/wakemeter"
 )
 
@@ -64,7 +65,7 @@ func BenchmarkEmptyWake(b *testing.B) {
 	argv := append(strings.Fields(os.Getenv("TORPOR_EMPTYWAKE_EXEC")), agentBin, "--key", keyFile, "--data-dir", filepath.Join(dir, "agent"),
 		"--relay", "http://"+addr, "--mode", "hourly_wake", "--name", "bench", "--purposes", "comms:*",
 		"--handler", "*=exec:/bin/true", "--time-scale", strconv.Itoa(scale), "--time-epoch", epoch)
-	start(b, relayBin, "--listen", addr, "--mqtt-listen", "127.0.0.1:0",
+	relay := start(b, relayBin, "--listen", addr, "--mqtt-listen", "127.0.0.1:0",
 		"--data-dir", filepath.Join(dir, "relay"), "--public-url", "http://"+addr, "--log-level", "info",
 		"--time-scale", strconv.Itoa(scale), "--time-epoch", epoch)
 	agent := start(b, argv[0], argv[1:]...)
@@ -72,8 +73,12 @@ func BenchmarkEmptyWake(b *testing.B) {
 	agent.waitN(b, 1, "msg=wake ", "reason=boot") // the boot wake: opens the store, makes KeyPackages
 	stopPerf := perfRecord(b, pid)
 	b.ResetTimer()
+	meter := benchcpu.Start(b) // cpu-ns/op: the relay's, the agent's and this process's
+	meter.Add(pid)
+	meter.Add(relay.cmd.Process.Pid)
 	m := measureWakes(b, agent, pid, b.N)
 	b.StopTimer()
+	meter.Stop()
 	stopPerf()
 	wakemeter.Report(b, m, float64(scale))
 }

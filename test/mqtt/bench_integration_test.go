@@ -6,7 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/torpor-dev/torpor/runtime/manage"
+	"github.com/torpor-dev/torpor/internal/benchcpu"
+	"github.com/torpor-dev/torpor/transport/mqtt/command"
+	"github.com/torpor-dev/torpor/transport/mqtt/mqtttest"
 )
 
 // BenchmarkCommandRoundTrip measures one command from Send to the verified
@@ -19,9 +21,10 @@ func BenchmarkCommandRoundTrip(b *testing.B) {
 			d := newDevice(b, br.start(b))
 			d.wake()
 			op := d.operator()
+			meter := startMeter(b, d)
 			for b.Loop() {
 				d.seq++
-				s, err := op.Send(ctxT(b), name, manage.CommandSpec{Device: d.key.DID(), Seq: d.seq, Op: manage.OpStatus}, false)
+				s, err := op.Send(ctxT(b), name, command.Spec{Device: d.key.DID(), Seq: d.seq, Op: command.OpStatus}, false)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -29,6 +32,7 @@ func BenchmarkCommandRoundTrip(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
+			meter.Stop()
 		})
 	}
 }
@@ -39,20 +43,34 @@ func BenchmarkBacklog(b *testing.B) {
 		b.Run(br.name, func(b *testing.B) {
 			d := newDevice(b, br.start(b))
 			d.wake()
+			meter := startMeter(b, d)
 			for b.Loop() {
 				b.StopTimer()
+				meter.Pause()
 				d.sleep(start.Add(time.Hour))
 				var ids []string
 				for range n {
-					ids = append(ids, d.send(manage.OpStatus, nil))
+					ids = append(ids, d.send(command.OpStatus, nil))
 				}
+				meter.Resume()
 				b.StartTimer()
 				d.wake()
 				for _, id := range ids {
 					d.reply(id)
 				}
 			}
+			meter.Stop()
 			b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N)/n, "ms/command")
 		})
 	}
+}
+
+// startMeter starts measuring CPU (benchcpu): this process's, and
+// mosquitto's when d's broker is one.
+func startMeter(b *testing.B, d *device) *benchcpu.Meter {
+	m := benchcpu.Start(b)
+	if p, ok := d.broker.(*mqtttest.Mosquitto); ok && p.Pid() != 0 {
+		m.Add(p.Pid())
+	}
+	return m
 }

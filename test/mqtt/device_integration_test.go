@@ -12,6 +12,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/torpor-dev/torpor/runtime/manage"
+	"github.com/torpor-dev/torpor/transport/mqtt/command"
 	"github.com/torpor-dev/torpor/transport/mqtt/envelope"
 	"github.com/torpor-dev/torpor/transport/mqtt/mqtttest"
 )
@@ -33,16 +34,16 @@ func TestCommandWhileAsleepRunsAtNextWake(t *testing.T) {
 		if st.State != envelope.StateAsleep || st.NextWake == nil || !st.NextWake.Equal(next) {
 			t.Fatalf("status while asleep = %+v", st)
 		}
-		id := d.send(manage.OpHalt, &manage.NoteArgs{Note: "from afar"})
+		id := d.send(command.OpHalt, &command.NoteArgs{Note: "from afar"})
 		if n := len(d.dev.Executed()); n != 0 {
 			t.Fatalf("%d commands ran while asleep", n)
 		}
 		d.clk.Set(next)
 		d.wake()
-		if r := d.reply(id); r.Outcome != manage.OutcomeOK || r.Op != manage.OpHalt {
+		if r := d.reply(id); r.Outcome != command.OutcomeOK || r.Op != command.OpHalt {
 			t.Fatalf("reply = %+v", r)
 		}
-		if got := d.dev.Executed(); len(got) != 1 || got[0].Args.(*manage.NoteArgs).Note != "from afar" {
+		if got := d.dev.Executed(); len(got) != 1 || got[0].Args.(*command.NoteArgs).Note != "from afar" {
 			t.Fatalf("executed %+v", got)
 		}
 	})
@@ -58,11 +59,11 @@ func TestBacklogKeepsSequenceOrder(t *testing.T) {
 		d.sleep(start.Add(time.Hour))
 		var ids []string
 		for i := range 12 {
-			ids = append(ids, d.send(manage.OpConfigSet, &manage.ConfigArgs{Key: "k", Value: ptr(fmt.Sprint(i))}))
+			ids = append(ids, d.send(command.OpConfigSet, &command.ConfigArgs{Key: "k", Value: ptr(fmt.Sprint(i))}))
 		}
 		d.wake()
 		for _, id := range ids {
-			if r := d.reply(id); r.Outcome != manage.OutcomeOK {
+			if r := d.reply(id); r.Outcome != command.OutcomeOK {
 				t.Errorf("reply to %s = %+v", id, r)
 			}
 		}
@@ -86,32 +87,32 @@ func TestRejectedCommandsAreReported(t *testing.T) {
 		d.sleep(start.Add(time.Hour))
 		dev := d.key.DID()
 		now := d.clk.Now()
-		valid := d.publish(d.opKey, manage.CommandSpec{Device: dev, Seq: 100, Op: manage.OpStatus, IssuedAt: now})
-		unknown := d.publish(mustKey(t), manage.CommandSpec{Device: dev, Seq: 200, Op: manage.OpHalt, IssuedAt: now})
-		expiring := d.publish(d.opKey, manage.CommandSpec{Device: dev, Seq: 300, Op: manage.OpHalt, IssuedAt: now, TTL: time.Minute})
+		valid := d.publish(d.opKey, command.Spec{Device: dev, Seq: 100, Op: command.OpStatus, IssuedAt: now})
+		unknown := d.publish(mustKey(t), command.Spec{Device: dev, Seq: 200, Op: command.OpHalt, IssuedAt: now})
+		expiring := d.publish(d.opKey, command.Spec{Device: dev, Seq: 300, Op: command.OpHalt, IssuedAt: now, TTL: time.Minute})
 		// The device wakes two minutes later: the last one expired on its
 		// way (its MQTT expiry, a real minute, has not passed yet).
 		d.clk.Advance(2 * time.Minute)
 		d.wake()
 		// Out of sequence: issued after, numbered below the valid one.
-		late := d.publish(d.opKey, manage.CommandSpec{Device: dev, Seq: 50, Op: manage.OpHalt, IssuedAt: d.clk.Now()})
+		late := d.publish(d.opKey, command.Spec{Device: dev, Seq: 50, Op: command.OpHalt, IssuedAt: d.clk.Now()})
 		checks := []struct {
 			id     string
 			reason string
 		}{
 			{valid, ""},
-			{unknown, manage.ReasonOperatorNotAllowed},
+			{unknown, command.ReasonOperatorNotAllowed},
 			{expiring, "expired"},
-			{late, manage.ReasonOutOfSequence},
+			{late, command.ReasonOutOfSequence},
 		}
 		for _, c := range checks {
 			r := d.reply(c.id)
-			if c.reason == "" && r.Outcome != manage.OutcomeOK || c.reason != "" && (r.Outcome != manage.OutcomeRejected || r.Reason != c.reason) {
+			if c.reason == "" && r.Outcome != command.OutcomeOK || c.reason != "" && (r.Outcome != command.OutcomeRejected || r.Reason != c.reason) {
 				t.Errorf("reply to the %q case = %+v", c.reason, r)
 			}
 		}
 		// Replayed: the valid command published again, byte for byte.
-		o, err := manage.SignCommand(d.opKey, manage.CommandSpec{Device: dev, Seq: 400, Op: manage.OpStatus, IssuedAt: d.clk.Now()})
+		o, err := command.Sign(d.opKey, command.Spec{Device: dev, Seq: 400, Op: command.OpStatus, IssuedAt: d.clk.Now()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -122,11 +123,11 @@ func TestRejectedCommandsAreReported(t *testing.T) {
 		}
 		// Two answers, in either order: the first copy's outcome goes
 		// through the durable outbound queue, the refusal straight out.
-		rs := []manage.Reply{d.reply(o.ID), d.reply(o.ID)}
-		if rs[0].Outcome != manage.OutcomeOK {
+		rs := []command.Reply{d.reply(o.ID), d.reply(o.ID)}
+		if rs[0].Outcome != command.OutcomeOK {
 			rs[0], rs[1] = rs[1], rs[0]
 		}
-		if rs[0].Outcome != manage.OutcomeOK || rs[1].Outcome != manage.OutcomeRejected || rs[1].Reason != "replay" || !strings.Contains(rs[1].Detail, "already") {
+		if rs[0].Outcome != command.OutcomeOK || rs[1].Outcome != command.OutcomeRejected || rs[1].Reason != "replay" || !strings.Contains(rs[1].Detail, "already") {
 			t.Errorf("replies to a command sent twice = %+v", rs)
 		}
 		if n := len(d.dev.Executed()); n != 2 {
@@ -144,18 +145,18 @@ func TestRebootMidCommandIsIndeterminate(t *testing.T) {
 		d := newDevice(t, b)
 		started := make(chan struct{})
 		d.dev.Result = func(ctx context.Context, c manage.Command) manage.Result {
-			if c.Op == manage.OpReboot {
+			if c.Op == command.OpReboot {
 				close(started)
 				<-ctx.Done()
 			}
 			return manage.OK(nil)
 		}
 		d.wake()
-		id := d.send(manage.OpReboot, &manage.RebootArgs{})
+		id := d.send(command.OpReboot, &command.RebootArgs{})
 		<-started
 		d.reboot()
 		r := d.reply(id)
-		if r.Outcome != manage.OutcomeIndeterminate || !strings.Contains(r.Detail, manage.LedgerKey(d.opKey.DID(), id)) {
+		if r.Outcome != command.OutcomeIndeterminate || !strings.Contains(r.Detail, manage.LedgerKey(d.opKey.DID(), id)) {
 			t.Fatalf("reply after the reboot = %+v", r)
 		}
 		if n := len(d.dev.Executed()); n != 1 {
@@ -182,7 +183,7 @@ func TestRepliesSurviveRebootInBbolt(t *testing.T) {
 		proxy.Restore()
 		d.state = mqtttest.OpenState(t, d.path, d.clk)
 		d.wake()
-		rs := d.replyWith(s.Object.ID, manage.OutcomeOK)
+		rs := d.replyWith(s.Object.ID, command.OutcomeOK)
 		if string(rs[len(rs)-1].Result) != `{"done":"drain"}` {
 			t.Errorf("replies = %+v", rs)
 		}

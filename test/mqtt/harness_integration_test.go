@@ -15,6 +15,7 @@ import (
 	"github.com/torpor-dev/torpor/runtime/manage/managetest"
 	"github.com/torpor-dev/torpor/test/internal/testenv"
 	mq "github.com/torpor-dev/torpor/transport/mqtt"
+	"github.com/torpor-dev/torpor/transport/mqtt/command"
 	"github.com/torpor-dev/torpor/transport/mqtt/mqtttest"
 )
 
@@ -83,7 +84,7 @@ type device struct {
 	path    string
 	state   *mqtttest.State
 	client  *manage.Server
-	op      *manage.Operator
+	op      *command.Operator
 	witness *mqtttest.Witness
 	seq     uint64
 }
@@ -137,10 +138,10 @@ func (d *device) reboot() {
 	d.wake()
 }
 
-func (d *device) operator() *manage.Operator {
+func (d *device) operator() *command.Operator {
 	d.t.Helper()
 	if d.op == nil {
-		op, err := manage.DialOperator(ctxT(d.t), manage.OperatorConfig{Broker: d.broker.URL(), Key: d.opKey, Clock: d.clk})
+		op, err := command.DialOperator(ctxT(d.t), command.OperatorConfig{Broker: d.broker.URL(), Key: d.opKey, Clock: d.clk})
 		if err != nil {
 			d.t.Fatal(err)
 		}
@@ -158,7 +159,7 @@ func (d *device) operator() *manage.Operator {
 // every command it executes before it answers. It returns what was sent
 // once the device executed the drain and its reply was committed to the
 // device's queue (the session may not have delivered it yet).
-func (d *device) drainWhile(during func(c manage.Command)) manage.Sent {
+func (d *device) drainWhile(during func(c manage.Command)) command.Sent {
 	d.t.Helper()
 	d.dev.Result = func(ctx context.Context, c manage.Command) manage.Result {
 		during(c)
@@ -166,8 +167,8 @@ func (d *device) drainWhile(during func(c manage.Command)) manage.Sent {
 	}
 	d.wake()
 	d.operator()
-	d.seq = manage.NextSeq(d.seq, d.clk.Now())
-	s, err := d.op.Send(ctxT(d.t), name, manage.CommandSpec{Device: d.key.DID(), Seq: d.seq, Op: manage.OpDrain}, false)
+	d.seq = command.NextSeq(d.seq, d.clk.Now())
+	s, err := d.op.Send(ctxT(d.t), name, command.Spec{Device: d.key.DID(), Seq: d.seq, Op: command.OpDrain}, false)
 	if err != nil {
 		d.t.Fatal(err)
 	}
@@ -184,13 +185,13 @@ func (d *device) drainWhile(during func(c manage.Command)) manage.Sent {
 // waits until the broker fanned it out.
 func (d *device) send(op string, args any) string {
 	d.t.Helper()
-	d.seq = manage.NextSeq(d.seq, d.clk.Now())
-	return d.publish(d.opKey, manage.CommandSpec{Device: d.key.DID(), Seq: d.seq, Op: op, Args: args, IssuedAt: d.clk.Now()})
+	d.seq = command.NextSeq(d.seq, d.clk.Now())
+	return d.publish(d.opKey, command.Spec{Device: d.key.DID(), Seq: d.seq, Op: op, Args: args, IssuedAt: d.clk.Now()})
 }
 
-func (d *device) publish(k *did.PrivateKey, spec manage.CommandSpec) string {
+func (d *device) publish(k *did.PrivateKey, spec command.Spec) string {
 	d.t.Helper()
-	o, err := manage.SignCommand(k, spec)
+	o, err := command.Sign(k, spec)
 	if err != nil {
 		d.t.Fatal(err)
 	}
@@ -208,7 +209,7 @@ func (d *device) publish(k *did.PrivateKey, spec manage.CommandSpec) string {
 	return o.ID
 }
 
-func (d *device) reply(id string) manage.Reply {
+func (d *device) reply(id string) command.Reply {
 	d.t.Helper()
 	r, _, err := d.operator().AwaitReply(ctxT(d.t), name, id, d.key.DID())
 	if err != nil {
@@ -218,9 +219,9 @@ func (d *device) reply(id string) manage.Reply {
 }
 
 // replyWith collects replies to id until one has outcome want.
-func (d *device) replyWith(id string, want manage.Outcome) []manage.Reply {
+func (d *device) replyWith(id string, want command.Outcome) []command.Reply {
 	d.t.Helper()
-	var all []manage.Reply
+	var all []command.Reply
 	for {
 		r := d.reply(id)
 		if all = append(all, r); r.Outcome == want {

@@ -12,6 +12,7 @@ import (
 	"github.com/torpor-dev/torpor/runtime/manage"
 	"github.com/torpor-dev/torpor/store/mqttsession"
 	"github.com/torpor-dev/torpor/test/internal/testenv"
+	"github.com/torpor-dev/torpor/transport/mqtt/command"
 	"github.com/torpor-dev/torpor/transport/mqtt/mqtttest"
 )
 
@@ -36,7 +37,7 @@ func TestRebootResendsFromTheBboltSession(t *testing.T) {
 	// acknowledged (drainWhile's WaitIdle), then handed to the session
 	// (QueueDrained).
 	s := d.drainWhile(func(c manage.Command) {
-		if c.Op == manage.OpDrain {
+		if c.Op == command.OpDrain {
 			m.Pause(t)
 		}
 	})
@@ -62,7 +63,7 @@ func TestRebootResendsFromTheBboltSession(t *testing.T) {
 		t.Fatalf("after the reboot the bbolt session holds %v, %v; want the unacknowledged reply", ids, err)
 	}
 	d.wake()
-	rs := d.replyWith(s.Object.ID, manage.OutcomeOK)
+	rs := d.replyWith(s.Object.ID, command.OutcomeOK)
 	if string(rs[len(rs)-1].Result) != `{"done":"drain"}` {
 		t.Errorf("replies %+v", rs)
 	}
@@ -83,14 +84,14 @@ func TestBrokerRestartKeepsQueuedCommands(t *testing.T) {
 	d := newDevice(t, m)
 	d.wake()
 	d.sleep(start.Add(time.Hour))
-	id := d.send(manage.OpResume, &manage.NoteArgs{Note: "after the restart"})
+	id := d.send(command.OpResume, &command.NoteArgs{Note: "after the restart"})
 	m.Restart(t)
 	d.op.Close(context.Background())
 	d.op, d.witness = nil, nil
 	d.operator() // a fresh operator session after the restart
 	d.clk.Advance(time.Hour)
 	d.wake()
-	if r := d.reply(id); r.Outcome != manage.OutcomeOK {
+	if r := d.reply(id); r.Outcome != command.OutcomeOK {
 		t.Fatalf("reply = %+v", r)
 	}
 }
@@ -109,7 +110,7 @@ func TestBrokerKilledMidSessionResubscribes(t *testing.T) {
 	px := mqtttest.StartProxy(t, strings.TrimPrefix(m.URL(), "mqtt://"))
 	d.url = px.URL()
 	s := d.drainWhile(func(c manage.Command) {
-		if c.Op == manage.OpDrain {
+		if c.Op == command.OpDrain {
 			px.Cut() // the device's attempts fail until Restore
 			m.Kill(t)
 		}
@@ -120,11 +121,11 @@ func TestBrokerKilledMidSessionResubscribes(t *testing.T) {
 	d.operator() // watches the device's replies on the new broker
 	px.Restore()
 	awaitConnects(t, d, 2)
-	if rs := d.replyWith(s.Object.ID, manage.OutcomeOK); string(rs[len(rs)-1].Result) != `{"done":"drain"}` {
+	if rs := d.replyWith(s.Object.ID, command.OutcomeOK); string(rs[len(rs)-1].Result) != `{"done":"drain"}` {
 		t.Errorf("replies %+v", rs)
 	}
-	id := d.send(manage.OpResume, &manage.NoteArgs{Note: "after the crash"})
-	if r := d.reply(id); r.Outcome != manage.OutcomeOK {
+	id := d.send(command.OpResume, &command.NoteArgs{Note: "after the crash"})
+	if r := d.reply(id); r.Outcome != command.OutcomeOK {
 		t.Fatalf("reply = %+v", r)
 	}
 	d.sleep(time.Time{})

@@ -25,6 +25,7 @@ import (
 	"github.com/torpor-dev/torpor/transport/a2a"
 	"github.com/torpor-dev/torpor/transport/bearer"
 	mq "github.com/torpor-dev/torpor/transport/mqtt"
+	"github.com/torpor-dev/torpor/transport/mqtt/command"
 	"github.com/torpor-dev/torpor/transport/mqtt/envelope"
 	"github.com/torpor-dev/torpor/transport/mqtt/mqtttest"
 	"github.com/torpor-dev/torpor/transport/relay"
@@ -49,7 +50,7 @@ type world struct {
 	broker  mqtttest.Broker
 	agent   *runtime.Agent
 	cmds    *manage.Commands
-	op      *manage.Operator
+	op      *command.Operator
 	witness *mqtttest.Witness
 	window  wake.Window
 	start   time.Time
@@ -133,7 +134,7 @@ func newWorld(t *testing.T, b mqtttest.Broker, mode wake.Mode) *world {
 	if e, ok := b.(*mqtttest.Embedded); ok {
 		e.AddOperator(w.opKey.DID())
 	}
-	if w.op, err = manage.DialOperator(ctxT(t), manage.OperatorConfig{Broker: b.URL(), Key: w.opKey, Clock: w.clock}); err != nil {
+	if w.op, err = command.DialOperator(ctxT(t), command.OperatorConfig{Broker: b.URL(), Key: w.opKey, Clock: w.clock}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { w.op.Close(context.Background()) })
@@ -196,8 +197,8 @@ func (w *world) status(ok func(envelope.Status) bool) envelope.Status {
 
 func (w *world) send(op string, args any) string {
 	w.t.Helper()
-	w.seq = manage.NextSeq(w.seq, w.clock.Now())
-	s, err := w.op.Send(ctxT(w.t), name, manage.CommandSpec{Device: w.key.DID(), Seq: w.seq, Op: op, Args: args}, false)
+	w.seq = command.NextSeq(w.seq, w.clock.Now())
+	s, err := w.op.Send(ctxT(w.t), name, command.Spec{Device: w.key.DID(), Seq: w.seq, Op: op, Args: args}, false)
 	if err != nil {
 		w.t.Fatal(err)
 	}
@@ -208,7 +209,7 @@ func (w *world) send(op string, args any) string {
 	return s.Object.ID
 }
 
-func (w *world) reply(id string) manage.Reply {
+func (w *world) reply(id string) command.Reply {
 	w.t.Helper()
 	r, _, err := w.op.AwaitReply(ctxT(w.t), name, id, w.key.DID())
 	if err != nil {
@@ -257,9 +258,9 @@ func TestSetModeChangesWhatTheRelayTellsSenders(t *testing.T) {
 		if code != http.StatusServiceUnavailable || at.Before(start) || !at.Before(end) {
 			t.Fatalf("while asleep: %d, Retry-After %ds; want 503 into [%v, %v)", code, ra, start, end)
 		}
-		id := w.send(manage.OpSetMode, &manage.SetModeArgs{Mode: "always_on"})
+		id := w.send(command.OpSetMode, &command.SetModeArgs{Mode: "always_on"})
 		w.clock.Set(start)
-		if r := w.reply(id); r.Outcome != manage.OutcomeOK {
+		if r := w.reply(id); r.Outcome != command.OutcomeOK {
 			t.Fatalf("set-mode always_on: %+v", r)
 		}
 		w.nextWake() // the window's wake ends on the mode change
@@ -269,8 +270,8 @@ func TestSetModeChangesWhatTheRelayTellsSenders(t *testing.T) {
 		}
 
 		wakeAt := w.clock.Now().Add(2 * time.Hour).Truncate(time.Second)
-		id = w.send(manage.OpSetMode, &manage.SetModeArgs{Mode: "sleep", WakeAt: &wakeAt})
-		if r := w.reply(id); r.Outcome != manage.OutcomeOK {
+		id = w.send(command.OpSetMode, &command.SetModeArgs{Mode: "sleep", WakeAt: &wakeAt})
+		if r := w.reply(id); r.Outcome != command.OutcomeOK {
 			t.Fatalf("set-mode sleep: %+v", r)
 		}
 		w.nextWake() // the always_on wake ends; the agent announces sleep
@@ -303,7 +304,7 @@ func TestHeldActionConfirmedOverMQTT(t *testing.T) {
 		if code, _ := w.post("action:open-valve", map[string]any{"idempotencyKey": "valve-7"}); code != http.StatusOK {
 			t.Fatalf("posting the action: %d", code)
 		}
-		r := w.reply(w.send(manage.OpStatus, nil))
+		r := w.reply(w.send(command.OpStatus, nil))
 		var rep struct {
 			Holds []struct{ Key, Purpose string }
 		}
@@ -313,15 +314,15 @@ func TestHeldActionConfirmedOverMQTT(t *testing.T) {
 		if got := w.sink.Purposes(); len(got) != 0 {
 			t.Fatalf("the action ran before it was confirmed: %v", got)
 		}
-		c := w.reply(w.send(manage.OpConfirm, &manage.HoldArgs{Hold: rep.Holds[0].Key}))
-		if c.Outcome != manage.OutcomeOK {
+		c := w.reply(w.send(command.OpConfirm, &command.HoldArgs{Hold: rep.Holds[0].Key}))
+		if c.Outcome != command.OutcomeOK {
 			t.Fatalf("confirm: %+v", c)
 		}
 		if got := w.sink.Purposes(); len(got) != 1 || got[0] != "action:open-valve" {
 			t.Errorf("delivered %v, want the action once", got)
 		}
 		// Confirming again finds nothing held: the action cannot run twice.
-		if again := w.reply(w.send(manage.OpConfirm, &manage.HoldArgs{Hold: rep.Holds[0].Key})); again.Outcome != manage.OutcomeFailed || again.Reason != "no-hold" {
+		if again := w.reply(w.send(command.OpConfirm, &command.HoldArgs{Hold: rep.Holds[0].Key})); again.Outcome != command.OutcomeFailed || again.Reason != "no-hold" {
 			t.Errorf("second confirm: %+v", again)
 		}
 	})

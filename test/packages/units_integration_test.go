@@ -108,7 +108,8 @@ var unitHardeningCases = []struct {
 		"Service.ExecStart":             "/usr/bin/torpor-relay --data-dir=%S/torpor-relay $TORPOR_RELAY_OPTS",
 		"Service.EnvironmentFile":       "/etc/torpor/relay.conf",
 		"Service.CapabilityBoundingSet": "", "Service.AmbientCapabilities": "",
-		"Service.PrivateDevices": "yes", "Service.ProtectKernelTunables": "yes", "Service.ProtectClock": "yes",
+		"Service.RestartPreventExitStatus": "65",
+		"Service.PrivateDevices":           "yes", "Service.ProtectKernelTunables": "yes", "Service.ProtectClock": "yes",
 	}, map[string][]string{
 		"Service.SystemCallFilter": {"@system-service", "~@privileged @resources"},
 	}},

@@ -17,8 +17,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/torpor-dev/torpor/did"
-	"github.com/torpor-dev/torpor/internal/demo"
 	"github.com/torpor-dev/torpor/session/sender"
+	"github.com/torpor-dev/torpor/test/procs"
 	"github.com/torpor-dev/torpor/test/qemu/vm"
 	"github.com/torpor-dev/torpor/wake"
 )
@@ -135,11 +135,11 @@ func (c *console) kernel(s string) time.Time {
 
 // wake waits for the agent's next wake report (the "wake" line it logs
 // when a wake ends).
-func (c *console) wake() demo.Line {
+func (c *console) wake() procs.Line {
 	c.t.Helper()
-	var w demo.Line
+	var w procs.Line
 	_, next, err := c.v.Await(c.ctx, c.next, func(s string) bool {
-		l, err := demo.ParseLine(s)
+		l, err := procs.ParseLine(s)
 		if err == nil && l.Msg == "wake" {
 			w = l
 			return true
@@ -212,7 +212,7 @@ func letters(t testing.TB, key *did.PrivateKey) []letter {
 // checkDrain checks the wake report's drain and the deliveries the sink
 // saw against what was sent: the MLS Welcome applied, every message
 // handed to the handler exactly once, the action rejected.
-func checkDrain(t *testing.T, report demo.Line, got []sinkLine, sent []letter, from did.DID) {
+func checkDrain(t *testing.T, report procs.Line, got []sinkLine, sent []letter, from did.DID) {
 	t.Helper()
 	counts := drainCounts(report.First("drain"))
 	want := map[string]int{"records": len(sent) + 1, "acked": len(sent) + 1, "handshake": 1, "objects": len(sent),
@@ -239,7 +239,7 @@ func checkQueueEmpty(t *testing.T, r *hostRelay, id did.DID) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	depths, err := demo.QueueDepths(ctx, r.HTTP, r.URL)
+	depths, err := procs.QueueDepths(ctx, r.HTTP, r.URL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -248,7 +248,7 @@ func checkQueueEmpty(t *testing.T, r *hostRelay, id did.DID) {
 	}
 }
 
-func duration(t *testing.T, l demo.Line, key string) time.Duration {
+func duration(t *testing.T, l procs.Line, key string) time.Duration {
 	t.Helper()
 	d, err := time.ParseDuration(l.Get(key))
 	if err != nil {
@@ -412,7 +412,7 @@ func TestAgentGPIOWake(t *testing.T) {
 // checkButtonWake checks that w, the wake report after the button press,
 // is a GPIO wake that slept from bootEnd, the boot wake's end, until the
 // press at pressed (the host saw the resume at resumed).
-func checkButtonWake(t *testing.T, w demo.Line, bootEnd, pressed, resumed time.Time) {
+func checkButtonWake(t *testing.T, w procs.Line, bootEnd, pressed, resumed time.Time) {
 	t.Helper()
 	if w.Get("reason") != "gpio" {
 		t.Errorf("wake reason %q, want gpio (the gpio-keys wakeup source)", w.Get("reason"))

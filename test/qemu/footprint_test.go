@@ -19,8 +19,8 @@ import (
 	"time"
 
 	"github.com/torpor-dev/torpor/did"
-	"github.com/torpor-dev/torpor/internal/demo"
 	"github.com/torpor-dev/torpor/test/internal/testenv"
+	"github.com/torpor-dev/torpor/test/procs"
 	"github.com/torpor-dev/torpor/test/qemu/vm"
 	"github.com/torpor-dev/torpor/wake"
 )
@@ -201,7 +201,7 @@ func makeFootprintInput(t *testing.T) *footprintInput {
 	a := startFootprintAgent(t, in, r, native, in.agentData)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if _, _, err := r.proc.Out().Await(ctx, 0, func(l demo.Line) bool {
+	if _, _, err := r.proc.Out().Await(ctx, 0, func(l procs.Line) bool {
 		return l.Msg == "state published" && l.Get("keyPackages") != "" && l.Get("keyPackages") != "0"
 	}); err != nil {
 		t.Fatalf("the agent did not publish its KeyPackages: %v", err)
@@ -231,7 +231,7 @@ func makeFootprintInput(t *testing.T) *footprintInput {
 // to.
 type runningAgent struct {
 	proc *agentProc
-	sink *demo.Sink
+	sink *procs.Sink
 	n    atomic.Int64
 	all  chan struct{} // closed at the footprintRecords'th delivery
 }
@@ -249,7 +249,7 @@ func startFootprintAgent(t *testing.T, in *footprintInput, r *hostRelay, tt foot
 	a := &runningAgent{all: make(chan struct{})}
 	sock := filepath.Join(dir, "app.sock")
 	var err error
-	if a.sink, err = demo.StartSink(sock, func(demo.Received) {
+	if a.sink, err = procs.StartSink(sock, func(procs.Received) {
 		if a.n.Add(1) == footprintRecords {
 			close(a.all)
 		}
@@ -376,7 +376,7 @@ func measureFootprint(t *testing.T, in *footprintInput, tt footprintTarget) foot
 	f.drained = time.Since(start)
 	// Every record was acknowledged once the device committed it.
 	for {
-		depths, err := demo.QueueDepths(ctx, r.HTTP, r.URL)
+		depths, err := procs.QueueDepths(ctx, r.HTTP, r.URL)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -406,7 +406,7 @@ func measureFootprint(t *testing.T, in *footprintInput, tt footprintTarget) foot
 
 // checkDeliveredOnce checks that got, what the application received,
 // holds each of ids exactly once and nothing else.
-func checkDeliveredOnce(t *testing.T, got []demo.Received, ids map[string]bool) {
+func checkDeliveredOnce(t *testing.T, got []procs.Received, ids map[string]bool) {
 	t.Helper()
 	seen := map[string]int{}
 	for _, d := range got {

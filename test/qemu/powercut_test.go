@@ -22,8 +22,8 @@ import (
 
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/governed"
-	"github.com/torpor-dev/torpor/internal/demo"
 	"github.com/torpor-dev/torpor/test/internal/testenv"
+	"github.com/torpor-dev/torpor/test/procs"
 	"github.com/torpor-dev/torpor/test/qemu/vm"
 	"github.com/torpor-dev/torpor/transport/a2a"
 	"github.com/torpor-dev/torpor/transport/bearer"
@@ -406,14 +406,14 @@ func (st *binState) finalDrain(t *testing.T, v *vm.VM, ready int) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	l, next, err := v.Await(ctx, ready, func(s string) bool {
-		l, err := demo.ParseLine(s)
+		l, err := procs.ParseLine(s)
 		return err == nil && l.Msg == "wake"
 	})
 	if err != nil {
 		t.Fatalf("the last boot's agent did not report its wake: %v", err)
 	}
 	t.Logf("last boot: %d queued and %d in the outbox at the start: %s", st.bootPresent, st.bootOutbox, l)
-	dl, _ := demo.ParseLine(l)
+	dl, _ := procs.ParseLine(l)
 	if c := drainCounts(dl.First("drain")); c["records"] != st.bootPresent || c["deferred"] != 0 || c["handOffFailed"] != 0 {
 		t.Errorf("the last drain took %d records (want the %d queued), deferred %d and failed %d hand-offs (want none)",
 			c["records"], st.bootPresent, c["deferred"], c["handOffFailed"])

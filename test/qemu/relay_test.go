@@ -17,8 +17,8 @@ import (
 
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/governed"
-	"github.com/torpor-dev/torpor/internal/demo"
 	"github.com/torpor-dev/torpor/session/sender"
+	"github.com/torpor-dev/torpor/test/procs"
 	"github.com/torpor-dev/torpor/test/qemu/vm"
 )
 
@@ -27,7 +27,7 @@ const guestHost = "10.0.2.2"
 
 // hostRelay is a real torpor-relay process on the host's loopback.
 type hostRelay struct {
-	proc *demo.Proc
+	proc *procs.Proc
 	addr string // 127.0.0.1:port, where it listens
 	// URL is the relay's public origin, the audience of every DID Bearer
 	// token: http://10.0.2.2:port for a guest, else http://addr.
@@ -87,7 +87,7 @@ func startRelay(t testing.TB, o relayOptions) *hostRelay {
 	for _, d := range o.Allow {
 		args = append(args, "--allow-agent", d)
 	}
-	if r.proc, err = demo.StartProc("relay", bin, args, dir, filepath.Join(dir, "relay.log"), nil); err != nil {
+	if r.proc, err = procs.StartProc("relay", bin, args, dir, filepath.Join(dir, "relay.log"), nil); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
@@ -101,7 +101,7 @@ func startRelay(t testing.TB, o relayOptions) *hostRelay {
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if _, _, err := r.proc.Out().Await(ctx, 0, func(l demo.Line) bool { return l.Msg == "torpor-relay listening" }); err != nil {
+	if _, _, err := r.proc.Out().Await(ctx, 0, func(l procs.Line) bool { return l.Msg == "torpor-relay listening" }); err != nil {
 		t.Fatalf("torpor-relay did not start: %v", err)
 	}
 	return r

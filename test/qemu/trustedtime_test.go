@@ -11,7 +11,7 @@ import (
 
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/governed"
-	"github.com/torpor-dev/torpor/internal/demo"
+	"github.com/torpor-dev/torpor/test/procs"
 	"github.com/torpor-dev/torpor/test/qemu/vm"
 )
 
@@ -32,7 +32,7 @@ func letterAt(t testing.TB, key *did.PrivateKey, text string, issued time.Time, 
 
 // checkRelayTime checks that a wake judged expiry by the relay's time,
 // which moved the guest's clock an hour forward.
-func checkRelayTime(t *testing.T, name string, w demo.Line) {
+func checkRelayTime(t *testing.T, name string, w procs.Line) {
 	t.Helper()
 	if w.Get("trustedTime") != "relay" {
 		t.Errorf("%s wake: trusted time %q (%s), want relay", name, w.Get("trustedTime"), w.Get("trustedTimeWhy"))

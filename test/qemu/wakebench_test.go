@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/internal/benchcpu"
 	"github.com/torpor-dev/torpor/test/internal/wakemeter"
 	"github.com/torpor-dev/torpor/test/qemu/timesync"
 	"github.com/torpor-dev/torpor/test/qemu/vm"
@@ -98,12 +99,17 @@ func benchEmptyWakeVM(b *testing.B, tt vmWakeTarget) {
 		m.Modules = append(append([]string(nil), diskModules...), "virtio_net")
 		m.Disk, m.Mounts = newDisk(b, 64<<20), []string{"/dev/vda:/data:ext4"}
 	}
+	// cpu-ns/op: the host's CPU for the whole guest run (qemu, waited
+	// for, with the guest's boot) and this process's, not the relay's; the
+	// guest kernel's own figures are cpu-ms/wake.
+	meter := benchcpu.Start(b)
 	v := vm.Start(b, m)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute+time.Duration(b.N)*2*time.Minute)
 	defer cancel()
 	if err := v.Wait(ctx); err != nil {
 		b.Fatalf("guest: %v", err)
 	}
+	meter.Stop()
 	type result struct {
 		Wakes  wakemeter.Wakes `json:"wakes"`
 		Offset timesync.Sample `json:"offset"`

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/torpor-dev/torpor/internal/strictjson"
 )
 
 // One reading of a request body for the agent and its relay.
@@ -16,89 +18,40 @@ import (
 // the last of two equal member names, a reader that refuses them keeps
 // none), a sender can make a record the relay stores and the agent never
 // takes: a body with "method" twice, say, that is a Welcome to one and
-// opaque to the other. So both read through ParseRequest, which refuses
-// what either could read another way: a member name twice in any object
-// at any depth, and nesting deeper than MaxDepth.
+// opaque to the other. So both read through ParseRequest, which reads
+// through internal/strictjson, the module's one strict reader: it
+// refuses what either could read another way: a member name twice in any
+// object at any depth, nesting deeper than MaxDepth, a string that is not
+// Unicode text and a number beyond the double range.
 
 // MaxDepth is the deepest nesting of objects and arrays a request body may
-// have. An A2A message with a Governed Object nests about ten levels
-// (request, params, message, parts, part, data, object, payload…); 64
-// leaves a payload room and keeps the walk and the decoders bounded.
-const MaxDepth = 64
+// have (strictjson.MaxDepth). An A2A message with a Governed Object nests
+// about ten levels (request, params, message, parts, part, data, object,
+// payload…); 64 leaves a payload room and keeps the walk and the decoders
+// bounded.
+const MaxDepth = strictjson.MaxDepth
 
-// Errors of checkStrict, wrapped in ParseRequest's *RPCError message.
-var (
-	errTooDeep   = fmt.Errorf("nested deeper than %d levels", MaxDepth)
-	errDuplicate = errors.New("duplicate member")
-)
-
-// checkStrict walks valid JSON text b and fails for nesting deeper than
-// MaxDepth and for an object with two members of the same name (compared
-// after unescaping: RFC 8259 Section 8.3 compares names by their
-// characters, not their escapes).
-//
-// It returns the members of the top-level object, which must be one (b
-// starts with '{' after white space), in their order: each name unescaped
-// and its value's bytes, without the white space around them, as
-// json.Unmarshal gives them in a map[string]json.RawMessage. The values
-// are b's bytes, not copies.
-func checkStrict(b []byte) ([]jsonMember, error) {
-	// On the goroutine's stack for the usual request: a few levels and
-	// names; deeper or longer ones grow onto the heap.
-	var stackArr [12]jsonLevel
-	var namesArr [24][]byte
-	stack, names := stackArr[:0], namesArr[:0] // names: the open objects' member names
-	var top []jsonMember
-	value := -1 // where the top-level member's value being read starts
-	for i := 0; i < len(b); i++ {
-		switch b[i] {
-		case '{', '[':
-			if len(stack) == MaxDepth {
-				return nil, errTooDeep
-			}
-			stack = append(stack, jsonLevel{obj: b[i] == '{', wantKey: b[i] == '{', names: len(names)})
-		case '}', ']':
-			if len(stack) == 1 && value >= 0 {
-				top[len(top)-1].value = trimJSONSpace(b[value:i])
-			}
-			names = names[:stack[len(stack)-1].names]
-			stack = stack[:len(stack)-1]
-		case ':':
-			if len(stack) == 1 {
-				value = i + 1
-			}
-		case ',':
-			if lv := &stack[len(stack)-1]; lv.obj {
-				lv.wantKey = true
-			}
-			if len(stack) == 1 && value >= 0 {
-				top[len(top)-1].value = trimJSONSpace(b[value:i])
-				value = -1
-			}
-		case '"':
-			j := stringEnd(b, i)
-			if n := len(stack); n > 0 && stack[n-1].wantKey {
-				lv := &stack[n-1]
-				name, err := lv.member(names[lv.names:], b[i:j+1])
-				if err != nil {
-					return nil, err
-				}
-				if lv.set == nil {
-					names = append(names, name)
-				}
-				if n == 1 {
-					top = append(top, jsonMember{name: name})
-				}
-			}
-			i = j
-		}
+// readStrict checks b with strictjson and returns its top-level object's
+// members, appended to dst, or ParseRequest's *RPCError: a parse error
+// for text that is not JSON, an invalid request for the rest. Refusals
+// come in the order of the text: a body nested too deep before a syntax
+// error is an invalid request.
+func readStrict(b []byte, dst []strictjson.Member) ([]strictjson.Member, *RPCError) {
+	members, err := strictjson.Members(b, dst)
+	var e *strictjson.Error
+	switch {
+	case err == nil:
+		return members, nil
+	case !errors.As(err, &e) || e.Err == strictjson.ErrSyntax:
+		return nil, &RPCError{Code: CodeParseError, Message: "Parse error"}
+	case e.Err == strictjson.ErrDuplicate:
+		return nil, invalidRequest(fmt.Sprintf("duplicate member %q", truncate(e.Name)))
 	}
-	return top, nil
+	return nil, invalidRequest(e.Err.Error())
 }
 
-// jsonMember is a member of the top-level object (checkStrict).
-type jsonMember struct {
-	name, value []byte
+func invalidRequest(why string) *RPCError {
+	return &RPCError{Code: CodeInvalidRequest, Message: "Invalid Request: " + why}
 }
 
 // trimJSONSpace trims JSON's white space (RFC 8259, Section 2).
@@ -111,52 +64,6 @@ func trimJSONSpace(b []byte) []byte {
 		b = b[:len(b)-1]
 	}
 	return b
-}
-
-// jsonLevel is an open object or array of checkStrict's walk.
-type jsonLevel struct {
-	obj     bool
-	wantKey bool // the next string is a member name
-	// names is where this object's member names start in checkStrict's
-	// list of names, unescaped; set holds them instead past 16 members.
-	names int
-	set   map[string]bool
-}
-
-// member fails if the object has the member name quoted (a JSON string
-// with its quotes) already: among mine, the names so far, or in l.set,
-// which it starts past 16 names. It returns the name, unescaped, for the
-// caller to add to mine while l.set is nil.
-func (l *jsonLevel) member(mine [][]byte, quoted []byte) ([]byte, error) {
-	l.wantKey = false
-	name := quoted[1 : len(quoted)-1]
-	if bytes.IndexByte(quoted, '\\') >= 0 {
-		var s string
-		if err := json.Unmarshal(quoted, &s); err != nil {
-			return nil, err
-		}
-		name = []byte(s)
-	}
-	dup := false
-	switch {
-	case l.set != nil:
-		dup = l.set[string(name)]
-		l.set[string(name)] = true
-	case len(mine) < 16:
-		for _, k := range mine {
-			dup = dup || bytes.Equal(k, name)
-		}
-	default:
-		l.set = make(map[string]bool, 32)
-		for _, k := range mine {
-			l.set[string(k)] = true
-		}
-		dup, l.set[string(name)] = l.set[string(name)], true
-	}
-	if dup {
-		return nil, fmt.Errorf("%w %q", errDuplicate, truncate(string(name)))
-	}
-	return name, nil
 }
 
 // stringEnd returns the index of the quote that closes the JSON string
@@ -180,7 +87,7 @@ func truncate(s string) string {
 	return s
 }
 
-// checkedMembers splits a JSON object that checkStrict accepted (no
+// checkedMembers splits a JSON object that readStrict accepted (no
 // member name twice) into its members; anything but an object is an
 // error, as for canon.MemberMap. It gives what json.Unmarshal into a
 // map[string]json.RawMessage gives (names unquoted as it unquotes them,

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+
+	"github.com/torpor-dev/torpor/internal/strictjson"
 )
 
 // JSON-RPC 2.0 (https://www.jsonrpc.org/specification) is the A2A binding
@@ -69,34 +71,26 @@ func (e *RPCError) Error() string {
 // ParseRequest decodes and checks one JSON-RPC request (batches are not
 // part of A2A). It returns an *RPCError with CodeParseError for text that is
 // not JSON and CodeInvalidRequest for text that is not one request: not an
-// object, a member name twice in any object at any depth or nesting deeper
-// than MaxDepth (body.go: the agent and its relay must read the same
-// request), a wrong jsonrpc version, a missing or non-string method, an id
+// object, not strict JSON (a member name twice in any object at any depth,
+// nesting deeper than MaxDepth, a string that is not Unicode text, a number
+// beyond the double range: body.go, the agent and its relay must read the
+// same request), a wrong jsonrpc version, a missing or non-string method, an id
 // that is not a string, a number a float64 holds or null (JSON-RPC 2.0
 // Section 4), or params that are not an object or array. Answer such a
 // request with id null (Section 5).
 func ParseRequest(b []byte) (*Request, error) {
-	invalid := func(why string) error {
-		return &RPCError{Code: CodeInvalidRequest, Message: "Invalid Request: " + why}
-	}
-	// json.Valid (here validJSON, which answers as it does) is the check
-	// json.Unmarshal makes first, and its *SyntaxError the only error it
-	// gives for a body that is not JSON.
-	if !validJSON(b) {
-		return nil, &RPCError{Code: CodeParseError, Message: "Parse error"}
-	}
-	if firstByte(b) != '{' {
-		return nil, invalid("not a JSON object")
-	}
-	// One walk checks the whole body and splits the top-level object.
-	members, err := checkStrict(b)
-	if err != nil {
-		return nil, invalid(err.Error())
+	invalid := func(why string) error { return invalidRequest(why) }
+	// One walk checks the whole body and splits the top-level object; on
+	// the goroutine's stack for a request of a few members.
+	var arr [8]strictjson.Member
+	members, rerr := readStrict(b, arr[:0])
+	if rerr != nil {
+		return nil, rerr
 	}
 	m := func(name string) (json.RawMessage, bool) {
 		for _, e := range members {
-			if string(e.name) == name {
-				return e.value, true
+			if string(e.Name) == name {
+				return e.Value, true
 			}
 		}
 		return nil, false

@@ -7,14 +7,24 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/torpor-dev/torpor/internal/strictjson"
 )
 
-// parseRequestByMap is ParseRequest as it was before checkStrict split the
-// top-level object: json.Unmarshal into a map. ParseRequest must answer
-// as it does for every input.
+// parseRequestByMap is ParseRequest as it was before the strict walk split
+// the top-level object: json.Unmarshal into a map, after strictjson.Check
+// (whose refusals come first, in the order of the text). ParseRequest must
+// answer as it does for every input.
 func parseRequestByMap(b []byte) (*Request, error) {
 	invalid := func(why string) error {
 		return &RPCError{Code: CodeInvalidRequest, Message: "Invalid Request: " + why}
+	}
+	var e *strictjson.Error
+	switch err := strictjson.Check(b); {
+	case errors.As(err, &e) && e.Err == strictjson.ErrDuplicate:
+		return nil, invalid(fmt.Sprintf("duplicate member %q", truncate(e.Name)))
+	case errors.As(err, &e) && e.Err != strictjson.ErrSyntax:
+		return nil, invalid(e.Err.Error())
 	}
 	var m map[string]json.RawMessage
 	var syntax *json.SyntaxError
@@ -23,9 +33,6 @@ func parseRequestByMap(b []byte) (*Request, error) {
 		return nil, &RPCError{Code: CodeParseError, Message: "Parse error"}
 	case err != nil || m == nil:
 		return nil, invalid("not a JSON object")
-	}
-	if _, err := checkStrict(b); err != nil {
-		return nil, invalid(err.Error())
 	}
 	var r Request
 	if err := json.Unmarshal(m["jsonrpc"], &r.JSONRPC); err != nil || r.JSONRPC != "2.0" {
@@ -62,6 +69,8 @@ var parseRequestCorpus = []string{
 	`{"jsonrpc":"2.0","method":"m","params":{"a":1,"a":2}}`, `{"jsonrpc":"2.0","method":"m","params":{"a":{"b":1},"c":{"b":1}}}`,
 	`{"jsonrpc":2.0,"method":"m"}`, `{"jsonrpc":"2.0","method":""}`, `{"jsonrpc":"2.0","method":7}`, `{"jsonrpc":"2.0","method":null}`,
 	`{"jsonrpc":"2.0","method":"m\ud800"}`, "{\"jsonrpc\":\"2.0\",\"method\":\"m\xff\"}", "{\"jsonrpc\":\"2.0\",\"method\xff\":\"m\"}",
+	`{"jsonrpc":"2.0","method":"m","id":1e309}`, `[1e400]`, `{"jsonrpc":"2.0","method":"m","params":{"x":"\udc00"}}`,
+	`{"jsonrpc":"2.0","method":"m","params":` + strings.Repeat("[", 70) + strings.Repeat("]", 69) + `}`,
 	`{"jsonrpc":"2.0","method":"m"}x`, `{"jsonrpc":"2.0","method":"m",}`, `{"jsonrpc":"2.0" "method":"m"}`,
 	`{"a":[{"b":[{"c":{}}]}],"jsonrpc":"2.0","method":"m","z":"}"}`,
 	`{"k0":0,"k1":1,"k2":2,"k3":3,"k4":4,"k5":5,"k6":6,"k7":7,"k8":8,"k9":9,"k10":10,"k11":11,"k12":12,"k13":13,"k14":14,"k15":15,"k16":16,"k17":17,"k18":18,"k19":19,"jsonrpc":"2.0","method":"m","params":{"k0":0,"k1":1,"k2":2,"k3":3,"k4":4,"k5":5,"k6":6,"k7":7,"k8":8,"k9":9,"k10":10,"k11":11,"k12":12,"k13":13,"k14":14,"k15":15,"k16":16,"k17":17,"k18":18,"k19":19,"o":{"k0":0,"k1":1,"k2":2,"k3":3,"k4":4,"k5":5,"k6":6,"k7":7,"k8":8,"k9":9,"k10":10,"k11":11,"k12":12,"k13":13,"k14":14,"k15":15,"k16":16,"k17":17,"k18":18,"k19":19,"x":1},"k19":0}}`,
@@ -70,7 +79,7 @@ var parseRequestCorpus = []string{
 }
 
 // TestParseRequestAsByMap: ParseRequest, which reads the top-level members
-// in checkStrict's walk, answers as the map-based reading does.
+// in the strict walk, answers as the map-based reading does.
 func TestParseRequestAsByMap(t *testing.T) {
 	for _, in := range parseRequestCorpus {
 		checkParseAsByMap(t, []byte(in))
@@ -93,7 +102,7 @@ func checkParseAsByMap(t *testing.T, in []byte) {
 }
 
 // TestDuplicatePastSixteen: a member name twice in an object of more
-// than 16 members (checkStrict's set), at the top or nested, escaped or
+// than 16 members (strictjson's set), at the top or nested, escaped or
 // not, is refused, and one object's names do not count for another's.
 func TestDuplicatePastSixteen(t *testing.T) {
 	many := ""

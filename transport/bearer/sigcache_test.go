@@ -9,6 +9,7 @@ import (
 
 	"github.com/torpor-dev/torpor/clock/clocktest"
 	"github.com/torpor-dev/torpor/did/didtest"
+	"github.com/torpor-dev/torpor/internal/benchcpu"
 )
 
 // TestVerifyWithSigCache runs every accepted and rejected case of
@@ -107,11 +108,13 @@ func BenchmarkVerifyCached(b *testing.B) {
 	for _, cache := range []*SigCache{nil, NewSigCache(8)} {
 		v := &Verifier{Audience: aud, Clock: clk, Signatures: cache}
 		b.Run(fmt.Sprintf("cache=%v", cache != nil), func(b *testing.B) {
+			meter := benchcpu.Start(b)
 			for b.Loop() {
 				if _, err := v.Verify(Authorization(tok)); err != nil {
 					b.Fatal(err)
 				}
 			}
+			meter.Stop()
 		})
 	}
 }

@@ -2,13 +2,15 @@
 // sleeping devices: MQTT 5 (github.com/eclipse/paho.golang's client, kept
 // connected by the subpackage mqttconn) with persistent sessions that hold
 // commands while a device sleeps. Client is the device's connection; what a
-// command means, who may send it and how it runs is runtime/manage's,
-// behind Handler. docs/mqtt.md documents the topics and every payload.
+// command says and the operator's side are the subpackage command's; who
+// may send it and how it runs on the device is runtime/manage's, behind
+// Handler. docs/mqtt.md documents the topics and every payload.
 //
 // Its subpackages: mqttconn, the connection manager (dial, CONNECT,
 // reconnection, the outbound queue); envelope, the signed objects a device
 // publishes (replies, statuses, events, the will) and their payload
-// encoding; login, what a client presents at CONNECT; cborjson, CBOR in the
+// encoding; login, what a client presents at CONNECT; command, the command
+// vocabulary and the operator's client; cborjson, CBOR in the
 // JSON data model.
 //
 // # Persistent sessions

@@ -6,6 +6,8 @@ import (
 	"net/http/httptest"
 	"reflect"
 	"testing"
+
+	"github.com/torpor-dev/torpor/internal/benchcpu"
 )
 
 // TestAsleepAnswerBytes: answerAsleep writes, header and body, what
@@ -39,15 +41,19 @@ func BenchmarkAsleepAnswerWrite(b *testing.B) {
 	req := rpcRequest{call: true, id: json.RawMessage(`7`)}
 	w := httptest.NewRecorder()
 	b.Run("parts", func(b *testing.B) {
+		meter := benchcpu.Start(b)
 		for b.Loop() {
 			w.Body.Reset()
 			answerAsleep(w, req, true, 60)
 		}
+		meter.Stop()
 	})
 	b.Run("encoding/json", func(b *testing.B) {
+		meter := benchcpu.Start(b)
 		for b.Loop() {
 			w.Body.Reset()
 			answer(w, req, http.StatusServiceUnavailable, CodeAsleep, profileAnswer{Error: tokenAsleep, Message: asleepMessage(true), Queued: true}, 60)
 		}
+		meter.Stop()
 	})
 }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/did/didtest"
+	"github.com/torpor-dev/torpor/internal/benchcpu"
 	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/transport/a2a"
 )
@@ -57,12 +58,14 @@ func BenchmarkAsleepAnswer(b *testing.B) {
 			var next atomic.Int64
 			var wg sync.WaitGroup
 			b.ResetTimer()
+			meter := benchcpu.Start(b)
 			cpu0, start := cpuTime(b), time.Now()
 			for s := range senders {
 				wg.Go(func() { sendAsleep(b, h.srv.Listener.Addr().String(), path, tokens[s], &next, lat) })
 			}
 			wg.Wait()
 			elapsed, cpu := time.Since(start), cpuTime(b)-cpu0
+			meter.Stop()
 			b.StopTimer()
 			commits := float64(txID(b, h) - tx0)
 			b.ReportMetric(float64(b.N)/commits, "enqueues/commit")
@@ -197,14 +200,17 @@ func BenchmarkParseRequest(b *testing.B) {
 		a2a.MediaTypeMLSWire + `","data":{"mediaType":"` + a2a.MediaTypeMLSWire + `","wire":"` + wire + `"}}]}}}`)
 	b.Run("parseRequest", func(b *testing.B) {
 		b.SetBytes(int64(len(body)))
+		meter := benchcpu.Start(b)
 		for b.Loop() {
 			if r := parseRequest(body); r.invalid != nil || r.kind != queue.KindMessage {
 				b.Fatal(r.invalid)
 			}
 		}
+		meter.Stop()
 	})
 	b.Run("json.Unmarshal", func(b *testing.B) {
 		b.SetBytes(int64(len(body)))
+		meter := benchcpu.Start(b)
 		for b.Loop() {
 			var env struct {
 				JSONRPC, Method string
@@ -217,5 +223,6 @@ func BenchmarkParseRequest(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
+		meter.Stop()
 	})
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/internal/benchcpu"
 	"github.com/torpor-dev/torpor/transport/link"
 	"github.com/torpor-dev/torpor/transport/link/wire"
 )
@@ -59,11 +60,13 @@ func benchWakeBurst(b *testing.B, n int) {
 	var total time.Duration
 	lat := make([]time.Duration, 0, n*b.N)
 	b.ResetTimer()
+	meter := benchcpu.Start(b)
 	for range b.N {
 		d, l := burst(b, h, keys, states)
 		total += d
 		lat = append(lat, l...)
 	}
+	meter.Stop()
 	b.StopTimer()
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 	per := total / time.Duration(b.N)

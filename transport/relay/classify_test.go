@@ -86,7 +86,7 @@ func TestParseRequestInvalid(t *testing.T) {
 		{"parts twice", `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"parts":[],"parts":[` + hs + `]}}}`, `duplicate member "parts"`},
 		{"escaped duplicate", `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"parts":[` + hs + `],"p\u0061rts":[]}}}`, `duplicate member "parts"`},
 		{"nested too deep", `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"x":` + strings.Repeat("[", 70) + strings.Repeat("]", 70) + `}}`, "nested deeper than 64"},
-		{"id out of range", `{"jsonrpc":"2.0","id":1e400,"method":"SendMessage","params":{}}`, "id must be"},
+		{"id out of range", `{"jsonrpc":"2.0","id":1e400,"method":"SendMessage","params":{}}`, "number outside the IEEE 754 double range"},
 		{"id object", `{"jsonrpc":"2.0","id":{"a":1},"method":"SendMessage","params":{}}`, "id must be"},
 		{"id array", `{"jsonrpc":"2.0","id":[1],"method":"SendMessage","params":{}}`, "id must be"},
 		{"no method", `{"jsonrpc":"2.0","id":1,"params":{}}`, "method must be"},

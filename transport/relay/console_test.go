@@ -2,6 +2,7 @@ package relay
 
 import (
 	"encoding/json"
+	"github.com/torpor-dev/torpor/transport/operatorapi"
 	"net/http"
 	"strings"
 	"testing"
@@ -9,7 +10,6 @@ import (
 
 	"github.com/torpor-dev/torpor/did/didtest"
 	"github.com/torpor-dev/torpor/transport/bearer"
-	"github.com/torpor-dev/torpor/transport/relay/console"
 )
 
 // TestConsoleServedToOperators: with operators the relay serves the fleet
@@ -26,17 +26,17 @@ func TestConsoleServedToOperators(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	devices := func() console.Fleet {
+	devices := func() operatorapi.Fleet {
 		req, _ := http.NewRequest("GET", h.srv.URL+"/fleet/api/devices", nil)
 		req.Header.Set("Authorization", bearer.Authorization(tok))
 		r := h.do(t, req)
-		var f console.Fleet
+		var f operatorapi.Fleet
 		if err := json.Unmarshal(r.body, &f); r.status != 200 || err != nil || len(f.Devices) != 1 {
 			t.Fatalf("GET /fleet/api/devices: %d %s", r.status, r.body)
 		}
 		return f
 	}
-	if d := devices().Devices[0]; d.State != console.StateAwake || d.DID != dev.DID().String() || d.Name != "dev" {
+	if d := devices().Devices[0]; d.State != operatorapi.StateAwake || d.DID != dev.DID().String() || d.Name != "dev" {
 		t.Errorf("linked device: %+v, want awake", d)
 	}
 	gone := h.relay.Link().Gone(dev.DID().String())
@@ -46,7 +46,7 @@ func TestConsoleServedToOperators(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the relay did not notice the closed link")
 	}
-	if d := devices().Devices[0]; d.State != console.StateAsleep {
+	if d := devices().Devices[0]; d.State != operatorapi.StateAsleep {
 		t.Errorf("device after its link closed: %s, want asleep", d.State)
 	}
 	if r := h.get(t, "/fleet"); r.status != http.StatusUnauthorized || !strings.Contains(string(r.body), "torporctl fleet open") {

@@ -2,6 +2,7 @@ package relay
 
 import (
 	"context"
+	"github.com/torpor-dev/torpor/transport/operatorapi"
 	"strings"
 	"time"
 
@@ -73,7 +74,7 @@ func (c *fleetCollector) Collect(ch chan<- prometheus.Metric) {
 			agentMetrics(ch, d)
 		}
 	}
-	for _, st := range console.States {
+	for _, st := range operatorapi.States {
 		ch <- prometheus.MustNewConstMetric(fleetDevicesDesc, prometheus.GaugeValue, float64(n[st]), st)
 	}
 }
@@ -96,7 +97,7 @@ func (s *Relay) agentName(agent string) string {
 }
 
 // agentMetrics sends d's per-agent gauges.
-func agentMetrics(ch chan<- prometheus.Metric, d console.Device) {
+func agentMetrics(ch chan<- prometheus.Metric, d operatorapi.Device) {
 	name := nameLabel(d.Name)
 	g := func(i int, v float64) {
 		ch <- prometheus.MustNewConstMetric(agentGauges[i], prometheus.GaugeValue, v, d.DID, name)
@@ -107,8 +108,8 @@ func agentMetrics(ch chan<- prometheus.Metric, d console.Device) {
 	if d.Pulse != nil && d.Pulse.Verified {
 		g(1, float64(d.Pulse.At.Unix()))
 	}
-	g(2, flag(d.State == console.StateAsleep))
-	g(3, flag(d.State == console.StateOverdue))
+	g(2, flag(d.State == operatorapi.StateAsleep))
+	g(3, flag(d.State == operatorapi.StateOverdue))
 	g(4, float64(d.HeldCount))
 	g(5, float64(d.KeyPackages.Left))
 	g(6, d.Queue.Share)

@@ -80,23 +80,26 @@ func (s *Relay) queueRequest(w http.ResponseWriter, r *http.Request) (did.DID, q
 }
 
 // scanQueue returns the agent's live records, those of sel.sender only
-// when it is set.
-func (s *Relay) scanQueue(r *http.Request, sel queueSelection) ([]queue.Record, error) {
+// when it is set, and the seqs of its damaged records (of any sender:
+// their sender cannot be trusted), which the store withholds.
+func (s *Relay) scanQueue(r *http.Request, sel queueSelection) ([]queue.Record, []uint64, error) {
 	var out []queue.Record
+	var damaged []uint64
 	var after uint64
 	now := s.clk.Now()
 	for {
-		recs, err := s.cfg.Stores.Queue.Next(r.Context(), sel.agent.String(), after, 500, now)
+		recs, bad, err := s.queue.next(r.Context(), sel.agent.String(), after, 500, now)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
+		damaged = append(damaged, bad...)
 		for _, rec := range recs {
 			if sel.sender == "" || rec.From == sel.sender {
 				out = append(out, rec)
 			}
 		}
 		if len(recs) < 500 {
-			return out, nil
+			return out, damaged, nil
 		}
 		after = recs[len(recs)-1].Seq
 	}
@@ -107,7 +110,7 @@ func (s *Relay) serveQueueList(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	recs, err := s.scanQueue(r, sel)
+	recs, damaged, err := s.scanQueue(r, sel)
 	if err != nil {
 		s.storeFailed(w, err)
 		return
@@ -118,7 +121,11 @@ func (s *Relay) serveQueueList(w http.ResponseWriter, r *http.Request) {
 		entries = append(entries, queueEntry{Seq: rec.Seq, From: rec.From, Kind: rec.Kind.String(), Bytes: len(rec.Body), EnqueuedAt: rec.EnqueuedAt.UTC(), ExpiresAt: rec.ExpiresAt.UTC()})
 		total += len(rec.Body)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"agent": sel.agent.String(), "records": entries, "messages": len(entries), "bytes": total})
+	ans := map[string]any{"agent": sel.agent.String(), "records": entries, "messages": len(entries), "bytes": total}
+	if len(damaged) > 0 {
+		ans["damaged"] = damaged // withheld from the device (docs/operations.md, "Store faults")
+	}
+	writeJSON(w, http.StatusOK, ans)
 }
 
 var errNoSelection = errors.New("name the records to purge: sender=DID, or all=1 for every record")
@@ -134,7 +141,7 @@ func (s *Relay) serveQueuePurge(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, map[string]any{"error": "bad_selection", "message": errNoSelection.Error() + " (not both)"})
 		return
 	}
-	recs, err := s.scanQueue(r, sel)
+	recs, damaged, err := s.scanQueue(r, sel)
 	if err != nil {
 		s.storeFailed(w, err)
 		return
@@ -144,6 +151,9 @@ func (s *Relay) serveQueuePurge(w http.ResponseWriter, r *http.Request) {
 	for i, rec := range recs {
 		seqs[i] = rec.Seq
 		total += len(rec.Body)
+	}
+	if sel.all {
+		seqs = append(seqs, damaged...) // all=1 takes the withheld records too
 	}
 	if err := s.cfg.Stores.Queue.Ack(r.Context(), sel.agent.String(), seqs); err != nil {
 		s.storeFailed(w, err)

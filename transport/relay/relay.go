@@ -186,6 +186,8 @@ type Relay struct {
 	view              *console.Source
 	console           *console.Console
 	seconds           wakeSeconds
+	// queue is cfg.Stores.Queue as the relay uses it (cfg.Stores.Queue is set to it).
+	queue *watchedQueue
 }
 
 // New returns a relay for cfg. It returns an error for a missing store or
@@ -235,10 +237,12 @@ func New(cfg Config) (*Relay, error) {
 		s.operators[d.String()] = true
 	}
 	s.metrics = newMetrics(s)
+	s.queue = s.watchQueue(cfg.Stores.Queue)
+	s.cfg.Stores.Queue = s.queue
 	s.newKeyPackageLimits()
 	s.adm.newAdmissionMetrics(s.metrics.reg)
 	s.link = &server.Server{
-		Verifier: s.verifier, Queue: cfg.Stores.Queue, Agents: (*linkAgents)(s), Clock: cfg.Clock,
+		Verifier: s.verifier, Queue: s.queue, Agents: (*linkAgents)(s), Clock: cfg.Clock,
 		Logger: base.With("component", "link"), OnAcked: s.metrics.acked,
 	}
 	if err := s.newConsole(base); err != nil {

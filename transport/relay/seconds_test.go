@@ -8,6 +8,7 @@ import (
 
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/did/didtest"
+	"github.com/torpor-dev/torpor/internal/benchcpu"
 	"github.com/torpor-dev/torpor/store"
 	"github.com/torpor-dev/torpor/store/agents"
 	"github.com/torpor-dev/torpor/transport/link"
@@ -112,12 +113,14 @@ func BenchmarkLoadWakeSeconds(b *testing.B) {
 		}
 	}
 	b.ResetTimer()
+	meter := benchcpu.Start(b)
 	for i := 0; i < b.N; i++ {
 		h.relay.seconds = wakeSeconds{}
 		if err := h.relay.loadWakeSeconds(ctx); err != nil {
 			b.Fatal(err)
 		}
 	}
+	meter.Stop()
 	b.StopTimer()
 	if got := h.relay.seconds.s.Load(0, 0); got != n/3600+1 && got != n/3600 {
 		b.Fatalf("second 0 of minute 0 holds %d", got)

@@ -1,9 +1,9 @@
 // Package jsserver runs NATS servers with JetStream inside the calling
 // process, on loopback with random ports and file storage in a given
 // directory: one server, or a cluster of several. The jsstore tests, the
-// cluster tests (test/cluster), the demo's fleet (internal/demo, with
-// TORPOR_DEMO_CLUSTER=1) and `torporctl conformance --store
-// jetstream` use it; a deployment runs nats-server itself
+// cluster tests (test/cluster), the demo's fleet (cmd/torpor-demo, with
+// TORPOR_DEMO_CLUSTER=1) and `torpor-conformance --store jetstream`
+// use it; a deployment runs nats-server itself
 // (docs/scale-out.md).
 package jsserver
 

@@ -207,6 +207,9 @@ func (p *Peer) Close() error {
 	return nil
 }
 
+// Pid is the process id of the Node process.
+func (p *Peer) Pid() int { return p.cmd.Process.Pid }
+
 // Stderr returns the tail of what the peer wrote to its standard error.
 func (p *Peer) Stderr() string { return p.stderr.String() }
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/torpor-dev/torpor/did/didtest"
+	"github.com/torpor-dev/torpor/internal/benchcpu"
 	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/transport/link/wire"
 )
@@ -44,9 +45,11 @@ func BenchmarkDrain(b *testing.B) {
 	}
 	wg.Wait()
 	b.StartTimer()
+	meter := benchcpu.Start(b)
 	start := time.Now()
 	n, err := c.Drain(context.Background(), 100, func(context.Context, []wire.Record) error { return nil })
 	elapsed := time.Since(start)
+	meter.Stop()
 	if err != nil || n != b.N {
 		b.Fatalf("Drain = %d, %v; want %d", n, err, b.N)
 	}
@@ -64,6 +67,7 @@ func BenchmarkLiveRoundTrip(b *testing.B) {
 	req := wire.Request{From: "did:key:zA", Version: "1.0", Body: bytes.Repeat([]byte("y"), 512)}
 	lat := make([]time.Duration, 0, b.N)
 	b.ResetTimer()
+	meter := benchcpu.Start(b)
 	for i := 0; i < b.N; i++ {
 		t0 := time.Now()
 		if _, err := h.srv.Forward(context.Background(), dev.DID().String(), req); err != nil {
@@ -71,6 +75,7 @@ func BenchmarkLiveRoundTrip(b *testing.B) {
 		}
 		lat = append(lat, time.Since(t0))
 	}
+	meter.Stop()
 	b.StopTimer()
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")

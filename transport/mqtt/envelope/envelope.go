@@ -12,7 +12,8 @@ import (
 
 // ReasonUnsupportedContentType rejects a message whose MQTT content type
 // is neither JSON nor CBOR. The other rejection reasons are the
-// receiver-check reasons of package governed and those of runtime/manage.
+// receiver-check reasons of package governed and those of
+// transport/mqtt/command.
 const ReasonUnsupportedContentType = "unsupported-content-type"
 
 // Purposes and schemas of the Governed Objects a device publishes.

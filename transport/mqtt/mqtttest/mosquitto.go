@@ -110,6 +110,17 @@ func StartMosquittoWith(t testing.TB, bin string, conf ...string) *Mosquitto {
 // URL implements Broker.
 func (m *Mosquitto) URL() string { return "mqtt://127.0.0.1:" + strconv.Itoa(m.port) }
 
+// Pid is the process id of the running mosquitto (0 when stopped); it
+// changes at Restart.
+func (m *Mosquitto) Pid() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.cmd == nil {
+		return 0
+	}
+	return m.cmd.Process.Pid
+}
+
 // Log returns what mosquitto logged so far.
 func (m *Mosquitto) Log() string {
 	m.mu.Lock()

@@ -3,8 +3,10 @@
 // KeyPackage pool and link) and what the device said in its signed status
 // (link wire.Status: build, board, halt, held actions, last wake), served
 // as HTML at /fleet and as JSON at /fleet/api/devices to the operator DIDs
-// the relay is given, and read by torporctl fleet. docs/operations.md
-// describes it for operators.
+// the relay is given, and read by torporctl fleet. The view's types, which
+// are the JSON API's document, are transport/operatorapi's, so that torporctl
+// reads them without linking the relay. docs/operations.md describes it for
+// operators.
 //
 // # States
 //

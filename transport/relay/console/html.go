@@ -6,6 +6,7 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"github.com/torpor-dev/torpor/transport/operatorapi"
 	"html/template"
 	"net/http"
 	"slices"
@@ -22,9 +23,9 @@ var pages = template.Must(template.New("").Funcs(template.FuncMap{
 	"short": shortDID,
 	"ts":    func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05Z") },
 	"tsm":   func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04Z") },
-	"dur":   func(s Seconds) string { return human(int64(s)) },
-	"ago":   func(s Seconds) string { return human(int64(s)) },
-	"rel": func(s Seconds) string {
+	"dur":   func(s operatorapi.Seconds) string { return human(int64(s)) },
+	"ago":   func(s operatorapi.Seconds) string { return human(int64(s)) },
+	"rel": func(s operatorapi.Seconds) string {
 		if s < 0 {
 			return "opened " + human(int64(-s)) + " ago"
 		}
@@ -72,8 +73,8 @@ func byteSize(n int64) string {
 // view is what the templates get.
 type view struct {
 	Title, Operator, Origin, Why string
-	Fleet                        Fleet
-	Device                       *Device
+	Fleet                        operatorapi.Fleet
+	Device                       *operatorapi.Device
 	States                       []string
 	State, Sort                  string
 	RefreshMs                    int64
@@ -110,11 +111,11 @@ func (c *Console) table(w http.ResponseWriter, r *http.Request, op string) (view
 	}
 	sort := r.URL.Query().Get("sort")
 	if sort == "name" {
-		slices.SortStableFunc(f.Devices, func(a, b Device) int { return cmp.Compare(a.Name, b.Name) })
+		slices.SortStableFunc(f.Devices, func(a, b operatorapi.Device) int { return cmp.Compare(a.Name, b.Name) })
 	} else {
 		sort = ""
 	}
-	return view{Title: "Devices", Operator: op, Fleet: f, States: States, State: state, Sort: sort, RefreshMs: c.cfg.Refresh.Milliseconds()}, true
+	return view{Title: "Devices", Operator: op, Fleet: f, States: operatorapi.States, State: state, Sort: sort, RefreshMs: c.cfg.Refresh.Milliseconds()}, true
 }
 
 func (c *Console) serveFleet(w http.ResponseWriter, r *http.Request, op string) {

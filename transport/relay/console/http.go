@@ -4,6 +4,7 @@ import (
 	"embed"
 	"encoding/json"
 	"errors"
+	"github.com/torpor-dev/torpor/transport/operatorapi"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -177,10 +178,10 @@ func (c *Console) serveStatic(w http.ResponseWriter, r *http.Request) {
 }
 
 // fleet builds the view filtered by the request's state parameter.
-func (c *Console) fleet(r *http.Request) (Fleet, string, error) {
+func (c *Console) fleet(r *http.Request) (operatorapi.Fleet, string, error) {
 	state := r.URL.Query().Get("state")
-	if state != "" && !slices.Contains(States, state) {
-		return Fleet{}, state, errors.New("unknown state " + state)
+	if state != "" && !slices.Contains(operatorapi.States, state) {
+		return operatorapi.Fleet{}, state, errors.New("unknown state " + state)
 	}
 	f, err := c.cfg.Build(r.Context(), c.clk.Now())
 	return f.Filter(state), state, err

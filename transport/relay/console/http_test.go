@@ -2,6 +2,7 @@ package console
 
 import (
 	"encoding/json"
+	"github.com/torpor-dev/torpor/transport/operatorapi"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -189,12 +190,12 @@ func TestAPI(t *testing.T) {
 	tok, _ := bearer.IssuePurpose(s.op, s.origin, bearer.PurposeFleet, t0, time.Minute)
 	other, _ := bearer.IssuePurpose(didtest.Key(t, 21), s.origin, bearer.PurposeFleet, t0, time.Minute)
 	a := s.do(t, "GET", "/fleet/api/devices", map[string]string{"Authorization": "Bearer " + tok}, nil)
-	var f Fleet
-	if err := json.Unmarshal([]byte(a.body), &f); a.status != 200 || err != nil || len(f.Devices) != 1 || f.Devices[0].State != StateAsleep {
+	var f operatorapi.Fleet
+	if err := json.Unmarshal([]byte(a.body), &f); a.status != 200 || err != nil || len(f.Devices) != 1 || f.Devices[0].State != operatorapi.StateAsleep {
 		t.Fatalf("API with an operator token: %d %s", a.status, a.body)
 	}
 	a = s.do(t, "GET", "/fleet/api/devices/"+s.dev.DID().String(), nil, s.login(t))
-	var d Device
+	var d operatorapi.Device
 	if err := json.Unmarshal([]byte(a.body), &d); a.status != 200 || err != nil || d.Detail == nil || d.Name != "pump-1" {
 		t.Fatalf("API device with a session: %d %s", a.status, a.body)
 	}

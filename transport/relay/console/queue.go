@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"github.com/torpor-dev/torpor/transport/operatorapi"
 	"slices"
 	"time"
 
@@ -15,20 +16,20 @@ import (
 
 // queueOf fills d.Queue: counts and bytes, the oldest record's age and
 // the share of the bounds in force.
-func (s *Source) queueOf(ctx context.Context, d *Device, st agents.State, now time.Time) error {
+func (s *Source) queueOf(ctx context.Context, d *operatorapi.Device, st agents.State, now time.Time) error {
 	qs, err := s.Queue.Stats(ctx, d.DID, now)
 	if err != nil {
 		return err
 	}
 	b := s.Bounds(d.DID, st)
-	q := Queue{Messages: qs.Messages, Bytes: qs.Bytes, MaxMessages: b.MaxMessages, MaxBytes: b.MaxBytes}
+	q := operatorapi.Queue{Messages: qs.Messages, Bytes: qs.Bytes, MaxMessages: b.MaxMessages, MaxBytes: b.MaxBytes}
 	if qs.Messages > 0 {
 		first, err := s.Queue.Next(ctx, d.DID, 0, 1, now)
 		if err != nil {
 			return err
 		}
 		if len(first) > 0 {
-			q.OldestAge = Seconds(now.Sub(first[0].EnqueuedAt) / time.Second)
+			q.OldestAge = operatorapi.Seconds(now.Sub(first[0].EnqueuedAt) / time.Second)
 		}
 	}
 	if b.MaxMessages > 0 && b.MaxBytes > 0 {
@@ -40,7 +41,7 @@ func (s *Source) queueOf(ctx context.Context, d *Device, st agents.State, now ti
 
 // detail reads what the device page adds: the wakes the status reports,
 // the queue by sender and the held actions.
-func (s *Source) detail(ctx context.Context, id string, now time.Time) (*Detail, error) {
+func (s *Source) detail(ctx context.Context, id string, now time.Time) (*operatorapi.Detail, error) {
 	st, err := s.States.Get(ctx, id)
 	if err != nil {
 		return nil, err
@@ -49,9 +50,9 @@ func (s *Source) detail(ctx context.Context, id string, now time.Time) (*Detail,
 	if err != nil {
 		return nil, err
 	}
-	dt := &Detail{Wakes: []Wake{}, Senders: []Sender{}, Held: nil, Window: describeWindow(st.Window), Schedule: string(st.Mode)}
+	dt := &operatorapi.Detail{Wakes: []operatorapi.Wake{}, Senders: []operatorapi.Sender{}, Held: nil, Window: describeWindow(st.Window), Schedule: string(st.Mode)}
 	if ws, err := parseStatus(st.Status, agent); st.Status != nil && err == nil {
-		for _, w := range []*Wake{wakeOf(ws.Wake), wakeOf(ws.LastWake)} {
+		for _, w := range []*operatorapi.Wake{wakeOf(ws.Wake), wakeOf(ws.LastWake)} {
 			if w != nil {
 				dt.Wakes = append(dt.Wakes, *w)
 			}
@@ -63,11 +64,11 @@ func (s *Source) detail(ctx context.Context, id string, now time.Time) (*Detail,
 	if err != nil {
 		return nil, err
 	}
-	by := map[string]*Sender{}
+	by := map[string]*operatorapi.Sender{}
 	for _, r := range recs {
 		sd := by[r.From]
 		if sd == nil {
-			sd = &Sender{DID: r.From, OldestAge: Seconds(now.Sub(r.EnqueuedAt) / time.Second)}
+			sd = &operatorapi.Sender{DID: r.From, OldestAge: operatorapi.Seconds(now.Sub(r.EnqueuedAt) / time.Second)}
 			by[r.From] = sd
 		}
 		sd.Messages++
@@ -76,15 +77,17 @@ func (s *Source) detail(ctx context.Context, id string, now time.Time) (*Detail,
 	for _, sd := range by {
 		dt.Senders = append(dt.Senders, *sd)
 	}
-	slices.SortFunc(dt.Senders, func(a, b Sender) int { return cmp.Or(cmp.Compare(b.Messages, a.Messages), cmp.Compare(a.DID, b.DID)) })
+	slices.SortFunc(dt.Senders, func(a, b operatorapi.Sender) int {
+		return cmp.Or(cmp.Compare(b.Messages, a.Messages), cmp.Compare(a.DID, b.DID))
+	})
 	return dt, nil
 }
 
-func wakeOf(w *wire.StatusWake) *Wake {
+func wakeOf(w *wire.StatusWake) *operatorapi.Wake {
 	if w == nil {
 		return nil
 	}
-	return &Wake{At: w.At, Reason: w.Reason, AwakeMs: w.AwakeMs, Phases: w.Phases}
+	return &operatorapi.Wake{At: w.At, Reason: w.Reason, AwakeMs: w.AwakeMs, Phases: w.Phases}
 }
 
 // describeWindow says when w opens in the hour and for how long, such as

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/torpor-dev/torpor/transport/operatorapi"
 	"slices"
 	"time"
 
@@ -17,18 +18,6 @@ import (
 	"github.com/torpor-dev/torpor/transport/link/wire"
 	"github.com/torpor-dev/torpor/wake"
 )
-
-// States of a device, most urgent first (the order of the table).
-const (
-	StateOverdue = "overdue" // a wake or pulse its schedule promised did not come
-	StateHalted  = "halted"  // the owner's halt is in force
-	StateAwake   = "awake"   // linked to a relay now
-	StateAsleep  = "asleep"  // not linked, as its schedule says
-	StateOffline = "offline" // not linked, and its schedule promises nothing to wait for
-)
-
-// States lists the states in table order.
-var States = []string{StateOverdue, StateHalted, StateAwake, StateAsleep, StateOffline}
 
 // PulseInterval is how often a device that never sleeps (always_on,
 // session) pulses: runtime.PulseInterval (runtime/wake.go), which this
@@ -53,134 +42,26 @@ type Source struct {
 	Grace time.Duration
 }
 
-// Fleet is the console's view of every device at Now.
-type Fleet struct {
-	Now     time.Time `json:"now"`
-	Grace   Seconds   `json:"overdueGraceSeconds"`
-	Summary Summary   `json:"summary"`
-	Devices []Device  `json:"devices"`
-}
-
-// Summary is the line above the table.
-type Summary struct {
-	Devices     int `json:"devices"`
-	Awake       int `json:"awake"`
-	Asleep      int `json:"asleep"`
-	Offline     int `json:"offline"`
-	Overdue     int `json:"overdue"`
-	Halted      int `json:"halted"`
-	WithHeld    int `json:"withHeldActions"`
-	QueuesAbove int `json:"queuesAbove80"`
-}
-
-// Seconds is a duration as whole seconds in JSON.
-type Seconds int64
-
-// Device is one row of the table, and with Detail its page.
-type Device struct {
-	Name          string      `json:"name"`
-	DuplicateName bool        `json:"duplicateName,omitempty"`
-	DID           string      `json:"did"`
-	Board         string      `json:"board,omitempty"`
-	Version       string      `json:"version,omitempty"`
-	Mode          string      `json:"mode"`
-	State         string      `json:"state"`
-	Linked        bool        `json:"linked"`
-	Halted        bool        `json:"halted"`
-	NextWindow    *Window     `json:"nextWindow,omitempty"`
-	Expected      *time.Time  `json:"expected,omitempty"`    // the wake or pulse its schedule promises next
-	LastWake      *Wake       `json:"lastWake,omitempty"`    // the latest wake it started
-	LastAwakeMs   int64       `json:"lastAwakeMs,omitempty"` // how long its last completed wake was awake
-	Pulse         *Pulse      `json:"pulse,omitempty"`
-	Queue         Queue       `json:"queue"`
-	KeyPackages   KeyPackages `json:"keyPackages"`
-	HeldCount     int         `json:"heldActions"`
-	UpdatedAt     time.Time   `json:"updatedAt"` // its last published state
-	StatusError   string      `json:"statusError,omitempty"`
-	Detail        *Detail     `json:"detail,omitempty"`
-}
-
-// Window is the next wake window.
-type Window struct {
-	Start  time.Time `json:"start"`
-	Length Seconds   `json:"lengthSeconds"`
-	In     Seconds   `json:"inSeconds"` // from Now; negative once it opened
-}
-
-// Wake is a wake the device reported in its signed status.
-type Wake struct {
-	At      time.Time          `json:"at"`
-	Reason  string             `json:"reason"`
-	AwakeMs int64              `json:"awakeMs,omitempty"`
-	Phases  []wire.StatusPhase `json:"phases,omitempty"`
-}
-
-// Pulse is the device's latest liveness pulse.
-type Pulse struct {
-	Seq      uint64    `json:"seq"`
-	At       time.Time `json:"at"`
-	Age      Seconds   `json:"ageSeconds"`
-	Verified bool      `json:"verified"`
-	Error    string    `json:"error,omitempty"`
-}
-
-// Queue is the device's queue at the relay.
-type Queue struct {
-	Messages    int     `json:"messages"`
-	Bytes       int64   `json:"bytes"`
-	MaxMessages int     `json:"maxMessages"`
-	MaxBytes    int64   `json:"maxBytes"`
-	OldestAge   Seconds `json:"oldestAgeSeconds"`
-	// Share is the fuller of messages/MaxMessages and bytes/MaxBytes.
-	Share float64 `json:"share"`
-}
-
-// KeyPackages is the device's KeyPackage pool at the relay.
-type KeyPackages struct {
-	Left       int  `json:"left"`
-	LastResort bool `json:"lastResort"` // the relay holds a last-resort KeyPackage
-	// LastResortInUse: the pool is empty, so every session initiator gets
-	// the last-resort KeyPackage (RFC 9420, Section 16.8).
-	LastResortInUse bool `json:"lastResortInUse"`
-}
-
-// Detail is what only the device page shows.
-type Detail struct {
-	Wakes    []Wake            `json:"wakes"` // this wake and the one before, newest first
-	Senders  []Sender          `json:"senders"`
-	Held     []wire.StatusHeld `json:"held"`
-	Window   string            `json:"window"`
-	Schedule string            `json:"schedule"`
-}
-
-// Sender is the share of one sender DID in a device's queue.
-type Sender struct {
-	DID       string  `json:"did"`
-	Messages  int     `json:"messages"`
-	Bytes     int64   `json:"bytes"`
-	OldestAge Seconds `json:"oldestAgeSeconds"`
-}
-
 // Build returns the view of every device at now.
-func (s *Source) Build(ctx context.Context, now time.Time) (Fleet, error) {
+func (s *Source) Build(ctx context.Context, now time.Time) (operatorapi.Fleet, error) {
 	ids, err := s.States.Agents(ctx)
 	if err != nil {
-		return Fleet{}, err
+		return operatorapi.Fleet{}, err
 	}
-	f := Fleet{Now: now.UTC(), Grace: Seconds(s.Grace / time.Second), Devices: make([]Device, 0, len(ids))}
+	f := operatorapi.Fleet{Now: now.UTC(), Grace: operatorapi.Seconds(s.Grace / time.Second), Devices: make([]operatorapi.Device, 0, len(ids))}
 	for _, id := range ids {
 		d, err := s.device(ctx, id, now)
 		if errors.Is(err, agents.ErrUnknownAgent) {
 			continue
 		}
 		if err != nil {
-			return Fleet{}, err
+			return operatorapi.Fleet{}, err
 		}
 		f.Devices = append(f.Devices, d)
 	}
 	flagDuplicates(f.Devices)
-	slices.SortFunc(f.Devices, func(a, b Device) int {
-		return cmp.Or(cmp.Compare(slices.Index(States, a.State), slices.Index(States, b.State)), cmp.Compare(a.Name, b.Name), cmp.Compare(a.DID, b.DID))
+	slices.SortFunc(f.Devices, func(a, b operatorapi.Device) int {
+		return cmp.Or(cmp.Compare(slices.Index(operatorapi.States, a.State), slices.Index(operatorapi.States, b.State)), cmp.Compare(a.Name, b.Name), cmp.Compare(a.DID, b.DID))
 	})
 	f.Summary = summarize(f.Devices)
 	return f, nil
@@ -188,10 +69,10 @@ func (s *Source) Build(ctx context.Context, now time.Time) (Fleet, error) {
 
 // One returns the view of one device with its Detail, or
 // agents.ErrUnknownAgent.
-func (s *Source) One(ctx context.Context, id string, now time.Time) (Device, error) {
+func (s *Source) One(ctx context.Context, id string, now time.Time) (operatorapi.Device, error) {
 	f, err := s.Build(ctx, now) // for the duplicate names
 	if err != nil {
-		return Device{}, err
+		return operatorapi.Device{}, err
 	}
 	for _, d := range f.Devices {
 		if d.DID == id {
@@ -199,25 +80,10 @@ func (s *Source) One(ctx context.Context, id string, now time.Time) (Device, err
 			return d, err
 		}
 	}
-	return Device{}, agents.ErrUnknownAgent
+	return operatorapi.Device{}, agents.ErrUnknownAgent
 }
 
-// Filter keeps the devices in state (all when state is empty).
-func (f Fleet) Filter(state string) Fleet {
-	if state == "" {
-		return f
-	}
-	out := f
-	out.Devices = nil
-	for _, d := range f.Devices {
-		if d.State == state {
-			out.Devices = append(out.Devices, d)
-		}
-	}
-	return out
-}
-
-func flagDuplicates(ds []Device) {
+func flagDuplicates(ds []operatorapi.Device) {
 	n := map[string]int{}
 	for _, d := range ds {
 		n[d.Name]++
@@ -227,17 +93,17 @@ func flagDuplicates(ds []Device) {
 	}
 }
 
-func summarize(ds []Device) Summary {
-	s := Summary{Devices: len(ds)}
+func summarize(ds []operatorapi.Device) operatorapi.Summary {
+	s := operatorapi.Summary{Devices: len(ds)}
 	for _, d := range ds {
 		switch d.State {
-		case StateAwake:
+		case operatorapi.StateAwake:
 			s.Awake++
-		case StateAsleep:
+		case operatorapi.StateAsleep:
 			s.Asleep++
-		case StateOffline:
+		case operatorapi.StateOffline:
 			s.Offline++
-		case StateOverdue:
+		case operatorapi.StateOverdue:
 			s.Overdue++
 		}
 		if d.Halted {
@@ -254,15 +120,15 @@ func summarize(ds []Device) Summary {
 }
 
 // device builds id's row.
-func (s *Source) device(ctx context.Context, id string, now time.Time) (Device, error) {
+func (s *Source) device(ctx context.Context, id string, now time.Time) (operatorapi.Device, error) {
 	st, err := s.States.Get(ctx, id)
 	if err != nil {
-		return Device{}, err
+		return operatorapi.Device{}, err
 	}
-	d := Device{DID: id, Name: cardName(st.Card), Mode: string(st.Mode), UpdatedAt: st.UpdatedAt.UTC(), Linked: s.Up(ctx, id)}
+	d := operatorapi.Device{DID: id, Name: cardName(st.Card), Mode: string(st.Mode), UpdatedAt: st.UpdatedAt.UTC(), Linked: s.Up(ctx, id)}
 	agent, err := did.Parse(id)
 	if err != nil {
-		return Device{}, err
+		return operatorapi.Device{}, err
 	}
 	s.fromStatus(&d, st, agent)
 	d.Pulse = pulseOf(st.Pulse, agent, now)
@@ -272,13 +138,13 @@ func (s *Source) device(ctx context.Context, id string, now time.Time) (Device, 
 		}
 	}
 	if err := s.queueOf(ctx, &d, st, now); err != nil {
-		return Device{}, err
+		return operatorapi.Device{}, err
 	}
 	pool, lr, err := s.States.KeyPackages(ctx, id)
 	if err != nil {
-		return Device{}, err
+		return operatorapi.Device{}, err
 	}
-	d.KeyPackages = KeyPackages{Left: len(pool), LastResort: lr != nil, LastResortInUse: len(pool) == 0 && lr != nil}
+	d.KeyPackages = operatorapi.KeyPackages{Left: len(pool), LastResort: lr != nil, LastResortInUse: len(pool) == 0 && lr != nil}
 	d.NextWindow, d.Expected = schedule(st, d.Pulse, now)
 	d.State = s.state(d, now)
 	return d, nil
@@ -289,18 +155,18 @@ func (s *Source) device(ctx context.Context, id string, now time.Time) (Device, 
 // then halted, awake (linked), asleep (a sleeping mode with a wake
 // promised) or offline (not linked although its mode never sleeps, or
 // asleep with no wake promised: it waits for an event).
-func (s *Source) state(d Device, now time.Time) string {
+func (s *Source) state(d operatorapi.Device, now time.Time) string {
 	switch {
 	case !d.Linked && d.Expected != nil && now.After(d.Expected.Add(s.Grace)):
-		return StateOverdue
+		return operatorapi.StateOverdue
 	case d.Halted:
-		return StateHalted
+		return operatorapi.StateHalted
 	case d.Linked:
-		return StateAwake
+		return operatorapi.StateAwake
 	case d.Expected != nil && (d.Mode == string(wake.HourlyWake) || d.Mode == string(wake.Sleep)):
-		return StateAsleep
+		return operatorapi.StateAsleep
 	}
-	return StateOffline
+	return operatorapi.StateOffline
 }
 
 // schedule returns the next wake window and the next wake or pulse the
@@ -308,7 +174,7 @@ func (s *Source) state(d Device, now time.Time) string {
 // next wake it announced (hourly_wake: else its window after its last
 // state), in always_on and session mode a pulse PulseInterval after the
 // last.
-func schedule(st agents.State, p *Pulse, now time.Time) (*Window, *time.Time) {
+func schedule(st agents.State, p *operatorapi.Pulse, now time.Time) (*operatorapi.Window, *time.Time) {
 	switch st.Mode {
 	case wake.HourlyWake, wake.Sleep:
 		next := st.NextWake
@@ -319,7 +185,7 @@ func schedule(st agents.State, p *Pulse, now time.Time) (*Window, *time.Time) {
 			return nil, nil
 		}
 		next = next.UTC()
-		w := &Window{Start: next, Length: Seconds(windowLength(st.Window) / time.Second), In: Seconds(next.Sub(now) / time.Second)}
+		w := &operatorapi.Window{Start: next, Length: operatorapi.Seconds(windowLength(st.Window) / time.Second), In: operatorapi.Seconds(next.Sub(now) / time.Second)}
 		return w, &next
 	case wake.AlwaysOn, wake.Session:
 		last := st.UpdatedAt
@@ -344,7 +210,7 @@ func cardName(card []byte) string {
 }
 
 // pulseOf parses and verifies the pulse the relay keeps.
-func pulseOf(doc []byte, agent did.DID, now time.Time) *Pulse {
+func pulseOf(doc []byte, agent did.DID, now time.Time) *operatorapi.Pulse {
 	if doc == nil {
 		return nil
 	}
@@ -353,13 +219,13 @@ func pulseOf(doc []byte, agent did.DID, now time.Time) *Pulse {
 		err = errors.New("signed by another DID")
 	}
 	if err != nil {
-		return &Pulse{Error: err.Error()}
+		return &operatorapi.Pulse{Error: err.Error()}
 	}
-	return &Pulse{Seq: p.Seq, At: p.At.UTC(), Age: Seconds(now.Sub(p.At) / time.Second), Verified: true}
+	return &operatorapi.Pulse{Seq: p.Seq, At: p.At.UTC(), Age: operatorapi.Seconds(now.Sub(p.At) / time.Second), Verified: true}
 }
 
 // fromStatus fills what the device's signed status says.
-func (s *Source) fromStatus(d *Device, st agents.State, agent did.DID) {
+func (s *Source) fromStatus(d *operatorapi.Device, st agents.State, agent did.DID) {
 	if st.Status == nil {
 		return
 	}
@@ -370,7 +236,7 @@ func (s *Source) fromStatus(d *Device, st agents.State, agent did.DID) {
 	}
 	d.Board, d.Version, d.Halted, d.HeldCount = ws.Board, ws.Version, ws.Halted, ws.HeldCount
 	if ws.Wake != nil {
-		d.LastWake = &Wake{At: ws.Wake.At, Reason: ws.Wake.Reason}
+		d.LastWake = &operatorapi.Wake{At: ws.Wake.At, Reason: ws.Wake.Reason}
 	}
 	if ws.LastWake != nil {
 		d.LastAwakeMs = ws.LastWake.AwakeMs

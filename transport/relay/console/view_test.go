@@ -2,6 +2,7 @@ package console
 
 import (
 	"context"
+	"github.com/torpor-dev/torpor/transport/operatorapi"
 	"path/filepath"
 	"testing"
 	"time"
@@ -114,7 +115,7 @@ func TestBuildStates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []struct{ name, state string }{{"gate", StateOverdue}, {"fence", StateHalted}, {"pump", StateAwake}, {"pump", StateAsleep}, {"shed", StateOffline}}
+	want := []struct{ name, state string }{{"gate", operatorapi.StateOverdue}, {"fence", operatorapi.StateHalted}, {"pump", operatorapi.StateAwake}, {"pump", operatorapi.StateAsleep}, {"shed", operatorapi.StateOffline}}
 	if len(fl.Devices) != len(want) {
 		t.Fatalf("%d devices, want %d", len(fl.Devices), len(want))
 	}
@@ -123,7 +124,7 @@ func TestBuildStates(t *testing.T) {
 			t.Errorf("row %d = %s %s (duplicate %v), want %s %s", i, d.Name, d.State, d.DuplicateName, w.name, w.state)
 		}
 	}
-	wantSum := Summary{Devices: 5, Awake: 1, Asleep: 1, Offline: 1, Overdue: 1, Halted: 1, WithHeld: 1}
+	wantSum := operatorapi.Summary{Devices: 5, Awake: 1, Asleep: 1, Offline: 1, Overdue: 1, Halted: 1, WithHeld: 1}
 	if fl.Summary != wantSum {
 		t.Errorf("summary %+v, want %+v", fl.Summary, wantSum)
 	}
@@ -146,7 +147,7 @@ func TestBuildStates(t *testing.T) {
 	if k := pump.KeyPackages; k.LastResortInUse || k.Left != 2 {
 		t.Errorf("pump KeyPackages %+v, want 2 left", k)
 	}
-	if got := fl.Filter(StateOverdue).Devices; len(got) != 1 || got[0].Name != "gate" {
+	if got := fl.Filter(operatorapi.StateOverdue).Devices; len(got) != 1 || got[0].Name != "gate" {
 		t.Errorf("Filter(overdue) = %v, want gate", got)
 	}
 }
@@ -171,17 +172,17 @@ func TestOverdueAfterGrace(t *testing.T) {
 		at   time.Time
 		want string
 	}{
-		{sleeper, t0.Add(5 * time.Minute), StateAsleep},
-		{sleeper, t0.Add(5*time.Minute + time.Second), StateOverdue},
-		{always, t0.Add(35 * time.Minute), StateOffline},
-		{always, t0.Add(35*time.Minute + time.Second), StateOverdue},
+		{sleeper, t0.Add(5 * time.Minute), operatorapi.StateAsleep},
+		{sleeper, t0.Add(5*time.Minute + time.Second), operatorapi.StateOverdue},
+		{always, t0.Add(35 * time.Minute), operatorapi.StateOffline},
+		{always, t0.Add(35*time.Minute + time.Second), operatorapi.StateOverdue},
 	} {
 		if got := state(c.key, c.at); got != c.want {
 			t.Errorf("%s at +%v: %s, want %s", c.key.DID(), c.at.Sub(t0), got, c.want)
 		}
 	}
 	f.linked[sleeper.DID().String()] = true
-	if got := state(sleeper, t0.Add(time.Hour)); got != StateAwake {
+	if got := state(sleeper, t0.Add(time.Hour)); got != operatorapi.StateAwake {
 		t.Errorf("linked sleeper past its wake: %s, want awake", got)
 	}
 }

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Runs every benchmark once (-benchtime=1x), so that a benchmark that no
+# longer runs fails `make check` (scripts/check.sh) instead of the next
+# `make bench`, and checks that each one reports its CPU per operation
+# (cpu-ns/op, internal/benchcpu) beside its rate.
+#
+# Beside the unit benchmarks, it runs the integration-tagged ones that
+# scripts/bench.sh runs (test/interop, test/mqtt, test/cluster, test/link),
+# with the tools they need required (TORPOR_REQUIRE_TOOLS=1, as in
+# `make check`). test/qemu's BenchmarkEmptyWakeVM boots three guests under
+# emulation, minutes on two cores; it runs here with CHECK_BENCH_VM=1.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export TORPOR_REQUIRE_TOOLS=1
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+go test -run '^$' -bench . -benchtime=1x ./... | tee "$out"
+go test -tags integration -run '^$' -bench . -benchtime=1x ./test/interop/... ./test/mqtt/... ./test/cluster/ ./test/link/ | tee -a "$out"
+if [ "${CHECK_BENCH_VM:-}" = 1 ]; then
+  go test -tags integration -run '^$' -bench EmptyWakeVM -benchtime=1x -timeout 60m ./test/qemu/ | tee -a "$out"
+fi
+# A result line is the name, the iterations, then value-unit pairs.
+missing=$(awk '/^Benchmark[^ \t]*[ \t]+[0-9]+[ \t]/ && !/ cpu-ns\/op/ { print $1 }' "$out")
+if [ -n "$missing" ]; then
+  echo "bench-once: benchmarks that report no cpu-ns/op (internal/benchcpu):" >&2
+  echo "$missing" >&2
+  exit 1
+fi
+echo "bench-once: $(grep -c '^Benchmark' "$out") benchmark results, each with cpu-ns/op"

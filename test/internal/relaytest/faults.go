@@ -1,0 +1,167 @@
+package relaytest
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"os/exec"
+	"regexp"
+	"testing"
+	"time"
+
+	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/test/internal/testenv"
+	"github.com/torpor-dev/torpor/transport/a2a"
+	"github.com/torpor-dev/torpor/transport/bearer"
+	"github.com/torpor-dev/torpor/transport/link"
+)
+
+// startedOrStopped matches the line a relay logs when it serves and the
+// one it logs when it gives up.
+var startedOrStopped = regexp.MustCompile(`msg="torpor-relay (listening|stopped)"`)
+
+// Try runs torpor-relay as Start does, but a relay that refuses to start
+// is no failure: it returns the running relay, or nil, the exit status
+// and the log of the one that stopped.
+func Try(t testing.TB, dir string, extra ...string) (r *Relay, exit int, log string) {
+	t.Helper()
+	args := append([]string{"--listen", "127.0.0.1:0", "--mqtt-listen", "127.0.0.1:0", "--data-dir", dir, "--log-level", "info"}, extra...)
+	p := testenv.Start(t, testenv.Binary(t, "torpor-relay"), args...)
+	if m := p.WaitWithin(t, time.Minute, startedOrStopped); m[1] == "listening" {
+		return &Relay{Proc: p, URL: p.Wait(t, ListenRE)[1], Dir: dir}, 0, ""
+	}
+	err := p.Stop() // it is exiting: this waits for it and its log
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) {
+		t.Fatalf("torpor-relay logged that it stopped, then exited with %v", err)
+	}
+	return nil, ee.ExitCode(), p.Log()
+}
+
+// Answer is what a send got: the HTTP status and, for an asleep answer,
+// whether the relay said the message is queued. Err is a transport error
+// (the relay died mid-request): neither queued nor refused.
+type Answer struct {
+	Status int
+	Queued bool
+	Err    error
+}
+
+// Body returns the A2A SendMessage request Send posts: messageId id and
+// an mls-wire part of the bytes pad.
+func Body(id, pad string) string {
+	mid, _ := json.Marshal(id)
+	return `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":` + string(mid) +
+		`,"role":"ROLE_USER","parts":[{"mediaType":"` + a2a.MediaTypeMLSWire + `","data":{"mediaType":"` + a2a.MediaTypeMLSWire +
+		`","wire":"` + base64.StdEncoding.EncodeToString([]byte(pad)) + `"}}]}}}`
+}
+
+// Send posts Body(id, pad) to the agent at the relay url as sender (a
+// fresh DID Bearer token each time). It never fails the test, so that
+// senders may run in goroutines against a relay that is killed.
+func Send(url string, agent did.DID, sender *did.PrivateKey, id, pad string) Answer {
+	tok, err := bearer.Issue(sender, url, time.Now(), 0)
+	if err != nil {
+		return Answer{Err: err}
+	}
+	body := Body(id, pad)
+	req, err := http.NewRequest("POST", url+"/a/"+agent.String()+"/a2a/jsonrpc", bytes.NewReader([]byte(body)))
+	if err != nil {
+		return Answer{Err: err}
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("A2A-Version", "1.0")
+	req.Header.Set("Authorization", bearer.Authorization(tok))
+	resp, err := sendClient.Do(req)
+	if err != nil {
+		return Answer{Err: err}
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return Answer{Status: resp.StatusCode, Err: err}
+	}
+	var a struct {
+		Queued bool `json:"queued"`
+	}
+	json.Unmarshal(b, &a)
+	return Answer{Status: resp.StatusCode, Queued: a.Queued}
+}
+
+var sendClient = &http.Client{Timeout: 30 * time.Second}
+
+// MessageID returns the messageId of a request body Send posted.
+func MessageID(body []byte) string {
+	var m struct {
+		Params struct {
+			Message struct {
+				MessageID string `json:"messageId"`
+			} `json:"message"`
+		} `json:"params"`
+	}
+	json.Unmarshal(body, &m)
+	return m.Params.Message.MessageID
+}
+
+// Drain links dev to the relay at url and drains its queue as a device
+// does: pull a batch, acknowledge it, until nothing is left. It calls
+// delivered with each batch's bodies once their acknowledgement
+// succeeded, and returns the first error (a link or store failure).
+func Drain(url string, dev *did.PrivateKey, delivered func(bodies [][]byte)) error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, err := link.Dial(ctx, link.Config{RelayURL: url, Key: dev})
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	var after uint64
+	for {
+		recs, more, err := c.Pull(ctx, after, 500)
+		if err != nil || len(recs) == 0 {
+			return err
+		}
+		seqs := make([]uint64, len(recs))
+		bodies := make([][]byte, len(recs))
+		for i, r := range recs {
+			seqs[i], bodies[i] = r.Seq, r.Body
+		}
+		if err := c.Ack(ctx, seqs); err != nil {
+			return err
+		}
+		delivered(bodies)
+		after = recs[len(recs)-1].Seq
+		if !more {
+			return nil
+		}
+	}
+}
+
+// Count links dev to the relay at url and counts its queued records
+// without acknowledging any (PullAll that returns its error).
+func Count(url string, dev *did.PrivateKey) (int, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, err := link.Dial(ctx, link.Config{RelayURL: url, Key: dev})
+	if err != nil {
+		return 0, err
+	}
+	defer c.Close()
+	var after uint64
+	n := 0
+	for {
+		recs, more, err := c.Pull(ctx, after, 500)
+		if err != nil || len(recs) == 0 {
+			return n, err
+		}
+		n += len(recs)
+		after = recs[len(recs)-1].Seq
+		if !more {
+			return n, nil
+		}
+	}
+}

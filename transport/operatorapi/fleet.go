@@ -1,0 +1,142 @@
+package operatorapi
+
+import (
+	"time"
+
+	"github.com/torpor-dev/torpor/transport/link/wire"
+)
+
+// States of a device, most urgent first (the order of the table).
+const (
+	StateOverdue = "overdue" // a wake or pulse its schedule promised did not come
+	StateHalted  = "halted"  // the owner's halt is in force
+	StateAwake   = "awake"   // linked to a relay now
+	StateAsleep  = "asleep"  // not linked, as its schedule says
+	StateOffline = "offline" // not linked, and its schedule promises nothing to wait for
+)
+
+// States lists the states in table order.
+var States = []string{StateOverdue, StateHalted, StateAwake, StateAsleep, StateOffline}
+
+// Fleet is the console's view of every device at Now.
+type Fleet struct {
+	Now     time.Time `json:"now"`
+	Grace   Seconds   `json:"overdueGraceSeconds"`
+	Summary Summary   `json:"summary"`
+	Devices []Device  `json:"devices"`
+}
+
+// Summary is the line above the table.
+type Summary struct {
+	Devices     int `json:"devices"`
+	Awake       int `json:"awake"`
+	Asleep      int `json:"asleep"`
+	Offline     int `json:"offline"`
+	Overdue     int `json:"overdue"`
+	Halted      int `json:"halted"`
+	WithHeld    int `json:"withHeldActions"`
+	QueuesAbove int `json:"queuesAbove80"`
+}
+
+// Seconds is a duration as whole seconds in JSON.
+type Seconds int64
+
+// Device is one row of the table, and with Detail its page.
+type Device struct {
+	Name          string      `json:"name"`
+	DuplicateName bool        `json:"duplicateName,omitempty"`
+	DID           string      `json:"did"`
+	Board         string      `json:"board,omitempty"`
+	Version       string      `json:"version,omitempty"`
+	Mode          string      `json:"mode"`
+	State         string      `json:"state"`
+	Linked        bool        `json:"linked"`
+	Halted        bool        `json:"halted"`
+	NextWindow    *Window     `json:"nextWindow,omitempty"`
+	Expected      *time.Time  `json:"expected,omitempty"`    // the wake or pulse its schedule promises next
+	LastWake      *Wake       `json:"lastWake,omitempty"`    // the latest wake it started
+	LastAwakeMs   int64       `json:"lastAwakeMs,omitempty"` // how long its last completed wake was awake
+	Pulse         *Pulse      `json:"pulse,omitempty"`
+	Queue         Queue       `json:"queue"`
+	KeyPackages   KeyPackages `json:"keyPackages"`
+	HeldCount     int         `json:"heldActions"`
+	UpdatedAt     time.Time   `json:"updatedAt"` // its last published state
+	StatusError   string      `json:"statusError,omitempty"`
+	Detail        *Detail     `json:"detail,omitempty"`
+}
+
+// Window is the next wake window.
+type Window struct {
+	Start  time.Time `json:"start"`
+	Length Seconds   `json:"lengthSeconds"`
+	In     Seconds   `json:"inSeconds"` // from Now; negative once it opened
+}
+
+// Wake is a wake the device reported in its signed status.
+type Wake struct {
+	At      time.Time          `json:"at"`
+	Reason  string             `json:"reason"`
+	AwakeMs int64              `json:"awakeMs,omitempty"`
+	Phases  []wire.StatusPhase `json:"phases,omitempty"`
+}
+
+// Pulse is the device's latest liveness pulse.
+type Pulse struct {
+	Seq      uint64    `json:"seq"`
+	At       time.Time `json:"at"`
+	Age      Seconds   `json:"ageSeconds"`
+	Verified bool      `json:"verified"`
+	Error    string    `json:"error,omitempty"`
+}
+
+// Queue is the device's queue at the relay.
+type Queue struct {
+	Messages    int     `json:"messages"`
+	Bytes       int64   `json:"bytes"`
+	MaxMessages int     `json:"maxMessages"`
+	MaxBytes    int64   `json:"maxBytes"`
+	OldestAge   Seconds `json:"oldestAgeSeconds"`
+	// Share is the fuller of messages/MaxMessages and bytes/MaxBytes.
+	Share float64 `json:"share"`
+}
+
+// KeyPackages is the device's KeyPackage pool at the relay.
+type KeyPackages struct {
+	Left       int  `json:"left"`
+	LastResort bool `json:"lastResort"` // the relay holds a last-resort KeyPackage
+	// LastResortInUse: the pool is empty, so every session initiator gets
+	// the last-resort KeyPackage (RFC 9420, Section 16.8).
+	LastResortInUse bool `json:"lastResortInUse"`
+}
+
+// Detail is what only the device page shows.
+type Detail struct {
+	Wakes    []Wake            `json:"wakes"` // this wake and the one before, newest first
+	Senders  []Sender          `json:"senders"`
+	Held     []wire.StatusHeld `json:"held"`
+	Window   string            `json:"window"`
+	Schedule string            `json:"schedule"`
+}
+
+// Sender is the share of one sender DID in a device's queue.
+type Sender struct {
+	DID       string  `json:"did"`
+	Messages  int     `json:"messages"`
+	Bytes     int64   `json:"bytes"`
+	OldestAge Seconds `json:"oldestAgeSeconds"`
+}
+
+// Filter keeps the devices in state (all when state is empty).
+func (f Fleet) Filter(state string) Fleet {
+	if state == "" {
+		return f
+	}
+	out := f
+	out.Devices = nil
+	for _, d := range f.Devices {
+		if d.State == state {
+			out.Devices = append(out.Devices, d)
+		}
+	}
+	return out
+}
