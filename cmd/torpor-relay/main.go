@@ -32,6 +32,7 @@ import (
 	"github.com/torpor-dev/torpor/internal/version"
 	"github.com/torpor-dev/torpor/session/kpcheck"
 	"github.com/torpor-dev/torpor/store/queue"
+	"github.com/torpor-dev/torpor/store/relaystore"
 	"github.com/torpor-dev/torpor/transport/relay"
 )
 
@@ -170,7 +171,7 @@ func main() {
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: a.logLevel}))
 	if err := run(ctx, a, log); err != nil {
 		log.Error("torpor-relay stopped", "err", err)
-		if errors.Is(err, errStoreRefused) {
+		if errors.Is(err, relaystore.ErrRefused) {
 			log.Error("not restarting until an operator repaired the store", "exitStatus", exitStore)
 			os.Exit(exitStore)
 		}
@@ -194,7 +195,7 @@ func run(ctx context.Context, a *args, log *slog.Logger) error {
 		return err
 	}
 	defer stopBroker()
-	st.guard.writeMarker(a.stores(), time.Now()) // now that mqtt.db exists too
+	st.guard.WriteMarker(relaystore.Names(a.mqtt.external == ""), time.Now()) // now that mqtt.db exists too
 
 	ln, err := net.Listen("tcp", a.listen)
 	if err != nil {

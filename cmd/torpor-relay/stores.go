@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -17,6 +16,7 @@ import (
 	"github.com/torpor-dev/torpor/store/agents"
 	"github.com/torpor-dev/torpor/store/jsstore"
 	"github.com/torpor-dev/torpor/store/queue"
+	"github.com/torpor-dev/torpor/store/relaystore"
 )
 
 // storeArgs choose the backend of the queue and the agent states: the
@@ -27,7 +27,7 @@ type storeArgs struct {
 	// queueEngine is the embedded queue's format with --store bolt: bolt
 	// (queue.db) or log (the record log in queue.log/).
 	queueEngine string
-	// reinit is --reinitialise (storeguard.go).
+	// reinit is --reinitialise (relaystore.Guard.Reinitialise).
 	reinit bool
 	nats   jsstore.Config
 }
@@ -84,7 +84,7 @@ type backend struct {
 	close  func()
 	// guard checked the files in the data directory (nil on JetStream);
 	// it writes the store marker once the broker's file is open too.
-	guard *storeGuard
+	guard *relaystore.Guard
 }
 
 // peers returns the fleet as relay.Config.Peers: nil with bolt.
@@ -120,11 +120,11 @@ func openStores(ctx context.Context, a *args, clk clock.Clock, log *slog.Logger)
 		f := fleet.New(c.NATS(), clock.Unscaled(clk), log.With("component", "fleet"))
 		return &backend{q: q, states: states, fleet: f, close: func() { q.Close(); states.Close(); c.Close() }}, nil
 	}
-	g := &storeGuard{dataDir: a.dataDir, reinit: a.store.reinit, log: log}
-	if err := g.checkAll(a); err != nil {
+	g := &relaystore.Guard{DataDir: a.dataDir, Reinitialise: a.store.reinit, Logger: log}
+	if err := g.Check(a.mqtt.external == ""); err != nil {
 		return nil, err
 	}
-	bq, err := openQueue(a.dataDir, a.store.queueEngine)
+	bq, err := relaystore.OpenQueue(a.dataDir, a.store.queueEngine)
 	if err != nil {
 		return nil, err
 	}
@@ -132,30 +132,7 @@ func openStores(ctx context.Context, a *args, clk clock.Clock, log *slog.Logger)
 	bs, err := agents.OpenBolt(path, nil)
 	if err != nil {
 		bq.Close()
-		return nil, storeFix(path, err)
+		return nil, relaystore.Fix(path, err)
 	}
 	return &backend{q: bq, states: bs, guard: g, close: func() { bs.Close(); bq.Close() }}, nil
-}
-
-// openQueue opens the embedded queue in dataDir: queue.db with engine
-// bolt, the record log queue.log/ with engine log (importing queue.db the
-// first time). The bolt engine refuses to start beside a record log, whose
-// records it would not see.
-func openQueue(dataDir, engine string) (queue.Store, error) {
-	db, dir := filepath.Join(dataDir, "queue.db"), filepath.Join(dataDir, "queue.log")
-	if engine == "log" {
-		q, err := queue.OpenLog(dir, &queue.LogOptions{ImportBolt: db})
-		if err != nil {
-			return nil, storeFix(dir, err)
-		}
-		return q, nil
-	}
-	if _, err := os.Stat(dir); err == nil {
-		return nil, fmt.Errorf("--queue-engine bolt: %s holds the queue's record log; run with --queue-engine log", dir)
-	}
-	q, err := queue.OpenBolt(db, nil)
-	if err != nil {
-		return nil, storeFix(db, err)
-	}
-	return q, nil
 }

@@ -1,0 +1,119 @@
+package relaystore
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/torpor-dev/torpor/store"
+	"github.com/torpor-dev/torpor/store/queue"
+	"github.com/torpor-dev/torpor/store/storetest"
+)
+
+var t0 = time.Date(2026, 1, 15, 14, 0, 0, 0, time.UTC)
+
+// seed makes agents.db and queue.db in dir, as a first run leaves them,
+// and the marker listing them.
+func seed(t *testing.T, dir string) *Guard {
+	t.Helper()
+	for _, name := range []string{"agents.db", "queue.db"} {
+		db, err := store.Open(filepath.Join(dir, name), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		db.Close()
+	}
+	g := &Guard{DataDir: dir}
+	if err := g.Check(false); err != nil {
+		t.Fatalf("first start: %v", err)
+	}
+	g.WriteMarker(Names(false), t0)
+	return g
+}
+
+// TestLostStoreRefused: a store the marker lists that is then deleted or
+// emptied is refused, naming it, the marker and --reinitialise; with
+// Reinitialise it is not, and the marker is written afresh.
+func TestLostStoreRefused(t *testing.T) {
+	for name, lose := range map[string]func(path string) error{
+		"deleted": os.Remove,
+		"emptied": func(p string) error { return os.Truncate(p, 0) },
+	} {
+		dir := t.TempDir()
+		seed(t, dir)
+		path := filepath.Join(dir, "agents.db")
+		if err := lose(path); err != nil {
+			t.Fatal(err)
+		}
+		err := (&Guard{DataDir: dir}).Check(false)
+		if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), MarkerName) ||
+			!strings.Contains(err.Error(), "--reinitialise") {
+			t.Fatalf("agents.db %s: %v; want a refusal naming it, the marker and --reinitialise", name, err)
+		}
+		g := &Guard{DataDir: dir, Reinitialise: true}
+		if err := g.Check(false); err != nil {
+			t.Fatalf("agents.db %s, reinitialising: %v", name, err)
+		}
+		g.WriteMarker(Names(false), t0.Add(time.Hour))
+		b, err := os.ReadFile(filepath.Join(dir, MarkerName))
+		if err != nil || !strings.Contains(string(b), "15:00:00") {
+			t.Errorf("marker after reinitialising: %s, %v; want created anew", b, err)
+		}
+	}
+}
+
+// TestFirstStartNeedsNoMarker: an empty data directory, and stores made
+// before the marker existed, start.
+func TestFirstStartNeedsNoMarker(t *testing.T) {
+	if err := (&Guard{DataDir: t.TempDir()}).Check(true); err != nil {
+		t.Errorf("empty directory: %v", err)
+	}
+}
+
+// TestDamagedStoreRefused: a damaged bbolt file is refused with what to
+// do, and a nil Guard (JetStream) writes no marker.
+func TestDamagedStoreRefused(t *testing.T) {
+	dir := t.TempDir()
+	seed(t, dir)
+	path := filepath.Join(dir, "queue.db")
+	if err := storetest.GarbagePage(path); err != nil {
+		t.Fatal(err)
+	}
+	err := (&Guard{DataDir: dir}).Check(false)
+	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "move "+path+" aside") {
+		t.Fatalf("damaged queue.db: %v; want a refusal saying to move it aside", err)
+	}
+	var g *Guard
+	g.WriteMarker(Names(true), t0) // must not panic
+}
+
+// TestOpenQueue: the log engine keeps the queue in queue.log/ and
+// imports queue.db; the bolt engine then refuses to start rather than
+// serve an empty queue.db beside the records in the log.
+func TestOpenQueue(t *testing.T) {
+	dir := t.TempDir()
+	q, err := OpenQueue(dir, "bolt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := q.Enqueue(context.Background(), queue.Record{Agent: "did:key:a", Body: []byte("x")}, queue.DefaultBounds(), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	q.Close()
+	if q, err = OpenQueue(dir, "log"); err != nil {
+		t.Fatal(err)
+	}
+	rs, err := q.Next(context.Background(), "did:key:a", 0, 10, r.EnqueuedAt)
+	q.Close()
+	if err != nil || len(rs) != 1 || rs[0].Seq != r.Seq {
+		t.Errorf("the log engine after the bolt one: Next = %v, %v; want the record bolt queued", rs, err)
+	}
+	if _, err := OpenQueue(dir, "bolt"); err == nil || !strings.Contains(err.Error(), "--queue-engine log") {
+		t.Errorf("the bolt engine beside a record log = %v, want a refusal naming --queue-engine log", err)
+	}
+}
