@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/transport/a2a"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"github.com/torpor-dev/torpor/transport/link"
 	"github.com/torpor-dev/torpor/transport/link/wire"
 	"github.com/torpor-dev/torpor/wake"
@@ -68,7 +68,7 @@ func runCardBuild(v *Vector) Result {
 	if err != nil {
 		return Broken(err)
 	}
-	h, err := startRelay(dir, time.Now(), queue.DefaultBounds())
+	h, err := startRelay(dir, time.Now(), queuebounds.Default())
 	if err != nil {
 		return Result{Status: Fail, Got: "error", Note: err.Error()}
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/torpor-dev/torpor/store/agents"
 	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/transport/a2a"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"github.com/torpor-dev/torpor/transport/bearer"
 	"github.com/torpor-dev/torpor/transport/link"
 	"github.com/torpor-dev/torpor/transport/link/wire"
@@ -80,7 +81,7 @@ func runAsleepHTTP(v *Vector) Result {
 	if in.Config.ForceAlwaysOn {
 		mode = string(wake.AlwaysOn)
 	}
-	b := queue.DefaultBounds()
+	b := queuebounds.Default()
 	if c := in.QueueCaps; c.MaxMessages > 0 || c.MaxTotalBytes > 0 || c.MaxPendingPerPeer > 0 {
 		if c.MaxMessages > 0 {
 			b.MaxMessages = c.MaxMessages
@@ -149,7 +150,7 @@ func conformanceAgent() *did.PrivateKey {
 	return k
 }
 
-func startRelay(dir string, now time.Time, b queue.Bounds) (*relayHarness, error) {
+func startRelay(dir string, now time.Time, b queuebounds.Bounds) (*relayHarness, error) {
 	h := &relayHarness{clk: clocktest.New(now), agent: conformanceAgent()}
 	var err error
 	if h.q, err = openQueue(filepath.Join(dir, "queue.db")); err != nil {
@@ -212,7 +213,7 @@ func (h *relayHarness) linkDevice(mode, wakeSeed string) error {
 // card builds and signs the agent's card for mode with the bounds the relay
 // announced.
 func (h *relayHarness) card(mode, name, description string) ([]byte, error) {
-	b := h.dev.Hello().Card()
+	b := h.dev.Hello()
 	offline := mode
 	if offline != string(wake.Sleep) && offline != string(wake.HourlyWake) {
 		offline = ""

@@ -78,11 +78,7 @@ func (w *world) checkLiveness(when string, lv a2a.Liveness, doc []byte, r runtim
 // during the wake; a mode with no planned wake names none.
 func TestCardNamesThePulseAndTheNextWindow(t *testing.T) {
 	w := newWorld(t, wake.HourlyWake)
-	rtc := &suspendSource{w: w, asleep: make(chan struct{}, 1), wakeup: make(chan struct{})}
-	w.cfg.Schedule.Sources = []wake.Source{rtc}
-	w.newAgent()
-	w.run()
-	boot := w.nextWake()
+	rtc, boot := w.bootSuspending()
 	start, end := w.window.Next(t0)
 	if !boot.NextWake.Equal(start) {
 		t.Fatalf("boot wake announced %v, want %v", boot.NextWake, start)

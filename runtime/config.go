@@ -13,6 +13,7 @@ import (
 
 	"github.com/torpor-dev/torpor/runtime/drain"
 	"github.com/torpor-dev/torpor/runtime/trusted"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"github.com/torpor-dev/torpor/transport/link"
 	"github.com/torpor-dev/torpor/transport/link/wire"
 	"github.com/torpor-dev/torpor/wake"
@@ -65,7 +66,7 @@ type Relay struct {
 	URL string
 	// Bounds are the queue bounds the agent asks the relay for (zero
 	// members: the relay's ceiling).
-	Bounds wire.Bounds
+	Bounds queuebounds.Bounds
 }
 
 // Store is where an Agent keeps its state.
@@ -168,7 +169,7 @@ type LastResortKeyPackages interface {
 
 // Link is the device link as the agent uses it; *link.Client implements it.
 type Link interface {
-	Hello() wire.Bounds
+	Hello() queuebounds.Bounds
 	Publish(ctx context.Context, st wire.State) (wire.Accepted, error)
 	Pull(ctx context.Context, after uint64, max int) ([]wire.Record, bool, error)
 	Ack(ctx context.Context, seqs []uint64) error

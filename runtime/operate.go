@@ -140,6 +140,9 @@ type Report struct {
 	Ledger map[string]int
 	// Indeterminate lists indeterminate keys, as many as Report was asked for.
 	Indeterminate []ledger.Entry
+	// Lost is what the ledger keeps of the hand-offs a crash may have cut
+	// off with at-most-once notify (ledger.RecordLost), oldest first.
+	Lost ledger.LostSummary
 }
 
 // Report reads the agent's state. It lists at most max indeterminate
@@ -162,6 +165,9 @@ func (p *Pipeline) Report(max int) (Report, error) {
 			return err
 		}
 		if r.Holds, err = p.gate.Holds(tx); err != nil {
+			return err
+		}
+		if r.Lost, err = p.ledger.LostHandOffs(tx); err != nil {
 			return err
 		}
 		return p.ledger.List(tx, func(e ledger.Entry) bool {

@@ -75,11 +75,7 @@ type poweredOff struct {
 func powerOffAsleep(t *testing.T) poweredOff {
 	t.Helper()
 	w := newWorld(t, wake.HourlyWake)
-	rtc := &suspendSource{w: w, asleep: make(chan struct{}, 1), wakeup: make(chan struct{})}
-	w.cfg.Schedule.Sources = []wake.Source{rtc}
-	w.newAgent()
-	w.run()
-	first := w.nextWake() // boot, outside the window (t0)
+	rtc, first := w.bootSuspending() // boot, outside the window (t0)
 	planned := first.NextWake
 	if start, _ := w.window.Next(t0); !planned.Equal(start) {
 		t.Fatalf("boot wake planned %v, want the window at %v", planned, start)

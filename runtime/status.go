@@ -9,14 +9,15 @@ import (
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/governed"
 	"github.com/torpor-dev/torpor/internal/version"
+	"github.com/torpor-dev/torpor/store/ledger"
 	"github.com/torpor-dev/torpor/transport/link/wire"
 )
 
 // status returns the wake's signed status for the relay (link
 // wire.State.Status): the agent's build and board, its halt, the actions
-// held for the owner and the wake before this one, read in one
-// transaction and signed with the agent's key as a Governed Object of
-// purpose wire.PurposeStatus. It returns nil, logged, when that fails: the
+// held for the owner, the possibly lost hand-offs and the wake before
+// this one, read in one transaction and signed with the agent's key as a
+// Governed Object of purpose wire.PurposeStatus. It returns nil, logged, when that fails: the
 // state goes out without it, and the relay keeps the previous one.
 func (w *wakeRun) status() []byte {
 	a := w.a
@@ -33,10 +34,10 @@ func (w *wakeRun) status() []byte {
 	return nil
 }
 
-// signStatus signs st, listing fewer held actions (HeldCount still counts
-// them all) until it fits in wire.MaxStatus, which the relay enforces: a
-// sender's long idempotency keys must not keep the device from publishing
-// its state.
+// signStatus signs st, listing fewer held actions, then fewer lost
+// hand-offs (HeldCount and LostCount still count them all) until it fits
+// in wire.MaxStatus, which the relay enforces: a sender's long idempotency
+// keys or DIDs must not keep the device from publishing its state.
 func signStatus(key *did.PrivateKey, now time.Time, st wire.Status) ([]byte, error) {
 	for {
 		o, err := governed.Sign(key, governed.Template{IssuedAt: now, Semantic: governed.Semantic{Schema: wire.StatusSchema}, Purpose: wire.PurposeStatus, Payload: st})
@@ -47,12 +48,14 @@ func signStatus(key *did.PrivateKey, now time.Time, st wire.Status) ([]byte, err
 		switch {
 		case len(b) <= wire.MaxStatus:
 			return b, nil
-		case len(st.Held) == 0 && st.LastWake != nil && st.LastWake.Phases != nil:
-			st.LastWake.Phases = nil
-		case len(st.Held) == 0:
-			return nil, fmt.Errorf("a status of %d bytes exceeds %d", len(b), wire.MaxStatus)
-		default:
+		case len(st.Held) > 0:
 			st.Held = st.Held[:len(st.Held)/2]
+		case len(st.Lost) > 0:
+			st.Lost = st.Lost[:len(st.Lost)/2] // the newest stay
+		case st.LastWake != nil && st.LastWake.Phases != nil:
+			st.LastWake.Phases = nil
+		default:
+			return nil, fmt.Errorf("a status of %d bytes exceeds %d", len(b), wire.MaxStatus)
 		}
 	}
 }
@@ -74,6 +77,11 @@ func (p *Pipeline) status() (wire.Status, error) {
 		for _, h := range holds[:min(len(holds), wire.MaxStatusHeld)] {
 			st.Held = append(st.Held, wire.StatusHeld{Key: h.Action.LedgerKey(), Purpose: h.Action.Purpose, Reason: h.Reason, HeldAt: h.HeldAt.UTC()})
 		}
+		lost, err := p.ledger.LostHandOffs(tx)
+		if err != nil {
+			return err
+		}
+		st.LostCount, st.Lost = statusLost(lost)
 		last, ok, err := LastWake(tx)
 		if ok {
 			st.LastWake = statusWake(last)
@@ -81,6 +89,17 @@ func (p *Pipeline) status() (wire.Status, error) {
 		return err
 	})
 	return st, err
+}
+
+// statusLost is the count and the newest wire.MaxStatusLost of the
+// possibly lost hand-offs the ledger keeps, newest first.
+func statusLost(s ledger.LostSummary) (int, []wire.StatusLost) {
+	var out []wire.StatusLost
+	for i := len(s.Kept) - 1; i >= 0 && len(out) < wire.MaxStatusLost; i-- {
+		l := s.Kept[i]
+		out = append(out, wire.StatusLost{ObjectID: l.ObjectID, Issuer: l.Issuer, Purpose: l.Purpose, Seq: l.Seq, RecordedAt: l.RecordedAt.UTC()})
+	}
+	return s.Count(), out
 }
 
 // statusWake is r as a status reports it.

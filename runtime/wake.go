@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	"github.com/torpor-dev/torpor/pulse"
 	"github.com/torpor-dev/torpor/runtime/drain"
 	"github.com/torpor-dev/torpor/transport/a2a"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"github.com/torpor-dev/torpor/transport/link"
 	"github.com/torpor-dev/torpor/transport/link/wire"
 	"github.com/torpor-dev/torpor/wake"
@@ -238,7 +240,7 @@ func (w *wakeRun) prepare(start time.Time, mgmt Management) {
 				a.log.Warn("hand-off failed again; kept in the outbox for the next wake",
 					"failed", r.Failed, "redelivered", r.Redelivered)
 			}
-			return err
+			return cmp.Or(err, a.pipe.logLost(a.log))
 		})
 	})
 	wg.Wait()
@@ -589,12 +591,12 @@ func (w *wakeRun) announce(ctx context.Context) {
 // card builds and signs the Agent Card for an with the bounds in force:
 // its liveness extension names an's pulse and next window. Before the
 // wake's first pulse (its phase failed) the card has no liveness extension.
-func (a *Agent) card(an announcement, ceiling wire.Bounds) ([]byte, error) {
+func (a *Agent) card(an announcement, ceiling queuebounds.Bounds) ([]byte, error) {
 	name := a.cfg.Name
 	if name == "" {
 		name = "torpor-agent"
 	}
-	bounds := ceiling.Clamp(&a.cfg.Relay.Bounds).Card()
+	bounds := ceiling.Clamp(&a.cfg.Relay.Bounds)
 	c, err := a2a.BuildCard(a2a.CardOptions{
 		Name:        name,
 		BaseURL:     strings.TrimRight(a.cfg.Relay.URL, "/") + "/a/" + a.cfg.Key.DID().String(),
@@ -689,7 +691,7 @@ type closedLink struct{}
 
 var errNoLink = errors.New("runtime: no link")
 
-func (closedLink) Hello() wire.Bounds { return wire.Bounds{} }
+func (closedLink) Hello() queuebounds.Bounds { return queuebounds.Bounds{} }
 func (closedLink) Publish(context.Context, wire.State) (wire.Accepted, error) {
 	return wire.Accepted{}, errNoLink
 }

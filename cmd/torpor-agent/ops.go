@@ -136,6 +136,9 @@ func opStatus(_ context.Context, p *runtime.Pipeline, o *opArgs, w io.Writer) er
 		return err
 	}
 	st := map[string]any{"halt": r.Halt, "holds": len(r.Holds), "ledger": r.Ledger}
+	if n := r.Lost.Count(); n > 0 {
+		st["lostHandOffs"], st["lost"] = n, r.Lost.Kept
+	}
 	if r.LastWake != nil {
 		st["lastWake"] = r.LastWake
 	}

@@ -31,8 +31,8 @@ import (
 	"github.com/torpor-dev/torpor/internal/origin"
 	"github.com/torpor-dev/torpor/internal/version"
 	"github.com/torpor-dev/torpor/session/kpcheck"
-	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/store/relaystore"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"github.com/torpor-dev/torpor/transport/relay"
 )
 
@@ -43,7 +43,7 @@ type args struct {
 	mqtt                       mqttArgs
 	timeScale                  float64
 	timeEpoch                  time.Time // zero: when the relay starts
-	bounds                     queue.Bounds
+	bounds                     queuebounds.Bounds
 	allowAgents                []string
 	corsOrigins, cardOrigins   []string
 	perAgentMetrics, trustXFF  bool
@@ -72,7 +72,7 @@ func (a *args) registerTime(fs *flag.FlagSet) {
 }
 
 func parseArgs(argv []string, stderr io.Writer) (*args, error) {
-	a := &args{bounds: queue.DefaultBounds()}
+	a := &args{bounds: queuebounds.Default()}
 	fs := flag.NewFlagSet("torpor-relay", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	home, _ := os.UserHomeDir()
@@ -154,6 +154,9 @@ func (a *args) check(rest []string) error {
 }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "queue" {
+		os.Exit(queueCommand(os.Args[2:], os.Stdout, os.Stderr))
+	}
 	a, err := parseArgs(os.Args[1:], os.Stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		os.Exit(0)

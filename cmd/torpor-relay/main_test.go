@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/torpor-dev/torpor/clock/clocktest"
 )
 
 func TestParseArgs(t *testing.T) {
@@ -93,31 +95,15 @@ func TestRunServes(t *testing.T) {
 }
 
 // TestTimeScale: --time-scale takes 1 to 100000 and names the flag and the
-// range otherwise, as torpor-agent's does.
+// range otherwise, as torpor-agent's does (clocktest.ScaleFlagCases).
 func TestTimeScale(t *testing.T) {
-	tests := []struct {
-		in      string
-		want    float64
-		wantErr string
-	}{
-		{"1", 1, ""},
-		{"180", 180, ""},
-		{"100000", 100000, ""},
-		{"0", 0, `invalid value "0" for flag -time-scale: time scale 0 is out of range: want a number from 1 (real time) to 100000`},
-		{"-5", 0, "time scale -5 is out of range"},
-		{"0.5", 0, "time scale 0.5 is out of range"},
-		{"1e9", 0, "time scale 1e+09 is out of range"},
-		{"NaN", 0, "time scale NaN is out of range"},
-		{"+Inf", 0, "time scale +Inf is out of range"},
-		{"fast", 0, `invalid value "fast" for flag -time-scale: time scale "fast" is not a number`},
-	}
-	for _, tt := range tests {
-		a, err := parseArgs([]string{"--time-scale", tt.in}, io.Discard)
+	for _, tt := range clocktest.ScaleFlagCases {
+		a, err := parseArgs([]string{"--time-scale", tt.In}, io.Discard)
 		switch {
-		case tt.wantErr == "" && (err != nil || a.timeScale != tt.want):
-			t.Errorf("parseArgs(--time-scale %s) = %v, want time scale %v", tt.in, err, tt.want)
-		case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
-			t.Errorf("parseArgs(--time-scale %s) error = %v, want %q", tt.in, err, tt.wantErr)
+		case tt.WantErr == "" && (err != nil || a.timeScale != tt.Want):
+			t.Errorf("parseArgs(--time-scale %s) = %v, want time scale %v", tt.In, err, tt.Want)
+		case tt.WantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.WantErr)):
+			t.Errorf("parseArgs(--time-scale %s) error = %v, want %q", tt.In, err, tt.WantErr)
 		}
 	}
 	if a, err := parseArgs(nil, io.Discard); err != nil || a.timeScale != 1 || !a.timeEpoch.IsZero() {

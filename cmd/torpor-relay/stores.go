@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/torpor-dev/torpor/store/agents"
 	"github.com/torpor-dev/torpor/store/jsstore"
 	"github.com/torpor-dev/torpor/store/queue"
+	"github.com/torpor-dev/torpor/store/queue/recordlog"
 	"github.com/torpor-dev/torpor/store/relaystore"
 )
 
@@ -124,7 +126,7 @@ func openStores(ctx context.Context, a *args, clk clock.Clock, log *slog.Logger)
 	if err := g.Check(a.mqtt.external == ""); err != nil {
 		return nil, err
 	}
-	bq, err := relaystore.OpenQueue(a.dataDir, a.store.queueEngine)
+	bq, err := openQueue(a.dataDir, a.store.queueEngine, log)
 	if err != nil {
 		return nil, err
 	}
@@ -135,4 +137,34 @@ func openStores(ctx context.Context, a *args, clk clock.Clock, log *slog.Logger)
 		return nil, relaystore.Fix(path, err)
 	}
 	return &backend{q: bq, states: bs, guard: g, close: func() { bs.Close(); bq.Close() }}, nil
+}
+
+// openQueue opens the embedded queue in dataDir: queue.db with engine
+// bolt, the record log queue.log/ with engine log (importing queue.db the
+// first time). The bolt engine refuses to start beside a record log, whose
+// records it would not see.
+func openQueue(dataDir, engine string, log *slog.Logger) (queue.Store, error) {
+	db, dir := filepath.Join(dataDir, "queue.db"), filepath.Join(dataDir, "queue.log")
+	if engine == "log" {
+		q, err := queue.OpenLog(dir, &queue.LogOptions{ImportBolt: db})
+		if err != nil {
+			if errors.As(err, new(*recordlog.DamageError)) {
+				return nil, fmt.Errorf("%w: %w", relaystore.ErrRefused, logDamageFix(err))
+			}
+			return nil, relaystore.Fix(dir, err)
+		}
+		for _, c := range q.TornTails() {
+			log.Warn("queue: cut the torn tail of the record log: a write a crash cut short, never acknowledged to its senders",
+				"file", c.Path, "offset", c.Offset, "bytes", c.Bytes, "copy", c.Copy)
+		}
+		return q, nil
+	}
+	if _, err := os.Stat(dir); err == nil {
+		return nil, fmt.Errorf("--queue-engine bolt: %s holds the queue's record log; run with --queue-engine log", dir)
+	}
+	q, err := queue.OpenBolt(db, nil)
+	if err != nil {
+		return nil, relaystore.Fix(db, err)
+	}
+	return q, nil
 }

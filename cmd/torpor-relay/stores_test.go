@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/torpor-dev/torpor/store/jsstore/jsserver"
+	"github.com/torpor-dev/torpor/store/queue"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 )
 
 func TestStoreFlags(t *testing.T) {
@@ -110,9 +112,31 @@ func TestRunJetStream(t *testing.T) {
 	}
 }
 
-// TestQueueEngine: the relay runs with --queue-engine log
-// (relaystore.OpenQueue's test covers the engines).
+// TestQueueEngine: --queue-engine log keeps the queue in queue.log/ and
+// imports queue.db; the bolt engine then refuses to start rather than
+// serve an empty queue.db beside the records in the log.
 func TestQueueEngine(t *testing.T) {
+	dir := t.TempDir()
+	q, err := openQueue(dir, "bolt", slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := q.Enqueue(context.Background(), queue.Record{Agent: "did:key:a", Body: []byte("x")}, queuebounds.Default(), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	q.Close()
+	if q, err = openQueue(dir, "log", slog.New(slog.DiscardHandler)); err != nil {
+		t.Fatal(err)
+	}
+	rs, err := q.Next(context.Background(), "did:key:a", 0, 10, r.EnqueuedAt)
+	q.Close()
+	if err != nil || len(rs) != 1 || rs[0].Seq != r.Seq {
+		t.Errorf("the log engine after the bolt one: Next = %v, %v; want the record bolt queued", rs, err)
+	}
+	if _, err := openQueue(dir, "bolt", slog.New(slog.DiscardHandler)); err == nil || !strings.Contains(err.Error(), "--queue-engine log") {
+		t.Errorf("the bolt engine beside a record log = %v, want a refusal naming --queue-engine log", err)
+	}
 	if _, err := startRelay(t, "--queue-engine", "log"); err != nil {
 		t.Errorf("the relay with --queue-engine log: %v", err)
 	}

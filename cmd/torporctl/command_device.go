@@ -38,6 +38,8 @@ reply within --wait the command is reported as waiting.
 
 operations:
   status                          the device's state (and its retained status)
+  lost                            hand-offs a kill may have cut off (at-most-once
+                                  notify): the objects the application may not have
   set-mode MODE                   always_on, session, hourly_wake or sleep
                                   (--window, --offset, --wake-at, --wake-in)
   wake-now                        open a window now where the wake source allows
@@ -149,7 +151,7 @@ func runDevice(ctx context.Context, e *env, fs *flag.FlagSet, args []string) err
 		return err
 	}
 	defer s.close()
-	s.stderr = e.stderr
+	s.stderr, s.view = e.stderr, args[0]
 	if a, ok := cmdArgs.(*watchArgs); ok {
 		return s.watch(ctx, e, a)
 	}
@@ -164,6 +166,9 @@ type deviceSession struct {
 	op     *command.Operator
 	known  *command.KnownDevices
 	stderr io.Writer
+	// view is the operation as typed, when it prints a command's answer
+	// its own way ("lost").
+	view string
 }
 
 func dialDevice(ctx context.Context, f *deviceFlags, device string) (*deviceSession, error) {
@@ -287,6 +292,9 @@ func printStatus(w io.Writer, indent string, st envelope.Status) {
 	fmt.Fprintf(w, "%shalted:  %s\n", indent, map[bool]string{true: "yes: consequential actions are held until resume", false: "no"}[st.Halted])
 	if st.Held > 0 || st.Indeterminate > 0 {
 		fmt.Fprintf(w, "%swaiting for an operator: %d held actions, %d indeterminate keys\n", indent, st.Held, st.Indeterminate)
+	}
+	if st.Lost > 0 {
+		fmt.Fprintf(w, "%spossibly lost hand-offs: %d (torporctl device lost)\n", indent, st.Lost)
 	}
 }
 

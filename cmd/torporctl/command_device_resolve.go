@@ -17,7 +17,7 @@ import (
 // to the DID of a status seen for the first time.
 var destructiveOps = map[string]bool{
 	command.OpHalt: true, command.OpSetMode: true, command.OpRotateKeys: true, command.OpReboot: true,
-	command.OpConfirm: true, command.OpConfigSet: true,
+	command.OpConfirm: true, command.OpConfigSet: true, command.OpTime: true,
 }
 
 // resolved is the device a command goes to: its DID and, when there is
@@ -210,10 +210,14 @@ func replyState(r command.Reply) string {
 }
 
 func (s *deviceSession) print(e *env, out commandOutput) error {
-	if s.f.json {
+	switch {
+	case s.f.json:
 		return printJSONTo(e.stdout, out)
+	case s.view == "lost":
+		printLost(e.stdout, out)
+	default:
+		printCommand(e.stdout, out)
 	}
-	printCommand(e.stdout, out)
 	return nil
 }
 

@@ -78,7 +78,9 @@ func setupDevice(env *testscript.Env) error {
 	b := mqtttest.StartEmbedded(t, nil)
 	b.AddOperator(op.DID())
 	st := mqtttest.OpenState(t, filepath.Join(t.TempDir(), "agent.db"), nil)
-	dev := &managetest.Device{State: envelope.Status{Mode: "hourly_wake", Window: &envelope.Window{Minute: 17, LengthSec: 300}}}
+	dev := &managetest.Device{State: envelope.Status{Mode: "hourly_wake", Window: &envelope.Window{Minute: 17, LengthSec: 300},
+		Lost: 3, LostHandOffs: []envelope.LostHandOff{{ObjectID: "019bc186-de00-7619-8837-14d9cfa06ed2", Issuer: "did:example:alice",
+			Purpose: "comms:message", Seq: 7, RecordedAt: time.Date(2026, 1, 15, 12, 0, 0, 0, time.UTC)}}}}
 	dev.Result = func(_ context.Context, c manage.Command) manage.Result {
 		switch c.Op {
 		case command.OpStatus:

@@ -13,8 +13,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/torpor-dev/torpor/did"
-	"github.com/torpor-dev/torpor/internal/worldtest"
 	"github.com/torpor-dev/torpor/store/agents"
+	"github.com/torpor-dev/torpor/test/worldtest"
 	"github.com/torpor-dev/torpor/transport/relay"
 	"github.com/torpor-dev/torpor/wake"
 )

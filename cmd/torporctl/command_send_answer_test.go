@@ -16,10 +16,10 @@ import (
 
 	"github.com/torpor-dev/torpor/clock/clocktest"
 	"github.com/torpor-dev/torpor/did"
-	"github.com/torpor-dev/torpor/internal/worldtest"
 	"github.com/torpor-dev/torpor/session"
 	"github.com/torpor-dev/torpor/store"
 	"github.com/torpor-dev/torpor/store/agents"
+	"github.com/torpor-dev/torpor/test/worldtest"
 	"github.com/torpor-dev/torpor/transport/bearer"
 	"github.com/torpor-dev/torpor/transport/relay"
 	"github.com/torpor-dev/torpor/wake"

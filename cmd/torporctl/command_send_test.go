@@ -9,9 +9,9 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/torpor-dev/torpor/did"
-	"github.com/torpor-dev/torpor/internal/worldtest"
 	"github.com/torpor-dev/torpor/store/agents"
-	"github.com/torpor-dev/torpor/store/queue"
+	"github.com/torpor-dev/torpor/test/worldtest"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"github.com/torpor-dev/torpor/transport/relay"
 	"github.com/torpor-dev/torpor/wake"
 )
@@ -26,7 +26,7 @@ func TestSendScripts(t *testing.T) {
 
 func setupRelay(env *testscript.Env) error {
 	t := env.T().(testing.TB)
-	bounds := queue.DefaultBounds()
+	bounds := queuebounds.Default()
 	bounds.MaxPerPeer = 2
 	r, err := worldtest.Open(t.TempDir(), relay.Config{Limits: relay.Limits{Bounds: bounds}})
 	if err != nil {

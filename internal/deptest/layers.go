@@ -36,9 +36,8 @@ var Layers = []Layer{
 	{
 		Name: "protocol leaves",
 		Packages: []string{"did/...", "governed/...", "pulse", "mls/...", "transport/a2a", "transport/bearer/...",
-			"transport/link/wire", "transport/mqtt/envelope", "transport/mqtt/cborjson", "transport/mqtt/login"},
-		// Arriving (issue 30): the one Bounds type.
-		Pending: []string{"transport/a2a/queuebounds"},
+			"transport/link/wire", "transport/mqtt/envelope", "transport/mqtt/cborjson", "transport/mqtt/login",
+			"transport/a2a/queuebounds"},
 	},
 	{
 		Name: "device transports, sessions",
@@ -56,7 +55,6 @@ var Layers = []Layer{
 	{
 		Name:     "tools on both sides",
 		Packages: []string{"conformance/..."},
-		Pending:  []string{"internal/worldtest"}, // moving to test/worldtest (issue 30)
 	},
 	{
 		Name:     "commands",

@@ -26,7 +26,7 @@ import (
 	"github.com/torpor-dev/torpor/runtime/sessions"
 	"github.com/torpor-dev/torpor/runtime/trusted"
 	"github.com/torpor-dev/torpor/session"
-	"github.com/torpor-dev/torpor/transport/link/wire"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"github.com/torpor-dev/torpor/wake"
 	"github.com/torpor-dev/torpor/wake/board"
 	"github.com/torpor-dev/torpor/wake/rtc"
@@ -84,8 +84,8 @@ func (f *File) Build() (*Built, error) {
 	add(f.buildPolicy(c))
 	add(b.buildHandlers(f))
 	if f.Bounds != nil {
-		c.Relay.Bounds = wire.Bounds{MaxMessages: f.Bounds.MaxMessages, MaxPerPeer: f.Bounds.MaxPerPeer, MaxPeerBytes: f.Bounds.MaxPeerBytes,
-			MaxBytes: f.Bounds.MaxBytes, MaxMessageSize: f.Bounds.MaxMessageSize, TTLSec: int64(time.Duration(f.Bounds.TTL) / time.Second)}
+		c.Relay.Bounds = queuebounds.Bounds{MaxMessages: f.Bounds.MaxMessages, MaxPerPeer: f.Bounds.MaxPerPeer, MaxPeerBytes: f.Bounds.MaxPeerBytes,
+			MaxBytes: f.Bounds.MaxBytes, MaxMessageSize: f.Bounds.MaxMessageSize, TTL: time.Duration(f.Bounds.TTL).Truncate(time.Second)}
 	}
 	add(b.buildCommands(f))
 	c.Store.BatchSize, c.MLS.KeyPackageTarget = f.BatchSize, f.KeyPackages

@@ -135,22 +135,6 @@ func (h *harness) obj(k *did.PrivateKey, p string, issued time.Time, ttl time.Du
 	return runtimetest.Object(h.t, k, p, issued, ttl, payload)
 }
 
-func objID(t testing.TB, obj []byte) string {
-	var v struct{ ID string }
-	if err := json.Unmarshal(obj, &v); err != nil {
-		t.Fatal(err)
-	}
-	return v.ID
-}
-
-func tamper(obj []byte) []byte {
-	var m map[string]json.RawMessage
-	json.Unmarshal(obj, &m)
-	m["payload"] = json.RawMessage(`{"text":"tampered"}`)
-	b, _ := json.Marshal(m)
-	return b
-}
-
 func TestDrainMixedBatch(t *testing.T) {
 	h := newHarness(t, opts{plaintext: true})
 	m := newMixedBatch(t, h)
@@ -207,7 +191,7 @@ func newMixedBatch(t *testing.T, h *harness) mixedBatch {
 
 	bodies := [][]byte{
 		/*1*/ runtimetest.Body(t, runtimetest.DataPart(t, valid)),
-		/*2*/ runtimetest.Body(t, runtimetest.DataPart(t, tamper(h.obj(h.alice, "comms:message", t0, time.Hour, nil)))),
+		/*2*/ runtimetest.Body(t, runtimetest.DataPart(t, runtimetest.Tamper(h.obj(h.alice, "comms:message", t0, time.Hour, nil)))),
 		/*3*/ runtimetest.Body(t, runtimetest.DataPart(t, h.obj(h.alice, "comms:message", t0.Add(-2*time.Hour), time.Hour, nil))),
 		/*4*/ runtimetest.Body(t, runtimetest.DataPart(t, valid)), // replay within the batch
 		/*5*/ runtimetest.Body(t, runtimetest.DataPart(t, h.obj(h.alice, "coordination:proposal", t0, time.Hour, nil))),
@@ -225,7 +209,7 @@ func newMixedBatch(t *testing.T, h *harness) mixedBatch {
 	}
 	return mixedBatch{
 		bodies:    bodies,
-		delivered: []string{objID(t, valid), objID(t, mlsValid), objID(t, bobs), objID(t, bare)},
+		delivered: []string{runtimetest.ObjectID(t, valid), runtimetest.ObjectID(t, mlsValid), runtimetest.ObjectID(t, bobs), runtimetest.ObjectID(t, bare)},
 	}
 }
 
@@ -332,9 +316,11 @@ func crashDuringNotify(h *harness, recs []drain.Record) {
 
 func TestCrashAfterCommitAtMostOnce(t *testing.T) {
 	h := newHarness(t, opts{plaintext: true})
+	o1 := h.obj(h.alice, "comms:message", t0, time.Hour, nil)
+	o2 := h.obj(h.alice, "comms:message", t0, time.Hour, nil)
 	recs := []drain.Record{
-		{Seq: 1, Body: runtimetest.Body(t, runtimetest.DataPart(t, h.obj(h.alice, "comms:message", t0, time.Hour, nil)))},
-		{Seq: 2, Body: runtimetest.Body(t, runtimetest.DataPart(t, h.obj(h.alice, "comms:message", t0, time.Hour, nil)))},
+		{Seq: 1, Body: runtimetest.Body(t, runtimetest.DataPart(t, o1))},
+		{Seq: 2, Body: runtimetest.Body(t, runtimetest.DataPart(t, o2))},
 	}
 	crashDuringNotify(h, recs)
 	rec, err := h.d.Recover(context.Background())
@@ -346,6 +332,53 @@ func TestCrashAfterCommitAtMostOnce(t *testing.T) {
 	}
 	if rec, _ := h.d.Recover(context.Background()); rec != (drain.Recovery{}) {
 		t.Fatalf("second Recover = %+v, want nothing", rec)
+	}
+	h.wantLost(lostWant{1, o1}, lostWant{2, o2})
+}
+
+// TestLostHandOffsSurviveAKilledRecovery: the wake that finds hand-offs a
+// kill cut off (at-most-once notify) may itself be killed before it
+// reports them; the ledger still has them after the next restart, with
+// the hand-off's object, issuer, purpose and sequence number.
+func TestLostHandOffsSurviveAKilledRecovery(t *testing.T) {
+	h := newHarness(t, opts{plaintext: true})
+	o := h.obj(h.alice, "comms:message", t0, time.Hour, nil)
+	recs := []drain.Record{{Seq: 7, Body: runtimetest.Body(t, runtimetest.DataPart(t, o))}}
+	crashDuringNotify(h, recs)
+	if rec, err := h.d.Recover(context.Background()); err != nil || rec.Lost != 1 {
+		t.Fatalf("Recover = %+v, %v; want 1 lost", rec, err)
+	}
+	h.restart() // killed before anything was reported
+	if rec, _ := h.d.Recover(context.Background()); rec != (drain.Recovery{}) {
+		t.Fatalf("Recover after the second kill = %+v, want nothing left in the outbox", rec)
+	}
+	h.wantLost(lostWant{7, o})
+}
+
+// lostWant is a hand-off wantLost expects: the record's sequence number
+// and its object.
+type lostWant struct {
+	seq uint64
+	obj []byte
+}
+
+// wantLost checks that the ledger keeps exactly want as possibly lost
+// hand-offs from alice, in order, not yet logged.
+func (h *harness) wantLost(want ...lostWant) {
+	h.t.Helper()
+	var s ledger.LostSummary
+	if err := h.db.View(func(tx *bolt.Tx) (err error) { s, err = h.ledger.LostHandOffs(tx); return err }); err != nil {
+		h.t.Fatal(err)
+	}
+	if len(s.Kept) != len(want) {
+		h.t.Fatalf("the ledger keeps %d lost hand-offs %+v; want %d", len(s.Kept), s.Kept, len(want))
+	}
+	for i, w := range want {
+		got := s.Kept[i]
+		if got.Seq != w.seq || got.ObjectID != runtimetest.ObjectID(h.t, w.obj) || got.Issuer != h.alice.DID().String() ||
+			got.Purpose != "comms:message" || got.Logged || got.RecordedAt.IsZero() {
+			h.t.Errorf("lost hand-off %d = %+v; want seq %d, object %s from alice", i, got, w.seq, runtimetest.ObjectID(h.t, w.obj))
+		}
 	}
 }
 
@@ -371,9 +404,10 @@ func TestCrashAfterCommitAtLeastOnce(t *testing.T) {
 		t.Fatalf("Recover = %+v, %v; want 1 redelivered, 1 expired", rec, err)
 	}
 	got := h.rec.Got()
-	if len(got) != 1 || got[0].ObjectID != objID(t, o1) || got[0].Attempt != 3 {
+	if len(got) != 1 || got[0].ObjectID != runtimetest.ObjectID(t, o1) || got[0].Attempt != 3 {
 		t.Fatalf("redelivered %+v; want o1 at attempt 3", got)
 	}
+	h.wantLost() // repeated, never reported lost
 }
 
 func (h *harness) policy() {
@@ -402,20 +436,20 @@ func TestActionsThroughTheGate(t *testing.T) {
 	if rep.Ran != 1 || rep.Held != 1 || rep.Refused != 1 || rep.Rejected["purpose-not-permitted"] != 1 {
 		t.Fatalf("report %v: want ran 1, held 1, refused 1 (same idempotency key), a non-owner halt refused", rep)
 	}
-	if ids := h.rec.IDs(); len(ids) != 1 || ids[0] != objID(t, allowed) || h.rec.Got()[0].IdempotencyKey != h.alice.DID().String()+" order-1" {
+	if ids := h.rec.IDs(); len(ids) != 1 || ids[0] != runtimetest.ObjectID(t, allowed) || h.rec.Got()[0].IdempotencyKey != h.alice.DID().String()+" order-1" {
 		t.Fatalf("handler got %+v", h.rec.Got())
 	}
 	h.db.View(func(tx *bolt.Tx) error {
 		e, err := h.ledger.Get(tx, h.alice.DID().String()+" order-1")
-		if err != nil || e.State != ledger.Completed || e.EffectID != "eff-"+objID(t, allowed) {
+		if err != nil || e.State != ledger.Completed || e.EffectID != "eff-"+runtimetest.ObjectID(t, allowed) {
 			t.Errorf("ledger entry %+v, %v; want completed with the effect id", e, err)
 		}
 		return nil
 	})
 	// The owner confirms the held capture in a later batch.
-	confirm := h.obj(h.owner, gate.PurposeConfirm, t0, time.Hour, map[string]any{"hold": h.alice.DID().String() + " " + objID(t, held)})
+	confirm := h.obj(h.owner, gate.PurposeConfirm, t0, time.Hour, map[string]any{"hold": h.alice.DID().String() + " " + runtimetest.ObjectID(t, held)})
 	rep = h.batch(runtimetest.Body(t, runtimetest.DataPart(t, confirm)))
-	if rep.Control != 1 || rep.Ran != 1 || len(h.rec.IDs()) != 2 || h.rec.IDs()[1] != objID(t, held) {
+	if rep.Control != 1 || rep.Ran != 1 || len(h.rec.IDs()) != 2 || h.rec.IDs()[1] != runtimetest.ObjectID(t, held) {
 		t.Fatalf("after confirmation: %v, handler got %v", rep, h.rec.IDs())
 	}
 }
@@ -457,7 +491,7 @@ func TestHandlerOutcomesSettleTheLedger(t *testing.T) {
 			a := h.obj(h.alice, "action:hold", t0, time.Hour, nil)
 			h.batch(runtimetest.Body(t, runtimetest.DataPart(t, a)))
 			h.db.View(func(tx *bolt.Tx) error {
-				e, err := h.ledger.Get(tx, h.alice.DID().String()+" "+objID(t, a))
+				e, err := h.ledger.Get(tx, h.alice.DID().String()+" "+runtimetest.ObjectID(t, a))
 				if err != nil || e.State != tt.want {
 					t.Errorf("ledger state %v, %v; want %v", e.State, err, tt.want)
 				}
@@ -507,7 +541,7 @@ func TestHaltCancelsEffectsInFlight(t *testing.T) {
 		t.Fatalf("report %v", rep)
 	}
 	h.db.View(func(tx *bolt.Tx) error {
-		e, err := h.ledger.Get(tx, h.alice.DID().String()+" "+objID(t, a))
+		e, err := h.ledger.Get(tx, h.alice.DID().String()+" "+runtimetest.ObjectID(t, a))
 		if err != nil || e.State != ledger.Indeterminate {
 			t.Errorf("ledger state %v, %v; want indeterminate", e.State, err)
 		}

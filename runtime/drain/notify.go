@@ -13,6 +13,7 @@ import (
 	"github.com/torpor-dev/torpor/clock"
 	"github.com/torpor-dev/torpor/runtime/deliver"
 	"github.com/torpor-dev/torpor/runtime/gate"
+	"github.com/torpor-dev/torpor/store/ledger"
 )
 
 // finish hands a committed batch's objects to the application, in queue
@@ -180,7 +181,8 @@ func (d *Drainer) retryable(p pending) bool {
 // Recovery is what Recover found in the outbox after a restart.
 type Recovery struct {
 	// Lost counts notifications a crash may have cut off, with
-	// at-most-once notify: dropped, never repeated.
+	// at-most-once notify: recorded in the ledger (ledger.Lost), never
+	// repeated.
 	Lost int
 	// Indeterminate counts actions a crash cut off; their ledger keys are
 	// indeterminate until reconciled.
@@ -194,7 +196,8 @@ type Recovery struct {
 }
 
 // Recover settles the outbox a previous run left behind: at-most-once
-// notifications are reported lost and dropped; actions are reported (the
+// notifications are moved into the ledger as possibly lost
+// (ledger.RecordLost), never repeated; actions are reported (the
 // ledger made their keys indeterminate when it opened) and dropped; with
 // at-least-once notify, pending hand-offs are given to the application
 // again, and those whose object expired are dropped. Call it once per wake,
@@ -219,6 +222,9 @@ func (d *Drainer) Recover(ctx context.Context) (Recovery, error) {
 				rec.Indeterminate++
 			case !d.retryable(p):
 				rec.Lost++
+				if err := d.recordLost(tx, p); err != nil {
+					return err
+				}
 			case !p.entry.Expires.IsZero() && !now.Before(p.entry.Expires):
 				rec.Expired++
 			default:
@@ -252,6 +258,15 @@ func (d *Drainer) Recover(ctx context.Context) (Recovery, error) {
 		}
 	}
 	return rec, d.settle(again, rs)
+}
+
+// recordLost keeps p, a hand-off a crash may have cut off, in the ledger,
+// in the transaction that removes it from the outbox: it is reported at
+// every wake (runtime's log, signed status and status command) until the
+// ledger's retention drops it, even if this wake is killed too.
+func (d *Drainer) recordLost(tx *bolt.Tx, p pending) error {
+	return d.cfg.Ledger.RecordLost(tx, ledger.Lost{ObjectID: p.entry.ObjectID, Issuer: p.entry.Issuer,
+		Purpose: p.entry.Purpose, Seq: p.entry.Seq, Attempt: p.entry.Attempt})
 }
 
 // inFlight records, with at-most-once notify, that p's repetition is

@@ -208,7 +208,7 @@ func (c *Commands) Client() *Server {
 }
 
 // Status implements mqtt.StatusReporter: mode, window, next wake, halt,
-// held actions and indeterminate keys.
+// held actions, indeterminate keys and possibly lost hand-offs.
 func (c *Commands) Status() envelope.Status {
 	a := c.a
 	m, _ := a.Mode()
@@ -221,9 +221,21 @@ func (c *Commands) Status() envelope.Status {
 	if p := a.Pipeline(); p != nil {
 		if r, err := p.Report(0); err == nil {
 			st.Halted, st.Held, st.Indeterminate = r.Halt.Halted, len(r.Holds), r.Ledger[ledger.Indeterminate.String()]
+			st.Lost, st.LostHandOffs = r.Lost.Count(), lostHandOffs(r.Lost)
 		}
 	}
 	return st
+}
+
+// lostHandOffs lists the newest envelope.MaxStatusLost of the possibly
+// lost hand-offs s keeps, newest first.
+func lostHandOffs(s ledger.LostSummary) []envelope.LostHandOff {
+	var out []envelope.LostHandOff
+	for i := len(s.Kept) - 1; i >= 0 && len(out) < envelope.MaxStatusLost; i-- {
+		l := s.Kept[i]
+		out = append(out, envelope.LostHandOff{ObjectID: l.ObjectID, Issuer: l.Issuer, Purpose: l.Purpose, Seq: l.Seq, RecordedAt: l.RecordedAt.UTC()})
+	}
+	return out
 }
 
 // Execute implements Device.
@@ -263,6 +275,8 @@ func (c *Commands) Execute(ctx context.Context, cmd Command) Result {
 		return c.configSet(a.Key, *a.Value)
 	case command.OpReboot:
 		return c.reboot(cmd.Args.(*command.RebootArgs))
+	case command.OpTime:
+		return c.setTime(cmd.Operator, cmd.Args.(*command.TimeArgs).Floor)
 	}
 	return Failed(command.ReasonUnsupported, "operation %q is not implemented by this agent", cmd.Op)
 }
@@ -294,6 +308,10 @@ type lastWake struct {
 	TrustedTime          string `json:"trustedTime,omitempty"`
 	TrustedTimeForwardMs int64  `json:"trustedTimeForwardMs,omitempty"`
 	TrustedTimeWhy       string `json:"trustedTimeWhy,omitempty"`
+	// TrustedTimeHeld names a source whose time the wake did not keep as
+	// the floor: further than the device can bound, with no second source
+	// agreeing (runtime.TimeReport.Held).
+	TrustedTimeHeld string `json:"trustedTimeHeld,omitempty"`
 }
 
 type policySummary struct {
@@ -316,6 +334,7 @@ func summarise(r *statusReport, rep runtime.Report) {
 			AwakeMs: w.Awake.Milliseconds(), LinkAttempts: w.LinkAttempts, LinkError: w.LinkErr}
 		if t := w.Time; t != nil {
 			r.LastWake.TrustedTime, r.LastWake.TrustedTimeForwardMs, r.LastWake.TrustedTimeWhy = t.Source, t.Forward.Milliseconds(), t.Untrusted
+			r.LastWake.TrustedTimeHeld = t.Held
 			if t.Source == "" {
 				r.LastWake.TrustedTime = "none"
 			}
@@ -673,6 +692,25 @@ func (c *Commands) reboot(args *command.RebootArgs) Result {
 			c.log.Error("reboot failed", "err", err)
 		}
 	}}
+}
+
+// setTime replaces the trusted time's floor with floor, when the owner
+// sent it: a floor a source moved wrongly (a lying relay that was the
+// device's first reading, or two sources lying together) is lowered, or a
+// jump no second source can prove is made (docs/security.md, "Trusted
+// time").
+func (c *Commands) setTime(from did.DID, floor time.Time) Result {
+	owner := c.a.Config().Owner
+	if owner.IsZero() || from.String() != owner.String() {
+		return Failed(command.ReasonOperatorNotAllowed, "only the device's owner may set its trusted time's floor")
+	}
+	if err := c.a.SetTimeFloor(floor); errors.Is(err, runtime.ErrNoTrustedTime) {
+		return Failed(command.ReasonUnsupported, "%v", err)
+	} else if err != nil {
+		return Failed("store", "%v", err)
+	}
+	c.log.Warn("trusted time: the owner set the floor", "floor", floor.UTC().Format(time.RFC3339), "owner", from.String())
+	return OK(map[string]any{"floor": floor.UTC().Format(time.RFC3339)})
 }
 
 // statusWindow is the hourly window in force as the MQTT status shows it.

@@ -120,7 +120,7 @@ func (w *world) publish(t *testing.T) *link.Client {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := c.Hello().Card()
+	b := c.Hello()
 	card, err := a2a.BuildCard(a2a.CardOptions{Name: "dev", BaseURL: w.srv.URL + "/a/" + w.dev.DID().String(), OfflineMode: "sleep", Bounds: &b})
 	if err != nil {
 		t.Fatal(err)

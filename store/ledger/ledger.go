@@ -44,6 +44,14 @@
 // Completed and released entries are kept for Options.Retention after they
 // were resolved (so a redelivered request gets the stored receipt back) and
 // swept at Open. Reserved and indeterminate entries are never swept.
+//
+// # Possibly lost hand-offs
+//
+// The ledger also keeps the hand-offs to the application that a crash may
+// have cut off with at-most-once notify (Lost, RecordLost), so that they
+// are reported at every wake until an operator could see them, even when
+// the wake that found them was itself killed. They are kept for
+// Options.Retention and at most MaxLost of them.
 package ledger
 
 import (
@@ -172,7 +180,10 @@ func Open(db *bolt.DB, o *Options) (*Ledger, error) {
 		if err := meta.Put(keyIncarn, binary.BigEndian.AppendUint64(nil, l.incarnation)); err != nil {
 			return err
 		}
-		return l.recoverLocked(tx)
+		if err := l.recoverLocked(tx); err != nil {
+			return err
+		}
+		return sweepLost(tx, l.clock.Now().Add(-l.retention))
 	})
 	if err != nil {
 		return nil, fmt.Errorf("ledger: opening: %w", err)

@@ -7,6 +7,10 @@ import (
 	"os"
 	"sync"
 	"time"
+
+	"github.com/torpor-dev/torpor/store/queue/internal/groupcommit"
+	"github.com/torpor-dev/torpor/store/queue/recordlog"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 )
 
 // LogOptions configure OpenLog. The zero value is ready to use.
@@ -33,7 +37,12 @@ type LogOptions struct {
 	// this project's development disk that was faster (docs/performance.md,
 	// "Durable enqueue"). A disk that overlaps flushes may differ.
 	OverlapSyncs bool
+	// Now is the clock that names the copies of what opening cuts
+	// (default time.Now).
+	Now func() time.Time
 }
+
+func (o LogOptions) now() time.Time { return o.Now() }
 
 const (
 	defaultSegmentSize = 64 << 20
@@ -49,7 +58,7 @@ type Log struct {
 	dir     string
 	lock    *os.File
 	opts    LogOptions
-	commits logCommitter
+	commits *groupcommit.Group[logWrite]
 
 	// life guards closed. Every call holds it for reading, so Close
 	// waits for them.
@@ -60,25 +69,31 @@ type Log struct {
 	// mu guards the fields below. Next and Stats hold it for reading; a
 	// commit holds it for writing while it checks and changes the index,
 	// not while it writes and syncs.
-	broken error // a failed write: every later call fails
+	broken error // a failed commit that could not be rolled back: every later write fails
+	// failed is the oldest commit that failed, until it and the commits
+	// after it are rolled back (Log.finish).
+	failed *logBatch
 	index
-	segs    []*segment    // oldest first; the last one is appended to
-	gen     uint64        // the last commit's number
-	durable uint64        // the last commit whose write and sync succeeded
-	last    chan struct{} // closed when commit gen is finished
+	segs    []*recordlog.Segment // oldest first; the last one is appended to
+	gen     uint64               // the last commit's number
+	durable uint64               // the last commit whose write and sync succeeded
+	last    chan struct{}        // closed when commit gen is finished
 	// lastPrev is closed when commit gen-1 is finished (OverlapSyncs).
 	lastPrev chan struct{}
 	buf      []byte
+	// cuts are the torn tails OpenLog cut (TornTails).
+	cuts []recordlog.Cut
 	// What the commits wrote, for the benchmark.
 	nCommits, nBytes uint64
 }
 
 var _ Store = (*Log)(nil)
 
-// enter takes l.life for reading for one call; it fails after Close,
-// after a failed write, or when ctx is done. The caller must call l.exit
-// when it returns nil.
-func (l *Log) enter(ctx context.Context) error {
+// enter takes l.life for reading for one call; it fails after Close, or
+// when ctx is done, and for a write (not for a read) once a failed commit
+// could not be rolled back. The caller must call l.exit when it returns
+// nil.
+func (l *Log) enter(ctx context.Context, write bool) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -86,6 +101,9 @@ func (l *Log) enter(ctx context.Context) error {
 	if l.closed {
 		l.life.RUnlock()
 		return ErrClosed
+	}
+	if !write {
+		return nil
 	}
 	l.mu.RLock()
 	err := l.broken
@@ -109,7 +127,7 @@ func (l *Log) Close() error {
 	l.closed = true
 	var errs []error
 	for _, s := range l.segs {
-		errs = append(errs, s.f.Close())
+		errs = append(errs, s.File.Close())
 	}
 	errs = append(errs, l.lock.Close())
 	return errors.Join(errs...)
@@ -117,8 +135,8 @@ func (l *Log) Close() error {
 
 // Enqueue implements Store. The record is appended and synced (fdatasync)
 // before it returns.
-func (l *Log) Enqueue(ctx context.Context, r Record, b Bounds, now time.Time) (Record, error) {
-	if err := l.enter(ctx); err != nil {
+func (l *Log) Enqueue(ctx context.Context, r Record, b queuebounds.Bounds, now time.Time) (Record, error) {
+	if err := l.enter(ctx, true); err != nil {
 		return Record{}, err
 	}
 	defer l.exit()
@@ -126,12 +144,16 @@ func (l *Log) Enqueue(ctx context.Context, r Record, b Bounds, now time.Time) (R
 	if err != nil {
 		return Record{}, err
 	}
-	if n := len(r.Body) + len(r.Agent) + len(r.From) + 64; n > maxFrameLen {
-		return Record{}, fmt.Errorf("%w: a record of %d bytes, the log's frames hold %d", ErrTooLarge, n, maxFrameLen)
+	if n := len(r.Body) + len(r.Agent) + len(r.From) + 64; n > recordlog.MaxFrameLen {
+		return Record{}, fmt.Errorf("%w: a record of %d bytes, the log's frames hold %d", ErrTooLarge, n, recordlog.MaxFrameLen)
 	}
 	var refused *FullError
-	err = l.commits.write(func(c *logBatch) {
+	noSpace := false
+	err = l.commits.Do(func(c *logBatch) {
 		c.purge(now)
+		if noSpace = !c.roomFor(len(r.Body) + len(r.Agent) + len(r.From) + 64); noSpace {
+			return
+		}
 		a := l.index.agents[r.Agent]
 		var live counters
 		var fromPeer peerCount
@@ -150,6 +172,8 @@ func (l *Log) Enqueue(ctx context.Context, r Record, b Bounds, now time.Time) (R
 	switch {
 	case err != nil:
 		return Record{}, fmt.Errorf("queue: enqueue for %s: %w", r.Agent, err)
+	case noSpace:
+		return Record{}, fmt.Errorf("queue: enqueue for %s: %w", r.Agent, ErrNoSpace)
 	case refused != nil:
 		return Record{}, refused
 	}
@@ -158,14 +182,14 @@ func (l *Log) Enqueue(ctx context.Context, r Record, b Bounds, now time.Time) (R
 
 // Ack implements Store. The tombstone is synced when it returns.
 func (l *Log) Ack(ctx context.Context, agent string, seqs []uint64) error {
-	if err := l.enter(ctx); err != nil {
+	if err := l.enter(ctx, true); err != nil {
 		return err
 	}
 	defer l.exit()
 	if len(seqs) == 0 {
 		return nil
 	}
-	err := l.commits.write(func(c *logBatch) {
+	err := l.commits.Do(func(c *logBatch) {
 		a := l.index.agents[agent]
 		if a == nil {
 			return
@@ -186,12 +210,12 @@ func (l *Log) Ack(ctx context.Context, agent string, seqs []uint64) error {
 
 // Purge implements Store.
 func (l *Log) Purge(ctx context.Context, now time.Time) (int, error) {
-	if err := l.enter(ctx); err != nil {
+	if err := l.enter(ctx, true); err != nil {
 		return 0, err
 	}
 	defer l.exit()
 	var n int
-	err := l.commits.write(func(c *logBatch) { n = c.purge(now) })
+	err := l.commits.Do(func(c *logBatch) { n = c.purge(now) })
 	if err != nil {
 		return 0, fmt.Errorf("queue: purge: %w", err)
 	}
@@ -207,7 +231,7 @@ func (l *Log) visible(e logEntry, now int64) bool {
 // Next implements Store. It reads the records' frames from the segment
 // files.
 func (l *Log) Next(ctx context.Context, agent string, after uint64, max int, now time.Time) ([]Record, error) {
-	if err := l.enter(ctx); err != nil {
+	if err := l.enter(ctx, false); err != nil {
 		return nil, err
 	}
 	defer l.exit()
@@ -235,8 +259,8 @@ func (l *Log) Next(ctx context.Context, agent string, after uint64, max int, now
 
 // readRecord reads and decodes e's frame.
 func readRecord(e logEntry) (Record, error) {
-	b := make([]byte, e.n)
-	if _, err := e.seg.f.ReadAt(b, e.off); err != nil {
+	b, err := e.seg.ReadAt(e.off, e.n)
+	if err != nil {
 		return Record{}, err
 	}
 	f, _, err := decodeFrame(b)
@@ -244,14 +268,14 @@ func readRecord(e logEntry) (Record, error) {
 		err = fmt.Errorf("frame at %d is not record %d", e.off, e.seq)
 	}
 	if err != nil {
-		return Record{}, fmt.Errorf("%w: segment %d: %v", ErrCorrupt, e.seg.id, err)
+		return Record{}, fmt.Errorf("%w: segment %d: %v", ErrCorrupt, e.seg.ID, err)
 	}
 	return f.rec, nil
 }
 
 // Stats implements Store.
 func (l *Log) Stats(ctx context.Context, agent string, now time.Time) (Stats, error) {
-	if err := l.enter(ctx); err != nil {
+	if err := l.enter(ctx, false); err != nil {
 		return Stats{}, err
 	}
 	defer l.exit()
@@ -276,3 +300,8 @@ func (l *Log) Stats(ctx context.Context, agent string, now time.Time) (Stats, er
 	}
 	return st, nil
 }
+
+// TornTails returns what OpenLog cut off the end of the last segment: the
+// frames of a write that a crash cut short, whose callers were never told
+// they were stored. The relay logs them; the library does not log.
+func (l *Log) TornTails() []recordlog.Cut { return l.cuts }

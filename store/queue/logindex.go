@@ -2,31 +2,16 @@ package queue
 
 import (
 	"container/heap"
-	"os"
 	"slices"
-)
 
-// segment is one file of the record log.
-type segment struct {
-	id   uint64
-	f    *os.File
-	size int64 // bytes of frames written and synced (the next frame's offset)
-	// alloc is the file's length: the frames and the zeros written ahead
-	// of them, so that a commit's fdatasync seldom changes the file's size.
-	alloc int64
-	live  int // live records whose current frame is in this segment
-	// records counts the record frames written to this segment.
-	records int
-	// deadAt is the commit that took live to zero: the segment may be
-	// deleted once that commit is synced (its tombstones on disk).
-	deadAt uint64
-}
+	"github.com/torpor-dev/torpor/store/queue/recordlog"
+)
 
 // logEntry is one live record in the index: where its frame is and what
 // the bounds need without reading it.
 type logEntry struct {
 	seq     uint64
-	seg     *segment
+	seg     *recordlog.Segment
 	off     int64
 	n       int // frame length
 	size    int // body length
@@ -50,8 +35,56 @@ type logAgent struct {
 type index struct {
 	agents map[string]*logAgent
 	expiry expiryHeap
-	// building is the commit whose calls change the index now.
+	// building is the commit whose calls change the index now (0 while
+	// the log is read at open).
 	building uint64
+	// journal says how to undo what the commits not yet durable changed,
+	// oldest first (rollback).
+	journal []undo
+}
+
+// undo is one change of the index by commit gen: a record added (added,
+// with the agent's last seq before it) or removed (e).
+type undo struct {
+	gen   uint64
+	a     *logAgent
+	e     logEntry
+	added bool
+	last  uint64
+}
+
+// durable drops the journal of the commits up to gen, now synced.
+func (x *index) durable(gen uint64) {
+	i := 0
+	for i < len(x.journal) && x.journal[i].gen <= gen {
+		i++
+	}
+	x.journal = append(x.journal[:0], x.journal[i:]...)
+}
+
+// rollback undoes every change in the journal, newest first: the index is
+// again what the durable commits made it.
+func (x *index) rollback() {
+	for i := len(x.journal) - 1; i >= 0; i-- {
+		u := x.journal[i]
+		if u.added {
+			if j, ok := u.a.find(u.e.seq); ok {
+				e := u.a.live[j]
+				u.a.live = slices.Delete(u.a.live, j, j+1)
+				u.a.count(e, -1)
+				e.seg.Live--
+				e.seg.Records--
+			}
+			u.a.c.last = u.last
+			continue
+		}
+		j, _ := u.a.find(u.e.seq)
+		u.a.live = slices.Insert(u.a.live, j, u.e)
+		u.a.count(u.e, +1)
+		u.e.seg.Live++
+		heap.Push(&x.expiry, expiryItem{expires: u.e.expires, agent: u.a, seq: u.e.seq})
+	}
+	x.journal = x.journal[:0]
 }
 
 func newIndex() index { return index{agents: make(map[string]*logAgent)} }
@@ -82,21 +115,25 @@ func (a *logAgent) find(seq uint64) (int, bool) {
 // add puts e into the index (or, when a's record e.seq is there already,
 // moves it to e's frame) and counts it.
 func (x *index) add(a *logAgent, e logEntry) {
+	last := a.c.last
 	a.c.last = max(a.c.last, e.seq)
 	i, found := len(a.live), false
 	if i > 0 && a.live[i-1].seq >= e.seq { // not the usual append
 		i, found = a.find(e.seq)
 	}
-	e.seg.records++
+	e.seg.Records++
 	if found {
-		a.live[i].seg.live--
+		a.live[i].seg.Live--
 		a.live[i].seg, a.live[i].off, a.live[i].n = e.seg, e.off, e.n
-		e.seg.live++
+		e.seg.Live++
 		return
 	}
 	a.live = slices.Insert(a.live, i, e)
 	a.count(e, +1)
-	e.seg.live++
+	e.seg.Live++
+	if x.building != 0 {
+		x.journal = append(x.journal, undo{gen: x.building, a: a, e: e, added: true, last: last})
+	}
 	heap.Push(&x.expiry, expiryItem{expires: e.expires, agent: a, seq: e.seq})
 }
 
@@ -110,8 +147,11 @@ func (x *index) remove(a *logAgent, seq uint64) bool {
 	e := a.live[i]
 	a.live = slices.Delete(a.live, i, i+1)
 	a.count(e, -1)
-	if e.seg.live--; e.seg.live == 0 {
-		e.seg.deadAt = x.building
+	if x.building != 0 {
+		x.journal = append(x.journal, undo{gen: x.building, a: a, e: e})
+	}
+	if e.seg.Live--; e.seg.Live == 0 {
+		e.seg.DeadAt = x.building
 	}
 	return true
 }

@@ -1,7 +1,6 @@
 // Package relaystore is torpor-relay's embedded stores in its data
 // directory: which files they are, the store marker that refuses to start
-// on one that was lost, the start-up checks of the bbolt files, and
-// opening the queue by engine. (With JetStream, store/jsstore, the relay
+// on one that was lost, and the start-up checks of the bbolt files. (With JetStream, store/jsstore, the relay
 // keeps no store files.)
 //
 // The marker (MarkerName) is a small JSON file written once the relay's
@@ -30,7 +29,6 @@ import (
 
 	"github.com/torpor-dev/torpor/internal/atomicfile"
 	"github.com/torpor-dev/torpor/store"
-	"github.com/torpor-dev/torpor/store/queue"
 )
 
 // ErrRefused is wrapped by the error of a refusal to start on the
@@ -259,27 +257,4 @@ func BrokerFix(path string, err error) error {
 	return fmt.Errorf("%w: the embedded MQTT broker cannot load %s: %w. Stop the relay, move %s aside (keep it for diagnosis), "+
 		"then restore it from a backup, or start over with an empty one: run torpor-relay once with --reinitialise "+
 		"(devices' MQTT sessions and retained statuses are lost; devices publish them again)", ErrRefused, path, err, path)
-}
-
-// OpenQueue opens the embedded queue in dataDir: queue.db with engine
-// bolt, the record log queue.log/ with engine log (importing queue.db the
-// first time). The bolt engine refuses to start beside a record log, whose
-// records it would not see.
-func OpenQueue(dataDir, engine string) (queue.Store, error) {
-	db, dir := filepath.Join(dataDir, "queue.db"), filepath.Join(dataDir, "queue.log")
-	if engine == "log" {
-		q, err := queue.OpenLog(dir, &queue.LogOptions{ImportBolt: db})
-		if err != nil {
-			return nil, Fix(dir, err)
-		}
-		return q, nil
-	}
-	if _, err := os.Stat(dir); err == nil {
-		return nil, fmt.Errorf("--queue-engine bolt: %s holds the queue's record log; run with --queue-engine log", dir)
-	}
-	q, err := queue.OpenBolt(db, nil)
-	if err != nil {
-		return nil, Fix(db, err)
-	}
-	return q, nil
 }

@@ -1,7 +1,6 @@
 package relaystore
 
 import (
-	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -10,7 +9,6 @@ import (
 	"time"
 
 	"github.com/torpor-dev/torpor/store"
-	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/store/storetest"
 )
 
@@ -89,31 +87,4 @@ func TestDamagedStoreRefused(t *testing.T) {
 	}
 	var g *Guard
 	g.WriteMarker(Names(true), t0) // must not panic
-}
-
-// TestOpenQueue: the log engine keeps the queue in queue.log/ and
-// imports queue.db; the bolt engine then refuses to start rather than
-// serve an empty queue.db beside the records in the log.
-func TestOpenQueue(t *testing.T) {
-	dir := t.TempDir()
-	q, err := OpenQueue(dir, "bolt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := q.Enqueue(context.Background(), queue.Record{Agent: "did:key:a", Body: []byte("x")}, queue.DefaultBounds(), time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	q.Close()
-	if q, err = OpenQueue(dir, "log"); err != nil {
-		t.Fatal(err)
-	}
-	rs, err := q.Next(context.Background(), "did:key:a", 0, 10, r.EnqueuedAt)
-	q.Close()
-	if err != nil || len(rs) != 1 || rs[0].Seq != r.Seq {
-		t.Errorf("the log engine after the bolt one: Next = %v, %v; want the record bolt queued", rs, err)
-	}
-	if _, err := OpenQueue(dir, "bolt"); err == nil || !strings.Contains(err.Error(), "--queue-engine log") {
-		t.Errorf("the bolt engine beside a record log = %v, want a refusal naming --queue-engine log", err)
-	}
 }

@@ -29,9 +29,11 @@ import (
 	"github.com/torpor-dev/torpor/runtime/drain"
 	"github.com/torpor-dev/torpor/session"
 	"github.com/torpor-dev/torpor/store"
+	"github.com/torpor-dev/torpor/store/ledger"
 	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/store/replay"
 	"github.com/torpor-dev/torpor/transport/a2a"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 )
 
 const (
@@ -190,6 +192,17 @@ func TestDrainCrash(t *testing.T) {
 		if delivered+lost < crashRecords || lost > crashBatch {
 			t.Fatalf("trial %d (kill at event %d): %d delivered, %d reported possibly lost, of %d", trial, killAt, delivered, lost, crashRecords)
 		}
+		// The agent's ledger keeps each of those, by object: every object
+		// never delivered is in it.
+		kept := w.lostInLedger()
+		if len(kept) != lost {
+			t.Fatalf("trial %d (kill at event %d): recovery reported %d lost, the ledger keeps %d", trial, killAt, lost, len(kept))
+		}
+		for seq, id := range ids {
+			if got[id] == 0 && !kept[id] {
+				t.Fatalf("trial %d (kill at event %d): object %s (seq %d) was neither delivered nor kept as possibly lost", trial, killAt, id, seq)
+			}
+		}
 		if n := w.queued(); n != 0 {
 			t.Fatalf("trial %d: %d records still queued after the restart", trial, n)
 		}
@@ -224,7 +237,7 @@ func (w *world) enqueueMany(n int) (map[uint64]string, []byte) {
 		w.t.Fatal(err)
 	}
 	defer q.Close()
-	b := queue.DefaultBounds()
+	b := queuebounds.Default()
 	b.MaxMessages, b.MaxPerPeer, b.MaxBytes, b.MaxPeerBytes = n+16, n+16, 64<<20, 64<<20
 	hs, err := pair.Handshake.Part()
 	if err != nil {
@@ -339,6 +352,30 @@ func (w *world) drainToEnd(socket string) int {
 		w.t.Fatalf("agent restart printed %q first", first)
 	}
 	return lost
+}
+
+// lostInLedger returns the object ids of the possibly lost hand-offs the
+// agent's ledger keeps (store/ledger Lost).
+func (w *world) lostInLedger() map[string]bool {
+	w.t.Helper()
+	db, err := store.Open(filepath.Join(w.dir, runtime.DBFile), nil)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	defer db.Close()
+	l, err := ledger.Open(db, &ledger.Options{Clock: clocktest.New(issued.Add(time.Minute))})
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	var s ledger.LostSummary
+	if err := db.View(func(tx *bolt.Tx) (err error) { s, err = l.LostHandOffs(tx); return err }); err != nil {
+		w.t.Fatal(err)
+	}
+	kept := map[string]bool{}
+	for _, r := range s.Kept {
+		kept[r.ObjectID] = true
+	}
+	return kept
 }
 
 // checkCommittedBeforeAck checks, on the files a killed agent left, that

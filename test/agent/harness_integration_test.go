@@ -27,6 +27,7 @@ import (
 	"github.com/torpor-dev/torpor/store"
 	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/transport/a2a"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 )
 
 // Roles of the re-executed test binary.
@@ -201,7 +202,7 @@ func (w *world) enqueue(from *did.PrivateKey, objs ...[]byte) {
 		w.t.Fatal(err)
 	}
 	defer q.Close()
-	b := queue.DefaultBounds()
+	b := queuebounds.Default()
 	b.MaxMessages, b.MaxPerPeer, b.MaxBytes, b.MaxPeerBytes = 1000, 1000, 64<<20, 64<<20 // the crash test queues 500 from Alice
 	for _, o := range objs {
 		r := queue.Record{Agent: agentKey.DID().String(), From: from.DID().String(), Body: w.body(o)}
@@ -315,18 +316,6 @@ func (w *world) drainAndKillDuringEffect() {
 	}
 	syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	<-exited
-}
-
-// buildAgent builds torpor-agent for the operator's commands.
-func buildAgent(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "torpor-agent")
-	cmd := exec.Command("go", "build", "-o", bin, "github.com/torpor-dev/torpor/cmd/torpor-agent")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build torpor-agent: %v\n%s", err, out)
-	}
-	return bin
 }
 
 // operator runs torpor-agent's operator command on w's store.

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -18,7 +17,6 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/torpor-dev/torpor/did"
-	"github.com/torpor-dev/torpor/internal/worldtest"
 	"github.com/torpor-dev/torpor/runtime"
 	"github.com/torpor-dev/torpor/runtime/deliver"
 	"github.com/torpor-dev/torpor/runtime/drain"
@@ -27,6 +25,7 @@ import (
 	"github.com/torpor-dev/torpor/runtime/sessions"
 	"github.com/torpor-dev/torpor/session"
 	"github.com/torpor-dev/torpor/test/internal/testenv"
+	"github.com/torpor-dev/torpor/test/worldtest"
 	"github.com/torpor-dev/torpor/transport/broker"
 	"github.com/torpor-dev/torpor/transport/relay"
 	"github.com/torpor-dev/torpor/wake"
@@ -35,7 +34,7 @@ import (
 // TestCLI runs testdata/*.txt with the torporctl binary built from this
 // tree on PATH and the custom command "stack".
 func TestCLI(t *testing.T) {
-	bin := buildTorporctl(t)
+	bin := filepath.Dir(testenv.Binary(t, "torporctl"))
 	testscript.Run(t, testscript.Params{
 		Dir: "testdata",
 		Setup: func(env *testscript.Env) error {
@@ -47,19 +46,6 @@ func TestCLI(t *testing.T) {
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){"stack": cmdStack},
 	})
-}
-
-// buildTorporctl builds cmd/torporctl into a temporary directory.
-func buildTorporctl(t *testing.T) string {
-	t.Helper()
-	goBin := testenv.RequireTool(t, "go")
-	dir := t.TempDir()
-	cmd := exec.Command(goBin, "build", "-o", filepath.Join(dir, "torporctl"), "github.com/torpor-dev/torpor/cmd/torporctl")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("building torporctl: %v\n%s", err, out)
-	}
-	return dir
 }
 
 // stack is the relay, broker and agent one script runs against.

@@ -14,6 +14,7 @@ import (
 	"github.com/torpor-dev/torpor/runtime/runtimetest"
 	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/test/internal/testenv"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 )
 
 // wakeRE reads the drain counters of torpor-agent's wake line.
@@ -94,7 +95,7 @@ func queueOld(t *testing.T, r *relayProc, agent, from string, bodies []string) *
 	}
 	for _, b := range bodies {
 		rec := queue.Record{Agent: agent, From: from, Body: []byte(b)}
-		if _, err := q.Enqueue(context.Background(), rec, queue.DefaultBounds(), time.Now()); err != nil {
+		if _, err := q.Enqueue(context.Background(), rec, queuebounds.Default(), time.Now()); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -66,7 +66,7 @@ func TestOperatorPurge(t *testing.T) {
 		if now := queued(t, s.relay.URL, s.dev); len(now) != 0 {
 			t.Errorf("%d records after purging all", len(now))
 		}
-		if a := s.send(t, s.sender, message(`"after"`, wirePart("hello"))); a.Status != 503 || a.json()["queued"] != true {
+		if a := s.send(t, s.sender, message(`"after"`, wirePart("hello"))); a.Status != 503 || a.JSON()["queued"] != true {
 			t.Errorf("a message after the purge: %s, want 503 queued", a)
 		}
 	})

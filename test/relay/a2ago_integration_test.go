@@ -12,6 +12,8 @@ import (
 
 	"github.com/a2aproject/a2a-go/a2a"
 	"github.com/a2aproject/a2a-go/a2aclient/agentcard"
+
+	"github.com/torpor-dev/torpor/test/internal/relaytest"
 )
 
 // TestA2AGoClient drives the official A2A Go SDK (a2a-go v0.3.3, A2A 0.3),
@@ -44,25 +46,25 @@ func TestA2AGoClient(t *testing.T) {
 
 	t.Run("awake", func(t *testing.T) {
 		url := endpoint(t, ctx, p.URL, awake.DID().String())
-		res, sl, err := Send(ctx, url, token(t, alice, p.URL), object)
+		res, sl, err := Send(ctx, url, relaytest.Token(t, alice, p.URL), object)
 		if msg, ok := res.(*a2a.Message); err != nil || sl != nil || !ok || msg.Role != a2a.MessageRoleAgent {
 			t.Errorf("Send = %#v, %v, %v; want the agent's message", res, sl, err)
 		}
-		_, sl, err = Send(ctx, url, token(t, alice, p.URL), text)
+		_, sl, err = Send(ctx, url, relaytest.Token(t, alice, p.URL), text)
 		if !errors.Is(err, a2a.ErrInvalidParams) || sl != nil {
 			t.Errorf("data without an object: %v, %v; want ErrInvalidParams", sl, err)
 		}
 	})
 	t.Run("asleep", func(t *testing.T) {
 		url := endpoint(t, ctx, p.URL, asleep.DID().String())
-		_, sl, err := Send(ctx, url, token(t, alice, p.URL), object)
+		_, sl, err := Send(ctx, url, relaytest.Token(t, alice, p.URL), object)
 		if err == nil || !strings.Contains(err.Error(), "unexpected HTTP status: 503") {
 			t.Errorf("the SDK's error: %v; want unexpected HTTP status: 503", err)
 		}
 		if sl == nil || !sl.Queued || sl.RetryAfterSec < 1 || sl.RetryAfterSec > 3600 {
 			t.Errorf("the relay's answer: %+v; want queued, retryAfterSec 1..3600", sl)
 		}
-		_, sl, err = Send(ctx, url, token(t, alice, p.URL), text)
+		_, sl, err = Send(ctx, url, relaytest.Token(t, alice, p.URL), text)
 		if !errors.Is(err, a2a.ErrInvalidParams) || sl != nil {
 			t.Errorf("data without an object: %v, %v; want ErrInvalidParams, as awake", sl, err)
 		}

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/torpor-dev/torpor/test/internal/relaytest"
 	"github.com/torpor-dev/torpor/test/internal/testenv"
 )
 
@@ -59,7 +60,7 @@ func TestA2AJSClientAgainstSleepingAgent(t *testing.T) {
 	dev, alice := testKey(t, 1), testKey(t, 2)
 	publish(t, p.URL, dev, "hourly_wake")
 	base := p.URL + "/a/" + dev.DID().String()
-	tok := token(t, alice, p.URL)
+	tok := relaytest.Token(t, alice, p.URL)
 
 	for _, version := range []string{"1.0", "0.3"} {
 		t.Run("v"+version, func(t *testing.T) {

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/torpor-dev/torpor/test/internal/relaytest"
 	"github.com/torpor-dev/torpor/transport/a2a"
 )
 
@@ -108,7 +109,7 @@ func crashRun(t *testing.T, p *relayProc, agent string, senders, perSender int, 
 		wg       sync.WaitGroup
 	)
 	for s := range senders {
-		tok := token(t, testKey(t, 100+s), p.URL)
+		tok := relaytest.Token(t, testKey(t, 100+s), p.URL)
 		rng := rand.New(rand.NewPCG(seed, uint64(s)))
 		wg.Add(1)
 		go func() {

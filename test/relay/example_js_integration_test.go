@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/torpor-dev/torpor/test/internal/relaytest"
 )
 
 // TestA2AJSExample runs docs/a2a.md's JavaScript example
@@ -22,7 +24,7 @@ func TestA2AJSExample(t *testing.T) {
 	awake, asleep, alice := testKey(t, 7), testKey(t, 8), testKey(t, 2)
 	awakeAgent(t, p.URL, awake)
 	publish(t, p.URL, asleep, "hourly_wake")
-	tok := token(t, alice, p.URL)
+	tok := relaytest.Token(t, alice, p.URL)
 	plain, _ := json.Marshal(map[string]string{"note": "no Governed Object here"})
 
 	tests := []struct {

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/torpor-dev/torpor/internal/version"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 )
 
 // Agent Card extension URIs and the names that go with them. The first two
@@ -129,23 +130,6 @@ type Skill struct {
 	Tags        []string `json:"tags"`
 }
 
-// QueueBounds are the store-and-forward bounds the relay applies to the
-// agent, published in the ExtQueueBounds params. Byte counts are of the raw
-// request body.
-type QueueBounds struct {
-	MaxMessages       int   `json:"maxMessages"`
-	MaxTotalBytes     int64 `json:"maxTotalBytes"`
-	MaxPendingPerPeer int   `json:"maxPendingPerPeer"`
-	// MaxPendingBytesPerPeer caps the bytes queued from one sender.
-	MaxPendingBytesPerPeer int64 `json:"maxPendingBytesPerPeer"`
-	TTLSeconds             int64 `json:"ttlSeconds"`
-	MaxMessageBytes        int64 `json:"maxMessageBytes"`
-	// The reserved allowance for MLS Welcome and Commit records on top of
-	// the limits above.
-	HandshakeReserveMessages int   `json:"handshakeReserveMessages"`
-	HandshakeReserveBytes    int64 `json:"handshakeReserveBytes"`
-}
-
 // CardOptions describe the card BuildCard makes.
 type CardOptions struct {
 	// Name, Description and Version describe the agent. Version defaults to
@@ -159,7 +143,7 @@ type CardOptions struct {
 	// is declared iff it is OfflineModeSleep or OfflineModeHourlyWake.
 	OfflineMode string
 	// Bounds, when set, are published in the ExtQueueBounds extension.
-	Bounds *QueueBounds
+	Bounds *queuebounds.Bounds
 	// Liveness, when set, is published in the ExtLiveness extension. An
 	// empty Pulse.URL becomes BaseURL + PulsePath.
 	Liveness *Liveness

@@ -8,11 +8,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/did/didtest"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 )
 
 func mustBuild(tb testing.TB, o CardOptions) *Card {
@@ -25,11 +27,11 @@ func mustBuild(tb testing.TB, o CardOptions) *Card {
 }
 
 func TestBuildCardExtensions(t *testing.T) {
-	bounds := &QueueBounds{MaxMessages: 500, MaxTotalBytes: 2 << 20, MaxPendingPerPeer: 50, TTLSeconds: 604800, MaxMessageBytes: 256 << 10, HandshakeReserveMessages: 16, HandshakeReserveBytes: 256 << 10}
+	bounds := &queuebounds.Bounds{MaxMessages: 500, MaxBytes: 2 << 20, MaxPerPeer: 50, TTL: 604800 * time.Second, MaxMessageSize: 256 << 10, HandshakeMessages: 16, HandshakeBytes: 256 << 10}
 	tests := []struct {
 		name     string
 		mode     string
-		bounds   *QueueBounds
+		bounds   *queuebounds.Bounds
 		wantURIs []string
 		wantMode string
 	}{

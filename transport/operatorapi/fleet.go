@@ -60,9 +60,12 @@ type Device struct {
 	Queue         Queue       `json:"queue"`
 	KeyPackages   KeyPackages `json:"keyPackages"`
 	HeldCount     int         `json:"heldActions"`
-	UpdatedAt     time.Time   `json:"updatedAt"` // its last published state
-	StatusError   string      `json:"statusError,omitempty"`
-	Detail        *Detail     `json:"detail,omitempty"`
+	// LostCount counts the hand-offs the device reports possibly lost
+	// (link wire.Status LostCount; the device page lists them).
+	LostCount   int       `json:"lostHandOffs,omitempty"`
+	UpdatedAt   time.Time `json:"updatedAt"` // its last published state
+	StatusError string    `json:"statusError,omitempty"`
+	Detail      *Detail   `json:"detail,omitempty"`
 }
 
 // Window is the next wake window.
@@ -114,6 +117,7 @@ type Detail struct {
 	Wakes    []Wake            `json:"wakes"` // this wake and the one before, newest first
 	Senders  []Sender          `json:"senders"`
 	Held     []wire.StatusHeld `json:"held"`
+	Lost     []wire.StatusLost `json:"lost,omitempty"`
 	Window   string            `json:"window"`
 	Schedule string            `json:"schedule"`
 }

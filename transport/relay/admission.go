@@ -13,7 +13,7 @@ import (
 
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/store/agents"
-	"github.com/torpor-dev/torpor/store/queue"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"github.com/torpor-dev/torpor/transport/link/server"
 	"github.com/torpor-dev/torpor/transport/link/wire"
 )
@@ -24,7 +24,7 @@ import (
 // did:key can link, so what it may store is small.
 type Probation struct {
 	// Bounds are its queue's ceiling (each member lowers the relay's).
-	Bounds queue.Bounds
+	Bounds queuebounds.Bounds
 	// KeyPackages is the most its KeyPackage pool may hold, and
 	// KeyPackageSize the largest one (a device's own are a few hundred
 	// bytes; the relay otherwise takes up to 64 KiB each).
@@ -39,7 +39,7 @@ type Probation struct {
 // of 4 messages and 64 KiB; 32 KeyPackages (a device pools 20 by
 // default) of at most 4 KiB; 32 KiB of card and pulse.
 func DefaultProbation() Probation {
-	b := queue.DefaultBounds()
+	b := queuebounds.Default()
 	b.MaxMessages, b.MaxPerPeer, b.MaxBytes, b.MaxMessageSize = 20, 5, 256<<10, 64<<10
 	b.MaxPeerBytes = 128 << 10
 	b.HandshakeMessages, b.HandshakeBytes = 4, 64<<10
@@ -82,7 +82,7 @@ func (cfg *Config) limitDefaults() error {
 }
 
 // lower returns b with every member no greater than p's.
-func (p Probation) lower(b queue.Bounds) queue.Bounds {
+func (p Probation) lower(b queuebounds.Bounds) queuebounds.Bounds {
 	pb := p.Bounds
 	b.MaxMessages, b.MaxPerPeer = min(b.MaxMessages, pb.MaxMessages), min(b.MaxPerPeer, pb.MaxPerPeer)
 	b.MaxBytes, b.MaxMessageSize = min(b.MaxBytes, pb.MaxBytes), min(b.MaxMessageSize, pb.MaxMessageSize)

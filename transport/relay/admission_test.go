@@ -40,7 +40,7 @@ func TestProbationUntilAdmitted(t *testing.T) {
 	h := newHarness(t, func(c *Config) { c.Access.Operators = []did.DID{op.DID()} })
 	dev, alice := didtest.Key(t, 1), didtest.Key(t, 2)
 	c := h.device(t, dev, "sleep", deviceOpts{})
-	if got, want := QueueBounds(c.Hello()), DefaultProbation().Bounds; got.MaxMessages != want.MaxMessages || got.MaxBytes != want.MaxBytes || got.MaxPerPeer != want.MaxPerPeer {
+	if got, want := c.Hello(), DefaultProbation().Bounds; got.MaxMessages != want.MaxMessages || got.MaxBytes != want.MaxBytes || got.MaxPerPeer != want.MaxPerPeer {
 		t.Errorf("hello of a new device: %+v, want probation's %+v", got, want)
 	}
 	c.Close()
@@ -71,7 +71,7 @@ func TestProbationUntilAdmitted(t *testing.T) {
 	}
 	linked.Close()
 	c2 := h.device(t, dev, "sleep", deviceOpts{})
-	if got := c2.Hello(); got != LinkBounds(h.relay.cfg.Limits.Bounds) {
+	if got := c2.Hello(); got != h.relay.cfg.Limits.Bounds {
 		t.Errorf("hello after admission: %+v, want the relay's %+v", got, h.relay.cfg.Limits.Bounds)
 	}
 	// A relay over the same store (a restart) knows the admission.

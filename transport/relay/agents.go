@@ -12,8 +12,8 @@ import (
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/pulse"
 	"github.com/torpor-dev/torpor/store/agents"
-	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/transport/a2a"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"github.com/torpor-dev/torpor/transport/link/wire"
 	"github.com/torpor-dev/torpor/wake"
 )
@@ -27,15 +27,15 @@ type linkAgents Relay
 
 // Admit lets agent link unless an allow list excludes it, and announces
 // its ceiling bounds.
-func (a *linkAgents) Admit(ctx context.Context, agent did.DID) (wire.Bounds, error) {
+func (a *linkAgents) Admit(ctx context.Context, agent did.DID) (queuebounds.Bounds, error) {
 	s := (*Relay)(a)
 	if s.allow != nil && !s.allow[agent.String()] {
-		return wire.Bounds{}, errors.New("this relay does not serve agent " + agent.String())
+		return queuebounds.Bounds{}, errors.New("this relay does not serve agent " + agent.String())
 	}
 	if err := s.admitLink(ctx, agent.String()); err != nil {
-		return wire.Bounds{}, err
+		return queuebounds.Bounds{}, err
 	}
-	return LinkBounds(s.ceiling(agent.String())), nil
+	return s.ceiling(agent.String()), nil
 }
 
 // Linked counts links for /metrics.
@@ -89,7 +89,7 @@ func (a *linkAgents) Publish(ctx context.Context, agent did.DID, st wire.State) 
 	if next.Successor != "" {
 		s.log.Info("agent retired", "agent", id, "successor", next.Successor)
 	}
-	ok := wire.Accepted{Bounds: LinkBounds(next.Bounds), Held: held}
+	ok := wire.Accepted{Bounds: next.Bounds, Held: held}
 	if next.WakeSecondSet {
 		sec := next.WakeSecond
 		ok.WakeSecond = &sec
@@ -112,7 +112,7 @@ func (s *Relay) nextState(agent did.DID, prev agents.State, st wire.State) (agen
 	if st.NextWake != 0 {
 		next.NextWake = time.Unix(st.NextWake, 0).UTC()
 	}
-	next.Bounds = QueueBounds(LinkBounds(s.ceiling(agent.String())).Clamp(st.Bounds))
+	next.Bounds = s.ceiling(agent.String()).Clamp(st.Bounds)
 	if len(st.Pulse) > MaxPulse {
 		return agents.State{}, fmt.Errorf("pulse of %d bytes exceeds %d", len(st.Pulse), MaxPulse)
 	}
@@ -188,7 +188,7 @@ func checkCard(raw []byte, agent did.DID, st agents.State) error {
 	if !ok {
 		return fmt.Errorf("no %s extension", a2a.ExtQueueBounds)
 	}
-	if want := LinkBounds(st.Bounds).Card(); qb != want {
+	if want := st.Bounds.Published(); qb != want {
 		return fmt.Errorf("queue bounds %+v, want %+v", qb, want)
 	}
 	lv, ok, err := c.Liveness()
@@ -342,7 +342,7 @@ func checkKeyPackageHeader(kp []byte) error {
 // ceiling returns the most the relay allows agent: its own bounds
 // (Config.Limits.AgentBounds), else the relay's, lowered by Config.Access.Probation
 // until the agent is admitted.
-func (s *Relay) ceiling(agent string) queue.Bounds {
+func (s *Relay) ceiling(agent string) queuebounds.Bounds {
 	if b, ok := s.cfg.Limits.AgentBounds[agent]; ok {
 		return b
 	}
@@ -356,30 +356,13 @@ func (s *Relay) ceiling(agent string) queue.Bounds {
 // published, clamped to a ceiling the operator may have lowered since. A
 // state stored before the per-peer byte bound existed has none, and gets
 // the ceiling's.
-func (s *Relay) bounds(agent string, st agents.State) queue.Bounds {
-	ceil := LinkBounds(s.ceiling(agent))
+func (s *Relay) bounds(agent string, st agents.State) queuebounds.Bounds {
+	ceil := s.ceiling(agent)
 	if st.Bounds.MaxPeerBytes == 0 {
 		st.Bounds.MaxPeerBytes = ceil.MaxPeerBytes
 	}
 	if st.Bounds.Validate() != nil {
-		return QueueBounds(ceil)
+		return ceil
 	}
-	pub := LinkBounds(st.Bounds)
-	return QueueBounds(ceil.Clamp(&pub))
-}
-
-// LinkBounds converts queue bounds to their link form.
-func LinkBounds(b queue.Bounds) wire.Bounds {
-	return wire.Bounds{
-		MaxMessages: b.MaxMessages, MaxPerPeer: b.MaxPerPeer, MaxBytes: b.MaxBytes, MaxPeerBytes: b.MaxPeerBytes, MaxMessageSize: b.MaxMessageSize,
-		TTLSec: int64(b.TTL / time.Second), HandshakeMessages: b.HandshakeMessages, HandshakeBytes: b.HandshakeBytes,
-	}
-}
-
-// QueueBounds converts link bounds to the queue's.
-func QueueBounds(b wire.Bounds) queue.Bounds {
-	return queue.Bounds{
-		MaxMessages: b.MaxMessages, MaxPerPeer: b.MaxPerPeer, MaxBytes: b.MaxBytes, MaxPeerBytes: b.MaxPeerBytes, MaxMessageSize: b.MaxMessageSize,
-		TTL: time.Duration(b.TTLSec) * time.Second, HandshakeMessages: b.HandshakeMessages, HandshakeBytes: b.HandshakeBytes,
-	}
+	return ceil.Clamp(&st.Bounds)
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/torpor-dev/torpor/store/queue"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 )
 
 // The profile's tokens and the JSON-RPC code of the asleep signal.
@@ -88,7 +89,7 @@ func answer(w http.ResponseWriter, req rpcRequest, status, code int, p profileAn
 // answerFull is the queue-full answer: 507 for the messages and bytes
 // bounds, 429 for the per-peer bound, never agent_asleep. The draft
 // defines no JSON-RPC code for it; a JSON-RPC call gets CodeQueueFull.
-func answerFull(w http.ResponseWriter, req rpcRequest, fe *queue.FullError, b queue.Bounds, caller string) {
+func answerFull(w http.ResponseWriter, req rpcRequest, fe *queue.FullError, b queuebounds.Bounds, caller string) {
 	status, msg := http.StatusInsufficientStorage, ""
 	switch fe.Kind {
 	case queue.BoundMessages:

@@ -24,6 +24,7 @@ import (
 	"github.com/torpor-dev/torpor/internal/benchcpu"
 	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/transport/a2a"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 )
 
 // BenchmarkAsleepAnswer measures the latency of the 503 asleep answer
@@ -40,7 +41,7 @@ func BenchmarkAsleepAnswer(b *testing.B) {
 		b.Run(fmt.Sprintf("senders=%d", senders), func(b *testing.B) {
 			h := newHarness(b, func(c *Config) {
 				c.Access.AdmitAll = true // no probation's ceiling: the bounds below
-				c.Limits.Bounds = queue.DefaultBounds()
+				c.Limits.Bounds = queuebounds.Default()
 				c.Limits.Bounds.MaxMessages, c.Limits.Bounds.MaxPerPeer, c.Limits.Bounds.MaxBytes, c.Limits.Bounds.MaxPeerBytes = 1<<30, 1<<30, 1<<40, 1<<40
 			})
 			dev := didtest.Key(b, 1)
@@ -139,7 +140,7 @@ func c0(h *harness) time.Time { return h.clk.Now() }
 // of its own), and returns the calls' p50, rate and the process's CPU
 // time (user and system) per call.
 func directEnqueue(b *testing.B, q queue.Store, now time.Time, senders int) (time.Duration, float64, time.Duration) {
-	bounds := queue.DefaultBounds()
+	bounds := queuebounds.Default()
 	bounds.MaxMessages, bounds.MaxPerPeer, bounds.MaxBytes, bounds.MaxPeerBytes = 1<<30, 1<<30, 1<<40, 1<<40
 	var (
 		mu  sync.Mutex

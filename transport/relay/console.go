@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/torpor-dev/torpor/store/agents"
-	"github.com/torpor-dev/torpor/store/queue"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"github.com/torpor-dev/torpor/transport/relay/console"
 )
 
@@ -40,7 +40,7 @@ func (s *Relay) newConsole(base *slog.Logger) error {
 		grace = DefaultOverdueGrace
 	}
 	s.view = &console.Source{States: s.cfg.Stores.States, Queue: s.cfg.Stores.Queue, Up: s.linkUp, Grace: grace,
-		Bounds: func(agent string, st agents.State) queue.Bounds { return s.bounds(agent, st) }}
+		Bounds: func(agent string, st agents.State) queuebounds.Bounds { return s.bounds(agent, st) }}
 	if len(cc.Operators) == 0 {
 		return nil
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/torpor-dev/torpor/store/agents"
 	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/transport/a2a"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"github.com/torpor-dev/torpor/transport/bearer"
 	"github.com/torpor-dev/torpor/transport/link"
 	"github.com/torpor-dev/torpor/transport/link/wire"
@@ -80,7 +81,7 @@ func (opaqueKeyPackages) VerifyKeyPackage(did.DID, []byte, time.Time) error { re
 // force, and kps) and returns the link.
 type deviceOpts struct {
 	window  *wire.Window
-	bounds  *wire.Bounds
+	bounds  *queuebounds.Bounds
 	kps     [][]byte
 	lastRes []byte // the last-resort KeyPackage
 	pulse   []byte
@@ -102,12 +103,12 @@ func (h *harness) device(tb testing.TB, key *did.PrivateKey, mode string, o devi
 	return c
 }
 
-func (h *harness) state(tb testing.TB, key *did.PrivateKey, hello wire.Bounds, mode string, o deviceOpts) wire.State {
+func (h *harness) state(tb testing.TB, key *did.PrivateKey, hello queuebounds.Bounds, mode string, o deviceOpts) wire.State {
 	tb.Helper()
 	if o.window == nil {
 		o.window = window11
 	}
-	b := hello.Clamp(o.bounds).Card()
+	b := hello.Clamp(o.bounds)
 	card, err := a2a.BuildCard(a2a.CardOptions{Name: "dev", BaseURL: h.srv.URL + "/a/" + key.DID().String(), OfflineMode: mode, Bounds: &b})
 	if err != nil {
 		tb.Fatal(err)

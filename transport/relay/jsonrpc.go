@@ -13,6 +13,7 @@ import (
 	"github.com/torpor-dev/torpor/store/agents"
 	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/transport/a2a"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"github.com/torpor-dev/torpor/transport/bearer"
 	"github.com/torpor-dev/torpor/transport/link/server"
 	"github.com/torpor-dev/torpor/transport/link/wire"
@@ -112,7 +113,7 @@ func (s *Relay) serveJSONRPC(w http.ResponseWriter, r *http.Request) {
 // readRequest reads and classifies the request body, once. It answers,
 // and returns false, when the request ends here: too large, unreadable,
 // or not a request the agent reads.
-func (s *Relay) readRequest(w http.ResponseWriter, r *http.Request, id string, st agents.State, b queue.Bounds) ([]byte, rpcRequest, bool) {
+func (s *Relay) readRequest(w http.ResponseWriter, r *http.Request, id string, st agents.State, b queuebounds.Bounds) ([]byte, rpcRequest, bool) {
 	body, err := readBody(w, r, b.MaxMessageSize)
 	if errors.Is(err, errTooLarge) {
 		s.metrics.enqueue(id, "too_large")
@@ -220,7 +221,7 @@ func (s *Relay) forward(w http.ResponseWriter, r *http.Request, agent, caller di
 
 // offline answers a request the agent does not take live: store and
 // forward where the mode allows it, refusal where it does not.
-func (s *Relay) offline(w http.ResponseWriter, r *http.Request, agent, caller did.DID, version string, body []byte, req rpcRequest, rc wake.Verdict, b queue.Bounds, now time.Time) {
+func (s *Relay) offline(w http.ResponseWriter, r *http.Request, agent, caller did.DID, version string, body []byte, req rpcRequest, rc wake.Verdict, b queuebounds.Bounds, now time.Time) {
 	id := agent.String()
 	if !rc.Queue {
 		s.metrics.enqueue(id, "refused")

@@ -19,6 +19,7 @@ import (
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/store/agents"
 	"github.com/torpor-dev/torpor/store/queue"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"github.com/torpor-dev/torpor/transport/bearer"
 	"github.com/torpor-dev/torpor/transport/link/server"
 	"github.com/torpor-dev/torpor/transport/link/wire"
@@ -73,10 +74,10 @@ type Stores struct {
 // mean their documented defaults.
 type Limits struct {
 	// Bounds are the default and ceiling queue bounds of every agent; a
-	// device may ask for tighter ones. Zero means queue.DefaultBounds().
-	Bounds queue.Bounds
+	// device may ask for tighter ones. Zero means queuebounds.Default().
+	Bounds queuebounds.Bounds
 	// AgentBounds overrides Bounds for particular agents (by DID).
-	AgentBounds map[string]queue.Bounds
+	AgentBounds map[string]queuebounds.Bounds
 	// KeyPackageRate is how many KeyPackages one caller may fetch per
 	// minute; zero means 30 (the reference's rate).
 	KeyPackageRate int
@@ -201,8 +202,8 @@ func New(cfg Config) (*Relay, error) {
 		return nil, fmt.Errorf("relay: public URL: %w", err)
 	}
 	cfg.PublicURL = origin
-	if cfg.Limits.Bounds == (queue.Bounds{}) {
-		cfg.Limits.Bounds = queue.DefaultBounds()
+	if cfg.Limits.Bounds == (queuebounds.Bounds{}) {
+		cfg.Limits.Bounds = queuebounds.Default()
 	}
 	if err := cfg.validateBounds(); err != nil {
 		return nil, err

@@ -20,6 +20,7 @@ import (
 	"github.com/torpor-dev/torpor/store/agents"
 	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/transport/a2a"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"github.com/torpor-dev/torpor/transport/link"
 	"github.com/torpor-dev/torpor/transport/link/wire"
 )
@@ -188,16 +189,16 @@ func TestAuthentication(t *testing.T) {
 func TestQueueFull(t *testing.T) {
 	tests := []struct {
 		name   string
-		bounds wire.Bounds
+		bounds queuebounds.Bounds
 		second *did.PrivateKey // nil: the same sender
 		body   string
 		status int
 		kind   string
 	}{
-		{"messages", wire.Bounds{MaxMessages: 1}, didtest.Key(t, 4), sendV1, 507, "messages"},
-		{"peer", wire.Bounds{MaxPerPeer: 1}, nil, sendV1, 429, "peer"},
-		{"bytes", wire.Bounds{MaxBytes: 150}, nil, sendV1, 507, "bytes"},
-		{"peer bytes", wire.Bounds{MaxPeerBytes: 150}, nil, sendV1, 429, "peer"},
+		{"messages", queuebounds.Bounds{MaxMessages: 1}, didtest.Key(t, 4), sendV1, 507, "messages"},
+		{"peer", queuebounds.Bounds{MaxPerPeer: 1}, nil, sendV1, 429, "peer"},
+		{"bytes", queuebounds.Bounds{MaxBytes: 150}, nil, sendV1, 507, "bytes"},
+		{"peer bytes", queuebounds.Bounds{MaxPeerBytes: 150}, nil, sendV1, 429, "peer"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -238,7 +239,7 @@ func TestQueueFull(t *testing.T) {
 func TestMaxMessageSize(t *testing.T) {
 	h := newHarness(t, nil)
 	dev, alice := didtest.Key(t, 1), didtest.Key(t, 2)
-	h.publishOffline(t, dev, "sleep", deviceOpts{bounds: &wire.Bounds{MaxMessageSize: 1024}})
+	h.publishOffline(t, dev, "sleep", deviceOpts{bounds: &queuebounds.Bounds{MaxMessageSize: 1024}})
 	big := `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"pad":"` + strings.Repeat("x", 2000) + `"}}`
 	// With a Content-Length, and chunked (the limit applies while reading).
 	if r := h.post(t, dev.DID(), alice, "1.0", big); r.status != 413 || r.json["error"] != "message_too_large" || r.json["maxMessageBytes"] != float64(1024) {
@@ -269,7 +270,7 @@ func TestMaxMessageSize(t *testing.T) {
 func TestHandshakeUsesReserve(t *testing.T) {
 	h := newHarness(t, nil)
 	dev, alice := didtest.Key(t, 1), didtest.Key(t, 2)
-	h.publishOffline(t, dev, "sleep", deviceOpts{bounds: &wire.Bounds{MaxMessages: 1}})
+	h.publishOffline(t, dev, "sleep", deviceOpts{bounds: &queuebounds.Bounds{MaxMessages: 1}})
 	if r := h.post(t, dev.DID(), alice, "1.0", sendV1); r.status != 503 {
 		t.Fatal(r.status)
 	}
@@ -605,9 +606,9 @@ func TestSleepRetryAfterOnlyForScheduledWake(t *testing.T) {
 
 func TestAgentBoundsOverride(t *testing.T) {
 	dev, other, alice := didtest.Key(t, 1), didtest.Key(t, 3), didtest.Key(t, 2)
-	small := queue.DefaultBounds()
+	small := queuebounds.Default()
 	small.MaxMessages = 1
-	h := newHarness(t, func(c *Config) { c.Limits.AgentBounds = map[string]queue.Bounds{dev.DID().String(): small} })
+	h := newHarness(t, func(c *Config) { c.Limits.AgentBounds = map[string]queuebounds.Bounds{dev.DID().String(): small} })
 	h.publishOffline(t, dev, "sleep", deviceOpts{})
 	h.publishOffline(t, other, "sleep", deviceOpts{})
 	for i, want := range []int{503, 507} {
@@ -630,18 +631,18 @@ func TestAgentBoundsOverride(t *testing.T) {
 // byte bound existed keeps its other bounds and gets the ceiling's.
 func TestBoundsOfStateWithoutPeerBytes(t *testing.T) {
 	h := newHarness(t, func(c *Config) { c.Access.AdmitAll = true }) // no probation's lower ceiling
-	st := agents.State{Bounds: queue.DefaultBounds()}
+	st := agents.State{Bounds: queuebounds.Default()}
 	st.Bounds.MaxMessages, st.Bounds.MaxPeerBytes = 7, 0
 	b := h.relay.bounds(didtest.Key(t, 1).DID().String(), st)
-	if b.MaxMessages != 7 || b.MaxPeerBytes != queue.DefaultBounds().MaxPeerBytes {
-		t.Errorf("bounds = %+v, want 7 messages and the ceiling's %d peer bytes", b, queue.DefaultBounds().MaxPeerBytes)
+	if b.MaxMessages != 7 || b.MaxPeerBytes != queuebounds.Default().MaxPeerBytes {
+		t.Errorf("bounds = %+v, want 7 messages and the ceiling's %d peer bytes", b, queuebounds.Default().MaxPeerBytes)
 	}
 }
 
 func TestRunPurgesExpired(t *testing.T) {
 	h := newHarness(t, nil)
 	dev, alice := didtest.Key(t, 1), didtest.Key(t, 2)
-	h.publishOffline(t, dev, "sleep", deviceOpts{bounds: &wire.Bounds{TTLSec: 60}})
+	h.publishOffline(t, dev, "sleep", deviceOpts{bounds: &queuebounds.Bounds{TTL: time.Minute}})
 	h.post(t, dev.DID(), alice, "1.0", sendV1)
 	h.clk.Advance(2 * time.Minute)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -9,13 +9,14 @@ import (
 
 	"github.com/torpor-dev/torpor/did/didtest"
 	"github.com/torpor-dev/torpor/store/queue"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 )
 
 // failingQueue is a queue whose Enqueue fails as a JetStream stream
 // without quorum does.
 type failingQueue struct{ queue.Store }
 
-func (failingQueue) Enqueue(context.Context, queue.Record, queue.Bounds, time.Time) (queue.Record, error) {
+func (failingQueue) Enqueue(context.Context, queue.Record, queuebounds.Bounds, time.Time) (queue.Record, error) {
 	return queue.Record{}, errors.New("nats: timeout")
 }
 

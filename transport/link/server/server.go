@@ -17,6 +17,7 @@ import (
 	"github.com/torpor-dev/torpor/clock"
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/store/queue"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"github.com/torpor-dev/torpor/transport/bearer"
 	"github.com/torpor-dev/torpor/transport/bearer/bearerhttp"
 	"github.com/torpor-dev/torpor/transport/link/internal/calls"
@@ -61,7 +62,7 @@ type Agents interface {
 	// Admit decides whether agent may link and returns the ceiling bounds
 	// announced in the hello frame. An error refuses the link (403, or a
 	// *Refusal's status).
-	Admit(ctx context.Context, agent did.DID) (wire.Bounds, error)
+	Admit(ctx context.Context, agent did.DID) (queuebounds.Bounds, error)
 	// Publish stores a state the device published and returns the bounds
 	// now in force and the KeyPackages held for the agent. An error is sent
 	// back to the device as an error frame (its message should say what

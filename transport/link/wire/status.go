@@ -21,9 +21,17 @@ const MaxStatus = 16 << 10
 // MaxStatusHeld caps Status.Held; HeldCount counts them all.
 const MaxStatusHeld = 32
 
+// MaxStatusLost caps Status.Lost; LostCount counts them all.
+const MaxStatusLost = 32
+
 // Status is what a device tells its relay about itself for the operators'
 // fleet console (transport/relay/console) beyond what the relay sees:
-// held actions, halt, its build, its board and its last wake. It travels
+// held actions, possibly lost hand-offs, halt, its build, its board and
+// its last wake.
+//
+// Readers ignore members they do not know (ParseStatus uses
+// encoding/json's default), so a member added with omitempty is accepted
+// by older relays and consoles, which only do not show it. It travels
 // as the payload of a signed Governed Object in State.Status, so that the
 // relay (and every relay of a fleet sharing its store) can check that the
 // device said it.
@@ -38,6 +46,12 @@ type Status struct {
 	// Held lists the first MaxStatusHeld of them.
 	HeldCount int          `json:"heldCount"`
 	Held      []StatusHeld `json:"held,omitempty"`
+	// LostCount counts the hand-offs to the application that a crash may
+	// have cut off with at-most-once notify, as the device's ledger keeps
+	// them (store/ledger Lost); Lost lists the newest MaxStatusLost of
+	// them, newest first.
+	LostCount int          `json:"lostCount,omitempty"`
+	Lost      []StatusLost `json:"lost,omitempty"`
 	// Wake is the wake that publishes this status (its start and reason).
 	Wake *StatusWake `json:"wake,omitempty"`
 	// LastWake is the last completed wake before it, with its phases.
@@ -52,6 +66,19 @@ type StatusHeld struct {
 	Purpose string    `json:"purpose"`
 	Reason  string    `json:"reason"`
 	HeldAt  time.Time `json:"heldAt"`
+}
+
+// StatusLost is one possibly lost hand-off: the application may or may
+// not have received the object, and the device will not hand it over
+// again.
+type StatusLost struct {
+	ObjectID string `json:"objectId"`
+	Issuer   string `json:"issuer"`
+	Purpose  string `json:"purpose"`
+	// Seq is the relay's sequence number of the record.
+	Seq uint64 `json:"seq,omitempty"`
+	// RecordedAt is when the device found the hand-off cut off.
+	RecordedAt time.Time `json:"recordedAt"`
 }
 
 // StatusWake is one wake as the status reports it. Durations are whole
@@ -82,6 +109,10 @@ func ParseStatus(payload []byte) (Status, error) {
 		return Status{}, fmt.Errorf("status: heldCount %d below the %d held listed", s.HeldCount, len(s.Held))
 	case len(s.Held) > MaxStatusHeld:
 		return Status{}, fmt.Errorf("status: %d held actions listed, at most %d", len(s.Held), MaxStatusHeld)
+	case s.LostCount < len(s.Lost):
+		return Status{}, fmt.Errorf("status: lostCount %d below the %d lost listed", s.LostCount, len(s.Lost))
+	case len(s.Lost) > MaxStatusLost:
+		return Status{}, fmt.Errorf("status: %d lost hand-offs listed, at most %d", len(s.Lost), MaxStatusLost)
 	case s.Version == "":
 		return Status{}, errors.New("status: no version")
 	}

@@ -56,10 +56,34 @@ type Status struct {
 	// keys, both waiting for an operator.
 	Held          int `json:"held,omitempty"`
 	Indeterminate int `json:"indeterminate,omitempty"`
+	// Lost counts the hand-offs to the application that a crash may have
+	// cut off with at-most-once notify, as the device's ledger keeps them
+	// (store/ledger Lost); LostHandOffs lists the newest MaxStatusLost of
+	// them, newest first (torporctl device lost). Both were added after
+	// the members above: operators that predate them ignore them, as
+	// encoding/json ignores members a type does not have.
+	Lost         int           `json:"lost,omitempty"`
+	LostHandOffs []LostHandOff `json:"lostHandOffs,omitempty"`
 	// Version is the agent's version (internal/version Short).
 	Version string `json:"version,omitempty"`
 	// Extra carries anything else the device reports.
 	Extra map[string]any `json:"extra,omitempty"`
+}
+
+// MaxStatusLost caps Status.LostHandOffs.
+const MaxStatusLost = 16
+
+// LostHandOff is one hand-off a crash may have cut off: the application
+// may or may not have received the object, and the device does not hand
+// it over again.
+type LostHandOff struct {
+	ObjectID string `json:"objectId"`
+	Issuer   string `json:"issuer"`
+	Purpose  string `json:"purpose"`
+	// Seq is the relay's sequence number of the record.
+	Seq uint64 `json:"seq,omitempty"`
+	// RecordedAt is when the device found the hand-off cut off.
+	RecordedAt time.Time `json:"recordedAt"`
 }
 
 // Event is the payload of an event object.

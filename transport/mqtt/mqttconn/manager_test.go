@@ -18,6 +18,7 @@ import (
 
 	"github.com/torpor-dev/torpor/clock/clocktest"
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/did/didtest"
 	"github.com/torpor-dev/torpor/store"
 	"github.com/torpor-dev/torpor/store/mqttsession"
 	"github.com/torpor-dev/torpor/transport/mqtt"
@@ -147,15 +148,6 @@ func (p *peer) expect(t *testing.T, want ...string) {
 	}
 }
 
-func mustKey(t *testing.T) *did.PrivateKey {
-	t.Helper()
-	k, err := did.Generate(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return k
-}
-
 // fleet is a device and an operator on an embedded broker (mochi, as
 // torpor-relay runs it, with its sessions in bbolt).
 type fleet struct {
@@ -166,7 +158,7 @@ type fleet struct {
 }
 
 func newFleet(t *testing.T) *fleet {
-	f := &fleet{b: mqtttest.StartEmbedded(t, nil), topics: mqtt.Topics{Device: "dev-1"}, dev: mustKey(t), op: mustKey(t)}
+	f := &fleet{b: mqtttest.StartEmbedded(t, nil), topics: mqtt.Topics{Device: "dev-1"}, dev: didtest.New(t), op: didtest.New(t)}
 	f.b.AddOperator(f.op.DID())
 	return f
 }
@@ -255,7 +247,7 @@ func TestReconnectsAfterTheNetworkDrops(t *testing.T) {
 	f := newFleet(t)
 	px := mqtttest.StartProxy(t, strings.TrimPrefix(f.b.URL(), "mqtt://"))
 	f.b.AddAudience(t, px.URL())
-	obs := mustKey(t)
+	obs := didtest.New(t)
 	f.b.AddObserver(obs.DID())
 	watcher := connect(t, f.b.URL(), obs, "observer", []string{f.topics.Status()}, nil)
 	watcher.up(t)
@@ -377,7 +369,7 @@ func TestQueuedWhileDownIsPublishedAfterReconnect(t *testing.T) {
 	default:
 	}
 	f.b.Restart(t)
-	obs := mustKey(t)
+	obs := didtest.New(t)
 	f.b.AddObserver(obs.DID())
 	watcher := connect(t, f.b.URL(), obs, "observer", []string{f.topics.Reply()}, nil)
 	watcher.up(t)
@@ -421,7 +413,7 @@ func TestUnreadableQueueEntryDoesNotBlockTheQueue(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	obs := mustKey(t)
+	obs := didtest.New(t)
 	f.b.AddObserver(obs.DID())
 	watcher := connect(t, f.b.URL(), obs, "observer", []string{f.topics.Reply()}, nil)
 	watcher.up(t)

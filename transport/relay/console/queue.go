@@ -57,7 +57,7 @@ func (s *Source) detail(ctx context.Context, id string, now time.Time) (*operato
 				dt.Wakes = append(dt.Wakes, *w)
 			}
 		}
-		dt.Held = ws.Held
+		dt.Held, dt.Lost = ws.Held, ws.Lost
 	}
 	b := s.Bounds(id, st)
 	recs, err := s.Queue.Next(ctx, id, 0, b.MaxMessages+b.HandshakeMessages, now)

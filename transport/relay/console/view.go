@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/torpor-dev/torpor/transport/operatorapi"
 	"slices"
 	"time"
 
@@ -15,7 +14,9 @@ import (
 	"github.com/torpor-dev/torpor/store/agents"
 	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/transport/a2a"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"github.com/torpor-dev/torpor/transport/link/wire"
+	"github.com/torpor-dev/torpor/transport/operatorapi"
 	"github.com/torpor-dev/torpor/wake"
 )
 
@@ -36,7 +37,7 @@ type Source struct {
 	// fleet of relays, another).
 	Up func(ctx context.Context, agent string) bool
 	// Bounds returns the queue bounds in force for agent with state st.
-	Bounds func(agent string, st agents.State) queue.Bounds
+	Bounds func(agent string, st agents.State) queuebounds.Bounds
 	// Grace is how late a promised wake or pulse may be before its device
 	// is overdue.
 	Grace time.Duration
@@ -234,7 +235,7 @@ func (s *Source) fromStatus(d *operatorapi.Device, st agents.State, agent did.DI
 		d.StatusError = err.Error()
 		return
 	}
-	d.Board, d.Version, d.Halted, d.HeldCount = ws.Board, ws.Version, ws.Halted, ws.HeldCount
+	d.Board, d.Version, d.Halted, d.HeldCount, d.LostCount = ws.Board, ws.Version, ws.Halted, ws.HeldCount, ws.LostCount
 	if ws.Wake != nil {
 		d.LastWake = &operatorapi.Wake{At: ws.Wake.At, Reason: ws.Wake.Reason}
 	}

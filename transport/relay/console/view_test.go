@@ -2,7 +2,6 @@ package console
 
 import (
 	"context"
-	"github.com/torpor-dev/torpor/transport/operatorapi"
 	"path/filepath"
 	"testing"
 	"time"
@@ -13,7 +12,9 @@ import (
 	"github.com/torpor-dev/torpor/pulse"
 	"github.com/torpor-dev/torpor/store/agents"
 	"github.com/torpor-dev/torpor/store/queue"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"github.com/torpor-dev/torpor/transport/link/wire"
+	"github.com/torpor-dev/torpor/transport/operatorapi"
 	"github.com/torpor-dev/torpor/wake"
 )
 
@@ -41,7 +42,7 @@ func newFixture(t *testing.T) *fixture {
 	t.Cleanup(func() { f.states.Close(); f.q.Close() })
 	f.src = &Source{States: f.states, Queue: f.q, Grace: 5 * time.Minute,
 		Up:     func(_ context.Context, a string) bool { return f.linked[a] },
-		Bounds: func(string, agents.State) queue.Bounds { return queue.DefaultBounds() }}
+		Bounds: func(string, agents.State) queuebounds.Bounds { return queuebounds.Default() }}
 	return f
 }
 
@@ -63,7 +64,7 @@ func (f *fixture) put(t *testing.T, d device) {
 	t.Helper()
 	id := d.key.DID().String()
 	st := agents.State{Mode: d.mode, Window: wake.WindowFor(id), NextWake: d.next, UpdatedAt: t0.Add(-time.Hour),
-		Card: []byte(`{"name":"` + d.name + `"}`), Bounds: queue.DefaultBounds()}
+		Card: []byte(`{"name":"` + d.name + `"}`), Bounds: queuebounds.Default()}
 	if d.status != nil {
 		o, err := governed.Sign(d.key, governed.Template{IssuedAt: t0, Semantic: governed.Semantic{Schema: wire.StatusSchema}, Purpose: wire.PurposeStatus, Payload: *d.status})
 		if err != nil {
@@ -91,7 +92,7 @@ func (f *fixture) put(t *testing.T, d device) {
 	}
 	for i := range d.messages {
 		r := queue.Record{Agent: id, From: "did:key:zSender", Body: make([]byte, 1000)}
-		if _, err := f.q.Enqueue(context.Background(), r, queue.DefaultBounds(), t0.Add(-time.Duration(10-i)*time.Minute)); err != nil {
+		if _, err := f.q.Enqueue(context.Background(), r, queuebounds.Default(), t0.Add(-time.Duration(10-i)*time.Minute)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -105,6 +106,7 @@ func TestBuildStates(t *testing.T) {
 	f := newFixture(t)
 	keys := []*did.PrivateKey{didtest.Key(t, 1), didtest.Key(t, 2), didtest.Key(t, 3), didtest.Key(t, 4), didtest.Key(t, 5)}
 	held := &wire.Status{Version: "1.0", Board: "rpi4", HeldCount: 2, Held: []wire.StatusHeld{{Key: "did:key:zS k1"}, {Key: "did:key:zS k2"}},
+		LostCount: 3, Lost: []wire.StatusLost{{ObjectID: "o1", Issuer: "did:key:zS", Purpose: "comms:message", Seq: 7}},
 		Wake: &wire.StatusWake{At: t0.Add(-time.Hour), Reason: "rtc"}, LastWake: &wire.StatusWake{At: t0.Add(-2 * time.Hour), Reason: "boot", AwakeMs: 840}}
 	f.put(t, device{key: keys[0], name: "pump", mode: wake.HourlyWake, next: t0.Add(10 * time.Minute), status: held, pulseAt: t0.Add(-time.Hour), messages: 3, kps: 2})
 	f.put(t, device{key: keys[1], name: "pump", mode: wake.AlwaysOn, linked: true, lastRes: true})
@@ -129,7 +131,7 @@ func TestBuildStates(t *testing.T) {
 		t.Errorf("summary %+v, want %+v", fl.Summary, wantSum)
 	}
 	pump := fl.Devices[3]
-	if pump.Version != "1.0" || pump.Board != "rpi4" || pump.HeldCount != 2 || pump.LastWake == nil || pump.LastWake.Reason != "rtc" || pump.LastAwakeMs != 840 {
+	if pump.Version != "1.0" || pump.Board != "rpi4" || pump.HeldCount != 2 || pump.LostCount != 3 || pump.LastWake == nil || pump.LastWake.Reason != "rtc" || pump.LastAwakeMs != 840 {
 		t.Errorf("asleep pump from its status: %+v", pump)
 	}
 	if pump.Queue.Messages != 3 || pump.Queue.Bytes != 3000 || pump.Queue.OldestAge != 600 || pump.Queue.Share != 3.0/500 {
@@ -211,16 +213,17 @@ func TestForgedStatusAndPulse(t *testing.T) {
 	}
 }
 
-// TestDetail: the device page has the queue by sender and the held
-// actions.
+// TestDetail: the device page has the queue by sender, the held actions
+// and the possibly lost hand-offs.
 func TestDetail(t *testing.T) {
 	f := newFixture(t)
 	dev := didtest.Key(t, 1)
 	f.put(t, device{key: dev, name: "d", mode: wake.Sleep, messages: 2,
 		status: &wire.Status{Version: "1", HeldCount: 1, Held: []wire.StatusHeld{{Key: "did:key:zS k1", Purpose: "pay"}},
+			LostCount: 1, Lost: []wire.StatusLost{{ObjectID: "o1", Issuer: "did:key:zS", Purpose: "comms:message", Seq: 7}},
 			Wake: &wire.StatusWake{At: t0, Reason: "gpio"}, LastWake: &wire.StatusWake{At: t0.Add(-time.Hour), Reason: "rtc", AwakeMs: 5}}})
 	r := queue.Record{Agent: dev.DID().String(), From: "did:key:zOther", Body: []byte("x")}
-	if _, err := f.q.Enqueue(context.Background(), r, queue.DefaultBounds(), t0); err != nil {
+	if _, err := f.q.Enqueue(context.Background(), r, queuebounds.Default(), t0); err != nil {
 		t.Fatal(err)
 	}
 	d, err := f.src.One(context.Background(), dev.DID().String(), t0)
@@ -233,6 +236,9 @@ func TestDetail(t *testing.T) {
 	}
 	if len(dt.Held) != 1 || dt.Held[0].Key != "did:key:zS k1" || len(dt.Wakes) != 2 || dt.Wakes[0].Reason != "gpio" || dt.Wakes[1].AwakeMs != 5 {
 		t.Errorf("held %+v wakes %+v", dt.Held, dt.Wakes)
+	}
+	if len(dt.Lost) != 1 || dt.Lost[0].ObjectID != "o1" || dt.Lost[0].Seq != 7 {
+		t.Errorf("lost %+v; want the status's one lost hand-off", dt.Lost)
 	}
 	if _, err := f.src.One(context.Background(), didtest.Key(t, 9).DID().String(), t0); err != agents.ErrUnknownAgent {
 		t.Errorf("One(unknown) = %v, want agents.ErrUnknownAgent", err)

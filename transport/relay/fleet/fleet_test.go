@@ -70,7 +70,7 @@ func linkDevice(t *testing.T, url string, dev *did.PrivateKey, mode string) *lin
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	b := c.Hello().Card()
+	b := c.Hello()
 	card, err := a2a.BuildCard(a2a.CardOptions{Name: "d", BaseURL: publicURL + "/a/" + dev.DID().String(), OfflineMode: mode, Bounds: &b})
 	if err != nil {
 		t.Fatal(err)

@@ -117,7 +117,7 @@ func outbox(path string) error {
 
 // present prints the hash of every record of agent in the queue of the
 // relay's data directory dir, opened as torpor-relay opens it with
-// --queue-engine engine (store/relaystore.OpenQueue).
+// --queue-engine engine (cmd/torpor-relay/stores.go, openQueue).
 func present(dir, engine, agent string) error {
 	db, logDir := filepath.Join(dir, "queue.db"), filepath.Join(dir, "queue.log")
 	path, other := db, logDir
