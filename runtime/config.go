@@ -11,6 +11,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/torpor-dev/torpor/internal/safetext"
 	"github.com/torpor-dev/torpor/runtime/drain"
 	"github.com/torpor-dev/torpor/runtime/trusted"
 	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
@@ -196,6 +197,9 @@ func (c *Config) check() error {
 	}
 	if !c.Schedule.Mode.Valid() {
 		errs = append(errs, fmt.Errorf("mode %q", c.Schedule.Mode))
+	}
+	if err := safetext.Check("name", c.Name); err != nil {
+		errs = append(errs, err)
 	}
 	if err := c.window().Validate(); err != nil {
 		errs = append(errs, err)

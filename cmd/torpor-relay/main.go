@@ -56,6 +56,7 @@ type args struct {
 	keyPackages                keyPackageArgs
 	admission                  admissionArgs
 	overdueGrace               time.Duration
+	metricsListen              string
 }
 
 // registerTime adds --time-scale and --time-epoch.
@@ -105,6 +106,7 @@ func parseArgs(argv []string, stderr io.Writer) (*args, error) {
 		return nil
 	})
 	fs.BoolVar(&a.perAgentMetrics, "per-agent-metrics", false, "Add per-agent series (labelled by DID and device name) to /metrics: queue, next wake, last pulse, asleep, overdue, held actions, KeyPackages left. Off by default because of their cardinality (docs/operations.md).")
+	fs.StringVar(&a.metricsListen, "metrics-listen", "", "Serve /metrics (plain HTTP) on this address, such as 127.0.0.1:9090, and no longer on --listen. Empty serves it on --listen, with everything public (docs/operations.md).")
 	fs.DurationVar(&a.overdueGrace, "overdue-grace", relay.DefaultOverdueGrace, "How late a device's promised wake or pulse may be before the fleet console and the per-agent metrics call it overdue.")
 	fs.BoolVar(&a.trustXFF, "trust-forwarded-for", false, "Rate-limit KeyPackage fetches per client address by the right-most X-Forwarded-For address that is not a --trusted-proxy, for a relay behind a reverse proxy.")
 	fs.IntVar(&a.keyPackageRate, "keypackage-rate", 30, "How many KeyPackages one caller DID may fetch per minute (one client address: ten times as many).")
@@ -182,8 +184,10 @@ func main() {
 	}
 }
 
-// run opens the stores, starts the broker and serves until ctx ends.
-func run(ctx context.Context, a *args, log *slog.Logger) error {
+// run opens the stores, starts the broker and serves until ctx ends; a
+// clean stop logs one INFO line once everything is closed.
+func run(ctx context.Context, a *args, log *slog.Logger) (err error) {
+	defer logStopped(ctx, log, &err) // after everything closed
 	clk, err := clock.NewScaledAt(nil, a.timeScale, a.timeEpoch)
 	if err != nil {
 		return err
@@ -200,19 +204,15 @@ func run(ctx context.Context, a *args, log *slog.Logger) error {
 	defer stopBroker()
 	st.guard.WriteMarker(relaystore.Names(a.mqtt.external == ""), time.Now()) // now that mqtt.db exists too
 
-	ln, err := net.Listen("tcp", a.listen)
+	ln, mln, err := a.listeners()
 	if err != nil {
 		return err
 	}
-	scheme := "http"
-	if a.tlsCert != "" {
-		scheme = "https"
+	if mln != nil {
+		defer mln.Close()
 	}
-	public := a.publicURL
-	if public == "" {
-		public = scheme + "://" + ln.Addr().String()
-	}
-	cfg, err := a.relayConfig(st, public, brokerURL, clk, log)
+	scheme, public := a.origin(ln)
+	cfg, err := a.relayConfig(st, public, brokerURL, clk, log, mln != nil)
 	if err != nil {
 		ln.Close()
 		return err
@@ -223,17 +223,20 @@ func run(ctx context.Context, a *args, log *slog.Logger) error {
 		return err
 	}
 	st.serve(r)
+	stopMetrics := serveMetrics(r, mln, log)
+	defer stopMetrics()
 	return serve(ctx, a, r, ln, func() {
 		if a.ready != nil {
 			a.ready(ln.Addr().String(), brokerURL)
 		}
-		log.Info("torpor-relay listening", "addr", scheme+"://"+ln.Addr().String(), "publicUrl", public, "dataDir", a.dataDir, "mqtt", brokerURL, "timeScale", a.timeScale)
+		attrs := []any{"addr", scheme + "://" + ln.Addr().String(), "publicUrl", public, "dataDir", a.dataDir, "mqtt", brokerURL, "timeScale", a.timeScale}
+		log.Info("torpor-relay listening", append(attrs, metricsAttr(mln)...)...)
 	})
 }
 
 // relayConfig returns the relay's configuration on st, with the flags'
-// settings.
-func (a *args) relayConfig(st *backend, public, brokerURL string, clk clock.Clock, log *slog.Logger) (relay.Config, error) {
+// settings; metricsElsewhere says /metrics has a listener of its own.
+func (a *args) relayConfig(st *backend, public, brokerURL string, clk clock.Clock, log *slog.Logger, metricsElsewhere bool) (relay.Config, error) {
 	ops, err := a.mqtt.operatorDIDs()
 	if err != nil {
 		return relay.Config{}, err
@@ -255,9 +258,69 @@ func (a *args) relayConfig(st *backend, public, brokerURL string, clk clock.Cloc
 			TrustForwardedFor: a.trustXFF, TrustedProxies: a.keyPackages.trustedProxies,
 			CORSOrigins: a.corsOrigins, CardCORSOrigins: a.cardOrigins,
 		},
-		Ops:   relay.Ops{PerAgentMetrics: a.perAgentMetrics, MQTTBroker: brokerURL, Console: cc},
+		Ops:   relay.Ops{PerAgentMetrics: a.perAgentMetrics, MetricsElsewhere: metricsElsewhere, MQTTBroker: brokerURL, Console: cc},
 		Clock: clk, Logger: log,
 	}, nil
+}
+
+// origin returns the relay's scheme and its public origin: --public-url,
+// or the scheme and ln's address.
+func (a *args) origin(ln net.Listener) (scheme, public string) {
+	scheme = "http"
+	if a.tlsCert != "" {
+		scheme = "https"
+	}
+	if public = a.publicURL; public == "" {
+		public = scheme + "://" + ln.Addr().String()
+	}
+	return scheme, public
+}
+
+// listeners opens --listen and --metrics-listen (nil when that is empty).
+func (a *args) listeners() (ln, metrics net.Listener, err error) {
+	if ln, err = net.Listen("tcp", a.listen); err != nil || a.metricsListen == "" {
+		return ln, nil, err
+	}
+	if metrics, err = net.Listen("tcp", a.metricsListen); err != nil {
+		ln.Close()
+		return nil, nil, fmt.Errorf("--metrics-listen: %w", err)
+	}
+	return ln, metrics, nil
+}
+
+// metricsAttr is the log attribute naming where /metrics is served when
+// it has a listener of its own (ln; none when nil).
+func metricsAttr(ln net.Listener) []any {
+	if ln == nil {
+		return nil
+	}
+	return []any{"metrics", "http://" + ln.Addr().String() + "/metrics"}
+}
+
+// serveMetrics serves r's /metrics alone on ln (nil: nothing to do), with
+// deadlines of its own, and returns what stops it.
+func serveMetrics(r *relay.Relay, ln net.Listener, log *slog.Logger) func() {
+	if ln == nil {
+		return func() {}
+	}
+	srv := &http.Server{Handler: r.MetricsHandler(), ReadHeaderTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second, IdleTimeout: time.Minute}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("metrics listener", "err", err)
+		}
+	}()
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(ctx)
+	}
+}
+
+// logStopped logs a clean stop, *err nil, with its cause (the signal).
+func logStopped(ctx context.Context, log *slog.Logger, err *error) {
+	if *err == nil {
+		log.Info("torpor-relay stopped", "reason", context.Cause(ctx))
+	}
 }
 
 // serve serves r's handler on ln and runs r's purge, calls started once
@@ -280,7 +343,8 @@ func serve(ctx context.Context, a *args, r *relay.Relay, ln net.Listener, starte
 	}()
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	go func() { errc <- r.Run(runCtx) }()
+	ran := make(chan struct{})
+	go func() { errc <- r.Run(runCtx); close(ran) }()
 	started()
 
 	select {
@@ -294,7 +358,9 @@ func serve(ctx context.Context, a *args, r *relay.Relay, ln net.Listener, starte
 	shutdown, done := context.WithTimeout(context.Background(), 10*time.Second)
 	defer done()
 	r.Link().Close()
-	return srv.Shutdown(shutdown)
+	err = srv.Shutdown(shutdown)
+	<-ran // the relay's periodic work ends before its stores close
+	return err
 }
 
 func isLoopback(addr string) bool {

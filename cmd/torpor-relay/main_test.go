@@ -1,12 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -61,7 +63,8 @@ func TestParseArgs(t *testing.T) {
 }
 
 // TestRunServes starts the whole relay (stores, embedded broker, HTTP) on
-// loopback ports and checks it answers and stops.
+// loopback ports, fresh, and checks it answers and stops, logging no
+// ERROR and, when stopped, one INFO line and nothing after it.
 func TestRunServes(t *testing.T) {
 	a, err := parseArgs([]string{"--listen", "127.0.0.1:0", "--mqtt-listen", "127.0.0.1:0", "--data-dir", t.TempDir()}, io.Discard)
 	if err != nil {
@@ -71,7 +74,8 @@ func TestRunServes(t *testing.T) {
 	a.ready = func(h, m string) { addrs <- [2]string{h, m} }
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, a, slog.New(slog.DiscardHandler)) }()
+	var logs syncBuffer
+	go func() { done <- run(ctx, a, slog.New(slog.NewTextHandler(&logs, nil))) }()
 	var got [2]string
 	select {
 	case got = <-addrs:
@@ -88,10 +92,36 @@ func TestRunServes(t *testing.T) {
 	if h["status"] != "ok" || h["publicUrl"] != "http://"+got[0] || !strings.HasPrefix(h["mqttBroker"], "mqtt://127.0.0.1:") {
 		t.Errorf("healthz = %v", h)
 	}
+	before := len(logs.String())
 	cancel()
 	if err := <-done; err != nil {
 		t.Errorf("run = %v", err)
 	}
+	all := logs.String()
+	if strings.Contains(all, "level=ERROR") {
+		t.Errorf("a fresh relay logged an ERROR:\n%s", all)
+	}
+	if stop := all[before:]; strings.Count(stop, "\n") != 1 || !strings.Contains(stop, `level=INFO msg="torpor-relay stopped" reason="context canceled"`) {
+		t.Errorf("the stop logged %q, want one INFO line", stop)
+	}
+}
+
+// syncBuffer is a bytes.Buffer for a logger and a reader in two goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 // TestTimeScale: --time-scale takes 1 to 100000 and names the flag and the

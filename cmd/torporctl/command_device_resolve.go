@@ -50,6 +50,12 @@ func (s *deviceSession) retained(ctx context.Context, d time.Duration) (*envelop
 // another DID than the pin is an error naming both.
 func (s *deviceSession) resolve(ctx context.Context, op string) (resolved, error) {
 	st, obj, serr := s.retained(ctx, 3*time.Second)
+	if errors.Is(serr, command.ErrNoStatus) && errors.Unwrap(serr) == nil {
+		// Not even an invalid or expired status: no device ever connected
+		// under this name (a device publishes its status at every
+		// connection), so a command would wait for nobody.
+		return resolved{}, fmt.Errorf("no device has published a status under the name %s on %s: check the name (and --prefix); a command to it would wait for nobody", s.device, s.f.broker)
+	}
 	pin, pinned := s.known.Lookup(s.device)
 	var r resolved
 	switch {
@@ -60,6 +66,11 @@ func (s *deviceSession) resolve(ctx context.Context, op string) (resolved, error
 		}
 		if pinned && pin != d {
 			fmt.Fprintf(s.stderr, "warning: --did %s overrides the pin of %s to %s in %s\n", d, s.device, pin, s.known.Path())
+		}
+		if serr == nil && obj.Issuer != d && st.State != envelope.StateAwake {
+			// Awake, the device refuses it at once (wrong-device); not
+			// awake, the command would wait for its wake to be refused.
+			return r, fmt.Errorf("the device on %s's topic is %s (its status, %s, is signed by it), not --did %s: it would refuse the command as another device's when it wakes; not sending", s.device, obj.Issuer, st.State, d)
 		}
 		r.dev = d
 	case pinned:
@@ -130,7 +141,7 @@ func (s *deviceSession) command(ctx context.Context, e *env, op string, args any
 	if op == command.OpStatus && r.status != nil && r.status.State != envelope.StateAwake {
 		// A sleeping or stopped device: its verified retained status is
 		// the answer; a command would wait for the next wake.
-		out.setStatus(r, time.Now())
+		out.setStatus(r, s.clk.Now())
 		return s.print(e, out)
 	}
 	if err := s.send(ctx, e, r, &out, args); err != nil {
@@ -138,7 +149,7 @@ func (s *deviceSession) command(ctx context.Context, e *env, op string, args any
 	}
 	if out.Reply == nil && out.RefusedBy == "" {
 		out.Waiting = true
-		out.setStatus(r, time.Now())
+		out.setStatus(r, s.clk.Now())
 	}
 	if err := s.print(e, out); err != nil {
 		return err

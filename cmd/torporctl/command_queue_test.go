@@ -64,4 +64,10 @@ func TestQueueCommand(t *testing.T) {
 			t.Errorf("queue %v: exit %d\n%s\nwant exit %d and %q", s.args, code, out, s.code, s.want)
 		}
 	}
+	// as docs/operations.md writes it: the subcommand first, flags after
+	var out bytes.Buffer
+	args := []string{"queue", "list", "--relay", r.URL, "--agent", agent.DID().String(), "--key", opKey, "--json"}
+	if code := run(context.Background(), args, &out, &out); code != 0 || !strings.Contains(out.String(), `"messages":0`) {
+		t.Errorf("%v: exit %d\n%s", args, code, out.String())
+	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"strings"
@@ -54,5 +55,46 @@ func cmdVerifyToken(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("verify-token: %v", err)
 	case err == nil && neg:
 		ts.Fatalf("verify-token: the token verifies for %s", args[1])
+	}
+}
+
+// TestFlagsFirst: flags and their values move before the arguments, in
+// order; "--" ends the flags; a boolean flag takes no value; a negative
+// number is an argument; an unknown flag stays a flag for fs.Parse to
+// refuse.
+func TestFlagsFirst(t *testing.T) {
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	fs.String("relay", "", "")
+	fs.Bool("json", false, "")
+	fs.Int("n", 0, "")
+	cases := []struct{ in, want string }{
+		{"list --relay R --agent", "--relay R --agent -- list"},
+		{"list --relay R --json x", "--relay R --json -- list x"},
+		{"--json=false a -n 3 b", "--json=false -n 3 -- a b"},
+		{"a --relay=R -- --json -5", "--relay=R -- a --json -5"},
+		{"set offset -5", "-- set offset -5"},
+		{"-n -5 a", "-n -5 -- a"},
+		{"a -h", "-h -- a"},
+		{"--json", "--json"},
+		{"", ""},
+	}
+	for _, c := range cases {
+		got := strings.Join(flagsFirst(fs, strings.Fields(c.in)), " ")
+		if got != c.want {
+			t.Errorf("flagsFirst(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
+
+// TestParseFlagsAnywhere: a subcommand's flags parse after its arguments.
+func TestParseFlagsAnywhere(t *testing.T) {
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	relay := fs.String("relay", "", "")
+	all := fs.Bool("all", false, "")
+	if err := parseFlags(fs, []string{"purge", "--relay", "http://r", "x", "--all"}); err != nil {
+		t.Fatal(err)
+	}
+	if *relay != "http://r" || !*all || strings.Join(fs.Args(), " ") != "purge x" {
+		t.Errorf("relay %q all %v args %q", *relay, *all, fs.Args())
 	}
 }

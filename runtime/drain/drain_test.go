@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -579,5 +581,33 @@ func TestNothingToDoCommitsNothing(t *testing.T) {
 	}
 	if after := txID(t, h.db); after != before {
 		t.Errorf("Recover and Redecide with nothing to do committed %d transactions", after-before)
+	}
+}
+
+// TestDeferralBounded: a record for a group the agent never joins is
+// deferred at DefaultMaxDeferrals-1 drains, across a restart (the count is
+// in the bbolt file), and acknowledged and reported as undeliverable at
+// the next; a record deferred once and then unlocked leaves no count.
+func TestDeferralBounded(t *testing.T) {
+	h := newHarness(t, opts{plaintext: true})
+	never := runtimetest.Body(t, runtimetest.SealObject("never-joined", h.alice.DID(), h.obj(h.alice, "comms:message", t0, time.Hour, nil)))
+	for i := 1; i < drain.DefaultMaxDeferrals; i++ {
+		h.acked = nil
+		if rep := h.batch(never); rep.Deferred != 1 || len(h.acked) != 0 {
+			t.Fatalf("drain %d: %v, acked %v; want it deferred", i, rep, h.acked)
+		}
+		h.restart()
+	}
+	h.acked = nil
+	rep := h.batch(never)
+	if rep.Deferred != 0 || rep.Rejected[drain.CauseMLSUndeliverable] != 1 || len(h.acked) != 1 {
+		t.Fatalf("drain %d: %v, acked %v; want it dropped as %s", drain.DefaultMaxDeferrals, rep, h.acked, drain.CauseMLSUndeliverable)
+	}
+	if !strings.Contains(fmt.Sprint(rep.Diagnostics), "no later record unlocked it") {
+		t.Errorf("diagnostics %v do not say why", rep.Diagnostics)
+	}
+	h.acked = nil
+	if rep := h.batch(never); rep.Deferred != 1 {
+		t.Errorf("the same body again, as a new record: %v, want it deferred afresh", rep)
 	}
 }

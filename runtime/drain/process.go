@@ -54,12 +54,32 @@ func (p *proc) record(r Record) error {
 				return err
 			}
 			if deferred != "" {
-				rep.Deferred++
-				rep.diag(r.Seq, CauseMLSDeferred, fmt.Sprintf("part %d: %s", i, deferred))
-				return nil
+				return p.deferred(r, i, deferred)
 			}
 		}
 	}
+	if err := settled(p.tx, r); err != nil {
+		return err
+	}
+	rep.Acked++
+	p.b.acks = append(p.b.acks, r.Seq)
+	return nil
+}
+
+// deferred leaves r queued (part i could not be processed yet: why), or,
+// at its Config.MaxDeferrals-th deferral, acknowledges and reports it.
+func (p *proc) deferred(r Record, i int, why string) error {
+	rep := &p.b.report
+	drop, n, err := deferral(p.tx, r, p.d.cfg.MaxDeferrals, p.now)
+	if err != nil {
+		return err
+	}
+	if !drop {
+		rep.Deferred++
+		rep.diag(r.Seq, CauseMLSDeferred, fmt.Sprintf("part %d: %s (deferred %d of %d times)", i, why, n, p.d.cfg.MaxDeferrals))
+		return nil
+	}
+	rep.reject(r.Seq, CauseMLSUndeliverable, fmt.Sprintf("part %d: %s; deferred at %d drains and no later record unlocked it: dropped", i, why, n))
 	rep.Acked++
 	p.b.acks = append(p.b.acks, r.Seq)
 	return nil

@@ -65,8 +65,10 @@ func (s *stack) Deliver(_ context.Context, d deliver.Delivery) (deliver.Outcome,
 //
 //	stack start OPERATOR_KEY   start relay, broker and agent (always_on,
 //	                           30 s windows); OPERATOR_KEY's DID may
-//	                           command it. Sets RELAY, BROKER, AGENT
-//	                           (the agent's DID) and DEVICE (its name).
+//	                           command it and is the relay's operator.
+//	                           Sets RELAY, BROKER, BROKER_HOSTPORT (its
+//	                           address without a scheme), AGENT (the
+//	                           agent's DID) and DEVICE (its name).
 //	stack delivered N          the application received at least N objects
 func cmdStack(ts *testscript.TestScript, neg bool, args []string) {
 	if len(args) < 1 {
@@ -128,7 +130,7 @@ func startStack(ts *testscript.TestScript, opKeyFile string) {
 	brk, err := broker.Start(broker.Config{Listen: "127.0.0.1:0", DataDir: dir, Operators: []did.DID{op.DID()}})
 	ts.Check(err)
 	log := slog.New(slog.NewTextHandler(logFile(ts, filepath.Join(dir, "stack.log")), nil))
-	r, err := worldtest.Open(dir, relay.Config{Ops: relay.Ops{MQTTBroker: brk.URL()}, Logger: log})
+	r, err := worldtest.Open(dir, relay.Config{Ops: relay.Ops{MQTTBroker: brk.URL()}, Logger: log, Access: relay.Access{Operators: []did.DID{op.DID()}}})
 	ts.Check(err)
 
 	key, err := did.Generate(nil)
@@ -157,6 +159,7 @@ func startStack(ts *testscript.TestScript, opKeyFile string) {
 	})
 	ts.Setenv("RELAY", r.URL)
 	ts.Setenv("BROKER", brk.URL())
+	ts.Setenv("BROKER_HOSTPORT", brk.Addr())
 	ts.Setenv("AGENT", key.DID().String())
 	ts.Setenv("DEVICE", "cli-device")
 }

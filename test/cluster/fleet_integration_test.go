@@ -112,7 +112,11 @@ func admitDevice(t testing.TB, addr string, dev *did.PrivateKey) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req.Header.Set("Authorization", bearer.Authorization(relaytest.Token(t, fleetOperator(t), publicURL)))
+	tok, err := bearer.IssuePurpose(fleetOperator(t), publicURL, bearer.OperatorPurpose(req.Method, req.URL.EscapedPath()), time.Now(), bearer.OperatorTTL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", bearer.Authorization(tok))
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

@@ -514,6 +514,17 @@ func authAt(t testing.TB, k *did.PrivateKey, url string) http.Header {
 	return http.Header{"Authorization": {"Bearer " + tok}, "Content-Type": {"application/json"}, "A2A-Version": {"1.0"}}
 }
 
+// operatorAuthAt is authAt with an operator token for method and path
+// (bearer.OperatorPurpose), single use.
+func operatorAuthAt(t testing.TB, k *did.PrivateKey, url, method, path string) http.Header {
+	t.Helper()
+	tok, err := bearer.IssuePurpose(k, url, bearer.OperatorPurpose(method, path), relayNow(t, url), bearer.OperatorTTL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return http.Header{"Authorization": {"Bearer " + tok}}
+}
+
 // TestLimitsForgetSilent: an agent whose device stays silent longer than
 // --forget-after is forgotten on the relay's clock (here 1000 times real
 // time): its card, KeyPackages and queued records are gone, and its DID
@@ -538,7 +549,8 @@ func TestLimitsForgetSilent(t *testing.T) {
 	if a := do(t, "GET", r.URL+"/a/"+dev.DID().String()+"/mls/key-package", authAt(t, freshKey(t), r.URL), nil); a.Status != 404 {
 		t.Errorf("KeyPackage of a forgotten agent: %s, want 404", a)
 	}
-	if a := do(t, "GET", r.URL+"/operator/queue/"+dev.DID().String(), authAt(t, op, r.URL), nil); a.Status != 200 || a.JSON()["messages"] != float64(0) {
+	path := "/operator/queue/" + dev.DID().String()
+	if a := do(t, "GET", r.URL+path, operatorAuthAt(t, op, r.URL, "GET", path), nil); a.Status != 200 || a.JSON()["messages"] != float64(0) {
 		t.Errorf("queue of a forgotten agent: %s, want no records", a)
 	}
 	if n := r.Count(regexp.MustCompile(`msg="forgot a silent agent"`)); n != 1 {

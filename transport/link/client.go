@@ -86,13 +86,15 @@ func Dial(ctx context.Context, cfg Config) (*Client, error) {
 	if aud, err = bearer.NormalizeAudience(aud); err != nil {
 		return nil, err
 	}
-	conn, tok, sent, err := open(ctx, cfg, u, aud)
+	hctx, cancel := clock.WithTimeoutCause(ctx, clock.Unscaled(clock.Or(cfg.Clock)), HandshakeTimeout, ErrHandshakeTimeout)
+	defer cancel()
+	conn, tok, sent, err := open(hctx, cfg, u, aud)
 	if err != nil {
 		return nil, err
 	}
 	c := &Client{ws: conn, handler: cfg.Handler, queued: make(chan uint64, 64), done: make(chan struct{}), relaySent: sent}
 	c.ctx, c.stop = context.WithCancel(context.Background())
-	if err := c.handshake(ctx, cfg, aud, tok); err != nil {
+	if err := c.handshake(hctx, cfg, aud, tok); err != nil {
 		conn.Close(wsclient.StatusPolicyViolation, "handshake failed")
 		c.stop()
 		return nil, err
@@ -100,6 +102,28 @@ func Dial(ctx context.Context, cfg Config) (*Client, error) {
 	go c.readLoop()
 	return c, nil
 }
+
+// HandshakeTimeout bounds Dial's whole opening, on the link's clock (its
+// unscaled base: the relay is a real peer): the TCP and TLS connection,
+// the WebSocket upgrade (a 401 and the one retry included), the challenge,
+// the proof and the hello. A relay that trickles its 101 or its
+// challenge costs the device this long, not its whole window.
+const HandshakeTimeout = 10 * time.Second
+
+// ErrHandshakeTimeout is the cause of a Dial that HandshakeTimeout ended.
+var ErrHandshakeTimeout = errors.New("link: the relay did not finish the handshake within " + HandshakeTimeout.String())
+
+// IdleTimeout and FrameTimeout bound each read of the link once it is
+// open (real time: package wsclient's per-frame deadlines on the
+// connection). The relay pings every wire.PingInterval, so a link that
+// hears nothing for IdleTimeout is dead; a frame whose first byte arrived
+// must arrive whole within FrameTimeout plus its length at MinReadRate (a
+// slow cellular link's rate: a full wire.MaxFrame gets 17 minutes).
+const (
+	IdleTimeout  = 2*wire.PingInterval + 15*time.Second
+	FrameTimeout = 30 * time.Second
+	MinReadRate  = 8 << 10
+)
 
 // MaxClockOffset is how far the device's clock may be from the relay's
 // before a refused link token is issued again at the relay's time.
@@ -162,6 +186,9 @@ func upgrade(ctx context.Context, cfg Config, u *url.URL, tok string) (*wsclient
 		TLSConfig:    cfg.TLSConfig,
 		Proxy:        wsclient.ProxyFromEnvironment,
 		ReadLimit:    wire.MaxFrame,
+		IdleTimeout:  IdleTimeout,
+		FrameTimeout: FrameTimeout,
+		MinReadRate:  MinReadRate,
 	})
 	var he *wsclient.HandshakeError
 	if errors.As(err, &he) {

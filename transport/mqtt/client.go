@@ -37,7 +37,8 @@ const (
 // are required.
 type Config struct {
 	// Broker is the MQTT 5 broker URL: mqtt:// or tcp:// (plain),
-	// mqtts:// or tls:// (TLS with Security.TLS).
+	// mqtts:// or tls:// (TLS with Security.TLS), or a bare HOST:PORT
+	// (plain); see mqttconn.ParseBroker.
 	Broker string
 	// Prefix is the topic prefix; empty means DefaultPrefix.
 	Prefix string
@@ -175,9 +176,11 @@ func newClient(cfg Config) (*Client, error) {
 	if cfg.Key == nil || cfg.DB == nil || cfg.Handler == nil {
 		return nil, errors.New("mqtt: Config needs Key, DB and Handler")
 	}
-	if _, err := url.Parse(cfg.Broker); err != nil || cfg.Broker == "" {
-		return nil, fmt.Errorf("mqtt: broker URL %q: %v", cfg.Broker, err)
+	u, err := mqttconn.ParseBroker(cfg.Broker)
+	if err != nil {
+		return nil, err
 	}
+	cfg.Broker = u.String() // a bare HOST:PORT gets its scheme, for the token's audience
 	t := Topics{Prefix: cfg.Prefix, Device: cfg.Name}
 	if err := t.Validate(); err != nil {
 		return nil, err

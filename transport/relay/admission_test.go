@@ -22,7 +22,7 @@ func (h *harness) admitAs(tb testing.TB, agent did.DID, caller *did.PrivateKey) 
 	tb.Helper()
 	req, _ := http.NewRequest("POST", h.srv.URL+"/operator/agents/"+agent.String()+"/admit", nil)
 	if caller != nil {
-		tok, err := bearer.Issue(caller, h.relay.cfg.PublicURL, h.clk.Now(), 0)
+		tok, err := bearer.IssuePurpose(caller, h.relay.cfg.PublicURL, bearer.OperatorPurpose("POST", req.URL.EscapedPath()), h.clk.Now(), bearer.OperatorTTL)
 		if err != nil {
 			tb.Fatal(err)
 		}

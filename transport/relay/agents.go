@@ -136,6 +136,9 @@ func (s *Relay) nextState(agent did.DID, prev agents.State, st wire.State) (agen
 		if err := a2a.VerifyCard(st.Card, agent); err != nil {
 			return agents.State{}, err
 		}
+		if err := checkCardName(st.Card); err != nil {
+			return agents.State{}, err
+		}
 		next.Card = st.Card
 	}
 	if next.Card != nil {

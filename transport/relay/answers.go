@@ -116,12 +116,19 @@ func answerTooLarge(w http.ResponseWriter, max int64) {
 	}{tokenTooLarge, "request body exceeds the maximum message size (" + byteSize(max) + ")", false, max})
 }
 
-// answerRequiresAuth is the reference's 401 for a request that would have
-// been stored without a verified caller DID (vector od-015), with the DID
-// Bearer challenge header.
+// answerRequiresAuth is the reference's 401 for a request without a valid
+// DID Bearer token (vector od-015), with the challenge header (RFC 6750,
+// Section 3). The reference's error token is kept for every agent, awake
+// or not; why the token was refused is in the header's error_description
+// and, for clients that show only the body, in the body's tokenError
+// member and its message.
 func answerRequiresAuth(w http.ResponseWriter, detail string) {
-	w.Header().Set("WWW-Authenticate", `Bearer realm="atom", error="invalid_token", error_description="`+strings.ReplaceAll(detail, `"`, "")+`"`)
-	writeJSON(w, http.StatusUnauthorized, profileAnswer{Error: tokenRequiresAuth, Message: "store-and-forward requires verified transport caller DID", Queued: false})
+	detail = strings.ReplaceAll(detail, `"`, "")
+	w.Header().Set("WWW-Authenticate", `Bearer realm="atom", error="invalid_token", error_description="`+detail+`"`)
+	writeJSON(w, http.StatusUnauthorized, struct {
+		profileAnswer
+		TokenError string `json:"tokenError"`
+	}{profileAnswer{Error: tokenRequiresAuth, Message: "DID Bearer token refused (" + detail + "): every request needs a valid token; store-and-forward requires verified transport caller DID"}, detail})
 }
 
 func byteSize(n int64) string {

@@ -40,7 +40,7 @@ func (s *Relay) newConsole(base *slog.Logger) error {
 		grace = DefaultOverdueGrace
 	}
 	s.view = &console.Source{States: s.cfg.Stores.States, Queue: s.cfg.Stores.Queue, Up: s.linkUp, Grace: grace,
-		Bounds: func(agent string, st agents.State) queuebounds.Bounds { return s.bounds(agent, st) }}
+		Bounds: func(agent string, st agents.State) queuebounds.Bounds { return s.bounds(agent, st) }, Admitted: s.admitted}
 	if len(cc.Operators) == 0 {
 		return nil
 	}

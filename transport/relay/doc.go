@@ -20,7 +20,8 @@
 //	GET  /a/{did}/pulse                        the device's latest signed liveness pulse
 //	GET  /a/{did}/mls/key-package              {did, wire}: one KeyPackage, handed out once
 //	GET  /link                                 the device link (WebSocket, see transport/link/wire)
-//	GET  /metrics                              Prometheus
+//	GET  /metrics                              Prometheus (Relay.MetricsHandler instead,
+//	                                           with Config.Ops.MetricsElsewhere)
 //	GET  /healthz                              {"status":"ok", ...}
 //	GET, DELETE /operator/queue/{did}          an operator lists or purges a device's
 //	                                           queue (operator.go)
@@ -28,9 +29,16 @@
 //	POST /operator/agents/{did}/admit          an operator admits a device: it leaves
 //	                                           probation (admission.go)
 //
+// The /operator/ endpoints take a single-use operator token bound to the
+// request's method and path (bearer.OperatorPurpose), and no Origin header.
+//
 // The agent's A2A base URL, as its card names it, is <origin>/a/{did}, so
 // a client that appends /.well-known/agent-card.json or /a2a/jsonrpc to
 // the base finds both.
+// The base URL itself (with or without its slash) and the well-known card
+// URLs at the root (/.well-known/agent-card.json, agent.json) are no
+// resource: they answer 404 with a JSON body whose card and endpoint
+// members give the URLs to use.
 //
 // # Authentication
 //
@@ -38,7 +46,8 @@
 // audience is the relay's public origin; the token's DID is the sender for
 // the per-peer bound, never a body field. A request without a valid token
 // is never queued: it gets 401 with the reference's WWW-Authenticate header
-// and body, {"error":"asleep_enqueue_requires_auth",...} (vector od-015).
+// and body, {"error":"asleep_enqueue_requires_auth",...} (vector od-015),
+// whose message and tokenError member also say why the token was refused.
 // The token is checked before the agent is looked up and the answer is
 // the same for every agent, known or not, so that it enumerates nothing. These
 // endpoints accept only tokens without a purpose claim (the reference's
@@ -137,7 +146,12 @@
 // queue-bounds extension, see transport/a2a), so the card never misstates
 // them. Requests whose parts carry an MLS Welcome or a Commit (an
 // mls-handshake part, or an mls-wire part whose MLSMessage is a Welcome or
-// a PublicMessage Commit) are queued as handshakes and may use the reserve.
+// a PublicMessage Commit) are queued as handshakes and may use the reserve,
+// unless their sender has records the device left unacknowledged on its
+// last link (deferred: an MLS message for a group it never joined, which
+// needs no key to make): such a sender's handshakes are queued as ordinary
+// messages, so its junk costs its own allowance and never the reserve
+// (deferred.go).
 //
 // # Cards, KeyPackages, pulses
 //

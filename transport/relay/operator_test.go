@@ -17,7 +17,7 @@ func (h *harness) operatorReq(tb testing.TB, method string, k *did.PrivateKey, a
 	tb.Helper()
 	req, _ := http.NewRequest(method, h.srv.URL+"/operator/queue/"+agent.String()+query, nil)
 	if k != nil {
-		tok, err := bearer.Issue(k, h.relay.cfg.PublicURL, h.clk.Now(), 0)
+		tok, err := bearer.IssuePurpose(k, h.relay.cfg.PublicURL, bearer.OperatorPurpose(method, req.URL.EscapedPath()), h.clk.Now(), bearer.OperatorTTL)
 		if err != nil {
 			tb.Fatal(err)
 		}

@@ -159,6 +159,10 @@ type Ops struct {
 	// PerAgentMetrics adds per-agent series (labelled by DID) to /metrics.
 	// Off by default: with many agents the cardinality is high.
 	PerAgentMetrics bool
+	// MetricsElsewhere keeps /metrics off Handler, the public listener's
+	// handler: MetricsHandler serves it on a listener of its own
+	// (torpor-relay --metrics-listen). Off, Handler serves it too.
+	MetricsElsewhere bool
 	// MQTTBroker is the broker URL devices and operators use, reported by
 	// /healthz; empty when the relay does not know one.
 	MQTTBroker string
@@ -173,6 +177,8 @@ type Relay struct {
 	rnd      io.Reader
 	log      *slog.Logger
 	verifier *bearer.Verifier
+	opSpent  bearer.Spent // operator tokens accepted (operator.go)
+	deferred deferredSenders
 	link     *server.Server
 	metrics  *metrics
 	limiter  *limiter // KeyPackage fetches per caller DID
@@ -244,7 +250,7 @@ func New(cfg Config) (*Relay, error) {
 	s.adm.newAdmissionMetrics(s.metrics.reg)
 	s.link = &server.Server{
 		Verifier: s.verifier, Queue: s.queue, Agents: (*linkAgents)(s), Clock: cfg.Clock,
-		Logger: base.With("component", "link"), OnAcked: s.metrics.acked,
+		Logger: base.With("component", "link"), OnAcked: s.metrics.acked, OnUnacked: s.deferred.linkEnded,
 	}
 	if err := s.newConsole(base); err != nil {
 		return nil, err
@@ -282,11 +288,17 @@ func (s *Relay) routes() {
 	m.HandleFunc("GET /a/{did}/.well-known/agent-card.json", public.wrap(s.serveCard))
 	m.HandleFunc("OPTIONS /a/{did}/.well-known/agent-card.json", public.preflight)
 	m.HandleFunc("GET /a/.well-known/agent-card.json", public.wrap(serveCardWithoutAgent))
+	m.HandleFunc("GET /a/{did}", public.wrap(s.serveAgentIndex))
+	m.HandleFunc("GET /a/{did}/{$}", public.wrap(s.serveAgentIndex))
+	m.HandleFunc("GET /.well-known/agent.json", public.wrap(s.serveRootCard))
+	m.HandleFunc("GET /.well-known/agent-card.json", public.wrap(s.serveRootCard))
 	m.HandleFunc("GET /a/{did}/pulse", public.wrap(s.servePulse))
 	m.HandleFunc("OPTIONS /a/{did}/pulse", public.preflight)
 	m.HandleFunc("GET /a/{did}/mls/key-package", s.serveKeyPackage)
 	m.Handle("GET "+wire.Path, s.link)
-	m.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
+	if !s.cfg.Ops.MetricsElsewhere {
+		m.Handle("GET /metrics", s.promHandler())
+	}
 	m.HandleFunc("GET /healthz", s.serveHealth)
 	m.HandleFunc("GET "+operatorQueuePath, s.serveQueueList)
 	m.HandleFunc("DELETE "+operatorQueuePath, s.serveQueuePurge)
@@ -300,6 +312,18 @@ func (s *Relay) routes() {
 // Handler returns the relay's HTTP handler (see the package doc for the
 // URL layout).
 func (s *Relay) Handler() http.Handler { return s.metrics.instrument(s.mux) }
+
+// MetricsHandler serves GET /metrics alone, for a listener of its own
+// (Config.Ops.MetricsElsewhere); anything else is 404.
+func (s *Relay) MetricsHandler() http.Handler {
+	m := http.NewServeMux()
+	m.Handle("GET /metrics", s.promHandler())
+	return m
+}
+
+func (s *Relay) promHandler() http.Handler {
+	return promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{})
+}
 
 // Registry returns the Prometheus registry behind /metrics.
 func (s *Relay) Registry() *prometheus.Registry { return s.metrics.reg }
@@ -367,6 +391,30 @@ func (s *Relay) serveCard(w http.ResponseWriter, r *http.Request) {
 func serveCardWithoutAgent(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusNotFound, map[string]any{"error": "no_agent_in_path",
 		"message": "this URL names no agent: give the agent's base URL with its trailing slash, <origin>/a/<did>/, so that .well-known/agent-card.json resolves beneath it (docs/a2a.md)"})
+}
+
+// serveAgentIndex answers an agent's base URL, <origin>/a/{did} with or
+// without its trailing slash, which has no resource of its own: a 404
+// whose JSON body gives the URLs of the agent's card and A2A endpoint.
+func (s *Relay) serveAgentIndex(w http.ResponseWriter, r *http.Request) {
+	id, ok := agentPath(w, r)
+	if !ok {
+		return
+	}
+	base := s.cfg.PublicURL + "/a/" + id.String() + "/"
+	writeJSON(w, http.StatusNotFound, map[string]any{"error": "agent_base_url",
+		"message": "this is the agent's base URL, not a resource: its Agent Card is at card, its A2A JSON-RPC endpoint (POST) at endpoint (docs/a2a.md)",
+		"card":    base + ".well-known/agent-card.json", "endpoint": base + "a2a/jsonrpc"})
+}
+
+// serveRootCard answers the well-known card URLs at the relay's root
+// (agent-card.json, and agent.json of A2A before 0.3): the relay serves
+// many agents, each its own card beneath its base URL.
+func (s *Relay) serveRootCard(w http.ResponseWriter, r *http.Request) {
+	base := s.cfg.PublicURL + "/a/{did}/"
+	writeJSON(w, http.StatusNotFound, map[string]any{"error": "no_agent_in_path",
+		"message": "this relay serves many agents, each at its own base URL <origin>/a/<did>/: the card is at card, the A2A JSON-RPC endpoint (POST) at endpoint, with the agent's DID for {did} (docs/a2a.md)",
+		"card":    base + ".well-known/agent-card.json", "endpoint": base + "a2a/jsonrpc"})
 }
 
 // servePulse serves the latest liveness pulse the device published, next to

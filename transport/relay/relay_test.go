@@ -159,7 +159,7 @@ func TestAuthentication(t *testing.T) {
 	h.device(t, awake, "always_on", deviceOpts{handler: func(context.Context, wire.Request) wire.Response { return wire.Response{Status: 200} }})
 
 	r := h.post(t, sleeper.DID(), nil, "", `{"jsonrpc":"2.0","params":{"message":{"issuerDid":"did:key:z6Mkforged"}}}`)
-	want := `{"error":"asleep_enqueue_requires_auth","message":"store-and-forward requires verified transport caller DID","queued":false}`
+	want := `{"error":"asleep_enqueue_requires_auth","message":"DID Bearer token refused (missing bearer token): every request needs a valid token; store-and-forward requires verified transport caller DID","queued":false,"tokenError":"missing bearer token"}`
 	if r.status != 401 || string(r.body) != want {
 		t.Errorf("asleep, no token: %d %s", r.status, r.body)
 	}
@@ -180,6 +180,16 @@ func TestAuthentication(t *testing.T) {
 	r = h.do(t, req)
 	if r.status != 401 || r.json["error"] != "asleep_enqueue_requires_auth" {
 		t.Errorf("wrong audience: %d %s", r.status, r.body)
+	}
+	// An expired token, to the awake agent: the body says why, as the
+	// header does.
+	tok, _ = bearerIssue(alice, h.relay.cfg.PublicURL, h.clk.Now().Add(-time.Hour))
+	req, _ = http.NewRequest("POST", h.srv.URL+"/a/"+awake.DID().String()+"/a2a/jsonrpc", strings.NewReader(sendV1))
+	req.Header.Set("Authorization", "Bearer "+tok)
+	r = h.do(t, req)
+	if te, _ := r.json["tokenError"].(string); r.status != 401 || !strings.Contains(te, "expired") ||
+		!strings.Contains(r.json["message"].(string), te) || !strings.Contains(r.header.Get("WWW-Authenticate"), te) {
+		t.Errorf("expired token: %d %s %q, want the reason in tokenError, message and header", r.status, r.body, r.header.Get("WWW-Authenticate"))
 	}
 	if n := len(h.queued(t, sleeper.DID())); n != 0 {
 		t.Errorf("unauthenticated requests queued %d records", n)

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"net/url"
 	"sync"
 	"time"
 
@@ -25,7 +24,8 @@ import (
 
 // OperatorConfig configures DialOperator.
 type OperatorConfig struct {
-	// Broker is the MQTT 5 broker URL (mqtt://, tcp://, mqtts://, tls://).
+	// Broker is the MQTT 5 broker URL (mqtt://, tcp://, mqtts://, tls://)
+	// or a bare HOST:PORT (plain); see mqttconn.ParseBroker.
 	Broker string
 	TLS    *tls.Config
 	// Prefix is the topic prefix; empty means mqtt.DefaultPrefix.
@@ -106,10 +106,11 @@ func DialOperator(ctx context.Context, cfg OperatorConfig) (*Operator, error) {
 	if cfg.Key == nil {
 		return nil, errors.New("command: OperatorConfig needs Key")
 	}
-	u, err := url.Parse(cfg.Broker)
-	if err != nil || cfg.Broker == "" {
-		return nil, fmt.Errorf("command: broker URL %q: %v", cfg.Broker, err)
+	u, err := mqttconn.ParseBroker(cfg.Broker)
+	if err != nil {
+		return nil, err
 	}
+	cfg.Broker = u.String() // a bare HOST:PORT gets its scheme, for the token's audience
 	if cfg.ClientID == "" {
 		cfg.ClientID = "torporctl-" + randomHex(6)
 	}

@@ -41,6 +41,9 @@ type Source struct {
 	// Grace is how late a promised wake or pulse may be before its device
 	// is overdue.
 	Grace time.Duration
+	// Admitted reports whether agent is off probation; nil means every
+	// agent is.
+	Admitted func(ctx context.Context, agent string) bool
 }
 
 // Build returns the view of every device at now.
@@ -116,6 +119,9 @@ func summarize(ds []operatorapi.Device) operatorapi.Summary {
 		if d.Queue.Share > FullShare {
 			s.QueuesAbove++
 		}
+		if d.AwaitingAdmission {
+			s.AwaitingAdmission++
+		}
 	}
 	return s
 }
@@ -126,7 +132,8 @@ func (s *Source) device(ctx context.Context, id string, now time.Time) (operator
 	if err != nil {
 		return operatorapi.Device{}, err
 	}
-	d := operatorapi.Device{DID: id, Name: cardName(st.Card), Mode: string(st.Mode), UpdatedAt: st.UpdatedAt.UTC(), Linked: s.Up(ctx, id)}
+	d := operatorapi.Device{DID: id, Name: cardName(st.Card), Mode: string(st.Mode), UpdatedAt: st.UpdatedAt.UTC(), Linked: s.Up(ctx, id),
+		AwaitingAdmission: s.Admitted != nil && !s.Admitted(ctx, id)}
 	agent, err := did.Parse(id)
 	if err != nil {
 		return operatorapi.Device{}, err

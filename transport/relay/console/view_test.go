@@ -26,12 +26,14 @@ type fixture struct {
 	states *agents.Bolt
 	q      *queue.Bolt
 	linked map[string]bool
+	// awaiting are the agents on probation (Source.Admitted).
+	awaiting map[string]bool
 }
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	dir := t.TempDir()
-	f := &fixture{linked: map[string]bool{}}
+	f := &fixture{linked: map[string]bool{}, awaiting: map[string]bool{}}
 	var err error
 	if f.states, err = agents.OpenBolt(filepath.Join(dir, "agents.db"), nil); err != nil {
 		t.Fatal(err)
@@ -41,8 +43,9 @@ func newFixture(t *testing.T) *fixture {
 	}
 	t.Cleanup(func() { f.states.Close(); f.q.Close() })
 	f.src = &Source{States: f.states, Queue: f.q, Grace: 5 * time.Minute,
-		Up:     func(_ context.Context, a string) bool { return f.linked[a] },
-		Bounds: func(string, agents.State) queuebounds.Bounds { return queuebounds.Default() }}
+		Up:       func(_ context.Context, a string) bool { return f.linked[a] },
+		Bounds:   func(string, agents.State) queuebounds.Bounds { return queuebounds.Default() },
+		Admitted: func(_ context.Context, a string) bool { return !f.awaiting[a] }}
 	return f
 }
 
