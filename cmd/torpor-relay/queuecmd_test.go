@@ -107,3 +107,88 @@ func TestQueueTornTailLogged(t *testing.T) {
 		t.Errorf("logged %q; want the torn tail with its file, offset and copy", line)
 	}
 }
+
+// TestQueueExportBolt: the way back from the log engine. torpor-relay
+// queue export-bolt writes queue.db from the record log and keeps the log
+// aside; the bolt engine then serves the same records and seqs, refuses
+// a second export, and the log engine imports queue.db again.
+func TestQueueExportBolt(t *testing.T) {
+	data := t.TempDir()
+	ctx, now := context.Background(), time.Now()
+	q, err := openQueue(data, "log", slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last queue.Record
+	for _, body := range []string{"one", "two", "three"} {
+		if last, err = q.Enqueue(ctx, queue.Record{Agent: "did:key:a", From: "did:key:s", Body: []byte(body)}, queuebounds.Default(), now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := q.Ack(ctx, "did:key:a", []uint64{1, last.Seq}); err != nil {
+		t.Fatal(err)
+	}
+	q.Close()
+	var out, errOut bytes.Buffer
+	if code := queueCommand([]string{"export-bolt", "--data-dir", data}, &out, &errOut); code != 0 || !strings.Contains(out.String(), "wrote 1 records") {
+		t.Fatalf("queue export-bolt exited %d: %s%s", code, out.String(), errOut.String())
+	}
+	if code := queueCommand([]string{"export-bolt", "--data-dir", data}, &out, &errOut); code == 0 {
+		t.Error("a second export-bolt, with queue.db there and no log, succeeded")
+	}
+	for _, engine := range []string{"bolt", "log"} {
+		q, err := openQueue(data, engine, slog.New(slog.DiscardHandler))
+		if err != nil {
+			t.Fatalf("%s after the export: %v", engine, err)
+		}
+		rs, err := q.Next(ctx, "did:key:a", 0, 10, now)
+		want := map[string]int{"bolt": 1, "log": 2}[engine] // and "four", which bolt queued
+		if err != nil || len(rs) != want || string(rs[0].Body) != "two" || rs[0].Seq != 2 {
+			t.Errorf("%s after the export: Next = %v, %v; want record 2 and %d in all", engine, rs, err, want)
+		}
+		if engine == "bolt" {
+			r, err := q.Enqueue(ctx, queue.Record{Agent: "did:key:a", Body: []byte("four")}, queuebounds.Default(), now)
+			if err != nil || r.Seq != last.Seq+1 {
+				t.Errorf("bolt after the export: Enqueue = seq %d, %v; want %d", r.Seq, err, last.Seq+1)
+			}
+		}
+		q.Close()
+	}
+}
+
+// TestQueueCheckpointIgnoredLogged: the relay logs at WARN an index
+// checkpoint the record log did not use (the library does not log), and
+// serves every record.
+func TestQueueCheckpointIgnoredLogged(t *testing.T) {
+	data := t.TempDir()
+	q, err := openQueue(data, "log", slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := q.Enqueue(context.Background(), queue.Record{Agent: "did:key:a", Body: []byte("kept")}, queuebounds.Default(), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	q.Close() // writes the checkpoint
+	ck := filepath.Join(data, "queue.log", "index.checkpoint")
+	b, err := os.ReadFile(ck)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[len(b)/2] ^= 1
+	if err := os.WriteFile(ck, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var logged bytes.Buffer
+	q, err = openQueue(data, "log", slog.New(slog.NewTextHandler(&logged, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	if line := logged.String(); !strings.Contains(line, "level=WARN") || !strings.Contains(line, "checkpoint was not used") || !strings.Contains(line, "damaged") {
+		t.Errorf("logged %q; want a warning that the checkpoint was not used, and why", line)
+	}
+	if rs, err := q.Next(context.Background(), "did:key:a", 0, 10, r.EnqueuedAt); err != nil || len(rs) != 1 {
+		t.Errorf("Next = %v, %v; want the record", rs, err)
+	}
+}

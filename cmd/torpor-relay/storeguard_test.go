@@ -97,9 +97,9 @@ func removeGlob(pattern string) error {
 	return nil
 }
 
-// TestDamagedStoreRefused: each way of damaging queue.db (either engine:
-// the log engine imports it), agents.db or mqtt.db refuses the start with
-// an error that names the file and the fix, even with --reinitialise;
+// TestDamagedStoreRefused: each way of damaging queue.db (of
+// --queue-engine bolt), agents.db or mqtt.db refuses the start with an
+// error that names the file and the fix, even with --reinitialise;
 // bbolt's own "file size too small" too.
 func TestDamagedStoreRefused(t *testing.T) {
 	damages := append(storetest.Damages, storetest.Damage{Name: "cut-to-one-page", Do: func(p string) error { return os.Truncate(p, 4096) }})
@@ -107,14 +107,18 @@ func TestDamagedStoreRefused(t *testing.T) {
 		for _, d := range damages {
 			t.Run(file+"/"+d.Name, func(t *testing.T) {
 				dir := t.TempDir()
-				if logs, err := runOn(t, dir); err != nil {
+				var engine []string
+				if file == "queue.db" {
+					engine = []string{"--queue-engine", "bolt"}
+				}
+				if logs, err := runOn(t, dir, engine...); err != nil {
 					t.Fatalf("first start: %v\n%s", err, logs)
 				}
 				path := filepath.Join(dir, file)
 				if err := d.Do(path); err != nil {
 					t.Fatal(err)
 				}
-				for _, argv := range [][]string{nil, {"--reinitialise"}} {
+				for _, argv := range [][]string{engine, append(engine, "--reinitialise")} {
 					_, err := runOn(t, dir, argv...)
 					if !errors.Is(err, relaystore.ErrRefused) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "move "+path+" aside") {
 						t.Fatalf("start %v on a damaged %s: %v; want a refusal naming it and the fix", argv, file, err)
@@ -130,13 +134,13 @@ func TestDamagedStoreRefused(t *testing.T) {
 // says the last commit may be lost.
 func TestMetaFallbackLogged(t *testing.T) {
 	dir := t.TempDir()
-	if logs, err := runOn(t, dir); err != nil {
+	if logs, err := runOn(t, dir, "--queue-engine", "bolt"); err != nil {
 		t.Fatalf("first start: %v\n%s", err, logs)
 	}
 	if err := storetest.FlipMeta(filepath.Join(dir, "queue.db"), 0); err != nil {
 		t.Fatal(err)
 	}
-	logs, err := runOn(t, dir)
+	logs, err := runOn(t, dir, "--queue-engine", "bolt")
 	if err != nil || !strings.Contains(logs, "level=ERROR") || !strings.Contains(logs, "meta page 0 of "+filepath.Join(dir, "queue.db")+" fails its checksum") {
 		t.Fatalf("start with a flipped meta page: %v; want it to start and log the fallback:\n%s", err, logs)
 	}

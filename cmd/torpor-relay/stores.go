@@ -29,6 +29,7 @@ type storeArgs struct {
 	// queueEngine is the embedded queue's format with --store bolt: bolt
 	// (queue.db) or log (the record log in queue.log/).
 	queueEngine string
+	engineSet   bool // --queue-engine was given
 	// reinit is --reinitialise (relaystore.Guard.Reinitialise).
 	reinit bool
 	nats   jsstore.Config
@@ -37,7 +38,11 @@ type storeArgs struct {
 func (s *storeArgs) register(fs *flag.FlagSet) {
 	s.kind = "bolt"
 	fs.StringVar(&s.kind, "store", "bolt", "Where the queue and the agent states live: bolt (files in --data-dir, one relay) or jetstream (NATS JetStream, shared by many relays; see --nats).")
-	fs.StringVar(&s.queueEngine, "queue-engine", "bolt", "With --store bolt, the queue's format: bolt (queue.db) or log (an append-only record log in queue.log/ with its index in memory, which imports queue.db once).")
+	s.queueEngine = "log"
+	fs.Func("queue-engine", "With --store bolt, the queue's format: log (the default: an append-only record log in queue.log/ with its index in memory, which imports an existing queue.db once; torpor-relay queue export-bolt goes back) or bolt (queue.db).", func(v string) error {
+		s.queueEngine, s.engineSet = v, true
+		return nil
+	})
 	fs.BoolVar(&s.reinit, "reinitialise", false, reinitialiseHelp)
 	fs.Func("nats", "With --store jetstream: the NATS server URLs, comma-separated (nats://host:4222,...).", func(v string) error {
 		s.nats.URLs = append(s.nats.URLs, strings.Split(v, ",")...)
@@ -65,7 +70,7 @@ func (s *storeArgs) validate() error {
 		if len(s.nats.URLs) == 0 {
 			return errors.New("--store jetstream needs --nats URL")
 		}
-		if s.queueEngine != "bolt" {
+		if s.engineSet {
 			return errors.New("--queue-engine needs --store bolt")
 		}
 		if s.reinit {
@@ -153,6 +158,9 @@ func openQueue(dataDir, engine string, log *slog.Logger) (queue.Store, error) {
 			}
 			return nil, relaystore.Fix(dir, err)
 		}
+		if err := q.CheckpointIgnored(); err != nil {
+			log.Warn("queue: the record log's index checkpoint was not used; the log was read whole, and loses nothing", "err", err)
+		}
 		for _, c := range q.TornTails() {
 			log.Warn("queue: cut the torn tail of the record log: a write a crash cut short, never acknowledged to its senders",
 				"file", c.Path, "offset", c.Offset, "bytes", c.Bytes, "copy", c.Copy)
@@ -160,7 +168,7 @@ func openQueue(dataDir, engine string, log *slog.Logger) (queue.Store, error) {
 		return q, nil
 	}
 	if _, err := os.Stat(dir); err == nil {
-		return nil, fmt.Errorf("--queue-engine bolt: %s holds the queue's record log; run with --queue-engine log", dir)
+		return nil, fmt.Errorf("--queue-engine bolt: %s holds the queue's record log; run with --queue-engine log, or stop the relay and run torpor-relay queue export-bolt to go back to bolt", dir)
 	}
 	q, err := queue.OpenBolt(db, nil)
 	if err != nil {

@@ -6,6 +6,8 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -31,6 +33,9 @@ func TestStoreFlags(t *testing.T) {
 		if _, err := parseArgs(tt.argv, io.Discard); err == nil || err.Error() != tt.wantErr {
 			t.Errorf("parseArgs(%q) = %v, want %q", tt.argv, err, tt.wantErr)
 		}
+	}
+	if a, err := parseArgs(nil, io.Discard); err != nil || a.store.queueEngine != "log" {
+		t.Errorf("the default queue engine = %q, %v; want log", a.store.queueEngine, err)
 	}
 	a, err := parseArgs([]string{"--store", "jetstream", "--nats", "nats://a:4222,nats://b:4222", "--nats", "nats://c:4222"}, io.Discard)
 	if err != nil || strings.Join(a.store.nats.URLs, " ") != "nats://a:4222 nats://b:4222 nats://c:4222" || a.store.nats.Replicas != 3 || a.store.nats.Prefix != "TORPOR" {
@@ -139,5 +144,45 @@ func TestQueueEngine(t *testing.T) {
 	}
 	if _, err := startRelay(t, "--queue-engine", "log"); err != nil {
 		t.Errorf("the relay with --queue-engine log: %v", err)
+	}
+}
+
+// TestDefaultEngineMigratesBolt: a relay that ran on --queue-engine bolt,
+// started again without the flag, imports its queue.db into the record
+// log (the default) once, keeping queue.db as queue.db.imported, and
+// serves its records.
+func TestDefaultEngineMigratesBolt(t *testing.T) {
+	dir := t.TempDir()
+	if logs, err := runOn(t, dir, "--queue-engine", "bolt"); err != nil {
+		t.Fatalf("start on bolt: %v\n%s", err, logs)
+	}
+	q, err := queue.OpenBolt(filepath.Join(dir, queue.BoltFile), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := q.Enqueue(context.Background(), queue.Record{Agent: "did:key:a", Body: []byte("from bolt")}, queuebounds.Default(), time.Now())
+	q.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if logs, err := runOn(t, dir); err != nil {
+			t.Fatalf("start with the default engine: %v\n%s", err, logs)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, queue.BoltFile+".imported")); err != nil {
+		t.Errorf("queue.db was not kept as queue.db.imported: %v", err)
+	}
+	s, err := queue.OpenDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, isLog := s.(*queue.Log); !isLog {
+		t.Errorf("the data directory holds a %T, want the record log", s)
+	}
+	rs, err := s.Next(context.Background(), "did:key:a", 0, 10, r.EnqueuedAt)
+	if err != nil || len(rs) != 1 || string(rs[0].Body) != "from bolt" {
+		t.Errorf("after the migration: Next = %v, %v; want the record bolt queued", rs, err)
 	}
 }

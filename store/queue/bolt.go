@@ -138,6 +138,16 @@ func (s *Bolt) enter(ctx context.Context) error {
 // must be idempotent.
 func (s *Bolt) write(fn func(*bolt.Tx) error) error { return s.commits.Do(fn) }
 
+// view runs fn in a read transaction; a page that makes bbolt panic or
+// fault is a *store.CorruptError, not the end of the relay.
+func (s *Bolt) view(fn func(*bolt.Tx) error) error {
+	err, cerr := guarded(s.db, func() error { return s.db.View(fn) })
+	if cerr != nil {
+		return cerr
+	}
+	return err
+}
+
 // failpoint returns the injected failure for point, if any.
 func (s *Bolt) failpoint(point string, r Record) error {
 	if s.fail == nil {
@@ -369,7 +379,7 @@ func (s *Bolt) Next(ctx context.Context, agent string, after uint64, max int, no
 		out     []Record
 		damaged *DamagedError
 	)
-	s.db.View(func(tx *bolt.Tx) error {
+	err := s.view(func(tx *bolt.Tx) error {
 		ab := tx.Bucket(bucketAgents).Bucket([]byte(agent))
 		if ab == nil || ab.Bucket(bucketRecords) == nil {
 			return nil
@@ -389,6 +399,9 @@ func (s *Bolt) Next(ctx context.Context, agent string, after uint64, max int, no
 		}
 		return nil
 	})
+	if err != nil {
+		return nil, fmt.Errorf("queue: next for %s: %w", agent, err)
+	}
 	if damaged != nil {
 		return out, damaged
 	}
@@ -441,9 +454,9 @@ func (s *Bolt) Purge(ctx context.Context, now time.Time) (int, error) {
 	}
 	defer s.mu.RUnlock()
 	var n int
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.write(func(tx *bolt.Tx) error {
 		var err error
-		n, err = s.purge(tx, now)
+		n, err = s.purge(tx, now) // sets n again if the batch is re-run
 		return err
 	})
 	if err != nil {
@@ -460,7 +473,7 @@ func (s *Bolt) Stats(ctx context.Context, agent string, now time.Time) (Stats, e
 	}
 	defer s.mu.RUnlock()
 	var c counters
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.view(func(tx *bolt.Tx) error {
 		ab := tx.Bucket(bucketAgents).Bucket([]byte(agent))
 		if ab == nil {
 			return nil

@@ -2,6 +2,8 @@ package queue
 
 import (
 	"fmt"
+	"runtime/debug"
+	"sync/atomic"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -19,10 +21,54 @@ type boltWrite = func(*bolt.Tx) error
 // Like DB.Batch, a batch whose function fails is rolled back and re-run
 // without that function, which then runs alone and gets its own result,
 // so functions may run more than once and must be idempotent.
+//
+// A panic inside bbolt itself (a damaged page it meets while it rebalances
+// or spills the tree in Commit, after the start check passed) fails the
+// batch with a *store.CorruptError and every later batch with the same
+// error: the relay answers store_unavailable and says how to mend the file,
+// instead of dying or writing further into a damaged file.
 func newBoltCommits(db *bolt.DB) *groupcommit.Group[boltWrite] {
+	return stickyCommits(db, func(batch []boltWrite) []error { return commitBolt(db, batch) })
+}
+
+// stickyCommits is newBoltCommits with the commit of a batch as commit.
+func stickyCommits(db *bolt.DB, commit func([]boltWrite) []error) *groupcommit.Group[boltWrite] {
+	var broken atomic.Pointer[store.CorruptError]
 	return &groupcommit.Group[boltWrite]{
-		Commit: func(batch []boltWrite, _ func()) []error { return commitBolt(db, batch) },
+		Commit: func(batch []boltWrite, _ func()) []error {
+			if err := broken.Load(); err != nil {
+				return fill(len(batch), err)
+			}
+			out, err := guarded(db, func() []error { return commit(batch) })
+			if err != nil {
+				broken.Store(err)
+				return fill(len(batch), err)
+			}
+			return out
+		},
 	}
+}
+
+// guarded runs fn, turning a panic or a memory fault inside bbolt (which
+// trusts its file) into a *store.CorruptError naming db's file. bbolt's
+// managed transactions roll back on a panic, so the file lock and the
+// writer lock are released.
+func guarded[T any](db *bolt.DB, fn func() T) (out T, err *store.CorruptError) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if p := recover(); p != nil {
+			err = &store.CorruptError{Path: db.Path(), Problems: []string{fmt.Sprintf("bbolt panicked: %v", p)}}
+		}
+	}()
+	return fn(), nil
+}
+
+func fill(n int, err error) []error {
+	out := make([]error, n)
+	for i := range out {
+		out[i] = err
+	}
+	return out
 }
 
 // commitBolt runs batch in one transaction and returns each function's

@@ -141,16 +141,19 @@
 //   - The log writes zeros ahead of its last frame (LogOptions.ZeroAhead), so
 //     most commits overwrite zeros and their fdatasync has no file size to
 //     journal.
-//   - The index is in memory: per agent its live records in seq order (where
-//     each frame is, body length, kind, sender, expiry), the counters and the
-//     per-sender counts and bytes; an expiry heap across agents. Bounds are
-//     exactly Bolt's (the same check function; expired records are purged,
-//     with tombstones, before each check); Stats and Next scan one agent's
+//   - The index is in memory: per agent a slice of fixed-size 40-byte
+//     entries in seq order (segment, offset and length of the frame, body
+//     length, kind, sender as a number into a table of interned sender
+//     names, expiry), the counters and the per-sender counts and bytes; a
+//     heap of the agents by their earliest expiry. Bounds are exactly
+//     Bolt's (the same check function; expired records are purged, with
+//     tombstones, before each check); Stats and Next scan one agent's
 //     live records. Next reads the bodies from the segment files. Memory is
-//     about 170 bytes of heap per live record (BenchmarkLogOpen).
+//     about 45 bytes of heap per live record after open (BenchmarkLogOpen,
+//     TestLogMemoryPerRecord holds it at 64 or less).
 //   - Every commit ends with a commit frame (the length and CRC-32C of the
-//     commit's bytes; recordlog, segment format version 2). Open scans
-//     every segment (no checkpoint) and applies whole commits only. What
+//     commit's bytes; recordlog, segment format version 2). Open checks
+//     every frame of every segment and applies whole commits only. What
 //     follows the last whole commit of the last segment is a torn tail,
 //     cut (a copy kept, and Log.TornTails says what, for the relay to log)
 //     when no commit frame follows it and it shows a torn write: cut short
@@ -164,6 +167,18 @@
 //     header is written and synced with the first frames) and starts
 //     again empty. Segments of format version 1 (before commit frames)
 //     are read frame by frame; appends go to a new segment.
+//   - The index checkpoint (index.checkpoint, written with
+//     internal/atomicfile, with a CRC-32C): the index as the commits up to
+//     a position made it, written in the background after a commit that
+//     starts a segment (and moves records forward) when no commit follows
+//     it in flight, and at Close. OpenLog installs it and decodes only the
+//     frames after its position; it still reads every segment and checks
+//     every frame's CRC and every commit frame, so damage is refused as
+//     without it. It is a cache: one that is damaged, or does not match
+//     the segments (a segment it covers rewritten, the log cut before its
+//     position, a record it holds in a segment deleted since), is ignored
+//     and the frames are decoded (Log.CheckpointIgnored says why; the
+//     relay logs it). RepairLog removes it.
 //   - Space: the oldest segments are deleted while they hold no live record
 //     (only a prefix: a later segment may hold an earlier one's tombstones).
 //     When a new segment starts, the live records of the oldest segments
@@ -172,7 +187,10 @@
 //   - OpenLog with LogOptions.ImportBolt imports a bbolt queue file once:
 //     into a new directory renamed into place, then the file is renamed
 //     to *.imported. A bbolt file beside a log not imported from it is
-//     refused. torpor-relay --queue-engine log does this with queue.db.
+//     refused. torpor-relay --queue-engine log (the default) does this with
+//     queue.db. ExportBolt is the way back: it writes a new bbolt file from
+//     a log (records, seqs, every agent's last seq). OpenDir opens whichever
+//     engine a relay's data directory holds.
 //
 // One process opens a directory at a time (a flock on LOCK, on Linux).
 package queue

@@ -17,7 +17,8 @@ import (
 type LogOptions struct {
 	// SegmentSize is the size at which the log starts a new segment file
 	// (default 64 MiB). Only whole segments are deleted, so it is also
-	// about how much disk acknowledged records may hold.
+	// about how much disk acknowledged records may hold. At most 1 GiB:
+	// a larger size is taken as 1 GiB.
 	SegmentSize int64
 	// ImportBolt, when set, names a bbolt queue file (OpenBolt's) to
 	// import when the log directory does not exist yet: its records and
@@ -72,12 +73,11 @@ type Log struct {
 	broken error // a failed commit that could not be rolled back: every later write fails
 	// failed is the oldest commit that failed, until it and the commits
 	// after it are rolled back (Log.finish).
-	failed *logBatch
-	index
-	segs    []*recordlog.Segment // oldest first; the last one is appended to
-	gen     uint64               // the last commit's number
-	durable uint64               // the last commit whose write and sync succeeded
-	last    chan struct{}        // closed when commit gen is finished
+	failed  *logBatch
+	index                 // with segs, oldest first; the last one is appended to
+	gen     uint64        // the last commit's number
+	durable uint64        // the last commit whose write and sync succeeded
+	last    chan struct{} // closed when commit gen is finished
 	// lastPrev is closed when commit gen-1 is finished (OverlapSyncs).
 	lastPrev chan struct{}
 	buf      []byte
@@ -85,6 +85,19 @@ type Log struct {
 	cuts []recordlog.Cut
 	// What the commits wrote, for the benchmark.
 	nCommits, nBytes uint64
+
+	// The index checkpoint (logcheckpoint.go). ckMu guards ckGen (the
+	// commit the last checkpoint written covers) and ckErr (the last
+	// checkpoint's failure); ckWriters are the checkpoints being written.
+	// ckIgnored says why OpenLog did not use the checkpoint; ckFresh is
+	// set while the checkpoint OpenLog used still covers everything.
+	ckMu      sync.Mutex
+	ckGen     uint64
+	ckErr     error
+	ckWriters sync.WaitGroup
+	ckIgnored error
+	ckFresh   bool
+	ckGone    bool // the checkpoint OpenLog used names deleted segments
 }
 
 var _ Store = (*Log)(nil)
@@ -125,6 +138,13 @@ func (l *Log) Close() error {
 		return ErrClosed
 	}
 	l.closed = true
+	l.ckWriters.Wait()
+	if l.broken == nil && l.failed == nil && !(l.gen == 0 && l.ckFresh) {
+		// A checkpoint that cannot be written (a full or read-only file
+		// system) costs the next open time, not data: the older one, or
+		// none, is used. It is not Close's error.
+		l.closeCheckpoint()
+	}
 	var errs []error
 	for _, s := range l.segs {
 		errs = append(errs, s.File.Close())
@@ -158,7 +178,7 @@ func (l *Log) Enqueue(ctx context.Context, r Record, b queuebounds.Bounds, now t
 		var live counters
 		var fromPeer peerCount
 		if a != nil {
-			live, fromPeer = a.c, a.peers[r.From]
+			live, fromPeer = a.c, l.index.peer(a, r.From)
 		}
 		if refused = check(live, fromPeer, r, b); refused != nil {
 			return
@@ -194,13 +214,7 @@ func (l *Log) Ack(ctx context.Context, agent string, seqs []uint64) error {
 		if a == nil {
 			return
 		}
-		var gone []uint64
-		for _, seq := range seqs {
-			if l.index.remove(a, seq) {
-				gone = append(gone, seq)
-			}
-		}
-		c.tombstone(agent, gone)
+		c.tombstone(agent, l.index.remove(a, seqs))
 	})
 	if err != nil {
 		return fmt.Errorf("queue: ack for %s: %w", agent, err)
@@ -225,7 +239,7 @@ func (l *Log) Purge(ctx context.Context, now time.Time) (int, error) {
 // visible reports whether e is a record Next and Stats show at now: its
 // commit was synced and it is not expired.
 func (l *Log) visible(e logEntry, now int64) bool {
-	return e.gen <= l.durable && e.expires >= now
+	return !e.pending && e.expires >= now
 }
 
 // Next implements Store. It reads the records' frames from the segment
@@ -248,7 +262,7 @@ func (l *Log) Next(ctx context.Context, agent string, after uint64, max int, now
 		if !l.visible(e, ns) {
 			continue
 		}
-		r, err := readRecord(e)
+		r, err := l.readRecord(e)
 		if err != nil {
 			return nil, fmt.Errorf("queue: next for %s: %w", agent, err)
 		}
@@ -258,8 +272,8 @@ func (l *Log) Next(ctx context.Context, agent string, after uint64, max int, now
 }
 
 // readRecord reads and decodes e's frame.
-func readRecord(e logEntry) (Record, error) {
-	b, err := e.seg.ReadAt(e.off, e.n)
+func (l *Log) readRecord(e logEntry) (Record, error) {
+	b, err := l.index.seg(e.seg).ReadAt(int64(e.off), int(e.n))
 	if err != nil {
 		return Record{}, err
 	}
@@ -268,7 +282,7 @@ func readRecord(e logEntry) (Record, error) {
 		err = fmt.Errorf("frame at %d is not record %d", e.off, e.seq)
 	}
 	if err != nil {
-		return Record{}, fmt.Errorf("%w: segment %d: %v", ErrCorrupt, e.seg.ID, err)
+		return Record{}, fmt.Errorf("%w: segment %d: %v", ErrCorrupt, e.seg, err)
 	}
 	return f.rec, nil
 }
@@ -300,6 +314,26 @@ func (l *Log) Stats(ctx context.Context, agent string, now time.Time) (Stats, er
 	}
 	return st, nil
 }
+
+// closeCheckpoint writes the checkpoint of the index at Close; its
+// failure is kept in l.ckErr.
+func (l *Log) closeCheckpoint() {
+	l.mu.Lock()
+	data, err := l.encodeCheckpoint()
+	l.mu.Unlock()
+	if err != nil {
+		l.ckMu.Lock()
+		l.ckErr = fmt.Errorf("queue: the index checkpoint: %w", err)
+		l.ckMu.Unlock()
+		return
+	}
+	l.writeCheckpoint(data, l.gen)
+}
+
+// CheckpointIgnored returns why OpenLog read every segment instead of
+// using the index checkpoint it found (damaged, or not matching the
+// segments), or nil. The relay logs it; the library does not log.
+func (l *Log) CheckpointIgnored() error { return l.ckIgnored }
 
 // TornTails returns what OpenLog cut off the end of the last segment: the
 // frames of a write that a crash cut short, whose callers were never told

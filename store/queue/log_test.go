@@ -497,27 +497,40 @@ func (c testCall) run(s Store) string {
 // of l's index from its entries.
 func checkLogIndex(t *testing.T, l *Log) {
 	t.Helper()
-	segLive := map[*recordlog.Segment]int{}
+	segLive := map[uint64]int{}
 	for name, a := range l.index.agents {
 		want := counters{last: a.c.last}
-		peers := map[string]peerCount{}
+		peers := map[uint32]peerCount{}
 		for i, e := range a.live {
 			if i > 0 && a.live[i-1].seq >= e.seq || e.seq > a.c.last {
 				t.Errorf("%s: entry %d has seq %d after %d, last %d", name, i, e.seq, a.live[max(i-1, 0)].seq, a.c.last)
 			}
 			want.add(Record{Kind: e.kind, Body: make([]byte, e.size)}, +1)
-			if e.from != "" {
+			if e.from != 0 {
+				if l.index.senders.refs[e.from] <= 0 || l.index.senders.ids[l.index.senders.names[e.from]] != e.from {
+					t.Errorf("%s: entry %d names sender %d, which the table does not hold", name, i, e.from)
+				}
 				peers[e.from] = peerCount{n: peers[e.from].n + 1, bytes: peers[e.from].bytes + uint64(e.size)}
 			}
-			segLive[e.seg]++
+			segLive[uint64(e.seg)]++
 		}
 		if a.c != want || fmt.Sprint(a.peers) != fmt.Sprint(peers) {
 			t.Errorf("%s: counters %+v peers %v; entries say %+v, %v", name, a.c, a.peers, want, peers)
 		}
 	}
+	named := map[uint32]bool{}
+	for _, a := range l.index.agents {
+		for _, e := range a.live {
+			named[e.from] = e.from != 0
+		}
+	}
+	delete(named, 0)
+	if len(l.index.journal) == 0 && len(l.index.senders.ids) != len(named) {
+		t.Errorf("the sender table holds %d senders, the live records name %d", len(l.index.senders.ids), len(named))
+	}
 	for _, s := range l.segs {
-		if s.Live != segLive[s] {
-			t.Errorf("segment %d counts %d live records, the index %d", s.ID, s.Live, segLive[s])
+		if s.Live != segLive[s.ID] {
+			t.Errorf("segment %d counts %d live records, the index %d", s.ID, s.Live, segLive[s.ID])
 		}
 	}
 	if !slices.IsSortedFunc(l.segs, func(a, b *recordlog.Segment) int { return int(a.ID) - int(b.ID) }) {

@@ -93,9 +93,9 @@ func (c *logBatch) append(a *logAgent, r Record) {
 	start := len(c.buf)
 	c.buf = appendRecordFrame(c.buf, r)
 	c.l.index.add(a, logEntry{
-		seq: r.Seq, seg: c.seg, off: c.base + int64(start), n: len(c.buf) - start,
-		size: len(r.Body), kind: r.Kind, from: r.From, expires: r.ExpiresAt.UnixNano(), gen: c.gen,
-	})
+		seq: r.Seq, seg: uint32(c.seg.ID), off: entryOffset(c.base + int64(start)), n: uint32(len(c.buf) - start),
+		size: uint32(len(r.Body)), kind: r.Kind, expires: r.ExpiresAt.UnixNano(),
+	}, r.From)
 }
 
 // tombstone adds the frame deleting agent's seqs, which the caller took out
@@ -110,9 +110,9 @@ func (c *logBatch) tombstone(agent string, seqs []uint64) {
 // tombstones and returns how many.
 func (c *logBatch) purge(now time.Time) int {
 	n := 0
-	c.l.index.expired(now.UnixNano(), func(a *logAgent, seq uint64) {
-		c.tombstone(a.name, []uint64{seq})
-		n++
+	c.l.index.expired(now.UnixNano(), func(a *logAgent, seqs []uint64) {
+		c.tombstone(a.name, seqs)
+		n += len(seqs)
 	})
 	return n
 }
@@ -199,6 +199,7 @@ func (l *Log) finish(c *logBatch, err error) error {
 		l.nCommits, l.nBytes = l.nCommits+1, l.nBytes+uint64(len(c.buf))
 	}
 	l.dropDead()
+	l.checkpointSoon(c)
 	return nil
 }
 

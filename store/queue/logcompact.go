@@ -2,6 +2,7 @@ package queue
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/torpor-dev/torpor/store/queue/recordlog"
 )
@@ -11,8 +12,8 @@ import (
 type logMove struct {
 	a   *logAgent
 	seq uint64
-	off int64
-	n   int
+	off uint32
+	n   uint32
 }
 
 // moveForward copies into c, which starts a new segment, the live records
@@ -27,14 +28,15 @@ func (l *Log) moveForward(c *logBatch) error {
 	}
 	for _, a := range l.index.agents {
 		for _, e := range a.live {
-			if !from[e.seg] {
+			seg := l.index.seg(e.seg)
+			if !from[seg] {
 				continue
 			}
-			b, err := e.seg.ReadAt(e.off, e.n)
+			b, err := seg.ReadAt(int64(e.off), int(e.n))
 			if err != nil {
 				return fmt.Errorf("queue: moving record %s/%d forward: %w", a.name, e.seq, err)
 			}
-			c.moves = append(c.moves, logMove{a: a, seq: e.seq, off: c.base + int64(len(c.buf)), n: e.n})
+			c.moves = append(c.moves, logMove{a: a, seq: e.seq, off: entryOffset(c.base + int64(len(c.buf))), n: e.n})
 			c.buf = append(c.buf, b...)
 		}
 	}
@@ -50,11 +52,23 @@ func (l *Log) moved(c *logBatch) {
 			continue
 		}
 		e := &m.a.live[i]
-		if e.seg.Live--; e.seg.Live == 0 {
-			e.seg.DeadAt = c.gen
+		if s := l.index.seg(e.seg); s != &l.index.gone {
+			if s.Live--; s.Live == 0 {
+				s.DeadAt = c.gen
+			}
 		}
-		e.seg, e.off, e.n = c.seg, m.off, m.n
+		e.seg, e.off, e.n = uint32(c.seg.ID), m.off, m.n
 		c.seg.Live++
 		c.seg.Records++
 	}
+}
+
+// entryOffset returns off as a logEntry's offset. A segment ends soon
+// after maxSegmentSize (OpenLog caps SegmentSize), so off fits unless a
+// single commit wrote gigabytes: that commit fails (logBatch.run).
+func entryOffset(off int64) uint32 {
+	if off < 0 || off > math.MaxUint32 {
+		panic(fmt.Sprintf("queue: frame offset %d does not fit the index", off))
+	}
+	return uint32(off)
 }

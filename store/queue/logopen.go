@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -24,6 +25,7 @@ func OpenLog(dir string, o *LogOptions) (*Log, error) {
 	if opts.SegmentSize <= 0 {
 		opts.SegmentSize = defaultSegmentSize
 	}
+	opts.SegmentSize = min(opts.SegmentSize, maxSegmentSize)
 	if opts.ZeroAhead <= 0 {
 		opts.ZeroAhead = defaultZeroAhead
 	}
@@ -40,16 +42,17 @@ func OpenLog(dir string, o *LogOptions) (*Log, error) {
 	l := &Log{dir: dir, opts: opts, index: newIndex(), lock: lock}
 	l.commits = newLogCommits(l, opts.MaxBatchSize)
 	if err := l.load(); err != nil {
-		for _, s := range l.segs {
-			s.File.Close()
-		}
+		l.closeSegments()
 		lock.Close()
 		return nil, err
 	}
 	return l, nil
 }
 
-// load reads the segments in order, or creates the first.
+// load reads the segments in order, or creates the first. With a
+// checkpoint that matches them it decodes only the frames after it (and
+// checks the CRCs of all); with one that does not, it says why in
+// l.ckIgnored and reads them all.
 func (l *Log) load() error {
 	ids, err := recordlog.List(l.dir)
 	if err != nil {
@@ -63,35 +66,87 @@ func (l *Log) load() error {
 		l.segs = append(l.segs, seg)
 		return seg.WriteHeader()
 	}
-	for i, id := range ids {
+	ck, err := readCheckpoint(l.dir)
+	if err != nil {
+		l.ckIgnored, ck = stale("%v", err), nil
+	}
+	if ck != nil {
+		err := l.loadFrom(ids, ck)
+		if !errors.As(err, new(*staleCheckpoint)) {
+			return err
+		}
+		l.ckIgnored = err
+		l.closeSegments()
+		l.index, l.ckFresh, l.ckGone = newIndex(), false, false
+	}
+	return l.loadFrom(ids, nil)
+}
+
+// loadFrom opens the segments ids, installs ck (when not nil) and reads
+// the segments' frames, decoding those ck does not cover.
+func (l *Log) loadFrom(ids []uint64, ck *checkpoint) error {
+	for _, id := range ids {
 		seg, err := recordlog.Open(l.dir, id)
 		if err != nil {
 			return err
 		}
 		l.segs = append(l.segs, seg)
-		cut, err := recordlog.Scan(seg, recordlog.ScanOptions{Last: i == len(ids)-1, Now: l.opts.now()}, l.decodeEntry(seg), l.applyCommit)
+	}
+	if ck != nil {
+		if err := l.install(ck); err != nil {
+			return err
+		}
+		l.ckFresh = true
+	}
+	var buf []byte // the index keeps nothing of a frame's bytes: strings are copied
+	for i, seg := range l.segs {
+		o := recordlog.ScanOptions{Last: i == len(ids)-1, Now: l.opts.now(), Buf: &buf}
+		cut, err := recordlog.Scan(seg, o, l.decodeEntry(seg, ck), l.applyCommit)
 		if err != nil {
 			return err
 		}
 		if cut != (recordlog.Cut{}) {
 			l.cuts = append(l.cuts, cut)
+			l.ckFresh = false
+			if ck != nil && seg.ID == ck.pos.seg && cut.Offset < ck.pos.off {
+				return stale("segment %d was cut at %d, before its end %d", seg.ID, cut.Offset, ck.pos.off)
+			}
 		}
 	}
+	if err := l.checkGone(); err != nil {
+		return err
+	}
 	l.dropDead()
+	l.index.trim()
+	l.index.senders.sweep()
 	return nil
 }
 
-// replayed is one frame read at open, with where it is.
-type replayed struct {
-	frame
-	seg *recordlog.Segment
-	off int64
-	n   int
+// closeSegments closes the open segment files and forgets them.
+func (l *Log) closeSegments() {
+	for _, s := range l.segs {
+		s.File.Close()
+	}
+	l.segs = nil
 }
 
-// decodeEntry returns the decoder of seg's frames for recordlog.Scan.
-func (l *Log) decodeEntry(seg *recordlog.Segment) func(recordlog.Entry) (replayed, error) {
+// replayed is one frame read at open, with where it is; a frame the
+// checkpoint covers is only checked (covered).
+type replayed struct {
+	frame
+	seg     *recordlog.Segment
+	off     int64
+	n       int
+	covered bool
+}
+
+// decodeEntry returns the decoder of seg's frames for recordlog.Scan;
+// the frames ck covers are not decoded (recordlog checked their CRCs).
+func (l *Log) decodeEntry(seg *recordlog.Segment, ck *checkpoint) func(recordlog.Entry) (replayed, error) {
 	return func(e recordlog.Entry) (replayed, error) {
+		if ck != nil && coveredFrame(ck.pos, seg.ID, e.Off) {
+			return replayed{covered: true}, nil
+		}
 		f, err := decodePayload(e.Type, e.Fields)
 		return replayed{frame: f, seg: seg, off: e.Off, n: e.N}, err
 	}
@@ -100,7 +155,10 @@ func (l *Log) decodeEntry(seg *recordlog.Segment) func(recordlog.Entry) (replaye
 // applyCommit replays one commit's frames into the index.
 func (l *Log) applyCommit(frames []replayed) {
 	for _, f := range frames {
-		l.apply(f.seg, f.frame, f.off, f.n)
+		if !f.covered {
+			l.ckFresh = false
+			l.apply(f.seg, f.frame, f.off, f.n)
+		}
 	}
 }
 
@@ -111,13 +169,11 @@ func (l *Log) apply(seg *recordlog.Segment, f frame, off int64, n int) {
 	case frameRecord:
 		r := f.rec
 		l.index.add(a, logEntry{
-			seq: r.Seq, seg: seg, off: off, n: n, size: len(r.Body), kind: r.Kind,
-			from: r.From, expires: r.ExpiresAt.UnixNano(),
-		})
+			seq: r.Seq, seg: uint32(seg.ID), off: entryOffset(off), n: uint32(n), size: uint32(len(r.Body)), kind: r.Kind,
+			expires: r.ExpiresAt.UnixNano(),
+		}, r.From)
 	case frameAck:
-		for _, s := range f.seqs {
-			l.index.remove(a, s)
-		}
+		l.index.remove(a, f.seqs)
 	case frameSeq:
 		a.c.last = max(a.c.last, f.seq)
 	}
@@ -143,11 +199,6 @@ func (l *Log) rotate(c *logBatch) (*recordlog.Segment, error) {
 // is held.
 func (l *Log) dropDead() {
 	l.segs = recordlog.DropDead(l.segs, l.durable)
-	live := 0
-	for _, s := range l.segs {
-		live += s.Live
-	}
-	l.index.compactExpiry(live)
 }
 
 // exportBoltFile writes every agent's last seq and records of the bbolt

@@ -3,6 +3,9 @@ package queue
 import (
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/torpor-dev/torpor/store/queue/recordlog"
@@ -19,6 +22,11 @@ import (
 // receive twice (its replay cache drops the repeat). The log must not be
 // open elsewhere (OpenLog's lock says so).
 func RepairLog(dir string, now time.Time) ([]recordlog.Salvaged, error) {
+	// The checkpoint would spare the frames it covers a decode, not find
+	// what a repair drops: the repaired log is read whole.
+	if err := os.Remove(filepath.Join(dir, checkpointFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("queue: removing the index checkpoint: %w", err)
+	}
 	var done []recordlog.Salvaged
 	check := func(e recordlog.Entry) error {
 		_, err := decodePayload(e.Type, e.Fields)

@@ -51,7 +51,7 @@ const (
 // "ack N" (the relay deleted it), "done".
 func childDrainEvents(dir, socket string) int {
 	err := func() error {
-		q, err := queue.OpenBolt(filepath.Join(dir, "queue.db"), nil)
+		q, err := openQueue(dir)
 		if err != nil {
 			return err
 		}
@@ -230,9 +230,7 @@ func (w *world) enqueueMany(n int) (map[uint64]string, []byte) {
 	if err := sdb.Update(func(tx *bolt.Tx) error { return ss.Delivered(tx, pair.Group) }); err != nil {
 		w.t.Fatal(err)
 	}
-	// Setup writes without fsync; the queue is reopened with it for the
-	// agent.
-	q, err := queue.OpenBolt(filepath.Join(w.dir, "queue.db"), &queue.Options{Store: &store.Options{NoSync: true}})
+	q, err := openQueue(w.dir)
 	if err != nil {
 		w.t.Fatal(err)
 	}
@@ -383,7 +381,7 @@ func (w *world) lostInLedger() map[string]bool {
 // Welcome as the joined group, each object in the replay cache.
 func (w *world) checkCommittedBeforeAck(ids map[uint64]string, group []byte) {
 	w.t.Helper()
-	q, err := queue.OpenBolt(filepath.Join(w.dir, "queue.db"), nil)
+	q, err := openQueue(w.dir)
 	if err != nil {
 		w.t.Fatal(err)
 	}
@@ -429,7 +427,7 @@ func (w *world) checkCommittedBeforeAck(ids map[uint64]string, group []byte) {
 
 // queued returns the records still queued.
 func (w *world) queued() int {
-	q, err := queue.OpenBolt(filepath.Join(w.dir, "queue.db"), nil)
+	q, err := openQueue(w.dir)
 	if err != nil {
 		w.t.Fatal(err)
 	}

@@ -6,7 +6,9 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -87,7 +89,7 @@ func childDrain(dir string) int {
 }
 
 func drainOnce(dir string) (drain.Report, error) {
-	q, err := queue.OpenBolt(filepath.Join(dir, "queue.db"), nil)
+	q, err := openQueue(dir)
 	if err != nil {
 		return drain.Report{}, err
 	}
@@ -197,7 +199,7 @@ func (w *world) sign(k *did.PrivateKey, p, id string, payload any) []byte {
 // message, as the relay does for a sleeping agent.
 func (w *world) enqueue(from *did.PrivateKey, objs ...[]byte) {
 	w.t.Helper()
-	q, err := queue.OpenBolt(filepath.Join(w.dir, "queue.db"), nil)
+	q, err := openQueue(w.dir)
 	if err != nil {
 		w.t.Fatal(err)
 	}
@@ -361,4 +363,15 @@ func (w *world) ledgerState(key string) string {
 		return err.Error()
 	}
 	return e.State.String()
+}
+
+// openQueue opens the relay queue of the test's directory as the relay
+// would: whichever engine the directory holds (queue.OpenDir), or a new
+// record log, the relay's default engine.
+func openQueue(dir string) (queue.Store, error) {
+	q, err := queue.OpenDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return queue.OpenLog(filepath.Join(dir, queue.LogDir), nil)
+	}
+	return q, err
 }

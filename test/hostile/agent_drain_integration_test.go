@@ -83,13 +83,13 @@ func TestAgentRefusedRecordAckedOnce(t *testing.T) {
 var oldBodies = []string{"not json", `{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"id":"x"}}`,
 	`{"jsonrpc":"2.0","id":2,"method":"SendMessage","method":"GetTask","params":{}}`}
 
-// queueOld stops r, writes bodies for agent into its queue.db as an older
-// relay that stored them would have, and starts the relay again on its
-// files.
+// queueOld stops r, writes bodies for agent into its queue (whichever
+// engine its data directory holds, queue.OpenDir) as an older relay that
+// stored them would have, and starts the relay again on its files.
 func queueOld(t *testing.T, r *relayProc, agent, from string, bodies []string) *relayProc {
 	t.Helper()
 	r.Stop()
-	q, err := queue.OpenBolt(filepath.Join(r.Dir, "queue.db"), nil)
+	q, err := queue.OpenDir(r.Dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,11 +24,14 @@ import (
 // random number of 503 answers), 20 times. After each restart every message
 // that was answered 503 queued:true must be in the queue, whole; any other
 // message present must be one whose answer the kill cut off; no record may
-// be torn or duplicated.
-func TestCrashKeepsEveryQueuedAnswer(t *testing.T) { crashKeepsEveryQueuedAnswer(t) }
+// be torn or duplicated. It runs on --queue-engine bolt;
+// TestCrashKeepsEveryQueuedAnswerLog on the default, the record log.
+func TestCrashKeepsEveryQueuedAnswer(t *testing.T) {
+	crashKeepsEveryQueuedAnswer(t, "--queue-engine", "bolt")
+}
 
 // TestCrashKeepsEveryQueuedAnswerLog is TestCrashKeepsEveryQueuedAnswer
-// on the record log (--queue-engine log).
+// on the record log (--queue-engine log, the default).
 func TestCrashKeepsEveryQueuedAnswerLog(t *testing.T) {
 	crashKeepsEveryQueuedAnswer(t, "--queue-engine", "log")
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/torpor-dev/torpor/clock"
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/store"
 	"github.com/torpor-dev/torpor/store/agents"
 	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
@@ -460,7 +461,13 @@ func (s *Relay) serveHealth(w http.ResponseWriter, r *http.Request) {
 // store failed: 503 with queued false, which a sender may retry, and
 // logs the cause.
 func (s *Relay) storeFailed(w http.ResponseWriter, err error) {
-	s.log.Error("store failed", "err", err)
+	if ce := (*store.CorruptError)(nil); errors.As(err, &ce) {
+		// Sticky until a restart, which the start check then refuses.
+		s.log.Error("store failed", "err", err, "fix", "stop the relay, move "+ce.Path+
+			" aside (keep it for diagnosis), then restore it from a backup or run torpor-relay once with --reinitialise (what it held is lost)")
+	} else {
+		s.log.Error("store failed", "err", err)
+	}
 	w.Header().Set("Retry-After", strconv.Itoa(storeRetryAfter))
 	writeJSON(w, http.StatusServiceUnavailable, struct {
 		Error         string `json:"error"`

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"os"
 	"path/filepath"
 	"time"
@@ -63,6 +64,11 @@ type ScanOptions struct {
 	Last bool
 	// Now names the copy of a cut tail (zero: time.Now).
 	Now time.Time
+	// Buf, when not nil, is the buffer Scan reads the segment into,
+	// grown as needed and left in *Buf for the next Scan: a user that
+	// scans many segments and keeps nothing of an Entry's Fields after
+	// apply returns allocates one buffer instead of one per segment.
+	Buf *[]byte
 }
 
 // sectorSize is the smallest unit a disk writes whole; a torn write
@@ -84,7 +90,7 @@ const sectorSize = 512
 // never completely written starts again empty. Anything else that is not
 // frames and zeros is a *DamageError, and nothing is changed.
 func Scan[T any](s *Segment, o ScanOptions, decode func(Entry) (T, error), apply func([]T)) (Cut, error) {
-	data, err := os.ReadFile(s.Path)
+	data, err := readSegment(s, o.Buf)
 	if err != nil {
 		return Cut{}, fmt.Errorf("recordlog: reading a segment: %w", err)
 	}
@@ -319,4 +325,24 @@ func nonZero(b []byte) int64 {
 		n--
 	}
 	return int64(n)
+}
+
+// readSegment reads s whole, into *buf when buf is not nil.
+func readSegment(s *Segment, buf *[]byte) ([]byte, error) {
+	if buf == nil {
+		return os.ReadFile(s.Path)
+	}
+	fi, err := s.File.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if int64(cap(*buf)) < fi.Size() {
+		*buf = make([]byte, fi.Size())
+	}
+	data := (*buf)[:fi.Size()]
+	n, err := s.File.ReadAt(data, 0)
+	if err == io.EOF && int64(n) == fi.Size() {
+		err = nil
+	}
+	return data[:n], err
 }
