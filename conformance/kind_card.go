@@ -106,7 +106,9 @@ func (h *relayHarness) buildCase(name, description, offline string) (string, err
 	if _, err := h.dev.Publish(context.Background(), wire.State{Mode: mode, Card: card}); err != nil {
 		return "", err
 	}
-	resp, err := http.Get(h.srv.URL + "/a/" + h.agent.DID().String() + a2a.CardPath)
+	req, _ := http.NewRequest(http.MethodGet, h.srv.URL+"/a/"+h.agent.DID().String()+a2a.CardPath, nil)
+	req.Header.Set("A2A-Version", "1.0") // the signed card, not the 0.3 view
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return "", err
 	}

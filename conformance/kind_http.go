@@ -298,7 +298,8 @@ func (h *relayHarness) enqueuedFrom(ctx context.Context, before, after int) (str
 	return recs[len(recs)-1].From, nil
 }
 
-// request builds the vector's request to the agent: GET fetches its card,
+// request builds the vector's request to the agent: GET fetches its card
+// (the A2A 1.0 one),
 // anything else posts the body to its JSON-RPC endpoint, with a DID Bearer
 // token of the vector's caller when it names one.
 func (h *relayHarness) request(r httpRequest) (*http.Request, error) {
@@ -306,6 +307,9 @@ func (h *relayHarness) request(r httpRequest) (*http.Request, error) {
 	var req *http.Request
 	if r.Method == http.MethodGet {
 		req, _ = http.NewRequest(http.MethodGet, base+a2a.CardPath, nil)
+		// The signed A2A 1.0 card; without the header the relay serves
+		// its 0.3 view (A2A 1.0, Section 3.6.2; docs/a2a.md).
+		req.Header.Set("A2A-Version", "1.0")
 	} else {
 		req, _ = http.NewRequest(r.Method, base+a2a.JSONRPCPath, strings.NewReader(r.Body))
 		req.Header.Set("Content-Type", "application/json")

@@ -19,7 +19,9 @@ import (
 func (w *world) served() (a2a.Liveness, []byte) {
 	w.t.Helper()
 	get := func(path string) []byte {
-		resp, err := http.Get(w.srv.URL + "/a/" + w.key.DID().String() + path)
+		req, _ := http.NewRequest(http.MethodGet, w.srv.URL+"/a/"+w.key.DID().String()+path, nil)
+		req.Header.Set("A2A-Version", "1.0") // the signed card, not its 0.3 view
+		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			w.t.Fatal(err)
 		}

@@ -37,7 +37,7 @@ var Layers = []Layer{
 		Name: "protocol leaves",
 		Packages: []string{"did/...", "governed/...", "pulse", "mls/...", "transport/a2a", "transport/bearer/...",
 			"transport/link/wire", "transport/mqtt/envelope", "transport/mqtt/cborjson", "transport/mqtt/login",
-			"transport/a2a/queuebounds"},
+			"transport/a2a/queuebounds", "transport/a2a/a2arelay"},
 	},
 	{
 		Name: "device transports, sessions",

@@ -31,8 +31,12 @@ const (
 	// SecuritySchemeDIDBearer is the name of the DID Bearer security scheme
 	// on the card, as the reference names it.
 	SecuritySchemeDIDBearer = "atomDidBearer"
-	// BearerFormatDID is that scheme's bearerFormat.
+	// BearerFormatDID is that scheme's bearerFormat, the reference's name
+	// of the DID Bearer token format (transport/bearer.Format).
 	BearerFormatDID = "AtomDID"
+	// BearerDescription is that scheme's description: what the token is
+	// and where it is specified.
+	BearerDescription = "DID Bearer (bearerFormat AtomDID): Authorization: Bearer atom.<claims>.<sig>, an Ed25519 did:key signature over canonical {v,did,aud,iat,exp} with aud = this origin; https://github.com/torpor-dev/torpor/blob/main/docs/a2a.md#the-did-bearer-token"
 
 	// ProtocolBindingJSONRPC is the binding of both interfaces a card lists.
 	ProtocolBindingJSONRPC = "JSONRPC"
@@ -181,7 +185,7 @@ func BuildCard(o CardOptions) (*Card, error) {
 		},
 		Capabilities: Capabilities{Extensions: exts},
 		SecuritySchemes: map[string]SecurityScheme{SecuritySchemeDIDBearer: {HTTPAuth: &HTTPAuthSecurityScheme{
-			Description:  "DID Bearer: Authorization: Bearer atom.<claims>.<sig>, an Ed25519 did:key signature over canonical {v,did,aud,iat,exp} with aud = this origin",
+			Description:  BearerDescription,
 			Scheme:       "Bearer",
 			BearerFormat: BearerFormatDID,
 		}}},

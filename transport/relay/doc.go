@@ -16,7 +16,9 @@
 //	POST /a/{did}/a2a/jsonrpc                  A2A JSON-RPC: v1.0 SendMessage with
 //	                                           "A2A-Version: 1.0", v0.3 message/send
 //	                                           without the header (draft §7.8)
-//	GET  /a/{did}/.well-known/agent-card.json  the card the device signed, verbatim
+//	GET  /a/{did}/.well-known/agent-card.json  the card the device signed, verbatim,
+//	                                           with "A2A-Version: 1.0"; its A2A 0.3
+//	                                           view (a2a.CardV03) without the header
 //	GET  /a/{did}/pulse                        the device's latest signed liveness pulse
 //	GET  /a/{did}/mls/key-package              {did, wire}: one KeyPackage, handed out once
 //	GET  /link                                 the device link (WebSocket, see transport/link/wire)
@@ -157,7 +159,9 @@
 //
 // The device signs its card (a2a.SignCard) and uploads it over the link;
 // the relay checks that kid is the agent's DID and that the signature
-// verifies, and serves those bytes verbatim. It holds no agent key and
+// verifies, and serves those bytes verbatim to an A2A 1.0 client and
+// their unsigned 0.3 view, a2a.CardV03, to a client that names no version
+// or 0.x (A2A 1.0, Section 3.6.2; serveCard). It holds no agent key and
 // cannot forge a card. KeyPackages (public halves) are verified when
 // published (Config.KeyPackages: RFC 9420 Section 10.1 and the credential
 // binding to the device's DID; duplicates refused, at most

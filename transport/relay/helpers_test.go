@@ -167,6 +167,17 @@ func (h *harness) get(tb testing.TB, path string) resp {
 	return h.do(tb, req)
 }
 
+// getCard gets path, a card URL, as an A2A client of version (A2A-Version;
+// "" sends none).
+func (h *harness) getCard(tb testing.TB, path, version string) resp {
+	tb.Helper()
+	req, _ := http.NewRequest("GET", h.srv.URL+path, nil)
+	if version != "" {
+		req.Header.Set("A2A-Version", version)
+	}
+	return h.do(tb, req)
+}
+
 // admit admits key's agent, as an operator does: it leaves probation.
 func (h *harness) admit(tb testing.TB, key *did.PrivateKey) {
 	tb.Helper()

@@ -20,6 +20,7 @@ import (
 	"github.com/torpor-dev/torpor/store"
 	"github.com/torpor-dev/torpor/store/agents"
 	"github.com/torpor-dev/torpor/store/queue"
+	"github.com/torpor-dev/torpor/transport/a2a"
 	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"github.com/torpor-dev/torpor/transport/bearer"
 	"github.com/torpor-dev/torpor/transport/link/server"
@@ -380,8 +381,29 @@ func agentPath(w http.ResponseWriter, r *http.Request) (did.DID, bool) {
 	return id, true
 }
 
+// serveCard serves the card the device signed, verbatim, to a client that
+// asks for A2A 1.0 (A2A-Version: 1.0, as @a2a-js/sdk's resolver sends), and
+// its A2A 0.3 view, a2a.CardV03, to one that asks for 0.3 or names no
+// version (A2A 1.0, Section 3.6.2), as a2a-go's resolver does. The view is
+// derived from the signed bytes and unsigned (docs/a2a.md, "The card").
 func (s *Relay) serveCard(w http.ResponseWriter, r *http.Request) {
-	s.serveVerbatim(w, r, func(st agents.State) []byte { return st.Card }, "no_card", "the agent's device has not uploaded a card")
+	w.Header().Add("Vary", "A2A-Version")
+	pick := func(st agents.State) []byte { return st.Card }
+	if a2a.WantsCardV03(r.Header.Get("A2A-Version")) {
+		pick = func(st agents.State) []byte {
+			if len(st.Card) == 0 {
+				return nil
+			}
+			v, err := a2a.CardV03(st.Card)
+			if err != nil {
+				// A card with no 0.3 JSON-RPC interface, or a security
+				// scheme 0.3 cannot state, is served as signed.
+				return st.Card
+			}
+			return v
+		}
+	}
+	s.serveVerbatim(w, r, pick, "no_card", "the agent's device has not uploaded a card")
 }
 
 // serveCardWithoutAgent answers the URL that WHATWG URL resolution (RFC

@@ -333,7 +333,7 @@ func TestCardAndPulse(t *testing.T) {
 	h := newHarness(t, nil)
 	dev, mallory := didtest.Key(t, 1), didtest.Key(t, 9)
 	c := h.device(t, dev, "sleep", deviceOpts{pulse: []byte(`{"pulse":1}`)})
-	r := h.get(t, "/a/"+dev.DID().String()+"/.well-known/agent-card.json")
+	r := h.getCard(t, "/a/"+dev.DID().String()+"/.well-known/agent-card.json", "1.0")
 	if r.status != 200 {
 		t.Fatalf("card: %d %s", r.status, r.body)
 	}
@@ -379,7 +379,7 @@ func TestCardAndPulse(t *testing.T) {
 		})
 	}
 	// Nothing of the refused states was stored.
-	if r := h.get(t, "/a/"+dev.DID().String()+"/.well-known/agent-card.json"); !bytes.Equal(r.body, st.Card) {
+	if r := h.getCard(t, "/a/"+dev.DID().String()+"/.well-known/agent-card.json", "1.0"); !bytes.Equal(r.body, st.Card) {
 		t.Error("a refused state changed the card")
 	}
 	if r := h.get(t, "/a/"+didtest.Key(t, 5).DID().String()+"/.well-known/agent-card.json"); r.status != 404 {
@@ -631,7 +631,7 @@ func TestAgentBoundsOverride(t *testing.T) {
 			t.Errorf("other agent, request %d: %d", i, r.status)
 		}
 	}
-	card, _ := a2a.ParseCard(h.get(t, "/a/"+dev.DID().String()+"/.well-known/agent-card.json").body)
+	card, _ := a2a.ParseCard(h.getCard(t, "/a/"+dev.DID().String()+"/.well-known/agent-card.json", "1.0").body)
 	if qb, _, _ := card.QueueBounds(); qb.MaxMessages != 1 {
 		t.Errorf("card publishes maxMessages %d, want 1", qb.MaxMessages)
 	}
@@ -697,5 +697,39 @@ func TestHourlyRetryAfterFollowsAnnouncedWake(t *testing.T) {
 	r = h.post(t, dev.DID(), alice, "1.0", sendV1)
 	if ra, _ := strconv.Atoi(r.header.Get("Retry-After")); r.status != 503 || ra < 1 || ra >= 90 {
 		t.Errorf("no announced wake: %d Retry-After %d, want 503 and 1 <= n < 90", r.status, ra)
+	}
+}
+
+// TestCardVersions: the card URL serves the signed card to an A2A 1.0
+// client and its 0.3 view (a2a.CardV03 of the signed bytes, unsigned) to a
+// 0.3 client and to one that names no version (A2A 1.0, Section 3.6.2), as
+// a2a-go's resolver does; before, every client got the 1.0 card, which
+// a2a-go cannot read.
+func TestCardVersions(t *testing.T) {
+	h := newHarness(t, nil)
+	dev := didtest.Key(t, 1)
+	h.device(t, dev, "sleep", deviceOpts{})
+	st, _ := h.states.Get(context.Background(), dev.DID().String())
+	v03, err := a2a.CardV03(st.Card)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := "/a/" + dev.DID().String() + a2a.CardPath
+	for version, want := range map[string][]byte{"1.0": st.Card, "1": st.Card, "": v03, "0.3": v03} {
+		r := h.getCard(t, path, version)
+		if r.status != 200 || !bytes.Equal(r.body, want) {
+			t.Errorf("A2A-Version %q: %d %s", version, r.status, r.body)
+		}
+		if !slices.Contains(r.header.Values("Vary"), "A2A-Version") {
+			t.Errorf("A2A-Version %q: Vary %q", version, r.header.Values("Vary"))
+		}
+	}
+	var m map[string]any
+	json.Unmarshal(h.getCard(t, path, "").body, &m)
+	if m["url"] != h.srv.URL+path[:len(path)-len(a2a.CardPath)]+a2a.JSONRPCPath {
+		t.Errorf("0.3 view url = %v", m["url"])
+	}
+	if r := h.getCard(t, "/a/"+didtest.Key(t, 5).DID().String()+a2a.CardPath, ""); r.status != 404 {
+		t.Errorf("unknown agent's 0.3 card: %d", r.status)
 	}
 }
