@@ -161,11 +161,11 @@ func startRelay(dir string, now time.Time, b queuebounds.Bounds) (*relayHarness,
 		return nil, err
 	}
 	h.srv = httptest.NewUnstartedServer(nil)
-	h.relay, err = relay.New(relay.Config{PublicURL: "http://" + h.srv.Listener.Addr().String(), Queue: h.q, States: h.states, Bounds: b, Clock: h.clk, KeyPackages: kpcheck.Verifier{},
+	h.relay, err = relay.New(relay.Config{PublicURL: "http://" + h.srv.Listener.Addr().String(), Stores: relay.Stores{Queue: h.q, States: h.states}, Limits: relay.Limits{Bounds: b}, Clock: h.clk, KeyPackages: kpcheck.Verifier{},
 		// The vectors' agent is the profile's generic one, which takes
 		// any body ("one", "{}"), and the reference knows no probation; a
 		// Torpor device takes only A2A requests.
-		StoreOpaque: true, AdmitAll: true})
+		Access: relay.Access{StoreOpaque: true, AdmitAll: true}})
 	if err != nil {
 		h.srv.Close()
 		h.close()

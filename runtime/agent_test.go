@@ -85,10 +85,12 @@ func newWorldWith(t *testing.T, mode wake.Mode, rc relay.Config) *world {
 			Kernel:  w.kernel,
 			Rand:    bytes.NewReader(make([]byte, 1<<16)),
 		},
-		DataDir:      filepath.Join(dir, "agent"),
-		RelayURL:     w.srv.URL,
-		Mode:         mode,
-		WindowLength: w.window.Length,
+		Store: runtime.Store{DataDir: filepath.Join(dir, "agent")},
+		Relay: runtime.Relay{URL: w.srv.URL},
+		Schedule: runtime.Schedule{
+			Mode:         mode,
+			WindowLength: w.window.Length,
+		},
 	}
 	w.newAgent()
 	return w
@@ -183,7 +185,7 @@ func (s *suspendSource) Halt() error { return nil }
 func (w *world) bootSuspending() (*suspendSource, runtime.WakeReport) {
 	w.t.Helper()
 	rtc := &suspendSource{w: w, asleep: make(chan struct{}, 1), wakeup: make(chan struct{})}
-	w.cfg.Sources = []wake.Source{rtc}
+	w.cfg.Schedule.Sources = []wake.Source{rtc}
 	w.newAgent()
 	w.run()
 	return rtc, w.nextWake()
@@ -217,7 +219,7 @@ func (w *world) send(sender *did.PrivateKey, obj []byte) (int, int) {
 func TestHourlyWakeDrainsAtTheWindow(t *testing.T) {
 	w := newWorld(t, wake.HourlyWake)
 	rtc := &suspendSource{w: w, asleep: make(chan struct{}, 1), wakeup: make(chan struct{})}
-	w.cfg.Sources = []wake.Source{rtc}
+	w.cfg.Schedule.Sources = []wake.Source{rtc}
 	w.newAgent()
 	before := goruntime.NumGoroutine() // with the relay serving
 	w.run()
@@ -459,7 +461,7 @@ func TestModeChangeAndLiveRequests(t *testing.T) {
 // (StoreOpaque) so that they reach the agent. Before, the agent answered
 // "Method not found" and echoed the id raw.
 func TestLiveInvalidRequest(t *testing.T) {
-	w := newWorldWith(t, wake.HourlyWake, relay.Config{StoreOpaque: true})
+	w := newWorldWith(t, wake.HourlyWake, relay.Config{Access: relay.Access{StoreOpaque: true}})
 	w.run()
 	w.nextWake() // boot
 	if err := w.agent.SetMode(wake.AlwaysOn, time.Time{}); err != nil {

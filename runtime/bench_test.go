@@ -124,14 +124,16 @@ func (bw *benchWorld) config(key *did.PrivateKey, agentDir string, mls bool) run
 				}
 			},
 		},
-		DataDir:   agentDir,
-		RelayURL:  bw.relay.URL,
-		Mode:      wake.AlwaysOn,
-		BatchSize: 64,
-		OpenMLS: func(db *bolt.DB) (drain.Sessions, runtime.KeyPackages, error) {
+		Store: runtime.Store{
+			DataDir:   agentDir,
+			BatchSize: 64,
+		},
+		Relay:    runtime.Relay{URL: bw.relay.URL},
+		Schedule: runtime.Schedule{Mode: wake.AlwaysOn},
+		MLS: runtime.MLS{OpenMLS: func(db *bolt.DB) (drain.Sessions, runtime.KeyPackages, error) {
 			s, err := session.New(session.Config{Key: key})
 			return sessions.Sessions{S: s}, sessions.KeyPackages{S: s, DB: db}, err
-		},
+		}},
 	}
 }
 

@@ -26,7 +26,7 @@ import (
 // bbolt file, and accepts only encrypted objects.
 func (w *world) withMLS() {
 	w.cfg.AllowPlaintext = false
-	w.cfg.OpenMLS = func(db *bolt.DB) (drain.Sessions, runtime.KeyPackages, error) {
+	w.cfg.MLS.OpenMLS = func(db *bolt.DB) (drain.Sessions, runtime.KeyPackages, error) {
 		s, err := session.New(session.Config{Key: w.key, Clock: w.clock})
 		if err != nil {
 			return nil, nil, err

@@ -84,9 +84,9 @@ func TestLostHandOffIsReportedAfterAKilledWake(t *testing.T) {
 	w.cfg.Logger = slog.New(slog.NewTextHandler(&log, nil))
 	alice := runtimetest.Key(t, 1)
 	obj := runtimetest.Object(t, alice, "comms:message", t0, 2*time.Hour, nil)
-	killHandOff(t, w.cfg.DataDir, w.cfg.PipelineConfig, obj, true)
+	killHandOff(t, w.cfg.Store.DataDir, w.cfg.PipelineConfig, obj, true)
 	rtc := &suspendSource{w: w, asleep: make(chan struct{}, 1), wakeup: make(chan struct{})}
-	w.cfg.Sources = []wake.Source{rtc}
+	w.cfg.Schedule.Sources = []wake.Source{rtc}
 	w.newAgent()
 	w.run()
 	w.nextWake() // boot
@@ -125,7 +125,7 @@ func TestKilledHandOffAtLeastOnceIsRepeated(t *testing.T) {
 	w.cfg.Notify = drain.AtLeastOnce
 	alice := runtimetest.Key(t, 1)
 	obj := runtimetest.Object(t, alice, "comms:message", t0, 2*time.Hour, nil)
-	cut := killHandOff(t, w.cfg.DataDir, w.cfg.PipelineConfig, obj, false)
+	cut := killHandOff(t, w.cfg.Store.DataDir, w.cfg.PipelineConfig, obj, false)
 	w.newAgent()
 	w.run()
 	w.nextWake() // boot
@@ -149,7 +149,7 @@ func TestKilledHandOffAtLeastOnceIsRepeated(t *testing.T) {
 func TestLostHandOffInTheMQTTStatus(t *testing.T) {
 	obj := runtimetest.Object(t, runtimetest.Key(t, 1), "comms:message", cmdStart, 2*time.Hour, nil)
 	w := newCmdWorldWith(t, wake.AlwaysOn, func(w *cmdWorld, cfg *runtime.Config, _ *manage.CommandsConfig) {
-		killHandOff(t, cfg.DataDir, cfg.PipelineConfig, obj, false)
+		killHandOff(t, cfg.Store.DataDir, cfg.PipelineConfig, obj, false)
 	})
 	w.Run()
 	w.AwaitStatus(func(s envelope.Status) bool {

@@ -51,7 +51,7 @@ func (w *cmdWorld) takeKeyPackages() int {
 // pool (session.DefaultPoolSize) on its bbolt file.
 func withMLSPool(w *cmdWorld, cfg *runtime.Config, _ *manage.CommandsConfig) {
 	cfg.AllowPlaintext = false
-	cfg.OpenMLS = func(db *bolt.DB) (drain.Sessions, runtime.KeyPackages, error) {
+	cfg.MLS.OpenMLS = func(db *bolt.DB) (drain.Sessions, runtime.KeyPackages, error) {
 		s, err := session.New(session.Config{Key: w.Key, Clock: w.Clock})
 		if err != nil {
 			return nil, nil, err

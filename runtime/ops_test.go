@@ -60,7 +60,7 @@ func TestSetWindowPersists(t *testing.T) {
 	}
 	w.shutdown()
 
-	w.cfg.WindowLength = 3 * time.Minute // the configuration changed: it wins
+	w.cfg.Schedule.WindowLength = 3 * time.Minute // the configuration changed: it wins
 	w.newAgent()
 	w.run()
 	w.nextWake()
@@ -185,7 +185,7 @@ func TestRotateKey(t *testing.T) {
 	if err := did.SaveKey(keyFile, w.key, false); err != nil {
 		t.Fatal(err)
 	}
-	w.cfg.KeyFile = keyFile
+	w.cfg.Store.KeyFile = keyFile
 	w.withMLS()
 	w.run()
 	w.nextWake() // boot
@@ -395,7 +395,7 @@ func TestRotateKeysOverMQTT(t *testing.T) {
 		if err := did.SaveKey(keyFile, w.Key, false); err != nil {
 			t.Fatal(err)
 		}
-		cfg.KeyFile = keyFile
+		cfg.Store.KeyFile = keyFile
 		cc.RotateKey = func(ctx context.Context, k *did.PrivateKey, h []byte) error { return w.Agent.RotateKey(ctx, k, h) }
 	})
 	w.Run()
@@ -487,7 +487,7 @@ func hasPhase(r runtime.WakeReport, name string) bool {
 func TestAnnounceFollowsScheduleChange(t *testing.T) {
 	w := newWorld(t, wake.Sleep)
 	first := t0.Add(10 * time.Minute)
-	w.cfg.ScheduledWake = first
+	w.cfg.Schedule.ScheduledWake = first
 	w.newAgent()
 	w.run()
 	if boot := w.nextWake(); !boot.NextWake.Equal(first) {
@@ -544,7 +544,7 @@ func TestWakeLogNamesTheWakeDetail(t *testing.T) {
 	var log runtimetest.Log
 	w.cfg.Logger = slog.New(slog.NewTextHandler(&log, nil))
 	src := detailSource{w, make(chan struct{}, 1)}
-	w.cfg.Sources = []wake.Source{src}
+	w.cfg.Schedule.Sources = []wake.Source{src}
 	w.newAgent()
 	w.run()
 	w.nextWake()  // boot

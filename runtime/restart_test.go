@@ -149,7 +149,7 @@ func checkRTCArmedFor(t *testing.T, w *world, rtc *suspendSource, start time.Tim
 
 	// The store kept the restart's cycle: the last wake recorded is
 	// the one after it.
-	db, err := bolt.Open(filepath.Join(w.cfg.DataDir, runtime.DBFile), 0o600, &bolt.Options{ReadOnly: true})
+	db, err := bolt.Open(filepath.Join(w.cfg.Store.DataDir, runtime.DBFile), 0o600, &bolt.Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,7 +29,7 @@ func TestOwnerSetsTheTimeFloor(t *testing.T) {
 			if owner {
 				cfg.Owner = w.OpKey.DID()
 			}
-			dataDir = cfg.DataDir
+			dataDir = cfg.Store.DataDir
 		})
 		w.Run()
 		w.AwaitStatus(func(s envelope.Status) bool { return s.State == envelope.StateAwake })

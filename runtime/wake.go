@@ -220,11 +220,11 @@ func (w *wakeRun) prepare(start time.Time, mgmt Management) {
 			}
 		}
 	})
-	if a.cfg.KeyPackages != nil {
+	if a.cfg.MLS.KeyPackages != nil {
 		wg.Go(func() {
 			w.ph.measure(PhaseKeyPackages, func() error {
 				var err error
-				w.kps, err = a.cfg.KeyPackages.Refill(w.ctx, a.cfg.kpTarget())
+				w.kps, err = a.cfg.MLS.KeyPackages.Refill(w.ctx, a.cfg.kpTarget())
 				if err == nil {
 					w.lr, err = w.lastResort()
 				}
@@ -358,10 +358,10 @@ func (w *wakeRun) publish() {
 // yet published; nil without a pool or when the refill fails (logged: the
 // state goes out anyway).
 func (w *wakeRun) unpublished() [][]byte {
-	if w.a.cfg.KeyPackages == nil {
+	if w.a.cfg.MLS.KeyPackages == nil {
 		return nil
 	}
-	kps, err := w.a.cfg.KeyPackages.Refill(w.ctx, w.a.cfg.kpTarget())
+	kps, err := w.a.cfg.MLS.KeyPackages.Refill(w.ctx, w.a.cfg.kpTarget())
 	if err != nil {
 		w.a.log.Warn("refilling KeyPackages", "err", err)
 		return nil
@@ -376,7 +376,7 @@ func (w *wakeRun) unpublished() [][]byte {
 // replaced as due; nil when the relay holds it already or the pool keeps
 // none (LastResortKeyPackages).
 func (w *wakeRun) lastResort() ([]byte, error) {
-	lr, ok := w.a.cfg.KeyPackages.(LastResortKeyPackages)
+	lr, ok := w.a.cfg.MLS.KeyPackages.(LastResortKeyPackages)
 	if !ok {
 		return nil, nil
 	}
@@ -386,7 +386,7 @@ func (w *wakeRun) lastResort() ([]byte, error) {
 // lastResortHeld records the last-resort KeyPackage the relay's state-ok
 // names, and forgets the one to publish once the relay holds it.
 func (w *wakeRun) lastResortHeld(ctx context.Context, held *wire.Held) error {
-	lr, ok := w.a.cfg.KeyPackages.(LastResortKeyPackages)
+	lr, ok := w.a.cfg.MLS.KeyPackages.(LastResortKeyPackages)
 	if !ok || held == nil {
 		return nil
 	}
@@ -407,10 +407,10 @@ func (w *wakeRun) lastResortHeld(ctx context.Context, held *wire.Held) error {
 // whole again while the device sleeps.
 func (w *wakeRun) publishState(ctx context.Context, an announcement, card []byte, kps [][]byte) error {
 	taken, err := w.publishOnce(ctx, an, card, kps)
-	if err != nil || taken == 0 || w.a.cfg.KeyPackages == nil {
+	if err != nil || taken == 0 || w.a.cfg.MLS.KeyPackages == nil {
 		return err
 	}
-	more, err := w.a.cfg.KeyPackages.Refill(ctx, w.a.cfg.kpTarget())
+	more, err := w.a.cfg.MLS.KeyPackages.Refill(ctx, w.a.cfg.kpTarget())
 	if err != nil || len(more) == 0 {
 		return err
 	}
@@ -435,7 +435,7 @@ func (w *wakeRun) publishOnce(ctx context.Context, an announcement, card []byte,
 		KeyPackages: kps,
 		LastResort:  w.lr,
 		Pulse:       an.pulse,
-		Bounds:      &a.cfg.Bounds,
+		Bounds:      &a.cfg.Relay.Bounds,
 		Status:      w.status(),
 	}
 	if !an.next.IsZero() {
@@ -453,7 +453,7 @@ func (w *wakeRun) publishOnce(ctx context.Context, an announcement, card []byte,
 	if err := w.lastResortHeld(ctx, ok.Held); err != nil {
 		return 0, err
 	}
-	if a.cfg.KeyPackages == nil || (len(kps) == 0 && ok.Held == nil) {
+	if a.cfg.MLS.KeyPackages == nil || (len(kps) == 0 && ok.Held == nil) {
 		return 0, nil
 	}
 	var held [][]byte
@@ -463,7 +463,7 @@ func (w *wakeRun) publishOnce(ctx context.Context, an announcement, card []byte,
 			held = [][]byte{} // the relay holds none
 		}
 	}
-	taken, err := a.cfg.KeyPackages.Published(ctx, kps, held)
+	taken, err := a.cfg.MLS.KeyPackages.Published(ctx, kps, held)
 	if err != nil {
 		return 0, err
 	}
@@ -596,10 +596,10 @@ func (a *Agent) card(an announcement, ceiling queuebounds.Bounds) ([]byte, error
 	if name == "" {
 		name = "torpor-agent"
 	}
-	bounds := ceiling.Clamp(&a.cfg.Bounds)
+	bounds := ceiling.Clamp(&a.cfg.Relay.Bounds)
 	c, err := a2a.BuildCard(a2a.CardOptions{
 		Name:        name,
-		BaseURL:     strings.TrimRight(a.cfg.RelayURL, "/") + "/a/" + a.cfg.Key.DID().String(),
+		BaseURL:     strings.TrimRight(a.cfg.Relay.URL, "/") + "/a/" + a.cfg.Key.DID().String(),
 		OfflineMode: string(an.mode),
 		Bounds:      &bounds,
 		Policy:      &a2a.Policy{Plaintext: a.cfg.AllowPlaintext},
@@ -644,7 +644,7 @@ func (a *Agent) dial(ctx context.Context, rep *WakeReport) (Link, error) {
 	var warned time.Time // when the last "relay unreachable" was logged
 	for {
 		rep.LinkAttempts++
-		l, err := dial(ctx, link.Config{RelayURL: a.cfg.RelayURL, Key: a.cfg.Key, Handler: a.live, Clock: a.cfg.Clock})
+		l, err := dial(ctx, link.Config{RelayURL: a.cfg.Relay.URL, Key: a.cfg.Key, Handler: a.live, Clock: a.cfg.Clock})
 		if err == nil {
 			rep.LinkErr = ""
 			a.linkedTime(l)
@@ -652,7 +652,7 @@ func (a *Agent) dial(ctx context.Context, rep *WakeReport) (Link, error) {
 		}
 		rep.LinkErr = err.Error()
 		if now := a.clock.Now(); warned.IsZero() || now.Sub(warned) >= unreachableLogEvery {
-			a.log.Warn("relay unreachable", "relay", a.cfg.RelayURL, "attempt", rep.LinkAttempts, "err", err)
+			a.log.Warn("relay unreachable", "relay", a.cfg.Relay.URL, "attempt", rep.LinkAttempts, "err", err)
 			warned = now
 		}
 		if err := clock.Sleep(ctx, a.clock, bo.next()); err != nil {

@@ -31,6 +31,7 @@ import (
 	"github.com/torpor-dev/torpor/internal/origin"
 	"github.com/torpor-dev/torpor/internal/version"
 	"github.com/torpor-dev/torpor/session/kpcheck"
+	"github.com/torpor-dev/torpor/store/relaystore"
 	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"github.com/torpor-dev/torpor/transport/relay"
 )
@@ -175,7 +176,7 @@ func main() {
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: a.logLevel}))
 	if err := run(ctx, a, log); err != nil {
 		log.Error("torpor-relay stopped", "err", err)
-		if errors.Is(err, errStoreRefused) {
+		if errors.Is(err, relaystore.ErrRefused) {
 			log.Error("not restarting until an operator repaired the store", "exitStatus", exitStore)
 			os.Exit(exitStore)
 		}
@@ -201,7 +202,7 @@ func run(ctx context.Context, a *args, log *slog.Logger) (err error) {
 		return err
 	}
 	defer stopBroker()
-	st.guard.writeMarker(a.stores(), time.Now()) // now that mqtt.db exists too
+	st.guard.WriteMarker(relaystore.Names(a.mqtt.external == ""), time.Now()) // now that mqtt.db exists too
 
 	ln, mln, err := a.listeners()
 	if err != nil {
@@ -211,25 +212,12 @@ func run(ctx context.Context, a *args, log *slog.Logger) (err error) {
 		defer mln.Close()
 	}
 	scheme, public := a.origin(ln)
-	ops, err := a.mqtt.operatorDIDs()
+	cfg, err := a.relayConfig(st, public, brokerURL, clk, log, mln != nil)
 	if err != nil {
 		ln.Close()
 		return err
 	}
-	cc, err := a.consoleConfig()
-	if err != nil {
-		ln.Close()
-		return err
-	}
-	r, err := relay.New(relay.Config{
-		PublicURL: public, Queue: st.q, States: st.states, Peers: st.peers(), Bounds: a.bounds, AllowAgents: a.allowAgents,
-		KeyPackageRate: a.keyPackageRate, TrustForwardedFor: a.trustXFF, PerAgentMetrics: a.perAgentMetrics,
-		KeyPackageBudget: a.keyPackages.budget, KeyPackageBudgetWindow: a.keyPackages.budgetWindow, TrustedProxies: a.keyPackages.trustedProxies,
-		CORSOrigins: a.corsOrigins, CardCORSOrigins: a.cardOrigins, MQTTBroker: brokerURL, Clock: clk, Logger: log,
-		KeyPackages: kpcheck.Verifier{}, Operators: ops, Probation: a.admission.probation, MaxAgents: a.admission.maxAgents,
-		MaxStateBytes: a.admission.maxStateBytes, MaxQueueBytes: a.admission.maxQueueBytes, ForgetAfter: a.admission.forgetAfter, Console: cc,
-		MetricsElsewhere: mln != nil,
-	})
+	r, err := relay.New(cfg)
 	if err != nil {
 		ln.Close()
 		return err
@@ -244,6 +232,35 @@ func run(ctx context.Context, a *args, log *slog.Logger) (err error) {
 		attrs := []any{"addr", scheme + "://" + ln.Addr().String(), "publicUrl", public, "dataDir", a.dataDir, "mqtt", brokerURL, "timeScale", a.timeScale}
 		log.Info("torpor-relay listening", append(attrs, metricsAttr(mln)...)...)
 	})
+}
+
+// relayConfig returns the relay's configuration on st, with the flags'
+// settings; metricsElsewhere says /metrics has a listener of its own.
+func (a *args) relayConfig(st *backend, public, brokerURL string, clk clock.Clock, log *slog.Logger, metricsElsewhere bool) (relay.Config, error) {
+	ops, err := a.mqtt.operatorDIDs()
+	if err != nil {
+		return relay.Config{}, err
+	}
+	cc, err := a.consoleConfig()
+	if err != nil {
+		return relay.Config{}, err
+	}
+	return relay.Config{
+		PublicURL: public, Stores: relay.Stores{Queue: st.q, States: st.states}, KeyPackages: kpcheck.Verifier{}, Peers: st.peers(),
+		Limits: relay.Limits{
+			Bounds: a.bounds, KeyPackageRate: a.keyPackageRate,
+			KeyPackageBudget: a.keyPackages.budget, KeyPackageBudgetWindow: a.keyPackages.budgetWindow,
+			MaxAgents: a.admission.maxAgents, MaxStateBytes: a.admission.maxStateBytes,
+			MaxQueueBytes: a.admission.maxQueueBytes, ForgetAfter: a.admission.forgetAfter,
+		},
+		Access: relay.Access{AllowAgents: a.allowAgents, Operators: ops, Probation: a.admission.probation},
+		HTTP: relay.HTTP{
+			TrustForwardedFor: a.trustXFF, TrustedProxies: a.keyPackages.trustedProxies,
+			CORSOrigins: a.corsOrigins, CardCORSOrigins: a.cardOrigins,
+		},
+		Ops:   relay.Ops{PerAgentMetrics: a.perAgentMetrics, MetricsElsewhere: metricsElsewhere, MQTTBroker: brokerURL, Console: cc},
+		Clock: clk, Logger: log,
+	}, nil
 }
 
 // origin returns the relay's scheme and its public origin: --public-url,
@@ -310,9 +327,11 @@ func logStopped(ctx context.Context, log *slog.Logger, err *error) {
 // both run, and returns when ctx ends (nil) or serving fails, after
 // closing the device links and shutting the HTTP server down.
 func serve(ctx context.Context, a *args, r *relay.Relay, ln net.Listener, started func()) error {
-	srv := a.http.server(r.Handler())
-	limited := newConnLimit(ln, a.http.maxConns, a.tlsCert == "")
-	srv.ConnState = limited.connState
+	srv, limited, err := relay.ServerLimits(a.http).Server(r.Handler(), ln, a.tlsCert == "")
+	if err != nil {
+		ln.Close()
+		return err
+	}
 	ln = limited
 	errc := make(chan error, 2)
 	go func() {
@@ -339,7 +358,7 @@ func serve(ctx context.Context, a *args, r *relay.Relay, ln net.Listener, starte
 	shutdown, done := context.WithTimeout(context.Background(), 10*time.Second)
 	defer done()
 	r.Link().Close()
-	err := srv.Shutdown(shutdown)
+	err = srv.Shutdown(shutdown)
 	<-ran // the relay's periodic work ends before its stores close
 	return err
 }

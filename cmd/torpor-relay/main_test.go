@@ -40,8 +40,8 @@ func TestParseArgs(t *testing.T) {
 		{"public URL without a scheme", []string{"--public-url", "relay.example.org"}, false, nil},
 		{"public URL with a path", []string{"--public-url", "https://relay.example.org/torpor"}, false, nil},
 		{"limits", []string{"--idle-timeout", "5s", "--max-conns", "10", "--trusted-proxy", "10.0.0.0/8", "--trusted-proxy", "192.0.2.1", "--keypackage-budget", "3"}, true, func(a *args) bool {
-			return a.http.idle == 5*time.Second && a.http.maxConns == 10 && len(a.keyPackages.trustedProxies) == 2 && a.keyPackages.budget == 3 &&
-				a.http.read == 30*time.Second && a.http.write == time.Minute && a.http.minBodyRate == 1024
+			return a.http.IdleTimeout == 5*time.Second && a.http.MaxConns == 10 && len(a.keyPackages.trustedProxies) == 2 && a.keyPackages.budget == 3 &&
+				a.http.ReadTimeout == 30*time.Second && a.http.WriteTimeout == time.Minute && a.http.MinBodyRate == 1024
 		}},
 		{"zero max conns", []string{"--max-conns", "0"}, false, nil},
 		{"negative timeout", []string{"--read-timeout", "-1s"}, false, nil},

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/torpor-dev/torpor/store/relaystore"
 	"github.com/torpor-dev/torpor/store/storetest"
 )
 
@@ -73,8 +74,8 @@ func TestLostStoreRefused(t *testing.T) {
 				t.Fatal(err)
 			}
 			_, err := runOn(t, dir, "--queue-engine", c.engine)
-			if !errors.Is(err, errStoreRefused) || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), markerName) || !strings.Contains(err.Error(), "--reinitialise") {
-				t.Fatalf("start after the loss: %v; want a refusal naming %s, %s and --reinitialise", err, c.want, markerName)
+			if !errors.Is(err, relaystore.ErrRefused) || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), relaystore.MarkerName) || !strings.Contains(err.Error(), "--reinitialise") {
+				t.Fatalf("start after the loss: %v; want a refusal naming %s, %s and --reinitialise", err, c.want, relaystore.MarkerName)
 			}
 			if logs, err := runOn(t, dir, "--queue-engine", c.engine, "--reinitialise"); err != nil || !strings.Contains(logs, "starting with empty stores as asked") {
 				t.Fatalf("start with --reinitialise: %v\n%s", err, logs)
@@ -119,7 +120,7 @@ func TestDamagedStoreRefused(t *testing.T) {
 				}
 				for _, argv := range [][]string{engine, append(engine, "--reinitialise")} {
 					_, err := runOn(t, dir, argv...)
-					if !errors.Is(err, errStoreRefused) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "move "+path+" aside") {
+					if !errors.Is(err, relaystore.ErrRefused) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "move "+path+" aside") {
 						t.Fatalf("start %v on a damaged %s: %v; want a refusal naming it and the fix", argv, file, err)
 					}
 				}

@@ -18,6 +18,7 @@ import (
 	"github.com/torpor-dev/torpor/store/jsstore"
 	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/store/queue/recordlog"
+	"github.com/torpor-dev/torpor/store/relaystore"
 )
 
 // storeArgs choose the backend of the queue and the agent states: the
@@ -29,7 +30,7 @@ type storeArgs struct {
 	// (queue.db) or log (the record log in queue.log/).
 	queueEngine string
 	engineSet   bool // --queue-engine was given
-	// reinit is --reinitialise (storeguard.go).
+	// reinit is --reinitialise (relaystore.Guard.Reinitialise).
 	reinit bool
 	nats   jsstore.Config
 }
@@ -90,7 +91,7 @@ type backend struct {
 	close  func()
 	// guard checked the files in the data directory (nil on JetStream);
 	// it writes the store marker once the broker's file is open too.
-	guard *storeGuard
+	guard *relaystore.Guard
 }
 
 // peers returns the fleet as relay.Config.Peers: nil with bolt.
@@ -126,8 +127,8 @@ func openStores(ctx context.Context, a *args, clk clock.Clock, log *slog.Logger)
 		f := fleet.New(c.NATS(), clock.Unscaled(clk), log.With("component", "fleet"))
 		return &backend{q: q, states: states, fleet: f, close: func() { q.Close(); states.Close(); c.Close() }}, nil
 	}
-	g := &storeGuard{dataDir: a.dataDir, reinit: a.store.reinit, log: log}
-	if err := g.checkAll(a); err != nil {
+	g := &relaystore.Guard{DataDir: a.dataDir, Reinitialise: a.store.reinit, Logger: log}
+	if err := g.Check(a.mqtt.external == ""); err != nil {
 		return nil, err
 	}
 	bq, err := openQueue(a.dataDir, a.store.queueEngine, log)
@@ -138,7 +139,7 @@ func openStores(ctx context.Context, a *args, clk clock.Clock, log *slog.Logger)
 	bs, err := agents.OpenBolt(path, nil)
 	if err != nil {
 		bq.Close()
-		return nil, storeFix(path, err)
+		return nil, relaystore.Fix(path, err)
 	}
 	return &backend{q: bq, states: bs, guard: g, close: func() { bs.Close(); bq.Close() }}, nil
 }
@@ -153,9 +154,9 @@ func openQueue(dataDir, engine string, log *slog.Logger) (queue.Store, error) {
 		q, err := queue.OpenLog(dir, &queue.LogOptions{ImportBolt: db})
 		if err != nil {
 			if errors.As(err, new(*recordlog.DamageError)) {
-				return nil, fmt.Errorf("%w: %w", errStoreRefused, logDamageFix(err))
+				return nil, fmt.Errorf("%w: %w", relaystore.ErrRefused, logDamageFix(err))
 			}
-			return nil, storeFix(dir, err)
+			return nil, relaystore.Fix(dir, err)
 		}
 		if err := q.CheckpointIgnored(); err != nil {
 			log.Warn("queue: the record log's index checkpoint was not used; the log was read whole, and loses nothing", "err", err)
@@ -171,7 +172,7 @@ func openQueue(dataDir, engine string, log *slog.Logger) (queue.Store, error) {
 	}
 	q, err := queue.OpenBolt(db, nil)
 	if err != nil {
-		return nil, storeFix(db, err)
+		return nil, relaystore.Fix(db, err)
 	}
 	return q, nil
 }

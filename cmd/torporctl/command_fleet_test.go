@@ -25,7 +25,7 @@ import (
 func fleetWorld(t *testing.T) (r *worldtest.Relay, opFile, strangerFile string) {
 	op, _ := did.Generate(nil)
 	stranger, _ := did.Generate(nil)
-	r = worldtest.Start(t, relay.Config{Console: &relay.ConsoleConfig{Operators: []string{op.DID().String()}, Secret: make([]byte, 32)}})
+	r = worldtest.Start(t, relay.Config{Ops: relay.Ops{Console: &relay.ConsoleConfig{Operators: []string{op.DID().String()}, Secret: make([]byte, 32)}}})
 	now := time.Now()
 	for name, next := range map[string]time.Time{"a-very-long-device-name": now.Add(time.Hour), "dead-battery": now.Add(-time.Hour)} {
 		k, _ := did.Generate(nil)
@@ -153,8 +153,8 @@ func TestFleetNextOverdue(t *testing.T) {
 // it, counted in the summary and flagged in --json; an admitted one is not.
 func TestFleetAwaitingAdmission(t *testing.T) {
 	op, _ := did.Generate(nil)
-	r := worldtest.Start(t, relay.Config{Probation: relay.DefaultProbation(),
-		Console: &relay.ConsoleConfig{Operators: []string{op.DID().String()}, Secret: make([]byte, 32)}})
+	r := worldtest.Start(t, relay.Config{Access: relay.Access{Probation: relay.DefaultProbation()},
+		Ops: relay.Ops{Console: &relay.ConsoleConfig{Operators: []string{op.DID().String()}, Secret: make([]byte, 32)}}})
 	ids := map[string]string{}
 	for _, name := range []string{"new-device", "admitted"} {
 		k, _ := did.Generate(nil)

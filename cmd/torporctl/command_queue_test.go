@@ -22,7 +22,7 @@ import (
 // are usage errors.
 func TestQueueCommand(t *testing.T) {
 	op, stranger, agent, alice, mallory := didtest.New(t), didtest.New(t), didtest.New(t), didtest.New(t), didtest.New(t)
-	r := worldtest.Start(t, relay.Config{Operators: []did.DID{op.DID()}})
+	r := worldtest.Start(t, relay.Config{Access: relay.Access{Operators: []did.DID{op.DID()}}})
 	for _, from := range []*did.PrivateKey{alice, mallory, mallory} {
 		rec := queue.Record{Agent: agent.DID().String(), From: from.DID().String(), Body: []byte(`{"jsonrpc":"2.0","method":"SendMessage","params":{}}`)}
 		if _, err := r.Queue.Enqueue(context.Background(), rec, queuebounds.Default(), time.Now()); err != nil {

@@ -31,7 +31,7 @@ func setupRelay(env *testscript.Env) error {
 	t := env.T().(testing.TB)
 	bounds := queuebounds.Default()
 	bounds.MaxPerPeer = 2
-	r, err := worldtest.Open(t.TempDir(), relay.Config{Bounds: bounds})
+	r, err := worldtest.Open(t.TempDir(), relay.Config{Limits: relay.Limits{Bounds: bounds}})
 	if err != nil {
 		return err
 	}

@@ -29,7 +29,7 @@ import (
 func TestOperatorCommandsOnATimeScaledRelay(t *testing.T) {
 	relayNow := time.Now().Add(5 * time.Hour)
 	op, agent := didtest.New(t), didtest.New(t)
-	r := worldtest.Start(t, relay.Config{Clock: scaledAt{clocktest.New(relayNow), 180}, Operators: []did.DID{op.DID()}})
+	r := worldtest.Start(t, relay.Config{Clock: scaledAt{clocktest.New(relayNow), 180}, Access: relay.Access{Operators: []did.DID{op.DID()}}})
 	opKey := filepath.Join(t.TempDir(), "op.key")
 	if err := saveKey(opKey, op, false); err != nil {
 		t.Fatal(err)

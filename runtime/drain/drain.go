@@ -141,17 +141,8 @@ type Config struct {
 	Gate *gate.Gate
 	// Ledger is the gate's idempotency ledger. Required.
 	Ledger *ledger.Ledger
-	// Owner is the DID whose control objects (torpor:policy, halt,
-	// resume, confirm, deny) the agent obeys; zero for none.
-	Owner did.DID
-	// Purposes are the purposes the agent accepts (draft Section 8.3).
-	Purposes purpose.Set
-	// AllowPlaintext accepts unencrypted Governed Objects (draft Section
-	// 7.4). Off by default: only MLS-encrypted objects are accepted.
-	AllowPlaintext bool
-	// MaxLifetime is the lifetime of an object that declares no expiry;
-	// zero means governed.DefaultMaxLifetime.
-	MaxLifetime time.Duration
+	// Accept is what the drain accepts.
+	Accept Accept
 	// Sessions opens MLS messages; nil rejects every MLS part.
 	Sessions Sessions
 	// Replay binds the replay cache to a transaction. Required.
@@ -176,6 +167,22 @@ type Config struct {
 	// committed with it (the floor). Nil judges by Clock (tools that
 	// assemble a pipeline without a relay, tests).
 	Expiry Expiry
+}
+
+// Accept is what a Drainer accepts: from whom control objects, for
+// which purposes, and how protected and long-lived objects.
+type Accept struct {
+	// Owner is the DID whose control objects (torpor:policy, halt,
+	// resume, confirm, deny) the agent obeys; zero for none.
+	Owner did.DID
+	// Purposes are the purposes the agent accepts (draft Section 8.3).
+	Purposes purpose.Set
+	// AllowPlaintext accepts unencrypted Governed Objects (draft Section
+	// 7.4). Off by default: only MLS-encrypted objects are accepted.
+	AllowPlaintext bool
+	// MaxLifetime is the lifetime of an object that declares no expiry;
+	// zero means governed.DefaultMaxLifetime.
+	MaxLifetime time.Duration
 }
 
 // Expiry is the trusted time (runtime/trusted's Clock).

@@ -65,7 +65,7 @@ func newHarness(t testing.TB, o opts) *harness {
 	h := &harness{t: t, path: filepath.Join(t.TempDir(), "agent.db"), clock: clocktest.New(t0), rec: newRecorder(),
 		alice: runtimetest.Key(t, 1), bob: runtimetest.Key(t, 2), owner: runtimetest.Key(t, 9), agent: runtimetest.Key(t, 8)}
 	h.cfg = drain.Config{
-		Owner: h.owner.DID(), Purposes: purpose.Set{"comms:*", "action:*"}, AllowPlaintext: o.plaintext,
+		Accept:   drain.Accept{Owner: h.owner.DID(), Purposes: purpose.Set{"comms:*", "action:*"}, AllowPlaintext: o.plaintext},
 		Sessions: runtimetest.Sessions{}, Notify: o.notify, Clock: h.clock,
 	}
 	h.open()

@@ -117,7 +117,7 @@ func (p *proc) dataObject(part a2a.Part) error {
 		p.b.report.reject(p.seq, partReason(err), err.Error())
 		return nil
 	}
-	if !p.d.cfg.AllowPlaintext {
+	if !p.d.cfg.Accept.AllowPlaintext {
 		p.b.report.reject(p.seq, CausePlaintext, "unencrypted Governed Object")
 		return nil
 	}
@@ -233,7 +233,7 @@ func (p *proc) check(raw json.RawMessage, sender did.DID) (*governed.Object, *go
 	if err != nil {
 		return nil, nil, err
 	}
-	rcv := &governed.Receiver{Purposes: p.permitted(o), MaxLifetime: p.d.cfg.MaxLifetime, Clock: fixedClock(p.now)}
+	rcv := &governed.Receiver{Purposes: p.permitted(o), MaxLifetime: p.d.cfg.Accept.MaxLifetime, Clock: fixedClock(p.now)}
 	err = rcv.AcceptObject(o, governed.Input{Sender: sender, Replay: p.d.cfg.Replay(p.tx)}) // checks 2-6
 	return o, rcv, err
 }
@@ -246,12 +246,12 @@ func (p *proc) check(raw json.RawMessage, sender did.DID) (*governed.Object, *go
 func (p *proc) permitted(o *governed.Object) []string {
 	pp := o.Governance.Purpose
 	if gate.IsControl(pp) {
-		if !p.d.cfg.Owner.IsZero() && o.Issuer == p.d.cfg.Owner {
+		if !p.d.cfg.Accept.Owner.IsZero() && o.Issuer == p.d.cfg.Accept.Owner {
 			return []string{pp}
 		}
 		return nil
 	}
-	if p.d.cfg.Purposes.Match(pp) {
+	if p.d.cfg.Accept.Purposes.Match(pp) {
 		return []string{pp}
 	}
 	return nil

@@ -43,7 +43,7 @@ type CommandsConfig struct {
 	// device sleeps; zero means mqtt.DefaultSessionExpiry. It must exceed
 	// the longest sleep.
 	// Password, when set, is sent to the broker instead of a DID Bearer
-	// token (mqtt.Config.Password; an external broker's static password).
+	// token (mqtt.Config.Security.Password; an external broker's static password).
 	Password      []byte
 	SessionExpiry time.Duration
 	// RotateKey installs next as the agent's identity (key file, MLS
@@ -151,8 +151,10 @@ func (c *Commands) newServer(stopOnly bool) (*Server, error) {
 	}
 	db, rc, l := pipe.Stores()
 	return Start(Config{
-		Config: mqtt.Config{Broker: c.cfg.Broker, TLS: c.cfg.TLS, Prefix: c.cfg.Prefix, Name: c.cfg.Name, Key: c.key,
-			DB: db, SessionExpiry: c.cfg.SessionExpiry, Clock: c.a.Config().Clock, Logger: c.cfg.Logger, Password: c.cfg.Password,
+		Config: mqtt.Config{Broker: c.cfg.Broker, Prefix: c.cfg.Prefix, Name: c.cfg.Name, Key: c.key, DB: db,
+			Timing:   mqtt.Timing{SessionExpiry: c.cfg.SessionExpiry},
+			Security: mqtt.Security{TLS: c.cfg.TLS, Password: c.cfg.Password},
+			Clock:    c.a.Config().Clock, Logger: c.cfg.Logger,
 			Version: version.Get().Short(), StopOnly: stopOnly},
 		Operators: c.cfg.Operators, Replay: rc, Ledger: l, Device: c,
 	})
@@ -618,7 +620,7 @@ func (c *Commands) configValue(key string) (any, bool) {
 	case "consequential":
 		return a.Config().Consequential, true
 	case "relay":
-		return a.Config().RelayURL, true
+		return a.Config().Relay.URL, true
 	case "name":
 		return c.cfg.Name, true
 	case "operators":

@@ -79,7 +79,7 @@ func TestPropertyLinkFaults(t *testing.T) {
 	b.AddAudience(t, px.URL())
 	h.DeviceURL = px.URL()
 	h.Hooks = append(h.Hooks, func(c *manage.Config) {
-		c.KeepAlive = time.Second // a half-open connection is found dead in about 2 s
+		c.Timing.KeepAlive = time.Second // a half-open connection is found dead in about 2 s
 		c.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	})
 	t.Cleanup(func() {
@@ -225,12 +225,12 @@ func startObserver(t *testing.T, b *mqtttest.Embedded, h *harness) *observer {
 	u, _ := url.Parse(b.URL())
 	o := &observer{h: h, ups: make(chan *paho.Connack, 64), outcomes: map[string][]command.Outcome{}, changed: make(chan struct{})}
 	var err error
-	o.m, err = mqttconn.Start(mqttconn.Config{Server: u, KeepAlive: 30, CleanStart: true, SessionExpiry: 3600,
-		Backoff: mqttconn.ConstantBackoff(20 * time.Millisecond),
-		ConnectPacket: func(cp *paho.Connect) (*paho.Connect, error) {
-			return cp, login.Authenticate(cp, key, b.URL(), time.Now(), nil)
-		},
-		OnConnectionUp: func(ca *paho.Connack) { o.ups <- ca },
+	o.m, err = mqttconn.Start(mqttconn.Config{Server: u, Backoff: mqttconn.ConstantBackoff(20 * time.Millisecond),
+		Connect: mqttconn.Connect{KeepAlive: 30, CleanStart: true, SessionExpiry: 3600,
+			Packet: func(cp *paho.Connect) (*paho.Connect, error) {
+				return cp, login.Authenticate(cp, key, b.URL(), time.Now(), nil)
+			}},
+		Hooks: mqttconn.Hooks{OnConnectionUp: func(ca *paho.Connack) { o.ups <- ca }},
 		Client: paho.ClientConfig{ClientID: "observer-" + t.Name(),
 			OnPublishReceived: []func(paho.PublishReceived) (bool, error){o.received}},
 	})

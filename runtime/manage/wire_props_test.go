@@ -35,7 +35,7 @@ func TestWireProperties(t *testing.T) {
 	h := newHarness(t, b)
 	h.DeviceURL, h.OperatorURL = devProxy.URL(), opProxy.URL()
 	const sessionExpiry = 72 * time.Hour
-	h.Hooks = append(h.Hooks, func(c *manage.Config) { c.SessionExpiry = sessionExpiry })
+	h.Hooks = append(h.Hooks, func(c *manage.Config) { c.Timing.SessionExpiry = sessionExpiry })
 	h.Wake()
 
 	const ttl = 90 * time.Minute

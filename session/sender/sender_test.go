@@ -74,7 +74,7 @@ func newWorld(t *testing.T) *world {
 		t.Fatal(err)
 	}
 	w.srv = httptest.NewUnstartedServer(nil)
-	r, err := relay.New(relay.Config{PublicURL: "http://" + w.srv.Listener.Addr().String(), Queue: q, States: states, Clock: w.clk, KeyPackages: kpcheck.Verifier{}})
+	r, err := relay.New(relay.Config{PublicURL: "http://" + w.srv.Listener.Addr().String(), Stores: relay.Stores{Queue: q, States: states}, Clock: w.clk, KeyPackages: kpcheck.Verifier{}})
 	if err != nil {
 		t.Fatal(err)
 	}

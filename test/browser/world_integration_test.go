@@ -42,8 +42,8 @@ func newWorld(t *testing.T) *world {
 	}
 	w := &world{clk: clk}
 	w.op, _ = did.Generate(nil)
-	w.relay = worldtest.Start(t, relay.Config{Clock: clk, Console: &relay.ConsoleConfig{
-		Operators: []string{w.op.DID().String()}, Secret: make([]byte, 32), OverdueGrace: grace, Refresh: 300 * time.Millisecond}})
+	w.relay = worldtest.Start(t, relay.Config{Clock: clk, Ops: relay.Ops{Console: &relay.ConsoleConfig{
+		Operators: []string{w.op.DID().String()}, Secret: make([]byte, 32), OverdueGrace: grace, Refresh: 300 * time.Millisecond}}})
 	return w
 }
 
@@ -65,8 +65,9 @@ func (w *world) startAgent(t *testing.T, name string, mode wake.Mode, scheduled 
 	a, stop := worldtest.RunPublished(t, runtime.Config{
 		PipelineConfig: runtime.PipelineConfig{Key: key, Purposes: purpose.Set{"comms:*"}, AllowPlaintext: true, Clock: w.clk,
 			Routes: []deliver.Route{{Pattern: "*", Name: "app", Handler: &deliver.Recorder{}}}},
-		DataDir: t.TempDir(), RelayURL: w.relay.URL, Name: name, Board: "rpi4", Mode: mode, ScheduledWake: scheduled,
-		WindowLength: 5 * time.Minute, WindowOffset: off, Logger: slog.New(slog.DiscardHandler),
+		Store: runtime.Store{DataDir: t.TempDir()}, Relay: runtime.Relay{URL: w.relay.URL}, Name: name, Board: "rpi4",
+		Schedule: runtime.Schedule{Mode: mode, ScheduledWake: scheduled, WindowLength: 5 * time.Minute, WindowOffset: off},
+		Logger:   slog.New(slog.DiscardHandler),
 	})
 	return &agent{Agent: a, key: key, stop: stop}
 }

@@ -101,20 +101,24 @@ func agentConfig(key *did.PrivateKey, owner did.DID, agentDir, relayURL string, 
 	return runtime.Config{
 		PipelineConfig: runtime.PipelineConfig{Key: key, Owner: owner, Purposes: purpose.Set{"comms:*"}, AllowPlaintext: true,
 			Routes: []deliver.Route{{Pattern: "*", Name: "app", Handler: s}}},
-		DataDir:      agentDir,
-		RelayURL:     relayURL,
-		Name:         "cli-agent",
-		Mode:         wake.AlwaysOn,
-		WindowLength: 30 * time.Second,
-		OpenMLS: func(db *bolt.DB) (drain.Sessions, runtime.KeyPackages, error) {
-			ss, err := session.New(session.Config{Key: key})
-			if err != nil {
-				return nil, nil, err
-			}
-			return sessions.Sessions{S: ss}, sessions.KeyPackages{S: ss, DB: db}, nil
+		Store: runtime.Store{DataDir: agentDir},
+		Relay: runtime.Relay{URL: relayURL},
+		Name:  "cli-agent",
+		Schedule: runtime.Schedule{
+			Mode:         wake.AlwaysOn,
+			WindowLength: 30 * time.Second,
 		},
-		KeyPackageTarget: 4,
-		Logger:           log,
+		MLS: runtime.MLS{
+			OpenMLS: func(db *bolt.DB) (drain.Sessions, runtime.KeyPackages, error) {
+				ss, err := session.New(session.Config{Key: key})
+				if err != nil {
+					return nil, nil, err
+				}
+				return sessions.Sessions{S: ss}, sessions.KeyPackages{S: ss, DB: db}, nil
+			},
+			KeyPackageTarget: 4,
+		},
+		Logger: log,
 	}
 }
 
@@ -126,7 +130,7 @@ func startStack(ts *testscript.TestScript, opKeyFile string) {
 	brk, err := broker.Start(broker.Config{Listen: "127.0.0.1:0", DataDir: dir, Operators: []did.DID{op.DID()}})
 	ts.Check(err)
 	log := slog.New(slog.NewTextHandler(logFile(ts, filepath.Join(dir, "stack.log")), nil))
-	r, err := worldtest.Open(dir, relay.Config{MQTTBroker: brk.URL(), Logger: log, Operators: []did.DID{op.DID()}})
+	r, err := worldtest.Open(dir, relay.Config{Ops: relay.Ops{MQTTBroker: brk.URL()}, Logger: log, Access: relay.Access{Operators: []did.DID{op.DID()}}})
 	ts.Check(err)
 
 	key, err := did.Generate(nil)

@@ -37,7 +37,7 @@ func startDevice(t testing.TB, broker, name string, key *did.PrivateKey, op did.
 	t.Helper()
 	st := mqtttest.OpenState(t, path, nil)
 	dev := &managetest.Device{}
-	s, err := manage.Start(manage.Config{Config: mq.Config{Broker: broker, Name: name, Key: key, DB: st.DB, Password: password},
+	s, err := manage.Start(manage.Config{Config: mq.Config{Broker: broker, Name: name, Key: key, DB: st.DB, Security: mq.Security{Password: password}},
 		Operators: []did.DID{op}, Replay: st.Replay, Ledger: st.Ledger, Device: dev})
 	if err != nil {
 		t.Fatal(err)

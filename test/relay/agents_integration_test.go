@@ -26,9 +26,9 @@ func awakeAgent(t *testing.T, url string, key *did.PrivateKey) {
 	worldtest.RunPublished(t, runtime.Config{
 		PipelineConfig: runtime.PipelineConfig{Key: key, Purposes: purpose.Set{"comms:*"}, AllowPlaintext: true,
 			Routes: []deliver.Route{{Pattern: "*", Name: "app", Handler: &deliver.Recorder{}}}},
-		DataDir: t.TempDir(), RelayURL: url, Name: "awake",
-		Mode: wake.AlwaysOn, WindowLength: time.Hour,
-		Logger: slog.New(slog.DiscardHandler),
+		Store: runtime.Store{DataDir: t.TempDir()}, Relay: runtime.Relay{URL: url}, Name: "awake",
+		Schedule: runtime.Schedule{Mode: wake.AlwaysOn, WindowLength: time.Hour},
+		Logger:   slog.New(slog.DiscardHandler),
 	})
 }
 

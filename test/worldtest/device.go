@@ -155,11 +155,10 @@ func (w *Device) config(dir string, mode wake.Mode) runtime.Config {
 			Kernel: waketest.NewKernelClock(time.Hour),
 			Rand:   bytes.NewReader(make([]byte, 1<<16)),
 		},
-		DataDir:      filepath.Join(dir, "agent"),
-		RelayURL:     w.Relay.URL,
-		Mode:         mode,
-		WindowLength: w.Window.Length,
-		Logger:       Logger(w.T),
+		Store:    runtime.Store{DataDir: filepath.Join(dir, "agent")},
+		Relay:    runtime.Relay{URL: w.Relay.URL},
+		Schedule: runtime.Schedule{Mode: mode, WindowLength: w.Window.Length},
+		Logger:   Logger(w.T),
 	}
 }
 

@@ -79,7 +79,7 @@ func orURL(url string, b mqtttest.Broker) string {
 func (w *Session) Wake() {
 	w.T.Helper()
 	cfg := manage.Config{Config: mqtt.Config{Broker: orURL(w.DeviceURL, w.Broker), Name: w.Name, Key: w.Key, DB: w.State.DB,
-		Backoff: w.Backoff, Clock: w.Clock, Logger: w.Logger},
+		Timing: mqtt.Timing{Backoff: w.Backoff}, Clock: w.Clock, Logger: w.Logger},
 		Operators: []did.DID{w.OpKey.DID()}, Replay: w.State.Replay, Ledger: w.State.Ledger, Device: w.Dev}
 	for _, f := range w.Hooks {
 		f(&cfg)

@@ -54,12 +54,12 @@ func Open(dir string, cfg relay.Config) (*Relay, error) {
 		return nil, err
 	}
 	srv := httptest.NewUnstartedServer(nil)
-	cfg.PublicURL, cfg.Queue, cfg.States = "http://"+srv.Listener.Addr().String(), q, states
+	cfg.PublicURL, cfg.Stores.Queue, cfg.Stores.States = "http://"+srv.Listener.Addr().String(), q, states
 	if cfg.KeyPackages == nil {
 		cfg.KeyPackages = kpcheck.Verifier{}
 	}
-	if cfg.Probation == (relay.Probation{}) && len(cfg.AllowAgents) == 0 {
-		cfg.AdmitAll = true
+	if cfg.Access.Probation == (relay.Probation{}) && len(cfg.Access.AllowAgents) == 0 {
+		cfg.Access.AdmitAll = true
 	}
 	r, err := relay.New(cfg)
 	if err != nil {

@@ -59,7 +59,7 @@ func (a *linkAgents) Linked(agent did.DID, up bool) {
 func (a *linkAgents) Publish(ctx context.Context, agent did.DID, st wire.State) (wire.Accepted, error) {
 	s := (*Relay)(a)
 	id := agent.String()
-	prev, err := s.cfg.States.Get(ctx, id)
+	prev, err := s.cfg.Stores.States.Get(ctx, id)
 	if err != nil && !errors.Is(err, agents.ErrUnknownAgent) {
 		return wire.Accepted{}, err
 	}
@@ -155,7 +155,7 @@ func (s *Relay) nextState(agent did.DID, prev agents.State, st wire.State) (agen
 // out as used and publishes new ones, and knows its last-resort
 // KeyPackage arrived.
 func (s *Relay) held(ctx context.Context, agent string) (*wire.Held, error) {
-	pool, lastResort, err := s.cfg.States.KeyPackages(ctx, agent)
+	pool, lastResort, err := s.cfg.Stores.States.KeyPackages(ctx, agent)
 	if err != nil {
 		return nil, err
 	}
@@ -251,21 +251,21 @@ func checkLiveness(lv a2a.Liveness, agent did.DID, st agents.State) error {
 func (s *Relay) putState(ctx context.Context, agent did.DID, next agents.State, st wire.State) error {
 	id := agent.String()
 	if st.ReplaceKeyPackages {
-		if _, err := s.cfg.States.DropKeyPackages(ctx, id, func([]byte) bool { return true }); err != nil {
+		if _, err := s.cfg.Stores.States.DropKeyPackages(ctx, id, func([]byte) bool { return true }); err != nil {
 			return err
 		}
 	}
-	err := s.cfg.States.Put(ctx, id, next, st.KeyPackages, st.LastResort)
+	err := s.cfg.Stores.States.Put(ctx, id, next, st.KeyPackages, st.LastResort)
 	if !errors.Is(err, agents.ErrPoolFull) {
 		return err
 	}
 	now := s.clk.Now()
-	n, derr := s.cfg.States.DropKeyPackages(ctx, id, func(kp []byte) bool { return s.checkKeyPackage(agent, kp, now) != nil })
+	n, derr := s.cfg.Stores.States.DropKeyPackages(ctx, id, func(kp []byte) bool { return s.checkKeyPackage(agent, kp, now) != nil })
 	if derr != nil || n == 0 {
 		return errors.Join(err, derr)
 	}
 	s.log.Warn("dropped pooled KeyPackages that fail their check", "agent", id, "dropped", n)
-	return s.cfg.States.Put(ctx, id, next, st.KeyPackages, st.LastResort)
+	return s.cfg.Stores.States.Put(ctx, id, next, st.KeyPackages, st.LastResort)
 }
 
 // KeyPackageVerifier checks a KeyPackage a device published, MLSMessage-
@@ -291,7 +291,7 @@ func (s *Relay) checkKeyPackages(ctx context.Context, agent did.DID, st wire.Sta
 	now := s.clk.Now()
 	seen := map[string]bool{}
 	if !st.ReplaceKeyPackages && len(st.KeyPackages) > 0 {
-		pool, _, err := s.cfg.States.KeyPackages(ctx, agent.String())
+		pool, _, err := s.cfg.Stores.States.KeyPackages(ctx, agent.String())
 		if err != nil {
 			return err
 		}
@@ -343,16 +343,16 @@ func checkKeyPackageHeader(kp []byte) error {
 }
 
 // ceiling returns the most the relay allows agent: its own bounds
-// (Config.AgentBounds), else the relay's, lowered by Config.Probation
+// (Config.Limits.AgentBounds), else the relay's, lowered by Config.Access.Probation
 // until the agent is admitted.
 func (s *Relay) ceiling(agent string) queuebounds.Bounds {
-	if b, ok := s.cfg.AgentBounds[agent]; ok {
+	if b, ok := s.cfg.Limits.AgentBounds[agent]; ok {
 		return b
 	}
 	if !s.admitted(context.Background(), agent) {
-		return s.cfg.Probation.lower(s.cfg.Bounds)
+		return s.cfg.Access.Probation.lower(s.cfg.Limits.Bounds)
 	}
-	return s.cfg.Bounds
+	return s.cfg.Limits.Bounds
 }
 
 // bounds returns the bounds in force for an agent with state st: those it

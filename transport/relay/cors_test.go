@@ -49,8 +49,8 @@ func TestCORSDefaults(t *testing.T) {
 
 func TestCORSConfiguredOrigins(t *testing.T) {
 	h := newHarness(t, func(c *Config) {
-		c.CORSOrigins = []string{"https://app.example/"}
-		c.CardCORSOrigins = []string{"https://app.example", "https://other.example"}
+		c.HTTP.CORSOrigins = []string{"https://app.example/"}
+		c.HTTP.CardCORSOrigins = []string{"https://app.example", "https://other.example"}
 	})
 	dev, alice := didtest.Key(t, 1), didtest.Key(t, 2)
 	h.publishOffline(t, dev, "hourly_wake", deviceOpts{})

@@ -23,7 +23,7 @@
 //	GET  /a/{did}/mls/key-package              {did, wire}: one KeyPackage, handed out once
 //	GET  /link                                 the device link (WebSocket, see transport/link/wire)
 //	GET  /metrics                              Prometheus (Relay.MetricsHandler instead,
-//	                                           with Config.MetricsElsewhere)
+//	                                           with Config.Ops.MetricsElsewhere)
 //	GET  /healthz                              {"status":"ok", ...}
 //	GET, DELETE /operator/queue/{did}          an operator lists or purges a device's
 //	                                           queue (operator.go)
@@ -91,7 +91,7 @@
 // a JSON-RPC request (a2a.ParseRequest: not JSON, a member name twice,
 // nesting deeper than a2a.MaxDepth, an id out of range) is refused, awake
 // or asleep, with ParseRequest's error and id null, as the agent answers
-// it; it would hold a queue slot the agent never frees (Config.StoreOpaque
+// it; it would hold a queue slot the agent never frees (Config.Access.StoreOpaque
 // stores it, as the reference's generic relay does). The request is read
 // once (parseRequest, a2a.ReadBody). A submission none of whose
 // parts the agent takes (a2a.Refusal: plain text, say) is not stored: it
@@ -99,7 +99,7 @@
 //
 // Browsers may read cards and pulses from any origin (Config.
 // CardCORSOrigins narrows that) and call the JSON-RPC endpoint from
-// Config.CORSOrigins; OPTIONS answers their preflights.
+// Config.HTTP.CORSOrigins; OPTIONS answers their preflights.
 //
 // # The asleep answer
 //
@@ -137,11 +137,11 @@
 //
 // # Bounds
 //
-// Config.Bounds (the profile's reference bounds by default: 500 messages,
+// Config.Limits.Bounds (the profile's reference bounds by default: 500 messages,
 // 2 MiB, 50 per peer, 7 days, plus 512 KiB per peer so that one sender
 // cannot fill the queue, 256 KiB per message and a reserve of 16 records /
 // 256 KiB for MLS handshakes) are every agent's ceiling;
-// Config.AgentBounds raises or lowers it per agent, and a device may ask for
+// Config.Limits.AgentBounds raises or lowers it per agent, and a device may ask for
 // tighter bounds in its state (a state stored before the per-peer byte
 // bound existed gets the ceiling's). The relay answers with the bounds in force,
 // and refuses a card that does not publish exactly those (Torpor's
@@ -177,18 +177,26 @@
 // rate-limited per token DID and per client address (ratelimit.go: the
 // right-most X-Forwarded-For entry that is not a trusted proxy, behind
 // one), in buckets evicted least recently used first, never all at once,
-// and each agent's pool gives out at most Config.KeyPackageBudget per
+// and each agent's pool gives out at most Config.Limits.KeyPackageBudget per
 // window, beyond which the last-resort KeyPackage is served (RFC 9420,
 // Section 16.8).
 //
 // # Admission and caps
 //
 // Without AllowAgents any fresh did:key may link, so a device starts on
-// probation (admission.go, Config.Probation): a small queue ceiling, few
+// probation (admission.go, Config.Access.Probation): a small queue ceiling, few
 // and small KeyPackages and a small card and pulse, until an operator
 // admits it (the admission is kept in the agents store, for every relay
 // sharing it). Global caps on the agents, the agents store's bytes and
 // all queued bytes refuse with 507 and an error naming the cap, and Run
 // forgets agents whose device stayed silent longer than
-// Config.ForgetAfter, on the relay's clock.
+// Config.Limits.ForgetAfter, on the relay's clock.
+//
+// # Serving
+//
+// ServerLimits.Server wraps Handler in an http.Server and its listener
+// with per-client bounds (serverlimits.go): header, body and answer
+// deadlines per request (a body must keep up a minimum rate; the device
+// link is exempt), idle keep-alives, and a cap on open connections that
+// closes the oldest one without a request before it refuses a new one.
 package relay

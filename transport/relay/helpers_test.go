@@ -51,7 +51,7 @@ func newHarness(tb testing.TB, mod func(*Config)) *harness {
 		tb.Fatal(err)
 	}
 	h.srv = httptest.NewUnstartedServer(nil)
-	cfg := Config{PublicURL: "http://" + h.srv.Listener.Addr().String(), Queue: h.q, States: h.states, Clock: h.clk, Rand: bytes.NewReader(make([]byte, 4096)),
+	cfg := Config{PublicURL: "http://" + h.srv.Listener.Addr().String(), Stores: Stores{Queue: h.q, States: h.states}, Clock: h.clk, Rand: bytes.NewReader(make([]byte, 4096)),
 		KeyPackages: opaqueKeyPackages{}}
 	if mod != nil {
 		mod(&cfg)

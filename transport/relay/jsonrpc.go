@@ -125,7 +125,7 @@ func (s *Relay) readRequest(w http.ResponseWriter, r *http.Request, id string, s
 		return nil, rpcRequest{}, false
 	}
 	req := parseRequest(body)
-	if req.invalid != nil && !s.cfg.StoreOpaque {
+	if req.invalid != nil && !s.cfg.Access.StoreOpaque {
 		// The agent would never take it, asleep or awake: answer what it
 		// answers (runtime/live.go), with id null (JSON-RPC 2.0 Section 5).
 		s.metrics.enqueue(id, "invalid")
@@ -192,7 +192,7 @@ func readAll(r io.Reader, n int64) ([]byte, error) {
 func (s *Relay) forward(w http.ResponseWriter, r *http.Request, agent, caller did.DID, version string, body []byte, req rpcRequest) bool {
 	// A wait for the device to answer over the network: real time, on
 	// clock.Unscaled (the clock package's rule).
-	ctx, cancel := clock.WithTimeout(r.Context(), clock.Unscaled(s.clk), s.cfg.LiveTimeout)
+	ctx, cancel := clock.WithTimeout(r.Context(), clock.Unscaled(s.clk), s.cfg.Limits.LiveTimeout)
 	defer cancel()
 	resp, err := s.forwardLink(ctx, agent.String(), wire.Request{From: caller.String(), Version: version, Extensions: r.Header.Get("A2A-Extensions"), Body: body})
 	switch {
@@ -233,7 +233,7 @@ func (s *Relay) offline(w http.ResponseWriter, r *http.Request, agent, caller di
 	}
 	// The commit must not be abandoned because the sender hung up: a
 	// record is either stored and answered, or neither.
-	rec, err := s.cfg.Queue.Enqueue(context.WithoutCancel(r.Context()), queue.Record{Agent: id, From: caller.String(), Kind: s.deferred.kind(id, caller.String(), req.kind), Body: body}, b, now)
+	rec, err := s.cfg.Stores.Queue.Enqueue(context.WithoutCancel(r.Context()), queue.Record{Agent: id, From: caller.String(), Kind: s.deferred.kind(id, caller.String(), req.kind), Body: body}, b, now)
 	var fe *queue.FullError
 	switch {
 	case errors.As(err, &fe):

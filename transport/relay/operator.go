@@ -17,7 +17,7 @@ import (
 //	DELETE /operator/queue/{did}?sender=DID|all=1  purge them
 //
 // Both need a DID Bearer token (audience the relay's origin) of an
-// operator DID of Config.Operators; records are listed by their metadata,
+// operator DID of Config.Access.Operators; records are listed by their metadata,
 // never their bodies, which are the senders' (usually MLS ciphertext).
 const operatorQueuePath = "/operator/queue/{did}"
 
@@ -201,7 +201,7 @@ func (s *Relay) serveQueuePurge(w http.ResponseWriter, r *http.Request) {
 	if sel.all {
 		seqs = append(seqs, damaged...) // all=1 takes the withheld records too
 	}
-	if err := s.cfg.Queue.Ack(r.Context(), sel.agent.String(), seqs); err != nil {
+	if err := s.cfg.Stores.Queue.Ack(r.Context(), sel.agent.String(), seqs); err != nil {
 		s.storeFailed(w, err)
 		return
 	}

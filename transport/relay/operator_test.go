@@ -34,7 +34,7 @@ func TestOperatorQueue(t *testing.T) {
 	var logs bytes.Buffer
 	op := didtest.Key(t, 7)
 	h := newHarness(t, func(c *Config) {
-		c.Operators = []did.DID{op.DID()}
+		c.Access.Operators = []did.DID{op.DID()}
 		c.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	})
 	dev, alice, mallory := didtest.Key(t, 1), didtest.Key(t, 2), didtest.Key(t, 3)

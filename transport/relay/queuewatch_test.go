@@ -40,7 +40,7 @@ func TestDamagedRecordWithheld(t *testing.T) {
 	var logs bytes.Buffer
 	op := didtest.Key(t, 7)
 	h := newHarness(t, func(c *Config) {
-		c.Operators = []did.DID{op.DID()}
+		c.Access.Operators = []did.DID{op.DID()}
 		c.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	})
 	dev, alice := didtest.Key(t, 1), didtest.Key(t, 2)
@@ -93,7 +93,7 @@ func (stuckAcks) AckCount(context.Context, string, []uint64) (int, error) {
 func TestAckDeletingNothingIsAnError(t *testing.T) {
 	var logs bytes.Buffer
 	h := newHarness(t, func(c *Config) {
-		c.Queue = stuckAcks{c.Queue.(*queue.Bolt)}
+		c.Stores.Queue = stuckAcks{c.Stores.Queue.(*queue.Bolt)}
 		c.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	})
 	dev, alice := didtest.Key(t, 1), didtest.Key(t, 2)
@@ -124,7 +124,7 @@ func TestAckOfPurgedRecordsIsNoError(t *testing.T) {
 	var logs bytes.Buffer
 	op := didtest.Key(t, 7)
 	h := newHarness(t, func(c *Config) {
-		c.Operators = []did.DID{op.DID()}
+		c.Access.Operators = []did.DID{op.DID()}
 		c.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	})
 	dev, alice := didtest.Key(t, 1), didtest.Key(t, 2)

@@ -460,7 +460,7 @@ func TestStateOKNamesHeldKeyPackages(t *testing.T) {
 // TestKeyPackageRateLimit: a fetch needs a DID Bearer token; each caller
 // DID has its own bucket.
 func TestKeyPackageRateLimit(t *testing.T) {
-	h := newHarness(t, func(c *Config) { c.KeyPackageRate = 2 })
+	h := newHarness(t, func(c *Config) { c.Limits.KeyPackageRate = 2 })
 	dev, alice, bob := didtest.Key(t, 1), didtest.Key(t, 2), didtest.Key(t, 3)
 	h.publishOffline(t, dev, "sleep", deviceOpts{kps: [][]byte{kp(1), kp(2), kp(3), kp(4), kp(5)}})
 	path := "/a/" + dev.DID().String() + "/mls/key-package"
@@ -524,7 +524,7 @@ func TestDrainAfterWake(t *testing.T) {
 }
 
 func TestPerAgentMetrics(t *testing.T) {
-	h := newHarness(t, func(c *Config) { c.PerAgentMetrics = true })
+	h := newHarness(t, func(c *Config) { c.Ops.PerAgentMetrics = true })
 	dev, alice := didtest.Key(t, 1), didtest.Key(t, 2)
 	h.publishOffline(t, dev, "sleep", deviceOpts{})
 	h.post(t, dev.DID(), alice, "1.0", sendV1)
@@ -542,7 +542,7 @@ func TestPerAgentMetrics(t *testing.T) {
 
 func TestAllowList(t *testing.T) {
 	dev, other := didtest.Key(t, 1), didtest.Key(t, 2)
-	h := newHarness(t, func(c *Config) { c.AllowAgents = []string{dev.DID().String()} })
+	h := newHarness(t, func(c *Config) { c.Access.AllowAgents = []string{dev.DID().String()} })
 	h.device(t, dev, "sleep", deviceOpts{})
 	_, err := link.Dial(context.Background(), link.Config{RelayURL: h.srv.URL, Key: other, Clock: h.clk})
 	if err == nil || !strings.Contains(err.Error(), "403") {
@@ -551,7 +551,7 @@ func TestAllowList(t *testing.T) {
 }
 
 func TestUnknownAgentAndHealth(t *testing.T) {
-	h := newHarness(t, func(c *Config) { c.MQTTBroker = "mqtt://127.0.0.1:1883" })
+	h := newHarness(t, func(c *Config) { c.Ops.MQTTBroker = "mqtt://127.0.0.1:1883" })
 	if r := h.post(t, didtest.Key(t, 1).DID(), didtest.Key(t, 2), "1.0", sendV1); r.status != 404 || r.json["error"] != "unknown_agent" {
 		t.Errorf("unknown agent: %d %s", r.status, r.body)
 	}
@@ -576,7 +576,7 @@ func TestStateSurvivesRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.states = states
-	r2, err := New(Config{PublicURL: h.relay.cfg.PublicURL, Queue: h.q, States: states, Clock: h.clk, Rand: bytes.NewReader(nil), KeyPackages: opaqueKeyPackages{}})
+	r2, err := New(Config{PublicURL: h.relay.cfg.PublicURL, Stores: Stores{Queue: h.q, States: states}, Clock: h.clk, Rand: bytes.NewReader(nil), KeyPackages: opaqueKeyPackages{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -618,7 +618,7 @@ func TestAgentBoundsOverride(t *testing.T) {
 	dev, other, alice := didtest.Key(t, 1), didtest.Key(t, 3), didtest.Key(t, 2)
 	small := queuebounds.Default()
 	small.MaxMessages = 1
-	h := newHarness(t, func(c *Config) { c.AgentBounds = map[string]queuebounds.Bounds{dev.DID().String(): small} })
+	h := newHarness(t, func(c *Config) { c.Limits.AgentBounds = map[string]queuebounds.Bounds{dev.DID().String(): small} })
 	h.publishOffline(t, dev, "sleep", deviceOpts{})
 	h.publishOffline(t, other, "sleep", deviceOpts{})
 	for i, want := range []int{503, 507} {
@@ -640,7 +640,7 @@ func TestAgentBoundsOverride(t *testing.T) {
 // TestBoundsOfStateWithoutPeerBytes: a state stored before the per-peer
 // byte bound existed keeps its other bounds and gets the ceiling's.
 func TestBoundsOfStateWithoutPeerBytes(t *testing.T) {
-	h := newHarness(t, func(c *Config) { c.AdmitAll = true }) // no probation's lower ceiling
+	h := newHarness(t, func(c *Config) { c.Access.AdmitAll = true }) // no probation's lower ceiling
 	st := agents.State{Bounds: queuebounds.Default()}
 	st.Bounds.MaxMessages, st.Bounds.MaxPeerBytes = 7, 0
 	b := h.relay.bounds(didtest.Key(t, 1).DID().String(), st)

@@ -65,7 +65,7 @@ func (s *Relay) answerRetired(w http.ResponseWriter, st agents.State) {
 // answers 404 (unknown agent), 410 (retired: answerRetired) or 500 and
 // returns false.
 func (s *Relay) requestState(w http.ResponseWriter, r *http.Request, id string) (agents.State, bool) {
-	st, err := s.cfg.States.Get(r.Context(), id)
+	st, err := s.cfg.Stores.States.Get(r.Context(), id)
 	switch {
 	case errors.Is(err, agents.ErrUnknownAgent):
 		writeJSON(w, http.StatusNotFound, map[string]any{"error": "unknown_agent", "message": "no device has published this agent"})

@@ -37,7 +37,7 @@ type OperatorConfig struct {
 	ClientID string
 	// Clock stamps commands; nil means clock.Real.
 	Clock clock.Clock
-	// Password, when set, is sent instead of a token (mqtt.Config.Password).
+	// Password, when set, is sent instead of a token (mqtt.Config.Security.Password).
 	Password []byte
 	// AuthClock dates the token presented to the broker at each
 	// connection (login.Authenticate); nil means clock.Real.
@@ -123,26 +123,23 @@ func DialOperator(ctx context.Context, cfg OperatorConfig) (*Operator, error) {
 		connected bool
 	)
 	cm, err := mqttconn.Start(mqttconn.Config{
-		Server:         u,
-		TLS:            cfg.TLS,
-		KeepAlive:      30,
-		CleanStart:     true,
-		ConnectTimeout: 10 * time.Second,
-		Backoff:        mqttconn.ConstantBackoff(time.Second),
-		ConnectPacket:  o.connectPacket,
-		OnConnectionUp: func(ca *paho.Connack) {
-			connMu.Lock()
-			again := connected
-			connected = true
-			connMu.Unlock()
-			if again && !ca.SessionPresent {
-				go o.resubscribe()
-			}
-		},
-		OnConnectError: func(err error) {
-			connMu.Lock()
-			connErr = err
-			connMu.Unlock()
+		Server: u, TLS: cfg.TLS, Backoff: mqttconn.ConstantBackoff(time.Second),
+		Connect: mqttconn.Connect{KeepAlive: 30, CleanStart: true, Timeout: 10 * time.Second, Packet: o.connectPacket},
+		Hooks: mqttconn.Hooks{
+			OnConnectionUp: func(ca *paho.Connack) {
+				connMu.Lock()
+				again := connected
+				connected = true
+				connMu.Unlock()
+				if again && !ca.SessionPresent {
+					go o.resubscribe()
+				}
+			},
+			OnConnectError: func(err error) {
+				connMu.Lock()
+				connErr = err
+				connMu.Unlock()
+			},
 		},
 		Client: paho.ClientConfig{
 			ClientID:          cfg.ClientID,

@@ -44,7 +44,7 @@ func startFleet(t *testing.T, n int) []string {
 			t.Fatal(err)
 		}
 		f := fleet.New(nc, nil, nil)
-		r, err := relay.New(relay.Config{PublicURL: publicURL, Queue: c.Queue(), States: c.Agents(), Peers: f, KeyPackages: kpcheck.Verifier{}})
+		r, err := relay.New(relay.Config{PublicURL: publicURL, Stores: relay.Stores{Queue: c.Queue(), States: c.Agents()}, Peers: f, KeyPackages: kpcheck.Verifier{}})
 		if err != nil {
 			t.Fatal(err)
 		}
