@@ -1,7 +1,6 @@
 package relay
 
 import (
-	"bytes"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -9,6 +8,7 @@ import (
 
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/did/didtest"
+	"github.com/torpor-dev/torpor/runtime/runtimetest"
 	"github.com/torpor-dev/torpor/transport/bearer"
 )
 
@@ -31,7 +31,7 @@ func (h *harness) operatorReq(tb testing.TB, method string, k *did.PrivateKey, a
 // many; a sender, a stranger and a request naming nothing are refused,
 // and nothing is removed by a refused request.
 func TestOperatorQueue(t *testing.T) {
-	var logs bytes.Buffer
+	var logs runtimetest.Log // the relay writes it while the test reads it
 	op := didtest.Key(t, 7)
 	h := newHarness(t, func(c *Config) {
 		c.Access.Operators = []did.DID{op.DID()}
