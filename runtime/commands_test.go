@@ -13,6 +13,7 @@ import (
 	"github.com/torpor-dev/torpor/test/worldtest"
 	"github.com/torpor-dev/torpor/transport/mqtt/command"
 	"github.com/torpor-dev/torpor/transport/mqtt/envelope"
+	"github.com/torpor-dev/torpor/transport/relay/console"
 	"github.com/torpor-dev/torpor/wake"
 )
 
@@ -134,3 +135,37 @@ func TestOperatorCommandsOnTheAgent(t *testing.T) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// TestHaltShowsAtTheRelayAtOnce: a halt over MQTT republishes the live
+// agent's signed status to the relay at once, so that the fleet view shows
+// it halted without waiting for the next pulse (an hour; the fake clock
+// does not move here), and a resume likewise (issue 27, bug 11).
+func TestHaltShowsAtTheRelayAtOnce(t *testing.T) {
+	w := newCmdWorld(t, wake.AlwaysOn)
+	w.Run()
+	w.AwaitStatus(func(s envelope.Status) bool { return s.State == envelope.StateAwake })
+	for _, halt := range []bool{true, false} {
+		op, args := command.OpHalt, &command.NoteArgs{Note: "maintenance"}
+		if !halt {
+			op = command.OpResume
+		}
+		if r := w.Command(op, args); r.Outcome != command.OutcomeOK {
+			t.Fatalf("%s: %+v", op, r)
+		}
+		ctx := w.Ctx()
+		for {
+			st, err := w.Relay.States.Get(ctx, w.Key.DID().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ws, err := console.VerifyStatus(st.Status, w.Key.DID()); err == nil && ws.Halted == halt {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				t.Fatalf("after %s the relay's stored status never said halted=%v", op, halt)
+			case <-time.After(5 * time.Millisecond): // real time: the publish is a loopback round trip
+			}
+		}
+	}
+}

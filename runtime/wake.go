@@ -33,15 +33,18 @@ const announceTimeout = 10 * time.Second
 
 // wakeRun is the state of one wake.
 type wakeRun struct {
-	a      *Agent
-	ctx    context.Context // ends at the window's end or a mode change
-	ph     *phases
-	rep    *WakeReport
-	kps    [][]byte
-	lr     []byte        // the last-resort KeyPackage until the relay confirms it
-	kick   chan struct{} // the window's end moved (Extend)
-	sched  <-chan struct{}
-	isLive bool // the wake stays linked until the window's end
+	a    *Agent
+	ctx  context.Context // ends at the window's end or a mode change
+	ph   *phases
+	rep  *WakeReport
+	kps  [][]byte
+	lr   []byte        // the last-resort KeyPackage until the relay confirms it
+	kick chan struct{} // the window's end moved (Extend)
+	// restate asks the live wake to publish its state again now
+	// (StatusChanged).
+	restate chan struct{}
+	sched   <-chan struct{}
+	isLive  bool // the wake stays linked until the window's end
 
 	// drainMu serialises drains (the wake's own and Agent.Drain) and
 	// guards the link and the cursor against the redial that replaces
@@ -121,7 +124,7 @@ type cause struct {
 // drained (unless Extend asked for more).
 func (a *Agent) wake(ctx context.Context, changed <-chan struct{}, mode wake.Mode, why cause, end time.Time, live bool) {
 	start := a.clock.Now()
-	w := &wakeRun{a: a, mode: mode, next: a.nextWake(end), end: end, sched: changed, isLive: live, kick: make(chan struct{}, 1),
+	w := &wakeRun{a: a, mode: mode, next: a.nextWake(end), end: end, sched: changed, isLive: live, kick: make(chan struct{}, 1), restate: make(chan struct{}, 1),
 		ph:  &phases{clock: a.clock, start: start, onPhase: a.cfg.Hooks.OnPhase},
 		rep: &WakeReport{At: start.UTC(), Reason: why.reason, WakeDetail: why.detail, Mode: string(mode), End: end, Slept: why.slept}}
 	w.rep.NextWake = w.next
@@ -286,6 +289,8 @@ func (w *wakeRun) stayLive() {
 				return nil
 			case <-w.l.Queued():
 				w.drain()
+			case <-w.restate:
+				w.publish()
 			case <-pulseC:
 				if err := w.makePulse(a.clock.Now()); err == nil {
 					w.publish()

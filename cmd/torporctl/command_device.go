@@ -60,6 +60,9 @@ operations:
   admit DID                       admit a device on its relay (--relay, --key):
                                   it leaves probation; over HTTP, not MQTT
 
+DEVICE is the device's name (its MQTT topic level) or its DID, which
+torporctl resolves to the name it pinned or the device's retained status names.
+
 Exit status: 0 the device answered ok; 1 it answered failed, rejected or
 indeterminate (or an error); 3 no reply within --wait (the command waits for
 the device). Environment: TORPOR_BROKER, TORPOR_KEY, TORPOR_MQTT_PREFIX.
@@ -191,8 +194,10 @@ func runDevice(ctx context.Context, e *env, fs *flag.FlagSet, args []string) err
 		ofs.Usage()
 		return exitError{2}
 	}
-	if err := mqtt.CheckName(device); err != nil {
-		return err
+	if _, err := did.Parse(device); err != nil {
+		if err := mqtt.CheckName(device); err != nil {
+			return err
+		}
 	}
 	s, err := dialDevice(ctx, &df, device)
 	if err != nil {
@@ -251,6 +256,10 @@ func dialDevice(ctx context.Context, f *deviceFlags, device string) (*deviceSess
 	op, err := command.DialOperator(dctx, command.OperatorConfig{Broker: f.broker, Prefix: f.prefix, Key: k, Password: bytes.TrimSpace(pw),
 		Clock: clk}) // the broker checks its token on the real clock (broker.Config.Clock)
 	if err != nil {
+		return nil, err
+	}
+	if device, err = nameOf(dctx, op, known, f, device); err != nil {
+		op.Close(context.Background())
 		return nil, err
 	}
 	if err := op.Watch(dctx, device); err != nil {

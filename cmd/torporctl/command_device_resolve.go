@@ -253,3 +253,31 @@ func (s *deviceSession) followRotation(e *env, rep command.Reply) {
 	}
 	fmt.Fprintf(e.stderr, "re-pinned %s to its new DID %s in %s (rotate-keys, signed by %s)\n", s.device, next, s.known.Path(), res.Old)
 }
+
+// nameOf returns the device's name (its topic level) when DEVICE is given
+// as a DID, as the console's copied commands give it: the name pinned to
+// that DID in --known-devices, else the name under which a status signed
+// by it is retained on the broker. The DID becomes --did. Any other
+// DEVICE is the name already.
+func nameOf(ctx context.Context, op *command.Operator, known *command.KnownDevices, f *deviceFlags, device string) (string, error) {
+	d, err := did.Parse(device)
+	if err != nil {
+		return device, nil
+	}
+	if f.didStr != "" && f.didStr != d.String() {
+		return "", fmt.Errorf("the device is given as %s but --did is %s", d, f.didStr)
+	}
+	f.didStr = d.String()
+	for name, pin := range known.Devices() {
+		if pin == d {
+			return name, nil
+		}
+	}
+	sctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	name, err := op.NameOf(sctx, d)
+	if err != nil {
+		return "", fmt.Errorf("no device name for %s: it is not in %s and %v", d, known.Path(), err)
+	}
+	return name, nil
+}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -11,6 +12,8 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
+	"github.com/torpor-dev/torpor/governed"
+	"github.com/torpor-dev/torpor/transport/a2a"
 	"github.com/torpor-dev/torpor/transport/bearer"
 )
 
@@ -24,7 +27,8 @@ func TestMain(m *testing.M) {
 
 func TestScripts(t *testing.T) {
 	testscript.Run(t, testscript.Params{Dir: "testdata/script", Cmds: map[string]func(*testscript.TestScript, bool, []string){
-		"verify-token": cmdVerifyToken,
+		"verify-token":  cmdVerifyToken,
+		"verify-object": cmdVerifyObject,
 	}})
 }
 
@@ -96,5 +100,37 @@ func TestParseFlagsAnywhere(t *testing.T) {
 	}
 	if *relay != "http://r" || !*all || strings.Join(fs.Args(), " ") != "purge x" {
 		t.Errorf("relay %q all %v args %q", *relay, *all, fs.Args())
+	}
+}
+
+// cmdVerifyObject is the script command
+//
+//	verify-object [-bare] FILE DIDFILE PURPOSE PAYLOAD
+//
+// which succeeds when FILE holds an A2A Governed Object part
+// (a2a.ReadDataObject), or with -bare the object alone, whose object
+// verifies (governed.Parse, VerifySignature), is issued by the DID in
+// DIDFILE, has PURPOSE and the JSON payload PAYLOAD.
+func cmdVerifyObject(ts *testscript.TestScript, neg bool, args []string) {
+	bare := len(args) > 0 && args[0] == "-bare"
+	if bare {
+		args = args[1:]
+	}
+	if neg || len(args) != 4 {
+		ts.Fatalf("usage: verify-object [-bare] FILE DIDFILE PURPOSE PAYLOAD")
+	}
+	raw := []byte(ts.ReadFile(args[0]))
+	if !bare {
+		var p a2a.Part
+		ts.Check(json.Unmarshal(raw, &p))
+		d, err := a2a.ReadDataObject(p)
+		ts.Check(err)
+		raw = d.Object
+	}
+	o, err := governed.Parse(raw)
+	ts.Check(err)
+	ts.Check(o.VerifySignature())
+	if o.Issuer.String() != strings.TrimSpace(ts.ReadFile(args[1])) || o.Governance.Purpose != args[2] || string(o.Payload) != args[3] {
+		ts.Fatalf("object issued by %s for %s with payload %s; want %s, %s, %s", o.Issuer, o.Governance.Purpose, o.Payload, ts.ReadFile(args[1]), args[2], args[3])
 	}
 }

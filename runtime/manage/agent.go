@@ -580,6 +580,7 @@ func (c *Commands) halt(p *runtime.Pipeline, args *command.NoteArgs, by string) 
 		return Failed("store", "%v", err)
 	}
 	c.log.Warn("halted: autonomous action stopped", "note", runtime.Recorded(args.Note, by))
+	c.a.StatusChanged() // the relay's fleet shows the halt now, not at the next pulse
 	return OK(map[string]any{"halted": true})
 }
 
@@ -589,6 +590,7 @@ func (c *Commands) resume(ctx context.Context, p *runtime.Pipeline, args *comman
 		return Failed("store", "%v", err)
 	}
 	c.log.Info("resumed", "note", runtime.Recorded(args.Note, by))
+	c.a.StatusChanged()
 	return OK(map[string]any{"halted": false, "ran": n})
 }
 

@@ -86,8 +86,9 @@ func (a *linkAgents) Publish(ctx context.Context, agent did.DID, st wire.State) 
 	}
 	s.log.Info("state published", "agent", id, "mode", next.Mode, "keyPackages", len(st.KeyPackages), "keyPackagesHeld", len(held.Digests),
 		"lastResort", len(st.LastResort) > 0)
-	if next.Successor != "" {
+	if next.Successor != "" && prev.Successor == "" {
 		s.log.Info("agent retired", "agent", id, "successor", next.Successor)
+		s.carryAdmission(ctx, id, next.Successor)
 	}
 	ok := wire.Accepted{Bounds: next.Bounds, Held: held}
 	if next.WakeSecondSet {

@@ -54,6 +54,8 @@ type Operator struct {
 	mu sync.Mutex
 	// mu guards all following fields.
 	watches map[string]*watch
+	// scan, while NameOf runs, gets every status publication.
+	scan chan Message
 }
 
 // Message is a device publication as an Operator received it.
@@ -187,6 +189,12 @@ func (o *Operator) received(pr paho.PublishReceived) (bool, error) {
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	if _, ok := o.statusName(p.Topic); ok && o.scan != nil {
+		select {
+		case o.scan <- m:
+		default:
+		}
+	}
 	for name, w := range o.watches {
 		t := o.topics(name)
 		var ch chan Message

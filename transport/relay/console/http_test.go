@@ -295,3 +295,25 @@ func TestAwaitingAdmission(t *testing.T) {
 		t.Errorf("an admitted device's page says awaiting admission")
 	}
 }
+
+// TestCopiedCommandNamesTheDID: the confirm and deny commands the device
+// page offers name the device by its DID, which torporctl resolves to the
+// device's MQTT name; the card's name (here "plot7" for the MQTT name
+// plot-7) would make the command wait for a device that never gets it
+// (issue 27, bug 1).
+func TestCopiedCommandNamesTheDID(t *testing.T) {
+	s := newSite(t, "")
+	k := didtest.Key(t, 3)
+	s.put(t, device{key: k, name: "plot7", mode: wake.Sleep,
+		status: &wire.Status{Version: "1", HeldCount: 1, Held: []wire.StatusHeld{{Key: "k-1", Purpose: "action:x"}}}})
+	a := s.do(t, "GET", "/fleet/device/"+k.DID().String(), nil, s.login(t))
+	for _, op := range []string{"confirm", "deny"} {
+		want := "torporctl device " + op + " " + k.DID().String() + " &#39;k-1&#39;"
+		if a.status != 200 || strings.Count(a.body, want) != 2 {
+			t.Errorf("the page does not offer (and copy) %q:\n%s", want, a.body)
+		}
+	}
+	if strings.Contains(a.body, "device confirm --did") || strings.Contains(a.body, "plot7 &#39;k-1") {
+		t.Errorf("the copied command names the card's name:\n%s", a.body)
+	}
+}

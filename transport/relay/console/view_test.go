@@ -2,6 +2,7 @@ package console
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"testing"
 	"time"
@@ -261,5 +262,53 @@ func TestDescribeWindow(t *testing.T) {
 		if got := describeWindow(c.w); got != c.want {
 			t.Errorf("describeWindow(%+v) = %q, want %q", c.w, got, c.want)
 		}
+	}
+}
+
+// TestRetiredRowGoes: after a key rotation the retired DID's row leaves
+// the fleet, so the successor (same name) is not flagged a duplicate, and
+// a successor with no card yet shows its predecessor's name (issue 27,
+// bug 5).
+func TestRetiredRowGoes(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	old, next, old2, next2 := didtest.Key(t, 1), didtest.Key(t, 2), didtest.Key(t, 3), didtest.Key(t, 4)
+	for _, d := range []device{{key: old, name: "pump"}, {key: next, name: "pump", linked: true}, {key: old2, name: "well"}, {key: next2, linked: true}} {
+		d.mode = wake.Sleep
+		f.put(t, d)
+	}
+	retire := func(k, succ *did.PrivateKey, card bool) {
+		st, err := f.states.Get(ctx, k.DID().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		st.Successor = succ.DID().String()
+		if err := f.states.Put(ctx, k.DID().String(), st, nil, nil); err != nil {
+			t.Fatal(err)
+		}
+		if !card {
+			st, _ := f.states.Get(ctx, succ.DID().String())
+			st.Card = nil
+			f.states.Put(ctx, succ.DID().String(), st, nil, nil)
+		}
+	}
+	retire(old, next, true)
+	retire(old2, next2, false)
+	fl, err := f.src.Build(ctx, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, d := range fl.Devices {
+		got[d.DID] = d.Name
+		if d.DuplicateName {
+			t.Errorf("%s (%s) flagged a duplicate name", d.Name, d.DID)
+		}
+	}
+	if len(got) != 2 || got[next.DID().String()] != "pump" || got[next2.DID().String()] != "well" {
+		t.Errorf("fleet %v, want only the successors, named pump and well", got)
+	}
+	if _, err := f.src.One(ctx, old.DID().String(), t0); !errors.Is(err, agents.ErrUnknownAgent) {
+		t.Errorf("the retired device's page: %v, want unknown", err)
 	}
 }
