@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/transport/a2a"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"github.com/torpor-dev/torpor/transport/link"
 	"github.com/torpor-dev/torpor/transport/link/wire"
 	"github.com/torpor-dev/torpor/wake"
@@ -68,7 +68,7 @@ func runCardBuild(v *Vector) Result {
 	if err != nil {
 		return Broken(err)
 	}
-	h, err := startRelay(dir, time.Now(), queue.DefaultBounds())
+	h, err := startRelay(dir, time.Now(), queuebounds.Default())
 	if err != nil {
 		return Result{Status: Fail, Got: "error", Note: err.Error()}
 	}
@@ -106,7 +106,9 @@ func (h *relayHarness) buildCase(name, description, offline string) (string, err
 	if _, err := h.dev.Publish(context.Background(), wire.State{Mode: mode, Card: card}); err != nil {
 		return "", err
 	}
-	resp, err := http.Get(h.srv.URL + "/a/" + h.agent.DID().String() + a2a.CardPath)
+	req, _ := http.NewRequest(http.MethodGet, h.srv.URL+"/a/"+h.agent.DID().String()+a2a.CardPath, nil)
+	req.Header.Set("A2A-Version", "1.0") // the signed card, not the 0.3 view
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return "", err
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/torpor-dev/torpor/runtime/purpose"
 	"github.com/torpor-dev/torpor/store"
 	"github.com/torpor-dev/torpor/store/queue"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 )
 
 func init() {
@@ -185,7 +186,7 @@ func (r *dequeueRun) enqueue(at time.Time) error {
 	if err != nil {
 		return err
 	}
-	b := queue.DefaultBounds()
+	b := queuebounds.Default()
 	if r.in.TTLMs != nil {
 		b.TTL = time.Duration(*r.in.TTLMs) * time.Millisecond
 	}
@@ -228,21 +229,21 @@ func (r *dequeueRun) count(now time.Time) (int, error) {
 }
 
 func (r *dequeueRun) fail(err error) Result {
-	return Result{Status: Fail, Expected: renderDequeueExpect(r.in.Expect), Got: "error", Note: err.Error()}
+	return Result{Status: Fail, Expected: renderQueueExpect(r.in.Expect), Got: "error", Note: err.Error()}
 }
 
 func (r *dequeueRun) result() Result {
 	dev, ok := dequeueDeviations[r.v.ID]
 	if !ok || len(r.in.OpaqueBlobBase64) == 0 {
-		return Compare(renderDequeueExpect(r.in.Expect), r.render())
+		return Compare(renderQueueExpect(r.in.Expect), renderGot(r.in.Expect, r.got))
 	}
 	var own map[string]json.RawMessage
 	if err := json.Unmarshal([]byte(dev.expect), &own); err != nil {
 		return Broken(err)
 	}
-	ref := renderDequeueExpect(r.in.Expect)
+	ref := renderQueueExpect(r.in.Expect)
 	r.in.Expect = own // render reports the members of Torpor's expectation
-	res := Compare(renderDequeueExpect(own), r.render())
+	res := Compare(renderQueueExpect(own), renderGot(r.in.Expect, r.got))
 	res.Note = fmt.Sprintf("deliberate deviation: the reference expects %s; %s", ref, dev.why)
 	return res
 }
@@ -262,10 +263,10 @@ const opaqueWhy = "Torpor refuses a record that is not a JSON-RPC message submis
 	"(cause opaque), since no later wake would judge it otherwise: left queued it fills the queue until its TTL " +
 	"and comes back at every wake"
 
-// runDequeue runs asleep-dequeue (profile, Validate-on-Dequeue): one
-// record enqueued, one drain at wakeNow, and for a TTL vector a purge at
-// advancedNow.
-func runDequeue(v *Vector) Result {
+// withDequeueRun runs body over a fresh run of v whose agent is open and
+// whose record is enqueued at the vector's wake time, now, and returns
+// the run's result.
+func withDequeueRun(v *Vector, body func(r *dequeueRun, now time.Time) error) Result {
 	r, err := newDequeueRun(v)
 	if err != nil {
 		return Broken(err)
@@ -278,52 +279,53 @@ func runDequeue(v *Vector) Result {
 	if err := r.enqueue(now); err != nil {
 		return r.fail(err)
 	}
-	rep, err := r.drain(now)
-	if err != nil {
+	if err := body(r, now); err != nil {
 		return r.fail(err)
-	}
-	r.got["accepted"] = rep.Accepted
-	r.got["rejected"] = rep.RejectedTotal()
-	r.got["deferred"] = rep.Deferred
-	r.got["processed"] = rep.Acked
-	n, err := r.count(now)
-	if err != nil {
-		return r.fail(err)
-	}
-	r.got["queueEmpty"], r.got["queueCount"] = n == 0, n
-	if r.in.AdvancedNow != nil {
-		if _, err := r.q.Purge(context.Background(), *r.in.AdvancedNow); err != nil {
-			return r.fail(err)
-		}
-		if r.got["listCountAfterPurge"], err = r.count(*r.in.AdvancedNow); err != nil {
-			return r.fail(err)
-		}
 	}
 	return r.result()
+}
+
+// runDequeue runs asleep-dequeue (profile, Validate-on-Dequeue): one
+// record enqueued, one drain at wakeNow, and for a TTL vector a purge at
+// advancedNow.
+func runDequeue(v *Vector) Result {
+	return withDequeueRun(v, func(r *dequeueRun, now time.Time) error {
+		rep, err := r.drain(now)
+		if err != nil {
+			return err
+		}
+		r.got["accepted"] = rep.Accepted
+		r.got["rejected"] = rep.RejectedTotal()
+		r.got["deferred"] = rep.Deferred
+		r.got["processed"] = rep.Acked
+		n, err := r.count(now)
+		if err != nil {
+			return err
+		}
+		r.got["queueEmpty"], r.got["queueCount"] = n == 0, n
+		if r.in.AdvancedNow == nil {
+			return nil
+		}
+		if _, err := r.q.Purge(context.Background(), *r.in.AdvancedNow); err != nil {
+			return err
+		}
+		r.got["listCountAfterPurge"], err = r.count(*r.in.AdvancedNow)
+		return err
+	})
 }
 
 // runDequeueSequence runs asleep-dequeue-sequence: steps over one process
 // (replay across wakes of the same process): dequeue-accept, re-enqueue,
 // dequeue-reject.
 func runDequeueSequence(v *Vector) Result {
-	r, err := newDequeueRun(v)
-	if err != nil {
-		return Broken(err)
-	}
-	defer r.close()
-	if err := r.open(true); err != nil {
-		return r.fail(err)
-	}
-	now := r.in.wakeNow()
-	if err := r.enqueue(now); err != nil {
-		return r.fail(err)
-	}
-	for _, step := range r.in.Steps {
-		if err := r.step(step, now); err != nil {
-			return r.fail(fmt.Errorf("step %s: %w", step, err))
+	return withDequeueRun(v, func(r *dequeueRun, now time.Time) error {
+		for _, step := range r.in.Steps {
+			if err := r.step(step, now); err != nil {
+				return fmt.Errorf("step %s: %w", step, err)
+			}
 		}
-	}
-	return r.result()
+		return nil
+	})
 }
 
 func (r *dequeueRun) step(step string, now time.Time) error {
@@ -351,66 +353,18 @@ func (r *dequeueRun) step(step string, now time.Time) error {
 // the agent (its bbolt file closed), start it again with a new relay queue,
 // enqueue the same body again: the replay cache on disk rejects it.
 func runDequeueRestart(v *Vector) Result {
-	r, err := newDequeueRun(v)
-	if err != nil {
-		return Broken(err)
-	}
-	defer r.close()
-	if err := r.open(true); err != nil {
-		return r.fail(err)
-	}
-	now := r.in.wakeNow()
-	steps := []func() error{
-		func() error { return r.enqueue(now) },
-		func() error { return r.step("dequeue-accept", now) },
-		r.restart,
-		func() error { return r.enqueue(now) },
-		func() error { return r.step("dequeue-reject", now) },
-	}
-	for _, s := range steps {
-		if err := s(); err != nil {
-			return r.fail(err)
+	return withDequeueRun(v, func(r *dequeueRun, now time.Time) error {
+		steps := []func() error{
+			func() error { return r.step("dequeue-accept", now) },
+			r.restart,
+			func() error { return r.enqueue(now) },
+			func() error { return r.step("dequeue-reject", now) },
 		}
-	}
-	return r.result()
-}
-
-// render prints what was observed for each member of expect.
-func (r *dequeueRun) render() string {
-	var parts []string
-	for _, k := range queueExpectKeys(r.in.Expect) {
-		if base, ok := strings.CutSuffix(k, "Min"); ok {
-			var min int
-			json.Unmarshal(r.in.Expect[k], &min)
-			got, _ := r.got[base].(int)
-			if got >= min {
-				parts = append(parts, fmt.Sprintf("%s>=%d", base, min))
-			} else {
-				parts = append(parts, fmt.Sprintf("%s=%d", base, got))
+		for _, s := range steps {
+			if err := s(); err != nil {
+				return err
 			}
-			continue
 		}
-		v, ok := r.got[k]
-		if !ok {
-			v = "?"
-		}
-		parts = append(parts, fmt.Sprintf("%s=%v", k, v))
-	}
-	return strings.Join(parts, " ")
-}
-
-func renderDequeueExpect(expect map[string]json.RawMessage) string {
-	var parts []string
-	for _, k := range queueExpectKeys(expect) {
-		var v any
-		if err := json.Unmarshal(expect[k], &v); err != nil {
-			v = string(expect[k])
-		}
-		if base, ok := strings.CutSuffix(k, "Min"); ok {
-			parts = append(parts, fmt.Sprintf("%s>=%v", base, v))
-			continue
-		}
-		parts = append(parts, fmt.Sprintf("%s=%v", k, v))
-	}
-	return strings.Join(parts, " ")
+		return nil
+	})
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/torpor-dev/torpor/store/agents"
 	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/transport/a2a"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"github.com/torpor-dev/torpor/transport/bearer"
 	"github.com/torpor-dev/torpor/transport/link"
 	"github.com/torpor-dev/torpor/transport/link/wire"
@@ -80,7 +81,7 @@ func runAsleepHTTP(v *Vector) Result {
 	if in.Config.ForceAlwaysOn {
 		mode = string(wake.AlwaysOn)
 	}
-	b := queue.DefaultBounds()
+	b := queuebounds.Default()
 	if c := in.QueueCaps; c.MaxMessages > 0 || c.MaxTotalBytes > 0 || c.MaxPendingPerPeer > 0 {
 		if c.MaxMessages > 0 {
 			b.MaxMessages = c.MaxMessages
@@ -149,7 +150,7 @@ func conformanceAgent() *did.PrivateKey {
 	return k
 }
 
-func startRelay(dir string, now time.Time, b queue.Bounds) (*relayHarness, error) {
+func startRelay(dir string, now time.Time, b queuebounds.Bounds) (*relayHarness, error) {
 	h := &relayHarness{clk: clocktest.New(now), agent: conformanceAgent()}
 	var err error
 	if h.q, err = openQueue(filepath.Join(dir, "queue.db")); err != nil {
@@ -160,11 +161,11 @@ func startRelay(dir string, now time.Time, b queue.Bounds) (*relayHarness, error
 		return nil, err
 	}
 	h.srv = httptest.NewUnstartedServer(nil)
-	h.relay, err = relay.New(relay.Config{PublicURL: "http://" + h.srv.Listener.Addr().String(), Queue: h.q, States: h.states, Bounds: b, Clock: h.clk, KeyPackages: kpcheck.Verifier{},
+	h.relay, err = relay.New(relay.Config{PublicURL: "http://" + h.srv.Listener.Addr().String(), Stores: relay.Stores{Queue: h.q, States: h.states}, Limits: relay.Limits{Bounds: b}, Clock: h.clk, KeyPackages: kpcheck.Verifier{},
 		// The vectors' agent is the profile's generic one, which takes
 		// any body ("one", "{}"), and the reference knows no probation; a
 		// Torpor device takes only A2A requests.
-		StoreOpaque: true, AdmitAll: true})
+		Access: relay.Access{StoreOpaque: true, AdmitAll: true}})
 	if err != nil {
 		h.srv.Close()
 		h.close()
@@ -212,7 +213,7 @@ func (h *relayHarness) linkDevice(mode, wakeSeed string) error {
 // card builds and signs the agent's card for mode with the bounds the relay
 // announced.
 func (h *relayHarness) card(mode, name, description string) ([]byte, error) {
-	b := h.dev.Hello().Card()
+	b := h.dev.Hello()
 	offline := mode
 	if offline != string(wake.Sleep) && offline != string(wake.HourlyWake) {
 		offline = ""
@@ -297,7 +298,8 @@ func (h *relayHarness) enqueuedFrom(ctx context.Context, before, after int) (str
 	return recs[len(recs)-1].From, nil
 }
 
-// request builds the vector's request to the agent: GET fetches its card,
+// request builds the vector's request to the agent: GET fetches its card
+// (the A2A 1.0 one),
 // anything else posts the body to its JSON-RPC endpoint, with a DID Bearer
 // token of the vector's caller when it names one.
 func (h *relayHarness) request(r httpRequest) (*http.Request, error) {
@@ -305,6 +307,9 @@ func (h *relayHarness) request(r httpRequest) (*http.Request, error) {
 	var req *http.Request
 	if r.Method == http.MethodGet {
 		req, _ = http.NewRequest(http.MethodGet, base+a2a.CardPath, nil)
+		// The signed A2A 1.0 card; without the header the relay serves
+		// its 0.3 view (A2A 1.0, Section 3.6.2; docs/a2a.md).
+		req.Header.Set("A2A-Version", "1.0")
 	} else {
 		req, _ = http.NewRequest(r.Method, base+a2a.JSONRPCPath, strings.NewReader(r.Body))
 		req.Header.Set("Content-Type", "application/json")

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/torpor-dev/torpor/store/queue"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 )
 
 func init() { Register("asleep-queue", runAsleepQueue) }
@@ -49,7 +50,7 @@ type queueVector struct {
 // runAsleepQueue runs the asleep-queue vectors (profile, Store-and-Forward
 // and Backpressure) against the relay's real store: a queue.Bolt file under
 // the vector's temporary directory, with fsync, reopened from disk where
-// the vector asks. Caps override queue.DefaultBounds (the profile's
+// the vector asks. Caps override queuebounds.Default (the profile's
 // reference bounds); a ttlMs sets the bounds' TTL. Expected and got print
 // as the vector's expect members, "name=value" sorted by name.
 func runAsleepQueue(v *Vector) Result {
@@ -84,8 +85,8 @@ func runAsleepQueue(v *Vector) Result {
 }
 
 // bounds returns the vector's caps over the default bounds.
-func (in *queueVector) bounds(first queueInput) queue.Bounds {
-	b := queue.DefaultBounds()
+func (in *queueVector) bounds(first queueInput) queuebounds.Bounds {
+	b := queuebounds.Default()
 	c := in.Caps
 	if c.MaxMessages != nil {
 		b.MaxMessages = *c.MaxMessages
@@ -166,7 +167,7 @@ var queueActions = map[string]func(*queueRun, *queueVector, []queueInput) error{
 // queueRun is one vector's store and what it observed.
 type queueRun struct {
 	path   string
-	bounds queue.Bounds
+	bounds queuebounds.Bounds
 	store  queue.Store
 	got    map[string]any
 }
@@ -225,24 +226,48 @@ func (q *queueRun) count(name string, now time.Time) error {
 
 // render prints the observed values of the members expect names.
 func (q *queueRun) render(expect map[string]json.RawMessage) string {
-	var parts []string
-	for _, k := range queueExpectKeys(expect) {
-		v, ok := q.got[k]
-		if !ok {
-			v = "?"
-		}
-		parts = append(parts, fmt.Sprintf("%s=%v", k, v))
-	}
-	return strings.Join(parts, " ")
+	return renderGot(expect, q.got)
 }
 
-// renderQueueExpect prints a vector's expect members as "name=value".
+// renderQueueExpect prints a vector's expect members as "name=value", a
+// member named xMin as "x>=value" (a lower bound).
 func renderQueueExpect(expect map[string]json.RawMessage) string {
 	var parts []string
 	for _, k := range queueExpectKeys(expect) {
 		var v any
 		if err := json.Unmarshal(expect[k], &v); err != nil {
 			v = string(expect[k])
+		}
+		if base, ok := strings.CutSuffix(k, "Min"); ok {
+			parts = append(parts, fmt.Sprintf("%s>=%v", base, v))
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("%s=%v", k, v))
+	}
+	return strings.Join(parts, " ")
+}
+
+// renderGot prints the observed value of each member of expect as
+// "name=value" ("?" when none was observed), as renderQueueExpect prints
+// the expected one: a member xMin as "x>=min" when x reached min, else as
+// "x=value".
+func renderGot(expect map[string]json.RawMessage, got map[string]any) string {
+	var parts []string
+	for _, k := range queueExpectKeys(expect) {
+		if base, ok := strings.CutSuffix(k, "Min"); ok {
+			var min int
+			json.Unmarshal(expect[k], &min)
+			n, _ := got[base].(int)
+			if n >= min {
+				parts = append(parts, fmt.Sprintf("%s>=%d", base, min))
+			} else {
+				parts = append(parts, fmt.Sprintf("%s=%d", base, n))
+			}
+			continue
+		}
+		v, ok := got[k]
+		if !ok {
+			v = "?"
 		}
 		parts = append(parts, fmt.Sprintf("%s=%v", k, v))
 	}

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/transport/a2a"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"github.com/torpor-dev/torpor/transport/bearer"
 	"github.com/torpor-dev/torpor/wake"
 )
@@ -64,7 +64,7 @@ func runReachability(v *Vector) Result {
 	if err != nil {
 		return Broken(err)
 	}
-	h, err := startRelay(dir, in.Now, queue.DefaultBounds())
+	h, err := startRelay(dir, in.Now, queuebounds.Default())
 	if err != nil {
 		return Result{Status: Fail, Got: "error", Note: err.Error()}
 	}

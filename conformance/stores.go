@@ -125,7 +125,7 @@ func (b *jsBackend) queue(path string) (queue.Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return ownedQueue{c.Queue(), c}, nil
+	return c.OwnQueue(), nil
 }
 
 func (b *jsBackend) agents(path string) (agents.Store, error) {
@@ -133,27 +133,5 @@ func (b *jsBackend) agents(path string) (agents.Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return ownedAgents{c.Agents(), c}, nil
-}
-
-// ownedQueue and ownedAgents close their connection with them.
-type ownedQueue struct {
-	*jsstore.Queue
-	c *jsstore.Conn
-}
-
-func (q ownedQueue) Close() error {
-	err := q.Queue.Close()
-	q.c.Close()
-	return err
-}
-
-type ownedAgents struct {
-	agents.Store
-	c *jsstore.Conn
-}
-
-func (a ownedAgents) Close() error {
-	a.c.Close()
-	return nil
+	return c.OwnAgents(), nil
 }

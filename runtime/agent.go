@@ -53,7 +53,7 @@ func New(cfg Config) (*Agent, error) {
 		return nil, err
 	}
 	a := &Agent{cfg: cfg, log: cfg.logger().With("component", "agent"), clock: clock.Or(cfg.Clock),
-		window: cfg.window(), mode: cfg.Mode, sched: cfg.ScheduledWake, changed: make(chan struct{}), mgmt: cfg.Management}
+		window: cfg.window(), mode: cfg.Schedule.Mode, sched: cfg.Schedule.ScheduledWake, changed: make(chan struct{}), mgmt: cfg.Management}
 	a.meter = sleeptime.Meter{Clock: cfg.Clock, Kernel: cfg.Hooks.Kernel}
 	return a, nil
 }
@@ -149,13 +149,13 @@ func (a *Agent) open() error {
 		db.Close()
 		return err
 	}
-	if a.cfg.OpenMLS != nil && a.cfg.Sessions == nil {
-		s, kp, err := a.cfg.OpenMLS(db)
+	if a.cfg.MLS.OpenMLS != nil && a.cfg.Sessions == nil {
+		s, kp, err := a.cfg.MLS.OpenMLS(db)
 		if err != nil {
 			db.Close()
 			return fmt.Errorf("runtime: MLS sessions: %w", err)
 		}
-		a.cfg.Sessions, a.cfg.KeyPackages = s, kp
+		a.cfg.Sessions, a.cfg.MLS.KeyPackages = s, kp
 	}
 	if err := a.openTrusted(db); err != nil {
 		db.Close()
@@ -206,10 +206,10 @@ func (a *Agent) restore() error {
 		}
 		a.mu.Lock()
 		defer a.mu.Unlock()
-		if c.Mode != "" && c.ConfigMode == a.cfg.Mode {
+		if c.Mode != "" && c.ConfigMode == a.cfg.Schedule.Mode {
 			a.mode, a.sched = c.Mode, c.ScheduledWake
 		}
-		if c.WindowSet && c.ConfigLength == a.cfg.WindowLength && c.ConfigOffset == a.cfg.WindowOffset {
+		if c.WindowSet && c.ConfigLength == a.cfg.Schedule.WindowLength && c.ConfigOffset == a.cfg.Schedule.WindowOffset {
 			a.window.Length, a.window.Offset = c.Length, c.Offset
 		}
 		if c.MinuteSet { // the first identity's, kept across key rotations
@@ -249,7 +249,7 @@ func (a *Agent) SetMode(m wake.Mode, scheduled time.Time) error {
 	if !m.Valid() {
 		return fmt.Errorf("runtime: invalid mode %q", m)
 	}
-	err := a.updateCycle(func(c *cycle) { c.Mode, c.ConfigMode, c.ScheduledWake = m, a.cfg.Mode, scheduled })
+	err := a.updateCycle(func(c *cycle) { c.Mode, c.ConfigMode, c.ScheduledWake = m, a.cfg.Schedule.Mode, scheduled })
 	if err != nil {
 		return fmt.Errorf("runtime: recording mode: %w", err)
 	}
@@ -304,7 +304,7 @@ func (a *Agent) nextWake(end time.Time) time.Time {
 // blocks. It returns errReplan when changed is closed (the mode changed)
 // meanwhile.
 func (a *Agent) sleep(ctx context.Context, changed <-chan struct{}, until time.Time) (wake.Wake, error) {
-	sources := a.cfg.Sources
+	sources := a.cfg.Schedule.Sources
 	if len(sources) == 0 {
 		sources = []wake.Source{&timer.Source{Clock: a.cfg.Clock, Kernel: a.cfg.Hooks.Kernel}}
 	}

@@ -11,14 +11,12 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	goruntime "runtime"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/torpor-dev/torpor/clock/clocktest"
 	"github.com/torpor-dev/torpor/did"
-	"github.com/torpor-dev/torpor/internal/worldtest"
 	"github.com/torpor-dev/torpor/pulse"
 	"github.com/torpor-dev/torpor/runtime"
 	"github.com/torpor-dev/torpor/runtime/deliver"
@@ -26,6 +24,7 @@ import (
 	"github.com/torpor-dev/torpor/runtime/runtimetest"
 	"github.com/torpor-dev/torpor/store/agents"
 	"github.com/torpor-dev/torpor/store/queue"
+	"github.com/torpor-dev/torpor/test/worldtest"
 	"github.com/torpor-dev/torpor/transport/a2a"
 	"github.com/torpor-dev/torpor/transport/bearer"
 	"github.com/torpor-dev/torpor/transport/link"
@@ -86,10 +85,12 @@ func newWorldWith(t *testing.T, mode wake.Mode, rc relay.Config) *world {
 			Kernel:  w.kernel,
 			Rand:    bytes.NewReader(make([]byte, 1<<16)),
 		},
-		DataDir:      filepath.Join(dir, "agent"),
-		RelayURL:     w.srv.URL,
-		Mode:         mode,
-		WindowLength: w.window.Length,
+		Store: runtime.Store{DataDir: filepath.Join(dir, "agent")},
+		Relay: runtime.Relay{URL: w.srv.URL},
+		Schedule: runtime.Schedule{
+			Mode:         mode,
+			WindowLength: w.window.Length,
+		},
 	}
 	w.newAgent()
 	return w
@@ -179,6 +180,17 @@ func (s *suspendSource) Wait(ctx context.Context, until time.Time) (wake.Wake, e
 
 func (s *suspendSource) Halt() error { return nil }
 
+// bootSuspending makes w's agent with a suspendSource as its only wake
+// source, runs it, and returns the source and the boot wake's report.
+func (w *world) bootSuspending() (*suspendSource, runtime.WakeReport) {
+	w.t.Helper()
+	rtc := &suspendSource{w: w, asleep: make(chan struct{}, 1), wakeup: make(chan struct{})}
+	w.cfg.Schedule.Sources = []wake.Source{rtc}
+	w.newAgent()
+	w.run()
+	return rtc, w.nextWake()
+}
+
 // waitPhase waits until a phase named name completes.
 func (w *world) waitPhase(name string) runtime.Phase {
 	w.t.Helper()
@@ -198,46 +210,7 @@ func (w *world) waitPhase(name string) runtime.Phase {
 // returns the HTTP status and Retry-After.
 func (w *world) send(sender *did.PrivateKey, obj []byte) (int, int) {
 	w.t.Helper()
-	return postA2A(w.t, w.srv, w.key.DID(), sender, w.clock.Now(), runtimetest.Body(w.t, runtimetest.DataPart(w.t, obj)))
-}
-
-// postA2A posts a JSON-RPC body (A2A 1.0) to agent through the relay
-// served by srv, with sender's DID Bearer token issued at now, and
-// returns the HTTP status and Retry-After (seconds, 0 for none).
-func postA2A(t testing.TB, srv *httptest.Server, agent did.DID, sender *did.PrivateKey, now time.Time, body []byte) (int, int) {
-	t.Helper()
-	req, _ := http.NewRequest("POST", srv.URL+"/a/"+agent.String()+"/a2a/jsonrpc", bytes.NewReader(body))
-	tok, err := bearer.Issue(sender, "http://"+srv.Listener.Addr().String(), now, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+tok)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set(a2a.VersionHeader, "1.0")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	ra, _ := strconv.Atoi(resp.Header.Get("Retry-After"))
-	return resp.StatusCode, ra
-}
-
-func objID(t testing.TB, obj []byte) string {
-	var v struct{ ID string }
-	if err := json.Unmarshal(obj, &v); err != nil {
-		t.Fatal(err)
-	}
-	return v.ID
-}
-
-func tamper(obj []byte) []byte {
-	var m map[string]json.RawMessage
-	json.Unmarshal(obj, &m)
-	m["payload"] = json.RawMessage(`{"text":"tampered"}`)
-	b, _ := json.Marshal(m)
-	return b
+	return worldtest.Post(w.t, w.srv.URL, w.key.DID(), sender, w.clock.Now(), runtimetest.Body(w.t, runtimetest.DataPart(w.t, obj)))
 }
 
 // TestHourlyWakeDrainsAtTheWindow: a sender's objects get 503 with a
@@ -246,7 +219,7 @@ func tamper(obj []byte) []byte {
 func TestHourlyWakeDrainsAtTheWindow(t *testing.T) {
 	w := newWorld(t, wake.HourlyWake)
 	rtc := &suspendSource{w: w, asleep: make(chan struct{}, 1), wakeup: make(chan struct{})}
-	w.cfg.Sources = []wake.Source{rtc}
+	w.cfg.Schedule.Sources = []wake.Source{rtc}
 	w.newAgent()
 	before := goruntime.NumGoroutine() // with the relay serving
 	w.run()
@@ -262,7 +235,7 @@ func TestHourlyWakeDrainsAtTheWindow(t *testing.T) {
 	alice := runtimetest.Key(t, 1)
 	valid := runtimetest.Object(t, alice, "comms:message", t0, 2*time.Hour, nil)
 	expiring := runtimetest.Object(t, alice, "comms:message", t0, time.Minute, nil)
-	forged := tamper(runtimetest.Object(t, alice, "comms:message", t0, 2*time.Hour, nil))
+	forged := runtimetest.Tamper(runtimetest.Object(t, alice, "comms:message", t0, 2*time.Hour, nil))
 	for _, o := range [][]byte{valid, expiring, forged} {
 		status, ra := w.send(alice, o)
 		at := w.clock.Now().Add(time.Duration(ra) * time.Second)
@@ -274,8 +247,8 @@ func TestHourlyWakeDrainsAtTheWindow(t *testing.T) {
 	<-rtc.asleep
 	rtc.wakeup <- struct{}{} // the RTC alarm fires at the window's start
 	w.waitPhases(runtime.PhasePublish, runtime.PhaseDrain)
-	if got := w.rec.IDs(); len(got) != 1 || got[0] != objID(t, valid) {
-		t.Fatalf("delivered %v, want only %s", got, objID(t, valid))
+	if got := w.rec.IDs(); len(got) != 1 || got[0] != runtimetest.ObjectID(t, valid) {
+		t.Fatalf("delivered %v, want only %s", got, runtimetest.ObjectID(t, valid))
 	}
 	w.clock.Set(end)
 	r := w.nextWake()
@@ -451,7 +424,7 @@ func TestModeChangeAndLiveRequests(t *testing.T) {
 	if status != http.StatusOK || !bytes.Contains(body, []byte(`"result"`)) {
 		t.Fatalf("live request: %d %s; want 200 with a JSON-RPC result", status, body)
 	}
-	if got := w.rec.IDs(); len(got) != 1 || got[0] != objID(t, obj) {
+	if got := w.rec.IDs(); len(got) != 1 || got[0] != runtimetest.ObjectID(t, obj) {
 		t.Fatalf("delivered %v", got)
 	}
 	// Each live answer is a message of its own, with its own id.
@@ -488,7 +461,7 @@ func TestModeChangeAndLiveRequests(t *testing.T) {
 // (StoreOpaque) so that they reach the agent. Before, the agent answered
 // "Method not found" and echoed the id raw.
 func TestLiveInvalidRequest(t *testing.T) {
-	w := newWorldWith(t, wake.HourlyWake, relay.Config{StoreOpaque: true})
+	w := newWorldWith(t, wake.HourlyWake, relay.Config{Access: relay.Access{StoreOpaque: true}})
 	w.run()
 	w.nextWake() // boot
 	if err := w.agent.SetMode(wake.AlwaysOn, time.Time{}); err != nil {

@@ -12,7 +12,6 @@ import (
 
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/internal/benchcpu"
-	"github.com/torpor-dev/torpor/internal/worldtest"
 	"github.com/torpor-dev/torpor/runtime"
 	"github.com/torpor-dev/torpor/runtime/deliver"
 	"github.com/torpor-dev/torpor/runtime/drain"
@@ -22,7 +21,9 @@ import (
 	"github.com/torpor-dev/torpor/session"
 	"github.com/torpor-dev/torpor/store"
 	"github.com/torpor-dev/torpor/store/queue"
+	"github.com/torpor-dev/torpor/test/worldtest"
 	"github.com/torpor-dev/torpor/transport/a2a"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"github.com/torpor-dev/torpor/transport/relay"
 	"github.com/torpor-dev/torpor/wake"
 )
@@ -94,7 +95,7 @@ type benchWorld struct {
 // seal.
 func (bw *benchWorld) fill(b *testing.B, n int, to did.DID, alice *did.PrivateKey, seal func([]byte) a2a.Part) {
 	b.Helper()
-	bounds := queue.DefaultBounds()
+	bounds := queuebounds.Default()
 	bounds.MaxMessages, bounds.MaxPerPeer, bounds.MaxBytes, bounds.MaxPeerBytes = n+16, n+16, 64<<20, 64<<20
 	payload := map[string]any{"text": string(bytes.Repeat([]byte("x"), 4<<10))}
 	for range n {
@@ -123,14 +124,16 @@ func (bw *benchWorld) config(key *did.PrivateKey, agentDir string, mls bool) run
 				}
 			},
 		},
-		DataDir:   agentDir,
-		RelayURL:  bw.relay.URL,
-		Mode:      wake.AlwaysOn,
-		BatchSize: 64,
-		OpenMLS: func(db *bolt.DB) (drain.Sessions, runtime.KeyPackages, error) {
+		Store: runtime.Store{
+			DataDir:   agentDir,
+			BatchSize: 64,
+		},
+		Relay:    runtime.Relay{URL: bw.relay.URL},
+		Schedule: runtime.Schedule{Mode: wake.AlwaysOn},
+		MLS: runtime.MLS{OpenMLS: func(db *bolt.DB) (drain.Sessions, runtime.KeyPackages, error) {
 			s, err := session.New(session.Config{Key: key})
 			return sessions.Sessions{S: s}, sessions.KeyPackages{S: s, DB: db}, err
-		},
+		}},
 	}
 }
 
@@ -221,7 +224,7 @@ func (bw *benchWorld) session(b *testing.B, key, alice *did.PrivateKey, agentDir
 		b.Fatal(err)
 	}
 	r := queue.Record{Agent: key.DID().String(), From: alice.DID().String(), Kind: queue.KindHandshake, Body: runtimetest.Body(b, hs)}
-	if _, err := bw.queue.Enqueue(context.Background(), r, queue.DefaultBounds(), time.Now()); err != nil {
+	if _, err := bw.queue.Enqueue(context.Background(), r, queuebounds.Default(), time.Now()); err != nil {
 		b.Fatal(err)
 	}
 	return func(obj []byte) a2a.Part {

@@ -19,7 +19,9 @@ import (
 func (w *world) served() (a2a.Liveness, []byte) {
 	w.t.Helper()
 	get := func(path string) []byte {
-		resp, err := http.Get(w.srv.URL + "/a/" + w.key.DID().String() + path)
+		req, _ := http.NewRequest(http.MethodGet, w.srv.URL+"/a/"+w.key.DID().String()+path, nil)
+		req.Header.Set("A2A-Version", "1.0") // the signed card, not its 0.3 view
+		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			w.t.Fatal(err)
 		}
@@ -78,11 +80,7 @@ func (w *world) checkLiveness(when string, lv a2a.Liveness, doc []byte, r runtim
 // during the wake; a mode with no planned wake names none.
 func TestCardNamesThePulseAndTheNextWindow(t *testing.T) {
 	w := newWorld(t, wake.HourlyWake)
-	rtc := &suspendSource{w: w, asleep: make(chan struct{}, 1), wakeup: make(chan struct{})}
-	w.cfg.Sources = []wake.Source{rtc}
-	w.newAgent()
-	w.run()
-	boot := w.nextWake()
+	rtc, boot := w.bootSuspending()
 	start, end := w.window.Next(t0)
 	if !boot.NextWake.Equal(start) {
 		t.Fatalf("boot wake announced %v, want %v", boot.NextWake, start)

@@ -11,8 +11,10 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/torpor-dev/torpor/internal/safetext"
 	"github.com/torpor-dev/torpor/runtime/drain"
 	"github.com/torpor-dev/torpor/runtime/trusted"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"github.com/torpor-dev/torpor/transport/link"
 	"github.com/torpor-dev/torpor/transport/link/wire"
 	"github.com/torpor-dev/torpor/wake"
@@ -26,25 +28,67 @@ type Config struct {
 	// Purposes, Consequential, AllowPlaintext, MaxLifetime, Routes,
 	// Notify, Sessions and Clock, as OpenPipeline takes them.
 	PipelineConfig
-	// KeyFile is the file Key was read from; RotateKey replaces it.
-	// Empty makes key rotation impossible.
-	KeyFile string
-	// DataDir holds the agent's bbolt file (agent.db). Required.
-	DataDir string
-	// Reinitialise lets the agent make a new, empty store where the store
-	// marker (next to KeyFile, see MarkerSuffix) says one existed and the
-	// file is missing or empty; without it Run refuses (ErrStoreRefused).
-	// It never touches a store that exists.
-	Reinitialise bool
-	// RelayURL is the relay's public base URL, e.g. https://relay.example.
-	// Required.
-	RelayURL string
 	// Name is the name in the Agent Card; empty means "torpor-agent".
 	Name string
 	// Board is the board profile's name (boards.Board.Name), reported to
 	// the relay in the signed status (link wire.Status); empty for none.
 	Board string
+	// Relay is the relay the agent links to. Its URL is required.
+	Relay Relay
+	// Store is where the agent keeps its state. Its DataDir is required.
+	Store Store
+	// Schedule is when the agent is reachable and what wakes it.
+	Schedule Schedule
+	// MLS is the KeyPackage pool the relay hands out and the sessions.
+	MLS MLS
 
+	// TrustedTime, when set, makes the agent judge Governed Object
+	// expiry by time it can trust (package runtime/trusted: NTP, the
+	// board's RTC, the relay's time from the link handshake, never below
+	// the floor it keeps in agent.db), and hold its records without it.
+	// Its Clock defaults to Clock. Nil judges expiry by Clock (tests that
+	// drive a fake clock); torpor-agent always sets it (runtime/conffile).
+	TrustedTime *trusted.Config
+
+	// Logger receives the agent's logs; nil discards them.
+	Logger *slog.Logger
+	// Hooks are the test and metrics seams.
+	Hooks Hooks
+	// Management follows the duty cycle (see Management); nil means
+	// none. Agent.SetManagement sets it after New, for a channel made
+	// from the Agent (manage.Commands).
+	Management Management
+}
+
+// Relay is the relay an Agent links to.
+type Relay struct {
+	// URL is the relay's public base URL, e.g. https://relay.example.
+	// Required.
+	URL string
+	// Bounds are the queue bounds the agent asks the relay for (zero
+	// members: the relay's ceiling).
+	Bounds queuebounds.Bounds
+}
+
+// Store is where an Agent keeps its state.
+type Store struct {
+	// DataDir holds the agent's bbolt file (agent.db). Required.
+	DataDir string
+	// KeyFile is the file Key was read from; RotateKey replaces it.
+	// Empty makes key rotation impossible.
+	KeyFile string
+	// Reinitialise lets the agent make a new, empty store where the store
+	// marker (next to KeyFile, see MarkerSuffix) says one existed and the
+	// file is missing or empty; without it Run refuses (ErrStoreRefused).
+	// It never touches a store that exists.
+	Reinitialise bool
+	// BatchSize is the number of records per drain batch (one bbolt
+	// transaction each); zero means 64.
+	BatchSize int
+}
+
+// Schedule is when an Agent is reachable and what wakes it.
+type Schedule struct {
 	// Mode is the reachability mode the agent starts in (it can be
 	// changed at runtime with SetMode).
 	Mode wake.Mode
@@ -61,7 +105,12 @@ type Config struct {
 	// ScheduledWake is, in sleep mode, the one wake an operator planned
 	// (zero: none; the agent then wakes only on an event source).
 	ScheduledWake time.Time
+	// Sources wake the agent; nil means a timer on Clock.
+	Sources []wake.Source
+}
 
+// MLS is an Agent's KeyPackage pool and MLS sessions.
+type MLS struct {
 	// KeyPackages keeps the pool of KeyPackages the relay hands out
 	// (package session); nil publishes none.
 	KeyPackages KeyPackages
@@ -73,32 +122,6 @@ type Config struct {
 	// KeyPackageTarget is how many unused KeyPackages the relay should
 	// hold; zero means the pool's own default.
 	KeyPackageTarget int
-	// Bounds are the queue bounds the agent asks the relay for (zero
-	// members: the relay's ceiling).
-	Bounds wire.Bounds
-
-	// TrustedTime, when set, makes the agent judge Governed Object
-	// expiry by time it can trust (package runtime/trusted: NTP, the
-	// board's RTC, the relay's time from the link handshake, never below
-	// the floor it keeps in agent.db), and hold its records without it.
-	// Its Clock defaults to Clock. Nil judges expiry by Clock (tests that
-	// drive a fake clock); torpor-agent always sets it (runtime/conffile).
-	TrustedTime *trusted.Config
-
-	// Sources wake the agent; nil means a timer on Clock.
-	Sources []wake.Source
-	// BatchSize is the number of records per drain batch (one bbolt
-	// transaction each); zero means 64.
-	BatchSize int
-
-	// Logger receives the agent's logs; nil discards them.
-	Logger *slog.Logger
-	// Hooks are the test and metrics seams.
-	Hooks Hooks
-	// Management follows the duty cycle (see Management); nil means
-	// none. Agent.SetManagement sets it after New, for a channel made
-	// from the Agent (manage.Commands).
-	Management Management
 }
 
 // Hooks are an Agent's test and metrics seams; the zero value has none.
@@ -147,7 +170,7 @@ type LastResortKeyPackages interface {
 
 // Link is the device link as the agent uses it; *link.Client implements it.
 type Link interface {
-	Hello() wire.Bounds
+	Hello() queuebounds.Bounds
 	Publish(ctx context.Context, st wire.State) (wire.Accepted, error)
 	Pull(ctx context.Context, after uint64, max int) ([]wire.Record, bool, error)
 	Ack(ctx context.Context, seqs []uint64) error
@@ -159,21 +182,24 @@ type Link interface {
 // DBFile is the name of the agent's bbolt file in DataDir.
 const DBFile = "agent.db"
 
-func (c *Config) dbPath() string { return filepath.Join(c.DataDir, DBFile) }
+func (c *Config) dbPath() string { return filepath.Join(c.Store.DataDir, DBFile) }
 
 func (c *Config) check() error {
 	var errs []error
 	if c.Key == nil {
 		errs = append(errs, errors.New("no key"))
 	}
-	if c.DataDir == "" {
+	if c.Store.DataDir == "" {
 		errs = append(errs, errors.New("no data directory"))
 	}
-	if c.RelayURL == "" {
+	if c.Relay.URL == "" {
 		errs = append(errs, errors.New("no relay URL"))
 	}
-	if !c.Mode.Valid() {
-		errs = append(errs, fmt.Errorf("mode %q", c.Mode))
+	if !c.Schedule.Mode.Valid() {
+		errs = append(errs, fmt.Errorf("mode %q", c.Schedule.Mode))
+	}
+	if err := safetext.Check("name", c.Name); err != nil {
+		errs = append(errs, err)
 	}
 	if err := c.window().Validate(); err != nil {
 		errs = append(errs, err)
@@ -186,7 +212,7 @@ func (c *Config) check() error {
 
 // window returns the agent's hourly window.
 func (c *Config) window() wake.Window {
-	w := wake.Window{Length: c.WindowLength, Offset: c.WindowOffset}
+	w := wake.Window{Length: c.Schedule.WindowLength, Offset: c.Schedule.WindowOffset}
 	if c.Key != nil {
 		w.Minute, w.Second = wake.WakeMinute(c.Key.DID().String()), wake.WakeSecond(c.Key.DID().String())
 	}
@@ -194,13 +220,13 @@ func (c *Config) window() wake.Window {
 }
 
 func (c *Config) batchSize() int {
-	if c.BatchSize <= 0 {
+	if c.Store.BatchSize <= 0 {
 		return 64
 	}
-	return c.BatchSize
+	return c.Store.BatchSize
 }
 
-func (c *Config) kpTarget() int { return max(c.KeyPackageTarget, 0) }
+func (c *Config) kpTarget() int { return max(c.MLS.KeyPackageTarget, 0) }
 
 func (c *Config) logger() *slog.Logger {
 	if c.Logger == nil {

@@ -1,14 +1,12 @@
 package runtime_test
 
 import (
-	"net/http"
 	"sync/atomic"
 	"testing"
 
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/torpor-dev/torpor/did"
-	"github.com/torpor-dev/torpor/runtime"
 	"github.com/torpor-dev/torpor/runtime/runtimetest"
 	"github.com/torpor-dev/torpor/transport/a2a"
 	"github.com/torpor-dev/torpor/wake"
@@ -31,19 +29,8 @@ func (s countingSessions) ApplyHandshake(tx *bolt.Tx, h a2a.Handshake, from did.
 func TestConfigSessionsReachThePipeline(t *testing.T) {
 	w := newWorld(t, wake.HourlyWake)
 	n := new(atomic.Int32)
-	w.cfg.Sessions = countingSessions{handshakes: n}
-	w.newAgent()
-	w.run()
-	w.nextWake() // boot: nothing queued yet
-	alice := runtimetest.Key(t, 1)
-	if code := w.postBody(alice, runtimetest.Body(t, runtimetest.Welcome("g", alice.DID()))); code != http.StatusServiceUnavailable {
-		t.Fatalf("send while asleep: %d, want 503 (queued)", code)
-	}
-	start, end := w.window.Next(t0)
-	w.clock.Set(start)
-	w.waitPhase(runtime.PhaseDrain)
-	w.clock.Set(end)
-	if r := w.nextWake(); r.Drain.Handshake != 1 || n.Load() != 1 {
+	w.queueWelcome(countingSessions{handshakes: n})
+	if _, r := w.windowWake(t0); r.Drain.Handshake != 1 || n.Load() != 1 {
 		t.Fatalf("drain %v, %d handshakes through Config.Sessions; want 1 applied by them", r.Drain, n.Load())
 	}
 	w.shutdown()

@@ -15,7 +15,7 @@
 //     wire.Accepted.WakeSecond, kept in bbolt; adoptWakeSecond) or, until
 //     it assigns one, the second the agent derives from its DID
 //     (wake.WakeSecond); either spreads the devices of a minute. Of
-//     Config.WindowLength, shifted by Config.WindowOffset.
+//     Config.Schedule.WindowLength, shifted by Config.Schedule.WindowOffset.
 //   - sleep: asleep until an event source (GPIO) fires or the one wake an
 //     operator scheduled; each such wake lasts a window's length.
 //

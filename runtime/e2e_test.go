@@ -26,7 +26,7 @@ import (
 // bbolt file, and accepts only encrypted objects.
 func (w *world) withMLS() {
 	w.cfg.AllowPlaintext = false
-	w.cfg.OpenMLS = func(db *bolt.DB) (drain.Sessions, runtime.KeyPackages, error) {
+	w.cfg.MLS.OpenMLS = func(db *bolt.DB) (drain.Sessions, runtime.KeyPackages, error) {
 		s, err := session.New(session.Config{Key: w.key, Clock: w.clock})
 		if err != nil {
 			return nil, nil, err
@@ -94,15 +94,15 @@ func mixedObjects(t *testing.T, alice, carol *did.PrivateKey, now time.Time) ([]
 	var objs [][]byte
 	for range 5 {
 		o := obj(alice, "comms:message", 2*time.Hour)
-		valid = append(valid, objID(t, o))
+		valid = append(valid, runtimetest.ObjectID(t, o))
 		objs = append(objs, o)
 	}
 	objs = append(objs,
-		tamper(obj(alice, "comms:message", 2*time.Hour)), // forged
-		obj(alice, "comms:message", time.Minute),         // expired by the time the window opens
-		objs[0],                                          // replayed
-		obj(carol, "comms:message", 2*time.Hour),         // wrong sender: Carol's object in Alice's session
-		obj(alice, "coordination:proposal", 2*time.Hour), // not permitted
+		runtimetest.Tamper(obj(alice, "comms:message", 2*time.Hour)), // forged
+		obj(alice, "comms:message", time.Minute),                     // expired by the time the window opens
+		objs[0],                                                      // replayed
+		obj(carol, "comms:message", 2*time.Hour),                     // wrong sender: Carol's object in Alice's session
+		obj(alice, "coordination:proposal", 2*time.Hour),             // not permitted
 	)
 	return valid, objs
 }

@@ -101,11 +101,11 @@ func ended(ctx context.Context) error {
 // RotateKey replaces the agent's identity with next (see "Key rotation"
 // above), given handover, the object in which the old key names next as
 // its successor; it returns once the new key file is written and the
-// restart is under way. It needs Config.KeyFile and a wake in progress
+// restart is under way. It needs Config.Store.KeyFile and a wake in progress
 // with a link to the relay (ErrAsleep), since the old identity's queue is
 // drained first; on an error the old key stays in force.
 func (a *Agent) RotateKey(ctx context.Context, next *did.PrivateKey, handover []byte) error {
-	if a.cfg.KeyFile == "" {
+	if a.cfg.Store.KeyFile == "" {
 		return errors.New("runtime: no key file configured, so the new key could not be kept")
 	}
 	a.mu.Lock()
@@ -130,7 +130,7 @@ func (a *Agent) RotateKey(ctx context.Context, next *did.PrivateKey, handover []
 	if err := w.retire(ctx, handover); err != nil {
 		return fmt.Errorf("runtime: publishing the old identity's last state: %w", err)
 	}
-	if err := did.SaveKey(a.cfg.KeyFile, next, true); err != nil {
+	if err := did.SaveKey(a.cfg.Store.KeyFile, next, true); err != nil {
 		w.unretire()
 		return fmt.Errorf("runtime: writing the new key file: %w", err)
 	}
@@ -160,7 +160,7 @@ func (w *wakeRun) retire(ctx context.Context, handover []byte) error {
 	}
 	ctx, cancel := clock.WithTimeout(ctx, clock.Unscaled(a.clock), rotateTimeout)
 	defer cancel()
-	_, err = l.Publish(ctx, wire.State{Mode: string(wake.Sleep), Card: card, Pulse: an.pulse, Bounds: &a.cfg.Bounds, Retirement: handover})
+	_, err = l.Publish(ctx, wire.State{Mode: string(wake.Sleep), Card: card, Pulse: an.pulse, Bounds: &a.cfg.Relay.Bounds, Retirement: handover})
 	return err
 }
 

@@ -125,7 +125,7 @@ func sendQueued(t *testing.T, w *world, k *did.PrivateKey, hc *http.Client) stri
 	if err != nil || d.Status != http.StatusServiceUnavailable || !d.Queued {
 		t.Fatalf("send by %s: %+v, %v; want 503 queued", k.DID(), d, err)
 	}
-	return objID(t, o)
+	return runtimetest.ObjectID(t, o)
 }
 
 // wakeThroughWindow moves the clock to the next window, waits for the

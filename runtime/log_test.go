@@ -31,17 +31,13 @@ func TestLogLinesHaveOneValuePerKey(t *testing.T) {
 	w.cfg.Logger = logger
 	w.cfg.Purposes, w.cfg.Consequential = purpose.Set{"comms:*", "action:*"}, purpose.Set{"action:*"}
 	w.cfg.Owner = runtimetest.Key(t, 9).DID()
-	rtc := &suspendSource{w: w, asleep: make(chan struct{}, 1), wakeup: make(chan struct{})}
-	w.cfg.Sources = []wake.Source{rtc}
-	w.newAgent()
-	w.run()
-	w.nextWake() // boot
+	rtc, _ := w.bootSuspending()
 	_, end := w.window.Next(t0)
 	alice := runtimetest.Key(t, 1)
 	valid := runtimetest.Object(t, alice, "comms:message", t0, 2*time.Hour, nil)
 	for _, o := range [][]byte{
 		valid,
-		tamper(runtimetest.Object(t, alice, "comms:message", t0, 2*time.Hour, nil)),
+		runtimetest.Tamper(runtimetest.Object(t, alice, "comms:message", t0, 2*time.Hour, nil)),
 		runtimetest.Object(t, alice, "action:open-valve", t0, 2*time.Hour, map[string]any{"idempotencyKey": "valve-7"}),
 	} {
 		w.send(alice, o)

@@ -84,13 +84,13 @@ func TestLostHandOffIsReportedAfterAKilledWake(t *testing.T) {
 	w.cfg.Logger = slog.New(slog.NewTextHandler(&log, nil))
 	alice := runtimetest.Key(t, 1)
 	obj := runtimetest.Object(t, alice, "comms:message", t0, 2*time.Hour, nil)
-	killHandOff(t, w.cfg.DataDir, w.cfg.PipelineConfig, obj, true)
+	killHandOff(t, w.cfg.Store.DataDir, w.cfg.PipelineConfig, obj, true)
 	rtc := &suspendSource{w: w, asleep: make(chan struct{}, 1), wakeup: make(chan struct{})}
-	w.cfg.Sources = []wake.Source{rtc}
+	w.cfg.Schedule.Sources = []wake.Source{rtc}
 	w.newAgent()
 	w.run()
 	w.nextWake() // boot
-	id := objID(t, obj)
+	id := runtimetest.ObjectID(t, obj)
 	if n := strings.Count(log.String(), `msg="hand-off possibly lost"`); n != 1 || !strings.Contains(log.String(), "objectId="+id) {
 		t.Fatalf("the boot wake logged %d lost hand-offs; want 1 naming %s:\n%s", n, id, log.String())
 	}
@@ -125,12 +125,12 @@ func TestKilledHandOffAtLeastOnceIsRepeated(t *testing.T) {
 	w.cfg.Notify = drain.AtLeastOnce
 	alice := runtimetest.Key(t, 1)
 	obj := runtimetest.Object(t, alice, "comms:message", t0, 2*time.Hour, nil)
-	cut := killHandOff(t, w.cfg.DataDir, w.cfg.PipelineConfig, obj, false)
+	cut := killHandOff(t, w.cfg.Store.DataDir, w.cfg.PipelineConfig, obj, false)
 	w.newAgent()
 	w.run()
 	w.nextWake() // boot
 	got := w.rec.Got()
-	if len(got) != 1 || got[0].ObjectID != objID(t, obj) || got[0].ObjectID != cut.ObjectID ||
+	if len(got) != 1 || got[0].ObjectID != runtimetest.ObjectID(t, obj) || got[0].ObjectID != cut.ObjectID ||
 		got[0].Issuer != alice.DID().String() || got[0].Issuer != cut.Issuer || got[0].Attempt != 2 || cut.Attempt != 1 {
 		t.Fatalf("after the kill the handler got %+v; want the object of the cut hand-off %+v again, attempt 2", got, cut)
 	}
@@ -149,11 +149,11 @@ func TestKilledHandOffAtLeastOnceIsRepeated(t *testing.T) {
 func TestLostHandOffInTheMQTTStatus(t *testing.T) {
 	obj := runtimetest.Object(t, runtimetest.Key(t, 1), "comms:message", cmdStart, 2*time.Hour, nil)
 	w := newCmdWorldWith(t, wake.AlwaysOn, func(w *cmdWorld, cfg *runtime.Config, _ *manage.CommandsConfig) {
-		killHandOff(t, cfg.DataDir, cfg.PipelineConfig, obj, false)
+		killHandOff(t, cfg.Store.DataDir, cfg.PipelineConfig, obj, false)
 	})
-	w.run()
-	w.awaitStatus(func(s envelope.Status) bool {
-		return s.State == envelope.StateAwake && s.Lost == 1 && len(s.LostHandOffs) == 1 && s.LostHandOffs[0].ObjectID == objID(t, obj)
+	w.Run()
+	w.AwaitStatus(func(s envelope.Status) bool {
+		return s.State == envelope.StateAwake && s.Lost == 1 && len(s.LostHandOffs) == 1 && s.LostHandOffs[0].ObjectID == runtimetest.ObjectID(t, obj)
 	})
 	if st := w.statusResult().Status; st.Lost != 1 || len(st.LostHandOffs) != 1 || st.LostHandOffs[0].Seq != 7 {
 		t.Fatalf("the status command's status: lost %d %+v; want the object at seq 7", st.Lost, st.LostHandOffs)

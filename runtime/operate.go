@@ -202,3 +202,21 @@ func (p *Pipeline) Close() { p.drainer.Close() }
 func (p *Pipeline) Stores() (*bolt.DB, *replay.Cache, *ledger.Ledger) {
 	return p.db, p.replay, p.ledger
 }
+
+// StatusChanged publishes the agent's state, with its signed status, to
+// the relay at once when a wake is live, so that what the status says
+// (halted, held actions) shows in the relay's fleet view without waiting
+// for the next pulse or wake. A sleeping agent publishes it at its next
+// wake anyway.
+func (a *Agent) StatusChanged() {
+	a.mu.Lock()
+	w := a.cur
+	a.mu.Unlock()
+	if w == nil {
+		return
+	}
+	select {
+	case w.restate <- struct{}{}:
+	default: // one is pending; it reads the latest status
+	}
+}

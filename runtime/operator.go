@@ -47,12 +47,12 @@ var ErrNoKeyPackages = errors.New("runtime: no MLS KeyPackage pool")
 // has not been given yet; they go to it with the next state the agent
 // publishes.
 func (a *Agent) RefillKeyPackages(ctx context.Context, target int) (int, error) {
-	if a.cfg.KeyPackages == nil {
+	if a.cfg.MLS.KeyPackages == nil {
 		return 0, ErrNoKeyPackages
 	}
 	if target == 0 {
 		target = a.cfg.kpTarget()
 	}
-	kps, err := a.cfg.KeyPackages.Refill(ctx, target)
+	kps, err := a.cfg.MLS.KeyPackages.Refill(ctx, target)
 	return len(kps), err
 }

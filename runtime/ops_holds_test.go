@@ -26,30 +26,30 @@ import (
 // deliveries go to h.
 func newHoldWorld(t *testing.T, h deliver.Handler) *cmdWorld {
 	w := newCmdWorldWith(t, wake.AlwaysOn, func(w *cmdWorld, cfg *runtime.Config, _ *manage.CommandsConfig) {
-		cfg.Owner = w.opKey.DID()
+		cfg.Owner = w.OpKey.DID()
 		cfg.Routes = []deliver.Route{{Pattern: "*", Name: "app", Handler: h}}
 	})
-	w.run()
-	w.awaitStatus(func(s envelope.Status) bool { return s.State == envelope.StateAwake })
-	w.waitPhase(runtime.PhasePublish) // the relay delivers live from here
+	w.Run()
+	w.AwaitStatus(func(s envelope.Status) bool { return s.State == envelope.StateAwake })
+	w.WaitPhase(runtime.PhasePublish) // the relay delivers live from here
 	return w
 }
 
 // holdAction sends a consequential action through the relay, live, and
 // returns the ledger key under which the agent holds it for the owner.
 func (w *cmdWorld) holdAction(idempotencyKey string) string {
-	w.t.Helper()
-	sender := runtimetest.Key(w.t, 11)
-	obj := runtimetest.Object(w.t, sender, "action:open-valve", w.clock.Now(), time.Hour, map[string]any{"idempotencyKey": idempotencyKey})
-	if code, _ := postA2A(w.t, w.srv, w.key.DID(), sender, w.clock.Now(), runtimetest.Body(w.t, runtimetest.DataPart(w.t, obj))); code != http.StatusOK {
-		w.t.Fatalf("posting the action %s: %d, want 200 (live)", idempotencyKey, code)
+	w.T.Helper()
+	sender := runtimetest.Key(w.T, 11)
+	obj := runtimetest.Object(w.T, sender, "action:open-valve", w.Clock.Now(), time.Hour, map[string]any{"idempotencyKey": idempotencyKey})
+	if code, _ := w.Post(sender, runtimetest.Body(w.T, runtimetest.DataPart(w.T, obj))); code != http.StatusOK {
+		w.T.Fatalf("posting the action %s: %d, want 200 (live)", idempotencyKey, code)
 	}
 	for _, h := range w.holds() {
 		if h.Key == sender.DID().String()+" "+idempotencyKey {
 			return h.Key
 		}
 	}
-	w.t.Fatalf("the action %s is not held: holds %+v", idempotencyKey, w.holds())
+	w.T.Fatalf("the action %s is not held: holds %+v", idempotencyKey, w.holds())
 	return ""
 }
 
@@ -64,16 +64,16 @@ type statusResult struct {
 }
 
 func (w *cmdWorld) statusResult() statusResult {
-	w.t.Helper()
-	r := w.command(command.OpStatus, nil)
+	w.T.Helper()
+	r := w.Command(command.OpStatus, nil)
 	var res statusResult
 	if r.Outcome != command.OutcomeOK || json.Unmarshal(r.Result, &res) != nil {
-		w.t.Fatalf("status = %+v %s", r, r.Result)
+		w.T.Fatalf("status = %+v %s", r, r.Result)
 	}
 	return res
 }
 
-func (w *cmdWorld) holds() []heldAction { w.t.Helper(); return w.statusResult().Holds }
+func (w *cmdWorld) holds() []heldAction { w.T.Helper(); return w.statusResult().Holds }
 
 // TestDenyOverMQTT: an action held for the owner and denied over MQTT is
 // dropped: the reply names it as denied, it leaves the holds, and neither
@@ -82,11 +82,11 @@ func TestDenyOverMQTT(t *testing.T) {
 	rec := &deliver.Recorder{}
 	w := newHoldWorld(t, rec)
 	key := w.holdAction("valve-7")
-	if st := w.awaitStatus(func(s envelope.Status) bool { return s.Held == 1 }); st.Held != 1 {
+	if st := w.AwaitStatus(func(s envelope.Status) bool { return s.Held == 1 }); st.Held != 1 {
 		t.Fatalf("status held = %d, want 1", st.Held)
 	}
 
-	r := w.command(command.OpDeny, &command.HoldArgs{Hold: key})
+	r := w.Command(command.OpDeny, &command.HoldArgs{Hold: key})
 	var res struct {
 		Key, Purpose string
 		Denied       bool
@@ -97,18 +97,18 @@ func TestDenyOverMQTT(t *testing.T) {
 	if hs := w.holds(); len(hs) != 0 {
 		t.Fatalf("holds after deny = %+v, want none", hs)
 	}
-	w.awaitStatus(func(s envelope.Status) bool { return s.Held == 0 })
+	w.AwaitStatus(func(s envelope.Status) bool { return s.Held == 0 })
 
 	// Nothing brings it back.
 	for _, op := range []string{command.OpConfirm, command.OpDeny} {
-		if r := w.command(op, &command.HoldArgs{Hold: key}); r.Outcome != command.OutcomeFailed || r.Reason != "no-hold" {
+		if r := w.Command(op, &command.HoldArgs{Hold: key}); r.Outcome != command.OutcomeFailed || r.Reason != "no-hold" {
 			t.Errorf("%s after deny = %+v, want failed (no-hold)", op, r)
 		}
 	}
-	if r := w.command(command.OpHalt, &command.NoteArgs{}); r.Outcome != command.OutcomeOK {
+	if r := w.Command(command.OpHalt, &command.NoteArgs{}); r.Outcome != command.OutcomeOK {
 		t.Fatalf("halt = %+v", r)
 	}
-	if r := w.command(command.OpResume, &command.NoteArgs{}); r.Outcome != command.OutcomeOK || string(r.Result) != `{"halted":false,"ran":0}` {
+	if r := w.Command(command.OpResume, &command.NoteArgs{}); r.Outcome != command.OutcomeOK || string(r.Result) != `{"halted":false,"ran":0}` {
 		t.Errorf("resume after deny = %+v %s, want nothing run", r, r.Result)
 	}
 	if got := rec.IDs(); len(got) != 0 {
@@ -116,7 +116,7 @@ func TestDenyOverMQTT(t *testing.T) {
 	}
 	// The ledger never saw the action (commands have keys of their own
 	// there, so look the action's key up).
-	if r := w.command(command.OpReconcile, &command.ReconcileArgs{Key: key, Note: "n"}); r.Outcome != command.OutcomeFailed || r.Reason != "no-key" {
+	if r := w.Command(command.OpReconcile, &command.ReconcileArgs{Key: key, Note: "n"}); r.Outcome != command.OutcomeFailed || r.Reason != "no-key" {
 		t.Errorf("reconcile of the denied action's key = %+v, want failed (no-key): nothing reserved", r)
 	}
 }
@@ -151,7 +151,7 @@ func TestReconcileOverMQTT(t *testing.T) {
 	w := newHoldWorld(t, h)
 	paid, notPaid := w.holdAction("pay-1"), w.holdAction("pay-2")
 	for _, key := range []string{paid, notPaid} {
-		r := w.command(command.OpConfirm, &command.HoldArgs{Hold: key})
+		r := w.Command(command.OpConfirm, &command.HoldArgs{Hold: key})
 		var res struct{ Ledger string }
 		if r.Outcome != command.OutcomeOK || json.Unmarshal(r.Result, &res) != nil || res.Ledger != "indeterminate" {
 			t.Fatalf("confirm %q = %+v %s; want ok with the ledger key indeterminate", key, r, r.Result)
@@ -160,7 +160,7 @@ func TestReconcileOverMQTT(t *testing.T) {
 	if n := h.calls(); n != 2 {
 		t.Fatalf("handler ran %d times, want once per confirmed action", n)
 	}
-	w.awaitStatus(func(s envelope.Status) bool { return s.Indeterminate == 2 })
+	w.AwaitStatus(func(s envelope.Status) bool { return s.Indeterminate == 2 })
 	res := w.statusResult()
 	var keys []string
 	for _, k := range res.Indeterminate {
@@ -184,15 +184,15 @@ func TestReconcileOverMQTT(t *testing.T) {
 			`{"effectId":"","key":"` + notPaid + `","state":"released"}`},
 	}
 	for _, tt := range tests {
-		r := w.command(command.OpReconcile, &tt.args)
+		r := w.Command(command.OpReconcile, &tt.args)
 		if r.Outcome != command.OutcomeOK || string(r.Result) != tt.want {
 			t.Errorf("reconcile %s = %+v %s, want ok %s", tt.name, r, r.Result, tt.want)
 		}
-		if again := w.command(command.OpReconcile, &tt.args); again.Outcome != command.OutcomeFailed || again.Reason != "not-indeterminate" {
+		if again := w.Command(command.OpReconcile, &tt.args); again.Outcome != command.OutcomeFailed || again.Reason != "not-indeterminate" {
 			t.Errorf("reconcile %s again = %+v, want failed (not-indeterminate)", tt.name, again)
 		}
 	}
-	w.awaitStatus(func(s envelope.Status) bool { return s.Indeterminate == 0 })
+	w.AwaitStatus(func(s envelope.Status) bool { return s.Indeterminate == 0 })
 	res = w.statusResult()
 	// The commands' own keys complete too; only the action was released.
 	if res.Ledger["released"] != 1 || res.Ledger["indeterminate"] != 0 || len(res.Indeterminate) != 0 {

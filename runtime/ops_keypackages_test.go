@@ -25,10 +25,10 @@ import (
 // KeyPackage, or none), and returns how many distinct ones it handed out. The relay serves one caller 30 a minute: keep pools
 // below that.
 func (w *cmdWorld) takeKeyPackages() int {
-	w.t.Helper()
+	w.T.Helper()
 	seen := map[string]bool{}
 	for {
-		resp := getKeyPackage(w.t, w.srv.URL+"/a/"+w.key.DID().String()+"/mls/key-package", w.clock.Now())
+		resp := getKeyPackage(w.T, w.Relay.URL+"/a/"+w.Key.DID().String()+"/mls/key-package", w.Clock.Now())
 		var v struct {
 			Wire       string
 			LastResort bool
@@ -39,9 +39,9 @@ func (w *cmdWorld) takeKeyPackages() int {
 		case resp.StatusCode == http.StatusServiceUnavailable, err == nil && v.LastResort:
 			return len(seen)
 		case resp.StatusCode != http.StatusOK || err != nil:
-			w.t.Fatalf("fetching a KeyPackage: %d, %v", resp.StatusCode, err)
+			w.T.Fatalf("fetching a KeyPackage: %d, %v", resp.StatusCode, err)
 		case seen[v.Wire]:
-			w.t.Fatal("the relay handed out a KeyPackage twice")
+			w.T.Fatal("the relay handed out a KeyPackage twice")
 		}
 		seen[v.Wire] = true
 	}
@@ -51,8 +51,8 @@ func (w *cmdWorld) takeKeyPackages() int {
 // pool (session.DefaultPoolSize) on its bbolt file.
 func withMLSPool(w *cmdWorld, cfg *runtime.Config, _ *manage.CommandsConfig) {
 	cfg.AllowPlaintext = false
-	cfg.OpenMLS = func(db *bolt.DB) (drain.Sessions, runtime.KeyPackages, error) {
-		s, err := session.New(session.Config{Key: w.key, Clock: w.clock})
+	cfg.MLS.OpenMLS = func(db *bolt.DB) (drain.Sessions, runtime.KeyPackages, error) {
+		s, err := session.New(session.Config{Key: w.Key, Clock: w.Clock})
 		if err != nil {
 			return nil, nil, err
 		}
@@ -67,23 +67,23 @@ func withMLSPool(w *cmdWorld, cfg *runtime.Config, _ *manage.CommandsConfig) {
 func TestRefillKeyPackagesOverMQTT(t *testing.T) {
 	const count = session.DefaultPoolSize + 4
 	w := newCmdWorldWith(t, wake.HourlyWake, withMLSPool)
-	w.run()
-	if boot := w.nextWake(); boot.LinkErr != "" {
+	w.Run()
+	if boot := w.NextWake(); boot.LinkErr != "" {
 		t.Fatalf("boot wake: %+v", boot) // publishes the pool of DefaultPoolSize
 	}
-	start, end := w.window.Next(cmdStart)
-	id := w.send(command.OpRefillKeyPackages, &command.RefillArgs{Count: count})
-	w.clock.Set(start)
-	r := w.reply(id)
+	start, end := w.Window.Next(cmdStart)
+	id := w.Send(command.OpRefillKeyPackages, &command.RefillArgs{Count: count})
+	w.Clock.Set(start)
+	r := w.Reply(id)
 	if want := `{"unpublished":4}`; r.Outcome != command.OutcomeOK || string(r.Result) != want {
 		t.Fatalf("refill-keypackages %d = %+v %s, want ok %s", count, r, r.Result, want)
 	}
-	w.clock.Set(end)
-	w.nextWake()
+	w.Clock.Set(end)
+	w.NextWake()
 
-	next, _ := w.window.Next(end)
-	w.clock.Set(next)
-	w.waitPhase(runtime.PhasePublish)
+	next, _ := w.Window.Next(end)
+	w.Clock.Set(next)
+	w.WaitPhase(runtime.PhasePublish)
 	if n := w.takeKeyPackages(); n != count {
 		t.Errorf("after the next wake the relay handed out %d KeyPackages, want the %d refill-keypackages asked for", n, count)
 	}
@@ -119,21 +119,21 @@ func TestRefillKeyPackagesAlwaysOn(t *testing.T) {
 			return publishedLink{l, published}, nil
 		}
 	})
-	w.run()
+	w.Run()
 	if st := <-published; len(st.KeyPackages) != session.DefaultPoolSize {
 		t.Fatalf("the wake published %d KeyPackages, want the pool of %d", len(st.KeyPackages), session.DefaultPoolSize)
 	}
-	w.awaitStatus(func(s envelope.Status) bool { return s.State == envelope.StateAwake })
-	if r := w.command(command.OpRefillKeyPackages, &command.RefillArgs{Count: count}); r.Outcome != command.OutcomeOK || string(r.Result) != `{"unpublished":4}` {
+	w.AwaitStatus(func(s envelope.Status) bool { return s.State == envelope.StateAwake })
+	if r := w.Command(command.OpRefillKeyPackages, &command.RefillArgs{Count: count}); r.Outcome != command.OutcomeOK || string(r.Result) != `{"unpublished":4}` {
 		t.Fatalf("refill-keypackages %d = %+v %s, want ok with 4 unpublished", count, r, r.Result)
 	}
-	w.clock.Advance(runtime.PulseInterval)
+	w.Clock.Advance(runtime.PulseInterval)
 	select {
 	case st := <-published:
 		if st.Pulse == nil || len(st.KeyPackages) != 4 {
 			t.Errorf("the hourly state frame carries a pulse: %v, %d KeyPackages; want a pulse and the 4 refilled", st.Pulse != nil, len(st.KeyPackages))
 		}
-	case <-w.ctx().Done():
+	case <-w.Ctx().Done():
 		t.Fatal("no hourly state frame")
 	}
 	if n := w.takeKeyPackages(); n != count {

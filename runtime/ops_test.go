@@ -60,7 +60,7 @@ func TestSetWindowPersists(t *testing.T) {
 	}
 	w.shutdown()
 
-	w.cfg.WindowLength = 3 * time.Minute // the configuration changed: it wins
+	w.cfg.Schedule.WindowLength = 3 * time.Minute // the configuration changed: it wins
 	w.newAgent()
 	w.run()
 	w.nextWake()
@@ -143,7 +143,7 @@ func TestDrainOnDemand(t *testing.T) {
 	if err != nil || rep.Records != 1 || rep.Accepted != 1 || rep.Delivered != 1 {
 		t.Fatalf("Drain = %v, %v; want the queued record drained and delivered", rep, err)
 	}
-	if got := w.rec.IDs(); len(got) != 1 || got[0] != objID(t, obj) {
+	if got := w.rec.IDs(); len(got) != 1 || got[0] != runtimetest.ObjectID(t, obj) {
 		t.Fatalf("delivered %v", got)
 	}
 	w.clock.Set(t0.Add(30 * time.Minute))
@@ -185,7 +185,7 @@ func TestRotateKey(t *testing.T) {
 	if err := did.SaveKey(keyFile, w.key, false); err != nil {
 		t.Fatal(err)
 	}
-	w.cfg.KeyFile = keyFile
+	w.cfg.Store.KeyFile = keyFile
 	w.withMLS()
 	w.run()
 	w.nextWake() // boot
@@ -340,28 +340,28 @@ func (r *rotation) newSession(next did.DID) {
 // announced) and wake-now extends the window in progress.
 func TestWindowAndWakeNowOverMQTT(t *testing.T) {
 	w := newCmdWorld(t, wake.HourlyWake)
-	w.run()
-	w.nextWake() // boot
-	start, _ := w.window.Next(cmdStart)
-	id := w.send(command.OpSetMode, &command.SetModeArgs{Mode: "hourly_wake", WindowSec: ptrTo(int64(600)), OffsetSec: ptrTo(int64(0))})
-	w.clock.Set(start)
-	r := w.reply(id)
+	w.Run()
+	w.NextWake() // boot
+	start, _ := w.Window.Next(cmdStart)
+	id := w.Send(command.OpSetMode, &command.SetModeArgs{Mode: "hourly_wake", WindowSec: ptrTo(int64(600)), OffsetSec: ptrTo(int64(0))})
+	w.Clock.Set(start)
+	r := w.Reply(id)
 	var res struct{ Window envelope.Window }
 	if r.Outcome != command.OutcomeOK || json.Unmarshal(r.Result, &res) != nil || res.Window.LengthSec != 600 {
 		t.Fatalf("set-mode with a window: %+v %s", r, r.Result)
 	}
-	if got := w.agent.Window(); got.Length != 10*time.Minute {
+	if got := w.Agent.Window(); got.Length != 10*time.Minute {
 		t.Fatalf("window = %+v, want 10m", got)
 	}
-	w.nextWake() // the wake ends on the change and the agent re-plans into the longer window
-	w.waitPhase(runtime.PhasePublish)
-	now := w.clock.Now()
-	r = w.command(command.OpWakeNow, &command.WakeNowArgs{ForSec: 3600})
+	w.NextWake() // the wake ends on the change and the agent re-plans into the longer window
+	w.WaitPhase(runtime.PhasePublish)
+	now := w.Clock.Now()
+	r = w.Command(command.OpWakeNow, &command.WakeNowArgs{ForSec: 3600})
 	var wn struct{ Until time.Time }
 	if r.Outcome != command.OutcomeOK || json.Unmarshal(r.Result, &wn) != nil || !wn.Until.Equal(now.Add(time.Hour)) {
 		t.Fatalf("wake-now = %+v %s; want awake until %v", r, r.Result, now.Add(time.Hour))
 	}
-	r = w.command(command.OpDrain, nil)
+	r = w.Command(command.OpDrain, nil)
 	if r.Outcome != command.OutcomeOK {
 		t.Fatalf("drain = %+v", r)
 	}
@@ -371,19 +371,19 @@ func TestWindowAndWakeNowOverMQTT(t *testing.T) {
 // Run ends with ErrRestart (the binary exits for systemd to restart it).
 func TestRebootOverMQTT(t *testing.T) {
 	w := newCmdWorldWith(t, wake.AlwaysOn, func(w *cmdWorld, _ *runtime.Config, cc *manage.CommandsConfig) {
-		cc.Reboot = func() error { w.agent.Restart("reboot command"); return nil }
+		cc.Reboot = func() error { w.Agent.Restart("reboot command"); return nil }
 	})
-	w.run()
-	w.awaitStatus(func(s envelope.Status) bool { return s.State == envelope.StateAwake })
-	if r := w.command(command.OpReboot, &command.RebootArgs{}); r.Outcome != command.OutcomeOK {
+	w.Run()
+	w.AwaitStatus(func(s envelope.Status) bool { return s.State == envelope.StateAwake })
+	if r := w.Command(command.OpReboot, &command.RebootArgs{}); r.Outcome != command.OutcomeOK {
 		t.Fatalf("reboot = %+v", r)
 	}
-	err := <-w.done
-	w.done <- err // for the cleanup
+	err := <-w.Done
+	w.Done <- err // for the cleanup
 	if !errors.Is(err, runtime.ErrRestart) {
 		t.Fatalf("Run after reboot = %v, want ErrRestart", err)
 	}
-	w.awaitStatus(func(s envelope.Status) bool { return s.State == envelope.StateStopped })
+	w.AwaitStatus(func(s envelope.Status) bool { return s.State == envelope.StateStopped })
 }
 
 // TestRotateKeysOverMQTT: rotate-keys answers with the old and new DIDs
@@ -392,25 +392,25 @@ func TestRebootOverMQTT(t *testing.T) {
 func TestRotateKeysOverMQTT(t *testing.T) {
 	keyFile := filepath.Join(t.TempDir(), "agent.key")
 	w := newCmdWorldWith(t, wake.AlwaysOn, func(w *cmdWorld, cfg *runtime.Config, cc *manage.CommandsConfig) {
-		if err := did.SaveKey(keyFile, w.key, false); err != nil {
+		if err := did.SaveKey(keyFile, w.Key, false); err != nil {
 			t.Fatal(err)
 		}
-		cfg.KeyFile = keyFile
-		cc.RotateKey = func(ctx context.Context, k *did.PrivateKey, h []byte) error { return w.agent.RotateKey(ctx, k, h) }
+		cfg.Store.KeyFile = keyFile
+		cc.RotateKey = func(ctx context.Context, k *did.PrivateKey, h []byte) error { return w.Agent.RotateKey(ctx, k, h) }
 	})
-	w.run()
-	w.awaitStatus(func(s envelope.Status) bool { return s.State == envelope.StateAwake })
-	r := w.command(command.OpRotateKeys, nil)
+	w.Run()
+	w.AwaitStatus(func(s envelope.Status) bool { return s.State == envelope.StateAwake })
+	r := w.Command(command.OpRotateKeys, nil)
 	var res struct {
 		Old, New string
 		Handover json.RawMessage
 	}
-	if r.Outcome != command.OutcomeOK || json.Unmarshal(r.Result, &res) != nil || res.Old != w.key.DID().String() || len(res.Handover) == 0 {
+	if r.Outcome != command.OutcomeOK || json.Unmarshal(r.Result, &res) != nil || res.Old != w.Key.DID().String() || len(res.Handover) == 0 {
 		t.Fatalf("rotate-keys = %+v %s", r, r.Result)
 	}
-	checkHandover(t, res.Handover, w.key.DID(), res.New, "pi-7")
-	err := <-w.done
-	w.done <- err
+	checkHandover(t, res.Handover, w.Key.DID(), res.New, "pi-7")
+	err := <-w.Done
+	w.Done <- err
 	if !errors.Is(err, runtime.ErrRestart) {
 		t.Fatalf("Run after rotate-keys = %v, want ErrRestart", err)
 	}
@@ -487,7 +487,7 @@ func hasPhase(r runtime.WakeReport, name string) bool {
 func TestAnnounceFollowsScheduleChange(t *testing.T) {
 	w := newWorld(t, wake.Sleep)
 	first := t0.Add(10 * time.Minute)
-	w.cfg.ScheduledWake = first
+	w.cfg.Schedule.ScheduledWake = first
 	w.newAgent()
 	w.run()
 	if boot := w.nextWake(); !boot.NextWake.Equal(first) {
@@ -544,7 +544,7 @@ func TestWakeLogNamesTheWakeDetail(t *testing.T) {
 	var log runtimetest.Log
 	w.cfg.Logger = slog.New(slog.NewTextHandler(&log, nil))
 	src := detailSource{w, make(chan struct{}, 1)}
-	w.cfg.Sources = []wake.Source{src}
+	w.cfg.Schedule.Sources = []wake.Source{src}
 	w.newAgent()
 	w.run()
 	w.nextWake()  // boot

@@ -57,7 +57,7 @@ func TestClosePhaseMeasuresTheLinkClose(t *testing.T) {
 	}
 	rtc := &suspendSource{w: w, asleep: make(chan struct{}, 1), wakeup: make(chan struct{})}
 	src := armSource{Source: rtc, closed: &closed, armed: make(chan bool, 1)}
-	w.cfg.Sources = []wake.Source{src}
+	w.cfg.Schedule.Sources = []wake.Source{src}
 	w.newAgent()
 	w.run()
 	r := w.nextWake()

@@ -97,9 +97,9 @@ func OpenPipeline(db *bolt.DB, c PipelineConfig) (*Pipeline, error) {
 		return nil, err
 	}
 	p.drainer, err = drain.New(drain.Config{
-		Gate: p.gate, Ledger: p.ledger, Owner: c.Owner, Purposes: c.Purposes,
-		AllowPlaintext: c.AllowPlaintext, MaxLifetime: c.MaxLifetime, Sessions: c.Sessions,
-		Replay: func(tx *bolt.Tx) governed.ReplayCache { return p.replay.Tx(tx) },
+		Gate: p.gate, Ledger: p.ledger,
+		Accept:   drain.Accept{Owner: c.Owner, Purposes: c.Purposes, AllowPlaintext: c.AllowPlaintext, MaxLifetime: c.MaxLifetime},
+		Sessions: c.Sessions, Replay: func(tx *bolt.Tx) governed.ReplayCache { return p.replay.Tx(tx) },
 		Router: router, Notify: c.Notify, Clock: clk, Expiry: c.Expiry,
 	})
 	if err != nil {

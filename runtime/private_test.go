@@ -47,7 +47,7 @@ func TestStoreMustBePrivate(t *testing.T) {
 			if tt.dir != 0 {
 				chmod(t, dir, tt.dir)
 			}
-			a, err := runtime.New(runtime.Config{PipelineConfig: runtime.PipelineConfig{Key: runtimetest.Key(t, 8)}, DataDir: dir, RelayURL: "http://127.0.0.1:1", Mode: wake.HourlyWake})
+			a, err := runtime.New(runtime.Config{PipelineConfig: runtime.PipelineConfig{Key: runtimetest.Key(t, 8)}, Store: runtime.Store{DataDir: dir}, Relay: runtime.Relay{URL: "http://127.0.0.1:1"}, Schedule: runtime.Schedule{Mode: wake.HourlyWake}})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -10,6 +10,7 @@ import (
 	"github.com/torpor-dev/torpor/runtime/drain"
 	"github.com/torpor-dev/torpor/runtime/runtimetest"
 	"github.com/torpor-dev/torpor/store/queue"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"github.com/torpor-dev/torpor/wake"
 )
 
@@ -32,7 +33,7 @@ func TestRefusedRecordsLeaveTheQueue(t *testing.T) {
 	ctx := context.Background()
 	for _, b := range bodies {
 		_, err := w.queue.Enqueue(ctx, queue.Record{Agent: w.key.DID().String(), From: from, Body: []byte(b)},
-			queue.Bounds{MaxMessages: 100, MaxPerPeer: 100, MaxBytes: 1 << 20, MaxPeerBytes: 1 << 20, MaxMessageSize: 1 << 20, TTL: 7 * 24 * time.Hour}, w.clock.Now())
+			queuebounds.Bounds{MaxMessages: 100, MaxPerPeer: 100, MaxBytes: 1 << 20, MaxPeerBytes: 1 << 20, MaxMessageSize: 1 << 20, TTL: 7 * 24 * time.Hour}, w.clock.Now())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -75,11 +75,7 @@ type poweredOff struct {
 func powerOffAsleep(t *testing.T) poweredOff {
 	t.Helper()
 	w := newWorld(t, wake.HourlyWake)
-	rtc := &suspendSource{w: w, asleep: make(chan struct{}, 1), wakeup: make(chan struct{})}
-	w.cfg.Sources = []wake.Source{rtc}
-	w.newAgent()
-	w.run()
-	first := w.nextWake() // boot, outside the window (t0)
+	rtc, first := w.bootSuspending() // boot, outside the window (t0)
 	planned := first.NextWake
 	if start, _ := w.window.Next(t0); !planned.Equal(start) {
 		t.Fatalf("boot wake planned %v, want the window at %v", planned, start)
@@ -153,7 +149,7 @@ func checkRTCArmedFor(t *testing.T, w *world, rtc *suspendSource, start time.Tim
 
 	// The store kept the restart's cycle: the last wake recorded is
 	// the one after it.
-	db, err := bolt.Open(filepath.Join(w.cfg.DataDir, runtime.DBFile), 0o600, &bolt.Options{ReadOnly: true})
+	db, err := bolt.Open(filepath.Join(w.cfg.Store.DataDir, runtime.DBFile), 0o600, &bolt.Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}

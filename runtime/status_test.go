@@ -19,12 +19,8 @@ import (
 // reason and, from the second wake on, the previous wake with its phases.
 func TestWakePublishesSignedStatus(t *testing.T) {
 	w := newWorld(t, wake.HourlyWake)
-	rtc := &suspendSource{w: w, asleep: make(chan struct{}, 1), wakeup: make(chan struct{})}
-	w.cfg.Sources = []wake.Source{rtc}
 	w.cfg.Board = "qemu-virt"
-	w.newAgent()
-	w.run()
-	boot := w.nextWake()
+	rtc, boot := w.bootSuspending()
 	st := w.status()
 	if st.Version != version.Get().Short() || st.Board != "qemu-virt" || st.Halted || st.HeldCount != 0 ||
 		st.Wake == nil || st.Wake.Reason != "boot" || !st.Wake.At.Equal(boot.At) || st.LastWake != nil {
@@ -62,11 +58,7 @@ func TestStatusReportsHeldActions(t *testing.T) {
 	w := newWorld(t, wake.HourlyWake)
 	w.cfg.Purposes, w.cfg.Consequential = purpose.Set{"comms:*", "action:*"}, purpose.Set{"action:*"}
 	w.cfg.Owner = runtimetest.Key(t, 9).DID()
-	rtc := &suspendSource{w: w, asleep: make(chan struct{}, 1), wakeup: make(chan struct{})}
-	w.cfg.Sources = []wake.Source{rtc}
-	w.newAgent()
-	w.run()
-	w.nextWake() // boot
+	rtc, _ := w.bootSuspending()
 	alice := runtimetest.Key(t, 1)
 	w.send(alice, runtimetest.Object(t, alice, "action:open-valve", t0, 2*time.Hour, map[string]any{"idempotencyKey": "valve-7"}))
 	<-rtc.asleep

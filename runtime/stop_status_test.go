@@ -17,19 +17,19 @@ import (
 // carries the agent's version.
 func TestStopWhileAsleepPublishesStopped(t *testing.T) {
 	w := newCmdWorld(t, wake.HourlyWake)
-	w.run()
-	w.nextWake()
-	st := w.awaitStatus(func(s envelope.Status) bool { return s.State == envelope.StateAsleep })
+	w.Run()
+	w.NextWake()
+	st := w.AwaitStatus(func(s envelope.Status) bool { return s.State == envelope.StateAsleep })
 	if st.Version != version.Get().Short() || st.Version == "" {
 		t.Errorf("status version %q, want %q", st.Version, version.Get().Short())
 	}
-	w.stop()
-	err := <-w.done
-	w.done <- err // for the cleanup
+	w.Stop()
+	err := <-w.Done
+	w.Done <- err // for the cleanup
 	if err != nil {
 		t.Fatalf("Run = %v", err)
 	}
-	st = w.awaitStatus(func(s envelope.Status) bool { return s.State != envelope.StateAsleep })
+	st = w.AwaitStatus(func(s envelope.Status) bool { return s.State != envelope.StateAsleep })
 	if st.State != envelope.StateStopped || st.NextWake != nil {
 		t.Errorf("status after a stop while asleep = %+v, want stopped with no next wake", st)
 	}
@@ -41,9 +41,9 @@ func TestStopWhileAsleepPublishesStopped(t *testing.T) {
 // members, durations in milliseconds.
 func TestStatusReplyInsideWindow(t *testing.T) {
 	w := newCmdWorld(t, wake.AlwaysOn)
-	w.run()
-	w.awaitStatus(func(s envelope.Status) bool { return s.State == envelope.StateAwake })
-	r := w.command(command.OpStatus, nil)
+	w.Run()
+	w.AwaitStatus(func(s envelope.Status) bool { return s.State == envelope.StateAwake })
+	r := w.Command(command.OpStatus, nil)
 	var res struct {
 		Status   envelope.Status            `json:"status"`
 		LastWake map[string]json.RawMessage `json:"lastWake"`
@@ -52,7 +52,7 @@ func TestStatusReplyInsideWindow(t *testing.T) {
 		t.Fatalf("status result %s: %v", r.Result, err)
 	}
 	st := res.Status
-	if st.State != envelope.StateAwake || st.Since.IsZero() || st.Name != "pi-7" || st.Device != w.key.DID().String() || st.Version == "" {
+	if st.State != envelope.StateAwake || st.Since.IsZero() || st.Name != "pi-7" || st.Device != w.Key.DID().String() || st.Version == "" {
 		t.Errorf("status = %+v, want awake since the connection, named, with a version", st)
 	}
 	if _, ok := res.LastWake["awakeMs"]; res.LastWake != nil && (!ok || res.LastWake["awake"] != nil) {

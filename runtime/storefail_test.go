@@ -7,12 +7,15 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/runtime"
+	"github.com/torpor-dev/torpor/runtime/drain"
 	"github.com/torpor-dev/torpor/runtime/runtimetest"
+	"github.com/torpor-dev/torpor/test/worldtest"
 	"github.com/torpor-dev/torpor/transport/a2a"
 	"github.com/torpor-dev/torpor/wake"
 )
@@ -41,8 +44,34 @@ func (s brokenStoreSessions) ApplyHandshake(tx *bolt.Tx, h a2a.Handshake, from d
 // sender, and returns the HTTP status.
 func (w *world) postBody(sender *did.PrivateKey, body []byte) int {
 	w.t.Helper()
-	code, _ := postA2A(w.t, w.srv, w.key.DID(), sender, w.clock.Now(), body)
+	code, _ := worldtest.Post(w.t, w.srv.URL, w.key.DID(), sender, w.clock.Now(), body)
 	return code
+}
+
+// queueWelcome starts w's agent with sessions as its MLS sessions, lets
+// it boot (nothing queued yet) and queues a Welcome from Alice while it
+// sleeps.
+func (w *world) queueWelcome(sessions drain.Sessions) {
+	w.t.Helper()
+	w.cfg.Sessions = sessions
+	w.newAgent()
+	w.run()
+	w.nextWake()
+	alice := runtimetest.Key(w.t, 1)
+	if code := w.postBody(alice, runtimetest.Body(w.t, runtimetest.Welcome("g", alice.DID()))); code != http.StatusServiceUnavailable {
+		w.t.Fatalf("send while asleep: %d, want 503 (queued)", code)
+	}
+}
+
+// windowWake opens and closes the agent's first window after after, and
+// returns the window's end and the report of the wake that drained in it.
+func (w *world) windowWake(after time.Time) (time.Time, runtime.WakeReport) {
+	w.t.Helper()
+	start, end := w.window.Next(after)
+	w.clock.Set(start)
+	w.waitPhase(runtime.PhaseDrain)
+	w.clock.Set(end)
+	return end, w.nextWake()
 }
 
 // TestStoreFailureInTheDrainWaitsForTheNextWake: a batch that fails in the
@@ -53,19 +82,8 @@ func TestStoreFailureInTheDrainWaitsForTheNextWake(t *testing.T) {
 	w := newWorld(t, wake.HourlyWake)
 	fail := new(atomic.Bool)
 	fail.Store(true)
-	w.cfg.Sessions = brokenStoreSessions{fail: fail}
-	w.newAgent()
-	w.run()
-	w.nextWake() // boot: nothing queued yet
-	alice := runtimetest.Key(t, 1)
-	if code := w.postBody(alice, runtimetest.Body(t, runtimetest.Welcome("g", alice.DID()))); code != http.StatusServiceUnavailable {
-		t.Fatalf("send while asleep: %d, want 503 (queued)", code)
-	}
-	start, end := w.window.Next(t0)
-	w.clock.Set(start)
-	w.waitPhase(runtime.PhaseDrain)
-	w.clock.Set(end)
-	r := w.nextWake()
+	w.queueWelcome(brokenStoreSessions{fail: fail})
+	end, r := w.windowWake(t0)
 	var drainErr string
 	for _, p := range r.Phases {
 		if p.Name == runtime.PhaseDrain {
@@ -80,11 +98,7 @@ func TestStoreFailureInTheDrainWaitsForTheNextWake(t *testing.T) {
 	}
 
 	fail.Store(false)
-	start, end = w.window.Next(end)
-	w.clock.Set(start)
-	w.waitPhase(runtime.PhaseDrain)
-	w.clock.Set(end)
-	r = w.nextWake()
+	_, r = w.windowWake(end)
 	if r.Drain.Acked != 1 || r.Drain.Handshake != 1 {
 		t.Fatalf("next wake: drain %v, want the handshake applied and acknowledged", r.Drain)
 	}

@@ -17,7 +17,7 @@ import (
 // ErrStoreRefused is wrapped by Run's error when the agent refuses to run
 // on its store: the file is corrupt (a *store.CorruptError is wrapped too),
 // or it is missing or empty although the device ran before (the store
-// marker says so) and Config.Reinitialise is not set. Running on would
+// marker says so) and Config.Store.Reinitialise is not set. Running on would
 // either crash at every start or start with an empty replay cache,
 // command-sequence table, ledger and halt, under which captured messages
 // and operator commands pass their checks again. The command's exit status
@@ -39,10 +39,10 @@ type marker struct {
 // markerPath is the store marker's path; "" without a key file (no
 // marker is kept).
 func (c *Config) markerPath() string {
-	if c.KeyFile == "" {
+	if c.Store.KeyFile == "" {
 		return ""
 	}
-	return c.KeyFile + MarkerSuffix
+	return c.Store.KeyFile + MarkerSuffix
 }
 
 // guardStore refuses a missing or empty store that the marker says
@@ -72,7 +72,7 @@ func (a *Agent) guardStore() (fresh bool, err error) {
 		return true, nil // the first run
 	case err != nil:
 		return false, fmt.Errorf("%w: %s is %s and the store marker %s cannot be read: %v", ErrStoreRefused, path, state, mp, err)
-	case a.cfg.Reinitialise:
+	case a.cfg.Store.Reinitialise:
 		a.log.Warn("reinitialising the agent's store as asked: replay cache, command sequence numbers, ledger, halt and MLS groups start empty",
 			"store", path, "was", state, "marker", mp)
 		return true, nil

@@ -37,9 +37,12 @@ func newGuarded(t *testing.T) *guarded {
 	if err := did.SaveKey(keyFile, key, false); err != nil {
 		t.Fatal(err)
 	}
-	cfg := runtime.Config{PipelineConfig: runtime.PipelineConfig{Key: key}, KeyFile: keyFile,
-		DataDir: filepath.Join(dir, "data"), RelayURL: "http://127.0.0.1:1", Mode: wake.HourlyWake}
-	return &guarded{t: t, cfg: cfg, db: filepath.Join(cfg.DataDir, runtime.DBFile), marker: keyFile + runtime.MarkerSuffix}
+	cfg := runtime.Config{PipelineConfig: runtime.PipelineConfig{Key: key}, Store: runtime.Store{
+		KeyFile: keyFile,
+		DataDir: filepath.Join(dir, "data"),
+	},
+		Relay: runtime.Relay{URL: "http://127.0.0.1:1"}, Schedule: runtime.Schedule{Mode: wake.HourlyWake}}
+	return &guarded{t: t, cfg: cfg, db: filepath.Join(cfg.Store.DataDir, runtime.DBFile), marker: keyFile + runtime.MarkerSuffix}
 }
 
 // run runs the agent until it opened its store (the context is already
@@ -120,7 +123,7 @@ func TestLostStoreIsRefused(t *testing.T) {
 			if fi, err := os.Stat(g.db); lose == "missing" && err == nil || lose == "empty" && (err != nil || fi.Size() != 0) {
 				t.Fatalf("the refused run changed the store: %v, %v", fi, err)
 			}
-			g.cfg.Reinitialise = true
+			g.cfg.Store.Reinitialise = true
 			if err := g.run(); err != nil {
 				t.Fatalf("Run with Reinitialise: %v", err)
 			}
@@ -146,7 +149,7 @@ func TestCorruptStoreIsRefused(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, reinit := range []bool{false, true} {
-				g.cfg.Reinitialise = reinit
+				g.cfg.Store.Reinitialise = reinit
 				err := g.run()
 				var ce *store.CorruptError
 				if !errors.Is(err, runtime.ErrStoreRefused) || !errors.As(err, &ce) || !strings.Contains(err.Error(), "move "+g.db+" aside") {

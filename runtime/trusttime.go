@@ -27,6 +27,11 @@ type TimeReport struct {
 	// Untrusted says why no source could be trusted: the drain holds
 	// every record.
 	Untrusted string `cbor:"6,keyasint,omitempty" json:"untrusted,omitempty"`
+	// Held says which source stated a time further than the device can
+	// bound by its own clock, with no second source agreeing: the wake
+	// judged by it (objects expire early, never late) but did not keep it
+	// as the floor (a relay stating the year 2100, say).
+	Held string `cbor:"7,keyasint,omitempty" json:"held,omitempty"`
 }
 
 // attrs are the wake line's attributes of r; none for nil.
@@ -36,10 +41,15 @@ func (r *TimeReport) attrs() []any {
 		return nil
 	case r.Source == "":
 		return []any{"trustedTime", "none", "trustedTimeWhy", r.Untrusted}
-	case r.Forward != 0:
-		return []any{"trustedTime", r.Source, "trustedTimeForward", r.Forward}
 	}
-	return []any{"trustedTime", r.Source}
+	a := []any{"trustedTime", r.Source}
+	if r.Forward != 0 {
+		a = append(a, "trustedTimeForward", r.Forward)
+	}
+	if r.Held != "" {
+		a = append(a, "trustedTimeHeld", r.Held)
+	}
+	return a
 }
 
 // openTrusted opens the trusted time on db when the configuration asks
@@ -61,30 +71,56 @@ func (a *Agent) openTrusted(db *bolt.DB) error {
 	return nil
 }
 
+// ErrNoTrustedTime is SetTimeFloor's error on an agent that judges expiry
+// by its clock (no Config.TrustedTime) or has not opened agent.db yet.
+var ErrNoTrustedTime = errors.New("runtime: the agent keeps no trusted time")
+
+// SetTimeFloor replaces the trusted time's floor with at (trusted.Clock's
+// SetFloor): the owner's signed time command (runtime/manage).
+func (a *Agent) SetTimeFloor(at time.Time) error {
+	a.mu.Lock()
+	c := a.trusted
+	if a.pipe == nil { // a.trusted is set before the pipeline, under a.mu
+		c = nil
+	}
+	a.mu.Unlock()
+	if c == nil {
+		return ErrNoTrustedTime
+	}
+	return c.SetFloor(at)
+}
+
 // relayTime is what a link that took part in the handshake says of the
-// relay's time (transport/link's Client).
+// relay's time and the round trip that bounds it (transport/link's
+// Client).
 type relayTime interface {
-	RelayTime() (relay, local time.Time)
+	RelayExchange() (relay, sent, received time.Time)
 }
 
 // linkedTime gives the trusted time the relay's time from l's handshake.
 func (a *Agent) linkedTime(l Link) {
 	if rt, ok := l.(relayTime); ok && a.trusted != nil {
-		if relay, local := rt.RelayTime(); !local.IsZero() {
-			a.trusted.SetRelay(relay, local)
+		if relay, sent, received := rt.RelayExchange(); !received.IsZero() {
+			a.trusted.SetRelayExchange(relay, sent, received)
 		}
 	}
 }
 
 // establishTime establishes the time the wake's drain judges expiry by,
-// records how in the report and the log, and commits it as the floor.
+// records how in the report and the log, and commits what it proves as
+// the floor (trusted.Reading.Proven).
 func (w *wakeRun) establishTime() {
 	a := w.a
 	if a.trusted == nil {
 		return
 	}
 	r, err := a.trusted.Establish()
-	tr := &TimeReport{Source: string(r.Source), At: r.Now, Forward: r.Forward, Floor: r.Floor, Relay: r.Relay}
+	tr := &TimeReport{Source: string(r.Source), At: r.Now, Forward: r.Forward, Floor: r.Floor, Relay: r.Relay,
+		Held: strings.Join(r.Held, "; ")}
+	if tr.Held != "" {
+		a.log.Warn("trusted time: a source's time was not kept as the floor (beyond what the device can bound, no second source agrees)",
+			"held", tr.Held, "system", r.System.UTC().Format(time.RFC3339))
+	}
 	if errors.Is(err, trusted.ErrUntrusted) {
 		tr.Untrusted = strings.Join(r.Why, "; ")
 		a.log.Warn("no trusted time: the drain holds every record (nothing judged or acknowledged)", "why", tr.Untrusted,

@@ -14,6 +14,7 @@ import (
 	"github.com/torpor-dev/torpor/runtime/runtimetest"
 	"github.com/torpor-dev/torpor/runtime/trusted"
 	"github.com/torpor-dev/torpor/store/queue"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"github.com/torpor-dev/torpor/wake"
 )
 
@@ -42,7 +43,7 @@ func TestBootWithTheClockAnHourBack(t *testing.T) {
 	valid := runtimetest.Object(t, alice, "comms:message", t0.Add(-10*time.Minute), time.Hour, nil)
 	for _, o := range [][]byte{expired, valid} {
 		rec := queue.Record{Agent: w.key.DID().String(), From: alice.DID().String(), Body: runtimetest.Body(t, runtimetest.DataPart(t, o))}
-		if _, err := w.queue.Enqueue(context.Background(), rec, queue.DefaultBounds(), t0); err != nil {
+		if _, err := w.queue.Enqueue(context.Background(), rec, queuebounds.Default(), t0); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -52,8 +53,8 @@ func TestBootWithTheClockAnHourBack(t *testing.T) {
 	if boot.Time == nil || boot.Time.Source != string(trusted.Relay) || boot.Time.Forward != time.Hour {
 		t.Fatalf("boot wake's time %+v, want the relay's, an hour forward", boot.Time)
 	}
-	if got := w.rec.IDs(); len(got) != 1 || got[0] != objID(t, valid) {
-		t.Errorf("delivered %v, want only the valid object %s", got, objID(t, valid))
+	if got := w.rec.IDs(); len(got) != 1 || got[0] != runtimetest.ObjectID(t, valid) {
+		t.Errorf("delivered %v, want only the valid object %s", got, runtimetest.ObjectID(t, valid))
 	}
 	if boot.Drain.Rejected["expired"] != 1 || boot.Drain.Acked != 2 {
 		t.Errorf("drain %v, want the expired object rejected and both records acknowledged", boot.Drain)
@@ -90,7 +91,7 @@ func TestNoTrustedTimeHoldsTheQueue(t *testing.T) {
 	alice := runtimetest.Key(t, 1)
 	valid := runtimetest.Object(t, alice, "comms:message", t0.Add(-10*time.Minute), time.Hour, nil)
 	rec := queue.Record{Agent: w.key.DID().String(), From: alice.DID().String(), Body: runtimetest.Body(t, runtimetest.DataPart(t, valid))}
-	if _, err := w.queue.Enqueue(context.Background(), rec, queue.DefaultBounds(), t0); err != nil {
+	if _, err := w.queue.Enqueue(context.Background(), rec, queuebounds.Default(), t0); err != nil {
 		t.Fatal(err)
 	}
 	w.run()
@@ -134,4 +135,47 @@ func TestLiveRequestWithoutTrustedTime(t *testing.T) {
 		t.Errorf("delivered %v without trusted time", got)
 	}
 	w.shutdown()
+}
+
+// TestRelayYear2100NotKept (issue 28): a relay states the year 2100. The
+// wake judges by it (objects expire early, never late) but keeps none of
+// it as the floor, and its report says so; back on the genuine relay the
+// next wake is trusted and delivers a valid object.
+func TestRelayYear2100NotKept(t *testing.T) {
+	w := newWorld(t, wake.HourlyWake)
+	w.cfg.Clock = clocktest.New(t0)
+	w.cfg.TrustedTime = &trusted.Config{Kernel: unsynced{}}
+	w.newAgent()
+	w.run()
+	if r := w.nextWake(); r.Time == nil || r.Time.Source != string(trusted.Relay) || r.Time.Held != "" {
+		t.Fatalf("first wake's time %+v, want the relay's", r.Time)
+	}
+	w.shutdown()
+
+	w.clock.Set(time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC)) // the relay's clock
+	w.newAgent()
+	w.run()
+	r := w.nextWake()
+	w.shutdown()
+	if r.Time == nil || !strings.Contains(r.Time.Held, "relay: its time 2100-01-01T00:00:00Z is beyond what the device can bound") {
+		t.Fatalf("the 2100 wake's time %+v, want the relay's time held", r.Time)
+	}
+
+	w.clock.Set(t0)
+	w.newAgent()
+	alice := runtimetest.Key(t, 1)
+	valid := runtimetest.Object(t, alice, "comms:message", t0.Add(-10*time.Minute), time.Hour, nil)
+	rec := queue.Record{Agent: w.key.DID().String(), From: alice.DID().String(), Body: runtimetest.Body(t, runtimetest.DataPart(t, valid))}
+	if _, err := w.queue.Enqueue(context.Background(), rec, queuebounds.Default(), t0); err != nil {
+		t.Fatal(err)
+	}
+	w.run()
+	r = w.nextWake()
+	w.shutdown()
+	if r.Time == nil || r.Time.Source != string(trusted.Relay) {
+		t.Fatalf("back on the genuine relay: time %+v, want the relay's", r.Time)
+	}
+	if got := w.rec.IDs(); len(got) != 1 || got[0] != runtimetest.ObjectID(t, valid) {
+		t.Errorf("delivered %v, want the valid object %s", got, runtimetest.ObjectID(t, valid))
+	}
 }

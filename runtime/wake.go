@@ -16,6 +16,7 @@ import (
 	"github.com/torpor-dev/torpor/pulse"
 	"github.com/torpor-dev/torpor/runtime/drain"
 	"github.com/torpor-dev/torpor/transport/a2a"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"github.com/torpor-dev/torpor/transport/link"
 	"github.com/torpor-dev/torpor/transport/link/wire"
 	"github.com/torpor-dev/torpor/wake"
@@ -32,15 +33,18 @@ const announceTimeout = 10 * time.Second
 
 // wakeRun is the state of one wake.
 type wakeRun struct {
-	a      *Agent
-	ctx    context.Context // ends at the window's end or a mode change
-	ph     *phases
-	rep    *WakeReport
-	kps    [][]byte
-	lr     []byte        // the last-resort KeyPackage until the relay confirms it
-	kick   chan struct{} // the window's end moved (Extend)
-	sched  <-chan struct{}
-	isLive bool // the wake stays linked until the window's end
+	a    *Agent
+	ctx  context.Context // ends at the window's end or a mode change
+	ph   *phases
+	rep  *WakeReport
+	kps  [][]byte
+	lr   []byte        // the last-resort KeyPackage until the relay confirms it
+	kick chan struct{} // the window's end moved (Extend)
+	// restate asks the live wake to publish its state again now
+	// (StatusChanged).
+	restate chan struct{}
+	sched   <-chan struct{}
+	isLive  bool // the wake stays linked until the window's end
 
 	// drainMu serialises drains (the wake's own and Agent.Drain) and
 	// guards the link and the cursor against the redial that replaces
@@ -120,7 +124,7 @@ type cause struct {
 // drained (unless Extend asked for more).
 func (a *Agent) wake(ctx context.Context, changed <-chan struct{}, mode wake.Mode, why cause, end time.Time, live bool) {
 	start := a.clock.Now()
-	w := &wakeRun{a: a, mode: mode, next: a.nextWake(end), end: end, sched: changed, isLive: live, kick: make(chan struct{}, 1),
+	w := &wakeRun{a: a, mode: mode, next: a.nextWake(end), end: end, sched: changed, isLive: live, kick: make(chan struct{}, 1), restate: make(chan struct{}, 1),
 		ph:  &phases{clock: a.clock, start: start, onPhase: a.cfg.Hooks.OnPhase},
 		rep: &WakeReport{At: start.UTC(), Reason: why.reason, WakeDetail: why.detail, Mode: string(mode), End: end, Slept: why.slept}}
 	w.rep.NextWake = w.next
@@ -219,11 +223,11 @@ func (w *wakeRun) prepare(start time.Time, mgmt Management) {
 			}
 		}
 	})
-	if a.cfg.KeyPackages != nil {
+	if a.cfg.MLS.KeyPackages != nil {
 		wg.Go(func() {
 			w.ph.measure(PhaseKeyPackages, func() error {
 				var err error
-				w.kps, err = a.cfg.KeyPackages.Refill(w.ctx, a.cfg.kpTarget())
+				w.kps, err = a.cfg.MLS.KeyPackages.Refill(w.ctx, a.cfg.kpTarget())
 				if err == nil {
 					w.lr, err = w.lastResort()
 				}
@@ -285,6 +289,8 @@ func (w *wakeRun) stayLive() {
 				return nil
 			case <-w.l.Queued():
 				w.drain()
+			case <-w.restate:
+				w.publish()
 			case <-pulseC:
 				if err := w.makePulse(a.clock.Now()); err == nil {
 					w.publish()
@@ -357,10 +363,10 @@ func (w *wakeRun) publish() {
 // yet published; nil without a pool or when the refill fails (logged: the
 // state goes out anyway).
 func (w *wakeRun) unpublished() [][]byte {
-	if w.a.cfg.KeyPackages == nil {
+	if w.a.cfg.MLS.KeyPackages == nil {
 		return nil
 	}
-	kps, err := w.a.cfg.KeyPackages.Refill(w.ctx, w.a.cfg.kpTarget())
+	kps, err := w.a.cfg.MLS.KeyPackages.Refill(w.ctx, w.a.cfg.kpTarget())
 	if err != nil {
 		w.a.log.Warn("refilling KeyPackages", "err", err)
 		return nil
@@ -375,7 +381,7 @@ func (w *wakeRun) unpublished() [][]byte {
 // replaced as due; nil when the relay holds it already or the pool keeps
 // none (LastResortKeyPackages).
 func (w *wakeRun) lastResort() ([]byte, error) {
-	lr, ok := w.a.cfg.KeyPackages.(LastResortKeyPackages)
+	lr, ok := w.a.cfg.MLS.KeyPackages.(LastResortKeyPackages)
 	if !ok {
 		return nil, nil
 	}
@@ -385,7 +391,7 @@ func (w *wakeRun) lastResort() ([]byte, error) {
 // lastResortHeld records the last-resort KeyPackage the relay's state-ok
 // names, and forgets the one to publish once the relay holds it.
 func (w *wakeRun) lastResortHeld(ctx context.Context, held *wire.Held) error {
-	lr, ok := w.a.cfg.KeyPackages.(LastResortKeyPackages)
+	lr, ok := w.a.cfg.MLS.KeyPackages.(LastResortKeyPackages)
 	if !ok || held == nil {
 		return nil
 	}
@@ -406,10 +412,10 @@ func (w *wakeRun) lastResortHeld(ctx context.Context, held *wire.Held) error {
 // whole again while the device sleeps.
 func (w *wakeRun) publishState(ctx context.Context, an announcement, card []byte, kps [][]byte) error {
 	taken, err := w.publishOnce(ctx, an, card, kps)
-	if err != nil || taken == 0 || w.a.cfg.KeyPackages == nil {
+	if err != nil || taken == 0 || w.a.cfg.MLS.KeyPackages == nil {
 		return err
 	}
-	more, err := w.a.cfg.KeyPackages.Refill(ctx, w.a.cfg.kpTarget())
+	more, err := w.a.cfg.MLS.KeyPackages.Refill(ctx, w.a.cfg.kpTarget())
 	if err != nil || len(more) == 0 {
 		return err
 	}
@@ -434,7 +440,7 @@ func (w *wakeRun) publishOnce(ctx context.Context, an announcement, card []byte,
 		KeyPackages: kps,
 		LastResort:  w.lr,
 		Pulse:       an.pulse,
-		Bounds:      &a.cfg.Bounds,
+		Bounds:      &a.cfg.Relay.Bounds,
 		Status:      w.status(),
 	}
 	if !an.next.IsZero() {
@@ -452,7 +458,7 @@ func (w *wakeRun) publishOnce(ctx context.Context, an announcement, card []byte,
 	if err := w.lastResortHeld(ctx, ok.Held); err != nil {
 		return 0, err
 	}
-	if a.cfg.KeyPackages == nil || (len(kps) == 0 && ok.Held == nil) {
+	if a.cfg.MLS.KeyPackages == nil || (len(kps) == 0 && ok.Held == nil) {
 		return 0, nil
 	}
 	var held [][]byte
@@ -462,7 +468,7 @@ func (w *wakeRun) publishOnce(ctx context.Context, an announcement, card []byte,
 			held = [][]byte{} // the relay holds none
 		}
 	}
-	taken, err := a.cfg.KeyPackages.Published(ctx, kps, held)
+	taken, err := a.cfg.MLS.KeyPackages.Published(ctx, kps, held)
 	if err != nil {
 		return 0, err
 	}
@@ -590,15 +596,15 @@ func (w *wakeRun) announce(ctx context.Context) {
 // card builds and signs the Agent Card for an with the bounds in force:
 // its liveness extension names an's pulse and next window. Before the
 // wake's first pulse (its phase failed) the card has no liveness extension.
-func (a *Agent) card(an announcement, ceiling wire.Bounds) ([]byte, error) {
+func (a *Agent) card(an announcement, ceiling queuebounds.Bounds) ([]byte, error) {
 	name := a.cfg.Name
 	if name == "" {
 		name = "torpor-agent"
 	}
-	bounds := ceiling.Clamp(&a.cfg.Bounds).Card()
+	bounds := ceiling.Clamp(&a.cfg.Relay.Bounds)
 	c, err := a2a.BuildCard(a2a.CardOptions{
 		Name:        name,
-		BaseURL:     strings.TrimRight(a.cfg.RelayURL, "/") + "/a/" + a.cfg.Key.DID().String(),
+		BaseURL:     strings.TrimRight(a.cfg.Relay.URL, "/") + "/a/" + a.cfg.Key.DID().String(),
 		OfflineMode: string(an.mode),
 		Bounds:      &bounds,
 		Policy:      &a2a.Policy{Plaintext: a.cfg.AllowPlaintext},
@@ -643,7 +649,7 @@ func (a *Agent) dial(ctx context.Context, rep *WakeReport) (Link, error) {
 	var warned time.Time // when the last "relay unreachable" was logged
 	for {
 		rep.LinkAttempts++
-		l, err := dial(ctx, link.Config{RelayURL: a.cfg.RelayURL, Key: a.cfg.Key, Handler: a.live, Clock: a.cfg.Clock})
+		l, err := dial(ctx, link.Config{RelayURL: a.cfg.Relay.URL, Key: a.cfg.Key, Handler: a.live, Clock: a.cfg.Clock})
 		if err == nil {
 			rep.LinkErr = ""
 			a.linkedTime(l)
@@ -651,7 +657,7 @@ func (a *Agent) dial(ctx context.Context, rep *WakeReport) (Link, error) {
 		}
 		rep.LinkErr = err.Error()
 		if now := a.clock.Now(); warned.IsZero() || now.Sub(warned) >= unreachableLogEvery {
-			a.log.Warn("relay unreachable", "relay", a.cfg.RelayURL, "attempt", rep.LinkAttempts, "err", err)
+			a.log.Warn("relay unreachable", "relay", a.cfg.Relay.URL, "attempt", rep.LinkAttempts, "err", err)
 			warned = now
 		}
 		if err := clock.Sleep(ctx, a.clock, bo.next()); err != nil {
@@ -690,7 +696,7 @@ type closedLink struct{}
 
 var errNoLink = errors.New("runtime: no link")
 
-func (closedLink) Hello() wire.Bounds { return wire.Bounds{} }
+func (closedLink) Hello() queuebounds.Bounds { return queuebounds.Bounds{} }
 func (closedLink) Publish(context.Context, wire.State) (wire.Accepted, error) {
 	return wire.Accepted{}, errNoLink
 }

@@ -36,7 +36,7 @@ func (a *Agent) SetWindow(length, offset time.Duration) error {
 	}
 	err := a.updateCycle(func(c *cycle) {
 		c.Length, c.Offset = length, offset
-		c.ConfigLength, c.ConfigOffset = a.cfg.WindowLength, a.cfg.WindowOffset
+		c.ConfigLength, c.ConfigOffset = a.cfg.Schedule.WindowLength, a.cfg.Schedule.WindowOffset
 		c.WindowSet = true
 	})
 	if err != nil {

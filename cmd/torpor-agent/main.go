@@ -242,12 +242,12 @@ func daemon(ctx context.Context, a *args, stderr io.Writer) error {
 		return err
 	}
 	b.Config.Logger = log
-	b.Config.Reinitialise = a.reinit
+	b.Config.Store.Reinitialise = a.reinit
 	agent, err := runtime.New(b.Config)
 	if err != nil {
 		return err
 	}
-	attrs := []any{"did", b.Config.Key.DID().String(), "relay", b.Config.RelayURL, "mode", b.Config.Mode, "notify", b.Config.Notify.String()}
+	attrs := []any{"did", b.Config.Key.DID().String(), "relay", b.Config.Relay.URL, "mode", b.Config.Schedule.Mode, "notify", b.Config.Notify.String()}
 	if b.Commands != nil {
 		cmds, err := commands(agent, b, log)
 		if err != nil {

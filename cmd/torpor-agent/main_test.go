@@ -13,6 +13,7 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/torpor-dev/torpor/clock/clocktest"
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/governed"
 	"github.com/torpor-dev/torpor/runtime"
@@ -129,36 +130,20 @@ func TestTimeEpoch(t *testing.T) {
 
 // TestTimeScale: --time-scale and the file's timeScale take 1 to 100000;
 // anything else is an error naming the range, as torpor-relay's is, never
-// quietly real time.
+// quietly real time (clocktest.ScaleFlagCases).
 func TestTimeScale(t *testing.T) {
-	tests := []struct {
-		in      string
-		want    float64
-		wantErr string
-	}{
-		{"1", 1, ""},
-		{"60", 60, ""},
-		{"100000", 100000, ""},
-		{"0", 0, `invalid value "0" for flag -time-scale: time scale 0 is out of range: want a number from 1 (real time) to 100000`},
-		{"-60", 0, "time scale -60 is out of range"},
-		{"0.5", 0, "time scale 0.5 is out of range"},
-		{"1e9", 0, "time scale 1e+09 is out of range"},
-		{"NaN", 0, "time scale NaN is out of range"},
-		{"-Inf", 0, "time scale -Inf is out of range"},
-		{"fast", 0, `invalid value "fast" for flag -time-scale: time scale "fast" is not a number`},
-	}
-	for _, tt := range tests {
+	for _, tt := range clocktest.ScaleFlagCases {
 		var stderr strings.Builder
-		code := run([]string{"--time-scale", tt.in}, io.Discard, &stderr)
-		if tt.wantErr != "" {
-			if code != 2 || !strings.Contains(stderr.String(), tt.wantErr) {
-				t.Errorf("torpor-agent --time-scale %s: exit %d, stderr %q; want 2 and %q", tt.in, code, stderr.String(), tt.wantErr)
+		code := run([]string{"--time-scale", tt.In}, io.Discard, &stderr)
+		if tt.WantErr != "" {
+			if code != 2 || !strings.Contains(stderr.String(), tt.WantErr) {
+				t.Errorf("torpor-agent --time-scale %s: exit %d, stderr %q; want 2 and %q", tt.In, code, stderr.String(), tt.WantErr)
 			}
 			continue
 		}
-		a, _, err := parseArgs([]string{"--time-scale", tt.in}, io.Discard)
-		if err != nil || a.timeScale != tt.want {
-			t.Errorf("parseArgs(--time-scale %s) = %v, want time scale %v", tt.in, err, tt.want)
+		a, _, err := parseArgs([]string{"--time-scale", tt.In}, io.Discard)
+		if err != nil || a.timeScale != tt.Want {
+			t.Errorf("parseArgs(--time-scale %s) = %v, want time scale %v", tt.In, err, tt.Want)
 		}
 	}
 

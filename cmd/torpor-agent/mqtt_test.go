@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/torpor-dev/torpor/did"
-	"github.com/torpor-dev/torpor/internal/worldtest"
 	"github.com/torpor-dev/torpor/runtime"
 	"github.com/torpor-dev/torpor/runtime/runtimetest"
+	"github.com/torpor-dev/torpor/test/worldtest"
 	"github.com/torpor-dev/torpor/transport/broker"
 	"github.com/torpor-dev/torpor/transport/mqtt/command"
 	"github.com/torpor-dev/torpor/transport/mqtt/envelope"
@@ -33,7 +33,7 @@ type stack struct {
 func startStack(dir string, check func(error), cleanup func(func())) *stack {
 	brk, err := broker.Start(broker.Config{Listen: "127.0.0.1:0", DataDir: dir})
 	check(err)
-	r, err := worldtest.Open(dir, relay.Config{MQTTBroker: brk.URL()})
+	r, err := worldtest.Open(dir, relay.Config{Ops: relay.Ops{MQTTBroker: brk.URL()}})
 	if err != nil {
 		brk.Close()
 	}

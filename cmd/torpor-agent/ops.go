@@ -9,12 +9,10 @@ import (
 	"io"
 	"os"
 	"os/user"
-	"path/filepath"
 	"sort"
 	"time"
 
 	"github.com/torpor-dev/torpor/runtime"
-	"github.com/torpor-dev/torpor/store"
 	"github.com/torpor-dev/torpor/store/ledger"
 )
 
@@ -94,7 +92,7 @@ func operator(name string, argv []string, stdout, stderr io.Writer) int {
 }
 
 // openPipeline opens the agent's bbolt file and pipeline as the daemon
-// would.
+// would (runtime.OpenOffline).
 func openPipeline(a *args) (*runtime.Pipeline, func(), error) {
 	f, err := a.file()
 	if err != nil {
@@ -104,31 +102,12 @@ func openPipeline(a *args) (*runtime.Pipeline, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	path := filepath.Join(b.Config.DataDir, runtime.DBFile)
-	if fi, err := os.Stat(path); err != nil || fi.Size() == 0 {
-		b.Close()
-		if err == nil {
-			err = errors.New("the file is empty")
-		}
-		return nil, nil, fmt.Errorf("no agent store at %s: %w", path, err)
-	}
-	db, err := store.Open(path, &store.Options{Timeout: 2 * time.Second, Check: true})
-	var ce *store.CorruptError
-	if errors.As(err, &ce) {
-		b.Close()
-		return nil, nil, fmt.Errorf("%w: %w", runtime.ErrStoreRefused, err)
-	}
+	p, closeFn, err := runtime.OpenOffline(b.Config)
 	if err != nil {
-		b.Close()
-		return nil, nil, fmt.Errorf("%w (is torpor-agent running? stop it first)", err)
-	}
-	p, err := runtime.OpenPipeline(db, b.Config.PipelineConfig)
-	if err != nil {
-		db.Close()
 		b.Close()
 		return nil, nil, err
 	}
-	return p, func() { p.Close(); db.Close(); b.Close() }, nil
+	return p, func() { closeFn(); b.Close() }, nil
 }
 
 type opFunc func(ctx context.Context, p *runtime.Pipeline, o *opArgs, w io.Writer) error

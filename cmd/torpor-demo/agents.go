@@ -38,12 +38,9 @@ type agent struct {
 	rejected  map[string]int // by cause
 	unmatched []string       // rejections no letter expected
 	nextWake  string         // the last announced next wake
-	// pendingSleep is told after pendingDiags more diagnostic lines.
-	pendingSleep string
-	pendingDiags int
-	published    bool   // the relay has its state with KeyPackages
-	linkedOn     string // the relay its last link came up on
-	bootDone     bool
+	published bool           // the relay has its state with KeyPackages
+	linkedOn  string         // the relay its last link came up on
+	bootDone  bool
 }
 
 func (a *agent) did() string { return a.key.DID().String() }
@@ -116,18 +113,6 @@ func (d *demo) startAgent(ctx context.Context, a *agent) error {
 
 // agentLine narrates one line of an agent's log.
 func (d *demo) agentLine(a *agent, l procs.Line) {
-	diag := l.Msg == "record rejected or deferred" || l.Msg == "action held"
-	if !diag {
-		d.flushSleep(a, true)
-	}
-	defer func() {
-		if diag {
-			a.mu.Lock()
-			a.pendingDiags--
-			a.mu.Unlock()
-			d.flushSleep(a, false)
-		}
-	}()
 	switch {
 	case l.Level == "":
 		if strings.TrimSpace(l.Raw) != "" {
@@ -182,26 +167,12 @@ func (d *demo) wakeReport(a *agent, l procs.Line) {
 	} else if a.mode != wake.Sleep {
 		sleep = ""
 	}
-	// The diagnostics of the wake follow its line; the sleep is told after
-	// them.
-	a.mu.Lock()
-	a.pendingSleep, a.pendingDiags = sleep, min(sum(drain.rejected)+c["held"]+c["deferred"], 64)
-	a.mu.Unlock()
-	d.flushSleep(a, false)
-}
-
-// flushSleep narrates the pending "asleep until" once the wake's
-// diagnostics were told (or at once when force is set).
-func (d *demo) flushSleep(a *agent, force bool) {
-	a.mu.Lock()
-	s := a.pendingSleep
-	if s == "" || (a.pendingDiags > 0 && !force) {
-		a.mu.Unlock()
-		return
+	// The wake's diagnostics (rejections, held actions) were logged
+	// during its drain, before this line (runtime/wake.go), and told as
+	// they came: the sleep is told now, when the agent goes to sleep.
+	if sleep != "" {
+		d.n.Event(a.name, KindSleep, "%s", sleep)
 	}
-	a.pendingSleep = ""
-	a.mu.Unlock()
-	d.n.Event(a.name, KindSleep, "%s", s)
 }
 
 // wakeWhy says why an agent in mode woke, from the wake report's reason.

@@ -11,6 +11,7 @@ import (
 	"github.com/torpor-dev/torpor/clock/clocktest"
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/governed"
+	"github.com/torpor-dev/torpor/test/procs"
 	"github.com/torpor-dev/torpor/wake"
 )
 
@@ -153,5 +154,32 @@ func TestWakeWhy(t *testing.T) {
 		if got := wakeWhy(tt.mode, tt.reason); !strings.Contains(got, tt.want) {
 			t.Errorf("wakeWhy(%s, %s) = %q, want it to contain %q", tt.mode, tt.reason, got, tt.want)
 		}
+	}
+}
+
+// TestSleepToldAfterItsWake: the "asleep until" line follows the wake's
+// report at once, although the wake's diagnostics were logged before it
+// (during the drain); it used to wait for as many diagnostic lines after
+// the report, so it came at the next wake's first line, after the time it
+// names, or never after the last wake (issue 27, bug 4).
+func TestSleepToldAfterItsWake(t *testing.T) {
+	var out strings.Builder
+	clk := clocktest.New(time.Date(2026, 12, 2, 15, 0, 0, 0, time.UTC))
+	d := &demo{n: NewNarrator(&out, clk), clock: clk}
+	a := &agent{name: "sleeper", mode: wake.Sleep, drained: map[string]int{}, rejected: map[string]int{}}
+	for _, s := range []string{
+		`time=2026-12-02T15:00:00Z level=WARN msg="record rejected or deferred" seq=3 cause=expired detail=x`,
+		`time=2026-12-02T15:00:00Z level=INFO msg="action held" seq=4 reason=consequential key="k 1"`,
+		`time=2026-12-02T15:00:01Z level=INFO msg=wake reason=timer mode=sleep awake=1s drain="records=2 acked=2 deferred=0 held=1 rejected[expired=1]" nextWake=2026-12-02T15:20:00Z`,
+	} {
+		l, err := procs.ParseLine(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.agentLine(a, l)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if last := lines[len(lines)-1]; !strings.Contains(last, "asleep until 15:20:00 (in 20m0s") {
+		t.Errorf("the last line is %q, want the sleep until 15:20:00; all:\n%s", last, out.String())
 	}
 }

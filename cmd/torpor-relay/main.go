@@ -31,7 +31,8 @@ import (
 	"github.com/torpor-dev/torpor/internal/origin"
 	"github.com/torpor-dev/torpor/internal/version"
 	"github.com/torpor-dev/torpor/session/kpcheck"
-	"github.com/torpor-dev/torpor/store/queue"
+	"github.com/torpor-dev/torpor/store/relaystore"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"github.com/torpor-dev/torpor/transport/relay"
 )
 
@@ -42,7 +43,7 @@ type args struct {
 	mqtt                       mqttArgs
 	timeScale                  float64
 	timeEpoch                  time.Time // zero: when the relay starts
-	bounds                     queue.Bounds
+	bounds                     queuebounds.Bounds
 	allowAgents                []string
 	corsOrigins, cardOrigins   []string
 	perAgentMetrics, trustXFF  bool
@@ -55,6 +56,7 @@ type args struct {
 	keyPackages                keyPackageArgs
 	admission                  admissionArgs
 	overdueGrace               time.Duration
+	metricsListen              string
 }
 
 // registerTime adds --time-scale and --time-epoch.
@@ -71,7 +73,7 @@ func (a *args) registerTime(fs *flag.FlagSet) {
 }
 
 func parseArgs(argv []string, stderr io.Writer) (*args, error) {
-	a := &args{bounds: queue.DefaultBounds()}
+	a := &args{bounds: queuebounds.Default()}
 	fs := flag.NewFlagSet("torpor-relay", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	home, _ := os.UserHomeDir()
@@ -104,6 +106,7 @@ func parseArgs(argv []string, stderr io.Writer) (*args, error) {
 		return nil
 	})
 	fs.BoolVar(&a.perAgentMetrics, "per-agent-metrics", false, "Add per-agent series (labelled by DID and device name) to /metrics: queue, next wake, last pulse, asleep, overdue, held actions, KeyPackages left. Off by default because of their cardinality (docs/operations.md).")
+	fs.StringVar(&a.metricsListen, "metrics-listen", "", "Serve /metrics (plain HTTP) on this address, such as 127.0.0.1:9090, and no longer on --listen. Empty serves it on --listen, with everything public (docs/operations.md).")
 	fs.DurationVar(&a.overdueGrace, "overdue-grace", relay.DefaultOverdueGrace, "How late a device's promised wake or pulse may be before the fleet console and the per-agent metrics call it overdue.")
 	fs.BoolVar(&a.trustXFF, "trust-forwarded-for", false, "Rate-limit KeyPackage fetches per client address by the right-most X-Forwarded-For address that is not a --trusted-proxy, for a relay behind a reverse proxy.")
 	fs.IntVar(&a.keyPackageRate, "keypackage-rate", 30, "How many KeyPackages one caller DID may fetch per minute (one client address: ten times as many).")
@@ -153,6 +156,9 @@ func (a *args) check(rest []string) error {
 }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "queue" {
+		os.Exit(queueCommand(os.Args[2:], os.Stdout, os.Stderr))
+	}
 	a, err := parseArgs(os.Args[1:], os.Stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		os.Exit(0)
@@ -170,7 +176,7 @@ func main() {
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: a.logLevel}))
 	if err := run(ctx, a, log); err != nil {
 		log.Error("torpor-relay stopped", "err", err)
-		if errors.Is(err, errStoreRefused) {
+		if errors.Is(err, relaystore.ErrRefused) {
 			log.Error("not restarting until an operator repaired the store", "exitStatus", exitStore)
 			os.Exit(exitStore)
 		}
@@ -178,8 +184,10 @@ func main() {
 	}
 }
 
-// run opens the stores, starts the broker and serves until ctx ends.
-func run(ctx context.Context, a *args, log *slog.Logger) error {
+// run opens the stores, starts the broker and serves until ctx ends; a
+// clean stop logs one INFO line once everything is closed.
+func run(ctx context.Context, a *args, log *slog.Logger) (err error) {
+	defer logStopped(ctx, log, &err) // after everything closed
 	clk, err := clock.NewScaledAt(nil, a.timeScale, a.timeEpoch)
 	if err != nil {
 		return err
@@ -194,58 +202,136 @@ func run(ctx context.Context, a *args, log *slog.Logger) error {
 		return err
 	}
 	defer stopBroker()
-	st.guard.writeMarker(a.stores(), time.Now()) // now that mqtt.db exists too
+	st.guard.WriteMarker(relaystore.Names(a.mqtt.external == ""), time.Now()) // now that mqtt.db exists too
 
-	ln, err := net.Listen("tcp", a.listen)
+	ln, mln, err := a.listeners()
 	if err != nil {
 		return err
 	}
-	scheme := "http"
-	if a.tlsCert != "" {
-		scheme = "https"
+	if mln != nil {
+		defer mln.Close()
 	}
-	public := a.publicURL
-	if public == "" {
-		public = scheme + "://" + ln.Addr().String()
-	}
-	ops, err := a.mqtt.operatorDIDs()
+	scheme, public := a.origin(ln)
+	cfg, err := a.relayConfig(st, public, brokerURL, clk, log, mln != nil)
 	if err != nil {
 		ln.Close()
 		return err
 	}
-	cc, err := a.consoleConfig()
-	if err != nil {
-		ln.Close()
-		return err
-	}
-	r, err := relay.New(relay.Config{
-		PublicURL: public, Queue: st.q, States: st.states, Peers: st.peers(), Bounds: a.bounds, AllowAgents: a.allowAgents,
-		KeyPackageRate: a.keyPackageRate, TrustForwardedFor: a.trustXFF, PerAgentMetrics: a.perAgentMetrics,
-		KeyPackageBudget: a.keyPackages.budget, KeyPackageBudgetWindow: a.keyPackages.budgetWindow, TrustedProxies: a.keyPackages.trustedProxies,
-		CORSOrigins: a.corsOrigins, CardCORSOrigins: a.cardOrigins, MQTTBroker: brokerURL, Clock: clk, Logger: log,
-		KeyPackages: kpcheck.Verifier{}, Operators: ops, Probation: a.admission.probation, MaxAgents: a.admission.maxAgents,
-		MaxStateBytes: a.admission.maxStateBytes, MaxQueueBytes: a.admission.maxQueueBytes, ForgetAfter: a.admission.forgetAfter, Console: cc,
-	})
+	r, err := relay.New(cfg)
 	if err != nil {
 		ln.Close()
 		return err
 	}
 	st.serve(r)
+	stopMetrics := serveMetrics(r, mln, log)
+	defer stopMetrics()
 	return serve(ctx, a, r, ln, func() {
 		if a.ready != nil {
 			a.ready(ln.Addr().String(), brokerURL)
 		}
-		log.Info("torpor-relay listening", "addr", scheme+"://"+ln.Addr().String(), "publicUrl", public, "dataDir", a.dataDir, "mqtt", brokerURL, "timeScale", a.timeScale)
+		attrs := []any{"addr", scheme + "://" + ln.Addr().String(), "publicUrl", public, "dataDir", a.dataDir, "mqtt", brokerURL, "timeScale", a.timeScale}
+		log.Info("torpor-relay listening", append(attrs, metricsAttr(mln)...)...)
 	})
+}
+
+// relayConfig returns the relay's configuration on st, with the flags'
+// settings; metricsElsewhere says /metrics has a listener of its own.
+func (a *args) relayConfig(st *backend, public, brokerURL string, clk clock.Clock, log *slog.Logger, metricsElsewhere bool) (relay.Config, error) {
+	ops, err := a.mqtt.operatorDIDs()
+	if err != nil {
+		return relay.Config{}, err
+	}
+	cc, err := a.consoleConfig()
+	if err != nil {
+		return relay.Config{}, err
+	}
+	return relay.Config{
+		PublicURL: public, Stores: relay.Stores{Queue: st.q, States: st.states}, KeyPackages: kpcheck.Verifier{}, Peers: st.peers(),
+		Limits: relay.Limits{
+			Bounds: a.bounds, KeyPackageRate: a.keyPackageRate,
+			KeyPackageBudget: a.keyPackages.budget, KeyPackageBudgetWindow: a.keyPackages.budgetWindow,
+			MaxAgents: a.admission.maxAgents, MaxStateBytes: a.admission.maxStateBytes,
+			MaxQueueBytes: a.admission.maxQueueBytes, ForgetAfter: a.admission.forgetAfter,
+		},
+		Access: relay.Access{AllowAgents: a.allowAgents, Operators: ops, Probation: a.admission.probation},
+		HTTP: relay.HTTP{
+			TrustForwardedFor: a.trustXFF, TrustedProxies: a.keyPackages.trustedProxies,
+			CORSOrigins: a.corsOrigins, CardCORSOrigins: a.cardOrigins,
+		},
+		Ops:   relay.Ops{PerAgentMetrics: a.perAgentMetrics, MetricsElsewhere: metricsElsewhere, MQTTBroker: brokerURL, Console: cc},
+		Clock: clk, Logger: log,
+	}, nil
+}
+
+// origin returns the relay's scheme and its public origin: --public-url,
+// or the scheme and ln's address.
+func (a *args) origin(ln net.Listener) (scheme, public string) {
+	scheme = "http"
+	if a.tlsCert != "" {
+		scheme = "https"
+	}
+	if public = a.publicURL; public == "" {
+		public = scheme + "://" + ln.Addr().String()
+	}
+	return scheme, public
+}
+
+// listeners opens --listen and --metrics-listen (nil when that is empty).
+func (a *args) listeners() (ln, metrics net.Listener, err error) {
+	if ln, err = net.Listen("tcp", a.listen); err != nil || a.metricsListen == "" {
+		return ln, nil, err
+	}
+	if metrics, err = net.Listen("tcp", a.metricsListen); err != nil {
+		ln.Close()
+		return nil, nil, fmt.Errorf("--metrics-listen: %w", err)
+	}
+	return ln, metrics, nil
+}
+
+// metricsAttr is the log attribute naming where /metrics is served when
+// it has a listener of its own (ln; none when nil).
+func metricsAttr(ln net.Listener) []any {
+	if ln == nil {
+		return nil
+	}
+	return []any{"metrics", "http://" + ln.Addr().String() + "/metrics"}
+}
+
+// serveMetrics serves r's /metrics alone on ln (nil: nothing to do), with
+// deadlines of its own, and returns what stops it.
+func serveMetrics(r *relay.Relay, ln net.Listener, log *slog.Logger) func() {
+	if ln == nil {
+		return func() {}
+	}
+	srv := &http.Server{Handler: r.MetricsHandler(), ReadHeaderTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second, IdleTimeout: time.Minute}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("metrics listener", "err", err)
+		}
+	}()
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(ctx)
+	}
+}
+
+// logStopped logs a clean stop, *err nil, with its cause (the signal).
+func logStopped(ctx context.Context, log *slog.Logger, err *error) {
+	if *err == nil {
+		log.Info("torpor-relay stopped", "reason", context.Cause(ctx))
+	}
 }
 
 // serve serves r's handler on ln and runs r's purge, calls started once
 // both run, and returns when ctx ends (nil) or serving fails, after
 // closing the device links and shutting the HTTP server down.
 func serve(ctx context.Context, a *args, r *relay.Relay, ln net.Listener, started func()) error {
-	srv := a.http.server(r.Handler())
-	limited := newConnLimit(ln, a.http.maxConns, a.tlsCert == "")
-	srv.ConnState = limited.connState
+	srv, limited, err := relay.ServerLimits(a.http).Server(r.Handler(), ln, a.tlsCert == "")
+	if err != nil {
+		ln.Close()
+		return err
+	}
 	ln = limited
 	errc := make(chan error, 2)
 	go func() {
@@ -257,7 +343,8 @@ func serve(ctx context.Context, a *args, r *relay.Relay, ln net.Listener, starte
 	}()
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	go func() { errc <- r.Run(runCtx) }()
+	ran := make(chan struct{})
+	go func() { errc <- r.Run(runCtx); close(ran) }()
 	started()
 
 	select {
@@ -271,7 +358,9 @@ func serve(ctx context.Context, a *args, r *relay.Relay, ln net.Listener, starte
 	shutdown, done := context.WithTimeout(context.Background(), 10*time.Second)
 	defer done()
 	r.Link().Close()
-	return srv.Shutdown(shutdown)
+	err = srv.Shutdown(shutdown)
+	<-ran // the relay's periodic work ends before its stores close
+	return err
 }
 
 func isLoopback(addr string) bool {

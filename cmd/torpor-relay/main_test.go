@@ -1,14 +1,18 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/torpor-dev/torpor/clock/clocktest"
 )
 
 func TestParseArgs(t *testing.T) {
@@ -36,8 +40,8 @@ func TestParseArgs(t *testing.T) {
 		{"public URL without a scheme", []string{"--public-url", "relay.example.org"}, false, nil},
 		{"public URL with a path", []string{"--public-url", "https://relay.example.org/torpor"}, false, nil},
 		{"limits", []string{"--idle-timeout", "5s", "--max-conns", "10", "--trusted-proxy", "10.0.0.0/8", "--trusted-proxy", "192.0.2.1", "--keypackage-budget", "3"}, true, func(a *args) bool {
-			return a.http.idle == 5*time.Second && a.http.maxConns == 10 && len(a.keyPackages.trustedProxies) == 2 && a.keyPackages.budget == 3 &&
-				a.http.read == 30*time.Second && a.http.write == time.Minute && a.http.minBodyRate == 1024
+			return a.http.IdleTimeout == 5*time.Second && a.http.MaxConns == 10 && len(a.keyPackages.trustedProxies) == 2 && a.keyPackages.budget == 3 &&
+				a.http.ReadTimeout == 30*time.Second && a.http.WriteTimeout == time.Minute && a.http.MinBodyRate == 1024
 		}},
 		{"zero max conns", []string{"--max-conns", "0"}, false, nil},
 		{"negative timeout", []string{"--read-timeout", "-1s"}, false, nil},
@@ -59,7 +63,8 @@ func TestParseArgs(t *testing.T) {
 }
 
 // TestRunServes starts the whole relay (stores, embedded broker, HTTP) on
-// loopback ports and checks it answers and stops.
+// loopback ports, fresh, and checks it answers and stops, logging no
+// ERROR and, when stopped, one INFO line and nothing after it.
 func TestRunServes(t *testing.T) {
 	a, err := parseArgs([]string{"--listen", "127.0.0.1:0", "--mqtt-listen", "127.0.0.1:0", "--data-dir", t.TempDir()}, io.Discard)
 	if err != nil {
@@ -69,7 +74,8 @@ func TestRunServes(t *testing.T) {
 	a.ready = func(h, m string) { addrs <- [2]string{h, m} }
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, a, slog.New(slog.DiscardHandler)) }()
+	var logs syncBuffer
+	go func() { done <- run(ctx, a, slog.New(slog.NewTextHandler(&logs, nil))) }()
 	var got [2]string
 	select {
 	case got = <-addrs:
@@ -86,38 +92,48 @@ func TestRunServes(t *testing.T) {
 	if h["status"] != "ok" || h["publicUrl"] != "http://"+got[0] || !strings.HasPrefix(h["mqttBroker"], "mqtt://127.0.0.1:") {
 		t.Errorf("healthz = %v", h)
 	}
+	before := len(logs.String())
 	cancel()
 	if err := <-done; err != nil {
 		t.Errorf("run = %v", err)
 	}
+	all := logs.String()
+	if strings.Contains(all, "level=ERROR") {
+		t.Errorf("a fresh relay logged an ERROR:\n%s", all)
+	}
+	if stop := all[before:]; strings.Count(stop, "\n") != 1 || !strings.Contains(stop, `level=INFO msg="torpor-relay stopped" reason="context canceled"`) {
+		t.Errorf("the stop logged %q, want one INFO line", stop)
+	}
+}
+
+// syncBuffer is a bytes.Buffer for a logger and a reader in two goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 // TestTimeScale: --time-scale takes 1 to 100000 and names the flag and the
-// range otherwise, as torpor-agent's does.
+// range otherwise, as torpor-agent's does (clocktest.ScaleFlagCases).
 func TestTimeScale(t *testing.T) {
-	tests := []struct {
-		in      string
-		want    float64
-		wantErr string
-	}{
-		{"1", 1, ""},
-		{"180", 180, ""},
-		{"100000", 100000, ""},
-		{"0", 0, `invalid value "0" for flag -time-scale: time scale 0 is out of range: want a number from 1 (real time) to 100000`},
-		{"-5", 0, "time scale -5 is out of range"},
-		{"0.5", 0, "time scale 0.5 is out of range"},
-		{"1e9", 0, "time scale 1e+09 is out of range"},
-		{"NaN", 0, "time scale NaN is out of range"},
-		{"+Inf", 0, "time scale +Inf is out of range"},
-		{"fast", 0, `invalid value "fast" for flag -time-scale: time scale "fast" is not a number`},
-	}
-	for _, tt := range tests {
-		a, err := parseArgs([]string{"--time-scale", tt.in}, io.Discard)
+	for _, tt := range clocktest.ScaleFlagCases {
+		a, err := parseArgs([]string{"--time-scale", tt.In}, io.Discard)
 		switch {
-		case tt.wantErr == "" && (err != nil || a.timeScale != tt.want):
-			t.Errorf("parseArgs(--time-scale %s) = %v, want time scale %v", tt.in, err, tt.want)
-		case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
-			t.Errorf("parseArgs(--time-scale %s) error = %v, want %q", tt.in, err, tt.wantErr)
+		case tt.WantErr == "" && (err != nil || a.timeScale != tt.Want):
+			t.Errorf("parseArgs(--time-scale %s) = %v, want time scale %v", tt.In, err, tt.Want)
+		case tt.WantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.WantErr)):
+			t.Errorf("parseArgs(--time-scale %s) error = %v, want %q", tt.In, err, tt.WantErr)
 		}
 	}
 	if a, err := parseArgs(nil, io.Discard); err != nil || a.timeScale != 1 || !a.timeEpoch.IsZero() {

@@ -1,15 +1,14 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
-	"net"
 	"path/filepath"
 	"time"
 
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/store/relaystore"
 	"github.com/torpor-dev/torpor/transport/broker"
 )
 
@@ -40,7 +39,7 @@ func (m *mqttArgs) register(fs *flag.FlagSet) {
 // operatorDIDs returns the DIDs of --operator and --operators-file: the
 // embedded broker's operators, and those who may use the fleet console,
 // list and purge a device's queue and admit devices (transport/relay,
-// Config.Operators and Config.Console).
+// Config.Access.Operators and Config.Ops.Console).
 func (m *mqttArgs) operatorDIDs() ([]did.DID, error) {
 	var ops []did.DID
 	for _, s := range m.operators {
@@ -91,7 +90,7 @@ func startBroker(a *args, log *slog.Logger) (string, func(), error) {
 	}
 	b, err := broker.Start(cfg)
 	if err != nil {
-		return "", nil, brokerFix(filepath.Join(a.dataDir, "mqtt.db"), err)
+		return "", nil, relaystore.BrokerFix(filepath.Join(a.dataDir, "mqtt.db"), err)
 	}
 	if len(cfg.Operators) == 0 {
 		log.Warn("no MQTT operator configured (--operator, --operators-file): devices can connect, but nobody may send them commands")
@@ -100,17 +99,4 @@ func startBroker(a *args, log *slog.Logger) (string, func(), error) {
 		log.Warn("the embedded MQTT broker listens beyond loopback; pass --mqtt-public-url with the URL clients dial, or their tokens are refused", "addr", b.Addr())
 	}
 	return b.URL(), func() { b.Close() }, nil
-}
-
-// brokerFix wraps an error starting the embedded broker: one that is not
-// about its listener is about what it read from mqtt.db (path), which
-// bbolt's check found sound but whose values the broker cannot decode.
-func brokerFix(path string, err error) error {
-	var oe *net.OpError
-	if errors.As(err, &oe) {
-		return err
-	}
-	return fmt.Errorf("%w: the embedded MQTT broker cannot load %s: %w. Stop the relay, move %s aside (keep it for diagnosis), "+
-		"then restore it from a backup, or start over with an empty one: run torpor-relay once with --reinitialise "+
-		"(devices' MQTT sessions and retained statuses are lost; devices publish them again)", errStoreRefused, path, err, path)
 }

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/torpor-dev/torpor/store/relaystore"
 	"github.com/torpor-dev/torpor/store/storetest"
 )
 
@@ -73,8 +74,8 @@ func TestLostStoreRefused(t *testing.T) {
 				t.Fatal(err)
 			}
 			_, err := runOn(t, dir, "--queue-engine", c.engine)
-			if !errors.Is(err, errStoreRefused) || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), markerName) || !strings.Contains(err.Error(), "--reinitialise") {
-				t.Fatalf("start after the loss: %v; want a refusal naming %s, %s and --reinitialise", err, c.want, markerName)
+			if !errors.Is(err, relaystore.ErrRefused) || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), relaystore.MarkerName) || !strings.Contains(err.Error(), "--reinitialise") {
+				t.Fatalf("start after the loss: %v; want a refusal naming %s, %s and --reinitialise", err, c.want, relaystore.MarkerName)
 			}
 			if logs, err := runOn(t, dir, "--queue-engine", c.engine, "--reinitialise"); err != nil || !strings.Contains(logs, "starting with empty stores as asked") {
 				t.Fatalf("start with --reinitialise: %v\n%s", err, logs)
@@ -96,9 +97,9 @@ func removeGlob(pattern string) error {
 	return nil
 }
 
-// TestDamagedStoreRefused: each way of damaging queue.db (either engine:
-// the log engine imports it), agents.db or mqtt.db refuses the start with
-// an error that names the file and the fix, even with --reinitialise;
+// TestDamagedStoreRefused: each way of damaging queue.db (of
+// --queue-engine bolt), agents.db or mqtt.db refuses the start with an
+// error that names the file and the fix, even with --reinitialise;
 // bbolt's own "file size too small" too.
 func TestDamagedStoreRefused(t *testing.T) {
 	damages := append(storetest.Damages, storetest.Damage{Name: "cut-to-one-page", Do: func(p string) error { return os.Truncate(p, 4096) }})
@@ -106,16 +107,20 @@ func TestDamagedStoreRefused(t *testing.T) {
 		for _, d := range damages {
 			t.Run(file+"/"+d.Name, func(t *testing.T) {
 				dir := t.TempDir()
-				if logs, err := runOn(t, dir); err != nil {
+				var engine []string
+				if file == "queue.db" {
+					engine = []string{"--queue-engine", "bolt"}
+				}
+				if logs, err := runOn(t, dir, engine...); err != nil {
 					t.Fatalf("first start: %v\n%s", err, logs)
 				}
 				path := filepath.Join(dir, file)
 				if err := d.Do(path); err != nil {
 					t.Fatal(err)
 				}
-				for _, argv := range [][]string{nil, {"--reinitialise"}} {
+				for _, argv := range [][]string{engine, append(engine, "--reinitialise")} {
 					_, err := runOn(t, dir, argv...)
-					if !errors.Is(err, errStoreRefused) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "move "+path+" aside") {
+					if !errors.Is(err, relaystore.ErrRefused) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "move "+path+" aside") {
 						t.Fatalf("start %v on a damaged %s: %v; want a refusal naming it and the fix", argv, file, err)
 					}
 				}
@@ -129,13 +134,13 @@ func TestDamagedStoreRefused(t *testing.T) {
 // says the last commit may be lost.
 func TestMetaFallbackLogged(t *testing.T) {
 	dir := t.TempDir()
-	if logs, err := runOn(t, dir); err != nil {
+	if logs, err := runOn(t, dir, "--queue-engine", "bolt"); err != nil {
 		t.Fatalf("first start: %v\n%s", err, logs)
 	}
 	if err := storetest.FlipMeta(filepath.Join(dir, "queue.db"), 0); err != nil {
 		t.Fatal(err)
 	}
-	logs, err := runOn(t, dir)
+	logs, err := runOn(t, dir, "--queue-engine", "bolt")
 	if err != nil || !strings.Contains(logs, "level=ERROR") || !strings.Contains(logs, "meta page 0 of "+filepath.Join(dir, "queue.db")+" fails its checksum") {
 		t.Fatalf("start with a flipped meta page: %v; want it to start and log the fallback:\n%s", err, logs)
 	}

@@ -17,6 +17,8 @@ import (
 	"github.com/torpor-dev/torpor/store/agents"
 	"github.com/torpor-dev/torpor/store/jsstore"
 	"github.com/torpor-dev/torpor/store/queue"
+	"github.com/torpor-dev/torpor/store/queue/recordlog"
+	"github.com/torpor-dev/torpor/store/relaystore"
 )
 
 // storeArgs choose the backend of the queue and the agent states: the
@@ -27,7 +29,8 @@ type storeArgs struct {
 	// queueEngine is the embedded queue's format with --store bolt: bolt
 	// (queue.db) or log (the record log in queue.log/).
 	queueEngine string
-	// reinit is --reinitialise (storeguard.go).
+	engineSet   bool // --queue-engine was given
+	// reinit is --reinitialise (relaystore.Guard.Reinitialise).
 	reinit bool
 	nats   jsstore.Config
 }
@@ -35,7 +38,11 @@ type storeArgs struct {
 func (s *storeArgs) register(fs *flag.FlagSet) {
 	s.kind = "bolt"
 	fs.StringVar(&s.kind, "store", "bolt", "Where the queue and the agent states live: bolt (files in --data-dir, one relay) or jetstream (NATS JetStream, shared by many relays; see --nats).")
-	fs.StringVar(&s.queueEngine, "queue-engine", "bolt", "With --store bolt, the queue's format: bolt (queue.db) or log (an append-only record log in queue.log/ with its index in memory, which imports queue.db once).")
+	s.queueEngine = "log"
+	fs.Func("queue-engine", "With --store bolt, the queue's format: log (the default: an append-only record log in queue.log/ with its index in memory, which imports an existing queue.db once; torpor-relay queue export-bolt goes back) or bolt (queue.db).", func(v string) error {
+		s.queueEngine, s.engineSet = v, true
+		return nil
+	})
 	fs.BoolVar(&s.reinit, "reinitialise", false, reinitialiseHelp)
 	fs.Func("nats", "With --store jetstream: the NATS server URLs, comma-separated (nats://host:4222,...).", func(v string) error {
 		s.nats.URLs = append(s.nats.URLs, strings.Split(v, ",")...)
@@ -63,7 +70,7 @@ func (s *storeArgs) validate() error {
 		if len(s.nats.URLs) == 0 {
 			return errors.New("--store jetstream needs --nats URL")
 		}
-		if s.queueEngine != "bolt" {
+		if s.engineSet {
 			return errors.New("--queue-engine needs --store bolt")
 		}
 		if s.reinit {
@@ -84,7 +91,7 @@ type backend struct {
 	close  func()
 	// guard checked the files in the data directory (nil on JetStream);
 	// it writes the store marker once the broker's file is open too.
-	guard *storeGuard
+	guard *relaystore.Guard
 }
 
 // peers returns the fleet as relay.Config.Peers: nil with bolt.
@@ -120,11 +127,11 @@ func openStores(ctx context.Context, a *args, clk clock.Clock, log *slog.Logger)
 		f := fleet.New(c.NATS(), clock.Unscaled(clk), log.With("component", "fleet"))
 		return &backend{q: q, states: states, fleet: f, close: func() { q.Close(); states.Close(); c.Close() }}, nil
 	}
-	g := &storeGuard{dataDir: a.dataDir, reinit: a.store.reinit, log: log}
-	if err := g.checkAll(a); err != nil {
+	g := &relaystore.Guard{DataDir: a.dataDir, Reinitialise: a.store.reinit, Logger: log}
+	if err := g.Check(a.mqtt.external == ""); err != nil {
 		return nil, err
 	}
-	bq, err := openQueue(a.dataDir, a.store.queueEngine)
+	bq, err := openQueue(a.dataDir, a.store.queueEngine, log)
 	if err != nil {
 		return nil, err
 	}
@@ -132,7 +139,7 @@ func openStores(ctx context.Context, a *args, clk clock.Clock, log *slog.Logger)
 	bs, err := agents.OpenBolt(path, nil)
 	if err != nil {
 		bq.Close()
-		return nil, storeFix(path, err)
+		return nil, relaystore.Fix(path, err)
 	}
 	return &backend{q: bq, states: bs, guard: g, close: func() { bs.Close(); bq.Close() }}, nil
 }
@@ -141,21 +148,31 @@ func openStores(ctx context.Context, a *args, clk clock.Clock, log *slog.Logger)
 // bolt, the record log queue.log/ with engine log (importing queue.db the
 // first time). The bolt engine refuses to start beside a record log, whose
 // records it would not see.
-func openQueue(dataDir, engine string) (queue.Store, error) {
+func openQueue(dataDir, engine string, log *slog.Logger) (queue.Store, error) {
 	db, dir := filepath.Join(dataDir, "queue.db"), filepath.Join(dataDir, "queue.log")
 	if engine == "log" {
 		q, err := queue.OpenLog(dir, &queue.LogOptions{ImportBolt: db})
 		if err != nil {
-			return nil, storeFix(dir, err)
+			if errors.As(err, new(*recordlog.DamageError)) {
+				return nil, fmt.Errorf("%w: %w", relaystore.ErrRefused, logDamageFix(err))
+			}
+			return nil, relaystore.Fix(dir, err)
+		}
+		if err := q.CheckpointIgnored(); err != nil {
+			log.Warn("queue: the record log's index checkpoint was not used; the log was read whole, and loses nothing", "err", err)
+		}
+		for _, c := range q.TornTails() {
+			log.Warn("queue: cut the torn tail of the record log: a write a crash cut short, never acknowledged to its senders",
+				"file", c.Path, "offset", c.Offset, "bytes", c.Bytes, "copy", c.Copy)
 		}
 		return q, nil
 	}
 	if _, err := os.Stat(dir); err == nil {
-		return nil, fmt.Errorf("--queue-engine bolt: %s holds the queue's record log; run with --queue-engine log", dir)
+		return nil, fmt.Errorf("--queue-engine bolt: %s holds the queue's record log; run with --queue-engine log, or stop the relay and run torpor-relay queue export-bolt to go back to bolt", dir)
 	}
 	q, err := queue.OpenBolt(db, nil)
 	if err != nil {
-		return nil, storeFix(db, err)
+		return nil, relaystore.Fix(db, err)
 	}
 	return q, nil
 }

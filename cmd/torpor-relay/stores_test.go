@@ -6,12 +6,15 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/torpor-dev/torpor/store/jsstore/jsserver"
 	"github.com/torpor-dev/torpor/store/queue"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 )
 
 func TestStoreFlags(t *testing.T) {
@@ -30,6 +33,9 @@ func TestStoreFlags(t *testing.T) {
 		if _, err := parseArgs(tt.argv, io.Discard); err == nil || err.Error() != tt.wantErr {
 			t.Errorf("parseArgs(%q) = %v, want %q", tt.argv, err, tt.wantErr)
 		}
+	}
+	if a, err := parseArgs(nil, io.Discard); err != nil || a.store.queueEngine != "log" {
+		t.Errorf("the default queue engine = %q, %v; want log", a.store.queueEngine, err)
 	}
 	a, err := parseArgs([]string{"--store", "jetstream", "--nats", "nats://a:4222,nats://b:4222", "--nats", "nats://c:4222"}, io.Discard)
 	if err != nil || strings.Join(a.store.nats.URLs, " ") != "nats://a:4222 nats://b:4222 nats://c:4222" || a.store.nats.Replicas != 3 || a.store.nats.Prefix != "TORPOR" {
@@ -116,16 +122,16 @@ func TestRunJetStream(t *testing.T) {
 // serve an empty queue.db beside the records in the log.
 func TestQueueEngine(t *testing.T) {
 	dir := t.TempDir()
-	q, err := openQueue(dir, "bolt")
+	q, err := openQueue(dir, "bolt", slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := q.Enqueue(context.Background(), queue.Record{Agent: "did:key:a", Body: []byte("x")}, queue.DefaultBounds(), time.Now())
+	r, err := q.Enqueue(context.Background(), queue.Record{Agent: "did:key:a", Body: []byte("x")}, queuebounds.Default(), time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
 	q.Close()
-	if q, err = openQueue(dir, "log"); err != nil {
+	if q, err = openQueue(dir, "log", slog.New(slog.DiscardHandler)); err != nil {
 		t.Fatal(err)
 	}
 	rs, err := q.Next(context.Background(), "did:key:a", 0, 10, r.EnqueuedAt)
@@ -133,10 +139,50 @@ func TestQueueEngine(t *testing.T) {
 	if err != nil || len(rs) != 1 || rs[0].Seq != r.Seq {
 		t.Errorf("the log engine after the bolt one: Next = %v, %v; want the record bolt queued", rs, err)
 	}
-	if _, err := openQueue(dir, "bolt"); err == nil || !strings.Contains(err.Error(), "--queue-engine log") {
+	if _, err := openQueue(dir, "bolt", slog.New(slog.DiscardHandler)); err == nil || !strings.Contains(err.Error(), "--queue-engine log") {
 		t.Errorf("the bolt engine beside a record log = %v, want a refusal naming --queue-engine log", err)
 	}
 	if _, err := startRelay(t, "--queue-engine", "log"); err != nil {
 		t.Errorf("the relay with --queue-engine log: %v", err)
+	}
+}
+
+// TestDefaultEngineMigratesBolt: a relay that ran on --queue-engine bolt,
+// started again without the flag, imports its queue.db into the record
+// log (the default) once, keeping queue.db as queue.db.imported, and
+// serves its records.
+func TestDefaultEngineMigratesBolt(t *testing.T) {
+	dir := t.TempDir()
+	if logs, err := runOn(t, dir, "--queue-engine", "bolt"); err != nil {
+		t.Fatalf("start on bolt: %v\n%s", err, logs)
+	}
+	q, err := queue.OpenBolt(filepath.Join(dir, queue.BoltFile), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := q.Enqueue(context.Background(), queue.Record{Agent: "did:key:a", Body: []byte("from bolt")}, queuebounds.Default(), time.Now())
+	q.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if logs, err := runOn(t, dir); err != nil {
+			t.Fatalf("start with the default engine: %v\n%s", err, logs)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, queue.BoltFile+".imported")); err != nil {
+		t.Errorf("queue.db was not kept as queue.db.imported: %v", err)
+	}
+	s, err := queue.OpenDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, isLog := s.(*queue.Log); !isLog {
+		t.Errorf("the data directory holds a %T, want the record log", s)
+	}
+	rs, err := s.Next(context.Background(), "did:key:a", 0, 10, r.EnqueuedAt)
+	if err != nil || len(rs) != 1 || string(rs[0].Body) != "from bolt" {
+		t.Errorf("after the migration: Next = %v, %v; want the record bolt queued", rs, err)
 	}
 }

@@ -9,11 +9,14 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/torpor-dev/torpor/clock"
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/internal/safetext"
 	"github.com/torpor-dev/torpor/transport/mqtt"
 	"github.com/torpor-dev/torpor/transport/mqtt/command"
 	"github.com/torpor-dev/torpor/transport/mqtt/envelope"
@@ -29,7 +32,7 @@ func init() {
 }
 
 const deviceHelp = `usage: torporctl device OPERATION [flags] DEVICE [ARGS]
-       (flags come before DEVICE)
+       (flags anywhere; an ARG that begins with "-" goes after a "--")
 
 Signs a command with your operator key, publishes it on the device's MQTT
 command topic and prints the device's signed reply. A sleeping device gets
@@ -57,6 +60,9 @@ operations:
   admit DID                       admit a device on its relay (--relay, --key):
                                   it leaves probation; over HTTP, not MQTT
 
+DEVICE is the device's name (its MQTT topic level) or its DID, which
+torporctl resolves to the name it pinned or the device's retained status names.
+
 Exit status: 0 the device answered ok; 1 it answered failed, rejected or
 indeterminate (or an error); 3 no reply within --wait (the command waits for
 the device). Environment: TORPOR_BROKER, TORPOR_KEY, TORPOR_MQTT_PREFIX.
@@ -70,10 +76,14 @@ type deviceFlags struct {
 	wait, ttl                   time.Duration
 	cbor, json                  bool
 	seq                         uint64
+	// relay and scale date the commands on the relay's clock when it
+	// runs scaled (--time-scale), as its devices' clocks run.
+	relay string
+	scale float64
 }
 
 func (f *deviceFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.broker, "broker", envOr("TORPOR_BROKER", "mqtt://127.0.0.1:1883"), "The MQTT 5 broker URL (mqtt://, mqtts://). Default $TORPOR_BROKER.")
+	fs.StringVar(&f.broker, "broker", envOr("TORPOR_BROKER", "mqtt://127.0.0.1:1883"), "The MQTT 5 broker: mqtt://HOST:PORT, mqtts://HOST:PORT, or HOST:PORT for plain MQTT. Default $TORPOR_BROKER.")
 	fs.StringVar(&f.key, "key", os.Getenv("TORPOR_KEY"), "Your operator key file (torporctl keygen); its DID must be in the device's operator allowlist. Default $TORPOR_KEY.")
 	fs.StringVar(&f.prefix, "prefix", envOr("TORPOR_MQTT_PREFIX", mqtt.DefaultPrefix), "The topic prefix. Default $TORPOR_MQTT_PREFIX.")
 	fs.StringVar(&f.didStr, "did", "", "The device's DID, which the command names and which must sign the reply; it overrides the pin in --known-devices. Empty means the pinned DID, or on first contact the DID that signed the device's retained status.")
@@ -83,7 +93,47 @@ func (f *deviceFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.ttl, "ttl", command.DefaultTTL, "The command's lifetime: a device that wakes later refuses it, and the broker drops it.")
 	fs.BoolVar(&f.cbor, "cbor", false, "Send the command as CBOR (MQTT content type application/cbor); the reply comes back in CBOR.")
 	fs.BoolVar(&f.json, "json", false, "Print JSON instead of text.")
+	fs.StringVar(&f.relay, "relay", envOr("TORPOR_RELAY", "http://127.0.0.1:8080"), "The relay whose clock --time-scale reads (its /healthz). Default $TORPOR_RELAY.")
+	timeScaleFlag(fs, &f.scale)
 	fs.Uint64Var(&f.seq, "seq", 0, "The command's sequence number; 0 picks the next one (milliseconds since 1970, kept increasing per key and device in KEY.seq).")
+}
+
+// operationFirst returns args with the operation (and the get or set of
+// "config get|set") first, when the flags every operation takes (and
+// admit's --relay) come before it: torporctl device --broker B status D.
+func operationFirst(args []string) []string {
+	fs := flag.NewFlagSet("", flag.ContinueOnError)
+	new(deviceFlags).register(fs)
+	var op []int
+	for i := 0; i < len(args) && len(op) < 2; i++ {
+		a := args[i]
+		if a == "--" {
+			break
+		}
+		if name, isFlag := flagName(fs, a); isFlag {
+			if !strings.Contains(a, "=") && takesValue(fs, name) {
+				i++
+			}
+			continue
+		}
+		op = append(op, i)
+		if a != "config" {
+			break
+		}
+	}
+	if len(op) == 0 {
+		return args
+	}
+	out := make([]string, 0, len(args))
+	for _, i := range op {
+		out = append(out, args[i])
+	}
+	for i, a := range args {
+		if !slices.Contains(op, i) {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 func envOr(name, def string) string {
@@ -109,6 +159,7 @@ func runDevice(ctx context.Context, e *env, fs *flag.FlagSet, args []string) err
 		}
 		return nil
 	}
+	args = operationFirst(args)
 	if args[0] == "admit" {
 		return runDeviceAdmit(ctx, e, args[1:])
 	}
@@ -129,7 +180,7 @@ func runDevice(ctx context.Context, e *env, fs *flag.FlagSet, args []string) err
 		fmt.Fprintf(e.stderr, "usage: torporctl device %s [flags] DEVICE %s\n\nflags:\n", args[0], op.args)
 		ofs.PrintDefaults()
 	}
-	if err := ofs.Parse(args[1:]); err != nil {
+	if err := parseFlags(ofs, args[1:]); err != nil {
 		return err
 	}
 	if ofs.NArg() < 1 {
@@ -143,14 +194,17 @@ func runDevice(ctx context.Context, e *env, fs *flag.FlagSet, args []string) err
 		ofs.Usage()
 		return exitError{2}
 	}
-	if err := mqtt.CheckName(device); err != nil {
-		return err
+	if _, err := did.Parse(device); err != nil {
+		if err := mqtt.CheckName(device); err != nil {
+			return err
+		}
 	}
 	s, err := dialDevice(ctx, &df, device)
 	if err != nil {
 		return err
 	}
 	defer s.close()
+	s.wakeInOnRelayClock(ofs, cmdArgs)
 	s.stderr, s.view = e.stderr, args[0]
 	if a, ok := cmdArgs.(*watchArgs); ok {
 		return s.watch(ctx, e, a)
@@ -165,6 +219,7 @@ type deviceSession struct {
 	device string
 	op     *command.Operator
 	known  *command.KnownDevices
+	clk    clock.Clock // the relay's clock under --time-scale, else clock.Real
 	stderr io.Writer
 	// view is the operation as typed, when it prints a command's answer
 	// its own way ("lost").
@@ -192,17 +247,41 @@ func dialDevice(ctx context.Context, f *deviceFlags, device string) (*deviceSess
 			return nil, fmt.Errorf("--mqtt-password-file: %w", err)
 		}
 	}
+	clk, err := relayClock(ctx, strings.TrimRight(f.relay, "/"), f.scale)
+	if err != nil {
+		return nil, err
+	}
 	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	op, err := command.DialOperator(dctx, command.OperatorConfig{Broker: f.broker, Prefix: f.prefix, Key: k, Password: bytes.TrimSpace(pw)})
+	op, err := command.DialOperator(dctx, command.OperatorConfig{Broker: f.broker, Prefix: f.prefix, Key: k, Password: bytes.TrimSpace(pw),
+		Clock: clk}) // the broker checks its token on the real clock (broker.Config.Clock)
 	if err != nil {
+		return nil, err
+	}
+	if device, err = nameOf(dctx, op, known, f, device); err != nil {
+		op.Close(context.Background())
 		return nil, err
 	}
 	if err := op.Watch(dctx, device); err != nil {
 		op.Close(context.Background())
 		return nil, err
 	}
-	return &deviceSession{f: f, key: k, device: device, op: op, known: known}, nil
+	return &deviceSession{f: f, key: k, device: device, op: op, known: known, clk: clk}, nil
+}
+
+// wakeInOnRelayClock dates set-mode's --wake-in on the session's clock,
+// the relay's under --time-scale, which the device's runs as: the flag
+// was read on the real clock, before the session had one.
+func (s *deviceSession) wakeInOnRelayClock(fs *flag.FlagSet, args any) {
+	a, ok := args.(*command.SetModeArgs)
+	f := fs.Lookup("wake-in")
+	if !ok || f == nil {
+		return
+	}
+	if d, _ := f.Value.(flag.Getter).Get().(time.Duration); d != 0 {
+		t := s.clk.Now().Add(d).UTC().Truncate(time.Second)
+		a.WakeAt = &t
+	}
 }
 
 func (s *deviceSession) close() {
@@ -214,7 +293,7 @@ func (s *deviceSession) close() {
 // nextSeq picks the command's sequence number (--seq, else
 // command.NextSeq) and records it in KEY.seq before the command leaves.
 func (s *deviceSession) nextSeq(dev did.DID) (uint64, error) {
-	return command.SeqFile{Path: s.f.key + ".seq"}.Next(dev, s.f.seq, time.Now())
+	return command.SeqFile{Path: s.f.key + ".seq"}.Next(dev, s.f.seq, s.clk.Now())
 }
 
 func printJSONTo(w io.Writer, v any) error {
@@ -225,6 +304,7 @@ func printJSONTo(w io.Writer, v any) error {
 
 // printCommand prints a command's outcome for people.
 func printCommand(w io.Writer, o commandOutput) {
+	w = safetext.Writer(w) // what the device sent, shown as it is
 	fmt.Fprintf(w, "%s %s (%s)\n", o.Op, o.Name, shortDID(o.Device))
 	switch {
 	case o.RefusedBy != "":
@@ -397,7 +477,7 @@ func (s *deviceSession) watch(ctx context.Context, e *env, a *watchArgs) error {
 			}
 			return nil
 		case m := <-status:
-			st, _, err := envelope.VerifyStatus(m.ContentType, m.Payload, dev, time.Now())
+			st, _, err := envelope.VerifyStatus(m.ContentType, m.Payload, dev, s.clk.Now())
 			if err != nil {
 				fmt.Fprintf(e.stderr, "ignored an invalid status: %v\n", err)
 				continue
@@ -405,14 +485,15 @@ func (s *deviceSession) watch(ctx context.Context, e *env, a *watchArgs) error {
 			if s.f.json {
 				printJSONTo(e.stdout, map[string]any{"status": st})
 			} else {
-				fmt.Fprintf(e.stdout, "status %s (%s)\n", s.device, shortDID(st.Device))
-				printStatus(e.stdout, "  ", st)
+				out := safetext.Writer(e.stdout)
+				fmt.Fprintf(out, "status %s (%s)\n", s.device, shortDID(st.Device))
+				printStatus(out, "  ", st)
 			}
 			if a.until != "" && string(st.State) == a.until {
 				return nil
 			}
 		case m := <-events:
-			ev, data, _, err := envelope.VerifyEvent(m.ContentType, m.Payload, dev, time.Now())
+			ev, data, _, err := envelope.VerifyEvent(m.ContentType, m.Payload, dev, s.clk.Now())
 			if err != nil {
 				fmt.Fprintf(e.stderr, "ignored an invalid event: %v\n", err)
 				continue
@@ -420,7 +501,7 @@ func (s *deviceSession) watch(ctx context.Context, e *env, a *watchArgs) error {
 			if s.f.json {
 				printJSONTo(e.stdout, map[string]any{"event": ev, "data": data})
 			} else {
-				fmt.Fprintf(e.stdout, "event %s: %s %s\n", ev.Kind, ev.Detail, data)
+				fmt.Fprintf(safetext.Writer(e.stdout), "event %s: %s %s\n", ev.Kind, ev.Detail, data)
 			}
 		}
 	}

@@ -2,17 +2,13 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
-	"strings"
-	"time"
 
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/transport/bearer"
+	"github.com/torpor-dev/torpor/transport/operatorapi"
 )
 
 // runDeviceAdmit is "torporctl device admit --relay URL --key KEY DID": it
@@ -23,12 +19,14 @@ func runDeviceAdmit(ctx context.Context, e *env, args []string) error {
 	fs := flag.NewFlagSet("torporctl device admit", flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
 	relayURL := fs.String("relay", envOr("TORPOR_RELAY", "http://127.0.0.1:8080"), "The relay's public origin. Default $TORPOR_RELAY.")
+	var scale float64
+	timeScaleFlag(fs, &scale)
 	keyPath := fs.String("key", os.Getenv("TORPOR_KEY"), "Your operator key file (torporctl keygen); the relay must list its DID (--operator, --operators-file). Default $TORPOR_KEY.")
 	fs.Usage = func() {
 		fmt.Fprint(e.stderr, "usage: torporctl device admit [flags] DID\n\nAdmits a device on its relay: it leaves probation (small queue bounds and\nKeyPackage pool) and gets the relay's own bounds at its next link.\n\nflags:\n")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
@@ -50,33 +48,14 @@ func runDeviceAdmit(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("device admit: --relay: %v", err)
 	}
-	tok, err := bearer.Issue(key, aud, time.Now(), 0)
+	clk, err := relayClock(ctx, aud, scale)
 	if err != nil {
 		return err
 	}
-	return postAdmit(ctx, e, aud, tok, agent)
-}
-
-// postAdmit posts the admission and reports the relay's answer.
-func postAdmit(ctx context.Context, e *env, relay, tok string, agent did.DID) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(relay, "/")+"/operator/agents/"+agent.String()+"/admit", nil)
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Authorization", bearer.Authorization(tok))
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
+	api := &operatorapi.Client{Origin: aud, Key: key, Clock: clk}
+	if err := api.Admit(ctx, agent.String()); err != nil {
 		return fmt.Errorf("device admit: %v", err)
 	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	if resp.StatusCode != http.StatusOK {
-		var a struct{ Error, Message string }
-		if json.Unmarshal(body, &a) == nil && a.Error != "" {
-			return fmt.Errorf("device admit: the relay refused (%d %s): %s", resp.StatusCode, a.Error, a.Message)
-		}
-		return fmt.Errorf("device admit: the relay refused: %s %s %s", resp.Status, strings.TrimSpace(string(body)), resp.Header.Get("WWW-Authenticate"))
-	}
-	fmt.Fprintf(e.stdout, "admitted %s on %s\n", agent, relay)
+	fmt.Fprintf(e.stdout, "admitted %s on %s\n", agent, aud)
 	return nil
 }

@@ -25,7 +25,7 @@ func TestDeviceAdmit(t *testing.T) {
 	}
 	var srv *httptest.Server
 	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id, err := (&bearer.Verifier{Audience: srv.URL}).Verify(r.Header.Get("Authorization"))
+		id, err := (&bearer.Verifier{Audience: srv.URL, Purpose: bearer.OperatorPurpose(r.Method, r.URL.EscapedPath())}).Verify(r.Header.Get("Authorization"))
 		switch {
 		case r.Method != http.MethodPost || r.URL.Path != "/operator/agents/"+dev.DID().String()+"/admit":
 			http.Error(w, "wrong request "+r.Method+" "+r.URL.Path, http.StatusBadRequest)
@@ -47,7 +47,7 @@ func TestDeviceAdmit(t *testing.T) {
 	}
 	out.Reset()
 	errb.Reset()
-	if code := run(context.Background(), []string{"device", "admit", "--relay", srv.URL, "--key", other, dev.DID().String()}, &out, &errb); code == 0 || !strings.Contains(errb.String(), "not_operator") {
+	if code := run(context.Background(), []string{"device", "admit", "--relay", srv.URL, "--key", other, dev.DID().String()}, &out, &errb); code == 0 || !strings.Contains(errb.String(), "not_operator: only an operator may admit devices") {
 		t.Errorf("device admit by a non-operator = %d, stderr %q; want a failure naming not_operator", code, errb.String())
 	}
 	if code := run(context.Background(), []string{"device", "admit", "--relay", srv.URL, "--key", keyFile, "not-a-did"}, &out, &errb); code == 0 {

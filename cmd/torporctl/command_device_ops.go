@@ -29,6 +29,7 @@ var deviceOps = map[string]deviceOp{
 	"config-get":         {name: command.OpConfigGet, args: "KEY", flags: configGetFlags},
 	"config-set":         {name: command.OpConfigSet, args: "KEY VALUE", flags: configSetFlags},
 	"reboot":             {name: command.OpReboot, flags: rebootFlags},
+	"time":               {name: command.OpTime, args: "FLOOR", flags: timeFlags},
 	"watch":              {name: "watch", flags: watchFlags},
 }
 
@@ -186,6 +187,19 @@ func rebootFlags(fs *flag.FlagSet) func([]string) (any, error) {
 			return nil, err
 		}
 		return &command.RebootArgs{DelaySec: int64(*delay / time.Second)}, nil
+	}
+}
+
+func timeFlags(*flag.FlagSet) func([]string) (any, error) {
+	return func(rest []string) (any, error) {
+		if err := exactly(1, rest, "FLOOR (an RFC 3339 time)"); err != nil {
+			return nil, err
+		}
+		t, err := time.Parse(time.RFC3339, rest[0])
+		if err != nil {
+			return nil, fmt.Errorf("FLOOR: %v", err)
+		}
+		return &command.TimeArgs{Floor: t}, nil
 	}
 }
 

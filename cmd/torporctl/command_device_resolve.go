@@ -17,7 +17,7 @@ import (
 // to the DID of a status seen for the first time.
 var destructiveOps = map[string]bool{
 	command.OpHalt: true, command.OpSetMode: true, command.OpRotateKeys: true, command.OpReboot: true,
-	command.OpConfirm: true, command.OpConfigSet: true,
+	command.OpConfirm: true, command.OpConfigSet: true, command.OpTime: true,
 }
 
 // resolved is the device a command goes to: its DID and, when there is
@@ -50,6 +50,12 @@ func (s *deviceSession) retained(ctx context.Context, d time.Duration) (*envelop
 // another DID than the pin is an error naming both.
 func (s *deviceSession) resolve(ctx context.Context, op string) (resolved, error) {
 	st, obj, serr := s.retained(ctx, 3*time.Second)
+	if errors.Is(serr, command.ErrNoStatus) && errors.Unwrap(serr) == nil {
+		// Not even an invalid or expired status: no device ever connected
+		// under this name (a device publishes its status at every
+		// connection), so a command would wait for nobody.
+		return resolved{}, fmt.Errorf("no device has published a status under the name %s on %s: check the name (and --prefix); a command to it would wait for nobody", s.device, s.f.broker)
+	}
 	pin, pinned := s.known.Lookup(s.device)
 	var r resolved
 	switch {
@@ -60,6 +66,11 @@ func (s *deviceSession) resolve(ctx context.Context, op string) (resolved, error
 		}
 		if pinned && pin != d {
 			fmt.Fprintf(s.stderr, "warning: --did %s overrides the pin of %s to %s in %s\n", d, s.device, pin, s.known.Path())
+		}
+		if serr == nil && obj.Issuer != d && st.State != envelope.StateAwake {
+			// Awake, the device refuses it at once (wrong-device); not
+			// awake, the command would wait for its wake to be refused.
+			return r, fmt.Errorf("the device on %s's topic is %s (its status, %s, is signed by it), not --did %s: it would refuse the command as another device's when it wakes; not sending", s.device, obj.Issuer, st.State, d)
 		}
 		r.dev = d
 	case pinned:
@@ -130,7 +141,7 @@ func (s *deviceSession) command(ctx context.Context, e *env, op string, args any
 	if op == command.OpStatus && r.status != nil && r.status.State != envelope.StateAwake {
 		// A sleeping or stopped device: its verified retained status is
 		// the answer; a command would wait for the next wake.
-		out.setStatus(r, time.Now())
+		out.setStatus(r, s.clk.Now())
 		return s.print(e, out)
 	}
 	if err := s.send(ctx, e, r, &out, args); err != nil {
@@ -138,7 +149,7 @@ func (s *deviceSession) command(ctx context.Context, e *env, op string, args any
 	}
 	if out.Reply == nil && out.RefusedBy == "" {
 		out.Waiting = true
-		out.setStatus(r, time.Now())
+		out.setStatus(r, s.clk.Now())
 	}
 	if err := s.print(e, out); err != nil {
 		return err
@@ -241,4 +252,32 @@ func (s *deviceSession) followRotation(e *env, rep command.Reply) {
 		return
 	}
 	fmt.Fprintf(e.stderr, "re-pinned %s to its new DID %s in %s (rotate-keys, signed by %s)\n", s.device, next, s.known.Path(), res.Old)
+}
+
+// nameOf returns the device's name (its topic level) when DEVICE is given
+// as a DID, as the console's copied commands give it: the name pinned to
+// that DID in --known-devices, else the name under which a status signed
+// by it is retained on the broker. The DID becomes --did. Any other
+// DEVICE is the name already.
+func nameOf(ctx context.Context, op *command.Operator, known *command.KnownDevices, f *deviceFlags, device string) (string, error) {
+	d, err := did.Parse(device)
+	if err != nil {
+		return device, nil
+	}
+	if f.didStr != "" && f.didStr != d.String() {
+		return "", fmt.Errorf("the device is given as %s but --did is %s", d, f.didStr)
+	}
+	f.didStr = d.String()
+	for name, pin := range known.Devices() {
+		if pin == d {
+			return name, nil
+		}
+	}
+	sctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	name, err := op.NameOf(sctx, d)
+	if err != nil {
+		return "", fmt.Errorf("no device name for %s: it is not in %s and %v", d, known.Path(), err)
+	}
+	return name, nil
 }

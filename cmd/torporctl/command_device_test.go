@@ -103,6 +103,7 @@ func setupDevice(env *testscript.Env) error {
 	env.Values["client"] = c
 	env.Values["device"] = dev
 	env.Setenv("TORPOR_BROKER", b.URL())
+	env.Setenv("BROKER_HOSTPORT", strings.TrimPrefix(b.URL(), "mqtt://"))
 	env.Setenv("TORPOR_KEY", filepath.Join(env.WorkDir, "op.key"))
 	env.Setenv("TORPOR_KNOWN_DEVICES", filepath.Join(env.WorkDir, "known_devices"))
 	env.Setenv("DEVICE_DID", devKey.DID().String())
@@ -118,5 +119,22 @@ func TestPrintFields(t *testing.T) {
 	want := "  a: 1\n  b: two\n  c: {\"x\":true}\n"
 	if b.String() != want {
 		t.Errorf("printFields = %q, want %q", b.String(), want)
+	}
+}
+
+// TestOperationFirst: the flags every device operation takes may come
+// before the operation, with their values; "config get|set" stays whole.
+func TestOperationFirst(t *testing.T) {
+	for in, want := range map[string]string{
+		"status dev-1":                      "status dev-1",
+		"--broker B status dev-1":           "status --broker B dev-1",
+		"--json --wait=1s halt dev-1":       "halt --json --wait=1s dev-1",
+		"--key K config --json get dev-1 m": "config get --key K --json dev-1 m",
+		"--relay R admit did:key:z":         "admit --relay R did:key:z",
+		"--broker":                          "--broker",
+	} {
+		if got := strings.Join(operationFirst(strings.Fields(in)), " "); got != want {
+			t.Errorf("operationFirst(%q) = %q, want %q", in, got, want)
+		}
 	}
 }

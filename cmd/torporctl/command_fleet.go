@@ -40,11 +40,7 @@ type fleetFlags struct {
 func (f *fleetFlags) register(fs *flag.FlagSet, open bool) {
 	fs.StringVar(&f.relay, "relay", os.Getenv("TORPOR_RELAY"), "The relay's URL, such as https://relay.example. Default $TORPOR_RELAY.")
 	fs.StringVar(&f.key, "key", os.Getenv("TORPOR_KEY"), "Your operator key file (torporctl keygen); its DID must be one of the relay's --operator DIDs. Default $TORPOR_KEY.")
-	f.scale = 1
-	fs.Func("time-scale", "The relay's --time-scale: date tokens on the relay's compressed clock (read from its /healthz).", func(s string) (err error) {
-		f.scale, err = clock.ParseScale(s)
-		return err
-	})
+	timeScaleFlag(fs, &f.scale)
 	if open {
 		return
 	}
@@ -56,10 +52,7 @@ func (f *fleetFlags) register(fs *flag.FlagSet, open bool) {
 
 // runFleet prints the fleet table, or with "open" a login link.
 func runFleet(ctx context.Context, e *env, fs *flag.FlagSet, args []string) error {
-	open := len(args) > 0 && args[0] == "open"
-	if open {
-		args = args[1:]
-	}
+	open, args := fleetOpen(args)
 	var f fleetFlags
 	f.register(fs, open)
 	if err := parseFlags(fs, args); err != nil {
@@ -81,7 +74,7 @@ func runFleet(ctx context.Context, e *env, fs *flag.FlagSet, args []string) erro
 			return err
 		}
 		fmt.Fprintln(e.stdout, origin+"/fleet/login?token="+url.QueryEscape(tok))
-		fmt.Fprintf(e.stderr, "Open this link within %v; it works once.\n", loginTTL)
+		fmt.Fprintln(e.stderr, loginLifetime(f.scale))
 		return nil
 	}
 	if f.state != "" && !contains(operatorapi.States, f.state) {
@@ -92,6 +85,24 @@ func runFleet(ctx context.Context, e *env, fs *flag.FlagSet, args []string) erro
 		return c.once(ctx, e.stdout, f.json)
 	}
 	return c.watch(ctx, e.stdout, f.json, f.every)
+}
+
+// fleetOpen reports whether fleet's subcommand "open" is among args, and
+// returns args without it: fleet --relay R open is fleet open --relay R.
+func fleetOpen(args []string) (bool, []string) {
+	fs := flag.NewFlagSet("", flag.ContinueOnError)
+	new(fleetFlags).register(fs, false)
+	return takeSubcommand(fs, args, "open")
+}
+
+// loginLifetime says how long a login link lasts, in real time: the relay
+// checks it on its clock, which runs scale times faster.
+func loginLifetime(scale float64) string {
+	if scale == 1 {
+		return fmt.Sprintf("Open this link within %v; it works once.", loginTTL)
+	}
+	real := time.Duration(float64(loginTTL) / scale).Round(time.Millisecond)
+	return fmt.Sprintf("Open this link within %v (%v on the relay's clock, which runs %v times faster); it works once.", real, loginTTL, scale)
 }
 
 func contains(list []string, s string) bool {

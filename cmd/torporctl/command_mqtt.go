@@ -43,15 +43,16 @@ DID a line. Run it again after a change; existing passwords are kept.
 `
 
 func runMQTT(_ context.Context, e *env, fs *flag.FlagSet, args []string) error {
-	if len(args) == 0 || args[0] != "acl" {
-		fmt.Fprint(e.stderr, mqttACLHelp)
-		return exitError{2}
-	}
 	devices := fs.String("devices", "", "The devices: \"NAME DID\" lines.")
 	operators := fs.String("operators", "", "The operators: one DID a line.")
 	out := fs.String("out", "", "The directory to write to.")
 	prefix := fs.String("prefix", mqtt.DefaultPrefix, "The topic prefix.")
-	if err := fs.Parse(args[1:]); err != nil {
+	acl, args := takeSubcommand(fs, args, "acl")
+	if !acl {
+		fmt.Fprint(e.stderr, mqttACLHelp)
+		return exitError{2}
+	}
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if *devices == "" || *operators == "" || *out == "" || fs.NArg() > 0 {

@@ -30,6 +30,7 @@ func init() {
 type queueArgs struct {
 	relay, key, agent, sender string
 	all, json                 bool
+	scale                     float64
 }
 
 // runQueue lists a device's queued records (metadata, never bodies) or
@@ -43,6 +44,7 @@ func runQueue(ctx context.Context, e *env, fs *flag.FlagSet, args []string) erro
 	fs.StringVar(&a.sender, "sender", "", "Only the records of this sender DID.")
 	fs.BoolVar(&a.all, "all", false, "purge: every record of the device (purge needs --sender or --all).")
 	fs.BoolVar(&a.json, "json", false, "Print the relay's JSON answer.")
+	timeScaleFlag(fs, &a.scale)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -61,7 +63,7 @@ func runQueue(ctx context.Context, e *env, fs *flag.FlagSet, args []string) erro
 			return fmt.Errorf("--sender: %w", err)
 		}
 	}
-	c, err := a.client()
+	c, err := a.client(ctx)
 	if err != nil {
 		return err
 	}
@@ -104,7 +106,7 @@ func queueMethod(sub string, a queueArgs) (string, error) {
 }
 
 // client is the operator API client of the key, for the relay.
-func (a queueArgs) client() (*operatorapi.Client, error) {
+func (a queueArgs) client(ctx context.Context) (*operatorapi.Client, error) {
 	k, err := loadKey(a.key)
 	if errors.Is(err, errNoKeyFile) || errors.Is(err, errNotKeyFile) {
 		return nil, fmt.Errorf("%w (--key takes the path of a key file written by keygen)", err)
@@ -116,7 +118,11 @@ func (a queueArgs) client() (*operatorapi.Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--relay: %w", err)
 	}
-	return &operatorapi.Client{Origin: origin, Key: k}, nil
+	clk, err := relayClock(ctx, origin, a.scale)
+	if err != nil {
+		return nil, err
+	}
+	return &operatorapi.Client{Origin: origin, Key: k, Clock: clk}, nil
 }
 
 func printQueue(w io.Writer, a queueArgs, ans operatorapi.QueueAnswer) {

@@ -9,8 +9,10 @@ import (
 	"time"
 
 	"github.com/torpor-dev/torpor/did"
-	"github.com/torpor-dev/torpor/internal/worldtest"
+	"github.com/torpor-dev/torpor/did/didtest"
 	"github.com/torpor-dev/torpor/store/queue"
+	"github.com/torpor-dev/torpor/test/worldtest"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"github.com/torpor-dev/torpor/transport/relay"
 )
 
@@ -19,11 +21,11 @@ import (
 // relay does not list it fails with the relay's reason; bad selections
 // are usage errors.
 func TestQueueCommand(t *testing.T) {
-	op, stranger, agent, alice, mallory := genKey(t), genKey(t), genKey(t), genKey(t), genKey(t)
-	r := worldtest.Start(t, relay.Config{Operators: []did.DID{op.DID()}})
+	op, stranger, agent, alice, mallory := didtest.New(t), didtest.New(t), didtest.New(t), didtest.New(t), didtest.New(t)
+	r := worldtest.Start(t, relay.Config{Access: relay.Access{Operators: []did.DID{op.DID()}}})
 	for _, from := range []*did.PrivateKey{alice, mallory, mallory} {
 		rec := queue.Record{Agent: agent.DID().String(), From: from.DID().String(), Body: []byte(`{"jsonrpc":"2.0","method":"SendMessage","params":{}}`)}
-		if _, err := r.Queue.Enqueue(context.Background(), rec, queue.DefaultBounds(), time.Now()); err != nil {
+		if _, err := r.Queue.Enqueue(context.Background(), rec, queuebounds.Default(), time.Now()); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -62,13 +64,10 @@ func TestQueueCommand(t *testing.T) {
 			t.Errorf("queue %v: exit %d\n%s\nwant exit %d and %q", s.args, code, out, s.code, s.want)
 		}
 	}
-}
-
-func genKey(t *testing.T) *did.PrivateKey {
-	t.Helper()
-	k, err := did.Generate(nil)
-	if err != nil {
-		t.Fatal(err)
+	// as docs/operations.md writes it: the subcommand first, flags after
+	var out bytes.Buffer
+	args := []string{"queue", "list", "--relay", r.URL, "--agent", agent.DID().String(), "--key", opKey, "--json"}
+	if code := run(context.Background(), args, &out, &out); code != 0 || !strings.Contains(out.String(), `"messages":0`) {
+		t.Errorf("%v: exit %d\n%s", args, code, out.String())
 	}
-	return k
 }

@@ -170,6 +170,17 @@ func printSend(w io.Writer, r sender.Result) {
 	fmt.Fprintf(w, "  object %s\n", r.Object)
 }
 
+// timeScaleFlag registers --time-scale, the relay's, into *scale (1 by
+// default): every command that dates a token or a command reads the
+// relay's clock with relayClock.
+func timeScaleFlag(fs *flag.FlagSet, scale *float64) {
+	*scale = 1
+	fs.Func("time-scale", "The relay's --time-scale: date tokens and commands on the relay's compressed clock (read from its /healthz), for a demonstration relay.", func(s string) (err error) {
+		*scale, err = clock.ParseScale(s)
+		return err
+	})
+}
+
 // relayClock returns the clock send dates its token and object on: the
 // real clock at time scale 1; otherwise the relay's own compressed clock,
 // which its token check runs on. A relay started with --time-scale N

@@ -16,10 +16,10 @@ import (
 
 	"github.com/torpor-dev/torpor/clock/clocktest"
 	"github.com/torpor-dev/torpor/did"
-	"github.com/torpor-dev/torpor/internal/worldtest"
 	"github.com/torpor-dev/torpor/session"
 	"github.com/torpor-dev/torpor/store"
 	"github.com/torpor-dev/torpor/store/agents"
+	"github.com/torpor-dev/torpor/test/worldtest"
 	"github.com/torpor-dev/torpor/transport/bearer"
 	"github.com/torpor-dev/torpor/transport/relay"
 	"github.com/torpor-dev/torpor/wake"
@@ -62,7 +62,7 @@ func sendTo(t *testing.T, relay string, args ...string) (int, string) {
 func TestSendReportsLiveRejection(t *testing.T) {
 	srv := liveRelay(t, `{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"object rejected"}}`)
 	code, out := sendTo(t, srv.URL, "--plaintext")
-	if code != 1 || !strings.Contains(out, "rejected: the agent was awake and refused it: -32602 object rejected") {
+	if code != 1 || !strings.Contains(out, "rejected: the agent refused it, or the relay refused it for the agent by its signed policy (an unencrypted object where the policy takes none); nothing was queued: -32602 object rejected") {
 		t.Fatalf("send to a rejecting agent: exit %d, output:\n%s", code, out)
 	}
 	code, out = sendTo(t, srv.URL, "--plaintext", "--json")
@@ -169,7 +169,7 @@ func TestSendReportsLiveRejectionInMLS(t *testing.T) {
 	}
 	var out bytes.Buffer
 	code := run(context.Background(), []string{"send", "--key", keyFile, "--relay", srv.URL, agent.DID().String(), "hi"}, &out, &out)
-	if code != 1 || !strings.Contains(out.String(), "rejected: the agent was awake and refused it: -32602 object rejected") {
+	if code != 1 || !strings.Contains(out.String(), "rejected: the agent refused it, or the relay refused it for the agent by its signed policy (an unencrypted object where the policy takes none); nothing was queued: -32602 object rejected") {
 		t.Fatalf("MLS send to a rejecting agent: exit %d, output:\n%s", code, out.String())
 	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/torpor-dev/torpor/internal/safetext"
 	"github.com/torpor-dev/torpor/transport/operatorapi"
 	"io"
 	"strings"
@@ -9,20 +10,27 @@ import (
 	"unicode/utf8"
 )
 
-// fleetColumns are the table's columns and widths: 94 characters with the
-// spaces between them, so that it fits a terminal of 100 columns.
+// fleetColumns are the table's columns and widths: 99 characters with the
+// spaces between them, so that it fits a terminal of 100 columns. NEXT
+// holds "overdue by 14m".
 var fleetColumns = []struct {
 	title string
 	width int
 }{
-	{"STATE", 8}, {"NAME", 12}, {"DID", 11}, {"MODE", 7}, {"NEXT", 9}, {"LAST WAKE", 11}, {"PULSE", 9}, {"QUEUE", 10}, {"KP", 4}, {"HELD", 4},
+	{"STATE", 8}, {"NAME", 12}, {"DID", 11}, {"MODE", 7}, {"NEXT", 14}, {"LAST WAKE", 11}, {"PULSE", 9}, {"QUEUE", 10}, {"KP", 4}, {"HELD", 4},
 }
 
-// printFleet prints the summary line and one row per device.
+// printFleet prints the summary line and one row per device, each cell
+// with what could reorder or hide text neutralised (package safetext).
 func printFleet(w io.Writer, f operatorapi.Fleet) {
+	w = safetext.Writer(w)
 	s := f.Summary
-	fmt.Fprintf(w, "%d devices · %d awake · %d asleep · %d offline · %d overdue · %d halted · %d held · %d queues >80%%\n",
+	fmt.Fprintf(w, "%d devices · %d awake · %d asleep · %d offline · %d overdue · %d halted · %d held · %d queues >80%%",
 		s.Devices, s.Awake, s.Asleep, s.Offline, s.Overdue, s.Halted, s.WithHeld, s.QueuesAbove)
+	if s.AwaitingAdmission > 0 {
+		fmt.Fprintf(w, " · %d awaiting admission", s.AwaitingAdmission)
+	}
+	fmt.Fprintln(w)
 	head := make([]string, len(fleetColumns))
 	for i, c := range fleetColumns {
 		head[i] = c.title
@@ -34,6 +42,31 @@ func printFleet(w io.Writer, f operatorapi.Fleet) {
 	if len(f.Devices) == 0 {
 		fmt.Fprintln(w, "(no device)")
 	}
+	printAwaiting(w, f.Devices)
+}
+
+// printAwaiting lists the devices awaiting admission (marked "?"), with
+// the command that admits one.
+func printAwaiting(w io.Writer, ds []operatorapi.Device) {
+	head := false
+	for _, d := range ds {
+		if !d.AwaitingAdmission {
+			continue
+		}
+		if !head {
+			fmt.Fprintln(w, "? awaiting admission; admit one with: torporctl device admit DID")
+			head = true
+		}
+		fmt.Fprintf(w, "  %s %s\n", d.DID, cut(d.Name, 20))
+	}
+}
+
+// cut shortens s to n runes, the last one "…".
+func cut(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	return string([]rune(s)[:n-1]) + "…"
 }
 
 // deviceCells are d's cells, in fleetColumns' order.
@@ -45,10 +78,15 @@ func deviceCells(d operatorapi.Device, now time.Time) []string {
 	if d.Halted && d.State != operatorapi.StateHalted {
 		name = "!" + name
 	}
+	if d.AwaitingAdmission {
+		name = "?" + name // on probation until admitted
+	}
 	next := "-"
 	switch {
 	case d.NextWindow != nil:
 		next = relDur(time.Duration(d.NextWindow.In) * time.Second)
+	case d.Expected != nil && d.Expected.Before(now):
+		next = "overdue by " + shortDur(now.Sub(*d.Expected))
 	case d.Expected != nil:
 		next = "pulse " + shortDur(d.Expected.Sub(now))
 	}
@@ -74,10 +112,7 @@ func deviceCells(d operatorapi.Device, now time.Time) []string {
 func fleetRow(cells []string) string {
 	var b strings.Builder
 	for i, c := range fleetColumns {
-		v := cells[i]
-		if n := utf8.RuneCountInString(v); n > c.width {
-			v = string([]rune(v)[:c.width-1]) + "…"
-		}
+		v := cut(safetext.Show(cells[i]), c.width)
 		b.WriteString(v)
 		if i < len(fleetColumns)-1 {
 			b.WriteString(strings.Repeat(" ", c.width-utf8.RuneCountInString(v)+1))

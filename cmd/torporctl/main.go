@@ -19,6 +19,8 @@ import (
 	"os"
 	"os/signal"
 	"sort"
+	"strconv"
+	"strings"
 	"syscall"
 
 	"github.com/torpor-dev/torpor/internal/version"
@@ -54,25 +56,94 @@ type usageError struct{ why string }
 func (e usageError) Error() string        { return e.why }
 func (e usageError) Is(target error) bool { return target == errUsage }
 
-// parseFlags parses args with fs and refuses a flag after an argument
-// (torporctl send DID hi --ttl 1h): the flag package stops at the first
-// argument, so such a flag would otherwise be taken for an argument. An
-// argument that begins with "-" is still possible after a "--" that comes
-// before all the arguments.
+// parseFlags parses args with fs, accepting flags anywhere among the
+// arguments (torporctl queue list --agent DID, torporctl send DID hi --ttl
+// 1h): the flag package stops at the first argument, so parseFlags first
+// moves the flags, with the values of those that take one, before the
+// arguments. Everything after a "--" is an argument, so an argument that
+// begins with "-" is written after a "--"; a negative number ("-5") is an
+// argument too unless fs has a flag of that name.
 func parseFlags(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	rest := fs.Args()
-	if n := len(args) - len(rest); n > 0 && args[n-1] == "--" {
-		return nil
-	}
-	for i, a := range rest {
-		if i > 0 && len(a) > 1 && a[0] == '-' {
-			return usageError{fmt.Sprintf("flags must come before arguments: %q after %q", a, rest[i-1])}
+	return fs.Parse(flagsFirst(fs, args))
+}
+
+// flagsFirst returns args with the flags (and their values) of fs before
+// the arguments, the arguments after a "--" when there are any.
+func flagsFirst(fs *flag.FlagSet, args []string) []string {
+	var flags, positional []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			positional = append(positional, args[i+1:]...)
+			break
+		}
+		name, isFlag := flagName(fs, a)
+		if !isFlag {
+			positional = append(positional, a)
+			continue
+		}
+		flags = append(flags, a)
+		if !strings.Contains(a, "=") && takesValue(fs, name) && i+1 < len(args) {
+			i++
+			flags = append(flags, args[i])
 		}
 	}
-	return nil
+	if len(positional) == 0 {
+		return flags
+	}
+	return append(append(flags, "--"), positional...)
+}
+
+// takeSubcommand reports whether the first argument that is not one of
+// fs's flags (or a flag's value) is sub, and returns args without it, so
+// that a subcommand may follow the flags: fleet --relay R open.
+func takeSubcommand(fs *flag.FlagSet, args []string, sub string) (bool, []string) {
+	for i := 0; i < len(args); i++ {
+		name, isFlag := flagName(fs, args[i])
+		switch {
+		case args[i] == "--":
+			return false, args
+		case !isFlag:
+			if args[i] != sub {
+				return false, args
+			}
+			return true, append(args[:i:i], args[i+1:]...)
+		case !strings.Contains(args[i], "=") && takesValue(fs, name):
+			i++
+		}
+	}
+	return false, args
+}
+
+// flagName reports whether a is written as a flag ("-x", "--x", "-x=v")
+// and returns the flag's name.
+func flagName(fs *flag.FlagSet, a string) (string, bool) {
+	if len(a) < 2 || a[0] != '-' {
+		return "", false
+	}
+	name := strings.TrimPrefix(a[1:], "-")
+	if i := strings.IndexByte(name, '='); i >= 0 {
+		name = name[:i]
+	}
+	if name == "" {
+		return "", false
+	}
+	if _, err := strconv.ParseFloat(a, 64); err == nil && fs.Lookup(name) == nil {
+		return "", false // a negative number
+	}
+	return name, true
+}
+
+// takesValue reports whether the flag name of fs takes the next argument
+// as its value: every flag but a boolean one. An unknown name takes none;
+// fs.Parse refuses it.
+func takesValue(fs *flag.FlagSet, name string) bool {
+	f := fs.Lookup(name)
+	if f == nil {
+		return false
+	}
+	b, ok := f.Value.(interface{ IsBoolFlag() bool })
+	return !ok || !b.IsBoolFlag()
 }
 
 // exitError carries an exit status without printing anything more.

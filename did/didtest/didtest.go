@@ -1,4 +1,5 @@
-// Package didtest gives tests deterministic did:key identities.
+// Package didtest gives tests did:key identities: deterministic ones (Key)
+// and new random ones (New).
 package didtest
 
 import (
@@ -15,6 +16,17 @@ func Key(tb testing.TB, last byte) *did.PrivateKey {
 	seed := make([]byte, 32)
 	seed[31] = last
 	k, err := did.NewKeyFromSeed(seed)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return k
+}
+
+// New returns a new random key, one a test needs only to differ from
+// every other.
+func New(tb testing.TB) *did.PrivateKey {
+	tb.Helper()
+	k, err := did.Generate(nil)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -1,7 +1,8 @@
 // Package governedtest provides an in-memory governed.ReplayCache for tests
-// of code that runs the receiver checks without a store. Production code
+// of code that runs the receiver checks without a store (production code
 // uses store/replay, whose admissions survive restarts and commit with the
-// caller's transaction.
+// caller's transaction), and signed objects shaped as operators' commands
+// for the tests of the packages that carry them.
 package governedtest
 
 import (

@@ -31,14 +31,13 @@ var Layers = []Layer{
 		Packages: []string{"clock/...", "wake/...", "boards/...", "store", "store/storetest", "store/replay",
 			"store/ledger", "store/mqttsession", "internal/atomicfile", "internal/canon", "internal/jcs",
 			"internal/jsonpos", "internal/http1", "internal/origin", "internal/version", "internal/deptest",
-			"internal/pkgdoc", "internal/strictjson", "internal/benchcpu"},
+			"internal/pkgdoc", "internal/strictjson", "internal/benchcpu", "internal/safetext"},
 	},
 	{
 		Name: "protocol leaves",
 		Packages: []string{"did/...", "governed/...", "pulse", "mls/...", "transport/a2a", "transport/bearer/...",
-			"transport/link/wire", "transport/mqtt/envelope", "transport/mqtt/cborjson", "transport/mqtt/login"},
-		// Arriving (issue 30): the one Bounds type.
-		Pending: []string{"transport/a2a/queuebounds"},
+			"transport/link/wire", "transport/mqtt/envelope", "transport/mqtt/cborjson", "transport/mqtt/login",
+			"transport/a2a/queuebounds", "transport/a2a/a2arelay"},
 	},
 	{
 		Name: "device transports, sessions",
@@ -51,12 +50,11 @@ var Layers = []Layer{
 		// arrive.
 		Name: "the agent's runtime; the relay",
 		Packages: []string{"runtime/...", "transport/relay/...", "transport/link/server/...", "transport/broker/...",
-			"store/queue/...", "store/agents/...", "store/jsstore/...", "transport/mqtt/mqtttest"},
+			"store/queue/...", "store/agents/...", "store/jsstore/...", "store/relaystore", "transport/mqtt/mqtttest"},
 	},
 	{
 		Name:     "tools on both sides",
 		Packages: []string{"conformance/..."},
-		Pending:  []string{"internal/worldtest"}, // moving to test/worldtest (issue 30)
 	},
 	{
 		Name:     "commands",

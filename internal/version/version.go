@@ -6,9 +6,11 @@
 //	go build -ldflags "-X github.com/torpor-dev/torpor/internal/version.stamp=1.2.3" ./cmd/...
 //
 // Any other build reports what the Go toolchain recorded in its build
-// information (runtime/debug.ReadBuildInfo): the module version, which is
-// "(devel)" for a build from a work tree, and the VCS revision, its time and
-// whether the tree had uncommitted changes.
+// information (runtime/debug.ReadBuildInfo): the module version, which for a
+// build from a git work tree is the pseudo-version the toolchain derives
+// from the commit (v0.0.0-TIME-REVISION, "+dirty" when modified; Go 1.24 and
+// later) and "(devel)" when no VCS information was recorded, and the VCS
+// revision, its time and whether the tree had uncommitted changes.
 package version
 
 import (
@@ -27,8 +29,10 @@ const Devel = "(devel)"
 
 // Info describes one build.
 type Info struct {
-	// Version is the stamped package version, else the module version
-	// ("(devel)" for an untagged build from a work tree).
+	// Version is the stamped package version, else the module version:
+	// for a build from a git work tree the pseudo-version the toolchain
+	// derives from the commit (v0.0.0-TIME-REVISION, "+dirty" when
+	// modified), "(devel)" when the build recorded no VCS information.
 	Version string
 	// Revision, Time and Modified are the VCS revision the binary was
 	// built from, its commit time (RFC 3339) and whether the work tree had

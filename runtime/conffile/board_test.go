@@ -79,8 +79,8 @@ func TestWakeGPIOLine(t *testing.T) {
 		switch {
 		case tt.err != "" && (err == nil || err.Error() != tt.err):
 			t.Errorf("%s: %v, want %q", tt.wake, err, tt.err)
-		case tt.err == "" && (err != nil || bc.Edge != tt.edge || bc.Pull != tt.pull):
-			t.Errorf("%s: edge %v pull %v (%v), want %v %v", tt.wake, bc.Edge, bc.Pull, err, tt.edge, tt.pull)
+		case tt.err == "" && (err != nil || bc.GPIO.Edge != tt.edge || bc.GPIO.Pull != tt.pull):
+			t.Errorf("%s: edge %v pull %v (%v), want %v %v", tt.wake, bc.GPIO.Edge, bc.GPIO.Pull, err, tt.edge, tt.pull)
 		}
 	}
 }
@@ -105,8 +105,8 @@ func TestTimerNeedsNoBoard(t *testing.T) {
 		t.Fatalf(`Build(wake.methods ["timer"], no board) = %v, want no board needed`, err)
 	}
 	b.Close()
-	if b.Config.Sources != nil {
-		t.Errorf("sources %v, want none: the runtime's timer on the clock", b.Config.Sources)
+	if b.Config.Schedule.Sources != nil {
+		t.Errorf("sources %v, want none: the runtime's timer on the clock", b.Config.Schedule.Sources)
 	}
 	// Another method still needs a board, which this machine lacks unless
 	// an ARM one has a generic profile.

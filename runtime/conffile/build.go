@@ -26,7 +26,7 @@ import (
 	"github.com/torpor-dev/torpor/runtime/sessions"
 	"github.com/torpor-dev/torpor/runtime/trusted"
 	"github.com/torpor-dev/torpor/session"
-	"github.com/torpor-dev/torpor/transport/link/wire"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"github.com/torpor-dev/torpor/wake"
 	"github.com/torpor-dev/torpor/wake/board"
 	"github.com/torpor-dev/torpor/wake/rtc"
@@ -70,26 +70,26 @@ func (f *File) Build() (*Built, error) {
 	// the board's RTC.
 	c.TrustedTime = &trusted.Config{Clock: c.Clock}
 	add(f.buildKey(c))
-	c.DataDir, c.RelayURL, c.Name = f.DataDir, f.Relay, f.Name
+	c.Store.DataDir, c.Relay.URL, c.Name = f.DataDir, f.Relay, f.Name
 	add(f.buildWake(c)) // a board profile may supply the data directory
-	if c.DataDir == "" {
+	if c.Store.DataDir == "" {
 		add(errors.New("no data directory (\"dataDir\" or --data-dir)"))
 	}
-	if c.RelayURL == "" {
+	if c.Relay.URL == "" {
 		add(errors.New("no relay URL (\"relay\" or --relay)"))
 	} else {
-		add(origin.Check(`"relay" (or --relay)`, c.RelayURL))
+		add(origin.Check(`"relay" (or --relay)`, c.Relay.URL))
 	}
 	add(f.buildSchedule(c))
 	add(f.buildPolicy(c))
 	add(b.buildHandlers(f))
 	if f.Bounds != nil {
-		c.Bounds = wire.Bounds{MaxMessages: f.Bounds.MaxMessages, MaxPerPeer: f.Bounds.MaxPerPeer, MaxPeerBytes: f.Bounds.MaxPeerBytes,
-			MaxBytes: f.Bounds.MaxBytes, MaxMessageSize: f.Bounds.MaxMessageSize, TTLSec: int64(time.Duration(f.Bounds.TTL) / time.Second)}
+		c.Relay.Bounds = queuebounds.Bounds{MaxMessages: f.Bounds.MaxMessages, MaxPerPeer: f.Bounds.MaxPerPeer, MaxPeerBytes: f.Bounds.MaxPeerBytes,
+			MaxBytes: f.Bounds.MaxBytes, MaxMessageSize: f.Bounds.MaxMessageSize, TTL: time.Duration(f.Bounds.TTL).Truncate(time.Second)}
 	}
 	add(b.buildCommands(f))
-	c.BatchSize, c.KeyPackageTarget = f.BatchSize, f.KeyPackages
-	c.OpenMLS = func(db *bolt.DB) (drain.Sessions, runtime.KeyPackages, error) {
+	c.Store.BatchSize, c.MLS.KeyPackageTarget = f.BatchSize, f.KeyPackages
+	c.MLS.OpenMLS = func(db *bolt.DB) (drain.Sessions, runtime.KeyPackages, error) {
 		s, err := session.New(session.Config{Key: c.Key, Clock: c.Clock, PoolSize: f.KeyPackages})
 		if err != nil {
 			return nil, nil, err
@@ -128,7 +128,7 @@ func (f *File) buildKey(c *runtime.Config) error {
 		return errors.New("no key file (\"key\" or --key)")
 	}
 	k, err := did.LoadKey(f.Key)
-	c.Key, c.KeyFile = k, f.Key
+	c.Key, c.Store.KeyFile = k, f.Key
 	var ke *did.KeyFileError
 	switch {
 	case errors.Is(err, did.ErrNoKey):
@@ -184,14 +184,14 @@ func (f *File) buildSchedule(c *runtime.Config) error {
 	if err != nil {
 		return err
 	}
-	c.Mode = m
-	c.WindowLength, c.WindowOffset = time.Duration(f.Window.Length), time.Duration(f.Window.Offset)
+	c.Schedule.Mode = m
+	c.Schedule.WindowLength, c.Schedule.WindowOffset = time.Duration(f.Window.Length), time.Duration(f.Window.Offset)
 	if f.ScheduledWake != "" {
 		t, err := time.Parse(time.RFC3339, f.ScheduledWake)
 		if err != nil {
 			return fmt.Errorf("scheduledWake: %v", err)
 		}
-		c.ScheduledWake = t
+		c.Schedule.ScheduledWake = t
 	}
 	return nil
 }
@@ -304,8 +304,8 @@ func (f *File) buildWake(c *runtime.Config) error {
 	if err != nil {
 		return err
 	}
-	if c.DataDir == "" {
-		c.DataDir = b.DataDir
+	if c.Store.DataDir == "" {
+		c.Store.DataDir = b.DataDir
 	}
 	c.Board = b.Name
 	src, err := board.New(b, bc)
@@ -313,10 +313,10 @@ func (f *File) buildWake(c *runtime.Config) error {
 		return err
 	}
 	c.TrustedTime.RTC = b.RTC
-	if bc.RTC != "" { // an RTC HAT the configuration names
-		c.TrustedTime.RTC = bc.RTC
+	if bc.RTC.Device != "" { // an RTC HAT the configuration names
+		c.TrustedTime.RTC = bc.RTC.Device
 	}
-	c.Sources = []wake.Source{src}
+	c.Schedule.Sources = []wake.Source{src}
 	return nil
 }
 
@@ -344,20 +344,20 @@ func (f *File) wakeConfig(clk clock.Clock) (boards.Board, board.Config, error) {
 		}
 		bc.Methods = append(bc.Methods, pm)
 	}
-	bc.RTC = w.RTC
+	bc.RTC.Device = w.RTC
 	if w.RTCMethod != "" {
 		if w.RTCMethod != string(rtc.Sysfs) && w.RTCMethod != string(rtc.Ioctl) {
 			return b, bc, fmt.Errorf("wake: rtcMethod %q (want sysfs or ioctl)", w.RTCMethod)
 		}
-		bc.RTCMethod = rtc.Method(w.RTCMethod)
+		bc.RTC.Method = rtc.Method(w.RTCMethod)
 	}
 	if (w.Edge == "") != (w.Pull == "") {
 		return b, bc, errors.New(`wake: edge and pull go together (for a button to ground, neither; for a sensor that drives the line high, "edge": "rising", "pull": "down")`)
 	}
-	if bc.Edge, err = parseEdge(w.Edge); err != nil {
+	if bc.GPIO.Edge, err = parseEdge(w.Edge); err != nil {
 		return b, bc, err
 	}
-	if bc.Pull, err = parsePull(w.Pull); err != nil {
+	if bc.GPIO.Pull, err = parsePull(w.Pull); err != nil {
 		return b, bc, err
 	}
 	return b, bc, nil

@@ -60,18 +60,18 @@ func TestBuild(t *testing.T) {
 	defer b.Close()
 	c := b.Config
 	switch {
-	case c.Key.DID() != k.DID(), c.Mode != wake.Sleep, c.WindowLength != 10*time.Minute, c.WindowOffset != -30*time.Second:
+	case c.Key.DID() != k.DID(), c.Schedule.Mode != wake.Sleep, c.Schedule.WindowLength != 10*time.Minute, c.Schedule.WindowOffset != -30*time.Second:
 		t.Errorf("config %+v", c)
-	case !c.ScheduledWake.Equal(time.Date(2026, 1, 15, 15, 0, 0, 0, time.UTC)), c.Notify != drain.AtLeastOnce:
+	case !c.Schedule.ScheduledWake.Equal(time.Date(2026, 1, 15, 15, 0, 0, 0, time.UTC)), c.Notify != drain.AtLeastOnce:
 		t.Errorf("schedule/notify %+v", c)
 	case len(c.Routes) != 2 || c.Routes[0].Name != "exec:/bin/true" || c.Routes[1].Name != "unix:/run/x.sock":
 		t.Errorf("routes %+v", c.Routes)
 	case !c.Consequential.Match("action:pay"):
 		t.Errorf("consequential default %v, want action:*", c.Consequential)
-	case c.OpenMLS == nil:
+	case c.MLS.OpenMLS == nil:
 		t.Error("no MLS sessions")
-	case c.Bounds.MaxPerPeer != 5 || c.Bounds.MaxPeerBytes != 65536 || c.Bounds.MaxBytes != 262144:
-		t.Errorf("bounds %+v", c.Bounds)
+	case c.Relay.Bounds.MaxPerPeer != 5 || c.Relay.Bounds.MaxPeerBytes != 65536 || c.Relay.Bounds.MaxBytes != 262144:
+		t.Errorf("bounds %+v", c.Relay.Bounds)
 	}
 	if _, ok := c.Clock.(interface{ Factor() float64 }); !ok {
 		t.Errorf("clock %T, want a scaled clock for timeScale 60", c.Clock)
@@ -114,8 +114,8 @@ func TestBuildMQTT(t *testing.T) {
 			len(c.Operators) != 1 || c.Operators[0] != op.DID() || c.SessionExpiry != 48*time.Hour) {
 			t.Errorf("%s: Commands = %+v", tt.name, c)
 		}
-		if b.Config.KeyFile != keyFile {
-			t.Errorf("%s: KeyFile = %q, want %q (key rotation rewrites it)", tt.name, b.Config.KeyFile, keyFile)
+		if b.Config.Store.KeyFile != keyFile {
+			t.Errorf("%s: KeyFile = %q, want %q (key rotation rewrites it)", tt.name, b.Config.Store.KeyFile, keyFile)
 		}
 	}
 }

@@ -34,10 +34,12 @@ func NewMQTT(brokerURL, clientID string) (*PahoPublisher, error) {
 		return nil, fmt.Errorf("deliver: MQTT broker URL %q: want mqtt://host:port", brokerURL)
 	}
 	cm, err := mqttconn.Start(mqttconn.Config{
-		Server:     u,
-		KeepAlive:  30,
-		CleanStart: true,
-		Client:     paho.ClientConfig{ClientID: clientID},
+		Server: u,
+		Connect: mqttconn.Connect{
+			KeepAlive:  30,
+			CleanStart: true,
+		},
+		Client: paho.ClientConfig{ClientID: clientID},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("deliver: MQTT: %w", err)

@@ -75,9 +75,13 @@
 // (CauseOpaque) is refused and acknowledged too: no later wake would judge
 // it otherwise, and left queued it would fill the queue and come back at
 // every wake. Only records that may succeed later (an MLS message Sessions
-// defers until its group or epoch exists) stay queued, until their TTL,
-// and are reported every time; a store failure rolls the batch back and
-// acknowledges nothing.
+// defers until its group or epoch exists) stay queued, and are reported
+// every time, for at most Config.MaxDeferrals drains (one a wake): a
+// record no later one unlocked by then is acknowledged and reported
+// (CauseMLSUndeliverable), so that messages for groups the device never
+// joined cannot hold its queue until their TTL. The count is kept in the
+// agent's bbolt file (bucket drain-deferred). A store failure rolls the
+// batch back and acknowledges nothing.
 package drain
 
 import (
@@ -137,17 +141,8 @@ type Config struct {
 	Gate *gate.Gate
 	// Ledger is the gate's idempotency ledger. Required.
 	Ledger *ledger.Ledger
-	// Owner is the DID whose control objects (torpor:policy, halt,
-	// resume, confirm, deny) the agent obeys; zero for none.
-	Owner did.DID
-	// Purposes are the purposes the agent accepts (draft Section 8.3).
-	Purposes purpose.Set
-	// AllowPlaintext accepts unencrypted Governed Objects (draft Section
-	// 7.4). Off by default: only MLS-encrypted objects are accepted.
-	AllowPlaintext bool
-	// MaxLifetime is the lifetime of an object that declares no expiry;
-	// zero means governed.DefaultMaxLifetime.
-	MaxLifetime time.Duration
+	// Accept is what the drain accepts.
+	Accept Accept
 	// Sessions opens MLS messages; nil rejects every MLS part.
 	Sessions Sessions
 	// Replay binds the replay cache to a transaction. Required.
@@ -161,12 +156,33 @@ type Config struct {
 	MaxOutcomes int
 	// Clock is the wall clock at dequeue. Nil means clock.Real.
 	Clock clock.Clock
+	// MaxDeferrals bounds how many drains may defer one record (an MLS
+	// message for a group or epoch this agent does not have); at the
+	// last it is acknowledged and reported (CauseMLSUndeliverable). Zero
+	// means DefaultMaxDeferrals.
+	MaxDeferrals int
 	// Expiry, when set, gives the time every batch judges expiry by in
 	// place of Clock (package runtime/trusted): a batch with no trusted
 	// time is held (ErrUntrusted), and the time a batch judged by is
 	// committed with it (the floor). Nil judges by Clock (tools that
 	// assemble a pipeline without a relay, tests).
 	Expiry Expiry
+}
+
+// Accept is what a Drainer accepts: from whom control objects, for
+// which purposes, and how protected and long-lived objects.
+type Accept struct {
+	// Owner is the DID whose control objects (torpor:policy, halt,
+	// resume, confirm, deny) the agent obeys; zero for none.
+	Owner did.DID
+	// Purposes are the purposes the agent accepts (draft Section 8.3).
+	Purposes purpose.Set
+	// AllowPlaintext accepts unencrypted Governed Objects (draft Section
+	// 7.4). Off by default: only MLS-encrypted objects are accepted.
+	AllowPlaintext bool
+	// MaxLifetime is the lifetime of an object that declares no expiry;
+	// zero means governed.DefaultMaxLifetime.
+	MaxLifetime time.Duration
 }
 
 // Expiry is the trusted time (runtime/trusted's Clock).
@@ -202,10 +218,13 @@ func New(cfg Config) (*Drainer, error) {
 	if cfg.MaxOutcomes <= 0 {
 		cfg.MaxOutcomes = DefaultMaxOutcomes
 	}
+	if cfg.MaxDeferrals <= 0 {
+		cfg.MaxDeferrals = DefaultMaxDeferrals
+	}
 	d := &Drainer{cfg: cfg, db: cfg.Ledger.DB(), clock: clock.Or(cfg.Clock)}
 	d.actCtx, d.actCancel = context.WithCancel(context.Background())
 	err := d.db.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bucketOutbox, bucketOutcomes} {
+		for _, b := range [][]byte{bucketOutbox, bucketOutcomes, bucketDeferred} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
@@ -303,6 +322,11 @@ func (d *Drainer) process(recs []Record) (*batch, error) {
 		p := &proc{d: d, tx: tx, b: b, now: now}
 		for _, r := range recs {
 			if err := p.record(r); err != nil {
+				return err
+			}
+		}
+		if b.report.Deferred > 0 {
+			if err := pruneDeferred(tx, now); err != nil {
 				return err
 			}
 		}

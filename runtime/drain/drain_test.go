@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -63,7 +65,7 @@ func newHarness(t testing.TB, o opts) *harness {
 	h := &harness{t: t, path: filepath.Join(t.TempDir(), "agent.db"), clock: clocktest.New(t0), rec: newRecorder(),
 		alice: runtimetest.Key(t, 1), bob: runtimetest.Key(t, 2), owner: runtimetest.Key(t, 9), agent: runtimetest.Key(t, 8)}
 	h.cfg = drain.Config{
-		Owner: h.owner.DID(), Purposes: purpose.Set{"comms:*", "action:*"}, AllowPlaintext: o.plaintext,
+		Accept:   drain.Accept{Owner: h.owner.DID(), Purposes: purpose.Set{"comms:*", "action:*"}, AllowPlaintext: o.plaintext},
 		Sessions: runtimetest.Sessions{}, Notify: o.notify, Clock: h.clock,
 	}
 	h.open()
@@ -135,22 +137,6 @@ func (h *harness) obj(k *did.PrivateKey, p string, issued time.Time, ttl time.Du
 	return runtimetest.Object(h.t, k, p, issued, ttl, payload)
 }
 
-func objID(t testing.TB, obj []byte) string {
-	var v struct{ ID string }
-	if err := json.Unmarshal(obj, &v); err != nil {
-		t.Fatal(err)
-	}
-	return v.ID
-}
-
-func tamper(obj []byte) []byte {
-	var m map[string]json.RawMessage
-	json.Unmarshal(obj, &m)
-	m["payload"] = json.RawMessage(`{"text":"tampered"}`)
-	b, _ := json.Marshal(m)
-	return b
-}
-
 func TestDrainMixedBatch(t *testing.T) {
 	h := newHarness(t, opts{plaintext: true})
 	m := newMixedBatch(t, h)
@@ -207,7 +193,7 @@ func newMixedBatch(t *testing.T, h *harness) mixedBatch {
 
 	bodies := [][]byte{
 		/*1*/ runtimetest.Body(t, runtimetest.DataPart(t, valid)),
-		/*2*/ runtimetest.Body(t, runtimetest.DataPart(t, tamper(h.obj(h.alice, "comms:message", t0, time.Hour, nil)))),
+		/*2*/ runtimetest.Body(t, runtimetest.DataPart(t, runtimetest.Tamper(h.obj(h.alice, "comms:message", t0, time.Hour, nil)))),
 		/*3*/ runtimetest.Body(t, runtimetest.DataPart(t, h.obj(h.alice, "comms:message", t0.Add(-2*time.Hour), time.Hour, nil))),
 		/*4*/ runtimetest.Body(t, runtimetest.DataPart(t, valid)), // replay within the batch
 		/*5*/ runtimetest.Body(t, runtimetest.DataPart(t, h.obj(h.alice, "coordination:proposal", t0, time.Hour, nil))),
@@ -225,7 +211,7 @@ func newMixedBatch(t *testing.T, h *harness) mixedBatch {
 	}
 	return mixedBatch{
 		bodies:    bodies,
-		delivered: []string{objID(t, valid), objID(t, mlsValid), objID(t, bobs), objID(t, bare)},
+		delivered: []string{runtimetest.ObjectID(t, valid), runtimetest.ObjectID(t, mlsValid), runtimetest.ObjectID(t, bobs), runtimetest.ObjectID(t, bare)},
 	}
 }
 
@@ -391,9 +377,9 @@ func (h *harness) wantLost(want ...lostWant) {
 	}
 	for i, w := range want {
 		got := s.Kept[i]
-		if got.Seq != w.seq || got.ObjectID != objID(h.t, w.obj) || got.Issuer != h.alice.DID().String() ||
+		if got.Seq != w.seq || got.ObjectID != runtimetest.ObjectID(h.t, w.obj) || got.Issuer != h.alice.DID().String() ||
 			got.Purpose != "comms:message" || got.Logged || got.RecordedAt.IsZero() {
-			h.t.Errorf("lost hand-off %d = %+v; want seq %d, object %s from alice", i, got, w.seq, objID(h.t, w.obj))
+			h.t.Errorf("lost hand-off %d = %+v; want seq %d, object %s from alice", i, got, w.seq, runtimetest.ObjectID(h.t, w.obj))
 		}
 	}
 }
@@ -420,7 +406,7 @@ func TestCrashAfterCommitAtLeastOnce(t *testing.T) {
 		t.Fatalf("Recover = %+v, %v; want 1 redelivered, 1 expired", rec, err)
 	}
 	got := h.rec.Got()
-	if len(got) != 1 || got[0].ObjectID != objID(t, o1) || got[0].Attempt != 3 {
+	if len(got) != 1 || got[0].ObjectID != runtimetest.ObjectID(t, o1) || got[0].Attempt != 3 {
 		t.Fatalf("redelivered %+v; want o1 at attempt 3", got)
 	}
 	h.wantLost() // repeated, never reported lost
@@ -452,20 +438,20 @@ func TestActionsThroughTheGate(t *testing.T) {
 	if rep.Ran != 1 || rep.Held != 1 || rep.Refused != 1 || rep.Rejected["purpose-not-permitted"] != 1 {
 		t.Fatalf("report %v: want ran 1, held 1, refused 1 (same idempotency key), a non-owner halt refused", rep)
 	}
-	if ids := h.rec.IDs(); len(ids) != 1 || ids[0] != objID(t, allowed) || h.rec.Got()[0].IdempotencyKey != h.alice.DID().String()+" order-1" {
+	if ids := h.rec.IDs(); len(ids) != 1 || ids[0] != runtimetest.ObjectID(t, allowed) || h.rec.Got()[0].IdempotencyKey != h.alice.DID().String()+" order-1" {
 		t.Fatalf("handler got %+v", h.rec.Got())
 	}
 	h.db.View(func(tx *bolt.Tx) error {
 		e, err := h.ledger.Get(tx, h.alice.DID().String()+" order-1")
-		if err != nil || e.State != ledger.Completed || e.EffectID != "eff-"+objID(t, allowed) {
+		if err != nil || e.State != ledger.Completed || e.EffectID != "eff-"+runtimetest.ObjectID(t, allowed) {
 			t.Errorf("ledger entry %+v, %v; want completed with the effect id", e, err)
 		}
 		return nil
 	})
 	// The owner confirms the held capture in a later batch.
-	confirm := h.obj(h.owner, gate.PurposeConfirm, t0, time.Hour, map[string]any{"hold": h.alice.DID().String() + " " + objID(t, held)})
+	confirm := h.obj(h.owner, gate.PurposeConfirm, t0, time.Hour, map[string]any{"hold": h.alice.DID().String() + " " + runtimetest.ObjectID(t, held)})
 	rep = h.batch(runtimetest.Body(t, runtimetest.DataPart(t, confirm)))
-	if rep.Control != 1 || rep.Ran != 1 || len(h.rec.IDs()) != 2 || h.rec.IDs()[1] != objID(t, held) {
+	if rep.Control != 1 || rep.Ran != 1 || len(h.rec.IDs()) != 2 || h.rec.IDs()[1] != runtimetest.ObjectID(t, held) {
 		t.Fatalf("after confirmation: %v, handler got %v", rep, h.rec.IDs())
 	}
 }
@@ -507,7 +493,7 @@ func TestHandlerOutcomesSettleTheLedger(t *testing.T) {
 			a := h.obj(h.alice, "action:hold", t0, time.Hour, nil)
 			h.batch(runtimetest.Body(t, runtimetest.DataPart(t, a)))
 			h.db.View(func(tx *bolt.Tx) error {
-				e, err := h.ledger.Get(tx, h.alice.DID().String()+" "+objID(t, a))
+				e, err := h.ledger.Get(tx, h.alice.DID().String()+" "+runtimetest.ObjectID(t, a))
 				if err != nil || e.State != tt.want {
 					t.Errorf("ledger state %v, %v; want %v", e.State, err, tt.want)
 				}
@@ -557,7 +543,7 @@ func TestHaltCancelsEffectsInFlight(t *testing.T) {
 		t.Fatalf("report %v", rep)
 	}
 	h.db.View(func(tx *bolt.Tx) error {
-		e, err := h.ledger.Get(tx, h.alice.DID().String()+" "+objID(t, a))
+		e, err := h.ledger.Get(tx, h.alice.DID().String()+" "+runtimetest.ObjectID(t, a))
 		if err != nil || e.State != ledger.Indeterminate {
 			t.Errorf("ledger state %v, %v; want indeterminate", e.State, err)
 		}
@@ -595,5 +581,33 @@ func TestNothingToDoCommitsNothing(t *testing.T) {
 	}
 	if after := txID(t, h.db); after != before {
 		t.Errorf("Recover and Redecide with nothing to do committed %d transactions", after-before)
+	}
+}
+
+// TestDeferralBounded: a record for a group the agent never joins is
+// deferred at DefaultMaxDeferrals-1 drains, across a restart (the count is
+// in the bbolt file), and acknowledged and reported as undeliverable at
+// the next; a record deferred once and then unlocked leaves no count.
+func TestDeferralBounded(t *testing.T) {
+	h := newHarness(t, opts{plaintext: true})
+	never := runtimetest.Body(t, runtimetest.SealObject("never-joined", h.alice.DID(), h.obj(h.alice, "comms:message", t0, time.Hour, nil)))
+	for i := 1; i < drain.DefaultMaxDeferrals; i++ {
+		h.acked = nil
+		if rep := h.batch(never); rep.Deferred != 1 || len(h.acked) != 0 {
+			t.Fatalf("drain %d: %v, acked %v; want it deferred", i, rep, h.acked)
+		}
+		h.restart()
+	}
+	h.acked = nil
+	rep := h.batch(never)
+	if rep.Deferred != 0 || rep.Rejected[drain.CauseMLSUndeliverable] != 1 || len(h.acked) != 1 {
+		t.Fatalf("drain %d: %v, acked %v; want it dropped as %s", drain.DefaultMaxDeferrals, rep, h.acked, drain.CauseMLSUndeliverable)
+	}
+	if !strings.Contains(fmt.Sprint(rep.Diagnostics), "no later record unlocked it") {
+		t.Errorf("diagnostics %v do not say why", rep.Diagnostics)
+	}
+	h.acked = nil
+	if rep := h.batch(never); rep.Deferred != 1 {
+		t.Errorf("the same body again, as a new record: %v, want it deferred afresh", rep)
 	}
 }

@@ -54,12 +54,32 @@ func (p *proc) record(r Record) error {
 				return err
 			}
 			if deferred != "" {
-				rep.Deferred++
-				rep.diag(r.Seq, CauseMLSDeferred, fmt.Sprintf("part %d: %s", i, deferred))
-				return nil
+				return p.deferred(r, i, deferred)
 			}
 		}
 	}
+	if err := settled(p.tx, r); err != nil {
+		return err
+	}
+	rep.Acked++
+	p.b.acks = append(p.b.acks, r.Seq)
+	return nil
+}
+
+// deferred leaves r queued (part i could not be processed yet: why), or,
+// at its Config.MaxDeferrals-th deferral, acknowledges and reports it.
+func (p *proc) deferred(r Record, i int, why string) error {
+	rep := &p.b.report
+	drop, n, err := deferral(p.tx, r, p.d.cfg.MaxDeferrals, p.now)
+	if err != nil {
+		return err
+	}
+	if !drop {
+		rep.Deferred++
+		rep.diag(r.Seq, CauseMLSDeferred, fmt.Sprintf("part %d: %s (deferred %d of %d times)", i, why, n, p.d.cfg.MaxDeferrals))
+		return nil
+	}
+	rep.reject(r.Seq, CauseMLSUndeliverable, fmt.Sprintf("part %d: %s; deferred at %d drains and no later record unlocked it: dropped", i, why, n))
 	rep.Acked++
 	p.b.acks = append(p.b.acks, r.Seq)
 	return nil
@@ -97,7 +117,7 @@ func (p *proc) dataObject(part a2a.Part) error {
 		p.b.report.reject(p.seq, partReason(err), err.Error())
 		return nil
 	}
-	if !p.d.cfg.AllowPlaintext {
+	if !p.d.cfg.Accept.AllowPlaintext {
 		p.b.report.reject(p.seq, CausePlaintext, "unencrypted Governed Object")
 		return nil
 	}
@@ -213,7 +233,7 @@ func (p *proc) check(raw json.RawMessage, sender did.DID) (*governed.Object, *go
 	if err != nil {
 		return nil, nil, err
 	}
-	rcv := &governed.Receiver{Purposes: p.permitted(o), MaxLifetime: p.d.cfg.MaxLifetime, Clock: fixedClock(p.now)}
+	rcv := &governed.Receiver{Purposes: p.permitted(o), MaxLifetime: p.d.cfg.Accept.MaxLifetime, Clock: fixedClock(p.now)}
 	err = rcv.AcceptObject(o, governed.Input{Sender: sender, Replay: p.d.cfg.Replay(p.tx)}) // checks 2-6
 	return o, rcv, err
 }
@@ -226,12 +246,12 @@ func (p *proc) check(raw json.RawMessage, sender did.DID) (*governed.Object, *go
 func (p *proc) permitted(o *governed.Object) []string {
 	pp := o.Governance.Purpose
 	if gate.IsControl(pp) {
-		if !p.d.cfg.Owner.IsZero() && o.Issuer == p.d.cfg.Owner {
+		if !p.d.cfg.Accept.Owner.IsZero() && o.Issuer == p.d.cfg.Accept.Owner {
 			return []string{pp}
 		}
 		return nil
 	}
-	if p.d.cfg.Purposes.Match(pp) {
+	if p.d.cfg.Accept.Purposes.Match(pp) {
 		return []string{pp}
 	}
 	return nil

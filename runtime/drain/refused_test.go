@@ -119,7 +119,7 @@ func TestNotStartedHandOffIsKeptAtMostOnce(t *testing.T) {
 	}
 	h.rec.FailWith(nil)
 	rec, err = h.d.Recover(context.Background())
-	if err != nil || rec.Redelivered != 1 || len(h.rec.IDs()) != 1 || h.rec.IDs()[0] != objID(t, obj) {
+	if err != nil || rec.Redelivered != 1 || len(h.rec.IDs()) != 1 || h.rec.IDs()[0] != runtimetest.ObjectID(t, obj) {
 		t.Fatalf("Recover with the handler back: %+v, %v, delivered %v; want the object once", rec, err, h.rec.IDs())
 	}
 	if rec, _ := h.d.Recover(context.Background()); rec != (drain.Recovery{}) || len(h.rec.IDs()) != 1 {

@@ -95,7 +95,7 @@ func TestSessionsStoreFailureAbortsTheBatch(t *testing.T) {
 	if err != nil || rep.Accepted != 2 || rep.RejectedTotal() != 0 || len(h.acked) != 3 {
 		t.Fatalf("the same batch again = %v, %v (acked %v); want both objects accepted, none a replay, 3 acked", rep, err, h.acked)
 	}
-	if got := h.rec.IDs(); len(got) != 2 || got[0] != objID(t, valid) || got[1] != objID(t, sealed) {
+	if got := h.rec.IDs(); len(got) != 2 || got[0] != runtimetest.ObjectID(t, valid) || got[1] != runtimetest.ObjectID(t, sealed) {
 		t.Fatalf("delivered %v, want the two objects once", got)
 	}
 }
@@ -118,7 +118,7 @@ func TestDroppedSessionCommitsWithTheBatch(t *testing.T) {
 	if rep.Rejected[drain.CauseMLS] != 1 || rep.Acked != 2 || len(h.acked) != 2 {
 		t.Fatalf("report %v, acked %v: want the MLS record rejected and both acknowledged", rep, h.acked)
 	}
-	if got := h.rec.IDs(); len(got) != 1 || got[0] != objID(t, valid) {
+	if got := h.rec.IDs(); len(got) != 1 || got[0] != runtimetest.ObjectID(t, valid) {
 		t.Fatalf("delivered %v, want the plaintext object", got)
 	}
 	h.db.View(func(tx *bolt.Tx) error {

@@ -61,7 +61,7 @@ func TestDrainJudgesByTrustedTime(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff([]string{objID(t, valid)}, h.rec.IDs()); diff != "" {
+	if diff := cmp.Diff([]string{runtimetest.ObjectID(t, valid)}, h.rec.IDs()); diff != "" {
 		t.Errorf("delivered (-want +got):\n%s", diff)
 	}
 	if rep.Rejected["expired"] != 1 || len(h.acked) != 2 {

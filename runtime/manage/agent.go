@@ -43,7 +43,7 @@ type CommandsConfig struct {
 	// device sleeps; zero means mqtt.DefaultSessionExpiry. It must exceed
 	// the longest sleep.
 	// Password, when set, is sent to the broker instead of a DID Bearer
-	// token (mqtt.Config.Password; an external broker's static password).
+	// token (mqtt.Config.Security.Password; an external broker's static password).
 	Password      []byte
 	SessionExpiry time.Duration
 	// RotateKey installs next as the agent's identity (key file, MLS
@@ -151,8 +151,10 @@ func (c *Commands) newServer(stopOnly bool) (*Server, error) {
 	}
 	db, rc, l := pipe.Stores()
 	return Start(Config{
-		Config: mqtt.Config{Broker: c.cfg.Broker, TLS: c.cfg.TLS, Prefix: c.cfg.Prefix, Name: c.cfg.Name, Key: c.key,
-			DB: db, SessionExpiry: c.cfg.SessionExpiry, Clock: c.a.Config().Clock, Logger: c.cfg.Logger, Password: c.cfg.Password,
+		Config: mqtt.Config{Broker: c.cfg.Broker, Prefix: c.cfg.Prefix, Name: c.cfg.Name, Key: c.key, DB: db,
+			Timing:   mqtt.Timing{SessionExpiry: c.cfg.SessionExpiry},
+			Security: mqtt.Security{TLS: c.cfg.TLS, Password: c.cfg.Password},
+			Clock:    c.a.Config().Clock, Logger: c.cfg.Logger,
 			Version: version.Get().Short(), StopOnly: stopOnly},
 		Operators: c.cfg.Operators, Replay: rc, Ledger: l, Device: c,
 	})
@@ -273,6 +275,8 @@ func (c *Commands) Execute(ctx context.Context, cmd Command) Result {
 		return c.configSet(a.Key, *a.Value)
 	case command.OpReboot:
 		return c.reboot(cmd.Args.(*command.RebootArgs))
+	case command.OpTime:
+		return c.setTime(cmd.Operator, cmd.Args.(*command.TimeArgs).Floor)
 	}
 	return Failed(command.ReasonUnsupported, "operation %q is not implemented by this agent", cmd.Op)
 }
@@ -304,6 +308,10 @@ type lastWake struct {
 	TrustedTime          string `json:"trustedTime,omitempty"`
 	TrustedTimeForwardMs int64  `json:"trustedTimeForwardMs,omitempty"`
 	TrustedTimeWhy       string `json:"trustedTimeWhy,omitempty"`
+	// TrustedTimeHeld names a source whose time the wake did not keep as
+	// the floor: further than the device can bound, with no second source
+	// agreeing (runtime.TimeReport.Held).
+	TrustedTimeHeld string `json:"trustedTimeHeld,omitempty"`
 }
 
 type policySummary struct {
@@ -326,6 +334,7 @@ func summarise(r *statusReport, rep runtime.Report) {
 			AwakeMs: w.Awake.Milliseconds(), LinkAttempts: w.LinkAttempts, LinkError: w.LinkErr}
 		if t := w.Time; t != nil {
 			r.LastWake.TrustedTime, r.LastWake.TrustedTimeForwardMs, r.LastWake.TrustedTimeWhy = t.Source, t.Forward.Milliseconds(), t.Untrusted
+			r.LastWake.TrustedTimeHeld = t.Held
 			if t.Source == "" {
 				r.LastWake.TrustedTime = "none"
 			}
@@ -571,6 +580,7 @@ func (c *Commands) halt(p *runtime.Pipeline, args *command.NoteArgs, by string) 
 		return Failed("store", "%v", err)
 	}
 	c.log.Warn("halted: autonomous action stopped", "note", runtime.Recorded(args.Note, by))
+	c.a.StatusChanged() // the relay's fleet shows the halt now, not at the next pulse
 	return OK(map[string]any{"halted": true})
 }
 
@@ -580,6 +590,7 @@ func (c *Commands) resume(ctx context.Context, p *runtime.Pipeline, args *comman
 		return Failed("store", "%v", err)
 	}
 	c.log.Info("resumed", "note", runtime.Recorded(args.Note, by))
+	c.a.StatusChanged()
 	return OK(map[string]any{"halted": false, "ran": n})
 }
 
@@ -611,7 +622,7 @@ func (c *Commands) configValue(key string) (any, bool) {
 	case "consequential":
 		return a.Config().Consequential, true
 	case "relay":
-		return a.Config().RelayURL, true
+		return a.Config().Relay.URL, true
 	case "name":
 		return c.cfg.Name, true
 	case "operators":
@@ -683,6 +694,25 @@ func (c *Commands) reboot(args *command.RebootArgs) Result {
 			c.log.Error("reboot failed", "err", err)
 		}
 	}}
+}
+
+// setTime replaces the trusted time's floor with floor, when the owner
+// sent it: a floor a source moved wrongly (a lying relay that was the
+// device's first reading, or two sources lying together) is lowered, or a
+// jump no second source can prove is made (docs/security.md, "Trusted
+// time").
+func (c *Commands) setTime(from did.DID, floor time.Time) Result {
+	owner := c.a.Config().Owner
+	if owner.IsZero() || from.String() != owner.String() {
+		return Failed(command.ReasonOperatorNotAllowed, "only the device's owner may set its trusted time's floor")
+	}
+	if err := c.a.SetTimeFloor(floor); errors.Is(err, runtime.ErrNoTrustedTime) {
+		return Failed(command.ReasonUnsupported, "%v", err)
+	} else if err != nil {
+		return Failed("store", "%v", err)
+	}
+	c.log.Warn("trusted time: the owner set the floor", "floor", floor.UTC().Format(time.RFC3339), "owner", from.String())
+	return OK(map[string]any{"floor": floor.UTC().Format(time.RFC3339)})
 }
 
 // statusWindow is the hourly window in force as the MQTT status shows it.

@@ -22,16 +22,16 @@ func BenchmarkCommandRoundTrip(b *testing.B) {
 	}{{"json", false}, {"cbor", true}} {
 		b.Run(enc.name, func(b *testing.B) {
 			h := newHarness(b, mqtttest.StartEmbedded(b, nil))
-			h.wake()
-			op := h.operator()
+			h.Wake()
+			op := h.Operator()
 			meter := benchcpu.Start(b)
 			for b.Loop() {
-				h.lastSeq++
-				s, err := op.Send(ctxT(b), h.name, command.Spec{Device: h.devKey.DID(), Seq: h.lastSeq, Op: command.OpStatus}, enc.cbor)
+				h.Seq++
+				s, err := op.Send(ctxT(b), h.Name, command.Spec{Device: h.Key.DID(), Seq: h.Seq, Op: command.OpStatus}, enc.cbor)
 				if err != nil {
 					b.Fatal(err)
 				}
-				if _, _, err := op.AwaitReply(ctxT(b), h.name, s.Object.ID, h.devKey.DID()); err != nil {
+				if _, _, err := op.AwaitReply(ctxT(b), h.Name, s.Object.ID, h.Key.DID()); err != nil {
 					b.Fatal(err)
 				}
 			}

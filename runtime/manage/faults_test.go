@@ -77,9 +77,9 @@ func TestPropertyLinkFaults(t *testing.T) {
 	h := newHarness(t, b)
 	px := mqtttest.StartFaultProxy(t, strings.TrimPrefix(b.URL(), "mqtt://"))
 	b.AddAudience(t, px.URL())
-	h.deviceURL = px.URL()
-	h.cfgHooks = append(h.cfgHooks, func(c *manage.Config) {
-		c.KeepAlive = time.Second // a half-open connection is found dead in about 2 s
+	h.DeviceURL = px.URL()
+	h.Hooks = append(h.Hooks, func(c *manage.Config) {
+		c.Timing.KeepAlive = time.Second // a half-open connection is found dead in about 2 s
 		c.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	})
 	t.Cleanup(func() {
@@ -88,7 +88,7 @@ func TestPropertyLinkFaults(t *testing.T) {
 		}
 	})
 	obs := startObserver(t, b, h)
-	h.wake()
+	h.Wake()
 	var ids []string
 	var schedule []string
 	stepOf := map[string]int{}
@@ -110,7 +110,7 @@ func TestPropertyLinkFaults(t *testing.T) {
 		obs.awaitOK(t, seed, id, stepOf[id])
 	}
 	runs := map[string]int{}
-	for _, c := range h.dev.Executed() {
+	for _, c := range h.Dev.Executed() {
 		runs[c.ID]++
 	}
 	for _, id := range ids {
@@ -141,14 +141,11 @@ func faultStep(t *testing.T, h *harness, b *mqtttest.Embedded, px *mqtttest.Faul
 		px.Partition(true) // the device comes back after the observer (see observer)
 		b.Restart(t)
 		obs.awaitUp(t)
-		if h.op != nil {
-			h.op.Close(context.Background())
-		}
-		h.op, h.witness = nil, nil // both sessions ended with the broker
+		h.DropOperator() // both sessions ended with the broker
 	}
 	var ids []string
 	for range k {
-		ids = append(ids, h.send(command.OpConfigSet, &command.ConfigArgs{Key: "k", Value: ptr(fmt.Sprint(len(ids)))}).Object.ID)
+		ids = append(ids, h.Send(command.OpConfigSet, &command.ConfigArgs{Key: "k", Value: ptr(fmt.Sprint(len(ids)))}).Object.ID)
 	}
 	fence(t, h)
 	switch f {
@@ -164,7 +161,7 @@ func faultStep(t *testing.T, h *harness, b *mqtttest.Embedded, px *mqtttest.Faul
 	if err := px.AwaitAccepted(ctxT(t), accepted+1); err != nil {
 		t.Fatalf("the device did not reconnect after a %s: %v", f, err)
 	}
-	if err := h.client.AwaitConnection(ctxT(t)); err != nil {
+	if err := h.Server.AwaitConnection(ctxT(t)); err != nil {
 		t.Fatal(err)
 	}
 	return ids
@@ -198,8 +195,8 @@ func (l *lockedLog) String() string {
 // comes after the fan-out of the earlier ones.
 func fence(t *testing.T, h *harness) {
 	t.Helper()
-	spec := command.Spec{Device: h.devKey.DID(), Seq: 1, Op: command.OpConfigSet, Args: &command.ConfigArgs{Key: "k", Value: ptr("fence")}}
-	if _, err := h.operator().Send(ctxT(t), "fence", spec, false); err != nil {
+	spec := command.Spec{Device: h.Key.DID(), Seq: 1, Op: command.OpConfigSet, Args: &command.ConfigArgs{Key: "k", Value: ptr("fence")}}
+	if _, err := h.Operator().Send(ctxT(t), "fence", spec, false); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -228,12 +225,12 @@ func startObserver(t *testing.T, b *mqtttest.Embedded, h *harness) *observer {
 	u, _ := url.Parse(b.URL())
 	o := &observer{h: h, ups: make(chan *paho.Connack, 64), outcomes: map[string][]command.Outcome{}, changed: make(chan struct{})}
 	var err error
-	o.m, err = mqttconn.Start(mqttconn.Config{Server: u, KeepAlive: 30, CleanStart: true, SessionExpiry: 3600,
-		Backoff: mqttconn.ConstantBackoff(20 * time.Millisecond),
-		ConnectPacket: func(cp *paho.Connect) (*paho.Connect, error) {
-			return cp, login.Authenticate(cp, key, b.URL(), time.Now(), nil)
-		},
-		OnConnectionUp: func(ca *paho.Connack) { o.ups <- ca },
+	o.m, err = mqttconn.Start(mqttconn.Config{Server: u, Backoff: mqttconn.ConstantBackoff(20 * time.Millisecond),
+		Connect: mqttconn.Connect{KeepAlive: 30, CleanStart: true, SessionExpiry: 3600,
+			Packet: func(cp *paho.Connect) (*paho.Connect, error) {
+				return cp, login.Authenticate(cp, key, b.URL(), time.Now(), nil)
+			}},
+		Hooks: mqttconn.Hooks{OnConnectionUp: func(ca *paho.Connack) { o.ups <- ca }},
 		Client: paho.ClientConfig{ClientID: "observer-" + t.Name(),
 			OnPublishReceived: []func(paho.PublishReceived) (bool, error){o.received}},
 	})
@@ -242,7 +239,7 @@ func startObserver(t *testing.T, b *mqtttest.Embedded, h *harness) *observer {
 	}
 	t.Cleanup(func() { o.m.Disconnect(context.Background()) })
 	o.awaitUp(t)
-	topic := mqtt.Topics{Device: h.name}.Reply()
+	topic := mqtt.Topics{Device: h.Name}.Reply()
 	if _, err := o.m.Subscribe(ctxT(t), &paho.Subscribe{Subscriptions: []paho.SubscribeOptions{{Topic: topic, QoS: 1}}}); err != nil {
 		t.Fatal(err)
 	}
@@ -266,7 +263,7 @@ func (o *observer) received(pr paho.PublishReceived) (bool, error) {
 	if p.Properties == nil {
 		return true, nil
 	}
-	r, _, err := command.VerifyReply(p.Properties.ContentType, p.Payload, o.h.devKey.DID(), o.h.clk.Now())
+	r, _, err := command.VerifyReply(p.Properties.ContentType, p.Payload, o.h.Key.DID(), o.h.Clock.Now())
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if err == nil {
@@ -301,7 +298,7 @@ func (o *observer) awaitOK(t *testing.T, seed uint64, id string, step int) {
 // runs counts the times the device ran command id.
 func (o *observer) runs(id string) int {
 	n := 0
-	for _, c := range o.h.dev.Executed() {
+	for _, c := range o.h.Dev.Executed() {
 		if c.ID == id {
 			n++
 		}

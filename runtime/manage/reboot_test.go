@@ -13,47 +13,20 @@ import (
 	"github.com/torpor-dev/torpor/transport/mqtt/mqtttest"
 )
 
-// reboot simulates a power cut and a boot: the client drops its connection
-// without DISCONNECT, the bbolt file is closed and opened again (a new
-// ledger incarnation), and a new client wakes with it.
-func (h *harness) reboot() {
-	h.t.Helper()
-	h.client.Abort()
-	if err := h.state.Close(); err != nil {
-		h.t.Fatal(err)
-	}
-	h.state = mqtttest.OpenState(h.t, h.path, h.clk)
-	h.wake()
-}
-
-// replies collects replies to id until one has outcome want.
-func (h *harness) replyWith(id string, want command.Outcome) []command.Reply {
-	h.t.Helper()
-	var all []command.Reply
-	for {
-		r := h.reply(id)
-		all = append(all, r)
-		if r.Outcome == want {
-			return all
-		}
-	}
-}
-
 func TestWillMarksAnUnexpectedDisconnect(t *testing.T) {
 	h := newHarness(t, mqtttest.StartEmbedded(t, nil))
-	h.dev.State = envelope.Status{Mode: "hourly_wake", Window: &envelope.Window{Minute: 7, LengthSec: 300}}
-	h.wake()
-	st, obj, err := h.operator().Status(ctxT(t), h.name, h.devKey.DID())
+	h.Dev.State = envelope.Status{Mode: "hourly_wake", Window: &envelope.Window{Minute: 7, LengthSec: 300}}
+	h.Wake()
+	st, obj, err := h.Operator().Status(ctxT(t), h.Name, h.Key.DID())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.State != envelope.StateAwake || st.Mode != "hourly_wake" || st.Window.Minute != 7 || obj.Issuer != h.devKey.DID() {
+	if st.State != envelope.StateAwake || st.Mode != "hourly_wake" || st.Window.Minute != 7 || obj.Issuer != h.Key.DID() {
 		t.Errorf("status when awake = %+v", st)
 	}
-	h.client.Abort()
+	h.Server.Abort()
 	// A fresh operator reads the retained message: the will.
-	h.op = nil
-	st, _, err = h.operator().Status(ctxT(t), h.name, h.devKey.DID())
+	st, _, err = h.ReconnectOperator().Status(ctxT(t), h.Name, h.Key.DID())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,28 +38,28 @@ func TestWillMarksAnUnexpectedDisconnect(t *testing.T) {
 func TestCrashMidCommandIsIndeterminate(t *testing.T) {
 	h := newHarness(t, mqtttest.StartEmbedded(t, nil))
 	started := make(chan struct{})
-	h.dev.Result = func(ctx context.Context, c manage.Command) manage.Result {
+	h.Dev.Result = func(ctx context.Context, c manage.Command) manage.Result {
 		if c.Op == command.OpReboot {
 			close(started)
 			<-ctx.Done() // the power goes while the command runs
 		}
 		return manage.OK(nil)
 	}
-	h.wake()
-	sent := h.send(command.OpReboot, &command.RebootArgs{})
+	h.Wake()
+	sent := h.Send(command.OpReboot, &command.RebootArgs{})
 	<-started
-	h.reboot()
+	h.Reboot()
 
 	// The broker delivers the unacknowledged command again; the device
 	// does not run it again and says it may or may not have taken effect.
-	r := h.reply(sent.Object.ID)
-	if r.Outcome != command.OutcomeIndeterminate || !strings.Contains(r.Detail, manage.LedgerKey(h.opKey.DID(), sent.Object.ID)) {
+	r := h.Reply(sent.Object.ID)
+	if r.Outcome != command.OutcomeIndeterminate || !strings.Contains(r.Detail, manage.LedgerKey(h.OpKey.DID(), sent.Object.ID)) {
 		t.Errorf("reply after the restart = %+v, want indeterminate naming the ledger key", r)
 	}
-	if got := h.dev.Executed(); len(got) != 1 {
+	if got := h.Dev.Executed(); len(got) != 1 {
 		t.Errorf("executed %d times, want once", len(got))
 	}
-	e, err := h.state.Ledger.Get(mustView(t, h), manage.LedgerKey(h.opKey.DID(), sent.Object.ID))
+	e, err := h.State.Ledger.Get(mustView(t, h), manage.LedgerKey(h.OpKey.DID(), sent.Object.ID))
 	if err != nil || e.State.String() != "indeterminate" {
 		t.Errorf("ledger entry = %+v, %v", e, err)
 	}
@@ -94,42 +67,42 @@ func TestCrashMidCommandIsIndeterminate(t *testing.T) {
 
 func TestQueuedReplySurvivesReboot(t *testing.T) {
 	h := newHarness(t, mqtttest.StartEmbedded(t, nil))
-	proxy := mqtttest.StartProxy(t, strings.TrimPrefix(h.broker.URL(), "mqtt://"))
-	h.broker.(*mqtttest.Embedded).AddAudience(t, proxy.URL())
-	h.deviceURL = proxy.URL()
-	h.dev.Result = func(ctx context.Context, c manage.Command) manage.Result {
+	proxy := mqtttest.StartProxy(t, strings.TrimPrefix(h.Broker.URL(), "mqtt://"))
+	h.Broker.(*mqtttest.Embedded).AddAudience(t, proxy.URL())
+	h.DeviceURL = proxy.URL()
+	h.Dev.Result = func(ctx context.Context, c manage.Command) manage.Result {
 		proxy.Cut() // the network goes away before the reply is sent
 		return manage.OK(map[string]string{"done": c.Op})
 	}
-	h.wake()
+	h.Wake()
 	// The device is awake, so no witness is needed (and the network goes
 	// before one could see the command).
-	h.lastSeq = command.NextSeq(h.lastSeq, h.clk.Now())
-	sent, err := h.operator().Send(ctxT(t), h.name, command.Spec{Device: h.devKey.DID(), Seq: h.lastSeq, Op: command.OpDrain}, false)
+	h.Seq = command.NextSeq(h.Seq, h.Clock.Now())
+	sent, err := h.Operator().Send(ctxT(t), h.Name, command.Spec{Device: h.Key.DID(), Seq: h.Seq, Op: command.OpDrain}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The completion commits with the reply queued; then the power goes.
-	if _, err := h.dev.WaitExecuted(ctxT(t), 1); err != nil {
+	if _, err := h.Dev.WaitExecuted(ctxT(t), 1); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.client.WaitIdle(ctxT(t)); err != nil {
+	if err := h.Server.WaitIdle(ctxT(t)); err != nil {
 		t.Fatal(err)
 	}
 	if !completed(t, h, sent.Object.ID) {
 		t.Fatal("the command's ledger key is not completed")
 	}
-	h.client.Abort()
-	h.state.Close()
+	h.Server.Abort()
+	h.State.Close()
 
 	proxy.Restore()
-	h.state = mqtttest.OpenState(t, h.path, h.clk)
-	h.wake()
-	replies := h.replyWith(sent.Object.ID, command.OutcomeOK)
+	h.State = mqtttest.OpenState(t, h.Path, h.Clock)
+	h.Wake()
+	replies := h.ReplyWith(sent.Object.ID, command.OutcomeOK)
 	if r := replies[len(replies)-1]; string(r.Result) != `{"done":"drain"}` {
 		t.Errorf("reply = %+v", r)
 	}
-	if got := h.dev.Executed(); len(got) != 1 {
+	if got := h.Dev.Executed(); len(got) != 1 {
 		t.Errorf("executed %d times, want once", len(got))
 	}
 }
@@ -137,8 +110,8 @@ func TestQueuedReplySurvivesReboot(t *testing.T) {
 // completed reports whether the ledger completed the command's key.
 func completed(t testing.TB, h *harness, id string) bool {
 	var ok bool
-	h.state.DB.View(func(tx *bolt.Tx) error {
-		e, err := h.state.Ledger.Get(tx, manage.LedgerKey(h.opKey.DID(), id))
+	h.State.DB.View(func(tx *bolt.Tx) error {
+		e, err := h.State.Ledger.Get(tx, manage.LedgerKey(h.OpKey.DID(), id))
 		ok = err == nil && e.State.String() == "completed"
 		return nil
 	})
@@ -147,7 +120,7 @@ func completed(t testing.TB, h *harness, id string) bool {
 
 func mustView(t testing.TB, h *harness) *bolt.Tx {
 	t.Helper()
-	tx, err := h.state.DB.Begin(false)
+	tx, err := h.State.DB.Begin(false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -61,7 +61,7 @@ type rejectWorld struct {
 func (w *rejectWorld) sign(k *did.PrivateKey, spec command.Spec) *governed.Object {
 	w.t.Helper()
 	if spec.IssuedAt.IsZero() {
-		spec.IssuedAt = w.h.clk.Now()
+		spec.IssuedAt = w.h.Clock.Now()
 	}
 	if spec.Device.IsZero() {
 		spec.Device = w.dev
@@ -76,7 +76,7 @@ func (w *rejectWorld) sign(k *did.PrivateKey, spec command.Spec) *governed.Objec
 // publish sends o through the operator's client and returns its id.
 func (w *rejectWorld) publish(o *governed.Object) string {
 	w.t.Helper()
-	if _, err := w.op.PublishCommand(ctxT(w.t), w.h.name, o, false); err != nil {
+	if _, err := w.op.PublishCommand(ctxT(w.t), w.h.Name, o, false); err != nil {
 		w.t.Fatal(err)
 	}
 	return o.ID
@@ -87,7 +87,7 @@ func (w *rejectWorld) publish(o *governed.Object) string {
 func (w *rejectWorld) raw(payload []byte, contentType, corr string) string {
 	// The broker lets an operator publish anything on a command topic;
 	// what is in it is the device's to check.
-	rawPublish(w.t, w.h.broker.URL(), w.h.opKey, w.h.client.Topics().Command(), payload, contentType, []byte(corr))
+	rawPublish(w.t, w.h.Broker.URL(), w.h.OpKey, w.h.Server.Topics().Command(), payload, contentType, []byte(corr))
 	return corr
 }
 
@@ -104,25 +104,25 @@ var rejectCases = []struct {
 	}, command.OutcomeRejected, command.ReasonOperatorNotAllowed},
 	{"replayed", func(w *rejectWorld) string { return w.publish(w.ok.Object) }, command.OutcomeRejected, "replay"},
 	{"out of sequence", func(w *rejectWorld) string {
-		return w.publish(w.sign(w.h.opKey, command.Spec{Seq: 1000, Op: command.OpHalt}))
+		return w.publish(w.sign(w.h.OpKey, command.Spec{Seq: 1000, Op: command.OpHalt}))
 	}, command.OutcomeRejected, command.ReasonOutOfSequence},
 	{"expired", func(w *rejectWorld) string {
 		// The operator's client refuses to publish it; a broker that held
 		// it too long, or anyone, can.
-		o := w.sign(w.h.opKey, command.Spec{Seq: 6000, Op: command.OpHalt, IssuedAt: w.h.clk.Now().Add(-2 * time.Hour), TTL: time.Hour})
+		o := w.sign(w.h.OpKey, command.Spec{Seq: 6000, Op: command.OpHalt, IssuedAt: w.h.Clock.Now().Add(-2 * time.Hour), TTL: time.Hour})
 		j, _ := o.MarshalJSON()
 		return w.raw(j, envelope.ContentTypeJSON, o.ID)
 	}, command.OutcomeRejected, "expired"},
 	{"wrong device", func(w *rejectWorld) string {
-		return w.publish(w.sign(w.h.opKey, command.Spec{Device: w.stranger.DID(), Seq: 7000, Op: command.OpHalt}))
+		return w.publish(w.sign(w.h.OpKey, command.Spec{Device: w.stranger.DID(), Seq: 7000, Op: command.OpHalt}))
 	}, command.OutcomeRejected, command.ReasonWrongDevice},
 	{"forged", func(w *rejectWorld) string {
-		o := w.sign(w.h.opKey, command.Spec{Seq: 2000, Op: command.OpReboot})
+		o := w.sign(w.h.OpKey, command.Spec{Seq: 2000, Op: command.OpReboot})
 		j, _ := o.MarshalJSON()
 		return w.raw([]byte(strings.Replace(string(j), `"op":"reboot"`, `"op":"status"`, 1)), "", o.ID)
 	}, command.OutcomeRejected, "signature-invalid"},
 	{"unknown op", func(w *rejectWorld) string {
-		o, err := governed.Sign(w.h.opKey, governed.Template{IssuedAt: w.h.clk.Now(), Semantic: governed.Semantic{Schema: command.Schema},
+		o, err := governed.Sign(w.h.OpKey, governed.Template{IssuedAt: w.h.Clock.Now(), Semantic: governed.Semantic{Schema: command.Schema},
 			Payload: map[string]any{"device": w.dev.String(), "seq": 3000, "op": "format-disk"}, Purpose: command.Purpose, TTL: time.Hour})
 		if err != nil {
 			w.t.Fatal(err)
@@ -130,7 +130,7 @@ var rejectCases = []struct {
 		return w.publish(o)
 	}, command.OutcomeRejected, command.ReasonBadCommand},
 	{"too long a lifetime", func(w *rejectWorld) string {
-		return w.publish(w.sign(w.h.opKey, command.Spec{Seq: 8000, Op: command.OpHalt, TTL: 365 * 24 * time.Hour}))
+		return w.publish(w.sign(w.h.OpKey, command.Spec{Seq: 8000, Op: command.OpHalt, TTL: 365 * 24 * time.Hour}))
 	}, command.OutcomeRejected, command.ReasonBadCommand},
 	{"content type", func(w *rejectWorld) string { return w.raw([]byte("halt!"), "text/plain", "cmd-text") },
 		command.OutcomeRejected, envelope.ReasonUnsupportedContentType},
@@ -140,18 +140,18 @@ var rejectCases = []struct {
 
 func TestRejectedCommandsAreReported(t *testing.T) {
 	h := newHarness(t, mqtttest.StartEmbedded(t, nil))
-	h.wake()
-	w := &rejectWorld{t: t, h: h, op: h.operator(), stranger: mustKey(t), dev: h.devKey.DID()}
+	h.Wake()
+	w := &rejectWorld{t: t, h: h, op: h.Operator(), stranger: mustKey(t), dev: h.Key.DID()}
 	// A valid command first: it runs, and sets the operator's last
 	// sequence number to 1000.
-	w.ok = h.sendSpec(command.Spec{Device: w.dev, Seq: 1000, Op: command.OpStatus}, false)
-	if r := h.reply(w.ok.Object.ID); r.Outcome != command.OutcomeOK {
+	w.ok = h.SendSpec(command.Spec{Device: w.dev, Seq: 1000, Op: command.OpStatus}, false)
+	if r := h.Reply(w.ok.Object.ID); r.Outcome != command.OutcomeOK {
 		t.Fatalf("valid command: %+v", r)
 	}
 	for _, tt := range rejectCases {
 		t.Run(tt.name, func(t *testing.T) {
 			w.t = t
-			r := h.reply(tt.send(w))
+			r := h.Reply(tt.send(w))
 			if r.Outcome != tt.outcome || r.Reason != tt.reason {
 				t.Errorf("reply = %+v, want %s (%s)", r, tt.outcome, tt.reason)
 			}
@@ -160,65 +160,65 @@ func TestRejectedCommandsAreReported(t *testing.T) {
 			}
 		})
 	}
-	if got := h.dev.Executed(); len(got) != 1 {
+	if got := h.Dev.Executed(); len(got) != 1 {
 		t.Errorf("the device executed %d commands, want only the valid one", len(got))
 	}
-	st := h.client.Stats()
+	st := h.Server.Stats()
 	if st.Accepted != 1 || st.Rejected[command.ReasonOperatorNotAllowed] != 1 || st.Rejected["replay"] != 1 {
 		t.Errorf("stats = %+v", st)
 	}
 	// The rejections left no trace: the last accepted sequence number is
 	// still the valid command's.
-	if seq, err := manage.LastSeq(h.state.DB, h.opKey.DID()); err != nil || seq != 1000 {
+	if seq, err := manage.LastSeq(h.State.DB, h.OpKey.DID()); err != nil || seq != 1000 {
 		t.Errorf("LastSeq = %d, %v; want 1000", seq, err)
 	}
 }
 
 func TestRejectionRateLimit(t *testing.T) {
 	h := newHarness(t, mqtttest.StartEmbedded(t, nil))
-	h.cfgHooks = append(h.cfgHooks, func(c *manage.Config) { c.RejectionsPerMinute = 2 })
-	h.wake()
-	op := h.operator()
+	h.Hooks = append(h.Hooks, func(c *manage.Config) { c.RejectionsPerMinute = 2 })
+	h.Wake()
+	op := h.Operator()
 	stranger := mustKey(t)
 	var ids []string
 	for i := range 4 {
-		o, err := command.Sign(stranger, command.Spec{Device: h.devKey.DID(), Seq: uint64(i + 1), Op: command.OpStatus, IssuedAt: h.clk.Now()})
+		o, err := command.Sign(stranger, command.Spec{Device: h.Key.DID(), Seq: uint64(i + 1), Op: command.OpStatus, IssuedAt: h.Clock.Now()})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := op.PublishCommand(ctxT(t), h.name, o, false); err != nil {
+		if _, err := op.PublishCommand(ctxT(t), h.Name, o, false); err != nil {
 			t.Fatal(err)
 		}
 		ids = append(ids, o.ID)
 	}
 	// Two answers, then silence until the minute passes.
 	for _, id := range ids[:2] {
-		h.reply(id)
+		h.Reply(id)
 	}
 	// A valid command is never rate-limited; its answer arrives after the
 	// suppressed rejections were processed (commands run in order).
-	valid := h.send(command.OpStatus, nil)
-	h.reply(valid.Object.ID)
-	if st := h.client.Stats(); st.Suppressed != 2 {
+	valid := h.Send(command.OpStatus, nil)
+	h.Reply(valid.Object.ID)
+	if st := h.Server.Stats(); st.Suppressed != 2 {
 		t.Errorf("Suppressed = %d, want 2", st.Suppressed)
 	}
-	h.clk.Advance(time.Minute)
-	o, _ := command.Sign(stranger, command.Spec{Device: h.devKey.DID(), Seq: 9, Op: command.OpStatus, IssuedAt: h.clk.Now()})
-	if _, err := op.PublishCommand(ctxT(t), h.name, o, false); err != nil {
+	h.Clock.Advance(time.Minute)
+	o, _ := command.Sign(stranger, command.Spec{Device: h.Key.DID(), Seq: 9, Op: command.OpStatus, IssuedAt: h.Clock.Now()})
+	if _, err := op.PublishCommand(ctxT(t), h.Name, o, false); err != nil {
 		t.Fatal(err)
 	}
-	if r := h.reply(o.ID); r.Reason != command.ReasonOperatorNotAllowed {
+	if r := h.Reply(o.ID); r.Reason != command.ReasonOperatorNotAllowed {
 		t.Errorf("after a minute, reply = %+v", r)
 	}
 }
 
 func TestCBORCommandGetsCBORReply(t *testing.T) {
 	h := newHarness(t, mqtttest.StartEmbedded(t, nil))
-	h.wake()
-	h.lastSeq = command.NextSeq(h.lastSeq, h.clk.Now())
-	s := h.sendSpec(command.Spec{Device: h.devKey.DID(), Seq: h.lastSeq, Op: command.OpConfigGet,
+	h.Wake()
+	h.Seq = command.NextSeq(h.Seq, h.Clock.Now())
+	s := h.SendSpec(command.Spec{Device: h.Key.DID(), Seq: h.Seq, Op: command.OpConfigGet,
 		Args: &command.ConfigArgs{Key: "mode"}}, true)
-	r := h.reply(s.Object.ID)
+	r := h.Reply(s.Object.ID)
 	if r.Outcome != command.OutcomeOK || r.Op != command.OpConfigGet {
 		t.Fatalf("reply = %+v", r)
 	}
@@ -226,7 +226,7 @@ func TestCBORCommandGetsCBORReply(t *testing.T) {
 	if err := json.Unmarshal(r.Result, &res); err != nil || res["op"] != command.OpConfigGet {
 		t.Errorf("result = %s, %v", r.Result, err)
 	}
-	got := h.dev.Executed()
+	got := h.Dev.Executed()
 	if len(got) != 1 || got[0].Args.(*command.ConfigArgs).Key != "mode" {
 		t.Errorf("executed %+v", got)
 	}

@@ -18,6 +18,7 @@ func TestStatusNamesTheTrustedTime(t *testing.T) {
 	}{
 		{&runtime.TimeReport{Source: "relay", Forward: time.Hour}, `"trustedTime":"relay","trustedTimeForwardMs":3600000`},
 		{&runtime.TimeReport{Untrusted: "ntp: not synchronised"}, `"trustedTime":"none","trustedTimeWhy":"ntp: not synchronised"`},
+		{&runtime.TimeReport{Source: "relay", Held: "relay: its time 2100-01-01T00:00:00Z is beyond"}, `"trustedTime":"relay","trustedTimeHeld":"relay: its time 2100-01-01T00:00:00Z is beyond"`},
 		{nil, `"linkAttempts":0}`},
 	} {
 		var r statusReport

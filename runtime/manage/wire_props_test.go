@@ -33,22 +33,22 @@ func TestWireProperties(t *testing.T) {
 	b.AddAudience(t, devProxy.URL())
 	b.AddAudience(t, opProxy.URL())
 	h := newHarness(t, b)
-	h.deviceURL, h.operatorURL = devProxy.URL(), opProxy.URL()
+	h.DeviceURL, h.OperatorURL = devProxy.URL(), opProxy.URL()
 	const sessionExpiry = 72 * time.Hour
-	h.cfgHooks = append(h.cfgHooks, func(c *manage.Config) { c.SessionExpiry = sessionExpiry })
-	h.wake()
+	h.Hooks = append(h.Hooks, func(c *manage.Config) { c.Timing.SessionExpiry = sessionExpiry })
+	h.Wake()
 
 	const ttl = 90 * time.Minute
-	h.lastSeq = command.NextSeq(h.lastSeq, h.clk.Now())
-	sent := h.sendSpec(command.Spec{Device: h.devKey.DID(), Seq: h.lastSeq, Op: command.OpStatus, TTL: ttl}, false)
-	if r := h.reply(sent.Object.ID); r.Outcome != command.OutcomeOK {
+	h.Seq = command.NextSeq(h.Seq, h.Clock.Now())
+	sent := h.SendSpec(command.Spec{Device: h.Key.DID(), Seq: h.Seq, Op: command.OpStatus, TTL: ttl}, false)
+	if r := h.Reply(sent.Object.ID); r.Outcome != command.OutcomeOK {
 		t.Fatalf("status reply: %+v", r)
 	}
-	h.sleep(h.clk.Now().Add(time.Hour))
+	h.Sleep(h.Clock.Now().Add(time.Hour))
 
-	topics := mqtt.Topics{Device: h.name}
+	topics := mqtt.Topics{Device: h.Name}
 	dev := wirePackets(t, devProxy)
-	checkConnect(t, dev[0], h.name, sessionExpiry, topics)
+	checkConnect(t, dev[0], h.Name, sessionExpiry, topics)
 	var reply, asleep *packets.Publish
 	for _, p := range dev {
 		pub, ok := p.Content.(*packets.Publish)

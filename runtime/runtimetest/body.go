@@ -61,3 +61,23 @@ func DataPart(t testing.TB, obj []byte) a2a.Part {
 	}
 	return p
 }
+
+// ObjectID returns the id of the Governed Object obj.
+func ObjectID(t testing.TB, obj []byte) string {
+	t.Helper()
+	var v struct{ ID string }
+	if err := json.Unmarshal(obj, &v); err != nil {
+		t.Fatal(err)
+	}
+	return v.ID
+}
+
+// Tamper returns obj with its payload replaced after signing, so that its
+// signature no longer verifies.
+func Tamper(obj []byte) []byte {
+	var m map[string]json.RawMessage
+	json.Unmarshal(obj, &m)
+	m["payload"] = json.RawMessage(`{"text":"tampered"}`)
+	b, _ := json.Marshal(m)
+	return b
+}

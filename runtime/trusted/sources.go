@@ -70,20 +70,35 @@ func (c *Clock) rtc(r *Reading) bool {
 	return false
 }
 
-// relayNow reports whether the relay's time can be used, and sets
-// r.Relay to it, advanced by the system clock's time since it was stated
-// (on the monotonic clock where the readings carry it).
-func (c *Clock) relayNow(r *Reading, sys time.Time) bool {
-	if c.relayLocal.IsZero() {
+// relayNow reports whether the relay's time can be used, sets r.Relay to
+// its estimate now and returns its lower bound now. The relay stamped its
+// statement between the device's request (sent) and the statement's
+// arrival (received), in whole seconds truncated: the relay's clock at
+// received is in [stated, stated+delay+RelayResolution], delay being the
+// round trip received−sent. The estimate is the midpoint of the round
+// trip, the on-wire offset of RFC 5905, Section 8, with T2 = T3 (one
+// stamp): θ = stated − (sent+received)/2. Each is advanced by the system
+// clock's time since received (on the monotonic clock where the readings
+// carry it). The relay is before the floor only when even the upper end
+// of that interval is more than FloorTolerance before it: a delay is not
+// a lag.
+func (c *Clock) relayNow(r *Reading, sys time.Time) (time.Time, bool) {
+	s := c.relay
+	if s.received.IsZero() {
 		r.Why = append(r.Why, "relay: no link handshake yet")
-		return false
+		return time.Time{}, false
 	}
-	r.Relay = c.relay.Add(sys.Sub(c.relayLocal))
-	if !r.Floor.IsZero() && r.Relay.Before(r.Floor.Add(-FloorTolerance)) {
-		r.Why = append(r.Why, fmt.Sprintf("relay: its time %s is before the floor %s", stamp(r.Relay), stamp(r.Floor)))
-		return false
+	lo := s.time.Add(sys.Sub(s.received))
+	delay := max(s.received.Sub(s.sent), 0)
+	r.Relay = lo.Add(delay / 2)
+	hi := lo.Add(delay + RelayResolution)
+	if !r.Floor.IsZero() && hi.Before(r.Floor.Add(-FloorTolerance)) {
+		r.Why = append(r.Why, fmt.Sprintf("relay: its time %s is before the floor %s (by more than the handshake's round trip %v, %v of whole seconds and %v)",
+			stamp(lo), stamp(r.Floor), delay, RelayResolution, FloorTolerance))
+		return time.Time{}, false
 	}
-	return true
+	r.relayHi = hi
+	return lo, true
 }
 
 func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }

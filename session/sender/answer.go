@@ -148,7 +148,10 @@ func (a Answer) Retryable() bool {
 func (a Answer) String() string {
 	switch {
 	case a.Rejected():
-		return fmt.Sprintf("rejected: the agent was awake and refused it: %d %s", a.RPCCode, a.Message)
+		// The relay answers for a sleeping agent exactly as the agent would
+		// (test/hostile's TestRealAgentAnswersAlike: an answer must not say
+		// whether the agent is awake), so this cannot name which refused.
+		return fmt.Sprintf("rejected: the agent refused it, or the relay refused it for the agent by its signed policy (an unencrypted object where the policy takes none); nothing was queued: %d %s", a.RPCCode, a.Message)
 	case a.Status == http.StatusOK:
 		return "delivered: the agent was awake and took it"
 	case a.Status == http.StatusServiceUnavailable:

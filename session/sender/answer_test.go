@@ -59,7 +59,7 @@ func TestAnswerString(t *testing.T) {
 		a    Answer
 		want string
 	}{
-		{Answer{Status: 200, RPCCode: -32602, Message: "no"}, "rejected: the agent was awake and refused it: -32602 no"},
+		{Answer{Status: 200, RPCCode: -32602, Message: "no"}, "rejected: the agent refused it, or the relay refused it for the agent by its signed policy (an unencrypted object where the policy takes none); nothing was queued: -32602 no"},
 		{Answer{Status: 200}, "delivered: the agent was awake and took it"},
 		{Answer{Status: 503, Queued: true, RetryAfter: 90}, "queued: the agent is asleep; the relay stored the message and delivers it when the agent wakes (expected in about 1m30s); it will not be sent again"},
 		{Answer{Status: 503, Queued: true}, "queued: the agent is asleep; the relay stored the message and delivers it when the agent wakes; it will not be sent again"},

@@ -74,7 +74,7 @@ func newWorld(t *testing.T) *world {
 		t.Fatal(err)
 	}
 	w.srv = httptest.NewUnstartedServer(nil)
-	r, err := relay.New(relay.Config{PublicURL: "http://" + w.srv.Listener.Addr().String(), Queue: q, States: states, Clock: w.clk, KeyPackages: kpcheck.Verifier{}})
+	r, err := relay.New(relay.Config{PublicURL: "http://" + w.srv.Listener.Addr().String(), Stores: relay.Stores{Queue: q, States: states}, Clock: w.clk, KeyPackages: kpcheck.Verifier{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +120,7 @@ func (w *world) publish(t *testing.T) *link.Client {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := c.Hello().Card()
+	b := c.Hello()
 	card, err := a2a.BuildCard(a2a.CardOptions{Name: "dev", BaseURL: w.srv.URL + "/a/" + w.dev.DID().String(), OfflineMode: "sleep", Bounds: &b})
 	if err != nil {
 		t.Fatal(err)

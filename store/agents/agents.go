@@ -5,7 +5,7 @@ import (
 	"errors"
 	"time"
 
-	"github.com/torpor-dev/torpor/store/queue"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"github.com/torpor-dev/torpor/wake"
 )
 
@@ -38,7 +38,7 @@ type State struct {
 	// Pulse is the latest signed liveness pulse, served verbatim.
 	Pulse []byte
 	// Bounds are the queue bounds in force (published in the card).
-	Bounds    queue.Bounds
+	Bounds    queuebounds.Bounds
 	UpdatedAt time.Time
 	// Successor is the DID that replaced this one at a key rotation; ""
 	// while the agent is not retired. Retirement is the statement, signed

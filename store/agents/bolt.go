@@ -12,24 +12,23 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/torpor-dev/torpor/store"
-	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/wake"
 )
 
 // stateRecord is State on disk: a version byte (1) then this CBOR map.
 type stateRecord struct {
-	Mode         string   `cbor:"1,keyasint"`
-	WindowMinute int      `cbor:"2,keyasint"`
-	WindowLen    int64    `cbor:"3,keyasint"` // ns
-	WindowOffset int64    `cbor:"4,keyasint"` // ns
-	NextWake     int64    `cbor:"5,keyasint,omitempty"`
-	Card         []byte   `cbor:"6,keyasint,omitempty"`
-	Pulse        []byte   `cbor:"7,keyasint,omitempty"`
-	Bounds       [7]int64 `cbor:"8,keyasint"`
-	UpdatedAt    int64    `cbor:"9,keyasint"`
-	Successor    string   `cbor:"10,keyasint,omitempty"`
-	Retirement   []byte   `cbor:"11,keyasint,omitempty"`
-	Status       []byte   `cbor:"12,keyasint,omitempty"`
+	Mode         string      `cbor:"1,keyasint"`
+	WindowMinute int         `cbor:"2,keyasint"`
+	WindowLen    int64       `cbor:"3,keyasint"` // ns
+	WindowOffset int64       `cbor:"4,keyasint"` // ns
+	NextWake     int64       `cbor:"5,keyasint,omitempty"`
+	Card         []byte      `cbor:"6,keyasint,omitempty"`
+	Pulse        []byte      `cbor:"7,keyasint,omitempty"`
+	Bounds       BoundsField `cbor:"8,keyasint"`
+	UpdatedAt    int64       `cbor:"9,keyasint"`
+	Successor    string      `cbor:"10,keyasint,omitempty"`
+	Retirement   []byte      `cbor:"11,keyasint,omitempty"`
+	Status       []byte      `cbor:"12,keyasint,omitempty"`
 	// PeerBytes is Bounds.MaxPeerBytes, added after the seven of Bounds:
 	// zero in a state stored before it existed.
 	PeerBytes int64 `cbor:"13,keyasint,omitempty"`
@@ -43,9 +42,9 @@ func encodeState(s State) ([]byte, error) {
 	r := stateRecord{
 		Mode: string(s.Mode), WindowMinute: s.Window.Minute, WindowLen: int64(s.Window.Length), WindowOffset: int64(s.Window.Offset),
 		Card: s.Card, Pulse: s.Pulse, UpdatedAt: s.UpdatedAt.UnixNano(), Successor: s.Successor, Retirement: s.Retirement, Status: s.Status,
-		PeerBytes: s.Bounds.MaxPeerBytes, WakeSecond: WakeSecondField(s),
-		Bounds: [7]int64{int64(s.Bounds.MaxMessages), int64(s.Bounds.MaxPerPeer), s.Bounds.MaxBytes, s.Bounds.MaxMessageSize, int64(s.Bounds.TTL), int64(s.Bounds.HandshakeMessages), s.Bounds.HandshakeBytes},
+		WakeSecond: WakeSecondField(s),
 	}
+	r.Bounds, r.PeerBytes = NewBoundsField(s.Bounds)
 	if !s.NextWake.IsZero() {
 		r.NextWake = s.NextWake.UnixNano()
 	}
@@ -68,7 +67,7 @@ func decodeState(b []byte) (State, error) {
 		Mode:   wake.Mode(r.Mode),
 		Window: wake.Window{Minute: r.WindowMinute, Length: time.Duration(r.WindowLen), Offset: time.Duration(r.WindowOffset)},
 		Card:   r.Card, Pulse: r.Pulse, UpdatedAt: time.Unix(0, r.UpdatedAt).UTC(), Successor: r.Successor, Retirement: r.Retirement, Status: r.Status,
-		Bounds: queue.Bounds{MaxMessages: int(r.Bounds[0]), MaxPerPeer: int(r.Bounds[1]), MaxBytes: r.Bounds[2], MaxMessageSize: r.Bounds[3], TTL: time.Duration(r.Bounds[4]), HandshakeMessages: int(r.Bounds[5]), HandshakeBytes: r.Bounds[6], MaxPeerBytes: r.PeerBytes},
+		Bounds: r.Bounds.Bounds(r.PeerBytes),
 	}
 	if r.NextWake != 0 {
 		s.NextWake = time.Unix(0, r.NextWake).UTC()

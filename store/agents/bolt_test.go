@@ -2,27 +2,18 @@ package agents_test
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 
 	"github.com/torpor-dev/torpor/internal/benchcpu"
 	"github.com/torpor-dev/torpor/store/agents"
 	"github.com/torpor-dev/torpor/store/agents/agentstest"
+	"github.com/torpor-dev/torpor/store/storetest"
 )
 
 // TestBolt runs the Store checks against Bolt; a store opened again is
 // the same file reopened.
 func TestBolt(t *testing.T) {
-	agentstest.Run(t, func(t *testing.T) agentstest.Opener {
-		path := filepath.Join(t.TempDir(), "agents.db")
-		return func(t *testing.T) agents.Store {
-			s, err := agents.OpenBolt(path, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return s
-		}
-	})
+	agentstest.Run(t, storetest.InDir("agents.db", func(path string) (agents.Store, error) { return agents.OpenBolt(path, nil) }))
 }
 
 // BenchmarkTakeKeyPackage: a fetch from the pool deletes durably (a

@@ -13,7 +13,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/torpor-dev/torpor/store/agents"
-	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/wake"
 )
 
@@ -40,31 +39,29 @@ func (c *Conn) Agents() *Agents { return &Agents{c: c} }
 func (a *Agents) Close() error { return nil }
 
 type agentRecord struct {
-	Mode       string   `cbor:"1,keyasint"`
-	Window     [3]int64 `cbor:"2,keyasint"` // minute, length ns, offset ns
-	NextWake   int64    `cbor:"3,keyasint,omitempty"`
-	Card       []byte   `cbor:"4,keyasint,omitempty"`
-	Pulse      []byte   `cbor:"5,keyasint,omitempty"`
-	Bounds     [7]int64 `cbor:"6,keyasint"`
-	PeerBytes  int64    `cbor:"13,keyasint,omitempty"` // Bounds.MaxPeerBytes; zero in older records
-	UpdatedAt  int64    `cbor:"7,keyasint"`
-	Pool       []string `cbor:"8,keyasint,omitempty"`
-	LastResort []byte   `cbor:"9,keyasint,omitempty"`
-	Successor  string   `cbor:"10,keyasint,omitempty"`
-	Retirement []byte   `cbor:"11,keyasint,omitempty"`
-	Status     []byte   `cbor:"12,keyasint,omitempty"`
-	WakeSecond int      `cbor:"14,keyasint,omitempty"` // State's plus one (agents.WakeSecondField)
+	Mode       string             `cbor:"1,keyasint"`
+	Window     [3]int64           `cbor:"2,keyasint"` // minute, length ns, offset ns
+	NextWake   int64              `cbor:"3,keyasint,omitempty"`
+	Card       []byte             `cbor:"4,keyasint,omitempty"`
+	Pulse      []byte             `cbor:"5,keyasint,omitempty"`
+	Bounds     agents.BoundsField `cbor:"6,keyasint"`
+	PeerBytes  int64              `cbor:"13,keyasint,omitempty"` // Bounds.MaxPeerBytes; zero in older records
+	UpdatedAt  int64              `cbor:"7,keyasint"`
+	Pool       []string           `cbor:"8,keyasint,omitempty"`
+	LastResort []byte             `cbor:"9,keyasint,omitempty"`
+	Successor  string             `cbor:"10,keyasint,omitempty"`
+	Retirement []byte             `cbor:"11,keyasint,omitempty"`
+	Status     []byte             `cbor:"12,keyasint,omitempty"`
+	WakeSecond int                `cbor:"14,keyasint,omitempty"` // State's plus one (agents.WakeSecondField)
 }
 
 const agentVersion = 1
 
 func (r *agentRecord) setState(s agents.State) {
-	b := s.Bounds
 	r.Mode, r.Card, r.Pulse, r.UpdatedAt = string(s.Mode), s.Card, s.Pulse, s.UpdatedAt.UnixNano()
 	r.Successor, r.Retirement, r.Status = s.Successor, s.Retirement, s.Status
 	r.Window = [3]int64{int64(s.Window.Minute), int64(s.Window.Length), int64(s.Window.Offset)}
-	r.Bounds = [7]int64{int64(b.MaxMessages), int64(b.MaxPerPeer), b.MaxBytes, b.MaxMessageSize, int64(b.TTL), int64(b.HandshakeMessages), b.HandshakeBytes}
-	r.PeerBytes = b.MaxPeerBytes
+	r.Bounds, r.PeerBytes = agents.NewBoundsField(s.Bounds)
 	r.WakeSecond = agents.WakeSecondField(s)
 	r.NextWake = 0
 	if !s.NextWake.IsZero() {
@@ -77,8 +74,7 @@ func (r *agentRecord) state() agents.State {
 		Mode: wake.Mode(r.Mode), Card: r.Card, Pulse: r.Pulse, UpdatedAt: time.Unix(0, r.UpdatedAt).UTC(),
 		Successor: r.Successor, Retirement: r.Retirement, Status: r.Status,
 		Window: wake.Window{Minute: int(r.Window[0]), Length: time.Duration(r.Window[1]), Offset: time.Duration(r.Window[2])},
-		Bounds: queue.Bounds{MaxMessages: int(r.Bounds[0]), MaxPerPeer: int(r.Bounds[1]), MaxBytes: r.Bounds[2], MaxMessageSize: r.Bounds[3],
-			TTL: time.Duration(r.Bounds[4]), HandshakeMessages: int(r.Bounds[5]), HandshakeBytes: r.Bounds[6], MaxPeerBytes: r.PeerBytes},
+		Bounds: r.Bounds.Bounds(r.PeerBytes),
 	}
 	if r.NextWake != 0 {
 		s.NextWake = time.Unix(0, r.NextWake).UTC()

@@ -12,24 +12,10 @@ import (
 	"github.com/torpor-dev/torpor/store/jsstore"
 )
 
-// ownedAgents closes its connection with it.
-type ownedAgents struct {
-	agents.Store
-	close func() error
-}
-
-func (a ownedAgents) Close() error { return a.close() }
-
 // TestAgentsContract runs agentstest against Agents on a fresh server per
 // check; a store opened again is a new connection to the same server.
 func TestAgentsContract(t *testing.T) {
-	agentstest.Run(t, func(t *testing.T) agentstest.Opener {
-		srv := single(t)
-		return func(t *testing.T) agents.Store {
-			c := open(t, srv)
-			return ownedAgents{c.Agents(), c.Close}
-		}
-	})
+	agentstest.Run(t, opener(onSingle, (*jsstore.Conn).OwnAgents))
 }
 
 // TestTakeAcrossConnections: 3 connections (as 3 relays) take from one

@@ -12,6 +12,7 @@ import (
 	"github.com/torpor-dev/torpor/store/jsstore/jsserver"
 	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/store/queue/queuetest"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 )
 
 // BenchmarkEnqueue: durable enqueues, 16 concurrent senders spread over
@@ -46,7 +47,7 @@ func benchEnqueue(b *testing.B, cfg jsstore.Config) {
 	}
 	defer c.Close()
 	q := c.Queue()
-	bounds := queue.DefaultBounds()
+	bounds := queuebounds.Default()
 	bounds.MaxMessages, bounds.MaxPerPeer, bounds.MaxBytes, bounds.MaxPeerBytes = 5000, 5000, 1<<30, 1<<30
 	var n atomic.Int64
 	body := make([]byte, 1024)

@@ -7,11 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/torpor-dev/torpor/store/agents"
 	"github.com/torpor-dev/torpor/store/agents/agentstest"
 	"github.com/torpor-dev/torpor/store/jsstore"
 	"github.com/torpor-dev/torpor/store/jsstore/jsserver"
-	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/store/queue/queuetest"
 )
 
@@ -37,22 +35,16 @@ func TestContractsOnCluster(t *testing.T) {
 		}
 		return c
 	}
-	queuetest.Run(t, func(t *testing.T) queuetest.Opener {
-		checks++
-		prefix := fmt.Sprintf("Q%d", checks)
-		return func(t *testing.T) queue.Store {
-			c := openR3(t, prefix)
-			return ownedQueue{c.Queue(), c}
+	// Each check has its own prefix: Q1, Q2, ... then A9, A10, ...
+	onPrefix := func(suite string) func(t *testing.T) func(t *testing.T) *jsstore.Conn {
+		return func(*testing.T) func(t *testing.T) *jsstore.Conn {
+			checks++
+			prefix := fmt.Sprintf("%s%d", suite, checks)
+			return func(t *testing.T) *jsstore.Conn { return openR3(t, prefix) }
 		}
-	})
-	agentstest.Run(t, func(t *testing.T) agentstest.Opener {
-		checks++
-		prefix := fmt.Sprintf("A%d", checks)
-		return func(t *testing.T) agents.Store {
-			c := openR3(t, prefix)
-			return ownedAgents{c.Agents(), c.Close}
-		}
-	})
+	}
+	queuetest.Run(t, opener(onPrefix("Q"), (*jsstore.Conn).OwnQueue))
+	agentstest.Run(t, opener(onPrefix("A"), (*jsstore.Conn).OwnAgents))
 	nc := openR3(t, "CHECK")
 	defer nc.Close()
 	if r := nc.NATS().ConnectedServerName(); !strings.HasPrefix(r, "n") {

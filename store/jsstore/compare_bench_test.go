@@ -18,6 +18,7 @@ import (
 	"github.com/torpor-dev/torpor/store/jsstore"
 	"github.com/torpor-dev/torpor/store/jsstore/jsserver"
 	"github.com/torpor-dev/torpor/store/queue"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 )
 
 // BenchmarkEnqueueDurableVsJetStream runs store/queue's
@@ -129,8 +130,8 @@ func runEnqueues(b *testing.B, s queue.Store, senders int, body []byte) float64 
 // it, DefaultBounds' 512 KiB per sender refused the 513th 1 KiB record of
 // a sender with "queue: full (peer)" once b.N grew past 512 × senders
 // (TestWorkloadBoundsAdmitALongRun).
-func workloadBounds() queue.Bounds {
-	b := queue.DefaultBounds()
+func workloadBounds() queuebounds.Bounds {
+	b := queuebounds.Default()
 	b.MaxMessages, b.MaxPerPeer, b.MaxBytes, b.MaxPeerBytes = 1<<30, 1<<30, 1<<50, 1<<50
 	return b
 }

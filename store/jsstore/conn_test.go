@@ -12,8 +12,8 @@ import (
 
 	"github.com/torpor-dev/torpor/store/jsstore"
 	"github.com/torpor-dev/torpor/store/jsstore/jsserver"
-	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/store/queue/queuetest"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 )
 
 // TestOpenRefusesWeakDurability: Open refuses, naming the setting, every
@@ -70,7 +70,7 @@ func TestBodiesExpireByTTL(t *testing.T) {
 	c := open(t, srv)
 	defer c.Close()
 	q := c.Queue()
-	b := queue.DefaultBounds()
+	b := queuebounds.Default()
 	b.TTL = 2 * time.Hour
 	r1 := queuetest.MustEnqueue(t, q, queuetest.Msg(queuetest.Alice, "one"), b, queuetest.T0)
 	queuetest.MustEnqueue(t, q, queuetest.Msg(queuetest.Alice, "two"), b, queuetest.T0)

@@ -14,10 +14,11 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/torpor-dev/torpor/store/queue"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 )
 
 // admit checks b against s's records live at now, for r.
-func admit(s *qstate, r queue.Record, b queue.Bounds, now time.Time) *queue.FullError {
+func admit(s *qstate, r queue.Record, b queuebounds.Bounds, now time.Time) *queue.FullError {
 	live, fromPeer := s.stats(now, r.From)
 	return queue.Admit(live, fromPeer, r, b)
 }
@@ -26,7 +27,7 @@ func admit(s *qstate, r queue.Record, b queue.Bounds, now time.Time) *queue.Full
 // stream first; the record exists once the agent's state names it, which
 // a compare-and-swap on the state checked against the bounds makes so.
 // See the package doc for why two relays cannot both take the last slot.
-func (q *Queue) Enqueue(ctx context.Context, r queue.Record, b queue.Bounds, now time.Time) (queue.Record, error) {
+func (q *Queue) Enqueue(ctx context.Context, r queue.Record, b queuebounds.Bounds, now time.Time) (queue.Record, error) {
 	if err := q.enter(ctx); err != nil {
 		return queue.Record{}, err
 	}
@@ -73,7 +74,7 @@ func (q *Queue) Enqueue(ctx context.Context, r queue.Record, b queue.Bounds, now
 // starts from first, the state Enqueue read before storing the body: when
 // no other write came in between, the compare-and-swap succeeds without
 // reading the state again.
-func (q *Queue) commit(ctx context.Context, r queue.Record, b queue.Bounds, e entry, first *loaded, now time.Time) (uint64, *queue.FullError, error) {
+func (q *Queue) commit(ctx context.Context, r queue.Record, b queuebounds.Bounds, e entry, first *loaded, now time.Time) (uint64, *queue.FullError, error) {
 	var refused *queue.FullError
 	expired, err := q.updateFrom(ctx, r.Agent, first, func(s *qstate) ([]entry, bool) {
 		refused = nil

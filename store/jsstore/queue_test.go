@@ -9,6 +9,8 @@ import (
 	"github.com/torpor-dev/torpor/store/jsstore/jsserver"
 	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/store/queue/queuetest"
+	"github.com/torpor-dev/torpor/store/storetest"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 )
 
 // single starts a one-server JetStream that fsyncs every write, for the
@@ -36,29 +38,27 @@ func open(t *testing.T, srv *jsserver.Server) *jsstore.Conn {
 	return c
 }
 
-// ownedQueue closes its connection with it.
-type ownedQueue struct {
-	*jsstore.Queue
-	c *jsstore.Conn
+// opener is a contract suite's newOpener over JetStream: per check, fresh
+// returns how to connect for it, and every opening is a new connection
+// whose store (own) closes it.
+func opener[S any](fresh func(t *testing.T) func(t *testing.T) *jsstore.Conn, own func(*jsstore.Conn) S) func(t *testing.T) storetest.Opener[S] {
+	return func(t *testing.T) storetest.Opener[S] {
+		connect := fresh(t)
+		return func(t *testing.T) S { return own(connect(t)) }
+	}
 }
 
-func (q ownedQueue) Close() error {
-	err := q.Queue.Close()
-	q.c.Close()
-	return err
+// onSingle gives each check a fresh single server.
+func onSingle(t *testing.T) func(t *testing.T) *jsstore.Conn {
+	srv := single(t)
+	return func(t *testing.T) *jsstore.Conn { return open(t, srv) }
 }
 
 // TestQueueContract runs the queue.Store contract suite against Queue on
 // a fresh server per check; a store opened again is a new connection to
 // the same server.
 func TestQueueContract(t *testing.T) {
-	queuetest.Run(t, func(t *testing.T) queuetest.Opener {
-		srv := single(t)
-		return func(t *testing.T) queue.Store {
-			c := open(t, srv)
-			return ownedQueue{c.Queue(), c}
-		}
-	})
+	queuetest.Run(t, opener(onSingle, (*jsstore.Conn).OwnQueue))
 }
 
 // TestRaceAcrossConnections races for the last slots through separate
@@ -72,7 +72,7 @@ func TestRaceAcrossConnections(t *testing.T) {
 		t.Cleanup(func() { c.Close() })
 		qs = append(qs, c.Queue())
 	}
-	b := queue.DefaultBounds()
+	b := queuebounds.Default()
 	b.MaxMessages = 20
 	for i := range 5 {
 		queuetest.MustEnqueue(t, qs[i%3], queuetest.Msg(queuetest.Bob, "pre"), b, queuetest.T0)
@@ -106,11 +106,11 @@ func TestPrefixSeparates(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	queuetest.MustEnqueue(t, a.Queue(), queuetest.Msg(queuetest.Alice, "a"), queue.DefaultBounds(), queuetest.T0)
+	queuetest.MustEnqueue(t, a.Queue(), queuetest.Msg(queuetest.Alice, "a"), queuebounds.Default(), queuetest.T0)
 	if st, err := b.Queue().Stats(ctx, queuetest.Agent, queuetest.T0); err != nil || st.Messages != 0 {
 		t.Errorf("Stats under another prefix = %+v, %v; want empty", st, err)
 	}
-	if r := queuetest.MustEnqueue(t, b.Queue(), queuetest.Msg(queuetest.Alice, "b"), queue.DefaultBounds(), queuetest.T0); r.Seq != 1 {
+	if r := queuetest.MustEnqueue(t, b.Queue(), queuetest.Msg(queuetest.Alice, "b"), queuebounds.Default(), queuetest.T0); r.Seq != 1 {
 		t.Errorf("first seq under another prefix = %d, want 1", r.Seq)
 	}
 	if _, err := openPrefix("no.dots"); err == nil {

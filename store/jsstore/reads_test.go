@@ -10,6 +10,7 @@ import (
 	"github.com/torpor-dev/torpor/store/jsstore"
 	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/store/queue/queuetest"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 )
 
 // TestEnqueueReadsStateOnce counts the requests for the agent's queue
@@ -36,7 +37,7 @@ func TestEnqueueReadsStateOnce(t *testing.T) {
 	q := c.Queue()
 	for i := range 3 {
 		r := queue.Record{Agent: "did:key:reads", From: queuetest.Alice, Body: []byte("x")}
-		if _, err := q.Enqueue(context.Background(), r, queue.DefaultBounds(), queuetest.T0); err != nil {
+		if _, err := q.Enqueue(context.Background(), r, queuebounds.Default(), queuetest.T0); err != nil {
 			t.Fatal(err)
 		}
 		// The server sent the subscription every request it took before

@@ -15,6 +15,8 @@ import (
 
 	"github.com/torpor-dev/torpor/internal/benchcpu"
 	"github.com/torpor-dev/torpor/store"
+	"github.com/torpor-dev/torpor/store/queue/recordlog"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 )
 
 // benchDir returns the directory the benchmarks write to: $TORPOR_BENCH_DIR
@@ -187,7 +189,7 @@ func openEngine(dir, engine string) (Store, func() commitStats, error) {
 // enqueueRound enqueues n 1 KiB records from senders concurrent senders,
 // sender i to agent i mod 16, with bounds that never refuse.
 func enqueueRound(s Store, senders, n int) error {
-	bounds := DefaultBounds()
+	bounds := queuebounds.Default()
 	bounds.MaxMessages, bounds.MaxPerPeer, bounds.MaxBytes, bounds.MaxPeerBytes = 1<<30, 1<<30, 1<<50, 1<<50
 	body := bytes.Repeat([]byte("x"), 1024)
 	var next atomic.Int64
@@ -211,54 +213,94 @@ func enqueueRound(s Store, senders, n int) error {
 	return nil
 }
 
-// BenchmarkLogOpen measures the record log's recovery: OpenLog reads every
-// segment and rebuilds the index (there is no checkpoint). The log holds
-// 100,000 live 1 KiB records of 1,000 agents, written as frames into
-// 64 MiB segments beforehand; it reports the time per open (ns/op) and
-// the records and MiB it reads per second, and the heap the open Log
-// holds per live record (heap-B/record).
+// BenchmarkLogOpen measures the record log's recovery: OpenLog checks
+// every segment's frames and rebuilds the index, from the index
+// checkpoint (checkpoint=true: the one Close wrote, so that no frame is
+// decoded) or from the frames (checkpoint=false). The log holds 100,000 or
+// 1,000,000 live 1 KiB records of 1,000 agents, written as frames into
+// 64 MiB segments beforehand, in commits of 64 records; it reports the
+// time per open (ns/op, Close not counted) and the records and MiB it
+// reads per second, and the heap the open Log holds per live record
+// (heap-B/record).
 func BenchmarkLogOpen(b *testing.B) {
-	dir := filepath.Join(benchDir(b), "queue.log")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		b.Fatal(err)
-	}
-	const records = 100_000
-	body := bytes.Repeat([]byte("x"), 1024)
-	var buf []byte
-	id, total := uint64(1), int64(0)
-	flush := func() {
-		if err := os.WriteFile(filepath.Join(dir, segmentName(id)), append(bytes.Clone(segmentMagic), buf...), 0o600); err != nil {
-			b.Fatal(err)
+	for _, records := range []int{100_000, 1_000_000} {
+		dir := filepath.Join(benchDir(b), "queue.log")
+		total := writeLogFrames(b, dir, records, 1024)
+		for _, ck := range []bool{false, true} {
+			b.Run(fmt.Sprintf("records=%d/checkpoint=%v", records, ck), func(b *testing.B) {
+				benchLogOpen(b, dir, records, total, ck)
+			})
 		}
-		total += int64(len(buf))
-		buf, id = buf[:0], id+1
+		os.RemoveAll(dir)
 	}
-	for i := range records {
-		r := Record{Agent: fmt.Sprint("did:key:agent", i%1000), Seq: uint64(i/1000 + 1), From: fmt.Sprint("did:key:sender", i%50),
-			EnqueuedAt: t0, ExpiresAt: t0.Add(time.Hour), Body: body}
-		if buf = appendRecordFrame(buf, r); len(buf) >= defaultSegmentSize {
-			flush()
-		}
-	}
-	flush()
-	heap := indexHeap(b, dir)
+}
+
+func benchLogOpen(b *testing.B, dir string, records int, total int64, ck bool) {
+	os.Remove(filepath.Join(dir, checkpointFile))
+	heap := indexHeap(b, dir) // its Close writes the checkpoint
 	meter := benchcpu.Start(b)
 	for b.Loop() {
+		if !ck {
+			os.Remove(filepath.Join(dir, checkpointFile))
+		}
 		l, err := OpenLog(dir, nil)
 		if err != nil {
 			b.Fatal(err)
 		}
+		if used := l.CheckpointIgnored() == nil && l.ckFresh; used != ck {
+			b.Fatalf("checkpoint used: %v", used)
+		}
+		b.StopTimer()
+		meter.Pause()
 		l.Close()
+		meter.Resume()
+		b.StartTimer()
 	}
 	meter.Stop()
 	sec := b.Elapsed().Seconds() / float64(b.N)
-	b.ReportMetric(records/sec, "records/s")
+	b.ReportMetric(float64(records)/sec, "records/s")
 	b.ReportMetric(float64(total)/(1<<20)/sec, "MiB/s")
-	b.ReportMetric(float64(heap)/records, "heap-B/record")
+	b.ReportMetric(float64(heap)/float64(records), "heap-B/record")
+}
+
+// writeLogFrames writes into dir a record log of n live records with
+// bodies of size bytes, for 1,000 agents from 50 senders, as frames in
+// 64 MiB segments, in commits of 64 records, and returns the bytes of
+// frames written.
+func writeLogFrames(b testing.TB, dir string, n, size int) int64 {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		b.Fatal(err)
+	}
+	body := bytes.Repeat([]byte("x"), size)
+	var buf []byte
+	id, total, start := uint64(1), int64(0), 0
+	flush := func() {
+		if start < len(buf) {
+			buf = recordlog.AppendCommit(buf, start)
+		}
+		if err := os.WriteFile(filepath.Join(dir, recordlog.Name(id)), append(bytes.Clone(recordlog.Magic), buf...), 0o600); err != nil {
+			b.Fatal(err)
+		}
+		total += int64(len(buf))
+		buf, id, start = buf[:0], id+1, 0
+	}
+	for i := range n {
+		r := Record{Agent: fmt.Sprint("did:key:agent", i%1000), Seq: uint64(i/1000 + 1), From: fmt.Sprint("did:key:sender", i%50),
+			EnqueuedAt: t0, ExpiresAt: t0.Add(time.Hour), Body: body}
+		if buf = appendRecordFrame(buf, r); i%64 == 63 { // commits of 64 records
+			buf = recordlog.AppendCommit(buf, start)
+			start = len(buf)
+		}
+		if len(buf) >= defaultSegmentSize {
+			flush()
+		}
+	}
+	flush()
+	return total
 }
 
 // indexHeap returns the heap bytes a Log opened over dir holds.
-func indexHeap(b *testing.B, dir string) uint64 {
+func indexHeap(b testing.TB, dir string) uint64 {
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)

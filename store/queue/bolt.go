@@ -12,6 +12,8 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/torpor-dev/torpor/store"
+	"github.com/torpor-dev/torpor/store/queue/internal/groupcommit"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 )
 
 // Bucket and key names (see the package doc's on-disk layout).
@@ -42,7 +44,7 @@ type Bolt struct {
 	db    *bolt.DB
 	ownDB bool
 	// commits group-commits Enqueue and Ack.
-	commits committer
+	commits *groupcommit.Group[boltWrite]
 	// fail, when set by tests, is called at named points inside write
 	// transactions with the record being written or removed; an error
 	// aborts the transaction there.
@@ -71,7 +73,7 @@ func OpenBolt(path string, o *Options) (*Bolt, error) {
 		db.Close()
 		return nil, err
 	}
-	s.commits.max = o.MaxBatchSize
+	s.commits.Max = o.MaxBatchSize
 	return s, nil
 }
 
@@ -96,7 +98,7 @@ func newBolt(db *bolt.DB, own bool) (*Bolt, error) {
 	if err != nil {
 		return nil, fmt.Errorf("queue: opening %s: %w", db.Path(), store.Err(err))
 	}
-	return &Bolt{db: db, ownDB: own, commits: committer{db: db}}, nil
+	return &Bolt{db: db, ownDB: own, commits: newBoltCommits(db)}, nil
 }
 
 // DB returns the underlying database, for state that must live in the same
@@ -132,9 +134,19 @@ func (s *Bolt) enter(ctx context.Context) error {
 }
 
 // write runs fn in a committed (fsync'd) read-write transaction, shared
-// with concurrent writers (see committer). fn may run more than once and
+// with concurrent writers (see newBoltCommits). fn may run more than once and
 // must be idempotent.
-func (s *Bolt) write(fn func(*bolt.Tx) error) error { return s.commits.write(fn) }
+func (s *Bolt) write(fn func(*bolt.Tx) error) error { return s.commits.Do(fn) }
+
+// view runs fn in a read transaction; a page that makes bbolt panic or
+// fault is a *store.CorruptError, not the end of the relay.
+func (s *Bolt) view(fn func(*bolt.Tx) error) error {
+	err, cerr := guarded(s.db, func() error { return s.db.View(fn) })
+	if cerr != nil {
+		return cerr
+	}
+	return err
+}
 
 // failpoint returns the injected failure for point, if any.
 func (s *Bolt) failpoint(point string, r Record) error {
@@ -145,7 +157,7 @@ func (s *Bolt) failpoint(point string, r Record) error {
 }
 
 // Enqueue implements Store.
-func (s *Bolt) Enqueue(ctx context.Context, r Record, b Bounds, now time.Time) (Record, error) {
+func (s *Bolt) Enqueue(ctx context.Context, r Record, b queuebounds.Bounds, now time.Time) (Record, error) {
 	if err := s.enter(ctx); err != nil {
 		return Record{}, err
 	}
@@ -183,7 +195,7 @@ func (s *Bolt) Enqueue(ctx context.Context, r Record, b Bounds, now time.Time) (
 
 // prepare validates an Enqueue call and returns the record with its times
 // set and its stored form.
-func prepare(r Record, b Bounds, now time.Time) (Record, []byte, error) {
+func prepare(r Record, b queuebounds.Bounds, now time.Time) (Record, []byte, error) {
 	r, err := prepareRecord(r, b, now)
 	if err != nil {
 		return Record{}, nil, err
@@ -192,31 +204,10 @@ func prepare(r Record, b Bounds, now time.Time) (Record, []byte, error) {
 	return r, val, err
 }
 
-// prepareRecord validates an Enqueue call and returns the record with its
-// times set (see Prepare).
-func prepareRecord(r Record, b Bounds, now time.Time) (Record, error) {
-	if err := b.Validate(); err != nil {
-		return Record{}, err
-	}
-	if r.Agent == "" {
-		return Record{}, fmt.Errorf("%w: no agent", ErrInvalidRecord)
-	}
-	if r.Kind > KindHandshake {
-		return Record{}, fmt.Errorf("%w: %v", ErrInvalidRecord, r.Kind)
-	}
-	if int64(len(r.Body)) > b.MaxMessageSize {
-		return Record{}, fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, len(r.Body), b.MaxMessageSize)
-	}
-	r.Seq = 0
-	r.EnqueuedAt = time.Unix(0, now.UnixNano()).UTC()
-	r.ExpiresAt = r.EnqueuedAt.Add(b.TTL)
-	return r, nil
-}
-
 // insert checks b against the agent's live records and writes r, its
 // expiry index entry and the counters. It returns a *FullError, writing
 // nothing, when a bound refuses r. Expired records must have been purged.
-func (s *Bolt) insert(tx *bolt.Tx, r Record, val []byte, b Bounds) (uint64, *FullError, error) {
+func (s *Bolt) insert(tx *bolt.Tx, r Record, val []byte, b queuebounds.Bounds) (uint64, *FullError, error) {
 	agents := tx.Bucket(bucketAgents)
 	var (
 		c        counters
@@ -268,44 +259,6 @@ func (s *Bolt) insert(tx *bolt.Tx, r Record, val []byte, b Bounds) (uint64, *Ful
 		}
 	}
 	return c.last, nil, nil
-}
-
-// peerCount is what an agent's live records from one sender add up to.
-type peerCount struct{ n, bytes uint64 }
-
-// check applies the bounds in the reference's order (messages, peer,
-// bytes) to the live counters, then the per-peer byte cap, which the
-// reference does not have: checked last, it changes no answer of the
-// reference's when it is at least MaxBytes. It is a peer bound. A
-// KindHandshake record may also use the reserved allowance.
-func check(c counters, fromPeer peerCount, r Record, b Bounds) *FullError {
-	maxN, maxPeer, maxPeerBytes, maxBytes := b.MaxMessages, b.MaxPerPeer, b.MaxPeerBytes, b.MaxBytes
-	if r.Kind == KindHandshake {
-		maxN = satAdd(maxN, b.HandshakeMessages)
-		maxPeer = satAdd(maxPeer, b.HandshakeMessages)
-		maxPeerBytes = satAdd(maxPeerBytes, b.HandshakeBytes)
-		maxBytes = satAdd(maxBytes, b.HandshakeBytes)
-	}
-	size := uint64(len(r.Body))
-	switch {
-	case c.n >= uint64(maxN):
-		return &FullError{Kind: BoundMessages}
-	case r.From != "" && fromPeer.n >= uint64(maxPeer):
-		return &FullError{Kind: BoundPeer}
-	case c.bytes+size > uint64(maxBytes):
-		return &FullError{Kind: BoundBytes}
-	case r.From != "" && fromPeer.bytes+size > uint64(maxPeerBytes):
-		return &FullError{Kind: BoundPeer}
-	}
-	return nil
-}
-
-// satAdd adds two non-negative integers, saturating instead of overflowing.
-func satAdd[T int | int64](a, b T) T {
-	if s := a + b; s >= a {
-		return s
-	}
-	return a
 }
 
 // getPeer parses a peer value: uint64 BE records, uint64 BE body bytes.
@@ -426,7 +379,7 @@ func (s *Bolt) Next(ctx context.Context, agent string, after uint64, max int, no
 		out     []Record
 		damaged *DamagedError
 	)
-	s.db.View(func(tx *bolt.Tx) error {
+	err := s.view(func(tx *bolt.Tx) error {
 		ab := tx.Bucket(bucketAgents).Bucket([]byte(agent))
 		if ab == nil || ab.Bucket(bucketRecords) == nil {
 			return nil
@@ -446,6 +399,9 @@ func (s *Bolt) Next(ctx context.Context, agent string, after uint64, max int, no
 		}
 		return nil
 	})
+	if err != nil {
+		return nil, fmt.Errorf("queue: next for %s: %w", agent, err)
+	}
 	if damaged != nil {
 		return out, damaged
 	}
@@ -498,9 +454,9 @@ func (s *Bolt) Purge(ctx context.Context, now time.Time) (int, error) {
 	}
 	defer s.mu.RUnlock()
 	var n int
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.write(func(tx *bolt.Tx) error {
 		var err error
-		n, err = s.purge(tx, now)
+		n, err = s.purge(tx, now) // sets n again if the batch is re-run
 		return err
 	})
 	if err != nil {
@@ -517,7 +473,7 @@ func (s *Bolt) Stats(ctx context.Context, agent string, now time.Time) (Stats, e
 	}
 	defer s.mu.RUnlock()
 	var c counters
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.view(func(tx *bolt.Tx) error {
 		ab := tx.Bucket(bucketAgents).Bucket([]byte(agent))
 		if ab == nil {
 			return nil

@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/torpor-dev/torpor/clock/clocktest"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 )
 
 var bg = context.Background()
@@ -25,7 +26,7 @@ func seqs(rs []Record) []uint64 {
 
 func TestEnqueueSetsFields(t *testing.T) {
 	s, _ := mustOpen(t)
-	b := DefaultBounds()
+	b := queuebounds.Default()
 	now := time.Date(2026, 1, 15, 13, 0, 0, 5, time.FixedZone("CET", 3600))
 	got := mustEnqueue(t, s, Record{Agent: agent, From: alice, Kind: KindHandshake, Body: []byte("welcome"),
 		Seq: 99, EnqueuedAt: t0.Add(-time.Hour), ExpiresAt: t0}, b, now)
@@ -45,7 +46,7 @@ func TestEnqueueSetsFields(t *testing.T) {
 
 func TestNextAckOrder(t *testing.T) {
 	s, _ := mustOpen(t)
-	b := DefaultBounds()
+	b := queuebounds.Default()
 	for i := range 10 {
 		r := mustEnqueue(t, s, msg(alice, string(rune('a'+i))), b, t0)
 		if r.Seq != uint64(i+1) {
@@ -104,7 +105,7 @@ func TestNextAckOrder(t *testing.T) {
 func TestExpiryAndPurge(t *testing.T) {
 	s, _ := mustOpen(t)
 	clk := clocktest.New(time.Date(2026, 1, 15, 10, 0, 0, 0, time.UTC))
-	short, long := DefaultBounds(), DefaultBounds()
+	short, long := queuebounds.Default(), queuebounds.Default()
 	short.TTL, long.TTL = time.Second, time.Hour
 	mustEnqueue(t, s, msg(alice, "expires"), short, clk.Now())                                     // seq 1
 	mustEnqueue(t, s, msg(bob, "stays"), long, clk.Now())                                          // seq 2
@@ -177,7 +178,7 @@ func liveAt(t *testing.T, s *Bolt, now time.Time) []uint64 {
 // records: a record whose index entry is gone is not found by Purge.
 func TestPurgeUsesIndex(t *testing.T) {
 	s, _ := mustOpen(t)
-	b := DefaultBounds()
+	b := queuebounds.Default()
 	b.TTL = time.Second
 	r := mustEnqueue(t, s, msg(alice, "x"), b, t0)
 	if err := s.db.Update(func(tx *boltTx) error {
@@ -196,7 +197,7 @@ func TestReopenKeepsEverything(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := DefaultBounds()
+	b := queuebounds.Default()
 	b.MaxPerPeer = 2
 	var want []Record
 	for _, r := range []Record{msg(alice, "one"), msg(bob, "two"), {Agent: agent, From: alice, Kind: KindHandshake, Body: []byte("commit")}} {
@@ -236,7 +237,7 @@ func TestClosed(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Enqueue(bg, msg(alice, "x"), DefaultBounds(), t0); !errors.Is(err, ErrClosed) {
+	if _, err := s.Enqueue(bg, msg(alice, "x"), queuebounds.Default(), t0); !errors.Is(err, ErrClosed) {
 		t.Errorf("Enqueue after Close = %v, want ErrClosed", err)
 	}
 	if _, err := s.Next(bg, agent, 0, 1, t0); !errors.Is(err, ErrClosed) {
@@ -258,7 +259,7 @@ func TestClosed(t *testing.T) {
 
 func TestNewSharesDB(t *testing.T) {
 	s, _ := mustOpen(t)
-	mustEnqueue(t, s, msg(alice, "x"), DefaultBounds(), t0)
+	mustEnqueue(t, s, msg(alice, "x"), queuebounds.Default(), t0)
 	shared, err := New(s.DB())
 	if err != nil {
 		t.Fatal(err)
@@ -289,11 +290,11 @@ func TestUnknownLayoutVersion(t *testing.T) {
 // record count, and checks that the per-peer byte bound is exact on it.
 func TestMigrateV1(t *testing.T) {
 	s, path := mustOpen(t)
-	b := with(func(b *Bounds) { b.MaxPeerBytes = 10 })
+	b := with(func(b *queuebounds.Bounds) { b.MaxPeerBytes = 10 })
 	for _, r := range []Record{msg(alice, "12345"), msg(alice, "123"), msg(bob, "1")} {
 		mustEnqueue(t, s, r, b, t0)
 	}
-	acked := mustEnqueue(t, s, msg(alice, "1234567890"), DefaultBounds(), t0)
+	acked := mustEnqueue(t, s, msg(alice, "1234567890"), queuebounds.Default(), t0)
 	if err := s.Ack(bg, agent, []uint64{acked.Seq}); err != nil {
 		t.Fatal(err)
 	}

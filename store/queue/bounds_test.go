@@ -6,6 +6,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 )
 
 // outcome names an Enqueue result: "ok", a FullError kind, or "too-large".
@@ -36,39 +38,39 @@ type boundsStep struct {
 
 type boundsTest struct {
 	name   string
-	bounds Bounds
+	bounds queuebounds.Bounds
 	steps  []boundsStep
 }
 
 // with returns the default bounds as f changes them.
-func with(f func(*Bounds)) Bounds {
-	b := DefaultBounds()
+func with(f func(*queuebounds.Bounds)) queuebounds.Bounds {
+	b := queuebounds.Default()
 	f(&b)
 	return b
 }
 
 var boundsTests = []boundsTest{
-	{"messages", with(func(b *Bounds) { b.MaxMessages = 2 }), []boundsStep{
+	{"messages", with(func(b *queuebounds.Bounds) { b.MaxMessages = 2 }), []boundsStep{
 		{from: alice, size: 1, want: "ok"},
 		{from: bob, size: 1, want: "ok"},
 		{from: bob, size: 1, want: BoundMessages},
 	}},
-	{"messages checked before peer", with(func(b *Bounds) { b.MaxMessages, b.MaxPerPeer = 1, 1 }), []boundsStep{
+	{"messages checked before peer", with(func(b *queuebounds.Bounds) { b.MaxMessages, b.MaxPerPeer = 1, 1 }), []boundsStep{
 		{from: alice, size: 1, want: "ok"},
 		{from: alice, size: 1, want: BoundMessages},
 	}},
-	{"peer", with(func(b *Bounds) { b.MaxPerPeer = 2 }), []boundsStep{
+	{"peer", with(func(b *queuebounds.Bounds) { b.MaxPerPeer = 2 }), []boundsStep{
 		{from: alice, size: 1, want: "ok"},
 		{from: alice, size: 1, want: "ok"},
 		{from: alice, size: 1, want: BoundPeer},
 		{from: bob, size: 1, want: "ok"},
 	}},
-	{"peer checked before bytes", with(func(b *Bounds) { b.MaxPerPeer, b.MaxBytes = 1, 10 }), []boundsStep{
+	{"peer checked before bytes", with(func(b *queuebounds.Bounds) { b.MaxPerPeer, b.MaxBytes = 1, 10 }), []boundsStep{
 		{from: alice, size: 8, want: "ok"},
 		{from: alice, size: 8, want: BoundPeer},
 		{from: bob, size: 8, want: BoundBytes},
 	}},
-	{"peer bytes", with(func(b *Bounds) { b.MaxPeerBytes, b.MaxBytes = 10, 100 }), []boundsStep{
+	{"peer bytes", with(func(b *queuebounds.Bounds) { b.MaxPeerBytes, b.MaxBytes = 10, 100 }), []boundsStep{
 		{from: alice, size: 6, want: "ok"},
 		{from: alice, size: 5, want: BoundPeer},
 		{from: alice, size: 4, want: "ok"},
@@ -76,43 +78,43 @@ var boundsTests = []boundsTest{
 		{from: alice, size: 1, want: BoundPeer},
 		{from: bob, size: 10, want: "ok"},
 	}},
-	{"bytes checked before peer bytes", with(func(b *Bounds) { b.MaxPeerBytes, b.MaxBytes = 4, 6 }), []boundsStep{
+	{"bytes checked before peer bytes", with(func(b *queuebounds.Bounds) { b.MaxPeerBytes, b.MaxBytes = 4, 6 }), []boundsStep{
 		{from: alice, size: 4, want: "ok"},
 		{from: alice, size: 2, want: BoundPeer},
 		{from: alice, size: 4, want: BoundBytes},
 		{from: "", size: 2, want: "ok"}, // no sender: no peer bound
 	}},
-	{"handshake reserve: peer bytes", with(func(b *Bounds) { b.MaxPeerBytes, b.HandshakeBytes = 4, 3 }), []boundsStep{
+	{"handshake reserve: peer bytes", with(func(b *queuebounds.Bounds) { b.MaxPeerBytes, b.HandshakeBytes = 4, 3 }), []boundsStep{
 		{from: alice, size: 4, want: "ok"},
 		{from: alice, size: 1, want: BoundPeer},
 		{from: alice, kind: KindHandshake, size: 3, want: "ok"},
 		{from: alice, kind: KindHandshake, size: 1, want: BoundPeer},
 	}},
-	{"expired records free peer bytes", with(func(b *Bounds) { b.MaxPeerBytes, b.TTL = 4, time.Second }), []boundsStep{
+	{"expired records free peer bytes", with(func(b *queuebounds.Bounds) { b.MaxPeerBytes, b.TTL = 4, time.Second }), []boundsStep{
 		{from: alice, size: 4, want: "ok"},
 		{from: alice, size: 1, want: BoundPeer},
 		{from: alice, size: 4, at: 2 * time.Second, want: "ok"},
 	}},
-	{"bytes up to the limit", with(func(b *Bounds) { b.MaxBytes = 10 }), []boundsStep{
+	{"bytes up to the limit", with(func(b *queuebounds.Bounds) { b.MaxBytes = 10 }), []boundsStep{
 		{from: alice, size: 6, want: "ok"},
 		{from: bob, size: 4, want: "ok"},
 		{from: bob, size: 1, want: BoundBytes},
 		{from: bob, size: 0, want: "ok"},
 	}},
-	{"raw bytes counted (od-041)", with(func(b *Bounds) { b.MaxBytes = 4 }), []boundsStep{
+	{"raw bytes counted (od-041)", with(func(b *queuebounds.Bounds) { b.MaxBytes = 4 }), []boundsStep{
 		{from: alice, size: 10, want: BoundBytes},
 		{from: alice, size: 4, want: "ok"},
 	}},
-	{"maximum message size", with(func(b *Bounds) { b.MaxMessageSize = 8 }), []boundsStep{
+	{"maximum message size", with(func(b *queuebounds.Bounds) { b.MaxMessageSize = 8 }), []boundsStep{
 		{from: alice, size: 9, want: "too-large"},
 		{from: alice, size: 8, want: "ok"},
 		{from: alice, kind: KindHandshake, size: 9, want: "too-large"},
 	}},
-	{"no sender skips the peer bound", with(func(b *Bounds) { b.MaxPerPeer = 1 }), []boundsStep{
+	{"no sender skips the peer bound", with(func(b *queuebounds.Bounds) { b.MaxPerPeer = 1 }), []boundsStep{
 		{from: "", size: 1, want: "ok"},
 		{from: "", size: 1, want: "ok"},
 	}},
-	{"handshake reserve: messages", with(func(b *Bounds) { b.MaxMessages, b.HandshakeMessages = 2, 1 }), []boundsStep{
+	{"handshake reserve: messages", with(func(b *queuebounds.Bounds) { b.MaxMessages, b.HandshakeMessages = 2, 1 }), []boundsStep{
 		{from: alice, size: 1, want: "ok"},
 		{from: bob, size: 1, want: "ok"},
 		{from: bob, size: 1, want: BoundMessages},
@@ -120,13 +122,13 @@ var boundsTests = []boundsTest{
 		{from: alice, kind: KindHandshake, size: 1, want: BoundMessages},
 		{from: alice, size: 1, want: BoundMessages},
 	}},
-	{"handshake reserve: bytes", with(func(b *Bounds) { b.MaxBytes, b.HandshakeBytes = 10, 5 }), []boundsStep{
+	{"handshake reserve: bytes", with(func(b *queuebounds.Bounds) { b.MaxBytes, b.HandshakeBytes = 10, 5 }), []boundsStep{
 		{from: alice, size: 10, want: "ok"},
 		{from: bob, size: 1, want: BoundBytes},
 		{from: bob, kind: KindHandshake, size: 5, want: "ok"},
 		{from: bob, kind: KindHandshake, size: 1, want: BoundBytes},
 	}},
-	{"handshake reserve: peer", with(func(b *Bounds) { b.MaxPerPeer, b.HandshakeMessages = 1, 2 }), []boundsStep{
+	{"handshake reserve: peer", with(func(b *queuebounds.Bounds) { b.MaxPerPeer, b.HandshakeMessages = 1, 2 }), []boundsStep{
 		{from: alice, size: 1, want: "ok"},
 		{from: alice, size: 1, want: BoundPeer},
 		{from: alice, kind: KindHandshake, size: 1, want: "ok"},
@@ -134,22 +136,22 @@ var boundsTests = []boundsTest{
 		{from: alice, kind: KindHandshake, size: 1, want: BoundPeer},
 		{from: bob, size: 1, want: "ok"},
 	}},
-	{"handshakes first use the ordinary room", with(func(b *Bounds) { b.MaxMessages, b.HandshakeMessages = 1, 1 }), []boundsStep{
+	{"handshakes first use the ordinary room", with(func(b *queuebounds.Bounds) { b.MaxMessages, b.HandshakeMessages = 1, 1 }), []boundsStep{
 		{from: alice, kind: KindHandshake, size: 1, want: "ok"},
 		{from: bob, size: 1, want: BoundMessages},
 		{from: bob, kind: KindHandshake, size: 1, want: "ok"},
 		{from: bob, kind: KindHandshake, size: 1, want: BoundMessages},
 	}},
-	{"no reserve", with(func(b *Bounds) { b.MaxMessages, b.HandshakeMessages, b.HandshakeBytes = 1, 0, 0 }), []boundsStep{
+	{"no reserve", with(func(b *queuebounds.Bounds) { b.MaxMessages, b.HandshakeMessages, b.HandshakeBytes = 1, 0, 0 }), []boundsStep{
 		{from: alice, size: 1, want: "ok"},
 		{from: bob, kind: KindHandshake, size: 1, want: BoundMessages},
 	}},
-	{"expired records free their slots", with(func(b *Bounds) { b.MaxMessages, b.TTL = 1, time.Minute }), []boundsStep{
+	{"expired records free their slots", with(func(b *queuebounds.Bounds) { b.MaxMessages, b.TTL = 1, time.Minute }), []boundsStep{
 		{from: alice, size: 1, want: "ok"},
 		{from: alice, size: 1, at: time.Minute, want: BoundMessages}, // now == ExpiresAt: still live
 		{from: alice, size: 1, at: time.Minute + time.Nanosecond, want: "ok"},
 	}},
-	{"expired records free bytes and peer slots", with(func(b *Bounds) { b.MaxPerPeer, b.MaxBytes, b.TTL = 1, 4, time.Second }), []boundsStep{
+	{"expired records free bytes and peer slots", with(func(b *queuebounds.Bounds) { b.MaxPerPeer, b.MaxBytes, b.TTL = 1, 4, time.Second }), []boundsStep{
 		{from: alice, size: 4, want: "ok"},
 		{from: alice, size: 4, want: BoundPeer},
 		{from: bob, size: 4, want: BoundBytes},
@@ -175,17 +177,17 @@ func TestBounds(t *testing.T) {
 
 func TestEnqueueRejectsBadArguments(t *testing.T) {
 	s, _ := mustOpen(t)
-	zero := DefaultBounds()
+	zero := queuebounds.Default()
 	zero.TTL = 0
 	tests := []struct {
 		name   string
 		r      Record
-		b      Bounds
+		b      queuebounds.Bounds
 		target error
 	}{
-		{"no agent", Record{From: alice, Body: []byte("x")}, DefaultBounds(), ErrInvalidRecord},
-		{"unknown kind", Record{Agent: agent, Kind: 7, Body: []byte("x")}, DefaultBounds(), ErrInvalidRecord},
-		{"zero bounds", msg(alice, "x"), Bounds{}, ErrInvalidBounds},
+		{"no agent", Record{From: alice, Body: []byte("x")}, queuebounds.Default(), ErrInvalidRecord},
+		{"unknown kind", Record{Agent: agent, Kind: 7, Body: []byte("x")}, queuebounds.Default(), ErrInvalidRecord},
+		{"zero bounds", msg(alice, "x"), queuebounds.Bounds{}, ErrInvalidBounds},
 		{"zero TTL", msg(alice, "x"), zero, ErrInvalidBounds},
 	}
 	for _, tt := range tests {
@@ -197,7 +199,7 @@ func TestEnqueueRejectsBadArguments(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := s.Enqueue(ctx, msg(alice, "x"), DefaultBounds(), t0); !errors.Is(err, context.Canceled) {
+	if _, err := s.Enqueue(ctx, msg(alice, "x"), queuebounds.Default(), t0); !errors.Is(err, context.Canceled) {
 		t.Errorf("Enqueue with a cancelled context = %v, want context.Canceled", err)
 	}
 	if st, _ := s.Stats(context.Background(), agent, t0); st.Messages != 0 {

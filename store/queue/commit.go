@@ -2,118 +2,89 @@ package queue
 
 import (
 	"fmt"
-	"sync"
+	"runtime/debug"
+	"sync/atomic"
 
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/torpor-dev/torpor/store"
+	"github.com/torpor-dev/torpor/store/queue/internal/groupcommit"
 )
 
-// committer is the queue's group commit. A writer that finds no commit in
-// progress commits at once with whoever is waiting; writers that arrive
-// while a commit runs wait for it and then go together in the next one,
-// led by the first of them. No timer is involved: a batch is exactly the
-// writers that arrived during the previous commit, so a lone writer never
-// waits and N concurrent writers share one fsync without delay. (bbolt's
-// DB.Batch waits MaxBatchDelay for company even when the previous commit
-// already gathered it; see docs/performance.md.)
+// boltWrite is one Bolt write: a function run in a shared transaction.
+type boltWrite = func(*bolt.Tx) error
+
+// newBoltCommits returns the bbolt queue's group commit
+// (internal/groupcommit) over db: a batch is one bbolt transaction, fsync'd
+// once.
 //
 // Like DB.Batch, a batch whose function fails is rolled back and re-run
 // without that function, which then runs alone and gets its own result,
 // so functions may run more than once and must be idempotent.
-type committer struct {
-	db *bolt.DB
-	// max caps the calls in one commit (0: no cap).
-	max int
-
-	mu      sync.Mutex
-	pending []*call
-	running bool // a leader is committing; new calls wait in pending
+//
+// A panic inside bbolt itself (a damaged page it meets while it rebalances
+// or spills the tree in Commit, after the start check passed) fails the
+// batch with a *store.CorruptError and every later batch with the same
+// error: the relay answers store_unavailable and says how to mend the file,
+// instead of dying or writing further into a damaged file.
+func newBoltCommits(db *bolt.DB) *groupcommit.Group[boltWrite] {
+	return stickyCommits(db, func(batch []boltWrite) []error { return commitBolt(db, batch) })
 }
 
-// call is one write waiting for its commit. done receives its result, or
-// lead=true when the caller must lead the next batch.
-type call struct {
-	fn   func(*bolt.Tx) error
-	done chan result
-}
-
-type result struct {
-	err  error
-	lead bool
-}
-
-// write runs fn in a committed (fsync'd) transaction, shared with the
-// writers concurrent with it, and returns fn's error or the commit's.
-func (c *committer) write(fn func(*bolt.Tx) error) error {
-	me := &call{fn: fn, done: make(chan result, 1)}
-	c.mu.Lock()
-	c.pending = append(c.pending, me)
-	if c.running {
-		c.mu.Unlock()
-		r := <-me.done
-		if !r.lead {
-			return r.err
-		}
-	} else {
-		c.running = true
-		c.mu.Unlock()
-	}
-	return c.lead(me)
-}
-
-// lead commits batches until me has its result, then hands leadership to
-// the first waiting call, if any.
-func (c *committer) lead(me *call) error {
-	for {
-		c.mu.Lock()
-		batch := c.pending
-		if c.max > 0 && len(batch) > c.max {
-			batch = batch[:c.max:c.max]
-		}
-		if c.pending = c.pending[len(batch):]; len(c.pending) == 0 {
-			c.pending = nil // let the calls just taken be collected
-		}
-		c.mu.Unlock()
-		var mine *result
-		for _, r := range c.commit(batch) {
-			if r.c == me {
-				mine = &result{err: r.err}
-				continue
+// stickyCommits is newBoltCommits with the commit of a batch as commit.
+func stickyCommits(db *bolt.DB, commit func([]boltWrite) []error) *groupcommit.Group[boltWrite] {
+	var broken atomic.Pointer[store.CorruptError]
+	return &groupcommit.Group[boltWrite]{
+		Commit: func(batch []boltWrite, _ func()) []error {
+			if err := broken.Load(); err != nil {
+				return fill(len(batch), err)
 			}
-			r.c.done <- result{err: r.err}
-		}
-		c.mu.Lock()
-		switch {
-		case mine == nil: // cut off by max; still pending
-			c.mu.Unlock()
-			continue
-		case len(c.pending) == 0:
-			c.running = false
-			c.mu.Unlock()
-		default:
-			next := c.pending[0]
-			c.mu.Unlock()
-			next.done <- result{lead: true}
-		}
-		return mine.err
+			out, err := guarded(db, func() []error { return commit(batch) })
+			if err != nil {
+				broken.Store(err)
+				return fill(len(batch), err)
+			}
+			return out
+		},
 	}
 }
 
-type commitOutcome struct {
-	c   *call
-	err error
+// guarded runs fn, turning a panic or a memory fault inside bbolt (which
+// trusts its file) into a *store.CorruptError naming db's file. bbolt's
+// managed transactions roll back on a panic, so the file lock and the
+// writer lock are released.
+func guarded[T any](db *bolt.DB, fn func() T) (out T, err *store.CorruptError) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if p := recover(); p != nil {
+			err = &store.CorruptError{Path: db.Path(), Problems: []string{fmt.Sprintf("bbolt panicked: %v", p)}}
+		}
+	}()
+	return fn(), nil
 }
 
-// commit runs batch in one transaction. A function that fails is taken
-// out, run alone, and the rest re-run together.
-func (c *committer) commit(batch []*call) []commitOutcome {
-	out := make([]commitOutcome, 0, len(batch))
+func fill(n int, err error) []error {
+	out := make([]error, n)
+	for i := range out {
+		out[i] = err
+	}
+	return out
+}
+
+// commitBolt runs batch in one transaction and returns each function's
+// result. A function that fails is taken out, run alone, and the rest
+// re-run together.
+func commitBolt(db *bolt.DB, batch []boltWrite) []error {
+	out := make([]error, len(batch))
+	idx := make([]int, len(batch)) // batch[i] is the call idx[i]
+	for i := range idx {
+		idx[i] = i
+	}
 	for len(batch) > 0 {
 		failed := -1
-		err := c.db.Update(func(tx *bolt.Tx) error {
-			for i, k := range batch {
-				if err := safely(k.fn, tx); err != nil {
+		err := db.Update(func(tx *bolt.Tx) error {
+			for i, fn := range batch {
+				if err := safely(fn, tx); err != nil {
 					failed = i
 					return err
 				}
@@ -121,14 +92,15 @@ func (c *committer) commit(batch []*call) []commitOutcome {
 			return nil
 		})
 		if failed < 0 {
-			for _, k := range batch {
-				out = append(out, commitOutcome{k, store.Err(err)})
+			for _, i := range idx {
+				out[i] = store.Err(err)
 			}
 			return out
 		}
-		k := batch[failed]
-		out = append(out, commitOutcome{k, store.Err(c.db.Update(func(tx *bolt.Tx) error { return safely(k.fn, tx) }))})
+		fn := batch[failed]
+		out[idx[failed]] = store.Err(db.Update(func(tx *bolt.Tx) error { return safely(fn, tx) }))
 		batch = append(batch[:failed:failed], batch[failed+1:]...)
+		idx = append(idx[:failed:failed], idx[failed+1:]...)
 	}
 	return out
 }

@@ -22,7 +22,7 @@ func TestCommitterBatches(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	c := &committer{db: db}
+	c := newBoltCommits(db)
 	release := make(chan struct{})
 	put := func(i int) func(*bolt.Tx) error {
 		return func(tx *bolt.Tx) error {
@@ -40,18 +40,16 @@ func TestCommitterBatches(t *testing.T) {
 		}
 	}
 	first, held := make(chan error), make(chan struct{})
-	go func() { first <- c.write(func(tx *bolt.Tx) error { close(held); <-release; return nil }) }()
+	go func() { first <- c.Do(func(tx *bolt.Tx) error { close(held); <-release; return nil }) }()
 	<-held
 	const n = 20
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	for i := range n {
-		wg.Go(func() { errs[i] = c.write(put(i)) })
+		wg.Go(func() { errs[i] = c.Do(put(i)) })
 	}
 	for waiting := 0; waiting < n; {
-		c.mu.Lock()
-		waiting = len(c.pending)
-		c.mu.Unlock()
+		waiting = c.Waiting()
 	}
 	tx0 := txID(t, db)
 	close(release)

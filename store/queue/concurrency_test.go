@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 )
 
 const racers = 64
@@ -13,7 +15,7 @@ const racers = 64
 // them.
 type slotRace struct {
 	name    string
-	bounds  Bounds
+	bounds  queuebounds.Bounds
 	prefill []Record
 	racer   func(i int) Record
 	free    int    // slots left after prefill
@@ -24,7 +26,7 @@ type slotRace struct {
 var slotRaces = []slotRace{
 	{
 		name:    "messages",
-		bounds:  with(func(b *Bounds) { b.MaxMessages = 100 }),
+		bounds:  with(func(b *queuebounds.Bounds) { b.MaxMessages = 100 }),
 		prefill: records(90, func(i int) Record { return msg(fmt.Sprint("did:key:pre", i), "x") }),
 		racer:   func(i int) Record { return msg(fmt.Sprint("did:key:racer", i), "y") },
 		free:    10,
@@ -33,7 +35,7 @@ var slotRaces = []slotRace{
 	},
 	{
 		name:    "bytes",
-		bounds:  with(func(b *Bounds) { b.MaxBytes = 1000 }),
+		bounds:  with(func(b *queuebounds.Bounds) { b.MaxBytes = 1000 }),
 		prefill: records(9, func(i int) Record { return msg(fmt.Sprint("did:key:pre", i), string(bytes.Repeat([]byte("x"), 100))) }),
 		racer:   func(i int) Record { return msg(fmt.Sprint("did:key:racer", i), "0123456789") },
 		free:    10,
@@ -42,7 +44,7 @@ var slotRaces = []slotRace{
 	},
 	{
 		name:    "peer",
-		bounds:  with(func(b *Bounds) { b.MaxPerPeer = 20 }),
+		bounds:  with(func(b *queuebounds.Bounds) { b.MaxPerPeer = 20 }),
 		prefill: records(13, func(int) Record { return msg(alice, "x") }),
 		racer:   func(int) Record { return msg(alice, "y") },
 		free:    7,
@@ -51,7 +53,7 @@ var slotRaces = []slotRace{
 	},
 	{
 		name:    "handshake reserve",
-		bounds:  with(func(b *Bounds) { b.MaxMessages, b.HandshakeMessages = 30, 16 }),
+		bounds:  with(func(b *queuebounds.Bounds) { b.MaxMessages, b.HandshakeMessages = 30, 16 }),
 		prefill: records(30, func(i int) Record { return msg(fmt.Sprint("did:key:pre", i), "x") }),
 		racer: func(i int) Record {
 			return Record{Agent: agent, From: fmt.Sprint("did:key:racer", i), Kind: KindHandshake, Body: []byte("commit")}

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 )
 
 // rewrite applies fn to the stored value of agent's record seq.
@@ -26,7 +28,7 @@ func rewrite(t *testing.T, s *Bolt, seq uint64, fn func(v []byte) []byte) {
 // acknowledged (deleted) and counted out of Stats.
 func TestNextLeavesOutDamagedRecords(t *testing.T) {
 	s, _ := mustOpen(t)
-	b := DefaultBounds()
+	b := queuebounds.Default()
 	for _, body := range []string{"one", "two", "three", "four"} {
 		mustEnqueue(t, s, msg(alice, body), b, t0)
 	}
@@ -53,7 +55,7 @@ func TestNextLeavesOutDamagedRecords(t *testing.T) {
 // a checksum (version byte 1) is served and acknowledged as before.
 func TestVersion1RecordsStillRead(t *testing.T) {
 	s, _ := mustOpen(t)
-	mustEnqueue(t, s, msg(alice, "old"), DefaultBounds(), t0)
+	mustEnqueue(t, s, msg(alice, "old"), queuebounds.Default(), t0)
 	rewrite(t, s, 1, func(v []byte) []byte { return append([]byte{recordVersion1}, v[1+checksumLen:]...) })
 	got, err := s.Next(context.Background(), agent, 0, 10, t0)
 	if err != nil || len(got) != 1 || string(got[0].Body) != "old" {
@@ -70,7 +72,7 @@ func TestVersion1RecordsStillRead(t *testing.T) {
 // as the Store contract says, are no error.
 func TestAckCountDeletedNothing(t *testing.T) {
 	s, _ := mustOpen(t)
-	mustEnqueue(t, s, msg(alice, "x"), DefaultBounds(), t0)
+	mustEnqueue(t, s, msg(alice, "x"), queuebounds.Default(), t0)
 	for _, c := range []struct {
 		agent string
 		seqs  []uint64

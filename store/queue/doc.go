@@ -16,6 +16,9 @@
 //
 // # Bounds
 //
+// The bounds are transport/a2a/queuebounds.Bounds: the type the relay's
+// configuration, the device link and the agent's card carry, so the
+// store applies what the relay was given without converting it.
 // Bolt checks the bounds and writes the record in one bbolt transaction,
 // so two concurrent senders can never both take the last slot (Log: see
 // below). The checks
@@ -103,15 +106,19 @@
 // Log (OpenLog) keeps the same records in an append-only log of segment
 // files in one directory, for a relay whose disk syncs a small sequential
 // append much faster than bbolt's scattered copy-on-write pages
-// (docs/performance.md, "Durable enqueue"). What it chose:
+// (docs/performance.md, "Durable enqueue"). The mechanics (frames,
+// segments, appends and syncs, reading a segment at open, compaction's
+// choices, the import) are package store/queue/recordlog; Log is the
+// Store over them: its index, its commits and its frames' payloads. What
+// it chose:
 //
 //   - Frames: length (uint32), CRC-32C of the length and the rest, type, then
-//     the fields (logframe.go). Record frames hold agent, seq, sender, kind,
+//     the fields (recordlog; the payloads are logframe.go's). Record frames hold agent, seq, sender, kind,
 //     both times and the body; acknowledgements, purges and expiries write
 //     tombstone frames (agent and seqs). Every segment starts with a magic
 //     and the last assigned seq of every agent, so seqs are never reused
 //     when the segments that held an agent's records are gone.
-//   - Group commit (logcommit.go, the scheme of Bolt's committer, no timer):
+//   - Group commit (internal/groupcommit, which Bolt uses too; no timer):
 //     the calls of one commit run under the index lock, each checking the
 //     bounds against the index and changing it as the same step, and append
 //     their frames to one buffer; the commit writes it with one write and
@@ -120,27 +127,58 @@
 //     lets two be in flight instead, the next built and written while the
 //     previous one syncs); commits finish in order. Next and Stats do not
 //     show a commit's records until it is finished. A failed write or sync
-//     stops the Log (every later call fails); opening it again reads what
-//     reached the disk. A segment is deleted only once the tombstones that
+//     fails its callers and the commits in flight after it, and they are
+//     taken back in the index and in the file (overwritten with zeros, or
+//     cut), so that a record whose sender heard "not stored" is never
+//     served, not even after a restart; the Log then goes on. Only when
+//     that rollback fails does it refuse writes until it is opened again;
+//     reads go on. When the file system is full the log keeps the room
+//     left (64 KiB) for tombstones: Enqueue fails with ErrNoSpace
+//     (ENOSPC; the relay answers 503 store_unavailable), while Next, Stats
+//     and Ack go on, and each commit tries again to write zeros ahead, so
+//     Enqueue works again by itself once there is space. A segment is deleted only once the tombstones that
 //     emptied it are synced.
 //   - The log writes zeros ahead of its last frame (LogOptions.ZeroAhead), so
 //     most commits overwrite zeros and their fdatasync has no file size to
 //     journal.
-//   - The index is in memory: per agent its live records in seq order (where
-//     each frame is, body length, kind, sender, expiry), the counters and the
-//     per-sender counts and bytes; an expiry heap across agents. Bounds are
-//     exactly Bolt's (the same check function; expired records are purged,
-//     with tombstones, before each check); Stats and Next scan one agent's
+//   - The index is in memory: per agent a slice of fixed-size 40-byte
+//     entries in seq order (segment, offset and length of the frame, body
+//     length, kind, sender as a number into a table of interned sender
+//     names, expiry), the counters and the per-sender counts and bytes; a
+//     heap of the agents by their earliest expiry. Bounds are exactly
+//     Bolt's (the same check function; expired records are purged, with
+//     tombstones, before each check); Stats and Next scan one agent's
 //     live records. Next reads the bodies from the segment files. Memory is
-//     about 170 bytes of heap per live record (BenchmarkLogOpen).
-//   - Open scans every segment (no checkpoint). Frames end at a zero length
-//     or the end of the file. In the last segment a frame cut short or failing
-//     its CRC ends them too, and the file is truncated there when anything
-//     but zeros follows: a write cut by a crash, whose callers were never
-//     answered. A last segment whose header is missing, cut, or followed
-//     only by zeros lost its first commit the same way (the header is
-//     written and synced with the first frames) and starts again empty.
-//     Anywhere else that is a *store.CorruptError and nothing is changed.
+//     about 45 bytes of heap per live record after open (BenchmarkLogOpen,
+//     TestLogMemoryPerRecord holds it at 64 or less).
+//   - Every commit ends with a commit frame (the length and CRC-32C of the
+//     commit's bytes; recordlog, segment format version 2). Open checks
+//     every frame of every segment and applies whole commits only. What
+//     follows the last whole commit of the last segment is a torn tail,
+//     cut (a copy kept, and Log.TornTails says what, for the relay to log)
+//     when no commit frame follows it and it shows a torn write: cut short
+//     by the end of the file, or a sector of zeros (etcd's WAL tells torn
+//     writes the same way). Anything else is damage: a bad frame followed
+//     by a commit, any byte of an acknowledged commit, a damaged header,
+//     any problem in a segment but the last. OpenLog then refuses with a
+//     *recordlog.DamageError (a *store.CorruptError too) naming the file
+//     and the offset, and changes nothing. A last segment whose header is
+//     missing, cut, or followed only by zeros lost its first commit (the
+//     header is written and synced with the first frames) and starts
+//     again empty. Segments of format version 1 (before commit frames)
+//     are read frame by frame; appends go to a new segment.
+//   - The index checkpoint (index.checkpoint, written with
+//     internal/atomicfile, with a CRC-32C): the index as the commits up to
+//     a position made it, written in the background after a commit that
+//     starts a segment (and moves records forward) when no commit follows
+//     it in flight, and at Close. OpenLog installs it and decodes only the
+//     frames after its position; it still reads every segment and checks
+//     every frame's CRC and every commit frame, so damage is refused as
+//     without it. It is a cache: one that is damaged, or does not match
+//     the segments (a segment it covers rewritten, the log cut before its
+//     position, a record it holds in a segment deleted since), is ignored
+//     and the frames are decoded (Log.CheckpointIgnored says why; the
+//     relay logs it). RepairLog removes it.
 //   - Space: the oldest segments are deleted while they hold no live record
 //     (only a prefix: a later segment may hold an earlier one's tombstones).
 //     When a new segment starts, the live records of the oldest segments
@@ -149,7 +187,10 @@
 //   - OpenLog with LogOptions.ImportBolt imports a bbolt queue file once:
 //     into a new directory renamed into place, then the file is renamed
 //     to *.imported. A bbolt file beside a log not imported from it is
-//     refused. torpor-relay --queue-engine log does this with queue.db.
+//     refused. torpor-relay --queue-engine log (the default) does this with
+//     queue.db. ExportBolt is the way back: it writes a new bbolt file from
+//     a log (records, seqs, every agent's last seq). OpenDir opens whichever
+//     engine a relay's data directory holds.
 //
 // One process opens a directory at a time (a flock on LOCK, on Linux).
 package queue

@@ -3,6 +3,9 @@ package queue
 import (
 	"errors"
 	"fmt"
+	"syscall"
+
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 )
 
 var (
@@ -16,10 +19,15 @@ var (
 	ErrClosed = errors.New("queue: store closed")
 	// ErrInvalidBounds is returned (wrapped) by Enqueue and
 	// Bounds.Validate when a limit is not positive.
-	ErrInvalidBounds = errors.New("queue: invalid bounds")
+	ErrInvalidBounds = queuebounds.ErrInvalid
 	// ErrInvalidRecord is returned (wrapped) by Enqueue for a record
 	// without an agent or with an unknown Kind.
 	ErrInvalidRecord = errors.New("queue: invalid record")
+	// ErrNoSpace is returned (wrapped) by the record log's Enqueue while
+	// its file system is full: the room left is kept for acknowledgements.
+	// It is syscall.ENOSPC too. Enqueue takes records again by itself
+	// once there is space.
+	ErrNoSpace = fmt.Errorf("queue: no space left for new records: %w", syscall.ENOSPC)
 	// ErrCorrupt is returned (wrapped) when the file holds data this
 	// version cannot decode (an unknown layout version or a bad record).
 	ErrCorrupt = errors.New("queue: corrupt store")

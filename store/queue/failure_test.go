@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/torpor-dev/torpor/store"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 )
 
 var errInjected = errors.New("injected failure")
@@ -29,7 +30,7 @@ func failAt(point string, match func(Record) bool) func(string, Record) error {
 // point between their writes and checks the file is byte for byte what it
 // was, and that the store carries on as if the call never happened.
 func TestFailureLeavesNothingHalfWritten(t *testing.T) {
-	b := DefaultBounds()
+	b := queuebounds.Default()
 	b.TTL = time.Minute
 	tests := []struct {
 		name, point string
@@ -44,7 +45,7 @@ func TestFailureLeavesNothingHalfWritten(t *testing.T) {
 		// An enqueue purges expired records first; a failure there aborts
 		// the enqueue too.
 		{"purge before enqueue", "remove:after-record", func(s *Bolt) error {
-			_, err := s.Enqueue(bg, msg(bob, "late"), DefaultBounds(), t0.Add(time.Hour))
+			_, err := s.Enqueue(bg, msg(bob, "late"), queuebounds.Default(), t0.Add(time.Hour))
 			return err
 		}},
 	}
@@ -66,7 +67,7 @@ func TestFailureLeavesNothingHalfWritten(t *testing.T) {
 				t.Fatalf("operation without the failure = %v", err)
 			}
 			checkConsistent(t, s)
-			r := mustEnqueue(t, s, msg(alice, "next"), DefaultBounds(), t0.Add(2*time.Hour))
+			r := mustEnqueue(t, s, msg(alice, "next"), queuebounds.Default(), t0.Add(2*time.Hour))
 			if r.Seq != 3 && r.Seq != 4 {
 				t.Errorf("seq after recovery = %d: a failed enqueue consumed a seq", r.Seq)
 			}
@@ -75,7 +76,7 @@ func TestFailureLeavesNothingHalfWritten(t *testing.T) {
 }
 
 func enqueueOp(s *Bolt) error {
-	_, err := s.Enqueue(bg, msg(alice, "three"), DefaultBounds(), t0)
+	_, err := s.Enqueue(bg, msg(alice, "three"), queuebounds.Default(), t0)
 	return err
 }
 
@@ -108,7 +109,7 @@ func TestFailureInBatch(t *testing.T) {
 				body = fmt.Sprint("poison-", i)
 			}
 			<-start
-			_, errs[i] = s.Enqueue(bg, msg(fmt.Sprint("did:key:s", i), body), DefaultBounds(), t0)
+			_, errs[i] = s.Enqueue(bg, msg(fmt.Sprint("did:key:s", i), body), queuebounds.Default(), t0)
 		})
 	}
 	close(start)
@@ -151,7 +152,7 @@ func TestStoreFullMidway(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := DefaultBounds()
+	b := queuebounds.Default()
 	b.MaxBytes, b.MaxMessages, b.MaxPerPeer, b.MaxPeerBytes = 1<<30, 1<<20, 1<<20, 1<<30
 	var ok int
 	for i := 0; i < 100; i++ {

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/torpor-dev/torpor/store/queue/recordlog"
 )
 
 // FuzzRecord feeds arbitrary bytes to the record decoder: it never panics,
@@ -53,11 +55,11 @@ func FuzzLogFrame(f *testing.F) {
 		appendRecordFrame(nil, Record{Agent: "a", Seq: 1, Body: []byte{}}),
 	} {
 		f.Add(seed, false)
-		f.Add(seed[frameHeaderLen:], true)
+		f.Add(seed[recordlog.HeaderLen:], true)
 	}
 	f.Fuzz(func(t *testing.T, b []byte, wrap bool) {
 		if wrap {
-			b = endFrame(append(make([]byte, frameHeaderLen), b...), 0)
+			b = recordlog.End(append(make([]byte, recordlog.HeaderLen), b...), 0)
 		}
 		fr, n, err := decodeFrame(b)
 		if err != nil {

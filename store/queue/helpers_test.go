@@ -10,6 +10,8 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 )
 
 var t0 = time.Date(2026, 1, 15, 12, 0, 0, 0, time.UTC)
@@ -36,7 +38,7 @@ func msg(from string, body string) Record {
 	return Record{Agent: agent, From: from, Body: []byte(body)}
 }
 
-func mustEnqueue(t testing.TB, s Store, r Record, b Bounds, now time.Time) Record {
+func mustEnqueue(t testing.TB, s Store, r Record, b queuebounds.Bounds, now time.Time) Record {
 	t.Helper()
 	out, err := s.Enqueue(context.Background(), r, b, now)
 	if err != nil {

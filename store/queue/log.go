@@ -7,13 +7,18 @@ import (
 	"os"
 	"sync"
 	"time"
+
+	"github.com/torpor-dev/torpor/store/queue/internal/groupcommit"
+	"github.com/torpor-dev/torpor/store/queue/recordlog"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 )
 
 // LogOptions configure OpenLog. The zero value is ready to use.
 type LogOptions struct {
 	// SegmentSize is the size at which the log starts a new segment file
 	// (default 64 MiB). Only whole segments are deleted, so it is also
-	// about how much disk acknowledged records may hold.
+	// about how much disk acknowledged records may hold. At most 1 GiB:
+	// a larger size is taken as 1 GiB.
 	SegmentSize int64
 	// ImportBolt, when set, names a bbolt queue file (OpenBolt's) to
 	// import when the log directory does not exist yet: its records and
@@ -33,7 +38,12 @@ type LogOptions struct {
 	// this project's development disk that was faster (docs/performance.md,
 	// "Durable enqueue"). A disk that overlaps flushes may differ.
 	OverlapSyncs bool
+	// Now is the clock that names the copies of what opening cuts
+	// (default time.Now).
+	Now func() time.Time
 }
+
+func (o LogOptions) now() time.Time { return o.Now() }
 
 const (
 	defaultSegmentSize = 64 << 20
@@ -49,7 +59,7 @@ type Log struct {
 	dir     string
 	lock    *os.File
 	opts    LogOptions
-	commits logCommitter
+	commits *groupcommit.Group[logWrite]
 
 	// life guards closed. Every call holds it for reading, so Close
 	// waits for them.
@@ -60,25 +70,43 @@ type Log struct {
 	// mu guards the fields below. Next and Stats hold it for reading; a
 	// commit holds it for writing while it checks and changes the index,
 	// not while it writes and syncs.
-	broken error // a failed write: every later call fails
-	index
-	segs    []*segment    // oldest first; the last one is appended to
+	broken error // a failed commit that could not be rolled back: every later write fails
+	// failed is the oldest commit that failed, until it and the commits
+	// after it are rolled back (Log.finish).
+	failed  *logBatch
+	index                 // with segs, oldest first; the last one is appended to
 	gen     uint64        // the last commit's number
 	durable uint64        // the last commit whose write and sync succeeded
 	last    chan struct{} // closed when commit gen is finished
 	// lastPrev is closed when commit gen-1 is finished (OverlapSyncs).
 	lastPrev chan struct{}
 	buf      []byte
+	// cuts are the torn tails OpenLog cut (TornTails).
+	cuts []recordlog.Cut
 	// What the commits wrote, for the benchmark.
 	nCommits, nBytes uint64
+
+	// The index checkpoint (logcheckpoint.go). ckMu guards ckGen (the
+	// commit the last checkpoint written covers) and ckErr (the last
+	// checkpoint's failure); ckWriters are the checkpoints being written.
+	// ckIgnored says why OpenLog did not use the checkpoint; ckFresh is
+	// set while the checkpoint OpenLog used still covers everything.
+	ckMu      sync.Mutex
+	ckGen     uint64
+	ckErr     error
+	ckWriters sync.WaitGroup
+	ckIgnored error
+	ckFresh   bool
+	ckGone    bool // the checkpoint OpenLog used names deleted segments
 }
 
 var _ Store = (*Log)(nil)
 
-// enter takes l.life for reading for one call; it fails after Close,
-// after a failed write, or when ctx is done. The caller must call l.exit
-// when it returns nil.
-func (l *Log) enter(ctx context.Context) error {
+// enter takes l.life for reading for one call; it fails after Close, or
+// when ctx is done, and for a write (not for a read) once a failed commit
+// could not be rolled back. The caller must call l.exit when it returns
+// nil.
+func (l *Log) enter(ctx context.Context, write bool) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -86,6 +114,9 @@ func (l *Log) enter(ctx context.Context) error {
 	if l.closed {
 		l.life.RUnlock()
 		return ErrClosed
+	}
+	if !write {
+		return nil
 	}
 	l.mu.RLock()
 	err := l.broken
@@ -107,9 +138,16 @@ func (l *Log) Close() error {
 		return ErrClosed
 	}
 	l.closed = true
+	l.ckWriters.Wait()
+	if l.broken == nil && l.failed == nil && !(l.gen == 0 && l.ckFresh) {
+		// A checkpoint that cannot be written (a full or read-only file
+		// system) costs the next open time, not data: the older one, or
+		// none, is used. It is not Close's error.
+		l.closeCheckpoint()
+	}
 	var errs []error
 	for _, s := range l.segs {
-		errs = append(errs, s.f.Close())
+		errs = append(errs, s.File.Close())
 	}
 	errs = append(errs, l.lock.Close())
 	return errors.Join(errs...)
@@ -117,8 +155,8 @@ func (l *Log) Close() error {
 
 // Enqueue implements Store. The record is appended and synced (fdatasync)
 // before it returns.
-func (l *Log) Enqueue(ctx context.Context, r Record, b Bounds, now time.Time) (Record, error) {
-	if err := l.enter(ctx); err != nil {
+func (l *Log) Enqueue(ctx context.Context, r Record, b queuebounds.Bounds, now time.Time) (Record, error) {
+	if err := l.enter(ctx, true); err != nil {
 		return Record{}, err
 	}
 	defer l.exit()
@@ -126,17 +164,21 @@ func (l *Log) Enqueue(ctx context.Context, r Record, b Bounds, now time.Time) (R
 	if err != nil {
 		return Record{}, err
 	}
-	if n := len(r.Body) + len(r.Agent) + len(r.From) + 64; n > maxFrameLen {
-		return Record{}, fmt.Errorf("%w: a record of %d bytes, the log's frames hold %d", ErrTooLarge, n, maxFrameLen)
+	if n := len(r.Body) + len(r.Agent) + len(r.From) + 64; n > recordlog.MaxFrameLen {
+		return Record{}, fmt.Errorf("%w: a record of %d bytes, the log's frames hold %d", ErrTooLarge, n, recordlog.MaxFrameLen)
 	}
 	var refused *FullError
-	err = l.commits.write(func(c *logBatch) {
+	noSpace := false
+	err = l.commits.Do(func(c *logBatch) {
 		c.purge(now)
+		if noSpace = !c.roomFor(len(r.Body) + len(r.Agent) + len(r.From) + 64); noSpace {
+			return
+		}
 		a := l.index.agents[r.Agent]
 		var live counters
 		var fromPeer peerCount
 		if a != nil {
-			live, fromPeer = a.c, a.peers[r.From]
+			live, fromPeer = a.c, l.index.peer(a, r.From)
 		}
 		if refused = check(live, fromPeer, r, b); refused != nil {
 			return
@@ -150,6 +192,8 @@ func (l *Log) Enqueue(ctx context.Context, r Record, b Bounds, now time.Time) (R
 	switch {
 	case err != nil:
 		return Record{}, fmt.Errorf("queue: enqueue for %s: %w", r.Agent, err)
+	case noSpace:
+		return Record{}, fmt.Errorf("queue: enqueue for %s: %w", r.Agent, ErrNoSpace)
 	case refused != nil:
 		return Record{}, refused
 	}
@@ -158,25 +202,19 @@ func (l *Log) Enqueue(ctx context.Context, r Record, b Bounds, now time.Time) (R
 
 // Ack implements Store. The tombstone is synced when it returns.
 func (l *Log) Ack(ctx context.Context, agent string, seqs []uint64) error {
-	if err := l.enter(ctx); err != nil {
+	if err := l.enter(ctx, true); err != nil {
 		return err
 	}
 	defer l.exit()
 	if len(seqs) == 0 {
 		return nil
 	}
-	err := l.commits.write(func(c *logBatch) {
+	err := l.commits.Do(func(c *logBatch) {
 		a := l.index.agents[agent]
 		if a == nil {
 			return
 		}
-		var gone []uint64
-		for _, seq := range seqs {
-			if l.index.remove(a, seq) {
-				gone = append(gone, seq)
-			}
-		}
-		c.tombstone(agent, gone)
+		c.tombstone(agent, l.index.remove(a, seqs))
 	})
 	if err != nil {
 		return fmt.Errorf("queue: ack for %s: %w", agent, err)
@@ -186,12 +224,12 @@ func (l *Log) Ack(ctx context.Context, agent string, seqs []uint64) error {
 
 // Purge implements Store.
 func (l *Log) Purge(ctx context.Context, now time.Time) (int, error) {
-	if err := l.enter(ctx); err != nil {
+	if err := l.enter(ctx, true); err != nil {
 		return 0, err
 	}
 	defer l.exit()
 	var n int
-	err := l.commits.write(func(c *logBatch) { n = c.purge(now) })
+	err := l.commits.Do(func(c *logBatch) { n = c.purge(now) })
 	if err != nil {
 		return 0, fmt.Errorf("queue: purge: %w", err)
 	}
@@ -201,13 +239,13 @@ func (l *Log) Purge(ctx context.Context, now time.Time) (int, error) {
 // visible reports whether e is a record Next and Stats show at now: its
 // commit was synced and it is not expired.
 func (l *Log) visible(e logEntry, now int64) bool {
-	return e.gen <= l.durable && e.expires >= now
+	return !e.pending && e.expires >= now
 }
 
 // Next implements Store. It reads the records' frames from the segment
 // files.
 func (l *Log) Next(ctx context.Context, agent string, after uint64, max int, now time.Time) ([]Record, error) {
-	if err := l.enter(ctx); err != nil {
+	if err := l.enter(ctx, false); err != nil {
 		return nil, err
 	}
 	defer l.exit()
@@ -224,7 +262,7 @@ func (l *Log) Next(ctx context.Context, agent string, after uint64, max int, now
 		if !l.visible(e, ns) {
 			continue
 		}
-		r, err := readRecord(e)
+		r, err := l.readRecord(e)
 		if err != nil {
 			return nil, fmt.Errorf("queue: next for %s: %w", agent, err)
 		}
@@ -234,9 +272,9 @@ func (l *Log) Next(ctx context.Context, agent string, after uint64, max int, now
 }
 
 // readRecord reads and decodes e's frame.
-func readRecord(e logEntry) (Record, error) {
-	b := make([]byte, e.n)
-	if _, err := e.seg.f.ReadAt(b, e.off); err != nil {
+func (l *Log) readRecord(e logEntry) (Record, error) {
+	b, err := l.index.seg(e.seg).ReadAt(int64(e.off), int(e.n))
+	if err != nil {
 		return Record{}, err
 	}
 	f, _, err := decodeFrame(b)
@@ -244,14 +282,14 @@ func readRecord(e logEntry) (Record, error) {
 		err = fmt.Errorf("frame at %d is not record %d", e.off, e.seq)
 	}
 	if err != nil {
-		return Record{}, fmt.Errorf("%w: segment %d: %v", ErrCorrupt, e.seg.id, err)
+		return Record{}, fmt.Errorf("%w: segment %d: %v", ErrCorrupt, e.seg, err)
 	}
 	return f.rec, nil
 }
 
 // Stats implements Store.
 func (l *Log) Stats(ctx context.Context, agent string, now time.Time) (Stats, error) {
-	if err := l.enter(ctx); err != nil {
+	if err := l.enter(ctx, false); err != nil {
 		return Stats{}, err
 	}
 	defer l.exit()
@@ -276,3 +314,28 @@ func (l *Log) Stats(ctx context.Context, agent string, now time.Time) (Stats, er
 	}
 	return st, nil
 }
+
+// closeCheckpoint writes the checkpoint of the index at Close; its
+// failure is kept in l.ckErr.
+func (l *Log) closeCheckpoint() {
+	l.mu.Lock()
+	data, err := l.encodeCheckpoint()
+	l.mu.Unlock()
+	if err != nil {
+		l.ckMu.Lock()
+		l.ckErr = fmt.Errorf("queue: the index checkpoint: %w", err)
+		l.ckMu.Unlock()
+		return
+	}
+	l.writeCheckpoint(data, l.gen)
+}
+
+// CheckpointIgnored returns why OpenLog read every segment instead of
+// using the index checkpoint it found (damaged, or not matching the
+// segments), or nil. The relay logs it; the library does not log.
+func (l *Log) CheckpointIgnored() error { return l.ckIgnored }
+
+// TornTails returns what OpenLog cut off the end of the last segment: the
+// frames of a write that a crash cut short, whose callers were never told
+// they were stored. The relay logs them; the library does not log.
+func (l *Log) TornTails() []recordlog.Cut { return l.cuts }

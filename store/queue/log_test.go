@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -16,6 +17,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/torpor-dev/torpor/store"
+	"github.com/torpor-dev/torpor/store/queue/recordlog"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 )
 
 var bgc = context.Background()
@@ -32,11 +35,11 @@ func openLog(t testing.TB, dir string, o *LogOptions) *Log {
 // lastSegment returns the path of dir's newest segment file.
 func lastSegment(t testing.TB, dir string) string {
 	t.Helper()
-	ids, err := listSegments(dir)
+	ids, err := recordlog.List(dir)
 	if err != nil || len(ids) == 0 {
 		t.Fatalf("segments of %s: %v, %v", dir, ids, err)
 	}
-	return filepath.Join(dir, segmentName(ids[len(ids)-1]))
+	return filepath.Join(dir, recordlog.Name(ids[len(ids)-1]))
 }
 
 func fileSize(t testing.TB, path string) int64 {
@@ -67,25 +70,27 @@ func liveSeqs(t testing.TB, s Store, agent string, now time.Time) []uint64 {
 	return seqs(rs)
 }
 
-// TestLogTornTail cuts the last commit's frame at every byte and damages
-// each of its bytes and of the zeros written ahead of it: the log opens,
-// every record committed before it is there and the damaged one is not
-// (a damaged zero loses nothing), and the next enqueue is appended after
-// what survived.
+// TestLogTornTail cuts the last commit at every byte: the log opens with
+// every record committed before it, reports the cut and keeps a copy of
+// what it cut, and the next enqueue is appended after what survived. A
+// byte flipped inside that commit, which was acknowledged, is damage: the
+// log refuses to open, names the file and the offset, and changes
+// nothing. Garbage in the zeros after the last commit that a crash can
+// leave (a frame cut short) is cut and loses nothing.
 func TestLogTornTail(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "log")
-	o := &LogOptions{ZeroAhead: 300}
+	o := &LogOptions{ZeroAhead: 2000}
 	l := openLog(t, dir, o)
-	b := DefaultBounds()
+	b := queuebounds.Default()
 	for i := range 5 {
 		mustEnqueue(t, l, msg(alice, fmt.Sprint("record ", i)), b, t0)
 	}
 	if err := l.Ack(bgc, agent, []uint64{2}); err != nil {
 		t.Fatal(err)
 	}
-	before := l.segs[len(l.segs)-1].size
+	before := l.segs[len(l.segs)-1].Size
 	mustEnqueue(t, l, msg(bob, "the last one"), b, t0) // seq 6
-	full := l.segs[len(l.segs)-1].size
+	full := l.segs[len(l.segs)-1].Size
 	l.Close()
 	if alloc := fileSize(t, lastSegment(t, dir)); alloc < full+100 {
 		t.Fatalf("segment of %d bytes, frames end at %d: no zeros ahead", alloc, full)
@@ -97,11 +102,36 @@ func TestLogTornTail(t *testing.T) {
 		}
 		checkTorn(t, dir, o, want, func(path string) error { return os.Truncate(path, cut) })
 		if cut < full {
-			checkTorn(t, dir, o, []uint64{1, 3, 4, 5}, func(path string) error { return flipByte(path, cut) })
+			checkDamage(t, dir, o, cut)
 		}
 	}
-	for _, off := range []int64{full, full + 1, full + 4, full + 99} {
+	for _, off := range []int64{full + 1, full + 4, full + 99} {
 		checkTorn(t, dir, o, []uint64{1, 3, 4, 5, 6}, func(path string) error { return flipByte(path, off) })
+	}
+}
+
+// checkDamage flips the byte at off of the last segment of a copy of dir
+// and checks that opening it is refused with a *recordlog.DamageError
+// naming the file (which is a *store.CorruptError too), and that the file
+// is unchanged.
+func checkDamage(t *testing.T, dir string, o *LogOptions, off int64) {
+	t.Helper()
+	cp := copyDir(t, dir)
+	path := lastSegment(t, cp)
+	if err := flipByte(path, off); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := os.ReadFile(path)
+	l, err := OpenLog(cp, o)
+	var de *recordlog.DamageError
+	if !errors.As(err, &de) || de.Path != path || !errors.As(err, new(*store.CorruptError)) {
+		if l != nil {
+			l.Close()
+		}
+		t.Fatalf("open after a flip at %d = %v, want a DamageError naming %s", off, err, path)
+	}
+	if after, _ := os.ReadFile(path); !bytes.Equal(before, after) {
+		t.Errorf("a refused open changed the damaged file (flip at %d)", off)
 	}
 }
 
@@ -121,7 +151,7 @@ func checkTorn(t *testing.T, dir string, o *LogOptions, want []uint64, damage fu
 	if diff := cmp.Diff(want, liveSeqs(t, l, agent, t0)); diff != "" {
 		t.Fatalf("records after damage (-want +got):\n%s", diff)
 	}
-	r := mustEnqueue(t, l, msg(bob, "after"), DefaultBounds(), t0)
+	r := mustEnqueue(t, l, msg(bob, "after"), queuebounds.Default(), t0)
 	if r.Seq != want[len(want)-1]+1 {
 		t.Errorf("seq after damage = %d, want %d", r.Seq, want[len(want)-1]+1)
 	}
@@ -155,17 +185,17 @@ func TestLogCorruptionBeforeTheTail(t *testing.T) {
 	src := filepath.Join(t.TempDir(), "log")
 	l := openLog(t, src, &LogOptions{SegmentSize: 200, ZeroAhead: 100})
 	for i := range 10 {
-		mustEnqueue(t, l, msg(alice, fmt.Sprint("record ", i)), DefaultBounds(), t0)
+		mustEnqueue(t, l, msg(alice, fmt.Sprint("record ", i)), queuebounds.Default(), t0)
 	}
-	frameEnd := l.segs[0].size
+	frameEnd := l.segs[0].Size
 	l.Close()
-	for _, off := range []int64{int64(len(segmentMagic)) + 12, frameEnd + 5} {
+	for _, off := range []int64{int64(len(recordlog.Magic)) + 12, frameEnd + 5} {
 		dir := copyDir(t, src)
-		ids, _ := listSegments(dir)
+		ids, _ := recordlog.List(dir)
 		if len(ids) < 3 {
 			t.Fatalf("%d segments, want several", len(ids))
 		}
-		first := filepath.Join(dir, segmentName(ids[0]))
+		first := filepath.Join(dir, recordlog.Name(ids[0]))
 		size := fileSize(t, first)
 		if err := flipByte(first, off); err != nil {
 			t.Fatal(err)
@@ -192,18 +222,18 @@ func TestLogNewSegmentLostInACrash(t *testing.T) {
 	src := filepath.Join(t.TempDir(), "log")
 	l := openLog(t, src, nil)
 	for i := range 3 {
-		mustEnqueue(t, l, msg(alice, fmt.Sprint("record ", i)), DefaultBounds(), t0)
+		mustEnqueue(t, l, msg(alice, fmt.Sprint("record ", i)), queuebounds.Default(), t0)
 	}
 	l.Close()
 	for name, content := range map[string][]byte{
 		"empty":          nil,
-		"half a header":  segmentMagic[:3],
+		"half a header":  recordlog.Magic[:3],
 		"all zeros":      make([]byte, 4096),
-		"header, zeros":  append(append([]byte{}, segmentMagic...), make([]byte, 512)...),
-		"part and zeros": append(append([]byte{}, segmentMagic[:5]...), make([]byte, 512)...),
+		"header, zeros":  append(append([]byte{}, recordlog.Magic...), make([]byte, 512)...),
+		"part and zeros": append(append([]byte{}, recordlog.Magic[:5]...), make([]byte, 512)...),
 	} {
 		dir := copyDir(t, src)
-		if err := os.WriteFile(filepath.Join(dir, segmentName(2)), content, 0o600); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, recordlog.Name(2)), content, 0o600); err != nil {
 			t.Fatal(err)
 		}
 		l, err := OpenLog(dir, nil)
@@ -213,7 +243,7 @@ func TestLogNewSegmentLostInACrash(t *testing.T) {
 		if diff := cmp.Diff([]uint64{1, 2, 3}, liveSeqs(t, l, agent, t0)); diff != "" {
 			t.Errorf("%s: records (-want +got):\n%s", name, diff)
 		}
-		if r := mustEnqueue(t, l, msg(bob, "after"), DefaultBounds(), t0); r.Seq != 4 {
+		if r := mustEnqueue(t, l, msg(bob, "after"), queuebounds.Default(), t0); r.Seq != 4 {
 			t.Errorf("%s: seq after the lost segment = %d, want 4", name, r.Seq)
 		}
 		l.Close()
@@ -225,7 +255,7 @@ func TestLogNewSegmentLostInACrash(t *testing.T) {
 	}
 	dir := copyDir(t, src)
 	bad := append([]byte("TPQXXX"), make([]byte, 100)...)
-	if err := os.WriteFile(filepath.Join(dir, segmentName(2)), bad, 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, recordlog.Name(2)), bad, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	var ce *store.CorruptError
@@ -242,38 +272,43 @@ func TestLogSeqsOutliveDeletedSegments(t *testing.T) {
 	o := &LogOptions{SegmentSize: 300}
 	l := openLog(t, dir, o)
 	for i := range 20 {
-		mustEnqueue(t, l, msg(alice, fmt.Sprint("record ", i)), DefaultBounds(), t0)
+		mustEnqueue(t, l, msg(alice, fmt.Sprint("record ", i)), queuebounds.Default(), t0)
 	}
 	if err := l.Ack(bgc, agent, liveSeqs(t, l, agent, t0)); err != nil {
 		t.Fatal(err)
 	}
 	for range 3 { // rotate past the segments that held them
-		mustEnqueue(t, l, Record{Agent: "did:key:other", Body: make([]byte, 300)}, DefaultBounds(), t0)
+		mustEnqueue(t, l, Record{Agent: "did:key:other", Body: make([]byte, 300)}, queuebounds.Default(), t0)
 	}
-	ids, _ := listSegments(dir)
+	ids, _ := recordlog.List(dir)
 	if ids[0] == 1 || len(ids) > 3 {
 		t.Errorf("segments after everything was acknowledged = %v, want the old ones deleted", ids)
 	}
 	l.Close()
 	l = openLog(t, dir, o)
 	defer l.Close()
-	if r := mustEnqueue(t, l, msg(alice, "new"), DefaultBounds(), t0); r.Seq != 21 {
+	if r := mustEnqueue(t, l, msg(alice, "new"), queuebounds.Default(), t0); r.Seq != 21 {
 		t.Errorf("seq after the segments were deleted and a reopen = %d, want 21", r.Seq)
 	}
 }
 
-// TestLogWriteFailure: a failed write fails its caller, the log refuses
-// every later call, and a log opened again holds everything committed.
+// TestLogWriteFailure: a failed write fails its caller; a log whose
+// failed commit cannot be taken back (its file is gone) refuses later
+// writes but still serves reads, and a log opened again holds everything
+// committed.
 func TestLogWriteFailure(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "log")
 	l := openLog(t, dir, nil)
-	mustEnqueue(t, l, msg(alice, "kept"), DefaultBounds(), t0)
-	l.segs[len(l.segs)-1].f.Close() // the next write fails
-	if _, err := l.Enqueue(bgc, msg(alice, "lost"), DefaultBounds(), t0); err == nil {
+	mustEnqueue(t, l, msg(alice, "kept"), queuebounds.Default(), t0)
+	l.segs[len(l.segs)-1].File.Close() // the next write fails, and so does its rollback
+	if _, err := l.Enqueue(bgc, msg(alice, "lost"), queuebounds.Default(), t0); err == nil {
 		t.Fatal("Enqueue with a failing write succeeded")
 	}
-	if _, err := l.Stats(bgc, agent, t0); err == nil {
-		t.Error("Stats after a failed write succeeded, want the write's error")
+	if st, err := l.Stats(bgc, agent, t0); err != nil || st.Messages != 1 {
+		t.Errorf("Stats after a failed write = %+v, %v; want the one record", st, err)
+	}
+	if _, err := l.Enqueue(bgc, msg(alice, "later"), queuebounds.Default(), t0); err == nil {
+		t.Error("Enqueue after a failed rollback succeeded")
 	}
 	l.Close()
 	l = openLog(t, dir, nil)
@@ -283,13 +318,59 @@ func TestLogWriteFailure(t *testing.T) {
 	}
 }
 
+// TestLogFailedCommitIsNotStored: a commit whose sync fails after its
+// bytes reached the disk (the sender is answered queued: false) is taken
+// back: not served, not counted, its seq used again, and not there after
+// a restart either. The log goes on taking records.
+func TestLogFailedCommitIsNotStored(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "log")
+	l := openLog(t, dir, nil)
+	b := queuebounds.Default()
+	mustEnqueue(t, l, msg(alice, "kept"), b, t0)
+	mustEnqueue(t, l, msg(alice, "acked"), b, t0)
+	fail := errors.New("injected sync failure")
+	syncSegment = func(s *recordlog.Segment) error {
+		if err := s.Sync(); err != nil {
+			return err
+		}
+		return fail
+	}
+	_, err := l.Enqueue(bgc, msg(alice, "not stored"), b, t0)
+	errAck := l.Ack(bgc, agent, []uint64{2})
+	syncSegment = (*recordlog.Segment).Sync
+	if !errors.Is(err, fail) || !errors.Is(errAck, fail) {
+		t.Fatalf("Enqueue, Ack with a failing sync = %v, %v; want the sync's error", err, errAck)
+	}
+	if diff := cmp.Diff([]uint64{1, 2}, liveSeqs(t, l, agent, t0)); diff != "" {
+		t.Errorf("records after the failed commits (-want +got):\n%s", diff)
+	}
+	if r := mustEnqueue(t, l, msg(alice, "next"), b, t0); r.Seq != 3 {
+		t.Errorf("seq after a failed commit = %d, want 3", r.Seq)
+	}
+	checkLogIndex(t, l)
+	l.Close()
+	l = openLog(t, dir, nil)
+	defer l.Close()
+	rs, err := l.Next(bgc, agent, 0, 10, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bodies []string
+	for _, r := range rs {
+		bodies = append(bodies, string(r.Body))
+	}
+	if diff := cmp.Diff([]string{"kept", "acked", "next"}, bodies); diff != "" {
+		t.Errorf("records after a restart (-want +got):\n%s", diff)
+	}
+}
+
 // TestLogImportsBolt: a log opened with ImportBolt over a bbolt queue
 // holds its live records and continues its seqs; the file is renamed and
 // the import does not run twice. A bbolt file beside a log not imported
 // from it is refused.
 func TestLogImportsBolt(t *testing.T) {
 	src, path := mustOpen(t)
-	b := DefaultBounds()
+	b := queuebounds.Default()
 	var want []Record
 	for i := range 6 {
 		want = append(want, mustEnqueue(t, src, msg(alice, fmt.Sprint("r", i)), b, t0))
@@ -337,7 +418,7 @@ func TestLogMatchesBolt(t *testing.T) {
 	l := openLog(t, dir, o)
 	defer func() { l.Close() }()
 	rng := rand.New(rand.NewPCG(1, 2))
-	b := DefaultBounds()
+	b := queuebounds.Default()
 	b.MaxMessages, b.MaxPerPeer, b.MaxBytes, b.MaxPeerBytes, b.TTL = 12, 5, 600, 300, time.Minute
 	b.HandshakeMessages, b.HandshakeBytes = 2, 100
 	now, seen := t0, map[string]bool{}
@@ -366,11 +447,11 @@ type testCall struct {
 	agent string
 	r     Record
 	seqs  []uint64
-	b     Bounds
+	b     queuebounds.Bounds
 	now   time.Time
 }
 
-func randomCall(rng *rand.Rand, b Bounds, now time.Time) testCall {
+func randomCall(rng *rand.Rand, b queuebounds.Bounds, now time.Time) testCall {
 	agents, peers := []string{agent, "did:key:a2"}, []string{alice, bob, ""}
 	c := testCall{agent: agents[rng.IntN(2)], b: b, now: now}
 	switch n := rng.IntN(20); {
@@ -416,30 +497,43 @@ func (c testCall) run(s Store) string {
 // of l's index from its entries.
 func checkLogIndex(t *testing.T, l *Log) {
 	t.Helper()
-	segLive := map[*segment]int{}
+	segLive := map[uint64]int{}
 	for name, a := range l.index.agents {
 		want := counters{last: a.c.last}
-		peers := map[string]peerCount{}
+		peers := map[uint32]peerCount{}
 		for i, e := range a.live {
 			if i > 0 && a.live[i-1].seq >= e.seq || e.seq > a.c.last {
 				t.Errorf("%s: entry %d has seq %d after %d, last %d", name, i, e.seq, a.live[max(i-1, 0)].seq, a.c.last)
 			}
 			want.add(Record{Kind: e.kind, Body: make([]byte, e.size)}, +1)
-			if e.from != "" {
+			if e.from != 0 {
+				if l.index.senders.refs[e.from] <= 0 || l.index.senders.ids[l.index.senders.names[e.from]] != e.from {
+					t.Errorf("%s: entry %d names sender %d, which the table does not hold", name, i, e.from)
+				}
 				peers[e.from] = peerCount{n: peers[e.from].n + 1, bytes: peers[e.from].bytes + uint64(e.size)}
 			}
-			segLive[e.seg]++
+			segLive[uint64(e.seg)]++
 		}
 		if a.c != want || fmt.Sprint(a.peers) != fmt.Sprint(peers) {
 			t.Errorf("%s: counters %+v peers %v; entries say %+v, %v", name, a.c, a.peers, want, peers)
 		}
 	}
-	for _, s := range l.segs {
-		if s.live != segLive[s] {
-			t.Errorf("segment %d counts %d live records, the index %d", s.id, s.live, segLive[s])
+	named := map[uint32]bool{}
+	for _, a := range l.index.agents {
+		for _, e := range a.live {
+			named[e.from] = e.from != 0
 		}
 	}
-	if !slices.IsSortedFunc(l.segs, func(a, b *segment) int { return int(a.id) - int(b.id) }) {
+	delete(named, 0)
+	if len(l.index.journal) == 0 && len(l.index.senders.ids) != len(named) {
+		t.Errorf("the sender table holds %d senders, the live records name %d", len(l.index.senders.ids), len(named))
+	}
+	for _, s := range l.segs {
+		if s.Live != segLive[s.ID] {
+			t.Errorf("segment %d counts %d live records, the index %d", s.ID, s.Live, segLive[s.ID])
+		}
+	}
+	if !slices.IsSortedFunc(l.segs, func(a, b *recordlog.Segment) int { return int(a.ID) - int(b.ID) }) {
 		t.Error("segments out of order")
 	}
 }
@@ -452,14 +546,14 @@ func TestLogMovesLiveRecordsForward(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "log")
 	o := &LogOptions{SegmentSize: 1024, ZeroAhead: 64}
 	l := openLog(t, dir, o)
-	keep := mustEnqueue(t, l, Record{Agent: "did:key:asleep", From: alice, Body: []byte("kept for days")}, DefaultBounds(), t0)
+	keep := mustEnqueue(t, l, Record{Agent: "did:key:asleep", From: alice, Body: []byte("kept for days")}, queuebounds.Default(), t0)
 	for i := range 200 {
-		r := mustEnqueue(t, l, msg(bob, fmt.Sprint("drained ", i)), DefaultBounds(), t0)
+		r := mustEnqueue(t, l, msg(bob, fmt.Sprint("drained ", i)), queuebounds.Default(), t0)
 		if err := l.Ack(bgc, agent, []uint64{r.Seq}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if ids, _ := listSegments(dir); len(ids) > 3 || ids[len(ids)-1] < 10 {
+	if ids, _ := recordlog.List(dir); len(ids) > 3 || ids[len(ids)-1] < 10 {
 		t.Errorf("segments %v: want the log rotated many times and at most 3 left", ids)
 	}
 	checkLogIndex(t, l)
@@ -493,7 +587,7 @@ func concurrentDrain(t *testing.T, o *LogOptions) {
 	l := openLog(t, filepath.Join(t.TempDir(), "log"), o)
 	defer l.Close()
 	const senders, each = 8, 50
-	b := DefaultBounds()
+	b := queuebounds.Default()
 	b.MaxPerPeer, b.MaxMessages = senders*each, senders*each
 	done := make(chan error, senders)
 	for i := range senders {
@@ -550,48 +644,134 @@ func TestLogLocksItsDirectory(t *testing.T) {
 	openLog(t, dir, nil).Close()
 }
 
-// TestLogFailedCommitStops: a commit that fails before its write (a panic
-// in a call, a segment that cannot be created) fails its callers, and every
-// later call fails too instead of waiting for it.
-func TestLogFailedCommitStops(t *testing.T) {
+// TestLogFailedCommitRecovers: a commit that fails before its write (a
+// panic in a call, a segment that cannot be created) fails its callers
+// and is taken back; later calls do not wait for it, fail while the cause
+// lasts, and succeed once it is gone.
+func TestLogFailedCommitRecovers(t *testing.T) {
 	l := openLog(t, filepath.Join(t.TempDir(), "log"), nil)
-	if err := l.commits.write(func(*logBatch) { panic("boom") }); err == nil {
+	if err := l.commits.Do(func(c *logBatch) { c.tombstone(agent, []uint64{1}); panic("boom") }); err == nil {
 		t.Error("a panicking commit succeeded")
 	}
-	if _, err := l.Enqueue(bgc, msg(alice, "after"), DefaultBounds(), t0); err == nil {
-		t.Error("Enqueue after a failed commit succeeded")
+	if r, err := l.Enqueue(bgc, msg(alice, "after"), queuebounds.Default(), t0); err != nil || r.Seq != 1 {
+		t.Errorf("Enqueue after a failed commit = %d, %v; want seq 1", r.Seq, err)
 	}
 	l.Close()
 
 	dir := filepath.Join(t.TempDir(), "log")
 	l = openLog(t, dir, &LogOptions{SegmentSize: 100, ZeroAhead: 64})
 	defer l.Close()
-	if err := os.Mkdir(filepath.Join(dir, segmentName(2)), 0o700); err != nil { // segment 2 cannot be created
+	blocker := filepath.Join(dir, recordlog.Name(2))
+	if err := os.Mkdir(blocker, 0o700); err != nil { // segment 2 cannot be created
 		t.Fatal(err)
 	}
 	var err error
-	for i := 0; err == nil && i < 10; i++ {
-		_, err = l.Enqueue(bgc, msg(alice, "fills segment 1"), DefaultBounds(), t0)
+	n := 0
+	for ; err == nil && n < 10; n++ {
+		_, err = l.Enqueue(bgc, msg(alice, "fills segment 1"), queuebounds.Default(), t0)
 	}
 	if err == nil {
 		t.Fatal("no enqueue failed, yet segment 2 cannot be created")
 	}
-	if _, err := l.Enqueue(bgc, msg(alice, "after"), DefaultBounds(), t0); err == nil {
-		t.Error("Enqueue after a failed rotation succeeded")
+	if _, err := l.Enqueue(bgc, msg(alice, "after"), queuebounds.Default(), t0); err == nil {
+		t.Error("Enqueue while segment 2 cannot be created succeeded")
 	}
+	os.Remove(blocker)
+	if r, err := l.Enqueue(bgc, msg(alice, "after"), queuebounds.Default(), t0); err != nil || r.Seq != uint64(n) {
+		t.Errorf("Enqueue once segment 2 can be created = %d, %v; want seq %d", r.Seq, err, n)
+	}
+	checkLogIndex(t, l)
 }
 
 // TestLogRefusesRecordsLongerThanAFrame: a body the bounds allow but a
 // frame cannot hold is refused as too large, not written and lost at the
 // next open.
 func TestLogRefusesRecordsLongerThanAFrame(t *testing.T) {
-	defer func(n int) { maxFrameLen = n }(maxFrameLen)
-	maxFrameLen = 4096
+	defer func(n int) { recordlog.MaxFrameLen = n }(recordlog.MaxFrameLen)
+	recordlog.MaxFrameLen = 4096
 	l := openLog(t, filepath.Join(t.TempDir(), "log"), nil)
 	defer l.Close()
-	b := DefaultBounds()
+	b := queuebounds.Default()
 	if _, err := l.Enqueue(bgc, msg(alice, string(make([]byte, 5000))), b, t0); !errors.Is(err, ErrTooLarge) {
 		t.Errorf("Enqueue of a body longer than a frame = %v, want ErrTooLarge", err)
 	}
 	mustEnqueue(t, l, msg(alice, string(make([]byte, 3000))), b, t0)
+}
+
+// TestLogOpensVersion1Segments: a log written before commit frames
+// (segment format version 1) opens with its records, appends go to a new
+// segment of the current version, and everything is there after a reopen.
+func TestLogOpensVersion1Segments(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "log")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	old := bytes.Clone(recordlog.MagicV1)
+	old = appendSeqFrame(old, agent, 0)
+	for i := range 3 {
+		r := msg(alice, fmt.Sprint("old ", i))
+		r.Agent, r.Seq, r.EnqueuedAt, r.ExpiresAt = agent, uint64(i+1), t0, t0.Add(time.Hour)
+		old = appendRecordFrame(old, r)
+	}
+	if err := os.WriteFile(filepath.Join(dir, recordlog.Name(1)), old, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	l := openLog(t, dir, nil)
+	if diff := cmp.Diff([]uint64{1, 2, 3}, liveSeqs(t, l, agent, t0)); diff != "" {
+		t.Fatalf("records of a version 1 segment (-want +got):\n%s", diff)
+	}
+	if r := mustEnqueue(t, l, msg(bob, "new"), queuebounds.Default(), t0); r.Seq != 4 {
+		t.Errorf("seq after the version 1 records = %d, want 4", r.Seq)
+	}
+	if len(l.segs) != 2 || l.segs[1].Version != 2 {
+		t.Errorf("%d segments; want the version 1 one and a new one", len(l.segs))
+	}
+	l.Close()
+	l = openLog(t, dir, nil)
+	defer l.Close()
+	if diff := cmp.Diff([]uint64{1, 2, 3, 4}, liveSeqs(t, l, agent, t0)); diff != "" {
+		t.Errorf("records after a reopen (-want +got):\n%s", diff)
+	}
+}
+
+// TestRepairLog: a log refused as damaged (a byte flipped in a record of
+// a middle commit) is repaired: the damaged segment is kept as it was,
+// every record that can still be read is kept, the damaged one is
+// reported dropped, and the log opens and takes records again.
+func TestRepairLog(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "log")
+	l := openLog(t, dir, nil)
+	b := queuebounds.Default()
+	var offs []int64
+	for i := range 5 {
+		offs = append(offs, l.segs[0].Size)
+		mustEnqueue(t, l, msg(alice, fmt.Sprint("record ", i)), b, t0)
+	}
+	l.Close()
+	path := lastSegment(t, dir)
+	if err := flipByte(path, offs[2]+20); err != nil { // inside record 3
+		t.Fatal(err)
+	}
+	damaged, _ := os.ReadFile(path)
+	if _, err := OpenLog(dir, nil); !errors.As(err, new(*recordlog.DamageError)) {
+		t.Fatalf("open before the repair: %v, want a DamageError", err)
+	}
+	done, err := RepairLog(dir, t0)
+	if err != nil || len(done) != 1 || done[0].Path != path || len(done[0].Dropped) != 1 {
+		t.Fatalf("RepairLog = %+v, %v", done, err)
+	}
+	if kept, _ := os.ReadFile(done[0].Copy); !bytes.Equal(kept, damaged) {
+		t.Error("the copy of the damaged segment is not the file as it was")
+	}
+	l = openLog(t, dir, nil)
+	defer l.Close()
+	if diff := cmp.Diff([]uint64{1, 2, 4, 5}, liveSeqs(t, l, agent, t0)); diff != "" {
+		t.Errorf("records after the repair (-want +got):\n%s", diff)
+	}
+	if r := mustEnqueue(t, l, msg(alice, "after"), b, t0); r.Seq != 6 {
+		t.Errorf("seq after the repair = %d, want 6", r.Seq)
+	}
+	if done, err := RepairLog(filepath.Join(t.TempDir(), "fine"), t0); err != nil || len(done) != 0 {
+		t.Errorf("RepairLog of a sound log = %+v, %v; want nothing done", done, err)
+	}
 }

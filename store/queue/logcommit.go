@@ -1,96 +1,44 @@
 package queue
 
 import (
+	"errors"
 	"fmt"
-	"slices"
-	"sync"
 	"time"
+
+	"github.com/torpor-dev/torpor/store/queue/internal/groupcommit"
+	"github.com/torpor-dev/torpor/store/queue/recordlog"
 )
 
-// logCommitter is the record log's group commit, the same scheme as
-// committer (commit.go) without a transaction to roll back: a writer that
-// finds no commit in progress commits at once with whoever is waiting;
-// writers that arrive during a commit go together in the next one, led by
-// the first of them. No timer is involved. Unlike committer, a leader hands
-// on leadership once its batch is written, before its sync, and the next
-// leader waits in Log.waitSlot for that commit (or, with
-// LogOptions.OverlapSyncs, only for the one before it).
+// newLogCommits returns the record log's group commit
+// (internal/groupcommit). A leader hands on leadership once its batch is
+// written, before its sync, and the next leader waits in Log.waitSlot for
+// that commit (or, with LogOptions.OverlapSyncs, only for the one before
+// it).
 //
 // A call's function runs exactly once, under the index lock, and changes
 // the index and appends its frames to the commit's buffer; it cannot fail
 // (a refused enqueue is a result). What can fail is the write or the sync
 // of the buffer, and then every call of the batch gets the error and the
 // Log refuses every later call (see Log.commit).
-type logCommitter struct {
-	l   *Log
-	max int // cap on the calls in one commit (0: no cap)
-
-	mu      sync.Mutex
-	pending []*logCall
-	running bool
-}
-
-type logCall struct {
-	fn   func(*logBatch)
-	done chan logResult
-}
-
-type logResult struct {
-	err  error
-	lead bool
-}
-
-// write runs fn in the next commit and returns once that commit's frames
-// are written and synced (or failed).
-func (c *logCommitter) write(fn func(*logBatch)) error {
-	me := &logCall{fn: fn, done: make(chan logResult, 1)}
-	c.mu.Lock()
-	c.pending = append(c.pending, me)
-	if c.running {
-		c.mu.Unlock()
-		r := <-me.done
-		if !r.lead {
-			return r.err
-		}
-	} else {
-		c.running = true
-		c.mu.Unlock()
-	}
-	return c.lead(me)
-}
-
-// lead commits batches until me's is done, then hands leadership to the
-// first waiting call, if any. It hands it on as soon as its batch is
-// written, before the sync (see Log.waitSlot); the commits still finish in
-// order (Log.commit).
-func (c *logCommitter) lead(me *logCall) error {
-	for {
-		c.l.waitSlot()
-		c.mu.Lock()
-		batch := c.pending
-		if c.max > 0 && len(batch) > c.max {
-			batch = batch[:c.max:c.max]
-		}
-		if c.pending = c.pending[len(batch):]; len(c.pending) == 0 {
-			c.pending = nil
-		}
-		c.mu.Unlock()
-		finish := c.l.commit(batch)
-		mine := slices.Contains(batch, me)
-		if mine {
-			c.handOff()
-		}
-		err := finish()
-		for _, k := range batch {
-			if k != me {
-				k.done <- logResult{err: err}
+func newLogCommits(l *Log, max int) *groupcommit.Group[logWrite] {
+	return &groupcommit.Group[logWrite]{
+		Max:  max,
+		Wait: l.waitSlot,
+		Commit: func(batch []logWrite, handOff func()) []error {
+			finish := l.commit(batch)
+			handOff()
+			err := finish()
+			errs := make([]error, len(batch))
+			for i := range errs {
+				errs[i] = err
 			}
-		}
-		if mine {
-			return err
-		} // else cut off by max; me is still pending
+			return errs
+		},
 	}
 }
+
+// logWrite is one call's part of a commit.
+type logWrite = func(*logBatch)
 
 // waitSlot waits until the previous commit is finished, so that a batch
 // gathers the calls that arrive during one whole commit. With
@@ -108,27 +56,20 @@ func (l *Log) waitSlot() {
 	}
 }
 
-// handOff makes the first waiting call the leader, or ends leading.
-func (c *logCommitter) handOff() {
-	c.mu.Lock()
-	if len(c.pending) == 0 {
-		c.running = false
-		c.mu.Unlock()
-		return
-	}
-	next := c.pending[0]
-	c.mu.Unlock()
-	next.done <- logResult{lead: true}
-}
-
 // logBatch is one commit being built: the frames of its calls, to be
 // appended to seg at base.
 type logBatch struct {
 	l    *Log
-	seg  *segment
+	seg  *recordlog.Segment
 	base int64
 	buf  []byte
 	gen  uint64
+	// alloc is the segment's length before this commit's write.
+	alloc int64
+	// hdr is the length of the segment header at the start of buf (a
+	// commit that starts a segment), which its commit frame does not
+	// count.
+	hdr int
 	// moves are the records this commit copies forward (moveForward).
 	moves []logMove
 	// done is closed when the commit is finished; prev is the previous
@@ -136,14 +77,25 @@ type logBatch struct {
 	done, prev chan struct{}
 }
 
+// logReserve is the room a full file system leaves to tombstones: once
+// the log could not write zeros ahead (recordlog.Segment.Short), a record
+// is refused (ErrNoSpace) unless this much stays after it, so that
+// devices can still drain and acknowledge.
+const logReserve = 64 << 10
+
+// roomFor reports whether a record frame of about n bytes may go into c.
+func (c *logBatch) roomFor(n int) bool {
+	return !c.seg.Short || c.seg.Alloc-c.base-int64(len(c.buf)+n) >= logReserve
+}
+
 // append adds r (Seq set) to the index and its frame to the commit.
 func (c *logBatch) append(a *logAgent, r Record) {
 	start := len(c.buf)
 	c.buf = appendRecordFrame(c.buf, r)
 	c.l.index.add(a, logEntry{
-		seq: r.Seq, seg: c.seg, off: c.base + int64(start), n: len(c.buf) - start,
-		size: len(r.Body), kind: r.Kind, from: r.From, expires: r.ExpiresAt.UnixNano(), gen: c.gen,
-	})
+		seq: r.Seq, seg: uint32(c.seg.ID), off: entryOffset(c.base + int64(start)), n: uint32(len(c.buf) - start),
+		size: uint32(len(r.Body)), kind: r.Kind, expires: r.ExpiresAt.UnixNano(),
+	}, r.From)
 }
 
 // tombstone adds the frame deleting agent's seqs, which the caller took out
@@ -158,12 +110,16 @@ func (c *logBatch) tombstone(agent string, seqs []uint64) {
 // tombstones and returns how many.
 func (c *logBatch) purge(now time.Time) int {
 	n := 0
-	c.l.index.expired(now.UnixNano(), func(a *logAgent, seq uint64) {
-		c.tombstone(a.name, []uint64{seq})
-		n++
+	c.l.index.expired(now.UnixNano(), func(a *logAgent, seqs []uint64) {
+		c.tombstone(a.name, seqs)
+		n += len(seqs)
 	})
 	return n
 }
+
+// syncSegment syncs a commit (a var for the test that fails a sync after
+// it reached the disk).
+var syncSegment = (*recordlog.Segment).Sync
 
 // commit runs batch's functions against the index under l.mu, then writes
 // their frames in one write without holding l.mu, and returns the function
@@ -171,20 +127,21 @@ func (c *logBatch) purge(now time.Time) int {
 // the next commit may be built and written while this one syncs; each
 // finishes after the one before it (prev), so l.durable only grows and Next and Stats, which
 // do not show a commit's records until it is finished, see the commits in
-// order. A failed write or sync leaves the index ahead of the file, so the
-// Log refuses every later call; opening it again reads what reached the
-// disk.
-func (l *Log) commit(batch []*logCall) (finish func() error) {
+// order. A failed write or sync fails its calls and every commit after it
+// that is in flight, and they are rolled back (Log.rollback): in the
+// index and in the file, so that what their callers were told was not
+// stored is never served, also after a restart.
+func (l *Log) commit(batch []logWrite) (finish func() error) {
 	c, err := l.build(batch)
 	if c == nil {
 		return func() error { return err }
 	}
 	if err == nil && len(c.buf) > 0 {
-		c.seg.alloc, err = l.write(c)
+		c.seg.Alloc, err = c.seg.Append(c.buf, c.base, l.opts.ZeroAhead)
 	}
 	return func() error {
 		if err == nil && len(c.buf) > 0 {
-			err = datasync(c.seg.f)
+			err = syncSegment(c.seg)
 		}
 		if c.prev != nil {
 			<-c.prev
@@ -199,19 +156,22 @@ func (l *Log) commit(batch []*logCall) (finish func() error) {
 // build starts a commit and runs batch's functions in it. Once the
 // commit is started (c is not nil) it must be finished, also after an
 // error, so that the commits after it do not wait for it forever.
-func (l *Log) build(batch []*logCall) (*logBatch, error) {
+func (l *Log) build(batch []logWrite) (*logBatch, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	c, err := l.begin()
 	if err != nil {
 		return c, err
 	}
-	for _, k := range batch {
-		if err := c.run(k.fn); err != nil {
+	for _, fn := range batch {
+		if err := c.run(fn); err != nil {
 			return c, err
 		}
 	}
-	c.seg.size = c.base + int64(len(c.buf))
+	if len(c.buf) > c.hdr {
+		c.buf = recordlog.AppendCommit(c.buf, c.hdr)
+	}
+	c.seg.Size = c.base + int64(len(c.buf))
 	return c, nil
 }
 
@@ -220,45 +180,52 @@ func (l *Log) finish(c *logBatch, err error) error {
 	if cap(c.buf) <= 4<<20 {
 		l.buf = c.buf[:0]
 	}
-	if l.broken != nil {
-		return l.broken
+	if err == nil && l.failed != nil {
+		err = errors.New("queue: the record log's commit before this one failed")
 	}
 	if err != nil {
-		l.broken = fmt.Errorf("queue: a commit of the record log failed; the log must be opened again: %w", err)
-		return l.broken
+		if l.failed == nil {
+			l.failed = c // the oldest commit not durable: rolled back from here
+		}
+		if c.gen == l.gen { // no commit after it in flight
+			l.rollback()
+		}
+		return fmt.Errorf("queue: a commit of the record log failed, nothing of it is stored: %w", err)
 	}
 	l.durable = c.gen
+	l.index.durable(c.gen)
 	l.moved(c)
 	if len(c.buf) > 0 {
 		l.nCommits, l.nBytes = l.nCommits+1, l.nBytes+uint64(len(c.buf))
 	}
 	l.dropDead()
+	l.checkpointSoon(c)
 	return nil
 }
 
-// zeros is what the log writes ahead of its frames.
-var zeros = make([]byte, 64<<10)
-
-// write writes c's frames and, when they reach past the zeros written
-// ahead, l.opts.ZeroAhead more zeros after them, and returns the file's
-// new length. Only the leader writes, so c.seg.alloc, which only it
-// changes, is read and set without l.mu.
-func (l *Log) write(c *logBatch) (int64, error) {
-	if _, err := c.seg.f.WriteAt(c.buf, c.base); err != nil {
-		return 0, err
+// rollback undoes the commits from l.failed on, the last of which has
+// finished: the index forgets their changes and the file their bytes. If
+// the file cannot be rolled back, the Log refuses every later write (its
+// reads go on) until it is opened again. l.mu is held.
+func (l *Log) rollback() {
+	c := l.failed
+	l.failed = nil
+	l.index.rollback()
+	if l.broken != nil || c.seg == nil {
+		return
 	}
-	end, alloc := c.base+int64(len(c.buf)), c.seg.alloc
-	if end <= alloc {
-		return alloc, nil
+	last := l.segs[len(l.segs)-1]
+	var err error
+	switch {
+	case c.hdr > 0 && last == c.seg: // it started this segment
+		err = c.seg.Remove()
+		l.segs = l.segs[:len(l.segs)-1]
+	default:
+		err = c.seg.Rollback(c.base, c.seg.Size, max(c.alloc, c.base))
 	}
-	for alloc = end; alloc < end+l.opts.ZeroAhead; {
-		n, err := c.seg.f.WriteAt(zeros[:min(int64(len(zeros)), end+l.opts.ZeroAhead-alloc)], alloc)
-		if err != nil {
-			return 0, err
-		}
-		alloc += int64(n)
+	if err != nil {
+		l.broken = fmt.Errorf("queue: the record log could not take back a failed commit, and takes no writes until it is opened again: %w", err)
 	}
-	return alloc, nil
 }
 
 // begin starts a commit, in a new segment when the current one is full.
@@ -267,11 +234,15 @@ func (l *Log) begin() (*logBatch, error) {
 	if l.broken != nil {
 		return nil, l.broken
 	}
+	if l.failed != nil {
+		return nil, errors.New("queue: a commit of the record log failed and is being taken back")
+	}
 	c := &logBatch{l: l, buf: l.buf[:0], gen: l.gen + 1, done: make(chan struct{}), prev: l.last}
 	l.buf, l.gen, l.last, l.lastPrev, l.index.building = nil, c.gen, c.done, c.prev, c.gen
 	seg := l.segs[len(l.segs)-1]
-	if seg.size < l.opts.SegmentSize {
-		c.seg, c.base = seg, seg.size
+	seg.Extend(l.opts.ZeroAhead)                           // when it is Short: space may have come back
+	if seg.Size < l.opts.SegmentSize && seg.Version == 2 { // a version 1 segment takes no commit frames
+		c.seg, c.base, c.alloc = seg, seg.Size, seg.Alloc
 		return c, nil
 	}
 	if c.prev != nil { // a torn write must stay in the last segment
@@ -282,12 +253,15 @@ func (l *Log) begin() (*logBatch, error) {
 		if l.broken != nil {
 			return c, l.broken
 		}
+		if l.failed != nil { // the commit it waited for failed: it is taken back with this one
+			return c, errors.New("queue: a commit of the record log failed and is being taken back")
+		}
 	}
 	seg, err := l.rotate(c)
 	if err != nil {
 		return c, err
 	}
-	c.seg, c.base = seg, seg.size
+	c.seg, c.base, c.hdr = seg, seg.Size, len(recordlog.Magic)
 	return c, l.moveForward(c)
 }
 

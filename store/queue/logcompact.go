@@ -1,45 +1,43 @@
 package queue
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+
+	"github.com/torpor-dev/torpor/store/queue/recordlog"
+)
 
 // logMove is a live record whose frame a commit copies forward, to the
 // place the index points at once the commit is synced.
 type logMove struct {
 	a   *logAgent
 	seq uint64
-	off int64
-	n   int
+	off uint32
+	n   uint32
 }
 
 // moveForward copies into c, which starts a new segment, the live records
-// of the oldest segments that are mostly dead (at most a quarter of the
-// records written to them still live), so that those segments can be
-// deleted: only a prefix of the segments is ever deleted (see dropDead), and
-// one record that nobody drains would otherwise keep every later segment.
-// The copies are the same frames; replay takes a record frame for a seq
-// that is live already as its new place. l.mu is held.
+// of the oldest segments that are mostly dead (recordlog.Compactable), so
+// that those segments can be deleted. The copies are the same frames;
+// replay takes a record frame for a seq that is live already as its new
+// place. l.mu is held.
 func (l *Log) moveForward(c *logBatch) error {
-	from := map[*segment]bool{}
-	for _, s := range l.segs[:len(l.segs)-1] {
-		if s.live*4 > s.records {
-			break
-		}
-		from[s] = true
-	}
+	from := recordlog.Compactable(l.segs)
 	if len(from) == 0 {
 		return nil
 	}
 	for _, a := range l.index.agents {
 		for _, e := range a.live {
-			if !from[e.seg] {
+			seg := l.index.seg(e.seg)
+			if !from[seg] {
 				continue
 			}
-			start := len(c.buf)
-			c.buf = append(c.buf, make([]byte, e.n)...)
-			if _, err := e.seg.f.ReadAt(c.buf[start:], e.off); err != nil {
+			b, err := seg.ReadAt(int64(e.off), int(e.n))
+			if err != nil {
 				return fmt.Errorf("queue: moving record %s/%d forward: %w", a.name, e.seq, err)
 			}
-			c.moves = append(c.moves, logMove{a: a, seq: e.seq, off: c.base + int64(start), n: e.n})
+			c.moves = append(c.moves, logMove{a: a, seq: e.seq, off: entryOffset(c.base + int64(len(c.buf))), n: e.n})
+			c.buf = append(c.buf, b...)
 		}
 	}
 	return nil
@@ -54,11 +52,23 @@ func (l *Log) moved(c *logBatch) {
 			continue
 		}
 		e := &m.a.live[i]
-		if e.seg.live--; e.seg.live == 0 {
-			e.seg.deadAt = c.gen
+		if s := l.index.seg(e.seg); s != &l.index.gone {
+			if s.Live--; s.Live == 0 {
+				s.DeadAt = c.gen
+			}
 		}
-		e.seg, e.off, e.n = c.seg, m.off, m.n
-		c.seg.live++
-		c.seg.records++
+		e.seg, e.off, e.n = uint32(c.seg.ID), m.off, m.n
+		c.seg.Live++
+		c.seg.Records++
 	}
+}
+
+// entryOffset returns off as a logEntry's offset. A segment ends soon
+// after maxSegmentSize (OpenLog caps SegmentSize), so off fits unless a
+// single commit wrote gigabytes: that commit fails (logBatch.run).
+func entryOffset(off int64) uint32 {
+	if off < 0 || off > math.MaxUint32 {
+		panic(fmt.Sprintf("queue: frame offset %d does not fit the index", off))
+	}
+	return uint32(off)
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 )
 
 // Kind classifies a queued record for the bounds check.
@@ -58,71 +60,6 @@ type Record struct {
 // Expired reports whether r is expired at now.
 func (r Record) Expired(now time.Time) bool { return now.After(r.ExpiresAt) }
 
-// Bounds limit one agent's queue. The profile's reference bounds are the
-// defaults (see DefaultBounds); the relay publishes the bounds it applies
-// in the agent's card.
-type Bounds struct {
-	// MaxMessages caps the live records of the agent.
-	MaxMessages int
-	// MaxPerPeer caps the live records of the agent from one sender DID.
-	MaxPerPeer int
-	// MaxPeerBytes caps the body bytes of the agent's live records from
-	// one sender DID, so that one sender cannot fill MaxBytes alone.
-	MaxPeerBytes int64
-	// MaxBytes caps the sum of the live records' body lengths (raw bytes).
-	MaxBytes int64
-	// MaxMessageSize caps one body; larger bodies get ErrTooLarge.
-	MaxMessageSize int64
-	// TTL is the lifetime of each record.
-	TTL time.Duration
-	// HandshakeMessages and HandshakeBytes are the reserved allowance for
-	// KindHandshake records: such a record is checked against MaxMessages
-	// + HandshakeMessages, MaxPerPeer + HandshakeMessages, MaxPeerBytes +
-	// HandshakeBytes and MaxBytes + HandshakeBytes, so a queue full of ordinary messages still takes an
-	// MLS Welcome or Commit. Zero means no reserve.
-	HandshakeMessages int
-	HandshakeBytes    int64
-}
-
-// DefaultBounds returns the profile's reference bounds (500 messages, 50
-// per peer, 2 MiB, 7 days), 512 KiB per peer (a quarter of the queue, so
-// one sender DID cannot fill it), a 256 KiB maximum message size and a
-// reserve of 16 handshake records / 256 KiB.
-func DefaultBounds() Bounds {
-	return Bounds{
-		MaxMessages:       500,
-		MaxPerPeer:        50,
-		MaxPeerBytes:      512 << 10,
-		MaxBytes:          2 << 20,
-		MaxMessageSize:    256 << 10,
-		TTL:               7 * 24 * time.Hour,
-		HandshakeMessages: 16,
-		HandshakeBytes:    256 << 10,
-	}
-}
-
-// Validate returns an error wrapping ErrInvalidBounds unless every limit
-// is positive (the reserve may be zero).
-func (b Bounds) Validate() error {
-	switch {
-	case b.MaxMessages <= 0:
-		return fmt.Errorf("%w: MaxMessages %d", ErrInvalidBounds, b.MaxMessages)
-	case b.MaxPerPeer <= 0:
-		return fmt.Errorf("%w: MaxPerPeer %d", ErrInvalidBounds, b.MaxPerPeer)
-	case b.MaxPeerBytes <= 0:
-		return fmt.Errorf("%w: MaxPeerBytes %d", ErrInvalidBounds, b.MaxPeerBytes)
-	case b.MaxBytes <= 0:
-		return fmt.Errorf("%w: MaxBytes %d", ErrInvalidBounds, b.MaxBytes)
-	case b.MaxMessageSize <= 0:
-		return fmt.Errorf("%w: MaxMessageSize %d", ErrInvalidBounds, b.MaxMessageSize)
-	case b.TTL <= 0:
-		return fmt.Errorf("%w: TTL %v", ErrInvalidBounds, b.TTL)
-	case b.HandshakeMessages < 0 || b.HandshakeBytes < 0:
-		return fmt.Errorf("%w: negative handshake reserve", ErrInvalidBounds)
-	}
-	return nil
-}
-
 // Stats describe an agent's live (unexpired) records.
 type Stats struct {
 	// Messages and Bytes count every live record and its body bytes.
@@ -145,7 +82,7 @@ type Store interface {
 	// exceeded, ErrTooLarge when len(Body) > MaxMessageSize,
 	// ErrInvalidBounds or ErrInvalidRecord for bad arguments, ErrClosed
 	// after Close.
-	Enqueue(ctx context.Context, r Record, b Bounds, now time.Time) (Record, error)
+	Enqueue(ctx context.Context, r Record, b queuebounds.Bounds, now time.Time) (Record, error)
 	// Next returns up to max live records of agent with Seq > after, in
 	// Seq order. An unknown agent has no records (nil, nil). Records
 	// that fail their checksum are left out and named in a *DamagedError

@@ -1,7 +1,8 @@
-// Package storetest damages bbolt files the ways a bad disk, a power cut
-// on a card without power-loss protection, or a careless operator do, for
-// the tests of store.Open's check and of the agent that refuses such a
-// store.
+// Package storetest holds what the tests of store/... share: it runs a
+// store interface's contract suite over every engine (RunContract), and it
+// damages bbolt files the ways a bad disk, a power cut on a card without
+// power-loss protection, or a careless operator do, for the tests of
+// store.Open's check and of the agent that refuses such a store.
 package storetest
 
 import (

@@ -33,6 +33,7 @@ import (
 	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/store/replay"
 	"github.com/torpor-dev/torpor/transport/a2a"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 )
 
 const (
@@ -50,7 +51,7 @@ const (
 // "ack N" (the relay deleted it), "done".
 func childDrainEvents(dir, socket string) int {
 	err := func() error {
-		q, err := queue.OpenBolt(filepath.Join(dir, "queue.db"), nil)
+		q, err := openQueue(dir)
 		if err != nil {
 			return err
 		}
@@ -229,14 +230,12 @@ func (w *world) enqueueMany(n int) (map[uint64]string, []byte) {
 	if err := sdb.Update(func(tx *bolt.Tx) error { return ss.Delivered(tx, pair.Group) }); err != nil {
 		w.t.Fatal(err)
 	}
-	// Setup writes without fsync; the queue is reopened with it for the
-	// agent.
-	q, err := queue.OpenBolt(filepath.Join(w.dir, "queue.db"), &queue.Options{Store: &store.Options{NoSync: true}})
+	q, err := openQueue(w.dir)
 	if err != nil {
 		w.t.Fatal(err)
 	}
 	defer q.Close()
-	b := queue.DefaultBounds()
+	b := queuebounds.Default()
 	b.MaxMessages, b.MaxPerPeer, b.MaxBytes, b.MaxPeerBytes = n+16, n+16, 64<<20, 64<<20
 	hs, err := pair.Handshake.Part()
 	if err != nil {
@@ -382,7 +381,7 @@ func (w *world) lostInLedger() map[string]bool {
 // Welcome as the joined group, each object in the replay cache.
 func (w *world) checkCommittedBeforeAck(ids map[uint64]string, group []byte) {
 	w.t.Helper()
-	q, err := queue.OpenBolt(filepath.Join(w.dir, "queue.db"), nil)
+	q, err := openQueue(w.dir)
 	if err != nil {
 		w.t.Fatal(err)
 	}
@@ -428,7 +427,7 @@ func (w *world) checkCommittedBeforeAck(ids map[uint64]string, group []byte) {
 
 // queued returns the records still queued.
 func (w *world) queued() int {
-	q, err := queue.OpenBolt(filepath.Join(w.dir, "queue.db"), nil)
+	q, err := openQueue(w.dir)
 	if err != nil {
 		w.t.Fatal(err)
 	}

@@ -6,7 +6,9 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -27,6 +29,7 @@ import (
 	"github.com/torpor-dev/torpor/store"
 	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/transport/a2a"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 )
 
 // Roles of the re-executed test binary.
@@ -86,7 +89,7 @@ func childDrain(dir string) int {
 }
 
 func drainOnce(dir string) (drain.Report, error) {
-	q, err := queue.OpenBolt(filepath.Join(dir, "queue.db"), nil)
+	q, err := openQueue(dir)
 	if err != nil {
 		return drain.Report{}, err
 	}
@@ -196,12 +199,12 @@ func (w *world) sign(k *did.PrivateKey, p, id string, payload any) []byte {
 // message, as the relay does for a sleeping agent.
 func (w *world) enqueue(from *did.PrivateKey, objs ...[]byte) {
 	w.t.Helper()
-	q, err := queue.OpenBolt(filepath.Join(w.dir, "queue.db"), nil)
+	q, err := openQueue(w.dir)
 	if err != nil {
 		w.t.Fatal(err)
 	}
 	defer q.Close()
-	b := queue.DefaultBounds()
+	b := queuebounds.Default()
 	b.MaxMessages, b.MaxPerPeer, b.MaxBytes, b.MaxPeerBytes = 1000, 1000, 64<<20, 64<<20 // the crash test queues 500 from Alice
 	for _, o := range objs {
 		r := queue.Record{Agent: agentKey.DID().String(), From: from.DID().String(), Body: w.body(o)}
@@ -317,18 +320,6 @@ func (w *world) drainAndKillDuringEffect() {
 	<-exited
 }
 
-// buildAgent builds torpor-agent for the operator's commands.
-func buildAgent(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "torpor-agent")
-	cmd := exec.Command("go", "build", "-o", bin, "github.com/torpor-dev/torpor/cmd/torpor-agent")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build torpor-agent: %v\n%s", err, out)
-	}
-	return bin
-}
-
 // operator runs torpor-agent's operator command on w's store.
 func (w *world) operator(bin string, argv ...string) string {
 	w.t.Helper()
@@ -372,4 +363,15 @@ func (w *world) ledgerState(key string) string {
 		return err.Error()
 	}
 	return e.State.String()
+}
+
+// openQueue opens the relay queue of the test's directory as the relay
+// would: whichever engine the directory holds (queue.OpenDir), or a new
+// record log, the relay's default engine.
+func openQueue(dir string) (queue.Store, error) {
+	q, err := queue.OpenDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return queue.OpenLog(filepath.Join(dir, queue.LogDir), nil)
+	}
+	return q, err
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/torpor-dev/torpor/runtime/drain"
+	"github.com/torpor-dev/torpor/test/internal/testenv"
 )
 
 // indeterminateCase is one operator verdict on the indeterminate key and
@@ -46,7 +47,7 @@ var indeterminateCases = []indeterminateCase{
 // object nor a new object for the same intent runs the effect again, time
 // does not release it, and only the operator's reconcile resolves it.
 func TestIndeterminateKeyAfterCrash(t *testing.T) {
-	bin := buildAgent(t)
+	bin := testenv.Binary(t, "torpor-agent")
 	for _, tt := range indeterminateCases {
 		t.Run(tt.name, func(t *testing.T) {
 			w := newWorld(t)

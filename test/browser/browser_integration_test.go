@@ -18,6 +18,7 @@ import (
 	"github.com/chromedp/chromedp/device"
 
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/did/didtest"
 	"github.com/torpor-dev/torpor/test/internal/testenv"
 	"github.com/torpor-dev/torpor/transport/bearer"
 	"github.com/torpor-dev/torpor/wake"
@@ -148,7 +149,7 @@ func TestFleetConsoleInBrowser(t *testing.T) {
 	if n := eval[int](t, b, `document.querySelectorAll("table.fleet tbody tr[data-state]").length`); n != 3 {
 		t.Fatalf("%d rows, want the 3 devices", n)
 	}
-	alice, bob := w.newKey(t), w.newKey(t)
+	alice, bob := didtest.New(t), didtest.New(t)
 	for _, from := range []*did.PrivateKey{alice, alice, bob} {
 		if code := w.send(t, from, gate.key.DID()); code != http.StatusServiceUnavailable {
 			t.Fatalf("send to the sleeping gate: %d, want 503 (queued)", code)

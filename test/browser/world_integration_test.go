@@ -4,8 +4,6 @@ package browser
 
 import (
 	"bytes"
-	"context"
-	"errors"
 	"log/slog"
 	"net/http"
 	"testing"
@@ -13,11 +11,11 @@ import (
 
 	"github.com/torpor-dev/torpor/clock"
 	"github.com/torpor-dev/torpor/did"
-	"github.com/torpor-dev/torpor/internal/worldtest"
 	"github.com/torpor-dev/torpor/runtime"
 	"github.com/torpor-dev/torpor/runtime/deliver"
 	"github.com/torpor-dev/torpor/runtime/purpose"
 	"github.com/torpor-dev/torpor/runtime/runtimetest"
+	"github.com/torpor-dev/torpor/test/worldtest"
 	"github.com/torpor-dev/torpor/transport/bearer"
 	"github.com/torpor-dev/torpor/transport/relay"
 	"github.com/torpor-dev/torpor/wake"
@@ -44,8 +42,8 @@ func newWorld(t *testing.T) *world {
 	}
 	w := &world{clk: clk}
 	w.op, _ = did.Generate(nil)
-	w.relay = worldtest.Start(t, relay.Config{Clock: clk, Console: &relay.ConsoleConfig{
-		Operators: []string{w.op.DID().String()}, Secret: make([]byte, 32), OverdueGrace: grace, Refresh: 300 * time.Millisecond}})
+	w.relay = worldtest.Start(t, relay.Config{Clock: clk, Ops: relay.Ops{Console: &relay.ConsoleConfig{
+		Operators: []string{w.op.DID().String()}, Secret: make([]byte, 32), OverdueGrace: grace, Refresh: 300 * time.Millisecond}}})
 	return w
 }
 
@@ -62,59 +60,16 @@ type agent struct {
 func (w *world) startAgent(t *testing.T, name string, mode wake.Mode, scheduled time.Time) *agent {
 	t.Helper()
 	key, _ := did.Generate(nil)
-	published := make(chan struct{}, 1)
-	app := deliver.HandlerFunc(func(context.Context, deliver.Delivery) (deliver.Outcome, error) {
-		return deliver.Outcome{OK: true}, nil
-	})
 	now := w.clk.Now()
 	off := time.Duration((now.Minute()+30-wake.WakeMinute(key.DID().String())+120)%60) * time.Minute
-	a, err := runtime.New(runtime.Config{
+	a, stop := worldtest.RunPublished(t, runtime.Config{
 		PipelineConfig: runtime.PipelineConfig{Key: key, Purposes: purpose.Set{"comms:*"}, AllowPlaintext: true, Clock: w.clk,
-			Routes: []deliver.Route{{Pattern: "*", Name: "app", Handler: app}}},
-		DataDir: t.TempDir(), RelayURL: w.relay.URL, Name: name, Board: "rpi4", Mode: mode, ScheduledWake: scheduled,
-		WindowLength: 5 * time.Minute, WindowOffset: off, Logger: slog.New(slog.DiscardHandler),
-		Hooks: runtime.Hooks{OnPhase: func(p runtime.Phase) {
-			if p.Name == runtime.PhasePublish {
-				select {
-				case published <- struct{}{}:
-				default:
-				}
-			}
-		}},
+			Routes: []deliver.Route{{Pattern: "*", Name: "app", Handler: &deliver.Recorder{}}}},
+		Store: runtime.Store{DataDir: t.TempDir()}, Relay: runtime.Relay{URL: w.relay.URL}, Name: name, Board: "rpi4",
+		Schedule: runtime.Schedule{Mode: mode, ScheduledWake: scheduled, WindowLength: 5 * time.Minute, WindowOffset: off},
+		Logger:   slog.New(slog.DiscardHandler),
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
-	ag := &agent{Agent: a, key: key}
-	ag.stop = sync1(func() {
-		cancel()
-		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
-			t.Logf("agent %s: %v", name, err)
-		}
-	})
-	t.Cleanup(ag.stop)
-	select {
-	case <-published:
-	case err := <-done:
-		t.Fatalf("agent %s stopped: %v", name, err)
-	case <-time.After(30 * time.Second):
-		t.Fatalf("agent %s did not publish within 30 s", name)
-	}
-	return ag
-}
-
-// sync1 returns f made safe to call more than once.
-func sync1(f func()) func() {
-	done := false
-	return func() {
-		if !done {
-			done = true
-			f()
-		}
-	}
+	return &agent{Agent: a, key: key, stop: stop}
 }
 
 // send posts a signed message from sender to agent through the relay, as
@@ -138,12 +93,4 @@ func (w *world) send(t *testing.T, sender *did.PrivateKey, agent did.DID) int {
 	}
 	resp.Body.Close()
 	return resp.StatusCode
-}
-
-func (w *world) newKey(t *testing.T) *did.PrivateKey {
-	k, err := did.Generate(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return k
 }

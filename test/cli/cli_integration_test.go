@@ -7,7 +7,6 @@ import (
 	"errors"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -18,7 +17,6 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/torpor-dev/torpor/did"
-	"github.com/torpor-dev/torpor/internal/worldtest"
 	"github.com/torpor-dev/torpor/runtime"
 	"github.com/torpor-dev/torpor/runtime/deliver"
 	"github.com/torpor-dev/torpor/runtime/drain"
@@ -27,6 +25,7 @@ import (
 	"github.com/torpor-dev/torpor/runtime/sessions"
 	"github.com/torpor-dev/torpor/session"
 	"github.com/torpor-dev/torpor/test/internal/testenv"
+	"github.com/torpor-dev/torpor/test/worldtest"
 	"github.com/torpor-dev/torpor/transport/broker"
 	"github.com/torpor-dev/torpor/transport/relay"
 	"github.com/torpor-dev/torpor/wake"
@@ -35,7 +34,7 @@ import (
 // TestCLI runs testdata/*.txt with the torporctl binary built from this
 // tree on PATH and the custom command "stack".
 func TestCLI(t *testing.T) {
-	bin := buildTorporctl(t)
+	bin := filepath.Dir(testenv.Binary(t, "torporctl"))
 	testscript.Run(t, testscript.Params{
 		Dir: "testdata",
 		Setup: func(env *testscript.Env) error {
@@ -47,19 +46,6 @@ func TestCLI(t *testing.T) {
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){"stack": cmdStack},
 	})
-}
-
-// buildTorporctl builds cmd/torporctl into a temporary directory.
-func buildTorporctl(t *testing.T) string {
-	t.Helper()
-	goBin := testenv.RequireTool(t, "go")
-	dir := t.TempDir()
-	cmd := exec.Command(goBin, "build", "-o", filepath.Join(dir, "torporctl"), "github.com/torpor-dev/torpor/cmd/torporctl")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("building torporctl: %v\n%s", err, out)
-	}
-	return dir
 }
 
 // stack is the relay, broker and agent one script runs against.
@@ -79,8 +65,10 @@ func (s *stack) Deliver(_ context.Context, d deliver.Delivery) (deliver.Outcome,
 //
 //	stack start OPERATOR_KEY   start relay, broker and agent (always_on,
 //	                           30 s windows); OPERATOR_KEY's DID may
-//	                           command it. Sets RELAY, BROKER, AGENT
-//	                           (the agent's DID) and DEVICE (its name).
+//	                           command it and is the relay's operator.
+//	                           Sets RELAY, BROKER, BROKER_HOSTPORT (its
+//	                           address without a scheme), AGENT (the
+//	                           agent's DID) and DEVICE (its name).
 //	stack delivered N          the application received at least N objects
 func cmdStack(ts *testscript.TestScript, neg bool, args []string) {
 	if len(args) < 1 {
@@ -113,20 +101,24 @@ func agentConfig(key *did.PrivateKey, owner did.DID, agentDir, relayURL string, 
 	return runtime.Config{
 		PipelineConfig: runtime.PipelineConfig{Key: key, Owner: owner, Purposes: purpose.Set{"comms:*"}, AllowPlaintext: true,
 			Routes: []deliver.Route{{Pattern: "*", Name: "app", Handler: s}}},
-		DataDir:      agentDir,
-		RelayURL:     relayURL,
-		Name:         "cli-agent",
-		Mode:         wake.AlwaysOn,
-		WindowLength: 30 * time.Second,
-		OpenMLS: func(db *bolt.DB) (drain.Sessions, runtime.KeyPackages, error) {
-			ss, err := session.New(session.Config{Key: key})
-			if err != nil {
-				return nil, nil, err
-			}
-			return sessions.Sessions{S: ss}, sessions.KeyPackages{S: ss, DB: db}, nil
+		Store: runtime.Store{DataDir: agentDir},
+		Relay: runtime.Relay{URL: relayURL},
+		Name:  "cli-agent",
+		Schedule: runtime.Schedule{
+			Mode:         wake.AlwaysOn,
+			WindowLength: 30 * time.Second,
 		},
-		KeyPackageTarget: 4,
-		Logger:           log,
+		MLS: runtime.MLS{
+			OpenMLS: func(db *bolt.DB) (drain.Sessions, runtime.KeyPackages, error) {
+				ss, err := session.New(session.Config{Key: key})
+				if err != nil {
+					return nil, nil, err
+				}
+				return sessions.Sessions{S: ss}, sessions.KeyPackages{S: ss, DB: db}, nil
+			},
+			KeyPackageTarget: 4,
+		},
+		Logger: log,
 	}
 }
 
@@ -138,7 +130,7 @@ func startStack(ts *testscript.TestScript, opKeyFile string) {
 	brk, err := broker.Start(broker.Config{Listen: "127.0.0.1:0", DataDir: dir, Operators: []did.DID{op.DID()}})
 	ts.Check(err)
 	log := slog.New(slog.NewTextHandler(logFile(ts, filepath.Join(dir, "stack.log")), nil))
-	r, err := worldtest.Open(dir, relay.Config{MQTTBroker: brk.URL(), Logger: log})
+	r, err := worldtest.Open(dir, relay.Config{Ops: relay.Ops{MQTTBroker: brk.URL()}, Logger: log, Access: relay.Access{Operators: []did.DID{op.DID()}}})
 	ts.Check(err)
 
 	key, err := did.Generate(nil)
@@ -167,6 +159,7 @@ func startStack(ts *testscript.TestScript, opKeyFile string) {
 	})
 	ts.Setenv("RELAY", r.URL)
 	ts.Setenv("BROKER", brk.URL())
+	ts.Setenv("BROKER_HOSTPORT", brk.Addr())
 	ts.Setenv("AGENT", key.DID().String())
 	ts.Setenv("DEVICE", "cli-device")
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/torpor-dev/torpor/internal/benchcpu"
 	"github.com/torpor-dev/torpor/store/jsstore/jsserver"
+	"github.com/torpor-dev/torpor/test/internal/relaytest"
 )
 
 // benchSenders is how many senders (and raw publishers) run at once.
@@ -100,7 +101,7 @@ func benchSend(b *testing.B, relays []*relayProc, devs []string) float64 {
 	}
 	toks := make([]string, benchSenders)
 	for i := range toks {
-		toks[i] = token(b, testKey(b, 5000+i))
+		toks[i] = relaytest.Token(b, testKey(b, 5000+i), publicURL)
 	}
 	payload := body("bench", 1024)
 	return runSenders(b, pids, func(i int, n int64) error {
@@ -147,24 +148,31 @@ func runSenders(b *testing.B, pids []int, do func(i int, n int64) error) float64
 	return rate
 }
 
-// benchRawPublish publishes 1 KiB messages to an R3 stream on file
-// storage from 64 publishers, each waiting for its acknowledgement, over
-// one connection to each server; it returns publishes/s.
-func benchRawPublish(b *testing.B, urls []string) float64 {
-	ctx := context.Background()
+// jetStreams connects to each server of urls, one connection each, closed
+// when the benchmark ends.
+func jetStreams(b *testing.B, urls []string) []jetstream.JetStream {
 	var jss []jetstream.JetStream
 	for _, u := range urls {
 		nc, err := nats.Connect(u)
 		if err != nil {
 			b.Fatal(err)
 		}
-		defer nc.Close()
+		b.Cleanup(nc.Close)
 		js, err := jetstream.New(nc)
 		if err != nil {
 			b.Fatal(err)
 		}
 		jss = append(jss, js)
 	}
+	return jss
+}
+
+// benchRawPublish publishes 1 KiB messages to an R3 stream on file
+// storage from 64 publishers, each waiting for its acknowledgement, over
+// one connection to each server; it returns publishes/s.
+func benchRawPublish(b *testing.B, urls []string) float64 {
+	ctx := context.Background()
+	jss := jetStreams(b, urls)
 	cfg := jetstream.StreamConfig{Name: "BENCH_RAW", Subjects: []string{"bench.raw.>"}, Replicas: 3, Storage: jetstream.FileStorage}
 	if _, err := jss[0].CreateOrUpdateStream(ctx, cfg); err != nil {
 		b.Fatal(err)
@@ -185,19 +193,7 @@ func benchRawPublish(b *testing.B, urls []string) float64 {
 // enqueues/s.
 func benchRawProtocol(b *testing.B, urls []string) float64 {
 	ctx := context.Background()
-	var jss []jetstream.JetStream
-	for _, u := range urls {
-		nc, err := nats.Connect(u)
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer nc.Close()
-		js, err := jetstream.New(nc)
-		if err != nil {
-			b.Fatal(err)
-		}
-		jss = append(jss, js)
-	}
+	jss := jetStreams(b, urls)
 	state, err := jss[0].CreateOrUpdateStream(ctx, jetstream.StreamConfig{Name: "BENCH_STATE", Subjects: []string{"bench.state.>"},
 		Replicas: 3, Storage: jetstream.FileStorage, MaxMsgsPerSubject: 1})
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/store/jsstore"
+	"github.com/torpor-dev/torpor/test/internal/relaytest"
 )
 
 // TestNATSNodeKilledUnderLoad runs the cluster as 3 nats-server processes.
@@ -80,7 +81,7 @@ func runLoad(t *testing.T, f *fleet, dev *did.PrivateKey, senders, perSender, ki
 		wg              sync.WaitGroup
 	)
 	for s := range senders {
-		tok := token(t, testKey(t, 2000+s))
+		tok := relaytest.Token(t, testKey(t, 2000+s), publicURL)
 		wg.Go(func() {
 			for i := range perSender {
 				id := fmt.Sprintf("s%d-%d", s, i)
@@ -224,7 +225,7 @@ func noQuorum(t *testing.T, f *fleet, dev *did.PrivateKey, up, second *natsNode)
 		}
 	}
 	last.kill()
-	tok := token(t, testKey(t, 2100))
+	tok := relaytest.Token(t, testKey(t, 2100), publicURL)
 	for i := range 6 {
 		start := time.Now()
 		a, err := send(f.relays[i%3].addr, dev.DID().String(), tok, body(fmt.Sprint("nq", i), 10))

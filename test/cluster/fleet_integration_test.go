@@ -13,6 +13,7 @@ import (
 	"github.com/torpor-dev/torpor/store/jsstore/jsserver"
 	"github.com/torpor-dev/torpor/test/internal/relaytest"
 	"github.com/torpor-dev/torpor/transport/a2a"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"github.com/torpor-dev/torpor/transport/bearer"
 	"github.com/torpor-dev/torpor/transport/link"
 	"github.com/torpor-dev/torpor/transport/link/wire"
@@ -99,15 +100,6 @@ func testKey(tb testing.TB, n int) *did.PrivateKey {
 	return k
 }
 
-func token(t testing.TB, k *did.PrivateKey) string {
-	t.Helper()
-	tok, err := bearer.Issue(k, publicURL, time.Now(), 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tok
-}
-
 // fleetOperator is the operator every relay of these tests lists.
 func fleetOperator(t testing.TB) *did.PrivateKey { return testKey(t, 0xA0) }
 
@@ -120,7 +112,11 @@ func admitDevice(t testing.TB, addr string, dev *did.PrivateKey) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req.Header.Set("Authorization", bearer.Authorization(token(t, fleetOperator(t))))
+	tok, err := bearer.IssuePurpose(fleetOperator(t), publicURL, bearer.OperatorPurpose(req.Method, req.URL.EscapedPath()), time.Now(), bearer.OperatorTTL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", bearer.Authorization(tok))
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -134,7 +130,7 @@ func admitDevice(t testing.TB, addr string, dev *did.PrivateKey) {
 // device is what a device publishes when it links.
 type device struct {
 	mode       string
-	bounds     *wire.Bounds // tighter bounds the device asks for
+	bounds     *queuebounds.Bounds // tighter bounds the device asks for
 	kps        [][]byte
 	lastResort []byte
 }
@@ -151,7 +147,7 @@ func publish(t testing.TB, addr string, dev *did.PrivateKey, d device) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	b := c.Hello().Clamp(d.bounds).Card()
+	b := c.Hello().Clamp(d.bounds)
 	card, err := a2a.BuildCard(a2a.CardOptions{Name: "sleeper", BaseURL: publicURL + "/a/" + dev.DID().String(), OfflineMode: d.mode, Bounds: &b})
 	if err != nil {
 		t.Fatal(err)

@@ -8,23 +8,9 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/torpor-dev/torpor/did"
-	"github.com/torpor-dev/torpor/mls"
-	"github.com/torpor-dev/torpor/session"
+	"github.com/torpor-dev/torpor/test/internal/relaytest"
 	"github.com/torpor-dev/torpor/transport/bearer"
 )
-
-// genuineKP is an MLSMessage-wrapped KeyPackage of key's DID, made the way
-// the agent makes them (session's credential, RFC 9420 Section 10): the
-// relay verifies every KeyPackage a device publishes.
-func genuineKP(t *testing.T, key *did.PrivateKey) []byte {
-	t.Helper()
-	b, _, _, err := session.NewKeyPackage(&mls.Config{}, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
 
 // TestKeyPackageOnceAcrossRelays: a device publishes 30 KeyPackages and a
 // last-resort one; 60 fetches spread over 3 relays at once get each pooled
@@ -35,14 +21,14 @@ func TestKeyPackageOnceAcrossRelays(t *testing.T) {
 	dev := testKey(t, 7)
 	kps := make([][]byte, pool)
 	for i := range kps {
-		kps[i] = genuineKP(t, dev)
+		kps[i] = relaytest.KeyPackage(t, dev)
 	}
-	publish(t, f.relays[0].addr, dev, device{mode: "sleep", kps: kps, lastResort: genuineKP(t, dev)})
+	publish(t, f.relays[0].addr, dev, device{mode: "sleep", kps: kps, lastResort: relaytest.KeyPackage(t, dev)})
 	type got struct {
 		Wire       string `json:"wire"`
 		LastResort bool   `json:"lastResort"`
 	}
-	auth := bearer.Authorization(token(t, testKey(t, 8))) // fetches need a token
+	auth := bearer.Authorization(relaytest.Token(t, testKey(t, 8), publicURL)) // fetches need a token
 	answers := make([]got, fetches)
 	start := make(chan struct{})
 	var wg sync.WaitGroup

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/test/internal/relaytest"
 	"github.com/torpor-dev/torpor/transport/a2a"
 	"github.com/torpor-dev/torpor/transport/link"
 	"github.com/torpor-dev/torpor/transport/link/wire"
@@ -24,7 +25,7 @@ import (
 func TestLiveAcrossRelays(t *testing.T) {
 	f := startFleet(t, 3)
 	dev, sender := testKey(t, 11), testKey(t, 12)
-	agent, tok := dev.DID().String(), token(t, sender)
+	agent, tok := dev.DID().String(), relaytest.Token(t, sender, publicURL)
 	first := liveDevice(t, f.relays[0].addr, dev, "first")
 	want := `{"answeredBy":"first","from":"` + sender.DID().String() + `"}`
 	results := make(chan string, 30)
@@ -64,7 +65,7 @@ func liveDevice(t *testing.T, addr string, dev *did.PrivateKey, name string) *li
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	b := c.Hello().Card()
+	b := c.Hello()
 	card, err := a2a.BuildCard(a2a.CardOptions{Name: name, BaseURL: publicURL + "/a/" + dev.DID().String(), OfflineMode: "always_on", Bounds: &b})
 	if err != nil {
 		t.Fatal(err)

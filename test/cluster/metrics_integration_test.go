@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/torpor-dev/torpor/test/internal/relaytest"
 )
 
 // TestGaugesFromSharedStore: records queued through one relay show in
@@ -18,7 +20,7 @@ func TestGaugesFromSharedStore(t *testing.T) {
 	dev := testKey(t, 13)
 	publish(t, f.relays[0].addr, dev, device{mode: "sleep"})
 	for i := range 7 {
-		mustQueue(t, f.relays[0].addr, dev.DID().String(), token(t, testKey(t, 4000+i)), body(fmt.Sprint("g", i), 30))
+		mustQueue(t, f.relays[0].addr, dev.DID().String(), relaytest.Token(t, testKey(t, 4000+i), publicURL), body(fmt.Sprint("g", i), 30))
 	}
 	for i, r := range f.relays {
 		if got := gauge(t, r.addr, "torpor_relay_queue_messages"); got != 7 {

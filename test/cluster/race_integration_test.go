@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/test/internal/relaytest"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"github.com/torpor-dev/torpor/transport/link/wire"
 )
 
@@ -17,7 +19,7 @@ const racers = 64
 
 type raceCase struct {
 	name    string
-	bounds  wire.Bounds // the device's, tighter than the relays'
+	bounds  queuebounds.Bounds // the device's, tighter than the relays'
 	prefill int
 	sender  func(i int) int // the key number of racer i (prefill: -1-i)
 	free    int
@@ -26,8 +28,8 @@ type raceCase struct {
 }
 
 var raceCases = []raceCase{
-	{"messages", wire.Bounds{MaxMessages: 40}, 30, func(i int) int { return 1000 + i }, 10, http.StatusInsufficientStorage, "messages"},
-	{"peer", wire.Bounds{MaxPerPeer: 10}, 3, func(int) int { return 999 }, 7, http.StatusTooManyRequests, "peer"},
+	{"messages", queuebounds.Bounds{MaxMessages: 40}, 30, func(i int) int { return 1000 + i }, 10, http.StatusInsufficientStorage, "messages"},
+	{"peer", queuebounds.Bounds{MaxPerPeer: 10}, 3, func(int) int { return 999 }, 7, http.StatusTooManyRequests, "peer"},
 }
 
 // TestLastSlotsAcrossRelays: for one device's queue and for one sender's
@@ -59,12 +61,12 @@ func raceTrial(t *testing.T, f *fleet, dev *did.PrivateKey, tc raceCase, trial i
 	for i := range tc.prefill {
 		k := testKey(t, tc.sender(-1-i))
 		id := fmt.Sprintf("t%d-pre%d", trial, i)
-		mustQueue(t, f.relays[i%3].addr, agent, token(t, k), body(id, 20))
+		mustQueue(t, f.relays[i%3].addr, agent, relaytest.Token(t, k, publicURL), body(id, 20))
 		queued[id] = true
 	}
 	toks := make([]string, racers)
 	for i := range toks {
-		toks[i] = token(t, testKey(t, tc.sender(i)))
+		toks[i] = relaytest.Token(t, testKey(t, tc.sender(i)), publicURL)
 	}
 	answers := make([]answer, racers)
 	start := make(chan struct{})

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/torpor-dev/torpor/test/internal/relaytest"
 	"github.com/torpor-dev/torpor/transport/link"
 	"github.com/torpor-dev/torpor/transport/link/wire"
 )
@@ -25,7 +26,7 @@ func TestRelayKilledMidDrain(t *testing.T) {
 	publish(t, f.relays[0].addr, dev, device{mode: "sleep"})
 	queued := map[string]bool{}
 	for s := range senders {
-		tok := token(t, testKey(t, 3000+s))
+		tok := relaytest.Token(t, testKey(t, 3000+s), publicURL)
 		for i := range perSender {
 			id := fmt.Sprintf("s%d-%d", s, i)
 			mustQueue(t, f.relays[(s+i)%3].addr, dev.DID().String(), tok, body(id, 100))

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/test/internal/relaytest"
 	"github.com/torpor-dev/torpor/transport/a2a"
 	"github.com/torpor-dev/torpor/transport/link"
 	"github.com/torpor-dev/torpor/transport/link/wire"
@@ -84,28 +85,7 @@ func drain(t testing.TB, addr string, dev *did.PrivateKey, ack bool) []wire.Reco
 	defer cancel()
 	c := dialRetrying(t, ctx, addr, dev)
 	defer c.Close()
-	var all []wire.Record
-	var after uint64
-	for {
-		recs, more, err := c.Pull(ctx, after, 500)
-		if err != nil {
-			t.Fatal(err)
-		}
-		all = append(all, recs...)
-		if ack && len(recs) > 0 {
-			seqs := make([]uint64, len(recs))
-			for i, r := range recs {
-				seqs[i] = r.Seq
-			}
-			if err := c.Ack(ctx, seqs); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if len(recs) == 0 || !more {
-			return all
-		}
-		after = recs[len(recs)-1].Seq
-	}
+	return relaytest.Pull(t, ctx, c, ack)
 }
 
 // recordID returns the JSON-RPC id of a queued request.

@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/torpor-dev/torpor/store/queue"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 )
 
 const logChildEnv = "TORPOR_CRASH_CHILD_LOG"
@@ -64,8 +65,8 @@ func TestQueueLogCrashChild(t *testing.T) {
 }
 
 // unbounded returns bounds that refuse nothing the test sends.
-func unbounded() queue.Bounds {
-	b := queue.DefaultBounds()
+func unbounded() queuebounds.Bounds {
+	b := queuebounds.Default()
 	b.MaxMessages, b.MaxPerPeer, b.MaxBytes, b.MaxPeerBytes = 1<<30, 1<<30, 1<<50, 1<<50
 	return b
 }

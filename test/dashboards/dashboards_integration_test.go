@@ -18,11 +18,11 @@ import (
 	"time"
 
 	"github.com/torpor-dev/torpor/did"
-	"github.com/torpor-dev/torpor/internal/worldtest"
 	"github.com/torpor-dev/torpor/runtime"
 	"github.com/torpor-dev/torpor/runtime/deliver"
 	"github.com/torpor-dev/torpor/runtime/purpose"
 	"github.com/torpor-dev/torpor/test/internal/testenv"
+	"github.com/torpor-dev/torpor/test/worldtest"
 	"github.com/torpor-dev/torpor/transport/relay"
 	"github.com/torpor-dev/torpor/wake"
 )
@@ -34,7 +34,7 @@ var metricName = regexp.MustCompile(`\btorpor_[a-z0-9_]+`)
 // --per-agent-metrics and two real agents, one of which woke twice (so
 // that its status reports a completed wake).
 func TestDashboardMetricsExist(t *testing.T) {
-	r := worldtest.Start(t, relay.Config{PerAgentMetrics: true})
+	r := worldtest.Start(t, relay.Config{Ops: relay.Ops{PerAgentMetrics: true}})
 	var key0 did.DID
 	for i := range 2 {
 		key, _ := did.Generate(nil)
@@ -94,7 +94,7 @@ func runAgent(t *testing.T, url string, key *did.PrivateKey, dir string, untilRe
 	a, err := runtime.New(runtime.Config{
 		PipelineConfig: runtime.PipelineConfig{Key: key, Purposes: purpose.Set{"comms:*"}, AllowPlaintext: true,
 			Routes: []deliver.Route{{Pattern: "*", Name: "app", Handler: app}}},
-		DataDir: dir, RelayURL: url, Name: "dash", Board: "qemu-virt", Mode: wake.HourlyWake, WindowLength: time.Second,
+		Store: runtime.Store{DataDir: dir}, Relay: runtime.Relay{URL: url}, Name: "dash", Board: "qemu-virt", Schedule: runtime.Schedule{Mode: wake.HourlyWake, WindowLength: time.Second},
 		Logger: slog.New(slog.DiscardHandler),
 		Hooks: runtime.Hooks{
 			OnPhase: func(p runtime.Phase) {

@@ -14,6 +14,7 @@ import (
 	"github.com/torpor-dev/torpor/runtime/runtimetest"
 	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/test/internal/testenv"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 )
 
 // wakeRE reads the drain counters of torpor-agent's wake line.
@@ -82,19 +83,19 @@ func TestAgentRefusedRecordAckedOnce(t *testing.T) {
 var oldBodies = []string{"not json", `{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"id":"x"}}`,
 	`{"jsonrpc":"2.0","id":2,"method":"SendMessage","method":"GetTask","params":{}}`}
 
-// queueOld stops r, writes bodies for agent into its queue.db as an older
-// relay that stored them would have, and starts the relay again on its
-// files.
+// queueOld stops r, writes bodies for agent into its queue (whichever
+// engine its data directory holds, queue.OpenDir) as an older relay that
+// stored them would have, and starts the relay again on its files.
 func queueOld(t *testing.T, r *relayProc, agent, from string, bodies []string) *relayProc {
 	t.Helper()
 	r.Stop()
-	q, err := queue.OpenBolt(filepath.Join(r.Dir, "queue.db"), nil)
+	q, err := queue.OpenDir(r.Dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, b := range bodies {
 		rec := queue.Record{Agent: agent, From: from, Body: []byte(b)}
-		if _, err := q.Enqueue(context.Background(), rec, queue.DefaultBounds(), time.Now()); err != nil {
+		if _, err := q.Enqueue(context.Background(), rec, queuebounds.Default(), time.Now()); err != nil {
 			t.Fatal(err)
 		}
 	}

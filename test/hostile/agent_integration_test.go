@@ -10,13 +10,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/runtime"
+	"github.com/torpor-dev/torpor/runtime/runtimetest"
 	"github.com/torpor-dev/torpor/test/internal/testenv"
 )
 
@@ -108,32 +108,13 @@ func (d *agDevice) run(argv ...string) agResult {
 	return agResult{code: cmd.ProcessState.ExitCode(), stderr: stderr.String()}
 }
 
-// agBuffer is a bytes.Buffer safe for the process's writes and the
-// test's reads at once.
-type agBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *agBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *agBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
 // runUntil starts the daemon, waits (real time: a real process) until it
 // logged that it started and ready reports true, sends SIGTERM and
 // returns how it ended.
 func (d *agDevice) runUntil(ready func() bool, argv ...string) agResult {
 	d.t.Helper()
 	cmd := exec.Command(agBinary(d.t), argv...)
-	stderr := &agBuffer{}
+	stderr := &runtimetest.Log{} // the process writes while the test reads
 	cmd.Stderr, cmd.Stdout = stderr, io.Discard
 	if err := cmd.Start(); err != nil {
 		d.t.Fatal(err)

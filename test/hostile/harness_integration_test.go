@@ -7,20 +7,17 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
-	"io"
 	"net/http"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/test/internal/relaytest"
 	"github.com/torpor-dev/torpor/test/internal/testenv"
 	"github.com/torpor-dev/torpor/transport/a2a"
-	"github.com/torpor-dev/torpor/transport/bearer"
 )
 
 // startRelay runs torpor-relay on loopback (ports chosen by the kernel)
@@ -74,17 +71,6 @@ func writeKey(t testing.TB, k *did.PrivateKey) string {
 	return path
 }
 
-// token returns a DID Bearer token of k for the audience aud (the relay's
-// origin).
-func token(t testing.TB, k *did.PrivateKey, aud string) string {
-	t.Helper()
-	tok, err := bearer.Issue(k, aud, time.Now(), 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tok
-}
-
 // relayProc is a running torpor-relay.
 type relayProc = relaytest.Relay
 
@@ -95,58 +81,13 @@ var (
 )
 
 // answer is a relay's HTTP answer.
-type answer struct {
-	Status int
-	Header http.Header
-	Body   []byte
-}
+type answer = relaytest.Response
 
-// json decodes the answer's body into a map (nil when it is not a JSON
-// object).
-func (a answer) json() map[string]any {
-	var m map[string]any
-	json.Unmarshal(a.Body, &m)
-	return m
-}
-
-func (a answer) String() string { return http.StatusText(a.Status) + " " + string(a.Body) }
-
-// send posts body to the JSON-RPC endpoint of the agent agentDID with a
-// DID Bearer token of sender (none when sender is nil) and the A2A-Version
-// header version (none when empty).
-func send(t testing.TB, url, agentDID string, sender *did.PrivateKey, version, body string) answer {
-	t.Helper()
-	h := http.Header{"Content-Type": {"application/json"}}
-	if sender != nil {
-		h.Set("Authorization", "Bearer "+token(t, sender, url))
-	}
-	if version != "" {
-		h.Set("A2A-Version", version)
-	}
-	return do(t, "POST", url+"/a/"+agentDID+"/a2a/jsonrpc", h, []byte(body))
-}
-
-// do makes one HTTP request and reads the whole answer.
-func do(t testing.TB, method, url string, h http.Header, body []byte) answer {
-	t.Helper()
-	req, err := http.NewRequest(method, url, bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for k, v := range h {
-		req.Header[k] = v
-	}
-	r, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Body.Close()
-	b, err := io.ReadAll(r.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return answer{Status: r.StatusCode, Header: r.Header, Body: b}
-}
+// What a sender does, in a few lines.
+var (
+	send = relaytest.Post
+	do   = relaytest.Do
+)
 
 // wirePart is an mls-wire part (draft-chapman-a2a-mls-03, Section 7.5)
 // whose bytes the relay cannot read: an ordinary MLS message to it.

@@ -3,9 +3,12 @@
 package hostile
 
 import (
+	"net/http"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/torpor-dev/torpor/test/internal/relaytest"
 )
 
 // TestOperatorPurge: a sender floods a device's queue with messages the
@@ -66,8 +69,70 @@ func TestOperatorPurge(t *testing.T) {
 		if now := queued(t, s.relay.URL, s.dev); len(now) != 0 {
 			t.Errorf("%d records after purging all", len(now))
 		}
-		if a := s.send(t, s.sender, message(`"after"`, wirePart("hello"))); a.Status != 503 || a.json()["queued"] != true {
+		if a := s.send(t, s.sender, message(`"after"`, wirePart("hello"))); a.Status != 503 || a.JSON()["queued"] != true {
 			t.Errorf("a message after the purge: %s, want 503 queued", a)
 		}
+	})
+}
+
+// TestOperatorTokens: the operator endpoints take only an operator token
+// of their own purpose, bound to the request's method and path, once, and
+// never from a browser. The operator's ordinary send token (what an older
+// torporctl sends) is refused with a 401 that says to upgrade torporctl; a
+// token replayed, or minted to list a queue and used to purge it or to
+// admit a device, is refused; nothing is purged or admitted by a refused
+// request, and torporctl (which mints a token per request) still works.
+func TestOperatorTokens(t *testing.T) {
+	op := key(t, 9)
+	s := newSleeper(t, 2, "--operator", op.DID().String())
+	url, agent := s.relay.URL, s.dev.DID().String()
+	list, admitPath := "/operator/queue/"+agent, "/operator/agents/"+freshKey(t).DID().String()+"/admit"
+	t.Run("an ordinary token gets a clear 401", func(t *testing.T) {
+		for _, req := range [][2]string{{"GET", list}, {"DELETE", list + "?all=1"}, {"POST", admitPath}} {
+			a := do(t, req[0], url+req[1], http.Header{"Authorization": {"Bearer " + relaytest.Token(t, op, url)}}, nil)
+			if a.Status != 401 || !strings.Contains(a.JSON()["message"].(string), "upgrade torporctl") ||
+				!strings.Contains(a.Header.Get("WWW-Authenticate"), "single-use operator token") {
+				t.Errorf("%s %s with a send token: %s %v, want 401 saying to upgrade torporctl", req[0], req[1], a, a.Header)
+			}
+		}
+		s.kept(t)
+	})
+	t.Run("a token is spent once", func(t *testing.T) {
+		h := operatorAuthAt(t, op, url, "GET", list)
+		if a := do(t, "GET", url+list, h, nil); a.Status != 200 || a.JSON()["messages"] != float64(2) {
+			t.Fatalf("first use: %s", a)
+		}
+		if a := do(t, "GET", url+list, h, nil); a.Status != 401 || !strings.Contains(string(a.Body), "already used") {
+			t.Errorf("second use: %s, want 401 already used", a)
+		}
+	})
+	t.Run("a token is bound to its method and path", func(t *testing.T) {
+		if a := do(t, "DELETE", url+list+"?all=1", operatorAuthAt(t, op, url, "GET", list), nil); a.Status != 401 || !strings.Contains(string(a.Body), "another request") {
+			t.Errorf("a list token used to purge: %s, want 401", a)
+		}
+		if a := do(t, "POST", url+admitPath, operatorAuthAt(t, op, url, "GET", list), nil); a.Status != 401 {
+			t.Errorf("a list token used to admit: %s, want 401", a)
+		}
+		other := "/operator/queue/" + freshKey(t).DID().String()
+		if a := do(t, "GET", url+list, operatorAuthAt(t, op, url, "GET", other), nil); a.Status != 401 {
+			t.Errorf("a token for another device's queue: %s, want 401", a)
+		}
+		s.kept(t)
+	})
+	t.Run("a browser is refused", func(t *testing.T) {
+		h := operatorAuthAt(t, op, url, "DELETE", list)
+		h.Set("Origin", "https://evil.example")
+		if a := do(t, "DELETE", url+list+"?all=1", h, nil); a.Status != 403 || a.JSON()["error"] != "origin_refused" {
+			t.Errorf("with an Origin: %s, want 403 origin_refused", a)
+		}
+		s.kept(t)
+	})
+	t.Run("torporctl mints a token per request", func(t *testing.T) {
+		for range 2 {
+			if n := operatorList(t, s.relay, op, agent); n != 2 {
+				t.Errorf("torporctl queue list: %d records, want 2", n)
+			}
+		}
+		admit(t, url, op, freshKey(t))
 	})
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/torpor-dev/torpor/mls"
 	"github.com/torpor-dev/torpor/session"
 	"github.com/torpor-dev/torpor/session/sender"
+	"github.com/torpor-dev/torpor/test/internal/relaytest"
 	"github.com/torpor-dev/torpor/transport/a2a"
 	"github.com/torpor-dev/torpor/transport/bearer"
 	"github.com/torpor-dev/torpor/transport/link"
@@ -51,7 +52,7 @@ func getKeyPackage(t testing.TB, url string, agent did.DID, caller *did.PrivateK
 	t.Helper()
 	h := http.Header{}
 	if caller != nil {
-		h.Set("Authorization", "Bearer "+token(t, caller, url))
+		h.Set("Authorization", "Bearer "+relaytest.Token(t, caller, url))
 	}
 	if xff != "" {
 		h.Set("X-Forwarded-For", xff)
@@ -71,7 +72,7 @@ func publishState(t testing.TB, url string, dev *did.PrivateKey, st wire.State) 
 		return nil, err
 	}
 	t.Cleanup(func() { c.Close() })
-	b := c.Hello().Card()
+	b := c.Hello()
 	card, err := a2a.BuildCard(a2a.CardOptions{Name: "limits", BaseURL: url + "/a/" + dev.DID().String(), OfflineMode: st.Mode, Bounds: &b})
 	if err != nil {
 		t.Fatal(err)
@@ -145,7 +146,7 @@ func TestLimitsTrickledBodyCutOff(t *testing.T) {
 	}
 	defer c.Close()
 	fmt.Fprintf(c, "POST /a/%s/a2a/jsonrpc HTTP/1.1\r\nHost: relay\r\nContent-Type: application/json\r\nA2A-Version: 1.0\r\nAuthorization: Bearer %s\r\nContent-Length: 200\r\n\r\n",
-		s.dev.DID(), token(t, freshKey(t), s.relay.URL))
+		s.dev.DID(), relaytest.Token(t, freshKey(t), s.relay.URL))
 	cut := make(chan string, 1)
 	go func() {
 		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
@@ -169,7 +170,7 @@ func TestLimitsTrickledBodyCutOff(t *testing.T) {
 				t.Errorf("cut off after %v (%s), want soon after the 1 s read timeout", d, how)
 			}
 			s.kept(t)
-			if a := s.send(t, s.sender, message(`"after"`, wirePart("after"))); a.Status != 503 || a.json()["queued"] != true {
+			if a := s.send(t, s.sender, message(`"after"`, wirePart("after"))); a.Status != 503 || a.JSON()["queued"] != true {
 				t.Errorf("legitimate message after the trickle: %s", a)
 			}
 			return
@@ -203,7 +204,7 @@ func TestLimitsIdleConnectionsDoNotStarve(t *testing.T) {
 	client := &http.Client{Timeout: 10 * time.Second}
 	start := time.Now()
 	req, _ := http.NewRequest("POST", s.relay.URL+"/a/"+s.dev.DID().String()+"/a2a/jsonrpc", strings.NewReader(message(`"legit"`, wirePart("legit"))))
-	req.Header = http.Header{"Content-Type": {"application/json"}, "A2A-Version": {"1.0"}, "Authorization": {"Bearer " + token(t, s.sender, s.relay.URL)}}
+	req.Header = http.Header{"Content-Type": {"application/json"}, "A2A-Version": {"1.0"}, "Authorization": {"Bearer " + relaytest.Token(t, s.sender, s.relay.URL)}}
 	resp, err := client.Do(req)
 	if err != nil {
 		t.Fatalf("legitimate message with 1,100 idle connections held: %v", err)
@@ -237,7 +238,7 @@ func TestLimitsBusyConnectionsRefused(t *testing.T) {
 			t.Fatal(err)
 		}
 		busy = append(busy, c)
-		fmt.Fprintf(c, "POST /a/%s/a2a/jsonrpc HTTP/1.1\r\nHost: relay\r\nAuthorization: Bearer %s\r\nContent-Length: 1000\r\n\r\n{", s.dev.DID(), token(t, s.sender, s.relay.URL))
+		fmt.Fprintf(c, "POST /a/%s/a2a/jsonrpc HTTP/1.1\r\nHost: relay\r\nAuthorization: Bearer %s\r\nContent-Length: 1000\r\n\r\n{", s.dev.DID(), relaytest.Token(t, s.sender, s.relay.URL))
 		if len(busy) < 3 {
 			return false
 		}
@@ -251,7 +252,7 @@ func TestLimitsBusyConnectionsRefused(t *testing.T) {
 		a = answer{Status: resp.StatusCode, Body: b}
 		return resp.StatusCode == 503
 	})
-	if a.json()["error"] != "too_many_connections" || !strings.Contains(string(a.Body), "--max-conns") {
+	if a.JSON()["error"] != "too_many_connections" || !strings.Contains(string(a.Body), "--max-conns") {
 		t.Errorf("over a busy cap: %s, want 503 too_many_connections naming --max-conns", a)
 	}
 	for _, c := range busy {
@@ -292,14 +293,14 @@ func TestLimitsKeyPackageNeedsToken(t *testing.T) {
 	if a.Status != 401 || a.Header.Get("WWW-Authenticate") == "" {
 		t.Fatalf("fetch without a token: %s, want 401 with WWW-Authenticate", a)
 	}
-	if a := getKeyPackage(t, r.URL, dev.DID(), freshKey(t), ""); a.Status != 200 || a.json()["lastResort"] != nil {
+	if a := getKeyPackage(t, r.URL, dev.DID(), freshKey(t), ""); a.Status != 200 || a.JSON()["lastResort"] != nil {
 		t.Fatalf("fetch with a token: %s, want a pooled KeyPackage", a)
 	}
 	c := &sender.Client{Key: freshKey(t)}
 	if _, err := c.FetchKeyPackage(context.Background(), sender.RelayPeer(r.URL, dev.DID())); err != nil {
 		t.Fatalf("session/sender fetch: %v", err)
 	}
-	if a := getKeyPackage(t, r.URL, dev.DID(), freshKey(t), ""); a.Status != 200 || a.json()["lastResort"] != nil {
+	if a := getKeyPackage(t, r.URL, dev.DID(), freshKey(t), ""); a.Status != 200 || a.JSON()["lastResort"] != nil {
 		t.Errorf("third fetch: %s, want the last pooled KeyPackage (the refused one took none)", a)
 	}
 }
@@ -318,7 +319,7 @@ func TestLimitsKeyPackageBudget(t *testing.T) {
 		wg.Go(func() {
 			for i := w; i < flood; i += 8 {
 				req, _ := http.NewRequest("GET", r.URL+"/a/"+dev.DID().String()+"/mls/key-package", nil)
-				req.Header.Set("Authorization", "Bearer "+token(t, key(t, 0x10000+i), r.URL))
+				req.Header.Set("Authorization", "Bearer "+relaytest.Token(t, key(t, 0x10000+i), r.URL))
 				resp, err := client.Do(req)
 				if err != nil {
 					other.Add(1)
@@ -361,7 +362,7 @@ func TestLimitsForwardedForRightMost(t *testing.T) {
 		}
 	}
 	a := getKeyPackage(t, r.URL, dev.DID(), freshKey(t), "192.0.2.77, 203.0.113.9, 10.1.1.1")
-	if a.Status != 429 || a.json()["error"] != "rate_limited" {
+	if a.Status != 429 || a.JSON()["error"] != "rate_limited" {
 		t.Errorf("11th fetch of 203.0.113.9 with a new spoofed left entry: %s, want 429", a)
 	}
 	if a := getKeyPackage(t, r.URL, dev.DID(), freshKey(t), "203.0.113.9, 203.0.113.10"); a.Status != 200 {
@@ -400,7 +401,7 @@ func TestLimitsProbation(t *testing.T) {
 	if _, err := publishState(t, r.URL, dev, wire.State{Mode: "sleep", LastResort: big}); err == nil || !strings.Contains(err.Error(), "on probation") {
 		t.Errorf("a 5 KiB KeyPackage on probation: %v, want refused as on probation", err)
 	}
-	if a := getKeyPackage(t, r.URL, dev.DID(), alice, ""); a.Status != 503 || a.json()["error"] != "no_key_package" {
+	if a := getKeyPackage(t, r.URL, dev.DID(), alice, ""); a.Status != 503 || a.JSON()["error"] != "no_key_package" {
 		t.Errorf("KeyPackage after the refusals: %s, want none stored", a)
 	}
 	assertKept(t, r.URL, dev, before)
@@ -483,7 +484,7 @@ func TestLimitsMaxQueueBytes(t *testing.T) {
 	other := freshKey(t)
 	publish(t, s.relay.URL, other, "sleep")
 	a := send(t, s.relay.URL, other.DID().String(), s.sender, "1.0", message(`"over"`, wirePart(strings.Repeat("x", 200))))
-	if a.Status != 507 || !strings.Contains(string(a.Body), "relay_queue_full") || !strings.Contains(string(a.Body), "--max-queue-bytes") || a.json()["queued"] != false {
+	if a.Status != 507 || !strings.Contains(string(a.Body), "relay_queue_full") || !strings.Contains(string(a.Body), "--max-queue-bytes") || a.JSON()["queued"] != false {
 		t.Fatalf("send over the relay's cap: %s, want 507 relay_queue_full naming the cap", a)
 	}
 	s.kept(t)
@@ -513,6 +514,17 @@ func authAt(t testing.TB, k *did.PrivateKey, url string) http.Header {
 	return http.Header{"Authorization": {"Bearer " + tok}, "Content-Type": {"application/json"}, "A2A-Version": {"1.0"}}
 }
 
+// operatorAuthAt is authAt with an operator token for method and path
+// (bearer.OperatorPurpose), single use.
+func operatorAuthAt(t testing.TB, k *did.PrivateKey, url, method, path string) http.Header {
+	t.Helper()
+	tok, err := bearer.IssuePurpose(k, url, bearer.OperatorPurpose(method, path), relayNow(t, url), bearer.OperatorTTL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return http.Header{"Authorization": {"Bearer " + tok}}
+}
+
 // TestLimitsForgetSilent: an agent whose device stays silent longer than
 // --forget-after is forgotten on the relay's clock (here 1000 times real
 // time): its card, KeyPackages and queued records are gone, and its DID
@@ -528,7 +540,7 @@ func TestLimitsForgetSilent(t *testing.T) {
 	}
 	c.Close()
 	a := do(t, "POST", r.URL+"/a/"+dev.DID().String()+"/a2a/jsonrpc", authAt(t, freshKey(t), r.URL), []byte(message(`"m"`, wirePart("m"))))
-	if a.Status != 503 || a.json()["queued"] != true {
+	if a.Status != 503 || a.JSON()["queued"] != true {
 		t.Fatalf("send: %s", a)
 	}
 	within(t, 30*time.Second, "the silent agent to be forgotten", func() bool {
@@ -537,7 +549,8 @@ func TestLimitsForgetSilent(t *testing.T) {
 	if a := do(t, "GET", r.URL+"/a/"+dev.DID().String()+"/mls/key-package", authAt(t, freshKey(t), r.URL), nil); a.Status != 404 {
 		t.Errorf("KeyPackage of a forgotten agent: %s, want 404", a)
 	}
-	if a := do(t, "GET", r.URL+"/operator/queue/"+dev.DID().String(), authAt(t, op, r.URL), nil); a.Status != 200 || a.json()["messages"] != float64(0) {
+	path := "/operator/queue/" + dev.DID().String()
+	if a := do(t, "GET", r.URL+path, operatorAuthAt(t, op, r.URL, "GET", path), nil); a.Status != 200 || a.JSON()["messages"] != float64(0) {
 		t.Errorf("queue of a forgotten agent: %s, want no records", a)
 	}
 	if n := r.Count(regexp.MustCompile(`msg="forgot a silent agent"`)); n != 1 {

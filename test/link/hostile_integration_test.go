@@ -18,8 +18,8 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/torpor-dev/torpor/did"
-	"github.com/torpor-dev/torpor/mls"
-	"github.com/torpor-dev/torpor/session"
+	"github.com/torpor-dev/torpor/did/didtest"
+	"github.com/torpor-dev/torpor/test/internal/relaytest"
 	"github.com/torpor-dev/torpor/transport/a2a"
 	"github.com/torpor-dev/torpor/transport/bearer"
 	"github.com/torpor-dev/torpor/transport/link"
@@ -68,18 +68,18 @@ func readFrame(t *testing.T, conn *websocket.Conn) (*wire.Frame, error) {
 // link stays up.
 func TestStolenLinkTokenReplayed(t *testing.T) {
 	w := newWorld(t)
-	dev := testKey(t, 0x31)
+	dev := didtest.Key(t, 0x31)
 	w.agent(t, dev)
-	w.relay.wait(t, statePublished, dev.DID().String())
+	w.relay.Wait(t, statePublished, dev.DID().String())
 	stolen := <-w.tap.tokens
-	_, status, body := thiefDial(t, w.relayURL, stolen)
+	_, status, body := thiefDial(t, w.relay.URL, stolen)
 	if status != http.StatusUnauthorized || !strings.Contains(body, "already used") || !strings.Contains(body, `error="invalid_token"`) {
 		t.Errorf("replayed link token: %d %s; want 401 invalid_token, already used", status, body)
 	}
-	if n := w.relay.count(linkDown, dev.DID().String()); n != 0 {
+	if n := w.relay.Count(linkDown, dev.DID().String()); n != 0 {
 		t.Errorf("the device's link went down %d times after the replay", n)
 	}
-	if n := w.relay.count(linkUp, dev.DID().String()); n != 1 {
+	if n := w.relay.Count(linkUp, dev.DID().String()); n != 1 {
 		t.Errorf("%d links up for the device, want its one", n)
 	}
 }
@@ -92,11 +92,11 @@ func TestStolenLinkTokenReplayed(t *testing.T) {
 func TestStolenLinkTokenWithoutKey(t *testing.T) {
 	w := newWorld(t)
 	w.tap.steal = 1
-	dev, thief := testKey(t, 0x32), testKey(t, 0x33)
+	dev, thief := didtest.Key(t, 0x32), didtest.Key(t, 0x33)
 	w.agent(t, dev)
 	stolen := <-w.tap.tokens
-	w.relay.wait(t, statePublished, dev.DID().String()) // the device's retry, with a new token
-	conn, status, body := thiefDial(t, w.relayURL, stolen)
+	w.relay.Wait(t, statePublished, dev.DID().String()) // the device's retry, with a new token
+	conn, status, body := thiefDial(t, w.relay.URL, stolen)
 	if conn == nil {
 		t.Fatalf("the unused stolen token: %d %s; want the upgrade and a challenge", status, body)
 	}
@@ -119,15 +119,15 @@ func TestStolenLinkTokenWithoutKey(t *testing.T) {
 	if _, err := readFrame(t, conn); websocket.CloseStatus(err) != websocket.StatusPolicyViolation {
 		t.Errorf("the thief's connection after its proof: %v; want closed (policy violation)", err)
 	}
-	w.relay.wait(t, handshakeFail, dev.DID().String())
-	if n := w.relay.count(linkDown, dev.DID().String()); n != 0 {
+	w.relay.Wait(t, handshakeFail, dev.DID().String())
+	if n := w.relay.Count(linkDown, dev.DID().String()); n != 0 {
 		t.Errorf("the device's link went down %d times: the thief's connection replaced it", n)
 	}
-	if n := w.relay.count(linkUp, dev.DID().String()); n != 1 {
+	if n := w.relay.Count(linkUp, dev.DID().String()); n != 1 {
 		t.Errorf("%d links up for the device, want its own one", n)
 	}
 	// The thief's attempt spent the token.
-	if _, status, body := thiefDial(t, w.relayURL, stolen); status != http.StatusUnauthorized || !strings.Contains(body, "already used") {
+	if _, status, body := thiefDial(t, w.relay.URL, stolen); status != http.StatusUnauthorized || !strings.Contains(body, "already used") {
 		t.Errorf("the stolen token a second time: %d %s; want 401, already used", status, body)
 	}
 }
@@ -137,20 +137,20 @@ func TestStolenLinkTokenWithoutKey(t *testing.T) {
 // token does not authenticate an A2A request.
 func TestA2ATokenDoesNotOpenTheLink(t *testing.T) {
 	w := newWorld(t)
-	dev := testKey(t, 0x34)
+	dev := didtest.Key(t, 0x34)
 	w.device(t, dev, "sleep", nil).Close()
 	tok, err := bearer.Issue(dev, w.tap.srv.URL, time.Now(), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, status, body := thiefDial(t, w.relayURL, bearer.Authorization(tok)); status != http.StatusUnauthorized || !strings.Contains(body, "wrong purpose") {
+	if _, status, body := thiefDial(t, w.relay.URL, bearer.Authorization(tok)); status != http.StatusUnauthorized || !strings.Contains(body, "wrong purpose") {
 		t.Errorf("A2A token at the link: %d %s; want 401 wrong purpose", status, body)
 	}
 	linkTok, err := bearer.IssueLink(dev, w.tap.srv.URL, time.Now(), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := post(t, w.relayURL+"/a/"+dev.DID().String()+"/a2a/jsonrpc", bearer.Authorization(linkTok), sendBody(1))
+	r := post(t, w.relay.URL+"/a/"+dev.DID().String()+"/a2a/jsonrpc", bearer.Authorization(linkTok), sendBody(1))
 	if r.status != http.StatusUnauthorized || !strings.Contains(r.body, "wrong purpose") || strings.Contains(r.body, `"queued":true`) {
 		t.Errorf("link token at the A2A endpoint: %d %s; want 401 wrong purpose", r.status, r.body)
 	}
@@ -168,15 +168,15 @@ func sendBody(id int) string {
 // with an error frame and the records stay queued.
 func TestAckOnlyWhatTheLinkReceived(t *testing.T) {
 	w := newWorld(t)
-	dev, sender := testKey(t, 0x36), testKey(t, 0x37)
+	dev, sender := didtest.Key(t, 0x36), didtest.Key(t, 0x37)
 	w.device(t, dev, "sleep", nil).Close()
-	w.relay.wait(t, linkDown, dev.DID().String())
+	w.relay.Wait(t, linkDown, dev.DID().String())
 	tok, err := bearer.Issue(sender, w.tap.srv.URL, time.Now(), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i := range 3 {
-		r := post(t, w.relayURL+"/a/"+dev.DID().String()+"/a2a/jsonrpc", bearer.Authorization(tok), sendBody(i+1))
+		r := post(t, w.relay.URL+"/a/"+dev.DID().String()+"/a2a/jsonrpc", bearer.Authorization(tok), sendBody(i+1))
 		if r.status != http.StatusServiceUnavailable || !strings.Contains(r.body, `"queued":true`) {
 			t.Fatalf("send %d to the sleeping device: %d %s; want 503, queued", i, r.status, r.body)
 		}
@@ -207,8 +207,8 @@ func TestAckOnlyWhatTheLinkReceived(t *testing.T) {
 // genuine ones.
 func TestJunkKeyPackagesRefused(t *testing.T) {
 	w := newWorld(t)
-	dev, other := testKey(t, 0x38), testKey(t, 0x39)
-	g1, g2 := genuineKP(t, dev), genuineKP(t, dev)
+	dev, other := didtest.Key(t, 0x38), didtest.Key(t, 0x39)
+	g1, g2 := relaytest.KeyPackage(t, dev), relaytest.KeyPackage(t, dev)
 	c := w.device(t, dev, "sleep", [][]byte{g1, g2})
 	ctx := timeout(t)
 	for _, tt := range []struct {
@@ -217,7 +217,7 @@ func TestJunkKeyPackagesRefused(t *testing.T) {
 		want string
 	}{
 		{"junk after a valid header", append([]byte{0, 1, 0, 5}, bytes.Repeat([]byte{0x42}, 200)...), "key package 0"},
-		{"valid, bound to another DID", genuineKP(t, other), "key package 0"},
+		{"valid, bound to another DID", relaytest.KeyPackage(t, other), "key package 0"},
 		{"a duplicate", g2, "duplicate"},
 	} {
 		st := w.state(t, c, dev, "sleep")
@@ -227,12 +227,12 @@ func TestJunkKeyPackagesRefused(t *testing.T) {
 		}
 	}
 	for i, want := range [][]byte{g1, g2} {
-		got, lastResort, status := fetchKeyPackage(t, w.relayURL, dev.DID())
+		got, lastResort, status := fetchKeyPackage(t, w.relay.URL, dev.DID())
 		if status != http.StatusOK || lastResort || !bytes.Equal(got, want) {
 			t.Errorf("fetch %d: %d (last resort %v), the genuine KeyPackage %d: %v", i, status, lastResort, i, bytes.Equal(got, want))
 		}
 	}
-	if _, _, status := fetchKeyPackage(t, w.relayURL, dev.DID()); status != http.StatusServiceUnavailable {
+	if _, _, status := fetchKeyPackage(t, w.relay.URL, dev.DID()); status != http.StatusServiceUnavailable {
 		t.Errorf("fetch after the genuine ones: %d; want 503, the pool held nothing else", status)
 	}
 }
@@ -311,7 +311,7 @@ func fetchKeyPackage(t *testing.T, relayURL string, agent did.DID) ([]byte, bool
 // and returns the link.
 func (w *world) device(t *testing.T, key *did.PrivateKey, mode string, kps [][]byte) *link.Client {
 	t.Helper()
-	c, err := link.Dial(timeout(t), link.Config{RelayURL: w.relayURL, Audience: w.tap.srv.URL, Key: key})
+	c, err := link.Dial(timeout(t), link.Config{RelayURL: w.relay.URL, Audience: w.tap.srv.URL, Key: key})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -328,7 +328,7 @@ func (w *world) device(t *testing.T, key *did.PrivateKey, mode string, kps [][]b
 // announced.
 func (w *world) state(t *testing.T, c *link.Client, key *did.PrivateKey, mode string) wire.State {
 	t.Helper()
-	b := c.Hello().Card()
+	b := c.Hello()
 	card, err := a2a.BuildCard(a2a.CardOptions{Name: "dev", BaseURL: w.tap.srv.URL + "/a/" + key.DID().String(), OfflineMode: mode, Bounds: &b})
 	if err != nil {
 		t.Fatal(err)
@@ -340,17 +340,6 @@ func (w *world) state(t *testing.T, c *link.Client, key *did.PrivateKey, mode st
 	return wire.State{Mode: mode, Card: raw}
 }
 
-// genuineKP is an MLSMessage-wrapped KeyPackage of key's DID, made the
-// way the agent makes them (session's credential, RFC 9420 Section 10).
-func genuineKP(t *testing.T, key *did.PrivateKey) []byte {
-	t.Helper()
-	b, _, _, err := session.NewKeyPackage(&mls.Config{}, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 // TestOverflowTokenRefused: a DID Bearer token whose iat and exp lie so far
 // apart that exp − iat overflows int64 (iat −4.7e18, exp +4.7e18: the
 // canonical form holds them exactly) is refused by the running relay as
@@ -359,13 +348,13 @@ func genuineKP(t *testing.T, key *did.PrivateKey) []byte {
 // expired.
 func TestOverflowTokenRefused(t *testing.T) {
 	w := newWorld(t)
-	dev, sender := testKey(t, 0x3a), testKey(t, 0x3b)
+	dev, sender := didtest.Key(t, 0x3a), didtest.Key(t, 0x3b)
 	w.device(t, dev, "sleep", nil).Close()
 	body := `{"aud":"` + w.tap.srv.URL + `","did":"` + sender.DID().String() +
 		`","exp":4700000000000000000,"iat":-4700000000000000000,"v":1}`
 	tok := bearer.Prefix + base64.RawURLEncoding.EncodeToString([]byte(body)) + "." +
 		base64.RawURLEncoding.EncodeToString(sender.Sign([]byte(body)))
-	r := post(t, w.relayURL+"/a/"+dev.DID().String()+"/a2a/jsonrpc", "Bearer "+tok, sendBody(1))
+	r := post(t, w.relay.URL+"/a/"+dev.DID().String()+"/a2a/jsonrpc", "Bearer "+tok, sendBody(1))
 	if r.status != http.StatusUnauthorized || !strings.Contains(r.body, "lifetime too long") || strings.Contains(r.body, `"queued":true`) {
 		t.Errorf("overflowing token: %d %s; want 401 lifetime too long", r.status, r.body)
 	}

@@ -13,7 +13,10 @@ import (
 	"time"
 
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/did/didtest"
 	"github.com/torpor-dev/torpor/internal/benchcpu"
+	"github.com/torpor-dev/torpor/test/internal/relaytest"
+	"github.com/torpor-dev/torpor/test/internal/testenv"
 	"github.com/torpor-dev/torpor/test/internal/wakemeter"
 )
 
@@ -53,29 +56,30 @@ func BenchmarkEmptyWake(b *testing.B) {
 	dir := b.TempDir()
 	addr := freeAddr(b)
 	epoch := time.Now().UTC().Format(time.RFC3339Nano)
-	key := testKey(b, 7)
+	key := didtest.Key(b, 7)
 	keyFile := filepath.Join(dir, "agent.key")
 	if err := did.SaveKey(keyFile, key, true); err != nil {
 		b.Fatal(err)
 	}
-	relayBin, agentBin := binary(b, "torpor-relay"), binary(b, "torpor-agent")
+	agentBin := testenv.Binary(b, "torpor-agent")
 	if v := os.Getenv("TORPOR_EMPTYWAKE_AGENT"); v != "" {
 		agentBin = v
 	}
 	argv := append(strings.Fields(os.Getenv("TORPOR_EMPTYWAKE_EXEC")), agentBin, "--key", keyFile, "--data-dir", filepath.Join(dir, "agent"),
 		"--relay", "http://"+addr, "--mode", "hourly_wake", "--name", "bench", "--purposes", "comms:*",
 		"--handler", "*=exec:/bin/true", "--time-scale", strconv.Itoa(scale), "--time-epoch", epoch)
-	relay := start(b, relayBin, "--listen", addr, "--mqtt-listen", "127.0.0.1:0",
-		"--data-dir", filepath.Join(dir, "relay"), "--public-url", "http://"+addr, "--log-level", "info",
+	// The relay's --listen is the address the agent was given; a later
+	// flag overrides relaytest's 127.0.0.1:0.
+	relay := relaytest.Start(b, filepath.Join(dir, "relay"), "--listen", addr, "--public-url", "http://"+addr,
 		"--time-scale", strconv.Itoa(scale), "--time-epoch", epoch)
-	agent := start(b, argv[0], argv[1:]...)
-	pid := agent.cmd.Process.Pid
-	agent.waitN(b, 1, "msg=wake ", "reason=boot") // the boot wake: opens the store, makes KeyPackages
+	agent := testenv.Start(b, argv[0], argv[1:]...)
+	pid := agent.Cmd.Process.Pid
+	agent.Next(b, 1, "msg=wake ", "reason=boot") // the boot wake: opens the store, makes KeyPackages
 	stopPerf := perfRecord(b, pid)
 	b.ResetTimer()
 	meter := benchcpu.Start(b) // cpu-ns/op: the relay's, the agent's and this process's
 	meter.Add(pid)
-	meter.Add(relay.cmd.Process.Pid)
+	meter.Add(relay.Cmd.Process.Pid)
 	m := measureWakes(b, agent, pid, b.N)
 	b.StopTimer()
 	meter.Stop()
@@ -85,11 +89,11 @@ func BenchmarkEmptyWake(b *testing.B) {
 
 // measureWakes follows the agent's log for n timer wakes
 // (test/internal/wakemeter).
-func measureWakes(tb testing.TB, agent *proc, pid, n int) wakemeter.Wakes {
+func measureWakes(tb testing.TB, agent *testenv.Proc, pid, n int) wakemeter.Wakes {
 	tb.Helper()
 	m := wakemeter.New(pid, n)
 	for {
-		done, err := m.Line(agent.waitN(tb, 1, "msg=wak")[0])
+		done, err := m.Line(agent.Next(tb, 1, "msg=wak")[0])
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -126,30 +130,4 @@ func freeAddr(tb testing.TB) string {
 	}
 	defer l.Close()
 	return l.Addr().String()
-}
-
-// waitN waits for n more lines with every one of subs (after those seen by
-// earlier calls) and returns them; each line may take up to 30 s.
-func (p *proc) waitN(tb testing.TB, n int, subs ...string) []string {
-	tb.Helper()
-	var out []string
-	for len(out) < n {
-		p.mu.Lock()
-		lines, added := p.lines, p.added
-		p.mu.Unlock()
-		for ; p.seen < len(lines) && len(out) < n; p.seen++ {
-			if hasAll(lines[p.seen], subs) {
-				out = append(out, lines[p.seen])
-			}
-		}
-		if len(out) == n {
-			break
-		}
-		select {
-		case <-added:
-		case <-time.After(30 * time.Second):
-			tb.Fatalf("%d of %d log lines with %q in 30 s", len(out), n, subs)
-		}
-	}
-	return out
 }

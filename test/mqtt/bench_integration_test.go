@@ -19,16 +19,16 @@ func BenchmarkCommandRoundTrip(b *testing.B) {
 	for _, br := range brokers {
 		b.Run(br.name, func(b *testing.B) {
 			d := newDevice(b, br.start(b))
-			d.wake()
-			op := d.operator()
+			d.Wake()
+			op := d.Operator()
 			meter := startMeter(b, d)
 			for b.Loop() {
-				d.seq++
-				s, err := op.Send(ctxT(b), name, command.Spec{Device: d.key.DID(), Seq: d.seq, Op: command.OpStatus}, false)
+				d.Seq++
+				s, err := op.Send(ctxT(b), name, command.Spec{Device: d.Key.DID(), Seq: d.Seq, Op: command.OpStatus}, false)
 				if err != nil {
 					b.Fatal(err)
 				}
-				if _, _, err := op.AwaitReply(ctxT(b), name, s.Object.ID, d.key.DID()); err != nil {
+				if _, _, err := op.AwaitReply(ctxT(b), name, s.Object.ID, d.Key.DID()); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -42,21 +42,21 @@ func BenchmarkBacklog(b *testing.B) {
 	for _, br := range brokers {
 		b.Run(br.name, func(b *testing.B) {
 			d := newDevice(b, br.start(b))
-			d.wake()
+			d.Wake()
 			meter := startMeter(b, d)
 			for b.Loop() {
 				b.StopTimer()
 				meter.Pause()
-				d.sleep(start.Add(time.Hour))
+				d.Sleep(start.Add(time.Hour))
 				var ids []string
 				for range n {
 					ids = append(ids, d.send(command.OpStatus, nil))
 				}
 				meter.Resume()
 				b.StartTimer()
-				d.wake()
+				d.Wake()
 				for _, id := range ids {
-					d.reply(id)
+					d.Reply(id)
 				}
 			}
 			meter.Stop()
@@ -69,7 +69,7 @@ func BenchmarkBacklog(b *testing.B) {
 // mosquitto's when d's broker is one.
 func startMeter(b *testing.B, d *device) *benchcpu.Meter {
 	m := benchcpu.Start(b)
-	if p, ok := d.broker.(*mqtttest.Mosquitto); ok && p.Pid() != 0 {
+	if p, ok := d.Broker.(*mqtttest.Mosquitto); ok && p.Pid() != 0 {
 		m.Add(p.Pid())
 	}
 	return m

@@ -11,6 +11,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/torpor-dev/torpor/did/didtest"
 	"github.com/torpor-dev/torpor/runtime/manage"
 	"github.com/torpor-dev/torpor/transport/mqtt/command"
 	"github.com/torpor-dev/torpor/transport/mqtt/envelope"
@@ -24,10 +25,10 @@ import (
 func TestCommandWhileAsleepRunsAtNextWake(t *testing.T) {
 	forEachBroker(t, func(t *testing.T, b mqtttest.Broker) {
 		d := newDevice(t, b)
-		d.wake()
+		d.Wake()
 		next := start.Add(time.Hour)
-		d.sleep(next)
-		st, _, err := d.operator().Status(ctxT(t), name, d.key.DID())
+		d.Sleep(next)
+		st, _, err := d.Operator().Status(ctxT(t), name, d.Key.DID())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -35,15 +36,15 @@ func TestCommandWhileAsleepRunsAtNextWake(t *testing.T) {
 			t.Fatalf("status while asleep = %+v", st)
 		}
 		id := d.send(command.OpHalt, &command.NoteArgs{Note: "from afar"})
-		if n := len(d.dev.Executed()); n != 0 {
+		if n := len(d.Dev.Executed()); n != 0 {
 			t.Fatalf("%d commands ran while asleep", n)
 		}
-		d.clk.Set(next)
-		d.wake()
-		if r := d.reply(id); r.Outcome != command.OutcomeOK || r.Op != command.OpHalt {
+		d.Clock.Set(next)
+		d.Wake()
+		if r := d.Reply(id); r.Outcome != command.OutcomeOK || r.Op != command.OpHalt {
 			t.Fatalf("reply = %+v", r)
 		}
-		if got := d.dev.Executed(); len(got) != 1 || got[0].Args.(*command.NoteArgs).Note != "from afar" {
+		if got := d.Dev.Executed(); len(got) != 1 || got[0].Args.(*command.NoteArgs).Note != "from afar" {
 			t.Fatalf("executed %+v", got)
 		}
 	})
@@ -55,19 +56,19 @@ func TestCommandWhileAsleepRunsAtNextWake(t *testing.T) {
 func TestBacklogKeepsSequenceOrder(t *testing.T) {
 	forEachBroker(t, func(t *testing.T, b mqtttest.Broker) {
 		d := newDevice(t, b)
-		d.wake()
-		d.sleep(start.Add(time.Hour))
+		d.Wake()
+		d.Sleep(start.Add(time.Hour))
 		var ids []string
 		for i := range 12 {
 			ids = append(ids, d.send(command.OpConfigSet, &command.ConfigArgs{Key: "k", Value: ptr(fmt.Sprint(i))}))
 		}
-		d.wake()
+		d.Wake()
 		for _, id := range ids {
-			if r := d.reply(id); r.Outcome != command.OutcomeOK {
+			if r := d.Reply(id); r.Outcome != command.OutcomeOK {
 				t.Errorf("reply to %s = %+v", id, r)
 			}
 		}
-		for i, c := range d.dev.Executed() {
+		for i, c := range d.Dev.Executed() {
 			if c.ID != ids[i] {
 				t.Errorf("command %d executed = %s, want %s", i, c.ID, ids[i])
 			}
@@ -83,19 +84,19 @@ func ptr[T any](v T) *T { return &v }
 func TestRejectedCommandsAreReported(t *testing.T) {
 	forEachBroker(t, func(t *testing.T, b mqtttest.Broker) {
 		d := newDevice(t, b)
-		d.wake()
-		d.sleep(start.Add(time.Hour))
-		dev := d.key.DID()
-		now := d.clk.Now()
-		valid := d.publish(d.opKey, command.Spec{Device: dev, Seq: 100, Op: command.OpStatus, IssuedAt: now})
-		unknown := d.publish(mustKey(t), command.Spec{Device: dev, Seq: 200, Op: command.OpHalt, IssuedAt: now})
-		expiring := d.publish(d.opKey, command.Spec{Device: dev, Seq: 300, Op: command.OpHalt, IssuedAt: now, TTL: time.Minute})
+		d.Wake()
+		d.Sleep(start.Add(time.Hour))
+		dev := d.Key.DID()
+		now := d.Clock.Now()
+		valid := d.publish(d.OpKey, command.Spec{Device: dev, Seq: 100, Op: command.OpStatus, IssuedAt: now})
+		unknown := d.publish(didtest.New(t), command.Spec{Device: dev, Seq: 200, Op: command.OpHalt, IssuedAt: now})
+		expiring := d.publish(d.OpKey, command.Spec{Device: dev, Seq: 300, Op: command.OpHalt, IssuedAt: now, TTL: time.Minute})
 		// The device wakes two minutes later: the last one expired on its
 		// way (its MQTT expiry, a real minute, has not passed yet).
-		d.clk.Advance(2 * time.Minute)
-		d.wake()
+		d.Clock.Advance(2 * time.Minute)
+		d.Wake()
 		// Out of sequence: issued after, numbered below the valid one.
-		late := d.publish(d.opKey, command.Spec{Device: dev, Seq: 50, Op: command.OpHalt, IssuedAt: d.clk.Now()})
+		late := d.publish(d.OpKey, command.Spec{Device: dev, Seq: 50, Op: command.OpHalt, IssuedAt: d.Clock.Now()})
 		checks := []struct {
 			id     string
 			reason string
@@ -106,31 +107,31 @@ func TestRejectedCommandsAreReported(t *testing.T) {
 			{late, command.ReasonOutOfSequence},
 		}
 		for _, c := range checks {
-			r := d.reply(c.id)
+			r := d.Reply(c.id)
 			if c.reason == "" && r.Outcome != command.OutcomeOK || c.reason != "" && (r.Outcome != command.OutcomeRejected || r.Reason != c.reason) {
 				t.Errorf("reply to the %q case = %+v", c.reason, r)
 			}
 		}
 		// Replayed: the valid command published again, byte for byte.
-		o, err := command.Sign(d.opKey, command.Spec{Device: dev, Seq: 400, Op: command.OpStatus, IssuedAt: d.clk.Now()})
+		o, err := command.Sign(d.OpKey, command.Spec{Device: dev, Seq: 400, Op: command.OpStatus, IssuedAt: d.Clock.Now()})
 		if err != nil {
 			t.Fatal(err)
 		}
 		for range 2 {
-			if _, err := d.operator().PublishCommand(ctxT(t), name, o, false); err != nil {
+			if _, err := d.Operator().PublishCommand(ctxT(t), name, o, false); err != nil {
 				t.Fatal(err)
 			}
 		}
 		// Two answers, in either order: the first copy's outcome goes
 		// through the durable outbound queue, the refusal straight out.
-		rs := []command.Reply{d.reply(o.ID), d.reply(o.ID)}
+		rs := []command.Reply{d.Reply(o.ID), d.Reply(o.ID)}
 		if rs[0].Outcome != command.OutcomeOK {
 			rs[0], rs[1] = rs[1], rs[0]
 		}
 		if rs[0].Outcome != command.OutcomeOK || rs[1].Outcome != command.OutcomeRejected || rs[1].Reason != "replay" || !strings.Contains(rs[1].Detail, "already") {
 			t.Errorf("replies to a command sent twice = %+v", rs)
 		}
-		if n := len(d.dev.Executed()); n != 2 {
+		if n := len(d.Dev.Executed()); n != 2 {
 			t.Errorf("executed %d commands, want the 2 valid ones", n)
 		}
 	})
@@ -144,22 +145,22 @@ func TestRebootMidCommandIsIndeterminate(t *testing.T) {
 	forEachBroker(t, func(t *testing.T, b mqtttest.Broker) {
 		d := newDevice(t, b)
 		started := make(chan struct{})
-		d.dev.Result = func(ctx context.Context, c manage.Command) manage.Result {
+		d.Dev.Result = func(ctx context.Context, c manage.Command) manage.Result {
 			if c.Op == command.OpReboot {
 				close(started)
 				<-ctx.Done()
 			}
 			return manage.OK(nil)
 		}
-		d.wake()
+		d.Wake()
 		id := d.send(command.OpReboot, &command.RebootArgs{})
 		<-started
-		d.reboot()
-		r := d.reply(id)
-		if r.Outcome != command.OutcomeIndeterminate || !strings.Contains(r.Detail, manage.LedgerKey(d.opKey.DID(), id)) {
+		d.Reboot()
+		r := d.Reply(id)
+		if r.Outcome != command.OutcomeIndeterminate || !strings.Contains(r.Detail, manage.LedgerKey(d.OpKey.DID(), id)) {
 			t.Fatalf("reply after the reboot = %+v", r)
 		}
-		if n := len(d.dev.Executed()); n != 1 {
+		if n := len(d.Dev.Executed()); n != 1 {
 			t.Errorf("executed %d times, want once", n)
 		}
 	})
@@ -173,25 +174,25 @@ func TestRepliesSurviveRebootInBbolt(t *testing.T) {
 	forEachBroker(t, func(t *testing.T, b mqtttest.Broker) {
 		d := newDevice(t, b)
 		proxy := mqtttest.StartProxy(t, strings.TrimPrefix(b.URL(), "mqtt://"))
-		d.url = proxy.URL()
+		d.DeviceURL = proxy.URL()
 		if e, ok := b.(*mqtttest.Embedded); ok {
 			e.AddAudience(t, proxy.URL())
 		}
 		s := d.drainWhile(func(manage.Command) { proxy.Cut() })
-		d.client.Abort()
-		d.state.Close()
+		d.Server.Abort()
+		d.State.Close()
 		proxy.Restore()
-		d.state = mqtttest.OpenState(t, d.path, d.clk)
-		d.wake()
-		rs := d.replyWith(s.Object.ID, command.OutcomeOK)
+		d.State = mqtttest.OpenState(t, d.Path, d.Clock)
+		d.Wake()
+		rs := d.ReplyWith(s.Object.ID, command.OutcomeOK)
 		if string(rs[len(rs)-1].Result) != `{"done":"drain"}` {
 			t.Errorf("replies = %+v", rs)
 		}
-		if n := len(d.dev.Executed()); n != 1 {
+		if n := len(d.Dev.Executed()); n != 1 {
 			t.Errorf("executed %d times, want once", n)
 		}
 		var pending int
-		d.state.DB.View(func(tx *bolt.Tx) error {
+		d.State.DB.View(func(tx *bolt.Tx) error {
 			pending = tx.Bucket([]byte("mqtt-outbox")).Bucket([]byte("items")).Stats().KeyN
 			return nil
 		})

@@ -3,7 +3,6 @@
 package mqtt
 
 import (
-	"context"
 	"runtime"
 	"strings"
 	"testing"
@@ -42,19 +41,19 @@ func TestRebootResendsFromTheBboltSession(t *testing.T) {
 		}
 	})
 	select {
-	case <-d.client.QueueDrained():
+	case <-d.Server.QueueDrained():
 	case <-ctxT(t).Done():
 		t.Fatal("the reply never left the queue")
 	}
-	if n, err := d.client.Unacked(); err != nil || n == 0 {
+	if n, err := d.Server.Unacked(); err != nil || n == 0 {
 		t.Fatalf("Unacked() = %d, %v; want the reply waiting for its PUBACK", n, err)
 	}
-	d.client.Abort()
-	d.state.Close()
+	d.Server.Abort()
+	d.State.Close()
 	m.Resume(t)
 
-	d.state = mqtttest.OpenState(t, d.path, d.clk)
-	store, err := mqttsession.OpenStore(d.state.DB, "mqtt-session-client")
+	d.State = mqtttest.OpenState(t, d.Path, d.Clock)
+	store, err := mqttsession.OpenStore(d.State.DB, "mqtt-session-client")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,14 +61,14 @@ func TestRebootResendsFromTheBboltSession(t *testing.T) {
 	if err != nil || len(ids) == 0 {
 		t.Fatalf("after the reboot the bbolt session holds %v, %v; want the unacknowledged reply", ids, err)
 	}
-	d.wake()
-	rs := d.replyWith(s.Object.ID, command.OutcomeOK)
+	d.Wake()
+	rs := d.ReplyWith(s.Object.ID, command.OutcomeOK)
 	if string(rs[len(rs)-1].Result) != `{"done":"drain"}` {
 		t.Errorf("replies %+v", rs)
 	}
 	// Sleep waits until the broker acknowledged everything: the packets
 	// resent from bbolt were acknowledged on the new connection.
-	d.sleep(time.Time{})
+	d.Sleep(time.Time{})
 	if ids, err := store.List(); err != nil || len(ids) != 0 {
 		t.Errorf("after the clean sleep the session still holds %v, %v", ids, err)
 	}
@@ -82,16 +81,14 @@ func TestRebootResendsFromTheBboltSession(t *testing.T) {
 func TestBrokerRestartKeepsQueuedCommands(t *testing.T) {
 	m := startMosquitto(t)
 	d := newDevice(t, m)
-	d.wake()
-	d.sleep(start.Add(time.Hour))
+	d.Wake()
+	d.Sleep(start.Add(time.Hour))
 	id := d.send(command.OpResume, &command.NoteArgs{Note: "after the restart"})
 	m.Restart(t)
-	d.op.Close(context.Background())
-	d.op, d.witness = nil, nil
-	d.operator() // a fresh operator session after the restart
-	d.clk.Advance(time.Hour)
-	d.wake()
-	if r := d.reply(id); r.Outcome != command.OutcomeOK {
+	d.ReconnectOperator() // a fresh operator session after the restart
+	d.Clock.Advance(time.Hour)
+	d.Wake()
+	if r := d.Reply(id); r.Outcome != command.OutcomeOK {
 		t.Fatalf("reply = %+v", r)
 	}
 }
@@ -108,7 +105,7 @@ func TestBrokerKilledMidSessionResubscribes(t *testing.T) {
 	m := startMosquitto(t)
 	d := newDevice(t, m)
 	px := mqtttest.StartProxy(t, strings.TrimPrefix(m.URL(), "mqtt://"))
-	d.url = px.URL()
+	d.DeviceURL = px.URL()
 	s := d.drainWhile(func(c manage.Command) {
 		if c.Op == command.OpDrain {
 			px.Cut() // the device's attempts fail until Restore
@@ -116,20 +113,18 @@ func TestBrokerKilledMidSessionResubscribes(t *testing.T) {
 		}
 	})
 	m.Restart(t)
-	d.op.Close(context.Background())
-	d.op, d.witness = nil, nil
-	d.operator() // watches the device's replies on the new broker
+	d.ReconnectOperator() // watches the device's replies on the new broker
 	px.Restore()
 	awaitConnects(t, d, 2)
-	if rs := d.replyWith(s.Object.ID, command.OutcomeOK); string(rs[len(rs)-1].Result) != `{"done":"drain"}` {
+	if rs := d.ReplyWith(s.Object.ID, command.OutcomeOK); string(rs[len(rs)-1].Result) != `{"done":"drain"}` {
 		t.Errorf("replies %+v", rs)
 	}
 	id := d.send(command.OpResume, &command.NoteArgs{Note: "after the crash"})
-	if r := d.reply(id); r.Outcome != command.OutcomeOK {
+	if r := d.Reply(id); r.Outcome != command.OutcomeOK {
 		t.Fatalf("reply = %+v", r)
 	}
-	d.sleep(time.Time{})
-	if n, err := d.client.Unacked(); err != nil || n != 0 {
+	d.Sleep(time.Time{})
+	if n, err := d.Server.Unacked(); err != nil || n != 0 {
 		t.Errorf("after the clean sleep %d publications are unacknowledged (%v)", n, err)
 	}
 }
@@ -139,13 +134,13 @@ func TestBrokerKilledMidSessionResubscribes(t *testing.T) {
 func awaitConnects(t *testing.T, d *device, n int) {
 	t.Helper()
 	ctx := ctxT(t)
-	for d.client.Connects() < n {
+	for d.Server.Connects() < n {
 		if ctx.Err() != nil {
-			t.Fatalf("the client made %d connections, want %d", d.client.Connects(), n)
+			t.Fatalf("the client made %d connections, want %d", d.Server.Connects(), n)
 		}
 		runtime.Gosched()
 	}
-	if err := d.client.AwaitConnection(ctx); err != nil {
+	if err := d.Server.AwaitConnection(ctx); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/eclipse/paho.golang/paho"
 
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/did/didtest"
 	"github.com/torpor-dev/torpor/transport/broker"
 )
 
@@ -24,7 +25,7 @@ import (
 // took a queued halt), while an operator's command still reaches the
 // device.
 func TestEmbeddedBrokerRefusesStrangers(t *testing.T) {
-	op, devKey, thief := mustKey(t), mustKey(t), mustKey(t)
+	op, devKey, thief := didtest.New(t), didtest.New(t), didtest.New(t)
 	b, err := broker.Start(broker.Config{Listen: "127.0.0.1:0", DataDir: t.TempDir(), Operators: []did.DID{op.DID()}})
 	if err != nil {
 		t.Fatal(err)
@@ -51,7 +52,7 @@ func TestEmbeddedBrokerRefusesStrangers(t *testing.T) {
 // the embedded broker; the device's store file does not grow and the
 // device still takes the next command.
 func TestOversizedCommandNeverReachesTheStore(t *testing.T) {
-	op, devKey := mustKey(t), mustKey(t)
+	op, devKey := didtest.New(t), didtest.New(t)
 	b, err := broker.Start(broker.Config{Listen: "127.0.0.1:0", DataDir: t.TempDir(), Operators: []did.DID{op.DID()}})
 	if err != nil {
 		t.Fatal(err)

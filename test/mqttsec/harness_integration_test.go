@@ -8,7 +8,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -18,37 +17,12 @@ import (
 	"github.com/torpor-dev/torpor/governed"
 	"github.com/torpor-dev/torpor/runtime/manage"
 	"github.com/torpor-dev/torpor/runtime/manage/managetest"
+	"github.com/torpor-dev/torpor/test/internal/testenv"
 	"github.com/torpor-dev/torpor/transport/bearer"
 	mq "github.com/torpor-dev/torpor/transport/mqtt"
 	"github.com/torpor-dev/torpor/transport/mqtt/envelope"
 	"github.com/torpor-dev/torpor/transport/mqtt/mqtttest"
 )
-
-var torporctl string // the binary, built by TestMain
-
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "mqttsec")
-	if err != nil {
-		panic(err)
-	}
-	torporctl = filepath.Join(dir, "torporctl")
-	if out, err := exec.Command("go", "build", "-o", torporctl, "github.com/torpor-dev/torpor/cmd/torporctl").CombinedOutput(); err != nil {
-		os.Stderr.Write(out)
-		panic(err)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
-
-func mustKey(t testing.TB) *did.PrivateKey {
-	t.Helper()
-	k, err := did.Generate(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return k
-}
 
 func ctxT(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -63,7 +37,7 @@ func startDevice(t testing.TB, broker, name string, key *did.PrivateKey, op did.
 	t.Helper()
 	st := mqtttest.OpenState(t, path, nil)
 	dev := &managetest.Device{}
-	s, err := manage.Start(manage.Config{Config: mq.Config{Broker: broker, Name: name, Key: key, DB: st.DB, Password: password},
+	s, err := manage.Start(manage.Config{Config: mq.Config{Broker: broker, Name: name, Key: key, DB: st.DB, Security: mq.Security{Password: password}},
 		Operators: []did.DID{op}, Replay: st.Replay, Ledger: st.Ledger, Device: dev})
 	if err != nil {
 		t.Fatal(err)
@@ -128,7 +102,7 @@ func signStatus(t testing.TB, key *did.PrivateKey, st envelope.Status, at time.T
 // ctl runs torporctl with args and returns its stdout, stderr and error.
 func ctl(t testing.TB, env []string, args ...string) (string, string, error) {
 	t.Helper()
-	cmd := exec.Command(torporctl, args...)
+	cmd := exec.Command(testenv.Binary(t, "torporctl"), args...)
 	cmd.Env = append(os.Environ(), env...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb

@@ -12,6 +12,7 @@ import (
 	"github.com/eclipse/paho.golang/paho"
 
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/did/didtest"
 	"github.com/torpor-dev/torpor/test/internal/testenv"
 	"github.com/torpor-dev/torpor/transport/mqtt/login"
 	"github.com/torpor-dev/torpor/transport/mqtt/mqtttest"
@@ -27,7 +28,7 @@ func TestMosquittoACL(t *testing.T) {
 	if err != nil {
 		testenv.Unavailable(t, err.Error())
 	}
-	op, devA, devB := mustKey(t), mustKey(t), mustKey(t)
+	op, devA, devB := didtest.New(t), didtest.New(t), didtest.New(t)
 	dir := t.TempDir()
 	write := func(name, content string) string {
 		p := filepath.Join(dir, name)

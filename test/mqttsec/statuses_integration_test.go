@@ -10,6 +10,7 @@ import (
 
 	"github.com/eclipse/paho.golang/paho"
 
+	"github.com/torpor-dev/torpor/did/didtest"
 	"github.com/torpor-dev/torpor/test/internal/testenv"
 	mq "github.com/torpor-dev/torpor/transport/mqtt"
 	"github.com/torpor-dev/torpor/transport/mqtt/envelope"
@@ -51,7 +52,7 @@ func publishRetained(t *testing.T, m *mqtttest.Mosquitto, name string, payload [
 // refused (halt A went to B before).
 func TestForgedAndCopiedStatusesAreRefused(t *testing.T) {
 	m := laxBroker(t)
-	op, devA, devB, attacker := mustKey(t), mustKey(t), mustKey(t), mustKey(t)
+	op, devA, devB, attacker := didtest.New(t), didtest.New(t), didtest.New(t), didtest.New(t)
 	startDevice(t, m.URL(), "dev-a", devA, op.DID(), filepath.Join(t.TempDir(), "a.db"))
 	known := filepath.Join(t.TempDir(), "known_devices")
 	env := []string{"TORPOR_BROKER=" + m.URL(), "TORPOR_KEY=" + saveKey(t, op), "TORPOR_KNOWN_DEVICES=" + known}
@@ -83,7 +84,7 @@ func TestForgedAndCopiedStatusesAreRefused(t *testing.T) {
 // not used, neither for the device's DID nor as the answer to status.
 func TestExpiredStatusIsNotBelieved(t *testing.T) {
 	m := laxBroker(t)
-	op, dev := mustKey(t), mustKey(t)
+	op, dev := didtest.New(t), didtest.New(t)
 	wake := time.Now().Add(-time.Hour).UTC()
 	old := envelope.Status{Device: dev.DID().String(), Name: "dev-x", State: envelope.StateAsleep, Since: wake.Add(-time.Hour), NextWake: &wake}
 	publishRetained(t, m, "dev-x", signStatus(t, dev, old, wake.Add(-time.Hour), time.Hour+envelope.StatusGrace))

@@ -127,7 +127,10 @@ func TestInstallRelay(t *testing.T) {
 		t.Errorf("after installation torpor-relay.service is %q, want enabled (a complete deployment with no flags)", got)
 	}
 	serveAsUser(t, s)
-	checkStat(t, s, map[string]string{"/var/lib/torpor-relay/queue.db": "600 torpor-relay torpor-relay"})
+	checkStat(t, s, map[string]string{ // the record log, the default queue engine
+		"/var/lib/torpor-relay/queue.log":                      "700 torpor-relay torpor-relay",
+		"/var/lib/torpor-relay/queue.log/0000000000000001.log": "600 torpor-relay torpor-relay",
+	})
 
 	// An upgrade (the same version again) keeps the enablement.
 	s.run(t, append([]string{"dpkg", "-i"}, debs[1])...)
@@ -141,7 +144,7 @@ func TestInstallRelay(t *testing.T) {
 			t.Errorf("after purge %s still exists", gone)
 		}
 	}
-	if !s.exists("/var/lib/torpor-relay/queue.db") || !strings.Contains(out, "kept /var/lib/torpor-relay") {
+	if !s.exists("/var/lib/torpor-relay/queue.log/0000000000000001.log") || !strings.Contains(out, "kept /var/lib/torpor-relay") {
 		t.Errorf("purge should keep /var/lib/torpor-relay and say so; output:\n%s", out)
 	}
 }

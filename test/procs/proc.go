@@ -92,8 +92,16 @@ func (p *Proc) Err() error { return p.err }
 
 // PeakRSS returns the process's peak resident set size (VmHWM in
 // /proc/PID/status), or 0 when it cannot be read.
-func (p *Proc) PeakRSS() int64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.Pid()))
+func (p *Proc) PeakRSS() int64 { return PeakRSS(p.Pid()) }
+
+// PeakRSS returns the peak resident set size of the live process pid
+// (VmHWM in /proc/PID/status), or 0 when it cannot be read. Not
+// ru_maxrss: Go starts children with vfork semantics, the child sharing
+// the parent's memory until it execs, and Linux keeps the high-water RSS
+// of the memory an exec replaces in the process's ru_maxrss, so a child
+// of a test process would report the test's own.
+func PeakRSS(pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0
 	}

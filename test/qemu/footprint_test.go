@@ -308,27 +308,7 @@ func startAgentProc(t *testing.T, bin string, args []string, dir string, env []s
 
 // peakRSS returns VmHWM from /proc/PID/status, in bytes (0 when it cannot
 // be read).
-func (p *agentProc) peakRSS() int64 { return vmHWM(p.cmd.Process.Pid) }
-
-// vmHWM reads a live process's peak resident set size. (Not ru_maxrss:
-// Go starts children with vfork semantics, the child sharing the test
-// process's memory until it execs, and Linux keeps the high-water RSS of
-// the memory an exec replaces in the process's ru_maxrss, so a child of
-// this test process would report the test's own 100 MiB.)
-func vmHWM(pid int) int64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, "VmHWM:"); ok {
-			var kb int64
-			fmt.Sscanf(strings.TrimSpace(v), "%d kB", &kb)
-			return kb << 10
-		}
-	}
-	return 0
-}
+func (p *agentProc) peakRSS() int64 { return procs.PeakRSS(p.cmd.Process.Pid) }
 
 // stop sends SIGTERM and waits up to grace, then kills. It returns an
 // error unless the process exited 0 or of the SIGTERM.
@@ -530,7 +510,7 @@ func helloRSS(t *testing.T, tt footprintTarget) int64 {
 		t.Fatal(err)
 	}
 	line, err := bufio.NewReader(out).ReadString('\n')
-	rss := vmHWM(cmd.Process.Pid)
+	rss := procs.PeakRSS(cmd.Process.Pid)
 	in.Close()
 	if werr := cmd.Wait(); err != nil || werr != nil || !strings.HasPrefix(line, "RESULT ") {
 		t.Fatalf("hello under qemu-user: %q, %v, %v", line, err, werr)

@@ -9,20 +9,23 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/torpor-dev/torpor/test/internal/relaytest"
 	"github.com/torpor-dev/torpor/test/internal/testenv"
 )
 
 // jsResult is what test/relay/node/send.mjs prints: what the @a2a-js/sdk
 // client reported to its caller.
 type jsResult struct {
-	Version               string   `json:"version"`
-	CardInterfaces        []string `json:"cardInterfaces"`
-	ClientProtocolVersion string   `json:"clientProtocolVersion"`
-	OK                    bool     `json:"ok"`
+	Version               string         `json:"version"`
+	CardInterfaces        []string       `json:"cardInterfaces"`
+	SecuritySchemes       map[string]any `json:"securitySchemes"`
+	ClientProtocolVersion string         `json:"clientProtocolVersion"`
+	OK                    bool           `json:"ok"`
 	Error                 struct {
 		Name    string         `json:"name"`
 		Message string         `json:"message"`
@@ -59,7 +62,7 @@ func TestA2AJSClientAgainstSleepingAgent(t *testing.T) {
 	dev, alice := testKey(t, 1), testKey(t, 2)
 	publish(t, p.URL, dev, "hourly_wake")
 	base := p.URL + "/a/" + dev.DID().String()
-	tok := token(t, alice, p.URL)
+	tok := relaytest.Token(t, alice, p.URL)
 
 	for _, version := range []string{"1.0", "0.3"} {
 		t.Run("v"+version, func(t *testing.T) {
@@ -150,4 +153,34 @@ func runNode(t *testing.T, node, dir string, args ...string) jsResult {
 	}
 	t.Logf("the SDK reported: %s", out)
 	return r
+}
+
+// TestA2AJSResolver: @a2a-js/sdk's own card resolver reads the card the
+// device signed (it sends A2A-Version: 1.0), and, with legacyCompat, the
+// card's A2A 0.3 view the relay serves to a request without the header:
+// both name the JSON-RPC endpoint and DID Bearer as an HTTP bearer scheme.
+func TestA2AJSResolver(t *testing.T) {
+	node, dir := nodeDir(t)
+	p := startRelay(t, t.TempDir())
+	dev := testKey(t, 1)
+	publish(t, p.URL, dev, "hourly_wake")
+	base := p.URL + "/a/" + dev.DID().String()
+	endpoint := base + "/a2a/jsonrpc"
+	for mode, wantIfaces := range map[string][]string{
+		"card":     {"JSONRPC 1.0 " + endpoint, "JSONRPC 0.3 " + endpoint},
+		"card-0.3": {"JSONRPC 0.3.0 " + endpoint}, // the view's protocolVersion
+	} {
+		t.Run(mode, func(t *testing.T) {
+			r := runNode(t, node, dir, base+"/", "unused", mode)
+			if !r.OK || !slices.Equal(r.CardInterfaces, wantIfaces) {
+				t.Errorf("ok %v, interfaces %q, error %q; want %q", r.OK, r.CardInterfaces, r.Error.Message, wantIfaces)
+			}
+			s, _ := json.Marshal(r.SecuritySchemes["atomDidBearer"])
+			for _, want := range []string{`"scheme":"bearer"`, `"bearerFormat":"AtomDID"`, `docs/a2a.md`} {
+				if !strings.Contains(strings.ToLower(string(s)), strings.ToLower(want)) {
+					t.Errorf("atomDidBearer as the SDK read it: %s; want %s", s, want)
+				}
+			}
+		})
+	}
 }

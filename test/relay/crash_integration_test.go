@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/torpor-dev/torpor/test/internal/relaytest"
 	"github.com/torpor-dev/torpor/transport/a2a"
 )
 
@@ -23,11 +24,14 @@ import (
 // random number of 503 answers), 20 times. After each restart every message
 // that was answered 503 queued:true must be in the queue, whole; any other
 // message present must be one whose answer the kill cut off; no record may
-// be torn or duplicated.
-func TestCrashKeepsEveryQueuedAnswer(t *testing.T) { crashKeepsEveryQueuedAnswer(t) }
+// be torn or duplicated. It runs on --queue-engine bolt;
+// TestCrashKeepsEveryQueuedAnswerLog on the default, the record log.
+func TestCrashKeepsEveryQueuedAnswer(t *testing.T) {
+	crashKeepsEveryQueuedAnswer(t, "--queue-engine", "bolt")
+}
 
 // TestCrashKeepsEveryQueuedAnswerLog is TestCrashKeepsEveryQueuedAnswer
-// on the record log (--queue-engine log).
+// on the record log (--queue-engine log, the default).
 func TestCrashKeepsEveryQueuedAnswerLog(t *testing.T) {
 	crashKeepsEveryQueuedAnswer(t, "--queue-engine", "log")
 }
@@ -108,7 +112,7 @@ func crashRun(t *testing.T, p *relayProc, agent string, senders, perSender int, 
 		wg       sync.WaitGroup
 	)
 	for s := range senders {
-		tok := token(t, testKey(t, 100+s), p.URL)
+		tok := relaytest.Token(t, testKey(t, 100+s), p.URL)
 		rng := rand.New(rand.NewPCG(seed, uint64(s)))
 		wg.Add(1)
 		go func() {

@@ -36,6 +36,7 @@ func TestDocsIncludeExamples(t *testing.T) {
 	doc := readFile(t, "docs/a2a.md")
 	for _, ex := range []struct{ file, name, fence string }{
 		{"test/relay/node/example.mjs", "JavaScript", "```js\n"},
+		{"test/relay/node/object.mjs", "Object", "```js\n"},
 		{"test/relay/example_a2ago_integration_test.go", "Go", "```go\n"},
 	} {
 		src := readFile(t, ex.file)

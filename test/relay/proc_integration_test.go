@@ -4,11 +4,9 @@ package relay
 
 import (
 	"testing"
-	"time"
 
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/test/internal/relaytest"
-	"github.com/torpor-dev/torpor/transport/bearer"
 )
 
 // relayProc is a running torpor-relay.
@@ -36,13 +34,4 @@ func testKey(tb testing.TB, n int) *did.PrivateKey {
 		tb.Fatal(err)
 	}
 	return k
-}
-
-func token(t testing.TB, k *did.PrivateKey, aud string) string {
-	t.Helper()
-	tok, err := bearer.Issue(k, aud, time.Now(), 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tok
 }

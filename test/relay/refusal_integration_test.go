@@ -4,11 +4,10 @@ package relay
 
 import (
 	"bytes"
-	"io"
-	"net/http"
 	"testing"
 
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/test/internal/relaytest"
 )
 
 // TestSameAnswerAwakeAndAsleep sends the same plain text message (no
@@ -43,23 +42,6 @@ func TestSameAnswerAwakeAndAsleep(t *testing.T) {
 // postRaw posts body to agent's JSON-RPC endpoint with a token of sender.
 func postRaw(t *testing.T, url string, agent, sender *did.PrivateKey, version, body string) (int, []byte) {
 	t.Helper()
-	req, err := http.NewRequest("POST", url+"/a/"+agent.DID().String()+"/a2a/jsonrpc", bytes.NewReader([]byte(body)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+token(t, sender, url))
-	if version != "" {
-		req.Header.Set("A2A-Version", version)
-	}
-	r, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Body.Close()
-	b, err := io.ReadAll(r.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r.StatusCode, b
+	a := relaytest.Post(t, url, agent.DID().String(), sender, version, body)
+	return a.Status, a.Body
 }

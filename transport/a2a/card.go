@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/torpor-dev/torpor/internal/version"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 )
 
 // Agent Card extension URIs and the names that go with them. The first two
@@ -30,8 +31,12 @@ const (
 	// SecuritySchemeDIDBearer is the name of the DID Bearer security scheme
 	// on the card, as the reference names it.
 	SecuritySchemeDIDBearer = "atomDidBearer"
-	// BearerFormatDID is that scheme's bearerFormat.
+	// BearerFormatDID is that scheme's bearerFormat, the reference's name
+	// of the DID Bearer token format (transport/bearer.Format).
 	BearerFormatDID = "AtomDID"
+	// BearerDescription is that scheme's description: what the token is
+	// and where it is specified.
+	BearerDescription = "DID Bearer (bearerFormat AtomDID): Authorization: Bearer atom.<claims>.<sig>, an Ed25519 did:key signature over canonical {v,did,aud,iat,exp} with aud = this origin; https://github.com/torpor-dev/torpor/blob/main/docs/a2a.md#the-did-bearer-token"
 
 	// ProtocolBindingJSONRPC is the binding of both interfaces a card lists.
 	ProtocolBindingJSONRPC = "JSONRPC"
@@ -129,23 +134,6 @@ type Skill struct {
 	Tags        []string `json:"tags"`
 }
 
-// QueueBounds are the store-and-forward bounds the relay applies to the
-// agent, published in the ExtQueueBounds params. Byte counts are of the raw
-// request body.
-type QueueBounds struct {
-	MaxMessages       int   `json:"maxMessages"`
-	MaxTotalBytes     int64 `json:"maxTotalBytes"`
-	MaxPendingPerPeer int   `json:"maxPendingPerPeer"`
-	// MaxPendingBytesPerPeer caps the bytes queued from one sender.
-	MaxPendingBytesPerPeer int64 `json:"maxPendingBytesPerPeer"`
-	TTLSeconds             int64 `json:"ttlSeconds"`
-	MaxMessageBytes        int64 `json:"maxMessageBytes"`
-	// The reserved allowance for MLS Welcome and Commit records on top of
-	// the limits above.
-	HandshakeReserveMessages int   `json:"handshakeReserveMessages"`
-	HandshakeReserveBytes    int64 `json:"handshakeReserveBytes"`
-}
-
 // CardOptions describe the card BuildCard makes.
 type CardOptions struct {
 	// Name, Description and Version describe the agent. Version defaults to
@@ -159,7 +147,7 @@ type CardOptions struct {
 	// is declared iff it is OfflineModeSleep or OfflineModeHourlyWake.
 	OfflineMode string
 	// Bounds, when set, are published in the ExtQueueBounds extension.
-	Bounds *QueueBounds
+	Bounds *queuebounds.Bounds
 	// Liveness, when set, is published in the ExtLiveness extension. An
 	// empty Pulse.URL becomes BaseURL + PulsePath.
 	Liveness *Liveness
@@ -197,7 +185,7 @@ func BuildCard(o CardOptions) (*Card, error) {
 		},
 		Capabilities: Capabilities{Extensions: exts},
 		SecuritySchemes: map[string]SecurityScheme{SecuritySchemeDIDBearer: {HTTPAuth: &HTTPAuthSecurityScheme{
-			Description:  "DID Bearer: Authorization: Bearer atom.<claims>.<sig>, an Ed25519 did:key signature over canonical {v,did,aud,iat,exp} with aud = this origin",
+			Description:  BearerDescription,
 			Scheme:       "Bearer",
 			BearerFormat: BearerFormatDID,
 		}}},

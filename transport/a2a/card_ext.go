@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 )
 
 // ErrExtensionSchema is returned (in a *CardError) when an extension entry
@@ -109,16 +111,16 @@ func (c *Card) OfflineMode() string {
 
 // QueueBounds returns the bounds the card publishes in ExtQueueBounds, and
 // whether it publishes any. Malformed params are an error.
-func (c *Card) QueueBounds() (QueueBounds, bool, error) {
+func (c *Card) QueueBounds() (queuebounds.Bounds, bool, error) {
 	e, ok := c.Extension(ExtQueueBounds)
 	if !ok {
-		return QueueBounds{}, false, nil
+		return queuebounds.Bounds{}, false, nil
 	}
-	var b QueueBounds
+	var b queuebounds.Bounds
 	d := json.NewDecoder(bytes.NewReader(e.Params))
 	d.DisallowUnknownFields()
 	if err := d.Decode(&b); err != nil {
-		return QueueBounds{}, true, &CardError{Reason: "schema", Err: fmt.Errorf("%w: queue bounds: %v", ErrExtensionSchema, err)}
+		return queuebounds.Bounds{}, true, &CardError{Reason: "schema", Err: fmt.Errorf("%w: queue bounds: %v", ErrExtensionSchema, err)}
 	}
 	return b, true, nil
 }

@@ -8,11 +8,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/did/didtest"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 )
 
 func mustBuild(tb testing.TB, o CardOptions) *Card {
@@ -25,11 +27,11 @@ func mustBuild(tb testing.TB, o CardOptions) *Card {
 }
 
 func TestBuildCardExtensions(t *testing.T) {
-	bounds := &QueueBounds{MaxMessages: 500, MaxTotalBytes: 2 << 20, MaxPendingPerPeer: 50, TTLSeconds: 604800, MaxMessageBytes: 256 << 10, HandshakeReserveMessages: 16, HandshakeReserveBytes: 256 << 10}
+	bounds := &queuebounds.Bounds{MaxMessages: 500, MaxBytes: 2 << 20, MaxPerPeer: 50, TTL: 604800 * time.Second, MaxMessageSize: 256 << 10, HandshakeMessages: 16, HandshakeBytes: 256 << 10}
 	tests := []struct {
 		name     string
 		mode     string
-		bounds   *QueueBounds
+		bounds   *queuebounds.Bounds
 		wantURIs []string
 		wantMode string
 	}{
@@ -245,5 +247,83 @@ func TestExtensionVectors(t *testing.T) {
 	}
 	if err := ValidateDataObjectExtension([]byte(`{"uri":"` + ExtDataObject + `","description":"d","required":false,"params":{}}`)); err == nil || !strings.Contains(err.Error(), "params") {
 		t.Errorf("data-object entry with params: err = %v", err)
+	}
+}
+
+// TestCardV03 checks the A2A 0.3 view of a signed card: the 0.3 interface
+// as url, the DID Bearer scheme as OpenAPI's http bearer scheme, security
+// as 0.3 writes it, the extensions kept, and no signature.
+func TestCardV03(t *testing.T) {
+	key := didtest.Key(t, 1)
+	base := "https://r.example/a/" + key.DID().String()
+	raw, err := SignCard(mustBuild(t, CardOptions{Name: "n", BaseURL: base, OfflineMode: "sleep"}), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := CardV03(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(v, &m); err != nil {
+		t.Fatal(err)
+	}
+	if m["url"] != base+JSONRPCPath || m["preferredTransport"] != "JSONRPC" || m["protocolVersion"] != "0.3.0" {
+		t.Errorf("url %v, preferredTransport %v, protocolVersion %v", m["url"], m["preferredTransport"], m["protocolVersion"])
+	}
+	ss, _ := m["securitySchemes"].(map[string]any)[SecuritySchemeDIDBearer].(map[string]any)
+	if ss["type"] != "http" || ss["scheme"] != "bearer" || ss["bearerFormat"] != BearerFormatDID ||
+		!strings.Contains(ss["description"].(string), "docs/a2a.md") {
+		t.Errorf("security scheme = %v", ss)
+	}
+	if sec, _ := json.Marshal(m["security"]); string(sec) != `[{"atomDidBearer":[]}]` {
+		t.Errorf("security = %s", sec)
+	}
+	if _, has := m["signatures"]; has {
+		t.Error("the 0.3 view carries the 1.0 card's signature")
+	}
+	if exts := m["capabilities"].(map[string]any)["extensions"].([]any); len(exts) != 2 {
+		t.Errorf("extensions = %v, want data-object and offline-delivery", exts)
+	}
+	if _, err := CardV03([]byte(`{"name":"n","supportedInterfaces":[]}`)); err == nil {
+		t.Error("CardV03 of a card without a 0.3 interface: no error")
+	}
+}
+
+func TestWantsCardV03(t *testing.T) {
+	for v, want := range map[string]bool{"": true, " ": true, "0.3": true, "0.2.5": true, "1.0": false, "1.1": false, "2": false} {
+		if got := WantsCardV03(v); got != want {
+			t.Errorf("WantsCardV03(%q) = %v", v, got)
+		}
+	}
+}
+
+// TestCardV03Lists: the lists 0.3 requires are [] in the view, never null,
+// for a card that left them out.
+func TestCardV03Lists(t *testing.T) {
+	v, err := CardV03([]byte(`{"name":"n","supportedInterfaces":[{"url":"https://r/a/d/a2a/jsonrpc","protocolBinding":"JSONRPC","protocolVersion":"0.3"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"defaultInputModes":[]`, `"defaultOutputModes":[]`, `"skills":[]`} {
+		if !strings.Contains(string(v), want) {
+			t.Errorf("view %s lacks %s", v, want)
+		}
+	}
+}
+
+// BenchmarkCardV03 is the relay's cost of a 0.3 client's card request
+// beyond serving the signed bytes.
+func BenchmarkCardV03(b *testing.B) {
+	key := didtest.Key(b, 1)
+	raw, err := SignCard(mustBuild(b, CardOptions{Name: "n", BaseURL: "https://r.example/a/" + key.DID().String(), OfflineMode: "sleep"}), key)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := CardV03(raw); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

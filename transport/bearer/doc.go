@@ -34,7 +34,9 @@
 //     (IssueLink) carries "purpose":"torpor-link" and a random "jti", and
 //     only the device link's Verifier accepts it. A link token caught in
 //     transit so cannot be used to send as the device, nor an A2A token
-//     to open its link;
+//     to open its link. An operator token (OperatorPurpose) carries
+//     "torpor-operator METHOD PATH": it is good for that one request to
+//     the relay's operator endpoints, and the relay spends it (Spent);
 //  8. the claim bytes must equal the canonical form of the claims, so that
 //     exactly one byte string is signed for one set of claims;
 //  9. the Ed25519 signature under the key derived from did (draft Section

@@ -21,6 +21,7 @@ import (
 	"github.com/mochi-mqtt/server/v2/hooks/storage"
 	"github.com/mochi-mqtt/server/v2/hooks/storage/bolt"
 	"github.com/mochi-mqtt/server/v2/listeners"
+	"github.com/mochi-mqtt/server/v2/packets"
 	"go.etcd.io/bbolt"
 
 	"github.com/torpor-dev/torpor/clock"
@@ -87,6 +88,8 @@ const DefaultMaxPacketSize = 64<<10 + 4<<10
 //
 // Every client authenticates with a DID Bearer token and every topic it
 // uses is checked (authHook); device names are bound to DIDs (registry).
+// A client's packet identifiers are kept apart from the broker's (idSpaces:
+// mochi v2.7.9 shares one table between them and loses deliveries).
 //
 // Redelivery order: mochi resends in-flight QoS 1/2 messages sorted by
 // their creation second with an unstable sort, so messages created in the
@@ -137,13 +140,13 @@ func Start(cfg Config) (*Broker, error) {
 	return b, nil
 }
 
-// setup creates the server with its hooks: authentication and ACL, then
-// storage.
+// setup creates the server with its hooks: authentication and ACL, the
+// packet identifier spaces, then storage.
 func (b *Broker) setup(cfg Config, log *slog.Logger) error {
 	caps := mqtt.NewDefaultServerCapabilities()
 	caps.MaximumMessageExpiryInterval = int64(cfg.MaxMessageExpiry / time.Second)
 	caps.MaximumPacketSize = cfg.MaxPacketSize
-	b.srv = mqtt.New(&mqtt.Options{Capabilities: caps, InlineClient: true, Logger: log})
+	b.srv = mqtt.New(&mqtt.Options{Capabilities: caps, InlineClient: true, Logger: slog.New(quietHandler{log.Handler()})})
 	regPath := ""
 	if cfg.DataDir != "" {
 		regPath = filepath.Join(cfg.DataDir, "mqtt-devices.db")
@@ -157,11 +160,18 @@ func (b *Broker) setup(cfg Config, log *slog.Logger) error {
 	if err == nil {
 		err = b.srv.AddHook(b.auth, nil)
 	}
+	ids := newIDSpaces()
+	if err == nil {
+		err = b.srv.AddHook(ids, nil)
+	}
 	if err == nil && cfg.DataDir != "" {
-		err = b.srv.AddHook(boltHook{new(bolt.Hook)}, &bolt.Options{
-			Path:    filepath.Join(cfg.DataDir, "mqtt.db"),
-			Options: &bbolt.Options{Timeout: 5 * time.Second},
-		})
+		path := filepath.Join(cfg.DataDir, "mqtt.db")
+		if err = seedSysInfo(path); err == nil {
+			err = b.srv.AddHook(boltHook{new(bolt.Hook), ids}, &bolt.Options{
+				Path: path, Bucket: boltBucket,
+				Options: &bbolt.Options{Timeout: 5 * time.Second},
+			})
+		}
 	}
 	if err != nil {
 		b.Close()
@@ -201,26 +211,47 @@ func (b *Broker) Close() error {
 	return err
 }
 
-// boltHook is mochi's bbolt storage hook with one defect mended: v2.7.9
-// stores in-flight messages (those queued for a sleeping device's
+// boltHook is mochi's bbolt storage hook with two defects mended.
+//
+// v2.7.9 stores in-flight messages (those queued for a sleeping device's
 // persistent session) without their packet identifier, so after a restart
 // they come back with id 0 and mochi drops every connection of that client
 // ("resend inflight: protocol violation: missing packet id") until its
 // session expires. The identifier is the last ":"-separated part of the
 // stored key (inflightKey in the hook), from which it is restored.
-type boltHook struct{ *bolt.Hook }
+//
+// A client flow moved to an internal identifier (idSpaces) is stored under
+// that identifier with the client's own in the entry's Origin (movedTag),
+// so that a restarted broker acknowledges it with the client's identifier.
+type boltHook struct {
+	*bolt.Hook
+	ids *idSpaces
+}
+
+// OnQosPublish implements mqtt.Hook.
+func (h boltHook) OnQosPublish(cl *mqtt.Client, pk packets.Packet, sent int64, resends int) {
+	if clientAck(pk.FixedHeader.Type) {
+		if id, ok := h.ids.original(cl.ID, pk.PacketID); ok {
+			pk.Origin = movedTag(id)
+		}
+	}
+	h.Hook.OnQosPublish(cl, pk, sent, resends)
+}
 
 // StoredInflightMessages implements mqtt.Hook.
 func (h boltHook) StoredInflightMessages() ([]storage.Message, error) {
 	v, err := h.Hook.StoredInflightMessages()
 	for i := range v {
-		if v[i].PacketID != 0 {
-			continue
-		}
-		if j := strings.LastIndexByte(v[i].ID, ':'); j >= 0 {
-			if n, perr := strconv.ParseUint(v[i].ID[j+1:], 10, 16); perr == nil {
-				v[i].PacketID = uint16(n)
+		if v[i].PacketID == 0 {
+			if j := strings.LastIndexByte(v[i].ID, ':'); j >= 0 {
+				if n, perr := strconv.ParseUint(v[i].ID[j+1:], 10, 16); perr == nil {
+					v[i].PacketID = uint16(n)
+				}
 			}
+		}
+		if id, ok := movedFrom(v[i].Origin); ok && clientAck(v[i].FixedHeader.Type) && v[i].PacketID != 0 {
+			h.ids.restore(v[i].Client, v[i].PacketID, id)
+			v[i].Origin = ""
 		}
 	}
 	return v, err

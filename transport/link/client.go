@@ -12,6 +12,7 @@ import (
 	"github.com/torpor-dev/torpor/clock"
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/internal/http1"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"github.com/torpor-dev/torpor/transport/bearer"
 	"github.com/torpor-dev/torpor/transport/link/internal/calls"
 	"github.com/torpor-dev/torpor/transport/link/internal/wsclient"
@@ -51,7 +52,7 @@ type Config struct {
 // again (with backoff; the agent's duty cycle decides when).
 type Client struct {
 	ws      *wsclient.Conn
-	hello   wire.Bounds
+	hello   queuebounds.Bounds
 	handler HandlerFunc
 	ctx     context.Context
 	stop    context.CancelFunc
@@ -61,6 +62,7 @@ type Client struct {
 
 	relayTime  time.Time // the relay's time in its challenge
 	relayLocal time.Time // the link's clock when the challenge arrived
+	relaySent  time.Time // the link's clock before the upgrade the relay answered
 }
 
 // Dial opens a link to the relay, proves possession of the device key
@@ -84,13 +86,15 @@ func Dial(ctx context.Context, cfg Config) (*Client, error) {
 	if aud, err = bearer.NormalizeAudience(aud); err != nil {
 		return nil, err
 	}
-	conn, tok, err := open(ctx, cfg, u, aud)
+	hctx, cancel := clock.WithTimeoutCause(ctx, clock.Unscaled(clock.Or(cfg.Clock)), HandshakeTimeout, ErrHandshakeTimeout)
+	defer cancel()
+	conn, tok, sent, err := open(hctx, cfg, u, aud)
 	if err != nil {
 		return nil, err
 	}
-	c := &Client{ws: conn, handler: cfg.Handler, queued: make(chan uint64, 64), done: make(chan struct{})}
+	c := &Client{ws: conn, handler: cfg.Handler, queued: make(chan uint64, 64), done: make(chan struct{}), relaySent: sent}
 	c.ctx, c.stop = context.WithCancel(context.Background())
-	if err := c.handshake(ctx, cfg, aud, tok); err != nil {
+	if err := c.handshake(hctx, cfg, aud, tok); err != nil {
 		conn.Close(wsclient.StatusPolicyViolation, "handshake failed")
 		c.stop()
 		return nil, err
@@ -98,6 +102,28 @@ func Dial(ctx context.Context, cfg Config) (*Client, error) {
 	go c.readLoop()
 	return c, nil
 }
+
+// HandshakeTimeout bounds Dial's whole opening, on the link's clock (its
+// unscaled base: the relay is a real peer): the TCP and TLS connection,
+// the WebSocket upgrade (a 401 and the one retry included), the challenge,
+// the proof and the hello. A relay that trickles its 101 or its
+// challenge costs the device this long, not its whole window.
+const HandshakeTimeout = 10 * time.Second
+
+// ErrHandshakeTimeout is the cause of a Dial that HandshakeTimeout ended.
+var ErrHandshakeTimeout = errors.New("link: the relay did not finish the handshake within " + HandshakeTimeout.String())
+
+// IdleTimeout and FrameTimeout bound each read of the link once it is
+// open (real time: package wsclient's per-frame deadlines on the
+// connection). The relay pings every wire.PingInterval, so a link that
+// hears nothing for IdleTimeout is dead; a frame whose first byte arrived
+// must arrive whole within FrameTimeout plus its length at MinReadRate (a
+// slow cellular link's rate: a full wire.MaxFrame gets 17 minutes).
+const (
+	IdleTimeout  = 2*wire.PingInterval + 15*time.Second
+	FrameTimeout = 30 * time.Second
+	MinReadRate  = 8 << 10
+)
 
 // MaxClockOffset is how far the device's clock may be from the relay's
 // before a refused link token is issued again at the relay's time.
@@ -112,25 +138,28 @@ const MaxClockOffset = 30 * time.Second
 // tries once more. The Date header only stamps the token, which the relay
 // checks against its own clock anyway; nothing of the device trusts it
 // (the relay's time the device may use is the challenge's, RelayTime).
-func open(ctx context.Context, cfg Config, u *url.URL, aud string) (*wsclient.Conn, string, error) {
+// It also returns the link clock's reading before the upgrade that
+// succeeded: the relay stamps its challenge after that request reached it.
+func open(ctx context.Context, cfg Config, u *url.URL, aud string) (*wsclient.Conn, string, time.Time, error) {
 	now := clock.Or(cfg.Clock).Now()
 	tok, err := bearer.IssueLink(cfg.Key, aud, now, 0)
 	if err != nil {
-		return nil, "", err
+		return nil, "", time.Time{}, err
 	}
 	conn, err := upgrade(ctx, cfg, u, tok)
 	var r *refusal
 	if !errors.As(err, &r) || r.status != 401 || r.date.IsZero() {
-		return conn, tok, err
+		return conn, tok, now, err
 	}
 	if off := r.date.Sub(now.Round(0)); off > -MaxClockOffset && off < MaxClockOffset {
-		return nil, "", err
+		return nil, "", time.Time{}, err
 	}
 	if tok, err = bearer.IssueLink(cfg.Key, aud, r.date, 0); err != nil {
-		return nil, "", err
+		return nil, "", time.Time{}, err
 	}
+	sent := clock.Or(cfg.Clock).Now()
 	conn, err = upgrade(ctx, cfg, u, tok)
-	return conn, tok, err
+	return conn, tok, sent, err
 }
 
 // refusal is the relay's HTTP answer refusing the upgrade.
@@ -157,6 +186,9 @@ func upgrade(ctx context.Context, cfg Config, u *url.URL, tok string) (*wsclient
 		TLSConfig:    cfg.TLSConfig,
 		Proxy:        wsclient.ProxyFromEnvironment,
 		ReadLimit:    wire.MaxFrame,
+		IdleTimeout:  IdleTimeout,
+		FrameTimeout: FrameTimeout,
+		MinReadRate:  MinReadRate,
 	})
 	var he *wsclient.HandshakeError
 	if errors.As(err, &he) {
@@ -216,8 +248,18 @@ func (c *Client) handshake(ctx context.Context, cfg Config, aud, tok string) err
 // what a device may do with it.
 func (c *Client) RelayTime() (relay, local time.Time) { return c.relayTime, c.relayLocal }
 
+// RelayExchange is RelayTime with the round trip that bounds it: the
+// link clock's reading before the device sent the upgrade request the
+// challenge answered (the relay stamps the challenge after the request
+// reached it, so between sent and received on the device's clock), and
+// when the challenge arrived. runtime/trusted reads the relay's offset
+// from it as NTP reads a server's (RFC 5905, Section 8).
+func (c *Client) RelayExchange() (relay, sent, received time.Time) {
+	return c.relayTime, c.relaySent, c.relayLocal
+}
+
 // Hello returns the ceiling bounds the relay announced for this agent.
-func (c *Client) Hello() wire.Bounds { return c.hello }
+func (c *Client) Hello() queuebounds.Bounds { return c.hello }
 
 // Publish sends the device's state and returns the bounds in force and
 // the KeyPackages the relay holds. A refusal (a card not signed by the

@@ -2,13 +2,16 @@ package link
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/coder/websocket"
 
+	"github.com/torpor-dev/torpor/clock/clocktest"
 	"github.com/torpor-dev/torpor/did/didtest"
 	"github.com/torpor-dev/torpor/transport/link/wire"
 )
@@ -45,5 +48,40 @@ func TestChallengeForAnotherOrigin(t *testing.T) {
 	case p := <-proofs:
 		t.Errorf("the device sent a proof (%d bytes) for another relay's challenge", len(p))
 	default:
+	}
+}
+
+// TestDialHandshakeDeadline: a relay that accepts the upgrade and then
+// sends nothing (or trickles) ends Dial after HandshakeTimeout on the
+// link's clock, whatever the caller's context allows, with
+// ErrHandshakeTimeout.
+func TestDialHandshakeDeadline(t *testing.T) {
+	upgraded := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{Subprotocols: []string{wire.Subprotocol}})
+		if err != nil {
+			return
+		}
+		defer ws.CloseNow()
+		close(upgraded)
+		ws.Read(r.Context()) // no challenge, ever
+	}))
+	defer srv.Close()
+	clk := clocktest.New(time.Unix(1_800_000_000, 0))
+	done := make(chan error, 1)
+	go func() {
+		_, err := Dial(context.Background(), Config{RelayURL: srv.URL, Key: didtest.Key(t, 1), Clock: clk})
+		done <- err
+	}()
+	<-upgraded // Dial waits for the challenge; its deadline's timer exists
+	clk.Advance(HandshakeTimeout - time.Second)
+	select {
+	case err := <-done:
+		t.Fatalf("Dial ended before HandshakeTimeout: %v", err)
+	default:
+	}
+	clk.Advance(time.Second)
+	if err := <-done; !errors.Is(err, ErrHandshakeTimeout) {
+		t.Fatalf("Dial = %v, want ErrHandshakeTimeout", err)
 	}
 }

@@ -18,6 +18,13 @@
 // the relay stated in its challenge, which the agent may use to move the
 // clock it judges expiry by forward (runtime/trusted).
 //
+// Dial's whole opening (connection, upgrade, challenge, proof, hello) has
+// its own bound, HandshakeTimeout, on the link's clock, whatever the
+// caller's context allows: a relay trickling its 101 costs the device that
+// long, not its window. Once open, each read has a deadline on the
+// connection (IdleTimeout for a frame to begin, the relay pinging every
+// wire.PingInterval; FrameTimeout and MinReadRate for it to arrive whole).
+//
 // The frames and the types they carry are package wire
 // (transport/link/wire), whose doc describes the protocol and why it is a
 // WebSocket; the relay's side is package server (transport/link/server).

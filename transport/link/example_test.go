@@ -30,7 +30,7 @@ func Example() {
 		return
 	}
 	defer c.Close()
-	bounds := c.Hello().Clamp(nil).Card()
+	bounds := c.Hello().Clamp(nil)
 	card, _ := a2a.BuildCard(a2a.CardOptions{Name: "greenhouse", BaseURL: "https://relay.example/a/" + key.DID().String(), OfflineMode: "hourly_wake", Bounds: &bounds})
 	signed, _ := a2a.SignCard(card, key)
 	if _, err := c.Publish(ctx, wire.State{Mode: "hourly_wake", Card: signed}); err != nil {

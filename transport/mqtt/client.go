@@ -37,9 +37,9 @@ const (
 // are required.
 type Config struct {
 	// Broker is the MQTT 5 broker URL: mqtt:// or tcp:// (plain),
-	// mqtts:// or tls:// (TLS with TLS).
+	// mqtts:// or tls:// (TLS with Security.TLS), or a bare HOST:PORT
+	// (plain); see mqttconn.ParseBroker.
 	Broker string
-	TLS    *tls.Config
 	// Prefix is the topic prefix; empty means DefaultPrefix.
 	Prefix string
 	// Name is the device's name: its topic level and MQTT client id. It
@@ -54,6 +54,26 @@ type Config struct {
 	DB *bolt.DB
 	// Handler admits, runs and answers the commands received.
 	Handler Handler
+	// Timing is the session's lifetime, keep-alive and reconnection.
+	Timing Timing
+	// Security is how the client trusts and logs in to the broker.
+	Security Security
+	// Clock tells the time; nil means clock.Real.
+	Clock clock.Clock
+	// Logger receives operational logs; nil discards.
+	Logger *slog.Logger
+	// Version is the agent's version, reported in every status.
+	Version string
+	// StopOnly connects only to end the session with Close: the client
+	// takes no command (they stay in the broker session for the next
+	// start). An agent stopped while asleep uses it to publish status
+	// stopped.
+	StopOnly bool
+}
+
+// Timing is a Client's session lifetime, keep-alive and reconnection;
+// zero members mean their defaults.
+type Timing struct {
 	// SessionExpiry is how long the broker keeps the session (and the
 	// commands queued in it) after a disconnect. It must exceed the
 	// longest sleep; zero means DefaultSessionExpiry, and a value of
@@ -69,25 +89,21 @@ type Config struct {
 	// first connection); nil means exponential with jitter from 1 s to
 	// 60 s. It waits on the real clock.
 	Backoff func(attempt int) time.Duration
-	// Clock tells the time; nil means clock.Real.
-	Clock clock.Clock
-	// AuthClock dates the token presented to the broker at each
-	// connection (login.Authenticate); nil means clock.Real. The broker checks
-	// it against its own clock, not against the device's schedule.
-	AuthClock clock.Clock
-	// Logger receives operational logs; nil discards.
-	Logger *slog.Logger
-	// Version is the agent's version, reported in every status.
-	Version string
+}
+
+// Security is how a Client trusts and logs in to the broker.
+type Security struct {
+	// TLS configures mqtts:// and tls:// brokers; nil means the
+	// defaults.
+	TLS *tls.Config
 	// Password, when set, is sent instead of a DID Bearer token: a static
 	// secret for an external broker that checks passwords (torporctl mqtt
 	// acl). The embedded broker wants tokens.
 	Password []byte
-	// StopOnly connects only to end the session with Close: the client
-	// takes no command (they stay in the broker session for the next
-	// start). An agent stopped while asleep uses it to publish status
-	// stopped.
-	StopOnly bool
+	// AuthClock dates the token presented to the broker at each
+	// connection (login.Authenticate); nil means clock.Real. The broker checks
+	// it against its own clock, not against the device's schedule.
+	AuthClock clock.Clock
 }
 
 // Client is a device's MQTT side: it keeps a persistent session with the
@@ -160,9 +176,11 @@ func newClient(cfg Config) (*Client, error) {
 	if cfg.Key == nil || cfg.DB == nil || cfg.Handler == nil {
 		return nil, errors.New("mqtt: Config needs Key, DB and Handler")
 	}
-	if _, err := url.Parse(cfg.Broker); err != nil || cfg.Broker == "" {
-		return nil, fmt.Errorf("mqtt: broker URL %q: %v", cfg.Broker, err)
+	u, err := mqttconn.ParseBroker(cfg.Broker)
+	if err != nil {
+		return nil, err
 	}
+	cfg.Broker = u.String() // a bare HOST:PORT gets its scheme, for the token's audience
 	t := Topics{Prefix: cfg.Prefix, Device: cfg.Name}
 	if err := t.Validate(); err != nil {
 		return nil, err
@@ -187,17 +205,17 @@ func newClient(cfg Config) (*Client, error) {
 }
 
 func setDefaults(cfg *Config) {
-	if cfg.SessionExpiry == 0 {
-		cfg.SessionExpiry = DefaultSessionExpiry
+	if cfg.Timing.SessionExpiry == 0 {
+		cfg.Timing.SessionExpiry = DefaultSessionExpiry
 	}
-	if cfg.KeepAlive == 0 {
-		cfg.KeepAlive = DefaultKeepAlive
+	if cfg.Timing.KeepAlive == 0 {
+		cfg.Timing.KeepAlive = DefaultKeepAlive
 	}
-	if cfg.BarrierTimeout == 0 {
-		cfg.BarrierTimeout = DefaultBarrierTimeout
+	if cfg.Timing.BarrierTimeout == 0 {
+		cfg.Timing.BarrierTimeout = DefaultBarrierTimeout
 	}
-	if cfg.Backoff == nil {
-		cfg.Backoff = mqttconn.JitteredBackoff(time.Second, time.Minute)
+	if cfg.Timing.Backoff == nil {
+		cfg.Timing.Backoff = mqttconn.JitteredBackoff(time.Second, time.Minute)
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -222,25 +240,31 @@ func (c *Client) connConfig() mqttconn.Config {
 		trace = pahoLogger{c.log.With("lib", "paho"), slog.LevelDebug - 4}
 	}
 	cfg := mqttconn.Config{
-		Server:    u,
-		TLS:       c.cfg.TLS,
-		KeepAlive: uint16(min(c.cfg.KeepAlive/time.Second, 0xFFFF)),
+		Server: u,
+		TLS:    c.cfg.Security.TLS,
+		Connect: mqttconn.Connect{
+			KeepAlive:     uint16(min(c.cfg.Timing.KeepAlive/time.Second, 0xFFFF)),
+			CleanStart:    false,
+			SessionExpiry: sessionExpirySeconds(c.cfg.Timing.SessionExpiry),
+			Timeout:       10 * time.Second,
+			Packet:        c.connectPacket,
+		},
 		// A persistent session: the broker keeps the subscription and
 		// queues commands while the device sleeps (MQTT 5.0 Section
 		// 3.1.2.4), for SessionExpiry after each disconnect.
-		CleanStart:       false,
-		SessionExpiry:    sessionExpirySeconds(c.cfg.SessionExpiry),
-		Backoff:          c.cfg.Backoff,
-		ConnectTimeout:   10 * time.Second,
+		Backoff:          c.cfg.Timing.Backoff,
 		Queue:            c.queue,
 		Dial:             c.dial,
-		ConnectPacket:    c.connectPacket,
 		DisconnectPacket: c.disconnectPacket,
-		OnConnectionUp:   func(ca *paho.Connack) { go c.connectionUp(ca) },
-		OnConnectionDown: c.connectionDown,
-		OnConnectError:   func(err error) { c.log.Debug("connection attempt failed", "err", err) },
-		Errors:           pahoLogger{c.log.With("lib", "mqttconn"), slog.LevelWarn},
-		PahoErrors:       pahoLogger{c.log.With("lib", "paho"), slog.LevelWarn},
+		Hooks: mqttconn.Hooks{
+			OnConnectionUp:   func(ca *paho.Connack) { go c.connectionUp(ca) },
+			OnConnectionDown: c.connectionDown,
+			OnConnectError:   func(err error) { c.log.Debug("connection attempt failed", "err", err) },
+		},
+		Logs: mqttconn.Logs{
+			Errors:     pahoLogger{c.log.With("lib", "mqttconn"), slog.LevelWarn},
+			PahoErrors: pahoLogger{c.log.With("lib", "paho"), slog.LevelWarn},
+		},
 		Client: paho.ClientConfig{
 			ClientID: c.cfg.Name,
 			Session:  c.state,
@@ -255,7 +279,7 @@ func (c *Client) connConfig() mqttconn.Config {
 	c.state.SetErrorLogger(pahoLogger{c.log.With("lib", "paho-session"), slog.LevelWarn})
 	if trace.log != nil {
 		// Below debug: paho's own trace, for diagnosing the library.
-		cfg.Debug, cfg.PahoDebug = trace, trace
+		cfg.Logs.Debug, cfg.Logs.PahoDebug = trace, trace
 		c.state.SetDebugLogger(pahoLogger{c.log.With("lib", "paho-session"), slog.LevelDebug - 4})
 	}
 	return cfg
@@ -263,7 +287,7 @@ func (c *Client) connConfig() mqttconn.Config {
 
 // dial opens the network connection and keeps it for Abort.
 func (c *Client) dial(ctx context.Context, u *url.URL) (net.Conn, error) {
-	conn, err := mqttconn.Dial(ctx, u, c.cfg.TLS)
+	conn, err := mqttconn.Dial(ctx, u, c.cfg.Security.TLS)
 	if err != nil {
 		return nil, err
 	}
@@ -282,7 +306,7 @@ func (c *Client) dial(ctx context.Context, u *url.URL) (net.Conn, error) {
 // publishes if this connection ends without a DISCONNECT (MQTT 5.0
 // Section 3.1.2.5).
 func (c *Client) connectPacket(cp *paho.Connect) (*paho.Connect, error) {
-	if err := login.Authenticate(cp, c.Key(), c.cfg.Broker, clock.Or(c.cfg.AuthClock).Now(), c.cfg.Password); err != nil {
+	if err := login.Authenticate(cp, c.Key(), c.cfg.Broker, clock.Or(c.cfg.Security.AuthClock).Now(), c.cfg.Security.Password); err != nil {
 		return nil, err
 	}
 	if h := c.keyHandover(); h != nil {

@@ -36,7 +36,7 @@
 // backlog. The broker sends a resumed session's queued messages before
 // anything published later, so after subscribing the Client publishes a
 // probe with a fresh nonce on its own sync topic and holds the backlog
-// until the probe comes back (Config.BarrierTimeout bounds the wait). It
+// until the probe comes back (Config.Timing.BarrierTimeout bounds the wait). It
 // then hands the backlog to the Handler sorted: each issuer's messages by
 // the sequence number they claim, issuers interleaved by issuance time, so
 // a broker that redelivers out of order (mochi sorts a session's queued
@@ -75,7 +75,7 @@
 // network, not the schedule. The barrier timeout (the probe's round trip)
 // runs on clock.Unscaled(Config.Clock): a test's fake clock still drives
 // it, a time scale does not shorten it. The reconnection backoff
-// (Config.Backoff) waits on the real clock.
+// (Config.Timing.Backoff) waits on the real clock.
 //
 // # Encoding
 //

@@ -32,7 +32,7 @@ func TestRotatedKeyReconnectsWithHandover(t *testing.T) {
 	defer cancel()
 	start := func() *Client {
 		c, err := Start(Config{Broker: b.URL(), Name: "dev-r", Key: old, DB: db, Handler: &countingHandler{db: db},
-			Backoff: func(int) time.Duration { return 50 * time.Millisecond }})
+			Timing: Timing{Backoff: func(int) time.Duration { return 50 * time.Millisecond }}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/torpor-dev/torpor/clock/clocktest"
 	"github.com/torpor-dev/torpor/did/didtest"
+	"github.com/torpor-dev/torpor/governed/governedtest"
 	"github.com/torpor-dev/torpor/store"
 	"github.com/torpor-dev/torpor/transport/broker"
 	"github.com/torpor-dev/torpor/transport/mqtt/envelope"
@@ -61,7 +62,7 @@ func TestInboxRunsStoredCommandsAtStart(t *testing.T) {
 	}
 	defer db.Close()
 	op, dev := didtest.Key(t, 1), didtest.Key(t, 2)
-	o := signedCommand(t, op, 3, t0, nil)
+	o := governedtest.Command(t, op, 3, t0, nil)
 	j, _ := o.MarshalJSON()
 	d := &countingHandler{db: db, ch: make(chan struct{}, 4)}
 	c, err := newClient(Config{Broker: b.URL(), Name: "dev-3", Key: dev, DB: db, Handler: d, Clock: clk})

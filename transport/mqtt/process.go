@@ -99,7 +99,7 @@ func (c *Client) dispatchEvent(b *backlog, ev event) *event {
 		b.nonce, b.collecting, b.flushed = ev.nonce, true, ev.flushed
 		// A network round trip: on the unscaled clock, so that a
 		// time-scaled demonstration does not cut it short.
-		b.timer = clock.Unscaled(c.clock).NewTimer(c.cfg.BarrierTimeout)
+		b.timer = clock.Unscaled(c.clock).NewTimer(c.cfg.Timing.BarrierTimeout)
 		b.timeout = b.timer.C()
 	case evConnDown:
 		// The backlog stays stored; the next connection's probe decides

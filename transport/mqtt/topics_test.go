@@ -6,26 +6,9 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-
-	"github.com/torpor-dev/torpor/did"
-	"github.com/torpor-dev/torpor/did/didtest"
-	"github.com/torpor-dev/torpor/governed"
 )
 
 var t0 = time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
-
-// signedCommand signs a Governed Object shaped as runtime/manage's
-// commands are: this package carries it without reading it.
-func signedCommand(t testing.TB, k *did.PrivateKey, seq uint64, at time.Time, args any) *governed.Object {
-	t.Helper()
-	o, err := governed.Sign(k, governed.Template{IssuedAt: at, Semantic: governed.Semantic{Schema: "https://torpor.dev/schemas/mqtt/command/v1"},
-		Payload: map[string]any{"device": didtest.Key(t, 2).DID().String(), "seq": seq, "op": "set-mode", "args": args},
-		Purpose: "torpor:command", TTL: 24 * time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return o
-}
 
 func TestCheckName(t *testing.T) {
 	for _, ok := range []string{"dev-9", "a", "Pi_Zero.2", "did:key:z6MkiTBz1ymuepAQ4HEHYSF1H8quG5GLVVQR3djdX3mDooWp"} {

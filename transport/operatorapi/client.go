@@ -81,7 +81,8 @@ func (c *Client) PurgeQueue(ctx context.Context, agent, sender string, all bool)
 
 func (c *Client) queue(ctx context.Context, method, agent, sender string, all bool) (QueueAnswer, []byte, error) {
 	var ans QueueAnswer
-	tok, err := bearer.Issue(c.Key, c.Origin, clock.Or(c.Clock).Now(), 0)
+	path := "/operator/queue/" + url.PathEscape(agent)
+	tok, err := c.OperatorToken(method, path)
 	if err != nil {
 		return ans, nil, err
 	}
@@ -92,7 +93,7 @@ func (c *Client) queue(ctx context.Context, method, agent, sender string, all bo
 	if all {
 		q.Set("all", "1")
 	}
-	u := c.Origin + "/operator/queue/" + url.PathEscape(agent)
+	u := c.Origin + path
 	if len(q) > 0 {
 		u += "?" + q.Encode()
 	}
@@ -104,6 +105,34 @@ func (c *Client) queue(ctx context.Context, method, agent, sender string, all bo
 		return ans, nil, fmt.Errorf("relay answered %d %s: %s", status, http.StatusText(status), ans.reason(raw))
 	}
 	return ans, raw, nil
+}
+
+// OperatorToken mints the token of one request to the relay's operator
+// endpoints: purpose bearer.OperatorPurpose(method, path), a random jti,
+// bearer.OperatorTTL. The relay accepts it once, for that method and path
+// only.
+func (c *Client) OperatorToken(method, path string) (string, error) {
+	return bearer.IssuePurpose(c.Key, c.Origin, bearer.OperatorPurpose(method, path), clock.Or(c.Clock).Now(), bearer.OperatorTTL)
+}
+
+// Admit admits agent on the relay (POST /operator/agents/{did}/admit): it
+// leaves probation at its next link.
+func (c *Client) Admit(ctx context.Context, agent string) error {
+	path := "/operator/agents/" + url.PathEscape(agent) + "/admit"
+	tok, err := c.OperatorToken(http.MethodPost, path)
+	if err != nil {
+		return err
+	}
+	status, raw, err := c.do(ctx, http.MethodPost, c.Origin+path, tok)
+	if err != nil {
+		return err
+	}
+	if status != http.StatusOK {
+		var ans QueueAnswer // the same error members
+		json.Unmarshal(raw, &ans)
+		return fmt.Errorf("relay answered %d %s: %s", status, http.StatusText(status), ans.reason(raw))
+	}
+	return nil
 }
 
 // reason is why the relay refused, from its answer or its first 200 bytes.

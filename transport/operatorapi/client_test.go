@@ -19,12 +19,19 @@ type request struct {
 
 // relay answers every request with status and body, recording it and
 // verifying its token for purpose.
+// operator stands, as relay's purpose, for the operator purpose of each
+// request's method and path.
+const operator = "(operator)"
+
 func relay(t *testing.T, purpose string, status int, body string) (*Client, *request) {
 	t.Helper()
 	var seen request
 	var srv *httptest.Server
 	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		v := &bearer.Verifier{Audience: srv.URL, Purpose: purpose}
+		if purpose == operator {
+			v.Purpose = bearer.OperatorPurpose(r.Method, r.URL.EscapedPath())
+		}
 		_, seen.err = v.Verify(r.Header.Get("Authorization"))
 		seen.method, seen.path, seen.query = r.Method, r.URL.Path, r.URL.RawQuery
 		w.WriteHeader(status)
@@ -69,7 +76,7 @@ func TestFleetErrors(t *testing.T) {
 
 func TestQueue(t *testing.T) {
 	agent := didtest.Key(t, 2).DID().String()
-	c, seen := relay(t, "", 200, `{"agent":"`+agent+`","messages":1,"bytes":10,"records":[{"seq":7,"from":"did:key:z6MkS","kind":"mls","bytes":10}]}`)
+	c, seen := relay(t, operator, 200, `{"agent":"`+agent+`","messages":1,"bytes":10,"records":[{"seq":7,"from":"did:key:z6MkS","kind":"mls","bytes":10}]}`)
 	q, _, err := c.ListQueue(context.Background(), agent, "did:key:z6MkS")
 	if err != nil || q.Messages != 1 || q.Purged != nil || len(q.Records) != 1 || q.Records[0].Seq != 7 {
 		t.Fatalf("ListQueue = %+v, %v", q, err)
@@ -77,7 +84,7 @@ func TestQueue(t *testing.T) {
 	if seen.err != nil || seen.method != "GET" || seen.path != "/operator/queue/"+agent || seen.query != "sender=did%3Akey%3Az6MkS" {
 		t.Errorf("the relay saw %+v", *seen)
 	}
-	c, seen = relay(t, "", 200, `{"agent":"`+agent+`","purged":3,"bytes":30}`)
+	c, seen = relay(t, operator, 200, `{"agent":"`+agent+`","purged":3,"bytes":30}`)
 	q, _, err = c.PurgeQueue(context.Background(), agent, "", true)
 	if err != nil || q.Purged == nil || *q.Purged != 3 {
 		t.Fatalf("PurgeQueue = %+v, %v", q, err)
@@ -101,7 +108,7 @@ func TestQueueRefusals(t *testing.T) {
 		{502, "  bad gateway " + strings.Repeat("x", 300), "relay answered 502 Bad Gateway: bad gateway " + strings.Repeat("x", 186)},
 	}
 	for _, tt := range tests {
-		c, _ := relay(t, "", tt.status, tt.body)
+		c, _ := relay(t, operator, tt.status, tt.body)
 		_, _, err := c.ListQueue(context.Background(), "did:key:z6MkA", "")
 		if err == nil || err.Error() != tt.wantErr {
 			t.Errorf("ListQueue on %d = %v, want %q", tt.status, err, tt.wantErr)

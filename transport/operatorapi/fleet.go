@@ -36,6 +36,10 @@ type Summary struct {
 	Halted      int `json:"halted"`
 	WithHeld    int `json:"withHeldActions"`
 	QueuesAbove int `json:"queuesAbove80"`
+
+	// AwaitingAdmission counts the devices on probation: none of the
+	// relay's allow list, bounds or an operator's admission let them out.
+	AwaitingAdmission int `json:"awaitingAdmission"`
 }
 
 // Seconds is a duration as whole seconds in JSON.
@@ -66,6 +70,11 @@ type Device struct {
 	UpdatedAt   time.Time `json:"updatedAt"` // its last published state
 	StatusError string    `json:"statusError,omitempty"`
 	Detail      *Detail   `json:"detail,omitempty"`
+
+	// AwaitingAdmission: the device is on probation (small bounds and
+	// KeyPackage pool) until an operator admits it (torporctl device
+	// admit, docs/operations.md).
+	AwaitingAdmission bool `json:"awaitingAdmission,omitempty"`
 }
 
 // Window is the next wake window.

@@ -13,18 +13,18 @@ import (
 
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/store/agents"
-	"github.com/torpor-dev/torpor/store/queue"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"github.com/torpor-dev/torpor/transport/link/server"
 	"github.com/torpor-dev/torpor/transport/link/wire"
 )
 
 // Probation is what a device may hold on a relay without an allow list
-// (Config.AllowAgents) until an operator admits it (POST
+// (Config.Access.AllowAgents) until an operator admits it (POST
 // /operator/agents/{did}/admit; torporctl device admit): any fresh
 // did:key can link, so what it may store is small.
 type Probation struct {
 	// Bounds are its queue's ceiling (each member lowers the relay's).
-	Bounds queue.Bounds
+	Bounds queuebounds.Bounds
 	// KeyPackages is the most its KeyPackage pool may hold, and
 	// KeyPackageSize the largest one (a device's own are a few hundred
 	// bytes; the relay otherwise takes up to 64 KiB each).
@@ -39,7 +39,7 @@ type Probation struct {
 // of 4 messages and 64 KiB; 32 KeyPackages (a device pools 20 by
 // default) of at most 4 KiB; 32 KiB of card and pulse.
 func DefaultProbation() Probation {
-	b := queue.DefaultBounds()
+	b := queuebounds.Default()
 	b.MaxMessages, b.MaxPerPeer, b.MaxBytes, b.MaxMessageSize = 20, 5, 256<<10, 64<<10
 	b.MaxPeerBytes = 128 << 10
 	b.HandshakeMessages, b.HandshakeBytes = 4, 64<<10
@@ -60,29 +60,29 @@ func (p Probation) Validate() error {
 // limitDefaults fills in and checks the KeyPackage budget, the probation
 // and the global caps of cfg.
 func (cfg *Config) limitDefaults() error {
-	if cfg.KeyPackageBudget == 0 {
-		cfg.KeyPackageBudget = 64
+	if cfg.Limits.KeyPackageBudget == 0 {
+		cfg.Limits.KeyPackageBudget = 64
 	}
-	if cfg.KeyPackageBudgetWindow == 0 {
-		cfg.KeyPackageBudgetWindow = time.Hour
+	if cfg.Limits.KeyPackageBudgetWindow == 0 {
+		cfg.Limits.KeyPackageBudgetWindow = time.Hour
 	}
-	if cfg.KeyPackageRate < 0 || cfg.KeyPackageBudget < 0 || cfg.KeyPackageBudgetWindow < 0 {
+	if cfg.Limits.KeyPackageRate < 0 || cfg.Limits.KeyPackageBudget < 0 || cfg.Limits.KeyPackageBudgetWindow < 0 {
 		return errors.New("relay: negative KeyPackage rate, budget or window")
 	}
-	if cfg.Probation == (Probation{}) {
-		cfg.Probation = DefaultProbation()
+	if cfg.Access.Probation == (Probation{}) {
+		cfg.Access.Probation = DefaultProbation()
 	}
-	if err := cfg.Probation.Validate(); err != nil {
+	if err := cfg.Access.Probation.Validate(); err != nil {
 		return fmt.Errorf("relay: %w", err)
 	}
-	if cfg.MaxAgents < 0 || cfg.MaxStateBytes < 0 || cfg.MaxQueueBytes < 0 || cfg.ForgetAfter < 0 {
+	if cfg.Limits.MaxAgents < 0 || cfg.Limits.MaxStateBytes < 0 || cfg.Limits.MaxQueueBytes < 0 || cfg.Limits.ForgetAfter < 0 {
 		return errors.New("relay: negative MaxAgents, MaxStateBytes, MaxQueueBytes or ForgetAfter")
 	}
 	return nil
 }
 
 // lower returns b with every member no greater than p's.
-func (p Probation) lower(b queue.Bounds) queue.Bounds {
+func (p Probation) lower(b queuebounds.Bounds) queuebounds.Bounds {
 	pb := p.Bounds
 	b.MaxMessages, b.MaxPerPeer = min(b.MaxMessages, pb.MaxMessages), min(b.MaxPerPeer, pb.MaxPerPeer)
 	b.MaxBytes, b.MaxMessageSize = min(b.MaxBytes, pb.MaxBytes), min(b.MaxMessageSize, pb.MaxMessageSize)
@@ -122,14 +122,14 @@ func (a *admission) newAdmissionMetrics(reg *prometheus.Registry) {
 }
 
 // admitted reports whether agent is off probation: on an allow list, with
-// bounds of its own (Config.AgentBounds), on a relay that admits all
-// (Config.AdmitAll), or admitted by an operator. A
+// bounds of its own (Config.Limits.AgentBounds), on a relay that admits all
+// (Config.Access.AdmitAll), or admitted by an operator. A
 // store that fails counts as not admitted (probation is the safe side).
 func (s *Relay) admitted(ctx context.Context, agent string) bool {
 	if s.allow != nil {
 		return s.allow[agent]
 	}
-	if _, ok := s.cfg.AgentBounds[agent]; ok || s.cfg.AdmitAll {
+	if _, ok := s.cfg.Limits.AgentBounds[agent]; ok || s.cfg.Access.AdmitAll {
 		return true
 	}
 	s.adm.mu.Lock()
@@ -138,7 +138,7 @@ func (s *Relay) admitted(ctx context.Context, agent string) bool {
 	if ok {
 		return true
 	}
-	ok, err := s.cfg.States.Admitted(ctx, agent)
+	ok, err := s.cfg.Stores.States.Admitted(ctx, agent)
 	if err != nil {
 		s.log.Warn("reading an admission failed; the agent is treated as on probation", "agent", agent, "err", err)
 		return false
@@ -157,29 +157,29 @@ func capRefusal(code, msg string) error {
 }
 
 // admitLink refuses the link of a new agent when the relay holds its
-// most agents (Config.MaxAgents) or its agents store its most bytes
-// (Config.MaxStateBytes): 507 with the cap's error code, before the
+// most agents (Config.Limits.MaxAgents) or its agents store its most bytes
+// (Config.Limits.MaxStateBytes): 507 with the cap's error code, before the
 // device sends anything.
 func (s *Relay) admitLink(ctx context.Context, agent string) error {
-	if s.cfg.MaxAgents <= 0 && s.cfg.MaxStateBytes <= 0 {
+	if s.cfg.Limits.MaxAgents <= 0 && s.cfg.Limits.MaxStateBytes <= 0 {
 		return nil
 	}
-	if _, err := s.cfg.States.Get(ctx, agent); !errors.Is(err, agents.ErrUnknownAgent) {
+	if _, err := s.cfg.Stores.States.Get(ctx, agent); !errors.Is(err, agents.ErrUnknownAgent) {
 		return s.linkStoreFailed(agent, err)
 	}
-	u, err := s.cfg.States.Usage(ctx)
+	u, err := s.cfg.Stores.States.Usage(ctx)
 	if err != nil {
 		return s.linkStoreFailed(agent, err)
 	}
-	if s.cfg.MaxAgents > 0 && u.Agents >= s.cfg.MaxAgents {
-		s.log.Warn("refused a new agent: the relay holds its most agents", "agent", agent, "agents", u.Agents, "max", s.cfg.MaxAgents)
+	if s.cfg.Limits.MaxAgents > 0 && u.Agents >= s.cfg.Limits.MaxAgents {
+		s.log.Warn("refused a new agent: the relay holds its most agents", "agent", agent, "agents", u.Agents, "max", s.cfg.Limits.MaxAgents)
 		s.adm.refusals.WithLabelValues("agents").Inc()
-		return capRefusal("relay_full_agents", fmt.Sprintf("this relay holds its most agents (%d, --max-agents); a new device cannot link", s.cfg.MaxAgents))
+		return capRefusal("relay_full_agents", fmt.Sprintf("this relay holds its most agents (%d, --max-agents); a new device cannot link", s.cfg.Limits.MaxAgents))
 	}
-	if s.cfg.MaxStateBytes > 0 && u.Bytes >= s.cfg.MaxStateBytes {
-		s.log.Warn("refused a new agent: the agent store is full", "agent", agent, "bytes", u.Bytes, "max", s.cfg.MaxStateBytes)
+	if s.cfg.Limits.MaxStateBytes > 0 && u.Bytes >= s.cfg.Limits.MaxStateBytes {
+		s.log.Warn("refused a new agent: the agent store is full", "agent", agent, "bytes", u.Bytes, "max", s.cfg.Limits.MaxStateBytes)
 		s.adm.refusals.WithLabelValues("state_bytes").Inc()
-		return capRefusal("relay_full_state", fmt.Sprintf("the relay's agent store takes its most bytes (%d, --max-state-bytes); a new device cannot link", s.cfg.MaxStateBytes))
+		return capRefusal("relay_full_state", fmt.Sprintf("the relay's agent store takes its most bytes (%d, --max-state-bytes); a new device cannot link", s.cfg.Limits.MaxStateBytes))
 	}
 	return nil
 }
@@ -199,12 +199,12 @@ func (s *Relay) linkStoreFailed(agent string, err error) error {
 // checkAdmission refuses a published state a device on probation may not
 // store (more KeyPackages or a larger card and pulse than Probation
 // allows), and one that would grow the agents store past its caps: a new
-// agent beyond Config.MaxAgents, or new KeyPackages once the store takes
-// Config.MaxStateBytes.
+// agent beyond Config.Limits.MaxAgents, or new KeyPackages once the store takes
+// Config.Limits.MaxStateBytes.
 func (s *Relay) checkAdmission(ctx context.Context, agent did.DID, known bool, st wire.State) error {
 	id := agent.String()
 	if !s.admitted(ctx, id) {
-		p := s.cfg.Probation
+		p := s.cfg.Access.Probation
 		if n := len(st.Card) + len(st.Pulse) + len(st.Retirement); n > p.StateBytes {
 			return s.capRefused("probation", fmt.Errorf("on probation: a card and pulse of %d bytes exceed %d until an operator admits this device (torporctl device admit)", n, p.StateBytes))
 		}
@@ -215,7 +215,7 @@ func (s *Relay) checkAdmission(ctx context.Context, agent did.DID, known bool, s
 		}
 		held := 0
 		if !st.ReplaceKeyPackages && len(st.KeyPackages) > 0 {
-			pool, _, err := s.cfg.States.KeyPackages(ctx, id)
+			pool, _, err := s.cfg.Stores.States.KeyPackages(ctx, id)
 			if err != nil {
 				return err
 			}
@@ -226,18 +226,18 @@ func (s *Relay) checkAdmission(ctx context.Context, agent did.DID, known bool, s
 		}
 	}
 	grows := !known || len(st.KeyPackages) > 0 || len(st.LastResort) > 0
-	if !grows || (s.cfg.MaxAgents <= 0 && s.cfg.MaxStateBytes <= 0) {
+	if !grows || (s.cfg.Limits.MaxAgents <= 0 && s.cfg.Limits.MaxStateBytes <= 0) {
 		return nil
 	}
-	u, err := s.cfg.States.Usage(ctx)
+	u, err := s.cfg.Stores.States.Usage(ctx)
 	if err != nil {
 		return err
 	}
-	if !known && s.cfg.MaxAgents > 0 && u.Agents >= s.cfg.MaxAgents {
-		return s.capRefused("agents", fmt.Errorf("relay_full_agents: this relay holds its most agents (%d, --max-agents)", s.cfg.MaxAgents))
+	if !known && s.cfg.Limits.MaxAgents > 0 && u.Agents >= s.cfg.Limits.MaxAgents {
+		return s.capRefused("agents", fmt.Errorf("relay_full_agents: this relay holds its most agents (%d, --max-agents)", s.cfg.Limits.MaxAgents))
 	}
-	if s.cfg.MaxStateBytes > 0 && u.Bytes >= s.cfg.MaxStateBytes {
-		return s.capRefused("state_bytes", fmt.Errorf("relay_full_state: the relay's agent store takes its most bytes (%d, --max-state-bytes); no new agents or KeyPackages", s.cfg.MaxStateBytes))
+	if s.cfg.Limits.MaxStateBytes > 0 && u.Bytes >= s.cfg.Limits.MaxStateBytes {
+		return s.capRefused("state_bytes", fmt.Errorf("relay_full_state: the relay's agent store takes its most bytes (%d, --max-state-bytes); no new agents or KeyPackages", s.cfg.Limits.MaxStateBytes))
 	}
 	return nil
 }
@@ -254,12 +254,12 @@ func (s *Relay) capRefused(cap string, err error) error {
 const queueCapRecount, queueCapRecountFull = 10 * time.Second, time.Second
 
 // relayQueueFull answers 507 relay_queue_full and returns true when all
-// agents' queues together hold Config.MaxQueueBytes. The total is counted
+// agents' queues together hold Config.Limits.MaxQueueBytes. The total is counted
 // from the store at most every queueCapRecount; in between, each body
 // let through is added to it, so a burst cannot overshoot by more than
 // what is already being enqueued.
 func (s *Relay) relayQueueFull(ctx context.Context, w http.ResponseWriter, req rpcRequest, agent string, size int) bool {
-	max := s.cfg.MaxQueueBytes
+	max := s.cfg.Limits.MaxQueueBytes
 	if max <= 0 {
 		return false
 	}
@@ -287,13 +287,13 @@ func (s *Relay) relayQueueFull(ctx context.Context, w http.ResponseWriter, req r
 }
 
 func (s *Relay) queuedBytes(ctx context.Context, now time.Time) (int64, error) {
-	ids, err := s.cfg.States.Agents(ctx)
+	ids, err := s.cfg.Stores.States.Agents(ctx)
 	if err != nil {
 		return 0, err
 	}
 	var total int64
 	for _, a := range ids {
-		st, err := s.cfg.Queue.Stats(ctx, a, now)
+		st, err := s.cfg.Stores.Queue.Stats(ctx, a, now)
 		if err != nil {
 			return 0, err
 		}
@@ -303,32 +303,32 @@ func (s *Relay) queuedBytes(ctx context.Context, now time.Time) (int64, error) {
 }
 
 // forgetSilent garbage-collects the agents whose device has not published
-// a state for longer than Config.ForgetAfter and is not linked now: their
+// a state for longer than Config.Limits.ForgetAfter and is not linked now: their
 // queued records, their KeyPackages and their state. It returns how many
 // it forgot.
 func (s *Relay) forgetSilent(ctx context.Context) int {
-	if s.cfg.ForgetAfter <= 0 {
+	if s.cfg.Limits.ForgetAfter <= 0 {
 		return 0
 	}
-	ids, err := s.cfg.States.Agents(ctx)
+	ids, err := s.cfg.Stores.States.Agents(ctx)
 	if err != nil {
 		s.log.Error("listing agents to forget the silent ones", "err", err)
 		return 0
 	}
 	now, n := s.clk.Now(), 0
 	for _, id := range ids {
-		st, err := s.cfg.States.Get(ctx, id)
+		st, err := s.cfg.Stores.States.Get(ctx, id)
 		if err == nil {
 			s.countWakeSecond(id, st)
 		}
-		if err != nil || now.Sub(st.UpdatedAt) <= s.cfg.ForgetAfter || s.linkUp(ctx, id) {
+		if err != nil || now.Sub(st.UpdatedAt) <= s.cfg.Limits.ForgetAfter || s.linkUp(ctx, id) {
 			continue
 		}
 		if err := s.forget(ctx, id, now); err != nil {
 			s.log.Error("forgetting a silent agent", "agent", id, "err", err)
 			continue
 		}
-		s.log.Info("forgot a silent agent", "agent", id, "lastState", st.UpdatedAt, "forgetAfter", s.cfg.ForgetAfter)
+		s.log.Info("forgot a silent agent", "agent", id, "lastState", st.UpdatedAt, "forgetAfter", s.cfg.Limits.ForgetAfter)
 		s.adm.forgotten.Inc()
 		n++
 	}
@@ -338,7 +338,7 @@ func (s *Relay) forgetSilent(ctx context.Context) int {
 // forget removes agent's queued records, then its state and KeyPackages.
 func (s *Relay) forget(ctx context.Context, agent string, now time.Time) error {
 	for {
-		recs, err := s.cfg.Queue.Next(ctx, agent, 0, 500, now)
+		recs, err := s.cfg.Stores.Queue.Next(ctx, agent, 0, 500, now)
 		if err != nil || len(recs) == 0 {
 			if err != nil {
 				return err
@@ -349,11 +349,11 @@ func (s *Relay) forget(ctx context.Context, agent string, now time.Time) error {
 		for _, r := range recs {
 			seqs = append(seqs, r.Seq)
 		}
-		if err := s.cfg.Queue.Ack(ctx, agent, seqs); err != nil {
+		if err := s.cfg.Stores.Queue.Ack(ctx, agent, seqs); err != nil {
 			return err
 		}
 	}
-	if err := s.cfg.States.Forget(ctx, agent); err != nil {
+	if err := s.cfg.Stores.States.Forget(ctx, agent); err != nil {
 		return err
 	}
 	s.seconds.s.Forget(agent) // frees its wake second
@@ -361,7 +361,7 @@ func (s *Relay) forget(ctx context.Context, agent string, now time.Time) error {
 }
 
 // serveAdmit is POST /operator/agents/{did}/admit: an operator (a DID of
-// Config.Operators, proven by a DID Bearer token for the relay) admits an
+// Config.Access.Operators, proven by a DID Bearer token for the relay) admits an
 // agent, which leaves probation, and drops its link if this relay holds
 // it, so that it links again under the relay's ceiling. 401 without a
 // valid token, 403 for a caller that is not an operator.
@@ -375,7 +375,7 @@ func (s *Relay) serveAdmit(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, map[string]any{"error": "bad_agent", "message": "not an Ed25519 did:key"})
 		return
 	}
-	if err := s.cfg.States.Admit(r.Context(), agent.String()); err != nil {
+	if err := s.cfg.Stores.States.Admit(r.Context(), agent.String()); err != nil {
 		s.storeFailed(w, err)
 		return
 	}

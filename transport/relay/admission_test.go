@@ -22,7 +22,7 @@ func (h *harness) admitAs(tb testing.TB, agent did.DID, caller *did.PrivateKey) 
 	tb.Helper()
 	req, _ := http.NewRequest("POST", h.srv.URL+"/operator/agents/"+agent.String()+"/admit", nil)
 	if caller != nil {
-		tok, err := bearer.Issue(caller, h.relay.cfg.PublicURL, h.clk.Now(), 0)
+		tok, err := bearer.IssuePurpose(caller, h.relay.cfg.PublicURL, bearer.OperatorPurpose("POST", req.URL.EscapedPath()), h.clk.Now(), bearer.OperatorTTL)
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -37,10 +37,10 @@ func (h *harness) admitAs(tb testing.TB, agent did.DID, caller *did.PrivateKey) 
 // ceiling, also after a restart of the store.
 func TestProbationUntilAdmitted(t *testing.T) {
 	op := didtest.Key(t, 40)
-	h := newHarness(t, func(c *Config) { c.Operators = []did.DID{op.DID()} })
+	h := newHarness(t, func(c *Config) { c.Access.Operators = []did.DID{op.DID()} })
 	dev, alice := didtest.Key(t, 1), didtest.Key(t, 2)
 	c := h.device(t, dev, "sleep", deviceOpts{})
-	if got, want := QueueBounds(c.Hello()), DefaultProbation().Bounds; got.MaxMessages != want.MaxMessages || got.MaxBytes != want.MaxBytes || got.MaxPerPeer != want.MaxPerPeer {
+	if got, want := c.Hello(), DefaultProbation().Bounds; got.MaxMessages != want.MaxMessages || got.MaxBytes != want.MaxBytes || got.MaxPerPeer != want.MaxPerPeer {
 		t.Errorf("hello of a new device: %+v, want probation's %+v", got, want)
 	}
 	c.Close()
@@ -71,8 +71,8 @@ func TestProbationUntilAdmitted(t *testing.T) {
 	}
 	linked.Close()
 	c2 := h.device(t, dev, "sleep", deviceOpts{})
-	if got := c2.Hello(); got != LinkBounds(h.relay.cfg.Bounds) {
-		t.Errorf("hello after admission: %+v, want the relay's %+v", got, h.relay.cfg.Bounds)
+	if got := c2.Hello(); got != h.relay.cfg.Limits.Bounds {
+		t.Errorf("hello after admission: %+v, want the relay's %+v", got, h.relay.cfg.Limits.Bounds)
 	}
 	// A relay over the same store (a restart) knows the admission.
 	h2 := &Relay{cfg: h.relay.cfg, adm: admission{known: map[string]bool{}}, log: h.relay.log}
@@ -86,8 +86,8 @@ func TestProbationUntilAdmitted(t *testing.T) {
 // refusal says so and stores nothing; admitted, it may.
 func TestProbationRefusesLargeState(t *testing.T) {
 	h := newHarness(t, func(c *Config) {
-		c.Probation = DefaultProbation()
-		c.Probation.KeyPackages = 2
+		c.Access.Probation = DefaultProbation()
+		c.Access.Probation.KeyPackages = 2
 	})
 	dev := didtest.Key(t, 1)
 	c := h.device(t, dev, "always_on", deviceOpts{kps: [][]byte{kp(1), kp(2)}})
@@ -107,8 +107,8 @@ func TestProbationRefusesLargeState(t *testing.T) {
 	h.device(t, dev, "always_on", deviceOpts{kps: [][]byte{kp(3)}}) // admitted: its next link may
 
 	h2 := newHarness(t, func(c *Config) {
-		c.Probation = DefaultProbation()
-		c.Probation.StateBytes = 100
+		c.Access.Probation = DefaultProbation()
+		c.Access.Probation.StateBytes = 100
 	})
 	c3, err := link.Dial(context.Background(), link.Config{RelayURL: h2.srv.URL, Key: didtest.Key(t, 3), Clock: h2.clk})
 	if err != nil {
@@ -127,7 +127,7 @@ func TestProbationRefusesLargeState(t *testing.T) {
 // TestMaxAgents: beyond --max-agents a new device's link is refused with
 // 507 relay_full_agents; a known one still links.
 func TestMaxAgents(t *testing.T) {
-	h := newHarness(t, func(c *Config) { c.MaxAgents = 1 })
+	h := newHarness(t, func(c *Config) { c.Limits.MaxAgents = 1 })
 	first := didtest.Key(t, 1)
 	h.publishOffline(t, first, "sleep", deviceOpts{})
 	_, err := link.Dial(context.Background(), link.Config{RelayURL: h.srv.URL, Key: didtest.Key(t, 2), Clock: h.clk})
@@ -144,7 +144,7 @@ func TestMaxStateBytes(t *testing.T) {
 	h := newHarness(t, nil)
 	known := didtest.Key(t, 2)
 	h.publishOffline(t, known, "sleep", deviceOpts{})
-	h.relay.cfg.MaxStateBytes = 1 // what the store holds now passes it
+	h.relay.cfg.Limits.MaxStateBytes = 1 // what the store holds now passes it
 	dev := didtest.Key(t, 1)
 	_, err := link.Dial(context.Background(), link.Config{RelayURL: h.srv.URL, Key: dev, Clock: h.clk})
 	if err == nil || !strings.Contains(err.Error(), "507") || !strings.Contains(err.Error(), "relay_full_state") || !strings.Contains(err.Error(), "--max-state-bytes") {
@@ -172,7 +172,7 @@ func TestMaxStateBytes(t *testing.T) {
 // queued, and what was queued before is kept; acknowledged records free
 // room once the count is refreshed.
 func TestMaxQueueBytes(t *testing.T) {
-	h := newHarness(t, func(c *Config) { c.MaxQueueBytes = int64(2 * len(sendBody)) })
+	h := newHarness(t, func(c *Config) { c.Limits.MaxQueueBytes = int64(2 * len(sendBody)) })
 	a, b, alice := didtest.Key(t, 1), didtest.Key(t, 2), didtest.Key(t, 3)
 	h.publishOffline(t, a, "sleep", deviceOpts{})
 	h.publishOffline(t, b, "sleep", deviceOpts{})
@@ -205,7 +205,7 @@ func TestMaxQueueBytes(t *testing.T) {
 // state; a recent one and a linked one are kept; the forgotten device can
 // link again and starts afresh, still admitted.
 func TestForgetSilent(t *testing.T) {
-	h := newHarness(t, func(c *Config) { c.ForgetAfter = 24 * time.Hour })
+	h := newHarness(t, func(c *Config) { c.Limits.ForgetAfter = 24 * time.Hour })
 	ctx := context.Background()
 	old, recent, linked, alice := didtest.Key(t, 1), didtest.Key(t, 2), didtest.Key(t, 3), didtest.Key(t, 4)
 	h.admit(t, old)
@@ -276,7 +276,7 @@ func (failingUsage) Usage(context.Context) (agents.Usage, error) {
 // decide on a new device's link, the device gets 503 store_unavailable,
 // which it retries, not 403 agent_not_admitted, which says it is refused.
 func TestLinkAdmissionStoreFailure(t *testing.T) {
-	h := newHarness(t, func(c *Config) { c.MaxAgents = 10; c.States = failingUsage{c.States} })
+	h := newHarness(t, func(c *Config) { c.Limits.MaxAgents = 10; c.Stores.States = failingUsage{c.Stores.States} })
 	_, err := link.Dial(context.Background(), link.Config{RelayURL: h.srv.URL, Key: didtest.Key(t, 1), Clock: h.clk})
 	if err == nil || !strings.Contains(err.Error(), "503") || !strings.Contains(err.Error(), "store_unavailable") {
 		t.Fatalf("link while the store fails: %v, want 503 store_unavailable", err)

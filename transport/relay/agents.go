@@ -12,8 +12,8 @@ import (
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/pulse"
 	"github.com/torpor-dev/torpor/store/agents"
-	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/transport/a2a"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"github.com/torpor-dev/torpor/transport/link/wire"
 	"github.com/torpor-dev/torpor/wake"
 )
@@ -27,15 +27,15 @@ type linkAgents Relay
 
 // Admit lets agent link unless an allow list excludes it, and announces
 // its ceiling bounds.
-func (a *linkAgents) Admit(ctx context.Context, agent did.DID) (wire.Bounds, error) {
+func (a *linkAgents) Admit(ctx context.Context, agent did.DID) (queuebounds.Bounds, error) {
 	s := (*Relay)(a)
 	if s.allow != nil && !s.allow[agent.String()] {
-		return wire.Bounds{}, errors.New("this relay does not serve agent " + agent.String())
+		return queuebounds.Bounds{}, errors.New("this relay does not serve agent " + agent.String())
 	}
 	if err := s.admitLink(ctx, agent.String()); err != nil {
-		return wire.Bounds{}, err
+		return queuebounds.Bounds{}, err
 	}
-	return LinkBounds(s.ceiling(agent.String())), nil
+	return s.ceiling(agent.String()), nil
 }
 
 // Linked counts links for /metrics.
@@ -59,7 +59,7 @@ func (a *linkAgents) Linked(agent did.DID, up bool) {
 func (a *linkAgents) Publish(ctx context.Context, agent did.DID, st wire.State) (wire.Accepted, error) {
 	s := (*Relay)(a)
 	id := agent.String()
-	prev, err := s.cfg.States.Get(ctx, id)
+	prev, err := s.cfg.Stores.States.Get(ctx, id)
 	if err != nil && !errors.Is(err, agents.ErrUnknownAgent) {
 		return wire.Accepted{}, err
 	}
@@ -86,10 +86,11 @@ func (a *linkAgents) Publish(ctx context.Context, agent did.DID, st wire.State) 
 	}
 	s.log.Info("state published", "agent", id, "mode", next.Mode, "keyPackages", len(st.KeyPackages), "keyPackagesHeld", len(held.Digests),
 		"lastResort", len(st.LastResort) > 0)
-	if next.Successor != "" {
+	if next.Successor != "" && prev.Successor == "" {
 		s.log.Info("agent retired", "agent", id, "successor", next.Successor)
+		s.carryAdmission(ctx, id, next.Successor)
 	}
-	ok := wire.Accepted{Bounds: LinkBounds(next.Bounds), Held: held}
+	ok := wire.Accepted{Bounds: next.Bounds, Held: held}
 	if next.WakeSecondSet {
 		sec := next.WakeSecond
 		ok.WakeSecond = &sec
@@ -112,7 +113,7 @@ func (s *Relay) nextState(agent did.DID, prev agents.State, st wire.State) (agen
 	if st.NextWake != 0 {
 		next.NextWake = time.Unix(st.NextWake, 0).UTC()
 	}
-	next.Bounds = QueueBounds(LinkBounds(s.ceiling(agent.String())).Clamp(st.Bounds))
+	next.Bounds = s.ceiling(agent.String()).Clamp(st.Bounds)
 	if len(st.Pulse) > MaxPulse {
 		return agents.State{}, fmt.Errorf("pulse of %d bytes exceeds %d", len(st.Pulse), MaxPulse)
 	}
@@ -136,6 +137,9 @@ func (s *Relay) nextState(agent did.DID, prev agents.State, st wire.State) (agen
 		if err := a2a.VerifyCard(st.Card, agent); err != nil {
 			return agents.State{}, err
 		}
+		if err := checkCardName(st.Card); err != nil {
+			return agents.State{}, err
+		}
 		next.Card = st.Card
 	}
 	if next.Card != nil {
@@ -152,7 +156,7 @@ func (s *Relay) nextState(agent did.DID, prev agents.State, st wire.State) (agen
 // out as used and publishes new ones, and knows its last-resort
 // KeyPackage arrived.
 func (s *Relay) held(ctx context.Context, agent string) (*wire.Held, error) {
-	pool, lastResort, err := s.cfg.States.KeyPackages(ctx, agent)
+	pool, lastResort, err := s.cfg.Stores.States.KeyPackages(ctx, agent)
 	if err != nil {
 		return nil, err
 	}
@@ -188,7 +192,7 @@ func checkCard(raw []byte, agent did.DID, st agents.State) error {
 	if !ok {
 		return fmt.Errorf("no %s extension", a2a.ExtQueueBounds)
 	}
-	if want := LinkBounds(st.Bounds).Card(); qb != want {
+	if want := st.Bounds.Published(); qb != want {
 		return fmt.Errorf("queue bounds %+v, want %+v", qb, want)
 	}
 	lv, ok, err := c.Liveness()
@@ -248,21 +252,21 @@ func checkLiveness(lv a2a.Liveness, agent did.DID, st agents.State) error {
 func (s *Relay) putState(ctx context.Context, agent did.DID, next agents.State, st wire.State) error {
 	id := agent.String()
 	if st.ReplaceKeyPackages {
-		if _, err := s.cfg.States.DropKeyPackages(ctx, id, func([]byte) bool { return true }); err != nil {
+		if _, err := s.cfg.Stores.States.DropKeyPackages(ctx, id, func([]byte) bool { return true }); err != nil {
 			return err
 		}
 	}
-	err := s.cfg.States.Put(ctx, id, next, st.KeyPackages, st.LastResort)
+	err := s.cfg.Stores.States.Put(ctx, id, next, st.KeyPackages, st.LastResort)
 	if !errors.Is(err, agents.ErrPoolFull) {
 		return err
 	}
 	now := s.clk.Now()
-	n, derr := s.cfg.States.DropKeyPackages(ctx, id, func(kp []byte) bool { return s.checkKeyPackage(agent, kp, now) != nil })
+	n, derr := s.cfg.Stores.States.DropKeyPackages(ctx, id, func(kp []byte) bool { return s.checkKeyPackage(agent, kp, now) != nil })
 	if derr != nil || n == 0 {
 		return errors.Join(err, derr)
 	}
 	s.log.Warn("dropped pooled KeyPackages that fail their check", "agent", id, "dropped", n)
-	return s.cfg.States.Put(ctx, id, next, st.KeyPackages, st.LastResort)
+	return s.cfg.Stores.States.Put(ctx, id, next, st.KeyPackages, st.LastResort)
 }
 
 // KeyPackageVerifier checks a KeyPackage a device published, MLSMessage-
@@ -288,7 +292,7 @@ func (s *Relay) checkKeyPackages(ctx context.Context, agent did.DID, st wire.Sta
 	now := s.clk.Now()
 	seen := map[string]bool{}
 	if !st.ReplaceKeyPackages && len(st.KeyPackages) > 0 {
-		pool, _, err := s.cfg.States.KeyPackages(ctx, agent.String())
+		pool, _, err := s.cfg.Stores.States.KeyPackages(ctx, agent.String())
 		if err != nil {
 			return err
 		}
@@ -340,46 +344,29 @@ func checkKeyPackageHeader(kp []byte) error {
 }
 
 // ceiling returns the most the relay allows agent: its own bounds
-// (Config.AgentBounds), else the relay's, lowered by Config.Probation
+// (Config.Limits.AgentBounds), else the relay's, lowered by Config.Access.Probation
 // until the agent is admitted.
-func (s *Relay) ceiling(agent string) queue.Bounds {
-	if b, ok := s.cfg.AgentBounds[agent]; ok {
+func (s *Relay) ceiling(agent string) queuebounds.Bounds {
+	if b, ok := s.cfg.Limits.AgentBounds[agent]; ok {
 		return b
 	}
 	if !s.admitted(context.Background(), agent) {
-		return s.cfg.Probation.lower(s.cfg.Bounds)
+		return s.cfg.Access.Probation.lower(s.cfg.Limits.Bounds)
 	}
-	return s.cfg.Bounds
+	return s.cfg.Limits.Bounds
 }
 
 // bounds returns the bounds in force for an agent with state st: those it
 // published, clamped to a ceiling the operator may have lowered since. A
 // state stored before the per-peer byte bound existed has none, and gets
 // the ceiling's.
-func (s *Relay) bounds(agent string, st agents.State) queue.Bounds {
-	ceil := LinkBounds(s.ceiling(agent))
+func (s *Relay) bounds(agent string, st agents.State) queuebounds.Bounds {
+	ceil := s.ceiling(agent)
 	if st.Bounds.MaxPeerBytes == 0 {
 		st.Bounds.MaxPeerBytes = ceil.MaxPeerBytes
 	}
 	if st.Bounds.Validate() != nil {
-		return QueueBounds(ceil)
+		return ceil
 	}
-	pub := LinkBounds(st.Bounds)
-	return QueueBounds(ceil.Clamp(&pub))
-}
-
-// LinkBounds converts queue bounds to their link form.
-func LinkBounds(b queue.Bounds) wire.Bounds {
-	return wire.Bounds{
-		MaxMessages: b.MaxMessages, MaxPerPeer: b.MaxPerPeer, MaxBytes: b.MaxBytes, MaxPeerBytes: b.MaxPeerBytes, MaxMessageSize: b.MaxMessageSize,
-		TTLSec: int64(b.TTL / time.Second), HandshakeMessages: b.HandshakeMessages, HandshakeBytes: b.HandshakeBytes,
-	}
-}
-
-// QueueBounds converts link bounds to the queue's.
-func QueueBounds(b wire.Bounds) queue.Bounds {
-	return queue.Bounds{
-		MaxMessages: b.MaxMessages, MaxPerPeer: b.MaxPerPeer, MaxBytes: b.MaxBytes, MaxPeerBytes: b.MaxPeerBytes, MaxMessageSize: b.MaxMessageSize,
-		TTL: time.Duration(b.TTLSec) * time.Second, HandshakeMessages: b.HandshakeMessages, HandshakeBytes: b.HandshakeBytes,
-	}
+	return ceil.Clamp(&st.Bounds)
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/torpor-dev/torpor/store/queue"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 )
 
 // The profile's tokens and the JSON-RPC code of the asleep signal.
@@ -88,7 +89,7 @@ func answer(w http.ResponseWriter, req rpcRequest, status, code int, p profileAn
 // answerFull is the queue-full answer: 507 for the messages and bytes
 // bounds, 429 for the per-peer bound, never agent_asleep. The draft
 // defines no JSON-RPC code for it; a JSON-RPC call gets CodeQueueFull.
-func answerFull(w http.ResponseWriter, req rpcRequest, fe *queue.FullError, b queue.Bounds, caller string) {
+func answerFull(w http.ResponseWriter, req rpcRequest, fe *queue.FullError, b queuebounds.Bounds, caller string) {
 	status, msg := http.StatusInsufficientStorage, ""
 	switch fe.Kind {
 	case queue.BoundMessages:
@@ -115,12 +116,19 @@ func answerTooLarge(w http.ResponseWriter, max int64) {
 	}{tokenTooLarge, "request body exceeds the maximum message size (" + byteSize(max) + ")", false, max})
 }
 
-// answerRequiresAuth is the reference's 401 for a request that would have
-// been stored without a verified caller DID (vector od-015), with the DID
-// Bearer challenge header.
+// answerRequiresAuth is the reference's 401 for a request without a valid
+// DID Bearer token (vector od-015), with the challenge header (RFC 6750,
+// Section 3). The reference's error token is kept for every agent, awake
+// or not; why the token was refused is in the header's error_description
+// and, for clients that show only the body, in the body's tokenError
+// member and its message.
 func answerRequiresAuth(w http.ResponseWriter, detail string) {
-	w.Header().Set("WWW-Authenticate", `Bearer realm="atom", error="invalid_token", error_description="`+strings.ReplaceAll(detail, `"`, "")+`"`)
-	writeJSON(w, http.StatusUnauthorized, profileAnswer{Error: tokenRequiresAuth, Message: "store-and-forward requires verified transport caller DID", Queued: false})
+	detail = strings.ReplaceAll(detail, `"`, "")
+	w.Header().Set("WWW-Authenticate", `Bearer realm="atom", error="invalid_token", error_description="`+detail+`"`)
+	writeJSON(w, http.StatusUnauthorized, struct {
+		profileAnswer
+		TokenError string `json:"tokenError"`
+	}{profileAnswer{Error: tokenRequiresAuth, Message: "DID Bearer token refused (" + detail + "): every request needs a valid token; store-and-forward requires verified transport caller DID"}, detail})
 }
 
 func byteSize(n int64) string {

@@ -24,6 +24,7 @@ import (
 	"github.com/torpor-dev/torpor/internal/benchcpu"
 	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/transport/a2a"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 )
 
 // BenchmarkAsleepAnswer measures the latency of the 503 asleep answer
@@ -39,9 +40,9 @@ func BenchmarkAsleepAnswer(b *testing.B) {
 	for _, senders := range []int{1, 16, 64} {
 		b.Run(fmt.Sprintf("senders=%d", senders), func(b *testing.B) {
 			h := newHarness(b, func(c *Config) {
-				c.AdmitAll = true // no probation's ceiling: the bounds below
-				c.Bounds = queue.DefaultBounds()
-				c.Bounds.MaxMessages, c.Bounds.MaxPerPeer, c.Bounds.MaxBytes, c.Bounds.MaxPeerBytes = 1<<30, 1<<30, 1<<40, 1<<40
+				c.Access.AdmitAll = true // no probation's ceiling: the bounds below
+				c.Limits.Bounds = queuebounds.Default()
+				c.Limits.Bounds.MaxMessages, c.Limits.Bounds.MaxPerPeer, c.Limits.Bounds.MaxBytes, c.Limits.Bounds.MaxPeerBytes = 1<<30, 1<<30, 1<<40, 1<<40
 			})
 			dev := didtest.Key(b, 1)
 			h.publishOffline(b, dev, "sleep", deviceOpts{})
@@ -52,7 +53,7 @@ func BenchmarkAsleepAnswer(b *testing.B) {
 				keys[i] = didtest.Key(b, byte(10+i))
 				tokens[i], _ = issueToken(keys[i], h.relay.cfg.PublicURL, h)
 			}
-			eP50, eRate, eCPU := directEnqueue(b, h.relay.cfg.Queue, c0(h), senders)
+			eP50, eRate, eCPU := directEnqueue(b, h.relay.cfg.Stores.Queue, c0(h), senders)
 			lat := make([]time.Duration, b.N)
 			tx0, st0 := txID(b, h), h.q.DB().Stats().TxStats
 			var next atomic.Int64
@@ -71,7 +72,7 @@ func BenchmarkAsleepAnswer(b *testing.B) {
 			b.ReportMetric(float64(b.N)/commits, "enqueues/commit")
 			st := h.q.DB().Stats().TxStats
 			b.ReportMetric(float64(st.GetWriteTime()-st0.GetWriteTime())/commits/1e3, "µs-write/commit")
-			p50, rate, eCPU2 := directEnqueue(b, h.relay.cfg.Queue, c0(h), senders)
+			p50, rate, eCPU2 := directEnqueue(b, h.relay.cfg.Stores.Queue, c0(h), senders)
 			eP50, eRate, eCPU = (eP50+p50)/2, (eRate+rate)/2, (eCPU+eCPU2)/2
 			b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/answer")
 			b.ReportMetric(float64(eCPU.Nanoseconds())/1e3, "cpu-µs/enqueue")
@@ -139,7 +140,7 @@ func c0(h *harness) time.Time { return h.clk.Now() }
 // of its own), and returns the calls' p50, rate and the process's CPU
 // time (user and system) per call.
 func directEnqueue(b *testing.B, q queue.Store, now time.Time, senders int) (time.Duration, float64, time.Duration) {
-	bounds := queue.DefaultBounds()
+	bounds := queuebounds.Default()
 	bounds.MaxMessages, bounds.MaxPerPeer, bounds.MaxBytes, bounds.MaxPeerBytes = 1<<30, 1<<30, 1<<40, 1<<40
 	var (
 		mu  sync.Mutex

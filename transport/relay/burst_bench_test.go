@@ -12,6 +12,7 @@ import (
 
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/internal/benchcpu"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"github.com/torpor-dev/torpor/transport/link"
 	"github.com/torpor-dev/torpor/transport/link/wire"
 )
@@ -42,7 +43,7 @@ func benchWakeBurst(b *testing.B, n int) {
 	h := newHarness(b, nil)
 	keys := make([]*did.PrivateKey, n)
 	states := make([]wire.State, n)
-	var hello wire.Bounds
+	var hello queuebounds.Bounds
 	for i := range keys {
 		var seed [8]byte
 		binary.BigEndian.PutUint64(seed[:], uint64(i))

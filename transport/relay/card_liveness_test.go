@@ -60,7 +60,7 @@ func TestCardLivenessMatchesThePulse(t *testing.T) {
 
 	// What the relay serves: the card naming pulse 2 and the next window,
 	// and pulse 2 itself.
-	card := h.get(t, "/a/"+key.DID().String()+a2a.CardPath)
+	card := h.getCard(t, "/a/"+key.DID().String()+a2a.CardPath, "1.0")
 	if err := a2a.VerifyCard(card.body, key.DID()); err != nil {
 		t.Fatalf("served card: %v", err)
 	}

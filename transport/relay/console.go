@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/torpor-dev/torpor/store/agents"
-	"github.com/torpor-dev/torpor/store/queue"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"github.com/torpor-dev/torpor/transport/relay/console"
 )
 
@@ -31,7 +31,7 @@ type ConsoleConfig struct {
 // newConsole makes the fleet view over the relay's stores and links, and
 // the console's HTTP side when operators are configured.
 func (s *Relay) newConsole(base *slog.Logger) error {
-	cc := s.cfg.Console
+	cc := s.cfg.Ops.Console
 	if cc == nil {
 		cc = &ConsoleConfig{}
 	}
@@ -39,8 +39,8 @@ func (s *Relay) newConsole(base *slog.Logger) error {
 	if grace == 0 {
 		grace = DefaultOverdueGrace
 	}
-	s.view = &console.Source{States: s.cfg.States, Queue: s.cfg.Queue, Up: s.linkUp, Grace: grace,
-		Bounds: func(agent string, st agents.State) queue.Bounds { return s.bounds(agent, st) }}
+	s.view = &console.Source{States: s.cfg.Stores.States, Queue: s.cfg.Stores.Queue, Up: s.linkUp, Grace: grace,
+		Bounds: func(agent string, st agents.State) queuebounds.Bounds { return s.bounds(agent, st) }, Admitted: s.admitted}
 	if len(cc.Operators) == 0 {
 		return nil
 	}

@@ -18,7 +18,7 @@ import (
 func TestConsoleServedToOperators(t *testing.T) {
 	op := didtest.Key(t, 30)
 	h := newHarness(t, func(c *Config) {
-		c.Console = &ConsoleConfig{Operators: []string{op.DID().String()}, Secret: make([]byte, 32)}
+		c.Ops.Console = &ConsoleConfig{Operators: []string{op.DID().String()}, Secret: make([]byte, 32)}
 	})
 	dev := didtest.Key(t, 1)
 	c := h.device(t, dev, "hourly_wake", deviceOpts{})
@@ -60,7 +60,7 @@ func TestConsoleServedToOperators(t *testing.T) {
 // TestFleetMetrics: /metrics counts devices by console state and, with
 // per-agent metrics, has each device's gauges labelled by DID and name.
 func TestFleetMetrics(t *testing.T) {
-	h := newHarness(t, func(c *Config) { c.PerAgentMetrics = true })
+	h := newHarness(t, func(c *Config) { c.Ops.PerAgentMetrics = true })
 	dev := didtest.Key(t, 1)
 	h.publishOffline(t, dev, "sleep", deviceOpts{})
 	m := string(h.get(t, "/metrics").body)

@@ -10,7 +10,7 @@ import (
 // for A2A clients running in a browser. The card and the pulse are public
 // and signed, so any origin may read them by default; the JSON-RPC
 // endpoint takes requests only from the origins the operator lists
-// (Config.CORSOrigins, --cors-origin).
+// (Config.HTTP.CORSOrigins, --cors-origin).
 
 // corsHeaders are the request headers A2A clients send: the DID Bearer
 // token, the JSON body's type, and the A2A version and extension headers

@@ -49,8 +49,8 @@ func TestCORSDefaults(t *testing.T) {
 
 func TestCORSConfiguredOrigins(t *testing.T) {
 	h := newHarness(t, func(c *Config) {
-		c.CORSOrigins = []string{"https://app.example/"}
-		c.CardCORSOrigins = []string{"https://app.example", "https://other.example"}
+		c.HTTP.CORSOrigins = []string{"https://app.example/"}
+		c.HTTP.CardCORSOrigins = []string{"https://app.example", "https://other.example"}
 	})
 	dev, alice := didtest.Key(t, 1), didtest.Key(t, 2)
 	h.publishOffline(t, dev, "hourly_wake", deviceOpts{})
@@ -113,5 +113,28 @@ func TestCardURLWithoutAgent(t *testing.T) {
 	msg, _ := r.json["message"].(string)
 	if r.status != 404 || r.json["error"] != "no_agent_in_path" || !strings.Contains(msg, "/a/<did>/") || r.header.Get("Access-Control-Allow-Origin") != "*" {
 		t.Errorf("%d %s %v", r.status, r.body, r.header)
+	}
+}
+
+// TestAgentBaseURLs: an agent's base URL, with or without its trailing
+// slash, and the well-known card URLs at the root answer JSON that gives
+// the card's and the endpoint's URLs, not a bare text 404.
+func TestAgentBaseURLs(t *testing.T) {
+	h := newHarness(t, nil)
+	dev := didtest.Key(t, 1).DID().String()
+	base := h.relay.cfg.PublicURL + "/a/" + dev + "/"
+	for path, want := range map[string][2]string{
+		"/a/" + dev:                    {base + ".well-known/agent-card.json", base + "a2a/jsonrpc"},
+		"/a/" + dev + "/":              {base + ".well-known/agent-card.json", base + "a2a/jsonrpc"},
+		"/.well-known/agent.json":      {h.relay.cfg.PublicURL + "/a/{did}/.well-known/agent-card.json", h.relay.cfg.PublicURL + "/a/{did}/a2a/jsonrpc"},
+		"/.well-known/agent-card.json": {h.relay.cfg.PublicURL + "/a/{did}/.well-known/agent-card.json", h.relay.cfg.PublicURL + "/a/{did}/a2a/jsonrpc"},
+	} {
+		r := h.get(t, path)
+		if r.status != 404 || !strings.HasPrefix(r.header.Get("Content-Type"), "application/json") || r.json["card"] != want[0] || r.json["endpoint"] != want[1] {
+			t.Errorf("GET %s: %d %s %s, want 404 JSON with card %s and endpoint %s", path, r.status, r.header.Get("Content-Type"), r.body, want[0], want[1])
+		}
+	}
+	if r := h.get(t, "/a/not-a-did/"); r.status != 404 || r.json["error"] != "unknown_agent" {
+		t.Errorf("GET /a/not-a-did/: %d %s", r.status, r.body)
 	}
 }

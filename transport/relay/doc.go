@@ -16,11 +16,14 @@
 //	POST /a/{did}/a2a/jsonrpc                  A2A JSON-RPC: v1.0 SendMessage with
 //	                                           "A2A-Version: 1.0", v0.3 message/send
 //	                                           without the header (draft §7.8)
-//	GET  /a/{did}/.well-known/agent-card.json  the card the device signed, verbatim
+//	GET  /a/{did}/.well-known/agent-card.json  the card the device signed, verbatim,
+//	                                           with "A2A-Version: 1.0"; its A2A 0.3
+//	                                           view (a2a.CardV03) without the header
 //	GET  /a/{did}/pulse                        the device's latest signed liveness pulse
 //	GET  /a/{did}/mls/key-package              {did, wire}: one KeyPackage, handed out once
 //	GET  /link                                 the device link (WebSocket, see transport/link/wire)
-//	GET  /metrics                              Prometheus
+//	GET  /metrics                              Prometheus (Relay.MetricsHandler instead,
+//	                                           with Config.Ops.MetricsElsewhere)
 //	GET  /healthz                              {"status":"ok", ...}
 //	GET, DELETE /operator/queue/{did}          an operator lists or purges a device's
 //	                                           queue (operator.go)
@@ -28,9 +31,16 @@
 //	POST /operator/agents/{did}/admit          an operator admits a device: it leaves
 //	                                           probation (admission.go)
 //
+// The /operator/ endpoints take a single-use operator token bound to the
+// request's method and path (bearer.OperatorPurpose), and no Origin header.
+//
 // The agent's A2A base URL, as its card names it, is <origin>/a/{did}, so
 // a client that appends /.well-known/agent-card.json or /a2a/jsonrpc to
 // the base finds both.
+// The base URL itself (with or without its slash) and the well-known card
+// URLs at the root (/.well-known/agent-card.json, agent.json) are no
+// resource: they answer 404 with a JSON body whose card and endpoint
+// members give the URLs to use.
 //
 // # Authentication
 //
@@ -38,7 +48,8 @@
 // audience is the relay's public origin; the token's DID is the sender for
 // the per-peer bound, never a body field. A request without a valid token
 // is never queued: it gets 401 with the reference's WWW-Authenticate header
-// and body, {"error":"asleep_enqueue_requires_auth",...} (vector od-015).
+// and body, {"error":"asleep_enqueue_requires_auth",...} (vector od-015),
+// whose message and tokenError member also say why the token was refused.
 // The token is checked before the agent is looked up and the answer is
 // the same for every agent, known or not, so that it enumerates nothing. These
 // endpoints accept only tokens without a purpose claim (the reference's
@@ -80,7 +91,7 @@
 // a JSON-RPC request (a2a.ParseRequest: not JSON, a member name twice,
 // nesting deeper than a2a.MaxDepth, an id out of range) is refused, awake
 // or asleep, with ParseRequest's error and id null, as the agent answers
-// it; it would hold a queue slot the agent never frees (Config.StoreOpaque
+// it; it would hold a queue slot the agent never frees (Config.Access.StoreOpaque
 // stores it, as the reference's generic relay does). The request is read
 // once (parseRequest, a2a.ReadBody). A submission none of whose
 // parts the agent takes (a2a.Refusal: plain text, say) is not stored: it
@@ -88,7 +99,7 @@
 //
 // Browsers may read cards and pulses from any origin (Config.
 // CardCORSOrigins narrows that) and call the JSON-RPC endpoint from
-// Config.CORSOrigins; OPTIONS answers their preflights.
+// Config.HTTP.CORSOrigins; OPTIONS answers their preflights.
 //
 // # The asleep answer
 //
@@ -126,24 +137,31 @@
 //
 // # Bounds
 //
-// Config.Bounds (the profile's reference bounds by default: 500 messages,
+// Config.Limits.Bounds (the profile's reference bounds by default: 500 messages,
 // 2 MiB, 50 per peer, 7 days, plus 512 KiB per peer so that one sender
 // cannot fill the queue, 256 KiB per message and a reserve of 16 records /
 // 256 KiB for MLS handshakes) are every agent's ceiling;
-// Config.AgentBounds raises or lowers it per agent, and a device may ask for
+// Config.Limits.AgentBounds raises or lowers it per agent, and a device may ask for
 // tighter bounds in its state (a state stored before the per-peer byte
 // bound existed gets the ceiling's). The relay answers with the bounds in force,
 // and refuses a card that does not publish exactly those (Torpor's
 // queue-bounds extension, see transport/a2a), so the card never misstates
 // them. Requests whose parts carry an MLS Welcome or a Commit (an
 // mls-handshake part, or an mls-wire part whose MLSMessage is a Welcome or
-// a PublicMessage Commit) are queued as handshakes and may use the reserve.
+// a PublicMessage Commit) are queued as handshakes and may use the reserve,
+// unless their sender has records the device left unacknowledged on its
+// last link (deferred: an MLS message for a group it never joined, which
+// needs no key to make): such a sender's handshakes are queued as ordinary
+// messages, so its junk costs its own allowance and never the reserve
+// (deferred.go).
 //
 // # Cards, KeyPackages, pulses
 //
 // The device signs its card (a2a.SignCard) and uploads it over the link;
 // the relay checks that kid is the agent's DID and that the signature
-// verifies, and serves those bytes verbatim. It holds no agent key and
+// verifies, and serves those bytes verbatim to an A2A 1.0 client and
+// their unsigned 0.3 view, a2a.CardV03, to a client that names no version
+// or 0.x (A2A 1.0, Section 3.6.2; serveCard). It holds no agent key and
 // cannot forge a card. KeyPackages (public halves) are verified when
 // published (Config.KeyPackages: RFC 9420 Section 10.1 and the credential
 // binding to the device's DID; duplicates refused, at most
@@ -159,18 +177,26 @@
 // rate-limited per token DID and per client address (ratelimit.go: the
 // right-most X-Forwarded-For entry that is not a trusted proxy, behind
 // one), in buckets evicted least recently used first, never all at once,
-// and each agent's pool gives out at most Config.KeyPackageBudget per
+// and each agent's pool gives out at most Config.Limits.KeyPackageBudget per
 // window, beyond which the last-resort KeyPackage is served (RFC 9420,
 // Section 16.8).
 //
 // # Admission and caps
 //
 // Without AllowAgents any fresh did:key may link, so a device starts on
-// probation (admission.go, Config.Probation): a small queue ceiling, few
+// probation (admission.go, Config.Access.Probation): a small queue ceiling, few
 // and small KeyPackages and a small card and pulse, until an operator
 // admits it (the admission is kept in the agents store, for every relay
 // sharing it). Global caps on the agents, the agents store's bytes and
 // all queued bytes refuse with 507 and an error naming the cap, and Run
 // forgets agents whose device stayed silent longer than
-// Config.ForgetAfter, on the relay's clock.
+// Config.Limits.ForgetAfter, on the relay's clock.
+//
+// # Serving
+//
+// ServerLimits.Server wraps Handler in an http.Server and its listener
+// with per-client bounds (serverlimits.go): header, body and answer
+// deadlines per request (a body must keep up a minimum rate; the device
+// link is exempt), idle keep-alives, and a cap on open connections that
+// closes the oldest one without a request before it refuses a new one.
 package relay

@@ -18,6 +18,7 @@ import (
 	"github.com/torpor-dev/torpor/store/agents"
 	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/transport/a2a"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"github.com/torpor-dev/torpor/transport/bearer"
 	"github.com/torpor-dev/torpor/transport/link"
 	"github.com/torpor-dev/torpor/transport/link/wire"
@@ -50,7 +51,7 @@ func newHarness(tb testing.TB, mod func(*Config)) *harness {
 		tb.Fatal(err)
 	}
 	h.srv = httptest.NewUnstartedServer(nil)
-	cfg := Config{PublicURL: "http://" + h.srv.Listener.Addr().String(), Queue: h.q, States: h.states, Clock: h.clk, Rand: bytes.NewReader(make([]byte, 4096)),
+	cfg := Config{PublicURL: "http://" + h.srv.Listener.Addr().String(), Stores: Stores{Queue: h.q, States: h.states}, Clock: h.clk, Rand: bytes.NewReader(make([]byte, 4096)),
 		KeyPackages: opaqueKeyPackages{}}
 	if mod != nil {
 		mod(&cfg)
@@ -80,7 +81,7 @@ func (opaqueKeyPackages) VerifyKeyPackage(did.DID, []byte, time.Time) error { re
 // force, and kps) and returns the link.
 type deviceOpts struct {
 	window  *wire.Window
-	bounds  *wire.Bounds
+	bounds  *queuebounds.Bounds
 	kps     [][]byte
 	lastRes []byte // the last-resort KeyPackage
 	pulse   []byte
@@ -102,12 +103,12 @@ func (h *harness) device(tb testing.TB, key *did.PrivateKey, mode string, o devi
 	return c
 }
 
-func (h *harness) state(tb testing.TB, key *did.PrivateKey, hello wire.Bounds, mode string, o deviceOpts) wire.State {
+func (h *harness) state(tb testing.TB, key *did.PrivateKey, hello queuebounds.Bounds, mode string, o deviceOpts) wire.State {
 	tb.Helper()
 	if o.window == nil {
 		o.window = window11
 	}
-	b := hello.Clamp(o.bounds).Card()
+	b := hello.Clamp(o.bounds)
 	card, err := a2a.BuildCard(a2a.CardOptions{Name: "dev", BaseURL: h.srv.URL + "/a/" + key.DID().String(), OfflineMode: mode, Bounds: &b})
 	if err != nil {
 		tb.Fatal(err)
@@ -163,6 +164,17 @@ func (h *harness) post(tb testing.TB, agent did.DID, sender *did.PrivateKey, ver
 func (h *harness) get(tb testing.TB, path string) resp {
 	tb.Helper()
 	req, _ := http.NewRequest("GET", h.srv.URL+path, nil)
+	return h.do(tb, req)
+}
+
+// getCard gets path, a card URL, as an A2A client of version (A2A-Version;
+// "" sends none).
+func (h *harness) getCard(tb testing.TB, path, version string) resp {
+	tb.Helper()
+	req, _ := http.NewRequest("GET", h.srv.URL+path, nil)
+	if version != "" {
+		req.Header.Set("A2A-Version", version)
+	}
 	return h.do(tb, req)
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/torpor-dev/torpor/store/agents"
 	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/transport/a2a"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"github.com/torpor-dev/torpor/transport/bearer"
 	"github.com/torpor-dev/torpor/transport/link/server"
 	"github.com/torpor-dev/torpor/transport/link/wire"
@@ -112,7 +113,7 @@ func (s *Relay) serveJSONRPC(w http.ResponseWriter, r *http.Request) {
 // readRequest reads and classifies the request body, once. It answers,
 // and returns false, when the request ends here: too large, unreadable,
 // or not a request the agent reads.
-func (s *Relay) readRequest(w http.ResponseWriter, r *http.Request, id string, st agents.State, b queue.Bounds) ([]byte, rpcRequest, bool) {
+func (s *Relay) readRequest(w http.ResponseWriter, r *http.Request, id string, st agents.State, b queuebounds.Bounds) ([]byte, rpcRequest, bool) {
 	body, err := readBody(w, r, b.MaxMessageSize)
 	if errors.Is(err, errTooLarge) {
 		s.metrics.enqueue(id, "too_large")
@@ -124,7 +125,7 @@ func (s *Relay) readRequest(w http.ResponseWriter, r *http.Request, id string, s
 		return nil, rpcRequest{}, false
 	}
 	req := parseRequest(body)
-	if req.invalid != nil && !s.cfg.StoreOpaque {
+	if req.invalid != nil && !s.cfg.Access.StoreOpaque {
 		// The agent would never take it, asleep or awake: answer what it
 		// answers (runtime/live.go), with id null (JSON-RPC 2.0 Section 5).
 		s.metrics.enqueue(id, "invalid")
@@ -191,7 +192,7 @@ func readAll(r io.Reader, n int64) ([]byte, error) {
 func (s *Relay) forward(w http.ResponseWriter, r *http.Request, agent, caller did.DID, version string, body []byte, req rpcRequest) bool {
 	// A wait for the device to answer over the network: real time, on
 	// clock.Unscaled (the clock package's rule).
-	ctx, cancel := clock.WithTimeout(r.Context(), clock.Unscaled(s.clk), s.cfg.LiveTimeout)
+	ctx, cancel := clock.WithTimeout(r.Context(), clock.Unscaled(s.clk), s.cfg.Limits.LiveTimeout)
 	defer cancel()
 	resp, err := s.forwardLink(ctx, agent.String(), wire.Request{From: caller.String(), Version: version, Extensions: r.Header.Get("A2A-Extensions"), Body: body})
 	switch {
@@ -220,7 +221,7 @@ func (s *Relay) forward(w http.ResponseWriter, r *http.Request, agent, caller di
 
 // offline answers a request the agent does not take live: store and
 // forward where the mode allows it, refusal where it does not.
-func (s *Relay) offline(w http.ResponseWriter, r *http.Request, agent, caller did.DID, version string, body []byte, req rpcRequest, rc wake.Verdict, b queue.Bounds, now time.Time) {
+func (s *Relay) offline(w http.ResponseWriter, r *http.Request, agent, caller did.DID, version string, body []byte, req rpcRequest, rc wake.Verdict, b queuebounds.Bounds, now time.Time) {
 	id := agent.String()
 	if !rc.Queue {
 		s.metrics.enqueue(id, "refused")
@@ -232,7 +233,7 @@ func (s *Relay) offline(w http.ResponseWriter, r *http.Request, agent, caller di
 	}
 	// The commit must not be abandoned because the sender hung up: a
 	// record is either stored and answered, or neither.
-	rec, err := s.cfg.Queue.Enqueue(context.WithoutCancel(r.Context()), queue.Record{Agent: id, From: caller.String(), Kind: req.kind, Body: body}, b, now)
+	rec, err := s.cfg.Stores.Queue.Enqueue(context.WithoutCancel(r.Context()), queue.Record{Agent: id, From: caller.String(), Kind: s.deferred.kind(id, caller.String(), req.kind), Body: body}, b, now)
 	var fe *queue.FullError
 	switch {
 	case errors.As(err, &fe):

@@ -22,8 +22,8 @@ import (
 // the standard base64 of the MLSMessage-wrapped KeyPackage, as the
 // reference serves it.
 //
-// Each agent's pool gives out at most Config.KeyPackageBudget KeyPackages
-// per Config.KeyPackageBudgetWindow, whoever asks: DIDs cost nothing, so
+// Each agent's pool gives out at most Config.Limits.KeyPackageBudget KeyPackages
+// per Config.Limits.KeyPackageBudgetWindow, whoever asks: DIDs cost nothing, so
 // per-caller limits alone do not keep made-up callers from emptying it.
 // Beyond the budget, and once the pool is empty, the agent's last-resort
 // KeyPackage is served instead, to every caller, and kept (RFC 9420,
@@ -109,7 +109,7 @@ func (s *Relay) allowFetch(w http.ResponseWriter, key string, l *limiter) bool {
 // validLastResort returns agent's last-resort KeyPackage without touching
 // its pool, if it passes its check now; else ErrNoKeyPackage.
 func (s *Relay) validLastResort(ctx context.Context, agent did.DID) ([]byte, error) {
-	_, kp, err := s.cfg.States.KeyPackages(ctx, agent.String())
+	_, kp, err := s.cfg.Stores.States.KeyPackages(ctx, agent.String())
 	if err != nil {
 		return nil, err
 	}
@@ -132,7 +132,7 @@ func (s *Relay) validLastResort(ctx context.Context, agent did.DID) ([]byte, err
 // replaces it at its next state.
 func (s *Relay) takeValidKeyPackage(ctx context.Context, agent did.DID) ([]byte, bool, error) {
 	for range agents.MaxKeyPackages + 1 {
-		kp, lastResort, err := s.cfg.States.TakeKeyPackage(ctx, agent.String())
+		kp, lastResort, err := s.cfg.Stores.States.TakeKeyPackage(ctx, agent.String())
 		if err != nil {
 			return nil, false, err
 		}

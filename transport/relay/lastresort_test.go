@@ -17,7 +17,7 @@ import (
 // it; a new one replaces it; it survives a restart; a malformed one is
 // refused.
 func TestLastResortKeyPackage(t *testing.T) {
-	h := newHarness(t, func(c *Config) { c.KeyPackageRate = 4 })
+	h := newHarness(t, func(c *Config) { c.Limits.KeyPackageRate = 4 })
 	dev := didtest.Key(t, 1)
 	h.publishOffline(t, dev, "sleep", deviceOpts{kps: [][]byte{kp(1)}, lastRes: kp(9)})
 	path := "/a/" + dev.DID().String() + "/mls/key-package"

@@ -29,7 +29,7 @@ import (
 //	torpor_relay_purged_total                 expired records purged
 //	torpor_relay_key_packages_served_total
 //
-// With Config.PerAgentMetrics, also torpor_relay_agent_enqueues_total{agent,
+// With Config.Ops.PerAgentMetrics, also torpor_relay_agent_enqueues_total{agent,
 // outcome}, torpor_relay_agent_queue_messages{agent,name} and
 // torpor_relay_agent_queue_bytes{agent,name}, and the fleet's gauges
 // (metrics_fleet.go).
@@ -93,7 +93,7 @@ func newMetrics(s *Relay) *metrics {
 	}
 	m.reg.MustRegister(m.enqueues, m.answers, m.liveRequests, m.drain, m.links, m.purged, m.keyPackages, m.lastResort, (*queueCollector)(m), (*fleetCollector)(m),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	if s.cfg.PerAgentMetrics {
+	if s.cfg.Ops.PerAgentMetrics {
 		m.agentEnqueues = prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "torpor_relay_agent_enqueues_total", Help: "Requests for an agent that was not live, by outcome.",
 		}, []string{"agent", "outcome"})
@@ -143,14 +143,14 @@ func (c *queueCollector) Describe(ch chan<- *prometheus.Desc) {
 
 func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
 	s := c.s
-	ids, err := s.cfg.States.Agents(context.Background())
+	ids, err := s.cfg.Stores.States.Agents(context.Background())
 	if err != nil {
 		return
 	}
 	now := s.clk.Now()
 	var msgs, bytes float64
 	for _, a := range ids {
-		st, err := s.cfg.Queue.Stats(context.Background(), a, now)
+		st, err := s.cfg.Stores.Queue.Stats(context.Background(), a, now)
 		if err != nil {
 			continue
 		}

@@ -13,7 +13,7 @@ import (
 
 // fleetCollector reads the fleet view (package console) at scrape time:
 // always the number of devices in each state, and with
-// Config.PerAgentMetrics one series per device and gauge, labelled by DID
+// Config.Ops.PerAgentMetrics one series per device and gauge, labelled by DID
 // (agent) and the name in its card (name, cut to maxNameLabel bytes):
 //
 //	torpor_relay_fleet_devices{state}                         devices per console state
@@ -48,7 +48,7 @@ var (
 
 func (c *fleetCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- fleetDevicesDesc
-	if c.s.cfg.PerAgentMetrics {
+	if c.s.cfg.Ops.PerAgentMetrics {
 		for _, d := range agentGauges {
 			ch <- d
 		}
@@ -70,7 +70,7 @@ func (c *fleetCollector) Collect(ch chan<- prometheus.Metric) {
 	n := map[string]int{}
 	for _, d := range f.Devices {
 		n[d.State]++
-		if s.cfg.PerAgentMetrics {
+		if s.cfg.Ops.PerAgentMetrics {
 			agentMetrics(ch, d)
 		}
 	}
@@ -89,7 +89,7 @@ func nameLabel(name string) string {
 
 // agentName is the name label of agent (its card's name).
 func (s *Relay) agentName(agent string) string {
-	st, err := s.cfg.States.Get(context.Background(), agent)
+	st, err := s.cfg.Stores.States.Get(context.Background(), agent)
 	if err != nil {
 		return ""
 	}

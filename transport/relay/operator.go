@@ -3,11 +3,12 @@ package relay
 import (
 	"errors"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/store/queue"
-	"github.com/torpor-dev/torpor/transport/bearer/bearerhttp"
+	"github.com/torpor-dev/torpor/transport/bearer"
 )
 
 // The operator's queue endpoints (docs/operations.md, "A device's queue"):
@@ -16,7 +17,7 @@ import (
 //	DELETE /operator/queue/{did}?sender=DID|all=1  purge them
 //
 // Both need a DID Bearer token (audience the relay's origin) of an
-// operator DID of Config.Operators; records are listed by their metadata,
+// operator DID of Config.Access.Operators; records are listed by their metadata,
 // never their bodies, which are the senders' (usually MLS ciphertext).
 const operatorQueuePath = "/operator/queue/{did}"
 
@@ -30,15 +31,36 @@ type queueEntry struct {
 	ExpiresAt  time.Time `json:"expiresAt"`
 }
 
-// operator authenticates an operator request. It answers 401 for a
-// missing or bad token and 403 for a DID that is not an operator's, and
-// returns false then.
+// operator authenticates an operator request. The token must be an
+// operator token for this request's method and path
+// (bearer.OperatorPurpose, at most bearer.MaxOperatorLifetime) that the
+// relay has not accepted before (Relay.opSpent), and the request must not
+// come from a browser (no Origin header: torporctl sends none). It answers
+// 401 for a missing, bad, replayed or ordinary token (an older torporctl's:
+// the answer says to upgrade), 403 for an Origin or for a DID that is not
+// an operator's, 503 while the memory of spent tokens is full, and returns
+// false then.
 func (s *Relay) operator(w http.ResponseWriter, r *http.Request) (did.DID, bool) {
-	caller, err := s.verifier.Verify(r.Header.Get("Authorization"))
-	if err != nil {
-		bearerhttp.WriteUnauthorized(w, err)
+	if o := r.Header.Get("Origin"); o != "" {
+		writeJSON(w, http.StatusForbidden, map[string]any{"error": "origin_refused",
+			"message": "the operator endpoints are for torporctl, not for browsers: a request with an Origin header is refused"})
 		return did.DID{}, false
 	}
+	v := *s.verifier
+	v.Purpose, v.MaxLifetime = bearer.OperatorPurpose(r.Method, r.URL.EscapedPath()), bearer.MaxOperatorLifetime
+	tok, err := v.VerifyToken(r.Header.Get("Authorization"))
+	if err == nil {
+		err = s.opSpent.Spend(tok, s.clk.Now())
+	}
+	if errors.Is(err, bearer.ErrSpentFull) {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"error": "operator_busy", "message": "too many operator tokens in use; try again in a few minutes"})
+		return did.DID{}, false
+	}
+	if err != nil {
+		operatorUnauthorized(w, r, err)
+		return did.DID{}, false
+	}
+	caller := tok.DID()
 	if !s.operators[caller.String()] {
 		msg := "this DID is not one of the relay's operators (--operator, --operators-file)"
 		if len(s.operators) == 0 {
@@ -48,6 +70,30 @@ func (s *Relay) operator(w http.ResponseWriter, r *http.Request) (did.DID, bool)
 		return did.DID{}, false
 	}
 	return caller, true
+}
+
+// errOrdinaryToken is the 401's detail for a token without the operator
+// purpose: what a torporctl older than the operator tokens sends.
+const errOrdinaryToken = "transport token: the operator endpoints take a single-use operator token bound to the request " +
+	"(purpose " + bearer.PurposeOperator + "), not an ordinary one: upgrade torporctl"
+
+// operatorUnauthorized answers 401 as bearerhttp.WriteUnauthorized does,
+// with the detail also in "message", where torporctl's older releases
+// read the reason of a refusal.
+func operatorUnauthorized(w http.ResponseWriter, r *http.Request, err error) {
+	detail := "invalid token"
+	var e *bearer.Error
+	if errors.As(err, &e) {
+		detail = e.Detail
+		if errors.Is(err, bearer.ErrPurpose) {
+			detail = errOrdinaryToken
+			if tok, perr := bearer.Parse(strings.TrimSpace(strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer"))); perr == nil && strings.HasPrefix(tok.Claims.Purpose, bearer.PurposeOperator+" ") {
+				detail = "transport token: this operator token was minted for another request (" + tok.Claims.Purpose + ")"
+			}
+		}
+	}
+	w.Header().Set("WWW-Authenticate", `Bearer realm="atom", error="invalid_token", error_description="`+strings.ReplaceAll(detail, `"`, "")+`"`)
+	writeJSON(w, http.StatusUnauthorized, map[string]any{"error": "unauthorized", "detail": detail, "message": detail})
 }
 
 // queueSelection is the agent and the optional sender an operator request
@@ -155,7 +201,7 @@ func (s *Relay) serveQueuePurge(w http.ResponseWriter, r *http.Request) {
 	if sel.all {
 		seqs = append(seqs, damaged...) // all=1 takes the withheld records too
 	}
-	if err := s.cfg.Queue.Ack(r.Context(), sel.agent.String(), seqs); err != nil {
+	if err := s.cfg.Stores.Queue.Ack(r.Context(), sel.agent.String(), seqs); err != nil {
 		s.storeFailed(w, err)
 		return
 	}

@@ -1,7 +1,6 @@
 package relay
 
 import (
-	"bytes"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -9,6 +8,7 @@ import (
 
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/did/didtest"
+	"github.com/torpor-dev/torpor/runtime/runtimetest"
 	"github.com/torpor-dev/torpor/transport/bearer"
 )
 
@@ -17,7 +17,7 @@ func (h *harness) operatorReq(tb testing.TB, method string, k *did.PrivateKey, a
 	tb.Helper()
 	req, _ := http.NewRequest(method, h.srv.URL+"/operator/queue/"+agent.String()+query, nil)
 	if k != nil {
-		tok, err := bearer.Issue(k, h.relay.cfg.PublicURL, h.clk.Now(), 0)
+		tok, err := bearer.IssuePurpose(k, h.relay.cfg.PublicURL, bearer.OperatorPurpose(method, req.URL.EscapedPath()), h.clk.Now(), bearer.OperatorTTL)
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -31,10 +31,10 @@ func (h *harness) operatorReq(tb testing.TB, method string, k *did.PrivateKey, a
 // many; a sender, a stranger and a request naming nothing are refused,
 // and nothing is removed by a refused request.
 func TestOperatorQueue(t *testing.T) {
-	var logs bytes.Buffer
+	var logs runtimetest.Log // the relay writes it while the test reads it
 	op := didtest.Key(t, 7)
 	h := newHarness(t, func(c *Config) {
-		c.Operators = []did.DID{op.DID()}
+		c.Access.Operators = []did.DID{op.DID()}
 		c.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	})
 	dev, alice, mallory := didtest.Key(t, 1), didtest.Key(t, 2), didtest.Key(t, 3)

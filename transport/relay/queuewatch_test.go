@@ -13,6 +13,7 @@ import (
 
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/did/didtest"
+	"github.com/torpor-dev/torpor/runtime/runtimetest"
 	"github.com/torpor-dev/torpor/store/queue"
 )
 
@@ -37,10 +38,10 @@ func flipRecord(t *testing.T, q *queue.Bolt, agent did.DID, seq uint64) {
 // /metrics and listed to the operator as damaged; the sound records
 // around it are served.
 func TestDamagedRecordWithheld(t *testing.T) {
-	var logs bytes.Buffer
+	var logs runtimetest.Log // the relay writes it while the test reads it
 	op := didtest.Key(t, 7)
 	h := newHarness(t, func(c *Config) {
-		c.Operators = []did.DID{op.DID()}
+		c.Access.Operators = []did.DID{op.DID()}
 		c.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	})
 	dev, alice := didtest.Key(t, 1), didtest.Key(t, 2)
@@ -91,9 +92,9 @@ func (stuckAcks) AckCount(context.Context, string, []uint64) (int, error) {
 // logged at error level, counted, and fails (the link closes), instead
 // of the device receiving the same records again and again.
 func TestAckDeletingNothingIsAnError(t *testing.T) {
-	var logs bytes.Buffer
+	var logs runtimetest.Log // the relay writes it while the test reads it
 	h := newHarness(t, func(c *Config) {
-		c.Queue = stuckAcks{c.Queue.(*queue.Bolt)}
+		c.Stores.Queue = stuckAcks{c.Stores.Queue.(*queue.Bolt)}
 		c.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	})
 	dev, alice := didtest.Key(t, 1), didtest.Key(t, 2)
@@ -121,10 +122,10 @@ func TestAckDeletingNothingIsAnError(t *testing.T) {
 // device held them are acknowledged without error (they are gone, as
 // the acknowledgement asks), logged at WARN and counted as not served.
 func TestAckOfPurgedRecordsIsNoError(t *testing.T) {
-	var logs bytes.Buffer
+	var logs runtimetest.Log // the relay writes it while the test reads it
 	op := didtest.Key(t, 7)
 	h := newHarness(t, func(c *Config) {
-		c.Operators = []did.DID{op.DID()}
+		c.Access.Operators = []did.DID{op.DID()}
 		c.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	})
 	dev, alice := didtest.Key(t, 1), didtest.Key(t, 2)

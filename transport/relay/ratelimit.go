@@ -40,9 +40,9 @@ type bucket struct {
 // newKeyPackageLimits sets up the limits of KeyPackage fetches
 // (serveKeyPackage) and registers their metric.
 func (s *Relay) newKeyPackageLimits() {
-	s.limiter = newLimiter(s.clk, s.cfg.KeyPackageRate, time.Minute)
-	s.ipLimiter = newLimiter(s.clk, ipRateFactor*s.cfg.KeyPackageRate, time.Minute)
-	s.budget = newLimiter(s.clk, s.cfg.KeyPackageBudget, s.cfg.KeyPackageBudgetWindow)
+	s.limiter = newLimiter(s.clk, s.cfg.Limits.KeyPackageRate, time.Minute)
+	s.ipLimiter = newLimiter(s.clk, ipRateFactor*s.cfg.Limits.KeyPackageRate, time.Minute)
+	s.budget = newLimiter(s.clk, s.cfg.Limits.KeyPackageBudget, s.cfg.Limits.KeyPackageBudgetWindow)
 	s.budgetSpent = prometheus.NewCounter(prometheus.CounterOpts{Name: "torpor_relay_key_package_budget_spent_total",
 		Help: "KeyPackage fetches answered from the last-resort KeyPackage (or refused) because the agent's budget per window was used up."})
 	s.metrics.reg.MustRegister(s.budgetSpent)
@@ -103,13 +103,13 @@ func ParseTrustedProxy(s string) (netip.Prefix, error) {
 }
 
 // clientIP returns the caller's address for rate limiting. Behind a
-// reverse proxy (Config.TrustForwardedFor) it is the right-most
-// X-Forwarded-For entry that is not one of Config.TrustedProxies: each
+// reverse proxy (Config.HTTP.TrustForwardedFor) it is the right-most
+// X-Forwarded-For entry that is not one of Config.HTTP.TrustedProxies: each
 // proxy appends the address it was called from, so entries to the left of
 // the last untrusted one are whatever the client chose to send. With no
 // such entry it is the connection's address.
 func (s *Relay) clientIP(r *http.Request) string {
-	if s.cfg.TrustForwardedFor {
+	if s.cfg.HTTP.TrustForwardedFor {
 		var hops []string
 		for _, v := range r.Header.Values("X-Forwarded-For") {
 			hops = append(hops, strings.Split(v, ",")...)
@@ -137,7 +137,7 @@ func (s *Relay) trustedProxy(addr string) bool {
 		return false
 	}
 	a = a.Unmap()
-	for _, p := range s.cfg.TrustedProxies {
+	for _, p := range s.cfg.HTTP.TrustedProxies {
 		if p.Contains(a) {
 			return true
 		}

@@ -23,8 +23,8 @@ import (
 func TestKeyPackageBudget(t *testing.T) {
 	const budget, flood = 5, 2000
 	h := newHarness(t, func(c *Config) {
-		c.KeyPackageBudget, c.KeyPackageBudgetWindow = budget, time.Hour
-		c.KeyPackageRate = 1 << 20 // this test is about the budget, not per-caller rates
+		c.Limits.KeyPackageBudget, c.Limits.KeyPackageBudgetWindow = budget, time.Hour
+		c.Limits.KeyPackageRate = 1 << 20 // this test is about the budget, not per-caller rates
 	})
 	dev, alice := didtest.Key(t, 1), didtest.Key(t, 2)
 	h.admit(t, dev) // a pool larger than probation's
@@ -67,7 +67,7 @@ func TestKeyPackageBudget(t *testing.T) {
 // without a last-resort KeyPackage answers 429 key_package_budget with
 // Retry-After, and its pool keeps the rest.
 func TestKeyPackageBudgetWithoutLastResort(t *testing.T) {
-	h := newHarness(t, func(c *Config) { c.KeyPackageBudget, c.KeyPackageBudgetWindow = 1, time.Hour })
+	h := newHarness(t, func(c *Config) { c.Limits.KeyPackageBudget, c.Limits.KeyPackageBudgetWindow = 1, time.Hour })
 	dev := didtest.Key(t, 1)
 	h.publishOffline(t, dev, "sleep", deviceOpts{kps: [][]byte{kp(1), kp(2)}})
 	path := "/a/" + dev.DID().String() + "/mls/key-package"
@@ -139,7 +139,7 @@ func TestClientIPRightMostUntrusted(t *testing.T) {
 		{nil, true, "192.0.2.1", "no header"},
 	}
 	for _, c := range cases {
-		s := &Relay{cfg: Config{TrustForwardedFor: c.trust, TrustedProxies: trusted}}
+		s := &Relay{cfg: Config{HTTP: HTTP{TrustForwardedFor: c.trust, TrustedProxies: trusted}}}
 		r := httptest.NewRequest("GET", "/", nil)
 		r.RemoteAddr = "192.0.2.1:4242"
 		for _, v := range c.xff {

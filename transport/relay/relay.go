@@ -17,69 +17,43 @@ import (
 
 	"github.com/torpor-dev/torpor/clock"
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/store"
 	"github.com/torpor-dev/torpor/store/agents"
 	"github.com/torpor-dev/torpor/store/queue"
+	"github.com/torpor-dev/torpor/transport/a2a"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"github.com/torpor-dev/torpor/transport/bearer"
 	"github.com/torpor-dev/torpor/transport/link/server"
 	"github.com/torpor-dev/torpor/transport/link/wire"
 	"github.com/torpor-dev/torpor/transport/relay/console"
 )
 
-// Config configures a Relay. Queue, States and PublicURL are required.
+// Config configures a Relay. Stores, KeyPackages and PublicURL are
+// required; the zero value of every group (Limits, Access, HTTP, Ops)
+// means its documented defaults.
 type Config struct {
 	// PublicURL is the relay's public origin, such as
 	// "https://relay.example". It is the audience of every DID Bearer
 	// token the relay accepts (senders' and devices').
 	PublicURL string
-	// Queue stores requests for agents that are not live.
-	Queue queue.Store
-	// States keeps agents' published state and KeyPackage pools.
-	States agents.Store
+	// Stores are the queue and the agents store. Required.
+	Stores Stores
 	// KeyPackages verifies every KeyPackage a device publishes before it
 	// enters the pool (session/kpcheck.Verifier; cmd/torpor-relay wires
 	// it, since this package may not import mls). Required.
 	KeyPackages KeyPackageVerifier
-	// Bounds are the default and ceiling queue bounds of every agent; a
-	// device may ask for tighter ones. Zero means queue.DefaultBounds().
-	Bounds queue.Bounds
-	// AgentBounds overrides Bounds for particular agents (by DID).
-	AgentBounds map[string]queue.Bounds
-	// AllowAgents, when not empty, lists the only agents whose devices may
-	// link (and so be reachable through this relay).
-	AllowAgents []string
-	// KeyPackageRate is how many KeyPackages one caller may fetch per
-	// minute; zero means 30 (the reference's rate).
-	KeyPackageRate int
-	// KeyPackageBudget is how many KeyPackages one agent's pool gives out
-	// per KeyPackageBudgetWindow, to all callers together; beyond it the
-	// last-resort KeyPackage is served. Zero means 64 per hour.
-	KeyPackageBudget       int
-	KeyPackageBudgetWindow time.Duration
-	// TrustForwardedFor makes the KeyPackage rate limit per client address
-	// use the right-most X-Forwarded-For address not in TrustedProxies,
-	// for a relay behind a reverse proxy. Off, it keys on the
-	// connection's address.
-	TrustForwardedFor bool
-	// TrustedProxies are the reverse proxies whose X-Forwarded-For
-	// entries are skipped (besides the connection's peer, trusted by
-	// TrustForwardedFor).
-	TrustedProxies []netip.Prefix
-	// LiveTimeout bounds how long a live request waits for the device's
-	// answer; zero means 30 seconds.
-	LiveTimeout time.Duration
-	// PerAgentMetrics adds per-agent series (labelled by DID) to /metrics.
-	// Off by default: with many agents the cardinality is high.
-	PerAgentMetrics bool
-	// CORSOrigins are the browser origins (such as "https://app.example")
-	// that may call the A2A JSON-RPC endpoint across origins; "*" allows
-	// any. Empty allows none: browsers refuse cross-origin calls.
-	CORSOrigins []string
-	// CardCORSOrigins are the origins that may read cards and pulses across
-	// origins. Empty means "*": they are public and signed.
-	CardCORSOrigins []string
-	// MQTTBroker is the broker URL devices and operators use, reported by
-	// /healthz; empty when the relay does not know one.
-	MQTTBroker string
+	// Peers, for a relay of a fleet, reaches device links other relays
+	// hold; nil means this relay's links are all there are.
+	Peers Peers
+	// Limits bound what agents and callers may hold of the relay.
+	Limits Limits
+	// Access says who may link, store and operate.
+	Access Access
+	// HTTP is the browser (CORS) and reverse-proxy side.
+	HTTP HTTP
+	// Ops are the operators' surfaces: the fleet console, metrics and
+	// /healthz.
+	Ops Ops
 	// Clock is the relay's time (a scaled clock in demos); nil is the real
 	// clock.
 	Clock clock.Clock
@@ -88,28 +62,35 @@ type Config struct {
 	Rand io.Reader
 	// Logger receives operational logs; nil discards.
 	Logger *slog.Logger
-	// Peers, for a relay of a fleet, reaches device links other relays
-	// hold; nil means this relay's links are all there are.
-	Peers Peers
-	// StoreOpaque makes the relay store, and forward live, request bodies
-	// that are not JSON-RPC requests, as the offline-delivery profile's
-	// reference relay does for its generic agents (the conformance
-	// vectors' bodies "one", "{}"). A Torpor device never takes such a
-	// body, so by default the relay refuses it at once with the JSON-RPC
-	// error the device would give (a2a.ParseRequest's), never letting it
-	// take a queue slot until its TTL.
-	StoreOpaque bool
-	// Operators are the DIDs whose DID Bearer tokens may list and purge a
-	// device's queue (operator.go) and admit devices (admission.go):
-	// torpor-relay's --operator and --operators-file, the broker's
-	// operators. None: nobody may.
-	Operators []did.DID
-	// Probation is what a device not yet admitted may store (without
-	// AllowAgents); zero means DefaultProbation().
-	Probation Probation
-	// AdmitAll admits every device: no probation. For a relay whose
-	// devices are vetted otherwise (the conformance runner, test worlds).
-	AdmitAll bool
+}
+
+// Stores are a Relay's stores.
+type Stores struct {
+	// Queue stores requests for agents that are not live.
+	Queue queue.Store
+	// States keeps agents' published state and KeyPackage pools.
+	States agents.Store
+}
+
+// Limits bound what agents and callers may hold of a Relay; zero members
+// mean their documented defaults.
+type Limits struct {
+	// Bounds are the default and ceiling queue bounds of every agent; a
+	// device may ask for tighter ones. Zero means queuebounds.Default().
+	Bounds queuebounds.Bounds
+	// AgentBounds overrides Bounds for particular agents (by DID).
+	AgentBounds map[string]queuebounds.Bounds
+	// KeyPackageRate is how many KeyPackages one caller may fetch per
+	// minute; zero means 30 (the reference's rate).
+	KeyPackageRate int
+	// KeyPackageBudget is how many KeyPackages one agent's pool gives out
+	// per KeyPackageBudgetWindow, to all callers together; beyond it the
+	// last-resort KeyPackage is served. Zero means 64 per hour.
+	KeyPackageBudget       int
+	KeyPackageBudgetWindow time.Duration
+	// LiveTimeout bounds how long a live request waits for the device's
+	// answer; zero means 30 seconds.
+	LiveTimeout time.Duration
 	// MaxAgents caps the agents with a state: a new device beyond it is
 	// refused (507 relay_full_agents). Zero: no cap.
 	MaxAgents int
@@ -123,9 +104,70 @@ type Config struct {
 	// no state, no link) before the relay forgets the agent: its queue,
 	// KeyPackages and state. Zero: never.
 	ForgetAfter time.Duration
+}
+
+// Access says who may link to a Relay, what it stores and who operates
+// it.
+type Access struct {
+	// Operators are the DIDs whose DID Bearer tokens may list and purge a
+	// device's queue (operator.go) and admit devices (admission.go):
+	// torpor-relay's --operator and --operators-file, the broker's
+	// operators. None: nobody may.
+	Operators []did.DID
+	// AllowAgents, when not empty, lists the only agents whose devices may
+	// link (and so be reachable through this relay).
+	AllowAgents []string
+	// AdmitAll admits every device: no probation. For a relay whose
+	// devices are vetted otherwise (the conformance runner, test worlds).
+	AdmitAll bool
+	// Probation is what a device not yet admitted may store (without
+	// AllowAgents); zero means DefaultProbation().
+	Probation Probation
+	// StoreOpaque makes the relay store, and forward live, request bodies
+	// that are not JSON-RPC requests, as the offline-delivery profile's
+	// reference relay does for its generic agents (the conformance
+	// vectors' bodies "one", "{}"). A Torpor device never takes such a
+	// body, so by default the relay refuses it at once with the JSON-RPC
+	// error the device would give (a2a.ParseRequest's), never letting it
+	// take a queue slot until its TTL.
+	StoreOpaque bool
+}
+
+// HTTP is a Relay's browser and reverse-proxy side.
+type HTTP struct {
+	// CORSOrigins are the browser origins (such as "https://app.example")
+	// that may call the A2A JSON-RPC endpoint across origins; "*" allows
+	// any. Empty allows none: browsers refuse cross-origin calls.
+	CORSOrigins []string
+	// CardCORSOrigins are the origins that may read cards and pulses across
+	// origins. Empty means "*": they are public and signed.
+	CardCORSOrigins []string
+	// TrustForwardedFor makes the KeyPackage rate limit per client address
+	// use the right-most X-Forwarded-For address not in TrustedProxies,
+	// for a relay behind a reverse proxy. Off, it keys on the
+	// connection's address.
+	TrustForwardedFor bool
+	// TrustedProxies are the reverse proxies whose X-Forwarded-For
+	// entries are skipped (besides the connection's peer, trusted by
+	// TrustForwardedFor).
+	TrustedProxies []netip.Prefix
+}
+
+// Ops are a Relay's operators' surfaces.
+type Ops struct {
 	// Console configures the operators' fleet console (/fleet,
 	// console.go); nil serves none.
 	Console *ConsoleConfig
+	// PerAgentMetrics adds per-agent series (labelled by DID) to /metrics.
+	// Off by default: with many agents the cardinality is high.
+	PerAgentMetrics bool
+	// MetricsElsewhere keeps /metrics off Handler, the public listener's
+	// handler: MetricsHandler serves it on a listener of its own
+	// (torpor-relay --metrics-listen). Off, Handler serves it too.
+	MetricsElsewhere bool
+	// MQTTBroker is the broker URL devices and operators use, reported by
+	// /healthz; empty when the relay does not know one.
+	MQTTBroker string
 }
 
 // Relay is the relay's HTTP side: the per-agent A2A endpoints, the device
@@ -137,6 +179,8 @@ type Relay struct {
 	rnd      io.Reader
 	log      *slog.Logger
 	verifier *bearer.Verifier
+	opSpent  bearer.Spent // operator tokens accepted (operator.go)
+	deferred deferredSenders
 	link     *server.Server
 	metrics  *metrics
 	limiter  *limiter // KeyPackage fetches per caller DID
@@ -151,35 +195,35 @@ type Relay struct {
 	view              *console.Source
 	console           *console.Console
 	seconds           wakeSeconds
-	// queue is cfg.Queue as the relay uses it (cfg.Queue is set to it).
+	// queue is cfg.Stores.Queue as the relay uses it (cfg.Stores.Queue is set to it).
 	queue *watchedQueue
 }
 
 // New returns a relay for cfg. It returns an error for a missing store or
 // public URL, or invalid bounds.
 func New(cfg Config) (*Relay, error) {
-	if cfg.Queue == nil || cfg.States == nil || cfg.KeyPackages == nil {
-		return nil, errors.New("relay: Config needs Queue, States and KeyPackages")
+	if cfg.Stores.Queue == nil || cfg.Stores.States == nil || cfg.KeyPackages == nil {
+		return nil, errors.New("relay: Config needs Stores.Queue, Stores.States and KeyPackages")
 	}
 	origin, err := bearer.NormalizeAudience(cfg.PublicURL)
 	if err != nil {
 		return nil, fmt.Errorf("relay: public URL: %w", err)
 	}
 	cfg.PublicURL = origin
-	if cfg.Bounds == (queue.Bounds{}) {
-		cfg.Bounds = queue.DefaultBounds()
+	if cfg.Limits.Bounds == (queuebounds.Bounds{}) {
+		cfg.Limits.Bounds = queuebounds.Default()
 	}
 	if err := cfg.validateBounds(); err != nil {
 		return nil, err
 	}
-	if cfg.KeyPackageRate == 0 {
-		cfg.KeyPackageRate = 30
+	if cfg.Limits.KeyPackageRate == 0 {
+		cfg.Limits.KeyPackageRate = 30
 	}
 	if err := cfg.limitDefaults(); err != nil {
 		return nil, err
 	}
-	if cfg.LiveTimeout == 0 {
-		cfg.LiveTimeout = 30 * time.Second
+	if cfg.Limits.LiveTimeout == 0 {
+		cfg.Limits.LiveTimeout = 30 * time.Second
 	}
 	s := &Relay{cfg: cfg, clk: clock.Or(cfg.Clock), rnd: cfg.Rand, log: cfg.Logger, adm: admission{known: map[string]bool{}}}
 	if s.rnd == nil {
@@ -190,25 +234,25 @@ func New(cfg Config) (*Relay, error) {
 	}
 	base := s.log // each component's lines name it once
 	s.log = base.With("component", "relay")
-	if len(cfg.AllowAgents) > 0 {
+	if len(cfg.Access.AllowAgents) > 0 {
 		s.allow = map[string]bool{}
-		for _, a := range cfg.AllowAgents {
+		for _, a := range cfg.Access.AllowAgents {
 			s.allow[a] = true
 		}
 	}
 	s.verifier = &bearer.Verifier{Audience: origin, Clock: cfg.Clock, Signatures: bearer.NewSigCache(sigCacheSize)}
 	s.operators = map[string]bool{}
-	for _, d := range cfg.Operators {
+	for _, d := range cfg.Access.Operators {
 		s.operators[d.String()] = true
 	}
 	s.metrics = newMetrics(s)
-	s.queue = s.watchQueue(cfg.Queue)
-	s.cfg.Queue = s.queue
+	s.queue = s.watchQueue(cfg.Stores.Queue)
+	s.cfg.Stores.Queue = s.queue
 	s.newKeyPackageLimits()
 	s.adm.newAdmissionMetrics(s.metrics.reg)
 	s.link = &server.Server{
 		Verifier: s.verifier, Queue: s.queue, Agents: (*linkAgents)(s), Clock: cfg.Clock,
-		Logger: base.With("component", "link"), OnAcked: s.metrics.acked,
+		Logger: base.With("component", "link"), OnAcked: s.metrics.acked, OnUnacked: s.deferred.linkEnded,
 	}
 	if err := s.newConsole(base); err != nil {
 		return nil, err
@@ -219,10 +263,10 @@ func New(cfg Config) (*Relay, error) {
 
 // validateBounds checks the relay's bounds and each agent's.
 func (cfg *Config) validateBounds() error {
-	if err := cfg.Bounds.Validate(); err != nil {
+	if err := cfg.Limits.Bounds.Validate(); err != nil {
 		return fmt.Errorf("relay: %w", err)
 	}
-	for d, b := range cfg.AgentBounds {
+	for d, b := range cfg.Limits.AgentBounds {
 		if err := b.Validate(); err != nil {
 			return fmt.Errorf("relay: bounds of %s: %w", d, err)
 		}
@@ -232,8 +276,8 @@ func (cfg *Config) validateBounds() error {
 
 func (s *Relay) routes() {
 	m := http.NewServeMux()
-	rpc := cors{origins: cleanOrigins(s.cfg.CORSOrigins), methods: "POST, OPTIONS"}
-	public := cors{origins: cleanOrigins(s.cfg.CardCORSOrigins), methods: "GET, HEAD, OPTIONS"}
+	rpc := cors{origins: cleanOrigins(s.cfg.HTTP.CORSOrigins), methods: "POST, OPTIONS"}
+	public := cors{origins: cleanOrigins(s.cfg.HTTP.CardCORSOrigins), methods: "GET, HEAD, OPTIONS"}
 	if len(public.origins) == 0 {
 		public.origins = []string{"*"}
 	}
@@ -246,11 +290,17 @@ func (s *Relay) routes() {
 	m.HandleFunc("GET /a/{did}/.well-known/agent-card.json", public.wrap(s.serveCard))
 	m.HandleFunc("OPTIONS /a/{did}/.well-known/agent-card.json", public.preflight)
 	m.HandleFunc("GET /a/.well-known/agent-card.json", public.wrap(serveCardWithoutAgent))
+	m.HandleFunc("GET /a/{did}", public.wrap(s.serveAgentIndex))
+	m.HandleFunc("GET /a/{did}/{$}", public.wrap(s.serveAgentIndex))
+	m.HandleFunc("GET /.well-known/agent.json", public.wrap(s.serveRootCard))
+	m.HandleFunc("GET /.well-known/agent-card.json", public.wrap(s.serveRootCard))
 	m.HandleFunc("GET /a/{did}/pulse", public.wrap(s.servePulse))
 	m.HandleFunc("OPTIONS /a/{did}/pulse", public.preflight)
 	m.HandleFunc("GET /a/{did}/mls/key-package", s.serveKeyPackage)
 	m.Handle("GET "+wire.Path, s.link)
-	m.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
+	if !s.cfg.Ops.MetricsElsewhere {
+		m.Handle("GET /metrics", s.promHandler())
+	}
 	m.HandleFunc("GET /healthz", s.serveHealth)
 	m.HandleFunc("GET "+operatorQueuePath, s.serveQueueList)
 	m.HandleFunc("DELETE "+operatorQueuePath, s.serveQueuePurge)
@@ -264,6 +314,18 @@ func (s *Relay) routes() {
 // Handler returns the relay's HTTP handler (see the package doc for the
 // URL layout).
 func (s *Relay) Handler() http.Handler { return s.metrics.instrument(s.mux) }
+
+// MetricsHandler serves GET /metrics alone, for a listener of its own
+// (Config.Ops.MetricsElsewhere); anything else is 404.
+func (s *Relay) MetricsHandler() http.Handler {
+	m := http.NewServeMux()
+	m.Handle("GET /metrics", s.promHandler())
+	return m
+}
+
+func (s *Relay) promHandler() http.Handler {
+	return promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{})
+}
 
 // Registry returns the Prometheus registry behind /metrics.
 func (s *Relay) Registry() *prometheus.Registry { return s.metrics.reg }
@@ -283,7 +345,7 @@ const sigCacheSize = 4096
 
 // Run reads the wake seconds assigned to the agents of its store
 // (seconds.go), then purges expired records, and forgets agents silent
-// for longer than Config.ForgetAfter, every PurgeInterval until ctx ends,
+// for longer than Config.Limits.ForgetAfter, every PurgeInterval until ctx ends,
 // then closes every device link. It returns nil when ctx ended.
 func (s *Relay) Run(ctx context.Context) error {
 	defer s.link.Close()
@@ -293,7 +355,7 @@ func (s *Relay) Run(ctx context.Context) error {
 		s.log.Error("reading the assigned wake seconds", "err", err)
 	}
 	for {
-		n, err := s.cfg.Queue.Purge(ctx, s.clk.Now())
+		n, err := s.cfg.Stores.Queue.Purge(ctx, s.clk.Now())
 		if err != nil && ctx.Err() == nil {
 			s.log.Error("purge", "err", err)
 		}
@@ -319,8 +381,29 @@ func agentPath(w http.ResponseWriter, r *http.Request) (did.DID, bool) {
 	return id, true
 }
 
+// serveCard serves the card the device signed, verbatim, to a client that
+// asks for A2A 1.0 (A2A-Version: 1.0, as @a2a-js/sdk's resolver sends), and
+// its A2A 0.3 view, a2a.CardV03, to one that asks for 0.3 or names no
+// version (A2A 1.0, Section 3.6.2), as a2a-go's resolver does. The view is
+// derived from the signed bytes and unsigned (docs/a2a.md, "The card").
 func (s *Relay) serveCard(w http.ResponseWriter, r *http.Request) {
-	s.serveVerbatim(w, r, func(st agents.State) []byte { return st.Card }, "no_card", "the agent's device has not uploaded a card")
+	w.Header().Add("Vary", "A2A-Version")
+	pick := func(st agents.State) []byte { return st.Card }
+	if a2a.WantsCardV03(r.Header.Get("A2A-Version")) {
+		pick = func(st agents.State) []byte {
+			if len(st.Card) == 0 {
+				return nil
+			}
+			v, err := a2a.CardV03(st.Card)
+			if err != nil {
+				// A card with no 0.3 JSON-RPC interface, or a security
+				// scheme 0.3 cannot state, is served as signed.
+				return st.Card
+			}
+			return v
+		}
+	}
+	s.serveVerbatim(w, r, pick, "no_card", "the agent's device has not uploaded a card")
 }
 
 // serveCardWithoutAgent answers the URL that WHATWG URL resolution (RFC
@@ -331,6 +414,30 @@ func (s *Relay) serveCard(w http.ResponseWriter, r *http.Request) {
 func serveCardWithoutAgent(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusNotFound, map[string]any{"error": "no_agent_in_path",
 		"message": "this URL names no agent: give the agent's base URL with its trailing slash, <origin>/a/<did>/, so that .well-known/agent-card.json resolves beneath it (docs/a2a.md)"})
+}
+
+// serveAgentIndex answers an agent's base URL, <origin>/a/{did} with or
+// without its trailing slash, which has no resource of its own: a 404
+// whose JSON body gives the URLs of the agent's card and A2A endpoint.
+func (s *Relay) serveAgentIndex(w http.ResponseWriter, r *http.Request) {
+	id, ok := agentPath(w, r)
+	if !ok {
+		return
+	}
+	base := s.cfg.PublicURL + "/a/" + id.String() + "/"
+	writeJSON(w, http.StatusNotFound, map[string]any{"error": "agent_base_url",
+		"message": "this is the agent's base URL, not a resource: its Agent Card is at card, its A2A JSON-RPC endpoint (POST) at endpoint (docs/a2a.md)",
+		"card":    base + ".well-known/agent-card.json", "endpoint": base + "a2a/jsonrpc"})
+}
+
+// serveRootCard answers the well-known card URLs at the relay's root
+// (agent-card.json, and agent.json of A2A before 0.3): the relay serves
+// many agents, each its own card beneath its base URL.
+func (s *Relay) serveRootCard(w http.ResponseWriter, r *http.Request) {
+	base := s.cfg.PublicURL + "/a/{did}/"
+	writeJSON(w, http.StatusNotFound, map[string]any{"error": "no_agent_in_path",
+		"message": "this relay serves many agents, each at its own base URL <origin>/a/<did>/: the card is at card, the A2A JSON-RPC endpoint (POST) at endpoint, with the agent's DID for {did} (docs/a2a.md)",
+		"card":    base + ".well-known/agent-card.json", "endpoint": base + "a2a/jsonrpc"})
 }
 
 // servePulse serves the latest liveness pulse the device published, next to
@@ -345,7 +452,7 @@ func (s *Relay) serveVerbatim(w http.ResponseWriter, r *http.Request, pick func(
 	if !ok {
 		return
 	}
-	st, err := s.cfg.States.Get(r.Context(), id.String())
+	st, err := s.cfg.Stores.States.Get(r.Context(), id.String())
 	if errors.Is(err, agents.ErrUnknownAgent) {
 		writeJSON(w, http.StatusNotFound, map[string]any{"error": "unknown_agent", "message": "no device has published this agent"})
 		return
@@ -365,7 +472,7 @@ func (s *Relay) serveVerbatim(w http.ResponseWriter, r *http.Request, pick func(
 }
 
 func (s *Relay) serveHealth(w http.ResponseWriter, r *http.Request) {
-	h := map[string]any{"status": "ok", "publicUrl": s.cfg.PublicURL, "mqttBroker": s.cfg.MQTTBroker, "now": s.clk.Now().UTC()}
+	h := map[string]any{"status": "ok", "publicUrl": s.cfg.PublicURL, "mqttBroker": s.cfg.Ops.MQTTBroker, "now": s.clk.Now().UTC()}
 	if sc, ok := s.clk.(interface{ Factor() float64 }); ok {
 		h["timeScale"] = sc.Factor() // its clock, which tokens are checked on, runs this much faster
 	}
@@ -376,7 +483,13 @@ func (s *Relay) serveHealth(w http.ResponseWriter, r *http.Request) {
 // store failed: 503 with queued false, which a sender may retry, and
 // logs the cause.
 func (s *Relay) storeFailed(w http.ResponseWriter, err error) {
-	s.log.Error("store failed", "err", err)
+	if ce := (*store.CorruptError)(nil); errors.As(err, &ce) {
+		// Sticky until a restart, which the start check then refuses.
+		s.log.Error("store failed", "err", err, "fix", "stop the relay, move "+ce.Path+
+			" aside (keep it for diagnosis), then restore it from a backup or run torpor-relay once with --reinitialise (what it held is lost)")
+	} else {
+		s.log.Error("store failed", "err", err)
+	}
 	w.Header().Set("Retry-After", strconv.Itoa(storeRetryAfter))
 	writeJSON(w, http.StatusServiceUnavailable, struct {
 		Error         string `json:"error"`

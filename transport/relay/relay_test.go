@@ -20,6 +20,7 @@ import (
 	"github.com/torpor-dev/torpor/store/agents"
 	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/transport/a2a"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"github.com/torpor-dev/torpor/transport/link"
 	"github.com/torpor-dev/torpor/transport/link/wire"
 )
@@ -158,7 +159,7 @@ func TestAuthentication(t *testing.T) {
 	h.device(t, awake, "always_on", deviceOpts{handler: func(context.Context, wire.Request) wire.Response { return wire.Response{Status: 200} }})
 
 	r := h.post(t, sleeper.DID(), nil, "", `{"jsonrpc":"2.0","params":{"message":{"issuerDid":"did:key:z6Mkforged"}}}`)
-	want := `{"error":"asleep_enqueue_requires_auth","message":"store-and-forward requires verified transport caller DID","queued":false}`
+	want := `{"error":"asleep_enqueue_requires_auth","message":"DID Bearer token refused (missing bearer token): every request needs a valid token; store-and-forward requires verified transport caller DID","queued":false,"tokenError":"missing bearer token"}`
 	if r.status != 401 || string(r.body) != want {
 		t.Errorf("asleep, no token: %d %s", r.status, r.body)
 	}
@@ -180,6 +181,16 @@ func TestAuthentication(t *testing.T) {
 	if r.status != 401 || r.json["error"] != "asleep_enqueue_requires_auth" {
 		t.Errorf("wrong audience: %d %s", r.status, r.body)
 	}
+	// An expired token, to the awake agent: the body says why, as the
+	// header does.
+	tok, _ = bearerIssue(alice, h.relay.cfg.PublicURL, h.clk.Now().Add(-time.Hour))
+	req, _ = http.NewRequest("POST", h.srv.URL+"/a/"+awake.DID().String()+"/a2a/jsonrpc", strings.NewReader(sendV1))
+	req.Header.Set("Authorization", "Bearer "+tok)
+	r = h.do(t, req)
+	if te, _ := r.json["tokenError"].(string); r.status != 401 || !strings.Contains(te, "expired") ||
+		!strings.Contains(r.json["message"].(string), te) || !strings.Contains(r.header.Get("WWW-Authenticate"), te) {
+		t.Errorf("expired token: %d %s %q, want the reason in tokenError, message and header", r.status, r.body, r.header.Get("WWW-Authenticate"))
+	}
 	if n := len(h.queued(t, sleeper.DID())); n != 0 {
 		t.Errorf("unauthenticated requests queued %d records", n)
 	}
@@ -188,16 +199,16 @@ func TestAuthentication(t *testing.T) {
 func TestQueueFull(t *testing.T) {
 	tests := []struct {
 		name   string
-		bounds wire.Bounds
+		bounds queuebounds.Bounds
 		second *did.PrivateKey // nil: the same sender
 		body   string
 		status int
 		kind   string
 	}{
-		{"messages", wire.Bounds{MaxMessages: 1}, didtest.Key(t, 4), sendV1, 507, "messages"},
-		{"peer", wire.Bounds{MaxPerPeer: 1}, nil, sendV1, 429, "peer"},
-		{"bytes", wire.Bounds{MaxBytes: 150}, nil, sendV1, 507, "bytes"},
-		{"peer bytes", wire.Bounds{MaxPeerBytes: 150}, nil, sendV1, 429, "peer"},
+		{"messages", queuebounds.Bounds{MaxMessages: 1}, didtest.Key(t, 4), sendV1, 507, "messages"},
+		{"peer", queuebounds.Bounds{MaxPerPeer: 1}, nil, sendV1, 429, "peer"},
+		{"bytes", queuebounds.Bounds{MaxBytes: 150}, nil, sendV1, 507, "bytes"},
+		{"peer bytes", queuebounds.Bounds{MaxPeerBytes: 150}, nil, sendV1, 429, "peer"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -238,7 +249,7 @@ func TestQueueFull(t *testing.T) {
 func TestMaxMessageSize(t *testing.T) {
 	h := newHarness(t, nil)
 	dev, alice := didtest.Key(t, 1), didtest.Key(t, 2)
-	h.publishOffline(t, dev, "sleep", deviceOpts{bounds: &wire.Bounds{MaxMessageSize: 1024}})
+	h.publishOffline(t, dev, "sleep", deviceOpts{bounds: &queuebounds.Bounds{MaxMessageSize: 1024}})
 	big := `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"pad":"` + strings.Repeat("x", 2000) + `"}}`
 	// With a Content-Length, and chunked (the limit applies while reading).
 	if r := h.post(t, dev.DID(), alice, "1.0", big); r.status != 413 || r.json["error"] != "message_too_large" || r.json["maxMessageBytes"] != float64(1024) {
@@ -269,7 +280,7 @@ func TestMaxMessageSize(t *testing.T) {
 func TestHandshakeUsesReserve(t *testing.T) {
 	h := newHarness(t, nil)
 	dev, alice := didtest.Key(t, 1), didtest.Key(t, 2)
-	h.publishOffline(t, dev, "sleep", deviceOpts{bounds: &wire.Bounds{MaxMessages: 1}})
+	h.publishOffline(t, dev, "sleep", deviceOpts{bounds: &queuebounds.Bounds{MaxMessages: 1}})
 	if r := h.post(t, dev.DID(), alice, "1.0", sendV1); r.status != 503 {
 		t.Fatal(r.status)
 	}
@@ -322,7 +333,7 @@ func TestCardAndPulse(t *testing.T) {
 	h := newHarness(t, nil)
 	dev, mallory := didtest.Key(t, 1), didtest.Key(t, 9)
 	c := h.device(t, dev, "sleep", deviceOpts{pulse: []byte(`{"pulse":1}`)})
-	r := h.get(t, "/a/"+dev.DID().String()+"/.well-known/agent-card.json")
+	r := h.getCard(t, "/a/"+dev.DID().String()+"/.well-known/agent-card.json", "1.0")
 	if r.status != 200 {
 		t.Fatalf("card: %d %s", r.status, r.body)
 	}
@@ -368,7 +379,7 @@ func TestCardAndPulse(t *testing.T) {
 		})
 	}
 	// Nothing of the refused states was stored.
-	if r := h.get(t, "/a/"+dev.DID().String()+"/.well-known/agent-card.json"); !bytes.Equal(r.body, st.Card) {
+	if r := h.getCard(t, "/a/"+dev.DID().String()+"/.well-known/agent-card.json", "1.0"); !bytes.Equal(r.body, st.Card) {
 		t.Error("a refused state changed the card")
 	}
 	if r := h.get(t, "/a/"+didtest.Key(t, 5).DID().String()+"/.well-known/agent-card.json"); r.status != 404 {
@@ -449,7 +460,7 @@ func TestStateOKNamesHeldKeyPackages(t *testing.T) {
 // TestKeyPackageRateLimit: a fetch needs a DID Bearer token; each caller
 // DID has its own bucket.
 func TestKeyPackageRateLimit(t *testing.T) {
-	h := newHarness(t, func(c *Config) { c.KeyPackageRate = 2 })
+	h := newHarness(t, func(c *Config) { c.Limits.KeyPackageRate = 2 })
 	dev, alice, bob := didtest.Key(t, 1), didtest.Key(t, 2), didtest.Key(t, 3)
 	h.publishOffline(t, dev, "sleep", deviceOpts{kps: [][]byte{kp(1), kp(2), kp(3), kp(4), kp(5)}})
 	path := "/a/" + dev.DID().String() + "/mls/key-package"
@@ -513,7 +524,7 @@ func TestDrainAfterWake(t *testing.T) {
 }
 
 func TestPerAgentMetrics(t *testing.T) {
-	h := newHarness(t, func(c *Config) { c.PerAgentMetrics = true })
+	h := newHarness(t, func(c *Config) { c.Ops.PerAgentMetrics = true })
 	dev, alice := didtest.Key(t, 1), didtest.Key(t, 2)
 	h.publishOffline(t, dev, "sleep", deviceOpts{})
 	h.post(t, dev.DID(), alice, "1.0", sendV1)
@@ -531,7 +542,7 @@ func TestPerAgentMetrics(t *testing.T) {
 
 func TestAllowList(t *testing.T) {
 	dev, other := didtest.Key(t, 1), didtest.Key(t, 2)
-	h := newHarness(t, func(c *Config) { c.AllowAgents = []string{dev.DID().String()} })
+	h := newHarness(t, func(c *Config) { c.Access.AllowAgents = []string{dev.DID().String()} })
 	h.device(t, dev, "sleep", deviceOpts{})
 	_, err := link.Dial(context.Background(), link.Config{RelayURL: h.srv.URL, Key: other, Clock: h.clk})
 	if err == nil || !strings.Contains(err.Error(), "403") {
@@ -540,7 +551,7 @@ func TestAllowList(t *testing.T) {
 }
 
 func TestUnknownAgentAndHealth(t *testing.T) {
-	h := newHarness(t, func(c *Config) { c.MQTTBroker = "mqtt://127.0.0.1:1883" })
+	h := newHarness(t, func(c *Config) { c.Ops.MQTTBroker = "mqtt://127.0.0.1:1883" })
 	if r := h.post(t, didtest.Key(t, 1).DID(), didtest.Key(t, 2), "1.0", sendV1); r.status != 404 || r.json["error"] != "unknown_agent" {
 		t.Errorf("unknown agent: %d %s", r.status, r.body)
 	}
@@ -565,7 +576,7 @@ func TestStateSurvivesRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.states = states
-	r2, err := New(Config{PublicURL: h.relay.cfg.PublicURL, Queue: h.q, States: states, Clock: h.clk, Rand: bytes.NewReader(nil), KeyPackages: opaqueKeyPackages{}})
+	r2, err := New(Config{PublicURL: h.relay.cfg.PublicURL, Stores: Stores{Queue: h.q, States: states}, Clock: h.clk, Rand: bytes.NewReader(nil), KeyPackages: opaqueKeyPackages{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -605,9 +616,9 @@ func TestSleepRetryAfterOnlyForScheduledWake(t *testing.T) {
 
 func TestAgentBoundsOverride(t *testing.T) {
 	dev, other, alice := didtest.Key(t, 1), didtest.Key(t, 3), didtest.Key(t, 2)
-	small := queue.DefaultBounds()
+	small := queuebounds.Default()
 	small.MaxMessages = 1
-	h := newHarness(t, func(c *Config) { c.AgentBounds = map[string]queue.Bounds{dev.DID().String(): small} })
+	h := newHarness(t, func(c *Config) { c.Limits.AgentBounds = map[string]queuebounds.Bounds{dev.DID().String(): small} })
 	h.publishOffline(t, dev, "sleep", deviceOpts{})
 	h.publishOffline(t, other, "sleep", deviceOpts{})
 	for i, want := range []int{503, 507} {
@@ -620,7 +631,7 @@ func TestAgentBoundsOverride(t *testing.T) {
 			t.Errorf("other agent, request %d: %d", i, r.status)
 		}
 	}
-	card, _ := a2a.ParseCard(h.get(t, "/a/"+dev.DID().String()+"/.well-known/agent-card.json").body)
+	card, _ := a2a.ParseCard(h.getCard(t, "/a/"+dev.DID().String()+"/.well-known/agent-card.json", "1.0").body)
 	if qb, _, _ := card.QueueBounds(); qb.MaxMessages != 1 {
 		t.Errorf("card publishes maxMessages %d, want 1", qb.MaxMessages)
 	}
@@ -629,19 +640,19 @@ func TestAgentBoundsOverride(t *testing.T) {
 // TestBoundsOfStateWithoutPeerBytes: a state stored before the per-peer
 // byte bound existed keeps its other bounds and gets the ceiling's.
 func TestBoundsOfStateWithoutPeerBytes(t *testing.T) {
-	h := newHarness(t, func(c *Config) { c.AdmitAll = true }) // no probation's lower ceiling
-	st := agents.State{Bounds: queue.DefaultBounds()}
+	h := newHarness(t, func(c *Config) { c.Access.AdmitAll = true }) // no probation's lower ceiling
+	st := agents.State{Bounds: queuebounds.Default()}
 	st.Bounds.MaxMessages, st.Bounds.MaxPeerBytes = 7, 0
 	b := h.relay.bounds(didtest.Key(t, 1).DID().String(), st)
-	if b.MaxMessages != 7 || b.MaxPeerBytes != queue.DefaultBounds().MaxPeerBytes {
-		t.Errorf("bounds = %+v, want 7 messages and the ceiling's %d peer bytes", b, queue.DefaultBounds().MaxPeerBytes)
+	if b.MaxMessages != 7 || b.MaxPeerBytes != queuebounds.Default().MaxPeerBytes {
+		t.Errorf("bounds = %+v, want 7 messages and the ceiling's %d peer bytes", b, queuebounds.Default().MaxPeerBytes)
 	}
 }
 
 func TestRunPurgesExpired(t *testing.T) {
 	h := newHarness(t, nil)
 	dev, alice := didtest.Key(t, 1), didtest.Key(t, 2)
-	h.publishOffline(t, dev, "sleep", deviceOpts{bounds: &wire.Bounds{TTLSec: 60}})
+	h.publishOffline(t, dev, "sleep", deviceOpts{bounds: &queuebounds.Bounds{TTL: time.Minute}})
 	h.post(t, dev.DID(), alice, "1.0", sendV1)
 	h.clk.Advance(2 * time.Minute)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -686,5 +697,39 @@ func TestHourlyRetryAfterFollowsAnnouncedWake(t *testing.T) {
 	r = h.post(t, dev.DID(), alice, "1.0", sendV1)
 	if ra, _ := strconv.Atoi(r.header.Get("Retry-After")); r.status != 503 || ra < 1 || ra >= 90 {
 		t.Errorf("no announced wake: %d Retry-After %d, want 503 and 1 <= n < 90", r.status, ra)
+	}
+}
+
+// TestCardVersions: the card URL serves the signed card to an A2A 1.0
+// client and its 0.3 view (a2a.CardV03 of the signed bytes, unsigned) to a
+// 0.3 client and to one that names no version (A2A 1.0, Section 3.6.2), as
+// a2a-go's resolver does; before, every client got the 1.0 card, which
+// a2a-go cannot read.
+func TestCardVersions(t *testing.T) {
+	h := newHarness(t, nil)
+	dev := didtest.Key(t, 1)
+	h.device(t, dev, "sleep", deviceOpts{})
+	st, _ := h.states.Get(context.Background(), dev.DID().String())
+	v03, err := a2a.CardV03(st.Card)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := "/a/" + dev.DID().String() + a2a.CardPath
+	for version, want := range map[string][]byte{"1.0": st.Card, "1": st.Card, "": v03, "0.3": v03} {
+		r := h.getCard(t, path, version)
+		if r.status != 200 || !bytes.Equal(r.body, want) {
+			t.Errorf("A2A-Version %q: %d %s", version, r.status, r.body)
+		}
+		if !slices.Contains(r.header.Values("Vary"), "A2A-Version") {
+			t.Errorf("A2A-Version %q: Vary %q", version, r.header.Values("Vary"))
+		}
+	}
+	var m map[string]any
+	json.Unmarshal(h.getCard(t, path, "").body, &m)
+	if m["url"] != h.srv.URL+path[:len(path)-len(a2a.CardPath)]+a2a.JSONRPCPath {
+		t.Errorf("0.3 view url = %v", m["url"])
+	}
+	if r := h.getCard(t, "/a/"+didtest.Key(t, 5).DID().String()+a2a.CardPath, ""); r.status != 404 {
+		t.Errorf("unknown agent's 0.3 card: %d", r.status)
 	}
 }

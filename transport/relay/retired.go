@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -65,7 +66,7 @@ func (s *Relay) answerRetired(w http.ResponseWriter, st agents.State) {
 // answers 404 (unknown agent), 410 (retired: answerRetired) or 500 and
 // returns false.
 func (s *Relay) requestState(w http.ResponseWriter, r *http.Request, id string) (agents.State, bool) {
-	st, err := s.cfg.States.Get(r.Context(), id)
+	st, err := s.cfg.Stores.States.Get(r.Context(), id)
 	switch {
 	case errors.Is(err, agents.ErrUnknownAgent):
 		writeJSON(w, http.StatusNotFound, map[string]any{"error": "unknown_agent", "message": "no device has published this agent"})
@@ -77,4 +78,24 @@ func (s *Relay) requestState(w http.ResponseWriter, r *http.Request, id string) 
 		return st, true
 	}
 	return agents.State{}, false
+}
+
+// carryAdmission admits the successor of a retired agent that was off
+// probation: a key rotation (torporctl device rotate-keys) keeps the
+// device's admission. Like serveAdmit, it drops the successor's link, if
+// this relay holds it, so that it links again under the relay's ceiling.
+// A store that fails leaves the successor on probation, the safe side.
+func (s *Relay) carryAdmission(ctx context.Context, old, successor string) {
+	if !s.admitted(ctx, old) || s.admitted(ctx, successor) {
+		return
+	}
+	if err := s.cfg.Stores.States.Admit(ctx, successor); err != nil {
+		s.log.Warn("the successor of a retired agent stays on probation: store failed", "agent", old, "successor", successor, "err", err)
+		return
+	}
+	s.adm.mu.Lock()
+	s.adm.known[successor] = true
+	s.adm.mu.Unlock()
+	s.log.Info("agent admitted as its predecessor's successor", "agent", successor, "predecessor", old)
+	s.link.Drop(successor, "admitted as a rotated key's successor: link again for the relay's bounds")
 }

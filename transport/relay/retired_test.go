@@ -70,3 +70,31 @@ func TestRetiredAgentIsGone(t *testing.T) {
 		t.Errorf("send after the retirement was lifted: %d %s", r.status, r.body)
 	}
 }
+
+// TestRetirementCarriesAdmission: the successor a retirement names is
+// admitted when the retired agent was (a key rotation keeps the device
+// off probation), and not when it was not (issue 27, bug 5).
+func TestRetirementCarriesAdmission(t *testing.T) {
+	op := didtest.Key(t, 40)
+	h := newHarness(t, func(c *Config) { c.Access.Operators = []did.DID{op.DID()} })
+	ctx := context.Background()
+	for _, admit := range []bool{true, false} {
+		old, next := didtest.Key(t, map[bool]byte{true: 1, false: 3}[admit]), didtest.Key(t, map[bool]byte{true: 2, false: 4}[admit])
+		c := h.device(t, old, "sleep", deviceOpts{})
+		if admit {
+			if r := h.admitAs(t, old.DID(), op); r.status != 200 {
+				t.Fatalf("admit: %d %s", r.status, r.body)
+			}
+			<-h.relay.Link().Gone(old.DID().String())
+			c = h.device(t, old, "sleep", deviceOpts{})
+		}
+		st := h.state(t, old, c.Hello(), "sleep", deviceOpts{})
+		st.Retirement = retirement(t, old, old.DID(), next.DID(), wire.PurposeRetirement)
+		if _, err := c.Publish(ctx, st); err != nil {
+			t.Fatal(err)
+		}
+		if ok, err := h.states.Admitted(ctx, next.DID().String()); err != nil || ok != admit {
+			t.Errorf("predecessor admitted %v: successor admitted %v (%v), want %v", admit, ok, err, admit)
+		}
+	}
+}

@@ -64,12 +64,12 @@ func (s *Relay) loadWakeSeconds(ctx context.Context) error {
 	if s.seconds.loaded {
 		return nil
 	}
-	ids, err := s.cfg.States.Agents(ctx)
+	ids, err := s.cfg.Stores.States.Agents(ctx)
 	if err != nil {
 		return err
 	}
 	for _, id := range ids {
-		st, err := s.cfg.States.Get(ctx, id)
+		st, err := s.cfg.Stores.States.Get(ctx, id)
 		if errors.Is(err, agents.ErrUnknownAgent) {
 			continue // forgotten meanwhile
 		}

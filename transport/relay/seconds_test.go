@@ -103,7 +103,7 @@ func BenchmarkLoadWakeSeconds(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer states.Close()
-	h := newHarness(b, func(c *Config) { c.States = states })
+	h := newHarness(b, func(c *Config) { c.Stores.States = states })
 	ctx := context.Background()
 	const n = 10000
 	for i := range n {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/internal/safetext"
+	"github.com/torpor-dev/torpor/transport/a2a"
 	"github.com/torpor-dev/torpor/transport/link/wire"
 	"github.com/torpor-dev/torpor/transport/relay/console"
 )
@@ -16,8 +18,25 @@ func checkStatus(b []byte, agent did.DID) error {
 	if len(b) > wire.MaxStatus {
 		return fmt.Errorf("status of %d bytes exceeds %d", len(b), wire.MaxStatus)
 	}
-	_, err := ParseStatus(b, agent)
-	return err
+	st, err := ParseStatus(b, agent)
+	if err != nil {
+		return err
+	}
+	if err := safetext.Check("status: version", st.Version); err != nil {
+		return err
+	}
+	return safetext.Check("status: board", st.Board)
+}
+
+// checkCardName refuses a card whose name carries a control or invisible
+// formatting character (package safetext): a name that reads one way in
+// the console and is another.
+func checkCardName(raw []byte) error {
+	c, err := a2a.ParseCard(raw)
+	if err != nil {
+		return err
+	}
+	return safetext.Check("card: name", c.Name)
 }
 
 // ParseStatus verifies a signed status of agent (console.VerifyStatus)

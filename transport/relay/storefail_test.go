@@ -9,13 +9,14 @@ import (
 
 	"github.com/torpor-dev/torpor/did/didtest"
 	"github.com/torpor-dev/torpor/store/queue"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 )
 
 // failingQueue is a queue whose Enqueue fails as a JetStream stream
 // without quorum does.
 type failingQueue struct{ queue.Store }
 
-func (failingQueue) Enqueue(context.Context, queue.Record, queue.Bounds, time.Time) (queue.Record, error) {
+func (failingQueue) Enqueue(context.Context, queue.Record, queuebounds.Bounds, time.Time) (queue.Record, error) {
 	return queue.Record{}, errors.New("nats: timeout")
 }
 
@@ -23,7 +24,7 @@ func (failingQueue) Enqueue(context.Context, queue.Record, queue.Bounds, time.Ti
 // record, the sender gets 503 with queued false, a message saying nothing
 // was queued and a Retry-After, which it may retry; not a 500.
 func TestStoreFailureAnswers503NotQueued(t *testing.T) {
-	h := newHarness(t, func(c *Config) { c.Queue = failingQueue{c.Queue} })
+	h := newHarness(t, func(c *Config) { c.Stores.Queue = failingQueue{c.Stores.Queue} })
 	dev, alice := didtest.Key(t, 1), didtest.Key(t, 2)
 	h.publishOffline(t, dev, "sleep", deviceOpts{})
 	// A body the device would never take is refused before the store

@@ -35,22 +35,12 @@ type Config struct {
 	// Methods are the wake methods to use; empty means the board's
 	// default.
 	Methods []boards.Method
-	// RTC names the RTC device when the board has none of its own (an RTC
-	// HAT on a Pi 0-4 appears as rtc0) or another should be used; "" means
-	// the board's.
-	RTC string
-	// RTCMethod is how the RTC is armed: sysfs (default) or ioctl.
-	RTCMethod rtc.Method
-	// Pull and Edge configure the gpio method's line; zero means
-	// gpio.PullUp and gpio.FallingEdge (a button or open-drain output to
-	// ground).
-	Pull gpio.Pull
-	Edge gpio.Edge
-	// Pin is the gpio method's line; nil means OpenPin(board).
-	Pin gpio.PinIn
-	// OpenPin finds the board's wake line; nil means the gpioioctl lookup
-	// (OpenLine).
-	OpenPin func(boards.Board) (gpio.PinIn, error)
+	// RTC configures the rtc methods' alarm; zero means the board's RTC,
+	// armed through sysfs.
+	RTC RTC
+	// GPIO configures the gpio method's line; zero means the board's
+	// line, pulled up, waking on a falling edge.
+	GPIO GPIO
 
 	// Sys, Dev, WriteFile, Ioctls, PowerOff, Clock and Kernel are passed to
 	// the sources; tests point them at a waketest.Kernel.
@@ -60,6 +50,29 @@ type Config struct {
 	PowerOff  func() error
 	Clock     clock.Clock
 	Kernel    sleeptime.Kernel
+}
+
+// RTC configures the rtc methods' alarm.
+type RTC struct {
+	// Device names the RTC device when the board has none of its own (an
+	// RTC HAT on a Pi 0-4 appears as rtc0) or another should be used; ""
+	// means the board's.
+	Device string
+	// Method is how the RTC is armed: sysfs (default) or ioctl.
+	Method rtc.Method
+}
+
+// GPIO configures the gpio method's line.
+type GPIO struct {
+	// Pull and Edge configure the line; zero means gpio.PullUp and
+	// gpio.FallingEdge (a button or open-drain output to ground).
+	Pull gpio.Pull
+	Edge gpio.Edge
+	// Pin is the line; nil means OpenPin(board).
+	Pin gpio.PinIn
+	// OpenPin finds the board's wake line; nil means the gpioioctl lookup
+	// (OpenLine).
+	OpenPin func(boards.Board) (gpio.PinIn, error)
 }
 
 // suspending are the methods that stop the system.
@@ -182,8 +195,8 @@ func (c Config) source(b boards.Board, m boards.Method, has map[boards.Method]bo
 		return c.gpio(b)
 	case boards.RTC, boards.RTCPowerOff:
 		dev := b.RTC
-		if c.RTC != "" {
-			dev = c.RTC
+		if c.RTC.Device != "" {
+			dev = c.RTC.Device
 		}
 		if dev == "" {
 			return nil, fmt.Errorf("board: %s has no RTC of its own; name the RTC HAT's device (rtc0) in the configuration", b.Name)
@@ -192,7 +205,7 @@ func (c Config) source(b boards.Board, m boards.Method, has map[boards.Method]bo
 		if m == boards.RTCPowerOff {
 			st = suspend.PowerOff
 		}
-		a := &rtc.Alarm{Name: dev, Sys: c.Sys, Dev: c.Dev, Method: c.RTCMethod, Clock: c.Clock,
+		a := &rtc.Alarm{Name: dev, Sys: c.Sys, Dev: c.Dev, Method: c.RTC.Method, Clock: c.Clock,
 			WriteFile: c.WriteFile, Ioctls: c.Ioctls}
 		return &rtc.Source{Alarm: a, System: c.system(), State: st, Keys: c.keys(b, has)}, nil
 	case boards.GPIOKeys:
@@ -207,9 +220,9 @@ func (c Config) source(b boards.Board, m boards.Method, has map[boards.Method]bo
 }
 
 func (c Config) gpio(b boards.Board) (wake.Source, error) {
-	pin := c.Pin
+	pin := c.GPIO.Pin
 	if pin == nil {
-		open := c.OpenPin
+		open := c.GPIO.OpenPin
 		if open == nil {
 			open = OpenLine
 		}
@@ -219,7 +232,7 @@ func (c Config) gpio(b boards.Board) (wake.Source, error) {
 		}
 		pin = p
 	}
-	pull, edge := c.Pull, c.Edge
+	pull, edge := c.GPIO.Pull, c.GPIO.Edge
 	if pull == gpio.PullNoChange && edge == gpio.NoEdge {
 		pull, edge = gpio.PullUp, gpio.FallingEdge
 	}

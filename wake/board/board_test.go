@@ -91,7 +91,7 @@ func TestSourcesWake(t *testing.T) {
 func TestRTCHat(t *testing.T) {
 	k := waketest.NewKernel(t, t0)
 	c := fakeConfig(k, boards.RTC)
-	c.RTC = "rtc0"
+	c.RTC.Device = "rtc0"
 	s, err := board.New(mustBoard(t, "rpi-4"), c)
 	if err != nil {
 		t.Fatal(err)
@@ -119,7 +119,7 @@ func TestGPIOAndTimer(t *testing.T) {
 	k := waketest.NewKernel(t, t0)
 	p := waketest.NewPin("GPIO17", 17)
 	c := fakeConfig(k, boards.Timer, boards.GPIO)
-	c.Pin = p
+	c.GPIO.Pin = p
 	s, err := board.New(mustBoard(t, "rpi-zero-w"), c)
 	if err != nil {
 		t.Fatal(err)
@@ -160,7 +160,7 @@ func TestRefusedCombinations(t *testing.T) {
 	for _, tt := range tests {
 		k := waketest.NewKernel(t, t0)
 		c := fakeConfig(k, tt.methods...)
-		c.OpenPin = func(b boards.Board) (gpio.PinIn, error) { return nil, board.ErrNoLine }
+		c.GPIO.OpenPin = func(b boards.Board) (gpio.PinIn, error) { return nil, board.ErrNoLine }
 		_, err := board.New(mustBoard(t, tt.board), c)
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%s %v: New = %v, want an error containing %q", tt.board, tt.methods, err, tt.want)

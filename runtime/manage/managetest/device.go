@@ -1,5 +1,5 @@
 // Package managetest has test helpers for runtime/manage: a recording
-// Device.
+// Device (test/worldtest's Session runs one on a broker).
 package managetest
 
 import (

@@ -17,30 +17,25 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/torpor-dev/torpor/store/agents"
-	"github.com/torpor-dev/torpor/store/queue"
+	"github.com/torpor-dev/torpor/store/storetest"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"github.com/torpor-dev/torpor/wake"
 )
 
 // Opener opens a Store over one test's data: every call returns a new
 // Store over the same data, which the caller closes.
-type Opener func(t *testing.T) agents.Store
+type Opener = storetest.Opener[agents.Store]
 
 // Run runs every check, each over fresh data from newOpener.
 func Run(t *testing.T, newOpener func(t *testing.T) Opener) {
-	checks := []struct {
-		name  string
-		check func(*testing.T, Opener)
-	}{
-		{"StateSurvivesReopen", stateSurvivesReopen},
-		{"TakeHandsEachOutOnce", takeHandsEachOutOnce},
-		{"PoolFullStoresNothing", poolFullStoresNothing},
-		{"DropKeyPackages", dropKeyPackages},
-		{"AdmitSurvivesForget", admitSurvivesForget},
-		{"ForgetRemovesAll", forgetRemovesAll},
-	}
-	for _, c := range checks {
-		t.Run(c.name, func(t *testing.T) { c.check(t, newOpener(t)) })
-	}
+	storetest.RunContract(t, []storetest.Check[agents.Store]{
+		{Name: "StateSurvivesReopen", Check: stateSurvivesReopen},
+		{Name: "TakeHandsEachOutOnce", Check: takeHandsEachOutOnce},
+		{Name: "PoolFullStoresNothing", Check: poolFullStoresNothing},
+		{Name: "DropKeyPackages", Check: dropKeyPackages},
+		{Name: "AdmitSurvivesForget", Check: admitSurvivesForget},
+		{Name: "ForgetRemovesAll", Check: forgetRemovesAll},
+	}, newOpener)
 }
 
 // KP is a KeyPackage-shaped value (MLSMessage version 1, wire_format 5)
@@ -60,7 +55,7 @@ func stateSurvivesReopen(t *testing.T, open Opener) {
 	want := agents.State{
 		Mode: wake.HourlyWake, Window: wake.Window{Minute: 7, Length: 5 * time.Minute, Offset: 30 * time.Second},
 		NextWake: at.Add(time.Hour), Card: []byte(`{"card":1}`), Pulse: []byte(`{"pulse":1}`),
-		Bounds: queue.DefaultBounds(), UpdatedAt: at,
+		Bounds: queuebounds.Default(), UpdatedAt: at,
 		Successor: "did:key:zNext", Retirement: []byte(`{"retirement":1}`),
 		Status: []byte(`{"status":1}`), WakeSecond: 0, WakeSecondSet: true,
 	}

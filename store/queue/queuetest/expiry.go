@@ -7,6 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/torpor-dev/torpor/store/queue"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 )
 
 // expiry: a record is live up to and including its ExpiresAt, by the now
@@ -16,7 +17,7 @@ func expiry(t *testing.T, open Opener) {
 	s := open(t)
 	defer s.Close()
 	now := time.Date(2026, 1, 15, 10, 0, 0, 0, time.UTC)
-	short, long := queue.DefaultBounds(), queue.DefaultBounds()
+	short, long := queuebounds.Default(), queuebounds.Default()
 	short.TTL, long.TTL = time.Second, time.Hour
 	MustEnqueue(t, s, Msg(Alice, "expires"), short, now)                                           // seq 1
 	MustEnqueue(t, s, Msg(Bob, "stays"), long, now)                                                // seq 2

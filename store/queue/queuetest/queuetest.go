@@ -19,30 +19,26 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/torpor-dev/torpor/store/queue"
+	"github.com/torpor-dev/torpor/store/storetest"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 )
 
 // Opener opens a Store over one test's data: every call returns a new
 // Store over the same data, which the caller closes.
-type Opener func(t *testing.T) queue.Store
+type Opener = storetest.Opener[queue.Store]
 
 // Run runs every check, each over fresh data from newOpener.
 func Run(t *testing.T, newOpener func(t *testing.T) Opener) {
-	checks := []struct {
-		name  string
-		check func(*testing.T, Opener)
-	}{
-		{"EnqueueSetsFields", enqueueSetsFields},
-		{"NextAckOrder", nextAckOrder},
-		{"Expiry", expiry},
-		{"Bounds", bounds},
-		{"BadArguments", badArguments},
-		{"RaceForLastSlots", raceForLastSlots},
-		{"ReopenKeepsEverything", reopenKeepsEverything},
-		{"Closed", closed},
-	}
-	for _, c := range checks {
-		t.Run(c.name, func(t *testing.T) { c.check(t, newOpener(t)) })
-	}
+	storetest.RunContract(t, []storetest.Check[queue.Store]{
+		{Name: "EnqueueSetsFields", Check: enqueueSetsFields},
+		{Name: "NextAckOrder", Check: nextAckOrder},
+		{Name: "Expiry", Check: expiry},
+		{Name: "Bounds", Check: bounds},
+		{Name: "BadArguments", Check: badArguments},
+		{Name: "RaceForLastSlots", Check: raceForLastSlots},
+		{Name: "ReopenKeepsEverything", Check: reopenKeepsEverything},
+		{Name: "Closed", Check: closed},
+	}, newOpener)
 }
 
 // T0 is the suite's start time: far from the real clock, so that a store
@@ -64,7 +60,7 @@ func Msg(from, body string) queue.Record {
 }
 
 // MustEnqueue enqueues r and fails the test on an error.
-func MustEnqueue(t testing.TB, s queue.Store, r queue.Record, b queue.Bounds, now time.Time) queue.Record {
+func MustEnqueue(t testing.TB, s queue.Store, r queue.Record, b queuebounds.Bounds, now time.Time) queue.Record {
 	t.Helper()
 	out, err := s.Enqueue(bg, r, b, now)
 	if err != nil {
@@ -120,7 +116,7 @@ func stats(t *testing.T, s queue.Store, now time.Time) queue.Stats {
 func enqueueSetsFields(t *testing.T, open Opener) {
 	s := open(t)
 	defer s.Close()
-	b := queue.DefaultBounds()
+	b := queuebounds.Default()
 	now := time.Date(2026, 1, 15, 13, 0, 0, 5, time.FixedZone("CET", 3600))
 	got := MustEnqueue(t, s, queue.Record{Agent: Agent, From: Alice, Kind: queue.KindHandshake, Body: []byte("welcome"),
 		Seq: 99, EnqueuedAt: T0.Add(-time.Hour), ExpiresAt: T0}, b, now)
@@ -140,7 +136,7 @@ func enqueueSetsFields(t *testing.T, open Opener) {
 func nextAckOrder(t *testing.T, open Opener) {
 	s := open(t)
 	defer s.Close()
-	b := queue.DefaultBounds()
+	b := queuebounds.Default()
 	for i := range 10 {
 		if r := MustEnqueue(t, s, Msg(Alice, string(rune('a'+i))), b, T0); r.Seq != uint64(i+1) {
 			t.Fatalf("enqueue %d got seq %d", i, r.Seq)

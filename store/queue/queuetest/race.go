@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/torpor-dev/torpor/store/queue"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 )
 
 // Racers is how many goroutines race for the last slots.
@@ -17,7 +18,7 @@ const Racers = 64
 
 type raceCase struct {
 	name    string
-	bounds  queue.Bounds
+	bounds  queuebounds.Bounds
 	prefill int
 	pre     func(i int) queue.Record
 	racer   func(i int) queue.Record
@@ -31,16 +32,16 @@ func raceCases() []raceCase {
 	}
 	pre, racer := from("pre"), from("racer")
 	return []raceCase{
-		{"messages", with(func(b *queue.Bounds) { b.MaxMessages = 100 }), 90,
+		{"messages", with(func(b *queuebounds.Bounds) { b.MaxMessages = 100 }), 90,
 			func(i int) queue.Record { return Msg(pre(i), "x") }, func(i int) queue.Record { return Msg(racer(i), "y") }, 10, queue.BoundMessages},
-		{"bytes", with(func(b *queue.Bounds) { b.MaxBytes = 1000 }), 9,
+		{"bytes", with(func(b *queuebounds.Bounds) { b.MaxBytes = 1000 }), 9,
 			func(i int) queue.Record { return Msg(pre(i), string(bytes.Repeat([]byte("x"), 100))) },
 			func(i int) queue.Record { return Msg(racer(i), "0123456789") }, 10, queue.BoundBytes},
-		{"peer", with(func(b *queue.Bounds) { b.MaxPerPeer = 20 }), 13,
+		{"peer", with(func(b *queuebounds.Bounds) { b.MaxPerPeer = 20 }), 13,
 			func(int) queue.Record { return Msg(Alice, "x") }, func(int) queue.Record { return Msg(Alice, "y") }, 7, queue.BoundPeer},
-		{"peer bytes", with(func(b *queue.Bounds) { b.MaxPeerBytes = 200 }), 13,
+		{"peer bytes", with(func(b *queuebounds.Bounds) { b.MaxPeerBytes = 200 }), 13,
 			func(int) queue.Record { return Msg(Alice, "0123456789") }, func(int) queue.Record { return Msg(Alice, "9876543210") }, 7, queue.BoundPeer},
-		{"handshake reserve", with(func(b *queue.Bounds) { b.MaxMessages, b.HandshakeMessages = 30, 16 }), 30,
+		{"handshake reserve", with(func(b *queuebounds.Bounds) { b.MaxMessages, b.HandshakeMessages = 30, 16 }), 30,
 			func(i int) queue.Record { return Msg(pre(i), "x") },
 			func(i int) queue.Record {
 				return queue.Record{Agent: Agent, From: racer(i), Kind: queue.KindHandshake, Body: []byte("commit")}
@@ -76,7 +77,7 @@ func raceForLastSlots(t *testing.T, open Opener) {
 
 // Race starts n goroutines at once, goroutine i enqueueing racer(i) with
 // b at T0, and counts their outcomes (see Outcome).
-func Race(s queue.Store, n int, racer func(i int) queue.Record, b queue.Bounds) map[string]int {
+func Race(s queue.Store, n int, racer func(i int) queue.Record, b queuebounds.Bounds) map[string]int {
 	start := make(chan struct{})
 	results := make([]string, n)
 	var wg sync.WaitGroup
@@ -99,7 +100,7 @@ func Race(s queue.Store, n int, racer func(i int) queue.Record, b queue.Bounds) 
 // CheckLive checks that agent holds want live records at T0, numbered 1 to
 // want, within b (with its handshake reserve), and that Stats agrees with
 // Next.
-func CheckLive(s queue.Store, agent string, b queue.Bounds, want int) error {
+func CheckLive(s queue.Store, agent string, b queuebounds.Bounds, want int) error {
 	rs, err := s.Next(bg, agent, 0, 10000, T0)
 	if err != nil {
 		return err

@@ -7,13 +7,14 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/torpor-dev/torpor/store/queue"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 )
 
 // reopenKeepsEverything: records, acknowledgements, the per-peer counts
 // and the last seq survive closing the store and opening it again.
 func reopenKeepsEverything(t *testing.T, open Opener) {
 	s := open(t)
-	b := queue.DefaultBounds()
+	b := queuebounds.Default()
 	b.MaxPerPeer = 2
 	var want []queue.Record
 	for _, r := range []queue.Record{Msg(Alice, "one"), Msg(Bob, "two"), {Agent: Agent, From: Alice, Kind: queue.KindHandshake, Body: []byte("commit")}} {
@@ -45,7 +46,7 @@ func closed(t *testing.T, open Opener) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Enqueue(bg, Msg(Alice, "x"), queue.DefaultBounds(), T0); !errors.Is(err, queue.ErrClosed) {
+	if _, err := s.Enqueue(bg, Msg(Alice, "x"), queuebounds.Default(), T0); !errors.Is(err, queue.ErrClosed) {
 		t.Errorf("Enqueue after Close = %v, want ErrClosed", err)
 	}
 	if _, err := s.Next(bg, Agent, 0, 1, T0); !errors.Is(err, queue.ErrClosed) {

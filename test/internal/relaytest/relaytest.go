@@ -1,17 +1,25 @@
 // Package relaytest runs the real torpor-relay binary for the integration
-// tests under test/ and does what a device does on its link in a few
-// lines: publish a mode with a signed card, pull the queue.
+// tests under test/, and does in a few lines what a device does on its
+// link (publish a mode with a signed card and KeyPackages, pull the queue)
+// and what a sender does over HTTP (a DID Bearer token, a JSON-RPC post).
 package relaytest
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"io"
+	"net/http"
 	"regexp"
 	"testing"
 	"time"
 
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/mls"
+	"github.com/torpor-dev/torpor/session"
 	"github.com/torpor-dev/torpor/test/internal/testenv"
 	"github.com/torpor-dev/torpor/transport/a2a"
+	"github.com/torpor-dev/torpor/transport/bearer"
 	"github.com/torpor-dev/torpor/transport/link"
 	"github.com/torpor-dev/torpor/transport/link/wire"
 )
@@ -37,6 +45,29 @@ func Start(t testing.TB, dir string, extra ...string) *Relay {
 	return &Relay{Proc: p, URL: p.WaitWithin(t, time.Minute, ListenRE)[1], Dir: dir}
 }
 
+// Token returns a DID Bearer token of k for the audience aud (a relay's
+// public origin), issued now.
+func Token(t testing.TB, k *did.PrivateKey, aud string) string {
+	t.Helper()
+	tok, err := bearer.Issue(k, aud, time.Now(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
+}
+
+// KeyPackage returns an MLSMessage-wrapped KeyPackage of key's DID, made
+// the way the agent makes them (session's credential, RFC 9420 Section
+// 10): the relay verifies every KeyPackage a device publishes.
+func KeyPackage(t testing.TB, key *did.PrivateKey) []byte {
+	t.Helper()
+	b, _, _, err := session.NewKeyPackage(&mls.Config{}, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
 // Dial links dev to the relay at url as its device; the link is closed
 // when the test ends.
 func Dial(t testing.TB, url string, dev *did.PrivateKey) (*link.Client, context.Context) {
@@ -58,7 +89,7 @@ func Publish(t testing.TB, url string, dev *did.PrivateKey, mode string) {
 	t.Helper()
 	c, ctx := Dial(t, url, dev)
 	defer c.Close()
-	b := c.Hello().Card()
+	b := c.Hello()
 	card, err := a2a.BuildCard(a2a.CardOptions{Name: "sleeper", BaseURL: url + "/a/" + dev.DID().String(), OfflineMode: mode, Bounds: &b})
 	if err != nil {
 		t.Fatal(err)
@@ -78,6 +109,13 @@ func PullAll(t testing.TB, url string, dev *did.PrivateKey) []wire.Record {
 	t.Helper()
 	c, ctx := Dial(t, url, dev)
 	defer c.Close()
+	return Pull(t, ctx, c, false)
+}
+
+// Pull pulls every record queued for c's device, acknowledging each
+// batch when ack is set.
+func Pull(t testing.TB, ctx context.Context, c *link.Client, ack bool) []wire.Record {
+	t.Helper()
 	var all []wire.Record
 	var after uint64
 	for {
@@ -86,9 +124,74 @@ func PullAll(t testing.TB, url string, dev *did.PrivateKey) []wire.Record {
 			t.Fatal(err)
 		}
 		all = append(all, recs...)
+		if ack && len(recs) > 0 {
+			seqs := make([]uint64, len(recs))
+			for i, r := range recs {
+				seqs[i] = r.Seq
+			}
+			if err := c.Ack(ctx, seqs); err != nil {
+				t.Fatal(err)
+			}
+		}
 		if len(recs) == 0 || !more {
 			return all
 		}
 		after = recs[len(recs)-1].Seq
 	}
+}
+
+// Response is a relay's whole HTTP answer, read by Post and Do.
+type Response struct {
+	Status int
+	Header http.Header
+	Body   []byte
+}
+
+// JSON decodes the response's body into a map (nil when it is not a JSON
+// object).
+func (a Response) JSON() map[string]any {
+	var m map[string]any
+	json.Unmarshal(a.Body, &m)
+	return m
+}
+
+// String is the status and the body.
+func (a Response) String() string { return http.StatusText(a.Status) + " " + string(a.Body) }
+
+// Post posts body to the JSON-RPC endpoint of the agent agentDID with a
+// DID Bearer token of sender (none when sender is nil) and the A2A-Version
+// header version (none when empty). Unlike Send, it fails the test on a
+// transport error.
+func Post(t testing.TB, url, agentDID string, sender *did.PrivateKey, version, body string) Response {
+	t.Helper()
+	h := http.Header{"Content-Type": {"application/json"}}
+	if sender != nil {
+		h.Set("Authorization", "Bearer "+Token(t, sender, url))
+	}
+	if version != "" {
+		h.Set("A2A-Version", version)
+	}
+	return Do(t, "POST", url+"/a/"+agentDID+"/a2a/jsonrpc", h, []byte(body))
+}
+
+// Do makes one HTTP request and reads the whole answer.
+func Do(t testing.TB, method, url string, h http.Header, body []byte) Response {
+	t.Helper()
+	req, err := http.NewRequest(method, url, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range h {
+		req.Header[k] = v
+	}
+	r, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Body.Close()
+	b, err := io.ReadAll(r.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Response{Status: r.StatusCode, Header: r.Header, Body: b}
 }

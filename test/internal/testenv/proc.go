@@ -73,6 +73,7 @@ type Proc struct {
 	lines []string
 	added chan struct{} // closed and replaced at every line
 	done  chan struct{} // closed when stderr reached EOF
+	seen  int           // lines Next looked at
 }
 
 // Start runs bin with args and keeps its stderr.
@@ -147,6 +148,35 @@ func (p *Proc) WaitWithin(t testing.TB, d time.Duration, re *regexp.Regexp, subs
 			t.Fatalf("no log line matching %s with %q in %v", re, subs, d)
 		}
 	}
+}
+
+// Next waits for n more lines that contain every one of subs, after
+// the lines earlier calls of Next looked at, and returns them; each line
+// may take up to 30 s of real time.
+func (p *Proc) Next(t testing.TB, n int, subs ...string) []string {
+	t.Helper()
+	var out []string
+	for len(out) < n {
+		p.mu.Lock()
+		lines, added := p.lines, p.added
+		p.mu.Unlock()
+		for ; p.seen < len(lines) && len(out) < n; p.seen++ {
+			if hasAll(lines[p.seen], subs) {
+				out = append(out, lines[p.seen])
+			}
+		}
+		if len(out) == n {
+			break
+		}
+		select {
+		case <-added:
+		case <-p.done:
+			t.Fatalf("%s exited after %d of %d log lines with %q", filepath.Base(p.Cmd.Path), len(out), n, subs)
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%d of %d log lines with %q in 30 s", len(out), n, subs)
+		}
+	}
+	return out
 }
 
 // Count returns how many lines so far match re and contain every one of

@@ -57,3 +57,13 @@ func TestRequireToolMissing(t *testing.T) {
 		}
 	}
 }
+
+func TestProcNextTakesLinesInTurn(t *testing.T) {
+	p := Start(t, RequireTool(t, "sh"), "-c", "echo 'wake 1' >&2; echo other >&2; echo 'wake 2' >&2; echo 'wake 3' >&2")
+	if got := p.Next(t, 1, "wake"); len(got) != 1 || got[0] != "wake 1" {
+		t.Fatalf("first Next(1, wake) = %q, want [wake 1]", got)
+	}
+	if got := p.Next(t, 2, "wake"); len(got) != 2 || got[0] != "wake 2" || got[1] != "wake 3" {
+		t.Fatalf("second Next(2, wake) = %q, want [wake 2 wake 3]", got)
+	}
+}

@@ -19,9 +19,7 @@ type Hello struct {
 
 // Hello asks the peer for its ts-mls and Node versions and defaults.
 func (p *Peer) Hello(ctx context.Context) (Hello, error) {
-	var h Hello
-	err := p.call(ctx, "hello", nil, &h)
-	return h, err
+	return callFor[Hello](ctx, p, "hello", nil)
 }
 
 // Exporter asks for MLS-Exporter(label, context, length) of the current
@@ -135,9 +133,7 @@ func (a *Actor) KeyPackage(ctx context.Context, lifetime *Lifetime) (KeyPackage,
 		actorArgs
 		Lifetime *Lifetime `json:"lifetime,omitempty"`
 	}{a.args(), lifetime}
-	var kp KeyPackage
-	err := a.p.call(ctx, "keyPackage", args, &kp)
-	return kp, err
+	return callFor[KeyPackage](ctx, a.p, "keyPackage", args)
 }
 
 // CreateGroup creates a one-member group with the given group ID.
@@ -146,9 +142,7 @@ func (a *Actor) CreateGroup(ctx context.Context, groupID []byte) (Summary, error
 		actorArgs
 		GroupID Hex `json:"groupId"`
 	}{a.args(), groupID}
-	var s Summary
-	err := a.p.call(ctx, "createGroup", args, &s)
-	return s, err
+	return callFor[Summary](ctx, a.p, "createGroup", args)
 }
 
 // CommitOptions are the proposals a commit carries by value, besides every
@@ -189,9 +183,7 @@ func (a *Actor) Commit(ctx context.Context, opts CommitOptions) (CommitResult, e
 		actorArgs
 		CommitOptions
 	}{a.args(), opts}
-	var res CommitResult
-	err := a.p.call(ctx, "commit", args, &res)
-	return res, err
+	return callFor[CommitResult](ctx, a.p, "commit", args)
 }
 
 // Proposal is a proposal to send on its own, for a later commit by
@@ -227,9 +219,7 @@ func (a *Actor) Propose(ctx context.Context, prop Proposal, public bool) (Propos
 		Proposal Proposal `json:"proposal"`
 		Public   bool     `json:"wireAsPublicMessage,omitempty"`
 	}{a.args(), prop, public}
-	var res ProposalResult
-	err := a.p.call(ctx, "propose", args, &res)
-	return res, err
+	return callFor[ProposalResult](ctx, a.p, "propose", args)
 }
 
 // Join joins from a Welcome with whichever of the actor's KeyPackages it
@@ -241,9 +231,7 @@ func (a *Actor) Join(ctx context.Context, welcome, ratchetTree []byte) (Summary,
 		Welcome     Hex `json:"welcome"`
 		RatchetTree Hex `json:"ratchetTree,omitempty"`
 	}{a.args(), welcome, ratchetTree}
-	var s Summary
-	err := a.p.call(ctx, "join", args, &s)
-	return s, err
+	return callFor[Summary](ctx, a.p, "join", args)
 }
 
 // JoinExternalResult is an external join: the commit (a PublicMessage) the
@@ -261,9 +249,7 @@ func (a *Actor) JoinExternal(ctx context.Context, groupInfo, ratchetTree []byte)
 		GroupInfo   Hex `json:"groupInfo"`
 		RatchetTree Hex `json:"ratchetTree,omitempty"`
 	}{a.args(), groupInfo, ratchetTree}
-	var res JoinExternalResult
-	err := a.p.call(ctx, "joinExternal", args, &res)
-	return res, err
+	return callFor[JoinExternalResult](ctx, a.p, "joinExternal", args)
 }
 
 // Processed is the outcome of processing one group message.
@@ -287,9 +273,7 @@ func (a *Actor) Process(ctx context.Context, message []byte) (Processed, error) 
 		actorArgs
 		Message Hex `json:"message"`
 	}{a.args(), message}
-	var res Processed
-	err := a.p.call(ctx, "process", args, &res)
-	return res, err
+	return callFor[Processed](ctx, a.p, "process", args)
 }
 
 // Encrypt makes an application message (an MLSMessage PrivateMessage).
@@ -322,9 +306,7 @@ func (a *Actor) State(ctx context.Context, ex *Exporter) (Summary, error) {
 	if ex != nil {
 		args.Exporter = ex
 	}
-	var s Summary
-	err := a.p.call(ctx, "state", args, &s)
-	return s, err
+	return callFor[Summary](ctx, a.p, "state", args)
 }
 
 // GroupInfo returns a signed GroupInfo MLSMessage with the external_pub
@@ -357,9 +339,7 @@ func (a *Actor) Restore(ctx context.Context, state []byte) (Summary, error) {
 		actorArgs
 		State Hex `json:"state"`
 	}{a.args(), state}
-	var s Summary
-	err := a.p.call(ctx, "restore", args, &s)
-	return s, err
+	return callFor[Summary](ctx, a.p, "restore", args)
 }
 
 // BenchKind selects what Bench measures; see test/interop/node/bench.mjs.
@@ -390,7 +370,12 @@ func (p *Peer) Bench(ctx context.Context, kind BenchKind, iterations, size int) 
 		Iterations int       `json:"iterations"`
 		Size       int       `json:"size,omitempty"`
 	}{kind, iterations, size}
-	var res BenchResult
-	err := p.call(ctx, "bench", args, &res)
+	return callFor[BenchResult](ctx, p, "bench", args)
+}
+
+// callFor runs op with args on p and returns its result, decoded as R.
+func callFor[R any](ctx context.Context, p *Peer, op string, args any) (R, error) {
+	var res R
+	err := p.call(ctx, op, args, &res)
 	return res, err
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/torpor-dev/torpor/did/didtest"
 	"github.com/torpor-dev/torpor/internal/benchcpu"
 	"github.com/torpor-dev/torpor/store/queue"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"github.com/torpor-dev/torpor/transport/link/wire"
 )
 
@@ -23,7 +24,7 @@ func BenchmarkDrain(b *testing.B) {
 	dev := didtest.Key(b, 1)
 	c := h.dial(b, dev, nil)
 	body := bytes.Repeat([]byte("x"), 1024)
-	bounds := queue.DefaultBounds()
+	bounds := queuebounds.Default()
 	bounds.MaxMessages, bounds.MaxBytes, bounds.MaxPeerBytes = 1<<30, 1<<40, 1<<40
 	bounds.MaxPerPeer = 1 << 30
 	b.StopTimer()

@@ -42,6 +42,9 @@ func TestDialWithAClockBehind(t *testing.T) {
 			if !local.Equal(dev.Now()) {
 				t.Errorf("local reading %v, want the device clock's %v", local, dev.Now())
 			}
+			if _, sent, received := c.RelayExchange(); sent.IsZero() || sent.After(received) || !received.Equal(local) {
+				t.Errorf("round trip sent %v, received %v; want a request sent before the challenge arrived at %v", sent, received, local)
+			}
 			h.mu.Lock()
 			defer h.mu.Unlock()
 			if len(h.tokens) != tt.tokens {

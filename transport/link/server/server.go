@@ -17,6 +17,7 @@ import (
 	"github.com/torpor-dev/torpor/clock"
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/store/queue"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"github.com/torpor-dev/torpor/transport/bearer"
 	"github.com/torpor-dev/torpor/transport/bearer/bearerhttp"
 	"github.com/torpor-dev/torpor/transport/link/internal/calls"
@@ -61,7 +62,7 @@ type Agents interface {
 	// Admit decides whether agent may link and returns the ceiling bounds
 	// announced in the hello frame. An error refuses the link (403, or a
 	// *Refusal's status).
-	Admit(ctx context.Context, agent did.DID) (wire.Bounds, error)
+	Admit(ctx context.Context, agent did.DID) (queuebounds.Bounds, error)
 	// Publish stores a state the device published and returns the bounds
 	// now in force and the KeyPackages held for the agent. An error is sent
 	// back to the device as an error frame (its message should say what
@@ -89,6 +90,11 @@ type Server struct {
 	// OnAcked, if set, is called with how long each acknowledged record
 	// waited between enqueue and acknowledgement (drain latency).
 	OnAcked func(agent did.DID, waited []time.Duration)
+	// OnUnacked, if set, is called when a link ends with how many of the
+	// records it delivered each sender DID has left unacknowledged: the
+	// records the device deferred (or had not acknowledged yet when the
+	// link dropped). A link that leaves none reports an empty map.
+	OnUnacked func(agent did.DID, bySender map[string]int)
 	// Rand is the randomness of handshake nonces; nil is crypto/rand.
 	Rand io.Reader
 	// MaxSpentTokens bounds how many accepted link tokens the server
@@ -117,7 +123,8 @@ type serverConn struct {
 
 	mu sync.Mutex
 	// mu guards all following fields.
-	sent map[uint64]int64 // seq -> EnqueuedAt (Unix ns) of records sent, for drain latency
+	sent map[uint64]int64  // seq -> EnqueuedAt (Unix ns) of records sent, for drain latency
+	from map[uint64]string // seq -> sender DID of records sent and not acknowledged
 }
 
 func (s *Server) log() *slog.Logger {
@@ -174,7 +181,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// The link outlives the upgrade request: it ends when either side
 	// closes, not when the handler's request context would.
 	ctx, stop := context.WithCancel(context.WithoutCancel(r.Context()))
-	c := &serverConn{s: s, agent: agent, ws: ws, ctx: ctx, stop: stop, sent: map[uint64]int64{}, gone: make(chan struct{})}
+	c := &serverConn{s: s, agent: agent, ws: ws, ctx: ctx, stop: stop, sent: map[uint64]int64{}, from: map[uint64]string{}, gone: make(chan struct{})}
 	if err := c.handshake(tok.String()); err != nil {
 		s.log().Warn("link handshake failed", "agent", agent.String(), "err", err)
 		stop()
@@ -188,6 +195,22 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	go c.pinger()
 	c.serve()
+	c.unacked()
+}
+
+// unacked reports, through Server.OnUnacked, the records the link
+// delivered and the device did not acknowledge, by sender.
+func (c *serverConn) unacked() {
+	if c.s.OnUnacked == nil {
+		return
+	}
+	by := map[string]int{}
+	c.mu.Lock()
+	for _, f := range c.from {
+		by[f]++
+	}
+	c.mu.Unlock()
+	c.s.OnUnacked(c.agent, by)
 }
 
 // authenticate checks the link token and spends it; it answers the
@@ -496,6 +519,7 @@ func (c *serverConn) pull(ctx context.Context, f *wire.Frame) error {
 	c.mu.Lock()
 	for _, r := range out {
 		c.sent[r.Seq] = r.EnqueuedAt
+		c.from[r.Seq] = r.From
 	}
 	c.mu.Unlock()
 	more := len(out) < len(recs) || len(recs) == max
@@ -526,6 +550,7 @@ func (c *serverConn) acked(seqs []uint64) {
 		if at, ok := c.sent[s]; ok {
 			waited = append(waited, now.Sub(time.Unix(0, at)))
 			delete(c.sent, s)
+			delete(c.from, s)
 		}
 	}
 	c.mu.Unlock()

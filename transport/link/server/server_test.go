@@ -18,6 +18,7 @@ import (
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/did/didtest"
 	"github.com/torpor-dev/torpor/store/queue"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"github.com/torpor-dev/torpor/transport/bearer"
 	"github.com/torpor-dev/torpor/transport/link"
 	"github.com/torpor-dev/torpor/transport/link/wire"
@@ -32,11 +33,11 @@ type fakeAgents struct {
 	events chan string
 }
 
-func (a *fakeAgents) Admit(ctx context.Context, agent did.DID) (wire.Bounds, error) {
+func (a *fakeAgents) Admit(ctx context.Context, agent did.DID) (queuebounds.Bounds, error) {
 	if a.refuse != nil {
-		return wire.Bounds{}, a.refuse
+		return queuebounds.Bounds{}, a.refuse
 	}
-	return wire.Bounds{MaxMessages: 500, MaxPerPeer: 50, MaxBytes: 2 << 20, MaxMessageSize: 256 << 10, TTLSec: 604800}, nil
+	return queuebounds.Bounds{MaxMessages: 500, MaxPerPeer: 50, MaxBytes: 2 << 20, MaxMessageSize: 256 << 10, TTL: 7 * 24 * time.Hour}, nil
 }
 
 // Publish holds the KeyPackages of the last state published (none for
@@ -53,7 +54,7 @@ func (a *fakeAgents) Publish(ctx context.Context, agent did.DID, st wire.State) 
 	for _, kp := range st.KeyPackages {
 		held.Digests = append(held.Digests, wire.KeyPackageDigest(kp))
 	}
-	ok := wire.Accepted{Bounds: wire.Bounds{MaxMessages: 7}, Held: held}
+	ok := wire.Accepted{Bounds: queuebounds.Bounds{MaxMessages: 7}, Held: held}
 	if st.Mode == "hourly_wake" && st.Window != nil {
 		sec := st.Window.Minute
 		ok.WakeSecond = &sec
@@ -121,7 +122,7 @@ func (h *harness) dial(tb testing.TB, key *did.PrivateKey, handler link.HandlerF
 func (h *harness) enqueue(tb testing.TB, agent did.DID, n int) {
 	tb.Helper()
 	for i := range n {
-		_, err := h.q.Enqueue(context.Background(), queue.Record{Agent: agent.String(), From: "did:key:zSender", Body: fmt.Appendf(nil, "body-%d", i)}, queue.DefaultBounds(), time.Now())
+		_, err := h.q.Enqueue(context.Background(), queue.Record{Agent: agent.String(), From: "did:key:zSender", Body: fmt.Appendf(nil, "body-%d", i)}, queuebounds.Default(), time.Now())
 		if err != nil {
 			tb.Fatal(err)
 		}

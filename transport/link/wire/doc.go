@@ -1,7 +1,8 @@
 // Package wire is the device link's protocol: the frames a device and its
 // relay exchange over the link's WebSocket and the types they carry (the
 // device's published State, queued Records, live Requests and Responses,
-// queue Bounds, KeyPackageDigest). It is a leaf: it imports nothing of the
+// KeyPackageDigest; queue bounds are transport/a2a/queuebounds.Bounds,
+// the type the relay's store applies). It is a leaf: it imports nothing of the
 // relay or of the agent's runtime, so that package session can name
 // KeyPackages as the link does and the device-side client
 // (transport/link) links neither the relay nor its queue store. The

@@ -8,7 +8,7 @@ import (
 
 	"github.com/fxamacker/cbor/v2"
 
-	"github.com/torpor-dev/torpor/transport/a2a"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 )
 
 const (
@@ -67,22 +67,22 @@ func (e *RemoteError) Error() string {
 
 // Frame is the one wire message; which members are set depends on T.
 type Frame struct {
-	V        int       `cbor:"v"`
-	T        string    `cbor:"t"`
-	ID       uint64    `cbor:"id,omitempty"`
-	Bounds   *Bounds   `cbor:"bounds,omitempty"`
-	Held     *Held     `cbor:"held,omitempty"`
-	State    *State    `cbor:"state,omitempty"`
-	After    uint64    `cbor:"after,omitempty"`
-	Max      int       `cbor:"max,omitempty"`
-	Records  []Record  `cbor:"records,omitempty"`
-	More     bool      `cbor:"more,omitempty"`
-	Seqs     []uint64  `cbor:"seqs,omitempty"`
-	Request  *Request  `cbor:"req,omitempty"`
-	Response *Response `cbor:"resp,omitempty"`
-	Seq      uint64    `cbor:"seq,omitempty"`
-	Code     string    `cbor:"code,omitempty"`
-	Message  string    `cbor:"msg,omitempty"`
+	V        int                 `cbor:"v"`
+	T        string              `cbor:"t"`
+	ID       uint64              `cbor:"id,omitempty"`
+	Bounds   *queuebounds.Bounds `cbor:"bounds,omitempty"`
+	Held     *Held               `cbor:"held,omitempty"`
+	State    *State              `cbor:"state,omitempty"`
+	After    uint64              `cbor:"after,omitempty"`
+	Max      int                 `cbor:"max,omitempty"`
+	Records  []Record            `cbor:"records,omitempty"`
+	More     bool                `cbor:"more,omitempty"`
+	Seqs     []uint64            `cbor:"seqs,omitempty"`
+	Request  *Request            `cbor:"req,omitempty"`
+	Response *Response           `cbor:"resp,omitempty"`
+	Seq      uint64              `cbor:"seq,omitempty"`
+	Code     string              `cbor:"code,omitempty"`
+	Message  string              `cbor:"msg,omitempty"`
 	// Challenge and Proof are the handshake's (proof.go).
 	Challenge *Challenge `cbor:"challenge,omitempty"`
 	Proof     []byte     `cbor:"proof,omitempty"`
@@ -130,7 +130,7 @@ type State struct {
 	// Bounds are the bounds the device asks for; zero members mean the
 	// relay's ceiling. The relay clamps them to its ceiling and answers with
 	// the bounds in force, which the card must then publish.
-	Bounds *Bounds `cbor:"bounds,omitempty"`
+	Bounds *queuebounds.Bounds `cbor:"bounds,omitempty"`
 	// Retirement, when set, retires the agent's DID after a key rotation:
 	// a Governed Object (JSON) issued and signed by this DID, with purpose
 	// PurposeRetirement and a payload naming this DID as "old" and its
@@ -153,7 +153,7 @@ const PurposeRetirement = "torpor:key-handover"
 // Accepted is the relay's answer to a published state.
 type Accepted struct {
 	// Bounds are the queue bounds now in force.
-	Bounds Bounds
+	Bounds queuebounds.Bounds
 	// Held names the KeyPackages the relay still holds for the agent once
 	// the state was stored; nil when the relay did not say. A KeyPackage
 	// the device published that is not among them was handed out to an
@@ -194,19 +194,6 @@ type Window struct {
 	Minute    int   `cbor:"minute"`
 	LengthSec int64 `cbor:"lengthSec"`
 	OffsetSec int64 `cbor:"offsetSec,omitempty"`
-}
-
-// Bounds are queue bounds as the link carries them (the relay converts
-// them to and from store/queue.Bounds).
-type Bounds struct {
-	MaxMessages       int   `cbor:"maxMessages,omitempty"`
-	MaxPerPeer        int   `cbor:"maxPerPeer,omitempty"`
-	MaxBytes          int64 `cbor:"maxBytes,omitempty"`
-	MaxPeerBytes      int64 `cbor:"maxPeerBytes,omitempty"`
-	MaxMessageSize    int64 `cbor:"maxMessageSize,omitempty"`
-	TTLSec            int64 `cbor:"ttlSec,omitempty"`
-	HandshakeMessages int   `cbor:"handshakeMessages,omitempty"`
-	HandshakeBytes    int64 `cbor:"handshakeBytes,omitempty"`
 }
 
 // Record is one queued request delivered to the device.
@@ -279,40 +266,4 @@ func Decode(b []byte) (*Frame, error) {
 		f.Proof = nil // an empty proof is no proof; Encode omits it
 	}
 	return &f, nil
-}
-
-// Card returns b as the card's queue-bounds extension publishes it
-// (a2a.ExtQueueBounds); the device puts it in the card it signs.
-func (b Bounds) Card() a2a.QueueBounds {
-	return a2a.QueueBounds{
-		MaxMessages: b.MaxMessages, MaxTotalBytes: b.MaxBytes, MaxPendingPerPeer: b.MaxPerPeer,
-		MaxPendingBytesPerPeer: b.MaxPeerBytes, TTLSeconds: b.TTLSec, MaxMessageBytes: b.MaxMessageSize,
-		HandshakeReserveMessages: b.HandshakeMessages, HandshakeReserveBytes: b.HandshakeBytes,
-	}
-}
-
-// Clamp returns the bounds in force when a device asks for req under the
-// ceiling b: each limit of req is taken when it is positive and below the
-// ceiling's, else the ceiling's. The handshake reserve is always the
-// ceiling's: it is what keeps a sleeping member in its MLS groups. A device
-// computes the same to sign its card before it publishes.
-func (b Bounds) Clamp(req *Bounds) Bounds {
-	if req == nil {
-		return b
-	}
-	out := b
-	lower := func(dst *int64, v int64) {
-		if v > 0 && v < *dst {
-			*dst = v
-		}
-	}
-	mm, mp := int64(out.MaxMessages), int64(out.MaxPerPeer)
-	lower(&mm, int64(req.MaxMessages))
-	lower(&mp, int64(req.MaxPerPeer))
-	out.MaxMessages, out.MaxPerPeer = int(mm), int(mp)
-	lower(&out.MaxBytes, req.MaxBytes)
-	lower(&out.MaxPeerBytes, req.MaxPeerBytes)
-	lower(&out.MaxMessageSize, req.MaxMessageSize)
-	lower(&out.TTLSec, req.TTLSec)
-	return out
 }

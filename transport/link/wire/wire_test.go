@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 )
 
 // TestLastResortMembersCompatible: the last-resort members round-trip, and
@@ -109,29 +111,12 @@ func FuzzDecodeFrame(f *testing.F) {
 	})
 }
 
-// TestClampAndCard: a device's request lowers each bound it names,
-// including the per-peer byte bound, never raises one, never touches the
-// handshake reserve, and the card publishes what is in force.
-func TestClampAndCard(t *testing.T) {
-	ceil := Bounds{MaxMessages: 500, MaxPerPeer: 50, MaxPeerBytes: 512 << 10, MaxBytes: 2 << 20, MaxMessageSize: 256 << 10,
-		TTLSec: 604800, HandshakeMessages: 16, HandshakeBytes: 256 << 10}
-	got := ceil.Clamp(&Bounds{MaxPeerBytes: 1000, MaxBytes: 4 << 20, HandshakeBytes: 1})
-	want := ceil
-	want.MaxPeerBytes = 1000
-	if got != want {
-		t.Errorf("Clamp = %+v, want %+v", got, want)
-	}
-	if c := got.Card(); c.MaxPendingBytesPerPeer != 1000 || c.MaxTotalBytes != 2<<20 || c.MaxPendingPerPeer != 50 {
-		t.Errorf("Card = %+v", c)
-	}
-}
-
 // TestWakeSecondMemberCompatible: a state-ok's wake second round-trips,
 // second 0 included, a state-ok without it decodes as nil (a relay that
 // predates it), and a device that predates it decodes the frame.
 func TestWakeSecondMemberCompatible(t *testing.T) {
 	for _, sec := range []int{0, 37, 59} {
-		f := &Frame{T: FrameStateOK, ID: 3, Bounds: &Bounds{MaxMessages: 1}, WakeSecond: &sec}
+		f := &Frame{T: FrameStateOK, ID: 3, Bounds: &queuebounds.Bounds{MaxMessages: 1}, WakeSecond: &sec}
 		b, err := Encode(f)
 		if err != nil {
 			t.Fatal(err)
@@ -141,15 +126,15 @@ func TestWakeSecondMemberCompatible(t *testing.T) {
 			t.Fatalf("state-ok with wake second %d decodes to %v, %v", sec, got.WakeSecond, err)
 		}
 		var old struct {
-			V      int     `cbor:"v"`
-			T      string  `cbor:"t"`
-			Bounds *Bounds `cbor:"bounds,omitempty"`
+			V      int                 `cbor:"v"`
+			T      string              `cbor:"t"`
+			Bounds *queuebounds.Bounds `cbor:"bounds,omitempty"`
 		}
 		if err := decMode.Unmarshal(b, &old); err != nil || old.Bounds == nil || old.Bounds.MaxMessages != 1 {
 			t.Errorf("a device without the member: decoding = %+v, %v", old, err)
 		}
 	}
-	b, err := Encode(&Frame{T: FrameStateOK, ID: 3, Bounds: &Bounds{}})
+	b, err := Encode(&Frame{T: FrameStateOK, ID: 3, Bounds: &queuebounds.Bounds{}})
 	if err != nil {
 		t.Fatal(err)
 	}

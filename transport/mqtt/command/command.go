@@ -53,6 +53,7 @@ const (
 	OpConfigGet         = "config-get"
 	OpConfigSet         = "config-set"
 	OpReboot            = "reboot"
+	OpTime              = "time"
 )
 
 // Arguments of the operations. DecodeArgs returns a pointer to the type
@@ -107,6 +108,12 @@ type (
 	RebootArgs struct {
 		DelaySec int64 `json:"delaySec,omitempty"`
 	}
+	// TimeArgs: time. Floor replaces the device's trusted-time floor,
+	// earlier or later than the one it keeps (runtime/trusted's
+	// SetFloor); only the device's owner may send it.
+	TimeArgs struct {
+		Floor time.Time `json:"floor"`
+	}
 )
 
 // opArgs maps each operation to a constructor of its arguments (nil for
@@ -129,11 +136,12 @@ var opArgs = map[string]struct {
 	OpConfigGet:         {func() any { return new(ConfigArgs) }, checkConfigGet},
 	OpConfigSet:         {func() any { return new(ConfigArgs) }, checkConfigSet},
 	OpReboot:            {func() any { return new(RebootArgs) }, func(a any) error { return nonNegative("delaySec", a.(*RebootArgs).DelaySec) }},
+	OpTime:              {func() any { return new(TimeArgs) }, checkTime},
 }
 
 // Ops lists every operation, in the order the documentation gives them.
 var Ops = []string{OpStatus, OpSetMode, OpWakeNow, OpDrain, OpRotateKeys, OpRefillKeyPackages,
-	OpConfirm, OpDeny, OpReconcile, OpHalt, OpResume, OpConfigGet, OpConfigSet, OpReboot}
+	OpConfirm, OpDeny, OpReconcile, OpHalt, OpResume, OpConfigGet, OpConfigSet, OpReboot, OpTime}
 
 func checkSetMode(a any) error {
 	s := a.(*SetModeArgs)
@@ -153,6 +161,13 @@ func checkSetMode(a any) error {
 }
 
 func checkHold(a any) error { return nonEmpty("hold", a.(*HoldArgs).Hold) }
+
+func checkTime(a any) error {
+	if a.(*TimeArgs).Floor.IsZero() {
+		return errors.New("floor must be a time (RFC 3339)")
+	}
+	return nil
+}
 
 func checkConfigGet(a any) error {
 	c := a.(*ConfigArgs)

@@ -48,6 +48,8 @@ func TestDecodeArgs(t *testing.T) {
 		{OpConfigSet, `{"key":"k"}`, nil, "needs a value"},
 		{OpReboot, `{}`, &RebootArgs{}, ""},
 		{OpReboot, `{} {}`, nil, "trailing"},
+		{OpTime, `{"floor":"2026-06-01T12:00:00Z"}`, &TimeArgs{Floor: time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)}, ""},
+		{OpTime, `{}`, nil, "floor must be a time"},
 		{"format-disk", `{}`, nil, "unknown operation"},
 		{OpRefillKeyPackages, `{"count":256}`, &RefillArgs{Count: 256}, ""},
 		{OpRefillKeyPackages, `{"count":2000000}`, nil, "count 2000000 outside 0..256"},

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"net/url"
 	"sync"
 	"time"
 
@@ -25,7 +24,8 @@ import (
 
 // OperatorConfig configures DialOperator.
 type OperatorConfig struct {
-	// Broker is the MQTT 5 broker URL (mqtt://, tcp://, mqtts://, tls://).
+	// Broker is the MQTT 5 broker URL (mqtt://, tcp://, mqtts://, tls://)
+	// or a bare HOST:PORT (plain); see mqttconn.ParseBroker.
 	Broker string
 	TLS    *tls.Config
 	// Prefix is the topic prefix; empty means mqtt.DefaultPrefix.
@@ -37,7 +37,7 @@ type OperatorConfig struct {
 	ClientID string
 	// Clock stamps commands; nil means clock.Real.
 	Clock clock.Clock
-	// Password, when set, is sent instead of a token (mqtt.Config.Password).
+	// Password, when set, is sent instead of a token (mqtt.Config.Security.Password).
 	Password []byte
 	// AuthClock dates the token presented to the broker at each
 	// connection (login.Authenticate); nil means clock.Real.
@@ -54,6 +54,8 @@ type Operator struct {
 	mu sync.Mutex
 	// mu guards all following fields.
 	watches map[string]*watch
+	// scan, while NameOf runs, gets every status publication.
+	scan chan Message
 }
 
 // Message is a device publication as an Operator received it.
@@ -106,10 +108,11 @@ func DialOperator(ctx context.Context, cfg OperatorConfig) (*Operator, error) {
 	if cfg.Key == nil {
 		return nil, errors.New("command: OperatorConfig needs Key")
 	}
-	u, err := url.Parse(cfg.Broker)
-	if err != nil || cfg.Broker == "" {
-		return nil, fmt.Errorf("command: broker URL %q: %v", cfg.Broker, err)
+	u, err := mqttconn.ParseBroker(cfg.Broker)
+	if err != nil {
+		return nil, err
 	}
+	cfg.Broker = u.String() // a bare HOST:PORT gets its scheme, for the token's audience
 	if cfg.ClientID == "" {
 		cfg.ClientID = "torporctl-" + randomHex(6)
 	}
@@ -120,26 +123,23 @@ func DialOperator(ctx context.Context, cfg OperatorConfig) (*Operator, error) {
 		connected bool
 	)
 	cm, err := mqttconn.Start(mqttconn.Config{
-		Server:         u,
-		TLS:            cfg.TLS,
-		KeepAlive:      30,
-		CleanStart:     true,
-		ConnectTimeout: 10 * time.Second,
-		Backoff:        mqttconn.ConstantBackoff(time.Second),
-		ConnectPacket:  o.connectPacket,
-		OnConnectionUp: func(ca *paho.Connack) {
-			connMu.Lock()
-			again := connected
-			connected = true
-			connMu.Unlock()
-			if again && !ca.SessionPresent {
-				go o.resubscribe()
-			}
-		},
-		OnConnectError: func(err error) {
-			connMu.Lock()
-			connErr = err
-			connMu.Unlock()
+		Server: u, TLS: cfg.TLS, Backoff: mqttconn.ConstantBackoff(time.Second),
+		Connect: mqttconn.Connect{KeepAlive: 30, CleanStart: true, Timeout: 10 * time.Second, Packet: o.connectPacket},
+		Hooks: mqttconn.Hooks{
+			OnConnectionUp: func(ca *paho.Connack) {
+				connMu.Lock()
+				again := connected
+				connected = true
+				connMu.Unlock()
+				if again && !ca.SessionPresent {
+					go o.resubscribe()
+				}
+			},
+			OnConnectError: func(err error) {
+				connMu.Lock()
+				connErr = err
+				connMu.Unlock()
+			},
 		},
 		Client: paho.ClientConfig{
 			ClientID:          cfg.ClientID,
@@ -189,6 +189,12 @@ func (o *Operator) received(pr paho.PublishReceived) (bool, error) {
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	if _, ok := o.statusName(p.Topic); ok && o.scan != nil {
+		select {
+		case o.scan <- m:
+		default:
+		}
+	}
 	for name, w := range o.watches {
 		t := o.topics(name)
 		var ch chan Message

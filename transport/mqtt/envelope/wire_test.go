@@ -5,28 +5,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/did/didtest"
 	"github.com/torpor-dev/torpor/governed"
+	"github.com/torpor-dev/torpor/governed/governedtest"
 )
 
 var t0 = time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
 
-// signedCommand signs a Governed Object shaped as runtime/manage's
-// commands are: this package carries it without reading it.
-func signedCommand(t testing.TB, k *did.PrivateKey, seq uint64, at time.Time, args any) *governed.Object {
-	t.Helper()
-	o, err := governed.Sign(k, governed.Template{IssuedAt: at, Semantic: governed.Semantic{Schema: "https://torpor.dev/schemas/mqtt/command/v1"},
-		Payload: map[string]any{"device": didtest.Key(t, 2).DID().String(), "seq": seq, "op": "set-mode", "args": args},
-		Purpose: "torpor:command", TTL: 24 * time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return o
-}
-
 func TestCBORCarriesTheSignedObject(t *testing.T) {
-	o := signedCommand(t, didtest.Key(t, 1), 7, t0, map[string]any{"mode": "hourly_wake", "windowSec": 600, "offsetSec": -30})
+	o := governedtest.Command(t, didtest.Key(t, 1), 7, t0, map[string]any{"mode": "hourly_wake", "windowSec": 600, "offsetSec": -30})
 	j, _ := o.MarshalJSON()
 	c, err := EncodePayload(j, true)
 	if err != nil {

@@ -62,7 +62,7 @@ func TestStopWhileUnreachable(t *testing.T) {
 	failed := make(chan error, 16)
 	waiting := clk.TimerCreated()
 	m, err := mqttconn.Start(mqttconn.Config{Server: &url.URL{Scheme: "mqtt", Host: addr}, Clock: clk,
-		Backoff: mqttconn.ConstantBackoff(time.Hour), OnConnectError: func(err error) { failed <- err }})
+		Backoff: mqttconn.ConstantBackoff(time.Hour), Hooks: mqttconn.Hooks{OnConnectError: func(err error) { failed <- err }}})
 	if err != nil {
 		t.Fatal(err)
 	}

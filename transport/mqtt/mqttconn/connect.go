@@ -56,28 +56,28 @@ func (m *Manager) establish(ctx context.Context, first bool) (cli *paho.Client, 
 		if ctx.Err() != nil {
 			return nil, nil, nil
 		}
-		m.cfg.Debug.Printf("mqttconn: failed to connect to %s: %v", m.cfg.Server, err)
-		if m.cfg.OnConnectError != nil {
-			m.cfg.OnConnectError(err)
+		m.cfg.Logs.Debug.Printf("mqttconn: failed to connect to %s: %v", m.cfg.Server, err)
+		if m.cfg.Hooks.OnConnectError != nil {
+			m.cfg.Hooks.OnConnectError(err)
 		}
 	}
 }
 
 // attempt dials, sends CONNECT and waits for the CONNACK, within
-// ConnectTimeout (a wait for the network: real time).
+// Connect.Timeout (a wait for the network: real time).
 func (m *Manager) attempt(ctx context.Context, first bool) (*paho.Client, *paho.Connack, <-chan error, error) {
-	cp := &paho.Connect{KeepAlive: m.cfg.KeepAlive, ClientID: m.cfg.Client.ClientID, CleanStart: m.cfg.CleanStart && first}
-	if m.cfg.SessionExpiry != 0 {
-		exp := m.cfg.SessionExpiry
+	cp := &paho.Connect{KeepAlive: m.cfg.Connect.KeepAlive, ClientID: m.cfg.Client.ClientID, CleanStart: m.cfg.Connect.CleanStart && first}
+	if m.cfg.Connect.SessionExpiry != 0 {
+		exp := m.cfg.Connect.SessionExpiry
 		cp.Properties = &paho.ConnectProperties{SessionExpiryInterval: &exp}
 	}
-	if m.cfg.ConnectPacket != nil {
+	if m.cfg.Connect.Packet != nil {
 		var err error
-		if cp, err = m.cfg.ConnectPacket(cp); err != nil {
+		if cp, err = m.cfg.Connect.Packet(cp); err != nil {
 			return nil, nil, nil, fmt.Errorf("failed to connect to %s: %w", m.cfg.Server, err)
 		}
 	}
-	actx, cancel := context.WithTimeout(ctx, m.cfg.ConnectTimeout)
+	actx, cancel := context.WithTimeout(ctx, m.cfg.Connect.Timeout)
 	defer cancel()
 	conn, err := m.cfg.Dial(actx, m.cfg.Server)
 	if err != nil {
@@ -91,8 +91,8 @@ func (m *Manager) attempt(ctx context.Context, first bool) (*paho.Client, *paho.
 		report(lost, fmt.Errorf("server requested disconnect (reason: %d)", d.ReasonCode))
 	}
 	cli := paho.NewClient(cfg)
-	cli.SetDebugLogger(m.cfg.PahoDebug)
-	cli.SetErrorLogger(m.cfg.PahoErrors)
+	cli.SetDebugLogger(m.cfg.Logs.PahoDebug)
+	cli.SetErrorLogger(m.cfg.Logs.PahoErrors)
 	ca, err := cli.Connect(actx, cp)
 	if err != nil {
 		conn.Close()

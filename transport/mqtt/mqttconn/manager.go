@@ -44,7 +44,7 @@ var ErrConnectionDown = errors.New("connection with the MQTT server is currently
 var ErrStopped = errors.New("connection manager shutting down")
 
 // DefaultConnectTimeout bounds a connection attempt (dial, TLS handshake,
-// CONNECT, CONNACK) when Config.ConnectTimeout is zero.
+// CONNECT, CONNACK) when Config.Connect.Timeout is zero.
 const DefaultConnectTimeout = 10 * time.Second
 
 // Config configures a Manager. Server is required.
@@ -56,19 +56,11 @@ type Config struct {
 	// Dial opens the network connection to u; nil means Dial. ctx ends
 	// when the attempt times out or the Manager stops.
 	Dial func(ctx context.Context, u *url.URL) (net.Conn, error)
-	// KeepAlive is the CONNECT's Keep Alive in seconds (MQTT 5.0 Section
-	// 3.1.2.10).
-	KeepAlive uint16
-	// CleanStart sets Clean Start on the first connection (until one
-	// succeeds); later connections resume the session.
-	CleanStart bool
-	// SessionExpiry is the Session Expiry Interval in seconds (MQTT 5.0
-	// Section 3.1.2.11.2); zero sends none (the session ends with the
-	// connection).
-	SessionExpiry uint32
-	// ConnectTimeout bounds one connection attempt; zero means
-	// DefaultConnectTimeout. It waits for the network: real time.
-	ConnectTimeout time.Duration
+	// Connect shapes each CONNECT and bounds each connection attempt.
+	Connect Connect
+	// DisconnectPacket gives the DISCONNECT sent by Disconnect; nil sends
+	// reason 0, a nil packet sends none (the connection just closes).
+	DisconnectPacket func() *paho.Disconnect
 	// Backoff gives the wait before connection attempt n after a
 	// connection ends (0 is the first); nil means 10 s but none before
 	// attempt 0. It waits on Clock.
@@ -79,12 +71,38 @@ type Config struct {
 	// Queue holds messages to publish once connected (paho's QoS 1
 	// session keeps them from then on); nil means none.
 	Queue queue.Queue
-	// ConnectPacket completes each CONNECT (credentials, will); nil
-	// sends it as built from the fields above.
-	ConnectPacket func(*paho.Connect) (*paho.Connect, error)
-	// DisconnectPacket gives the DISCONNECT sent by Disconnect; nil sends
-	// reason 0, a nil packet sends none (the connection just closes).
-	DisconnectPacket func() *paho.Disconnect
+	// Hooks are called as connections come and go.
+	Hooks Hooks
+	// Logs receive the Manager's and paho's logs.
+	Logs Logs
+	// Client configures each paho.Client. Its Session is kept across
+	// connections; nil means an in-memory one.
+	Client paho.ClientConfig
+}
+
+// Connect shapes a Manager's CONNECT packets and bounds its connection
+// attempts.
+type Connect struct {
+	// KeepAlive is the CONNECT's Keep Alive in seconds (MQTT 5.0 Section
+	// 3.1.2.10).
+	KeepAlive uint16
+	// CleanStart sets Clean Start on the first connection (until one
+	// succeeds); later connections resume the session.
+	CleanStart bool
+	// SessionExpiry is the Session Expiry Interval in seconds (MQTT 5.0
+	// Section 3.1.2.11.2); zero sends none (the session ends with the
+	// connection).
+	SessionExpiry uint32
+	// Timeout bounds one connection attempt; zero means
+	// DefaultConnectTimeout. It waits for the network: real time.
+	Timeout time.Duration
+	// Packet completes each CONNECT (credentials, will); nil sends it as
+	// built from the fields above.
+	Packet func(*paho.Connect) (*paho.Connect, error)
+}
+
+// Hooks are a Manager's callbacks; nil ones are not called.
+type Hooks struct {
 	// OnConnectionUp is called once each connection is up, before anything
 	// from the queue is sent; it must not block.
 	OnConnectionUp func(*paho.Connack)
@@ -93,12 +111,12 @@ type Config struct {
 	OnConnectionDown func()
 	// OnConnectError is called with the reason of each failed attempt.
 	OnConnectError func(error)
-	// Errors and Debug receive the Manager's logs, PahoErrors and
-	// PahoDebug paho's; nil discards.
+}
+
+// Logs are where a Manager logs: Errors and Debug receive the Manager's
+// logs, PahoErrors and PahoDebug paho's; nil discards.
+type Logs struct {
 	Errors, Debug, PahoErrors, PahoDebug log.Logger
-	// Client configures each paho.Client. Its Session is kept across
-	// connections; nil means an in-memory one.
-	Client paho.ClientConfig
 }
 
 // Manager keeps one MQTT connection up. Its methods are safe for
@@ -133,7 +151,7 @@ func Start(cfg Config) (*Manager, error) {
 }
 
 func setDefaults(cfg *Config) {
-	for _, l := range []*log.Logger{&cfg.Errors, &cfg.Debug, &cfg.PahoErrors, &cfg.PahoDebug} {
+	for _, l := range []*log.Logger{&cfg.Logs.Errors, &cfg.Logs.Debug, &cfg.Logs.PahoErrors, &cfg.Logs.PahoDebug} {
 		if *l == nil {
 			*l = log.NOOPLogger{}
 		}
@@ -141,8 +159,8 @@ func setDefaults(cfg *Config) {
 	if cfg.Backoff == nil {
 		cfg.Backoff = ConstantBackoff(10 * time.Second)
 	}
-	if cfg.ConnectTimeout == 0 {
-		cfg.ConnectTimeout = DefaultConnectTimeout
+	if cfg.Connect.Timeout == 0 {
+		cfg.Connect.Timeout = DefaultConnectTimeout
 	}
 	if cfg.Dial == nil {
 		tlsCfg := cfg.TLS
@@ -179,8 +197,8 @@ func (m *Manager) run(ctx context.Context) {
 			return // stopped
 		}
 		m.up(cli)
-		if m.cfg.OnConnectionUp != nil {
-			m.cfg.OnConnectionUp(ca)
+		if m.cfg.Hooks.OnConnectionUp != nil {
+			m.cfg.Hooks.OnConnectionUp(ca)
 		}
 		if first && m.cfg.Queue != nil {
 			m.wg.Add(1)
@@ -189,7 +207,7 @@ func (m *Manager) run(ctx context.Context) {
 		first = false
 		select {
 		case err := <-lost:
-			m.cfg.Debug.Printf("mqttconn: connection lost: %v", err)
+			m.cfg.Logs.Debug.Printf("mqttconn: connection lost: %v", err)
 		case <-ctx.Done():
 			m.disconnect(cli)
 			m.down()
@@ -197,8 +215,8 @@ func (m *Manager) run(ctx context.Context) {
 		}
 		<-cli.Done()
 		m.down()
-		if m.cfg.OnConnectionDown != nil {
-			m.cfg.OnConnectionDown()
+		if m.cfg.Hooks.OnConnectionDown != nil {
+			m.cfg.Hooks.OnConnectionDown()
 		}
 	}
 }
@@ -212,7 +230,7 @@ func (m *Manager) disconnect(cli *paho.Client) {
 	}
 	if dp != nil {
 		if err := cli.Disconnect(dp); err != nil {
-			m.cfg.Debug.Printf("mqttconn: DISCONNECT: %v", err)
+			m.cfg.Logs.Debug.Printf("mqttconn: DISCONNECT: %v", err)
 		}
 		return
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/torpor-dev/torpor/clock/clocktest"
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/did/didtest"
 	"github.com/torpor-dev/torpor/store"
 	"github.com/torpor-dev/torpor/store/mqttsession"
 	"github.com/torpor-dev/torpor/transport/mqtt"
@@ -56,22 +57,27 @@ func connect(t *testing.T, brokerURL string, key *did.PrivateKey, id string, top
 	}
 	p := &peer{started: make(chan struct{}), ups: make(chan *paho.Connack, 16), downs: make(chan struct{}, 16),
 		errs: make(chan error, 256), subs: make(chan error, 16), msgs: make(chan *paho.Publish, 256), seen: map[string]bool{}}
-	cfg := mqttconn.Config{Server: u, KeepAlive: 30, CleanStart: true,
-		ConnectPacket: func(cp *paho.Connect) (*paho.Connect, error) {
+	cfg := mqttconn.Config{Server: u, Connect: mqttconn.Connect{
+		KeepAlive:  30,
+		CleanStart: true,
+		Packet: func(cp *paho.Connect) (*paho.Connect, error) {
 			return cp, login.Authenticate(cp, key, brokerURL, time.Now(), nil)
 		},
-		OnConnectionUp: func(ca *paho.Connack) {
-			p.ups <- ca
-			if len(topics) > 0 {
-				go p.subscribe(topics)
-			}
-		},
-		OnConnectionDown: func() { p.downs <- struct{}{} },
-		OnConnectError: func(err error) {
-			select {
-			case p.errs <- err:
-			default:
-			}
+	},
+		Hooks: mqttconn.Hooks{
+			OnConnectionUp: func(ca *paho.Connack) {
+				p.ups <- ca
+				if len(topics) > 0 {
+					go p.subscribe(topics)
+				}
+			},
+			OnConnectionDown: func() { p.downs <- struct{}{} },
+			OnConnectError: func(err error) {
+				select {
+				case p.errs <- err:
+				default:
+				}
+			},
 		},
 		Client: paho.ClientConfig{ClientID: id, OnPublishReceived: []func(paho.PublishReceived) (bool, error){
 			func(pr paho.PublishReceived) (bool, error) { p.msgs <- pr.Packet; return true, nil }}},
@@ -142,15 +148,6 @@ func (p *peer) expect(t *testing.T, want ...string) {
 	}
 }
 
-func mustKey(t *testing.T) *did.PrivateKey {
-	t.Helper()
-	k, err := did.Generate(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return k
-}
-
 // fleet is a device and an operator on an embedded broker (mochi, as
 // torpor-relay runs it, with its sessions in bbolt).
 type fleet struct {
@@ -161,7 +158,7 @@ type fleet struct {
 }
 
 func newFleet(t *testing.T) *fleet {
-	f := &fleet{b: mqtttest.StartEmbedded(t, nil), topics: mqtt.Topics{Device: "dev-1"}, dev: mustKey(t), op: mustKey(t)}
+	f := &fleet{b: mqtttest.StartEmbedded(t, nil), topics: mqtt.Topics{Device: "dev-1"}, dev: didtest.New(t), op: didtest.New(t)}
 	f.b.AddOperator(f.op.DID())
 	return f
 }
@@ -182,7 +179,7 @@ func TestReconnectResumesTheSession(t *testing.T) {
 	clk := clocktest.New(start)
 	var pause backoff
 	dev := connect(t, f.b.URL(), f.dev, "dev-1", []string{f.topics.Command()}, func(c *mqttconn.Config) {
-		c.SessionExpiry, c.Backoff, c.Clock = 3600, pause.wait, clk
+		c.Connect.SessionExpiry, c.Backoff, c.Clock = 3600, pause.wait, clk
 	})
 	if ca := dev.up(t); ca.SessionPresent {
 		t.Fatal("the first connection (Clean Start) resumed a session")
@@ -217,7 +214,7 @@ func TestReconnectResumesTheSession(t *testing.T) {
 // backoff is a Config.Backoff that waits the same before every attempt,
 // the first included, from set on. A test that stops the broker sets it
 // first: mochi, while it closes, may accept a connection it never serves,
-// and an attempt caught so would wait out its ConnectTimeout.
+// and an attempt caught so would wait out its Connect.Timeout.
 type backoff struct{ d atomic.Int64 }
 
 func (b *backoff) set(d time.Duration)    { b.d.Store(int64(d)) }
@@ -250,15 +247,15 @@ func TestReconnectsAfterTheNetworkDrops(t *testing.T) {
 	f := newFleet(t)
 	px := mqtttest.StartProxy(t, strings.TrimPrefix(f.b.URL(), "mqtt://"))
 	f.b.AddAudience(t, px.URL())
-	obs := mustKey(t)
+	obs := didtest.New(t)
 	f.b.AddObserver(obs.DID())
 	watcher := connect(t, f.b.URL(), obs, "observer", []string{f.topics.Status()}, nil)
 	watcher.up(t)
 	clk := clocktest.New(start)
 	dev := connect(t, px.URL(), f.dev, "dev-1", []string{f.topics.Command()}, func(c *mqttconn.Config) {
-		c.SessionExpiry, c.Backoff, c.Clock = 3600, mqttconn.ConstantBackoff(time.Minute), clk
-		auth := c.ConnectPacket
-		c.ConnectPacket = func(cp *paho.Connect) (*paho.Connect, error) {
+		c.Connect.SessionExpiry, c.Backoff, c.Clock = 3600, mqttconn.ConstantBackoff(time.Minute), clk
+		auth := c.Connect.Packet
+		c.Connect.Packet = func(cp *paho.Connect) (*paho.Connect, error) {
 			cp.WillMessage = &paho.WillMessage{Topic: f.topics.Status(), QoS: 1, Payload: []byte("lost")}
 			cp.WillProperties = &paho.WillProperties{}
 			return auth(cp)
@@ -350,7 +347,7 @@ func TestQueuedWhileDownIsPublishedAfterReconnect(t *testing.T) {
 	clk := clocktest.New(start)
 	var pause backoff
 	dev := connect(t, f.b.URL(), f.dev, "dev-1", []string{f.topics.Command()}, func(c *mqttconn.Config) {
-		c.SessionExpiry, c.Backoff, c.Clock, c.Queue, c.Client.Session = 3600, pause.wait, clk, q, st
+		c.Connect.SessionExpiry, c.Backoff, c.Clock, c.Queue, c.Client.Session = 3600, pause.wait, clk, q, st
 	})
 	dev.up(t)
 	waiting := clk.TimerCreated()
@@ -372,7 +369,7 @@ func TestQueuedWhileDownIsPublishedAfterReconnect(t *testing.T) {
 	default:
 	}
 	f.b.Restart(t)
-	obs := mustKey(t)
+	obs := didtest.New(t)
 	f.b.AddObserver(obs.DID())
 	watcher := connect(t, f.b.URL(), obs, "observer", []string{f.topics.Reply()}, nil)
 	watcher.up(t)
@@ -416,12 +413,12 @@ func TestUnreadableQueueEntryDoesNotBlockTheQueue(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	obs := mustKey(t)
+	obs := didtest.New(t)
 	f.b.AddObserver(obs.DID())
 	watcher := connect(t, f.b.URL(), obs, "observer", []string{f.topics.Reply()}, nil)
 	watcher.up(t)
 	dev := connect(t, f.b.URL(), f.dev, "dev-1", nil, func(c *mqttconn.Config) {
-		c.SessionExpiry, c.Queue, c.Client.Session = 3600, q, st
+		c.Connect.SessionExpiry, c.Queue, c.Client.Session = 3600, q, st
 	})
 	recv(t, dev.ups, "the connection")
 	watcher.expect(t, "r1")

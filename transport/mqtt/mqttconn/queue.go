@@ -71,7 +71,7 @@ func (m *Manager) publishOne(ctx context.Context, cli *paho.Client) (more bool, 
 		return false, nil
 	}
 	if err != nil {
-		m.cfg.Errors.Printf("mqttconn: reading the queue: %v", err)
+		m.cfg.Logs.Errors.Printf("mqttconn: reading the queue: %v", err)
 		m.pause(ctx)
 		return false, err
 	}
@@ -84,20 +84,20 @@ func (m *Manager) publishOne(ctx context.Context, cli *paho.Client) (more bool, 
 	case err == nil, errors.Is(err, paho.ErrNetworkErrorAfterStored):
 		// In the session: paho sends it (again) until acknowledged.
 		if rerr := entry.Remove(); rerr != nil {
-			m.cfg.Errors.Printf("mqttconn: removing a queue entry: %v", rerr)
+			m.cfg.Logs.Errors.Printf("mqttconn: removing a queue entry: %v", rerr)
 		}
 		return true, err
 	case errors.Is(err, paho.ErrInvalidArguments):
 		// It would be refused again.
-		m.cfg.Errors.Printf("mqttconn: dropping a queued message the server cannot take: %v", err)
+		m.cfg.Logs.Errors.Printf("mqttconn: dropping a queued message the server cannot take: %v", err)
 		if rerr := entry.Remove(); rerr != nil {
-			m.cfg.Errors.Printf("mqttconn: removing a queue entry: %v", rerr)
+			m.cfg.Logs.Errors.Printf("mqttconn: removing a queue entry: %v", rerr)
 		}
 		return true, err
 	default:
-		m.cfg.Errors.Printf("mqttconn: publishing from the queue: %v", err)
+		m.cfg.Logs.Errors.Printf("mqttconn: publishing from the queue: %v", err)
 		if lerr := entry.Leave(); lerr != nil {
-			m.cfg.Errors.Printf("mqttconn: leaving a queue entry: %v", lerr)
+			m.cfg.Logs.Errors.Printf("mqttconn: leaving a queue entry: %v", lerr)
 		}
 		m.pause(ctx)
 		return true, err
@@ -109,9 +109,9 @@ func (m *Manager) publishOne(ctx context.Context, cli *paho.Client) (more bool, 
 func (m *Manager) readEntry(ctx context.Context, entry queue.Entry) (*paho.Publish, error) {
 	r, err := entry.Reader()
 	if err != nil {
-		m.cfg.Errors.Printf("mqttconn: reading a queue entry: %v", err)
+		m.cfg.Logs.Errors.Printf("mqttconn: reading a queue entry: %v", err)
 		if lerr := entry.Leave(); lerr != nil {
-			m.cfg.Errors.Printf("mqttconn: leaving a queue entry: %v", lerr)
+			m.cfg.Logs.Errors.Printf("mqttconn: leaving a queue entry: %v", lerr)
 		}
 		m.pause(ctx)
 		return nil, err
@@ -125,9 +125,9 @@ func (m *Manager) readEntry(ctx context.Context, entry queue.Entry) (*paho.Publi
 		}
 	}
 	if err != nil {
-		m.cfg.Errors.Printf("mqttconn: quarantining a queue entry: %v", err)
+		m.cfg.Logs.Errors.Printf("mqttconn: quarantining a queue entry: %v", err)
 		if qerr := entry.Quarantine(); qerr != nil {
-			m.cfg.Errors.Printf("mqttconn: quarantining a queue entry: %v", qerr)
+			m.cfg.Logs.Errors.Printf("mqttconn: quarantining a queue entry: %v", qerr)
 		}
 		return nil, err
 	}

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/torpor-dev/torpor/internal/safetext"
 	"github.com/torpor-dev/torpor/store/agents"
 )
 
@@ -90,7 +91,27 @@ func (c *Console) render(w http.ResponseWriter, status int, name string, v view)
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(status)
-	w.Write(buf.Bytes())
+	w.Write(neutralise(buf.Bytes()))
+}
+
+// neutralise replaces, in a rendered page, every control or invisible
+// formatting character but newline and tab (package safetext) with its
+// code point in visible text ("<U+202E>", escaped): a name a device
+// published cannot reverse or hide what is around it. The templates hold
+// none, so only what devices and relays published is changed.
+func neutralise(page []byte) []byte {
+	if safetext.ShowLines(string(page)) == string(page) {
+		return page
+	}
+	var b bytes.Buffer
+	for _, r := range string(page) {
+		if r != '\n' && r != '\t' && safetext.Hidden(r) {
+			fmt.Fprintf(&b, "&lt;%U&gt;", r)
+		} else {
+			b.WriteRune(r) // U+FFFD for a byte that is not UTF-8
+		}
+	}
+	return b.Bytes()
 }
 
 // loginPage answers whoever is not logged in, saying why.

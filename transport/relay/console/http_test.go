@@ -240,3 +240,80 @@ func TestDeviceTextIsEscaped(t *testing.T) {
 		t.Errorf("the confirm command does not quote the key for the shell (want %s):\n%s", want, a.body)
 	}
 }
+
+// TestDeviceTextNeutralised: a name, board or held action stored with a
+// bidirectional override, an isolate or a zero-width character (from a
+// store an older relay wrote: a relay refuses them now) is shown in both
+// pages with the character's code point in visible text, never the
+// character itself.
+func TestDeviceTextNeutralised(t *testing.T) {
+	s := newSite(t, "")
+	evil := didtest.Key(t, 2)
+	s.put(t, device{key: evil, name: "pump\u202E1-tsae", mode: wake.Sleep,
+		status: &wire.Status{Version: "1\u200B", Board: "pi\u2066", HeldCount: 1, Held: []wire.StatusHeld{{Key: "k", Purpose: "action:x", Reason: "r\uFEFF"}}}})
+	c := s.login(t)
+	for _, path := range []string{"/fleet", "/fleet/device/" + evil.DID().String()} {
+		a := s.do(t, "GET", path, nil, c)
+		for _, r := range []string{"\u202E", "\u200B", "\u2066", "\uFEFF"} {
+			if strings.Contains(a.body, r) {
+				t.Errorf("%s shows %U itself", path, []rune(r)[0])
+			}
+		}
+		if a.status != 200 || !strings.Contains(a.body, "pump&lt;U+202E&gt;1-tsae") {
+			t.Errorf("%s: %d; the name is not shown neutralised:\n%s", path, a.status, a.body)
+		}
+	}
+}
+
+// TestAwaitingAdmission: a device on probation is flagged in the API and
+// counted in its summary; the fleet page says so, and its page gives the
+// command that admits it. An admitted device says nothing of it.
+func TestAwaitingAdmission(t *testing.T) {
+	s := newSite(t, "")
+	fresh := didtest.Key(t, 2)
+	s.put(t, device{key: fresh, name: "new-pump", mode: wake.Sleep, next: t0.Add(time.Hour)})
+	s.awaiting[fresh.DID().String()] = true
+	tok, _ := bearer.IssuePurpose(s.op, s.origin, bearer.PurposeFleet, t0, time.Minute)
+	a := s.do(t, "GET", "/fleet/api/devices", map[string]string{"Authorization": "Bearer " + tok}, nil)
+	var f operatorapi.Fleet
+	if err := json.Unmarshal([]byte(a.body), &f); err != nil || f.Summary.AwaitingAdmission != 1 {
+		t.Fatalf("API: %v %s", err, a.body)
+	}
+	for _, d := range f.Devices {
+		if d.AwaitingAdmission != (d.Name == "new-pump") {
+			t.Errorf("%s: awaitingAdmission %v", d.Name, d.AwaitingAdmission)
+		}
+	}
+	c := s.login(t)
+	if a := s.do(t, "GET", "/fleet", nil, c); !strings.Contains(a.body, "1 awaiting admission") || strings.Count(a.body, ">awaiting admission</span>") != 1 {
+		t.Errorf("fleet page: %d, want the device and the summary flagged:\n%s", a.status, a.body)
+	}
+	if a := s.do(t, "GET", "/fleet/device/"+fresh.DID().String(), nil, c); !strings.Contains(a.body, `data-copy="torporctl device admit `+fresh.DID().String()+`"`) {
+		t.Errorf("device page: %d, want the admit command:\n%s", a.status, a.body)
+	}
+	if a := s.do(t, "GET", "/fleet/device/"+s.dev.DID().String(), nil, c); strings.Contains(a.body, "awaiting admission") {
+		t.Errorf("an admitted device's page says awaiting admission")
+	}
+}
+
+// TestCopiedCommandNamesTheDID: the confirm and deny commands the device
+// page offers name the device by its DID, which torporctl resolves to the
+// device's MQTT name; the card's name (here "plot7" for the MQTT name
+// plot-7) would make the command wait for a device that never gets it
+// (issue 27, bug 1).
+func TestCopiedCommandNamesTheDID(t *testing.T) {
+	s := newSite(t, "")
+	k := didtest.Key(t, 3)
+	s.put(t, device{key: k, name: "plot7", mode: wake.Sleep,
+		status: &wire.Status{Version: "1", HeldCount: 1, Held: []wire.StatusHeld{{Key: "k-1", Purpose: "action:x"}}}})
+	a := s.do(t, "GET", "/fleet/device/"+k.DID().String(), nil, s.login(t))
+	for _, op := range []string{"confirm", "deny"} {
+		want := "torporctl device " + op + " " + k.DID().String() + " &#39;k-1&#39;"
+		if a.status != 200 || strings.Count(a.body, want) != 2 {
+			t.Errorf("the page does not offer (and copy) %q:\n%s", want, a.body)
+		}
+	}
+	if strings.Contains(a.body, "device confirm --did") || strings.Contains(a.body, "plot7 &#39;k-1") {
+		t.Errorf("the copied command names the card's name:\n%s", a.body)
+	}
+}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/torpor-dev/torpor/transport/operatorapi"
 	"slices"
 	"time"
 
@@ -15,7 +14,9 @@ import (
 	"github.com/torpor-dev/torpor/store/agents"
 	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/transport/a2a"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"github.com/torpor-dev/torpor/transport/link/wire"
+	"github.com/torpor-dev/torpor/transport/operatorapi"
 	"github.com/torpor-dev/torpor/wake"
 )
 
@@ -36,10 +37,13 @@ type Source struct {
 	// fleet of relays, another).
 	Up func(ctx context.Context, agent string) bool
 	// Bounds returns the queue bounds in force for agent with state st.
-	Bounds func(agent string, st agents.State) queue.Bounds
+	Bounds func(agent string, st agents.State) queuebounds.Bounds
 	// Grace is how late a promised wake or pulse may be before its device
 	// is overdue.
 	Grace time.Duration
+	// Admitted reports whether agent is off probation; nil means every
+	// agent is.
+	Admitted func(ctx context.Context, agent string) bool
 }
 
 // Build returns the view of every device at now.
@@ -49,16 +53,22 @@ func (s *Source) Build(ctx context.Context, now time.Time) (operatorapi.Fleet, e
 		return operatorapi.Fleet{}, err
 	}
 	f := operatorapi.Fleet{Now: now.UTC(), Grace: operatorapi.Seconds(s.Grace / time.Second), Devices: make([]operatorapi.Device, 0, len(ids))}
+	names := map[string]string{} // successor DID -> its retired predecessor's name
 	for _, id := range ids {
 		d, err := s.device(ctx, id, now)
-		if errors.Is(err, agents.ErrUnknownAgent) {
+		var r retiredError
+		switch {
+		case errors.As(err, &r):
+			names[r.successor] = r.name
 			continue
-		}
-		if err != nil {
+		case errors.Is(err, agents.ErrUnknownAgent):
+			continue
+		case err != nil:
 			return operatorapi.Fleet{}, err
 		}
 		f.Devices = append(f.Devices, d)
 	}
+	inheritNames(f.Devices, names)
 	flagDuplicates(f.Devices)
 	slices.SortFunc(f.Devices, func(a, b operatorapi.Device) int {
 		return cmp.Or(cmp.Compare(slices.Index(operatorapi.States, a.State), slices.Index(operatorapi.States, b.State)), cmp.Compare(a.Name, b.Name), cmp.Compare(a.DID, b.DID))
@@ -81,6 +91,24 @@ func (s *Source) One(ctx context.Context, id string, now time.Time) (operatorapi
 		}
 	}
 	return operatorapi.Device{}, agents.ErrUnknownAgent
+}
+
+// retiredError is device's answer for an agent whose key was rotated
+// away (agents.State.Successor): the fleet shows its successor, not it.
+type retiredError struct{ name, successor string }
+
+func (e retiredError) Error() string { return "retired: its successor is " + e.successor }
+
+func (e retiredError) Is(target error) bool { return target == agents.ErrUnknownAgent }
+
+// inheritNames gives a successor that has published no card yet its
+// retired predecessor's name.
+func inheritNames(ds []operatorapi.Device, names map[string]string) {
+	for i, d := range ds {
+		if n, ok := names[d.DID]; ok && d.Name == cardName(nil) {
+			ds[i].Name = n
+		}
+	}
 }
 
 func flagDuplicates(ds []operatorapi.Device) {
@@ -115,6 +143,9 @@ func summarize(ds []operatorapi.Device) operatorapi.Summary {
 		if d.Queue.Share > FullShare {
 			s.QueuesAbove++
 		}
+		if d.AwaitingAdmission {
+			s.AwaitingAdmission++
+		}
 	}
 	return s
 }
@@ -125,7 +156,11 @@ func (s *Source) device(ctx context.Context, id string, now time.Time) (operator
 	if err != nil {
 		return operatorapi.Device{}, err
 	}
-	d := operatorapi.Device{DID: id, Name: cardName(st.Card), Mode: string(st.Mode), UpdatedAt: st.UpdatedAt.UTC(), Linked: s.Up(ctx, id)}
+	if st.Successor != "" {
+		return operatorapi.Device{}, retiredError{cardName(st.Card), st.Successor}
+	}
+	d := operatorapi.Device{DID: id, Name: cardName(st.Card), Mode: string(st.Mode), UpdatedAt: st.UpdatedAt.UTC(), Linked: s.Up(ctx, id),
+		AwaitingAdmission: s.Admitted != nil && !s.Admitted(ctx, id)}
 	agent, err := did.Parse(id)
 	if err != nil {
 		return operatorapi.Device{}, err

@@ -2,7 +2,7 @@ package console
 
 import (
 	"context"
-	"github.com/torpor-dev/torpor/transport/operatorapi"
+	"errors"
 	"path/filepath"
 	"testing"
 	"time"
@@ -13,7 +13,9 @@ import (
 	"github.com/torpor-dev/torpor/pulse"
 	"github.com/torpor-dev/torpor/store/agents"
 	"github.com/torpor-dev/torpor/store/queue"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"github.com/torpor-dev/torpor/transport/link/wire"
+	"github.com/torpor-dev/torpor/transport/operatorapi"
 	"github.com/torpor-dev/torpor/wake"
 )
 
@@ -25,12 +27,14 @@ type fixture struct {
 	states *agents.Bolt
 	q      *queue.Bolt
 	linked map[string]bool
+	// awaiting are the agents on probation (Source.Admitted).
+	awaiting map[string]bool
 }
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	dir := t.TempDir()
-	f := &fixture{linked: map[string]bool{}}
+	f := &fixture{linked: map[string]bool{}, awaiting: map[string]bool{}}
 	var err error
 	if f.states, err = agents.OpenBolt(filepath.Join(dir, "agents.db"), nil); err != nil {
 		t.Fatal(err)
@@ -40,8 +44,9 @@ func newFixture(t *testing.T) *fixture {
 	}
 	t.Cleanup(func() { f.states.Close(); f.q.Close() })
 	f.src = &Source{States: f.states, Queue: f.q, Grace: 5 * time.Minute,
-		Up:     func(_ context.Context, a string) bool { return f.linked[a] },
-		Bounds: func(string, agents.State) queue.Bounds { return queue.DefaultBounds() }}
+		Up:       func(_ context.Context, a string) bool { return f.linked[a] },
+		Bounds:   func(string, agents.State) queuebounds.Bounds { return queuebounds.Default() },
+		Admitted: func(_ context.Context, a string) bool { return !f.awaiting[a] }}
 	return f
 }
 
@@ -63,7 +68,7 @@ func (f *fixture) put(t *testing.T, d device) {
 	t.Helper()
 	id := d.key.DID().String()
 	st := agents.State{Mode: d.mode, Window: wake.WindowFor(id), NextWake: d.next, UpdatedAt: t0.Add(-time.Hour),
-		Card: []byte(`{"name":"` + d.name + `"}`), Bounds: queue.DefaultBounds()}
+		Card: []byte(`{"name":"` + d.name + `"}`), Bounds: queuebounds.Default()}
 	if d.status != nil {
 		o, err := governed.Sign(d.key, governed.Template{IssuedAt: t0, Semantic: governed.Semantic{Schema: wire.StatusSchema}, Purpose: wire.PurposeStatus, Payload: *d.status})
 		if err != nil {
@@ -91,7 +96,7 @@ func (f *fixture) put(t *testing.T, d device) {
 	}
 	for i := range d.messages {
 		r := queue.Record{Agent: id, From: "did:key:zSender", Body: make([]byte, 1000)}
-		if _, err := f.q.Enqueue(context.Background(), r, queue.DefaultBounds(), t0.Add(-time.Duration(10-i)*time.Minute)); err != nil {
+		if _, err := f.q.Enqueue(context.Background(), r, queuebounds.Default(), t0.Add(-time.Duration(10-i)*time.Minute)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -222,7 +227,7 @@ func TestDetail(t *testing.T) {
 			LostCount: 1, Lost: []wire.StatusLost{{ObjectID: "o1", Issuer: "did:key:zS", Purpose: "comms:message", Seq: 7}},
 			Wake: &wire.StatusWake{At: t0, Reason: "gpio"}, LastWake: &wire.StatusWake{At: t0.Add(-time.Hour), Reason: "rtc", AwakeMs: 5}}})
 	r := queue.Record{Agent: dev.DID().String(), From: "did:key:zOther", Body: []byte("x")}
-	if _, err := f.q.Enqueue(context.Background(), r, queue.DefaultBounds(), t0); err != nil {
+	if _, err := f.q.Enqueue(context.Background(), r, queuebounds.Default(), t0); err != nil {
 		t.Fatal(err)
 	}
 	d, err := f.src.One(context.Background(), dev.DID().String(), t0)
@@ -257,5 +262,53 @@ func TestDescribeWindow(t *testing.T) {
 		if got := describeWindow(c.w); got != c.want {
 			t.Errorf("describeWindow(%+v) = %q, want %q", c.w, got, c.want)
 		}
+	}
+}
+
+// TestRetiredRowGoes: after a key rotation the retired DID's row leaves
+// the fleet, so the successor (same name) is not flagged a duplicate, and
+// a successor with no card yet shows its predecessor's name (issue 27,
+// bug 5).
+func TestRetiredRowGoes(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	old, next, old2, next2 := didtest.Key(t, 1), didtest.Key(t, 2), didtest.Key(t, 3), didtest.Key(t, 4)
+	for _, d := range []device{{key: old, name: "pump"}, {key: next, name: "pump", linked: true}, {key: old2, name: "well"}, {key: next2, linked: true}} {
+		d.mode = wake.Sleep
+		f.put(t, d)
+	}
+	retire := func(k, succ *did.PrivateKey, card bool) {
+		st, err := f.states.Get(ctx, k.DID().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		st.Successor = succ.DID().String()
+		if err := f.states.Put(ctx, k.DID().String(), st, nil, nil); err != nil {
+			t.Fatal(err)
+		}
+		if !card {
+			st, _ := f.states.Get(ctx, succ.DID().String())
+			st.Card = nil
+			f.states.Put(ctx, succ.DID().String(), st, nil, nil)
+		}
+	}
+	retire(old, next, true)
+	retire(old2, next2, false)
+	fl, err := f.src.Build(ctx, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, d := range fl.Devices {
+		got[d.DID] = d.Name
+		if d.DuplicateName {
+			t.Errorf("%s (%s) flagged a duplicate name", d.Name, d.DID)
+		}
+	}
+	if len(got) != 2 || got[next.DID().String()] != "pump" || got[next2.DID().String()] != "well" {
+		t.Errorf("fleet %v, want only the successors, named pump and well", got)
+	}
+	if _, err := f.src.One(ctx, old.DID().String(), t0); !errors.Is(err, agents.ErrUnknownAgent) {
+		t.Errorf("the retired device's page: %v, want unknown", err)
 	}
 }

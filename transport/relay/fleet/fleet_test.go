@@ -44,7 +44,7 @@ func startFleet(t *testing.T, n int) []string {
 			t.Fatal(err)
 		}
 		f := fleet.New(nc, nil, nil)
-		r, err := relay.New(relay.Config{PublicURL: publicURL, Queue: c.Queue(), States: c.Agents(), Peers: f, KeyPackages: kpcheck.Verifier{}})
+		r, err := relay.New(relay.Config{PublicURL: publicURL, Stores: relay.Stores{Queue: c.Queue(), States: c.Agents()}, Peers: f, KeyPackages: kpcheck.Verifier{}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -70,7 +70,7 @@ func linkDevice(t *testing.T, url string, dev *did.PrivateKey, mode string) *lin
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	b := c.Hello().Card()
+	b := c.Hello()
 	card, err := a2a.BuildCard(a2a.CardOptions{Name: "d", BaseURL: publicURL + "/a/" + dev.DID().String(), OfflineMode: mode, Bounds: &b})
 	if err != nil {
 		t.Fatal(err)

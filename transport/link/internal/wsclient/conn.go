@@ -35,6 +35,12 @@ type Conn struct {
 	rerr error      // the sticky read error, under rmu
 	done chan struct{}
 	once sync.Once
+
+	idle, frame time.Duration // Options.IdleTimeout, Options.FrameTimeout
+	rate        int64         // Options.MinReadRate
+
+	dmu    sync.Mutex // guards broken and the read deadline Read sets
+	broken bool       // a context ended a Read: the deadline stays past
 }
 
 func newConn(nc net.Conn, br *bufio.Reader, limit int64, proto string) *Conn {
@@ -54,8 +60,8 @@ func (c *Conn) Read(ctx context.Context) (Opcode, []byte, error) {
 	if c.rerr != nil {
 		return 0, nil, c.rerr
 	}
-	stop := watch(ctx, c.nc.SetReadDeadline)
-	op, msg, err := c.readMessage()
+	stop := watch(ctx, c.setReadDeadline)
+	op, msg, err := c.readMessage(true)
 	if !stop() || err != nil && ctx.Err() != nil {
 		if err == nil {
 			err = errors.New("read interrupted")
@@ -76,15 +82,62 @@ func (c *Conn) endRead(err error) {
 	c.once.Do(func() { close(c.done) })
 }
 
+// setReadDeadline sets the read deadline, unless a context's end broke
+// the Read (watch sets a time in the past for that): once broken, the
+// deadline stays in the past, whatever a frame's deadline would be.
+func (c *Conn) setReadDeadline(t time.Time) error {
+	c.dmu.Lock()
+	defer c.dmu.Unlock()
+	if c.broken {
+		return nil
+	}
+	if t.Equal(brokenDeadline) {
+		c.broken = true
+	}
+	return c.nc.SetReadDeadline(t)
+}
+
+// await waits, up to the idle timeout, for the first byte of the next
+// frame and then gives the frame the frame timeout to arrive whole: real
+// time, as the server is a real peer (closeTimeout's rule).
+func (c *Conn) await() error {
+	if c.idle > 0 {
+		c.setReadDeadline(time.Now().Add(c.idle))
+	}
+	if _, err := c.br.Peek(1); err != nil {
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() && c.idle > 0 {
+			return fmt.Errorf("websocket: no frame within the idle timeout of %v: %w", c.idle, err)
+		}
+		return err
+	}
+	if c.frame > 0 {
+		c.setReadDeadline(time.Now().Add(c.frame))
+	} else if c.idle > 0 {
+		c.setReadDeadline(time.Time{})
+	}
+	return nil
+}
+
 // readMessage reads frames up to the end of a data message (Section 5.4),
-// handling the control frames between them (Section 5.5).
-func (c *Conn) readMessage() (Opcode, []byte, error) {
+// handling the control frames between them (Section 5.5). With timed set,
+// each frame has the idle and frame timeouts (await); Close reads under
+// its own deadline.
+func (c *Conn) readMessage(timed bool) (Opcode, []byte, error) {
 	var op Opcode
 	var msg []byte
 	for {
+		if timed {
+			if err := c.await(); err != nil {
+				return 0, nil, c.fail(StatusPolicyViolation, err)
+			}
+		}
 		h, err := readHeader(c.br)
 		if err != nil {
 			return 0, nil, c.fail(StatusProtocolError, err)
+		}
+		if timed && c.frame > 0 && c.rate > 0 {
+			c.setReadDeadline(time.Now().Add(c.frame + time.Duration(h.length)*time.Second/time.Duration(c.rate)))
 		}
 		if h.op.control() {
 			if err := c.control(h); err != nil {
@@ -200,7 +253,7 @@ func (c *Conn) Close(code StatusCode, reason string) error {
 	if c.rmu.TryLock() {
 		c.nc.SetReadDeadline(time.Now().Add(closeTimeout))
 		for c.rerr == nil {
-			if _, _, rerr := c.readMessage(); rerr != nil {
+			if _, _, rerr := c.readMessage(false); rerr != nil {
 				c.endRead(rerr)
 			}
 		}

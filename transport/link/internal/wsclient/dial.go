@@ -42,6 +42,17 @@ type Options struct {
 	NetDial func(ctx context.Context, network, addr string) (net.Conn, error)
 	// ReadLimit bounds a message Read returns; 0 is DefaultReadLimit.
 	ReadLimit int64
+	// IdleTimeout bounds how long Read waits for the first byte of a
+	// frame (a ping counts); 0 is no bound. A server that pings every
+	// interval keeps a quiet connection alive within twice that interval.
+	IdleTimeout time.Duration
+	// FrameTimeout bounds how long a frame's header takes to arrive once
+	// its first byte has, and with MinReadRate its payload: FrameTimeout
+	// plus the payload's length at MinReadRate bytes a second (no bound on
+	// the payload when MinReadRate is 0). 0 is no bound. A server trickling
+	// a frame cannot hold a Read longer than that per frame.
+	FrameTimeout time.Duration
+	MinReadRate  int64
 }
 
 // HandshakeError is a server's answer other than 101 to the opening
@@ -72,6 +83,9 @@ func Dial(ctx context.Context, rawURL string, o *Options) (*Conn, error) {
 		return nil, fmt.Errorf("websocket: %q is not a ws or wss URL", rawURL)
 	}
 	nc, err := dialNet(ctx, u, o)
+	if err != nil && ctx.Err() != nil {
+		return nil, fmt.Errorf("websocket: %w (%w)", context.Cause(ctx), err)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -159,7 +173,9 @@ func handshake(nc net.Conn, u *url.URL, o *Options) (*Conn, error) {
 	if limit <= 0 {
 		limit = DefaultReadLimit
 	}
-	return newConn(nc, br, limit, proto), nil
+	c := newConn(nc, br, limit, proto)
+	c.idle, c.frame, c.rate = o.IdleTimeout, o.FrameTimeout, o.MinReadRate
+	return c, nil
 }
 
 // checkAnswer checks a 101 answer's fields as Section 4.1 (the client's
@@ -197,5 +213,8 @@ func AcceptKey(key string) string {
 // must then be abandoned.
 func watch(ctx context.Context, set func(time.Time) error) func() bool {
 	set(time.Time{})
-	return context.AfterFunc(ctx, func() { set(time.Unix(1, 0)) })
+	return context.AfterFunc(ctx, func() { set(brokenDeadline) })
 }
+
+// brokenDeadline is the deadline in the past watch sets to break I/O.
+var brokenDeadline = time.Unix(1, 0)

@@ -31,4 +31,7 @@
 //
 // Reads and writes take a context: its deadline is the connection's, and
 // its end breaks the connection (a frame cut in half cannot be resumed).
+// Options.IdleTimeout, FrameTimeout and MinReadRate give each frame a read
+// deadline of its own (real time, the server being a real peer): one for
+// its first byte to come, one for the rest to follow.
 package wsclient

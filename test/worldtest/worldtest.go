@@ -1,9 +1,17 @@
-// Package worldtest starts the relay side of a test world: a torpor-relay
-// on loopback with its queue and agent states in real bbolt files, for
-// tests that run an agent, torporctl or a script against it. The caller
-// brings the clock (usually a clocktest.Clock) and everything else in
-// relay.Config; the agent side differs too much from test to test to
-// share.
+// Package worldtest starts test worlds in one process. Open and Start
+// give the relay side: a torpor-relay on loopback with its queue and agent
+// states in real bbolt files, for tests that run an agent, torporctl or a
+// script against it; the caller brings the clock (usually a
+// clocktest.Clock) and everything else in relay.Config. NewDevice gives
+// the whole MQTT device world on one fake clock: that relay, a broker, a
+// real agent with operator commands and an operator (Device); RunPublished
+// runs an agent until it has published its state. NewSession gives a
+// device's MQTT side alone: its session (runtime/manage) and an operator.
+//
+// It sits under test/ with the other harnesses, but not in test/internal:
+// the tests of runtime and of the commands (package main) import it too,
+// and an internal package there is importable only from test/... . It is
+// for tests only; no package of the module's binaries imports it.
 package worldtest
 
 import (
@@ -46,12 +54,12 @@ func Open(dir string, cfg relay.Config) (*Relay, error) {
 		return nil, err
 	}
 	srv := httptest.NewUnstartedServer(nil)
-	cfg.PublicURL, cfg.Queue, cfg.States = "http://"+srv.Listener.Addr().String(), q, states
+	cfg.PublicURL, cfg.Stores.Queue, cfg.Stores.States = "http://"+srv.Listener.Addr().String(), q, states
 	if cfg.KeyPackages == nil {
 		cfg.KeyPackages = kpcheck.Verifier{}
 	}
-	if cfg.Probation == (relay.Probation{}) && len(cfg.AllowAgents) == 0 {
-		cfg.AdmitAll = true
+	if cfg.Access.Probation == (relay.Probation{}) && len(cfg.Access.AllowAgents) == 0 {
+		cfg.Access.AdmitAll = true
 	}
 	r, err := relay.New(cfg)
 	if err != nil {

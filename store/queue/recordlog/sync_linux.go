@@ -1,4 +1,4 @@
-package queue
+package recordlog
 
 import (
 	"fmt"
@@ -11,17 +11,18 @@ import (
 // (fdatasync(2)): a segment's appended bytes and its new length.
 func datasync(f *os.File) error { return syscall.Fdatasync(int(f.Fd())) }
 
-// lockDir takes an exclusive flock(2) on dir/LOCK, so that a second process
+// Lock takes an exclusive flock(2) on dir/LOCK, so that a second process
 // opening the same log fails instead of writing beside the first. The lock
-// goes with the returned file (closed by Close, or by the process's end).
-func lockDir(dir string) (*os.File, error) {
+// goes with the returned file (closed by its user, or by the process's
+// end).
+func Lock(dir string) (*os.File, error) {
 	f, err := os.OpenFile(filepath.Join(dir, "LOCK"), os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
-		return nil, fmt.Errorf("queue: locking %s: %w", dir, err)
+		return nil, fmt.Errorf("recordlog: locking %s: %w", dir, err)
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		f.Close()
-		return nil, fmt.Errorf("queue: %s is in use by another process: %w", dir, err)
+		return nil, fmt.Errorf("recordlog: %s is in use by another process: %w", dir, err)
 	}
 	return f, nil
 }

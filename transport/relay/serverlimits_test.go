@@ -1,4 +1,4 @@
-package main
+package relay
 
 import (
 	"bufio"
@@ -19,26 +19,28 @@ import (
 
 // limitedServer serves h behind l's limits on a loopback port and returns
 // its address and the listener.
-func limitedServer(t *testing.T, l httpLimits, h http.Handler) (string, *connLimit) {
+func limitedServer(t *testing.T, l ServerLimits, h http.Handler) (string, *connLimit) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	cl := newConnLimit(ln, l.maxConns, true)
-	srv := l.server(h)
-	srv.ConnState = cl.connState
+	srv, limited, err := l.Server(h, ln, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := limited.(*connLimit)
 	go srv.Serve(cl)
 	t.Cleanup(func() { srv.Close() })
 	return ln.Addr().String(), cl
 }
 
-func testLimits() httpLimits {
-	return httpLimits{readHeader: time.Second, read: 300 * time.Millisecond, write: 2 * time.Second, idle: 300 * time.Millisecond, minBodyRate: 1000, maxConns: 100}
+func testLimits() ServerLimits {
+	return ServerLimits{ReadHeaderTimeout: time.Second, ReadTimeout: 300 * time.Millisecond, WriteTimeout: 2 * time.Second, IdleTimeout: 300 * time.Millisecond, MinBodyRate: 1000, MaxConns: 100}
 }
 
-// readBody answers how many body bytes it read, or 400 when reading failed.
-var readBody = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+// countBody answers how many body bytes it read, or 400 when reading failed.
+var countBody = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 	n, err := io.Copy(io.Discard, r.Body)
 	if err != nil {
 		http.Error(w, "reading the body: "+err.Error(), http.StatusBadRequest)
@@ -48,9 +50,9 @@ var readBody = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 })
 
 // TestIdleKeepAliveClosed: a keep-alive connection left idle is closed
-// after --idle-timeout.
+// after IdleTimeout.
 func TestIdleKeepAliveClosed(t *testing.T) {
-	addr, cl := limitedServer(t, testLimits(), readBody)
+	addr, cl := limitedServer(t, testLimits(), countBody)
 	c, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
@@ -74,10 +76,10 @@ func TestIdleKeepAliveClosed(t *testing.T) {
 	waitFor(t, func() bool { return cl.open() == 0 }, "the closed connection to leave the count")
 }
 
-// TestTrickledBodyCutOff: a body trickled far below --min-body-rate is cut
-// off once --read-timeout has passed, long before it would end.
+// TestTrickledBodyCutOff: a body trickled far below MinBodyRate is cut
+// off once ReadTimeout has passed, long before it would end.
 func TestTrickledBodyCutOff(t *testing.T) {
-	addr, _ := limitedServer(t, testLimits(), readBody)
+	addr, _ := limitedServer(t, testLimits(), countBody)
 	c, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
@@ -110,12 +112,12 @@ func TestTrickledBodyCutOff(t *testing.T) {
 	t.Fatal("a body trickled at 5 bytes a second was read to its end")
 }
 
-// TestSteadySlowBodyKeepsGoing: a body slower than --read-timeout allows
-// in one go but above --min-body-rate is read in full.
+// TestSteadySlowBodyKeepsGoing: a body slower than ReadTimeout allows
+// in one go but above MinBodyRate is read in full.
 func TestSteadySlowBodyKeepsGoing(t *testing.T) {
 	l := testLimits()
-	l.minBodyRate = 100
-	addr, _ := limitedServer(t, l, readBody)
+	l.MinBodyRate = 100
+	addr, _ := limitedServer(t, l, countBody)
 	pr, pw := io.Pipe()
 	go func() {
 		for range 20 { // 20 chunks of 20 bytes every 50 ms: 400 B/s for 1 s
@@ -141,7 +143,7 @@ func TestSteadySlowBodyKeepsGoing(t *testing.T) {
 // write deadline, not even one an earlier request on the connection left.
 func TestLinkExemptFromDeadlines(t *testing.T) {
 	l := testLimits()
-	l.write = 200 * time.Millisecond
+	l.WriteTimeout = 200 * time.Millisecond
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == wire.Path {
 			time.Sleep(500 * time.Millisecond) // a long-lived link, past the write timeout
@@ -173,8 +175,8 @@ func TestLinkExemptFromDeadlines(t *testing.T) {
 // gets its answer: it closes the oldest idle one.
 func TestIdleConnectionsDoNotStarve(t *testing.T) {
 	l := testLimits()
-	l.maxConns, l.readHeader, l.idle = 20, time.Minute, time.Minute
-	addr, cl := limitedServer(t, l, readBody)
+	l.MaxConns, l.ReadHeaderTimeout, l.IdleTimeout = 20, time.Minute, time.Minute
+	addr, cl := limitedServer(t, l, countBody)
 	var idle []net.Conn
 	for range 200 {
 		c, err := net.Dial("tcp", addr)
@@ -209,7 +211,7 @@ func TestIdleConnectionsDoNotStarve(t *testing.T) {
 // 503 too_many_connections at once.
 func TestBusyCapRefused(t *testing.T) {
 	l := testLimits()
-	l.maxConns = 2
+	l.MaxConns = 2
 	release := make(chan struct{})
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/hold" {
@@ -257,8 +259,30 @@ func waitFor(t *testing.T, cond func() bool, what string) {
 
 func TestDefaultMaxConns(t *testing.T) {
 	for nofile, want := range map[uint64]int{0: 1024, 1024: 512, 100: 64, 65536: 16384, 20000: 10000} {
-		if got := defaultMaxConns(nofile); got != want {
-			t.Errorf("defaultMaxConns(%d) = %d, want %d", nofile, got, want)
+		if got := maxConnsFor(nofile); got != want {
+			t.Errorf("maxConnsFor(%d) = %d, want %d", nofile, got, want)
 		}
+	}
+}
+
+// TestServerLimitsValidate: Server refuses limits with a member that is
+// not positive, and takes the test's.
+func TestServerLimitsValidate(t *testing.T) {
+	for name, change := range map[string]func(*ServerLimits){
+		"zero read header timeout": func(l *ServerLimits) { l.ReadHeaderTimeout = 0 },
+		"negative read timeout":    func(l *ServerLimits) { l.ReadTimeout = -time.Second },
+		"zero write timeout":       func(l *ServerLimits) { l.WriteTimeout = 0 },
+		"zero idle timeout":        func(l *ServerLimits) { l.IdleTimeout = 0 },
+		"zero body rate":           func(l *ServerLimits) { l.MinBodyRate = 0 },
+		"zero connections":         func(l *ServerLimits) { l.MaxConns = 0 },
+	} {
+		l := testLimits()
+		change(&l)
+		if _, _, err := l.Server(http.NotFoundHandler(), nil, true); err == nil {
+			t.Errorf("%s: Server took %+v", name, l)
+		}
+	}
+	if err := testLimits().Validate(); err != nil {
+		t.Errorf("the test's limits: %v", err)
 	}
 }

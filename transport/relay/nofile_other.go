@@ -1,6 +1,6 @@
 //go:build !unix
 
-package main
+package relay
 
 // openFileLimit is unknown here: 0.
 func openFileLimit() uint64 { return 0 }
