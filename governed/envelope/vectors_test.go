@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -149,5 +150,56 @@ func TestEnvelopeConservesBudget(t *testing.T) {
 	err = r.CoversEnvelope([]Scope{parent}, []Scope{scope(100, WindowUTCHour), scope(1, WindowUTCDay)})
 	if !errors.Is(err, ErrWidened) {
 		t.Errorf("hour share plus a day scope over budget: err = %v, want ErrWidened", err)
+	}
+}
+
+// TestCoversRules has one case per rule Covers applies, each refused for
+// that rule alone and named in the error.
+func TestCoversRules(t *testing.T) {
+	d2, d1 := 2, 1
+	var decay int64 = 60
+	parent := Scope{V: Version, Act: "data:read", Res: "mcp://t/d/**", Depth: &d2, DecayMaxSec: &decay,
+		Cap: &Cap{MaxPerTx: 5, MaxCumulative: 10, Unit: "B", Window: WindowEpochTotal},
+		CP:  &Counterparties{Allow: []string{"did:web:a"}}}
+	ok := parent
+	ok.Depth = &d1
+	cases := []struct {
+		name string
+		edit func(s *Scope)
+		want string
+	}{
+		{"covered", func(*Scope) {}, ""},
+		{"action", func(s *Scope) { s.Act = "data:write" }, "action"},
+		{"unknown verb", func(s *Scope) { s.Act = "data:read:private" }, "action"},
+		{"resource", func(s *Scope) { s.Res = "mcp://t/e/x" }, "resource"},
+		{"no cap", func(s *Scope) { s.Cap = nil }, "cap"},
+		{"repeating under a total", func(s *Scope) { c := *s.Cap; c.Window = WindowUTCDay; s.Cap = &c }, "cap"},
+		{"counterparties", func(s *Scope) { s.CP = nil }, "counterparties"},
+		{"decay absent", func(s *Scope) { s.DecayMaxSec = nil }, "decay"},
+		{"depth absent is 0", func(s *Scope) { s.Depth = nil }, ""},
+		{"depth kept", func(s *Scope) { s.Depth = &d2 }, "depth"},
+		{"malformed resource", func(s *Scope) { s.Res = "mcp://t/**/x" }, "malformed"},
+	}
+	for _, c := range cases {
+		child := ok
+		c.edit(&child)
+		err := RegistryV0().Covers(parent, child)
+		if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
+			t.Errorf("%s: err = %v, want %q", c.name, err, c.want)
+		}
+	}
+	tx := Cap{MaxPerTx: 5, MaxCumulative: 5, Unit: "B", Window: WindowTx}
+	if !CoversCap(tx, Cap{MaxPerTx: 5, MaxCumulative: 1000, Unit: "B", Window: WindowUTCDay}) {
+		t.Error("a tx parent bounds only single transactions; a windowed child narrows it")
+	}
+	if CoversCap(Cap{MaxPerTx: 5, MaxCumulative: 100, Unit: "B", Window: WindowUTCHour}, Cap{MaxPerTx: 5, MaxCumulative: 1, Unit: "B", Window: WindowUTCDay}) {
+		t.Error("a day child of an hour parent covered")
+	}
+	total := parent
+	if err := RegistryV0().CoversEnvelope([]Scope{total}, []Scope{ok, ok}); !errors.Is(err, ErrWidened) {
+		t.Errorf("two children each with the whole total: err = %v", err)
+	}
+	if _, err := ParseEnvelope([]byte(`[]`)); !errors.Is(err, ErrMalformed) {
+		t.Errorf("empty envelope: err = %v", err)
 	}
 }
