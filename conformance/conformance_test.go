@@ -246,3 +246,40 @@ func TestRegistration(t *testing.T) {
 	}()
 	Register("test-later", func(*Vector) Result { return Result{} })
 }
+
+// TestEnvelopeVectors runs the scope-algebra vectors: every case must pass.
+func TestEnvelopeVectors(t *testing.T) {
+	rep, err := Run("../testdata/vectors/envelope")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Passed != 1 || len(rep.Results) != 1 {
+		t.Fatalf("report: %+v", rep)
+	}
+	if o := rep.Results[0]; o.Kind != "envelope-attenuation" || o.Note != "12 of 12 cases agree" {
+		t.Errorf("%s (%s): %s", o.ID, o.Kind, o.Note)
+	}
+}
+
+// TestEnvelopeVectorsDetectWrongExpectation flips one case's expectation:
+// the vector must fail and name the case.
+func TestEnvelopeVectorsDetectWrongExpectation(t *testing.T) {
+	b, err := os.ReadFile("../testdata/vectors/envelope/attenuation.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := os.ReadFile("../testdata/vectors/envelope/lap-scope-v0.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	flipped := strings.Replace(string(b), `"expect": false`, `"expect": true`, 1)
+	dir := writeVectors(t, map[string]string{"attenuation.json": flipped, "lap-scope-v0.json": string(v)})
+	rep, err := Run(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := rep.Results[0]
+	if o.Status != Fail || !strings.Contains(o.Note, "11 of 12 cases agree; disagree: \"sub-verb through an unregistered edge is refused\"") {
+		t.Errorf("%s: %s", o.Status, o.Note)
+	}
+}

@@ -24,6 +24,9 @@ type Vector struct {
 	Kind string
 	// File is the path relative to the directory the run started from.
 	File string
+	// Path is the file's path as the run opened it, for a vector that
+	// names a file beside it (kind_envelope.go).
+	Path string
 	// Raw is the whole vector file.
 	Raw json.RawMessage
 	// Identities are the test identities of the manifest.json in the
@@ -173,7 +176,7 @@ func runFile(dir, path, tmp string, manifests map[string][]did.DID) (o Outcome, 
 		o.Result = Broken(err)
 		return o, true
 	}
-	v := &Vector{ID: head.ID, Kind: head.Kind, File: rel, Raw: b, Identities: ids, tmp: func() (string, error) {
+	v := &Vector{ID: head.ID, Kind: head.Kind, File: rel, Path: path, Raw: b, Identities: ids, tmp: func() (string, error) {
 		return os.MkdirTemp(tmp, "vector-")
 	}}
 	h, found := handler(head.Kind)

@@ -39,3 +39,14 @@ func TestAtomVectors(t *testing.T) {
 		}
 	}
 }
+
+// TestEnvelopeVectors runs the command on the scope-algebra vectors.
+func TestEnvelopeVectors(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := run([]string{"../../testdata/vectors/envelope"}, &out, &errb); code != 0 {
+		t.Fatalf("torpor-conformance exited %d\nstdout:\n%s\nstderr:\n%s", code, out.String(), errb.String())
+	}
+	if !strings.Contains(out.String(), "PASS lap-scope-v0-attenuation") || !strings.Contains(out.String(), " 0 failed,") {
+		t.Errorf("output:\n%s", out.String())
+	}
+}
