@@ -30,6 +30,8 @@ type storeArgs struct {
 	// (queue.db) or log (the record log in queue.log/).
 	queueEngine string
 	engineSet   bool // --queue-engine was given
+	// segmentSize is --queue-segment-size (queue.LogOptions.SegmentSize).
+	segmentSize int64
 	// reinit is --reinitialise (relaystore.Guard.Reinitialise).
 	reinit bool
 	nats   jsstore.Config
@@ -43,6 +45,7 @@ func (s *storeArgs) register(fs *flag.FlagSet) {
 		s.queueEngine, s.engineSet = v, true
 		return nil
 	})
+	fs.Int64Var(&s.segmentSize, "queue-segment-size", 0, "With --queue-engine log: the size in bytes at which the record log starts a new segment file (0: 64 MiB; at most 1 GiB). Only whole segments are freed, so smaller ones give disk back sooner after a drain, at the cost of more files.")
 	fs.BoolVar(&s.reinit, "reinitialise", false, reinitialiseHelp)
 	fs.Func("nats", "With --store jetstream: the NATS server URLs, comma-separated (nats://host:4222,...).", func(v string) error {
 		s.nats.URLs = append(s.nats.URLs, strings.Split(v, ",")...)
@@ -65,6 +68,9 @@ func (s *storeArgs) validate() error {
 		}
 		if s.queueEngine != "bolt" && s.queueEngine != "log" {
 			return fmt.Errorf("--queue-engine %q: want bolt or log", s.queueEngine)
+		}
+		if s.segmentSize < 0 || (s.segmentSize > 0 && s.queueEngine != "log") {
+			return fmt.Errorf("--queue-segment-size %d: want a positive size with --queue-engine log", s.segmentSize)
 		}
 	case "jetstream":
 		if len(s.nats.URLs) == 0 {
@@ -131,7 +137,7 @@ func openStores(ctx context.Context, a *args, clk clock.Clock, log *slog.Logger)
 	if err := g.Check(a.mqtt.external == ""); err != nil {
 		return nil, err
 	}
-	bq, err := openQueue(a.dataDir, a.store.queueEngine, log)
+	bq, err := openQueueSized(a.dataDir, a.store.queueEngine, a.store.segmentSize, log)
 	if err != nil {
 		return nil, err
 	}
@@ -149,9 +155,15 @@ func openStores(ctx context.Context, a *args, clk clock.Clock, log *slog.Logger)
 // first time). The bolt engine refuses to start beside a record log, whose
 // records it would not see.
 func openQueue(dataDir, engine string, log *slog.Logger) (queue.Store, error) {
+	return openQueueSized(dataDir, engine, 0, log)
+}
+
+// openQueueSized is openQueue with the record log's segment size (0: the
+// default).
+func openQueueSized(dataDir, engine string, segmentSize int64, log *slog.Logger) (queue.Store, error) {
 	db, dir := filepath.Join(dataDir, "queue.db"), filepath.Join(dataDir, "queue.log")
 	if engine == "log" {
-		q, err := queue.OpenLog(dir, &queue.LogOptions{ImportBolt: db})
+		q, err := queue.OpenLog(dir, &queue.LogOptions{ImportBolt: db, SegmentSize: segmentSize})
 		if err != nil {
 			if errors.As(err, new(*recordlog.DamageError)) {
 				return nil, fmt.Errorf("%w: %w", relaystore.ErrRefused, logDamageFix(err))

@@ -186,3 +186,27 @@ func TestDefaultEngineMigratesBolt(t *testing.T) {
 		t.Errorf("after the migration: Next = %v, %v; want the record bolt queued", rs, err)
 	}
 }
+
+// TestQueueSegmentSize: --queue-segment-size makes the record log start new
+// segment files at that size (the power-cut test uses it to cut the power
+// while segments rotate); with the bolt engine it is refused.
+func TestQueueSegmentSize(t *testing.T) {
+	dir := t.TempDir()
+	q, err := openQueueSized(dir, "log", 4096, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 20 {
+		if _, err := q.Enqueue(context.Background(), queue.Record{Agent: "did:key:a", Body: make([]byte, 1024)}, queuebounds.Default(), time.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	q.Close()
+	segs, err := filepath.Glob(filepath.Join(dir, "queue.log", "*.log"))
+	if err != nil || len(segs) < 4 {
+		t.Errorf("20 records of 1 KiB in 4 KiB segments: %d segment files (%v), want at least 4", len(segs), err)
+	}
+	if _, err := parseArgs([]string{"--queue-engine", "bolt", "--queue-segment-size", "4096"}, io.Discard); err == nil || !strings.Contains(err.Error(), "--queue-segment-size") {
+		t.Errorf("--queue-segment-size with the bolt engine = %v, want a refusal naming it", err)
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -34,8 +35,13 @@ import (
 const powerCutTrials = 10
 
 // powerCutEngines are the relay's queue engines (--queue-engine) that
-// TestPowerCut runs, each on its own disk.
+// TestPowerCut runs, each on its own disk. The record log runs with
+// segments of rotateSegment bytes, so that it starts a new segment file
+// every few dozen records and the power is also cut while it rotates.
 var powerCutEngines = []string{"bolt", "log"}
+
+// rotateSegment is the record log's --queue-segment-size in TestPowerCut.
+const rotateSegment = 32 << 10
 
 // newDisk makes a raw image of size bytes with an ext4 file system on
 // it, made on the host (mkfs.ext4 from e2fsprogs, no root needed).
@@ -81,6 +87,8 @@ type binState struct {
 	// boot's counts: outbox entries and records still queued at its start,
 	// messages answered queued since.
 	bootOutbox, bootPresent, bootAnswered int
+	// segment is the record log's newest segment file at the last boot.
+	segment int
 }
 
 // cutConfig is torpor-agent's configuration for the power-cut boots: mode
@@ -131,6 +139,9 @@ func cutMachine(t *testing.T, key *did.PrivateKey, engine string) vm.Machine {
 		Args: []string{"-dir", "/data", "-engine", engine, "-agent", key.DID().String(), "-config", guestConfig, "--",
 			"--listen", fmt.Sprintf(":%d", guestRelayPort), "--public-url", guestRelayURL, "--allow-agent", key.DID().String(),
 			"--max-messages", "100000", "--max-per-peer", "100000", "--max-peer-bytes", "1073741824", "--max-bytes", "1073741824"},
+	}
+	if engine == "log" {
+		m.Args = append(m.Args, "--queue-segment-size", strconv.Itoa(rotateSegment))
 	}
 	m.Initrd = m.WriteInitramfs(t)
 	return m
@@ -208,8 +219,11 @@ func powerCuts(t *testing.T, engine string) {
 			t.Fatalf("seed %d, boot %d", seed, boot)
 		}
 	}
-	t.Logf("--queue-engine %s, seed %d: %d power cuts and a last boot in %v: %d messages answered queued, %d objects handed over, %d possibly lost (in the outbox at a boot)",
-		engine, seed, powerCutTrials, time.Since(start).Round(time.Second), len(st.queued), len(st.delivered), len(st.outbox))
+	t.Logf("--queue-engine %s, seed %d: %d power cuts and a last boot in %v: %d messages answered queued, %d objects handed over, %d possibly lost (in the outbox at a boot), newest segment %d",
+		engine, seed, powerCutTrials, time.Since(start).Round(time.Second), len(st.queued), len(st.delivered), len(st.outbox), st.segment)
+	if engine == "log" && st.segment <= powerCutTrials {
+		t.Errorf("the record log reached segment %d in %d power cuts: it rotated too seldom for the cuts to meet a rotation", st.segment, powerCutTrials)
+	}
 }
 
 // powerCut quits QEMU over QMP and waits for it to exit.
@@ -359,6 +373,11 @@ func (st *binState) awaitReady(t *testing.T, v *vm.VM, boot int) int {
 		}
 	}
 	st.bootPresent = len(present)
+	for _, l := range v.Lines()[:ready] {
+		if n, ok := strings.CutPrefix(l, "SEGMENT "); ok {
+			st.segment, _ = strconv.Atoi(n)
+		}
+	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	var missing []string

@@ -13,6 +13,8 @@
 //     queue.db with queue.OpenBolt, or the record log queue.log/ with
 //     queue.OpenLog, which is the relay's own recovery at its start (a
 //     torn tail is cut). The other engine's file on the disk is an error;
+//   - "SEGMENT <n>" with the record log: the number of its newest segment
+//     file, which tells how many times the log has rotated;
 //
 // then prints "READY" and starts the real torpor-relay (its data directory
 // relay/ on the disk, --queue-engine -engine, listening on port 8080 for
@@ -132,6 +134,11 @@ func present(dir, engine, agent string) error {
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
+	if engine == "log" {
+		if err := newestSegment(logDir); err != nil {
+			return err
+		}
+	}
 	var q queue.Store
 	var err error
 	if engine == "log" {
@@ -151,5 +158,23 @@ func present(dir, engine, agent string) error {
 		h := sha256.Sum256(r.Body)
 		say("PRESENT %x", h[:8])
 	}
+	return nil
+}
+
+// newestSegment prints "SEGMENT <n>": the number in the name of the record
+// log's newest segment file (0000000000000001.log, ...).
+func newestSegment(logDir string) error {
+	names, err := filepath.Glob(filepath.Join(logDir, "*.log"))
+	if err != nil {
+		return err
+	}
+	var newest uint64
+	for _, name := range names {
+		var n uint64
+		if _, err := fmt.Sscanf(filepath.Base(name), "%d.log", &n); err == nil && n > newest {
+			newest = n
+		}
+	}
+	say("SEGMENT %d", newest)
 	return nil
 }
