@@ -14,6 +14,7 @@ import (
 
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/did/didtest"
+	"github.com/torpor-dev/torpor/internal/benchcpu"
 	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 )
 
@@ -321,9 +322,11 @@ func BenchmarkCardV03(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
+	meter := benchcpu.Start(b)
 	for b.Loop() {
 		if _, err := CardV03(raw); err != nil {
 			b.Fatal(err)
 		}
 	}
+	meter.Stop()
 }
