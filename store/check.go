@@ -78,6 +78,7 @@ func check(db *bolt.DB, path string) []string {
 			problems = append(problems, fmt.Sprintf("the file has %d bytes, its meta page counts %d (truncated)", fi.Size(), tx.Size()))
 			return nil
 		}
+		walk(tx)
 		for e := range tx.Check() { // drained to the end: the checker blocks on the channel otherwise
 			if len(problems) < maxProblems {
 				problems = append(problems, e.Error())
@@ -86,6 +87,29 @@ func check(db *bolt.DB, path string) []string {
 		return nil
 	})
 	return problems
+}
+
+// walk reads every key of every bucket, nested ones included, in the
+// calling goroutine, before tx.Check runs its check in a goroutine of its
+// own: a child page pointer that leads outside the memory map faults here,
+// where openChecked turns the fault into a panic and recovers it, and not
+// in bbolt's goroutine, where a fault ends the process.
+func walk(tx *bolt.Tx) {
+	tx.ForEach(func(_ []byte, b *bolt.Bucket) error {
+		walkBucket(b)
+		return nil
+	})
+}
+
+func walkBucket(b *bolt.Bucket) {
+	c := b.Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		if v == nil {
+			if nb := b.Bucket(k); nb != nil {
+				walkBucket(nb)
+			}
+		}
+	}
 }
 
 // The meta page's layout (go.etcd.io/bbolt/internal/common/meta.go and

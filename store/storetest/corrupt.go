@@ -20,12 +20,14 @@ type Damage struct {
 
 // Damages are the ways the tests damage a file: truncated to half, both
 // meta pages zeroed, one meta page zeroed, garbage over the top-level
-// buckets' page, and a file cut to a few bytes.
+// buckets' page, a branch page's child pointer sent far past the file's
+// end, and a file cut to a few bytes.
 var Damages = []Damage{
 	{"truncated", Truncate},
 	{"zeroed-meta-pages", func(p string) error { return zeroPages(p, 0, 2) }},
 	{"zeroed-second-meta-page", func(p string) error { return zeroPages(p, 1, 1) }},
 	{"garbage-page", GarbagePage},
+	{"wild-child-pointer", WildChildPointer},
 	{"cut-to-100-bytes", func(p string) error { return os.Truncate(p, 100) }},
 }
 
@@ -64,6 +66,48 @@ func GarbagePage(path string) error {
 		g[i] = byte(i*7 + 3)
 	}
 	return writeAt(path, g, int64(root)*int64(size))
+}
+
+// WildChildPointer points the first child of the branch page at the root
+// of the file's first top-level bucket with more than one page far past
+// the file's end. bbolt follows it into unmapped memory: a fault, not an
+// error (test/faults' TestDamage found one at queue.db@201396).
+func WildChildPointer(path string) error {
+	size, _, err := layout(path)
+	if err != nil {
+		return err
+	}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
+	if err != nil {
+		return err
+	}
+	var branch, root uint64
+	db.View(func(tx *bolt.Tx) error {
+		root = uint64(tx.Cursor().Bucket().Root())
+		return tx.ForEach(func(_ []byte, b *bolt.Bucket) error {
+			if branch == 0 && b.Stats().BranchPageN > 0 {
+				branch = uint64(b.Root())
+			}
+			return nil
+		})
+	})
+	db.Close()
+	// A branch page: a 16-byte header (id 8 bytes, flags 2, count 2,
+	// overflow 4), then elements of pos (4 bytes), key size (4) and child
+	// page id (8), little-endian (go.etcd.io/bbolt/internal/common/page.go).
+	// A file too small for a branch page has the page of its top-level
+	// buckets made one.
+	if branch < 2 {
+		if root < 2 {
+			return fmt.Errorf("storetest: %s: root page %d", path, root)
+		}
+		branch = root
+		if err := writeAt(path, []byte{0x01, 0}, int64(branch)*int64(size)+8); err != nil {
+			return err
+		}
+	}
+	wild := []byte{0, 0, 0, 0, 2, 0, 0, 0} // page 1<<33: 32 TiB past the map
+	return writeAt(path, wild, int64(branch)*int64(size)+16+8)
 }
 
 func zeroPages(path string, first, n int) error {
