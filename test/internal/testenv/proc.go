@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -47,9 +46,8 @@ func build(name string) error {
 		}
 		binDir = d
 	}
-	_, file, _, _ := runtime.Caller(0)
 	cmd := exec.Command("go", "build", "-o", filepath.Join(binDir, name), "./cmd/"+name)
-	cmd.Dir = filepath.Join(filepath.Dir(file), "..", "..", "..")
+	cmd.Dir = Root()
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return &buildError{err: err, out: string(out)}
