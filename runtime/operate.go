@@ -15,11 +15,11 @@ import (
 
 // The operator's operations on the pipeline. Each has one implementation
 // here: runtime/manage's Commands (MQTT) and torpor-agent's offline
-// commands only parse their arguments and format the result. by names who acted (an
-// operator DID and the command, or the local user); it is recorded with
-// the note.
+// commands only parse their arguments and format the result.
 
 // Recorded returns the note an operation records: note, then who acted.
+// by names who acted (an operator DID and the command, or the local
+// user).
 func Recorded(note, by string) string {
 	if by == "" {
 		return strings.TrimSpace(note)
