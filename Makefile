@@ -37,7 +37,7 @@ test-integration: ## Run the tests under test/ (crash, interop, QEMU, end to end
 test-browser: ## Run the fleet console in a real browser (Debian's chromium, chromedp); screenshots in TORPOR_ARTIFACTS (part of test-integration).
 	TORPOR_REQUIRE_TOOLS=1 $(GO) test -tags integration -count=1 -timeout 10m ./test/browser/
 
-test-faults: ## Run the relay's fault suite alone: SIGKILL, damaged, lost and full stores on both queue engines (root for the tmpfs; part of test-integration).
+test-faults: ## Run the fault suite alone: SIGKILL, damaged, lost, full, read-only and removed stores on both queue engines, the agent killed mid-hand-off (root; part of test-integration).
 	TORPOR_REQUIRE_TOOLS=1 $(GO) test -tags integration -count=1 -timeout 10m ./test/faults/
 
 test-cluster: ## Run the scale-out tests alone: 3 relays on a 3-node NATS JetStream cluster (part of test-integration).

@@ -45,6 +45,8 @@ type Bolt struct {
 	ownDB bool
 	// commits group-commits Enqueue and Ack.
 	commits *groupcommit.Group[boltWrite]
+	// removed watches the file for its removal while open.
+	removed *removal
 	// fail, when set by tests, is called at named points inside write
 	// transactions with the record being written or removed; an error
 	// aborts the transaction there.
@@ -98,7 +100,11 @@ func newBolt(db *bolt.DB, own bool) (*Bolt, error) {
 	if err != nil {
 		return nil, fmt.Errorf("queue: opening %s: %w", db.Path(), store.Err(err))
 	}
-	return &Bolt{db: db, ownDB: own, commits: newBoltCommits(db)}, nil
+	rm, err := watchRemoval(db.Path())
+	if err != nil {
+		return nil, fmt.Errorf("queue: opening %s: %w", db.Path(), err)
+	}
+	return &Bolt{db: db, ownDB: own, commits: newBoltCommits(db, rm), removed: rm}, nil
 }
 
 // DB returns the underlying database, for state that must live in the same
@@ -113,6 +119,7 @@ func (s *Bolt) Close() error {
 		return ErrClosed
 	}
 	s.closed = true
+	s.removed.close()
 	if s.ownDB {
 		return s.db.Close()
 	}
@@ -141,6 +148,9 @@ func (s *Bolt) write(fn func(*bolt.Tx) error) error { return s.commits.Do(fn) }
 // view runs fn in a read transaction; a page that makes bbolt panic or
 // fault is a *store.CorruptError, not the end of the relay.
 func (s *Bolt) view(fn func(*bolt.Tx) error) error {
+	if err := s.removed.readable(); err != nil {
+		return err
+	}
 	err, cerr := guarded(s.db, func() error { return s.db.View(fn) })
 	if cerr != nil {
 		return cerr

@@ -2,6 +2,7 @@ package queue
 
 import (
 	"fmt"
+	"os"
 	"runtime/debug"
 	"sync/atomic"
 
@@ -26,26 +27,83 @@ type boltWrite = func(*bolt.Tx) error
 // or spills the tree in Commit, after the start check passed) fails the
 // batch with a *store.CorruptError and every later batch with the same
 // error: the relay answers store_unavailable and says how to mend the file,
-// instead of dying or writing further into a damaged file.
-func newBoltCommits(db *bolt.DB) *groupcommit.Group[boltWrite] {
-	return stickyCommits(db, func(batch []boltWrite) []error { return commitBolt(db, batch) })
+// instead of dying or writing further into a damaged file. So does a file
+// found removed (see removal), before or after a commit.
+func newBoltCommits(db *bolt.DB, rm *removal) *groupcommit.Group[boltWrite] {
+	return stickyCommits(db, rm, func(batch []boltWrite) []error { return commitBolt(db, batch) })
 }
 
 // stickyCommits is newBoltCommits with the commit of a batch as commit.
-func stickyCommits(db *bolt.DB, commit func([]boltWrite) []error) *groupcommit.Group[boltWrite] {
-	var broken atomic.Pointer[store.CorruptError]
+func stickyCommits(db *bolt.DB, rm *removal, commit func([]boltWrite) []error) *groupcommit.Group[boltWrite] {
+	var broken atomic.Pointer[error]
+	stick := func(n int, err error) []error {
+		broken.Store(&err)
+		return fill(n, err)
+	}
 	return &groupcommit.Group[boltWrite]{
 		Commit: func(batch []boltWrite, _ func()) []error {
 			if err := broken.Load(); err != nil {
-				return fill(len(batch), err)
+				return fill(len(batch), *err)
 			}
-			out, err := guarded(db, func() []error { return commit(batch) })
-			if err != nil {
-				broken.Store(err)
-				return fill(len(batch), err)
+			if err := rm.check(); err != nil {
+				return stick(len(batch), err)
+			}
+			out, cerr := guarded(db, func() []error { return commit(batch) })
+			if cerr != nil {
+				return stick(len(batch), cerr)
+			}
+			if err := rm.check(); err != nil {
+				// The file went while this batch committed into it: its
+				// callers are told nothing was stored, so nothing of the
+				// file may be served from now on either.
+				rm.unserved.Store(true)
+				return stick(len(batch), err)
 			}
 			return out
 		},
+	}
+}
+
+// removal watches the queue's file for its removal while the relay runs
+// (store.CheckLinked, through a descriptor of its own on the same file).
+// The zero value (or nil) watches nothing.
+type removal struct {
+	f    *os.File
+	path string
+	// unserved is set when a commit went into the removed file: reads
+	// are refused too, since its callers were told it was not stored.
+	unserved atomic.Bool
+}
+
+// watchRemoval opens path to watch it.
+func watchRemoval(path string) (*removal, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	return &removal{f: f, path: path}, nil
+}
+
+// check returns a *store.RemovedError once the file has no link left.
+func (rm *removal) check() error {
+	if rm == nil {
+		return nil
+	}
+	return store.CheckLinked(rm.f, rm.path)
+}
+
+// readable returns the error a read gets once a commit went into the
+// removed file, nil before.
+func (rm *removal) readable() error {
+	if rm == nil || !rm.unserved.Load() {
+		return nil
+	}
+	return &store.RemovedError{Path: rm.path}
+}
+
+func (rm *removal) close() {
+	if rm != nil && rm.f != nil {
+		rm.f.Close()
 	}
 }
 

@@ -23,7 +23,7 @@ func TestBoltPanicInCommitIsSticky(t *testing.T) {
 	}
 	defer db.Close()
 	calls := 0
-	g := stickyCommits(db, func(batch []boltWrite) []error {
+	g := stickyCommits(db, nil, func(batch []boltWrite) []error {
 		calls++
 		panic("page 7: invalid page type")
 	})

@@ -22,7 +22,7 @@ func TestCommitterBatches(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	c := newBoltCommits(db)
+	c := newBoltCommits(db, nil)
 	release := make(chan struct{})
 	put := func(i int) func(*bolt.Tx) error {
 		return func(tx *bolt.Tx) error {

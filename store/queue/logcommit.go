@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/torpor-dev/torpor/store"
 	"github.com/torpor-dev/torpor/store/queue/internal/groupcommit"
 	"github.com/torpor-dev/torpor/store/queue/recordlog"
 )
@@ -137,11 +138,17 @@ func (l *Log) commit(batch []logWrite) (finish func() error) {
 		return func() error { return err }
 	}
 	if err == nil && len(c.buf) > 0 {
-		c.seg.Alloc, err = c.seg.Append(c.buf, c.base, l.opts.ZeroAhead)
+		// A segment removed while open takes writes that no restart
+		// would find: checked before the write and after the sync.
+		if err = store.CheckLinked(c.seg.File, c.seg.Path); err == nil {
+			c.seg.Alloc, err = c.seg.Append(c.buf, c.base, l.opts.ZeroAhead)
+		}
 	}
 	return func() error {
 		if err == nil && len(c.buf) > 0 {
-			err = syncSegment(c.seg)
+			if err = syncSegment(c.seg); err == nil {
+				err = store.CheckLinked(c.seg.File, c.seg.Path)
+			}
 		}
 		if c.prev != nil {
 			<-c.prev
@@ -184,6 +191,11 @@ func (l *Log) finish(c *logBatch, err error) error {
 		err = errors.New("queue: the record log's commit before this one failed")
 	}
 	if err != nil {
+		if l.broken == nil && errors.Is(err, store.ErrRemoved) {
+			// No write can be kept from now on; reads go on, so that
+			// devices still drain what was acknowledged before.
+			l.broken = err
+		}
 		if l.failed == nil {
 			l.failed = c // the oldest commit not durable: rolled back from here
 		}

@@ -18,7 +18,17 @@
 //   - TestDiskFull: the data directory on a small tmpfs (mounted by the
 //     test, as root: without root it skips, and fails when CI=true or
 //     TORPOR_REQUIRE_TOOLS=1) fills up; sends are refused, not acknowledged
-//     and lost, and succeed again once space returns, without a restart.
+//     and lost, and succeed again once space returns, without a restart;
+//   - TestReadOnlyFileSystem: the data directory on a loop-mounted ext4
+//     that the kernel turns read-only under the relay (trigger_fs_error);
+//     sends are refused, reads go on, and after fsck and a restart every
+//     acknowledged message is delivered;
+//   - TestDataDirRemoved: the data directory removed while the relay
+//     runs; no send is answered queued: true into the removed files;
+//   - TestAgentKilledMidHandOff: the real torpor-agent killed while its
+//     handler holds a hand-off, with at-most-once and at-least-once
+//     notify: handed over again, or kept as possibly lost, never silently
+//     dropped.
 //
 // The relay runs through test/internal/relaytest (Start, Try, Send,
 // Drain); harness_integration_test.go holds the ledger and the fixture.

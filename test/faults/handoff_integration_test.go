@@ -34,7 +34,7 @@ import (
 // FIFO and hangs until killed.
 const (
 	envRole       = "TORPOR_FAULTS_ROLE"
-	envHandlerLog = "TORPOR_FAULTS_HANDLER_LOG"  // one line per delivery: objectId attempt
+	envHandlerLog = "TORPOR_FAULTS_HANDLER_LOG"   // one line per delivery: objectId attempt
 	envBlockFile  = "TORPOR_FAULTS_HANDLER_BLOCK" // while it exists, the next delivery hangs
 	envFIFO       = "TORPOR_FAULTS_HANDLER_FIFO"  // where a hanging delivery says "pid objectId"
 )

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/netip"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -479,6 +480,12 @@ func (s *Relay) serveHealth(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, h)
 }
 
+// readOnlyFix is what the operator does when the data directory's file
+// system turned read-only under the relay (ext4 does so after an I/O
+// error with errors=remount-ro).
+const readOnlyFix = "the data directory's file system is read-only (after an I/O error the kernel may remount it so: see dmesg); " +
+	"stop the relay, check the disk (fsck), mount it read-write and start the relay again: what was acknowledged is kept"
+
 // storeFailed answers a request the relay could not serve because its
 // store failed: 503 with queued false, which a sender may retry, and
 // logs the cause.
@@ -487,6 +494,10 @@ func (s *Relay) storeFailed(w http.ResponseWriter, err error) {
 		// Sticky until a restart, which the start check then refuses.
 		s.log.Error("store failed", "err", err, "fix", "stop the relay, move "+ce.Path+
 			" aside (keep it for diagnosis), then restore it from a backup or run torpor-relay once with --reinitialise (what it held is lost)")
+	} else if re := (*store.RemovedError)(nil); errors.As(err, &re) {
+		s.log.Error("store failed", "err", err, "fix", store.RemovedFix)
+	} else if errors.Is(err, syscall.EROFS) {
+		s.log.Error("store failed", "err", err, "fix", readOnlyFix)
 	} else {
 		s.log.Error("store failed", "err", err)
 	}
