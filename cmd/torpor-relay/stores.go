@@ -35,7 +35,13 @@ type storeArgs struct {
 	// reinit is --reinitialise (relaystore.Guard.Reinitialise).
 	reinit bool
 	nats   jsstore.Config
+	// natsPasswordFile is --nats-password-file.
+	natsPasswordFile string
 }
+
+// natsPasswordEnv holds the password of --nats-user when no
+// --nats-password-file is given.
+const natsPasswordEnv = "TORPOR_NATS_PASSWORD"
 
 func (s *storeArgs) register(fs *flag.FlagSet) {
 	s.kind = "bolt"
@@ -51,10 +57,15 @@ func (s *storeArgs) register(fs *flag.FlagSet) {
 		s.nats.URLs = append(s.nats.URLs, strings.Split(v, ",")...)
 		return nil
 	})
-	fs.StringVar(&s.nats.Creds, "nats-creds", "", "A NATS credentials file (JWT and NKey seed).")
-	fs.StringVar(&s.nats.CAFile, "nats-ca", "", "A PEM CA bundle that signs the NATS servers' TLS certificates.")
-	fs.StringVar(&s.nats.CertFile, "nats-cert", "", "A PEM client certificate for mutual TLS with NATS (with --nats-key).")
-	fs.StringVar(&s.nats.KeyFile, "nats-key", "", "The PEM private key of --nats-cert.")
+	sec := &s.nats.Security
+	fs.StringVar(&sec.Creds, "nats-creds", "", "A NATS credentials file (JWT and NKey seed).")
+	fs.StringVar(&sec.NKeyFile, "nats-nkey", "", "A file holding the NKey seed of the relay's NATS user.")
+	fs.StringVar(&sec.User, "nats-user", "", "The relay's NATS user name; its password comes from --nats-password-file or the environment variable "+natsPasswordEnv+", never from the command line.")
+	fs.StringVar(&s.natsPasswordFile, "nats-password-file", "", "A file holding the password of --nats-user (its first line).")
+	fs.StringVar(&sec.CAFile, "nats-ca", "", "A PEM CA bundle that signs the NATS servers' TLS certificates.")
+	fs.StringVar(&sec.CertFile, "nats-cert", "", "A PEM client certificate for mutual TLS with NATS (with --nats-key).")
+	fs.StringVar(&sec.KeyFile, "nats-key", "", "The PEM private key of --nats-cert.")
+	fs.BoolVar(&sec.Insecure, "nats-insecure", false, "Use a NATS server that is not on loopback without credentials or without TLS (a network you trust entirely): by default the relay refuses to start, since anyone who reaches the server can queue past tokens and bounds and read every queued body.")
 	fs.IntVar(&s.nats.Replicas, "nats-replicas", 3, "Replicas of the JetStream streams and bucket: 3 or 5 on a cluster, or 1 on a server with jetstream { sync_interval: always } (checked through --nats-monitor).")
 	fs.StringVar(&s.nats.Prefix, "nats-prefix", "TORPOR", "The prefix of the JetStream streams and bucket (TORPOR_QUEUE_STATE, ...), so that separate fleets can share a NATS account. Every relay of one fleet uses the same.")
 	fs.StringVar(&s.nats.MonitorURL, "nats-monitor", "", "The monitoring URL (http://host:8222) of the NATS server, needed with --nats-replicas 1 to check that it fsyncs every write.")
@@ -82,6 +93,7 @@ func (s *storeArgs) validate() error {
 		if s.reinit {
 			return errors.New("--reinitialise needs --store bolt (JetStream keeps no files in --data-dir)")
 		}
+		return s.readNATSPassword()
 	default:
 		return fmt.Errorf("--store %q: want bolt or jetstream", s.kind)
 	}
@@ -123,7 +135,7 @@ func openStores(ctx context.Context, a *args, clk clock.Clock, log *slog.Logger)
 		cfg.Name, cfg.Clock = "torpor-relay", clock.Unscaled(clk)
 		c, err := jsstore.Open(ctx, cfg)
 		if err != nil {
-			return nil, fmt.Errorf("--store jetstream (--nats %s, --nats-replicas %d): %w", strings.Join(cfg.URLs, ","), cfg.Replicas, err)
+			return nil, fmt.Errorf("--store jetstream (--nats %s, --nats-replicas %d): %w", jsstore.RedactURLs(cfg.URLs), cfg.Replicas, err)
 		}
 		if n, max := a.bounds.MaxMessages+a.bounds.HandshakeMessages, c.MaxMessages(); n > max {
 			c.Close()
@@ -187,4 +199,29 @@ func openQueueSized(dataDir, engine string, segmentSize int64, log *slog.Logger)
 		return nil, relaystore.Fix(db, err)
 	}
 	return q, nil
+}
+
+// readNATSPassword sets the password of --nats-user from
+// --nats-password-file or the environment.
+func (s *storeArgs) readNATSPassword() error {
+	sec := &s.nats.Security
+	env, inEnv := os.LookupEnv(natsPasswordEnv)
+	switch {
+	case s.natsPasswordFile != "" && sec.User == "":
+		return errors.New("--nats-password-file needs --nats-user")
+	case s.natsPasswordFile != "":
+		b, err := os.ReadFile(s.natsPasswordFile)
+		if err != nil {
+			return fmt.Errorf("--nats-password-file: %w", err)
+		}
+		pw, _, _ := strings.Cut(string(b), "\n")
+		if sec.Password = strings.TrimSuffix(pw, "\r"); sec.Password == "" {
+			return fmt.Errorf("--nats-password-file %s: the first line is empty", s.natsPasswordFile)
+		}
+	case sec.User != "" && inEnv:
+		sec.Password = env
+	case sec.User != "":
+		return fmt.Errorf("--nats-user %s needs its password in --nats-password-file or %s", sec.User, natsPasswordEnv)
+	}
+	return nil
 }

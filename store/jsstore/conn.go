@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -49,12 +50,9 @@ type Config struct {
 	// URLs are the NATS servers, such as nats://10.0.0.1:4222; nats.go
 	// connects to one and fails over to the others.
 	URLs []string
-	// Creds is a NATS credentials file (JWT and NKey seed), optional.
-	Creds string
-	// CAFile, CertFile and KeyFile configure TLS: a CA bundle for the
-	// servers' certificates and, for mutual TLS, the client certificate
-	// and key (all PEM, all optional).
-	CAFile, CertFile, KeyFile string
+	// Security is how the relay proves itself to NATS and checks the
+	// servers: credentials and TLS.
+	Security Security
 	// Replicas is the replica count of the streams and the bucket: 3 (the
 	// default when zero) or 5 on a cluster, or 1 on a single server whose
 	// JetStream fsyncs every write (sync_interval: always), which
@@ -112,35 +110,57 @@ func Open(ctx context.Context, cfg Config) (*Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	nc, err := connect(cfg)
+	var refused asyncErr
+	nc, err := connect(cfg, &refused)
 	if err != nil {
 		return nil, err
 	}
 	c := &Conn{nc: nc, replicas: cfg.Replicas, clk: clock.Or(cfg.Clock), n: n}
 	if err := c.setup(ctx, cfg); err != nil {
 		nc.Close()
+		if perr := refused.load(); perr != nil {
+			// A request the server refused on permissions goes
+			// unanswered: the timeout is the symptom, this the cause.
+			return nil, fmt.Errorf("%w: the NATS user lacks the relay's permissions (docs/scale-out.md): %v", err, perr)
+		}
 		return nil, err
 	}
 	return c, nil
 }
 
-func connect(cfg Config) (*nats.Conn, error) {
+// asyncErr keeps the last permission error the server reported on a
+// connection (nats.go reports them apart from the request they refused).
+type asyncErr struct{ v atomic.Pointer[error] }
+
+func (a *asyncErr) handle(_ *nats.Conn, _ *nats.Subscription, err error) {
+	if errors.Is(err, nats.ErrPermissionViolation) {
+		a.v.Store(&err)
+	}
+}
+
+func (a *asyncErr) load() error {
+	if p := a.v.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+func connect(cfg Config, refused *asyncErr) (*nats.Conn, error) {
 	if len(cfg.URLs) == 0 {
 		return nil, errors.New("jsstore: no NATS URL")
 	}
-	opts := []nats.Option{nats.Name(cfg.Name), nats.MaxReconnects(-1), nats.ReconnectWait(250 * time.Millisecond)}
-	if cfg.Creds != "" {
-		opts = append(opts, nats.UserCredentials(cfg.Creds))
+	if err := cfg.Security.check(cfg.URLs); err != nil {
+		return nil, err
 	}
-	if cfg.CAFile != "" {
-		opts = append(opts, nats.RootCAs(cfg.CAFile))
-	}
-	if cfg.CertFile != "" || cfg.KeyFile != "" {
-		opts = append(opts, nats.ClientCert(cfg.CertFile, cfg.KeyFile))
-	}
-	nc, err := nats.Connect(strings.Join(cfg.URLs, ","), opts...)
+	opts := []nats.Option{nats.Name(cfg.Name), nats.MaxReconnects(-1), nats.ReconnectWait(250 * time.Millisecond),
+		nats.ErrorHandler(refused.handle)}
+	sec, err := cfg.Security.options()
 	if err != nil {
-		return nil, fmt.Errorf("jsstore: connecting to %s: %w", strings.Join(cfg.URLs, ","), err)
+		return nil, err
+	}
+	nc, err := nats.Connect(strings.Join(cfg.URLs, ","), append(opts, sec...)...)
+	if err != nil {
+		return nil, fmt.Errorf("jsstore: connecting to %s: %w", RedactURLs(cfg.URLs), err)
 	}
 	return nc, nil
 }

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -35,14 +36,32 @@ type Options struct {
 	// SyncAlways makes JetStream fsync every write (sync_interval:
 	// always), the setting a single-replica store needs.
 	SyncAlways bool
+	// Config is nats-server configuration text (accounts, users and their
+	// permissions, authorization) the server starts from; the settings
+	// above and the listeners, on loopback with random ports, override
+	// what it says of them.
+	Config string
 }
 
-func baseOptions(name, dir string, o Options) *server.Options {
-	return &server.Options{
-		ServerName: name, Host: "127.0.0.1", Port: -1, HTTPHost: "127.0.0.1", HTTPPort: -1,
-		JetStream: true, StoreDir: filepath.Join(dir, name), SyncAlways: o.SyncAlways,
-		JetStreamMaxMemory: 64 << 20, JetStreamMaxStore: 1 << 30, NoSigs: true, NoLog: true,
+func baseOptions(name, dir string, o Options) (*server.Options, error) {
+	opts := &server.Options{}
+	if o.Config != "" {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, err
+		}
+		p := filepath.Join(dir, name+".conf")
+		if err := os.WriteFile(p, []byte(o.Config), 0o600); err != nil {
+			return nil, err
+		}
+		var err error
+		if opts, err = server.ProcessConfigFile(p); err != nil {
+			return nil, fmt.Errorf("jsserver: %w", err)
+		}
 	}
+	opts.ServerName, opts.Host, opts.Port, opts.HTTPHost, opts.HTTPPort = name, "127.0.0.1", -1, "127.0.0.1", -1
+	opts.JetStream, opts.StoreDir, opts.SyncAlways = true, filepath.Join(dir, name), o.SyncAlways
+	opts.JetStreamMaxMemory, opts.JetStreamMaxStore, opts.NoSigs, opts.NoLog = 64<<20, 1<<30, true, true
+	return opts, nil
 }
 
 func start(opts *server.Options) (*Server, error) {
@@ -60,7 +79,11 @@ func start(opts *server.Options) (*Server, error) {
 
 // Start runs a single server with its JetStream data under dir.
 func Start(dir string, o Options) (*Server, error) {
-	return start(baseOptions("torpor-single", dir, o))
+	opts, err := baseOptions("torpor-single", dir, o)
+	if err != nil {
+		return nil, err
+	}
+	return start(opts)
 }
 
 // StartCluster runs n servers named n1…nN in one cluster, each with its
@@ -94,7 +117,11 @@ func startCluster(dir string, n int, o Options) ([]*Server, error) {
 	}
 	var out []*Server
 	for i := range n {
-		opts := baseOptions(fmt.Sprintf("n%d", i+1), dir, o)
+		opts, err := baseOptions(fmt.Sprintf("n%d", i+1), dir, o)
+		if err != nil {
+			Shutdown(out)
+			return nil, err
+		}
 		opts.Cluster = server.ClusterOpts{Name: "torpor", Host: "127.0.0.1", Port: ports[i]}
 		opts.Routes = routes
 		s, err := start(opts)
@@ -161,4 +188,29 @@ func Shutdown(ss []*Server) {
 		s.Shutdown()
 		s.WaitForShutdown()
 	}
+}
+
+// RelayPermissions are the NATS permissions docs/scale-out.md gives the
+// relays' user (with the default --nats-prefix), in nats-server's
+// configuration syntax.
+const RelayPermissions = `permissions: {
+      publish: { allow: ["$JS.API.>", "$JS.ACK.>", "$JS.FC.>", "$KV.TORPOR_AGENTS.>", "torpor.>", "_INBOX.>"] }
+      subscribe: { allow: ["_INBOX.>", "torpor.link.>"] }
+    }`
+
+// AccountsConfig is a server configuration (Options.Config) with the
+// fleet's account FLEET, JetStream enabled, and two users in it: "relay"
+// with RelayPermissions and the password relay, and "metrics" with the
+// password metrics and none of the relay's permissions.
+func AccountsConfig(relay, metrics string) string {
+	return `accounts: {
+  FLEET: {
+    jetstream: enabled
+    users: [
+      { user: relay, password: "` + relay + `", ` + RelayPermissions + ` }
+      { user: metrics, password: "` + metrics + `", permissions: { publish: { allow: ["$SYS.>"] }, subscribe: { allow: ["_INBOX.>"] } } }
+    ]
+  }
+}
+`
 }

@@ -1,0 +1,143 @@
+package jsstore_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/torpor-dev/torpor/store/agents/agentstest"
+	"github.com/torpor-dev/torpor/store/jsstore"
+	"github.com/torpor-dev/torpor/store/jsstore/jsserver"
+	"github.com/torpor-dev/torpor/store/queue/queuetest"
+)
+
+func accountsServer(t *testing.T) *jsserver.Server {
+	t.Helper()
+	s, err := jsserver.Start(t.TempDir(), jsserver.Options{SyncAlways: true, Config: jsserver.AccountsConfig("relay-secret-7f3a", "metrics-secret-19c2")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { jsserver.Shutdown([]*jsserver.Server{s}) })
+	return s
+}
+
+func openAs(ctx context.Context, srv *jsserver.Server, user, password string) (*jsstore.Conn, error) {
+	return jsstore.Open(ctx, jsstore.Config{URLs: []string{srv.URL()}, Replicas: 1, MonitorURL: srv.MonitorURL(),
+		Security: jsstore.Security{User: user, Password: password}})
+}
+
+// onAccounts gives each contract check a fresh server with accounts, and
+// connects as the relay's user.
+func onAccounts(t *testing.T) func(t *testing.T) *jsstore.Conn {
+	srv := accountsServer(t)
+	return func(t *testing.T) *jsstore.Conn {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		c, err := openAs(ctx, srv, "relay", "relay-secret-7f3a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+}
+
+// TestContractsUnderRelayPermissions: the documented permissions
+// (jsserver.RelayPermissions) are enough for everything the stores and
+// the fleet do.
+func TestContractsUnderRelayPermissions(t *testing.T) {
+	t.Run("queue", func(t *testing.T) { queuetest.Run(t, opener(onAccounts, (*jsstore.Conn).OwnQueue)) })
+	t.Run("agents", func(t *testing.T) { agentstest.Run(t, opener(onAccounts, (*jsstore.Conn).OwnAgents)) })
+	t.Run("fleet request-reply", func(t *testing.T) {
+		c := onAccounts(t)(t)
+		defer c.Close()
+		nc := c.NATS()
+		sub, err := nc.Subscribe("torpor.link.QUdFTlQ.up", func(m *nats.Msg) { m.Respond([]byte("up")) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sub.Unsubscribe()
+		if m, err := nc.Request("torpor.link.QUdFTlQ.up", nil, 10*time.Second); err != nil || string(m.Data) != "up" {
+			t.Fatalf("request on the fleet's subjects under the relay's permissions: %v, %v", m, err)
+		}
+	})
+}
+
+// TestOpenRefusedCredentials: a wrong password and a user of the account
+// without the relay's permissions are refused at Open, and no error text
+// carries the password.
+func TestOpenRefusedCredentials(t *testing.T) {
+	srv := accountsServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, tt := range []struct{ user, password, want string }{
+		{"relay", "wrong-password-5e1b", "Authorization Violation"},
+		{"metrics", "metrics-secret-19c2", "ermission"},
+	} {
+		c, err := openAs(ctx, srv, tt.user, tt.password)
+		if err == nil {
+			c.Close()
+			t.Errorf("Open as %s: no error, want it refused", tt.user)
+			continue
+		}
+		if !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("Open as %s: %v, want an error saying %q", tt.user, err, tt.want)
+		}
+		if strings.Contains(err.Error(), tt.password) {
+			t.Errorf("Open as %s: the error shows the password: %v", tt.user, err)
+		}
+	}
+}
+
+// TestSecurityCheck: a NATS URL off loopback needs credentials and TLS
+// unless Insecure, and a password in a URL is refused (and never shown).
+func TestSecurityCheck(t *testing.T) {
+	creds := jsstore.Security{User: "relay", Password: "pw-0c9e"}
+	both := jsstore.Security{Creds: "/etc/torpor/relay.creds", CAFile: "/etc/torpor/nats-ca.pem"}
+	tests := []struct {
+		name string
+		url  string
+		sec  jsstore.Security
+		want string // in the error; "" for none
+	}{
+		{"loopback, nothing", "nats://127.0.0.1:4222", jsstore.Security{}, ""},
+		{"localhost, nothing", "nats://localhost:4222", jsstore.Security{}, ""},
+		{"remote, nothing", "nats://10.0.0.7:4222", jsstore.Security{}, "no credentials"},
+		{"remote, credentials only", "nats://10.0.0.7:4222", creds, "no TLS"},
+		{"remote, TLS only", "tls://nats.example:4222", jsstore.Security{}, "no credentials"},
+		{"remote, credentials and TLS", "nats://nats.example:4222", both, ""},
+		{"remote, credentials and a tls URL", "tls://nats.example:4222", creds, ""},
+		{"remote, insecure", "nats://10.0.0.7:4222", jsstore.Security{Insecure: true}, ""},
+		{"password in the URL", "nats://relay:hunter2-9d@127.0.0.1:4222", jsstore.Security{}, "carries a password"},
+	}
+	for _, tt := range tests {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_, err := jsstore.Open(ctx, jsstore.Config{URLs: []string{tt.url}, Replicas: 1, MonitorURL: "http://127.0.0.1:1", Security: tt.sec})
+		cancel()
+		insecure := errors.Is(err, jsstore.ErrInsecure)
+		switch {
+		case tt.want == "" && insecure:
+			t.Errorf("%s: refused as insecure: %v", tt.name, err)
+		case tt.want != "" && (!insecure || !strings.Contains(err.Error(), tt.want)):
+			t.Errorf("%s: Open = %v, want jsstore.ErrInsecure saying %q", tt.name, err, tt.want)
+		}
+		if err != nil && strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("%s: the error shows the password: %v", tt.name, err)
+		}
+	}
+}
+
+func TestRedactURL(t *testing.T) {
+	for in, want := range map[string]string{
+		"nats://relay:hunter2@10.0.0.7:4222": "nats://relay:xxxxx@10.0.0.7:4222",
+		"nats://10.0.0.7:4222":               "nats://10.0.0.7:4222",
+		"nats://relay:hunter2@ho st:4222":    "[redacted]@ho st:4222",
+	} {
+		if got := jsstore.RedactURL(in); got != want {
+			t.Errorf("RedactURL(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
