@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/user"
 	"path/filepath"
 	"strings"
 
@@ -47,6 +48,7 @@ func runMQTT(_ context.Context, e *env, fs *flag.FlagSet, args []string) error {
 	operators := fs.String("operators", "", "The operators: one DID a line.")
 	out := fs.String("out", "", "The directory to write to.")
 	prefix := fs.String("prefix", mqtt.DefaultPrefix, "The topic prefix.")
+	group := fs.String("group", defaultMosquittoGroup(), "The group that may read the password file (mode 0640): mosquitto started by root drops to the user mosquitto before reading it. Empty keeps it 0600. The default is mosquitto where that group exists.")
 	acl, args := takeSubcommand(fs, args, "acl")
 	if !acl {
 		fmt.Fprint(e.stderr, mqttACLHelp)
@@ -70,7 +72,7 @@ func runMQTT(_ context.Context, e *env, fs *flag.FlagSet, args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := mosquitto.Write(*out, mosquitto.Fleet{Prefix: *prefix, Devices: known.Devices(), Operators: ops}); err != nil {
+	if err := mosquitto.Write(*out, mosquitto.Fleet{Prefix: *prefix, Devices: known.Devices(), Operators: ops, Group: *group}); err != nil {
 		return err
 	}
 	fmt.Fprintf(e.stdout, "wrote %s: %d devices, %d operators; include %s in mosquitto's configuration\n",
@@ -99,4 +101,13 @@ func readDIDList(path string) ([]did.DID, error) {
 		out = append(out, d)
 	}
 	return out, sc.Err()
+}
+
+// defaultMosquittoGroup is "mosquitto" where the group exists (the Debian
+// package creates it), else "".
+func defaultMosquittoGroup() string {
+	if _, err := user.LookupGroup("mosquitto"); err == nil {
+		return "mosquitto"
+	}
+	return ""
 }

@@ -12,10 +12,7 @@ import (
 	"github.com/eclipse/paho.golang/paho"
 
 	"github.com/torpor-dev/torpor/did"
-	"github.com/torpor-dev/torpor/did/didtest"
-	"github.com/torpor-dev/torpor/test/internal/testenv"
 	"github.com/torpor-dev/torpor/transport/mqtt/login"
-	"github.com/torpor-dev/torpor/transport/mqtt/mqtttest"
 )
 
 // TestMosquittoACL: torporctl mqtt acl writes a configuration with which
@@ -24,61 +21,24 @@ import (
 // password, another client's password, and a device subscribing to
 // another device's commands.
 func TestMosquittoACL(t *testing.T) {
-	bin, err := mqtttest.FindMosquitto()
-	if err != nil {
-		testenv.Unavailable(t, err.Error())
-	}
-	op, devA, devB := didtest.New(t), didtest.New(t), didtest.New(t)
-	dir := t.TempDir()
-	write := func(name, content string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	devices := write("devices", "dev-a "+devA.DID().String()+"\ndev-b "+devB.DID().String()+"\n")
-	operators := write("operators", "# the operators\n"+op.DID().String()+"\n")
-	out := filepath.Join(dir, "mosquitto")
-	if o, e, err := ctl(t, nil, "mqtt", "acl", "--devices", devices, "--operators", operators, "--out", out); err != nil {
-		t.Fatalf("torporctl mqtt acl: %v\n%s%s", err, o, e)
-	}
-	conf, err := os.ReadFile(filepath.Join(out, "mosquitto.conf"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := mqtttest.StartMosquittoWith(t, bin, strings.Split(strings.TrimSpace(string(conf)), "\n")...)
-	secret := func(label string) []byte {
-		b, err := os.ReadFile(filepath.Join(out, "secrets", label+".password"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return bytes.TrimSpace(b)
-	}
-	opSecret := filepath.Join(out, "secrets", "operator-"+op.DID().String()[len(op.DID().String())-12:]+".password")
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("mosquitto:\n%s", m.Log())
-		}
-	})
-	startDevice(t, m.URL(), "dev-a", devA, op.DID(), filepath.Join(t.TempDir(), "a.db"), secret("device-dev-a")...)
-	o, e, err := ctl(t, []string{"TORPOR_KNOWN_DEVICES=" + filepath.Join(dir, "known")}, "device", "status", "--broker", m.URL(),
-		"--key", saveKey(t, op), "--mqtt-password-file", opSecret, "--did", devA.DID().String(), "dev-a")
+	f := startMosquittoFleet(t, false)
+	op, devA, devB := f.op, f.devA, f.devB
+	startDevice(t, f.m.URL(), "dev-a", devA, op.DID(), filepath.Join(t.TempDir(), "a.db"), f.secret(t, "device-dev-a")...)
+	o, e, err := ctl(t, []string{"TORPOR_KNOWN_DEVICES=" + filepath.Join(t.TempDir(), "known")}, "device", "status", "--broker", f.m.URL(),
+		"--key", saveKey(t, op), "--mqtt-password-file", f.opSecretFile(), "--did", devA.DID().String(), "dev-a")
 	if err != nil || !strings.Contains(o, "  ok") {
-		t.Fatalf("the operator's status command through mosquitto: %v\n%s%s\nmosquitto:\n%s", err, o, e, m.Log())
+		t.Fatalf("the operator's status command through mosquitto: %v\n%s%s", err, o, e)
 	}
-
-	addr := strings.TrimPrefix(m.URL(), "mqtt://")
 	for name, cp := range map[string]*paho.Connect{
 		"anonymous":          {ClientID: "x", CleanStart: true, KeepAlive: 30},
 		"made-up password":   {ClientID: "x", CleanStart: true, KeepAlive: 30, Username: login.StaticUser(devB.DID()), UsernameFlag: true, Password: []byte("guess"), PasswordFlag: true},
-		"another's password": {ClientID: "x", CleanStart: true, KeepAlive: 30, Username: login.StaticUser(devB.DID()), UsernameFlag: true, Password: secret("device-dev-a"), PasswordFlag: true},
+		"another's password": {ClientID: "x", CleanStart: true, KeepAlive: 30, Username: login.StaticUser(devB.DID()), UsernameFlag: true, Password: f.secret(t, "device-dev-a"), PasswordFlag: true},
 	} {
-		if _, err := rawConnect(t, addr, cp); err == nil {
+		if _, err := rawConnect(t, f.addr(), cp); err == nil {
 			t.Errorf("%s: mosquitto admitted it", name)
 		}
 	}
-	checkForeignSubscription(t, addr, secret("device-dev-b"), devB.DID(), filepath.Join(out, "secrets"), op.DID())
+	checkForeignSubscription(t, f.addr(), f.secret(t, "device-dev-b"), devB.DID(), filepath.Join(f.out, "secrets"), op.DID())
 }
 
 // checkForeignSubscription: device B subscribes to A's command topic and

@@ -78,7 +78,10 @@ type Config struct {
 
 // DefaultMaxPacketSize is a little over the 64 KiB payload limit of the
 // device protocol (transport/mqtt/envelope.MaxPayload): 4 KiB are left for the
-// fixed header, topic and properties.
+// fixed header, topic and properties. It is the size every Torpor client
+// announces (login.MaxPacketSize, which TestMaxPacketSizeAgrees keeps
+// equal: the relay does not link paho, which login does), and the one
+// torporctl mqtt acl gives an external mosquitto.
 const DefaultMaxPacketSize = 64<<10 + 4<<10
 
 // Broker is the embedded MQTT 5 broker (github.com/mochi-mqtt/server/v2)

@@ -170,7 +170,7 @@ func (c *Client) receive(msgs []inbound) []*Delivery {
 	if closing {
 		return nil // not acknowledged: delivered again at the next wake
 	}
-	if msgs = c.dropOversized(msgs); len(msgs) == 0 {
+	if msgs = c.dropRefused(msgs); len(msgs) == 0 {
 		return nil
 	}
 	st := make([]stored, len(msgs))
@@ -194,20 +194,30 @@ func (c *Client) receive(msgs []inbound) []*Delivery {
 	return out
 }
 
-// dropOversized acknowledges and discards the messages whose payload
-// exceeds envelope.MaxPayload before anything is written to flash: such a command
-// could never be read, and storing it would let anyone who may publish on
-// the command topic fill the device's store. The broker was told the
-// limit (login.MaxPacketSize in CONNECT) and should never send one.
-func (c *Client) dropOversized(msgs []inbound) []inbound {
+// dropRefused acknowledges and discards, before anything is written to
+// flash, the messages whose payload exceeds envelope.MaxPayload and those
+// delivered as retained. An oversized command could never be read, and
+// storing it would let anyone who may publish on the command topic fill
+// the device's store; the broker was told the limit (login.MaxPacketSize
+// in CONNECT) and should never send one. Commands are never retained
+// (Topics): a retained one is handed to the device again at every new
+// subscription, so whoever could publish it once (an operator's slip, a
+// broker whose ACL cannot refuse the retain flag, as mosquitto's cannot)
+// would have it arrive at every wake.
+func (c *Client) dropRefused(msgs []inbound) []inbound {
 	kept := msgs[:0:0]
 	for _, in := range msgs {
-		if len(in.pub.Payload) > envelope.MaxPayload {
+		switch {
+		case len(in.pub.Payload) > envelope.MaxPayload:
 			c.log.Warn("command dropped unstored: payload too large", "bytes", len(in.pub.Payload), "max", envelope.MaxPayload)
-			ack(in)
+		case in.pub.Retain:
+			c.log.Warn("command dropped unstored: it was retained; commands are never retained (clear it: publish an empty retained message on the topic)",
+				"topic", in.pub.Topic, "bytes", len(in.pub.Payload))
+		default:
+			kept = append(kept, in)
 			continue
 		}
-		kept = append(kept, in)
+		ack(in)
 	}
 	return kept
 }

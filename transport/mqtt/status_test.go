@@ -43,6 +43,28 @@ func TestOversizedCommandNeverStored(t *testing.T) {
 	}
 }
 
+// TestRetainedCommandNeverStored: a command delivered as retained is
+// acknowledged and dropped before it reaches the inbox.
+func TestRetainedCommandNeverStored(t *testing.T) {
+	db, err := store.Open(filepath.Join(t.TempDir(), "agent.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	c, err := newClient(Config{Broker: "mqtt://127.0.0.1:1", Name: "dev-1", Key: didtest.Key(t, 2), DB: db, Handler: &countingHandler{db: db}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.cancel()
+	retained := &paho.Publish{Topic: c.topics.Command(), QoS: 1, Retain: true, Payload: []byte(`{"a":1}`)}
+	if d := c.receive([]inbound{{pub: retained}}); len(d) != 0 {
+		t.Errorf("receive returned %d deliveries for a retained command", len(d))
+	}
+	if left, err := c.loadInbox(); err != nil || len(left) != 0 {
+		t.Errorf("inbox holds %d commands (%v), want none", len(left), err)
+	}
+}
+
 // TestStatusOutlivesNoSession: a status that stays true until the device is
 // heard from again lives as long as the broker keeps its session.
 func TestStatusOutlivesNoSession(t *testing.T) {

@@ -12,8 +12,10 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -74,10 +76,17 @@ func StartMosquitto(t testing.TB, bin string) *Mosquitto {
 // (such as "include_dir DIR") in place of "allow_anonymous true".
 func StartMosquittoWith(t testing.TB, bin string, conf ...string) *Mosquitto {
 	t.Helper()
+	drops := slices.Contains(conf, "user mosquitto")
 	dir := t.TempDir()
+	if drops {
+		dir = unprivilegedDir(t)
+	}
 	m := &Mosquitto{bin: bin, dir: dir, port: freePort(t)}
 	if err := os.MkdirAll(filepath.Join(dir, "data"), 0o700); err != nil {
 		t.Fatal(err)
+	}
+	if drops {
+		chownToMosquitto(t, filepath.Join(dir, "data"))
 	}
 	conf = append([]string{
 		fmt.Sprintf("listener %d 127.0.0.1", m.port),
@@ -94,17 +103,47 @@ func StartMosquittoWith(t testing.TB, bin string, conf ...string) *Mosquitto {
 		"log_type information",
 		"connection_messages true",
 	}, conf...)
-	if os.Geteuid() == 0 {
+	if os.Geteuid() == 0 && !drops {
 		// As root mosquitto switches to user "mosquitto", which cannot
 		// enter the test's private temporary directory.
 		conf = append(conf, "user root")
 	}
-	if err := os.WriteFile(filepath.Join(dir, "mosquitto.conf"), []byte(strings.Join(conf, "\n")+"\n"), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "mosquitto.conf"), []byte(strings.Join(conf, "\n")+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	m.start(t)
 	t.Cleanup(func() { m.Stop(t) })
 	return m
+}
+
+// unprivilegedDir is a directory the user mosquitto can enter (t.TempDir's
+// parent is private to root), removed when the test ends.
+func unprivilegedDir(t testing.TB) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "mosquitto-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// chownToMosquitto gives path to the user mosquitto, which a mosquitto
+// started by root with "user mosquitto" (Debian's default) runs as.
+func chownToMosquitto(t testing.TB, path string) {
+	t.Helper()
+	u, err := user.Lookup("mosquitto")
+	if err != nil {
+		t.Fatalf("user mosquitto (the Debian package creates it): %v", err)
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	if err := os.Chown(path, uid, gid); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // URL implements Broker.
