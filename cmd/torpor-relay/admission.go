@@ -25,9 +25,12 @@ func (a *admissionArgs) register(fs *flag.FlagSet) {
 	fs.Int64Var(&p.Bounds.MaxBytes, "probation-max-bytes", p.Bounds.MaxBytes, "The most queued body bytes of a device not yet admitted.")
 	fs.IntVar(&p.KeyPackages, "probation-key-packages", p.KeyPackages, "The most KeyPackages a device not yet admitted may pool.")
 	fs.IntVar(&p.StateBytes, "probation-state-bytes", p.StateBytes, "The most bytes of card and pulse a device not yet admitted may publish.")
-	fs.IntVar(&a.maxAgents, "max-agents", 10000, "The most agents the relay keeps a state for; a new device beyond it is refused (507 relay_full_agents). 0: no cap.")
+	fs.IntVar(&p.Pool.Agents, "probation-agents", p.Pool.Agents, "The most devices on probation the relay keeps a state for, all together; a new one beyond it is refused (507 relay_full_probation). They never count against --max-agents.")
+	fs.Int64Var(&p.Pool.QueueBytes, "probation-queue-bytes", p.Pool.QueueBytes, "The most body bytes queued for all devices on probation together (507 relay_queue_full). They never count against --max-queue-bytes.")
+	fs.IntVar(&p.Pool.Links, "probation-links", p.Pool.Links, "The most devices on probation linked at once (503 probation_links_full, which a device retries); at most a quarter of --max-conns, so that they never hold the connections admitted devices and senders need.")
+	fs.IntVar(&a.maxAgents, "max-agents", 10000, "The most admitted agents the relay keeps a state for; a new admitted device beyond it is refused (507 relay_full_agents). Devices on probation have a pool of their own (--probation-agents). 0: no cap.")
 	fs.Int64Var(&a.maxStateBytes, "max-state-bytes", 1<<30, "The most bytes of agents.db in use (or of the JetStream agents bucket); beyond it no new agent or KeyPackage is stored. 0: no cap.")
-	fs.Int64Var(&a.maxQueueBytes, "max-queue-bytes", 2<<30, "The most body bytes queued for all agents together; beyond it requests are refused (507 relay_queue_full). 0: no cap.")
+	fs.Int64Var(&a.maxQueueBytes, "max-queue-bytes", 2<<30, "The most body bytes queued for all admitted agents together; beyond it requests are refused (507 relay_queue_full). Devices on probation have a pool of their own (--probation-queue-bytes). 0: no cap.")
 	fs.DurationVar(&a.forgetAfter, "forget-after", 30*24*time.Hour, "Forget an agent whose device has published no state for this long and is not linked: its queue, KeyPackages and state (its admission is kept). Set it above the longest sleep of any device. 0: never.")
 }
 

@@ -152,6 +152,11 @@ func (a *args) check(rest []string) error {
 	if err := a.admission.validate(); err != nil {
 		return err
 	}
+	if n, q := a.admission.probation.Pool.Links, max(1, a.http.MaxConns/4); n > q && n == relay.DefaultProbation().Pool.Links {
+		a.admission.probation.Pool.Links = q // the default, lowered to fit
+	} else if n > q {
+		return fmt.Errorf("--probation-links %d: at most a quarter of --max-conns (%d), so that devices on probation cannot hold the connections admitted devices need", n, a.http.MaxConns)
+	}
 	return a.store.validate()
 }
 

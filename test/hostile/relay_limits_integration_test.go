@@ -444,15 +444,19 @@ func TestLimitsOperatorAdmits(t *testing.T) {
 	}
 }
 
-// TestLimitsMaxAgents: beyond --max-agents a new device's link is refused
-// with 507 relay_full_agents naming the cap; the devices the relay has
-// keep linking and their queues are untouched.
+// TestLimitsMaxAgents: beyond --max-agents a new admitted device's link
+// is refused with 507 relay_full_agents naming the cap; the devices the
+// relay has keep linking and their queues are untouched.
 func TestLimitsMaxAgents(t *testing.T) {
 	s := newSleeper(t, 2, "--max-agents", "2")
-	if _, err := publishState(t, s.relay.URL, freshKey(t), wire.State{Mode: "sleep"}); err != nil {
+	op := harnessOperator(t)
+	second, third := freshKey(t), freshKey(t)
+	admit(t, s.relay.URL, op, second)
+	admit(t, s.relay.URL, op, third)
+	if _, err := publishState(t, s.relay.URL, second, wire.State{Mode: "sleep"}); err != nil {
 		t.Fatalf("second agent: %v", err)
 	}
-	_, err := publishState(t, s.relay.URL, freshKey(t), wire.State{Mode: "sleep"})
+	_, err := publishState(t, s.relay.URL, third, wire.State{Mode: "sleep"})
 	if err == nil || !strings.Contains(err.Error(), "507") || !strings.Contains(err.Error(), "relay_full_agents") || !strings.Contains(err.Error(), "--max-agents") {
 		t.Fatalf("third agent with --max-agents 2: %v, want 507 relay_full_agents naming the cap", err)
 	}
@@ -482,6 +486,7 @@ func TestLimitsMaxStateBytes(t *testing.T) {
 func TestLimitsMaxQueueBytes(t *testing.T) {
 	s := newSleeper(t, 2, "--max-queue-bytes", "600")
 	other := freshKey(t)
+	admit(t, s.relay.URL, harnessOperator(t), other)
 	publish(t, s.relay.URL, other, "sleep")
 	a := send(t, s.relay.URL, other.DID().String(), s.sender, "1.0", message(`"over"`, wirePart(strings.Repeat("x", 200))))
 	if a.Status != 507 || !strings.Contains(string(a.Body), "relay_queue_full") || !strings.Contains(string(a.Body), "--max-queue-bytes") || a.JSON()["queued"] != false {

@@ -32,18 +32,39 @@ type Probation struct {
 	// StateBytes is the most its card, pulse and retirement statement may
 	// take together.
 	StateBytes int
+	// Pool is what all devices on probation share, apart from what
+	// admitted devices use, so that free identities cannot starve them.
+	Pool ProbationPool
+}
+
+// ProbationPool bounds all devices on probation together. An admitted
+// device is never refused because of them: Config.Limits.MaxAgents and
+// MaxQueueBytes count admitted devices only, and probation links take at
+// most Links of the relay's connections.
+type ProbationPool struct {
+	// Agents is the most devices on probation the relay keeps a state
+	// for; a new one beyond it is refused (507 relay_full_probation).
+	Agents int
+	// QueueBytes is the most body bytes queued for them together (507
+	// relay_queue_full, naming the probation pool).
+	QueueBytes int64
+	// Links is the most of them linked at once (503 probation_links_full,
+	// which the device retries).
+	Links int
 }
 
 // DefaultProbation is the probation of Config's zero value: 20 messages
 // (5 and 128 KiB per sender) of at most 64 KiB, 256 KiB in all, a handshake reserve
 // of 4 messages and 64 KiB; 32 KeyPackages (a device pools 20 by
-// default) of at most 4 KiB; 32 KiB of card and pulse.
+// default) of at most 4 KiB; 32 KiB of card and pulse; and a pool of 256
+// devices, 16 MiB queued and 16 links for all of them together.
 func DefaultProbation() Probation {
 	b := queuebounds.Default()
 	b.MaxMessages, b.MaxPerPeer, b.MaxBytes, b.MaxMessageSize = 20, 5, 256<<10, 64<<10
 	b.MaxPeerBytes = 128 << 10
 	b.HandshakeMessages, b.HandshakeBytes = 4, 64<<10
-	return Probation{Bounds: b, KeyPackages: 32, KeyPackageSize: 4 << 10, StateBytes: 32 << 10}
+	return Probation{Bounds: b, KeyPackages: 32, KeyPackageSize: 4 << 10, StateBytes: 32 << 10,
+		Pool: ProbationPool{Agents: 256, QueueBytes: 16 << 20, Links: 16}}
 }
 
 // Validate refuses a probation with a non-positive member.
@@ -53,6 +74,9 @@ func (p Probation) Validate() error {
 	}
 	if p.KeyPackages < 1 || p.KeyPackageSize < 1 || p.StateBytes < 1 {
 		return errors.New("probation: KeyPackages, KeyPackageSize and StateBytes must be positive")
+	}
+	if p.Pool.Agents < 1 || p.Pool.QueueBytes < 1 || p.Pool.Links < 1 {
+		return errors.New("probation: the pool's agents, queue bytes and links must be positive")
 	}
 	return nil
 }
@@ -101,10 +125,13 @@ type admission struct {
 	known map[string]bool
 
 	queueMu sync.Mutex
-	// queueMu guards the following fields: the total queued bytes of all
-	// agents as last counted, and when.
-	queueBytes int64
-	queueAt    time.Time
+	// queueMu guards the census: agents and their queued bytes, admitted
+	// and on probation, as last counted and since added to.
+	census census
+
+	linksMu sync.Mutex
+	// linksMu guards probLinks: the links up of agents on probation.
+	probLinks map[string]int
 
 	// forgotten counts agents forgotten for their silence; refusals,
 	// publishes and links refused by probation or a global cap, by cap.
@@ -156,32 +183,104 @@ func capRefusal(code, msg string) error {
 	return &server.Refusal{Status: http.StatusInsufficientStorage, Code: code, Message: msg}
 }
 
-// admitLink refuses the link of a new agent when the relay holds its
-// most agents (Config.Limits.MaxAgents) or its agents store its most bytes
-// (Config.Limits.MaxStateBytes): 507 with the cap's error code, before the
-// device sends anything.
+// admitLink refuses the link of an agent on probation when the probation
+// pool's links are all taken (503 probation_links_full, retried by the
+// device), and the link of a new agent when its class is full: an
+// admitted one when the relay holds Config.Limits.MaxAgents admitted
+// agents, one on probation when it holds the pool's Agents on probation
+// (507 relay_full_agents, relay_full_probation); and any new one when the
+// agents store takes Config.Limits.MaxStateBytes. Devices on probation
+// never count against admitted ones.
 func (s *Relay) admitLink(ctx context.Context, agent string) error {
-	if s.cfg.Limits.MaxAgents <= 0 && s.cfg.Limits.MaxStateBytes <= 0 {
-		return nil
+	admitted := s.admitted(ctx, agent)
+	if !admitted && s.probationLinksFull(agent) {
+		s.adm.refusals.WithLabelValues("probation_links").Inc()
+		return &server.Refusal{Status: http.StatusServiceUnavailable, Code: "probation_links_full",
+			Message: fmt.Sprintf("devices on probation hold all %d of their links (--probation-links); try again later, or have an operator admit this device", s.cfg.Access.Probation.Pool.Links)}
 	}
 	if _, err := s.cfg.Stores.States.Get(ctx, agent); !errors.Is(err, agents.ErrUnknownAgent) {
 		return s.linkStoreFailed(agent, err)
+	}
+	if err := s.newAgentRoom(ctx, agent, admitted); err != nil {
+		var r *server.Refusal
+		if errors.As(err, &r) {
+			return err
+		}
+		return s.linkStoreFailed(agent, err)
+	}
+	if s.cfg.Limits.MaxStateBytes <= 0 {
+		return nil
 	}
 	u, err := s.cfg.Stores.States.Usage(ctx)
 	if err != nil {
 		return s.linkStoreFailed(agent, err)
 	}
-	if s.cfg.Limits.MaxAgents > 0 && u.Agents >= s.cfg.Limits.MaxAgents {
-		s.log.Warn("refused a new agent: the relay holds its most agents", "agent", agent, "agents", u.Agents, "max", s.cfg.Limits.MaxAgents)
-		s.adm.refusals.WithLabelValues("agents").Inc()
-		return capRefusal("relay_full_agents", fmt.Sprintf("this relay holds its most agents (%d, --max-agents); a new device cannot link", s.cfg.Limits.MaxAgents))
-	}
-	if s.cfg.Limits.MaxStateBytes > 0 && u.Bytes >= s.cfg.Limits.MaxStateBytes {
+	if u.Bytes >= s.cfg.Limits.MaxStateBytes {
 		s.log.Warn("refused a new agent: the agent store is full", "agent", agent, "bytes", u.Bytes, "max", s.cfg.Limits.MaxStateBytes)
 		s.adm.refusals.WithLabelValues("state_bytes").Inc()
 		return capRefusal("relay_full_state", fmt.Sprintf("the relay's agent store takes its most bytes (%d, --max-state-bytes); a new device cannot link", s.cfg.Limits.MaxStateBytes))
 	}
 	return nil
+}
+
+// newAgentRoom returns a *server.Refusal when a new agent of its class
+// (admitted or on probation) would exceed that class's most agents, and
+// counts it in the census otherwise.
+func (s *Relay) newAgentRoom(ctx context.Context, agent string, admitted bool) error {
+	max, class := s.cfg.Limits.MaxAgents, classAdmitted
+	if !admitted {
+		max, class = s.cfg.Access.Probation.Pool.Agents, classProbation
+	}
+	if max <= 0 {
+		return nil
+	}
+	s.adm.queueMu.Lock()
+	defer s.adm.queueMu.Unlock()
+	if err := s.recount(ctx, false); err != nil {
+		return err
+	}
+	if n := s.adm.census.agents[class]; n >= int64(max) {
+		if admitted {
+			s.log.Warn("refused a new agent: the relay holds its most agents", "agent", agent, "agents", n, "max", max)
+			s.adm.refusals.WithLabelValues("agents").Inc()
+			return capRefusal("relay_full_agents", fmt.Sprintf("this relay holds its most agents (%d, --max-agents); a new device cannot link", max))
+		}
+		s.log.Info("refused a new agent on probation: the probation pool holds its most agents", "agent", agent, "agents", n, "max", max)
+		s.adm.refusals.WithLabelValues("probation_agents").Inc()
+		return capRefusal("relay_full_probation", fmt.Sprintf("this relay holds its most devices on probation (%d, --probation-agents); an operator's admission, or an owner's enrolment, lets this device link", max))
+	}
+	s.adm.census.agents[class]++
+	return nil
+}
+
+// probationLinksFull reports whether the links of agents on probation
+// other than agent take the whole pool.
+func (s *Relay) probationLinksFull(agent string) bool {
+	s.adm.linksMu.Lock()
+	defer s.adm.linksMu.Unlock()
+	n := len(s.adm.probLinks)
+	if s.adm.probLinks[agent] > 0 {
+		n-- // a device linking again replaces its own link
+	}
+	return n >= s.cfg.Access.Probation.Pool.Links
+}
+
+// probationLinked counts a link of an agent on probation coming up or
+// going down.
+func (s *Relay) probationLinked(agent string, up bool) {
+	s.adm.linksMu.Lock()
+	defer s.adm.linksMu.Unlock()
+	if s.adm.probLinks == nil {
+		s.adm.probLinks = map[string]int{}
+	}
+	switch {
+	case up:
+		s.adm.probLinks[agent]++
+	case s.adm.probLinks[agent] > 1:
+		s.adm.probLinks[agent]--
+	default:
+		delete(s.adm.probLinks, agent)
+	}
 }
 
 // linkStoreFailed turns a store failure while admitting a link (nil for
@@ -226,17 +325,16 @@ func (s *Relay) checkAdmission(ctx context.Context, agent did.DID, known bool, s
 		}
 	}
 	grows := !known || len(st.KeyPackages) > 0 || len(st.LastResort) > 0
-	if !grows || (s.cfg.Limits.MaxAgents <= 0 && s.cfg.Limits.MaxStateBytes <= 0) {
+	if !grows || s.cfg.Limits.MaxStateBytes <= 0 {
 		return nil
 	}
+	// A new agent's room in its class was taken when it linked
+	// (admitLink).
 	u, err := s.cfg.Stores.States.Usage(ctx)
 	if err != nil {
 		return err
 	}
-	if !known && s.cfg.Limits.MaxAgents > 0 && u.Agents >= s.cfg.Limits.MaxAgents {
-		return s.capRefused("agents", fmt.Errorf("relay_full_agents: this relay holds its most agents (%d, --max-agents)", s.cfg.Limits.MaxAgents))
-	}
-	if s.cfg.Limits.MaxStateBytes > 0 && u.Bytes >= s.cfg.Limits.MaxStateBytes {
+	if u.Bytes >= s.cfg.Limits.MaxStateBytes {
 		return s.capRefused("state_bytes", fmt.Errorf("relay_full_state: the relay's agent store takes its most bytes (%d, --max-state-bytes); no new agents or KeyPackages", s.cfg.Limits.MaxStateBytes))
 	}
 	return nil
@@ -248,58 +346,91 @@ func (s *Relay) capRefused(cap string, err error) error {
 	return err
 }
 
-// queueCapRecount is how long a count of all queued bytes is trusted
-// (on the relay's clock); at the cap, a second, so that acknowledged
-// records free room soon.
+// queueCapRecount is how long a census of the agents and their queued
+// bytes is trusted (on the relay's clock); at a cap, a second, so that
+// acknowledged records free room soon.
 const queueCapRecount, queueCapRecountFull = 10 * time.Second, time.Second
 
-// relayQueueFull answers 507 relay_queue_full and returns true when all
-// agents' queues together hold Config.Limits.MaxQueueBytes. The total is counted
-// from the store at most every queueCapRecount; in between, each body
-// let through is added to it, so a burst cannot overshoot by more than
-// what is already being enqueued.
+// The census's classes.
+const (
+	classProbation = 0
+	classAdmitted  = 1
+)
+
+// census counts agents and their queued body bytes by class (probation,
+// admitted). Between counts each body let through and each new agent is
+// added, so a burst cannot overshoot by more than what is already being
+// enqueued.
+type census struct {
+	at            time.Time
+	agents, bytes [2]int64
+}
+
+// recount counts the census again when it is older than queueCapRecount,
+// or than queueCapRecountFull when full says a cap was reached. queueMu is
+// held.
+func (s *Relay) recount(ctx context.Context, full bool) error {
+	now := s.clk.Now()
+	c := &s.adm.census
+	age := now.Sub(c.at)
+	if !c.at.IsZero() && age >= 0 && age < queueCapRecount && !(full && age >= queueCapRecountFull) {
+		return nil
+	}
+	ids, err := s.cfg.Stores.States.Agents(ctx)
+	if err != nil {
+		return err
+	}
+	var next census
+	for _, a := range ids {
+		class := classProbation
+		if s.admitted(ctx, a) {
+			class = classAdmitted
+		}
+		next.agents[class]++
+		if s.cfg.Limits.MaxQueueBytes <= 0 && class == classAdmitted {
+			continue // no cap to count the bytes for
+		}
+		st, err := s.cfg.Stores.Queue.Stats(ctx, a, now)
+		if err != nil {
+			return err
+		}
+		next.bytes[class] += st.Bytes
+	}
+	next.at = now
+	*c = next
+	return nil
+}
+
+// relayQueueFull answers 507 relay_queue_full and returns true when the
+// queues of agent's class hold their most bytes together: admitted
+// agents Config.Limits.MaxQueueBytes, agents on probation the probation
+// pool's QueueBytes.
 func (s *Relay) relayQueueFull(ctx context.Context, w http.ResponseWriter, req rpcRequest, agent string, size int) bool {
-	max := s.cfg.Limits.MaxQueueBytes
+	max, class, flag := s.cfg.Limits.MaxQueueBytes, classAdmitted, "--max-queue-bytes"
+	if !s.admitted(ctx, agent) {
+		max, class, flag = s.cfg.Access.Probation.Pool.QueueBytes, classProbation, "--probation-queue-bytes, for all devices on probation"
+	}
 	if max <= 0 {
 		return false
 	}
-	now := s.clk.Now()
 	s.adm.queueMu.Lock()
 	defer s.adm.queueMu.Unlock()
-	age := now.Sub(s.adm.queueAt)
-	if s.adm.queueAt.IsZero() || age >= queueCapRecount || (s.adm.queueBytes >= max && age >= queueCapRecountFull) || age < 0 {
-		total, err := s.queuedBytes(ctx, now)
-		if err != nil {
-			s.log.Warn("counting all queued bytes failed", "err", err)
-		} else {
-			s.adm.queueBytes, s.adm.queueAt = total, now
-		}
+	if err := s.recount(ctx, s.adm.census.bytes[class] >= max); err != nil {
+		s.log.Warn("counting the queued bytes failed", "err", err)
 	}
-	if s.adm.queueBytes+int64(size) > max {
+	if s.adm.census.bytes[class]+int64(size) > max {
 		s.metrics.enqueue(agent, "full_relay")
-		s.adm.refusals.WithLabelValues("queue_bytes").Inc()
+		cap := "queue_bytes"
+		if class == classProbation {
+			cap = "probation_queue_bytes"
+		}
+		s.adm.refusals.WithLabelValues(cap).Inc()
 		answer(w, req, http.StatusInsufficientStorage, CodeQueueFull, profileAnswer{Error: "relay_queue_full",
-			Message: fmt.Sprintf("the relay's queues hold their most bytes (%s, --max-queue-bytes); nothing was queued", byteSize(max)), Queued: false}, 60)
+			Message: fmt.Sprintf("the relay's queues hold their most bytes (%s, %s); nothing was queued", byteSize(max), flag), Queued: false}, 60)
 		return true
 	}
-	s.adm.queueBytes += int64(size)
+	s.adm.census.bytes[class] += int64(size)
 	return false
-}
-
-func (s *Relay) queuedBytes(ctx context.Context, now time.Time) (int64, error) {
-	ids, err := s.cfg.Stores.States.Agents(ctx)
-	if err != nil {
-		return 0, err
-	}
-	var total int64
-	for _, a := range ids {
-		st, err := s.cfg.Stores.Queue.Stats(ctx, a, now)
-		if err != nil {
-			return 0, err
-		}
-		total += st.Bytes
-	}
-	return total, nil
 }
 
 // forgetSilent garbage-collects the agents whose device has not published

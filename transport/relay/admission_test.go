@@ -124,10 +124,10 @@ func TestProbationRefusesLargeState(t *testing.T) {
 	}
 }
 
-// TestMaxAgents: beyond --max-agents a new device's link is refused with
-// 507 relay_full_agents; a known one still links.
+// TestMaxAgents: beyond --max-agents a new admitted device's link is
+// refused with 507 relay_full_agents; a known one still links.
 func TestMaxAgents(t *testing.T) {
-	h := newHarness(t, func(c *Config) { c.Limits.MaxAgents = 1 })
+	h := newHarness(t, func(c *Config) { c.Limits.MaxAgents = 1; c.Access.AdmitAll = true })
 	first := didtest.Key(t, 1)
 	h.publishOffline(t, first, "sleep", deviceOpts{})
 	_, err := link.Dial(context.Background(), link.Config{RelayURL: h.srv.URL, Key: didtest.Key(t, 2), Clock: h.clk})
@@ -135,6 +135,52 @@ func TestMaxAgents(t *testing.T) {
 		t.Fatalf("a second device with --max-agents 1: %v, want 507 relay_full_agents naming the cap", err)
 	}
 	h.publishOffline(t, first, "sleep", deviceOpts{})
+}
+
+// TestProbationPoolAgents: devices on probation fill their own pool
+// (507 relay_full_probation) and never the admitted devices' --max-agents:
+// made-up DIDs cannot keep an admitted device from linking.
+func TestProbationPoolAgents(t *testing.T) {
+	h := newHarness(t, func(c *Config) {
+		c.Limits.MaxAgents = 1
+		c.Access.Probation = DefaultProbation()
+		c.Access.Probation.Pool.Agents = 2
+	})
+	for n := range 2 {
+		h.publishOffline(t, didtest.Key(t, byte(10+n)), "sleep", deviceOpts{})
+	}
+	_, err := link.Dial(context.Background(), link.Config{RelayURL: h.srv.URL, Key: didtest.Key(t, 12), Clock: h.clk})
+	if err == nil || !strings.Contains(err.Error(), "507") || !strings.Contains(err.Error(), "relay_full_probation") || !strings.Contains(err.Error(), "--probation-agents") {
+		t.Fatalf("a third device on probation with a pool of 2: %v, want 507 relay_full_probation naming the flag", err)
+	}
+	admitted := didtest.Key(t, 1)
+	h.admit(t, admitted)
+	h.publishOffline(t, admitted, "sleep", deviceOpts{}) // the pool does not count against --max-agents
+}
+
+// TestProbationPoolLinks: devices on probation hold at most the pool's
+// links (503 probation_links_full, which a device retries); an admitted
+// device still links, and a device on probation whose link ended makes
+// room.
+func TestProbationPoolLinks(t *testing.T) {
+	h := newHarness(t, func(c *Config) {
+		c.Access.Probation = DefaultProbation()
+		c.Access.Probation.Pool.Links = 2
+	})
+	var held []*link.Client
+	for n := range 2 {
+		held = append(held, h.device(t, didtest.Key(t, byte(20+n)), "sleep", deviceOpts{}))
+	}
+	_, err := link.Dial(context.Background(), link.Config{RelayURL: h.srv.URL, Key: didtest.Key(t, 22), Clock: h.clk})
+	if err == nil || !strings.Contains(err.Error(), "503") || !strings.Contains(err.Error(), "probation_links_full") {
+		t.Fatalf("a third link on probation with a pool of 2: %v, want 503 probation_links_full", err)
+	}
+	admitted := didtest.Key(t, 1)
+	h.admit(t, admitted)
+	h.device(t, admitted, "sleep", deviceOpts{}).Close()
+	held[0].Close()
+	<-h.relay.Link().Gone(didtest.Key(t, 20).DID().String())
+	h.device(t, didtest.Key(t, 22), "sleep", deviceOpts{}).Close()
 }
 
 // TestMaxStateBytes: once the agents store takes --max-state-bytes, a
@@ -172,7 +218,7 @@ func TestMaxStateBytes(t *testing.T) {
 // queued, and what was queued before is kept; acknowledged records free
 // room once the count is refreshed.
 func TestMaxQueueBytes(t *testing.T) {
-	h := newHarness(t, func(c *Config) { c.Limits.MaxQueueBytes = int64(2 * len(sendBody)) })
+	h := newHarness(t, func(c *Config) { c.Limits.MaxQueueBytes = int64(2 * len(sendBody)); c.Access.AdmitAll = true })
 	a, b, alice := didtest.Key(t, 1), didtest.Key(t, 2), didtest.Key(t, 3)
 	h.publishOffline(t, a, "sleep", deviceOpts{})
 	h.publishOffline(t, b, "sleep", deviceOpts{})
@@ -264,12 +310,16 @@ func counterValue(t *testing.T, r *Relay, name, cap string) float64 {
 	return 0
 }
 
-// failingUsage is an agents store whose Usage fails, as a JetStream
-// bucket without a leader does.
+// failingUsage is an agents store whose Usage and listing fail, as a
+// JetStream bucket without a leader does.
 type failingUsage struct{ agents.Store }
 
 func (failingUsage) Usage(context.Context) (agents.Usage, error) {
 	return agents.Usage{}, errors.New("nats: timeout")
+}
+
+func (failingUsage) Agents(context.Context) ([]string, error) {
+	return nil, errors.New("nats: timeout")
 }
 
 // TestLinkAdmissionStoreFailure: when the relay cannot read its store to

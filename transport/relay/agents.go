@@ -49,6 +49,9 @@ func (a *linkAgents) Linked(agent did.DID, up bool) {
 	} else {
 		s.metrics.links.Dec()
 	}
+	if !up || !s.admitted(context.Background(), agent.String()) {
+		s.probationLinked(agent.String(), up)
+	}
 }
 
 // Publish checks and stores a device's state. The checks keep what the
