@@ -68,6 +68,10 @@ type Relay struct {
 	// Bounds are the queue bounds the agent asks the relay for (zero
 	// members: the relay's ceiling).
 	Bounds queuebounds.Bounds
+	// Enrolment, when set, is the owner's enrolment of this device
+	// (wire.State.Enrolment), presented in every state it publishes: a
+	// relay that trusts the owner admits the device at once.
+	Enrolment []byte
 }
 
 // Store is where an Agent keeps its state.

@@ -442,6 +442,7 @@ func (w *wakeRun) publishOnce(ctx context.Context, an announcement, card []byte,
 		Pulse:       an.pulse,
 		Bounds:      &a.cfg.Relay.Bounds,
 		Status:      w.status(),
+		Enrolment:   a.cfg.Relay.Enrolment,
 	}
 	if !an.next.IsZero() {
 		st.NextWake = an.next.Unix()

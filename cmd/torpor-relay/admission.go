@@ -6,12 +6,16 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/transport/relay"
 )
 
 // admissionArgs are the flags of device admission and the relay's global
 // caps.
 type admissionArgs struct {
+	// mode is --admission: open, owner or operator.
+	mode                         string
+	owners                       []did.DID
 	probation                    relay.Probation
 	maxAgents                    int
 	maxStateBytes, maxQueueBytes int64
@@ -19,6 +23,16 @@ type admissionArgs struct {
 }
 
 func (a *admissionArgs) register(fs *flag.FlagSet) {
+	a.mode = "owner"
+	fs.StringVar(&a.mode, "admission", "owner", "How devices leave probation: owner (the default: a device enrolled by an --owner is admitted at once, any other when an operator admits it), operator (only an operator's admission; enrolments are ignored) or open (every device is admitted at once: only for a relay no stranger can reach).")
+	fs.Func("owner", "An owner DID whose enrolments (torporctl enrol) admit a device at once with --admission owner. Repeat the flag for more.", func(v string) error {
+		d, err := did.Parse(v)
+		if err != nil {
+			return fmt.Errorf("--owner: %w", err)
+		}
+		a.owners = append(a.owners, d)
+		return nil
+	})
 	a.probation = relay.DefaultProbation()
 	p := &a.probation
 	fs.IntVar(&p.Bounds.MaxMessages, "probation-max-messages", p.Bounds.MaxMessages, "The most queued messages of a device not yet admitted (without --allow-agent); its other queue bounds are lowered with it: 5 per sender, 64 KiB a message, a handshake reserve of 4 and 64 KiB.")
@@ -34,7 +48,28 @@ func (a *admissionArgs) register(fs *flag.FlagSet) {
 	fs.DurationVar(&a.forgetAfter, "forget-after", 30*24*time.Hour, "Forget an agent whose device has published no state for this long and is not linked: its queue, KeyPackages and state (its admission is kept). Set it above the longest sleep of any device. 0: never.")
 }
 
+// access sets the admission of access: AdmitAll with open, the owners
+// with owner.
+func (a *admissionArgs) access(access *relay.Access) {
+	access.Probation = a.probation
+	switch a.mode {
+	case "open":
+		access.AdmitAll = true
+	case "owner":
+		access.Owners = a.owners
+	}
+}
+
 func (a *admissionArgs) validate() error {
+	switch a.mode {
+	case "open", "operator":
+		if len(a.owners) > 0 {
+			return fmt.Errorf("--owner needs --admission owner (not %s)", a.mode)
+		}
+	case "owner":
+	default:
+		return fmt.Errorf("--admission %q: want owner, operator or open", a.mode)
+	}
 	if a.probation.Bounds.MaxPerPeer > a.probation.Bounds.MaxMessages {
 		a.probation.Bounds.MaxPerPeer = a.probation.Bounds.MaxMessages
 	}

@@ -250,6 +250,8 @@ func (a *args) relayConfig(st *backend, public, brokerURL string, clk clock.Cloc
 	if err != nil {
 		return relay.Config{}, err
 	}
+	access := relay.Access{AllowAgents: a.allowAgents, Operators: ops}
+	a.admission.access(&access)
 	return relay.Config{
 		PublicURL: public, Stores: relay.Stores{Queue: st.q, States: st.states}, KeyPackages: kpcheck.Verifier{}, Peers: st.peers(),
 		Limits: relay.Limits{
@@ -258,7 +260,7 @@ func (a *args) relayConfig(st *backend, public, brokerURL string, clk clock.Cloc
 			MaxAgents: a.admission.maxAgents, MaxStateBytes: a.admission.maxStateBytes,
 			MaxQueueBytes: a.admission.maxQueueBytes, ForgetAfter: a.admission.forgetAfter,
 		},
-		Access: relay.Access{AllowAgents: a.allowAgents, Operators: ops, Probation: a.admission.probation},
+		Access: access,
 		HTTP: relay.HTTP{
 			TrustForwardedFor: a.trustXFF, TrustedProxies: a.keyPackages.trustedProxies,
 			CORSOrigins: a.corsOrigins, CardCORSOrigins: a.cardOrigins,

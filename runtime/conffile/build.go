@@ -3,6 +3,7 @@ package conffile
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -17,6 +18,7 @@ import (
 	"github.com/torpor-dev/torpor/boards"
 	"github.com/torpor-dev/torpor/clock"
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/governed"
 	"github.com/torpor-dev/torpor/internal/origin"
 	"github.com/torpor-dev/torpor/runtime"
 	"github.com/torpor-dev/torpor/runtime/deliver"
@@ -27,6 +29,7 @@ import (
 	"github.com/torpor-dev/torpor/runtime/trusted"
 	"github.com/torpor-dev/torpor/session"
 	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
+	"github.com/torpor-dev/torpor/transport/link/wire"
 	"github.com/torpor-dev/torpor/wake"
 	"github.com/torpor-dev/torpor/wake/board"
 	"github.com/torpor-dev/torpor/wake/rtc"
@@ -80,6 +83,7 @@ func (f *File) Build() (*Built, error) {
 	} else {
 		add(origin.Check(`"relay" (or --relay)`, c.Relay.URL))
 	}
+	add(f.buildEnrolment(c))
 	add(f.buildSchedule(c))
 	add(f.buildPolicy(c))
 	add(b.buildHandlers(f))
@@ -456,4 +460,33 @@ func or(s, def string) string {
 		return def
 	}
 	return s
+}
+
+// buildEnrolment reads the owner's enrolment of this device, which the
+// agent presents to its relay (wire.State.Enrolment), and checks that it
+// is one: an enrolment signed by its issuer that names this device.
+func (f *File) buildEnrolment(c *runtime.Config) error {
+	if f.Enrolment == "" {
+		return nil
+	}
+	b, err := os.ReadFile(f.Enrolment)
+	if err != nil {
+		return fmt.Errorf(`"enrolment": %w`, err)
+	}
+	o, err := governed.Parse(b)
+	if err == nil {
+		err = o.VerifySignature()
+	}
+	if err != nil {
+		return fmt.Errorf(`"enrolment" %s: %w`, f.Enrolment, err)
+	}
+	var p wire.EnrolmentPayload
+	if o.Governance.Purpose != wire.PurposeEnrolment || json.Unmarshal(o.Payload, &p) != nil {
+		return fmt.Errorf(`"enrolment" %s: not an enrolment (purpose %q; want %q)`, f.Enrolment, o.Governance.Purpose, wire.PurposeEnrolment)
+	}
+	if c.Key != nil && p.Device != c.Key.DID().String() {
+		return fmt.Errorf(`"enrolment" %s enrols %s, not this device (%s)`, f.Enrolment, p.Device, c.Key.DID())
+	}
+	c.Relay.Enrolment = b
+	return nil
 }

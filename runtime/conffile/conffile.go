@@ -75,6 +75,7 @@ type File struct {
 	Key            string     `json:"key,omitempty"`
 	DataDir        string     `json:"dataDir,omitempty"`
 	Relay          string     `json:"relay,omitempty"`
+	Enrolment      string     `json:"enrolment,omitempty"` // file: the owner's enrolment (torporctl enrol)
 	Name           string     `json:"name,omitempty"`
 	Board          string     `json:"board,omitempty"`
 	Mode           string     `json:"mode,omitempty"`

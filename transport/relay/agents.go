@@ -71,6 +71,12 @@ func (a *linkAgents) Publish(ctx context.Context, agent did.DID, st wire.State) 
 	if err != nil {
 		return wire.Accepted{}, err
 	}
+	if s.enrol(ctx, agent, st) {
+		// Its link announced probation's ceiling, which this state's card
+		// names: stored as it is, then the link is dropped so that the
+		// device links again for the relay's.
+		defer func() { go s.link.Drop(id, "admitted by its owner's enrolment: link again for the relay's bounds") }()
+	}
 	if err := s.checkAdmission(ctx, agent, known, st); err != nil {
 		return wire.Accepted{}, err // before the KeyPackages are parsed: it is cheaper
 	}

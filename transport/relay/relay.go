@@ -121,6 +121,9 @@ type Access struct {
 	// AdmitAll admits every device: no probation. For a relay whose
 	// devices are vetted otherwise (the conformance runner, test worlds).
 	AdmitAll bool
+	// Owners are the DIDs whose enrolments (wire.State.Enrolment) admit a
+	// device at once (enrol.go); none: only operators admit.
+	Owners []did.DID
 	// Probation is what a device not yet admitted may store (without
 	// AllowAgents); zero means DefaultProbation().
 	Probation Probation

@@ -81,8 +81,10 @@
 // 16.8), held.lastResort (the digest of the one the relay holds),
 // state.replaceKeyPackages (the KeyPackages replace the pool) and
 // state.status (the device's signed status for the operators' fleet
-// console: status.go) and state-ok.wakeSecond (the second of its wake
-// minute the relay assigned the device's window: Accepted.WakeSecond).
+// console: status.go), state-ok.wakeSecond (the second of its wake
+// minute the relay assigned the device's window: Accepted.WakeSecond) and
+// state.enrolment (the owner's enrolment of the device, which a relay
+// that trusts the owner admits at once).
 //
 // # Handshake
 //

@@ -144,6 +144,25 @@ type State struct {
 	// fleet console; empty leaves the one it keeps unchanged. A relay
 	// that predates it ignores the member.
 	Status []byte `cbor:"status,omitempty"`
+	// Enrolment, when set, is the device's enrolment by its owner: a
+	// Governed Object (JSON) issued and signed by an owner DID, with
+	// purpose PurposeEnrolment, whose payload is an EnrolmentPayload
+	// naming this device. A relay that trusts the owner (torpor-relay
+	// --owner, --admission owner) admits the device at once, without an
+	// operator; other relays ignore it, as one that predates it does.
+	Enrolment []byte `cbor:"enrolment,omitempty"`
+}
+
+// PurposeEnrolment is the purpose of an Enrolment: an owner's statement
+// that a device is theirs (torporctl enrol).
+const PurposeEnrolment = "torpor:enrolment"
+
+// EnrolmentPayload is the payload of an Enrolment.
+type EnrolmentPayload struct {
+	// Device is the enrolled device's DID.
+	Device string `json:"device"`
+	// Name, when set, is the name the owner gives the device.
+	Name string `json:"name,omitempty"`
 }
 
 // PurposeRetirement is the purpose of a Retirement: the key handover the
