@@ -28,6 +28,10 @@ const (
 	// -32003 for PushNotificationNotSupportedError, so a generic A2A client
 	// reports the asleep answer under that name (see docs/relay.md).
 	CodeAsleep = -32003
+	// CodeServerError is the JSON-RPC code of a relay that could not
+	// serve the request (JSON-RPC 2.0, Section 5.1: -32000 to -32099 are
+	// server errors), such as store_unavailable.
+	CodeServerError = -32000
 )
 
 // profileAnswer is the offline profile's body, members in the reference's

@@ -246,7 +246,7 @@ func (s *Relay) offline(w http.ResponseWriter, r *http.Request, agent, caller di
 		return
 	case err != nil:
 		s.metrics.enqueue(id, "error")
-		s.storeFailed(w, err)
+		s.storeFailedRPC(w, req, err)
 		return
 	}
 	s.metrics.enqueue(id, "queued")

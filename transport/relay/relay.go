@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
-	"strconv"
 	"syscall"
 	"time"
 
@@ -493,6 +492,13 @@ const readOnlyFix = "the data directory's file system is read-only (after an I/O
 // store failed: 503 with queued false, which a sender may retry, and
 // logs the cause.
 func (s *Relay) storeFailed(w http.ResponseWriter, err error) {
+	s.storeFailedRPC(w, rpcRequest{}, err)
+}
+
+// storeFailedRPC is storeFailed for an A2A request: a JSON-RPC call gets
+// the answer in the JSON-RPC envelope, as the relay's other 503 answers
+// (answer), with code CodeServerError and data.error store_unavailable.
+func (s *Relay) storeFailedRPC(w http.ResponseWriter, req rpcRequest, err error) {
 	if ce := (*store.CorruptError)(nil); errors.As(err, &ce) {
 		// Sticky until a restart, which the start check then refuses.
 		s.log.Error("store failed", "err", err, "fix", "stop the relay, move "+ce.Path+
@@ -504,13 +510,8 @@ func (s *Relay) storeFailed(w http.ResponseWriter, err error) {
 	} else {
 		s.log.Error("store failed", "err", err)
 	}
-	w.Header().Set("Retry-After", strconv.Itoa(storeRetryAfter))
-	writeJSON(w, http.StatusServiceUnavailable, struct {
-		Error         string `json:"error"`
-		Message       string `json:"message"`
-		Queued        bool   `json:"queued"`
-		RetryAfterSec int    `json:"retryAfterSec"`
-	}{tokenStoreUnavailable, "the relay could not read or write its store; nothing was queued or changed, try again later", false, storeRetryAfter})
+	answer(w, req, http.StatusServiceUnavailable, CodeServerError, profileAnswer{Error: tokenStoreUnavailable,
+		Message: "the relay could not read or write its store; nothing was queued or changed, try again later"}, storeRetryAfter)
 }
 
 // storeRetryAfter is the Retry-After, in seconds, of a request the relay

@@ -30,9 +30,12 @@ func TestStoreFailureAnswers503NotQueued(t *testing.T) {
 	// A body the device would never take is refused before the store
 	// (200, a JSON-RPC error: TestRefusesWhatTheAgentNeverTakes); these
 	// reach it.
+	// A JSON-RPC call gets the answer in the JSON-RPC envelope, as the
+	// relay's other 503 answers (issue 29: it was plain JSON).
 	for _, body := range []string{sendV1, strings.Replace(sendV1, `"m1"`, `"m2"`, 1)} {
 		r := h.post(t, dev.DID(), alice, "1.0", body)
-		want := `{"error":"store_unavailable","message":"the relay could not read or write its store; nothing was queued or changed, try again later","queued":false,"retryAfterSec":5}`
+		msg := `"the relay could not read or write its store; nothing was queued or changed, try again later"`
+		want := `{"jsonrpc":"2.0","id":7,"error":{"code":-32000,"message":` + msg + `,"data":{"error":"store_unavailable","queued":false,"retryAfterSec":5}},"message":` + msg + `,"queued":false,"retryAfterSec":5}`
 		if r.status != 503 || string(r.body) != want || r.header.Get("Retry-After") != "5" {
 			t.Errorf("%s: %d Retry-After %q %s\nwant 503 Retry-After 5 %s", body, r.status, r.header.Get("Retry-After"), r.body, want)
 		}
