@@ -74,6 +74,11 @@ type Config struct {
 	Prefix string
 }
 
+// PingInterval is how often a relay pings its NATS server: with two
+// pings outstanding allowed, a server that stopped answering is left
+// after about three intervals.
+const PingInterval = 2 * time.Second
+
 // ErrDurability is returned (wrapped) by Open when the servers cannot give
 // the durability Config demands, or the existing streams do not.
 var ErrDurability = errors.New("jsstore: configuration cannot give the promised durability")
@@ -153,7 +158,12 @@ func connect(cfg Config, refused *asyncErr) (*nats.Conn, error) {
 		return nil, err
 	}
 	opts := []nats.Option{nats.Name(cfg.Name), nats.MaxReconnects(-1), nats.ReconnectWait(250 * time.Millisecond),
-		nats.ErrorHandler(refused.handle)}
+		nats.ErrorHandler(refused.handle),
+		// A server that stops answering (frozen, or cut off without a
+		// reset) is found stale after PingInterval × (MaxPingsOut + 1),
+		// about 6 s, and the client fails over to another; nats.go's
+		// defaults (2 minutes) left a relay refusing every request.
+		nats.PingInterval(PingInterval), nats.MaxPingsOutstanding(2)}
 	sec, err := cfg.Security.options()
 	if err != nil {
 		return nil, err
