@@ -94,6 +94,8 @@ type Conn struct {
 	state    jetstream.Stream
 	records  jetstream.Stream
 	kv       jetstream.KeyValue
+	// refused keeps the permission errors the server reported.
+	refused *asyncErr
 }
 
 // Open connects, creates the streams and the bucket if they are missing,
@@ -120,7 +122,7 @@ func Open(ctx context.Context, cfg Config) (*Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Conn{nc: nc, replicas: cfg.Replicas, clk: clock.Or(cfg.Clock), n: n}
+	c := &Conn{nc: nc, replicas: cfg.Replicas, clk: clock.Or(cfg.Clock), n: n, refused: &refused}
 	if err := c.setup(ctx, cfg); err != nil {
 		nc.Close()
 		if perr := refused.load(); perr != nil {
@@ -191,13 +193,21 @@ func (c *Conn) setup(ctx context.Context, cfg Config) error {
 		return err
 	}
 	c.js = js
-	if c.state, err = c.stream(ctx, stateConfig(c.n, cfg.Replicas)); err != nil {
+	err = c.retrySetup(ctx, func(ctx context.Context) (err error) {
+		c.state, err = c.stream(ctx, stateConfig(c.n, cfg.Replicas))
+		return err
+	})
+	if err != nil {
 		return err
 	}
-	if c.records, err = c.stream(ctx, recordsConfig(c.n, cfg.Replicas)); err != nil {
+	err = c.retrySetup(ctx, func(ctx context.Context) (err error) {
+		c.records, err = c.stream(ctx, recordsConfig(c.n, cfg.Replicas))
+		return err
+	})
+	if err != nil {
 		return err
 	}
-	if c.kv, err = c.bucket(ctx, cfg.Replicas); err != nil {
+	if err := c.retrySetup(ctx, func(ctx context.Context) (err error) { c.kv, err = c.bucket(ctx, cfg.Replicas); return err }); err != nil {
 		return err
 	}
 	if cfg.Replicas == 1 {
@@ -237,6 +247,11 @@ const placementWait = 30 * time.Second
 // placement" (nats-server's JSClusterNoPeersErr).
 const jsErrNoPeers jetstream.ErrorCode = 10005
 
+// jsErrReplicasNotSupported is JetStream's API error code for "replicas >
+// 1 not supported in non-clustered mode": a single server asked for a
+// replicated stream.
+const jsErrReplicasNotSupported jetstream.ErrorCode = 10074
+
 // awaitPlacement runs create until it succeeds, fails for a reason other
 // than missing peers, or placementWait has passed, waiting a quarter
 // second between tries.
@@ -258,6 +273,41 @@ func (c *Conn) awaitPlacement(ctx context.Context, create func() error) error {
 	}
 }
 
+// Creating or checking the streams and the bucket at start: each attempt
+// has setupAttempt, and attempts go on for setupWait. Relays that start
+// together on a new cluster race to create them while the cluster's
+// meta leader settles: a request may go unanswered, or find what another
+// relay created a moment before with the settings it is about to
+// change; both are tried again.
+const setupAttempt, setupWait = 5 * time.Second, time.Minute
+
+// errMismatch marks an existing stream whose configuration is not the
+// store's: no retry changes it.
+var errMismatch = errors.New("jsstore: an existing stream has another configuration")
+
+// retrySetup runs step until it succeeds, fails for good (ErrDurability,
+// errMismatch, a permission error the server reported) or setupWait passed, each attempt
+// bounded by setupAttempt, and returns its last error.
+func (c *Conn) retrySetup(ctx context.Context, step func(context.Context) error) error {
+	deadline := c.clk.Now().Add(setupWait)
+	for {
+		actx, cancel := context.WithTimeout(ctx, setupAttempt)
+		err := step(actx)
+		cancel()
+		if err == nil || errors.Is(err, ErrDurability) || errors.Is(err, errMismatch) || c.refused.load() != nil ||
+			ctx.Err() != nil || c.clk.Now().After(deadline) {
+			return err
+		}
+		t := c.clk.NewTimer(250 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C():
+		}
+	}
+}
+
 // stream returns the stream want names, creating it with want when it is
 // missing and checking an existing one against want's durability.
 func (c *Conn) stream(ctx context.Context, want jetstream.StreamConfig) (jetstream.Stream, error) {
@@ -267,8 +317,12 @@ func (c *Conn) stream(ctx context.Context, want jetstream.StreamConfig) (jetstre
 			s, err = c.js.CreateStream(ctx, want)
 			return err
 		})
-		if err != nil {
+		var apiErr *jetstream.APIError
+		switch {
+		case errors.As(err, &apiErr) && (apiErr.ErrorCode == jsErrNoPeers || apiErr.ErrorCode == jsErrReplicasNotSupported):
 			return nil, fmt.Errorf("%w: creating stream %s with %d replicas: %v (a JetStream cluster of at least %d servers is needed)", ErrDurability, want.Name, want.Replicas, err, want.Replicas)
+		case err != nil:
+			return nil, fmt.Errorf("jsstore: creating stream %s: %w", want.Name, err)
 		}
 		return s, nil
 	}
@@ -285,7 +339,7 @@ func (c *Conn) stream(ctx context.Context, want jetstream.StreamConfig) (jetstre
 	case got.Storage != jetstream.FileStorage:
 		return nil, fmt.Errorf("%w: stream %s is kept in memory, want file storage", ErrDurability, want.Name)
 	case got.AllowMsgTTL != want.AllowMsgTTL || got.MaxMsgsPerSubject != want.MaxMsgsPerSubject || got.AllowDirect != want.AllowDirect:
-		return nil, fmt.Errorf("jsstore: stream %s exists with another configuration (allow_msg_ttl %v, max_msgs_per_subject %d, allow_direct %v)", want.Name, got.AllowMsgTTL, got.MaxMsgsPerSubject, got.AllowDirect)
+		return nil, fmt.Errorf("%w: stream %s exists with allow_msg_ttl %v, max_msgs_per_subject %d, allow_direct %v", errMismatch, want.Name, got.AllowMsgTTL, got.MaxMsgsPerSubject, got.AllowDirect)
 	}
 	return s, nil
 }
@@ -305,8 +359,12 @@ func (c *Conn) bucket(ctx context.Context, replicas int) (jetstream.KeyValue, er
 			})
 			return err
 		})
-		if err != nil {
+		var apiErr *jetstream.APIError
+		switch {
+		case errors.As(err, &apiErr) && (apiErr.ErrorCode == jsErrNoPeers || apiErr.ErrorCode == jsErrReplicasNotSupported):
 			return nil, fmt.Errorf("%w: creating bucket %s with %d replicas: %v", ErrDurability, bucket, replicas, err)
+		case err != nil:
+			return nil, fmt.Errorf("jsstore: creating bucket %s: %w", bucket, err)
 		}
 	} else if err != nil {
 		return nil, fmt.Errorf("jsstore: bucket %s: %w", bucket, err)
