@@ -40,7 +40,7 @@ func BenchmarkWakeBurst(b *testing.B) {
 }
 
 func benchWakeBurst(b *testing.B, n int) {
-	h := newHarness(b, nil)
+	h := newHarness(b, func(c *Config) { c.Access.AdmitAll = true }) // an admitted fleet: not the probation pool under test
 	keys := make([]*did.PrivateKey, n)
 	states := make([]wire.State, n)
 	var hello queuebounds.Bounds
