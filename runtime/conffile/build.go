@@ -71,7 +71,9 @@ func (f *File) Build() (*Built, error) {
 	add(f.buildClock(c))
 	// Expiry is judged by trusted time (runtime/trusted); buildWake names
 	// the board's RTC.
-	c.TrustedTime = &trusted.Config{Clock: c.Clock}
+	// The ceiling counts elapsed time as fast as the scaled clock runs,
+	// as the relay's times do.
+	c.TrustedTime = &trusted.Config{Clock: c.Clock, Scale: f.TimeScale}
 	add(f.buildKey(c))
 	c.Store.DataDir, c.Relay.URL, c.Name = f.DataDir, f.Relay, f.Name
 	add(f.buildWake(c)) // a board profile may supply the data directory

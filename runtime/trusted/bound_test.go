@@ -269,3 +269,30 @@ func TestRTCBoundsAfterPowerOff(t *testing.T) {
 		t.Errorf("the RTC and a 2100 relay: proven %v, held %q; want %v, the relay held", r.Proven, r.Held, later)
 	}
 }
+
+// TestScaledCeilingKeepsPace: under --time-scale 120 a relay's stated time
+// runs 120 times as fast as CLOCK_BOOTTIME. With Config.Scale the ceiling
+// keeps pace, so a genuine scaled relay raises the floor without a
+// "beyond what the device can bound" hold; the floor itself counts
+// CLOCK_BOOTTIME unscaled, so that it never runs ahead of the relay.
+// (Without Scale every reading was held: the demo's misleading warning.)
+func TestScaledCeilingKeepsPace(t *testing.T) {
+	e := newEnv(t)
+	c, err := Open(e.db, Config{Clock: e.sys, Kernel: e.k, Scale: 120})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.SetRelay(truth, e.sys.Now())
+	e.keep(c)
+	e.k.boot.Since += 10 * time.Second // 10 s real: 20 min on the scaled clocks
+	e.sys.Advance(20 * time.Minute)
+	c.SetRelay(truth.Add(20*time.Minute), e.sys.Now())
+	r := e.keep(c)
+	if len(r.Held) != 0 || !r.Now.Equal(truth.Add(20*time.Minute)) {
+		t.Errorf("a scaled relay 20 min on after 10 s real: now %v, held %q; want it kept", r.Now, r.Held)
+	}
+	e.k.boot.Since += time.Second
+	if r := e.establish(c); r.Floor.After(truth.Add(20*time.Minute + 2*time.Second)) {
+		t.Errorf("the floor 1 s real later: %v, want it to count unscaled time (at most %v)", r.Floor, truth.Add(20*time.Minute+2*time.Second))
+	}
+}

@@ -58,7 +58,7 @@ func (c *Clock) rtc(r *Reading) bool {
 	switch {
 	case err != nil:
 		r.Why = append(r.Why, fmt.Sprintf("rtc: %s: %v", c.cfg.RTC, err))
-	case !r.Floor.IsZero() && t.Before(r.Floor.Add(-FloorTolerance)):
+	case !r.Floor.IsZero() && t.Before(r.Floor.Add(-c.tolerance())):
 		r.Why = append(r.Why, fmt.Sprintf("rtc: %s reads %s, before the floor %s: it lost time",
 			c.cfg.RTC, stamp(t), stamp(r.Floor)))
 	case t.Sub(r.System).Abs() > RTCTolerance:
@@ -92,9 +92,9 @@ func (c *Clock) relayNow(r *Reading, sys time.Time) (time.Time, bool) {
 	delay := max(s.received.Sub(s.sent), 0)
 	r.Relay = lo.Add(delay / 2)
 	hi := lo.Add(delay + RelayResolution)
-	if !r.Floor.IsZero() && hi.Before(r.Floor.Add(-FloorTolerance)) {
+	if !r.Floor.IsZero() && hi.Before(r.Floor.Add(-c.tolerance())) {
 		r.Why = append(r.Why, fmt.Sprintf("relay: its time %s is before the floor %s (by more than the handshake's round trip %v, %v of whole seconds and %v)",
-			stamp(lo), stamp(r.Floor), delay, RelayResolution, FloorTolerance))
+			stamp(lo), stamp(r.Floor), delay, RelayResolution, c.tolerance()))
 		return time.Time{}, false
 	}
 	r.relayHi = hi

@@ -62,6 +62,14 @@ type Config struct {
 	RTC string
 	// MaxError bounds the NTP maximum error; zero means DefaultMaxError.
 	MaxError time.Duration
+	// Scale is how many times faster than CLOCK_BOOTTIME the wall clock
+	// and the sources' stated times run (--time-scale, a demonstration);
+	// zero means 1. The ceiling (how far one source may move the floor)
+	// counts elapsed time that much faster, so that it keeps pace with a
+	// scaled relay, and FloorTolerance, a real-time jitter, spans that
+	// much more scaled time; the floor itself counts CLOCK_BOOTTIME
+	// unscaled, so that it never runs ahead of the sources.
+	Scale float64
 }
 
 // Reading is one establishment of the time.
@@ -194,7 +202,7 @@ func (c *Clock) Establish() (Reading, error) {
 		r.Why = append(r.Why, "floor: "+err.Error())
 		boot = Boot{}
 	}
-	r.Floor, r.Ceiling = c.floor.at(boot), c.floor.ceiling(boot)
+	r.Floor, r.Ceiling = c.floor.at(boot), c.floor.ceiling(boot, c.cfg.Scale)
 	lo := map[Source]time.Time{}
 	if c.ntp(&r) {
 		lo[NTP] = r.System
@@ -222,7 +230,7 @@ func (c *Clock) Establish() (Reading, error) {
 		r.Now = latest(r.Now, r.Relay)
 	}
 	r.Forward = r.Now.Sub(r.System)
-	ceiling := prove(&r, lo)
+	ceiling := prove(&r, lo, c.tolerance())
 	c.last = kept{now: r.Now, proven: r.Proven, ceiling: ceiling, boot: boot}
 	return r, nil
 }
@@ -234,7 +242,7 @@ func (c *Clock) Establish() (Reading, error) {
 // measured itself since the last agreed reading; two independent sources
 // that both state at least t prove t. The system clock is never a source
 // of its own: NTP and the RTC vouch for it.
-func prove(r *Reading, lo map[Source]time.Time) time.Time {
+func prove(r *Reading, lo map[Source]time.Time, tolerance time.Duration) time.Time {
 	var first, second time.Time
 	var top Source
 	for _, s := range []Source{NTP, RTC, Relay} {
@@ -259,7 +267,7 @@ func prove(r *Reading, lo map[Source]time.Time) time.Time {
 	if top != Relay {
 		allowed = latest(allowed, r.relayHi)
 	}
-	if first.After(allowed.Add(FloorTolerance)) {
+	if first.After(allowed.Add(tolerance)) {
 		r.Held = append(r.Held, fmt.Sprintf("%s: its time %s is beyond what the device can bound by its own clock (%s) and no second source agrees: the floor stays at %s",
 			top, stamp(first), stamp(r.Ceiling), stamp(r.Proven)))
 	}
@@ -377,11 +385,23 @@ func (f floor) at(b Boot) time.Time {
 	return f.At.Add(b.Since) // powered off since: at least the time since boot
 }
 
+// tolerance is FloorTolerance, a measure of real time: under a scaled
+// clock (Config.Scale) the timing jitter it allows for (a handshake's
+// round trip, CLOCK_BOOTTIME against the wall clock) spans that many
+// times more of the scaled time.
+func (c *Clock) tolerance() time.Duration {
+	if c.cfg.Scale > 1 {
+		return time.Duration(float64(FloorTolerance) * c.cfg.Scale)
+	}
+	return FloorTolerance
+}
+
 // ceiling returns the furthest one source may move the floor when the
 // kernel reads b: the kept ceiling plus the time the device measured
-// since, allowed MaxDriftPPM. Time powered off is not measured, so it
-// does not count; zero without a floor.
-func (f floor) ceiling(b Boot) time.Time {
+// since (times scale, when above 1: Config.Scale), allowed MaxDriftPPM.
+// Time powered off is not measured, so it does not count; zero without
+// a floor.
+func (f floor) ceiling(b Boot, scale float64) time.Time {
 	if f.At.IsZero() {
 		return time.Time{}
 	}
@@ -389,6 +409,9 @@ func (f floor) ceiling(b Boot) time.Time {
 	since := b.Since
 	if b.ID == f.BootID && b.Since >= f.Boot {
 		since = b.Since - f.Boot
+	}
+	if scale > 1 {
+		since = time.Duration(float64(since) * scale)
 	}
 	return c.Add(since + since/(1_000_000/MaxDriftPPM))
 }

@@ -109,9 +109,18 @@ func testMakeDemo(t *testing.T, limit time.Duration, env []string) []byte {
 			t.Errorf("event %q not in the output (want a line matching %s)", e.name, e.re)
 		}
 	}
+	// Every WARN a process logs is narrated as a warn event: the demo's
+	// story has none, so one is a warning that misleads (the deliberate
+	// rejections are reject events).
+	for _, m := range warnRE.FindAllSubmatch(out, -1) {
+		t.Errorf("a warning in the demo: %s: %s", m[1], m[2])
+	}
 	checkDemoLeftNothing(t, d, before)
 	return out
 }
+
+// warnRE matches a narrated warning: who, then what.
+var warnRE = regexp.MustCompile(`(?m)^\s+\d+\.\ds\s+\d\d:\d\d:\d\d\s+(\S+)\s+warn\s+(.*)$`)
 
 // distinct returns the distinct first submatches of re in out, sorted.
 func distinct(out []byte, re string) []string {
