@@ -256,11 +256,21 @@ const jsErrReplicasNotSupported jetstream.ErrorCode = 10074
 // than missing peers, or placementWait has passed, waiting a quarter
 // second between tries.
 func (c *Conn) awaitPlacement(ctx context.Context, create func() error) error {
-	deadline := c.clk.Now().Add(placementWait)
-	for {
+	return c.tryUntil(ctx, placementWait, func(context.Context) (bool, error) {
 		err := create()
 		var apiErr *jetstream.APIError
-		if err == nil || !errors.As(err, &apiErr) || apiErr.ErrorCode != jsErrNoPeers || c.clk.Now().After(deadline) {
+		return err == nil || !errors.As(err, &apiErr) || apiErr.ErrorCode != jsErrNoPeers, err
+	})
+}
+
+// tryUntil runs try until it says it is done or wait has passed (on the
+// Conn's clock), a quarter second between tries, and returns its last
+// error; ctx ends the waiting too.
+func (c *Conn) tryUntil(ctx context.Context, wait time.Duration, try func(context.Context) (bool, error)) error {
+	deadline := c.clk.Now().Add(wait)
+	for {
+		done, err := try(ctx)
+		if done || ctx.Err() != nil || c.clk.Now().After(deadline) {
 			return err
 		}
 		t := c.clk.NewTimer(250 * time.Millisecond)
@@ -286,26 +296,16 @@ const setupAttempt, setupWait = 5 * time.Second, time.Minute
 var errMismatch = errors.New("jsstore: an existing stream has another configuration")
 
 // retrySetup runs step until it succeeds, fails for good (ErrDurability,
-// errMismatch, a permission error the server reported) or setupWait passed, each attempt
-// bounded by setupAttempt, and returns its last error.
+// errMismatch, a permission error the server reported) or setupWait
+// passed, each attempt bounded by setupAttempt, and returns its last
+// error.
 func (c *Conn) retrySetup(ctx context.Context, step func(context.Context) error) error {
-	deadline := c.clk.Now().Add(setupWait)
-	for {
+	return c.tryUntil(ctx, setupWait, func(ctx context.Context) (bool, error) {
 		actx, cancel := context.WithTimeout(ctx, setupAttempt)
+		defer cancel()
 		err := step(actx)
-		cancel()
-		if err == nil || errors.Is(err, ErrDurability) || errors.Is(err, errMismatch) || c.refused.load() != nil ||
-			ctx.Err() != nil || c.clk.Now().After(deadline) {
-			return err
-		}
-		t := c.clk.NewTimer(250 * time.Millisecond)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return err
-		case <-t.C():
-		}
-	}
+		return err == nil || errors.Is(err, ErrDurability) || errors.Is(err, errMismatch) || c.refused.load() != nil, err
+	})
 }
 
 // stream returns the stream want names, creating it with want when it is

@@ -17,16 +17,7 @@ import (
 // before it reaches the inbox: the store file does not grow.
 func TestOversizedCommandNeverStored(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "agent.db")
-	db, err := store.Open(path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	c, err := newClient(Config{Broker: "mqtt://127.0.0.1:1", Name: "dev-1", Key: didtest.Key(t, 2), DB: db, Handler: &countingHandler{db: db}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.cancel()
+	c := unconnectedClient(t, path)
 	before, _ := os.Stat(path)
 	big := bytes.Repeat([]byte("x"), 5<<20)
 	for range 3 {
@@ -46,16 +37,7 @@ func TestOversizedCommandNeverStored(t *testing.T) {
 // TestRetainedCommandNeverStored: a command delivered as retained is
 // acknowledged and dropped before it reaches the inbox.
 func TestRetainedCommandNeverStored(t *testing.T) {
-	db, err := store.Open(filepath.Join(t.TempDir(), "agent.db"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	c, err := newClient(Config{Broker: "mqtt://127.0.0.1:1", Name: "dev-1", Key: didtest.Key(t, 2), DB: db, Handler: &countingHandler{db: db}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.cancel()
+	c := unconnectedClient(t, filepath.Join(t.TempDir(), "agent.db"))
 	retained := &paho.Publish{Topic: c.topics.Command(), QoS: 1, Retain: true, Payload: []byte(`{"a":1}`)}
 	if d := c.receive([]inbound{{pub: retained}}); len(d) != 0 {
 		t.Errorf("receive returned %d deliveries for a retained command", len(d))
@@ -63,6 +45,23 @@ func TestRetainedCommandNeverStored(t *testing.T) {
 	if left, err := c.loadInbox(); err != nil || len(left) != 0 {
 		t.Errorf("inbox holds %d commands (%v), want none", len(left), err)
 	}
+}
+
+// unconnectedClient is a device's client on a store at path, never
+// connected, whose receive path a test drives.
+func unconnectedClient(t *testing.T, path string) *Client {
+	t.Helper()
+	db, err := store.Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	c, err := newClient(Config{Broker: "mqtt://127.0.0.1:1", Name: "dev-1", Key: didtest.Key(t, 2), DB: db, Handler: &countingHandler{db: db}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.cancel)
+	return c
 }
 
 // TestStatusOutlivesNoSession: a status that stays true until the device is
