@@ -153,17 +153,8 @@ func (a *admission) newAdmissionMetrics(reg *prometheus.Registry) {
 // (Config.Access.AdmitAll), or admitted by an operator. A
 // store that fails counts as not admitted (probation is the safe side).
 func (s *Relay) admitted(ctx context.Context, agent string) bool {
-	if s.allow != nil {
-		return s.allow[agent]
-	}
-	if _, ok := s.cfg.Limits.AgentBounds[agent]; ok || s.cfg.Access.AdmitAll {
-		return true
-	}
-	s.adm.mu.Lock()
-	ok := s.adm.known[agent]
-	s.adm.mu.Unlock()
-	if ok {
-		return true
+	if ok, sure := s.admittedKnown(agent); ok || sure {
+		return ok
 	}
 	ok, err := s.cfg.Stores.States.Admitted(ctx, agent)
 	if err != nil {
@@ -176,6 +167,21 @@ func (s *Relay) admitted(ctx context.Context, agent string) bool {
 		s.adm.mu.Unlock()
 	}
 	return ok
+}
+
+// admittedKnown is admitted without asking the store: ok when the
+// configuration or the memory of admissions says agent is admitted, sure
+// when the configuration decides either way.
+func (s *Relay) admittedKnown(agent string) (ok, sure bool) {
+	if s.allow != nil {
+		return s.allow[agent], true
+	}
+	if _, ok := s.cfg.Limits.AgentBounds[agent]; ok || s.cfg.Access.AdmitAll {
+		return true, true
+	}
+	s.adm.mu.Lock()
+	defer s.adm.mu.Unlock()
+	return s.adm.known[agent], false
 }
 
 // capRefusal is a link refusal that names the cap: HTTP 507 with its code.
@@ -404,19 +410,30 @@ func (s *Relay) recount(ctx context.Context, full bool) error {
 // relayQueueFull answers 507 relay_queue_full and returns true when the
 // queues of agent's class hold their most bytes together: admitted
 // agents Config.Limits.MaxQueueBytes, agents on probation the probation
-// pool's QueueBytes.
+// pool's QueueBytes. The class comes from the relay's memory, never a
+// store read on the send path: an admission made at another relay of a
+// fleet is learnt at the next census (queueCapRecount), and until then
+// the agent's sends count against the probation pool.
 func (s *Relay) relayQueueFull(ctx context.Context, w http.ResponseWriter, req rpcRequest, agent string, size int) bool {
+	if s.cfg.Limits.MaxQueueBytes <= 0 && s.cfg.Access.Probation.Pool.QueueBytes <= 0 {
+		return false
+	}
+	s.adm.queueMu.Lock()
+	defer s.adm.queueMu.Unlock()
+	if err := s.recount(ctx, false); err != nil { // also learns the admissions
+		s.log.Warn("counting the queued bytes failed", "err", err)
+	}
 	max, class, flag := s.cfg.Limits.MaxQueueBytes, classAdmitted, "--max-queue-bytes"
-	if !s.admitted(ctx, agent) {
+	if ok, _ := s.admittedKnown(agent); !ok {
 		max, class, flag = s.cfg.Access.Probation.Pool.QueueBytes, classProbation, "--probation-queue-bytes, for all devices on probation"
 	}
 	if max <= 0 {
 		return false
 	}
-	s.adm.queueMu.Lock()
-	defer s.adm.queueMu.Unlock()
-	if err := s.recount(ctx, s.adm.census.bytes[class] >= max); err != nil {
-		s.log.Warn("counting the queued bytes failed", "err", err)
+	if s.adm.census.bytes[class]+int64(size) > max {
+		if err := s.recount(ctx, true); err != nil { // acknowledgements may have freed room
+			s.log.Warn("counting the queued bytes failed", "err", err)
+		}
 	}
 	if s.adm.census.bytes[class]+int64(size) > max {
 		s.metrics.enqueue(agent, "full_relay")

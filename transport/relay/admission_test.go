@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -330,5 +331,41 @@ func TestLinkAdmissionStoreFailure(t *testing.T) {
 	_, err := link.Dial(context.Background(), link.Config{RelayURL: h.srv.URL, Key: didtest.Key(t, 1), Clock: h.clk})
 	if err == nil || !strings.Contains(err.Error(), "503") || !strings.Contains(err.Error(), "store_unavailable") {
 		t.Fatalf("link while the store fails: %v, want 503 store_unavailable", err)
+	}
+}
+
+// countingAdmitted is an agents store that counts its Admitted reads.
+type countingAdmitted struct {
+	agents.Store
+	n atomic.Int64
+}
+
+func (c *countingAdmitted) Admitted(ctx context.Context, agent string) (bool, error) {
+	c.n.Add(1)
+	return c.Store.Admitted(ctx, agent)
+}
+
+// TestQueueCapReadsNoAdmission: the relay-wide queue cap takes the
+// agent's class (which pool its bytes count against) from the relay's
+// memory, not from a store read: a send to a device on probation reads
+// its admission once, for its bounds' ceiling (Relay.bounds), and the cap
+// adds none but the census's.
+func TestQueueCapReadsNoAdmission(t *testing.T) {
+	var states *countingAdmitted
+	h := newHarness(t, func(c *Config) {
+		states = &countingAdmitted{Store: c.Stores.States}
+		c.Stores.States = states
+	})
+	dev := didtest.Key(t, 1)
+	h.publishOffline(t, dev, "sleep", deviceOpts{})
+	before := states.n.Load()
+	const sends = 5
+	for i := range sends {
+		if r := h.post(t, dev.DID(), didtest.Key(t, byte(2+i)), "1.0", sendBody); r.status != 503 || r.json["queued"] != true {
+			t.Fatalf("send %d: %d %s", i, r.status, r.body)
+		}
+	}
+	if n := states.n.Load() - before; n > sends+1 {
+		t.Errorf("%d sends to a device on probation read its admission %d times, want at most %d (one each for the bounds, one census)", sends, n, sends+1)
 	}
 }
