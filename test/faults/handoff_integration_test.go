@@ -19,7 +19,6 @@ import (
 	"time"
 
 	"github.com/torpor-dev/torpor/did"
-	"github.com/torpor-dev/torpor/governed"
 	"github.com/torpor-dev/torpor/runtime/deliver"
 	"github.com/torpor-dev/torpor/test/internal/relaytest"
 	"github.com/torpor-dev/torpor/test/internal/testenv"
@@ -289,24 +288,7 @@ func lostObjects(t *testing.T, agentBin, cfg string) map[string]bool {
 // agent through the relay at url.
 func postObject(t *testing.T, url string, agent did.DID, sender *did.PrivateKey, id string) relaytest.Answer {
 	t.Helper()
-	o, err := governed.Sign(sender, governed.Template{ID: id, IssuedAt: time.Now(), Semantic: governed.Semantic{Schema: "urn:torpor:test:faults"},
-		Payload: map[string]string{"text": id}, Purpose: "comms:message", TTL: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	obj, err := o.MarshalJSON()
-	if err != nil {
-		t.Fatal(err)
-	}
-	part, err := a2a.DataObjectPart{Object: obj}.Part()
-	if err != nil {
-		t.Fatal(err)
-	}
-	req, err := a2a.NewSendMessage(json.RawMessage(`1`), a2a.Version10, a2a.NewUserMessage("m-"+id, "", part))
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, err := json.Marshal(req)
+	body, err := relaytest.ObjectBody(sender, id, "urn:torpor:test:faults")
 	if err != nil {
 		t.Fatal(err)
 	}

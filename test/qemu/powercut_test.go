@@ -22,7 +22,7 @@ import (
 	"time"
 
 	"github.com/torpor-dev/torpor/did"
-	"github.com/torpor-dev/torpor/governed"
+	"github.com/torpor-dev/torpor/test/internal/relaytest"
 	"github.com/torpor-dev/torpor/test/internal/testenv"
 	"github.com/torpor-dev/torpor/test/procs"
 	"github.com/torpor-dev/torpor/test/qemu/vm"
@@ -281,7 +281,7 @@ func (st *binState) send(ctx context.Context, key *did.PrivateKey, agent did.DID
 	n := 0
 	for i := 0; ctx.Err() == nil; i++ {
 		id := fmt.Sprintf("b%d-s%d-%d", boot, s, i)
-		body, err := plainBody(key, id)
+		body, err := relaytest.ObjectBody(key, id, "urn:torpor:test:powercut")
 		if err != nil {
 			panic(err)
 		}
@@ -330,29 +330,6 @@ func (st *binState) post(ctx context.Context, hc *http.Client, key *did.PrivateK
 		Queued bool `json:"queued"`
 	}
 	return json.Unmarshal(ans, &a) == nil && a.Queued
-}
-
-// plainBody is an A2A 1.0 SendMessage carrying a plaintext Governed Object
-// by key with id, valid for an hour.
-func plainBody(key *did.PrivateKey, id string) ([]byte, error) {
-	o, err := governed.Sign(key, governed.Template{ID: id, IssuedAt: time.Now(), Semantic: governed.Semantic{Schema: "urn:torpor:test:powercut"},
-		Payload: map[string]string{"text": id}, Purpose: "comms:message", TTL: time.Hour})
-	if err != nil {
-		return nil, err
-	}
-	obj, err := o.MarshalJSON()
-	if err != nil {
-		return nil, err
-	}
-	part, err := a2a.DataObjectPart{Object: obj}.Part()
-	if err != nil {
-		return nil, err
-	}
-	req, err := a2a.NewSendMessage(json.RawMessage(`1`), a2a.Version10, a2a.NewUserMessage("m-"+id, "", part))
-	if err != nil {
-		return nil, err
-	}
-	return json.Marshal(req)
 }
 
 // awaitReady waits for the guest program's READY and checks its OUTBOX and PRESENT

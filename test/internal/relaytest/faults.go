@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/governed"
 	"github.com/torpor-dev/torpor/test/internal/testenv"
 	"github.com/torpor-dev/torpor/transport/a2a"
 	"github.com/torpor-dev/torpor/transport/bearer"
@@ -93,6 +94,31 @@ func Send(url string, agent did.DID, sender *did.PrivateKey, id, pad string) Ans
 }
 
 var sendClient = &http.Client{Timeout: 30 * time.Second}
+
+// ObjectBody is an A2A 1.0 SendMessage (messageId "m-"+id) carrying a
+// plaintext Governed Object by key with id, schema and purpose
+// comms:message, issued now and valid for an hour: what a device with
+// allowPlaintext takes and hands to its handler.
+func ObjectBody(key *did.PrivateKey, id, schema string) ([]byte, error) {
+	o, err := governed.Sign(key, governed.Template{ID: id, IssuedAt: time.Now(), Semantic: governed.Semantic{Schema: schema},
+		Payload: map[string]string{"text": id}, Purpose: "comms:message", TTL: time.Hour})
+	if err != nil {
+		return nil, err
+	}
+	obj, err := o.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	part, err := a2a.DataObjectPart{Object: obj}.Part()
+	if err != nil {
+		return nil, err
+	}
+	req, err := a2a.NewSendMessage(json.RawMessage(`1`), a2a.Version10, a2a.NewUserMessage("m-"+id, "", part))
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(req)
+}
 
 // MessageID returns the messageId of a request body Send posted.
 func MessageID(body []byte) string {
