@@ -71,12 +71,11 @@ func (a *linkAgents) Publish(ctx context.Context, agent did.DID, st wire.State) 
 	if err != nil {
 		return wire.Accepted{}, err
 	}
-	if s.enrol(ctx, agent, st) {
-		// Its link announced probation's ceiling, which this state's card
-		// names: stored as it is, then the link is dropped so that the
-		// device links again for the relay's.
-		defer func() { go s.link.Drop(id, "admitted by its owner's enrolment: link again for the relay's bounds") }()
-	}
+	// An enrolled device's link announced probation's ceiling, which this
+	// state's card names: the state is stored as it is, and the link
+	// server ends the link after its answer (Accepted.Relink), so that the
+	// device links again for the relay's.
+	enrolled := s.enrol(ctx, agent, st)
 	if err := s.checkAdmission(ctx, agent, known, st); err != nil {
 		return wire.Accepted{}, err // before the KeyPackages are parsed: it is cheaper
 	}
@@ -100,6 +99,9 @@ func (a *linkAgents) Publish(ctx context.Context, agent did.DID, st wire.State) 
 		s.carryAdmission(ctx, id, next.Successor)
 	}
 	ok := wire.Accepted{Bounds: next.Bounds, Held: held}
+	if enrolled {
+		ok.Relink = "admitted by its owner's enrolment: link again for the relay's bounds"
+	}
 	if next.WakeSecondSet {
 		sec := next.WakeSecond
 		ok.WakeSecond = &sec

@@ -476,7 +476,13 @@ func (c *serverConn) handle(f *wire.Frame) error {
 		if err != nil {
 			return c.write(ctx, &wire.Frame{T: wire.FrameError, ID: f.ID, Code: "bad-state", Message: err.Error()})
 		}
-		return c.write(ctx, &wire.Frame{T: wire.FrameStateOK, ID: f.ID, Bounds: &a.Bounds, Held: a.Held, WakeSecond: a.WakeSecond})
+		if err := c.write(ctx, &wire.Frame{T: wire.FrameStateOK, ID: f.ID, Bounds: &a.Bounds, Held: a.Held, WakeSecond: a.WakeSecond}); err != nil || a.Relink == "" {
+			return err
+		}
+		// After the answer, so that the device has its state-ok first.
+		c.ws.Close(websocket.StatusPolicyViolation, a.Relink)
+		c.fail(errors.New(a.Relink))
+		return nil
 	case wire.FramePull:
 		return c.pull(ctx, f)
 	case wire.FrameAck:

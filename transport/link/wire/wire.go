@@ -189,6 +189,11 @@ type Accepted struct {
 	// when the relay did not say (it predates assignments); a device that
 	// predates them ignores it.
 	WakeSecond *int
+	// Relink, set by the relay's side only and never sent, makes the link
+	// server end the link once the state-ok is written, with Relink as
+	// the reason: the state admitted the device (an owner's enrolment),
+	// and it links again for the relay's ceiling.
+	Relink string
 }
 
 // Held is the set of KeyPackages a relay holds for an agent.
