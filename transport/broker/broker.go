@@ -144,7 +144,7 @@ func Start(cfg Config) (*Broker, error) {
 }
 
 // setup creates the server with its hooks: authentication and ACL, the
-// packet identifier spaces, then storage.
+// packet identifier spaces, session takeovers, then storage.
 func (b *Broker) setup(cfg Config, log *slog.Logger) error {
 	caps := mqtt.NewDefaultServerCapabilities()
 	caps.MaximumMessageExpiryInterval = int64(cfg.MaxMessageExpiry / time.Second)
@@ -167,10 +167,16 @@ func (b *Broker) setup(cfg Config, log *slog.Logger) error {
 	if err == nil {
 		err = b.srv.AddHook(ids, nil)
 	}
+	tk := newTakeovers(b.srv)
+	if err == nil {
+		err = b.srv.AddHook(tk, nil)
+	}
 	if err == nil && cfg.DataDir != "" {
 		path := filepath.Join(cfg.DataDir, "mqtt.db")
+		store := boltHook{new(bolt.Hook), ids}
+		tk.store = func(cl *mqtt.Client, pk packets.Packet) { store.OnQosPublish(cl, pk, pk.Created, 0) }
 		if err = seedSysInfo(path); err == nil {
-			err = b.srv.AddHook(boltHook{new(bolt.Hook), ids}, &bolt.Options{
+			err = b.srv.AddHook(store, &bolt.Options{
 				Path: path, Bucket: boltBucket,
 				Options: &bbolt.Options{Timeout: 5 * time.Second},
 			})
@@ -214,7 +220,8 @@ func (b *Broker) Close() error {
 	return err
 }
 
-// boltHook is mochi's bbolt storage hook with two defects mended.
+// boltHook is mochi's bbolt storage hook with two defects mended, and
+// messages of a session taken over left to takeovers.
 //
 // v2.7.9 stores in-flight messages (those queued for a sleeping device's
 // persistent session) without their packet identifier, so after a restart
@@ -231,8 +238,14 @@ type boltHook struct {
 	ids *idSpaces
 }
 
-// OnQosPublish implements mqtt.Hook.
+// OnQosPublish implements mqtt.Hook. A message stored in a client whose
+// session was taken over is not stored under it: takeovers moves it to the
+// session's new client, which stores it under its own identifier (the
+// old one may be an inherited message's, whose record it would overwrite).
 func (h boltHook) OnQosPublish(cl *mqtt.Client, pk packets.Packet, sent int64, resends int) {
+	if cl.IsTakenOver() && pk.FixedHeader.Type == packets.Publish {
+		return
+	}
 	if clientAck(pk.FixedHeader.Type) {
 		if id, ok := h.ids.original(cl.ID, pk.PacketID); ok {
 			pk.Origin = movedTag(id)
