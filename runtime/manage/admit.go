@@ -151,9 +151,13 @@ func refusedKey(ke *ledger.KeyError) *rejection {
 		return &rejection{outcome: command.OutcomeIndeterminate, reason: "indeterminate",
 			detail: fmt.Sprintf("accepted at %s before a restart; it may or may not have taken effect; reconcile key %q", e.ReservedAt.Format(time.RFC3339), e.Key)}
 	case ledger.Reserved:
-		return reject(governed.ReasonReplay.String(), "already running since %s", e.ReservedAt.Format(time.RFC3339))
+		r := reject(governed.ReasonReplay.String(), "already running since %s", e.ReservedAt.Format(time.RFC3339))
+		r.running = true
+		return r
 	case ledger.Completed:
-		return reject(governed.ReasonReplay.String(), "already executed at %s (%s)", e.ResolvedAt.Format(time.RFC3339), receiptOutcome(e.Receipt))
+		r := reject(governed.ReasonReplay.String(), "already executed at %s (%s)", e.ResolvedAt.Format(time.RFC3339), receiptOutcome(e.Receipt))
+		r.receipt = e.Receipt
+		return r
 	}
 	return reject(governed.ReasonReplay.String(), "ledger key %q is %s", e.Key, e.State)
 }

@@ -39,6 +39,12 @@ type rejection struct {
 	outcome command.Outcome // command.OutcomeRejected or OutcomeIndeterminate
 	reason  string
 	detail  string
+	// A copy of a command already admitted (MQTT QoS 1 delivers at least
+	// once, and a broker may replay): running says the first copy runs
+	// now and its reply is still to come; receipt is the first copy's
+	// signed reply when it completed.
+	running bool
+	receipt []byte
 }
 
 func (r *rejection) Error() string {

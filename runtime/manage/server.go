@@ -227,6 +227,13 @@ func (s *Server) Interrupted(tx *bolt.Tx, d *mqtt.Delivery, a mqtt.Admission) (a
 // rejected answers a refused command on the reply topic (or, when it has no
 // id to answer to, on the event topic), within the rejection rate, and
 // removes it from the inbox.
+//
+// A copy of a command already admitted is refused too (it never runs
+// twice), but its answer is the first copy's: the same signed reply again
+// when that one completed, none while it still runs (its reply follows).
+// Under QoS 1 a copy is legal (MQTT 5.0 Section 4.3.2), and an operator who
+// waits for one answer must get the command's true outcome, not a refusal
+// of the copy that may arrive first.
 func (s *Server) rejected(ctx context.Context, d *mqtt.Delivery, r *rejection) {
 	s.mu.Lock()
 	s.stats.Rejected[r.reason]++
@@ -237,10 +244,12 @@ func (s *Server) rejected(ctx context.Context, d *mqtt.Delivery, r *rejection) {
 			s.log.Error("removing a refused command from the inbox", "err", err)
 		}
 	}
-	if !s.limiter.allow() {
-		s.mu.Lock()
-		s.stats.Suppressed++
-		s.mu.Unlock()
+	if r.running || !s.limiter.allow() {
+		if !r.running {
+			s.mu.Lock()
+			s.stats.Suppressed++
+			s.mu.Unlock()
+		}
 		forget()
 		d.Done()
 		return
@@ -259,7 +268,13 @@ func (s *Server) rejected(ctx context.Context, d *mqtt.Delivery, r *rejection) {
 		defer d.Done()
 		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
-		if err := s.answer(ctx, d, reply); err != nil {
+		var err error
+		if r.receipt != nil {
+			err = d.Resend(ctx, reply.Command, r.receipt)
+		} else {
+			err = s.answer(ctx, d, reply)
+		}
+		if err != nil {
 			s.log.Warn("answering a refused command failed", "err", err)
 		}
 		forget()

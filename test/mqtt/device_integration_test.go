@@ -122,14 +122,10 @@ func TestRejectedCommandsAreReported(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		// Two answers, in either order: the first copy's outcome goes
-		// through the durable outbound queue, the refusal straight out.
-		rs := []command.Reply{d.Reply(o.ID), d.Reply(o.ID)}
-		if rs[0].Outcome != command.OutcomeOK {
-			rs[0], rs[1] = rs[1], rs[0]
-		}
-		if rs[0].Outcome != command.OutcomeOK || rs[1].Outcome != command.OutcomeRejected || rs[1].Reason != "replay" || !strings.Contains(rs[1].Detail, "already") {
-			t.Errorf("replies to a command sent twice = %+v", rs)
+		// The first answer is the command's one outcome: the copy gets
+		// none while the first runs, the same reply after.
+		if r := d.Reply(o.ID); r.Outcome != command.OutcomeOK {
+			t.Errorf("first reply to a command sent twice = %+v", r)
 		}
 		if n := len(d.Dev.Executed()); n != 2 {
 			t.Errorf("executed %d commands, want the 2 valid ones", n)

@@ -111,8 +111,25 @@ func (d *Delivery) Answer(ctx context.Context, id string, reply any) error {
 	if err != nil {
 		return err
 	}
+	return d.publishReply(ctx, id, payload)
+}
+
+// Resend publishes receipt, a reply Complete signed before (the
+// receipt it returned), on the reply topic again with id as correlation
+// data: the answer to a copy of a command that completed.
+func (d *Delivery) Resend(ctx context.Context, id string, receipt []byte) error {
+	payload, err := envelope.EncodePayload(receipt, d.CBOR)
+	if err != nil {
+		return err
+	}
+	return d.publishReply(ctx, id, payload)
+}
+
+// publishReply publishes a signed reply's payload on the reply topic at
+// once, with id as correlation data.
+func (d *Delivery) publishReply(ctx context.Context, id string, payload []byte) error {
 	exp := uint32(envelope.DefaultReplyTTL / time.Second)
-	_, err = d.c.cm.Publish(ctx, &paho.Publish{Topic: d.c.topics.Reply(), QoS: 1, Payload: payload,
+	_, err := d.c.cm.Publish(ctx, &paho.Publish{Topic: d.c.topics.Reply(), QoS: 1, Payload: payload,
 		Properties: &paho.PublishProperties{ContentType: envelope.ContentType(d.CBOR), CorrelationData: []byte(id), MessageExpiry: &exp}})
 	return err
 }
