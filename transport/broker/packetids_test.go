@@ -38,12 +38,7 @@ func TestBrokerKeepsPacketIDSpacesApart(t *testing.T) {
 func testPacketIDSpaces(t *testing.T, qos byte, resume string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	op, key := didtest.Key(t, 1), didtest.Key(t, 7)
-	cfg := Config{Listen: "127.0.0.1:0", DataDir: t.TempDir(), Operators: []did.DID{op.DID()}}
-	b, err := Start(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, cfg, op, key := startStored(t)
 	defer func() { b.Close() }()
 	replies := make(chan string, 4)
 	opc := mustConnect(t, ctx, b, op, "operator", true, func(p paho.PublishReceived) (bool, error) {

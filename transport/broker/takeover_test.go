@@ -52,12 +52,7 @@ func (h *publishDuringTakeover) OnQosDropped(cl *mqtt.Client, _ packets.Packet) 
 func TestBrokerTakeoverKeepsConcurrentCommands(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	op, key := didtest.Key(t, 1), didtest.Key(t, 7)
-	cfg := Config{Listen: "127.0.0.1:0", DataDir: t.TempDir(), Operators: []did.DID{op.DID()}}
-	b, err := Start(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, cfg, op, key := startStored(t)
 	defer func() { b.Close() }()
 	const topic = "torpor/v1/device-7/cmd"
 	hook := &publishDuringTakeover{srv: b.srv, topic: topic, done: make(chan struct{})}
@@ -97,4 +92,17 @@ func (c *rawClient) commands(t *testing.T, n int) map[string]bool {
 		got[string(bytes.Clone(p.Payload))] = true
 	}
 	return got
+}
+
+// startStored starts a broker with a bolt store, an operator (key 1) and a
+// device key (7).
+func startStored(t *testing.T) (b *Broker, cfg Config, op, dev *did.PrivateKey) {
+	t.Helper()
+	op, dev = didtest.Key(t, 1), didtest.Key(t, 7)
+	cfg = Config{Listen: "127.0.0.1:0", DataDir: t.TempDir(), Operators: []did.DID{op.DID()}}
+	b, err := Start(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b, cfg, op, dev
 }
