@@ -244,12 +244,15 @@ func (s *Server) rejected(ctx context.Context, d *mqtt.Delivery, r *rejection) {
 			s.log.Error("removing a refused command from the inbox", "err", err)
 		}
 	}
-	if r.running || !s.limiter.allow() {
-		if !r.running {
-			s.mu.Lock()
-			s.stats.Suppressed++
-			s.mu.Unlock()
-		}
+	if r.running { // its reply follows
+		forget()
+		d.Done()
+		return
+	}
+	if !s.limiter.allow() {
+		s.mu.Lock()
+		s.stats.Suppressed++
+		s.mu.Unlock()
 		forget()
 		d.Done()
 		return
