@@ -190,19 +190,19 @@ func (h handlerFiles) awaitBlocked(t *testing.T, agent *testenv.Proc) (int, stri
 				return
 			}
 			// Not yet the blockAt-th: let this handler hang no longer than
-			// its kill, and arm the block for the next delivery.
-			var pid int
-			fmt.Sscan(line, &pid)
-			syscall.Kill(pid, syscall.SIGKILL)
+			// its kill, and arm the block for the next delivery. A handler
+			// that died before it said its pid has nothing to kill.
+			if pid, _, ok := handlerSaid(line); ok {
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
 			os.WriteFile(h.block, nil, 0o600)
 		}
 	}()
 	select {
 	case line := <-got:
-		var pid int
-		var id string
-		if _, err := fmt.Sscan(line, &pid, &id); err != nil {
-			t.Fatalf("handler said %q: %v", line, err)
+		pid, id, ok := handlerSaid(line)
+		if !ok {
+			t.Fatalf("handler said %q, want \"pid objectId\"", line)
 		}
 		return pid, id
 	case <-time.After(time.Minute):
