@@ -44,14 +44,19 @@ func TestRetry(t *testing.T) {
 		var err error
 	wait:
 		for {
-			select {
-			case err = <-done:
-				break wait
-			case <-clk.TimerCreated():
-				clk.Advance(time.Millisecond)
-				for clk.Pending() > 0 {
-					clk.Advance(time.Millisecond)
+			// Ask for the next timer before looking for one: a timer
+			// created between a check and the ask would be missed, and the
+			// test would wait forever (it did, once, under -race in CI).
+			created := clk.TimerCreated()
+			if clk.Pending() == 0 {
+				select {
+				case err = <-done:
+					break wait
+				case <-created:
 				}
+			}
+			for clk.Pending() > 0 {
+				clk.Advance(time.Millisecond)
 			}
 		}
 		if calls != tt.wantCalls || !errors.Is(err, tt.wantErr) || err == nil != (tt.wantErr == nil) {
