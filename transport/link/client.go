@@ -59,6 +59,7 @@ type Client struct {
 	queued  chan uint64
 	done    chan struct{}
 	calls   calls.Table
+	meter   *meter
 
 	relayTime  time.Time // the relay's time in its challenge
 	relayLocal time.Time // the link's clock when the challenge arrived
@@ -88,11 +89,12 @@ func Dial(ctx context.Context, cfg Config) (*Client, error) {
 	}
 	hctx, cancel := clock.WithTimeoutCause(ctx, clock.Unscaled(clock.Or(cfg.Clock)), HandshakeTimeout, ErrHandshakeTimeout)
 	defer cancel()
-	conn, tok, sent, err := open(hctx, cfg, u, aud)
+	m := new(meter)
+	conn, tok, sent, err := open(hctx, cfg, m, u, aud)
 	if err != nil {
 		return nil, err
 	}
-	c := &Client{ws: conn, handler: cfg.Handler, queued: make(chan uint64, 64), done: make(chan struct{}), relaySent: sent}
+	c := &Client{ws: conn, handler: cfg.Handler, queued: make(chan uint64, 64), done: make(chan struct{}), relaySent: sent, meter: m}
 	c.ctx, c.stop = context.WithCancel(context.Background())
 	if err := c.handshake(hctx, cfg, aud, tok); err != nil {
 		conn.Close(wsclient.StatusPolicyViolation, "handshake failed")
@@ -140,13 +142,13 @@ const MaxClockOffset = 30 * time.Second
 // (the relay's time the device may use is the challenge's, RelayTime).
 // It also returns the link clock's reading before the upgrade that
 // succeeded: the relay stamps its challenge after that request reached it.
-func open(ctx context.Context, cfg Config, u *url.URL, aud string) (*wsclient.Conn, string, time.Time, error) {
+func open(ctx context.Context, cfg Config, m *meter, u *url.URL, aud string) (*wsclient.Conn, string, time.Time, error) {
 	now := clock.Or(cfg.Clock).Now()
 	tok, err := bearer.IssueLink(cfg.Key, aud, now, 0)
 	if err != nil {
 		return nil, "", time.Time{}, err
 	}
-	conn, err := upgrade(ctx, cfg, u, tok)
+	conn, err := upgrade(ctx, cfg, m, u, tok)
 	var r *refusal
 	if !errors.As(err, &r) || r.status != 401 || r.date.IsZero() {
 		return conn, tok, now, err
@@ -158,7 +160,7 @@ func open(ctx context.Context, cfg Config, u *url.URL, aud string) (*wsclient.Co
 		return nil, "", time.Time{}, err
 	}
 	sent := clock.Or(cfg.Clock).Now()
-	conn, err = upgrade(ctx, cfg, u, tok)
+	conn, err = upgrade(ctx, cfg, m, u, tok)
 	return conn, tok, sent, err
 }
 
@@ -175,8 +177,8 @@ func (r *refusal) Error() string {
 
 // upgrade opens the WebSocket with the link token (package wsclient, RFC
 // 6455). A refusal's Date is read as an HTTP date (RFC 9110, Section
-// 5.6.7).
-func upgrade(ctx context.Context, cfg Config, u *url.URL, tok string) (*wsclient.Conn, error) {
+// 5.6.7). m counts the connection's bytes.
+func upgrade(ctx context.Context, cfg Config, m *meter, u *url.URL, tok string) (*wsclient.Conn, error) {
 	ws := *u
 	ws.Scheme = map[string]string{"http": "ws", "https": "wss"}[u.Scheme]
 	ws.Path = strings.TrimRight(u.Path, "/") + wire.Path
@@ -185,6 +187,7 @@ func upgrade(ctx context.Context, cfg Config, u *url.URL, tok string) (*wsclient
 		Subprotocols: []string{wire.Subprotocol},
 		TLSConfig:    cfg.TLSConfig,
 		Proxy:        wsclient.ProxyFromEnvironment,
+		NetDial:      m.dial,
 		ReadLimit:    wire.MaxFrame,
 		IdleTimeout:  IdleTimeout,
 		FrameTimeout: FrameTimeout,
