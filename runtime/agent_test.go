@@ -44,6 +44,7 @@ type world struct {
 	cfg    runtime.Config
 	clock  *clocktest.Clock
 	srv    *httptest.Server
+	relay  *relay.Relay
 	queue  *queue.Bolt
 	states *agents.Bolt
 	key    *did.PrivateKey
@@ -73,7 +74,7 @@ func newWorldWith(t *testing.T, mode wake.Mode, rc relay.Config) *world {
 		t.Fatal(err)
 	}
 	t.Cleanup(rl.Close)
-	w.srv, w.queue, w.states = rl.Server, rl.Queue, rl.States
+	w.srv, w.relay, w.queue, w.states = rl.Server, rl.Relay, rl.Queue, rl.States
 	w.window = wake.SpreadWindowFor(w.key.DID().String())
 	w.window.Length = 5 * time.Minute
 	router := []deliver.Route{{Pattern: "*", Name: "rec", Handler: w.rec}}

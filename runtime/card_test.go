@@ -4,6 +4,8 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -11,6 +13,8 @@ import (
 	"github.com/torpor-dev/torpor/runtime"
 	"github.com/torpor-dev/torpor/runtime/runtimetest"
 	"github.com/torpor-dev/torpor/transport/a2a"
+	"github.com/torpor-dev/torpor/transport/link"
+	"github.com/torpor-dev/torpor/transport/link/wire"
 	"github.com/torpor-dev/torpor/wake"
 )
 
@@ -157,6 +161,108 @@ func TestRelayKnowsTheWakeSecond(t *testing.T) {
 		if code != 503 || at.Before(want) || !at.Before(wantEnd) {
 			t.Fatalf("asleep answer %d, Retry-After %d s: %s, outside %s..%s", code, ra, at, want, wantEnd)
 		}
+	}
+	w.shutdown()
+}
+
+// sentState is what one state frame carried, on which of the agent's
+// links.
+type sentState struct {
+	link                int
+	card, pulse, status bool
+}
+
+// statesLink records the state frames its agent publishes.
+type statesLink struct {
+	runtime.Link
+	n   int
+	mu  *sync.Mutex
+	out *[]sentState
+}
+
+func (l statesLink) Publish(ctx context.Context, st wire.State) (wire.Accepted, error) {
+	l.mu.Lock()
+	*l.out = append(*l.out, sentState{link: l.n, card: st.Card != nil, pulse: st.Pulse != nil, status: st.Status != nil})
+	l.mu.Unlock()
+	return l.Link.Publish(ctx, st)
+}
+
+// Traffic passes on the client's count (runtime reads it from a Link
+// that has it).
+func (l statesLink) Traffic() link.Traffic { return l.Link.(*link.Client).Traffic() }
+
+// recordStates makes w's agent dial through statesLink; take returns the
+// frames sent since its last call.
+func (w *world) recordStates() (take func() []sentState) {
+	var mu sync.Mutex
+	var out []sentState
+	links := 0
+	w.cfg.Hooks.Dial = func(ctx context.Context, c link.Config) (runtime.Link, error) {
+		l, err := link.Dial(ctx, c)
+		if err != nil {
+			return nil, err
+		}
+		mu.Lock()
+		links++
+		n := links
+		mu.Unlock()
+		return statesLink{Link: l, n: n, mu: &mu, out: &out}, nil
+	}
+	return func() []sentState {
+		mu.Lock()
+		defer mu.Unlock()
+		got := out
+		out = nil
+		return got
+	}
+}
+
+// TestAnUnchangedStateSendsNoCard: a state frame that announces nothing
+// new since the last one on its link (the announce after an empty wake)
+// carries neither the card, nor the pulse, nor a status of the same
+// content, and the relay goes on serving the ones it has, which agree;
+// the first frame on a new link, after the relay dropped the old one,
+// carries all three again. Every wake reports the bytes its links sent
+// and received.
+func TestAnUnchangedStateSendsNoCard(t *testing.T) {
+	w := newWorld(t, wake.HourlyWake)
+	take := w.recordStates()
+	rtc, boot := w.bootSuspending()
+	want := []sentState{{1, true, true, true}, {1, false, false, false}}
+	if got := take(); !slices.Equal(got, want) {
+		t.Errorf("boot wake sent states %+v, want %+v (card, pulse and status, then none)", got, want)
+	}
+	if boot.LinkSent == 0 || boot.LinkReceived == 0 {
+		t.Errorf("boot wake reports %d bytes sent and %d received on its link", boot.LinkSent, boot.LinkReceived)
+	}
+	lv, doc := w.served()
+	w.checkLiveness("after the boot wake", lv, doc, boot)
+
+	// The window's wake; the relay drops its link once it published.
+	<-rtc.asleep
+	rtc.wakeup <- struct{}{}
+	w.waitPhases(runtime.PhasePublish, runtime.PhaseDrain)
+	if !w.relay.Link().Drop(w.key.DID().String(), "test: dropped") {
+		t.Fatal("the relay had no link to drop")
+	}
+	w.waitPhase(runtime.PhasePublish) // on the new link
+	_, end := w.window.Next(t0)
+	w.clock.Set(end)
+	r := w.nextWake()
+	want = []sentState{{2, true, true, true}, {3, true, true, true}, {3, false, false, false}}
+	if got := take(); !slices.Equal(got, want) {
+		t.Errorf("window wake sent states %+v, want %+v", got, want)
+	}
+	if r.LinkSent <= boot.LinkSent/2 || r.LinkAttempts != 2 {
+		t.Errorf("window wake over two links: %d attempts, %d bytes sent (the boot wake's one link: %d)", r.LinkAttempts, r.LinkSent, boot.LinkSent)
+	}
+	lv, doc = w.served()
+	w.checkLiveness("after the window wake", lv, doc, r)
+	if lv.Pulse.Seq != 2 {
+		t.Errorf("after the window wake the card names pulse %d, want 2", lv.Pulse.Seq)
+	}
+	if st := w.status(); st.Wake == nil || !st.Wake.At.Equal(r.At) {
+		t.Errorf("the relay's status names wake %+v, want the window wake at %v", st.Wake, r.At)
 	}
 	w.shutdown()
 }

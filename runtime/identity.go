@@ -150,6 +150,7 @@ func (w *wakeRun) retire(ctx context.Context, handover []byte) error {
 	an.mode, an.next = wake.Sleep, time.Time{}
 	w.mu.Lock()
 	w.retired = true
+	w.sent = nil // the retirement's card replaces the relay's
 	w.mu.Unlock()
 	w.drainMu.Lock()
 	l := w.l

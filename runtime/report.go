@@ -66,6 +66,11 @@ type WakeReport struct {
 	// Time is how the wake established the time it judged expiry by;
 	// nil without Config.TrustedTime or a link.
 	Time *TimeReport `cbor:"15,keyasint,omitempty" json:"time,omitempty"`
+	// LinkSent and LinkReceived are the bytes the wake's links sent and
+	// received on their sockets (link.Traffic), every redial included: on
+	// a metered radio, what the wake cost.
+	LinkSent     int64 `cbor:"16,keyasint,omitempty" json:"linkSent,omitempty"`
+	LinkReceived int64 `cbor:"17,keyasint,omitempty" json:"linkReceived,omitempty"`
 }
 
 // Phase returns the total duration of the phases named name.
@@ -127,6 +132,9 @@ func (r *WakeReport) log(l *slog.Logger) {
 	}
 	if r.Slept.Boot > 0 {
 		attrs = append(attrs, "slept", r.Slept.Boot, "suspended", r.Slept.Suspended())
+	}
+	if r.LinkSent+r.LinkReceived > 0 {
+		attrs = append(attrs, "linkSent", r.LinkSent, "linkReceived", r.LinkReceived)
 	}
 	if r.LinkErr != "" {
 		attrs = append(attrs, "linkError", r.LinkErr)

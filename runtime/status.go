@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -17,21 +18,34 @@ import (
 // wire.State.Status): the agent's build and board, its halt, the actions
 // held for the owner, the possibly lost hand-offs and the wake before
 // this one, read in one transaction and signed with the agent's key as a
-// Governed Object of purpose wire.PurposeStatus. It returns nil, logged, when that fails: the
+// Governed Object of purpose wire.PurposeStatus, and its content (the
+// payload's JSON), which the caller records as sent once the relay
+// accepted it. It returns nil when the relay holds a status of the same
+// content, accepted over this link: the relay keeps what it has, and the
+// frame costs no status. It returns nil, logged, when that fails: the
 // state goes out without it, and the relay keeps the previous one.
-func (w *wakeRun) status() []byte {
+func (w *wakeRun) status() (signed []byte, content string) {
 	a := w.a
 	st, err := a.pipe.status()
 	if err == nil {
 		st.Board = a.cfg.Board
 		st.Wake = &wire.StatusWake{At: w.rep.At, Reason: w.rep.Reason}
-		var b []byte
-		if b, err = signStatus(a.cfg.Key, a.clock.Now(), st); err == nil {
-			return b
+		var c []byte
+		if c, err = json.Marshal(st); err == nil {
+			w.mu.Lock()
+			held := w.sentStatus == string(c)
+			w.mu.Unlock()
+			if held {
+				return nil, ""
+			}
+			var b []byte
+			if b, err = signStatus(a.cfg.Key, a.clock.Now(), st); err == nil {
+				return b, string(c)
+			}
 		}
 	}
 	a.log.Warn("signing the status for the relay", "err", err)
-	return nil
+	return nil, ""
 }
 
 // signStatus signs st, listing fewer held actions, then fewer lost

@@ -65,6 +65,13 @@ type wakeRun struct {
 	ending  bool      // past staying live: announcing, then asleep
 	pulse   []byte    // the wake's latest pulse; nil before it is made
 	seq     uint64    // its sequence number
+	// sent is the announcement whose card and pulse the relay accepted
+	// over the link in use; nil before that, after a redial and after a
+	// retirement published another card.
+	sent *announcement
+	// sentStatus is the content of the status the relay accepted over the
+	// link in use (wakeRun.status); "" before that and after a redial.
+	sentStatus string
 }
 
 // addDrain adds a batch's report (a drain's or a live request's).
@@ -93,6 +100,13 @@ type announcement struct {
 	window wake.Window
 	pulse  []byte // nil: no pulse yet in this wake
 	seq    uint64
+}
+
+// same reports whether an and o make the same card and pulse (on one link:
+// the same ceiling).
+func (an announcement) same(o announcement) bool {
+	return an.mode == o.mode && an.next.Equal(o.next) && an.window == o.window &&
+		an.seq == o.seq && bytes.Equal(an.pulse, o.pulse)
 }
 
 // announcement returns what the wake announces now.
@@ -161,6 +175,7 @@ func (a *Agent) wake(ctx context.Context, changed <-chan struct{}, mode wake.Mod
 	}
 	if w.l != nil {
 		w.ph.measure(PhaseClose, w.l.Close)
+		w.countTraffic(w.l)
 	}
 	a.mu.Lock()
 	a.cur = nil // before the report is out: whoever reads it finds the agent asleep
@@ -312,8 +327,10 @@ func (w *wakeRun) stayLive() {
 func (w *wakeRun) redial() bool {
 	w.drainMu.Lock()
 	w.l.Close()
+	w.countTraffic(w.l)
 	w.l = closedLink{} // a drain meanwhile finds no link
 	w.drainMu.Unlock()
+	w.forgetSent()
 	l, err := w.a.dial(w.ctx, w.rep)
 	if err != nil {
 		return false
@@ -333,7 +350,7 @@ func (w *wakeRun) publishAndDrain() {
 		var card []byte
 		if w.ph.measure(PhaseCard, func() error {
 			var err error
-			card, err = w.a.card(an, w.l.Hello())
+			card, err = w.cardFor(an)
 			return err
 		}) != nil {
 			return
@@ -350,7 +367,7 @@ func (w *wakeRun) publishAndDrain() {
 // refill-keypackages made, or the replacements of expired ones.
 func (w *wakeRun) publish() {
 	an := w.announcement()
-	card, err := w.a.card(an, w.l.Hello())
+	card, err := w.cardFor(an)
 	if err == nil {
 		err = w.publishState(w.ctx, an, card, w.unpublished())
 	}
@@ -420,18 +437,53 @@ func (w *wakeRun) publishState(ctx context.Context, an announcement, card []byte
 		return err
 	}
 	w.a.log.Info("key packages replaced", "handedOut", taken, "published", len(more))
-	_, err = w.publishOnce(ctx, an, card, more)
+	_, err = w.publishOnce(ctx, an, nil, more) // the relay holds the card now
 	return err
+}
+
+// cardFor returns the card to publish with an, signed for the bounds in
+// force; nil when the relay holds the card and pulse an makes already,
+// accepted over this link: the state frame that announces nothing new
+// (the announce at the window's end, most often) leaves both out, and the
+// relay keeps what it has (wire.State). An empty wake so sends its card
+// once, not twice.
+func (w *wakeRun) cardFor(an announcement) ([]byte, error) {
+	if w.holds(an) {
+		return nil, nil
+	}
+	return w.a.card(an, w.l.Hello())
+}
+
+// holds reports whether the relay accepted an's card and pulse over the
+// link in use.
+func (w *wakeRun) holds(an announcement) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.sent != nil && w.sent.same(an)
+}
+
+// forgetSent records that the relay may not hold the card, pulse and
+// status the wake sent: a new link, perhaps to another relay.
+func (w *wakeRun) forgetSent() {
+	w.mu.Lock()
+	w.sent, w.sentStatus = nil, ""
+	w.mu.Unlock()
 }
 
 // publishOnce sends one state frame and returns how many published
 // KeyPackages the relay's answer shows handed out. The frame carries the
-// pulse the card names, so that the relay serves the two together.
+// pulse the card names, so that the relay serves the two together; with
+// no card (cardFor: the relay holds both) it carries neither.
 func (w *wakeRun) publishOnce(ctx context.Context, an announcement, card []byte, kps [][]byte) (int, error) {
 	a := w.a
 	if w.isRetired() {
 		return 0, nil
 	}
+	pulse := an.pulse
+	if card == nil {
+		pulse = nil
+	}
+	status, content := w.status()
 	win := an.window
 	st := wire.State{
 		Mode:        string(an.mode),
@@ -439,9 +491,9 @@ func (w *wakeRun) publishOnce(ctx context.Context, an announcement, card []byte,
 		Card:        card,
 		KeyPackages: kps,
 		LastResort:  w.lr,
-		Pulse:       an.pulse,
+		Pulse:       pulse,
 		Bounds:      &a.cfg.Relay.Bounds,
-		Status:      w.status(),
+		Status:      status,
 		Enrolment:   a.cfg.Relay.Enrolment,
 	}
 	if !an.next.IsZero() {
@@ -451,6 +503,14 @@ func (w *wakeRun) publishOnce(ctx context.Context, an announcement, card []byte,
 	if err != nil {
 		return 0, err
 	}
+	w.mu.Lock()
+	if card != nil {
+		w.sent = &an
+	}
+	if status != nil {
+		w.sentStatus = content
+	}
+	w.mu.Unlock()
 	if ok.WakeSecond != nil {
 		if err := w.adoptWakeSecond(*ok.WakeSecond); err != nil {
 			return 0, err
@@ -586,7 +646,7 @@ func (w *wakeRun) announce(ctx context.Context) {
 	defer cancel()
 	w.ph.measure(PhaseAnnounce, func() error {
 		an := w.announcement()
-		card, err := w.a.card(an, w.l.Hello())
+		card, err := w.cardFor(an)
 		if err != nil {
 			return err
 		}
@@ -689,6 +749,20 @@ func (a *Agent) record(r *WakeReport) {
 	if a.cfg.Hooks.OnWake != nil {
 		a.cfg.Hooks.OnWake(*r)
 	}
+}
+
+// countTraffic adds what l sent and received to the wake's report, when l
+// counts it (*link.Client does).
+func (w *wakeRun) countTraffic(l Link) {
+	m, ok := l.(interface{ Traffic() link.Traffic })
+	if !ok {
+		return
+	}
+	t := m.Traffic()
+	w.mu.Lock()
+	w.rep.LinkSent += t.Sent
+	w.rep.LinkReceived += t.Received
+	w.mu.Unlock()
 }
 
 // closedLink stands for a link that dropped and could not be redialled
