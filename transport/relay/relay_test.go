@@ -426,34 +426,52 @@ func TestKeyPackagesHandedOutOnce(t *testing.T) {
 	}
 }
 
-// TestStateOKNamesHeldKeyPackages: the answer to each published state
-// names the KeyPackages the relay holds, so that the device learns which
-// were handed out.
+// TestStateOKNamesHeldKeyPackages: the answer to a published state names
+// the KeyPackages the relay holds, so that the device learns which were
+// handed out; when they are those the link's last answer named and the
+// state published none, it leaves them out (the device knows), and a new
+// link is told again.
 func TestStateOKNamesHeldKeyPackages(t *testing.T) {
 	h := newHarness(t, nil)
 	dev := didtest.Key(t, 1)
-	c := h.device(t, dev, "always_on", deviceOpts{kps: [][]byte{kp(1), kp(2)}})
-	held := func() [][]byte {
+	dial := func() *link.Client {
 		t.Helper()
-		ok, err := c.Publish(context.Background(), h.state(t, dev, c.Hello(), "always_on", deviceOpts{}))
-		if err != nil || ok.Held == nil {
-			t.Fatalf("Publish = %+v, %v; want Held set", ok, err)
+		c, err := link.Dial(context.Background(), link.Config{RelayURL: h.srv.URL, Key: dev, Clock: h.clk})
+		if err != nil {
+			t.Fatal(err)
 		}
-		return ok.Held.Digests
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	c := dial()
+	publish := func(c *link.Client, o deviceOpts) *wire.Held {
+		t.Helper()
+		ok, err := c.Publish(context.Background(), h.state(t, dev, c.Hello(), "always_on", o))
+		if err != nil {
+			t.Fatalf("Publish = %+v, %v", ok, err)
+		}
+		return ok.Held
 	}
 	sorted := func(ds ...[]byte) [][]byte { return slices.SortedFunc(slices.Values(ds), bytes.Compare) }
-	if got, want := sorted(held()...), sorted(wire.KeyPackageDigest(kp(1)), wire.KeyPackageDigest(kp(2))); !cmp.Equal(got, want) {
-		t.Errorf("held %x, want %x", got, want)
+	held := publish(c, deviceOpts{kps: [][]byte{kp(1), kp(2)}})
+	if held == nil || !cmp.Equal(sorted(held.Digests...), sorted(wire.KeyPackageDigest(kp(1)), wire.KeyPackageDigest(kp(2)))) {
+		t.Errorf("held %+v, want kp(1) and kp(2)", held)
+	}
+	if held := publish(c, deviceOpts{}); held != nil {
+		t.Errorf("nothing handed out since: held %x, want it left out", held.Digests)
 	}
 	if r := h.getKP(t, "/a/"+dev.DID().String()+"/mls/key-package"); r.status != 200 {
 		t.Fatalf("key package: %d %s", r.status, r.body)
 	}
-	if got := held(); len(got) != 1 || !bytes.Equal(got[0], wire.KeyPackageDigest(kp(2))) {
-		t.Errorf("after one was handed out: held %x, want kp(2)'s digest only", got)
+	if held := publish(c, deviceOpts{}); held == nil || len(held.Digests) != 1 || !bytes.Equal(held.Digests[0], wire.KeyPackageDigest(kp(2))) {
+		t.Errorf("after one was handed out: held %+v, want kp(2)'s digest only", held)
 	}
 	h.getKP(t, "/a/"+dev.DID().String()+"/mls/key-package")
-	if got := held(); got == nil || len(got) != 0 {
-		t.Errorf("empty pool: held %x, want an empty, non-nil list", got)
+	if held := publish(c, deviceOpts{}); held == nil || held.Digests == nil || len(held.Digests) != 0 {
+		t.Errorf("empty pool: held %+v, want an empty, non-nil list", held)
+	}
+	if held := publish(dial(), deviceOpts{}); held == nil || held.Digests == nil || len(held.Digests) != 0 {
+		t.Errorf("a new link's first state: held %+v, want the empty pool named", held)
 	}
 }
 

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -120,6 +121,9 @@ type serverConn struct {
 
 	calls calls.Table
 	gone  chan struct{} // closed when the conn stops being its agent's link
+	// held is the Held of the last state-ok written (only the goroutine
+	// that handles frames touches it): see unchangedHeld.
+	held *wire.Held
 
 	mu sync.Mutex
 	// mu guards all following fields.
@@ -476,7 +480,13 @@ func (c *serverConn) handle(f *wire.Frame) error {
 		if err != nil {
 			return c.write(ctx, &wire.Frame{T: wire.FrameError, ID: f.ID, Code: "bad-state", Message: err.Error()})
 		}
-		if err := c.write(ctx, &wire.Frame{T: wire.FrameStateOK, ID: f.ID, Bounds: &a.Bounds, Held: a.Held, WakeSecond: a.WakeSecond}); err != nil || a.Relink == "" {
+		held := a.Held
+		if unchangedHeld(f.State, c.held, held) {
+			held = nil
+		} else if held != nil {
+			c.held = held
+		}
+		if err := c.write(ctx, &wire.Frame{T: wire.FrameStateOK, ID: f.ID, Bounds: &a.Bounds, Held: held, WakeSecond: a.WakeSecond}); err != nil || a.Relink == "" {
 			return err
 		}
 		// After the answer, so that the device has its state-ok first.
@@ -563,4 +573,29 @@ func (c *serverConn) acked(seqs []uint64) {
 	if c.s.OnAcked != nil && len(waited) > 0 {
 		c.s.OnAcked(c.agent, waited)
 	}
+}
+
+// unchangedHeld reports whether the state-ok of st may leave Held out:
+// st published no KeyPackage and the relay holds the same ones as it said
+// in the link's last state-ok (last). The device learns nothing from a
+// Held it already had, and an absent Held means "not said" to every
+// version of the agent (wire.Accepted), so it is not sent again: with a
+// pool of 20 KeyPackages that is 700 bytes of every announce.
+func unchangedHeld(st *wire.State, last, now *wire.Held) bool {
+	if last == nil || now == nil || len(st.KeyPackages) > 0 || len(st.LastResort) > 0 || st.ReplaceKeyPackages {
+		return false
+	}
+	if !bytes.Equal(last.LastResort, now.LastResort) || len(last.Digests) != len(now.Digests) {
+		return false
+	}
+	seen := make(map[string]bool, len(last.Digests))
+	for _, d := range last.Digests {
+		seen[string(d)] = true
+	}
+	for _, d := range now.Digests {
+		if !seen[string(d)] {
+			return false
+		}
+	}
+	return true
 }
