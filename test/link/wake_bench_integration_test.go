@@ -3,12 +3,14 @@
 package link
 
 import (
+	"io"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -42,35 +44,55 @@ const emptyWakeScale = 600
 //     scaled minute, and Go's sysmon thread polls, which a board in
 //     suspend does not pay;
 //   - awake-ms/wake and the phases' ms/wake: wall time, in real time,
-//     without the idle live phase.
+//     without the idle live phase;
+//   - wire-sent-B/wake and wire-recv-B/wake: the bytes the agent sent to
+//     the relay and received from it, counted by a TCP proxy between them
+//     (the relay's public URL is the proxy's), so that a build that does
+//     not count its own traffic is measured alike.
 //
-// TORPOR_EMPTYWAKE_AGENT names a prebuilt agent binary and
-// TORPOR_EMPTYWAKE_EXEC a command that runs it (such as "qemu-arm -cpu
+// It runs two builds side by side, as sub-benchmarks: build=base, the
+// agent of the commit issue 32 starts from (emptyWakeBase, built from git
+// history), and build=tree, this tree's; scripts/bench.sh prints the ratios.
+// TORPOR_EMPTYWAKE_AGENT names one prebuilt agent binary to run instead
+// and TORPOR_EMPTYWAKE_EXEC a command that runs it (such as "qemu-arm -cpu
 // arm1176" for the armv6 binary under qemu-user); TORPOR_EMPTYWAKE_PERF a
 // file for perf(1) samples of the measured wakes.
 func BenchmarkEmptyWake(b *testing.B) {
+	if v := os.Getenv("TORPOR_EMPTYWAKE_AGENT"); v != "" {
+		emptyWakes(b, v)
+		return
+	}
+	base := filepath.Join(testenv.BuildAt(b, emptyWakeBase, "torpor-agent"), "torpor-agent")
+	tree := testenv.Binary(b, "torpor-agent")
+	b.Run("build=base", func(b *testing.B) { emptyWakes(b, base) })
+	b.Run("build=tree", func(b *testing.B) { emptyWakes(b, tree) })
+}
+
+// emptyWakeBase is the commit issue 32 starts from: its empty wake is the
+// one to halve, in CPU and in bytes.
+const emptyWakeBase = "d2faa430a527491299a7dd18fd1b5470edbfd049"
+
+// emptyWakes measures b.N empty wakes of the agent binary agentBin.
+func emptyWakes(b *testing.B, agentBin string) {
 	scale := emptyWakeScale
 	if v := os.Getenv("TORPOR_EMPTYWAKE_SCALE"); v != "" {
 		scale, _ = strconv.Atoi(v)
 	}
 	dir := b.TempDir()
 	addr := freeAddr(b)
+	proxy := startWireMeter(b, addr)
 	epoch := time.Now().UTC().Format(time.RFC3339Nano)
 	key := didtest.Key(b, 7)
 	keyFile := filepath.Join(dir, "agent.key")
 	if err := did.SaveKey(keyFile, key, true); err != nil {
 		b.Fatal(err)
 	}
-	agentBin := testenv.Binary(b, "torpor-agent")
-	if v := os.Getenv("TORPOR_EMPTYWAKE_AGENT"); v != "" {
-		agentBin = v
-	}
 	argv := append(strings.Fields(os.Getenv("TORPOR_EMPTYWAKE_EXEC")), agentBin, "--key", keyFile, "--data-dir", filepath.Join(dir, "agent"),
-		"--relay", "http://"+addr, "--mode", "hourly_wake", "--name", "bench", "--purposes", "comms:*",
+		"--relay", proxy.url, "--mode", "hourly_wake", "--name", "bench", "--purposes", "comms:*",
 		"--handler", "*=exec:/bin/true", "--time-scale", strconv.Itoa(scale), "--time-epoch", epoch)
-	// The relay's --listen is the address the agent was given; a later
-	// flag overrides relaytest's 127.0.0.1:0.
-	relay := relaytest.Start(b, filepath.Join(dir, "relay"), "--listen", addr, "--public-url", "http://"+addr,
+	// The relay listens on addr, behind the proxy, whose URL it publishes;
+	// a later flag overrides relaytest's 127.0.0.1:0.
+	relay := relaytest.Start(b, filepath.Join(dir, "relay"), "--listen", addr, "--public-url", proxy.url,
 		"--time-scale", strconv.Itoa(scale), "--time-epoch", epoch)
 	agent := testenv.Start(b, argv[0], argv[1:]...)
 	pid := agent.Cmd.Process.Pid
@@ -80,11 +102,73 @@ func BenchmarkEmptyWake(b *testing.B) {
 	meter := benchcpu.Start(b) // cpu-ns/op: the relay's, the agent's and this process's
 	meter.Add(pid)
 	meter.Add(relay.Cmd.Process.Pid)
+	sent0, recv0 := proxy.counts()
 	m := measureWakes(b, agent, pid, b.N)
+	sent1, recv1 := proxy.counts()
 	b.StopTimer()
 	meter.Stop()
 	stopPerf()
 	wakemeter.Report(b, m, float64(scale))
+	b.ReportMetric(float64(sent1-sent0)/float64(b.N), "wire-sent-B/wake")
+	b.ReportMetric(float64(recv1-recv0)/float64(b.N), "wire-recv-B/wake")
+}
+
+// wireMeter is a TCP proxy on loopback that counts the bytes passing each
+// way.
+type wireMeter struct {
+	url            string
+	sent, received atomic.Int64 // client to target, target to client
+}
+
+// startWireMeter forwards a fresh loopback port to target until the end
+// of the benchmark.
+func startWireMeter(tb testing.TB, target string) *wireMeter {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { ln.Close() })
+	m := &wireMeter{url: "http://" + ln.Addr().String()}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go m.forward(c, target)
+		}
+	}()
+	return m
+}
+
+func (m *wireMeter) forward(c net.Conn, target string) {
+	defer c.Close()
+	up, err := net.Dial("tcp", target)
+	if err != nil {
+		return
+	}
+	defer up.Close()
+	go func() {
+		io.Copy(countingWriter{up, &m.sent}, c)
+		up.Close()
+	}()
+	io.Copy(countingWriter{c, &m.received}, up)
+}
+
+// counts returns the bytes passed so far, each way.
+func (m *wireMeter) counts() (sent, received int64) { return m.sent.Load(), m.received.Load() }
+
+// countingWriter adds what it writes to n.
+type countingWriter struct {
+	w io.Writer
+	n *atomic.Int64
+}
+
+func (c countingWriter) Write(p []byte) (int, error) {
+	k, err := c.w.Write(p)
+	c.n.Add(int64(k))
+	return k, err
 }
 
 // measureWakes follows the agent's log for n timer wakes

@@ -37,6 +37,11 @@ type Wakes struct {
 	// each phase's, summed over the wakes, on the agent's (scaled) clock.
 	Awake  time.Duration            `json:"awake"`
 	Phases map[string]time.Duration `json:"phases"`
+	// LinkSent and LinkReceived sum the bytes the wakes' links sent and
+	// received (the wake line's linkSent and linkReceived; 0 from an agent
+	// that does not count them).
+	LinkSent     int64 `json:"link_sent"`
+	LinkReceived int64 `json:"link_received"`
 }
 
 // Meter follows an agent's log for n timer wakes, reading the process's
@@ -103,6 +108,16 @@ func (m *Meter) wake(l string, cpu time.Duration) error {
 			return err
 		}
 		d[name] = v
+	}
+	for _, c := range []struct {
+		name string
+		sum  *int64
+	}{{"linkSent", &m.w.LinkSent}, {"linkReceived", &m.w.LinkReceived}} {
+		n, err := LogInt(l, c.name)
+		if err != nil {
+			return err
+		}
+		*c.sum += n
 	}
 	m.w.InWake += cpu
 	m.w.Awake += d["awake"] - d["phase.live"]
@@ -181,6 +196,20 @@ func LogDuration(line, name string) (time.Duration, error) {
 	return d, nil
 }
 
+// LogInt reads the integer attribute name=… of a text log line; 0 when
+// the line has none.
+func LogInt(line, name string) (int64, error) {
+	m := regexp.MustCompile(`(?:^| )` + regexp.QuoteMeta(name) + `=(\S+)`).FindStringSubmatch(line)
+	if m == nil {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(m[1], 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("wakemeter: %s=%s: %w", name, m[1], err)
+	}
+	return n, nil
+}
+
 // Reporter is what Report needs of a *testing.B.
 type Reporter interface {
 	ReportMetric(n float64, unit string)
@@ -189,7 +218,8 @@ type Reporter interface {
 // Report reports w per wake as a benchmark's metrics: user-ms, sys-ms and
 // cpu-ms (the whole cycle), wake-cpu-ms (inside the wakes), awake-ms and
 // each phase's ms, the wall times in real time (divided by scale, the
-// agent's time scale).
+// agent's time scale), and the link's bytes sent and received when the
+// agent counts them.
 func Report(b Reporter, w Wakes, scale float64) {
 	n := float64(w.N)
 	b.ReportMetric(ms(w.Cycle.User)/n, "user-ms/wake")
@@ -199,6 +229,10 @@ func Report(b Reporter, w Wakes, scale float64) {
 	b.ReportMetric(ms(w.Awake)/n/scale, "awake-ms/wake")
 	for name, d := range w.Phases {
 		b.ReportMetric(ms(d)/n/scale, name+"-ms/wake")
+	}
+	if w.LinkSent+w.LinkReceived > 0 {
+		b.ReportMetric(float64(w.LinkSent)/n, "link-sent-B/wake")
+		b.ReportMetric(float64(w.LinkReceived)/n, "link-recv-B/wake")
 	}
 }
 

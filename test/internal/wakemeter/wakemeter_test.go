@@ -11,7 +11,7 @@ const (
 	bootWaking = `time=2026-12-03T18:00:00Z level=INFO msg=waking reason=boot mode=hourly_wake`
 	bootWake   = `time=2026-12-03T18:00:01Z level=INFO msg=wake reason=boot mode=hourly_wake awake=5m1s linkAttempts=1 drain="0 records" phase.link=20ms phase.live=5m`
 	waking     = `time=2026-12-03T19:00:00Z level=INFO msg=waking reason=timer mode=hourly_wake windowEnd=2026-12-03T19:05:00Z`
-	wake       = `time=2026-12-03T19:05:00Z level=INFO msg=wake reason=timer mode=hourly_wake awake=5m1.5s linkAttempts=1 drain="0 records" phase.link=1s phase.pulse=100ms phase.card=200ms phase.publish=50ms phase.drain=10ms phase.live=5m phase.announce=40ms phase.close=100ms nextWake=2026-12-03T20:00:00Z`
+	wake       = `time=2026-12-03T19:05:00Z level=INFO msg=wake reason=timer mode=hourly_wake awake=5m1.5s linkAttempts=1 drain="0 records" phase.link=1s phase.pulse=100ms phase.card=200ms phase.publish=50ms phase.drain=10ms phase.live=5m phase.announce=40ms phase.close=100ms linkSent=2100 linkReceived=1700 nextWake=2026-12-03T20:00:00Z`
 )
 
 // TestMeter: the boot wake is left out; each timer wake's phases and its
@@ -34,6 +34,9 @@ func TestMeter(t *testing.T) {
 	w := m.Wakes()
 	if w.N != 2 || w.Awake != 3*time.Second || w.Phases["link"] != 2*time.Second || w.Phases["close"] != 200*time.Millisecond {
 		t.Errorf("Wakes() = %+v, want 2 wakes, 3 s awake, 2 s link, 200 ms close", w)
+	}
+	if w.LinkSent != 4200 || w.LinkReceived != 3400 {
+		t.Errorf("link bytes: %d sent, %d received; want 4200 and 3400 (two wakes)", w.LinkSent, w.LinkReceived)
 	}
 	if w.InWake <= 0 || w.Cycle.User < 0 || w.Cycle.Sys < 0 {
 		t.Errorf("CPU: in wake %v, cycle %+v; want some CPU in the wake", w.InWake, w.Cycle)
