@@ -471,34 +471,14 @@ func (w *wakeRun) forgetSent() {
 }
 
 // publishOnce sends one state frame and returns how many published
-// KeyPackages the relay's answer shows handed out. The frame carries the
-// pulse the card names, so that the relay serves the two together; with
-// no card (cardFor: the relay holds both) it carries neither.
+// KeyPackages the relay's answer shows handed out.
 func (w *wakeRun) publishOnce(ctx context.Context, an announcement, card []byte, kps [][]byte) (int, error) {
 	a := w.a
 	if w.isRetired() {
 		return 0, nil
 	}
-	pulse := an.pulse
-	if card == nil {
-		pulse = nil
-	}
 	status, content := w.status()
-	win := an.window
-	st := wire.State{
-		Mode:        string(an.mode),
-		Window:      &wire.Window{Minute: win.Minute, LengthSec: int64(win.Length / time.Second), OffsetSec: int64(win.Shift() / time.Second)},
-		Card:        card,
-		KeyPackages: kps,
-		LastResort:  w.lr,
-		Pulse:       pulse,
-		Bounds:      &a.cfg.Relay.Bounds,
-		Status:      status,
-		Enrolment:   a.cfg.Relay.Enrolment,
-	}
-	if !an.next.IsZero() {
-		st.NextWake = an.next.Unix()
-	}
+	st := w.state(an, card, kps, status)
 	ok, err := w.l.Publish(ctx, st)
 	if err != nil {
 		return 0, err
@@ -537,6 +517,34 @@ func (w *wakeRun) publishOnce(ctx context.Context, an announcement, card []byte,
 		w.kps = nil
 	}
 	return taken, nil
+}
+
+// state is the state frame announcing an, with card, kps and status. It
+// carries the pulse the card names, so that the relay serves the two
+// together; with no card (cardFor: the relay holds both) it carries
+// neither.
+func (w *wakeRun) state(an announcement, card []byte, kps [][]byte, status []byte) wire.State {
+	a := w.a
+	pulse := an.pulse
+	if card == nil {
+		pulse = nil
+	}
+	win := an.window
+	st := wire.State{
+		Mode:        string(an.mode),
+		Window:      &wire.Window{Minute: win.Minute, LengthSec: int64(win.Length / time.Second), OffsetSec: int64(win.Shift() / time.Second)},
+		Card:        card,
+		KeyPackages: kps,
+		LastResort:  w.lr,
+		Pulse:       pulse,
+		Bounds:      &a.cfg.Relay.Bounds,
+		Status:      status,
+		Enrolment:   a.cfg.Relay.Enrolment,
+	}
+	if !an.next.IsZero() {
+		st.NextWake = an.next.Unix()
+	}
+	return st
 }
 
 // drain pulls and processes every queued record after the cursor, one

@@ -92,14 +92,27 @@ type deviceOpts struct {
 
 func (h *harness) device(tb testing.TB, key *did.PrivateKey, mode string, o deviceOpts) *link.Client {
 	tb.Helper()
-	c, err := link.Dial(context.Background(), link.Config{RelayURL: h.srv.URL, Key: key, Clock: h.clk, Handler: o.handler})
+	c := h.dialWith(tb, key, o.handler)
+	if _, err := c.Publish(context.Background(), h.state(tb, key, c.Hello(), mode, o)); err != nil {
+		tb.Fatal(err)
+	}
+	return c
+}
+
+// dial links key to the relay, publishing nothing; the link closes when
+// the test ends.
+func (h *harness) dial(tb testing.TB, key *did.PrivateKey) *link.Client {
+	tb.Helper()
+	return h.dialWith(tb, key, nil)
+}
+
+func (h *harness) dialWith(tb testing.TB, key *did.PrivateKey, handler link.HandlerFunc) *link.Client {
+	tb.Helper()
+	c, err := link.Dial(context.Background(), link.Config{RelayURL: h.srv.URL, Key: key, Clock: h.clk, Handler: handler})
 	if err != nil {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { c.Close() })
-	if _, err := c.Publish(context.Background(), h.state(tb, key, c.Hello(), mode, o)); err != nil {
-		tb.Fatal(err)
-	}
 	return c
 }
 

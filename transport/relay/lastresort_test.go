@@ -8,7 +8,6 @@ import (
 
 	"github.com/torpor-dev/torpor/did/didtest"
 	"github.com/torpor-dev/torpor/store/agents"
-	"github.com/torpor-dev/torpor/transport/link"
 	"github.com/torpor-dev/torpor/transport/link/wire"
 )
 
@@ -39,11 +38,7 @@ func TestLastResortKeyPackage(t *testing.T) {
 		t.Errorf("fifth fetch at 4 a minute: %d, want 429", r.status)
 	}
 
-	c, err := link.Dial(context.Background(), link.Config{RelayURL: h.srv.URL, Key: dev, Clock: h.clk})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := h.dial(t, dev)
 	publish := func(o deviceOpts) (wire.Accepted, error) {
 		return c.Publish(context.Background(), h.state(t, dev, c.Hello(), "sleep", o))
 	}

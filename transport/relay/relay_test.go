@@ -434,16 +434,7 @@ func TestKeyPackagesHandedOutOnce(t *testing.T) {
 func TestStateOKNamesHeldKeyPackages(t *testing.T) {
 	h := newHarness(t, nil)
 	dev := didtest.Key(t, 1)
-	dial := func() *link.Client {
-		t.Helper()
-		c, err := link.Dial(context.Background(), link.Config{RelayURL: h.srv.URL, Key: dev, Clock: h.clk})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		return c
-	}
-	c := dial()
+	c := h.dial(t, dev)
 	publish := func(c *link.Client, o deviceOpts) *wire.Held {
 		t.Helper()
 		ok, err := c.Publish(context.Background(), h.state(t, dev, c.Hello(), "always_on", o))
@@ -470,7 +461,7 @@ func TestStateOKNamesHeldKeyPackages(t *testing.T) {
 	if held := publish(c, deviceOpts{}); held == nil || held.Digests == nil || len(held.Digests) != 0 {
 		t.Errorf("empty pool: held %+v, want an empty, non-nil list", held)
 	}
-	if held := publish(dial(), deviceOpts{}); held == nil || held.Digests == nil || len(held.Digests) != 0 {
+	if held := publish(h.dial(t, dev), deviceOpts{}); held == nil || held.Digests == nil || len(held.Digests) != 0 {
 		t.Errorf("a new link's first state: held %+v, want the empty pool named", held)
 	}
 }
