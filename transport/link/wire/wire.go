@@ -104,7 +104,11 @@ type State struct {
 	// 0 for none. In sleep mode it is the only source of a Retry-After.
 	NextWake int64 `cbor:"nextWake,omitempty"`
 	// Card is the Agent Card JSON signed by the device (a2a.SignCard). The
-	// relay verifies kid == the device's DID and serves it verbatim.
+	// relay verifies kid == the device's DID and serves it verbatim;
+	// empty keeps the card it has, which must still agree with the state.
+	// The agent leaves the card and the pulse out of a state that
+	// announces nothing new since the last one on the same link (every
+	// relay version keeps them).
 	Card []byte `cbor:"card,omitempty"`
 	// KeyPackages are MLSMessage-wrapped KeyPackages (RFC 9420, Section 6,
 	// wire_format mls_key_package) to add to the pool; each is handed out
@@ -119,7 +123,8 @@ type State struct {
 	LastResort []byte `cbor:"lastResort,omitempty"`
 	// Pulse is the device's latest signed liveness pulse. Its format is the
 	// agent's (Autonomy Envelope pulses); the relay stores and serves it
-	// verbatim next to the card and does not interpret it.
+	// verbatim next to the card and does not interpret it. Empty keeps
+	// the one it has.
 	Pulse []byte `cbor:"pulse,omitempty"`
 	// ReplaceKeyPackages makes KeyPackages replace the agent's whole pool
 	// rather than add to it (an empty list then empties it): a device
@@ -141,8 +146,9 @@ type State struct {
 	// Status, when set, is a Governed Object (JSON) issued and signed by
 	// the agent's DID with purpose PurposeStatus, whose payload is a
 	// Status (status.go). The relay verifies it and keeps it for the
-	// fleet console; empty leaves the one it keeps unchanged. A relay
-	// that predates it ignores the member.
+	// fleet console; empty leaves the one it keeps unchanged (the agent
+	// sends none when the payload is the one the relay accepted over the
+	// same link). A relay that predates it ignores the member.
 	Status []byte `cbor:"status,omitempty"`
 	// Enrolment, when set, is the device's enrolment by its owner: a
 	// Governed Object (JSON) issued and signed by an owner DID, with
@@ -178,7 +184,9 @@ type Accepted struct {
 	// the device published that is not among them was handed out to an
 	// initiator (or lost by the relay): the device counts it as used, and
 	// keeps its private halves for as long as a Welcome to it may still
-	// be queued.
+	// be queued. The link server leaves it out when the state published
+	// no KeyPackage and the relay holds those the link's last state-ok
+	// named: the device knows them already.
 	Held *Held
 	// WakeSecond, when set, is the second (0–59) of its window's minute at
 	// which the relay asks the device to open its hourly window from its
