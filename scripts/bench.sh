@@ -45,7 +45,22 @@ go test -tags integration -run '^$' -bench FleetEnqueue -benchtime "${FLEET_BENC
 # and wall time awake per wake (docs/performance.md, "An empty wake"),
 # natively and, for armv6 and arm64, under qemu-user (the emulator's CPU
 # time, not a board's). Each run is an hour every 6 s (30 s under QEMU).
-go test -tags integration -run '^$' -bench EmptyWake -benchtime "${EMPTYWAKE_BENCHTIME:-10x}" ./test/link/
+# Issue 32: this tree's agent beside the one of d2faa43 (built from git
+# history) in one run; the goal halves the CPU and the bytes of an empty wake.
+go test -tags integration -run '^$' -bench EmptyWake -benchtime "${EMPTYWAKE_BENCHTIME:-10x}" ./test/link/ | tee "$out"
+echo "empty wake, this tree over d2faa43, one run (goal <= 0.5):"
+awk '/^BenchmarkEmptyWake\/build=/ {
+  b = ($1 ~ /build=base/) ? "base" : "tree"
+  for (i = 2; i < NF; i++) v[b, $(i + 1)] = $i
+}
+END {
+  n = split("cpu-ms/wake wake-cpu-ms/wake wire-sent-B/wake wire-recv-B/wake", m, " ")
+  for (k = 1; k <= n; k++) if (v["base", m[k]] > 0)
+    printf "  %-18s %10.1f -> %10.1f  %5.2fx\n", m[k], v["base", m[k]], v["tree", m[k]], v["tree", m[k]] / v["base", m[k]]
+  sb = v["base", "wire-sent-B/wake"] + v["base", "wire-recv-B/wake"]
+  st = v["tree", "wire-sent-B/wake"] + v["tree", "wire-recv-B/wake"]
+  if (sb > 0) printf "  %-18s %10.1f -> %10.1f  %5.2fx\n", "wire-B/wake", sb, st, st / sb
+}' "$out"
 ./scripts/cross.sh >/dev/null
 TORPOR_EMPTYWAKE_AGENT="$PWD/bin/armv6/torpor-agent" TORPOR_EMPTYWAKE_EXEC="qemu-arm-static -cpu arm1176" TORPOR_EMPTYWAKE_SCALE=120 \
 	go test -tags integration -run '^$' -bench EmptyWake -benchtime 4x ./test/link/
