@@ -15,7 +15,7 @@ export TORPOR_REQUIRE_TOOLS=1
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 go test -run '^$' -bench . -benchtime=1x ./... | tee "$out"
-go test -tags integration -run '^$' -bench . -benchtime=1x ./test/interop/... ./test/mqtt/... ./test/cluster/ ./test/link/ | tee -a "$out"
+go test -tags integration -run '^$' -bench . -benchtime=1x ./test/interop/... ./test/mqtt/... ./test/cluster/ ./test/link/ ./test/relay/ | tee -a "$out"
 if [ "${CHECK_BENCH_VM:-}" = 1 ]; then
   go test -tags integration -run '^$' -bench EmptyWakeVM -benchtime=1x -timeout 60m ./test/qemu/ | tee -a "$out"
 fi
