@@ -132,7 +132,7 @@ func (s *Relay) readRequest(w http.ResponseWriter, r *http.Request, id string, s
 		writeJSON(w, http.StatusOK, a2a.NewError(nil, req.invalid))
 		return nil, rpcRequest{}, false
 	}
-	if req.plaintext && req.refusal == nil && a2a.RefusesPlaintext(st.Card) {
+	if req.plaintext && req.refusal == nil && s.plaintext.refuses(id, st.Card) {
 		// The agent's signed card says it takes no unencrypted object
 		// (a2a.ExtPolicy): it would drop this one when it drains it.
 		req.refusal = a2a.ObjectRejected()

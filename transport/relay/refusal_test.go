@@ -3,6 +3,7 @@ package relay
 import (
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -65,24 +66,48 @@ func TestRefusesWhatTheAgentNeverTakes(t *testing.T) {
 	}
 }
 
+// plainBody is a SendMessage of one data-object part, messageId id.
+func plainBody(id string) string {
+	return `{"jsonrpc":"2.0","id":5,"method":"SendMessage","params":{"message":{"messageId":"` + id + `","role":"ROLE_USER","parts":[{"mediaType":"` + a2a.MediaTypeDataObject + `","data":{"object":{}}}]}}}`
+}
+
+// policy sets the card's policy extension to p; nil leaves it out.
+func policy(p *a2a.Policy) func(*a2a.Card) {
+	return func(c *a2a.Card) {
+		if p == nil {
+			return
+		}
+		raw, _ := json.Marshal(p)
+		c.Capabilities.Extensions = append(c.Capabilities.Extensions, a2a.Extension{URI: a2a.ExtPolicy, Description: "policy", Params: raw})
+	}
+}
+
+// TestPlaintextPolicyFollowsTheCard: the relay keeps what a card says of
+// plaintext between sends, and reads a new card again: a device that
+// changes its policy is answered by the new one at the next send.
+func TestPlaintextPolicyFollowsTheCard(t *testing.T) {
+	h := newHarness(t, nil)
+	dev, alice := didtest.Key(t, 1), didtest.Key(t, 2)
+	for i, takes := range []bool{false, false, true, true, false} {
+		h.publishOffline(t, dev, "sleep", deviceOpts{card: policy(&a2a.Policy{Plaintext: takes})})
+		before := len(h.queued(t, dev.DID()))
+		r := h.post(t, dev.DID(), alice, "1.0", plainBody(fmt.Sprintf("p%d", i)))
+		queued := len(h.queued(t, dev.DID())) - before
+		if takes && (r.status != 503 || queued != 1) || !takes && (r.status != 200 || queued != 0) {
+			t.Errorf("send %d, card takes plaintext %v: %d %s, %d queued", i, takes, r.status, r.body, queued)
+		}
+	}
+}
+
 // TestPlaintextPolicy: a device whose signed card says it takes no
 // unencrypted Governed Object (a2a.ExtPolicy, plaintext false) has a
 // message of only data-object parts refused at enqueue with the answer it
 // would give, while an MLS message, a mixed message and a device that
 // takes plaintext (or says nothing) are stored as before.
 func TestPlaintextPolicy(t *testing.T) {
-	plain := `{"jsonrpc":"2.0","id":5,"method":"SendMessage","params":{"message":{"messageId":"p","role":"ROLE_USER","parts":[{"mediaType":"` + a2a.MediaTypeDataObject + `","data":{"object":{}}}]}}}`
+	plain := plainBody("p")
 	mls := `{"mediaType":"` + a2a.MediaTypeMLSWire + `","data":{"wire":"AAEAAg=="}}`
 	mixed := strings.Replace(plain, `]}}}`, `,`+mls+`]}}}`, 1)
-	policy := func(p *a2a.Policy) func(*a2a.Card) {
-		return func(c *a2a.Card) {
-			if p == nil {
-				return
-			}
-			raw, _ := json.Marshal(p)
-			c.Capabilities.Extensions = append(c.Capabilities.Extensions, a2a.Extension{URI: a2a.ExtPolicy, Description: "policy", Params: raw})
-		}
-	}
 	tests := []struct {
 		name   string
 		policy *a2a.Policy

@@ -198,6 +198,7 @@ type Relay struct {
 	view              *console.Source
 	console           *console.Console
 	seconds           wakeSeconds
+	plaintext         plaintextPolicy
 	// queue is cfg.Stores.Queue as the relay uses it (cfg.Stores.Queue is set to it).
 	queue *watchedQueue
 }
