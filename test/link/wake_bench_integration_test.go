@@ -51,29 +51,34 @@ const emptyWakeScale = 600
 //     not count its own traffic is measured alike.
 //
 // It runs two builds side by side, as sub-benchmarks: build=base, the
-// agent of the commit issue 32 starts from (emptyWakeBase, built from git
-// history), and build=tree, this tree's; scripts/bench.sh prints the ratios.
+// agent and relay of the commit issue 32 starts from (emptyWakeBase,
+// built from git history), and build=tree, this tree's; scripts/bench.sh
+// prints the ratios.
 // TORPOR_EMPTYWAKE_AGENT names one prebuilt agent binary to run instead
 // and TORPOR_EMPTYWAKE_EXEC a command that runs it (such as "qemu-arm -cpu
 // arm1176" for the armv6 binary under qemu-user); TORPOR_EMPTYWAKE_PERF a
 // file for perf(1) samples of the measured wakes.
 func BenchmarkEmptyWake(b *testing.B) {
+	relay := testenv.Binary(b, "torpor-relay")
 	if v := os.Getenv("TORPOR_EMPTYWAKE_AGENT"); v != "" {
-		emptyWakes(b, v)
+		emptyWakes(b, v, relay)
 		return
 	}
-	base := filepath.Join(testenv.BuildAt(b, emptyWakeBase, "torpor-agent"), "torpor-agent")
+	base := testenv.BuildAt(b, emptyWakeBase, "torpor-agent", "torpor-relay")
 	tree := testenv.Binary(b, "torpor-agent")
-	b.Run("build=base", func(b *testing.B) { emptyWakes(b, base) })
-	b.Run("build=tree", func(b *testing.B) { emptyWakes(b, tree) })
+	b.Run("build=base", func(b *testing.B) {
+		emptyWakes(b, filepath.Join(base, "torpor-agent"), filepath.Join(base, "torpor-relay"))
+	})
+	b.Run("build=tree", func(b *testing.B) { emptyWakes(b, tree, relay) })
 }
 
 // emptyWakeBase is the commit issue 32 starts from: its empty wake is the
 // one to halve, in CPU and in bytes.
 const emptyWakeBase = "d2faa430a527491299a7dd18fd1b5470edbfd049"
 
-// emptyWakes measures b.N empty wakes of the agent binary agentBin.
-func emptyWakes(b *testing.B, agentBin string) {
+// emptyWakes measures b.N empty wakes of the agent binary agentBin
+// against the relay binary relayBin.
+func emptyWakes(b *testing.B, agentBin, relayBin string) {
 	scale := emptyWakeScale
 	if v := os.Getenv("TORPOR_EMPTYWAKE_SCALE"); v != "" {
 		scale, _ = strconv.Atoi(v)
@@ -92,7 +97,7 @@ func emptyWakes(b *testing.B, agentBin string) {
 		"--handler", "*=exec:/bin/true", "--time-scale", strconv.Itoa(scale), "--time-epoch", epoch)
 	// The relay listens on addr, behind the proxy, whose URL it publishes;
 	// a later flag overrides relaytest's 127.0.0.1:0.
-	relay := relaytest.Start(b, filepath.Join(dir, "relay"), "--listen", addr, "--public-url", proxy.url,
+	relay := relaytest.StartBinary(b, relayBin, filepath.Join(dir, "relay"), "--listen", addr, "--public-url", proxy.url,
 		"--time-scale", strconv.Itoa(scale), "--time-epoch", epoch)
 	agent := testenv.Start(b, argv[0], argv[1:]...)
 	pid := agent.Cmd.Process.Pid

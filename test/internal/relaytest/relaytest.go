@@ -40,8 +40,15 @@ var ListenRE = regexp.MustCompile(`msg="torpor-relay listening" addr=(\S+)`)
 // is killed when the test ends.
 func Start(t testing.TB, dir string, extra ...string) *Relay {
 	t.Helper()
+	return StartBinary(t, testenv.Binary(t, "torpor-relay"), dir, extra...)
+}
+
+// StartBinary is Start with the torpor-relay binary bin, such as one
+// testenv.BuildAt built of an earlier release.
+func StartBinary(t testing.TB, bin, dir string, extra ...string) *Relay {
+	t.Helper()
 	args := append([]string{"--listen", "127.0.0.1:0", "--mqtt-listen", "127.0.0.1:0", "--data-dir", dir, "--log-level", "info"}, extra...)
-	p := testenv.Start(t, testenv.Binary(t, "torpor-relay"), args...)
+	p := testenv.Start(t, bin, args...)
 	return &Relay{Proc: p, URL: p.WaitWithin(t, time.Minute, ListenRE)[1], Dir: dir}
 }
 
