@@ -48,7 +48,7 @@ type args struct {
 	corsOrigins, cardOrigins   []string
 	perAgentMetrics, trustXFF  bool
 	keyPackageRate             int
-	ready                      func(httpAddr, mqtt string) // tests: called once serving
+	ready                      func(httpAddr, mqtt string) // tests: called once serving, after the "listening" line
 	logLevel                   slog.Level
 	version                    bool
 	store                      storeArgs
@@ -231,11 +231,11 @@ func run(ctx context.Context, a *args, log *slog.Logger) (err error) {
 	stopMetrics := serveMetrics(r, mln, log)
 	defer stopMetrics()
 	return serve(ctx, a, r, ln, func() {
-		if a.ready != nil {
-			a.ready(ln.Addr().String(), brokerURL)
-		}
 		attrs := []any{"addr", scheme + "://" + ln.Addr().String(), "publicUrl", public, "dataDir", a.dataDir, "mqtt", brokerURL, "timeScale", a.timeScale}
 		log.Info("torpor-relay listening", append(attrs, metricsAttr(mln)...)...)
+		if a.ready != nil { // after the line, which a test that waits on ready may count on
+			a.ready(ln.Addr().String(), brokerURL)
+		}
 	})
 }
 
