@@ -37,18 +37,25 @@ func awakeAgent(t *testing.T, url string, key *did.PrivateKey) {
 // comms:message from the sender.
 func objectData(t *testing.T, from *did.PrivateKey) json.RawMessage {
 	t.Helper()
-	o, err := governed.Sign(from, governed.Template{IssuedAt: time.Now(), Semantic: governed.Semantic{Schema: "urn:torpor:test:relay"},
-		Payload: map[string]string{"text": "hello"}, Purpose: "comms:message", TTL: time.Hour})
+	return objectPart(t, from, "urn:torpor:test:relay", "hello").Data
+}
+
+// objectPart returns a data part carrying an unencrypted Governed Object,
+// a comms:message from the sender of schema whose payload's text is text.
+func objectPart(tb testing.TB, from *did.PrivateKey, schema, text string) a2a.Part {
+	tb.Helper()
+	o, err := governed.Sign(from, governed.Template{IssuedAt: time.Now(), Semantic: governed.Semantic{Schema: schema},
+		Payload: map[string]string{"text": text}, Purpose: "comms:message", TTL: time.Hour})
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	obj, err := o.MarshalJSON()
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	p, err := a2a.DataObjectPart{Object: obj}.Part()
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	return p.Data
+	return p
 }

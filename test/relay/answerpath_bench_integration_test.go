@@ -17,7 +17,6 @@ import (
 
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/did/didtest"
-	"github.com/torpor-dev/torpor/governed"
 	"github.com/torpor-dev/torpor/internal/benchcpu"
 	"github.com/torpor-dev/torpor/test/internal/relaytest"
 	"github.com/torpor-dev/torpor/test/internal/testenv"
@@ -161,20 +160,7 @@ func answerBodies(b *testing.B, n int) [][]byte {
 	out := make([][]byte, n)
 	pad := strings.Repeat("x", 700)
 	for i := range out {
-		key := didtest.Key(b, byte(10+i%answerSenders))
-		o, err := governed.Sign(key, governed.Template{IssuedAt: time.Now(), Semantic: governed.Semantic{Schema: "https://torpor.dev/schemas/bench/v1"},
-			Payload: map[string]string{"text": pad}, Purpose: "comms:message", TTL: time.Hour})
-		if err != nil {
-			b.Fatal(err)
-		}
-		obj, err := o.MarshalJSON()
-		if err != nil {
-			b.Fatal(err)
-		}
-		part, err := a2a.DataObjectPart{Object: obj}.Part()
-		if err != nil {
-			b.Fatal(err)
-		}
+		part := objectPart(b, didtest.Key(b, byte(10+i%answerSenders)), "https://torpor.dev/schemas/bench/v1", pad)
 		req, err := a2a.NewSendMessage(json.RawMessage(`1`), a2a.Version10, a2a.NewUserMessage(fmt.Sprintf("m-%d", i), "", part))
 		if err != nil {
 			b.Fatal(err)
