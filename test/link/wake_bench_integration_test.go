@@ -3,14 +3,12 @@
 package link
 
 import (
-	"io"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,6 +18,7 @@ import (
 	"github.com/torpor-dev/torpor/test/internal/relaytest"
 	"github.com/torpor-dev/torpor/test/internal/testenv"
 	"github.com/torpor-dev/torpor/test/internal/wakemeter"
+	"github.com/torpor-dev/torpor/transport/mqtt/mqtttest"
 )
 
 // emptyWakeScale is the default time scale of BenchmarkEmptyWake
@@ -85,7 +84,8 @@ func emptyWakes(b *testing.B, agentBin, relayBin string) {
 	}
 	dir := b.TempDir()
 	addr := freeAddr(b)
-	proxy := startWireMeter(b, addr)
+	proxy := mqtttest.StartProxy(b, addr)
+	proxyURL := "http://" + proxy.Addr()
 	epoch := time.Now().UTC().Format(time.RFC3339Nano)
 	key := didtest.Key(b, 7)
 	keyFile := filepath.Join(dir, "agent.key")
@@ -93,11 +93,11 @@ func emptyWakes(b *testing.B, agentBin, relayBin string) {
 		b.Fatal(err)
 	}
 	argv := append(strings.Fields(os.Getenv("TORPOR_EMPTYWAKE_EXEC")), agentBin, "--key", keyFile, "--data-dir", filepath.Join(dir, "agent"),
-		"--relay", proxy.url, "--mode", "hourly_wake", "--name", "bench", "--purposes", "comms:*",
+		"--relay", proxyURL, "--mode", "hourly_wake", "--name", "bench", "--purposes", "comms:*",
 		"--handler", "*=exec:/bin/true", "--time-scale", strconv.Itoa(scale), "--time-epoch", epoch)
 	// The relay listens on addr, behind the proxy, whose URL it publishes;
 	// a later flag overrides relaytest's 127.0.0.1:0.
-	relay := relaytest.StartBinary(b, relayBin, filepath.Join(dir, "relay"), "--listen", addr, "--public-url", proxy.url,
+	relay := relaytest.StartBinary(b, relayBin, filepath.Join(dir, "relay"), "--listen", addr, "--public-url", proxyURL,
 		"--time-scale", strconv.Itoa(scale), "--time-epoch", epoch)
 	agent := testenv.Start(b, argv[0], argv[1:]...)
 	pid := agent.Cmd.Process.Pid
@@ -107,73 +107,15 @@ func emptyWakes(b *testing.B, agentBin, relayBin string) {
 	meter := benchcpu.Start(b) // cpu-ns/op: the relay's, the agent's and this process's
 	meter.Add(pid)
 	meter.Add(relay.Cmd.Process.Pid)
-	sent0, recv0 := proxy.counts()
+	sent0, recv0 := proxy.Bytes()
 	m := measureWakes(b, agent, pid, b.N)
-	sent1, recv1 := proxy.counts()
+	sent1, recv1 := proxy.Bytes()
 	b.StopTimer()
 	meter.Stop()
 	stopPerf()
 	wakemeter.Report(b, m, float64(scale))
 	b.ReportMetric(float64(sent1-sent0)/float64(b.N), "wire-sent-B/wake")
 	b.ReportMetric(float64(recv1-recv0)/float64(b.N), "wire-recv-B/wake")
-}
-
-// wireMeter is a TCP proxy on loopback that counts the bytes passing each
-// way.
-type wireMeter struct {
-	url            string
-	sent, received atomic.Int64 // client to target, target to client
-}
-
-// startWireMeter forwards a fresh loopback port to target until the end
-// of the benchmark.
-func startWireMeter(tb testing.TB, target string) *wireMeter {
-	tb.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { ln.Close() })
-	m := &wireMeter{url: "http://" + ln.Addr().String()}
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go m.forward(c, target)
-		}
-	}()
-	return m
-}
-
-func (m *wireMeter) forward(c net.Conn, target string) {
-	defer c.Close()
-	up, err := net.Dial("tcp", target)
-	if err != nil {
-		return
-	}
-	defer up.Close()
-	go func() {
-		io.Copy(countingWriter{up, &m.sent}, c)
-		up.Close()
-	}()
-	io.Copy(countingWriter{c, &m.received}, up)
-}
-
-// counts returns the bytes passed so far, each way.
-func (m *wireMeter) counts() (sent, received int64) { return m.sent.Load(), m.received.Load() }
-
-// countingWriter adds what it writes to n.
-type countingWriter struct {
-	w io.Writer
-	n *atomic.Int64
-}
-
-func (c countingWriter) Write(p []byte) (int, error) {
-	k, err := c.w.Write(p)
-	c.n.Add(int64(k))
-	return k, err
 }
 
 // measureWakes follows the agent's log for n timer wakes

@@ -5,14 +5,19 @@ import (
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 )
 
 // Proxy is a TCP proxy on loopback that a test can cut, to partition a
-// client from its broker without stopping the broker.
+// client from its broker without stopping the broker. It forwards any TCP
+// protocol and counts the bytes passed each way.
 type Proxy struct {
 	ln     net.Listener
 	target string
+	// up and down count the bytes passed from clients to the target and
+	// back, over every connection.
+	up, down atomic.Int64
 
 	mu sync.Mutex
 	// mu guards all following fields.
@@ -75,6 +80,25 @@ func StartProxy(t testing.TB, target string) *Proxy {
 // URL is the proxy's mqtt:// URL.
 func (p *Proxy) URL() string { return "mqtt://" + p.ln.Addr().String() }
 
+// Addr is the proxy's host:port, for a protocol other than MQTT.
+func (p *Proxy) Addr() string { return p.ln.Addr().String() }
+
+// Bytes returns the bytes passed so far over every connection, from the
+// clients to the target (up) and back (down).
+func (p *Proxy) Bytes() (up, down int64) { return p.up.Load(), p.down.Load() }
+
+// counter adds what it writes to n.
+type counter struct {
+	w io.Writer
+	n *atomic.Int64
+}
+
+func (c counter) Write(b []byte) (int, error) {
+	k, err := c.w.Write(b)
+	c.n.Add(int64(k))
+	return k, err
+}
+
 // Cut closes every proxied connection and refuses new ones until Restore.
 func (p *Proxy) Cut() {
 	p.mu.Lock()
@@ -121,10 +145,10 @@ func (p *Proxy) forward(c net.Conn) {
 		return
 	}
 	go func() {
-		io.Copy(io.MultiWriter(up, rec), c)
+		io.Copy(io.MultiWriter(counter{up, &p.up}, rec), c)
 		up.Close()
 	}()
-	io.Copy(c, up)
+	io.Copy(counter{c, &p.down}, up)
 	c.Close()
 }
 
