@@ -65,7 +65,8 @@ func openChecked(path string, bo *bolt.Options) (db *bolt.DB, err error) {
 
 // check runs bbolt's consistency check after making sure the file holds
 // every page its meta page counts (the check itself would fault reading
-// past the end of a truncated file, in a goroutine of its own).
+// past the end of a truncated file, in a goroutine of its own), then the
+// branch keys bbolt's check leaves alone (branchKeys).
 func check(db *bolt.DB, path string) []string {
 	var problems []string
 	db.View(func(tx *bolt.Tx) error {
@@ -83,6 +84,9 @@ func check(db *bolt.DB, path string) []string {
 			if len(problems) < maxProblems {
 				problems = append(problems, e.Error())
 			}
+		}
+		if len(problems) == 0 {
+			problems = branchKeys(path, uint64(tx.ID()))
 		}
 		return nil
 	})

@@ -6,6 +6,7 @@
 package storetest
 
 import (
+	"encoding/binary"
 	"fmt"
 	"os"
 
@@ -21,7 +22,8 @@ type Damage struct {
 // Damages are the ways the tests damage a file: truncated to half, both
 // meta pages zeroed, one meta page zeroed, garbage over the top-level
 // buckets' page, a branch page's child pointer sent far past the file's
-// end, and a file cut to a few bytes.
+// end, a file cut to a few bytes, and a leaf's first key that no longer
+// equals its element in the parent page.
 var Damages = []Damage{
 	{"truncated", Truncate},
 	{"zeroed-meta-pages", func(p string) error { return zeroPages(p, 0, 2) }},
@@ -29,6 +31,7 @@ var Damages = []Damage{
 	{"garbage-page", GarbagePage},
 	{"wild-child-pointer", WildChildPointer},
 	{"cut-to-100-bytes", func(p string) error { return os.Truncate(p, 100) }},
+	{"first-key-raised", RaiseFirstKey},
 }
 
 // Truncate cuts the file to half its pages' length, as a write that never
@@ -172,4 +175,75 @@ func FlipMeta(path string, n int) error {
 		return err
 	}
 	return f.Close()
+}
+
+// RaiseFirstKey moves the boundary between the first key and its value
+// in the first element of a leaf page that is not its parent's first
+// child, in the first top-level bucket with more than one page: the key
+// gains its value's first byte. The key order that bbolt's check asks for
+// holds, but the key no longer equals its element in the parent page.
+// test/faults' TestDamage found such keys (eight flipped bytes in a
+// leaf's first key) that bbolt opened and checked, then panicked on
+// ("page N already freed") a few commits later.
+func RaiseFirstKey(path string) error {
+	size, _, err := layout(path)
+	if err != nil {
+		return err
+	}
+	branch, err := firstBranch(path)
+	if err != nil {
+		return err
+	}
+	p := make([]byte, size)
+	if err := readAt(path, p, int64(branch)*int64(size)); err != nil {
+		return err
+	}
+	if binary.LittleEndian.Uint16(p[10:]) < 2 {
+		return fmt.Errorf("storetest: %s: branch page %d has one child", path, branch)
+	}
+	// A branch element: pos, key size, child page id; a leaf element:
+	// flags, pos, key size, value size (after the 16-byte page header).
+	child := int64(binary.LittleEndian.Uint64(p[16+16+8:]))
+	if err := readAt(path, p, child*int64(size)); err != nil {
+		return err
+	}
+	if binary.LittleEndian.Uint16(p[8:]) != 0x02 || binary.LittleEndian.Uint32(p[16+12:]) == 0 {
+		return fmt.Errorf("storetest: %s: page %d is not a leaf whose first value has a byte", path, child)
+	}
+	binary.LittleEndian.PutUint32(p[16+8:], binary.LittleEndian.Uint32(p[16+8:])+1)
+	binary.LittleEndian.PutUint32(p[16+12:], binary.LittleEndian.Uint32(p[16+12:])-1)
+	return writeAt(path, p[16:32], child*int64(size)+16)
+}
+
+// firstBranch returns the root page of the file's first top-level bucket
+// that has branch pages.
+func firstBranch(path string) (uint64, error) {
+	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
+	if err != nil {
+		return 0, err
+	}
+	defer db.Close()
+	var branch uint64
+	db.View(func(tx *bolt.Tx) error {
+		return tx.ForEach(func(_ []byte, b *bolt.Bucket) error {
+			if branch == 0 && b.Stats().BranchPageN > 0 {
+				branch = uint64(b.Root())
+			}
+			return nil
+		})
+	})
+	if branch < 2 {
+		return 0, fmt.Errorf("storetest: %s: no bucket has a branch page", path)
+	}
+	return branch, nil
+}
+
+func readAt(path string, b []byte, off int64) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, err = f.ReadAt(b, off)
+	return err
 }

@@ -428,6 +428,7 @@ func (c *serverConn) serve() {
 		defer close(done)
 		for f := range work {
 			if err := c.handle(f); err != nil {
+				c.s.log().Error("link closed: the relay failed a device's request", "agent", c.agent.String(), "frame", f.T, "err", err)
 				c.fail(err)
 				c.ws.Close(websocket.StatusInternalError, "relay error")
 				for range work {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -389,4 +390,53 @@ func closed(ch <-chan struct{}) bool {
 	default:
 		return false
 	}
+}
+
+// failingAck is a queue whose acknowledgements fail as a damaged store's
+// do.
+type failingAck struct{ Queue }
+
+func (failingAck) Ack(context.Context, string, []uint64) error {
+	return errors.New("store: q.db is corrupt: bbolt panicked: page 3 already freed")
+}
+
+// TestStoreFailureIsLogged: a request the relay fails (here an
+// acknowledgement its store refuses) closes the link with 1011 and logs
+// the store's error at ERROR, naming the agent: the device only sees
+// "relay error", so the relay's log is where the operator learns why.
+func TestStoreFailureIsLogged(t *testing.T) {
+	h := newHarness(t)
+	var log syncBuffer
+	h.srv.Logger = slog.New(slog.NewTextHandler(&log, nil))
+	h.srv.Queue = failingAck{h.q}
+	dev := didtest.Key(t, 1)
+	h.enqueue(t, dev.DID(), 3)
+	c := h.dial(t, dev, nil)
+	_, err := c.Drain(context.Background(), 10, func(context.Context, []wire.Record) error { return nil })
+	if err == nil || !strings.Contains(err.Error(), "relay error") {
+		t.Fatalf("Drain = %v, want the link closed with relay error", err)
+	}
+	<-h.agents.events // unlinked: the handler has returned
+	got := log.String()
+	if !strings.Contains(got, "level=ERROR") || !strings.Contains(got, "page 3 already freed") || !strings.Contains(got, dev.DID().String()) {
+		t.Errorf("relay log after a failed ack:\n%s\nwant an ERROR line with the store's error and the agent", got)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the server's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
