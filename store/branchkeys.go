@@ -38,7 +38,8 @@ const (
 // points at the same page: bbolt frees that page twice on a later commit
 // and panics ("page N already freed"), after commits that already wrote
 // the doubled reference. Eight flipped bytes in a key are enough.
-func branchKeys(path string, txid uint64) []string {
+// Where it can, it maps the file rather than read each page (mapped).
+func branchKeys(path string, txid uint64, mapped bool) []string {
 	f, err := os.Open(path)
 	if err != nil {
 		return []string{err.Error()}
@@ -53,6 +54,14 @@ func branchKeys(path string, txid uint64) []string {
 		pageSize: int64(binary.LittleEndian.Uint32(meta[metaPageSize:])),
 		pages:    binary.LittleEndian.Uint64(meta[metaPgid:]),
 		seen:     map[uint64]bool{},
+	}
+	// truncated has made sure the file holds every page the meta page
+	// counts; a file cut since faults, and openChecked recovers that.
+	if mapped {
+		if data, unmap, err := mapFile(f, int64(r.pages)*r.pageSize); err == nil {
+			defer unmap()
+			r.data = data
+		}
 	}
 	r.tree(binary.LittleEndian.Uint64(meta[metaRoot:]), 0)
 	return r.problems
@@ -83,10 +92,12 @@ func metaOf(f *os.File, txid uint64) ([]byte, bool) {
 	return nil, false
 }
 
-// pageReader reads a bbolt file's pages with pread, never through a
-// memory map: a damaged page id is a problem, not a fault.
+// pageReader reads a bbolt file's pages from a memory map of its own, or
+// with ReadAt where there is none. A page id out of bounds is a problem,
+// never a read past the end.
 type pageReader struct {
 	f        *os.File
+	data     []byte // the file's pages mapped, or nil
 	pageSize int64
 	pages    uint64 // the meta page's page count: ids at or past it are damage
 	seen     map[uint64]bool
@@ -105,18 +116,30 @@ func (r *pageReader) page(id uint64) []byte {
 		r.problem("page %d: out of bounds [2, %d)", id, r.pages)
 		return nil
 	}
-	hdr := make([]byte, pageHeaderLen)
-	if _, err := r.f.ReadAt(hdr, int64(id)*r.pageSize); err != nil {
+	if r.data != nil {
+		off := int64(id) * r.pageSize
+		overflow := uint64(binary.LittleEndian.Uint32(r.data[off+12:]))
+		if id+overflow >= r.pages {
+			r.problem("page %d: %d overflow pages run past the file's %d pages", id, overflow, r.pages)
+			return nil
+		}
+		return r.data[off : off+int64(1+overflow)*r.pageSize]
+	}
+	p := make([]byte, r.pageSize)
+	if _, err := r.f.ReadAt(p, int64(id)*r.pageSize); err != nil {
 		r.problem("page %d: %v", id, err)
 		return nil
 	}
-	overflow := uint64(binary.LittleEndian.Uint32(hdr[12:]))
+	overflow := uint64(binary.LittleEndian.Uint32(p[12:]))
+	if overflow == 0 {
+		return p
+	}
 	if id+overflow >= r.pages {
 		r.problem("page %d: %d overflow pages run past the file's %d pages", id, overflow, r.pages)
 		return nil
 	}
-	p := make([]byte, int64(1+overflow)*r.pageSize)
-	if _, err := r.f.ReadAt(p, int64(id)*r.pageSize); err != nil {
+	p = append(p, make([]byte, int64(overflow)*r.pageSize)...)
+	if _, err := r.f.ReadAt(p[r.pageSize:], int64(id+1)*r.pageSize); err != nil {
 		r.problem("page %d: %v", id, err)
 		return nil
 	}

@@ -86,7 +86,7 @@ func check(db *bolt.DB, path string) []string {
 			}
 		}
 		if len(problems) == 0 {
-			problems = branchKeys(path, uint64(tx.ID()))
+			problems = branchKeys(path, uint64(tx.ID()), true)
 		}
 		return nil
 	})

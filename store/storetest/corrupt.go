@@ -179,7 +179,8 @@ func FlipMeta(path string, n int) error {
 
 // RaiseFirstKey moves the boundary between the first key and its value
 // in the first element of a leaf page that is not its parent's first
-// child, in the first top-level bucket with more than one page: the key
+// child, in the first top-level bucket with more than one page (a file
+// without one gets a bucket of filler first): the key
 // gains its value's first byte. The key order that bbolt's check asks for
 // holds, but the key no longer equals its element in the parent page.
 // test/faults' TestDamage found such keys (eight flipped bytes in a
@@ -192,7 +193,12 @@ func RaiseFirstKey(path string) error {
 	}
 	branch, err := firstBranch(path)
 	if err != nil {
-		return err
+		if err := addFiller(path); err != nil {
+			return err
+		}
+		if branch, err = firstBranch(path); err != nil {
+			return err
+		}
 	}
 	p := make([]byte, size)
 	if err := readAt(path, p, int64(branch)*int64(size)); err != nil {
@@ -213,6 +219,26 @@ func RaiseFirstKey(path string) error {
 	binary.LittleEndian.PutUint32(p[16+8:], binary.LittleEndian.Uint32(p[16+8:])+1)
 	binary.LittleEndian.PutUint32(p[16+12:], binary.LittleEndian.Uint32(p[16+12:])-1)
 	return writeAt(path, p[16:32], child*int64(size)+16)
+}
+
+// addFiller gives a file too small for a branch page a bucket of a few
+// pages ("storetest-filler") to damage.
+func addFiller(path string) error {
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		return err
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		b, err := tx.CreateBucket([]byte("storetest-filler"))
+		for i := 0; i < 200 && err == nil; i++ {
+			err = b.Put(fmt.Appendf(nil, "filler%04d", i), make([]byte, 100))
+		}
+		return err
+	})
+	if cerr := db.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // firstBranch returns the root page of the file's first top-level bucket

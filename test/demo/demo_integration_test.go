@@ -98,6 +98,9 @@ func testMakeDemo(t *testing.T, limit time.Duration, env []string) []byte {
 	before := topLevelUntracked(t, d.root)
 
 	out, elapsed, err := runMakeDemo(t, makePath, d, limit)
+	// The output goes last, after what failed: a CI log cut in its middle
+	// keeps the failures, which come first.
+	defer t.Logf("make demo: %v in %v\n%s", err, elapsed.Round(100*time.Millisecond), out)
 	if err != nil {
 		t.Errorf("make demo = %v, want exit status 0", err)
 	}
@@ -186,9 +189,7 @@ func runMakeDemo(t *testing.T, makePath string, d demoSetup, limit time.Duration
 	cmd.Stdout, cmd.Stderr = &out, &out
 	start := time.Now()
 	err := cmd.Run()
-	elapsed := time.Since(start)
-	t.Logf("make demo: %v in %v\n%s", err, elapsed.Round(100*time.Millisecond), out.String())
-	return out.Bytes(), elapsed, err
+	return out.Bytes(), time.Since(start), err
 }
 
 // checkDemoLeftNothing reports the processes the demo left running and
