@@ -242,26 +242,34 @@ func addFiller(path string) error {
 }
 
 // firstBranch returns the root page of the file's first top-level bucket
-// that has branch pages.
+// whose root is a branch page (flags 0x01 in the page header; Stats
+// counts nested buckets' pages too, so the root is read itself).
 func firstBranch(path string) (uint64, error) {
+	size, _, err := layout(path)
+	if err != nil {
+		return 0, err
+	}
 	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
 	if err != nil {
 		return 0, err
 	}
-	defer db.Close()
-	var branch uint64
+	var roots []uint64
 	db.View(func(tx *bolt.Tx) error {
 		return tx.ForEach(func(_ []byte, b *bolt.Bucket) error {
-			if branch == 0 && b.Stats().BranchPageN > 0 {
-				branch = uint64(b.Root())
+			if b.Root() >= 2 {
+				roots = append(roots, uint64(b.Root()))
 			}
 			return nil
 		})
 	})
-	if branch < 2 {
-		return 0, fmt.Errorf("storetest: %s: no bucket has a branch page", path)
+	db.Close()
+	hdr := make([]byte, 16)
+	for _, r := range roots {
+		if err := readAt(path, hdr, int64(r)*int64(size)); err == nil && binary.LittleEndian.Uint16(hdr[8:]) == 0x01 {
+			return r, nil
+		}
 	}
-	return branch, nil
+	return 0, fmt.Errorf("storetest: %s: no top-level bucket's root is a branch page", path)
 }
 
 func readAt(path string, b []byte, off int64) error {
@@ -270,6 +278,8 @@ func readAt(path string, b []byte, off int64) error {
 		return err
 	}
 	defer f.Close()
-	_, err = f.ReadAt(b, off)
-	return err
+	if _, err = f.ReadAt(b, off); err != nil {
+		return fmt.Errorf("storetest: reading %d bytes of %s at %d: %w", len(b), path, off, err)
+	}
+	return nil
 }
