@@ -429,8 +429,11 @@ func (c *serverConn) serve() {
 		for f := range work {
 			if err := c.handle(f); err != nil {
 				c.s.log().Error("link closed: the relay failed a device's request", "agent", c.agent.String(), "frame", f.T, "err", err)
-				c.fail(err)
+				// Close first, then fail: fail cancels the link's context,
+				// and a read cancelled that way drops the connection before
+				// the device could learn why (it saw EOF, not 1011).
 				c.ws.Close(websocket.StatusInternalError, "relay error")
+				c.fail(err)
 				for range work {
 				}
 				return
