@@ -3,7 +3,6 @@ package envelope
 import (
 	"errors"
 	"fmt"
-	"mime"
 
 	"github.com/torpor-dev/torpor/transport/mqtt/cborjson"
 )
@@ -29,7 +28,7 @@ func IsCBOR(ct string) (bool, error) {
 	if ct == "" {
 		return false, nil
 	}
-	mt, _, err := mime.ParseMediaType(ct)
+	mt, err := mediaType(ct)
 	switch {
 	case err != nil:
 		return false, fmt.Errorf("%w %q", errUnsupportedContentType, truncate(ct))
