@@ -363,6 +363,10 @@ func TestCardAndPulse(t *testing.T) {
 		{"bounds misstated", "sleep", deviceOpts{card: func(c *a2a.Card) {
 			c.Capabilities.Extensions[2].Params = json.RawMessage(`{"maxMessages":9999,"maxTotalBytes":1,"maxPendingPerPeer":1,"ttlSeconds":1,"maxMessageBytes":1,"handshakeReserveMessages":1,"handshakeReserveBytes":1}`)
 		}}, "queue bounds"},
+		{"malformed envelope entry", "sleep", deviceOpts{card: func(c *a2a.Card) {
+			c.Capabilities.Extensions = append(c.Capabilities.Extensions, a2a.Extension{URI: a2a.ExtEnvelope, Description: "d",
+				Params: json.RawMessage(`{"scope":"lap-scope-v0","proofs":[],"algorithms":["EdDSA"],"maxChain":8}`)})
+		}}, "proofs is empty"},
 		{"unknown mode", "nap", deviceOpts{}, "unknown"},
 		{"not a key package", "sleep", deviceOpts{kps: [][]byte{[]byte("garbage!")}}, "key package"},
 	}
