@@ -23,6 +23,7 @@ import (
 	"github.com/torpor-dev/torpor/runtime"
 	"github.com/torpor-dev/torpor/runtime/deliver"
 	"github.com/torpor-dev/torpor/runtime/drain"
+	"github.com/torpor-dev/torpor/runtime/health"
 	"github.com/torpor-dev/torpor/runtime/manage"
 	"github.com/torpor-dev/torpor/runtime/purpose"
 	"github.com/torpor-dev/torpor/runtime/sessions"
@@ -304,6 +305,8 @@ func randomSuffix(k *did.PrivateKey) string {
 // buildWake chooses the board profile and builds its wake source.
 func (f *File) buildWake(c *runtime.Config) error {
 	if f.Board == "" && (f.Wake == nil || timerOnly(f.Wake.Methods)) {
+		// Health without a profile: uptime, a CPU zone, flash, WiFi.
+		c.Health = health.Sources{Root: "/", DataDir: c.Store.DataDir}.Read
 		return nil // the runtime's default: a timer on the clock, on any machine
 	}
 	b, bc, err := f.wakeConfig(c.Clock)
@@ -314,6 +317,7 @@ func (f *File) buildWake(c *runtime.Config) error {
 		c.Store.DataDir = b.DataDir
 	}
 	c.Board = b.Name
+	c.Health = health.Sources{Root: "/", DataDir: c.Store.DataDir, Board: b.Health}.Read
 	src, err := board.New(b, bc)
 	if err != nil {
 		return err
