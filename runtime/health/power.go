@@ -21,6 +21,12 @@ func hwmonIn(base string) bool {
 	return err == nil
 }
 
+// SupplyFile reports whether SupplyMV knows the unit of the file name.
+func SupplyFile(name string) bool {
+	base := path.Base(name)
+	return base == "voltage_now" || base == "voltage_avg" || hwmonIn(base)
+}
+
 // SupplyMV returns the voltage the sysfs file name reads, in millivolts:
 // a power supply's voltage_now or voltage_avg reads microvolts
 // (https://www.kernel.org/doc/Documentation/ABI/testing/sysfs-class-power),
@@ -31,12 +37,11 @@ func SupplyMV(root, name string) (int64, bool) {
 	if !ok {
 		return 0, false
 	}
-	switch base := path.Base(name); {
-	case base == "voltage_now" || base == "voltage_avg":
-		v /= 1000
-	case hwmonIn(base):
-	default:
+	if !SupplyFile(name) {
 		return 0, false
+	}
+	if !hwmonIn(path.Base(name)) {
+		v /= 1000 // microvolts
 	}
 	if v <= 0 || v > 60000 {
 		return 0, false
