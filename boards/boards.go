@@ -117,6 +117,33 @@ type Board struct {
 	DataDir string `json:"data_dir"`
 	// Power says what the board's power hardware allows.
 	Power string `json:"power"`
+	// Health names what the board can measure of itself for the signed
+	// status (runtime/health); uptime and free flash need no naming.
+	Health Health `json:"health"`
+}
+
+// Health names the board's sources of health readings. Paths are
+// absolute paths of the running system; an empty member means the
+// board has no such source, or the reader's default.
+type Health struct {
+	// ThermalZone is the type of the CPU's thermal zone
+	// (/sys/class/thermal/thermal_zone*/type, see
+	// https://docs.kernel.org/driver-api/thermal/sysfs-api.html); empty:
+	// the first zone of type cpu-thermal or x86_pkg_temp.
+	ThermalZone string `json:"thermal_zone,omitempty"`
+	// Supply is the sysfs file that reads the supply or battery voltage:
+	// a power supply's voltage_now in microvolts
+	// (https://www.kernel.org/doc/Documentation/ABI/testing/sysfs-class-power)
+	// or a hwmon in*_input in millivolts
+	// (https://docs.kernel.org/hwmon/sysfs-interface.html).
+	Supply string `json:"supply,omitempty"`
+	// Throttled is the Raspberry Pi firmware's get_throttled file: its
+	// flags say whether the supply fell below the firmware's threshold
+	// (https://www.raspberrypi.com/documentation/computers/os.html#get_throttled).
+	Throttled string `json:"throttled,omitempty"`
+	// WiFi is the wireless interface whose link /proc/net/wireless
+	// reports; empty: the first it lists.
+	WiFi string `json:"wifi,omitempty"`
 }
 
 // Supports reports whether m is one of the board's methods.
@@ -144,6 +171,8 @@ func (b Board) Validate() error {
 		return fmt.Errorf("boards: profile %q: gpio-keys without a wake key label", b.Name)
 	case b.DataDir == "" || b.Sleep == "":
 		return fmt.Errorf("boards: profile %q: data dir and sleep state are required", b.Name)
+	case !absOrEmpty(b.Health.Supply) || !absOrEmpty(b.Health.Throttled):
+		return fmt.Errorf("boards: profile %q: health paths must be absolute", b.Name)
 	}
 	for _, t := range b.Targets {
 		if t.GOARCH != "arm64" && !(t.GOARCH == "arm" && (t.GOARM == "6" || t.GOARM == "7")) {
@@ -157,6 +186,8 @@ func (b Board) Validate() error {
 	}
 	return nil
 }
+
+func absOrEmpty(p string) bool { return p == "" || strings.HasPrefix(p, "/") }
 
 // All returns every profile, sorted by name.
 func All() []Board {

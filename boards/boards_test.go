@@ -2,6 +2,7 @@ package boards_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/torpor-dev/torpor/boards"
@@ -126,5 +127,32 @@ func TestValidateRejects(t *testing.T) {
 		if err := b.Validate(); err == nil {
 			t.Errorf("%s: Validate succeeded", tt.name)
 		}
+	}
+}
+
+// TestProfileHealth: the Raspberry Pi profiles name the SoC's thermal
+// zone, and those of the Pi 0-4 the firmware's throttled flags; no
+// profile names a supply voltage (no board here has one the kernel
+// reads); a relative health path is refused.
+func TestProfileHealth(t *testing.T) {
+	for _, b := range boards.All() {
+		pi := strings.HasPrefix(b.Name, "rpi-")
+		if pi && b.Health.ThermalZone != "cpu-thermal" {
+			t.Errorf("%s: thermal zone %q, want cpu-thermal", b.Name, b.Health.ThermalZone)
+		}
+		if got := b.Health.Throttled != ""; got != (pi && b.Name != "rpi-5") {
+			t.Errorf("%s: throttled %q", b.Name, b.Health.Throttled)
+		}
+		if b.Health.Supply != "" {
+			t.Errorf("%s: supply %q", b.Name, b.Health.Supply)
+		}
+	}
+	b, _ := boards.ByName("rpi-zero-w")
+	if b.Health.WiFi != "wlan0" {
+		t.Errorf("rpi-zero-w: WiFi %q, want wlan0", b.Health.WiFi)
+	}
+	b.Health.Supply = "sys/class/power_supply/BAT0/voltage_now"
+	if err := b.Validate(); err == nil || !strings.Contains(err.Error(), "absolute") {
+		t.Errorf("Validate with a relative supply path: %v", err)
 	}
 }

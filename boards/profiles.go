@@ -21,14 +21,32 @@ var piMethods = []Method{Timer, GPIO, RTC, GPIOKeys, PowerOffGPIO}
 // button.
 const piWakeKey = "torpor-wake"
 
+// piThrottled is the Raspberry Pi firmware driver's get_throttled file
+// (Raspberry Pi OS kernels since 4.14; the flags of vcgencmd
+// get_throttled, https://www.raspberrypi.com/documentation/computers/os.html#get_throttled).
+const piThrottled = "/sys/devices/platform/soc/soc:firmware/get_throttled"
+
+// piHealth is what a Raspberry Pi 0-4 can report: the SoC's thermal zone
+// (cpu-thermal in the Pi device trees), the firmware's throttled flags
+// and, on boards with on-board WiFi, wlan0. None has a supply voltage
+// the kernel reads.
+func piHealth(wifi string) Health {
+	return Health{ThermalZone: "cpu-thermal", Throttled: piThrottled, WiFi: wifi}
+}
+
 func pi(name, title string, models []string, targets ...Target) Board {
 	return Board{
 		Name: name, Title: title, Models: models, Targets: targets,
 		Methods: piMethods, Default: Timer, Sleep: "freeze",
 		GPIOChip: "gpiochip0", WakeLine: "GPIO17", WakeLineNumber: 17, WakeKey: piWakeKey,
-		DataDir: dataDir, Power: piNoRTC,
+		DataDir: dataDir, Power: piNoRTC, Health: piHealth(piWiFi[name]),
 	}
 }
+
+// piWiFi names the on-board WiFi interface of the Pi models with one (on
+// a Compute Module 3 or 4 without WiFi, which share the rpi-3 and rpi-4
+// profiles, the reading is simply absent).
+var piWiFi = map[string]string{"rpi-zero-w": "wlan0", "rpi-zero-2-w": "wlan0", "rpi-3": "wlan0", "rpi-4": "wlan0"}
 
 // Models are prefixes of the device tree's model string, as the Raspberry
 // Pi kernels' device trees name the boards ("Raspberry Pi Model B Plus Rev
@@ -49,6 +67,9 @@ var profiles = []Board{
 		Power: "On-board RTC (rpi-rtc; battery connector for keeping time unpowered). Wakes from halt on the RTC alarm " +
 			"when the bootloader has POWER_OFF_ON_HALT=1 (rpi-eeprom-config --edit), so the default powers off " +
 			"between windows. The power button also boots it.",
+		// The Pi 5's firmware node has another path; its get_throttled is
+		// not named until checked on a board.
+		Health: Health{ThermalZone: "cpu-thermal", WiFi: "wlan0"},
 	},
 	{
 		Name: "generic-armv7", Title: "Generic ARMv7 board with an RTC", Targets: []Target{armv7},

@@ -33,6 +33,10 @@ type Config struct {
 	// Board is the board profile's name (boards.Board.Name), reported to
 	// the relay in the signed status (link wire.Status); empty for none.
 	Board string
+	// Health reads the board's health for the signed status
+	// (wire.Status.Health; runtime/health's Sources.Read), once a wake; nil
+	// reports none. A wake waits for it at most HealthTimeout.
+	Health func() *wire.StatusHealth
 	// Relay is the relay the agent links to. Its URL is required.
 	Relay Relay
 	// Store is where the agent keeps its state. Its DataDir is required.

@@ -30,6 +30,7 @@ func (w *wakeRun) status() (signed []byte, content string) {
 	if err == nil {
 		st.Board = a.cfg.Board
 		st.Wake = &wire.StatusWake{At: w.rep.At, Reason: w.rep.Reason}
+		st.Health = w.readHealth()
 		var c []byte
 		if c, err = json.Marshal(st); err == nil {
 			w.mu.Lock()
@@ -46,6 +47,35 @@ func (w *wakeRun) status() (signed []byte, content string) {
 	}
 	a.log.Warn("signing the status for the relay", "err", err)
 	return nil, ""
+}
+
+// HealthTimeout bounds how long a wake waits for Config.Health: a
+// reading stuck on a file (a firmware call, a hung file system) must not
+// hold the wake's status.
+const HealthTimeout = 2 * time.Second
+
+// readHealth returns the board's health, read once a wake, so that the
+// statuses one wake publishes differ only in what changed in the store;
+// nil when the agent reads none, or the reading took longer than
+// HealthTimeout (its goroutine is left to finish on its own).
+func (w *wakeRun) readHealth() *wire.StatusHealth {
+	a := w.a
+	if a.cfg.Health == nil {
+		return nil
+	}
+	w.healthOnce.Do(func() {
+		ch := make(chan *wire.StatusHealth, 1)
+		go func() { ch <- a.cfg.Health() }()
+		t := a.clock.NewTimer(HealthTimeout)
+		defer t.Stop()
+		select {
+		case w.health = <-ch:
+		case <-t.C():
+			a.log.Warn("the board's health readings took too long; the status goes without them", "after", HealthTimeout)
+		case <-w.ctx.Done():
+		}
+	})
+	return w.health
 }
 
 // signStatus signs st, listing fewer held actions, then fewer lost

@@ -72,6 +72,10 @@ type wakeRun struct {
 	// sentStatus is the content of the status the relay accepted over the
 	// link in use (wakeRun.status); "" before that and after a redial.
 	sentStatus string
+
+	// health is the board's health, read once a wake (wakeRun.health).
+	healthOnce sync.Once
+	health     *wire.StatusHealth
 }
 
 // addDrain adds a batch's report (a drain's or a live request's).

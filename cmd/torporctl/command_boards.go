@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"flag"
@@ -93,11 +94,25 @@ func printBoard(w io.Writer, b boards.Board) error {
 		{"sleep", b.Sleep}, {"rtc", rtc}, {"gpio chip", b.GPIOChip},
 		{"wake line", wakeLine(b)},
 		{"wake key", b.WakeKey}, {"data dir", b.DataDir}, {"power", b.Power},
+		{"health", healthSources(b.Health)},
 	}
 	for _, r := range rows {
 		fmt.Fprintf(tw, "%s:\t%s\n", r[0], r[1])
 	}
 	return tw.Flush()
+}
+
+// healthSources says what the board reports as health in its status
+// besides uptime and free flash, which every board reports.
+func healthSources(h boards.Health) string {
+	out := []string{"uptime", "free flash", "CPU temperature (" + cmp.Or(h.ThermalZone, "cpu-thermal or x86_pkg_temp") + ")"}
+	if h.Supply != "" {
+		out = append(out, "supply voltage ("+h.Supply+")")
+	}
+	if h.Throttled != "" {
+		out = append(out, "under-voltage ("+h.Throttled+")")
+	}
+	return strings.Join(append(out, "WiFi ("+cmp.Or(h.WiFi, "the first interface")+")"), "; ")
 }
 
 func wakeLine(b boards.Board) string {

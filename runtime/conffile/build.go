@@ -2,12 +2,14 @@ package conffile
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
 	"os"
+	"path/filepath"
 	goruntime "runtime"
 	"strings"
 	"time"
@@ -23,6 +25,7 @@ import (
 	"github.com/torpor-dev/torpor/runtime"
 	"github.com/torpor-dev/torpor/runtime/deliver"
 	"github.com/torpor-dev/torpor/runtime/drain"
+	"github.com/torpor-dev/torpor/runtime/health"
 	"github.com/torpor-dev/torpor/runtime/manage"
 	"github.com/torpor-dev/torpor/runtime/purpose"
 	"github.com/torpor-dev/torpor/runtime/sessions"
@@ -303,7 +306,12 @@ func randomSuffix(k *did.PrivateKey) string {
 
 // buildWake chooses the board profile and builds its wake source.
 func (f *File) buildWake(c *runtime.Config) error {
+	if err := f.checkHealth(); err != nil {
+		return err
+	}
 	if f.Board == "" && (f.Wake == nil || timerOnly(f.Wake.Methods)) {
+		// Health without a profile: uptime, a CPU zone, flash, WiFi.
+		c.Health = f.healthSources(c.Store.DataDir, boards.Health{}).Read
 		return nil // the runtime's default: a timer on the clock, on any machine
 	}
 	b, bc, err := f.wakeConfig(c.Clock)
@@ -314,6 +322,7 @@ func (f *File) buildWake(c *runtime.Config) error {
 		c.Store.DataDir = b.DataDir
 	}
 	c.Board = b.Name
+	c.Health = f.healthSources(c.Store.DataDir, b.Health).Read
 	src, err := board.New(b, bc)
 	if err != nil {
 		return err
@@ -323,6 +332,28 @@ func (f *File) buildWake(c *runtime.Config) error {
 		c.TrustedTime.RTC = bc.RTC.Device
 	}
 	c.Schedule.Sources = []wake.Source{src}
+	return nil
+}
+
+// healthSources are the board's health sources, with those the file's
+// "health" names instead, on the running system.
+func (f *File) healthSources(dataDir string, b boards.Health) health.Sources {
+	if h := f.Health; h != nil {
+		b.Supply = cmp.Or(h.Supply, b.Supply)
+		b.WiFi = cmp.Or(h.WiFi, b.WiFi)
+		b.ThermalZone = cmp.Or(h.ThermalZone, b.ThermalZone)
+	}
+	return health.Sources{Root: "/", DataDir: dataDir, Board: b}
+}
+
+// checkHealth checks the file's "health".
+func (f *File) checkHealth() error {
+	if f.Health == nil || f.Health.Supply == "" {
+		return nil
+	}
+	if !filepath.IsAbs(f.Health.Supply) || !health.SupplyFile(f.Health.Supply) {
+		return fmt.Errorf("health: supply %q is not an absolute path to a voltage_now, voltage_avg or hwmon in*_input file", f.Health.Supply)
+	}
 	return nil
 }
 

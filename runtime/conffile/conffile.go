@@ -96,6 +96,20 @@ type File struct {
 	KeyPackages    int        `json:"keyPackages,omitempty"`
 	Log            *LogConfig `json:"log,omitempty"`
 	MQTT           *MQTT      `json:"mqtt,omitempty"`
+	Health         *Health    `json:"health,omitempty"`
+}
+
+// Health names health sources for the signed status (runtime/health)
+// instead of the board profile's (boards.Health): a battery's power
+// supply on a generic board, another WiFi interface or thermal zone.
+type Health struct {
+	// Supply is an absolute sysfs path: a power supply's voltage_now or
+	// voltage_avg (µV), or a hwmon in*_input (mV).
+	Supply string `json:"supply,omitempty"`
+	// WiFi is the wireless interface /proc/net/wireless reports.
+	WiFi string `json:"wifi,omitempty"`
+	// ThermalZone is the type of the CPU's thermal zone.
+	ThermalZone string `json:"thermalZone,omitempty"`
 }
 
 // MQTT is the operators' management channel over MQTT (manage.Commands,

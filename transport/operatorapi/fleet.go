@@ -71,6 +71,11 @@ type Device struct {
 	StatusError string    `json:"statusError,omitempty"`
 	Detail      *Detail   `json:"detail,omitempty"`
 
+	// Health is the board's health as the device measured it at the wake
+	// of its signed status (link wire.StatusHealth); absent when it
+	// reports none, as devices older than it do.
+	Health *wire.StatusHealth `json:"health,omitempty"`
+
 	// AwaitingAdmission: the device is on probation (small bounds and
 	// KeyPackage pool) until an operator admits it (torporctl device
 	// admit, docs/operations.md).

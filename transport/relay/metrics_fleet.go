@@ -25,6 +25,8 @@ import (
 //	torpor_relay_agent_key_packages{agent,name}               KeyPackages left in its pool
 //	torpor_relay_agent_queue_share{agent,name}                its queue's share of its bounds (0-1)
 //	torpor_relay_agent_last_wake_awake_seconds{agent,name}    how long its last completed wake was awake (absent: unknown)
+//
+// and the board's health gauges of metrics_health.go.
 type fleetCollector metrics
 
 // maxNameLabel bounds the name label: a card's name is the device's to
@@ -50,6 +52,9 @@ func (c *fleetCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- fleetDevicesDesc
 	if c.s.cfg.Ops.PerAgentMetrics {
 		for _, d := range agentGauges {
+			ch <- d
+		}
+		for _, d := range healthGauges {
 			ch <- d
 		}
 	}
@@ -116,6 +121,7 @@ func agentMetrics(ch chan<- prometheus.Metric, d operatorapi.Device) {
 	if d.LastAwakeMs > 0 {
 		g(7, float64(d.LastAwakeMs)/1000)
 	}
+	healthMetrics(ch, d.DID, name, d.Health) // metrics_health.go
 }
 
 func flag(b bool) float64 {

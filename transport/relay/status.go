@@ -25,6 +25,11 @@ func checkStatus(b []byte, agent did.DID) error {
 	if err := safetext.Check("status: version", st.Version); err != nil {
 		return err
 	}
+	if st.Health != nil && st.Health.WiFi != nil {
+		if err := safetext.Check("status: WiFi interface", st.Health.WiFi.Interface); err != nil {
+			return err
+		}
+	}
 	return safetext.Check("status: board", st.Board)
 }
 

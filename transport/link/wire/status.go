@@ -24,6 +24,10 @@ const MaxStatusHeld = 32
 // MaxStatusLost caps Status.Lost; LostCount counts them all.
 const MaxStatusLost = 32
 
+// MaxInterface caps StatusWiFi.Interface (Linux's IFNAMSIZ is 16 with
+// the terminating NUL).
+const MaxInterface = 15
+
 // Status is what a device tells its relay about itself for the operators'
 // fleet console (transport/relay/console) beyond what the relay sees:
 // held actions, possibly lost hand-offs, halt, its build, its board and
@@ -56,6 +60,72 @@ type Status struct {
 	Wake *StatusWake `json:"wake,omitempty"`
 	// LastWake is the last completed wake before it, with its phases.
 	LastWake *StatusWake `json:"lastWake,omitempty"`
+	// Health is what the board could measure of itself at this wake
+	// (runtime/health); nil when it measured nothing, and from agents
+	// older than the member.
+	Health *StatusHealth `json:"health,omitempty"`
+}
+
+// StatusHealth is the board's health as the device measured it at the
+// wake. Every member is optional: one the board cannot measure, or whose
+// reading failed, is absent. Values are integers in the units their names
+// say (draft Section 5.3 prefers integers).
+type StatusHealth struct {
+	// UptimeS is the seconds since the device booted (/proc/uptime).
+	UptimeS int64 `json:"uptimeS,omitempty"`
+	// CPUMilliC is the CPU's temperature in thousandths of a degree
+	// Celsius (a thermal zone's temp); a pointer, since 0 °C is a reading.
+	CPUMilliC *int64 `json:"cpuMilliC,omitempty"`
+	// Flash is the free and total space of the agent's data directory's
+	// file system.
+	Flash *StatusFlash `json:"flash,omitempty"`
+	// SupplyMV is the supply or battery voltage in millivolts, from the
+	// source the board profile or configuration names.
+	SupplyMV int64 `json:"supplyMv,omitempty"`
+	// Throttled is the Raspberry Pi firmware's get_throttled flags (see
+	// ThrottledUnderVoltageNow); nil where the firmware reports none.
+	Throttled *uint32 `json:"throttled,omitempty"`
+	// WiFi is the wireless link's quality where the kernel reports it.
+	WiFi *StatusWiFi `json:"wifi,omitempty"`
+}
+
+// The bits of StatusHealth.Throttled, as the Raspberry Pi documentation
+// gives them for vcgencmd get_throttled
+// (https://www.raspberrypi.com/documentation/computers/os.html#get_throttled).
+const (
+	ThrottledUnderVoltageNow  = 1 << 0
+	ThrottledNow              = 1 << 2
+	ThrottledUnderVoltageSeen = 1 << 16
+	ThrottledSeen             = 1 << 18
+)
+
+// UnderVoltage reports whether the firmware found the supply below its
+// threshold now (now) or at any time since boot (seen); both false when
+// it reports nothing.
+func (h *StatusHealth) UnderVoltage() (now, seen bool) {
+	if h == nil || h.Throttled == nil {
+		return false, false
+	}
+	t := *h.Throttled
+	return t&ThrottledUnderVoltageNow != 0, t&(ThrottledUnderVoltageNow|ThrottledUnderVoltageSeen) != 0
+}
+
+// StatusFlash is a file system's space in bytes: Free is what an
+// unprivileged process may still use.
+type StatusFlash struct {
+	Free  uint64 `json:"free"`
+	Total uint64 `json:"total"`
+}
+
+// StatusWiFi is one wireless interface's link as /proc/net/wireless
+// reports it.
+type StatusWiFi struct {
+	Interface string `json:"interface"`
+	// Quality is the driver's link quality (its own scale, commonly 0-70).
+	Quality int `json:"quality"`
+	// SignalDBm is the signal level in dBm; 0 when the driver reports
+	// none in dBm.
+	SignalDBm int `json:"signalDbm,omitempty"`
 }
 
 // StatusHeld is one held action.
@@ -115,6 +185,10 @@ func ParseStatus(payload []byte) (Status, error) {
 		return Status{}, fmt.Errorf("status: %d lost hand-offs listed, at most %d", len(s.Lost), MaxStatusLost)
 	case s.Version == "":
 		return Status{}, errors.New("status: no version")
+	case s.Health != nil && s.Health.Flash != nil && s.Health.Flash.Free > s.Health.Flash.Total:
+		return Status{}, fmt.Errorf("status: %d bytes of flash free of %d", s.Health.Flash.Free, s.Health.Flash.Total)
+	case s.Health != nil && s.Health.WiFi != nil && len(s.Health.WiFi.Interface) > MaxInterface:
+		return Status{}, fmt.Errorf("status: a WiFi interface name of %d bytes, at most %d", len(s.Health.WiFi.Interface), MaxInterface)
 	}
 	return s, nil
 }

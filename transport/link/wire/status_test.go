@@ -41,3 +41,47 @@ func TestParseStatusLost(t *testing.T) {
 		t.Fatalf("a status with an unknown member: %+v, %v; want it accepted", got, err)
 	}
 }
+
+// TestParseStatusHealth: the health member round-trips, is optional (a
+// status without it, as older agents send, parses with Health nil), is
+// ignored by a reader that does not know it (a struct without the member,
+// as older relays decode), and its bounds are checked.
+func TestParseStatusHealth(t *testing.T) {
+	temp, thr := int64(-5250), uint32(0x50005)
+	h := &StatusHealth{UptimeS: 11520, CPUMilliC: &temp, Flash: &StatusFlash{Free: 1 << 30, Total: 8 << 30},
+		SupplyMV: 5020, Throttled: &thr, WiFi: &StatusWiFi{Interface: "wlan0", Quality: 70, SignalDBm: -40}}
+	b, _ := json.Marshal(Status{Version: "1", Health: h})
+	got, err := ParseStatus(b)
+	if err != nil || got.Health == nil || *got.Health.CPUMilliC != temp || *got.Health.Flash != *h.Flash || *got.Health.WiFi != *h.WiFi || *got.Health.Throttled != thr {
+		t.Fatalf("ParseStatus(%s) = %+v, %v", b, got.Health, err)
+	}
+	if now, seen := got.Health.UnderVoltage(); !now || !seen {
+		t.Errorf("UnderVoltage of 0x50005 = %v, %v; want true, true", now, seen)
+	}
+	var old struct {
+		Version   string `json:"version"`
+		HeldCount int    `json:"heldCount"`
+	}
+	if err := json.Unmarshal(b, &old); err != nil || old.Version != "1" {
+		t.Errorf("a reader without the health member: %+v, %v", old, err)
+	}
+	if got, err := ParseStatus([]byte(`{"version":"1","heldCount":0}`)); err != nil || got.Health != nil {
+		t.Errorf("a status without health: %+v, %v; want it accepted with no health", got.Health, err)
+	}
+	for name, tc := range map[string]struct {
+		h       StatusHealth
+		wantErr string
+	}{
+		"more free than total": {h: StatusHealth{Flash: &StatusFlash{Free: 2, Total: 1}}, wantErr: "2 bytes of flash free of 1"},
+		"long interface":       {h: StatusHealth{WiFi: &StatusWiFi{Interface: strings.Repeat("w", 16)}}, wantErr: "at most 15"},
+	} {
+		b, _ := json.Marshal(Status{Version: "1", Health: &tc.h})
+		if _, err := ParseStatus(b); err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+			t.Errorf("%s: ParseStatus error %v; want %q", name, err, tc.wantErr)
+		}
+	}
+	var none *StatusHealth
+	if now, seen := none.UnderVoltage(); now || seen {
+		t.Errorf("UnderVoltage of no health = %v, %v", now, seen)
+	}
+}

@@ -270,6 +270,7 @@ func (s *Source) fromStatus(d *operatorapi.Device, st agents.State, agent did.DI
 		return
 	}
 	d.Board, d.Version, d.Halted, d.HeldCount, d.LostCount = ws.Board, ws.Version, ws.Halted, ws.HeldCount, ws.LostCount
+	d.Health = ws.Health
 	if ws.Wake != nil {
 		d.LastWake = &operatorapi.Wake{At: ws.Wake.At, Reason: ws.Wake.Reason}
 	}
