@@ -35,6 +35,9 @@ type Presented struct {
 	// Malformed says why the presentation could not be read (the message
 	// listed the extension but its metadata is not a chain); Chain is nil.
 	Malformed string `cbor:",omitempty"`
+	// Sender is the DID the relay's transport token proved for the
+	// message's sender (runtime/drain's Record.From); empty when unknown.
+	Sender string `cbor:",omitempty"`
 }
 
 // The reasons of an action presented under an envelope: reasonEnvelope
@@ -117,8 +120,10 @@ func (p *Policy) principalRule(principal, action string) (int, *Rule) {
 //     expiry, links, attenuation: Registry.VerifyChain);
 //  2. a rule of p trusts the chain's principal (the root's iss) for a's
 //     purpose;
-//  3. the leaf passport's sub is a's issuer (holder of key: the drain has
-//     bound the issuer to the sender the relay proved);
+//  3. the leaf passport's sub is a's issuer and the sender the relay
+//     proved (holder of key: the object verified under the issuer's key,
+//     receiver check 2, so the holder's key signed this very action, and
+//     the relay's transport token proved the same DID sent it);
 //  4. a lies within the rule's scope and within a scope of the leaf's
 //     envelope (act, res, this agent among the counterparties, unit and
 //     max_per_tx);
@@ -139,7 +144,7 @@ func (g *Gate) evaluateEnvelope(tx *bolt.Tx, a Action, p *Policy, now time.Time)
 	switch {
 	case r == nil:
 		return ReasonPrincipal, nil, nil
-	case leaf.Sub != a.Counterparty:
+	case leaf.Sub != a.Counterparty || pr.Sender != a.Counterparty:
 		return ReasonHolder, nil, nil
 	}
 	ruleScope, err := envelope.ParseScope(r.Scope)

@@ -91,7 +91,7 @@ func (w *envWorld) pay(from *did.PrivateKey, chain []string, act, res string, am
 	a := w.action(from, "action:pay", map[string]any{"act": act, "res": res, "amount": amount,
 		"unit": "EUR-cent", "idempotencyKey": fmt.Sprintf("pay-%d", w.seq)})
 	if chain != nil {
-		a.Envelope = &Presented{Chain: chain}
+		a.Envelope = &Presented{Chain: chain, Sender: from.DID().String()}
 	}
 	return a
 }
@@ -115,11 +115,14 @@ func TestEnvelopeRunsWithinScope(t *testing.T) {
 	a.Unit = "USD-cent"
 	want(t, "other unit", w.decide(a), Hold, "envelope-amount")
 	want(t, "wrong holder", w.decide(w.pay(w.alice, ch, "finance:pay", acct, 10)), Hold, "envelope-holder")
+	a = w.pay(w.b, ch, "finance:pay", acct, 10)
+	a.Envelope.Sender = w.alice.DID().String()
+	want(t, "relayed by another sender", w.decide(a), Hold, "envelope-holder")
 	// A held action's reason is kept with the hold.
 	w.db.View(func(tx *bolt.Tx) error {
 		hs, err := w.g.Holds(tx)
-		if err != nil || len(hs) != 8 {
-			t.Fatalf("%d holds, %v; want 8", len(hs), err)
+		if err != nil || len(hs) != 9 {
+			t.Fatalf("%d holds, %v; want 9", len(hs), err)
 		}
 		for _, h := range hs {
 			if h.Action.Key == "pay-3" && (h.Reason != "envelope-over-cap" || h.Action.Envelope == nil || len(h.Action.Envelope.Chain) != 2) {
@@ -240,7 +243,7 @@ func TestEnvelopeRulesNeedAChain(t *testing.T) {
 	want(t, "counterparty rule", w.decide(w.action(w.alice, "action:hold", map[string]any{"amount": 10, "unit": "EUR-cent"})), Run, "policy")
 	// A chain presented for a purpose no principal rule covers is held.
 	a := w.action(w.b, "action:hold", map[string]any{"amount": 10, "unit": "EUR-cent", "act": "finance:pay", "res": acct})
-	a.Envelope = &Presented{Chain: w.chain(w.leaf())}
+	a.Envelope = &Presented{Chain: w.chain(w.leaf()), Sender: w.b.DID().String()}
 	want(t, "chain for another purpose", w.decide(a), Hold, "envelope-principal")
 }
 
