@@ -24,9 +24,10 @@ type proc struct {
 	now time.Time // the time at dequeue (Drainer.judgeBy), once per batch
 
 	// per record
-	seq     uint64
-	from    did.DID
-	changed bool // a part of this record changed state in tx
+	seq      uint64
+	from     did.DID
+	changed  bool            // a part of this record changed state in tx
+	envelope *gate.Presented // the Autonomy Envelope the message presents; nil: none
 }
 
 // record processes one record. It returns an error only for store failures,
@@ -35,9 +36,9 @@ type proc struct {
 // session dropped, package session's ErrDropped): that change commits with
 // the batch.
 func (p *proc) record(r Record) error {
-	p.seq, p.from, p.changed = r.Seq, parseFrom(r.From), false
+	p.seq, p.from, p.changed, p.envelope = r.Seq, parseFrom(r.From), false, nil
 	rep := &p.b.report
-	parts, err := message(r.Body)
+	m, err := message(r.Body)
 	var opaque errOpaque
 	switch {
 	case errors.As(err, &opaque):
@@ -48,7 +49,8 @@ func (p *proc) record(r Record) error {
 	case err != nil:
 		rep.reject(r.Seq, a2a.ReasonMalformed, err.Error())
 	default:
-		for i, part := range parts {
+		p.envelope = m.presented(p.from)
+		for i, part := range m.parts {
 			deferred, err := p.part(part)
 			if err != nil {
 				return err
@@ -307,7 +309,16 @@ func refusal(err error) bool {
 		errors.Is(err, gate.ErrUnknownControl) || errors.Is(err, gate.ErrBadControl)
 }
 
-// action runs a consequential object through the gate.
+// action runs a consequential object through the gate, at the batch's
+// trusted time, with the Autonomy Envelope its message presents.
+//
+// Holder of key: the gate requires a presented chain's leaf sub to be the
+// object's issuer and the sender the relay proved (Record.From, in
+// Presented.Sender). The checks bind the issuer thus: check 2 verified the
+// object's signature under the issuer's key, so the holder's key signed
+// this very action; check 3 bound the issuer to the MLS sender's
+// credential (for MLS carriage; plaintext carriage skips it). Neither
+// compares the issuer with Record.From, so the gate does.
 func (p *proc) action(o *governed.Object, dl deliver.Delivery, expires time.Time) error {
 	rep := &p.b.report
 	dlJSON, err := json.Marshal(dl)
@@ -319,8 +330,8 @@ func (p *proc) action(o *governed.Object, dl deliver.Delivery, expires time.Time
 		rep.reject(p.seq, CauseBadAction, err.Error())
 		return nil
 	}
-	a.Expires = expires
-	dec, err := p.d.cfg.Gate.Decide(p.tx, a)
+	a.Expires, a.Envelope = expires, p.envelope
+	dec, err := p.d.cfg.Gate.DecideAt(p.tx, a, p.now)
 	if err != nil {
 		return err
 	}

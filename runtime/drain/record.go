@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/runtime/gate"
 	"github.com/torpor-dev/torpor/transport/a2a"
 )
 
@@ -22,39 +23,73 @@ type errOpaque struct{ why string }
 
 func (e errOpaque) Error() string { return e.why }
 
-// message returns the parts of the message a queued JSON-RPC body
-// submits. A body that is not a JSON-RPC message submission (not JSON, a
+// submitted is the message a queued JSON-RPC body submits: its parts, and
+// the extensions it activates with its metadata (for the Autonomy
+// Envelope, transport/a2a's PresentedEnvelope).
+type submitted struct {
+	parts      []a2a.Part
+	extensions []string
+	metadata   json.RawMessage
+}
+
+// message returns the message a queued JSON-RPC body submits. A body that is not a JSON-RPC message submission (not JSON, a
 // duplicate member, nested too deep, another method) is opaque (errOpaque):
 // the drain refuses it and acknowledges it, so that it leaves the queue.
 // A submission whose message is malformed is an error to report.
-func message(body []byte) ([]a2a.Part, error) {
+func message(body []byte) (submitted, error) {
 	req, err := a2a.ParseRequest(body)
 	if err != nil {
-		return nil, errOpaque{"not a JSON-RPC request: " + err.Error()}
+		return submitted{}, errOpaque{"not a JSON-RPC request: " + err.Error()}
 	}
 	if !a2a.IsSendMethod(req.Method) {
-		return nil, errOpaque{fmt.Sprintf("JSON-RPC method %q is not a message submission", truncate(req.Method))}
+		return submitted{}, errOpaque{fmt.Sprintf("JSON-RPC method %q is not a message submission", truncate(req.Method))}
 	}
 	var params struct {
 		Message struct {
-			Parts []json.RawMessage `json:"parts"`
+			Parts      []json.RawMessage `json:"parts"`
+			Extensions []string          `json:"extensions"`
+			Metadata   json.RawMessage   `json:"metadata"`
 		} `json:"message"`
 	}
 	if err := json.Unmarshal(req.Params, &params); err != nil {
-		return nil, fmt.Errorf("params: %v", err)
+		return submitted{}, fmt.Errorf("params: %v", err)
 	}
 	if len(params.Message.Parts) == 0 {
-		return nil, fmt.Errorf("message has no parts")
+		return submitted{}, fmt.Errorf("message has no parts")
 	}
-	parts := make([]a2a.Part, len(params.Message.Parts))
+	m := submitted{parts: make([]a2a.Part, len(params.Message.Parts)),
+		extensions: params.Message.Extensions, metadata: params.Message.Metadata}
 	for i, raw := range params.Message.Parts {
 		p, err := a2a.DecodePart(raw)
 		if err != nil {
-			return nil, fmt.Errorf("part %d: %v", i, err)
+			return submitted{}, fmt.Errorf("part %d: %v", i, err)
 		}
-		parts[i] = p
+		m.parts[i] = p
 	}
-	return parts, nil
+	return m, nil
+}
+
+// presented returns the Autonomy Envelope message m presents for its
+// consequential actions (nil when m does not activate the extension), with
+// from, the sender the relay proved. Metadata that does not hold a chain
+// is not m's failure but the envelope's: the gate holds the actions it
+// would have authorized (reason envelope-malformed), and m's other parts
+// are processed as usual.
+func (m submitted) presented(from did.DID) *gate.Presented {
+	em, ok, err := a2a.PresentedEnvelope(m.extensions, m.metadata)
+	if !ok {
+		return nil
+	}
+	pr := &gate.Presented{}
+	if !from.IsZero() {
+		pr.Sender = from.String()
+	}
+	if err != nil {
+		pr.Malformed = truncate(err.Error())
+		return pr
+	}
+	pr.Chain, pr.Pulse = em.Passports, em.Pulse
+	return pr
 }
 
 // plaintextObject returns the Governed Object in decrypted MLS application

@@ -32,6 +32,11 @@
 //     the budget, in the caller's transaction; the caller runs the effect
 //     only after that transaction committed.
 //
+// An action whose message presented an Autonomy Envelope (a passport
+// chain) is judged at 4 and 5 by the policy's rules that name a principal
+// instead, with the envelope-* reasons of envelope.go; the rules that list
+// counterparties only judge actions presented without one.
+//
 // # Halt, suspension, resume
 //
 // The owner's halt (Halt) is immediate and total for autonomous action:
@@ -63,6 +68,7 @@ import (
 	"github.com/torpor-dev/torpor/clock"
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/governed"
+	"github.com/torpor-dev/torpor/governed/envelope"
 	"github.com/torpor-dev/torpor/runtime/purpose"
 	"github.com/torpor-dev/torpor/store/ledger"
 )
@@ -99,6 +105,7 @@ type Gate struct {
 	cfg    Config
 	ledger *ledger.Ledger
 	clock  clock.Clock
+	reg    envelope.Registry // the action registry presented envelopes use
 }
 
 // Open prepares the gate's buckets in the ledger's bbolt file.
@@ -119,7 +126,7 @@ func Open(l *ledger.Ledger, cfg Config) (*Gate, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gate: opening: %w", err)
 	}
-	return &Gate{cfg: cfg, ledger: l, clock: clock.Or(cfg.Clock)}, nil
+	return &Gate{cfg: cfg, ledger: l, clock: clock.Or(cfg.Clock), reg: envelope.RegistryV0()}, nil
 }
 
 // Consequential reports whether purpose p is gated.
@@ -143,6 +150,14 @@ type Action struct {
 	// Payload is kept with a hold and given back when it runs (the
 	// runtime stores the delivery it will hand to the application).
 	Payload []byte
+	// Act and Res are the payload's "act" and "res": the envelope verb
+	// (governed/envelope's registry) and the concrete resource an action
+	// presented under an Autonomy Envelope names (see envelope.go).
+	Act string `cbor:",omitempty"`
+	Res string `cbor:",omitempty"`
+	// Envelope is the passport chain the message presented, nil when it
+	// presented none (see envelope.go).
+	Envelope *Presented `cbor:",omitempty"`
 }
 
 // LedgerKey returns the ledger key of a: the counterparty and the
@@ -184,33 +199,44 @@ type Decision struct {
 	// Reason says why, for operators: "halted", "needs-confirmation",
 	// "no-rule", "counterparty", "amount-missing", "unit", "over-cap",
 	// "budget", "suspended", "policy" (allowed by the policy),
-	// "completed", "indeterminate", "in-flight", "held".
+	// "completed", "indeterminate", "in-flight", "held"; for an action
+	// presented under an Autonomy Envelope, "envelope" (allowed) or one of
+	// the envelope-* reasons (see envelope.go).
 	Reason string
 	// Entry is the ledger entry of a refused key (with the stored receipt
 	// when completed).
 	Entry ledger.Entry
 }
 
-// Decide decides action a in tx (see the package documentation for the
-// order of checks). On Run the key is reserved and the budget charged in
-// tx; on Hold the action is stored in tx. The caller commits tx before it
-// acts on the decision.
+// Decide decides action a in tx at the clock's time (see DecideAt).
 func (g *Gate) Decide(tx *bolt.Tx, a Action) (Decision, error) {
+	return g.DecideAt(tx, a, g.clock.Now())
+}
+
+// DecideAt decides action a in tx (see the package documentation for the
+// order of checks), judging every expiry, window and pulse age at now: the
+// drain passes the trusted time it judges the batch's expiry by. On Run
+// the key is reserved and the budgets charged in tx; on Hold the action is
+// stored in tx. The caller commits tx before it acts on the decision.
+func (g *Gate) DecideAt(tx *bolt.Tx, a Action, now time.Time) (Decision, error) {
 	if !g.Consequential(a.Purpose) {
 		return Decision{Verdict: Pass}, nil
 	}
 	if d, refused, err := g.refused(tx, a); err != nil || refused {
 		return d, err
 	}
-	reason, charge, err := g.evaluate(tx, a)
+	reason, charges, err := g.evaluate(tx, a, now)
 	if err != nil {
 		return Decision{}, err
 	}
-	if reason != "policy" {
+	if !allowed(reason) {
 		return Decision{Verdict: Hold, Reason: reason}, g.putHold(tx, a, reason)
 	}
-	return Decision{Verdict: Run, Reason: reason}, g.run(tx, a, charge)
+	return Decision{Verdict: Run, Reason: reason}, g.run(tx, a, charges...)
 }
+
+// allowed reports whether an evaluate reason lets the action run.
+func allowed(reason string) bool { return reason == "policy" || reason == ReasonEnvelope }
 
 // refused checks the ledger and the holds for a's key.
 func (g *Gate) refused(tx *bolt.Tx, a Action) (Decision, bool, error) {
@@ -236,26 +262,41 @@ type charge struct {
 	key    []byte // budget bucket key; nil for none
 	window time.Time
 	amount int64
+	limit  int64 // the budget (for an envelope scope's; evaluate checks it)
 }
 
-// evaluate returns "policy" and the budget charge when a policy allows a
-// unsupervised now, or the reason it does not.
-func (g *Gate) evaluate(tx *bolt.Tx, a Action) (string, charge, error) {
+// evaluate returns "policy" (or "envelope") and the budget charges when a
+// policy allows a unsupervised at now, or the reason it does not. An action
+// presented under an envelope is judged by the rules that name a principal
+// (evaluateEnvelope); any other by the rules that list counterparties.
+func (g *Gate) evaluate(tx *bolt.Tx, a Action, now time.Time) (string, []charge, error) {
 	h, err := g.halt(tx)
 	if err != nil || h.Halted {
-		return "halted", charge{}, err
+		return "halted", nil, err
 	}
 	p, ok, err := g.policy(tx)
-	now := g.clock.Now()
 	if err != nil || !ok || !now.Before(p.Expires) {
-		return "needs-confirmation", charge{}, err
+		return "needs-confirmation", nil, err
+	}
+	if a.Envelope != nil {
+		return g.evaluateEnvelope(tx, a, &p, now)
 	}
 	i, r := p.rule(a.Purpose)
 	switch {
 	case r == nil:
-		return "no-rule", charge{}, nil
+		return "no-rule", nil, nil
 	case !r.covers(a.Counterparty):
-		return "counterparty", charge{}, nil
+		return "counterparty", nil, nil
+	}
+	reason, c, err := g.bounds(tx, a, &p, i, now)
+	return reason, []charge{c}, err
+}
+
+// bounds applies rule i of p's unit, cap, liveness condition and budget to
+// a at now: "policy" and the budget charge when a is within them.
+func (g *Gate) bounds(tx *bolt.Tx, a Action, p *Policy, i int, now time.Time) (string, charge, error) {
+	r := &p.Rules[i]
+	switch {
 	case (r.Cap > 0 || r.Budget > 0) && !a.HasAmount:
 		return "amount-missing", charge{}, nil
 	case r.Unit != "" && a.HasAmount && a.Unit != r.Unit:
@@ -263,7 +304,7 @@ func (g *Gate) evaluate(tx *bolt.Tx, a Action) (string, charge, error) {
 	case r.Cap > 0 && a.Amount > r.Cap:
 		return "over-cap", charge{}, nil
 	}
-	if suspended, err := g.suspended(tx, &p, now); err != nil || suspended {
+	if suspended, err := g.suspended(tx, p, now); err != nil || suspended {
 		return "suspended", charge{}, err
 	}
 	if r.Budget <= 0 {
@@ -295,17 +336,22 @@ func (g *Gate) suspended(tx *bolt.Tx, p *Policy, now time.Time) (bool, error) {
 // clockSince is now-t on the wall clock, with monotonic readings stripped.
 func clockSince(now, t time.Time) time.Duration { return now.Round(0).Sub(t.Round(0)) }
 
-// run reserves a's key and charges the budget in tx.
-func (g *Gate) run(tx *bolt.Tx, a Action, c charge) error {
+// run reserves a's key and charges the budgets in tx.
+func (g *Gate) run(tx *bolt.Tx, a Action, cs ...charge) error {
 	if err := g.ledger.Reserve(tx, ledger.Reservation{
 		Key: a.LedgerKey(), Action: a.Purpose, Counterparty: a.Counterparty,
 	}); err != nil {
 		return err
 	}
-	if c.key == nil {
-		return nil
+	for _, c := range cs {
+		if c.key == nil {
+			continue
+		}
+		if err := putBudget(tx, c, g.spent(tx, c)+c.amount); err != nil {
+			return err
+		}
 	}
-	return putBudget(tx, c, g.spent(tx, c)+c.amount)
+	return nil
 }
 
 // budget is the bbolt record of one rule's spending.
@@ -355,8 +401,9 @@ var encMode, _ = cbor.EncOptions{Time: cbor.TimeUnixMicro}.EncMode()
 
 // ActionOf builds the Action of an accepted object. The payload may carry
 // "idempotencyKey" (a string; default the object id), "amount" (an integer,
-// or a string of digits, in minor units) and "unit" (a string). payload is
-// what a hold keeps for the runtime.
+// or a string of digits, in minor units), "unit" (a string), and, for an
+// action presented under an Autonomy Envelope, "act" and "res" (strings;
+// see envelope.go). payload is what a hold keeps for the runtime.
 func ActionOf(o *governed.Object, payload []byte) (Action, error) {
 	a := Action{Purpose: o.Governance.Purpose, Counterparty: o.Issuer.String(), ObjectID: o.ID,
 		Key: o.ID, Payload: payload}
@@ -377,7 +424,7 @@ func ActionOf(o *governed.Object, payload []byte) (Action, error) {
 		}
 		a.Amount, a.HasAmount = v, true
 	}
-	a.Unit = pl.Unit
+	a.Unit, a.Act, a.Res = pl.Unit, pl.Act, pl.Res
 	if len(a.LedgerKey()) > ledger.MaxKeyLen {
 		return Action{}, fmt.Errorf("gate: idempotency key of %d bytes is too long", len(a.Key))
 	}

@@ -68,7 +68,7 @@ func (g *Gate) Confirm(tx *bolt.Tx, key string) (Held, error) {
 	if g.expired(h) {
 		return h, fmt.Errorf("%w: held action %q", ErrExpired, key)
 	}
-	if err := g.run(tx, h.Action, charge{}); err != nil {
+	if err := g.run(tx, h.Action); err != nil {
 		return Held{}, err
 	}
 	return h, tx.Bucket(bucketHolds).Delete([]byte(key))
@@ -123,12 +123,12 @@ func (g *Gate) Redecide(tx *bolt.Tx) (run []Held, err error) {
 		return nil, err
 	}
 	for _, h := range hs {
-		reason, c, err := g.evaluate(tx, h.Action)
+		reason, cs, err := g.evaluate(tx, h.Action, g.clock.Now())
 		if err != nil {
 			return nil, err
 		}
 		key := []byte(h.Action.LedgerKey())
-		if reason != "policy" {
+		if !allowed(reason) {
 			if reason != h.Reason {
 				h.Reason = reason
 				if err := putHold(tx, h); err != nil {
@@ -140,7 +140,7 @@ func (g *Gate) Redecide(tx *bolt.Tx) (run []Held, err error) {
 		if err := tx.Bucket(bucketHolds).Delete(key); err != nil {
 			return nil, err
 		}
-		if err := g.run(tx, h.Action, c); err != nil {
+		if err := g.run(tx, h.Action, cs...); err != nil {
 			return nil, err
 		}
 		h.Reason = reason
@@ -154,6 +154,8 @@ type actionPayload struct {
 	IdempotencyKey string      `json:"idempotencyKey"`
 	Amount         json.Number `json:"amount"`
 	Unit           string      `json:"unit"`
+	Act            string      `json:"act"`
+	Res            string      `json:"res"`
 }
 
 func decodeJSON(b []byte, v any) error {

@@ -53,6 +53,13 @@ type Rule struct {
 	// covers, even if listed.
 	Counterparties []string `cbor:"6,keyasint,omitempty"`
 	Deny           []string `cbor:"7,keyasint,omitempty"`
+	// Principal, when set, is the did:key of a principal whose passport
+	// chains the rule trusts, within Scope, instead of listing
+	// counterparties: it covers only actions presented under an Autonomy
+	// Envelope whose chain that principal roots (see envelope.go). Scope is
+	// the scope's JSON (lap-scope-v0, read with envelope.ParseScope).
+	Principal string `cbor:"8,keyasint,omitempty"`
+	Scope     []byte `cbor:"9,keyasint,omitempty"`
 }
 
 // policyJSON is the payload of a torpor:policy object.
@@ -70,6 +77,10 @@ type ruleJSON struct {
 	WindowSec      int64       `json:"windowSec,omitempty"`
 	Counterparties []string    `json:"counterparties"`
 	Deny           []string    `json:"deny,omitempty"`
+	// Principal and Scope replace Counterparties and Deny in a rule for
+	// actions presented under an Autonomy Envelope (envelope.go).
+	Principal string          `json:"principal,omitempty"`
+	Scope     json.RawMessage `json:"scope,omitempty"`
 }
 
 // ParsePolicy reads the policy in an owner-signed object. The caller has
@@ -130,6 +141,8 @@ func (rj ruleJSON) rule() (Rule, error) {
 		return Rule{}, fmt.Errorf("a cap or budget needs a unit")
 	case r.Budget > 0 && r.Window <= 0:
 		return Rule{}, fmt.Errorf("a budget needs windowSec > 0")
+	case rj.Principal != "" || len(rj.Scope) != 0:
+		return rj.principalRule(r)
 	case len(r.Counterparties) == 0:
 		return Rule{}, fmt.Errorf("no counterparties listed")
 	}
@@ -155,10 +168,11 @@ func amount(n json.Number) (int64, error) {
 	return v, nil
 }
 
-// rule returns the first rule of p covering action, if any.
+// rule returns the first rule of p covering action, if any, among the
+// rules that name no principal.
 func (p *Policy) rule(action string) (int, *Rule) {
 	for i := range p.Rules {
-		if purpose.Match(p.Rules[i].Action, action) {
+		if p.Rules[i].Principal == "" && purpose.Match(p.Rules[i].Action, action) {
 			return i, &p.Rules[i]
 		}
 	}
