@@ -36,8 +36,13 @@ for t in "${targets[@]}"; do
   out="bin/$name"
   mkdir -p "$out"
   [ "$arm" = - ] && arm=
-  GOOS=linux GOARCH=$arch GOARM=$arm go build -trimpath -buildvcs=auto -ldflags="-s -w" -o "$out/" ./cmd/torpor-relay ./cmd/torporctl ./cmd/torpor-conformance
-  GOOS=linux GOARCH=$arch GOARM=$arm go build -tags "$agent_tags" -trimpath -buildvcs=auto -ldflags="-s -w" -o "$out/" ./cmd/torpor-agent
+  ldflags="-s -w"
+  # 32-bit ARM Linux has 4 KiB pages only: segments aligned to them, not
+  # to the linker's 64 KiB default, keep up to 124 KiB of padding off the
+  # flash (scripts/arm-ldflags; docs/footprint.md).
+  [ "$arch" = arm ] && ldflags="$ldflags $(cat scripts/arm-ldflags)"
+  GOOS=linux GOARCH=$arch GOARM=$arm go build -trimpath -buildvcs=auto -ldflags="$ldflags" -o "$out/" ./cmd/torpor-relay ./cmd/torporctl ./cmd/torpor-conformance
+  GOOS=linux GOARCH=$arch GOARM=$arm go build -tags "$agent_tags" -trimpath -buildvcs=auto -ldflags="$ldflags" -o "$out/" ./cmd/torpor-agent
   for b in "${bins[@]}"; do
     size=$(stat -c %s "$out/$b")
     max=

@@ -12,7 +12,7 @@ tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 tags="$(cat scripts/agent-tags)"
 go build -tags "$tags" -trimpath -o "$tmp/full" ./cmd/torpor-agent
-go build -tags "$tags" -trimpath -ldflags="-s -w" -o "$tmp/stripped" ./cmd/torpor-agent
+go build -tags "$tags" -trimpath -ldflags="-s -w $(cat scripts/arm-ldflags)" -o "$tmp/stripped" ./cmd/torpor-agent
 # Symbols at or above .bss take no room in the file (fips140/drbg's 32 MiB).
 bss="$(readelf -SW "$tmp/full" | awk '$2 == ".bss" { print $4 }')"
 go tool nm -size "$tmp/full" | awk -v stripped="$(stat -c %s "$tmp/stripped")" -v bss="$bss" '

@@ -83,7 +83,10 @@ for t in "${targets[@]}"; do
 		tags=
 		# The agent's build tags, as in scripts/cross.sh.
 		[ "$p" = ./cmd/torpor-agent ] && tags="$(cat scripts/agent-tags)"
-		GOARCH=$arch GOARM=$arm go build -tags "$tags" -trimpath -buildvcs=auto -ldflags="$ldflags" -o "bin/$dir/" "$p"
+		flags="$ldflags"
+		# 32-bit ARM: segments on 4 KiB pages, as scripts/cross.sh builds them.
+		[ "$arch" = arm ] && flags="$flags $(cat scripts/arm-ldflags)"
+		GOARCH=$arch GOARM=$arm go build -tags "$tags" -trimpath -buildvcs=auto -ldflags="$flags" -o "bin/$dir/" "$p"
 	done
 	for b in $bins; do
 		scripts/copyright.sh "bin/$dir/$b" >"bin/$dir/$b.copyright"

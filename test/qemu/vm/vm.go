@@ -480,7 +480,15 @@ func CrossBinary(t testing.TB, pkg, goarch, goarm string) []byte {
 			t.Fatal(err)
 		}
 	}
-	cmd := exec.Command("go", "build", "-tags", strings.TrimSpace(string(tags)), "-trimpath", "-ldflags=-s -w", "-o", out, pkg)
+	ldflags := "-s -w"
+	if goarch == "arm" { // segments on 4 KiB pages, as scripts/cross.sh builds them
+		extra, err := os.ReadFile(filepath.Join(ModuleRoot(t), "scripts", "arm-ldflags"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ldflags += " " + strings.TrimSpace(string(extra))
+	}
+	cmd := exec.Command("go", "build", "-tags", strings.TrimSpace(string(tags)), "-trimpath", "-ldflags="+ldflags, "-o", out, pkg)
 	cmd.Dir = ModuleRoot(t)
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+goarch, "GOARM="+goarm)
 	var stderr bytes.Buffer
