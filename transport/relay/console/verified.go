@@ -1,7 +1,7 @@
 package console
 
 import (
-	"crypto/sha256"
+	"bytes"
 	"errors"
 	"fmt"
 	"sync"
@@ -12,27 +12,42 @@ import (
 )
 
 // DefaultVerified is how many verdicts NewVerified keeps when asked for
-// none: two (a status and a pulse) for each of 32,768 devices.
+// none: a status, a pulse and a card for each of 21,845 devices.
 const DefaultVerified = 1 << 16
 
+// maxVerifiedBytes bounds the documents a Verified keeps.
+const maxVerifiedBytes = 64 << 20
+
 // Verified remembers what verifying a device's signed status or pulse
-// gave, keyed by the SHA-256 of the document's bytes and the DID it must
-// be signed by, so that a view of the fleet verifies each document once
-// rather than at every request. A verdict depends on nothing else (no
-// clock, no store), so a remembered one is the one verifying again would
-// give; a document another relay writes is new bytes, verified anew. It
-// keeps at most its bound of verdicts, forgetting an arbitrary one for
-// each new one beyond it. Safe for concurrent use; the nil *Verified
-// verifies every time.
+// gave (and what its Agent Card says), keyed by the document's kind and
+// the DID it must be signed by, beside the exact bytes it judged, so that
+// a view of the fleet verifies each document once rather than at every
+// request. A verdict is used only for the same bytes (a new status is
+// verified anew, whoever wrote it) and depends on nothing else (no clock,
+// no store), so a remembered one is the one verifying again would give.
+// Comparing the bytes costs little: store/agents.Bolt hands out the same
+// slice while a record is unchanged, which bytes.Equal sees at once. It
+// keeps at most its bound of verdicts and 64 MiB of documents, forgetting
+// arbitrary ones to make room. Safe for concurrent use; the nil
+// *Verified verifies every time.
 type Verified struct {
-	mu  sync.Mutex
-	max int
-	m   map[[sha256.Size]byte]verdict
+	mu    sync.Mutex
+	max   int
+	bytes int
+	m     map[docKey]verdict
+}
+
+// docKey names a document: its kind and the DID it is of.
+type docKey struct {
+	kind  byte
+	agent string
 }
 
 // verdict is one document's outcome. The payloads are shared between the
-// callers that get them, which only read them.
+// callers that get them, which only read them; so is doc, which no one
+// modifies (store/agents.Store.Get's State).
 type verdict struct {
+	doc    []byte
 	status wire.Status
 	pulse  pulse.Pulse
 	name   string   // of a card
@@ -46,7 +61,7 @@ func NewVerified(max int) *Verified {
 	if max <= 0 {
 		max = DefaultVerified
 	}
-	return &Verified{max: max, m: map[[sha256.Size]byte]verdict{}}
+	return &Verified{max: max, m: map[docKey]verdict{}}
 }
 
 // Len is how many verdicts v holds.
@@ -84,42 +99,49 @@ func (v *Verified) Pulse(b []byte, agent string) (pulse.Pulse, error) {
 
 // Card is cardInfo(b), remembered: the name and the skills' tags of an
 // Agent Card (not a verdict on a signature, but as costly to read again).
-func (v *Verified) Card(b []byte) (name string, tags []string) {
-	r := v.get('c', b, "", func() (r verdict) {
+func (v *Verified) Card(b []byte, agent string) (name string, tags []string) {
+	r := v.get('c', b, agent, func() (r verdict) {
 		r.name, r.tags = cardInfo(b)
 		return r
 	})
 	return r.name, r.tags
 }
 
-// get returns the verdict on the document of kind b for agent, computing
-// it with verify when v has none.
+// get returns the verdict on agent's document of kind b, computing it
+// with verify when v has none for these bytes.
 func (v *Verified) get(kind byte, b []byte, agent string, verify func() verdict) verdict {
 	if v == nil {
 		return verify()
 	}
-	h := sha256.New()
-	h.Write([]byte{kind})
-	h.Write([]byte(agent))
-	h.Write([]byte{0})
-	h.Write(b)
-	var key [sha256.Size]byte
-	h.Sum(key[:0])
+	key := docKey{kind, agent}
 	v.mu.Lock()
 	r, ok := v.m[key]
 	v.mu.Unlock()
-	if ok {
+	if ok && bytes.Equal(r.doc, b) && (r.doc == nil) == (b == nil) {
 		return r
 	}
 	r = verify()
+	r.doc = b
+	if len(b) > maxVerifiedBytes/1024 {
+		return r
+	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
+	v.drop(key)
 	for k := range v.m {
-		if len(v.m) < v.max {
+		if len(v.m) < v.max && v.bytes+len(b) <= maxVerifiedBytes {
 			break
 		}
-		delete(v.m, k)
+		v.drop(k)
 	}
 	v.m[key] = r
+	v.bytes += len(b)
 	return r
+}
+
+func (v *Verified) drop(key docKey) {
+	if r, ok := v.m[key]; ok {
+		v.bytes -= len(r.doc)
+		delete(v.m, key)
+	}
 }

@@ -64,20 +64,24 @@ func (s *Source) Query(ctx context.Context, now time.Time, q operatorapi.Query) 
 		return operatorapi.Fleet{}, err
 	}
 	f := operatorapi.Fleet{Now: now.UTC(), Grace: operatorapi.Seconds(s.Grace / time.Second), Summary: summarize(all), Devices: []operatorapi.Device{}}
-	for _, d := range all {
-		if q.Match(d) {
-			f.Devices = append(f.Devices, d)
+	var match []*operatorapi.Device // sorted as pointers: a Device is large
+	for i := range all {
+		if q.Match(all[i]) {
+			match = append(match, &all[i])
 		}
 	}
-	sortDevices(f.Devices, q.Sort)
-	f.Total, f.Page, f.Per, f.Pages = len(f.Devices), max(q.Page, 1), q.Per, 1
+	sortDevices(match, q.Sort)
+	f.Total, f.Page, f.Per, f.Pages = len(match), max(q.Page, 1), q.Per, 1
 	if f.Per == 0 {
 		f.Per = f.Total
 	}
 	if f.Per > 0 {
 		f.Pages = max((f.Total+f.Per-1)/f.Per, 1)
 		lo := min((f.Page-1)*f.Per, f.Total)
-		f.Devices = f.Devices[lo:min(lo+f.Per, f.Total)]
+		match = match[lo:min(lo+f.Per, f.Total)]
+	}
+	for _, d := range match {
+		f.Devices = append(f.Devices, *d)
 	}
 	for i := range f.Devices {
 		if err := s.complete(ctx, &f.Devices[i], now); err != nil {
@@ -117,8 +121,8 @@ func (s *Source) states(ctx context.Context, now time.Time) ([]operatorapi.Devic
 
 // sortDevices sorts the table most urgent state first, or by name when
 // by is operatorapi.SortName; then by name and DID.
-func sortDevices(ds []operatorapi.Device, by string) {
-	slices.SortFunc(ds, func(a, b operatorapi.Device) int {
+func sortDevices(ds []*operatorapi.Device, by string) {
+	slices.SortFunc(ds, func(a, b *operatorapi.Device) int {
 		st := cmp.Compare(slices.Index(operatorapi.States, a.State), slices.Index(operatorapi.States, b.State))
 		if by == operatorapi.SortName {
 			return cmp.Or(cmp.Compare(a.Name, b.Name), st, cmp.Compare(a.DID, b.DID))
@@ -208,7 +212,7 @@ func (s *Source) device(ctx context.Context, id string, now time.Time) (operator
 	if err != nil {
 		return operatorapi.Device{}, err
 	}
-	name, tags := s.Verified.Card(st.Card)
+	name, tags := s.Verified.Card(st.Card, id)
 	if st.Successor != "" {
 		return operatorapi.Device{}, retiredError{name, st.Successor}
 	}
