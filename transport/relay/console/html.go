@@ -21,8 +21,8 @@ var templates embed.FS
 
 var pages = template.Must(template.New("").Funcs(template.FuncMap{
 	"short": shortDID,
-	"ts":    func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05Z") },
-	"tsm":   func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04Z") },
+	"ts":    func(t time.Time) template.HTML { return timeTag(t, "seconds", "2006-01-02 15:04:05") },
+	"tsm":   func(t time.Time) template.HTML { return timeTag(t, "datetime", "2006-01-02 15:04") },
 	"when":  func(t time.Time) template.HTML { return timeTag(t, "datetime", "2006-01-02 15:04") },
 	"clock": func(t time.Time) template.HTML { return timeTag(t, "time", "15:04") },
 	"late":  func(now time.Time, t *time.Time) string { return human(int64(now.Sub(*t) / time.Second)) },
@@ -50,7 +50,8 @@ func shortDID(s string) string {
 
 // timeTag is t as a <time> element: its text in UTC, which the page's
 // script (static/console.js) replaces with the browser's time zone in
-// format ("datetime" or "time"), and UTC in its title.
+// format ("seconds", "datetime" or "time"), and UTC in its title. Only
+// for text, not attributes.
 func timeTag(t time.Time, format, layout string) template.HTML {
 	t = t.UTC()
 	return template.HTML(`<time datetime="` + t.Format(time.RFC3339) + `" data-format="` + format + `" title="UTC ` +

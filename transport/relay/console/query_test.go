@@ -169,3 +169,26 @@ func TestHuman(t *testing.T) {
 		}
 	}
 }
+
+// TestFleetPageTimes: times are <time> elements in UTC (the text without
+// script, and the title); an overdue row says when it was expected and
+// how late; a halted row has its own class and word.
+func TestFleetPageTimes(t *testing.T) {
+	s := newSite(t, "")
+	putFleet(t, s.fixture, 1)
+	s.put(t, device{key: didtest.Key(t, 50), name: "stopped", mode: wake.Sleep, next: t0.Add(time.Hour), status: &wire.Status{Version: "1.0", Halted: true}})
+	a := s.do(t, "GET", "/fleet", nil, s.login(t))
+	for _, want := range []string{
+		`as of <time datetime="2026-01-15T12:00:00Z" data-format="datetime" title="UTC 2026-01-15 12:00:00">2026-01-15 12:00 UTC</time>`,
+		`<small class="why">expected <time datetime="2026-01-15T11:00:00Z" data-format="time" title="UTC 2026-01-15 11:00:00">11:00 UTC</time>, 60 min late</small>`,
+		`class="row-overdue"`, `class="row-halted"`, `<span class="state halted">halted</span>`, "overdue after a grace of 5 min",
+	} {
+		if !strings.Contains(a.body, want) {
+			t.Errorf("the page lacks %s", want)
+		}
+	}
+	a = s.do(t, "GET", "/fleet/device/"+s.dev.DID().String(), nil, s.login(t))
+	if !strings.Contains(a.body, `last state <time datetime="2026-01-15T11:00:00Z" data-format="seconds"`) {
+		t.Errorf("the device page's times are not <time> elements:\n%.2000s", a.body)
+	}
+}

@@ -13,7 +13,9 @@
       var d = new Date(ts[i].getAttribute("datetime"));
       if (isNaN(d.getTime())) { continue; }
       var hm = pad(d.getHours()) + ":" + pad(d.getMinutes());
-      ts[i].textContent = ts[i].getAttribute("data-format") === "time" ? hm :
+      var f = ts[i].getAttribute("data-format");
+      if (f === "seconds") { hm += ":" + pad(d.getSeconds()); }
+      ts[i].textContent = f === "time" ? hm :
         d.getFullYear() + "-" + pad(d.getMonth() + 1) + "-" + pad(d.getDate()) + " " + hm;
       ts[i].setAttribute("data-local", "1");
     }
