@@ -96,6 +96,10 @@ func TestFleetSearchInBrowser(t *testing.T) {
 	}
 	b.do(t, "a short page", chromedp.Navigate(w.relay.URL+"/fleet?per=5"), chromedp.WaitVisible(chromedp.CSS("time[data-local]")))
 	b.screenshot(t, "fleet-phone")
+	b.do(t, "a device on the phone", chromedp.Click(chromedp.CSS("table.fleet tbody tr a")), chromedp.WaitVisible(chromedp.CSS("button[data-copy]")))
+	if sw, iw := eval[int](t, b, `document.documentElement.scrollWidth`), eval[int](t, b, `window.innerWidth`); sw > iw {
+		t.Errorf("phone, device page: %d px wide in a %d px window", sw, iw)
+	}
 }
 
 // checkLocalTimes: the "as of" time is the browser's (Kathmandu's) and
