@@ -19,6 +19,11 @@ go test -tags integration -run '^$' -bench . -benchtime=1x ./test/interop/... ./
 if [ "${CHECK_BENCH_VM:-}" = 1 ]; then
   go test -tags integration -run '^$' -bench EmptyWakeVM -benchtime=1x -timeout 60m ./test/qemu/ | tee -a "$out"
 fi
+# The fleet console's 10,000-device benchmark (issue 27) must be among them.
+if ! grep -q '^BenchmarkFleet10k/page=fleet' "$out"; then
+  echo "bench-once: transport/relay/console BenchmarkFleet10k did not run" >&2
+  exit 1
+fi
 # A result line is the name, the iterations, then value-unit pairs.
 missing=$(awk '/^Benchmark[^ \t]*[ \t]+[0-9]+[ \t]/ && !/ cpu-ns\/op/ { print $1 }' "$out")
 if [ -n "$missing" ]; then

@@ -39,6 +39,14 @@ awk '/^BenchmarkEnqueueDurable\/senders=.*x-fsync/ {
   name = $1; sub(/^BenchmarkEnqueueDurable\//, "", name); sub(/-[0-9]+$/, "", name)
   for (i = 2; i < NF; i++) if ($(i + 1) == "x-fsync") printf "  %-32s %6.2fx\n", name, $i
 }' "$out"
+# Issue 27: the fleet console's server time with 10,000 devices in bbolt
+# (transport/relay/console BenchmarkFleet10k); the goal is <= 100 ms a page.
+echo "fleet console with 10,000 devices, server time and CPU per answer (goal <= 100 ms a page):"
+awk '/^BenchmarkFleet10k\// {
+  name = $1; sub(/^BenchmarkFleet10k\//, "", name); sub(/-[0-9]+$/, "", name)
+  for (i = 2; i < NF; i++) { if ($(i + 1) == "ms/op") ms = $i; if ($(i + 1) == "cpu-ns/op") cpu = $i / 1e6 }
+  printf "  %-16s %8.1f ms  %8.1f ms CPU\n", name, ms, cpu
+}' "$out"
 go test -tags integration -run '^$' -bench . -benchmem -benchtime "$bt" ./test/interop/... ./test/mqtt/...
 go test -tags integration -run '^$' -bench FleetEnqueue -benchtime "${FLEET_BENCHTIME:-2000x}" ./test/cluster/
 # The real torpor-agent's empty wake against a real torpor-relay: CPU time

@@ -32,6 +32,7 @@ const loginTTL = 2 * time.Minute
 // fleetFlags are the flags of fleet and fleet open.
 type fleetFlags struct {
 	relay, key, state string
+	q, version, tag   string
 	json, watch       bool
 	every             time.Duration
 	scale             float64
@@ -45,6 +46,9 @@ func (f *fleetFlags) register(fs *flag.FlagSet, open bool) {
 		return
 	}
 	fs.StringVar(&f.state, "state", "", "Show only devices in this state: "+strings.Join(operatorapi.States, ", ")+".")
+	fs.StringVar(&f.q, "q", "", "Show only devices whose name or DID contains this text, in any case.")
+	fs.StringVar(&f.version, "version", "", "Show only devices whose signed status names this build version.")
+	fs.StringVar(&f.tag, "tag", "", "Show only devices with this tag among their Agent Card's skills' tags.")
 	fs.BoolVar(&f.json, "json", false, "Print the relay's JSON (GET /fleet/api/devices) instead of the table.")
 	fs.BoolVar(&f.watch, "watch", false, "Refresh the table in place every --every until interrupted.")
 	fs.DurationVar(&f.every, "every", 5*time.Second, "The refresh interval of --watch.")
@@ -80,7 +84,8 @@ func runFleet(ctx context.Context, e *env, fs *flag.FlagSet, args []string) erro
 	if f.state != "" && !contains(operatorapi.States, f.state) {
 		return usageError{fmt.Sprintf("--state %q: want one of %s", f.state, strings.Join(operatorapi.States, ", "))}
 	}
-	c := &fleetClient{api: &operatorapi.Client{Origin: origin, Key: key, Clock: clk}, state: f.state}
+	c := &fleetClient{api: &operatorapi.Client{Origin: origin, Key: key, Clock: clk},
+		query: operatorapi.Query{Q: f.q, State: f.state, Version: f.version, Tag: f.tag}}
 	if !f.watch {
 		return c.once(ctx, e.stdout, f.json)
 	}
@@ -137,12 +142,12 @@ func (f *fleetFlags) identity(ctx context.Context) (*did.PrivateKey, string, clo
 // fleetClient reads the fleet from a relay's console API.
 type fleetClient struct {
 	api   *operatorapi.Client
-	state string
+	query operatorapi.Query
 }
 
 // once prints the fleet once; exit status 3 when any device is overdue.
 func (c *fleetClient) once(ctx context.Context, w io.Writer, asJSON bool) error {
-	f, raw, err := c.api.Fleet(ctx, c.state)
+	f, raw, err := c.api.FleetQuery(ctx, c.query)
 	if err != nil {
 		return err
 	}

@@ -205,3 +205,25 @@ func TestFleetOpenAfterFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestFleetFilters: --q, --version and --tag reach the relay, which
+// answers only the matching devices and the total, with the summary of
+// the whole fleet.
+func TestFleetFilters(t *testing.T) {
+	r, op, _ := fleetWorld(t)
+	code, out := ctl("fleet", "--relay", r.URL, "--key", op, "--json", "--q", "DEAD")
+	var f operatorapi.Fleet
+	if err := json.Unmarshal([]byte(out), &f); code != 3 || err != nil || len(f.Devices) != 1 || f.Devices[0].Name != "dead-battery" || f.Total != 1 || f.Summary.Devices != 2 {
+		t.Errorf("fleet --q DEAD: exit %d, %v\n%s", code, err, out)
+	}
+	for _, flag := range []string{"--version", "--tag"} {
+		code, out = ctl("fleet", "--relay", r.URL, "--key", op, "--json", flag, "9.9")
+		if err := json.Unmarshal([]byte(out), &f); err != nil || len(f.Devices) != 0 || f.Total != 0 || f.Summary.Devices != 2 {
+			t.Errorf("fleet %s 9.9: exit %d, %v\n%s", flag, code, err, out)
+		}
+	}
+	code, out = ctl("fleet", "--relay", r.URL, "--key", op, "--q", "long")
+	if strings.Contains(out, "dead-battery") || !strings.Contains(out, "a-very-long") {
+		t.Errorf("fleet --q long: exit %d\n%s", code, out)
+	}
+}

@@ -14,7 +14,9 @@ import (
 // *bolt.DB). It saves the decoding (CBOR) and its allocations: a relay
 // reads an agent's state on every request for it. It holds at most
 // maxCachedStates entries and maxCachedStateBytes bytes of records,
-// dropping arbitrary entries to make room.
+// dropping arbitrary entries to make room: enough for a fleet of 10,000
+// devices, every one of whose states the fleet console reads for each
+// page (transport/relay/console, BenchmarkFleet10k).
 type stateCache struct {
 	mu    sync.Mutex
 	m     map[string]cachedState
@@ -27,8 +29,8 @@ type cachedState struct {
 }
 
 const (
-	maxCachedStates     = 4096
-	maxCachedStateBytes = 8 << 20
+	maxCachedStates     = 16384
+	maxCachedStateBytes = 32 << 20
 )
 
 // get returns the state decoded from raw, if cached.

@@ -163,11 +163,11 @@ func TestFleetConsoleInBrowser(t *testing.T) {
 	}
 	b.waitState(t, pump.key.DID(), "asleep", 20*time.Second)
 	b.waitState(t, fence.key.DID(), "overdue", 30*time.Second) // 3 min + 1 min grace at 20x: 12 s
-	b.screenshot(t, "fleet-desktop")
+	b.screenshot(t, "fleet-live-desktop")
 	b.do(t, "device page", chromedp.Navigate(w.relay.URL+"/fleet/device/"+gate.key.DID().String()), chromedp.WaitVisible(chromedp.CSS("main h2")))
 	b.screenshot(t, "fleet-device")
 	b.do(t, "phone", chromedp.Emulate(device.IPhone13), chromedp.Navigate(w.relay.URL+"/fleet"), chromedp.WaitVisible(chromedp.CSS("table.fleet")))
-	b.screenshot(t, "fleet-phone")
+	b.screenshot(t, "fleet-live-phone")
 	b.do(t, "desktop again", chromedp.EmulateReset(), chromedp.EmulateViewport(1280, 900))
 	checkLoggedOut(t, w, b)
 	b.mu.Lock()

@@ -36,13 +36,20 @@ type Client struct {
 // state when it is not empty, and returns it with the JSON as the relay
 // sent it.
 func (c *Client) Fleet(ctx context.Context, state string) (Fleet, []byte, error) {
+	return c.FleetQuery(ctx, Query{State: state})
+}
+
+// FleetQuery fetches the fleet console's view of the devices q selects
+// (every one of them unless q names a page or its size) and returns it
+// with the JSON as the relay sent it.
+func (c *Client) FleetQuery(ctx context.Context, q Query) (Fleet, []byte, error) {
 	tok, err := bearer.IssuePurpose(c.Key, c.Origin, bearer.PurposeFleet, clock.Or(c.Clock).Now(), time.Minute)
 	if err != nil {
 		return Fleet{}, nil, err
 	}
 	u := c.Origin + "/fleet/api/devices"
-	if state != "" {
-		u += "?state=" + url.QueryEscape(state)
+	if v := q.Values(); len(v) > 0 {
+		u += "?" + v.Encode()
 	}
 	status, body, err := c.do(ctx, http.MethodGet, u, tok)
 	if err != nil {

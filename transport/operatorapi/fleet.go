@@ -24,6 +24,15 @@ type Fleet struct {
 	Grace   Seconds   `json:"overdueGraceSeconds"`
 	Summary Summary   `json:"summary"`
 	Devices []Device  `json:"devices"`
+
+	// Total counts the devices the query (Query) matched; Devices are
+	// page Page of Pages of them, Per a page. Summary counts the whole
+	// fleet. A relay older than these fields leaves them zero, and
+	// Devices are then every device of the state asked for.
+	Total int `json:"total"`
+	Page  int `json:"page"`
+	Pages int `json:"pages"`
+	Per   int `json:"per"`
 }
 
 // Summary is the line above the table.
@@ -80,6 +89,10 @@ type Device struct {
 	// KeyPackage pool) until an operator admits it (torporctl device
 	// admit, docs/operations.md).
 	AwaitingAdmission bool `json:"awaitingAdmission,omitempty"`
+
+	// Tags are the tags of the skills in the device's Agent Card, each
+	// once, sorted: what the fleet's tag filter (Query.Tag) matches.
+	Tags []string `json:"tags,omitempty"`
 }
 
 // Window is the next wake window.

@@ -40,7 +40,8 @@ func (s *Relay) newConsole(base *slog.Logger) error {
 		grace = DefaultOverdueGrace
 	}
 	s.view = &console.Source{States: s.cfg.Stores.States, Queue: s.cfg.Stores.Queue, Up: s.linkUp, Grace: grace,
-		Bounds: func(agent string, st agents.State) queuebounds.Bounds { return s.bounds(agent, st) }, Admitted: s.admitted}
+		Bounds: func(agent string, st agents.State) queuebounds.Bounds { return s.bounds(agent, st) }, Admitted: s.admitted,
+		Verified: console.NewVerified(0)}
 	if len(cc.Operators) == 0 {
 		return nil
 	}

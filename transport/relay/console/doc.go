@@ -20,6 +20,18 @@
 // relay's injected clock.
 //
 // A status or pulse is believed only when its signature by the device's
-// DID verifies (again, at every read: another relay sharing the store may
-// have written it).
+// DID verifies, at every read for bytes not judged before (another relay
+// sharing the store may have written them); Verified remembers the
+// verdicts on bytes already judged.
+//
+// # Search and pages
+//
+// /fleet and /fleet/api/devices take the parameters of operatorapi.Query
+// (q, state, version, tag, sort, page, per). Source.Query computes every
+// device's state, which the whole fleet's summary and the filters need,
+// and reads the rest of a row (KeyPackage pool, oldest queued record) only
+// for the page's devices. The page shows times as <time> elements in UTC,
+// which static/console.js rewrites in the browser's time zone.
+// BenchmarkFleet10k measures both with 10,000 devices
+// (docs/performance.md).
 package console

@@ -9,7 +9,6 @@ import (
 	"github.com/torpor-dev/torpor/transport/operatorapi"
 	"html/template"
 	"net/http"
-	"slices"
 	"strings"
 	"time"
 
@@ -22,8 +21,11 @@ var templates embed.FS
 
 var pages = template.Must(template.New("").Funcs(template.FuncMap{
 	"short": shortDID,
-	"ts":    func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05Z") },
-	"tsm":   func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04Z") },
+	"ts":    func(t time.Time) template.HTML { return timeTag(t, "seconds", "2006-01-02 15:04:05") },
+	"tsm":   func(t time.Time) template.HTML { return timeTag(t, "datetime", "2006-01-02 15:04") },
+	"when":  func(t time.Time) template.HTML { return timeTag(t, "datetime", "2006-01-02 15:04") },
+	"clock": func(t time.Time) template.HTML { return timeTag(t, "time", "15:04") },
+	"late":  func(now time.Time, t *time.Time) string { return human(int64(now.Sub(*t) / time.Second)) },
 	"dur":   func(s operatorapi.Seconds) string { return human(int64(s)) },
 	"ago":   func(s operatorapi.Seconds) string { return human(int64(s)) },
 	"rel": func(s operatorapi.Seconds) string {
@@ -48,19 +50,40 @@ func shortDID(s string) string {
 	return s[:len(pre)+4] + "…" + s[len(s)-6:]
 }
 
-// human is a duration in seconds the way a person reads it.
+// timeTag is t as a <time> element: its text in UTC, which the page's
+// script (static/console.js) replaces with the browser's time zone in
+// format ("seconds", "datetime" or "time"), and UTC in its title. Only
+// for text, not attributes.
+func timeTag(t time.Time, format, layout string) template.HTML {
+	t = t.UTC()
+	return template.HTML(`<time datetime="` + t.Format(time.RFC3339) + `" data-format="` + format + `" title="UTC ` +
+		t.Format("2006-01-02 15:04:05") + `">` + t.Format(layout) + ` UTC</time>`)
+}
+
+// human is a duration in seconds the way a person reads it: "45 s",
+// "5 min" (up to 90 minutes), "3 h 12 min", "2 d 4 h".
 func human(s int64) string {
+	m := (s + 30) / 60
 	switch {
 	case s < 0:
 		return "-" + human(-s)
 	case s < 90:
 		return fmt.Sprintf("%d s", s)
-	case s < 90*60:
-		return fmt.Sprintf("%d min", (s+30)/60)
-	case s < 48*3600:
-		return fmt.Sprintf("%.1f h", float64(s)/3600)
+	case m < 90:
+		return fmt.Sprintf("%d min", m)
+	case m < 48*60:
+		return unitPair(m/60, "h", m%60, "min")
 	}
-	return fmt.Sprintf("%.1f d", float64(s)/86400)
+	h := (s + 1800) / 3600
+	return unitPair(h/24, "d", h%24, "h")
+}
+
+// unitPair is "3 h 12 min", or "3 h" when the second figure is zero.
+func unitPair(a int64, ua string, b int64, ub string) string {
+	if b == 0 {
+		return fmt.Sprintf("%d %s", a, ua)
+	}
+	return fmt.Sprintf("%d %s %d %s", a, ua, b, ub)
 }
 
 func byteSize(n int64) string {
@@ -81,6 +104,17 @@ type view struct {
 	States                       []string
 	State, Sort                  string
 	RefreshMs                    int64
+	// Query is what the fleet page shows; Rows, Prev and Next are the
+	// URLs of its rows and of the pages before and after it ("" if none).
+	Query            operatorapi.Query
+	Rows, Prev, Next string
+	Pills            []pill
+}
+
+// pill is a link of the state filter.
+type pill struct {
+	Name, URL string
+	On        bool
 }
 
 func (c *Console) render(w http.ResponseWriter, status int, name string, v view) {
@@ -125,20 +159,45 @@ func (c *Console) loginPage(w http.ResponseWriter, status int, why error) {
 	c.render(w, status, "login.html", v)
 }
 
-// table returns the view of the fleet page and its rows.
+// table returns the view of the fleet page and its rows, or answers a
+// query it refuses with 400.
 func (c *Console) table(w http.ResponseWriter, r *http.Request, op string) (view, bool) {
-	f, state, err := c.fleet(r)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
+	f, q, err := c.fleet(r, operatorapi.DefaultPer)
+	var bad badQuery
+	switch {
+	case errors.As(err, &bad):
+		http.Error(w, "Bad query: "+err.Error()+".", http.StatusBadRequest)
+		return view{}, false
+	case err != nil:
+		c.internal(w, err)
 		return view{}, false
 	}
-	sort := r.URL.Query().Get("sort")
-	if sort == "name" {
-		slices.SortStableFunc(f.Devices, func(a, b operatorapi.Device) int { return cmp.Compare(a.Name, b.Name) })
-	} else {
-		sort = ""
+	v := view{Title: "Devices", Operator: op, Fleet: f, States: operatorapi.States, State: q.State, Sort: q.Sort, Query: q,
+		RefreshMs: c.cfg.Refresh.Milliseconds(), Rows: "/fleet/rows?" + pageQuery(q, f.Page)}
+	if f.Page > 1 {
+		v.Prev = "/fleet?" + pageQuery(q, min(f.Page-1, f.Pages))
 	}
-	return view{Title: "Devices", Operator: op, Fleet: f, States: operatorapi.States, State: state, Sort: sort, RefreshMs: c.cfg.Refresh.Milliseconds()}, true
+	if f.Page < f.Pages {
+		v.Next = "/fleet?" + pageQuery(q, f.Page+1)
+	}
+	for _, st := range append([]string{""}, operatorapi.States...) {
+		p := q
+		p.State = st
+		v.Pills = append(v.Pills, pill{Name: cmp.Or(st, "all"), URL: "/fleet?" + pageQuery(p, 1), On: st == q.State})
+	}
+	return v, true
+}
+
+// pageQuery is q's query string for page, leaving out the default size.
+func pageQuery(q operatorapi.Query, page int) string {
+	q.Page = page
+	if q.Per == operatorapi.DefaultPer {
+		q.Per = 0
+	}
+	if page == 1 {
+		q.Page = 0
+	}
+	return q.Values().Encode()
 }
 
 func (c *Console) serveFleet(w http.ResponseWriter, r *http.Request, op string) {

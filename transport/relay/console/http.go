@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"slices"
 	"time"
 
 	"github.com/torpor-dev/torpor/clock"
@@ -56,6 +55,9 @@ func New(cfg Config) (*Console, error) {
 	}
 	if cfg.Refresh == 0 {
 		cfg.Refresh = 5 * time.Second
+	}
+	if cfg.Verified == nil {
+		cfg.Verified = NewVerified(0)
 	}
 	c := &Console{cfg: cfg, origin: origin, clk: clock.Or(cfg.Clock), log: cfg.Logger}
 	if c.log == nil {
@@ -177,20 +179,36 @@ func (c *Console) serveStatic(w http.ResponseWriter, r *http.Request) {
 	w.Write(b)
 }
 
-// fleet builds the view filtered by the request's state parameter.
-func (c *Console) fleet(r *http.Request) (operatorapi.Fleet, string, error) {
-	state := r.URL.Query().Get("state")
-	if state != "" && !slices.Contains(operatorapi.States, state) {
-		return operatorapi.Fleet{}, state, errors.New("unknown state " + state)
+// badQuery is a query parameter the console refuses (400).
+type badQuery struct{ error }
+
+// fleet builds the view the request's query parameters select
+// (operatorapi.ParseQuery); paged is the page's size when they name
+// none (zero: every device).
+func (c *Console) fleet(r *http.Request, paged int) (operatorapi.Fleet, operatorapi.Query, error) {
+	q, err := operatorapi.ParseQuery(r.URL.Query())
+	if err != nil {
+		return operatorapi.Fleet{}, q, badQuery{err}
 	}
-	f, err := c.cfg.Build(r.Context(), c.clk.Now())
-	return f.Filter(state), state, err
+	if q.Per == 0 {
+		q.Per = paged
+	}
+	f, err := c.cfg.Query(r.Context(), c.clk.Now(), q)
+	return f, q, err
 }
 
+// serveAPIDevices answers the devices the query selects: every one of
+// them unless it names a page or its size, as for clients older than
+// paging (torporctl fleet).
 func (c *Console) serveAPIDevices(w http.ResponseWriter, r *http.Request) {
-	f, _, err := c.fleet(r)
-	if err != nil {
+	f, _, err := c.fleet(r, 0)
+	var bad badQuery
+	switch {
+	case errors.As(err, &bad):
 		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "bad_request", "message": err.Error()})
+		return
+	case err != nil:
+		c.internal(w, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, f)

@@ -8,14 +8,13 @@ import (
 	"slices"
 	"time"
 
-	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/store/agents"
 	"github.com/torpor-dev/torpor/transport/link/wire"
 	"github.com/torpor-dev/torpor/wake"
 )
 
-// queueOf fills d.Queue: counts and bytes, the oldest record's age and
-// the share of the bounds in force.
+// queueOf fills d.Queue: counts and bytes and the share of the bounds in
+// force (complete adds the oldest record's age).
 func (s *Source) queueOf(ctx context.Context, d *operatorapi.Device, st agents.State, now time.Time) error {
 	qs, err := s.Queue.Stats(ctx, d.DID, now)
 	if err != nil {
@@ -23,15 +22,6 @@ func (s *Source) queueOf(ctx context.Context, d *operatorapi.Device, st agents.S
 	}
 	b := s.Bounds(d.DID, st)
 	q := operatorapi.Queue{Messages: qs.Messages, Bytes: qs.Bytes, MaxMessages: b.MaxMessages, MaxBytes: b.MaxBytes}
-	if qs.Messages > 0 {
-		first, err := s.Queue.Next(ctx, d.DID, 0, 1, now)
-		if err != nil {
-			return err
-		}
-		if len(first) > 0 {
-			q.OldestAge = operatorapi.Seconds(now.Sub(first[0].EnqueuedAt) / time.Second)
-		}
-	}
 	if b.MaxMessages > 0 && b.MaxBytes > 0 {
 		q.Share = max(float64(qs.Messages)/float64(b.MaxMessages), float64(qs.Bytes)/float64(b.MaxBytes))
 	}
@@ -46,12 +36,8 @@ func (s *Source) detail(ctx context.Context, id string, now time.Time) (*operato
 	if err != nil {
 		return nil, err
 	}
-	agent, err := did.Parse(id)
-	if err != nil {
-		return nil, err
-	}
 	dt := &operatorapi.Detail{Wakes: []operatorapi.Wake{}, Senders: []operatorapi.Sender{}, Held: nil, Window: describeWindow(st.Window), Schedule: string(st.Mode)}
-	if ws, err := parseStatus(st.Status, agent); st.Status != nil && err == nil {
+	if ws, err := s.Verified.Status(st.Status, id); st.Status != nil && err == nil {
 		for _, w := range []*operatorapi.Wake{wakeOf(ws.Wake), wakeOf(ws.LastWake)} {
 			if w != nil {
 				dt.Wakes = append(dt.Wakes, *w)

@@ -10,7 +10,6 @@ import (
 
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/governed"
-	"github.com/torpor-dev/torpor/pulse"
 	"github.com/torpor-dev/torpor/store/agents"
 	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/transport/a2a"
@@ -44,15 +43,62 @@ type Source struct {
 	// Admitted reports whether agent is off probation; nil means every
 	// agent is.
 	Admitted func(ctx context.Context, agent string) bool
+	// Verified remembers the verdicts on signed statuses and pulses; nil
+	// means verifying each at every read (New gives the console one).
+	Verified *Verified
 }
 
 // Build returns the view of every device at now.
 func (s *Source) Build(ctx context.Context, now time.Time) (operatorapi.Fleet, error) {
-	ids, err := s.States.Agents(ctx)
+	return s.Query(ctx, now, operatorapi.Query{})
+}
+
+// Query returns the view at now of the devices q selects, page q.Page of
+// them (all of them when q.Per is zero), with the summary of the whole
+// fleet. Every device's state is computed, which the summary and the
+// filter need; only the page's rows read their KeyPackage pool and their
+// queue's oldest record.
+func (s *Source) Query(ctx context.Context, now time.Time, q operatorapi.Query) (operatorapi.Fleet, error) {
+	all, err := s.states(ctx, now)
 	if err != nil {
 		return operatorapi.Fleet{}, err
 	}
-	f := operatorapi.Fleet{Now: now.UTC(), Grace: operatorapi.Seconds(s.Grace / time.Second), Devices: make([]operatorapi.Device, 0, len(ids))}
+	f := operatorapi.Fleet{Now: now.UTC(), Grace: operatorapi.Seconds(s.Grace / time.Second), Summary: summarize(all), Devices: []operatorapi.Device{}}
+	var match []*operatorapi.Device // sorted as pointers: a Device is large
+	for i := range all {
+		if q.Match(all[i]) {
+			match = append(match, &all[i])
+		}
+	}
+	sortDevices(match, q.Sort)
+	f.Total, f.Page, f.Per, f.Pages = len(match), max(q.Page, 1), q.Per, 1
+	if f.Per == 0 {
+		f.Per = f.Total
+	}
+	if f.Per > 0 {
+		f.Pages = max((f.Total+f.Per-1)/f.Per, 1)
+		lo := min((f.Page-1)*f.Per, f.Total)
+		match = match[lo:min(lo+f.Per, f.Total)]
+	}
+	for _, d := range match {
+		f.Devices = append(f.Devices, *d)
+	}
+	for i := range f.Devices {
+		if err := s.complete(ctx, &f.Devices[i], now); err != nil {
+			return operatorapi.Fleet{}, err
+		}
+	}
+	return f, nil
+}
+
+// states returns every device with its state, unsorted and without what
+// only a row shows (complete).
+func (s *Source) states(ctx context.Context, now time.Time) ([]operatorapi.Device, error) {
+	ids, err := s.States.Agents(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ds := make([]operatorapi.Device, 0, len(ids))
 	names := map[string]string{} // successor DID -> its retired predecessor's name
 	for _, id := range ids {
 		d, err := s.device(ctx, id, now)
@@ -64,23 +110,31 @@ func (s *Source) Build(ctx context.Context, now time.Time) (operatorapi.Fleet, e
 		case errors.Is(err, agents.ErrUnknownAgent):
 			continue
 		case err != nil:
-			return operatorapi.Fleet{}, err
+			return nil, err
 		}
-		f.Devices = append(f.Devices, d)
+		ds = append(ds, d)
 	}
-	inheritNames(f.Devices, names)
-	flagDuplicates(f.Devices)
-	slices.SortFunc(f.Devices, func(a, b operatorapi.Device) int {
-		return cmp.Or(cmp.Compare(slices.Index(operatorapi.States, a.State), slices.Index(operatorapi.States, b.State)), cmp.Compare(a.Name, b.Name), cmp.Compare(a.DID, b.DID))
+	inheritNames(ds, names)
+	flagDuplicates(ds)
+	return ds, nil
+}
+
+// sortDevices sorts the table most urgent state first, or by name when
+// by is operatorapi.SortName; then by name and DID.
+func sortDevices(ds []*operatorapi.Device, by string) {
+	slices.SortFunc(ds, func(a, b *operatorapi.Device) int {
+		st := cmp.Compare(slices.Index(operatorapi.States, a.State), slices.Index(operatorapi.States, b.State))
+		if by == operatorapi.SortName {
+			return cmp.Or(cmp.Compare(a.Name, b.Name), st, cmp.Compare(a.DID, b.DID))
+		}
+		return cmp.Or(st, cmp.Compare(a.Name, b.Name), cmp.Compare(a.DID, b.DID))
 	})
-	f.Summary = summarize(f.Devices)
-	return f, nil
 }
 
 // One returns the view of one device with its Detail, or
 // agents.ErrUnknownAgent.
 func (s *Source) One(ctx context.Context, id string, now time.Time) (operatorapi.Device, error) {
-	f, err := s.Build(ctx, now) // for the duplicate names
+	f, err := s.Query(ctx, now, operatorapi.Query{Q: id}) // the whole fleet's duplicate names
 	if err != nil {
 		return operatorapi.Device{}, err
 	}
@@ -150,39 +204,48 @@ func summarize(ds []operatorapi.Device) operatorapi.Summary {
 	return s
 }
 
-// device builds id's row.
+// device computes id's state and what the filter matches: its status,
+// pulse, link, queue counts and schedule. complete adds the rest of its
+// row.
 func (s *Source) device(ctx context.Context, id string, now time.Time) (operatorapi.Device, error) {
 	st, err := s.States.Get(ctx, id)
 	if err != nil {
 		return operatorapi.Device{}, err
 	}
+	name, tags := s.Verified.Card(st.Card, id)
 	if st.Successor != "" {
-		return operatorapi.Device{}, retiredError{cardName(st.Card), st.Successor}
+		return operatorapi.Device{}, retiredError{name, st.Successor}
 	}
-	d := operatorapi.Device{DID: id, Name: cardName(st.Card), Mode: string(st.Mode), UpdatedAt: st.UpdatedAt.UTC(), Linked: s.Up(ctx, id),
+	d := operatorapi.Device{DID: id, Name: name, Tags: tags, Mode: string(st.Mode), UpdatedAt: st.UpdatedAt.UTC(), Linked: s.Up(ctx, id),
 		AwaitingAdmission: s.Admitted != nil && !s.Admitted(ctx, id)}
-	agent, err := did.Parse(id)
-	if err != nil {
-		return operatorapi.Device{}, err
-	}
-	s.fromStatus(&d, st, agent)
-	d.Pulse = pulseOf(st.Pulse, agent, now)
-	if d.Pulse != nil && d.Pulse.Verified {
-		if p, _ := pulse.Parse(st.Pulse); p.Halted {
-			d.Halted = true
-		}
-	}
+	s.fromStatus(&d, st)
+	var halted bool
+	d.Pulse, halted = s.pulseOf(st.Pulse, id, now)
+	d.Halted = d.Halted || halted
 	if err := s.queueOf(ctx, &d, st, now); err != nil {
 		return operatorapi.Device{}, err
 	}
-	pool, lr, err := s.States.KeyPackages(ctx, id)
-	if err != nil {
-		return operatorapi.Device{}, err
-	}
-	d.KeyPackages = operatorapi.KeyPackages{Left: len(pool), LastResort: lr != nil, LastResortInUse: len(pool) == 0 && lr != nil}
 	d.NextWindow, d.Expected = schedule(st, d.Pulse, now)
 	d.State = s.state(d, now)
 	return d, nil
+}
+
+// complete adds to d what only its row shows: its KeyPackage pool and its
+// queue's oldest record.
+func (s *Source) complete(ctx context.Context, d *operatorapi.Device, now time.Time) error {
+	pool, lr, err := s.States.KeyPackages(ctx, d.DID)
+	if err != nil {
+		return err
+	}
+	d.KeyPackages = operatorapi.KeyPackages{Left: len(pool), LastResort: lr != nil, LastResortInUse: len(pool) == 0 && lr != nil}
+	if d.Queue.Messages == 0 {
+		return nil
+	}
+	first, err := s.Queue.Next(ctx, d.DID, 0, 1, now)
+	if err == nil && len(first) > 0 {
+		d.Queue.OldestAge = operatorapi.Seconds(now.Sub(first[0].EnqueuedAt) / time.Second)
+	}
+	return err
 }
 
 // state decides the device's state: overdue when the wake or pulse its
@@ -237,34 +300,47 @@ func schedule(st agents.State, p *operatorapi.Pulse, now time.Time) (*operatorap
 func CardName(card []byte) string { return cardName(card) }
 
 func cardName(card []byte) string {
-	c, err := a2a.ParseCard(card)
-	if err != nil || c.Name == "" {
-		return "(no card)"
-	}
-	return c.Name
+	name, _ := cardInfo(card)
+	return name
 }
 
-// pulseOf parses and verifies the pulse the relay keeps.
-func pulseOf(doc []byte, agent did.DID, now time.Time) *operatorapi.Pulse {
-	if doc == nil {
-		return nil
-	}
-	p, err := pulse.Parse(doc)
-	if err == nil && p.Agent != agent {
-		err = errors.New("signed by another DID")
-	}
+// cardInfo is the name an Agent Card gives, or "(no card)", and the tags
+// of its skills, each once, sorted.
+func cardInfo(card []byte) (string, []string) {
+	c, err := a2a.ParseCard(card)
 	if err != nil {
-		return &operatorapi.Pulse{Error: err.Error()}
+		return "(no card)", nil
 	}
-	return &operatorapi.Pulse{Seq: p.Seq, At: p.At.UTC(), Age: operatorapi.Seconds(now.Sub(p.At) / time.Second), Verified: true}
+	var tags []string
+	for _, sk := range c.Skills {
+		tags = append(tags, sk.Tags...)
+	}
+	slices.Sort(tags)
+	if c.Name == "" {
+		return "(no card)", slices.Compact(tags)
+	}
+	return c.Name, slices.Compact(tags)
+}
+
+// pulseOf parses and verifies the pulse the relay keeps, and reports
+// whether a verified pulse says the device is halted.
+func (s *Source) pulseOf(doc []byte, agent string, now time.Time) (*operatorapi.Pulse, bool) {
+	if doc == nil {
+		return nil, false
+	}
+	p, err := s.Verified.Pulse(doc, agent)
+	if err != nil {
+		return &operatorapi.Pulse{Error: err.Error()}, false
+	}
+	return &operatorapi.Pulse{Seq: p.Seq, At: p.At.UTC(), Age: operatorapi.Seconds(now.Sub(p.At) / time.Second), Verified: true}, p.Halted
 }
 
 // fromStatus fills what the device's signed status says.
-func (s *Source) fromStatus(d *operatorapi.Device, st agents.State, agent did.DID) {
+func (s *Source) fromStatus(d *operatorapi.Device, st agents.State) {
 	if st.Status == nil {
 		return
 	}
-	ws, err := parseStatus(st.Status, agent)
+	ws, err := s.Verified.Status(st.Status, d.DID)
 	if err != nil {
 		d.StatusError = err.Error()
 		return
@@ -278,10 +354,6 @@ func (s *Source) fromStatus(d *operatorapi.Device, st agents.State, agent did.DI
 		d.LastAwakeMs = ws.LastWake.AwakeMs
 	}
 }
-
-// parseStatus verifies a signed status again (it may come from a store
-// another relay wrote) and returns its payload.
-func parseStatus(b []byte, agent did.DID) (wire.Status, error) { return VerifyStatus(b, agent) }
 
 // VerifyStatus checks a device's signed status (link wire.State.Status):
 // a Governed Object issued by agent and signed with its key (draft
