@@ -12,28 +12,32 @@ import (
 // TestReadDeadlines: a server that sends nothing ends a Read after
 // IdleTimeout; one that starts a frame and trickles the rest ends it after
 // FrameTimeout; pings keep a quiet connection alive. The timeouts are real
-// time (the server is a real peer), short here.
+// time (the server is a real peer), short here. The pinged case keeps 4/5
+// of its idle timeout as margin per ping: on a loaded machine a 150 ms
+// sleep came back late enough to end the read (CI, 2026-12-05).
 func TestReadDeadlines(t *testing.T) {
 	const idle, frame = 300 * time.Millisecond, 300 * time.Millisecond
+	const pingedIdle = time.Second
 	tests := []struct {
 		name   string
+		idle   time.Duration
 		script func(c net.Conn)
 		want   string // "" is a message read
 	}{
-		{"silent", func(c net.Conn) { time.Sleep(5 * idle) }, "idle timeout"},
-		{"trickled frame", func(c net.Conn) {
+		{"silent", idle, func(c net.Conn) { time.Sleep(5 * idle) }, "idle timeout"},
+		{"trickled frame", idle, func(c net.Conn) {
 			for _, b := range serverFrame(true, OpBinary, []byte("slowly")) {
 				c.Write([]byte{b})
 				time.Sleep(frame / 3)
 			}
 		}, "timeout"},
-		{"pinged", func(c net.Conn) {
-			for range 4 {
-				time.Sleep(idle / 2)
+		{"pinged", pingedIdle, func(c net.Conn) {
+			for range 8 { // 1.6 s of pings: more than the idle timeout
+				time.Sleep(pingedIdle / 5)
 				c.Write(serverFrame(true, OpPing, nil))
 			}
 			c.Write(serverFrame(true, OpBinary, []byte("late")))
-			time.Sleep(idle)
+			time.Sleep(pingedIdle)
 		}, ""},
 	}
 	for _, tt := range tests {
@@ -48,7 +52,7 @@ func TestReadDeadlines(t *testing.T) {
 				}()
 				tt.script(c)
 			})
-			c, err := Dial(context.Background(), url, &Options{IdleTimeout: idle, FrameTimeout: frame, MinReadRate: 1 << 20})
+			c, err := Dial(context.Background(), url, &Options{IdleTimeout: tt.idle, FrameTimeout: frame, MinReadRate: 1 << 20})
 			if err != nil {
 				t.Fatal(err)
 			}
