@@ -177,13 +177,18 @@ func (r *WakeReport) phaseTotals() []any {
 // logDiagnostics logs each rejection or deferral of a batch, as msg, when
 // the batch is done; a consequential action the gate held for the owner is
 // not one (its record was accepted), and has a line of its own naming the
-// ledger key the owner confirms; an accepted object whose hand-off failed
+// ledger key the owner confirms, as has one the gate let run unsupervised
+// ("action ran", with what allowed it); an accepted object whose hand-off failed
 // is a warning of its own ("hand-off failed"). attrs are added to each
 // line.
 func logDiagnostics(l *slog.Logger, ds []drain.Diagnostic, msg string, attrs ...any) {
 	for _, d := range ds {
 		if reason, ok := strings.CutPrefix(d.Cause, "held:"); ok {
 			l.Info("action held", append([]any{"seq", d.Seq, "reason", reason, "key", d.Detail}, attrs...)...)
+			continue
+		}
+		if reason, ok := strings.CutPrefix(d.Cause, "ran:"); ok { // "policy" or "envelope": what let it run unsupervised
+			l.Info("action ran", append([]any{"seq", d.Seq, "reason", reason, "key", d.Detail}, attrs...)...)
 			continue
 		}
 		m := msg

@@ -350,6 +350,7 @@ func (p *proc) action(o *governed.Object, dl deliver.Delivery, expires time.Time
 		}
 		p.b.pending = append(p.b.pending, pd)
 		rep.Ran++
+		rep.diag(p.seq, "ran:"+dec.Reason, a.LedgerKey())
 	}
 	return nil
 }
