@@ -52,6 +52,10 @@ func (w *world) served() (a2a.Liveness, []byte) {
 	if p, ok, err := c.Policy(); err != nil || !ok || p.Plaintext != w.cfg.AllowPlaintext {
 		w.t.Errorf("served card's policy: %+v %v %v, want plaintext %v", p, ok, err, w.cfg.AllowPlaintext)
 	}
+	// The Autonomy Envelope the device verifies (docs/envelope.md).
+	if p, ok, err := c.Envelope(); err != nil || !ok || p.MaxChain != a2a.MaxPassports {
+		w.t.Errorf("served card's envelope extension: %+v %v %v", p, ok, err)
+	}
 	return lv, doc
 }
 

@@ -678,6 +678,8 @@ func (a *Agent) card(an announcement, ceiling queuebounds.Bounds) ([]byte, error
 		Bounds:      &bounds,
 		Policy:      &a2a.Policy{Plaintext: a.cfg.AllowPlaintext},
 		Liveness:    an.liveness(),
+		// The device verifies presented passports (docs/envelope.md).
+		Envelope: a2a.DefaultEnvelopeParams(),
 	})
 	if err != nil {
 		return nil, err

@@ -17,12 +17,13 @@ import (
 	"github.com/torpor-dev/torpor/governed"
 	"github.com/torpor-dev/torpor/internal/origin"
 	"github.com/torpor-dev/torpor/session/sender"
+	"github.com/torpor-dev/torpor/transport/a2a"
 )
 
 func init() {
 	register(&subcommand{
 		name:  "send",
-		args:  "AGENT_DID [MESSAGE]",
+		args:  "AGENT_DID [MESSAGE] [--passport FILE]... [--pulse FILE]",
 		short: "Send a signed message to an agent through its relay (MLS-encrypted unless --plaintext); says whether it was delivered or queued.",
 		run:   runSend,
 	})
@@ -36,6 +37,8 @@ type sendArgs struct {
 	plaintext, json       bool
 	timeScale             float64
 	clk                   clock.Clock // the relay's clock when timeScale > 1, else clock.Real
+	present               presentArgs
+	envelope              *a2a.EnvelopeMetadata // what present presents, checked
 }
 
 // register adds send's flags to fs.
@@ -50,6 +53,7 @@ func (a *sendArgs) register(fs *flag.FlagSet) {
 	fs.DurationVar(&a.wait, "wait", 0, "When the relay refuses without queueing (asleep and not storing, queue full), wait until its Retry-After (or back off) and try again, for up to this long. A queued message is never sent twice.")
 	fs.BoolVar(&a.plaintext, "plaintext", false, "Send the Governed Object unencrypted (the agent must allow plaintext) instead of in an MLS pair session.")
 	fs.BoolVar(&a.json, "json", false, "Print JSON.")
+	a.present.register(fs)
 	a.timeScale = 1
 	fs.Func("time-scale", "The relay's --time-scale: date the token and the object on the relay's compressed clock (read from its /healthz), for a demonstration relay.", func(s string) (err error) {
 		a.timeScale, err = clock.ParseScale(s)
@@ -81,6 +85,9 @@ func runSend(ctx context.Context, e *env, fs *flag.FlagSet, args []string) error
 		return err
 	}
 	if a.clk, err = relayClock(ctx, strings.TrimRight(a.relay, "/"), a.timeScale); err != nil {
+		return err
+	}
+	if a.envelope, err = a.present.envelope(key, agent, a.clk); err != nil {
 		return err
 	}
 	obj, err := a.object(key, fs.Arg(1))
@@ -129,7 +136,7 @@ func (a *sendArgs) object(key *did.PrivateKey, text string) (*governed.Object, e
 func (a *sendArgs) attempter(key *did.PrivateKey, agent did.DID) (func(context.Context, *governed.Object) (sender.Answer, error), func(), error) {
 	relay := strings.TrimRight(a.relay, "/")
 	if a.plaintext {
-		p := &sender.Plaintext{Relay: relay, Key: key, Clock: a.clk}
+		p := &sender.Plaintext{Relay: relay, Key: key, Clock: a.clk, Envelope: a.envelope}
 		return func(ctx context.Context, obj *governed.Object) (sender.Answer, error) {
 			return p.Attempt(ctx, agent, obj)
 		}, func() {}, nil
@@ -143,6 +150,7 @@ func (a *sendArgs) attempter(key *did.PrivateKey, agent did.DID) (func(context.C
 		return nil, nil, fmt.Errorf("MLS sessions in %s: %w", path, err)
 	}
 	peer := sender.RelayPeer(relay, agent)
+	peer.Envelope = a.envelope
 	return func(ctx context.Context, obj *governed.Object) (sender.Answer, error) {
 		return c.Attempt(ctx, peer, obj)
 	}, func() { c.Close() }, nil

@@ -3,7 +3,6 @@ package sender
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -62,12 +61,16 @@ type Plaintext struct {
 	// Clock dates the bearer tokens (the relay's clock, when it runs
 	// scaled); nil means clock.Real.
 	Clock clock.Clock
+	// Envelope, when set, is presented on every message (as
+	// Peer.Envelope is): its chain names one receiving agent, so a
+	// Plaintext that presents one sends to that agent only.
+	Envelope *a2a.EnvelopeMetadata
 }
 
 // Attempt posts obj to agent once through the relay and returns its
 // answer; an error means there was none.
 func (p *Plaintext) Attempt(ctx context.Context, agent did.DID, obj *governed.Object) (Answer, error) {
-	body, err := plaintextRequest(obj)
+	body, err := plaintextRequest(obj, p.Envelope)
 	if err != nil {
 		return Answer{}, err
 	}
@@ -101,8 +104,8 @@ func (p *Plaintext) Attempt(ctx context.Context, agent did.DID, obj *governed.Ob
 }
 
 // plaintextRequest is the JSON-RPC SendMessage carrying obj in a
-// data-object part.
-func plaintextRequest(obj *governed.Object) ([]byte, error) {
+// data-object part, presenting em when it is not nil.
+func plaintextRequest(obj *governed.Object, em *a2a.EnvelopeMetadata) ([]byte, error) {
 	j, err := obj.MarshalJSON()
 	if err != nil {
 		return nil, err
@@ -111,13 +114,5 @@ func plaintextRequest(obj *governed.Object) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	id, err := messageID()
-	if err != nil {
-		return nil, err
-	}
-	req, err := a2a.NewSendMessage(json.RawMessage(`1`), a2a.Version10, a2a.NewUserMessage(id, "", part))
-	if err != nil {
-		return nil, err
-	}
-	return json.Marshal(req)
+	return sendMessage("", em, part)
 }

@@ -59,6 +59,12 @@ import (
 type Peer struct {
 	DID did.DID
 	URL string
+	// Envelope, when set, is presented on every object sent to the peer
+	// (not on the handshake): the message activates the Autonomy Envelope
+	// extension and carries the passport chain in its metadata
+	// (a2a.PresentEnvelope, docs/envelope.md). The chain's aud is the
+	// peer, so it belongs to the peer and not to the Client.
+	Envelope *a2a.EnvelopeMetadata
 }
 
 // RelayPeer returns the peer agent id as a Torpor relay at relayURL serves
@@ -189,7 +195,7 @@ func (c *Client) Establish(ctx context.Context, p Peer) ([]byte, error) {
 	}
 	part, err := pair.Handshake.Part()
 	if err == nil {
-		_, err = c.post(ctx, p, part)
+		_, err = c.post(ctx, p, nil, part)
 	}
 	if err != nil {
 		if derr := c.DB.Update(func(tx *bolt.Tx) error { return c.Sessions.Drop(tx, pair.Group) }); derr != nil {
@@ -241,7 +247,7 @@ func (c *Client) Send(ctx context.Context, p Peer, obj json.RawMessage) (*Delive
 	if err != nil {
 		return nil, err
 	}
-	return c.post(ctx, p, part)
+	return c.post(ctx, p, p.Envelope, part)
 }
 
 // current returns the current pair session with peer.
@@ -254,18 +260,10 @@ func (c *Client) current(peer did.DID) ([]byte, error) {
 	return g, err
 }
 
-// post sends one A2A v1.0 message with parts to p's JSON-RPC endpoint.
-func (c *Client) post(ctx context.Context, p Peer, parts ...a2a.Part) (*Delivery, error) {
-	id, err := messageID()
-	if err != nil {
-		return nil, err
-	}
-	m := a2a.NewUserMessage(id, "mls:"+c.Key.DID().String(), parts...)
-	rpc, err := a2a.NewSendMessage(json.RawMessage(`1`), a2a.Version10, m)
-	if err != nil {
-		return nil, err
-	}
-	body, err := json.Marshal(rpc)
+// post sends one A2A v1.0 message with parts to p's JSON-RPC endpoint,
+// presenting em when it is not nil.
+func (c *Client) post(ctx context.Context, p Peer, em *a2a.EnvelopeMetadata, parts ...a2a.Part) (*Delivery, error) {
+	body, err := sendMessage("mls:"+c.Key.DID().String(), em, parts...)
 	if err != nil {
 		return nil, err
 	}
@@ -341,6 +339,26 @@ func asleepQueued(body []byte) bool {
 		} `json:"data"`
 	}
 	return json.Unmarshal(a.Error, &rpc) == nil && rpc.Data.Error == "agent_asleep" && rpc.Data.Queued
+}
+
+// sendMessage is the JSON-RPC SendMessage (A2A v1.0) of a user message
+// with parts in context contextID, presenting em when it is not nil.
+func sendMessage(contextID string, em *a2a.EnvelopeMetadata, parts ...a2a.Part) ([]byte, error) {
+	id, err := messageID()
+	if err != nil {
+		return nil, err
+	}
+	m := a2a.NewUserMessage(id, contextID, parts...)
+	if em != nil {
+		if err := a2a.PresentEnvelope(&m, *em); err != nil {
+			return nil, err
+		}
+	}
+	rpc, err := a2a.NewSendMessage(json.RawMessage(`1`), a2a.Version10, m)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(rpc)
 }
 
 // messageID returns a random UUID (version 4) for an A2A messageId.

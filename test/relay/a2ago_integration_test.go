@@ -8,6 +8,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -129,6 +130,11 @@ func checkGoCard(t *testing.T, card *a2a.AgentCard, base string) {
 	}
 	if len(card.Security) != 1 || card.Security[0][torpora2a.SecuritySchemeDIDBearer] == nil {
 		t.Errorf("card security %v; want DID Bearer required", card.Security)
+	}
+	// The Autonomy Envelope entry (docs/envelope.md) reads as any other.
+	i := slices.IndexFunc(card.Capabilities.Extensions, func(e a2a.AgentExtension) bool { return e.URI == torpora2a.ExtEnvelope })
+	if i < 0 || card.Capabilities.Extensions[i].Params["scope"] != torpora2a.EnvelopeScopeV0 {
+		t.Errorf("card extensions %+v; want %s with scope %s", card.Capabilities.Extensions, torpora2a.ExtEnvelope, torpora2a.EnvelopeScopeV0)
 	}
 }
 

@@ -153,6 +153,10 @@ type CardOptions struct {
 	Liveness *Liveness
 	// Policy, when set, is published in the ExtPolicy extension.
 	Policy *Policy
+	// Envelope, when set, declares the ExtEnvelope extension: the agent
+	// verifies Autonomy Envelope passports presented as these params say
+	// (DefaultEnvelopeParams).
+	Envelope *EnvelopeParams
 	// Organization names the provider; empty means no provider entry.
 	Organization string
 	// Skills default to one messaging skill.
@@ -162,10 +166,11 @@ type CardOptions struct {
 // BuildCard returns the unsigned A2A v1.0 card described by o: interfaces
 // for A2A 1.0 and 0.3 at the same JSON-RPC URL, the data-object extension,
 // the offline-delivery extension when the agent can be asleep, the queue
-// bounds, the liveness extension, and the DID Bearer security scheme
-// required of every caller. Sign it with SignCard. It returns an error for
-// a missing name or base URL, an offline mode outside the four
-// reachability modes, or a Liveness that Card.Liveness would refuse.
+// bounds, the policy, liveness and Autonomy Envelope extensions when set,
+// and the DID Bearer security scheme required of every caller. Sign it
+// with SignCard. It returns an error for a missing name or base URL, an
+// offline mode outside the four reachability modes, a Liveness that
+// Card.Liveness would refuse, or envelope params with an empty member.
 func BuildCard(o CardOptions) (*Card, error) {
 	if o.Name == "" || o.BaseURL == "" {
 		return nil, fmt.Errorf("a2a: card needs a name and a base URL")
@@ -242,6 +247,12 @@ func cardExtensions(o CardOptions, base string) ([]Extension, error) {
 			Params:      p,
 		})
 	}
+	return agentExtensions(o, base, exts)
+}
+
+// agentExtensions appends the extensions that describe the agent itself:
+// its policy, its liveness and the Autonomy Envelope it verifies.
+func agentExtensions(o CardOptions, base string, exts []Extension) ([]Extension, error) {
 	if o.Policy != nil {
 		p, err := json.Marshal(o.Policy)
 		if err != nil {
@@ -267,6 +278,13 @@ func cardExtensions(o CardOptions, base string) ([]Extension, error) {
 			Description: "The agent's latest signed liveness pulse and its next window",
 			Params:      p,
 		})
+	}
+	if o.Envelope != nil {
+		e, err := envelopeExtension(o.Envelope)
+		if err != nil {
+			return nil, err
+		}
+		exts = append(exts, e)
 	}
 	return exts, nil
 }

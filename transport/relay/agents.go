@@ -206,6 +206,9 @@ func checkCard(raw []byte, agent did.DID, st agents.State) error {
 	if want := st.Bounds.Published(); qb != want {
 		return fmt.Errorf("queue bounds %+v, want %+v", qb, want)
 	}
+	if _, _, err := c.Envelope(); err != nil {
+		return err
+	}
 	lv, ok, err := c.Liveness()
 	if err != nil || !ok {
 		return err

@@ -352,21 +352,7 @@ func TestCardAndPulse(t *testing.T) {
 		t.Errorf("pulse: %d %s", r.status, r.body)
 	}
 
-	bad := []struct {
-		name string
-		mode string
-		o    deviceOpts
-		want string
-	}{
-		{"signed by another key", "sleep", deviceOpts{signer: mallory}, "not signed by the agent"},
-		{"wrong offline mode", "hourly_wake", deviceOpts{card: func(c *a2a.Card) { c.Capabilities.Extensions = c.Capabilities.Extensions[:1] }}, "offline-delivery mode"},
-		{"bounds misstated", "sleep", deviceOpts{card: func(c *a2a.Card) {
-			c.Capabilities.Extensions[2].Params = json.RawMessage(`{"maxMessages":9999,"maxTotalBytes":1,"maxPendingPerPeer":1,"ttlSeconds":1,"maxMessageBytes":1,"handshakeReserveMessages":1,"handshakeReserveBytes":1}`)
-		}}, "queue bounds"},
-		{"unknown mode", "nap", deviceOpts{}, "unknown"},
-		{"not a key package", "sleep", deviceOpts{kps: [][]byte{[]byte("garbage!")}}, "key package"},
-	}
-	for _, tt := range bad {
+	for _, tt := range badStates(mallory) {
 		t.Run(tt.name, func(t *testing.T) {
 			st := wire.State{Mode: tt.mode, Window: window11}
 			if tt.mode != "nap" {
@@ -387,6 +373,33 @@ func TestCardAndPulse(t *testing.T) {
 	}
 	if r := h.get(t, "/a/not-a-did/.well-known/agent-card.json"); r.status != 404 {
 		t.Errorf("bad DID: %d", r.status)
+	}
+}
+
+// badState is a state a device publishes that the relay must refuse with
+// an error containing want.
+type badState struct {
+	name string
+	mode string
+	o    deviceOpts
+	want string
+}
+
+// badStates are TestCardAndPulse's refused states; mallory signs a card
+// that is not hers.
+func badStates(mallory *did.PrivateKey) []badState {
+	return []badState{
+		{"signed by another key", "sleep", deviceOpts{signer: mallory}, "not signed by the agent"},
+		{"wrong offline mode", "hourly_wake", deviceOpts{card: func(c *a2a.Card) { c.Capabilities.Extensions = c.Capabilities.Extensions[:1] }}, "offline-delivery mode"},
+		{"bounds misstated", "sleep", deviceOpts{card: func(c *a2a.Card) {
+			c.Capabilities.Extensions[2].Params = json.RawMessage(`{"maxMessages":9999,"maxTotalBytes":1,"maxPendingPerPeer":1,"ttlSeconds":1,"maxMessageBytes":1,"handshakeReserveMessages":1,"handshakeReserveBytes":1}`)
+		}}, "queue bounds"},
+		{"malformed envelope entry", "sleep", deviceOpts{card: func(c *a2a.Card) {
+			c.Capabilities.Extensions = append(c.Capabilities.Extensions, a2a.Extension{URI: a2a.ExtEnvelope, Description: "d",
+				Params: json.RawMessage(`{"scope":"lap-scope-v0","proofs":[],"algorithms":["EdDSA"],"maxChain":8}`)})
+		}}, "proofs is empty"},
+		{"unknown mode", "nap", deviceOpts{}, "unknown"},
+		{"not a key package", "sleep", deviceOpts{kps: [][]byte{[]byte("garbage!")}}, "key package"},
 	}
 }
 

@@ -97,7 +97,7 @@ func Publish(t testing.TB, url string, dev *did.PrivateKey, mode string) {
 	c, ctx := Dial(t, url, dev)
 	defer c.Close()
 	b := c.Hello()
-	card, err := a2a.BuildCard(a2a.CardOptions{Name: "sleeper", BaseURL: url + "/a/" + dev.DID().String(), OfflineMode: mode, Bounds: &b})
+	card, err := a2a.BuildCard(a2a.CardOptions{Name: "sleeper", BaseURL: url + "/a/" + dev.DID().String(), OfflineMode: mode, Bounds: &b, Envelope: a2a.DefaultEnvelopeParams()})
 	if err != nil {
 		t.Fatal(err)
 	}
