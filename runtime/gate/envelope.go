@@ -40,10 +40,10 @@ type Presented struct {
 	Sender string `cbor:",omitempty"`
 }
 
-// The reasons of an action presented under an envelope: reasonEnvelope
+// The reasons of an action presented under an envelope: ReasonEnvelope
 // lets it run, every other one holds it for the owner.
 const (
-	reasonEnvelope   = "envelope"
+	ReasonEnvelope   = "envelope"
 	ReasonMalformed  = "envelope-malformed"
 	ReasonSignature  = "envelope-signature"
 	ReasonAudience   = "envelope-audience"
@@ -58,10 +58,6 @@ const (
 	ReasonBudget     = "envelope-budget"
 	ReasonStalePulse = "envelope-stale-pulse"
 )
-
-// ReasonEnvelope is the reason of an action that ran under a presented
-// envelope.
-const ReasonEnvelope = reasonEnvelope
 
 // maxPulseSkew is how far in the future of the trusted time a holder's
 // pulse may be dated and still count (the holder's clock may run ahead);
@@ -81,8 +77,10 @@ func chainReason(err error) string {
 		return ReasonBroken
 	case errors.Is(err, envelope.ErrWidened):
 		return ReasonWidened
+	case errors.Is(err, envelope.ErrMalformed), errors.Is(err, envelope.ErrUnknownVersion):
+		return ReasonMalformed
 	}
-	return ReasonMalformed // ErrMalformed, ErrUnknownVersion
+	return ReasonMalformed // VerifyChain returns no other error; fail closed all the same
 }
 
 // principalRule parses the Principal and Scope of a rule that trusts a
@@ -173,7 +171,7 @@ func (g *Gate) evaluateEnvelope(tx *bolt.Tx, a Action, p *Policy, now time.Time)
 			return ReasonBudget, nil, nil
 		}
 	}
-	return reasonEnvelope, cs, nil
+	return ReasonEnvelope, cs, nil
 }
 
 // admits returns "" when scope s admits a, or the reason it does not: a

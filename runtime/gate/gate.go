@@ -32,6 +32,11 @@
 //     the budget, in the caller's transaction; the caller runs the effect
 //     only after that transaction committed.
 //
+// An action whose message presented an Autonomy Envelope (a passport
+// chain) is judged at 4 and 5 by the policy's rules that name a principal
+// instead, with the envelope-* reasons of envelope.go; the rules that list
+// counterparties only judge actions presented without one.
+//
 // # Halt, suspension, resume
 //
 // The owner's halt (Halt) is immediate and total for autonomous action:
@@ -231,7 +236,7 @@ func (g *Gate) DecideAt(tx *bolt.Tx, a Action, now time.Time) (Decision, error) 
 }
 
 // allowed reports whether an evaluate reason lets the action run.
-func allowed(reason string) bool { return reason == "policy" || reason == reasonEnvelope }
+func allowed(reason string) bool { return reason == "policy" || reason == ReasonEnvelope }
 
 // refused checks the ledger and the holds for a's key.
 func (g *Gate) refused(tx *bolt.Tx, a Action) (Decision, bool, error) {
