@@ -44,8 +44,7 @@ func scope(res string, perTx, perDay int64, device *did.PrivateKey, depth int, d
 // chains are the passport files (and, for the widened one, the token) the
 // senders present, root first.
 type chains struct {
-	ok, decayed, expired, wrongAud, broken []string
-	widened                                []string // tokens, not files
+	ok, decayed, wrongAud, broken, untrusted, widened []string
 }
 
 // issueChains issues the passports with torporctl passport issue: P
@@ -69,7 +68,7 @@ func (w *world) issueChains() chains {
 		w.t.Fatal(err)
 	}
 	return chains{ok: []string{pA, pB}, decayed: []string{pA, pBd}, wrongAud: []string{pAo, pBo}, broken: []string{pA, pC},
-		widened: []string{w.token(pA), wide}}
+		untrusted: []string{pC}, widened: []string{pA, w.writeFile("pB-wide.jws", []byte(wide))}}
 }
 
 // expiring issues A's grant to B (under pA) that expires two scaled
@@ -129,28 +128,68 @@ type outcome struct {
 	reason string // "envelope": it runs; otherwise the hold's reason
 }
 
+// action is one case: a payment, the chain (files, root first) and pulse
+// file it presents, who sends it (nil: B) and how, and its outcome.
+type action struct {
+	outcome
+	res   string
+	cents int64
+	chain []string
+	pulse string
+	from  *did.PrivateKey
+	lib   bool // through the Go sender library: torporctl send refuses to present the chain
+}
+
+// actions are the cases after the expired one, in the order they are
+// queued: the budget's second payment comes after the first.
+func (w *world) actions(ch chains) []action {
+	order := func(n int) string { return "https://shop.example/orders/" + strconv.Itoa(n) }
+	fresh, stale := w.pulseFile("fresh.pulse", w.clk.Now()), w.pulseFile("stale.pulse", w.clk.Now().Add(-3*time.Hour))
+	return []action{
+		{outcome: outcome{"pay-ok", "envelope"}, res: order(1001), cents: 300, chain: ch.ok},
+		{outcome: outcome{"pay-fresh-pulse", "envelope"}, res: order(1002), cents: 200, chain: ch.decayed, pulse: fresh},
+		{outcome: outcome{"pay-budget-1", "envelope"}, res: order(1003), cents: 450, chain: ch.ok},
+		{outcome: outcome{"pay-budget-2", "envelope-budget"}, res: order(1004), cents: 450, chain: ch.ok},
+		{outcome: outcome{"pay-over-cap", "envelope-over-cap"}, res: order(1005), cents: 900, chain: ch.ok},
+		{outcome: outcome{"pay-outside", "envelope-scope"}, res: outside, cents: 100, chain: ch.ok},
+		{outcome: outcome{"pay-stale-pulse", "envelope-stale-pulse"}, res: order(1006), cents: 100, chain: ch.decayed, pulse: stale},
+		{outcome: outcome{"pay-untrusted-principal", "envelope-principal"}, res: order(1007), cents: 100, chain: ch.untrusted},
+		{outcome: outcome{"pay-not-holder", "envelope-holder"}, res: order(1008), cents: 100, chain: ch.ok, from: w.cast.stranger, lib: true},
+		{outcome: outcome{"pay-wrong-audience", "envelope-audience"}, res: order(1009), cents: 100, chain: ch.wrongAud, lib: true},
+		{outcome: outcome{"pay-broken-chain", "envelope-broken-chain"}, res: order(1010), cents: 100, chain: ch.broken, lib: true},
+		{outcome: outcome{"pay-widened", "envelope-widened"}, res: order(1011), cents: 100, chain: ch.widened, lib: true},
+	}
+}
+
 // sendActions sends every case to the sleeping device and returns what
 // the device must do with each, and the expired passport's exp.
 func (w *world) sendActions(ch chains) ([]outcome, time.Time) {
-	sendCtl := func(p map[string]any, extra ...string) { w.sendCtl(w.cast.sender, purposePay, p, extra...) }
 	// First, while its two scaled minutes last.
 	expired, exp := w.expiring(ch.ok[0])
-	sendCtl(pay("pay-expired", "https://shop.example/orders/1004", 100), passports([]string{ch.ok[0], expired})...)
-	sendCtl(pay("pay-ok", "https://shop.example/orders/1001", 300), passports(ch.ok)...)
-	sendCtl(pay("pay-fresh-pulse", "https://shop.example/orders/1002", 200),
-		append(passports(ch.decayed), "--pulse", w.pulseFile("fresh.pulse", w.clk.Now()))...)
-	sendCtl(pay("pay-over-cap", "https://shop.example/orders/1003", 900), passports(ch.ok)...)
-	sendCtl(pay("pay-outside", outside, 100), passports(ch.ok)...)
-	sendCtl(pay("pay-stale-pulse", "https://shop.example/orders/1005", 100),
-		append(passports(ch.decayed), "--pulse", w.pulseFile("stale.pulse", w.clk.Now().Add(-3*time.Hour)))...)
-	w.refusedByCtl(ch.wrongAud)
-	w.sendLib(pay("pay-wrong-audience", "https://shop.example/orders/1006", 100), w.tokens(ch.wrongAud)...)
-	w.sendLib(pay("pay-broken-chain", "https://shop.example/orders/1007", 100), w.tokens(ch.broken)...)
-	w.sendLib(pay("pay-widened", "https://shop.example/orders/1008", 100), ch.widened...)
-	return []outcome{{"pay-ok", "envelope"}, {"pay-fresh-pulse", "envelope"},
-		{"pay-expired", "envelope-expired"}, {"pay-over-cap", "envelope-over-cap"}, {"pay-outside", "envelope-scope"},
-		{"pay-stale-pulse", "envelope-stale-pulse"}, {"pay-wrong-audience", "envelope-audience"},
-		{"pay-broken-chain", "envelope-broken-chain"}, {"pay-widened", "envelope-widened"}}, exp
+	w.sendCtl(w.cast.sender, purposePay, pay("pay-expired", "https://shop.example/orders/1000", 100), passports([]string{ch.ok[0], expired})...)
+	want := []outcome{{"pay-expired", "envelope-expired"}}
+	for _, a := range w.actions(ch) {
+		p := pay(a.idem, a.res, a.cents)
+		switch {
+		case a.lib:
+			w.sendLib(cmpKey(a.from, w.cast.sender), p, w.tokens(a.chain)...)
+		case a.pulse != "":
+			w.sendCtl(w.cast.sender, purposePay, p, append(passports(a.chain), "--pulse", a.pulse)...)
+		default:
+			w.sendCtl(w.cast.sender, purposePay, p, passports(a.chain)...)
+		}
+		want = append(want, a.outcome)
+	}
+	w.refusedByCtl(ch.wrongAud, "does not verify")
+	return want, exp
+}
+
+// cmpKey returns k, or def when k is nil.
+func cmpKey(k, def *did.PrivateKey) *did.PrivateKey {
+	if k == nil {
+		return def
+	}
+	return k
 }
 
 // tokens reads passport files.
@@ -162,14 +201,14 @@ func (w *world) tokens(files []string) []string {
 	return out
 }
 
-// refusedByCtl checks that torporctl send refuses to present a chain for
-// another device, before anything crosses the network.
-func (w *world) refusedByCtl(chain []string) {
+// refusedByCtl checks that torporctl send refuses to present chain
+// (saying why), before anything crosses the network.
+func (w *world) refusedByCtl(chain []string, why string) {
 	w.t.Helper()
 	args := append([]string{"send", w.cast.device.DID().String(), "--relay", w.relay.URL, "--key", w.keyFile(w.cast.sender),
 		"--plaintext", "--time-scale", "100", "--purpose", purposePay, "--payload", `{"act":"finance:pay"}`}, passports(chain)...)
-	if out, errOut, err := w.tryCtl(args...); err == nil || !strings.Contains(errOut, "does not verify") {
-		w.t.Errorf("torporctl send of a chain for another device: %v\n%s%s; want refused (does not verify)", err, out, errOut)
+	if out, errOut, err := w.tryCtl(args...); err == nil || !strings.Contains(errOut, why) {
+		w.t.Errorf("torporctl send %v: %v\n%s%s; want refused (%s)", chain, err, out, errOut, why)
 	}
 }
 
@@ -180,9 +219,13 @@ func (w *world) refusedByCtl(chain []string) {
 // at its trusted time: those within both scopes run unsupervised (reason
 // envelope, handed to the application); the rest are held for the owner,
 // each with its reason, in the agent's log and in the signed status the
-// relay's fleet console shows: over the cap, outside the resource, a
-// passport that expired while the device slept, a chain for another
-// device, a broken chain, a widened child and a stale pulse.
+// relay's fleet console shows: beyond the leaf's daily budget, over the
+// cap, outside the resource, a passport that expired while the device
+// slept, a stale pulse, an untrusted principal, a chain presented by
+// someone it was not granted to, a chain for another device, a broken
+// chain and a widened child. torporctl send presents the chains in the
+// sender's MLS pair session; the ones it refuses to present go
+// unencrypted through the Go sender library.
 func TestEnvelopeAcrossSleep(t *testing.T) {
 	start := time.Now()
 	w := newWorld(t)
@@ -198,10 +241,7 @@ func TestEnvelopeAcrossSleep(t *testing.T) {
 	if err := clock.Sleep(context.Background(), w.clk, exp.Sub(w.clk.Now())+time.Second); err != nil {
 		t.Fatal(err)
 	}
-	m := w.wake()
-	if m[1] != strconv.Itoa(1+len(want)) {
-		t.Errorf("the wake drained %s records, want %d (the policy and the actions)", m[1], 1+len(want))
-	}
+	w.wake()
 	w.checkLog(want)
 	w.checkRan(want)
 	w.checkStatus(want)
@@ -231,9 +271,11 @@ func (w *world) checkLog(want []outcome) {
 			w.t.Errorf("%d log lines hold %s with reason %s, want 1", n, o.idem, o.reason)
 		}
 	}
-	counts := regexp.MustCompile(`msg=wake .* held=(\d+) ran=(\d+) `)
-	if m := w.agent.Wait(w.t, counts, "records="+strconv.Itoa(1+len(want))+" "); m[1] != strconv.Itoa(held) || m[2] != strconv.Itoa(ran) {
-		w.t.Errorf("the wake held %s and ran %s actions, want %d and %d", m[1], m[2], held, ran)
+	// The policy, the actions and the owner's and B's MLS handshakes.
+	counts := regexp.MustCompile(`msg=wake .*drain="records=(\d+) acked=(\d+) .* held=(\d+) ran=(\d+) .* control=1 handshake=2 `)
+	m := w.agent.Wait(w.t, counts)
+	if n := strconv.Itoa(3 + len(want)); m[1] != n || m[2] != n || m[3] != strconv.Itoa(held) || m[4] != strconv.Itoa(ran) {
+		w.t.Errorf("the wake drained %s records, acked %s, held %s and ran %s; want %s, %[5]s, %d and %d", m[1], m[2], m[3], m[4], n, held, ran)
 	}
 }
 
@@ -275,7 +317,13 @@ func (w *world) checkStatus(want []outcome) {
 			w.t.Errorf("the signed status holds %s with reason %q, want %q", o.idem, got[o.idem], o.reason)
 		}
 	}
-	if d.HeldCount != len(want)-2 {
-		w.t.Errorf("the device's page counts %d held actions, want %d", d.HeldCount, len(want)-2)
+	held := 0
+	for _, o := range want {
+		if o.reason != "envelope" {
+			held++
+		}
+	}
+	if d.HeldCount != held || len(d.Detail.Held) != held {
+		w.t.Errorf("the device's page counts %d held actions and lists %d, want %d", d.HeldCount, len(d.Detail.Held), held)
 	}
 }

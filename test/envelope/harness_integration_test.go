@@ -214,8 +214,9 @@ func (w *world) token(file string) string {
 }
 
 // sendCtl sends an object of purpose with payload from k to the device
-// with torporctl send (plaintext, on the relay's clock) and extra flags,
-// and fails the test unless the relay queued it.
+// with torporctl send (in k's MLS pair session with the device, which the
+// first send establishes through the relay; on the relay's clock) and
+// extra flags, and fails the test unless the relay queued it.
 func (w *world) sendCtl(k *did.PrivateKey, purpose string, payload any, extra ...string) {
 	w.t.Helper()
 	b, err := json.Marshal(payload)
@@ -223,7 +224,7 @@ func (w *world) sendCtl(k *did.PrivateKey, purpose string, payload any, extra ..
 		w.t.Fatal(err)
 	}
 	args := append([]string{"send", w.cast.device.DID().String(), "--relay", w.relay.URL, "--key", w.keyFile(k),
-		"--plaintext", "--json", "--time-scale", strconv.Itoa(scale), "--purpose", purpose, "--schema", schema,
+		"--json", "--time-scale", strconv.Itoa(scale), "--purpose", purpose, "--schema", schema,
 		"--payload", string(b)}, extra...)
 	var res sender.Result
 	if out := w.ctl(args...); json.Unmarshal([]byte(out), &res) != nil || res.Outcome != sender.Queued {
@@ -231,19 +232,19 @@ func (w *world) sendCtl(k *did.PrivateKey, purpose string, payload any, extra ..
 	}
 }
 
-// sendLib sends an action with payload from the sender B to the device
+// sendLib sends an action with payload from k to the device, unencrypted,
 // through the Go sender library, presenting chain: the chains torporctl
-// send checks and refuses to present (a wrong audience, a broken or a
-// widened chain) reach the device so, as a careless or hostile sender's
-// would.
-func (w *world) sendLib(payload any, chain ...string) {
+// send checks and refuses to present (another holder's, a wrong audience,
+// a broken or a widened chain) reach the device so, as a careless or
+// hostile sender's would.
+func (w *world) sendLib(k *did.PrivateKey, payload any, chain ...string) {
 	w.t.Helper()
-	o, err := governed.Sign(w.cast.sender, governed.Template{IssuedAt: w.clk.Now(), Semantic: governed.Semantic{Schema: schema},
+	o, err := governed.Sign(k, governed.Template{IssuedAt: w.clk.Now(), Semantic: governed.Semantic{Schema: schema},
 		Payload: payload, Purpose: purposePay, TTL: 24 * time.Hour})
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	p := &sender.Plaintext{Relay: w.relay.URL, Key: w.cast.sender, Clock: w.clk, Envelope: &a2a.EnvelopeMetadata{Passports: chain}}
+	p := &sender.Plaintext{Relay: w.relay.URL, Key: k, Clock: w.clk, Envelope: &a2a.EnvelopeMetadata{Passports: chain}}
 	a, err := p.Attempt(context.Background(), w.cast.device.DID(), o)
 	if err != nil || !a.Queued {
 		w.t.Fatalf("sending %s: %+v, %v; want queued", payload, a, err)
