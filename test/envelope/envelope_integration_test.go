@@ -3,7 +3,6 @@
 package envelope
 
 import (
-	"context"
 	"encoding/base64"
 	"encoding/json"
 	"regexp"
@@ -12,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/torpor-dev/torpor/clock"
 	"github.com/torpor-dev/torpor/did"
 	genv "github.com/torpor-dev/torpor/governed/envelope"
 	"github.com/torpor-dev/torpor/pulse"
@@ -23,6 +21,10 @@ const (
 	orders  = "https://shop.example/orders/**"
 	outside = "https://shop.example/admin/users"
 )
+
+// sleepFor is how long the device sleeps after its boot, on the scaled
+// clock (6 s real time): the test queues everything meanwhile.
+const sleepFor = 10 * time.Minute
 
 // decay is the decay_max_sec of the sender's second passport: its
 // authority suspends when its latest pulse is older (36 s real time).
@@ -216,7 +218,7 @@ func (w *world) refusedByCtl(chain []string, why string) {
 // passport for the device, A attenuates it for the sender B, and the
 // device's owner trusts P for action:pay within a scope. B's actions,
 // queued by the relay while the device sleeps, are judged at its next wake
-// at its trusted time: those within both scopes run unsupervised (reason
+// (its timer's, ten scaled minutes after it booted) at its trusted time: those within both scopes run unsupervised (reason
 // envelope, handed to the application); the rest are held for the owner,
 // each with its reason, in the agent's log and in the signed status the
 // relay's fleet console shows: beyond the leaf's daily budget, over the
@@ -230,18 +232,16 @@ func TestEnvelopeAcrossSleep(t *testing.T) {
 	start := time.Now()
 	w := newWorld(t)
 	ch := w.issueChains()
-	if m := w.wake(); m[1] != "0" { // boot: publishes its card, drains nothing
-		t.Fatalf("the boot wake drained %s records, want 0", m[1])
-	}
-	w.sleep()
+	wake := w.clk.Now().Add(sleepFor).Truncate(time.Second)
+	w.start(wake)
 	w.sendCtl(w.cast.owner, "torpor:policy", w.policy())
 	want, exp := w.sendActions(ch)
-	// The expired passport's exp passes on the shared scaled clock (two
-	// scaled minutes are 1.2 s) before the device wakes.
-	if err := clock.Sleep(context.Background(), w.clk, exp.Sub(w.clk.Now())+time.Second); err != nil {
-		t.Fatal(err)
+	if now := w.clk.Now(); !now.Before(wake) || !exp.Before(wake) {
+		t.Fatalf("sent until %v, the expired passport's exp %v: want both before the device's wake at %v", now, exp, wake)
 	}
-	w.wake()
+	if m := w.agent.Next(t, 1, "msg=wake "); !wakeRE.MatchString(m[0]) || wakeRE.FindStringSubmatch(m[0])[1] != "timer" {
+		t.Fatalf("the device's next wake: %s; want one on its timer", m[0])
+	}
 	w.checkLog(want)
 	w.checkRan(want)
 	w.checkStatus(want)

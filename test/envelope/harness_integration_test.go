@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -123,33 +124,25 @@ func (w *world) keyFile(k *did.PrivateKey) string {
 	return p
 }
 
-// wakeRE matches the agent's log line that ends a wake, with its drain.
-var wakeRE = regexp.MustCompile(`msg=wake .*drain="records=(\d+) `)
+// wakeRE matches the agent's log line that ends a wake, with its reason
+// and its drain.
+var wakeRE = regexp.MustCompile(`msg=wake .*reason=(\w+) .*drain="records=(\d+) `)
 
-// wake runs the real torpor-agent, the device, in mode sleep: it boots,
-// drains what its relay queued while it slept and goes to sleep again. It
-// returns the wake line's submatches, and leaves the agent running.
-func (w *world) wake() []string {
+// start runs the real torpor-agent, the device, in mode sleep with one
+// wake scheduled at wake (its operator's, in its configuration file): it
+// boots, publishes its card and KeyPackages, drains nothing and sleeps
+// until then. start returns when the boot wake ended.
+func (w *world) start(wake time.Time) {
 	w.t.Helper()
-	if w.agent != nil {
-		if err := w.agent.Stop(); err != nil {
-			w.t.Fatalf("stopping the agent: %v", err)
-		}
-	}
+	conf := w.writeFile("agent.json", fmt.Appendf(nil, `{"version": 1, "scheduledWake": %q}`, wake.UTC().Format(time.RFC3339)))
 	c := w.cast
-	args := append([]string{"--key", w.keyFile(c.device), "--data-dir", filepath.Join(w.dir, "agent"), "--relay", w.relay.URL,
+	args := append([]string{"--config", conf, "--key", w.keyFile(c.device), "--data-dir", filepath.Join(w.dir, "agent"), "--relay", w.relay.URL,
 		"--mode", "sleep", "--name", "envelope", "--owner", c.owner.DID().String(),
 		"--purposes", "comms:*,action:*", "--consequential", "action:*", "--allow-plaintext",
 		"--handler", "action:*=unix:" + w.sink.Socket + "#/action"}, w.timeFlags()...)
 	w.agent = testenv.Start(w.t, testenv.Binary(w.t, "torpor-agent"), args...)
-	return w.agent.Wait(w.t, wakeRE)
-}
-
-// sleep stops the agent: the relay queues what comes for it.
-func (w *world) sleep() {
-	w.t.Helper()
-	if err := w.agent.Stop(); err != nil {
-		w.t.Fatalf("stopping the agent: %v", err)
+	if m := w.agent.Next(w.t, 1, "msg=wake "); !strings.Contains(m[0], `drain="records=0 `) {
+		w.t.Fatalf("the boot wake: %s; want nothing drained", m[0])
 	}
 }
 
