@@ -79,7 +79,7 @@ func (w *world) issueChains() chains {
 // passport's exp.
 func (w *world) expiring(pA string) (string, time.Time) {
 	c := w.cast
-	ttl := (w.clk.Now().Sub(time.Now()) + 2*time.Minute).Truncate(time.Second)
+	ttl := (time.Until(w.clk.Now()) + 2*time.Minute).Truncate(time.Second)
 	f := w.issue("pB-short", c.agentA, c.sender, c.device, []genv.Scope{scope(orders, 500, 1000, c.device, 0, 0)}, pA, ttl)
 	_, payload, _ := strings.Cut(w.token(f), ".")
 	payload, _, _ = strings.Cut(payload, ".")
