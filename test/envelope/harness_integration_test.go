@@ -246,17 +246,17 @@ func (w *world) sendLib(k *did.PrivateKey, payload any, chain ...string) {
 
 // device reads the device's page from the relay's fleet console API, as
 // the operator: what its latest signed status says.
-func (w *world) device() operatorapi.Device {
-	w.t.Helper()
+func (w *world) device(t testing.TB) operatorapi.Device {
+	t.Helper()
 	tok, err := bearer.IssuePurpose(w.cast.operator, w.relay.URL, bearer.PurposeFleet, w.clk.Now(), time.Minute)
 	if err != nil {
-		w.t.Fatal(err)
+		t.Fatal(err)
 	}
 	h := http.Header{"Authorization": {"Bearer " + tok}}
-	a := relaytest.Do(w.t, "GET", w.relay.URL+"/fleet/api/devices/"+url.PathEscape(w.cast.device.DID().String()), h, nil)
+	a := relaytest.Do(t, "GET", w.relay.URL+"/fleet/api/devices/"+url.PathEscape(w.cast.device.DID().String()), h, nil)
 	var d operatorapi.Device
 	if a.Status != http.StatusOK || json.Unmarshal(a.Body, &d) != nil {
-		w.t.Fatalf("GET the device's page: %s", a)
+		t.Fatalf("GET the device's page: %s", a)
 	}
 	return d
 }
