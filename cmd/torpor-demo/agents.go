@@ -127,10 +127,7 @@ func (d *demo) agentLine(a *agent, l procs.Line) {
 	case l.Msg == "record rejected or deferred" || l.Msg == "live request rejected":
 		d.rejection(a, l)
 	case l.Msg == "action held":
-		// Not a rejection: the gate held a consequential action; key is
-		// its ledger key, what the owner confirms.
-		d.n.Event(a.name, KindHold, "held for the owner (%s): %s — consequential, never run just because a message was dequeued",
-			l.Get("reason"), d.labelOf(a, l.Get("key")))
+		d.held(a, l.Get("reason"), l.Get("key"))
 	case l.Msg == "mode changed" || strings.HasPrefix(l.Msg, "halted") || l.Msg == "resumed":
 		d.n.Event(a.name, KindMQTT, "%s %s", l.Msg, attrs(l, "mode", "note"))
 	case l.Level == "ERROR":
@@ -232,13 +229,24 @@ func (d *demo) rejection(a *agent, l procs.Line) {
 	d.n.Event(a.name, KindReject, "rejected %s: %s — %s (%s)", where, cause, label, clip(l.Get("detail"), 90))
 }
 
-// labelOf returns the label of the action letter whose ledger key is key.
-func (d *demo) labelOf(a *agent, key string) string {
+// held narrates an action the gate held for the owner with reason. Not a
+// rejection: key is its ledger key, what the owner confirms.
+func (d *demo) held(a *agent, reason, key string) {
+	why := "consequential, never run just because a message was dequeued"
+	if strings.HasPrefix(reason, "envelope-") {
+		why = "beyond what the sender's Autonomy Envelope allows, so only the owner can let it run"
+	}
+	d.n.Event(a.name, KindHold, "held for the owner (%s): %s — %s", reason, d.labelOf(a, key, reason), why)
+}
+
+// labelOf returns the label of the action letter whose ledger key is key,
+// and records that it was held with reason.
+func (d *demo) labelOf(a *agent, key, reason string) string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for i, lt := range a.letters {
 		if lt.Key == key && lt.Key != "" {
-			a.letters[i].held = true
+			a.letters[i].held, a.letters[i].heldFor = true, reason
 			return lt.Label
 		}
 	}
@@ -248,9 +256,9 @@ func (d *demo) labelOf(a *agent, key string) string {
 // delivered narrates an object the application received.
 func (d *demo) delivered(a *agent, r procs.Received) {
 	a.mu.Lock()
-	label := ""
+	label, delegated := "", false
 	if i := a.letterFor(r.ObjectID); i >= 0 {
-		label = a.letters[i].Label
+		label, delegated = a.letters[i].Label, a.letters[i].Expect == expectDelegated
 		a.letters[i].delivered++
 	}
 	a.mu.Unlock()
@@ -261,6 +269,11 @@ func (d *demo) delivered(a *agent, r procs.Received) {
 	via := fmt.Sprintf("relay seq %d", r.Seq)
 	if r.Seq == 0 {
 		via = "live request"
+	}
+	if r.Path == "/action" && delegated {
+		d.n.Event(a.name, KindRun, "ran %s unsupervised under the Autonomy Envelope, no confirmation: %s — a principal the owner trusts, within both scopes (%s)",
+			r.Purpose, label, via)
+		return
 	}
 	if r.Path == "/action" {
 		d.n.Event(a.name, KindConfirm, "ran %s after the owner's confirmation: handed to the application with idempotency key %q (%s)", r.Purpose, r.IdempotencyKey, via)
@@ -278,7 +291,7 @@ func (a *agent) letterFor(id string) int {
 		if lt.ID != id {
 			continue
 		}
-		if lt.Expect == expectAccept || lt.Expect == expectHold {
+		if lt.Expect == expectAccept || lt.Expect == expectHold || lt.Expect == expectDelegated {
 			return i
 		}
 		if found < 0 {

@@ -73,6 +73,9 @@ type demo struct {
 	senderKey *did.PrivateKey
 	stranger  *did.PrivateKey
 	send      *sender.Client
+	ownerSend *sender.Client // the owner's pair sessions, for its policy
+	principal string         // the DID of the principal that grants the sender a passport
+	passport  string         // the principal's passport for the sender at the sleeping agent
 	agents    []*agent
 	byDID     map[string]*agent
 	bg        sync.WaitGroup // followers, pollers and operator commands
@@ -206,6 +209,9 @@ func (d *demo) stopAll() {
 	}
 	if d.send != nil {
 		d.send.Close()
+	}
+	if d.ownerSend != nil {
+		d.ownerSend.Close()
 	}
 	d.bg.Wait()
 	d.n.Event("demo", KindStop, "every process stopped (SIGTERM, exit status checked)")

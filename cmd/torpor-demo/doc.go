@@ -8,7 +8,12 @@
 // sleep with an operator-scheduled wake, always_on) and torporctl for the
 // operator's commands. The sender is the session/sender library that
 // torporctl send is built on: it establishes MLS pair sessions through the
-// relay and sends Governed Objects, some of them hostile.
+// relay and sends Governed Objects, some of them hostile. A principal (a
+// farm cooperative) grants the sender a passport for the sleeping agent
+// with torporctl passport issue, the agent's owner trusts it in a signed
+// policy, and the sender presents it with two payments: one within the
+// cap runs unsupervised at the agent's wake, one over it is held for the
+// owner (delegate.go, docs/envelope.md).
 //
 // The orchestrator knows what happens only from what an operator could
 // see: the daemons' structured logs (slog's text format, parsed by

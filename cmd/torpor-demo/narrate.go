@@ -25,6 +25,8 @@ const (
 	KindAccept  = "accept"  // an object reached the application
 	KindReject  = "reject"  // an object or record was rejected, with the cause
 	KindHold    = "hold"    // a consequential action was held for the owner
+	KindGrant   = "grant"   // a principal granted a passport, or the owner trusted a principal
+	KindRun     = "run"     // an action ran unsupervised under a presented Autonomy Envelope
 	KindMQTT    = "mqtt"    // an operator command over MQTT and its reply
 	KindConfirm = "confirm" // a held action ran after the owner's confirmation
 	KindSleep   = "sleep"   // an agent went to sleep, and until when

@@ -7,18 +7,25 @@ import (
 
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/governed"
+	"github.com/torpor-dev/torpor/transport/a2a"
 )
 
 // Outcomes an object is expected to have at the agent.
 const (
 	expectAccept = "accepted" // handed to the application
 	expectHold   = "held"     // consequential: held until the owner confirms
+	// expectDelegated: an action presented under an Autonomy Envelope
+	// that runs unsupervised; expectRefused: one the agent holds for its
+	// owner with Letter.Reason, never confirmed in the story.
+	expectDelegated = "delegated"
+	expectRefused   = "held-envelope"
 )
 
 // schemaMessage and schemaAction name the demo's payload types.
 const (
 	schemaMessage = "https://torpor.dev/schemas/demo/message/v1"
 	schemaAction  = "https://torpor.dev/schemas/demo/action/v1"
+	schemaPolicy  = "https://torpor.dev/schemas/demo/policy/v1"
 )
 
 // Letter is one object the sender sends, with what the agent should make of
@@ -30,11 +37,16 @@ type Letter struct {
 	Object json.RawMessage
 	ID     string // the object id
 	Key    string // the ledger key of an action (issuer + " " + idempotency key)
+	// Reason is the hold reason of an expectRefused action; Envelope the
+	// Autonomy Envelope the letter presents (nil: none).
+	Reason   string
+	Envelope *a2a.EnvelopeMetadata
 
 	// What the demo saw of it.
 	answer    string // the relay's answer to the send
 	seen      bool   // a rejection with the expected cause was logged
 	held      bool   // the agent logged the hold of this action
+	heldFor   string // the reason it logged
 	confirmed string // the outcome of the owner's confirmation over MQTT
 	delivered int    // times the application received it
 }

@@ -40,6 +40,9 @@ func (d *demo) run(ctx context.Context) error {
 	if err := d.makeKeys(ctx); err != nil {
 		return err
 	}
+	if err := d.grant(ctx, d.agents[1]); err != nil {
+		return err
+	}
 	if err := d.startAll(ctx); err != nil {
 		return err
 	}
@@ -54,6 +57,9 @@ func (d *demo) run(ctx context.Context) error {
 		return err
 	}
 	if err := d.firstRound(ctx); err != nil {
+		return err
+	}
+	if err := d.delegate(ctx, d.agents[1]); err != nil {
 		return err
 	}
 	hourly, sleeper := d.agents[0], d.agents[1]

@@ -101,6 +101,7 @@ func (d *demo) deliver(ctx context.Context, a *agent, l Letter) {
 		a.mu.Unlock()
 	}()
 	peer := sender.RelayPeer(d.relayURL, a.key.DID())
+	peer.Envelope = l.Envelope
 	var by string // the relay that answered, in a fleet
 	dl, err := d.send.Send(context.WithValue(ctx, answeredKey{}, &by), peer, l.Object)
 	switch {

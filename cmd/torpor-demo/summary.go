@@ -40,19 +40,26 @@ func (d *demo) summaryRow(a *agent) []string {
 	if a.live > 0 {
 		answers = append(answers, fmt.Sprintf("%d×200 live", a.live))
 	}
-	var msgs, actions int
+	var msgs, actions, delegated int
 	if a.sink != nil {
 		for _, r := range a.sink.Received() {
-			if r.Path == "/action" {
-				actions++
-			} else {
+			switch i := a.letterFor(r.ObjectID); {
+			case r.Path != "/action":
 				msgs++
+			case i >= 0 && a.letters[i].Expect == expectDelegated:
+				delegated++
+			default:
+				actions++
 			}
 		}
 	}
+	ran := fmt.Sprintf("%d → %d", a.drained["held"], actions)
+	if delegated > 0 {
+		ran += fmt.Sprintf(", %d delegated", delegated)
+	}
 	wakes := fmt.Sprintf("%d (%s)", len(a.wakes), strings.Join(a.wakes, ", "))
 	return []string{a.name, string(a.mode), wakes, strings.Join(answers, ", "), fmt.Sprint(a.drained["records"]),
-		fmt.Sprint(msgs), fmt.Sprintf("%d → %d", a.drained["held"], actions), mib(a.rss), fmt.Sprintf("%d: %s", sum(a.rejected), counts(a.rejected))}
+		fmt.Sprint(msgs), ran, mib(a.rss), fmt.Sprintf("%d: %s", sum(a.rejected), counts(a.rejected))}
 }
 
 // mib renders a byte count in MiB; "?" when unknown.
@@ -73,6 +80,11 @@ func (d *demo) check(a *agent) {
 	a.mu.Unlock()
 	for _, l := range letters {
 		switch {
+		case l.Expect == expectDelegated && (l.held || l.delivered != 1):
+			d.fail("%s: %s ran %d times (held %v), want once under the envelope, never held", a.name, l.Label, l.delivered, l.held)
+		case l.Expect == expectRefused && (!l.held || l.heldFor != l.Reason || l.delivered > 0):
+			d.fail("%s: %s: want held (%s) and never run, saw held=%v (%s) delivered=%d", a.name, l.Label, l.Reason, l.held, l.heldFor, l.delivered)
+		case l.Expect == expectDelegated || l.Expect == expectRefused:
 		case l.Expect == expectAccept && l.delivered != 1:
 			d.fail("%s: %s was delivered %d times, want once", a.name, l.Label, l.delivered)
 		case l.Expect == expectHold && (held == 0 || !l.held):

@@ -45,6 +45,8 @@ var events = []struct{ name, re string }{
 	{"a held action", `hourly\s+hold\s+held for the owner .*action:open-valve`},
 	{"the confirmation over MQTT", `owner\s+mqtt\s+.*confirm`},
 	{"the confirmed action ran", `hourly\s+confirm\s+ran action:open-valve after the owner's confirmation`},
+	{"a delegated action ran unsupervised", `sleeper\s+run\s+ran action:pay unsupervised under the Autonomy Envelope, no confirmation: action:pay of \d+\.\d\d EUR`},
+	{"a delegated action over its cap held", `sleeper\s+hold\s+held for the owner \(envelope-over-cap\): action:pay of \d+\.\d\d EUR`},
 	{"the device's signed reply over MQTT", `hourly\s+mqtt\s+reply to the owner's confirm \(seq \d+\), signed by hourly: ok`},
 	{"the next sleep", `hourly\s+sleep\s+asleep until \d\d:\d\d:\d\d`},
 	{"the summary table", `(?m)^agent\s+mode\s+wakes \(reason\)\s+relay answers`},

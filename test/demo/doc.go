@@ -4,7 +4,8 @@
 // demo must show appears in its output (the 503 with its Retry-After,
 // queue depths, each wake and its reason, the drain, accepted and rejected
 // objects with their causes, the held action and its confirmation over
-// MQTT, the next sleep, the summary), that no process it started is left
+// MQTT, an action delegated under an Autonomy Envelope that runs and one
+// over its cap that is held, the next sleep, the summary), that no process it started is left
 // running and that nothing is left outside its temporary directory. Its
 // sibling runs TORPOR_DEMO_CLUSTER=1 make demo, the same story on three
 // relays over a 3-node NATS JetStream cluster, with the same checks and
