@@ -10,6 +10,7 @@ import (
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/store/relaystore"
 	"github.com/torpor-dev/torpor/transport/broker"
+	"github.com/torpor-dev/torpor/transport/relay"
 )
 
 // mqttArgs are the flags of the MQTT broker.
@@ -79,8 +80,9 @@ func (m *mqttArgs) brokerConfig(dataDir string, log *slog.Logger) (broker.Config
 
 // startBroker starts the embedded MQTT broker unless --mqtt-broker names an
 // external one. It returns the URL devices and operators use and a function
-// that stops the embedded broker.
-func startBroker(a *args, log *slog.Logger) (string, func(), error) {
+// that stops the embedded broker, which gives onCommand every command it
+// carries (relay.CommandAudit) from its start on.
+func startBroker(a *args, log *slog.Logger, onCommand func(relay.MQTTCommand)) (string, func(), error) {
 	if a.mqtt.external != "" {
 		return a.mqtt.external, func() {}, nil
 	}
@@ -92,6 +94,7 @@ func startBroker(a *args, log *slog.Logger) (string, func(), error) {
 	if err != nil {
 		return "", nil, relaystore.BrokerFix(filepath.Join(a.dataDir, "mqtt.db"), err)
 	}
+	b.ObserveCommands(func(c broker.Command) { onCommand(relay.MQTTCommand(c)) })
 	if len(cfg.Operators) == 0 {
 		log.Warn("no MQTT operator configured (--operator, --operators-file): devices can connect, but nobody may send them commands")
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/torpor-dev/torpor/transport/relay/fleet"
 
 	"github.com/torpor-dev/torpor/store/agents"
+	"github.com/torpor-dev/torpor/store/audit"
 	"github.com/torpor-dev/torpor/store/jsstore"
 	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/store/queue/recordlog"
@@ -105,8 +106,11 @@ func (s *storeArgs) validate() error {
 type backend struct {
 	q      queue.Store
 	states agents.Store
-	fleet  *fleet.Fleet // nil with bolt
-	close  func()
+	// audit is the audit log of operator actions: audit.db with bolt, a
+	// stream on JetStream.
+	audit audit.Store
+	fleet *fleet.Fleet // nil with bolt
+	close func()
 	// guard checked the files in the data directory (nil on JetStream);
 	// it writes the store marker once the broker's file is open too.
 	guard *relaystore.Guard
@@ -141,9 +145,14 @@ func openStores(ctx context.Context, a *args, clk clock.Clock, log *slog.Logger)
 			c.Close()
 			return nil, fmt.Errorf("--store jetstream: --max-messages %d and --handshake-reserve-messages %d make %d records per agent; one agent's queue state must fit one NATS message (max_payload), which holds %d", a.bounds.MaxMessages, a.bounds.HandshakeMessages, n, max)
 		}
+		al, err := c.Audit(ctx, 0)
+		if err != nil {
+			c.Close()
+			return nil, fmt.Errorf("--store jetstream: the audit log: %w", err)
+		}
 		q, states := c.Queue(), c.Agents()
 		f := fleet.New(c.NATS(), clock.Unscaled(clk), log.With("component", "fleet"))
-		return &backend{q: q, states: states, fleet: f, close: func() { q.Close(); states.Close(); c.Close() }}, nil
+		return &backend{q: q, states: states, audit: al, fleet: f, close: func() { q.Close(); states.Close(); c.Close() }}, nil
 	}
 	g := &relaystore.Guard{DataDir: a.dataDir, Reinitialise: a.store.reinit, Logger: log}
 	if err := g.Check(a.mqtt.external == ""); err != nil {
@@ -159,7 +168,14 @@ func openStores(ctx context.Context, a *args, clk clock.Clock, log *slog.Logger)
 		bq.Close()
 		return nil, relaystore.Fix(path, err)
 	}
-	return &backend{q: bq, states: bs, guard: g, close: func() { bs.Close(); bq.Close() }}, nil
+	path = filepath.Join(a.dataDir, "audit.db")
+	al, err := audit.OpenBolt(path, 0)
+	if err != nil {
+		bs.Close()
+		bq.Close()
+		return nil, relaystore.Fix(path, err)
+	}
+	return &backend{q: bq, states: bs, audit: al, guard: g, close: func() { al.Close(); bs.Close(); bq.Close() }}, nil
 }
 
 // openQueue opens the embedded queue in dataDir: queue.db with engine

@@ -16,13 +16,13 @@ var Rules = slices.Concat(layeringRules, agentRules, commandRules)
 // The relay's packages: its HTTP side and fleet console, its side of the
 // device link, the embedded broker, its stores.
 var relayPackages = []string{"transport/relay/...", "transport/link/server/...", "transport/broker/...",
-	"store/queue/...", "store/agents/...", "store/jsstore/...", "store/relaystore"}
+	"store/queue/...", "store/agents/...", "store/audit/...", "store/jsstore/...", "store/relaystore"}
 
 // testCode is what a shipped binary never links: package testing, the
 // module's integration tests and their tools, and the *test helpers.
 var testCode = []string{"std:testing/...", "test/...", "boards/boardtest", "clock/clocktest", "did/didtest",
 	"governed/governedtest", "runtime/runtimetest", "runtime/manage/managetest", "store/storetest",
-	"store/queue/queuetest", "store/agents/agentstest", "transport/mqtt/mqtttest", "wake/waketest"}
+	"store/queue/queuetest", "store/agents/agentstest", "store/audit/audittest", "transport/mqtt/mqtttest", "wake/waketest"}
 
 var layeringRules = []Rule{
 	{

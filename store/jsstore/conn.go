@@ -27,8 +27,8 @@ const (
 
 // names are the streams, bucket and subject prefixes of one Config.Prefix.
 type names struct {
-	state, records, bucket string
-	stateSubj, recordsSubj string
+	state, records, bucket, audit     string
+	stateSubj, recordsSubj, auditSubj string
 }
 
 var prefixRE = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
@@ -42,7 +42,7 @@ func namesFor(prefix string) (names, error) {
 	}
 	low := strings.ToLower(prefix)
 	return names{state: prefix + "_QUEUE_STATE", records: prefix + "_QUEUE_RECORDS", bucket: prefix + "_AGENTS",
-		stateSubj: low + ".qstate.", recordsSubj: low + ".qrec."}, nil
+		audit: prefix + "_AUDIT", stateSubj: low + ".qstate.", recordsSubj: low + ".qrec.", auditSubj: low + ".audit"}, nil
 }
 
 // Config says how to reach NATS and what durability to demand.

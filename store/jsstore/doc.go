@@ -17,6 +17,10 @@
 //	    the record's TTL plus TTLGrace (allow_msg_ttl; nats-server 2.11 or
 //	    later)
 //	bucket TORPOR_AGENTS         (key-value; see agents.go)
+//	stream TORPOR_AUDIT          subject torpor.audit
+//	    the audit log (store/audit): one JSON record per message, the
+//	    stream sequence its Seq; max_msgs is the log's bound, discard old
+//	    (created by Conn.Audit, when the relay keeps an audit log)
 //
 // The names are those of the default Config.Prefix, TORPOR (another
 // prefix P gives P_QUEUE_STATE, p.qstate.> and so on). <agent> is the

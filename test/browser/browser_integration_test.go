@@ -166,6 +166,11 @@ func TestFleetConsoleInBrowser(t *testing.T) {
 	b.screenshot(t, "fleet-live-desktop")
 	b.do(t, "device page", chromedp.Navigate(w.relay.URL+"/fleet/device/"+gate.key.DID().String()), chromedp.WaitVisible(chromedp.CSS("main h2")))
 	b.screenshot(t, "fleet-device")
+	b.do(t, "audit page", chromedp.Click(chromedp.CSS(`header a[href="/fleet/audit"]`)), chromedp.WaitVisible(chromedp.CSS("table#audit")))
+	if row := eval[string](t, b, `document.querySelector("table#audit tbody tr").textContent`); !strings.Contains(row, "login") || !strings.Contains(row, "ok") {
+		t.Errorf("the audit page's newest row is %q, want the login", row)
+	}
+	b.screenshot(t, "fleet-audit")
 	b.do(t, "phone", chromedp.Emulate(device.IPhone13), chromedp.Navigate(w.relay.URL+"/fleet"), chromedp.WaitVisible(chromedp.CSS("table.fleet")))
 	b.screenshot(t, "fleet-live-phone")
 	b.do(t, "desktop again", chromedp.EmulateReset(), chromedp.EmulateViewport(1280, 900))

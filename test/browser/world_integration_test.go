@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"log/slog"
 	"net/http"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/torpor-dev/torpor/runtime/deliver"
 	"github.com/torpor-dev/torpor/runtime/purpose"
 	"github.com/torpor-dev/torpor/runtime/runtimetest"
+	"github.com/torpor-dev/torpor/store/audit"
 	"github.com/torpor-dev/torpor/test/worldtest"
 	"github.com/torpor-dev/torpor/transport/bearer"
 	"github.com/torpor-dev/torpor/transport/relay"
@@ -42,7 +44,12 @@ func newWorld(t *testing.T) *world {
 	}
 	w := &world{clk: clk}
 	w.op, _ = did.Generate(nil)
-	w.relay = worldtest.Start(t, relay.Config{Clock: clk, Ops: relay.Ops{Console: &relay.ConsoleConfig{
+	st, err := audit.OpenBolt(filepath.Join(t.TempDir(), "audit.db"), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	w.relay = worldtest.Start(t, relay.Config{Clock: clk, Stores: relay.Stores{Audit: st}, Ops: relay.Ops{Console: &relay.ConsoleConfig{
 		Operators: []string{w.op.DID().String()}, Secret: make([]byte, 32), OverdueGrace: grace, Refresh: 300 * time.Millisecond}}})
 	return w
 }

@@ -105,6 +105,7 @@ type Broker struct {
 	addr string
 	reg  *registry
 	auth *authHook
+	cmds *commandHook
 }
 
 // Start starts the embedded broker and returns once it listens.
@@ -179,6 +180,10 @@ func (b *Broker) setup(cfg Config, log *slog.Logger) error {
 	if err == nil {
 		err = b.srv.AddHook(tk, nil)
 	}
+	b.cmds = &commandHook{prefix: cfg.Prefix}
+	if err == nil {
+		err = b.srv.AddHook(b.cmds, nil)
+	}
 	if err == nil && cfg.DataDir != "" {
 		path := filepath.Join(cfg.DataDir, "mqtt.db")
 		store := boltHook{new(bolt.Hook), ids}
@@ -200,6 +205,12 @@ func (b *Broker) setup(cfg Config, log *slog.Logger) error {
 // AddAudience accepts tokens for one more URL of the broker (a proxy's, a
 // host name's; see Config.Audiences).
 func (b *Broker) AddAudience(url string) error { return b.auth.addAudience(url) }
+
+// ObserveCommands has f called with every command an operator publishes
+// on a device's cmd topic from now on, once the broker accepted it, on
+// the publisher's connection goroutine: torpor-relay records them in its
+// audit log (transport/relay.CommandAudit). nil stops it.
+func (b *Broker) ObserveCommands(f func(Command)) { b.cmds.on.Store(&f) }
 
 // AddObserver lets d read every device topic from its next connection on.
 func (b *Broker) AddObserver(d did.DID) { b.auth.addObserver(d) }

@@ -520,13 +520,16 @@ func (s *Relay) serveAdmit(w http.ResponseWriter, r *http.Request) {
 	}
 	agent, err := did.Parse(r.PathValue("did"))
 	if err != nil {
+		s.recordOperator(r, caller, "", "not an Ed25519 did:key")
 		writeJSON(w, http.StatusBadRequest, map[string]any{"error": "bad_agent", "message": "not an Ed25519 did:key"})
 		return
 	}
 	if err := s.cfg.Stores.States.Admit(r.Context(), agent.String()); err != nil {
+		s.recordOperator(r, caller, "", "the store failed")
 		s.storeFailed(w, err)
 		return
 	}
+	s.recordOperator(r, caller, "", "")
 	s.adm.mu.Lock()
 	s.adm.known[agent.String()] = true
 	s.adm.mu.Unlock()

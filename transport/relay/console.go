@@ -46,7 +46,7 @@ func (s *Relay) newConsole(base *slog.Logger) error {
 		return nil
 	}
 	c, err := console.New(console.Config{Source: *s.view, PublicURL: s.cfg.PublicURL, Operators: cc.Operators, Secret: cc.Secret,
-		Refresh: cc.Refresh, Clock: s.cfg.Clock, Logger: base.With("component", "console")})
+		Refresh: cc.Refresh, Audit: s.cfg.Stores.Audit, Clock: s.cfg.Clock, Logger: base.With("component", "console")})
 	if err != nil {
 		return fmt.Errorf("relay: %w", err)
 	}

@@ -2,6 +2,7 @@ package relay
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"time"
@@ -51,6 +52,9 @@ func (s *Relay) operator(w http.ResponseWriter, r *http.Request) (did.DID, bool)
 	tok, err := v.VerifyToken(r.Header.Get("Authorization"))
 	if err == nil {
 		err = s.opSpent.Spend(tok, s.clk.Now())
+		if err != nil && !errors.Is(err, bearer.ErrSpentFull) {
+			s.recordOperator(r, tok.DID(), "", "operator token already used")
+		}
 	}
 	if errors.Is(err, bearer.ErrSpentFull) {
 		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"error": "operator_busy", "message": "too many operator tokens in use; try again in a few minutes"})
@@ -66,6 +70,7 @@ func (s *Relay) operator(w http.ResponseWriter, r *http.Request) (did.DID, bool)
 		if len(s.operators) == 0 {
 			msg = "the relay has no operator (--operator, --operators-file)"
 		}
+		s.recordOperator(r, caller, "", "not an operator of this relay")
 		writeJSON(w, http.StatusForbidden, map[string]any{"error": "not_operator", "message": msg})
 		return did.DID{}, false
 	}
@@ -184,6 +189,7 @@ func (s *Relay) serveQueuePurge(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if (sel.sender == "") == !sel.all {
+		s.recordOperator(r, op, "", "bad selection: "+errNoSelection.Error())
 		writeJSON(w, http.StatusBadRequest, map[string]any{"error": "bad_selection", "message": errNoSelection.Error() + " (not both)"})
 		return
 	}
@@ -201,14 +207,16 @@ func (s *Relay) serveQueuePurge(w http.ResponseWriter, r *http.Request) {
 	if sel.all {
 		seqs = append(seqs, damaged...) // all=1 takes the withheld records too
 	}
-	if err := s.cfg.Stores.Queue.Ack(r.Context(), sel.agent.String(), seqs); err != nil {
-		s.storeFailed(w, err)
-		return
-	}
 	what := "all"
 	if sel.sender != "" {
 		what = "sender " + sel.sender
 	}
+	if err := s.cfg.Stores.Queue.Ack(r.Context(), sel.agent.String(), seqs); err != nil {
+		s.recordOperator(r, op, what, "the store failed")
+		s.storeFailed(w, err)
+		return
+	}
+	s.recordOperator(r, op, fmt.Sprintf("%s: %d records, %d bytes", what, len(seqs), total), "")
 	s.log.Info("queue purged by an operator", "operator", op.String(), "agent", sel.agent.String(), "records", what, "purged", len(seqs), "bytes", total)
 	writeJSON(w, http.StatusOK, map[string]any{"agent": sel.agent.String(), "purged": len(seqs), "bytes": total})
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/store"
 	"github.com/torpor-dev/torpor/store/agents"
+	"github.com/torpor-dev/torpor/store/audit"
 	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/transport/a2a"
 	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
@@ -70,6 +71,9 @@ type Stores struct {
 	Queue queue.Store
 	// States keeps agents' published state and KeyPackage pools.
 	States agents.Store
+	// Audit, when set, keeps the audit log of operator actions
+	// (store/audit): admissions, queue purges and console logins.
+	Audit audit.Store
 }
 
 // Limits bound what agents and callers may hold of a Relay; zero members

@@ -155,13 +155,15 @@ func (a *auth) fromBearer(r *http.Request) (string, error) {
 }
 
 // redeem checks a login token and spends it: a token is accepted once.
+// A refusal of a token that verified returns its DID with the error (for
+// the audit log); one that did not returns the zero DID.
 func (a *auth) redeem(tok string) (did.DID, error) {
 	t, err := a.login.VerifyToken(tok)
 	if err != nil {
 		return did.DID{}, err
 	}
 	if !a.operators[t.DID().String()] {
-		return did.DID{}, errNotOperator
+		return t.DID(), errNotOperator
 	}
 	sum := sha256.Sum256([]byte(t.String()))
 	key := string(sum[:])
@@ -174,10 +176,10 @@ func (a *auth) redeem(tok string) (did.DID, error) {
 		}
 	}
 	if _, ok := a.spent[key]; ok {
-		return did.DID{}, errors.New("this login link was used already; run torporctl fleet open again")
+		return t.DID(), errors.New("this login link was used already; run torporctl fleet open again")
 	}
 	if len(a.spent) >= maxSpent {
-		return did.DID{}, errors.New("too many logins at once; try again in a few minutes")
+		return t.DID(), errors.New("too many logins at once; try again in a few minutes")
 	}
 	a.spent[key] = time.Unix(t.Claims.Exp, 0).Add(bearer.DefaultSkew)
 	return t.DID(), nil

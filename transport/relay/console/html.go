@@ -101,6 +101,8 @@ type view struct {
 	Title, Operator, Origin, Why string
 	Fleet                        operatorapi.Fleet
 	Device                       *operatorapi.Device
+	Audit                        *operatorapi.AuditPage
+	Newest                       bool // the page is not the newest: link to it
 	States                       []string
 	State, Sort                  string
 	RefreshMs                    int64

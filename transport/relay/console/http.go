@@ -13,6 +13,7 @@ import (
 	"github.com/torpor-dev/torpor/clock"
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/store/agents"
+	"github.com/torpor-dev/torpor/store/audit"
 	"github.com/torpor-dev/torpor/transport/bearer"
 )
 
@@ -28,8 +29,11 @@ type Config struct {
 	Secret []byte
 	// Refresh is how often the page asks for fresh rows; zero means 5 s.
 	Refresh time.Duration
-	Clock   clock.Clock
-	Logger  *slog.Logger
+	// Audit, when set, records logins and logouts and is served at
+	// /fleet/audit and /fleet/api/audit (audit.go).
+	Audit  audit.Store
+	Clock  clock.Clock
+	Logger *slog.Logger
 }
 
 // Console serves /fleet and /fleet/api/.
@@ -88,6 +92,8 @@ func (c *Console) Register(m *http.ServeMux) {
 	m.HandleFunc("GET /fleet/static/{file}", c.serveStatic)
 	m.HandleFunc("GET /fleet/api/devices", c.api(c.serveAPIDevices))
 	m.HandleFunc("GET /fleet/api/devices/{did}", c.api(c.serveAPIDevice))
+	m.HandleFunc("GET /fleet/audit", c.page(c.serveAudit))
+	m.HandleFunc("GET /fleet/api/audit", c.api(c.serveAPIAudit))
 }
 
 // secure sets the headers of every console answer: a strict CSP (only
@@ -138,6 +144,7 @@ func (c *Console) api(h func(w http.ResponseWriter, r *http.Request)) http.Handl
 func (c *Console) serveLogin(w http.ResponseWriter, r *http.Request) {
 	secure(w)
 	id, err := c.auth.redeem(r.URL.Query().Get("token"))
+	c.recordSession(r, audit.ActionLogin, id, err)
 	if err != nil {
 		c.log.Warn("fleet console login refused", "err", err)
 		c.loginPage(w, http.StatusForbidden, err)
@@ -153,10 +160,13 @@ func (c *Console) serveLogin(w http.ResponseWriter, r *http.Request) {
 // origin (Origin, which browsers send with every POST).
 func (c *Console) serveLogout(w http.ResponseWriter, r *http.Request) {
 	secure(w)
+	op, _ := c.auth.fromCookie(r)
 	if o := r.Header.Get("Origin"); o != c.origin {
+		c.recordSession(r, audit.ActionLogout, parseDID(op), errors.New("request from another origin"))
 		writeJSON(w, http.StatusForbidden, map[string]string{"error": "bad_origin", "message": "logout is accepted only from " + c.origin})
 		return
 	}
+	c.recordSession(r, audit.ActionLogout, parseDID(op), nil)
 	http.SetCookie(w, c.auth.logout())
 	http.Redirect(w, r, "/fleet", http.StatusSeeOther)
 }

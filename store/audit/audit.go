@@ -1,0 +1,105 @@
+// Package audit is the relay's audit log: a bounded, durable record of
+// the operator actions the relay sees (console logins and logouts,
+// admissions, queue purges, the signed commands its embedded broker
+// carries), newest first. Store is the interface the relay
+// (transport/relay) and its console use; Bolt keeps the log in a bbolt
+// file, store/jsstore's Audit in a JetStream stream. Both keep the last
+// Max records and count the ones they dropped; audittest is the contract
+// both pass. docs/operations.md, "The audit log", describes it for
+// operators.
+//
+// A record never holds a secret: no token, no cookie, no command
+// payload beyond the command's name, id and purpose.
+package audit
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// DefaultMax is how many records a store keeps when its Max is zero.
+const DefaultMax = 10000
+
+// MaxPage caps the records one List returns.
+const MaxPage = 500
+
+// The actions of a record.
+const (
+	ActionLogin   = "login"
+	ActionLogout  = "logout"
+	ActionAdmit   = "admit"
+	ActionPurge   = "purge"
+	ActionCommand = "device-command"
+)
+
+// The outcomes of a record.
+const (
+	OK      = "ok"
+	Refused = "refused"
+)
+
+// Record is one operator action.
+type Record struct {
+	// Seq is the store's number of the record, assigned by Append:
+	// increasing, never reused.
+	Seq uint64 `json:"seq"`
+	// Time is when the relay saw the action, on its clock.
+	Time time.Time `json:"time"`
+	// Operator is the DID the action was proved by (a token, a session
+	// cookie, a command's signature); empty when nothing proved one.
+	Operator string `json:"operator,omitempty"`
+	Action   string `json:"action"`
+	// Command is the operation a device command asks for (set-mode, ...).
+	Command string `json:"command,omitempty"`
+	// Device is the DID (or, for a command that did not verify, the MQTT
+	// name) of the device acted on.
+	Device string `json:"device,omitempty"`
+	// ObjectID and Purpose are a signed command's object id and purpose.
+	ObjectID string `json:"objectId,omitempty"`
+	Purpose  string `json:"purpose,omitempty"`
+	// Detail says more of what was done (which records a purge took).
+	Detail  string `json:"detail,omitempty"`
+	Outcome string `json:"outcome"`
+	// Reason is why it was refused.
+	Reason string `json:"reason,omitempty"`
+}
+
+// Page is one List answer.
+type Page struct {
+	// Records are newest first.
+	Records []Record
+	// Dropped counts the records the bound removed since the log began.
+	Dropped uint64
+	// Next is the Before of the following page; zero at the end.
+	Next uint64
+}
+
+// Store keeps the audit log. Append assigns the record's Seq and drops
+// the oldest records beyond the store's bound. List returns up to limit
+// records (at most MaxPage) with a Seq below before (every record when
+// before is zero), newest first.
+type Store interface {
+	Append(ctx context.Context, r Record) error
+	List(ctx context.Context, before uint64, limit int) (Page, error)
+	Close() error
+}
+
+// ErrEmptyAction is returned by Append for a record without an action.
+var ErrEmptyAction = errors.New("audit: record without an action")
+
+// Limit returns limit clamped to 1..MaxPage (MaxPage for zero or less).
+func Limit(limit int) int {
+	if limit <= 0 || limit > MaxPage {
+		return MaxPage
+	}
+	return limit
+}
+
+// Check refuses a record Append must not store.
+func Check(r Record) error {
+	if r.Action == "" {
+		return ErrEmptyAction
+	}
+	return nil
+}
