@@ -98,12 +98,12 @@ func removeGlob(pattern string) error {
 }
 
 // TestDamagedStoreRefused: each way of damaging queue.db (of
-// --queue-engine bolt), agents.db or mqtt.db refuses the start with an
-// error that names the file and the fix, even with --reinitialise;
+// --queue-engine bolt), agents.db, mqtt.db or audit.db refuses the start
+// with an error that names the file and the fix, even with --reinitialise;
 // bbolt's own "file size too small" too.
 func TestDamagedStoreRefused(t *testing.T) {
 	damages := append(storetest.Damages, storetest.Damage{Name: "cut-to-one-page", Do: func(p string) error { return os.Truncate(p, 4096) }})
-	for _, file := range []string{"queue.db", "agents.db", "mqtt.db"} {
+	for _, file := range []string{"queue.db", "agents.db", "mqtt.db", "audit.db"} {
 		for _, d := range damages {
 			t.Run(file+"/"+d.Name, func(t *testing.T) {
 				dir := t.TempDir()

@@ -56,6 +56,10 @@ const (
 	Queue  = "queue"
 	Agents = "agents.db"
 	MQTT   = "mqtt.db"
+	// Audit is the audit log of operator actions (store/audit). It is
+	// checked at start like the others, but not in the marker: losing it
+	// loses no message a sender was told is queued.
+	Audit = "audit.db"
 )
 
 // Names returns the names of the relay's stores for a run: mqtt.db only
@@ -233,7 +237,7 @@ func (g *Guard) Check(embeddedBroker bool) error {
 	if err := g.checkLost(); err != nil {
 		return err
 	}
-	files := []string{"queue.db", Agents}
+	files := []string{"queue.db", Agents, Audit}
 	if embeddedBroker {
 		files = append(files, MQTT)
 	}
