@@ -35,6 +35,7 @@ var pages = template.Must(template.New("").Funcs(template.FuncMap{
 	"pct":   func(f float64) string { return fmt.Sprintf("%.0f %%", f*100) },
 	"bytes": byteSize,
 	"shq":   func(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" },
+	"spark": sparklines,
 }).ParseFS(templates, "templates/*.html"))
 
 // shortDID is the start and end of a did:key, for a narrow column.
