@@ -88,6 +88,7 @@ func (a *linkAgents) Publish(ctx context.Context, agent did.DID, st wire.State) 
 	if err := s.putState(ctx, agent, next, st); err != nil {
 		return wire.Accepted{}, err
 	}
+	s.recordWake(ctx, agent, prev, known, st)
 	held, err := s.held(ctx, id)
 	if err != nil {
 		return wire.Accepted{}, err
