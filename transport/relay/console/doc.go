@@ -9,7 +9,7 @@
 // operators.
 //
 // A device's page also draws its history (store/agents.Wake: the last
-// MaxWakes wakes the relay recorded) as inline SVG sparklines built here
+// agents.MaxWakes wakes the relay recorded) as inline SVG sparklines built here
 // (history.go), styled by console.css, so the strict CSP holds.
 //
 // # States
