@@ -17,7 +17,7 @@ const MaxWakes = 48
 // console's history (transport/relay/console).
 type Wake struct {
 	// At is when the wake started: the device's signed status says so
-	// (link wire.Status.Wake), else the relay's clock at the publication.
+	// (link wire.Status.Wake), else the relay's clock when its link came up.
 	At time.Time
 	// Reason is the status's wake reason ("" when it gave none).
 	Reason string

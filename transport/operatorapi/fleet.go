@@ -138,7 +138,7 @@ type Detail struct {
 // HistoryWake is one wake of a device's history at the relay.
 type HistoryWake struct {
 	// At is when the wake started, as the device's signed status says
-	// (else when the relay received its state).
+	// (else when its link to the relay came up).
 	At     time.Time `json:"at"`
 	Reason string    `json:"reason,omitempty"`
 	// AwakeMs is how long the device stayed awake; the device reports it

@@ -45,6 +45,7 @@ func (a *linkAgents) Linked(agent did.DID, up bool) {
 		s.cfg.Peers.Linked(agent.String(), up)
 	}
 	if up {
+		s.drained.linked(agent.String(), s.clk.Now())
 		s.metrics.links.Inc()
 	} else {
 		s.metrics.links.Dec()

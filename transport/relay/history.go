@@ -14,10 +14,12 @@ import (
 
 // drained counts, per agent, the records its device acknowledged over
 // the links not ended yet; a link's end adds them to the newest wake of
-// the agent's history (agents.Wake.Drained).
+// the agent's history (agents.Wake.Drained). It also keeps when each
+// link came up: the start of a wake whose status does not say.
 type drained struct {
-	mu sync.Mutex
-	n  map[string]int
+	mu    sync.Mutex
+	n     map[string]int
+	since map[string]time.Time
 }
 
 func (d *drained) add(agent string, n int) {
@@ -34,7 +36,29 @@ func (d *drained) take(agent string) int {
 	defer d.mu.Unlock()
 	n := d.n[agent]
 	delete(d.n, agent)
+	delete(d.since, agent)
 	return n
+}
+
+// linked notes that agent's link came up at t.
+func (d *drained) linked(agent string, t time.Time) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.since == nil {
+		d.since = map[string]time.Time{}
+	}
+	d.since[agent] = t
+}
+
+// linkedAt is when agent's link came up, or now when this relay does not
+// know.
+func (d *drained) linkedAt(agent string, now time.Time) time.Time {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if t, ok := d.since[agent]; ok {
+		return t
+	}
+	return now
 }
 
 // acked is the link server's OnAcked: the drain latency for /metrics and
@@ -66,7 +90,7 @@ func (s *Relay) linkEnded(agent did.DID, bySender map[string]int) {
 
 // recordWake adds the wake a published state tells of to agent's history
 // (agents.Store.RecordWake): at the start its signed status gives
-// (wire.Status.Wake), else now, with the queue depth now and the windows
+// (wire.Status.Wake), else when its link came up, with the queue depth now and the windows
 // prev's schedule promised that did not come (console.Missed). A state
 // published again within the same wake adds nothing. The awake time of
 // the wake before, which the status reports now (wire.Status.LastWake), is
@@ -79,7 +103,7 @@ func (s *Relay) recordWake(ctx context.Context, agent did.DID, prev agents.State
 		s.logHistory(id, err)
 		return
 	}
-	w := agents.Wake{At: now.UTC(), Relay: s.cfg.PublicURL}
+	w := agents.Wake{At: s.drained.linkedAt(id, now).UTC(), Relay: s.cfg.PublicURL}
 	if ws, err := ParseStatus(st.Status, agent); st.Status != nil && err == nil {
 		if lw := ws.LastWake; lw != nil && lw.AwakeMs > 0 {
 			if i := wakeAt(h, lw.At); i >= 0 && h[i].AwakeMs != lw.AwakeMs {

@@ -66,3 +66,25 @@ func TestHistoryOfWakes(t *testing.T) {
 		t.Errorf("history (-want +got):\n%s", diff)
 	}
 }
+
+// TestHistoryWithoutStatus: a device that sends no status gets one wake
+// per link, at the time the link came up, however often it publishes.
+func TestHistoryWithoutStatus(t *testing.T) {
+	h := newHarness(t, nil)
+	dev := didtest.Key(t, 1)
+	ctx := context.Background()
+	c := h.dialWith(t, dev, nil)
+	for range 2 {
+		if _, err := c.Publish(ctx, h.state(t, dev, c.Hello(), string(wake.Sleep), deviceOpts{})); err != nil {
+			t.Fatal(err)
+		}
+		h.clk.Advance(time.Minute)
+	}
+	got, err := h.states.Wakes(ctx, dev.DID().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || !got[0].At.Equal(t0) || got[0].Reason != "" {
+		t.Errorf("history of one link without status = %+v, want one wake at %v", got, t0)
+	}
+}
