@@ -119,9 +119,17 @@ type Store interface {
 	Admit(ctx context.Context, agent string) error
 	// Admitted reports whether agent was admitted.
 	Admitted(ctx context.Context, agent string) (bool, error)
-	// Forget removes agent's state, its KeyPackage pool and its
-	// last-resort KeyPackage, durably; an unknown agent is no error. The
-	// relay forgets devices silent for too long.
+	// RecordWake adds w to agent's history of wakes, durably and as one
+	// operation (AddWake): it replaces the wake kept at the same instant,
+	// else adds w in order of At, and drops the oldest while more than
+	// MaxWakes are kept. The history is kept apart from the state: Put
+	// leaves it alone.
+	RecordWake(ctx context.Context, agent string, w Wake) error
+	// Wakes returns agent's history, oldest first (never nil).
+	Wakes(ctx context.Context, agent string) ([]Wake, error)
+	// Forget removes agent's state, its KeyPackage pool, its last-resort
+	// KeyPackage and its history of wakes, durably; an unknown agent is
+	// no error. The relay forgets devices silent for too long.
 	Forget(ctx context.Context, agent string) error
 	// Usage returns how many agents have a state and how many bytes the
 	// store takes (the file's pages in use for Bolt; the bucket's for a

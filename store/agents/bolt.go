@@ -82,6 +82,7 @@ func decodeState(b []byte) (State, error) {
 //	bucket "kp"      bucket <agent DID>  <seq: uint64 BE> -> KeyPackage (MLSMessage bytes)
 //	bucket "kp-lr"   <agent DID> -> last-resort KeyPackage (MLSMessage bytes)
 //	bucket "admitted" <agent DID> -> empty: admitted by an operator
+//	bucket "wakes"   <agent DID> -> history of wakes (EncodeWakes)
 //
 // A KeyPackage of the pool is deleted in the same transaction that reads
 // it, so each is handed out once, also across restarts; Put is one
@@ -98,6 +99,7 @@ var (
 	bucketKP     = []byte("kp")
 	bucketLR     = []byte("kp-lr")
 	bucketAdm    = []byte("admitted")
+	bucketWakes  = []byte("wakes")
 )
 
 var _ Store = (*Bolt)(nil)
@@ -120,7 +122,7 @@ func OpenBolt(path string, o *store.Options) (*Bolt, error) {
 // NewBolt keeps agent state in db, which the caller closes.
 func NewBolt(db *bolt.DB) (*Bolt, error) {
 	err := db.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bucketAgents, bucketKP, bucketLR, bucketAdm} {
+		for _, b := range [][]byte{bucketAgents, bucketKP, bucketLR, bucketAdm, bucketWakes} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
@@ -324,8 +326,38 @@ func (s *Bolt) Forget(_ context.Context, agent string) error {
 		if err := tx.Bucket(bucketLR).Delete([]byte(agent)); err != nil {
 			return err
 		}
+		if err := tx.Bucket(bucketWakes).Delete([]byte(agent)); err != nil {
+			return err
+		}
 		return tx.Bucket(bucketAgents).Delete([]byte(agent))
 	}))
+}
+
+// RecordWake implements Store in one fsync'd transaction.
+func (s *Bolt) RecordWake(_ context.Context, agent string, w Wake) error {
+	return store.Err(s.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketWakes)
+		h, err := DecodeWakes(b.Get([]byte(agent)))
+		if err != nil {
+			return err
+		}
+		v, err := EncodeWakes(AddWake(h, w))
+		if err != nil {
+			return err
+		}
+		return b.Put([]byte(agent), v)
+	}))
+}
+
+// Wakes implements Store.
+func (s *Bolt) Wakes(_ context.Context, agent string) ([]Wake, error) {
+	var h []Wake
+	err := s.db.View(func(tx *bolt.Tx) error {
+		var err error
+		h, err = DecodeWakes(tx.Bucket(bucketWakes).Get([]byte(agent)))
+		return err
+	})
+	return h, store.Err(err)
 }
 
 // Usage implements Store: the agents with a state, and the bytes of the

@@ -22,6 +22,7 @@ import (
 //	                   the state, the ids of the pooled KeyPackages oldest
 //	                   first, the last-resort KeyPackage
 //	kp.<agent>.<id>    one pooled KeyPackage (MLSMessage bytes)
+//	w.<agent>          history of wakes (agents.EncodeWakes; wakes.go)
 //
 // The agent record says what the pool holds; it changes only by
 // compare-and-swap on its revision (Update), so a KeyPackage is handed
@@ -184,12 +185,12 @@ func (a *Agents) Admitted(ctx context.Context, agent string) (bool, error) {
 	return err == nil, err
 }
 
-// Forget implements agents.Store: the agent record is purged first, so
-// that no relay serves its KeyPackages any more, then the pooled
-// KeyPackages' keys.
+// Forget implements agents.Store: the history of wakes is purged, then
+// the agent record, so that no relay serves its KeyPackages any more,
+// then the pooled KeyPackages' keys.
 func (a *Agents) Forget(ctx context.Context, agent string) error {
 	r, _, found, err := a.get(ctx, agent)
-	if err != nil || !found {
+	if err != nil {
 		return err
 	}
 	// Purging the key's subject from the stream leaves no purge marker
@@ -197,6 +198,9 @@ func (a *Agents) Forget(ctx context.Context, agent string) error {
 	// no longer names the agent.
 	st, err := a.c.js.Stream(ctx, "KV_"+a.c.n.bucket)
 	if err != nil {
+		return err
+	}
+	if err := st.Purge(ctx, jetstream.WithPurgeSubject("$KV."+a.c.n.bucket+"."+wakesKey(agent))); err != nil || !found {
 		return err
 	}
 	if err := st.Purge(ctx, jetstream.WithPurgeSubject("$KV."+a.c.n.bucket+"."+stateKey(agent))); err != nil {

@@ -147,6 +147,30 @@ type Detail struct {
 	Lost     []wire.StatusLost `json:"lost,omitempty"`
 	Window   string            `json:"window"`
 	Schedule string            `json:"schedule"`
+	// History is the relay's record of the device's last wakes (at most
+	// store/agents.MaxWakes), oldest first: one each time the device
+	// published its state at a wake.
+	History []HistoryWake `json:"history"`
+}
+
+// HistoryWake is one wake of a device's history at the relay.
+type HistoryWake struct {
+	// At is when the wake started, as the device's signed status says
+	// (else when its link to the relay came up).
+	At     time.Time `json:"at"`
+	Reason string    `json:"reason,omitempty"`
+	// AwakeMs is how long the device stayed awake; the device reports it
+	// at its next wake, so it is 0 until then.
+	AwakeMs int64 `json:"awakeMs,omitempty"`
+	// Drained counts the records the device acknowledged over the link.
+	Drained int `json:"drained"`
+	// QueueDepth is how many records were queued for it at the wake.
+	QueueDepth int `json:"queueDepth"`
+	// Missed counts the windows (or pulses) its schedule promised since
+	// the wake before and that it did not keep.
+	Missed int `json:"missedWindows"`
+	// Relay is the relay it linked to.
+	Relay string `json:"relay,omitempty"`
 }
 
 // Sender is the share of one sender DID in a device's queue.

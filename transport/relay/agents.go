@@ -45,6 +45,7 @@ func (a *linkAgents) Linked(agent did.DID, up bool) {
 		s.cfg.Peers.Linked(agent.String(), up)
 	}
 	if up {
+		s.drained.linked(agent.String(), s.clk.Now())
 		s.metrics.links.Inc()
 	} else {
 		s.metrics.links.Dec()
@@ -88,6 +89,7 @@ func (a *linkAgents) Publish(ctx context.Context, agent did.DID, st wire.State) 
 	if err := s.putState(ctx, agent, next, st); err != nil {
 		return wire.Accepted{}, err
 	}
+	s.recordWake(ctx, agent, prev, known, st)
 	held, err := s.held(ctx, id)
 	if err != nil {
 		return wire.Accepted{}, err

@@ -188,6 +188,7 @@ type Relay struct {
 	verifier *bearer.Verifier
 	opSpent  bearer.Spent // operator tokens accepted (operator.go)
 	deferred deferredSenders
+	drained  drained // records acknowledged per agent, for its history (history.go)
 	link     *server.Server
 	metrics  *metrics
 	limiter  *limiter // KeyPackage fetches per caller DID
@@ -260,7 +261,7 @@ func New(cfg Config) (*Relay, error) {
 	s.adm.newAdmissionMetrics(s.metrics.reg)
 	s.link = &server.Server{
 		Verifier: s.verifier, Queue: s.queue, Agents: (*linkAgents)(s), Clock: cfg.Clock,
-		Logger: base.With("component", "link"), OnAcked: s.metrics.acked, OnUnacked: s.deferred.linkEnded,
+		Logger: base.With("component", "link"), OnAcked: s.acked, OnUnacked: s.linkEnded,
 	}
 	if err := s.newConsole(base); err != nil {
 		return nil, err

@@ -1,8 +1,8 @@
 // Package agentstest checks that an implementation of store/agents.Store
 // keeps the promises the interface documents: what it stores comes back,
 // also from a store opened again over the same data, a pooled KeyPackage
-// is handed out once under concurrent takes, and a refused Put stores
-// nothing. Bolt's tests run it; another backend's tests run it too.
+// is handed out once under concurrent takes, a refused Put stores nothing,
+// and the history of wakes is a ring of at most MaxWakes. Bolt's tests run it; another backend's tests run it too.
 package agentstest
 
 import (
@@ -35,6 +35,8 @@ func Run(t *testing.T, newOpener func(t *testing.T) Opener) {
 		{Name: "DropKeyPackages", Check: dropKeyPackages},
 		{Name: "AdmitSurvivesForget", Check: admitSurvivesForget},
 		{Name: "ForgetRemovesAll", Check: forgetRemovesAll},
+		{Name: "WakesKeptAsBoundedRing", Check: wakesKeptAsBoundedRing},
+		{Name: "WakesApartFromState", Check: wakesApartFromState},
 	}, newOpener)
 }
 
@@ -296,5 +298,102 @@ func forgetRemovesAll(t *testing.T, open Opener) {
 	}
 	if pool, lr, err := s2.KeyPackages(ctx, "did:key:zA"); err != nil || len(pool) != 1 || lr != nil {
 		t.Errorf("KeyPackages of the agent back after Forget = %d, %x, %v; want only the new one", len(pool), lr, err)
+	}
+}
+
+// wakesKeptAsBoundedRing: recorded wakes come back oldest first, also from
+// a store opened again; one at an instant already kept replaces it; never
+// more than agents.MaxWakes are kept, the oldest dropped first, even when
+// they arrive out of order.
+func wakesKeptAsBoundedRing(t *testing.T, open Opener) {
+	ctx := context.Background()
+	s := open(t)
+	const agent = "did:key:zA"
+	if h, err := s.Wakes(ctx, agent); err != nil || h == nil || len(h) != 0 {
+		t.Fatalf("Wakes before any = %v, %v; want an empty non-nil history", h, err)
+	}
+	at := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+	const n = agents.MaxWakes + 12
+	for i := range n {
+		w := agents.Wake{At: at.Add(time.Duration(i) * time.Hour), Reason: "schedule", QueueDepth: i, Missed: i % 3, Drained: i * 2, AwakeMs: int64(i) * 100, Relay: "https://relay.example"}
+		if err := s.RecordWake(ctx, agent, w); err != nil {
+			t.Fatal(err)
+		}
+		if h, err := s.Wakes(ctx, agent); err != nil || len(h) > agents.MaxWakes {
+			t.Fatalf("after %d wakes: %d kept, %v; want at most %d", i+1, len(h), err, agents.MaxWakes)
+		}
+	}
+	// An older wake than all kept falls off at once; one at a kept instant
+	// replaces it.
+	if err := s.RecordWake(ctx, agent, agents.Wake{At: at, Reason: "old"}); err != nil {
+		t.Fatal(err)
+	}
+	last := agents.Wake{At: at.Add((n - 1) * time.Hour), Reason: "message", QueueDepth: 7, AwakeMs: 1500, Relay: "https://relay.example"}
+	if err := s.RecordWake(ctx, agent, last); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	s2 := open(t)
+	defer s2.Close()
+	h, err := s2.Wakes(ctx, agent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(h) != agents.MaxWakes {
+		t.Fatalf("%d wakes kept after %d, want exactly %d", len(h), n+2, agents.MaxWakes)
+	}
+	first := n - agents.MaxWakes
+	want0 := agents.Wake{At: at.Add(time.Duration(first) * time.Hour), Reason: "schedule", QueueDepth: first, Missed: first % 3, Drained: first * 2, AwakeMs: int64(first) * 100, Relay: "https://relay.example"}
+	if diff := cmp.Diff(want0, h[0]); diff != "" {
+		t.Errorf("oldest kept wake (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(last, h[len(h)-1]); diff != "" {
+		t.Errorf("newest wake, replaced (-want +got):\n%s", diff)
+	}
+	for i := 1; i < len(h); i++ {
+		if !h[i-1].At.Before(h[i].At) {
+			t.Fatalf("wakes %d and %d out of order: %v, %v", i-1, i, h[i-1].At, h[i].At)
+		}
+	}
+	if h, err := s2.Wakes(ctx, "did:key:zB"); err != nil || len(h) != 0 {
+		t.Errorf("another agent's wakes = %d, %v; want none", len(h), err)
+	}
+}
+
+// wakesApartFromState: Put leaves the history alone, Forget removes it,
+// and an agent's history can be recorded again after.
+func wakesApartFromState(t *testing.T, open Opener) {
+	ctx := context.Background()
+	s := open(t)
+	defer s.Close()
+	at := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+	for _, a := range []string{"did:key:zA", "did:key:zB"} {
+		if err := s.Put(ctx, a, agents.State{Mode: wake.Sleep}, nil, nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.RecordWake(ctx, a, agents.Wake{At: at, Reason: "schedule"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Put(ctx, "did:key:zA", agents.State{Mode: wake.HourlyWake}, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if h, err := s.Wakes(ctx, "did:key:zA"); err != nil || len(h) != 1 {
+		t.Errorf("wakes after a Put = %d, %v; want the 1 recorded", len(h), err)
+	}
+	if err := s.Forget(ctx, "did:key:zA"); err != nil {
+		t.Fatal(err)
+	}
+	if h, err := s.Wakes(ctx, "did:key:zA"); err != nil || len(h) != 0 {
+		t.Errorf("wakes after Forget = %d, %v; want none", len(h), err)
+	}
+	if h, err := s.Wakes(ctx, "did:key:zB"); err != nil || len(h) != 1 {
+		t.Errorf("the other agent's wakes after Forget = %d, %v; want 1", len(h), err)
+	}
+	if err := s.RecordWake(ctx, "did:key:zA", agents.Wake{At: at.Add(time.Hour)}); err != nil {
+		t.Fatalf("RecordWake after Forget = %v", err)
+	}
+	if h, err := s.Wakes(ctx, "did:key:zA"); err != nil || len(h) != 1 || !h[0].At.Equal(at.Add(time.Hour)) {
+		t.Errorf("wakes recorded after Forget = %v, %v; want only the new one", h, err)
 	}
 }

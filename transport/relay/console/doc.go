@@ -8,6 +8,10 @@
 // reads them without linking the relay. docs/operations.md describes it for
 // operators.
 //
+// A device's page also draws its history (store/agents.Wake: the last
+// agents.MaxWakes wakes the relay recorded) as inline SVG sparklines built here
+// (history.go), styled by console.css, so the strict CSP holds.
+//
 // # States
 //
 // A device is, most urgent first: overdue when the wake or pulse its own

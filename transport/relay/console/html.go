@@ -39,6 +39,7 @@ var pages = template.Must(template.New("").Funcs(template.FuncMap{
 	"shq":   func(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" },
 
 	"health": healthItems, // the device page's health section (health.go)
+	"spark":  sparklines,  // the device page's history of wakes (history.go)
 }).ParseFS(templates, "templates/*.html"))
 
 // shortDID is the start and end of a did:key, for a narrow column.

@@ -45,6 +45,9 @@ func (s *Source) detail(ctx context.Context, id string, now time.Time) (*operato
 		}
 		dt.Held, dt.Lost = ws.Held, ws.Lost
 	}
+	if dt.History, err = s.history(ctx, id); err != nil {
+		return nil, err
+	}
 	b := s.Bounds(id, st)
 	recs, err := s.Queue.Next(ctx, id, 0, b.MaxMessages+b.HandshakeMessages, now)
 	if err != nil {
