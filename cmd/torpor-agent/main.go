@@ -257,7 +257,13 @@ func daemon(ctx context.Context, a *args, stderr io.Writer) error {
 		attrs = append(attrs, "mqttBroker", b.Commands.Broker, "mqttName", cmds.Name())
 	}
 	log.Info("torpor-agent starting", attrs...)
-	return agent.Run(ctx)
+	err = agent.Run(ctx)
+	if err == nil {
+		// A stop an operator asked for (SIGTERM, Ctrl-C) is said, so that
+		// a journal that ends shows why it ended.
+		log.Info("torpor-agent stopped", "reason", context.Cause(ctx))
+	}
+	return err
 }
 
 // logger makes the daemon's logger at the level the flag or file asks.
