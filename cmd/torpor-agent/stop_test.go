@@ -5,30 +5,12 @@ import (
 	"io"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/runtime/runtimetest"
 )
-
-// lockedLog is a log sink that the daemon writes and the test reads.
-type lockedLog struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // TestStopIsLogged: an agent stopped by its service manager (the context
 // of SIGTERM ends) logs one INFO line saying so, and no ERROR, also when
@@ -49,7 +31,7 @@ func TestStopIsLogged(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	var logs lockedLog
+	var logs runtimetest.Log
 	done := make(chan error, 1)
 	go func() { done <- daemon(ctx, a, &logs) }()
 	for !strings.Contains(logs.String(), "torpor-agent starting") {
