@@ -297,7 +297,17 @@ func (s *Server) detach(c *serverConn) {
 		s.Agents.Linked(c.agent, false)
 		close(c.gone) // after Linked: a caller of Gone sees the agent offline
 	}
-	s.log().Info("link down", "agent", c.agent.String(), "err", c.calls.Err())
+	s.log().Info("link down", linkDownAttrs(c.agent.String(), c.calls.Err())...)
+}
+
+// linkDownAttrs are the "link down" line's attributes: a device that
+// closed its link normally (its wake ended) closed it, which is no error;
+// anything else is the error that ended the link.
+func linkDownAttrs(agent string, err error) []any {
+	if websocket.CloseStatus(err) == websocket.StatusNormalClosure {
+		return []any{"agent", agent, "closedBy", "device"}
+	}
+	return []any{"agent", agent, "err", err}
 }
 
 func (s *Server) conn(agent string) *serverConn {

@@ -440,3 +440,21 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// TestNormalCloseIsNoError: a device that closes its link at the end of
+// its wake gets a "link down" line that says so, not a websocket reader
+// error ("failed to get reader: received close frame: status =
+// StatusNormalClosure" read like a fault in every wake's log).
+func TestNormalCloseIsNoError(t *testing.T) {
+	h := newHarness(t)
+	var log syncBuffer
+	h.srv.Logger = slog.New(slog.NewTextHandler(&log, nil))
+	dev := didtest.Key(t, 1)
+	c := h.dial(t, dev, nil)
+	c.Close()
+	<-h.agents.events // unlinked: the handler has returned
+	got := log.String()
+	if !strings.Contains(got, `msg="link down" agent=`+dev.DID().String()+" closedBy=device") || strings.Contains(got, "err=") {
+		t.Errorf("relay log after a normal close:\n%s\nwant link down closedBy=device and no err", got)
+	}
+}
