@@ -49,10 +49,10 @@ func TestRollingRestart(t *testing.T) {
 	l := startRollLoad(t, rot, devs, senders)
 	start := time.Now()
 	for i := range 3 {
-		l.waitQueued(int64(between))
+		l.waitQueued(t, between)
 		rot.restart(t, i)
 	}
-	l.waitQueued(int64(between))
+	l.waitQueued(t, between)
 	rolled := time.Since(start)
 	l.stop()
 	cancel()
@@ -267,10 +267,17 @@ func (l *rollLoad) answer(id string, a answer, err error) {
 	}
 }
 
-// waitQueued returns once n more requests were answered queued.
-func (l *rollLoad) waitQueued(n int64) {
+// waitQueued returns once n more requests were answered queued, failing
+// the test when a minute passes first.
+func (l *rollLoad) waitQueued(t *testing.T, n int64) {
+	t.Helper()
+	deadline := time.After(time.Minute)
 	for target := l.count.Load() + n; l.count.Load() < target; {
-		<-l.tick
+		select {
+		case <-l.tick:
+		case <-deadline:
+			t.Fatalf("%d of %d requests answered queued in a minute", n-(target-l.count.Load()), n)
+		}
 	}
 }
 
