@@ -40,7 +40,7 @@ test-browser: ## Run the fleet console in a real browser (Debian's chromium, chr
 test-faults: ## Run the fault suite alone: SIGKILL, damaged, lost, full, read-only and removed stores on both queue engines, the agent killed mid-hand-off (root; part of test-integration).
 	TORPOR_REQUIRE_TOOLS=1 $(GO) test -tags integration -count=1 -timeout 10m ./test/faults/
 
-test-cluster: ## Run the scale-out tests alone: 3 relays on a 3-node NATS JetStream cluster (part of test-integration).
+test-cluster: ## Run the scale-out tests alone: 3 relays on a 3-node NATS JetStream cluster, the porcupine history checker (HISTORY_RUNS=N, HISTORY_SEED=seed; visualizations in TORPOR_ARTIFACTS), the rolling restart (part of test-integration).
 	$(GO) test -tags integration -count=1 -timeout 10m ./test/cluster/
 
 demo: ## Run the demo on embedded defaults (relay, sleeping agents, a sender).

@@ -8,6 +8,7 @@ tool honnef.co/go/tools/cmd/staticcheck
 
 require (
 	github.com/a2aproject/a2a-go v0.3.3
+	github.com/anishathalye/porcupine v1.3.1
 	github.com/chromedp/cdproto v0.160.1
 	github.com/chromedp/chromedp v0.24.0
 	github.com/coder/websocket v1.8.15

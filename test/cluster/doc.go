@@ -6,5 +6,9 @@
 // one device's queue and of one sender's per-peer cap across the relays,
 // fetch one pool of KeyPackages through all three, and kill a NATS node
 // under load: there the cluster runs as 3 nats-server child processes,
-// killed with SIGKILL and started again (docs/scale-out.md).
+// killed with SIGKILL and started again (docs/scale-out.md). TestHistory
+// checks the histories of randomized runs under node kills, relay kills
+// and partitions (fault-injecting proxies between relays and servers) with
+// porcupine against a model of the device queue (history_model_test.go);
+// TestRollingRestart restarts the relays one at a time under load.
 package cluster
