@@ -19,6 +19,7 @@ import (
 
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/did/didtest"
+	"github.com/torpor-dev/torpor/store/agents"
 	"github.com/torpor-dev/torpor/test/internal/testenv"
 	"github.com/torpor-dev/torpor/transport/bearer"
 	"github.com/torpor-dev/torpor/wake"
@@ -164,7 +165,9 @@ func TestFleetConsoleInBrowser(t *testing.T) {
 	b.waitState(t, pump.key.DID(), "asleep", 20*time.Second)
 	b.waitState(t, fence.key.DID(), "overdue", 30*time.Second) // 3 min + 1 min grace at 20x: 12 s
 	b.screenshot(t, "fleet-live-desktop")
+	w.pastWakes(t, gate.key.DID().String(), 30)
 	b.do(t, "device page", chromedp.Navigate(w.relay.URL+"/fleet/device/"+gate.key.DID().String()), chromedp.WaitVisible(chromedp.CSS("main h2")))
+	checkHistoryAndHealth(t, b)
 	b.screenshot(t, "fleet-device")
 	b.do(t, "audit page", chromedp.Click(chromedp.CSS(`header a[href="/fleet/audit"]`)), chromedp.WaitVisible(chromedp.CSS("table#audit")))
 	if row := eval[string](t, b, `document.querySelector("table#audit tbody tr").textContent`); !strings.Contains(row, "login") || !strings.Contains(row, "ok") {
@@ -204,4 +207,46 @@ func checkLoggedOut(t *testing.T, w *world, b *browser) {
 	}
 	b.screenshot(t, "fleet-login-refused")
 	b.do(t, "non-operator fleet", chromedp.Navigate(w.relay.URL+"/fleet"), chromedp.WaitVisible(chromedp.CSS("main.login")))
+}
+
+// pastWakes records n hourly wakes of agent before the test's, as its
+// relay would have: a queue that grows at each wake, awake times that
+// vary, and some missed windows.
+func (w *world) pastWakes(t *testing.T, agent string, n int) {
+	t.Helper()
+	first := w.clk.Now().Add(-time.Duration(n+1) * time.Hour)
+	for i := range n {
+		wk := agents.Wake{At: first.Add(time.Duration(i) * time.Hour), Reason: "timer", AwakeMs: int64(2000 + 700*(i%5)),
+			Drained: i % 4, QueueDepth: i / 3, Missed: i % 9 / 8, Relay: w.relay.URL}
+		if err := w.relay.States.RecordWake(context.Background(), agent, wk); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// checkHistoryAndHealth: the device page draws the history's three
+// sparklines, each a path with its least, largest and last value, and
+// the health the device's signed status reported (this machine's uptime
+// and the free space of the agent's data directory).
+func checkHistoryAndHealth(t *testing.T, b *browser) {
+	t.Helper()
+	if h := eval[string](t, b, `document.querySelector("#history h2").textContent`); !strings.HasPrefix(h, "History (3") {
+		t.Errorf("the history says %q, want the 30 recorded wakes and the test's own", h)
+	}
+	paths := eval[[]string](t, b, `[...document.querySelectorAll("#history figure.spark svg path")].map(p => p.getAttribute("d"))`)
+	if len(paths) != 3 {
+		t.Fatalf("%d sparklines, want queue depth, awake time and missed windows", len(paths))
+	}
+	for i, d := range paths {
+		if strings.Count(d, "L") < 20 {
+			t.Errorf("sparkline %d is %q, want a line through every wake", i, d)
+		}
+	}
+	if title := eval[string](t, b, `document.querySelector("#history svg title").textContent`); !strings.Contains(title, "min ") || !strings.Contains(title, "last ") {
+		t.Errorf("the first sparkline's title is %q, want its least, largest and last value", title)
+	}
+	health := eval[string](t, b, `document.getElementById("health").textContent`)
+	if !strings.Contains(health, "up ") || !strings.Contains(health, " free of ") {
+		t.Errorf("the health section says %q, want the uptime and the free flash", health)
+	}
 }

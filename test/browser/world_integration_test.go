@@ -14,6 +14,7 @@ import (
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/runtime"
 	"github.com/torpor-dev/torpor/runtime/deliver"
+	"github.com/torpor-dev/torpor/runtime/health"
 	"github.com/torpor-dev/torpor/runtime/purpose"
 	"github.com/torpor-dev/torpor/runtime/runtimetest"
 	"github.com/torpor-dev/torpor/store/audit"
@@ -69,10 +70,14 @@ func (w *world) startAgent(t *testing.T, name string, mode wake.Mode, scheduled 
 	key, _ := did.Generate(nil)
 	now := w.clk.Now()
 	off := time.Duration((now.Minute()+30-wake.WakeMinute(key.DID().String())+120)%60) * time.Minute
+	dir := t.TempDir()
 	a, stop := worldtest.RunPublished(t, runtime.Config{
 		PipelineConfig: runtime.PipelineConfig{Key: key, Purposes: purpose.Set{"comms:*"}, AllowPlaintext: true, Clock: w.clk,
 			Routes: []deliver.Route{{Pattern: "*", Name: "app", Handler: &deliver.Recorder{}}}},
-		Store: runtime.Store{DataDir: t.TempDir()}, Relay: runtime.Relay{URL: w.relay.URL}, Name: name, Board: "rpi4",
+		Store: runtime.Store{DataDir: dir}, Relay: runtime.Relay{URL: w.relay.URL}, Name: name, Board: "rpi4",
+		// This machine's own uptime and the data directory's file system,
+		// read as a device reads them.
+		Health:   health.Sources{Root: "/", DataDir: dir}.Read,
 		Schedule: runtime.Schedule{Mode: mode, ScheduledWake: scheduled, WindowLength: 5 * time.Minute, WindowOffset: off},
 		Logger:   slog.New(slog.DiscardHandler),
 	})
