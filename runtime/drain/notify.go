@@ -297,20 +297,28 @@ func (c fixedClock) NewTimer(time.Duration) clock.Timer {
 // transaction of its own (after a fresh pulse ended a liveness
 // suspension), and hands those the gate now allows to the application. It
 // returns the report of what ran.
+//
+// The policy, the liveness and the expiries are judged by the trusted
+// time, as at dequeue; without it nothing is redecided (the holds stay,
+// and the next Redecide or batch judges them).
 func (d *Drainer) Redecide(ctx context.Context) (Report, error) {
 	d.run.Lock()
 	defer d.run.Unlock()
+	now, err := d.judgeBy(d.clock.Now())
+	if err != nil {
+		return Report{}, nil
+	}
 	var b *batch
-	err := d.db.Update(func(tx *bolt.Tx) error {
+	err = d.db.Update(func(tx *bolt.Tx) error {
 		b = &batch{}
 		if none, err := d.noHolds(tx); err != nil || none {
 			return cmp.Or(err, errUnchanged) // nothing held: no commit, no fsync
 		}
-		hs, err := d.cfg.Gate.Redecide(tx)
+		hs, err := d.cfg.Gate.Redecide(tx, now)
 		if err != nil {
 			return err
 		}
-		p := &proc{d: d, tx: tx, b: b, now: d.clock.Now()}
+		p := &proc{d: d, tx: tx, b: b, now: now}
 		if err := p.released(hs); err != nil {
 			return err
 		}
@@ -344,18 +352,24 @@ func (d *Drainer) noHolds(tx *bolt.Tx) (bool, error) {
 // Confirm releases the held action with ledger key key, as the owner's
 // confirmation does (for an operator confirming on the device itself),
 // and hands it to the application. It returns the gate's errors
-// (gate.ErrNoHold, gate.ErrExpired, the ledger's *KeyError).
+// (gate.ErrNoHold, gate.ErrExpired, the ledger's *KeyError), and one
+// wrapping ErrUntrusted when there is no trusted time to judge the
+// action's expiry by.
 func (d *Drainer) Confirm(ctx context.Context, key string) (Report, error) {
 	d.run.Lock()
 	defer d.run.Unlock()
+	now, err := d.judgeBy(d.clock.Now())
+	if err != nil {
+		return Report{}, err
+	}
 	var b *batch
-	err := d.db.Update(func(tx *bolt.Tx) error {
+	err = d.db.Update(func(tx *bolt.Tx) error {
 		b = &batch{}
-		h, err := d.cfg.Gate.Confirm(tx, key)
+		h, err := d.cfg.Gate.Confirm(tx, key, now)
 		if err != nil {
 			return err
 		}
-		p := &proc{d: d, tx: tx, b: b, now: d.clock.Now()}
+		p := &proc{d: d, tx: tx, b: b, now: now}
 		if err := p.released([]gate.Held{h}); err != nil {
 			return err
 		}

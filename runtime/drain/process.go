@@ -262,7 +262,7 @@ func (p *proc) permitted(o *governed.Object) []string {
 // control applies an owner's control object.
 func (p *proc) control(o *governed.Object) error {
 	rep := &p.b.report
-	res, err := p.d.cfg.Gate.Control(p.tx, o)
+	res, err := p.d.cfg.Gate.Control(p.tx, o, p.now)
 	if err != nil {
 		if refusal(err) {
 			rep.reject(p.seq, CauseControl, err.Error())

@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/torpor-dev/torpor/runtime/drain"
+	"github.com/torpor-dev/torpor/runtime/gate"
 	"github.com/torpor-dev/torpor/runtime/runtimetest"
 	"github.com/torpor-dev/torpor/runtime/trusted"
 )
@@ -73,5 +74,40 @@ func TestDrainJudgesByTrustedTime(t *testing.T) {
 	}
 	if r, _ := again.Establish(); !r.Floor.Equal(truth) {
 		t.Errorf("floor after the batch %v, want the time it judged by, %v", r.Floor, truth)
+	}
+}
+
+// TestHeldActionsJudgedByTrustedTime: the device's clock is an hour
+// behind and the relay's time is trusted. An action held for the owner
+// expires; judged by the trusted time, the owner's confirmation is
+// refused as expired and Redecide drops the hold. By the device's clock
+// (as before) it still had 50 minutes, and both ran or kept it.
+func TestHeldActionsJudgedByTrustedTime(t *testing.T) {
+	truth := t0
+	h := newHarness(t, opts{plaintext: true})
+	h.clock.Set(truth.Add(-time.Hour))
+	tc, err := trusted.Open(h.db, trusted.Config{Clock: h.clock, Kernel: unsynced{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.cfg.Expiry = tc
+	h.restart()
+	tc.SetRelay(truth, h.clock.Now())
+	h.policy()
+	capture := h.obj(h.alice, "action:capture", truth.Add(-10*time.Minute), 20*time.Minute, map[string]any{"amount": 5})
+	if rep := h.batch(runtimetest.Body(t, runtimetest.DataPart(t, capture))); rep.Held != 1 {
+		t.Fatalf("report %v, want the capture held", rep)
+	}
+	key := h.alice.DID().String() + " " + runtimetest.ObjectID(t, capture)
+	h.clock.Advance(15 * time.Minute) // trusted: 5 min past the expiry; the device's clock: 45 min before it
+	if _, err := h.d.Confirm(context.Background(), key); !errors.Is(err, gate.ErrExpired) {
+		t.Fatalf("Confirm after the expiry by trusted time: %v, want ErrExpired", err)
+	}
+	if _, err := h.d.Redecide(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	h.wantHolds(map[string]string{})
+	if len(h.rec.IDs()) != 0 {
+		t.Errorf("delivered %v, want nothing", h.rec.IDs())
 	}
 }

@@ -125,8 +125,9 @@ type ControlResult struct {
 // torpor:halt, torpor:resume, torpor:confirm or torpor:deny) that passed
 // the receiver checks, in tx. It returns an error wrapping ErrNotOwner for
 // an object from anyone else, ErrUnknownControl for another purpose, and
-// the errors of InstallPolicy, Confirm and Deny.
-func (g *Gate) Control(tx *bolt.Tx, o *governed.Object) (ControlResult, error) {
+// the errors of InstallPolicy, Confirm and Deny. now is the batch's
+// trusted time, which Confirm and Redecide judge by.
+func (g *Gate) Control(tx *bolt.Tx, o *governed.Object, now time.Time) (ControlResult, error) {
 	res := ControlResult{Purpose: o.Governance.Purpose}
 	if g.cfg.Owner.IsZero() || o.Issuer != g.cfg.Owner {
 		return res, fmt.Errorf("%w: issuer %s", ErrNotOwner, o.Issuer)
@@ -146,17 +147,17 @@ func (g *Gate) Control(tx *bolt.Tx, o *governed.Object) (ControlResult, error) {
 		var p Policy
 		if p, err = g.InstallPolicy(tx, o); err == nil {
 			res.Policy = &p
-			res.Run, err = g.Redecide(tx)
+			res.Run, err = g.Redecide(tx, now)
 		}
 	case PurposeHalt:
 		err = g.Halt(tx, pl.Note)
 	case PurposeResume:
 		if err = g.Resume(tx, pl.Note); err == nil {
-			res.Run, err = g.Redecide(tx)
+			res.Run, err = g.Redecide(tx, now)
 		}
 	case PurposeConfirm:
 		var h Held
-		if h, err = g.Confirm(tx, pl.Hold); err == nil {
+		if h, err = g.Confirm(tx, pl.Hold, now); err == nil {
 			res.Run = []Held{h}
 		}
 	case PurposeDeny:

@@ -113,7 +113,7 @@ func (e *env) control(o *governed.Object) (ControlResult, error) {
 	var res ControlResult
 	err := e.db.Update(func(tx *bolt.Tx) error {
 		var err error
-		res, err = e.g.Control(tx, o)
+		res, err = e.g.Control(tx, o, e.clock.Now())
 		return err
 	})
 	return res, err
@@ -236,7 +236,7 @@ func TestHaltOnlyResumeLifts(t *testing.T) {
 	e.lastPulse = e.clock.Now()
 	e.restart()
 	var run []Held
-	e.db.Update(func(tx *bolt.Tx) error { run, _ = e.g.Redecide(tx); return nil })
+	e.db.Update(func(tx *bolt.Tx) error { run, _ = e.g.Redecide(tx, e.clock.Now()); return nil })
 	if len(run) != 0 {
 		t.Fatalf("Redecide under halt ran %d actions", len(run))
 	}
@@ -259,7 +259,7 @@ func TestSuspensionIsProspectiveAndLifts(t *testing.T) {
 	want(t, "stale pulse", e.decide(a), Hold, "suspended")
 	e.lastPulse = e.clock.Now()
 	var run []Held
-	if err := e.db.Update(func(tx *bolt.Tx) error { var err error; run, err = e.g.Redecide(tx); return err }); err != nil {
+	if err := e.db.Update(func(tx *bolt.Tx) error { var err error; run, err = e.g.Redecide(tx, e.clock.Now()); return err }); err != nil {
 		t.Fatal(err)
 	}
 	if len(run) != 1 || run[0].Action.ObjectID != a.ObjectID {
@@ -302,7 +302,7 @@ func TestDenyAndExpiry(t *testing.T) {
 	want(t, "held", e.decide(c), Hold, "needs-confirmation")
 	e.clock.Advance(2 * time.Hour)
 	var swept []Held
-	e.db.Update(func(tx *bolt.Tx) error { swept, _ = e.g.Sweep(tx); return nil })
+	e.db.Update(func(tx *bolt.Tx) error { swept, _ = e.g.Sweep(tx, e.clock.Now()); return nil })
 	if len(swept) != 2 {
 		t.Fatalf("Sweep dropped %d holds, want 2 (the one a confirmation came too late for, and the last)", len(swept))
 	}

@@ -59,13 +59,14 @@ func (g *Gate) Holds(tx *bolt.Tx) ([]Held, error) {
 // owner approved it. It reserves the key in tx and removes the hold; the
 // caller runs the action after tx committed. It returns an error wrapping
 // ErrNoHold for an unknown key, ErrExpired when the object expired (Sweep
-// drops it), or the ledger's *KeyError when the key must not run.
-func (g *Gate) Confirm(tx *bolt.Tx, key string) (Held, error) {
+// drops it) at now (the trusted time), or the ledger's *KeyError when the
+// key must not run.
+func (g *Gate) Confirm(tx *bolt.Tx, key string, now time.Time) (Held, error) {
 	h, err := getHold(tx, key)
 	if err != nil {
 		return Held{}, err
 	}
-	if g.expired(h) {
+	if expired(h, now) {
 		return h, fmt.Errorf("%w: held action %q", ErrExpired, key)
 	}
 	if err := g.run(tx, h.Action); err != nil {
@@ -86,15 +87,16 @@ func (g *Gate) Deny(tx *bolt.Tx, key string) (Held, error) {
 
 // Sweep drops, in tx, the held actions whose objects expired (a receiver
 // must not retain a payload beyond its expiry, draft Section 8.3) and
-// returns them for reporting.
-func (g *Gate) Sweep(tx *bolt.Tx) ([]Held, error) {
+// returns them for reporting. now is the time expiry is judged by: the
+// trusted time (runtime/trusted), as at dequeue.
+func (g *Gate) Sweep(tx *bolt.Tx, now time.Time) ([]Held, error) {
 	hs, err := g.Holds(tx)
 	if err != nil {
 		return nil, err
 	}
 	var out []Held
 	for _, h := range hs {
-		if g.expired(h) {
+		if expired(h, now) {
 			if err := tx.Bucket(bucketHolds).Delete([]byte(h.Action.LedgerKey())); err != nil {
 				return nil, err
 			}
@@ -104,8 +106,8 @@ func (g *Gate) Sweep(tx *bolt.Tx) ([]Held, error) {
 	return out, nil
 }
 
-func (g *Gate) expired(h Held) bool {
-	return !h.Action.Expires.IsZero() && !g.clock.Now().Before(h.Action.Expires)
+func expired(h Held, now time.Time) bool {
+	return !h.Action.Expires.IsZero() && !now.Before(h.Action.Expires)
 }
 
 // Redecide runs every held action through the policy again, in tx: after
@@ -113,9 +115,10 @@ func (g *Gate) expired(h Held) bool {
 // Actions the policy now allows are reserved, charged, removed from the
 // holds and returned for the caller to run once tx committed; the others
 // stay held, with their reason brought up to date. Expired holds are
-// dropped (see Sweep).
-func (g *Gate) Redecide(tx *bolt.Tx) (run []Held, err error) {
-	if _, err := g.Sweep(tx); err != nil {
+// dropped (see Sweep). now is the time the policy, its liveness and the
+// expiries are judged by: the trusted time, as for DecideAt.
+func (g *Gate) Redecide(tx *bolt.Tx, now time.Time) (run []Held, err error) {
+	if _, err := g.Sweep(tx, now); err != nil {
 		return nil, err
 	}
 	hs, err := g.Holds(tx)
@@ -123,7 +126,7 @@ func (g *Gate) Redecide(tx *bolt.Tx) (run []Held, err error) {
 		return nil, err
 	}
 	for _, h := range hs {
-		reason, cs, err := g.evaluate(tx, h.Action, g.clock.Now())
+		reason, cs, err := g.evaluate(tx, h.Action, now)
 		if err != nil {
 			return nil, err
 		}
