@@ -3,11 +3,15 @@ package jsstore_test
 import (
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/torpor-dev/torpor/clock/clocktest"
 
 	"github.com/torpor-dev/torpor/store/jsstore"
 	"github.com/torpor-dev/torpor/store/jsstore/jsserver"
 	"github.com/torpor-dev/torpor/store/rollouts"
 	"github.com/torpor-dev/torpor/store/rollouts/rolloutstest"
+	"github.com/torpor-dev/torpor/transport/relay/rollout"
 )
 
 // TestRolloutsContract runs rolloutstest against Rollouts on a real
@@ -29,4 +33,33 @@ func TestRolloutsContract(t *testing.T) {
 		t.Cleanup(func() { s.Close() })
 		return s
 	})
+}
+
+// TestRolloutAcrossRelays: a rollout started through one connection (a
+// relay) is offered and reported through another, and a third, opened
+// after the first two closed, finds every report.
+func TestRolloutAcrossRelays(t *testing.T) {
+	srv := single(t)
+	ctx := t.Context()
+	c := clocktest.New(time.Date(2026, 12, 5, 10, 0, 0, 0, time.UTC))
+	a, b := open(t, srv), open(t, srv)
+	ma, mb := &rollout.Manager{Store: a.Rollouts(), Clock: c}, &rollout.Manager{Store: b.Rollouts(), Clock: c}
+	spec := rollout.Spec{ID: "agent-2", Target: rollout.Target{Name: "torpor-agent/2", Version: "2"}, Percents: []int{100}}
+	ds := []rollout.Device{{ID: "did:key:zA", Minute: 1}, {ID: "did:key:zB", Minute: 2}}
+	if _, err := ma.Start(ctx, spec, ds); err != nil {
+		t.Fatal(err)
+	}
+	if tg, ok, err := mb.Offer(ctx, "did:key:zB"); err != nil || !ok || tg.Version != "2" {
+		t.Fatalf("Offer through the second relay = %+v, %v, %v", tg, ok, err)
+	}
+	mb.Report(ctx, "did:key:zB", "2", rollout.RolledBack, "trial: exited with status 2")
+	ma.Report(ctx, "did:key:zA", "2", rollout.Installed, "")
+	a.Close()
+	b.Close()
+	cc := open(t, srv)
+	defer cc.Close()
+	r, err := (&rollout.Manager{Store: cc.Rollouts(), Clock: c}).Get(ctx, "agent-2")
+	if err != nil || r.Counts().Installed != 1 || r.Counts().RolledBack != 1 || r.State != rollout.Done {
+		t.Fatalf("through a third connection: %+v, %v", r, err)
+	}
 }

@@ -1,0 +1,53 @@
+package rollout
+
+// Counts are a rollout's or a wave's devices by what they reported.
+// Pending devices are in a started wave without a report; Waiting ones
+// are in a wave not started yet.
+type Counts struct {
+	Devices    int `json:"devices"`
+	Installed  int `json:"installed"`
+	RolledBack int `json:"rolled_back"`
+	Refused    int `json:"refused"`
+	Pending    int `json:"pending"`
+	Waiting    int `json:"waiting"`
+}
+
+// Failed is the devices that reported anything but Installed.
+func (c Counts) Failed() int { return c.RolledBack + c.Refused }
+
+// WaveCounts returns the counts of wave i.
+func (r *Rollout) WaveCounts(i int) Counts {
+	var c Counts
+	for _, d := range r.Waves[i].Devices {
+		c.Devices++
+		res, ok := r.Results[d]
+		switch {
+		case !ok && i > r.Wave:
+			c.Waiting++
+		case !ok:
+			c.Pending++
+		case res.Outcome == Installed:
+			c.Installed++
+		case res.Outcome == RolledBack:
+			c.RolledBack++
+		default:
+			c.Refused++
+		}
+	}
+	return c
+}
+
+// Counts returns the counts of all the rollout's devices.
+func (r *Rollout) Counts() Counts {
+	var t Counts
+	for i := range r.Waves {
+		c := r.WaveCounts(i)
+		t.Devices += c.Devices
+		t.Installed += c.Installed
+		t.RolledBack += c.RolledBack
+		t.Refused += c.Refused
+		t.Pending += c.Pending
+		t.Waiting += c.Waiting
+	}
+	return t
+}

@@ -1,0 +1,199 @@
+package rollout
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/torpor-dev/torpor/clock"
+	"github.com/torpor-dev/torpor/store/rollouts"
+)
+
+// Manager keeps the rollouts in Store, read, changed and written back by
+// compare-and-swap, so that relays sharing the store share them.
+type Manager struct {
+	Store rollouts.Store
+	// Clock is the relay's clock; nil means the real clock.
+	Clock clock.Clock
+}
+
+// recordVersion is the first member of a stored record; a record of
+// another version is refused, never misread.
+const recordVersion = 1
+
+type record struct {
+	V int `json:"v"`
+	*Rollout
+}
+
+func decode(id string, b []byte) (*Rollout, error) {
+	var rec record
+	if err := json.Unmarshal(b, &rec); err != nil {
+		return nil, fmt.Errorf("rollout %s: damaged record: %v", id, err)
+	}
+	if rec.V != recordVersion || rec.Rollout == nil {
+		return nil, fmt.Errorf("rollout %s: record of version %d, this relay reads %d", id, rec.V, recordVersion)
+	}
+	if rec.Results == nil {
+		rec.Results = map[string]Result{}
+	}
+	return rec.Rollout, nil
+}
+
+func encode(r *Rollout) ([]byte, error) { return json.Marshal(record{V: recordVersion, Rollout: r}) }
+
+// Start plans spec over devices and stores it; ErrExists if its id is
+// taken.
+func (m *Manager) Start(ctx context.Context, spec Spec, devices []Device) (*Rollout, error) {
+	r, err := Plan(spec, devices, clock.Or(m.Clock).Now())
+	if err != nil {
+		return nil, err
+	}
+	b, err := encode(r)
+	if err != nil {
+		return nil, err
+	}
+	_, err = m.Store.Put(ctx, r.ID, b, 0)
+	if errors.Is(err, rollouts.ErrConflict) {
+		return nil, fmt.Errorf("%w: %s", ErrExists, r.ID)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// Get returns the rollout id as stored, stepped to now (not written).
+func (m *Manager) Get(ctx context.Context, id string) (*Rollout, error) {
+	r, _, err := m.get(ctx, id)
+	if err == nil {
+		r.Step(clock.Or(m.Clock).Now())
+	}
+	return r, err
+}
+
+func (m *Manager) get(ctx context.Context, id string) (*Rollout, uint64, error) {
+	b, rev, err := m.Store.Get(ctx, id)
+	if errors.Is(err, rollouts.ErrNotFound) {
+		return nil, 0, fmt.Errorf("%w: %s", ErrNotFound, id)
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	r, err := decode(id, b)
+	return r, rev, err
+}
+
+// List returns every rollout, stepped to now (not written).
+func (m *Manager) List(ctx context.Context) ([]*Rollout, error) {
+	ids, err := m.Store.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []*Rollout
+	for _, id := range ids {
+		r, err := m.Get(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// update applies change to rollout id and writes it back if change says
+// it changed, retrying on a conflict with another writer. It returns the
+// rollout as written (or as read, unchanged).
+func (m *Manager) update(ctx context.Context, id string, change func(r *Rollout) (bool, error)) (*Rollout, error) {
+	for {
+		r, rev, err := m.get(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		changed, err := change(r)
+		if err != nil || !changed {
+			return r, err
+		}
+		b, err := encode(r)
+		if err != nil {
+			return nil, err
+		}
+		_, err = m.Store.Put(ctx, id, b, rev)
+		if errors.Is(err, rollouts.ErrConflict) {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		return r, err
+	}
+}
+
+// Pause pauses rollout id.
+func (m *Manager) Pause(ctx context.Context, id, reason string) (*Rollout, error) {
+	return m.update(ctx, id, func(r *Rollout) (bool, error) {
+		now := clock.Or(m.Clock).Now()
+		r.Step(now)
+		return true, r.Pause(reason, now)
+	})
+}
+
+// Resume resumes rollout id.
+func (m *Manager) Resume(ctx context.Context, id string) (*Rollout, error) {
+	return m.update(ctx, id, func(r *Rollout) (bool, error) { return true, r.Resume(clock.Or(m.Clock).Now()) })
+}
+
+// Abort aborts rollout id.
+func (m *Manager) Abort(ctx context.Context, id, reason string) (*Rollout, error) {
+	return m.update(ctx, id, func(r *Rollout) (bool, error) { return true, r.Abort(reason, clock.Or(m.Clock).Now()) })
+}
+
+// Offer returns the target device should install at its wake now, from
+// the first rollout (by id) that offers it one; it writes the rollouts it
+// stepped (a wave started, or done).
+func (m *Manager) Offer(ctx context.Context, device string) (Target, bool, error) {
+	ids, err := m.Store.List(ctx)
+	if err != nil {
+		return Target{}, false, err
+	}
+	for _, id := range ids {
+		r, err := m.update(ctx, id, func(r *Rollout) (bool, error) { return r.Step(clock.Or(m.Clock).Now()), nil })
+		if err != nil {
+			return Target{}, false, err
+		}
+		if r.Offer(device) {
+			return r.Target, true, nil
+		}
+	}
+	return Target{}, false, nil
+}
+
+// Report records device's outcome of the target version in every rollout
+// of that version with device in a started wave, and reports whether one
+// did. A device's status carries its last outcome at every wake: a report
+// equal to the one recorded changes nothing.
+func (m *Manager) Report(ctx context.Context, device, version string, o Outcome, reason string) (bool, error) {
+	ids, err := m.Store.List(ctx)
+	if err != nil {
+		return false, err
+	}
+	found := false
+	for _, id := range ids {
+		_, err := m.update(ctx, id, func(r *Rollout) (bool, error) {
+			w := r.WaveOf(device)
+			if r.Target.Version != version || w < 0 || w > r.Wave {
+				return false, nil
+			}
+			found = true
+			if old, ok := r.Results[device]; ok && old.Outcome == o && old.Reason == clip(reason) {
+				return false, nil
+			}
+			return true, r.Report(device, o, reason, clock.Or(m.Clock).Now())
+		})
+		if err != nil {
+			return found, err
+		}
+	}
+	return found, nil
+}

@@ -1,0 +1,156 @@
+package rollout_test
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/torpor-dev/torpor/clock/clocktest"
+	"github.com/torpor-dev/torpor/store/rollouts"
+	"github.com/torpor-dev/torpor/transport/relay/rollout"
+)
+
+func devices(n int) []rollout.Device {
+	var ds []rollout.Device
+	for i := range n {
+		ds = append(ds, rollout.Device{ID: fmt.Sprintf("did:key:z%03d", i), Minute: i % 60})
+	}
+	return ds
+}
+
+var start = time.Date(2026, 12, 5, 10, 0, 0, 0, time.UTC)
+
+func spec() rollout.Spec {
+	return rollout.Spec{ID: "agent-1.4.0", Target: rollout.Target{Name: "torpor-agent/linux-armv6/1.4.0", Version: "1.4.0"},
+		Percents: []int{10, 100}, Criteria: rollout.Criteria{MinExecuted: 3, ThresholdPercent: 50}}
+}
+
+func openBolt(t *testing.T, path string) *rollouts.Bolt {
+	t.Helper()
+	s, err := rollouts.OpenBolt(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestManagerSurvivesRestart: a rollout started, offered and reported
+// through one Manager on a bbolt file is found as it was by a Manager on
+// the file opened again (a relay restarted), which moves it on.
+func TestManagerSurvivesRestart(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "rollouts.db")
+	c := clocktest.New(start)
+	s := openBolt(t, path)
+	m := &rollout.Manager{Store: s, Clock: c}
+	r, err := m.Start(t.Context(), spec(), devices(20))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Start(t.Context(), spec(), devices(20)); !errors.Is(err, rollout.ErrExists) {
+		t.Errorf("second Start: %v, want ErrExists", err)
+	}
+	first := r.Waves[0].Devices
+	tg, ok, err := m.Offer(t.Context(), first[0])
+	if err != nil || !ok || tg.Version != "1.4.0" {
+		t.Fatalf("Offer(%s) = %+v, %v, %v", first[0], tg, ok, err)
+	}
+	if _, ok, _ := m.Offer(t.Context(), r.Waves[1].Devices[0]); ok {
+		t.Error("a device of wave 1 was offered during wave 0")
+	}
+	if found, err := m.Report(t.Context(), first[0], "1.4.0", rollout.Installed, ""); !found || err != nil {
+		t.Fatalf("Report = %v, %v", found, err)
+	}
+	if found, _ := m.Report(t.Context(), first[1], "1.3.9", rollout.RolledBack, "x"); found {
+		t.Error("a report of another version was counted")
+	}
+	s.Close()
+
+	s = openBolt(t, path)
+	defer s.Close()
+	m = &rollout.Manager{Store: s, Clock: c}
+	got, err := m.Get(t.Context(), "agent-1.4.0")
+	if err != nil || got.Results[first[0]].Outcome != rollout.Installed || got.Counts().Pending != 1 {
+		t.Fatalf("after reopening: %+v, %v", got, err)
+	}
+	c.Advance(time.Hour)
+	if _, ok, _ := m.Offer(t.Context(), r.Waves[1].Devices[0]); !ok {
+		t.Error("after WaveTime, a device of wave 1 is not offered")
+	}
+	if got, _ := m.Get(t.Context(), "agent-1.4.0"); got.Wave != 1 || !got.Waves[1].Started.Equal(c.Now()) {
+		t.Errorf("wave %d started %v; want wave 1 at %v", got.Wave, got.Waves[1].Started, c.Now())
+	}
+}
+
+// TestManagersShareOneStore: 4 Managers (as 4 relays) record 20 devices'
+// reports concurrently; none is lost, the breach pauses the rollout, and
+// operator changes go through any of them.
+func TestManagersShareOneStore(t *testing.T) {
+	s := openBolt(t, filepath.Join(t.TempDir(), "rollouts.db"))
+	defer s.Close()
+	c := clocktest.New(start)
+	var ms []*rollout.Manager
+	for range 4 {
+		ms = append(ms, &rollout.Manager{Store: s, Clock: c})
+	}
+	sp := spec()
+	sp.Percents, sp.Criteria = []int{100}, rollout.Criteria{}
+	if _, err := ms[0].Start(t.Context(), sp, devices(20)); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for i, d := range devices(20) {
+		wg.Go(func() {
+			if _, err := ms[i%4].Report(t.Context(), d.ID, "1.4.0", rollout.Installed, ""); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	r, err := ms[3].Get(t.Context(), sp.ID)
+	if err != nil || r.Counts().Installed != 20 || r.State != rollout.Done {
+		t.Fatalf("after 20 concurrent reports: %+v, %v", r.Counts(), err)
+	}
+	if _, err := ms[1].Pause(t.Context(), sp.ID, "x"); !errors.Is(err, rollout.ErrState) {
+		t.Errorf("pausing a done rollout: %v, want ErrState", err)
+	}
+	if _, err := ms[1].Abort(t.Context(), "nope", "x"); !errors.Is(err, rollout.ErrNotFound) {
+		t.Errorf("aborting an unknown rollout: %v, want ErrNotFound", err)
+	}
+}
+
+// TestManagerPauseResumeAbort: an operator pause, resume and abort are
+// stored; an abort stops offers.
+func TestManagerPauseResumeAbort(t *testing.T) {
+	s := openBolt(t, filepath.Join(t.TempDir(), "rollouts.db"))
+	defer s.Close()
+	m := &rollout.Manager{Store: s, Clock: clocktest.New(start)}
+	r, err := m.Start(t.Context(), spec(), devices(10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := r.Waves[0].Devices[0]
+	if r, err := m.Pause(t.Context(), r.ID, "look first"); err != nil || r.State != rollout.Paused || r.Reason != "look first" {
+		t.Fatalf("Pause = %+v, %v", r, err)
+	}
+	if _, ok, _ := m.Offer(t.Context(), d); ok {
+		t.Error("offered while paused")
+	}
+	if _, err := m.Resume(t.Context(), r.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, _ := m.Offer(t.Context(), d); !ok {
+		t.Error("not offered after resume")
+	}
+	if _, err := m.Abort(t.Context(), r.ID, "bad build"); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := m.Get(t.Context(), r.ID); got.State != rollout.Aborted || got.Reason != "bad build" {
+		t.Errorf("after abort: %s %q", got.State, got.Reason)
+	}
+	if _, ok, _ := m.Offer(t.Context(), d); ok {
+		t.Error("offered after abort")
+	}
+}
