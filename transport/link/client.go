@@ -278,7 +278,12 @@ func (c *Client) Publish(ctx context.Context, st wire.State) (wire.Accepted, err
 	if f.WakeSecond != nil && (*f.WakeSecond < 0 || *f.WakeSecond > 59) {
 		return wire.Accepted{}, fmt.Errorf("%w: state-ok assigns wake second %d, outside 0-59", wire.ErrProtocol, *f.WakeSecond)
 	}
-	return wire.Accepted{Bounds: *f.Bounds, Held: f.Held, WakeSecond: f.WakeSecond}, nil
+	if f.Offer != nil {
+		if err := f.Offer.Check(); err != nil {
+			return wire.Accepted{}, err
+		}
+	}
+	return wire.Accepted{Bounds: *f.Bounds, Held: f.Held, WakeSecond: f.WakeSecond, Offer: f.Offer}, nil
 }
 
 // Pull asks for up to max records with seq > after and returns them in seq

@@ -61,7 +61,8 @@
 //	                                                ceiling bounds for this agent
 //	device → relay  state    {id, state}            publish mode, window, card, ...
 //	relay → device  state-ok {id, bounds, held,     the bounds now in force, the KeyPackages held,
-//	                          wakeSecond}           the wake second the relay assigned
+//	                          wakeSecond, offer}    the wake second the relay assigned, the
+//	                                                update a rollout offers (offer.go)
 //	device → relay  pull     {id, after, max}       up to max records with seq > after
 //	relay → device  records  {id, records, more}    in seq order
 //	device → relay  ack      {id, seqs}             delete these (device committed)
@@ -84,7 +85,9 @@
 // console: status.go), state-ok.wakeSecond (the second of its wake
 // minute the relay assigned the device's window: Accepted.WakeSecond) and
 // state.enrolment (the owner's enrolment of the device, which a relay
-// that trusts the owner admits at once).
+// that trusts the owner admits at once), and state-ok.offer (the update
+// target a rollout of the relay asks the device to install:
+// Accepted.Offer).
 //
 // # Handshake
 //

@@ -88,6 +88,8 @@ type Frame struct {
 	Proof     []byte     `cbor:"proof,omitempty"`
 	// WakeSecond is a state-ok's Accepted.WakeSecond.
 	WakeSecond *int `cbor:"wakeSecond,omitempty"`
+	// Offer is a state-ok's Accepted.Offer (offer.go).
+	Offer *Offer `cbor:"offer,omitempty"`
 }
 
 // State is what a device publishes about itself. Every publish replaces the
@@ -197,6 +199,10 @@ type Accepted struct {
 	// when the relay did not say (it predates assignments); a device that
 	// predates them ignores it.
 	WakeSecond *int
+	// Offer, when set, is the update a rollout of the relay asks the
+	// device to install (offer.go); nil when none, and from relays that
+	// predate offers.
+	Offer *Offer
 	// Relink, set by the relay's side only and never sent, makes the link
 	// server end the link once the state-ok is written, with Relink as
 	// the reason: the state admitted the device (an owner's enrolment),
