@@ -31,6 +31,9 @@ const (
 	ActionAdmit   = "admit"
 	ActionPurge   = "purge"
 	ActionCommand = "device-command"
+	// ActionRollout is a rollout started, paused, resumed or aborted
+	// (its Detail names which and the rollout's id).
+	ActionRollout = "rollout"
 )
 
 // The outcomes of a record.

@@ -108,6 +108,7 @@ func (a *linkAgents) Publish(ctx context.Context, agent did.DID, st wire.State) 
 		sec := next.WakeSecond
 		ok.WakeSecond = &sec
 	}
+	ok.Offer = s.rolloutWake(ctx, id, st.Status)
 	return ok, nil
 }
 

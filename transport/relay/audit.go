@@ -7,6 +7,7 @@ import (
 
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/store/audit"
+	"github.com/torpor-dev/torpor/transport/operatorapi"
 )
 
 // record appends rec to the audit log (Config.Stores.Audit; none when
@@ -32,6 +33,8 @@ func operatorAction(r *http.Request) string {
 		return audit.ActionPurge
 	case r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/admit"):
 		return audit.ActionAdmit
+	case r.Method == http.MethodPost && strings.HasPrefix(r.URL.Path, operatorapi.RolloutsPath):
+		return audit.ActionRollout
 	}
 	return ""
 }

@@ -28,6 +28,7 @@ import (
 //	torpor_relay_links                        device links up
 //	torpor_relay_purged_total                 expired records purged
 //	torpor_relay_key_packages_served_total
+//	torpor_relay_update_*                     rollouts (metrics_update.go)
 //
 // With Config.Ops.PerAgentMetrics, also torpor_relay_agent_enqueues_total{agent,
 // outcome}, torpor_relay_agent_queue_messages{agent,name} and
@@ -45,6 +46,7 @@ type metrics struct {
 	purged        prometheus.Counter
 	keyPackages   prometheus.Counter
 	lastResort    prometheus.Counter
+	updateMetrics // metrics_update.go
 
 	depthDesc, bytesDesc           *prometheus.Desc
 	agentDepthDesc, agentBytesDesc *prometheus.Desc
@@ -93,6 +95,7 @@ func newMetrics(s *Relay) *metrics {
 	}
 	m.reg.MustRegister(m.enqueues, m.answers, m.liveRequests, m.drain, m.links, m.purged, m.keyPackages, m.lastResort, (*queueCollector)(m), (*fleetCollector)(m),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.updateMetrics = newUpdateMetrics(m.reg, m)
 	if s.cfg.Ops.PerAgentMetrics {
 		m.agentEnqueues = prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "torpor_relay_agent_enqueues_total", Help: "Requests for an agent that was not live, by outcome.",

@@ -21,12 +21,14 @@ import (
 	"github.com/torpor-dev/torpor/store/agents"
 	"github.com/torpor-dev/torpor/store/audit"
 	"github.com/torpor-dev/torpor/store/queue"
+	"github.com/torpor-dev/torpor/store/rollouts"
 	"github.com/torpor-dev/torpor/transport/a2a"
 	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"github.com/torpor-dev/torpor/transport/bearer"
 	"github.com/torpor-dev/torpor/transport/link/server"
 	"github.com/torpor-dev/torpor/transport/link/wire"
 	"github.com/torpor-dev/torpor/transport/relay/console"
+	"github.com/torpor-dev/torpor/transport/relay/rollout"
 )
 
 // Config configures a Relay. Stores, KeyPackages and PublicURL are
@@ -74,6 +76,9 @@ type Stores struct {
 	// Audit, when set, keeps the audit log of operator actions
 	// (store/audit): admissions, queue purges and console logins.
 	Audit audit.Store
+	// Rollouts, when set, keeps the update rollouts (store/rollouts;
+	// rollouts.go); nil serves no rollout endpoint and offers no update.
+	Rollouts rollouts.Store
 }
 
 // Limits bound what agents and callers may hold of a Relay; zero members
@@ -206,6 +211,8 @@ type Relay struct {
 	plaintext         plaintextPolicy
 	// queue is cfg.Stores.Queue as the relay uses it (cfg.Stores.Queue is set to it).
 	queue *watchedQueue
+	// rollouts runs cfg.Stores.Rollouts; nil without it.
+	rollouts *rollout.Manager
 }
 
 // New returns a relay for cfg. It returns an error for a missing store or
@@ -263,6 +270,9 @@ func New(cfg Config) (*Relay, error) {
 		Verifier: s.verifier, Queue: s.queue, Agents: (*linkAgents)(s), Clock: cfg.Clock,
 		Logger: base.With("component", "link"), OnAcked: s.acked, OnUnacked: s.linkEnded,
 	}
+	if cfg.Stores.Rollouts != nil {
+		s.rollouts = &rollout.Manager{Store: cfg.Stores.Rollouts, Clock: cfg.Clock}
+	}
 	if err := s.newConsole(base); err != nil {
 		return nil, err
 	}
@@ -314,6 +324,7 @@ func (s *Relay) routes() {
 	m.HandleFunc("GET "+operatorQueuePath, s.serveQueueList)
 	m.HandleFunc("DELETE "+operatorQueuePath, s.serveQueuePurge)
 	m.HandleFunc("POST /operator/agents/{did}/admit", s.serveAdmit)
+	s.rolloutRoutes(m)
 	if s.console != nil {
 		s.console.Register(m)
 	}

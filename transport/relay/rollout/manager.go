@@ -153,20 +153,26 @@ func (m *Manager) Abort(ctx context.Context, id, reason string) (*Rollout, error
 // the first rollout (by id) that offers it one; it writes the rollouts it
 // stepped (a wave started, or done).
 func (m *Manager) Offer(ctx context.Context, device string) (Target, bool, error) {
+	_, t, ok, err := m.OfferID(ctx, device)
+	return t, ok, err
+}
+
+// OfferID is Offer, with the id of the rollout that offers the target.
+func (m *Manager) OfferID(ctx context.Context, device string) (string, Target, bool, error) {
 	ids, err := m.Store.List(ctx)
 	if err != nil {
-		return Target{}, false, err
+		return "", Target{}, false, err
 	}
 	for _, id := range ids {
 		r, err := m.update(ctx, id, func(r *Rollout) (bool, error) { return r.Step(clock.Or(m.Clock).Now()), nil })
 		if err != nil {
-			return Target{}, false, err
+			return "", Target{}, false, err
 		}
 		if r.Offer(device) {
-			return r.Target, true, nil
+			return id, r.Target, true, nil
 		}
 	}
-	return Target{}, false, nil
+	return "", Target{}, false, nil
 }
 
 // Report records device's outcome of the target version in every rollout

@@ -1,0 +1,171 @@
+package relay
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"path/filepath"
+	"testing"
+
+	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/did/didtest"
+	"github.com/torpor-dev/torpor/store/rollouts"
+	"github.com/torpor-dev/torpor/transport/bearer"
+	"github.com/torpor-dev/torpor/transport/link/wire"
+	"github.com/torpor-dev/torpor/transport/operatorapi"
+)
+
+// rolloutReq is an operator request to a rollout endpoint as k.
+func (h *harness) rolloutReq(tb testing.TB, method, path string, k *did.PrivateKey, body any) resp {
+	tb.Helper()
+	b, _ := json.Marshal(body)
+	req, _ := http.NewRequest(method, h.srv.URL+path, bytes.NewReader(b))
+	tok, err := bearer.IssuePurpose(k, h.relay.cfg.PublicURL, bearer.OperatorPurpose(method, req.URL.EscapedPath()), h.clk.Now(), bearer.OperatorTTL)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	req.Header.Set("Authorization", bearer.Authorization(tok))
+	return h.do(tb, req)
+}
+
+// updateStatus is a device's signed status reporting an install outcome,
+// with the update member as the A/B install writes it.
+func updateStatus(t *testing.T, dev *did.PrivateKey, result, version, reason string) []byte {
+	return signedStatus(t, dev, wire.PurposeStatus, map[string]any{"version": "1.3.0",
+		"update": map[string]any{"result": result, "version": version, "reason": reason, "at": t0}})
+}
+
+// TestRolloutOverTheLink: an operator starts a rollout of 4 linked
+// devices; each learns the target in its state-ok at its wake, reports
+// its outcome in its signed status, and the relay pauses the rollout when
+// 2 of 3 reported roll back; a device not yet reporting is pending; the
+// operator resumes, then aborts, and no device is offered the target
+// after. A stranger cannot start one.
+func TestRolloutOverTheLink(t *testing.T) {
+	op := didtest.Key(t, 7)
+	st, err := rollouts.OpenBolt(filepath.Join(t.TempDir(), "rollouts.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	h := newHarness(t, func(c *Config) { c.Access.Operators = []did.DID{op.DID()}; c.Stores.Rollouts = st })
+	var devs []*did.PrivateKey
+	for i := range 4 {
+		devs = append(devs, didtest.Key(t, byte(20+i)))
+		h.publishOffline(t, devs[i], "hourly_wake", deviceOpts{})
+	}
+	start := operatorapi.RolloutStart{ID: "agent-1.4.0", Target: operatorapi.RolloutTarget{Name: "torpor-agent/1.4.0", Version: "1.4.0"},
+		Percents: []int{100}, Criteria: operatorapi.RolloutCriteria{MinExecuted: 3, ThresholdPercent: 50}}
+	if r := h.rolloutReq(t, "POST", operatorapi.RolloutsPath, devs[0], start); r.status != 403 {
+		t.Fatalf("a device starting a rollout: %d %s", r.status, r.body)
+	}
+	if r := h.rolloutReq(t, "POST", operatorapi.RolloutsPath, op, start); r.status != 200 || r.json["state"] != "running" {
+		t.Fatalf("start: %d %s", r.status, r.body)
+	}
+	outcomes := []string{"installed", "rolled-back", "rolled-back"}
+	for i, o := range outcomes {
+		c := h.dial(t, devs[i])
+		a, err := c.Publish(context.Background(), h.state(t, devs[i], c.Hello(), "hourly_wake", deviceOpts{}))
+		if err != nil || a.Offer == nil || a.Offer.Version != "1.4.0" || a.Offer.Rollout != "agent-1.4.0" {
+			t.Fatalf("device %d's state-ok: offer %+v, %v", i, a.Offer, err)
+		}
+		s := h.state(t, devs[i], c.Hello(), "hourly_wake", deviceOpts{})
+		s.Status = updateStatus(t, devs[i], o, "1.4.0", "trial: exited with status 2")
+		if _, err := c.Publish(context.Background(), s); err != nil {
+			t.Fatal(err)
+		}
+		c.Close()
+	}
+	var got operatorapi.Rollout
+	r := h.rolloutReq(t, "GET", operatorapi.RolloutsPath+"/agent-1.4.0", op, nil)
+	json.Unmarshal(r.body, &got)
+	if got.State != "paused" || got.Counts.Installed != 1 || got.Counts.RolledBack != 2 || got.Counts.Pending != 1 || len(got.Failures) != 2 {
+		t.Fatalf("after 2 of 3 rolled back: %d %s", r.status, r.body)
+	}
+	c := h.dial(t, devs[3])
+	if a, err := c.Publish(context.Background(), h.state(t, devs[3], c.Hello(), "hourly_wake", deviceOpts{})); err != nil || a.Offer != nil {
+		t.Errorf("offer while paused: %+v, %v", a.Offer, err)
+	}
+	if r := h.rolloutReq(t, "POST", operatorapi.RolloutsPath+"/agent-1.4.0/resume", op, operatorapi.RolloutAction{}); r.status != 200 || r.json["state"] != "running" {
+		t.Fatalf("resume: %d %s", r.status, r.body)
+	}
+	if a, err := c.Publish(context.Background(), h.state(t, devs[3], c.Hello(), "hourly_wake", deviceOpts{})); err != nil || a.Offer == nil {
+		t.Errorf("no offer after resume: %+v, %v", a.Offer, err)
+	}
+	if r := h.rolloutReq(t, "POST", operatorapi.RolloutsPath+"/agent-1.4.0/abort", op, operatorapi.RolloutAction{Reason: "bad build"}); r.status != 200 || r.json["state"] != "aborted" {
+		t.Fatalf("abort: %d %s", r.status, r.body)
+	}
+	if a, err := c.Publish(context.Background(), h.state(t, devs[3], c.Hello(), "hourly_wake", deviceOpts{})); err != nil || a.Offer != nil {
+		t.Errorf("offer after abort: %+v, %v", a.Offer, err)
+	}
+	if r := h.rolloutReq(t, "POST", operatorapi.RolloutsPath+"/agent-1.4.0/resume", op, operatorapi.RolloutAction{}); r.status != 409 {
+		t.Errorf("resuming an aborted rollout: %d %s", r.status, r.body)
+	}
+}
+
+// TestRolloutStartRefused: a bad rollout is refused with a reason and not
+// stored; a relay without a rollouts store answers 404.
+func TestRolloutStartRefused(t *testing.T) {
+	op := didtest.Key(t, 7)
+	st, err := rollouts.OpenBolt(filepath.Join(t.TempDir(), "rollouts.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	h := newHarness(t, func(c *Config) { c.Access.Operators = []did.DID{op.DID()}; c.Stores.Rollouts = st })
+	dev := didtest.Key(t, 20)
+	h.publishOffline(t, dev, "hourly_wake", deviceOpts{})
+	target := operatorapi.RolloutTarget{Name: "t", Version: "1"}
+	for name, body := range map[string]any{
+		"unknown device": operatorapi.RolloutStart{ID: "r", Target: target, Devices: []string{didtest.Key(t, 30).DID().String()}},
+		"percents":       operatorapi.RolloutStart{ID: "r", Target: target, Percents: []int{50}},
+		"no target":      operatorapi.RolloutStart{ID: "r"},
+		"unknown member": map[string]any{"id": "r", "target": target, "threshold": 5},
+	} {
+		if r := h.rolloutReq(t, "POST", operatorapi.RolloutsPath, op, body); r.status != 400 || r.json["message"] == "" {
+			t.Errorf("%s: %d %s, want 400 with a reason", name, r.status, r.body)
+		}
+	}
+	if ids, _ := st.List(context.Background()); len(ids) != 0 {
+		t.Errorf("refused starts stored %v", ids)
+	}
+	h2 := newHarness(t, func(c *Config) { c.Access.Operators = []did.DID{op.DID()} })
+	if r := h2.rolloutReq(t, "GET", operatorapi.RolloutsPath, op, nil); r.status != 404 {
+		t.Errorf("without a store: %d %s", r.status, r.body)
+	}
+}
+
+// TestStatusOutcome: the install outcome is read from the update member as
+// the A/B install writes it (result, version string) and as the TUF
+// client writes a refusal (outcome, version number); other outcomes, a
+// status without the member and bytes that are no status are no report.
+func TestStatusOutcome(t *testing.T) {
+	dev := didtest.Key(t, 20)
+	tests := []struct {
+		name   string
+		update any
+		want   outcome
+		ok     bool
+	}{
+		{"installed", map[string]any{"result": "installed", "version": "1.4.0"}, outcome{"1.4.0", "installed", ""}, true},
+		{"rolled back", map[string]any{"result": "rolled-back", "version": "1.4.0", "reason": "hung"}, outcome{"1.4.0", "rolled-back", "hung"}, true},
+		{"refused, numbered", map[string]any{"outcome": "refused", "version": 7, "reason": "freeze"}, outcome{"7", "refused", "freeze"}, true},
+		{"verified", map[string]any{"outcome": "verified", "version": 7}, outcome{}, false},
+		{"no version", map[string]any{"result": "installed"}, outcome{}, false},
+		{"no member", nil, outcome{}, false},
+	}
+	for _, tt := range tests {
+		p := map[string]any{"version": "1"}
+		if tt.update != nil {
+			p["update"] = tt.update
+		}
+		got, ok := statusOutcome(signedStatus(t, dev, wire.PurposeStatus, p))
+		if ok != tt.ok || got != tt.want {
+			t.Errorf("%s: statusOutcome = %+v, %v; want %+v, %v", tt.name, got, ok, tt.want, tt.ok)
+		}
+	}
+	if _, ok := statusOutcome([]byte("not a status")); ok {
+		t.Error("bytes that are no status gave an outcome")
+	}
+}
