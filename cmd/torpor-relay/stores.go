@@ -20,6 +20,7 @@ import (
 	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/store/queue/recordlog"
 	"github.com/torpor-dev/torpor/store/relaystore"
+	"github.com/torpor-dev/torpor/store/rollouts"
 )
 
 // storeArgs choose the backend of the queue and the agent states: the
@@ -109,8 +110,11 @@ type backend struct {
 	// audit is the audit log of operator actions: audit.db with bolt, a
 	// stream on JetStream.
 	audit audit.Store
-	fleet *fleet.Fleet // nil with bolt
-	close func()
+	// rollouts is the update rollouts: rollouts.db with bolt, keys of
+	// the agents bucket on JetStream.
+	rollouts rollouts.Store
+	fleet    *fleet.Fleet // nil with bolt
+	close    func()
 	// guard checked the files in the data directory (nil on JetStream);
 	// it writes the store marker once the broker's file is open too.
 	guard *relaystore.Guard
@@ -152,8 +156,14 @@ func openStores(ctx context.Context, a *args, clk clock.Clock, log *slog.Logger)
 		}
 		q, states := c.Queue(), c.Agents()
 		f := fleet.New(c.NATS(), clock.Unscaled(clk), log.With("component", "fleet"))
-		return &backend{q: q, states: states, audit: al, fleet: f, close: func() { q.Close(); states.Close(); c.Close() }}, nil
+		return &backend{q: q, states: states, audit: al, rollouts: c.Rollouts(), fleet: f, close: func() { q.Close(); states.Close(); c.Close() }}, nil
 	}
+	return openBoltStores(a, log)
+}
+
+// openBoltStores opens the relay's files in its data directory, checked
+// by relaystore's guard first.
+func openBoltStores(a *args, log *slog.Logger) (*backend, error) {
 	g := &relaystore.Guard{DataDir: a.dataDir, Reinitialise: a.store.reinit, Logger: log}
 	if err := g.Check(a.mqtt.external == ""); err != nil {
 		return nil, err
@@ -175,7 +185,15 @@ func openStores(ctx context.Context, a *args, clk clock.Clock, log *slog.Logger)
 		bq.Close()
 		return nil, relaystore.Fix(path, err)
 	}
-	return &backend{q: bq, states: bs, audit: al, guard: g, close: func() { al.Close(); bs.Close(); bq.Close() }}, nil
+	path = filepath.Join(a.dataDir, relaystore.Rollouts)
+	ro, err := rollouts.OpenBolt(path)
+	if err != nil {
+		al.Close()
+		bs.Close()
+		bq.Close()
+		return nil, relaystore.Fix(path, err)
+	}
+	return &backend{q: bq, states: bs, audit: al, rollouts: ro, guard: g, close: func() { ro.Close(); al.Close(); bs.Close(); bq.Close() }}, nil
 }
 
 // openQueue opens the embedded queue in dataDir: queue.db with engine

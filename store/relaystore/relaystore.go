@@ -60,6 +60,9 @@ const (
 	// checked at start like the others, but not in the marker: losing it
 	// loses no message a sender was told is queued.
 	Audit = "audit.db"
+	// Rollouts is the update rollouts (store/rollouts), checked at start
+	// and kept out of the marker as Audit is: losing it loses no message.
+	Rollouts = "rollouts.db"
 )
 
 // Names returns the names of the relay's stores for a run: mqtt.db only
@@ -230,14 +233,14 @@ func Fix(path string, err error) error {
 
 // Check refuses lost stores (missing or empty although the marker lists
 // them, unless Reinitialise), then checks every bbolt file of the run:
-// queue.db (also with the log engine, which imports it), agents.db and,
-// with the embedded broker, mqtt.db. It is called before the stores are
+// queue.db (also with the log engine, which imports it), agents.db,
+// audit.db, rollouts.db and, with the embedded broker, mqtt.db. It is called before the stores are
 // opened.
 func (g *Guard) Check(embeddedBroker bool) error {
 	if err := g.checkLost(); err != nil {
 		return err
 	}
-	files := []string{"queue.db", Agents, Audit}
+	files := []string{"queue.db", Agents, Audit, Rollouts}
 	if embeddedBroker {
 		files = append(files, MQTT)
 	}

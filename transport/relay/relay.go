@@ -270,9 +270,7 @@ func New(cfg Config) (*Relay, error) {
 		Verifier: s.verifier, Queue: s.queue, Agents: (*linkAgents)(s), Clock: cfg.Clock,
 		Logger: base.With("component", "link"), OnAcked: s.acked, OnUnacked: s.linkEnded,
 	}
-	if cfg.Stores.Rollouts != nil {
-		s.rollouts = &rollout.Manager{Store: cfg.Stores.Rollouts, Clock: cfg.Clock}
-	}
+	s.rollouts = rolloutManager(cfg.Stores.Rollouts, cfg.Clock)
 	if err := s.newConsole(base); err != nil {
 		return nil, err
 	}

@@ -7,8 +7,10 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/torpor-dev/torpor/clock"
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/store/agents"
+	"github.com/torpor-dev/torpor/store/rollouts"
 	"github.com/torpor-dev/torpor/transport/operatorapi"
 	"github.com/torpor-dev/torpor/transport/relay/rollout"
 )
@@ -16,6 +18,14 @@ import (
 // maxRolloutBody bounds a rollout's start request: MaxDevices DIDs and
 // the rest.
 const maxRolloutBody = rollout.MaxDevices*128 + 64<<10
+
+// rolloutManager runs the rollouts in st; nil when st is nil.
+func rolloutManager(st rollouts.Store, clk clock.Clock) *rollout.Manager {
+	if st == nil {
+		return nil
+	}
+	return &rollout.Manager{Store: st, Clock: clk}
+}
 
 // rolloutRoutes adds the operator endpoints of rollouts
 // (operatorapi.RolloutsPath; docs/updates.md, "Rollouts").

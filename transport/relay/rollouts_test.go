@@ -36,6 +36,22 @@ func updateStatus(t *testing.T, dev *did.PrivateKey, result, version, reason str
 		"update": map[string]any{"result": result, "version": version, "reason": reason, "at": t0}})
 }
 
+// wakeForUpdate links dev, which is offered the rollout's 1.4.0 in its
+// state-ok, then reports outcome o in its signed status.
+func (h *harness) wakeForUpdate(t *testing.T, dev *did.PrivateKey, o string) {
+	c := h.dial(t, dev)
+	defer c.Close()
+	a, err := c.Publish(context.Background(), h.state(t, dev, c.Hello(), "hourly_wake", deviceOpts{}))
+	if err != nil || a.Offer == nil || a.Offer.Version != "1.4.0" || a.Offer.Rollout != "agent-1.4.0" {
+		t.Fatalf("%s's state-ok: offer %+v, %v", dev.DID(), a.Offer, err)
+	}
+	s := h.state(t, dev, c.Hello(), "hourly_wake", deviceOpts{})
+	s.Status = updateStatus(t, dev, o, "1.4.0", "trial: exited with status 2")
+	if _, err := c.Publish(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestRolloutOverTheLink: an operator starts a rollout of 4 linked
 // devices; each learns the target in its state-ok at its wake, reports
 // its outcome in its signed status, and the relay pauses the rollout when
@@ -65,17 +81,7 @@ func TestRolloutOverTheLink(t *testing.T) {
 	}
 	outcomes := []string{"installed", "rolled-back", "rolled-back"}
 	for i, o := range outcomes {
-		c := h.dial(t, devs[i])
-		a, err := c.Publish(context.Background(), h.state(t, devs[i], c.Hello(), "hourly_wake", deviceOpts{}))
-		if err != nil || a.Offer == nil || a.Offer.Version != "1.4.0" || a.Offer.Rollout != "agent-1.4.0" {
-			t.Fatalf("device %d's state-ok: offer %+v, %v", i, a.Offer, err)
-		}
-		s := h.state(t, devs[i], c.Hello(), "hourly_wake", deviceOpts{})
-		s.Status = updateStatus(t, devs[i], o, "1.4.0", "trial: exited with status 2")
-		if _, err := c.Publish(context.Background(), s); err != nil {
-			t.Fatal(err)
-		}
-		c.Close()
+		h.wakeForUpdate(t, devs[i], o)
 	}
 	var got operatorapi.Rollout
 	r := h.rolloutReq(t, "GET", operatorapi.RolloutsPath+"/agent-1.4.0", op, nil)
