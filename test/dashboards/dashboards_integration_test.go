@@ -21,9 +21,11 @@ import (
 	"github.com/torpor-dev/torpor/runtime"
 	"github.com/torpor-dev/torpor/runtime/deliver"
 	"github.com/torpor-dev/torpor/runtime/purpose"
+	"github.com/torpor-dev/torpor/store/rollouts"
 	"github.com/torpor-dev/torpor/test/internal/testenv"
 	"github.com/torpor-dev/torpor/test/worldtest"
 	"github.com/torpor-dev/torpor/transport/relay"
+	"github.com/torpor-dev/torpor/transport/relay/rollout"
 	"github.com/torpor-dev/torpor/wake"
 )
 
@@ -32,9 +34,18 @@ var metricName = regexp.MustCompile(`\btorpor_[a-z0-9_]+`)
 // TestDashboardMetricsExist: every metric that a panel of the Grafana
 // dashboard or an alert rule queries is in the /metrics of a relay with
 // --per-agent-metrics and two real agents, one of which woke twice (so
-// that its status reports a completed wake).
+// that its status reports a completed wake), and a rollout.
 func TestDashboardMetricsExist(t *testing.T) {
-	r := worldtest.Start(t, relay.Config{Ops: relay.Ops{PerAgentMetrics: true}})
+	ro, err := rollouts.OpenBolt(filepath.Join(t.TempDir(), "rollouts.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	r := worldtest.Start(t, relay.Config{Ops: relay.Ops{PerAgentMetrics: true}, Stores: relay.Stores{Rollouts: ro}})
+	spec := rollout.Spec{ID: "r1", Target: rollout.Target{Name: "torpor-agent/2", Version: "2"}}
+	if _, err := (&rollout.Manager{Store: ro}).Start(context.Background(), spec, []rollout.Device{{ID: "did:key:zDevice"}}); err != nil {
+		t.Fatal(err)
+	}
 	var key0 did.DID
 	for i := range 2 {
 		key, _ := did.Generate(nil)
