@@ -9,7 +9,7 @@ CMDS      := torpor-agent torpor-relay torporctl torpor-conformance
 
 export CGO_ENABLED := 0
 
-.PHONY: help build test race check check-setup demo cross bench fuzz fmt lint vet test-integration test-browser test-cluster test-faults
+.PHONY: help build test race check check-setup demo cross bench fuzz fmt lint vet test-integration test-browser test-cluster test-faults test-rollout
 
 help: ## Show this help.
 	@awk 'BEGIN{FS=":.*## "} /^[a-z-]+:.*## /{printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -42,6 +42,9 @@ test-faults: ## Run the fault suite alone: SIGKILL, damaged, lost, full, read-on
 
 test-cluster: ## Run the scale-out tests alone: 3 relays on a 3-node NATS JetStream cluster, the porcupine history checker (HISTORY_RUNS=N, HISTORY_SEED=seed; visualizations in TORPOR_ARTIFACTS), the rolling restart (part of test-integration).
 	$(GO) test -tags integration -count=1 -timeout 10m ./test/cluster/
+
+test-rollout: ## Run the update rollout tests alone: real relays (bbolt, and two on one JetStream server) and torporctl; pause on the failure rate, resume, abort, a relay restart (part of test-integration).
+	$(GO) test -tags integration -count=1 -timeout 10m ./test/rollout/
 
 demo: ## Run the demo on embedded defaults (relay, sleeping agents, a sender).
 	./scripts/demo.sh
