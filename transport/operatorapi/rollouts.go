@@ -178,3 +178,15 @@ func (c *Client) rollouts(ctx context.Context, method, path string, body, out an
 	}
 	return raw, nil
 }
+
+// DeviceUpdate is one rollout's offer to a device, as the fleet console's
+// device page shows it: the outcome the device reported ("pending" while
+// it has not), the rollout's state.
+type DeviceUpdate struct {
+	Rollout string    `json:"rollout"`
+	Version string    `json:"version"`
+	State   string    `json:"state"`
+	Outcome string    `json:"outcome"`
+	Reason  string    `json:"reason,omitempty"`
+	At      time.Time `json:"at,omitzero"`
+}

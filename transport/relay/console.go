@@ -45,7 +45,11 @@ func (s *Relay) newConsole(base *slog.Logger) error {
 	if len(cc.Operators) == 0 {
 		return nil
 	}
-	c, err := console.New(console.Config{Source: *s.view, PublicURL: s.cfg.PublicURL, Operators: cc.Operators, Secret: cc.Secret,
+	var ro console.Rollouts
+	if s.rollouts != nil {
+		ro = consoleRollouts{s.rollouts}
+	}
+	c, err := console.New(console.Config{Source: *s.view, Rollouts: ro, PublicURL: s.cfg.PublicURL, Operators: cc.Operators, Secret: cc.Secret,
 		Refresh: cc.Refresh, Audit: s.cfg.Stores.Audit, Clock: s.cfg.Clock, Logger: base.With("component", "console")})
 	if err != nil {
 		return fmt.Errorf("relay: %w", err)

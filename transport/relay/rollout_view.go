@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"context"
 	"slices"
 	"strings"
 
@@ -42,4 +43,42 @@ func rolloutView(ro *rollout.Rollout) operatorapi.Rollout {
 
 func countsView(c rollout.Counts) operatorapi.RolloutCounts {
 	return operatorapi.RolloutCounts{Devices: c.Devices, Installed: c.Installed, RolledBack: c.RolledBack, Refused: c.Refused, Pending: c.Pending, Waiting: c.Waiting}
+}
+
+// consoleRollouts is console.Rollouts over the relay's rollouts.
+type consoleRollouts struct{ m *rollout.Manager }
+
+// Rollouts implements console.Rollouts.
+func (c consoleRollouts) Rollouts(ctx context.Context) ([]operatorapi.Rollout, error) {
+	rs, err := c.m.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]operatorapi.Rollout, 0, len(rs))
+	for _, r := range rs {
+		out = append(out, rolloutView(r))
+	}
+	return out, nil
+}
+
+// DeviceUpdates implements console.Rollouts: the rollouts whose started
+// waves hold device, the newest first.
+func (c consoleRollouts) DeviceUpdates(ctx context.Context, device string) ([]operatorapi.DeviceUpdate, error) {
+	rs, err := c.m.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	slices.SortStableFunc(rs, func(a, b *rollout.Rollout) int { return b.Created.Compare(a.Created) })
+	var out []operatorapi.DeviceUpdate
+	for _, r := range rs {
+		if w := r.WaveOf(device); w < 0 || w > r.Wave {
+			continue
+		}
+		u := operatorapi.DeviceUpdate{Rollout: r.ID, Version: r.Target.Version, State: string(r.State), Outcome: "pending"}
+		if res, ok := r.Results[device]; ok {
+			u.Outcome, u.Reason, u.At = string(res.Outcome), res.Reason, res.At
+		}
+		out = append(out, u)
+	}
+	return out, nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/torpor-dev/torpor/transport/bearer"
 	"github.com/torpor-dev/torpor/transport/link/wire"
 	"github.com/torpor-dev/torpor/transport/operatorapi"
+	"github.com/torpor-dev/torpor/transport/relay/rollout"
 )
 
 // rolloutReq is an operator request to a rollout endpoint as k.
@@ -173,5 +174,41 @@ func TestStatusOutcome(t *testing.T) {
 	}
 	if _, ok := statusOutcome([]byte("not a status")); ok {
 		t.Error("bytes that are no status gave an outcome")
+	}
+}
+
+// TestConsoleRollouts: the console's view of a device's rollouts, read
+// from a real rollouts file: the outcome it reported, pending while it
+// has not, nothing from a rollout whose started waves do not hold it.
+func TestConsoleRollouts(t *testing.T) {
+	st, err := rollouts.OpenBolt(filepath.Join(t.TempDir(), "rollouts.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	m := rolloutManager(st, nil)
+	ds := []rollout.Device{{ID: "did:key:zA", Minute: 1}, {ID: "did:key:zB", Minute: 2}, {ID: "did:key:zC", Minute: 3}}
+	spec := rollout.Spec{ID: "r1", Target: rollout.Target{Name: "t", Version: "1.4.0"}, Percents: []int{66, 100}}
+	if _, err := m.Start(context.Background(), spec, ds); err != nil {
+		t.Fatal(err)
+	}
+	r, _ := m.Get(context.Background(), "r1")
+	first := r.Waves[0].Devices
+	m.Report(context.Background(), first[0], "1.4.0", rollout.RolledBack, "hung")
+	c := consoleRollouts{m}
+	for _, tt := range []struct {
+		device, want string
+	}{{first[0], "rolled-back hung"}, {first[1], "pending "}, {r.Waves[1].Devices[0], ""}} {
+		u, err := c.DeviceUpdates(context.Background(), tt.device)
+		got := ""
+		if len(u) == 1 {
+			got = u[0].Outcome + " " + u[0].Reason
+		}
+		if err != nil || got != tt.want || len(u) > 1 {
+			t.Errorf("DeviceUpdates(%s) = %+v, %v; want %q", tt.device, u, err, tt.want)
+		}
+	}
+	if rs, err := c.Rollouts(context.Background()); err != nil || len(rs) != 1 || rs[0].Counts.RolledBack != 1 || rs[0].Counts.Waiting != 1 {
+		t.Errorf("Rollouts = %+v, %v", rs, err)
 	}
 }

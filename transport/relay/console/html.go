@@ -21,6 +21,7 @@ var templates embed.FS
 
 var pages = template.Must(template.New("").Funcs(template.FuncMap{
 	"short": shortDID,
+	"inc":   func(i int) int { return i + 1 },
 	"ts":    func(t time.Time) template.HTML { return timeTag(t, "seconds", "2006-01-02 15:04:05") },
 	"tsm":   func(t time.Time) template.HTML { return timeTag(t, "datetime", "2006-01-02 15:04") },
 	"when":  func(t time.Time) template.HTML { return timeTag(t, "datetime", "2006-01-02 15:04") },
@@ -112,6 +113,11 @@ type view struct {
 	Query            operatorapi.Query
 	Rows, Prev, Next string
 	Pills            []pill
+	// Rollouts is the rollouts page's (rollouts.go); Updates the device
+	// page's rollouts of that device.
+	Rollouts    []operatorapi.Rollout
+	Updates     []operatorapi.DeviceUpdate
+	HasRollouts bool
 }
 
 // pill is a link of the state filter.
@@ -226,5 +232,5 @@ func (c *Console) serveDevice(w http.ResponseWriter, r *http.Request, op string)
 		c.internal(w, err)
 		return
 	}
-	c.render(w, http.StatusOK, "device.html", view{Title: d.Name, Operator: op, Device: &d})
+	c.render(w, http.StatusOK, "device.html", view{Title: d.Name, Operator: op, Device: &d, Updates: c.deviceUpdates(r.Context(), d.DID), HasRollouts: c.cfg.Rollouts != nil})
 }

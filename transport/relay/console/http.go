@@ -31,9 +31,12 @@ type Config struct {
 	Refresh time.Duration
 	// Audit, when set, records logins and logouts and is served at
 	// /fleet/audit and /fleet/api/audit (audit.go).
-	Audit  audit.Store
-	Clock  clock.Clock
-	Logger *slog.Logger
+	Audit audit.Store
+	// Rollouts, when set, is served at /fleet/rollouts and
+	// /fleet/api/rollouts, and on each device's page (rollouts.go).
+	Rollouts Rollouts
+	Clock    clock.Clock
+	Logger   *slog.Logger
 }
 
 // Console serves /fleet and /fleet/api/.
@@ -94,6 +97,8 @@ func (c *Console) Register(m *http.ServeMux) {
 	m.HandleFunc("GET /fleet/api/devices/{did}", c.api(c.serveAPIDevice))
 	m.HandleFunc("GET /fleet/audit", c.page(c.serveAudit))
 	m.HandleFunc("GET /fleet/api/audit", c.api(c.serveAPIAudit))
+	m.HandleFunc("GET /fleet/rollouts", c.page(c.serveRollouts))
+	m.HandleFunc("GET /fleet/api/rollouts", c.api(c.serveAPIRollouts))
 }
 
 // secure sets the headers of every console answer: a strict CSP (only
