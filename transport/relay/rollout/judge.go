@@ -62,6 +62,20 @@ func (r *Rollout) Step(now time.Time) bool {
 	return changed
 }
 
+// due reports whether Step at now would change the rollout.
+func (r *Rollout) due(now time.Time) bool {
+	if r.State != Running {
+		return false
+	}
+	if _, breached := r.Breach(); breached {
+		return true
+	}
+	if r.Wave+1 < len(r.Waves) {
+		return r.reported(r.Wave) || !now.Before(r.Waves[r.Wave].Started.Add(r.WaveTime))
+	}
+	return r.Counts().Pending == 0
+}
+
 // reported reports whether every device of wave i reported.
 func (r *Rollout) reported(i int) bool {
 	for _, d := range r.Waves[i].Devices {

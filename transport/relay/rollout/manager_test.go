@@ -154,3 +154,34 @@ func TestManagerPauseResumeAbort(t *testing.T) {
 		t.Error("offered after abort")
 	}
 }
+
+// TestOfferSeesOtherRelays: a Manager that decoded a rollout for an
+// offer sees another Manager's (another relay's) pause and resume at its
+// next offer: its decoded record is kept per revision only.
+func TestOfferSeesOtherRelays(t *testing.T) {
+	s := openBolt(t, filepath.Join(t.TempDir(), "rollouts.db"))
+	defer s.Close()
+	c := clocktest.New(start)
+	a, b := &rollout.Manager{Store: s, Clock: c}, &rollout.Manager{Store: s, Clock: c}
+	r, err := a.Start(t.Context(), spec(), devices(10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := r.Waves[0].Devices[0]
+	for i, step := range []struct {
+		change func() error
+		offer  bool
+	}{
+		{func() error { return nil }, true},
+		{func() error { _, err := b.Pause(t.Context(), r.ID, "x"); return err }, false},
+		{func() error { _, err := b.Resume(t.Context(), r.ID); return err }, true},
+		{func() error { _, err := b.Report(t.Context(), d, "1.4.0", rollout.Installed, ""); return err }, false},
+	} {
+		if err := step.change(); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok, err := a.Offer(t.Context(), d); err != nil || ok != step.offer {
+			t.Errorf("step %d: Offer = %v, %v; want %v", i, ok, err, step.offer)
+		}
+	}
+}
