@@ -14,7 +14,8 @@ import (
 // Rollouts is store/rollouts.Store in the agents bucket (Config.Prefix's
 // _AGENTS), one key per rollout:
 //
-//	ro.<id>   the rollout's record (transport/relay/rollout encodes it)
+//	ro.<id>   the rollout's record (transport/relay/rollout encodes it); the
+//	          id base64url-encoded, as token encodes an agent
 //
 // A record's revision is its key's JetStream revision, so Put is the
 // bucket's Create (revision 0) or Update (compare-and-swap): relays on one
