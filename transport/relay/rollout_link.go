@@ -20,7 +20,7 @@ func (s *Relay) rolloutWake(ctx context.Context, agent string, status []byte) *w
 	if s.rollouts == nil {
 		return nil
 	}
-	if out, ok := statusOutcome(status); ok {
+	for _, out := range statusOutcomes(status) {
 		found, err := s.rollouts.Report(ctx, agent, out.version, out.outcome, out.reason)
 		if err != nil {
 			s.log.Error("rollouts: a device's update outcome was not recorded", "agent", agent, "version", out.version, "err", err)
@@ -38,6 +38,46 @@ func (s *Relay) rolloutWake(ctx context.Context, agent string, status []byte) *w
 	}
 	s.metrics.updateOffers.Inc()
 	return &wire.Offer{Rollout: id, Target: t.Name, Version: t.Version, SHA256: t.SHA256}
+}
+
+// runningReason is the reason of an Installed outcome read from the
+// version a device runs rather than from an install it reported.
+const runningReason = "runs this version"
+
+// statusOutcomes are the outcomes a device's status reports: its last
+// install's (statusOutcome), and Installed for the version it runs, so
+// that a device already running a rollout's target (installed before the
+// rollout, or by hand) is not pending for ever. The second is left out
+// when the first names the running version.
+func statusOutcomes(status []byte) []outcome {
+	var out []outcome
+	o, ok := statusOutcome(status)
+	if ok {
+		out = append(out, o)
+	}
+	if v := runningVersion(status); v != "" && (!ok || o.version != v) {
+		out = append(out, outcome{version: v, outcome: rollout.Installed, reason: runningReason})
+	}
+	return out
+}
+
+// runningVersion is the version member of a signed status ("" when
+// there is none).
+func runningVersion(status []byte) string {
+	if status == nil {
+		return ""
+	}
+	o, err := governed.Parse(status)
+	if err != nil {
+		return ""
+	}
+	var p struct {
+		Version string `json:"version"`
+	}
+	if json.Unmarshal(o.Payload, &p) != nil {
+		return ""
+	}
+	return p.Version
 }
 
 // outcome is a status's report of the device's last install.

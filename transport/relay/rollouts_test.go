@@ -175,6 +175,18 @@ func TestStatusOutcome(t *testing.T) {
 	if _, ok := statusOutcome([]byte("not a status")); ok {
 		t.Error("bytes that are no status gave an outcome")
 	}
+	running := func(p map[string]any) []outcome { return statusOutcomes(signedStatus(t, dev, wire.PurposeStatus, p)) }
+	if got := running(map[string]any{"version": "1.4.0"}); len(got) != 1 || got[0] != (outcome{"1.4.0", "installed", runningReason}) {
+		t.Errorf("a status running 1.4.0 without an update: %+v", got)
+	}
+	rb := map[string]any{"result": "rolled-back", "version": "1.4.0", "reason": "hung"}
+	if got := running(map[string]any{"version": "1.3.0", "update": rb}); len(got) != 2 || got[0].outcome != "rolled-back" || got[1] != (outcome{"1.3.0", "installed", runningReason}) {
+		t.Errorf("rolled back to 1.3.0: %+v", got)
+	}
+	in := map[string]any{"result": "installed", "version": "1.4.0"}
+	if got := running(map[string]any{"version": "1.4.0", "update": in}); len(got) != 1 || got[0].reason != "" {
+		t.Errorf("installed and running 1.4.0: %+v", got)
+	}
 }
 
 // TestConsoleRollouts: the console's view of a device's rollouts, read
