@@ -74,6 +74,11 @@ type Config struct {
 	MaxPacketSize uint32
 	// Clock checks the tokens' times; nil means clock.Real.
 	Clock clock.Clock
+	// OnCommand, when set, is called with every command an operator
+	// publishes on a device's cmd topic, from the broker's first
+	// connection on (see ObserveCommands, which changes it later): the
+	// relay's audit log misses none.
+	OnCommand func(Command)
 }
 
 // DefaultMaxPacketSize is a little over the 64 KiB payload limit of the
@@ -181,6 +186,9 @@ func (b *Broker) setup(cfg Config, log *slog.Logger) error {
 		err = b.srv.AddHook(tk, nil)
 	}
 	b.cmds = &commandHook{prefix: cfg.Prefix}
+	if cfg.OnCommand != nil {
+		b.cmds.on.Store(&cfg.OnCommand)
+	}
 	if err == nil {
 		err = b.srv.AddHook(b.cmds, nil)
 	}
