@@ -64,7 +64,7 @@ awk '/^BenchmarkAnswerPath/ {
   for (i = 2; i < NF; i++) if ($(i + 1) ~ /-cpu-µs\/answer$/) { n = $(i + 1); sub(/-cpu-µs\/answer$/, "", n); v[n] = $i }
 }
 END {
-  for (n in v) if (n != "floor" && v["floor"] > 0) printf "  %-12s %8.1f µs  %5.2fx (floor %.1f µs)\n", n, v[n], v[n] / v["floor"], v["floor"]
+  for (n in v) if (n != "floor" && v["floor"] > 0) printf "  %-16s %8.1f µs  %5.2fx (floor %.1f µs)\n", n, v[n], v[n] / v["floor"], v["floor"]
 }' "$out"
 # Issue 32: this tree's agent beside the one of d2faa43 (built from git
 # history) in one run; the goal halves the CPU and the bytes of an empty wake.
