@@ -98,7 +98,7 @@ func truncate(s string) string {
 // member name twice) into its members; anything but an object is an
 // error, as for canon.MemberMap. It gives what json.Unmarshal into a
 // map[string]json.RawMessage gives (names unquoted as it unquotes them,
-// values copied), by a walk: b must be valid JSON, a value of a body
+// values copied; with an index, slices of the body), by a walk: b must be valid JSON, a value of a body
 // ParseRequest accepted, which json.Valid checked already.
 func (x *bodyIndex) checkedMembers(b []byte) (map[string]json.RawMessage, error) {
 	b = trimJSONSpace(b)

@@ -74,10 +74,9 @@ func foldsTo(quoted []byte, folded string) bool {
 }
 
 // appendFolded appends encoding/json's foldName of the member name quoted
-// to out: without unquoting when
-// the name is ASCII with no escape, whose folding is its capitals
-// (foldRune gives the smallest rune of a fold set, and an ASCII letter's
-// capital is the smallest of its set).
+// to out, without unquoting a name that is ASCII with no escape (the
+// folding of an ASCII letter is its capital, the smallest rune of its
+// fold set, as foldRune gives).
 func appendFolded(out, quoted []byte) []byte {
 	name := quoted[1 : len(quoted)-1]
 	plain := true
@@ -130,8 +129,9 @@ func foldRune(r rune) rune {
 }
 
 // arrayElements returns the elements of arr, a valid JSON array, as
-// copies (json.RawMessage copies what it decodes); [] gives an empty,
-// non-nil slice, as encoding/json does.
+// copies without an index (json.RawMessage copies what it decodes) and as
+// slices of the body with one; [] gives an empty, non-nil slice, as
+// encoding/json does.
 func (x *bodyIndex) arrayElements(arr []byte) []json.RawMessage {
 	out := []json.RawMessage{}
 	for i := skipJSONSpace(arr, 1); arr[i] != ']'; {
