@@ -350,3 +350,35 @@ func inside(spans []Span, sp Span) bool {
 	}
 	return false
 }
+
+// TestSkipPlain8: for every byte at every place in a run of plain bytes,
+// skipPlain8 stops at the group of eight that holds it when plain does not
+// mark it, and skips only bytes that plain marks.
+func TestSkipPlain8(t *testing.T) {
+	for c := range 256 {
+		for at := range 24 {
+			b := bytes.Repeat([]byte("a"), 24)
+			b[at] = byte(c)
+			for from := range 3 {
+				end := skipPlain8(b, from)
+				for k := from; k < end; k++ {
+					if !plain[b[k]] {
+						t.Fatalf("skipPlain8 over byte %#x at %d from %d = %d: skipped it", c, at, from, end)
+					}
+				}
+				if end+8 <= len(b) && allPlain(b[end:end+8]) {
+					t.Fatalf("skipPlain8 over byte %#x at %d from %d stopped at %d, before eight plain bytes", c, at, from, end)
+				}
+			}
+		}
+	}
+}
+
+func allPlain(b []byte) bool {
+	for _, c := range b {
+		if !plain[c] {
+			return false
+		}
+	}
+	return true
+}

@@ -74,13 +74,23 @@ func trimJSONSpace(b []byte) []byte {
 }
 
 // stringEnd returns the index of the quote that closes the JSON string
-// opening at b[i], which must be valid.
+// opening at b[i], which must be valid: the first quote after it that an
+// even number of reverse solidi precede. In a valid string a reverse
+// solidus only starts an escape, and the escaped reverse solidus is the
+// one escape that ends in one, so an odd number escapes the quote.
+// bytes.IndexByte finds each quote.
 func stringEnd(b []byte, i int) int {
 	for j := i + 1; j < len(b); j++ {
-		switch b[j] {
-		case '\\':
-			j++
-		case '"':
+		k := bytes.IndexByte(b[j:], '"')
+		if k < 0 {
+			break
+		}
+		j += k
+		n := 0
+		for n < j-i-1 && b[j-1-n] == '\\' {
+			n++
+		}
+		if n%2 == 0 {
 			return j
 		}
 	}

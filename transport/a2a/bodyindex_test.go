@@ -1,6 +1,8 @@
 package a2a
 
 import (
+	"bytes"
+	"encoding/json"
 	"runtime"
 	"testing"
 )
@@ -47,4 +49,33 @@ func within(v, b []byte) bool {
 		}
 	}
 	return false
+}
+
+var stringEndCorpus = []string{`""`, `"a"`, `"\""`, `"\\"`, `"a\\\""`, `"\\\\"`, `"\\\"\\"`, `"x\"y\"z"`, `"\u0022"`, `"é\"😀"`, `"\/\b\f\n\r\t"`}
+
+// TestStringEnd: stringEnd finds the quote that closes a valid string,
+// whatever escaped quotes and reverse solidi it holds, with more text
+// after it.
+func TestStringEnd(t *testing.T) {
+	for _, s := range stringEndCorpus {
+		checkStringEnd(t, []byte(s))
+	}
+}
+
+func FuzzStringEnd(f *testing.F) {
+	for _, s := range stringEndCorpus {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(checkStringEnd)
+}
+
+func checkStringEnd(t *testing.T, s []byte) {
+	if len(s) < 2 || s[0] != '"' || s[len(s)-1] != '"' || !json.Valid(s) { // one string, no space around it
+		return
+	}
+	for _, after := range []string{"", `,"x\""]`, `:"\\"}`} {
+		if got := stringEnd(append(bytes.Clone(s), after...), 0); got != len(s)-1 {
+			t.Fatalf("stringEnd(%q + %q) = %d, want %d", s, after, got, len(s)-1)
+		}
+	}
 }
