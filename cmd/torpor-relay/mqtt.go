@@ -73,7 +73,7 @@ func (m *mqttArgs) brokerConfig(dataDir string, log *slog.Logger) (broker.Config
 		if err != nil {
 			return cfg, fmt.Errorf("--mqtt-devices-file: %w", err)
 		}
-		cfg.Devices, cfg.ClosedEnrollment = devs, true
+		cfg.Enrollment = broker.Enrollment{Devices: devs, Closed: true}
 	}
 	return cfg, nil
 }

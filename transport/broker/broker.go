@@ -59,13 +59,8 @@ type Config struct {
 	// Observers are DIDs that may read every device topic, commands
 	// included, and publish nothing (audit, monitoring, tests).
 	Observers []did.DID
-	// Devices pins device names to DIDs beforehand; names not listed are
-	// pinned by their first authenticated connection unless
-	// ClosedEnrollment is set.
-	Devices map[string]did.DID
-	// ClosedEnrollment refuses every device name that is neither in
-	// Devices nor pinned already.
-	ClosedEnrollment bool
+	// Enrollment fixes device names beforehand.
+	Enrollment Enrollment
 	// Prefix is the device topics' prefix; empty means DefaultPrefix.
 	Prefix string
 	// MaxPacketSize bounds every MQTT packet the broker accepts (MQTT 5.0
@@ -79,6 +74,16 @@ type Config struct {
 	// connection on (see ObserveCommands, which changes it later): the
 	// relay's audit log misses none.
 	OnCommand func(Command)
+}
+
+// Enrollment is how device names are bound to DIDs.
+type Enrollment struct {
+	// Devices pins device names to DIDs beforehand; names not listed are
+	// pinned by their first authenticated connection unless Closed is set.
+	Devices map[string]did.DID
+	// Closed refuses every device name that is neither in Devices nor
+	// pinned already.
+	Closed bool
 }
 
 // DefaultMaxPacketSize is a little over the 64 KiB payload limit of the
@@ -168,7 +173,7 @@ func (b *Broker) setup(cfg Config, log *slog.Logger) error {
 	if cfg.DataDir != "" {
 		regPath = filepath.Join(cfg.DataDir, "mqtt-devices.db")
 	}
-	reg, err := openRegistry(regPath, cfg.Devices, cfg.ClosedEnrollment, log)
+	reg, err := openRegistry(regPath, cfg.Enrollment.Devices, cfg.Enrollment.Closed, log)
 	if err != nil {
 		return err
 	}
