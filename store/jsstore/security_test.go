@@ -13,6 +13,7 @@ import (
 	"github.com/torpor-dev/torpor/store/jsstore"
 	"github.com/torpor-dev/torpor/store/jsstore/jsserver"
 	"github.com/torpor-dev/torpor/store/queue/queuetest"
+	"github.com/torpor-dev/torpor/store/shared/sharedtest"
 )
 
 func accountsServer(t *testing.T) *jsserver.Server {
@@ -51,6 +52,7 @@ func onAccounts(t *testing.T) func(t *testing.T) *jsstore.Conn {
 func TestContractsUnderRelayPermissions(t *testing.T) {
 	t.Run("queue", func(t *testing.T) { queuetest.Run(t, opener(onAccounts, (*jsstore.Conn).OwnQueue)) })
 	t.Run("agents", func(t *testing.T) { agentstest.Run(t, opener(onAccounts, (*jsstore.Conn).OwnAgents)) })
+	t.Run("shared", func(t *testing.T) { sharedtest.Run(t, sharedOpener(onAccounts)) })
 	t.Run("fleet request-reply", func(t *testing.T) {
 		c := onAccounts(t)(t)
 		defer c.Close()
