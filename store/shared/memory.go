@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/torpor-dev/torpor/wake"
 )
 
 // Memory is a Store in the process's memory, for one relay: after a
@@ -18,6 +20,7 @@ type Memory struct {
 	spent    map[string]*memSpent
 	limiters map[string]*memLimiter
 	secrets  map[string][]byte
+	seconds  wake.Seconds
 }
 
 // NewMemory returns an empty Memory.

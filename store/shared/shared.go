@@ -1,8 +1,9 @@
 // Package shared holds the relay's security and budget memories: the
 // single-use tokens it accepted (link, console login and operator
-// tokens), its token-bucket limits (KeyPackage budgets and rate limits)
-// and its secrets (the fleet console's session key). A single relay keeps
-// them in memory (Memory); a fleet of relays on JetStream keeps them in
+// tokens), its token-bucket limits (KeyPackage budgets and rate limits),
+// its secrets (the fleet console's session key) and its count of wake
+// seconds (which second of its minute each agent wakes at). A single
+// relay keeps them in memory (Memory); a fleet of relays on JetStream keeps them in
 // one key-value bucket (store/jsstore, docs/scale-out.md, "Shared
 // memories"), so that a token spent at one relay is refused at the others
 // and a budget is one budget for the fleet. sharedtest is the contract
@@ -33,6 +34,8 @@ type Store interface {
 	// created once. Concurrent first calls, through any Store over the
 	// same data, all return the same bytes.
 	Secret(ctx context.Context, name string) ([]byte, error)
+	// WakeSeconds returns the count of agents' wake seconds.
+	WakeSeconds() WakeSeconds
 }
 
 // SecretSize is the length of a Secret.

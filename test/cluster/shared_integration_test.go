@@ -5,6 +5,7 @@ package cluster
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/url"
@@ -18,11 +19,14 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/store/jsstore"
 	"github.com/torpor-dev/torpor/store/jsstore/jsserver"
 	"github.com/torpor-dev/torpor/test/internal/relaytest"
 	"github.com/torpor-dev/torpor/test/internal/testenv"
+	"github.com/torpor-dev/torpor/transport/a2a"
 	"github.com/torpor-dev/torpor/transport/bearer"
+	"github.com/torpor-dev/torpor/transport/link"
 	"github.com/torpor-dev/torpor/transport/link/wire"
 )
 
@@ -37,13 +41,15 @@ const sharedBudget = 5
 // spent at one relay are refused at the other two; a KeyPackage budget of
 // 5 gives 5 KeyPackages to 15 concurrent fetches over the 3 relays, and
 // the next fetch is refused at each relay; a console session made at
-// relay 1 is good at relays 2 and 3.
+// relay 1 is good at relays 2 and 3; 60 devices whose windows open in
+// one minute, linking 6 at a time over the 3 relays, get its 60 seconds.
 func TestSharedMemoriesAcrossRelays(t *testing.T) {
 	f := startFleetAtOnce(t, 3, "--keypackage-budget", "5", "--keypackage-budget-window", "1h")
 	t.Run("link token", func(t *testing.T) { linkTokenOnce(t, f) })
 	t.Run("operator token", func(t *testing.T) { operatorTokenOnce(t, f) })
 	t.Run("KeyPackage budget", func(t *testing.T) { oneKeyPackageBudget(t, f) })
 	t.Run("console session", func(t *testing.T) { consoleSessionEverywhere(t, f) })
+	t.Run("wake seconds", func(t *testing.T) { wakeSecondsOfTheFleet(t, f) })
 }
 
 // startedRE matches the relay's log line that it serves, or that it gave
@@ -239,4 +245,63 @@ func consoleSessionEverywhere(t *testing.T, f *fleet) {
 	if resp.StatusCode != http.StatusForbidden || !strings.Contains(string(b), "used already") {
 		t.Errorf("the login link used at relay 1, at relay 2: %s %.200s; want 403 used already", resp.Status, b)
 	}
+}
+
+// wakeSecondsOfTheFleet: 60 devices in hourly_wake mode, all with windows
+// opening at minute 11, publish through the 3 relays in turn, 6 at once:
+// the relays assign from one count, so the 60 get 60 different seconds.
+func wakeSecondsOfTheFleet(t *testing.T, f *fleet) {
+	const n = 60
+	secs := make([]int, n)
+	sem := make(chan struct{}, 6)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			s, err := publishWindow(f.relays[i%3].addr, testKey(t, 100+i), 11)
+			if err != nil {
+				t.Errorf("device %d: %v", i, err)
+			}
+			secs[i] = s
+		})
+	}
+	wg.Wait()
+	seen := map[int]int{}
+	for _, s := range secs {
+		seen[s]++
+	}
+	if len(seen) != n {
+		t.Errorf("%d devices of one minute got %d different wake seconds over 3 relays, want %d: %v", n, len(seen), n, seen)
+	}
+}
+
+// publishWindow links dev to the relay at addr, publishes hourly_wake
+// with a window opening at minute, and returns the wake second the
+// relay's state-ok assigns.
+func publishWindow(addr string, dev *did.PrivateKey, minute int) (int, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := link.Dial(ctx, link.Config{RelayURL: addr, Audience: publicURL, Key: dev})
+	if err != nil {
+		return 0, err
+	}
+	defer c.Close()
+	b := c.Hello()
+	card, err := a2a.BuildCard(a2a.CardOptions{Name: "sleeper", BaseURL: publicURL + "/a/" + dev.DID().String(), OfflineMode: "hourly_wake", Bounds: &b})
+	if err != nil {
+		return 0, err
+	}
+	raw, err := a2a.SignCard(card, dev)
+	if err != nil {
+		return 0, err
+	}
+	ok, err := c.Publish(ctx, wire.State{Mode: "hourly_wake", Window: &wire.Window{Minute: minute, LengthSec: 300}, Card: raw})
+	if err != nil {
+		return 0, err
+	}
+	if ok.WakeSecond == nil {
+		return 0, errors.New("the state-ok assigns no wake second")
+	}
+	return *ok.WakeSecond, nil
 }

@@ -14,13 +14,15 @@ import (
 
 // newKeyPackageLimits sets up the relay's shared memories
 // (Config.Stores.Shared, its own in memory when nil): the spent operator
-// tokens and the limits of KeyPackage fetches (serveKeyPackage; one
+// tokens, the count of wake seconds (seconds.go) and the limits of
+// KeyPackage fetches (serveKeyPackage; one
 // budget for the fleet on JetStream), and registers their metric.
 func (s *Relay) newKeyPackageLimits() {
 	if s.cfg.Stores.Shared == nil {
 		s.cfg.Stores.Shared = shared.NewMemory()
 	}
 	s.opSpent = s.cfg.Stores.Shared.Spent("operator", maxOperatorSpent)
+	s.seconds.s = s.cfg.Stores.Shared.WakeSeconds()
 	sh, n := s.cfg.Stores.Shared, s.cfg.Limits.KeyPackageRate
 	s.limiter = sh.Limiter("kp-did", shared.Rate{N: n, Per: time.Minute}, maxBuckets)
 	s.ipLimiter = sh.Limiter("kp-ip", shared.Rate{N: ipRateFactor * n, Per: time.Minute}, maxBuckets)

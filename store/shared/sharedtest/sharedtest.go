@@ -3,7 +3,7 @@
 // over the same data (two relays of a fleet): a token is spent once, and
 // stays spent until its time passes; a limit is one bucket per key, with
 // exactly its tokens taken under concurrent takes; a secret is created
-// once. Memory's tests run it, and store/jsstore's.
+// once; wake seconds are assigned from one count. Memory's tests run it, and store/jsstore's.
 package sharedtest
 
 import (
@@ -34,6 +34,8 @@ func Run(t *testing.T, newOpener func(t *testing.T) Opener) {
 		{Name: "LimiterBucket", Check: limiterBucket},
 		{Name: "LimiterExactUnderRace", Check: limiterExactUnderRace},
 		{Name: "SecretCreatedOnce", Check: secretCreatedOnce},
+		{Name: "WakeSecondsSpread", Check: wakeSecondsSpread},
+		{Name: "WakeSecondsUnderRace", Check: wakeSecondsUnderRace},
 	}, newOpener)
 }
 
@@ -207,5 +209,77 @@ func secretCreatedOnce(t *testing.T, open Opener) {
 	other, err := stores[1].Secret(ctx, "other")
 	if err != nil || bytes.Equal(other, got[0]) {
 		t.Fatalf("another name: %x, %v", other, err)
+	}
+}
+
+// wakeSecondsSpread: 120 agents assigned in one minute through two stores
+// fill every second twice; an agent assigned again keeps its second;
+// Count moves an agent; a forgotten agent's second is the next one given.
+func wakeSecondsSpread(t *testing.T, open Opener) {
+	ctx := context.Background()
+	ws := []shared.WakeSeconds{open(t).WakeSeconds(), open(t).WakeSeconds()}
+	got := map[string]int{}
+	for i := range 120 {
+		agent := fmt.Sprint("did:key:zSpread", i)
+		s, err := ws[i%2].Assign(ctx, agent, 7)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got[agent] = s
+	}
+	for s := range 60 {
+		if n, err := ws[s%2].Load(ctx, 7, s); n != 2 || err != nil {
+			t.Fatalf("second %d of minute 7 holds %d (%v), want 2", s, n, err)
+		}
+	}
+	if s, err := ws[1].Assign(ctx, "did:key:zSpread0", 7); s != got["did:key:zSpread0"] || err != nil {
+		t.Fatalf("an agent assigned again: second %d (%v), want %d", s, err, got["did:key:zSpread0"])
+	}
+	moved := (got["did:key:zSpread1"] + 1) % 60
+	if err := ws[0].Count(ctx, map[string]shared.Slot{"did:key:zSpread1": {Minute: 7, Second: moved}}); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := ws[1].Load(ctx, 7, moved); n != 3 {
+		t.Fatalf("after Count moved an agent to second %d it holds %d, want 3", moved, n)
+	}
+	if err := ws[1].Forget(ctx, "did:key:zSpread2", 7); err != nil {
+		t.Fatal(err)
+	}
+	// The forgotten agent's second and the moved one's old second hold
+	// one agent each, every other at least two.
+	free := got["did:key:zSpread2"]
+	if s, err := ws[0].Assign(ctx, "did:key:zNew", 7); err != nil || s != got["did:key:zSpread1"] && s != free {
+		t.Fatalf("a new agent after one was forgotten and one moved: second %d (%v), want %d or %d", s, err, free, got["did:key:zSpread1"])
+	}
+	if _, err := ws[0].Assign(ctx, "did:key:zBad", 60); err == nil {
+		t.Fatal("Assign in minute 60: no error")
+	}
+}
+
+// wakeSecondsUnderRace: 60 agents assigned at once in one minute through
+// two stores get 60 different seconds.
+func wakeSecondsUnderRace(t *testing.T, open Opener) {
+	ctx := context.Background()
+	ws := []shared.WakeSeconds{open(t).WakeSeconds(), open(t).WakeSeconds()}
+	secs := make([]int, 60)
+	var wg sync.WaitGroup
+	for i := range secs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s, err := ws[i%2].Assign(ctx, fmt.Sprint("did:key:zRace", i), 3)
+			if err != nil {
+				t.Errorf("Assign: %v", err)
+			}
+			secs[i] = s
+		}()
+	}
+	wg.Wait()
+	seen := map[int]bool{}
+	for _, s := range secs {
+		seen[s] = true
+	}
+	if len(seen) != 60 {
+		t.Fatalf("60 agents assigned at once got %d different seconds, want 60", len(seen))
 	}
 }
