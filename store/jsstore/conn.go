@@ -217,8 +217,10 @@ func (c *Conn) setup(ctx context.Context, cfg Config) error {
 		return err
 	}
 	if err := c.retrySetup(ctx, func(ctx context.Context) (err error) {
-		_, c.shared, err = c.bucket(ctx, sharedConfig(c.n, cfg.Replicas))
-		return err
+		if _, c.shared, err = c.bucket(ctx, sharedConfig(c.n, cfg.Replicas)); err != nil {
+			return err
+		}
+		return c.canWriteShared(ctx)
 	}); err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -86,6 +87,23 @@ func (c *Conn) put(ctx context.Context, key string, data []byte, rev uint64, ttl
 		return errConflict
 	}
 	return err
+}
+
+// canWriteShared checks at start that the server lets this user publish
+// to the shared bucket, without writing: the probe expects a last
+// sequence no key has, so JetStream refuses it ("wrong last sequence")
+// once the publish is allowed. A user without the permission gets no
+// answer (the server reports the violation apart, Open names it), which
+// would otherwise show only at the first token a relay spends.
+func (c *Conn) canWriteShared(ctx context.Context) error {
+	err := c.put(ctx, "probe", nil, math.MaxUint64, 0)
+	if errors.Is(err, errConflict) {
+		return nil
+	}
+	if err == nil {
+		return fmt.Errorf("jsstore: bucket %s stored a write expecting sequence %d", c.n.shared, uint64(math.MaxUint64))
+	}
+	return fmt.Errorf("jsstore: writing to bucket %s: %w", c.n.shared, err)
 }
 
 type jsSpent struct {
