@@ -59,18 +59,18 @@ func (s *Relay) operator(w http.ResponseWriter, r *http.Request) (did.DID, bool)
 	tok, err := v.VerifyToken(r.Header.Get("Authorization"))
 	if err == nil {
 		err = s.opSpent.Spend(r.Context(), sha256.Sum256([]byte(tok.String())), time.Unix(tok.Claims.Exp, 0).Add(bearer.DefaultSkew), s.clk.Now())
-		if errors.Is(err, shared.ErrReplayed) {
+		switch {
+		case errors.Is(err, shared.ErrReplayed):
 			s.recordOperator(r, tok.DID(), "", "operator token already used")
 			err = &bearer.Error{Check: bearer.ErrReplayed, Detail: "transport token: token already used", Reason: "a single-use token; issue a new one for every request"}
+		case err != nil:
+			msg := "too many operator tokens in use; try again in a few minutes"
+			if !errors.Is(err, shared.ErrFull) {
+				msg = "the relay cannot reach its memory of spent operator tokens; try again later"
+			}
+			writeJSON(w, http.StatusServiceUnavailable, map[string]any{"error": "operator_busy", "message": msg})
+			return did.DID{}, false
 		}
-	}
-	if err != nil && !errors.As(err, new(*bearer.Error)) {
-		msg := "too many operator tokens in use; try again in a few minutes"
-		if !errors.Is(err, shared.ErrFull) {
-			msg = "the relay cannot reach its memory of spent operator tokens; try again later"
-		}
-		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"error": "operator_busy", "message": msg})
-		return did.DID{}, false
 	}
 	if err != nil {
 		operatorUnauthorized(w, r, err)
