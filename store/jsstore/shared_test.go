@@ -2,6 +2,7 @@ package jsstore_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -58,4 +59,27 @@ func TestSharedContractOnCluster(t *testing.T) {
 			return c
 		}
 	}))
+}
+
+// TestSharedFailsClosed: with its connection gone, a spend, a take and a
+// secret fail with an error (the relay refuses then), never as accepted.
+func TestSharedFailsClosed(t *testing.T) {
+	c := onSingle(t)(t)
+	s := c.Shared()
+	c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	now := time.Now()
+	if err := s.Spent("link", 10).Spend(ctx, [32]byte{1}, now.Add(time.Minute), now); err == nil || errors.Is(err, shared.ErrReplayed) {
+		t.Errorf("Spend on a closed connection = %v, want a store error", err)
+	}
+	if _, ok, err := s.Limiter("kp-budget", shared.Rate{N: 5, Per: time.Hour}, 10).Take(ctx, "did:key:zA", now); ok || err == nil {
+		t.Errorf("Take on a closed connection = %v, %v; want refused with an error", ok, err)
+	}
+	if k, err := s.Secret(ctx, "console-session"); k != nil || err == nil {
+		t.Errorf("Secret on a closed connection = %x, %v; want an error", k, err)
+	}
+	if _, err := s.WakeSeconds().Assign(ctx, "did:key:zA", 3); err == nil {
+		t.Error("Assign on a closed connection: no error")
+	}
 }
