@@ -20,6 +20,7 @@ import (
 	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/store/queue/recordlog"
 	"github.com/torpor-dev/torpor/store/relaystore"
+	"github.com/torpor-dev/torpor/store/shared"
 )
 
 // storeArgs choose the backend of the queue and the agent states: the
@@ -109,8 +110,12 @@ type backend struct {
 	// audit is the audit log of operator actions: audit.db with bolt, a
 	// stream on JetStream.
 	audit audit.Store
-	fleet *fleet.Fleet // nil with bolt
-	close func()
+	// shared is the fleet's shared memories on JetStream (spent tokens,
+	// KeyPackage budgets, the console's key); nil with bolt, where the
+	// relay keeps its own in memory.
+	shared shared.Store
+	fleet  *fleet.Fleet // nil with bolt
+	close  func()
 	// guard checked the files in the data directory (nil on JetStream);
 	// it writes the store marker once the broker's file is open too.
 	guard *relaystore.Guard
@@ -152,7 +157,7 @@ func openStores(ctx context.Context, a *args, clk clock.Clock, log *slog.Logger)
 		}
 		q, states := c.Queue(), c.Agents()
 		f := fleet.New(c.NATS(), clock.Unscaled(clk), log.With("component", "fleet"))
-		return &backend{q: q, states: states, audit: al, fleet: f, close: func() { q.Close(); states.Close(); c.Close() }}, nil
+		return &backend{q: q, states: states, audit: al, shared: c.Shared(), fleet: f, close: func() { q.Close(); states.Close(); c.Close() }}, nil
 	}
 	g := &relaystore.Guard{DataDir: a.dataDir, Reinitialise: a.store.reinit, Logger: log}
 	if err := g.Check(a.mqtt.external == ""); err != nil {

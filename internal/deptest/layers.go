@@ -50,7 +50,7 @@ var Layers = []Layer{
 		// arrive.
 		Name: "the agent's runtime; the relay",
 		Packages: []string{"runtime/...", "transport/relay/...", "transport/link/server/...", "transport/broker/...",
-			"store/queue/...", "store/agents/...", "store/audit/...", "store/jsstore/...", "store/relaystore", "transport/mqtt/mqtttest"},
+			"store/queue/...", "store/agents/...", "store/audit/...", "store/shared/...", "store/jsstore/...", "store/relaystore", "transport/mqtt/mqtttest"},
 	},
 	{
 		Name:     "tools on both sides",

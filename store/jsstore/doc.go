@@ -17,6 +17,9 @@
 //	    the record's TTL plus TTLGrace (allow_msg_ttl; nats-server 2.11 or
 //	    later)
 //	bucket TORPOR_AGENTS         (key-value; see agents.go)
+//	bucket TORPOR_SHARED         (key-value with per-key TTLs: spent
+//	    tokens, token-bucket limits, secrets shared by the fleet's
+//	    relays; see shared.go)
 //	stream TORPOR_AUDIT          subject torpor.audit
 //	    the audit log (store/audit): one JSON record per message, the
 //	    stream sequence its Seq; max_msgs is the log's bound, discard old

@@ -13,6 +13,7 @@ import (
 
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/store/agents"
+	"github.com/torpor-dev/torpor/store/shared"
 	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"github.com/torpor-dev/torpor/transport/link/server"
 	"github.com/torpor-dev/torpor/transport/link/wire"
@@ -464,15 +465,21 @@ func (s *Relay) forgetSilent(ctx context.Context) int {
 		return 0
 	}
 	now, n := s.clk.Now(), 0
+	slots := map[string]shared.Slot{}
+	defer func() {
+		if err := s.seconds.s.Count(ctx, slots); err != nil {
+			s.log.Error("counting the agents' wake seconds", "err", err)
+		}
+	}()
 	for _, id := range ids {
 		st, err := s.cfg.Stores.States.Get(ctx, id)
-		if err == nil {
-			s.countWakeSecond(id, st)
-		}
 		if err != nil || now.Sub(st.UpdatedAt) <= s.cfg.Limits.ForgetAfter || s.linkUp(ctx, id) {
+			if err == nil {
+				addWakeSecond(slots, id, st)
+			}
 			continue
 		}
-		if err := s.forget(ctx, id, now); err != nil {
+		if err := s.forget(ctx, id, st.Window.Minute, now); err != nil {
 			s.log.Error("forgetting a silent agent", "agent", id, "err", err)
 			continue
 		}
@@ -483,8 +490,9 @@ func (s *Relay) forgetSilent(ctx context.Context) int {
 	return n
 }
 
-// forget removes agent's queued records, then its state and KeyPackages.
-func (s *Relay) forget(ctx context.Context, agent string, now time.Time) error {
+// forget removes agent's queued records, then its state and KeyPackages,
+// and frees its wake second in minute.
+func (s *Relay) forget(ctx context.Context, agent string, minute int, now time.Time) error {
 	for {
 		recs, err := s.cfg.Stores.Queue.Next(ctx, agent, 0, 500, now)
 		if err != nil || len(recs) == 0 {
@@ -504,8 +512,7 @@ func (s *Relay) forget(ctx context.Context, agent string, now time.Time) error {
 	if err := s.cfg.Stores.States.Forget(ctx, agent); err != nil {
 		return err
 	}
-	s.seconds.s.Forget(agent) // frees its wake second
-	return nil
+	return s.seconds.s.Forget(ctx, agent, minute)
 }
 
 // serveAdmit is POST /operator/agents/{did}/admit: an operator (a DID of

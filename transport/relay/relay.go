@@ -21,6 +21,7 @@ import (
 	"github.com/torpor-dev/torpor/store/agents"
 	"github.com/torpor-dev/torpor/store/audit"
 	"github.com/torpor-dev/torpor/store/queue"
+	"github.com/torpor-dev/torpor/store/shared"
 	"github.com/torpor-dev/torpor/transport/a2a"
 	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"github.com/torpor-dev/torpor/transport/bearer"
@@ -74,6 +75,11 @@ type Stores struct {
 	// Audit, when set, keeps the audit log of operator actions
 	// (store/audit): admissions, queue purges and console logins.
 	Audit audit.Store
+	// Shared keeps the spent link, login and operator tokens and the
+	// KeyPackage budgets and rate limits: on JetStream the fleet's one
+	// memory (jsstore.Conn.Shared); nil means the relay's own, in memory
+	// (shared.NewMemory).
+	Shared shared.Store
 }
 
 // Limits bound what agents and callers may hold of a Relay; zero members
@@ -186,15 +192,15 @@ type Relay struct {
 	rnd      io.Reader
 	log      *slog.Logger
 	verifier *bearer.Verifier
-	opSpent  bearer.Spent // operator tokens accepted (operator.go)
+	opSpent  shared.Spent // operator tokens accepted (operator.go)
 	deferred deferredSenders
 	drained  drained // records acknowledged per agent, for its history (history.go)
 	link     *server.Server
 	metrics  *metrics
-	limiter  *limiter // KeyPackage fetches per caller DID
+	limiter  shared.Limiter // KeyPackage fetches per caller DID
 	// ipLimiter is KeyPackage fetches per client address; budget is
 	// KeyPackages from each agent's pool.
-	ipLimiter, budget *limiter
+	ipLimiter, budget shared.Limiter
 	budgetSpent       prometheus.Counter
 	adm               admission
 	operators         map[string]bool
@@ -262,6 +268,7 @@ func New(cfg Config) (*Relay, error) {
 	s.link = &server.Server{
 		Verifier: s.verifier, Queue: s.queue, Agents: (*linkAgents)(s), Clock: cfg.Clock,
 		Logger: base.With("component", "link"), OnAcked: s.acked, OnUnacked: s.linkEnded,
+		Spent: s.cfg.Stores.Shared.Spent("link", server.DefaultMaxSpentTokens),
 	}
 	if err := s.newConsole(base); err != nil {
 		return nil, err
