@@ -4,7 +4,6 @@ import (
 	"embed"
 	"encoding/json"
 	"errors"
-	"github.com/torpor-dev/torpor/transport/operatorapi"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -16,6 +15,7 @@ import (
 	"github.com/torpor-dev/torpor/store/audit"
 	"github.com/torpor-dev/torpor/store/shared"
 	"github.com/torpor-dev/torpor/transport/bearer"
+	"github.com/torpor-dev/torpor/transport/operatorapi"
 )
 
 // Config configures the console's HTTP side.
