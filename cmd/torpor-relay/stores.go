@@ -143,7 +143,7 @@ func openStores(ctx context.Context, a *args, clk clock.Clock, log *slog.Logger)
 		}
 		if n, max := a.bounds.MaxMessages+a.bounds.HandshakeMessages, c.MaxMessages(); n > max {
 			c.Close()
-			return nil, fmt.Errorf("--store jetstream: --max-messages %d and --handshake-reserve-messages %d make %d records per agent; one agent's queue state must fit one NATS message (max_payload), which holds %d", a.bounds.MaxMessages, a.bounds.HandshakeMessages, n, max)
+			return nil, fmt.Errorf("--store jetstream: --max-messages %d and --handshake-reserve-messages %d make %d records per agent; a marker naming every record of an agent's queue must fit one NATS message (max_payload), which allows %d", a.bounds.MaxMessages, a.bounds.HandshakeMessages, n, max)
 		}
 		al, err := c.Audit(ctx, 0)
 		if err != nil {

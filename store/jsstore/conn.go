@@ -91,7 +91,6 @@ type Conn struct {
 	replicas int
 	clk      clock.Clock
 	n        names
-	state    jetstream.Stream
 	records  jetstream.Stream
 	kv       jetstream.KeyValue
 	// refused keeps the permission errors the server reported.
@@ -193,11 +192,7 @@ func (c *Conn) setup(ctx context.Context, cfg Config) error {
 		return err
 	}
 	c.js = js
-	err = c.retrySetup(ctx, func(ctx context.Context) (err error) {
-		c.state, err = c.stream(ctx, stateConfig(c.n, cfg.Replicas))
-		return err
-	})
-	if err != nil {
+	if err := c.retrySetup(ctx, c.checkOldLayout); err != nil {
 		return err
 	}
 	err = c.retrySetup(ctx, func(ctx context.Context) (err error) {
@@ -211,7 +206,7 @@ func (c *Conn) setup(ctx context.Context, cfg Config) error {
 		return err
 	}
 	if cfg.Replicas == 1 {
-		for _, s := range []jetstream.Stream{c.state, c.records} {
+		for _, s := range []jetstream.Stream{c.records} {
 			if cl := s.CachedInfo().Cluster; cl != nil && cl.Leader != "" && cl.Leader != server {
 				return fmt.Errorf("%w: stream %s is on server %q but the monitoring URL is %q's", ErrDurability, s.CachedInfo().Config.Name, cl.Leader, server)
 			}
@@ -220,17 +215,32 @@ func (c *Conn) setup(ctx context.Context, cfg Config) error {
 	return nil
 }
 
-func stateConfig(n names, replicas int) jetstream.StreamConfig {
-	return jetstream.StreamConfig{
-		Name: n.state, Description: "torpor-relay: one queue state per agent (compare-and-swap)",
-		Subjects: []string{n.stateSubj + ">"}, Storage: jetstream.FileStorage, Replicas: replicas,
-		MaxMsgsPerSubject: 1, Discard: jetstream.DiscardOld, AllowDirect: false,
+// ErrOldLayout is returned (wrapped) by Open when the previous layout's
+// state stream still holds queue states: their records would not be
+// served by this version.
+var ErrOldLayout = errors.New("jsstore: the queue is in the previous layout")
+
+// checkOldLayout refuses a state stream of the previous layout
+// (StateStream, one queue state per agent) that still holds states: those
+// queues must be drained by relays of the version that wrote them first.
+// An empty one is left alone.
+func (c *Conn) checkOldLayout(ctx context.Context) error {
+	s, err := c.js.Stream(ctx, c.n.state)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return nil
 	}
+	if err != nil {
+		return fmt.Errorf("jsstore: stream %s: %w", c.n.state, err)
+	}
+	if n := s.CachedInfo().State.Msgs; n > 0 {
+		return fmt.Errorf("%w: stream %s holds %d queue states; drain those queues with relays of the previous version, then delete the stream (docs/upgrades.md)", ErrOldLayout, c.n.state, n)
+	}
+	return nil
 }
 
 func recordsConfig(n names, replicas int) jetstream.StreamConfig {
 	return jetstream.StreamConfig{
-		Name: n.records, Description: "torpor-relay: queued request bodies (per-message TTL)",
+		Name: n.records, Description: "torpor-relay: queued records and markers, one subject per agent",
 		Subjects: []string{n.recordsSubj + ">"}, Storage: jetstream.FileStorage, Replicas: replicas,
 		AllowMsgTTL: true, AllowDirect: false,
 	}
@@ -304,7 +314,7 @@ func (c *Conn) retrySetup(ctx context.Context, step func(context.Context) error)
 		actx, cancel := context.WithTimeout(ctx, setupAttempt)
 		defer cancel()
 		err := step(actx)
-		return err == nil || errors.Is(err, ErrDurability) || errors.Is(err, errMismatch) || c.refused.load() != nil, err
+		return err == nil || errors.Is(err, ErrDurability) || errors.Is(err, errMismatch) || errors.Is(err, ErrOldLayout) || c.refused.load() != nil, err
 	})
 }
 
@@ -429,16 +439,18 @@ func syncInterval(v varz) time.Duration {
 	return v.JetStream.Config.SyncInterval
 }
 
-// stateEntryBytes bounds the stored size of one live record in an agent's
-// queue state: seven CBOR integers (at most 9 bytes each, 64 with the
-// array header) and, when every record has its own sender, that sender's
-// DID (a did:key is 56 bytes; 96 leaves room).
+// stateEntryBytes is what MaxMessages allows per live record: more than
+// a marker needs to name it (one CBOR integer, at most 9 bytes). It was the
+// size of a record's entry in the previous layout's queue state (seven
+// integers and the sender's DID), and is kept so that the bounds a relay
+// accepted stay those it accepts.
 const stateEntryBytes = 64 + 96
 
-// MaxMessages is the most live records one agent's queue state can hold:
-// the state is one NATS message, at most the server's max_payload (1 MiB
-// by default) long, with room for its header. A relay refuses bounds whose
-// messages and handshake reserve exceed it.
+// MaxMessages is the most live records one agent's queue may hold: a
+// marker naming every one of them fits one NATS message, at most the
+// server's max_payload (1 MiB by default) long, with room for its
+// header, and so does each record. A relay refuses bounds whose messages
+// and handshake reserve exceed it.
 func (c *Conn) MaxMessages() int {
 	return int((c.nc.MaxPayload() - 4096) / stateEntryBytes)
 }
