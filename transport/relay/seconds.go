@@ -2,7 +2,6 @@ package relay
 
 import (
 	"context"
-	"errors"
 	"sync"
 
 	"github.com/torpor-dev/torpor/store/agents"
@@ -64,19 +63,12 @@ func (s *Relay) loadWakeSeconds(ctx context.Context) error {
 	if s.seconds.loaded {
 		return nil
 	}
-	ids, err := s.cfg.Stores.States.Agents(ctx)
+	err := agents.EachState(ctx, s.cfg.Stores.States, func(id string, st agents.State) error {
+		s.countWakeSecond(id, st)
+		return nil
+	})
 	if err != nil {
 		return err
-	}
-	for _, id := range ids {
-		st, err := s.cfg.Stores.States.Get(ctx, id)
-		if errors.Is(err, agents.ErrUnknownAgent) {
-			continue // forgotten meanwhile
-		}
-		if err != nil {
-			return err
-		}
-		s.countWakeSecond(id, st)
 	}
 	s.seconds.loaded = true
 	return nil
