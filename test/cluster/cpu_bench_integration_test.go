@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -75,7 +76,10 @@ func startSyncNATS(b *testing.B) *natsNode {
 //     messages the nats-server received per answer (nats-msgs/op, from
 //     /varz, the devices' publication not counted: it comes before).
 //
-// relay-jetstream also reports its CPU over raw-publish's (x-raw);
+// raw-publish-R3 and relay-jetstream-R3 run the same on a cluster of 3
+// nats-server processes with 3 replicas, the three servers' CPU counted.
+// relay-jetstream also reports its CPU over raw-publish's (x-raw), and
+// relay-jetstream-R3 over raw-publish-R3's;
 // scripts/bench.sh prints every row and that ratio. Nothing asserts a
 // timing (docs/performance.md).
 func BenchmarkEnqueueCPU(b *testing.B) {
@@ -110,6 +114,61 @@ func BenchmarkEnqueueCPU(b *testing.B) {
 			b.ReportMetric(cpu/raw, "x-raw")
 		}
 	})
+	ns.kill()
+	benchEnqueueCPUR3(b)
+}
+
+// benchEnqueueCPUR3 runs raw-publish and relay-jetstream again on a
+// cluster of 3 nats-server processes with 3 replicas (the deployment of
+// docs/scale-out.md), counting the three servers' CPU.
+func benchEnqueueCPUR3(b *testing.B) {
+	nodes := startNATSProcs(b)
+	var urls []string
+	var pids []int
+	for _, n := range nodes {
+		urls = append(urls, n.url)
+		pids = append(pids, func() int { n.mu.Lock(); defer n.mu.Unlock(); return n.cmd.Process.Pid }())
+	}
+	var raw float64
+	b.Run("raw-publish-R3", func(b *testing.B) {
+		jss := jetStreams(b, urls)
+		cfg := jetstream.StreamConfig{Name: "BENCH_RAW3", Subjects: []string{"bench.raw3.>"}, Replicas: 3, Storage: jetstream.FileStorage}
+		createStream(b, jss[0], cfg)
+		payload := body("bench", 1024)
+		raw = serverCPU(b, pids, func(i int, _ int64) error {
+			_, err := jss[i%len(jss)].Publish(context.Background(), fmt.Sprintf("bench.raw3.%d", i), payload)
+			return err
+		})
+	})
+	b.Run("relay-jetstream-R3", func(b *testing.B) {
+		r := startRelay(b, b.TempDir(), append([]string{"--public-url", publicURL, "--store", "jetstream", "--nats", strings.Join(urls, ",")}, benchBounds...)...)
+		defer r.kill()
+		// No nats-msgs/op: a clustered server's in_msgs counts its
+		// routes' replication traffic too.
+		cpu := benchRelayCPU(b, r, pids, 2, nil)
+		if raw > 0 {
+			b.ReportMetric(cpu/raw, "x-raw")
+		}
+	})
+}
+
+// createStream creates cfg's stream, trying again for up to a minute
+// while the new cluster cannot place it yet (its meta leader is still
+// being elected, or a server has not reported to it).
+func createStream(b *testing.B, js jetstream.JetStream, cfg jetstream.StreamConfig) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for {
+		_, err := js.CreateOrUpdateStream(ctx, cfg)
+		if err == nil {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			b.Fatalf("creating stream %s: %v", cfg.Name, err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 // benchRelayCPU publishes a sleeping device per sender through r (set
