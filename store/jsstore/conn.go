@@ -192,9 +192,6 @@ func (c *Conn) setup(ctx context.Context, cfg Config) error {
 		return err
 	}
 	c.js = js
-	if err := c.retrySetup(ctx, c.checkOldLayout); err != nil {
-		return err
-	}
 	err = c.retrySetup(ctx, func(ctx context.Context) (err error) {
 		c.records, err = c.stream(ctx, recordsConfig(c.n, cfg.Replicas))
 		return err
@@ -203,6 +200,9 @@ func (c *Conn) setup(ctx context.Context, cfg Config) error {
 		return err
 	}
 	if err := c.retrySetup(ctx, func(ctx context.Context) (err error) { c.kv, err = c.bucket(ctx, cfg.Replicas); return err }); err != nil {
+		return err
+	}
+	if err := c.convertOldLayout(ctx); err != nil {
 		return err
 	}
 	if cfg.Replicas == 1 {
@@ -215,28 +215,9 @@ func (c *Conn) setup(ctx context.Context, cfg Config) error {
 	return nil
 }
 
-// ErrOldLayout is returned (wrapped) by Open when the previous layout's
-// state stream still holds queue states: their records would not be
-// served by this version.
-var ErrOldLayout = errors.New("jsstore: the queue is in the previous layout")
-
-// checkOldLayout refuses a state stream of the previous layout
-// (StateStream, one queue state per agent) that still holds states: those
-// queues must be drained by relays of the version that wrote them first.
-// An empty one is left alone.
-func (c *Conn) checkOldLayout(ctx context.Context) error {
-	s, err := c.js.Stream(ctx, c.n.state)
-	if errors.Is(err, jetstream.ErrStreamNotFound) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("jsstore: stream %s: %w", c.n.state, err)
-	}
-	if n := s.CachedInfo().State.Msgs; n > 0 {
-		return fmt.Errorf("%w: stream %s holds %d queue states; drain those queues with relays of the previous version, then delete the stream (docs/upgrades.md)", ErrOldLayout, c.n.state, n)
-	}
-	return nil
-}
+// ErrOldLayout is returned (wrapped) by Open when it could not convert
+// the queues of the previous layout (see convertOldLayout).
+var ErrOldLayout = errors.New("jsstore: converting the queue from the previous layout")
 
 func recordsConfig(n names, replicas int) jetstream.StreamConfig {
 	return jetstream.StreamConfig{
@@ -314,7 +295,7 @@ func (c *Conn) retrySetup(ctx context.Context, step func(context.Context) error)
 		actx, cancel := context.WithTimeout(ctx, setupAttempt)
 		defer cancel()
 		err := step(actx)
-		return err == nil || errors.Is(err, ErrDurability) || errors.Is(err, errMismatch) || errors.Is(err, ErrOldLayout) || c.refused.load() != nil, err
+		return err == nil || errors.Is(err, ErrDurability) || errors.Is(err, errMismatch) || c.refused.load() != nil, err
 	})
 }
 

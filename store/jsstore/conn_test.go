@@ -58,29 +58,3 @@ func TestOpenRefusesWeakDurability(t *testing.T) {
 		t.Errorf("Open over a stream kept in memory = %v, want jsstore.ErrDurability", err)
 	}
 }
-
-// TestOldLayoutRefused: a state stream of the previous layout that holds
-// a queue state makes Open refuse, naming the stream and what to do; an
-// empty one is left alone.
-func TestOldLayoutRefused(t *testing.T) {
-	srv := single(t)
-	nc, err := nats.Connect(srv.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
-	ctx := context.Background()
-	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: jsstore.StateStream, Subjects: []string{"torpor.qstate.>"}, Storage: jetstream.FileStorage, MaxMsgsPerSubject: 1}); err != nil {
-		t.Fatal(err)
-	}
-	c := open(t, srv) // empty: no refusal
-	c.Close()
-	if _, err := js.Publish(ctx, "torpor.qstate.x", []byte{1}); err != nil {
-		t.Fatal(err)
-	}
-	_, err = jsstore.Open(ctx, jsstore.Config{URLs: []string{srv.URL()}, Replicas: 1, MonitorURL: srv.MonitorURL()})
-	if !errors.Is(err, jsstore.ErrOldLayout) || !strings.Contains(err.Error(), jsstore.StateStream+" holds 1 queue states") {
-		t.Errorf("Open over a state stream holding a state = %v, want jsstore.ErrOldLayout naming it", err)
-	}
-}

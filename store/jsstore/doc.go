@@ -26,7 +26,7 @@
 // allow_direct off, so that every read is served by the stream leader and
 // sees what any relay wrote before it. The previous layout kept each
 // agent's queue state in a stream of its own, TORPOR_QUEUE_STATE; Open
-// refuses while that stream holds any state (ErrOldLayout).
+// converts such queues to this layout (convert.go).
 //
 // # One write per enqueue, exact bounds across relays
 //

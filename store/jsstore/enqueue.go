@@ -83,7 +83,7 @@ func (q *Queue) enqueue(ctx context.Context, av *agentView, r queue.Record, b qu
 		}
 		// Another write came first, or an earlier try of this one that
 		// failed but landed.
-		if err := q.refresh(ctx, r.Agent, av, nil); err != nil {
+		if err := q.catchUp(ctx, r.Agent, av); err != nil {
 			return 0, err
 		}
 		fresh = true

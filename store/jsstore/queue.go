@@ -173,6 +173,23 @@ func (q *Queue) refresh(ctx context.Context, agent string, av *agentView, bodies
 	}
 }
 
+// catchUp brings av's view up to date after a publish on its version was
+// refused. When no message came after the version, the subject's last
+// message was removed from under the view (its stream purged by an
+// operator, or a body of the previous layout gone by its TTL): the view is
+// read again whole.
+func (q *Queue) catchUp(ctx context.Context, agent string, av *agentView) error {
+	var last uint64
+	if av.v != nil {
+		last = av.v.Last
+	}
+	if err := q.refresh(ctx, agent, av, nil); err != nil || av.v.Last != last {
+		return err
+	}
+	av.v = nil
+	return q.refresh(ctx, agent, av, nil)
+}
+
 // errConflict is a publish whose expected last subject sequence did not
 // hold: the queue changed since the view was read.
 var errConflict = errors.New("jsstore: queue changed")
@@ -233,6 +250,9 @@ func (q *Queue) drop(ctx context.Context, agent string, gone func(entry) bool) (
 		}
 		seq, err := q.publish(ctx, m, v.Last)
 		if errors.Is(err, errConflict) {
+			if err := q.catchUp(ctx, agent, av); err != nil {
+				return 0, err
+			}
 			continue
 		}
 		if err == nil {
