@@ -49,6 +49,26 @@ awk '/^BenchmarkFleet10k\// {
 }' "$out"
 go test -tags integration -run '^$' -bench . -benchmem -benchtime "$bt" ./test/interop/... ./test/mqtt/...
 go test -tags integration -run '^$' -bench FleetEnqueue -benchtime "${FLEET_BENCHTIME:-2000x}" ./test/cluster/
+# Issue 29: CPU per durable enqueue of the processes that store it (relay,
+# nats-server), real processes, 64 senders, 1 KiB, one run (test/cluster
+# BenchmarkEnqueueCPU): relay on bbolt, on the record log, on JetStream, and
+# the raw JetStream publish; the goal is JetStream <= 1.5x the raw publish.
+go test -tags integration -run '^$' -bench EnqueueCPU -benchtime "${ENQUEUE_CPU_BENCHTIME:-4000x}" ./test/cluster/ | tee "$out"
+echo "CPU per durable enqueue (relay + nats-server), one run (goal: relay-jetstream <= 1.5x raw-publish):"
+awk '/^BenchmarkEnqueueCPU\// {
+  name = $1; sub(/^BenchmarkEnqueueCPU\//, "", name); sub(/-[0-9]+$/, "", name)
+  for (i = 2; i < NF; i++) { if ($(i + 1) == "server-cpu-µs/op") v[name] = $i; if ($(i + 1) == "nats-msgs/op") m[name] = $i }
+}
+END {
+  n = split("raw-publish relay-bolt relay-log relay-jetstream raw-publish-R3 relay-jetstream-R3", rows, " ")
+  for (k = 1; k <= n; k++) if (rows[k] in v) {
+    raw = (rows[k] ~ /-R3$/) ? v["raw-publish-R3"] : v["raw-publish"]
+    printf "  %-20s %8.1f µs", rows[k], v[rows[k]]
+    if (raw > 0) printf "  %5.2fx raw", v[rows[k]] / raw
+    if (rows[k] in m) printf "  (%s NATS messages per enqueue)", m[rows[k]]
+    printf "\n"
+  }
+}' "$out"
 # The real torpor-agent's empty wake against a real torpor-relay: CPU time
 # and wall time awake per wake (docs/performance.md, "An empty wake"),
 # natively and, for armv6 and arm64, under qemu-user (the emulator's CPU

@@ -69,7 +69,7 @@ func (s *storeArgs) register(fs *flag.FlagSet) {
 	fs.StringVar(&sec.KeyFile, "nats-key", "", "The PEM private key of --nats-cert.")
 	fs.BoolVar(&sec.Insecure, "nats-insecure", false, "Use a NATS server that is not on loopback without credentials or without TLS (a network you trust entirely): by default the relay refuses to start, since anyone who reaches the server can queue past tokens and bounds and read every queued body.")
 	fs.IntVar(&s.nats.Replicas, "nats-replicas", 3, "Replicas of the JetStream streams and bucket: 3 or 5 on a cluster, or 1 on a server with jetstream { sync_interval: always } (checked through --nats-monitor).")
-	fs.StringVar(&s.nats.Prefix, "nats-prefix", "TORPOR", "The prefix of the JetStream streams and bucket (TORPOR_QUEUE_STATE, ...), so that separate fleets can share a NATS account. Every relay of one fleet uses the same.")
+	fs.StringVar(&s.nats.Prefix, "nats-prefix", "TORPOR", "The prefix of the JetStream streams and bucket (TORPOR_QUEUE_RECORDS, ...), so that separate fleets can share a NATS account. Every relay of one fleet uses the same.")
 	fs.StringVar(&s.nats.MonitorURL, "nats-monitor", "", "The monitoring URL (http://host:8222) of the NATS server, needed with --nats-replicas 1 to check that it fsyncs every write.")
 }
 
@@ -148,7 +148,7 @@ func openStores(ctx context.Context, a *args, clk clock.Clock, log *slog.Logger)
 		}
 		if n, max := a.bounds.MaxMessages+a.bounds.HandshakeMessages, c.MaxMessages(); n > max {
 			c.Close()
-			return nil, fmt.Errorf("--store jetstream: --max-messages %d and --handshake-reserve-messages %d make %d records per agent; one agent's queue state must fit one NATS message (max_payload), which holds %d", a.bounds.MaxMessages, a.bounds.HandshakeMessages, n, max)
+			return nil, fmt.Errorf("--store jetstream: --max-messages %d and --handshake-reserve-messages %d make %d records per agent; a marker naming every record of an agent's queue must fit one NATS message (max_payload), which allows %d", a.bounds.MaxMessages, a.bounds.HandshakeMessages, n, max)
 		}
 		al, err := c.Audit(ctx, 0)
 		if err != nil {

@@ -93,7 +93,6 @@ type Conn struct {
 	replicas int
 	clk      clock.Clock
 	n        names
-	state    jetstream.Stream
 	records  jetstream.Stream
 	kv       jetstream.KeyValue
 	// shared is the bucket of the relays' shared memories (shared.go).
@@ -198,13 +197,6 @@ func (c *Conn) setup(ctx context.Context, cfg Config) error {
 	}
 	c.js = js
 	err = c.retrySetup(ctx, func(ctx context.Context) (err error) {
-		c.state, err = c.stream(ctx, stateConfig(c.n, cfg.Replicas))
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	err = c.retrySetup(ctx, func(ctx context.Context) (err error) {
 		c.records, err = c.stream(ctx, recordsConfig(c.n, cfg.Replicas))
 		return err
 	})
@@ -224,8 +216,11 @@ func (c *Conn) setup(ctx context.Context, cfg Config) error {
 	}); err != nil {
 		return err
 	}
+	if err := c.convertOldLayout(ctx); err != nil {
+		return err
+	}
 	if cfg.Replicas == 1 {
-		for _, s := range []jetstream.Stream{c.state, c.records} {
+		for _, s := range []jetstream.Stream{c.records} {
 			if cl := s.CachedInfo().Cluster; cl != nil && cl.Leader != "" && cl.Leader != server {
 				return fmt.Errorf("%w: stream %s is on server %q but the monitoring URL is %q's", ErrDurability, s.CachedInfo().Config.Name, cl.Leader, server)
 			}
@@ -234,17 +229,13 @@ func (c *Conn) setup(ctx context.Context, cfg Config) error {
 	return nil
 }
 
-func stateConfig(n names, replicas int) jetstream.StreamConfig {
-	return jetstream.StreamConfig{
-		Name: n.state, Description: "torpor-relay: one queue state per agent (compare-and-swap)",
-		Subjects: []string{n.stateSubj + ">"}, Storage: jetstream.FileStorage, Replicas: replicas,
-		MaxMsgsPerSubject: 1, Discard: jetstream.DiscardOld, AllowDirect: false,
-	}
-}
+// ErrOldLayout is returned (wrapped) by Open when it could not convert
+// the queues of the previous layout (see convertOldLayout).
+var ErrOldLayout = errors.New("jsstore: converting the queue from the previous layout")
 
 func recordsConfig(n names, replicas int) jetstream.StreamConfig {
 	return jetstream.StreamConfig{
-		Name: n.records, Description: "torpor-relay: queued request bodies (per-message TTL)",
+		Name: n.records, Description: "torpor-relay: queued records and markers, one subject per agent",
 		Subjects: []string{n.recordsSubj + ">"}, Storage: jetstream.FileStorage, Replicas: replicas,
 		AllowMsgTTL: true, AllowDirect: false,
 	}
@@ -449,16 +440,18 @@ func syncInterval(v varz) time.Duration {
 	return v.JetStream.Config.SyncInterval
 }
 
-// stateEntryBytes bounds the stored size of one live record in an agent's
-// queue state: seven CBOR integers (at most 9 bytes each, 64 with the
-// array header) and, when every record has its own sender, that sender's
-// DID (a did:key is 56 bytes; 96 leaves room).
+// stateEntryBytes is what MaxMessages allows per live record: more than
+// a marker needs to name it (one CBOR integer, at most 9 bytes). It was the
+// size of a record's entry in the previous layout's queue state (seven
+// integers and the sender's DID), and is kept so that the bounds a relay
+// accepted stay those it accepts.
 const stateEntryBytes = 64 + 96
 
-// MaxMessages is the most live records one agent's queue state can hold:
-// the state is one NATS message, at most the server's max_payload (1 MiB
-// by default) long, with room for its header. A relay refuses bounds whose
-// messages and handshake reserve exceed it.
+// MaxMessages is the most live records one agent's queue may hold: a
+// marker naming every one of them fits one NATS message, at most the
+// server's max_payload (1 MiB by default) long, with room for its
+// header, and so does each record. A relay refuses bounds whose messages
+// and handshake reserve exceed it.
 func (c *Conn) MaxMessages() int {
 	return int((c.nc.MaxPayload() - 4096) / stateEntryBytes)
 }

@@ -459,19 +459,28 @@ func (s *Relay) forgetSilent(ctx context.Context) int {
 	if s.cfg.Limits.ForgetAfter <= 0 {
 		return 0
 	}
-	ids, err := s.cfg.Stores.States.Agents(ctx)
+	now, n := s.clk.Now(), 0
+	slots := map[string]shared.Slot{}
+	var silent []string
+	err := agents.EachState(ctx, s.cfg.Stores.States, func(id string, st agents.State) error {
+		if now.Sub(st.UpdatedAt) > s.cfg.Limits.ForgetAfter {
+			silent = append(silent, id)
+		} else {
+			addWakeSecond(slots, id, st)
+		}
+		return nil
+	})
 	if err != nil {
 		s.log.Error("listing agents to forget the silent ones", "err", err)
 		return 0
 	}
-	now, n := s.clk.Now(), 0
-	slots := map[string]shared.Slot{}
 	defer func() {
 		if err := s.seconds.s.Count(ctx, slots); err != nil {
 			s.log.Error("counting the agents' wake seconds", "err", err)
 		}
 	}()
-	for _, id := range ids {
+	for _, id := range silent {
+		// Read again, from the store itself: a bulk read may lag.
 		st, err := s.cfg.Stores.States.Get(ctx, id)
 		if err != nil || now.Sub(st.UpdatedAt) <= s.cfg.Limits.ForgetAfter || s.linkUp(ctx, id) {
 			if err == nil {

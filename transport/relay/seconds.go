@@ -2,7 +2,6 @@ package relay
 
 import (
 	"context"
-	"errors"
 	"sync"
 
 	"github.com/torpor-dev/torpor/store/agents"
@@ -68,20 +67,13 @@ func (s *Relay) loadWakeSeconds(ctx context.Context) error {
 	if s.seconds.loaded {
 		return nil
 	}
-	ids, err := s.cfg.Stores.States.Agents(ctx)
+	slots := map[string]shared.Slot{}
+	err := agents.EachState(ctx, s.cfg.Stores.States, func(id string, st agents.State) error {
+		addWakeSecond(slots, id, st)
+		return nil
+	})
 	if err != nil {
 		return err
-	}
-	slots := map[string]shared.Slot{}
-	for _, id := range ids {
-		st, err := s.cfg.Stores.States.Get(ctx, id)
-		if errors.Is(err, agents.ErrUnknownAgent) {
-			continue // forgotten meanwhile
-		}
-		if err != nil {
-			return err
-		}
-		addWakeSecond(slots, id, st)
 	}
 	if err := s.seconds.s.Count(ctx, slots); err != nil {
 		return err
