@@ -37,6 +37,10 @@ type Config struct {
 	// (wire.Status.Health; runtime/health's Sources.Read), once a wake; nil
 	// reports none. A wake waits for it at most HealthTimeout.
 	Health func() *wire.StatusHealth
+	// Update reads the outcome of the last install of a new agent build
+	// for the signed status (wire.Status.Update; runtime/update/slots's
+	// Slots.Status), once a wake; nil reports none.
+	Update func() *wire.StatusUpdate
 	// Relay is the relay the agent links to. Its URL is required.
 	Relay Relay
 	// Store is where the agent keeps its state. Its DataDir is required.

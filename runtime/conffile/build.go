@@ -71,6 +71,7 @@ func (f *File) Build() (*Built, error) {
 		}
 	}
 	add(f.checkBounds())
+	add(f.checkUpdate())
 	add(f.buildClock(c))
 	// Expiry is judged by trusted time (runtime/trusted); buildWake names
 	// the board's RTC.

@@ -3,9 +3,10 @@ package slots
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"strings"
 	"time"
+
+	"github.com/torpor-dev/torpor/transport/link/wire"
 )
 
 // Plan is what the launcher runs at one start.
@@ -133,18 +134,18 @@ func (s *Slots) OnTrial(slot string) bool {
 	return err == nil && slot != Base && st.Trial != nil && st.Trial.Slot == slot
 }
 
-// Reported forgets the outcome o once the agent's signed status carried
-// it; a newer outcome stays.
-func (s *Slots) Reported(o Outcome) error {
-	unlock, err := s.lock()
-	if err != nil {
-		return err
-	}
-	defer unlock()
+// Status is the last install's outcome for the agent's signed status
+// (runtime.Config.Update); nil before the first install or when the state
+// cannot be read. The outcome stays until the next install replaces it.
+func (s *Slots) Status() *wire.StatusUpdate {
 	st, err := s.Load()
-	if errors.Is(err, fs.ErrNotExist) || st.Outcome == nil || !st.Outcome.At.Equal(o.At) {
-		return err
+	if err != nil || st.Outcome == nil {
+		return nil
 	}
-	st.Outcome = nil
-	return s.save(st)
+	o := st.Outcome
+	u := &wire.StatusUpdate{Result: o.Result, Version: o.Version, From: o.From, Reason: o.Reason, At: o.At}
+	if len(u.Reason) > wire.MaxUpdateReason {
+		u.Reason = u.Reason[:wire.MaxUpdateReason-3] + "..."
+	}
+	return u
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/torpor-dev/torpor/clock"
+	"github.com/torpor-dev/torpor/transport/link/wire"
 )
 
 // StateFile is the name of the state file in the slots directory.
@@ -33,8 +34,8 @@ const (
 
 // Results of an Outcome.
 const (
-	Installed  = "installed"
-	RolledBack = "rolled-back"
+	Installed  = wire.UpdateInstalled
+	RolledBack = wire.UpdateRolledBack
 )
 
 // State is the content of slots.json.

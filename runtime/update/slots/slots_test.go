@@ -94,11 +94,8 @@ func TestInstallTrialConfirm(t *testing.T) {
 	if st.Outcome == nil || st.Outcome.Result != RolledBack || !strings.Contains(st.Outcome.Reason, "start 1: exited with status 2") {
 		t.Fatalf("outcome: %+v", st.Outcome)
 	}
-	if err := s.Reported(*st.Outcome); err != nil {
-		t.Fatal(err)
-	}
-	if st, _ := s.Load(); st.Outcome != nil {
-		t.Fatalf("a reported outcome stays: %+v", st.Outcome)
+	if u := s.Status(); u == nil || u.Result != "rolled-back" || u.Version != "3.0.0" || u.From != "2.0.0" || u.Reason != st.Outcome.Reason {
+		t.Fatalf("status %+v", u)
 	}
 }
 
