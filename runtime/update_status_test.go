@@ -20,7 +20,7 @@ func TestStatusCarriesUpdateOutcome(t *testing.T) {
 	if err := os.WriteFile(bin, []byte("build 2"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Install(bin, "2.0.0", slots.TrialOptions{Starts: 1}); err != nil {
+	if err := s.Install(bin, "2.0.0", "1.0.0", slots.TrialOptions{Starts: 1}); err != nil {
 		t.Fatal(err)
 	}
 	p, err := s.Launch("1.0.0")
@@ -34,7 +34,7 @@ func TestStatusCarriesUpdateOutcome(t *testing.T) {
 		t.Fatalf("%+v, %v", p, err)
 	}
 	w := newWorld(t, wake.HourlyWake)
-	w.cfg.Update = s.Status
+	w.cfg.Status.Update = s.Status
 	w.bootSuspending()
 	u := w.status().Update
 	if u == nil || u.Result != "rolled-back" || u.Version != "2.0.0" || u.From != "1.0.0" || !strings.Contains(u.Reason, "exited with status 2") {

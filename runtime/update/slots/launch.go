@@ -53,7 +53,7 @@ func (s *Slots) Launch(baseVersion string) (Plan, error) {
 			}
 			return Plan{Slot: t.Slot, Path: s.Path(t.Slot), Version: t.Version, Trial: true, Deadline: t.Deadline}, nil
 		}
-		o := &Outcome{Result: RolledBack, Version: t.Version, From: st.activeVersion(baseVersion), Reason: reason, At: s.Clock.Now().UTC()}
+		o := &Outcome{Result: RolledBack, Version: t.Version, From: t.From, Reason: reason, At: s.Clock.Now().UTC()}
 		st.Trial, st.Outcome = nil, o
 		if err := s.save(st); err != nil {
 			return Plan{}, err
@@ -108,8 +108,7 @@ var ErrNotOnTrial = errors.New("slots: not on trial")
 
 // Confirm makes slot, which proved itself, the active build: the launcher
 // runs it from now on and the previous build stays in the other slot.
-// baseVersion is the packaged binary's version.
-func (s *Slots) Confirm(slot, baseVersion string) (Outcome, error) {
+func (s *Slots) Confirm(slot string) (Outcome, error) {
 	unlock, err := s.lock()
 	if err != nil {
 		return Outcome{}, err
@@ -123,7 +122,7 @@ func (s *Slots) Confirm(slot, baseVersion string) (Outcome, error) {
 	if t == nil || t.Slot != slot {
 		return Outcome{}, fmt.Errorf("%w: slot %q", ErrNotOnTrial, slot)
 	}
-	o := Outcome{Result: Installed, Version: t.Version, From: st.activeVersion(baseVersion), At: s.Clock.Now().UTC()}
+	o := Outcome{Result: Installed, Version: t.Version, From: t.From, At: s.Clock.Now().UTC()}
 	st = State{Active: t.Slot, ActiveVersion: t.Version, ActiveSHA256: t.SHA256, Outcome: &o}
 	return o, s.save(st)
 }

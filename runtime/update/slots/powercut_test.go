@@ -14,10 +14,10 @@ type scenario func(t *testing.T, s *Slots, builds string)
 // update installs 2.0.0 over 1.0.0 (in slot a) and confirms it at its
 // first start.
 func update(t *testing.T, s *Slots, builds string) {
-	must(t, s.Install(filepath.Join(builds, "torpor-agent-2.0.0"), "2.0.0", TrialOptions{Starts: 2}))
+	must(t, s.Install(filepath.Join(builds, "torpor-agent-2.0.0"), "2.0.0", "1.0.0", TrialOptions{Starts: 2}))
 	p, err := s.Launch("base")
 	must(t, err)
-	_, err = s.Confirm(p.Slot, "base")
+	_, err = s.Confirm(p.Slot)
 	must(t, err)
 	_, err = s.Launch("base")
 	must(t, err)
@@ -26,7 +26,7 @@ func update(t *testing.T, s *Slots, builds string) {
 // rollback installs 2.0.0 over 1.0.0, which fails both its starts and is
 // rolled back.
 func rollback(t *testing.T, s *Slots, builds string) {
-	must(t, s.Install(filepath.Join(builds, "torpor-agent-2.0.0"), "2.0.0", TrialOptions{Starts: 2}))
+	must(t, s.Install(filepath.Join(builds, "torpor-agent-2.0.0"), "2.0.0", "1.0.0", TrialOptions{Starts: 2}))
 	for range 2 {
 		p, err := s.Launch("base")
 		must(t, err)
@@ -72,8 +72,8 @@ func cutRun(t *testing.T, name string, sc scenario, at int) (wasCut bool) {
 		build(t, dir, "1.0.0")
 		build(t, dir, "2.0.0")
 		s := New(filepath.Join(dir, "slots"), clocktest.New(t0))
-		must(t, s.Install(filepath.Join(dir, "torpor-agent-1.0.0"), "1.0.0", TrialOptions{}))
-		_, err := s.Confirm("a", "base")
+		must(t, s.Install(filepath.Join(dir, "torpor-agent-1.0.0"), "1.0.0", "base", TrialOptions{}))
+		_, err := s.Confirm("a")
 		must(t, err)
 		f := newFaultFS(at)
 		s.fs = f
@@ -109,7 +109,7 @@ func afterCut(t *testing.T, s *Slots, name string) {
 	}
 	for p.Trial {
 		if filepath.Base(filepath.Dir(name)) == "update" {
-			_, err = s.Confirm(p.Slot, "base")
+			_, err = s.Confirm(p.Slot)
 			must(t, err)
 		} else {
 			must(t, s.Fail(p.Slot, "exited with status 1"))

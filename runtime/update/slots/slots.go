@@ -53,6 +53,7 @@ type State struct {
 type Trial struct {
 	Slot    string `json:"slot"`
 	Version string `json:"version"`
+	From    string `json:"from,omitempty"` // the version that installed it
 	SHA256  string `json:"sha256"`
 	// Starts counts the starts of the slot so far, each counted before it
 	// ran; MaxStarts is how many it gets.
@@ -145,12 +146,4 @@ func other(active string) string {
 		return "b"
 	}
 	return "a"
-}
-
-// version of the running build, for an outcome's From.
-func (st *State) activeVersion(base string) string {
-	if st.Active == Base {
-		return base
-	}
-	return st.ActiveVersion
 }

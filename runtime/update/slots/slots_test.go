@@ -55,20 +55,20 @@ func TestInstallTrialConfirm(t *testing.T) {
 	if p, err := s.Launch("base"); err != nil || runs(t, p) != "base" {
 		t.Fatalf("before any install: %+v, %v", p, err)
 	}
-	if err := s.Install(build(t, dir, "2.0.0"), "2.0.0", TrialOptions{}); err != nil {
+	if err := s.Install(build(t, dir, "2.0.0"), "2.0.0", "base", TrialOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	p, err := s.Launch("base")
 	if err != nil || !p.Trial || p.Slot != "a" || runs(t, p) != "2.0.0" || p.Deadline != DefaultDeadline {
 		t.Fatalf("trial start: %+v, %v", p, err)
 	}
-	if err := s.Install(build(t, dir, "3.0.0"), "3.0.0", TrialOptions{}); !errors.Is(err, ErrTrial) {
+	if err := s.Install(build(t, dir, "3.0.0"), "3.0.0", "1.0.0", TrialOptions{}); !errors.Is(err, ErrTrial) {
 		t.Fatalf("install during a trial: %v", err)
 	}
-	if _, err := s.Confirm("b", "base"); !errors.Is(err, ErrNotOnTrial) {
+	if _, err := s.Confirm("b"); !errors.Is(err, ErrNotOnTrial) {
 		t.Fatalf("confirm of the wrong slot: %v", err)
 	}
-	o, err := s.Confirm("a", "base")
+	o, err := s.Confirm("a")
 	if err != nil || o.Result != Installed || o.Version != "2.0.0" || o.From != "base" || !o.At.Equal(t0) {
 		t.Fatalf("confirm: %+v, %v", o, err)
 	}
@@ -77,7 +77,7 @@ func TestInstallTrialConfirm(t *testing.T) {
 		t.Fatalf("after the confirm: %+v, %v", p, err)
 	}
 	// The next install goes to the other slot and keeps 2.0.0 in a.
-	if err := s.Install(build(t, dir, "3.0.0"), "3.0.0", TrialOptions{Starts: 1, Deadline: time.Minute}); err != nil {
+	if err := s.Install(build(t, dir, "3.0.0"), "3.0.0", "2.0.0", TrialOptions{Starts: 1, Deadline: time.Minute}); err != nil {
 		t.Fatal(err)
 	}
 	if p, _ = s.Launch("base"); p.Slot != "b" || runs(t, p) != "3.0.0" {
@@ -101,7 +101,7 @@ func TestInstallTrialConfirm(t *testing.T) {
 
 func TestRollbackAfterStartsUsedUp(t *testing.T) {
 	s, dir := newSlots(t)
-	if err := s.Install(build(t, dir, "2.0.0"), "2.0.0", TrialOptions{Starts: 3}); err != nil {
+	if err := s.Install(build(t, dir, "2.0.0"), "2.0.0", "1.0.0", TrialOptions{Starts: 3}); err != nil {
 		t.Fatal(err)
 	}
 	// Starts that never reach Fail (a power cut, a crash of the
@@ -125,7 +125,7 @@ func TestRollbackAfterStartsUsedUp(t *testing.T) {
 
 func TestDamagedSlotRollsBack(t *testing.T) {
 	s, dir := newSlots(t)
-	if err := s.Install(build(t, dir, "2.0.0"), "2.0.0", TrialOptions{}); err != nil {
+	if err := s.Install(build(t, dir, "2.0.0"), "2.0.0", "1.0.0", TrialOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(s.Path("a"), []byte("#!/bin/sh\necho 2.0"), 0o755); err != nil {
@@ -141,10 +141,10 @@ func TestBadInputRefused(t *testing.T) {
 	s, dir := newSlots(t)
 	empty := filepath.Join(dir, "empty")
 	os.WriteFile(empty, nil, 0o755)
-	if err := s.Install(empty, "2.0.0", TrialOptions{}); err == nil || !strings.Contains(err.Error(), "empty") {
+	if err := s.Install(empty, "2.0.0", "1.0.0", TrialOptions{}); err == nil || !strings.Contains(err.Error(), "empty") {
 		t.Fatalf("empty build: %v", err)
 	}
-	if err := s.Install(build(t, dir, "2"), "", TrialOptions{}); err == nil {
+	if err := s.Install(build(t, dir, "2"), "", "1.0.0", TrialOptions{}); err == nil {
 		t.Fatal("install without a version")
 	}
 	if st, err := s.Load(); err != nil || st.Trial != nil {

@@ -21,7 +21,7 @@ func TestMain(m *testing.M) {
 	if dir := os.Getenv("SLOTS_TEST_CONFIRM"); dir != "" {
 		stop := make(chan os.Signal, 1)
 		signal.Notify(stop, syscall.SIGTERM)
-		if _, err := New(dir, nil).Confirm(os.Getenv(EnvSlot), "1.0.0"); err != nil {
+		if _, err := New(dir, nil).Confirm(os.Getenv(EnvSlot)); err != nil {
 			os.Stderr.WriteString(err.Error())
 			os.Exit(4)
 		}
@@ -38,7 +38,7 @@ func trial(t *testing.T) (*Slots, *clocktest.Clock, Plan) {
 	dir := t.TempDir()
 	clk := clocktest.New(t0)
 	s := New(filepath.Join(dir, "slots"), clk)
-	must(t, s.Install(build(t, dir, "2.0.0"), "2.0.0", TrialOptions{Starts: 2, Deadline: 10 * time.Minute}))
+	must(t, s.Install(build(t, dir, "2.0.0"), "2.0.0", "1.0.0", TrialOptions{Starts: 2, Deadline: 10 * time.Minute}))
 	p, err := s.Launch("1.0.0")
 	must(t, err)
 	return s, clk, p
