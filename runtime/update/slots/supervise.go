@@ -15,7 +15,7 @@ import (
 // failure status, that is recorded. Either way the start is used up. When
 // ctx ends (the launcher was told to stop) the child gets SIGTERM and the
 // launcher waits for it. Supervise returns the status the launcher exits
-// with: the child's, or 1 after a kill.
+// with: the child's once it confirmed, 1 before.
 func (s *Slots) Supervise(ctx context.Context, cmd *exec.Cmd, p Plan) (int, error) {
 	if cmd.Env == nil {
 		cmd.Env = os.Environ()
@@ -32,7 +32,7 @@ func (s *Slots) Supervise(ctx context.Context, cmd *exec.Cmd, p Plan) (int, erro
 	for {
 		select {
 		case err := <-done:
-			return s.ended(p, cmd, err, killed)
+			return s.ended(p, cmd, err, killed, stop == nil)
 		case <-stop:
 			stop = nil
 			cmd.Process.Signal(syscall.SIGTERM)
@@ -46,8 +46,12 @@ func (s *Slots) Supervise(ctx context.Context, cmd *exec.Cmd, p Plan) (int, erro
 }
 
 // ended records how the child of p ended and returns the launcher's exit
-// status.
-func (s *Slots) ended(p Plan, cmd *exec.Cmd, err error, killed bool) (int, error) {
+// status: 1 for any end of an unconfirmed child, so that no status the
+// unit will not restart on (RestartPreventExitStatus=65) leaves a build
+// on trial. A child that exits cleanly unconfirmed although nobody stopped
+// it fails too (status 1), so that the unit's Restart=on-failure starts
+// the launcher again.
+func (s *Slots) ended(p Plan, cmd *exec.Cmd, err error, killed, stopped bool) (int, error) {
 	if killed {
 		return 1, s.Fail(p.Slot, fmt.Sprintf("no proof within %v: killed", p.Deadline))
 	}
@@ -56,13 +60,18 @@ func (s *Slots) ended(p Plan, cmd *exec.Cmd, err error, killed bool) (int, error
 	if err != nil && !errors.As(err, &ee) {
 		return 1, errors.Join(err, s.Fail(p.Slot, err.Error()))
 	}
+	if code != 0 && !s.OnTrial(p.Slot) {
+		return max(code, 1), nil // it proved itself first
+	}
 	if code != 0 {
 		why := fmt.Sprintf("exited with status %d", code)
 		if code < 0 {
 			why = cmd.ProcessState.String()
-			code = 1
 		}
-		return code, s.Fail(p.Slot, why)
+		return 1, s.Fail(p.Slot, why)
+	}
+	if !stopped && s.OnTrial(p.Slot) {
+		return 1, s.Fail(p.Slot, "exited with status 0 before it proved itself")
 	}
 	return 0, nil
 }

@@ -56,7 +56,7 @@ func failures(t *testing.T, s *Slots) string {
 func TestSuperviseCrashAtStart(t *testing.T) {
 	s, _, p := trial(t)
 	code, err := s.Supervise(context.Background(), exec.Command("/bin/sh", "-c", "exit 3"), p)
-	if err != nil || code != 3 {
+	if err != nil || code != 1 {
 		t.Fatalf("status %d, %v", code, err)
 	}
 	if f := failures(t, s); f != "start 1: exited with status 3" {
