@@ -23,13 +23,13 @@ type TrialOptions struct {
 }
 
 // Install copies the verified build at file, of version, into the slot not
-// running and puts it on trial; running is the version of the build that
-// runs now (the outcome's From): the launcher runs it at the next start.
+// running and puts it on trial. The outcome's From is the active slot's
+// version, or base, the packaged build's, when no slot is active: the launcher runs it at the next start.
 // The binary is written and synced under a temporary name, renamed into
 // its slot and the slot's directory synced before the state file names
 // it; until that state file is in place the running build stays the one
 // the launcher starts. The caller restarts the agent afterwards.
-func (s *Slots) Install(file, version, running string, o TrialOptions) error {
+func (s *Slots) Install(file, version, base string, o TrialOptions) error {
 	if o.Starts <= 0 {
 		o.Starts = DefaultStarts
 	}
@@ -59,7 +59,11 @@ func (s *Slots) Install(file, version, running string, o TrialOptions) error {
 	if err != nil {
 		return fmt.Errorf("slots: writing slot %s: %w", slot, err)
 	}
-	st.Trial = &Trial{Slot: slot, Version: version, From: running, SHA256: sum, MaxStarts: o.Starts, Deadline: o.Deadline}
+	from := st.ActiveVersion
+	if st.Active == Base {
+		from = base
+	}
+	st.Trial = &Trial{Slot: slot, Version: version, From: from, SHA256: sum, MaxStarts: o.Starts, Deadline: o.Deadline}
 	st.Outcome = nil
 	return s.save(st)
 }

@@ -53,7 +53,7 @@ type State struct {
 type Trial struct {
 	Slot    string `json:"slot"`
 	Version string `json:"version"`
-	From    string `json:"from,omitempty"` // the version that installed it
+	From    string `json:"from,omitempty"` // the version active when it was installed
 	SHA256  string `json:"sha256"`
 	// Starts counts the starts of the slot so far, each counted before it
 	// ran; MaxStarts is how many it gets.

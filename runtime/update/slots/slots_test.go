@@ -77,7 +77,7 @@ func TestInstallTrialConfirm(t *testing.T) {
 		t.Fatalf("after the confirm: %+v, %v", p, err)
 	}
 	// The next install goes to the other slot and keeps 2.0.0 in a.
-	if err := s.Install(build(t, dir, "3.0.0"), "3.0.0", "2.0.0", TrialOptions{Starts: 1, Deadline: time.Minute}); err != nil {
+	if err := s.Install(build(t, dir, "3.0.0"), "3.0.0", "base", TrialOptions{Starts: 1, Deadline: time.Minute}); err != nil {
 		t.Fatal(err)
 	}
 	if p, _ = s.Launch("base"); p.Slot != "b" || runs(t, p) != "3.0.0" {
