@@ -130,10 +130,8 @@ func prove(f *conffile.File, c clock.Clock, s *slots.Slots, slot string, log *sl
 	return true
 }
 
-const slotsHelp = `  torpor-agent slots status  [flags]              the slots' state (JSON)
-  torpor-agent slots install [flags] --build-version V FILE
-                                                  put the verified build FILE on trial;
-                                                  it runs at the agent's next start
+const slotsHelp = `  torpor-agent slots status  [flags]                        the slots' state
+  torpor-agent slots install [flags] --build-version V FILE  a build on trial
 `
 
 // slotsCommand runs "torpor-agent slots ...", which works beside a running

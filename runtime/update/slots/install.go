@@ -80,26 +80,18 @@ func (s *Slots) copyIn(file, slot string) (string, error) {
 		return "", err
 	}
 	h := sha256.New()
-	n := &counter{r: io.TeeReader(in, h)}
-	if err := s.fs.CopyIn(filepath.Join(dir, "."+Binary+".tmp"), filepath.Join(dir, Binary), n, 0o755); err != nil {
+	if err := s.fs.CopyIn(filepath.Join(dir, "."+Binary+".tmp"), filepath.Join(dir, Binary), io.TeeReader(in, h), 0o755); err != nil {
 		return "", err
 	}
-	if n.n == 0 {
+	sum := hex.EncodeToString(h.Sum(nil))
+	if sum == emptySHA256 {
 		return "", fmt.Errorf("%s is empty", file)
 	}
-	return hex.EncodeToString(h.Sum(nil)), nil
+	return sum, nil
 }
 
-type counter struct {
-	r io.Reader
-	n int64
-}
-
-func (c *counter) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n += int64(n)
-	return n, err
-}
+// emptySHA256 is the SHA-256 of no bytes.
+const emptySHA256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 
 // sum returns the hex SHA-256 of slot's binary.
 func (s *Slots) sum(slot string) (string, error) {
