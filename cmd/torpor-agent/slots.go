@@ -37,6 +37,9 @@ func launch(ctx context.Context, a *args, argv []string, stderr io.Writer) (code
 	if err != nil {
 		log.Error("slots: the packaged build runs", "dir", s.Dir, "err", err)
 	}
+	if p.Replaced != "" {
+		log.Warn("slots: the package was replaced, its build runs", "version", p.Version, "slots installed under", p.Replaced)
+	}
 	if o := p.RolledBack; o != nil {
 		log.Warn("update rolled back", "version", o.Version, "to", o.From, "reason", o.Reason)
 	}

@@ -63,6 +63,9 @@ func (s *Slots) Install(file, version, base string, o TrialOptions) error {
 	if st.Active == Base {
 		from = base
 	}
+	if st.Base == "" {
+		st.Base = base // no slot ever ran: base is the running build
+	}
 	st.Trial = &Trial{Slot: slot, Version: version, From: from, SHA256: sum, MaxStarts: o.Starts, Deadline: o.Deadline}
 	st.Outcome = nil
 	return s.save(st)

@@ -22,6 +22,9 @@ type Plan struct {
 	// RolledBack is the outcome of a rollback this start made; nil
 	// otherwise.
 	RolledBack *Outcome
+	// Replaced is the packaged version the slots were installed under,
+	// when this start found another one and dropped the slots; "" otherwise.
+	Replaced string
 }
 
 // Launch decides what this start runs and records it before anything
@@ -38,6 +41,11 @@ func (s *Slots) Launch(baseVersion string) (Plan, error) {
 	st, err := s.Load()
 	if err != nil {
 		return Plan{}, err
+	}
+	if st.Base != "" && st.Base != baseVersion {
+		// The package was replaced since: the operator's choice wins.
+		p := Plan{Version: baseVersion, Replaced: st.Base}
+		return p, s.save(State{Outcome: st.Outcome, Base: baseVersion})
 	}
 	if t := st.Trial; t != nil {
 		reason := ""
@@ -123,7 +131,7 @@ func (s *Slots) Confirm(slot string) (Outcome, error) {
 		return Outcome{}, fmt.Errorf("%w: slot %q", ErrNotOnTrial, slot)
 	}
 	o := Outcome{Result: Installed, Version: t.Version, From: t.From, At: s.Clock.Now().UTC()}
-	st = State{Active: t.Slot, ActiveVersion: t.Version, ActiveSHA256: t.SHA256, Outcome: &o}
+	st = State{Active: t.Slot, ActiveVersion: t.Version, ActiveSHA256: t.SHA256, Outcome: &o, Base: st.Base}
 	return o, s.save(st)
 }
 

@@ -47,6 +47,10 @@ type State struct {
 	ActiveSHA256 string   `json:"activeSHA256,omitempty"`
 	Trial        *Trial   `json:"trial,omitempty"`
 	Outcome      *Outcome `json:"outcome,omitempty"`
+	// Base is the packaged build's version when the slots were first
+	// installed; a launcher of another version (apt replaced the
+	// package) runs itself and drops the slots (Launch).
+	Base string `json:"base,omitempty"`
 }
 
 // Trial is a slot on trial.

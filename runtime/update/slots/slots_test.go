@@ -158,3 +158,34 @@ func TestBadInputRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestPackageReplacedWins: after apt replaced the packaged build (the
+// launcher has another version than the slots were installed under), the
+// packaged build runs and the slots are dropped.
+func TestPackageReplacedWins(t *testing.T) {
+	s, dir := newSlots(t)
+	must(t, s.Install(build(t, dir, "2.0.0"), "2.0.0", "1.0.0", TrialOptions{}))
+	p, err := s.Launch("1.0.0")
+	must(t, err)
+	_, err = s.Confirm(p.Slot)
+	must(t, err)
+	// A second install made from the slot keeps the packaged version.
+	must(t, s.Install(build(t, dir, "3.0.0"), "3.0.0", "2.0.0", TrialOptions{}))
+	if st, _ := s.Load(); st.Base != "1.0.0" || st.Trial.From != "2.0.0" {
+		t.Fatalf("state %+v", st)
+	}
+	if p, err = s.Launch("1.0.0"); err != nil || runs(t, p) != "3.0.0" {
+		t.Fatalf("same package: %+v, %v", p, err)
+	}
+	p, err = s.Launch("1.5.0")
+	if err != nil || runs(t, p) != "base" || p.Version != "1.5.0" || p.Replaced != "1.0.0" {
+		t.Fatalf("new package: %+v, %v", p, err)
+	}
+	st, err := s.Load()
+	if err != nil || st.Active != Base || st.Trial != nil || st.Base != "1.5.0" {
+		t.Fatalf("after: %+v, %v", st, err)
+	}
+	if p, _ = s.Launch("1.5.0"); p.Replaced != "" || p.Path != "" {
+		t.Fatalf("next start: %+v", p)
+	}
+}
