@@ -68,7 +68,7 @@ func newFlags(a *args, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("torpor-agent", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.BoolVar(&a.version, "version", false, "Print the version and exit.")
-	fs.BoolVar(&a.launch, "slot-launch", false, "Start as the launcher of the agent's A/B slots (docs/updates.md).")
+	fs.BoolVar(&a.launch, "slot-launch", false, "Run as the A/B slots' launcher (docs/updates.md).")
 	fs.BoolVar(&a.reinit, "reinitialise", false, "Make a new, empty agent.db where the store marker next to the key says the device ran before and the file is missing or empty (the agent refuses otherwise). Its replay cache, command sequence numbers, ledger, halt and MLS groups start empty: senders pair again. A corrupt agent.db must be moved aside first.")
 	fs.StringVar(&a.config, "config", DefaultConfig, "The JSON configuration file (see runtime/conffile). Flags that are set override it. Without --config, a missing "+DefaultConfig+" is not an error.")
 	fs.StringVar(&a.key, "key", "", "The agent's private key file, made by torporctl keygen.")

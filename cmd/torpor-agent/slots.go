@@ -38,7 +38,7 @@ func launch(ctx context.Context, a *args, argv []string, stderr io.Writer) (code
 		log.Error("slots: the packaged build runs", "dir", s.Dir, "err", err)
 	}
 	if p.Replaced != "" {
-		log.Warn("slots: the package was replaced, its build runs", "version", p.Version, "slots installed under", p.Replaced)
+		log.Warn("package replaced: slots dropped", "version", p.Version, "was", p.Replaced)
 	}
 	if o := p.RolledBack; o != nil {
 		log.Warn("update rolled back", "version", o.Version, "to", o.From, "reason", o.Reason)
@@ -87,7 +87,7 @@ func trial(f *conffile.File, cfg *runtime.Config, log *slog.Logger) {
 	if !s.OnTrial(slot) {
 		return
 	}
-	log.Info("on trial: the first drain proves this build", "slot", slot)
+	log.Info("on trial", "slot", slot)
 	var mu sync.Mutex
 	busy, done := false, false
 	next := cfg.Hooks.OnPhase
@@ -133,9 +133,7 @@ func prove(f *conffile.File, c clock.Clock, s *slots.Slots, slot string, log *sl
 	return true
 }
 
-const slotsHelp = `  torpor-agent slots status  [flags]                        the slots' state
-  torpor-agent slots install [flags] --build-version V FILE  a build on trial
-`
+const slotsHelp = "  torpor-agent slots status|install [flags] [--build-version V FILE]\n"
 
 // slotsCommand runs "torpor-agent slots ...", which works beside a running
 // daemon (the slots have their own lock).
@@ -147,7 +145,7 @@ func slotsCommand(argv []string, stdout, stderr io.Writer) int {
 	a := &args{set: map[string]bool{}}
 	fs := newFlags(a, stderr)
 	fs.Init("torpor-agent slots "+argv[0], flag.ContinueOnError)
-	bv := fs.String("build-version", "", "install: the version of the build (its TUF target's).")
+	bv := fs.String("build-version", "", "The build's version (install).")
 	if err := fs.Parse(argv[1:]); err != nil {
 		return 2
 	}

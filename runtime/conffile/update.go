@@ -2,8 +2,9 @@ package conffile
 
 import (
 	"errors"
-	"fmt"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/torpor-dev/torpor/runtime/update/slots"
@@ -60,24 +61,27 @@ func (f *File) Trial() slots.TrialOptions {
 	return slots.TrialOptions{Starts: f.Update.TrialStarts, Deadline: time.Duration(f.Update.TrialDeadline)}
 }
 
-// checkUpdate checks the file's "update".
+// checkUpdate checks the file's "update", every problem at once.
 func (f *File) checkUpdate() error {
 	u := f.Update
 	if u == nil {
 		return nil
 	}
-	var errs []error
+	var bad []string
 	if u.Slots != "" && !filepath.IsAbs(u.Slots) {
-		errs = append(errs, fmt.Errorf(`"update": slots %q is not an absolute path`, u.Slots))
+		bad = append(bad, "slots "+strconv.Quote(u.Slots)+" is not an absolute path")
 	}
 	if u.TrialStarts < 0 || u.TrialStarts > MaxTrialStarts {
-		errs = append(errs, fmt.Errorf(`"update": trialStarts %d (want 1 to %d, or 0 for %d)`, u.TrialStarts, MaxTrialStarts, slots.DefaultStarts))
+		bad = append(bad, "trialStarts "+strconv.Itoa(u.TrialStarts)+" (want 1 to 4, or 0 for 3)")
 	}
 	if u.TrialDeadline < 0 {
-		errs = append(errs, fmt.Errorf(`"update": trialDeadline %v is negative`, time.Duration(u.TrialDeadline)))
+		bad = append(bad, "trialDeadline "+time.Duration(u.TrialDeadline).String()+" is negative")
 	}
 	if len(u.HealthCommand) > 0 && !filepath.IsAbs(u.HealthCommand[0]) {
-		errs = append(errs, fmt.Errorf(`"update": healthCommand %q is not an absolute path`, u.HealthCommand[0]))
+		bad = append(bad, "healthCommand "+strconv.Quote(u.HealthCommand[0])+" is not an absolute path")
 	}
-	return errors.Join(errs...)
+	if bad == nil {
+		return nil
+	}
+	return errors.New(`"update": ` + strings.Join(bad, "; "))
 }

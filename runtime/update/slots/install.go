@@ -1,6 +1,7 @@
 package slots
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -86,15 +87,12 @@ func (s *Slots) copyIn(file, slot string) (string, error) {
 	if err := s.fs.CopyIn(filepath.Join(dir, "."+Binary+".tmp"), filepath.Join(dir, Binary), io.TeeReader(in, h), 0o755); err != nil {
 		return "", err
 	}
-	sum := hex.EncodeToString(h.Sum(nil))
-	if sum == emptySHA256 {
+	sum := h.Sum(nil)
+	if bytes.Equal(sum, sha256.New().Sum(nil)) {
 		return "", fmt.Errorf("%s is empty", file)
 	}
-	return sum, nil
+	return hex.EncodeToString(sum), nil
 }
-
-// emptySHA256 is the SHA-256 of no bytes.
-const emptySHA256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 
 // sum returns the hex SHA-256 of slot's binary.
 func (s *Slots) sum(slot string) (string, error) {
