@@ -15,16 +15,18 @@ type cut struct{}
 // temporary file written, synced, renamed, its directory synced. At the
 // cut, what was not synced is lost as a power cut loses it: a file written
 // and not synced keeps half its bytes, a rename whose directory was not
-// synced is undone. Directories made are taken as durable.
+// synced is undone (or, with keepRenames, kept: the file system may have
+// written the directory anyway). Directories made are taken as durable.
 type faultFS struct {
 	osFS
 	step, cutAt int
+	keepRenames bool
 	undo        map[string]func() // by "file:PATH" or "dir:DIR"
 	order       []string
 }
 
-func newFaultFS(cutAt int) *faultFS {
-	return &faultFS{cutAt: cutAt, undo: map[string]func(){}}
+func newFaultFS(cutAt int, keepRenames bool) *faultFS {
+	return &faultFS{cutAt: cutAt, keepRenames: keepRenames, undo: map[string]func(){}}
 }
 
 func (f *faultFS) tick() {
@@ -73,6 +75,10 @@ func (f *faultFS) CopyIn(tmp, path string, r io.Reader, perm os.FileMode) error 
 		return err
 	}
 	dir := filepath.Dir(path)
+	if f.keepRenames {
+		f.tick()
+		return nil
+	}
 	f.later("dir:"+dir, func() {
 		os.Rename(path, tmp)
 		if had == nil {

@@ -3,6 +3,7 @@ package slots
 import (
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/torpor-dev/torpor/clock/clocktest"
@@ -50,23 +51,25 @@ func must(t *testing.T, err error) {
 // the scenario would have reached: 2.0.0 confirmed, or 1.0.0 back.
 func TestPowerCutAtEveryStep(t *testing.T) {
 	for name, sc := range map[string]scenario{"update": update, "rollback": rollback} {
-		cuts := 0
-		for at := 1; ; at++ {
-			if !cutRun(t, fmt.Sprintf("%s/cut%d", name, at), sc, at) {
-				break
+		for _, keep := range []bool{false, true} {
+			cuts := 0
+			for at := 1; ; at++ {
+				if !cutRun(t, fmt.Sprintf("%s/keep%v/cut%d", name, keep, at), sc, at, keep) {
+					break
+				}
+				cuts++
 			}
-			cuts++
+			if cuts < 8 {
+				t.Fatalf("%s: %d steps only", name, cuts)
+			}
+			t.Logf("%s (unsynced renames kept: %v): power cut at each of %d steps", name, keep, cuts)
 		}
-		if cuts < 8 {
-			t.Fatalf("%s: %d steps only", name, cuts)
-		}
-		t.Logf("%s: power cut at each of %d steps", name, cuts)
 	}
 }
 
 // cutRun runs sc with the power cut before step at; false when sc ended
 // before that step.
-func cutRun(t *testing.T, name string, sc scenario, at int) (wasCut bool) {
+func cutRun(t *testing.T, name string, sc scenario, at int, keep bool) (wasCut bool) {
 	t.Run(name, func(t *testing.T) {
 		dir := t.TempDir()
 		build(t, dir, "1.0.0")
@@ -75,7 +78,7 @@ func cutRun(t *testing.T, name string, sc scenario, at int) (wasCut bool) {
 		must(t, s.Install(filepath.Join(dir, "torpor-agent-1.0.0"), "1.0.0", "base", TrialOptions{}))
 		_, err := s.Confirm("a")
 		must(t, err)
-		f := newFaultFS(at)
+		f := newFaultFS(at, keep)
 		s.fs = f
 		func() {
 			defer func() {
@@ -108,7 +111,7 @@ func afterCut(t *testing.T, s *Slots, name string) {
 		t.Fatalf("runs %q", v)
 	}
 	for p.Trial {
-		if filepath.Base(filepath.Dir(name)) == "update" {
+		if strings.HasPrefix(name, "update/") {
 			_, err = s.Confirm(p.Slot)
 			must(t, err)
 		} else {
