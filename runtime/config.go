@@ -33,10 +33,9 @@ type Config struct {
 	// Board is the board profile's name (boards.Board.Name), reported to
 	// the relay in the signed status (link wire.Status); empty for none.
 	Board string
-	// Health reads the board's health for the signed status
-	// (wire.Status.Health; runtime/health's Sources.Read), once a wake; nil
-	// reports none. A wake waits for it at most HealthTimeout.
-	Health func() *wire.StatusHealth
+	// Status reads what the signed status reports beyond the agent's
+	// store: the board's health, the last install's outcome.
+	Status StatusSources
 	// Relay is the relay the agent links to. Its URL is required.
 	Relay Relay
 	// Store is where the agent keeps its state. Its DataDir is required.
@@ -130,6 +129,19 @@ type MLS struct {
 	// KeyPackageTarget is how many unused KeyPackages the relay should
 	// hold; zero means the pool's own default.
 	KeyPackageTarget int
+}
+
+// StatusSources read, once a wake, what the signed status (link
+// wire.Status) reports from outside the agent's store; a nil one reports
+// none.
+type StatusSources struct {
+	// Health reads the board's health (wire.Status.Health;
+	// runtime/health's Sources.Read). A wake waits for it at most
+	// HealthTimeout.
+	Health func() *wire.StatusHealth
+	// Update reads the outcome of the last install of a new agent build
+	// (wire.Status.Update; runtime/update/slots's Slots.Status).
+	Update func() *wire.StatusUpdate
 }
 
 // Hooks are an Agent's test and metrics seams; the zero value has none.

@@ -25,6 +25,7 @@ import (
 	"github.com/torpor-dev/torpor/runtime"
 	"github.com/torpor-dev/torpor/runtime/conffile"
 	"github.com/torpor-dev/torpor/runtime/manage"
+	"github.com/torpor-dev/torpor/runtime/update/slots"
 )
 
 // DefaultConfig is read when --config is not given; its absence is not an
@@ -60,12 +61,14 @@ type args struct {
 	operators []string
 	version   bool
 	reinit    bool
+	launch    bool
 }
 
 func newFlags(a *args, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("torpor-agent", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.BoolVar(&a.version, "version", false, "Print the version and exit.")
+	fs.BoolVar(&a.launch, "slot-launch", false, "Run as the A/B slots' launcher (docs/updates.md).")
 	fs.BoolVar(&a.reinit, "reinitialise", false, "Make a new, empty agent.db where the store marker next to the key says the device ran before and the file is missing or empty (the agent refuses otherwise). Its replay cache, command sequence numbers, ledger, halt and MLS groups start empty: senders pair again. A corrupt agent.db must be moved aside first.")
 	fs.StringVar(&a.config, "config", DefaultConfig, "The JSON configuration file (see runtime/conffile). Flags that are set override it. Without --config, a missing "+DefaultConfig+" is not an error.")
 	fs.StringVar(&a.key, "key", "", "The agent's private key file, made by torporctl keygen.")
@@ -206,6 +209,9 @@ func main() {
 }
 
 func run(argv []string, stdout, stderr io.Writer) int {
+	if len(argv) > 0 && argv[0] == "slots" {
+		return slotsCommand(argv[1:], stdout, stderr)
+	}
 	if len(argv) > 0 && !strings.HasPrefix(argv[0], "-") {
 		return operator(argv[0], argv[1:], stdout, stderr)
 	}
@@ -223,6 +229,11 @@ func run(argv []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if a.launch {
+		if code, here := launch(ctx, a, argv, stderr); !here {
+			return code
+		}
+	}
 	return exitCode(daemon(ctx, a, stderr), stderr)
 }
 
@@ -243,11 +254,12 @@ func daemon(ctx context.Context, a *args, stderr io.Writer) error {
 	}
 	b.Config.Logger = log
 	b.Config.Store.Reinitialise = a.reinit
+	trial(f, &b.Config, log)
 	agent, err := runtime.New(b.Config)
 	if err != nil {
 		return err
 	}
-	attrs := []any{"did", b.Config.Key.DID().String(), "relay", b.Config.Relay.URL, "mode", b.Config.Schedule.Mode, "notify", b.Config.Notify.String()}
+	attrs := []any{"version", version.Get().Version, "slot", os.Getenv(slots.EnvSlot), "did", b.Config.Key.DID().String(), "relay", b.Config.Relay.URL, "mode", b.Config.Schedule.Mode, "notify", b.Config.Notify.String()}
 	if b.Commands != nil {
 		cmds, err := commands(agent, b, log)
 		if err != nil {

@@ -71,6 +71,7 @@ func (f *File) Build() (*Built, error) {
 		}
 	}
 	add(f.checkBounds())
+	add(f.checkUpdate())
 	add(f.buildClock(c))
 	// Expiry is judged by trusted time (runtime/trusted); buildWake names
 	// the board's RTC.
@@ -311,7 +312,7 @@ func (f *File) buildWake(c *runtime.Config) error {
 	}
 	if f.Board == "" && (f.Wake == nil || timerOnly(f.Wake.Methods)) {
 		// Health without a profile: uptime, a CPU zone, flash, WiFi.
-		c.Health = f.healthSources(c.Store.DataDir, boards.Health{}).Read
+		c.Status.Health = f.healthSources(c.Store.DataDir, boards.Health{}).Read
 		return nil // the runtime's default: a timer on the clock, on any machine
 	}
 	b, bc, err := f.wakeConfig(c.Clock)
@@ -322,7 +323,7 @@ func (f *File) buildWake(c *runtime.Config) error {
 		c.Store.DataDir = b.DataDir
 	}
 	c.Board = b.Name
-	c.Health = f.healthSources(c.Store.DataDir, b.Health).Read
+	c.Status.Health = f.healthSources(c.Store.DataDir, b.Health).Read
 	src, err := board.New(b, bc)
 	if err != nil {
 		return err

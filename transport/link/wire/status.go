@@ -64,7 +64,34 @@ type Status struct {
 	// (runtime/health); nil when it measured nothing, and from agents
 	// older than the member.
 	Health *StatusHealth `json:"health,omitempty"`
+	// Update is the outcome of the agent's last install of a new build
+	// (runtime/update/slots): installed, or rolled back and why; nil
+	// before the first, and from agents older than the member.
+	Update *StatusUpdate `json:"update,omitempty"`
 }
+
+// StatusUpdate is the outcome of the last install of a new agent build.
+type StatusUpdate struct {
+	// Result is UpdateInstalled or UpdateRolledBack.
+	Result string `json:"result"`
+	// Version is the build installed or rolled back, From the one that
+	// ran before it.
+	Version string `json:"version"`
+	From    string `json:"from,omitempty"`
+	// Reason says why a build was rolled back (at most MaxUpdateReason
+	// bytes).
+	Reason string    `json:"reason,omitempty"`
+	At     time.Time `json:"at"`
+}
+
+// The results of a StatusUpdate.
+const (
+	UpdateInstalled  = "installed"
+	UpdateRolledBack = "rolled-back"
+)
+
+// MaxUpdateReason caps StatusUpdate.Reason.
+const MaxUpdateReason = 1024
 
 // StatusHealth is the board's health as the device measured it at the
 // wake. Every member is optional: one the board cannot measure, or whose
@@ -187,6 +214,10 @@ func ParseStatus(payload []byte) (Status, error) {
 		return Status{}, errors.New("status: no version")
 	case s.Health != nil && s.Health.Flash != nil && s.Health.Flash.Free > s.Health.Flash.Total:
 		return Status{}, fmt.Errorf("status: %d bytes of flash free of %d", s.Health.Flash.Free, s.Health.Flash.Total)
+	case s.Update != nil && s.Update.Result != UpdateInstalled && s.Update.Result != UpdateRolledBack:
+		return Status{}, fmt.Errorf("status: update result %q (want %s or %s)", s.Update.Result, UpdateInstalled, UpdateRolledBack)
+	case s.Update != nil && (s.Update.Version == "" || len(s.Update.Reason) > MaxUpdateReason):
+		return Status{}, fmt.Errorf("status: an update without a version or with a reason over %d bytes", MaxUpdateReason)
 	case s.Health != nil && s.Health.WiFi != nil && len(s.Health.WiFi.Interface) > MaxInterface:
 		return Status{}, fmt.Errorf("status: a WiFi interface name of %d bytes, at most %d", len(s.Health.WiFi.Interface), MaxInterface)
 	}

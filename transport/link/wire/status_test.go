@@ -85,3 +85,35 @@ func TestParseStatusHealth(t *testing.T) {
 		t.Errorf("UnderVoltage of no health = %v, %v", now, seen)
 	}
 }
+
+// TestParseStatusUpdate: the update member round-trips, is optional, is
+// ignored by a reader without it (an older relay), and its result, version
+// and reason are checked.
+func TestParseStatusUpdate(t *testing.T) {
+	at := time.Date(2026, 12, 5, 18, 0, 0, 0, time.UTC)
+	u := &StatusUpdate{Result: UpdateRolledBack, Version: "1.4.0", From: "1.3.2", Reason: "no proof in 3 starts: start 1: exited with status 2", At: at}
+	b, _ := json.Marshal(Status{Version: "1.3.2", Update: u})
+	got, err := ParseStatus(b)
+	if err != nil || got.Update == nil || *got.Update != *u {
+		t.Fatalf("ParseStatus(%s) = %+v, %v", b, got.Update, err)
+	}
+	var old struct {
+		Version string `json:"version"`
+	}
+	if err := json.Unmarshal(b, &old); err != nil || old.Version != "1.3.2" {
+		t.Errorf("a reader without the update member: %+v, %v", old, err)
+	}
+	for name, tc := range map[string]struct {
+		u       StatusUpdate
+		wantErr string
+	}{
+		"unknown result": {u: StatusUpdate{Result: "maybe", Version: "1"}, wantErr: `update result "maybe"`},
+		"no version":     {u: StatusUpdate{Result: UpdateInstalled}, wantErr: "without a version"},
+		"long reason":    {u: StatusUpdate{Result: UpdateRolledBack, Version: "1", Reason: strings.Repeat("r", MaxUpdateReason+1)}, wantErr: "over 1024 bytes"},
+	} {
+		b, _ := json.Marshal(Status{Version: "1", Update: &tc.u})
+		if _, err := ParseStatus(b); err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+			t.Errorf("%s: ParseStatus error %v; want %q", name, err, tc.wantErr)
+		}
+	}
+}
