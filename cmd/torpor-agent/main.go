@@ -161,26 +161,56 @@ func (a *args) file() (*conffile.File, error) {
 	case err != nil:
 		return nil, err
 	}
-	over := map[string]func(){
-		"key": func() { f.Key = a.key }, "data-dir": func() { f.DataDir = a.dataDir }, "relay": func() { f.Relay = a.relay },
-		"name": func() { f.Name = a.name }, "board": func() { f.Board = a.board }, "mode": func() { f.Mode = a.mode },
-		"window-length": func() { f.Window.Length = conffile.Duration(a.length) },
-		"window-offset": func() { f.Window.Offset = conffile.Duration(a.offset) },
-		"time-scale":    func() { f.TimeScale = a.timeScale },
-		"time-epoch":    func() { f.TimeEpoch = a.timeEpoch },
-		"purposes":      func() { f.Purposes = splitList(a.purposes) },
-		"consequential": func() { f.Consequential = splitList(a.conseq) },
-		"owner":         func() { f.Owner = a.owner }, "allow-plaintext": func() { f.AllowPlaintext = a.plaintext },
-		"notify": func() { f.Notify = a.notify }, "handler": func() { f.Handlers = a.handlers },
-		"mqtt-broker": func() { mqttOf(f).Broker = a.broker }, "mqtt-name": func() { mqttOf(f).Name = a.mqttName },
-		"mqtt-prefix": func() { mqttOf(f).Prefix = a.prefix }, "operator": func() { mqttOf(f).Operators = a.operators },
-	}
-	for name, apply := range over {
-		if a.set[name] {
-			apply()
-		}
+	for name := range a.set {
+		a.override(f, name)
 	}
 	return f, nil
+}
+
+// override sets f's member of the flag named name from the flag's value.
+func (a *args) override(f *conffile.File, name string) {
+	switch name {
+	case "key":
+		f.Key = a.key
+	case "data-dir":
+		f.DataDir = a.dataDir
+	case "relay":
+		f.Relay = a.relay
+	case "name":
+		f.Name = a.name
+	case "board":
+		f.Board = a.board
+	case "mode":
+		f.Mode = a.mode
+	case "window-length":
+		f.Window.Length = conffile.Duration(a.length)
+	case "window-offset":
+		f.Window.Offset = conffile.Duration(a.offset)
+	case "time-scale":
+		f.TimeScale = a.timeScale
+	case "time-epoch":
+		f.TimeEpoch = a.timeEpoch
+	case "purposes":
+		f.Purposes = splitList(a.purposes)
+	case "consequential":
+		f.Consequential = splitList(a.conseq)
+	case "owner":
+		f.Owner = a.owner
+	case "allow-plaintext":
+		f.AllowPlaintext = a.plaintext
+	case "notify":
+		f.Notify = a.notify
+	case "handler":
+		f.Handlers = a.handlers
+	case "mqtt-broker":
+		mqttOf(f).Broker = a.broker
+	case "mqtt-name":
+		mqttOf(f).Name = a.mqttName
+	case "mqtt-prefix":
+		mqttOf(f).Prefix = a.prefix
+	case "operator":
+		mqttOf(f).Operators = a.operators
+	}
 }
 
 // mqttOf returns f's MQTT member, made when absent.
