@@ -64,6 +64,36 @@ type Status struct {
 	// (runtime/health); nil when it measured nothing, and from agents
 	// older than the member.
 	Health *StatusHealth `json:"health,omitempty"`
+	// Update is the outcome of the wake's update check (runtime/update):
+	// a verified target, nothing newer, or why nothing is installed. Nil
+	// when the agent checked none, and from agents older than the member.
+	Update *StatusUpdate `json:"update,omitempty"`
+}
+
+// MaxStatusUpdateDetail caps StatusUpdate.Detail.
+const MaxStatusUpdateDetail = 512
+
+// The outcomes of StatusUpdate.
+const (
+	UpdateUpToDate = "up-to-date"
+	UpdateVerified = "verified"
+	UpdateRefused  = "refused"
+)
+
+// StatusUpdate is one update check as the device reports it.
+type StatusUpdate struct {
+	// Outcome is UpdateUpToDate, UpdateVerified (a file whose length and
+	// hashes are the target's is ready to install) or UpdateRefused.
+	Outcome string `json:"outcome"`
+	// Target and Version name the target checked, when there is one.
+	Target  string `json:"target,omitempty"`
+	Version uint64 `json:"version,omitempty"`
+	// Reason is runtime/update's Code when refused ("freeze",
+	// "mix-and-match", "expired", ...); Detail says it in a sentence.
+	Reason string `json:"reason,omitempty"`
+	Detail string `json:"detail,omitempty"`
+	// Bytes counts the target's bytes fetched in this wake.
+	Bytes int64 `json:"bytes,omitempty"`
 }
 
 // StatusHealth is the board's health as the device measured it at the
@@ -189,6 +219,10 @@ func ParseStatus(payload []byte) (Status, error) {
 		return Status{}, fmt.Errorf("status: %d bytes of flash free of %d", s.Health.Flash.Free, s.Health.Flash.Total)
 	case s.Health != nil && s.Health.WiFi != nil && len(s.Health.WiFi.Interface) > MaxInterface:
 		return Status{}, fmt.Errorf("status: a WiFi interface name of %d bytes, at most %d", len(s.Health.WiFi.Interface), MaxInterface)
+	case s.Update != nil && s.Update.Outcome == "":
+		return Status{}, errors.New("status: an update without an outcome")
+	case s.Update != nil && len(s.Update.Detail) > MaxStatusUpdateDetail:
+		return Status{}, fmt.Errorf("status: an update detail of %d bytes, at most %d", len(s.Update.Detail), MaxStatusUpdateDetail)
 	}
 	return s, nil
 }

@@ -85,3 +85,35 @@ func TestParseStatusHealth(t *testing.T) {
 		t.Errorf("UnderVoltage of no health = %v, %v", now, seen)
 	}
 }
+
+// TestParseStatusUpdate: the update member round-trips, a reader without
+// it (an older relay) still decodes the status, and an update without an
+// outcome or with an over-long detail is refused.
+func TestParseStatusUpdate(t *testing.T) {
+	u := &StatusUpdate{Outcome: UpdateRefused, Target: "torpor-agent/7/linux-armv6", Version: 7, Reason: "freeze",
+		Detail: "timestamp is older than the trusted one", Bytes: 4096}
+	b, _ := json.Marshal(Status{Version: "1", Update: u})
+	got, err := ParseStatus(b)
+	if err != nil || got.Update == nil || *got.Update != *u {
+		t.Fatalf("ParseStatus(%s) = %+v, %v", b, got.Update, err)
+	}
+	var old struct {
+		Version string        `json:"version"`
+		Health  *StatusHealth `json:"health"`
+	}
+	if err := json.Unmarshal(b, &old); err != nil || old.Version != "1" {
+		t.Errorf("a reader without the update member: %+v, %v", old, err)
+	}
+	for name, tc := range map[string]struct {
+		u       StatusUpdate
+		wantErr string
+	}{
+		"no outcome":  {u: StatusUpdate{Reason: "freeze"}, wantErr: "without an outcome"},
+		"long detail": {u: StatusUpdate{Outcome: UpdateRefused, Detail: strings.Repeat("d", 513)}, wantErr: "at most 512"},
+	} {
+		b, _ := json.Marshal(Status{Version: "1", Update: &tc.u})
+		if _, err := ParseStatus(b); err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+			t.Errorf("%s: ParseStatus error %v; want %q", name, err, tc.wantErr)
+		}
+	}
+}
