@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"sync"
 	"time"
 
@@ -17,9 +18,9 @@ import (
 	"github.com/torpor-dev/torpor/clock"
 )
 
-// ErrNotFound is returned for a metadata file or blob the repository
-// does not hold.
-var ErrNotFound = errors.New("updaterepo: not in the repository")
+// ErrNotFound is returned (wrapped) for a metadata file or blob the
+// repository does not hold; it wraps fs.ErrNotExist.
+var ErrNotFound = fmt.Errorf("updaterepo: not in the repository: %w", fs.ErrNotExist)
 
 // ErrFull is returned for a put that would pass Config.MaxBytes.
 var ErrFull = errors.New("updaterepo: the repository's byte bound is reached")

@@ -4,6 +4,7 @@ import (
 	"crypto/ed25519"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/theupdateframework/go-tuf/v2/metadata"
 	"github.com/theupdateframework/go-tuf/v2/metadata/trustedmetadata"
@@ -215,11 +216,16 @@ func metaFile(v int64, b []byte) (*metadata.MetaFiles, error) {
 func (r *Repo) Refresh() (bool, error) { return r.refresh(false) }
 
 // Fresh signs a new timestamp now (and a snapshot if it is due): a
-// device that slept past the last timestamp asks for it.
+// device that slept past the last timestamp asks for it. One signed less
+// than FreshInterval ago is fresh already, so devices asking at once
+// cost one signature.
 func (r *Repo) Fresh() error {
 	_, err := r.refresh(true)
 	return err
 }
+
+// FreshInterval is how recent a timestamp Fresh leaves as it is.
+const FreshInterval = time.Minute
 
 func (r *Repo) refresh(force bool) (bool, error) {
 	r.mu.Lock()
@@ -244,7 +250,8 @@ func (r *Repo) refresh(force bool) (bool, error) {
 		if err != nil {
 			return err
 		}
-		if force || t.Signed.Expires.Before(now.Add(r.cfg.TimestampExpiry/2)) {
+		fresh := force && t.Signed.Expires.Before(now.Add(r.cfg.TimestampExpiry-FreshInterval))
+		if fresh || t.Signed.Expires.Before(now.Add(r.cfg.TimestampExpiry/2)) {
 			signed = true
 			return r.signTimestamp(tx, sb, s.Signed.Version)
 		}
