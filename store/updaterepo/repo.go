@@ -22,6 +22,10 @@ import (
 // repository does not hold; it wraps fs.ErrNotExist.
 var ErrNotFound = fmt.Errorf("updaterepo: not in the repository: %w", fs.ErrNotExist)
 
+// ErrNothingPublished is Refresh's and Fresh's error before the first
+// publish.
+var ErrNothingPublished = errors.New("updaterepo: nothing published yet")
+
 // ErrFull is returned for a put that would pass Config.MaxBytes.
 var ErrFull = errors.New("updaterepo: the repository's byte bound is reached")
 

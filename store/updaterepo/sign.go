@@ -235,7 +235,7 @@ func (r *Repo) refresh(force bool) (bool, error) {
 		meta := tx.Bucket(bucketMeta)
 		sb, tb, targets := meta.Get([]byte("snapshot.json")), meta.Get([]byte("timestamp.json")), meta.Get([]byte("targets.json"))
 		if sb == nil || tb == nil || targets == nil {
-			return errors.New("updaterepo: nothing published yet")
+			return ErrNothingPublished
 		}
 		s, err := metadata.Snapshot().FromBytes(sb)
 		if err != nil {

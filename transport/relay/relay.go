@@ -74,6 +74,9 @@ type Stores struct {
 	// Audit, when set, keeps the audit log of operator actions
 	// (store/audit): admissions, queue purges and console logins.
 	Audit audit.Store
+	// Updates, when set, is the update repository devices fetch over
+	// their link and operators publish to (updates.go).
+	Updates UpdateRepo
 }
 
 // Limits bound what agents and callers may hold of a Relay; zero members
@@ -261,7 +264,7 @@ func New(cfg Config) (*Relay, error) {
 	s.adm.newAdmissionMetrics(s.metrics.reg)
 	s.link = &server.Server{
 		Verifier: s.verifier, Queue: s.queue, Agents: (*linkAgents)(s), Clock: cfg.Clock,
-		Logger: base.With("component", "link"), OnAcked: s.acked, OnUnacked: s.linkEnded,
+		Logger: base.With("component", "link"), OnAcked: s.acked, OnUnacked: s.linkEnded, Updates: linkUpdates(cfg.Stores.Updates),
 	}
 	if err := s.newConsole(base); err != nil {
 		return nil, err
@@ -314,6 +317,7 @@ func (s *Relay) routes() {
 	m.HandleFunc("GET "+operatorQueuePath, s.serveQueueList)
 	m.HandleFunc("DELETE "+operatorQueuePath, s.serveQueuePurge)
 	m.HandleFunc("POST /operator/agents/{did}/admit", s.serveAdmit)
+	m.HandleFunc("PUT "+operatorUpdatesPath, s.serveUpdatePut)
 	if s.console != nil {
 		s.console.Register(m)
 	}
@@ -354,7 +358,8 @@ const sigCacheSize = 4096
 
 // Run reads the wake seconds assigned to the agents of its store
 // (seconds.go), then purges expired records, and forgets agents silent
-// for longer than Config.Limits.ForgetAfter, every PurgeInterval until ctx ends,
+// for longer than Config.Limits.ForgetAfter and re-signs the update
+// repository's timestamp when due, every PurgeInterval until ctx ends,
 // then closes every device link. It returns nil when ctx ended.
 func (s *Relay) Run(ctx context.Context) error {
 	defer s.link.Close()
@@ -373,6 +378,7 @@ func (s *Relay) Run(ctx context.Context) error {
 			s.metrics.purged.Add(float64(n))
 		}
 		s.forgetSilent(ctx)
+		s.refreshUpdates()
 		if err := clock.Sleep(ctx, s.clk, PurgeInterval); err != nil {
 			return nil
 		}
