@@ -46,7 +46,7 @@ test-cluster: ## Run the scale-out tests alone: 3 relays on a 3-node NATS JetStr
 demo: ## Run the demo on embedded defaults (relay, sleeping agents, a sender).
 	./scripts/demo.sh
 
-cross: ## Cross-build every binary for linux/arm GOARM=6,7 and linux/arm64; print sizes against the armv6 budgets (agent 8 MiB, torporctl 12 MiB).
+cross: ## Cross-build every binary for linux/arm GOARM=6,7 and linux/arm64; print sizes against the armv6 budgets (agent 12 MiB with the update client, torporctl 12 MiB).
 	./scripts/cross.sh
 
 .PHONY: packages

@@ -31,6 +31,9 @@ func (w *wakeRun) status() (signed []byte, content string) {
 		st.Board = a.cfg.Board
 		st.Wake = &wire.StatusWake{At: w.rep.At, Reason: w.rep.Reason}
 		st.Health = w.readHealth()
+		w.mu.Lock()
+		st.Update = w.update
+		w.mu.Unlock()
 		var c []byte
 		if c, err = json.Marshal(st); err == nil {
 			w.mu.Lock()

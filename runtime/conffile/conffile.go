@@ -97,6 +97,21 @@ type File struct {
 	Log            *LogConfig `json:"log,omitempty"`
 	MQTT           *MQTT      `json:"mqtt,omitempty"`
 	Health         *Health    `json:"health,omitempty"`
+	Update         *Update    `json:"update,omitempty"`
+}
+
+// Update turns on the agent's update check at each linked wake
+// (runtime/update, docs/updates.md).
+type Update struct {
+	// Dir keeps the trusted metadata and the downloads; its meta/root.json
+	// is the owner's root the device was provisioned with. Empty means
+	// the "update" directory of dataDir.
+	Dir string `json:"dir,omitempty"`
+	// Version is the running build's version, the one its target was
+	// signed with (torporctl update sign-target --version).
+	Version uint64 `json:"version"`
+	// BudgetBytes bounds the bytes one wake downloads; 0 means 1 MiB.
+	BudgetBytes int64 `json:"budgetBytes,omitempty"`
 }
 
 // Health names health sources for the signed status (runtime/health)
