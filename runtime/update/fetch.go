@@ -95,8 +95,11 @@ func (c *Client) download(ctx context.Context, t *metadata.TargetFiles) (string,
 		return "", 0, refuse(Invalid, nil, "target %s has no sha256 hash", t.Path)
 	}
 	done := filepath.Join(c.cfg.Dir, "verified", sum)
-	if _, err := os.Stat(done); err == nil {
-		return done, 0, nil
+	if b, err := os.ReadFile(done); err == nil {
+		if t.VerifyLengthHashes(b) == nil {
+			return done, 0, nil // verified again: flash may have changed it
+		}
+		os.Remove(done)
 	}
 	part := filepath.Join(c.cfg.Dir, "part", sum)
 	f, err := os.OpenFile(part, os.O_RDWR|os.O_CREATE, 0o600)

@@ -247,3 +247,23 @@ func TestOnlineKeysCannotRollBack(t *testing.T) {
 	_, err := c.Check(context.Background())
 	refusal(t, err, update.Freeze, "snapshot is older than the trusted one")
 }
+
+// TestVerifiedFileCheckedAgain: a verified file that changed on flash
+// since is not handed on again: it is dropped and fetched anew.
+func TestVerifiedFileCheckedAgain(t *testing.T) {
+	r := newRepo(t)
+	build := payload(2, 5000)
+	r.publish("agent", build, agentFor(2))
+	c := r.device(1)
+	res, err := c.Check(context.Background())
+	verified(t, res, err, build)
+	if err := os.WriteFile(res.Path, payload(9, 5000), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	calls := r.calls
+	res, err = c.Check(context.Background())
+	verified(t, res, err, build)
+	if r.calls == calls || res.Bytes != 5000 {
+		t.Errorf("a changed verified file: %d more fetches, %d bytes; want it fetched again", r.calls-calls, res.Bytes)
+	}
+}
