@@ -4,6 +4,7 @@ package updates
 
 import (
 	"bytes"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -15,6 +16,7 @@ import (
 	goruntime "runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/torpor-dev/torpor/test/internal/relaytest"
 	"github.com/torpor-dev/torpor/test/internal/testenv"
@@ -46,22 +48,23 @@ type world struct {
 	relay             *relaytest.Relay
 }
 
-func newWorld(t *testing.T) *world {
+func newWorld(t *testing.T, relayArgs ...string) *world {
 	w := &world{dir: t.TempDir()}
 	w.opKey = filepath.Join(w.dir, "op.key")
 	op := keygen(t, w.opKey)
 	snap, ts := filepath.Join(w.dir, "snapshot.key"), filepath.Join(w.dir, "timestamp.key")
 	snapDID, tsDID := keygen(t, snap), keygen(t, ts)
-	w.relay = relaytest.Start(t, filepath.Join(w.dir, "relay"), "--operator", op, "--admission", "open",
-		"--update-snapshot-key", snap, "--update-timestamp-key", ts)
+	w.relay = relaytest.Start(t, filepath.Join(w.dir, "relay"), append([]string{"--operator", op, "--admission", "open",
+		"--update-snapshot-key", snap, "--update-timestamp-key", ts}, relayArgs...)...)
 	w.owner = filepath.Join(w.dir, "owner")
 	ctl(t, "update", "keys", "init", "--dir", w.owner, "--relay-snapshot", snapDID, "--relay-timestamp", tsDID)
 	return w
 }
 
-// agent starts torpor-agent, always on, provisioned with the owner's
-// first root, running build version installed.
-func (w *world) agent(t *testing.T, name string, installed uint64) (*testenv.Proc, string) {
+// agent starts torpor-agent, always on unless args say otherwise,
+// provisioned with the owner's first root, running build version
+// installed, downloading at most budget bytes a wake.
+func (w *world) agent(t *testing.T, name string, installed uint64, budget int64, args ...string) (*testenv.Proc, string) {
 	dir := filepath.Join(w.dir, name)
 	key := filepath.Join(w.dir, name+".key")
 	keygen(t, key)
@@ -74,11 +77,14 @@ func (w *world) agent(t *testing.T, name string, installed uint64) (*testenv.Pro
 		t.Fatal(err)
 	}
 	os.WriteFile(filepath.Join(meta, "root.json"), root, 0o600)
-	conf, _ := json.Marshal(map[string]any{"version": 1, "update": map[string]any{"version": installed, "budgetBytes": 64 << 20}})
+	conf, _ := json.Marshal(map[string]any{"version": 1, "update": map[string]any{"version": installed, "budgetBytes": budget}})
 	confFile := filepath.Join(w.dir, name+".json")
 	os.WriteFile(confFile, conf, 0o600)
-	p := testenv.Start(t, testenv.Binary(t, "torpor-agent"), "--config", confFile, "--key", key, "--data-dir", dir,
-		"--relay", w.relay.URL, "--mode", "always_on", "--name", name, "--purposes", "comms:*", "--handler", "*=exec:/bin/true")
+	if len(args) == 0 {
+		args = []string{"--mode", "always_on"}
+	}
+	p := testenv.Start(t, testenv.Binary(t, "torpor-agent"), append([]string{"--config", confFile, "--key", key, "--data-dir", dir,
+		"--relay", w.relay.URL, "--name", name, "--purposes", "comms:*", "--handler", "*=exec:/bin/true"}, args...)...)
 	return p, dir
 }
 
@@ -100,13 +106,43 @@ func TestPublishedTargetReachesAgents(t *testing.T) {
 	if !strings.Contains(out, "targets.json") {
 		t.Fatalf("publish printed %q", out)
 	}
-	older, olderDir := w.agent(t, "plot-1", 1)
+	older, olderDir := w.agent(t, "plot-1", 1, 64<<20)
 	older.Wait(t, updateCheck, "outcome=verified", "version=2", fmt.Sprintf("bytes=%d", len(data)))
 	sum := sha256.Sum256(data)
 	got, err := os.ReadFile(filepath.Join(olderDir, "update", "verified", hex.EncodeToString(sum[:])))
 	if err != nil || !bytes.Equal(got, data) {
 		t.Fatalf("the verified file: %d bytes, %v; want the %d bytes published", len(got), err, len(data))
 	}
-	newer, _ := w.agent(t, "plot-5", 5)
+	newer, _ := w.agent(t, "plot-5", 5, 64<<20)
 	newer.Wait(t, updateCheck, "outcome=refused", "reason=rollback", "older than the installed 5")
+}
+
+// sleepScale runs the sleeping agent's day 600 times faster: an hour in
+// 6 s, the relay's one-day timestamp in 144 s.
+const sleepScale = "600"
+
+// TestSleepingAgentResumes: an agent that sleeps between hourly windows
+// (relay and agent on one scaled clock) downloads a 2.5 MB target 1 MiB a
+// wake: its boot wake and the next window each stop at the budget and
+// say so, the third wake resumes where they stopped and verifies it.
+func TestSleepingAgentResumes(t *testing.T) {
+	epoch := time.Now().UTC().Format(time.RFC3339Nano)
+	w := newWorld(t, "--time-scale", sleepScale, "--time-epoch", epoch)
+	target := filepath.Join(w.dir, "build")
+	data := make([]byte, 2_500_000)
+	rand.Read(data)
+	os.WriteFile(target, data, 0o600)
+	ctl(t, "update", "sign-target", "--dir", w.owner, "--name", "app/2", "--version", "2", "--goarch", goruntime.GOARCH, "--goarm", "", target)
+	ctl(t, "update", "publish", "--dir", w.owner, "--relay", w.relay.URL, "--key", w.opKey, "--root", "1", "--time-scale", sleepScale)
+	agent, dir := w.agent(t, "sleeper", 1, 1<<20, "--mode", "hourly_wake", "--time-scale", sleepScale, "--time-epoch", epoch)
+	agent.Next(t, 2, `msg="update check"`, "outcome=refused", "reason=budget", "bytes=1048576")
+	agent.Next(t, 1, `msg="update check"`, "outcome=verified", fmt.Sprintf("bytes=%d", len(data)-2<<20))
+	sum := sha256.Sum256(data)
+	got, err := os.ReadFile(filepath.Join(dir, "update", "verified", hex.EncodeToString(sum[:])))
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("the verified file: %d bytes, %v", len(got), err)
+	}
+	if n := agent.Count(regexp.MustCompile(`msg=waking`)); n < 3 {
+		t.Errorf("%d wakes; want the download spread over at least 3", n)
+	}
 }
