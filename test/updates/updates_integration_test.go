@@ -92,7 +92,9 @@ func (w *world) agent(t *testing.T, name string, installed uint64, budget int64,
 // binary itself as version 2 for this machine's architecture and
 // publishes it; an agent running version 1 fetches it over its link,
 // verifies it and keeps it in update/verified/ under its SHA-256; an
-// agent running version 5 refuses it as a rollback.
+// agent running version 5 refuses it as a rollback, and one running 5
+// once version 9 is published for another architecture only refuses
+// that as wrong hardware.
 func TestPublishedTargetReachesAgents(t *testing.T) {
 	w := newWorld(t)
 	build := testenv.Binary(t, "torpor-agent")
@@ -115,6 +117,16 @@ func TestPublishedTargetReachesAgents(t *testing.T) {
 	}
 	newer, _ := w.agent(t, "plot-5", 5, 64<<20)
 	newer.Wait(t, updateCheck, "outcome=refused", "reason=rollback", "older than the installed 5")
+
+	// A newer build for another architecture only: wrong hardware.
+	other := "arm"
+	if goruntime.GOARCH == "arm" {
+		other = "arm64"
+	}
+	ctl(t, "update", "sign-target", "--dir", w.owner, "--name", "torpor-agent/9/linux-"+other, "--version", "9", "--goarch", other, build)
+	ctl(t, "update", "publish", "--dir", w.owner, "--relay", w.relay.URL, "--key", w.opKey)
+	third, _ := w.agent(t, "plot-6", 5, 64<<20)
+	third.Wait(t, updateCheck, "outcome=refused", "reason=wrong-hardware", "torpor-agent/9/linux-"+other)
 }
 
 // sleepScale runs the sleeping agent's day 600 times faster: an hour in
