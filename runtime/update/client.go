@@ -64,6 +64,9 @@ type Config struct {
 	// Supply returns the supply voltage in millivolts, and false where
 	// the board does not report it.
 	Supply func() (mv int64, ok bool)
+	// Flash returns the free bytes of dir's file system (ok false when
+	// it cannot tell); nil means statfs(2) (flash_linux.go).
+	Flash func(dir string) (free, total uint64, ok bool)
 }
 
 // DefaultBudget is the blob bytes a Check downloads when Config.Budget is 0.
@@ -94,6 +97,9 @@ func New(cfg Config) (*Client, error) {
 	}
 	if cfg.Budget == 0 {
 		cfg.Budget = DefaultBudget
+	}
+	if cfg.Flash == nil {
+		cfg.Flash = flash
 	}
 	for _, d := range []string{"meta", "part", "verified"} {
 		if err := os.MkdirAll(filepath.Join(cfg.Dir, d), 0o700); err != nil {

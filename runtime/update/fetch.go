@@ -118,7 +118,8 @@ func (c *Client) download(ctx context.Context, t *metadata.TargetFiles) (string,
 	return done, n, nil
 }
 
-// fill appends to f what the relay has of the blob, within the budget.
+// fill appends to f what the relay has of the blob, within the budget,
+// once the flash has room for the rest of it.
 func (c *Client) fill(ctx context.Context, f *os.File, t *metadata.TargetFiles, sum string) (int64, *Refusal) {
 	off, err := f.Seek(0, io.SeekEnd)
 	if err != nil {
@@ -127,6 +128,9 @@ func (c *Client) fill(ctx context.Context, f *os.File, t *metadata.TargetFiles, 
 	if off > t.Length {
 		f.Truncate(0)
 		return 0, refuse(EndlessData, nil, "%s: %d bytes kept, more than its length %d; starting over", t.Path, off, t.Length)
+	}
+	if free, _, ok := c.cfg.Flash(c.cfg.Dir); ok && free < uint64(t.Length-off) {
+		return 0, refuse(NoSpace, nil, "%s needs %d more bytes; the flash has %d free", t.Path, t.Length-off, free)
 	}
 	var got int64
 	for off < t.Length {

@@ -49,6 +49,9 @@ const (
 	// Budget: this wake's byte budget is spent; the download resumes at
 	// the next wake.
 	Budget Code = "budget"
+	// NoSpace: the flash has less free space than the rest of the
+	// target needs.
+	NoSpace Code = "no-space"
 	// Fetch: the link failed while fetching.
 	Fetch Code = "fetch"
 	// Invalid: malformed metadata or custom fields, or a local failure.

@@ -267,3 +267,22 @@ func TestVerifiedFileCheckedAgain(t *testing.T) {
 		t.Errorf("a changed verified file: %d more fetches, %d bytes; want it fetched again", r.calls-calls, res.Bytes)
 	}
 }
+
+// TestFlashFirst: a device whose flash has less room than the target
+// needs fetches nothing and says so; with the real file system (statfs)
+// the same target is fetched.
+func TestFlashFirst(t *testing.T) {
+	r := newRepo(t)
+	build := payload(2, 50_000)
+	r.publish("agent", build, agentFor(2))
+	full := r.device(1, func(cfg *update.Config) {
+		cfg.Flash = func(string) (uint64, uint64, bool) { return 49_999, 1 << 30, true }
+	})
+	_, err := full.Check(context.Background())
+	refusal(t, err, update.NoSpace, "needs 50000 more bytes; the flash has 49999 free")
+	if r.calls != 0 {
+		t.Errorf("%d blob fetches on a full flash; want none", r.calls)
+	}
+	res, err := r.device(1).Check(context.Background())
+	verified(t, res, err, build)
+}
