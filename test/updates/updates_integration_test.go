@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"regexp"
 	goruntime "runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -156,5 +157,27 @@ func TestSleepingAgentResumes(t *testing.T) {
 	}
 	if n := agent.Count(regexp.MustCompile(`msg=waking`)); n < 3 {
 		t.Errorf("%d wakes; want the download spread over at least 3", n)
+	}
+	checkTransfer(t, agent, len(data))
+}
+
+var wakeReceived = regexp.MustCompile(`msg=wake .*linkReceived=(\d+)`)
+
+// checkTransfer logs the bytes the agent's first three wakes received
+// over the link (the wake report's linkReceived), which carried the
+// whole target, and checks that they exceed the target by at most
+// 64 KiB: metadata, framing and the wakes' own traffic.
+func checkTransfer(t *testing.T, agent *testenv.Proc, target int) {
+	agent.Next(t, 1, "msg=wake ", "linkReceived=") // the third wake's report
+	var total int
+	for _, line := range strings.Split(agent.Log(), "\n") {
+		if m := wakeReceived.FindStringSubmatch(line); m != nil && total < target {
+			n, _ := strconv.Atoi(m[1])
+			total += n
+			t.Logf("wake received %d bytes", n)
+		}
+	}
+	if total < target || total > target+64<<10 {
+		t.Errorf("the wakes that fetched the %d-byte target received %d bytes; want at most 64 KiB more", target, total)
 	}
 }
