@@ -73,6 +73,8 @@ type Config struct {
 const DefaultBudget = 1 << 20
 
 // Result is a verified file for a target, or (Path "") nothing to do.
+// For a gzip target Path is the decompressed file, decompressed from the
+// verified one.
 type Result struct {
 	// Target is the target's path in the repository; Path the verified
 	// file on the device, whose length and hashes are the target's.
@@ -131,6 +133,9 @@ func (c *Client) Check(ctx context.Context) (Result, error) {
 	}
 	path, n, rerr := c.download(ctx, target)
 	res.Bytes = n
+	if rerr == nil && custom.Encoding == EncodingGzip {
+		path, rerr = c.decompress(target.Path, path, custom.Size)
+	}
 	if rerr != nil {
 		return res, rerr
 	}

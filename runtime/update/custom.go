@@ -37,7 +37,15 @@ type Custom struct {
 	// the device installs it, where the board reports its supply; 0
 	// means no minimum.
 	MinSupplyMV int64 `json:"minSupplyMv,omitempty"`
+	// Encoding is "" for a target that is the file itself, or "gzip"
+	// (RFC 1952) for one that decompresses to it; Size is then the
+	// decompressed file's length, which bounds the decompression.
+	Encoding string `json:"encoding,omitempty"`
+	Size     int64  `json:"size,omitempty"`
 }
+
+// EncodingGzip is Custom.Encoding of a gzip-compressed target.
+const EncodingGzip = "gzip"
 
 // Device is the hardware the agent runs on.
 type Device struct {
@@ -66,6 +74,9 @@ func CustomOf(t *metadata.TargetFiles) (Custom, error) {
 	}
 	if c.Version == 0 || c.GOARCH == "" {
 		return c, fmt.Errorf("target %q: custom %q needs a version and a goarch", t.Path, CustomKey)
+	}
+	if c.Encoding != "" && (c.Encoding != EncodingGzip || c.Size <= 0) {
+		return c, fmt.Errorf("target %q: encoding %q with size %d: want none, or gzip with the decompressed size", t.Path, c.Encoding, c.Size)
 	}
 	if _, _, err := parseWindow(c.Window); err != nil {
 		return c, fmt.Errorf("target %q: %w", t.Path, err)

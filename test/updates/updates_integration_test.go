@@ -104,17 +104,21 @@ func TestPublishedTargetReachesAgents(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctl(t, "update", "sign-target", "--dir", w.owner, "--name", "torpor-agent/2/linux-"+goruntime.GOARCH, "--version", "2",
-		"--goarch", goruntime.GOARCH, "--goarm", "", build)
+		"--goarch", goruntime.GOARCH, "--goarm", "", "--gzip", build)
 	out := ctl(t, "update", "publish", "--dir", w.owner, "--relay", w.relay.URL, "--key", w.opKey, "--root", "1")
 	if !strings.Contains(out, "targets.json") {
 		t.Fatalf("publish printed %q", out)
 	}
 	older, olderDir := w.agent(t, "plot-1", 1, 64<<20)
-	older.Wait(t, updateCheck, "outcome=verified", "version=2", fmt.Sprintf("bytes=%d", len(data)))
-	sum := sha256.Sum256(data)
-	got, err := os.ReadFile(filepath.Join(olderDir, "update", "verified", hex.EncodeToString(sum[:])))
-	if err != nil || !bytes.Equal(got, data) {
-		t.Fatalf("the verified file: %d bytes, %v; want the %d bytes published", len(got), err, len(data))
+	m := older.Wait(t, regexp.MustCompile(`msg="update check" .*outcome=verified .*bytes=(\d+)`), "version=2")
+	fetched, _ := strconv.Atoi(m[1])
+	t.Logf("the %d-byte agent binary travelled gzip-compressed in %d bytes", len(data), fetched)
+	matches, _ := filepath.Glob(filepath.Join(olderDir, "update", "verified", "*.out"))
+	if len(matches) != 1 {
+		t.Fatalf("decompressed files %v; want one", matches)
+	}
+	if got, err := os.ReadFile(matches[0]); err != nil || !bytes.Equal(got, data) || fetched >= len(data) {
+		t.Fatalf("the verified file: %d bytes, %v; want the %d bytes signed, fetched in fewer (%d)", len(got), err, len(data), fetched)
 	}
 	newer, _ := w.agent(t, "plot-5", 5, 64<<20)
 	newer.Wait(t, updateCheck, "outcome=refused", "reason=rollback", "older than the installed 5")
