@@ -87,20 +87,11 @@ func (d updateDir) keys(role string) ([]*did.PrivateKey, error) {
 	return out, nil
 }
 
-// privs returns the Ed25519 keys of ks whose public keys root names for
-// role, or every one of ks when all is set.
+// privs returns the Ed25519 keys of ks.
 func privs(ks []*did.PrivateKey) []ed25519.PrivateKey {
 	out := make([]ed25519.PrivateKey, len(ks))
 	for i, k := range ks {
 		out[i] = k.Ed25519()
-	}
-	return out
-}
-
-func pubs(ks []*did.PrivateKey) []ed25519.PublicKey {
-	out := make([]ed25519.PublicKey, len(ks))
-	for i, k := range ks {
-		out[i] = k.Public()
 	}
 	return out
 }

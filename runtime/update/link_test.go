@@ -107,9 +107,9 @@ func TestOverTheLink(t *testing.T) {
 		}
 		return c
 	}
-	res, err := device(relayWith(t, nil)).Check(context.Background())
+	_, err = device(relayWith(t, nil)).Check(context.Background())
 	refusal(t, err, update.Fetch, "this relay hosts no update repository")
 
-	res, err = device(relayWith(t, repo)).Check(context.Background())
+	res, err := device(relayWith(t, repo)).Check(context.Background())
 	verified(t, res, err, build)
 }

@@ -30,17 +30,17 @@ func key(t *testing.T) ed25519.PrivateKey {
 
 // owner holds the offline keys; relay is the repository in a bbolt file.
 type env struct {
-	t                      *testing.T
-	clk                    *clocktest.Clock
-	rootKey, targetsKey    ed25519.PrivateKey
-	snapKey, tsKey         ed25519.PrivateKey
-	root                   *metadata.Metadata[metadata.RootType]
-	rootBytes              []byte
-	targets                *metadata.Metadata[metadata.TargetsType]
-	repo                   *updaterepo.Repo
-	path                   string
-	maxBytes               int64
-	deviceDir, deviceState string
+	t                   *testing.T
+	clk                 *clocktest.Clock
+	rootKey, targetsKey ed25519.PrivateKey
+	snapKey, tsKey      ed25519.PrivateKey
+	root                *metadata.Metadata[metadata.RootType]
+	rootBytes           []byte
+	targets             *metadata.Metadata[metadata.TargetsType]
+	repo                *updaterepo.Repo
+	path                string
+	maxBytes            int64
+	deviceDir           string
 }
 
 func newEnv(t *testing.T, maxBytes int64) *env {
