@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -47,6 +48,7 @@ func keygen(t *testing.T, path string) string {
 type world struct {
 	dir, opKey, owner string
 	relay             *relaytest.Relay
+	relayArgs         []string // to start it again
 }
 
 func newWorld(t *testing.T, relayArgs ...string) *world {
@@ -55,8 +57,9 @@ func newWorld(t *testing.T, relayArgs ...string) *world {
 	op := keygen(t, w.opKey)
 	snap, ts := filepath.Join(w.dir, "snapshot.key"), filepath.Join(w.dir, "timestamp.key")
 	snapDID, tsDID := keygen(t, snap), keygen(t, ts)
-	w.relay = relaytest.Start(t, filepath.Join(w.dir, "relay"), append([]string{"--operator", op, "--admission", "open",
-		"--update-snapshot-key", snap, "--update-timestamp-key", ts}, relayArgs...)...)
+	w.relayArgs = append([]string{"--operator", op, "--admission", "open",
+		"--update-snapshot-key", snap, "--update-timestamp-key", ts}, relayArgs...)
+	w.relay = relaytest.Start(t, filepath.Join(w.dir, "relay"), w.relayArgs...)
 	w.owner = filepath.Join(w.dir, "owner")
 	ctl(t, "update", "keys", "init", "--dir", w.owner, "--relay-snapshot", snapDID, "--relay-timestamp", tsDID)
 	return w
@@ -68,7 +71,9 @@ func newWorld(t *testing.T, relayArgs ...string) *world {
 func (w *world) agent(t *testing.T, name string, installed uint64, budget int64, args ...string) (*testenv.Proc, string) {
 	dir := filepath.Join(w.dir, name)
 	key := filepath.Join(w.dir, name+".key")
-	keygen(t, key)
+	if _, err := os.Stat(key); err != nil { // a restarted agent keeps its key
+		keygen(t, key)
+	}
 	meta := filepath.Join(dir, "update", "meta")
 	if err := os.MkdirAll(meta, 0o700); err != nil {
 		t.Fatal(err)
@@ -184,4 +189,58 @@ func checkTransfer(t *testing.T, agent *testenv.Proc, target int) {
 	if total < target || total > target+64<<10 {
 		t.Errorf("the wakes that fetched the %d-byte target received %d bytes; want at most 64 KiB more", target, total)
 	}
+}
+
+// TestReplayedRepositoryIsAFreeze: the relay's updates.db is put back to
+// an earlier copy (a restored backup, or a relay replaying old
+// metadata) after an agent took a newer publish. The relay signs nothing
+// older itself, so its timestamp is the old one; the agent, which keeps
+// the newer one, refuses it as a freeze and installs nothing.
+func TestReplayedRepositoryIsAFreeze(t *testing.T) {
+	addr := freeAddr(t)
+	w := newWorld(t, "--listen", addr)
+	target := filepath.Join(w.dir, "build")
+	os.WriteFile(target, []byte("build 2"), 0o600)
+	ctl(t, "update", "sign-target", "--dir", w.owner, "--name", "app/2", "--version", "2", "--goarch", goruntime.GOARCH, "--goarm", "", target)
+	ctl(t, "update", "publish", "--dir", w.owner, "--relay", w.relay.URL, "--key", w.opKey, "--root", "1")
+	db := filepath.Join(w.dir, "relay", "updates.db")
+	w.restartRelay(t, func() { copyFile(t, db, db+".old") })
+	os.WriteFile(target, []byte("build 3"), 0o600)
+	ctl(t, "update", "sign-target", "--dir", w.owner, "--name", "app/3", "--version", "3", "--goarch", goruntime.GOARCH, "--goarm", "", target)
+	ctl(t, "update", "publish", "--dir", w.owner, "--relay", w.relay.URL, "--key", w.opKey)
+	agent, _ := w.agent(t, "plot-1", 1, 1<<20)
+	agent.Wait(t, updateCheck, "outcome=verified", "target=app/3")
+	agent.Stop()
+	w.restartRelay(t, func() { copyFile(t, db+".old", db) })
+	again, _ := w.agent(t, "plot-1", 1, 1<<20)
+	again.Next(t, 1, `msg="update check"`, "outcome=refused", "reason=freeze", "timestamp is older than the trusted one")
+}
+
+// restartRelay stops the relay, runs between, and starts it again on
+// the same data directory and flags.
+func (w *world) restartRelay(t *testing.T, between func()) {
+	if err := w.relay.Stop(); err != nil {
+		t.Fatalf("stopping the relay: %v", err)
+	}
+	between()
+	w.relay = relaytest.Start(t, filepath.Join(w.dir, "relay"), w.relayArgs...)
+}
+
+func copyFile(t *testing.T, from, to string) {
+	b, err := os.ReadFile(from)
+	if err == nil {
+		err = os.WriteFile(to, b, 0o600)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func freeAddr(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
 }
