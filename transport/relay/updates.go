@@ -2,6 +2,7 @@ package relay
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 
 	"github.com/torpor-dev/torpor/store/updaterepo"
@@ -80,9 +81,11 @@ func (s *Relay) serveUpdatePut(w http.ResponseWriter, r *http.Request) {
 			status = http.StatusInsufficientStorage
 		}
 		s.log.Warn("update upload refused", "what", r.PathValue("what"), "operator", caller.String(), "err", err)
+		s.recordOperator(r, caller, r.PathValue("what"), err.Error())
 		writeJSON(w, status, map[string]any{"error": "update_refused", "message": err.Error()})
 		return
 	}
+	s.recordOperator(r, caller, fmt.Sprintf("%s, %d bytes", r.PathValue("what"), len(body)), "")
 	if used, err := repo.Used(); err == nil {
 		ans["used"] = used
 	}

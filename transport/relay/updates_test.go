@@ -13,6 +13,7 @@ import (
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/did/didtest"
 	"github.com/torpor-dev/torpor/internal/tufsign"
+	"github.com/torpor-dev/torpor/store/audit"
 	"github.com/torpor-dev/torpor/store/updaterepo"
 	"github.com/torpor-dev/torpor/transport/link/wire"
 	"github.com/torpor-dev/torpor/transport/operatorapi"
@@ -24,6 +25,7 @@ import (
 type updateEnv struct {
 	h                           *harness
 	api                         *operatorapi.Client
+	audit                       *audit.Bolt
 	root, blob, signed, strange []byte
 }
 
@@ -34,7 +36,13 @@ func newUpdateEnv(t *testing.T) *updateEnv {
 	for _, role := range []string{"root", "targets", "snapshot", "timestamp"} {
 		pubs[role], keys[role], _ = ed25519.GenerateKey(nil)
 	}
+	al, err := audit.OpenBolt(filepath.Join(t.TempDir(), "audit.db"), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { al.Close() })
 	h := newHarness(t, func(c *Config) {
+		c.Stores.Audit = al
 		repo, err := updaterepo.Open(updaterepo.Config{Path: filepath.Join(t.TempDir(), "updates.db"),
 			Snapshot: keys["snapshot"], Timestamp: keys["timestamp"], Clock: c.Clock})
 		if err != nil {
@@ -44,7 +52,7 @@ func newUpdateEnv(t *testing.T) *updateEnv {
 		c.Stores.Updates = repo
 		c.Access.Operators = []did.DID{op.DID()}
 	})
-	e := &updateEnv{h: h, api: &operatorapi.Client{Origin: h.relay.cfg.PublicURL, Key: op, Clock: h.clk}, blob: []byte("an agent build")}
+	e := &updateEnv{h: h, audit: al, api: &operatorapi.Client{Origin: h.relay.cfg.PublicURL, Key: op, Clock: h.clk}, blob: []byte("an agent build")}
 	root, _ := tufsign.NewRoot(tufsign.Roles{Root: []ed25519.PublicKey{pubs["root"]}, RootThreshold: 1,
 		Targets: []ed25519.PublicKey{pubs["targets"]}, TargetsThreshold: 1, Snapshot: pubs["snapshot"], Timestamp: pubs["timestamp"]},
 		t0.AddDate(1, 0, 0))
@@ -81,6 +89,7 @@ func TestUpdateUploadAndLink(t *testing.T) {
 	if _, err := other.PutUpdate(ctx, "targets", e.signed); err == nil || !strings.Contains(err.Error(), "403") {
 		t.Errorf("a non-operator's upload: %v", err)
 	}
+	e.checkAudit(t)
 	c := e.h.dial(t, didtest.Key(t, 1))
 	version := func() int64 {
 		b, err := c.Update(ctx, wire.UpdateRequest{Kind: wire.UpdateMeta, Name: "timestamp.json", Max: 16 << 10})
@@ -100,6 +109,25 @@ func TestUpdateUploadAndLink(t *testing.T) {
 	e.h.relay.refreshUpdates()
 	if v := version(); v != 2 {
 		t.Errorf("after 13 h and the relay's refresh: timestamp version %d; want 2", v)
+	}
+}
+
+// checkAudit: every upload is in the audit log, newest first, the
+// refused one with go-tuf's reason and the non-operator's too.
+func (e *updateEnv) checkAudit(t *testing.T) {
+	page, err := e.audit.List(context.Background(), 0, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range page.Records {
+		if r.Action == audit.ActionUpdate {
+			got = append(got, r.Outcome+" "+r.Detail+" "+r.Reason)
+		}
+	}
+	if len(got) != 5 || !strings.HasPrefix(got[1], "ok targets") || !strings.HasPrefix(got[2], "refused targets") ||
+		!strings.Contains(got[2], "not enough signatures") || !strings.HasPrefix(got[4], "ok root") {
+		t.Errorf("audited uploads %q", got)
 	}
 }
 
