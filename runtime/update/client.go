@@ -214,7 +214,7 @@ func (c *Client) timestamp(ctx context.Context, t *trustedmetadata.TrustedMetada
 	}
 	err := c.fetchTimestamp(ctx, t)
 	var expired *metadata.ErrExpiredMetadata
-	if !errors.As(err, &expired) {
+	if !errors.As(err, &expired) || t.Timestamp == nil {
 		return classifyOrNil(metadata.TIMESTAMP, err, true)
 	}
 	was := t.Timestamp.Signed.Expires
