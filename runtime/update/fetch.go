@@ -102,6 +102,7 @@ func (c *Client) download(ctx context.Context, t *metadata.TargetFiles) (string,
 		os.Remove(done)
 	}
 	part := filepath.Join(c.cfg.Dir, "part", sum)
+	dropOtherParts(filepath.Dir(part), sum)
 	f, err := os.OpenFile(part, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return "", 0, refuse(Invalid, err, "the partial download")
@@ -116,6 +117,17 @@ func (c *Client) download(ctx context.Context, t *metadata.TargetFiles) (string,
 		return "", n, err
 	}
 	return done, n, nil
+}
+
+// dropOtherParts removes the partial downloads of other targets (one
+// superseded by a newer publish), so that they do not fill the flash.
+func dropOtherParts(dir, keep string) {
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if e.Name() != keep {
+			os.Remove(filepath.Join(dir, e.Name()))
+		}
+	}
 }
 
 // fill appends to f what the relay has of the blob, within the budget,

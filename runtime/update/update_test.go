@@ -6,6 +6,7 @@ import (
 	"crypto/ed25519"
 	"errors"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -285,4 +286,23 @@ func TestFlashFirst(t *testing.T) {
 	}
 	res, err := r.device(1).Check(context.Background())
 	verified(t, res, err, build)
+}
+
+// TestSupersededPartDropped: a download cut by the budget, then a newer
+// publish: the partial download of the old target is removed when the
+// new one starts, and only the new one's bytes are kept.
+func TestSupersededPartDropped(t *testing.T) {
+	r := newRepo(t)
+	r.publish("agent-2", payload(2, 3000), agentFor(2))
+	var dir string
+	c := r.device(1, func(cfg *update.Config) { cfg.Budget, dir = 1000, cfg.Dir })
+	_, err := c.Check(context.Background())
+	refusal(t, err, update.Budget, "1000 of 3000 bytes")
+	r.publish("agent-3", payload(3, 3000), agentFor(3))
+	_, err = c.Check(context.Background())
+	refusal(t, err, update.Budget, "agent-3: 1000 of 3000 bytes")
+	parts, _ := os.ReadDir(filepath.Join(dir, "part"))
+	if len(parts) != 1 {
+		t.Errorf("%d partial downloads kept; want only the newest target's", len(parts))
+	}
 }
