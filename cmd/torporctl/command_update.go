@@ -25,7 +25,7 @@ import (
 func init() {
 	register(&subcommand{
 		name:  "update",
-		args:  "keys init|keys add|keys revoke|sign-target|publish ...",
+		args:  "keys init|keys add|keys revoke|keys relay|sign-target|publish ...",
 		short: "The owner's side of agent updates: TUF keys and roots, signed targets, uploads to the relay.",
 		run:   runUpdate,
 	})
@@ -37,12 +37,14 @@ func runUpdate(ctx context.Context, e *env, fs *flag.FlagSet, args []string) err
 		return runUpdateKeysInit(e, fs, args[2:])
 	case len(args) >= 2 && args[0] == "keys" && (args[1] == "add" || args[1] == "revoke"):
 		return runUpdateKeysChange(e, fs, args[1], args[2:])
+	case len(args) >= 2 && args[0] == "keys" && args[1] == "relay":
+		return runUpdateKeysRelay(e, fs, args[2:])
 	case len(args) >= 1 && args[0] == "sign-target":
 		return runUpdateSignTarget(e, fs, args[1:])
 	case len(args) >= 1 && args[0] == "publish":
 		return runUpdatePublish(ctx, e, fs, args[1:])
 	}
-	return usageError{"want keys init, keys add, keys revoke, sign-target or publish"}
+	return usageError{"want keys init, keys add, keys revoke, keys relay, sign-target or publish"}
 }
 
 // updateDir is the owner's repository directory.
@@ -220,6 +222,60 @@ func runUpdateKeysChange(e *env, fs *flag.FlagSet, op string, args []string) err
 	}
 	fmt.Fprintf(e.stdout, "wrote %s (version %d): upload it with torporctl update publish --root\n", d.path("root.json"), root.Signed.Version)
 	return nil
+}
+
+// runUpdateKeysRelay is "keys relay": the next root names other keys of
+// the relay for the snapshot and timestamp roles (the relay's keys were
+// replaced). The relay, started with the new keys, signs again what is
+// published when it takes this root.
+func runUpdateKeysRelay(e *env, fs *flag.FlagSet, args []string) error {
+	dir := fs.String("dir", "", "The owner's update directory.")
+	snapshot := fs.String("relay-snapshot", "", "The did:key of the relay's new --update-snapshot-key.")
+	timestamp := fs.String("relay-timestamp", "", "The did:key of the relay's new --update-timestamp-key.")
+	expires := fs.Duration("expires", 365*24*time.Hour, "How long the new root is valid.")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *dir == "" || fs.NArg() != 0 {
+		return usageError{"keys relay --dir D --relay-snapshot DID --relay-timestamp DID"}
+	}
+	d := updateDir(*dir)
+	root, err := d.root()
+	if err != nil {
+		return fmt.Errorf("update keys relay: %v", err)
+	}
+	for role, s := range map[string]string{metadata.SNAPSHOT: *snapshot, metadata.TIMESTAMP: *timestamp} {
+		if err := replaceRoleKey(root, role, s); err != nil {
+			return fmt.Errorf("update keys relay: %v", err)
+		}
+	}
+	root.Signed.Version++
+	root.Signed.Expires = time.Now().Add(*expires).UTC()
+	if _, err := d.writeRoot(root); err != nil {
+		return fmt.Errorf("update keys relay: %v", err)
+	}
+	fmt.Fprintf(e.stdout, "wrote %s (version %d): start the relay with its new keys, then torporctl update publish --root %d\n",
+		d.path("root.json"), root.Signed.Version, root.Signed.Version)
+	return nil
+}
+
+// replaceRoleKey makes the did:key s the only key of role, threshold 1.
+func replaceRoleKey(root *metadata.Metadata[metadata.RootType], role, s string) error {
+	pub, err := relayKey("--relay-"+role, s)
+	if err != nil {
+		return err
+	}
+	key, err := metadata.KeyFromPublicKey(pub)
+	if err != nil {
+		return err
+	}
+	for _, id := range slices.Clone(root.Signed.Roles[role].KeyIDs) {
+		if err := root.Signed.RevokeKey(id, role); err != nil {
+			return err
+		}
+	}
+	root.Signed.Roles[role].Threshold = 1
+	return root.Signed.AddKey(key, role)
 }
 
 func changeKeys(e *env, d updateDir, root *metadata.Metadata[metadata.RootType], op, role, who string) error {

@@ -67,3 +67,37 @@ func must(b []byte, err error) []byte {
 	}
 	return b
 }
+
+// TestUpdateKeysRelay: the relay's online keys are replaced: keys relay
+// writes root version 2 naming the new ones; the relay, restarted on the
+// same repository with them, takes it from publish --root 2 and signs the
+// published targets again, which a device provisioned with version 1
+// takes.
+func TestUpdateKeysRelay(t *testing.T) {
+	op := didtest.Key(t, 1)
+	opFile := filepath.Join(t.TempDir(), "op.key")
+	did.SaveKey(opFile, op, false)
+	path := filepath.Join(t.TempDir(), "updates.db")
+	oldKeys := [2]*did.PrivateKey{didtest.Key(t, 40), didtest.Key(t, 41)}
+	srv, repo := updateRelayAt(t, op.DID(), path, oldKeys)
+	dir := filepath.Join(t.TempDir(), "owner")
+	updCtl(t, "update", "keys", "init", "--dir", dir, "--relay-snapshot", oldKeys[0].DID().String(), "--relay-timestamp", oldKeys[1].DID().String())
+	build := filepath.Join(t.TempDir(), "app")
+	os.WriteFile(build, []byte("build 2"), 0o600)
+	updCtl(t, "update", "sign-target", "--dir", dir, "--name", "app/2", "--version", "2", "--goarm", "6", build)
+	updCtl(t, "update", "publish", "--dir", dir, "--relay", srv.URL, "--key", opFile, "--root", "1")
+	srv.Close()
+	repo.Close()
+
+	newKeys := [2]*did.PrivateKey{didtest.Key(t, 42), didtest.Key(t, 43)}
+	updCtl(t, "update", "keys", "relay", "--dir", dir, "--relay-snapshot", newKeys[0].DID().String(), "--relay-timestamp", newKeys[1].DID().String())
+	srv, repo = updateRelayAt(t, op.DID(), path, newKeys)
+	updCtl(t, "update", "publish", "--dir", dir, "--relay", srv.URL, "--key", opFile, "--root", "2")
+	devDir := t.TempDir()
+	os.MkdirAll(filepath.Join(devDir, "meta"), 0o700)
+	os.WriteFile(filepath.Join(devDir, "meta", "root.json"), must(os.ReadFile(filepath.Join(dir, "1.root.json"))), 0o600)
+	res, err := deviceCheck(t, devDir, repo, 1)
+	if err != nil || res.Target != "app/2" {
+		t.Fatalf("a device after the relay's keys were replaced: %+v, %v", res, err)
+	}
+}

@@ -24,8 +24,14 @@ import (
 // only the operator's tokens.
 func updateRelay(t *testing.T, op did.DID) (*httptest.Server, *updaterepo.Repo, [2]*did.PrivateKey) {
 	keys := [2]*did.PrivateKey{didtest.Key(t, 40), didtest.Key(t, 41)}
-	repo, err := updaterepo.Open(updaterepo.Config{Path: filepath.Join(t.TempDir(), "updates.db"),
-		Snapshot: keys[0].Ed25519(), Timestamp: keys[1].Ed25519()})
+	srv, repo := updateRelayAt(t, op, filepath.Join(t.TempDir(), "updates.db"), keys)
+	return srv, repo, keys
+}
+
+// updateRelayAt is updateRelay on the repository file path with the
+// relay's keys.
+func updateRelayAt(t *testing.T, op did.DID, path string, keys [2]*did.PrivateKey) (*httptest.Server, *updaterepo.Repo) {
+	repo, err := updaterepo.Open(updaterepo.Config{Path: path, Snapshot: keys[0].Ed25519(), Timestamp: keys[1].Ed25519()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +59,7 @@ func updateRelay(t *testing.T, op did.DID) (*httptest.Server, *updaterepo.Repo, 
 		w.Write([]byte(`{"sha256":"` + sum + `","used":1}`))
 	}))
 	t.Cleanup(func() { srv.Close(); repo.Close() })
-	return srv, repo, keys
+	return srv, repo
 }
 
 type repoSource struct{ r *updaterepo.Repo }

@@ -144,3 +144,59 @@ func TestSurvivesReopen(t *testing.T) {
 		t.Errorf("device: %+v, %v", res, err)
 	}
 }
+
+// TestRelayKeysRotated: the relay's online keys are replaced. The relay,
+// restarted with the new keys, takes the owner's next root naming them
+// and signs the published targets again with them; a device provisioned
+// with root version 1 walks to version 2 and takes the new timestamp.
+func TestRelayKeysRotated(t *testing.T) {
+	e := newEnv(t, 0)
+	if err := e.publish("a", build(10, 1), 2); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.device().Check(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	e.snapKey, e.tsKey = key(t), key(t)
+	e.repo.Close()
+	e.open()
+	if err := tufsign.SetRoles(e.root, tufsign.Roles{
+		Root: []ed25519.PublicKey{e.rootKey.Public().(ed25519.PublicKey)}, RootThreshold: 1,
+		Targets: []ed25519.PublicKey{e.targetsKey.Public().(ed25519.PublicKey)}, TargetsThreshold: 1,
+		Snapshot: e.snapKey.Public().(ed25519.PublicKey), Timestamp: e.tsKey.Public().(ed25519.PublicKey),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	e.root.Signed.Version = 2
+	b, _ := tufsign.Sign(e.root, e.rootKey)
+	if err := e.repo.SetRoot(b); err != nil {
+		t.Fatal(err)
+	}
+	if v := timestampOf(t, e).Signed.Version; v != 2 {
+		t.Errorf("timestamp version %d after the root; want 2, signed with the new key", v)
+	}
+	res, err := e.device().Check(context.Background())
+	if err != nil || res.Target != "a" {
+		t.Fatalf("a device after the relay's keys were rotated: %+v, %v", res, err)
+	}
+}
+
+// TestPublishAgain: the current targets uploaded again (a publish run
+// twice) are taken and sign nothing new.
+func TestPublishAgain(t *testing.T) {
+	e := newEnv(t, 0)
+	if err := e.publish("a", build(10, 1), 2); err != nil {
+		t.Fatal(err)
+	}
+	v := timestampOf(t, e).Signed.Version
+	cur, err := e.repo.Metadata("targets.json", 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.repo.Publish(cur); err != nil {
+		t.Fatalf("the current targets again: %v", err)
+	}
+	if got := timestampOf(t, e).Signed.Version; got != v {
+		t.Errorf("timestamp version %d after publishing the same targets; want %d", got, v)
+	}
+}

@@ -1,6 +1,7 @@
 package updaterepo
 
 import (
+	"bytes"
 	"crypto/ed25519"
 	"errors"
 	"fmt"
@@ -14,7 +15,8 @@ import (
 // SetRoot takes root metadata from the owner: the first one, signed by
 // its own root keys, or the next version, signed by the current root's
 // keys and its own (TUF specification Section 5.3.4, 5.3.5). The root
-// must name this relay's snapshot and timestamp keys.
+// must name this relay's snapshot and timestamp keys; what is published
+// is signed again with them (a new snapshot and timestamp).
 func (r *Repo) SetRoot(b []byte) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -29,8 +31,28 @@ func (r *Repo) SetRoot(b []byte) error {
 		if err := r.put(tx, bucketMeta, fmt.Appendf(nil, "%d.root.json", root.Signed.Version), b); err != nil {
 			return err
 		}
-		return r.put(tx, bucketMeta, []byte("root.json"), b)
+		if err := r.put(tx, bucketMeta, []byte("root.json"), b); err != nil {
+			return err
+		}
+		return r.resign(tx)
 	})
+}
+
+// resign signs a new snapshot and timestamp for the published targets,
+// if any, with this relay's keys: after a root that named other online
+// keys (a rotation of the relay's keys), what the old keys signed no
+// longer verifies.
+func (r *Repo) resign(tx *bolt.Tx) error {
+	meta := tx.Bucket(bucketMeta)
+	tb := meta.Get([]byte("targets.json"))
+	if tb == nil {
+		return nil
+	}
+	targets, err := metadata.Targets().FromBytes(tb)
+	if err != nil {
+		return fmt.Errorf("updaterepo: the stored targets: %w", err)
+	}
+	return r.signSnapshot(tx, tb, targets.Signed.Version)
 }
 
 func (r *Repo) nextRoot(tx *bolt.Tx, b []byte) (*metadata.Metadata[metadata.RootType], error) {
@@ -73,11 +95,15 @@ func (r *Repo) namesRelayKeys(root *metadata.Metadata[metadata.RootType]) error 
 // targets role's threshold (metadata.Root.VerifyDelegate), unexpired,
 // newer than the current one, every target's blob held with the length
 // and hashes the target states. The relay then signs a snapshot naming it
-// and a timestamp naming that snapshot.
+// and a timestamp naming that snapshot. The current targets again are
+// taken as they are, signing nothing.
 func (r *Repo) Publish(b []byte) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.db.Update(func(tx *bolt.Tx) error {
+		if bytes.Equal(tx.Bucket(bucketMeta).Get([]byte("targets.json")), b) {
+			return nil // published already: publishing again changes nothing
+		}
 		targets, err := r.checkTargets(tx, b)
 		if err != nil {
 			return fmt.Errorf("updaterepo: targets: %w", err)
