@@ -26,7 +26,7 @@ var t0 = time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
 // snapshot and timestamp as the relay does. It serves its files as the
 // relay would (a Source).
 type repo struct {
-	t         *testing.T
+	t         testing.TB
 	now       time.Time
 	keys      map[string][]ed25519.PrivateKey
 	root      *metadata.Metadata[metadata.RootType]
@@ -44,7 +44,7 @@ type repo struct {
 	offsets []int64
 }
 
-func newRepo(t *testing.T) *repo {
+func newRepo(t testing.TB) *repo {
 	t.Helper()
 	r := &repo{t: t, now: t0, keys: map[string][]ed25519.PrivateKey{}, files: map[string][]byte{},
 		blobs: map[string][]byte{}, online: true}
@@ -205,7 +205,11 @@ func (r *repo) Blob(_ context.Context, sum string, off, n int64) ([]byte, error)
 // key ceremony made it, in a fresh directory.
 func (r *repo) device(installed uint64, mod ...func(*update.Config)) *update.Client {
 	r.t.Helper()
-	dir := r.t.TempDir()
+	return r.deviceIn(r.t.TempDir(), installed, mod...)
+}
+
+// deviceIn is device in the directory dir.
+func (r *repo) deviceIn(dir string, installed uint64, mod ...func(*update.Config)) *update.Client {
 	if err := os.MkdirAll(filepath.Join(dir, "meta"), 0o700); err != nil {
 		r.t.Fatal(err)
 	}
