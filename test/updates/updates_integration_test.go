@@ -168,6 +168,33 @@ func TestSleepingAgentResumes(t *testing.T) {
 		t.Errorf("%d wakes; want the download spread over at least 3", n)
 	}
 	checkTransfer(t, agent, len(data))
+	w.checkFleetUpdate(t, "sleeper", "verified", 2)
+}
+
+// checkFleetUpdate checks, through torporctl fleet --json (the relay's
+// fleet API), that the signed status the relay keeps for the agent named
+// name says outcome for version: the wake that fetched published it when
+// it announced its next wake.
+func (w *world) checkFleetUpdate(t *testing.T, name, outcome string, version uint64) {
+	var fleet struct {
+		Devices []struct {
+			Name   string `json:"name"`
+			Update *struct {
+				Outcome string `json:"outcome"`
+				Version uint64 `json:"version"`
+			} `json:"update"`
+		} `json:"devices"`
+	}
+	out := ctl(t, "fleet", "--relay", w.relay.URL, "--key", w.opKey, "--json", "--time-scale", sleepScale)
+	if err := json.Unmarshal([]byte(out), &fleet); err != nil {
+		t.Fatalf("torporctl fleet --json: %v\n%s", err, out)
+	}
+	for _, d := range fleet.Devices {
+		if d.Name == name && d.Update != nil && d.Update.Outcome == outcome && d.Update.Version == version {
+			return
+		}
+	}
+	t.Errorf("the fleet API has no %s update of version %d for %s:\n%s", outcome, version, name, out)
 }
 
 var wakeReceived = regexp.MustCompile(`msg=wake .*linkReceived=(\d+)`)
