@@ -9,9 +9,10 @@ import (
 
 // Status is what the signed status says of a check's result and error
 // (Check's): a verified target, nothing newer, or the refusal's code and
-// sentence, cut to wire.MaxStatusUpdateDetail bytes.
+// sentence, cut to wire.MaxStatusUpdateDetail bytes (the target's name
+// to wire.MaxStatusUpdateTarget).
 func Status(res Result, err error) *wire.StatusUpdate {
-	s := &wire.StatusUpdate{Target: res.Target, Version: res.Custom.Version, Bytes: res.Bytes}
+	s := &wire.StatusUpdate{Target: cut(res.Target, wire.MaxStatusUpdateTarget), Version: res.Custom.Version, Bytes: res.Bytes}
 	var r *Refusal
 	switch {
 	case err == nil && res.Path != "":
@@ -19,18 +20,18 @@ func Status(res Result, err error) *wire.StatusUpdate {
 	case err == nil:
 		s.Outcome = wire.UpdateUpToDate
 	case errors.As(err, &r):
-		s.Outcome, s.Reason, s.Detail = wire.UpdateRefused, string(r.Code), cut(r.Error())
+		s.Outcome, s.Reason, s.Detail = wire.UpdateRefused, string(r.Code), cut(r.Error(), wire.MaxStatusUpdateDetail)
 	default:
-		s.Outcome, s.Reason, s.Detail = wire.UpdateRefused, string(Invalid), cut(err.Error())
+		s.Outcome, s.Reason, s.Detail = wire.UpdateRefused, string(Invalid), cut(err.Error(), wire.MaxStatusUpdateDetail)
 	}
 	return s
 }
 
-func cut(s string) string {
-	if len(s) <= wire.MaxStatusUpdateDetail {
+func cut(s string, n int) string {
+	if len(s) <= n {
 		return s
 	}
-	s = s[:wire.MaxStatusUpdateDetail]
+	s = s[:n]
 	for len(s) > 0 && !utf8.ValidString(s) {
 		s = s[:len(s)-1]
 	}

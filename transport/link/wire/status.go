@@ -70,8 +70,12 @@ type Status struct {
 	Update *StatusUpdate `json:"update,omitempty"`
 }
 
-// MaxStatusUpdateDetail caps StatusUpdate.Detail.
-const MaxStatusUpdateDetail = 512
+// MaxStatusUpdateDetail caps StatusUpdate.Detail, MaxStatusUpdateTarget
+// StatusUpdate.Target.
+const (
+	MaxStatusUpdateDetail = 512
+	MaxStatusUpdateTarget = 256
+)
 
 // The outcomes of StatusUpdate.
 const (
@@ -221,6 +225,8 @@ func ParseStatus(payload []byte) (Status, error) {
 		return Status{}, fmt.Errorf("status: a WiFi interface name of %d bytes, at most %d", len(s.Health.WiFi.Interface), MaxInterface)
 	case s.Update != nil && s.Update.Outcome == "":
 		return Status{}, errors.New("status: an update without an outcome")
+	case s.Update != nil && len(s.Update.Target) > MaxStatusUpdateTarget:
+		return Status{}, fmt.Errorf("status: an update target of %d bytes, at most %d", len(s.Update.Target), MaxStatusUpdateTarget)
 	case s.Update != nil && len(s.Update.Detail) > MaxStatusUpdateDetail:
 		return Status{}, fmt.Errorf("status: an update detail of %d bytes, at most %d", len(s.Update.Detail), MaxStatusUpdateDetail)
 	}

@@ -110,6 +110,7 @@ func TestParseStatusUpdate(t *testing.T) {
 	}{
 		"no outcome":  {u: StatusUpdate{Reason: "freeze"}, wantErr: "without an outcome"},
 		"long detail": {u: StatusUpdate{Outcome: UpdateRefused, Detail: strings.Repeat("d", 513)}, wantErr: "at most 512"},
+		"long target": {u: StatusUpdate{Outcome: UpdateRefused, Target: strings.Repeat("t", 257)}, wantErr: "at most 256"},
 	} {
 		b, _ := json.Marshal(Status{Version: "1", Update: &tc.u})
 		if _, err := ParseStatus(b); err == nil || !strings.Contains(err.Error(), tc.wantErr) {
