@@ -31,9 +31,12 @@ func (w *wakeRun) status() (signed []byte, content string) {
 		st.Board = a.cfg.Board
 		st.Wake = &wire.StatusWake{At: w.rep.At, Reason: w.rep.Reason}
 		st.Health = w.readHealth()
-		if a.cfg.Status.Update != nil {
-			st.Update = a.cfg.Status.Update()
+		if a.cfg.Status.Install != nil {
+			st.Install = a.cfg.Status.Install()
 		}
+		w.mu.Lock()
+		st.Update = w.update
+		w.mu.Unlock()
 		var c []byte
 		if c, err = json.Marshal(st); err == nil {
 			w.mu.Lock()

@@ -34,9 +34,9 @@ func TestStatusCarriesUpdateOutcome(t *testing.T) {
 		t.Fatalf("%+v, %v", p, err)
 	}
 	w := newWorld(t, wake.HourlyWake)
-	w.cfg.Status.Update = s.Status
+	w.cfg.Status.Install = s.Status
 	w.bootSuspending()
-	u := w.status().Update
+	u := w.status().Install
 	if u == nil || u.Result != "rolled-back" || u.Version != "2.0.0" || u.From != "1.0.0" || !strings.Contains(u.Reason, "exited with status 2") {
 		t.Fatalf("the status's update = %+v", u)
 	}

@@ -82,7 +82,7 @@ func childArgs(argv []string) []string {
 // one, confirm the slot. A failed health check waits for the next drain.
 func trial(f *conffile.File, cfg *runtime.Config, log *slog.Logger) {
 	s := slots.New(f.SlotsDir(), cfg.Clock)
-	cfg.Status.Update = s.Status
+	cfg.Status.Install = s.Status
 	slot := os.Getenv(slots.EnvSlot)
 	if !s.OnTrial(slot) {
 		return

@@ -90,6 +90,7 @@ func (f *File) Build() (*Built, error) {
 		add(origin.Check(`"relay" (or --relay)`, c.Relay.URL))
 	}
 	add(f.buildEnrolment(c))
+	add(f.buildUpdate(c))
 	add(f.buildSchedule(c))
 	add(f.buildPolicy(c))
 	add(b.buildHandlers(f))

@@ -2,16 +2,23 @@ package conffile
 
 import (
 	"errors"
+	"fmt"
+	"os"
 	"path/filepath"
+	goruntime "runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/torpor-dev/torpor/runtime"
+	"github.com/torpor-dev/torpor/runtime/update"
 	"github.com/torpor-dev/torpor/runtime/update/slots"
 )
 
-// Update is the file's "update": where the agent's A/B slots are and how
-// a newly installed build proves itself (runtime/update/slots,
+// Update is the file's "update": the update check at each linked wake
+// (runtime/update; on with "version"), where the agent's A/B slots are
+// and how a newly installed build proves itself (runtime/update/slots,
 // docs/updates.md).
 type Update struct {
 	// Slots is the slots directory; empty means "slots" in the data
@@ -28,6 +35,17 @@ type Update struct {
 	// build opened its store, linked and drained; status 0 within
 	// HealthTimeout is healthy.
 	HealthCommand []string `json:"healthCommand,omitempty"`
+
+	// Version turns on the update check at each linked wake
+	// (runtime/update): the running build's version, the one its target
+	// was signed with (torporctl update sign-target --version).
+	Version uint64 `json:"version,omitempty"`
+	// Dir keeps the trusted metadata and the downloads; its meta/root.json
+	// is the owner's root the device was provisioned with. Empty means
+	// the "update" directory of dataDir.
+	Dir string `json:"dir,omitempty"`
+	// BudgetBytes bounds the bytes one wake downloads; 0 means 1 MiB.
+	BudgetBytes int64 `json:"budgetBytes,omitempty"`
 }
 
 // DefaultSlots is the slots directory when neither "update" nor
@@ -84,4 +102,45 @@ func (f *File) checkUpdate() error {
 		return nil
 	}
 	return errors.New(`"update": ` + strings.Join(bad, "; "))
+}
+
+// buildUpdate sets Config.Relay.Updates from "update": the directory
+// must hold the owner's root (meta/root.json), and the device is this
+// build's board profile and architecture.
+func (f *File) buildUpdate(c *runtime.Config) error {
+	u := f.Update
+	if u == nil || (u.Version == 0 && u.Dir == "" && u.BudgetBytes == 0) {
+		return nil // no update check: "update" may name only the slots
+	}
+	if u.Version == 0 {
+		return errors.New(`"update": "version" (the running build's, as its target was signed) is required`)
+	}
+	dir := u.Dir
+	if dir == "" {
+		if c.Store.DataDir == "" {
+			return nil // reported as no data directory
+		}
+		dir = filepath.Join(c.Store.DataDir, "update")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "meta", "root.json")); err != nil {
+		return fmt.Errorf(`"update": the owner's root: %w (provision it from torporctl update keys init)`, err)
+	}
+	c.Relay.Updates = &runtime.Updates{Dir: dir, Installed: u.Version, Budget: u.BudgetBytes,
+		Device: update.Device{Board: c.Board, GOARCH: goruntime.GOARCH, GOARM: goarm()}}
+	return nil
+}
+
+// goarm is the GOARM this binary was built with ("" off 32-bit ARM).
+func goarm() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok || goruntime.GOARCH != "arm" {
+		return ""
+	}
+	for _, s := range bi.Settings {
+		if s.Key == "GOARM" {
+			v, _, _ := strings.Cut(s.Value, ",") // "6,softfloat"
+			return v
+		}
+	}
+	return ""
 }

@@ -3,9 +3,12 @@ package conffile
 import (
 	"os"
 	"path/filepath"
+	goruntime "runtime"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/torpor-dev/torpor/runtime"
 )
 
 // TestUpdateSection: "update" is read from a real file, its slots
@@ -42,5 +45,34 @@ func TestUpdateSection(t *testing.T) {
 	}
 	if _, err := bad.Build(); err == nil || !strings.Contains(err.Error(), "trialStarts 9") {
 		t.Errorf("Build: %v", err)
+	}
+}
+
+// TestBuildUpdate: "update" needs the running build's version and the
+// owner's root in its directory (dataDir/update by default), and makes
+// the device this build's architecture.
+func TestBuildUpdate(t *testing.T) {
+	data := t.TempDir()
+	c := &struct{ Config runtime.Config }{}
+	if err := (&File{DataDir: data, Update: &Update{Slots: "/s"}}).buildUpdate(&c.Config); err != nil || c.Config.Relay.Updates != nil {
+		t.Errorf("an update section with only the slots: %v, %+v; want no update check", err, c.Config.Relay.Updates)
+	}
+	f := &File{DataDir: data, Update: &Update{BudgetBytes: 1 << 20}}
+	if err := f.buildUpdate(&c.Config); err == nil || !strings.Contains(err.Error(), `"version"`) {
+		t.Errorf("no version: %v", err)
+	}
+	f.Update.Version = 3
+	c.Config.Store.DataDir = data
+	if err := f.buildUpdate(&c.Config); err == nil || !strings.Contains(err.Error(), "the owner's root") {
+		t.Errorf("no root: %v", err)
+	}
+	os.MkdirAll(filepath.Join(data, "update", "meta"), 0o700)
+	os.WriteFile(filepath.Join(data, "update", "meta", "root.json"), []byte("{}"), 0o600)
+	if err := f.buildUpdate(&c.Config); err != nil {
+		t.Fatal(err)
+	}
+	u := c.Config.Relay.Updates
+	if u == nil || u.Dir != filepath.Join(data, "update") || u.Installed != 3 || u.Device.GOARCH != goruntime.GOARCH {
+		t.Errorf("updates %+v", u)
 	}
 }

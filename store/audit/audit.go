@@ -31,6 +31,9 @@ const (
 	ActionAdmit   = "admit"
 	ActionPurge   = "purge"
 	ActionCommand = "device-command"
+	// ActionUpdate is an upload to the relay's update repository (root,
+	// blob or targets; docs/updates.md).
+	ActionUpdate = "update-upload"
 )
 
 // The outcomes of a record.

@@ -23,8 +23,8 @@ func (s *Relay) record(ctx context.Context, rec audit.Record) {
 	}
 }
 
-// operatorAction is the audited action of an operator request: admit
-// and purge change what the relay holds; a queue listing reads only and
+// operatorAction is the audited action of an operator request: admit,
+// purge and update uploads change what the relay holds; a queue listing reads only and
 // is not audited ("").
 func operatorAction(r *http.Request) string {
 	switch {
@@ -32,6 +32,8 @@ func operatorAction(r *http.Request) string {
 		return audit.ActionPurge
 	case r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/admit"):
 		return audit.ActionAdmit
+	case r.Method == http.MethodPut && strings.HasPrefix(r.URL.Path, "/operator/updates/"):
+		return audit.ActionUpdate
 	}
 	return ""
 }

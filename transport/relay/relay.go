@@ -80,6 +80,9 @@ type Stores struct {
 	// memory (jsstore.Conn.Shared); nil means the relay's own, in memory
 	// (shared.NewMemory).
 	Shared shared.Store
+	// Updates, when set, is the update repository devices fetch over
+	// their link and operators publish to (updates.go).
+	Updates UpdateRepo
 }
 
 // Limits bound what agents and callers may hold of a Relay; zero members
@@ -267,7 +270,7 @@ func New(cfg Config) (*Relay, error) {
 	s.adm.newAdmissionMetrics(s.metrics.reg)
 	s.link = &server.Server{
 		Verifier: s.verifier, Queue: s.queue, Agents: (*linkAgents)(s), Clock: cfg.Clock,
-		Logger: base.With("component", "link"), OnAcked: s.acked, OnUnacked: s.linkEnded,
+		Logger: base.With("component", "link"), OnAcked: s.acked, OnUnacked: s.linkEnded, Updates: linkUpdates(cfg.Stores.Updates),
 		Spent: s.cfg.Stores.Shared.Spent("link", server.DefaultMaxSpentTokens),
 	}
 	if err := s.newConsole(base); err != nil {
@@ -321,6 +324,7 @@ func (s *Relay) routes() {
 	m.HandleFunc("GET "+operatorQueuePath, s.serveQueueList)
 	m.HandleFunc("DELETE "+operatorQueuePath, s.serveQueuePurge)
 	m.HandleFunc("POST /operator/agents/{did}/admit", s.serveAdmit)
+	m.HandleFunc("PUT "+operatorUpdatesPath, s.serveUpdatePut)
 	if s.console != nil {
 		s.console.Register(m)
 	}
@@ -361,7 +365,8 @@ const sigCacheSize = 4096
 
 // Run reads the wake seconds assigned to the agents of its store
 // (seconds.go), then purges expired records, and forgets agents silent
-// for longer than Config.Limits.ForgetAfter, every PurgeInterval until ctx ends,
+// for longer than Config.Limits.ForgetAfter and re-signs the update
+// repository's timestamp when due, every PurgeInterval until ctx ends,
 // then closes every device link. It returns nil when ctx ended.
 func (s *Relay) Run(ctx context.Context) error {
 	defer s.link.Close()
@@ -380,6 +385,7 @@ func (s *Relay) Run(ctx context.Context) error {
 			s.metrics.purged.Add(float64(n))
 		}
 		s.forgetSilent(ctx)
+		s.refreshUpdates()
 		if err := clock.Sleep(ctx, s.clk, PurgeInterval); err != nil {
 			return nil
 		}

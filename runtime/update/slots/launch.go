@@ -142,17 +142,17 @@ func (s *Slots) OnTrial(slot string) bool {
 }
 
 // Status is the last install's outcome for the agent's signed status
-// (runtime.Config.Update); nil before the first install or when the state
+// (runtime.Config.Status.Install); nil before the first install or when the state
 // cannot be read. The outcome stays until the next install replaces it.
-func (s *Slots) Status() *wire.StatusUpdate {
+func (s *Slots) Status() *wire.StatusInstall {
 	st, err := s.Load()
 	if err != nil || st.Outcome == nil {
 		return nil
 	}
 	o := st.Outcome
-	u := &wire.StatusUpdate{Result: o.Result, Version: o.Version, From: o.From, Reason: o.Reason, At: o.At}
-	if len(u.Reason) > wire.MaxUpdateReason {
-		u.Reason = u.Reason[:wire.MaxUpdateReason-3] + "..."
+	u := &wire.StatusInstall{Result: o.Result, Version: o.Version, From: o.From, Reason: o.Reason, At: o.At}
+	if len(u.Reason) > wire.MaxInstallReason {
+		u.Reason = u.Reason[:wire.MaxInstallReason-3] + "..."
 	}
 	return u
 }

@@ -34,8 +34,8 @@ const (
 
 // Results of an Outcome.
 const (
-	Installed  = wire.UpdateInstalled
-	RolledBack = wire.UpdateRolledBack
+	Installed  = wire.InstallInstalled
+	RolledBack = wire.InstallRolledBack
 )
 
 // State is the content of slots.json.

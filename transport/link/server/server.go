@@ -87,6 +87,9 @@ type Server struct {
 	// Clock drives pings and the time records are read at; nil is the
 	// real clock.
 	Clock clock.Clock
+	// Updates is the relay's update repository devices fetch with update
+	// frames (store/updaterepo); nil answers them CodeNoUpdates.
+	Updates Updates
 	// Logger receives link up/down and protocol errors; nil discards.
 	Logger *slog.Logger
 	// OnAcked, if set, is called with how long each acknowledged record
@@ -483,7 +486,7 @@ func (c *serverConn) serve() {
 		switch f.T {
 		case wire.FrameResponse, wire.FrameError:
 			c.calls.Answer(f)
-		case wire.FrameState, wire.FramePull, wire.FrameAck:
+		case wire.FrameState, wire.FramePull, wire.FrameAck, wire.FrameUpdate:
 			select {
 			case work <- f:
 			case <-c.ctx.Done():
@@ -521,6 +524,8 @@ func (c *serverConn) handle(f *wire.Frame) error {
 		return nil
 	case wire.FramePull:
 		return c.pull(ctx, f)
+	case wire.FrameUpdate:
+		return c.update(ctx, f)
 	case wire.FrameAck:
 		if seq, ok := c.delivered(f.Seqs); !ok {
 			c.s.log().Warn("ack refused", "agent", c.agent.String(), "seq", seq)
