@@ -9,7 +9,7 @@ CMDS      := torpor-agent torpor-relay torporctl torpor-conformance
 
 export CGO_ENABLED := 0
 
-.PHONY: help build test race check check-setup demo cross bench fuzz fmt lint vet test-integration test-browser test-cluster test-faults test-rollout
+.PHONY: help build test race check check-setup demo cross bench fuzz fmt lint vet test-integration test-browser test-cluster test-faults test-updates test-rollout
 
 help: ## Show this help.
 	@awk 'BEGIN{FS=":.*## "} /^[a-z-]+:.*## /{printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -40,6 +40,9 @@ test-browser: ## Run the fleet console in a real browser (Debian's chromium, chr
 test-faults: ## Run the fault suite alone: SIGKILL, damaged, lost, full, read-only and removed stores on both queue engines, the agent killed mid-hand-off (root; part of test-integration).
 	TORPOR_REQUIRE_TOOLS=1 $(GO) test -tags integration -count=1 -timeout 10m ./test/faults/
 
+test-updates: ## Run the agent-update tests alone: torporctl's key ceremony and publish, the relay's repository, agents verifying a target over their link; A/B slots, trial boot, rollback of a build that exits or hangs, SIGKILLs during the switch (part of test-integration).
+	TORPOR_REQUIRE_TOOLS=1 $(GO) test -tags integration -count=1 -timeout 15m ./test/updates/
+
 test-cluster: ## Run the scale-out tests alone: 3 relays on a 3-node NATS JetStream cluster, the porcupine history checker (HISTORY_RUNS=N, HISTORY_SEED=seed; visualizations in TORPOR_ARTIFACTS), the rolling restart (part of test-integration).
 	$(GO) test -tags integration -count=1 -timeout 10m ./test/cluster/
 
@@ -49,7 +52,7 @@ test-rollout: ## Run the update rollout tests alone: real relays (bbolt, and two
 demo: ## Run the demo on embedded defaults (relay, sleeping agents, a sender).
 	./scripts/demo.sh
 
-cross: ## Cross-build every binary for linux/arm GOARM=6,7 and linux/arm64; print sizes against the armv6 budgets (agent 8 MiB, torporctl 12 MiB).
+cross: ## Cross-build every binary for linux/arm GOARM=6,7 and linux/arm64; print sizes against the armv6 budgets (agent 12 MiB with the update client, torporctl 12 MiB).
 	./scripts/cross.sh
 
 .PHONY: packages

@@ -14,6 +14,7 @@ import (
 	"github.com/torpor-dev/torpor/internal/safetext"
 	"github.com/torpor-dev/torpor/runtime/drain"
 	"github.com/torpor-dev/torpor/runtime/trusted"
+	"github.com/torpor-dev/torpor/runtime/update"
 	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"github.com/torpor-dev/torpor/transport/link"
 	"github.com/torpor-dev/torpor/transport/link/wire"
@@ -33,10 +34,9 @@ type Config struct {
 	// Board is the board profile's name (boards.Board.Name), reported to
 	// the relay in the signed status (link wire.Status); empty for none.
 	Board string
-	// Health reads the board's health for the signed status
-	// (wire.Status.Health; runtime/health's Sources.Read), once a wake; nil
-	// reports none. A wake waits for it at most HealthTimeout.
-	Health func() *wire.StatusHealth
+	// Status reads what the signed status reports beyond the agent's
+	// store: the board's health, the last install's outcome.
+	Status StatusSources
 	// Relay is the relay the agent links to. Its URL is required.
 	Relay Relay
 	// Store is where the agent keeps its state. Its DataDir is required.
@@ -76,6 +76,10 @@ type Relay struct {
 	// (wire.State.Enrolment), presented in every state it publishes: a
 	// relay that trusts the owner admits the device at once.
 	Enrolment []byte
+	// Updates, when set, makes each linked wake check the relay's update
+	// repository after the drain (runtime/update, docs/updates.md) and
+	// report the outcome in the signed status (wire.Status.Update).
+	Updates *Updates
 }
 
 // Store is where an Agent keeps its state.
@@ -130,6 +134,19 @@ type MLS struct {
 	// KeyPackageTarget is how many unused KeyPackages the relay should
 	// hold; zero means the pool's own default.
 	KeyPackageTarget int
+}
+
+// StatusSources read, once a wake, what the signed status (link
+// wire.Status) reports from outside the agent's store; a nil one reports
+// none.
+type StatusSources struct {
+	// Health reads the board's health (wire.Status.Health;
+	// runtime/health's Sources.Read). A wake waits for it at most
+	// HealthTimeout.
+	Health func() *wire.StatusHealth
+	// Install reads the outcome of the last install of a new agent build
+	// (wire.Status.Install; runtime/update/slots's Slots.Status).
+	Install func() *wire.StatusInstall
 }
 
 // Hooks are an Agent's test and metrics seams; the zero value has none.
@@ -241,4 +258,21 @@ func (c *Config) logger() *slog.Logger {
 		return slog.New(slog.DiscardHandler)
 	}
 	return c.Logger
+}
+
+// Updates is what a wake's update check needs (runtime/update's Config
+// without its Source, which is the wake's link, and its time, which is
+// the trusted time: Config.TrustedTime, else Clock).
+type Updates struct {
+	// Dir keeps the trusted metadata and the downloads; meta/root.json
+	// is the owner's root the device was provisioned with.
+	Dir string
+	// Installed is the version of the running build; Device its hardware.
+	Installed uint64
+	Device    update.Device
+	// Budget bounds the bytes one wake downloads; 0 is update.DefaultBudget.
+	Budget int64
+	// OnVerified is told of a verified file: the slots package installs
+	// it (not in this package).
+	OnVerified func(path string, res update.Result)
 }

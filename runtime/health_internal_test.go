@@ -12,19 +12,19 @@ import (
 )
 
 // TestReadHealthOnceAWake: the board's health is read once a wake, so the
-// statuses of one wake carry the same readings; without Config.Health a
-// wake reads none.
+// statuses of one wake carry the same readings; without
+// Config.Status.Health a wake reads none.
 func TestReadHealthOnceAWake(t *testing.T) {
 	calls := 0
-	a := &Agent{cfg: Config{Health: func() *wire.StatusHealth { calls++; return &wire.StatusHealth{UptimeS: int64(calls)} }},
+	a := &Agent{cfg: Config{Status: StatusSources{Health: func() *wire.StatusHealth { calls++; return &wire.StatusHealth{UptimeS: int64(calls)} }}},
 		clock: clocktest.New(time.Unix(0, 0)), log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	w := &wakeRun{a: a, ctx: context.Background()}
 	if h1, h2 := w.readHealth(), w.readHealth(); h1 == nil || h1 != h2 || calls != 1 {
 		t.Errorf("two reads of one wake = %+v, %+v with %d calls; want one reading", h1, h2, calls)
 	}
-	a.cfg.Health = nil
+	a.cfg.Status.Health = nil
 	if h := (&wakeRun{a: a, ctx: context.Background()}).readHealth(); h != nil {
-		t.Errorf("readHealth with no Config.Health = %+v", h)
+		t.Errorf("readHealth with no Config.Status.Health = %+v", h)
 	}
 }
 
@@ -34,7 +34,7 @@ func TestReadHealthTimeout(t *testing.T) {
 	stuck := make(chan struct{})
 	defer close(stuck)
 	clk := clocktest.New(time.Unix(0, 0))
-	a := &Agent{cfg: Config{Health: func() *wire.StatusHealth { <-stuck; return &wire.StatusHealth{UptimeS: 1} }},
+	a := &Agent{cfg: Config{Status: StatusSources{Health: func() *wire.StatusHealth { <-stuck; return &wire.StatusHealth{UptimeS: 1} }}},
 		clock: clk, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	w := &wakeRun{a: a, ctx: context.Background()}
 	created := clk.TimerCreated()

@@ -15,7 +15,7 @@ func TestStatusCarriesHealth(t *testing.T) {
 	w := newWorld(t, wake.HourlyWake)
 	src := health.Sources{Root: "health/testdata/pi", DataDir: t.TempDir(),
 		Board: boards.Health{ThermalZone: "cpu-thermal", Throttled: "/sys/firmware-pi/get_throttled", WiFi: "wlan0"}}
-	w.cfg.Health = src.Read
+	w.cfg.Status.Health = src.Read
 	w.bootSuspending()
 	h := w.status().Health
 	if h == nil || h.UptimeS != 11523 || h.CPUMilliC == nil || *h.CPUMilliC != 52078 || h.Flash == nil || h.WiFi == nil {

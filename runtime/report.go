@@ -21,6 +21,7 @@ const (
 	PhasePublish     = "publish"     // the state frame (pulse, card, KeyPackages, mode), and a second with replacement KeyPackages
 	PhaseRecover     = "recover"     // settling the outbox a crash left
 	PhaseDrain       = "drain"       // pull, validate, commit, ack, notify
+	PhaseUpdate      = "update"      // checking the relay's update repository (Config.Relay.Updates)
 	PhaseLive        = "live"        // staying linked to the window's end
 	PhaseAnnounce    = "announce"    // signing the card and publishing the next wake
 	PhaseManagement  = "management"  // ending the management channel (MQTT) before sleeping

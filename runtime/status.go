@@ -31,6 +31,12 @@ func (w *wakeRun) status() (signed []byte, content string) {
 		st.Board = a.cfg.Board
 		st.Wake = &wire.StatusWake{At: w.rep.At, Reason: w.rep.Reason}
 		st.Health = w.readHealth()
+		if a.cfg.Status.Install != nil {
+			st.Install = a.cfg.Status.Install()
+		}
+		w.mu.Lock()
+		st.Update = w.update
+		w.mu.Unlock()
 		var c []byte
 		if c, err = json.Marshal(st); err == nil {
 			w.mu.Lock()
@@ -49,7 +55,7 @@ func (w *wakeRun) status() (signed []byte, content string) {
 	return nil, ""
 }
 
-// HealthTimeout bounds how long a wake waits for Config.Health: a
+// HealthTimeout bounds how long a wake waits for Config.Status.Health: a
 // reading stuck on a file (a firmware call, a hung file system) must not
 // hold the wake's status.
 const HealthTimeout = 2 * time.Second
@@ -60,12 +66,12 @@ const HealthTimeout = 2 * time.Second
 // HealthTimeout (its goroutine is left to finish on its own).
 func (w *wakeRun) readHealth() *wire.StatusHealth {
 	a := w.a
-	if a.cfg.Health == nil {
+	if a.cfg.Status.Health == nil {
 		return nil
 	}
 	w.healthOnce.Do(func() {
 		ch := make(chan *wire.StatusHealth, 1)
-		go func() { ch <- a.cfg.Health() }()
+		go func() { ch <- a.cfg.Status.Health() }()
 		t := a.clock.NewTimer(HealthTimeout)
 		defer t.Stop()
 		select {

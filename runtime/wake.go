@@ -76,6 +76,9 @@ type wakeRun struct {
 	// health is the board's health, read once a wake (wakeRun.health).
 	healthOnce sync.Once
 	health     *wire.StatusHealth
+	// update is the outcome of the wake's update check (updatecheck.go);
+	// nil before it.
+	update *wire.StatusUpdate
 }
 
 // addDrain adds a batch's report (a drain's or a live request's).
@@ -163,6 +166,7 @@ func (a *Agent) wake(ctx context.Context, changed <-chan struct{}, mode wake.Mod
 	if w.l != nil {
 		w.establishTime()
 		w.publishAndDrain()
+		w.checkUpdate()
 		if w.live() {
 			w.stayLive()
 		}

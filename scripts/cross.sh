@@ -5,7 +5,9 @@
 # Output: bin/<target>/<binary>.
 #
 # Budgets (bytes, stripped, linux/arm GOARM=6, the smallest boards; issue 30
-# and docs/footprint.md): torpor-agent 8 MiB, torporctl 12 MiB. torporctl
+# and docs/footprint.md): torpor-agent 12 MiB, torporctl 12 MiB. The agent's
+# was 8 MiB until it linked the update client (runtime/update, go-tuf/v2,
+# 2.2 MiB; issue 31 allows 12 MiB with it). torporctl
 # stays under its budget because it links no relay, broker, queue store,
 # NATS server or agent runtime (internal/deptest); the conformance runner,
 # which links all of them, is its own binary, torpor-conformance, which has
@@ -25,7 +27,7 @@ bins=(torpor-agent torpor-relay torporctl torpor-conformance)
 # budget prints the armv6 budget of binary $1 in bytes, or nothing.
 budget() {
   case "$1" in
-    torpor-agent) echo $((8 << 20)) ;;
+    torpor-agent) echo $((12 << 20)) ;;
     torporctl) echo $((12 << 20)) ;;
   esac
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/torpor-dev/torpor/runtime"
 	"github.com/torpor-dev/torpor/runtime/conffile"
 	"github.com/torpor-dev/torpor/runtime/manage"
+	"github.com/torpor-dev/torpor/runtime/update/slots"
 )
 
 // DefaultConfig is read when --config is not given; its absence is not an
@@ -60,12 +61,14 @@ type args struct {
 	operators []string
 	version   bool
 	reinit    bool
+	launch    bool
 }
 
 func newFlags(a *args, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("torpor-agent", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.BoolVar(&a.version, "version", false, "Print the version and exit.")
+	fs.BoolVar(&a.launch, "slot-launch", false, "Run as the A/B slots' launcher (docs/updates.md).")
 	fs.BoolVar(&a.reinit, "reinitialise", false, "Make a new, empty agent.db where the store marker next to the key says the device ran before and the file is missing or empty (the agent refuses otherwise). Its replay cache, command sequence numbers, ledger, halt and MLS groups start empty: senders pair again. A corrupt agent.db must be moved aside first.")
 	fs.StringVar(&a.config, "config", DefaultConfig, "The JSON configuration file (see runtime/conffile). Flags that are set override it. Without --config, a missing "+DefaultConfig+" is not an error.")
 	fs.StringVar(&a.key, "key", "", "The agent's private key file, made by torporctl keygen.")
@@ -158,26 +161,56 @@ func (a *args) file() (*conffile.File, error) {
 	case err != nil:
 		return nil, err
 	}
-	over := map[string]func(){
-		"key": func() { f.Key = a.key }, "data-dir": func() { f.DataDir = a.dataDir }, "relay": func() { f.Relay = a.relay },
-		"name": func() { f.Name = a.name }, "board": func() { f.Board = a.board }, "mode": func() { f.Mode = a.mode },
-		"window-length": func() { f.Window.Length = conffile.Duration(a.length) },
-		"window-offset": func() { f.Window.Offset = conffile.Duration(a.offset) },
-		"time-scale":    func() { f.TimeScale = a.timeScale },
-		"time-epoch":    func() { f.TimeEpoch = a.timeEpoch },
-		"purposes":      func() { f.Purposes = splitList(a.purposes) },
-		"consequential": func() { f.Consequential = splitList(a.conseq) },
-		"owner":         func() { f.Owner = a.owner }, "allow-plaintext": func() { f.AllowPlaintext = a.plaintext },
-		"notify": func() { f.Notify = a.notify }, "handler": func() { f.Handlers = a.handlers },
-		"mqtt-broker": func() { mqttOf(f).Broker = a.broker }, "mqtt-name": func() { mqttOf(f).Name = a.mqttName },
-		"mqtt-prefix": func() { mqttOf(f).Prefix = a.prefix }, "operator": func() { mqttOf(f).Operators = a.operators },
-	}
-	for name, apply := range over {
-		if a.set[name] {
-			apply()
-		}
+	for name := range a.set {
+		a.override(f, name)
 	}
 	return f, nil
+}
+
+// override sets f's member of the flag named name from the flag's value.
+func (a *args) override(f *conffile.File, name string) {
+	switch name {
+	case "key":
+		f.Key = a.key
+	case "data-dir":
+		f.DataDir = a.dataDir
+	case "relay":
+		f.Relay = a.relay
+	case "name":
+		f.Name = a.name
+	case "board":
+		f.Board = a.board
+	case "mode":
+		f.Mode = a.mode
+	case "window-length":
+		f.Window.Length = conffile.Duration(a.length)
+	case "window-offset":
+		f.Window.Offset = conffile.Duration(a.offset)
+	case "time-scale":
+		f.TimeScale = a.timeScale
+	case "time-epoch":
+		f.TimeEpoch = a.timeEpoch
+	case "purposes":
+		f.Purposes = splitList(a.purposes)
+	case "consequential":
+		f.Consequential = splitList(a.conseq)
+	case "owner":
+		f.Owner = a.owner
+	case "allow-plaintext":
+		f.AllowPlaintext = a.plaintext
+	case "notify":
+		f.Notify = a.notify
+	case "handler":
+		f.Handlers = a.handlers
+	case "mqtt-broker":
+		mqttOf(f).Broker = a.broker
+	case "mqtt-name":
+		mqttOf(f).Name = a.mqttName
+	case "mqtt-prefix":
+		mqttOf(f).Prefix = a.prefix
+	case "operator":
+		mqttOf(f).Operators = a.operators
+	}
 }
 
 // mqttOf returns f's MQTT member, made when absent.
@@ -206,6 +239,9 @@ func main() {
 }
 
 func run(argv []string, stdout, stderr io.Writer) int {
+	if len(argv) > 0 && argv[0] == "slots" {
+		return slotsCommand(argv[1:], stdout, stderr)
+	}
 	if len(argv) > 0 && !strings.HasPrefix(argv[0], "-") {
 		return operator(argv[0], argv[1:], stdout, stderr)
 	}
@@ -223,6 +259,11 @@ func run(argv []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if a.launch {
+		if code, here := launch(ctx, a, argv, stderr); !here {
+			return code
+		}
+	}
 	return exitCode(daemon(ctx, a, stderr), stderr)
 }
 
@@ -243,11 +284,12 @@ func daemon(ctx context.Context, a *args, stderr io.Writer) error {
 	}
 	b.Config.Logger = log
 	b.Config.Store.Reinitialise = a.reinit
+	trial(f, &b.Config, log)
 	agent, err := runtime.New(b.Config)
 	if err != nil {
 		return err
 	}
-	attrs := []any{"did", b.Config.Key.DID().String(), "relay", b.Config.Relay.URL, "mode", b.Config.Schedule.Mode, "notify", b.Config.Notify.String()}
+	attrs := []any{"version", version.Get().Version, "slot", os.Getenv(slots.EnvSlot), "did", b.Config.Key.DID().String(), "relay", b.Config.Relay.URL, "mode", b.Config.Schedule.Mode, "notify", b.Config.Notify.String()}
 	if b.Commands != nil {
 		cmds, err := commands(agent, b, log)
 		if err != nil {

@@ -28,7 +28,10 @@ const operatorHelp = `Operator commands work on the agent's bbolt file while the
   torpor-agent deny       [flags] KEY         drop a held action
   torpor-agent halt       [flags]             stop all autonomous action until resume
   torpor-agent resume     [flags]             lift the halt; run held actions a policy allows
-`
+
+The A/B slots of the agent's binary (docs/updates.md) work beside a running daemon:
+
+` + slotsHelp
 
 // opArgs are an operator command's own flags.
 type opArgs struct {

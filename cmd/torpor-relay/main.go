@@ -55,6 +55,7 @@ type args struct {
 	http                       httpLimits
 	keyPackages                keyPackageArgs
 	admission                  admissionArgs
+	updates                    updateArgs
 	overdueGrace               time.Duration
 	metricsListen              string
 }
@@ -113,6 +114,7 @@ func parseArgs(argv []string, stderr io.Writer) (*args, error) {
 	a.keyPackages.register(fs)
 	a.http.register(fs)
 	a.admission.register(fs)
+	a.updates.register(fs)
 	fs.TextVar(&a.logLevel, "log-level", slog.LevelInfo, "The least important log level printed: debug, info, warn or error.")
 	a.store.register(fs)
 	if err := fs.Parse(argv); err != nil {
@@ -218,10 +220,15 @@ func run(ctx context.Context, a *args, log *slog.Logger) (err error) {
 	}
 	scheme, public := a.origin(ln)
 	cfg, err := a.relayConfig(st, public, brokerURL, clk, log, mln != nil)
+	var closeUpdates func()
+	if err == nil {
+		closeUpdates, err = a.updates.open(&cfg, a.dataDir, clk)
+	}
 	if err != nil {
 		ln.Close()
 		return err
 	}
+	defer closeUpdates()
 	r, err := relay.New(cfg)
 	if err != nil {
 		ln.Close()
@@ -246,14 +253,14 @@ func (a *args) relayConfig(st *backend, public, brokerURL string, clk clock.Cloc
 	if err != nil {
 		return relay.Config{}, err
 	}
-	cc, err := a.consoleConfig()
+	cc, err := a.consoleConfig(st)
 	if err != nil {
 		return relay.Config{}, err
 	}
 	access := relay.Access{AllowAgents: a.allowAgents, Operators: ops}
 	a.admission.access(&access)
 	return relay.Config{
-		PublicURL: public, Stores: relay.Stores{Queue: st.q, States: st.states, Audit: st.audit, Rollouts: st.rollouts}, KeyPackages: kpcheck.Verifier{}, Peers: st.peers(),
+		PublicURL: public, Stores: relay.Stores{Queue: st.q, States: st.states, Audit: st.audit, Shared: st.shared, Rollouts: st.rollouts}, KeyPackages: kpcheck.Verifier{}, Peers: st.peers(),
 		Limits: relay.Limits{
 			Bounds: a.bounds, KeyPackageRate: a.keyPackageRate,
 			KeyPackageBudget: a.keyPackages.budget, KeyPackageBudgetWindow: a.keyPackages.budgetWindow,

@@ -73,7 +73,7 @@ func (m *mqttArgs) brokerConfig(dataDir string, log *slog.Logger) (broker.Config
 		if err != nil {
 			return cfg, fmt.Errorf("--mqtt-devices-file: %w", err)
 		}
-		cfg.Devices, cfg.ClosedEnrollment = devs, true
+		cfg.Enrollment = broker.Enrollment{Devices: devs, Closed: true}
 	}
 	return cfg, nil
 }
@@ -90,11 +90,11 @@ func startBroker(a *args, log *slog.Logger, onCommand func(relay.MQTTCommand)) (
 	if err != nil {
 		return "", nil, err
 	}
+	cfg.OnCommand = func(c broker.Command) { onCommand(relay.MQTTCommand(c)) }
 	b, err := broker.Start(cfg)
 	if err != nil {
 		return "", nil, relaystore.BrokerFix(filepath.Join(a.dataDir, "mqtt.db"), err)
 	}
-	b.ObserveCommands(func(c broker.Command) { onCommand(relay.MQTTCommand(c)) })
 	if len(cfg.Operators) == 0 {
 		log.Warn("no MQTT operator configured (--operator, --operators-file): devices can connect, but nobody may send them commands")
 	}

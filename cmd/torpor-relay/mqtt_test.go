@@ -32,7 +32,7 @@ func TestMQTTFlags(t *testing.T) {
 	if len(cfg.Operators) != 2 || cfg.Operators[0] != k1.DID() || cfg.Operators[1] != k2.DID() {
 		t.Errorf("operators = %v", cfg.Operators)
 	}
-	if !cfg.ClosedEnrollment || cfg.Devices["pi-7"] != k1.DID() || len(cfg.Audiences) != 1 {
+	if !cfg.Enrollment.Closed || cfg.Enrollment.Devices["pi-7"] != k1.DID() || len(cfg.Audiences) != 1 {
 		t.Errorf("config = %+v", cfg)
 	}
 	a, _ = parseArgs([]string{"--operator", "did:key:nope"}, io.Discard)

@@ -21,6 +21,7 @@ import (
 	"github.com/torpor-dev/torpor/store/queue/recordlog"
 	"github.com/torpor-dev/torpor/store/relaystore"
 	"github.com/torpor-dev/torpor/store/rollouts"
+	"github.com/torpor-dev/torpor/store/shared"
 )
 
 // storeArgs choose the backend of the queue and the agent states: the
@@ -69,7 +70,7 @@ func (s *storeArgs) register(fs *flag.FlagSet) {
 	fs.StringVar(&sec.KeyFile, "nats-key", "", "The PEM private key of --nats-cert.")
 	fs.BoolVar(&sec.Insecure, "nats-insecure", false, "Use a NATS server that is not on loopback without credentials or without TLS (a network you trust entirely): by default the relay refuses to start, since anyone who reaches the server can queue past tokens and bounds and read every queued body.")
 	fs.IntVar(&s.nats.Replicas, "nats-replicas", 3, "Replicas of the JetStream streams and bucket: 3 or 5 on a cluster, or 1 on a server with jetstream { sync_interval: always } (checked through --nats-monitor).")
-	fs.StringVar(&s.nats.Prefix, "nats-prefix", "TORPOR", "The prefix of the JetStream streams and bucket (TORPOR_QUEUE_STATE, ...), so that separate fleets can share a NATS account. Every relay of one fleet uses the same.")
+	fs.StringVar(&s.nats.Prefix, "nats-prefix", "TORPOR", "The prefix of the JetStream streams and bucket (TORPOR_QUEUE_RECORDS, ...), so that separate fleets can share a NATS account. Every relay of one fleet uses the same.")
 	fs.StringVar(&s.nats.MonitorURL, "nats-monitor", "", "The monitoring URL (http://host:8222) of the NATS server, needed with --nats-replicas 1 to check that it fsyncs every write.")
 }
 
@@ -113,8 +114,12 @@ type backend struct {
 	// rollouts is the update rollouts: rollouts.db with bolt, keys of
 	// the agents bucket on JetStream.
 	rollouts rollouts.Store
-	fleet    *fleet.Fleet // nil with bolt
-	close    func()
+	// shared is the fleet's shared memories on JetStream (spent tokens,
+	// KeyPackage budgets, the console's key); nil with bolt, where the
+	// relay keeps its own in memory.
+	shared shared.Store
+	fleet  *fleet.Fleet // nil with bolt
+	close  func()
 	// guard checked the files in the data directory (nil on JetStream);
 	// it writes the store marker once the broker's file is open too.
 	guard *relaystore.Guard
@@ -147,7 +152,7 @@ func openStores(ctx context.Context, a *args, clk clock.Clock, log *slog.Logger)
 		}
 		if n, max := a.bounds.MaxMessages+a.bounds.HandshakeMessages, c.MaxMessages(); n > max {
 			c.Close()
-			return nil, fmt.Errorf("--store jetstream: --max-messages %d and --handshake-reserve-messages %d make %d records per agent; one agent's queue state must fit one NATS message (max_payload), which holds %d", a.bounds.MaxMessages, a.bounds.HandshakeMessages, n, max)
+			return nil, fmt.Errorf("--store jetstream: --max-messages %d and --handshake-reserve-messages %d make %d records per agent; a marker naming every record of an agent's queue must fit one NATS message (max_payload), which allows %d", a.bounds.MaxMessages, a.bounds.HandshakeMessages, n, max)
 		}
 		al, err := c.Audit(ctx, 0)
 		if err != nil {
@@ -156,7 +161,7 @@ func openStores(ctx context.Context, a *args, clk clock.Clock, log *slog.Logger)
 		}
 		q, states := c.Queue(), c.Agents()
 		f := fleet.New(c.NATS(), clock.Unscaled(clk), log.With("component", "fleet"))
-		return &backend{q: q, states: states, audit: al, rollouts: c.Rollouts(), fleet: f, close: func() { q.Close(); states.Close(); c.Close() }}, nil
+		return &backend{q: q, states: states, audit: al, shared: c.Shared(), rollouts: c.Rollouts(), fleet: f, close: func() { q.Close(); states.Close(); c.Close() }}, nil
 	}
 	return openBoltStores(a, log)
 }

@@ -31,7 +31,7 @@ var Layers = []Layer{
 		Packages: []string{"clock/...", "wake/...", "boards/...", "store", "store/storetest", "store/replay",
 			"store/ledger", "store/mqttsession", "internal/atomicfile", "internal/canon", "internal/jcs",
 			"internal/jsonpos", "internal/http1", "internal/origin", "internal/version", "internal/deptest",
-			"internal/pkgdoc", "internal/strictjson", "internal/benchcpu", "internal/safetext"},
+			"internal/pkgdoc", "internal/strictjson", "internal/benchcpu", "internal/safetext", "internal/tufsign"},
 	},
 	{
 		Name: "protocol leaves",
@@ -50,7 +50,8 @@ var Layers = []Layer{
 		// arrive.
 		Name: "the agent's runtime; the relay",
 		Packages: []string{"runtime/...", "transport/relay/...", "transport/link/server/...", "transport/broker/...",
-			"store/queue/...", "store/agents/...", "store/audit/...", "store/rollouts/...", "store/jsstore/...", "store/relaystore", "transport/mqtt/mqtttest"},
+			"store/queue/...", "store/agents/...", "store/audit/...", "store/shared/...", "store/rollouts/...", "store/jsstore/...", "store/relaystore",
+			"store/updaterepo", "transport/mqtt/mqtttest"},
 	},
 	{
 		Name:     "tools on both sides",

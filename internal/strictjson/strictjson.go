@@ -33,6 +33,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 )
 
 // MaxDepth is the deepest nesting of objects and arrays a text may have.
@@ -105,25 +106,63 @@ type Member struct {
 // object in their order, appended to dst. A valid text that is not an
 // object returns an *Error with ErrNotObject.
 func Members(b []byte, dst []Member) ([]Member, error) {
+	dst, _, err := Index(b, dst, nil, 0)
+	return dst, err
+}
+
+// Span is where one object or array of a text is: text[Start:End], from
+// its opening bracket to just past its closing one.
+type Span struct{ Start, End int }
+
+// Index is Members that also appends to spans the Span of every object
+// and array at most levels deep (the top-level object is 1) in the order
+// they open, so by Start: in the same pass, a reader of the members'
+// values learns where each nested value ends without reading it again.
+// On an error the spans appended are incomplete.
+func Index(b []byte, dst []Member, spans []Span, levels int) ([]Member, []Span, error) {
+	// The open objects' names, in a buffer that outlives the call
+	// (cleared: no hold on b), for a Scanner's own goes to the heap.
+	np := namesPool.Get().(*[][]byte)
 	var s Scanner
+	s.names = (*np)[:0]
+	dst, spans, err := s.index(b, dst, spans, levels)
+	names := s.names[:cap(s.names)]
+	clear(names)
+	*np = names[:0]
+	namesPool.Put(np)
+	return dst, spans, err
+}
+
+var namesPool = sync.Pool{New: func() any { return new([][]byte) }}
+
+// index is Index with s.
+func (s *Scanner) index(b []byte, dst []Member, spans []Span, levels int) ([]Member, []Span, error) {
 	s.Reset(b)
 	tok, err := s.Next()
 	if err != nil {
-		return dst, s.done(err)
+		return dst, spans, s.done(err)
 	}
 	if tok.Kind != BeginObject {
 		if err := Check(b); err != nil {
-			return dst, err
+			return dst, spans, err
 		}
-		return dst, &Error{Err: ErrNotObject, Offset: tok.Offset}
+		return dst, spans, &Error{Err: ErrNotObject, Offset: tok.Offset}
+	}
+	var open [MaxDepth]int32 // the open containers' entries in spans
+	if levels > 0 {
+		open[0], spans = int32(len(spans)), append(spans, Span{Start: tok.Offset})
 	}
 	value := -1 // where the value of the member being read starts
 	for {
 		tok, err := s.Next()
 		if err != nil {
-			return dst, s.done(err)
+			return dst, spans, s.done(err)
 		}
-		switch depth := s.Depth(); {
+		depth := s.Depth()
+		if depth < levels || depth == levels && (tok.Kind == BeginObject || tok.Kind == BeginArray) {
+			spans = recordSpan(spans, &open, tok, depth)
+		}
+		switch {
 		case depth == 1 && tok.Kind == Name:
 			// The name from b, not tok.Name: what comes from the
 			// Scanner would take it to the heap (escape analysis does
@@ -143,6 +182,19 @@ func Members(b []byte, dst []Member) ([]Member, error) {
 			}
 		}
 	}
+}
+
+// recordSpan opens a Span for a token that opens a container, now at
+// depth, and closes the innermost one for a token that ends it.
+func recordSpan(spans []Span, open *[MaxDepth]int32, tok Token, depth int) []Span {
+	switch tok.Kind {
+	case BeginObject, BeginArray:
+		open[depth-1] = int32(len(spans))
+		spans = append(spans, Span{Start: tok.Offset})
+	case EndObject, EndArray:
+		spans[open[depth]].End = tok.End
+	}
+	return spans
 }
 
 // done turns the io.EOF that ends a valid text into nil.

@@ -270,3 +270,115 @@ func hasDuplicate(in []byte) bool {
 		wantName = len(stack) > 0 && stack[len(stack)-1] != nil
 	}
 }
+
+// TestIndexSpans: for every object text of the corpus Members accepts,
+// Index gives the same members and, in opening order, the span of every
+// object and array, which encoding/json's Decoder locates independently
+// (InputOffset before each opening bracket's token and after its
+// closing one).
+func TestIndexSpans(t *testing.T) {
+	for _, in := range append(corpus, ` {"a" : [ 1, {"b":[]} ], "c":{"d":"]}"} , "e":[[],[{}]]} `) {
+		checkIndexSpans(t, []byte(in))
+	}
+}
+
+func FuzzIndexSpans(f *testing.F) {
+	for _, in := range corpus {
+		f.Add([]byte(in))
+	}
+	f.Fuzz(checkIndexSpans)
+}
+
+func checkIndexSpans(t *testing.T, in []byte) {
+	want, werr := Members(in, nil)
+	got, spans, err := Index(in, nil, []Span{}, MaxDepth)
+	if !reflect.DeepEqual(got, want) || fmt.Sprint(err) != fmt.Sprint(werr) {
+		t.Fatalf("Index(%q) = %q, %v; Members %q, %v", in, got, err, want, werr)
+	}
+	if err != nil {
+		return
+	}
+	if wantSpans := decoderSpans(t, in); !reflect.DeepEqual(spans, wantSpans) {
+		t.Fatalf("Index(%q) spans %v, the Decoder's %v", in, spans, wantSpans)
+	}
+	// Two levels: the top-level object's and its members' own.
+	_, two, _ := Index(in, nil, nil, 2)
+	var want2 []Span
+	for _, sp := range spans {
+		if len(want2) == 0 || sp.Start >= want2[0].End || sp.End <= want2[0].End && !inside(want2[1:], sp) {
+			want2 = append(want2, sp)
+		}
+	}
+	if !reflect.DeepEqual(two, want2) {
+		t.Fatalf("Index(%q, 2 levels) spans %v, want %v", in, two, want2)
+	}
+}
+
+// decoderSpans locates every object and array of in with encoding/json's
+// Decoder.
+func decoderSpans(t *testing.T, in []byte) []Span {
+	d := json.NewDecoder(bytes.NewReader(in))
+	var spans []Span
+	var open []int
+	for {
+		before := int(d.InputOffset())
+		tok, err := d.Token()
+		if err == io.EOF {
+			return spans
+		}
+		if err != nil {
+			t.Fatalf("Decoder on %q: %v", in, err)
+		}
+		switch tok {
+		case json.Delim('{'), json.Delim('['):
+			start := before + bytes.IndexAny(in[before:], "{[")
+			open = append(open, len(spans))
+			spans = append(spans, Span{Start: start})
+		case json.Delim('}'), json.Delim(']'):
+			spans[open[len(open)-1]].End = int(d.InputOffset())
+			open = open[:len(open)-1]
+		}
+	}
+}
+
+// inside reports whether sp lies within one of spans.
+func inside(spans []Span, sp Span) bool {
+	for _, o := range spans {
+		if o.Start < sp.Start && sp.End <= o.End {
+			return true
+		}
+	}
+	return false
+}
+
+// TestSkipPlain8: for every byte at every place in a run of plain bytes,
+// skipPlain8 stops at the group of eight that holds it when plain does not
+// mark it, and skips only bytes that plain marks.
+func TestSkipPlain8(t *testing.T) {
+	for c := range 256 {
+		for at := range 24 {
+			b := bytes.Repeat([]byte("a"), 24)
+			b[at] = byte(c)
+			for from := range 3 {
+				end := skipPlain8(b, from)
+				for k := from; k < end; k++ {
+					if !plain[b[k]] {
+						t.Fatalf("skipPlain8 over byte %#x at %d from %d = %d: skipped it", c, at, from, end)
+					}
+				}
+				if end+8 <= len(b) && allPlain(b[end:end+8]) {
+					t.Fatalf("skipPlain8 over byte %#x at %d from %d stopped at %d, before eight plain bytes", c, at, from, end)
+				}
+			}
+		}
+	}
+}
+
+func allPlain(b []byte) bool {
+	for _, c := range b {
+		if !plain[c] {
+			return false
+		}
+	}
+	return true
+}

@@ -71,6 +71,7 @@ func (f *File) Build() (*Built, error) {
 		}
 	}
 	add(f.checkBounds())
+	add(f.checkUpdate())
 	add(f.buildClock(c))
 	// Expiry is judged by trusted time (runtime/trusted); buildWake names
 	// the board's RTC.
@@ -89,6 +90,7 @@ func (f *File) Build() (*Built, error) {
 		add(origin.Check(`"relay" (or --relay)`, c.Relay.URL))
 	}
 	add(f.buildEnrolment(c))
+	add(f.buildUpdate(c))
 	add(f.buildSchedule(c))
 	add(f.buildPolicy(c))
 	add(b.buildHandlers(f))
@@ -311,7 +313,7 @@ func (f *File) buildWake(c *runtime.Config) error {
 	}
 	if f.Board == "" && (f.Wake == nil || timerOnly(f.Wake.Methods)) {
 		// Health without a profile: uptime, a CPU zone, flash, WiFi.
-		c.Health = f.healthSources(c.Store.DataDir, boards.Health{}).Read
+		c.Status.Health = f.healthSources(c.Store.DataDir, boards.Health{}).Read
 		return nil // the runtime's default: a timer on the clock, on any machine
 	}
 	b, bc, err := f.wakeConfig(c.Clock)
@@ -322,7 +324,7 @@ func (f *File) buildWake(c *runtime.Config) error {
 		c.Store.DataDir = b.DataDir
 	}
 	c.Board = b.Name
-	c.Health = f.healthSources(c.Store.DataDir, b.Health).Read
+	c.Status.Health = f.healthSources(c.Store.DataDir, b.Health).Read
 	src, err := board.New(b, bc)
 	if err != nil {
 		return err

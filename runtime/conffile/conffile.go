@@ -97,6 +97,7 @@ type File struct {
 	Log            *LogConfig `json:"log,omitempty"`
 	MQTT           *MQTT      `json:"mqtt,omitempty"`
 	Health         *Health    `json:"health,omitempty"`
+	Update         *Update    `json:"update,omitempty"`
 }
 
 // Health names health sources for the signed status (runtime/health)

@@ -14,8 +14,8 @@ import (
 func TestBuildHealth(t *testing.T) {
 	c := &runtime.Config{}
 	c.Store.DataDir = t.TempDir()
-	if err := (&File{}).buildWake(c); err != nil || c.Health == nil {
-		t.Fatalf("buildWake with no board: Health set %v, %v; want a reader", c.Health != nil, err)
+	if err := (&File{}).buildWake(c); err != nil || c.Status.Health == nil {
+		t.Fatalf("buildWake with no board: Health set %v, %v; want a reader", c.Status.Health != nil, err)
 	}
 }
 

@@ -139,6 +139,41 @@ type Store interface {
 	Close() error
 }
 
+// Walker is a Store that reads every agent's state in bulk: a shared
+// store whose Get is a network round trip gives the relay its fleet in a
+// few requests instead of one per agent (store/jsstore).
+type Walker interface {
+	// EachState calls fn with each agent's state, in no particular
+	// order, and stops at fn's first error, which it returns.
+	EachState(ctx context.Context, fn func(agent string, st State) error) error
+}
+
+// EachState calls fn with each agent's state in s: in bulk when s is a
+// Walker, else by Agents and one Get per agent (an agent forgotten in
+// between is left out).
+func EachState(ctx context.Context, s Store, fn func(agent string, st State) error) error {
+	if w, ok := s.(Walker); ok {
+		return w.EachState(ctx, fn)
+	}
+	ids, err := s.Agents(ctx)
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		st, err := s.Get(ctx, id)
+		if errors.Is(err, ErrUnknownAgent) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if err := fn(id, st); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Usage is what a Store holds in all.
 type Usage struct {
 	Agents int

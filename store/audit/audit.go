@@ -34,6 +34,9 @@ const (
 	// ActionRollout is a rollout started, paused, resumed or aborted
 	// (its Detail names which and the rollout's id).
 	ActionRollout = "rollout"
+	// ActionUpdate is an upload to the relay's update repository (root,
+	// blob or targets; docs/updates.md).
+	ActionUpdate = "update-upload"
 )
 
 // The outcomes of a record.

@@ -101,14 +101,85 @@ func (a *Agents) get(ctx context.Context, agent string) (r agentRecord, rev uint
 	if err != nil {
 		return agentRecord{}, 0, false, err
 	}
-	v := e.Value()
-	if len(v) == 0 || v[0] != agentVersion {
-		return agentRecord{}, 0, false, fmt.Errorf("agents: record of %s: unknown version", agent)
-	}
-	if err := cbor.Unmarshal(v[1:], &r); err != nil {
-		return agentRecord{}, 0, false, fmt.Errorf("agents: record of %s: %v", agent, err)
+	r, err = decodeRecord(agent, e.Value())
+	if err != nil {
+		return agentRecord{}, 0, false, err
 	}
 	return r, e.Revision(), true, nil
+}
+
+// decodeRecord decodes agent's stored record v.
+func decodeRecord(agent string, v []byte) (r agentRecord, err error) {
+	if len(v) == 0 || v[0] != agentVersion {
+		return agentRecord{}, fmt.Errorf("agents: record of %s: unknown version", agent)
+	}
+	if err := cbor.Unmarshal(v[1:], &r); err != nil {
+		return agentRecord{}, fmt.Errorf("agents: record of %s: %v", agent, err)
+	}
+	return r, nil
+}
+
+// stateBatch is how many agent records EachState asks for at a time.
+const stateBatch = 1000
+
+// EachState implements agents.Walker: it reads every agent record in bulk,
+// through an ephemeral pull consumer on the bucket's stream that delivers
+// the last message of each s.<agent> subject, stateBatch at a time: a
+// request to create the consumer, one per batch and one to delete it,
+// instead of one per agent. The consumer (R1, in memory; the server
+// removes it after a minute idle should the delete fail) may sit on a
+// replica that lags the stream leader by the writes still in flight.
+func (a *Agents) EachState(ctx context.Context, fn func(agent string, st agents.State) error) error {
+	prefix := "$KV." + a.c.n.bucket + ".s."
+	stream := "KV_" + a.c.n.bucket
+	cons, err := a.c.js.CreateConsumer(ctx, stream, jetstream.ConsumerConfig{
+		FilterSubject: prefix + ">", DeliverPolicy: jetstream.DeliverLastPerSubjectPolicy, AckPolicy: jetstream.AckNonePolicy,
+		Replicas: 1, MemoryStorage: true, InactiveThreshold: time.Minute})
+	if err != nil {
+		return fmt.Errorf("agents: reading every state: %w", err)
+	}
+	defer a.c.js.DeleteConsumer(context.WithoutCancel(ctx), stream, cons.CachedInfo().Name)
+	for {
+		batch, err := cons.FetchNoWait(stateBatch)
+		if err != nil {
+			return fmt.Errorf("agents: reading every state: %w", err)
+		}
+		n, pending := 0, uint64(0)
+		for m := range batch.Messages() {
+			n++
+			md, err := m.Metadata()
+			if err != nil {
+				return fmt.Errorf("agents: reading every state: %w", err)
+			}
+			pending = md.NumPending
+			if op := m.Headers().Get("KV-Operation"); op != "" {
+				continue // a deleted or purged record
+			}
+			if err := eachRecord(strings.TrimPrefix(m.Subject(), prefix), m.Data(), fn); err != nil {
+				return err
+			}
+		}
+		if err := batch.Error(); err != nil {
+			return fmt.Errorf("agents: reading every state: %w", err)
+		}
+		if n == 0 || pending == 0 {
+			return nil
+		}
+	}
+}
+
+// eachRecord decodes the record of the agent whose key token is tok and
+// hands its state to fn.
+func eachRecord(tok string, v []byte, fn func(agent string, st agents.State) error) error {
+	id, err := base64.RawURLEncoding.DecodeString(tok)
+	if err != nil {
+		return fmt.Errorf("agents: key s.%s: %v", tok, err)
+	}
+	r, err := decodeRecord(string(id), v)
+	if err != nil {
+		return err
+	}
+	return fn(string(id), r.state())
 }
 
 // put writes r as agent's record if its revision is still rev (0: if

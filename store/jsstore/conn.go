@@ -23,11 +23,13 @@ const (
 	StateStream   = "TORPOR_QUEUE_STATE"
 	RecordsStream = "TORPOR_QUEUE_RECORDS"
 	AgentsBucket  = "TORPOR_AGENTS"
+	SharedBucket  = "TORPOR_SHARED"
 )
 
 // names are the streams, bucket and subject prefixes of one Config.Prefix.
 type names struct {
 	state, records, bucket, audit     string
+	shared                            string
 	stateSubj, recordsSubj, auditSubj string
 }
 
@@ -42,7 +44,7 @@ func namesFor(prefix string) (names, error) {
 	}
 	low := strings.ToLower(prefix)
 	return names{state: prefix + "_QUEUE_STATE", records: prefix + "_QUEUE_RECORDS", bucket: prefix + "_AGENTS",
-		audit: prefix + "_AUDIT", stateSubj: low + ".qstate.", recordsSubj: low + ".qrec.", auditSubj: low + ".audit"}, nil
+		shared: prefix + "_SHARED", audit: prefix + "_AUDIT", stateSubj: low + ".qstate.", recordsSubj: low + ".qrec.", auditSubj: low + ".audit"}, nil
 }
 
 // Config says how to reach NATS and what durability to demand.
@@ -91,9 +93,10 @@ type Conn struct {
 	replicas int
 	clk      clock.Clock
 	n        names
-	state    jetstream.Stream
 	records  jetstream.Stream
 	kv       jetstream.KeyValue
+	// shared is the bucket of the relays' shared memories (shared.go).
+	shared jetstream.Stream
 	// refused keeps the permission errors the server reported.
 	refused *asyncErr
 }
@@ -194,24 +197,30 @@ func (c *Conn) setup(ctx context.Context, cfg Config) error {
 	}
 	c.js = js
 	err = c.retrySetup(ctx, func(ctx context.Context) (err error) {
-		c.state, err = c.stream(ctx, stateConfig(c.n, cfg.Replicas))
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	err = c.retrySetup(ctx, func(ctx context.Context) (err error) {
 		c.records, err = c.stream(ctx, recordsConfig(c.n, cfg.Replicas))
 		return err
 	})
 	if err != nil {
 		return err
 	}
-	if err := c.retrySetup(ctx, func(ctx context.Context) (err error) { c.kv, err = c.bucket(ctx, cfg.Replicas); return err }); err != nil {
+	agentsCfg := jetstream.KeyValueConfig{Bucket: c.n.bucket, Description: "torpor-relay: agent states and KeyPackages",
+		History: 1, Storage: jetstream.FileStorage, Replicas: cfg.Replicas}
+	if err := c.retrySetup(ctx, func(ctx context.Context) (err error) { c.kv, _, err = c.bucket(ctx, agentsCfg); return err }); err != nil {
+		return err
+	}
+	if err := c.retrySetup(ctx, func(ctx context.Context) (err error) {
+		if _, c.shared, err = c.bucket(ctx, sharedConfig(c.n, cfg.Replicas)); err != nil {
+			return err
+		}
+		return c.canWriteShared(ctx)
+	}); err != nil {
+		return err
+	}
+	if err := c.convertOldLayout(ctx); err != nil {
 		return err
 	}
 	if cfg.Replicas == 1 {
-		for _, s := range []jetstream.Stream{c.state, c.records} {
+		for _, s := range []jetstream.Stream{c.records} {
 			if cl := s.CachedInfo().Cluster; cl != nil && cl.Leader != "" && cl.Leader != server {
 				return fmt.Errorf("%w: stream %s is on server %q but the monitoring URL is %q's", ErrDurability, s.CachedInfo().Config.Name, cl.Leader, server)
 			}
@@ -220,17 +229,13 @@ func (c *Conn) setup(ctx context.Context, cfg Config) error {
 	return nil
 }
 
-func stateConfig(n names, replicas int) jetstream.StreamConfig {
-	return jetstream.StreamConfig{
-		Name: n.state, Description: "torpor-relay: one queue state per agent (compare-and-swap)",
-		Subjects: []string{n.stateSubj + ">"}, Storage: jetstream.FileStorage, Replicas: replicas,
-		MaxMsgsPerSubject: 1, Discard: jetstream.DiscardOld, AllowDirect: false,
-	}
-}
+// ErrOldLayout is returned (wrapped) by Open when it could not convert
+// the queues of the previous layout (see convertOldLayout).
+var ErrOldLayout = errors.New("jsstore: converting the queue from the previous layout")
 
 func recordsConfig(n names, replicas int) jetstream.StreamConfig {
 	return jetstream.StreamConfig{
-		Name: n.records, Description: "torpor-relay: queued request bodies (per-message TTL)",
+		Name: n.records, Description: "torpor-relay: queued records and markers, one subject per agent",
 		Subjects: []string{n.recordsSubj + ">"}, Storage: jetstream.FileStorage, Replicas: replicas,
 		AllowMsgTTL: true, AllowDirect: false,
 	}
@@ -344,46 +349,52 @@ func (c *Conn) stream(ctx context.Context, want jetstream.StreamConfig) (jetstre
 	return s, nil
 }
 
-// bucket returns the agents bucket, creating it when it is missing, with
-// direct gets off so that every read is served by the stream leader: a
-// relay then reads what another relay wrote before (nats.go creates
-// buckets with them on, which lets a lagging replica answer).
-func (c *Conn) bucket(ctx context.Context, replicas int) (jetstream.KeyValue, error) {
-	bucket := c.n.bucket
+// bucket returns the bucket want names and its stream, creating it when
+// it is missing, with direct gets off so that every read is served by the
+// stream leader: a relay then reads what another relay wrote before
+// (nats.go creates buckets with them on, which lets a lagging replica
+// answer). A bucket whose keys have TTLs (want.LimitMarkerTTL) must
+// allow them.
+func (c *Conn) bucket(ctx context.Context, want jetstream.KeyValueConfig) (jetstream.KeyValue, jetstream.Stream, error) {
+	bucket, replicas := want.Bucket, want.Replicas
 	_, err := c.js.KeyValue(ctx, bucket)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
 		err = c.awaitPlacement(ctx, func() error {
-			_, err := c.js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
-				Bucket: bucket, Description: "torpor-relay: agent states and KeyPackages",
-				History: 1, Storage: jetstream.FileStorage, Replicas: replicas,
-			})
+			_, err := c.js.CreateKeyValue(ctx, want)
+			if errors.Is(err, jetstream.ErrBucketExists) {
+				return nil // another relay created it meanwhile: checked below
+			}
 			return err
 		})
 		var apiErr *jetstream.APIError
 		switch {
 		case errors.As(err, &apiErr) && (apiErr.ErrorCode == jsErrNoPeers || apiErr.ErrorCode == jsErrReplicasNotSupported):
-			return nil, fmt.Errorf("%w: creating bucket %s with %d replicas: %v", ErrDurability, bucket, replicas, err)
+			return nil, nil, fmt.Errorf("%w: creating bucket %s with %d replicas: %v", ErrDurability, bucket, replicas, err)
 		case err != nil:
-			return nil, fmt.Errorf("jsstore: creating bucket %s: %w", bucket, err)
+			return nil, nil, fmt.Errorf("jsstore: creating bucket %s: %w", bucket, err)
 		}
 	} else if err != nil {
-		return nil, fmt.Errorf("jsstore: bucket %s: %w", bucket, err)
+		return nil, nil, fmt.Errorf("jsstore: bucket %s: %w", bucket, err)
 	}
 	s, err := c.js.Stream(ctx, "KV_"+bucket)
 	if err != nil {
-		return nil, fmt.Errorf("jsstore: bucket %s: %w", bucket, err)
+		return nil, nil, fmt.Errorf("jsstore: bucket %s: %w", bucket, err)
 	}
 	cfg := s.CachedInfo().Config
 	if cfg.Replicas < replicas || cfg.Storage != jetstream.FileStorage {
-		return nil, fmt.Errorf("%w: bucket %s has %d replicas (storage %v), want %d on file", ErrDurability, bucket, cfg.Replicas, cfg.Storage, replicas)
+		return nil, nil, fmt.Errorf("%w: bucket %s has %d replicas (storage %v), want %d on file", ErrDurability, bucket, cfg.Replicas, cfg.Storage, replicas)
+	}
+	if want.LimitMarkerTTL > 0 && !cfg.AllowMsgTTL {
+		return nil, nil, fmt.Errorf("%w: bucket %s exists without per-key TTLs (allow_msg_ttl)", errMismatch, bucket)
 	}
 	if cfg.AllowDirect {
 		cfg.AllowDirect = false
-		if _, err := c.js.UpdateStream(ctx, cfg); err != nil {
-			return nil, fmt.Errorf("jsstore: bucket %s: turning direct gets off: %w", bucket, err)
+		if s, err = c.js.UpdateStream(ctx, cfg); err != nil {
+			return nil, nil, fmt.Errorf("jsstore: bucket %s: turning direct gets off: %w", bucket, err)
 		}
 	}
-	return c.js.KeyValue(ctx, bucket) // bound again, to read from the leader
+	kv, err := c.js.KeyValue(ctx, bucket) // bound again, to read from the leader
+	return kv, s, err
 }
 
 // varz is the part of the monitoring endpoint's /varz that Open reads
@@ -429,16 +440,18 @@ func syncInterval(v varz) time.Duration {
 	return v.JetStream.Config.SyncInterval
 }
 
-// stateEntryBytes bounds the stored size of one live record in an agent's
-// queue state: seven CBOR integers (at most 9 bytes each, 64 with the
-// array header) and, when every record has its own sender, that sender's
-// DID (a did:key is 56 bytes; 96 leaves room).
+// stateEntryBytes is what MaxMessages allows per live record: more than
+// a marker needs to name it (one CBOR integer, at most 9 bytes). It was the
+// size of a record's entry in the previous layout's queue state (seven
+// integers and the sender's DID), and is kept so that the bounds a relay
+// accepted stay those it accepts.
 const stateEntryBytes = 64 + 96
 
-// MaxMessages is the most live records one agent's queue state can hold:
-// the state is one NATS message, at most the server's max_payload (1 MiB
-// by default) long, with room for its header. A relay refuses bounds whose
-// messages and handshake reserve exceed it.
+// MaxMessages is the most live records one agent's queue may hold: a
+// marker naming every one of them fits one NATS message, at most the
+// server's max_payload (1 MiB by default) long, with room for its
+// header, and so does each record. A relay refuses bounds whose messages
+// and handshake reserve exceed it.
 func (c *Conn) MaxMessages() int {
 	return int((c.nc.MaxPayload() - 4096) / stateEntryBytes)
 }

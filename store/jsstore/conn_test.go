@@ -12,8 +12,6 @@ import (
 
 	"github.com/torpor-dev/torpor/store/jsstore"
 	"github.com/torpor-dev/torpor/store/jsstore/jsserver"
-	"github.com/torpor-dev/torpor/store/queue/queuetest"
-	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 )
 
 // TestOpenRefusesWeakDurability: Open refuses, naming the setting, every
@@ -52,54 +50,11 @@ func TestOpenRefusesWeakDurability(t *testing.T) {
 	}
 	defer nc.Close()
 	js, _ := jetstream.New(nc)
-	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: jsstore.StateStream, Subjects: []string{"torpor.qstate.>"}, Storage: jetstream.MemoryStorage}); err != nil {
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: jsstore.RecordsStream, Subjects: []string{"torpor.qrec.>"}, Storage: jetstream.MemoryStorage}); err != nil {
 		t.Fatal(err)
 	}
 	_, err = jsstore.Open(ctx, jsstore.Config{URLs: []string{srv.URL()}, Replicas: 1, MonitorURL: srv.MonitorURL()})
 	if !errors.Is(err, jsstore.ErrDurability) || !strings.Contains(err.Error(), "memory") {
 		t.Errorf("Open over a stream kept in memory = %v, want jsstore.ErrDurability", err)
-	}
-}
-
-// TestBodiesExpireByTTL: a body is stored with a JetStream per-message
-// TTL of the record's TTL plus jsstore.TTLGrace, so that no scan is
-// needed to remove it; and a state entry whose body is gone is skipped
-// by Next and dropped.
-func TestBodiesExpireByTTL(t *testing.T) {
-	srv := single(t)
-	c := open(t, srv)
-	defer c.Close()
-	q := c.Queue()
-	b := queuebounds.Default()
-	b.TTL = 2 * time.Hour
-	r1 := queuetest.MustEnqueue(t, q, queuetest.Msg(queuetest.Alice, "one"), b, queuetest.T0)
-	queuetest.MustEnqueue(t, q, queuetest.Msg(queuetest.Alice, "two"), b, queuetest.T0)
-	nc, err := nats.Connect(srv.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
-	ctx := context.Background()
-	s, err := js.Stream(ctx, jsstore.RecordsStream)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := s.GetMsg(ctx, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got, want := m.Header.Get(jetstream.MsgTTLHeader), (b.TTL + jsstore.TTLGrace).String(); got != want || string(m.Data) != "one" {
-		t.Errorf("first body %q has TTL %q, want %q", m.Data, got, want)
-	}
-	if err := s.DeleteMsg(ctx, 1); err != nil {
-		t.Fatal(err)
-	}
-	rs, err := q.Next(ctx, queuetest.Agent, 0, 10, queuetest.T0)
-	if err != nil || len(rs) != 1 || rs[0].Seq != r1.Seq+1 {
-		t.Fatalf("Next after the first body vanished = %v, %v; want seq %d alone", rs, err, r1.Seq+1)
-	}
-	if st, _ := q.Stats(ctx, queuetest.Agent, queuetest.T0); st.Messages != 1 {
-		t.Errorf("Stats after Next dropped the bodiless entry = %+v, want 1 message", st)
 	}
 }

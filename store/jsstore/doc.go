@@ -6,57 +6,64 @@
 //
 // # Layout
 //
-//	stream TORPOR_QUEUE_STATE    subjects torpor.qstate.<agent>
-//	    one message per agent (max_msgs_per_subject 1): the agent's queue
-//	    state, a version byte (1) and a CBOR array: the agent's DID, the
-//	    last seq handed out, and one entry per live record (seq, stream
-//	    sequence of its body, size, kind, sender, enqueued and expiry
-//	    times)
 //	stream TORPOR_QUEUE_RECORDS  subjects torpor.qrec.<agent>
-//	    one message per record body, with a per-message TTL (Nats-TTL) of
-//	    the record's TTL plus TTLGrace (allow_msg_ttl; nats-server 2.11 or
-//	    later)
+//	    the agent's queue, as messages on its subject in stream order:
+//	    one record message per queued record (the body; headers
+//	    Torpor-Seq, Torpor-Kind, Torpor-From, Torpor-Times and Torpor-Op,
+//	    the id of the Enqueue call), and markers (header Torpor-Marker;
+//	    a version byte (1) and a CBOR array: the last seq handed out and
+//	    the seqs of the records that left the queue)
 //	bucket TORPOR_AGENTS         (key-value; see agents.go)
+//	bucket TORPOR_SHARED         (key-value with per-key TTLs: spent
+//	    tokens, token-bucket limits, secrets shared by the fleet's
+//	    relays; see shared.go)
 //	stream TORPOR_AUDIT          subject torpor.audit
 //	    the audit log (store/audit): one JSON record per message, the
 //	    stream sequence its Seq; max_msgs is the log's bound, discard old
 //	    (created by Conn.Audit, when the relay keeps an audit log)
 //
 // The names are those of the default Config.Prefix, TORPOR (another
-// prefix P gives P_QUEUE_STATE, p.qstate.> and so on). <agent> is the
-// unpadded base64url encoding of the agent's DID. The
-// streams and the bucket are file-backed with the configured replica
-// count and have allow_direct off, so that every read is served by the
-// stream leader and sees what any relay wrote before it.
+// prefix P gives P_QUEUE_RECORDS, p.qrec.> and so on). <agent> is the
+// unpadded base64url encoding of the agent's DID. The stream and the
+// bucket are file-backed with the configured replica count and have
+// allow_direct off, so that every read is served by the stream leader and
+// sees what any relay wrote before it. The previous layout kept each
+// agent's queue state in a stream of its own, TORPOR_QUEUE_STATE; Open
+// converts such queues to this layout (convert.go).
 //
-// # Exact bounds across relays
+// # One write per enqueue, exact bounds across relays
 //
-// An agent's queue is its state message. Every change to it (Enqueue, Ack,
-// expiry) reads the state with its stream sequence R, computes the new
-// state and publishes it with the header Nats-Expected-Last-Subject-Sequence
-// R: JetStream stores the message only if R is still the last sequence on
-// the subject, and answers "wrong last sequence" otherwise, after which the
-// caller reads again and recomputes. In a cluster the stream leader checks
-// before proposing, against its stored state and the proposals in flight
-// on the subject, of which it allows one; so the successful writes of one
-// agent's state form a chain, each computed from the one before it. Enqueue checks the
-// bounds (queue.Admit, the rule Bolt applies) against the state it
-// replaces, so no two enqueues can both take the last slot: the second one
-// to reach the leader was computed from a state that is no longer the
-// last, is refused by the leader and checks again against the state that
-// holds the first record. Seqs come from the same chain (last + 1), so
-// they strictly increase and are never reused.
+// Every change to an agent's queue appends a message to its subject: an
+// Enqueue the record, an Ack or a purge a marker naming the records that
+// leave. A message is deleted only after a later marker names it (a
+// record) or replaces it (an older marker), so the subject's last stream
+// sequence never goes back, and the queue at any instant is the fold of
+// its subject's messages up to that sequence: the sequence is the queue's
+// version. Each Queue keeps that fold (a view: live records with their
+// sizes and senders, the last seq handed out) for the agents it serves.
 //
-// Enqueue publishes the body before the state: the record exists once the
-// state names it, and then its body is already stored. A body whose state
-// write lost (a bound refused it on the retry) is deleted; one whose
-// enqueue failed in between is named by no state and disappears with its
-// TTL. A state entry whose body is gone (a failure made Enqueue delete a
-// body whose state write had landed after all) is skipped and dropped by
-// Next. Acknowledged and expired records leave the state first and their
-// bodies are deleted after.
+// Enqueue checks the bounds (queue.Admit, the rule Bolt applies) on its
+// view and publishes the record with the header
+// Nats-Expected-Last-Subject-Sequence set to the view's version: JetStream
+// stores it only if that is still the subject's last sequence, and
+// answers "wrong last sequence" otherwise. In a cluster the stream leader
+// checks before proposing, against its stored state and the proposals in
+// flight on the subject, of which it allows one. So the successful writes
+// to one agent's queue form a chain, each checked against the whole queue
+// it extends: a compare-and-set on the subject. No two enqueues can both
+// take the last slot: the second to reach the leader was checked on a
+// version that is no longer the last, is refused, brings its view up to
+// date (reading the messages after its version from the leader) and
+// checks again. A refusal by a bound is given only on a view just brought
+// up to date. Seqs come from the same chain (last + 1), so they strictly
+// increase and are never reused: a marker carries the last seq handed out
+// when the records it names are deleted. When the view is current, which
+// it is while no other relay writes to the agent, an Enqueue is that one
+// publish; a publish that failed but landed is found by its Torpor-Op when
+// the view is brought up to date.
 //
-// Enqueue is acknowledged only after both publishes were acknowledged by
+// Enqueue is acknowledged only after its publish was acknowledged by
 // JetStream: with 3 replicas, stored on a quorum; with 1, fsync'd (Open
-// checks the server's sync_interval).
+// checks the server's sync_interval). Expired records stay on the subject,
+// hidden by their expiry time, until Purge names them in a marker.
 package jsstore

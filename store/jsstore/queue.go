@@ -2,9 +2,13 @@ package jsstore
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -13,12 +17,6 @@ import (
 	"github.com/torpor-dev/torpor/clock"
 	"github.com/torpor-dev/torpor/store/queue"
 )
-
-// TTLGrace is added to a record's TTL for the JetStream per-message TTL
-// that removes its body. The relay decides expiry by its own clock
-// (Enqueue's now); the grace keeps a body until the relay has stopped
-// serving it even when the relay's and the servers' clocks differ.
-const TTLGrace = time.Hour
 
 // maxAttempts bounds the compare-and-swap retries of one call; each lost
 // race means another call on the same agent won, so progress is made.
@@ -49,20 +47,47 @@ func (c *Conn) retry(ctx context.Context, fn func() error) error {
 	}
 }
 
+// maxViews bounds the agents whose queue view a Queue keeps in memory; past
+// it, views of agents not in use are forgotten and read again when needed.
+const maxViews = 1 << 16
+
 // Queue is queue.Store on JetStream. It is safe for concurrent use, also
-// by many relays over the same streams.
+// by many relays over the same stream.
+//
+// It keeps a view of each agent's queue it has used (see view), so that an
+// Enqueue whose view is current is one publish; the publish carries the
+// view's version as its expected last subject sequence, so a view that is
+// not current makes it fail, after which the view is brought up to date.
 type Queue struct {
 	c *Conn
 
 	mu     sync.RWMutex
 	closed bool
+
+	vmu   sync.Mutex
+	views map[string]*agentView
+
+	opPrefix string
+	ops      atomic.Uint64
+}
+
+// agentView is one agent's view, nil until read; mu serializes the calls
+// on the agent within this Queue (JetStream would refuse all but one of
+// their writes anyway).
+type agentView struct {
+	mu sync.Mutex
+	v  *view
 }
 
 var _ queue.Store = (*Queue)(nil)
 
-// Queue returns the queue store over c's streams. Closing it does not
+// Queue returns the queue store over c's stream. Closing it does not
 // close c.
-func (c *Conn) Queue() *Queue { return &Queue{c: c} }
+func (c *Conn) Queue() *Queue {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	return &Queue{c: c, views: map[string]*agentView{}, opPrefix: hex.EncodeToString(b) + "-"}
+}
 
 // Close implements queue.Store.
 func (q *Queue) Close() error {
@@ -87,39 +112,103 @@ func (q *Queue) enter(ctx context.Context) error {
 	return nil
 }
 
-// load reads agent's queue state and its revision (the stream sequence of
-// the state message; 0 when the agent has none) from the stream leader.
-func (q *Queue) load(ctx context.Context, agent string) (qstate, uint64, error) {
-	m, err := q.c.state.GetLastMsgForSubject(ctx, q.c.n.stateSubj+token(agent))
-	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return qstate{Agent: agent}, 0, nil
+// lock returns agent's view holder, locked.
+func (q *Queue) lock(agent string) *agentView {
+	q.vmu.Lock()
+	av := q.views[agent]
+	if av == nil {
+		if len(q.views) >= maxViews {
+			for a, old := range q.views {
+				if old.mu.TryLock() {
+					delete(q.views, a)
+					old.mu.Unlock()
+				}
+				if len(q.views) < maxViews*3/4 {
+					break
+				}
+			}
+		}
+		av = &agentView{}
+		q.views[agent] = av
 	}
-	if err != nil {
-		return qstate{}, 0, err
-	}
-	s, err := unmarshalState(m.Data)
-	if err == nil && s.Agent != agent {
-		err = fmt.Errorf("%w: queue state of %s names %s", queue.ErrCorrupt, agent, s.Agent)
-	}
-	return s, m.Sequence, err
+	q.vmu.Unlock()
+	av.mu.Lock()
+	return av
 }
 
-// errConflict is a compare-and-swap that lost: the state changed since
-// it was read.
-var errConflict = errors.New("jsstore: state changed")
+func (q *Queue) subject(agent string) string { return q.c.n.recordsSubj + token(agent) }
 
-// store writes s as agent's state if its revision is still rev.
-func (q *Queue) store(ctx context.Context, s *qstate, rev uint64) error {
-	b, err := s.marshal()
-	if err != nil {
+// refresh brings av's view of agent up to date from the stream leader: it
+// folds the messages on the agent's subject after the view's version,
+// one request each, and one more that finds none. Bodies of the records it
+// reads go into bodies when it is not nil. On an error av's view is
+// dropped, to be read whole next time.
+func (q *Queue) refresh(ctx context.Context, agent string, av *agentView, bodies map[uint64][]byte) error {
+	if av.v == nil {
+		av.v = &view{}
+	}
+	subj := q.subject(agent)
+	for {
+		var m *jetstream.RawStreamMsg
+		err := q.c.retry(ctx, func() (err error) {
+			m, err = q.c.records.GetMsg(ctx, av.v.Last+1, jetstream.WithGetMsgSubject(subj))
+			if errors.Is(err, jetstream.ErrMsgNotFound) {
+				m, err = nil, nil // up to date: not a failure to retry
+			}
+			return err
+		})
+		if err == nil && m == nil {
+			return nil
+		}
+		if err == nil {
+			err = av.v.fold(m.Header, m.Data, m.Sequence)
+		}
+		if err != nil {
+			av.v = nil
+			return err
+		}
+		if bodies != nil && m.Header.Get(hdrMarker) == "" {
+			bodies[m.Sequence] = m.Data
+		}
+	}
+}
+
+// catchUp brings av's view up to date after a publish on its version was
+// refused. When no message came after the version, the subject's last
+// message was removed from under the view (its stream purged by an
+// operator, or a body of the previous layout gone by its TTL): the view is
+// read again whole.
+func (q *Queue) catchUp(ctx context.Context, agent string, av *agentView) error {
+	var last uint64
+	if av.v != nil {
+		last = av.v.Last
+	}
+	if err := q.refresh(ctx, agent, av, nil); err != nil || av.v.Last != last {
 		return err
 	}
-	m := &nats.Msg{Subject: q.c.n.stateSubj + token(s.Agent), Data: b}
-	_, err = q.c.js.PublishMsg(ctx, m, jetstream.WithExpectStream(q.c.n.state), jetstream.WithExpectLastSequencePerSubject(rev))
-	if isConflict(err) {
-		return errConflict
-	}
-	return err
+	av.v = nil
+	return q.refresh(ctx, agent, av, nil)
+}
+
+// errConflict is a publish whose expected last subject sequence did not
+// hold: the queue changed since the view was read.
+var errConflict = errors.New("jsstore: queue changed")
+
+// publish stores m on its subject if the subject's last stream sequence
+// is still last, and returns the new message's stream sequence.
+func (q *Queue) publish(ctx context.Context, m *nats.Msg, last uint64) (uint64, error) {
+	var seq uint64
+	err := q.c.retry(ctx, func() error {
+		ack, err := q.c.js.PublishMsg(ctx, m, jetstream.WithExpectStream(q.c.n.records), jetstream.WithExpectLastSequencePerSubject(last))
+		if isConflict(err) {
+			return errConflict
+		}
+		if err == nil {
+			seq = ack.Sequence
+		}
+		return err
+	})
+	return seq, err
 }
 
 func isConflict(err error) bool {
@@ -128,65 +217,89 @@ func isConflict(err error) bool {
 		apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant)
 }
 
-// update applies change to agent's state and stores the result by
-// compare-and-swap, reading again and re-applying after a lost race or a
-// failure (see Conn.retry), so change must be written to be applied
-// again to the state it finds: a write that failed may have landed. When
-// change reports no change nothing is written. It returns what the last
-// change returned.
-func (q *Queue) update(ctx context.Context, agent string, change func(*qstate) ([]entry, bool)) ([]entry, error) {
-	return q.updateFrom(ctx, agent, nil, change)
-}
-
-// loaded is an agent's state as load read it, with its revision.
-type loaded struct {
-	s   qstate
-	rev uint64
-}
-
-// updateFrom is update starting from first, a state the caller has just
-// loaded (nil: none), which saves a read and a decode when nothing
-// changed in between. first is used for the first attempt only: after a
-// lost race or a failure the state is read again.
-func (q *Queue) updateFrom(ctx context.Context, agent string, first *loaded, change func(*qstate) ([]entry, bool)) ([]entry, error) {
+// drop takes the live records of agent for which gone is true out of its
+// queue: a marker naming them is published (compare-and-swap on the view's
+// version, after bringing the view up to date), then their messages are
+// deleted. It returns how many it took out.
+func (q *Queue) drop(ctx context.Context, agent string, gone func(entry) bool) (int, error) {
+	av := q.lock(agent)
+	defer av.mu.Unlock()
 	for range maxAttempts {
-		var out []entry
-		err := q.c.retry(ctx, func() error {
-			var s qstate
-			var rev uint64
-			var err error
-			if first != nil {
-				s, rev, first = first.s, first.rev, nil
-			} else if s, rev, err = q.load(ctx, agent); err != nil {
-				return err
-			}
-			var changed bool
-			if out, changed = change(&s); !changed {
-				return nil
-			}
-			return q.store(ctx, &s, rev)
-		})
-		if !errors.Is(err, errConflict) {
-			return out, err
+		if err := q.refresh(ctx, agent, av, nil); err != nil {
+			return 0, err
 		}
-		if err := ctx.Err(); err != nil {
-			return nil, err
+		v := av.v
+		var seqs []uint64
+		n := 0
+		for _, e := range v.Live {
+			if gone(e) {
+				seqs = append(seqs, e.Seq)
+				n++
+			}
 		}
+		if n == 0 {
+			q.cleanup(ctx, v)
+			return 0, nil
+		}
+		for _, e := range v.Gone {
+			seqs = append(seqs, e.Seq)
+		}
+		m, err := markerMsg(q.subject(agent), v.MaxSeq, seqs)
+		if err != nil {
+			return 0, err
+		}
+		seq, err := q.publish(ctx, m, v.Last)
+		if errors.Is(err, errConflict) {
+			if err := q.catchUp(ctx, agent, av); err != nil {
+				return 0, err
+			}
+			continue
+		}
+		if err == nil {
+			err = v.fold(m.Header, m.Data, seq)
+		}
+		if err != nil {
+			av.v = nil // the marker may have landed
+			return 0, err
+		}
+		q.cleanup(ctx, v)
+		return n, nil
 	}
-	return nil, fmt.Errorf("jsstore: %s: %d lost races in a row", agent, maxAttempts)
+	return 0, fmt.Errorf("jsstore: %s: %d lost races in a row", agent, maxAttempts)
 }
 
-// deleteBodies deletes the records stream's messages of es; one already
-// gone is fine, and one that a failure leaves behind is removed by its
-// per-message TTL: no state names it any more.
-func (q *Queue) deleteBodies(ctx context.Context, es []entry) {
-	for _, e := range es {
-		_ = q.c.records.DeleteMsg(ctx, e.Msg)
+// cleanup deletes the messages of the records markers named and of every
+// marker but the last, which names every record an earlier one named
+// whose message may remain. One already gone is fine; one whose delete
+// failed stays in v and is deleted next time.
+func (q *Queue) cleanup(ctx context.Context, v *view) {
+	deleted := func(msg uint64) bool {
+		err := q.c.records.DeleteMsg(ctx, msg)
+		var apiErr *jetstream.APIError
+		return err == nil || errors.Is(err, jetstream.ErrMsgNotFound) ||
+			errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeMessageNotFound
+	}
+	keep := v.Gone[:0]
+	for _, e := range v.Gone {
+		if !deleted(e.Msg) {
+			keep = append(keep, e)
+		}
+	}
+	v.Gone = keep
+	if len(v.Markers) > 1 {
+		last := v.Markers[len(v.Markers)-1]
+		old := v.Markers[:0]
+		for _, m := range v.Markers[:len(v.Markers)-1] {
+			if !deleted(m) {
+				old = append(old, m)
+			}
+		}
+		v.Markers = append(old, last)
 	}
 }
 
-// Ack implements queue.Store. The acknowledged records leave the state by
-// compare-and-swap; their bodies are deleted after.
+// Ack implements queue.Store: the acknowledged records leave the queue by
+// a marker; their messages are deleted after.
 func (q *Queue) Ack(ctx context.Context, agent string, seqs []uint64) error {
 	if err := q.enter(ctx); err != nil {
 		return err
@@ -199,27 +312,27 @@ func (q *Queue) Ack(ctx context.Context, agent string, seqs []uint64) error {
 	for _, s := range seqs {
 		acked[s] = true
 	}
-	gone, err := q.update(ctx, agent, func(s *qstate) ([]entry, bool) {
-		out := s.drop(func(e entry) bool { return acked[e.Seq] })
-		return out, len(out) > 0
-	})
-	if err != nil {
+	if _, err := q.drop(ctx, agent, func(e entry) bool { return acked[e.Seq] }); err != nil {
 		return fmt.Errorf("queue: ack for %s: %w", agent, err)
 	}
-	q.deleteBodies(ctx, gone)
 	return nil
 }
 
-// Stats implements queue.Store from the agent's state alone.
+// Stats implements queue.Store from the agent's view, brought up to date
+// from the stream leader.
 func (q *Queue) Stats(ctx context.Context, agent string, now time.Time) (queue.Stats, error) {
 	if err := q.enter(ctx); err != nil {
 		return queue.Stats{}, err
 	}
 	defer q.mu.RUnlock()
-	s, _, err := q.load(ctx, agent)
-	if err != nil {
+	av := q.lock(agent)
+	defer av.mu.Unlock()
+	if err := q.refresh(ctx, agent, av, nil); err != nil {
 		return queue.Stats{}, fmt.Errorf("queue: stats for %s: %w", agent, err)
 	}
-	st, _ := s.stats(now, "")
+	st, _ := av.v.stats(now, "")
 	return st, nil
 }
+
+// nextOp returns an id for one Enqueue call, unique across relays.
+func (q *Queue) nextOp() string { return q.opPrefix + strconv.FormatUint(q.ops.Add(1), 36) }

@@ -8,11 +8,13 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/torpor-dev/torpor/store/agents/agentstest"
 	"github.com/torpor-dev/torpor/store/jsstore"
 	"github.com/torpor-dev/torpor/store/jsstore/jsserver"
 	"github.com/torpor-dev/torpor/store/queue/queuetest"
+	"github.com/torpor-dev/torpor/store/shared/sharedtest"
 )
 
 func accountsServer(t *testing.T) *jsserver.Server {
@@ -51,6 +53,7 @@ func onAccounts(t *testing.T) func(t *testing.T) *jsstore.Conn {
 func TestContractsUnderRelayPermissions(t *testing.T) {
 	t.Run("queue", func(t *testing.T) { queuetest.Run(t, opener(onAccounts, (*jsstore.Conn).OwnQueue)) })
 	t.Run("agents", func(t *testing.T) { agentstest.Run(t, opener(onAccounts, (*jsstore.Conn).OwnAgents)) })
+	t.Run("shared", func(t *testing.T) { sharedtest.Run(t, sharedOpener(onAccounts)) })
 	t.Run("fleet request-reply", func(t *testing.T) {
 		c := onAccounts(t)(t)
 		defer c.Close()
@@ -139,5 +142,45 @@ func TestRedactURL(t *testing.T) {
 		if got := jsstore.RedactURL(in); got != want {
 			t.Errorf("RedactURL(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// TestOpenRefusedWithoutSharedPermission: a relay user with the previous
+// release's permissions (no $KV.TORPOR_SHARED.>) is refused at Open,
+// naming the subject, rather than at the first token a relay spends; the
+// probe stores nothing.
+func TestOpenRefusedWithoutSharedPermission(t *testing.T) {
+	old := strings.Replace(jsserver.RelayPermissions, `"$KV.TORPOR_SHARED.>", `, "", 1)
+	if old == jsserver.RelayPermissions {
+		t.Fatal("RelayPermissions no longer lists $KV.TORPOR_SHARED.>")
+	}
+	cfg := strings.Replace(jsserver.AccountsConfig("relay-secret-7f3a", "metrics-secret-19c2"), jsserver.RelayPermissions, old, 1)
+	srv, err := jsserver.Start(t.TempDir(), jsserver.Options{SyncAlways: true, Config: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { jsserver.Shutdown([]*jsserver.Server{srv}) })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := openAs(ctx, srv, "relay", "relay-secret-7f3a")
+	if err == nil {
+		c.Close()
+		t.Fatal("Open without the shared bucket's permission: no error")
+	}
+	if !strings.Contains(err.Error(), "lacks the relay's permissions") || !strings.Contains(err.Error(), "$KV.TORPOR_SHARED.probe") {
+		t.Errorf("Open without the shared bucket's permission: %v; want it to say the user lacks the permission to $KV.TORPOR_SHARED.probe", err)
+	}
+	ok := onAccounts(t)(t) // a server with the permissions: the probe leaves no key
+	defer ok.Close()
+	js, err := jetstream.New(ok.NATS())
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := js.Stream(ctx, "KV_"+jsstore.SharedBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, err := st.GetLastMsgForSubject(ctx, "$KV.TORPOR_SHARED.probe"); !errors.Is(err, jetstream.ErrMsgNotFound) {
+		t.Errorf("the start's probe left %v, %v; want no message", m, err)
 	}
 }

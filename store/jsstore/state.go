@@ -4,9 +4,12 @@ import (
 	"encoding/base64"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/fxamacker/cbor/v2"
+	"github.com/nats-io/nats.go"
 
 	"github.com/torpor-dev/torpor/store/queue"
 )
@@ -15,32 +18,146 @@ import (
 // of the DID, which may hold dots (did:web).
 func token(agent string) string { return base64.RawURLEncoding.EncodeToString([]byte(agent)) }
 
-// entry is one live record in an agent's queue state: everything of the
-// Record except its body, which is the records stream's message Msg.
+// Headers of a record message (the body is the record's body) and of a
+// marker message (the body is a wireMarker).
+const (
+	hdrSeq    = "Torpor-Seq"    // the record's seq, decimal
+	hdrKind   = "Torpor-Kind"   // its queue.Kind, decimal
+	hdrFrom   = "Torpor-From"   // its sender's DID; absent when none
+	hdrTimes  = "Torpor-Times"  // enqueued and expiry times, Unix ns, decimal, one space between
+	hdrOp     = "Torpor-Op"     // the id of the Enqueue call that wrote it
+	hdrMarker = "Torpor-Marker" // "1" on a marker
+)
+
+// entry is one record of an agent's queue as its message's headers give
+// it: everything but the body.
 type entry struct {
 	Seq      uint64
-	Msg      uint64 // stream sequence in the records stream
+	Msg      uint64 // stream sequence of the record's message
 	Size     int64
 	Kind     queue.Kind
 	From     string
 	Enqueued int64 // Unix ns
 	Expires  int64 // Unix ns
+	Op       string
 }
 
 func (e entry) expired(now time.Time) bool { return now.UnixNano() > e.Expires }
 
-// qstate is an agent's queue: the last seq handed out and the live
-// records in seq order. It is the one message on the agent's subject in
-// the state stream and changes only by compare-and-swap on that subject.
-type qstate struct {
-	Agent string
-	Last  uint64
-	Live  []entry
+// recordMsg is the message that stores r for one Enqueue call, op.
+func recordMsg(subj string, r queue.Record, op string) *nats.Msg {
+	h := nats.Header{
+		hdrSeq:   {strconv.FormatUint(r.Seq, 10)},
+		hdrKind:  {strconv.Itoa(int(r.Kind))},
+		hdrTimes: {strconv.FormatInt(r.EnqueuedAt.UnixNano(), 10) + " " + strconv.FormatInt(r.ExpiresAt.UnixNano(), 10)},
+		hdrOp:    {op},
+	}
+	if r.From != "" {
+		h[hdrFrom] = []string{r.From}
+	}
+	return &nats.Msg{Subject: subj, Data: r.Body, Header: h}
+}
+
+// parseRecord reads the entry of a record message stored at stream
+// sequence msg.
+func parseRecord(h nats.Header, msg uint64, size int) (entry, error) {
+	e := entry{Msg: msg, Size: int64(size), From: h.Get(hdrFrom), Op: h.Get(hdrOp)}
+	seq, err1 := strconv.ParseUint(h.Get(hdrSeq), 10, 64)
+	kind, err2 := strconv.ParseUint(h.Get(hdrKind), 10, 8)
+	enq, exp, ok := strings.Cut(h.Get(hdrTimes), " ")
+	var err3, err4 error
+	e.Enqueued, err3 = strconv.ParseInt(enq, 10, 64)
+	e.Expires, err4 = strconv.ParseInt(exp, 10, 64)
+	if err1 != nil || err2 != nil || err3 != nil || err4 != nil || !ok || seq == 0 {
+		return entry{}, fmt.Errorf("%w: queue message %d: bad headers %v", queue.ErrCorrupt, msg, h)
+	}
+	e.Seq, e.Kind = seq, queue.Kind(kind)
+	return e, nil
+}
+
+// wireMarker is a marker's body: a version byte (1) then this CBOR
+// array. A marker records that the records of seqs Gone left the queue
+// (acknowledged or purged) and that seqs up to Last were handed out; it
+// is written before their messages are deleted.
+type wireMarker struct {
+	_    struct{} `cbor:",toarray"`
+	Last uint64
+	Gone []uint64
+}
+
+const markerVersion = 1
+
+func markerMsg(subj string, last uint64, gone []uint64) (*nats.Msg, error) {
+	b, err := cbor.Marshal(wireMarker{Last: last, Gone: gone})
+	if err != nil {
+		return nil, err
+	}
+	return &nats.Msg{Subject: subj, Data: append([]byte{markerVersion}, b...), Header: nats.Header{hdrMarker: {"1"}}}, nil
+}
+
+func parseMarker(b []byte, msg uint64) (wireMarker, error) {
+	var w wireMarker
+	if len(b) == 0 || b[0] != markerVersion {
+		return w, fmt.Errorf("%w: queue marker %d: unknown version", queue.ErrCorrupt, msg)
+	}
+	if err := cbor.Unmarshal(b[1:], &w); err != nil {
+		return w, fmt.Errorf("%w: queue marker %d: %v", queue.ErrCorrupt, msg, err)
+	}
+	return w, nil
+}
+
+// view is an agent's queue as folded from the messages on its subject, in
+// stream order, up to the stream sequence Last. Every change to the queue
+// appends a message to the subject, and a message is deleted only after a
+// later one (a marker) says so, so Last is the version of the whole queue:
+// a publish expecting Last as the subject's last sequence succeeds only
+// on the queue this view describes.
+type view struct {
+	Last    uint64   // stream sequence of the last message folded (0: none)
+	MaxSeq  uint64   // the highest seq handed out
+	Live    []entry  // records no marker names, in seq order
+	Gone    []entry  // records a marker names whose messages may remain
+	Markers []uint64 // stream sequences of the markers folded, oldest first
+}
+
+// fold applies the message m, stored at stream sequence seq, to v.
+func (v *view) fold(h nats.Header, data []byte, seq uint64) error {
+	if h.Get(hdrMarker) != "" {
+		w, err := parseMarker(data, seq)
+		if err != nil {
+			return err
+		}
+		v.MaxSeq = max(v.MaxSeq, w.Last)
+		for _, s := range w.Gone {
+			if i := slices.IndexFunc(v.Live, func(e entry) bool { return e.Seq == s }); i >= 0 {
+				v.Gone = append(v.Gone, v.Live[i])
+				v.Live = slices.Delete(v.Live, i, i+1)
+			}
+		}
+		v.Markers = append(v.Markers, seq)
+	} else if h.Get(hdrSeq) == "" && h.Get("Torpor-Agent") != "" {
+		// A body of the previous layout that no state named (Open
+		// refuses while its state stream holds any): never a record.
+	} else {
+		e, err := parseRecord(h, seq, len(data))
+		if err != nil {
+			return err
+		}
+		v.MaxSeq = max(v.MaxSeq, e.Seq)
+		v.Live = append(v.Live, e)
+	}
+	v.Last = seq
+	return nil
+}
+
+// clone returns a copy of v that shares nothing with it.
+func (v *view) clone() *view {
+	return &view{Last: v.Last, MaxSeq: v.MaxSeq, Live: slices.Clone(v.Live), Gone: slices.Clone(v.Gone), Markers: slices.Clone(v.Markers)}
 }
 
 // stats totals the entries live at now and those from peer.
-func (s *qstate) stats(now time.Time, peer string) (st, fromPeer queue.Stats) {
-	for _, e := range s.Live {
+func (v *view) stats(now time.Time, peer string) (st, fromPeer queue.Stats) {
+	for _, e := range v.Live {
 		if e.expired(now) {
 			continue
 		}
@@ -56,75 +173,4 @@ func (s *qstate) stats(now time.Time, peer string) (st, fromPeer queue.Stats) {
 		}
 	}
 	return st, fromPeer
-}
-
-// drop removes the entries for which gone is true and returns them.
-func (s *qstate) drop(gone func(entry) bool) []entry {
-	var out []entry
-	s.Live = slices.DeleteFunc(s.Live, func(e entry) bool {
-		if gone(e) {
-			out = append(out, e)
-			return true
-		}
-		return false
-	})
-	return out
-}
-
-// wireState is qstate as stored: a version byte (1) then this CBOR array.
-// Senders are listed once in Peers and named by index in the entries,
-// which keeps a full queue's state small (a few tens of KiB).
-type wireState struct {
-	_     struct{} `cbor:",toarray"`
-	Agent string
-	Last  uint64
-	Peers []string
-	Live  [][7]int64 // seq, msg, size, kind, peer index (-1: none), enqueued, expires
-}
-
-const stateVersion = 1
-
-func (s *qstate) marshal() ([]byte, error) {
-	w := wireState{Agent: s.Agent, Last: s.Last, Live: make([][7]int64, 0, len(s.Live))}
-	index := map[string]int{}
-	for _, e := range s.Live {
-		p := -1
-		if e.From != "" {
-			i, ok := index[e.From]
-			if !ok {
-				i = len(w.Peers)
-				index[e.From] = i
-				w.Peers = append(w.Peers, e.From)
-			}
-			p = i
-		}
-		w.Live = append(w.Live, [7]int64{int64(e.Seq), int64(e.Msg), e.Size, int64(e.Kind), int64(p), e.Enqueued, e.Expires})
-	}
-	b, err := cbor.Marshal(w)
-	if err != nil {
-		return nil, err
-	}
-	return append([]byte{stateVersion}, b...), nil
-}
-
-func unmarshalState(b []byte) (qstate, error) {
-	if len(b) == 0 || b[0] != stateVersion {
-		return qstate{}, fmt.Errorf("%w: queue state: unknown version", queue.ErrCorrupt)
-	}
-	var w wireState
-	if err := cbor.Unmarshal(b[1:], &w); err != nil {
-		return qstate{}, fmt.Errorf("%w: queue state: %v", queue.ErrCorrupt, err)
-	}
-	s := qstate{Agent: w.Agent, Last: w.Last, Live: make([]entry, 0, len(w.Live))}
-	for _, v := range w.Live {
-		e := entry{Seq: uint64(v[0]), Msg: uint64(v[1]), Size: v[2], Kind: queue.Kind(v[3]), Enqueued: v[5], Expires: v[6]}
-		switch p := v[4]; {
-		case p >= int64(len(w.Peers)) || p < -1:
-			return qstate{}, fmt.Errorf("%w: queue state of %s: peer index %d", queue.ErrCorrupt, w.Agent, p)
-		case p >= 0:
-			e.From = w.Peers[p]
-		}
-		s.Live = append(s.Live, e)
-	}
-	return s, nil
 }

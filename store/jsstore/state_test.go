@@ -2,20 +2,16 @@ package jsstore
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"testing"
 	"time"
 
 	"github.com/torpor-dev/torpor/store/jsstore/jsserver"
-	"github.com/torpor-dev/torpor/store/queue"
 )
 
-// TestFullQueueStateFits: the queue state of an agent holding MaxMessages
-// records, each from its own sender and with the largest numbers, is
-// stored by JetStream under the default max_payload, and one half again
-// as large is not (the bound is not far below the real limit).
-func TestFullQueueStateFits(t *testing.T) {
+// TestFullMarkerFits: a marker naming MaxMessages records, with the
+// largest seqs, is stored by JetStream under the default max_payload and
+// read back whole.
+func TestFullMarkerFits(t *testing.T) {
 	srv, err := jsserver.Start(t.TempDir(), jsserver.Options{SyncAlways: true})
 	if err != nil {
 		t.Fatal(err)
@@ -32,28 +28,22 @@ func TestFullQueueStateFits(t *testing.T) {
 	if max < 1000 || max > 10000 {
 		t.Fatalf("MaxMessages = %d with the default 1 MiB max_payload, want a few thousand", max)
 	}
-	s := fullState(max)
-	if err := c.Queue().store(ctx, &s, 0); err != nil {
-		t.Fatalf("storing a full queue state of %d records: %v", max, err)
+	const big = 1<<64 - 1
+	gone := make([]uint64, max)
+	for i := range gone {
+		gone[i] = big - uint64(i)
 	}
-	_, rev, err := c.Queue().load(ctx, s.Agent)
+	q := c.Queue()
+	m, err := markerMsg(q.subject("did:key:full"), big, gone)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s = fullState(max * 3 / 2)
-	if err := c.Queue().store(ctx, &s, rev); err == nil || errors.Is(err, errConflict) {
-		t.Errorf("storing a state half again over MaxMessages = %v, want a refusal for its size", err)
+	if _, err := q.publish(ctx, m, 0); err != nil {
+		t.Fatalf("storing a marker naming %d records: %v", max, err)
 	}
-}
-
-// fullState is a queue state of n records, each from its own sender, with
-// the largest numbers.
-func fullState(n int) qstate {
-	const big = 1<<63 - 1
-	s := qstate{Agent: "did:key:z6MkhaXgBZDvotDkL5257faiztiGiC2QtKLGpbnnEGta2doK", Last: big}
-	for i := range n {
-		s.Live = append(s.Live, entry{Seq: big - uint64(i), Msg: big, Size: big, Kind: queue.KindHandshake,
-			From: fmt.Sprintf("did:key:z6MkhaXgBZDvotDkL5257faiztiGiC2QtKLGpbnnEGta%06d", i), Enqueued: -big, Expires: big})
+	av := q.lock("did:key:full")
+	defer av.mu.Unlock()
+	if err := q.refresh(ctx, "did:key:full", av, nil); err != nil || av.v.MaxSeq != big || len(av.v.Markers) != 1 {
+		t.Errorf("reading the marker back = %v, view %+v", err, av.v)
 	}
-	return s
 }

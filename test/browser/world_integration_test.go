@@ -77,7 +77,7 @@ func (w *world) startAgent(t *testing.T, name string, mode wake.Mode, scheduled 
 		Store: runtime.Store{DataDir: dir}, Relay: runtime.Relay{URL: w.relay.URL}, Name: name, Board: "rpi4",
 		// This machine's own uptime and the data directory's file system,
 		// read as a device reads them.
-		Health:   health.Sources{Root: "/", DataDir: dir}.Read,
+		Status:   runtime.StatusSources{Health: health.Sources{Root: "/", DataDir: dir}.Read},
 		Schedule: runtime.Schedule{Mode: mode, ScheduledWake: scheduled, WindowLength: 5 * time.Minute, WindowOffset: off},
 		Logger:   slog.New(slog.DiscardHandler),
 	})

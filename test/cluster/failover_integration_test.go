@@ -22,7 +22,7 @@ import (
 
 // TestNATSNodeKilledUnderLoad runs the cluster as 3 nats-server processes.
 // 16 senders enqueue 28 requests each through 3 relays while the server
-// leading the queue-state stream is killed with SIGKILL after 120 queued
+// leading the queue stream is killed with SIGKILL after 120 queued
 // answers. Every answer is 503 queued or a 503 saying nothing was queued
 // (never another answer, never silence). The killed server is started
 // again and must rejoin: healthy, and a current replica of both queue
@@ -35,7 +35,7 @@ func TestNATSNodeKilledUnderLoad(t *testing.T) {
 	f := startProcFleet(t, 3)
 	dev := testKey(t, 8)
 	publish(t, f.relays[0].addr, dev, device{mode: "sleep"})
-	victim := procLeader(t, f, jsstore.StateStream)
+	victim := procLeader(t, f, jsstore.RecordsStream)
 	l := runLoad(t, f, dev, senders, perSender, killAt, victim.kill)
 	if l.afterKill == 0 {
 		t.Errorf("no request was queued after %s was killed", victim.name)
@@ -51,7 +51,7 @@ func TestNATSNodeKilledUnderLoad(t *testing.T) {
 		second = f.procs[1]
 	}
 	second.kill()
-	waitLeader(t, f, victim, jsstore.StateStream, jsstore.RecordsStream, "KV_"+jsstore.AgentsBucket)
+	waitLeader(t, f, victim, jsstore.RecordsStream, "KV_"+jsstore.AgentsBucket)
 	recs := drain(t, f.relays[1].addr, dev, true)
 	checkDrained(t, recs, len(l.queued), l.queued)
 	noQuorum(t, f, dev, victim, second)
@@ -165,7 +165,7 @@ func waitRejoined(t *testing.T, f *fleet, n *natsNode) {
 	if err := n.waitHealthy(ctx); err != nil {
 		t.Fatal(err)
 	}
-	for _, stream := range []string{jsstore.StateStream, jsstore.RecordsStream} {
+	for _, stream := range []string{jsstore.RecordsStream} {
 		until(t, ctx, fmt.Sprintf("%s current in %s", n.name, stream), func() bool {
 			info, err := streamInfo(t, f, stream)
 			if err != nil || info.Cluster == nil {

@@ -94,7 +94,7 @@ var unitHardeningCases = []struct {
 }{
 	{"torpor-agent", map[string]string{
 		"Service.User": "torpor-agent", "Service.Group": "torpor-agent", "Service.StateDirectory": "torpor",
-		"Service.ExecStart":             "/usr/bin/torpor-agent --config=/etc/torpor/agent.json",
+		"Service.ExecStart":             "/usr/bin/torpor-agent --slot-launch --config=/etc/torpor/agent.json",
 		"Service.SupplementaryGroups":   "gpio",
 		"Service.CapabilityBoundingSet": "CAP_SYS_BOOT", "Service.AmbientCapabilities": "CAP_SYS_BOOT",
 		"Service.DevicePolicy": "closed", "Service.ProtectClock": "yes",

@@ -44,70 +44,138 @@ func TestMain(m *testing.M) {
 // connections, as in issue 32's table.
 const answerSenders = 64
 
+// answerRounds is how many rounds BenchmarkAnswerPath splits each
+// server's answers into, taking the servers in turn in every round, so
+// that a change in the machine's load falls on all of them alike.
+const answerRounds = 8
+
+// answerPathBase is the commit issue 32 starts from: BenchmarkAnswerPath
+// runs its torpor-relay, built from git history, beside this tree's.
+const answerPathBase = "d2faa430a527491299a7dd18fd1b5470edbfd049"
+
 // BenchmarkAnswerPath measures what a durable answer to a sender costs
 // the server, in CPU per answer, side by side in one run (issue 32): the
 // floor, a bare net/http server in its own process that group-commits and
 // fsyncs each body and answers 503, and the real torpor-relay on each
-// queue engine, answering for a sleeping agent 503 agent_asleep, queued.
-// 64 senders post A2A SendMessage requests, each with one Governed Object
-// of about 1 KiB in a data part, signed beforehand. It reports, per
-// answer, the server process's CPU (server-cpu-µs/answer, from
-// /proc/PID/task/*/schedstat) beside the rate, and cpu-ns/op for the
-// server and this process together (internal/benchcpu); scripts/bench.sh
-// prints each relay's CPU per answer over the floor's.
+// queue engine, this tree's and answerPathBase's (NAME-base), answering
+// for a sleeping agent 503 agent_asleep, queued. 64 senders post A2A
+// SendMessage requests, each with one Governed Object of about 1 KiB in
+// a data part, signed beforehand. The servers run at once and answer in
+// turns, answerRounds rounds of b.N/answerRounds answers each. It reports
+// each server's CPU per answer (NAME-cpu-µs/answer, from
+// /proc/PID/task/*/schedstat), each relay's over the floor's
+// (NAME-x-floor), and cpu-ns/op for the servers and this process together
+// (internal/benchcpu); scripts/bench.sh prints the ratios.
 func BenchmarkAnswerPath(b *testing.B) {
-	b.Run("server=floor", func(b *testing.B) {
-		dir := b.TempDir()
-		self, err := os.Executable()
-		if err != nil {
-			b.Fatal(err)
+	base := filepath.Join(testenv.BuildAt(b, answerPathBase, "torpor-relay"), "torpor-relay")
+	servers := []*answerServer{startAnswerFloor(b)}
+	for _, engine := range []string{"log", "bolt"} {
+		servers = append(servers, startAnswerRelay(b, "", engine), startAnswerRelay(b, base, engine))
+	}
+	bodies := answerBodies(b, b.N)
+	b.ResetTimer()
+	meter := benchcpu.Start(b)
+	for _, s := range servers {
+		meter.Add(s.pid)
+	}
+	for r := range answerRounds {
+		lo, hi := roundBounds(r, len(bodies))
+		for _, s := range servers {
+			s.answer(b, bodies[lo:hi])
 		}
-		b.Setenv(envFloor, dir)
-		p := testenv.Start(b, self)
-		url := p.WaitWithin(b, time.Minute, floorListening)[1]
-		answers(b, p.Cmd.Process.Pid, url, didtest.Key(b, 1).DID(), "")
-	})
-	for _, engine := range []string{"bolt", "log"} {
-		b.Run("server=relay-"+engine, func(b *testing.B) {
-			dev := didtest.Key(b, 1)
-			r := relaytest.Start(b, filepath.Join(b.TempDir(), "relay"), "--queue-engine", engine,
-				"--allow-agent", dev.DID().String(), "--max-messages", "100000000", "--max-per-peer", "100000000",
-				"--max-bytes", "1099511627776", "--max-peer-bytes", "1099511627776", "--max-queue-bytes", "0")
-			relaytest.Publish(b, r.URL, dev, "sleep")
-			answers(b, r.Cmd.Process.Pid, r.URL, dev.DID(), `"queued":true`)
-		})
+	}
+	b.StopTimer()
+	meter.Stop()
+	floor := servers[0].perAnswer(len(bodies))
+	for _, s := range servers {
+		b.ReportMetric(s.perAnswer(len(bodies)), s.name+"-cpu-µs/answer")
+		if s != servers[0] && floor > 0 {
+			b.ReportMetric(s.perAnswer(len(bodies))/floor, s.name+"-x-floor")
+		}
 	}
 }
 
-// answers posts b.N signed requests to agent at the server url (process
-// pid) from answerSenders senders and reports the server's CPU per
-// answer. Every answer must be 503 and, for want non-empty, contain want.
-func answers(b *testing.B, pid int, url string, agent did.DID, want string) {
-	bodies := answerBodies(b, b.N)
-	tokens := make([]string, answerSenders)
-	for i := range tokens {
+// roundBounds returns where round r's share of n bodies starts and ends,
+// at multiples of answerSenders (the last round ends at n), so that each
+// body goes to the sender whose key signed it (answerBodies).
+func roundBounds(r, n int) (lo, hi int) {
+	at := func(r int) int { return r * n / answerRounds / answerSenders * answerSenders }
+	lo, hi = at(r), at(r+1)
+	if r == answerRounds-1 {
+		hi = n
+	}
+	return lo, hi
+}
+
+// answerServer is one server of BenchmarkAnswerPath, with its senders'
+// tokens and client and the CPU it spent answering.
+type answerServer struct {
+	name   string
+	pid    int
+	target string
+	want   string // in every answer, when not empty
+	tokens []string
+	client *http.Client
+	cpu    time.Duration
+}
+
+func startAnswerFloor(b *testing.B) *answerServer {
+	dir := b.TempDir()
+	self, err := os.Executable()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Setenv(envFloor, dir)
+	p := testenv.Start(b, self)
+	url := p.WaitWithin(b, time.Minute, floorListening)[1]
+	return newAnswerServer(b, "floor", p.Cmd.Process.Pid, url, didtest.Key(b, 1).DID(), "")
+}
+
+// startAnswerRelay starts torpor-relay on engine: this tree's for bin
+// empty, else the binary bin (answerPathBase's).
+func startAnswerRelay(b *testing.B, bin, engine string) *answerServer {
+	dev := didtest.Key(b, 1)
+	name := "relay-" + engine
+	if bin == "" {
+		bin = testenv.Binary(b, "torpor-relay")
+	} else {
+		name += "-base"
+	}
+	r := relaytest.StartBinary(b, bin, filepath.Join(b.TempDir(), "relay"), "--queue-engine", engine,
+		"--allow-agent", dev.DID().String(), "--max-messages", "100000000", "--max-per-peer", "100000000",
+		"--max-bytes", "1099511627776", "--max-peer-bytes", "1099511627776", "--max-queue-bytes", "0")
+	relaytest.Publish(b, r.URL, dev, "sleep")
+	return newAnswerServer(b, name, r.Cmd.Process.Pid, r.URL, dev.DID(), `"queued":true`)
+}
+
+func newAnswerServer(b *testing.B, name string, pid int, url string, agent did.DID, want string) *answerServer {
+	s := &answerServer{name: name, pid: pid, target: url + "/a/" + agent.String() + "/a2a/jsonrpc", want: want,
+		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: answerSenders}, Timeout: time.Minute}}
+	for i := range answerSenders {
 		tok, err := bearer.Issue(didtest.Key(b, byte(10+i)), url, time.Now(), 0)
 		if err != nil {
 			b.Fatal(err)
 		}
-		tokens[i] = bearer.Authorization(tok)
+		s.tokens = append(s.tokens, bearer.Authorization(tok))
 	}
-	target := url + "/a/" + agent.String() + "/a2a/jsonrpc"
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: answerSenders}, Timeout: time.Minute}
-	cpu0, err := wakemeter.TaskCPU(pid)
+	return s
+}
+
+// answer posts bodies to s from answerSenders senders, each body with its
+// sender's token, and adds the server's CPU to s.cpu. Every answer must
+// be 503 and, for s.want non-empty, contain it.
+func (s *answerServer) answer(b *testing.B, bodies [][]byte) {
+	cpu0, err := wakemeter.TaskCPU(s.pid)
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.ResetTimer()
-	meter := benchcpu.Start(b)
-	meter.Add(pid)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var failed []string
-	for s := range answerSenders {
+	for k := range answerSenders {
 		wg.Go(func() {
-			for i := s; i < len(bodies); i += answerSenders {
-				if err := post(client, target, tokens[s], bodies[i], want); err != nil {
+			for i := k; i < len(bodies); i += answerSenders {
+				if err := post(s.client, s.target, s.tokens[k], bodies[i], s.want); err != nil {
 					mu.Lock()
 					failed = append(failed, err.Error())
 					mu.Unlock()
@@ -117,16 +185,19 @@ func answers(b *testing.B, pid int, url string, agent did.DID, want string) {
 		})
 	}
 	wg.Wait()
-	b.StopTimer()
-	meter.Stop()
-	cpu1, err := wakemeter.TaskCPU(pid)
+	cpu1, err := wakemeter.TaskCPU(s.pid)
 	if err != nil {
 		b.Fatal(err)
 	}
 	if len(failed) > 0 {
-		b.Fatalf("%d senders stopped: %s", len(failed), failed[0])
+		b.Fatalf("%s: %d senders stopped: %s", s.name, len(failed), failed[0])
 	}
-	b.ReportMetric(float64((cpu1-cpu0).Microseconds())/float64(b.N), "server-cpu-µs/answer")
+	s.cpu += cpu1 - cpu0
+}
+
+// perAnswer is s's CPU per answer in µs, for n answers.
+func (s *answerServer) perAnswer(n int) float64 {
+	return float64(s.cpu.Nanoseconds()) / 1e3 / float64(n)
 }
 
 // post sends one request and checks its answer.

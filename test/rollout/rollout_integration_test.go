@@ -89,9 +89,9 @@ func wake(t *testing.T, url string, dev *did.PrivateKey, outcome, version string
 	t.Helper()
 	st := wire.State{Mode: "hourly_wake"}
 	if outcome != "" {
+		in := &wire.StatusInstall{Result: outcome, Version: version, From: "1.3.0", Reason: "trial boot: exited with status 2", At: time.Now()}
 		o, err := governed.Sign(dev, governed.Template{IssuedAt: time.Now(), Semantic: governed.Semantic{Schema: wire.StatusSchema},
-			Purpose: wire.PurposeStatus, Payload: map[string]any{"version": "1.3.0",
-				"update": map[string]any{"result": outcome, "version": version, "reason": "trial boot: exited with status 2", "at": time.Now()}}})
+			Purpose: wire.PurposeStatus, Payload: wire.Status{Version: "1.3.0", Install: in}})
 		if err != nil {
 			t.Fatal(err)
 		}

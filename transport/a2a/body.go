@@ -32,22 +32,29 @@ import (
 const MaxDepth = strictjson.MaxDepth
 
 // readStrict checks b with strictjson and returns its top-level object's
-// members, appended to dst, or ParseRequest's *RPCError: a parse error
-// for text that is not JSON, an invalid request for the rest. Refusals
-// come in the order of the text: a body nested too deep before a syntax
-// error is an invalid request.
-func readStrict(b []byte, dst []strictjson.Member) ([]strictjson.Member, *RPCError) {
-	members, err := strictjson.Members(b, dst)
+// members, appended to dst, and the spans of its objects and arrays at
+// most levels deep, appended to spans (strictjson.Index), or
+// ParseRequest's *RPCError: a parse error for text that is not JSON, an
+// invalid request for the rest. Refusals come in the order of the text: a
+// body nested too deep before a syntax error is an invalid request.
+func readStrict(b []byte, dst []strictjson.Member, spans []strictjson.Span, levels int) ([]strictjson.Member, []strictjson.Span, *RPCError) {
+	members, spans, err := strictjson.Index(b, dst, spans, levels)
+	if err != nil {
+		return nil, nil, strictRefusal(err)
+	}
+	return members, spans, nil
+}
+
+// strictRefusal is readStrict's *RPCError for strictjson's refusal err.
+func strictRefusal(err error) *RPCError {
 	var e *strictjson.Error
 	switch {
-	case err == nil:
-		return members, nil
 	case !errors.As(err, &e) || e.Err == strictjson.ErrSyntax:
-		return nil, &RPCError{Code: CodeParseError, Message: "Parse error"}
+		return &RPCError{Code: CodeParseError, Message: "Parse error"}
 	case e.Err == strictjson.ErrDuplicate:
-		return nil, invalidRequest(fmt.Sprintf("duplicate member %q", truncate(e.Name)))
+		return invalidRequest(fmt.Sprintf("duplicate member %q", truncate(e.Name)))
 	}
-	return nil, invalidRequest(e.Err.Error())
+	return invalidRequest(e.Err.Error())
 }
 
 func invalidRequest(why string) *RPCError {
@@ -67,13 +74,23 @@ func trimJSONSpace(b []byte) []byte {
 }
 
 // stringEnd returns the index of the quote that closes the JSON string
-// opening at b[i], which must be valid.
+// opening at b[i], which must be valid: the first quote after it that an
+// even number of reverse solidi precede. In a valid string a reverse
+// solidus only starts an escape, and the escaped reverse solidus is the
+// one escape that ends in one, so an odd number escapes the quote.
+// bytes.IndexByte finds each quote.
 func stringEnd(b []byte, i int) int {
 	for j := i + 1; j < len(b); j++ {
-		switch b[j] {
-		case '\\':
-			j++
-		case '"':
+		k := bytes.IndexByte(b[j:], '"')
+		if k < 0 {
+			break
+		}
+		j += k
+		n := 0
+		for n < j-i-1 && b[j-1-n] == '\\' {
+			n++
+		}
+		if n%2 == 0 {
 			return j
 		}
 	}
@@ -91,15 +108,15 @@ func truncate(s string) string {
 // member name twice) into its members; anything but an object is an
 // error, as for canon.MemberMap. It gives what json.Unmarshal into a
 // map[string]json.RawMessage gives (names unquoted as it unquotes them,
-// values copied), by a walk: b must be valid JSON, a value of a body
+// values copied; with an index, slices of the body), by a walk: b must be valid JSON, a value of a body
 // ParseRequest accepted, which json.Valid checked already.
-func checkedMembers(b []byte) (map[string]json.RawMessage, error) {
+func (x *bodyIndex) checkedMembers(b []byte) (map[string]json.RawMessage, error) {
 	b = trimJSONSpace(b)
 	if len(b) == 0 || b[0] != '{' {
 		return nil, errors.New("not a JSON object")
 	}
 	m := map[string]json.RawMessage{}
-	eachMemberOf(b, func(quoted, v []byte) { m[unquoteName(quoted)] = bytes.Clone(v) })
+	x.eachMemberOf(b, func(quoted, v []byte) { m[unquoteName(quoted)] = x.clone(v) })
 	return m, nil
 }
 

@@ -79,14 +79,21 @@ func (e *RPCError) Error() string {
 // Section 4), or params that are not an object or array. Answer such a
 // request with id null (Section 5).
 func ParseRequest(b []byte) (*Request, error) {
-	invalid := func(why string) error { return invalidRequest(why) }
 	// One walk checks the whole body and splits the top-level object; on
 	// the goroutine's stack for a request of a few members.
 	var arr [8]strictjson.Member
-	members, rerr := readStrict(b, arr[:0])
+	members, _, rerr := readStrict(b, arr[:0], nil, 0)
 	if rerr != nil {
 		return nil, rerr
 	}
+	return (*bodyIndex)(nil).request(members)
+}
+
+// request is the rest of ParseRequest, on the top-level members of a
+// body strictjson accepted. With an index (ReadBody's) the id and params
+// it returns alias the body.
+func (x *bodyIndex) request(members []strictjson.Member) (*Request, error) {
+	invalid := func(why string) error { return invalidRequest(why) }
 	m := func(name string) (json.RawMessage, bool) {
 		for _, e := range members {
 			if string(e.Name) == name {
@@ -108,13 +115,13 @@ func ParseRequest(b []byte) (*Request, error) {
 		if !validID(id) {
 			return nil, invalid("id must be a string, a number within range or null")
 		}
-		r.ID = bytes.Clone(id) // a copy, as json.Unmarshal made
+		r.ID = x.clone(id) // a copy, as json.Unmarshal made, without an index
 	}
 	if p, ok := m("params"); ok {
 		if c := firstByte(p); c != '{' && c != '[' {
 			return nil, invalid("params must be an object or an array")
 		}
-		r.Params = bytes.Clone(p)
+		r.Params = x.clone(p)
 	}
 	return &r, nil
 }

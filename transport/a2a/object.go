@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 
 	"github.com/torpor-dev/torpor/internal/canon"
+	"github.com/torpor-dev/torpor/internal/strictjson"
 )
 
 // What an Atom agent takes from a message. The agent (runtime/drain, and
@@ -120,9 +121,20 @@ type BodyPart struct {
 // ReadBody reads b: ParseRequest, and for a message submission its
 // message's parts (as DecodePart reads them, ObjectMediaType), from the
 // validated body by walks that follow encoding/json's rules
-// (sendparts.go).
+// (sendparts.go). It reads b once: the strict pass that checks it also
+// indexes where its objects and arrays end (bodyIndex), which the walks
+// look up instead of reading those values again. The id, params, parts and
+// data members of the Body alias b: the caller must not change b while it
+// uses them.
 func ReadBody(b []byte) Body {
-	req, err := ParseRequest(b)
+	var arr [8]strictjson.Member
+	var spans [32]strictjson.Span // enough for a few parts without the heap
+	members, sp, rerr := readStrict(b, arr[:0], spans[:0], indexLevels)
+	if rerr != nil {
+		return Body{Err: rerr}
+	}
+	x := &bodyIndex{body: b, spans: sp}
+	req, err := x.request(members)
 	if err != nil {
 		e, ok := err.(*RPCError)
 		if !ok {
@@ -134,19 +146,19 @@ func ReadBody(b []byte) Body {
 	if !out.Send {
 		return out
 	}
-	parts, err := sendParts(req.Params) // params.message.parts, as encoding/json reads them
+	parts, err := x.sendParts(req.Params) // params.message.parts, as encoding/json reads them
 	if err != nil {
 		out.Refusal = ObjectRejected()
 		return out
 	}
 	taken := false
 	for _, raw := range parts {
-		p, err := checkedPart(raw)
+		p, err := x.checkedPart(raw)
 		if err != nil {
 			out.Parts, out.Refusal = nil, ObjectRejected()
 			return out
 		}
-		mt, data, err := objectPart(p, checkedMembers)
+		mt, data, err := objectPart(p, x.checkedMembers)
 		taken = taken || err == nil
 		out.Parts = append(out.Parts, BodyPart{Part: p, MediaType: mt, Data: data})
 	}

@@ -24,19 +24,19 @@ import (
 // case folding (its foldName), null leaves a struct as it is and makes a
 // slice nil, a member matched again overwrites, a value of the wrong type
 // is an error, and other members are skipped.
-func sendParts(params []byte) ([]json.RawMessage, error) {
+func (x *bodyIndex) sendParts(params []byte) ([]json.RawMessage, error) {
 	var parts []json.RawMessage
 	params = trimJSONSpace(params)
 	if len(params) == 0 {
 		return nil, errors.New("no params")
 	}
-	err := eachMember(params, "MESSAGE", func(msg []byte) error {
-		return eachMember(msg, "PARTS", func(v []byte) error {
+	err := x.eachMember(params, "MESSAGE", func(msg []byte) error {
+		return x.eachMember(msg, "PARTS", func(v []byte) error {
 			switch v[0] {
 			case 'n':
 				parts = nil
 			case '[':
-				parts = arrayElements(v)
+				parts = x.arrayElements(v)
 			default:
 				return errors.New("parts is not an array")
 			}
@@ -51,9 +51,9 @@ func sendParts(params []byte) ([]json.RawMessage, error) {
 // obj null calls nothing; obj of another type than object is an error, and
 // so is any error of f (the first: encoding/json goes on, and reports the
 // first).
-func eachMember(obj []byte, folded string, f func(value []byte) error) error {
+func (x *bodyIndex) eachMember(obj []byte, folded string, f func(value []byte) error) error {
 	var firstErr error
-	err := eachMemberOf(obj, func(quoted, v []byte) {
+	err := x.eachMemberOf(obj, func(quoted, v []byte) {
 		if foldsTo(quoted, folded) {
 			if err := f(v); err != nil && firstErr == nil {
 				firstErr = err
@@ -69,14 +69,26 @@ func eachMember(obj []byte, folded string, f func(value []byte) error) error {
 // foldsTo reports whether the member name quoted, a JSON string, unquoted
 // as encoding/json unquotes it, folds to folded (ASCII capitals).
 func foldsTo(quoted []byte, folded string) bool {
-	return foldedName(quoted) == folded
+	var arr [32]byte
+	return string(appendFolded(arr[:0], quoted)) == folded
 }
 
-// foldedName is encoding/json's foldName of the member name quoted.
-func foldedName(quoted []byte) string {
-	name := []byte(unquoteName(quoted))
-	var arr [32]byte
-	out := arr[:0]
+// appendFolded appends encoding/json's foldName of the member name quoted
+// to out, without unquoting a name that is ASCII with no escape (the
+// folding of an ASCII letter is its capital, the smallest rune of its
+// fold set, as foldRune gives).
+func appendFolded(out, quoted []byte) []byte {
+	name := quoted[1 : len(quoted)-1]
+	plain := true
+	for _, c := range name {
+		if c >= utf8.RuneSelf || c == '\\' {
+			plain = false
+			break
+		}
+	}
+	if !plain {
+		name = []byte(unquoteName(quoted))
+	}
 	for i := 0; i < len(name); {
 		if c := name[i]; c < utf8.RuneSelf {
 			if 'a' <= c && c <= 'z' {
@@ -90,7 +102,7 @@ func foldedName(quoted []byte) string {
 		out = utf8.AppendRune(out, foldRune(r))
 		i += n
 	}
-	return string(out)
+	return out
 }
 
 // unquoteName unquotes a member name, a valid JSON string with its quotes,
@@ -117,13 +129,14 @@ func foldRune(r rune) rune {
 }
 
 // arrayElements returns the elements of arr, a valid JSON array, as
-// copies (json.RawMessage copies what it decodes); [] gives an empty,
-// non-nil slice, as encoding/json does.
-func arrayElements(arr []byte) []json.RawMessage {
+// copies without an index (json.RawMessage copies what it decodes) and as
+// slices of the body with one; [] gives an empty, non-nil slice, as
+// encoding/json does.
+func (x *bodyIndex) arrayElements(arr []byte) []json.RawMessage {
 	out := []json.RawMessage{}
 	for i := skipJSONSpace(arr, 1); arr[i] != ']'; {
-		end := valueEnd(arr, i)
-		out = append(out, bytes.Clone(arr[i:end]))
+		end := x.valueEnd(arr, i)
+		out = append(out, x.clone(arr[i:end]))
 		i = skipJSONSpace(arr, end)
 		if arr[i] == ',' {
 			i = skipJSONSpace(arr, i+1)
@@ -177,30 +190,31 @@ func valueEnd(b []byte, i int) int {
 // null leaves a string as it is, makes Text nil and is kept as "null" by
 // a json.RawMessage, a string field given another type is an error), and
 // a part without content goes to DecodePart for the bare shape.
-func checkedPart(raw json.RawMessage) (Part, error) {
+func (x *bodyIndex) checkedPart(raw json.RawMessage) (Part, error) {
 	var p Part
 	var firstErr error
-	err := eachMemberOf(trimJSONSpace(raw), func(quoted, v []byte) {
+	err := x.eachMemberOf(trimJSONSpace(raw), func(quoted, v []byte) {
 		var err error
-		switch foldedName(quoted) {
+		var arr [32]byte
+		switch string(appendFolded(arr[:0], quoted)) {
 		case "KIND":
 			err = stringField(v, &p.Kind)
 		case "TEXT":
 			err = stringPtrField(v, &p.Text)
 		case "DATA":
-			p.Data = bytes.Clone(v)
+			p.Data = x.clone(v)
 		case "RAW":
-			p.Raw = bytes.Clone(v)
+			p.Raw = x.clone(v)
 		case "URL":
-			p.URL = bytes.Clone(v)
+			p.URL = x.clone(v)
 		case "FILE":
-			p.File = bytes.Clone(v)
+			p.File = x.clone(v)
 		case "FILENAME":
 			err = stringField(v, &p.Filename)
 		case "MEDIATYPE":
 			err = stringField(v, &p.MediaType)
 		case "METADATA":
-			p.Metadata = bytes.Clone(v)
+			p.Metadata = x.clone(v)
 		}
 		if err != nil && firstErr == nil {
 			firstErr = err
@@ -242,7 +256,7 @@ func stringPtrField(v []byte, dst **string) error {
 // eachMemberOf calls f with each member's name (quoted) and value of obj,
 // a valid JSON value, in order; null calls nothing, another type than
 // object is an error.
-func eachMemberOf(obj []byte, f func(quoted, value []byte)) error {
+func (x *bodyIndex) eachMemberOf(obj []byte, f func(quoted, value []byte)) error {
 	switch obj[0] {
 	case 'n':
 		return nil
@@ -253,7 +267,7 @@ func eachMemberOf(obj []byte, f func(quoted, value []byte)) error {
 	for i := skipJSONSpace(obj, 1); obj[i] != '}'; {
 		end := stringEnd(obj, i)
 		v := skipJSONSpace(obj, skipJSONSpace(obj, end+1)+1) // past ':'
-		vend := valueEnd(obj, v)
+		vend := x.valueEnd(obj, v)
 		f(obj[i:end+1], obj[v:vend])
 		if i = skipJSONSpace(obj, vend); obj[i] == ',' {
 			i = skipJSONSpace(obj, i+1)

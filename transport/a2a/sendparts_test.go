@@ -6,6 +6,8 @@ import (
 	"errors"
 	"reflect"
 	"testing"
+
+	"github.com/torpor-dev/torpor/internal/strictjson"
 )
 
 var sendPartsCorpus = []string{
@@ -47,19 +49,25 @@ func checkSendParts(t *testing.T, in []byte) {
 		} `json:"message"`
 	}
 	werr := json.Unmarshal(in, &p)
-	got, gerr := sendParts(in)
+	for _, x := range indexes(in) {
+		checkSendPartsAs(t, in, x, p.Message.Parts, werr)
+	}
+}
+
+func checkSendPartsAs(t *testing.T, in []byte, x *bodyIndex, want []json.RawMessage, werr error) {
+	got, gerr := x.sendParts(in)
 	if (gerr != nil) != (werr != nil) {
 		t.Fatalf("sendParts(%q): error %v, encoding/json %v", in, gerr, werr)
 	}
 	if werr != nil {
 		return
 	}
-	if (got == nil) != (p.Message.Parts == nil) || len(got) != len(p.Message.Parts) {
-		t.Fatalf("sendParts(%q) = %q, encoding/json %q", in, got, p.Message.Parts)
+	if (got == nil) != (want == nil) || len(got) != len(want) {
+		t.Fatalf("sendParts(%q) = %q, encoding/json %q", in, got, want)
 	}
 	for i := range got {
-		if !bytes.Equal(got[i], p.Message.Parts[i]) {
-			t.Fatalf("sendParts(%q) = %q, encoding/json %q", in, got, p.Message.Parts)
+		if !bytes.Equal(got[i], want[i]) {
+			t.Fatalf("sendParts(%q) = %q, encoding/json %q", in, got, want)
 		}
 	}
 }
@@ -89,13 +97,24 @@ func FuzzCheckedMembersAsUnmarshal(f *testing.F) {
 func checkMembers(t *testing.T, in []byte) {
 	var want map[string]json.RawMessage
 	werr := json.Unmarshal(in, &want)
-	got, gerr := checkedMembers(in)
-	if (gerr != nil) != (werr != nil || want == nil) {
-		t.Fatalf("checkedMembers(%q): error %v; encoding/json %v, %v", in, gerr, want, werr)
+	for _, x := range indexes(in) {
+		got, gerr := x.checkedMembers(in)
+		if (gerr != nil) != (werr != nil || want == nil) {
+			t.Fatalf("checkedMembers(%q): error %v; encoding/json %v, %v", in, gerr, want, werr)
+		}
+		if gerr == nil && !reflect.DeepEqual(got, want) {
+			t.Fatalf("checkedMembers(%q) = %q, encoding/json %q", in, got, want)
+		}
 	}
-	if gerr == nil && !reflect.DeepEqual(got, want) {
-		t.Fatalf("checkedMembers(%q) = %q, encoding/json %q", in, got, want)
-	}
+}
+
+// indexes are the two ways the walks read in: without an index (reading
+// each value's end, copying what they return) and with the index
+// ReadBody would make of in (every level; none for text that is not a
+// strict object, which leaves the walks to read).
+func indexes(in []byte) []*bodyIndex {
+	_, spans, _ := strictjson.Index(in, nil, nil, strictjson.MaxDepth)
+	return []*bodyIndex{nil, {body: in, spans: spans}}
 }
 
 var partCorpus = []string{
@@ -130,9 +149,11 @@ func FuzzCheckedPartAsDecodePart(f *testing.F) {
 
 func checkPart(t *testing.T, in []byte) {
 	want, werr := DecodePart(in)
-	got, gerr := checkedPart(in)
-	if (gerr != nil) != (werr != nil) || !reflect.DeepEqual(got, want) {
-		t.Fatalf("checkedPart(%q) = %+v, %v\nDecodePart: %+v, %v", in, got, gerr, want, werr)
+	for _, x := range indexes(in) {
+		got, gerr := x.checkedPart(in)
+		if (gerr != nil) != (werr != nil) || !reflect.DeepEqual(got, want) {
+			t.Fatalf("checkedPart(%q) = %+v, %v\nDecodePart: %+v, %v", in, got, gerr, want, werr)
+		}
 	}
 }
 

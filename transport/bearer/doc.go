@@ -36,7 +36,7 @@
 //     transit so cannot be used to send as the device, nor an A2A token
 //     to open its link. An operator token (OperatorPurpose) carries
 //     "torpor-operator METHOD PATH": it is good for that one request to
-//     the relay's operator endpoints, and the relay spends it (Spent);
+//     the relay's operator endpoints, and the relay spends it (store/shared);
 //  8. the claim bytes must equal the canonical form of the claims, so that
 //     exactly one byte string is signed for one set of claims;
 //  9. the Ed25519 signature under the key derived from did (draft Section

@@ -59,13 +59,8 @@ type Config struct {
 	// Observers are DIDs that may read every device topic, commands
 	// included, and publish nothing (audit, monitoring, tests).
 	Observers []did.DID
-	// Devices pins device names to DIDs beforehand; names not listed are
-	// pinned by their first authenticated connection unless
-	// ClosedEnrollment is set.
-	Devices map[string]did.DID
-	// ClosedEnrollment refuses every device name that is neither in
-	// Devices nor pinned already.
-	ClosedEnrollment bool
+	// Enrollment fixes device names beforehand.
+	Enrollment Enrollment
 	// Prefix is the device topics' prefix; empty means DefaultPrefix.
 	Prefix string
 	// MaxPacketSize bounds every MQTT packet the broker accepts (MQTT 5.0
@@ -74,6 +69,21 @@ type Config struct {
 	MaxPacketSize uint32
 	// Clock checks the tokens' times; nil means clock.Real.
 	Clock clock.Clock
+	// OnCommand, when set, is called with every command an operator
+	// publishes on a device's cmd topic, from the broker's first
+	// connection on (see ObserveCommands, which changes it later): the
+	// relay's audit log misses none.
+	OnCommand func(Command)
+}
+
+// Enrollment is how device names are bound to DIDs.
+type Enrollment struct {
+	// Devices pins device names to DIDs beforehand; names not listed are
+	// pinned by their first authenticated connection unless Closed is set.
+	Devices map[string]did.DID
+	// Closed refuses every device name that is neither in Devices nor
+	// pinned already.
+	Closed bool
 }
 
 // DefaultMaxPacketSize is a little over the 64 KiB payload limit of the
@@ -163,7 +173,7 @@ func (b *Broker) setup(cfg Config, log *slog.Logger) error {
 	if cfg.DataDir != "" {
 		regPath = filepath.Join(cfg.DataDir, "mqtt-devices.db")
 	}
-	reg, err := openRegistry(regPath, cfg.Devices, cfg.ClosedEnrollment, log)
+	reg, err := openRegistry(regPath, cfg.Enrollment.Devices, cfg.Enrollment.Closed, log)
 	if err != nil {
 		return err
 	}
@@ -181,6 +191,9 @@ func (b *Broker) setup(cfg Config, log *slog.Logger) error {
 		err = b.srv.AddHook(tk, nil)
 	}
 	b.cmds = &commandHook{prefix: cfg.Prefix}
+	if cfg.OnCommand != nil {
+		b.cmds.on.Store(&cfg.OnCommand)
+	}
 	if err == nil {
 		err = b.srv.AddHook(b.cmds, nil)
 	}

@@ -200,7 +200,7 @@ func TestBrokerRefusesUnauthenticated(t *testing.T) {
 // TestBrokerBindsNamesToDIDs: the first authenticated connection pins a
 // device name to its DID, also across a restart; another DID under that
 // name is refused and so cannot resume the device's session and take its
-// queued commands. Config.Devices and ClosedEnrollment fix the names.
+// queued commands. Config.Enrollment fixes the names.
 func TestBrokerBindsNamesToDIDs(t *testing.T) {
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -228,7 +228,7 @@ func TestBrokerBindsNamesToDIDs(t *testing.T) {
 	}
 	b.Close()
 
-	b, err = Start(Config{Listen: "127.0.0.1:0", ClosedEnrollment: true, Devices: map[string]did.DID{"pump-2": dev.DID()}})
+	b, err = Start(Config{Listen: "127.0.0.1:0", Enrollment: Enrollment{Closed: true, Devices: map[string]did.DID{"pump-2": dev.DID()}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import (
 )
 
 // Command is a message the broker carried on a device's cmd topic, as
-// the function of Broker.ObserveCommands sees it. The broker does not read the payload: the
+// the function of Config.OnCommand (or Broker.ObserveCommands) sees it. The broker does not read the payload: the
 // relay verifies the command object and records it (transport/relay,
 // auditcmd.go).
 type Command struct {

@@ -11,19 +11,20 @@ import (
 	"github.com/torpor-dev/torpor/did/didtest"
 )
 
-// TestOnCommand: the observer of Broker.ObserveCommands gets every command an operator
-// published on a device's cmd topic, with the DID the connection proved,
-// the device's name, the content type and the payload; a device's own
-// publishes are not commands.
+// TestOnCommand: the observer of Config.OnCommand, there from the
+// broker's start, gets every command an operator published on a device's
+// cmd topic, with the DID the connection proved, the device's name, the
+// content type and the payload; a device's own publishes are not
+// commands. (torpor-relay set its observer with ObserveCommands after
+// Start returned, when the broker already listened.)
 func TestOnCommand(t *testing.T) {
 	op, dev := didtest.Key(t, 1), didtest.Key(t, 2)
 	got := make(chan Command, 4)
-	b, err := Start(Config{Listen: "127.0.0.1:0", Operators: []did.DID{op.DID()}})
+	b, err := Start(Config{Listen: "127.0.0.1:0", Operators: []did.DID{op.DID()}, OnCommand: func(c Command) { got <- c }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	b.ObserveCommands(func(c Command) { got <- c })
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	d := mustConnect(t, ctx, b, dev, "device-1", true, nil)

@@ -22,7 +22,7 @@ var ErrNameTaken = errors.New("device name registered to another DID")
 // registry binds device names (MQTT client ids and topic levels) to the
 // DIDs of the devices that own them. Names given in Config.Devices are
 // fixed. Any other name is pinned by the first authenticated connection
-// that uses it (trust on first use) unless Config.ClosedEnrollment is set,
+// that uses it (trust on first use) unless Config.Enrollment.Closed is set,
 // and from then on only that DID may connect under it. The pins live in
 // DataDir/mqtt-devices.db (in memory without a DataDir), apart from
 // mochi's mqtt.db, which mochi's storage hook holds open.

@@ -299,6 +299,21 @@ func (c *Client) Pull(ctx context.Context, after uint64, max int) ([]wire.Record
 	return f.Records, f.More, nil
 }
 
+// Update asks the relay's update repository for what req names (a
+// metadata file, a range of a blob, a fresh timestamp) and returns its
+// bytes. A relay without the file answers a *wire.RemoteError with code
+// wire.CodeUpdateNotFound.
+func (c *Client) Update(ctx context.Context, req wire.UpdateRequest) ([]byte, error) {
+	f, err := c.call(ctx, &wire.Frame{T: wire.FrameUpdate, Update: &req})
+	if err != nil {
+		return nil, err
+	}
+	if f.T != wire.FrameUpdateData {
+		return nil, fmt.Errorf("%w: answer %q to update", wire.ErrProtocol, f.T)
+	}
+	return f.Data, nil
+}
+
 // Ack tells the relay to delete the records seqs; it returns when the
 // deletion committed. Acknowledge only what the device's own transaction
 // has committed.

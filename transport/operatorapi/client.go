@@ -1,6 +1,7 @@
 package operatorapi
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -155,7 +156,16 @@ func (q QueueAnswer) reason(raw []byte) string {
 
 // do makes one request with the token and returns the status and body.
 func (c *Client) do(ctx context.Context, method, u, tok string) (int, []byte, error) {
-	req, err := http.NewRequestWithContext(ctx, method, u, nil)
+	return c.send(ctx, method, u, tok, nil)
+}
+
+// send is do with a request body (none when nil).
+func (c *Client) send(ctx context.Context, method, u, tok string, body []byte) (int, []byte, error) {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, rd)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -169,6 +179,6 @@ func (c *Client) do(ctx context.Context, method, u, tok string) (int, []byte, er
 		return 0, nil, err
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
-	return resp.StatusCode, body, err
+	ans, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
+	return resp.StatusCode, ans, err
 }

@@ -85,6 +85,11 @@ type Device struct {
 	// reports none, as devices older than it do.
 	Health *wire.StatusHealth `json:"health,omitempty"`
 
+	// Update is the outcome of the device's last update check as its
+	// signed status says it (link wire.StatusUpdate; docs/updates.md);
+	// absent when it checked none, as devices older than it do.
+	Update *wire.StatusUpdate `json:"update,omitempty"`
+
 	// AwaitingAdmission: the device is on probation (small bounds and
 	// KeyPackage pool) until an operator admits it (torporctl device
 	// admit, docs/operations.md).

@@ -13,6 +13,7 @@ import (
 
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/store/agents"
+	"github.com/torpor-dev/torpor/store/shared"
 	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"github.com/torpor-dev/torpor/transport/link/server"
 	"github.com/torpor-dev/torpor/transport/link/wire"
@@ -458,21 +459,36 @@ func (s *Relay) forgetSilent(ctx context.Context) int {
 	if s.cfg.Limits.ForgetAfter <= 0 {
 		return 0
 	}
-	ids, err := s.cfg.Stores.States.Agents(ctx)
+	now, n := s.clk.Now(), 0
+	slots := map[string]shared.Slot{}
+	var silent []string
+	err := agents.EachState(ctx, s.cfg.Stores.States, func(id string, st agents.State) error {
+		if now.Sub(st.UpdatedAt) > s.cfg.Limits.ForgetAfter {
+			silent = append(silent, id)
+		} else {
+			addWakeSecond(slots, id, st)
+		}
+		return nil
+	})
 	if err != nil {
 		s.log.Error("listing agents to forget the silent ones", "err", err)
 		return 0
 	}
-	now, n := s.clk.Now(), 0
-	for _, id := range ids {
-		st, err := s.cfg.Stores.States.Get(ctx, id)
-		if err == nil {
-			s.countWakeSecond(id, st)
+	defer func() {
+		if err := s.seconds.s.Count(ctx, slots); err != nil {
+			s.log.Error("counting the agents' wake seconds", "err", err)
 		}
+	}()
+	for _, id := range silent {
+		// Read again, from the store itself: a bulk read may lag.
+		st, err := s.cfg.Stores.States.Get(ctx, id)
 		if err != nil || now.Sub(st.UpdatedAt) <= s.cfg.Limits.ForgetAfter || s.linkUp(ctx, id) {
+			if err == nil {
+				addWakeSecond(slots, id, st)
+			}
 			continue
 		}
-		if err := s.forget(ctx, id, now); err != nil {
+		if err := s.forget(ctx, id, st.Window.Minute, now); err != nil {
 			s.log.Error("forgetting a silent agent", "agent", id, "err", err)
 			continue
 		}
@@ -483,8 +499,9 @@ func (s *Relay) forgetSilent(ctx context.Context) int {
 	return n
 }
 
-// forget removes agent's queued records, then its state and KeyPackages.
-func (s *Relay) forget(ctx context.Context, agent string, now time.Time) error {
+// forget removes agent's queued records, then its state and KeyPackages,
+// and frees its wake second in minute.
+func (s *Relay) forget(ctx context.Context, agent string, minute int, now time.Time) error {
 	for {
 		recs, err := s.cfg.Stores.Queue.Next(ctx, agent, 0, 500, now)
 		if err != nil || len(recs) == 0 {
@@ -504,8 +521,7 @@ func (s *Relay) forget(ctx context.Context, agent string, now time.Time) error {
 	if err := s.cfg.Stores.States.Forget(ctx, agent); err != nil {
 		return err
 	}
-	s.seconds.s.Forget(agent) // frees its wake second
-	return nil
+	return s.seconds.s.Forget(ctx, agent, minute)
 }
 
 // serveAdmit is POST /operator/agents/{did}/admit: an operator (a DID of

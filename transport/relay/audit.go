@@ -24,8 +24,8 @@ func (s *Relay) record(ctx context.Context, rec audit.Record) {
 	}
 }
 
-// operatorAction is the audited action of an operator request: admit
-// and purge change what the relay holds; a queue listing reads only and
+// operatorAction is the audited action of an operator request: admit,
+// purge and update uploads change what the relay holds; a queue listing reads only and
 // is not audited ("").
 func operatorAction(r *http.Request) string {
 	switch {
@@ -35,6 +35,8 @@ func operatorAction(r *http.Request) string {
 		return audit.ActionAdmit
 	case r.Method == http.MethodPost && strings.HasPrefix(r.URL.Path, operatorapi.RolloutsPath):
 		return audit.ActionRollout
+	case r.Method == http.MethodPut && strings.HasPrefix(r.URL.Path, "/operator/updates/"):
+		return audit.ActionUpdate
 	}
 	return ""
 }

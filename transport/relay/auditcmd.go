@@ -36,7 +36,7 @@ type MQTTCommand struct {
 }
 
 // CommandAudit returns the function, for the embedded broker's
-// ObserveCommands, that records, in st, every command an operator published on a device's cmd
+// Config.OnCommand, that records, in st, every command an operator published on a device's cmd
 // topic: after its signature verified, its operation, device, object id
 // and purpose (never its arguments); otherwise refused, with why, under
 // the DID the publisher's connection token proved. Records are dated on

@@ -20,7 +20,8 @@ type ConsoleConfig struct {
 	// Operators are the DIDs that may use it. Empty serves no console
 	// (the per-agent metrics still use the view).
 	Operators []string
-	// Secret signs its session cookies (console.LoadSecret).
+	// Secret signs its session cookies: console.LoadSecret on one relay,
+	// the fleet's shared secret on JetStream (cmd/torpor-relay).
 	Secret []byte
 	// OverdueGrace; zero means DefaultOverdueGrace.
 	OverdueGrace time.Duration
@@ -50,7 +51,7 @@ func (s *Relay) newConsole(base *slog.Logger) error {
 		ro = consoleRollouts{s.rollouts}
 	}
 	c, err := console.New(console.Config{Source: *s.view, Rollouts: ro, PublicURL: s.cfg.PublicURL, Operators: cc.Operators, Secret: cc.Secret,
-		Refresh: cc.Refresh, Audit: s.cfg.Stores.Audit, Clock: s.cfg.Clock, Logger: base.With("component", "console")})
+		Spent: s.cfg.Stores.Shared.Spent("login", console.MaxSpentLogins), Refresh: cc.Refresh, Audit: s.cfg.Stores.Audit, Clock: s.cfg.Clock, Logger: base.With("component", "console")})
 	if err != nil {
 		return fmt.Errorf("relay: %w", err)
 	}

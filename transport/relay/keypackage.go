@@ -9,6 +9,7 @@ import (
 
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/store/agents"
+	"github.com/torpor-dev/torpor/store/shared"
 	"github.com/torpor-dev/torpor/transport/bearer/bearerhttp"
 )
 
@@ -37,7 +38,7 @@ func (s *Relay) serveKeyPackage(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if !s.allowFetch(w, "ip:"+s.clientIP(r), s.ipLimiter) {
+	if !s.allowFetch(w, r, s.clientIP(r), s.ipLimiter) {
 		return
 	}
 	caller, err := s.verifier.Verify(r.Header.Get("Authorization"))
@@ -45,26 +46,16 @@ func (s *Relay) serveKeyPackage(w http.ResponseWriter, r *http.Request) {
 		bearerhttp.WriteUnauthorized(w, err)
 		return
 	}
-	if !s.allowFetch(w, "did:"+caller.String(), s.limiter) {
+	if !s.allowFetch(w, r, caller.String(), s.limiter) {
 		return
 	}
 	st, ok := s.requestState(w, r, agent.String())
 	if !ok {
 		return
 	}
-	var kp []byte
-	lastResort := false
-	if wait, ok := s.budget.allow(agent.String()); ok {
-		kp, lastResort, err = s.takeValidKeyPackage(r.Context(), agent)
-	} else if kp, err = s.validLastResort(r.Context(), agent); errors.Is(err, agents.ErrNoKeyPackage) {
-		s.budgetSpent.Inc()
-		w.Header().Set("Retry-After", strconv.Itoa(wait))
-		writeJSON(w, http.StatusTooManyRequests, map[string]any{"error": "key_package_budget",
-			"message": "this agent's KeyPackages per window are used up and it has no last-resort KeyPackage; try again later"})
+	kp, lastResort, err := s.withinBudget(w, r, agent)
+	if errors.Is(err, errAnswered) {
 		return
-	} else {
-		lastResort = true
-		s.budgetSpent.Inc()
 	}
 	if errors.Is(err, agents.ErrNoKeyPackage) {
 		// The device refills the pool when it next links.
@@ -91,16 +82,48 @@ func (s *Relay) serveKeyPackage(w http.ResponseWriter, r *http.Request) {
 	}{agent.String(), base64.StdEncoding.EncodeToString(kp), lastResort})
 }
 
+// errAnswered is withinBudget's error when it answered the request.
+var errAnswered = errors.New("relay: answered")
+
+// withinBudget takes a KeyPackage from agent's pool while its budget
+// lasts, and its last-resort KeyPackage beyond (lastResort true). It
+// answers 429 itself when the budget is spent and there is no last
+// resort, 503 when the budget cannot be read, and returns errAnswered
+// then.
+func (s *Relay) withinBudget(w http.ResponseWriter, r *http.Request, agent did.DID) (kp []byte, lastResort bool, err error) {
+	wait, ok, err := s.budget.Take(r.Context(), agent.String(), s.clk.Now())
+	if err != nil {
+		s.storeFailed(w, err)
+		return nil, false, errAnswered
+	}
+	if ok {
+		return s.takeValidKeyPackage(r.Context(), agent)
+	}
+	kp, err = s.validLastResort(r.Context(), agent)
+	s.budgetSpent.Inc()
+	if errors.Is(err, agents.ErrNoKeyPackage) {
+		w.Header().Set("Retry-After", strconv.Itoa(retryAfter(wait)))
+		writeJSON(w, http.StatusTooManyRequests, map[string]any{"error": "key_package_budget",
+			"message": "this agent's KeyPackages per window are used up and it has no last-resort KeyPackage; try again later"})
+		return nil, false, errAnswered
+	}
+	return kp, err == nil, err
+}
+
 // ipRateFactor is how many times the per-caller KeyPackage rate one client
 // address may fetch: a proxy or NAT puts many honest callers behind one.
 const ipRateFactor = 10
 
-// allowFetch takes a token for key from l, or answers 429 and returns
-// false.
-func (s *Relay) allowFetch(w http.ResponseWriter, key string, l *limiter) bool {
-	wait, ok := l.allow(key)
+// allowFetch takes a token for key from l, or answers 429 (or 503 when
+// the shared store failed) and returns false.
+func (s *Relay) allowFetch(w http.ResponseWriter, r *http.Request, key string, l shared.Limiter) bool {
+	wait, ok, err := l.Take(r.Context(), key, s.clk.Now())
+	if err != nil {
+		s.storeFailed(w, err)
+		return false
+	}
 	if !ok {
-		w.Header().Set("Retry-After", strconv.Itoa(wait))
+		w.Header().Set("Retry-After", strconv.Itoa(retryAfter(wait)))
 		writeJSON(w, http.StatusTooManyRequests, map[string]any{"error": "rate_limited", "message": "Too many requests — try again later"})
 	}
 	return ok

@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"net/http"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/store/queue"
+	"github.com/torpor-dev/torpor/store/shared"
 	"github.com/torpor-dev/torpor/transport/bearer"
 )
 
@@ -21,6 +23,10 @@ import (
 // operator DID of Config.Access.Operators; records are listed by their metadata,
 // never their bodies, which are the senders' (usually MLS ciphertext).
 const operatorQueuePath = "/operator/queue/{did}"
+
+// maxOperatorSpent bounds the operator tokens a relay remembers itself
+// (without a shared memory), each until its expiry and the clock skew.
+const maxOperatorSpent = 4096
 
 // queueEntry is one listed record.
 type queueEntry struct {
@@ -35,12 +41,13 @@ type queueEntry struct {
 // operator authenticates an operator request. The token must be an
 // operator token for this request's method and path
 // (bearer.OperatorPurpose, at most bearer.MaxOperatorLifetime) that the
-// relay has not accepted before (Relay.opSpent), and the request must not
+// relay has not accepted before (Relay.opSpent: Config.Stores.Shared, the
+// fleet's on JetStream), and the request must not
 // come from a browser (no Origin header: torporctl sends none). It answers
 // 401 for a missing, bad, replayed or ordinary token (an older torporctl's:
 // the answer says to upgrade), 403 for an Origin or for a DID that is not
-// an operator's, 503 while the memory of spent tokens is full, and returns
-// false then.
+// an operator's, 503 while the memory of spent tokens is full or cannot be
+// reached, and returns false then.
 func (s *Relay) operator(w http.ResponseWriter, r *http.Request) (did.DID, bool) {
 	if o := r.Header.Get("Origin"); o != "" {
 		writeJSON(w, http.StatusForbidden, map[string]any{"error": "origin_refused",
@@ -51,14 +58,19 @@ func (s *Relay) operator(w http.ResponseWriter, r *http.Request) (did.DID, bool)
 	v.Purpose, v.MaxLifetime = bearer.OperatorPurpose(r.Method, r.URL.EscapedPath()), bearer.MaxOperatorLifetime
 	tok, err := v.VerifyToken(r.Header.Get("Authorization"))
 	if err == nil {
-		err = s.opSpent.Spend(tok, s.clk.Now())
-		if err != nil && !errors.Is(err, bearer.ErrSpentFull) {
+		err = s.opSpent.Spend(r.Context(), sha256.Sum256([]byte(tok.String())), time.Unix(tok.Claims.Exp, 0).Add(bearer.DefaultSkew), s.clk.Now())
+		switch {
+		case errors.Is(err, shared.ErrReplayed):
 			s.recordOperator(r, tok.DID(), "", "operator token already used")
+			err = &bearer.Error{Check: bearer.ErrReplayed, Detail: "transport token: token already used", Reason: "a single-use token; issue a new one for every request"}
+		case err != nil:
+			msg := "too many operator tokens in use; try again in a few minutes"
+			if !errors.Is(err, shared.ErrFull) {
+				msg = "the relay cannot reach its memory of spent operator tokens; try again later"
+			}
+			writeJSON(w, http.StatusServiceUnavailable, map[string]any{"error": "operator_busy", "message": msg})
+			return did.DID{}, false
 		}
-	}
-	if errors.Is(err, bearer.ErrSpentFull) {
-		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"error": "operator_busy", "message": "too many operator tokens in use; try again in a few minutes"})
-		return did.DID{}, false
 	}
 	if err != nil {
 		operatorUnauthorized(w, r, err)

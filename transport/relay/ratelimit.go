@@ -1,93 +1,43 @@
 package relay
 
 import (
-	"container/list"
 	"fmt"
-	"math"
 	"net/http"
 	"net/netip"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/torpor-dev/torpor/clock"
+	"github.com/torpor-dev/torpor/store/shared"
 )
 
-// limiter is a token bucket per key: rate tokens per per, burst rate. It
-// holds at most maxBuckets buckets; past that it evicts the least recently
-// used one, never all, so a flood of new keys cannot reset the buckets of
-// the callers it is limiting.
-type limiter struct {
-	clk  clock.Clock
-	rate float64 // tokens per second
-	max  float64
-	cap  int
-
-	mu sync.Mutex
-	// mu guards all following fields.
-	buckets map[string]*list.Element // of *bucket
-	lru     list.List                // front: most recently used
-}
-
-type bucket struct {
-	key    string
-	tokens float64
-	at     time.Time
-}
-
-// newKeyPackageLimits sets up the limits of KeyPackage fetches
-// (serveKeyPackage) and registers their metric.
+// newKeyPackageLimits sets up the relay's shared memories
+// (Config.Stores.Shared, its own in memory when nil): the spent operator
+// tokens, the count of wake seconds (seconds.go) and the limits of
+// KeyPackage fetches (serveKeyPackage; one
+// budget for the fleet on JetStream), and registers their metric.
 func (s *Relay) newKeyPackageLimits() {
-	s.limiter = newLimiter(s.clk, s.cfg.Limits.KeyPackageRate, time.Minute)
-	s.ipLimiter = newLimiter(s.clk, ipRateFactor*s.cfg.Limits.KeyPackageRate, time.Minute)
-	s.budget = newLimiter(s.clk, s.cfg.Limits.KeyPackageBudget, s.cfg.Limits.KeyPackageBudgetWindow)
+	if s.cfg.Stores.Shared == nil {
+		s.cfg.Stores.Shared = shared.NewMemory()
+	}
+	s.opSpent = s.cfg.Stores.Shared.Spent("operator", maxOperatorSpent)
+	s.seconds.s = s.cfg.Stores.Shared.WakeSeconds()
+	sh, n := s.cfg.Stores.Shared, s.cfg.Limits.KeyPackageRate
+	s.limiter = sh.Limiter("kp-did", shared.Rate{N: n, Per: time.Minute}, maxBuckets)
+	s.ipLimiter = sh.Limiter("kp-ip", shared.Rate{N: ipRateFactor * n, Per: time.Minute}, maxBuckets)
+	s.budget = sh.Limiter("kp-budget", shared.Rate{N: s.cfg.Limits.KeyPackageBudget, Per: s.cfg.Limits.KeyPackageBudgetWindow}, maxBuckets)
 	s.budgetSpent = prometheus.NewCounter(prometheus.CounterOpts{Name: "torpor_relay_key_package_budget_spent_total",
 		Help: "KeyPackage fetches answered from the last-resort KeyPackage (or refused) because the agent's budget per window was used up."})
 	s.metrics.reg.MustRegister(s.budgetSpent)
 }
 
-// maxBuckets bounds each limiter's memory.
+// maxBuckets bounds each limiter's memory when the relay keeps it itself
+// (shared.Memory evicts the least recently used bucket past it).
 const maxBuckets = 10000
 
-func newLimiter(clk clock.Clock, rate int, per time.Duration) *limiter {
-	return &limiter{clk: clk, rate: float64(rate) / per.Seconds(), max: float64(rate), cap: maxBuckets, buckets: map[string]*list.Element{}}
-}
-
-// allow takes a token for key. When none is left it returns false and the
-// whole seconds until one is.
-func (l *limiter) allow(key string) (int, bool) {
-	now := l.clk.Now()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	e := l.buckets[key]
-	if e == nil {
-		if l.lru.Len() >= l.cap {
-			old := l.lru.Back()
-			l.lru.Remove(old)
-			delete(l.buckets, old.Value.(*bucket).key)
-		}
-		e = l.lru.PushFront(&bucket{key: key, tokens: l.max, at: now})
-		l.buckets[key] = e
-	}
-	l.lru.MoveToFront(e)
-	b := e.Value.(*bucket)
-	b.tokens = math.Min(l.max, b.tokens+max(0, now.Sub(b.at).Seconds())*l.rate)
-	b.at = now
-	if b.tokens < 1 {
-		return int(math.Ceil((1 - b.tokens) / l.rate)), false
-	}
-	b.tokens--
-	return 0, true
-}
-
-// len returns how many buckets l holds.
-func (l *limiter) len() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.lru.Len()
-}
+// retryAfter is wait in whole seconds, rounded up, for a Retry-After.
+func retryAfter(wait time.Duration) int { return int((wait + time.Second - 1) / time.Second) }
 
 // ParseTrustedProxy parses a --trusted-proxy value: a CIDR prefix or a
 // single address.

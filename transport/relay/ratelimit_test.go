@@ -3,14 +3,12 @@ package relay
 import (
 	"encoding/base64"
 	"encoding/binary"
-	"fmt"
 	"net/http/httptest"
 	"net/netip"
 	"strconv"
 	"testing"
 	"time"
 
-	"github.com/torpor-dev/torpor/clock/clocktest"
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/did/didtest"
 )
@@ -93,31 +91,6 @@ func madeUp(tb testing.TB, i int) *did.PrivateKey {
 		tb.Fatal(err)
 	}
 	return k
-}
-
-// TestLimiterEvictsLeastRecentlyUsed: a full limiter evicts the least
-// recently used bucket, never all: a flood of new keys does not give a
-// limited key its tokens back.
-func TestLimiterEvictsLeastRecentlyUsed(t *testing.T) {
-	l := newLimiter(clocktest.New(t0), 1, time.Minute)
-	l.cap = 100
-	if _, ok := l.allow("victim"); !ok {
-		t.Fatal("first token refused")
-	}
-	for i := range 10000 {
-		l.allow(fmt.Sprint("flood-", i))
-		if i%50 == 0 {
-			if _, ok := l.allow("victim"); ok { // keeps it recently used
-				t.Fatalf("after %d new keys the limited key got a token back", i+1)
-			}
-		}
-		if n := l.len(); n > 100 {
-			t.Fatalf("%d buckets, cap 100", n)
-		}
-	}
-	if n := l.len(); n != 100 {
-		t.Errorf("%d buckets after the flood, want the cap, 100 (none dropped wholesale)", n)
-	}
 }
 
 // TestClientIPRightMostUntrusted: behind trusted proxies the caller's

@@ -22,6 +22,7 @@ import (
 	"github.com/torpor-dev/torpor/store/audit"
 	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/store/rollouts"
+	"github.com/torpor-dev/torpor/store/shared"
 	"github.com/torpor-dev/torpor/transport/a2a"
 	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"github.com/torpor-dev/torpor/transport/bearer"
@@ -79,6 +80,14 @@ type Stores struct {
 	// Rollouts, when set, keeps the update rollouts (store/rollouts;
 	// rollouts.go); nil serves no rollout endpoint and offers no update.
 	Rollouts rollouts.Store
+	// Shared keeps the spent link, login and operator tokens and the
+	// KeyPackage budgets and rate limits: on JetStream the fleet's one
+	// memory (jsstore.Conn.Shared); nil means the relay's own, in memory
+	// (shared.NewMemory).
+	Shared shared.Store
+	// Updates, when set, is the update repository devices fetch over
+	// their link and operators publish to (updates.go).
+	Updates UpdateRepo
 }
 
 // Limits bound what agents and callers may hold of a Relay; zero members
@@ -191,15 +200,15 @@ type Relay struct {
 	rnd      io.Reader
 	log      *slog.Logger
 	verifier *bearer.Verifier
-	opSpent  bearer.Spent // operator tokens accepted (operator.go)
+	opSpent  shared.Spent // operator tokens accepted (operator.go)
 	deferred deferredSenders
 	drained  drained // records acknowledged per agent, for its history (history.go)
 	link     *server.Server
 	metrics  *metrics
-	limiter  *limiter // KeyPackage fetches per caller DID
+	limiter  shared.Limiter // KeyPackage fetches per caller DID
 	// ipLimiter is KeyPackage fetches per client address; budget is
 	// KeyPackages from each agent's pool.
-	ipLimiter, budget *limiter
+	ipLimiter, budget shared.Limiter
 	budgetSpent       prometheus.Counter
 	adm               admission
 	operators         map[string]bool
@@ -241,7 +250,7 @@ func New(cfg Config) (*Relay, error) {
 	if cfg.Limits.LiveTimeout == 0 {
 		cfg.Limits.LiveTimeout = 30 * time.Second
 	}
-	s := &Relay{cfg: cfg, clk: clock.Or(cfg.Clock), rnd: cfg.Rand, log: cfg.Logger, adm: admission{known: map[string]bool{}}}
+	s := &Relay{cfg: cfg, clk: clock.Or(cfg.Clock), rnd: cfg.Rand, log: cfg.Logger, adm: admission{known: map[string]bool{}}, rollouts: rolloutManager(cfg.Stores.Rollouts, cfg.Clock)}
 	if s.rnd == nil {
 		s.rnd = newBufferedRand()
 	}
@@ -268,9 +277,9 @@ func New(cfg Config) (*Relay, error) {
 	s.adm.newAdmissionMetrics(s.metrics.reg)
 	s.link = &server.Server{
 		Verifier: s.verifier, Queue: s.queue, Agents: (*linkAgents)(s), Clock: cfg.Clock,
-		Logger: base.With("component", "link"), OnAcked: s.acked, OnUnacked: s.linkEnded,
+		Logger: base.With("component", "link"), OnAcked: s.acked, OnUnacked: s.linkEnded, Updates: linkUpdates(cfg.Stores.Updates),
+		Spent: s.cfg.Stores.Shared.Spent("link", server.DefaultMaxSpentTokens),
 	}
-	s.rollouts = rolloutManager(cfg.Stores.Rollouts, cfg.Clock)
 	if err := s.newConsole(base); err != nil {
 		return nil, err
 	}
@@ -323,6 +332,7 @@ func (s *Relay) routes() {
 	m.HandleFunc("DELETE "+operatorQueuePath, s.serveQueuePurge)
 	m.HandleFunc("POST /operator/agents/{did}/admit", s.serveAdmit)
 	s.rolloutRoutes(m)
+	m.HandleFunc("PUT "+operatorUpdatesPath, s.serveUpdatePut)
 	if s.console != nil {
 		s.console.Register(m)
 	}
@@ -363,7 +373,8 @@ const sigCacheSize = 4096
 
 // Run reads the wake seconds assigned to the agents of its store
 // (seconds.go), then purges expired records, and forgets agents silent
-// for longer than Config.Limits.ForgetAfter, every PurgeInterval until ctx ends,
+// for longer than Config.Limits.ForgetAfter and re-signs the update
+// repository's timestamp when due, every PurgeInterval until ctx ends,
 // then closes every device link. It returns nil when ctx ended.
 func (s *Relay) Run(ctx context.Context) error {
 	defer s.link.Close()
@@ -382,6 +393,7 @@ func (s *Relay) Run(ctx context.Context) error {
 			s.metrics.purged.Add(float64(n))
 		}
 		s.forgetSilent(ctx)
+		s.refreshUpdates()
 		if err := clock.Sleep(ctx, s.clk, PurgeInterval); err != nil {
 			return nil
 		}

@@ -2,8 +2,7 @@ package relay
 
 import (
 	"context"
-	"encoding/json"
-	"strconv"
+	"strings"
 
 	"github.com/torpor-dev/torpor/governed"
 	"github.com/torpor-dev/torpor/transport/link/wire"
@@ -44,89 +43,52 @@ func (s *Relay) rolloutWake(ctx context.Context, agent string, status []byte) *w
 // version a device runs rather than from an install it reported.
 const runningReason = "runs this version"
 
-// statusOutcomes are the outcomes a device's status reports: its last
-// install's (statusOutcome), and Installed for the version it runs, so
-// that a device already running a rollout's target (installed before the
-// rollout, or by hand) is not pending for ever. The second is left out
-// when the first names the running version.
-func statusOutcomes(status []byte) []outcome {
-	var out []outcome
-	o, ok := statusOutcome(status)
-	if ok {
-		out = append(out, o)
-	}
-	if v := runningVersion(status); v != "" && (!ok || o.version != v) {
-		out = append(out, outcome{version: v, outcome: rollout.Installed, reason: runningReason})
-	}
-	return out
-}
-
-// runningVersion is the version member of a signed status ("" when
-// there is none).
-func runningVersion(status []byte) string {
-	if status == nil {
-		return ""
-	}
-	o, err := governed.Parse(status)
-	if err != nil {
-		return ""
-	}
-	var p struct {
-		Version string `json:"version"`
-	}
-	if json.Unmarshal(o.Payload, &p) != nil {
-		return ""
-	}
-	return p.Version
-}
-
-// outcome is a status's report of the device's last install.
+// outcome is a status's report of one target: its version (or TUF
+// target name, for a refusal) and what the device did with it.
 type outcome struct {
 	version string
 	outcome rollout.Outcome
 	reason  string
 }
 
-// statusOutcome reads the install outcome from a device's signed status
-// (verified when it was published: nextState): its payload's "update"
-// member. It reads the member as the device's A/B install
-// (runtime/update/slots) writes it, result "installed" or "rolled-back",
-// and as the TUF client (runtime/update) writes a refusal, outcome
-// "refused"; a version may be a string or a number. Any other outcome
-// (up to date, verified and not yet installed) is no report.
-func statusOutcome(status []byte) (outcome, bool) {
+// statusOutcomes are the outcomes a device's signed status reports (it
+// was verified when it was published: nextState): its last install
+// (wire.StatusInstall, from runtime/update/slots: installed or rolled back,
+// by the build's version), a refusal of its update check
+// (wire.StatusUpdate with outcome refused, by the TUF target's name), and
+// Installed for the version it runs, so that a device already running a
+// rollout's target (flashed with it, or installed before the rollout) is
+// not pending for ever; the last is left out when the install names the
+// running version. Up to date and verified (not installed yet) are no
+// outcome.
+func statusOutcomes(status []byte) []outcome {
+	st, ok := payload(status)
+	if !ok {
+		return nil
+	}
+	var out []outcome
+	in := st.Install
+	if in != nil {
+		out = append(out, outcome{version: in.Version, outcome: rollout.Outcome(in.Result), reason: in.Reason})
+	}
+	if u := st.Update; u != nil && u.Outcome == wire.UpdateRefused && u.Target != "" {
+		out = append(out, outcome{version: u.Target, outcome: rollout.Refused, reason: strings.TrimSpace(u.Reason + ": " + u.Detail)})
+	}
+	if st.Version != "" && (in == nil || in.Version != st.Version) {
+		out = append(out, outcome{version: st.Version, outcome: rollout.Installed, reason: runningReason})
+	}
+	return out
+}
+
+// payload is the status in a device's signed status bytes.
+func payload(status []byte) (wire.Status, bool) {
 	if status == nil {
-		return outcome{}, false
+		return wire.Status{}, false
 	}
 	o, err := governed.Parse(status)
 	if err != nil {
-		return outcome{}, false
+		return wire.Status{}, false
 	}
-	var p struct {
-		Update *struct {
-			Result  string          `json:"result"`
-			Outcome string          `json:"outcome"`
-			Version json.RawMessage `json:"version"`
-			Reason  string          `json:"reason"`
-		} `json:"update"`
-	}
-	if json.Unmarshal(o.Payload, &p) != nil || p.Update == nil {
-		return outcome{}, false
-	}
-	u := p.Update
-	res := rollout.Outcome(u.Result)
-	if res == "" {
-		res = rollout.Outcome(u.Outcome)
-	}
-	if res != rollout.Installed && res != rollout.RolledBack && res != rollout.Refused {
-		return outcome{}, false
-	}
-	v := string(u.Version)
-	if s, err := strconv.Unquote(v); err == nil {
-		v = s
-	}
-	if v == "" || v == "null" {
-		return outcome{}, false
-	}
-	return outcome{version: v, outcome: res, reason: u.Reason}, true
+	st, err := wire.ParseStatus(o.Payload)
+	return st, err == nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"path/filepath"
 	"testing"
@@ -31,10 +32,10 @@ func (h *harness) rolloutReq(tb testing.TB, method, path string, k *did.PrivateK
 }
 
 // updateStatus is a device's signed status reporting an install outcome,
-// with the update member as the A/B install writes it.
+// in the install member as the A/B install writes it.
 func updateStatus(t *testing.T, dev *did.PrivateKey, result, version, reason string) []byte {
-	return signedStatus(t, dev, wire.PurposeStatus, map[string]any{"version": "1.3.0",
-		"update": map[string]any{"result": result, "version": version, "reason": reason, "at": t0}})
+	return signedStatus(t, dev, wire.PurposeStatus, wire.Status{Version: "1.3.0",
+		Install: &wire.StatusInstall{Result: result, Version: version, Reason: reason, At: t0}})
 }
 
 // wakeForUpdate links dev, which is offered the rollout's 1.4.0 in its
@@ -143,49 +144,35 @@ func TestRolloutStartRefused(t *testing.T) {
 	}
 }
 
-// TestStatusOutcome: the install outcome is read from the update member as
-// the A/B install writes it (result, version string) and as the TUF
-// client writes a refusal (outcome, version number); other outcomes, a
-// status without the member and bytes that are no status are no report.
-func TestStatusOutcome(t *testing.T) {
+// TestStatusOutcomes: the outcomes are read from the install member (the
+// A/B install: installed, rolled back, by version), from the update
+// member's refusals (the TUF client: by target name), and from the version
+// the device runs; an update check up to date or verified, and bytes that
+// are no status, are no report.
+func TestStatusOutcomes(t *testing.T) {
 	dev := didtest.Key(t, 20)
+	rb := &wire.StatusInstall{Result: "rolled-back", Version: "1.4.0", From: "1.3.0", Reason: "hung", At: t0}
 	tests := []struct {
-		name   string
-		update any
-		want   outcome
-		ok     bool
+		name string
+		st   wire.Status
+		want []outcome
 	}{
-		{"installed", map[string]any{"result": "installed", "version": "1.4.0"}, outcome{"1.4.0", "installed", ""}, true},
-		{"rolled back", map[string]any{"result": "rolled-back", "version": "1.4.0", "reason": "hung"}, outcome{"1.4.0", "rolled-back", "hung"}, true},
-		{"refused, numbered", map[string]any{"outcome": "refused", "version": 7, "reason": "freeze"}, outcome{"7", "refused", "freeze"}, true},
-		{"verified", map[string]any{"outcome": "verified", "version": 7}, outcome{}, false},
-		{"no version", map[string]any{"result": "installed"}, outcome{}, false},
-		{"no member", nil, outcome{}, false},
+		{"installed, running it", wire.Status{Version: "1.4.0", Install: &wire.StatusInstall{Result: "installed", Version: "1.4.0", At: t0}},
+			[]outcome{{"1.4.0", "installed", ""}}},
+		{"rolled back", wire.Status{Version: "1.3.0", Install: rb}, []outcome{{"1.4.0", "rolled-back", "hung"}, {"1.3.0", "installed", runningReason}}},
+		{"refused", wire.Status{Version: "1.3.0", Update: &wire.StatusUpdate{Outcome: "refused", Target: "torpor-agent/7/linux-armv6", Version: 7, Reason: "freeze", Detail: "old timestamp"}},
+			[]outcome{{"torpor-agent/7/linux-armv6", "refused", "freeze: old timestamp"}, {"1.3.0", "installed", runningReason}}},
+		{"verified, not installed", wire.Status{Version: "1.3.0", Update: &wire.StatusUpdate{Outcome: "verified", Target: "t", Version: 7}},
+			[]outcome{{"1.3.0", "installed", runningReason}}},
 	}
 	for _, tt := range tests {
-		p := map[string]any{"version": "1"}
-		if tt.update != nil {
-			p["update"] = tt.update
-		}
-		got, ok := statusOutcome(signedStatus(t, dev, wire.PurposeStatus, p))
-		if ok != tt.ok || got != tt.want {
-			t.Errorf("%s: statusOutcome = %+v, %v; want %+v, %v", tt.name, got, ok, tt.want, tt.ok)
+		got := statusOutcomes(signedStatus(t, dev, wire.PurposeStatus, tt.st))
+		if fmt.Sprint(got) != fmt.Sprint(tt.want) {
+			t.Errorf("%s: statusOutcomes = %+v, want %+v", tt.name, got, tt.want)
 		}
 	}
-	if _, ok := statusOutcome([]byte("not a status")); ok {
-		t.Error("bytes that are no status gave an outcome")
-	}
-	running := func(p map[string]any) []outcome { return statusOutcomes(signedStatus(t, dev, wire.PurposeStatus, p)) }
-	if got := running(map[string]any{"version": "1.4.0"}); len(got) != 1 || got[0] != (outcome{"1.4.0", "installed", runningReason}) {
-		t.Errorf("a status running 1.4.0 without an update: %+v", got)
-	}
-	rb := map[string]any{"result": "rolled-back", "version": "1.4.0", "reason": "hung"}
-	if got := running(map[string]any{"version": "1.3.0", "update": rb}); len(got) != 2 || got[0].outcome != "rolled-back" || got[1] != (outcome{"1.3.0", "installed", runningReason}) {
-		t.Errorf("rolled back to 1.3.0: %+v", got)
-	}
-	in := map[string]any{"result": "installed", "version": "1.4.0"}
-	if got := running(map[string]any{"version": "1.4.0", "update": in}); len(got) != 1 || got[0].reason != "" {
-		t.Errorf("installed and running 1.4.0: %+v", got)
+	if got := statusOutcomes([]byte("not a status")); got != nil {
+		t.Errorf("bytes that are no status gave %+v", got)
 	}
 }
 

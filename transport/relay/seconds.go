@@ -2,10 +2,10 @@ package relay
 
 import (
 	"context"
-	"errors"
 	"sync"
 
 	"github.com/torpor-dev/torpor/store/agents"
+	"github.com/torpor-dev/torpor/store/shared"
 	"github.com/torpor-dev/torpor/wake"
 )
 
@@ -22,13 +22,16 @@ import (
 // that it holds across restarts and relays, and sends it in every
 // state-ok (wire.Accepted.WakeSecond); the device opens its windows
 // there from its next one on and publishes the second in its window's
-// offset, so Retry-After and the card follow. Relays sharing a store
-// each count what they have read: the agents of the store when they
-// first assign, and each agent whose state they handle since.
+// offset, so Retry-After and the card follow. The count is the relay's
+// shared memory (Config.Stores.Shared): on JetStream one count for the
+// fleet, so relays assigning at the same time spread their agents as one
+// relay would. It is filled from the agent store before the first
+// assignment (for agents assigned before the count was shared) and with
+// each agent whose state a relay handles since.
 type wakeSeconds struct {
 	mu     sync.Mutex // held while loading
 	loaded bool
-	s      wake.Seconds
+	s      shared.WakeSeconds
 }
 
 // assignWakeSecond sets next's wake second: prev's, when the relay
@@ -40,7 +43,7 @@ func (s *Relay) assignWakeSecond(ctx context.Context, agent string, prev agents.
 	minute := next.Window.Minute
 	if prev.WakeSecondSet {
 		next.WakeSecond, next.WakeSecondSet = prev.WakeSecond, true
-		return s.seconds.s.Set(agent, minute, prev.WakeSecond)
+		return s.seconds.s.Count(ctx, map[string]shared.Slot{agent: {Minute: minute, Second: prev.WakeSecond}})
 	}
 	if next.Mode != wake.HourlyWake {
 		return nil
@@ -48,7 +51,7 @@ func (s *Relay) assignWakeSecond(ctx context.Context, agent string, prev agents.
 	if err := s.loadWakeSeconds(ctx); err != nil {
 		return err
 	}
-	sec, err := s.seconds.s.Assign(agent, minute)
+	sec, err := s.seconds.s.Assign(ctx, agent, minute)
 	if err != nil {
 		return err
 	}
@@ -64,27 +67,24 @@ func (s *Relay) loadWakeSeconds(ctx context.Context) error {
 	if s.seconds.loaded {
 		return nil
 	}
-	ids, err := s.cfg.Stores.States.Agents(ctx)
+	slots := map[string]shared.Slot{}
+	err := agents.EachState(ctx, s.cfg.Stores.States, func(id string, st agents.State) error {
+		addWakeSecond(slots, id, st)
+		return nil
+	})
 	if err != nil {
 		return err
 	}
-	for _, id := range ids {
-		st, err := s.cfg.Stores.States.Get(ctx, id)
-		if errors.Is(err, agents.ErrUnknownAgent) {
-			continue // forgotten meanwhile
-		}
-		if err != nil {
-			return err
-		}
-		s.countWakeSecond(id, st)
+	if err := s.seconds.s.Count(ctx, slots); err != nil {
+		return err
 	}
 	s.seconds.loaded = true
 	return nil
 }
 
-// countWakeSecond counts agent's assigned second, if it has one.
-func (s *Relay) countWakeSecond(agent string, st agents.State) {
+// addWakeSecond adds agent's assigned second to slots, if it has one.
+func addWakeSecond(slots map[string]shared.Slot, agent string, st agents.State) {
 	if st.WakeSecondSet {
-		s.seconds.s.Set(agent, st.Window.Minute, st.WakeSecond) // a stored record is in range
+		slots[agent] = shared.Slot{Minute: st.Window.Minute, Second: st.WakeSecond}
 	}
 }

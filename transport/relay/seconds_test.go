@@ -11,6 +11,7 @@ import (
 	"github.com/torpor-dev/torpor/internal/benchcpu"
 	"github.com/torpor-dev/torpor/store"
 	"github.com/torpor-dev/torpor/store/agents"
+	"github.com/torpor-dev/torpor/store/shared"
 	"github.com/torpor-dev/torpor/transport/link"
 	"github.com/torpor-dev/torpor/wake"
 )
@@ -84,7 +85,7 @@ func TestWakeSecondAssigned(t *testing.T) {
 	if got, want := h.publishSecond(t, dev2), wake.WakeSecond(dev2.DID().String()); got != want {
 		t.Errorf("minute 11 evenly full: assigned %d, want the derived %d", got, want)
 	}
-	if err := h.relay.forget(ctx, dev.DID().String(), t0); err != nil {
+	if err := h.relay.forget(ctx, dev.DID().String(), 11, t0); err != nil {
 		t.Fatal(err)
 	}
 	if got := h.publishSecond(t, dev3); got != 23 {
@@ -115,14 +116,14 @@ func BenchmarkLoadWakeSeconds(b *testing.B) {
 	b.ResetTimer()
 	meter := benchcpu.Start(b)
 	for i := 0; i < b.N; i++ {
-		h.relay.seconds = wakeSeconds{}
+		h.relay.seconds = wakeSeconds{s: shared.NewMemory().WakeSeconds()}
 		if err := h.relay.loadWakeSeconds(ctx); err != nil {
 			b.Fatal(err)
 		}
 	}
 	meter.Stop()
 	b.StopTimer()
-	if got := h.relay.seconds.s.Load(0, 0); got != n/3600+1 && got != n/3600 {
+	if got, _ := h.relay.seconds.s.Load(ctx, 0, 0); got != n/3600+1 && got != n/3600 {
 		b.Fatalf("second 0 of minute 0 holds %d", got)
 	}
 	b.ReportMetric(n, "agents/op")

@@ -12,6 +12,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/torpor-dev/torpor/clock"
+	"github.com/torpor-dev/torpor/store/shared"
 	"github.com/torpor-dev/torpor/transport/bearer"
 	"github.com/torpor-dev/torpor/transport/link/wire"
 )
@@ -29,21 +30,13 @@ var (
 	// refused (401).
 	ErrTokenReplayed = errors.New("link: token already used")
 	// ErrBusy is why a link is refused (503) while the relay holds
-	// Server.MaxSpentTokens unexpired link tokens.
+	// Server.MaxSpentTokens unexpired link tokens, or cannot reach the
+	// shared memory of spent tokens (Server.Spent).
 	ErrBusy = errors.New("link: too many link tokens in use")
 	// ErrBadProof is why a link whose device did not sign the challenge
 	// with its DID's key is closed before it becomes the agent's link.
 	ErrBadProof = errors.New("link: no proof of possession of the device key")
 )
-
-// spentTokens are the link tokens the relay accepted, by the SHA-256 of
-// their one spelling (bearer.Token.String), with their expiry (Unix
-// seconds). It lives in memory: a token spent before a relay restart can
-// be presented once more after it, and then still needs the device key
-// (docs/security.md).
-type spentTokens struct {
-	m map[[32]byte]int64
-}
 
 // linkVerifier is Verifier restricted to link tokens.
 func (s *Server) linkVerifier() *bearer.Verifier {
@@ -52,38 +45,40 @@ func (s *Server) linkVerifier() *bearer.Verifier {
 	return &v
 }
 
-// spend records tok as used, or returns an error: a *bearer.Error
+// spend records tok as used until its expiry plus the clock skew the
+// verifier allows (Server.Spent), or returns an error: a *bearer.Error
 // wrapping ErrTokenReplayed (for the 401) when it was used before, and
-// ErrBusy when the table is full of unexpired tokens (expired ones are
-// dropped first).
-func (s *Server) spend(tok *bearer.Token) error {
-	now := clock.Or(s.Clock).Now().Unix()
-	h := sha256.Sum256([]byte(tok.String()))
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.spent.m == nil {
-		s.spent.m = map[[32]byte]int64{}
-	}
-	if exp, ok := s.spent.m[h]; ok && exp >= now {
+// one wrapping ErrBusy when the memory is full of unexpired tokens or
+// failed (a shared memory the relay cannot reach): refused, never
+// accepted twice.
+func (s *Server) spend(ctx context.Context, tok *bearer.Token) error {
+	now := clock.Or(s.Clock).Now()
+	until := time.Unix(tok.Claims.Exp, 0).Add(bearer.DefaultSkew)
+	err := s.spentTokens().Spend(ctx, sha256.Sum256([]byte(tok.String())), until, now)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, shared.ErrReplayed):
 		return &bearer.Error{Check: ErrTokenReplayed, Detail: "transport token: link token already used",
 			Reason: "each link token opens one link; issue a new one for every link"}
+	default:
+		return fmt.Errorf("%w: %w", ErrBusy, err)
 	}
-	max := s.MaxSpentTokens
-	if max <= 0 {
-		max = DefaultMaxSpentTokens
-	}
-	if len(s.spent.m) >= max {
-		for k, exp := range s.spent.m {
-			if exp < now {
-				delete(s.spent.m, k)
-			}
+}
+
+// spentTokens is Server.Spent, or the server's own memory when that is
+// nil.
+func (s *Server) spentTokens() shared.Spent {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.Spent == nil {
+		max := s.MaxSpentTokens
+		if max <= 0 {
+			max = DefaultMaxSpentTokens
 		}
+		s.Spent = shared.NewMemory().Spent("link", max)
 	}
-	if len(s.spent.m) >= max {
-		return fmt.Errorf("%w: %d unexpired", ErrBusy, len(s.spent.m))
-	}
-	s.spent.m[h] = tok.Claims.Exp
-	return nil
+	return s.Spent
 }
 
 // handshake proves that the device holds its DID's key before the

@@ -212,7 +212,8 @@ func TestAckOnlyWhatThisLinkReceived(t *testing.T) {
 
 // TestSpentTokensBounded: the table of spent link tokens holds at most
 // MaxSpentTokens unexpired ones; past that a new link is refused (503),
-// and once tokens expired their entries make room again.
+// also while the tokens are expired but within the clock skew the verifier
+// allows, and once that passed their entries make room again.
 func TestSpentTokensBounded(t *testing.T) {
 	h := newHarness(t)
 	clk := clocktest.New(time.Now())
@@ -233,7 +234,11 @@ func TestSpentTokensBounded(t *testing.T) {
 	if _, status, body := h.rawDial(t, issue(), wire.Subprotocol); status != http.StatusServiceUnavailable || !strings.Contains(body, "link_busy") {
 		t.Errorf("a third link with two unexpired tokens held: %d %s; want 503 link_busy", status, body)
 	}
-	clk.Advance(bearer.DefaultTTL + time.Second)
+	clk.Advance(bearer.DefaultTTL + bearer.DefaultSkew - time.Second)
+	if _, status, body := h.rawDial(t, issue(), wire.Subprotocol); status != http.StatusServiceUnavailable {
+		t.Errorf("a link while the held tokens are within their skew allowance: %d %s; want 503", status, body)
+	}
+	clk.Advance(2 * time.Second)
 	if _, status, body := h.rawDial(t, issue(), wire.Subprotocol); status != http.StatusSwitchingProtocols {
 		t.Errorf("a link after the held tokens expired: %d %s; want the upgrade", status, body)
 	}

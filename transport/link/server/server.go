@@ -18,6 +18,7 @@ import (
 	"github.com/torpor-dev/torpor/clock"
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/store/queue"
+	"github.com/torpor-dev/torpor/store/shared"
 	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"github.com/torpor-dev/torpor/transport/bearer"
 	"github.com/torpor-dev/torpor/transport/bearer/bearerhttp"
@@ -86,6 +87,9 @@ type Server struct {
 	// Clock drives pings and the time records are read at; nil is the
 	// real clock.
 	Clock clock.Clock
+	// Updates is the relay's update repository devices fetch with update
+	// frames (store/updaterepo); nil answers them CodeNoUpdates.
+	Updates Updates
 	// Logger receives link up/down and protocol errors; nil discards.
 	Logger *slog.Logger
 	// OnAcked, if set, is called with how long each acknowledged record
@@ -105,11 +109,18 @@ type Server struct {
 	// some expire: refusing is safe, forgetting one would let it be
 	// replayed.
 	MaxSpentTokens int
+	// Spent remembers the link tokens accepted, each until its expiry
+	// plus the clock skew the verifier allows: a relay of a fleet passes
+	// the fleet's (store/shared; on JetStream a token spent at one relay
+	// is refused at every other). Nil means the server's own, in memory
+	// (MaxSpentTokens at most): a token spent before a restart can be
+	// presented once more after it, and then still needs the device key
+	// (docs/security.md).
+	Spent shared.Spent
 
 	mu sync.Mutex
 	// mu guards all following fields.
 	conns map[string]*serverConn
-	spent spentTokens
 }
 
 type serverConn struct {
@@ -222,12 +233,16 @@ func (c *serverConn) unacked() {
 func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (*bearer.Token, bool) {
 	tok, err := s.linkVerifier().VerifyToken(r.Header.Get("Authorization"))
 	if err == nil {
-		err = s.spend(tok)
+		err = s.spend(r.Context(), tok)
 	}
 	if errors.Is(err, ErrBusy) {
 		s.log().Warn("link refused", "err", err)
+		msg := "too many links opened in the last minutes; retry later"
+		if !errors.Is(err, shared.ErrFull) {
+			msg = "the relay cannot reach its memory of spent link tokens; retry later"
+		}
 		w.Header().Set("Retry-After", "60")
-		writeJSONError(w, http.StatusServiceUnavailable, "link_busy", "too many links opened in the last minutes; retry later")
+		writeJSONError(w, http.StatusServiceUnavailable, "link_busy", msg)
 		return nil, false
 	}
 	if err != nil {
@@ -471,7 +486,7 @@ func (c *serverConn) serve() {
 		switch f.T {
 		case wire.FrameResponse, wire.FrameError:
 			c.calls.Answer(f)
-		case wire.FrameState, wire.FramePull, wire.FrameAck:
+		case wire.FrameState, wire.FramePull, wire.FrameAck, wire.FrameUpdate:
 			select {
 			case work <- f:
 			case <-c.ctx.Done():
@@ -509,6 +524,8 @@ func (c *serverConn) handle(f *wire.Frame) error {
 		return nil
 	case wire.FramePull:
 		return c.pull(ctx, f)
+	case wire.FrameUpdate:
+		return c.update(ctx, f)
 	case wire.FrameAck:
 		if seq, ok := c.delivered(f.Seqs); !ok {
 			c.s.log().Warn("ack refused", "agent", c.agent.String(), "seq", seq)

@@ -70,6 +70,9 @@
 //	relay → device  request  {id, req}              a live A2A request
 //	device → relay  response {id, resp}             its answer
 //	relay → device  queued   {seq}                  a record was queued meanwhile
+//	device → relay  update   {id, upd}              a TUF metadata file, a range of
+//	                                                a target's blob, or a fresh timestamp
+//	relay → device  update-data {id, data}          its bytes (update.go)
 //	either          error    {id, code, msg}        the frame with id failed
 //
 // Ids are chosen by the side that asks; each side numbers its own requests,
@@ -85,9 +88,11 @@
 // console: status.go), state-ok.wakeSecond (the second of its wake
 // minute the relay assigned the device's window: Accepted.WakeSecond) and
 // state.enrolment (the owner's enrolment of the device, which a relay
-// that trusts the owner admits at once), and state-ok.offer (the update
-// target a rollout of the relay asks the device to install:
-// Accepted.Offer).
+// that trusts the owner admits at once). The update and update-data
+// frames came later: a relay that predates them answers an error frame
+// "unknown-frame", which the device reports as a failed fetch. So did
+// state-ok.offer (the update target a rollout of the relay asks the
+// device to install: Accepted.Offer).
 //
 // # Handshake
 //

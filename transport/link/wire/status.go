@@ -64,7 +64,68 @@ type Status struct {
 	// (runtime/health); nil when it measured nothing, and from agents
 	// older than the member.
 	Health *StatusHealth `json:"health,omitempty"`
+	// Install is the outcome of the agent's last install of a new build
+	// (runtime/update/slots): installed, or rolled back and why; nil
+	// before the first, and from agents older than the member.
+	Install *StatusInstall `json:"install,omitempty"`
+	// Update is the outcome of the wake's update check (runtime/update):
+	// a verified target, nothing newer, or why nothing is installed. Nil
+	// when the agent checked none, and from agents older than the member.
+	Update *StatusUpdate `json:"update,omitempty"`
 }
+
+// MaxStatusUpdateDetail caps StatusUpdate.Detail, MaxStatusUpdateTarget
+// StatusUpdate.Target.
+const (
+	MaxStatusUpdateDetail = 512
+	MaxStatusUpdateTarget = 256
+)
+
+// The outcomes of StatusUpdate.
+const (
+	UpdateUpToDate = "up-to-date"
+	UpdateVerified = "verified"
+	UpdateRefused  = "refused"
+)
+
+// StatusUpdate is one update check as the device reports it.
+type StatusUpdate struct {
+	// Outcome is UpdateUpToDate, UpdateVerified (a file whose length and
+	// hashes are the target's is ready to install) or UpdateRefused.
+	Outcome string `json:"outcome"`
+	// Target and Version name the target checked, when there is one.
+	Target  string `json:"target,omitempty"`
+	Version uint64 `json:"version,omitempty"`
+	// Reason is runtime/update's Code when refused ("freeze",
+	// "mix-and-match", "expired", ...); Detail says it in a sentence.
+	Reason string `json:"reason,omitempty"`
+	Detail string `json:"detail,omitempty"`
+	// Bytes counts the target's bytes fetched in this wake.
+	Bytes int64 `json:"bytes,omitempty"`
+}
+
+// StatusInstall is the outcome of the last install of a new agent build.
+type StatusInstall struct {
+	// Result is InstallInstalled or InstallRolledBack.
+	Result string `json:"result"`
+	// Version is the build installed or rolled back, From the one that
+	// ran before it.
+	Version string `json:"version"`
+	From    string `json:"from,omitempty"`
+	// Reason says why a build was rolled back (at most MaxInstallReason
+	// bytes).
+	Reason string    `json:"reason,omitempty"`
+	At     time.Time `json:"at"`
+}
+
+// The results of a StatusInstall.
+const (
+	InstallInstalled  = "installed"
+	InstallRolledBack = "rolled-back"
+)
+
+// MaxInstallReason caps StatusInstall.Reason.
+const MaxInstallReason = 1024
 
 // StatusHealth is the board's health as the device measured it at the
 // wake. Every member is optional: one the board cannot measure, or whose
@@ -187,8 +248,18 @@ func ParseStatus(payload []byte) (Status, error) {
 		return Status{}, errors.New("status: no version")
 	case s.Health != nil && s.Health.Flash != nil && s.Health.Flash.Free > s.Health.Flash.Total:
 		return Status{}, fmt.Errorf("status: %d bytes of flash free of %d", s.Health.Flash.Free, s.Health.Flash.Total)
+	case s.Install != nil && s.Install.Result != InstallInstalled && s.Install.Result != InstallRolledBack:
+		return Status{}, fmt.Errorf("status: install result %q (want %s or %s)", s.Install.Result, InstallInstalled, InstallRolledBack)
+	case s.Install != nil && (s.Install.Version == "" || len(s.Install.Reason) > MaxInstallReason):
+		return Status{}, fmt.Errorf("status: an install without a version or with a reason over %d bytes", MaxInstallReason)
 	case s.Health != nil && s.Health.WiFi != nil && len(s.Health.WiFi.Interface) > MaxInterface:
 		return Status{}, fmt.Errorf("status: a WiFi interface name of %d bytes, at most %d", len(s.Health.WiFi.Interface), MaxInterface)
+	case s.Update != nil && s.Update.Outcome == "":
+		return Status{}, errors.New("status: an update without an outcome")
+	case s.Update != nil && len(s.Update.Target) > MaxStatusUpdateTarget:
+		return Status{}, fmt.Errorf("status: an update target of %d bytes, at most %d", len(s.Update.Target), MaxStatusUpdateTarget)
+	case s.Update != nil && len(s.Update.Detail) > MaxStatusUpdateDetail:
+		return Status{}, fmt.Errorf("status: an update detail of %d bytes, at most %d", len(s.Update.Detail), MaxStatusUpdateDetail)
 	}
 	return s, nil
 }

@@ -49,6 +49,10 @@ const (
 	FrameResponse  = "response"
 	FrameQueued    = "queued"
 	FrameError     = "error"
+	// FrameUpdate and FrameUpdateData fetch the relay's update
+	// repository (update.go).
+	FrameUpdate     = "update"
+	FrameUpdateData = "update-data"
 )
 
 // ErrProtocol is returned (wrapped) when the peer sends a frame this
@@ -88,6 +92,9 @@ type Frame struct {
 	Proof     []byte     `cbor:"proof,omitempty"`
 	// WakeSecond is a state-ok's Accepted.WakeSecond.
 	WakeSecond *int `cbor:"wakeSecond,omitempty"`
+	// Update is an update frame's request, Data an update-data's bytes.
+	Update *UpdateRequest `cbor:"upd,omitempty"`
+	Data   []byte         `cbor:"data,omitempty"`
 	// Offer is a state-ok's Accepted.Offer (offer.go).
 	Offer *Offer `cbor:"offer,omitempty"`
 }

@@ -1,6 +1,7 @@
 package console
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
@@ -12,11 +13,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/internal/atomicfile"
+	"github.com/torpor-dev/torpor/store/shared"
 	"github.com/torpor-dev/torpor/transport/bearer"
 )
 
@@ -29,8 +30,9 @@ const (
 	// SecretFile is the file in the relay's data directory that holds the
 	// key its session cookies are signed with.
 	SecretFile = "fleet-session.key"
-	// maxSpent caps the login tokens remembered as used.
-	maxSpent = 4096
+	// MaxSpentLogins caps the login tokens a console remembers as used
+	// itself (Config.Spent nil).
+	MaxSpentLogins = 4096
 	// cookieName is the session cookie's name; over https it gets the
 	// __Host- prefix (RFC 6265bis, Section 4.1.3.2), which browsers accept
 	// only with Secure, Path=/ and no Domain.
@@ -73,9 +75,7 @@ type auth struct {
 	login     bearer.Verifier
 	api       bearer.Verifier
 	now       func() time.Time
-
-	mu    sync.Mutex
-	spent map[string]time.Time // login token digest → its expiry
+	spent     shared.Spent // login tokens accepted (Config.Spent)
 }
 
 // errNotOperator refuses a DID that is not an operator.
@@ -154,10 +154,11 @@ func (a *auth) fromBearer(r *http.Request) (string, error) {
 	return id.String(), nil
 }
 
-// redeem checks a login token and spends it: a token is accepted once.
-// A refusal of a token that verified returns its DID with the error (for
+// redeem checks a login token and spends it: a token is accepted once,
+// at any relay of a fleet that shares its memory of spent tokens. A
+// refusal of a token that verified returns its DID with the error (for
 // the audit log); one that did not returns the zero DID.
-func (a *auth) redeem(tok string) (did.DID, error) {
+func (a *auth) redeem(ctx context.Context, tok string) (did.DID, error) {
 	t, err := a.login.VerifyToken(tok)
 	if err != nil {
 		return did.DID{}, err
@@ -165,22 +166,14 @@ func (a *auth) redeem(tok string) (did.DID, error) {
 	if !a.operators[t.DID().String()] {
 		return t.DID(), errNotOperator
 	}
-	sum := sha256.Sum256([]byte(t.String()))
-	key := string(sum[:])
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	now := a.now()
-	for k, exp := range a.spent {
-		if now.After(exp) {
-			delete(a.spent, k)
-		}
-	}
-	if _, ok := a.spent[key]; ok {
+	err = a.spent.Spend(ctx, sha256.Sum256([]byte(t.String())), time.Unix(t.Claims.Exp, 0).Add(bearer.DefaultSkew), a.now())
+	switch {
+	case errors.Is(err, shared.ErrReplayed):
 		return t.DID(), errors.New("this login link was used already; run torporctl fleet open again")
-	}
-	if len(a.spent) >= maxSpent {
+	case errors.Is(err, shared.ErrFull):
 		return t.DID(), errors.New("too many logins at once; try again in a few minutes")
+	case err != nil:
+		return t.DID(), errors.New("the relay cannot reach its memory of used login links; try again later")
 	}
-	a.spent[key] = time.Unix(t.Claims.Exp, 0).Add(bearer.DefaultSkew)
 	return t.DID(), nil
 }

@@ -4,7 +4,6 @@ import (
 	"embed"
 	"encoding/json"
 	"errors"
-	"github.com/torpor-dev/torpor/transport/operatorapi"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -14,7 +13,9 @@ import (
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/store/agents"
 	"github.com/torpor-dev/torpor/store/audit"
+	"github.com/torpor-dev/torpor/store/shared"
 	"github.com/torpor-dev/torpor/transport/bearer"
+	"github.com/torpor-dev/torpor/transport/operatorapi"
 )
 
 // Config configures the console's HTTP side.
@@ -25,8 +26,12 @@ type Config struct {
 	PublicURL string
 	// Operators are the DIDs that may see the console. Required.
 	Operators []string
-	// Secret signs session cookies (LoadSecret). Required.
+	// Secret signs session cookies (LoadSecret, or the fleet's shared
+	// secret: store/shared). Required.
 	Secret []byte
+	// Spent remembers the login tokens accepted: the fleet's shared
+	// memory (store/shared), or nil for the console's own, in memory.
+	Spent shared.Spent
 	// Refresh is how often the page asks for fresh rows; zero means 5 s.
 	Refresh time.Duration
 	// Audit, when set, records logins and logouts and is served at
@@ -66,6 +71,9 @@ func New(cfg Config) (*Console, error) {
 	if cfg.Verified == nil {
 		cfg.Verified = NewVerified(0)
 	}
+	if cfg.Spent == nil {
+		cfg.Spent = shared.NewMemory().Spent("login", MaxSpentLogins)
+	}
 	c := &Console{cfg: cfg, origin: origin, clk: clock.Or(cfg.Clock), log: cfg.Logger}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
@@ -79,7 +87,7 @@ func New(cfg Config) (*Console, error) {
 		ops[id.String()] = true
 	}
 	u, _ := url.Parse(origin)
-	c.auth = &auth{operators: ops, secret: cfg.Secret, secure: u.Scheme == "https", now: c.clk.Now, spent: map[string]time.Time{},
+	c.auth = &auth{operators: ops, secret: cfg.Secret, secure: u.Scheme == "https", now: c.clk.Now, spent: cfg.Spent,
 		login: bearer.Verifier{Audience: origin, Clock: cfg.Clock, Purpose: bearer.PurposeFleetLogin, MaxLifetime: LoginTTL},
 		api:   bearer.Verifier{Audience: origin, Clock: cfg.Clock, Purpose: bearer.PurposeFleet}}
 	return c, nil
@@ -148,7 +156,7 @@ func (c *Console) api(h func(w http.ResponseWriter, r *http.Request)) http.Handl
 
 func (c *Console) serveLogin(w http.ResponseWriter, r *http.Request) {
 	secure(w)
-	id, err := c.auth.redeem(r.URL.Query().Get("token"))
+	id, err := c.auth.redeem(r.Context(), r.URL.Query().Get("token"))
 	c.recordSession(r, audit.ActionLogin, id, err)
 	if err != nil {
 		c.log.Warn("fleet console login refused", "err", err)

@@ -346,7 +346,7 @@ func (s *Source) fromStatus(d *operatorapi.Device, st agents.State) {
 		return
 	}
 	d.Board, d.Version, d.Halted, d.HeldCount, d.LostCount = ws.Board, ws.Version, ws.Halted, ws.HeldCount, ws.LostCount
-	d.Health = ws.Health
+	d.Health, d.Update = ws.Health, ws.Update
 	if ws.Wake != nil {
 		d.LastWake = &operatorapi.Wake{At: ws.Wake.At, Reason: ws.Wake.Reason}
 	}

@@ -219,11 +219,11 @@ func (m *Manager) cached(ctx context.Context, id string) (*Rollout, error) {
 	return r, nil
 }
 
-// Report records device's outcome of the target version in every rollout
-// of that version with device in a started wave, and reports whether one
-// did. A device's status carries its last outcome at every wake: a report
-// equal to the one recorded changes nothing.
-func (m *Manager) Report(ctx context.Context, device, version string, o Outcome, reason string) (bool, error) {
+// Report records device's outcome of target (a target's version or its
+// name) in every rollout of that target with device in a started wave,
+// and reports whether one did. A device's status carries its last outcome
+// at every wake: a report equal to the one recorded changes nothing.
+func (m *Manager) Report(ctx context.Context, device, target string, o Outcome, reason string) (bool, error) {
 	ids, err := m.Store.List(ctx)
 	if err != nil {
 		return false, err
@@ -232,7 +232,7 @@ func (m *Manager) Report(ctx context.Context, device, version string, o Outcome,
 	for _, id := range ids {
 		_, err := m.update(ctx, id, func(r *Rollout) (bool, error) {
 			w := r.WaveOf(device)
-			if r.Target.Version != version || w < 0 || w > r.Wave {
+			if r.Target.Version != target && r.Target.Name != target || w < 0 || w > r.Wave {
 				return false, nil
 			}
 			found = true

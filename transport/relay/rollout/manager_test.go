@@ -185,3 +185,26 @@ func TestOfferSeesOtherRelays(t *testing.T) {
 		}
 	}
 }
+
+// TestReportByTargetName: a refusal reported by the TUF target's name (the
+// device's update check names no build version) is recorded as the
+// version's would be; a name of another target is not.
+func TestReportByTargetName(t *testing.T) {
+	s := openBolt(t, filepath.Join(t.TempDir(), "rollouts.db"))
+	defer s.Close()
+	m := &rollout.Manager{Store: s, Clock: clocktest.New(start)}
+	r, err := m.Start(t.Context(), spec(), devices(10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := r.Waves[0].Devices[0]
+	if found, err := m.Report(t.Context(), d, "torpor-agent/linux-armv6/1.3.0", rollout.Refused, "x"); found || err != nil {
+		t.Errorf("another target's refusal: %v, %v", found, err)
+	}
+	if found, err := m.Report(t.Context(), d, spec().Target.Name, rollout.Refused, "freeze"); !found || err != nil {
+		t.Fatalf("Report by name = %v, %v", found, err)
+	}
+	if got, _ := m.Get(t.Context(), r.ID); got.Results[d].Outcome != rollout.Refused {
+		t.Errorf("result %+v", got.Results[d])
+	}
+}

@@ -1,0 +1,29 @@
+// Package update is the device's side of agent updates: it drives the TUF
+// client workflow (The Update Framework specification, Section 5, "Detailed
+// client workflow",
+// https://theupdateframework.github.io/specification/latest/#detailed-client-workflow)
+// over the device's link to its relay, and ends with a verified file at a
+// path for one target, or a reason why there is none.
+//
+// Every check of the metadata is go-tuf/v2's
+// (github.com/theupdateframework/go-tuf/v2/metadata and its
+// trustedmetadata package: signatures and thresholds by
+// metadata.Root.VerifyDelegate, versions, expiry, lengths and hashes).
+// This package only moves bytes between the relay (a Source) and go-tuf,
+// keeps the trusted metadata on flash between wakes, and judges time by
+// the device's trusted time (runtime/trusted) instead of the wall clock:
+// Client.Check takes the time to judge expiry by from its caller.
+// go-tuf's updater is not used: it fetches over net/http, which
+// torpor-agent does not link (internal/deptest), and it judges expiry by
+// the system clock.
+//
+// Beyond TUF, a target carries Torpor's own conditions in its custom
+// fields (Custom): a strictly increasing version, the hardware it fits,
+// an install window, whether the owner must confirm, and a minimum
+// supply voltage. docs/updates.md tells the whole story: the key
+// ceremony, the roles and their expiries, and what each attack meets.
+//
+// What this package hands on is a file whose length and hashes are the
+// target's; installing it (the A/B slots, the trial boot) is another
+// package's business.
+package update

@@ -1,0 +1,115 @@
+package update_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/theupdateframework/go-tuf/v2/metadata"
+
+	"github.com/torpor-dev/torpor/runtime/update"
+)
+
+// TestRootRotation: the owner rotates the root key and the timestamp key
+// (root version 2, signed by the old and the new root keys, TUF
+// specification Section 5.3.4 and 5.3.5); a device provisioned with
+// version 1 walks to 2; the timestamp it kept no longer verifies under
+// the new key, so the new key's timestamp, starting again at version 1,
+// is taken (Section 5.3.11). A version 3 signed only by a key
+// version 2 does not name is refused.
+func TestRootRotation(t *testing.T) {
+	r := newRepo(t)
+	r.publish("agent", payload(2, 10), agentFor(2))
+	c := r.device(1)
+	if _, err := c.Check(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	oldRoot := r.keys[metadata.ROOT]
+	for _, role := range []string{metadata.ROOT, metadata.TIMESTAMP} {
+		for _, id := range r.root.Signed.Roles[role].KeyIDs {
+			if err := r.root.Signed.RevokeKey(id, role); err != nil {
+				t.Fatal(err)
+			}
+		}
+		r.keys[role] = nil
+		r.addKey(role)
+	}
+	r.root.Signed.Version = 2
+	r.files["2.root.json"] = sign(r, r.root, append(oldRoot, r.keys[metadata.ROOT]...)...)
+	// The relay's new timestamp key signs a timestamp whose version
+	// starts again at 1: only a device that dropped the old one takes it.
+	r.timestamp.Signed.Version = 0
+	r.bump()
+	res, err := c.Check(context.Background())
+	verified(t, res, err, payload(2, 10))
+
+	r.root.Signed.Version = 3
+	stranger := r.addKey(metadata.ROOT)
+	r.files["3.root.json"] = sign(r, r.root, stranger)
+	_, err = c.Check(context.Background())
+	refusal(t, err, update.Signature, "root")
+}
+
+// TestConditions: a target's window, supply minimum and owner's
+// confirmation each hold it back, with the reason, until they are met.
+func TestConditions(t *testing.T) {
+	r := newRepo(t)
+	cu := agentFor(2)
+	cu.Window, cu.MinSupplyMV, cu.Confirm = "02:00-04:00", 4800, true
+	r.publish("agent", payload(2, 10), cu)
+	supply, confirmed := int64(4500), false
+	c := r.device(1, func(cfg *update.Config) {
+		cfg.Supply = func() (int64, bool) { return supply, true }
+		cfg.Confirmed = func(target string, v uint64) bool { return confirmed && target == "agent" && v == 2 }
+	})
+	_, err := c.Check(context.Background())
+	refusal(t, err, update.Window, "installs in 02:00-04:00 UTC; the trusted time is 2026-06-01T12:00:00Z")
+	r.now = time.Date(2026, 6, 2, 3, 0, 0, 0, time.UTC)
+	_, err = c.Check(context.Background())
+	refusal(t, err, update.Supply, "needs a supply of 4800 mV; the board reads 4500 mV")
+	supply = 5000
+	_, err = c.Check(context.Background())
+	refusal(t, err, update.Confirm, "waits for the owner's confirmation")
+	confirmed = true
+	res, err := c.Check(context.Background())
+	verified(t, res, err, payload(2, 10))
+}
+
+// TestWindowWrapsMidnight: "22:00-02:00" is open at 23:30 and 01:00,
+// closed at 12:00; "any" is always open.
+func TestWindowWrapsMidnight(t *testing.T) {
+	day := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		window string
+		at     time.Duration
+		open   bool
+	}{
+		{"22:00-02:00", 23*time.Hour + 30*time.Minute, true},
+		{"22:00-02:00", time.Hour, true},
+		{"22:00-02:00", 12 * time.Hour, false},
+		{"22:00-02:00", 2 * time.Hour, false},
+		{"any", 12 * time.Hour, true},
+	} {
+		if got := (update.Custom{Window: tc.window}).InWindow(day.Add(tc.at)); got != tc.open {
+			t.Errorf("%s at %v: open %v; want %v", tc.window, tc.at, got, tc.open)
+		}
+	}
+}
+
+// TestBadCustomFields: a target without Torpor's fields, or with a
+// window that is not HH:MM-HH:MM, is refused with what is wrong.
+func TestBadCustomFields(t *testing.T) {
+	r := newRepo(t)
+	cu := agentFor(2)
+	cu.Window = "2am-4am"
+	r.publish("agent", payload(2, 10), cu)
+	_, err := r.device(1).Check(context.Background())
+	refusal(t, err, update.Invalid, `window "2am-4am"`)
+
+	r = newRepo(t)
+	tf, _ := metadata.TargetFile().FromBytes("plain", payload(2, 10), "sha256")
+	r.targets.Signed.Targets["plain"] = tf
+	r.bump()
+	_, err = r.device(1).Check(context.Background())
+	refusal(t, err, update.Invalid, `target "plain" has no custom fields`)
+}

@@ -1,0 +1,88 @@
+package runtime_test
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/theupdateframework/go-tuf/v2/metadata"
+
+	"github.com/torpor-dev/torpor/clock/clocktest"
+	"github.com/torpor-dev/torpor/internal/tufsign"
+	"github.com/torpor-dev/torpor/runtime"
+	"github.com/torpor-dev/torpor/runtime/update"
+	"github.com/torpor-dev/torpor/store/updaterepo"
+	"github.com/torpor-dev/torpor/transport/link/wire"
+	"github.com/torpor-dev/torpor/transport/relay"
+	"github.com/torpor-dev/torpor/wake"
+)
+
+// updateRepo is a relay's update repository holding build as version 2
+// of the agent for armv6, and the owner's root it trusts.
+func updateRepo(t *testing.T, clk *clocktest.Clock, build []byte) (*updaterepo.Repo, []byte) {
+	k := map[string]ed25519.PrivateKey{}
+	p := map[string]ed25519.PublicKey{}
+	for _, role := range []string{"root", "targets", "snapshot", "timestamp"} {
+		p[role], k[role], _ = ed25519.GenerateKey(nil)
+	}
+	root, _ := tufsign.NewRoot(tufsign.Roles{Root: []ed25519.PublicKey{p["root"]}, RootThreshold: 1,
+		Targets: []ed25519.PublicKey{p["targets"]}, TargetsThreshold: 1, Snapshot: p["snapshot"], Timestamp: p["timestamp"]},
+		t0.AddDate(1, 0, 0))
+	rootBytes, _ := tufsign.Sign(root, k["root"])
+	repo, err := updaterepo.Open(updaterepo.Config{Path: filepath.Join(t.TempDir(), "updates.db"),
+		Snapshot: k["snapshot"], Timestamp: k["timestamp"], Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { repo.Close() })
+	targets := metadata.Targets(t0.AddDate(0, 3, 0))
+	tufsign.AddTarget(targets, "torpor-agent/2/linux-armv6", build, update.CustomKey, update.Custom{Version: 2, GOARCH: "arm", GOARM: "6"})
+	tb, _ := tufsign.Sign(targets, k["targets"])
+	if err := repo.SetRoot(rootBytes); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := repo.AddBlob(build); err != nil {
+		t.Fatal(err)
+	}
+	if err := repo.Publish(tb); err != nil {
+		t.Fatal(err)
+	}
+	return repo, rootBytes
+}
+
+// TestWakeChecksForUpdates: a wake linked to a relay that hosts an update
+// repository fetches the build for its hardware over the link, hands the
+// verified file on, and says so in its signed status; a device of other
+// hardware says why it installs nothing.
+func TestWakeChecksForUpdates(t *testing.T) {
+	build := bytes.Repeat([]byte{7}, 200_000)
+	clk := clocktest.New(t0)
+	repo, root := updateRepo(t, clk, build)
+	for _, tc := range []struct {
+		device  update.Device
+		outcome string
+		reason  string
+	}{
+		{update.Device{GOARCH: "arm", GOARM: "6"}, wire.UpdateVerified, ""},
+		{update.Device{GOARCH: "arm64"}, wire.UpdateRefused, string(update.Hardware)},
+	} {
+		w := newWorldWith(t, wake.HourlyWake, relay.Config{Stores: relay.Stores{Updates: repo}})
+		dir := t.TempDir()
+		os.MkdirAll(filepath.Join(dir, "meta"), 0o700)
+		os.WriteFile(filepath.Join(dir, "meta", "root.json"), root, 0o600)
+		var got []byte
+		w.cfg.Relay.Updates = &runtime.Updates{Dir: dir, Installed: 1, Device: tc.device,
+			OnVerified: func(path string, _ update.Result) { got, _ = os.ReadFile(path) }}
+		w.bootSuspending()
+		st := w.status().Update
+		if st == nil || st.Outcome != tc.outcome || st.Reason != tc.reason {
+			t.Fatalf("%+v: the status's update = %+v; want %s %s", tc.device, st, tc.outcome, tc.reason)
+		}
+		if tc.outcome == wire.UpdateVerified && (!bytes.Equal(got, build) || st.Version != 2 || st.Bytes != int64(len(build))) {
+			t.Errorf("verified: %d bytes handed on, status %+v", len(got), st)
+		}
+		w.shutdown()
+	}
+}

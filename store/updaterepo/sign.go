@@ -1,0 +1,287 @@
+package updaterepo
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/theupdateframework/go-tuf/v2/metadata"
+	"github.com/theupdateframework/go-tuf/v2/metadata/trustedmetadata"
+	bolt "go.etcd.io/bbolt"
+)
+
+// SetRoot takes root metadata from the owner: the first one, signed by
+// its own root keys, or the next version, signed by the current root's
+// keys and its own (TUF specification Section 5.3.4, 5.3.5). The root
+// must name this relay's snapshot and timestamp keys; what is published
+// is signed again with them (a new snapshot and timestamp).
+func (r *Repo) SetRoot(b []byte) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.db.Update(func(tx *bolt.Tx) error {
+		root, err := r.nextRoot(tx, b)
+		if err != nil {
+			return fmt.Errorf("updaterepo: root: %w", err)
+		}
+		if err := r.namesRelayKeys(root); err != nil {
+			return fmt.Errorf("updaterepo: root version %d: %w", root.Signed.Version, err)
+		}
+		if err := r.put(tx, bucketMeta, fmt.Appendf(nil, "%d.root.json", root.Signed.Version), b); err != nil {
+			return err
+		}
+		if err := r.put(tx, bucketMeta, []byte("root.json"), b); err != nil {
+			return err
+		}
+		return r.resign(tx)
+	})
+}
+
+// resign signs a new snapshot and timestamp for the published targets,
+// if any, with this relay's keys: after a root that named other online
+// keys (a rotation of the relay's keys), what the old keys signed no
+// longer verifies.
+func (r *Repo) resign(tx *bolt.Tx) error {
+	meta := tx.Bucket(bucketMeta)
+	tb := meta.Get([]byte("targets.json"))
+	if tb == nil {
+		return nil
+	}
+	targets, err := metadata.Targets().FromBytes(tb)
+	if err != nil {
+		return fmt.Errorf("updaterepo: the stored targets: %w", err)
+	}
+	return r.signSnapshot(tx, tb, targets.Signed.Version)
+}
+
+func (r *Repo) nextRoot(tx *bolt.Tx, b []byte) (*metadata.Metadata[metadata.RootType], error) {
+	cur := tx.Bucket(bucketMeta).Get([]byte("root.json"))
+	if cur == nil {
+		root, err := metadata.Root().FromBytes(b)
+		if err != nil {
+			return nil, err
+		}
+		return root, root.VerifyDelegate(metadata.ROOT, root)
+	}
+	t, err := trustedmetadata.New(cur)
+	if err != nil {
+		return nil, fmt.Errorf("the stored root: %w", err)
+	}
+	return t.UpdateRoot(b)
+}
+
+// namesRelayKeys checks that root gives the snapshot and timestamp roles
+// this relay's keys.
+func (r *Repo) namesRelayKeys(root *metadata.Metadata[metadata.RootType]) error {
+	for role, k := range map[string]ed25519.PrivateKey{metadata.SNAPSHOT: r.cfg.Snapshot, metadata.TIMESTAMP: r.cfg.Timestamp} {
+		key, err := metadata.KeyFromPublicKey(k.Public())
+		if err != nil {
+			return err
+		}
+		id, err := key.ID()
+		if err != nil {
+			return err
+		}
+		rl := root.Signed.Roles[role]
+		if rl == nil || len(rl.KeyIDs) != 1 || rl.KeyIDs[0] != id || rl.Threshold != 1 {
+			return fmt.Errorf("its %s role is not this relay's key %s alone (threshold 1)", role, id)
+		}
+	}
+	return nil
+}
+
+// Publish takes the owner's signed targets metadata: signed by the
+// targets role's threshold (metadata.Root.VerifyDelegate), unexpired,
+// newer than the current one, every target's blob held with the length
+// and hashes the target states. The relay then signs a snapshot naming it
+// and a timestamp naming that snapshot. The current targets again are
+// taken as they are, signing nothing.
+func (r *Repo) Publish(b []byte) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.db.Update(func(tx *bolt.Tx) error {
+		if bytes.Equal(tx.Bucket(bucketMeta).Get([]byte("targets.json")), b) {
+			return nil // published already: publishing again changes nothing
+		}
+		targets, err := r.checkTargets(tx, b)
+		if err != nil {
+			return fmt.Errorf("updaterepo: targets: %w", err)
+		}
+		v := targets.Signed.Version
+		if err := r.put(tx, bucketMeta, fmt.Appendf(nil, "%d.targets.json", v), b); err != nil {
+			return err
+		}
+		if err := r.put(tx, bucketMeta, []byte("targets.json"), b); err != nil {
+			return err
+		}
+		return r.signSnapshot(tx, b, v)
+	})
+}
+
+func (r *Repo) checkTargets(tx *bolt.Tx, b []byte) (*metadata.Metadata[metadata.TargetsType], error) {
+	meta := tx.Bucket(bucketMeta)
+	rootB := meta.Get([]byte("root.json"))
+	if rootB == nil {
+		return nil, errors.New("no root yet: the owner's root comes first")
+	}
+	root, err := metadata.Root().FromBytes(rootB)
+	if err != nil {
+		return nil, err
+	}
+	targets, err := metadata.Targets().FromBytes(b)
+	if err != nil {
+		return nil, err
+	}
+	if err := root.VerifyDelegate(metadata.TARGETS, targets); err != nil {
+		return nil, err
+	}
+	if now := r.clk.Now(); targets.Signed.IsExpired(now) {
+		return nil, fmt.Errorf("version %d expired at %s", targets.Signed.Version, targets.Signed.Expires.UTC().Format("2006-01-02T15:04:05Z"))
+	}
+	if cur := meta.Get([]byte("targets.json")); cur != nil {
+		old, err := metadata.Targets().FromBytes(cur)
+		if err != nil {
+			return nil, fmt.Errorf("the stored targets: %w", err)
+		}
+		if targets.Signed.Version <= old.Signed.Version {
+			return nil, fmt.Errorf("version %d is not newer than the current %d", targets.Signed.Version, old.Signed.Version)
+		}
+	}
+	for name, tf := range targets.Signed.Targets {
+		blob := tx.Bucket(bucketBlobs).Get([]byte(tf.Hashes["sha256"].String()))
+		if blob == nil {
+			return nil, fmt.Errorf("target %q: no blob with its sha256 %s (upload it first)", name, tf.Hashes["sha256"])
+		}
+		if err := tf.VerifyLengthHashes(blob); err != nil {
+			return nil, fmt.Errorf("target %q: %w", name, err)
+		}
+	}
+	return targets, nil
+}
+
+// signSnapshot signs the next snapshot naming targets (bytes b, version
+// v), then the next timestamp.
+func (r *Repo) signSnapshot(tx *bolt.Tx, b []byte, v int64) error {
+	meta := tx.Bucket(bucketMeta)
+	next := int64(1)
+	if cur := meta.Get([]byte("snapshot.json")); cur != nil {
+		old, err := metadata.Snapshot().FromBytes(cur)
+		if err != nil {
+			return fmt.Errorf("updaterepo: the stored snapshot: %w", err)
+		}
+		next = old.Signed.Version + 1
+	}
+	s := metadata.Snapshot(r.clk.Now().UTC().Add(r.cfg.SnapshotExpiry))
+	s.Signed.Version = next
+	mf, err := metaFile(v, b)
+	if err != nil {
+		return err
+	}
+	s.Signed.Meta["targets.json"] = mf
+	if _, err := s.Sign(r.snap); err != nil {
+		return fmt.Errorf("updaterepo: signing the snapshot: %w", err)
+	}
+	sb, err := s.ToBytes(false)
+	if err != nil {
+		return err
+	}
+	if err := r.put(tx, bucketMeta, fmt.Appendf(nil, "%d.snapshot.json", next), sb); err != nil {
+		return err
+	}
+	if err := r.put(tx, bucketMeta, []byte("snapshot.json"), sb); err != nil {
+		return err
+	}
+	return r.signTimestamp(tx, sb, next)
+}
+
+// signTimestamp signs the next timestamp naming the snapshot sb, version v.
+func (r *Repo) signTimestamp(tx *bolt.Tx, sb []byte, v int64) error {
+	next := int64(1)
+	if cur := tx.Bucket(bucketMeta).Get([]byte("timestamp.json")); cur != nil {
+		old, err := metadata.Timestamp().FromBytes(cur)
+		if err != nil {
+			return fmt.Errorf("updaterepo: the stored timestamp: %w", err)
+		}
+		next = old.Signed.Version + 1
+	}
+	t := metadata.Timestamp(r.clk.Now().UTC().Add(r.cfg.TimestampExpiry))
+	t.Signed.Version = next
+	mf, err := metaFile(v, sb)
+	if err != nil {
+		return err
+	}
+	t.Signed.Meta["snapshot.json"] = mf
+	if _, err := t.Sign(r.ts); err != nil {
+		return fmt.Errorf("updaterepo: signing the timestamp: %w", err)
+	}
+	tb, err := t.ToBytes(false)
+	if err != nil {
+		return err
+	}
+	return r.put(tx, bucketMeta, []byte("timestamp.json"), tb)
+}
+
+// metaFile names b at version v with its length and SHA-256 (TUF
+// specification Section 4.4, METAFILES), so that a device can tell it
+// from any other file of that version.
+func metaFile(v int64, b []byte) (*metadata.MetaFiles, error) {
+	tf, err := metadata.TargetFile().FromBytes("meta", b, "sha256")
+	if err != nil {
+		return nil, err
+	}
+	m := metadata.MetaFile(v)
+	m.Length, m.Hashes = tf.Length, tf.Hashes
+	return m, nil
+}
+
+// Refresh re-signs what is about to expire: the snapshot (with the same
+// targets) when less than half of SnapshotExpiry is left, the timestamp
+// when less than half of TimestampExpiry is left. It reports whether it
+// signed anything. The relay calls it on a timer.
+func (r *Repo) Refresh() (bool, error) { return r.refresh(false) }
+
+// Fresh signs a new timestamp now (and a snapshot if it is due): a
+// device that slept past the last timestamp asks for it. One signed less
+// than FreshInterval ago is fresh already, so devices asking at once
+// cost one signature.
+func (r *Repo) Fresh() error {
+	_, err := r.refresh(true)
+	return err
+}
+
+// FreshInterval is how recent a timestamp Fresh leaves as it is.
+const FreshInterval = time.Minute
+
+func (r *Repo) refresh(force bool) (bool, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	signed := false
+	err := r.db.Update(func(tx *bolt.Tx) error {
+		meta := tx.Bucket(bucketMeta)
+		sb, tb, targets := meta.Get([]byte("snapshot.json")), meta.Get([]byte("timestamp.json")), meta.Get([]byte("targets.json"))
+		if sb == nil || tb == nil || targets == nil {
+			return ErrNothingPublished
+		}
+		s, err := metadata.Snapshot().FromBytes(sb)
+		if err != nil {
+			return err
+		}
+		now := r.clk.Now()
+		if s.Signed.Expires.Before(now.Add(r.cfg.SnapshotExpiry / 2)) {
+			signed = true
+			return r.signSnapshot(tx, targets, s.Signed.Meta["targets.json"].Version)
+		}
+		t, err := metadata.Timestamp().FromBytes(tb)
+		if err != nil {
+			return err
+		}
+		fresh := force && t.Signed.Expires.Before(now.Add(r.cfg.TimestampExpiry-FreshInterval))
+		if fresh || t.Signed.Expires.Before(now.Add(r.cfg.TimestampExpiry/2)) {
+			signed = true
+			return r.signTimestamp(tx, sb, s.Signed.Version)
+		}
+		return nil
+	})
+	return signed, err
+}

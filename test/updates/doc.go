@@ -1,0 +1,15 @@
+// Package updates holds the agent-update integration tests (build tag
+// integration, make test-updates), with real binaries on loopback:
+//
+//   - the update check: the real torporctl, torpor-relay and torpor-agent.
+//     The owner's key ceremony and a publish go through torporctl to the
+//     relay's repository; agents fetch the target over their link, check
+//     it with go-tuf/v2 and report the outcome;
+//   - the install: two builds of torpor-agent with different version
+//     stamps, a build that exits at start and one that hangs, installed
+//     into the A/B slots (runtime/update/slots) and started through the
+//     slot launcher the systemd unit runs, with a real relay; and SIGKILLs
+//     at random points of the switch.
+//
+// docs/updates.md describes what they show.
+package updates

@@ -1,0 +1,41 @@
+package operatorapi
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+)
+
+// UpdateAnswer is the relay's answer to an update upload.
+type UpdateAnswer struct {
+	// SHA256 is a blob's SHA-256 (lower-case hex), as the relay stored it.
+	SHA256 string `json:"sha256,omitempty"`
+	// Used is the bytes the repository holds after the upload.
+	Used int64 `json:"used"`
+}
+
+// PutUpdate uploads body to the relay's update repository (PUT
+// /operator/updates/{what}, what one of "root", "blob", "targets";
+// docs/updates.md). A refusal is an error with the relay's reason.
+func (c *Client) PutUpdate(ctx context.Context, what string, body []byte) (UpdateAnswer, error) {
+	path := "/operator/updates/" + what
+	tok, err := c.OperatorToken(http.MethodPut, path)
+	if err != nil {
+		return UpdateAnswer{}, err
+	}
+	status, raw, err := c.send(ctx, http.MethodPut, c.Origin+path, tok, body)
+	if err != nil {
+		return UpdateAnswer{}, err
+	}
+	if status != http.StatusOK {
+		var ans QueueAnswer // the same error members
+		json.Unmarshal(raw, &ans)
+		return UpdateAnswer{}, fmt.Errorf("relay answered %d %s: %s", status, http.StatusText(status), ans.reason(raw))
+	}
+	var ans UpdateAnswer
+	if err := json.Unmarshal(raw, &ans); err != nil {
+		return UpdateAnswer{}, fmt.Errorf("relay's answer: %v", err)
+	}
+	return ans, nil
+}
