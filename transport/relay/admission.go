@@ -524,6 +524,9 @@ func (s *Relay) serveAdmit(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, map[string]any{"error": "bad_agent", "message": "not an Ed25519 did:key"})
 		return
 	}
+	if !s.mayAct(w, r, caller, agent) {
+		return
+	}
 	if err := s.cfg.Stores.States.Admit(r.Context(), agent.String()); err != nil {
 		s.recordOperator(r, caller, "", "the store failed")
 		s.storeFailed(w, err)

@@ -97,7 +97,7 @@ func (s *Relay) serveJSONRPC(w http.ResponseWriter, r *http.Request) {
 	}
 	b := s.bounds(id, st)
 	body, req, ok := s.readRequest(w, r, id, st, b)
-	if !ok {
+	if !ok || !s.tenantRate(w, req, agent) {
 		return
 	}
 	if rc.Accept {

@@ -21,6 +21,7 @@ import (
 	"github.com/torpor-dev/torpor/store/agents"
 	"github.com/torpor-dev/torpor/store/audit"
 	"github.com/torpor-dev/torpor/store/queue"
+	"github.com/torpor-dev/torpor/store/tenants"
 	"github.com/torpor-dev/torpor/transport/a2a"
 	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"github.com/torpor-dev/torpor/transport/bearer"
@@ -74,6 +75,11 @@ type Stores struct {
 	// Audit, when set, keeps the audit log of operator actions
 	// (store/audit): admissions, queue purges and console logins.
 	Audit audit.Store
+	// Tenants, when set, makes the relay a hosted one (docs/tenants.md):
+	// owners' devices join their tenants by enrolment, the tenants'
+	// quotas bound their senders, and a device in a tenant is acted on
+	// only by the operators its owner named.
+	Tenants *tenants.Ledger
 }
 
 // Limits bound what agents and callers may hold of a Relay; zero members

@@ -1,0 +1,123 @@
+package relay
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/store/tenants"
+	"github.com/torpor-dev/torpor/transport/tenancy"
+)
+
+// tokenTenantQuota is Torpor's own refusal token: the request would take
+// the agent's tenant past one of its quotas (docs/tenants.md); kind names
+// the quota.
+const tokenTenantQuota = "tenant_quota"
+
+// answerTenantQuota is the refusal of a request past a tenant's quota:
+// 429 for the request rate, 507 for what the tenant stores, naming the
+// tenant and the quota. Nothing of the request was kept.
+func answerTenantQuota(w http.ResponseWriter, req rpcRequest, qe *tenancy.QuotaError) {
+	msg := fmt.Sprintf("tenant %s quota %s reached (%d)", qe.Tenant, qe.Quota, qe.Limit)
+	retry := 0
+	if qe.Quota == tenancy.QuotaRequests {
+		retry = 1
+	}
+	answer(w, req, qe.Status(), CodeQueueFull, profileAnswer{Error: tokenTenantQuota, Message: msg, Kind: string(qe.Quota), Queued: false}, retry)
+}
+
+// tenantRate counts a sender's request to agent against its tenant's
+// requests-per-second quota. It answers and returns false when the
+// request ends here: past the quota, or the ledger failed. An agent in no
+// tenant, or a relay without tenants, is not counted.
+func (s *Relay) tenantRate(w http.ResponseWriter, req rpcRequest, agent did.DID) bool {
+	l := s.cfg.Stores.Tenants
+	if l == nil {
+		return true
+	}
+	owner, ok, err := l.TenantOf(agent)
+	if err == nil && ok {
+		err = l.Allow(owner)
+	}
+	var qe *tenancy.QuotaError
+	switch {
+	case errors.As(err, &qe):
+		answerTenantQuota(w, req, qe)
+		return false
+	case err != nil:
+		s.storeFailedRPC(w, req, err)
+		return false
+	}
+	return true
+}
+
+// isTenantOperator reports whether some tenant's owner named op.
+func (s *Relay) isTenantOperator(op did.DID) bool {
+	if s.cfg.Stores.Tenants == nil {
+		return false
+	}
+	ts, err := s.cfg.Stores.Tenants.OperatorTenants(op)
+	if err != nil {
+		s.log.Warn("reading the tenants' operators failed", "err", err)
+	}
+	return len(ts) > 0
+}
+
+// mayAct checks that op may act on agent (list or purge its queue, admit
+// it): for a device in a tenant, only an operator its owner named, never
+// the relay's own operators; for a device in none, only the relay's
+// operators. It answers 403 (and records the refusal) and returns false
+// when op may not.
+func (s *Relay) mayAct(w http.ResponseWriter, r *http.Request, op, agent did.DID) bool {
+	l := s.cfg.Stores.Tenants
+	if l == nil {
+		return true
+	}
+	in, err := l.MayAct(op, agent)
+	switch {
+	case errors.Is(err, tenants.ErrNotOperator):
+		s.recordOperator(r, op, "", "not an operator of the device's tenant")
+		writeJSON(w, http.StatusForbidden, map[string]any{"error": "not_tenant_operator",
+			"message": "the device belongs to a tenant whose owner did not name this DID as an operator (docs/tenants.md)"})
+		return false
+	case err != nil:
+		s.recordOperator(r, op, "", "the store failed")
+		s.storeFailed(w, err)
+		return false
+	case !in && !s.operators[op.String()]:
+		s.recordOperator(r, op, "", "a tenant's operator on a device in no tenant")
+		writeJSON(w, http.StatusForbidden, map[string]any{"error": "not_operator",
+			"message": "this DID operates a tenant's devices only, and this device is in none"})
+		return false
+	}
+	return true
+}
+
+// tenantEnrol puts agent into its owner's tenant when owner is one, within
+// its devices quota. It returns false (and logs why) when the device must
+// stay on probation.
+func (s *Relay) tenantEnrol(owner, agent did.DID) bool {
+	l := s.cfg.Stores.Tenants
+	if l == nil {
+		return true
+	}
+	if _, err := l.Tenant(owner); errors.Is(err, tenants.ErrNoTenant) {
+		return true
+	}
+	if err := l.Enrol(owner, agent); err != nil {
+		s.log.Warn("enrolment not taken into the owner's tenant; the device stays on probation", "agent", agent.String(), "owner", owner.String(), "err", err)
+		return false
+	}
+	return true
+}
+
+// isTenant reports whether owner is a tenant of the relay: its
+// enrolments are trusted as those of an --owner are.
+func (s *Relay) isTenant(owner did.DID) bool {
+	if s.cfg.Stores.Tenants == nil {
+		return false
+	}
+	_, err := s.cfg.Stores.Tenants.Tenant(owner)
+	return err == nil
+}

@@ -1,0 +1,211 @@
+package relay
+
+import (
+	"context"
+	"net/http"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/did/didtest"
+	"github.com/torpor-dev/torpor/store/tenants"
+	"github.com/torpor-dev/torpor/transport/bearer"
+	"github.com/torpor-dev/torpor/transport/link/wire"
+	"github.com/torpor-dev/torpor/transport/tenancy"
+)
+
+// tenantHarness is a hosted relay with two tenants in a real bbolt
+// ledger: a (quotas qa) and b (none); host is the relay's own operator,
+// opA and opB the operators a's and b's owners named.
+type tenantHarness struct {
+	*harness
+	ledger               *tenants.Ledger
+	a, b, host, opA, opB *did.PrivateKey
+}
+
+func newTenantHarness(t *testing.T, qa tenancy.Quotas) *tenantHarness {
+	th := &tenantHarness{a: didtest.Key(t, 60), b: didtest.Key(t, 61), host: didtest.Key(t, 62), opA: didtest.Key(t, 63), opB: didtest.Key(t, 64)}
+	var err error
+	th.harness = newHarness(t, func(c *Config) {
+		if th.ledger, err = tenants.OpenLedger(filepath.Join(t.TempDir(), "tenants.db"), c.Clock); err != nil {
+			t.Fatal(err)
+		}
+		c.Stores.Tenants = th.ledger
+		c.Access.Operators = []did.DID{th.host.DID()}
+	})
+	t.Cleanup(func() { th.ledger.Close() })
+	for owner, op := range map[*did.PrivateKey]*did.PrivateKey{th.a: th.opA, th.b: th.opB} {
+		q := tenancy.Quotas{}
+		if owner == th.a {
+			q = qa
+		}
+		if err := th.ledger.Put(owner.DID(), q); err != nil {
+			t.Fatal(err)
+		}
+		list, err := tenancy.SignOperatorList(owner, tenancy.OperatorList{Operators: []string{op.DID().String()}}, t0, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := th.ledger.SetOperators(list); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return th
+}
+
+// enrolled publishes dev's state with owner's enrolment and reports
+// whether the relay admitted it.
+func (th *tenantHarness) enrolled(t *testing.T, owner, dev *did.PrivateKey) bool {
+	t.Helper()
+	c := th.device(t, dev, "sleep", deviceOpts{})
+	st := th.state(t, dev, c.Hello(), "sleep", deviceOpts{})
+	st.Enrolment = enrolment(t, owner, dev.DID(), t0, time.Hour, wire.PurposeEnrolment)
+	if _, err := c.Publish(context.Background(), st); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	<-th.relay.Link().Gone(dev.DID().String())
+	ok, err := th.states.Admitted(context.Background(), dev.DID().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ok
+}
+
+// admitReq is POST /operator/agents/{did}/admit as k.
+func (th *tenantHarness) admitReq(t *testing.T, k *did.PrivateKey, agent did.DID) resp {
+	t.Helper()
+	req, _ := http.NewRequest("POST", th.srv.URL+"/operator/agents/"+agent.String()+"/admit", nil)
+	tok, err := bearer.IssuePurpose(k, th.relay.cfg.PublicURL, bearer.OperatorPurpose("POST", req.URL.EscapedPath()), th.clk.Now(), bearer.OperatorTTL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", bearer.Authorization(tok))
+	return th.do(t, req)
+}
+
+// TestTenantsEnrolWithinTheDevicesQuota: an owner's enrolment admits a
+// device into its tenant up to the tenant's devices quota; past it the
+// device stays on probation, and the other tenant is not affected.
+func TestTenantsEnrolWithinTheDevicesQuota(t *testing.T) {
+	th := newTenantHarness(t, tenancy.Quotas{Devices: 1})
+	devA1, devA2, devB := didtest.Key(t, 70), didtest.Key(t, 71), didtest.Key(t, 72)
+	if !th.enrolled(t, th.a, devA1) {
+		t.Fatal("a's first device was not admitted by its owner's enrolment")
+	}
+	if th.enrolled(t, th.a, devA2) {
+		t.Error("a's second device was admitted past the tenant's devices quota of 1")
+	}
+	if !th.enrolled(t, th.b, devB) {
+		t.Error("b's device was not admitted")
+	}
+	for dev, want := range map[did.DID]did.DID{devA1.DID(): th.a.DID(), devB.DID(): th.b.DID()} {
+		if owner, ok, err := th.ledger.TenantOf(dev); !ok || err != nil || owner != want {
+			t.Errorf("device %s in tenant %v (%v, %v), want %s", dev, owner, ok, err, want)
+		}
+	}
+	if _, ok, _ := th.ledger.TenantOf(devA2.DID()); ok {
+		t.Error("the refused device is in a tenant")
+	}
+}
+
+// TestTenantsRateQuotaExactUnderConcurrentSenders: 40 senders race for a
+// tenant's 5 requests per second: exactly 5 are queued, 35 get 429
+// naming the tenant quota; the other tenant's senders are all queued.
+func TestTenantsRateQuotaExactUnderConcurrentSenders(t *testing.T) {
+	th := newTenantHarness(t, tenancy.Quotas{RequestsPerSecond: 5})
+	devA, devB := didtest.Key(t, 70), didtest.Key(t, 72)
+	if !th.enrolled(t, th.a, devA) || !th.enrolled(t, th.b, devB) {
+		t.Fatal("enrolment failed")
+	}
+	count := func(dev did.DID, n int) map[int]int {
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		got := map[int]int{}
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				r := th.post(t, dev, didtest.Key(t, byte(100+i)), "1.0", sendV1)
+				mu.Lock()
+				got[r.status]++
+				mu.Unlock()
+				if r.status == http.StatusTooManyRequests {
+					e, _ := r.json["error"].(map[string]any)
+					d, _ := e["data"].(map[string]any)
+					if d["error"] != "tenant_quota" || d["kind"] != "requests_per_second" || r.header.Get("Retry-After") != "1" {
+						t.Errorf("429 body %s", r.body)
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		return got
+	}
+	if got := count(devA.DID(), 40); got[503] != 5 || got[429] != 35 {
+		t.Errorf("tenant a: %v, want 5 queued (503) and 35 refused (429)", got)
+	}
+	if n := len(th.queued(t, devA.DID())); n != 5 {
+		t.Errorf("%d records queued for a's device, want 5", n)
+	}
+	// b's device takes 20 messages (its queue bound): 15 senders fit.
+	if got := count(devB.DID(), 15); got[503] != 15 {
+		t.Errorf("tenant b: %v, want all 15 queued", got)
+	}
+}
+
+// TestTenantsOperatorsActOnlyOnTheirTenant: a tenant's operator lists,
+// purges and admits only its tenant's devices; the relay's own operator
+// (the host) can do none of it to a tenant's device, and nothing is
+// removed by a refused request.
+func TestTenantsOperatorsActOnlyOnTheirTenant(t *testing.T) {
+	th := newTenantHarness(t, tenancy.Quotas{})
+	devA, devB := didtest.Key(t, 70), didtest.Key(t, 72)
+	if !th.enrolled(t, th.a, devA) || !th.enrolled(t, th.b, devB) {
+		t.Fatal("enrolment failed")
+	}
+	for _, dev := range []did.DID{devA.DID(), devB.DID()} {
+		if r := th.post(t, dev, didtest.Key(t, 90), "1.0", sendV1); r.status != 503 {
+			t.Fatalf("enqueue: %d %s", r.status, r.body)
+		}
+	}
+	for _, c := range []struct {
+		name   string
+		method string
+		k      *did.PrivateKey
+		dev    did.DID
+		status int
+	}{
+		{"host lists a's", "GET", th.host, devA.DID(), 403},
+		{"host purges a's", "DELETE", th.host, devA.DID(), 403},
+		{"opB lists a's", "GET", th.opB, devA.DID(), 403},
+		{"opB purges a's", "DELETE", th.opB, devA.DID(), 403},
+		{"opA purges b's", "DELETE", th.opA, devB.DID(), 403},
+		{"opA lists a's", "GET", th.opA, devA.DID(), 200},
+	} {
+		if r := th.operatorReq(t, c.method, c.k, c.dev, "?all=1"); r.status != c.status {
+			t.Errorf("%s: %d %s, want %d", c.name, r.status, r.body, c.status)
+		}
+	}
+	if len(th.queued(t, devA.DID())) != 1 || len(th.queued(t, devB.DID())) != 1 {
+		t.Fatal("a refused purge removed records")
+	}
+	if r := th.operatorReq(t, "DELETE", th.opA, devA.DID(), "?all=1"); r.status != 200 || r.json["purged"] != float64(1) {
+		t.Errorf("opA purges a's: %d %s", r.status, r.body)
+	}
+	if r := th.admitReq(t, th.host, devA.DID()); r.status != 403 || r.json["error"] != "not_tenant_operator" {
+		t.Errorf("host admits a's device: %d %s", r.status, r.body)
+	}
+	if r := th.admitReq(t, th.opB, devA.DID()); r.status != 403 {
+		t.Errorf("opB admits a's device: %d %s", r.status, r.body)
+	}
+	if r := th.admitReq(t, th.opA, devA.DID()); r.status != 200 {
+		t.Errorf("opA admits a's device: %d %s", r.status, r.body)
+	}
+	loose := didtest.Key(t, 80).DID()
+	if r := th.admitReq(t, th.opA, loose); r.status != 403 || r.json["error"] != "not_operator" {
+		t.Errorf("opA admits a device in no tenant: %d %s", r.status, r.body)
+	}
+}
