@@ -133,6 +133,10 @@ type Access struct {
 	// Owners are the DIDs whose enrolments (wire.State.Enrolment) admit a
 	// device at once (enrol.go); none: only operators admit.
 	Owners []did.DID
+	// UsageKey, with Stores.Tenants, is the relay's key that signs the
+	// tenants' hourly usage records (docs/tenants.md); none: the relay
+	// serves no usage.
+	UsageKey *did.PrivateKey
 	// Probation is what a device not yet admitted may store (without
 	// AllowAgents); zero means DefaultProbation().
 	Probation Probation
@@ -320,6 +324,10 @@ func (s *Relay) routes() {
 	m.HandleFunc("GET "+operatorQueuePath, s.serveQueueList)
 	m.HandleFunc("DELETE "+operatorQueuePath, s.serveQueuePurge)
 	m.HandleFunc("POST /operator/agents/{did}/admit", s.serveAdmit)
+	if s.cfg.Stores.Tenants != nil {
+		m.HandleFunc("PUT /tenants/operators", s.serveTenantOperators)
+		m.HandleFunc("GET /operator/tenants/{did}/usage", s.serveTenantUsage)
+	}
 	if s.console != nil {
 		s.console.Register(m)
 	}

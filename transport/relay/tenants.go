@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
+	"time"
 
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/store/tenants"
@@ -120,4 +122,86 @@ func (s *Relay) isTenant(owner did.DID) bool {
 	}
 	_, err := s.cfg.Stores.Tenants.Tenant(owner)
 	return err == nil
+}
+
+// maxOperatorList caps the body of an operator list.
+const maxOperatorList = 64 << 10
+
+// serveTenantOperators is PUT /tenants/operators: a tenant's owner's
+// signed operator list (tenancy.OperatorList), which replaces the
+// tenant's operators. The owner's signature is its authority, so it takes
+// no token: the relay checks the list as tenants.Ledger.SetOperators
+// says, and answers 400 naming what is wrong with one it refuses.
+func (s *Relay) serveTenantOperators(w http.ResponseWriter, r *http.Request) {
+	body, err := readBody(w, r, maxOperatorList)
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, map[string]any{"error": "bad_request", "message": "reading the operator list failed (at most 64 KiB)"})
+		return
+	}
+	owner, err := s.cfg.Stores.Tenants.SetOperators(body)
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, map[string]any{"error": "bad_operator_list", "message": err.Error()})
+		return
+	}
+	info, err := s.cfg.Stores.Tenants.Tenant(owner)
+	if err != nil {
+		s.storeFailed(w, err)
+		return
+	}
+	s.log.Info("tenant operators replaced by the owner's list", "tenant", owner.String(), "operators", len(info.Operators))
+	writeJSON(w, http.StatusOK, map[string]any{"tenant": owner.String(), "operators": info.Operators, "hostSeesDevices": info.HostSeesDevices})
+}
+
+// serveTenantUsage is GET /operator/tenants/{did}/usage?hour=RFC3339: the
+// tenant's usage record of that hour (default: the current one), signed
+// by Access.UsageKey. The relay's operators (the host) and the tenant's
+// own operators may read it; 404 for a DID that is no tenant.
+func (s *Relay) serveTenantUsage(w http.ResponseWriter, r *http.Request) {
+	caller, ok := s.operator(w, r)
+	if !ok {
+		return
+	}
+	owner, ok := agentPath(w, r)
+	if !ok {
+		return
+	}
+	hour := s.clk.Now()
+	if v := r.URL.Query().Get("hour"); v != "" {
+		t, err := time.Parse(time.RFC3339, v)
+		if err != nil {
+			writeJSON(w, http.StatusBadRequest, map[string]any{"error": "bad_hour", "message": "hour: want an RFC 3339 time, such as 2026-12-05T10:00:00Z"})
+			return
+		}
+		hour = t
+	}
+	if !s.usageReader(w, caller, owner) {
+		return
+	}
+	rec, err := s.cfg.Stores.Tenants.Usage(owner, hour, s.cfg.Access.UsageKey)
+	if err != nil {
+		s.storeFailed(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, rec)
+}
+
+// usageReader checks that caller may read owner's usage and that the
+// relay can sign it; it answers and returns false when not.
+func (s *Relay) usageReader(w http.ResponseWriter, caller, owner did.DID) bool {
+	info, err := s.cfg.Stores.Tenants.Tenant(owner)
+	switch {
+	case errors.Is(err, tenants.ErrNoTenant):
+		writeJSON(w, http.StatusNotFound, map[string]any{"error": "no_tenant", "message": "no tenant of this relay has that owner DID"})
+		return false
+	case err != nil:
+		s.storeFailed(w, err)
+		return false
+	case !s.operators[caller.String()] && !slices.Contains(info.Operators, caller.String()):
+		writeJSON(w, http.StatusForbidden, map[string]any{"error": "not_tenant_operator", "message": "only the relay's operators and the tenant's own read its usage"})
+		return false
+	case s.cfg.Access.UsageKey == nil:
+		writeJSON(w, http.StatusNotImplemented, map[string]any{"error": "no_usage_key", "message": "the relay has no key to sign usage records (torpor-relay --usage-key)"})
+		return false
+	}
+	return true
 }

@@ -1,7 +1,10 @@
 package relay
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"io"
 	"net/http"
 	"path/filepath"
 	"sync"
@@ -33,6 +36,7 @@ func newTenantHarness(t *testing.T, qa tenancy.Quotas) *tenantHarness {
 			t.Fatal(err)
 		}
 		c.Stores.Tenants = th.ledger
+		c.Access.UsageKey = didtest.Key(t, 65)
 		c.Access.Operators = []did.DID{th.host.DID()}
 	})
 	t.Cleanup(func() { th.ledger.Close() })
@@ -207,5 +211,69 @@ func TestTenantsOperatorsActOnlyOnTheirTenant(t *testing.T) {
 	loose := didtest.Key(t, 80).DID()
 	if r := th.admitReq(t, th.opA, loose); r.status != 403 || r.json["error"] != "not_operator" {
 		t.Errorf("opA admits a device in no tenant: %d %s", r.status, r.body)
+	}
+}
+
+// TestTenantsOperatorListAndUsage: an owner replaces its operators by
+// uploading a newer signed list (an older one is refused); the tenant's
+// operators and the host read its signed usage, another tenant's operator
+// does not; the record verifies with the relay's DID and fails once
+// changed.
+func TestTenantsOperatorListAndUsage(t *testing.T) {
+	th := newTenantHarness(t, tenancy.Quotas{RequestsPerSecond: 2})
+	opA2 := didtest.Key(t, 66)
+	put := func(list []byte) resp {
+		req, _ := http.NewRequest("PUT", th.srv.URL+"/tenants/operators", bytes.NewReader(list))
+		return th.do(t, req)
+	}
+	newer, _ := tenancy.SignOperatorList(th.a, tenancy.OperatorList{Operators: []string{opA2.DID().String()}}, t0.Add(time.Minute), 0)
+	if r := put(newer); r.status != 200 || r.json["tenant"] != th.a.DID().String() {
+		t.Fatalf("upload: %d %s", r.status, r.body)
+	}
+	older, _ := tenancy.SignOperatorList(th.a, tenancy.OperatorList{Operators: []string{th.opA.DID().String()}}, t0, 0)
+	if r := put(older); r.status != 400 || r.json["error"] != "bad_operator_list" {
+		t.Fatalf("an older list: %d %s", r.status, r.body)
+	}
+	devA := didtest.Key(t, 70)
+	if !th.enrolled(t, th.a, devA) {
+		t.Fatal("enrolment failed")
+	}
+	for range 3 {
+		th.post(t, devA.DID(), didtest.Key(t, 90), "1.0", sendV1)
+	}
+	if r := th.operatorReq(t, "GET", th.opA, devA.DID(), ""); r.status != 403 {
+		t.Errorf("the removed operator lists a's queue: %d %s", r.status, r.body)
+	}
+	usage := func(k *did.PrivateKey) (int, []byte) {
+		req, _ := http.NewRequest("GET", th.srv.URL+"/operator/tenants/"+th.a.DID().String()+"/usage?hour=2026-01-15T12:00:00Z", nil)
+		tok, _ := bearer.IssuePurpose(k, th.relay.cfg.PublicURL, bearer.OperatorPurpose("GET", req.URL.EscapedPath()), th.clk.Now(), bearer.OperatorTTL)
+		req.Header.Set("Authorization", bearer.Authorization(tok))
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res.StatusCode, b
+	}
+	if st, b := usage(th.opB); st != 403 {
+		t.Errorf("b's operator reads a's usage: %d %s", st, b)
+	}
+	for _, k := range []*did.PrivateKey{opA2, th.host} {
+		st, b := usage(k)
+		if st != 200 {
+			t.Fatalf("usage: %d %s", st, b)
+		}
+		rec, err := tenancy.VerifyRecord(b, didtest.Key(t, 65).DID())
+		if err != nil || rec.Requests != 2 || rec.Refused[tenancy.QuotaRequests] != 1 || rec.PeakDevices != 1 {
+			t.Errorf("record %s: %+v, %v; want 2 requests, 1 refused, 1 device", b, rec, err)
+		}
+		var m map[string]any
+		json.Unmarshal(b, &m)
+		m["peakDevices"] = 0
+		changed, _ := json.Marshal(m)
+		if _, err := tenancy.VerifyRecord(changed, didtest.Key(t, 65).DID()); err == nil {
+			t.Error("a changed record verified")
+		}
 	}
 }
