@@ -1,31 +1,47 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/transport/operatorapi"
 	"github.com/torpor-dev/torpor/transport/tenancy"
 )
 
 func init() {
 	register(&subcommand{
-		name:  "tenant",
-		args:  "operators --key OWNER-KEY [--host-sees-devices] [--ttl DUR] OPERATOR-DID... | usage --verify --relay-did DID FILE...",
-		short: "An owner's signed list of its tenant's operators, or the offline check of a hosted relay's signed usage records (docs/tenants.md).",
+		name: "tenant",
+		args: "operators --key OWNER-KEY [--upload --relay URL] [--host-sees-devices] [--ttl DUR] OPERATOR-DID... | " +
+			"usage --relay URL --key FILE --tenant DID [--hour T] | usage --verify --relay-did DID FILE...",
+		short: "An owner's signed list of its tenant's operators on a hosted relay, a tenant's signed usage records, and their offline check (docs/tenants.md).",
 		run:   runTenant,
 	})
 }
 
+// tenantFlags are the flags of tenant.
+type tenantFlags struct {
+	fleetFlags
+	hostSees, upload, verify bool
+	ttl                      time.Duration
+	relayDID, tenant, hour   string
+}
+
 func runTenant(ctx context.Context, e *env, fs *flag.FlagSet, args []string) error {
-	key := fs.String("key", os.Getenv("TORPOR_KEY"), "operators: the owner's key (torporctl keygen); it signs the list. Default $TORPOR_KEY.")
-	hostSees := fs.Bool("host-sees-devices", false, "operators: let the relay's host operators see the tenant's devices (never act on them).")
-	ttl := fs.Duration("ttl", 0, "operators: how long the list holds (0: until the owner replaces it).")
-	verify := fs.Bool("verify", false, "usage: verify each record file's signature by --relay-did (offline).")
-	relay := fs.String("relay-did", "", "usage: the relay's DID, known out of band, whose key signs its usage records.")
+	var f tenantFlags
+	f.fleetFlags.register(fs, true)
+	fs.BoolVar(&f.hostSees, "host-sees-devices", false, "operators: let the relay's host operators see the tenant's devices (never act on them).")
+	fs.BoolVar(&f.upload, "upload", false, "operators: upload the list to --relay instead of printing it.")
+	fs.DurationVar(&f.ttl, "ttl", 0, "operators: how long the list holds (0: until the owner replaces it).")
+	fs.BoolVar(&f.verify, "verify", false, "usage: verify each record file's signature by --relay-did, offline.")
+	fs.StringVar(&f.relayDID, "relay-did", "", "usage --verify: the relay's DID (its --usage-key), known out of band.")
+	fs.StringVar(&f.tenant, "tenant", "", "usage: the tenant's owner DID.")
+	fs.StringVar(&f.hour, "hour", "", "usage: a time in the hour wanted (RFC 3339); default: the current hour.")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -34,19 +50,51 @@ func runTenant(ctx context.Context, e *env, fs *flag.FlagSet, args []string) err
 	}
 	switch fs.Arg(0) {
 	case "operators":
-		return tenantOperators(e, *key, *hostSees, *ttl, fs.Args()[1:])
+		return tenantOperators(ctx, e, f, fs.Args()[1:])
 	case "usage":
-		if !*verify {
-			return usageError{"tenant usage: only --verify is built (docs/tenants.md, \"Not done yet\")"}
+		if f.verify {
+			return tenantVerify(e, f.relayDID, fs.Args()[1:])
 		}
-		return tenantVerify(e, *relay, fs.Args()[1:])
+		return tenantUsage(ctx, e, f)
 	}
 	return usageError{"tenant: want operators or usage, not " + fs.Arg(0)}
 }
 
+// tenantUsage fetches a tenant's signed usage record and prints it as the
+// relay signed it.
+func tenantUsage(ctx context.Context, e *env, f tenantFlags) error {
+	if f.relay == "" || f.key == "" || f.tenant == "" {
+		return usageError{"tenant usage needs --relay, --key and --tenant (or --verify)"}
+	}
+	hour := time.Now()
+	if f.hour != "" {
+		t, err := time.Parse(time.RFC3339, f.hour)
+		if err != nil {
+			return fmt.Errorf("--hour: %w", err)
+		}
+		hour = t
+	}
+	key, origin, clk, err := f.identity(ctx)
+	if err != nil {
+		return err
+	}
+	if f.hour == "" {
+		hour = clk.Now()
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	b, err := (&operatorapi.Client{Origin: origin, Key: key, Clock: clk}).Usage(ctx, f.tenant, hour)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(e.stdout, "%s\n", bytes.TrimSpace(b))
+	return err
+}
+
 // tenantOperators prints the owner's operator list (transport/tenancy),
-// which the relay's tenant endpoint takes.
-func tenantOperators(e *env, keyFile string, hostSees bool, ttl time.Duration, ops []string) error {
+// or with --upload gives it to the relay.
+func tenantOperators(ctx context.Context, e *env, f tenantFlags, ops []string) error {
+	keyFile, hostSees, ttl := f.key, f.hostSees, f.ttl
 	if keyFile == "" {
 		return fmt.Errorf("no key: pass --key FILE or set TORPOR_KEY (the owner's key)")
 	}
@@ -69,7 +117,19 @@ func tenantOperators(e *env, keyFile string, hostSees bool, ttl time.Duration, o
 	if err != nil {
 		return err
 	}
-	_, err = fmt.Fprintf(e.stdout, "%s\n", b)
+	if !f.upload {
+		_, err = fmt.Fprintf(e.stdout, "%s\n", b)
+		return err
+	}
+	if !strings.Contains(f.relay, "://") {
+		return usageError{"--upload needs --relay URL"}
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := operatorapi.PutOperatorList(ctx, nil, strings.TrimRight(f.relay, "/"), b); err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(e.stdout, "operators of tenant %s: %d\n", owner.DID(), len(list.Operators))
 	return err
 }
 
