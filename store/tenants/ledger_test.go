@@ -242,3 +242,21 @@ func ExampleQuotaError() {
 	fmt.Println(&QuotaError{Tenant: owner, Quota: QuotaQueuedBytes, Limit: 1000, Used: 999, Want: 37})
 	// Output: tenant did:key:z6MkhaXgBZDvotDkL5257faiztiGiC2QtKLGpbnnEGta2doK quota queued_bytes reached: 999 of 1000 used, 37 more asked
 }
+
+func TestCheckCountsRefusals(t *testing.T) {
+	f := newFixture(t, Quotas{QueuedBytes: 100})
+	if err := f.l.Check(f.a.DID(), QuotaQueuedBytes, 60, 40); err != nil {
+		t.Fatalf("to the quota: %v", err)
+	}
+	var qe *QuotaError
+	if err := f.l.Check(f.a.DID(), QuotaQueuedBytes, 60, 41); !errors.As(err, &qe) || qe.Used != 60 || qe.Want != 41 {
+		t.Fatalf("past the quota: %v", err)
+	}
+	if err := f.l.Check(f.b.DID(), QuotaQueuedBytes, 1<<40, 1); err != nil {
+		t.Fatalf("no quota: %v", err)
+	}
+	r, err := f.l.Usage(f.a.DID(), t0, key(t, 50))
+	if err != nil || r.Refused[QuotaQueuedBytes] != 1 {
+		t.Fatalf("hour %+v (%v), want 1 queued_bytes refusal", r, err)
+	}
+}

@@ -173,3 +173,25 @@ func (h *Held) field(q Quota) *int64 {
 	}
 	return &h.QueuedBytes
 }
+
+// Check is for a quota whose holdings another store counts (the relay's
+// queue, for QuotaQueuedBytes): it refuses, with a *QuotaError counted in
+// the hour, when held (what the tenant holds now, counted by the caller)
+// plus n would pass owner's quota q. The caller makes the check and the
+// store's write one step, so that the quota holds exactly.
+func (l *Ledger) Check(owner did.DID, q Quota, held, n int64) error {
+	var lim int64
+	err := l.db.View(func(tx *bolt.Tx) error {
+		t, err := getTenant(tx, owner)
+		lim = t.Quotas.Limit(q)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if lim > 0 && held+n > lim {
+		l.countRefusal(owner, q, l.clk.Now())
+		return &QuotaError{Tenant: owner, Quota: q, Limit: lim, Used: held, Want: n}
+	}
+	return nil
+}

@@ -216,6 +216,8 @@ type Relay struct {
 	plaintext         plaintextPolicy
 	// queue is cfg.Stores.Queue as the relay uses it (cfg.Stores.Queue is set to it).
 	queue *watchedQueue
+	// tenantQueues serialises each tenant's enqueues (tenants.go).
+	tenantQueues keyedLocks
 }
 
 // New returns a relay for cfg. It returns an error for a missing store or

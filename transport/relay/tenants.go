@@ -1,10 +1,12 @@
 package relay
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/torpor-dev/torpor/did"
@@ -204,4 +206,87 @@ func (s *Relay) usageReader(w http.ResponseWriter, caller, owner did.DID) bool {
 		return false
 	}
 	return true
+}
+
+// keyedLocks is a mutex per key, made on first use.
+type keyedLocks struct {
+	mu    sync.Mutex
+	locks map[string]*sync.Mutex
+}
+
+func (k *keyedLocks) lock(key string) func() {
+	k.mu.Lock()
+	if k.locks == nil {
+		k.locks = map[string]*sync.Mutex{}
+	}
+	m := k.locks[key]
+	if m == nil {
+		m = &sync.Mutex{}
+		k.locks[key] = m
+	}
+	k.mu.Unlock()
+	m.Lock()
+	return m.Unlock
+}
+
+// tenantQueueRoom checks that size more bytes fit agent's tenant's
+// queued_bytes quota. The tenant's holdings are the live bytes the queue
+// holds for its devices now, counted under the tenant's lock, which the
+// caller holds (unlock) until its enqueue is stored: enqueues for one
+// tenant's devices run one at a time, and a removal only frees room, so
+// the quota holds exactly on this relay. It answers 507 (and returns
+// false) past the quota; an agent in no tenant is not counted.
+func (s *Relay) tenantQueueRoom(ctx context.Context, w http.ResponseWriter, req rpcRequest, agent did.DID, size int, now time.Time) (unlock func(), ok bool) {
+	l := s.cfg.Stores.Tenants
+	if l == nil {
+		return func() {}, true
+	}
+	owner, in, err := l.TenantOf(agent)
+	if err != nil || !in {
+		return func() {}, err == nil || s.answerStoreFailed(w, req, err)
+	}
+	info, err := l.Tenant(owner)
+	if err != nil || info.Quotas.QueuedBytes <= 0 {
+		return func() {}, err == nil || s.answerStoreFailed(w, req, err)
+	}
+	unlock = s.tenantQueues.lock(owner.String())
+	held, err := s.tenantQueued(ctx, owner, now)
+	if err == nil {
+		err = l.Check(owner, tenancy.QuotaQueuedBytes, held, int64(size))
+	}
+	var qe *tenancy.QuotaError
+	switch {
+	case errors.As(err, &qe):
+		unlock()
+		s.metrics.enqueue(agent.String(), "full_tenant")
+		answerTenantQuota(w, req, qe)
+		return nil, false
+	case err != nil:
+		unlock()
+		return nil, s.answerStoreFailed(w, req, err)
+	}
+	return unlock, true
+}
+
+// tenantQueued is the live bytes queued for owner's devices.
+func (s *Relay) tenantQueued(ctx context.Context, owner did.DID, now time.Time) (int64, error) {
+	devs, err := s.cfg.Stores.Tenants.Devices(owner)
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	for _, d := range devs {
+		st, err := s.cfg.Stores.Queue.Stats(ctx, d, now)
+		if err != nil {
+			return 0, err
+		}
+		n += st.Bytes
+	}
+	return n, nil
+}
+
+// answerStoreFailed answers a failed store and returns false.
+func (s *Relay) answerStoreFailed(w http.ResponseWriter, req rpcRequest, err error) bool {
+	s.storeFailedRPC(w, req, err)
+	return false
 }

@@ -277,3 +277,56 @@ func TestTenantsOperatorListAndUsage(t *testing.T) {
 		}
 	}
 }
+
+// TestTenantsQueuedBytesExactUnderConcurrentSenders: 40 senders race for
+// a tenant's queued bytes, room for 5 requests over its two devices:
+// exactly 5 are queued, 35 get 507 naming the quota; the other tenant's
+// device takes all its senders; once a device drains, the room is back.
+func TestTenantsQueuedBytesExactUnderConcurrentSenders(t *testing.T) {
+	th := newTenantHarness(t, tenancy.Quotas{QueuedBytes: int64(5*len(sendV1) + 10)})
+	devA1, devA2, devB := didtest.Key(t, 70), didtest.Key(t, 71), didtest.Key(t, 72)
+	for dev, owner := range map[*did.PrivateKey]*did.PrivateKey{devA1: th.a, devA2: th.a, devB: th.b} {
+		if !th.enrolled(t, owner, dev) {
+			t.Fatal("enrolment failed")
+		}
+	}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	got := map[int]int{}
+	for i := range 40 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			dev := []*did.PrivateKey{devA1, devA2}[i%2]
+			r := th.post(t, dev.DID(), didtest.Key(t, byte(100+i)), "1.0", sendV1)
+			mu.Lock()
+			got[r.status]++
+			mu.Unlock()
+			if r.status == http.StatusInsufficientStorage {
+				e, _ := r.json["error"].(map[string]any)
+				d, _ := e["data"].(map[string]any)
+				if d["error"] != "tenant_quota" || d["kind"] != "queued_bytes" {
+					t.Errorf("507 body %s", r.body)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if got[503] != 5 || got[507] != 35 {
+		t.Fatalf("tenant a: %v, want 5 queued and 35 refused (507)", got)
+	}
+	if n := len(th.queued(t, devA1.DID())) + len(th.queued(t, devA2.DID())); n != 5 {
+		t.Fatalf("%d records queued for a's devices, want 5", n)
+	}
+	for i := range 15 {
+		if r := th.post(t, devB.DID(), didtest.Key(t, byte(150+i)), "1.0", sendV1); r.status != 503 {
+			t.Fatalf("tenant b: %d %s", r.status, r.body)
+		}
+	}
+	if r := th.operatorReq(t, "DELETE", th.opA, devA1.DID(), "?all=1"); r.status != 200 {
+		t.Fatalf("purge: %d %s", r.status, r.body)
+	}
+	if r := th.post(t, devA1.DID(), didtest.Key(t, 99), "1.0", sendV1); r.status != 503 {
+		t.Errorf("after a purge freed room: %d %s", r.status, r.body)
+	}
+}
