@@ -276,7 +276,8 @@ func (a *args) relayConfig(st *backend, public, brokerURL string, clk clock.Cloc
 			TrustForwardedFor: a.trustXFF, TrustedProxies: a.keyPackages.trustedProxies,
 			CORSOrigins: a.corsOrigins, CardCORSOrigins: a.cardOrigins,
 		},
-		Ops:   relay.Ops{PerAgentMetrics: a.perAgentMetrics, MetricsElsewhere: metricsElsewhere, MQTTBroker: brokerURL, Console: cc},
+		Ops: relay.Ops{PerAgentMetrics: a.perAgentMetrics, MetricsElsewhere: metricsElsewhere, MQTTBroker: brokerURL, Console: cc,
+			TenantMetricsLimit: a.tenants.metricsLimit},
 		Clock: clk, Logger: log,
 	}, nil
 }

@@ -22,10 +22,12 @@ import (
 // tenantArgs are the flags of a hosted relay (docs/tenants.md).
 type tenantArgs struct {
 	file, usageKey string
+	metricsLimit   int
 }
 
 func (t *tenantArgs) register(fs *flag.FlagSet) {
 	fs.StringVar(&t.file, "tenants", "", "A hosted relay's tenants: a JSON file {\"tenants\":[{\"owner\":DID,\"quotas\":{\"devices\":N,\"queuedBytes\":N,\"keyPackageBytes\":N,\"requestsPerSecond\":N}}]} (zero: no limit), kept in tenants.db in --data-dir (docs/tenants.md). With --store bolt only.")
+	fs.IntVar(&t.metricsLimit, "tenant-metrics-limit", 100, "With --tenants: how many tenants get a label of their own in /metrics (the first seen); the others count under tenant=\"other\".")
 	fs.StringVar(&t.usageKey, "usage-key", "", "With --tenants: the relay's key file (torporctl keygen) that signs the tenants' hourly usage records; its DID is what tenants verify them with.")
 }
 
@@ -33,6 +35,8 @@ func (t *tenantArgs) validate(store string) error {
 	switch {
 	case t.file == "" && t.usageKey != "":
 		return errors.New("--usage-key needs --tenants")
+	case t.metricsLimit < 1:
+		return fmt.Errorf("--tenant-metrics-limit %d: want at least 1", t.metricsLimit)
 	case t.file != "" && store != "bolt":
 		return errors.New("--tenants needs --store bolt: tenants on JetStream are not built yet (docs/tenants.md)")
 	}

@@ -185,6 +185,10 @@ type Ops struct {
 	// MQTTBroker is the broker URL devices and operators use, reported by
 	// /healthz; empty when the relay does not know one.
 	MQTTBroker string
+	// TenantMetricsLimit, with Stores.Tenants, is how many tenants get a
+	// label of their own in the tenant metrics (metrics_tenants.go: the
+	// first seen); the others count under "other". Zero means 100.
+	TenantMetricsLimit int
 }
 
 // Relay is the relay's HTTP side: the per-agent A2A endpoints, the device

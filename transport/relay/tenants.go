@@ -42,11 +42,13 @@ func (s *Relay) tenantRate(w http.ResponseWriter, req rpcRequest, agent did.DID)
 	}
 	owner, ok, err := l.TenantOf(agent)
 	if err == nil && ok {
+		s.metrics.tenantRequest(owner)
 		err = l.Allow(owner)
 	}
 	var qe *tenancy.QuotaError
 	switch {
 	case errors.As(err, &qe):
+		s.metrics.tenantRefusal(owner, string(qe.Quota))
 		answerTenantQuota(w, req, qe)
 		return false
 	case err != nil:
@@ -259,6 +261,7 @@ func (s *Relay) tenantQueueRoom(ctx context.Context, w http.ResponseWriter, req 
 	case errors.As(err, &qe):
 		unlock()
 		s.metrics.enqueue(agent.String(), "full_tenant")
+		s.metrics.tenantRefusal(owner, string(qe.Quota))
 		answerTenantQuota(w, req, qe)
 		return nil, false
 	case err != nil:

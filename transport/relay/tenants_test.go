@@ -28,7 +28,7 @@ type tenantHarness struct {
 	a, b, host, opA, opB *did.PrivateKey
 }
 
-func newTenantHarness(t *testing.T, qa tenancy.Quotas) *tenantHarness {
+func newTenantHarness(t *testing.T, qa tenancy.Quotas, mods ...func(*Config)) *tenantHarness {
 	th := &tenantHarness{a: didtest.Key(t, 60), b: didtest.Key(t, 61), host: didtest.Key(t, 62), opA: didtest.Key(t, 63), opB: didtest.Key(t, 64)}
 	var err error
 	th.harness = newHarness(t, func(c *Config) {
@@ -38,6 +38,9 @@ func newTenantHarness(t *testing.T, qa tenancy.Quotas) *tenantHarness {
 		c.Stores.Tenants = th.ledger
 		c.Access.UsageKey = didtest.Key(t, 65)
 		c.Access.Operators = []did.DID{th.host.DID()}
+		for _, m := range mods {
+			m(c)
+		}
 	})
 	t.Cleanup(func() { th.ledger.Close() })
 	for owner, op := range map[*did.PrivateKey]*did.PrivateKey{th.a: th.opA, th.b: th.opB} {
@@ -329,4 +332,62 @@ func TestTenantsQueuedBytesExactUnderConcurrentSenders(t *testing.T) {
 	if r := th.post(t, devA1.DID(), didtest.Key(t, 99), "1.0", sendV1); r.status != 503 {
 		t.Errorf("after a purge freed room: %d %s", r.status, r.body)
 	}
+}
+
+// TestTenantMetricsBounded: with --tenant-metrics-limit 1 the first
+// tenant seen has its label and the second counts under "other"; a
+// refusal is counted by its quota.
+func TestTenantMetricsBounded(t *testing.T) {
+	th := newTenantHarness(t, tenancy.Quotas{RequestsPerSecond: 1}, func(c *Config) { c.Ops.TenantMetricsLimit = 1 })
+	devA, devB := didtest.Key(t, 70), didtest.Key(t, 72)
+	if !th.enrolled(t, th.a, devA) || !th.enrolled(t, th.b, devB) {
+		t.Fatal("enrolment failed")
+	}
+	for _, dev := range []did.DID{devA.DID(), devA.DID(), devB.DID()} {
+		th.post(t, dev, didtest.Key(t, 90), "1.0", sendV1)
+	}
+	a := th.a.DID().String()
+	for _, c := range []struct {
+		name   string
+		labels map[string]string
+		want   float64
+	}{
+		{"torpor_relay_tenant_requests_total", map[string]string{"tenant": a}, 2},
+		{"torpor_relay_tenant_requests_total", map[string]string{"tenant": "other"}, 1},
+		{"torpor_relay_tenant_refusals_total", map[string]string{"tenant": a, "quota": "requests_per_second"}, 1},
+	} {
+		if got := labelledCounter(t, th.relay, c.name, c.labels); got != c.want {
+			t.Errorf("%s%v = %v, want %v", c.name, c.labels, got, c.want)
+		}
+	}
+	if got := labelledCounter(t, th.relay, "torpor_relay_tenant_requests_total", map[string]string{"tenant": th.b.DID().String()}); got != 0 {
+		t.Errorf("the second tenant has a label of its own past the limit: %v", got)
+	}
+}
+
+// labelledCounter is the value of name's counter with exactly labels.
+func labelledCounter(t *testing.T, r *Relay, name string, labels map[string]string) float64 {
+	t.Helper()
+	mfs, err := r.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	metric:
+		for _, m := range mf.GetMetric() {
+			if len(m.GetLabel()) != len(labels) {
+				continue
+			}
+			for _, l := range m.GetLabel() {
+				if labels[l.GetName()] != l.GetValue() {
+					continue metric
+				}
+			}
+			return m.GetCounter().GetValue()
+		}
+	}
+	return 0
 }
