@@ -11,6 +11,7 @@ import (
 
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/store/tenants"
+	"github.com/torpor-dev/torpor/transport/relay/console"
 	"github.com/torpor-dev/torpor/transport/tenancy"
 )
 
@@ -292,4 +293,40 @@ func (s *Relay) tenantQueued(ctx context.Context, owner did.DID, now time.Time) 
 func (s *Relay) answerStoreFailed(w http.ResponseWriter, req rpcRequest, err error) bool {
 	s.storeFailedRPC(w, req, err)
 	return false
+}
+
+// consoleTenantOperator accepts a tenant's operator in the fleet console
+// (console.Config.AlsoOperator).
+func (s *Relay) consoleTenantOperator(id string) bool {
+	d, err := did.Parse(id)
+	return err == nil && s.isTenantOperator(d)
+}
+
+// consoleVisible is the console's and the fleet API's scoping
+// (console.Source.Visible): a tenant's operator sees only its tenants'
+// devices; the relay's own operators (the host) see the devices in no
+// tenant, and a tenant's only when its owner's list allows it
+// (hostSeesDevices). The relay's own reads (no operator) see all.
+func (s *Relay) consoleVisible(ctx context.Context, agent string) bool {
+	op := console.OperatorOf(ctx)
+	if op == "" {
+		return true
+	}
+	d, err := did.Parse(agent)
+	if err != nil {
+		return false
+	}
+	owner, in, err := s.cfg.Stores.Tenants.TenantOf(d)
+	if err != nil {
+		s.log.Warn("reading a device's tenant failed; the console hides it", "agent", agent, "err", err)
+		return false
+	}
+	if !in {
+		return s.operators[op]
+	}
+	info, err := s.cfg.Stores.Tenants.Tenant(owner)
+	if err != nil {
+		return false
+	}
+	return slices.Contains(info.Operators, op) || (s.operators[op] && info.HostSeesDevices)
 }

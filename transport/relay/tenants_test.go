@@ -13,6 +13,7 @@ import (
 
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/did/didtest"
+	"github.com/torpor-dev/torpor/store/audit"
 	"github.com/torpor-dev/torpor/store/tenants"
 	"github.com/torpor-dev/torpor/transport/bearer"
 	"github.com/torpor-dev/torpor/transport/link/wire"
@@ -390,4 +391,79 @@ func labelledCounter(t *testing.T, r *Relay, name string, labels map[string]stri
 		}
 	}
 	return 0
+}
+
+// TestTenantsFleetAPIScoped: /fleet/api/devices shows a tenant's operator
+// only its tenant's devices, and the host only the devices in no tenant
+// until an owner's list lets it see the tenant's; a tenant's operator is
+// refused the audit log.
+func TestTenantsFleetAPIScoped(t *testing.T) {
+	th := newTenantHarness(t, tenancy.Quotas{}, func(c *Config) {
+		c.Ops.Console = &ConsoleConfig{Operators: []string{didtest.Key(t, 62).DID().String()}, Secret: make([]byte, 32)}
+		al, err := audit.OpenBolt(filepath.Join(t.TempDir(), "audit.db"), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { al.Close() })
+		c.Stores.Audit = al
+	})
+	devA, devB, loose := didtest.Key(t, 70), didtest.Key(t, 72), didtest.Key(t, 73)
+	if !th.enrolled(t, th.a, devA) || !th.enrolled(t, th.b, devB) {
+		t.Fatal("enrolment failed")
+	}
+	th.publishOffline(t, loose, "sleep", deviceOpts{})
+	fleet := func(k *did.PrivateKey, path string) (int, []string) { return th.fleetDIDs(t, k, path) }
+	for _, c := range []struct {
+		name string
+		k    *did.PrivateKey
+		want []string
+	}{
+		{"a's operator", th.opA, []string{devA.DID().String()}},
+		{"b's operator", th.opB, []string{devB.DID().String()}},
+		{"the host", th.host, []string{loose.DID().String()}},
+	} {
+		if st, ids := fleet(c.k, "/fleet/api/devices"); st != 200 || len(ids) != 1 || ids[0] != c.want[0] {
+			t.Errorf("%s sees %d %v, want %v", c.name, st, ids, c.want)
+		}
+	}
+	if st, _ := fleet(th.opA, "/fleet/api/devices/"+devB.DID().String()); st == 200 {
+		t.Error("a's operator read b's device")
+	}
+	list, _ := tenancy.SignOperatorList(th.b, tenancy.OperatorList{Operators: []string{th.opB.DID().String()}, HostSeesDevices: true}, t0.Add(time.Minute), 0)
+	if _, err := th.ledger.SetOperators(list); err != nil {
+		t.Fatal(err)
+	}
+	if _, ids := fleet(th.host, "/fleet/api/devices"); len(ids) != 2 {
+		t.Errorf("the host sees %v once b's owner allowed it, want the loose device and b's", ids)
+	}
+	if st, _ := fleet(th.opA, "/fleet/api/audit"); st != http.StatusForbidden {
+		t.Errorf("a's operator read the audit log: %d, want 403", st)
+	}
+	if st, _ := fleet(th.host, "/fleet/api/audit"); st != http.StatusOK {
+		t.Errorf("the host reads the audit log: %d, want 200", st)
+	}
+}
+
+// fleetDIDs gets path of the fleet API as k and returns the status and
+// the DIDs of the devices in the answer.
+func (th *tenantHarness) fleetDIDs(t *testing.T, k *did.PrivateKey, path string) (int, []string) {
+	t.Helper()
+	tok, err := bearer.IssuePurpose(k, th.srv.URL, bearer.PurposeFleet, th.clk.Now(), time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest("GET", th.srv.URL+path, nil)
+	req.Header.Set("Authorization", bearer.Authorization(tok))
+	r := th.do(t, req)
+	var f struct {
+		Devices []struct {
+			DID string `json:"did"`
+		} `json:"devices"`
+	}
+	json.Unmarshal(r.body, &f)
+	var ids []string
+	for _, d := range f.Devices {
+		ids = append(ids, d.DID)
+	}
+	return r.status, ids
 }
