@@ -110,7 +110,8 @@ var overQuotaRE = regexp.MustCompile(`msg="enrolment not taken into the owner's 
 // TestTwoTenantsOnOneRelay: eight devices of tenant a enrol at once
 // against its quota of 3 and exactly 3 are admitted; each tenant's
 // operator lists and purges only its own devices' queues and the host
-// none of them; a's senders past 5 requests per second get 429 while
+// none of them, and torporctl fleet shows each its own devices; a's
+// senders past 5 requests per second get 429 while
 // b's are all queued; a's signed usage record counts
 // exactly what the senders were answered, verifies with the relay's usage
 // key offline, and a changed copy does not.
@@ -140,6 +141,7 @@ func TestTwoTenantsOnOneRelay(t *testing.T) {
 	if len(inA) != 3 {
 		t.Fatalf("found %d of a's admitted devices in the log, want 3", len(inA))
 	}
+	checkFleet(t, w, inA, devB)
 	checkScoping(t, w, inA[0], devB)
 	checkRateAndUsage(t, w, inA[1], devB)
 }
@@ -252,5 +254,36 @@ func checkRateAndUsage(t *testing.T, w *world, devA, devB *did.PrivateKey) {
 	}
 	if out, ok := w.ctl1(t, "tenant", "usage", "--relay", w.relay.URL, "--key", w.files["opB"], "--tenant", w.keys["ownerA"].DID().String()); ok {
 		t.Errorf("b's operator read a's usage: %s", out)
+	}
+}
+
+// checkFleet: torporctl fleet shows a's operator exactly a's 3 devices,
+// b's operator b's one, and the host the 5 of a's devices its quota left
+// out of the tenant (in no tenant) and nothing of a's or b's.
+func checkFleet(t *testing.T, w *world, inA []*did.PrivateKey, devB *did.PrivateKey) {
+	seen := func(key string) map[string]bool {
+		out := w.ok(t, "fleet", "--relay", w.relay.URL, "--key", w.files[key], "--json")
+		var f struct {
+			Devices []struct {
+				DID string `json:"did"`
+			} `json:"devices"`
+		}
+		if err := json.Unmarshal([]byte(out), &f); err != nil {
+			t.Fatalf("torporctl fleet --json: %v: %s", err, out)
+		}
+		m := map[string]bool{}
+		for _, d := range f.Devices {
+			m[d.DID] = true
+		}
+		return m
+	}
+	a, b, host := seen("opA"), seen("opB"), seen("host")
+	if len(a) != 3 || len(b) != 1 || !b[devB.DID().String()] || len(host) != 5 {
+		t.Fatalf("a's operator sees %d devices, b's %d (b's own: %v), the host %d; want 3, 1 (true), 5", len(a), len(b), b[devB.DID().String()], len(host))
+	}
+	for _, d := range inA {
+		if !a[d.DID().String()] || host[d.DID().String()] {
+			t.Errorf("a's device %s: seen by a's operator %v, by the host %v", d.DID(), a[d.DID().String()], host[d.DID().String()])
+		}
 	}
 }
