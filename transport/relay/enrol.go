@@ -47,7 +47,11 @@ func (s *Relay) checkEnrolment(b []byte, agent did.DID) (did.DID, error) {
 // announced probation's ceiling, is dropped, so that it links again for
 // the relay's (as after an operator's admission).
 func (s *Relay) enrol(ctx context.Context, agent did.DID, st wire.State) bool {
-	if len(st.Enrolment) == 0 || (len(s.cfg.Access.Owners) == 0 && s.cfg.Stores.Tenants == nil) || s.admitted(ctx, agent.String()) {
+	if len(st.Enrolment) == 0 || (len(s.cfg.Access.Owners) == 0 && s.cfg.Stores.Tenants == nil) {
+		return false
+	}
+	if s.admitted(ctx, agent.String()) {
+		s.joinTenant(agent, st.Enrolment)
 		return false
 	}
 	owner, err := s.checkEnrolment(st.Enrolment, agent)

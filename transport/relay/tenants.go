@@ -330,3 +330,29 @@ func (s *Relay) consoleVisible(ctx context.Context, agent string) bool {
 	}
 	return slices.Contains(info.Operators, op) || (s.operators[op] && info.HostSeesDevices)
 }
+
+// joinTenant puts an admitted device that is in no tenant into the
+// tenant of the owner whose enrolment it presents: how the devices of a
+// relay that had no tenants (or admitted them before its owner became a
+// tenant) join their owners' tenants, at their next published state
+// (docs/tenants.md, "Migration of a single-owner relay"). A device past
+// its tenant's devices quota stays admitted, in no tenant, and the
+// refusal is logged.
+func (s *Relay) joinTenant(agent did.DID, enrolment []byte) {
+	l := s.cfg.Stores.Tenants
+	if l == nil {
+		return
+	}
+	if _, in, err := l.TenantOf(agent); err != nil || in {
+		return
+	}
+	owner, err := s.checkEnrolment(enrolment, agent)
+	if err != nil || !s.isTenant(owner) {
+		return
+	}
+	if err := l.Enrol(owner, agent); err != nil {
+		s.log.Warn("an admitted device's enrolment not taken into its owner's tenant", "agent", agent.String(), "owner", owner.String(), "err", err)
+		return
+	}
+	s.log.Info("admitted device joined its owner's tenant", "agent", agent.String(), "owner", owner.String())
+}

@@ -467,3 +467,26 @@ func (th *tenantHarness) fleetDIDs(t *testing.T, k *did.PrivateKey, path string)
 	}
 	return r.status, ids
 }
+
+// TestTenantsAdmittedDevicesJoinTheirOwnersTenant: devices admitted before
+// their owner was a tenant join its tenant when they next publish their
+// enrolment, within its devices quota; one past it stays admitted, in no
+// tenant.
+func TestTenantsAdmittedDevicesJoinTheirOwnersTenant(t *testing.T) {
+	th := newTenantHarness(t, tenancy.Quotas{Devices: 1})
+	old1, old2 := didtest.Key(t, 74), didtest.Key(t, 75)
+	for _, dev := range []*did.PrivateKey{old1, old2} {
+		th.admit(t, dev) // admitted as a single-owner relay did
+		if !th.enrolled(t, th.a, dev) {
+			t.Fatal("an admitted device is no longer admitted")
+		}
+	}
+	in1, _, _ := th.ledger.TenantOf(old1.DID())
+	_, ok2, _ := th.ledger.TenantOf(old2.DID())
+	if in1 != th.a.DID() || ok2 {
+		t.Errorf("after their next states: first in tenant %v, second in a tenant %v; want a's and none (quota 1)", in1, ok2)
+	}
+	if ok, _ := th.states.Admitted(context.Background(), old2.DID().String()); !ok {
+		t.Error("the device past the quota lost its admission")
+	}
+}
