@@ -17,7 +17,7 @@ import (
 func init() {
 	register(&subcommand{
 		name: "tenant",
-		args: "operators --key OWNER-KEY [--upload --relay URL] [--host-sees-devices] [--ttl DUR] OPERATOR-DID... | " +
+		args: "list --relay URL --key FILE | operators --key OWNER-KEY [--upload --relay URL] [--host-sees-devices] [--ttl DUR] OPERATOR-DID... | " +
 			"usage --relay URL --key FILE --tenant DID [--hour T] | usage --verify --relay-did DID FILE...",
 		short: "An owner's signed list of its tenant's operators on a hosted relay, a tenant's signed usage records, and their offline check (docs/tenants.md).",
 		run:   runTenant,
@@ -51,13 +51,15 @@ func runTenant(ctx context.Context, e *env, fs *flag.FlagSet, args []string) err
 	switch fs.Arg(0) {
 	case "operators":
 		return tenantOperators(ctx, e, f, fs.Args()[1:])
+	case "list":
+		return tenantList(ctx, e, f)
 	case "usage":
 		if f.verify {
 			return tenantVerify(e, f.relayDID, fs.Args()[1:])
 		}
 		return tenantUsage(ctx, e, f)
 	}
-	return usageError{"tenant: want operators or usage, not " + fs.Arg(0)}
+	return usageError{"tenant: want list, operators or usage, not " + fs.Arg(0)}
 }
 
 // tenantUsage fetches a tenant's signed usage record and prints it as the
@@ -160,4 +162,24 @@ func tenantVerify(e *env, relay string, files []string) error {
 		return fmt.Errorf("%d of %d usage records do not verify", bad, len(files))
 	}
 	return nil
+}
+
+// tenantList prints the relay's tenants with their quotas and totals, as
+// the relay's own operators see them.
+func tenantList(ctx context.Context, e *env, f tenantFlags) error {
+	if f.relay == "" || f.key == "" {
+		return usageError{"tenant list needs --relay and --key (one of the relay's operators)"}
+	}
+	key, origin, clk, err := f.identity(ctx)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	b, err := (&operatorapi.Client{Origin: origin, Key: key, Clock: clk}).Tenants(ctx)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(e.stdout, "%s\n", bytes.TrimSpace(b))
+	return err
 }

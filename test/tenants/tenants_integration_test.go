@@ -257,9 +257,11 @@ func checkRateAndUsage(t *testing.T, w *world, devA, devB *did.PrivateKey) {
 	}
 }
 
-// checkFleet: torporctl fleet shows a's operator exactly a's 3 devices,
-// b's operator b's one, and the host the 5 of a's devices its quota left
-// out of the tenant (in no tenant) and nothing of a's or b's.
+// checkFleet: torporctl tenant list shows the host both tenants with
+// their device counts (and a's operator nothing); torporctl fleet shows
+// a's operator exactly a's 3 devices, b's operator b's one, and the host
+// the 5 of a's devices its quota left out of the tenant (in no tenant)
+// and nothing of a's or b's.
 func checkFleet(t *testing.T, w *world, inA []*did.PrivateKey, devB *did.PrivateKey) {
 	seen := func(key string) map[string]bool {
 		out := w.ok(t, "fleet", "--relay", w.relay.URL, "--key", w.files[key], "--json")
@@ -276,6 +278,23 @@ func checkFleet(t *testing.T, w *world, inA []*did.PrivateKey, devB *did.Private
 			m[d.DID] = true
 		}
 		return m
+	}
+	var list struct {
+		Tenants []struct {
+			Owner   string `json:"owner"`
+			Devices int    `json:"devices"`
+		} `json:"tenants"`
+	}
+	json.Unmarshal([]byte(w.ok(t, "tenant", "list", "--relay", w.relay.URL, "--key", w.files["host"])), &list)
+	counts := map[string]int{}
+	for _, tt := range list.Tenants {
+		counts[tt.Owner] = tt.Devices
+	}
+	if len(counts) != 2 || counts[w.keys["ownerA"].DID().String()] != 3 || counts[w.keys["ownerB"].DID().String()] != 1 {
+		t.Errorf("torporctl tenant list: %+v, want a with 3 devices and b with 1", list)
+	}
+	if out, ok := w.ctl1(t, "tenant", "list", "--relay", w.relay.URL, "--key", w.files["opA"]); ok {
+		t.Errorf("a's operator listed the tenants: %s", out)
 	}
 	a, b, host := seen("opA"), seen("opB"), seen("host")
 	if len(a) != 3 || len(b) != 1 || !b[devB.DID().String()] || len(host) != 5 {

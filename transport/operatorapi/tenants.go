@@ -11,16 +11,28 @@ import (
 	"time"
 )
 
+// Tenants fetches the relay's tenants with their quotas and totals (GET
+// /operator/tenants, for the relay's own operators) as the relay sent
+// them.
+func (c *Client) Tenants(ctx context.Context) ([]byte, error) {
+	return c.get(ctx, "/operator/tenants", "")
+}
+
 // Usage fetches a tenant's signed usage record of the hour that holds
 // hour (GET /operator/tenants/{owner}/usage, docs/tenants.md) and returns
 // it as the relay signed it, for tenancy.VerifyRecord.
 func (c *Client) Usage(ctx context.Context, owner string, hour time.Time) ([]byte, error) {
-	path := "/operator/tenants/" + url.PathEscape(owner) + "/usage"
+	return c.get(ctx, "/operator/tenants/"+url.PathEscape(owner)+"/usage", "?hour="+url.QueryEscape(hour.UTC().Format(time.RFC3339)))
+}
+
+// get makes an operator GET of path with query and returns the body of
+// a 200 answer.
+func (c *Client) get(ctx context.Context, path, query string) ([]byte, error) {
 	tok, err := c.OperatorToken(http.MethodGet, path)
 	if err != nil {
 		return nil, err
 	}
-	status, raw, err := c.do(ctx, http.MethodGet, c.Origin+path+"?hour="+url.QueryEscape(hour.UTC().Format(time.RFC3339)), tok)
+	status, raw, err := c.do(ctx, http.MethodGet, c.Origin+path+query, tok)
 	if err != nil {
 		return nil, err
 	}

@@ -333,6 +333,7 @@ func (s *Relay) routes() {
 	if s.cfg.Stores.Tenants != nil {
 		m.HandleFunc("PUT /tenants/operators", s.serveTenantOperators)
 		m.HandleFunc("GET /operator/tenants/{did}/usage", s.serveTenantUsage)
+		m.HandleFunc("GET /operator/tenants", s.serveTenants)
 	}
 	if s.console != nil {
 		s.console.Register(m)

@@ -356,3 +356,47 @@ func (s *Relay) joinTenant(agent did.DID, enrolment []byte) {
 	}
 	s.log.Info("admitted device joined its owner's tenant", "agent", agent.String(), "owner", owner.String())
 }
+
+// tenantTotal is a tenant as GET /operator/tenants shows it to the host:
+// its quotas and totals, never its devices.
+type tenantTotal struct {
+	Owner           string         `json:"owner"`
+	Quotas          tenancy.Quotas `json:"quotas"`
+	Devices         int            `json:"devices"`
+	QueuedBytes     int64          `json:"queuedBytes"`
+	Operators       int            `json:"operators"`
+	HostSeesDevices bool           `json:"hostSeesDevices"`
+}
+
+// serveTenants is GET /operator/tenants, for the relay's own operators
+// (the host): every tenant with its quotas, how many devices it has, the
+// bytes queued for them and how many operators its owner named.
+func (s *Relay) serveTenants(w http.ResponseWriter, r *http.Request) {
+	caller, ok := s.operator(w, r)
+	if !ok {
+		return
+	}
+	if !s.operators[caller.String()] {
+		writeJSON(w, http.StatusForbidden, map[string]any{"error": "not_operator", "message": "the list of tenants is for the relay's own operators"})
+		return
+	}
+	ts, err := s.cfg.Stores.Tenants.Tenants()
+	if err != nil {
+		s.storeFailed(w, err)
+		return
+	}
+	out := []tenantTotal{}
+	for _, t := range ts {
+		devs, err := s.cfg.Stores.Tenants.Devices(t.Owner)
+		if err == nil {
+			var q int64
+			q, err = s.tenantQueued(r.Context(), t.Owner, s.clk.Now())
+			out = append(out, tenantTotal{Owner: t.Owner.String(), Quotas: t.Quotas, Devices: len(devs), QueuedBytes: q, Operators: len(t.Operators), HostSeesDevices: t.HostSeesDevices})
+		}
+		if err != nil {
+			s.storeFailed(w, err)
+			return
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"tenants": out})
+}

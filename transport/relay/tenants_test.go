@@ -490,3 +490,40 @@ func TestTenantsAdmittedDevicesJoinTheirOwnersTenant(t *testing.T) {
 		t.Error("the device past the quota lost its admission")
 	}
 }
+
+// TestTenantsListForTheHost: the host lists the tenants with their totals
+// and no device; a tenant's operator may not.
+func TestTenantsListForTheHost(t *testing.T) {
+	th := newTenantHarness(t, tenancy.Quotas{Devices: 5})
+	devA := didtest.Key(t, 70)
+	if !th.enrolled(t, th.a, devA) {
+		t.Fatal("enrolment failed")
+	}
+	th.post(t, devA.DID(), didtest.Key(t, 90), "1.0", sendV1)
+	get := func(k *did.PrivateKey) resp {
+		req, _ := http.NewRequest("GET", th.srv.URL+"/operator/tenants", nil)
+		tok, _ := bearer.IssuePurpose(k, th.relay.cfg.PublicURL, bearer.OperatorPurpose("GET", "/operator/tenants"), th.clk.Now(), bearer.OperatorTTL)
+		req.Header.Set("Authorization", bearer.Authorization(tok))
+		return th.do(t, req)
+	}
+	r := get(th.host)
+	var body struct{ Tenants []tenantTotal }
+	if err := json.Unmarshal(r.body, &body); r.status != 200 || err != nil || len(body.Tenants) != 2 {
+		t.Fatalf("host: %d %s", r.status, r.body)
+	}
+	for _, tt := range body.Tenants {
+		want := tenantTotal{Owner: th.b.DID().String(), Operators: 1}
+		if tt.Owner == th.a.DID().String() {
+			want = tenantTotal{Owner: tt.Owner, Quotas: tenancy.Quotas{Devices: 5}, Devices: 1, QueuedBytes: int64(len(sendV1)), Operators: 1}
+		}
+		if tt != want {
+			t.Errorf("tenant %+v, want %+v", tt, want)
+		}
+	}
+	if bytes.Contains(r.body, []byte(devA.DID().String())) {
+		t.Error("the list names a tenant's device")
+	}
+	if r := get(th.opA); r.status != 403 {
+		t.Errorf("a's operator lists the tenants: %d %s", r.status, r.body)
+	}
+}
