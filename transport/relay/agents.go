@@ -83,6 +83,11 @@ func (a *linkAgents) Publish(ctx context.Context, agent did.DID, st wire.State) 
 	if err := s.checkKeyPackages(ctx, agent, st); err != nil {
 		return wire.Accepted{}, err
 	}
+	unlock, err := s.tenantKeyPackageRoom(ctx, agent, st)
+	if err != nil {
+		return wire.Accepted{}, err
+	}
+	defer unlock()
 	if err := s.assignWakeSecond(ctx, id, prev, &next); err != nil {
 		return wire.Accepted{}, err
 	}

@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/store/agents"
 	"github.com/torpor-dev/torpor/store/tenants"
+	"github.com/torpor-dev/torpor/transport/link/wire"
 	"github.com/torpor-dev/torpor/transport/relay/console"
 	"github.com/torpor-dev/torpor/transport/tenancy"
 )
@@ -399,4 +401,87 @@ func (s *Relay) serveTenants(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"tenants": out})
+}
+
+// tenantKeyPackageRoom checks that the KeyPackages st publishes fit
+// agent's tenant's keypackage_bytes quota: the tenant's holdings are the
+// KeyPackages (pools and last-resort ones) its devices' states hold now,
+// counted under a lock of the tenant that the caller holds (unlock) until
+// the state is stored, as tenantQueueRoom does for queued bytes. A
+// KeyPackage handed out only frees room. Past the quota the state is
+// refused, and nothing of it is stored.
+func (s *Relay) tenantKeyPackageRoom(ctx context.Context, agent did.DID, st wire.State) (unlock func(), err error) {
+	l := s.cfg.Stores.Tenants
+	if l == nil || (len(st.KeyPackages) == 0 && len(st.LastResort) == 0) {
+		return func() {}, nil
+	}
+	owner, in, err := l.TenantOf(agent)
+	if err != nil || !in {
+		return func() {}, err
+	}
+	if info, err := l.Tenant(owner); err != nil || info.Quotas.KeyPackageBytes <= 0 {
+		return func() {}, err
+	}
+	unlock = s.tenantQueues.lock("keypackages " + owner.String())
+	held, mine, err := s.tenantKeyPackages(ctx, owner, agent.String())
+	if err == nil {
+		after := kpBytes(st.KeyPackages...)
+		if !st.ReplaceKeyPackages {
+			after += mine.pool
+		}
+		if len(st.LastResort) > 0 {
+			after += int64(len(st.LastResort))
+		} else {
+			after += mine.lastResort
+		}
+		if d := after - mine.pool - mine.lastResort; d > 0 {
+			err = l.Check(owner, tenancy.QuotaKeyPackageBytes, held, d)
+		}
+	}
+	var qe *tenancy.QuotaError
+	if errors.As(err, &qe) {
+		s.metrics.tenantRefusal(owner, string(qe.Quota))
+		err = fmt.Errorf("%s: %w", tokenTenantQuota, qe)
+	}
+	if err != nil {
+		unlock()
+		return nil, err
+	}
+	return unlock, nil
+}
+
+// kpHeld is one device's KeyPackage bytes: its pool and its last-resort
+// KeyPackage.
+type kpHeld struct{ pool, lastResort int64 }
+
+// tenantKeyPackages returns the KeyPackage bytes owner's devices hold,
+// and agent's own.
+func (s *Relay) tenantKeyPackages(ctx context.Context, owner did.DID, agent string) (held int64, mine kpHeld, err error) {
+	devs, err := s.cfg.Stores.Tenants.Devices(owner)
+	if err != nil {
+		return 0, kpHeld{}, err
+	}
+	for _, d := range devs {
+		pool, lr, err := s.cfg.Stores.States.KeyPackages(ctx, d)
+		if errors.Is(err, agents.ErrUnknownAgent) {
+			continue
+		}
+		if err != nil {
+			return 0, kpHeld{}, err
+		}
+		h := kpHeld{kpBytes(pool...), int64(len(lr))}
+		held += h.pool + h.lastResort
+		if d == agent {
+			mine = h
+		}
+	}
+	return held, mine, nil
+}
+
+func kpBytes(kps ...[]byte) int64 {
+	var n int64
+	for _, kp := range kps {
+		n += int64(len(kp))
+	}
+	return n
 }

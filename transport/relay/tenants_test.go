@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -525,5 +526,45 @@ func TestTenantsListForTheHost(t *testing.T) {
 	}
 	if r := get(th.opA); r.status != 403 {
 		t.Errorf("a's operator lists the tenants: %d %s", r.status, r.body)
+	}
+}
+
+// TestTenantsKeyPackageQuota: a tenant's devices together hold at most
+// its KeyPackage bytes; a state past it is refused and nothing of it is
+// stored; a replaced pool frees room; the other tenant is not bounded.
+func TestTenantsKeyPackageQuota(t *testing.T) {
+	th := newTenantHarness(t, tenancy.Quotas{KeyPackageBytes: int64(3 * len(kp(0)))})
+	devA1, devA2, devB := didtest.Key(t, 70), didtest.Key(t, 71), didtest.Key(t, 72)
+	for dev, owner := range map[*did.PrivateKey]*did.PrivateKey{devA1: th.a, devA2: th.a, devB: th.b} {
+		if !th.enrolled(t, owner, dev) {
+			t.Fatal("enrolment failed")
+		}
+	}
+	publish := func(dev *did.PrivateKey, o deviceOpts, replace bool) error {
+		c := th.dial(t, dev)
+		defer c.Close()
+		st := th.state(t, dev, c.Hello(), "sleep", o)
+		st.ReplaceKeyPackages = replace
+		_, err := c.Publish(context.Background(), st)
+		return err
+	}
+	if err := publish(devA1, deviceOpts{kps: [][]byte{kp(1), kp(2)}}, false); err != nil {
+		t.Fatalf("2 of 3: %v", err)
+	}
+	err := publish(devA2, deviceOpts{kps: [][]byte{kp(3), kp(4)}}, false)
+	if err == nil || !strings.Contains(err.Error(), "tenant_quota") || !strings.Contains(err.Error(), "keypackage_bytes") {
+		t.Fatalf("4 of 3: %v, want a tenant_quota refusal", err)
+	}
+	if pool, _, _ := th.states.KeyPackages(context.Background(), devA2.DID().String()); len(pool) != 0 {
+		t.Fatalf("the refused state stored %d KeyPackages", len(pool))
+	}
+	if err := publish(devA1, deviceOpts{kps: [][]byte{kp(5)}}, true); err != nil {
+		t.Fatalf("replacing 2 by 1: %v", err)
+	}
+	if err := publish(devA2, deviceOpts{kps: [][]byte{kp(6), kp(7)}}, false); err != nil {
+		t.Fatalf("3 of 3 after the replacement: %v", err)
+	}
+	if err := publish(devB, deviceOpts{kps: [][]byte{kp(1), kp(2), kp(3), kp(4)}}, false); err != nil {
+		t.Fatalf("tenant b: %v", err)
 	}
 }
