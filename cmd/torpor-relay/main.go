@@ -237,6 +237,7 @@ func run(ctx context.Context, a *args, log *slog.Logger) (err error) {
 		ln.Close()
 		return err
 	}
+	a.tenants.relay.Store(r)
 	st.serve(r)
 	stopMetrics := serveMetrics(r, mln, log)
 	defer stopMetrics()

@@ -10,12 +10,14 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"github.com/torpor-dev/torpor/clock"
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/store/relaystore"
 	"github.com/torpor-dev/torpor/store/tenants"
+	"github.com/torpor-dev/torpor/transport/relay"
 	"github.com/torpor-dev/torpor/transport/tenancy"
 )
 
@@ -23,6 +25,9 @@ import (
 type tenantArgs struct {
 	file, usageKey string
 	metricsLimit   int
+	// relay is the running relay, set once it is made: the flush loop
+	// samples its stores (relay.SampleTenants).
+	relay atomic.Pointer[relay.Relay]
 }
 
 func (t *tenantArgs) register(fs *flag.FlagSet) {
@@ -92,7 +97,7 @@ func openTenants(a *args, clk clock.Clock, log *slog.Logger) (l *tenants.Ledger,
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		flushTenants(ctx, l, clk, log)
+		flushTenants(ctx, l, &a.tenants.relay, clk, log)
 	}()
 	return l, key, func() {
 		cancel()
@@ -131,10 +136,16 @@ func openLedger(a *args, clk clock.Clock, log *slog.Logger) (*tenants.Ledger, *d
 	return l, key, nil
 }
 
-// flushTenants writes the ledger's counted requests every 5 s of the
-// relay's clock until ctx ends.
-func flushTenants(ctx context.Context, l *tenants.Ledger, clk clock.Clock, log *slog.Logger) {
+// flushTenants samples the tenants' stored bytes (once the relay runs)
+// and writes the ledger's counted requests every 5 s of the relay's clock
+// until ctx ends.
+func flushTenants(ctx context.Context, l *tenants.Ledger, r *atomic.Pointer[relay.Relay], clk clock.Clock, log *slog.Logger) {
 	for clock.Sleep(ctx, clk, 5*time.Second) == nil {
+		if rr := r.Load(); rr != nil {
+			if err := rr.SampleTenants(ctx); err != nil && ctx.Err() == nil {
+				log.Warn("sampling the tenants' stored bytes failed", "err", err)
+			}
+		}
 		if err := l.Flush(); err != nil {
 			log.Warn("writing the tenants' request counts failed; kept for the next try", "err", err)
 		}

@@ -195,3 +195,25 @@ func (l *Ledger) Check(owner did.DID, q Quota, held, n int64) error {
 	}
 	return nil
 }
+
+// Observe records that owner holds value of q now, as another store
+// counts it (the relay's queue for QuotaQueuedBytes): the byte-time held
+// since the last change is accrued into the hours first, and the hour's
+// peak raised. The relay samples its stores every few seconds, so the
+// byte-hours of a running relay are a sum over those samples.
+func (l *Ledger) Observe(owner did.DID, q Quota, value int64) error {
+	if err := storedQuota(q, value); err != nil {
+		return err
+	}
+	now := l.clk.Now()
+	return l.update(func(tx *bolt.Tx) error {
+		if _, err := getTenant(tx, owner); err != nil {
+			return err
+		}
+		h, err := getHeld(tx, owner)
+		if err != nil {
+			return err
+		}
+		return l.change(tx, owner, h, q, value-*h.field(q), now)
+	})
+}

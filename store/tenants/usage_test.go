@@ -73,3 +73,21 @@ func TestUsageRecordVerifiesAndAChangedOneDoesNot(t *testing.T) {
 		}
 	}
 }
+
+func TestObserveAccruesByteHours(t *testing.T) {
+	f := newFixture(t, Quotas{})
+	if err := f.l.Observe(f.a.DID(), QuotaQueuedBytes, 1000); err != nil {
+		t.Fatal(err)
+	}
+	f.clk.Advance(30 * time.Minute)
+	if err := f.l.Observe(f.a.DID(), QuotaQueuedBytes, 0); err != nil {
+		t.Fatal(err)
+	}
+	r, err := f.l.Usage(f.a.DID(), t0, key(t, 50))
+	if err != nil || r.MilliByteHours != 500*1000 || r.PeakQueuedBytes != 1000 {
+		t.Fatalf("%+v, %v; want 500 byte-hours, peak 1000", r, err)
+	}
+	if err := f.l.Observe(f.a.DID(), QuotaDevices, 1); err == nil {
+		t.Error("devices observed as bytes")
+	}
+}

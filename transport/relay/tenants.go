@@ -485,3 +485,36 @@ func kpBytes(kps ...[]byte) int64 {
 	}
 	return n
 }
+
+// SampleTenants records in the tenants' ledger the bytes each tenant's
+// devices hold now in the queue and in KeyPackages (tenants.Ledger.Observe),
+// from which their usage records' byte-hours and peaks are made.
+// torpor-relay calls it every few seconds; without tenants it does
+// nothing.
+func (s *Relay) SampleTenants(ctx context.Context) error {
+	l := s.cfg.Stores.Tenants
+	if l == nil {
+		return nil
+	}
+	ts, err := l.Tenants()
+	if err != nil {
+		return err
+	}
+	for _, t := range ts {
+		queued, err := s.tenantQueued(ctx, t.Owner, s.clk.Now())
+		if err != nil {
+			return err
+		}
+		kps, _, err := s.tenantKeyPackages(ctx, t.Owner, "")
+		if err != nil {
+			return err
+		}
+		if err := l.Observe(t.Owner, tenancy.QuotaQueuedBytes, queued); err != nil {
+			return err
+		}
+		if err := l.Observe(t.Owner, tenancy.QuotaKeyPackageBytes, kps); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -568,3 +568,26 @@ func TestTenantsKeyPackageQuota(t *testing.T) {
 		t.Fatalf("tenant b: %v", err)
 	}
 }
+
+// TestTenantsSampledByteHours: the queued bytes SampleTenants sees are
+// held over the relay's clock into the tenant's usage record.
+func TestTenantsSampledByteHours(t *testing.T) {
+	th := newTenantHarness(t, tenancy.Quotas{})
+	devA := didtest.Key(t, 70)
+	if !th.enrolled(t, th.a, devA) {
+		t.Fatal("enrolment failed")
+	}
+	th.post(t, devA.DID(), didtest.Key(t, 90), "1.0", sendV1)
+	ctx := context.Background()
+	if err := th.relay.SampleTenants(ctx); err != nil {
+		t.Fatal(err)
+	}
+	th.clk.Advance(30 * time.Minute)
+	if err := th.relay.SampleTenants(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r, err := th.ledger.Usage(th.a.DID(), t0, didtest.Key(t, 65))
+	if want := int64(len(sendV1)) * 1000 / 2; err != nil || r.MilliByteHours != want || r.PeakQueuedBytes != int64(len(sendV1)) {
+		t.Errorf("usage %+v (%v), want %d milli-byte-hours and a peak of %d", r, err, want, len(sendV1))
+	}
+}
