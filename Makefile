@@ -40,7 +40,7 @@ test-browser: ## Run the fleet console in a real browser (Debian's chromium, chr
 test-faults: ## Run the fault suite alone: SIGKILL, damaged, lost, full, read-only and removed stores on both queue engines, the agent killed mid-hand-off (root; part of test-integration).
 	TORPOR_REQUIRE_TOOLS=1 $(GO) test -tags integration -count=1 -timeout 10m ./test/faults/
 
-test-tenants: ## Run the hosted relay's tenants test alone: two owners' tenants on one relay, real binaries (part of test-integration).
+test-tenants: ## Run the hosted relay's tenants tests alone: two owners' tenants on one relay, real binaries, each operator's console in chromium; screenshots in TORPOR_ARTIFACTS (part of test-integration).
 	TORPOR_REQUIRE_TOOLS=1 $(GO) test -tags integration -count=1 -timeout 10m ./test/tenants/
 
 test-cluster: ## Run the scale-out tests alone: 3 relays on a 3-node NATS JetStream cluster (part of test-integration).
