@@ -19,7 +19,8 @@ import (
 
 // TestTenantConsolesInBrowser: each tenant's operator logs in to the
 // fleet console of the one relay in a real browser (Debian's chromium)
-// and sees exactly its own tenant's devices; a screenshot of each.
+// and sees exactly its own tenant's devices and no link to the audit log;
+// a screenshot of each.
 func TestTenantConsolesInBrowser(t *testing.T) {
 	path := testenv.RequireTool(t, "chromium")
 	w := newWorld(t)
@@ -49,6 +50,9 @@ func TestTenantConsolesInBrowser(t *testing.T) {
 			if !want[r] {
 				t.Errorf("%s's console shows %s, not its tenant's", op, r)
 			}
+		}
+		if link, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.querySelector('header a[href="/fleet/audit"]') !== null`)); err != nil || link {
+			t.Errorf("%s's console links the audit log (%v), which is the host's", op, err)
 		}
 		png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 		if err != nil {

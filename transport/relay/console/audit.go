@@ -122,7 +122,7 @@ func (c *Console) serveAudit(w http.ResponseWriter, r *http.Request, op string) 
 		c.internal(w, err)
 		return
 	}
-	c.render(w, http.StatusOK, "audit.html", view{Title: "Audit log", Operator: op, Audit: &p, Newest: q.Before != 0})
+	c.render(w, http.StatusOK, "audit.html", view{Title: "Audit log", Operator: op, Host: true, Audit: &p, Newest: q.Before != 0})
 }
 
 // notHost refuses (403) the audit log to an operator accepted only by
