@@ -260,3 +260,29 @@ func TestCheckCountsRefusals(t *testing.T) {
 		t.Fatalf("hour %+v (%v), want 1 queued_bytes refusal", r, err)
 	}
 }
+
+func TestMoveKeepsTheDeviceCount(t *testing.T) {
+	f := newFixture(t, Quotas{Devices: 1})
+	old, succ := key(t, 20).DID(), key(t, 21).DID()
+	if err := f.l.Enrol(f.a.DID(), old); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.l.Move(old, succ); err != nil {
+		t.Fatal(err)
+	}
+	if owner, ok, _ := f.l.TenantOf(succ); !ok || owner != f.a.DID() {
+		t.Fatalf("successor in %v (%v)", owner, ok)
+	}
+	if _, ok, _ := f.l.TenantOf(old); ok {
+		t.Fatal("the old DID is still in the tenant")
+	}
+	if info, _ := f.l.Tenant(f.a.DID()); info.Held.Devices != 1 {
+		t.Fatalf("%d devices after the move, want 1", info.Held.Devices)
+	}
+	if err := f.l.Forget(succ); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.l.Enrol(f.a.DID(), key(t, 22).DID()); err != nil {
+		t.Fatalf("a forgotten device's room: %v", err)
+	}
+}

@@ -217,3 +217,26 @@ func (l *Ledger) Observe(owner did.DID, q Quota, value int64) error {
 		return l.change(tx, owner, h, q, value-*h.field(q), now)
 	})
 }
+
+// Move puts successor in old's tenant in old's place, in one
+// transaction: a device whose key was rotated (its old DID retired) stays
+// in its tenant and its devices quota is unchanged. An old DID in no
+// tenant is no change; a successor already in a tenant is
+// ErrOtherTenant.
+func (l *Ledger) Move(old, successor did.DID) error {
+	return l.update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketDevices)
+		owner := b.Get([]byte(old.String()))
+		if owner == nil {
+			return nil
+		}
+		if cur := b.Get([]byte(successor.String())); cur != nil {
+			return fmt.Errorf("%w: %s is enrolled in tenant %s", ErrOtherTenant, successor, cur)
+		}
+		owner = append([]byte(nil), owner...)
+		if err := b.Delete([]byte(old.String())); err != nil {
+			return err
+		}
+		return b.Put([]byte(successor.String()), owner)
+	})
+}

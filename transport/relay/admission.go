@@ -504,6 +504,9 @@ func (s *Relay) forget(ctx context.Context, agent string, now time.Time) error {
 	if err := s.cfg.Stores.States.Forget(ctx, agent); err != nil {
 		return err
 	}
+	if err := s.tenantForget(agent); err != nil {
+		return err
+	}
 	s.seconds.s.Forget(agent) // frees its wake second
 	return nil
 }

@@ -104,6 +104,7 @@ func (a *linkAgents) Publish(ctx context.Context, agent did.DID, st wire.State) 
 	if next.Successor != "" && prev.Successor == "" {
 		s.log.Info("agent retired", "agent", id, "successor", next.Successor)
 		s.carryAdmission(ctx, id, next.Successor)
+		s.carryTenant(id, next.Successor)
 	}
 	ok := wire.Accepted{Bounds: next.Bounds, Held: held}
 	if enrolled {

@@ -518,3 +518,32 @@ func (s *Relay) SampleTenants(ctx context.Context) error {
 	}
 	return nil
 }
+
+// tenantForget takes a forgotten agent out of its tenant, freeing its
+// room in the devices quota.
+func (s *Relay) tenantForget(agent string) error {
+	if s.cfg.Stores.Tenants == nil {
+		return nil
+	}
+	d, err := did.Parse(agent)
+	if err != nil {
+		return nil // not a device of a tenant
+	}
+	return s.cfg.Stores.Tenants.Forget(d)
+}
+
+// carryTenant puts a retired agent's successor in its tenant in its
+// place (tenants.Ledger.Move), as carryAdmission carries its admission.
+func (s *Relay) carryTenant(old, successor string) {
+	if s.cfg.Stores.Tenants == nil {
+		return
+	}
+	o, err1 := did.Parse(old)
+	n, err2 := did.Parse(successor)
+	if err := errors.Join(err1, err2); err != nil {
+		return
+	}
+	if err := s.cfg.Stores.Tenants.Move(o, n); err != nil {
+		s.log.Warn("the successor of a retired agent is not in its tenant", "agent", old, "successor", successor, "err", err)
+	}
+}

@@ -70,7 +70,7 @@ func (th *tenantHarness) enrolled(t *testing.T, owner, dev *did.PrivateKey) bool
 	t.Helper()
 	c := th.device(t, dev, "sleep", deviceOpts{})
 	st := th.state(t, dev, c.Hello(), "sleep", deviceOpts{})
-	st.Enrolment = enrolment(t, owner, dev.DID(), t0, time.Hour, wire.PurposeEnrolment)
+	st.Enrolment = enrolment(t, owner, dev.DID(), th.clk.Now(), time.Hour, wire.PurposeEnrolment)
 	if _, err := c.Publish(context.Background(), st); err != nil {
 		t.Fatal(err)
 	}
@@ -589,5 +589,25 @@ func TestTenantsSampledByteHours(t *testing.T) {
 	r, err := th.ledger.Usage(th.a.DID(), t0, didtest.Key(t, 65))
 	if want := int64(len(sendV1)) * 1000 / 2; err != nil || r.MilliByteHours != want || r.PeakQueuedBytes != int64(len(sendV1)) {
 		t.Errorf("usage %+v (%v), want %d milli-byte-hours and a peak of %d", r, err, want, len(sendV1))
+	}
+}
+
+// TestTenantsForgottenDeviceFreesItsRoom: a device the relay forgets for
+// its silence leaves its tenant, so that another device may join.
+func TestTenantsForgottenDeviceFreesItsRoom(t *testing.T) {
+	th := newTenantHarness(t, tenancy.Quotas{Devices: 1}, func(c *Config) { c.Limits.ForgetAfter = time.Hour })
+	old, next := didtest.Key(t, 70), didtest.Key(t, 71)
+	if !th.enrolled(t, th.a, old) || th.enrolled(t, th.a, next) {
+		t.Fatal("want the first device admitted and the second refused by the quota")
+	}
+	th.clk.Advance(2 * time.Hour)
+	if n := th.relay.forgetSilent(context.Background()); n < 1 {
+		t.Fatalf("forgot %d agents", n)
+	}
+	if _, in, _ := th.ledger.TenantOf(old.DID()); in {
+		t.Fatal("the forgotten device is still in its tenant")
+	}
+	if !th.enrolled(t, th.a, next) {
+		t.Error("the second device was not admitted once the first was forgotten")
 	}
 }
