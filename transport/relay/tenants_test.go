@@ -30,7 +30,7 @@ type tenantHarness struct {
 	a, b, host, opA, opB *did.PrivateKey
 }
 
-func newTenantHarness(t *testing.T, qa tenancy.Quotas, mods ...func(*Config)) *tenantHarness {
+func newTenantHarness(t testing.TB, qa tenancy.Quotas, mods ...func(*Config)) *tenantHarness {
 	th := &tenantHarness{a: didtest.Key(t, 60), b: didtest.Key(t, 61), host: didtest.Key(t, 62), opA: didtest.Key(t, 63), opB: didtest.Key(t, 64)}
 	var err error
 	th.harness = newHarness(t, func(c *Config) {
@@ -66,7 +66,7 @@ func newTenantHarness(t *testing.T, qa tenancy.Quotas, mods ...func(*Config)) *t
 
 // enrolled publishes dev's state with owner's enrolment and reports
 // whether the relay admitted it.
-func (th *tenantHarness) enrolled(t *testing.T, owner, dev *did.PrivateKey) bool {
+func (th *tenantHarness) enrolled(t testing.TB, owner, dev *did.PrivateKey) bool {
 	t.Helper()
 	c := th.device(t, dev, "sleep", deviceOpts{})
 	st := th.state(t, dev, c.Hello(), "sleep", deviceOpts{})
