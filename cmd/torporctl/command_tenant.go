@@ -68,20 +68,15 @@ func tenantUsage(ctx context.Context, e *env, f tenantFlags) error {
 	if f.relay == "" || f.key == "" || f.tenant == "" {
 		return usageError{"tenant usage needs --relay, --key and --tenant (or --verify)"}
 	}
-	hour := time.Now()
-	if f.hour != "" {
-		t, err := time.Parse(time.RFC3339, f.hour)
-		if err != nil {
-			return fmt.Errorf("--hour: %w", err)
-		}
-		hour = t
-	}
 	key, origin, clk, err := f.identity(ctx)
 	if err != nil {
 		return err
 	}
-	if f.hour == "" {
-		hour = clk.Now()
+	hour := clk.Now() // the relay's clock, when it runs scaled
+	if f.hour != "" {
+		if hour, err = time.Parse(time.RFC3339, f.hour); err != nil {
+			return fmt.Errorf("--hour: %w", err)
+		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()

@@ -185,13 +185,9 @@ func infoOf(tx *bolt.Tx, v []byte) (Info, error) {
 	return Info{Owner: owner, Quotas: t.Quotas, Held: h, Operators: slices.Clone(t.Operators), HostSeesDevices: t.HostSeesDevices}, err
 }
 
-// update runs fn in a write transaction.
+// update runs fn in a write transaction; a full file is store.ErrFull.
 func (l *Ledger) update(fn func(tx *bolt.Tx) error) error {
-	err := l.db.Update(fn)
-	if _, ok := err.(*QuotaError); ok {
-		return err
-	}
-	return store.Err(err)
+	return store.Err(l.db.Update(fn))
 }
 
 func getTenant(tx *bolt.Tx, owner did.DID) (tenant, error) {
