@@ -22,6 +22,7 @@ import (
 	"github.com/torpor-dev/torpor/store/audit"
 	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/store/shared"
+	"github.com/torpor-dev/torpor/store/tenants"
 	"github.com/torpor-dev/torpor/transport/a2a"
 	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"github.com/torpor-dev/torpor/transport/bearer"
@@ -83,6 +84,11 @@ type Stores struct {
 	// Updates, when set, is the update repository devices fetch over
 	// their link and operators publish to (updates.go).
 	Updates UpdateRepo
+	// Tenants, when set, makes the relay a hosted one (docs/tenants.md):
+	// owners' devices join their tenants by enrolment, the tenants'
+	// quotas bound their senders, and a device in a tenant is acted on
+	// only by the operators its owner named.
+	Tenants *tenants.Ledger
 }
 
 // Limits bound what agents and callers may hold of a Relay; zero members
@@ -136,6 +142,10 @@ type Access struct {
 	// Owners are the DIDs whose enrolments (wire.State.Enrolment) admit a
 	// device at once (enrol.go); none: only operators admit.
 	Owners []did.DID
+	// UsageKey, with Stores.Tenants, is the relay's key that signs the
+	// tenants' hourly usage records (docs/tenants.md); none: the relay
+	// serves no usage.
+	UsageKey *did.PrivateKey
 	// Probation is what a device not yet admitted may store (without
 	// AllowAgents); zero means DefaultProbation().
 	Probation Probation
@@ -184,6 +194,10 @@ type Ops struct {
 	// MQTTBroker is the broker URL devices and operators use, reported by
 	// /healthz; empty when the relay does not know one.
 	MQTTBroker string
+	// TenantMetricsLimit, with Stores.Tenants, is how many tenants get a
+	// label of their own in the tenant metrics (metrics_tenants.go: the
+	// first seen); the others count under "other". Zero means 100.
+	TenantMetricsLimit int
 }
 
 // Relay is the relay's HTTP side: the per-agent A2A endpoints, the device
@@ -215,6 +229,8 @@ type Relay struct {
 	plaintext         plaintextPolicy
 	// queue is cfg.Stores.Queue as the relay uses it (cfg.Stores.Queue is set to it).
 	queue *watchedQueue
+	// tenantQueues serialises each tenant's enqueues (tenants.go).
+	tenantQueues keyedLocks
 }
 
 // New returns a relay for cfg. It returns an error for a missing store or
@@ -325,6 +341,11 @@ func (s *Relay) routes() {
 	m.HandleFunc("DELETE "+operatorQueuePath, s.serveQueuePurge)
 	m.HandleFunc("POST /operator/agents/{did}/admit", s.serveAdmit)
 	m.HandleFunc("PUT "+operatorUpdatesPath, s.serveUpdatePut)
+	if s.cfg.Stores.Tenants != nil {
+		m.HandleFunc("PUT /tenants/operators", s.serveTenantOperators)
+		m.HandleFunc("GET /operator/tenants/{did}/usage", s.serveTenantUsage)
+		m.HandleFunc("GET /operator/tenants", s.serveTenants)
+	}
 	if s.console != nil {
 		s.console.Register(m)
 	}
