@@ -9,7 +9,7 @@ CMDS      := torpor-agent torpor-relay torporctl torpor-conformance
 
 export CGO_ENABLED := 0
 
-.PHONY: help build test race check check-setup demo cross bench fuzz fmt lint vet test-integration test-browser test-cluster test-faults test-updates test-rollout
+.PHONY: help build test race check check-setup demo cross bench fuzz fmt lint vet test-integration test-browser test-cluster test-faults test-updates test-tenants test-rollout
 
 help: ## Show this help.
 	@awk 'BEGIN{FS=":.*## "} /^[a-z-]+:.*## /{printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -39,6 +39,9 @@ test-browser: ## Run the fleet console in a real browser (Debian's chromium, chr
 
 test-faults: ## Run the fault suite alone: SIGKILL, damaged, lost, full, read-only and removed stores on both queue engines, the agent killed mid-hand-off (root; part of test-integration).
 	TORPOR_REQUIRE_TOOLS=1 $(GO) test -tags integration -count=1 -timeout 10m ./test/faults/
+
+test-tenants: ## Run the hosted relay's tenants tests alone: two owners' tenants on one relay, real binaries, each operator's console in chromium; screenshots in TORPOR_ARTIFACTS (part of test-integration).
+	TORPOR_REQUIRE_TOOLS=1 $(GO) test -tags integration -count=1 -timeout 10m ./test/tenants/
 
 test-updates: ## Run the agent-update tests alone: torporctl's key ceremony and publish, the relay's repository, agents verifying a target over their link; A/B slots, trial boot, rollback of a build that exits or hangs, SIGKILLs during the switch (part of test-integration).
 	TORPOR_REQUIRE_TOOLS=1 $(GO) test -tags integration -count=1 -timeout 15m ./test/updates/

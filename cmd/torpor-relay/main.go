@@ -56,6 +56,7 @@ type args struct {
 	keyPackages                keyPackageArgs
 	admission                  admissionArgs
 	updates                    updateArgs
+	tenants                    tenantArgs
 	overdueGrace               time.Duration
 	metricsListen              string
 }
@@ -115,6 +116,7 @@ func parseArgs(argv []string, stderr io.Writer) (*args, error) {
 	a.http.register(fs)
 	a.admission.register(fs)
 	a.updates.register(fs)
+	a.tenants.register(fs)
 	fs.TextVar(&a.logLevel, "log-level", slog.LevelInfo, "The least important log level printed: debug, info, warn or error.")
 	a.store.register(fs)
 	if err := fs.Parse(argv); err != nil {
@@ -152,6 +154,9 @@ func (a *args) check(rest []string) error {
 		return err
 	}
 	if err := a.admission.validate(); err != nil {
+		return err
+	}
+	if err := a.tenants.validate(a.store.kind); err != nil {
 		return err
 	}
 	if n, q := a.admission.probation.Pool.Links, max(1, a.http.MaxConns/4); n > q && n == relay.DefaultProbation().Pool.Links {
@@ -204,6 +209,11 @@ func run(ctx context.Context, a *args, log *slog.Logger) (err error) {
 		return err
 	}
 	defer st.close()
+	var closeTenants func()
+	if st.tenants, st.usageKey, closeTenants, err = openTenants(a, clk, log); err != nil {
+		return err
+	}
+	defer closeTenants()
 	brokerURL, stopBroker, err := startBroker(a, log, relay.CommandAudit(st.audit, clk, log.With("component", "audit")))
 	if err != nil {
 		return err
@@ -234,6 +244,7 @@ func run(ctx context.Context, a *args, log *slog.Logger) (err error) {
 		ln.Close()
 		return err
 	}
+	a.tenants.relay.Store(r)
 	st.serve(r)
 	stopMetrics := serveMetrics(r, mln, log)
 	defer stopMetrics()
@@ -259,8 +270,9 @@ func (a *args) relayConfig(st *backend, public, brokerURL string, clk clock.Cloc
 	}
 	access := relay.Access{AllowAgents: a.allowAgents, Operators: ops}
 	a.admission.access(&access)
+	access.UsageKey = st.usageKey
 	return relay.Config{
-		PublicURL: public, Stores: relay.Stores{Queue: st.q, States: st.states, Audit: st.audit, Shared: st.shared, Rollouts: st.rollouts}, KeyPackages: kpcheck.Verifier{}, Peers: st.peers(),
+		PublicURL: public, Stores: relay.Stores{Queue: st.q, States: st.states, Audit: st.audit, Shared: st.shared, Tenants: st.tenants, Rollouts: st.rollouts}, KeyPackages: kpcheck.Verifier{}, Peers: st.peers(),
 		Limits: relay.Limits{
 			Bounds: a.bounds, KeyPackageRate: a.keyPackageRate,
 			KeyPackageBudget: a.keyPackages.budget, KeyPackageBudgetWindow: a.keyPackages.budgetWindow,
@@ -272,7 +284,8 @@ func (a *args) relayConfig(st *backend, public, brokerURL string, clk clock.Cloc
 			TrustForwardedFor: a.trustXFF, TrustedProxies: a.keyPackages.trustedProxies,
 			CORSOrigins: a.corsOrigins, CardCORSOrigins: a.cardOrigins,
 		},
-		Ops:   relay.Ops{PerAgentMetrics: a.perAgentMetrics, MetricsElsewhere: metricsElsewhere, MQTTBroker: brokerURL, Console: cc},
+		Ops: relay.Ops{PerAgentMetrics: a.perAgentMetrics, MetricsElsewhere: metricsElsewhere, MQTTBroker: brokerURL, Console: cc,
+			TenantMetricsLimit: a.tenants.metricsLimit},
 		Clock: clk, Logger: log,
 	}, nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/torpor-dev/torpor/transport/relay"
 	"github.com/torpor-dev/torpor/transport/relay/fleet"
 
+	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/store/agents"
 	"github.com/torpor-dev/torpor/store/audit"
 	"github.com/torpor-dev/torpor/store/jsstore"
@@ -22,6 +23,7 @@ import (
 	"github.com/torpor-dev/torpor/store/relaystore"
 	"github.com/torpor-dev/torpor/store/rollouts"
 	"github.com/torpor-dev/torpor/store/shared"
+	"github.com/torpor-dev/torpor/store/tenants"
 )
 
 // storeArgs choose the backend of the queue and the agent states: the
@@ -123,6 +125,10 @@ type backend struct {
 	// guard checked the files in the data directory (nil on JetStream);
 	// it writes the store marker once the broker's file is open too.
 	guard *relaystore.Guard
+	// tenants and usageKey are a hosted relay's (--tenants, --usage-key);
+	// nil otherwise.
+	tenants  *tenants.Ledger
+	usageKey *did.PrivateKey
 }
 
 // peers returns the fleet as relay.Config.Peers: nil with bolt.

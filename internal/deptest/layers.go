@@ -37,7 +37,7 @@ var Layers = []Layer{
 		Name: "protocol leaves",
 		Packages: []string{"did/...", "governed/...", "pulse", "mls/...", "transport/a2a", "transport/bearer/...",
 			"transport/link/wire", "transport/mqtt/envelope", "transport/mqtt/cborjson", "transport/mqtt/login",
-			"transport/a2a/queuebounds", "transport/a2a/a2arelay"},
+			"transport/a2a/queuebounds", "transport/a2a/a2arelay", "transport/tenancy"},
 	},
 	{
 		Name: "device transports, sessions",
@@ -50,7 +50,7 @@ var Layers = []Layer{
 		// arrive.
 		Name: "the agent's runtime; the relay",
 		Packages: []string{"runtime/...", "transport/relay/...", "transport/link/server/...", "transport/broker/...",
-			"store/queue/...", "store/agents/...", "store/audit/...", "store/shared/...", "store/rollouts/...", "store/jsstore/...", "store/relaystore",
+			"store/queue/...", "store/agents/...", "store/audit/...", "store/shared/...", "store/rollouts/...", "store/jsstore/...", "store/relaystore", "store/tenants",
 			"store/updaterepo", "transport/mqtt/mqtttest"},
 	},
 	{

@@ -16,7 +16,7 @@ var Rules = slices.Concat(layeringRules, agentRules, commandRules)
 // The relay's packages: its HTTP side and fleet console, its side of the
 // device link, the embedded broker, its stores.
 var relayPackages = []string{"transport/relay/...", "transport/link/server/...", "transport/broker/...",
-	"store/queue/...", "store/agents/...", "store/audit/...", "store/jsstore/...", "store/relaystore", "store/updaterepo"}
+	"store/queue/...", "store/agents/...", "store/audit/...", "store/jsstore/...", "store/relaystore", "store/updaterepo", "store/tenants"}
 
 // testCode is what a shipped binary never links: package testing, the
 // module's integration tests and their tools, and the *test helpers.

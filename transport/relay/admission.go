@@ -521,6 +521,9 @@ func (s *Relay) forget(ctx context.Context, agent string, minute int, now time.T
 	if err := s.cfg.Stores.States.Forget(ctx, agent); err != nil {
 		return err
 	}
+	if err := s.tenantForget(agent); err != nil {
+		return err
+	}
 	return s.seconds.s.Forget(ctx, agent, minute)
 }
 
@@ -538,6 +541,9 @@ func (s *Relay) serveAdmit(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		s.recordOperator(r, caller, "", "not an Ed25519 did:key")
 		writeJSON(w, http.StatusBadRequest, map[string]any{"error": "bad_agent", "message": "not an Ed25519 did:key"})
+		return
+	}
+	if !s.mayAct(w, r, caller, agent) {
 		return
 	}
 	if err := s.cfg.Stores.States.Admit(r.Context(), agent.String()); err != nil {

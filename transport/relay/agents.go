@@ -83,6 +83,11 @@ func (a *linkAgents) Publish(ctx context.Context, agent did.DID, st wire.State) 
 	if err := s.checkKeyPackages(ctx, agent, st); err != nil {
 		return wire.Accepted{}, err
 	}
+	unlock, err := s.tenantKeyPackageRoom(ctx, agent, st)
+	if err != nil {
+		return wire.Accepted{}, err
+	}
+	defer unlock()
 	if err := s.assignWakeSecond(ctx, id, prev, &next); err != nil {
 		return wire.Accepted{}, err
 	}
@@ -99,6 +104,7 @@ func (a *linkAgents) Publish(ctx context.Context, agent did.DID, st wire.State) 
 	if next.Successor != "" && prev.Successor == "" {
 		s.log.Info("agent retired", "agent", id, "successor", next.Successor)
 		s.carryAdmission(ctx, id, next.Successor)
+		s.carryTenant(id, next.Successor)
 	}
 	ok := wire.Accepted{Bounds: next.Bounds, Held: held}
 	if enrolled {

@@ -43,6 +43,9 @@ func (s *Relay) newConsole(base *slog.Logger) error {
 	s.view = &console.Source{States: s.cfg.Stores.States, Queue: s.cfg.Stores.Queue, Up: s.linkUp, Grace: grace,
 		Bounds: func(agent string, st agents.State) queuebounds.Bounds { return s.bounds(agent, st) }, Admitted: s.admitted,
 		Verified: console.NewVerified(0)}
+	if s.cfg.Stores.Tenants != nil {
+		s.view.Visible = s.consoleVisible
+	}
 	if len(cc.Operators) == 0 {
 		return nil
 	}
@@ -50,7 +53,7 @@ func (s *Relay) newConsole(base *slog.Logger) error {
 	if s.rollouts != nil {
 		ro = consoleRollouts{s.rollouts}
 	}
-	c, err := console.New(console.Config{Source: *s.view, Rollouts: ro, PublicURL: s.cfg.PublicURL, Operators: cc.Operators, Secret: cc.Secret,
+	c, err := console.New(console.Config{Source: *s.view, Rollouts: ro, PublicURL: s.cfg.PublicURL, Operators: cc.Operators, AlsoOperator: s.consoleTenantOperator, Secret: cc.Secret,
 		Spent: s.cfg.Stores.Shared.Spent("login", console.MaxSpentLogins), Refresh: cc.Refresh, Audit: s.cfg.Stores.Audit, Clock: s.cfg.Clock, Logger: base.With("component", "console")})
 	if err != nil {
 		return fmt.Errorf("relay: %w", err)

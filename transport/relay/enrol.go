@@ -21,7 +21,7 @@ func (s *Relay) checkEnrolment(b []byte, agent did.DID) (did.DID, error) {
 	if err != nil {
 		return did.DID{}, fmt.Errorf("enrolment: %v", err)
 	}
-	if !slices.Contains(s.cfg.Access.Owners, o.Issuer) {
+	if !slices.Contains(s.cfg.Access.Owners, o.Issuer) && !s.isTenant(o.Issuer) {
 		return did.DID{}, fmt.Errorf("enrolment signed by %s, which is not an owner this relay trusts (--owner)", o.Issuer)
 	}
 	if err := o.VerifySignature(); err != nil {
@@ -47,13 +47,21 @@ func (s *Relay) checkEnrolment(b []byte, agent did.DID) (did.DID, error) {
 // announced probation's ceiling, is dropped, so that it links again for
 // the relay's (as after an operator's admission).
 func (s *Relay) enrol(ctx context.Context, agent did.DID, st wire.State) bool {
-	if len(st.Enrolment) == 0 || len(s.cfg.Access.Owners) == 0 || s.admitted(ctx, agent.String()) {
+	if len(st.Enrolment) == 0 || (len(s.cfg.Access.Owners) == 0 && s.cfg.Stores.Tenants == nil) {
+		return false
+	}
+	if s.admitted(ctx, agent.String()) {
+		s.joinTenant(agent, st.Enrolment)
 		return false
 	}
 	owner, err := s.checkEnrolment(st.Enrolment, agent)
 	if err != nil {
 		s.log.Warn("enrolment refused; the device stays on probation until an operator admits it", "agent", agent.String(), "err", err)
 		s.adm.refusals.WithLabelValues("enrolment").Inc()
+		return false
+	}
+	if !s.tenantEnrol(owner, agent) {
+		s.adm.refusals.WithLabelValues("tenant").Inc()
 		return false
 	}
 	if err := s.cfg.Stores.States.Admit(ctx, agent.String()); err != nil {

@@ -97,7 +97,7 @@ func (s *Relay) serveJSONRPC(w http.ResponseWriter, r *http.Request) {
 	}
 	b := s.bounds(id, st)
 	body, req, ok := s.readRequest(w, r, id, st, b)
-	if !ok {
+	if !ok || !s.tenantRate(w, req, agent) {
 		return
 	}
 	if rc.Accept {
@@ -231,6 +231,11 @@ func (s *Relay) offline(w http.ResponseWriter, r *http.Request, agent, caller di
 	if s.refused(w, id, version, body, req, rc.RetryAfter) || s.relayQueueFull(r.Context(), w, req, id, len(body)) {
 		return
 	}
+	unlock, ok := s.tenantQueueRoom(r.Context(), w, req, agent, len(body), now)
+	if !ok {
+		return
+	}
+	defer unlock()
 	// The commit must not be abandoned because the sender hung up: a
 	// record is either stored and answered, or neither.
 	rec, err := s.cfg.Stores.Queue.Enqueue(context.WithoutCancel(r.Context()), queue.Record{Agent: id, From: caller.String(), Kind: s.deferred.kind(id, caller.String(), req.kind), Body: body}, b, now)

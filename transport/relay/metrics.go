@@ -30,6 +30,12 @@ import (
 //	torpor_relay_key_packages_served_total
 //	torpor_relay_update_*                     rollouts (metrics_update.go)
 //
+// With Stores.Tenants, also torpor_relay_tenant_requests_total{tenant}
+// (senders' requests to a tenant's devices) and
+// torpor_relay_tenant_refusals_total{tenant,quota} (those a quota
+// refused; tenants.go), with a label per tenant for at most
+// Ops.TenantMetricsLimit tenants and "other" for the rest.
+//
 // With Config.Ops.PerAgentMetrics, also torpor_relay_agent_enqueues_total{agent,
 // outcome}, torpor_relay_agent_queue_messages{agent,name} and
 // torpor_relay_agent_queue_bytes{agent,name}, and the fleet's gauges
@@ -46,7 +52,8 @@ type metrics struct {
 	purged        prometheus.Counter
 	keyPackages   prometheus.Counter
 	lastResort    prometheus.Counter
-	updateMetrics // metrics_update.go
+	updateMetrics                // metrics_update.go
+	tenants       *tenantMetrics // nil without Stores.Tenants
 
 	depthDesc, bytesDesc           *prometheus.Desc
 	agentDepthDesc, agentBytesDesc *prometheus.Desc
@@ -96,6 +103,10 @@ func newMetrics(s *Relay) *metrics {
 	m.reg.MustRegister(m.enqueues, m.answers, m.liveRequests, m.drain, m.links, m.purged, m.keyPackages, m.lastResort, (*queueCollector)(m), (*fleetCollector)(m),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.updateMetrics = newUpdateMetrics(m.reg, m)
+	if s.cfg.Stores.Tenants != nil {
+		m.tenants = newTenantMetrics(s.cfg.Ops.TenantMetricsLimit)
+		m.reg.MustRegister(m.tenants.requests, m.tenants.refusals)
+	}
 	if s.cfg.Ops.PerAgentMetrics {
 		m.agentEnqueues = prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "torpor_relay_agent_enqueues_total", Help: "Requests for an agent that was not live, by outcome.",

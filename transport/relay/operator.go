@@ -77,7 +77,7 @@ func (s *Relay) operator(w http.ResponseWriter, r *http.Request) (did.DID, bool)
 		return did.DID{}, false
 	}
 	caller := tok.DID()
-	if !s.operators[caller.String()] {
+	if !s.operators[caller.String()] && !s.isTenantOperator(caller) {
 		msg := "this DID is not one of the relay's operators (--operator, --operators-file)"
 		if len(s.operators) == 0 {
 			msg = "the relay has no operator (--operator, --operators-file)"
@@ -127,7 +127,7 @@ func (s *Relay) queueRequest(w http.ResponseWriter, r *http.Request) (did.DID, q
 		return did.DID{}, queueSelection{}, false
 	}
 	agent, ok := agentPath(w, r)
-	if !ok {
+	if !ok || !s.mayAct(w, r, op, agent) {
 		return did.DID{}, queueSelection{}, false
 	}
 	sel := queueSelection{agent: agent, all: r.URL.Query().Get("all") == "1"}

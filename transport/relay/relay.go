@@ -23,6 +23,7 @@ import (
 	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/store/rollouts"
 	"github.com/torpor-dev/torpor/store/shared"
+	"github.com/torpor-dev/torpor/store/tenants"
 	"github.com/torpor-dev/torpor/transport/a2a"
 	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"github.com/torpor-dev/torpor/transport/bearer"
@@ -88,6 +89,11 @@ type Stores struct {
 	// Updates, when set, is the update repository devices fetch over
 	// their link and operators publish to (updates.go).
 	Updates UpdateRepo
+	// Tenants, when set, makes the relay a hosted one (docs/tenants.md):
+	// owners' devices join their tenants by enrolment, the tenants'
+	// quotas bound their senders, and a device in a tenant is acted on
+	// only by the operators its owner named.
+	Tenants *tenants.Ledger
 }
 
 // Limits bound what agents and callers may hold of a Relay; zero members
@@ -141,6 +147,10 @@ type Access struct {
 	// Owners are the DIDs whose enrolments (wire.State.Enrolment) admit a
 	// device at once (enrol.go); none: only operators admit.
 	Owners []did.DID
+	// UsageKey, with Stores.Tenants, is the relay's key that signs the
+	// tenants' hourly usage records (docs/tenants.md); none: the relay
+	// serves no usage.
+	UsageKey *did.PrivateKey
 	// Probation is what a device not yet admitted may store (without
 	// AllowAgents); zero means DefaultProbation().
 	Probation Probation
@@ -189,6 +199,10 @@ type Ops struct {
 	// MQTTBroker is the broker URL devices and operators use, reported by
 	// /healthz; empty when the relay does not know one.
 	MQTTBroker string
+	// TenantMetricsLimit, with Stores.Tenants, is how many tenants get a
+	// label of their own in the tenant metrics (metrics_tenants.go: the
+	// first seen); the others count under "other". Zero means 100.
+	TenantMetricsLimit int
 }
 
 // Relay is the relay's HTTP side: the per-agent A2A endpoints, the device
@@ -222,6 +236,8 @@ type Relay struct {
 	queue *watchedQueue
 	// rollouts runs cfg.Stores.Rollouts; nil without it.
 	rollouts *rollout.Manager
+	// tenantQueues serialises each tenant's enqueues (tenants.go).
+	tenantQueues keyedLocks
 }
 
 // New returns a relay for cfg. It returns an error for a missing store or
@@ -333,6 +349,11 @@ func (s *Relay) routes() {
 	m.HandleFunc("POST /operator/agents/{did}/admit", s.serveAdmit)
 	s.rolloutRoutes(m)
 	m.HandleFunc("PUT "+operatorUpdatesPath, s.serveUpdatePut)
+	if s.cfg.Stores.Tenants != nil {
+		m.HandleFunc("PUT /tenants/operators", s.serveTenantOperators)
+		m.HandleFunc("GET /operator/tenants/{did}/usage", s.serveTenantUsage)
+		m.HandleFunc("GET /operator/tenants", s.serveTenants)
+	}
 	if s.console != nil {
 		s.console.Register(m)
 	}

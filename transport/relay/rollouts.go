@@ -37,10 +37,16 @@ func (s *Relay) rolloutRoutes(m *http.ServeMux) {
 	m.HandleFunc("POST "+p+"/{id}/{action}", s.serveRolloutChange)
 }
 
-// rolloutCaller authenticates an operator for a rollout endpoint, and
-// answers 404 on a relay without a rollouts store.
+// rolloutCaller authenticates one of the relay's own operators for a
+// rollout endpoint (a tenant's operator is refused: a rollout spans the
+// relay's devices), and answers 404 on a relay without a rollouts store.
 func (s *Relay) rolloutCaller(w http.ResponseWriter, r *http.Request) (did.DID, bool) {
 	caller, ok := s.operator(w, r)
+	if ok && !s.operators[caller.String()] {
+		s.recordOperator(r, caller, "", "a tenant's operator")
+		writeJSON(w, http.StatusForbidden, map[string]any{"error": "not_operator", "message": "rollouts are for the relay's own operators (--operator), not a tenant's"})
+		return did.DID{}, false
+	}
 	if ok && s.rollouts == nil {
 		writeJSON(w, http.StatusNotFound, map[string]any{"error": "no_rollouts", "message": "this relay keeps no rollouts (it has no rollouts store)"})
 		return did.DID{}, false

@@ -70,12 +70,14 @@ func LoadSecret(dir string) ([]byte, error) {
 // auth decides who may see the console.
 type auth struct {
 	operators map[string]bool
-	secret    []byte
-	secure    bool // the public origin is https
-	login     bearer.Verifier
-	api       bearer.Verifier
-	now       func() time.Time
-	spent     shared.Spent // login tokens accepted (Config.Spent)
+	// also accepts operators beyond operators (Config.AlsoOperator).
+	also   func(id string) bool
+	secret []byte
+	secure bool // the public origin is https
+	login  bearer.Verifier
+	api    bearer.Verifier
+	now    func() time.Time
+	spent  shared.Spent // login tokens accepted (Config.Spent)
 }
 
 // errNotOperator refuses a DID that is not an operator.
@@ -126,7 +128,7 @@ func (a *auth) fromCookie(r *http.Request) (string, error) {
 	if !a.now().Before(time.Unix(exp, 0)) {
 		return "", errors.New("your session expired")
 	}
-	if !a.operators[parts[0]] {
+	if !a.isOperator(parts[0]) {
 		return "", errNotOperator
 	}
 	return parts[0], nil
@@ -148,7 +150,7 @@ func (a *auth) fromBearer(r *http.Request) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if !a.operators[id.String()] {
+	if !a.isOperator(id.String()) {
 		return "", errNotOperator
 	}
 	return id.String(), nil
@@ -163,7 +165,7 @@ func (a *auth) redeem(ctx context.Context, tok string) (did.DID, error) {
 	if err != nil {
 		return did.DID{}, err
 	}
-	if !a.operators[t.DID().String()] {
+	if !a.isOperator(t.DID().String()) {
 		return t.DID(), errNotOperator
 	}
 	err = a.spent.Spend(ctx, sha256.Sum256([]byte(t.String())), time.Unix(t.Claims.Exp, 0).Add(bearer.DefaultSkew), a.now())
@@ -176,4 +178,26 @@ func (a *auth) redeem(ctx context.Context, tok string) (did.DID, error) {
 		return t.DID(), errors.New("the relay cannot reach its memory of used login links; try again later")
 	}
 	return t.DID(), nil
+}
+
+// isOperator reports whether id may see the console: one of
+// Config.Operators, or one Config.AlsoOperator accepts.
+func (a *auth) isOperator(id string) bool {
+	return a.operators[id] || (a.also != nil && a.also(id))
+}
+
+// operatorKey is the context key of the operator a request is made for.
+type operatorKey struct{}
+
+// WithOperator returns ctx for a request of the operator op, whom
+// Source.Visible reads (OperatorOf).
+func WithOperator(ctx context.Context, op string) context.Context {
+	return context.WithValue(ctx, operatorKey{}, op)
+}
+
+// OperatorOf returns the operator ctx's request is made for; empty for
+// the relay's own reads (its metrics).
+func OperatorOf(ctx context.Context) string {
+	op, _ := ctx.Value(operatorKey{}).(string)
+	return op
 }

@@ -101,13 +101,16 @@ func byteSize(n int64) string {
 // view is what the templates get.
 type view struct {
 	Title, Operator, Origin, Why string
-	Fleet                        operatorapi.Fleet
-	Device                       *operatorapi.Device
-	Audit                        *operatorapi.AuditPage
-	Newest                       bool // the page is not the newest: link to it
-	States                       []string
-	State, Sort                  string
-	RefreshMs                    int64
+	// Host says Operator is one of Config.Operators, who see the audit
+	// log (a tenant's operator does not: docs/tenants.md).
+	Host        bool
+	Fleet       operatorapi.Fleet
+	Device      *operatorapi.Device
+	Audit       *operatorapi.AuditPage
+	Newest      bool // the page is not the newest: link to it
+	States      []string
+	State, Sort string
+	RefreshMs   int64
 	// Query is what the fleet page shows; Rows, Prev and Next are the
 	// URLs of its rows and of the pages before and after it ("" if none).
 	Query            operatorapi.Query
@@ -181,7 +184,7 @@ func (c *Console) table(w http.ResponseWriter, r *http.Request, op string) (view
 		c.internal(w, err)
 		return view{}, false
 	}
-	v := view{Title: "Devices", Operator: op, Fleet: f, States: operatorapi.States, State: q.State, Sort: q.Sort, Query: q,
+	v := view{Title: "Devices", Operator: op, Host: c.auth.operators[op], Fleet: f, States: operatorapi.States, State: q.State, Sort: q.Sort, Query: q,
 		RefreshMs: c.cfg.Refresh.Milliseconds(), Rows: "/fleet/rows?" + pageQuery(q, f.Page)}
 	if f.Page > 1 {
 		v.Prev = "/fleet?" + pageQuery(q, min(f.Page-1, f.Pages))
@@ -232,5 +235,6 @@ func (c *Console) serveDevice(w http.ResponseWriter, r *http.Request, op string)
 		c.internal(w, err)
 		return
 	}
-	c.render(w, http.StatusOK, "device.html", view{Title: d.Name, Operator: op, Device: &d, Updates: c.deviceUpdates(r.Context(), d.DID), HasRollouts: c.cfg.Rollouts != nil})
+	c.render(w, http.StatusOK, "device.html", view{Title: d.Name, Operator: op, Host: c.auth.operators[op], Device: &d,
+		Updates: c.deviceUpdates(r.Context(), d.DID), HasRollouts: c.cfg.Rollouts != nil && c.auth.operators[op]})
 }

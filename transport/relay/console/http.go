@@ -26,6 +26,10 @@ type Config struct {
 	PublicURL string
 	// Operators are the DIDs that may see the console. Required.
 	Operators []string
+	// AlsoOperator, when set, accepts other DIDs too (a hosted relay's
+	// tenant operators, docs/tenants.md); what each sees is
+	// Source.Visible's business, and only Operators see the audit log.
+	AlsoOperator func(id string) bool
 	// Secret signs session cookies (LoadSecret, or the fleet's shared
 	// secret: store/shared). Required.
 	Secret []byte
@@ -87,7 +91,7 @@ func New(cfg Config) (*Console, error) {
 		ops[id.String()] = true
 	}
 	u, _ := url.Parse(origin)
-	c.auth = &auth{operators: ops, secret: cfg.Secret, secure: u.Scheme == "https", now: c.clk.Now, spent: cfg.Spent,
+	c.auth = &auth{operators: ops, also: cfg.AlsoOperator, secret: cfg.Secret, secure: u.Scheme == "https", now: c.clk.Now, spent: cfg.Spent,
 		login: bearer.Verifier{Audience: origin, Clock: cfg.Clock, Purpose: bearer.PurposeFleetLogin, MaxLifetime: LoginTTL},
 		api:   bearer.Verifier{Audience: origin, Clock: cfg.Clock, Purpose: bearer.PurposeFleet}}
 	return c, nil
@@ -133,7 +137,7 @@ func (c *Console) page(h func(w http.ResponseWriter, r *http.Request, op string)
 			c.loginPage(w, http.StatusUnauthorized, err)
 			return
 		}
-		h(w, r, op)
+		h(w, r.WithContext(WithOperator(r.Context(), op)), op)
 	}
 }
 
@@ -141,16 +145,16 @@ func (c *Console) page(h func(w http.ResponseWriter, r *http.Request, op string)
 func (c *Console) api(h func(w http.ResponseWriter, r *http.Request)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		secure(w)
-		_, err := c.auth.fromBearer(r)
+		op, err := c.auth.fromBearer(r)
 		if errors.Is(err, errNoSession) {
-			_, err = c.auth.fromCookie(r)
+			op, err = c.auth.fromCookie(r)
 		}
 		if err != nil {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="torpor-fleet"`)
 			writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "unauthorized", "message": err.Error()})
 			return
 		}
-		h(w, r)
+		h(w, r.WithContext(WithOperator(r.Context(), op)))
 	}
 }
 

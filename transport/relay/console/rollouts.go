@@ -31,7 +31,7 @@ func (c *Console) noRollouts(w http.ResponseWriter) bool {
 // serveAPIRollouts is GET /fleet/api/rollouts: the rollouts as
 // torporctl update rollout status --json prints them.
 func (c *Console) serveAPIRollouts(w http.ResponseWriter, r *http.Request) {
-	if c.noRollouts(w) {
+	if c.noRollouts(w) || c.notHost(w, r) {
 		return
 	}
 	rs, err := c.cfg.Rollouts.Rollouts(r.Context())
@@ -43,9 +43,11 @@ func (c *Console) serveAPIRollouts(w http.ResponseWriter, r *http.Request) {
 }
 
 // serveRollouts is the rollouts' page: each rollout's state, its waves
-// (installed, failed, pending, waiting) and its latest failures.
+// (installed, failed, pending, waiting) and its latest failures. Like the
+// audit log, it is the relay's own operators' (notHost): a tenant's
+// operator sees no rollout.
 func (c *Console) serveRollouts(w http.ResponseWriter, r *http.Request, op string) {
-	if c.noRollouts(w) {
+	if c.noRollouts(w) || c.notHost(w, r) {
 		return
 	}
 	rs, err := c.cfg.Rollouts.Rollouts(r.Context())
@@ -53,7 +55,7 @@ func (c *Console) serveRollouts(w http.ResponseWriter, r *http.Request, op strin
 		c.internal(w, err)
 		return
 	}
-	c.render(w, http.StatusOK, "rollouts.html", view{Title: "Rollouts", Operator: op, Rollouts: rs, HasRollouts: true})
+	c.render(w, http.StatusOK, "rollouts.html", view{Title: "Rollouts", Operator: op, Host: true, Rollouts: rs, HasRollouts: true})
 }
 
 // deviceUpdates are the rollouts that offered device a target; none when

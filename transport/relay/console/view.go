@@ -46,6 +46,10 @@ type Source struct {
 	// Verified remembers the verdicts on signed statuses and pulses; nil
 	// means verifying each at every read (New gives the console one).
 	Verified *Verified
+	// Visible, when set, says whether the request of ctx (OperatorOf)
+	// may see agent: the devices it hides are in no row, summary or
+	// detail (a hosted relay's tenants, docs/tenants.md).
+	Visible func(ctx context.Context, agent string) bool
 }
 
 // Build returns the view of every device at now.
@@ -101,6 +105,9 @@ func (s *Source) states(ctx context.Context, now time.Time) ([]operatorapi.Devic
 	ds := make([]operatorapi.Device, 0, len(ids))
 	names := map[string]string{} // successor DID -> its retired predecessor's name
 	for _, id := range ids {
+		if s.Visible != nil && !s.Visible(ctx, id) {
+			continue
+		}
 		d, err := s.device(ctx, id, now)
 		var r retiredError
 		switch {

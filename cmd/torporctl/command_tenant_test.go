@@ -1,0 +1,75 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/transport/tenancy"
+)
+
+func TestTenantUsageVerify(t *testing.T) {
+	dir := t.TempDir()
+	relay, err := did.Generate(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner, _ := did.Generate(nil)
+	r := tenancy.Record{Tenant: owner.DID().String(), Relay: relay.DID().String(), Hour: "2026-12-05T10:00:00Z", Complete: true, Requests: 42, MilliByteHours: 1500}
+	if err := r.Sign(relay); err != nil {
+		t.Fatal(err)
+	}
+	good, _ := json.Marshal(r)
+	changed := bytes.Replace(good, []byte(`"requests":42`), []byte(`"requests":41`), 1)
+	write := func(name string, b []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	g, c := write("good.json", good), write("changed.json", changed)
+	var out, errb bytes.Buffer
+	if code := run(context.Background(), []string{"tenant", "usage", "--verify", "--relay-did", relay.DID().String(), g}, &out, &errb); code != 0 {
+		t.Fatalf("genuine record: exit %d: %s%s", code, out.String(), errb.String())
+	}
+	if !strings.Contains(out.String(), "ok: tenant "+owner.DID().String()) || !strings.Contains(out.String(), "42 requests, 1.500 byte-hours") {
+		t.Errorf("output %q", out.String())
+	}
+	out.Reset()
+	if code := run(context.Background(), []string{"tenant", "usage", "--verify", "--relay-did", relay.DID().String(), g, c}, &out, &errb); code == 0 {
+		t.Fatalf("a changed record verified: %s", out.String())
+	}
+	if !strings.Contains(out.String(), "changed.json: FAILED") {
+		t.Errorf("output %q", out.String())
+	}
+	other, _ := did.Generate(nil)
+	if code := run(context.Background(), []string{"tenant", "usage", "--verify", "--relay-did", other.DID().String(), g}, &out, &errb); code == 0 {
+		t.Fatal("a record verified with another relay's DID")
+	}
+}
+
+func TestTenantOperators(t *testing.T) {
+	keyFile := filepath.Join(t.TempDir(), "owner.key")
+	owner, _ := did.Generate(nil)
+	if err := did.SaveKey(keyFile, owner, false); err != nil {
+		t.Fatal(err)
+	}
+	op, _ := did.Generate(nil)
+	var out, errb bytes.Buffer
+	if code := run(context.Background(), []string{"tenant", "operators", "--key", keyFile, "--host-sees-devices", op.DID().String()}, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	o, list, err := tenancy.ParseOperatorList(bytes.TrimSpace(out.Bytes()))
+	if err != nil || o.Issuer != owner.DID() || len(list.Operators) != 1 || list.Operators[0] != op.DID().String() || !list.HostSeesDevices {
+		t.Fatalf("list %+v by %v: %v", list, o, err)
+	}
+	if code := run(context.Background(), []string{"tenant", "operators", "--key", keyFile, "alice"}, &out, &errb); code == 0 {
+		t.Error("an operator that is no DID was signed")
+	}
+}

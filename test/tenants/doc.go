@@ -1,0 +1,6 @@
+// Package tenants holds the end-to-end test of a hosted relay's tenants
+// (docs/tenants.md), behind the integration build tag: the real
+// torpor-relay binary with --tenants and --usage-key, two owners' devices
+// on their links, senders over HTTP, and the real torporctl binary for
+// what owners and operators do (make test-tenants).
+package tenants

@@ -1,0 +1,549 @@
+package relay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/store/agents"
+	"github.com/torpor-dev/torpor/store/tenants"
+	"github.com/torpor-dev/torpor/transport/link/wire"
+	"github.com/torpor-dev/torpor/transport/relay/console"
+	"github.com/torpor-dev/torpor/transport/tenancy"
+)
+
+// tokenTenantQuota is Torpor's own refusal token: the request would take
+// the agent's tenant past one of its quotas (docs/tenants.md); kind names
+// the quota.
+const tokenTenantQuota = "tenant_quota"
+
+// answerTenantQuota is the refusal of a request past a tenant's quota:
+// 429 for the request rate, 507 for what the tenant stores, naming the
+// tenant and the quota. Nothing of the request was kept.
+func answerTenantQuota(w http.ResponseWriter, req rpcRequest, qe *tenancy.QuotaError) {
+	msg := fmt.Sprintf("tenant %s quota %s reached (%d)", qe.Tenant, qe.Quota, qe.Limit)
+	retry := 0
+	if qe.Quota == tenancy.QuotaRequests {
+		retry = 1
+	}
+	answer(w, req, qe.Status(), CodeQueueFull, profileAnswer{Error: tokenTenantQuota, Message: msg, Kind: string(qe.Quota), Queued: false}, retry)
+}
+
+// tenantRate counts a sender's request to agent against its tenant's
+// requests-per-second quota. It answers and returns false when the
+// request ends here: past the quota, or the ledger failed. An agent in no
+// tenant, or a relay without tenants, is not counted.
+func (s *Relay) tenantRate(w http.ResponseWriter, req rpcRequest, agent did.DID) bool {
+	l := s.cfg.Stores.Tenants
+	if l == nil {
+		return true
+	}
+	owner, ok, err := l.TenantOf(agent)
+	if err == nil && ok {
+		s.metrics.tenantRequest(owner)
+		err = l.Allow(owner)
+	}
+	var qe *tenancy.QuotaError
+	switch {
+	case errors.As(err, &qe):
+		s.metrics.tenantRefusal(owner, string(qe.Quota))
+		answerTenantQuota(w, req, qe)
+		return false
+	case err != nil:
+		s.storeFailedRPC(w, req, err)
+		return false
+	}
+	return true
+}
+
+// isTenantOperator reports whether some tenant's owner named op.
+func (s *Relay) isTenantOperator(op did.DID) bool {
+	if s.cfg.Stores.Tenants == nil {
+		return false
+	}
+	ts, err := s.cfg.Stores.Tenants.OperatorTenants(op)
+	if err != nil {
+		s.log.Warn("reading the tenants' operators failed", "err", err)
+	}
+	return len(ts) > 0
+}
+
+// mayAct checks that op may act on agent (list or purge its queue, admit
+// it): for a device in a tenant, only an operator its owner named, never
+// the relay's own operators; for a device in none, only the relay's
+// operators. It answers 403 (and records the refusal) and returns false
+// when op may not.
+func (s *Relay) mayAct(w http.ResponseWriter, r *http.Request, op, agent did.DID) bool {
+	l := s.cfg.Stores.Tenants
+	if l == nil {
+		return true
+	}
+	in, err := l.MayAct(op, agent)
+	switch {
+	case errors.Is(err, tenants.ErrNotOperator):
+		s.recordOperator(r, op, "", "not an operator of the device's tenant")
+		writeJSON(w, http.StatusForbidden, map[string]any{"error": "not_tenant_operator",
+			"message": "the device belongs to a tenant whose owner did not name this DID as an operator (docs/tenants.md)"})
+		return false
+	case err != nil:
+		s.recordOperator(r, op, "", "the store failed")
+		s.storeFailed(w, err)
+		return false
+	case !in && !s.operators[op.String()]:
+		s.recordOperator(r, op, "", "a tenant's operator on a device in no tenant")
+		writeJSON(w, http.StatusForbidden, map[string]any{"error": "not_operator",
+			"message": "this DID operates a tenant's devices only, and this device is in none"})
+		return false
+	}
+	return true
+}
+
+// tenantEnrol puts agent into its owner's tenant when owner is one, within
+// its devices quota. It returns false (and logs why) when the device must
+// stay on probation.
+func (s *Relay) tenantEnrol(owner, agent did.DID) bool {
+	l := s.cfg.Stores.Tenants
+	if l == nil {
+		return true
+	}
+	if _, err := l.Tenant(owner); errors.Is(err, tenants.ErrNoTenant) {
+		return true
+	}
+	if err := l.Enrol(owner, agent); err != nil {
+		s.log.Warn("enrolment not taken into the owner's tenant; the device stays on probation", "agent", agent.String(), "owner", owner.String(), "err", err)
+		return false
+	}
+	return true
+}
+
+// isTenant reports whether owner is a tenant of the relay: its
+// enrolments are trusted as those of an --owner are.
+func (s *Relay) isTenant(owner did.DID) bool {
+	if s.cfg.Stores.Tenants == nil {
+		return false
+	}
+	_, err := s.cfg.Stores.Tenants.Tenant(owner)
+	return err == nil
+}
+
+// maxOperatorList caps the body of an operator list.
+const maxOperatorList = 64 << 10
+
+// serveTenantOperators is PUT /tenants/operators: a tenant's owner's
+// signed operator list (tenancy.OperatorList), which replaces the
+// tenant's operators. The owner's signature is its authority, so it takes
+// no token: the relay checks the list as tenants.Ledger.SetOperators
+// says, and answers 400 naming what is wrong with one it refuses.
+func (s *Relay) serveTenantOperators(w http.ResponseWriter, r *http.Request) {
+	body, err := readBody(w, r, maxOperatorList)
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, map[string]any{"error": "bad_request", "message": "reading the operator list failed (at most 64 KiB)"})
+		return
+	}
+	owner, err := s.cfg.Stores.Tenants.SetOperators(body)
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, map[string]any{"error": "bad_operator_list", "message": err.Error()})
+		return
+	}
+	info, err := s.cfg.Stores.Tenants.Tenant(owner)
+	if err != nil {
+		s.storeFailed(w, err)
+		return
+	}
+	s.log.Info("tenant operators replaced by the owner's list", "tenant", owner.String(), "operators", len(info.Operators))
+	writeJSON(w, http.StatusOK, map[string]any{"tenant": owner.String(), "operators": info.Operators, "hostSeesDevices": info.HostSeesDevices})
+}
+
+// serveTenantUsage is GET /operator/tenants/{did}/usage?hour=RFC3339: the
+// tenant's usage record of that hour (default: the current one), signed
+// by Access.UsageKey. The relay's operators (the host) and the tenant's
+// own operators may read it; 404 for a DID that is no tenant.
+func (s *Relay) serveTenantUsage(w http.ResponseWriter, r *http.Request) {
+	caller, ok := s.operator(w, r)
+	if !ok {
+		return
+	}
+	owner, ok := agentPath(w, r)
+	if !ok {
+		return
+	}
+	hour := s.clk.Now()
+	if v := r.URL.Query().Get("hour"); v != "" {
+		t, err := time.Parse(time.RFC3339, v)
+		if err != nil {
+			writeJSON(w, http.StatusBadRequest, map[string]any{"error": "bad_hour", "message": "hour: want an RFC 3339 time, such as 2026-12-05T10:00:00Z"})
+			return
+		}
+		hour = t
+	}
+	if !s.usageReader(w, caller, owner) {
+		return
+	}
+	rec, err := s.cfg.Stores.Tenants.Usage(owner, hour, s.cfg.Access.UsageKey)
+	if err != nil {
+		s.storeFailed(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, rec)
+}
+
+// usageReader checks that caller may read owner's usage and that the
+// relay can sign it; it answers and returns false when not.
+func (s *Relay) usageReader(w http.ResponseWriter, caller, owner did.DID) bool {
+	info, err := s.cfg.Stores.Tenants.Tenant(owner)
+	switch {
+	case errors.Is(err, tenants.ErrNoTenant):
+		writeJSON(w, http.StatusNotFound, map[string]any{"error": "no_tenant", "message": "no tenant of this relay has that owner DID"})
+		return false
+	case err != nil:
+		s.storeFailed(w, err)
+		return false
+	case !s.operators[caller.String()] && !slices.Contains(info.Operators, caller.String()):
+		writeJSON(w, http.StatusForbidden, map[string]any{"error": "not_tenant_operator", "message": "only the relay's operators and the tenant's own read its usage"})
+		return false
+	case s.cfg.Access.UsageKey == nil:
+		writeJSON(w, http.StatusNotImplemented, map[string]any{"error": "no_usage_key", "message": "the relay has no key to sign usage records (torpor-relay --usage-key)"})
+		return false
+	}
+	return true
+}
+
+// keyedLocks is a mutex per key, made on first use.
+type keyedLocks struct {
+	mu    sync.Mutex
+	locks map[string]*sync.Mutex
+}
+
+func (k *keyedLocks) lock(key string) func() {
+	k.mu.Lock()
+	if k.locks == nil {
+		k.locks = map[string]*sync.Mutex{}
+	}
+	m := k.locks[key]
+	if m == nil {
+		m = &sync.Mutex{}
+		k.locks[key] = m
+	}
+	k.mu.Unlock()
+	m.Lock()
+	return m.Unlock
+}
+
+// tenantQueueRoom checks that size more bytes fit agent's tenant's
+// queued_bytes quota. The tenant's holdings are the live bytes the queue
+// holds for its devices now, counted under the tenant's lock, which the
+// caller holds (unlock) until its enqueue is stored: enqueues for one
+// tenant's devices run one at a time, and a removal only frees room, so
+// the quota holds exactly on this relay. It answers 507 (and returns
+// false) past the quota; an agent in no tenant is not counted.
+func (s *Relay) tenantQueueRoom(ctx context.Context, w http.ResponseWriter, req rpcRequest, agent did.DID, size int, now time.Time) (unlock func(), ok bool) {
+	l := s.cfg.Stores.Tenants
+	if l == nil {
+		return func() {}, true
+	}
+	owner, in, err := l.TenantOf(agent)
+	if err != nil || !in {
+		return func() {}, err == nil || s.answerStoreFailed(w, req, err)
+	}
+	info, err := l.Tenant(owner)
+	if err != nil || info.Quotas.QueuedBytes <= 0 {
+		return func() {}, err == nil || s.answerStoreFailed(w, req, err)
+	}
+	unlock = s.tenantQueues.lock(owner.String())
+	held, err := s.tenantQueued(ctx, owner, now)
+	if err == nil {
+		err = l.Check(owner, tenancy.QuotaQueuedBytes, held, int64(size))
+	}
+	var qe *tenancy.QuotaError
+	switch {
+	case errors.As(err, &qe):
+		unlock()
+		s.metrics.enqueue(agent.String(), "full_tenant")
+		s.metrics.tenantRefusal(owner, string(qe.Quota))
+		answerTenantQuota(w, req, qe)
+		return nil, false
+	case err != nil:
+		unlock()
+		return nil, s.answerStoreFailed(w, req, err)
+	}
+	return unlock, true
+}
+
+// tenantQueued is the live bytes queued for owner's devices.
+func (s *Relay) tenantQueued(ctx context.Context, owner did.DID, now time.Time) (int64, error) {
+	devs, err := s.cfg.Stores.Tenants.Devices(owner)
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	for _, d := range devs {
+		st, err := s.cfg.Stores.Queue.Stats(ctx, d, now)
+		if err != nil {
+			return 0, err
+		}
+		n += st.Bytes
+	}
+	return n, nil
+}
+
+// answerStoreFailed answers a failed store and returns false.
+func (s *Relay) answerStoreFailed(w http.ResponseWriter, req rpcRequest, err error) bool {
+	s.storeFailedRPC(w, req, err)
+	return false
+}
+
+// consoleTenantOperator accepts a tenant's operator in the fleet console
+// (console.Config.AlsoOperator).
+func (s *Relay) consoleTenantOperator(id string) bool {
+	d, err := did.Parse(id)
+	return err == nil && s.isTenantOperator(d)
+}
+
+// consoleVisible is the console's and the fleet API's scoping
+// (console.Source.Visible): a tenant's operator sees only its tenants'
+// devices; the relay's own operators (the host) see the devices in no
+// tenant, and a tenant's only when its owner's list allows it
+// (hostSeesDevices). The relay's own reads (no operator) see all.
+func (s *Relay) consoleVisible(ctx context.Context, agent string) bool {
+	op := console.OperatorOf(ctx)
+	if op == "" {
+		return true
+	}
+	d, err := did.Parse(agent)
+	if err != nil {
+		return false
+	}
+	owner, in, err := s.cfg.Stores.Tenants.TenantOf(d)
+	if err != nil {
+		s.log.Warn("reading a device's tenant failed; the console hides it", "agent", agent, "err", err)
+		return false
+	}
+	if !in {
+		return s.operators[op]
+	}
+	info, err := s.cfg.Stores.Tenants.Tenant(owner)
+	if err != nil {
+		return false
+	}
+	return slices.Contains(info.Operators, op) || (s.operators[op] && info.HostSeesDevices)
+}
+
+// joinTenant puts an admitted device that is in no tenant into the
+// tenant of the owner whose enrolment it presents: how the devices of a
+// relay that had no tenants (or admitted them before its owner became a
+// tenant) join their owners' tenants, at their next published state
+// (docs/tenants.md, "Migration of a single-owner relay"). A device past
+// its tenant's devices quota stays admitted, in no tenant, and the
+// refusal is logged.
+func (s *Relay) joinTenant(agent did.DID, enrolment []byte) {
+	l := s.cfg.Stores.Tenants
+	if l == nil {
+		return
+	}
+	if _, in, err := l.TenantOf(agent); err != nil || in {
+		return
+	}
+	owner, err := s.checkEnrolment(enrolment, agent)
+	if err != nil || !s.isTenant(owner) {
+		return
+	}
+	if err := l.Enrol(owner, agent); err != nil {
+		s.log.Warn("an admitted device's enrolment not taken into its owner's tenant", "agent", agent.String(), "owner", owner.String(), "err", err)
+		return
+	}
+	s.log.Info("admitted device joined its owner's tenant", "agent", agent.String(), "owner", owner.String())
+}
+
+// tenantTotal is a tenant as GET /operator/tenants shows it to the host:
+// its quotas and totals, never its devices.
+type tenantTotal struct {
+	Owner           string         `json:"owner"`
+	Quotas          tenancy.Quotas `json:"quotas"`
+	Devices         int            `json:"devices"`
+	QueuedBytes     int64          `json:"queuedBytes"`
+	Operators       int            `json:"operators"`
+	HostSeesDevices bool           `json:"hostSeesDevices"`
+}
+
+// serveTenants is GET /operator/tenants, for the relay's own operators
+// (the host): every tenant with its quotas, how many devices it has, the
+// bytes queued for them and how many operators its owner named.
+func (s *Relay) serveTenants(w http.ResponseWriter, r *http.Request) {
+	caller, ok := s.operator(w, r)
+	if !ok {
+		return
+	}
+	if !s.operators[caller.String()] {
+		writeJSON(w, http.StatusForbidden, map[string]any{"error": "not_operator", "message": "the list of tenants is for the relay's own operators"})
+		return
+	}
+	ts, err := s.cfg.Stores.Tenants.Tenants()
+	if err != nil {
+		s.storeFailed(w, err)
+		return
+	}
+	out := []tenantTotal{}
+	for _, t := range ts {
+		devs, err := s.cfg.Stores.Tenants.Devices(t.Owner)
+		if err == nil {
+			var q int64
+			q, err = s.tenantQueued(r.Context(), t.Owner, s.clk.Now())
+			out = append(out, tenantTotal{Owner: t.Owner.String(), Quotas: t.Quotas, Devices: len(devs), QueuedBytes: q, Operators: len(t.Operators), HostSeesDevices: t.HostSeesDevices})
+		}
+		if err != nil {
+			s.storeFailed(w, err)
+			return
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"tenants": out})
+}
+
+// tenantKeyPackageRoom checks that the KeyPackages st publishes fit
+// agent's tenant's keypackage_bytes quota: the tenant's holdings are the
+// KeyPackages (pools and last-resort ones) its devices' states hold now,
+// counted under a lock of the tenant that the caller holds (unlock) until
+// the state is stored, as tenantQueueRoom does for queued bytes. A
+// KeyPackage handed out only frees room. Past the quota the state is
+// refused, and nothing of it is stored.
+func (s *Relay) tenantKeyPackageRoom(ctx context.Context, agent did.DID, st wire.State) (unlock func(), err error) {
+	l := s.cfg.Stores.Tenants
+	if l == nil || (len(st.KeyPackages) == 0 && len(st.LastResort) == 0) {
+		return func() {}, nil
+	}
+	owner, in, err := l.TenantOf(agent)
+	if err != nil || !in {
+		return func() {}, err
+	}
+	if info, err := l.Tenant(owner); err != nil || info.Quotas.KeyPackageBytes <= 0 {
+		return func() {}, err
+	}
+	unlock = s.tenantQueues.lock("keypackages " + owner.String())
+	held, mine, err := s.tenantKeyPackages(ctx, owner, agent.String())
+	if err == nil {
+		after := kpBytes(st.KeyPackages...)
+		if !st.ReplaceKeyPackages {
+			after += mine.pool
+		}
+		if len(st.LastResort) > 0 {
+			after += int64(len(st.LastResort))
+		} else {
+			after += mine.lastResort
+		}
+		if d := after - mine.pool - mine.lastResort; d > 0 {
+			err = l.Check(owner, tenancy.QuotaKeyPackageBytes, held, d)
+		}
+	}
+	var qe *tenancy.QuotaError
+	if errors.As(err, &qe) {
+		s.metrics.tenantRefusal(owner, string(qe.Quota))
+		err = fmt.Errorf("%s: %w", tokenTenantQuota, qe)
+	}
+	if err != nil {
+		unlock()
+		return nil, err
+	}
+	return unlock, nil
+}
+
+// kpHeld is one device's KeyPackage bytes: its pool and its last-resort
+// KeyPackage.
+type kpHeld struct{ pool, lastResort int64 }
+
+// tenantKeyPackages returns the KeyPackage bytes owner's devices hold,
+// and agent's own.
+func (s *Relay) tenantKeyPackages(ctx context.Context, owner did.DID, agent string) (held int64, mine kpHeld, err error) {
+	devs, err := s.cfg.Stores.Tenants.Devices(owner)
+	if err != nil {
+		return 0, kpHeld{}, err
+	}
+	for _, d := range devs {
+		pool, lr, err := s.cfg.Stores.States.KeyPackages(ctx, d)
+		if errors.Is(err, agents.ErrUnknownAgent) {
+			continue
+		}
+		if err != nil {
+			return 0, kpHeld{}, err
+		}
+		h := kpHeld{kpBytes(pool...), int64(len(lr))}
+		held += h.pool + h.lastResort
+		if d == agent {
+			mine = h
+		}
+	}
+	return held, mine, nil
+}
+
+func kpBytes(kps ...[]byte) int64 {
+	var n int64
+	for _, kp := range kps {
+		n += int64(len(kp))
+	}
+	return n
+}
+
+// SampleTenants records in the tenants' ledger the bytes each tenant's
+// devices hold now in the queue and in KeyPackages (tenants.Ledger.Observe),
+// from which their usage records' byte-hours and peaks are made.
+// torpor-relay calls it every few seconds; without tenants it does
+// nothing.
+func (s *Relay) SampleTenants(ctx context.Context) error {
+	l := s.cfg.Stores.Tenants
+	if l == nil {
+		return nil
+	}
+	ts, err := l.Tenants()
+	if err != nil {
+		return err
+	}
+	for _, t := range ts {
+		queued, err := s.tenantQueued(ctx, t.Owner, s.clk.Now())
+		if err != nil {
+			return err
+		}
+		kps, _, err := s.tenantKeyPackages(ctx, t.Owner, "")
+		if err != nil {
+			return err
+		}
+		if err := l.Observe(t.Owner, tenancy.QuotaQueuedBytes, queued); err != nil {
+			return err
+		}
+		if err := l.Observe(t.Owner, tenancy.QuotaKeyPackageBytes, kps); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// tenantForget takes a forgotten agent out of its tenant, freeing its
+// room in the devices quota.
+func (s *Relay) tenantForget(agent string) error {
+	if s.cfg.Stores.Tenants == nil {
+		return nil
+	}
+	d, err := did.Parse(agent)
+	if err != nil {
+		return nil // not a device of a tenant
+	}
+	return s.cfg.Stores.Tenants.Forget(d)
+}
+
+// carryTenant puts a retired agent's successor in its tenant in its
+// place (tenants.Ledger.Move), as carryAdmission carries its admission.
+func (s *Relay) carryTenant(old, successor string) {
+	if s.cfg.Stores.Tenants == nil {
+		return
+	}
+	o, err1 := did.Parse(old)
+	n, err2 := did.Parse(successor)
+	if err := errors.Join(err1, err2); err != nil {
+		return
+	}
+	if err := s.cfg.Stores.Tenants.Move(o, n); err != nil {
+		s.log.Warn("the successor of a retired agent is not in its tenant", "agent", old, "successor", successor, "err", err)
+	}
+}

@@ -1,0 +1,94 @@
+package tenancy
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/governed"
+)
+
+func key(t *testing.T, i byte) *did.PrivateKey {
+	t.Helper()
+	k, err := did.NewKeyFromSeed(bytes.Repeat([]byte{i}, 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+func TestQuotaErrorStatus(t *testing.T) {
+	owner := key(t, 1).DID()
+	if s := (&QuotaError{Tenant: owner, Quota: QuotaRequests}).Status(); s != http.StatusTooManyRequests {
+		t.Errorf("rate: %d", s)
+	}
+	for _, q := range []Quota{QuotaDevices, QuotaQueuedBytes, QuotaKeyPackageBytes} {
+		if s := (&QuotaError{Tenant: owner, Quota: q}).Status(); s != http.StatusInsufficientStorage {
+			t.Errorf("%s: %d", q, s)
+		}
+	}
+	if err := (Quotas{QueuedBytes: -5}).Check(); err == nil {
+		t.Error("a negative quota passed Check")
+	}
+}
+
+// TestRecordEveryMemberIsSigned changes each member of a signed record in
+// turn; none may still verify.
+func TestRecordEveryMemberIsSigned(t *testing.T) {
+	relay := key(t, 2)
+	r := Record{Tenant: key(t, 1).DID().String(), Relay: relay.DID().String(), Hour: "2026-12-05T10:00:00Z", Complete: true,
+		Requests: 10, Refused: map[Quota]int64{QuotaRequests: 3}, PeakDevices: 2, PeakQueuedBytes: 100, PeakKeyPackageBytes: 50, MilliByteHours: 7}
+	if err := r.Sign(relay); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(r)
+	if _, err := VerifyRecord(b, relay.DID()); err != nil {
+		t.Fatalf("genuine: %v", err)
+	}
+	var m map[string]any
+	json.Unmarshal(b, &m)
+	for k, v := range m {
+		if k == "signature" || k == "relay" {
+			continue
+		}
+		c := map[string]any{}
+		for k2, v2 := range m {
+			c[k2] = v2
+		}
+		switch v := v.(type) {
+		case float64:
+			c[k] = v + 1
+		case bool:
+			c[k] = !v
+		case string:
+			c[k] = key(t, 9).DID().String()
+		default:
+			c[k] = map[string]int{"requests_per_second": 4}
+		}
+		cb, _ := json.Marshal(c)
+		if _, err := VerifyRecord(cb, relay.DID()); !errors.Is(err, ErrBadRecord) {
+			t.Errorf("%s changed: %v", k, err)
+		}
+	}
+}
+
+func TestOperatorListPurpose(t *testing.T) {
+	owner := key(t, 1)
+	o, err := governed.Sign(owner, governed.Template{IssuedAt: time.Unix(1e9, 0), Semantic: governed.Semantic{Schema: OperatorListSchema},
+		Payload: OperatorList{Operators: []string{}}, Purpose: "torpor:enrolment"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(o)
+	if _, _, err := ParseOperatorList(b); err == nil {
+		t.Error("an enrolment was taken for an operator list")
+	}
+	good, _ := SignOperatorList(owner, OperatorList{Operators: []string{key(t, 3).DID().String()}}, time.Unix(1e9, 0), 0)
+	if o, l, err := ParseOperatorList(good); err != nil || o.Issuer != owner.DID() || len(l.Operators) != 1 {
+		t.Errorf("genuine list: %v", err)
+	}
+}
