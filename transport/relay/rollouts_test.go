@@ -16,6 +16,7 @@ import (
 	"github.com/torpor-dev/torpor/transport/link/wire"
 	"github.com/torpor-dev/torpor/transport/operatorapi"
 	"github.com/torpor-dev/torpor/transport/relay/rollout"
+	"github.com/torpor-dev/torpor/transport/tenancy"
 )
 
 // rolloutReq is an operator request to a rollout endpoint as k.
@@ -209,5 +210,29 @@ func TestConsoleRollouts(t *testing.T) {
 	}
 	if rs, err := c.Rollouts(context.Background()); err != nil || len(rs) != 1 || rs[0].Counts.RolledBack != 1 || rs[0].Counts.Waiting != 1 {
 		t.Errorf("Rollouts = %+v, %v", rs, err)
+	}
+}
+
+// TestRolloutsAreTheHostOperators: on a hosted relay, a tenant's operator
+// (whom s.operator accepts for its tenant's devices) may neither start
+// nor read a rollout; the relay's own operator may.
+func TestRolloutsAreTheHostOperators(t *testing.T) {
+	st, err := rollouts.OpenBolt(filepath.Join(t.TempDir(), "rollouts.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	th := newTenantHarness(t, tenancy.Quotas{}, func(c *Config) { c.Stores.Rollouts = st })
+	dev := didtest.Key(t, 20)
+	th.publishOffline(t, dev, "hourly_wake", deviceOpts{})
+	start := operatorapi.RolloutStart{ID: "r1", Target: operatorapi.RolloutTarget{Name: "t", Version: "1"}, Percents: []int{100}}
+	if r := th.rolloutReq(t, "POST", operatorapi.RolloutsPath, th.opA, start); r.status != 403 || r.json["error"] != "not_operator" {
+		t.Errorf("a tenant's operator starting a rollout: %d %s", r.status, r.body)
+	}
+	if r := th.rolloutReq(t, "GET", operatorapi.RolloutsPath, th.opA, nil); r.status != 403 {
+		t.Errorf("a tenant's operator listing rollouts: %d %s", r.status, r.body)
+	}
+	if r := th.rolloutReq(t, "POST", operatorapi.RolloutsPath, th.host, start); r.status != 200 {
+		t.Errorf("the relay's operator starting a rollout: %d %s", r.status, r.body)
 	}
 }
