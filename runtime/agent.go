@@ -45,6 +45,11 @@ type Agent struct {
 	// the wake second the relay assigned (adoptWakeSecond): a window that
 	// opened before it is not planned, it is the window already awake.
 	secondFrom time.Time
+	// signed is the card the agent signed last (Agent.card), relayCard
+	// the wire.CardDigest of the card the relay's last state-ok said it
+	// holds (nil: unknown, or none).
+	signed    signedCard
+	relayCard []byte
 }
 
 // New checks cfg and returns an agent. Run starts it.

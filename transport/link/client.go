@@ -2,6 +2,7 @@ package link
 
 import (
 	"context"
+	"crypto/sha256"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -278,7 +279,10 @@ func (c *Client) Publish(ctx context.Context, st wire.State) (wire.Accepted, err
 	if f.WakeSecond != nil && (*f.WakeSecond < 0 || *f.WakeSecond > 59) {
 		return wire.Accepted{}, fmt.Errorf("%w: state-ok assigns wake second %d, outside 0-59", wire.ErrProtocol, *f.WakeSecond)
 	}
-	return wire.Accepted{Bounds: *f.Bounds, Held: f.Held, WakeSecond: f.WakeSecond}, nil
+	if f.CardDigest != nil && len(f.CardDigest) != sha256.Size {
+		return wire.Accepted{}, fmt.Errorf("%w: state-ok names a card digest of %d bytes", wire.ErrProtocol, len(f.CardDigest))
+	}
+	return wire.Accepted{Bounds: *f.Bounds, Held: f.Held, WakeSecond: f.WakeSecond, CardDigest: f.CardDigest}, nil
 }
 
 // Pull asks for up to max records with seq > after and returns them in seq

@@ -500,7 +500,7 @@ func (c *serverConn) handle(f *wire.Frame) error {
 		} else if held != nil {
 			c.held = held
 		}
-		if err := c.write(ctx, &wire.Frame{T: wire.FrameStateOK, ID: f.ID, Bounds: &a.Bounds, Held: held, WakeSecond: a.WakeSecond}); err != nil || a.Relink == "" {
+		if err := c.write(ctx, &wire.Frame{T: wire.FrameStateOK, ID: f.ID, Bounds: &a.Bounds, Held: held, WakeSecond: a.WakeSecond, CardDigest: a.CardDigest}); err != nil || a.Relink == "" {
 			return err
 		}
 		// After the answer, so that the device has its state-ok first.

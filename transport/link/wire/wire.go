@@ -88,6 +88,8 @@ type Frame struct {
 	Proof     []byte     `cbor:"proof,omitempty"`
 	// WakeSecond is a state-ok's Accepted.WakeSecond.
 	WakeSecond *int `cbor:"wakeSecond,omitempty"`
+	// CardDigest is a state-ok's Accepted.CardDigest.
+	CardDigest []byte `cbor:"cardDigest,omitempty"`
 }
 
 // State is what a device publishes about itself. Every publish replaces the
@@ -106,8 +108,9 @@ type State struct {
 	// Card is the Agent Card JSON signed by the device (a2a.SignCard). The
 	// relay verifies kid == the device's DID and serves it verbatim;
 	// empty keeps the card it has, which must still agree with the state.
-	// The agent leaves the card and the pulse out of a state that
-	// announces nothing new since the last one on the same link (every
+	// The agent leaves the card out while the relay holds it
+	// (Accepted.CardDigest, or accepted over the same link), and the
+	// pulse out once the relay accepted it over the same link (every
 	// relay version keeps them).
 	Card []byte `cbor:"card,omitempty"`
 	// KeyPackages are MLSMessage-wrapped KeyPackages (RFC 9420, Section 6,
@@ -197,6 +200,12 @@ type Accepted struct {
 	// when the relay did not say (it predates assignments); a device that
 	// predates them ignores it.
 	WakeSecond *int
+	// CardDigest is the CardDigest of the card the relay holds for the
+	// device once the state was stored; nil when it holds none or did
+	// not say (it predates the member). The device leaves its card out
+	// of later states while it is the one named here; a device that
+	// predates the member ignores it.
+	CardDigest []byte
 	// Relink, set by the relay's side only and never sent, makes the link
 	// server end the link once the state-ok is written, with Relink as
 	// the reason: the state admitted the device (an owner's enrolment),
@@ -217,6 +226,13 @@ type Held struct {
 // its MLSMessage-wrapped encoding as published.
 func KeyPackageDigest(wire []byte) []byte {
 	d := sha256.Sum256(wire)
+	return d[:]
+}
+
+// CardDigest is how the link names a card: the SHA-256 of the signed
+// card's bytes as published.
+func CardDigest(card []byte) []byte {
+	d := sha256.Sum256(card)
 	return d[:]
 }
 
