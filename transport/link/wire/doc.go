@@ -61,7 +61,8 @@
 //	                                                ceiling bounds for this agent
 //	device → relay  state    {id, state}            publish mode, window, card, ...
 //	relay → device  state-ok {id, bounds, held,     the bounds now in force, the KeyPackages held,
-//	                          wakeSecond}           the wake second the relay assigned
+//	                          wakeSecond,           the wake second the relay assigned,
+//	                          cardDigest}           the SHA-256 of the card it holds
 //	device → relay  pull     {id, after, max}       up to max records with seq > after
 //	relay → device  records  {id, records, more}    in seq order
 //	device → relay  ack      {id, seqs}             delete these (device committed)
@@ -84,7 +85,10 @@
 // console: status.go), state-ok.wakeSecond (the second of its wake
 // minute the relay assigned the device's window: Accepted.WakeSecond) and
 // state.enrolment (the owner's enrolment of the device, which a relay
-// that trusts the owner admits at once).
+// that trusts the owner admits at once) and state-ok.cardDigest (the
+// CardDigest of the card the relay holds: Accepted.CardDigest; the device
+// leaves its card out of later states while it is named, and sends it
+// once a wake to a relay that names none).
 //
 // # Handshake
 //
