@@ -50,6 +50,10 @@ type Agent struct {
 	// holds (nil: unknown, or none).
 	signed    signedCard
 	relayCard []byte
+	// knownHeld is the wire.HeldDigest of the last Held a state-ok named
+	// (nil: none yet), which the states publishing no KeyPackage name so
+	// that the relay leaves out a Held the agent knows.
+	knownHeld []byte
 }
 
 // New checks cfg and returns an agent. Run starts it.

@@ -75,6 +75,26 @@ func (a *Agent) relayHolds(digest []byte) bool {
 	return a.relayCard != nil && bytes.Equal(a.relayCard, digest)
 }
 
+// heldKnown returns the wire.HeldDigest of the last Held the relay named;
+// nil before one.
+func (a *Agent) heldKnown() []byte {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.knownHeld
+}
+
+// learnHeld records held, the Held of a state-ok; nil (not said) keeps
+// what the agent knew.
+func (a *Agent) learnHeld(held *wire.Held) {
+	if held == nil {
+		return
+	}
+	d := wire.HeldDigest(held)
+	a.mu.Lock()
+	a.knownHeld = d
+	a.mu.Unlock()
+}
+
 // setRelayCard records the card digest of the relay's last state-ok:
 // nil when it named none (a relay that predates the member, or one that
 // holds no card), so that the next state sends the card.

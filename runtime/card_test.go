@@ -350,3 +350,64 @@ func TestARelayThatNamesNoCardGetsItEveryWake(t *testing.T) {
 	w.served()
 	w.shutdown()
 }
+
+// heldLink records whether each state-ok named the KeyPackages held.
+type heldLink struct {
+	runtime.Link
+	mu    *sync.Mutex
+	named *[]bool
+}
+
+func (l heldLink) Publish(ctx context.Context, st wire.State) (wire.Accepted, error) {
+	ok, err := l.Link.Publish(ctx, st)
+	if err == nil {
+		l.mu.Lock()
+		*l.named = append(*l.named, ok.Held != nil)
+		l.mu.Unlock()
+	}
+	return ok, err
+}
+
+// TestAKnownHeldIsNotSentAgain: the relay names the KeyPackages it holds
+// in the boot wake's first state-ok; the next wake, on a new link, names
+// the set the agent learnt (wire.State.HeldDigest), and the relay, which
+// holds the same, leaves them out. A KeyPackage fetched meanwhile makes
+// it name them again, and the agent replaces it.
+func TestAKnownHeldIsNotSentAgain(t *testing.T) {
+	w := newWorld(t, wake.HourlyWake)
+	w.withMLS()
+	var mu sync.Mutex
+	var named []bool
+	w.cfg.Hooks.Dial = func(ctx context.Context, c link.Config) (runtime.Link, error) {
+		l, err := link.Dial(ctx, c)
+		if err != nil {
+			return nil, err
+		}
+		return heldLink{Link: l, mu: &mu, named: &named}, nil
+	}
+	take := func() []bool {
+		mu.Lock()
+		defer mu.Unlock()
+		got := named
+		named = nil
+		return got
+	}
+	w.newAgent()
+	w.run()
+	w.nextWake() // boot
+	if got := take(); len(got) == 0 || !got[0] {
+		t.Fatalf("boot wake's state-oks named Held %v, want the first to", got)
+	}
+	w.wakeThroughWindow()
+	if got := take(); !slices.Equal(got, []bool{false, false}) {
+		t.Errorf("an empty wake's state-oks named Held %v, want neither", got)
+	}
+	if status, _, last := w.takeKeyPackage(); status != http.StatusOK || last {
+		t.Fatalf("fetch = %d, last resort %v", status, last)
+	}
+	w.wakeThroughWindow()
+	if got := take(); len(got) < 2 || !got[0] {
+		t.Errorf("after a fetch, the wake's state-oks named Held %v, want the first to, and the replacement published", got)
+	}
+	w.shutdown()
+}

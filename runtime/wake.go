@@ -505,6 +505,7 @@ func (w *wakeRun) publishOnce(ctx context.Context, an announcement, card outCard
 	holds := bytes.Equal(w.sentCard, card.digest) || bytes.Equal(ok.CardDigest, card.digest)
 	w.mu.Unlock()
 	w.a.setRelayCard(ok.CardDigest)
+	w.a.learnHeld(ok.Held)
 	taken, err := w.accepted(ctx, ok, kps)
 	return taken, holds, err
 }
@@ -571,6 +572,9 @@ func (w *wakeRun) state(an announcement, card outCard, kps [][]byte, status []by
 	}
 	if !an.next.IsZero() {
 		st.NextWake = an.next.Unix()
+	}
+	if len(kps) == 0 && len(w.lr) == 0 {
+		st.HeldDigest = a.heldKnown()
 	}
 	return st
 }

@@ -477,6 +477,32 @@ func TestStateOKNamesHeldKeyPackages(t *testing.T) {
 	if held := publish(h.dial(t, dev), deviceOpts{}); held == nil || held.Digests == nil || len(held.Digests) != 0 {
 		t.Errorf("a new link's first state: held %+v, want the empty pool named", held)
 	}
+
+	// A device that names the Held it knows (wire.State.HeldDigest) is not
+	// told it again on a new link, unless the relay holds other ones.
+	c = h.dial(t, dev)
+	held = publish(c, deviceOpts{kps: [][]byte{kp(3), kp(4)}})
+	knows := func(c *link.Client, d []byte) *wire.Held {
+		t.Helper()
+		st := h.state(t, dev, c.Hello(), "always_on", deviceOpts{})
+		st.HeldDigest = d
+		ok, err := c.Publish(context.Background(), st)
+		if err != nil {
+			t.Fatalf("Publish = %+v, %v", ok, err)
+		}
+		return ok.Held
+	}
+	c = h.dial(t, dev)
+	if got := knows(c, wire.HeldDigest(held)); got != nil {
+		t.Errorf("a new link's state naming the Held it knows: held %+v, want it left out", got)
+	}
+	if got := knows(h.dial(t, dev), wire.HeldDigest(&wire.Held{Digests: [][]byte{wire.KeyPackageDigest(kp(3))}})); got == nil || len(got.Digests) != 2 {
+		t.Errorf("a state naming another Held: held %+v, want kp(3) and kp(4) named", got)
+	}
+	h.getKP(t, "/a/"+dev.DID().String()+"/mls/key-package")
+	if got := knows(h.dial(t, dev), wire.HeldDigest(held)); got == nil || len(got.Digests) != 1 {
+		t.Errorf("after one was handed out, a state naming the Held before: held %+v, want the one left named", got)
+	}
 }
 
 // TestStateOKNamesTheCard: the answer to every published state names the

@@ -88,7 +88,9 @@
 // that trusts the owner admits at once) and state-ok.cardDigest (the
 // CardDigest of the card the relay holds: Accepted.CardDigest; the device
 // leaves its card out of later states while it is named, and sends it
-// once a wake to a relay that names none).
+// once a wake to a relay that names none) and state.heldDigest (the
+// HeldDigest of the Held the device knows, which the relay then leaves
+// out of the state-ok when it holds the same KeyPackages).
 //
 // # Handshake
 //

@@ -1,9 +1,12 @@
 package wire
 
 import (
+	"bytes"
 	"crypto/sha256"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/fxamacker/cbor/v2"
@@ -153,6 +156,13 @@ type State struct {
 	// sends none when the payload is the one the relay accepted over the
 	// same link). A relay that predates it ignores the member.
 	Status []byte `cbor:"status,omitempty"`
+	// HeldDigest, when set, is the HeldDigest of the Held the device
+	// learnt last (from any link): a relay that holds the same
+	// KeyPackages leaves Held out of the state-ok of a state that
+	// publishes none, for the device knows them (every wake opens a new
+	// link, and a pool of 20 is 0.9 KB). A relay that predates it ignores
+	// the member and names them.
+	HeldDigest []byte `cbor:"heldDigest,omitempty"`
 	// Enrolment, when set, is the device's enrolment by its owner: a
 	// Governed Object (JSON) issued and signed by an owner DID, with
 	// purpose PurposeEnrolment, whose payload is an EnrolmentPayload
@@ -227,6 +237,23 @@ type Held struct {
 func KeyPackageDigest(wire []byte) []byte {
 	d := sha256.Sum256(wire)
 	return d[:]
+}
+
+// HeldDigest names a Held as a whole: the SHA-256 of its digests in
+// ascending order, each preceded by its length (4 bytes, big-endian),
+// then the last resort's digest, preceded by its length likewise.
+func HeldDigest(h *Held) []byte {
+	ds := slices.Clone(h.Digests)
+	slices.SortFunc(ds, bytes.Compare)
+	s := sha256.New()
+	var b []byte
+	for _, d := range ds {
+		b = binary.BigEndian.AppendUint32(b, uint32(len(d)))
+		b = append(b, d...)
+	}
+	b = binary.BigEndian.AppendUint32(b, uint32(len(h.LastResort)))
+	s.Write(append(b, h.LastResort...))
+	return s.Sum(nil)
 }
 
 // CardDigest is how the link names a card: the SHA-256 of the signed
