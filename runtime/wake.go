@@ -69,6 +69,10 @@ type wakeRun struct {
 	// and after a redial (sentCard also after a retirement published
 	// another card).
 	sentCard, sentPulse []byte
+	// answered is whether a state-ok came over the link in use: the link
+	// server then knows what Held it named (wire.State.HeldDigest is
+	// for a new link's first state).
+	answered bool
 	// sentStatus is the content of the status the relay accepted over the
 	// link in use (wakeRun.status); "" before that and after a redial.
 	sentStatus string
@@ -476,6 +480,7 @@ func (w *wakeRun) cardFor(an announcement) (outCard, error) {
 func (w *wakeRun) forgetSent() {
 	w.mu.Lock()
 	w.sentCard, w.sentPulse, w.sentStatus = nil, nil, ""
+	w.answered = false
 	w.mu.Unlock()
 }
 
@@ -503,6 +508,7 @@ func (w *wakeRun) publishOnce(ctx context.Context, an announcement, card outCard
 		w.sentStatus = content
 	}
 	holds := bytes.Equal(w.sentCard, card.digest) || bytes.Equal(ok.CardDigest, card.digest)
+	w.answered = true
 	w.mu.Unlock()
 	w.a.setRelayCard(ok.CardDigest)
 	w.a.learnHeld(ok.Held)
@@ -553,6 +559,7 @@ func (w *wakeRun) state(an announcement, card outCard, kps [][]byte, status []by
 	if bytes.Equal(pulse, w.sentPulse) {
 		pulse = nil
 	}
+	answered := w.answered
 	w.mu.Unlock()
 	var raw []byte
 	if card.send {
@@ -573,7 +580,7 @@ func (w *wakeRun) state(an announcement, card outCard, kps [][]byte, status []by
 	if !an.next.IsZero() {
 		st.NextWake = an.next.Unix()
 	}
-	if len(kps) == 0 && len(w.lr) == 0 {
+	if len(kps) == 0 && len(w.lr) == 0 && !answered {
 		st.HeldDigest = a.heldKnown()
 	}
 	return st
