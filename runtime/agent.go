@@ -45,6 +45,15 @@ type Agent struct {
 	// the wake second the relay assigned (adoptWakeSecond): a window that
 	// opened before it is not planned, it is the window already awake.
 	secondFrom time.Time
+	// signed is the card the agent signed last (Agent.card), relayCard
+	// the wire.CardDigest of the card the relay's last state-ok said it
+	// holds (nil: unknown, or none).
+	signed    signedCard
+	relayCard []byte
+	// knownHeld is the wire.HeldDigest of the last Held a state-ok named
+	// (nil: none yet), which the states publishing no KeyPackage name so
+	// that the relay leaves out a Held the agent knows.
+	knownHeld []byte
 }
 
 // New checks cfg and returns an agent. Run starts it.

@@ -1,6 +1,7 @@
 package runtime_test
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"net/http"
@@ -19,8 +20,10 @@ import (
 )
 
 // served returns the card and the pulse the relay serves for the agent;
-// the card must verify under the agent's DID.
-func (w *world) served() (a2a.Liveness, []byte) {
+// the card must verify under the agent's DID and name nothing that changes
+// between wakes (no liveness extension: the pulse is where the agent
+// signs its next wake).
+func (w *world) served() (card, doc []byte) {
 	w.t.Helper()
 	get := func(path string) []byte {
 		req, _ := http.NewRequest(http.MethodGet, w.srv.URL+"/a/"+w.key.DID().String()+path, nil)
@@ -44,9 +47,8 @@ func (w *world) served() (a2a.Liveness, []byte) {
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	lv, ok, err := c.Liveness()
-	if err != nil || !ok {
-		w.t.Fatalf("served card's liveness extension: %v, %v", ok, err)
+	if _, ok, err := c.Liveness(); ok || err != nil {
+		w.t.Errorf("served card has a liveness extension (%v), which changes every wake", err)
 	}
 	// The policy its relay refuses plaintext by (transport/relay).
 	if p, ok, err := c.Policy(); err != nil || !ok || p.Plaintext != w.cfg.AllowPlaintext {
@@ -56,51 +58,42 @@ func (w *world) served() (a2a.Liveness, []byte) {
 	if p, ok, err := c.Envelope(); err != nil || !ok || p.MaxChain != a2a.MaxPassports {
 		w.t.Errorf("served card's envelope extension: %+v %v %v", p, ok, err)
 	}
-	return lv, doc
+	return raw, doc
 }
 
-// checkLiveness checks that lv names the pulse doc, by hash and sequence
-// number, at the relay's pulse URL, and the next window of report r.
-func (w *world) checkLiveness(when string, lv a2a.Liveness, doc []byte, r runtime.WakeReport) {
+// checkPulse checks that the served pulse doc is a valid pulse by the
+// agent that names the next wake of report r and mode, and returns it.
+func (w *world) checkPulse(when string, doc []byte, r runtime.WakeReport, mode wake.Mode) pulse.Pulse {
 	w.t.Helper()
 	p, err := pulse.Parse(doc)
 	if err != nil {
 		w.t.Fatalf("%s: served pulse: %v", when, err)
 	}
-	wantURL := w.srv.URL + "/a/" + w.key.DID().String() + "/pulse"
-	if lv.Pulse.Hash != pulse.Hash(doc) || lv.Pulse.Seq != p.Seq || lv.Pulse.URL != wantURL {
-		w.t.Errorf("%s: card names pulse %+v; the relay serves pulse %d with hash %s at %s", when, lv.Pulse, p.Seq, pulse.Hash(doc), wantURL)
+	if p.Agent != w.key.DID() || !p.NextWake.Equal(r.NextWake) || p.Mode != string(mode) {
+		w.t.Errorf("%s: served pulse by %s names the next wake %v in %s, want %v in %s", when, p.Agent, p.NextWake, p.Mode, r.NextWake, mode)
 	}
-	if r.NextWake.IsZero() {
-		if lv.NextWindow != nil {
-			w.t.Errorf("%s: card names the next window %+v, but the agent plans none", when, *lv.NextWindow)
-		}
-		return
-	}
-	if lv.NextWindow == nil || !lv.NextWindow.Start.Equal(r.NextWake) || lv.NextWindow.Length != w.window.Length {
-		w.t.Errorf("%s: card names the next window %+v, want %v for %v", when, lv.NextWindow, r.NextWake, w.window.Length)
-	}
+	return p
 }
 
-// TestCardNamesThePulseAndTheNextWindow: after every wake, the card the
-// relay serves (signed by the agent) names the pulse the relay serves and
-// the next window the agent announced, including one an operator moved
-// during the wake; a mode with no planned wake names none.
-func TestCardNamesThePulseAndTheNextWindow(t *testing.T) {
+// TestThePulseNamesTheNextWake: after every wake, the pulse the relay
+// serves (signed by the agent) names the next wake the agent announced,
+// including one an operator moved during the wake (a new pulse at the
+// announce); a mode with no planned wake names none. The card stays the
+// same bytes while the mode and the bounds do.
+func TestThePulseNamesTheNextWake(t *testing.T) {
 	w := newWorld(t, wake.HourlyWake)
 	rtc, boot := w.bootSuspending()
 	start, end := w.window.Next(t0)
 	if !boot.NextWake.Equal(start) {
 		t.Fatalf("boot wake announced %v, want %v", boot.NextWake, start)
 	}
-	lv, doc := w.served()
-	w.checkLiveness("after the boot wake", lv, doc, boot)
-	if lv.Pulse.Seq != 1 {
-		t.Errorf("after the boot wake the card names pulse %d, want 1", lv.Pulse.Seq)
+	card1, doc := w.served()
+	if p := w.checkPulse("after the boot wake", doc, boot, wake.HourlyWake); p.Seq != 1 {
+		t.Errorf("after the boot wake the relay serves pulse %d, want 1", p.Seq)
 	}
 
 	// The window's wake, which an operator extends by an hour: the next
-	// window moves past it, and the card says so.
+	// window moves past it, and the pulse says so.
 	<-rtc.asleep
 	rtc.wakeup <- struct{}{}
 	w.waitPhases(runtime.PhasePublish, runtime.PhaseDrain)
@@ -112,22 +105,27 @@ func TestCardNamesThePulseAndTheNextWindow(t *testing.T) {
 	if next, _ := w.window.Next(end.Add(time.Hour)); !r.NextWake.Equal(next) {
 		t.Fatalf("extended wake announced %v, want %v", r.NextWake, next)
 	}
-	lv, doc = w.served()
-	w.checkLiveness("after the extended wake", lv, doc, r)
-	if lv.Pulse.Seq != 2 {
-		t.Errorf("after the second wake the card names pulse %d, want 2", lv.Pulse.Seq)
+	card2, doc2 := w.served()
+	p := w.checkPulse("after the extended wake", doc2, r, wake.HourlyWake)
+	if p.Seq != 3 {
+		t.Errorf("after the extended wake the relay serves pulse %d, want 3 (the wake's, then the announce's)", p.Seq)
+	}
+	if !bytes.Equal(card1, card2) {
+		t.Errorf("the card changed between two wakes in the same mode and bounds")
 	}
 
-	// always_on plans no wake: the card names the pulse and no window.
+	// always_on plans no wake: the pulse names none, and the card its mode.
 	<-rtc.asleep
 	if err := w.agent.SetMode(wake.AlwaysOn, time.Time{}); err != nil {
 		t.Fatal(err)
 	}
 	w.waitPhase(runtime.PhasePublish)
-	lv, doc = w.served()
-	w.checkLiveness("always_on", lv, doc, runtime.WakeReport{})
-	if lv.Pulse.Seq != 3 {
-		t.Errorf("always_on: the card names pulse %d, want 3", lv.Pulse.Seq)
+	card3, doc3 := w.served()
+	if p := w.checkPulse("always_on", doc3, runtime.WakeReport{}, wake.AlwaysOn); p.Seq != 4 {
+		t.Errorf("always_on: the relay serves pulse %d, want 4", p.Seq)
+	}
+	if bytes.Equal(card3, card2) {
+		t.Errorf("always_on: the relay serves the card of hourly_wake")
 	}
 	w.shutdown()
 }
@@ -221,13 +219,14 @@ func (w *world) recordStates() (take func() []sentState) {
 	}
 }
 
-// TestAnUnchangedStateSendsNoCard: a state frame that announces nothing
-// new since the last one on its link (the announce after an empty wake)
-// carries neither the card, nor the pulse, nor a status of the same
-// content, and the relay goes on serving the ones it has, which agree;
-// the first frame on a new link, after the relay dropped the old one,
-// carries all three again. Every wake reports the bytes its links sent
-// and received.
+// TestAnUnchangedStateSendsNoCard: the card goes to the relay once; later
+// wakes send only their pulse, for the relay's state-ok named the card it
+// holds (wire.Accepted.CardDigest), and the relay goes on serving it. A
+// state frame that announces nothing new since the last one on its link
+// (the announce after an empty wake) carries neither the card, nor the
+// pulse, nor a status of the same content; the first frame on a new link,
+// after the relay dropped the old one, carries the pulse and the status
+// again. Every wake reports the bytes its links sent and received.
 func TestAnUnchangedStateSendsNoCard(t *testing.T) {
 	w := newWorld(t, wake.HourlyWake)
 	take := w.recordStates()
@@ -239,8 +238,8 @@ func TestAnUnchangedStateSendsNoCard(t *testing.T) {
 	if boot.LinkSent == 0 || boot.LinkReceived == 0 {
 		t.Errorf("boot wake reports %d bytes sent and %d received on its link", boot.LinkSent, boot.LinkReceived)
 	}
-	lv, doc := w.served()
-	w.checkLiveness("after the boot wake", lv, doc, boot)
+	card1, doc := w.served()
+	w.checkPulse("after the boot wake", doc, boot, wake.HourlyWake)
 
 	// The window's wake; the relay drops its link once it published.
 	<-rtc.asleep
@@ -253,20 +252,162 @@ func TestAnUnchangedStateSendsNoCard(t *testing.T) {
 	_, end := w.window.Next(t0)
 	w.clock.Set(end)
 	r := w.nextWake()
-	want = []sentState{{2, true, true, true}, {3, true, true, true}, {3, false, false, false}}
+	want = []sentState{{2, false, true, true}, {3, false, true, true}, {3, false, false, false}}
 	if got := take(); !slices.Equal(got, want) {
 		t.Errorf("window wake sent states %+v, want %+v", got, want)
 	}
-	if r.LinkSent <= boot.LinkSent/2 || r.LinkAttempts != 2 {
-		t.Errorf("window wake over two links: %d attempts, %d bytes sent (the boot wake's one link: %d)", r.LinkAttempts, r.LinkSent, boot.LinkSent)
+	if r.LinkSent <= boot.LinkSent/4 || r.LinkSent >= boot.LinkSent || r.LinkAttempts != 2 {
+		t.Errorf("window wake over two links without the card: %d attempts, %d bytes sent (the boot wake's one link with it: %d)", r.LinkAttempts, r.LinkSent, boot.LinkSent)
 	}
-	lv, doc = w.served()
-	w.checkLiveness("after the window wake", lv, doc, r)
-	if lv.Pulse.Seq != 2 {
-		t.Errorf("after the window wake the card names pulse %d, want 2", lv.Pulse.Seq)
+	card2, doc := w.served()
+	if p := w.checkPulse("after the window wake", doc, r, wake.HourlyWake); p.Seq != 2 {
+		t.Errorf("after the window wake the relay serves pulse %d, want 2", p.Seq)
+	}
+	if !bytes.Equal(card1, card2) {
+		t.Error("the relay serves another card after the window wake")
 	}
 	if st := w.status(); st.Wake == nil || !st.Wake.At.Equal(r.At) {
 		t.Errorf("the relay's status names wake %+v, want the window wake at %v", st.Wake, r.At)
+	}
+	w.shutdown()
+}
+
+// TestTheCardFollowsWhenTheRelayLostIt: a relay whose store lost the card
+// (restored from an older copy, say) names none in its state-ok to the
+// state that left it out, and the device sends the card at once in a
+// second frame; the relay serves it again.
+func TestTheCardFollowsWhenTheRelayLostIt(t *testing.T) {
+	w := newWorld(t, wake.HourlyWake)
+	take := w.recordStates()
+	rtc, _ := w.bootSuspending()
+	card1, _ := w.served()
+	take()
+	<-rtc.asleep
+	ctx, id := context.Background(), w.key.DID().String()
+	st, err := w.states.Get(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Card = nil
+	if err := w.states.Put(ctx, id, st, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	rtc.wakeup <- struct{}{}
+	w.waitPhases(runtime.PhasePublish, runtime.PhaseDrain)
+	want := []sentState{{2, false, true, true}, {2, true, false, false}}
+	if got := take(); !slices.Equal(got, want) {
+		t.Errorf("wake sent states %+v, want %+v (no card, then the card)", got, want)
+	}
+	if card2, _ := w.served(); !bytes.Equal(card1, card2) {
+		t.Error("the relay serves another card than the one it lost")
+	}
+	w.shutdown()
+}
+
+// digestlessLink is a link to a relay that predates
+// wire.Accepted.CardDigest: its state-ok names no card.
+type digestlessLink struct{ statesLink }
+
+func (l digestlessLink) Publish(ctx context.Context, st wire.State) (wire.Accepted, error) {
+	ok, err := l.statesLink.Publish(ctx, st)
+	ok.CardDigest = nil
+	return ok, err
+}
+
+// TestARelayThatNamesNoCardGetsItEveryWake: with a relay that does not
+// say which card it holds, the device cannot know it kept it, and sends
+// the card in the first state of every wake (signed once), but not twice
+// on one link.
+func TestARelayThatNamesNoCardGetsItEveryWake(t *testing.T) {
+	w := newWorld(t, wake.HourlyWake)
+	var mu sync.Mutex
+	var out []sentState
+	links := 0
+	w.cfg.Hooks.Dial = func(ctx context.Context, c link.Config) (runtime.Link, error) {
+		l, err := link.Dial(ctx, c)
+		if err != nil {
+			return nil, err
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		links++
+		return digestlessLink{statesLink{Link: l, n: links, mu: &mu, out: &out}}, nil
+	}
+	rtc, _ := w.bootSuspending()
+	<-rtc.asleep
+	rtc.wakeup <- struct{}{}
+	w.waitPhases(runtime.PhasePublish, runtime.PhaseDrain)
+	_, end := w.window.Next(t0)
+	w.clock.Set(end)
+	w.nextWake()
+	mu.Lock()
+	got := out
+	mu.Unlock()
+	want := []sentState{{1, true, true, true}, {1, false, false, false}, {2, true, true, true}, {2, false, false, false}}
+	if !slices.Equal(got, want) {
+		t.Errorf("two wakes sent states %+v, want %+v", got, want)
+	}
+	w.served()
+	w.shutdown()
+}
+
+// heldLink records whether each state-ok named the KeyPackages held.
+type heldLink struct {
+	runtime.Link
+	mu    *sync.Mutex
+	named *[]bool
+}
+
+func (l heldLink) Publish(ctx context.Context, st wire.State) (wire.Accepted, error) {
+	ok, err := l.Link.Publish(ctx, st)
+	if err == nil {
+		l.mu.Lock()
+		*l.named = append(*l.named, ok.Held != nil)
+		l.mu.Unlock()
+	}
+	return ok, err
+}
+
+// TestAKnownHeldIsNotSentAgain: the relay names the KeyPackages it holds
+// in the boot wake's first state-ok; the next wake, on a new link, names
+// the set the agent learnt (wire.State.HeldDigest), and the relay, which
+// holds the same, leaves them out. A KeyPackage fetched meanwhile makes
+// it name them again, and the agent replaces it.
+func TestAKnownHeldIsNotSentAgain(t *testing.T) {
+	w := newWorld(t, wake.HourlyWake)
+	w.withMLS()
+	var mu sync.Mutex
+	var named []bool
+	w.cfg.Hooks.Dial = func(ctx context.Context, c link.Config) (runtime.Link, error) {
+		l, err := link.Dial(ctx, c)
+		if err != nil {
+			return nil, err
+		}
+		return heldLink{Link: l, mu: &mu, named: &named}, nil
+	}
+	take := func() []bool {
+		mu.Lock()
+		defer mu.Unlock()
+		got := named
+		named = nil
+		return got
+	}
+	w.newAgent()
+	w.run()
+	w.nextWake() // boot
+	if got := take(); len(got) == 0 || !got[0] {
+		t.Fatalf("boot wake's state-oks named Held %v, want the first to", got)
+	}
+	w.wakeThroughWindow()
+	if got := take(); !slices.Equal(got, []bool{false, false}) {
+		t.Errorf("an empty wake's state-oks named Held %v, want neither", got)
+	}
+	if status, _, last := w.takeKeyPackage(); status != http.StatusOK || last {
+		t.Fatalf("fetch = %d, last resort %v", status, last)
+	}
+	w.wakeThroughWindow()
+	if got := take(); len(got) < 2 || !got[0] {
+		t.Errorf("after a fetch, the wake's state-oks named Held %v, want the first to, and the replacement published", got)
 	}
 	w.shutdown()
 }

@@ -22,8 +22,9 @@
 // # One wake
 //
 // In order: open bbolt (once per boot) → bring up the device link →
-// publish a signed pulse → refill the KeyPackage pool and upload the
-// signed Agent Card with mode, bounds and next window → drain → stay live
+// publish a signed pulse naming the next wake → refill the KeyPackage pool
+// and upload the signed Agent Card with mode and bounds, when the relay
+// does not hold it already → drain → stay live
 // to the window's end → announce the next wake → arm the wake source →
 // sleep. Awake time is what a battery pays for, so the independent phases
 // run in parallel: the link is dialled while the pulse is signed and

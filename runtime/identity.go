@@ -141,7 +141,7 @@ func (a *Agent) RotateKey(ctx context.Context, next *did.PrivateKey, handover []
 }
 
 // retire publishes the old identity's last state: asleep with no next
-// wake, the wake's pulse, which its card names, and handover as its
+// wake, its card for that and the wake's pulse, and handover as its
 // retirement, with which the relay answers the old DID's senders 410 Gone
 // naming the new one. The wake publishes nothing more under it.
 func (w *wakeRun) retire(ctx context.Context, handover []byte) error {
@@ -150,12 +150,12 @@ func (w *wakeRun) retire(ctx context.Context, handover []byte) error {
 	an.mode, an.next = wake.Sleep, time.Time{}
 	w.mu.Lock()
 	w.retired = true
-	w.sent = nil // the retirement's card replaces the relay's
+	w.sentCard = nil // the retirement's card replaces the relay's
 	w.mu.Unlock()
 	w.drainMu.Lock()
 	l := w.l
 	w.drainMu.Unlock()
-	card, err := a.card(an, l.Hello())
+	card, _, err := a.card(an.mode, l.Hello())
 	if err != nil {
 		return err
 	}

@@ -214,6 +214,9 @@ func TestRotateKey(t *testing.T) {
 	w.run()
 	// It boots inside the window it kept, and stays awake to its end.
 	w.waitPhase(runtime.PhasePublish)
+	// The wake's pulse, before the announce makes another for the window
+	// the relay assigns the new DID (rotatedWindow).
+	_, p := relayPulse(t, w.srv.URL, next.DID())
 	_, end := w.window.Next(w.clock.Now())
 	w.clock.Set(end)
 	boot := w.nextWake()
@@ -221,7 +224,6 @@ func TestRotateKey(t *testing.T) {
 		t.Fatalf("boot under the new key: %+v", boot)
 	}
 	w.window = w.rotatedWindow(next.DID())
-	_, p := relayPulse(t, w.srv.URL, next.DID())
 	if p.Agent != next.DID() || p.Seq != oldPulse.Seq+1 || p.Prev != pulse.Hash(oldHead) {
 		t.Fatalf("first pulse of the new identity %+v; want seq %d linked to the old identity's last pulse", p, oldPulse.Seq+1)
 	}

@@ -31,10 +31,10 @@ func TestRestartAfterAMissedWake(t *testing.T) {
 			r, start := restartAt(t, w, now, &log, tt.inWindow)
 			checkMissedWakeLog(t, log.String(), off.planned, now, tt.late)
 
-			// The pulse chain continues from bbolt, and the card names its
-			// new head.
-			lv, doc := w.served()
-			w.checkLiveness("after the restart", lv, doc, r)
+			// The pulse chain continues from bbolt, and its new head names
+			// the next wake.
+			_, doc := w.served()
+			w.checkPulse("after the restart", doc, r, wake.HourlyWake)
 			if err := pulse.VerifyNext(off.pulse1, doc); err != nil {
 				t.Errorf("pulse after the restart does not follow the one before: %v", err)
 			}

@@ -6,16 +6,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/torpor-dev/torpor/clock"
-	"github.com/torpor-dev/torpor/pulse"
 	"github.com/torpor-dev/torpor/runtime/drain"
-	"github.com/torpor-dev/torpor/transport/a2a"
 	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"github.com/torpor-dev/torpor/transport/link"
 	"github.com/torpor-dev/torpor/transport/link/wire"
@@ -64,11 +61,18 @@ type wakeRun struct {
 	retired bool      // the identity was rotated away: publish nothing more
 	ending  bool      // past staying live: announcing, then asleep
 	pulse   []byte    // the wake's latest pulse; nil before it is made
-	seq     uint64    // its sequence number
-	// sent is the announcement whose card and pulse the relay accepted
-	// over the link in use; nil before that, after a redial and after a
-	// retirement published another card.
-	sent *announcement
+	// pulseMode and pulseNext are the mode and next wake the pulse names.
+	pulseMode wake.Mode
+	pulseNext time.Time
+	// sentCard is the wire.CardDigest of the card the relay accepted over
+	// the link in use, sentPulse the pulse it accepted; nil before that
+	// and after a redial (sentCard also after a retirement published
+	// another card).
+	sentCard, sentPulse []byte
+	// answered is whether a state-ok came over the link in use: the link
+	// server then knows what Held it named (wire.State.HeldDigest is
+	// for a new link's first state).
+	answered bool
 	// sentStatus is the content of the status the relay accepted over the
 	// link in use (wakeRun.status); "" before that and after a redial.
 	sentStatus string
@@ -99,21 +103,14 @@ func (w *wakeRun) schedule() (wake.Mode, time.Time) {
 }
 
 // announcement is what one state frame and the card in it announce: read
-// once, so that the two agree (the relay refuses a card that disagrees with
-// the state it comes with) even when Extend moves the next wake meanwhile.
+// once, so that the two agree (the relay refuses a card whose mode
+// disagrees with the state it comes with) even when the schedule changes
+// meanwhile.
 type announcement struct {
 	mode   wake.Mode
 	next   time.Time // zero: no planned wake
 	window wake.Window
 	pulse  []byte // nil: no pulse yet in this wake
-	seq    uint64
-}
-
-// same reports whether an and o make the same card and pulse (on one link:
-// the same ceiling).
-func (an announcement) same(o announcement) bool {
-	return an.mode == o.mode && an.next.Equal(o.next) && an.window == o.window &&
-		an.seq == o.seq && bytes.Equal(an.pulse, o.pulse)
 }
 
 // announcement returns what the wake announces now.
@@ -121,7 +118,7 @@ func (w *wakeRun) announcement() announcement {
 	win := w.a.Window() // before w.mu: the lock order is a.mu, then w.mu
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return announcement{mode: w.mode, next: w.next, window: win, pulse: w.pulse, seq: w.seq}
+	return announcement{mode: w.mode, next: w.next, window: win, pulse: w.pulse}
 }
 
 func (w *wakeRun) setSchedule(m wake.Mode, next time.Time) {
@@ -272,16 +269,16 @@ func (w *wakeRun) prepare(start time.Time, mgmt Management) {
 	wg.Wait()
 }
 
-// makePulse makes, commits and keeps the wake's next pulse; the cards the
-// wake signs from now on name it.
+// makePulse makes, commits and keeps the wake's next pulse; the states the
+// wake publishes from now on carry it.
 func (w *wakeRun) makePulse(now time.Time) error {
 	mode, next := w.schedule()
-	doc, p, err := w.a.pipe.Pulse(now, next, string(mode))
+	doc, _, err := w.a.pipe.Pulse(now, next, string(mode))
 	if err != nil {
 		return err
 	}
 	w.mu.Lock()
-	w.pulse, w.seq = doc, p.Seq
+	w.pulse, w.pulseMode, w.pulseNext = doc, mode, next
 	w.mu.Unlock()
 	w.a.mu.Lock()
 	w.a.lastPulse = now
@@ -355,7 +352,7 @@ func (w *wakeRun) publishAndDrain() {
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		an := w.announcement()
-		var card []byte
+		var card outCard
 		if w.ph.measure(PhaseCard, func() error {
 			var err error
 			card, err = w.cardFor(an)
@@ -429,14 +426,23 @@ func (w *wakeRun) lastResortHeld(ctx context.Context, held *wire.Held) error {
 	return nil
 }
 
-// publishState sends one state frame announcing an, with card (signed for
-// an) and kps; KeyPackages the relay accepted are marked published. When
-// the relay's answer shows that it handed out KeyPackages since the last
-// publish (senders fetched them), the pool is refilled and the new ones
-// published at once in a second state frame, so that the relay's pool is
-// whole again while the device sleeps.
-func (w *wakeRun) publishState(ctx context.Context, an announcement, card []byte, kps [][]byte) error {
-	taken, err := w.publishOnce(ctx, an, card, kps)
+// publishState sends one state frame announcing an, with card (when the
+// relay does not hold it) and kps; KeyPackages the relay accepted are
+// marked published. When the relay's answer names another card than the
+// one left out (it lost it, or holds an older one), the card follows at
+// once in a second state frame. When the answer shows that the relay
+// handed out KeyPackages since the last publish (senders fetched them),
+// the pool is refilled and the new ones published at once in another,
+// so that the relay's pool is whole again while the device sleeps.
+func (w *wakeRun) publishState(ctx context.Context, an announcement, card outCard, kps [][]byte) error {
+	taken, holds, err := w.publishOnce(ctx, an, card, kps)
+	if err == nil && !holds {
+		w.a.log.Info("the relay holds another card; sending it")
+		card.send = true
+		var more int
+		more, _, err = w.publishOnce(ctx, an, card, nil)
+		taken += more
+	}
 	if err != nil || taken == 0 || w.a.cfg.MLS.KeyPackages == nil {
 		return err
 	}
@@ -445,60 +451,80 @@ func (w *wakeRun) publishState(ctx context.Context, an announcement, card []byte
 		return err
 	}
 	w.a.log.Info("key packages replaced", "handedOut", taken, "published", len(more))
-	_, err = w.publishOnce(ctx, an, nil, more) // the relay holds the card now
+	card.send = false // the relay holds the card now
+	_, _, err = w.publishOnce(ctx, an, card, more)
 	return err
 }
 
-// cardFor returns the card to publish with an, signed for the bounds in
-// force; nil when the relay holds the card and pulse an makes already,
-// accepted over this link: the state frame that announces nothing new
-// (the announce at the window's end, most often) leaves both out, and the
-// relay keeps what it has (wire.State). An empty wake so sends its card
-// once, not twice.
-func (w *wakeRun) cardFor(an announcement) ([]byte, error) {
-	if w.holds(an) {
-		return nil, nil
-	}
-	return w.a.card(an, w.l.Hello())
+// outCard is the card a state announces: raw, signed for the bounds in
+// force, and its wire.CardDigest; send is whether the state carries it.
+type outCard struct {
+	raw, digest []byte
+	send        bool
 }
 
-// holds reports whether the relay accepted an's card and pulse over the
-// link in use.
-func (w *wakeRun) holds(an announcement) bool {
+// cardFor returns the card for an, sent only when the relay does not hold
+// it: its last state-ok named it (Agent.relayHolds), or it accepted it
+// over this link. The card names nothing that changes between wakes
+// (Agent.card), so an empty wake sends none, and a relay that predates
+// wire.Accepted.CardDigest gets it once a wake.
+func (w *wakeRun) cardFor(an announcement) (outCard, error) {
+	raw, digest, err := w.a.card(an.mode, w.l.Hello())
+	if err != nil {
+		return outCard{}, err
+	}
 	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.sent != nil && w.sent.same(an)
+	onLink := bytes.Equal(w.sentCard, digest)
+	w.mu.Unlock()
+	return outCard{raw: raw, digest: digest, send: !onLink && !w.a.relayHolds(digest)}, nil
 }
 
 // forgetSent records that the relay may not hold the card, pulse and
 // status the wake sent: a new link, perhaps to another relay.
 func (w *wakeRun) forgetSent() {
 	w.mu.Lock()
-	w.sent, w.sentStatus = nil, ""
+	w.sentCard, w.sentPulse, w.sentStatus = nil, nil, ""
+	w.answered = false
 	w.mu.Unlock()
 }
 
 // publishOnce sends one state frame and returns how many published
-// KeyPackages the relay's answer shows handed out.
-func (w *wakeRun) publishOnce(ctx context.Context, an announcement, card []byte, kps [][]byte) (int, error) {
-	a := w.a
+// KeyPackages the relay's answer shows handed out, and whether the relay
+// holds card now.
+func (w *wakeRun) publishOnce(ctx context.Context, an announcement, card outCard, kps [][]byte) (int, bool, error) {
 	if w.isRetired() {
-		return 0, nil
+		return 0, true, nil
 	}
 	status, content := w.status()
 	st := w.state(an, card, kps, status)
 	ok, err := w.l.Publish(ctx, st)
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	w.mu.Lock()
-	if card != nil {
-		w.sent = &an
+	if card.send {
+		w.sentCard = card.digest
+	}
+	if st.Pulse != nil {
+		w.sentPulse = st.Pulse
 	}
 	if status != nil {
 		w.sentStatus = content
 	}
+	holds := bytes.Equal(w.sentCard, card.digest) || bytes.Equal(ok.CardDigest, card.digest)
+	w.answered = true
 	w.mu.Unlock()
+	w.a.setRelayCard(ok.CardDigest)
+	w.a.learnHeld(ok.Held)
+	taken, err := w.accepted(ctx, ok, kps)
+	return taken, holds, err
+}
+
+// accepted takes in the relay's answer to a state that published kps: the
+// wake second it assigned, the last-resort KeyPackage and the KeyPackages
+// it holds. It returns how many published KeyPackages were handed out.
+func (w *wakeRun) accepted(ctx context.Context, ok wire.Accepted, kps [][]byte) (int, error) {
+	a := w.a
 	if ok.WakeSecond != nil {
 		if err := w.adoptWakeSecond(*ok.WakeSecond); err != nil {
 			return 0, err
@@ -527,21 +553,27 @@ func (w *wakeRun) publishOnce(ctx context.Context, an announcement, card []byte,
 	return taken, nil
 }
 
-// state is the state frame announcing an, with card, kps and status. It
-// carries the pulse the card names, so that the relay serves the two
-// together; with no card (cardFor: the relay holds both) it carries
-// neither.
-func (w *wakeRun) state(an announcement, card []byte, kps [][]byte, status []byte) wire.State {
+// state is the state frame announcing an, with card when it is to be
+// sent, kps and status. It carries an's pulse unless the relay accepted it
+// over this link.
+func (w *wakeRun) state(an announcement, card outCard, kps [][]byte, status []byte) wire.State {
 	a := w.a
 	pulse := an.pulse
-	if card == nil {
+	w.mu.Lock()
+	if bytes.Equal(pulse, w.sentPulse) {
 		pulse = nil
+	}
+	answered := w.answered
+	w.mu.Unlock()
+	var raw []byte
+	if card.send {
+		raw = card.raw
 	}
 	win := an.window
 	st := wire.State{
 		Mode:        string(an.mode),
 		Window:      &wire.Window{Minute: win.Minute, LengthSec: int64(win.Length / time.Second), OffsetSec: int64(win.Shift() / time.Second)},
-		Card:        card,
+		Card:        raw,
 		KeyPackages: kps,
 		LastResort:  w.lr,
 		Pulse:       pulse,
@@ -551,6 +583,9 @@ func (w *wakeRun) state(an announcement, card []byte, kps [][]byte, status []byt
 	}
 	if !an.next.IsZero() {
 		st.NextWake = an.next.Unix()
+	}
+	if len(kps) == 0 && len(w.lr) == 0 && !answered {
+		st.HeldDigest = a.heldKnown()
 	}
 	return st
 }
@@ -661,6 +696,13 @@ func (w *wakeRun) announce(ctx context.Context) {
 	ctx, cancel := clock.WithTimeout(ctx, clock.Unscaled(w.a.clock), announceTimeout)
 	defer cancel()
 	w.ph.measure(PhaseAnnounce, func() error {
+		if w.pulseStale() {
+			// The signed word of the next wake is the pulse's: a schedule
+			// changed during the wake gets a pulse that names it.
+			if err := w.makePulse(w.a.clock.Now()); err != nil {
+				w.a.log.Warn("making the pulse of the changed schedule", "err", err)
+			}
+		}
 		an := w.announcement()
 		card, err := w.cardFor(an)
 		if err != nil {
@@ -670,45 +712,12 @@ func (w *wakeRun) announce(ctx context.Context) {
 	})
 }
 
-// card builds and signs the Agent Card for an with the bounds in force:
-// its liveness extension names an's pulse and next window. Before the
-// wake's first pulse (its phase failed) the card has no liveness extension.
-func (a *Agent) card(an announcement, ceiling queuebounds.Bounds) ([]byte, error) {
-	name := a.cfg.Name
-	if name == "" {
-		name = "torpor-agent"
-	}
-	bounds := ceiling.Clamp(&a.cfg.Relay.Bounds)
-	c, err := a2a.BuildCard(a2a.CardOptions{
-		Name:        name,
-		BaseURL:     strings.TrimRight(a.cfg.Relay.URL, "/") + "/a/" + a.cfg.Key.DID().String(),
-		OfflineMode: string(an.mode),
-		Bounds:      &bounds,
-		Policy:      &a2a.Policy{Plaintext: a.cfg.AllowPlaintext},
-		Liveness:    an.liveness(),
-		// The device verifies presented passports (docs/envelope.md).
-		Envelope: a2a.DefaultEnvelopeParams(),
-	})
-	if err != nil {
-		return nil, err
-	}
-	return a2a.SignCard(c, a.cfg.Key)
-}
-
-// liveness is the card's liveness extension for an; nil without a pulse.
-func (an announcement) liveness() *a2a.Liveness {
-	if an.pulse == nil {
-		return nil
-	}
-	l := &a2a.Liveness{Pulse: a2a.PulseRef{Seq: an.seq, Hash: pulse.Hash(an.pulse)}}
-	if !an.next.IsZero() {
-		length := an.window.Length
-		if length == 0 {
-			length = wake.DefaultLength
-		}
-		l.NextWindow = &a2a.NextWindow{Start: an.next, Length: length}
-	}
-	return l
+// pulseStale reports whether the wake's pulse names another mode or next
+// wake than the wake now plans (Extend, SetMode); false without a pulse.
+func (w *wakeRun) pulseStale() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.pulse != nil && (w.pulseMode != w.mode || !w.pulseNext.Equal(w.next))
 }
 
 // unreachableLogEvery bounds how often dial logs that the relay is

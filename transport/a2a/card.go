@@ -148,8 +148,9 @@ type CardOptions struct {
 	OfflineMode string
 	// Bounds, when set, are published in the ExtQueueBounds extension.
 	Bounds *queuebounds.Bounds
-	// Liveness, when set, is published in the ExtLiveness extension. An
-	// empty Pulse.URL becomes BaseURL + PulsePath.
+	// Liveness, when set, is published in the ExtLiveness extension (the
+	// agent no longer sets it: ExtLiveness). An empty Pulse.URL becomes
+	// BaseURL + PulsePath.
 	Liveness *Liveness
 	// Policy, when set, is published in the ExtPolicy extension.
 	Policy *Policy

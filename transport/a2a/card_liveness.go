@@ -11,10 +11,12 @@ import (
 
 // ExtLiveness is Torpor's extension that ties the card to the agent's
 // liveness: the latest pulse the agent published (pulse) and the
-// next window in which it expects to be reachable. The agent signs the card
-// after it published the pulse of a wake, so the card a relay serves names
-// that pulse and the window the agent announced, and the relay cannot
-// change either. Its params are Liveness.
+// next window in which it expects to be reachable. Its params are
+// Liveness. Agents up to commit d2faa43 signed it into the card of every
+// wake; later ones leave it out, so that the card stays the same from
+// wake to wake and is not sent again (the pulse itself, served at
+// PulsePath, names the next wake). Relays still check it in the cards of
+// older agents (docs/agent.md, "Liveness extension").
 const ExtLiveness = "https://github.com/torpor-dev/torpor/blob/main/docs/agent.md#liveness-extension"
 
 // PulsePath is where an agent's latest pulse is served, relative to the

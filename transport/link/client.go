@@ -2,6 +2,7 @@ package link
 
 import (
 	"context"
+	"crypto/sha256"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -283,7 +284,10 @@ func (c *Client) Publish(ctx context.Context, st wire.State) (wire.Accepted, err
 			return wire.Accepted{}, err
 		}
 	}
-	return wire.Accepted{Bounds: *f.Bounds, Held: f.Held, WakeSecond: f.WakeSecond, Offer: f.Offer}, nil
+	if f.CardDigest != nil && len(f.CardDigest) != sha256.Size {
+		return wire.Accepted{}, fmt.Errorf("%w: state-ok names a card digest of %d bytes", wire.ErrProtocol, len(f.CardDigest))
+	}
+	return wire.Accepted{Bounds: *f.Bounds, Held: f.Held, WakeSecond: f.WakeSecond, Offer: f.Offer, CardDigest: f.CardDigest}, nil
 }
 
 // Pull asks for up to max records with seq > after and returns them in seq

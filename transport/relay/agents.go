@@ -59,7 +59,10 @@ func (a *linkAgents) Linked(agent did.DID, up bool) {
 // relay serves honest: the card must be signed by the agent itself, declare
 // the offline-delivery mode that matches the published mode, publish
 // exactly the bounds the relay will apply, and, when it has the liveness
-// extension, name the pulse the relay serves and the next wake published.
+// extension (an older agent's), name the pulse the relay serves and the
+// next wake published. The answer names the card the relay holds
+// (Accepted.CardDigest), so that the device sends it only when it
+// changed.
 func (a *linkAgents) Publish(ctx context.Context, agent did.DID, st wire.State) (wire.Accepted, error) {
 	s := (*Relay)(a)
 	id := agent.String()
@@ -115,6 +118,9 @@ func (a *linkAgents) Publish(ctx context.Context, agent did.DID, st wire.State) 
 		ok.WakeSecond = &sec
 	}
 	ok.Offer = s.rolloutWake(ctx, id, st.Status)
+	if next.Card != nil {
+		ok.CardDigest = wire.CardDigest(next.Card)
+	}
 	return ok, nil
 }
 

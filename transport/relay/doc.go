@@ -171,7 +171,10 @@
 // relays sharing the store (the reference kept one in memory). The
 // verifier is an interface because this package may not import mls
 // (internal/deptest); cmd/torpor-relay wires session/kpcheck. The pulse
-// is stored and served as the device signed it.
+// is stored and served as the device signed it. Each state-ok names the
+// card the relay holds (wire.Accepted.CardDigest), so a device sends its
+// card only when it changed; a card of an older agent that carries the
+// liveness extension must name the pulse held (checkLiveness).
 //
 // A KeyPackage fetch needs a DID Bearer token of any DID; fetches are
 // rate-limited per token DID and per client address (ratelimit.go: the

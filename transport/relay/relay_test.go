@@ -477,6 +477,71 @@ func TestStateOKNamesHeldKeyPackages(t *testing.T) {
 	if held := publish(h.dial(t, dev), deviceOpts{}); held == nil || held.Digests == nil || len(held.Digests) != 0 {
 		t.Errorf("a new link's first state: held %+v, want the empty pool named", held)
 	}
+
+	// A device that names the Held it knows (wire.State.HeldDigest) is not
+	// told it again on a new link, unless the relay holds other ones.
+	c = h.dial(t, dev)
+	held = publish(c, deviceOpts{kps: [][]byte{kp(3), kp(4)}})
+	knows := func(c *link.Client, d []byte) *wire.Held {
+		t.Helper()
+		st := h.state(t, dev, c.Hello(), "always_on", deviceOpts{})
+		st.HeldDigest = d
+		ok, err := c.Publish(context.Background(), st)
+		if err != nil {
+			t.Fatalf("Publish = %+v, %v", ok, err)
+		}
+		return ok.Held
+	}
+	c = h.dial(t, dev)
+	if got := knows(c, wire.HeldDigest(held)); got != nil {
+		t.Errorf("a new link's state naming the Held it knows: held %+v, want it left out", got)
+	}
+	if got := knows(h.dial(t, dev), wire.HeldDigest(&wire.Held{Digests: [][]byte{wire.KeyPackageDigest(kp(3))}})); got == nil || len(got.Digests) != 2 {
+		t.Errorf("a state naming another Held: held %+v, want kp(3) and kp(4) named", got)
+	}
+	h.getKP(t, "/a/"+dev.DID().String()+"/mls/key-package")
+	if got := knows(h.dial(t, dev), wire.HeldDigest(held)); got == nil || len(got.Digests) != 1 {
+		t.Errorf("after one was handed out, a state naming the Held before: held %+v, want the one left named", got)
+	}
+}
+
+// TestStateOKNamesTheCard: the answer to every published state names the
+// card the relay holds by its wire.CardDigest (none before a card), also
+// to a state that left the card out and on a new link; a new card is
+// named once it replaced the old one. A device sends its card only when
+// the relay names another.
+func TestStateOKNamesTheCard(t *testing.T) {
+	h := newHarness(t, nil)
+	dev := didtest.Key(t, 1)
+	c := h.dial(t, dev)
+	publish := func(c *link.Client, st wire.State) []byte {
+		t.Helper()
+		ok, err := c.Publish(context.Background(), st)
+		if err != nil {
+			t.Fatalf("Publish = %+v, %v", ok, err)
+		}
+		return ok.CardDigest
+	}
+	noCard := h.state(t, dev, c.Hello(), "always_on", deviceOpts{})
+	noCard.Card = nil
+	if d := publish(c, noCard); d != nil {
+		t.Errorf("no card held: state-ok names card %x", d)
+	}
+	first := h.state(t, dev, c.Hello(), "always_on", deviceOpts{})
+	if d := publish(c, first); !bytes.Equal(d, wire.CardDigest(first.Card)) {
+		t.Errorf("state-ok names card %x, want the card published, %x", d, wire.CardDigest(first.Card))
+	}
+	c = h.dial(t, dev) // a new link replaces the old one
+	if d := publish(c, noCard); !bytes.Equal(d, wire.CardDigest(first.Card)) {
+		t.Errorf("a new link's state without a card: state-ok names %x, want the card held, %x", d, wire.CardDigest(first.Card))
+	}
+	other := h.state(t, dev, c.Hello(), "always_on", deviceOpts{card: func(c *a2a.Card) { c.Name = "renamed" }})
+	if d := publish(c, other); !bytes.Equal(d, wire.CardDigest(other.Card)) || bytes.Equal(d, wire.CardDigest(first.Card)) {
+		t.Errorf("after a new card: state-ok names %x, want %x", d, wire.CardDigest(other.Card))
+	}
+	if r := h.getCard(t, "/a/"+dev.DID().String()+a2a.CardPath, "1.0"); r.status != 200 || !bytes.Equal(wire.CardDigest(r.body), wire.CardDigest(other.Card)) {
+		t.Errorf("served card: %d, not the one the state-ok named", r.status)
+	}
 }
 
 // TestKeyPackageRateLimit: a fetch needs a DID Bearer token; each caller

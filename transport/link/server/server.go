@@ -510,12 +510,13 @@ func (c *serverConn) handle(f *wire.Frame) error {
 			return c.write(ctx, &wire.Frame{T: wire.FrameError, ID: f.ID, Code: "bad-state", Message: err.Error()})
 		}
 		held := a.Held
-		if unchangedHeld(f.State, c.held, held) {
+		if unchangedHeld(f.State, c.held, held) || knownHeld(f.State, held) {
 			held = nil
-		} else if held != nil {
-			c.held = held
 		}
-		if err := c.write(ctx, &wire.Frame{T: wire.FrameStateOK, ID: f.ID, Bounds: &a.Bounds, Held: held, WakeSecond: a.WakeSecond, Offer: a.Offer}); err != nil || a.Relink == "" {
+		if a.Held != nil {
+			c.held = a.Held
+		}
+		if err := c.write(ctx, &wire.Frame{T: wire.FrameStateOK, ID: f.ID, Bounds: &a.Bounds, Held: held, WakeSecond: a.WakeSecond, Offer: a.Offer, CardDigest: a.CardDigest}); err != nil || a.Relink == "" {
 			return err
 		}
 		// After the answer, so that the device has its state-ok first.
@@ -613,7 +614,7 @@ func (c *serverConn) acked(seqs []uint64) {
 // version of the agent (wire.Accepted), so it is not sent again: with a
 // pool of 20 KeyPackages that is 700 bytes of every announce.
 func unchangedHeld(st *wire.State, last, now *wire.Held) bool {
-	if last == nil || now == nil || len(st.KeyPackages) > 0 || len(st.LastResort) > 0 || st.ReplaceKeyPackages {
+	if last == nil || now == nil || publishesKeyPackages(st) {
 		return false
 	}
 	if !bytes.Equal(last.LastResort, now.LastResort) || len(last.Digests) != len(now.Digests) {
@@ -629,4 +630,17 @@ func unchangedHeld(st *wire.State, last, now *wire.Held) bool {
 		}
 	}
 	return true
+}
+
+// knownHeld reports whether the state-ok of st may leave Held out because
+// the device says it knows it (wire.State.HeldDigest): st published no
+// KeyPackage and names the HeldDigest of now.
+func knownHeld(st *wire.State, now *wire.Held) bool {
+	return now != nil && st.HeldDigest != nil && !publishesKeyPackages(st) && bytes.Equal(st.HeldDigest, wire.HeldDigest(now))
+}
+
+// publishesKeyPackages reports whether st changes the pool or the
+// last-resort KeyPackage.
+func publishesKeyPackages(st *wire.State) bool {
+	return len(st.KeyPackages) > 0 || len(st.LastResort) > 0 || st.ReplaceKeyPackages
 }

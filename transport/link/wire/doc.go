@@ -61,8 +61,9 @@
 //	                                                ceiling bounds for this agent
 //	device → relay  state    {id, state}            publish mode, window, card, ...
 //	relay → device  state-ok {id, bounds, held,     the bounds now in force, the KeyPackages held,
-//	                          wakeSecond, offer}    the wake second the relay assigned, the
-//	                                                update a rollout offers (offer.go)
+//	                          wakeSecond, offer,    the wake second the relay assigned, the
+//	                                                update a rollout offers (offer.go),
+//	                          cardDigest}           the SHA-256 of the card it holds
 //	device → relay  pull     {id, after, max}       up to max records with seq > after
 //	relay → device  records  {id, records, more}    in seq order
 //	device → relay  ack      {id, seqs}             delete these (device committed)
@@ -92,7 +93,12 @@
 // frames came later: a relay that predates them answers an error frame
 // "unknown-frame", which the device reports as a failed fetch. So did
 // state-ok.offer (the update target a rollout of the relay asks the
-// device to install: Accepted.Offer).
+// device to install: Accepted.Offer), state-ok.cardDigest (the
+// CardDigest of the card the relay holds: Accepted.CardDigest; the device
+// leaves its card out of later states while it is named, and sends it
+// once a wake to a relay that names none) and state.heldDigest (the
+// HeldDigest of the Held the device knows, which the relay then leaves
+// out of the state-ok when it holds the same KeyPackages).
 //
 // # Handshake
 //

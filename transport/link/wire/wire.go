@@ -1,9 +1,12 @@
 package wire
 
 import (
+	"bytes"
 	"crypto/sha256"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/fxamacker/cbor/v2"
@@ -97,6 +100,8 @@ type Frame struct {
 	Data   []byte         `cbor:"data,omitempty"`
 	// Offer is a state-ok's Accepted.Offer (offer.go).
 	Offer *Offer `cbor:"offer,omitempty"`
+	// CardDigest is a state-ok's Accepted.CardDigest.
+	CardDigest []byte `cbor:"cardDigest,omitempty"`
 }
 
 // State is what a device publishes about itself. Every publish replaces the
@@ -115,8 +120,9 @@ type State struct {
 	// Card is the Agent Card JSON signed by the device (a2a.SignCard). The
 	// relay verifies kid == the device's DID and serves it verbatim;
 	// empty keeps the card it has, which must still agree with the state.
-	// The agent leaves the card and the pulse out of a state that
-	// announces nothing new since the last one on the same link (every
+	// The agent leaves the card out while the relay holds it
+	// (Accepted.CardDigest, or accepted over the same link), and the
+	// pulse out once the relay accepted it over the same link (every
 	// relay version keeps them).
 	Card []byte `cbor:"card,omitempty"`
 	// KeyPackages are MLSMessage-wrapped KeyPackages (RFC 9420, Section 6,
@@ -159,6 +165,13 @@ type State struct {
 	// sends none when the payload is the one the relay accepted over the
 	// same link). A relay that predates it ignores the member.
 	Status []byte `cbor:"status,omitempty"`
+	// HeldDigest, when set, is the HeldDigest of the Held the device
+	// learnt last (from any link): a relay that holds the same
+	// KeyPackages leaves Held out of the state-ok of a state that
+	// publishes none, for the device knows them (every wake opens a new
+	// link, and a pool of 20 is 0.9 KB). A relay that predates it ignores
+	// the member and names them.
+	HeldDigest []byte `cbor:"heldDigest,omitempty"`
 	// Enrolment, when set, is the device's enrolment by its owner: a
 	// Governed Object (JSON) issued and signed by an owner DID, with
 	// purpose PurposeEnrolment, whose payload is an EnrolmentPayload
@@ -210,6 +223,12 @@ type Accepted struct {
 	// device to install (offer.go); nil when none, and from relays that
 	// predate offers.
 	Offer *Offer
+	// CardDigest is the CardDigest of the card the relay holds for the
+	// device once the state was stored; nil when it holds none or did
+	// not say (it predates the member). The device leaves its card out
+	// of later states while it is the one named here; a device that
+	// predates the member ignores it.
+	CardDigest []byte
 	// Relink, set by the relay's side only and never sent, makes the link
 	// server end the link once the state-ok is written, with Relink as
 	// the reason: the state admitted the device (an owner's enrolment),
@@ -230,6 +249,30 @@ type Held struct {
 // its MLSMessage-wrapped encoding as published.
 func KeyPackageDigest(wire []byte) []byte {
 	d := sha256.Sum256(wire)
+	return d[:]
+}
+
+// HeldDigest names a Held as a whole: the SHA-256 of its digests in
+// ascending order, each preceded by its length (4 bytes, big-endian),
+// then the last resort's digest, preceded by its length likewise.
+func HeldDigest(h *Held) []byte {
+	ds := slices.Clone(h.Digests)
+	slices.SortFunc(ds, bytes.Compare)
+	s := sha256.New()
+	var b []byte
+	for _, d := range ds {
+		b = binary.BigEndian.AppendUint32(b, uint32(len(d)))
+		b = append(b, d...)
+	}
+	b = binary.BigEndian.AppendUint32(b, uint32(len(h.LastResort)))
+	s.Write(append(b, h.LastResort...))
+	return s.Sum(nil)
+}
+
+// CardDigest is how the link names a card: the SHA-256 of the signed
+// card's bytes as published.
+func CardDigest(card []byte) []byte {
+	d := sha256.Sum256(card)
 	return d[:]
 }
 

@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"bytes"
 	"errors"
 	"testing"
 
@@ -140,5 +141,28 @@ func TestWakeSecondMemberCompatible(t *testing.T) {
 	}
 	if got, err := Decode(b); err != nil || got.WakeSecond != nil {
 		t.Errorf("state-ok without a wake second decodes to %v, %v; want nil", got.WakeSecond, err)
+	}
+}
+
+// TestHeldDigest: a Held's digest does not depend on the order of its
+// digests, and changes with any of them, with their number and with the
+// last resort.
+func TestHeldDigest(t *testing.T) {
+	a, b, c := KeyPackageDigest([]byte("a")), KeyPackageDigest([]byte("b")), KeyPackageDigest([]byte("c"))
+	base := HeldDigest(&Held{Digests: [][]byte{a, b}})
+	if !bytes.Equal(base, HeldDigest(&Held{Digests: [][]byte{b, a}})) {
+		t.Error("the order of the digests changed the Held's digest")
+	}
+	for name, h := range map[string]*Held{
+		"another digest":   {Digests: [][]byte{a, c}},
+		"one more":         {Digests: [][]byte{a, b, c}},
+		"one less":         {Digests: [][]byte{a}},
+		"none":             {Digests: [][]byte{}},
+		"a last resort":    {Digests: [][]byte{a, b}, LastResort: c},
+		"b as last resort": {Digests: [][]byte{a}, LastResort: b},
+	} {
+		if bytes.Equal(base, HeldDigest(h)) {
+			t.Errorf("%s: the same digest", name)
+		}
 	}
 }
