@@ -253,7 +253,7 @@ func (a *args) relayConfig(st *backend, public, brokerURL string, clk clock.Cloc
 	access := relay.Access{AllowAgents: a.allowAgents, Operators: ops}
 	a.admission.access(&access)
 	return relay.Config{
-		PublicURL: public, Stores: relay.Stores{Queue: st.q, States: st.states, Audit: st.audit, Shared: st.shared}, KeyPackages: kpcheck.Verifier{}, Peers: st.peers(),
+		PublicURL: public, Stores: relay.Stores{Queue: st.q, States: st.states, StateReads: st.stateReads, Audit: st.audit, Shared: st.shared}, KeyPackages: kpcheck.Verifier{}, Peers: st.peers(),
 		Limits: relay.Limits{
 			Bounds: a.bounds, KeyPackageRate: a.keyPackageRate,
 			KeyPackageBudget: a.keyPackages.budget, KeyPackageBudgetWindow: a.keyPackages.budgetWindow,
