@@ -272,7 +272,7 @@ func (a *args) relayConfig(st *backend, public, brokerURL string, clk clock.Cloc
 	a.admission.access(&access)
 	access.UsageKey = st.usageKey
 	return relay.Config{
-		PublicURL: public, Stores: relay.Stores{Queue: st.q, States: st.states, Audit: st.audit, Shared: st.shared, Tenants: st.tenants, Rollouts: st.rollouts}, KeyPackages: kpcheck.Verifier{}, Peers: st.peers(),
+		PublicURL: public, Stores: relay.Stores{Queue: st.q, States: st.states, StateReads: st.stateReads, Audit: st.audit, Shared: st.shared, Tenants: st.tenants, Rollouts: st.rollouts}, KeyPackages: kpcheck.Verifier{}, Peers: st.peers(),
 		Limits: relay.Limits{
 			Bounds: a.bounds, KeyPackageRate: a.keyPackageRate,
 			KeyPackageBudget: a.keyPackages.budget, KeyPackageBudgetWindow: a.keyPackages.budgetWindow,

@@ -121,7 +121,10 @@ type backend struct {
 	// relay keeps its own in memory.
 	shared shared.Store
 	fleet  *fleet.Fleet // nil with bolt
-	close  func()
+	// stateReads answers the request path's state reads on JetStream
+	// (jsstore.StateCache); nil with bolt.
+	stateReads relay.StateReader
+	close      func()
 	// guard checked the files in the data directory (nil on JetStream);
 	// it writes the store marker once the broker's file is open too.
 	guard *relaystore.Guard
@@ -165,9 +168,14 @@ func openStores(ctx context.Context, a *args, clk clock.Clock, log *slog.Logger)
 			c.Close()
 			return nil, fmt.Errorf("--store jetstream: the audit log: %w", err)
 		}
+		sc, err := c.StateCache()
+		if err != nil {
+			c.Close()
+			return nil, fmt.Errorf("--store jetstream: watching the agents' states: %w", err)
+		}
 		q, states := c.Queue(), c.Agents()
 		f := fleet.New(c.NATS(), clock.Unscaled(clk), log.With("component", "fleet"))
-		return &backend{q: q, states: states, audit: al, shared: c.Shared(), rollouts: c.Rollouts(), fleet: f, close: func() { q.Close(); states.Close(); c.Close() }}, nil
+		return &backend{q: q, states: states, audit: al, shared: c.Shared(), rollouts: c.Rollouts(), fleet: f, stateReads: sc, close: func() { q.Close(); states.Close(); c.Close() }}, nil
 	}
 	return openBoltStores(a, log)
 }

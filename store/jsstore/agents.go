@@ -190,6 +190,7 @@ func (a *Agents) put(ctx context.Context, agent string, r *agentRecord, rev uint
 		return err
 	}
 	v := append([]byte{agentVersion}, b...)
+	defer a.c.dropCached(agent) // written or not, read it again
 	if rev == 0 {
 		_, err = a.c.kv.Create(ctx, stateKey(agent), v)
 	} else {
@@ -274,7 +275,9 @@ func (a *Agents) Forget(ctx context.Context, agent string) error {
 	if err := st.Purge(ctx, jetstream.WithPurgeSubject("$KV."+a.c.n.bucket+"."+wakesKey(agent))); err != nil || !found {
 		return err
 	}
-	if err := st.Purge(ctx, jetstream.WithPurgeSubject("$KV."+a.c.n.bucket+"."+stateKey(agent))); err != nil {
+	err = st.Purge(ctx, jetstream.WithPurgeSubject("$KV."+a.c.n.bucket+"."+stateKey(agent)))
+	a.c.dropCached(agent)
+	if err != nil {
 		return err
 	}
 	a.deleteKPs(ctx, agent, r.Pool)

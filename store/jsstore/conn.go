@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -99,6 +100,9 @@ type Conn struct {
 	shared jetstream.Stream
 	// refused keeps the permission errors the server reported.
 	refused *asyncErr
+
+	mu    sync.Mutex
+	cache *StateCache // StateCache's, if started
 }
 
 // Open connects, creates the streams and the bucket if they are missing,
@@ -462,6 +466,12 @@ func (c *Conn) NATS() *nats.Conn { return c.nc }
 
 // Close closes the connection; Queue and Agents then fail.
 func (c *Conn) Close() error {
+	c.mu.Lock()
+	sc := c.cache
+	c.mu.Unlock()
+	if sc != nil {
+		sc.Close()
+	}
 	c.nc.Close()
 	return nil
 }

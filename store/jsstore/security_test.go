@@ -10,11 +10,13 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/torpor-dev/torpor/store/agents"
 	"github.com/torpor-dev/torpor/store/agents/agentstest"
 	"github.com/torpor-dev/torpor/store/jsstore"
 	"github.com/torpor-dev/torpor/store/jsstore/jsserver"
 	"github.com/torpor-dev/torpor/store/queue/queuetest"
 	"github.com/torpor-dev/torpor/store/shared/sharedtest"
+	"github.com/torpor-dev/torpor/wake"
 )
 
 func accountsServer(t *testing.T) *jsserver.Server {
@@ -54,6 +56,23 @@ func TestContractsUnderRelayPermissions(t *testing.T) {
 	t.Run("queue", func(t *testing.T) { queuetest.Run(t, opener(onAccounts, (*jsstore.Conn).OwnQueue)) })
 	t.Run("agents", func(t *testing.T) { agentstest.Run(t, opener(onAccounts, (*jsstore.Conn).OwnAgents)) })
 	t.Run("shared", func(t *testing.T) { sharedtest.Run(t, sharedOpener(onAccounts)) })
+	t.Run("state cache", func(t *testing.T) {
+		connect := onAccounts(t)
+		a, b := connect(t), connect(t)
+		defer a.Close()
+		defer b.Close()
+		sc, err := a.StateCache()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := sc.Get(context.Background(), "did:key:zWatched"); !errors.Is(err, agents.ErrUnknownAgent) {
+			t.Fatalf("Get before any write = %v, want ErrUnknownAgent", err)
+		}
+		if err := b.Agents().Put(context.Background(), "did:key:zWatched", agents.State{Mode: wake.Sleep}, nil, nil); err != nil {
+			t.Fatal(err)
+		}
+		waitMode(t, sc, "did:key:zWatched", wake.Sleep, "another connection's write, under the relay's permissions")
+	})
 	t.Run("fleet request-reply", func(t *testing.T) {
 		c := onAccounts(t)(t)
 		defer c.Close()

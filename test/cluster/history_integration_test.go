@@ -219,6 +219,13 @@ func artifactsDir(t *testing.T) string {
 	return dir
 }
 
+// checkTimeout bounds porcupine's search of one history. A run whose
+// fault keeps a sender refused (507) for seconds records thousands of
+// operations, and unanswered ones (a killed process) widen the search:
+// on two loaded cores one such history took more than a minute to check
+// and came back Unknown, which fails the run as a violation would.
+const checkTimeout = 4 * time.Minute
+
 // checkHistory checks the run's history with porcupine against the model
 // of a queue of p.bound records and, on a violation, writes the
 // visualization and names it.
@@ -226,7 +233,7 @@ func checkHistory(t *testing.T, p *runPlan, rec *recorder) {
 	t.Helper()
 	ops := rec.history()
 	model := queueModel(p.bound)
-	res, info := porcupine.CheckOperationsVerbose(model, ops, time.Minute)
+	res, info := porcupine.CheckOperationsVerbose(model, ops, checkTimeout)
 	counts := map[string]int{}
 	for _, o := range ops {
 		counts[describeKind(o)]++

@@ -88,7 +88,8 @@ func (s *Relay) serveJSONRPC(w http.ResponseWriter, r *http.Request) {
 	now := s.clk.Now()
 	// Decide only; the Retry-After is drawn for the requests answered
 	// asleep, not for every request.
-	up := s.linkUp(r.Context(), id)
+	la := s.askLink(r.Context(), id)
+	up := la.up
 	rc := schedule(st).Decide(up, now)
 	version, ok := a2aVersion(r.Header.Get("A2A-Version"))
 	if !ok {
@@ -107,7 +108,7 @@ func (s *Relay) serveJSONRPC(w http.ResponseWriter, r *http.Request) {
 		// The link went down before the request reached the device.
 		up = false
 	}
-	s.offline(w, r, agent, caller, version, body, req, s.reachability(st, up, now), b, now)
+	s.offline(w, r, agent, caller, version, body, req, s.reachability(st, up, now), b, now, la)
 }
 
 // readRequest reads and classifies the request body, once. It answers,
@@ -221,7 +222,7 @@ func (s *Relay) forward(w http.ResponseWriter, r *http.Request, agent, caller di
 
 // offline answers a request the agent does not take live: store and
 // forward where the mode allows it, refusal where it does not.
-func (s *Relay) offline(w http.ResponseWriter, r *http.Request, agent, caller did.DID, version string, body []byte, req rpcRequest, rc wake.Verdict, b queuebounds.Bounds, now time.Time) {
+func (s *Relay) offline(w http.ResponseWriter, r *http.Request, agent, caller did.DID, version string, body []byte, req rpcRequest, rc wake.Verdict, b queuebounds.Bounds, now time.Time, la linkAsked) {
 	id := agent.String()
 	if !rc.Queue {
 		s.metrics.enqueue(id, "refused")
@@ -255,7 +256,7 @@ func (s *Relay) offline(w http.ResponseWriter, r *http.Request, agent, caller di
 		return
 	}
 	s.metrics.enqueue(id, "queued")
-	s.notifyLink(id, rec.Seq)
+	s.notifyLink(id, rec.Seq, la)
 	answerAsleep(w, req, true, rc.RetryAfter)
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/torpor-dev/torpor/clock"
 	"github.com/torpor-dev/torpor/transport/link/server"
 	"github.com/torpor-dev/torpor/transport/link/wire"
 )
@@ -33,6 +34,20 @@ type Peers interface {
 // holds a link; no answer means none does.
 const peerUpTimeout = 2 * time.Second
 
+// linkAsked is what the relay found when it asked whether agent's device
+// was linked, and when it began to ask (on the unscaled clock: the
+// interval is a network's, measured against the fleet's).
+type linkAsked struct {
+	up    bool
+	asked time.Time
+}
+
+// askLink is linkUp, remembered for notifyLink.
+func (s *Relay) askLink(ctx context.Context, agent string) linkAsked {
+	asked := clock.Unscaled(s.clk).Now()
+	return linkAsked{up: s.linkUp(ctx, agent), asked: asked}
+}
+
 // linkUp reports whether agent's device is linked to this relay or,
 // with Peers, to another of the fleet.
 func (s *Relay) linkUp(ctx context.Context, agent string) bool {
@@ -57,11 +72,25 @@ func (s *Relay) forwardLink(ctx context.Context, agent string, req wire.Request)
 	return resp, err
 }
 
+// PeerNoticeGrace is how long after the fleet said that no relay held an
+// agent's link a relay may store a record for it without announcing it to
+// the fleet. A relay that takes a link announces the queue to the device
+// once more fleet.LinkedNoticeAfter (longer) after it began to answer for
+// the link: a device that linked elsewhere after the question, and
+// drained before the record was stored, learns of it then
+// (docs/scale-out.md, "Links across relays").
+const PeerNoticeGrace = time.Second
+
 // notifyLink tells agent's linked device, here or on another relay, that
-// seq was queued.
-func (s *Relay) notifyLink(agent string, seq uint64) {
+// seq was queued. With Peers it sends nothing when the fleet had just said
+// that no relay held the link (l, within PeerNoticeGrace): nobody would
+// get the notice.
+func (s *Relay) notifyLink(agent string, seq uint64, l linkAsked) {
 	if s.link.Up(agent) || s.cfg.Peers == nil {
 		s.link.Notify(agent, seq)
+		return
+	}
+	if !l.up && clock.Since(clock.Unscaled(s.clk), l.asked) <= PeerNoticeGrace {
 		return
 	}
 	s.cfg.Peers.Notify(agent, seq)

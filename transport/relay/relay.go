@@ -75,6 +75,12 @@ type Stores struct {
 	Queue queue.Store
 	// States keeps agents' published state and KeyPackage pools.
 	States agents.Store
+	// StateReads, when set, answers the JSON-RPC request path's read of
+	// an agent's state in place of States.Get: on JetStream a
+	// jsstore.StateCache, kept current by a watch (docs/scale-out.md, "The
+	// agent-state cache"). Every other read, and every write, goes to
+	// States.
+	StateReads StateReader
 	// Audit, when set, keeps the audit log of operator actions
 	// (store/audit): admissions, queue purges and console logins.
 	Audit audit.Store
@@ -94,6 +100,11 @@ type Stores struct {
 	// quotas bound their senders, and a device in a tenant is acted on
 	// only by the operators its owner named.
 	Tenants *tenants.Ledger
+}
+
+// StateReader reads an agent's state as agents.Store.Get does.
+type StateReader interface {
+	Get(ctx context.Context, agent string) (agents.State, error)
 }
 
 // Limits bound what agents and callers may hold of a Relay; zero members

@@ -66,7 +66,11 @@ func (s *Relay) answerRetired(w http.ResponseWriter, st agents.State) {
 // answers 404 (unknown agent), 410 (retired: answerRetired) or 500 and
 // returns false.
 func (s *Relay) requestState(w http.ResponseWriter, r *http.Request, id string) (agents.State, bool) {
-	st, err := s.cfg.Stores.States.Get(r.Context(), id)
+	var reads StateReader = s.cfg.Stores.States
+	if s.cfg.Stores.StateReads != nil {
+		reads = s.cfg.Stores.StateReads
+	}
+	st, err := reads.Get(r.Context(), id)
 	switch {
 	case errors.Is(err, agents.ErrUnknownAgent):
 		writeJSON(w, http.StatusNotFound, map[string]any{"error": "unknown_agent", "message": "no device has published this agent"})

@@ -59,6 +59,7 @@ type Fleet struct {
 type held struct {
 	since int64
 	subs  []*nats.Subscription
+	stop  context.CancelFunc // ends the link's pending notice
 }
 
 // New joins the fleet over nc. clk dates links, to tell the newer of two

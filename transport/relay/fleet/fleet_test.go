@@ -10,6 +10,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/torpor-dev/torpor/clock"
+
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/session/kpcheck"
 	"github.com/torpor-dev/torpor/store/jsstore"
@@ -28,12 +30,26 @@ const publicURL = "http://fleet.torpor.test"
 // with its own NATS connections, store and Fleet, and returns their URLs.
 func startFleet(t *testing.T, n int) []string {
 	t.Helper()
+	return startFleetOn(t, n, nil).urls
+}
+
+// fleetRun is a fleet that startFleetOn started: the relays' URLs, each
+// relay's Fleet connection and the first relay's store.
+type fleetRun struct {
+	urls  []string
+	conns []*nats.Conn
+	store *jsstore.Conn
+}
+
+// startFleetOn is startFleet with the Fleets on clk (nil: the real clock).
+func startFleetOn(t *testing.T, n int, clk clock.Clock) fleetRun {
+	t.Helper()
 	srv, err := jsserver.Start(t.TempDir(), jsserver.Options{SyncAlways: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { jsserver.Shutdown([]*jsserver.Server{srv}) })
-	var urls []string
+	var run fleetRun
 	for range n {
 		c, err := jsstore.Open(context.Background(), jsstore.Config{URLs: []string{srv.URL()}, Replicas: 1, MonitorURL: srv.MonitorURL()})
 		if err != nil {
@@ -43,7 +59,7 @@ func startFleet(t *testing.T, n int) []string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		f := fleet.New(nc, nil, nil)
+		f := fleet.New(nc, clk, nil)
 		r, err := relay.New(relay.Config{PublicURL: publicURL, Stores: relay.Stores{Queue: c.Queue(), States: c.Agents()}, Peers: f, KeyPackages: kpcheck.Verifier{}})
 		if err != nil {
 			t.Fatal(err)
@@ -51,9 +67,12 @@ func startFleet(t *testing.T, n int) []string {
 		f.Serve(r.Link())
 		hs := httptest.NewServer(r.Handler())
 		t.Cleanup(func() { hs.Close(); r.Link().Close(); nc.Close(); c.Close() })
-		urls = append(urls, hs.URL)
+		run.urls, run.conns = append(run.urls, hs.URL), append(run.conns, nc)
+		if run.store == nil {
+			run.store = c
+		}
 	}
-	return urls
+	return run
 }
 
 // linkDevice links dev to the relay at url with a handler that answers

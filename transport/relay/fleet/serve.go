@@ -4,9 +4,12 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"time"
 
 	"github.com/fxamacker/cbor/v2"
 	"github.com/nats-io/nats.go"
+
+	"github.com/torpor-dev/torpor/clock"
 
 	"github.com/torpor-dev/torpor/transport/link/server"
 	"github.com/torpor-dev/torpor/transport/link/wire"
@@ -35,12 +38,14 @@ func (f *Fleet) Linked(agent string, up bool) {
 		for _, s := range h.subs {
 			s.Unsubscribe()
 		}
+		h.stop()
 		delete(f.held, agent)
 	}
 	if !up {
 		return
 	}
-	h := &held{since: f.clk.Now().UnixNano()}
+	ctx, stop := context.WithCancel(context.Background())
+	h := &held{since: f.clk.Now().UnixNano(), stop: stop}
 	handlers := map[string]nats.MsgHandler{
 		"up":     func(m *nats.Msg) { m.Respond(nil) },
 		"fwd":    func(m *nats.Msg) { go f.serveForward(agent, m) },
@@ -56,9 +61,30 @@ func (f *Fleet) Linked(agent string, up bool) {
 		h.subs = append(h.subs, s)
 	}
 	f.held[agent] = h
+	go f.noticeLater(ctx, agent)
 	b, _ := cbor.Marshal(fence{Since: h.since, Relay: f.id})
 	if err := f.nc.Publish(subject(agent, "fence"), b); err != nil {
 		f.log.Warn("fleet: announcing a link", "agent", agent, "err", err)
+	}
+}
+
+// LinkedNoticeAfter is how long after a relay began to answer for a link
+// it tells the device, once, to pull its queue. A relay that asked the
+// fleet about the link just before and found none stores a record without
+// a notify when its publish came within relay.PeerNoticeGrace (shorter)
+// of the question; that record is in the queue by the time this notice
+// goes, and the device's pull finds it.
+const LinkedNoticeAfter = 2 * time.Second
+
+// noticeLater sends agent's device the notice of LinkedNoticeAfter unless
+// ctx ends first (the link went). The wait is a network's, on the
+// unscaled clock.
+func (f *Fleet) noticeLater(ctx context.Context, agent string) {
+	if clock.Sleep(ctx, clock.Unscaled(f.clk), LinkedNoticeAfter) != nil {
+		return
+	}
+	if local := f.localLinks(); local != nil {
+		local.Notify(agent, 0)
 	}
 }
 

@@ -1,0 +1,73 @@
+package fleet_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/torpor-dev/torpor/clock/clocktest"
+	"github.com/torpor-dev/torpor/did/didtest"
+	"github.com/torpor-dev/torpor/store/queue"
+	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
+	"github.com/torpor-dev/torpor/transport/relay/fleet"
+)
+
+// TestNoNotifyWithoutLink: a relay that queues a record for a device no
+// relay holds a link for sends one message to the fleet (the `up`
+// question), not a notify after it; with the device linked to another
+// relay it sends the notify.
+func TestNoNotifyWithoutLink(t *testing.T) {
+	run := startFleetOn(t, 2, nil)
+	dev, sender := didtest.Key(t, 1), didtest.Key(t, 2)
+	c := linkDevice(t, run.urls[0], dev, "sleep")
+	c.Close()
+	sent := func() uint64 { run.conns[1].Flush(); return run.conns[1].Stats().OutMsgs }
+	for _, linked := range []bool{false, true} {
+		if linked {
+			c = linkDevice(t, run.urls[0], dev, "sleep")
+		}
+		before := sent()
+		if status, body := post(t, run.urls[1], dev, sender); status != 503 || !strings.Contains(string(body), `"queued":true`) {
+			t.Fatalf("request for a sleeping device = %d %s, want 503 queued", status, body)
+		}
+		want := uint64(1) // up
+		if linked {
+			want = 2 // up, notify
+		}
+		if got := sent() - before; got != want {
+			t.Errorf("linked %v: relay B sent %d messages to the fleet for one queued record, want %d", linked, got, want)
+		}
+	}
+}
+
+// TestLinkedNoticeAfter: a record stored for a device that linked after
+// the storing relay found no link (and so sent no notify) reaches the
+// device: fleet.LinkedNoticeAfter after its link came up, its relay tells
+// it to pull, and the pull finds the record.
+func TestLinkedNoticeAfter(t *testing.T) {
+	clk := clocktest.New(time.Now())
+	run := startFleetOn(t, 2, clk)
+	dev, sender := didtest.Key(t, 1), didtest.Key(t, 2)
+	created := clk.TimerCreated()
+	c := linkDevice(t, run.urls[0], dev, "sleep")
+	<-created
+	// The record another relay stored without a notify, after the drain
+	// at link-up.
+	rec := queue.Record{Agent: dev.DID().String(), From: sender.DID().String(), Body: []byte(`{"x":1}`)}
+	if _, err := run.store.Queue().Enqueue(context.Background(), rec, queuebounds.Default(), time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(fleet.LinkedNoticeAfter)
+	select {
+	case <-c.Queued():
+	case <-time.After(10 * time.Second):
+		t.Fatal("no queued notice fleet.LinkedNoticeAfter after the link came up")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	recs, _, err := c.Pull(ctx, 0, 10)
+	if err != nil || len(recs) != 1 || string(recs[0].Body) != `{"x":1}` {
+		t.Fatalf("pull after the notice = %v, %v; want the one record", recs, err)
+	}
+}
