@@ -228,7 +228,7 @@ func (s jsShared) Secret(ctx context.Context, name string) ([]byte, error) {
 // (max_payload, 1 MiB by default): about 15,000 agents in one minute,
 // 900,000 in a fleet whose minutes are evenly used; past that an
 // assignment fails and the state publish with it.
-func (s jsShared) WakeSeconds() shared.WakeSeconds { return jsSeconds{s.c} }
+func (s jsShared) WakeSeconds() shared.WakeSeconds { return jsSeconds(s) }
 
 type jsSeconds struct{ c *Conn }
 

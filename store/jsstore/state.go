@@ -150,11 +150,6 @@ func (v *view) fold(h nats.Header, data []byte, seq uint64) error {
 	return nil
 }
 
-// clone returns a copy of v that shares nothing with it.
-func (v *view) clone() *view {
-	return &view{Last: v.Last, MaxSeq: v.MaxSeq, Live: slices.Clone(v.Live), Gone: slices.Clone(v.Gone), Markers: slices.Clone(v.Markers)}
-}
-
 // stats totals the entries live at now and those from peer.
 func (v *view) stats(now time.Time, peer string) (st, fromPeer queue.Stats) {
 	for _, e := range v.Live {

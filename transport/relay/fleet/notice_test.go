@@ -25,7 +25,7 @@ func TestNoNotifyWithoutLink(t *testing.T) {
 	sent := func() uint64 { run.conns[1].Flush(); return run.conns[1].Stats().OutMsgs }
 	for _, linked := range []bool{false, true} {
 		if linked {
-			c = linkDevice(t, run.urls[0], dev, "sleep")
+			linkDevice(t, run.urls[0], dev, "sleep")
 		}
 		before := sent()
 		if status, body := post(t, run.urls[1], dev, sender); status != 503 || !strings.Contains(string(body), `"queued":true`) {
