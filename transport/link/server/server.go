@@ -308,11 +308,13 @@ func (s *Server) detach(c *serverConn) {
 	}
 	s.mu.Unlock()
 	c.fail(ErrClosed)
+	// Logged before the agents hear of it, so that the line is there by
+	// the time the agent is offline.
+	s.log().Info("link down", linkDownAttrs(c.agent.String(), c.calls.Err())...)
 	if current {
 		s.Agents.Linked(c.agent, false)
 		close(c.gone) // after Linked: a caller of Gone sees the agent offline
 	}
-	s.log().Info("link down", linkDownAttrs(c.agent.String(), c.calls.Err())...)
 }
 
 // linkDownAttrs are the "link down" line's attributes: a device that
