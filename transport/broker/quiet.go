@@ -2,8 +2,10 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"time"
 
 	"github.com/mochi-mqtt/server/v2/hooks/storage"
@@ -44,7 +46,8 @@ func seedSysInfo(path string) error {
 
 // quietHandler records mochi's INFO lines (hooks added, listener attached,
 // server started and stopped) at DEBUG: the relay says what it runs and
-// when it stops in its own lines. WARN and ERROR pass unchanged.
+// when it stops in its own lines, and its warning about a connection
+// already closed at DEBUG too. Other WARN and ERROR lines pass unchanged.
 type quietHandler struct{ slog.Handler }
 
 func (h quietHandler) Enabled(ctx context.Context, l slog.Level) bool {
@@ -53,7 +56,29 @@ func (h quietHandler) Enabled(ctx context.Context, l slog.Level) bool {
 
 func (h quietHandler) Handle(ctx context.Context, r slog.Record) error {
 	r.Level = demote(r.Level)
+	if r.Level == slog.LevelWarn && closedConn(r) {
+		// mochi warns when it reads from a client connection that a
+		// close, its own or the client's, already ended (at a relay's
+		// stop): nothing is lost by it, so it is no warning.
+		r.Level = slog.LevelDebug
+		if !h.Handler.Enabled(ctx, r.Level) {
+			return nil
+		}
+	}
 	return h.Handler.Handle(ctx, r)
+}
+
+// closedConn reports whether r's error is a read or write on a closed
+// network connection (net.ErrClosed).
+func closedConn(r slog.Record) bool {
+	closed := false
+	r.Attrs(func(a slog.Attr) bool {
+		if err, ok := a.Value.Any().(error); ok && errors.Is(err, net.ErrClosed) {
+			closed = true
+		}
+		return !closed
+	})
+	return closed
 }
 
 func (h quietHandler) WithAttrs(as []slog.Attr) slog.Handler {

@@ -2,7 +2,10 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"log/slog"
+	"net"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -52,3 +55,25 @@ func (r *recorder) Handle(_ context.Context, rec slog.Record) error {
 
 func (r *recorder) WithAttrs([]slog.Attr) slog.Handler { return r }
 func (r *recorder) WithGroup(string) slog.Handler      { return r }
+
+// TestClosedConnectionIsNoWarning: mochi's warning about reading from a
+// connection already closed (the cluster demo's last WARN: "error=read
+// tcp …: use of closed network connection" as a relay stopped) comes at
+// DEBUG, and is dropped by a handler at INFO; another warning stays one.
+func TestClosedConnectionIsNoWarning(t *testing.T) {
+	rec := &recorder{}
+	log := slog.New(quietHandler{rec})
+	closed := &net.OpError{Op: "read", Net: "tcp", Err: net.ErrClosed}
+	log.Warn("", "error", closed)
+	log.Warn("", "error", errors.New("packet too large"))
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if len(rec.records) != 2 || rec.records[0].Level != slog.LevelDebug || rec.records[1].Level != slog.LevelWarn {
+		t.Errorf("records %+v; want the closed connection at DEBUG and the other at WARN", rec.records)
+	}
+	var buf strings.Builder
+	slog.New(quietHandler{slog.NewTextHandler(&buf, nil)}).Warn("", "error", closed)
+	if buf.Len() != 0 {
+		t.Errorf("a handler at INFO printed %q", buf.String())
+	}
+}
