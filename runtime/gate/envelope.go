@@ -166,6 +166,11 @@ func (g *Gate) evaluateEnvelope(tx *bolt.Tx, a Action, p *Policy, now time.Time)
 	cs := []charge{c,
 		scopeCharge(append(budgetKey(p.ID, i), "\x00scope"...), ruleScope, a, now),
 		scopeCharge(leafKey(pr.Chain[len(pr.Chain)-1], j), leaf.Envelope[j], a, now)}
+	// The leaf's spending counts no longer than the leaf itself: after
+	// its exp no chain with it verifies.
+	if exp := time.Unix(leaf.Exp, 0); cs[2].key != nil && (cs[2].until.IsZero() || exp.Before(cs[2].until)) {
+		cs[2].until = exp
+	}
 	for _, c := range cs[1:] {
 		if c.key != nil && c.amount > c.limit-g.spent(tx, c) {
 			return ReasonBudget, nil, nil
@@ -246,18 +251,20 @@ func scopeCharge(key []byte, s envelope.Scope, a Action, now time.Time) charge {
 	if s.Cap == nil {
 		return charge{}
 	}
-	var w time.Time
+	var w, until time.Time
 	switch s.Cap.Window {
 	case envelope.WindowUTCHour:
 		w = now.Truncate(time.Hour)
+		until = w.Add(time.Hour)
 	case envelope.WindowUTCDay:
 		w = now.Truncate(24 * time.Hour)
+		until = w.Add(24 * time.Hour)
 	case envelope.WindowEpochTotal:
 		w = time.Unix(0, 0)
 	default:
 		return charge{} // tx: only max_per_tx bounds it
 	}
-	return charge{key: key, window: w.UTC(), amount: a.Amount, limit: s.Cap.MaxCumulative}
+	return charge{key: key, window: w.UTC(), amount: a.Amount, limit: s.Cap.MaxCumulative, until: until}
 }
 
 // leafKey is the budget key of scope j of the passport token: spending is

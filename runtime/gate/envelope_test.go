@@ -264,3 +264,33 @@ func TestPrincipalRuleParsing(t *testing.T) {
 		}
 	}
 }
+
+// TestSpentBudgetsAreSwept: a budget record stops counting when its window
+// ends or its passport expires, and is removed from the flash then; the
+// rule scope's record of the day in force stays.
+func TestSpentBudgetsAreSwept(t *testing.T) {
+	w := newEnvWorld(t)
+	w.installPolicy()
+	want(t, "first passport", w.decide(w.pay(w.b, w.chain(w.leaf()), "finance:pay", acct, 100)), Run, "envelope")
+	w.clock.Advance(time.Second)
+	want(t, "second passport", w.decide(w.pay(w.b, w.chain(w.leaf()), "finance:pay", acct, 100)), Run, "envelope")
+	if n := w.budgetRecords(); n != 3 {
+		t.Fatalf("%d budget records after a day's two passports, want 3 (the rule scope's, one per leaf)", n)
+	}
+	w.clock.Advance(24 * time.Hour)
+	want(t, "next day", w.decide(w.pay(w.b, w.chain(w.leaf()), "finance:pay", acct, 100)), Run, "envelope")
+	if n := w.budgetRecords(); n != 2 {
+		t.Fatalf("%d budget records the next day, want 2: yesterday's passports' records swept", n)
+	}
+}
+
+func (w *envWorld) budgetRecords() (n int) {
+	w.t.Helper()
+	if err := w.db.View(func(tx *bolt.Tx) error {
+		n = tx.Bucket(bucketBudget).Stats().KeyN
+		return nil
+	}); err != nil {
+		w.t.Fatal(err)
+	}
+	return n
+}

@@ -58,6 +58,7 @@
 package gate
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"time"
@@ -106,6 +107,10 @@ type Gate struct {
 	ledger *ledger.Ledger
 	clock  clock.Clock
 	reg    envelope.Registry // the action registry presented envelopes use
+
+	// nextSweep is when sweepBudgets next looks at the budget records;
+	// only touched in write transactions, which bbolt runs one at a time.
+	nextSweep time.Time
 }
 
 // Open prepares the gate's buckets in the ledger's bbolt file.
@@ -232,7 +237,10 @@ func (g *Gate) DecideAt(tx *bolt.Tx, a Action, now time.Time) (Decision, error) 
 	if !allowed(reason) {
 		return Decision{Verdict: Hold, Reason: reason}, g.putHold(tx, a, reason)
 	}
-	return Decision{Verdict: Run, Reason: reason}, g.run(tx, a, charges...)
+	if err := g.run(tx, a, charges...); err != nil {
+		return Decision{}, err
+	}
+	return Decision{Verdict: Run, Reason: reason}, g.sweepBudgets(tx, now)
 }
 
 // allowed reports whether an evaluate reason lets the action run.
@@ -262,7 +270,8 @@ type charge struct {
 	key    []byte // budget bucket key; nil for none
 	window time.Time
 	amount int64
-	limit  int64 // the budget (for an envelope scope's; evaluate checks it)
+	limit  int64     // the budget (for an envelope scope's; evaluate checks it)
+	until  time.Time // when the record can no longer count (zero: never)
 }
 
 // evaluate returns "policy" (or "envelope") and the budget charges when a
@@ -310,7 +319,8 @@ func (g *Gate) bounds(tx *bolt.Tx, a Action, p *Policy, i int, now time.Time) (s
 	if r.Budget <= 0 {
 		return "policy", charge{}, nil
 	}
-	c := charge{key: budgetKey(p.ID, i), window: now.Truncate(r.Window), amount: a.Amount}
+	w := now.Truncate(r.Window)
+	c := charge{key: budgetKey(p.ID, i), window: w, amount: a.Amount, until: w.Add(r.Window)}
 	spent := g.spent(tx, c)
 	if spent > r.Budget || a.Amount > r.Budget-spent {
 		return "budget", charge{}, nil
@@ -354,10 +364,14 @@ func (g *Gate) run(tx *bolt.Tx, a Action, cs ...charge) error {
 	return nil
 }
 
-// budget is the bbolt record of one rule's spending.
+// budget is the bbolt record of one rule's spending. Until (Unix seconds,
+// 0 for never) is when it stops counting: the end of its window, or the
+// expiry of the passport it counts for; sweepBudgets removes it then.
+// Records written before Until existed have none.
 type budget struct {
 	Window time.Time `cbor:"1,keyasint"`
 	Spent  int64     `cbor:"2,keyasint"`
+	Until  int64     `cbor:"3,keyasint,omitempty"`
 }
 
 func budgetKey(policyID string, rule int) []byte {
@@ -375,7 +389,11 @@ func (g *Gate) spent(tx *bolt.Tx, c charge) int64 {
 }
 
 func putBudget(tx *bolt.Tx, c charge, spent int64) error {
-	v, err := encMode.Marshal(budget{Window: c.window, Spent: spent})
+	b := budget{Window: c.window, Spent: spent}
+	if !c.until.IsZero() {
+		b.Until = c.until.Unix()
+	}
+	v, err := encMode.Marshal(b)
 	if err != nil {
 		return err
 	}
@@ -429,4 +447,35 @@ func ActionOf(o *governed.Object, payload []byte) (Action, error) {
 		return Action{}, fmt.Errorf("gate: idempotency key of %d bytes is too long", len(a.Key))
 	}
 	return a, nil
+}
+
+// budgetSweepEvery is how often, in the decision clock's time, a run
+// action's transaction also removes the budget records that stopped
+// counting.
+const budgetSweepEvery = time.Hour
+
+// sweepBudgets removes, in tx, every budget record whose Until has passed
+// at now: a window that ended or a passport that expired can never be
+// charged again, and a device that takes passports for years would
+// otherwise keep one record per passport and window on its flash. It
+// looks at most once per budgetSweepEvery.
+func (g *Gate) sweepBudgets(tx *bolt.Tx, now time.Time) error {
+	if now.Before(g.nextSweep) {
+		return nil
+	}
+	g.nextSweep = now.Add(budgetSweepEvery)
+	var dead [][]byte
+	err := tx.Bucket(bucketBudget).ForEach(func(k, v []byte) error {
+		var b budget
+		if cbor.Unmarshal(v, &b) == nil && b.Until != 0 && b.Until <= now.Unix() {
+			dead = append(dead, bytes.Clone(k)) // k lives in pages Delete may change
+		}
+		return nil
+	})
+	for _, k := range dead {
+		if err == nil {
+			err = tx.Bucket(bucketBudget).Delete(k)
+		}
+	}
+	return err
 }
