@@ -357,10 +357,18 @@ func (s *Server) Close() {
 		cs = append(cs, c)
 	}
 	s.mu.Unlock()
+	// All at once: a close waits for the device's answer (up to the
+	// websocket library's 5 s), and one device gone silent must not hold
+	// up the close of every link after it (a relay's stop in a rolling
+	// restart).
+	var wg sync.WaitGroup
 	for _, c := range cs {
-		c.ws.Close(websocket.StatusGoingAway, "relay shutting down")
-		c.fail(ErrClosed)
+		wg.Go(func() {
+			c.ws.Close(websocket.StatusGoingAway, "relay shutting down")
+			c.fail(ErrClosed)
+		})
 	}
+	wg.Wait()
 }
 
 // Forward sends req to agent's device over its link and returns the

@@ -1,0 +1,109 @@
+package server
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/torpor-dev/torpor/did/didtest"
+	"github.com/torpor-dev/torpor/transport/link"
+)
+
+// stallProxy carries one TCP connection to target until stall is called;
+// from then on it carries nothing until release is closed: a device that
+// went silent mid-link (out of coverage, power gone).
+type stallProxy struct {
+	addr    string
+	stalled chan struct{}
+	once    sync.Once
+}
+
+func newStallProxy(t *testing.T, target string, release <-chan struct{}) *stallProxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	p := &stallProxy{addr: ln.Addr().String(), stalled: make(chan struct{})}
+	go func() {
+		in, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		out, err := net.Dial("tcp", target)
+		if err != nil {
+			in.Close()
+			return
+		}
+		t.Cleanup(func() { in.Close(); out.Close() })
+		go p.pipe(out, in, release)
+		p.pipe(in, out, release)
+	}()
+	return p
+}
+
+func (p *stallProxy) stall() { p.once.Do(func() { close(p.stalled) }) }
+
+// pipe copies src to dst, holding every read back while stalled and not
+// yet released.
+func (p *stallProxy) pipe(dst io.Writer, src io.Reader, release <-chan struct{}) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		select {
+		case <-p.stalled:
+			<-release
+		default:
+		}
+		if n > 0 {
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// TestCloseDoesNotWaitLinkByLink: the relay's stop closes every link at
+// once. Four devices have gone silent (their close handshake can only
+// time out); the live device's link is closed while theirs still wait.
+// Closed one after another, the live one waited up to 5 s behind each
+// silent one before it (bug: a relay's stop took seconds per silent link).
+func TestCloseDoesNotWaitLinkByLink(t *testing.T) {
+	h := newHarness(t)
+	var log syncBuffer
+	h.srv.Logger = slog.New(slog.NewTextHandler(&log, nil))
+	release := make(chan struct{})
+	var silent []string
+	for i := range 4 {
+		p := newStallProxy(t, h.http.Listener.Addr().String(), release)
+		key := didtest.Key(t, byte(10+i))
+		c, err := link.Dial(context.Background(), link.Config{RelayURL: "http://" + p.addr, Audience: h.http.URL, Key: key})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		<-h.agents.events // linked
+		p.stall()
+		silent = append(silent, key.DID().String())
+	}
+	live := h.dial(t, didtest.Key(t, 20), nil)
+	closed := make(chan struct{})
+	go func() { h.srv.Close(); close(closed) }()
+	<-live.Done()
+	got := log.String()
+	close(release)
+	<-closed
+	for _, d := range silent {
+		if strings.Contains(got, `msg="link down" agent=`+d) {
+			t.Fatalf("the live device's link was closed after a silent device's close had finished:\n%s", got)
+		}
+	}
+}
