@@ -73,7 +73,8 @@ func (p *stallProxy) pipe(dst io.Writer, src io.Reader, release <-chan struct{})
 
 // TestCloseDoesNotWaitLinkByLink: the relay's stop closes every link at
 // once. Four devices have gone silent (their close handshake can only
-// time out); the live device's link is closed while theirs still wait.
+// time out); the live device's link is closed while theirs still wait,
+// and its link down line says the relay closed it.
 // Closed one after another, the live one waited up to 5 s behind each
 // silent one before it (bug: a relay's stop took seconds per silent link).
 func TestCloseDoesNotWaitLinkByLink(t *testing.T) {
@@ -94,13 +95,20 @@ func TestCloseDoesNotWaitLinkByLink(t *testing.T) {
 		p.stall()
 		silent = append(silent, key.DID().String())
 	}
-	live := h.dial(t, didtest.Key(t, 20), nil)
+	liveKey := didtest.Key(t, 20)
+	live := h.dial(t, liveKey, nil)
 	closed := make(chan struct{})
 	go func() { h.srv.Close(); close(closed) }()
 	<-live.Done()
 	got := log.String()
 	close(release)
 	<-closed
+	for range 5 {
+		<-h.agents.events // unlinked: each link down line is logged
+	}
+	if want := `msg="link down" agent=` + liveKey.DID().String() + " closedBy=relay"; !strings.Contains(log.String(), want) {
+		t.Errorf("relay log after its stop:\n%s\nwant %s", log.String(), want)
+	}
 	for _, d := range silent {
 		if strings.Contains(got, `msg="link down" agent=`+d) {
 			t.Fatalf("the live device's link was closed after a silent device's close had finished:\n%s", got)

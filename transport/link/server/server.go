@@ -37,6 +37,8 @@ var (
 	// ErrClosed is why a link closed when the device or the relay closed
 	// it.
 	ErrClosed = errors.New("link: closed")
+	// errStopping ends the links of a relay that stops (Close).
+	errStopping = fmt.Errorf("%w: the relay is stopping", ErrClosed)
 )
 
 // CodeNotDelivered is the error frame code of an ack that names a record
@@ -321,8 +323,11 @@ func (s *Server) detach(c *serverConn) {
 // closed its link normally (its wake ended) closed it, which is no error;
 // anything else is the error that ended the link.
 func linkDownAttrs(agent string, err error) []any {
-	if websocket.CloseStatus(err) == websocket.StatusNormalClosure {
+	switch {
+	case websocket.CloseStatus(err) == websocket.StatusNormalClosure:
 		return []any{"agent", agent, "closedBy", "device"}
+	case errors.Is(err, errStopping):
+		return []any{"agent", agent, "closedBy", "relay"}
 	}
 	return []any{"agent", agent, "err", err}
 }
@@ -364,6 +369,7 @@ func (s *Server) Close() {
 	var wg sync.WaitGroup
 	for _, c := range cs {
 		wg.Go(func() {
+			c.calls.Fail(errStopping) // first: the link down line's reason
 			c.ws.Close(websocket.StatusGoingAway, "relay shutting down")
 			c.fail(ErrClosed)
 		})
