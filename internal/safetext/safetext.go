@@ -65,6 +65,21 @@ func Show(s string) string {
 	return b.String()
 }
 
+// Clip returns Show(s) cut to at most n bytes, at a character boundary:
+// for a sentence of bounded length that a page, a log or a signed status
+// will show.
+func Clip(s string, n int) string {
+	s = Show(s)
+	if len(s) <= n {
+		return s
+	}
+	s = s[:max(n, 0)]
+	for len(s) > 0 && !utf8.ValidString(s) {
+		s = s[:len(s)-1]
+	}
+	return s
+}
+
 // ShowLines is Show for text of several lines: it keeps newlines and
 // tabs, and neutralises every other refused character.
 func ShowLines(s string) string {

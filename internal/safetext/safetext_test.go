@@ -51,3 +51,22 @@ func TestWriter(t *testing.T) {
 		t.Errorf("wrote %q, want %q", got, want)
 	}
 }
+
+func TestClip(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"short", 10, "short"},
+		{"exactly", 7, "exactly"},
+		{"ééé", 5, "éé"},              // not in the middle of the third é
+		{"a\u202eb", 20, "a<U+202E>b"}, // shown, then counted
+		{"a\u202eb", 4, "a<U+"},
+		{"x", 0, ""},
+	} {
+		if got := Clip(tc.in, tc.n); got != tc.want || len(got) > tc.n {
+			t.Errorf("Clip(%q, %d) = %q, want %q", tc.in, tc.n, got, tc.want)
+		}
+	}
+}

@@ -2,17 +2,19 @@ package update
 
 import (
 	"errors"
-	"unicode/utf8"
 
+	"github.com/torpor-dev/torpor/internal/safetext"
 	"github.com/torpor-dev/torpor/transport/link/wire"
 )
 
 // Status is what the signed status says of a check's result and error
 // (Check's): a verified target, nothing newer, or the refusal's code and
 // sentence, cut to wire.MaxStatusUpdateDetail bytes (the target's name
-// to wire.MaxStatusUpdateTarget).
+// to wire.MaxStatusUpdateTarget), with every control or invisible
+// character shown as its code point (safetext.Clip): the relay refuses a
+// status that carries one.
 func Status(res Result, err error) *wire.StatusUpdate {
-	s := &wire.StatusUpdate{Target: cut(res.Target, wire.MaxStatusUpdateTarget), Version: res.Custom.Version, Bytes: res.Bytes}
+	s := &wire.StatusUpdate{Target: safetext.Clip(res.Target, wire.MaxStatusUpdateTarget), Version: res.Custom.Version, Bytes: res.Bytes}
 	var r *Refusal
 	switch {
 	case err == nil && res.Path != "":
@@ -20,20 +22,9 @@ func Status(res Result, err error) *wire.StatusUpdate {
 	case err == nil:
 		s.Outcome = wire.UpdateUpToDate
 	case errors.As(err, &r):
-		s.Outcome, s.Reason, s.Detail = wire.UpdateRefused, string(r.Code), cut(r.Error(), wire.MaxStatusUpdateDetail)
+		s.Outcome, s.Reason, s.Detail = wire.UpdateRefused, string(r.Code), safetext.Clip(r.Error(), wire.MaxStatusUpdateDetail)
 	default:
-		s.Outcome, s.Reason, s.Detail = wire.UpdateRefused, string(Invalid), cut(err.Error(), wire.MaxStatusUpdateDetail)
-	}
-	return s
-}
-
-func cut(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	s = s[:n]
-	for len(s) > 0 && !utf8.ValidString(s) {
-		s = s[:len(s)-1]
+		s.Outcome, s.Reason, s.Detail = wire.UpdateRefused, string(Invalid), safetext.Clip(err.Error(), wire.MaxStatusUpdateDetail)
 	}
 	return s
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/torpor-dev/torpor/internal/safetext"
 	"log/slog"
 	"time"
 
@@ -96,10 +97,11 @@ func verifyCommand(c MQTTCommand, now time.Time) audit.Record {
 	return rec
 }
 
-// clip bounds a string a publisher chose.
+// clip bounds a string a publisher chose, at a character boundary, with
+// what a page would hide shown (safetext.Clip).
 func clip(s string) string {
-	if len(s) > 128 {
-		return s[:128] + "…"
+	if c := safetext.Clip(s, 128); c != s {
+		return c + "…"
 	}
 	return s
 }

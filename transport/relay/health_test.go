@@ -12,7 +12,8 @@ import (
 // TestStatusHealthKeptAndMeasured: a status with health is verified and
 // kept; so is one whose health has a member this relay does not know (a
 // newer agent's); one whose WiFi interface carries a control character,
-// or more flash free than there is, refuses the state. With per-agent
+// or more flash free than there is, refuses the state; so does an update
+// or install outcome whose text does. With per-agent
 // metrics the health is a gauge per device.
 func TestStatusHealthKeptAndMeasured(t *testing.T) {
 	h := newHarness(t, func(c *Config) { c.Ops.PerAgentMetrics = true })
@@ -30,6 +31,12 @@ func TestStatusHealthKeptAndMeasured(t *testing.T) {
 		"a future member":     {map[string]any{"version": "1", "heldCount": 0, "health": map[string]any{"uptimeS": 5, "batteryPercent": 80}}, true},
 		"a control character": {wire.Status{Version: "1", Health: &wire.StatusHealth{WiFi: &wire.StatusWiFi{Interface: "wlan\u202e0"}}}, false},
 		"flash above total":   {wire.Status{Version: "1", Health: &wire.StatusHealth{Flash: &wire.StatusFlash{Free: 2, Total: 1}}}, false},
+		"an update's detail with a bidi override": {wire.Status{Version: "1", Update: &wire.StatusUpdate{Outcome: wire.UpdateRefused,
+			Reason: "expired", Detail: "metadata \u202egnirpxe"}}, false},
+		"an install reason with a newline": {wire.Status{Version: "1", Install: &wire.StatusInstall{Result: wire.InstallRolledBack,
+			Version: "2", Reason: "exit 1\nlevel=INFO fake line"}}, false},
+		"an update outcome in plain text": {wire.Status{Version: "1", Update: &wire.StatusUpdate{Outcome: wire.UpdateRefused,
+			Reason: "expired", Detail: "the timestamp expired"}}, true},
 	} {
 		st := h.state(t, dev, c.Hello(), "sleep", deviceOpts{})
 		st.Status = signedStatus(t, dev, wire.PurposeStatus, tc.payload)

@@ -30,7 +30,32 @@ func checkStatus(b []byte, agent did.DID) error {
 			return err
 		}
 	}
+	if err := checkUpdateText(st); err != nil {
+		return err
+	}
 	return safetext.Check("status: board", st.Board)
+}
+
+// checkUpdateText refuses an update or install outcome whose text carries
+// a control or invisible character: the console and torporctl show it,
+// and the rollout keeps the reason (the agent shows such characters as
+// code points before it signs, runtime/update.Status).
+func checkUpdateText(st wire.Status) error {
+	var texts [][2]string
+	if u := st.Update; u != nil {
+		texts = append(texts, [2]string{"status: update target", u.Target}, [2]string{"status: update reason", u.Reason},
+			[2]string{"status: update detail", u.Detail})
+	}
+	if in := st.Install; in != nil {
+		texts = append(texts, [2]string{"status: install version", in.Version}, [2]string{"status: install from", in.From},
+			[2]string{"status: install reason", in.Reason})
+	}
+	for _, t := range texts {
+		if err := safetext.Check(t[0], t[1]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // checkCardName refuses a card whose name carries a control or invisible

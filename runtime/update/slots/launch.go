@@ -3,6 +3,7 @@ package slots
 import (
 	"errors"
 	"fmt"
+	"github.com/torpor-dev/torpor/internal/safetext"
 	"strings"
 	"time"
 
@@ -150,9 +151,6 @@ func (s *Slots) Status() *wire.StatusInstall {
 		return nil
 	}
 	o := st.Outcome
-	u := &wire.StatusInstall{Result: o.Result, Version: o.Version, From: o.From, Reason: o.Reason, At: o.At}
-	if len(u.Reason) > wire.MaxInstallReason {
-		u.Reason = u.Reason[:wire.MaxInstallReason-3] + "..."
-	}
-	return u
+	return &wire.StatusInstall{Result: o.Result, Version: safetext.Show(o.Version), From: safetext.Show(o.From),
+		Reason: safetext.Clip(o.Reason, wire.MaxInstallReason), At: o.At}
 }

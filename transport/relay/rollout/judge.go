@@ -2,6 +2,7 @@ package rollout
 
 import (
 	"fmt"
+	"github.com/torpor-dev/torpor/internal/safetext"
 	"slices"
 	"time"
 )
@@ -152,9 +153,6 @@ func (r *Rollout) Abort(reason string, now time.Time) error {
 	return nil
 }
 
-func clip(s string) string {
-	if len(s) > MaxReason {
-		return s[:MaxReason]
-	}
-	return s
-}
+// clip bounds a reason an operator gave, at a character boundary, with
+// what a page would hide shown (safetext.Clip).
+func clip(s string) string { return safetext.Clip(s, MaxReason) }
