@@ -60,7 +60,7 @@ func TestClip(t *testing.T) {
 	}{
 		{"short", 10, "short"},
 		{"exactly", 7, "exactly"},
-		{"ééé", 5, "éé"},              // not in the middle of the third é
+		{"ééé", 5, "éé"},               // not in the middle of the third é
 		{"a\u202eb", 20, "a<U+202E>b"}, // shown, then counted
 		{"a\u202eb", 4, "a<U+"},
 		{"x", 0, ""},

@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	"github.com/torpor-dev/torpor/boards"
+	"github.com/torpor-dev/torpor/internal/diskspace"
 	"github.com/torpor-dev/torpor/transport/link/wire"
 )
 
@@ -39,7 +40,7 @@ func (s Sources) Read() *wire.StatusHealth {
 	if t, ok := CPUMilliC(s.Root, s.Board.ThermalZone); ok {
 		h.CPUMilliC = &t
 	}
-	if free, total, ok := Flash(s.DataDir); ok {
+	if free, total, ok := diskspace.Of(s.DataDir); ok {
 		h.Flash = &wire.StatusFlash{Free: free, Total: total}
 	}
 	h.SupplyMV, _ = SupplyMV(s.Root, s.Board.Supply)

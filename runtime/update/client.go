@@ -12,6 +12,7 @@ import (
 	"github.com/theupdateframework/go-tuf/v2/metadata/trustedmetadata"
 
 	"github.com/torpor-dev/torpor/internal/atomicfile"
+	"github.com/torpor-dev/torpor/internal/diskspace"
 )
 
 // ErrNotFound is what a Source returns for a file the repository does not
@@ -101,7 +102,7 @@ func New(cfg Config) (*Client, error) {
 		cfg.Budget = DefaultBudget
 	}
 	if cfg.Flash == nil {
-		cfg.Flash = flash
+		cfg.Flash = diskspace.Of
 	}
 	for _, d := range []string{"meta", "part", "verified"} {
 		if err := os.MkdirAll(filepath.Join(cfg.Dir, d), 0o700); err != nil {
