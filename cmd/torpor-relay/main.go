@@ -214,7 +214,7 @@ func run(ctx context.Context, a *args, log *slog.Logger) (err error) {
 		return err
 	}
 	defer closeTenants()
-	brokerURL, stopBroker, err := startBroker(a, log, relay.CommandAudit(st.audit, clk, log.With("component", "audit")))
+	brokerURL, stopBroker, err := startBroker(a, log, relay.CommandAudit(st.audit, clk, log.With("component", "audit")), st.tenants)
 	if err != nil {
 		return err
 	}
