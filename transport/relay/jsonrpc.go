@@ -113,8 +113,13 @@ func (s *Relay) serveJSONRPC(w http.ResponseWriter, r *http.Request) {
 		if s.forward(w, r, agent, caller, version, body, req) {
 			return
 		}
-		// The link went down before the request reached the device.
+		// The link went down before the request reached the device:
+		// it is stored, in the tenant's turn again.
 		up = false
+		if leave, ok = s.tenantAdmit(w, r, agent); !ok {
+			return
+		}
+		defer leave()
 	}
 	s.offline(w, r, agent, caller, version, body, req, s.reachability(st, up, now), b, now, la)
 }
