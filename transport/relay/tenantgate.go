@@ -31,9 +31,10 @@ type tenantGate struct {
 }
 
 // enter waits for a place among tenant's requests and returns the
-// function that gives it back (once, however often it is called). It
-// fails, holding nothing, when ctx ends first (the sender hung up).
-func (g *tenantGate) enter(ctx context.Context, tenant string) (leave func(), err error) {
+// function that gives it back (once, however often it is called), and
+// whether it had to wait. It fails, holding nothing, when ctx ends first
+// (the sender hung up).
+func (g *tenantGate) enter(ctx context.Context, tenant string) (leave func(), waited bool, err error) {
 	g.mu.Lock()
 	if g.slots == nil {
 		g.slots = map[string]chan struct{}{}
@@ -47,17 +48,18 @@ func (g *tenantGate) enter(ctx context.Context, tenant string) (leave func(), er
 	select {
 	case c <- struct{}{}:
 	default:
+		waited = true
 		if g.onWait != nil {
 			g.onWait(tenant)
 		}
 		select {
 		case c <- struct{}{}:
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return nil, true, ctx.Err()
 		}
 	}
 	var once sync.Once
-	return func() { once.Do(func() { <-c }) }, nil
+	return func() { once.Do(func() { <-c }) }, waited, nil
 }
 
 // tenantAdmit takes a place for a sender's request to agent among its
@@ -78,7 +80,10 @@ func (s *Relay) tenantAdmit(w http.ResponseWriter, r *http.Request, agent did.DI
 	if !in {
 		return func() {}, true
 	}
-	leave, err = s.tenantGate.enter(r.Context(), owner.String())
+	leave, waited, err := s.tenantGate.enter(r.Context(), owner.String())
+	if waited {
+		s.metrics.tenantWait(owner)
+	}
 	if err != nil {
 		return nil, false
 	}

@@ -18,20 +18,20 @@ func TestTenantGateBoundsEachTenantAlone(t *testing.T) {
 	bg := context.Background()
 	gone, cancel := context.WithCancel(bg)
 	cancel()
-	a1, err1 := g.enter(bg, "a")
-	_, err2 := g.enter(bg, "a")
+	a1, _, err1 := g.enter(bg, "a")
+	_, _, err2 := g.enter(bg, "a")
 	if err1 != nil || err2 != nil {
 		t.Fatalf("a's first two places: %v, %v", err1, err2)
 	}
-	if _, err := g.enter(gone, "a"); err == nil {
-		t.Fatal("a's third request got a place beside a's two; want it to wait")
+	if _, waited, err := g.enter(gone, "a"); err == nil || !waited {
+		t.Fatalf("a's third request beside a's two: waited %v, err %v; want it to wait", waited, err)
 	}
-	if _, err := g.enter(bg, "b"); err != nil { // b never waits for a: a hang here is the failure
-		t.Fatalf("b's request: %v", err)
+	if _, waited, err := g.enter(bg, "b"); err != nil || waited { // b never waits for a: a hang here is the failure
+		t.Fatalf("b's request: waited %v, err %v", waited, err)
 	}
 	waiter := make(chan error)
 	go func() {
-		leave, err := g.enter(bg, "a")
+		leave, _, err := g.enter(bg, "a")
 		if err == nil {
 			defer leave()
 		}
@@ -44,10 +44,10 @@ func TestTenantGateBoundsEachTenantAlone(t *testing.T) {
 	}
 	// The waiter has given its place back; a holds one. One more fits,
 	// and then a is full again.
-	if _, err := g.enter(bg, "a"); err != nil {
-		t.Fatal(err)
+	if _, waited, err := g.enter(bg, "a"); err != nil || waited {
+		t.Fatalf("a's second place after the waiter left: waited %v, err %v", waited, err)
 	}
-	if _, err := g.enter(gone, "a"); err == nil {
+	if _, _, err := g.enter(gone, "a"); err == nil {
 		t.Error("a got a third place: leave gave back more than one")
 	}
 }
@@ -55,14 +55,15 @@ func TestTenantGateBoundsEachTenantAlone(t *testing.T) {
 // TestTenantsFloodWaitsBeforeItsBodyIsRead: with a tenant's one place
 // (Ops.TenantInFlight 1) held, a request to the tenant's device waits,
 // unread and unqueued, while the other tenant's request is queued at
-// once; when the place is given back the waiting request is queued.
+// once; when the place is given back the waiting request is queued,
+// and the wait is counted in torpor_relay_tenant_waits_total.
 func TestTenantsFloodWaitsBeforeItsBodyIsRead(t *testing.T) {
 	th := newTenantHarness(t, tenancy.Quotas{}, func(c *Config) { c.Ops.TenantInFlight = 1 })
 	devA, devB := didtest.Key(t, 70), didtest.Key(t, 72)
 	if !th.enrolled(t, th.a, devA) || !th.enrolled(t, th.b, devB) {
 		t.Fatal("enrolment failed")
 	}
-	held, err := th.relay.tenantGate.enter(context.Background(), th.a.DID().String())
+	held, _, err := th.relay.tenantGate.enter(context.Background(), th.a.DID().String())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,5 +86,10 @@ func TestTenantsFloodWaitsBeforeItsBodyIsRead(t *testing.T) {
 	}
 	if n := len(th.queued(t, devA.DID())); n != 1 {
 		t.Errorf("a's device holds %d records, want 1", n)
+	}
+	for owner, want := range map[string]float64{th.a.DID().String(): 1, th.b.DID().String(): 0} {
+		if got := labelledCounter(t, th.relay, "torpor_relay_tenant_waits_total", map[string]string{"tenant": owner}); got != want {
+			t.Errorf("torpor_relay_tenant_waits_total{tenant=%s} = %v, want %v", owner, got, want)
+		}
 	}
 }
