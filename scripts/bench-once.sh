@@ -5,7 +5,8 @@
 # (cpu-ns/op, internal/benchcpu) beside its rate.
 #
 # Beside the unit benchmarks, it runs the integration-tagged ones that
-# scripts/bench.sh runs (test/interop, test/mqtt, test/cluster, test/link),
+# scripts/bench.sh runs (test/interop, test/mqtt, test/cluster, test/link,
+# test/relay, test/tenants),
 # with the tools they need required (TORPOR_REQUIRE_TOOLS=1, as in
 # `make check`), and test/qemu's BenchmarkEmptyWakeVM, which boots three
 # guests under emulation (minutes on two cores; CHECK_BENCH_VM=0 leaves it
@@ -16,7 +17,7 @@ export TORPOR_REQUIRE_TOOLS=1
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 go test -run '^$' -bench . -benchtime=1x ./... | tee "$out"
-go test -tags integration -run '^$' -bench . -benchtime=1x ./test/interop/... ./test/mqtt/... ./test/cluster/ ./test/link/ ./test/relay/ | tee -a "$out"
+go test -tags integration -run '^$' -bench . -benchtime=1x ./test/interop/... ./test/mqtt/... ./test/cluster/ ./test/link/ ./test/relay/ ./test/tenants/ | tee -a "$out"
 if [ "${CHECK_BENCH_VM:-1}" = 0 ] && [ "${CI:-}" != true ]; then
   echo "bench-once: CHECK_BENCH_VM=0: BenchmarkEmptyWakeVM (test/qemu) left out"
 else

@@ -86,6 +86,23 @@ awk '/^BenchmarkAnswerPath/ {
 END {
   for (n in v) if (n != "floor" && v["floor"] > 0) printf "  %-16s %8.1f µs  %5.2fx (floor %.1f µs)\n", n, v[n], v[n] / v["floor"], v["floor"]
 }' "$out"
+# Issue 26: tenant b's senders at 50 requests a second alone and beside
+# tenant a's 64 flooding senders on one hosted relay, real processes, the
+# two phases taking turns in 4 rounds, with --tenant-inflight unbounded
+# and at its default (test/tenants BenchmarkNoisyNeighbour); the goal is
+# b's p99 beside a <= 2x alone.
+echo "load average before the noisy neighbour: $(cut -d' ' -f1-3 /proc/loadavg)"
+go test -tags integration -run '^$' -bench NoisyNeighbour -benchtime "${NOISY_BENCHTIME:-800x}" ./test/tenants/ | tee "$out"
+echo "tenant b's answers alone and beside tenant a's flood, one run (goal: p99 beside a <= 2x alone):"
+awk '/^BenchmarkNoisyNeighbour\// {
+  name = $1; sub(/^BenchmarkNoisyNeighbour\//, "", name); sub(/-[0-9]+$/, "", name)
+  for (i = 2; i < NF; i++) v[$(i + 1)] = $i
+  printf "  %-20s b p50/p99 alone %6.1f/%6.1f ms, beside a %6.1f/%6.1f ms: p99 %5.2fx; drain %6.1f -> %6.1f ms\n", name,
+    v["b-alone-p50-ms"], v["b-alone-p99-ms"], v["b-beside-a-p50-ms"], v["b-beside-a-p99-ms"], v["p99-x-alone"], v["b-alone-drain-ms"], v["b-beside-a-drain-ms"]
+  printf "  %-20s relay alone %7.0f answers/s at %6.1f µs CPU each, beside a %7.0f answers/s at %6.1f µs CPU each\n", "",
+    v["alone-answers/s"], v["alone-relay-cpu-µs/answer"], v["beside-a-answers/s"], v["beside-a-relay-cpu-µs/answer"]
+}' "$out"
+echo "load average after the noisy neighbour: $(cut -d' ' -f1-3 /proc/loadavg)"
 # Issue 32: this tree's agent beside the one of d2faa43 (built from git
 # history) in one run; the goal halves the CPU and the bytes of an empty wake.
 go test -tags integration -run '^$' -bench EmptyWake -benchtime "${EMPTYWAKE_BENCHTIME:-10x}" ./test/link/ | tee "$out"

@@ -214,7 +214,7 @@ func run(ctx context.Context, a *args, log *slog.Logger) (err error) {
 		return err
 	}
 	defer closeTenants()
-	brokerURL, stopBroker, err := startBroker(a, log, relay.CommandAudit(st.audit, clk, log.With("component", "audit")))
+	brokerURL, stopBroker, err := startBroker(a, log, relay.CommandAudit(st.audit, clk, log.With("component", "audit")), st.tenants)
 	if err != nil {
 		return err
 	}
@@ -285,7 +285,7 @@ func (a *args) relayConfig(st *backend, public, brokerURL string, clk clock.Cloc
 			CORSOrigins: a.corsOrigins, CardCORSOrigins: a.cardOrigins,
 		},
 		Ops: relay.Ops{PerAgentMetrics: a.perAgentMetrics, MetricsElsewhere: metricsElsewhere, MQTTBroker: brokerURL, Console: cc,
-			TenantMetricsLimit: a.tenants.metricsLimit},
+			TenantMetricsLimit: a.tenants.metricsLimit, TenantInFlight: a.tenants.inFlight},
 		Clock: clk, Logger: log,
 	}, nil
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/store/relaystore"
+	"github.com/torpor-dev/torpor/store/tenants"
 	"github.com/torpor-dev/torpor/transport/broker"
 	"github.com/torpor-dev/torpor/transport/relay"
 )
@@ -81,8 +82,9 @@ func (m *mqttArgs) brokerConfig(dataDir string, log *slog.Logger) (broker.Config
 // startBroker starts the embedded MQTT broker unless --mqtt-broker names an
 // external one. It returns the URL devices and operators use and a function
 // that stops the embedded broker, which gives onCommand every command it
-// carries (relay.CommandAudit) from its start on.
-func startBroker(a *args, log *slog.Logger, onCommand func(relay.MQTTCommand)) (string, func(), error) {
+// carries (relay.CommandAudit) from its start on. With a tenants ledger
+// (--tenants) the broker's ACL is scoped by tenant (ledgerScope).
+func startBroker(a *args, log *slog.Logger, onCommand func(relay.MQTTCommand), ledger *tenants.Ledger) (string, func(), error) {
 	if a.mqtt.external != "" {
 		return a.mqtt.external, func() {}, nil
 	}
@@ -91,6 +93,9 @@ func startBroker(a *args, log *slog.Logger, onCommand func(relay.MQTTCommand)) (
 		return "", nil, err
 	}
 	cfg.OnCommand = func(c broker.Command) { onCommand(relay.MQTTCommand(c)) }
+	if ledger != nil {
+		cfg.Enrollment.Tenants = ledgerScope{ledger}
+	}
 	b, err := broker.Start(cfg)
 	if err != nil {
 		return "", nil, relaystore.BrokerFix(filepath.Join(a.dataDir, "mqtt.db"), err)
@@ -102,4 +107,37 @@ func startBroker(a *args, log *slog.Logger, onCommand func(relay.MQTTCommand)) (
 		log.Warn("the embedded MQTT broker listens beyond loopback; pass --mqtt-public-url with the URL clients dial, or their tokens are refused", "addr", b.Addr())
 	}
 	return b.URL(), func() { b.Close() }, nil
+}
+
+// ledgerScope is the tenants ledger as the embedded broker's Scope
+// (docs/tenants.md, docs/mqtt.md "Tenants"): a device's tenant, the
+// operators its owner's signed list names and whether it lets the host
+// see the tenant's devices, read from the ledger at each check.
+type ledgerScope struct{ l *tenants.Ledger }
+
+// DeviceTenant implements broker.Scope.
+func (s ledgerScope) DeviceTenant(dev did.DID) (broker.TenantView, bool, error) {
+	owner, in, err := s.l.TenantOf(dev)
+	if err != nil || !in {
+		return broker.TenantView{}, false, err
+	}
+	info, err := s.l.Tenant(owner)
+	if err != nil {
+		return broker.TenantView{}, false, fmt.Errorf("the tenant of %s: %w", dev, err)
+	}
+	v := broker.TenantView{HostSeesDevices: info.HostSeesDevices}
+	for _, op := range info.Operators {
+		d, err := did.Parse(op)
+		if err != nil {
+			return broker.TenantView{}, false, fmt.Errorf("tenant %s: operator %q: %w", owner, op, err)
+		}
+		v.Operators = append(v.Operators, d)
+	}
+	return v, true, nil
+}
+
+// IsTenantOperator implements broker.Scope.
+func (s ledgerScope) IsTenantOperator(d did.DID) (bool, error) {
+	ts, err := s.l.OperatorTenants(d)
+	return len(ts) > 0, err
 }

@@ -25,6 +25,7 @@ import (
 type tenantArgs struct {
 	file, usageKey string
 	metricsLimit   int
+	inFlight       int
 	// relay is the running relay, set once it is made: the flush loop
 	// samples its stores (relay.SampleTenants).
 	relay atomic.Pointer[relay.Relay]
@@ -33,6 +34,7 @@ type tenantArgs struct {
 func (t *tenantArgs) register(fs *flag.FlagSet) {
 	fs.StringVar(&t.file, "tenants", "", "A hosted relay's tenants: a JSON file {\"tenants\":[{\"owner\":DID,\"quotas\":{\"devices\":N,\"queuedBytes\":N,\"keyPackageBytes\":N,\"requestsPerSecond\":N}}]} (zero: no limit), kept in tenants.db in --data-dir (docs/tenants.md). With --store bolt only.")
 	fs.IntVar(&t.metricsLimit, "tenant-metrics-limit", 100, "With --tenants: how many tenants get a label of their own in /metrics (the first seen); the others count under tenant=\"other\".")
+	fs.IntVar(&t.inFlight, "tenant-inflight", relay.DefaultTenantInFlight, "With --tenants: how many of one tenant's sender requests the relay works on at once; the tenant's others wait, unread, for their turn, so that a tenant's flood does not slow the others' (docs/tenants.md, \"Noisy neighbours\").")
 	fs.StringVar(&t.usageKey, "usage-key", "", "With --tenants: the relay's key file (torporctl keygen) that signs the tenants' hourly usage records; its DID is what tenants verify them with.")
 }
 
@@ -42,6 +44,8 @@ func (t *tenantArgs) validate(store string) error {
 		return errors.New("--usage-key needs --tenants")
 	case t.metricsLimit < 1:
 		return fmt.Errorf("--tenant-metrics-limit %d: want at least 1", t.metricsLimit)
+	case t.inFlight < 1:
+		return fmt.Errorf("--tenant-inflight %d: want at least 1", t.inFlight)
 	case t.file != "" && store != "bolt":
 		return errors.New("--tenants needs --store bolt: tenants on JetStream are not built yet (docs/tenants.md)")
 	}

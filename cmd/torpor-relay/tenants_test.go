@@ -31,6 +31,7 @@ func TestTenantFlags(t *testing.T) {
 		want string
 	}{
 		"no tenant labels":     {[]string{"--tenant-metrics-limit", "0"}, "--tenant-metrics-limit 0"},
+		"no tenant in flight":  {[]string{"--tenant-inflight", "0"}, "--tenant-inflight 0"},
 		"usage key alone":      {[]string{"--usage-key", "k"}, "--usage-key needs --tenants"},
 		"tenants on jetstream": {[]string{"--tenants", "f", "--store", "jetstream", "--nats", "nats://127.0.0.1:4222"}, "--tenants needs --store bolt"},
 	} {

@@ -34,6 +34,12 @@ type world struct {
 }
 
 func newWorld(t *testing.T) *world {
+	return newHostedWorld(t, `{"devices":3,"requestsPerSecond":5}`, `{}`)
+}
+
+// newHostedWorld is newWorld with tenant a's and b's quotas (the JSON
+// objects of --tenants) and extra relay flags.
+func newHostedWorld(t testing.TB, quotasA, quotasB string, extra ...string) *world {
 	w := &world{ctl: testenv.Binary(t, "torporctl"), dir: t.TempDir(), keys: map[string]*did.PrivateKey{}, files: map[string]string{}}
 	for _, name := range []string{"ownerA", "ownerB", "host", "opA", "opB", "usage"} {
 		k, err := did.Generate(nil)
@@ -46,25 +52,26 @@ func newWorld(t *testing.T) *world {
 		}
 	}
 	tf := filepath.Join(w.dir, "tenants.json")
-	body := `{"tenants":[{"owner":"` + w.keys["ownerA"].DID().String() + `","quotas":{"devices":3,"requestsPerSecond":5}},` +
-		`{"owner":"` + w.keys["ownerB"].DID().String() + `"}]}`
+	body := `{"tenants":[{"owner":"` + w.keys["ownerA"].DID().String() + `","quotas":` + quotasA + `},` +
+		`{"owner":"` + w.keys["ownerB"].DID().String() + `","quotas":` + quotasB + `}]}`
 	if err := os.WriteFile(tf, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	w.relay = relaytest.Start(t, filepath.Join(w.dir, "data"), "--tenants", tf, "--usage-key", w.files["usage"], "--operator", w.keys["host"].DID().String())
+	args := append([]string{"--tenants", tf, "--usage-key", w.files["usage"], "--operator", w.keys["host"].DID().String()}, extra...)
+	w.relay = relaytest.Start(t, filepath.Join(w.dir, "data"), args...)
 	w.ok(t, "tenant", "operators", "--upload", "--relay", w.relay.URL, "--key", w.files["ownerA"], w.keys["opA"].DID().String())
 	w.ok(t, "tenant", "operators", "--upload", "--relay", w.relay.URL, "--key", w.files["ownerB"], w.keys["opB"].DID().String())
 	return w
 }
 
 // ctl1 runs torporctl and returns its output and whether it succeeded.
-func (w *world) ctl1(t *testing.T, args ...string) (string, bool) {
+func (w *world) ctl1(t testing.TB, args ...string) (string, bool) {
 	t.Helper()
 	out, err := exec.Command(w.ctl, args...).CombinedOutput()
 	return string(out), err == nil
 }
 
-func (w *world) ok(t *testing.T, args ...string) string {
+func (w *world) ok(t testing.TB, args ...string) string {
 	t.Helper()
 	out, ok := w.ctl1(t, args...)
 	if !ok {
@@ -75,7 +82,7 @@ func (w *world) ok(t *testing.T, args ...string) string {
 
 // enrol links a new device, publishes a sleeping state with owner's
 // enrolment (made by torporctl enrol) and closes the link.
-func (w *world) enrol(t *testing.T, owner string) *did.PrivateKey {
+func (w *world) enrol(t testing.TB, owner string) *did.PrivateKey {
 	t.Helper()
 	dev, err := did.Generate(nil)
 	if err != nil {

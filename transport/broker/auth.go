@@ -34,7 +34,9 @@ const DefaultPrefix = "torpor/v1"
 // any device's cmd topic and subscribes to reply, status and event topics
 // (one device's, or all through '+'). An observer (Config.Observers)
 // subscribes to every device topic and publishes nothing. Nothing else,
-// $SYS included.
+// $SYS included. With a Scope (a hosted relay's tenants), a tenant's
+// operators are operators too, and each device's topics are its tenant's
+// operators' alone (scoped, scope.go).
 type authHook struct {
 	mqtt.HookBase
 	log    *slog.Logger
@@ -42,6 +44,7 @@ type authHook struct {
 	reg    *registry
 	clock  clock.Clock
 	first  *bearer.Verifier // for tokens naming no audience of ours
+	scope  Scope            // nil: no tenants
 
 	mu sync.RWMutex
 	// mu guards operators and verifiers.
@@ -51,7 +54,7 @@ type authHook struct {
 }
 
 func newAuthHook(cfg Config, audiences []string, reg *registry, log *slog.Logger) (*authHook, error) {
-	h := &authHook{log: log, prefix: cfg.Prefix, reg: reg, clock: clock.Unscaled(cfg.Clock),
+	h := &authHook{log: log, prefix: cfg.Prefix, reg: reg, clock: clock.Unscaled(cfg.Clock), scope: cfg.Enrollment.Tenants,
 		verifiers: map[string]*bearer.Verifier{}, operators: map[did.DID]bool{}, observers: map[did.DID]bool{}}
 	for _, a := range audiences {
 		if err := h.addAudience(a); err != nil {
@@ -142,7 +145,7 @@ func (h *authHook) OnConnectAuthenticate(cl *mqtt.Client, pk packets.Packet) boo
 		h.log.Warn("MQTT connection refused", "clientId", truncate(id), "remote", cl.Net.Remote, "err", err)
 		return false
 	}
-	h.log.Debug("MQTT client authenticated", "clientId", id, "did", d, "operator", h.isOperator(d))
+	h.log.Debug("MQTT client authenticated", "clientId", id, "did", d, "operator", h.role(d) == roleOperator || h.role(d) == roleTenantOperator)
 	return true
 }
 
@@ -174,7 +177,7 @@ func (h *authHook) bind(id string, d did.DID, pk packets.Packet) error {
 	if err := checkName(id); err != nil {
 		return fmt.Errorf("client id: %w", err)
 	}
-	if h.isOperator(d) || h.isObserver(d) {
+	if h.role(d) != roleDevice {
 		if owner, ok, err := h.reg.lookup(id); err != nil || ok {
 			return fmt.Errorf("operator %s may not use client id %q: it is the name of device %s", d, id, owner)
 		}
@@ -222,14 +225,14 @@ func (h *authHook) allowed(id string, d did.DID, topic string, write bool) bool 
 	if !ok || strings.Contains(kind, "/") {
 		return false
 	}
-	if h.isObserver(d) {
-		return !write
-	}
-	if h.isOperator(d) {
+	switch r := h.role(d); r {
+	case roleObserver:
+		return !write && h.scoped(r, d, name, false)
+	case roleOperator, roleTenantOperator:
 		if write {
-			return kind == "cmd" && checkName(name) == nil
+			return kind == "cmd" && checkName(name) == nil && h.scoped(r, d, name, true)
 		}
-		return (kind == "reply" || kind == "status" || kind == "event") && (name == "+" || checkName(name) == nil)
+		return (kind == "reply" || kind == "status" || kind == "event") && (name == "+" || checkName(name) == nil) && h.scoped(r, d, name, false)
 	}
 	if name != id {
 		return false

@@ -84,6 +84,13 @@ type Enrollment struct {
 	// Closed refuses every device name that is neither in Devices nor
 	// pinned already.
 	Closed bool
+	// Tenants, when set, puts devices in tenants (a hosted relay,
+	// docs/tenants.md) and scopes operators by them: the operators a
+	// tenant's owner named are operators of the tenant's devices only,
+	// and Config.Operators and Config.Observers see a tenant's device
+	// only when its owner allows it and publish on its topics never
+	// (scope.go).
+	Tenants Scope
 }
 
 // DefaultMaxPacketSize is a little over the 64 KiB payload limit of the

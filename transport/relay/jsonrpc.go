@@ -96,17 +96,30 @@ func (s *Relay) serveJSONRPC(w http.ResponseWriter, r *http.Request) {
 		answer(w, rpcRequest{}, http.StatusBadRequest, -32009, profileAnswer{Error: "version_not_supported", Message: "A2A-Version must be 1.0, or absent for 0.3"}, 0)
 		return
 	}
+	leave, ok := s.tenantAdmit(w, r, agent)
+	if !ok {
+		return
+	}
+	defer leave()
 	b := s.bounds(id, st)
 	body, req, ok := s.readRequest(w, r, id, st, b)
 	if !ok || !s.tenantRate(w, req, agent) {
 		return
 	}
 	if rc.Accept {
+		// The device's answer may take long: the tenant's place is for
+		// the relay's own work only.
+		leave()
 		if s.forward(w, r, agent, caller, version, body, req) {
 			return
 		}
-		// The link went down before the request reached the device.
+		// The link went down before the request reached the device:
+		// it is stored, in the tenant's turn again.
 		up = false
+		if leave, ok = s.tenantAdmit(w, r, agent); !ok {
+			return
+		}
+		defer leave()
 	}
 	s.offline(w, r, agent, caller, version, body, req, s.reachability(st, up, now), b, now, la)
 }

@@ -105,7 +105,7 @@ func newMetrics(s *Relay) *metrics {
 	m.updateMetrics = newUpdateMetrics(m.reg, m)
 	if s.cfg.Stores.Tenants != nil {
 		m.tenants = newTenantMetrics(s.cfg.Ops.TenantMetricsLimit)
-		m.reg.MustRegister(m.tenants.requests, m.tenants.refusals)
+		m.reg.MustRegister(m.tenants.requests, m.tenants.refusals, m.tenants.waits)
 	}
 	if s.cfg.Ops.PerAgentMetrics {
 		m.agentEnqueues = prometheus.NewCounterVec(prometheus.CounterOpts{

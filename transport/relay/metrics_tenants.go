@@ -16,10 +16,10 @@ const tenantOther = "other"
 // their label, the others share "other", so /metrics stays small however
 // many tenants a relay hosts.
 type tenantMetrics struct {
-	requests, refusals *prometheus.CounterVec
-	limit              int
-	mu                 sync.Mutex
-	labelled           map[string]bool
+	requests, refusals, waits *prometheus.CounterVec
+	limit                     int
+	mu                        sync.Mutex
+	labelled                  map[string]bool
 }
 
 func newTenantMetrics(limit int) *tenantMetrics {
@@ -35,6 +35,10 @@ func newTenantMetrics(limit int) *tenantMetrics {
 			Name: "torpor_relay_tenant_refusals_total",
 			Help: "Senders' requests refused by a tenant's quota, by tenant (owner DID, or other) and quota.",
 		}, []string{"tenant", "quota"}),
+		waits: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "torpor_relay_tenant_waits_total",
+			Help: "Senders' requests that waited for a turn among their tenant's --tenant-inflight requests, by tenant (owner DID, or other).",
+		}, []string{"tenant"}),
 		limit: limit, labelled: map[string]bool{},
 	}
 }
@@ -64,5 +68,13 @@ func (m *metrics) tenantRequest(owner did.DID) {
 func (m *metrics) tenantRefusal(owner did.DID, quota string) {
 	if m.tenants != nil {
 		m.tenants.refusals.WithLabelValues(m.tenants.label(owner), quota).Inc()
+	}
+}
+
+// tenantWait counts one request of owner's senders that waited for its
+// tenant's turn (tenantgate.go).
+func (m *metrics) tenantWait(owner did.DID) {
+	if m.tenants != nil {
+		m.tenants.waits.WithLabelValues(m.tenants.label(owner)).Inc()
 	}
 }

@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -214,6 +215,11 @@ type Ops struct {
 	// label of their own in the tenant metrics (metrics_tenants.go: the
 	// first seen); the others count under "other". Zero means 100.
 	TenantMetricsLimit int
+	// TenantInFlight, with Stores.Tenants, is how many of one tenant's
+	// sender requests the relay works on at once; the tenant's others
+	// wait, unread, for their turn (tenantgate.go). Zero means
+	// DefaultTenantInFlight.
+	TenantInFlight int
 }
 
 // Relay is the relay's HTTP side: the per-agent A2A endpoints, the device
@@ -249,6 +255,8 @@ type Relay struct {
 	rollouts *rollout.Manager
 	// tenantQueues serialises each tenant's enqueues (tenants.go).
 	tenantQueues keyedLocks
+	// tenantGate bounds each tenant's requests in flight (tenantgate.go).
+	tenantGate tenantGate
 }
 
 // New returns a relay for cfg. It returns an error for a missing store or
@@ -277,7 +285,7 @@ func New(cfg Config) (*Relay, error) {
 	if cfg.Limits.LiveTimeout == 0 {
 		cfg.Limits.LiveTimeout = 30 * time.Second
 	}
-	s := &Relay{cfg: cfg, clk: clock.Or(cfg.Clock), rnd: cfg.Rand, log: cfg.Logger, adm: admission{known: map[string]bool{}}, rollouts: rolloutManager(cfg.Stores.Rollouts, cfg.Clock)}
+	s := &Relay{cfg: cfg, clk: clock.Or(cfg.Clock), rnd: cfg.Rand, log: cfg.Logger, adm: admission{known: map[string]bool{}}, rollouts: rolloutManager(cfg.Stores.Rollouts, cfg.Clock), tenantGate: tenantGate{limit: cmp.Or(cfg.Ops.TenantInFlight, DefaultTenantInFlight)}}
 	if s.rnd == nil {
 		s.rnd = newBufferedRand()
 	}
