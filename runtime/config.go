@@ -273,6 +273,8 @@ type Updates struct {
 	// Budget bounds the bytes one wake downloads; 0 is update.DefaultBudget.
 	Budget int64
 	// OnVerified is told of a verified file: the slots package installs
-	// it (not in this package).
+	// it (not in this package). A file whose target needs the owner's
+	// confirmation is held instead (updatehold.go) and goes to OnVerified
+	// when the owner confirms it, in the wake or command that confirms.
 	OnVerified func(path string, res update.Result)
 }

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -57,8 +58,15 @@ type Confirmed struct {
 
 // Confirm runs the held action with ledger key key, as the owner's
 // confirmation does, and hands it to the application. It returns the
-// gate's errors (gate.ErrNoHold, gate.ErrExpired, the ledger's *KeyError).
+// gate's errors (gate.ErrNoHold, gate.ErrExpired, the ledger's *KeyError),
+// and ErrNoInstall for a held update this pipeline cannot install. A held
+// update runs its install (PipelineConfig.UpdateInstall).
 func (p *Pipeline) Confirm(ctx context.Context, key string) (Confirmed, error) {
+	if !p.install {
+		if upd, err := p.isHeldUpdate(key); err != nil || upd {
+			return Confirmed{}, cmp.Or(err, ErrNoInstall)
+		}
+	}
 	rep, err := p.drainer.Confirm(ctx, key)
 	if err != nil {
 		return Confirmed{}, err

@@ -15,6 +15,7 @@ import (
 	"github.com/torpor-dev/torpor/runtime/drain"
 	"github.com/torpor-dev/torpor/runtime/gate"
 	"github.com/torpor-dev/torpor/runtime/purpose"
+	"github.com/torpor-dev/torpor/runtime/update"
 	"github.com/torpor-dev/torpor/store/ledger"
 	"github.com/torpor-dev/torpor/store/replay"
 )
@@ -51,6 +52,10 @@ type PipelineConfig struct {
 	// (runtime/trusted; drain.Config.Expiry); nil judges by Clock. The
 	// agent sets it from Config.TrustedTime.
 	Expiry drain.Expiry
+	// UpdateInstall, when set, is where a held update the owner confirmed
+	// goes (updatehold.go): the agent sets it to Updates.OnVerified. Nil
+	// refuses to confirm held updates (ErrNoInstall); they stay held.
+	UpdateInstall func(path string, res update.Result)
 }
 
 // Pipeline is the agent's receive side on one bbolt file: the idempotency
@@ -62,6 +67,7 @@ type PipelineConfig struct {
 // (runtime/manage's Commands) and torpor-agent's offline commands run the
 // same transactions.
 type Pipeline struct {
+	install bool // held updates can be confirmed (PipelineConfig.UpdateInstall)
 	db      *bolt.DB
 	ledger  *ledger.Ledger
 	gate    *gate.Gate
@@ -92,7 +98,12 @@ func OpenPipeline(db *bolt.DB, c PipelineConfig) (*Pipeline, error) {
 	if p.replay, err = replay.Open(db, &replay.Options{Clock: clk}); err != nil {
 		return nil, err
 	}
-	router, err := deliver.NewRouter(c.Routes...)
+	routes := c.Routes
+	if c.UpdateInstall != nil {
+		routes = append([]deliver.Route{installRoute(c.UpdateInstall)}, routes...)
+		p.install = true
+	}
+	router, err := deliver.NewRouter(routes...)
 	if err != nil {
 		return nil, err
 	}

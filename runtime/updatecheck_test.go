@@ -22,6 +22,11 @@ import (
 // updateRepo is a relay's update repository holding build as version 2
 // of the agent for armv6, and the owner's root it trusts.
 func updateRepo(t *testing.T, clk *clocktest.Clock, build []byte) (*updaterepo.Repo, []byte) {
+	return updateRepoWith(t, clk, build, update.Custom{Version: 2, GOARCH: "arm", GOARM: "6"})
+}
+
+// updateRepoWith is updateRepo with the target's custom fields cu.
+func updateRepoWith(t *testing.T, clk *clocktest.Clock, build []byte, cu update.Custom) (*updaterepo.Repo, []byte) {
 	k := map[string]ed25519.PrivateKey{}
 	p := map[string]ed25519.PublicKey{}
 	for _, role := range []string{"root", "targets", "snapshot", "timestamp"} {
@@ -38,7 +43,7 @@ func updateRepo(t *testing.T, clk *clocktest.Clock, build []byte) (*updaterepo.R
 	}
 	t.Cleanup(func() { repo.Close() })
 	targets := metadata.Targets(t0.AddDate(0, 3, 0))
-	tufsign.AddTarget(targets, "torpor-agent/2/linux-armv6", build, update.CustomKey, update.Custom{Version: 2, GOARCH: "arm", GOARM: "6"})
+	tufsign.AddTarget(targets, "torpor-agent/2/linux-armv6", build, update.CustomKey, cu)
 	tb, _ := tufsign.Sign(targets, k["targets"])
 	if err := repo.SetRoot(rootBytes); err != nil {
 		t.Fatal(err)

@@ -158,6 +158,9 @@ type Action struct {
 	// Envelope is the passport chain the message presented, nil when it
 	// presented none (see envelope.go).
 	Envelope *Presented `cbor:",omitempty"`
+	// OwnerOnly marks an action only the owner's confirmation runs (see
+	// Hold): Redecide never releases it, whatever the policy allows.
+	OwnerOnly bool `cbor:",omitempty"`
 }
 
 // LedgerKey returns the ledger key of a: the counterparty and the

@@ -59,8 +59,6 @@ type Config struct {
 	// Budget bounds the blob bytes one Check downloads; 0 means
 	// DefaultBudget.
 	Budget int64
-	// Confirmed reports whether the owner confirmed target at version.
-	Confirmed func(target string, version uint64) bool
 	// Supply returns the supply voltage in millivolts, and false where
 	// the board does not report it.
 	Supply func() (mv int64, ok bool)
@@ -85,6 +83,15 @@ type Result struct {
 	UpToDate bool
 	// Bytes counts the blob bytes this Check downloaded.
 	Bytes int64
+	// AwaitsConfirmation is true for a verified file of a target whose
+	// Custom.Confirm says the owner must confirm the install: the caller
+	// holds it for the owner instead of installing it (the runtime keeps
+	// it as a held action, docs/updates.md "Owner confirmation").
+	AwaitsConfirmation bool
+	// SHA256 is the target's hash (hex), Expires the expiry of the
+	// targets metadata that lists it: a hold for the owner ends there.
+	SHA256  string
+	Expires time.Time
 }
 
 // Client checks the relay's repository for an update.
@@ -127,7 +134,8 @@ func (c *Client) Check(ctx context.Context) (Result, error) {
 	if rerr != nil || target == nil {
 		return res, asError(rerr)
 	}
-	res = Result{Target: target.Path, Custom: custom}
+	res = Result{Target: target.Path, Custom: custom, SHA256: target.Hashes["sha256"].String(),
+		Expires: t.Targets[metadata.TARGETS].Signed.Expires}
 	if rerr := c.conditions(target.Path, custom, now); rerr != nil {
 		return res, rerr
 	}
@@ -139,7 +147,7 @@ func (c *Client) Check(ctx context.Context) (Result, error) {
 	if rerr != nil {
 		return res, rerr
 	}
-	res.Path = path
+	res.Path, res.AwaitsConfirmation = path, custom.Confirm
 	return res, nil
 }
 

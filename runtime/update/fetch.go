@@ -68,8 +68,8 @@ func orAny(board string) string {
 	return board
 }
 
-// conditions judges the target's conditions at now: window, supply,
-// the owner's confirmation.
+// conditions judges the target's conditions at now: window and supply.
+// The owner's confirmation is the caller's (Result.AwaitsConfirmation).
 func (c *Client) conditions(target string, cu Custom, now time.Time) *Refusal {
 	if !cu.InWindow(now) {
 		return refuse(Window, nil, "%s installs in %s UTC; the trusted time is %s", target, cu.Window, stamp(now))
@@ -78,9 +78,6 @@ func (c *Client) conditions(target string, cu Custom, now time.Time) *Refusal {
 		if mv, ok := c.cfg.Supply(); ok && mv < cu.MinSupplyMV {
 			return refuse(Supply, nil, "%s needs a supply of %d mV; the board reads %d mV", target, cu.MinSupplyMV, mv)
 		}
-	}
-	if cu.Confirm && (c.cfg.Confirmed == nil || !c.cfg.Confirmed(target, cu.Version)) {
-		return refuse(Confirm, nil, "%s version %d waits for the owner's confirmation", target, cu.Version)
 	}
 	return nil
 }

@@ -86,12 +86,18 @@ const (
 	UpdateUpToDate = "up-to-date"
 	UpdateVerified = "verified"
 	UpdateRefused  = "refused"
+	// UpdateHeld: a verified file waits for the owner's confirmation
+	// (Reason "needs-confirmation"): no outcome yet, so a rollout keeps
+	// the device pending. Relays that predate it count it as no outcome
+	// too (they act on UpdateRefused only).
+	UpdateHeld = "held"
 )
 
 // StatusUpdate is one update check as the device reports it.
 type StatusUpdate struct {
 	// Outcome is UpdateUpToDate, UpdateVerified (a file whose length and
-	// hashes are the target's is ready to install) or UpdateRefused.
+	// hashes are the target's is ready to install), UpdateHeld (verified,
+	// waiting for the owner's confirmation) or UpdateRefused.
 	Outcome string `json:"outcome"`
 	// Target and Version name the target checked, when there is one.
 	Target  string `json:"target,omitempty"`
