@@ -54,6 +54,10 @@ type Config struct {
 	Device Device
 	// Installed is the version of the running build (Custom.Version).
 	Installed uint64
+	// Type is the Custom.Type of the targets this check considers: ""
+	// for torpor-agent's builds, TypeRauc for operating-system bundles
+	// (Installed is then the bundle version rauc last installed).
+	Type string
 	// Now is the device's trusted time (runtime/trusted's Clock.Trusted).
 	Now func() (time.Time, error)
 	// Budget bounds the blob bytes one Check downloads; 0 means
@@ -110,12 +114,13 @@ func New(cfg Config) (*Client, error) {
 	if cfg.Flash == nil {
 		cfg.Flash = flash
 	}
-	for _, d := range []string{"meta", "part", "verified"} {
-		if err := os.MkdirAll(filepath.Join(cfg.Dir, d), 0o700); err != nil {
+	c := &Client{cfg: cfg}
+	for _, d := range []string{filepath.Join(cfg.Dir, "meta"), c.sub("part"), c.sub("verified")} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
 			return nil, err
 		}
 	}
-	return &Client{cfg: cfg}, nil
+	return c, nil
 }
 
 // Check runs the TUF client workflow (TUF specification Section 5) against

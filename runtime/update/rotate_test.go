@@ -121,3 +121,40 @@ func TestBadCustomFields(t *testing.T) {
 	_, err = r.device(1).Check(context.Background())
 	refusal(t, err, update.Invalid, `target "plain" has no custom fields`)
 }
+
+// TestTargetTypes: one repository lists torpor-agent builds and RAUC
+// bundles (custom type rauc-bundle); each check considers only the targets
+// of its Config.Type, with its own installed version, and keeps its
+// downloads apart (a partial bundle survives the agent's check). A type
+// the device does not know is refused.
+func TestTargetTypes(t *testing.T) {
+	r := newRepo(t)
+	r.publish("agent", payload(2, 10), agentFor(2))
+	os := agentFor(9)
+	os.Type = update.TypeRauc
+	r.publish("os-bundle", payload(9, 100_000), os)
+	dir := t.TempDir()
+	agent := r.deviceIn(dir, 1)
+	res, err := agent.Check(context.Background())
+	verified(t, res, err, payload(2, 10))
+	bundle := r.deviceIn(dir, 3, func(c *update.Config) { c.Type, c.Budget = update.TypeRauc, 64<<10 })
+	_, err = bundle.Check(context.Background())
+	refusal(t, err, update.Budget, "os-bundle: 65536 of 100000 bytes")
+	if res, err := agent.Check(context.Background()); err != nil || res.Path == "" {
+		t.Fatalf("the agent's check again: %+v, %v", res, err)
+	}
+	res, err = bundle.Check(context.Background())
+	verified(t, res, err, payload(9, 100_000))
+	if res.Custom.Type != update.TypeRauc || res.Bytes != 100_000-65536 {
+		t.Errorf("bundle result %+v; want the rauc target, resumed", res)
+	}
+	done := r.deviceIn(t.TempDir(), 9, func(c *update.Config) { c.Type = update.TypeRauc })
+	if res, err := done.Check(context.Background()); err != nil || !res.UpToDate {
+		t.Errorf("a device whose rauc installed version 9: %+v, %v; want up to date", res, err)
+	}
+	odd := agentFor(3)
+	odd.Type = "firmware-blob"
+	r.publish("odd", payload(3, 10), odd)
+	_, err = agent.Check(context.Background())
+	refusal(t, err, update.Invalid, `type "firmware-blob"`)
+}
