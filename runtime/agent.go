@@ -171,8 +171,8 @@ func (a *Agent) open() error {
 		return err
 	}
 	pc := a.cfg.PipelineConfig
-	if u := a.cfg.Relay.Updates; u != nil && u.OnVerified != nil && pc.UpdateInstall == nil {
-		pc.UpdateInstall = u.OnVerified // a held update the owner confirms
+	if u := a.cfg.Relay.Updates; u != nil && (u.OnVerified != nil || u.Rauc != nil) && pc.UpdateInstall == nil {
+		pc.UpdateInstall = a.installVerified // a held update the owner confirms
 	}
 	pipe, err := OpenPipeline(db, pc)
 	if err != nil {

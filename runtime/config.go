@@ -15,6 +15,7 @@ import (
 	"github.com/torpor-dev/torpor/runtime/drain"
 	"github.com/torpor-dev/torpor/runtime/trusted"
 	"github.com/torpor-dev/torpor/runtime/update"
+	"github.com/torpor-dev/torpor/runtime/update/rauc"
 	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"github.com/torpor-dev/torpor/transport/link"
 	"github.com/torpor-dev/torpor/transport/link/wire"
@@ -277,4 +278,9 @@ type Updates struct {
 	// confirmation is held instead (updatehold.go) and goes to OnVerified
 	// when the owner confirms it, in the wake or command that confirms.
 	OnVerified func(path string, res update.Result)
+	// Rauc, when set, makes each check also look for operating-system
+	// bundles (targets of type rauc-bundle, after the agent's own, within
+	// what is left of Budget) and hand a verified one to rauc install
+	// (oscheck.go, docs/updates.md "Operating-system updates: rauc").
+	Rauc *rauc.Installer
 }

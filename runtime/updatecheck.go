@@ -33,10 +33,16 @@ func (w *wakeRun) checkUpdate() {
 		}
 		res, err := c.Check(w.ctx)
 		st = update.Status(res, err)
-		if err != nil {
-			return err
+		if err == nil {
+			err = a.handOnUpdate(res, st, a.installVerified)
 		}
-		return a.handOnUpdate(res, st, cfg)
+		if cfg.Rauc != nil {
+			osSt := w.checkOS(cfg, st.Bytes)
+			w.mu.Lock()
+			w.osUpdate = osSt
+			w.mu.Unlock()
+		}
+		return err
 	})
 	w.mu.Lock()
 	w.update = st
@@ -46,10 +52,10 @@ func (w *wakeRun) checkUpdate() {
 }
 
 // handOnUpdate acts on a check that found no fault: a verified file goes
-// to OnVerified, or is held for the owner (the status then names the held
-// action's key). Held updates other than this one are dropped: a newer
-// publish superseded them, or the device is up to date.
-func (a *Agent) handOnUpdate(res update.Result, st *wire.StatusUpdate, cfg *Updates) error {
+// to install, or is held for the owner (the status then names the held
+// action's key). Held updates of the same type other than this one are
+// dropped: a newer publish superseded them, or the device is up to date.
+func (a *Agent) handOnUpdate(res update.Result, st *wire.StatusUpdate, install func(string, update.Result)) error {
 	keep := ""
 	if res.Path != "" && res.AwaitsConfirmation {
 		now, err := a.updateTime()
@@ -72,10 +78,10 @@ func (a *Agent) handOnUpdate(res update.Result, st *wire.StatusUpdate, cfg *Upda
 			st.Outcome, st.Reason = wire.UpdateVerified, ""
 			st.Detail = cut(fmt.Sprintf("confirmed by the owner as %s (ledger: %s)", key, d.Reason), wire.MaxStatusUpdateDetail)
 		}
-	} else if res.Path != "" && cfg.OnVerified != nil {
-		cfg.OnVerified(res.Path, res)
+	} else if res.Path != "" {
+		install(res.Path, res)
 	}
-	dropped, err := a.pipe.DropUpdates(keep)
+	dropped, err := a.pipe.DropUpdates(res.Custom.Type, keep)
 	for _, h := range dropped {
 		a.log.Info("held update dropped", "key", h.Action.LedgerKey(), "why", "superseded by the repository's newest target for this device")
 	}

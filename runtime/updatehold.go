@@ -131,15 +131,16 @@ func (p *Pipeline) heldUpdate(tx *bolt.Tx, key string) (gate.Held, bool, error) 
 	return gate.Held{}, false, err
 }
 
-// DropUpdates drops the held updates other than keep (a newer publish
-// superseded them, or the device is up to date) and returns them. With
-// none to drop it writes nothing (a commit costs fsyncs at every wake).
-func (p *Pipeline) DropUpdates(keep string) ([]gate.Held, error) {
+// DropUpdates drops the held updates of target type typ (update.Custom's
+// Type) other than keep (a newer publish superseded them, or the device
+// is up to date) and returns them. With none to drop it writes nothing (a
+// commit costs fsyncs at every wake).
+func (p *Pipeline) DropUpdates(typ, keep string) ([]gate.Held, error) {
 	var out []gate.Held
 	err := p.db.View(func(tx *bolt.Tx) error {
 		hs, err := p.gate.Holds(tx)
 		for _, h := range hs {
-			if h.Action.Purpose == PurposeUpdate && h.Action.LedgerKey() != keep {
+			if h.Action.Purpose == PurposeUpdate && h.Action.LedgerKey() != keep && holdType(h) == typ {
 				out = append(out, h)
 			}
 		}
@@ -160,6 +161,16 @@ func (p *Pipeline) DropUpdates(keep string) ([]gate.Held, error) {
 		return nil, err
 	}
 	return out, nil
+}
+
+// holdType is the target type of the held update h.
+func holdType(h gate.Held) string {
+	var dl deliver.Delivery
+	var hu heldUpdate
+	if json.Unmarshal(h.Action.Payload, &dl) != nil || json.Unmarshal(dl.Object, &hu) != nil {
+		return ""
+	}
+	return hu.Custom.Type
 }
 
 // isHeldUpdate reports whether key is a held update.

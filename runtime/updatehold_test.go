@@ -183,7 +183,7 @@ func TestHeldUpdateDeniedOrExpired(t *testing.T) {
 
 	h.res.Target, h.res.Custom.Version = "torpor-agent/3/linux-armv6", 3
 	newer := h.hold(gate.Hold, "needs-confirmation")
-	dropped, err := h.p.DropUpdates(newer)
+	dropped, err := h.p.DropUpdates("", newer)
 	if err != nil || len(dropped) != 1 || dropped[0].Action.LedgerKey() != key {
 		t.Fatalf("DropUpdates = %+v, %v; want the superseded %s", dropped, err, key)
 	}
