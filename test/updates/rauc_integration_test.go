@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	goruntime "runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -247,4 +248,56 @@ func TestRaucInstall(t *testing.T) {
 	if err != nil || st.Installed != 2 || st.Last == nil || st.Last.Result != rauc.Failed || st.Last.Version != 3 {
 		t.Fatalf("state = %+v, %v; want installed 2, the last outcome the failed 3", st, err)
 	}
+}
+
+var (
+	brokerRE = regexp.MustCompile(`mqtt=(mqtt://[0-9.:]+)`)
+	heldRE   = regexp.MustCompile(`msg="update held for the owner.s confirmation" .*key="(update [^"]+)"`)
+	raucRE   = regexp.MustCompile(`msg="OS update handed to rauc" .*result=(\w+)`)
+)
+
+// TestConfirmedBundleThroughTheBinaries: the whole hand-off with real
+// binaries and the real rauc. The owner signs a rauc bundle as a target
+// of type rauc-bundle that needs the owner's confirmation (torporctl
+// update sign-target --type rauc-bundle --confirm) and publishes it to
+// the relay; torpor-agent, configured with update.rauc and managed over
+// the relay's broker, verifies it and holds it (the check says held, the
+// bundle is not installed); torporctl device confirm runs it: rauc
+// installs the bundle into slot B's file, and the agent logs rauc's
+// outcome.
+func TestConfirmedBundleThroughTheBinaries(t *testing.T) {
+	s := newRaucSystem(t)
+	w := newWorld(t)
+	broker := w.relay.Wait(t, brokerRE)[1]
+	image := make([]byte, 1<<20)
+	rand.Read(image)
+	bundle := s.bundle("os4", image, s.signer)
+	ctl(t, "update", "sign-target", "--dir", w.owner, "--name", "os/4/test", "--version", "4", "--goarch", goruntime.GOARCH,
+		"--goarm", "", "--type", "rauc-bundle", "--confirm", bundle)
+	ctl(t, "update", "publish", "--dir", w.owner, "--relay", w.relay.URL, "--key", w.opKey, "--root", "1")
+	conf := map[string]any{"version": 1,
+		"update": map[string]any{"version": 1, "budgetBytes": 8 << 20, "rauc": map[string]any{"env": []string{s.bus}}},
+		"mqtt":   map[string]any{"broker": broker, "name": "plot-os", "operators": []string{w.opDID}}}
+	agent, _ := w.agentWith(t, "plot-os", conf)
+	agent.Wait(t, regexp.MustCompile(`msg="OS update check" .*outcome=held `), "reason=needs-confirmation", "target=os/4/test")
+	key := agent.Wait(t, heldRE)[1]
+	if strings.TrimSpace(s.file("primary")) != "" || agent.Count(raucRE) != 0 {
+		t.Fatalf("the bundle went to rauc before the owner confirmed it:\n%s", agent.Log())
+	}
+
+	dev := agent.Wait(t, regexp.MustCompile(`msg="torpor-agent starting" .*did=(did:key:\w+)`))[1]
+	cmd := exec.Command(testenv.Binary(t, "torporctl"), "device", "confirm", "--broker", broker, "--key", w.opKey, "--did", dev, "plot-os", key)
+	cmd.Env = append(os.Environ(), "TORPOR_KNOWN_DEVICES="+filepath.Join(t.TempDir(), "known"))
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "ok") {
+		t.Fatalf("torporctl device confirm %q: %v\n%s", key, err, out)
+	}
+	if m := agent.Wait(t, raucRE); m[1] != rauc.Installed {
+		t.Fatalf("rauc's outcome %s:\n%s", m[1], agent.Log())
+	}
+	slotB, _ := os.ReadFile(filepath.Join(s.dir, "slot-b.img"))
+	if !bytes.Equal(slotB[:len(image)], image) || strings.TrimSpace(s.file("primary")) != "B" {
+		t.Fatal("slot B does not hold the confirmed bundle's image, or is not primary")
+	}
+	t.Logf("torporctl device confirm:\n%s", out)
 }
