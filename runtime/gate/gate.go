@@ -52,6 +52,10 @@
 // even while halted and does not draw on a policy's budget. It still goes
 // through the idempotency ledger, so a confirmed action never runs twice.
 //
+// The runtime's own actions that need the owner (an update whose target
+// says so, docs/updates.md) are held with Hold and OwnerOnly set: listed,
+// confirmed, denied and expired like the others, never run by a policy.
+//
 // Budgets are counted in fixed windows aligned to the Unix epoch (a day
 // window resets at 00:00 UTC), per policy and rule, in bbolt; a new policy
 // starts with fresh budgets.
