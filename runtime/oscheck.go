@@ -3,8 +3,10 @@ package runtime
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"strconv"
 
+	"github.com/torpor-dev/torpor/runtime/deliver"
 	"github.com/torpor-dev/torpor/runtime/update"
 	"github.com/torpor-dev/torpor/runtime/update/rauc"
 	"github.com/torpor-dev/torpor/transport/link/wire"
@@ -39,7 +41,7 @@ func (w *wakeRun) checkOS(cfg *Updates, spent int64) *wire.StatusUpdate {
 		return st
 	}
 	if err == nil {
-		if err := a.handOnUpdate(res, st, a.installVerified); err != nil {
+		if err := a.handOnUpdate(update.TypeRauc, res, st); err != nil {
 			a.log.Warn("OS update", "err", err)
 		}
 	}
@@ -49,23 +51,23 @@ func (w *wakeRun) checkOS(cfg *Updates, spent int64) *wire.StatusUpdate {
 }
 
 // installVerified hands a verified file on: a rauc bundle to rauc
-// install, a build of the agent to Updates.OnVerified.
-func (a *Agent) installVerified(path string, res update.Result) {
+// install, a build of the agent to Updates.OnVerified. With nothing to
+// install it, it returns an error wrapping deliver.ErrNotStarted (a
+// confirmed hold's ledger key is then released, not completed).
+func (a *Agent) installVerified(path string, res update.Result) error {
 	u := a.cfg.Relay.Updates
 	switch {
 	case res.Custom.Type == update.TypeRauc && u.Rauc != nil:
 		o, err := u.Rauc.Install(context.Background(), path, res.Target, res.Custom.Version, res.SHA256)
-		if err != nil {
-			a.log.Error("OS update: keeping rauc's outcome", "err", err)
-		}
 		a.log.Info("OS update handed to rauc", "target", res.Target, "version", res.Custom.Version,
 			"result", o.Result, "reason", o.Reason)
 		a.StatusChanged()
+		return err
 	case res.Custom.Type == "" && u.OnVerified != nil:
 		u.OnVerified(path, res)
-	default:
-		a.log.Info("update verified, nothing installs it", "target", res.Target, "type", res.Custom.Type)
+		return nil
 	}
+	return fmt.Errorf("%w: nothing on this agent installs %s (type %q)", deliver.ErrNotStarted, res.Target, res.Custom.Type)
 }
 
 // osInstallStatus is the last rauc outcome as the signed status reports

@@ -53,9 +53,12 @@ type PipelineConfig struct {
 	// agent sets it from Config.TrustedTime.
 	Expiry drain.Expiry
 	// UpdateInstall, when set, is where a held update the owner confirmed
-	// goes (updatehold.go): the agent sets it to Updates.OnVerified. Nil
-	// refuses to confirm held updates (ErrNoInstall); they stay held.
-	UpdateInstall func(path string, res update.Result)
+	// goes (updatehold.go): the agent sets it to its Updates.OnVerified or
+	// rauc install. An error wrapping deliver.ErrNotStarted says nothing
+	// was installed (the ledger key is released); another, that the
+	// install may have run. Nil refuses to confirm held updates
+	// (ErrNoInstall); they stay held.
+	UpdateInstall func(path string, res update.Result) error
 }
 
 // Pipeline is the agent's receive side on one bbolt file: the idempotency

@@ -34,7 +34,7 @@ func (w *wakeRun) checkUpdate() {
 		res, err := c.Check(w.ctx)
 		st = update.Status(res, err)
 		if err == nil {
-			err = a.handOnUpdate(res, st, a.installVerified)
+			err = a.handOnUpdate("", res, st)
 		}
 		if cfg.Rauc != nil {
 			osSt := w.checkOS(cfg, st.Bytes)
@@ -53,9 +53,10 @@ func (w *wakeRun) checkUpdate() {
 
 // handOnUpdate acts on a check that found no fault: a verified file goes
 // to install, or is held for the owner (the status then names the held
-// action's key). Held updates of the same type other than this one are
-// dropped: a newer publish superseded them, or the device is up to date.
-func (a *Agent) handOnUpdate(res update.Result, st *wire.StatusUpdate, install func(string, update.Result)) error {
+// action's key). Held updates of the check's target type typ other than
+// this one are dropped: a newer publish superseded them, or the device is
+// up to date.
+func (a *Agent) handOnUpdate(typ string, res update.Result, st *wire.StatusUpdate) error {
 	keep := ""
 	if res.Path != "" && res.AwaitsConfirmation {
 		now, err := a.updateTime()
@@ -79,9 +80,11 @@ func (a *Agent) handOnUpdate(res update.Result, st *wire.StatusUpdate, install f
 			st.Detail = cut(fmt.Sprintf("confirmed by the owner as %s (ledger: %s)", key, d.Reason), wire.MaxStatusUpdateDetail)
 		}
 	} else if res.Path != "" {
-		install(res.Path, res)
+		if err := a.installVerified(res.Path, res); err != nil {
+			a.log.Info("update verified, not installed", "target", res.Target, "err", err)
+		}
 	}
-	dropped, err := a.pipe.DropUpdates(res.Custom.Type, keep)
+	dropped, err := a.pipe.DropUpdates(typ, keep)
 	for _, h := range dropped {
 		a.log.Info("held update dropped", "key", h.Action.LedgerKey(), "why", "superseded by the repository's newest target for this device")
 	}

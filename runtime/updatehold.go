@@ -187,7 +187,7 @@ func (p *Pipeline) isHeldUpdate(key string) (held bool, err error) {
 // file that changed or went missing is not handed on (ErrNotStarted: the
 // ledger key is released), and the next wake's check fetches it and
 // holds it again.
-func installRoute(install func(path string, res update.Result)) deliver.Route {
+func installRoute(install func(path string, res update.Result) error) deliver.Route {
 	return deliver.Route{Pattern: PurposeUpdate, Name: "update", Handler: deliver.HandlerFunc(
 		func(_ context.Context, d deliver.Delivery) (deliver.Outcome, error) {
 			var h heldUpdate
@@ -202,7 +202,10 @@ func installRoute(install func(path string, res update.Result)) deliver.Route {
 				return deliver.Outcome{}, fmt.Errorf("%w: %s changed on flash (%w); the next check fetches it and holds it again",
 					deliver.ErrNotStarted, h.Path, err)
 			}
-			install(h.Path, update.Result{Target: h.Target, Path: h.Path, Custom: h.Custom, SHA256: h.SHA256, Expires: h.Expires})
+			res := update.Result{Target: h.Target, Path: h.Path, Custom: h.Custom, SHA256: h.SHA256, Expires: h.Expires}
+			if err := install(h.Path, res); err != nil {
+				return deliver.Outcome{}, err
+			}
 			return deliver.Outcome{OK: true, Detail: fmt.Sprintf("%s version %d handed on to install", h.Target, h.Version)}, nil
 		})}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/torpor-dev/torpor/runtime/gate"
 	"github.com/torpor-dev/torpor/runtime/runtimetest"
 	"github.com/torpor-dev/torpor/runtime/update"
+	"github.com/torpor-dev/torpor/runtime/update/rauc"
 	"github.com/torpor-dev/torpor/store"
 	"github.com/torpor-dev/torpor/store/ledger"
 	"github.com/torpor-dev/torpor/store/updaterepo"
@@ -33,6 +34,8 @@ func (i *installs) install(path string, res update.Result) {
 	b, _ := os.ReadFile(path)
 	i.paths, i.res = append(i.paths, b), append(i.res, res)
 }
+
+func (i *installs) installErr(path string, res update.Result) error { i.install(path, res); return nil }
 
 // holdPipe is an agent's pipeline on a real bbolt file, reopened at will
 // as after a power cut, with a verified update file beside it.
@@ -71,7 +74,7 @@ func (h *holdPipe) open(install bool) {
 	}
 	pc := runtime.PipelineConfig{Key: runtimetest.Key(h.t, 8), Clock: h.clock}
 	if install {
-		pc.UpdateInstall = h.inst.install
+		pc.UpdateInstall = h.inst.installErr
 	}
 	p, err := runtime.OpenPipeline(db, pc)
 	if err != nil {
@@ -210,7 +213,11 @@ func TestWakeHoldsConfirmTarget(t *testing.T) {
 	os.MkdirAll(filepath.Join(dir, "meta"), 0o700)
 	os.WriteFile(filepath.Join(dir, "meta", "root.json"), root, 0o600)
 	inst := &installs{}
-	w.cfg.Relay.Updates = &runtime.Updates{Dir: dir, Installed: 1, Device: update.Device{GOARCH: "arm", GOARM: "6"}, OnVerified: inst.install}
+	// With rauc on too: its check finds no bundle (up to date) and must
+	// leave the build's hold alone.
+	in, _ := rauc.New(rauc.Config{Command: "/nonexistent/rauc", State: filepath.Join(t.TempDir(), "rauc.json")})
+	w.cfg.Relay.Updates = &runtime.Updates{Dir: dir, Installed: 1, Device: update.Device{GOARCH: "arm", GOARM: "6"},
+		OnVerified: inst.install, Rauc: in}
 	w.bootSuspending()
 	st := w.status()
 	u := st.Update
