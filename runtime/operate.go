@@ -79,13 +79,18 @@ func (p *Pipeline) Confirm(ctx context.Context, key string) (Confirmed, error) {
 	return c, err
 }
 
-// Deny drops the held action with ledger key key and returns it.
+// Deny drops the held action with ledger key key and returns it. A
+// denied update is remembered (until the targets metadata that listed it
+// expires): later checks report it refused, "denied", and do not hold it
+// again.
 func (p *Pipeline) Deny(key string) (gate.Held, error) {
 	var h gate.Held
 	err := p.db.Update(func(tx *bolt.Tx) error {
 		var err error
-		h, err = p.gate.Deny(tx, key)
-		return err
+		if h, err = p.gate.Deny(tx, key); err != nil || h.Action.Purpose != PurposeUpdate {
+			return err
+		}
+		return denyUpdate(tx, h, p.clock.Now())
 	})
 	return h, err
 }

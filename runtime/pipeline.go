@@ -71,6 +71,7 @@ type PipelineConfig struct {
 // same transactions.
 type Pipeline struct {
 	install bool // held updates can be confirmed (PipelineConfig.UpdateInstall)
+	clock   clock.Clock
 	db      *bolt.DB
 	ledger  *ledger.Ledger
 	gate    *gate.Gate
@@ -84,7 +85,7 @@ type Pipeline struct {
 // indeterminate.
 func OpenPipeline(db *bolt.DB, c PipelineConfig) (*Pipeline, error) {
 	clk := clock.Or(c.Clock)
-	p := &Pipeline{db: db}
+	p := &Pipeline{db: db, clock: clk}
 	var err error
 	if p.ledger, err = ledger.Open(db, &ledger.Options{Clock: clk}); err != nil {
 		return nil, err

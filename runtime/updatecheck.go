@@ -75,6 +75,9 @@ func (a *Agent) handOnUpdate(typ string, res update.Result, st *wire.StatusUpdat
 				a.log.Info("update held for the owner's confirmation", "key", key, "target", res.Target, "version", res.Custom.Version)
 				a.StatusChanged()
 			}
+		case ReasonDenied:
+			st.Outcome, st.Reason = wire.UpdateRefused, ReasonDenied
+			st.Detail = cut(fmt.Sprintf("the owner denied %s", key), wire.MaxStatusUpdateDetail)
 		default: // confirmed before: handed on then (completed), or cut off by a crash
 			st.Outcome, st.Reason = wire.UpdateVerified, ""
 			st.Detail = cut(fmt.Sprintf("confirmed by the owner as %s (ledger: %s)", key, d.Reason), wire.MaxStatusUpdateDetail)

@@ -36,6 +36,11 @@ const PurposeUpdate = "torpor:update"
 // ("update TARGET@VERSION#SHA256-PREFIX"); a DID never collides with it.
 const updateCounterparty = "update"
 
+// bucketDenied keeps the keys of held updates the owner denied, with the
+// expiry of the targets metadata that listed them, so that a check does
+// not hold a denied update again.
+var bucketDenied = []byte("update-denied")
+
 // ErrNoInstall is returned by Confirm for a held update when this pipeline
 // cannot install it (torpor-agent's offline commands, an agent without
 // Updates.OnVerified): the hold stays for the running agent.
@@ -111,6 +116,10 @@ func (p *Pipeline) knownUpdate(key string) (gate.Decision, bool, error) {
 		case err != nil && !errors.Is(err, ledger.ErrNotFound):
 			return err
 		}
+		if b := tx.Bucket(bucketDenied); b != nil && b.Get([]byte(key)) != nil {
+			d, known = gate.Decision{Verdict: gate.Refuse, Reason: ReasonDenied}, true
+			return nil
+		}
 		_, held, err := p.heldUpdate(tx, key)
 		if held {
 			d, known = gate.Decision{Verdict: gate.Refuse, Reason: "held"}, true
@@ -118,6 +127,30 @@ func (p *Pipeline) knownUpdate(key string) (gate.Decision, bool, error) {
 		return err
 	})
 	return d, known, err
+}
+
+// ReasonDenied is the refusal of an update the owner denied.
+const ReasonDenied = "denied"
+
+// denyUpdate records, in tx, that the owner denied the held update h,
+// until its expiry, and drops the records of denials that expired by now
+// (the targets that listed them can no longer be installed anyway).
+func denyUpdate(tx *bolt.Tx, h gate.Held, now time.Time) error {
+	b, err := tx.CreateBucketIfNotExists(bucketDenied)
+	if err != nil {
+		return err
+	}
+	c := b.Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		var t time.Time
+		if t.UnmarshalText(v) == nil && !now.Before(t) {
+			if err := c.Delete(); err != nil {
+				return err
+			}
+		}
+	}
+	v, _ := h.Action.Expires.UTC().MarshalText()
+	return b.Put([]byte(h.Action.LedgerKey()), v)
 }
 
 // heldUpdate returns the hold of key when it is a held update.

@@ -147,22 +147,26 @@ func TestHeldUpdateConfirmedAfterRestart(t *testing.T) {
 	}
 }
 
-// TestHeldUpdateDeniedOrExpired: a denied update is dropped and never
-// installed; one whose targets metadata expired (by the time the pipeline
+// TestHeldUpdateDeniedOrExpired: a denied update is dropped, never
+// installed, and remembered across a restart (Hold refuses it, denied);
+// one whose targets metadata expired (by the time the pipeline
 // judges expiry by) cannot be confirmed and is swept; one whose file
 // changed on flash is not handed on, and its key is released so that the
 // next check holds it again; DropUpdates drops a superseded one.
 func TestHeldUpdateDeniedOrExpired(t *testing.T) {
 	h := newHoldPipe(t)
-	key := h.hold(gate.Hold, "needs-confirmation")
-	if hd, err := h.p.Deny(key); err != nil || hd.Action.LedgerKey() != key {
+	denied := h.hold(gate.Hold, "needs-confirmation")
+	if hd, err := h.p.Deny(denied); err != nil || hd.Action.LedgerKey() != denied {
 		t.Fatalf("deny = %+v, %v", hd, err)
 	}
-	if _, err := h.p.Confirm(context.Background(), key); !errors.Is(err, gate.ErrNoHold) {
+	if _, err := h.p.Confirm(context.Background(), denied); !errors.Is(err, gate.ErrNoHold) {
 		t.Fatalf("confirm after deny: %v; want ErrNoHold", err)
 	}
+	h.reopen(true)
+	h.hold(gate.Refuse, runtime.ReasonDenied) // remembered: the next checks do not hold it again
 
-	h.hold(gate.Hold, "needs-confirmation") // the next wake's check holds it again
+	h.res.Custom.Version, h.res.SHA256 = 3, strings.Repeat("cd", 32) // a newer publish
+	key := h.hold(gate.Hold, "needs-confirmation")
 	h.clock.Advance(72 * time.Hour)
 	if _, err := h.p.Confirm(context.Background(), key); !errors.Is(err, gate.ErrExpired) {
 		t.Fatalf("confirm after the expiry: %v; want ErrExpired", err)
@@ -184,7 +188,7 @@ func TestHeldUpdateDeniedOrExpired(t *testing.T) {
 	os.WriteFile(h.res.Path, h.build, 0o600)
 	h.hold(gate.Hold, "needs-confirmation")
 
-	h.res.Target, h.res.Custom.Version = "torpor-agent/3/linux-armv6", 3
+	h.res.Target, h.res.Custom.Version = "torpor-agent/4/linux-armv6", 4
 	newer := h.hold(gate.Hold, "needs-confirmation")
 	dropped, err := h.p.DropUpdates("", newer)
 	if err != nil || len(dropped) != 1 || dropped[0].Action.LedgerKey() != key {
@@ -251,4 +255,33 @@ func TestWakeHoldsConfirmTarget(t *testing.T) {
 
 func relayWithUpdates(repo *updaterepo.Repo) relay.Config {
 	return relay.Config{Stores: relay.Stores{Updates: repo}}
+}
+
+// TestWakeDeniedUpdate: an update the owner denied is not held again by
+// the next wake's check, after a restart: the status reports it refused,
+// "denied", with no hold and nothing handed on.
+func TestWakeDeniedUpdate(t *testing.T) {
+	clk := clocktest.New(t0)
+	repo, root := updateRepoWith(t, clk, bytes.Repeat([]byte{3}, 50_000), update.Custom{Version: 2, GOARCH: "arm", GOARM: "6", Confirm: true})
+	w := newWorldWith(t, wake.HourlyWake, relayWithUpdates(repo))
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "meta"), 0o700)
+	os.WriteFile(filepath.Join(dir, "meta", "root.json"), root, 0o600)
+	inst := &installs{}
+	w.cfg.Relay.Updates = &runtime.Updates{Dir: dir, Installed: 1, Device: update.Device{GOARCH: "arm", GOARM: "6"}, OnVerified: inst.install}
+	w.bootSuspending()
+	st := w.status()
+	if st.HeldCount != 1 {
+		t.Fatalf("holds %d; want the update", st.HeldCount)
+	}
+	if _, err := w.agent.Pipeline().Deny(st.Held[0].Key); err != nil {
+		t.Fatal(err)
+	}
+	w.shutdown()
+	w.bootSuspending()
+	st = w.status()
+	if u := st.Update; st.HeldCount != 0 || u.Outcome != wire.UpdateRefused || u.Reason != runtime.ReasonDenied || len(inst.paths) != 0 {
+		t.Fatalf("after the denial: holds %d, update %+v, %d installs; want refused (denied), no hold", st.HeldCount, u, len(inst.paths))
+	}
+	w.shutdown()
 }
