@@ -72,9 +72,9 @@ func updateIdem(res update.Result) string {
 // HoldUpdate holds the verified update res for the owner's confirmation
 // (res.AwaitsConfirmation), until res.Expires. It returns the ledger key
 // and the gate's decision: Hold when it is held now, Refuse when it was
-// already (reason "held"), or was confirmed before ("completed",
-// "in-flight", "indeterminate"). The file at res.Path is hashed only for
-// a new hold.
+// already (reason "held"), was denied (ReasonDenied), or was confirmed
+// before ("completed", "in-flight", "indeterminate"). The file at
+// res.Path is hashed only for a new hold.
 func (p *Pipeline) HoldUpdate(res update.Result, now time.Time) (string, gate.Decision, error) {
 	key := UpdateKey(res)
 	if res.Path == "" || res.SHA256 == "" {
