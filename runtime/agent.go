@@ -170,7 +170,11 @@ func (a *Agent) open() error {
 		db.Close()
 		return err
 	}
-	pipe, err := OpenPipeline(db, a.cfg.PipelineConfig)
+	pc := a.cfg.PipelineConfig
+	if u := a.cfg.Relay.Updates; u != nil && (u.OnVerified != nil || u.Rauc != nil) && pc.UpdateInstall == nil {
+		pc.UpdateInstall = a.installVerified // a held update the owner confirms
+	}
+	pipe, err := OpenPipeline(db, pc)
 	if err != nil {
 		db.Close()
 		return err

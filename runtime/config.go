@@ -15,6 +15,7 @@ import (
 	"github.com/torpor-dev/torpor/runtime/drain"
 	"github.com/torpor-dev/torpor/runtime/trusted"
 	"github.com/torpor-dev/torpor/runtime/update"
+	"github.com/torpor-dev/torpor/runtime/update/rauc"
 	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"github.com/torpor-dev/torpor/transport/link"
 	"github.com/torpor-dev/torpor/transport/link/wire"
@@ -273,6 +274,13 @@ type Updates struct {
 	// Budget bounds the bytes one wake downloads; 0 is update.DefaultBudget.
 	Budget int64
 	// OnVerified is told of a verified file: the slots package installs
-	// it (not in this package).
+	// it (not in this package). A file whose target needs the owner's
+	// confirmation is held instead (updatehold.go) and goes to OnVerified
+	// when the owner confirms it, in the wake or command that confirms.
 	OnVerified func(path string, res update.Result)
+	// Rauc, when set, makes each check also look for operating-system
+	// bundles (targets of type rauc-bundle, after the agent's own, within
+	// what is left of Budget) and hand a verified one to rauc install
+	// (oscheck.go, docs/updates.md "Operating-system updates: rauc").
+	Rauc *rauc.Installer
 }

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -57,8 +58,15 @@ type Confirmed struct {
 
 // Confirm runs the held action with ledger key key, as the owner's
 // confirmation does, and hands it to the application. It returns the
-// gate's errors (gate.ErrNoHold, gate.ErrExpired, the ledger's *KeyError).
+// gate's errors (gate.ErrNoHold, gate.ErrExpired, the ledger's *KeyError),
+// and ErrNoInstall for a held update this pipeline cannot install. A held
+// update runs its install (PipelineConfig.UpdateInstall).
 func (p *Pipeline) Confirm(ctx context.Context, key string) (Confirmed, error) {
+	if !p.install {
+		if upd, err := p.isHeldUpdate(key); err != nil || upd {
+			return Confirmed{}, cmp.Or(err, ErrNoInstall)
+		}
+	}
 	rep, err := p.drainer.Confirm(ctx, key)
 	if err != nil {
 		return Confirmed{}, err
@@ -71,13 +79,18 @@ func (p *Pipeline) Confirm(ctx context.Context, key string) (Confirmed, error) {
 	return c, err
 }
 
-// Deny drops the held action with ledger key key and returns it.
+// Deny drops the held action with ledger key key and returns it. A
+// denied update is remembered (until the targets metadata that listed it
+// expires): later checks report it refused, "denied", and do not hold it
+// again.
 func (p *Pipeline) Deny(key string) (gate.Held, error) {
 	var h gate.Held
 	err := p.db.Update(func(tx *bolt.Tx) error {
 		var err error
-		h, err = p.gate.Deny(tx, key)
-		return err
+		if h, err = p.gate.Deny(tx, key); err != nil || h.Action.Purpose != PurposeUpdate {
+			return err
+		}
+		return denyUpdate(tx, h, p.clock.Now())
 	})
 	return h, err
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/torpor-dev/torpor/runtime/drain"
 	"github.com/torpor-dev/torpor/runtime/gate"
 	"github.com/torpor-dev/torpor/runtime/purpose"
+	"github.com/torpor-dev/torpor/runtime/update"
 	"github.com/torpor-dev/torpor/store/ledger"
 	"github.com/torpor-dev/torpor/store/replay"
 )
@@ -51,6 +52,13 @@ type PipelineConfig struct {
 	// (runtime/trusted; drain.Config.Expiry); nil judges by Clock. The
 	// agent sets it from Config.TrustedTime.
 	Expiry drain.Expiry
+	// UpdateInstall, when set, is where a held update the owner confirmed
+	// goes (updatehold.go): the agent sets it to its Updates.OnVerified or
+	// rauc install. An error wrapping deliver.ErrNotStarted says nothing
+	// was installed (the ledger key is released); another, that the
+	// install may have run. Nil refuses to confirm held updates
+	// (ErrNoInstall); they stay held.
+	UpdateInstall func(path string, res update.Result) error
 }
 
 // Pipeline is the agent's receive side on one bbolt file: the idempotency
@@ -62,6 +70,8 @@ type PipelineConfig struct {
 // (runtime/manage's Commands) and torpor-agent's offline commands run the
 // same transactions.
 type Pipeline struct {
+	install bool // held updates can be confirmed (PipelineConfig.UpdateInstall)
+	clock   clock.Clock
 	db      *bolt.DB
 	ledger  *ledger.Ledger
 	gate    *gate.Gate
@@ -75,7 +85,7 @@ type Pipeline struct {
 // indeterminate.
 func OpenPipeline(db *bolt.DB, c PipelineConfig) (*Pipeline, error) {
 	clk := clock.Or(c.Clock)
-	p := &Pipeline{db: db}
+	p := &Pipeline{db: db, clock: clk}
 	var err error
 	if p.ledger, err = ledger.Open(db, &ledger.Options{Clock: clk}); err != nil {
 		return nil, err
@@ -92,7 +102,12 @@ func OpenPipeline(db *bolt.DB, c PipelineConfig) (*Pipeline, error) {
 	if p.replay, err = replay.Open(db, &replay.Options{Clock: clk}); err != nil {
 		return nil, err
 	}
-	router, err := deliver.NewRouter(c.Routes...)
+	routes := c.Routes
+	if c.UpdateInstall != nil {
+		routes = append([]deliver.Route{installRoute(c.UpdateInstall)}, routes...)
+		p.install = true
+	}
+	router, err := deliver.NewRouter(routes...)
 	if err != nil {
 		return nil, err
 	}

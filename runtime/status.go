@@ -34,8 +34,11 @@ func (w *wakeRun) status() (signed []byte, content string) {
 		if a.cfg.Status.Install != nil {
 			st.Install = a.cfg.Status.Install()
 		}
+		if u := a.cfg.Relay.Updates; u != nil && u.Rauc != nil {
+			st.OSInstall = a.osInstallStatus(u.Rauc)
+		}
 		w.mu.Lock()
-		st.Update = w.update
+		st.Update, st.OSUpdate = w.update, w.osUpdate
 		w.mu.Unlock()
 		var c []byte
 		if c, err = json.Marshal(st); err == nil {

@@ -22,6 +22,21 @@ import (
 // updateRepo is a relay's update repository holding build as version 2
 // of the agent for armv6, and the owner's root it trusts.
 func updateRepo(t *testing.T, clk *clocktest.Clock, build []byte) (*updaterepo.Repo, []byte) {
+	return updateRepoWith(t, clk, build, update.Custom{Version: 2, GOARCH: "arm", GOARM: "6"})
+}
+
+// updateRepoWith is updateRepo with the target's custom fields cu.
+func updateRepoWith(t *testing.T, clk *clocktest.Clock, build []byte, cu update.Custom) (*updaterepo.Repo, []byte) {
+	repo, root, publish := updateRepoPublisher(t, clk, nil)
+	publish(map[string][]byte{"torpor-agent/2/linux-armv6": build}, cu)
+	return repo, root
+}
+
+// updateRepoPublisher is a repository and the root it trusts, and a
+// function that publishes the next targets version with files added
+// under their names with the custom fields cu; build, when not nil, is
+// published first as version 2 of the agent for armv6.
+func updateRepoPublisher(t *testing.T, clk *clocktest.Clock, build []byte) (*updaterepo.Repo, []byte, func(map[string][]byte, update.Custom)) {
 	k := map[string]ed25519.PrivateKey{}
 	p := map[string]ed25519.PublicKey{}
 	for _, role := range []string{"root", "targets", "snapshot", "timestamp"} {
@@ -37,19 +52,29 @@ func updateRepo(t *testing.T, clk *clocktest.Clock, build []byte) (*updaterepo.R
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { repo.Close() })
-	targets := metadata.Targets(t0.AddDate(0, 3, 0))
-	tufsign.AddTarget(targets, "torpor-agent/2/linux-armv6", build, update.CustomKey, update.Custom{Version: 2, GOARCH: "arm", GOARM: "6"})
-	tb, _ := tufsign.Sign(targets, k["targets"])
 	if err := repo.SetRoot(rootBytes); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := repo.AddBlob(build); err != nil {
-		t.Fatal(err)
+	targets := metadata.Targets(t0.AddDate(0, 3, 0))
+	targets.Signed.Version = 0
+	publish := func(files map[string][]byte, cu update.Custom) {
+		t.Helper()
+		for name, b := range files {
+			tufsign.AddTarget(targets, name, b, update.CustomKey, cu)
+			if _, err := repo.AddBlob(b); err != nil {
+				t.Fatal(err)
+			}
+		}
+		targets.Signed.Version++
+		tb, _ := tufsign.Sign(targets, k["targets"])
+		if err := repo.Publish(tb); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if err := repo.Publish(tb); err != nil {
-		t.Fatal(err)
+	if build != nil {
+		publish(map[string][]byte{"torpor-agent/2/linux-armv6": build}, update.Custom{Version: 2, GOARCH: "arm", GOARM: "6"})
 	}
-	return repo, rootBytes
+	return repo, rootBytes, publish
 }
 
 // TestWakeChecksForUpdates: a wake linked to a relay that hosts an update

@@ -83,6 +83,8 @@ type wakeRun struct {
 	// update is the outcome of the wake's update check (updatecheck.go);
 	// nil before it.
 	update *wire.StatusUpdate
+	// osUpdate is the wake's check for rauc bundles (Updates.Rauc).
+	osUpdate *wire.StatusUpdate
 }
 
 // addDrain adds a batch's report (a drain's or a live request's).

@@ -18,6 +18,8 @@ declare -A need=(
   [mkfs.ext4]=e2fsprogs # the power-cut test's virtio disk (test/qemu)
   [promtool]=prometheus # test/dashboards: promtool check rules packaging/prometheus/torpor-rules.yml
   [chromium]=chromium   # make test-browser: the fleet console in a real browser (chromedp)
+  # make test-updates: the rauc hand-off (test/updates/rauc_integration_test.go)
+  [rauc]=rauc [mksquashfs]=squashfs-tools [dbus-daemon]=dbus-daemon [openssl]=openssl
 )
 missing=()
 for cmd in "${!need[@]}"; do

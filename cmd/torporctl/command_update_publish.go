@@ -32,6 +32,7 @@ type targetCustom struct {
 	MinSupplyMV int64  `json:"minSupplyMv,omitempty"`
 	Encoding    string `json:"encoding,omitempty"`
 	Size        int64  `json:"size,omitempty"`
+	Type        string `json:"type,omitempty"`
 }
 
 // runUpdateSignTarget adds FILE to targets.json as --name, with Torpor's
@@ -48,13 +49,14 @@ func runUpdateSignTarget(e *env, fs *flag.FlagSet, args []string) error {
 	fs.StringVar(&c.Window, "window", "any", "When devices install it: any, or HH:MM-HH:MM UTC.")
 	fs.BoolVar(&c.Confirm, "confirm", false, "Devices wait for the owner's confirmation (torporctl device confirm).")
 	fs.Int64Var(&c.MinSupplyMV, "min-supply-mv", 0, "The lowest supply voltage in mV to install at, where the board reports it.")
+	fs.StringVar(&c.Type, "type", "", "What FILE is: empty for a build of torpor-agent, rauc-bundle for an operating-system bundle (rauc install).")
 	expires := fs.Duration("expires", 90*24*time.Hour, "How long this targets version is valid.")
 	compress := fs.Bool("gzip", false, "Publish FILE gzip-compressed: devices fetch fewer bytes and decompress it once verified.")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if *dir == "" || *name == "" || c.Version == 0 || fs.NArg() != 1 {
-		return usageError{"sign-target --dir D --name NAME --version N [--goarch --goarm --board --window --confirm --min-supply-mv] FILE"}
+	if *dir == "" || *name == "" || c.Version == 0 || fs.NArg() != 1 || (c.Type != "" && c.Type != "rauc-bundle") {
+		return usageError{"sign-target --dir D --name NAME --version N [--goarch --goarm --board --window --confirm --min-supply-mv --type rauc-bundle] FILE"}
 	}
 	d := updateDir(*dir)
 	data, err := os.ReadFile(fs.Arg(0))

@@ -16,7 +16,7 @@ import (
 // than on a device.
 func TestTargetCustomIsTheDevices(t *testing.T) {
 	in := targetCustom{Version: 7, Board: "rpi-4", GOARCH: "arm", GOARM: "6", Window: "22:00-02:00",
-		Confirm: true, MinSupplyMV: 4900, Encoding: "gzip", Size: 1 << 20}
+		Confirm: true, MinSupplyMV: 4900, Encoding: "gzip", Size: 1 << 20, Type: "rauc-bundle"}
 	b, err := json.Marshal(in)
 	if err != nil {
 		t.Fatal(err)
@@ -26,7 +26,7 @@ func TestTargetCustomIsTheDevices(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := update.Custom{Version: 7, Board: "rpi-4", GOARCH: "arm", GOARM: "6", Window: "22:00-02:00",
-		Confirm: true, MinSupplyMV: 4900, Encoding: "gzip", Size: 1 << 20}
+		Confirm: true, MinSupplyMV: 4900, Encoding: "gzip", Size: 1 << 20, Type: update.TypeRauc}
 	if got != want {
 		t.Errorf("torporctl's %s reads on the device as %+v, want %+v", b, got, want)
 	}

@@ -1,6 +1,7 @@
 package conffile
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/torpor-dev/torpor/runtime"
 	"github.com/torpor-dev/torpor/runtime/update"
+	"github.com/torpor-dev/torpor/runtime/update/rauc"
 	"github.com/torpor-dev/torpor/runtime/update/slots"
 )
 
@@ -46,6 +48,21 @@ type Update struct {
 	Dir string `json:"dir,omitempty"`
 	// BudgetBytes bounds the bytes one wake downloads; 0 means 1 MiB.
 	BudgetBytes int64 `json:"budgetBytes,omitempty"`
+	// Rauc, when set, turns on operating-system updates: targets of type
+	// rauc-bundle are handed to `rauc install` (runtime/update/rauc).
+	Rauc *Rauc `json:"rauc,omitempty"`
+}
+
+// Rauc is "update"'s "rauc": how the agent runs the rauc command line.
+type Rauc struct {
+	// Command is the rauc executable (an absolute path); empty means
+	// /usr/bin/rauc.
+	Command string `json:"command,omitempty"`
+	// Args go before "install", for example ["--conf=/etc/rauc/system.conf"].
+	Args []string `json:"args,omitempty"`
+	// Env is added to rauc's environment ("NAME=value"), for example
+	// DBUS_SYSTEM_BUS_ADDRESS when the rauc service is on another bus.
+	Env []string `json:"env,omitempty"`
 }
 
 // DefaultSlots is the slots directory when neither "update" nor
@@ -98,6 +115,16 @@ func (f *File) checkUpdate() error {
 	if len(u.HealthCommand) > 0 && !filepath.IsAbs(u.HealthCommand[0]) {
 		bad = append(bad, "healthCommand "+strconv.Quote(u.HealthCommand[0])+" is not an absolute path")
 	}
+	if r := u.Rauc; r != nil && r.Command != "" && !filepath.IsAbs(r.Command) {
+		bad = append(bad, "rauc.command "+strconv.Quote(r.Command)+" is not an absolute path")
+	}
+	if r := u.Rauc; r != nil {
+		for _, e := range r.Env {
+			if k, _, ok := strings.Cut(e, "="); !ok || k == "" {
+				bad = append(bad, "rauc.env "+strconv.Quote(e)+" is not NAME=value")
+			}
+		}
+	}
 	if bad == nil {
 		return nil
 	}
@@ -127,8 +154,19 @@ func (f *File) buildUpdate(c *runtime.Config) error {
 	}
 	c.Relay.Updates = &runtime.Updates{Dir: dir, Installed: u.Version, Budget: u.BudgetBytes,
 		Device: update.Device{Board: c.Board, GOARCH: goruntime.GOARCH, GOARM: goarm()}}
+	if r := u.Rauc; r != nil {
+		in, err := rauc.New(rauc.Config{Command: cmp.Or(r.Command, DefaultRauc), Args: r.Args, Env: r.Env,
+			State: filepath.Join(dir, "rauc.json")})
+		if err != nil {
+			return err
+		}
+		c.Relay.Updates.Rauc = in
+	}
 	return nil
 }
+
+// DefaultRauc is the rauc command line when "rauc" names none: Debian's.
+const DefaultRauc = "/usr/bin/rauc"
 
 // goarm is the GOARM this binary was built with ("" off 32-bit ARM).
 func goarm() string {

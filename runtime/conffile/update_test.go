@@ -72,7 +72,22 @@ func TestBuildUpdate(t *testing.T) {
 		t.Fatal(err)
 	}
 	u := c.Config.Relay.Updates
-	if u == nil || u.Dir != filepath.Join(data, "update") || u.Installed != 3 || u.Device.GOARCH != goruntime.GOARCH {
+	if u == nil || u.Dir != filepath.Join(data, "update") || u.Installed != 3 || u.Device.GOARCH != goruntime.GOARCH || u.Rauc != nil {
 		t.Errorf("updates %+v", u)
+	}
+	f.Update.Rauc = &Rauc{Args: []string{"--conf=/etc/rauc/system.conf"}}
+	if err := f.buildUpdate(&c.Config); err != nil || c.Config.Relay.Updates.Rauc == nil {
+		t.Errorf("with rauc: %v, %+v; want rauc's installer", err, c.Config.Relay.Updates)
+	}
+}
+
+// TestRaucChecked: "rauc"'s command must be an absolute path and its
+// environment NAME=value.
+func TestRaucChecked(t *testing.T) {
+	f := &File{Update: &Update{Rauc: &Rauc{Command: "rauc", Env: []string{"DBUS_SYSTEM_BUS_ADDRESS"}}}}
+	err := f.checkUpdate()
+	if err == nil || !strings.Contains(err.Error(), `rauc.command "rauc" is not an absolute path`) ||
+		!strings.Contains(err.Error(), `rauc.env "DBUS_SYSTEM_BUS_ADDRESS" is not NAME=value`) {
+		t.Fatalf("checkUpdate = %v", err)
 	}
 }

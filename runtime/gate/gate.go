@@ -52,6 +52,10 @@
 // even while halted and does not draw on a policy's budget. It still goes
 // through the idempotency ledger, so a confirmed action never runs twice.
 //
+// The runtime's own actions that need the owner (an update whose target
+// says so, docs/updates.md) are held with Hold and OwnerOnly set: listed,
+// confirmed, denied and expired like the others, never run by a policy.
+//
 // Budgets are counted in fixed windows aligned to the Unix epoch (a day
 // window resets at 00:00 UTC), per policy and rule, in bbolt; a new policy
 // starts with fresh budgets.
@@ -163,6 +167,9 @@ type Action struct {
 	// Envelope is the passport chain the message presented, nil when it
 	// presented none (see envelope.go).
 	Envelope *Presented `cbor:",omitempty"`
+	// OwnerOnly marks an action only the owner's confirmation runs (see
+	// Hold): Redecide never releases it, whatever the policy allows.
+	OwnerOnly bool `cbor:",omitempty"`
 }
 
 // LedgerKey returns the ledger key of a: the counterparty and the

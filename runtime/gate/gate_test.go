@@ -355,3 +355,43 @@ func TestPolicyInstall(t *testing.T) {
 		t.Fatalf("installing an older policy: err = %v, want ErrStalePolicy", err)
 	}
 }
+
+// TestOwnerOnlyHold: an action Hold keeps with OwnerOnly (an update that
+// needs the owner's confirmation) is held whatever the policy allows: a
+// Redecide under a policy that would run it leaves it held, across a
+// restart, and only Confirm runs it. Hold refuses its key while held and
+// once it runs.
+func TestOwnerOnlyHold(t *testing.T) {
+	e := newEnv(t)
+	e.policy(48 * time.Hour)
+	a := e.action(e.alice, "action:hold", map[string]any{"amount": 10, "unit": "EUR-cent"})
+	a.OwnerOnly = true
+	hold := func() Decision {
+		var d Decision
+		if err := e.db.Update(func(tx *bolt.Tx) error { var err error; d, err = e.g.Hold(tx, a, "needs-confirmation"); return err }); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	want(t, "hold", hold(), Hold, "needs-confirmation")
+	want(t, "hold again", hold(), Refuse, "held")
+	e.restart()
+	var run []Held
+	if err := e.db.Update(func(tx *bolt.Tx) error { var err error; run, err = e.g.Redecide(tx, e.clock.Now()); return err }); err != nil {
+		t.Fatal(err)
+	}
+	if len(run) != 0 {
+		t.Fatalf("Redecide ran the owner-only action under a policy: %+v", run)
+	}
+	err := e.db.Update(func(tx *bolt.Tx) error {
+		h, err := e.g.Confirm(tx, a.LedgerKey(), e.clock.Now())
+		if err == nil && (!h.Action.OwnerOnly || h.Reason != "needs-confirmation") {
+			t.Errorf("confirmed %+v; want the owner-only hold", h)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatalf("Confirm: %v", err)
+	}
+	want(t, "hold after confirm", hold(), Refuse, "in-flight")
+}

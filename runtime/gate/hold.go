@@ -55,6 +55,19 @@ func (g *Gate) Holds(tx *bolt.Tx) ([]Held, error) {
 	return out, err
 }
 
+// Hold holds action a in tx for the owner with reason, whatever the
+// policy says: the runtime's own actions that need the owner's
+// confirmation (an update whose target says so, docs/updates.md) are held
+// with OwnerOnly set, which keeps Redecide from releasing them. Like
+// DecideAt it refuses a key already completed, indeterminate, in flight or
+// held (Decision Refuse with the reason); otherwise the Decision is Hold.
+func (g *Gate) Hold(tx *bolt.Tx, a Action, reason string) (Decision, error) {
+	if d, refused, err := g.refused(tx, a); err != nil || refused {
+		return d, err
+	}
+	return Decision{Verdict: Hold, Reason: reason}, g.putHold(tx, a, reason)
+}
+
 // Confirm releases the held action with ledger key key for execution: the
 // owner approved it. It reserves the key in tx and removes the hold; the
 // caller runs the action after tx committed. It returns an error wrapping
@@ -126,6 +139,9 @@ func (g *Gate) Redecide(tx *bolt.Tx, now time.Time) (run []Held, err error) {
 		return nil, err
 	}
 	for _, h := range hs {
+		if h.Action.OwnerOnly {
+			continue // only Confirm runs it
+		}
 		reason, cs, err := g.evaluate(tx, h.Action, now)
 		if err != nil {
 			return nil, err

@@ -553,6 +553,8 @@ func holdFailure(err error) Result {
 		return Failed("no-hold", "%v", err)
 	case errors.Is(err, gate.ErrExpired):
 		return Failed("expired", "%v", err)
+	case errors.Is(err, runtime.ErrNoInstall):
+		return Failed("no-install", "%v", err)
 	case errors.As(err, &ke):
 		return Failed("ledger-"+ke.Entry.State.String(), "%v", err)
 	}

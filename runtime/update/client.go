@@ -55,13 +55,15 @@ type Config struct {
 	Device Device
 	// Installed is the version of the running build (Custom.Version).
 	Installed uint64
+	// Type is the Custom.Type of the targets this check considers: ""
+	// for torpor-agent's builds, TypeRauc for operating-system bundles
+	// (Installed is then the bundle version rauc last installed).
+	Type string
 	// Now is the device's trusted time (runtime/trusted's Clock.Trusted).
 	Now func() (time.Time, error)
 	// Budget bounds the blob bytes one Check downloads; 0 means
 	// DefaultBudget.
 	Budget int64
-	// Confirmed reports whether the owner confirmed target at version.
-	Confirmed func(target string, version uint64) bool
 	// Supply returns the supply voltage in millivolts, and false where
 	// the board does not report it.
 	Supply func() (mv int64, ok bool)
@@ -86,6 +88,15 @@ type Result struct {
 	UpToDate bool
 	// Bytes counts the blob bytes this Check downloaded.
 	Bytes int64
+	// AwaitsConfirmation is true for a verified file of a target whose
+	// Custom.Confirm says the owner must confirm the install: the caller
+	// holds it for the owner instead of installing it (the runtime keeps
+	// it as a held action, docs/updates.md "Owner confirmation").
+	AwaitsConfirmation bool
+	// SHA256 is the target's hash (hex), Expires the expiry of the
+	// targets metadata that lists it: a hold for the owner ends there.
+	SHA256  string
+	Expires time.Time
 }
 
 // Client checks the relay's repository for an update.
@@ -104,12 +115,13 @@ func New(cfg Config) (*Client, error) {
 	if cfg.Flash == nil {
 		cfg.Flash = diskspace.Of
 	}
-	for _, d := range []string{"meta", "part", "verified"} {
-		if err := os.MkdirAll(filepath.Join(cfg.Dir, d), 0o700); err != nil {
+	c := &Client{cfg: cfg}
+	for _, d := range []string{filepath.Join(cfg.Dir, "meta"), c.sub("part"), c.sub("verified")} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
 			return nil, err
 		}
 	}
-	return &Client{cfg: cfg}, nil
+	return c, nil
 }
 
 // Check runs the TUF client workflow (TUF specification Section 5) against
@@ -128,7 +140,8 @@ func (c *Client) Check(ctx context.Context) (Result, error) {
 	if rerr != nil || target == nil {
 		return res, asError(rerr)
 	}
-	res = Result{Target: target.Path, Custom: custom}
+	res = Result{Target: target.Path, Custom: custom, SHA256: target.Hashes["sha256"].String(),
+		Expires: t.Targets[metadata.TARGETS].Signed.Expires}
 	if rerr := c.conditions(target.Path, custom, now); rerr != nil {
 		return res, rerr
 	}
@@ -140,7 +153,7 @@ func (c *Client) Check(ctx context.Context) (Result, error) {
 	if rerr != nil {
 		return res, rerr
 	}
-	res.Path = path
+	res.Path, res.AwaitsConfirmation = path, custom.Confirm
 	return res, nil
 }
 

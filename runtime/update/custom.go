@@ -42,7 +42,15 @@ type Custom struct {
 	// decompressed file's length, which bounds the decompression.
 	Encoding string `json:"encoding,omitempty"`
 	Size     int64  `json:"size,omitempty"`
+	// Type is what the target is: "" for a build of torpor-agent (the A/B
+	// slots install it), TypeRauc for an operating-system bundle that
+	// `rauc install` installs (runtime/update/rauc). A check considers
+	// only the targets of its Config.Type.
+	Type string `json:"type,omitempty"`
 }
+
+// TypeRauc is Custom.Type of a RAUC bundle (https://rauc.readthedocs.io/).
+const TypeRauc = "rauc-bundle"
 
 // EncodingGzip is Custom.Encoding of a gzip-compressed target.
 const EncodingGzip = "gzip"
@@ -80,6 +88,9 @@ func CustomOf(t *metadata.TargetFiles) (Custom, error) {
 	}
 	if _, _, err := parseWindow(c.Window); err != nil {
 		return c, fmt.Errorf("target %q: %w", t.Path, err)
+	}
+	if c.Type != "" && c.Type != TypeRauc {
+		return c, fmt.Errorf("target %q: type %q: want none (torpor-agent) or %q", t.Path, c.Type, TypeRauc)
 	}
 	return c, nil
 }

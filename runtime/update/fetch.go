@@ -40,6 +40,8 @@ func (c *Client) choose(targets *metadata.Metadata[metadata.TargetsType]) (*meta
 			return nil, cu, Result{}, refuse(Invalid, err, "targets version %d", targets.Signed.Version)
 		}
 		switch {
+		case cu.Type != c.cfg.Type:
+			continue // another check's (Config.Type)
 		case !cu.Fits(c.cfg.Device):
 			if cu.Version > c.cfg.Installed {
 				other = append(other, fmt.Sprintf("%s (%s/%s%s)", name, orAny(cu.Board), cu.GOARCH, cu.GOARM))
@@ -68,8 +70,8 @@ func orAny(board string) string {
 	return board
 }
 
-// conditions judges the target's conditions at now: window, supply,
-// the owner's confirmation.
+// conditions judges the target's conditions at now: window and supply.
+// The owner's confirmation is the caller's (Result.AwaitsConfirmation).
 func (c *Client) conditions(target string, cu Custom, now time.Time) *Refusal {
 	if !cu.InWindow(now) {
 		return refuse(Window, nil, "%s installs in %s UTC; the trusted time is %s", target, cu.Window, stamp(now))
@@ -78,9 +80,6 @@ func (c *Client) conditions(target string, cu Custom, now time.Time) *Refusal {
 		if mv, ok := c.cfg.Supply(); ok && mv < cu.MinSupplyMV {
 			return refuse(Supply, nil, "%s needs a supply of %d mV; the board reads %d mV", target, cu.MinSupplyMV, mv)
 		}
-	}
-	if cu.Confirm && (c.cfg.Confirmed == nil || !c.cfg.Confirmed(target, cu.Version)) {
-		return refuse(Confirm, nil, "%s version %d waits for the owner's confirmation", target, cu.Version)
 	}
 	return nil
 }
@@ -94,14 +93,14 @@ func (c *Client) download(ctx context.Context, t *metadata.TargetFiles) (string,
 	if len(sum) != 64 {
 		return "", 0, refuse(Invalid, nil, "target %s has no sha256 hash", t.Path)
 	}
-	done := filepath.Join(c.cfg.Dir, "verified", sum)
+	done := filepath.Join(c.sub("verified"), sum)
 	if b, err := os.ReadFile(done); err == nil {
 		if t.VerifyLengthHashes(b) == nil {
 			return done, 0, nil // verified again: flash may have changed it
 		}
 		os.Remove(done)
 	}
-	part := filepath.Join(c.cfg.Dir, "part", sum)
+	part := filepath.Join(c.sub("part"), sum)
 	dropOtherParts(filepath.Dir(part), sum)
 	f, err := os.OpenFile(part, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
@@ -117,6 +116,16 @@ func (c *Client) download(ctx context.Context, t *metadata.TargetFiles) (string,
 		return "", n, err
 	}
 	return done, n, nil
+}
+
+// sub is the directory of the downloads of this check's Config.Type:
+// part/ and verified/ for torpor-agent, part-TYPE/ and verified-TYPE/ for
+// another, so that two checks never drop each other's partial downloads.
+func (c *Client) sub(name string) string {
+	if c.cfg.Type == "" {
+		return filepath.Join(c.cfg.Dir, name)
+	}
+	return filepath.Join(c.cfg.Dir, name+"-"+c.cfg.Type)
 }
 
 // dropOtherParts removes the partial downloads of other targets (one

@@ -42,7 +42,8 @@ const (
 	Hardware Code = "wrong-hardware"
 	// Window: the target's install window is closed at this time.
 	Window Code = "outside-window"
-	// Confirm: the target needs the owner's confirmation, not yet given.
+	// Confirm: the target needs the owner's confirmation, not yet given:
+	// the reason of a held outcome (wire.UpdateHeld), not a refusal.
 	Confirm Code = "needs-confirmation"
 	// Supply: the supply is below the target's minimum.
 	Supply Code = "low-supply"

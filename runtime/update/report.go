@@ -2,13 +2,15 @@ package update
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/torpor-dev/torpor/internal/safetext"
 	"github.com/torpor-dev/torpor/transport/link/wire"
 )
 
 // Status is what the signed status says of a check's result and error
-// (Check's): a verified target, nothing newer, or the refusal's code and
+// (Check's): a verified target, one held for the owner's confirmation
+// (outcome held, reason needs-confirmation), nothing newer, or the refusal's code and
 // sentence, cut to wire.MaxStatusUpdateDetail bytes (the target's name
 // to wire.MaxStatusUpdateTarget), with every control or invisible
 // character shown as its code point (safetext.Clip): the relay refuses a
@@ -17,6 +19,9 @@ func Status(res Result, err error) *wire.StatusUpdate {
 	s := &wire.StatusUpdate{Target: safetext.Clip(res.Target, wire.MaxStatusUpdateTarget), Version: res.Custom.Version, Bytes: res.Bytes}
 	var r *Refusal
 	switch {
+	case err == nil && res.Path != "" && res.AwaitsConfirmation:
+		s.Outcome, s.Reason = wire.UpdateHeld, string(Confirm)
+		s.Detail = safetext.Clip(fmt.Sprintf("%s version %d waits for the owner's confirmation", res.Target, res.Custom.Version), wire.MaxStatusUpdateDetail)
 	case err == nil && res.Path != "":
 		s.Outcome = wire.UpdateVerified
 	case err == nil:

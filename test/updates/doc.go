@@ -9,7 +9,13 @@
 //     stamps, a build that exits at start and one that hangs, installed
 //     into the A/B slots (runtime/update/slots) and started through the
 //     slot launcher the systemd unit runs, with a real relay; and SIGKILLs
-//     at random points of the switch.
+//     at random points of the switch;
+//   - the operating-system hand-off: runtime/update/rauc against Debian's
+//     rauc, with file-backed raw slots, a custom bootloader backend, a
+//     keyring made with openssl and the rauc service on a private D-Bus
+//     bus (root: rauc mounts bundles on loop devices); and a bundle that
+//     needs the owner's confirmation through the real torporctl,
+//     torpor-relay and torpor-agent, held until torporctl device confirm.
 //
 // docs/updates.md describes what they show.
 package updates

@@ -47,6 +47,7 @@ func keygen(t *testing.T, path string) string {
 // owner's directory with root version 1.
 type world struct {
 	dir, opKey, owner string
+	opDID             string
 	relay             *relaytest.Relay
 	relayArgs         []string // to start it again
 }
@@ -55,6 +56,7 @@ func newWorld(t *testing.T, relayArgs ...string) *world {
 	w := &world{dir: t.TempDir()}
 	w.opKey = filepath.Join(w.dir, "op.key")
 	op := keygen(t, w.opKey)
+	w.opDID = op
 	snap, ts := filepath.Join(w.dir, "snapshot.key"), filepath.Join(w.dir, "timestamp.key")
 	snapDID, tsDID := keygen(t, snap), keygen(t, ts)
 	w.relayArgs = append([]string{"--operator", op, "--admission", "open",
@@ -69,6 +71,12 @@ func newWorld(t *testing.T, relayArgs ...string) *world {
 // provisioned with the owner's first root, running build version
 // installed, downloading at most budget bytes a wake.
 func (w *world) agent(t *testing.T, name string, installed uint64, budget int64, args ...string) (*testenv.Proc, string) {
+	conf := map[string]any{"version": 1, "update": map[string]any{"version": installed, "budgetBytes": budget}}
+	return w.agentWith(t, name, conf, args...)
+}
+
+// agentWith is agent with the configuration file conf.
+func (w *world) agentWith(t *testing.T, name string, conf map[string]any, args ...string) (*testenv.Proc, string) {
 	dir := filepath.Join(w.dir, name)
 	key := filepath.Join(w.dir, name+".key")
 	if _, err := os.Stat(key); err != nil { // a restarted agent keeps its key
@@ -83,9 +91,9 @@ func (w *world) agent(t *testing.T, name string, installed uint64, budget int64,
 		t.Fatal(err)
 	}
 	os.WriteFile(filepath.Join(meta, "root.json"), root, 0o600)
-	conf, _ := json.Marshal(map[string]any{"version": 1, "update": map[string]any{"version": installed, "budgetBytes": budget}})
+	b, _ := json.Marshal(conf)
 	confFile := filepath.Join(w.dir, name+".json")
-	os.WriteFile(confFile, conf, 0o600)
+	os.WriteFile(confFile, b, 0o600)
 	if len(args) == 0 {
 		args = []string{"--mode", "always_on"}
 	}

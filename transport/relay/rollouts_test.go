@@ -148,7 +148,8 @@ func TestRolloutStartRefused(t *testing.T) {
 // TestStatusOutcomes: the outcomes are read from the install member (the
 // A/B install: installed, rolled back, by version), from the update
 // member's refusals (the TUF client: by target name), and from the version
-// the device runs; an update check up to date or verified, and bytes that
+// the device runs; an update check up to date, verified or held for the
+// owner's confirmation (the device stays pending), and bytes that
 // are no status, are no report.
 func TestStatusOutcomes(t *testing.T) {
 	dev := didtest.Key(t, 20)
@@ -164,6 +165,9 @@ func TestStatusOutcomes(t *testing.T) {
 		{"refused", wire.Status{Version: "1.3.0", Update: &wire.StatusUpdate{Outcome: "refused", Target: "torpor-agent/7/linux-armv6", Version: 7, Reason: "freeze", Detail: "old timestamp"}},
 			[]outcome{{"torpor-agent/7/linux-armv6", "refused", "freeze: old timestamp"}, {"1.3.0", "installed", runningReason}}},
 		{"verified, not installed", wire.Status{Version: "1.3.0", Update: &wire.StatusUpdate{Outcome: "verified", Target: "t", Version: 7}},
+			[]outcome{{"1.3.0", "installed", runningReason}}},
+		{"held for the owner's confirmation", wire.Status{Version: "1.3.0", Update: &wire.StatusUpdate{Outcome: wire.UpdateHeld, Target: "t", Version: 7,
+			Reason: "needs-confirmation", Detail: "t version 7 waits for the owner's confirmation"}},
 			[]outcome{{"1.3.0", "installed", runningReason}}},
 	}
 	for _, tt := range tests {

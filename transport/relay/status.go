@@ -50,6 +50,14 @@ func checkUpdateText(st wire.Status) error {
 		texts = append(texts, [2]string{"status: install version", in.Version}, [2]string{"status: install from", in.From},
 			[2]string{"status: install reason", in.Reason})
 	}
+	if u := st.OSUpdate; u != nil {
+		texts = append(texts, [2]string{"status: osUpdate target", u.Target}, [2]string{"status: osUpdate reason", u.Reason},
+			[2]string{"status: osUpdate detail", u.Detail})
+	}
+	if in := st.OSInstall; in != nil {
+		texts = append(texts, [2]string{"status: osInstall version", in.Version}, [2]string{"status: osInstall from", in.From},
+			[2]string{"status: osInstall reason", in.Reason})
+	}
 	for _, t := range texts {
 		if err := safetext.Check(t[0], t[1]); err != nil {
 			return err

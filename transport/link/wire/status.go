@@ -72,6 +72,13 @@ type Status struct {
 	// a verified target, nothing newer, or why nothing is installed. Nil
 	// when the agent checked none, and from agents older than the member.
 	Update *StatusUpdate `json:"update,omitempty"`
+	// OSUpdate is the wake's check for operating-system bundles (targets
+	// of type rauc-bundle, runtime/update/rauc), as Update; OSInstall the
+	// outcome of the last bundle handed to rauc: InstallInstalled or
+	// InstallFailed and why. Nil on agents without rauc, and from agents
+	// older than the members.
+	OSUpdate  *StatusUpdate  `json:"osUpdate,omitempty"`
+	OSInstall *StatusInstall `json:"osInstall,omitempty"`
 }
 
 // MaxStatusUpdateDetail caps StatusUpdate.Detail, MaxStatusUpdateTarget
@@ -86,12 +93,18 @@ const (
 	UpdateUpToDate = "up-to-date"
 	UpdateVerified = "verified"
 	UpdateRefused  = "refused"
+	// UpdateHeld: a verified file waits for the owner's confirmation
+	// (Reason "needs-confirmation"): no outcome yet, so a rollout keeps
+	// the device pending. Relays that predate it count it as no outcome
+	// too (they act on UpdateRefused only).
+	UpdateHeld = "held"
 )
 
 // StatusUpdate is one update check as the device reports it.
 type StatusUpdate struct {
 	// Outcome is UpdateUpToDate, UpdateVerified (a file whose length and
-	// hashes are the target's is ready to install) or UpdateRefused.
+	// hashes are the target's is ready to install), UpdateHeld (verified,
+	// waiting for the owner's confirmation) or UpdateRefused.
 	Outcome string `json:"outcome"`
 	// Target and Version name the target checked, when there is one.
 	Target  string `json:"target,omitempty"`
@@ -122,6 +135,9 @@ type StatusInstall struct {
 const (
 	InstallInstalled  = "installed"
 	InstallRolledBack = "rolled-back"
+	// InstallFailed is an OSInstall's result only: rauc refused or failed
+	// the bundle (there is no trial to roll back).
+	InstallFailed = "failed"
 )
 
 // MaxInstallReason caps StatusInstall.Reason.
@@ -261,5 +277,19 @@ func ParseStatus(payload []byte) (Status, error) {
 	case s.Update != nil && len(s.Update.Detail) > MaxStatusUpdateDetail:
 		return Status{}, fmt.Errorf("status: an update detail of %d bytes, at most %d", len(s.Update.Detail), MaxStatusUpdateDetail)
 	}
-	return s, nil
+	return s, s.checkOS()
+}
+
+// checkOS checks the operating-system members OSUpdate and OSInstall.
+func (s Status) checkOS() error {
+	switch u, in := s.OSUpdate, s.OSInstall; {
+	case u != nil && (u.Outcome == "" || len(u.Target) > MaxStatusUpdateTarget || len(u.Detail) > MaxStatusUpdateDetail):
+		return fmt.Errorf("status: an OS update check without an outcome, or with a target over %d or a detail over %d bytes",
+			MaxStatusUpdateTarget, MaxStatusUpdateDetail)
+	case in != nil && in.Result != InstallInstalled && in.Result != InstallFailed:
+		return fmt.Errorf("status: OS install result %q (want %s or %s)", in.Result, InstallInstalled, InstallFailed)
+	case in != nil && (in.Version == "" || len(in.Reason) > MaxInstallReason):
+		return fmt.Errorf("status: an OS install without a version or with a reason over %d bytes", MaxInstallReason)
+	}
+	return nil
 }

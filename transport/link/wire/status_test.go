@@ -150,3 +150,28 @@ func TestParseStatusInstall(t *testing.T) {
 		}
 	}
 }
+
+// TestParseStatusOS: the operating-system members round-trip; an OS
+// install is installed or failed (never rolled back), with a version and
+// a bounded reason; an OS check has an outcome.
+func TestParseStatusOS(t *testing.T) {
+	at := time.Date(2026, 12, 5, 18, 0, 0, 0, time.UTC)
+	in := &StatusInstall{Result: InstallFailed, Version: "3", Reason: "signature verification failed", At: at}
+	u := &StatusUpdate{Outcome: UpdateVerified, Target: "os/3/rpi", Version: 3}
+	b, _ := json.Marshal(Status{Version: "1", OSInstall: in, OSUpdate: u})
+	got, err := ParseStatus(b)
+	if err != nil || got.OSInstall == nil || *got.OSInstall != *in || got.OSUpdate == nil || *got.OSUpdate != *u {
+		t.Fatalf("ParseStatus(%s) = %+v %+v, %v", b, got.OSInstall, got.OSUpdate, err)
+	}
+	for name, st := range map[string]Status{
+		`OS install result "rolled-back"`: {Version: "1", OSInstall: &StatusInstall{Result: InstallRolledBack, Version: "3"}},
+		"without a version":               {Version: "1", OSInstall: &StatusInstall{Result: InstallInstalled}},
+		"over 1024 bytes":                 {Version: "1", OSInstall: &StatusInstall{Result: InstallFailed, Version: "3", Reason: strings.Repeat("r", MaxInstallReason+1)}},
+		"without an outcome":              {Version: "1", OSUpdate: &StatusUpdate{Target: "t"}},
+	} {
+		b, _ := json.Marshal(st)
+		if _, err := ParseStatus(b); err == nil || !strings.Contains(err.Error(), name) {
+			t.Errorf("ParseStatus error %v; want %q", err, name)
+		}
+	}
+}
