@@ -12,9 +12,10 @@ import (
 // a live request that relay B took, forwarded over NATS; with no device
 // linked anywhere B queues instead.
 func TestLiveRequestThroughAnotherRelay(t *testing.T) {
-	urls := startFleet(t, 2)
+	run := startFleet(t, 2)
+	urls := run.urls
 	dev, sender := didtest.Key(t, 1), didtest.Key(t, 2)
-	c := linkDevice(t, urls[0], dev, "always_on")
+	c := run.linkDevice(t, 0, dev, "always_on")
 	status, body := post(t, urls[1], dev, sender)
 	if status != 200 || string(body) != `{"from":"`+sender.DID().String()+`"}` {
 		t.Fatalf("live request through relay B = %d %s, want 200 and the device's answer naming the sender", status, body)
@@ -28,9 +29,10 @@ func TestLiveRequestThroughAnotherRelay(t *testing.T) {
 // TestQueuedNoticeThroughAnotherRelay: a sleeping device linked to relay
 // A hears at once of a record relay B queued.
 func TestQueuedNoticeThroughAnotherRelay(t *testing.T) {
-	urls := startFleet(t, 2)
+	run := startFleet(t, 2)
+	urls := run.urls
 	dev, sender := didtest.Key(t, 1), didtest.Key(t, 2)
-	c := linkDevice(t, urls[0], dev, "sleep")
+	c := run.linkDevice(t, 0, dev, "sleep")
 	if status, body := post(t, urls[1], dev, sender); status != 503 || !strings.Contains(string(body), `"queued":true`) {
 		t.Fatalf("request for a sleeping device = %d %s, want 503 queued", status, body)
 	}
@@ -47,10 +49,11 @@ func TestQueuedNoticeThroughAnotherRelay(t *testing.T) {
 // TestNewerLinkFencesOlder: when the device links again through relay B,
 // relay A drops its link, and a request through A reaches the device on B.
 func TestNewerLinkFencesOlder(t *testing.T) {
-	urls := startFleet(t, 2)
+	run := startFleet(t, 2)
+	urls := run.urls
 	dev, sender := didtest.Key(t, 1), didtest.Key(t, 2)
-	old := linkDevice(t, urls[0], dev, "always_on")
-	linkDevice(t, urls[1], dev, "always_on")
+	old := run.linkDevice(t, 0, dev, "always_on")
+	run.linkDevice(t, 1, dev, "always_on")
 	select {
 	case <-old.Done():
 	case <-time.After(10 * time.Second):
