@@ -70,9 +70,9 @@ type Fleet struct {
 	held  map[string]*held // agent → this relay's subscriptions for its link
 
 	presence Presence
-	keyed    map[string]bool      // agents whose presence key this relay wrote and has not removed
-	writes   []chan presenceWrite // UsePresence's workers, by agent
-	done     chan struct{}        // closed by Close
+	keyed    map[string]bool // agents whose presence key this relay wrote and has not removed
+	writes   []chan string   // UsePresence's workers, by agent
+	done     chan struct{}   // closed by Close
 }
 
 // held is a link this relay holds: when it came up and its subscriptions.

@@ -28,7 +28,7 @@ func (f *Fleet) UsePresence(p Presence, refresh time.Duration) {
 	f.presence = p
 	f.keyed = map[string]bool{}
 	for range presenceWorkers {
-		ch := make(chan presenceWrite, 256)
+		ch := make(chan string, 256)
 		f.writes = append(f.writes, ch)
 		go f.writePresence(ch)
 	}
@@ -61,35 +61,23 @@ func (f *Fleet) Close() {
 	}
 }
 
-// presenceWrite is one bringing of agent's key in line; done, when not
-// nil, is closed after it.
-type presenceWrite struct {
-	agent string
-	done  chan struct{}
-}
-
 // queuePresence has agent's key brought in line with this relay's links:
-// written while it holds one, removed when it does not. The returned
-// channel is closed once that was tried (or Close was called).
-func (f *Fleet) queuePresence(agent string) <-chan struct{} {
-	w := presenceWrite{agent: agent, done: make(chan struct{})}
+// written while it holds one, removed when it does not.
+func (f *Fleet) queuePresence(agent string) {
 	select {
-	case f.writes[maphash.String(presenceSeed, agent)%presenceWorkers] <- w:
-		return w.done
+	case f.writes[maphash.String(presenceSeed, agent)%presenceWorkers] <- agent:
 	case <-f.done:
-		return f.done
 	}
 }
 
 // writePresence writes the keys of the agents it is given until Close.
-func (f *Fleet) writePresence(ch chan presenceWrite) {
+func (f *Fleet) writePresence(ch chan string) {
 	for {
 		select {
 		case <-f.done:
 			return
-		case w := <-ch:
-			f.writeKey(w.agent)
-			close(w.done)
+		case agent := <-ch:
+			f.writeKey(agent)
 		}
 	}
 }

@@ -35,15 +35,10 @@ func (a fence) newer(since int64, id string) bool {
 func (f *Fleet) Linked(agent string, up bool) {
 	h := f.link(agent, up)
 	if f.presence != nil {
-		// A new link waits for its key, so that the other relays' views
-		// have it about when the device hears that it is linked (within
-		// the write's timeout); a link's end does not wait.
-		if done := f.queuePresence(agent); h != nil {
-			select {
-			case <-done:
-			case <-f.done:
-			}
-		}
+		// Written after Linked returns: Linked comes between a link's
+		// attach and its hello frame, which must come before any notice
+		// on the link.
+		f.queuePresence(agent)
 	} else if h != nil {
 		h.noticed = true
 		go f.noticeLater(h.ctx, agent)
