@@ -60,7 +60,7 @@ awk '/^BenchmarkEnqueueCPU\// {
   for (i = 2; i < NF; i++) { if ($(i + 1) == "server-cpu-µs/op") v[name] = $i; if ($(i + 1) == "nats-msgs/op") m[name] = $i }
 }
 END {
-  n = split("raw-publish relay-bolt relay-log relay-jetstream raw-publish-R3 relay-jetstream-R3", rows, " ")
+  n = split("raw-publish raw-protocol relay-bolt relay-log relay-jetstream raw-publish-R3 relay-jetstream-R3", rows, " ")
   for (k = 1; k <= n; k++) if (rows[k] in v) {
     raw = (rows[k] ~ /-R3$/) ? v["raw-publish-R3"] : v["raw-publish"]
     printf "  %-20s %8.1f µs", rows[k], v[rows[k]]

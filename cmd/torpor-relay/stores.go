@@ -175,7 +175,13 @@ func openStores(ctx context.Context, a *args, clk clock.Clock, log *slog.Logger)
 		}
 		q, states := c.Queue(), c.Agents()
 		f := fleet.New(c.NATS(), clock.Unscaled(clk), log.With("component", "fleet"))
-		return &backend{q: q, states: states, audit: al, shared: c.Shared(), rollouts: c.Rollouts(), fleet: f, stateReads: sc, close: func() { q.Close(); states.Close(); c.Close() }}, nil
+		links, err := c.Links(f.ID())
+		if err != nil {
+			c.Close()
+			return nil, fmt.Errorf("--store jetstream: watching the links' presence: %w", err)
+		}
+		f.UsePresence(links, jsstore.LinkKeyRefresh)
+		return &backend{q: q, states: states, audit: al, shared: c.Shared(), rollouts: c.Rollouts(), fleet: f, stateReads: sc, close: func() { f.Close(); q.Close(); states.Close(); c.Close() }}, nil
 	}
 	return openBoltStores(a, log)
 }

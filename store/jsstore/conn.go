@@ -96,13 +96,17 @@ type Conn struct {
 	n        names
 	records  jetstream.Stream
 	kv       jetstream.KeyValue
-	// shared is the bucket of the relays' shared memories (shared.go).
-	shared jetstream.Stream
+	// shared is the bucket of the relays' shared memories (shared.go),
+	// sharedKV the same bucket as nats.go's key-value view (links.go
+	// watches it).
+	shared   jetstream.Stream
+	sharedKV jetstream.KeyValue
 	// refused keeps the permission errors the server reported.
 	refused *asyncErr
 
 	mu    sync.Mutex
 	cache *StateCache // StateCache's, if started
+	links *Links      // Links's, if started
 }
 
 // Open connects, creates the streams and the bucket if they are missing,
@@ -213,7 +217,7 @@ func (c *Conn) setup(ctx context.Context, cfg Config) error {
 		return err
 	}
 	if err := c.retrySetup(ctx, func(ctx context.Context) (err error) {
-		if _, c.shared, err = c.bucket(ctx, sharedConfig(c.n, cfg.Replicas)); err != nil {
+		if c.sharedKV, c.shared, err = c.bucket(ctx, sharedConfig(c.n, cfg.Replicas)); err != nil {
 			return err
 		}
 		return c.canWriteShared(ctx)
@@ -467,10 +471,13 @@ func (c *Conn) NATS() *nats.Conn { return c.nc }
 // Close closes the connection; Queue and Agents then fail.
 func (c *Conn) Close() error {
 	c.mu.Lock()
-	sc := c.cache
+	sc, l := c.cache, c.links
 	c.mu.Unlock()
 	if sc != nil {
 		sc.Close()
+	}
+	if l != nil {
+		l.Close()
 	}
 	c.nc.Close()
 	return nil

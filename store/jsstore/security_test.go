@@ -73,6 +73,13 @@ func TestContractsUnderRelayPermissions(t *testing.T) {
 		}
 		waitMode(t, sc, "did:key:zWatched", wake.Sleep, "another connection's write, under the relay's permissions")
 	})
+	t.Run("link presence", func(t *testing.T) {
+		connect := onAccounts(t)
+		a, b := connect(t), connect(t)
+		defer a.Close()
+		defer b.Close()
+		testLinks(t, a, b)
+	})
 	t.Run("fleet request-reply", func(t *testing.T) {
 		c := onAccounts(t)(t)
 		defer c.Close()

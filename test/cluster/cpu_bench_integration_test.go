@@ -4,15 +4,19 @@ package cluster
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/torpor-dev/torpor/store/jsstore/jsserver"
@@ -67,6 +71,11 @@ func startSyncNATS(b *testing.B) *natsNode {
 //     always) storing 64 publishers' JetStream publishes of the body, each
 //     on its own subject and waiting for its acknowledgement: the
 //     nats-server's CPU;
+//   - raw-protocol: the same server storing what store/jsstore publishes
+//     for one enqueue when its view is current, without the relay
+//     (protocolPublisher): the record's headers and the expected last
+//     subject sequence; the nats-server's CPU, and over raw-publish's
+//     (x-raw);
 //   - relay-bolt and relay-log: a torpor-relay process on its bbolt store
 //     and on its record log answering 503 queued to 64 senders, each
 //     sending to its own sleeping device: the relay's CPU;
@@ -97,6 +106,21 @@ func BenchmarkEnqueueCPU(b *testing.B) {
 			_, err := js.Publish(context.Background(), fmt.Sprintf("bench.raw.%d", i), payload)
 			return err
 		})
+	})
+	b.Run("raw-protocol", func(b *testing.B) {
+		js := jetStreams(b, []string{ns.url})[0]
+		cfg := jetstream.StreamConfig{Name: "BENCH_PROTO", Subjects: []string{"bench.proto.>"}, Replicas: 1, Storage: jetstream.FileStorage, AllowMsgTTL: true}
+		st, err := js.CreateOrUpdateStream(context.Background(), cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := st.Purge(context.Background()); err != nil { // a previous round's records
+			b.Fatal(err)
+		}
+		cpu := serverCPU(b, []int{pid}, protocolPublisher(js, "bench.proto."))
+		if raw > 0 {
+			b.ReportMetric(cpu/raw, "x-raw")
+		}
 	})
 	for _, engine := range []string{"bolt", "log"} {
 		b.Run("relay-"+engine, func(b *testing.B) {
@@ -255,4 +279,38 @@ func queued(addr, agent, tok string, payload []byte) error {
 		err = fmt.Errorf("answer %v, want 503 queued", a)
 	}
 	return err
+}
+
+// protocolPublisher returns runSenders's do for raw-protocol: what
+// store/jsstore publishes for one enqueue when its view is current,
+// without the relay: sender i's 1 KiB record on its own subject under pre,
+// with the record's headers (seq, kind, times, call id, sender; as
+// jsstore's recordMsg) and Nats-Expected-Last-Subject-Sequence set to the
+// stream sequence of the sender's previous record.
+func protocolPublisher(js jetstream.JetStream, pre string) func(i int, _ int64) error {
+	payload := body("bench", 1024)
+	var mu sync.Mutex
+	last := map[int]uint64{}
+	seqs := map[int]uint64{}
+	return func(i int, _ int64) error {
+		mu.Lock()
+		prev, seq := last[i], seqs[i]+1
+		mu.Unlock()
+		now := time.Now().UnixNano()
+		m := &nats.Msg{Subject: fmt.Sprintf("%s%d", pre, i), Data: payload, Header: nats.Header{
+			"Torpor-Seq":   {strconv.FormatUint(seq, 10)},
+			"Torpor-Kind":  {"0"},
+			"Torpor-Times": {strconv.FormatInt(now, 10) + " " + strconv.FormatInt(now+int64(time.Hour), 10)},
+			"Torpor-Op":    {rand.Text()},
+			"Torpor-From":  {"did:key:z6MkBenchSender" + strconv.Itoa(i)},
+		}}
+		ack, err := js.PublishMsg(context.Background(), m, jetstream.WithExpectLastSequencePerSubject(prev))
+		if err != nil {
+			return err
+		}
+		mu.Lock()
+		last[i], seqs[i] = ack.Sequence, seq
+		mu.Unlock()
+		return nil
+	}
 }

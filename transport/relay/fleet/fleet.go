@@ -7,7 +7,8 @@
 //
 // Subjects, with <agent> the unpadded base64url of the agent's DID:
 //
-//	torpor.link.<agent>.up      request; the holder answers (no responders: none)
+//	torpor.link.<agent>.up      request; the holder answers (no responders: none);
+//	                            asked only by a relay without a Presence view
 //	torpor.link.<agent>.fwd     request: a CBOR wire.Request; answer: a CBOR reply
 //	torpor.link.<agent>.notify  a queued seq (uint64, big-endian)
 //	torpor.link.<agent>.fence   a new link's (time, relay id): older links drop
@@ -32,6 +33,20 @@ import (
 	"github.com/torpor-dev/torpor/transport/link/wire"
 )
 
+// Presence is the fleet's link presence in the shared bucket
+// (jsstore.Links): every relay holding a link keeps a key for it, which
+// every relay watches, so that a relay knows whether a device is linked
+// elsewhere without asking the fleet on every request.
+type Presence interface {
+	// Up reports whether another relay holds agent's link; known is false
+	// when the view cannot tell (its watch has not started or has ended).
+	Up(agent string) (up, known bool)
+	// Hold writes this relay's key for agent's link, again each time it
+	// is called; Release removes it.
+	Hold(ctx context.Context, agent string) error
+	Release(ctx context.Context, agent string) error
+}
+
 // Local is this relay's side of the links (transport/link/server.Server).
 type Local interface {
 	Up(agent string) bool
@@ -53,13 +68,20 @@ type Fleet struct {
 	mu    sync.Mutex
 	local Local
 	held  map[string]*held // agent → this relay's subscriptions for its link
+
+	presence Presence
+	keyed    map[string]bool // agents whose presence key this relay wrote and has not removed
+	writes   []chan string   // UsePresence's workers, by agent
+	done     chan struct{}   // closed by Close
 }
 
 // held is a link this relay holds: when it came up and its subscriptions.
 type held struct {
-	since int64
-	subs  []*nats.Subscription
-	stop  context.CancelFunc // ends the link's pending notice
+	since   int64
+	subs    []*nats.Subscription
+	ctx     context.Context    // the link's; ends when it goes
+	stop    context.CancelFunc // ends the link's pending notice
+	noticed bool               // the pending notice was started
 }
 
 // New joins the fleet over nc. clk dates links, to tell the newer of two
@@ -69,8 +91,12 @@ func New(nc *nats.Conn, clk clock.Clock, log *slog.Logger) *Fleet {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Fleet{nc: nc, id: rand.Text(), clk: clock.Or(clk), log: log, held: map[string]*held{}}
+	return &Fleet{nc: nc, id: rand.Text(), clk: clock.Or(clk), log: log, held: map[string]*held{}, done: make(chan struct{})}
 }
+
+// ID is this relay's id in the fleet: letters and digits, new at every
+// start.
+func (f *Fleet) ID() string { return f.id }
 
 // Serve sets the relay's link server, which answers for the links this
 // relay holds.
@@ -84,8 +110,15 @@ func subject(agent, op string) string {
 	return "torpor.link." + base64.RawURLEncoding.EncodeToString([]byte(agent)) + "." + op
 }
 
-// Up implements relay.Peers.
+// Up implements relay.Peers: from the Presence view when there is one
+// that knows, else by asking the fleet (no responders: no relay holds the
+// link).
 func (f *Fleet) Up(ctx context.Context, agent string) bool {
+	if p := f.presence; p != nil {
+		if up, known := p.Up(agent); known {
+			return up
+		}
+	}
 	_, err := f.nc.RequestWithContext(ctx, subject(agent, "up"), nil)
 	return err == nil
 }

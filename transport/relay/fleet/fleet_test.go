@@ -26,18 +26,21 @@ import (
 
 const publicURL = "http://fleet.torpor.test"
 
-// startFleet runs n relays in this process on one JetStream server, each
-// with its own NATS connections, store and Fleet, and returns their URLs.
-func startFleet(t *testing.T, n int) []string {
+// startFleet runs n relays in this process on one JetStream server, as
+// cmd/torpor-relay joins them on --store jetstream: each on its own
+// connection, store, agent-state cache, Fleet and link presence.
+func startFleet(t *testing.T, n int) fleetRun {
 	t.Helper()
-	return startFleetOn(t, n, nil).urls
+	return startFleetOn(t, n, nil)
 }
 
 // fleetRun is a fleet that startFleetOn started: the relays' URLs, each
-// relay's Fleet connection and the first relay's store.
+// relay's NATS connection (the store's and the Fleet's) and presence
+// view, and the first relay's store.
 type fleetRun struct {
 	urls  []string
 	conns []*nats.Conn
+	links []*jsstore.Links
 	store *jsstore.Conn
 }
 
@@ -55,24 +58,57 @@ func startFleetOn(t *testing.T, n int, clk clock.Clock) fleetRun {
 		if err != nil {
 			t.Fatal(err)
 		}
-		nc, err := nats.Connect(srv.URL())
+		sc, err := c.StateCache()
 		if err != nil {
 			t.Fatal(err)
 		}
-		f := fleet.New(nc, clk, nil)
-		r, err := relay.New(relay.Config{PublicURL: publicURL, Stores: relay.Stores{Queue: c.Queue(), States: c.Agents()}, Peers: f, KeyPackages: kpcheck.Verifier{}})
+		f := fleet.New(c.NATS(), clk, nil)
+		links, err := c.Links(f.ID())
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.UsePresence(links, jsstore.LinkKeyRefresh)
+		r, err := relay.New(relay.Config{PublicURL: publicURL, Stores: relay.Stores{Queue: c.Queue(), States: c.Agents(), StateReads: sc}, Peers: f, KeyPackages: kpcheck.Verifier{},
+			Access: relay.Access{AdmitAll: true}}) // --admission open, the default
 		if err != nil {
 			t.Fatal(err)
 		}
 		f.Serve(r.Link())
 		hs := httptest.NewServer(r.Handler())
-		t.Cleanup(func() { hs.Close(); r.Link().Close(); nc.Close(); c.Close() })
-		run.urls, run.conns = append(run.urls, hs.URL), append(run.conns, nc)
+		t.Cleanup(func() { hs.Close(); r.Link().Close(); f.Close(); c.Close() })
+		run.urls, run.conns, run.links = append(run.urls, hs.URL), append(run.conns, c.NATS()), append(run.links, links)
 		if run.store == nil {
 			run.store = c
 		}
 	}
 	return run
+}
+
+// linkDevice links dev to relay i as linkDevice does and waits until every
+// other relay's presence view shows the link.
+func (run fleetRun) linkDevice(t *testing.T, i int, dev *did.PrivateKey, mode string) *link.Client {
+	t.Helper()
+	c := linkDevice(t, run.urls[i], dev, mode)
+	run.waitUp(t, i, dev, true)
+	return c
+}
+
+// waitUp waits until the presence view of every relay but i says up for
+// dev's link.
+func (run fleetRun) waitUp(t *testing.T, i int, dev *did.PrivateKey, up bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for j, l := range run.links {
+		for j != i {
+			if got, known := l.Up(dev.DID().String()); known && got == up {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("relay %d's presence view does not say up=%v for the device's link", j, up)
+			}
+			time.Sleep(2 * time.Millisecond) // the watch delivers on its own goroutine
+		}
+	}
 }
 
 // linkDevice links dev to the relay at url with a handler that answers

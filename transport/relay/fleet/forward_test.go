@@ -12,9 +12,10 @@ import (
 // a live request that relay B took, forwarded over NATS; with no device
 // linked anywhere B queues instead.
 func TestLiveRequestThroughAnotherRelay(t *testing.T) {
-	urls := startFleet(t, 2)
+	run := startFleet(t, 2)
+	urls := run.urls
 	dev, sender := didtest.Key(t, 1), didtest.Key(t, 2)
-	c := linkDevice(t, urls[0], dev, "always_on")
+	c := run.linkDevice(t, 0, dev, "always_on")
 	status, body := post(t, urls[1], dev, sender)
 	if status != 200 || string(body) != `{"from":"`+sender.DID().String()+`"}` {
 		t.Fatalf("live request through relay B = %d %s, want 200 and the device's answer naming the sender", status, body)
@@ -28,9 +29,10 @@ func TestLiveRequestThroughAnotherRelay(t *testing.T) {
 // TestQueuedNoticeThroughAnotherRelay: a sleeping device linked to relay
 // A hears at once of a record relay B queued.
 func TestQueuedNoticeThroughAnotherRelay(t *testing.T) {
-	urls := startFleet(t, 2)
+	run := startFleet(t, 2)
+	urls := run.urls
 	dev, sender := didtest.Key(t, 1), didtest.Key(t, 2)
-	c := linkDevice(t, urls[0], dev, "sleep")
+	c := run.linkDevice(t, 0, dev, "sleep")
 	if status, body := post(t, urls[1], dev, sender); status != 503 || !strings.Contains(string(body), `"queued":true`) {
 		t.Fatalf("request for a sleeping device = %d %s, want 503 queued", status, body)
 	}
@@ -47,10 +49,11 @@ func TestQueuedNoticeThroughAnotherRelay(t *testing.T) {
 // TestNewerLinkFencesOlder: when the device links again through relay B,
 // relay A drops its link, and a request through A reaches the device on B.
 func TestNewerLinkFencesOlder(t *testing.T) {
-	urls := startFleet(t, 2)
+	run := startFleet(t, 2)
+	urls := run.urls
 	dev, sender := didtest.Key(t, 1), didtest.Key(t, 2)
-	old := linkDevice(t, urls[0], dev, "always_on")
-	linkDevice(t, urls[1], dev, "always_on")
+	old := run.linkDevice(t, 0, dev, "always_on")
+	run.linkDevice(t, 1, dev, "always_on")
 	select {
 	case <-old.Done():
 	case <-time.After(10 * time.Second):
@@ -58,5 +61,41 @@ func TestNewerLinkFencesOlder(t *testing.T) {
 	}
 	if status, body := post(t, urls[0], dev, sender); status != 200 {
 		t.Errorf("live request through relay A after the relink = %d %s, want 200 from the device on B", status, body)
+	}
+}
+
+// TestUpWithoutView: a relay whose presence view cannot tell (its watch
+// ended) asks the fleet with the `up` request instead: a live request it
+// takes reaches the device linked to the other relay, and a record it
+// queues for a device linked nowhere costs the question and the publish.
+func TestUpWithoutView(t *testing.T) {
+	run := startFleet(t, 2)
+	dev, sender := didtest.Key(t, 1), didtest.Key(t, 2)
+	c := run.linkDevice(t, 0, dev, "always_on")
+	run.links[1].Close()
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if _, known := run.links[1].Up(dev.DID().String()); !known {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("relay B's view still knows after its watch was stopped")
+		}
+		time.Sleep(2 * time.Millisecond) // the watch ends on its own goroutine
+	}
+	if status, body := post(t, run.urls[1], dev, sender); status != 200 {
+		t.Fatalf("live request through relay B without its view = %d %s, want 200 from the device on A", status, body)
+	}
+	c.Close()
+	sleeper := didtest.Key(t, 3)
+	linkDevice(t, run.urls[0], sleeper, "sleep").Close()
+	sent := func() uint64 { run.conns[1].Flush(); return run.conns[1].Stats().OutMsgs }
+	for i := range 3 {
+		before := sent()
+		if status, body := post(t, run.urls[1], sleeper, sender); status != 503 || !strings.Contains(string(body), `"queued":true`) {
+			t.Fatalf("request for a sleeping device = %d %s, want 503 queued", status, body)
+		}
+		if got := sent() - before; i > 0 && got != 2 {
+			t.Errorf("request %d: relay B sent %d NATS messages without its view, want 2 (up, the publish)", i, got)
+		}
 	}
 }

@@ -13,30 +13,43 @@ import (
 	"github.com/torpor-dev/torpor/transport/relay/fleet"
 )
 
-// TestNoNotifyWithoutLink: a relay that queues a record for a device no
-// relay holds a link for sends one message to the fleet (the `up`
-// question), not a notify after it; with the device linked to another
-// relay it sends the notify.
+// TestNoNotifyWithoutLink counts the NATS messages a relay sends for one
+// queued record, store and fleet together, in the steady state (the
+// agent's state and queue already in the relay's memory): for a device no
+// relay holds a link for, one, the record's publish (the presence view
+// answers whether some relay holds the link, no `up` request, and no
+// notify follows); with the device linked to another relay, two, the
+// publish and the notify.
 func TestNoNotifyWithoutLink(t *testing.T) {
 	run := startFleetOn(t, 2, nil)
-	dev, sender := didtest.Key(t, 1), didtest.Key(t, 2)
-	c := linkDevice(t, run.urls[0], dev, "sleep")
+	dev := didtest.Key(t, 1)
+	c := run.linkDevice(t, 0, dev, "sleep")
 	c.Close()
+	run.waitUp(t, 0, dev, false)
 	sent := func() uint64 { run.conns[1].Flush(); return run.conns[1].Stats().OutMsgs }
-	for _, linked := range []bool{false, true} {
-		if linked {
-			linkDevice(t, run.urls[0], dev, "sleep")
-		}
-		before := sent()
-		if status, body := post(t, run.urls[1], dev, sender); status != 503 || !strings.Contains(string(body), `"queued":true`) {
+	n := 0
+	queued := func() {
+		t.Helper()
+		n++
+		if status, body := post(t, run.urls[1], dev, didtest.Key(t, byte(10+n))); status != 503 || !strings.Contains(string(body), `"queued":true`) {
 			t.Fatalf("request for a sleeping device = %d %s, want 503 queued", status, body)
 		}
-		want := uint64(1) // up
+	}
+	queued() // the first reads the agent's state and queue
+	for _, linked := range []bool{false, true} {
 		if linked {
-			want = 2 // up, notify
+			run.linkDevice(t, 0, dev, "sleep")
 		}
-		if got := sent() - before; got != want {
-			t.Errorf("linked %v: relay B sent %d messages to the fleet for one queued record, want %d", linked, got, want)
+		for i := range 20 {
+			before := sent()
+			queued()
+			want := uint64(1) // the publish
+			if linked {
+				want = 2 // the publish, the notify
+			}
+			if got := sent() - before; got != want {
+				t.Errorf("linked %v, request %d: relay B sent %d NATS messages for one queued record, want %d", linked, i, got, want)
+			}
 		}
 	}
 }

@@ -29,9 +29,32 @@ func (a fence) newer(since int64, id string) bool {
 }
 
 // Linked implements relay.Peers: when this relay holds agent's link it
-// answers on the agent's subjects and tells the other relays to drop
-// theirs; when the link is gone it stops answering.
+// answers on the agent's subjects, writes its presence key (with
+// UsePresence) and tells the other relays to drop theirs; when the link
+// is gone it stops answering and removes the key.
 func (f *Fleet) Linked(agent string, up bool) {
+	h := f.link(agent, up)
+	if f.presence != nil {
+		// Written after Linked returns: Linked comes between a link's
+		// attach and its hello frame, which must come before any notice
+		// on the link.
+		f.queuePresence(agent)
+	} else if h != nil {
+		h.noticed = true
+		go f.noticeLater(h.ctx, agent)
+	}
+	if h == nil {
+		return
+	}
+	b, _ := cbor.Marshal(fence{Since: h.since, Relay: f.id})
+	if err := f.nc.Publish(subject(agent, "fence"), b); err != nil {
+		f.log.Warn("fleet: announcing a link", "agent", agent, "err", err)
+	}
+}
+
+// link ends this relay's subscriptions for agent's link and, when up,
+// makes new ones; it returns the new link (nil when !up).
+func (f *Fleet) link(agent string, up bool) *held {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if h := f.held[agent]; h != nil {
@@ -42,10 +65,10 @@ func (f *Fleet) Linked(agent string, up bool) {
 		delete(f.held, agent)
 	}
 	if !up {
-		return
+		return nil
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	h := &held{since: f.clk.Now().UnixNano(), stop: stop}
+	h := &held{since: f.clk.Now().UnixNano(), ctx: ctx, stop: stop}
 	handlers := map[string]nats.MsgHandler{
 		"up":     func(m *nats.Msg) { m.Respond(nil) },
 		"fwd":    func(m *nats.Msg) { go f.serveForward(agent, m) },
@@ -61,15 +84,12 @@ func (f *Fleet) Linked(agent string, up bool) {
 		h.subs = append(h.subs, s)
 	}
 	f.held[agent] = h
-	go f.noticeLater(ctx, agent)
-	b, _ := cbor.Marshal(fence{Since: h.since, Relay: f.id})
-	if err := f.nc.Publish(subject(agent, "fence"), b); err != nil {
-		f.log.Warn("fleet: announcing a link", "agent", agent, "err", err)
-	}
+	return h
 }
 
 // LinkedNoticeAfter is how long after a relay began to answer for a link
-// it tells the device, once, to pull its queue. A relay that asked the
+// (with UsePresence: after its presence key was stored) it tells the
+// device, once, to pull its queue. A relay that asked the
 // fleet about the link just before and found none stores a record without
 // a notify when its publish came within relay.PeerNoticeGrace (shorter)
 // of the question; that record is in the queue by the time this notice
