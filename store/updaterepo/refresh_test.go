@@ -212,3 +212,40 @@ func TestPublishAgain(t *testing.T) {
 		}
 	})
 }
+
+// TestOtherKeysSignNothing: a relay started with other online keys than
+// the root names (a relay of the cluster given the wrong files) signs
+// nothing: its refresh and its publish are refused, saying why, and the
+// repository stays as the right keys signed it.
+func TestOtherKeysSignNothing(t *testing.T) {
+	eachBackend(t, func(t *testing.T, open opener) {
+		e := newEnv(t, open, 0)
+		if err := e.publish("a", build(10, 1), 2); err != nil {
+			t.Fatal(err)
+		}
+		v := timestampOf(t, e).Signed.Version
+		e.repo.Close()
+		good := e.snapKey
+		e.snapKey = key(t)
+		e.open()
+		e.clk.Advance(13 * time.Hour)
+		if signed, err := e.repo.Refresh(); signed || err == nil || !strings.Contains(err.Error(), "not signing: root version 1: its snapshot role is not this relay's key") {
+			t.Errorf("refresh with another snapshot key: %v, %v", signed, err)
+		}
+		if _, err := e.repo.AddBlob(build(10, 2)); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.repo.Publish(e.nextTargets("b", build(10, 2), 3)); err == nil || !strings.Contains(err.Error(), "not signing") {
+			t.Errorf("publish with another snapshot key: %v", err)
+		}
+		if got := timestampOf(t, e).Signed.Version; got != v {
+			t.Errorf("timestamp version %d; want %d, unchanged", got, v)
+		}
+		e.repo.Close()
+		e.snapKey = good
+		e.open()
+		if signed, err := e.repo.Refresh(); !signed || err != nil {
+			t.Errorf("refresh with the right keys again: %v, %v", signed, err)
+		}
+	})
+}

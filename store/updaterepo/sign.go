@@ -209,7 +209,22 @@ func (r *Repo) signSnapshot(tx Txn, b []byte, v int64) error {
 }
 
 // signTimestamp signs the next timestamp naming the snapshot sb, version v.
+// Every signing ends here, so it is here that the current root must name
+// this relay's keys: a relay started with other keys than the root names
+// (another relay's of the cluster, or new ones before the owner's root
+// naming them) signs nothing, and the change it was part of is not made.
 func (r *Repo) signTimestamp(tx Txn, sb []byte, v int64) error {
+	rb, err := tx.Meta("root.json")
+	if err != nil {
+		return err
+	}
+	root, err := metadata.Root().FromBytes(rb)
+	if err != nil {
+		return fmt.Errorf("updaterepo: the stored root: %w", err)
+	}
+	if err := r.namesRelayKeys(root); err != nil {
+		return fmt.Errorf("updaterepo: not signing: root version %d: %w (every relay sharing the repository needs the keys the root names: --update-snapshot-key, --update-timestamp-key)", root.Signed.Version, err)
+	}
 	next := int64(1)
 	cur, err := tx.Meta("timestamp.json")
 	if err != nil {
@@ -303,7 +318,7 @@ func (r *Repo) refresh(force bool) (bool, error) {
 		}
 		return nil
 	})
-	return signed, err
+	return signed && err == nil, err
 }
 
 // current returns the current snapshot, timestamp and targets.
