@@ -59,6 +59,7 @@ func newWorld(t *testing.T, relayArgs ...string) *world {
 	snapDID, tsDID := keygen(t, snap), keygen(t, ts)
 	w.relayArgs = append([]string{"--operator", op, "--admission", "open",
 		"--update-snapshot-key", snap, "--update-timestamp-key", ts}, relayArgs...)
+	os.MkdirAll(filepath.Join(w.dir, "relay"), 0o700) // --store jetstream makes none
 	w.relay = relaytest.Start(t, filepath.Join(w.dir, "relay"), w.relayArgs...)
 	w.owner = filepath.Join(w.dir, "owner")
 	ctl(t, "update", "keys", "init", "--dir", w.owner, "--relay-snapshot", snapDID, "--relay-timestamp", tsDID)
@@ -69,6 +70,11 @@ func newWorld(t *testing.T, relayArgs ...string) *world {
 // provisioned with the owner's first root, running build version
 // installed, downloading at most budget bytes a wake.
 func (w *world) agent(t *testing.T, name string, installed uint64, budget int64, args ...string) (*testenv.Proc, string) {
+	return w.agentAt(t, w.relay.URL, name, installed, budget, args...)
+}
+
+// agentAt is agent linked to the relay at url.
+func (w *world) agentAt(t *testing.T, url, name string, installed uint64, budget int64, args ...string) (*testenv.Proc, string) {
 	dir := filepath.Join(w.dir, name)
 	key := filepath.Join(w.dir, name+".key")
 	if _, err := os.Stat(key); err != nil { // a restarted agent keeps its key
@@ -90,7 +96,7 @@ func (w *world) agent(t *testing.T, name string, installed uint64, budget int64,
 		args = []string{"--mode", "always_on"}
 	}
 	p := testenv.Start(t, testenv.Binary(t, "torpor-agent"), append([]string{"--config", confFile, "--key", key, "--data-dir", dir,
-		"--relay", w.relay.URL, "--name", name, "--purposes", "comms:*", "--handler", "*=exec:/bin/true"}, args...)...)
+		"--relay", url, "--name", name, "--purposes", "comms:*", "--handler", "*=exec:/bin/true"}, args...)...)
 	return p, dir
 }
 
