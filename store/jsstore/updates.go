@@ -8,10 +8,12 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"regexp"
 	"strconv"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/torpor-dev/torpor/store/updaterepo"
@@ -83,7 +85,15 @@ func (c *Conn) Updates(ctx context.Context, maxBytes int64) (*Updates, error) {
 		return nil, fmt.Errorf("jsstore: update repository bound %d: want a positive number of bytes", maxBytes)
 	}
 	var obs jetstream.ObjectStore
-	err := c.retrySetup(ctx, func(ctx context.Context) (err error) { obs, err = c.objects(ctx); return err })
+	err := c.retrySetup(ctx, func(ctx context.Context) (err error) {
+		if obs, err = c.objects(ctx); err != nil {
+			return err
+		}
+		return c.canWriteUpdates(ctx)
+	})
+	if perr := c.refused.load(); err != nil && perr != nil {
+		return nil, fmt.Errorf("%w: the NATS user lacks the update repository's permissions (publish $O.%s.>, docs/scale-out.md): %v", err, c.n.updates, perr)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -127,6 +137,22 @@ func (c *Conn) objects(ctx context.Context) (jetstream.ObjectStore, error) {
 		}
 	}
 	return c.js.ObjectStore(ctx, name) // bound again, to read from the leader
+}
+
+// canWriteUpdates checks that the server lets this user write the
+// object store, without writing (as canWriteShared does): the probe
+// expects a last sequence no subject has.
+func (c *Conn) canWriteUpdates(ctx context.Context) error {
+	subj := "$O." + c.n.updates + ".M.probe"
+	_, err := c.js.PublishMsg(ctx, &nats.Msg{Subject: subj}, jetstream.WithExpectStream("OBJ_"+c.n.updates),
+		jetstream.WithExpectLastSequencePerSubject(math.MaxUint64))
+	switch {
+	case isConflict(err):
+		return nil
+	case err == nil:
+		return fmt.Errorf("jsstore: object store %s stored a write expecting sequence %d", c.n.updates, uint64(math.MaxUint64))
+	}
+	return fmt.Errorf("jsstore: writing to object store %s: %w", c.n.updates, err)
 }
 
 // readHead returns the head and its revision (0: none yet).
