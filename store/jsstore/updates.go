@@ -11,6 +11,7 @@ import (
 	"math"
 	"regexp"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -47,7 +48,19 @@ type Updates struct {
 	c   *Conn
 	obs jetstream.ObjectStore
 	max int64
+
+	// A blob's length and parts never change (its name is its SHA-256),
+	// so each relay keeps the lengths it read and the last CachedParts
+	// parts: devices reading one build in turn read it from NATS once.
+	mu      sync.Mutex
+	lengths map[string]int64
+	parts   map[string][]byte
+	order   []string // of parts, oldest first
 }
+
+// CachedParts is how many blob parts (of BlobPart bytes) a relay keeps in
+// memory: 8 MiB.
+const CachedParts = 64
 
 var _ updaterepo.Backend = (*Updates)(nil)
 
@@ -97,7 +110,7 @@ func (c *Conn) Updates(ctx context.Context, maxBytes int64) (*Updates, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Updates{c: c, obs: obs, max: maxBytes}, nil
+	return &Updates{c: c, obs: obs, max: maxBytes, lengths: map[string]int64{}, parts: map[string][]byte{}}, nil
 }
 
 // objects returns the blobs' object store, created or checked: file
@@ -388,15 +401,49 @@ func digest(b []byte) string {
 func (u *Updates) BlobRange(sha string, off, n int64) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
-	h, _, err := u.readHead(ctx)
+	u.mu.Lock()
+	length, ok := u.lengths[sha]
+	u.mu.Unlock()
+	if !ok {
+		h, _, err := u.readHead(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if length, ok = h.Blobs[sha]; !ok {
+			return nil, fmt.Errorf("blob %s: %w", sha, updaterepo.ErrNotFound)
+		}
+		u.mu.Lock()
+		u.lengths[sha] = length
+		u.mu.Unlock()
+	}
+	return u.readRange(ctx, sha, length, off, n)
+}
+
+// part returns part k of blob sha, from the cache or the object store
+// (where nats.go checks it against its digest).
+func (u *Updates) part(ctx context.Context, sha string, k int64) ([]byte, error) {
+	name := partName(sha, k)
+	u.mu.Lock()
+	b, ok := u.parts[name]
+	u.mu.Unlock()
+	if ok {
+		return b, nil
+	}
+	b, err := u.obs.GetBytes(ctx, name)
 	if err != nil {
 		return nil, err
 	}
-	length, ok := h.Blobs[sha]
-	if !ok {
-		return nil, fmt.Errorf("blob %s: %w", sha, updaterepo.ErrNotFound)
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if _, ok := u.parts[name]; !ok {
+		u.parts[name] = b
+		u.order = append(u.order, name)
+		if len(u.order) > CachedParts {
+			delete(u.parts, u.order[0])
+			u.order = u.order[1:]
+		}
 	}
-	return u.readRange(ctx, sha, length, off, n)
+	return b, nil
 }
 
 func (u *Updates) readRange(ctx context.Context, sha string, length, off, n int64) ([]byte, error) {
@@ -406,7 +453,7 @@ func (u *Updates) readRange(ctx context.Context, sha string, length, off, n int6
 	end := min(off+n, length)
 	out := make([]byte, 0, end-off)
 	for k := off / BlobPart; k*BlobPart < end; k++ {
-		b, err := u.obs.GetBytes(ctx, partName(sha, k))
+		b, err := u.part(ctx, sha, k)
 		if errors.Is(err, jetstream.ErrObjectNotFound) {
 			return nil, fmt.Errorf("blob %s: part %d missing, its upload did not finish (upload it again): %w", sha, k, updaterepo.ErrNotFound)
 		}

@@ -16,7 +16,7 @@ import (
 // clock; every call after the first is the same repository again: the
 // same bbolt file, or a new connection to the same NATS server (another
 // relay of the cluster).
-type opener func(t *testing.T, cfg updaterepo.Config) *updaterepo.Repo
+type opener func(t testing.TB, cfg updaterepo.Config) *updaterepo.Repo
 
 // eachBackend runs f once on a real bbolt file and once on a real
 // nats-server (store/jsstore's Updates), as subtests: the contract both
@@ -26,9 +26,9 @@ func eachBackend(t *testing.T, f func(t *testing.T, open opener)) {
 	t.Run("jetstream", func(t *testing.T) { f(t, jetstreamOpener(t)) })
 }
 
-func boltOpener(t *testing.T) opener {
+func boltOpener(t testing.TB) opener {
 	path := filepath.Join(t.TempDir(), "updates.db")
-	return func(t *testing.T, cfg updaterepo.Config) *updaterepo.Repo {
+	return func(t testing.TB, cfg updaterepo.Config) *updaterepo.Repo {
 		cfg.Path = path
 		r, err := updaterepo.Open(cfg)
 		if err != nil {
@@ -40,10 +40,10 @@ func boltOpener(t *testing.T) opener {
 
 // jetstreamOpener starts a nats-server (one replica, fsync on every
 // write) for the test; each opening is a new connection to it.
-func jetstreamOpener(t *testing.T) opener {
+func jetstreamOpener(t testing.TB) opener {
 	var once sync.Once
 	var srv *jsserver.Server
-	return func(t *testing.T, cfg updaterepo.Config) *updaterepo.Repo {
+	return func(t testing.TB, cfg updaterepo.Config) *updaterepo.Repo {
 		once.Do(func() {
 			s, err := jsserver.Start(t.TempDir(), jsserver.Options{SyncAlways: true})
 			if err != nil {

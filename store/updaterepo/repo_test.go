@@ -20,7 +20,7 @@ import (
 
 var t0 = time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
 
-func key(t *testing.T) ed25519.PrivateKey {
+func key(t testing.TB) ed25519.PrivateKey {
 	_, k, err := ed25519.GenerateKey(nil)
 	if err != nil {
 		t.Fatal(err)
@@ -30,7 +30,7 @@ func key(t *testing.T) ed25519.PrivateKey {
 
 // owner holds the offline keys; relay is the repository in a bbolt file.
 type env struct {
-	t                   *testing.T
+	t                   testing.TB
 	clk                 *clocktest.Clock
 	rootKey, targetsKey ed25519.PrivateKey
 	snapKey, tsKey      ed25519.PrivateKey
@@ -43,7 +43,7 @@ type env struct {
 	deviceDir           string
 }
 
-func newEnv(t *testing.T, open opener, maxBytes int64) *env {
+func newEnv(t testing.TB, open opener, maxBytes int64) *env {
 	if maxBytes == 0 {
 		maxBytes = updaterepo.DefaultMaxBytes
 	}
