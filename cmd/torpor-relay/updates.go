@@ -50,15 +50,20 @@ func (u *updateArgs) open(ctx context.Context, cfg *relay.Config, dataDir string
 	rc := updaterepo.Config{Path: filepath.Join(dataDir, "updates.db"), MaxBytes: u.maxBytes,
 		Snapshot: snap.Ed25519(), Timestamp: ts.Ed25519(), Clock: clk}
 	var repo *updaterepo.Repo
+	where := rc.Path
 	if js == nil {
 		repo, err = updaterepo.Open(rc)
 	} else {
 		repo, err = openSharedUpdates(ctx, js, rc)
+		where = "JetStream, shared by the cluster's relays"
 	}
 	if err != nil {
 		return nil, err
 	}
 	cfg.Stores.Updates = repo
+	if cfg.Logger != nil {
+		cfg.Logger.Info("update repository", "in", where, "maxBytes", rc.MaxBytes)
+	}
 	return func() { repo.Close() }, nil
 }
 

@@ -313,6 +313,9 @@ func (u *Updates) swap(ctx context.Context, old, next *head, rev uint64) error {
 	if err != nil {
 		return err
 	}
+	if max := u.c.nc.MaxPayload() - 4096; int64(len(b)) > max {
+		return fmt.Errorf("jsstore: the update repository's head would be %d bytes, more than a NATS message holds (%d, max_payload less room for headers): fewer targets in targets.json", len(b), max)
+	}
 	if rev == 0 {
 		_, err = u.c.kv.Create(ctx, headKey, b)
 	} else {

@@ -6,12 +6,17 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/torpor-dev/torpor/internal/tufsign"
+	"github.com/torpor-dev/torpor/runtime/update"
 	"github.com/torpor-dev/torpor/store/jsstore"
+	"github.com/torpor-dev/torpor/store/jsstore/jsserver"
 	"github.com/torpor-dev/torpor/store/updaterepo"
 )
 
@@ -163,4 +168,42 @@ func TestBoundAcrossRelays(t *testing.T) {
 			t.Errorf("used %d; want %d", used, base+2*blob)
 		}
 	})
+}
+
+// TestHeadTooLarge: targets metadata that would make the head larger
+// than a NATS message (here a server with max_payload 200,000) is refused
+// with a clear error, and the repository stays as it was.
+func TestHeadTooLarge(t *testing.T) {
+	srv, err := jsserver.Start(t.TempDir(), jsserver.Options{SyncAlways: true, Config: "max_payload: 200000\n"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { jsserver.Shutdown([]*jsserver.Server{srv}) })
+	e := newEnv(t, func(t testing.TB, cfg updaterepo.Config) *updaterepo.Repo {
+		return openOn(t, jsstore.Config{URLs: []string{srv.URL()}, Replicas: 1, MonitorURL: srv.MonitorURL()}, cfg)
+	}, 0)
+	data := build(1000, 1)
+	if err := e.publish("a", data, 2); err != nil {
+		t.Fatal(err)
+	}
+	used, _ := e.repo.Used()
+	for i := range 250 {
+		if err := tufsign.AddTarget(e.targets, fmt.Sprintf("t/%d/%s", i, strings.Repeat("x", 900)), data, update.CustomKey, update.Custom{Version: 3}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.targets.Signed.Version++
+	b, err := tufsign.Sign(e.targets, e.targetsKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.repo.Publish(b); err == nil || !strings.Contains(err.Error(), "more than a NATS message holds") {
+		t.Errorf("targets making the head %d+ bytes: %v", len(b), err)
+	}
+	if after, _ := e.repo.Used(); after != used {
+		t.Errorf("used %d after the refused publish; want %d", after, used)
+	}
+	if res, err := e.device().Check(context.Background()); err != nil || res.Target != "a" {
+		t.Errorf("the device after the refusal: %+v, %v", res, err)
+	}
 }
