@@ -126,8 +126,18 @@ func (f *File) buildUpdate(c *runtime.Config) error {
 		return fmt.Errorf(`"update": the owner's root: %w (provision it from torporctl update keys init)`, err)
 	}
 	c.Relay.Updates = &runtime.Updates{Dir: dir, Installed: u.Version, Budget: u.BudgetBytes,
-		Device: update.Device{Board: c.Board, GOARCH: goruntime.GOARCH, GOARM: goarm()}}
+		Device: update.Device{Board: c.Board, GOARCH: goruntime.GOARCH, GOARM: goarm()}, Running: running()}
 	return nil
+}
+
+// running is this binary's path, which a target's delta patches; empty
+// when it cannot be told (targets are then fetched whole).
+func running() string {
+	p, err := os.Executable()
+	if err != nil {
+		return ""
+	}
+	return p
 }
 
 // goarm is the GOARM this binary was built with ("" off 32-bit ARM).
