@@ -36,7 +36,7 @@ func deltaBuilds(t *testing.T) (old, next []byte, running string) {
 // may be replaced by bad, a delta the owner signed that does not patch
 // to the target).
 func publishWithDelta(t *testing.T, r *repo, old, next, bad []byte) []byte {
-	d, err := tufsign.Delta(old, next, update.DeltaDictID)
+	d, err := tufsign.Delta(old, next)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,11 +79,11 @@ func TestDeltaTarget(t *testing.T) {
 // zstd frame checks out; the target's hashes do not).
 func TestDeltaNotTheTarget(t *testing.T) {
 	old, next, running := deltaBuilds(t)
-	fromOther, err := tufsign.Delta(payload(5, 300_000), next, update.DeltaDictID)
+	fromOther, err := tufsign.Delta(payload(5, 300_000), next)
 	if err != nil {
 		t.Fatal(err)
 	}
-	toOther, err := tufsign.Delta(old, payload(6, len(next)), update.DeltaDictID)
+	toOther, err := tufsign.Delta(old, payload(6, len(next)))
 	if err != nil {
 		t.Fatal(err)
 	}

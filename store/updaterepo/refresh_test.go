@@ -3,6 +3,7 @@ package updaterepo_test
 import (
 	"context"
 	"crypto/ed25519"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -147,7 +148,7 @@ func TestSurvivesReopen(t *testing.T) {
 			t.Errorf("timestamp version %d after reopening; want %d", ts.Signed.Version, v+1)
 		}
 		res, err := e.device().Check(context.Background())
-		if err != nil || res.Custom != (update.Custom{Version: 3, GOARCH: "arm", GOARM: "6"}) {
+		if err != nil || !reflect.DeepEqual(res.Custom, update.Custom{Version: 3, GOARCH: "arm", GOARM: "6"}) {
 			t.Errorf("device: %+v, %v", res, err)
 		}
 	})
