@@ -49,6 +49,7 @@ type world struct {
 	dir, opKey, owner string
 	relay             *relaytest.Relay
 	relayArgs         []string // to start it again
+	agentBin          string   // the agent's binary; "" is this tree's
 }
 
 func newWorld(t *testing.T, relayArgs ...string) *world {
@@ -95,7 +96,11 @@ func (w *world) agentAt(t *testing.T, url, name string, installed uint64, budget
 	if len(args) == 0 {
 		args = []string{"--mode", "always_on"}
 	}
-	p := testenv.Start(t, testenv.Binary(t, "torpor-agent"), append([]string{"--config", confFile, "--key", key, "--data-dir", dir,
+	binary := w.agentBin
+	if binary == "" {
+		binary = testenv.Binary(t, "torpor-agent")
+	}
+	p := testenv.Start(t, binary, append([]string{"--config", confFile, "--key", key, "--data-dir", dir,
 		"--relay", url, "--name", name, "--purposes", "comms:*", "--handler", "*=exec:/bin/true"}, args...)...)
 	return p, dir
 }
