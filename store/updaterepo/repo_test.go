@@ -3,6 +3,8 @@ package updaterepo_test
 import (
 	"context"
 	"crypto/ed25519"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"os"
 	"path/filepath"
@@ -229,6 +231,36 @@ func TestBoundInBytes(t *testing.T) {
 		}
 		if _, err := e.repo.AddBlob(build(1000, 1)); err != nil {
 			t.Errorf("a blob within the bound: %v", err)
+		}
+	})
+}
+
+// TestPublishNeedsDeltaBlobs: targets naming a delta (docs/updates.md,
+// "Delta targets") whose blob the relay does not hold, or holds with
+// another length, are refused; with the blob uploaded they are taken.
+func TestPublishNeedsDeltaBlobs(t *testing.T) {
+	eachBackend(t, func(t *testing.T, open opener) {
+		e := newEnv(t, open, 0)
+		data, delta := build(1000, 1), build(100, 2)
+		sum := sha256.Sum256(delta)
+		d := map[string]any{"from": strings.Repeat("a", 64), "sha256": hex.EncodeToString(sum[:]), "length": len(delta)}
+		c := map[string]any{"version": 2, "goarch": "arm", "goarm": "6", "deltas": []any{d}}
+		if _, err := e.repo.AddBlob(data); err != nil {
+			t.Fatal(err)
+		}
+		if err := tufsign.AddTarget(e.targets, "a", data, update.CustomKey, c); err != nil {
+			t.Fatal(err)
+		}
+		e.targets.Signed.Version++
+		b, _ := tufsign.Sign(e.targets, e.targetsKey)
+		if err := e.repo.Publish(b); err == nil || !strings.Contains(err.Error(), "no blob with its delta's sha256") {
+			t.Errorf("targets naming a delta not uploaded: %v", err)
+		}
+		if _, err := e.repo.AddBlob(delta); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.repo.Publish(b); err != nil {
+			t.Errorf("with the delta uploaded: %v", err)
 		}
 	})
 }

@@ -3,6 +3,7 @@ package updaterepo
 import (
 	"bytes"
 	"crypto/ed25519"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -166,8 +167,44 @@ func (r *Repo) checkTargets(tx Txn, b []byte) (*metadata.Metadata[metadata.Targe
 		if err := tf.VerifyLengthHashes(blob); err != nil {
 			return nil, fmt.Errorf("target %q: %w", name, err)
 		}
+		if err := checkDeltas(tx, tf); err != nil {
+			return nil, fmt.Errorf("target %q: %w", name, err)
+		}
 	}
 	return targets, nil
+}
+
+// checkDeltas checks that the deltas a target names in its custom fields
+// (docs/updates.md, "Delta targets") have their blobs here with the
+// length stated (a blob's key is its SHA-256): a device sent to a delta
+// the relay lacks would fail to fetch it at every wake.
+func checkDeltas(tx Txn, tf *metadata.TargetFiles) error {
+	if tf.Custom == nil {
+		return nil
+	}
+	var c struct {
+		Torpor struct {
+			Deltas []struct {
+				SHA256 string `json:"sha256"`
+				Length int64  `json:"length"`
+			} `json:"deltas"`
+		} `json:"torpor"`
+	}
+	if err := json.Unmarshal(*tf.Custom, &c); err != nil {
+		return fmt.Errorf("custom: %w", err)
+	}
+	for _, d := range c.Torpor.Deltas {
+		blob, err := tx.Blob(d.SHA256)
+		switch {
+		case err != nil:
+			return err
+		case blob == nil:
+			return fmt.Errorf("no blob with its delta's sha256 %s (upload it first)", d.SHA256)
+		case int64(len(blob)) != d.Length:
+			return fmt.Errorf("its delta %s has %d bytes, not the %d stated", d.SHA256, len(blob), d.Length)
+		}
+	}
+	return nil
 }
 
 // signSnapshot signs the next snapshot naming targets (bytes b, version
