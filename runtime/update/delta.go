@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -91,6 +92,10 @@ func (c *Client) viaDelta(ctx context.Context, t *metadata.TargetFiles, d *Delta
 	}
 	n, r := c.fill(ctx, f, dt, d.SHA256)
 	f.Close()
+	if r != nil && r.Code == Fetch && errors.Is(r.Err, ErrNotFound) {
+		r.Detail += "; the relay has no such delta: the whole target next"
+		return "", n, c.dropDelta(sum, part, r)
+	}
 	if r != nil {
 		return "", n, r
 	}

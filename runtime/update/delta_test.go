@@ -138,3 +138,19 @@ func TestDeltaFieldsChecked(t *testing.T) {
 	_, err := r.device(1).Check(context.Background())
 	refusal(t, err, update.Invalid, "a length of 1 to the target's 1000 bytes")
 }
+
+// TestDeltaMissingAtTheRelay: a delta the relay does not hold (the owner
+// signed it, the relay lost it) is a failed fetch once; the next check
+// fetches the target whole, rather than asking for the delta at every
+// wake.
+func TestDeltaMissingAtTheRelay(t *testing.T) {
+	old, next, running := deltaBuilds(t)
+	r := newRepo(t)
+	d := publishWithDelta(t, r, old, next, nil)
+	delete(r.blobs, sha(d))
+	dev := r.device(1, func(c *update.Config) { c.Running = running })
+	_, err := dev.Check(context.Background())
+	refusal(t, err, update.Fetch, "the whole target next")
+	res, err := dev.Check(context.Background())
+	verified(t, res, err, next)
+}
