@@ -273,6 +273,9 @@ type Updates struct {
 	Device    update.Device
 	// Budget bounds the bytes one wake downloads; 0 is update.DefaultBudget.
 	Budget int64
+	// Running is the running build's binary, which a target's delta
+	// patches (update.Config.Running); empty: targets are fetched whole.
+	Running string
 	// OnVerified is told of a verified file: the slots package installs
 	// it (not in this package). A file whose target needs the owner's
 	// confirmation is held instead (updatehold.go) and goes to OnVerified

@@ -26,7 +26,7 @@ func (w *wakeRun) checkUpdate() {
 	var st *wire.StatusUpdate
 	w.ph.measure(PhaseUpdate, func() error {
 		c, err := update.New(update.Config{Dir: cfg.Dir, Source: update.LinkSource(ul), Device: cfg.Device,
-			Installed: cfg.Installed, Budget: cfg.Budget, Now: a.updateTime, Supply: w.supply})
+			Installed: cfg.Installed, Budget: cfg.Budget, Running: cfg.Running, Now: a.updateTime, Supply: w.supply})
 		if err != nil {
 			st = update.Status(update.Result{}, err)
 			return err

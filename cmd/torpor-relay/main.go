@@ -232,7 +232,7 @@ func run(ctx context.Context, a *args, log *slog.Logger) (err error) {
 	cfg, err := a.relayConfig(st, public, brokerURL, clk, log, mln != nil)
 	var closeUpdates func()
 	if err == nil {
-		closeUpdates, err = a.updates.open(&cfg, a.dataDir, clk)
+		closeUpdates, err = a.updates.open(ctx, &cfg, a.dataDir, st.js, clk)
 	}
 	if err != nil {
 		ln.Close()

@@ -121,6 +121,8 @@ type backend struct {
 	// relay keeps its own in memory.
 	shared shared.Store
 	fleet  *fleet.Fleet // nil with bolt
+	// js is the JetStream connection the stores share; nil with bolt.
+	js *jsstore.Conn
 	// stateReads answers the request path's state reads on JetStream
 	// (jsstore.StateCache); nil with bolt.
 	stateReads relay.StateReader
@@ -181,7 +183,7 @@ func openStores(ctx context.Context, a *args, clk clock.Clock, log *slog.Logger)
 			return nil, fmt.Errorf("--store jetstream: watching the links' presence: %w", err)
 		}
 		f.UsePresence(links, jsstore.LinkKeyRefresh)
-		return &backend{q: q, states: states, audit: al, shared: c.Shared(), rollouts: c.Rollouts(), fleet: f, stateReads: sc, close: func() { f.Close(); q.Close(); states.Close(); c.Close() }}, nil
+		return &backend{q: q, states: states, audit: al, shared: c.Shared(), rollouts: c.Rollouts(), fleet: f, js: c, stateReads: sc, close: func() { f.Close(); q.Close(); states.Close(); c.Close() }}, nil
 	}
 	return openBoltStores(a, log)
 }

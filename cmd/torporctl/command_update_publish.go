@@ -4,12 +4,16 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io/fs"
 	"os"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/theupdateframework/go-tuf/v2/metadata"
@@ -23,16 +27,24 @@ import (
 // targetCustom is the "torpor" member of a target's custom object, as
 // runtime/update's Custom reads it (docs/updates.md).
 type targetCustom struct {
-	Version     uint64 `json:"version"`
-	Board       string `json:"board,omitempty"`
-	GOARCH      string `json:"goarch"`
-	GOARM       string `json:"goarm,omitempty"`
-	Window      string `json:"window,omitempty"`
-	Confirm     bool   `json:"confirm,omitempty"`
-	MinSupplyMV int64  `json:"minSupplyMv,omitempty"`
-	Encoding    string `json:"encoding,omitempty"`
-	Size        int64  `json:"size,omitempty"`
-	Type        string `json:"type,omitempty"`
+	Version     uint64       `json:"version"`
+	Board       string       `json:"board,omitempty"`
+	GOARCH      string       `json:"goarch"`
+	GOARM       string       `json:"goarm,omitempty"`
+	Window      string       `json:"window,omitempty"`
+	Confirm     bool         `json:"confirm,omitempty"`
+	MinSupplyMV int64        `json:"minSupplyMv,omitempty"`
+	Encoding    string       `json:"encoding,omitempty"`
+	Size        int64        `json:"size,omitempty"`
+	Type        string       `json:"type,omitempty"`
+	Deltas      []deltaField `json:"deltas,omitempty"`
+}
+
+// deltaField is one of a target's deltas (runtime/update's Delta).
+type deltaField struct {
+	From   string `json:"from"`
+	SHA256 string `json:"sha256"`
+	Length int64  `json:"length"`
 }
 
 // runUpdateSignTarget adds FILE to targets.json as --name, with Torpor's
@@ -52,8 +64,16 @@ func runUpdateSignTarget(e *env, fs *flag.FlagSet, args []string) error {
 	fs.StringVar(&c.Type, "type", "", "What FILE is: empty for a build of torpor-agent, rauc-bundle for an operating-system bundle (rauc install).")
 	expires := fs.Duration("expires", 90*24*time.Hour, "How long this targets version is valid.")
 	compress := fs.Bool("gzip", false, "Publish FILE gzip-compressed: devices fetch fewer bytes and decompress it once verified.")
+	var from []string
+	fs.Func("delta-from", "A build devices may run (repeatable): the target carries a delta from it, which devices running it fetch instead of FILE and patch their build with (not with --gzip).", func(s string) error {
+		from = append(from, s)
+		return nil
+	})
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if *compress && len(from) > 0 {
+		return usageError{"--delta-from and --gzip do not go together: a delta patches to the target itself"}
 	}
 	if *dir == "" || *name == "" || c.Version == 0 || fs.NArg() != 1 || (c.Type != "" && c.Type != "rauc-bundle") {
 		return usageError{"sign-target --dir D --name NAME --version N [--goarch --goarm --board --window --confirm --min-supply-mv --type rauc-bundle] FILE"}
@@ -62,6 +82,9 @@ func runUpdateSignTarget(e *env, fs *flag.FlagSet, args []string) error {
 	data, err := os.ReadFile(fs.Arg(0))
 	if err == nil && *compress {
 		data, err = gzipTarget(data, &c)
+	}
+	if err == nil {
+		err = d.addDeltas(e, from, data, &c)
 	}
 	if err != nil {
 		return fmt.Errorf("update sign-target: %v", err)
@@ -80,6 +103,36 @@ func runUpdateSignTarget(e *env, fs *flag.FlagSet, args []string) error {
 	}
 	fmt.Fprintf(e.stdout, "signed targets version %d with %s (%d bytes, sha256 %s)\n", targets.Signed.Version, *name, len(data),
 		targets.Signed.Targets[*name].Hashes["sha256"])
+	return nil
+}
+
+// addDeltas makes a delta from each build of from to data, keeps it in
+// blobs/ for publish and names it in c.
+func (d updateDir) addDeltas(e *env, from []string, data []byte, c *targetCustom) error {
+	for _, path := range from {
+		old, err := os.ReadFile(path)
+		if err != nil {
+			return fmt.Errorf("--delta-from: %w", err)
+		}
+		delta, err := tufsign.Delta(old, data)
+		if err != nil {
+			return fmt.Errorf("--delta-from %s: %w", path, err)
+		}
+		if len(delta) >= len(data) {
+			fmt.Fprintf(e.stdout, "no delta from %s: %d bytes, not fewer than the target's %d\n", path, len(delta), len(data))
+			continue
+		}
+		if err := os.MkdirAll(d.path("blobs"), 0o700); err != nil {
+			return err
+		}
+		sum := sha256.Sum256(delta)
+		if err := atomicfile.WriteFile(d.path("blobs", hex.EncodeToString(sum[:])), delta, 0o600); err != nil {
+			return err
+		}
+		fromSum := sha256.Sum256(old)
+		c.Deltas = append(c.Deltas, deltaField{From: hex.EncodeToString(fromSum[:]), SHA256: hex.EncodeToString(sum[:]), Length: int64(len(delta))})
+		fmt.Fprintf(e.stdout, "delta from %s: %d bytes\n", path, len(delta))
+	}
 	return nil
 }
 
@@ -208,6 +261,11 @@ func (d updateDir) publish(ctx context.Context, e *env, api *operatorapi.Client,
 		if err := d.upload(ctx, e, api, "blob", d.path("blobs", targets.Signed.Targets[n].Hashes["sha256"].String())); err != nil {
 			return fmt.Errorf("target %s: %w", n, err)
 		}
+		for _, sum := range deltasOf(targets.Signed.Targets[n]) {
+			if err := d.upload(ctx, e, api, "blob", d.path("blobs", sum)); err != nil {
+				return fmt.Errorf("target %s: a delta: %w", n, err)
+			}
+		}
 	}
 	return d.upload(ctx, e, api, "targets", d.path("targets.json"))
 }
@@ -223,4 +281,25 @@ func (d updateDir) upload(ctx context.Context, e *env, api *operatorapi.Client, 
 	}
 	fmt.Fprintf(e.stdout, "uploaded %s (%d bytes); the relay holds %d bytes\n", path, len(b), ans.Used)
 	return nil
+}
+
+// deltasOf returns the SHA-256 of each delta target t names in its
+// custom fields.
+func deltasOf(t *metadata.TargetFiles) []string {
+	if t.Custom == nil {
+		return nil
+	}
+	var all struct {
+		Torpor targetCustom `json:"torpor"`
+	}
+	if json.Unmarshal(*t.Custom, &all) != nil {
+		return nil
+	}
+	var out []string
+	for _, d := range all.Torpor.Deltas {
+		if len(d.SHA256) == 64 && !strings.ContainsAny(d.SHA256, "/.") {
+			out = append(out, d.SHA256)
+		}
+	}
+	return out
 }

@@ -16,7 +16,7 @@ import (
 // than on a device.
 func TestTargetCustomIsTheDevices(t *testing.T) {
 	in := targetCustom{Version: 7, Board: "rpi-4", GOARCH: "arm", GOARM: "6", Window: "22:00-02:00",
-		Confirm: true, MinSupplyMV: 4900, Encoding: "gzip", Size: 1 << 20, Type: "rauc-bundle"}
+		Confirm: true, MinSupplyMV: 4900, Encoding: "gzip", Size: 1 << 20, Type: "rauc-bundle", Deltas: []deltaField{{From: "f", SHA256: "s", Length: 3}}}
 	b, err := json.Marshal(in)
 	if err != nil {
 		t.Fatal(err)
@@ -26,8 +26,8 @@ func TestTargetCustomIsTheDevices(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := update.Custom{Version: 7, Board: "rpi-4", GOARCH: "arm", GOARM: "6", Window: "22:00-02:00",
-		Confirm: true, MinSupplyMV: 4900, Encoding: "gzip", Size: 1 << 20, Type: update.TypeRauc}
-	if got != want {
+		Confirm: true, MinSupplyMV: 4900, Encoding: "gzip", Size: 1 << 20, Type: update.TypeRauc, Deltas: []update.Delta{{From: "f", SHA256: "s", Length: 3}}}
+	if !reflect.DeepEqual(got, want) {
 		t.Errorf("torporctl's %s reads on the device as %+v, want %+v", b, got, want)
 	}
 	tags := func(v any) map[string]bool {
@@ -39,5 +39,8 @@ func TestTargetCustomIsTheDevices(t *testing.T) {
 	}
 	if a, d := tags(targetCustom{}), tags(update.Custom{}); !reflect.DeepEqual(a, d) {
 		t.Errorf("torporctl's members %v, the device's %v", a, d)
+	}
+	if a, d := tags(deltaField{}), tags(update.Delta{}); !reflect.DeepEqual(a, d) {
+		t.Errorf("torporctl's delta members %v, the device's %v", a, d)
 	}
 }

@@ -153,7 +153,7 @@ func (f *File) buildUpdate(c *runtime.Config) error {
 		return fmt.Errorf(`"update": the owner's root: %w (provision it from torporctl update keys init)`, err)
 	}
 	c.Relay.Updates = &runtime.Updates{Dir: dir, Installed: u.Version, Budget: u.BudgetBytes,
-		Device: update.Device{Board: c.Board, GOARCH: goruntime.GOARCH, GOARM: goarm()}}
+		Device: update.Device{Board: c.Board, GOARCH: goruntime.GOARCH, GOARM: goarm()}, Running: running()}
 	if r := u.Rauc; r != nil {
 		in, err := rauc.New(rauc.Config{Command: cmp.Or(r.Command, DefaultRauc), Args: r.Args, Env: r.Env,
 			State: filepath.Join(dir, "rauc.json")})
@@ -167,6 +167,16 @@ func (f *File) buildUpdate(c *runtime.Config) error {
 
 // DefaultRauc is the rauc command line when "rauc" names none: Debian's.
 const DefaultRauc = "/usr/bin/rauc"
+
+// running is this binary's path, which a target's delta patches; empty
+// when it cannot be told (targets are then fetched whole).
+func running() string {
+	p, err := os.Executable()
+	if err != nil {
+		return ""
+	}
+	return p
+}
 
 // goarm is the GOARM this binary was built with ("" off 32-bit ARM).
 func goarm() string {

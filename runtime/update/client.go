@@ -67,6 +67,10 @@ type Config struct {
 	// Supply returns the supply voltage in millivolts, and false where
 	// the board does not report it.
 	Supply func() (mv int64, ok bool)
+	// Running is the path of the build the device runs (its binary):
+	// a target with a delta from that build is fetched as the delta
+	// (Custom.Deltas). Empty: every target is fetched whole.
+	Running string
 	// Flash returns the free bytes of dir's file system (ok false when
 	// it cannot tell); nil means statfs(2) (flash_linux.go).
 	Flash func(dir string) (free, total uint64, ok bool)
@@ -145,7 +149,7 @@ func (c *Client) Check(ctx context.Context) (Result, error) {
 	if rerr := c.conditions(target.Path, custom, now); rerr != nil {
 		return res, rerr
 	}
-	path, n, rerr := c.download(ctx, target)
+	path, n, rerr := c.fetchTarget(ctx, target, custom)
 	res.Bytes = n
 	if rerr == nil && custom.Encoding == EncodingGzip {
 		path, rerr = c.decompress(target.Path, path, custom.Size)

@@ -47,10 +47,33 @@ type Custom struct {
 	// `rauc install` installs (runtime/update/rauc). A check considers
 	// only the targets of its Config.Type.
 	Type string `json:"type,omitempty"`
+	// Deltas are diffs to this target (one with no Encoding) from builds
+	// devices may run: a device running the build whose SHA-256 is a
+	// Delta's From fetches that delta instead and patches its build with
+	// it (delta.go). The result must have the target's length and hashes.
+	Deltas []Delta `json:"deltas,omitempty"`
 }
 
 // TypeRauc is Custom.Type of a RAUC bundle (https://rauc.readthedocs.io/).
 const TypeRauc = "rauc-bundle"
+
+// Delta is a diff to a target from one build: a zstd frame (RFC 8878)
+// whose dictionary (id DeltaDictID) is the raw content of that build
+// (RFC 8878 Section 5: a raw-content dictionary), as `zstd --patch-from`
+// makes them. Its bytes are signed by their length and SHA-256 here.
+type Delta struct {
+	// From is the SHA-256 (hex) of the build the delta applies to.
+	From string `json:"from"`
+	// SHA256 and Length are the delta's own.
+	SHA256 string `json:"sha256"`
+	Length int64  `json:"length"`
+}
+
+// DeltaDictID is the dictionary id a delta's zstd frame names.
+const DeltaDictID = 1
+
+// MaxDeltas bounds a target's deltas.
+const MaxDeltas = 16
 
 // EncodingGzip is Custom.Encoding of a gzip-compressed target.
 const EncodingGzip = "gzip"
@@ -92,7 +115,38 @@ func CustomOf(t *metadata.TargetFiles) (Custom, error) {
 	if c.Type != "" && c.Type != TypeRauc {
 		return c, fmt.Errorf("target %q: type %q: want none (torpor-agent) or %q", t.Path, c.Type, TypeRauc)
 	}
+	if err := checkDeltas(c, t.Length); err != nil {
+		return c, fmt.Errorf("target %q: %w", t.Path, err)
+	}
 	return c, nil
+}
+
+// checkDeltas checks the deltas of a target of length n.
+func checkDeltas(c Custom, n int64) error {
+	if len(c.Deltas) == 0 {
+		return nil
+	}
+	if c.Encoding != "" || len(c.Deltas) > MaxDeltas {
+		return fmt.Errorf("%d deltas with encoding %q: want at most %d, to a target with no encoding", len(c.Deltas), c.Encoding, MaxDeltas)
+	}
+	for _, d := range c.Deltas {
+		if !isSHA256(d.From) || !isSHA256(d.SHA256) || d.Length <= 0 || d.Length > n {
+			return fmt.Errorf("delta from %q: want the SHA-256 (hex) of its build and its own, and a length of 1 to the target's %d bytes (it has %d)", d.From, n, d.Length)
+		}
+	}
+	return nil
+}
+
+func isSHA256(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for _, c := range []byte(s) {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // Fits reports whether the target is built for d.

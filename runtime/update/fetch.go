@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/theupdateframework/go-tuf/v2/metadata"
@@ -129,11 +130,12 @@ func (c *Client) sub(name string) string {
 }
 
 // dropOtherParts removes the partial downloads of other targets (one
-// superseded by a newer publish), so that they do not fill the flash.
-func dropOtherParts(dir, keep string) {
+// superseded by a newer publish), so that they do not fill the flash:
+// every file whose name does not start with one of keep.
+func dropOtherParts(dir string, keep ...string) {
 	entries, _ := os.ReadDir(dir)
 	for _, e := range entries {
-		if e.Name() != keep {
+		if !slices.ContainsFunc(keep, func(k string) bool { return strings.HasPrefix(e.Name(), k) }) {
 			os.Remove(filepath.Join(dir, e.Name()))
 		}
 	}

@@ -190,7 +190,10 @@ func (r *repo) Blob(_ context.Context, sum string, off, n int64) ([]byte, error)
 	r.calls++
 	r.offsets = append(r.offsets, off)
 	b, ok := r.blobs[sum]
-	if !ok || off > int64(len(b)) {
+	if !ok {
+		return nil, fmt.Errorf("no blob %s: %w", sum, update.ErrNotFound)
+	}
+	if off > int64(len(b)) {
 		return nil, fmt.Errorf("no blob %s at %d", sum, off)
 	}
 	end := min(off+n, int64(len(b)))

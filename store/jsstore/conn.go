@@ -30,7 +30,7 @@ const (
 // names are the streams, bucket and subject prefixes of one Config.Prefix.
 type names struct {
 	state, records, bucket, audit     string
-	shared                            string
+	shared, updates                   string
 	stateSubj, recordsSubj, auditSubj string
 }
 
@@ -45,7 +45,7 @@ func namesFor(prefix string) (names, error) {
 	}
 	low := strings.ToLower(prefix)
 	return names{state: prefix + "_QUEUE_STATE", records: prefix + "_QUEUE_RECORDS", bucket: prefix + "_AGENTS",
-		shared: prefix + "_SHARED", audit: prefix + "_AUDIT", stateSubj: low + ".qstate.", recordsSubj: low + ".qrec.", auditSubj: low + ".audit"}, nil
+		shared: prefix + "_SHARED", updates: prefix + "_UPDATES", audit: prefix + "_AUDIT", stateSubj: low + ".qstate.", recordsSubj: low + ".qrec.", auditSubj: low + ".audit"}, nil
 }
 
 // Config says how to reach NATS and what durability to demand.

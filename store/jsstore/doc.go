@@ -17,6 +17,11 @@
 //	bucket TORPOR_SHARED         (key-value with per-key TTLs: spent
 //	    tokens, token-bucket limits, secrets shared by the fleet's
 //	    relays; see shared.go)
+//	object store TORPOR_UPDATES  (stream OBJ_TORPOR_UPDATES)
+//	    the update repository's blobs in parts, its head and earlier
+//	    metadata under up. keys of TORPOR_AGENTS (store/updaterepo's
+//	    Backend; see updates.go; created by Conn.Updates, when the relay
+//	    hosts the repository)
 //	stream TORPOR_AUDIT          subject torpor.audit
 //	    the audit log (store/audit): one JSON record per message, the
 //	    stream sequence its Seq; max_msgs is the log's bound, discard old

@@ -1,6 +1,7 @@
 package jsstore_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"strings"
@@ -79,6 +80,21 @@ func TestContractsUnderRelayPermissions(t *testing.T) {
 		defer a.Close()
 		defer b.Close()
 		testLinks(t, a, b)
+	})
+	t.Run("update repository", func(t *testing.T) {
+		c := onAccounts(t)(t)
+		defer c.Close()
+		u, err := c.Updates(t.Context(), 1<<20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data := bytes.Repeat([]byte{7}, jsstore.BlobPart+10)
+		if err := u.AddBlob("b", data); err != nil {
+			t.Fatal(err)
+		}
+		if b, err := u.BlobRange("b", jsstore.BlobPart-5, 10); err != nil || !bytes.Equal(b, data[:10]) {
+			t.Fatalf("a range across two parts under the relay's permissions: %d bytes, %v", len(b), err)
+		}
 	})
 	t.Run("fleet request-reply", func(t *testing.T) {
 		c := onAccounts(t)(t)
@@ -208,5 +224,33 @@ func TestOpenRefusedWithoutSharedPermission(t *testing.T) {
 	}
 	if m, err := st.GetLastMsgForSubject(ctx, "$KV.TORPOR_SHARED.probe"); !errors.Is(err, jetstream.ErrMsgNotFound) {
 		t.Errorf("the start's probe left %v, %v; want no message", m, err)
+	}
+}
+
+// TestUpdatesRefusedWithoutPermission: a relay user without the object
+// store's subjects (the permissions of the release before the shared
+// update repository) is refused when the repository opens, saying which
+// permission it lacks, rather than at the first upload.
+func TestUpdatesRefusedWithoutPermission(t *testing.T) {
+	old := strings.Replace(jsserver.RelayPermissions, `"$O.TORPOR_UPDATES.>", `, "", 1)
+	if old == jsserver.RelayPermissions {
+		t.Fatal("RelayPermissions no longer lists $O.TORPOR_UPDATES.>")
+	}
+	cfg := strings.Replace(jsserver.AccountsConfig("relay-secret-7f3a", "metrics-secret-19c2"), jsserver.RelayPermissions, old, 1)
+	srv, err := jsserver.Start(t.TempDir(), jsserver.Options{SyncAlways: true, Config: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { jsserver.Shutdown([]*jsserver.Server{srv}) })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := openAs(ctx, srv, "relay", "relay-secret-7f3a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_, err = c.Updates(ctx, 1<<20)
+	if err == nil || !strings.Contains(err.Error(), "lacks the update repository's permissions (publish $O.TORPOR_UPDATES.>") {
+		t.Errorf("Updates without the object store's permission: %v", err)
 	}
 }

@@ -1,8 +1,8 @@
 // Package updaterepo is the relay's TUF repository for agent updates
 // (docs/updates.md): the owner's signed root and targets metadata, the
 // snapshot and timestamp the relay signs with its online keys, and the
-// targets' contents as blobs addressed by their SHA-256, in a bbolt file
-// bounded in bytes.
+// targets' contents as blobs addressed by their SHA-256, bounded in
+// bytes.
 //
 // Nothing is taken on trust. A root must be the next version, signed by
 // the current root's keys and its own (TUF specification Section 5.3.4,
@@ -13,6 +13,12 @@
 // states. Only then does the relay sign a snapshot naming it and a
 // timestamp naming that snapshot (Section 4.4, 4.5). A put that would
 // pass the byte bound is refused with an error saying so.
+//
+// Open keeps the repository in a bbolt file; New takes another Backend,
+// such as store/jsstore's Updates, which every relay of a JetStream
+// cluster shares. A Backend applies each change whole by
+// compare-and-swap, so that of relays re-signing at once one signs and
+// the others find the result.
 //
 // Devices read it through Metadata and Blob (a range of a blob); Fresh
 // signs a timestamp for a device that slept past the last one.

@@ -4,7 +4,6 @@ import (
 	"crypto"
 	"crypto/ed25519"
 	"crypto/sha256"
-	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -13,7 +12,6 @@ import (
 	"time"
 
 	"github.com/sigstore/sigstore/pkg/signature"
-	bolt "go.etcd.io/bbolt"
 
 	"github.com/torpor-dev/torpor/clock"
 )
@@ -36,18 +34,12 @@ const (
 	DefaultTimestampExpiry = 24 * time.Hour
 )
 
-var (
-	bucketMeta  = []byte("meta")
-	bucketBlobs = []byte("blobs")
-	bucketState = []byte("state")
-	keyUsed     = []byte("used")
-)
-
-// Config is what Open needs.
+// Config is what Open and New need.
 type Config struct {
-	// Path is the bbolt file.
+	// Path is the bbolt file (Open's; New's backend is given).
 	Path string
-	// MaxBytes bounds the bytes of metadata and blobs held.
+	// MaxBytes bounds the bytes of metadata and blobs held in the bbolt
+	// file (Open's; a Backend given to New has its own bound).
 	MaxBytes int64
 	// Snapshot and Timestamp are the relay's online keys; the root must
 	// name their public halves for the snapshot and timestamp roles.
@@ -61,19 +53,40 @@ type Config struct {
 // Repo is the relay's repository.
 type Repo struct {
 	cfg      Config
-	db       *bolt.DB
+	b        Backend
 	snap, ts signature.Signer
 	mu       sync.Mutex // serialises the signing of new versions
 	clk      clock.Clock
 }
 
-// Open opens (creating) the repository at cfg.Path.
+// Open opens (creating) the repository in the bbolt file cfg.Path.
 func Open(cfg Config) (*Repo, error) {
-	if cfg.Snapshot == nil || cfg.Timestamp == nil {
-		return nil, errors.New("updaterepo: the relay's snapshot and timestamp keys are needed")
-	}
 	if cfg.MaxBytes == 0 {
 		cfg.MaxBytes = DefaultMaxBytes
+	}
+	if cfg.Snapshot == nil || cfg.Timestamp == nil {
+		return nil, errKeys
+	}
+	b, err := openBolt(cfg.Path, cfg.MaxBytes)
+	if err != nil {
+		return nil, err
+	}
+	r, err := New(cfg, b)
+	if err != nil {
+		b.Close()
+		return nil, err
+	}
+	return r, nil
+}
+
+var errKeys = errors.New("updaterepo: the relay's snapshot and timestamp keys are needed")
+
+// New returns the repository kept by b (Open's bbolt file, or one shared
+// by the relays of a cluster: store/jsstore's Updates). Closing the Repo
+// closes b.
+func New(cfg Config, b Backend) (*Repo, error) {
+	if cfg.Snapshot == nil || cfg.Timestamp == nil {
+		return nil, errKeys
 	}
 	if cfg.SnapshotExpiry == 0 {
 		cfg.SnapshotExpiry = DefaultSnapshotExpiry
@@ -89,99 +102,36 @@ func Open(cfg Config) (*Repo, error) {
 	if err != nil {
 		return nil, fmt.Errorf("updaterepo: timestamp key: %w", err)
 	}
-	db, err := bolt.Open(cfg.Path, 0o600, &bolt.Options{Timeout: time.Second})
-	if err != nil {
-		return nil, fmt.Errorf("updaterepo: %w", err)
-	}
-	err = db.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bucketMeta, bucketBlobs, bucketState} {
-			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		db.Close()
-		return nil, fmt.Errorf("updaterepo: %w", err)
-	}
-	return &Repo{cfg: cfg, db: db, snap: snap, ts: ts, clk: clock.Or(cfg.Clock)}, nil
+	return &Repo{cfg: cfg, b: b, snap: snap, ts: ts, clk: clock.Or(cfg.Clock)}, nil
 }
 
-// Close closes the bbolt file.
-func (r *Repo) Close() error { return r.db.Close() }
+// Close closes the backend.
+func (r *Repo) Close() error { return r.b.Close() }
 
 // Used returns the bytes of metadata and blobs held.
-func (r *Repo) Used() (int64, error) {
-	var n int64
-	err := r.db.View(func(tx *bolt.Tx) error {
-		n = used(tx)
-		return nil
-	})
-	return n, err
-}
-
-func used(tx *bolt.Tx) int64 {
-	v := tx.Bucket(bucketState).Get(keyUsed)
-	if len(v) != 8 {
-		return 0
-	}
-	return int64(binary.BigEndian.Uint64(v))
-}
-
-// put stores value under key in bucket, counting its bytes against the
-// bound (a replaced value's bytes are given back).
-func (r *Repo) put(tx *bolt.Tx, bucket, key, value []byte) error {
-	b := tx.Bucket(bucket)
-	n := used(tx) - int64(len(b.Get(key))) + int64(len(value))
-	if n > r.cfg.MaxBytes {
-		return fmt.Errorf("%w: %d bytes would make %d of %d", ErrFull, len(value), n, r.cfg.MaxBytes)
-	}
-	if err := b.Put(key, value); err != nil {
-		return err
-	}
-	return tx.Bucket(bucketState).Put(keyUsed, binary.BigEndian.AppendUint64(nil, uint64(n)))
-}
+func (r *Repo) Used() (int64, error) { return r.b.Used() }
 
 // AddBlob stores data under its SHA-256 and returns the hex of it.
 func (r *Repo) AddBlob(data []byte) (string, error) {
 	sum := sha256.Sum256(data)
 	key := hex.EncodeToString(sum[:])
-	err := r.db.Update(func(tx *bolt.Tx) error {
-		if tx.Bucket(bucketBlobs).Get([]byte(key)) != nil {
-			return nil
-		}
-		return r.put(tx, bucketBlobs, []byte(key), data)
-	})
-	if err != nil {
+	if err := r.b.AddBlob(key, data); err != nil {
 		return "", fmt.Errorf("updaterepo: blob %s: %w", key, err)
 	}
 	return key, nil
 }
 
 // Blob returns at most n bytes of the blob sha from offset off.
-func (r *Repo) Blob(sha string, off, n int64) ([]byte, error) {
-	var out []byte
-	err := r.db.View(func(tx *bolt.Tx) error {
-		b := tx.Bucket(bucketBlobs).Get([]byte(sha))
-		switch {
-		case b == nil:
-			return fmt.Errorf("blob %s: %w", sha, ErrNotFound)
-		case off < 0 || n < 0 || off > int64(len(b)):
-			return fmt.Errorf("blob %s: range %d+%d outside its %d bytes", sha, off, n, len(b))
-		}
-		out = append([]byte(nil), b[off:min(off+n, int64(len(b)))]...)
-		return nil
-	})
-	return out, err
-}
+func (r *Repo) Blob(sha string, off, n int64) ([]byte, error) { return r.b.BlobRange(sha, off, n) }
 
 // Metadata returns the metadata file name, at most max bytes.
 func (r *Repo) Metadata(name string, max int64) ([]byte, error) {
 	var out []byte
-	err := r.db.View(func(tx *bolt.Tx) error {
-		b := tx.Bucket(bucketMeta).Get([]byte(name))
+	err := r.b.View(func(tx Txn) error {
+		b, err := tx.Meta(name)
 		switch {
+		case err != nil:
+			return err
 		case b == nil:
 			return fmt.Errorf("%s: %w", name, ErrNotFound)
 		case int64(len(b)) > max:

@@ -3,6 +3,8 @@ package updaterepo_test
 import (
 	"context"
 	"crypto/ed25519"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"os"
 	"path/filepath"
@@ -20,7 +22,7 @@ import (
 
 var t0 = time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
 
-func key(t *testing.T) ed25519.PrivateKey {
+func key(t testing.TB) ed25519.PrivateKey {
 	_, k, err := ed25519.GenerateKey(nil)
 	if err != nil {
 		t.Fatal(err)
@@ -30,7 +32,7 @@ func key(t *testing.T) ed25519.PrivateKey {
 
 // owner holds the offline keys; relay is the repository in a bbolt file.
 type env struct {
-	t                   *testing.T
+	t                   testing.TB
 	clk                 *clocktest.Clock
 	rootKey, targetsKey ed25519.PrivateKey
 	snapKey, tsKey      ed25519.PrivateKey
@@ -38,14 +40,17 @@ type env struct {
 	rootBytes           []byte
 	targets             *metadata.Metadata[metadata.TargetsType]
 	repo                *updaterepo.Repo
-	path                string
+	opener              opener
 	maxBytes            int64
 	deviceDir           string
 }
 
-func newEnv(t *testing.T, maxBytes int64) *env {
+func newEnv(t testing.TB, open opener, maxBytes int64) *env {
+	if maxBytes == 0 {
+		maxBytes = updaterepo.DefaultMaxBytes
+	}
 	e := &env{t: t, clk: clocktest.New(t0), rootKey: key(t), targetsKey: key(t), snapKey: key(t), tsKey: key(t),
-		path: filepath.Join(t.TempDir(), "updates.db"), maxBytes: maxBytes}
+		opener: open, maxBytes: maxBytes}
 	root, err := tufsign.NewRoot(tufsign.Roles{
 		Root: []ed25519.PublicKey{e.rootKey.Public().(ed25519.PublicKey)}, RootThreshold: 1,
 		Targets: []ed25519.PublicKey{e.targetsKey.Public().(ed25519.PublicKey)}, TargetsThreshold: 1,
@@ -66,14 +71,15 @@ func newEnv(t *testing.T, maxBytes int64) *env {
 	return e
 }
 
-func (e *env) open() {
-	r, err := updaterepo.Open(updaterepo.Config{Path: e.path, MaxBytes: e.maxBytes, Snapshot: e.snapKey,
-		Timestamp: e.tsKey, Clock: e.clk})
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	e.repo = r
+// open opens the repository (again, after a Close: a relay restarted).
+func (e *env) open() { e.repo = e.relay() }
+
+// relay opens the repository as another relay of the cluster does (the
+// same bbolt file, or a new connection to the same NATS server).
+func (e *env) relay() *updaterepo.Repo {
+	r := e.opener(e.t, updaterepo.Config{MaxBytes: e.maxBytes, Snapshot: e.snapKey, Timestamp: e.tsKey, Clock: e.clk})
 	e.t.Cleanup(func() { r.Close() })
+	return r
 }
 
 // publish uploads data and the owner's targets listing it as version v.
@@ -81,6 +87,12 @@ func (e *env) publish(name string, data []byte, v uint64) error {
 	if _, err := e.repo.AddBlob(data); err != nil {
 		return err
 	}
+	return e.repo.Publish(e.nextTargets(name, data, v))
+}
+
+// nextTargets returns the owner's next targets metadata, signed, listing
+// data as name at version v too.
+func (e *env) nextTargets(name string, data []byte, v uint64) []byte {
 	c := update.Custom{Version: v, GOARCH: "arm", GOARM: "6"}
 	if err := tufsign.AddTarget(e.targets, name, data, update.CustomKey, c); err != nil {
 		e.t.Fatal(err)
@@ -90,7 +102,7 @@ func (e *env) publish(name string, data []byte, v uint64) error {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	return e.repo.Publish(b)
+	return b
 }
 
 // source is the repository as a device reaches it (the link's part is
@@ -113,7 +125,10 @@ func (s source) Blob(_ context.Context, sum string, off, n int64) ([]byte, error
 
 // device is a device provisioned with the owner's root, judging time by
 // the test's clock (its trusted time).
-func (e *env) device() *update.Client {
+func (e *env) device() *update.Client { return e.deviceOf(e.repo) }
+
+// deviceOf is the device reading repo (one relay of several).
+func (e *env) deviceOf(repo *updaterepo.Repo) *update.Client {
 	if e.deviceDir == "" {
 		e.deviceDir = e.t.TempDir()
 		os.MkdirAll(filepath.Join(e.deviceDir, "meta"), 0o700)
@@ -121,7 +136,7 @@ func (e *env) device() *update.Client {
 			e.t.Fatal(err)
 		}
 	}
-	c, err := update.New(update.Config{Dir: e.deviceDir, Source: source{e.repo}, Installed: 1,
+	c, err := update.New(update.Config{Dir: e.deviceDir, Source: source{repo}, Installed: 1,
 		Device: update.Device{GOARCH: "arm", GOARM: "6"}, Now: func() (time.Time, error) { return e.clk.Now(), nil }})
 	if err != nil {
 		e.t.Fatal(err)
@@ -141,23 +156,25 @@ func build(n int, v byte) []byte {
 // targets go in; a device running go-tuf/v2's checks gets a verified
 // file from what the relay signs and serves.
 func TestPublishReachesADevice(t *testing.T) {
-	e := newEnv(t, 0)
-	data := build(300_000, 2)
-	if err := e.publish("torpor-agent/2/linux-armv6", data, 2); err != nil {
-		t.Fatal(err)
-	}
-	res, err := e.device().Check(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, _ := os.ReadFile(res.Path)
-	if string(got) != string(data) || res.Custom.Version != 2 {
-		t.Fatalf("device got %d bytes of version %d", len(got), res.Custom.Version)
-	}
-	used, err := e.repo.Used()
-	if err != nil || used < int64(len(data)) {
-		t.Errorf("used %d, %v; want at least the blob's %d bytes", used, err, len(data))
-	}
+	eachBackend(t, func(t *testing.T, open opener) {
+		e := newEnv(t, open, 0)
+		data := build(300_000, 2)
+		if err := e.publish("torpor-agent/2/linux-armv6", data, 2); err != nil {
+			t.Fatal(err)
+		}
+		res, err := e.device().Check(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ := os.ReadFile(res.Path)
+		if string(got) != string(data) || res.Custom.Version != 2 {
+			t.Fatalf("device got %d bytes of version %d", len(got), res.Custom.Version)
+		}
+		used, err := e.repo.Used()
+		if err != nil || used < int64(len(data)) {
+			t.Errorf("used %d, %v; want at least the blob's %d bytes", used, err, len(data))
+		}
+	})
 }
 
 // TestPublishRefuses: targets not signed by the owner's targets key, not
@@ -165,51 +182,85 @@ func TestPublishReachesADevice(t *testing.T) {
 // refused with what is wrong, and the device still sees the last good
 // publish.
 func TestPublishRefuses(t *testing.T) {
-	e := newEnv(t, 0)
-	if err := e.publish("a", build(10, 1), 2); err != nil {
-		t.Fatal(err)
-	}
-	e.targets.Signed.Version++
-	stranger, _ := tufsign.Sign(e.targets, key(t))
-	if err := e.repo.Publish(stranger); err == nil || !strings.Contains(err.Error(), "not enough signatures") {
-		t.Errorf("targets by a stranger: %v", err)
-	}
-	e.targets.Signed.Version = 1
-	old, _ := tufsign.Sign(e.targets, e.targetsKey)
-	if err := e.repo.Publish(old); err == nil || !strings.Contains(err.Error(), "version 1 is not newer than the current 2") {
-		t.Errorf("targets not newer: %v", err)
-	}
-	tufsign.AddTarget(e.targets, "b", build(20, 2), update.CustomKey, update.Custom{Version: 3, GOARCH: "arm", GOARM: "6"})
-	e.targets.Signed.Version = 5
-	missing, _ := tufsign.Sign(e.targets, e.targetsKey)
-	if err := e.repo.Publish(missing); err == nil || !strings.Contains(err.Error(), `target "b": no blob`) {
-		t.Errorf("targets naming no blob: %v", err)
-	}
-	res, err := e.device().Check(context.Background())
-	if err != nil || res.Target != "a" {
-		t.Errorf("after the refusals the device gets %+v, %v; want target a", res, err)
-	}
-	fresh := filepath.Join(t.TempDir(), "fresh.db")
-	r, _ := updaterepo.Open(updaterepo.Config{Path: fresh, Snapshot: e.snapKey, Timestamp: e.tsKey, Clock: e.clk})
-	defer r.Close()
-	if err := r.Publish(old); err == nil || !strings.Contains(err.Error(), "no root yet") {
-		t.Errorf("targets before a root: %v", err)
-	}
+	eachBackend(t, func(t *testing.T, open opener) {
+		e := newEnv(t, open, 0)
+		if err := e.publish("a", build(10, 1), 2); err != nil {
+			t.Fatal(err)
+		}
+		e.targets.Signed.Version++
+		stranger, _ := tufsign.Sign(e.targets, key(t))
+		if err := e.repo.Publish(stranger); err == nil || !strings.Contains(err.Error(), "not enough signatures") {
+			t.Errorf("targets by a stranger: %v", err)
+		}
+		e.targets.Signed.Version = 1
+		old, _ := tufsign.Sign(e.targets, e.targetsKey)
+		if err := e.repo.Publish(old); err == nil || !strings.Contains(err.Error(), "version 1 is not newer than the current 2") {
+			t.Errorf("targets not newer: %v", err)
+		}
+		tufsign.AddTarget(e.targets, "b", build(20, 2), update.CustomKey, update.Custom{Version: 3, GOARCH: "arm", GOARM: "6"})
+		e.targets.Signed.Version = 5
+		missing, _ := tufsign.Sign(e.targets, e.targetsKey)
+		if err := e.repo.Publish(missing); err == nil || !strings.Contains(err.Error(), `target "b": no blob`) {
+			t.Errorf("targets naming no blob: %v", err)
+		}
+		res, err := e.device().Check(context.Background())
+		if err != nil || res.Target != "a" {
+			t.Errorf("after the refusals the device gets %+v, %v; want target a", res, err)
+		}
+		fresh := filepath.Join(t.TempDir(), "fresh.db")
+		r, _ := updaterepo.Open(updaterepo.Config{Path: fresh, Snapshot: e.snapKey, Timestamp: e.tsKey, Clock: e.clk})
+		defer r.Close()
+		if err := r.Publish(old); err == nil || !strings.Contains(err.Error(), "no root yet") {
+			t.Errorf("targets before a root: %v", err)
+		}
+	})
 }
 
 // TestBoundInBytes: a blob that would pass the bound is refused, says so,
 // and takes nothing.
 func TestBoundInBytes(t *testing.T) {
-	e := newEnv(t, 64<<10)
-	before, _ := e.repo.Used()
-	_, err := e.repo.AddBlob(build(64<<10, 1))
-	if !errors.Is(err, updaterepo.ErrFull) || !strings.Contains(err.Error(), "of 65536") {
-		t.Fatalf("a blob past the bound: %v", err)
-	}
-	if after, _ := e.repo.Used(); after != before {
-		t.Errorf("used %d after a refused blob; want %d", after, before)
-	}
-	if _, err := e.repo.AddBlob(build(1000, 1)); err != nil {
-		t.Errorf("a blob within the bound: %v", err)
-	}
+	eachBackend(t, func(t *testing.T, open opener) {
+		e := newEnv(t, open, 64<<10)
+		before, _ := e.repo.Used()
+		_, err := e.repo.AddBlob(build(64<<10, 1))
+		if !errors.Is(err, updaterepo.ErrFull) || !strings.Contains(err.Error(), "of 65536") {
+			t.Fatalf("a blob past the bound: %v", err)
+		}
+		if after, _ := e.repo.Used(); after != before {
+			t.Errorf("used %d after a refused blob; want %d", after, before)
+		}
+		if _, err := e.repo.AddBlob(build(1000, 1)); err != nil {
+			t.Errorf("a blob within the bound: %v", err)
+		}
+	})
+}
+
+// TestPublishNeedsDeltaBlobs: targets naming a delta (docs/updates.md,
+// "Delta targets") whose blob the relay does not hold, or holds with
+// another length, are refused; with the blob uploaded they are taken.
+func TestPublishNeedsDeltaBlobs(t *testing.T) {
+	eachBackend(t, func(t *testing.T, open opener) {
+		e := newEnv(t, open, 0)
+		data, delta := build(1000, 1), build(100, 2)
+		sum := sha256.Sum256(delta)
+		d := map[string]any{"from": strings.Repeat("a", 64), "sha256": hex.EncodeToString(sum[:]), "length": len(delta)}
+		c := map[string]any{"version": 2, "goarch": "arm", "goarm": "6", "deltas": []any{d}}
+		if _, err := e.repo.AddBlob(data); err != nil {
+			t.Fatal(err)
+		}
+		if err := tufsign.AddTarget(e.targets, "a", data, update.CustomKey, c); err != nil {
+			t.Fatal(err)
+		}
+		e.targets.Signed.Version++
+		b, _ := tufsign.Sign(e.targets, e.targetsKey)
+		if err := e.repo.Publish(b); err == nil || !strings.Contains(err.Error(), "no blob with its delta's sha256") {
+			t.Errorf("targets naming a delta not uploaded: %v", err)
+		}
+		if _, err := e.repo.AddBlob(delta); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.repo.Publish(b); err != nil {
+			t.Errorf("with the delta uploaded: %v", err)
+		}
+	})
 }

@@ -3,13 +3,13 @@ package updaterepo
 import (
 	"bytes"
 	"crypto/ed25519"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
 
 	"github.com/theupdateframework/go-tuf/v2/metadata"
 	"github.com/theupdateframework/go-tuf/v2/metadata/trustedmetadata"
-	bolt "go.etcd.io/bbolt"
 )
 
 // SetRoot takes root metadata from the owner: the first one, signed by
@@ -20,7 +20,7 @@ import (
 func (r *Repo) SetRoot(b []byte) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.db.Update(func(tx *bolt.Tx) error {
+	return r.b.Update(func(tx Txn) error {
 		root, err := r.nextRoot(tx, b)
 		if err != nil {
 			return fmt.Errorf("updaterepo: root: %w", err)
@@ -28,10 +28,10 @@ func (r *Repo) SetRoot(b []byte) error {
 		if err := r.namesRelayKeys(root); err != nil {
 			return fmt.Errorf("updaterepo: root version %d: %w", root.Signed.Version, err)
 		}
-		if err := r.put(tx, bucketMeta, fmt.Appendf(nil, "%d.root.json", root.Signed.Version), b); err != nil {
+		if err := tx.PutMeta(fmt.Sprintf("%d.root.json", root.Signed.Version), b); err != nil {
 			return err
 		}
-		if err := r.put(tx, bucketMeta, []byte("root.json"), b); err != nil {
+		if err := tx.PutMeta("root.json", b); err != nil {
 			return err
 		}
 		return r.resign(tx)
@@ -42,11 +42,10 @@ func (r *Repo) SetRoot(b []byte) error {
 // if any, with this relay's keys: after a root that named other online
 // keys (a rotation of the relay's keys), what the old keys signed no
 // longer verifies.
-func (r *Repo) resign(tx *bolt.Tx) error {
-	meta := tx.Bucket(bucketMeta)
-	tb := meta.Get([]byte("targets.json"))
-	if tb == nil {
-		return nil
+func (r *Repo) resign(tx Txn) error {
+	tb, err := tx.Meta("targets.json")
+	if tb == nil || err != nil {
+		return err
 	}
 	targets, err := metadata.Targets().FromBytes(tb)
 	if err != nil {
@@ -55,8 +54,11 @@ func (r *Repo) resign(tx *bolt.Tx) error {
 	return r.signSnapshot(tx, tb, targets.Signed.Version)
 }
 
-func (r *Repo) nextRoot(tx *bolt.Tx, b []byte) (*metadata.Metadata[metadata.RootType], error) {
-	cur := tx.Bucket(bucketMeta).Get([]byte("root.json"))
+func (r *Repo) nextRoot(tx Txn, b []byte) (*metadata.Metadata[metadata.RootType], error) {
+	cur, err := tx.Meta("root.json")
+	if err != nil {
+		return nil, err
+	}
 	if cur == nil {
 		root, err := metadata.Root().FromBytes(b)
 		if err != nil {
@@ -100,28 +102,30 @@ func (r *Repo) namesRelayKeys(root *metadata.Metadata[metadata.RootType]) error 
 func (r *Repo) Publish(b []byte) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.db.Update(func(tx *bolt.Tx) error {
-		if bytes.Equal(tx.Bucket(bucketMeta).Get([]byte("targets.json")), b) {
-			return nil // published already: publishing again changes nothing
-		}
+	return r.b.Update(func(tx Txn) error {
+		if cur, err := tx.Meta("targets.json"); err != nil || bytes.Equal(cur, b) {
+			return err
+		} // published already: publishing again changes nothing
 		targets, err := r.checkTargets(tx, b)
 		if err != nil {
 			return fmt.Errorf("updaterepo: targets: %w", err)
 		}
 		v := targets.Signed.Version
-		if err := r.put(tx, bucketMeta, fmt.Appendf(nil, "%d.targets.json", v), b); err != nil {
+		if err := tx.PutMeta(fmt.Sprintf("%d.targets.json", v), b); err != nil {
 			return err
 		}
-		if err := r.put(tx, bucketMeta, []byte("targets.json"), b); err != nil {
+		if err := tx.PutMeta("targets.json", b); err != nil {
 			return err
 		}
 		return r.signSnapshot(tx, b, v)
 	})
 }
 
-func (r *Repo) checkTargets(tx *bolt.Tx, b []byte) (*metadata.Metadata[metadata.TargetsType], error) {
-	meta := tx.Bucket(bucketMeta)
-	rootB := meta.Get([]byte("root.json"))
+func (r *Repo) checkTargets(tx Txn, b []byte) (*metadata.Metadata[metadata.TargetsType], error) {
+	rootB, err := tx.Meta("root.json")
+	if err != nil {
+		return nil, err
+	}
 	if rootB == nil {
 		return nil, errors.New("no root yet: the owner's root comes first")
 	}
@@ -139,7 +143,11 @@ func (r *Repo) checkTargets(tx *bolt.Tx, b []byte) (*metadata.Metadata[metadata.
 	if now := r.clk.Now(); targets.Signed.IsExpired(now) {
 		return nil, fmt.Errorf("version %d expired at %s", targets.Signed.Version, targets.Signed.Expires.UTC().Format("2006-01-02T15:04:05Z"))
 	}
-	if cur := meta.Get([]byte("targets.json")); cur != nil {
+	cur, err := tx.Meta("targets.json")
+	if err != nil {
+		return nil, err
+	}
+	if cur != nil {
 		old, err := metadata.Targets().FromBytes(cur)
 		if err != nil {
 			return nil, fmt.Errorf("the stored targets: %w", err)
@@ -149,23 +157,65 @@ func (r *Repo) checkTargets(tx *bolt.Tx, b []byte) (*metadata.Metadata[metadata.
 		}
 	}
 	for name, tf := range targets.Signed.Targets {
-		blob := tx.Bucket(bucketBlobs).Get([]byte(tf.Hashes["sha256"].String()))
+		blob, err := tx.Blob(tf.Hashes["sha256"].String())
+		if err != nil {
+			return nil, fmt.Errorf("target %q: %w", name, err)
+		}
 		if blob == nil {
 			return nil, fmt.Errorf("target %q: no blob with its sha256 %s (upload it first)", name, tf.Hashes["sha256"])
 		}
 		if err := tf.VerifyLengthHashes(blob); err != nil {
 			return nil, fmt.Errorf("target %q: %w", name, err)
 		}
+		if err := checkDeltas(tx, tf); err != nil {
+			return nil, fmt.Errorf("target %q: %w", name, err)
+		}
 	}
 	return targets, nil
 }
 
+// checkDeltas checks that the deltas a target names in its custom fields
+// (docs/updates.md, "Delta targets") have their blobs here with the
+// length stated (a blob's key is its SHA-256): a device sent to a delta
+// the relay lacks would fail to fetch it at every wake.
+func checkDeltas(tx Txn, tf *metadata.TargetFiles) error {
+	if tf.Custom == nil {
+		return nil
+	}
+	var c struct {
+		Torpor struct {
+			Deltas []struct {
+				SHA256 string `json:"sha256"`
+				Length int64  `json:"length"`
+			} `json:"deltas"`
+		} `json:"torpor"`
+	}
+	if err := json.Unmarshal(*tf.Custom, &c); err != nil {
+		return fmt.Errorf("custom: %w", err)
+	}
+	for _, d := range c.Torpor.Deltas {
+		blob, err := tx.Blob(d.SHA256)
+		switch {
+		case err != nil:
+			return err
+		case blob == nil:
+			return fmt.Errorf("no blob with its delta's sha256 %s (upload it first)", d.SHA256)
+		case int64(len(blob)) != d.Length:
+			return fmt.Errorf("its delta %s has %d bytes, not the %d stated", d.SHA256, len(blob), d.Length)
+		}
+	}
+	return nil
+}
+
 // signSnapshot signs the next snapshot naming targets (bytes b, version
 // v), then the next timestamp.
-func (r *Repo) signSnapshot(tx *bolt.Tx, b []byte, v int64) error {
-	meta := tx.Bucket(bucketMeta)
+func (r *Repo) signSnapshot(tx Txn, b []byte, v int64) error {
 	next := int64(1)
-	if cur := meta.Get([]byte("snapshot.json")); cur != nil {
+	cur, err := tx.Meta("snapshot.json")
+	if err != nil {
+		return err
+	}
+	if cur != nil {
 		old, err := metadata.Snapshot().FromBytes(cur)
 		if err != nil {
 			return fmt.Errorf("updaterepo: the stored snapshot: %w", err)
@@ -186,19 +236,38 @@ func (r *Repo) signSnapshot(tx *bolt.Tx, b []byte, v int64) error {
 	if err != nil {
 		return err
 	}
-	if err := r.put(tx, bucketMeta, fmt.Appendf(nil, "%d.snapshot.json", next), sb); err != nil {
+	if err := tx.PutMeta(fmt.Sprintf("%d.snapshot.json", next), sb); err != nil {
 		return err
 	}
-	if err := r.put(tx, bucketMeta, []byte("snapshot.json"), sb); err != nil {
+	if err := tx.PutMeta("snapshot.json", sb); err != nil {
 		return err
 	}
 	return r.signTimestamp(tx, sb, next)
 }
 
 // signTimestamp signs the next timestamp naming the snapshot sb, version v.
-func (r *Repo) signTimestamp(tx *bolt.Tx, sb []byte, v int64) error {
+// Every signing ends here, so it is here that the current root must name
+// this relay's keys: a relay started with other keys than the root names
+// (another relay's of the cluster, or new ones before the owner's root
+// naming them) signs nothing, and the change it was part of is not made.
+func (r *Repo) signTimestamp(tx Txn, sb []byte, v int64) error {
+	rb, err := tx.Meta("root.json")
+	if err != nil {
+		return err
+	}
+	root, err := metadata.Root().FromBytes(rb)
+	if err != nil {
+		return fmt.Errorf("updaterepo: the stored root: %w", err)
+	}
+	if err := r.namesRelayKeys(root); err != nil {
+		return fmt.Errorf("updaterepo: not signing: root version %d: %w (every relay sharing the repository needs the keys the root names: --update-snapshot-key, --update-timestamp-key)", root.Signed.Version, err)
+	}
 	next := int64(1)
-	if cur := tx.Bucket(bucketMeta).Get([]byte("timestamp.json")); cur != nil {
+	cur, err := tx.Meta("timestamp.json")
+	if err != nil {
+		return err
+	}
+	if cur != nil {
 		old, err := metadata.Timestamp().FromBytes(cur)
 		if err != nil {
 			return fmt.Errorf("updaterepo: the stored timestamp: %w", err)
@@ -219,7 +288,7 @@ func (r *Repo) signTimestamp(tx *bolt.Tx, sb []byte, v int64) error {
 	if err != nil {
 		return err
 	}
-	return r.put(tx, bucketMeta, []byte("timestamp.json"), tb)
+	return tx.PutMeta("timestamp.json", tb)
 }
 
 // metaFile names b at version v with its length and SHA-256 (TUF
@@ -257,9 +326,12 @@ func (r *Repo) refresh(force bool) (bool, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	signed := false
-	err := r.db.Update(func(tx *bolt.Tx) error {
-		meta := tx.Bucket(bucketMeta)
-		sb, tb, targets := meta.Get([]byte("snapshot.json")), meta.Get([]byte("timestamp.json")), meta.Get([]byte("targets.json"))
+	err := r.b.Update(func(tx Txn) error {
+		signed = false // fn may run again on a newer view
+		sb, tb, targets, err := current(tx)
+		if err != nil {
+			return err
+		}
 		if sb == nil || tb == nil || targets == nil {
 			return ErrNothingPublished
 		}
@@ -283,5 +355,17 @@ func (r *Repo) refresh(force bool) (bool, error) {
 		}
 		return nil
 	})
-	return signed, err
+	return signed && err == nil, err
+}
+
+// current returns the current snapshot, timestamp and targets.
+func current(tx Txn) (sb, tb, targets []byte, err error) {
+	if sb, err = tx.Meta("snapshot.json"); err != nil {
+		return nil, nil, nil, err
+	}
+	if tb, err = tx.Meta("timestamp.json"); err != nil {
+		return nil, nil, nil, err
+	}
+	targets, err = tx.Meta("targets.json")
+	return sb, tb, targets, err
 }

@@ -4,7 +4,8 @@
 //   - the update check: the real torporctl, torpor-relay and torpor-agent.
 //     The owner's key ceremony and a publish go through torporctl to the
 //     relay's repository; agents fetch the target over their link, check
-//     it with go-tuf/v2 and report the outcome;
+//     it with go-tuf/v2 and report the outcome; two relays on one NATS
+//     JetStream server serve one repository;
 //   - the install: two builds of torpor-agent with different version
 //     stamps, a build that exits at start and one that hangs, installed
 //     into the A/B slots (runtime/update/slots) and started through the

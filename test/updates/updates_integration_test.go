@@ -50,6 +50,7 @@ type world struct {
 	opDID             string
 	relay             *relaytest.Relay
 	relayArgs         []string // to start it again
+	agentBin          string   // the agent's binary; "" is this tree's
 }
 
 func newWorld(t *testing.T, relayArgs ...string) *world {
@@ -61,6 +62,7 @@ func newWorld(t *testing.T, relayArgs ...string) *world {
 	snapDID, tsDID := keygen(t, snap), keygen(t, ts)
 	w.relayArgs = append([]string{"--operator", op, "--admission", "open",
 		"--update-snapshot-key", snap, "--update-timestamp-key", ts}, relayArgs...)
+	os.MkdirAll(filepath.Join(w.dir, "relay"), 0o700) // --store jetstream makes none
 	w.relay = relaytest.Start(t, filepath.Join(w.dir, "relay"), w.relayArgs...)
 	w.owner = filepath.Join(w.dir, "owner")
 	ctl(t, "update", "keys", "init", "--dir", w.owner, "--relay-snapshot", snapDID, "--relay-timestamp", tsDID)
@@ -71,12 +73,22 @@ func newWorld(t *testing.T, relayArgs ...string) *world {
 // provisioned with the owner's first root, running build version
 // installed, downloading at most budget bytes a wake.
 func (w *world) agent(t *testing.T, name string, installed uint64, budget int64, args ...string) (*testenv.Proc, string) {
+	return w.agentAt(t, w.relay.URL, name, installed, budget, args...)
+}
+
+// agentAt is agent linked to the relay at url.
+func (w *world) agentAt(t *testing.T, url, name string, installed uint64, budget int64, args ...string) (*testenv.Proc, string) {
 	conf := map[string]any{"version": 1, "update": map[string]any{"version": installed, "budgetBytes": budget}}
-	return w.agentWith(t, name, conf, args...)
+	return w.agentWithAt(t, url, name, conf, args...)
 }
 
 // agentWith is agent with the configuration file conf.
 func (w *world) agentWith(t *testing.T, name string, conf map[string]any, args ...string) (*testenv.Proc, string) {
+	return w.agentWithAt(t, w.relay.URL, name, conf, args...)
+}
+
+// agentWithAt is agentWith linked to the relay at url.
+func (w *world) agentWithAt(t *testing.T, url, name string, conf map[string]any, args ...string) (*testenv.Proc, string) {
 	dir := filepath.Join(w.dir, name)
 	key := filepath.Join(w.dir, name+".key")
 	if _, err := os.Stat(key); err != nil { // a restarted agent keeps its key
@@ -97,8 +109,12 @@ func (w *world) agentWith(t *testing.T, name string, conf map[string]any, args .
 	if len(args) == 0 {
 		args = []string{"--mode", "always_on"}
 	}
-	p := testenv.Start(t, testenv.Binary(t, "torpor-agent"), append([]string{"--config", confFile, "--key", key, "--data-dir", dir,
-		"--relay", w.relay.URL, "--name", name, "--purposes", "comms:*", "--handler", "*=exec:/bin/true"}, args...)...)
+	binary := w.agentBin
+	if binary == "" {
+		binary = testenv.Binary(t, "torpor-agent")
+	}
+	p := testenv.Start(t, binary, append([]string{"--config", confFile, "--key", key, "--data-dir", dir,
+		"--relay", url, "--name", name, "--purposes", "comms:*", "--handler", "*=exec:/bin/true"}, args...)...)
 	return p, dir
 }
 

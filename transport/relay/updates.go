@@ -53,7 +53,7 @@ func (s *Relay) serveUpdatePut(w http.ResponseWriter, r *http.Request) {
 	}
 	repo := s.cfg.Stores.Updates
 	if repo == nil {
-		writeJSON(w, http.StatusNotFound, map[string]any{"error": "no_updates", "message": "this relay hosts no update repository (--updates-db)"})
+		writeJSON(w, http.StatusNotFound, map[string]any{"error": "no_updates", "message": "this relay hosts no update repository (--update-snapshot-key and --update-timestamp-key)"})
 		return
 	}
 	body, err := readAll(http.MaxBytesReader(w, r.Body, MaxUpdateUpload), r.ContentLength)

@@ -194,7 +194,7 @@ func Shutdown(ss []*Server) {
 // relays' user (with the default --nats-prefix), in nats-server's
 // configuration syntax.
 const RelayPermissions = `permissions: {
-      publish: { allow: ["$JS.API.>", "$JS.ACK.>", "$JS.FC.>", "$KV.TORPOR_AGENTS.>", "$KV.TORPOR_SHARED.>", "torpor.>", "_INBOX.>"] }
+      publish: { allow: ["$JS.API.>", "$JS.ACK.>", "$JS.FC.>", "$KV.TORPOR_AGENTS.>", "$KV.TORPOR_SHARED.>", "$O.TORPOR_UPDATES.>", "torpor.>", "_INBOX.>"] }
       subscribe: { allow: ["_INBOX.>", "torpor.link.>"] }
     }`
 
