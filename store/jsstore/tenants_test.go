@@ -1,0 +1,33 @@
+package jsstore_test
+
+import (
+	"sync"
+	"testing"
+
+	"github.com/torpor-dev/torpor/clock"
+	"github.com/torpor-dev/torpor/store/jsstore/jsserver"
+	"github.com/torpor-dev/torpor/store/tenants"
+	"github.com/torpor-dev/torpor/store/tenants/tenantstest"
+)
+
+// TestTenantsContract runs tenantstest against Tenants on a real
+// nats-server per check; every Store a check opens is a new connection
+// (another relay) to that check's server, and the races spread over
+// three of them.
+func TestTenantsContract(t *testing.T) {
+	var mu sync.Mutex
+	servers := map[string]*jsserver.Server{}
+	tenantstest.Run(t, func(tb testing.TB, clk clock.Clock) tenants.Store {
+		t := tb.(*testing.T)
+		mu.Lock()
+		srv, ok := servers[t.Name()]
+		if !ok {
+			srv = single(t)
+			servers[t.Name()] = srv
+		}
+		mu.Unlock()
+		s := open(t, srv).OwnTenants(clk)
+		t.Cleanup(func() { s.Close() })
+		return s
+	}, 3)
+}
