@@ -130,8 +130,10 @@ type backend struct {
 	guard *relaystore.Guard
 	// tenants and usageKey are a hosted relay's (--tenants, --usage-key);
 	// nil otherwise.
-	tenants  *tenants.Ledger
+	tenants  tenants.Store
 	usageKey *did.PrivateKey
+	// conn is the JetStream connection; nil with bolt.
+	conn *jsstore.Conn
 }
 
 // peers returns the fleet as relay.Config.Peers: nil with bolt.
@@ -175,7 +177,7 @@ func openStores(ctx context.Context, a *args, clk clock.Clock, log *slog.Logger)
 		}
 		q, states := c.Queue(), c.Agents()
 		f := fleet.New(c.NATS(), clock.Unscaled(clk), log.With("component", "fleet"))
-		return &backend{q: q, states: states, audit: al, shared: c.Shared(), rollouts: c.Rollouts(), fleet: f, stateReads: sc, close: func() { q.Close(); states.Close(); c.Close() }}, nil
+		return &backend{q: q, states: states, audit: al, shared: c.Shared(), rollouts: c.Rollouts(), fleet: f, stateReads: sc, conn: c, close: func() { q.Close(); states.Close(); c.Close() }}, nil
 	}
 	return openBoltStores(a, log)
 }

@@ -98,8 +98,9 @@ type Stores struct {
 	// Tenants, when set, makes the relay a hosted one (docs/tenants.md):
 	// owners' devices join their tenants by enrolment, the tenants'
 	// quotas bound their senders, and a device in a tenant is acted on
-	// only by the operators its owner named.
-	Tenants *tenants.Ledger
+	// only by the operators its owner named. A tenants.Ledger (one bbolt
+	// file) or store/jsstore's Tenants (relays sharing a cluster).
+	Tenants tenants.Store
 }
 
 // StateReader reads an agent's state as agents.Store.Get does.
@@ -247,8 +248,6 @@ type Relay struct {
 	queue *watchedQueue
 	// rollouts runs cfg.Stores.Rollouts; nil without it.
 	rollouts *rollout.Manager
-	// tenantQueues serialises each tenant's enqueues (tenants.go).
-	tenantQueues keyedLocks
 }
 
 // New returns a relay for cfg. It returns an error for a missing store or
