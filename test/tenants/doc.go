@@ -2,5 +2,8 @@
 // (docs/tenants.md), behind the integration build tag: the real
 // torpor-relay binary with --tenants and --usage-key, two owners' devices
 // on their links, senders over HTTP, and the real torporctl binary for
-// what owners and operators do (make test-tenants).
+// what owners and operators do (make test-tenants); on one relay with
+// bbolt files, and on three relays sharing a 3-node JetStream cluster
+// (started in the test process, as test/cluster's shared-memory test
+// does).
 package tenants

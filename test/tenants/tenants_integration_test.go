@@ -34,6 +34,16 @@ type world struct {
 }
 
 func newWorld(t *testing.T) *world {
+	w, tf := newKeys(t, `{"devices":3,"requestsPerSecond":5}`)
+	w.relay = relaytest.Start(t, filepath.Join(w.dir, "data"), "--tenants", tf, "--usage-key", w.files["usage"], "--operator", w.keys["host"].DID().String())
+	w.ok(t, "tenant", "operators", "--upload", "--relay", w.relay.URL, "--key", w.files["ownerA"], w.keys["opA"].DID().String())
+	w.ok(t, "tenant", "operators", "--upload", "--relay", w.relay.URL, "--key", w.files["ownerB"], w.keys["opB"].DID().String())
+	return w
+}
+
+// newKeys makes the owners', operators', host's and usage keys and the
+// --tenants file: tenant a with quotasA (JSON), b with none.
+func newKeys(t *testing.T, quotasA string) (*world, string) {
 	w := &world{ctl: testenv.Binary(t, "torporctl"), dir: t.TempDir(), keys: map[string]*did.PrivateKey{}, files: map[string]string{}}
 	for _, name := range []string{"ownerA", "ownerB", "host", "opA", "opB", "usage"} {
 		k, err := did.Generate(nil)
@@ -46,15 +56,12 @@ func newWorld(t *testing.T) *world {
 		}
 	}
 	tf := filepath.Join(w.dir, "tenants.json")
-	body := `{"tenants":[{"owner":"` + w.keys["ownerA"].DID().String() + `","quotas":{"devices":3,"requestsPerSecond":5}},` +
+	body := `{"tenants":[{"owner":"` + w.keys["ownerA"].DID().String() + `","quotas":` + quotasA + `},` +
 		`{"owner":"` + w.keys["ownerB"].DID().String() + `"}]}`
 	if err := os.WriteFile(tf, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	w.relay = relaytest.Start(t, filepath.Join(w.dir, "data"), "--tenants", tf, "--usage-key", w.files["usage"], "--operator", w.keys["host"].DID().String())
-	w.ok(t, "tenant", "operators", "--upload", "--relay", w.relay.URL, "--key", w.files["ownerA"], w.keys["opA"].DID().String())
-	w.ok(t, "tenant", "operators", "--upload", "--relay", w.relay.URL, "--key", w.files["ownerB"], w.keys["opB"].DID().String())
-	return w
+	return w, tf
 }
 
 // ctl1 runs torporctl and returns its output and whether it succeeded.
@@ -77,6 +84,12 @@ func (w *world) ok(t *testing.T, args ...string) string {
 // enrolment (made by torporctl enrol) and closes the link.
 func (w *world) enrol(t *testing.T, owner string) *did.PrivateKey {
 	t.Helper()
+	return w.enrolAt(t, owner, w.relay.URL)
+}
+
+// enrolAt is enrol through the relay at url.
+func (w *world) enrolAt(t *testing.T, owner, url string) *did.PrivateKey {
+	t.Helper()
 	dev, err := did.Generate(nil)
 	if err != nil {
 		t.Fatal(err)
@@ -84,13 +97,13 @@ func (w *world) enrol(t *testing.T, owner string) *did.PrivateKey {
 	enr := w.ok(t, "enrol", "--key", w.files[owner], dev.DID().String())
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, err := link.Dial(ctx, link.Config{RelayURL: w.relay.URL, Key: dev})
+	c, err := link.Dial(ctx, link.Config{RelayURL: url, Key: dev})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
 	b := c.Hello()
-	card, err := a2a.BuildCard(a2a.CardOptions{Name: "sleeper", BaseURL: w.relay.URL + "/a/" + dev.DID().String(), OfflineMode: "sleep", Bounds: &b, Envelope: a2a.DefaultEnvelopeParams()})
+	card, err := a2a.BuildCard(a2a.CardOptions{Name: "sleeper", BaseURL: url + "/a/" + dev.DID().String(), OfflineMode: "sleep", Bounds: &b, Envelope: a2a.DefaultEnvelopeParams()})
 	if err != nil {
 		t.Fatal(err)
 	}
