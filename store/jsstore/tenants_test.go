@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/torpor-dev/torpor/clock"
+	"github.com/torpor-dev/torpor/store/jsstore"
 	"github.com/torpor-dev/torpor/store/jsstore/jsserver"
 	"github.com/torpor-dev/torpor/store/tenants"
 	"github.com/torpor-dev/torpor/store/tenants/tenantstest"
@@ -27,6 +28,27 @@ func TestTenantsContract(t *testing.T) {
 		}
 		mu.Unlock()
 		s := open(t, srv).OwnTenants(clk)
+		t.Cleanup(func() { s.Close() })
+		return s
+	}, 3)
+}
+
+// TestTenantsUnderRelayPermissions runs tenantstest as the NATS user
+// with exactly the relay's permissions (docs/scale-out.md, "NATS account
+// and permissions"): the ledger needs no subject beyond them.
+func TestTenantsUnderRelayPermissions(t *testing.T) {
+	var mu sync.Mutex
+	conns := map[string]func(*testing.T) *jsstore.Conn{}
+	tenantstest.Run(t, func(tb testing.TB, clk clock.Clock) tenants.Store {
+		t := tb.(*testing.T)
+		mu.Lock()
+		connect, ok := conns[t.Name()]
+		if !ok {
+			connect = onAccounts(t)
+			conns[t.Name()] = connect
+		}
+		mu.Unlock()
+		s := connect(t).OwnTenants(clk)
 		t.Cleanup(func() { s.Close() })
 		return s
 	}, 3)
