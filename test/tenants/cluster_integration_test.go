@@ -37,7 +37,7 @@ var clusterPad = strings.Repeat("x", 700)
 // signed usage, read at another relay, counts them and verifies, and a
 // changed copy does not.
 func TestTwoTenantsOnTheCluster(t *testing.T) {
-	w, relays := newClusterWorld(t)
+	w, relays := newClusterWorld(t, `{"devices":3,"queuedBytes":6000}`)
 	var wg sync.WaitGroup
 	devsA := make([]*did.PrivateKey, 8)
 	for i := range devsA {
@@ -66,10 +66,11 @@ func TestTwoTenantsOnTheCluster(t *testing.T) {
 }
 
 // newClusterWorld starts a 3-node cluster in the test process and three
-// torpor-relay processes on it with the same --tenants file, and uploads
+// torpor-relay processes on it with the same --tenants file (tenant a's
+// quotas quotasA, JSON), and uploads
 // the owners' operator lists at relay 1.
-func newClusterWorld(t *testing.T) (*world, []*relaytest.Relay) {
-	w, tf := newKeys(t, `{"devices":3,"queuedBytes":6000}`)
+func newClusterWorld(t *testing.T, quotasA string) (*world, []*relaytest.Relay) {
+	w, tf := newKeys(t, quotasA)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	ns, err := jsserver.StartCluster(ctx, t.TempDir(), 3, jsserver.Options{})
@@ -234,5 +235,47 @@ func checkClusterUsage(t *testing.T, w *world, r *relaytest.Relay, requests, ref
 	os.WriteFile(f, []byte(strings.Replace(out, `"requests":`, `"requests":1`, 1)), 0o600)
 	if out, ok := w.ctl1(t, "tenant", "usage", "--verify", "--relay-did", w.keys["usage"].DID().String(), f); ok || !strings.Contains(out, "FAILED") {
 		t.Errorf("a changed usage record: ok=%v %s", ok, out)
+	}
+}
+
+// TestRateQuotaOnTheCluster: tenant a has 5 requests per second for the
+// fleet. 40 senders at once, spread over the three relays, to a's device
+// get at most 5 queued answers in each second of the burst (relays
+// counting apart would serve up to 15 a second) and 429 for the rest; a's
+// usage, read at relay 3, counts exactly the queued answers as requests
+// and the 429s as refusals.
+func TestRateQuotaOnTheCluster(t *testing.T) {
+	w, relays := newClusterWorld(t, `{"requestsPerSecond":5}`)
+	dev := w.enrolAt(t, "ownerA", relays[0].URL)
+	if !ownerOf(t, w, relays[1], dev) {
+		t.Fatal("a's device is not in tenant a")
+	}
+	start := time.Now()
+	queued, st := clusterBurst(relays, []*did.PrivateKey{dev}, 40, "ra")
+	seconds := int(time.Now().Unix()-start.Unix()) + 1
+	t.Logf("the burst spans %d second(s): %d queued, answers %v", seconds, queued, st)
+	if queued < 1 || queued > 5*seconds || st[503] != queued || st[429] != 40-queued {
+		t.Fatalf("tenant a's burst over 3 relays in %d second(s): %d queued (answers %v); want 1 to %d queued and the rest 429", seconds, queued, st, 5*seconds)
+	}
+	checkClusterRateUsage(t, w, relays[2], int64(queued), int64(40-queued))
+}
+
+// checkClusterRateUsage reads a's usage of this hour at r until it counts
+// requests requests and refused requests_per_second refusals.
+func checkClusterRateUsage(t *testing.T, w *world, r *relaytest.Relay, requests, refused int64) {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		out := w.ok(t, "tenant", "usage", "--relay", r.URL, "--key", w.files["opA"], "--tenant", w.keys["ownerA"].DID().String())
+		var rec tenancy.Record
+		if err := json.Unmarshal([]byte(out), &rec); err != nil {
+			t.Fatal(err)
+		}
+		if rec.Requests == requests && rec.Refused[tenancy.QuotaRequests] == refused {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("usage: %d requests, %v refused; want %d and %d requests_per_second", rec.Requests, rec.Refused, requests, refused)
+		}
+		time.Sleep(500 * time.Millisecond) // the relays' next write of their counts
 	}
 }
