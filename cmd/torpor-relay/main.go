@@ -156,7 +156,7 @@ func (a *args) check(rest []string) error {
 	if err := a.admission.validate(); err != nil {
 		return err
 	}
-	if err := a.tenants.validate(a.store.kind); err != nil {
+	if err := a.tenants.validate(); err != nil {
 		return err
 	}
 	if n, q := a.admission.probation.Pool.Links, max(1, a.http.MaxConns/4); n > q && n == relay.DefaultProbation().Pool.Links {
@@ -210,7 +210,7 @@ func run(ctx context.Context, a *args, log *slog.Logger) (err error) {
 	}
 	defer st.close()
 	var closeTenants func()
-	if st.tenants, st.usageKey, closeTenants, err = openTenants(a, clk, log); err != nil {
+	if st.tenants, st.usageKey, closeTenants, err = openTenants(a, st.js, clk, log); err != nil {
 		return err
 	}
 	defer closeTenants()

@@ -84,7 +84,7 @@ func (m *mqttArgs) brokerConfig(dataDir string, log *slog.Logger) (broker.Config
 // that stops the embedded broker, which gives onCommand every command it
 // carries (relay.CommandAudit) from its start on. With a tenants ledger
 // (--tenants) the broker's ACL is scoped by tenant (ledgerScope).
-func startBroker(a *args, log *slog.Logger, onCommand func(relay.MQTTCommand), ledger *tenants.Ledger) (string, func(), error) {
+func startBroker(a *args, log *slog.Logger, onCommand func(relay.MQTTCommand), ledger tenants.Store) (string, func(), error) {
 	if a.mqtt.external != "" {
 		return a.mqtt.external, func() {}, nil
 	}
@@ -113,7 +113,7 @@ func startBroker(a *args, log *slog.Logger, onCommand func(relay.MQTTCommand), l
 // (docs/tenants.md, docs/mqtt.md "Tenants"): a device's tenant, the
 // operators its owner's signed list names and whether it lets the host
 // see the tenant's devices, read from the ledger at each check.
-type ledgerScope struct{ l *tenants.Ledger }
+type ledgerScope struct{ l tenants.Store }
 
 // DeviceTenant implements broker.Scope.
 func (s ledgerScope) DeviceTenant(dev did.DID) (broker.TenantView, bool, error) {

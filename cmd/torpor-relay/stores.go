@@ -132,7 +132,7 @@ type backend struct {
 	guard *relaystore.Guard
 	// tenants and usageKey are a hosted relay's (--tenants, --usage-key);
 	// nil otherwise.
-	tenants  *tenants.Ledger
+	tenants  tenants.Store
 	usageKey *did.PrivateKey
 }
 

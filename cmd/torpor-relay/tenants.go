@@ -15,6 +15,7 @@ import (
 
 	"github.com/torpor-dev/torpor/clock"
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/store/jsstore"
 	"github.com/torpor-dev/torpor/store/relaystore"
 	"github.com/torpor-dev/torpor/store/tenants"
 	"github.com/torpor-dev/torpor/transport/relay"
@@ -32,13 +33,13 @@ type tenantArgs struct {
 }
 
 func (t *tenantArgs) register(fs *flag.FlagSet) {
-	fs.StringVar(&t.file, "tenants", "", "A hosted relay's tenants: a JSON file {\"tenants\":[{\"owner\":DID,\"quotas\":{\"devices\":N,\"queuedBytes\":N,\"keyPackageBytes\":N,\"requestsPerSecond\":N}}]} (zero: no limit), kept in tenants.db in --data-dir (docs/tenants.md). With --store bolt only.")
+	fs.StringVar(&t.file, "tenants", "", "A hosted relay's tenants: a JSON file {\"tenants\":[{\"owner\":DID,\"quotas\":{\"devices\":N,\"queuedBytes\":N,\"keyPackageBytes\":N,\"requestsPerSecond\":N}}]} (zero: no limit), kept in tenants.db in --data-dir, or with --store jetstream in the shared bucket of the cluster, where every relay should be given the same file (docs/tenants.md).")
 	fs.IntVar(&t.metricsLimit, "tenant-metrics-limit", 100, "With --tenants: how many tenants get a label of their own in /metrics (the first seen); the others count under tenant=\"other\".")
 	fs.IntVar(&t.inFlight, "tenant-inflight", relay.DefaultTenantInFlight, "With --tenants: how many of one tenant's sender requests the relay works on at once; the tenant's others wait, unread, for their turn, so that a tenant's flood does not slow the others' (docs/tenants.md, \"Noisy neighbours\").")
 	fs.StringVar(&t.usageKey, "usage-key", "", "With --tenants: the relay's key file (torporctl keygen) that signs the tenants' hourly usage records; its DID is what tenants verify them with.")
 }
 
-func (t *tenantArgs) validate(store string) error {
+func (t *tenantArgs) validate() error {
 	switch {
 	case t.file == "" && t.usageKey != "":
 		return errors.New("--usage-key needs --tenants")
@@ -46,8 +47,6 @@ func (t *tenantArgs) validate(store string) error {
 		return fmt.Errorf("--tenant-metrics-limit %d: want at least 1", t.metricsLimit)
 	case t.inFlight < 1:
 		return fmt.Errorf("--tenant-inflight %d: want at least 1", t.inFlight)
-	case t.file != "" && store != "bolt":
-		return errors.New("--tenants needs --store bolt: tenants on JetStream are not built yet (docs/tenants.md)")
 	}
 	return nil
 }
@@ -86,15 +85,16 @@ func readTenantFile(path string) (tenantFile, error) {
 	return f, nil
 }
 
-// openTenants opens tenants.db in the data directory, sets the file's
+// openTenants opens the ledger (tenants.db in the data directory, or on
+// JetStream conn's shared bucket when conn is not nil), sets the file's
 // tenants and quotas in it and writes the counted requests every few
 // seconds until stop, which stops that and closes the file. It returns
 // a nil ledger without --tenants.
-func openTenants(a *args, clk clock.Clock, log *slog.Logger) (l *tenants.Ledger, key *did.PrivateKey, stop func(), err error) {
+func openTenants(a *args, conn *jsstore.Conn, clk clock.Clock, log *slog.Logger) (l tenants.Store, key *did.PrivateKey, stop func(), err error) {
 	if a.tenants.file == "" {
 		return nil, nil, func() {}, nil
 	}
-	if l, key, err = openLedger(a, clk, log); err != nil {
+	if l, key, err = openLedger(a, conn, clk, log); err != nil {
 		return nil, nil, nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -107,14 +107,14 @@ func openTenants(a *args, clk clock.Clock, log *slog.Logger) (l *tenants.Ledger,
 		cancel()
 		<-done
 		if err := l.Close(); err != nil {
-			log.Warn("closing tenants.db", "err", err)
+			log.Warn("closing the tenants' ledger", "err", err)
 		}
 	}, nil
 }
 
-// openLedger reads --tenants and --usage-key and opens tenants.db with
-// the file's tenants and quotas.
-func openLedger(a *args, clk clock.Clock, log *slog.Logger) (*tenants.Ledger, *did.PrivateKey, error) {
+// openLedger reads --tenants and --usage-key and opens the ledger with
+// the file's tenants and quotas: tenants.db, or conn's when it is set.
+func openLedger(a *args, conn *jsstore.Conn, clk clock.Clock, log *slog.Logger) (tenants.Store, *did.PrivateKey, error) {
 	f, err := readTenantFile(a.tenants.file)
 	if err != nil {
 		return nil, nil, err
@@ -125,10 +125,14 @@ func openLedger(a *args, clk clock.Clock, log *slog.Logger) (*tenants.Ledger, *d
 			return nil, nil, fmt.Errorf("--usage-key: %w", err)
 		}
 	}
-	path := filepath.Join(a.dataDir, "tenants.db")
-	l, err := tenants.OpenLedger(path, clk)
-	if err != nil {
-		return nil, nil, relaystore.Fix(path, err)
+	var l tenants.Store
+	if conn != nil {
+		l = conn.Tenants(clk)
+	} else {
+		path := filepath.Join(a.dataDir, "tenants.db")
+		if l, err = tenants.OpenLedger(path, clk); err != nil {
+			return nil, nil, relaystore.Fix(path, err)
+		}
 	}
 	for _, t := range f.Tenants {
 		if err := l.Put(t.Owner, t.Quotas); err != nil {
@@ -143,7 +147,7 @@ func openLedger(a *args, clk clock.Clock, log *slog.Logger) (*tenants.Ledger, *d
 // flushTenants samples the tenants' stored bytes (once the relay runs)
 // and writes the ledger's counted requests every 5 s of the relay's clock
 // until ctx ends.
-func flushTenants(ctx context.Context, l *tenants.Ledger, r *atomic.Pointer[relay.Relay], clk clock.Clock, log *slog.Logger) {
+func flushTenants(ctx context.Context, l tenants.Store, r *atomic.Pointer[relay.Relay], clk clock.Clock, log *slog.Logger) {
 	for clock.Sleep(ctx, clk, 5*time.Second) == nil {
 		if rr := r.Load(); rr != nil {
 			if err := rr.SampleTenants(ctx); err != nil && ctx.Err() == nil {

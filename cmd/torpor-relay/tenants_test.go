@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/store/jsstore/jsserver"
 	"github.com/torpor-dev/torpor/transport/bearer"
 	"github.com/torpor-dev/torpor/transport/tenancy"
 )
@@ -30,10 +31,9 @@ func TestTenantFlags(t *testing.T) {
 		argv []string
 		want string
 	}{
-		"no tenant labels":     {[]string{"--tenant-metrics-limit", "0"}, "--tenant-metrics-limit 0"},
-		"no tenant in flight":  {[]string{"--tenant-inflight", "0"}, "--tenant-inflight 0"},
-		"usage key alone":      {[]string{"--usage-key", "k"}, "--usage-key needs --tenants"},
-		"tenants on jetstream": {[]string{"--tenants", "f", "--store", "jetstream", "--nats", "nats://127.0.0.1:4222"}, "--tenants needs --store bolt"},
+		"no tenant labels":    {[]string{"--tenant-metrics-limit", "0"}, "--tenant-metrics-limit 0"},
+		"no tenant in flight": {[]string{"--tenant-inflight", "0"}, "--tenant-inflight 0"},
+		"usage key alone":     {[]string{"--usage-key", "k"}, "--usage-key needs --tenants"},
 	} {
 		if _, err := parseArgs(c.argv, io.Discard); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want %q", name, err, c.want)
@@ -51,10 +51,23 @@ func TestTenantFlags(t *testing.T) {
 	}
 }
 
-// TestRunTenants starts the relay with --tenants and --usage-key: the
-// owner's operator list is taken, and its operator reads a usage record
-// that verifies with the usage key's DID.
+// TestRunTenants starts the relay with --tenants and --usage-key, on
+// bbolt files and on a real nats-server: the owner's operator list is
+// taken, and its operator reads a usage record that verifies with the
+// usage key's DID.
 func TestRunTenants(t *testing.T) {
+	t.Run("bolt", func(t *testing.T) { runTenants(t) })
+	t.Run("jetstream", func(t *testing.T) {
+		srv, err := jsserver.Start(t.TempDir(), jsserver.Options{SyncAlways: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { jsserver.Shutdown([]*jsserver.Server{srv}) })
+		runTenants(t, "--store", "jetstream", "--nats", srv.URL(), "--nats-replicas", "1", "--nats-monitor", srv.MonitorURL())
+	})
+}
+
+func runTenants(t *testing.T, store ...string) {
 	dir := t.TempDir()
 	owner, _ := did.Generate(nil)
 	op, _ := did.Generate(nil)
@@ -65,7 +78,7 @@ func TestRunTenants(t *testing.T) {
 	}
 	tf := filepath.Join(dir, "tenants.json")
 	os.WriteFile(tf, []byte(`{"tenants":[{"owner":"`+owner.DID().String()+`","quotas":{"devices":2,"requestsPerSecond":10}}]}`), 0o600)
-	a, err := parseArgs([]string{"--listen", "127.0.0.1:0", "--mqtt-listen", "127.0.0.1:0", "--data-dir", filepath.Join(dir, "data"), "--tenants", tf, "--usage-key", keyFile}, io.Discard)
+	a, err := parseArgs(append([]string{"--listen", "127.0.0.1:0", "--mqtt-listen", "127.0.0.1:0", "--data-dir", dir, "--tenants", tf, "--usage-key", keyFile}, store...), io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,6 +93,7 @@ func TestRunTenants(t *testing.T) {
 	case h := <-addrs:
 		base = "http://" + h
 	case err := <-done:
+		done <- err // for the deferred wait
 		t.Fatalf("run ended early: %v", err)
 	}
 	list, _ := tenancy.SignOperatorList(owner, tenancy.OperatorList{Operators: []string{op.DID().String()}}, time.Now(), 0)

@@ -71,8 +71,8 @@ const BlobPart = 128 << 10
 const (
 	headKey    = "up.head"
 	metaPrefix = "up.m."
-	// opTimeout bounds one backend operation (the Backend interface takes
-	// no context).
+	// opTimeout bounds one call of a store whose interface takes no
+	// context: the update repository's Backend, the tenants' Store.
 	opTimeout = 30 * time.Second
 )
 

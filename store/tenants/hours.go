@@ -91,6 +91,9 @@ func (l *Ledger) countRefusal(owner did.DID, q Quota, now time.Time) {
 
 // pending returns the in-memory counts of k; l.mu is held.
 func (l *Ledger) pending(k hourKey) *hour {
+	if l.counts == nil {
+		l.counts = map[hourKey]*hour{}
+	}
 	c := l.counts[k]
 	if c == nil {
 		c = &hour{}

@@ -68,6 +68,7 @@ type Ledger struct {
 	mu      sync.Mutex
 	windows map[string]*window
 	counts  map[hourKey]*hour
+	locks   map[string]*sync.Mutex
 }
 
 // OpenLedger opens (creating) the ledger file at path.

@@ -1,13 +1,13 @@
 package tenants
 
 import (
+	"context"
 	"fmt"
-	"slices"
+	"sync"
 
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/torpor-dev/torpor/did"
-	"github.com/torpor-dev/torpor/transport/tenancy"
 )
 
 // SetOperators replaces a tenant's operators by the list in obj: a
@@ -16,12 +16,9 @@ import (
 // expired on the relay's clock, issued after the list it replaces. It
 // returns the tenant.
 func (l *Ledger) SetOperators(obj []byte) (did.DID, error) {
-	o, list, err := tenancy.ParseOperatorList(obj)
+	o, list, err := CheckOperatorList(obj, l.clk.Now())
 	if err != nil {
 		return did.DID{}, err
-	}
-	if exp, ok := o.Expiry(); ok && !l.clk.Now().Before(exp) {
-		return did.DID{}, fmt.Errorf("tenants: operator list expired at %s; the owner signs a new one", exp.UTC().Format("2006-01-02T15:04:05Z"))
 	}
 	return o.Issuer, l.update(func(tx *bolt.Tx) error {
 		t, err := getTenant(tx, o.Issuer)
@@ -29,7 +26,7 @@ func (l *Ledger) SetOperators(obj []byte) (did.DID, error) {
 			return fmt.Errorf("%w: the operator list is signed by %s", err, o.Issuer)
 		}
 		if !o.IssuedAt.After(t.ListIssued) {
-			return fmt.Errorf("tenants: operator list issued %s is not newer than the tenant's (%s)", o.IssuedAt.UTC().Format("2006-01-02T15:04:05.000Z"), t.ListIssued.UTC().Format("2006-01-02T15:04:05.000Z"))
+			return NotNewer(o.IssuedAt, t.ListIssued)
 		}
 		t.Operators, t.HostSeesDevices, t.ListIssued = list.Operators, list.HostSeesDevices, o.IssuedAt
 		return putJSON(tx, bucketTenants, []byte(t.Owner), t)
@@ -39,14 +36,7 @@ func (l *Ledger) SetOperators(obj []byte) (did.DID, error) {
 // OperatorTenants returns the tenants whose owners name op as an
 // operator, ordered by owner DID.
 func (l *Ledger) OperatorTenants(op did.DID) ([]did.DID, error) {
-	ts, err := l.Tenants()
-	var out []did.DID
-	for _, t := range ts {
-		if slices.Contains(t.Operators, op.String()) {
-			out = append(out, t.Owner)
-		}
-	}
-	return out, err
+	return OperatorTenantsOf(l, op)
 }
 
 // MayAct reports whether op may act on device (purge its queue, admit,
@@ -54,16 +44,22 @@ func (l *Ledger) OperatorTenants(op did.DID) ([]did.DID, error) {
 // so never the host for a device in a tenant. A device in no tenant is
 // the relay's own (ok false, nil error: the relay's operators decide).
 func (l *Ledger) MayAct(op, device did.DID) (inTenant bool, err error) {
-	owner, ok, err := l.TenantOf(device)
-	if err != nil || !ok {
-		return false, err
+	return MayActOn(l, op, device)
+}
+
+// Lock takes the lock name until unlock; the relay's bbolt ledger is one
+// relay's, so a mutex per name in this process is the lock.
+func (l *Ledger) Lock(_ context.Context, name string) (func(), error) {
+	l.mu.Lock()
+	if l.locks == nil {
+		l.locks = map[string]*sync.Mutex{}
 	}
-	t, err := l.Tenant(owner)
-	if err != nil {
-		return true, err
+	m := l.locks[name]
+	if m == nil {
+		m = &sync.Mutex{}
+		l.locks[name] = m
 	}
-	if !slices.Contains(t.Operators, op.String()) {
-		return true, fmt.Errorf("%w: %s is not named by the owner of tenant %s", ErrNotOperator, op, owner)
-	}
-	return true, nil
+	l.mu.Unlock()
+	m.Lock()
+	return m.Unlock, nil
 }

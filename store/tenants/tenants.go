@@ -2,9 +2,12 @@
 // its devices are the ones that owner enrolled, its operators are the ones
 // that owner named in a signed operator list, and the relay's own
 // operator (the host) sets each tenant's quotas without holding any of its
-// keys. Ledger keeps the tenants, their devices and what they use in a
-// bbolt file and checks each quota inside the transaction that spends it,
-// so a quota holds exactly however many senders race for it. Usage is a
+// keys. Store is the ledger the relay uses; Ledger keeps the tenants,
+// their devices and what they use in a bbolt file and checks each quota
+// inside the transaction that spends it, so a quota holds exactly however
+// many senders race for it (store/jsstore's Tenants keeps them in a
+// JetStream bucket for relays that share a cluster; tenantstest is the
+// contract both keep). Usage is a
 // tenant's usage in one hour as a tenancy.Record signed by the relay's
 // key, which the tenant verifies offline (torporctl tenant usage
 // --verify). docs/tenants.md describes the model for operators.

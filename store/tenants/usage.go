@@ -39,11 +39,5 @@ func (l *Ledger) Usage(owner did.DID, t time.Time, key *did.PrivateKey) (tenancy
 	if err != nil {
 		return tenancy.Record{}, err
 	}
-	r := tenancy.Record{
-		Tenant: owner.String(), Relay: key.DID().String(), Hour: k.start.Format(time.RFC3339),
-		Complete: !now.Before(k.start.Add(time.Hour)), Requests: h.Requests, Refused: h.Refused,
-		PeakDevices: h.PeakDevices, PeakQueuedBytes: h.PeakQueuedBytes, PeakKeyPackageBytes: h.PeakKeyPackages,
-		MilliByteHours: h.ByteMillis / 3600,
-	}
-	return r, r.Sign(key)
+	return Record(owner, k.start, now, h, key)
 }

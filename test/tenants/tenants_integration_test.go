@@ -40,6 +40,17 @@ func newWorld(t *testing.T) *world {
 // newHostedWorld is newWorld with tenant a's and b's quotas (the JSON
 // objects of --tenants) and extra relay flags.
 func newHostedWorld(t testing.TB, quotasA, quotasB string, extra ...string) *world {
+	w, tf := newKeys(t, quotasA, quotasB)
+	args := append([]string{"--tenants", tf, "--usage-key", w.files["usage"], "--operator", w.keys["host"].DID().String()}, extra...)
+	w.relay = relaytest.Start(t, filepath.Join(w.dir, "data"), args...)
+	w.ok(t, "tenant", "operators", "--upload", "--relay", w.relay.URL, "--key", w.files["ownerA"], w.keys["opA"].DID().String())
+	w.ok(t, "tenant", "operators", "--upload", "--relay", w.relay.URL, "--key", w.files["ownerB"], w.keys["opB"].DID().String())
+	return w
+}
+
+// newKeys makes the owners', operators', host's and usage keys and the
+// --tenants file: tenant a with quotasA, b with quotasB (JSON objects).
+func newKeys(t testing.TB, quotasA, quotasB string) (*world, string) {
 	w := &world{ctl: testenv.Binary(t, "torporctl"), dir: t.TempDir(), keys: map[string]*did.PrivateKey{}, files: map[string]string{}}
 	for _, name := range []string{"ownerA", "ownerB", "host", "opA", "opB", "usage"} {
 		k, err := did.Generate(nil)
@@ -57,11 +68,7 @@ func newHostedWorld(t testing.TB, quotasA, quotasB string, extra ...string) *wor
 	if err := os.WriteFile(tf, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	args := append([]string{"--tenants", tf, "--usage-key", w.files["usage"], "--operator", w.keys["host"].DID().String()}, extra...)
-	w.relay = relaytest.Start(t, filepath.Join(w.dir, "data"), args...)
-	w.ok(t, "tenant", "operators", "--upload", "--relay", w.relay.URL, "--key", w.files["ownerA"], w.keys["opA"].DID().String())
-	w.ok(t, "tenant", "operators", "--upload", "--relay", w.relay.URL, "--key", w.files["ownerB"], w.keys["opB"].DID().String())
-	return w
+	return w, tf
 }
 
 // ctl1 runs torporctl and returns its output and whether it succeeded.
@@ -84,6 +91,12 @@ func (w *world) ok(t testing.TB, args ...string) string {
 // enrolment (made by torporctl enrol) and closes the link.
 func (w *world) enrol(t testing.TB, owner string) *did.PrivateKey {
 	t.Helper()
+	return w.enrolAt(t, owner, w.relay.URL)
+}
+
+// enrolAt is enrol through the relay at url.
+func (w *world) enrolAt(t *testing.T, owner, url string) *did.PrivateKey {
+	t.Helper()
 	dev, err := did.Generate(nil)
 	if err != nil {
 		t.Fatal(err)
@@ -91,13 +104,13 @@ func (w *world) enrol(t testing.TB, owner string) *did.PrivateKey {
 	enr := w.ok(t, "enrol", "--key", w.files[owner], dev.DID().String())
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, err := link.Dial(ctx, link.Config{RelayURL: w.relay.URL, Key: dev})
+	c, err := link.Dial(ctx, link.Config{RelayURL: url, Key: dev})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
 	b := c.Hello()
-	card, err := a2a.BuildCard(a2a.CardOptions{Name: "sleeper", BaseURL: w.relay.URL + "/a/" + dev.DID().String(), OfflineMode: "sleep", Bounds: &b, Envelope: a2a.DefaultEnvelopeParams()})
+	card, err := a2a.BuildCard(a2a.CardOptions{Name: "sleeper", BaseURL: url + "/a/" + dev.DID().String(), OfflineMode: "sleep", Bounds: &b, Envelope: a2a.DefaultEnvelopeParams()})
 	if err != nil {
 		t.Fatal(err)
 	}

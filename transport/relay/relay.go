@@ -99,8 +99,9 @@ type Stores struct {
 	// Tenants, when set, makes the relay a hosted one (docs/tenants.md):
 	// owners' devices join their tenants by enrolment, the tenants'
 	// quotas bound their senders, and a device in a tenant is acted on
-	// only by the operators its owner named.
-	Tenants *tenants.Ledger
+	// only by the operators its owner named. A tenants.Ledger (one bbolt
+	// file) or store/jsstore's Tenants (relays sharing a cluster).
+	Tenants tenants.Store
 }
 
 // StateReader reads an agent's state as agents.Store.Get does.
@@ -253,8 +254,6 @@ type Relay struct {
 	queue *watchedQueue
 	// rollouts runs cfg.Stores.Rollouts; nil without it.
 	rollouts *rollout.Manager
-	// tenantQueues serialises each tenant's enqueues (tenants.go).
-	tenantQueues keyedLocks
 	// tenantGate bounds each tenant's requests in flight (tenantgate.go).
 	tenantGate tenantGate
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/torpor-dev/torpor/did"
@@ -213,33 +212,14 @@ func (s *Relay) usageReader(w http.ResponseWriter, caller, owner did.DID) bool {
 	return true
 }
 
-// keyedLocks is a mutex per key, made on first use.
-type keyedLocks struct {
-	mu    sync.Mutex
-	locks map[string]*sync.Mutex
-}
-
-func (k *keyedLocks) lock(key string) func() {
-	k.mu.Lock()
-	if k.locks == nil {
-		k.locks = map[string]*sync.Mutex{}
-	}
-	m := k.locks[key]
-	if m == nil {
-		m = &sync.Mutex{}
-		k.locks[key] = m
-	}
-	k.mu.Unlock()
-	m.Lock()
-	return m.Unlock
-}
-
 // tenantQueueRoom checks that size more bytes fit agent's tenant's
 // queued_bytes quota. The tenant's holdings are the live bytes the queue
 // holds for its devices now, counted under the tenant's lock, which the
 // caller holds (unlock) until its enqueue is stored: enqueues for one
 // tenant's devices run one at a time, and a removal only frees room, so
-// the quota holds exactly on this relay. It answers 507 (and returns
+// the quota holds exactly. The lock is the ledger's (tenants.Store.Lock):
+// one relay's mutex with a bbolt ledger, a key of the shared bucket for
+// relays on JetStream, so the quota holds across relays too. It answers 507 (and returns
 // false) past the quota; an agent in no tenant is not counted.
 func (s *Relay) tenantQueueRoom(ctx context.Context, w http.ResponseWriter, req rpcRequest, agent did.DID, size int, now time.Time) (unlock func(), ok bool) {
 	l := s.cfg.Stores.Tenants
@@ -254,7 +234,10 @@ func (s *Relay) tenantQueueRoom(ctx context.Context, w http.ResponseWriter, req 
 	if err != nil || info.Quotas.QueuedBytes <= 0 {
 		return func() {}, err == nil || s.answerStoreFailed(w, req, err)
 	}
-	unlock = s.tenantQueues.lock(owner.String())
+	unlock, err = l.Lock(ctx, "queued "+owner.String())
+	if err != nil {
+		return nil, s.answerStoreFailed(w, req, err)
+	}
 	held, err := s.tenantQueued(ctx, owner, now)
 	if err == nil {
 		err = l.Check(owner, tenancy.QuotaQueuedBytes, held, int64(size))
@@ -422,7 +405,9 @@ func (s *Relay) tenantKeyPackageRoom(ctx context.Context, agent did.DID, st wire
 	if info, err := l.Tenant(owner); err != nil || info.Quotas.KeyPackageBytes <= 0 {
 		return func() {}, err
 	}
-	unlock = s.tenantQueues.lock("keypackages " + owner.String())
+	if unlock, err = l.Lock(ctx, "keypackages "+owner.String()); err != nil {
+		return nil, err
+	}
 	held, mine, err := s.tenantKeyPackages(ctx, owner, agent.String())
 	if err == nil {
 		after := kpBytes(st.KeyPackages...)

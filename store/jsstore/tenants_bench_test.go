@@ -1,0 +1,91 @@
+package jsstore_test
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/internal/benchcpu"
+	"github.com/torpor-dev/torpor/store/jsstore"
+	"github.com/torpor-dev/torpor/store/jsstore/jsserver"
+	"github.com/torpor-dev/torpor/store/tenants"
+)
+
+// BenchmarkTenants: CPU per operation of the tenant ledger on a sender's
+// path, 16 concurrent callers, side by side in one run: the bbolt Ledger
+// (one relay) and the ledger in the shared bucket of a 3-server cluster
+// with 3 replicas (the embedded servers' CPU counted with the test
+// process's). tenant-of: which tenant a device is in (every request to
+// a device); allow: a request against a rate quota too high to refuse,
+// all callers in one tenant's second; lock: a tenant's lock taken and
+// released (each enqueue to a tenant with a queued_bytes quota).
+func BenchmarkTenants(b *testing.B) {
+	b.Run("bolt", func(b *testing.B) {
+		l, err := tenants.OpenLedger(filepath.Join(b.TempDir(), "tenants.db"), nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer l.Close()
+		benchTenants(b, l)
+	})
+	b.Run("R3-cluster", func(b *testing.B) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		ss, err := jsserver.StartCluster(ctx, b.TempDir(), 3, jsserver.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer jsserver.Shutdown(ss)
+		c, err := jsstore.Open(ctx, jsstore.Config{URLs: []string{ss[0].URL(), ss[1].URL(), ss[2].URL()}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer c.Close()
+		benchTenants(b, c.Tenants(nil))
+	})
+}
+
+func benchTenants(b *testing.B, s tenants.Store) {
+	owner, _ := did.NewKeyFromSeed(bytes.Repeat([]byte{1}, 32))
+	dev, _ := did.NewKeyFromSeed(bytes.Repeat([]byte{2}, 32))
+	if err := s.Put(owner.DID(), tenants.Quotas{RequestsPerSecond: 1 << 40}); err != nil {
+		b.Fatal(err)
+	}
+	if err := s.Enrol(owner.DID(), dev.DID()); err != nil {
+		b.Fatal(err)
+	}
+	run := func(name string, op func() error) {
+		b.Run(name, func(b *testing.B) {
+			b.SetParallelism(8) // 8 × GOMAXPROCS (2 here) = 16 callers
+			b.ResetTimer()
+			meter := benchcpu.Start(b)
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if err := op(); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+			meter.Stop()
+		})
+	}
+	run("tenant-of", func() error {
+		_, ok, err := s.TenantOf(dev.DID())
+		if err == nil && !ok {
+			b.Error("the device is in no tenant")
+		}
+		return err
+	})
+	run("allow", func() error { return s.Allow(owner.DID()) })
+	run("lock", func() error {
+		unlock, err := s.Lock(context.Background(), "queued "+owner.DID().String())
+		if err == nil {
+			unlock()
+		}
+		return err
+	})
+}
