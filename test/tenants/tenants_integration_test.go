@@ -95,7 +95,7 @@ func (w *world) enrol(t testing.TB, owner string) *did.PrivateKey {
 }
 
 // enrolAt is enrol through the relay at url.
-func (w *world) enrolAt(t *testing.T, owner, url string) *did.PrivateKey {
+func (w *world) enrolAt(t testing.TB, owner, url string) *did.PrivateKey {
 	t.Helper()
 	dev, err := did.Generate(nil)
 	if err != nil {
