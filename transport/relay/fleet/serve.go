@@ -58,8 +58,13 @@ func (f *Fleet) link(agent string, up bool) *held {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if h := f.held[agent]; h != nil {
+		// Drained, not unsubscribed: a request the server routed here
+		// before it took the unsubscription is still answered (a
+		// forward: not-linked, and the sender's relay queues), where an
+		// unsubscribed client drops it and the asker waits out its
+		// whole timeout.
 		for _, s := range h.subs {
-			s.Unsubscribe()
+			s.Drain()
 		}
 		h.stop()
 		delete(f.held, agent)
@@ -152,10 +157,12 @@ func (f *Fleet) serveNotify(agent string, m *nats.Msg) {
 }
 
 // serveFence drops this relay's link of agent when another relay
-// announces a newer one.
+// announces a newer one; h is the link the subscription was made for,
+// and a fence that reaches it after it ended (its subscription drains)
+// is not this relay's business.
 func (f *Fleet) serveFence(agent string, h *held, m *nats.Msg) {
 	var a fence
-	if cbor.Unmarshal(m.Data, &a) != nil || a.Relay == f.id || !a.newer(h.since, f.id) {
+	if h.ctx.Err() != nil || cbor.Unmarshal(m.Data, &a) != nil || a.Relay == f.id || !a.newer(h.since, f.id) {
 		return
 	}
 	if local := f.localLinks(); local != nil && local.Drop(agent, "replaced by a newer link on another relay") {
