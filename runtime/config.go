@@ -272,7 +272,12 @@ type Updates struct {
 	Device    update.Device
 	// Budget bounds the bytes one wake downloads; 0 is update.DefaultBudget.
 	Budget int64
-	// OnVerified is told of a verified file: the slots package installs
-	// it (not in this package).
-	OnVerified func(path string, res update.Result)
+	// OnVerified installs a verified file of the target a rollout offered
+	// (res.Rollout; a file verified without an offer is kept, not
+	// installed: docs/updates.md "At a wake"). torpor-agent's puts it into
+	// the A/B slots (runtime/update/slots). nil, or an error it returns,
+	// makes the status say why the build was not installed (refused,
+	// update.Install); nil returned ends the wake after its update phase
+	// and Run returns ErrRestart, so that the new build starts.
+	OnVerified func(path string, res update.Result) error
 }
