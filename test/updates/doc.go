@@ -9,7 +9,11 @@
 //     stamps, a build that exits at start and one that hangs, installed
 //     into the A/B slots (runtime/update/slots) and started through the
 //     slot launcher the systemd unit runs, with a real relay; and SIGKILLs
-//     at random points of the switch.
+//     at random points of the switch;
+//   - the rollout: torporctl starts a rollout of the v2 build on a relay
+//     on the compressed clock, and an awake and a sleeping agent of the
+//     v1 build under the slot launcher take the offer, install it, restart
+//     into it for its trial boot and are counted installed.
 //
 // docs/updates.md describes what they show.
 package updates
