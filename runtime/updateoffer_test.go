@@ -15,6 +15,7 @@ import (
 
 	"github.com/torpor-dev/torpor/clock/clocktest"
 	"github.com/torpor-dev/torpor/runtime"
+	"github.com/torpor-dev/torpor/runtime/runtimetest"
 	"github.com/torpor-dev/torpor/runtime/update"
 	"github.com/torpor-dev/torpor/store/rollouts"
 	"github.com/torpor-dev/torpor/transport/link/wire"
@@ -91,7 +92,9 @@ func TestWakeInstallsTheOffer(t *testing.T) {
 // TestLiveWakeTakesALaterOffer: an always_on agent linked before the
 // rollout started is offered the build in the answer to its next publish
 // within the wake (here a restated status; the hourly pulse alike), checks
-// again at once and installs it, and restarts.
+// again at once and installs it, and restarts. A message delivered in the
+// wake was acknowledged before the restart: the restarted agent (its store
+// closed and opened again) does not get it again.
 func TestLiveWakeTakesALaterOffer(t *testing.T) {
 	build := bytes.Repeat([]byte{3}, 80_000)
 	var res update.Result
@@ -101,6 +104,11 @@ func TestLiveWakeTakesALaterOffer(t *testing.T) {
 	if st := w.awaitUpdate(); st.Outcome != wire.UpdateVerified {
 		t.Fatalf("before the rollout: %+v; want verified, not installed", st)
 	}
+	alice := runtimetest.Key(t, 1)
+	if status, _ := w.send(alice, runtimetest.Object(t, alice, "comms:message", t0, 2*time.Hour, nil)); status/100 != 2 {
+		t.Fatalf("send to the live agent: %d", status)
+	}
+	w.await("the message delivered", func() bool { return len(w.rec.IDs()) == 1 })
 	start()
 	w.agent.StatusChanged()
 	if err := <-w.done; !errors.Is(err, runtime.ErrRestart) {
@@ -108,6 +116,17 @@ func TestLiveWakeTakesALaterOffer(t *testing.T) {
 	}
 	if res.Rollout != "r1" || res.Target != "torpor-agent/2/linux-armv6" {
 		t.Errorf("installed %+v; want rollout r1's target", res)
+	}
+	if st, _ := w.queue.Stats(context.Background(), w.key.DID().String(), w.clock.Now()); st.Messages != 0 {
+		t.Errorf("the relay holds %d records after the restart; want the message acknowledged", st.Messages)
+	}
+	w.cfg.Relay.Updates = nil // the new build, here without updates
+	w.newAgent()
+	w.run()
+	w.waitPhase(runtime.PhaseDrain)
+	w.shutdown()
+	if got := w.rec.IDs(); len(got) != 1 {
+		t.Errorf("%d deliveries after the restart; want only the one before it", len(got))
 	}
 }
 
