@@ -13,7 +13,8 @@
 //   - the rollout: torporctl starts a rollout of the v2 build on a relay
 //     on the compressed clock, and an awake and a sleeping agent of the
 //     v1 build under the slot launcher take the offer, install it, restart
-//     into it for its trial boot and are counted installed.
+//     into it for its trial boot and are counted installed; a build that
+//     exits at start is rolled back and counted so.
 //
 // docs/updates.md describes what they show.
 package updates

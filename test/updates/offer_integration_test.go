@@ -29,12 +29,16 @@ type rolloutWorld struct {
 	epoch, target, sum string
 }
 
-func newRolloutWorld(t *testing.T) *rolloutWorld {
+func newRolloutWorld(t *testing.T) *rolloutWorld { return newRolloutWorldOf(t, v2) }
+
+// newRolloutWorldOf is newRolloutWorld with build (v2, crash or hang)
+// signed as version 2.
+func newRolloutWorldOf(t *testing.T, build string) *rolloutWorld {
 	epoch := time.Now().UTC().Format(time.RFC3339Nano)
 	w := &rolloutWorld{world: newWorld(t, "--time-scale", offerScale, "--time-epoch", epoch), epoch: epoch,
 		target: "torpor-agent/2/linux-" + goruntime.GOARCH}
 	ctl(t, "update", "sign-target", "--dir", w.owner, "--name", w.target, "--version", "2",
-		"--goarch", goruntime.GOARCH, "--goarm", "", "--gzip", bin(t, v2))
+		"--goarch", goruntime.GOARCH, "--goarm", "", "--gzip", bin(t, build))
 	ctl(t, "update", "publish", "--dir", w.owner, "--relay", w.relay.URL, "--key", w.opKey, "--root", "1", "--time-scale", offerScale)
 	var targets struct {
 		Signed struct {
@@ -103,6 +107,13 @@ func (w *rolloutWorld) start(t *testing.T) {
 // installed; a minute without fails the test.
 func (w *rolloutWorld) awaitInstalled(t *testing.T, n int, logs func() string) operatorapi.Rollout {
 	t.Helper()
+	return w.await(t, func(c operatorapi.RolloutCounts) bool { return c.Installed >= n }, logs)
+}
+
+// await returns rollout r1's status once its counts satisfy done; a
+// minute without fails the test.
+func (w *rolloutWorld) await(t *testing.T, done func(operatorapi.RolloutCounts) bool, logs func() string) operatorapi.Rollout {
+	t.Helper()
 	limit := time.Now().Add(time.Minute)
 	for {
 		var r operatorapi.Rollout
@@ -110,7 +121,7 @@ func (w *rolloutWorld) awaitInstalled(t *testing.T, n int, logs func() string) o
 		if err := json.Unmarshal([]byte(out), &r); err != nil {
 			t.Fatalf("rollout status --json: %v\n%s", err, out)
 		}
-		if r.Counts.Installed >= n {
+		if done(r.Counts) {
 			return r
 		}
 		if time.Now().After(limit) {
@@ -204,5 +215,39 @@ func TestRolloutInstallsOnSleepingAgent(t *testing.T) {
 	wakes := regexp.MustCompile(`msg=waking .*reason=(\S+)`).FindAllStringSubmatch(log[:strings.Index(log, "put on trial")], -1)
 	if len(wakes) < 2 || wakes[len(wakes)-1][1] == "boot" {
 		t.Errorf("the offer was not taken at a wake after the boot wake (%q):\n%s", wakes, log)
+	}
+}
+
+// TestRolloutCountsARollback: the build a rollout offers exits at start
+// (testdata/crash, signed as version 2). The always_on agent installs it
+// and restarts; both trial starts fail, the launcher brings the packaged
+// v1 back, and its signed status's install member says rolled-back,
+// which the rollout counts (a failure) with the launcher's reason; the
+// relay offers it nothing more, so v1 keeps running.
+func TestRolloutCountsARollback(t *testing.T) {
+	w := newRolloutWorldOf(t, crash)
+	d := w.device(t, "plot-2", "always_on")
+	p, _, _, _ := d.boot()
+	p.wait(t, regexp.MustCompile(`msg="update check" .*outcome=verified .*rollout=""`))
+	w.start(t)
+	if m := p.wait(t, putOnTrialRE); m == nil {
+		t.Fatalf("no install of the offer:\n%s", p.log())
+	}
+	<-p.done
+	p, v, slot, failed := d.boot()
+	if v != v1 || slot != "" || len(failed) != 2 || p.wait(t, rolledRE) == nil {
+		t.Fatalf("after the broken build: %s from slot %q after %d failed starts:\n%s", v, slot, len(failed), p.log())
+	}
+	r := w.await(t, func(c operatorapi.RolloutCounts) bool { return c.RolledBack == 1 }, p.log)
+	if r.Counts.Installed != 0 || r.Counts.Pending != 0 || len(r.Failures) != 1 || r.Failures[0].Outcome != "rolled-back" ||
+		!strings.Contains(r.Failures[0].Reason, "exited with status 2") {
+		t.Fatalf("rollout r1 after the rollback: %+v", r)
+	}
+	if st := d.state(); st.Trial != nil || st.Outcome == nil || st.Outcome.Result != "rolled-back" || st.Outcome.Version != "2" {
+		t.Errorf("the slots after the rollback: %+v", st)
+	}
+	p.stop(t)
+	if strings.Contains(p.log(), "put on trial") {
+		t.Errorf("the rolled-back build was installed again:\n%s", p.log())
 	}
 }
