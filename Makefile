@@ -52,7 +52,7 @@ test-cluster: ## Run the scale-out tests alone: 3 relays on a 3-node NATS JetStr
 test-rollout: ## Run the update rollout tests alone: real relays (bbolt, and two on one JetStream server) and torporctl; pause on the failure rate, resume, abort, a relay restart (part of test-integration).
 	$(GO) test -tags integration -count=1 -timeout 10m ./test/rollout/
 
-demo: ## Run the demo on embedded defaults (relay, sleeping agents, a sender).
+demo: ## Run the demo on embedded defaults (relay, sleeping agents, a sender); TORPOR_DEMO_CLUSTER=1 on a fleet, TORPOR_DEMO_UPDATE=1 the story of an agent update rollout.
 	./scripts/demo.sh
 
 cross: ## Cross-build every binary for linux/arm GOARM=6,7 and linux/arm64; print sizes against the armv6 budgets (agent 12 MiB with the update client, torporctl 12 MiB).
