@@ -43,7 +43,7 @@ test-faults: ## Run the fault suite alone: SIGKILL, damaged, lost, full, read-on
 test-tenants: ## Run the hosted relay's tenants tests alone: two owners' tenants on one relay and on 3 relays over a 3-node JetStream cluster, real binaries, each operator on the embedded MQTT broker and in the console in chromium; screenshots in TORPOR_ARTIFACTS (part of test-integration).
 	TORPOR_REQUIRE_TOOLS=1 $(GO) test -tags integration -count=1 -timeout 10m ./test/tenants/
 
-test-updates: ## Run the agent-update tests alone: torporctl's key ceremony and publish, the relay's repository (bbolt, and two relays sharing one on JetStream), agents verifying a target over their link (whole and as a delta); A/B slots, trial boot, rollback of a build that exits or hangs, SIGKILLs during the switch; the rauc hand-off with the real rauc (root) (part of test-integration).
+test-updates: ## Run the agent-update tests alone: torporctl's key ceremony and publish, the relay's repository (bbolt, and two relays sharing one on JetStream), agents verifying a target over their link (whole and as a delta); A/B slots, trial boot, rollback of a build that exits or hangs, SIGKILLs during the switch; awake and sleeping agents installing a rollout's offer; the rauc hand-off with the real rauc (root) (part of test-integration).
 	TORPOR_REQUIRE_TOOLS=1 $(GO) test -tags integration -count=1 -timeout 15m ./test/updates/
 
 test-cluster: ## Run the scale-out tests alone: 3 relays on a 3-node NATS JetStream cluster, the porcupine history checker (HISTORY_RUNS=N, HISTORY_SEED=seed; visualizations in TORPOR_ARTIFACTS), the rolling restart (part of test-integration).
@@ -52,7 +52,7 @@ test-cluster: ## Run the scale-out tests alone: 3 relays on a 3-node NATS JetStr
 test-rollout: ## Run the update rollout tests alone: real relays (bbolt, and two on one JetStream server) and torporctl; pause on the failure rate, resume, abort, a relay restart (part of test-integration).
 	$(GO) test -tags integration -count=1 -timeout 10m ./test/rollout/
 
-demo: ## Run the demo on embedded defaults (relay, sleeping agents, a sender).
+demo: ## Run the demo on embedded defaults (relay, sleeping agents, a sender); TORPOR_DEMO_CLUSTER=1 on a fleet, TORPOR_DEMO_UPDATE=1 the story of an agent update rollout.
 	./scripts/demo.sh
 
 cross: ## Cross-build every binary for linux/arm GOARM=6,7 and linux/arm64; print sizes against the armv6 budgets (agent 12 MiB with the update client, torporctl 12 MiB).

@@ -276,11 +276,16 @@ type Updates struct {
 	// Running is the running build's binary, which a target's delta
 	// patches (update.Config.Running); empty: targets are fetched whole.
 	Running string
-	// OnVerified is told of a verified file: the slots package installs
-	// it (not in this package). A file whose target needs the owner's
-	// confirmation is held instead (updatehold.go) and goes to OnVerified
-	// when the owner confirms it, in the wake or command that confirms.
-	OnVerified func(path string, res update.Result)
+	// OnVerified installs a verified file of the target a rollout offered
+	// (res.Rollout; a file verified without an offer is kept, not
+	// installed: docs/updates.md "At a wake"), or of a held update the
+	// owner confirmed (a target that needs the owner's confirmation is
+	// held, offered or not: updatehold.go). torpor-agent's puts it into
+	// the A/B slots (runtime/update/slots). nil, or an error it returns,
+	// makes the status say why the build was not installed (refused,
+	// update.Install); nil returned ends the wake after its update phase
+	// and Run returns ErrRestart, so that the new build starts.
+	OnVerified func(path string, res update.Result) error
 	// Rauc, when set, makes each check also look for operating-system
 	// bundles (targets of type rauc-bundle, after the agent's own, within
 	// what is left of Budget) and hand a verified one to rauc install

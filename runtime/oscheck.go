@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/torpor-dev/torpor/internal/safetext"
 	"github.com/torpor-dev/torpor/runtime/deliver"
 	"github.com/torpor-dev/torpor/runtime/update"
 	"github.com/torpor-dev/torpor/runtime/update/rauc"
@@ -37,7 +38,7 @@ func (w *wakeRun) checkOS(cfg *Updates, spent int64) *wire.StatusUpdate {
 	res, err := c.Check(w.ctx)
 	st := update.Status(res, err)
 	if last := s.Last; err == nil && res.Path != "" && last != nil && last.Result == rauc.Failed && last.SHA256 == res.SHA256 {
-		st.Detail = cut("rauc failed this bundle before ("+last.Reason+"); a newer publish is tried", wire.MaxStatusUpdateDetail)
+		st.Detail = safetext.Clip("rauc failed this bundle before ("+last.Reason+"); a newer publish is tried", wire.MaxStatusUpdateDetail)
 		return st
 	}
 	if err == nil {
@@ -64,10 +65,30 @@ func (a *Agent) installVerified(path string, res update.Result) error {
 		a.StatusChanged()
 		return err
 	case res.Custom.Type == "" && u.OnVerified != nil:
-		u.OnVerified(path, res)
+		if err := u.OnVerified(path, res); err != nil {
+			return err
+		}
+		a.restartAfterInstall("update " + res.Target + " installed (confirmed by the owner)")
 		return nil
 	}
 	return fmt.Errorf("%w: nothing on this agent installs %s (type %q)", deliver.ErrNotStarted, res.Target, res.Custom.Type)
+}
+
+// restartAfterInstall makes the agent restart into a build installed
+// outside a wake's update phase (an owner's confirmation): at the end of
+// the wake in progress, or at once between wakes (Restart: Run returns
+// ErrRestart and its deferred close closes the stores).
+func (a *Agent) restartAfterInstall(why string) {
+	a.mu.Lock()
+	w := a.cur
+	a.mu.Unlock()
+	if w == nil {
+		a.Restart(why)
+		return
+	}
+	w.mu.Lock()
+	w.restart = why
+	w.mu.Unlock()
 }
 
 // osInstallStatus is the last rauc outcome as the signed status reports

@@ -206,8 +206,8 @@ func TestHeldUpdateDeniedOrExpired(t *testing.T) {
 // owner's confirmation holds it instead of handing it on: the signed
 // status says held (needs-confirmation, so a rollout keeps the device
 // pending) and lists the held action. The agent restarts; the owner's
-// confirmation then hands the verified build on, and the next wake reports
-// it verified and holds nothing.
+// confirmation then hands the verified build on and the agent restarts
+// into it, and the next wake reports it verified and holds nothing.
 func TestWakeHoldsConfirmTarget(t *testing.T) {
 	build := bytes.Repeat([]byte{9}, 150_000)
 	clk := clocktest.New(t0)
@@ -221,7 +221,7 @@ func TestWakeHoldsConfirmTarget(t *testing.T) {
 	// leave the build's hold alone.
 	in, _ := rauc.New(rauc.Config{Command: "/nonexistent/rauc", State: filepath.Join(t.TempDir(), "rauc.json")})
 	w.cfg.Relay.Updates = &runtime.Updates{Dir: dir, Installed: 1, Device: update.Device{GOARCH: "arm", GOARM: "6"},
-		OnVerified: inst.install, Rauc: in}
+		OnVerified: inst.installErr, Rauc: in}
 	w.bootSuspending()
 	st := w.status()
 	u := st.Update
@@ -245,7 +245,11 @@ func TestWakeHoldsConfirmTarget(t *testing.T) {
 	if err != nil || c.Entry.State != ledger.Completed || len(inst.paths) != 1 || !bytes.Equal(inst.paths[0], build) {
 		t.Fatalf("confirm = %+v, %v, %d installs; want the build handed on", c, err, len(inst.paths))
 	}
-	w.shutdown()
+	// The installed build must start: the agent restarts (between wakes:
+	// at once).
+	if err := <-w.done; !errors.Is(err, runtime.ErrRestart) {
+		t.Fatalf("Run after the confirmed install = %v; want ErrRestart", err)
+	}
 	w.bootSuspending()
 	if st := w.status(); st.HeldCount != 0 || st.Update.Outcome != wire.UpdateVerified || !strings.Contains(st.Update.Detail, "confirmed by the owner") || len(inst.paths) != 1 {
 		t.Fatalf("after the confirmation: holds %d, update %+v, %d installs; want verified, installed once", st.HeldCount, st.Update, len(inst.paths))
@@ -268,7 +272,7 @@ func TestWakeDeniedUpdate(t *testing.T) {
 	os.MkdirAll(filepath.Join(dir, "meta"), 0o700)
 	os.WriteFile(filepath.Join(dir, "meta", "root.json"), root, 0o600)
 	inst := &installs{}
-	w.cfg.Relay.Updates = &runtime.Updates{Dir: dir, Installed: 1, Device: update.Device{GOARCH: "arm", GOARM: "6"}, OnVerified: inst.install}
+	w.cfg.Relay.Updates = &runtime.Updates{Dir: dir, Installed: 1, Device: update.Device{GOARCH: "arm", GOARM: "6"}, OnVerified: inst.installErr}
 	w.bootSuspending()
 	st := w.status()
 	if st.HeldCount != 1 {

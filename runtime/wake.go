@@ -85,6 +85,14 @@ type wakeRun struct {
 	update *wire.StatusUpdate
 	// osUpdate is the wake's check for rauc bundles (Updates.Rauc).
 	osUpdate *wire.StatusUpdate
+	// offer is the update the relay's latest state-ok offered; nil for
+	// none (updatecheck.go). checked is the offer the last update check
+	// had; newOffer tells a live wake that a state-ok carried an offer.
+	offer, checked *wire.Offer
+	newOffer       chan struct{}
+	// restart, when not "", is why the agent restarts once this wake
+	// ended: an update was installed (wakeRun.install).
+	restart string
 }
 
 // addDrain adds a batch's report (a drain's or a live request's).
@@ -144,7 +152,7 @@ type cause struct {
 // drained (unless Extend asked for more).
 func (a *Agent) wake(ctx context.Context, changed <-chan struct{}, mode wake.Mode, why cause, end time.Time, live bool) {
 	start := a.clock.Now()
-	w := &wakeRun{a: a, mode: mode, next: a.nextWake(end), end: end, sched: changed, isLive: live, kick: make(chan struct{}, 1), restate: make(chan struct{}, 1),
+	w := &wakeRun{a: a, mode: mode, next: a.nextWake(end), end: end, sched: changed, isLive: live, kick: make(chan struct{}, 1), restate: make(chan struct{}, 1), newOffer: make(chan struct{}, 1),
 		ph:  &phases{clock: a.clock, start: start, onPhase: a.cfg.Hooks.OnPhase},
 		rep: &WakeReport{At: start.UTC(), Reason: why.reason, WakeDetail: why.detail, Mode: string(mode), End: end, Slept: why.slept}}
 	w.rep.NextWake = w.next
@@ -166,7 +174,7 @@ func (a *Agent) wake(ctx context.Context, changed <-chan struct{}, mode wake.Mod
 		w.establishTime()
 		w.publishAndDrain()
 		w.checkUpdate()
-		if w.live() {
+		if w.live() && w.restarting() == "" {
 			w.stayLive()
 		}
 	}
@@ -193,6 +201,9 @@ func (a *Agent) wake(ctx context.Context, changed <-chan struct{}, mode wake.Mod
 	rep := *w.rep
 	w.mu.Unlock()
 	a.record(&rep)
+	if why := w.restarting(); why != "" {
+		a.Restart(why) // Run returns ErrRestart; its deferred close closes the stores
+	}
 }
 
 // startAttrs are the attributes of the line logged when a wake begins.
@@ -313,6 +324,13 @@ func (w *wakeRun) stayLive() {
 				w.drain()
 			case <-w.restate:
 				w.publish()
+			case <-w.newOffer:
+				if w.offerChanged() {
+					w.checkUpdate() // an offer that came with a pulse or a restated status
+				}
+				if w.restarting() != "" {
+					return nil
+				}
 			case <-pulseC:
 				if err := w.makePulse(a.clock.Now()); err == nil {
 					w.publish()
@@ -515,7 +533,14 @@ func (w *wakeRun) publishOnce(ctx context.Context, an announcement, card outCard
 	}
 	holds := bytes.Equal(w.sentCard, card.digest) || bytes.Equal(ok.CardDigest, card.digest)
 	w.answered = true
+	w.offer = ok.Offer
 	w.mu.Unlock()
+	if ok.Offer != nil {
+		select {
+		case w.newOffer <- struct{}{}:
+		default:
+		}
+	}
 	w.a.setRelayCard(ok.CardDigest)
 	w.a.learnHeld(ok.Held)
 	taken, err := w.accepted(ctx, ok, kps)

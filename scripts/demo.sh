@@ -8,7 +8,9 @@
 # (logs, stores, configuration files) for a look afterwards. Set
 # TORPOR_DEMO_CLUSTER=1 to run the same story on three relays with
 # --store jetstream over a 3-node NATS JetStream cluster, which the
-# orchestrator embeds (its files also go into the directory).
+# orchestrator embeds (its files also go into the directory). Set
+# TORPOR_DEMO_UPDATE=1 to tell the story of one agent update rollout
+# instead (docs/updates.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/torpor-demo.XXXXXX")
@@ -37,6 +39,15 @@ trap 'exit 143' TERM
 
 echo "demo: building the binaries into $tmp/bin"
 CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o "$tmp/bin/" ./cmd/torpor-relay ./cmd/torpor-agent ./cmd/torporctl ./cmd/torpor-demo
+story=()
+if [ "${TORPOR_DEMO_UPDATE:-}" = 1 ]; then
+  # Two builds of the agent stamped 1.0.0 (the packaged one) and 2.0.0 (the
+  # update), as scripts/packages.sh stamps a package's version.
+  stamp=github.com/torpor-dev/torpor/internal/version.stamp
+  CGO_ENABLED=0 go build -trimpath -ldflags="-s -w -X $stamp=1.0.0" -o "$tmp/bin/" ./cmd/torpor-agent
+  CGO_ENABLED=0 go build -trimpath -ldflags="-s -w -X $stamp=2.0.0" -o "$tmp/bin/update/" ./cmd/torpor-agent
+  story=(-update)
+fi
 
 # set -m gives the orchestrator a process group of its own (pgid = its
 # pid); the relay and agents it starts stay in that group.
@@ -45,7 +56,7 @@ if [ "${TORPOR_DEMO_CLUSTER:-}" = 1 ]; then
   cluster=(-cluster)
 fi
 set -m
-"$tmp/bin/torpor-demo" -bin "$tmp/bin" -dir "$tmp/run" "${cluster[@]}" "$@" &
+"$tmp/bin/torpor-demo" -bin "$tmp/bin" -dir "$tmp/run" "${cluster[@]}" "${story[@]}" "$@" &
 pgid=$!
 set +m
 wait "$pgid"

@@ -284,8 +284,10 @@ func daemon(ctx context.Context, a *args, stderr io.Writer) error {
 	}
 	b.Config.Logger = log
 	b.Config.Store.Reinitialise = a.reinit
-	trial(f, &b.Config, log)
-	agent, err := runtime.New(b.Config)
+	var agent *runtime.Agent
+	trial(f, &b.Config, log, func() { agent.StatusChanged() })
+	updates(f, &b.Config, a.launch, log)
+	agent, err = runtime.New(b.Config)
 	if err != nil {
 		return err
 	}

@@ -79,8 +79,10 @@ func childArgs(argv []string) []string {
 // trial arranges the agent's proof when it runs from a slot on trial: the
 // first drain that ends without an error (so the store opened and the
 // link came up), then the application's health command when the file names
-// one, confirm the slot. A failed health check waits for the next drain.
-func trial(f *conffile.File, cfg *runtime.Config, log *slog.Logger) {
+// one, confirm the slot, and call confirmed (which publishes the status
+// naming the install at once, in a live wake). A failed health check
+// waits for the next drain.
+func trial(f *conffile.File, cfg *runtime.Config, log *slog.Logger, confirmed func()) {
 	s := slots.New(f.SlotsDir(), cfg.Clock)
 	cfg.Status.Install = s.Status
 	slot := os.Getenv(slots.EnvSlot)
@@ -106,6 +108,9 @@ func trial(f *conffile.File, cfg *runtime.Config, log *slog.Logger) {
 		busy = true
 		go func() {
 			ok := prove(f, cfg.Clock, s, slot, log)
+			if ok {
+				confirmed()
+			}
 			mu.Lock()
 			busy, done = false, ok
 			mu.Unlock()

@@ -43,6 +43,10 @@ type Config struct {
 	// torpor-relay processes with --store jetstream on a 3-node JetStream
 	// cluster that the demo embeds (startFleet).
 	Cluster bool
+	// Update tells the story of one rollout instead (runUpdate): Bin
+	// must also hold update/torpor-agent, the build the agent updates to.
+	// Scale zero means UpdateScale.
+	Update bool
 }
 
 func (c *Config) scale() float64 {
@@ -103,6 +107,9 @@ func Run(ctx context.Context, cfg Config) error {
 	if cfg.Timeout == 0 {
 		cfg.Timeout = 55 * time.Second
 	}
+	if cfg.Update && cfg.Scale == 0 {
+		cfg.Scale = UpdateScale
+	}
 	if s := cfg.scale(); s < 1 || s > 100000 {
 		return fmt.Errorf("demo: scale %v out of range [1, 100000]", s)
 	}
@@ -114,7 +121,11 @@ func Run(ctx context.Context, cfg Config) error {
 	defer d.stopOps()
 	d.clock = clock.Real // replaced by the scaled clock once the relay is up
 	d.n = NewNarrator(cfg.Out, d.clock)
-	err := d.run(ctx)
+	run := d.run
+	if cfg.Update {
+		run = d.runUpdate
+	}
+	err := run(ctx)
 	d.stopAll()
 	d.summary()
 	if err == nil {

@@ -36,6 +36,14 @@
 // over the relays (cluster.go). The narration names the relay each link
 // came up on and the relay that answered each request.
 //
+// # Update
+//
+// With Config.Update (TORPOR_DEMO_UPDATE=1 make demo) the demo tells
+// another story, the rollout of one agent build (update.go,
+// docs/updates.md): the owner's TUF publish, an agent of build 1.0.0 under
+// the slot launcher, a rollout that offers it build 2.0.0, its install,
+// restart, trial boot and proof, and the rollout's status; at ×600.
+//
 // # Time
 //
 // Every process runs on a scaled clock (--time-scale): at the default

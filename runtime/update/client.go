@@ -74,6 +74,10 @@ type Config struct {
 	// Flash returns the free bytes of dir's file system (ok false when
 	// it cannot tell); nil means statfs(2) (flash_linux.go).
 	Flash func(dir string) (free, total uint64, ok bool)
+	// Offer, when set, is the target a rollout offers: Check takes that
+	// target and no other (chooseOffered). Without one it takes the
+	// newest target for the device.
+	Offer *Offer
 }
 
 // DefaultBudget is the blob bytes a Check downloads when Config.Budget is 0.
@@ -88,8 +92,12 @@ type Result struct {
 	Target string
 	Path   string
 	Custom Custom
-	// UpToDate is true when no target is newer than Installed.
+	// UpToDate is true when no target is newer than Installed (with an
+	// Offer: the offered one is the installed version).
 	UpToDate bool
+	// Rollout is the id of the rollout that offered the target; "" when
+	// the check had no offer.
+	Rollout string
 	// Bytes counts the blob bytes this Check downloaded.
 	Bytes int64
 	// AwaitsConfirmation is true for a verified file of a target whose
@@ -140,11 +148,20 @@ func (c *Client) Check(ctx context.Context) (Result, error) {
 	if rerr != nil {
 		return Result{}, rerr
 	}
-	target, custom, res, rerr := c.choose(t.Targets[metadata.TARGETS])
+	var (
+		target *metadata.TargetFiles
+		custom Custom
+		res    Result
+	)
+	if c.cfg.Offer != nil {
+		target, custom, res, rerr = c.chooseOffered(t.Targets[metadata.TARGETS], c.cfg.Offer)
+	} else {
+		target, custom, res, rerr = c.choose(t.Targets[metadata.TARGETS])
+	}
 	if rerr != nil || target == nil {
 		return res, asError(rerr)
 	}
-	res = Result{Target: target.Path, Custom: custom, SHA256: target.Hashes["sha256"].String(),
+	res = Result{Target: target.Path, Custom: custom, Rollout: res.Rollout, SHA256: target.Hashes["sha256"].String(),
 		Expires: t.Targets[metadata.TARGETS].Signed.Expires}
 	if rerr := c.conditions(target.Path, custom, now); rerr != nil {
 		return res, rerr

@@ -55,6 +55,12 @@ const (
 	NoSpace Code = "no-space"
 	// Fetch: the link failed while fetching.
 	Fetch Code = "fetch"
+	// Offered: the target a rollout offered is not one the owner signed,
+	// or the signed one has another version or SHA-256 than the offer.
+	Offered Code = "not-offered"
+	// Install: the verified build could not be installed (no A/B slots,
+	// or installing it failed).
+	Install Code = "install"
 	// Invalid: malformed metadata or custom fields, or a local failure.
 	Invalid Code = "invalid"
 )

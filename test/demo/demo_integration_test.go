@@ -54,8 +54,36 @@ var events = []struct{ name, re string }{
 }
 
 func TestMakeDemo(t *testing.T) {
-	testMakeDemo(t, budget, nil)
+	testMakeDemo(t, budget, nil, events)
 }
+
+// updateEvents are the lines TORPOR_DEMO_UPDATE=1 make demo must print:
+// the story of one rollout (docs/updates.md).
+var updateEvents = []story{
+	{"the relay with its update repository", `relay\s+start\s+torpor-relay serving http://127\.0\.0\.1:\d+, hosting the update repository`},
+	{"the owner's publish", `owner\s+start\s+torporctl update keys init, sign-target, publish: build 2\.0\.0 as TUF target torpor-agent/2/linux-\w+, version 2, \d+ bytes gzip`},
+	{"the packaged build 1 starts", `agent\s+start\s+torpor-agent 1\.0\.0 starting \(slot none: the packaged build\)`},
+	{"verified but not installed without an offer", `agent\s+drain\s+update check: verified torpor-agent/2/linux-\w+, offered by no rollout: kept, not installed`},
+	{"the rollout starts", `operator\s+start\s+torporctl update rollout start r1: rollout r1: torpor-agent/2/linux-\w+ 2, running`},
+	{"the offer installed", `agent\s+run\s+installed torpor-agent/2/linux-\w+ \(version 2\) into the slot not running, on trial; restarting`},
+	{"the check that took the offer", `agent\s+drain\s+update check: verified torpor-agent/2/linux-\w+, offered by rollout r1`},
+	{"the restart", `unit\s+stop\s+torpor-agent exited with status 75: Restart=on-failure starts it again`},
+	{"the trial boot", `launcher\s+start\s+slot a on trial: version 2`},
+	{"build 2 runs", `agent\s+start\s+torpor-agent 2\.0\.0 starting \(slot a\)`},
+	{"the trial passed", `agent\s+confirm\s+trial passed .*version 2 from 1\.0\.0 is the active slot a`},
+	{"the rollout's status", `operator\s+queue\s+torporctl update rollout status r1: done, 1 device\(s\): 1 installed, 0 rolled back, 0 refused, 0 pending`},
+	{"the end", `demo OK in \d+\.\d s`},
+}
+
+// TestMakeDemoUpdate runs TORPOR_DEMO_UPDATE=1 make demo: the story of
+// one rollout, within the demo's budget, build included.
+func TestMakeDemoUpdate(t *testing.T) {
+	testMakeDemo(t, budget, []string{"TORPOR_DEMO_UPDATE=1"}, updateEvents)
+}
+
+// story is one event a demo's output must show: its name and a regular
+// expression matched against the narration's columns.
+type story = struct{ name, re string }
 
 // clusterBudget bounds TORPOR_DEMO_CLUSTER=1 make demo: the same story,
 // plus a NATS cluster and two more relays to start on two shared cores.
@@ -74,7 +102,7 @@ var clusterEvents = []struct{ name, re string }{
 // events as TestMakeDemo, the fleet's own, agents linked to at least two
 // relays and the sender's requests answered by all three.
 func TestMakeDemoCluster(t *testing.T) {
-	out := testMakeDemo(t, clusterBudget, []string{"TORPOR_DEMO_CLUSTER=1"})
+	out := testMakeDemo(t, clusterBudget, []string{"TORPOR_DEMO_CLUSTER=1"}, events)
 	for _, e := range clusterEvents {
 		if !regexp.MustCompile(e.re).Match(out) {
 			t.Errorf("event %q not in the output (want a line matching %s)", e.name, e.re)
@@ -89,9 +117,9 @@ func TestMakeDemoCluster(t *testing.T) {
 }
 
 // testMakeDemo runs make demo with env added to the environment and checks
-// its exit status, its duration against limit, the story's events and
-// that it left nothing; it returns the output.
-func testMakeDemo(t *testing.T, limit time.Duration, env []string) []byte {
+// its exit status, its duration against limit, the story's events (want)
+// and that it left nothing; it returns the output.
+func testMakeDemo(t *testing.T, limit time.Duration, env []string, want []story) []byte {
 	makePath := testenv.RequireTool(t, "make")
 	goPath := testenv.RequireTool(t, "go")
 	testenv.RequireTool(t, "git")
@@ -109,7 +137,7 @@ func testMakeDemo(t *testing.T, limit time.Duration, env []string) []byte {
 	if elapsed >= limit {
 		t.Errorf("make demo took %v, want under %v", elapsed.Round(100*time.Millisecond), limit)
 	}
-	for _, e := range events {
+	for _, e := range want {
 		if !regexp.MustCompile(e.re).Match(out) {
 			t.Errorf("event %q not in the output (want a line matching %s)", e.name, e.re)
 		}

@@ -9,5 +9,6 @@
 // running and that nothing is left outside its temporary directory. Its
 // sibling runs TORPOR_DEMO_CLUSTER=1 make demo, the same story on three
 // relays over a 3-node NATS JetStream cluster, with the same checks and
-// the fleet's own events.
+// the fleet's own events; another runs TORPOR_DEMO_UPDATE=1 make demo,
+// the story of one agent update rollout, with its own events.
 package demo

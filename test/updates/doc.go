@@ -17,6 +17,11 @@
 //     bus (root: rauc mounts bundles on loop devices); and a bundle that
 //     needs the owner's confirmation through the real torporctl,
 //     torpor-relay and torpor-agent, held until torporctl device confirm.
+//   - the rollout: torporctl starts a rollout of the v2 build on a relay
+//     on the compressed clock, and an awake and a sleeping agent of the
+//     v1 build under the slot launcher take the offer, install it, restart
+//     into it for its trial boot and are counted installed; a build that
+//     exits at start is rolled back and counted so.
 //
 // docs/updates.md describes what they show.
 package updates

@@ -86,6 +86,8 @@ type device struct {
 	t     *testing.T
 	dir   string
 	flags []string
+	// data is the agent's data directory; "" means dir's "agent".
+	data string
 }
 
 // trialDeadline is the device's "update.trialDeadline": long enough for a
@@ -126,7 +128,11 @@ func (d *device) install(build, version string) {
 // state reads the slots' state file as the launcher does.
 func (d *device) state() slots.State {
 	d.t.Helper()
-	st, err := slots.New(filepath.Join(d.dir, "agent", "slots"), nil).Load()
+	data := d.data
+	if data == "" {
+		data = filepath.Join(d.dir, "agent")
+	}
+	st, err := slots.New(filepath.Join(data, "slots"), nil).Load()
 	if err != nil {
 		d.t.Fatal(err)
 	}

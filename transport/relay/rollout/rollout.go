@@ -1,11 +1,14 @@
 package rollout
 
 import (
+	"crypto/sha256"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/torpor-dev/torpor/store/rollouts"
+	"github.com/torpor-dev/torpor/transport/link/wire"
 )
 
 // Target is what a rollout offers: a build of the agent as the relay's
@@ -131,8 +134,8 @@ func (s *Spec) check() error {
 	if err := rollouts.CheckID(s.ID); err != nil {
 		return fmt.Errorf("%w: %v", ErrBadSpec, err)
 	}
-	if s.Target.Name == "" || s.Target.Version == "" {
-		return fmt.Errorf("%w: a target needs a name and a version", ErrBadSpec)
+	if err := s.Target.check(); err != nil {
+		return err
 	}
 	if s.Percents == nil {
 		s.Percents = slices.Clone(DefaultPercents)
@@ -152,6 +155,25 @@ func (s *Spec) check() error {
 		s.WaveTime = DefaultWaveTime
 	}
 	return s.Criteria.check()
+}
+
+// check refuses a target no device could take from an offer: a member
+// missing or longer than the link's offer takes (wire.Offer.Check, which
+// would fail every device's state-ok), or a SHA-256 not in the
+// lower-case hex the device compares with its targets metadata's.
+func (t Target) check() error {
+	if t.Name == "" || t.Version == "" {
+		return fmt.Errorf("%w: a target needs a name and a version", ErrBadSpec)
+	}
+	for _, m := range [][2]string{{"name", t.Name}, {"version", t.Version}, {"SHA-256", t.SHA256}} {
+		if len(m[1]) > wire.MaxOfferMember {
+			return fmt.Errorf("%w: the target's %s is %d bytes, more than an offer carries (%d)", ErrBadSpec, m[0], len(m[1]), wire.MaxOfferMember)
+		}
+	}
+	if t.SHA256 != "" && (len(t.SHA256) != 2*sha256.Size || strings.Trim(t.SHA256, "0123456789abcdef") != "") {
+		return fmt.Errorf("%w: the target's SHA-256 %q is not 64 lower-case hex digits", ErrBadSpec, t.SHA256)
+	}
+	return nil
 }
 
 func (c Criteria) check() error {

@@ -102,6 +102,9 @@ func TestPlanRefuses(t *testing.T) {
 		want    string
 	}{
 		{"no target", bad(func(s *Spec) { s.Target = Target{} }), ok, "a name and a version"},
+		{"long name", bad(func(s *Spec) { s.Target.Name = strings.Repeat("n", 257) }), ok, "name is 257 bytes"},
+		{"upper-case sha256", bad(func(s *Spec) { s.Target.SHA256 = strings.Repeat("AB", 32) }), ok, "lower-case hex"},
+		{"short sha256", bad(func(s *Spec) { s.Target.SHA256 = "abcd" }), ok, "64 lower-case hex"},
 		{"bad id", bad(func(s *Spec) { s.ID = "a b" }), ok, "letters, digits"},
 		{"percents down", spec(10, 5, 100), ok, "strictly increasing"},
 		{"last not 100", spec(10, 50), ok, "must be 100"},
