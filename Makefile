@@ -43,8 +43,9 @@ test-faults: ## Run the fault suite alone: SIGKILL, damaged, lost, full, read-on
 test-tenants: ## Run the hosted relay's tenants tests alone: two owners' tenants on one relay and on 3 relays over a 3-node JetStream cluster, real binaries, each operator on the embedded MQTT broker and in the console in chromium; screenshots in TORPOR_ARTIFACTS (part of test-integration).
 	TORPOR_REQUIRE_TOOLS=1 $(GO) test -tags integration -count=1 -timeout 10m ./test/tenants/
 
-test-updates: ## Run the agent-update tests alone: torporctl's key ceremony and publish, the relay's repository (bbolt, and two relays sharing one on JetStream), agents verifying a target over their link (whole and as a delta); A/B slots, trial boot, rollback of a build that exits or hangs, SIGKILLs during the switch; awake and sleeping agents installing a rollout's offer; the rauc hand-off with the real rauc (root) (part of test-integration).
+test-updates: ## Run the agent-update tests alone: torporctl's key ceremony and publish, the relay's repository (bbolt, and two relays sharing one on JetStream), agents verifying a target over their link (whole and as a delta); A/B slots, trial boot, rollback of a build that exits or hangs, SIGKILLs during the switch; awake and sleeping agents installing a rollout's offer; the rauc hand-off with the real rauc (root); power cuts of an update and a rollback in the arm64 VM (part of test-integration).
 	TORPOR_REQUIRE_TOOLS=1 $(GO) test -tags integration -count=1 -timeout 15m ./test/updates/
+	TORPOR_REQUIRE_TOOLS=1 $(GO) test -tags integration -count=1 -timeout 15m -run TestUpdatePowerCut ./test/qemu/
 
 test-cluster: ## Run the scale-out tests alone: 3 relays on a 3-node NATS JetStream cluster, the porcupine history checker (HISTORY_RUNS=N, HISTORY_SEED=seed; visualizations in TORPOR_ARTIFACTS), the rolling restart (part of test-integration).
 	$(GO) test -tags integration -count=1 -timeout 10m ./test/cluster/

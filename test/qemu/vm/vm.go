@@ -465,7 +465,21 @@ func GuestBinary(t testing.TB, pkg string) []byte {
 // CrossBinary builds pkg for linux/goarch (goarm for arm) and returns it.
 func CrossBinary(t testing.TB, pkg, goarch, goarm string) []byte {
 	t.Helper()
-	key := pkg + " " + goarch + goarm
+	return crossBuild(t, pkg, goarch, goarm, "")
+}
+
+// StampedBinary is GuestBinary with the version stamp
+// internal/version.stamp set to stamp, as scripts/packages.sh stamps a
+// package's build: two stamps give two builds of one tree that report
+// different versions.
+func StampedBinary(t testing.TB, pkg, stamp string) []byte {
+	t.Helper()
+	return crossBuild(t, pkg, "arm64", "", stamp)
+}
+
+func crossBuild(t testing.TB, pkg, goarch, goarm, stamp string) []byte {
+	t.Helper()
+	key := pkg + " " + goarch + goarm + " " + stamp
 	buildMu.Lock()
 	defer buildMu.Unlock()
 	if b, ok := buildCache[key]; ok {
@@ -481,6 +495,9 @@ func CrossBinary(t testing.TB, pkg, goarch, goarm string) []byte {
 		}
 	}
 	ldflags := "-s -w"
+	if stamp != "" {
+		ldflags += " -X github.com/torpor-dev/torpor/internal/version.stamp=" + stamp
+	}
 	if goarch == "arm" { // segments on 4 KiB pages, as scripts/cross.sh builds them
 		extra, err := os.ReadFile(filepath.Join(ModuleRoot(t), "scripts", "arm-ldflags"))
 		if err != nil {
