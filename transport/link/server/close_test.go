@@ -2,15 +2,18 @@ package server
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"net"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/torpor-dev/torpor/did/didtest"
 	"github.com/torpor-dev/torpor/transport/link"
+	"github.com/torpor-dev/torpor/transport/link/wire"
 )
 
 // stallProxy carries one TCP connection to target until stall is called;
@@ -113,5 +116,48 @@ func TestCloseDoesNotWaitLinkByLink(t *testing.T) {
 		if strings.Contains(got, `msg="link down" agent=`+d) {
 			t.Fatalf("the live device's link was closed after a silent device's close had finished:\n%s", got)
 		}
+	}
+}
+
+// TestLastStateOfALeavingDeviceIsKept: a device that stops sends its last
+// state (its next wake) and closes its link without waiting for the
+// answer. The relay stores that state all the same, and logs the answer
+// it could not give as the device's leaving, not as its own failure
+// (before: the store's context was the link's, cancelled by the close:
+// the state was lost and an ERROR logged at every agent's stop).
+func TestLastStateOfALeavingDeviceIsKept(t *testing.T) {
+	h := newHarness(t)
+	var log syncBuffer
+	h.srv.Logger = slog.New(slog.NewTextHandler(&log, nil))
+	h.agents.publishing, h.agents.release = make(chan context.Context, 1), make(chan struct{})
+	dev := didtest.Key(t, 30)
+	c := h.dial(t, dev, nil)
+	sent, stop := context.WithCancel(context.Background())
+	go c.Publish(sent, wire.State{Mode: "sleep", NextWake: 1768478400})
+	ctx := <-h.agents.publishing // the relay is storing it
+	stop()
+	c.Close()
+	<-c.Done()
+	// The relay's side saw the close once a forward finds no link.
+	for {
+		_, err := h.srv.Forward(context.Background(), dev.DID().String(), wire.Request{Body: []byte(`{}`)})
+		if errors.Is(err, ErrNotLinked) {
+			break
+		}
+		runtime.Gosched()
+	}
+	if err := ctx.Err(); err != nil {
+		t.Errorf("the state's store context ended with the link: %v", err)
+	}
+	close(h.agents.release)
+	<-h.agents.events // unlinked
+	h.agents.mu.Lock()
+	n := len(h.agents.states)
+	h.agents.mu.Unlock()
+	if n != 1 {
+		t.Errorf("%d states stored; want the leaving device's last one", n)
+	}
+	if got := log.String(); strings.Contains(got, "level=ERROR") {
+		t.Errorf("relay log:\n%s\nwant no ERROR for a device that left", got)
 	}
 }

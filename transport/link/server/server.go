@@ -458,6 +458,17 @@ func (c *serverConn) pinger() {
 	}
 }
 
+// keptFor bounds the store work of a device's state or ack that goes on
+// after the link closed (kept).
+const keptFor = 10 * time.Second
+
+// kept is the context of a device's state or ack: what the device sent
+// is stored even when the link closes meanwhile (a device that stops
+// sends its last state and closes), within keptFor.
+func kept(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), keptFor)
+}
+
 // serve reads frames until the link closes. Answers to the relay's own
 // requests are delivered at once; the device's requests (state, pull, ack)
 // are handled in order by one worker so that an ack is never overtaken by
@@ -469,6 +480,14 @@ func (c *serverConn) serve() {
 		defer close(done)
 		for f := range work {
 			if err := c.handle(f); err != nil {
+				if c.ctx.Err() != nil {
+					// The link closed first (the device went): its
+					// answer had nowhere to go. No fault of the relay.
+					c.s.log().Info("link closed before the relay answered the device", "agent", c.agent.String(), "frame", f.T, "err", err)
+					for range work {
+					}
+					return
+				}
 				c.s.log().Error("link closed: the relay failed a device's request", "agent", c.agent.String(), "frame", f.T, "err", err)
 				// Close first, then fail: fail cancels the link's context,
 				// and a read cancelled that way drops the connection before
@@ -521,7 +540,9 @@ func (c *serverConn) handle(f *wire.Frame) error {
 		if f.State == nil {
 			return c.write(ctx, &wire.Frame{T: wire.FrameError, ID: f.ID, Code: "bad-state", Message: "state frame without state"})
 		}
-		a, err := c.s.Agents.Publish(ctx, c.agent, *f.State)
+		sctx, cancel := kept(ctx)
+		defer cancel()
+		a, err := c.s.Agents.Publish(sctx, c.agent, *f.State)
 		if err != nil {
 			return c.write(ctx, &wire.Frame{T: wire.FrameError, ID: f.ID, Code: "bad-state", Message: err.Error()})
 		}
@@ -549,7 +570,9 @@ func (c *serverConn) handle(f *wire.Frame) error {
 			return c.write(ctx, &wire.Frame{T: wire.FrameError, ID: f.ID, Code: CodeNotDelivered,
 				Message: fmt.Sprintf("seq %d was not delivered on this link; nothing was deleted", seq)})
 		}
-		if err := c.s.Queue.Ack(ctx, c.agent.String(), f.Seqs); err != nil {
+		actx, cancel := kept(ctx)
+		defer cancel()
+		if err := c.s.Queue.Ack(actx, c.agent.String(), f.Seqs); err != nil {
 			return err
 		}
 		c.acked(f.Seqs)

@@ -32,6 +32,11 @@ type fakeAgents struct {
 	linked map[string]bool
 	refuse error
 	events chan string
+	// publishing, when set, gets each Publish's context, and Publish then
+	// waits for release before it stores the state, failing as a store
+	// does when the context ended meanwhile.
+	publishing chan context.Context
+	release    chan struct{}
 }
 
 func (a *fakeAgents) Admit(ctx context.Context, agent did.DID) (queuebounds.Bounds, error) {
@@ -47,6 +52,13 @@ func (a *fakeAgents) Admit(ctx context.Context, agent did.DID) (queuebounds.Boun
 func (a *fakeAgents) Publish(ctx context.Context, agent did.DID, st wire.State) (wire.Accepted, error) {
 	if st.Mode == "nap" {
 		return wire.Accepted{}, errors.New("unknown mode nap")
+	}
+	if a.publishing != nil {
+		a.publishing <- ctx
+		<-a.release
+		if err := ctx.Err(); err != nil {
+			return wire.Accepted{}, err
+		}
 	}
 	a.mu.Lock()
 	a.states = append(a.states, st)
