@@ -16,9 +16,9 @@ import (
 	"github.com/torpor-dev/torpor/test/internal/testenv"
 )
 
-// previous is the release this tree must work with: the commit it follows.
-// Move it forward at each release (docs/upgrades.md).
-const previous = "d2faa430a527491299a7dd18fd1b5470edbfd049"
+// previous is the release this tree must work with (testenv's
+// PreviousRelease, moved forward at each release: docs/upgrades.md).
+const previous = testenv.PreviousRelease
 
 // commands are the binaries a demo runs.
 var commands = []string{"torpor-demo", "torpor-relay", "torpor-agent", "torporctl"}

@@ -2,7 +2,8 @@
 // with relay, in both directions: the previous release's agent against this
 // tree's relay, and this tree's agent against the previous release's relay.
 //
-// The previous release is a commit pinned in compat_integration_test.go and
+// The previous release is a commit pinned in test/internal/testenv
+// (PreviousRelease) and
 // built from git history; each release moves the pin forward to the commit
 // it follows. The story run across the two versions is the previous
 // release's own `make demo` (cmd/torpor-demo built at the pinned commit),
