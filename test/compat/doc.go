@@ -3,9 +3,8 @@
 // tree's relay, and this tree's agent against the previous release's relay.
 //
 // The previous release is a commit pinned in test/internal/testenv
-// (PreviousRelease) and
-// built from git history; each release moves the pin forward to the commit
-// it follows. The story run across the two versions is the previous
+// (PreviousRelease) and built from git history; each release moves the
+// pin forward to the commit it follows. The story run across the two versions is the previous
 // release's own `make demo` (cmd/torpor-demo built at the pinned commit),
 // so the scenario is fixed by the older side: sleeping agents, the relay's
 // 503 answers and queue, MLS handshakes, the drain, rejections, a held
