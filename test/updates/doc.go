@@ -5,7 +5,10 @@
 //     The owner's key ceremony and a publish go through torporctl to the
 //     relay's repository; agents fetch the target over their link, check
 //     it with go-tuf/v2 and report the outcome; two relays on one NATS
-//     JetStream server serve one repository;
+//     JetStream server serve one repository; a relay's repository changed
+//     while it is stopped serves a freeze, targets of another snapshot
+//     (mix-and-match) and a blob longer than its target, which agents
+//     refuse;
 //   - the install: two builds of torpor-agent with different version
 //     stamps, a build that exits at start and one that hangs, installed
 //     into the A/B slots (runtime/update/slots) and started through the
