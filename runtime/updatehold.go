@@ -2,13 +2,9 @@ package runtime
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -83,7 +79,7 @@ func (p *Pipeline) HoldUpdate(res update.Result, now time.Time) (string, gate.De
 	if d, known, err := p.knownUpdate(key); err != nil || known {
 		return key, d, err
 	}
-	sum, err := fileSHA256(res.Path)
+	sum, err := update.FileSHA256(res.Path)
 	if err != nil {
 		return key, gate.Decision{}, fmt.Errorf("runtime: holding update %s: %w", res.Target, err)
 	}
@@ -227,7 +223,7 @@ func installRoute(install func(path string, res update.Result) error) deliver.Ro
 			if err := json.Unmarshal(d.Object, &h); err != nil {
 				return deliver.Outcome{}, fmt.Errorf("%w: held update %s: %w", deliver.ErrNotStarted, d.ObjectID, err)
 			}
-			sum, err := fileSHA256(h.Path)
+			sum, err := update.FileSHA256(h.Path)
 			if err == nil && sum != h.File {
 				err = fmt.Errorf("its SHA-256 is %s, %s when it was held", sum, h.File)
 			}
@@ -243,15 +239,3 @@ func installRoute(install func(path string, res update.Result) error) deliver.Ro
 		})}
 }
 
-func fileSHA256(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
-}

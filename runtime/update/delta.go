@@ -52,7 +52,7 @@ func (c *Client) deltaFor(t *metadata.TargetFiles, cu Custom) *Delta {
 	if _, err := os.Stat(part + ".nodelta"); err == nil {
 		return nil
 	}
-	running, err := fileSHA256(c.cfg.Running)
+	running, err := FileSHA256(c.cfg.Running)
 	if err != nil {
 		return nil
 	}
@@ -64,7 +64,9 @@ func (c *Client) deltaFor(t *metadata.TargetFiles, cu Custom) *Delta {
 	return nil
 }
 
-func fileSHA256(path string) (string, error) {
+// FileSHA256 returns the hex SHA-256 of the file at path: the form a
+// TUF target's sha256 hash takes.
+func FileSHA256(path string) (string, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return "", err
@@ -148,18 +150,11 @@ func (c *Client) patch(t *metadata.TargetFiles, delta []byte, out string) *Refus
 	if err := dec.Reset(bytes.NewReader(delta)); err != nil {
 		return refuse(BadTarget, err, "%s: the delta", t.Path)
 	}
-	f, err := os.OpenFile(out, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
-	if err != nil {
-		return refuse(Invalid, err, "%s", t.Path)
-	}
-	n, err := io.Copy(f, io.LimitReader(dec, t.Length+1))
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
+	n, err := writeBounded(out, dec, t.Length)
+	var oe *openError
 	switch {
+	case errors.As(err, &oe):
+		return refuse(Invalid, err, "%s", t.Path)
 	case err != nil:
 		os.Remove(out)
 		return refuse(BadTarget, err, "%s: patching with the delta", t.Path)

@@ -2,6 +2,7 @@ package update
 
 import (
 	"compress/gzip"
+	"errors"
 	"io"
 	"os"
 	"strconv"
@@ -27,19 +28,12 @@ func (c *Client) decompress(name, path string, size int64) (string, *Refusal) {
 		return "", refuse(BadTarget, err, "%s is not gzip", name)
 	}
 	out := path + ".out"
-	f, err := os.OpenFile(out+".tmp", os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
-	if err != nil {
-		return "", refuse(Invalid, err, "%s", name)
-	}
 	defer os.Remove(out + ".tmp") // no-op after the rename
-	n, err := io.Copy(f, io.LimitReader(zr, size+1))
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
+	n, err := writeBounded(out+".tmp", zr, size)
+	var oe *openError
 	switch {
+	case errors.As(err, &oe):
+		return "", refuse(Invalid, err, "%s", name)
 	case err != nil:
 		return "", refuse(BadTarget, err, "decompressing %s", name)
 	case n != size:
@@ -56,4 +50,29 @@ func more(n, size int64) string {
 		return "more than " + strconv.FormatInt(size, 10)
 	}
 	return strconv.FormatInt(n, 10)
+}
+
+// openError is writeBounded's failure to make the file: the device's
+// flash, not the target (Invalid, not BadTarget).
+type openError struct{ error }
+
+func (e *openError) Unwrap() error { return e.error }
+
+// writeBounded writes what r gives into a new file at path (private to the
+// agent) and syncs it, up to one byte more than limit: a count above limit
+// says r would have given more than it should (a decompression or a
+// patch past the target's length), which the caller refuses.
+func writeBounded(path string, r io.Reader, limit int64) (int64, error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+	if err != nil {
+		return 0, &openError{err}
+	}
+	n, err := io.Copy(f, io.LimitReader(r, limit+1))
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return n, err
 }
