@@ -9,8 +9,6 @@ import (
 	"sync"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
-
 	"github.com/torpor-dev/torpor/clock"
 	"github.com/torpor-dev/torpor/runtime/drain"
 	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
@@ -754,24 +752,11 @@ func (a *Agent) dial(ctx context.Context, rep *WakeReport) (Link, error) {
 	}
 }
 
-// record keeps the wake's report and the cycle state in bbolt, logs the
-// wake once and tells the Hooks.OnWake hook.
+// record keeps the wake's report and the cycle state for the next commit
+// (record.go: the next wake's pulse), logs the wake once and tells the
+// Hooks.OnWake hook.
 func (a *Agent) record(r *WakeReport) {
-	err := a.db.Update(func(tx *bolt.Tx) error {
-		c, err := loadCycle(tx)
-		if err != nil {
-			return err
-		}
-		c.LastWake, c.NextWake = r.At, r.NextWake
-		c.Wakes++
-		if err := putCBOR(tx, keyCycle, c); err != nil {
-			return err
-		}
-		return putCBOR(tx, keyLastWake, r)
-	})
-	if err != nil {
-		a.log.Error("recording the wake", "err", err)
-	}
+	a.pipe.keepWake(*r)
 	r.log(a.log)
 	if a.cfg.Hooks.OnWake != nil {
 		a.cfg.Hooks.OnWake(*r)

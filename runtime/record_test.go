@@ -1,0 +1,154 @@
+package runtime_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/torpor-dev/torpor/runtime"
+	"github.com/torpor-dev/torpor/runtime/runtimetest"
+	"github.com/torpor-dev/torpor/wake"
+)
+
+// commits returns the id of the last transaction committed to db: a read
+// transaction's ID is that of the last write that committed, so the
+// difference of two counts the commits between them (rolled-back writes
+// do not count).
+func commits(t *testing.T, db *bolt.DB) int {
+	t.Helper()
+	var id int
+	if err := db.View(func(tx *bolt.Tx) error { id = tx.ID(); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+// lastWakeIn returns the last wake's report db holds.
+func lastWakeIn(t *testing.T, db *bolt.DB) (r runtime.WakeReport, ok bool) {
+	t.Helper()
+	err := db.View(func(tx *bolt.Tx) error {
+		var err error
+		r, ok, err = runtime.LastWake(tx)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r, ok
+}
+
+// rtcWindowWake wakes the sleeping agent at its window, runs the window to
+// its end and returns the wake's report once the agent sleeps again.
+func (w *world) rtcWindowWake(rtc *suspendSource) runtime.WakeReport {
+	w.t.Helper()
+	rtc.wakeup <- struct{}{}
+	w.waitPhases(runtime.PhasePublish, runtime.PhaseDrain)
+	_, end := w.window.Next(w.clock.Now())
+	w.clock.Set(end)
+	r := w.nextWake()
+	<-rtc.asleep
+	return r
+}
+
+// TestAnEmptyWakeCommitsOnce: an empty wake commits one bbolt transaction,
+// its pulse's, which also records the wake before it; the wake's own
+// record waits for the next wake's pulse, and the agent records it when
+// it stops.
+func TestAnEmptyWakeCommitsOnce(t *testing.T) {
+	w := newWorld(t, wake.HourlyWake)
+	rtc, boot := w.bootSuspending()
+	<-rtc.asleep
+	db, _, _ := w.agent.Pipeline().Stores()
+	if _, ok := lastWakeIn(t, db); ok {
+		t.Error("the boot wake's record was committed before the agent slept (it waits for the next pulse)")
+	}
+	for i := range 2 {
+		n := commits(t, db)
+		r := w.rtcWindowWake(rtc)
+		if got := commits(t, db) - n; got != 1 {
+			t.Errorf("empty wake %d committed %d bbolt transactions, want 1", i+1, got)
+		}
+		if last, ok := lastWakeIn(t, db); !ok || !last.At.Equal(boot.At) {
+			t.Errorf("after wake %d bbolt holds the last wake %v (%v), want the one before at %v", i+1, last.At, ok, boot.At)
+		}
+		if st := w.status(); st.Wake == nil || !st.Wake.At.Equal(r.At) {
+			t.Errorf("after wake %d the relay's status names wake %+v, want that wake at %v", i+1, st.Wake, r.At)
+		}
+		boot = r
+	}
+	rep, err := w.agent.Pipeline().Report(0)
+	if err != nil || rep.LastWake == nil || !rep.LastWake.At.Equal(boot.At) {
+		t.Errorf("the operator's report names the last wake %+v (%v), want the one at %v", rep.LastWake, err, boot.At)
+	}
+	w.shutdown()
+	db, err = bolt.Open(filepath.Join(w.cfg.Store.DataDir, runtime.DBFile), 0o600, &bolt.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if last, ok := lastWakeIn(t, db); !ok || !last.At.Equal(boot.At) || last.Reason != "rtc" {
+		t.Errorf("after the stop bbolt holds the last wake %+v (%v), want the window wake at %v", last, ok, boot.At)
+	}
+}
+
+// TestAPowerOffRecordsTheWakeBeforeItSleeps: a wake source whose sleep
+// may not keep the process (a power-off) gets the wake's record committed
+// before it sleeps.
+func TestAPowerOffRecordsTheWakeBeforeItSleeps(t *testing.T) {
+	w := newWorld(t, wake.HourlyWake)
+	rtc := &suspendSource{w: w, asleep: make(chan struct{}, 1), wakeup: make(chan struct{}), powerOff: true}
+	w.cfg.Schedule.Sources = []wake.Source{rtc}
+	w.newAgent()
+	w.run()
+	boot := w.nextWake()
+	<-rtc.asleep
+	db, _, _ := w.agent.Pipeline().Stores()
+	if last, ok := lastWakeIn(t, db); !ok || !last.At.Equal(boot.At) {
+		t.Errorf("asleep before a power-off, bbolt holds the last wake %v (%v), want the boot wake at %v", last.At, ok, boot.At)
+	}
+	n := commits(t, db)
+	r := w.rtcWindowWake(rtc)
+	if got := commits(t, db) - n; got != 2 {
+		t.Errorf("an empty wake before a power-off committed %d bbolt transactions, want 2 (the pulse, the record)", got)
+	}
+	if last, ok := lastWakeIn(t, db); !ok || !last.At.Equal(r.At) {
+		t.Errorf("asleep before a power-off, bbolt holds the last wake %v (%v), want the window wake at %v", last.At, ok, r.At)
+	}
+	w.shutdown()
+}
+
+// TestALostWakeRecordIsLogged: the power fails while the agent sleeps,
+// its last wake's record still in memory. At the next boot the agent
+// says that record was lost, and takes the wake it had planned from the
+// pulse (signed and committed before it was published): it does not claim
+// a missed wake.
+func TestALostWakeRecordIsLogged(t *testing.T) {
+	w := newWorld(t, wake.HourlyWake)
+	rtc, _ := w.bootSuspending()
+	<-rtc.asleep
+	r := w.rtcWindowWake(rtc)
+	// The file as the flash holds it, asleep: what a power cut leaves.
+	path := filepath.Join(w.cfg.Store.DataDir, runtime.DBFile)
+	cut, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.shutdown()
+	if err := os.WriteFile(path, cut, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	log := &runtimetest.Log{}
+	now := r.NextWake.Add(-time.Minute) // before the wake it planned
+	restartAt(t, w, now, log, false)
+	s := log.String()
+	if !strings.Contains(s, "the last wake's report was not recorded") ||
+		!strings.Contains(s, "pulseAt="+r.At.UTC().Format(time.RFC3339)) {
+		t.Errorf("the restart after the power cut does not say the window wake's record was lost:\n%s", s)
+	}
+	checkMissedWakeLog(t, s, r.NextWake, now, false)
+	w.shutdown()
+}
