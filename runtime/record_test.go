@@ -3,7 +3,9 @@ package runtime_test
 import (
 	"os"
 	"path/filepath"
+	goruntime "runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -151,4 +153,45 @@ func TestALostWakeRecordIsLogged(t *testing.T) {
 	}
 	checkMissedWakeLog(t, s, r.NextWake, now, false)
 	w.shutdown()
+}
+
+// goroutine returns the id of the goroutine it runs on, from the first
+// line of its stack ("goroutine 7 [running]:").
+func goroutine() string {
+	buf := make([]byte, 64)
+	buf = buf[:goruntime.Stack(buf, false)]
+	id, _, _ := strings.Cut(strings.TrimPrefix(string(buf), "goroutine "), " ")
+	return id
+}
+
+// TestAWakesStoreWorkRunsOnTheWakesGoroutine: the pulse, the outbox's
+// settling, the card and the publish run one after the other on the
+// wake's own goroutine; only the dial and the drain, which wait on the
+// network beside that work, get goroutines of their own.
+func TestAWakesStoreWorkRunsOnTheWakesGoroutine(t *testing.T) {
+	w := newWorld(t, wake.HourlyWake)
+	var mu sync.Mutex
+	ran := map[string]string{} // phase: goroutine
+	w.cfg.Hooks.OnPhase = func(p runtime.Phase) {
+		mu.Lock()
+		ran[p.Name] = goroutine()
+		mu.Unlock()
+	}
+	w.newAgent()
+	w.run()
+	w.nextWake()
+	w.shutdown()
+	mu.Lock()
+	defer mu.Unlock()
+	wakeG := ran[runtime.PhasePulse]
+	for _, name := range []string{runtime.PhaseRecover, runtime.PhaseCard, runtime.PhasePublish, runtime.PhaseAnnounce, runtime.PhaseClose} {
+		if g, ok := ran[name]; !ok || g != wakeG {
+			t.Errorf("phase %s ran on goroutine %q (%v), want the pulse's, the wake's: %q", name, g, ok, wakeG)
+		}
+	}
+	for _, name := range []string{runtime.PhaseLink, runtime.PhaseDrain} {
+		if g, ok := ran[name]; !ok || g == wakeG {
+			t.Errorf("phase %s ran on goroutine %q (%v), want one of its own beside the wake's %q", name, g, ok, wakeG)
+		}
+	}
 }

@@ -213,9 +213,13 @@ func (w *wakeRun) live() bool {
 	return w.isLive
 }
 
-// prepare runs the independent first phases in parallel: dial the link,
-// sign and commit the pulse, refill KeyPackages, settle the outbox, start
-// the management channel.
+// prepare runs the first phases: the dial on a goroutine of its own, the
+// management channel's start on another; meanwhile, on the wake's
+// goroutine, the pulse (signed and committed), the KeyPackage refill and
+// the outbox's settling. Those are local work on the store, whose write
+// transactions bbolt runs one at a time anyway, so they run one after the
+// other rather than on goroutines of their own: fewer goroutines and
+// hand-offs per wake (issue 32), the same wall time.
 func (w *wakeRun) prepare(start time.Time, mgmt Management) {
 	a := w.a
 	var wg sync.WaitGroup
@@ -231,38 +235,32 @@ func (w *wakeRun) prepare(start time.Time, mgmt Management) {
 			return err
 		})
 	})
-	wg.Go(func() {
-		if w.ph.measure(PhasePulse, func() error { return w.makePulse(start) }) == nil {
-			// A fresh pulse ends a liveness suspension: held actions the
-			// policy allows run now (prospective: only unstarted ones were
-			// held).
-			if _, err := a.pipe.Redecide(w.ctx); err != nil {
-				a.log.Error("running held actions after the pulse", "err", err)
-			}
+	if w.ph.measure(PhasePulse, func() error { return w.makePulse(start) }) == nil {
+		// A fresh pulse ends a liveness suspension: held actions the
+		// policy allows run now (prospective: only unstarted ones were
+		// held).
+		if _, err := a.pipe.Redecide(w.ctx); err != nil {
+			a.log.Error("running held actions after the pulse", "err", err)
 		}
-	})
+	}
 	if a.cfg.MLS.KeyPackages != nil {
-		wg.Go(func() {
-			w.ph.measure(PhaseKeyPackages, func() error {
-				var err error
-				w.kps, err = a.cfg.MLS.KeyPackages.Refill(w.ctx, a.cfg.kpTarget())
-				if err == nil {
-					w.lr, err = w.lastResort()
-				}
-				return err
-			})
+		w.ph.measure(PhaseKeyPackages, func() error {
+			var err error
+			w.kps, err = a.cfg.MLS.KeyPackages.Refill(w.ctx, a.cfg.kpTarget())
+			if err == nil {
+				w.lr, err = w.lastResort()
+			}
+			return err
 		})
 	}
-	wg.Go(func() {
-		w.ph.measure(PhaseRecover, func() error {
-			var err error
-			w.rep.Recovery, err = a.pipe.drainer.Recover(w.ctx)
-			if r := w.rep.Recovery; r.Failed > 0 {
-				a.log.Warn("hand-off failed again; kept in the outbox for the next wake",
-					"failed", r.Failed, "redelivered", r.Redelivered)
-			}
-			return cmp.Or(err, a.pipe.logLost(a.log))
-		})
+	w.ph.measure(PhaseRecover, func() error {
+		var err error
+		w.rep.Recovery, err = a.pipe.drainer.Recover(w.ctx)
+		if r := w.rep.Recovery; r.Failed > 0 {
+			a.log.Warn("hand-off failed again; kept in the outbox for the next wake",
+				"failed", r.Failed, "redelivered", r.Redelivered)
+		}
+		return cmp.Or(err, a.pipe.logLost(a.log))
 	})
 	wg.Wait()
 }
@@ -345,23 +343,28 @@ func (w *wakeRun) redial() bool {
 }
 
 // publishAndDrain publishes the state and drains the queue in parallel:
-// neither needs the other.
+// neither needs the other. The drain runs on a goroutine of its own, the
+// publish on the wake's.
 func (w *wakeRun) publishAndDrain() {
 	var wg sync.WaitGroup
-	wg.Go(func() {
-		an := w.announcement()
-		var card outCard
-		if w.ph.measure(PhaseCard, func() error {
-			var err error
-			card, err = w.cardFor(an)
-			return err
-		}) != nil {
-			return
-		}
-		w.ph.measure(PhasePublish, func() error { return w.publishState(w.ctx, an, card, w.kps) })
-	})
 	wg.Go(func() { w.drain() })
+	w.publishFirst()
 	wg.Wait()
+}
+
+// publishFirst publishes the state with the KeyPackages the wake made,
+// and the card when the relay does not hold it.
+func (w *wakeRun) publishFirst() {
+	an := w.announcement()
+	var card outCard
+	if w.ph.measure(PhaseCard, func() error {
+		var err error
+		card, err = w.cardFor(an)
+		return err
+	}) != nil {
+		return
+	}
+	w.ph.measure(PhasePublish, func() error { return w.publishState(w.ctx, an, card, w.kps) })
 }
 
 // publish sends the state again within a wake (the hourly pulse of a
