@@ -124,6 +124,12 @@ func (p *Pipeline) lastPulse(tx *bolt.Tx) (time.Time, bool, error) {
 // (record.go): one commit per empty wake. The pulse is committed before
 // Pulse returns it, so a published pulse is always on the flash.
 func (p *Pipeline) Pulse(now, nextWake time.Time, mode string) (doc []byte, pl pulse.Pulse, err error) {
+	return p.pulse(now, nextWake, mode, nil)
+}
+
+// pulse is Pulse with also (nil: nothing) run in the same transaction:
+// the wake's trusted-time floor.
+func (p *Pipeline) pulse(now, nextWake time.Time, mode string, also func(*bolt.Tx) error) (doc []byte, pl pulse.Pulse, err error) {
 	u := p.unrec.take()
 	err = p.db.Update(func(tx *bolt.Tx) error {
 		h, err := p.gate.HaltState(tx)
@@ -134,7 +140,12 @@ func (p *Pipeline) Pulse(now, nextWake time.Time, mode string) (doc []byte, pl p
 			return err
 		}
 		if u != nil {
-			return putWake(tx, u)
+			if err := putWake(tx, u); err != nil {
+				return err
+			}
+		}
+		if also != nil {
+			return also(tx)
 		}
 		return nil
 	})

@@ -1,6 +1,8 @@
 package runtime_test
 
 import (
+	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	goruntime "runtime"
@@ -13,6 +15,8 @@ import (
 
 	"github.com/torpor-dev/torpor/runtime"
 	"github.com/torpor-dev/torpor/runtime/runtimetest"
+	"github.com/torpor-dev/torpor/runtime/trusted"
+	"github.com/torpor-dev/torpor/transport/link"
 	"github.com/torpor-dev/torpor/wake"
 )
 
@@ -194,4 +198,52 @@ func TestAWakesStoreWorkRunsOnTheWakesGoroutine(t *testing.T) {
 			t.Errorf("phase %s ran on goroutine %q (%v), want one of its own beside the wake's %q", name, g, ok, wakeG)
 		}
 	}
+}
+
+// TestAnEmptyWakeWithTrustedTimeCommitsOnce: an agent that keeps trusted
+// time commits the floor its link's handshake proved in the pulse's
+// transaction, not in one of its own: still one commit per empty wake,
+// and the next wake finds that floor kept.
+func TestAnEmptyWakeWithTrustedTimeCommitsOnce(t *testing.T) {
+	w := newWorld(t, wake.HourlyWake)
+	// NTP vouches for the system clock, so the relay's time and the
+	// clock agree and the floor follows them.
+	w.cfg.TrustedTime = &trusted.Config{Kernel: &ntpKernel{synced: true}}
+	rtc, _ := w.bootSuspending()
+	<-rtc.asleep
+	db, _, _ := w.agent.Pipeline().Stores()
+	var rs []runtime.WakeReport
+	for i := range 2 {
+		n := commits(t, db)
+		r := w.rtcWindowWake(rtc)
+		if got := commits(t, db) - n; got != 1 {
+			t.Errorf("empty wake %d with trusted time committed %d bbolt transactions, want 1", i+1, got)
+		}
+		if r.Time == nil || r.Time.Source == "" {
+			t.Fatalf("wake %d established its time as %+v", i+1, r.Time)
+		}
+		rs = append(rs, r)
+	}
+	if f := rs[1].Time.Floor; f.Before(rs[0].At.Add(-time.Minute)) {
+		t.Errorf("the second wake found the floor at %v, want the one the first wake (at %v) committed", f, rs[0].At)
+	}
+	w.shutdown()
+}
+
+// TestAWakeWhoseRelayIsDownPulsesAtOnce: the pulse waits for the first
+// dial (to carry the floor of a link that came up), not for a relay that
+// cannot be reached: when the first dial fails, the pulse is made and
+// committed at once, while the dial backs off.
+func TestAWakeWhoseRelayIsDownPulsesAtOnce(t *testing.T) {
+	w := newWorld(t, wake.HourlyWake)
+	w.cfg.Hooks.Dial = func(ctx context.Context, c link.Config) (runtime.Link, error) {
+		return nil, errors.New("connection refused")
+	}
+	w.newAgent()
+	w.run()
+	p := w.waitPhase(runtime.PhasePulse)
+	if p.Err != "" || p.Start != 0 || !w.clock.Now().Equal(t0) {
+		t.Errorf("pulse %+v at %v, want it made at the wake's start %v with the relay down", p, w.clock.Now(), t0)
+	}
+	w.shutdown()
 }

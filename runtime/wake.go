@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	bolt "go.etcd.io/bbolt"
+
 	"github.com/torpor-dev/torpor/clock"
 	"github.com/torpor-dev/torpor/runtime/drain"
 	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
@@ -159,7 +161,6 @@ func (a *Agent) wake(ctx context.Context, changed <-chan struct{}, mode wake.Mod
 	mgmt := a.management()
 	w.prepare(start, mgmt)
 	if w.l != nil {
-		w.establishTime()
 		w.publishAndDrain()
 		w.checkUpdate()
 		if w.live() {
@@ -215,27 +216,59 @@ func (w *wakeRun) live() bool {
 
 // prepare runs the first phases: the dial on a goroutine of its own, the
 // management channel's start on another; meanwhile, on the wake's
-// goroutine, the pulse (signed and committed), the KeyPackage refill and
-// the outbox's settling. Those are local work on the store, whose write
-// transactions bbolt runs one at a time anyway, so they run one after the
-// other rather than on goroutines of their own: fewer goroutines and
-// hand-offs per wake (issue 32), the same wall time.
+// goroutine, the KeyPackage refill and the outbox's settling, then the
+// pulse once the first dial ended. Those are local work on the store,
+// whose write transactions bbolt runs one at a time anyway, so they run
+// one after the other rather than on goroutines of their own: fewer
+// goroutines and hand-offs per wake (issue 32). A link that came up
+// establishes the wake's trusted time first, and the pulse's transaction
+// commits its floor too: one commit where there were two; a wake whose
+// first dial failed makes its pulse at once, without waiting for the
+// relay.
 func (w *wakeRun) prepare(start time.Time, mgmt Management) {
 	a := w.a
 	var wg sync.WaitGroup
 	if mgmt != nil {
 		wg.Go(func() { mgmt.Awake(w.ctx) })
 	}
+	var once sync.Once
+	tried := make(chan struct{}) // closed when the first dial ended
 	wg.Go(func() {
 		w.ph.measure(PhaseLink, func() error {
-			l, err := a.dial(w.ctx, w.rep)
+			l, err := a.dial(w.ctx, w.rep, func() { once.Do(func() { close(tried) }) })
 			w.drainMu.Lock()
 			w.l = l
 			w.drainMu.Unlock()
+			once.Do(func() { close(tried) })
 			return err
 		})
 	})
-	if w.ph.measure(PhasePulse, func() error { return w.makePulse(start) }) == nil {
+	w.localPhases()
+	<-tried
+	w.drainMu.Lock()
+	linked := w.l != nil
+	w.drainMu.Unlock()
+	var floor func(*bolt.Tx) error
+	if linked {
+		floor = w.establishTime()
+	}
+	w.pulsePhase(start, floor)
+	wg.Wait()
+	if !linked && w.l != nil { // linked after a failed first dial
+		if commit := w.establishTime(); commit != nil {
+			if err := a.pipe.db.Update(commit); err != nil {
+				a.log.Error("keeping the trusted time's floor", "err", err)
+			}
+		}
+	}
+}
+
+// pulsePhase makes and commits the wake's pulse, with also (nil: nothing
+// more) in its transaction, and runs the held actions a fresh pulse may
+// free.
+func (w *wakeRun) pulsePhase(start time.Time, also func(*bolt.Tx) error) {
+	a := w.a
+	if w.ph.measure(PhasePulse, func() error { return w.makePulse(start, also) }) == nil {
 		// A fresh pulse ends a liveness suspension: held actions the
 		// policy allows run now (prospective: only unstarted ones were
 		// held).
@@ -243,6 +276,11 @@ func (w *wakeRun) prepare(start time.Time, mgmt Management) {
 			a.log.Error("running held actions after the pulse", "err", err)
 		}
 	}
+}
+
+// localPhases refills the KeyPackage pool and settles the outbox.
+func (w *wakeRun) localPhases() {
+	a := w.a
 	if a.cfg.MLS.KeyPackages != nil {
 		w.ph.measure(PhaseKeyPackages, func() error {
 			var err error
@@ -262,14 +300,13 @@ func (w *wakeRun) prepare(start time.Time, mgmt Management) {
 		}
 		return cmp.Or(err, a.pipe.logLost(a.log))
 	})
-	wg.Wait()
 }
 
 // makePulse makes, commits and keeps the wake's next pulse; the states the
 // wake publishes from now on carry it.
-func (w *wakeRun) makePulse(now time.Time) error {
+func (w *wakeRun) makePulse(now time.Time, also func(*bolt.Tx) error) error {
 	mode, next := w.schedule()
-	doc, _, err := w.a.pipe.Pulse(now, next, string(mode))
+	doc, _, err := w.a.pipe.pulse(now, next, string(mode), also)
 	if err != nil {
 		return err
 	}
@@ -308,7 +345,7 @@ func (w *wakeRun) stayLive() {
 			case <-w.restate:
 				w.publish()
 			case <-pulseC:
-				if err := w.makePulse(a.clock.Now()); err == nil {
+				if err := w.makePulse(a.clock.Now(), nil); err == nil {
 					w.publish()
 				}
 				pulseT = a.clock.NewTimer(PulseInterval)
@@ -332,7 +369,7 @@ func (w *wakeRun) redial() bool {
 	w.l = closedLink{} // a drain meanwhile finds no link
 	w.drainMu.Unlock()
 	w.forgetSent()
-	l, err := w.a.dial(w.ctx, w.rep)
+	l, err := w.a.dial(w.ctx, w.rep, nil)
 	if err != nil {
 		return false
 	}
@@ -700,7 +737,7 @@ func (w *wakeRun) announce(ctx context.Context) {
 		if w.pulseStale() {
 			// The signed word of the next wake is the pulse's: a schedule
 			// changed during the wake gets a pulse that names it.
-			if err := w.makePulse(w.a.clock.Now()); err != nil {
+			if err := w.makePulse(w.a.clock.Now(), nil); err != nil {
 				w.a.log.Warn("making the pulse of the changed schedule", "err", err)
 			}
 		}
@@ -729,7 +766,7 @@ const unreachableLogEvery = time.Minute
 // ends (the window's end): a relay that cannot be reached costs only this
 // window, and the next one drains what is queued. It logs the first
 // failure at once, and then at most once every unreachableLogEvery.
-func (a *Agent) dial(ctx context.Context, rep *WakeReport) (Link, error) {
+func (a *Agent) dial(ctx context.Context, rep *WakeReport, failed func()) (Link, error) {
 	dial := a.cfg.Hooks.Dial
 	if dial == nil {
 		dial = func(ctx context.Context, c link.Config) (Link, error) { return link.Dial(ctx, c) }
@@ -745,6 +782,9 @@ func (a *Agent) dial(ctx context.Context, rep *WakeReport) (Link, error) {
 			return l, nil
 		}
 		rep.LinkErr = err.Error()
+		if failed != nil {
+			failed()
+		}
 		if now := a.clock.Now(); warned.IsZero() || now.Sub(warned) >= unreachableLogEvery {
 			a.log.Warn("relay unreachable", "relay", a.cfg.Relay.URL, "attempt", rep.LinkAttempts, "err", err)
 			warned = now
