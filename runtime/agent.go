@@ -200,6 +200,9 @@ func (a *Agent) close() {
 	a.pipe, a.db = nil, nil
 	a.mu.Unlock()
 	if p != nil {
+		if err := p.RecordWake(); err != nil {
+			a.log.Error("recording the last wake", "err", err)
+		}
 		p.Close()
 	}
 	if db != nil {
@@ -231,6 +234,9 @@ func (a *Agent) restore() error {
 		if c.SecondSet {
 			a.window.Second = c.Second
 		}
+		if err := a.lostRecord(tx, &c); err != nil {
+			return err
+		}
 		if now := a.clock.Now(); !c.NextWake.IsZero() && now.After(c.NextWake) {
 			a.log.Warn("resumed after the planned wake (powered off or stopped)",
 				"plannedWake", c.NextWake.UTC().Format(time.RFC3339), "late", now.Sub(c.NextWake).Round(time.Second),
@@ -238,6 +244,29 @@ func (a *Agent) restore() error {
 		}
 		return nil
 	})
+}
+
+// lostRecord says when the last wake's record was lost: a wake's record
+// waits in memory for the next wake's pulse (record.go), and a crash or a
+// power cut while it waits loses it. The chain head then is a pulse made
+// after the last recorded wake ended; its next wake is the one that wake
+// planned, which c takes for the check of a missed wake.
+func (a *Agent) lostRecord(tx *bolt.Tx, c *cycle) error {
+	_, head, ok, err := a.pipe.chain.Head(tx)
+	if err != nil || !ok {
+		return err
+	}
+	last, recorded, err := LastWake(tx)
+	if err != nil {
+		return err
+	}
+	if recorded && !head.At.After(last.At.Add(last.Awake)) {
+		return nil
+	}
+	a.log.Warn("the last wake's report was not recorded (the agent stopped or lost power before it)",
+		"pulseAt", head.At.UTC().Format(time.RFC3339), "pulseSeq", head.Seq)
+	c.LastWake, c.NextWake = head.At, head.NextWake
+	return nil
 }
 
 // Pipeline returns the agent's pipeline (nil before Run opened it).
@@ -320,6 +349,13 @@ func (a *Agent) sleep(ctx context.Context, changed <-chan struct{}, until time.T
 	sources := a.cfg.Schedule.Sources
 	if len(sources) == 0 {
 		sources = []wake.Source{&timer.Source{Clock: a.cfg.Clock, Kernel: a.cfg.Hooks.Kernel}}
+	}
+	if !wake.Any(sources).KeepsProcess() {
+		// The wake's record would wait for the next wake's pulse in
+		// memory, which this sleep may not keep (a power-off).
+		if err := a.pipe.RecordWake(); err != nil {
+			a.log.Error("recording the wake", "err", err)
+		}
 	}
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()

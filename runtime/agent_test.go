@@ -163,7 +163,12 @@ type suspendSource struct {
 	w      *world
 	asleep chan struct{}
 	wakeup chan struct{}
+	// powerOff makes it a source whose sleep may not keep the process
+	// (wake.KeepsProcess); it suspends to RAM otherwise.
+	powerOff bool
 }
+
+func (s *suspendSource) KeepsProcess() bool { return !s.powerOff }
 
 func (s *suspendSource) Wait(ctx context.Context, until time.Time) (wake.Wake, error) {
 	m := sleeptime.Meter{Clock: s.w.clock, Kernel: s.w.kernel}

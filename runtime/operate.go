@@ -163,7 +163,7 @@ type Report struct {
 func (p *Pipeline) Report(max int) (Report, error) {
 	r := Report{Ledger: map[string]int{}}
 	err := p.db.View(func(tx *bolt.Tx) error {
-		if w, ok, err := LastWake(tx); err != nil {
+		if w, ok, err := p.lastWake(tx); err != nil {
 			return err
 		} else if ok {
 			r.LastWake = &w

@@ -78,6 +78,9 @@ type Pipeline struct {
 	replay  *replay.Cache
 	chain   *pulse.Chain
 	drainer *drain.Drainer
+	// unrec is the wake's record that waits for the next commit
+	// (record.go).
+	unrec pending
 }
 
 // OpenPipeline assembles the pipeline in db. Opening starts a new ledger
@@ -131,19 +134,40 @@ func (p *Pipeline) lastPulse(tx *bolt.Tx) (time.Time, bool, error) {
 
 // Pulse makes the next pulse and records it as the chain head. It returns
 // the signed document to publish and the pulse it holds. After a fresh
-// pulse, Redecide runs the actions a liveness suspension held.
+// pulse, Redecide runs the actions a liveness suspension held. The same
+// transaction commits the record of the wake before, which waited for it
+// (record.go): one commit per empty wake. The pulse is committed before
+// Pulse returns it, so a published pulse is always on the flash.
 func (p *Pipeline) Pulse(now, nextWake time.Time, mode string) (doc []byte, pl pulse.Pulse, err error) {
+	return p.pulse(now, nextWake, mode, nil)
+}
+
+// pulse is Pulse with also (nil: nothing) run in the same transaction:
+// the wake's trusted-time floor.
+func (p *Pipeline) pulse(now, nextWake time.Time, mode string, also func(*bolt.Tx) error) (doc []byte, pl pulse.Pulse, err error) {
+	u := p.unrec.take()
 	err = p.db.Update(func(tx *bolt.Tx) error {
 		h, err := p.gate.HaltState(tx)
 		if err != nil {
 			return err
 		}
-		doc, pl, err = p.chain.Next(tx, now, nextWake, mode, h.Halted)
-		return err
+		if doc, pl, err = p.chain.Next(tx, now, nextWake, mode, h.Halted); err != nil {
+			return err
+		}
+		if u != nil {
+			if err := putWake(tx, u); err != nil {
+				return err
+			}
+		}
+		if also != nil {
+			return also(tx)
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, pulse.Pulse{}, fmt.Errorf("runtime: pulse: %w", err)
 	}
+	p.unrec.committed(u)
 	return doc, pl, nil
 }
 

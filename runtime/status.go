@@ -135,7 +135,7 @@ func (p *Pipeline) status() (wire.Status, error) {
 			return err
 		}
 		st.LostCount, st.Lost = statusLost(lost)
-		last, ok, err := LastWake(tx)
+		last, ok, err := p.lastWake(tx)
 		if ok {
 			st.LastWake = statusWake(last)
 		}

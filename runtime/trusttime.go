@@ -107,12 +107,14 @@ func (a *Agent) linkedTime(l Link) {
 }
 
 // establishTime establishes the time the wake's drain judges expiry by,
-// records how in the report and the log, and commits what it proves as
-// the floor (trusted.Reading.Proven).
-func (w *wakeRun) establishTime() {
+// records how in the report and the log, and returns what records what it
+// proves as the floor (trusted.Reading.Proven) in a transaction, for the
+// caller to commit (with the wake's pulse); nil when there is nothing to
+// keep.
+func (w *wakeRun) establishTime() func(*bolt.Tx) error {
 	a := w.a
 	if a.trusted == nil {
-		return
+		return nil
 	}
 	r, err := a.trusted.Establish()
 	tr := &TimeReport{Source: string(r.Source), At: r.Now, Forward: r.Forward, Floor: r.Floor, Relay: r.Relay,
@@ -128,11 +130,13 @@ func (w *wakeRun) establishTime() {
 	} else {
 		a.log.Info("time established", "source", r.Source, "at", r.Now.UTC().Format(time.RFC3339Nano), "forward", r.Forward,
 			"system", r.System.UTC().Format(time.RFC3339))
-		if err := a.trusted.Persist(r.Now); err != nil {
-			a.log.Error("keeping the trusted time's floor", "err", err)
-		}
 	}
 	w.mu.Lock()
 	w.rep.Time = tr
 	w.mu.Unlock()
+	if err != nil {
+		return nil
+	}
+	c := a.trusted
+	return func(tx *bolt.Tx) error { return c.Commit(tx, r.Now) }
 }

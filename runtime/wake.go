@@ -171,7 +171,6 @@ func (a *Agent) wake(ctx context.Context, changed <-chan struct{}, mode wake.Mod
 	mgmt := a.management()
 	w.prepare(start, mgmt)
 	if w.l != nil {
-		w.establishTime()
 		w.publishAndDrain()
 		w.checkUpdate()
 		if w.live() && w.restarting() == "" {
@@ -228,65 +227,99 @@ func (w *wakeRun) live() bool {
 	return w.isLive
 }
 
-// prepare runs the independent first phases in parallel: dial the link,
-// sign and commit the pulse, refill KeyPackages, settle the outbox, start
-// the management channel.
+// prepare runs the first phases: the dial on a goroutine of its own, the
+// management channel's start on another; meanwhile, on the wake's
+// goroutine, the KeyPackage refill and the outbox's settling, then the
+// pulse once the first dial ended. Those are local work on the store,
+// whose write transactions bbolt runs one at a time anyway, so they run
+// one after the other rather than on goroutines of their own: fewer
+// goroutines and hand-offs per wake (issue 32). A link that came up
+// establishes the wake's trusted time first, and the pulse's transaction
+// commits its floor too: one commit where there were two; a wake whose
+// first dial failed makes its pulse at once, without waiting for the
+// relay.
 func (w *wakeRun) prepare(start time.Time, mgmt Management) {
 	a := w.a
 	var wg sync.WaitGroup
 	if mgmt != nil {
 		wg.Go(func() { mgmt.Awake(w.ctx) })
 	}
+	var once sync.Once
+	tried := make(chan struct{}) // closed when the first dial ended
 	wg.Go(func() {
 		w.ph.measure(PhaseLink, func() error {
-			l, err := a.dial(w.ctx, w.rep)
+			l, err := a.dial(w.ctx, w.rep, func() { once.Do(func() { close(tried) }) })
 			w.drainMu.Lock()
 			w.l = l
 			w.drainMu.Unlock()
+			once.Do(func() { close(tried) })
 			return err
 		})
 	})
-	wg.Go(func() {
-		if w.ph.measure(PhasePulse, func() error { return w.makePulse(start) }) == nil {
-			// A fresh pulse ends a liveness suspension: held actions the
-			// policy allows run now (prospective: only unstarted ones were
-			// held).
-			if _, err := a.pipe.Redecide(w.ctx); err != nil {
-				a.log.Error("running held actions after the pulse", "err", err)
+	w.localPhases()
+	<-tried
+	w.drainMu.Lock()
+	linked := w.l != nil
+	w.drainMu.Unlock()
+	var floor func(*bolt.Tx) error
+	if linked {
+		floor = w.establishTime()
+	}
+	w.pulsePhase(start, floor)
+	wg.Wait()
+	if !linked && w.l != nil { // linked after a failed first dial
+		if commit := w.establishTime(); commit != nil {
+			if err := a.pipe.db.Update(commit); err != nil {
+				a.log.Error("keeping the trusted time's floor", "err", err)
 			}
 		}
-	})
+	}
+}
+
+// pulsePhase makes and commits the wake's pulse, with also (nil: nothing
+// more) in its transaction, and runs the held actions a fresh pulse may
+// free.
+func (w *wakeRun) pulsePhase(start time.Time, also func(*bolt.Tx) error) {
+	a := w.a
+	if w.ph.measure(PhasePulse, func() error { return w.makePulse(start, also) }) == nil {
+		// A fresh pulse ends a liveness suspension: held actions the
+		// policy allows run now (prospective: only unstarted ones were
+		// held).
+		if _, err := a.pipe.Redecide(w.ctx); err != nil {
+			a.log.Error("running held actions after the pulse", "err", err)
+		}
+	}
+}
+
+// localPhases refills the KeyPackage pool and settles the outbox.
+func (w *wakeRun) localPhases() {
+	a := w.a
 	if a.cfg.MLS.KeyPackages != nil {
-		wg.Go(func() {
-			w.ph.measure(PhaseKeyPackages, func() error {
-				var err error
-				w.kps, err = a.cfg.MLS.KeyPackages.Refill(w.ctx, a.cfg.kpTarget())
-				if err == nil {
-					w.lr, err = w.lastResort()
-				}
-				return err
-			})
+		w.ph.measure(PhaseKeyPackages, func() error {
+			var err error
+			w.kps, err = a.cfg.MLS.KeyPackages.Refill(w.ctx, a.cfg.kpTarget())
+			if err == nil {
+				w.lr, err = w.lastResort()
+			}
+			return err
 		})
 	}
-	wg.Go(func() {
-		w.ph.measure(PhaseRecover, func() error {
-			var err error
-			w.rep.Recovery, err = a.pipe.drainer.Recover(w.ctx)
-			if r := w.rep.Recovery; r.Failed > 0 {
-				a.log.Warn("hand-off failed again; kept in the outbox for the next wake",
-					"failed", r.Failed, "redelivered", r.Redelivered)
-			}
-			return cmp.Or(err, a.pipe.logLost(a.log))
-		})
+	w.ph.measure(PhaseRecover, func() error {
+		var err error
+		w.rep.Recovery, err = a.pipe.drainer.Recover(w.ctx)
+		if r := w.rep.Recovery; r.Failed > 0 {
+			a.log.Warn("hand-off failed again; kept in the outbox for the next wake",
+				"failed", r.Failed, "redelivered", r.Redelivered)
+		}
+		return cmp.Or(err, a.pipe.logLost(a.log))
 	})
-	wg.Wait()
 }
 
 // makePulse makes, commits and keeps the wake's next pulse; the states the
 // wake publishes from now on carry it.
-func (w *wakeRun) makePulse(now time.Time) error {
+func (w *wakeRun) makePulse(now time.Time, also func(*bolt.Tx) error) error {
 	mode, next := w.schedule()
-	doc, _, err := w.a.pipe.Pulse(now, next, string(mode))
+	doc, _, err := w.a.pipe.pulse(now, next, string(mode), also)
 	if err != nil {
 		return err
 	}
@@ -332,7 +365,7 @@ func (w *wakeRun) stayLive() {
 					return nil
 				}
 			case <-pulseC:
-				if err := w.makePulse(a.clock.Now()); err == nil {
+				if err := w.makePulse(a.clock.Now(), nil); err == nil {
 					w.publish()
 				}
 				pulseT = a.clock.NewTimer(PulseInterval)
@@ -356,7 +389,7 @@ func (w *wakeRun) redial() bool {
 	w.l = closedLink{} // a drain meanwhile finds no link
 	w.drainMu.Unlock()
 	w.forgetSent()
-	l, err := w.a.dial(w.ctx, w.rep)
+	l, err := w.a.dial(w.ctx, w.rep, nil)
 	if err != nil {
 		return false
 	}
@@ -367,23 +400,28 @@ func (w *wakeRun) redial() bool {
 }
 
 // publishAndDrain publishes the state and drains the queue in parallel:
-// neither needs the other.
+// neither needs the other. The drain runs on a goroutine of its own, the
+// publish on the wake's.
 func (w *wakeRun) publishAndDrain() {
 	var wg sync.WaitGroup
-	wg.Go(func() {
-		an := w.announcement()
-		var card outCard
-		if w.ph.measure(PhaseCard, func() error {
-			var err error
-			card, err = w.cardFor(an)
-			return err
-		}) != nil {
-			return
-		}
-		w.ph.measure(PhasePublish, func() error { return w.publishState(w.ctx, an, card, w.kps) })
-	})
 	wg.Go(func() { w.drain() })
+	w.publishFirst()
 	wg.Wait()
+}
+
+// publishFirst publishes the state with the KeyPackages the wake made,
+// and the card when the relay does not hold it.
+func (w *wakeRun) publishFirst() {
+	an := w.announcement()
+	var card outCard
+	if w.ph.measure(PhaseCard, func() error {
+		var err error
+		card, err = w.cardFor(an)
+		return err
+	}) != nil {
+		return
+	}
+	w.ph.measure(PhasePublish, func() error { return w.publishState(w.ctx, an, card, w.kps) })
 }
 
 // publish sends the state again within a wake (the hourly pulse of a
@@ -726,7 +764,7 @@ func (w *wakeRun) announce(ctx context.Context) {
 		if w.pulseStale() {
 			// The signed word of the next wake is the pulse's: a schedule
 			// changed during the wake gets a pulse that names it.
-			if err := w.makePulse(w.a.clock.Now()); err != nil {
+			if err := w.makePulse(w.a.clock.Now(), nil); err != nil {
 				w.a.log.Warn("making the pulse of the changed schedule", "err", err)
 			}
 		}
@@ -755,7 +793,7 @@ const unreachableLogEvery = time.Minute
 // ends (the window's end): a relay that cannot be reached costs only this
 // window, and the next one drains what is queued. It logs the first
 // failure at once, and then at most once every unreachableLogEvery.
-func (a *Agent) dial(ctx context.Context, rep *WakeReport) (Link, error) {
+func (a *Agent) dial(ctx context.Context, rep *WakeReport, failed func()) (Link, error) {
 	dial := a.cfg.Hooks.Dial
 	if dial == nil {
 		dial = func(ctx context.Context, c link.Config) (Link, error) { return link.Dial(ctx, c) }
@@ -771,6 +809,9 @@ func (a *Agent) dial(ctx context.Context, rep *WakeReport) (Link, error) {
 			return l, nil
 		}
 		rep.LinkErr = err.Error()
+		if failed != nil {
+			failed()
+		}
 		if now := a.clock.Now(); warned.IsZero() || now.Sub(warned) >= unreachableLogEvery {
 			a.log.Warn("relay unreachable", "relay", a.cfg.Relay.URL, "attempt", rep.LinkAttempts, "err", err)
 			warned = now
@@ -781,24 +822,11 @@ func (a *Agent) dial(ctx context.Context, rep *WakeReport) (Link, error) {
 	}
 }
 
-// record keeps the wake's report and the cycle state in bbolt, logs the
-// wake once and tells the Hooks.OnWake hook.
+// record keeps the wake's report and the cycle state for the next commit
+// (record.go: the next wake's pulse), logs the wake once and tells the
+// Hooks.OnWake hook.
 func (a *Agent) record(r *WakeReport) {
-	err := a.db.Update(func(tx *bolt.Tx) error {
-		c, err := loadCycle(tx)
-		if err != nil {
-			return err
-		}
-		c.LastWake, c.NextWake = r.At, r.NextWake
-		c.Wakes++
-		if err := putCBOR(tx, keyCycle, c); err != nil {
-			return err
-		}
-		return putCBOR(tx, keyLastWake, r)
-	})
-	if err != nil {
-		a.log.Error("recording the wake", "err", err)
-	}
+	a.pipe.keepWake(*r)
 	r.log(a.log)
 	if a.cfg.Hooks.OnWake != nil {
 		a.cfg.Hooks.OnWake(*r)

@@ -8,8 +8,9 @@
 # scripts/bench.sh runs (test/interop, test/mqtt, test/cluster, test/link,
 # test/relay, test/tenants),
 # with the tools they need required (TORPOR_REQUIRE_TOOLS=1, as in
-# `make check`), and test/qemu's BenchmarkEmptyWakeVM, which boots three
-# guests under emulation (minutes on two cores; CHECK_BENCH_VM=0 leaves it
+# `make check`), and test/qemu's BenchmarkEmptyWakeVM, which boots six
+# guests under emulation (three targets, each with d2faa43's agent and this
+# tree's; minutes on two cores; CHECK_BENCH_VM=0 leaves it
 # out of a run on a machine without them, never in CI).
 set -euo pipefail
 cd "$(dirname "$0")/.."

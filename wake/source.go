@@ -173,3 +173,26 @@ func (a Any) Halt() error {
 	}
 	return errors.Join(errs...)
 }
+
+// KeepsProcess reports whether the process lives through s's sleep (a
+// timer, a suspend to RAM or to idle, an edge awaited in process): then
+// what the agent holds in memory is still there when s wakes it. A Source
+// says so with a KeepsProcess method; one without it, or whose sleep
+// powers the system off, does not keep the process, and the agent commits
+// what it would otherwise keep for its next wake's transaction before it
+// sleeps.
+func KeepsProcess(s Source) bool {
+	k, ok := s.(interface{ KeepsProcess() bool })
+	return ok && k.KeepsProcess()
+}
+
+// KeepsProcess reports whether every source of a keeps the process
+// (wake.KeepsProcess).
+func (a Any) KeepsProcess() bool {
+	for _, s := range a {
+		if !KeepsProcess(s) {
+			return false
+		}
+	}
+	return true
+}

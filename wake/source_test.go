@@ -135,3 +135,29 @@ func TestFirstErrors(t *testing.T) {
 		t.Errorf("First with a cancelled context = %v, want context.Canceled as is", err)
 	}
 }
+
+// TestKeepsProcess: the sources whose sleep the process lives through say
+// so; a power-off, and a source that says nothing, do not keep it, nor
+// does a set of sources with one of those in it.
+func TestKeepsProcess(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		s    wake.Source
+		want bool
+	}{
+		{"timer", &timer.Source{}, true},
+		{"gpio", &gpio.Source{}, true},
+		{"rtc, suspend to RAM", &rtc.Source{State: suspend.Mem}, true},
+		{"rtc, freeze (the default)", &rtc.Source{}, true},
+		{"rtc, power-off", &rtc.Source{State: suspend.PowerOff}, false},
+		{"suspend, power-off", &suspend.Source{State: suspend.PowerOff}, false},
+		{"suspend, mem", &suspend.Source{State: suspend.Mem}, true},
+		{"a source that does not say", &failing{}, false},
+		{"any of timer and rtc (mem)", wake.Any{&timer.Source{}, &rtc.Source{State: suspend.Mem}}, true},
+		{"any of timer and a power-off", wake.Any{&timer.Source{}, &suspend.Source{State: suspend.PowerOff}}, false},
+	} {
+		if got := wake.KeepsProcess(tt.s); got != tt.want {
+			t.Errorf("%s: KeepsProcess %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}

@@ -51,6 +51,9 @@ type relayOptions struct {
 	// Allow are the DIDs of the test's devices: they are admitted
 	// (--allow-agent), not on a new device's probation.
 	Allow []string
+	// Bin is a torpor-relay binary for the host to run; "" builds this
+	// tree's.
+	Bin string
 }
 
 // startRelay builds torpor-relay for the host and starts it on a free
@@ -58,9 +61,12 @@ type relayOptions struct {
 // ends.
 func startRelay(t testing.TB, o relayOptions) *hostRelay {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "torpor-relay")
-	if err := os.WriteFile(bin, vm.CrossBinary(t, "./cmd/torpor-relay", goruntime.GOARCH, ""), 0o755); err != nil {
-		t.Fatal(err)
+	bin := o.Bin
+	if bin == "" {
+		bin = filepath.Join(t.TempDir(), "torpor-relay")
+		if err := os.WriteFile(bin, vm.CrossBinary(t, "./cmd/torpor-relay", goruntime.GOARCH, ""), 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/internal/benchcpu"
+	"github.com/torpor-dev/torpor/test/internal/testenv"
 	"github.com/torpor-dev/torpor/test/internal/wakemeter"
 	"github.com/torpor-dev/torpor/test/qemu/timesync"
 	"github.com/torpor-dev/torpor/test/qemu/vm"
@@ -39,6 +40,13 @@ const emptyWakeVMScale = 120
 // through the arm64 kernel's 32-bit compat layer (there is no armv6 kernel
 // here).
 //
+// Each target runs two builds one after the other, as sub-benchmarks:
+// base, the agent and relay of the commit issue 32 starts from
+// (emptyWakeBase, built from git history for the guest's platform), and
+// tree, this tree's. tree reports its CPU per wake over
+// base's (wake-cpu-ratio inside the wake, cpu-ratio the whole cycle):
+// issue 32's goal is 0.5 or less.
+//
 // test/qemu/guest/wakebench runs the agent in the guest and reads, on the
 // guest's kernel, what test/internal/wakemeter reads: the whole cycle's
 // CPU (/proc/PID/stat), the CPU inside each wake (schedstat between the
@@ -50,13 +58,60 @@ const emptyWakeVMScale = 120
 //
 //	TORPOR_REQUIRE_TOOLS=1 go test -tags integration -count=1 -run '^$' -bench EmptyWakeVM -benchtime 4x ./test/qemu/
 func BenchmarkEmptyWakeVM(b *testing.B) {
+	baseRelay := filepath.Join(testenv.BuildAt(b, emptyWakeBase, "torpor-relay"), "torpor-relay")
 	for _, tt := range []vmWakeTarget{
 		{"arm64/ext4", "arm64", "", true},
 		{"arm64/initramfs", "arm64", "", false},
 		{"armv6/ext4", "arm", "6", true},
 	} {
-		b.Run(tt.name, func(b *testing.B) { benchEmptyWakeVM(b, tt) })
+		b.Run(tt.name, func(b *testing.B) {
+			var base wakemeter.Wakes
+			b.Run("base", func(b *testing.B) {
+				base = benchEmptyWakeVM(b, tt, baseAgent(b, tt), baseRelay)
+			})
+			b.Run("tree", func(b *testing.B) {
+				tree := benchEmptyWakeVM(b, tt, vm.CrossBinary(b, "./cmd/torpor-agent", tt.goarch, tt.goarm), "")
+				if base.N > 0 && base.InWake > 0 && base.Cycle.User+base.Cycle.Sys > 0 {
+					b.ReportMetric(perWake(tree.InWake, tree.N)/perWake(base.InWake, base.N), "wake-cpu-ratio")
+					b.ReportMetric(perWake(tree.Cycle.User+tree.Cycle.Sys, tree.N)/perWake(base.Cycle.User+base.Cycle.Sys, base.N), "cpu-ratio")
+				}
+			})
+		})
 	}
+}
+
+// emptyWakeBase is the commit issue 32 starts from, as in test/link's
+// BenchmarkEmptyWake: its empty wake is the one to halve.
+const emptyWakeBase = "d2faa430a527491299a7dd18fd1b5470edbfd049"
+
+// baseAgent returns emptyWakeBase's torpor-agent built for tt's platform
+// as scripts/cross.sh builds it (its build tags, stripped), with this
+// tree's 32-bit ARM segment alignment (layout only) so that both builds
+// load alike.
+func baseAgent(b *testing.B, tt vmWakeTarget) []byte {
+	b.Helper()
+	ldflags := "-s -w"
+	if tt.goarch == "arm" {
+		extra, err := os.ReadFile(filepath.Join(vm.ModuleRoot(b), "scripts", "arm-ldflags"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		ldflags += " " + strings.TrimSpace(string(extra))
+	}
+	dir := testenv.BuildAtWith(b, emptyWakeBase, testenv.BuildOptions{
+		Env:      []string{"GOOS=linux", "GOARCH=" + tt.goarch, "GOARM=" + tt.goarm},
+		TagsFile: "scripts/agent-tags", LDFlags: ldflags,
+	}, "torpor-agent")
+	bin, err := os.ReadFile(filepath.Join(dir, "torpor-agent"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return bin
+}
+
+// perWake is d per wake, in milliseconds.
+func perWake(d time.Duration, n int) float64 {
+	return float64(d) / float64(time.Millisecond) / float64(n)
 }
 
 // vmWakeTarget is one agent build and where its data directory lives.
@@ -69,36 +124,20 @@ type vmWakeTarget struct {
 	disk bool
 }
 
-func benchEmptyWakeVM(b *testing.B, tt vmWakeTarget) {
+// benchEmptyWakeVM runs the agent binary agentBin in the guest of tt
+// against the relay binary relayBin ("" for this tree's) and returns the
+// wakes it measured.
+func benchEmptyWakeVM(b *testing.B, tt vmWakeTarget, agentBin []byte, relayBin string) wakemeter.Wakes {
 	scale := strconv.Itoa(emptyWakeVMScale)
 	if v := os.Getenv("TORPOR_EMPTYWAKE_SCALE"); v != "" {
 		scale = v
 	}
 	key := newKey(b)
 	epoch := time.Now().UTC().Format(time.RFC3339Nano)
-	r := startRelay(b, relayOptions{Guest: true, Allow: []string{key.DID().String()},
+	r := startRelay(b, relayOptions{Guest: true, Allow: []string{key.DID().String()}, Bin: relayBin,
 		Args: []string{"--time-scale", scale, "--time-epoch", epoch}})
 	timeURL := vm.TimeServer(b)
-	data := "/var/lib/torpor"
-	if tt.disk {
-		data = "/data/torpor"
-	}
-	agent := []string{"/bin/torpor-agent", "--key", guestKey, "--data-dir", data, "--relay", r.URL,
-		"--mode", "hourly_wake", "--name", "bench", "--purposes", "comms:*",
-		"--handler", "*=exec:/bin/wakebench", // never run: nothing is queued
-		"--time-scale", scale, "--time-epoch", epoch}
-	m := vm.Machine{Kernel: vm.FindKernel(b), Net: true, TimeSync: timeURL, Modules: []string{"virtio_mmio", "virtio_net"},
-		Files: map[string][]byte{
-			"bin/torpor-agent":     vm.CrossBinary(b, "./cmd/torpor-agent", tt.goarch, tt.goarm),
-			"bin/wakebench":        vm.GuestBinary(b, "./test/qemu/guest/wakebench"),
-			"etc/torpor/agent.key": guestKeyFile(b, key),
-		},
-		Modes: map[string]uint32{"etc/torpor/agent.key": 0o600},
-		Run:   "/bin/wakebench", Args: append([]string{"-n", strconv.Itoa(b.N), "-time", timeURL, "--"}, agent...)}
-	if tt.disk {
-		m.Modules = append(append([]string(nil), diskModules...), "virtio_net")
-		m.Disk, m.Mounts = newDisk(b, 64<<20), []string{"/dev/vda:/data:ext4"}
-	}
+	m := wakeMachine(b, tt, agentBin, key, r.URL, timeURL, scale, epoch)
 	// cpu-ns/op: the host's CPU for the whole guest run (qemu, waited
 	// for, with the guest's boot) and this process's, not the relay's; the
 	// guest kernel's own figures are cpu-ms/wake.
@@ -123,6 +162,33 @@ func benchEmptyWakeVM(b *testing.B, tt vmWakeTarget) {
 	wakemeter.Report(b, rs[0].Wakes, f)
 	b.ReportMetric(float64(rs[0].Offset.Offset)/float64(time.Millisecond), "offset-ms")
 	b.Logf("guest clock: %s; after the wakes %v", syncLine(v), rs[0].Offset)
+	return rs[0].Wakes
+}
+
+// wakeMachine is the guest that runs agentBin for b.N empty wakes against
+// the relay at relayURL.
+func wakeMachine(b *testing.B, tt vmWakeTarget, agentBin []byte, key *did.PrivateKey, relayURL, timeURL, scale, epoch string) vm.Machine {
+	data := "/var/lib/torpor"
+	if tt.disk {
+		data = "/data/torpor"
+	}
+	agent := []string{"/bin/torpor-agent", "--key", guestKey, "--data-dir", data, "--relay", relayURL,
+		"--mode", "hourly_wake", "--name", "bench", "--purposes", "comms:*",
+		"--handler", "*=exec:/bin/wakebench", // never run: nothing is queued
+		"--time-scale", scale, "--time-epoch", epoch}
+	m := vm.Machine{Kernel: vm.FindKernel(b), Net: true, TimeSync: timeURL, Modules: []string{"virtio_mmio", "virtio_net"},
+		Files: map[string][]byte{
+			"bin/torpor-agent":     agentBin,
+			"bin/wakebench":        vm.GuestBinary(b, "./test/qemu/guest/wakebench"),
+			"etc/torpor/agent.key": guestKeyFile(b, key),
+		},
+		Modes: map[string]uint32{"etc/torpor/agent.key": 0o600},
+		Run:   "/bin/wakebench", Args: append([]string{"-n", strconv.Itoa(b.N), "-time", timeURL, "--"}, agent...)}
+	if tt.disk {
+		m.Modules = append(append([]string(nil), diskModules...), "virtio_net")
+		m.Disk, m.Mounts = newDisk(b, 64<<20), []string{"/dev/vda:/data:ext4"}
+	}
+	return m
 }
 
 // guestKeyFile returns the bytes of a key file of key.

@@ -162,3 +162,7 @@ func (s *Source) Halt() error {
 }
 
 var _ wake.Source = (*Source)(nil)
+
+// KeepsProcess implements what wake.KeepsProcess asks: the edge is
+// awaited in process.
+func (s *Source) KeepsProcess() bool { return true }

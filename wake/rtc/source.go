@@ -206,3 +206,7 @@ func (s *Source) AfterBoot(planned time.Time) wake.Wake {
 }
 
 var _ wake.Source = (*Source)(nil)
+
+// KeepsProcess implements what wake.KeepsProcess asks: a suspend (freeze,
+// mem) keeps the process, a power-off does not.
+func (s *Source) KeepsProcess() bool { return s.state() != suspend.PowerOff }

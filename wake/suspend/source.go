@@ -59,3 +59,7 @@ func (s *Source) Wait(ctx context.Context, _ time.Time) (wake.Wake, error) {
 func (s *Source) Halt() error { return nil }
 
 var _ wake.Source = (*Source)(nil)
+
+// KeepsProcess implements what wake.KeepsProcess asks: a suspend (freeze,
+// mem) keeps the process, a power-off does not.
+func (s *Source) KeepsProcess() bool { return s.State != PowerOff }

@@ -100,3 +100,7 @@ func (s *Source) Halt() error {
 }
 
 var _ wake.Source = (*Source)(nil)
+
+// KeepsProcess implements what wake.KeepsProcess asks: a timer waits in
+// process.
+func (s *Source) KeepsProcess() bool { return true }

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 )
 
@@ -31,6 +32,26 @@ const PreviousRelease = "d2faa430a527491299a7dd18fd1b5470edbfd049"
 // command that fetches it.
 func BuildAt(t testing.TB, rev string, names ...string) string {
 	t.Helper()
+	return BuildAtWith(t, rev, BuildOptions{}, names...)
+}
+
+// BuildOptions are how BuildAtWith builds: for another platform, with the
+// build tags and linker flags the tree at the revision names.
+type BuildOptions struct {
+	// Env is added to the build's environment (GOOS=linux GOARCH=arm64,
+	// GOARM=6).
+	Env []string
+	// TagsFile is a file of the tree at the revision that holds the build
+	// tags (scripts/agent-tags); "" for none.
+	TagsFile string
+	// LDFlags are the linker flags ("-s -w" strips, as scripts/cross.sh
+	// does).
+	LDFlags string
+}
+
+// BuildAtWith is BuildAt with the options o.
+func BuildAtWith(t testing.TB, rev string, o BuildOptions, names ...string) string {
+	t.Helper()
 	git := RequireTool(t, "git")
 	goTool := RequireTool(t, "go")
 	root := Root()
@@ -43,8 +64,35 @@ func BuildAt(t testing.TB, rev string, names ...string) string {
 	if err := os.Mkdir(src, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	unpack(t, git, root, rev, src)
+	args := []string{"build", "-trimpath", "-o", bin + "/"}
+	if o.TagsFile != "" {
+		tags, err := os.ReadFile(filepath.Join(src, o.TagsFile))
+		if err != nil {
+			t.Fatalf("build tags at %s: %v", rev, err)
+		}
+		args = append(args, "-tags", strings.TrimSpace(string(tags)))
+	}
+	if o.LDFlags != "" {
+		args = append(args, "-ldflags="+o.LDFlags)
+	}
+	for _, n := range names {
+		args = append(args, "./cmd/"+n)
+	}
+	build := exec.Command(goTool, args...)
+	build.Dir = src
+	build.Env = append(append(os.Environ(), "CGO_ENABLED=0"), o.Env...)
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building %v at %s: %v\n%s", names, rev, err, out)
+	}
+	return bin
+}
+
+// unpack writes the tree of rev in the repository root into dir.
+func unpack(t testing.TB, git, root, rev, dir string) {
+	t.Helper()
 	archive := exec.Command(git, "-C", root, "archive", "--format=tar", rev)
-	untar := exec.Command("tar", "-x", "-C", src)
+	untar := exec.Command("tar", "-x", "-C", dir)
 	var stderr bytes.Buffer
 	pipe, err := archive.StdoutPipe()
 	if err != nil {
@@ -60,15 +108,4 @@ func BuildAt(t testing.TB, rev string, names ...string) string {
 	if err := untar.Wait(); err != nil {
 		t.Fatalf("unpacking %s: %v\n%s", rev, err, stderr.String())
 	}
-	args := []string{"build", "-trimpath", "-o", bin + "/"}
-	for _, n := range names {
-		args = append(args, "./cmd/"+n)
-	}
-	build := exec.Command(goTool, args...)
-	build.Dir = src
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building %v at %s: %v\n%s", names, rev, err, out)
-	}
-	return bin
 }
