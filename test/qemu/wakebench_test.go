@@ -65,19 +65,42 @@ func BenchmarkEmptyWakeVM(b *testing.B) {
 		{"armv6/ext4", "arm", "6", true},
 	} {
 		b.Run(tt.name, func(b *testing.B) {
-			var base wakemeter.Wakes
-			b.Run("base", func(b *testing.B) {
-				base = benchEmptyWakeVM(b, tt, baseAgent(b, tt), baseRelay)
-			})
-			b.Run("tree", func(b *testing.B) {
-				tree := benchEmptyWakeVM(b, tt, vm.CrossBinary(b, "./cmd/torpor-agent", tt.goarch, tt.goarm), "")
-				if base.N > 0 && base.InWake > 0 && base.Cycle.User+base.Cycle.Sys > 0 {
-					b.ReportMetric(perWake(tree.InWake, tree.N)/perWake(base.InWake, base.N), "wake-cpu-ratio")
-					b.ReportMetric(perWake(tree.Cycle.User+tree.Cycle.Sys, tree.N)/perWake(base.Cycle.User+base.Cycle.Sys, base.N), "cpu-ratio")
+			var base, tree wakemeter.Wakes // summed over the rounds so far
+			for r := range emptyWakeVMRounds(b) {
+				suffix := ""
+				if r > 0 {
+					suffix = "-" + strconv.Itoa(r+1)
 				}
-			})
+				b.Run("base"+suffix, func(b *testing.B) {
+					base = base.Add(benchEmptyWakeVM(b, tt, baseAgent(b, tt), baseRelay))
+				})
+				b.Run("tree"+suffix, func(b *testing.B) {
+					tree = tree.Add(benchEmptyWakeVM(b, tt, vm.CrossBinary(b, "./cmd/torpor-agent", tt.goarch, tt.goarm), ""))
+					if base.N > 0 && base.InWake > 0 && base.Cycle.User+base.Cycle.Sys > 0 {
+						b.ReportMetric(perWake(tree.InWake, tree.N)/perWake(base.InWake, base.N), "wake-cpu-ratio")
+						b.ReportMetric(perWake(tree.Cycle.User+tree.Cycle.Sys, tree.N)/perWake(base.Cycle.User+base.Cycle.Sys, base.N), "cpu-ratio")
+					}
+				})
+			}
 		})
 	}
+}
+
+// emptyWakeVMRounds is how many times each target runs its base then its
+// tree build (TORPOR_EMPTYWAKE_ROUNDS, 1 by default): on shared cores the
+// load drifts over the minutes a guest takes, and alternating the builds
+// spreads the drift over both. Each tree run reports the ratios of the
+// sums of every round so far.
+func emptyWakeVMRounds(b *testing.B) int {
+	v := os.Getenv("TORPOR_EMPTYWAKE_ROUNDS")
+	if v == "" {
+		return 1
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		b.Fatalf("TORPOR_EMPTYWAKE_ROUNDS=%q: want a whole number of rounds, at least 1", v)
+	}
+	return n
 }
 
 // emptyWakeBase is the commit issue 32 starts from, as in test/link's

@@ -237,3 +237,16 @@ func Report(b Reporter, w Wakes, scale float64) {
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// Add returns w and v summed: the wakes of two runs of one build.
+func (w Wakes) Add(v Wakes) Wakes {
+	s := Wakes{N: w.N + v.N, Cycle: CPUTime{User: w.Cycle.User + v.Cycle.User, Sys: w.Cycle.Sys + v.Cycle.Sys},
+		InWake: w.InWake + v.InWake, Awake: w.Awake + v.Awake, LinkSent: w.LinkSent + v.LinkSent,
+		LinkReceived: w.LinkReceived + v.LinkReceived, Phases: map[string]time.Duration{}}
+	for _, p := range []map[string]time.Duration{w.Phases, v.Phases} {
+		for k, d := range p {
+			s.Phases[k] += d
+		}
+	}
+	return s
+}

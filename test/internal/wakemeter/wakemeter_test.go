@@ -2,6 +2,7 @@ package wakemeter
 
 import (
 	"os"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -87,5 +88,21 @@ func TestProcCPU(t *testing.T) {
 	}
 	if _, err := TaskCPU(-1); err == nil {
 		t.Error("TaskCPU(-1) = nil error")
+	}
+}
+
+// TestWakesAdd: two runs' wakes sum member by member, phases by name.
+func TestWakesAdd(t *testing.T) {
+	a := Wakes{N: 2, Cycle: CPUTime{User: 3, Sys: 4}, InWake: 5, Awake: 6, LinkSent: 7, LinkReceived: 8,
+		Phases: map[string]time.Duration{"link": 1, "drain": 2}}
+	b := Wakes{N: 4, Cycle: CPUTime{User: 30, Sys: 40}, InWake: 50, Awake: 60, LinkSent: 70, LinkReceived: 80,
+		Phases: map[string]time.Duration{"link": 10, "pulse": 20}}
+	want := Wakes{N: 6, Cycle: CPUTime{User: 33, Sys: 44}, InWake: 55, Awake: 66, LinkSent: 77, LinkReceived: 88,
+		Phases: map[string]time.Duration{"link": 11, "drain": 2, "pulse": 20}}
+	if got := a.Add(b); !reflect.DeepEqual(got, want) {
+		t.Errorf("Add = %+v, want %+v", got, want)
+	}
+	if got := (Wakes{}).Add(b); got.N != 4 || got.Phases["pulse"] != 20 {
+		t.Errorf("the zero Wakes plus b = %+v", got)
 	}
 }
