@@ -34,6 +34,7 @@ type fleetFlags struct {
 	relay, key, state string
 	q, version, tag   string
 	json, watch       bool
+	updates           bool
 	every             time.Duration
 	scale             float64
 }
@@ -49,6 +50,7 @@ func (f *fleetFlags) register(fs *flag.FlagSet, open bool) {
 	fs.StringVar(&f.q, "q", "", "Show only devices whose name or DID contains this text, in any case.")
 	fs.StringVar(&f.version, "version", "", "Show only devices whose signed status names this build version.")
 	fs.StringVar(&f.tag, "tag", "", "Show only devices with this tag among their Agent Card's skills' tags.")
+	fs.BoolVar(&f.updates, "updates", false, "Print each device's version and the outcomes of its last update check and install (and of OS bundles) instead of the table.")
 	fs.BoolVar(&f.json, "json", false, "Print the relay's JSON (GET /fleet/api/devices) instead of the table.")
 	fs.BoolVar(&f.watch, "watch", false, "Refresh the table in place every --every until interrupted.")
 	fs.DurationVar(&f.every, "every", 5*time.Second, "The refresh interval of --watch.")
@@ -85,7 +87,10 @@ func runFleet(ctx context.Context, e *env, fs *flag.FlagSet, args []string) erro
 		return usageError{fmt.Sprintf("--state %q: want one of %s", f.state, strings.Join(operatorapi.States, ", "))}
 	}
 	c := &fleetClient{api: &operatorapi.Client{Origin: origin, Key: key, Clock: clk},
-		query: operatorapi.Query{Q: f.q, State: f.state, Version: f.version, Tag: f.tag}}
+		query: operatorapi.Query{Q: f.q, State: f.state, Version: f.version, Tag: f.tag}, print: printFleet}
+	if f.updates {
+		c.print = printUpdates
+	}
 	if !f.watch {
 		return c.once(ctx, e.stdout, f.json)
 	}
@@ -143,6 +148,8 @@ func (f *fleetFlags) identity(ctx context.Context) (*did.PrivateKey, string, clo
 type fleetClient struct {
 	api   *operatorapi.Client
 	query operatorapi.Query
+	// print prints the fleet for people: printFleet, or printUpdates.
+	print func(io.Writer, operatorapi.Fleet)
 }
 
 // once prints the fleet once; exit status 3 when any device is overdue.
@@ -155,7 +162,7 @@ func (c *fleetClient) once(ctx context.Context, w io.Writer, asJSON bool) error 
 		w.Write(raw)
 		fmt.Fprintln(w)
 	} else {
-		printFleet(w, f)
+		c.print(w, f)
 	}
 	if f.Summary.Overdue > 0 {
 		return exitError{3}

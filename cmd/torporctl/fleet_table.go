@@ -5,7 +5,6 @@ import (
 	"github.com/torpor-dev/torpor/internal/safetext"
 	"github.com/torpor-dev/torpor/transport/operatorapi"
 	"io"
-	"strings"
 	"time"
 	"unicode/utf8"
 )
@@ -13,10 +12,7 @@ import (
 // fleetColumns are the table's columns and widths: 99 characters with the
 // spaces between them, so that it fits a terminal of 100 columns. NEXT
 // holds "overdue by 14m".
-var fleetColumns = []struct {
-	title string
-	width int
-}{
+var fleetColumns = []column{
 	{"STATE", 8}, {"NAME", 12}, {"DID", 11}, {"MODE", 7}, {"NEXT", 14}, {"LAST WAKE", 11}, {"PULSE", 9}, {"QUEUE", 10}, {"KP", 4}, {"HELD", 4},
 }
 
@@ -24,13 +20,7 @@ var fleetColumns = []struct {
 // with what could reorder or hide text neutralised (package safetext).
 func printFleet(w io.Writer, f operatorapi.Fleet) {
 	w = safetext.Writer(w)
-	s := f.Summary
-	fmt.Fprintf(w, "%d devices · %d awake · %d asleep · %d offline · %d overdue · %d halted · %d held · %d queues >80%%",
-		s.Devices, s.Awake, s.Asleep, s.Offline, s.Overdue, s.Halted, s.WithHeld, s.QueuesAbove)
-	if s.AwaitingAdmission > 0 {
-		fmt.Fprintf(w, " · %d awaiting admission", s.AwaitingAdmission)
-	}
-	fmt.Fprintln(w)
+	fmt.Fprintln(w, summaryLine(f.Summary))
 	head := make([]string, len(fleetColumns))
 	for i, c := range fleetColumns {
 		head[i] = c.title
@@ -43,6 +33,17 @@ func printFleet(w io.Writer, f operatorapi.Fleet) {
 		fmt.Fprintln(w, "(no device)")
 	}
 	printAwaiting(w, f.Devices)
+	printUpdateTrouble(w, f.Devices)
+}
+
+// summaryLine is the line above the tables.
+func summaryLine(s operatorapi.Summary) string {
+	line := fmt.Sprintf("%d devices · %d awake · %d asleep · %d offline · %d overdue · %d halted · %d held · %d queues >80%%",
+		s.Devices, s.Awake, s.Asleep, s.Offline, s.Overdue, s.Halted, s.WithHeld, s.QueuesAbove)
+	if s.AwaitingAdmission > 0 {
+		line += fmt.Sprintf(" · %d awaiting admission", s.AwaitingAdmission)
+	}
+	return line
 }
 
 // printAwaiting lists the devices awaiting admission (marked "?"), with
@@ -81,6 +82,9 @@ func deviceCells(d operatorapi.Device, now time.Time) []string {
 	if d.AwaitingAdmission {
 		name = "?" + name // on probation until admitted
 	}
+	if d.UpdateTrouble() {
+		name = "~" + name // its last install rolled back, or a check was refused
+	}
 	next := "-"
 	switch {
 	case d.NextWindow != nil:
@@ -109,17 +113,7 @@ func deviceCells(d operatorapi.Device, now time.Time) []string {
 }
 
 // fleetRow pads or cuts each cell to its column's width.
-func fleetRow(cells []string) string {
-	var b strings.Builder
-	for i, c := range fleetColumns {
-		v := cut(safetext.Show(cells[i]), c.width)
-		b.WriteString(v)
-		if i < len(fleetColumns)-1 {
-			b.WriteString(strings.Repeat(" ", c.width-utf8.RuneCountInString(v)+1))
-		}
-	}
-	return b.String()
-}
+func fleetRow(cells []string) string { return row(fleetColumns, cells) }
 
 // shortID is a did:key's last characters, enough to tell devices apart
 // (the console and --json have the whole DID).

@@ -90,6 +90,18 @@ type Device struct {
 	// absent when it checked none, as devices older than it do.
 	Update *wire.StatusUpdate `json:"update,omitempty"`
 
+	// Install is the outcome of the device's last install of a new agent
+	// build (link wire.StatusInstall: installed, or rolled back and why);
+	// absent before its first install, from devices older than the
+	// member, and from relays older than this field.
+	Install *wire.StatusInstall `json:"install,omitempty"`
+
+	// OSUpdate and OSInstall are Update and Install for operating-system
+	// bundles handed to rauc (docs/updates.md, "Operating-system updates:
+	// rauc"); absent on devices without rauc and from older relays.
+	OSUpdate  *wire.StatusUpdate  `json:"osUpdate,omitempty"`
+	OSInstall *wire.StatusInstall `json:"osInstall,omitempty"`
+
 	// AwaitingAdmission: the device is on probation (small bounds and
 	// KeyPackage pool) until an operator admits it (torporctl device
 	// admit, docs/operations.md).
@@ -98,6 +110,17 @@ type Device struct {
 	// Tags are the tags of the skills in the device's Agent Card, each
 	// once, sorted: what the fleet's tag filter (Query.Tag) matches.
 	Tags []string `json:"tags,omitempty"`
+}
+
+// UpdateTrouble reports whether the device's last install of a build
+// rolled back or its last update check (of a build or of an OS bundle)
+// was refused, or its last OS install failed: what the fleet's tables
+// mark at a glance.
+func (d Device) UpdateTrouble() bool {
+	refused := func(u *wire.StatusUpdate) bool { return u != nil && u.Outcome == wire.UpdateRefused }
+	return refused(d.Update) || refused(d.OSUpdate) ||
+		(d.Install != nil && d.Install.Result == wire.InstallRolledBack) ||
+		(d.OSInstall != nil && d.OSInstall.Result == wire.InstallFailed)
 }
 
 // Window is the next wake window.

@@ -41,6 +41,9 @@ var pages = template.Must(template.New("").Funcs(template.FuncMap{
 
 	"health": healthItems, // the device page's health section (health.go)
 	"spark":  sparklines,  // the device page's history of wakes (history.go)
+	"mark":   markOf,      // a fleet row's update mark (software.go)
+	"word":   func(o string) string { w, _ := outcomeWord(o); return w },
+	"bad":    func(o string) bool { _, b := outcomeWord(o); return b },
 }).ParseFS(templates, "templates/*.html"))
 
 // shortDID is the start and end of a did:key, for a narrow column.

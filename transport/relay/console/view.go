@@ -353,7 +353,8 @@ func (s *Source) fromStatus(d *operatorapi.Device, st agents.State) {
 		return
 	}
 	d.Board, d.Version, d.Halted, d.HeldCount, d.LostCount = ws.Board, ws.Version, ws.Halted, ws.HeldCount, ws.LostCount
-	d.Health, d.Update = ws.Health, ws.Update
+	d.Health, d.Update, d.Install = ws.Health, ws.Update, ws.Install
+	d.OSUpdate, d.OSInstall = ws.OSUpdate, ws.OSInstall
 	if ws.Wake != nil {
 		d.LastWake = &operatorapi.Wake{At: ws.Wake.At, Reason: ws.Wake.Reason}
 	}
