@@ -41,6 +41,10 @@ type Agent struct {
 	mgmt      Management
 	stop      context.CancelCauseFunc // ends Run (Restart)
 	restart   bool                    // Restart was called
+	// pendingRestart is why the agent restarts at the end of its next
+	// wake: a build an owner's confirmation installed while no wake was
+	// in progress (restartAfterInstall).
+	pendingRestart string
 	// secondFrom is the end of the window's wake in which the window took
 	// the wake second the relay assigned (adoptWakeSecond): a window that
 	// opened before it is not planned, it is the window already awake.

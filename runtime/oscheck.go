@@ -75,20 +75,30 @@ func (a *Agent) installVerified(path string, res update.Result) error {
 }
 
 // restartAfterInstall makes the agent restart into a build installed
-// outside a wake's update phase (an owner's confirmation): at the end of
-// the wake in progress, or at once between wakes (Restart: Run returns
-// ErrRestart and its deferred close closes the stores).
+// outside a wake's update phase (an owner's confirmation, from the
+// command that confirmed it): at the end of the wake in progress (a live
+// wake stops staying live), or of the next wake. Never at once: the
+// confirmation that installed it still has its own bookkeeping to
+// commit, and the restart closes the stores (Run returns ErrRestart).
+// A stop before then loses nothing: the slot launcher starts the
+// installed build at the next start all the same.
 func (a *Agent) restartAfterInstall(why string) {
 	a.mu.Lock()
 	w := a.cur
+	if w == nil {
+		a.pendingRestart = why
+	}
 	a.mu.Unlock()
 	if w == nil {
-		a.Restart(why)
 		return
 	}
 	w.mu.Lock()
 	w.restart = why
 	w.mu.Unlock()
+	select {
+	case w.newOffer <- struct{}{}: // a live wake looks at w.restart and ends
+	default:
+	}
 }
 
 // osInstallStatus is the last rauc outcome as the signed status reports

@@ -207,7 +207,8 @@ func TestHeldUpdateDeniedOrExpired(t *testing.T) {
 // status says held (needs-confirmation, so a rollout keeps the device
 // pending) and lists the held action. The agent restarts; the owner's
 // confirmation then hands the verified build on and the agent restarts
-// into it, and the next wake reports it verified and holds nothing.
+// into it at the end of its next wake, and the next start reports it
+// verified and holds nothing.
 func TestWakeHoldsConfirmTarget(t *testing.T) {
 	build := bytes.Repeat([]byte{9}, 150_000)
 	clk := clocktest.New(t0)
@@ -237,7 +238,7 @@ func TestWakeHoldsConfirmTarget(t *testing.T) {
 	}
 	w.shutdown()
 
-	w.bootSuspending() // restarted: still held, not handed on
+	rtc, _ := w.bootSuspending() // restarted: still held, not handed on
 	if st := w.status(); st.HeldCount != 1 || st.Update.Outcome != wire.UpdateHeld || len(inst.paths) != 0 {
 		t.Fatalf("after a restart: holds %d, update %+v, %d installs; want held, none", st.HeldCount, st.Update, len(inst.paths))
 	}
@@ -245,10 +246,12 @@ func TestWakeHoldsConfirmTarget(t *testing.T) {
 	if err != nil || c.Entry.State != ledger.Completed || len(inst.paths) != 1 || !bytes.Equal(inst.paths[0], build) {
 		t.Fatalf("confirm = %+v, %v, %d installs; want the build handed on", c, err, len(inst.paths))
 	}
-	// The installed build must start: the agent restarts (between wakes:
-	// at once).
+	// The installed build must start: the agent, asleep, restarts at the
+	// end of its next wake.
+	<-rtc.asleep
+	rtc.wakeup <- struct{}{}
 	if err := <-w.done; !errors.Is(err, runtime.ErrRestart) {
-		t.Fatalf("Run after the confirmed install = %v; want ErrRestart", err)
+		t.Fatalf("Run after the confirmed install and a wake = %v; want ErrRestart", err)
 	}
 	w.bootSuspending()
 	if st := w.status(); st.HeldCount != 0 || st.Update.Outcome != wire.UpdateVerified || !strings.Contains(st.Update.Detail, "confirmed by the owner") || len(inst.paths) != 1 {

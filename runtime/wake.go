@@ -156,6 +156,9 @@ func (a *Agent) wake(ctx context.Context, changed <-chan struct{}, mode wake.Mod
 		ph:  &phases{clock: a.clock, start: start, onPhase: a.cfg.Hooks.OnPhase},
 		rep: &WakeReport{At: start.UTC(), Reason: why.reason, WakeDetail: why.detail, Mode: string(mode), End: end, Slept: why.slept}}
 	w.rep.NextWake = w.next
+	a.mu.Lock()
+	w.restart, a.pendingRestart = a.pendingRestart, ""
+	a.mu.Unlock()
 	var cancel context.CancelFunc
 	w.ctx, cancel = w.windowContext(ctx, changed)
 	defer cancel()
