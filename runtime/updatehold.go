@@ -238,4 +238,3 @@ func installRoute(install func(path string, res update.Result) error) deliver.Ro
 			return deliver.Outcome{OK: true, Detail: fmt.Sprintf("%s version %d handed on to install", h.Target, h.Version)}, nil
 		})}
 }
-
