@@ -292,3 +292,34 @@ func TestWakeDeniedUpdate(t *testing.T) {
 	}
 	w.shutdown()
 }
+
+// TestLiveWakeRestartsAfterAConfirmedInstall: an always_on agent, whose
+// wake never ends by itself, holds a confirm target; the owner's
+// confirmation during the wake installs it, and the live wake ends so
+// that the agent restarts into the build (Run returns ErrRestart).
+func TestLiveWakeRestartsAfterAConfirmedInstall(t *testing.T) {
+	build := bytes.Repeat([]byte{9}, 150_000)
+	clk := clocktest.New(t0)
+	repo, root := updateRepoWith(t, clk, build, update.Custom{Version: 2, GOARCH: "arm", GOARM: "6", Confirm: true})
+	w := newWorldWith(t, wake.AlwaysOn, relayWithUpdates(repo))
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "meta"), 0o700)
+	os.WriteFile(filepath.Join(dir, "meta", "root.json"), root, 0o600)
+	inst := &installs{}
+	w.cfg.Relay.Updates = &runtime.Updates{Dir: dir, Installed: 1, Device: update.Device{GOARCH: "arm", GOARM: "6"},
+		OnVerified: inst.installErr}
+	w.newAgent()
+	w.run()
+	w.waitPhase(runtime.PhaseUpdate) // the check held it
+	hs, err := w.agent.Pipeline().Holds()
+	if err != nil || len(hs) != 1 || hs[0].Action.Purpose != runtime.PurposeUpdate {
+		t.Fatalf("holds after the live wake's check = %+v, %v; want the update", hs, err)
+	}
+	c, err := w.agent.Pipeline().Confirm(context.Background(), hs[0].Action.LedgerKey())
+	if err != nil || c.Entry.State != ledger.Completed || len(inst.paths) != 1 {
+		t.Fatalf("confirm = %+v, %v, %d installs; want the build handed on", c, err, len(inst.paths))
+	}
+	if err := <-w.done; !errors.Is(err, runtime.ErrRestart) {
+		t.Fatalf("Run of the live wake after the confirmed install = %v; want ErrRestart", err)
+	}
+}
