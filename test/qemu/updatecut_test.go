@@ -77,11 +77,11 @@ func (c updateCheck) String() string {
 
 // updateMachine is the guest of every boot of TestUpdatePowerCut: the
 // guest program, torpor-agent stamped cutBase as the packaged build, the
-// devices' keys and the owner's first
-// root (the update stamped cutNext and the broken update, which exits at
-// start: test/updates/testdata/crash, are on the relay, both cross-built
-// for arm64), the guest's clock set from the host's, and a new disk; the
-// agents' relay is the real torpor-relay on the host (w).
+// devices' keys and the owner's first root, the guest's clock set from
+// the host's, and a new disk; the agents' relay is the real torpor-relay
+// on the host (w), which holds the update stamped cutNext and the broken
+// update (exits at start: test/updates/testdata/crash), both cross-built
+// for arm64.
 func updateMachine(t *testing.T) (vm.Machine, *updateWorld) {
 	t.Helper()
 	good, bad := vm.StampedBinary(t, "./cmd/torpor-agent", cutNext), vm.GuestBinary(t, "./test/updates/testdata/crash")
