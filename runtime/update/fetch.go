@@ -155,6 +155,21 @@ func (c *Client) fill(ctx context.Context, f *os.File, t *metadata.TargetFiles, 
 	if free, _, ok := c.cfg.Flash(c.cfg.Dir); ok && free < uint64(t.Length-off) {
 		return 0, refuse(NoSpace, nil, "%s needs %d more bytes; the flash has %d free", t.Path, t.Length-off, free)
 	}
+	got, r := c.appendBlob(ctx, f, t, sum, off)
+	// What this wake fetched is synced however it ended (budget spent,
+	// fetch failed, whole), so that a power cut after the wake keeps it
+	// for the next one to resume from.
+	if got > 0 || r == nil {
+		if err := f.Sync(); err != nil {
+			return got, refuse(Invalid, err, "the partial download")
+		}
+	}
+	return got, r
+}
+
+// appendBlob appends to f, at off, what the relay has of the blob, at
+// most Config.Budget bytes.
+func (c *Client) appendBlob(ctx context.Context, f *os.File, t *metadata.TargetFiles, sum string, off int64) (int64, *Refusal) {
 	var got int64
 	for off < t.Length {
 		want := min(t.Length-off, chunk, c.cfg.Budget-got)
@@ -177,9 +192,6 @@ func (c *Client) fill(ctx context.Context, f *os.File, t *metadata.TargetFiles, 
 		}
 		off += int64(len(b))
 		got += int64(len(b))
-	}
-	if err := f.Sync(); err != nil {
-		return got, refuse(Invalid, err, "the partial download")
 	}
 	return got, nil
 }

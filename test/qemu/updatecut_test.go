@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -31,14 +32,13 @@ const (
 const updateCuts = 20
 
 // updateCutWindow bounds the moment of a cut after READY: a round of the
-// update (download, install, restart, trial, confirm) takes about as long
-// under TCG, one of the rollback (two failed starts, the packaged build
-// again) less.
+// update (download over several wakes, install, restart, trial, confirm)
+// takes a few such boots under TCG, one of the rollback less.
 const updateCutWindow = 12 * time.Second
 
 // maxRoundBoots is how many boots a round may take: a round still not done
 // after them is a state no boot recovers from.
-const maxRoundBoots = 12
+const maxRoundBoots = 16
 
 // updateSeedEnv replays TestUpdatePowerCut's cut moments.
 const updateSeedEnv = "TORPOR_UPDATECUT_SEED"
@@ -48,6 +48,7 @@ type updateCheck struct {
 	Round     int    `json:"round"`
 	Device    string `json:"device"`
 	Runs      string `json:"runs"`
+	Signed    string `json:"signed"`
 	Slot      string `json:"slot"`
 	Trial     bool   `json:"trial"`
 	Starts    int    `json:"starts"`
@@ -76,29 +77,37 @@ func (c updateCheck) String() string {
 
 // updateMachine is the guest of every boot of TestUpdatePowerCut: the
 // guest program, torpor-agent stamped cutBase as the packaged build, the
-// update stamped cutNext and the broken update (exits at start:
-// test/updates/testdata/crash), all cross-built for arm64, the sink as
-// the agents' handler, and a new disk; the agents' relay is the real
-// torpor-relay on the host.
-func updateMachine(t *testing.T) vm.Machine {
+// devices' keys and the owner's first root, the guest's clock set from
+// the host's, and a new disk; the agents' relay is the real torpor-relay
+// on the host (w), which holds the update stamped cutNext and the broken
+// update (exits at start: test/updates/testdata/crash), both cross-built
+// for arm64.
+func updateMachine(t *testing.T) (vm.Machine, *updateWorld) {
 	t.Helper()
-	relay := startRelay(t, relayOptions{Guest: true})
 	good, bad := vm.StampedBinary(t, "./cmd/torpor-agent", cutNext), vm.GuestBinary(t, "./test/updates/testdata/crash")
+	w := newUpdateWorld(t, good, bad)
+	root, err := os.ReadFile(filepath.Join(w.dir, "owner", "1.root.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	m := vm.Machine{Kernel: vm.FindKernel(t),
 		Files: map[string][]byte{
-			"bin/updatecut":    vm.GuestBinary(t, "./test/qemu/guest/updatecut"),
-			"bin/torpor-relay": vm.GuestBinary(t, "./cmd/torpor-relay"),
-			"bin/torpor-agent": vm.StampedBinary(t, "./cmd/torpor-agent", cutBase),
-			"bin/next-good":    good,
-			"bin/next-bad":     bad,
+			"bin/updatecut":           vm.GuestBinary(t, "./test/qemu/guest/updatecut"),
+			"bin/sink":                vm.GuestBinary(t, "./test/qemu/guest/sink"),
+			"bin/torpor-agent":        vm.StampedBinary(t, "./cmd/torpor-agent", cutBase),
+			"etc/updatecut/good.key":  w.keys["good"],
+			"etc/updatecut/bad.key":   w.keys["bad"],
+			"etc/updatecut/root.json": root,
 		},
-		Modules: append(append([]string(nil), diskModules...), "virtio_net"), Net: true,
+		Modes:   map[string]uint32{"etc/updatecut/good.key": 0o600, "etc/updatecut/bad.key": 0o600},
+		Modules: append(append([]string(nil), diskModules...), "virtio_net"), Net: true, TimeSync: vm.TimeServer(t),
 		Disk: newDisk(t, 2<<30), Mounts: []string{"/dev/vda:/data:ext4"}, Run: "/bin/updatecut",
-		Args: []string{"-dir", "/data", "-relay", relay.URL, "-base", cutBase, "-next", cutNext,
-			"-good-sha256", hexSum(good), "-bad-sha256", hexSum(bad)},
+		Args: []string{"-dir", "/data", "-relay", w.relay.URL, "-base", cutBase, "-next", cutNext,
+			"-good-sha256", hexSum(good), "-bad-sha256", hexSum(bad),
+			"-time-scale", strconv.Itoa(cutScale), "-time-epoch", w.epoch, "-budget", strconv.Itoa(cutBudget)},
 	}
 	m.Initrd = m.WriteInitramfs(t)
-	return m
+	return m, w
 }
 
 func hexSum(b []byte) string {
@@ -125,14 +134,20 @@ var cutDevices = []string{"good", "bad"}
 // data on ext4 on a virtio disk with cache=none (the guest program is
 // test/qemu/guest/updatecut). Two devices run under their slot launchers
 // (the packaged torpor-agent stamped 1.0.0), linked to the real relay on
-// the host, each with one store for all its rounds (made at the first
-// boot, before the cuts begin) and a round after another: one downloads,
-// installs and
-// restarts into a working 2.0.0 that must prove itself on trial within 4
+// the host, which holds the owner's signed targets (the working 2.0.0 and
+// the build that exits at start, each signed as version 2 of its target,
+// gzip-compressed) and, for each round of a device, a rollout offering it
+// its target. Each device keeps one store for all its rounds (made at
+// the first boot, before the cuts begin) and runs a round after another,
+// each with new slots and a new update directory: its agent takes the
+// offer itself, downloading the target over its link within a small
+// per-wake byte budget (cutBudget: the download spans several wakes and
+// boots), verifying it, installing it into a slot and exiting to restart
+// into the trial. The working 2.0.0 must prove itself on trial within 4
 // starts (a start a cut ends counts; when cuts use them all up, the
-// launcher rolls it back and the guest installs it again, as a rollout
-// offers it again), the other into a 2.0.0 that exits at start, which its
-// launcher must roll back to 1.0.0 after two starts. After every cut the guest boots again and,
+// launcher rolls it back and the test starts another rollout offering it
+// again); the broken build's launcher must roll it back to 1.0.0 after two
+// starts. After every cut the guest boots again and,
 // before anything runs, the slots' state of every round must name a build
 // whose binary has the installed hash and is exactly 1.0.0 or 2.0.0, and
 // every bbolt file on the disk must open and pass bbolt's page check;
@@ -142,7 +157,7 @@ var cutDevices = []string{"good", "bad"}
 // again. The cut moments come from a seed, logged; TORPOR_UPDATECUT_SEED
 // replays them.
 func TestUpdatePowerCut(t *testing.T) {
-	m := updateMachine(t)
+	m, w := updateMachine(t)
 	seed := uint64(time.Now().UnixNano())
 	if s := os.Getenv(updateSeedEnv); s != "" {
 		var err error
@@ -158,6 +173,7 @@ func TestUpdatePowerCut(t *testing.T) {
 	for boot := 0; ; boot++ {
 		booted := time.Now()
 		v := vm.Start(t, m)
+		go w.follow(v)
 		ready := run.awaitReady(t, v, boot)
 		run.toReady = append(run.toReady, time.Since(booted))
 		if run.ended { // this boot's checks found the last rounds final
@@ -317,14 +333,16 @@ func (run *updateRun) afterCut(t *testing.T, lines []string, boot int, cut time.
 // milestones are the console lines that say how far a device came in a
 // round, in its order, with what they mean.
 var milestones = []struct{ prefix, contains, name string }{
-	{"DOWNLOADED ", "", "downloaded"},
-	{"INSTALLED ", "", "installed"},
+	{"|", "reason=budget", "downloading"},
+	{"|", `msg="update check" outcome=verified`, "verified"},
+	{"|", `msg="update put on trial"`, "installed"},
+	{"|", `msg=restarting`, "restarting"},
 	{"|", `msg="update on trial"`, "trial start"},
 	{"|", "crash build: cannot start", "broken build exited"},
 	{"|", `msg="update installed"`, "confirmed"},
 	{"|", `msg="update rolled back"`, "rolled back"},
 	{"OUTCOME ", "", "outcome recorded"},
-	{"RETRY ", "", "installing again after cuts used its starts"},
+	{"RETRY ", "", "offered again after cuts used its starts"},
 	{"FINAL ", "", "final"},
 }
 

@@ -51,6 +51,14 @@ type outcome struct {
 	reason  string
 }
 
+// downloadPaused are the reasons of a refusal that only pauses the
+// download (runtime/update reason.go): the wake's byte budget is spent
+// (budget) or the link failed while fetching (fetch), and the next wake
+// resumes it. They are no outcome: the device stays pending, and is
+// offered the target again, so that a download spanning several wakes,
+// or cut off with its wake, is not counted refused for ever.
+var downloadPaused = map[string]bool{"budget": true, "fetch": true}
+
 // statusOutcomes are the outcomes a device's signed status reports (it
 // was verified when it was published: nextState): its last install
 // (wire.StatusInstall, from runtime/update/slots: installed or rolled back,
@@ -59,8 +67,8 @@ type outcome struct {
 // Installed for the version it runs, so that a device already running a
 // rollout's target (flashed with it, or installed before the rollout) is
 // not pending for ever; the last is left out when the install names the
-// running version. Up to date and verified (not installed yet) are no
-// outcome.
+// running version. Up to date, verified (not installed yet) and a
+// paused download (downloadPaused) are no outcome.
 func statusOutcomes(status []byte) []outcome {
 	st, ok := payload(status)
 	if !ok {
@@ -71,7 +79,7 @@ func statusOutcomes(status []byte) []outcome {
 	if in != nil {
 		out = append(out, outcome{version: in.Version, outcome: rollout.Outcome(in.Result), reason: in.Reason})
 	}
-	if u := st.Update; u != nil && u.Outcome == wire.UpdateRefused && u.Target != "" {
+	if u := st.Update; u != nil && u.Outcome == wire.UpdateRefused && u.Target != "" && !downloadPaused[u.Reason] {
 		out = append(out, outcome{version: u.Target, outcome: rollout.Refused, reason: strings.TrimSpace(u.Reason + ": " + u.Detail)})
 	}
 	if st.Version != "" && (in == nil || in.Version != st.Version) {

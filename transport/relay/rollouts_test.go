@@ -148,9 +148,9 @@ func TestRolloutStartRefused(t *testing.T) {
 // TestStatusOutcomes: the outcomes are read from the install member (the
 // A/B install: installed, rolled back, by version), from the update
 // member's refusals (the TUF client: by target name), and from the version
-// the device runs; an update check up to date, verified or held for the
-// owner's confirmation (the device stays pending), and bytes that
-// are no status, are no report.
+// the device runs; an update check up to date, verified, held for the
+// owner's confirmation or with its download paused (budget, fetch: the
+// device stays pending), and bytes that are no status, are no report.
 func TestStatusOutcomes(t *testing.T) {
 	dev := didtest.Key(t, 20)
 	rb := &wire.StatusInstall{Result: "rolled-back", Version: "1.4.0", From: "1.3.0", Reason: "hung", At: t0}
@@ -164,6 +164,10 @@ func TestStatusOutcomes(t *testing.T) {
 		{"rolled back", wire.Status{Version: "1.3.0", Install: rb}, []outcome{{"1.4.0", "rolled-back", "hung"}, {"1.3.0", "installed", runningReason}}},
 		{"refused", wire.Status{Version: "1.3.0", Update: &wire.StatusUpdate{Outcome: "refused", Target: "torpor-agent/7/linux-armv6", Version: 7, Reason: "freeze", Detail: "old timestamp"}},
 			[]outcome{{"torpor-agent/7/linux-armv6", "refused", "freeze: old timestamp"}, {"1.3.0", "installed", runningReason}}},
+		{"download paused by the budget", wire.Status{Version: "1.3.0", Update: &wire.StatusUpdate{Outcome: "refused", Target: "t", Version: 7, Reason: "budget", Detail: "t: 1048576 of 4165670 bytes; the rest at the next wake"}},
+			[]outcome{{"1.3.0", "installed", runningReason}}},
+		{"download cut off with its wake", wire.Status{Version: "1.3.0", Update: &wire.StatusUpdate{Outcome: "refused", Target: "t", Version: 7, Reason: "fetch", Detail: "fetch: t at byte 589824: context canceled"}},
+			[]outcome{{"1.3.0", "installed", runningReason}}},
 		{"verified, not installed", wire.Status{Version: "1.3.0", Update: &wire.StatusUpdate{Outcome: "verified", Target: "t", Version: 7}},
 			[]outcome{{"1.3.0", "installed", runningReason}}},
 		{"held for the owner's confirmation", wire.Status{Version: "1.3.0", Update: &wire.StatusUpdate{Outcome: wire.UpdateHeld, Target: "t", Version: 7,

@@ -21,11 +21,14 @@ import (
 type checked struct {
 	Round  int    `json:"round"`
 	Device string `json:"device"`
-	// Runs is the version the launcher starts next, Slot its slot ("" for
-	// the packaged build), Trial whether on trial.
-	Runs  string `json:"runs"`
-	Slot  string `json:"slot"`
-	Trial bool   `json:"trial"`
+	// Runs is the version stamp of the build the launcher starts next (a
+	// slot's build is the update, as its hash says), Signed the version
+	// its target was signed with (the slots install it under that), Slot
+	// its slot ("" for the packaged build), Trial whether on trial.
+	Runs   string `json:"runs"`
+	Signed string `json:"signed,omitempty"`
+	Slot   string `json:"slot"`
+	Trial  bool   `json:"trial"`
 	// Starts and MaxStarts are the trial's, when one is open.
 	Starts    int `json:"starts,omitempty"`
 	MaxStarts int `json:"maxStarts,omitempty"`
@@ -70,7 +73,7 @@ func check(c config, name string, round, current int) error {
 		}
 		ck.Starts, ck.MaxStarts = t.Starts, t.MaxStarts
 		if t.Starts < t.MaxStarts && (!hash || sum(s.Path(t.Slot)) == t.SHA256) {
-			ck.Runs, ck.Slot, ck.Trial = t.Version, t.Slot, true
+			ck.Runs, ck.Signed, ck.Slot, ck.Trial = c.next, t.Version, t.Slot, true
 		}
 	}
 	if !ck.Trial && st.Active != slots.Base {
@@ -80,9 +83,9 @@ func check(c config, name string, round, current int) error {
 		if got := sum(s.Path(st.Active)); hash && got != st.ActiveSHA256 {
 			return fmt.Errorf("active slot %s's binary has SHA-256 %s, the state says %s", st.Active, got, st.ActiveSHA256)
 		}
-		ck.Runs, ck.Slot = st.ActiveVersion, st.Active
+		ck.Runs, ck.Signed, ck.Slot = c.next, st.ActiveVersion, st.Active
 	}
-	ck.Download = download(dir, want)
+	ck.Download = download(dir)
 	_, err = os.Stat(filepath.Join(dir, doneMarker))
 	ck.Done = err == nil
 	b, err := json.Marshal(ck)
@@ -107,17 +110,23 @@ func sum(path string) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// download says what the device's update directory holds of the build
-// with SHA-256 want.
-func download(dir, want string) string {
+// download says what the device's update directory holds (the agent's
+// runtime/update layout): "verified" when verified/ has a file, "part N"
+// when part/ has one of N bytes, else "".
+func download(dir string) string {
 	up := filepath.Join(dir, "update")
-	if _, err := os.Stat(filepath.Join(up, "verified", want)); err == nil {
+	if e, err := os.ReadDir(filepath.Join(up, "verified")); err == nil && len(e) > 0 {
 		return "verified"
 	}
-	if fi, err := os.Stat(filepath.Join(up, "part", want)); err == nil {
-		return fmt.Sprintf("part %d", fi.Size())
+	e, err := os.ReadDir(filepath.Join(up, "part"))
+	if err != nil || len(e) == 0 {
+		return ""
 	}
-	return ""
+	fi, err := e[0].Info()
+	if err != nil {
+		return err.Error()
+	}
+	return fmt.Sprintf("part %d", fi.Size())
 }
 
 // checkStores opens every bbolt file under dir (*.db) read-only and checks

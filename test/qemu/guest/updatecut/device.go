@@ -1,31 +1,29 @@
 package main
 
 import (
-	"crypto/rand"
 	"errors"
 	"fmt"
-	"io"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
-	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/internal/atomicfile"
 	"github.com/torpor-dev/torpor/runtime/update/slots"
 )
 
 // device is one round of a device: its data directory, configuration,
-// the build it is updated to and its unit.
+// the version it must end on and its unit.
 type device struct {
-	c                      config
-	name, dir, conf, build string
-	sum                    string // the build's SHA-256
-	final                  string // the version it must end on
-	slots                  *slots.Slots
+	c                config
+	name, dir, conf  string
+	final            string // the version it must end on
+	slots            *slots.Slots
+	outcome, retried string // the last outcome said, and retried
 
 	mu       sync.Mutex
 	cmd      *exec.Cmd     // the unit's launcher process
@@ -37,24 +35,34 @@ type device struct {
 	woke    bool
 }
 
+// newDevice is the round's device, its directory made by agentConfig.
 func newDevice(c config, name string, round int) (*device, error) {
 	dir := roundDir(filepath.Join(c.dir, name), round)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, err
-	}
-	conf, err := agentConfig(c.relay, name, filepath.Join(c.dir, name), dir)
+	conf, err := agentConfig(c, name, filepath.Join(c.dir, name), dir)
 	if err != nil {
 		return nil, err
 	}
-	d := &device{c: c, name: name, dir: dir, conf: conf, build: "/bin/next-" + name,
-		sum: c.goodSum, final: c.next, slots: slots.New(filepath.Join(dir, "slots"), nil)}
+	d := &device{c: c, name: name, dir: dir, conf: conf, final: c.next, slots: slots.New(filepath.Join(dir, "slots"), nil)}
 	if name == "bad" {
-		d.sum, d.final = c.badSum, c.base
+		d.final = c.base
 	}
 	return d, nil
 }
 
-// provision makes the device's key and store once, before READY, so that
+// copyOnce copies src to dst (atomically, synced) unless dst exists.
+func copyOnce(src, dst string) error {
+	if _, err := os.Stat(dst); err == nil {
+		return nil
+	}
+	b, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	return atomicfile.WriteFile(dst, b, 0o600)
+}
+
+// provision puts the device's key (made on the host, which names the
+// device in its rollouts) and makes its store once, before READY, so that
 // no cut lands in the agent's first start: the packaged build runs until
 // it wrote its store marker (runtime's KEYFILE.store, written once the
 // store was made and synced), then is stopped.
@@ -67,16 +75,10 @@ func provision(c config, name string) error {
 	if _, err := os.Stat(key + ".store"); err == nil {
 		return nil
 	}
-	if _, err := os.Stat(key); errors.Is(err, fs.ErrNotExist) {
-		k, err := did.Generate(rand.Reader)
-		if err != nil {
-			return err
-		}
-		if err := did.SaveKey(key, k, false); err != nil { // atomically, synced
-			return err
-		}
+	if err := copyOnce(filepath.Join(c.etc, name+".key"), key); err != nil {
+		return err
 	}
-	conf, err := agentConfig(c.relay, name, home, roundDir(home, 0))
+	conf, err := agentConfig(c, name, home, roundDir(home, 0))
 	if err != nil {
 		return err
 	}
@@ -96,39 +98,27 @@ func provision(c config, name string) error {
 	return errors.New("the agent wrote no store marker in 2 minutes")
 }
 
-// run starts the unit and, unless the slots hold the round's install
-// already, downloads and installs the update and restarts the unit; then
-// it waits for the install's outcome and the device's final state.
+// run starts the unit, whose agent takes the rollout's offer itself
+// (downloads the target over its link within each wake's budget,
+// verifies it, installs it into a slot and exits to restart into it),
+// and waits for the install's outcome and the device's final state.
 func (d *device) run() error {
-	st, err := d.slots.Load()
-	if err != nil {
-		return err
-	}
 	d.start()
-	if !d.installed(st) {
-		if err := d.update(); err != nil {
-			return err
-		}
-		d.restart()
-	}
-	outcome := false
 	for {
 		st, err := d.slots.Load()
 		if err != nil {
 			return err
 		}
-		if o := st.Outcome; !outcome && st.Trial == nil && o != nil && o.Version == d.c.next {
-			say("OUTCOME %s %s %s", d.name, o.Result, o.Version)
-			if d.name == "good" && o.Result == slots.RolledBack {
-				if err := d.retry(o.Reason); err != nil {
-					return err
-				}
-				continue
+		if err := d.sayOutcome(st); err != nil {
+			return err
+		}
+		if d.final == d.c.next && st.Trial == nil && st.Outcome != nil && st.Outcome.Result == slots.RolledBack {
+			if err := d.retry(st.Outcome.Reason); err != nil {
+				return err
 			}
-			outcome = true
 		}
 		d.mu.Lock()
-		final := outcome && d.running == d.final && d.woke
+		final := d.isFinal(st) && d.running == d.final && d.woke
 		d.mu.Unlock()
 		if final {
 			say("FINAL %s %s", d.name, d.final)
@@ -138,17 +128,61 @@ func (d *device) run() error {
 	}
 }
 
-// update downloads and installs the build, then removes the download.
-func (d *device) update() error {
-	path, err := d.download()
-	if err != nil {
+// sayOutcome prints the slots' outcome when it changed. The working
+// build rolled back for a failure of its own (its reason names a start's
+// failure, not only starts used up) is an error.
+func (d *device) sayOutcome(st slots.State) error {
+	o := st.Outcome
+	if o == nil || st.Trial != nil || o.Result+" "+o.Version == d.outcome {
+		return nil
+	}
+	d.outcome = o.Result + " " + o.Version
+	say("OUTCOME %s %s %s", d.name, o.Result, o.Version)
+	if d.final == d.c.next && o.Result == slots.RolledBack && strings.Contains(o.Reason, "start ") {
+		return fmt.Errorf("the working build was rolled back: %s", o.Reason)
+	}
+	return nil
+}
+
+// isFinal says whether st is the round's final state: no trial, and the
+// last outcome installed (the working build) or rolled back (the broken
+// one).
+func (d *device) isFinal(st slots.State) bool {
+	if st.Trial != nil || st.Outcome == nil {
+		return false
+	}
+	if d.final == d.c.next {
+		return st.Outcome.Result == slots.Installed
+	}
+	return st.Outcome.Result == slots.RolledBack
+}
+
+// retry asks, once per rollback, for the working build to be offered
+// again, when power cuts used up its trial's starts (a cut counts as a
+// failed start; the rollback's reason names no failure of its own): the
+// line "RETRY <device> <round> <n>" makes the host start another rollout
+// of it for the device, once the packaged build, back, ended a wake (its
+// signed status, reporting the rollback, was published). n counts the
+// round's retries across boots (the file "retries"), so that each names a
+// new rollout.
+func (d *device) retry(reason string) error {
+	d.mu.Lock()
+	woke := d.running == d.c.base && d.woke
+	d.mu.Unlock()
+	if !woke || d.retried == d.outcome {
+		return nil
+	}
+	n := 0
+	if b, err := os.ReadFile(filepath.Join(d.dir, "retries")); err == nil {
+		n, _ = strconv.Atoi(string(b))
+	}
+	n++
+	if err := atomicfile.WriteFile(filepath.Join(d.dir, "retries"), []byte(strconv.Itoa(n)), 0o600); err != nil {
 		return err
 	}
-	if err := d.install(path); err != nil {
-		return err
-	}
-	say("INSTALLED %s", d.name)
-	return os.Remove(path)
+	d.retried = d.outcome
+	say("RETRY %s %s %d: %s", d.name, strings.TrimPrefix(filepath.Base(d.dir), "r"), n, reason)
+	return nil
 }
 
 // onLine follows the unit's log: which version started, and whether it
@@ -165,134 +199,6 @@ func (d *device) onLine(l string) {
 	case strings.Contains(l, " msg=wake "):
 		d.woke = true
 	}
-}
-
-// installed says whether st holds the round's install: on trial, or with
-// its outcome (for the working build, installed).
-func (d *device) installed(st slots.State) bool {
-	if st.Trial != nil && st.Trial.Version == d.c.next {
-		return true
-	}
-	o := st.Outcome
-	return o != nil && o.Version == d.c.next && (d.name == "bad" || o.Result == slots.Installed)
-}
-
-// retry installs the working build again after the launcher rolled it
-// back, as a rollout offers it again at a later wake, when each of its
-// failed starts was cut by the power (the failures record none of its own,
-// reason is the rollback's): a cut counts as a failed start.
-func (d *device) retry(reason string) error {
-	if strings.Contains(reason, "start ") {
-		return fmt.Errorf("the working build was rolled back: %s", reason)
-	}
-	say("RETRY %s: %s", d.name, reason)
-	if err := d.update(); err != nil {
-		return err
-	}
-	d.restart()
-	return nil
-}
-
-// piece is how much of the build each append of the download writes and
-// syncs (runtime/update fetches 64 KiB a frame and syncs at the end of a
-// wake's budget; a smaller piece gives a cut more places to land).
-const piece = 256 << 10
-
-// download fetches the build into the update directory as runtime/update
-// does: appended to part/<sha256>, resumed from its length, checked and
-// renamed to verified/<sha256>. A part whose hash is wrong (a tail a cut
-// tore) is dropped and fetched again, once.
-func (d *device) download() (string, error) {
-	up := filepath.Join(d.dir, "update")
-	part, verified := filepath.Join(up, "part", d.sum), filepath.Join(up, "verified", d.sum)
-	if sum(verified) == d.sum {
-		return verified, nil
-	}
-	for _, sub := range []string{"part", "verified"} {
-		if err := os.MkdirAll(filepath.Join(up, sub), 0o700); err != nil {
-			return "", err
-		}
-	}
-	for try := 0; ; try++ {
-		from, err := appendFrom(part, d.build)
-		if err != nil {
-			return "", err
-		}
-		say("DOWNLOADED %s from %d", d.name, from)
-		if got := sum(part); got == d.sum {
-			break
-		} else if try > 0 {
-			return "", fmt.Errorf("download: SHA-256 %s, want %s", got, d.sum)
-		}
-		if err := os.Remove(part); err != nil {
-			return "", err
-		}
-	}
-	if err := os.Rename(part, verified); err != nil {
-		return "", err
-	}
-	return verified, syncDir(filepath.Dir(verified))
-}
-
-// appendFrom appends to part what src holds beyond part's length, a
-// piece at a time, each synced; it returns the length it resumed from.
-func appendFrom(part, src string) (int64, error) {
-	f, err := os.OpenFile(part, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return 0, err
-	}
-	in, err := os.Open(src)
-	if err != nil {
-		return 0, err
-	}
-	defer in.Close()
-	if _, err := in.Seek(fi.Size(), io.SeekStart); err != nil {
-		return 0, err
-	}
-	buf := make([]byte, piece)
-	for {
-		n, err := io.ReadFull(in, buf)
-		if n > 0 {
-			if _, werr := f.Write(buf[:n]); werr != nil {
-				return 0, werr
-			}
-			if serr := f.Sync(); serr != nil {
-				return 0, serr
-			}
-		}
-		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-			return fi.Size(), f.Close()
-		}
-		if err != nil {
-			return 0, err
-		}
-	}
-}
-
-func syncDir(dir string) error {
-	f, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	return f.Sync()
-}
-
-// install runs the packaged binary's "slots install" of the verified file.
-func (d *device) install(path string) error {
-	cmd := exec.Command("/bin/torpor-agent", "slots", "install", "--config", d.conf, "--build-version", d.c.next, path)
-	if err := startPrefixed(cmd, d.name, nil); err != nil {
-		return err
-	}
-	if err := cmd.Wait(); err != nil {
-		return fmt.Errorf("slots install: %w", err)
-	}
-	return nil
 }
 
 // start starts the unit: the packaged binary as the slots' launcher,
@@ -329,16 +235,6 @@ func (d *device) start() {
 			d.start()
 		}
 	}()
-}
-
-// restart stops the unit's launcher (SIGTERM, as systemctl restart) and
-// starts it again.
-func (d *device) restart() {
-	d.end(syscall.SIGTERM)
-	d.mu.Lock()
-	d.stopping = false
-	d.mu.Unlock()
-	d.start()
 }
 
 // stop kills the unit's process group (the launcher and the build it

@@ -6,42 +6,48 @@
 // its key and store in /data/<device> (agent.key, agent/agent.db) for all
 // its rounds; each round has its own directory, /data/<device>/r<round>,
 // with its update directory and slots, so that it starts from N with
-// nothing installed. Their relay runs on the host (-relay), where a cut
-// does not stop it.
+// nothing installed or downloaded. Their relay runs on the host (-relay),
+// where a cut does not stop it, and holds the owner's signed targets: the
+// working N+1 and the broken build, each signed as version 2.
 //
 // At every boot, before anything opens the files, it reads what the last
 // power cut left and prints, for every round of each device so far,
 //
 //	CHECK {"round":0,"device":"good","runs":"2.0.0",...}
 //
-// where runs is the version the launcher (runtime/update/slots) starts
-// next: the build on trial while it has starts left and its binary has
+// where runs is the version stamp of the build the launcher
+// (runtime/update/slots) starts next: the build on trial while it has starts left and its binary has
 // the installed hash, else the active slot's, whose binary must hash to
 // the state's SHA-256, else the packaged build's. Then every bbolt file
 // on the disk is opened read-only and checked page by page (bbolt's
 // Tx.Check): "STORES <n>". A state file or a store that does not open, or
 // a slot binary that is not the one installed, is an ERROR line.
 //
-// At the first boot it makes each device's key and store (the packaged
+// At the first boot it puts each device's key (made on the host, which
+// names the device in its rollouts) and makes its store (the packaged
 // agent runs until it wrote its store marker: "PROVISIONED <device>"), so
 // that the cuts, all after READY, never meet an agent's first start.
 // Then it prints READY and runs each device's rounds from its first one
-// not done ("ROUND <device> <n>"). In a round, the device runs its unit as
-// systemd runs it (the packaged /bin/torpor-agent --slot-launch, started
-// again after a failure) and, unless its slots hold the round's install
-// already, the update: the new build is downloaded into the update
-// directory as runtime/update fetches a target (appended to part/<sha256>
-// in 256 KiB pieces, each synced, resumed from its length at the next
-// boot, its SHA-256 checked, renamed to verified/<sha256>), installed with
-// "torpor-agent slots install" (the real binary) and the unit restarted.
-// "OUTCOME <device> <result> <version>" says the slots recorded the
-// install's outcome. The working build rolled back because power cuts
-// used up its starts (the rollback's reason names no failure of its own)
-// is installed again ("RETRY <device>: <reason>"), as a rollout offers it
-// again; one rolled back for another reason is an ERROR. "FINAL <device> <version>" that the device's agent of
-// the expected version (N+1 for good, N for bad) started after it and
-// ended a wake. Then the round's unit is killed, its directory gets the
-// file "done" ("DONE <device> <n>") and the device's next round starts.
+// not done ("ROUND <device> <n>": the host starts that round's rollout on
+// the relay, offering the device its build). In a round, the round's
+// update directory gets the owner's first root (meta/root.json) and the
+// device runs its unit as systemd runs it (the packaged
+// /bin/torpor-agent --slot-launch, hourly_wake on the relay's compressed
+// clock, started again after a failure and after its exit 75). Its agent
+// takes the offer itself: the TUF check over the link, the download by
+// ranges within each wake's byte budget (-budget) into the round's
+// update directory, resumed at the next wake and after a cut, the
+// verification, the install into a slot, the exit to restart into the
+// trial. "OUTCOME <device> <result> <version>" says the slots recorded
+// the install's outcome. The working build rolled back because power
+// cuts used up its starts (the rollback's reason names no failure of its
+// own) is offered again: "RETRY <device> <round> <n>: <reason>" makes the
+// host start another rollout of it for the device; one rolled back for
+// another reason is an ERROR. "FINAL <device> <version>" says that the
+// device's agent of the expected version (N+1 for good, N for bad)
+// started after the outcome and ended a wake. Then the round's unit is
+// killed, its directory gets the file "done" ("DONE <device> <n>") and
+// the device's next round starts.
 // Every line of the programs is prefixed with its device ("good| ",
 // "bad| ").
 package main
@@ -73,6 +79,10 @@ func main() {
 	flag.StringVar(&c.next, "next", "", "The update's version (N+1).")
 	flag.StringVar(&c.goodSum, "good-sha256", "", "The SHA-256 of the working N+1 (/bin/next-good).")
 	flag.StringVar(&c.badSum, "bad-sha256", "", "The SHA-256 of the broken N+1 (/bin/next-bad).")
+	flag.StringVar(&c.etc, "etc", "/etc/updatecut", "The devices' keys (<device>.key) and the owner's first root (root.json).")
+	flag.Float64Var(&c.scale, "time-scale", 1, "The relay's and the agents' time scale.")
+	flag.StringVar(&c.epoch, "time-epoch", "", "The relay's and the agents' time epoch.")
+	flag.Int64Var(&c.budget, "budget", 1<<20, "The agents' update.budgetBytes: the bytes a wake downloads.")
 	flag.Parse()
 	if err := run(c); err != nil {
 		say("ERROR %v", err)
@@ -83,9 +93,12 @@ func main() {
 
 // config is the program's flags.
 type config struct {
-	dir, relay      string
+	dir, relay, etc string
 	base, next      string
 	goodSum, badSum string
+	scale           float64
+	epoch           string
+	budget          int64
 }
 
 // devices are the two devices of a round.
@@ -213,26 +226,49 @@ func startPrefixed(cmd *exec.Cmd, name string, onLine func(string)) error {
 }
 
 // agentConfig writes the device's agent.json for a round into /tmp and
-// returns its path: the agent of relay, its key and store in home (one
-// store for all rounds), the round's slots in dir, sleeping between timer
-// wakes (the boot wake links and drains: the proof of a build on trial),
-// trialStarts starts of a minute each for a build on trial, the sink as
-// its handler (no message is sent: the agent wants one).
-func agentConfig(relay, name, home, dir string) (string, error) {
-	c := map[string]any{
-		"version": 1, "key": filepath.Join(home, "agent.key"), "dataDir": filepath.Join(home, "agent"), "relay": relay, "name": name,
-		"board": "qemu-virt", "wake": map[string]any{"methods": []string{"timer"}}, "mode": "sleep",
+// returns its path, and puts the owner's first root into the round's
+// update directory (meta/root.json) as a device is provisioned: the agent
+// of c's relay, its key and store in home (one
+// store for all rounds), the round's slots and update directory in dir,
+// waking hourly in a window of length window on the relay's compressed
+// clock (c.scale, c.epoch), its
+// update check on as version 1 with at most c.budget bytes downloaded a
+// wake, trialStarts starts for a build on trial, the sink as its handler
+// (no message is sent: the agent wants one).
+func agentConfig(c config, name, home, dir string) (string, error) {
+	meta := filepath.Join(dir, "update", "meta")
+	if err := os.MkdirAll(meta, 0o700); err != nil {
+		return "", err
+	}
+	if err := copyOnce(filepath.Join(c.etc, "root.json"), filepath.Join(meta, "root.json")); err != nil {
+		return "", err
+	}
+	conf := map[string]any{
+		"version": 1, "key": filepath.Join(home, "agent.key"), "dataDir": filepath.Join(home, "agent"), "relay": c.relay, "name": name,
+		"board": "qemu-virt", "wake": map[string]any{"methods": []string{"timer"}}, "mode": "hourly_wake",
+		"timeScale": c.scale, "timeEpoch": c.epoch, "window": map[string]any{"length": window},
 		"purposes": []string{"comms:*"}, "allowPlaintext": true, "keyPackages": 2,
 		"handlers": []any{map[string]any{"purpose": "comms:*", "exec": map[string]any{"path": "/bin/sink", "timeout": "30s"}}},
-		"update":   map[string]any{"slots": filepath.Join(dir, "slots"), "trialStarts": trialStarts[name], "trialDeadline": "60s"},
+		"update": map[string]any{"slots": filepath.Join(dir, "slots"), "trialStarts": trialStarts[name], "trialDeadline": trialDeadline,
+			"version": 1, "dir": filepath.Join(dir, "update"), "budgetBytes": c.budget},
 	}
-	b, err := json.Marshal(c)
+	b, err := json.Marshal(conf)
 	if err != nil {
 		return "", err
 	}
 	path := filepath.Join("/tmp", name+"-"+filepath.Base(dir)+".json")
 	return path, os.WriteFile(path, b, 0o600)
 }
+
+// trialDeadline is the devices' "update.trialDeadline", on the compressed
+// clock: at the test's 300 it is 36 s.
+const trialDeadline = "3h"
+
+// window is the length of the devices' hourly window, on the compressed
+// clock: at the test's 300 an agent wakes every 12 s and stays awake at
+// most 9 s, time for an agent under TCG to link, drain and fetch a wake's
+// budget (a wake ends at its window's end, cutting a fetch short).
+const window = "45m"
 
 // trialStarts are the devices' "update.trialStarts": the broken build
 // gets two, the working one the most the configuration allows, since a
