@@ -4,6 +4,7 @@ package updates
 
 import (
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -32,13 +33,13 @@ type rolloutWorld struct {
 func newRolloutWorld(t *testing.T) *rolloutWorld { return newRolloutWorldOf(t, v2) }
 
 // newRolloutWorldOf is newRolloutWorld with build (v2, crash or hang)
-// signed as version 2.
-func newRolloutWorldOf(t *testing.T, build string) *rolloutWorld {
+// signed as version 2, with sign-target's extra flags.
+func newRolloutWorldOf(t *testing.T, build string, extra ...string) *rolloutWorld {
 	epoch := time.Now().UTC().Format(time.RFC3339Nano)
 	w := &rolloutWorld{world: newWorld(t, "--time-scale", offerScale, "--time-epoch", epoch), epoch: epoch,
 		target: "torpor-agent/2/linux-" + goruntime.GOARCH}
-	ctl(t, "update", "sign-target", "--dir", w.owner, "--name", w.target, "--version", "2",
-		"--goarch", goruntime.GOARCH, "--goarm", "", "--gzip", bin(t, build))
+	ctl(t, append([]string{"update", "sign-target", "--dir", w.owner, "--name", w.target, "--version", "2",
+		"--goarch", goruntime.GOARCH, "--goarm", "", "--gzip"}, append(extra, bin(t, build))...)...)
 	ctl(t, "update", "publish", "--dir", w.owner, "--relay", w.relay.URL, "--key", w.opKey, "--root", "1", "--time-scale", offerScale)
 	var targets struct {
 		Signed struct {
@@ -63,6 +64,12 @@ func newRolloutWorldOf(t *testing.T, build string) *rolloutWorld {
 // linked to w's relay in mode on the compressed clock.
 func (w *rolloutWorld) device(t *testing.T, name, mode string) *device {
 	t.Helper()
+	return w.deviceWith(t, name, mode, nil)
+}
+
+// deviceWith is device with the configuration's members extra added.
+func (w *rolloutWorld) deviceWith(t *testing.T, name, mode string, extra map[string]any) *device {
+	t.Helper()
 	dir := filepath.Join(w.dir, name)
 	key, conf := filepath.Join(w.dir, name+".key"), filepath.Join(w.dir, name+".json")
 	keygen(t, key)
@@ -75,6 +82,7 @@ func (w *rolloutWorld) device(t *testing.T, name, mode string) *device {
 	}
 	c := map[string]any{"version": 1, "update": map[string]any{"version": 1, "budgetBytes": 64 << 20,
 		"trialStarts": 2, "trialDeadline": trialDeadline.String()}}
+	maps.Copy(c, extra)
 	b, _ := json.Marshal(c)
 	if err == nil {
 		err = os.WriteFile(conf, b, 0o600)
