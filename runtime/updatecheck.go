@@ -119,10 +119,9 @@ func (w *wakeRun) restarting() string {
 
 // handOnUpdate acts on a check that found no fault: a verified bundle
 // goes to install, a file whose target needs the owner's confirmation is
-// held for the owner (the status then names the held
-// action's key). Held updates of the check's target type typ other than
-// this one are dropped: a newer publish superseded them, or the device is
-// up to date.
+// held for the owner (the status then names the held action's key). Held
+// updates of the check's target type typ other than this one are
+// dropped: a newer publish superseded them, or the device is up to date.
 func (a *Agent) handOnUpdate(typ string, res update.Result, st *wire.StatusUpdate) error {
 	keep := ""
 	if res.Path != "" && res.AwaitsConfirmation {
