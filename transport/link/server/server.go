@@ -431,8 +431,18 @@ func (c *serverConn) write(ctx context.Context, f *wire.Frame) error {
 	if err != nil {
 		return err
 	}
-	return c.ws.Write(ctx, websocket.MessageBinary, b)
+	if err := c.ws.Write(ctx, websocket.MessageBinary, b); err != nil {
+		return &writeError{err}
+	}
+	return nil
 }
+
+// writeError is a frame the relay could not write: the connection is
+// gone or stalled, which is the link's end, not a fault of the relay's
+// (serve logs it so).
+type writeError struct{ error }
+
+func (e *writeError) Unwrap() error { return e.error }
 
 // fail records the first error, wakes every pending Forward and stops the
 // connection's goroutines.
@@ -480,10 +490,11 @@ func (c *serverConn) serve() {
 		defer close(done)
 		for f := range work {
 			if err := c.handle(f); err != nil {
-				if c.ctx.Err() != nil {
+				if we := (*writeError)(nil); c.ctx.Err() != nil || errors.As(err, &we) {
 					// The link closed first (the device went): its
 					// answer had nowhere to go. No fault of the relay.
 					c.s.log().Info("link closed before the relay answered the device", "agent", c.agent.String(), "frame", f.T, "err", err)
+					c.fail(err) // a stalled link, which the read loop may not know yet
 					for range work {
 					}
 					return
