@@ -211,18 +211,10 @@ func TestHeldUpdateDeniedOrExpired(t *testing.T) {
 // verified and holds nothing.
 func TestWakeHoldsConfirmTarget(t *testing.T) {
 	build := bytes.Repeat([]byte{9}, 150_000)
-	clk := clocktest.New(t0)
-	repo, root := updateRepoWith(t, clk, build, update.Custom{Version: 2, GOARCH: "arm", GOARM: "6", Confirm: true})
-	w := newWorldWith(t, wake.HourlyWake, relayWithUpdates(repo))
-	dir := t.TempDir()
-	os.MkdirAll(filepath.Join(dir, "meta"), 0o700)
-	os.WriteFile(filepath.Join(dir, "meta", "root.json"), root, 0o600)
-	inst := &installs{}
+	w, inst := confirmWorld(t, wake.HourlyWake, build)
 	// With rauc on too: its check finds no bundle (up to date) and must
 	// leave the build's hold alone.
-	in, _ := rauc.New(rauc.Config{Command: "/nonexistent/rauc", State: filepath.Join(t.TempDir(), "rauc.json")})
-	w.cfg.Relay.Updates = &runtime.Updates{Dir: dir, Installed: 1, Device: update.Device{GOARCH: "arm", GOARM: "6"},
-		OnVerified: inst.installErr, Rauc: in}
+	w.cfg.Relay.Updates.Rauc, _ = rauc.New(rauc.Config{Command: "/nonexistent/rauc", State: filepath.Join(t.TempDir(), "rauc.json")})
 	w.bootSuspending()
 	st := w.status()
 	u := st.Update
@@ -298,16 +290,7 @@ func TestWakeDeniedUpdate(t *testing.T) {
 // confirmation during the wake installs it, and the live wake ends so
 // that the agent restarts into the build (Run returns ErrRestart).
 func TestLiveWakeRestartsAfterAConfirmedInstall(t *testing.T) {
-	build := bytes.Repeat([]byte{9}, 150_000)
-	clk := clocktest.New(t0)
-	repo, root := updateRepoWith(t, clk, build, update.Custom{Version: 2, GOARCH: "arm", GOARM: "6", Confirm: true})
-	w := newWorldWith(t, wake.AlwaysOn, relayWithUpdates(repo))
-	dir := t.TempDir()
-	os.MkdirAll(filepath.Join(dir, "meta"), 0o700)
-	os.WriteFile(filepath.Join(dir, "meta", "root.json"), root, 0o600)
-	inst := &installs{}
-	w.cfg.Relay.Updates = &runtime.Updates{Dir: dir, Installed: 1, Device: update.Device{GOARCH: "arm", GOARM: "6"},
-		OnVerified: inst.installErr}
+	w, inst := confirmWorld(t, wake.AlwaysOn, bytes.Repeat([]byte{9}, 150_000))
 	w.newAgent()
 	w.run()
 	w.waitPhase(runtime.PhaseUpdate) // the check held it
@@ -322,4 +305,21 @@ func TestLiveWakeRestartsAfterAConfirmedInstall(t *testing.T) {
 	if err := <-w.done; !errors.Is(err, runtime.ErrRestart) {
 		t.Fatalf("Run of the live wake after the confirmed install = %v; want ErrRestart", err)
 	}
+}
+
+// confirmWorld is an agent in mode running build version 1 of an armv6
+// device, provisioned with the owner's first root, whose relay holds
+// build as version 2, a target that needs the owner's confirmation; what
+// it hands on to install is recorded in the installs returned.
+func confirmWorld(t *testing.T, mode wake.Mode, build []byte) (*world, *installs) {
+	t.Helper()
+	repo, root := updateRepoWith(t, clocktest.New(t0), build, update.Custom{Version: 2, GOARCH: "arm", GOARM: "6", Confirm: true})
+	w := newWorldWith(t, mode, relayWithUpdates(repo))
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "meta"), 0o700)
+	os.WriteFile(filepath.Join(dir, "meta", "root.json"), root, 0o600)
+	inst := &installs{}
+	w.cfg.Relay.Updates = &runtime.Updates{Dir: dir, Installed: 1, Device: update.Device{GOARCH: "arm", GOARM: "6"},
+		OnVerified: inst.installErr}
+	return w, inst
 }
