@@ -54,7 +54,7 @@ type authHook struct {
 }
 
 func newAuthHook(cfg Config, audiences []string, reg *registry, log *slog.Logger) (*authHook, error) {
-	h := &authHook{log: log, prefix: cfg.Prefix, reg: reg, clock: clock.Unscaled(cfg.Clock), scope: cfg.Enrollment.Tenants,
+	h := &authHook{log: log, prefix: cfg.Prefix, reg: reg, clock: clock.Unscaled(cfg.Clock), scope: newScopeCache(cfg.Enrollment.Tenants, clock.Unscaled(cfg.Clock)),
 		verifiers: map[string]*bearer.Verifier{}, operators: map[did.DID]bool{}, observers: map[did.DID]bool{}}
 	for _, a := range audiences {
 		if err := h.addAudience(a); err != nil {
