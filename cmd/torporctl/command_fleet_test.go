@@ -167,10 +167,7 @@ func TestFleetAwaitingAdmission(t *testing.T) {
 	if err := r.States.Admit(context.Background(), ids["admitted"]); err != nil {
 		t.Fatal(err)
 	}
-	opFile := filepath.Join(t.TempDir(), "op.key")
-	if err := saveKey(opFile, op, false); err != nil {
-		t.Fatal(err)
-	}
+	opFile := opKeyFile(t, op)
 	_, out := ctl("fleet", "--relay", r.URL, "--key", opFile)
 	if !strings.Contains(out, "· 1 awaiting admission\n") || !strings.Contains(out, " ?new-device ") || strings.Contains(out, "?admitted") ||
 		!strings.Contains(out, "admit one with: torporctl device admit DID\n  "+ids["new-device"]+" new-device\n") {

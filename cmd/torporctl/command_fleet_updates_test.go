@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -55,10 +54,7 @@ func TestFleetUpdates(t *testing.T) {
 		Install:   &wire.StatusInstall{Result: wire.InstallInstalled, Version: "1.4.0", From: "1.3.2", At: ago},
 		OSUpdate:  &wire.StatusUpdate{Outcome: wire.UpdateVerified, Target: "os/4/rpi-arm64", Version: 4},
 		OSInstall: &wire.StatusInstall{Result: wire.InstallInstalled, Version: "3", At: ago}})
-	opFile := filepath.Join(t.TempDir(), "op.key")
-	if err := saveKey(opFile, op, false); err != nil {
-		t.Fatal(err)
-	}
+	opFile := opKeyFile(t, op)
 	_, table := ctl("fleet", "--relay", r.URL, "--key", opFile)
 	if !strings.Contains(table, " ~north-gate ") || strings.Contains(table, "~pump-house") ||
 		!strings.Contains(table, "\n  "+bad+" north-gate, version 1.3.2:\n    install of 1.4.0 rolled back, check refused (freeze)\n") {

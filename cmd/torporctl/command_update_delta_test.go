@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/did/didtest"
 	"github.com/torpor-dev/torpor/runtime/update"
 )
@@ -20,8 +19,7 @@ import (
 // verified against the target; --gzip with --delta-from is refused.
 func TestUpdateDeltaPublish(t *testing.T) {
 	op := didtest.Key(t, 1)
-	opFile := filepath.Join(t.TempDir(), "op.key")
-	did.SaveKey(opFile, op, false)
+	opFile := opKeyFile(t, op)
 	srv, repo, relayKeys := updateRelay(t, op.DID())
 	dir := filepath.Join(t.TempDir(), "owner")
 	updCtl(t, "update", "keys", "init", "--dir", dir,

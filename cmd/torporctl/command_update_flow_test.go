@@ -20,8 +20,7 @@ import (
 // relay and the device walk to.
 func TestUpdateKeyCeremony(t *testing.T) {
 	op := didtest.Key(t, 1)
-	opFile := filepath.Join(t.TempDir(), "op.key")
-	did.SaveKey(opFile, op, false)
+	opFile := opKeyFile(t, op)
 	srv, repo, relayKeys := updateRelay(t, op.DID())
 	dir := filepath.Join(t.TempDir(), "owner")
 	out := updCtl(t, "update", "keys", "init", "--dir", dir, "--root-keys", "2", "--root-threshold", "2",
@@ -75,8 +74,7 @@ func must(b []byte, err error) []byte {
 // takes.
 func TestUpdateKeysRelay(t *testing.T) {
 	op := didtest.Key(t, 1)
-	opFile := filepath.Join(t.TempDir(), "op.key")
-	did.SaveKey(opFile, op, false)
+	opFile := opKeyFile(t, op)
 	path := filepath.Join(t.TempDir(), "updates.db")
 	oldKeys := [2]*did.PrivateKey{didtest.Key(t, 40), didtest.Key(t, 41)}
 	srv, repo := updateRelayAt(t, op.DID(), path, oldKeys)

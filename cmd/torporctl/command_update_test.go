@@ -94,3 +94,14 @@ func deviceCheck(t *testing.T, devDir string, repo *updaterepo.Repo, installed u
 	}
 	return c.Check(context.Background())
 }
+
+// opKeyFile saves the operator's key op in a key file of the test's and
+// returns its path, for the --key of the commands an operator runs.
+func opKeyFile(t *testing.T, op *did.PrivateKey) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "op.key")
+	if err := did.SaveKey(path, op, false); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
