@@ -144,6 +144,12 @@ func (a Answer) Retryable() bool {
 	return false
 }
 
+// Unconfirmed reports whether the relay's store took the message but did
+// not confirm it (503 store_unconfirmed): it may or may not be queued.
+func (a Answer) Unconfirmed() bool {
+	return a.Status == http.StatusServiceUnavailable && !a.Queued && a.Error == "store_unconfirmed"
+}
+
 // String says what the answer means, for people.
 func (a Answer) String() string {
 	switch {
@@ -154,6 +160,8 @@ func (a Answer) String() string {
 		return fmt.Sprintf("rejected: the agent refused it, or the relay refused it for the agent by its signed policy (an unencrypted object where the policy takes none); nothing was queued: %d %s", a.RPCCode, a.Message)
 	case a.Status == http.StatusOK:
 		return "delivered: the agent was awake and took it"
+	case a.Unconfirmed():
+		return "unconfirmed: the relay's store did not confirm the write; the message may or may not be queued (the device drops a second copy, so sending it again is safe)"
 	case a.Status == http.StatusServiceUnavailable:
 		return a.asleep()
 	case a.Error == "agent_retired" && a.Successor != "":

@@ -64,6 +64,7 @@ func TestAnswerString(t *testing.T) {
 		{Answer{Status: 503, Queued: true, RetryAfter: 90}, "queued: the agent is asleep; the relay stored the message and delivers it when the agent wakes (expected in about 1m30s); it will not be sent again"},
 		{Answer{Status: 503, Queued: true}, "queued: the agent is asleep; the relay stored the message and delivers it when the agent wakes; it will not be sent again"},
 		{Answer{Status: 503, RetryAfter: 7}, "refused: the agent is not accepting this now and nothing was queued; try again in 7s"},
+		{Answer{Status: 503, Error: "store_unconfirmed", RetryAfter: 5}, "unconfirmed: the relay's store did not confirm the write; the message may or may not be queued (the device drops a second copy, so sending it again is safe)"},
 		{Answer{Status: 410, Error: "agent_retired", Successor: "did:key:z6MkNext"}, "refused: the agent's key was rotated; it is now did:key:z6MkNext: send to that DID (nothing was queued)"},
 		{Answer{Status: 507, Error: "asleep_queue_full", Kind: "peer", Message: "cap"}, "refused: the agent's queue is full (peer bound: cap); nothing was queued"},
 		{Answer{Status: 504}, "unanswered: the agent's device did not answer; it may or may not have processed the message (not retried)"},

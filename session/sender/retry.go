@@ -27,6 +27,10 @@ const (
 	// Unanswered: the agent's device did not answer in time (504); it may
 	// or may not have processed the message.
 	Unanswered Outcome = "unanswered"
+	// Unconfirmed: the relay's store took it but did not confirm it (503
+	// store_unconfirmed); it may or may not be queued. Send retries it:
+	// the device drops a second copy of a Governed Object.
+	Unconfirmed Outcome = "unconfirmed"
 	// Failed: an attempt got no answer at all (Result.Err says why).
 	Failed Outcome = "error"
 )
@@ -89,7 +93,7 @@ func (r *Retry) Send(ctx context.Context, obj *governed.Object) Result {
 			return res
 		}
 		res.Attempts = append(res.Attempts, ans)
-		if res.Outcome = outcome(ans); res.Outcome != Refused || !ans.Retryable() {
+		if res.Outcome = outcome(ans); (res.Outcome != Refused && res.Outcome != Unconfirmed) || !ans.Retryable() {
 			return res
 		}
 		delay := r.retryAfter(ans)
@@ -125,6 +129,8 @@ func outcome(a Answer) Outcome {
 		return Queued
 	case a.Status == http.StatusGatewayTimeout:
 		return Unanswered
+	case a.Unconfirmed():
+		return Unconfirmed
 	}
 	return Refused
 }

@@ -49,6 +49,8 @@ var (
 	asleep30  = Answer{Status: 503, RetryAfter: 30}
 	asleep    = Answer{Status: 503}
 	delivered = Answer{Status: 200}
+	// unconfirmed may or may not be queued.
+	unconfirmed = Answer{Status: 503, Error: "store_unconfirmed", RetryAfter: 5}
 )
 
 func TestRetrySend(t *testing.T) {
@@ -72,6 +74,8 @@ func TestRetrySend(t *testing.T) {
 			[]time.Duration{time.Second, 2 * time.Second, 4 * time.Second}}, // jitter from zeros: the lower half
 		{"unanswered is never retried", []Answer{{Status: 504}, delivered}, time.Hour, 0, Unanswered, 1, nil},
 		{"queue full is retried", []Answer{{Status: 507, Error: "asleep_queue_full", RetryAfter: 5}, queued}, time.Hour, 0, Queued, 2, []time.Duration{5 * time.Second}},
+		{"unconfirmed is retried", []Answer{unconfirmed, queued}, time.Hour, 0, Queued, 2, []time.Duration{5 * time.Second}},
+		{"unconfirmed to the end", []Answer{unconfirmed, unconfirmed}, 6 * time.Second, 0, Unconfirmed, 2, []time.Duration{5 * time.Second}},
 		{"unknown agent is final", []Answer{{Status: 404}, queued}, time.Hour, 0, Refused, 1, nil},
 	}
 	for _, tt := range tests {

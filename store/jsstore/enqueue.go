@@ -12,6 +12,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/torpor-dev/torpor/clock"
 	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 )
@@ -47,30 +48,39 @@ func (q *Queue) Enqueue(ctx context.Context, r queue.Record, b queuebounds.Bound
 }
 
 // enqueue stores r under av's lock and returns its seq.
+//
+// Once an attempt went out unanswered (publish's unsure), the record may
+// still land, and a later conflict does not say otherwise: a leader that
+// lost its quorum checks the expected sequence against its log, which
+// holds that attempt uncommitted, so it refuses the next ones while the
+// stream shows nothing new (a phantom conflict). Then enqueue backs off as
+// retry does, and a failure in the end is queue.ErrUnconfirmed, not a
+// refusal (test/cluster's TestNATSNodeKilledUnderLoad delivered such a
+// record once the quorum was back).
 func (q *Queue) enqueue(ctx context.Context, av *agentView, r queue.Record, b queuebounds.Bounds, now time.Time) (uint64, error) {
 	op := q.nextOp()
-	fresh := false
 	if av.v == nil {
 		if err := q.refresh(ctx, r.Agent, av, nil); err != nil {
 			return 0, err
 		}
-		fresh = true
 	}
+	t := try{fresh: true, wait: retryWait}
 	for range maxAttempts {
 		v := av.v
 		live, fromPeer := v.stats(now, r.From)
 		if fe := queue.Admit(live, fromPeer, r, b); fe != nil {
-			if fresh {
-				return 0, fe
+			if t.fresh {
+				return 0, t.settle(fe)
 			}
 			if err := q.refresh(ctx, r.Agent, av, nil); err != nil {
-				return 0, err
+				return 0, t.settle(err)
 			}
-			fresh = true
+			t.fresh = true
 			continue
 		}
 		r.Seq = v.MaxSeq + 1
-		seq, err := q.publish(ctx, recordMsg(q.subject(r.Agent), r, op), v.Last)
+		seq, unsure, err := q.publish(ctx, recordMsg(q.subject(r.Agent), r, op), v.Last)
+		t.unsure = t.unsure || unsure
 		if err == nil {
 			v.Live = append(v.Live, entry{Seq: r.Seq, Msg: seq, Size: int64(len(r.Body)), Kind: r.Kind, From: r.From,
 				Enqueued: r.EnqueuedAt.UnixNano(), Expires: r.ExpiresAt.UnixNano(), Op: op})
@@ -79,19 +89,61 @@ func (q *Queue) enqueue(ctx context.Context, av *agentView, r queue.Record, b qu
 		}
 		if !errors.Is(err, errConflict) {
 			av.v = nil // the publish may have landed
-			return 0, err
+			return 0, t.settle(err)
 		}
 		// Another write came first, or an earlier try of this one that
 		// failed but landed.
-		if err := q.catchUp(ctx, r.Agent, av); err != nil {
-			return 0, err
-		}
-		fresh = true
-		if i := slices.IndexFunc(av.v.Live, func(e entry) bool { return e.Op == op }); i >= 0 {
-			return av.v.Live[i].Seq, nil
+		seq, found, err := q.afterConflict(ctx, r.Agent, av, op, &t)
+		if err != nil || found {
+			return seq, t.settle(err)
 		}
 	}
-	return 0, fmt.Errorf("jsstore: %s: %d lost races in a row", r.Agent, maxAttempts)
+	return 0, t.settle(fmt.Errorf("jsstore: %s: %d lost races in a row", r.Agent, maxAttempts))
+}
+
+// try is what one enqueue learned over its attempts.
+type try struct {
+	fresh    bool          // the view was just read from the stream
+	unsure   bool          // an attempt went out unanswered and may land
+	phantoms int           // conflicts after which the stream showed nothing new
+	wait     time.Duration // the next back-off after a phantom conflict
+}
+
+// settle is err as enqueue returns it: queue.ErrUnconfirmed when an
+// attempt may still land.
+func (t *try) settle(err error) error {
+	if err == nil || !t.unsure {
+		return err
+	}
+	return fmt.Errorf("%w: %w", queue.ErrUnconfirmed, err)
+}
+
+// afterConflict brings av's view up to date after a conflict and reports
+// whether the record op is in it (found, with its seq). A conflict after
+// which the stream shows nothing new is a phantom: a write the leader
+// holds but has not committed. It backs off before the next attempt,
+// and fails after maxFailures of them.
+func (q *Queue) afterConflict(ctx context.Context, agent string, av *agentView, op string, t *try) (uint64, bool, error) {
+	last := av.v.Last
+	if err := q.catchUp(ctx, agent, av); err != nil {
+		return 0, false, err
+	}
+	t.fresh = true
+	if i := slices.IndexFunc(av.v.Live, func(e entry) bool { return e.Op == op }); i >= 0 {
+		return av.v.Live[i].Seq, true, nil
+	}
+	if av.v.Last != last {
+		t.phantoms, t.wait = 0, retryWait
+		return 0, false, nil
+	}
+	if t.phantoms++; t.phantoms == maxFailures {
+		return 0, false, fmt.Errorf("jsstore: %s: the stream refused %d writes at a sequence it does not show (a leader without quorum holds an uncommitted write)", agent, maxFailures)
+	}
+	if err := clock.Sleep(ctx, q.c.clk, t.wait); err != nil {
+		return 0, false, err
+	}
+	t.wait *= 2
+	return 0, false, nil
 }
 
 // Next implements queue.Store: the agent's view, brought up to date from

@@ -196,19 +196,35 @@ var errConflict = errors.New("jsstore: queue changed")
 
 // publish stores m on its subject if the subject's last stream sequence
 // is still last, and returns the new message's stream sequence.
-func (q *Queue) publish(ctx context.Context, m *nats.Msg, last uint64) (uint64, error) {
-	var seq uint64
-	err := q.c.retry(ctx, func() error {
+//
+// A failed attempt the server did not answer (a timeout, a connection
+// lost in flight) may still be stored: its answer may be lost, or a
+// leader that lost its quorum may hold it in its log and commit it once
+// the quorum is back. Every attempt carries the same expected last
+// sequence, so at most one of them can land; unsure reports that one
+// went out unanswered. Only the server's own refusal and "no responders"
+// (nothing received the request) are certain.
+func (q *Queue) publish(ctx context.Context, m *nats.Msg, last uint64) (seq uint64, unsure bool, err error) {
+	err = q.c.retry(ctx, func() error {
 		ack, err := q.c.js.PublishMsg(ctx, m, jetstream.WithExpectStream(q.c.n.records), jetstream.WithExpectLastSequencePerSubject(last))
-		if isConflict(err) {
+		switch {
+		case isConflict(err):
 			return errConflict
-		}
-		if err == nil {
+		case err == nil:
 			seq = ack.Sequence
+		case !refusedForCertain(err):
+			unsure = true
 		}
 		return err
 	})
-	return seq, err
+	return seq, unsure, err
+}
+
+// refusedForCertain reports whether a failed publish cannot have been
+// stored: the server answered with an error, or no server received it.
+func refusedForCertain(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) || errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrNoResponders)
 }
 
 func isConflict(err error) bool {
@@ -248,7 +264,7 @@ func (q *Queue) drop(ctx context.Context, agent string, gone func(entry) bool) (
 		if err != nil {
 			return 0, err
 		}
-		seq, err := q.publish(ctx, m, v.Last)
+		seq, _, err := q.publish(ctx, m, v.Last)
 		if errors.Is(err, errConflict) {
 			if err := q.catchUp(ctx, agent, av); err != nil {
 				return 0, err

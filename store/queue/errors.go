@@ -31,6 +31,15 @@ var (
 	// ErrCorrupt is returned (wrapped) when the file holds data this
 	// version cannot decode (an unknown layout version or a bad record).
 	ErrCorrupt = errors.New("queue: corrupt store")
+	// ErrUnconfirmed is returned (wrapped) by Enqueue when the write was
+	// sent but the store did not confirm it: the record may be stored,
+	// now or later (a JetStream publish whose answer was lost, or that a
+	// leader without quorum still holds in its log), or not at all. The
+	// relay answers 503 store_unconfirmed with queued false: the profile
+	// forbids claiming queued, and the answer must not say nothing was
+	// queued either. A second copy of the object is dropped by the
+	// device's replay cache, so a sender may send it again.
+	ErrUnconfirmed = errors.New("queue: the store did not confirm the write; the record may or may not be stored")
 )
 
 // Bound names used in FullError.Kind, as the profile's "kind" member.

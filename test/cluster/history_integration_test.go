@@ -277,6 +277,9 @@ func sendOnce(addr string, dev *did.PrivateKey, tok, id string) (out queueOutput
 		return queueOutput{unknown: true}, true, ""
 	case a.status == http.StatusServiceUnavailable && a.Queued:
 		return queueOutput{queued: true, answer: "503 queued"}, true, ""
+	case a.unconfirmed():
+		// The store took it and did not confirm it: as a lost answer.
+		return queueOutput{unknown: true}, true, ""
 	case a.Queued:
 		return queueOutput{unknown: true}, true, fmt.Sprintf("%s: %v queued but not 503", id, a)
 	}

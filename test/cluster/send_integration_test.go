@@ -68,6 +68,13 @@ func send(addr, agent, tok string, b []byte) (answer, error) {
 	return a, nil
 }
 
+// unconfirmed reports whether a is 503 store_unconfirmed: the relay's
+// store took the request but did not confirm it, so it may or may not be
+// delivered (at most once).
+func (a answer) unconfirmed() bool {
+	return a.status == http.StatusServiceUnavailable && !a.Queued && bytes.Contains(a.Error, []byte(`"store_unconfirmed"`))
+}
+
 // mustQueue sends and fails the test unless the answer is 503 queued.
 func mustQueue(t testing.TB, addr, agent, tok string, b []byte) {
 	t.Helper()

@@ -22,6 +22,10 @@ const (
 	// JetStream stream without quorum, a full disk) and nothing was
 	// stored.
 	tokenStoreUnavailable = "store_unavailable"
+	// tokenStoreUnconfirmed is Torpor's own: the store took the write
+	// but did not confirm it (queue.ErrUnconfirmed); the message may or
+	// may not be queued.
+	tokenStoreUnconfirmed = "store_unconfirmed"
 
 	// CodeAsleep is the JSON-RPC error code of the asleep signal (offline
 	// profile, JSON-RPC mapping). Note that A2A (v0.3 and v1.0) uses

@@ -263,6 +263,10 @@ func (s *Relay) offline(w http.ResponseWriter, r *http.Request, agent, caller di
 		s.metrics.enqueue(id, "too_large")
 		answerTooLarge(w, b.MaxMessageSize)
 		return
+	case errors.Is(err, queue.ErrUnconfirmed):
+		s.metrics.enqueue(id, "unconfirmed")
+		s.storeUnconfirmed(w, req, id, err)
+		return
 	case err != nil:
 		s.metrics.enqueue(id, "error")
 		s.storeFailedRPC(w, req, err)

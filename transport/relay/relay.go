@@ -580,6 +580,19 @@ func (s *Relay) storeFailedRPC(w http.ResponseWriter, req rpcRequest, err error)
 		Message: "the relay could not read or write its store; nothing was queued or changed, try again later"}, storeRetryAfter)
 }
 
+// storeUnconfirmed answers an enqueue the store took but did not confirm
+// (queue.ErrUnconfirmed): 503 with queued false, since the profile
+// forbids claiming a message queued unless the enqueue succeeded, and a
+// message that says it may or may not be queued, since it may be
+// delivered all the same. The device's replay cache drops a second copy,
+// so a sender may send the object again.
+func (s *Relay) storeUnconfirmed(w http.ResponseWriter, req rpcRequest, agent string, err error) {
+	s.log.Warn("enqueue not confirmed by the store", "agent", agent, "err", err)
+	answer(w, req, http.StatusServiceUnavailable, CodeServerError, profileAnswer{Error: tokenStoreUnconfirmed,
+		Message: "the relay's store did not confirm the write in time; the message may or may not be queued, and may be delivered; " +
+			"the device drops a second copy of an object it has seen, so sending it again is safe"}, storeRetryAfter)
+}
+
 // storeRetryAfter is the Retry-After, in seconds, of a request the relay
 // could not serve because its store failed: about the time a JetStream
 // stream takes to elect a new leader when one server is lost.

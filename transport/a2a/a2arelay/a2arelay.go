@@ -54,9 +54,14 @@ const (
 	// Unanswered: the device was awake but did not answer in time (504);
 	// the request may or may not have been processed.
 	Unanswered
+	// Unconfirmed: the relay's store took the message but did not
+	// confirm it (503 store_unconfirmed); it may or may not be queued.
+	// Sending it again may deliver it twice: the device drops a second
+	// copy of a Governed Object it has seen.
+	Unconfirmed
 )
 
-var kindNames = [...]string{"delivered", "queued", "asleep", "refused", "unanswered"}
+var kindNames = [...]string{"delivered", "queued", "asleep", "refused", "unanswered", "unconfirmed"}
 
 func (k Kind) String() string {
 	if k < 0 || int(k) >= len(kindNames) {
@@ -169,6 +174,8 @@ func kindOf(status int, reason string, queued bool) Kind {
 		return Asleep
 	case status == http.StatusGatewayTimeout:
 		return Unanswered
+	case status == http.StatusServiceUnavailable && reason == "store_unconfirmed":
+		return Unconfirmed
 	}
 	return Refused
 }
