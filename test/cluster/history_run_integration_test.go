@@ -176,6 +176,16 @@ func (h *historyFleet) run(t *testing.T, run int, p *runPlan) *recorder {
 		r := rand.New(rand.NewPCG(p.seed, uint64(s+1)))
 		wg.Go(func() {
 			for i := 0; i < p.perSend || !isClosed(l.healed); i++ {
+				if i >= p.perSend {
+					// Past its share a sender only keeps the load up until
+					// the faults heal; at the pace of a full queue's 507s
+					// (thousands a second) it made histories of 11,000
+					// operations that porcupine could not check in time.
+					select {
+					case <-l.healed:
+					case <-time.After(senderPause):
+					}
+				}
 				h.sendOne(l, s, r, tok, fmt.Sprintf("r%d-s%d-%d", run, s, i))
 			}
 		})
@@ -192,6 +202,10 @@ func (h *historyFleet) run(t *testing.T, run int, p *runPlan) *recorder {
 	}
 	return l.rec
 }
+
+// senderPause spaces a sender's requests once it has sent its share
+// (runPlan.perSend) and waits for the faults to heal.
+const senderPause = 20 * time.Millisecond
 
 // sendLoad is what a run's senders share.
 type sendLoad struct {
