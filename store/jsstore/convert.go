@@ -132,7 +132,7 @@ func (q *Queue) convert(ctx context.Context, old oldState) error {
 		if err != nil {
 			return err
 		}
-		if _, _, err = q.publish(ctx, msg, v.Last); errors.Is(err, errConflict) {
+		if _, err = q.publish(ctx, msg, v.Last); errors.Is(err, errConflict) {
 			conflicts++
 			err = q.catchUp(ctx, old.Agent, av)
 		}

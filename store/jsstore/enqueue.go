@@ -80,12 +80,17 @@ func (q *Queue) enqueue(ctx context.Context, av *agentView, r queue.Record, b qu
 			continue
 		}
 		r.Seq = v.MaxSeq + 1
-		seq, unsure, err := q.publish(ctx, recordMsg(q.subject(r.Agent), r, op), v.Last)
-		t.unsure = t.unsure || unsure
+		p, err := q.publish(ctx, recordMsg(q.subject(r.Agent), r, op), v.Last)
+		if p.unsure {
+			t.unsure, t.sent = true, r.Seq
+		}
+		if err == nil && p.dup {
+			return q.landedEarlier(ctx, r.Agent, av, op, t.sent)
+		}
 		if err == nil {
-			v.Live = append(v.Live, entry{Seq: r.Seq, Msg: seq, Size: int64(len(r.Body)), Kind: r.Kind, From: r.From,
+			v.Live = append(v.Live, entry{Seq: r.Seq, Msg: p.seq, Size: int64(len(r.Body)), Kind: r.Kind, From: r.From,
 				Enqueued: r.EnqueuedAt.UnixNano(), Expires: r.ExpiresAt.UnixNano(), Op: op})
-			v.Last, v.MaxSeq = seq, r.Seq
+			v.Last, v.MaxSeq = p.seq, r.Seq
 			return r.Seq, nil
 		}
 		if !errors.Is(err, errConflict) {
@@ -102,10 +107,29 @@ func (q *Queue) enqueue(ctx context.Context, av *agentView, r queue.Record, b qu
 	return 0, t.settle(fmt.Errorf("jsstore: %s: %d lost races in a row", r.Agent, maxAttempts))
 }
 
+// landedEarlier is Enqueue's answer when a publish of op was answered
+// "duplicate": an earlier attempt landed unanswered. Its seq is read back
+// from the stream; when its record is gone already (taken by the device,
+// purged or expired before the retry), it is sent, the seq of the last
+// attempt that went out unanswered (the one that landed, but for the rare
+// enqueue with two such attempts, where it serves only as the link's
+// wake-up hint).
+func (q *Queue) landedEarlier(ctx context.Context, agent string, av *agentView, op string, sent uint64) (uint64, error) {
+	av.v = nil
+	if err := q.refresh(ctx, agent, av, nil); err != nil {
+		return sent, nil // stored all the same; the view is read again next time
+	}
+	if i := slices.IndexFunc(av.v.Live, func(e entry) bool { return e.Op == op }); i >= 0 {
+		return av.v.Live[i].Seq, nil
+	}
+	return sent, nil
+}
+
 // try is what one enqueue learned over its attempts.
 type try struct {
 	fresh    bool          // the view was just read from the stream
 	unsure   bool          // an attempt went out unanswered and may land
+	sent     uint64        // the seq of the last attempt that went out unanswered
 	phantoms int           // conflicts after which the stream showed nothing new
 	wait     time.Duration // the next back-off after a phantom conflict
 }

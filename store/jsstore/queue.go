@@ -194,6 +194,13 @@ func (q *Queue) catchUp(ctx context.Context, agent string, av *agentView) error 
 // hold: the queue changed since the view was read.
 var errConflict = errors.New("jsstore: queue changed")
 
+// published is what publish learned of a write.
+type published struct {
+	seq    uint64 // the message's stream sequence
+	unsure bool   // an attempt went out unanswered and may have landed
+	dup    bool   // the message was already stored: seq is the first write's
+}
+
 // publish stores m on its subject if the subject's last stream sequence
 // is still last, and returns the new message's stream sequence.
 //
@@ -201,23 +208,25 @@ var errConflict = errors.New("jsstore: queue changed")
 // lost in flight) may still be stored: its answer may be lost, or a
 // leader that lost its quorum may hold it in its log and commit it once
 // the quorum is back. Every attempt carries the same expected last
-// sequence, so at most one of them can land; unsure reports that one
-// went out unanswered. Only the server's own refusal and "no responders"
-// (nothing received the request) are certain.
-func (q *Queue) publish(ctx context.Context, m *nats.Msg, last uint64) (seq uint64, unsure bool, err error) {
-	err = q.c.retry(ctx, func() error {
+// sequence and, for a record, the same message id, so at most one of
+// them lands; unsure reports that one went out unanswered, dup that the
+// stream had the message already. Only the server's own refusal and "no
+// responders" (nothing received the request) are certain.
+func (q *Queue) publish(ctx context.Context, m *nats.Msg, last uint64) (published, error) {
+	var p published
+	err := q.c.retry(ctx, func() error {
 		ack, err := q.c.js.PublishMsg(ctx, m, jetstream.WithExpectStream(q.c.n.records), jetstream.WithExpectLastSequencePerSubject(last))
 		switch {
 		case isConflict(err):
 			return errConflict
 		case err == nil:
-			seq = ack.Sequence
+			p.seq, p.dup = ack.Sequence, ack.Duplicate
 		case !refusedForCertain(err):
-			unsure = true
+			p.unsure = true
 		}
 		return err
 	})
-	return seq, unsure, err
+	return p, err
 }
 
 // refusedForCertain reports whether a failed publish cannot have been
@@ -264,7 +273,8 @@ func (q *Queue) drop(ctx context.Context, agent string, gone func(entry) bool) (
 		if err != nil {
 			return 0, err
 		}
-		seq, _, err := q.publish(ctx, m, v.Last)
+		p, err := q.publish(ctx, m, v.Last)
+		seq := p.seq
 		if errors.Is(err, errConflict) {
 			if err := q.catchUp(ctx, agent, av); err != nil {
 				return 0, err

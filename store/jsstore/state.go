@@ -1,6 +1,7 @@
 package jsstore
 
 import (
+	"cmp"
 	"encoding/base64"
 	"fmt"
 	"slices"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/fxamacker/cbor/v2"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/torpor-dev/torpor/store/queue"
 )
@@ -25,7 +27,7 @@ const (
 	hdrKind   = "Torpor-Kind"   // its queue.Kind, decimal
 	hdrFrom   = "Torpor-From"   // its sender's DID; absent when none
 	hdrTimes  = "Torpor-Times"  // enqueued and expiry times, Unix ns, decimal, one space between
-	hdrOp     = "Torpor-Op"     // the id of the Enqueue call that wrote it
+	hdrOp     = "Torpor-Op"     // the id of the Enqueue call that wrote it, before Nats-Msg-Id carried it
 	hdrMarker = "Torpor-Marker" // "1" on a marker
 )
 
@@ -50,7 +52,11 @@ func recordMsg(subj string, r queue.Record, op string) *nats.Msg {
 		hdrSeq:   {strconv.FormatUint(r.Seq, 10)},
 		hdrKind:  {strconv.Itoa(int(r.Kind))},
 		hdrTimes: {strconv.FormatInt(r.EnqueuedAt.UnixNano(), 10) + " " + strconv.FormatInt(r.ExpiresAt.UnixNano(), 10)},
-		hdrOp:    {op},
+		// The Enqueue call's id as JetStream's message id: a retry of
+		// a write that landed unanswered is deduplicated (answered with
+		// the first write's sequence and "duplicate") within the
+		// stream's duplicate window, even once the record was taken.
+		jetstream.MsgIDHeader: {op},
 	}
 	if r.From != "" {
 		h[hdrFrom] = []string{r.From}
@@ -61,7 +67,7 @@ func recordMsg(subj string, r queue.Record, op string) *nats.Msg {
 // parseRecord reads the entry of a record message stored at stream
 // sequence msg.
 func parseRecord(h nats.Header, msg uint64, size int) (entry, error) {
-	e := entry{Msg: msg, Size: int64(size), From: h.Get(hdrFrom), Op: h.Get(hdrOp)}
+	e := entry{Msg: msg, Size: int64(size), From: h.Get(hdrFrom), Op: cmp.Or(h.Get(jetstream.MsgIDHeader), h.Get(hdrOp))}
 	seq, err1 := strconv.ParseUint(h.Get(hdrSeq), 10, 64)
 	kind, err2 := strconv.ParseUint(h.Get(hdrKind), 10, 8)
 	enq, exp, ok := strings.Cut(h.Get(hdrTimes), " ")

@@ -38,7 +38,7 @@ func TestFullMarkerFits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := q.publish(ctx, m, 0); err != nil {
+	if _, err := q.publish(ctx, m, 0); err != nil {
 		t.Fatalf("storing a marker naming %d records: %v", max, err)
 	}
 	av := q.lock("did:key:full")
