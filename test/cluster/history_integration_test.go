@@ -191,15 +191,44 @@ func (r *recorder) add(client int, in queueInput, call int64, out queueOutput) {
 	r.ops = append(r.ops, porcupine.Operation{ClientId: client, Input: in, Call: call, Output: out, Return: ret})
 }
 
-// history returns the operations, the unanswered ones returning last.
+// history returns the operations, the unanswered ones returning last,
+// with each unanswered enqueue settled by what the device received:
+//   - one whose request the device pulled took effect, before the first
+//     pull that returned it did: it returns then, answered queued;
+//   - one the device never pulled took no effect (the run ends with a
+//     drain that empties the queue, so a record stored is pulled): it is
+//     a refusal, which leaves the queue as it is.
+//
+// An enqueue left unknown may or may not take effect at any later time,
+// so porcupine tries each unknown both ways at every point up to the end
+// of the history; a few of them in a run of hundreds of operations kept
+// it searching past checkTimeout on loaded cores. Settled, the check is
+// as strong (an unknown could be either; the pulls say which it was) and
+// far cheaper.
 func (r *recorder) history() []porcupine.Operation {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	end := r.now() + 1
+	pulled := map[string]int64{} // request id -> return of the first pull with it
+	for _, o := range r.ops {
+		if in := o.Input.(queueInput); in.kind == opPull {
+			for _, rec := range o.Output.(queueOutput).recs {
+				if t, ok := pulled[rec.id]; !ok || o.Return < t {
+					pulled[rec.id] = o.Return
+				}
+			}
+		}
+	}
 	ops := make([]porcupine.Operation, len(r.ops))
 	for i, o := range r.ops {
 		if o.Return == unanswered {
 			o.Return = end
+			if in := o.Input.(queueInput); in.kind == opEnqueue {
+				o.Output = queueOutput{answer: "unanswered, never pulled"}
+				if t, ok := pulled[in.id]; ok {
+					o.Output, o.Return = queueOutput{queued: true, answer: "unanswered, pulled"}, t
+				}
+			}
 		}
 		ops[i] = o
 	}
@@ -255,6 +284,8 @@ func describeKind(o porcupine.Operation) string {
 	switch {
 	case out.unknown:
 		return "unanswered"
+	case strings.HasPrefix(out.answer, "unanswered"):
+		return out.answer
 	case in.kind == opEnqueue && out.queued:
 		return "queued"
 	case in.kind == opEnqueue:
@@ -292,4 +323,33 @@ func sendOnce(addr string, dev *did.PrivateKey, tok, id string) (out queueOutput
 		bad = fmt.Sprintf("%s: %v, want an error status when nothing was queued", id, a)
 	}
 	return out, true, bad
+}
+
+// TestHistorySettlesUnanswered: recorder.history settles an unanswered
+// enqueue by the pulls: one pulled returns, queued, when the first pull
+// with it returned; one never pulled is a refusal. A settled history
+// that breaks the queue's rules still fails the check.
+func TestHistorySettlesUnanswered(t *testing.T) {
+	r := &recorder{start: time.Now()}
+	r.ops = []porcupine.Operation{
+		{ClientId: 0, Input: queueInput{kind: opEnqueue, id: "lost"}, Call: 1, Output: queueOutput{unknown: true}, Return: unanswered},
+		{ClientId: 1, Input: queueInput{kind: opEnqueue, id: "gone"}, Call: 2, Output: queueOutput{unknown: true}, Return: unanswered},
+		{ClientId: 2, Input: queueInput{kind: opPull, max: 4}, Call: 3, Output: queueOutput{recs: []heldRecord{{1, "lost"}}}, Return: 4},
+		{ClientId: 2, Input: queueInput{kind: opPull, max: 4}, Call: 5, Output: queueOutput{recs: []heldRecord{{1, "lost"}}}, Return: 6},
+	}
+	h := r.history()
+	if o := h[0]; !o.Output.(queueOutput).queued || o.Return != 4 {
+		t.Errorf("pulled unanswered enqueue settled as %+v returning %d; want queued, returning at the first pull's return 4", o.Output, o.Return)
+	}
+	if o := h[1]; o.Output.(queueOutput).queued || o.Output.(queueOutput).unknown {
+		t.Errorf("never pulled unanswered enqueue settled as %+v; want a refusal", o.Output)
+	}
+	if !porcupine.CheckOperations(queueModel(2), h) {
+		t.Error("the settled history is not linearizable")
+	}
+	// The same history where the device got "lost" under two seqs.
+	r.ops[3].Output = queueOutput{recs: []heldRecord{{1, "lost"}, {2, "lost"}}}
+	if porcupine.CheckOperations(queueModel(2), r.history()) {
+		t.Error("a settled history with one request under two seqs passed the check")
+	}
 }
