@@ -296,6 +296,21 @@ func (c *Conn) tryUntil(ctx context.Context, wait time.Duration, try func(contex
 	}
 }
 
+// startWatch starts a key-value watch with start, trying again for up to
+// setupWait while the bucket's stream has no leader (a server of the
+// cluster down as the relay starts: the consumer's creation times out
+// until a new leader is elected). Each try has the client's request
+// timeout; ctx, given to start, is the watch's own life.
+func (c *Conn) startWatch(ctx context.Context, start func(context.Context) (jetstream.KeyWatcher, error)) (jetstream.KeyWatcher, error) {
+	var w jetstream.KeyWatcher
+	err := c.tryUntil(ctx, setupWait, func(ctx context.Context) (bool, error) {
+		var err error
+		w, err = start(ctx)
+		return err == nil || c.refused.load() != nil, err
+	})
+	return w, err
+}
+
 // Creating or checking the streams and the bucket at start: each attempt
 // has setupAttempt, and attempts go on for setupWait. Relays that start
 // together on a new cluster race to create them while the cluster's

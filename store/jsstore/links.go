@@ -45,7 +45,7 @@ type Links struct {
 // fleet id is relay (letters and digits) and returns it; Close stops it.
 func (c *Conn) Links(relay string) (*Links, error) {
 	ctx, stop := context.WithCancel(context.Background())
-	w, err := c.sharedKV.Watch(ctx, "link.>")
+	w, err := c.startWatch(ctx, func(ctx context.Context) (jetstream.KeyWatcher, error) { return c.sharedKV.Watch(ctx, "link.>") })
 	if err != nil {
 		stop()
 		return nil, err

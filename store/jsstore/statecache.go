@@ -52,7 +52,9 @@ type cachedState struct {
 // StateCache starts the watch and returns the cache; Close stops it.
 func (c *Conn) StateCache() (*StateCache, error) {
 	wctx, stop := context.WithCancel(context.Background())
-	w, err := c.kv.Watch(wctx, "s.>", jetstream.UpdatesOnly())
+	w, err := c.startWatch(wctx, func(ctx context.Context) (jetstream.KeyWatcher, error) {
+		return c.kv.Watch(ctx, "s.>", jetstream.UpdatesOnly())
+	})
 	if err != nil {
 		stop()
 		return nil, err
