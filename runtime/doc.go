@@ -40,6 +40,11 @@
 // once, without staying live, then sleeps as planned: the relay learns its
 // mode and nothing queued waits a further hour.
 //
+// An agent stopped while awake (Run's context ends: SIGTERM) ends the wake
+// early but still announces its next wake: the announce has a context of
+// its own, bounded to 5 s, and the link closes once the relay answered, so
+// the relay holds the stopped device's last state.
+//
 // # Time
 //
 // Everything runs on the injected clock (Config.Clock), so tests move time

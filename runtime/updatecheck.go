@@ -1,12 +1,14 @@
 package runtime
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/torpor-dev/torpor/internal/safetext"
 	"github.com/torpor-dev/torpor/runtime/gate"
 	"github.com/torpor-dev/torpor/runtime/update"
+	"github.com/torpor-dev/torpor/runtime/update/slots"
 	"github.com/torpor-dev/torpor/transport/link/wire"
 )
 
@@ -64,11 +66,19 @@ func (w *wakeRun) checkUpdate() {
 
 // install hands the verified file of an offered target to OnVerified; when
 // it installed it, the wake ends after this phase and the agent restarts.
+// An OnVerified refused because another build is on trial (slots.ErrTrial)
+// makes the check's outcome waiting, not refused: the rollout keeps
+// offering the target, and the agent installs it after the trial.
 func (w *wakeRun) install(cfg *Updates, res update.Result) error {
 	if cfg.OnVerified == nil {
 		return &update.Refusal{Code: update.Install, Detail: "this agent has no A/B slots to install " + res.Target + " into"}
 	}
 	if err := cfg.OnVerified(res.Path, res); err != nil {
+		if errors.Is(err, slots.ErrTrial) {
+			// One install at a time: the offer is installed once the
+			// running build's trial ended (TrialEnded, or the next wake).
+			return &update.Refusal{Code: update.Trial, Detail: "installing " + res.Target + " waits for the trial of the running build to end: " + err.Error(), Err: err}
+		}
 		return &update.Refusal{Code: update.Install, Detail: "installing " + res.Target + ": " + err.Error(), Err: err}
 	}
 	w.a.log.Info("update installed into a slot; restarting after this wake", "target", res.Target,
@@ -100,6 +110,26 @@ func (w *wakeRun) offerChanged() bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.offer != nil && (w.checked == nil || *w.offer != *w.checked)
+}
+
+// TrialEnded tells the agent that the build it runs ended its trial: it
+// proved itself, and its slot is the active one now (torpor-agent's proof,
+// runtime/update/slots Confirm). In a live wake the status, which names
+// the install, is published at once (StatusChanged), and the target the
+// relay's answer offers is checked again even when this wake checked it:
+// an offered build whose install waited for the trial (update outcome
+// waiting) is installed now and the agent restarts into it. A sleeping
+// agent does both at its next wake.
+func (a *Agent) TrialEnded() {
+	a.mu.Lock()
+	w := a.cur
+	a.mu.Unlock()
+	if w != nil {
+		w.mu.Lock()
+		w.checked = nil // offerChanged: the next answer's offer is new to the wake
+		w.mu.Unlock()
+	}
+	a.StatusChanged()
 }
 
 func offerID(o *update.Offer) string {

@@ -25,8 +25,13 @@ import (
 const PulseInterval = time.Hour
 
 // announceTimeout bounds the publish that announces the next wake, after
-// the window closed.
-const announceTimeout = 10 * time.Second
+// the window closed; stopAnnounceTimeout bounds it when the agent stops
+// (Run's context ended during the wake: SIGTERM), so that a relay that
+// does not answer holds the stop up only briefly.
+const (
+	announceTimeout     = 10 * time.Second
+	stopAnnounceTimeout = 5 * time.Second
+)
 
 // wakeRun is the state of one wake.
 type wakeRun struct {
@@ -751,6 +756,12 @@ func records(rs []wire.Record) []drain.Record {
 // it now is, so the relay's answers to senders follow the change at once.
 // The publish is a network round trip: its timeout runs on the unscaled
 // clock (clock.Unscaled), not on the device's compressed day.
+//
+// The announce does not end with ctx: an agent that stops (SIGTERM ends
+// Run's context) still tells the relay its last state and waits for the
+// answer (within stopAnnounceTimeout when it stopped before the announce
+// began) before it closes the link; the relay keeps that state after the
+// link closed (transport/link/server).
 func (w *wakeRun) announce(ctx context.Context) {
 	if _, ok := w.l.(closedLink); ok || w.isRetired() {
 		return
@@ -761,7 +772,11 @@ func (w *wakeRun) announce(ctx context.Context) {
 		w.setSchedule(m, w.a.nextWake(w.a.clock.Now()))
 	default:
 	}
-	ctx, cancel := clock.WithTimeout(ctx, clock.Unscaled(w.a.clock), announceTimeout)
+	timeout := announceTimeout
+	if ctx.Err() != nil {
+		timeout = stopAnnounceTimeout
+	}
+	ctx, cancel := clock.WithTimeout(context.WithoutCancel(ctx), clock.Unscaled(w.a.clock), timeout)
 	defer cancel()
 	w.ph.measure(PhaseAnnounce, func() error {
 		if w.pulseStale() {

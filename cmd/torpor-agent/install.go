@@ -77,7 +77,11 @@ func running(s *slots.Slots, slot string, file uint64) uint64 {
 func hand(s *slots.Slots, trial slots.TrialOptions, log *slog.Logger) func(path string, res update.Result) error {
 	return func(path string, res update.Result) error {
 		v := strconv.FormatUint(res.Custom.Version, 10)
-		if err := s.Install(path, v, version.Get().Version, trial); err != nil {
+		if err := s.Install(path, v, version.Get().Version, trial); errors.Is(err, slots.ErrTrial) {
+			// The runtime installs it once the trial ended (Agent.TrialEnded).
+			log.Info("update verified, waiting for the trial of the running build", "target", res.Target, "version", v, "rollout", res.Rollout)
+			return err
+		} else if err != nil {
 			log.Error("update verified, not installed", "target", res.Target, "version", v, "err", err)
 			return err
 		}

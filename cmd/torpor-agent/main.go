@@ -285,7 +285,7 @@ func daemon(ctx context.Context, a *args, stderr io.Writer) error {
 	b.Config.Logger = log
 	b.Config.Store.Reinitialise = a.reinit
 	var agent *runtime.Agent
-	trial(f, &b.Config, log, func() { agent.StatusChanged() })
+	trial(f, &b.Config, log, func() { agent.TrialEnded() }) // agent is set below
 	updates(f, &b.Config, a.launch, log)
 	agent, err = runtime.New(b.Config)
 	if err != nil {

@@ -79,9 +79,10 @@ func childArgs(argv []string) []string {
 // trial arranges the agent's proof when it runs from a slot on trial: the
 // first drain that ends without an error (so the store opened and the
 // link came up), then the application's health command when the file names
-// one, confirm the slot, and call confirmed (which publishes the status
-// naming the install at once, in a live wake). A failed health check
-// waits for the next drain.
+// one, confirm the slot, and call confirmed (Agent.TrialEnded: in a live
+// wake it publishes the status naming the install at once, and installs
+// an offered build whose install waited for the trial). A failed health
+// check waits for the next drain.
 func trial(f *conffile.File, cfg *runtime.Config, log *slog.Logger, confirmed func()) {
 	s := slots.New(f.SlotsDir(), cfg.Clock)
 	cfg.Status.Install = s.Status

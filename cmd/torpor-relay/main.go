@@ -82,7 +82,7 @@ func parseArgs(argv []string, stderr io.Writer) (*args, error) {
 	fs.BoolVar(&a.version, "version", false, "Print the version and exit.")
 	fs.StringVar(&a.listen, "listen", "127.0.0.1:8080", "The address the HTTP server listens on. It serves plain HTTP unless --tls-cert and --tls-key are given.")
 	fs.StringVar(&a.publicURL, "public-url", "", "The relay's public origin, such as https://relay.example. It is the audience every DID Bearer token must name. Empty means http://<listen address>.")
-	fs.StringVar(&a.dataDir, "data-dir", filepath.Join(home, ".torpor", "relay"), "The directory of the relay's files (queue.db or queue.log/, agents.db, mqtt.db).")
+	fs.StringVar(&a.dataDir, "data-dir", filepath.Join(home, ".torpor", "relay"), "The directory of the relay's files (queue.db or queue.log/, agents.db, mqtt.db), created if it does not exist.")
 	fs.StringVar(&a.tlsCert, "tls-cert", "", "A PEM certificate file; with --tls-key the relay serves HTTPS itself.")
 	fs.StringVar(&a.tlsKey, "tls-key", "", "The PEM private key file for --tls-cert.")
 	a.mqtt.register(fs)

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -91,6 +92,12 @@ func startBroker(a *args, log *slog.Logger, onCommand func(relay.MQTTCommand), l
 	cfg, err := a.mqtt.brokerConfig(a.dataDir, log.With("component", "mqtt"))
 	if err != nil {
 		return "", nil, err
+	}
+	// The broker keeps mqtt.db and mqtt-devices.db in --data-dir. On bolt
+	// the stores opened before it created the directory (store.Open); on
+	// JetStream nothing else did.
+	if err := os.MkdirAll(a.dataDir, 0o700); err != nil {
+		return "", nil, fmt.Errorf("--data-dir %s: the embedded MQTT broker keeps its files there: %w", a.dataDir, err)
 	}
 	cfg.OnCommand = func(c broker.Command) { onCommand(relay.MQTTCommand(c)) }
 	if ledger != nil {

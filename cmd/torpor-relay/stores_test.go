@@ -117,6 +117,28 @@ func TestRunJetStream(t *testing.T) {
 	}
 }
 
+// TestRunJetStreamNewDataDir: on JetStream the relay starts with a
+// --data-dir that does not exist yet, and creates it (0700) for the
+// embedded broker's files, as the bbolt stores do (store.Open).
+func TestRunJetStreamNewDataDir(t *testing.T) {
+	srv, err := jsserver.Start(t.TempDir(), jsserver.Options{SyncAlways: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { jsserver.Shutdown([]*jsserver.Server{srv}) })
+	dir := filepath.Join(t.TempDir(), "new", "relay")
+	if _, err := startRelay(t, "--store", "jetstream", "--nats", srv.URL(), "--nats-replicas", "1", "--nats-monitor", srv.MonitorURL(), "--data-dir", dir); err != nil {
+		t.Fatalf("run with a --data-dir that does not exist = %v, want it started", err)
+	}
+	fi, err := os.Stat(dir)
+	if err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o700 {
+		t.Errorf("--data-dir after the start: %v, %v; want a directory with mode 0700", fi, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "mqtt.db")); err != nil {
+		t.Errorf("the embedded broker's mqtt.db: %v", err)
+	}
+}
+
 // TestQueueEngine: --queue-engine log keeps the queue in queue.log/ and
 // imports queue.db; the bolt engine then refuses to start rather than
 // serve an empty queue.db beside the records in the log.

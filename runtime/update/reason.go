@@ -61,6 +61,11 @@ const (
 	// Install: the verified build could not be installed (no A/B slots,
 	// or installing it failed).
 	Install Code = "install"
+	// Trial: the verified build is not installed yet because the build
+	// running is on trial (one install at a time, runtime/update/slots):
+	// the reason of a waiting outcome (wire.UpdateWaiting), not a
+	// refusal. It is installed once the trial ended.
+	Trial Code = "trial"
 	// Invalid: malformed metadata or custom fields, or a local failure.
 	Invalid Code = "invalid"
 )

@@ -10,7 +10,9 @@ import (
 
 // Status is what the signed status says of a check's result and error
 // (Check's): a verified target, one held for the owner's confirmation
-// (outcome held, reason needs-confirmation), nothing newer, or the refusal's code and
+// (outcome held, reason needs-confirmation), one whose install waits for
+// the running build's trial (outcome waiting, reason trial: a Refusal
+// with Code Trial), nothing newer, or the refusal's code and
 // sentence, cut to wire.MaxStatusUpdateDetail bytes (the target's name
 // to wire.MaxStatusUpdateTarget), with every control or invisible
 // character shown as its code point (safetext.Clip): the relay refuses a
@@ -26,6 +28,8 @@ func Status(res Result, err error) *wire.StatusUpdate {
 		s.Outcome = wire.UpdateVerified
 	case err == nil:
 		s.Outcome = wire.UpdateUpToDate
+	case errors.As(err, &r) && r.Code == Trial:
+		s.Outcome, s.Reason, s.Detail = wire.UpdateWaiting, string(Trial), safetext.Clip(r.Detail, wire.MaxStatusUpdateDetail)
 	case errors.As(err, &r):
 		s.Outcome, s.Reason, s.Detail = wire.UpdateRefused, string(r.Code), safetext.Clip(r.Error(), wire.MaxStatusUpdateDetail)
 	default:

@@ -12,8 +12,8 @@ import (
 
 // TestStatusSaysWhy: each outcome of a check becomes the status's update
 // member, which the relay's parser accepts: a freeze with its code and
-// sentence, a verified target with its version, and a long detail cut to
-// the status's bound.
+// sentence, a verified target with its version, an install that waits for
+// a trial (no refusal), and a long detail cut to the status's bound.
 func TestStatusSaysWhy(t *testing.T) {
 	r := newRepo(t)
 	r.publish("agent", payload(2, 10), agentFor(2))
@@ -34,6 +34,10 @@ func TestStatusSaysWhy(t *testing.T) {
 	got, perr := wire.ParseStatus(b)
 	if perr != nil || got.Update.Outcome != wire.UpdateRefused || got.Update.Reason != "freeze" || !strings.Contains(got.Update.Detail, "older than the trusted one") {
 		t.Errorf("freeze in the status: %+v, %v", got.Update, perr)
+	}
+	wait := update.Status(update.Result{Target: "agent-3"}, &update.Refusal{Code: update.Trial, Detail: "installing agent-3 waits for the trial of the running build to end"})
+	if wait.Outcome != wire.UpdateWaiting || wait.Reason != "trial" || wait.Detail != "installing agent-3 waits for the trial of the running build to end" {
+		t.Errorf("an install waiting for a trial: %+v; want outcome waiting, reason trial", wait)
 	}
 	long := update.Status(update.Result{}, &update.Refusal{Code: update.Fetch, Detail: strings.Repeat("é", 400)})
 	if len(long.Detail) > wire.MaxStatusUpdateDetail || !strings.HasPrefix(long.Detail, "fetch: é") {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -35,7 +36,9 @@ import (
 // and the blobs in the object store bucket Config.Prefix's _UPDATES, each
 // as objects <sha256>.<k> of BlobPart bytes, so that a range read (a
 // device resuming a download) reads the parts it needs and not the blob
-// from its start, as nats.go's Get of one object would.
+// from its start, as nats.go's Get of one object would. A part's one
+// chunk has a subject of its own, <sha256>-<k> (putPart), so relays
+// uploading a blob at once leave no chunk behind.
 //
 // A head's versioned files are served from the head while it is current
 // and written to their keys by the writer that replaces it, before its
@@ -377,18 +380,99 @@ func (u *Updates) AddBlob(sha string, data []byte) error {
 		return err
 	}
 	for k := int64(0); k*BlobPart < n; k++ {
-		part := data[k*BlobPart : min((k+1)*BlobPart, n)]
-		name := partName(sha, k)
-		if info, err := u.obs.GetInfo(ctx, name); err == nil && info.Size == uint64(len(part)) && info.Digest == digest(part) {
-			continue
-		}
-		meta := jetstream.ObjectMeta{Name: name, Opts: &jetstream.ObjectMetaOptions{ChunkSize: BlobPart}}
-		if _, err := u.obs.Put(ctx, meta, bytes.NewReader(part)); err != nil {
+		if err := u.putPart(ctx, sha, k, data[k*BlobPart:min((k+1)*BlobPart, n)]); err != nil {
 			return fmt.Errorf("jsstore: blob %s part %d: %w", sha, k, err)
 		}
 	}
 	return nil
 }
+
+// putPart writes part k of blob sha as an object of one chunk, unless it
+// is there already with its digest. nats.go's Put would write the chunk
+// under a NUID it draws, so two relays uploading one blob at once would
+// each write a chunk and the metadata written last would name only one:
+// the other chunk would stay in the stream, named by nothing. Here the
+// chunk's subject is the part's own (partNUID) and is written only if it
+// holds nothing yet, so racing writers write one chunk and the same
+// metadata. The layout is the object store's (NATS ADR-20,
+// https://github.com/nats-io/nats-architecture-and-design/blob/main/adr/ADR-20.md):
+// chunks on $O.<bucket>.C.<nuid>, the object's info on
+// $O.<bucket>.M.<base64url(name)>, the last one kept (rollup).
+func (u *Updates) putPart(ctx context.Context, sha string, k int64, part []byte) error {
+	name, nuid, sum := partName(sha, k), partNUID(sha, k), digest(part)
+	old, err := u.obs.GetInfo(ctx, name)
+	switch {
+	case err == nil && old.Size == uint64(len(part)) && old.Digest == sum:
+		return nil
+	case err != nil && !errors.Is(err, jetstream.ErrObjectNotFound):
+		return err
+	}
+	if err := u.putChunk(ctx, nuid, part); err != nil {
+		return err
+	}
+	info := jetstream.ObjectInfo{ObjectMeta: jetstream.ObjectMeta{Name: name, Opts: &jetstream.ObjectMetaOptions{ChunkSize: BlobPart}},
+		Bucket: u.c.n.updates, NUID: nuid, Size: uint64(len(part)), ModTime: time.Now().UTC(), Chunks: 1, Digest: sum}
+	b, err := json.Marshal(info)
+	if err != nil {
+		return err
+	}
+	m := nats.NewMsg("$O." + u.c.n.updates + ".M." + base64.URLEncoding.EncodeToString([]byte(name)))
+	m.Header.Set(jetstream.MsgRollup, jetstream.MsgRollupSubject)
+	m.Data = b
+	if _, err := u.c.js.PublishMsg(ctx, m, jetstream.WithExpectStream("OBJ_"+u.c.n.updates)); err != nil {
+		return err
+	}
+	if old != nil && old.NUID != nuid {
+		// An earlier object of this name (written by nats.go's Put, or
+		// damaged): its chunks are named by nothing now.
+		return u.purgeChunks(ctx, old.NUID)
+	}
+	return nil
+}
+
+// putChunk writes part as the one chunk on nuid's subject, unless the
+// subject holds a chunk already: another relay's upload of the same part,
+// or one cut off before its metadata. A chunk there that is not part (it
+// cannot be: the subject names the blob's SHA-256 and the part's index)
+// is replaced.
+func (u *Updates) putChunk(ctx context.Context, nuid string, part []byte) error {
+	subj := "$O." + u.c.n.updates + ".C." + nuid
+	for range 2 {
+		_, err := u.c.js.PublishMsg(ctx, &nats.Msg{Subject: subj, Data: part}, jetstream.WithExpectStream("OBJ_"+u.c.n.updates),
+			jetstream.WithExpectLastSequencePerSubject(0))
+		if !isConflict(err) {
+			return err
+		}
+		s, err := u.c.js.Stream(ctx, "OBJ_"+u.c.n.updates)
+		if err != nil {
+			return err
+		}
+		m, err := s.GetLastMsgForSubject(ctx, subj)
+		if err != nil {
+			return err
+		}
+		if bytes.Equal(m.Data, part) {
+			return nil
+		}
+		if err := s.Purge(ctx, jetstream.WithPurgeSubject(subj)); err != nil {
+			return err
+		}
+	}
+	return fmt.Errorf("the chunk on %s kept changing", subj)
+}
+
+// purgeChunks removes the chunks of the object whose NUID is nuid.
+func (u *Updates) purgeChunks(ctx context.Context, nuid string) error {
+	s, err := u.c.js.Stream(ctx, "OBJ_"+u.c.n.updates)
+	if err != nil {
+		return err
+	}
+	return s.Purge(ctx, jetstream.WithPurgeSubject("$O."+u.c.n.updates+".C."+nuid))
+}
+
+// partNUID is the NUID of part k of blob sha: its chunk's subject token,
+// the same at every relay.
+func partNUID(sha string, k int64) string { return sha + "-" + strconv.FormatInt(k, 10) }
 
 func partName(sha string, k int64) string { return sha + "." + strconv.FormatInt(k, 10) }
 

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -79,5 +80,138 @@ func TestUpdatesBucketChecked(t *testing.T) {
 	}
 	if cfg := s.CachedInfo().Config; cfg.Storage != jetstream.FileStorage || cfg.AllowDirect || cfg.Replicas != 1 {
 		t.Errorf("object store stream: storage %v, allow_direct %v, replicas %d", cfg.Storage, cfg.AllowDirect, cfg.Replicas)
+	}
+}
+
+// TestRacingUploadsLeaveNoOrphan: two relays uploading the same blob at
+// once (two connections, each with its Updates) both succeed, the blob
+// reads back whole, and the object store holds no chunk that no part's
+// metadata names, nor more chunks than the parts name. Before, each
+// upload wrote its parts' chunks under a subject of its own (nats.go's
+// Put draws a NUID) and the metadata written last won: the other
+// upload's chunks stayed in the stream for ever, unreferenced.
+func TestRacingUploadsLeaveNoOrphan(t *testing.T) {
+	srv := single(t)
+	var us [2]*jsstore.Updates
+	var cs [2]*jsstore.Conn
+	for i := range us {
+		c := open(t, srv)
+		defer c.Close()
+		cs[i] = c
+		u, err := c.Updates(t.Context(), 64<<20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		us[i] = u
+	}
+	var blobs [][]byte
+	parts := 0
+	for i := range 8 {
+		blobs = append(blobs, bytes.Repeat([]byte{byte(i), 't', 'o', 'r'}, jsstore.BlobPart/4+int(i)*1000)) // one part, then two
+		parts += (len(blobs[i]) + jsstore.BlobPart - 1) / jsstore.BlobPart
+	}
+	for _, data := range blobs {
+		sum := sha256.Sum256(data)
+		sha := hex.EncodeToString(sum[:])
+		var wg sync.WaitGroup
+		errs := make([]error, len(us))
+		start := make(chan struct{})
+		for i, u := range us {
+			wg.Go(func() {
+				<-start
+				errs[i] = u.AddBlob(sha, data)
+			})
+		}
+		close(start)
+		wg.Wait()
+		for i, err := range errs {
+			if err != nil {
+				t.Fatalf("upload %d of blob %s: %v", i, sha[:8], err)
+			}
+		}
+		for i, u := range us {
+			if b, err := u.BlobRange(sha, 0, int64(len(data))); err != nil || !bytes.Equal(b, data) {
+				t.Fatalf("relay %d reads blob %s back: %d bytes, %v", i, sha[:8], len(b), err)
+			}
+		}
+	}
+	checkNoOrphans(t, cs[0], parts)
+}
+
+// TestAWrongPartIsReplaced: a part written by nats.go's Put (a drawn
+// NUID) with other bytes than the blob's is replaced by the upload, and
+// its chunks go with it; a part written by Put with the right bytes is
+// kept as it is.
+func TestAWrongPartIsReplaced(t *testing.T) {
+	srv := single(t)
+	c := open(t, srv)
+	defer c.Close()
+	u, err := c.Updates(t.Context(), 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := bytes.Repeat([]byte("part"), jsstore.BlobPart/2) // two parts
+	sum := sha256.Sum256(data)
+	sha := hex.EncodeToString(sum[:])
+	js, _ := jetstream.New(c.NATS())
+	obs, err := js.ObjectStore(t.Context(), "TORPOR_UPDATES")
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := &jetstream.ObjectMetaOptions{ChunkSize: jsstore.BlobPart}
+	if _, err := obs.Put(t.Context(), jetstream.ObjectMeta{Name: sha + ".0", Opts: opts}, bytes.NewReader(bytes.Repeat([]byte("x"), jsstore.BlobPart))); err != nil {
+		t.Fatal(err)
+	}
+	kept, err := obs.Put(t.Context(), jetstream.ObjectMeta{Name: sha + ".1", Opts: opts}, bytes.NewReader(data[jsstore.BlobPart:]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := u.AddBlob(sha, data); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := u.BlobRange(sha, 0, int64(len(data))); err != nil || !bytes.Equal(b, data) {
+		t.Errorf("the blob after its upload: %d bytes, %v", len(b), err)
+	}
+	if in, err := obs.GetInfo(t.Context(), sha+".1"); err != nil || in.NUID != kept.NUID {
+		t.Errorf("the right part written by Put: %+v, %v; want it kept (NUID %s)", in, err, kept.NUID)
+	}
+	checkNoOrphans(t, c, 2)
+}
+
+// checkNoOrphans checks that the blobs' object store (on c) holds parts
+// parts, and exactly the chunks their metadata names: none unreferenced,
+// none twice.
+func checkNoOrphans(t *testing.T, c *jsstore.Conn, parts int) {
+	t.Helper()
+	js, _ := jetstream.New(c.NATS())
+	obs, err := js.ObjectStore(t.Context(), "TORPOR_UPDATES")
+	if err != nil {
+		t.Fatal(err)
+	}
+	infos, err := obs.List(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	named := map[string]uint64{}
+	for _, in := range infos {
+		named["$O.TORPOR_UPDATES.C."+in.NUID] += uint64(in.Chunks)
+	}
+	s, err := js.Stream(t.Context(), "OBJ_TORPOR_UPDATES")
+	if err != nil {
+		t.Fatal(err)
+	}
+	si, err := s.Info(t.Context(), jetstream.WithSubjectFilter("$O.TORPOR_UPDATES.C.>"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	orphans := 0
+	for subj, n := range si.State.Subjects {
+		if n != named[subj] {
+			orphans += int(n - min(n, named[subj]))
+			t.Errorf("chunk subject %s holds %d chunks; the parts' metadata names %d", subj, n, named[subj])
+		}
+	}
+	if len(infos) != parts || orphans > 0 {
+		t.Errorf("the object store holds %d parts and %d orphaned chunks; want %d parts and none", len(infos), orphans, parts)
 	}
 }

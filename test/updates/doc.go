@@ -24,7 +24,9 @@
 //     on the compressed clock, and an awake and a sleeping agent of the
 //     v1 build under the slot launcher take the offer, install it, restart
 //     into it for its trial boot and are counted installed; a build that
-//     exits at start is rolled back and counted so.
+//     exits at start is rolled back and counted so; an offer that comes
+//     while another build is on trial waits for the trial (pending, not
+//     refused) and is installed after it.
 //
 // docs/updates.md describes what they show.
 package updates

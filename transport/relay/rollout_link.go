@@ -67,8 +67,9 @@ var downloadPaused = map[string]bool{"budget": true, "fetch": true}
 // Installed for the version it runs, so that a device already running a
 // rollout's target (flashed with it, or installed before the rollout) is
 // not pending for ever; the last is left out when the install names the
-// running version. Up to date, verified (not installed yet) and a
-// paused download (downloadPaused) are no outcome.
+// running version. Up to date, verified (not installed yet), held for the
+// owner, waiting for the running build's trial and a paused download
+// (downloadPaused) are no outcome.
 func statusOutcomes(status []byte) []outcome {
 	st, ok := payload(status)
 	if !ok {

@@ -173,6 +173,9 @@ func TestStatusOutcomes(t *testing.T) {
 		{"held for the owner's confirmation", wire.Status{Version: "1.3.0", Update: &wire.StatusUpdate{Outcome: wire.UpdateHeld, Target: "t", Version: 7,
 			Reason: "needs-confirmation", Detail: "t version 7 waits for the owner's confirmation"}},
 			[]outcome{{"1.3.0", "installed", runningReason}}},
+		{"waiting for the running build's trial", wire.Status{Version: "1.3.0", Update: &wire.StatusUpdate{Outcome: wire.UpdateWaiting, Target: "t", Version: 7,
+			Reason: "trial", Detail: "installing t waits for the trial of the running build to end"}},
+			[]outcome{{"1.3.0", "installed", runningReason}}},
 	}
 	for _, tt := range tests {
 		got := statusOutcomes(signedStatus(t, dev, wire.PurposeStatus, tt.st))

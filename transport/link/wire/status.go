@@ -98,13 +98,20 @@ const (
 	// the device pending. Relays that predate it count it as no outcome
 	// too (they act on UpdateRefused only).
 	UpdateHeld = "held"
+	// UpdateWaiting: a verified file of an offered target waits for the
+	// trial of the build the device runs to end (Reason "trial"): the
+	// device installs it once that build proved itself or was rolled
+	// back. No outcome yet either: a rollout keeps the device pending
+	// and offers it the target again.
+	UpdateWaiting = "waiting"
 )
 
 // StatusUpdate is one update check as the device reports it.
 type StatusUpdate struct {
 	// Outcome is UpdateUpToDate, UpdateVerified (a file whose length and
 	// hashes are the target's is ready to install), UpdateHeld (verified,
-	// waiting for the owner's confirmation) or UpdateRefused.
+	// waiting for the owner's confirmation), UpdateWaiting (verified,
+	// waiting for the running build's trial to end) or UpdateRefused.
 	Outcome string `json:"outcome"`
 	// Target and Version name the target checked, when there is one.
 	Target  string `json:"target,omitempty"`

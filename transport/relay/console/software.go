@@ -52,6 +52,8 @@ func outcomeWord(outcome string) (string, bool) {
 		return "verified, ready to install", false
 	case wire.UpdateHeld:
 		return "held for the owner's confirmation", false
+	case wire.UpdateWaiting:
+		return "verified, waiting for the running build's trial to end", false
 	case wire.UpdateRefused:
 		return "refused", true
 	case wire.InstallRolledBack:
