@@ -105,7 +105,7 @@ func startBroker(a *args, log *slog.Logger, onCommand func(relay.MQTTCommand), l
 	}
 	b, err := broker.Start(cfg)
 	if err != nil {
-		return "", nil, relaystore.BrokerFix(filepath.Join(a.dataDir, "mqtt.db"), err)
+		return "", nil, relaystore.BrokerFix(filepath.Join(a.dataDir, "mqtt.db"), a.store.kind != "jetstream", err)
 	}
 	if len(cfg.Operators) == 0 {
 		log.Warn("no MQTT operator configured (--operator, --operators-file): devices can connect, but nobody may send them commands")

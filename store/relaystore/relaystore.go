@@ -255,13 +255,20 @@ func (g *Guard) Check(embeddedBroker bool) error {
 // BrokerFix wraps an error starting the embedded broker on mqtt.db
 // (path): one that is not about its listener is about what it read from
 // mqtt.db, which bbolt's check found sound but whose values the broker
-// cannot decode.
-func BrokerFix(path string, err error) error {
+// cannot decode. The fix it names is --reinitialise where the store
+// guard runs (guarded: --store bolt); elsewhere (--store jetstream, which
+// refuses --reinitialise and keeps only the broker's files in --data-dir)
+// it is moving the file aside, after which the broker starts empty.
+func BrokerFix(path string, guarded bool, err error) error {
 	var oe *net.OpError
 	if errors.As(err, &oe) {
 		return err
 	}
+	empty := "run torpor-relay once with --reinitialise"
+	if !guarded {
+		empty = "start the relay again without it"
+	}
 	return fmt.Errorf("%w: the embedded MQTT broker cannot load %s: %w. Stop the relay, move %s aside (keep it for diagnosis), "+
-		"then restore it from a backup, or start over with an empty one: run torpor-relay once with --reinitialise "+
-		"(devices' MQTT sessions and retained statuses are lost; devices publish them again)", ErrRefused, path, err, path)
+		"then restore it from a backup, or start over with an empty one: %s "+
+		"(devices' MQTT sessions and retained statuses are lost; devices publish them again)", ErrRefused, path, err, path, empty)
 }

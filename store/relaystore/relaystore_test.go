@@ -2,6 +2,7 @@ package relaystore
 
 import (
 	"errors"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -87,4 +88,29 @@ func TestDamagedStoreRefused(t *testing.T) {
 	}
 	var g *Guard
 	g.WriteMarker(Names(true), t0) // must not panic
+}
+
+// TestBrokerFixNamesTheFixOfTheStore: a broker that cannot load mqtt.db
+// names --reinitialise only where the store guard runs; a relay on
+// JetStream refuses that flag, so it is told to start again once the
+// file is moved aside. A listener's error is returned as it is.
+func TestBrokerFixNamesTheFixOfTheStore(t *testing.T) {
+	bad := errors.New("decoding a stored client: unexpected end of JSON input")
+	bolt := BrokerFix("/d/mqtt.db", true, bad).Error()
+	js := BrokerFix("/d/mqtt.db", false, bad).Error()
+	if !strings.Contains(bolt, "--reinitialise") || !strings.Contains(bolt, "move /d/mqtt.db aside") {
+		t.Errorf("on bolt: %s", bolt)
+	}
+	if strings.Contains(js, "--reinitialise") || !strings.Contains(js, "move /d/mqtt.db aside") || !strings.Contains(js, "start the relay again without it") {
+		t.Errorf("on JetStream: %s", js)
+	}
+	for _, err := range []error{BrokerFix("/d/mqtt.db", true, bad), BrokerFix("/d/mqtt.db", false, bad)} {
+		if !errors.Is(err, ErrRefused) || !errors.Is(err, bad) {
+			t.Errorf("%v: want ErrRefused wrapping the cause", err)
+		}
+	}
+	listen := &net.OpError{Op: "listen", Net: "tcp", Err: errors.New("address already in use")}
+	if err := BrokerFix("/d/mqtt.db", false, listen); err != listen {
+		t.Errorf("a listener's error came back as %v", err)
+	}
 }
