@@ -28,6 +28,7 @@ import (
 	"github.com/torpor-dev/torpor/session"
 	"github.com/torpor-dev/torpor/store"
 	"github.com/torpor-dev/torpor/store/queue"
+	"github.com/torpor-dev/torpor/test/internal/testenv"
 	"github.com/torpor-dev/torpor/transport/a2a"
 	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 )
@@ -325,10 +326,7 @@ func (w *world) operator(bin string, argv ...string) string {
 	w.t.Helper()
 	cfg := filepath.Join(w.dir, "agent.json")
 	if _, err := os.Stat(cfg); err != nil {
-		keyFile := filepath.Join(w.dir, "agent.key")
-		if err := did.SaveKey(keyFile, agentKey, true); err != nil {
-			w.t.Fatal(err)
-		}
+		keyFile := testenv.KeyFile(w.t, agentKey)
 		c := map[string]any{"version": 1, "key": keyFile, "dataDir": w.dir, "relay": "http://127.0.0.1:9",
 			"owner": ownerKey.DID().String(), "purposes": []string{"comms:*", "action:*"},
 			"handlers": []map[string]any{{"purpose": "*", "exec": map[string]any{"path": "/bin/false"}}}}

@@ -236,10 +236,7 @@ func readFile(p string) string {
 // the exec handler of every comms object.
 func agentConfigFile(t *testing.T, dir string, key *did.PrivateKey, relayURL, notify string) string {
 	t.Helper()
-	keyFile := filepath.Join(dir, "agent.key")
-	if err := did.SaveKey(keyFile, key, false); err != nil {
-		t.Fatal(err)
-	}
+	keyFile := testenv.KeyFile(t, key)
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)

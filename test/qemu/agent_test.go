@@ -6,8 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -86,14 +84,6 @@ func windowOffset(id did.DID, start time.Time) time.Duration {
 // in whole seconds, counted once the binaries are built.
 func (b agentBoot) boot(t *testing.T, k *vm.Kernel, key *did.PrivateKey, r *hostRelay) (*vm.VM, time.Time) {
 	t.Helper()
-	keyFile := filepath.Join(t.TempDir(), "agent.key")
-	if err := did.SaveKey(keyFile, key, false); err != nil {
-		t.Fatal(err)
-	}
-	keyBytes, err := os.ReadFile(keyFile)
-	if err != nil {
-		t.Fatal(err)
-	}
 	agent, sink := vm.GuestBinary(t, "./cmd/torpor-agent"), vm.GuestBinary(t, "./test/qemu/guest/sink")
 	vm.GuestBinary(t, "./test/qemu/guest/init")
 	start := time.Now().Add(b.Lead).Truncate(time.Second)
@@ -103,7 +93,7 @@ func (b agentBoot) boot(t *testing.T, k *vm.Kernel, key *did.PrivateKey, r *host
 			"bin/torpor-agent":                   agent,
 			"bin/sink":                           sink,
 			strings.TrimPrefix(guestConfig, "/"): agentConfig(t, key, r.URL, b, start),
-			strings.TrimPrefix(guestKey, "/"):    keyBytes,
+			strings.TrimPrefix(guestKey, "/"):    did.MarshalKeyFile(key),
 		},
 		Modes:   map[string]uint32{strings.TrimPrefix(guestKey, "/"): 0o600},
 		Modules: append([]string{"virtio_mmio", "virtio_net"}, b.Modules...), Net: true,

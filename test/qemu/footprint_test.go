@@ -190,10 +190,8 @@ func makeFootprintInput(t *testing.T) *footprintInput {
 	t.Helper()
 	dir := t.TempDir()
 	in := &footprintInput{relayData: filepath.Join(dir, "relay"), agentData: filepath.Join(dir, "agent"),
-		keyFile: filepath.Join(dir, "agent.key"), key: newKey(t), ids: map[string]bool{}}
-	if err := did.SaveKey(in.keyFile, in.key, false); err != nil {
-		t.Fatal(err)
-	}
+		key: newKey(t), ids: map[string]bool{}}
+	in.keyFile = testenv.KeyFile(t, in.key)
 	r := startRelayAt(t, in.relayData, in.key)
 	native := footprintTargets[0]
 	// The agent publishes its state and KeyPackages, then is stopped: the
@@ -413,15 +411,11 @@ func measureFootprintVM(t *testing.T, in *footprintInput, tt footprintTarget) fo
 	relayData := filepath.Join(t.TempDir(), "relay")
 	copyDir(t, in.relayData, relayData)
 	r := startRelay(t, relayOptions{Guest: true, Data: relayData, Args: relayBounds, Allow: []string{in.key.DID().String()}})
-	keyBytes, err := os.ReadFile(in.keyFile)
-	if err != nil {
-		t.Fatal(err)
-	}
 	const data, sock = "var/lib/torpor", "/tmp/app.sock"
 	files := map[string][]byte{
 		"bin/torpor-agent":     agent,
 		"bin/footprint":        vm.GuestBinary(t, "./test/qemu/guest/footprint"),
-		"etc/torpor/agent.key": keyBytes,
+		"etc/torpor/agent.key": did.MarshalKeyFile(in.key),
 		"etc/torpor/agent.json": footprintConfig(in, r, "/"+data, guestKey,
 			map[string]any{"purpose": "comms:*", "unix": map[string]string{"socket": sock, "path": "/message"}}),
 	}

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -121,14 +120,6 @@ func cutConfig(t testing.TB) []byte {
 // relay's port forwarded from the host.
 func cutMachine(t *testing.T, key *did.PrivateKey, engine string) vm.Machine {
 	t.Helper()
-	keyFile := filepath.Join(t.TempDir(), "agent.key")
-	if err := did.SaveKey(keyFile, key, false); err != nil {
-		t.Fatal(err)
-	}
-	keyBytes, err := os.ReadFile(keyFile)
-	if err != nil {
-		t.Fatal(err)
-	}
 	m := vm.Machine{Kernel: vm.FindKernel(t),
 		Files: map[string][]byte{
 			"bin/powercut":                       vm.GuestBinary(t, "./test/qemu/guest/powercut"),
@@ -136,7 +127,7 @@ func cutMachine(t *testing.T, key *did.PrivateKey, engine string) vm.Machine {
 			"bin/torpor-agent":                   vm.GuestBinary(t, "./cmd/torpor-agent"),
 			"bin/sink":                           vm.GuestBinary(t, "./test/qemu/guest/sink"),
 			strings.TrimPrefix(guestConfig, "/"): cutConfig(t),
-			strings.TrimPrefix(guestKey, "/"):    keyBytes,
+			strings.TrimPrefix(guestKey, "/"):    did.MarshalKeyFile(key),
 		},
 		Modes:   map[string]uint32{strings.TrimPrefix(guestKey, "/"): 0o600},
 		Modules: append(append([]string(nil), diskModules...), "virtio_net"), Net: true,
@@ -150,17 +141,6 @@ func cutMachine(t *testing.T, key *did.PrivateKey, engine string) vm.Machine {
 	}
 	m.Initrd = m.WriteInitramfs(t)
 	return m
-}
-
-// freePort returns a free TCP port on the host's loopback.
-func freePort(t testing.TB) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
 }
 
 // TestPowerCut cuts the guest's power (QMP quit) 10 times for each queue
@@ -196,7 +176,7 @@ func powerCuts(t *testing.T, engine string) {
 	st := &binState{queued: map[string]string{}, delivered: map[string]int{}, outbox: map[string]bool{}}
 	start := time.Now()
 	for boot := 0; boot <= powerCutTrials; boot++ {
-		port := freePort(t)
+		port := testenv.FreePort(t)
 		m.Forward = []string{fmt.Sprintf("tcp:127.0.0.1:%d-:%d", port, guestRelayPort)}
 		v := vm.Start(t, m)
 		ready := st.awaitReady(t, v, boot)

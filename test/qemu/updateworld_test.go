@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/test/qemu/vm"
 )
 
@@ -64,7 +65,7 @@ func newUpdateWorld(t *testing.T, good, bad []byte) *updateWorld {
 	snapDID, tsDID := w.keygen(snap), w.keygen(ts)
 	for _, dev := range cutDevices {
 		k := newKey(t)
-		w.dids[dev], w.keys[dev] = k.DID().String(), guestKeyFile(t, k)
+		w.dids[dev], w.keys[dev] = k.DID().String(), did.MarshalKeyFile(k)
 	}
 	w.relay = startRelay(t, relayOptions{Guest: true, Allow: []string{w.dids["good"], w.dids["bad"]},
 		Args: []string{"--operator", opDID, "--update-snapshot-key", snap, "--update-timestamp-key", ts,

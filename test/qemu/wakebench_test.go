@@ -203,7 +203,7 @@ func wakeMachine(b *testing.B, tt vmWakeTarget, agentBin []byte, key *did.Privat
 		Files: map[string][]byte{
 			"bin/torpor-agent":     agentBin,
 			"bin/wakebench":        vm.GuestBinary(b, "./test/qemu/guest/wakebench"),
-			"etc/torpor/agent.key": guestKeyFile(b, key),
+			"etc/torpor/agent.key": did.MarshalKeyFile(key),
 		},
 		Modes: map[string]uint32{"etc/torpor/agent.key": 0o600},
 		Run:   "/bin/wakebench", Args: append([]string{"-n", strconv.Itoa(b.N), "-time", timeURL, "--"}, agent...)}
@@ -212,20 +212,6 @@ func wakeMachine(b *testing.B, tt vmWakeTarget, agentBin []byte, key *did.Privat
 		m.Disk, m.Mounts = newDisk(b, 64<<20), []string{"/dev/vda:/data:ext4"}
 	}
 	return m
-}
-
-// guestKeyFile returns the bytes of a key file of key.
-func guestKeyFile(t testing.TB, key *did.PrivateKey) []byte {
-	t.Helper()
-	f := filepath.Join(t.TempDir(), "agent.key")
-	if err := did.SaveKey(f, key, false); err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
 }
 
 // syncLine returns what the guest's /init said when it set the clock.

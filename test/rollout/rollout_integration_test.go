@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -32,10 +31,7 @@ func newFleet(t *testing.T) *fleet {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &fleet{op: op, opKey: filepath.Join(t.TempDir(), "operator.key")}
-	if err := did.SaveKey(f.opKey, op, false); err != nil {
-		t.Fatal(err)
-	}
+	f := &fleet{op: op, opKey: testenv.KeyFile(t, op)}
 	for range 4 {
 		k, err := did.Generate(nil)
 		if err != nil {

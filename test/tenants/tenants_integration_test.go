@@ -57,10 +57,7 @@ func newKeys(t testing.TB, quotasA, quotasB string) (*world, string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		w.keys[name], w.files[name] = k, filepath.Join(w.dir, name+".key")
-		if err := did.SaveKey(w.files[name], k, false); err != nil {
-			t.Fatal(err)
-		}
+		w.keys[name], w.files[name] = k, testenv.KeyFile(t, k)
 	}
 	tf := filepath.Join(w.dir, "tenants.json")
 	body := `{"tenants":[{"owner":"` + w.keys["ownerA"].DID().String() + `","quotas":` + quotasA + `},` +

@@ -102,10 +102,7 @@ func newDevice(t *testing.T) *device {
 	if err != nil {
 		t.Fatal(err)
 	}
-	keyFile, conf := filepath.Join(dir, "agent.key"), filepath.Join(dir, "agent.json")
-	if err := did.SaveKey(keyFile, key, true); err != nil {
-		t.Fatal(err)
-	}
+	keyFile, conf := testenv.KeyFile(t, key), filepath.Join(dir, "agent.json")
 	c := map[string]any{"version": 1, "update": map[string]any{"trialStarts": 2, "trialDeadline": trialDeadline.String()}}
 	b, _ := json.Marshal(c)
 	if err := os.WriteFile(conf, b, 0o600); err != nil {
