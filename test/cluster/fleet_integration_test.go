@@ -148,14 +148,7 @@ func publish(t testing.TB, addr string, dev *did.PrivateKey, d device) {
 	}
 	defer c.Close()
 	b := c.Hello().Clamp(d.bounds)
-	card, err := a2a.BuildCard(a2a.CardOptions{Name: "sleeper", BaseURL: publicURL + "/a/" + dev.DID().String(), OfflineMode: d.mode, Bounds: &b})
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, err := a2a.SignCard(card, dev)
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw := relaytest.SignedCard(t, publicURL, dev, a2a.CardOptions{Name: "sleeper", OfflineMode: d.mode, Bounds: &b})
 	if _, err := c.Publish(ctx, wire.State{Mode: d.mode, Card: raw, Bounds: d.bounds, KeyPackages: d.kps, LastResort: d.lastResort}); err != nil {
 		t.Fatal(err)
 	}

@@ -66,14 +66,7 @@ func liveDevice(t *testing.T, addr string, dev *did.PrivateKey, name string) *li
 	}
 	t.Cleanup(func() { c.Close() })
 	b := c.Hello()
-	card, err := a2a.BuildCard(a2a.CardOptions{Name: name, BaseURL: publicURL + "/a/" + dev.DID().String(), OfflineMode: "always_on", Bounds: &b})
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, err := a2a.SignCard(card, dev)
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw := relaytest.SignedCard(t, publicURL, dev, a2a.CardOptions{Name: name, OfflineMode: "always_on", Bounds: &b})
 	if _, err := c.Publish(ctx, wire.State{Mode: "always_on", Card: raw}); err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/governed"
+	"github.com/torpor-dev/torpor/test/internal/relaytest"
 	"github.com/torpor-dev/torpor/transport/a2a"
 	"github.com/torpor-dev/torpor/transport/link"
 	"github.com/torpor-dev/torpor/transport/link/wire"
@@ -86,14 +87,7 @@ func publishNamed(t *testing.T, url string, dev *did.PrivateKey, name string, st
 	}
 	defer c.Close()
 	b := c.Hello()
-	card, err := a2a.BuildCard(a2a.CardOptions{Name: name, BaseURL: url + "/a/" + dev.DID().String(), OfflineMode: "sleep", Bounds: &b})
-	if err != nil {
-		t.Fatal(err)
-	}
-	state := wire.State{Mode: "sleep"}
-	if state.Card, err = a2a.SignCard(card, dev); err != nil {
-		t.Fatal(err)
-	}
+	state := wire.State{Mode: "sleep", Card: relaytest.SignedCard(t, url, dev, a2a.CardOptions{Name: name, OfflineMode: "sleep", Bounds: &b})}
 	if st != nil {
 		o, err := governed.Sign(dev, governed.Template{IssuedAt: time.Now(), Semantic: governed.Semantic{Schema: wire.StatusSchema},
 			Purpose: wire.PurposeStatus, Payload: st})

@@ -74,13 +74,7 @@ func publishState(t testing.TB, url string, dev *did.PrivateKey, st wire.State) 
 	}
 	t.Cleanup(func() { c.Close() })
 	b := c.Hello()
-	card, err := a2a.BuildCard(a2a.CardOptions{Name: "limits", BaseURL: url + "/a/" + dev.DID().String(), OfflineMode: st.Mode, Bounds: &b})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st.Card, err = a2a.SignCard(card, dev); err != nil {
-		t.Fatal(err)
-	}
+	st.Card = relaytest.SignedCard(t, url, dev, a2a.CardOptions{Name: "limits", OfflineMode: st.Mode, Bounds: &b})
 	_, err = c.Publish(ctx, st)
 	return c, err
 }

@@ -329,15 +329,7 @@ func (w *world) device(t *testing.T, key *did.PrivateKey, mode string, kps [][]b
 func (w *world) state(t *testing.T, c *link.Client, key *did.PrivateKey, mode string) wire.State {
 	t.Helper()
 	b := c.Hello()
-	card, err := a2a.BuildCard(a2a.CardOptions{Name: "dev", BaseURL: w.tap.srv.URL + "/a/" + key.DID().String(), OfflineMode: mode, Bounds: &b})
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, err := a2a.SignCard(card, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return wire.State{Mode: mode, Card: raw}
+	return wire.State{Mode: mode, Card: relaytest.SignedCard(t, w.tap.srv.URL, key, a2a.CardOptions{Name: "dev", OfflineMode: mode, Bounds: &b})}
 }
 
 // TestOverflowTokenRefused: a DID Bearer token whose iat and exp lie so far

@@ -107,14 +107,7 @@ func (w *world) enrolAt(t testing.TB, owner, url string) *did.PrivateKey {
 	}
 	defer c.Close()
 	b := c.Hello()
-	card, err := a2a.BuildCard(a2a.CardOptions{Name: "sleeper", BaseURL: url + "/a/" + dev.DID().String(), OfflineMode: "sleep", Bounds: &b, Envelope: a2a.DefaultEnvelopeParams()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, err := a2a.SignCard(card, dev)
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw := relaytest.SignedCard(t, url, dev, a2a.CardOptions{Name: "sleeper", OfflineMode: "sleep", Bounds: &b, Envelope: a2a.DefaultEnvelopeParams()})
 	if _, err := c.Publish(ctx, wire.State{Mode: "sleep", Card: raw, Enrolment: []byte(strings.TrimSpace(enr))}); err != nil {
 		t.Fatal(err)
 	}

@@ -97,7 +97,19 @@ func Publish(t testing.TB, url string, dev *did.PrivateKey, mode string) {
 	c, ctx := Dial(t, url, dev)
 	defer c.Close()
 	b := c.Hello()
-	card, err := a2a.BuildCard(a2a.CardOptions{Name: "sleeper", BaseURL: url + "/a/" + dev.DID().String(), OfflineMode: mode, Bounds: &b, Envelope: a2a.DefaultEnvelopeParams()})
+	raw := SignedCard(t, url, dev, a2a.CardOptions{Name: "sleeper", OfflineMode: mode, Bounds: &b, Envelope: a2a.DefaultEnvelopeParams()})
+	if _, err := c.Publish(ctx, wire.State{Mode: mode, Card: raw}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// SignedCard returns dev's agent card as a device publishes it: built of
+// opts with its base URL under origin (the relay's public origin), and
+// signed by dev.
+func SignedCard(t testing.TB, origin string, dev *did.PrivateKey, opts a2a.CardOptions) []byte {
+	t.Helper()
+	opts.BaseURL = origin + "/a/" + dev.DID().String()
+	card, err := a2a.BuildCard(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,9 +117,7 @@ func Publish(t testing.TB, url string, dev *did.PrivateKey, mode string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Publish(ctx, wire.State{Mode: mode, Card: raw}); err != nil {
-		t.Fatal(err)
-	}
+	return raw
 }
 
 // PullAll links dev and returns every queued record without
