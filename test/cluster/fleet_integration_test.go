@@ -35,6 +35,19 @@ type fleet struct {
 // relays on it.
 func startFleet(t testing.TB, n int, extra ...string) *fleet {
 	t.Helper()
+	f := startNATS(t)
+	var urls []string
+	for _, s := range f.nats {
+		urls = append(urls, s.URL())
+	}
+	f.startRelays(t, urls, n, extra...)
+	return f
+}
+
+// startNATS starts a 3-node JetStream cluster in the test process, shut
+// down when the test ends, and returns a fleet of it with no relays yet.
+func startNATS(t testing.TB) *fleet {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	ns, err := jsserver.StartCluster(ctx, t.TempDir(), 3, jsserver.Options{})
@@ -43,11 +56,6 @@ func startFleet(t testing.TB, n int, extra ...string) *fleet {
 	}
 	f := &fleet{nats: ns}
 	t.Cleanup(func() { jsserver.Shutdown(f.nats) })
-	var urls []string
-	for _, s := range ns {
-		urls = append(urls, s.URL())
-	}
-	f.startRelays(t, urls, n, extra...)
 	return f
 }
 
@@ -66,10 +74,15 @@ func startProcFleet(t testing.TB, n int, extra ...string) *fleet {
 
 func (f *fleet) startRelays(t testing.TB, urls []string, n int, extra ...string) {
 	t.Helper()
-	args := append([]string{"--store", "jetstream", "--nats", strings.Join(urls, ","), "--public-url", publicURL}, extra...)
 	for range n {
-		f.relays = append(f.relays, startRelay(t, t.TempDir(), args...))
+		f.relays = append(f.relays, startRelay(t, t.TempDir(), jetstreamArgs(urls, extra)...))
 	}
+}
+
+// jetstreamArgs are the flags of a fleet's relay on the NATS servers
+// urls (the first one first), followed by extra.
+func jetstreamArgs(urls []string, extra []string) []string {
+	return append([]string{"--store", "jetstream", "--nats", strings.Join(urls, ","), "--public-url", publicURL}, extra...)
 }
 
 // relayProc is a running torpor-relay process.

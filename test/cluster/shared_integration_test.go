@@ -21,7 +21,6 @@ import (
 
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/store/jsstore"
-	"github.com/torpor-dev/torpor/store/jsstore/jsserver"
 	"github.com/torpor-dev/torpor/test/internal/relaytest"
 	"github.com/torpor-dev/torpor/test/internal/testenv"
 	"github.com/torpor-dev/torpor/transport/a2a"
@@ -61,21 +60,14 @@ var startedRE = regexp.MustCompile(`msg="torpor-relay (listening" addr=(\S+)|sto
 // fails unless every relay serves; it checks that the shared bucket has
 // the cluster's 3 replicas.
 func startFleetAtOnce(t *testing.T, n int, extra ...string) *fleet {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	ns, err := jsserver.StartCluster(ctx, t.TempDir(), 3, jsserver.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := &fleet{nats: ns}
-	t.Cleanup(func() { jsserver.Shutdown(f.nats) })
+	f := startNATS(t)
+	ns := f.nats
 	bin := testenv.Binary(t, "torpor-relay")
 	var procs []*relaytest.Relay
 	for i := range n {
 		urls := []string{ns[i%3].URL(), ns[(i+1)%3].URL(), ns[(i+2)%3].URL()}
-		args := append([]string{"--listen", "127.0.0.1:0", "--mqtt-listen", "127.0.0.1:0", "--data-dir", t.TempDir(), "--log-level", "info",
-			"--operator", fleetOperator(t).DID().String(), "--store", "jetstream", "--nats", strings.Join(urls, ","), "--public-url", publicURL}, extra...)
-		procs = append(procs, &relaytest.Relay{Proc: testenv.Start(t, bin, args...)})
+		args := append([]string{"--operator", fleetOperator(t).DID().String()}, jetstreamArgs(urls, extra)...)
+		procs = append(procs, relaytest.Launch(t, bin, t.TempDir(), args...))
 	}
 	for i, p := range procs {
 		m := p.WaitWithin(t, 2*time.Minute, startedRE)
@@ -94,6 +86,8 @@ func startFleetAtOnce(t *testing.T, n int, extra ...string) *fleet {
 	if err != nil {
 		t.Fatal(err)
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
 	s, err := js.Stream(ctx, "KV_"+jsstore.SharedBucket)
 	if err != nil {
 		t.Fatal(err)

@@ -47,9 +47,19 @@ func Start(t testing.TB, dir string, extra ...string) *Relay {
 // testenv.BuildAt built of an earlier release.
 func StartBinary(t testing.TB, bin, dir string, extra ...string) *Relay {
 	t.Helper()
+	r := Launch(t, bin, dir, extra...)
+	r.URL = r.WaitWithin(t, time.Minute, ListenRE)[1]
+	return r
+}
+
+// Launch runs the torpor-relay binary bin as Start does but returns at
+// once, with URL empty: the caller waits for the relay's log line
+// (ListenRE, or another that also matches a failed start) and sets URL,
+// as a test of relays started together does.
+func Launch(t testing.TB, bin, dir string, extra ...string) *Relay {
+	t.Helper()
 	args := append([]string{"--listen", "127.0.0.1:0", "--mqtt-listen", "127.0.0.1:0", "--data-dir", dir, "--log-level", "info"}, extra...)
-	p := testenv.Start(t, bin, args...)
-	return &Relay{Proc: p, URL: p.WaitWithin(t, time.Minute, ListenRE)[1], Dir: dir}
+	return &Relay{Proc: testenv.Start(t, bin, args...), Dir: dir}
 }
 
 // Token returns a DID Bearer token of k for the audience aud (a relay's
