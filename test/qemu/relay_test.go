@@ -18,6 +18,7 @@ import (
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/governed"
 	"github.com/torpor-dev/torpor/session/sender"
+	"github.com/torpor-dev/torpor/test/internal/testenv"
 	"github.com/torpor-dev/torpor/test/procs"
 	"github.com/torpor-dev/torpor/test/qemu/vm"
 )
@@ -68,15 +69,11 @@ func startRelay(t testing.TB, o relayOptions) *hostRelay {
 			t.Fatal(err)
 		}
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	port := testenv.FreePort(t)
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	r := &hostRelay{addr: addr, URL: "http://" + addr}
 	if o.Guest {
-		r.URL = fmt.Sprintf("http://%s:%d", guestHost, ln.Addr().(*net.TCPAddr).Port)
+		r.URL = fmt.Sprintf("http://%s:%d", guestHost, port)
 	}
 	r.HTTP = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
 		DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
@@ -93,6 +90,7 @@ func startRelay(t testing.TB, o relayOptions) *hostRelay {
 	for _, d := range o.Allow {
 		args = append(args, "--allow-agent", d)
 	}
+	var err error
 	if r.proc, err = procs.StartProc("relay", bin, args, dir, filepath.Join(dir, "relay.log"), nil); err != nil {
 		t.Fatal(err)
 	}
