@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -220,19 +219,17 @@ func (d *rollDevice) note(err error) {
 
 // rollLoad is the senders of TestRollingRestart and what they were told.
 type rollLoad struct {
-	wg      sync.WaitGroup
-	halt    chan struct{}
-	mu      sync.Mutex
-	queued  map[string]bool // ids answered 503 queued
-	unsure  map[string]bool // ids answered 503 store_unconfirmed: delivered at most once
-	refused map[string]int  // other answers, by status and message
-	bad     []string        // answers worse than 503 queued false
-	count   atomic.Int64
-	tick    chan struct{}
+	wg   sync.WaitGroup
+	halt chan struct{}
+	mu   sync.Mutex
+	tally
+	bad   []string // answers worse than 503 queued false
+	count atomic.Int64
+	tick  chan struct{}
 }
 
 func startRollLoad(t *testing.T, rot *rotation, devs []*rollDevice, senders int) *rollLoad {
-	l := &rollLoad{halt: make(chan struct{}), queued: map[string]bool{}, unsure: map[string]bool{}, refused: map[string]int{}, tick: make(chan struct{}, 1)}
+	l := &rollLoad{halt: make(chan struct{}), tally: newTally(), tick: make(chan struct{}, 1)}
 	for s := range senders {
 		tok := relaytest.Token(t, testKey(t, 0x5100+s), publicURL)
 		l.wg.Go(func() {
@@ -254,20 +251,14 @@ func (l *rollLoad) answer(id string, a answer, err error) {
 	switch {
 	case err != nil:
 		l.bad = append(l.bad, fmt.Sprintf("%s: no answer: %v", id, err))
-	case a.status == http.StatusServiceUnavailable && a.Queued:
-		l.queued[id] = true
+	case !l.add(id, a):
+		l.bad = append(l.bad, fmt.Sprintf("%s: %v %q", id, a, a.Message))
+	case a.Queued:
 		l.count.Add(1)
 		select {
 		case l.tick <- struct{}{}:
 		default:
 		}
-	case a.unconfirmed():
-		l.unsure[id] = true
-		l.refused["503 store_unconfirmed"]++
-	case a.status == http.StatusServiceUnavailable && strings.Contains(a.Message, "nothing was queued"):
-		l.refused[fmt.Sprintf("%d %s", a.status, a.Message)]++
-	default:
-		l.bad = append(l.bad, fmt.Sprintf("%s: %v %q", id, a, a.Message))
 	}
 }
 

@@ -75,6 +75,35 @@ func (a answer) unconfirmed() bool {
 	return a.status == http.StatusServiceUnavailable && !a.Queued && bytes.Contains(a.Error, []byte(`"store_unconfirmed"`))
 }
 
+// tally counts a load's answers by what each promises about delivery.
+type tally struct {
+	queued  map[string]bool // ids answered 503 queued: delivered exactly once
+	unsure  map[string]bool // ids answered 503 store_unconfirmed: delivered at most once
+	refused map[string]int  // the other refusals, by status and message
+}
+
+func newTally() tally {
+	return tally{queued: map[string]bool{}, unsure: map[string]bool{}, refused: map[string]int{}}
+}
+
+// add counts the answer a to the request id and reports whether a relay
+// under faults may give it: 503 queued, 503 store_unconfirmed, or a 503
+// saying nothing was queued.
+func (c tally) add(id string, a answer) bool {
+	switch {
+	case a.status == http.StatusServiceUnavailable && a.Queued:
+		c.queued[id] = true
+	case a.unconfirmed():
+		c.unsure[id] = true
+		c.refused["503 store_unconfirmed"]++
+	case a.status == http.StatusServiceUnavailable && strings.Contains(a.Message, "nothing was queued"):
+		c.refused[fmt.Sprintf("%d %s", a.status, a.Message)]++
+	default:
+		return false
+	}
+	return true
+}
+
 // mustQueue sends and fails the test unless the answer is 503 queued.
 func mustQueue(t testing.TB, addr, agent, tok string, b []byte) {
 	t.Helper()
