@@ -150,7 +150,14 @@ type letter struct {
 // valid for an hour from now.
 func message(t testing.TB, key *did.PrivateKey, purpose, text string) letter {
 	t.Helper()
-	o, err := governed.Sign(key, governed.Template{IssuedAt: time.Now(), Purpose: purpose, TTL: time.Hour,
+	return signLetter(t, key, purpose, text, time.Now(), time.Hour)
+}
+
+// signLetter signs a Governed Object by key with purpose and a text
+// payload, issued at issued and valid for ttl.
+func signLetter(t testing.TB, key *did.PrivateKey, purpose, text string, issued time.Time, ttl time.Duration) letter {
+	t.Helper()
+	o, err := governed.Sign(key, governed.Template{IssuedAt: issued, Purpose: purpose, TTL: ttl,
 		Semantic: governed.Semantic{Schema: "urn:torpor:test:qemu"}, Payload: map[string]string{"text": text}})
 	if err != nil {
 		t.Fatal(err)

@@ -9,26 +9,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/torpor-dev/torpor/did"
-	"github.com/torpor-dev/torpor/governed"
 	"github.com/torpor-dev/torpor/test/procs"
 	"github.com/torpor-dev/torpor/test/qemu/vm"
 )
-
-// letterAt signs a Governed Object issued at issued and valid for ttl.
-func letterAt(t testing.TB, key *did.PrivateKey, text string, issued time.Time, ttl time.Duration) letter {
-	t.Helper()
-	o, err := governed.Sign(key, governed.Template{IssuedAt: issued, Purpose: "comms:message", TTL: ttl,
-		Semantic: governed.Semantic{Schema: "urn:torpor:test:qemu"}, Payload: map[string]string{"text": text}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := o.MarshalJSON()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return letter{id: o.ID, text: text, purpose: "comms:message", obj: b}
-}
 
 // checkRelayTime checks that a wake judged expiry by the relay's time,
 // which moved the guest's clock an hour forward.
@@ -68,8 +51,8 @@ func TestTrustedTimeAfterPoweroffWake(t *testing.T) {
 	t.Logf("boot wake: %s", boot.Raw)
 	checkRelayTime(t, "boot", boot)
 	now := time.Now()
-	expired := letterAt(t, sndKey, "expired 30 minutes ago", now.Add(-2*time.Hour), 90*time.Minute)
-	valid := letterAt(t, sndKey, "valid for an hour", now, time.Hour)
+	expired := signLetter(t, sndKey, "comms:message", "expired 30 minutes ago", now.Add(-2*time.Hour), 90*time.Minute)
+	valid := signLetter(t, sndKey, "comms:message", "valid for an hour", now, time.Hour)
 	valid.deliver = true
 	sendAll(t, snd, r, key.DID(), []letter{expired, valid})
 	if left := time.Until(start); left < time.Second {
