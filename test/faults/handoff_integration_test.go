@@ -289,10 +289,7 @@ func postObject(t *testing.T, url string, agent did.DID, sender *did.PrivateKey,
 	if err != nil {
 		t.Fatal(err)
 	}
-	tok, err := bearer.Issue(sender, url, time.Now(), 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tok := relaytest.Token(t, sender, url)
 	h := http.Header{"Content-Type": {"application/json"}, a2a.VersionHeader: {a2a.Version10}, "Authorization": {bearer.Authorization(tok)}}
 	a := relaytest.Do(t, "POST", url+"/a/"+agent.String()+"/a2a/jsonrpc", h, body)
 	var ans struct {

@@ -152,10 +152,7 @@ func newAnswerServer(b *testing.B, name string, pid int, url string, agent did.D
 	s := &answerServer{name: name, pid: pid, target: url + "/a/" + agent.String() + "/a2a/jsonrpc", want: want,
 		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: answerSenders}, Timeout: time.Minute}}
 	for i := range answerSenders {
-		tok, err := bearer.Issue(didtest.Key(b, byte(10+i)), url, time.Now(), 0)
-		if err != nil {
-			b.Fatal(err)
-		}
+		tok := relaytest.Token(b, didtest.Key(b, byte(10+i)), url)
 		s.tokens = append(s.tokens, bearer.Authorization(tok))
 	}
 	return s
