@@ -4,8 +4,6 @@ package cluster
 
 import (
 	"context"
-	"io"
-	"net/http"
 	"strconv"
 	"strings"
 	"testing"
@@ -75,14 +73,9 @@ func liveDevice(t *testing.T, addr string, dev *did.PrivateKey, name string) *li
 
 // sendRaw sends one request and returns the status and the body as text.
 func sendRaw(addr, agent, tok string) (string, string) {
-	req, _ := http.NewRequest("POST", addr+"/a/"+agent+"/a2a/jsonrpc", strings.NewReader(string(body("live", 10))))
-	req.Header.Set("Authorization", "Bearer "+tok)
-	req.Header.Set("A2A-Version", "1.0")
-	resp, err := client.Do(req)
-	if err != nil {
+	status, b, err := relaytest.Exchange(client, addr+"/a/"+agent+"/a2a/jsonrpc", "Bearer "+tok, body("live", 10))
+	if status == 0 {
 		return "error", err.Error()
 	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return strconv.Itoa(resp.StatusCode), string(b)
+	return strconv.Itoa(status), string(b)
 }

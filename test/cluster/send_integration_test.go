@@ -7,7 +7,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -46,24 +45,13 @@ func body(id string, size int) []byte {
 // send posts body to agent's JSON-RPC endpoint on the relay at addr with
 // tok; err is set only when no answer came.
 func send(addr, agent, tok string, b []byte) (answer, error) {
-	req, err := http.NewRequest("POST", addr+"/a/"+agent+"/a2a/jsonrpc", bytes.NewReader(b))
+	status, raw, err := relaytest.Exchange(client, addr+"/a/"+agent+"/a2a/jsonrpc", "Bearer "+tok, b)
 	if err != nil {
 		return answer{}, err
 	}
-	req.Header.Set("Authorization", "Bearer "+tok)
-	req.Header.Set("A2A-Version", "1.0")
-	resp, err := client.Do(req)
-	if err != nil {
-		return answer{}, err
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return answer{}, err
-	}
-	a := answer{status: resp.StatusCode}
+	a := answer{status: status}
 	if err := json.Unmarshal(raw, &a); err != nil {
-		return a, fmt.Errorf("answer %d %q: %v", resp.StatusCode, raw, err)
+		return a, fmt.Errorf("answer %d %q: %v", status, raw, err)
 	}
 	return a, nil
 }

@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"net/http"
 	"strings"
@@ -123,23 +122,15 @@ func crashRun(t *testing.T, p *relayProc, agent string, senders, perSender int, 
 				mu.Lock()
 				sent[id] = sentMsg{sender: s, body: body}
 				mu.Unlock()
-				req, _ := http.NewRequest("POST", url, bytes.NewReader(body))
-				req.Header.Set("Authorization", "Bearer "+tok)
-				req.Header.Set("A2A-Version", "1.0")
-				resp, err := client.Do(req)
+				status, b, err := relaytest.Exchange(client, url, "Bearer "+tok, body)
 				if err != nil {
 					return // the relay is gone; the answer was cut off
-				}
-				b, err := io.ReadAll(resp.Body)
-				resp.Body.Close()
-				if err != nil {
-					return
 				}
 				var a struct {
 					Queued bool `json:"queued"`
 				}
-				if resp.StatusCode != 503 || json.Unmarshal(b, &a) != nil || !a.Queued {
-					t.Errorf("%s: answer %d %s", id, resp.StatusCode, b)
+				if status != 503 || json.Unmarshal(b, &a) != nil || !a.Queued {
+					t.Errorf("%s: answer %d %s", id, status, b)
 					return
 				}
 				mu.Lock()

@@ -5,7 +5,6 @@ package tenants
 import (
 	"bytes"
 	"fmt"
-	"io"
 	"math"
 	"net/http"
 	"slices"
@@ -249,24 +248,12 @@ func (n *noisy) quiet(b *testing.B, name string, count int) []time.Duration {
 // post sends one request and checks that it was queued: 503 agent_asleep
 // with "queued":true (transport/relay/answers.go).
 func (n *noisy) post(dev did.DID, auth, body string) error {
-	req, err := http.NewRequest(http.MethodPost, n.url+"/a/"+dev.String()+"/a2a/jsonrpc", bytes.NewReader([]byte(body)))
+	status, got, err := relaytest.Exchange(n.client, n.url+"/a/"+dev.String()+"/a2a/jsonrpc", auth, []byte(body))
 	if err != nil {
 		return err
 	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("A2A-Version", "1.0")
-	req.Header.Set("Authorization", auth)
-	resp, err := n.client.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	got, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode != http.StatusServiceUnavailable || !bytes.Contains(got, []byte(`"queued":true`)) {
-		return fmt.Errorf("answer %s %s, want 503 queued", resp.Status, got)
+	if status != http.StatusServiceUnavailable || !bytes.Contains(got, []byte(`"queued":true`)) {
+		return fmt.Errorf("answer %d %s, want 503 queued", status, got)
 	}
 	return nil
 }
