@@ -312,11 +312,10 @@ func (st *binState) post(ctx context.Context, hc *http.Client, key *did.PrivateK
 	return json.Unmarshal(ans, &a) == nil && a.Queued
 }
 
-// awaitReady waits for the guest program's READY and checks its OUTBOX and PRESENT
-// lines: every message answered queued so far is still queued, was handed
-// over, or is in the agent's outbox. It returns the index of the console
-// line after READY.
-func (st *binState) awaitReady(t *testing.T, v *vm.VM, boot int) int {
+// awaitREADY waits up to 2 minutes for the power-cut guest program's
+// READY line at boot and returns the index of the console line after it;
+// an ERROR line or no READY fails the test.
+func awaitREADY(t *testing.T, v *vm.VM, boot int) int {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -324,6 +323,16 @@ func (st *binState) awaitReady(t *testing.T, v *vm.VM, boot int) int {
 	if err != nil || l != "READY" {
 		t.Fatalf("boot %d: %q, %v; want READY", boot, l, err)
 	}
+	return ready
+}
+
+// awaitReady waits for the guest program's READY and checks its OUTBOX and PRESENT
+// lines: every message answered queued so far is still queued, was handed
+// over, or is in the agent's outbox. It returns the index of the console
+// line after READY.
+func (st *binState) awaitReady(t *testing.T, v *vm.VM, boot int) int {
+	t.Helper()
+	ready := awaitREADY(t, v, boot)
 	present := map[string]bool{}
 	st.bootOutbox, st.bootAnswered = 0, 0
 	for _, l := range v.Lines()[:ready] {
