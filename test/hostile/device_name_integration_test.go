@@ -3,7 +3,6 @@
 package hostile
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
@@ -12,7 +11,6 @@ import (
 	"github.com/torpor-dev/torpor/governed"
 	"github.com/torpor-dev/torpor/test/internal/relaytest"
 	"github.com/torpor-dev/torpor/transport/a2a"
-	"github.com/torpor-dev/torpor/transport/link"
 	"github.com/torpor-dev/torpor/transport/link/wire"
 )
 
@@ -79,12 +77,7 @@ func TestDeviceNameHiddenCharacters(t *testing.T) {
 // publish error.
 func publishNamed(t *testing.T, url string, dev *did.PrivateKey, name string, st *wire.Status) error {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	c, err := link.Dial(ctx, link.Config{RelayURL: url, Key: dev})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, ctx := relaytest.Dial(t, url, dev)
 	defer c.Close()
 	b := c.Hello()
 	state := wire.State{Mode: "sleep", Card: relaytest.SignedCard(t, url, dev, a2a.CardOptions{Name: name, OfflineMode: "sleep", Bounds: &b})}
@@ -98,6 +91,6 @@ func publishNamed(t *testing.T, url string, dev *did.PrivateKey, name string, st
 			t.Fatal(err)
 		}
 	}
-	_, err = c.Publish(ctx, state)
+	_, err := c.Publish(ctx, state)
 	return err
 }

@@ -3,7 +3,6 @@
 package tenants
 
 import (
-	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -18,7 +17,6 @@ import (
 	"github.com/torpor-dev/torpor/test/internal/relaytest"
 	"github.com/torpor-dev/torpor/test/internal/testenv"
 	"github.com/torpor-dev/torpor/transport/a2a"
-	"github.com/torpor-dev/torpor/transport/link"
 	"github.com/torpor-dev/torpor/transport/link/wire"
 	"github.com/torpor-dev/torpor/transport/tenancy"
 )
@@ -99,12 +97,7 @@ func (w *world) enrolAt(t testing.TB, owner, url string) *did.PrivateKey {
 		t.Fatal(err)
 	}
 	enr := w.ok(t, "enrol", "--key", w.files[owner], dev.DID().String())
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	c, err := link.Dial(ctx, link.Config{RelayURL: url, Key: dev})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, ctx := relaytest.Dial(t, url, dev)
 	defer c.Close()
 	b := c.Hello()
 	raw := relaytest.SignedCard(t, url, dev, a2a.CardOptions{Name: "sleeper", OfflineMode: "sleep", Bounds: &b, Envelope: a2a.DefaultEnvelopeParams()})
