@@ -108,19 +108,7 @@ func checkClusterScoping(t *testing.T, w *world, devA, devB *did.PrivateKey) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, args := range [][]string{
-		{"queue", "purge", "--key", w.files["host"], "--agent", devA.DID().String(), "--all"},
-		{"queue", "list", "--key", w.files["host"], "--agent", devA.DID().String()},
-		{"queue", "purge", "--key", w.files["opB"], "--agent", devA.DID().String(), "--all"},
-		{"queue", "purge", "--key", w.files["opA"], "--agent", devB.DID().String(), "--all"},
-		{"device", "admit", "--key", w.files["host"], devA.DID().String()},
-		{"device", "admit", "--key", w.files["opB"], devA.DID().String()},
-	} {
-		args = append(args, "--relay", w.relay.URL)
-		if out, ok := w.ctl1(t, args...); ok || !strings.Contains(out, "not_tenant_operator") {
-			t.Errorf("torporctl %s: ok=%v %s, want refused with not_tenant_operator", strings.Join(args, " "), ok, out)
-		}
-	}
+	checkOutOfScopeRefused(t, w, devA, devB)
 	if n, err := relaytest.Count(w.relay.URL, devA); err != nil || n != before {
 		t.Fatalf("a's device holds %d records (%v) after refused purges, want %d", n, err, before)
 	}

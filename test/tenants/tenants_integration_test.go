@@ -149,6 +149,26 @@ func TestTwoTenantsOnOneRelay(t *testing.T) {
 	checkRateAndUsage(t, w, inA[1], devB)
 }
 
+// checkOutOfScopeRefused: at w.relay, the host and b's operator can
+// neither list, purge nor admit a's device devA, nor a's operator purge
+// b's device devB; each is refused with not_tenant_operator.
+func checkOutOfScopeRefused(t *testing.T, w *world, devA, devB *did.PrivateKey) {
+	t.Helper()
+	for _, args := range [][]string{
+		{"queue", "purge", "--key", w.files["host"], "--agent", devA.DID().String(), "--all"},
+		{"queue", "list", "--key", w.files["host"], "--agent", devA.DID().String()},
+		{"queue", "purge", "--key", w.files["opB"], "--agent", devA.DID().String(), "--all"},
+		{"queue", "purge", "--key", w.files["opA"], "--agent", devB.DID().String(), "--all"},
+		{"device", "admit", "--key", w.files["host"], devA.DID().String()},
+		{"device", "admit", "--key", w.files["opB"], devA.DID().String()},
+	} {
+		args = append(args, "--relay", w.relay.URL)
+		if out, ok := w.ctl1(t, args...); ok || !strings.Contains(out, "not_tenant_operator") {
+			t.Errorf("torporctl %s: ok=%v %s, want refused with not_tenant_operator", strings.Join(args, " "), ok, out)
+		}
+	}
+}
+
 // checkScoping: the host and the other tenant's operator can neither
 // list, purge nor admit a tenant's device, and remove nothing; the
 // tenant's own operator can.
@@ -159,20 +179,7 @@ func checkScoping(t *testing.T, w *world, devA, devB *did.PrivateKey) {
 			t.Fatalf("send to %s: %+v", d.DID(), a)
 		}
 	}
-	refused := [][]string{
-		{"queue", "purge", "--key", w.files["host"], "--agent", devA.DID().String(), "--all"},
-		{"queue", "list", "--key", w.files["host"], "--agent", devA.DID().String()},
-		{"queue", "purge", "--key", w.files["opB"], "--agent", devA.DID().String(), "--all"},
-		{"queue", "purge", "--key", w.files["opA"], "--agent", devB.DID().String(), "--all"},
-		{"device", "admit", "--key", w.files["host"], devA.DID().String()},
-		{"device", "admit", "--key", w.files["opB"], devA.DID().String()},
-	}
-	for _, args := range refused {
-		args = append(args, "--relay", w.relay.URL)
-		if out, ok := w.ctl1(t, args...); ok || !strings.Contains(out, "not_tenant_operator") {
-			t.Errorf("torporctl %s: ok=%v %s, want refused with not_tenant_operator", strings.Join(args, " "), ok, out)
-		}
-	}
+	checkOutOfScopeRefused(t, w, devA, devB)
 	for _, d := range []*did.PrivateKey{devA, devB} {
 		if n, err := relaytest.Count(w.relay.URL, d); err != nil || n != 1 {
 			t.Fatalf("%s holds %d records (%v) after refused purges, want 1", d.DID(), n, err)
