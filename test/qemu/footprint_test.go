@@ -21,6 +21,7 @@ import (
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/test/internal/testenv"
 	"github.com/torpor-dev/torpor/test/procs"
+	"github.com/torpor-dev/torpor/test/qemu/guest/report"
 	"github.com/torpor-dev/torpor/test/qemu/vm"
 	"github.com/torpor-dev/torpor/wake"
 )
@@ -438,13 +439,7 @@ func measureFootprintVM(t *testing.T, in *footprintInput, tt footprintTarget) fo
 	if err := v.Wait(ctx); err != nil {
 		t.Fatalf("guest: %v", err)
 	}
-	type result struct {
-		Delivered int64  `json:"delivered"`
-		PeakKiB   int64  `json:"peak_kib"`
-		ElapsedMS int64  `json:"elapsed_ms"`
-		Error     string `json:"error"`
-	}
-	rs, err := vm.Results[result](v)
+	rs, err := vm.Results[report.Footprint](v)
 	if err != nil || len(rs) != 1 {
 		t.Fatalf("%d RESULT lines, %v", len(rs), err)
 	}

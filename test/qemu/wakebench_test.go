@@ -15,7 +15,7 @@ import (
 	"github.com/torpor-dev/torpor/internal/benchcpu"
 	"github.com/torpor-dev/torpor/test/internal/testenv"
 	"github.com/torpor-dev/torpor/test/internal/wakemeter"
-	"github.com/torpor-dev/torpor/test/qemu/timesync"
+	"github.com/torpor-dev/torpor/test/qemu/guest/report"
 	"github.com/torpor-dev/torpor/test/qemu/vm"
 )
 
@@ -172,12 +172,7 @@ func benchEmptyWakeVM(b *testing.B, tt vmWakeTarget, agentBin []byte, relayBin s
 		b.Fatalf("guest: %v", err)
 	}
 	meter.Stop()
-	type result struct {
-		Wakes  wakemeter.Wakes `json:"wakes"`
-		Offset timesync.Sample `json:"offset"`
-		Error  string          `json:"error"`
-	}
-	rs, err := vm.Results[result](v)
+	rs, err := vm.Results[report.Wakebench](v)
 	if err != nil || len(rs) != 1 || rs[0].Error != "" || rs[0].Wakes.N != b.N {
 		b.Fatalf("guest: %+v, %v", rs, err)
 	}

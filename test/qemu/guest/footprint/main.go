@@ -28,16 +28,9 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
-)
 
-// Result is the RESULT line.
-type Result struct {
-	Delivered int64  `json:"delivered"`
-	PeakKiB   int64  `json:"peak_kib"`
-	RSSKiB    int64  `json:"rss_kib"`
-	ElapsedMS int64  `json:"elapsed_ms"`
-	Error     string `json:"error,omitempty"`
-}
+	"github.com/torpor-dev/torpor/test/qemu/guest/report"
+)
 
 func main() {
 	n := flag.Int64("n", 500, "Stop the agent after this many deliveries.")
@@ -56,8 +49,8 @@ func main() {
 	}
 }
 
-func run(n int64, sock string, timeout time.Duration, agent []string) Result {
-	var r Result
+func run(n int64, sock string, timeout time.Duration, agent []string) report.Footprint {
+	var r report.Footprint
 	ln, err := net.Listen("unix", sock)
 	if err != nil {
 		r.Error = err.Error()

@@ -33,16 +33,9 @@ import (
 	"time"
 
 	"github.com/torpor-dev/torpor/test/internal/wakemeter"
+	"github.com/torpor-dev/torpor/test/qemu/guest/report"
 	"github.com/torpor-dev/torpor/test/qemu/timesync"
 )
-
-// Result is the RESULT line.
-type Result struct {
-	Wakes wakemeter.Wakes `json:"wakes"`
-	// Offset is the host's clock minus the guest's after the wakes.
-	Offset timesync.Sample `json:"offset"`
-	Error  string          `json:"error,omitempty"`
-}
 
 func main() {
 	n := flag.Int("n", 4, "Measure this many timer wakes after the boot wake.")
@@ -53,7 +46,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "wakebench: want -time URL -- AGENT ARGS...")
 		os.Exit(2)
 	}
-	var r Result
+	var r report.Wakebench
 	var err error
 	r.Wakes, err = run(*n, *timeout, flag.Args())
 	if err == nil {
