@@ -19,6 +19,7 @@ import (
 	"github.com/torpor-dev/torpor/transport/a2a"
 	"github.com/torpor-dev/torpor/transport/bearer"
 	"github.com/torpor-dev/torpor/transport/link"
+	"github.com/torpor-dev/torpor/transport/link/wire"
 )
 
 // startedOrStopped matches the line a relay logs when it serves and the
@@ -154,26 +155,13 @@ func Drain(url string, dev *did.PrivateKey, delivered func(bodies [][]byte)) err
 		return err
 	}
 	defer c.Close()
-	var after uint64
-	for {
-		recs, more, err := c.Pull(ctx, after, 500)
-		if err != nil || len(recs) == 0 {
-			return err
-		}
-		seqs := make([]uint64, len(recs))
+	return pullEach(ctx, c, true, func(recs []wire.Record) {
 		bodies := make([][]byte, len(recs))
 		for i, r := range recs {
-			seqs[i], bodies[i] = r.Seq, r.Body
-		}
-		if err := c.Ack(ctx, seqs); err != nil {
-			return err
+			bodies[i] = r.Body
 		}
 		delivered(bodies)
-		after = recs[len(recs)-1].Seq
-		if !more {
-			return nil
-		}
-	}
+	})
 }
 
 // Count links dev to the relay at url and counts its queued records
@@ -186,17 +174,7 @@ func Count(url string, dev *did.PrivateKey) (int, error) {
 		return 0, err
 	}
 	defer c.Close()
-	var after uint64
 	n := 0
-	for {
-		recs, more, err := c.Pull(ctx, after, 500)
-		if err != nil || len(recs) == 0 {
-			return n, err
-		}
-		n += len(recs)
-		after = recs[len(recs)-1].Seq
-		if !more {
-			return n, nil
-		}
-	}
+	err = pullEach(ctx, c, false, func(recs []wire.Record) { n += len(recs) })
+	return n, err
 }

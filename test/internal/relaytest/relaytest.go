@@ -144,24 +144,34 @@ func PullAll(t testing.TB, url string, dev *did.PrivateKey) []wire.Record {
 func Pull(t testing.TB, ctx context.Context, c *link.Client, ack bool) []wire.Record {
 	t.Helper()
 	var all []wire.Record
+	if err := pullEach(ctx, c, ack, func(recs []wire.Record) { all = append(all, recs...) }); err != nil {
+		t.Fatal(err)
+	}
+	return all
+}
+
+// pullEach pulls every record queued for c's device in batches of 500,
+// acknowledges each batch when ack is set, and then calls each with it.
+// It returns the first error of the link or the relay's store.
+func pullEach(ctx context.Context, c *link.Client, ack bool, each func([]wire.Record)) error {
 	var after uint64
 	for {
 		recs, more, err := c.Pull(ctx, after, 500)
-		if err != nil {
-			t.Fatal(err)
+		if err != nil || len(recs) == 0 {
+			return err
 		}
-		all = append(all, recs...)
-		if ack && len(recs) > 0 {
+		if ack {
 			seqs := make([]uint64, len(recs))
 			for i, r := range recs {
 				seqs[i] = r.Seq
 			}
 			if err := c.Ack(ctx, seqs); err != nil {
-				t.Fatal(err)
+				return err
 			}
 		}
-		if len(recs) == 0 || !more {
-			return all
+		each(recs)
+		if !more {
+			return nil
 		}
 		after = recs[len(recs)-1].Seq
 	}
