@@ -16,7 +16,6 @@
 package main
 
 import (
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -42,8 +41,7 @@ func main() {
 		os.Exit(2)
 	}
 	r := run(*n, *sock, *timeout, flag.Args())
-	b, _ := json.Marshal(r)
-	fmt.Printf("RESULT %s\n", b)
+	report.Print(r)
 	if r.Error != "" {
 		os.Exit(1)
 	}

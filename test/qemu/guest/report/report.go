@@ -4,6 +4,9 @@
 package report
 
 import (
+	"encoding/json"
+	"fmt"
+
 	"github.com/torpor-dev/torpor/test/internal/wakemeter"
 	"github.com/torpor-dev/torpor/test/qemu/timesync"
 )
@@ -46,4 +49,11 @@ type Wakebench struct {
 	// Offset is the host's clock minus the guest's after the wakes.
 	Offset timesync.Sample `json:"offset"`
 	Error  string          `json:"error,omitempty"`
+}
+
+// Print writes r to standard output as one "RESULT <json>" line, the
+// line vm.Results reads.
+func Print(r any) {
+	b, _ := json.Marshal(r)
+	fmt.Printf("RESULT %s\n", b)
 }

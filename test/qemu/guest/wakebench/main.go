@@ -20,7 +20,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -57,8 +56,7 @@ func main() {
 	if err != nil {
 		r.Error = err.Error()
 	}
-	b, _ := json.Marshal(r)
-	fmt.Printf("RESULT %s\n", b)
+	report.Print(r)
 	if err != nil {
 		os.Exit(1)
 	}

@@ -23,7 +23,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -52,8 +51,7 @@ func main() {
 		os.Exit(2)
 	}
 	r := probe(*method, *after, *keys, *url)
-	b, _ := json.Marshal(r)
-	fmt.Printf("RESULT %s\n", b)
+	report.Print(r)
 	if r.Error != "" {
 		os.Exit(1)
 	}
