@@ -158,15 +158,21 @@ func (p *proc) Write(b []byte) (int, error) {
 // start starts the unit once.
 func (d *device) start() *proc {
 	d.t.Helper()
-	p := &proc{changed: make(chan struct{}), done: make(chan struct{})}
-	p.cmd = exec.Command(bin(d.t, v1), append([]string{"--slot-launch"}, d.flags...)...)
+	return startProc(d.t, exec.Command(bin(d.t, v1), append([]string{"--slot-launch"}, d.flags...)...))
+}
+
+// startProc starts cmd in a process group of its own, its output kept by
+// the proc, and kills the group when the test ends.
+func startProc(t testing.TB, cmd *exec.Cmd) *proc {
+	t.Helper()
+	p := &proc{cmd: cmd, changed: make(chan struct{}), done: make(chan struct{})}
 	p.cmd.Stdout, p.cmd.Stderr = p, p
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := p.cmd.Start(); err != nil {
-		d.t.Fatal(err)
+		t.Fatal(err)
 	}
 	go func() { p.cmd.Wait(); close(p.done) }()
-	d.t.Cleanup(p.kill)
+	t.Cleanup(p.kill)
 	return p
 }
 
