@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	bolt "go.etcd.io/bbolt"
+
 	"github.com/torpor-dev/torpor/clock/clocktest"
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/governed"
@@ -343,13 +345,21 @@ func (w *world) operator(bin string, argv ...string) string {
 	return string(out)
 }
 
-// ledgerState reads a key's state from the agent's store.
-func (w *world) ledgerState(key string) string {
+// agentDB opens the agent's store in w's directory with the options o;
+// the caller closes it.
+func (w *world) agentDB(o *store.Options) *bolt.DB {
 	w.t.Helper()
-	db, err := store.Open(filepath.Join(w.dir, runtime.DBFile), &store.Options{NoSync: true})
+	db, err := store.Open(filepath.Join(w.dir, runtime.DBFile), o)
 	if err != nil {
 		w.t.Fatal(err)
 	}
+	return db
+}
+
+// ledgerState reads a key's state from the agent's store.
+func (w *world) ledgerState(key string) string {
+	w.t.Helper()
+	db := w.agentDB(&store.Options{NoSync: true})
 	defer db.Close()
 	p, err := runtime.OpenPipeline(db, agentPipelineConfig(clocktest.New(issued), &deliver.Exec{Path: "/bin/false"}))
 	if err != nil {
