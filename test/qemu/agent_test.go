@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/did/didtest"
 	"github.com/torpor-dev/torpor/session/sender"
 	"github.com/torpor-dev/torpor/test/procs"
 	"github.com/torpor-dev/torpor/test/qemu/vm"
@@ -120,7 +121,7 @@ type agentVM struct {
 func (b agentBoot) run(t *testing.T) *agentVM {
 	t.Helper()
 	k := vm.FindKernel(t)
-	a := &agentVM{key: newKey(t)}
+	a := &agentVM{key: didtest.New(t)}
 	a.relay = startRelay(t, relayOptions{Guest: true, Allow: []string{a.key.DID().String()}})
 	a.snd, a.sndKey = newSender(t, a.relay)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/did/didtest"
 	"github.com/torpor-dev/torpor/test/internal/testenv"
 	"github.com/torpor-dev/torpor/test/procs"
 	"github.com/torpor-dev/torpor/test/qemu/guest/report"
@@ -191,7 +192,7 @@ func makeFootprintInput(t *testing.T) *footprintInput {
 	t.Helper()
 	dir := t.TempDir()
 	in := &footprintInput{relayData: filepath.Join(dir, "relay"), agentData: filepath.Join(dir, "agent"),
-		key: newKey(t), ids: map[string]bool{}}
+		key: didtest.New(t), ids: map[string]bool{}}
 	in.keyFile = testenv.KeyFile(t, in.key)
 	r := startRelayAt(t, in.relayData, in.key)
 	native := footprintTargets[0]

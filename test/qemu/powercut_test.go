@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/did/didtest"
 	"github.com/torpor-dev/torpor/test/internal/relaytest"
 	"github.com/torpor-dev/torpor/test/internal/testenv"
 	"github.com/torpor-dev/torpor/test/procs"
@@ -165,11 +166,11 @@ func TestPowerCut(t *testing.T) {
 
 // powerCuts is TestPowerCut with the relay's queue engine.
 func powerCuts(t *testing.T, engine string) {
-	key := newKey(t)
+	key := didtest.New(t)
 	m := cutMachine(t, key, engine)
 	senders := make([]*did.PrivateKey, 4)
 	for i := range senders {
-		senders[i] = newKey(t)
+		senders[i] = didtest.New(t)
 	}
 	seed := uint64(time.Now().UnixNano())
 	rng := rand.New(rand.NewPCG(seed, 9))

@@ -4,7 +4,6 @@ package qemu
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -16,6 +15,7 @@ import (
 	"time"
 
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/did/didtest"
 	"github.com/torpor-dev/torpor/governed"
 	"github.com/torpor-dev/torpor/session/sender"
 	"github.com/torpor-dev/torpor/test/internal/testenv"
@@ -115,7 +115,7 @@ func startRelay(t testing.TB, o relayOptions) *hostRelay {
 // talking to r.
 func newSender(t testing.TB, r *hostRelay) (*sender.Client, *did.PrivateKey) {
 	t.Helper()
-	key := newKey(t)
+	key := didtest.New(t)
 	dir := filepath.Join(t.TempDir(), "sender")
 	if err := os.Mkdir(dir, 0o700); err != nil { // session.CheckPrivate
 		t.Fatal(err)
@@ -126,15 +126,6 @@ func newSender(t testing.TB, r *hostRelay) (*sender.Client, *did.PrivateKey) {
 	}
 	t.Cleanup(func() { c.Close() })
 	return c, key
-}
-
-func newKey(t testing.TB) *did.PrivateKey {
-	t.Helper()
-	k, err := did.Generate(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return k
 }
 
 // letter is one object a test sends and what the agent should do with it.

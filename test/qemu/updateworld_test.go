@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/did/didtest"
 	"github.com/torpor-dev/torpor/test/qemu/vm"
 )
 
@@ -64,7 +65,7 @@ func newUpdateWorld(t *testing.T, good, bad []byte) *updateWorld {
 	opDID, snap, ts := w.keygen(w.op), filepath.Join(w.dir, "snapshot.key"), filepath.Join(w.dir, "timestamp.key")
 	snapDID, tsDID := w.keygen(snap), w.keygen(ts)
 	for _, dev := range cutDevices {
-		k := newKey(t)
+		k := didtest.New(t)
 		w.dids[dev], w.keys[dev] = k.DID().String(), did.MarshalKeyFile(k)
 	}
 	w.relay = startRelay(t, relayOptions{Guest: true, Allow: []string{w.dids["good"], w.dids["bad"]},

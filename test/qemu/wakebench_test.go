@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/did/didtest"
 	"github.com/torpor-dev/torpor/internal/benchcpu"
 	"github.com/torpor-dev/torpor/test/internal/testenv"
 	"github.com/torpor-dev/torpor/test/internal/wakemeter"
@@ -155,7 +156,7 @@ func benchEmptyWakeVM(b *testing.B, tt vmWakeTarget, agentBin []byte, relayBin s
 	if v := os.Getenv("TORPOR_EMPTYWAKE_SCALE"); v != "" {
 		scale = v
 	}
-	key := newKey(b)
+	key := didtest.New(b)
 	epoch := time.Now().UTC().Format(time.RFC3339Nano)
 	r := startRelay(b, relayOptions{Guest: true, Allow: []string{key.DID().String()}, Bin: relayBin,
 		Args: []string{"--time-scale", scale, "--time-epoch", epoch}})
