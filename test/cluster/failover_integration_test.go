@@ -34,7 +34,7 @@ import (
 func TestNATSNodeKilledUnderLoad(t *testing.T) {
 	const senders, perSender, killAt = 16, 28, 120
 	f := startProcFleet(t, 3)
-	dev := testKey(t, 8)
+	dev := relaytest.Key(t, 8)
 	publish(t, f.relays[0].addr, dev, device{mode: "sleep"})
 	victim := procLeader(t, f, jsstore.RecordsStream)
 	l := runLoad(t, f, dev, senders, perSender, killAt, victim.kill)
@@ -81,7 +81,7 @@ func runLoad(t *testing.T, f *fleet, dev *did.PrivateKey, senders, perSender, ki
 		wg              sync.WaitGroup
 	)
 	for s := range senders {
-		tok := relaytest.Token(t, testKey(t, 2000+s), publicURL)
+		tok := relaytest.Token(t, relaytest.Key(t, 2000+s), publicURL)
 		wg.Go(func() {
 			for i := range perSender {
 				id := fmt.Sprintf("s%d-%d", s, i)
@@ -224,7 +224,7 @@ func noQuorum(t *testing.T, f *fleet, dev *did.PrivateKey, up, second *natsNode)
 		}
 	}
 	last.kill()
-	tok := relaytest.Token(t, testKey(t, 2100), publicURL)
+	tok := relaytest.Token(t, relaytest.Key(t, 2100), publicURL)
 	unsure := map[string]bool{}
 	for i := range 6 {
 		start := time.Now()

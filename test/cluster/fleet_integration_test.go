@@ -102,19 +102,8 @@ func startRelay(t testing.TB, dataDir string, extra ...string) *relayProc {
 // kill sends SIGKILL and reaps the process.
 func (p *relayProc) kill() { p.Kill() }
 
-func testKey(tb testing.TB, n int) *did.PrivateKey {
-	tb.Helper()
-	seed := make([]byte, 32)
-	seed[29], seed[30], seed[31] = 0x17, byte(n>>8), byte(n)
-	k, err := did.NewKeyFromSeed(seed)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return k
-}
-
 // fleetOperator is the operator every relay of these tests lists.
-func fleetOperator(t testing.TB) *did.PrivateKey { return testKey(t, 0xA0) }
+func fleetOperator(t testing.TB) *did.PrivateKey { return relaytest.Key(t, 0xA0) }
 
 // admitDevice admits dev through the relay at addr, as fleetOperator: the
 // fleet's devices get the relays' own bounds, not a new device's

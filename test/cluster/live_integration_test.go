@@ -22,7 +22,7 @@ import (
 // older link and a request through relay 1 reaches it on relay 3.
 func TestLiveAcrossRelays(t *testing.T) {
 	f := startFleet(t, 3)
-	dev, sender := testKey(t, 11), testKey(t, 12)
+	dev, sender := relaytest.Key(t, 11), relaytest.Key(t, 12)
 	agent, tok := dev.DID().String(), relaytest.Token(t, sender, publicURL)
 	first := liveDevice(t, f.relays[0].addr, dev, "first")
 	want := `{"answeredBy":"first","from":"` + sender.DID().String() + `"}`

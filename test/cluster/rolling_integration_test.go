@@ -41,7 +41,7 @@ func TestRollingRestart(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var dwg sync.WaitGroup
 	for i := range devs {
-		devs[i] = &rollDevice{key: testKey(t, 0x5000+i), got: map[uint64]string{}}
+		devs[i] = &rollDevice{key: relaytest.Key(t, 0x5000+i), got: map[uint64]string{}}
 		publish(t, f.relays[i%3].addr, devs[i].key, device{mode: "sleep"})
 		dwg.Go(func() { devs[i].run(ctx, rot, int64(i)) })
 	}
@@ -231,7 +231,7 @@ type rollLoad struct {
 func startRollLoad(t *testing.T, rot *rotation, devs []*rollDevice, senders int) *rollLoad {
 	l := &rollLoad{halt: make(chan struct{}), tally: newTally(), tick: make(chan struct{}, 1)}
 	for s := range senders {
-		tok := relaytest.Token(t, testKey(t, 0x5100+s), publicURL)
+		tok := relaytest.Token(t, relaytest.Key(t, 0x5100+s), publicURL)
 		l.wg.Go(func() {
 			for i := 0; !isClosed(l.halt); i++ {
 				id := fmt.Sprintf("s%d-%d", s, i)

@@ -121,7 +121,7 @@ func dialLink(t *testing.T, addr, authz string) (int, string) {
 // linkTokenOnce: a link token that opened a link at relay 1 is refused at
 // relays 2 and 3 (and at 1 again).
 func linkTokenOnce(t *testing.T, f *fleet) {
-	dev := testKey(t, 40)
+	dev := relaytest.Key(t, 40)
 	admitDevice(t, f.relays[0].addr, dev)
 	tok, err := bearer.IssueLink(dev, publicURL, time.Now(), 0)
 	if err != nil {
@@ -142,7 +142,7 @@ func linkTokenOnce(t *testing.T, f *fleet) {
 // operatorTokenOnce: an operator token for one request, made at relay 2,
 // is refused when replayed at relays 3 and 1.
 func operatorTokenOnce(t *testing.T, f *fleet) {
-	dev := testKey(t, 41)
+	dev := relaytest.Key(t, 41)
 	path := "/operator/agents/" + dev.DID().String() + "/admit"
 	tok, err := bearer.IssuePurpose(fleetOperator(t), publicURL, bearer.OperatorPurpose(http.MethodPost, path), time.Now(), bearer.OperatorTTL)
 	if err != nil {
@@ -164,13 +164,13 @@ func operatorTokenOnce(t *testing.T, f *fleet) {
 // (the budget), the others 429 key_package_budget, and then a fetch at
 // each relay is refused too.
 func oneKeyPackageBudget(t *testing.T, f *fleet) {
-	dev := testKey(t, 42)
+	dev := relaytest.Key(t, 42)
 	kps := make([][]byte, 12)
 	for i := range kps {
 		kps[i] = relaytest.KeyPackage(t, dev)
 	}
 	publish(t, f.relays[0].addr, dev, device{mode: "sleep", kps: kps})
-	h := http.Header{"Authorization": {bearer.Authorization(relaytest.Token(t, testKey(t, 43), publicURL))}}
+	h := http.Header{"Authorization": {bearer.Authorization(relaytest.Token(t, relaytest.Key(t, 43), publicURL))}}
 	fetch := func(i int) relaytest.Response {
 		return relaytest.Do(t, http.MethodGet, f.relays[i%3].addr+"/a/"+dev.DID().String()+"/mls/key-package", h, nil)
 	}
@@ -253,7 +253,7 @@ func wakeSecondsOfTheFleet(t *testing.T, f *fleet) {
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			s, err := publishWindow(f.relays[i%3].addr, testKey(t, 100+i), 11)
+			s, err := publishWindow(f.relays[i%3].addr, relaytest.Key(t, 100+i), 11)
 			if err != nil {
 				t.Errorf("device %d: %v", i, err)
 			}

@@ -62,6 +62,20 @@ func Launch(t testing.TB, bin, dir string, extra ...string) *Relay {
 	return &Relay{Proc: testenv.Start(t, bin, args...), Dir: dir}
 }
 
+// Key returns the Ed25519 key whose 32-byte seed is zero but for its
+// last two bytes, n big-endian: the same key in every run, a different
+// one for each of 65,536 senders and devices.
+func Key(tb testing.TB, n int) *did.PrivateKey {
+	tb.Helper()
+	seed := make([]byte, 32)
+	seed[30], seed[31] = byte(n>>8), byte(n)
+	k, err := did.NewKeyFromSeed(seed)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return k
+}
+
 // Token returns a DID Bearer token of k for the audience aud (a relay's
 // public origin), issued now.
 func Token(t testing.TB, k *did.PrivateKey, aud string) string {
