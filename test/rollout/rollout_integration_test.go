@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/did/didtest"
 	"github.com/torpor-dev/torpor/governed"
 	"github.com/torpor-dev/torpor/test/internal/relaytest"
 	"github.com/torpor-dev/torpor/test/internal/testenv"
@@ -27,17 +28,10 @@ type fleet struct {
 }
 
 func newFleet(t *testing.T) *fleet {
-	op, err := did.Generate(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	op := didtest.New(t)
 	f := &fleet{op: op, opKey: testenv.KeyFile(t, op)}
 	for range 4 {
-		k, err := did.Generate(nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		f.devs = append(f.devs, k)
+		f.devs = append(f.devs, didtest.New(t))
 	}
 	return f
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/did/didtest"
 	"github.com/torpor-dev/torpor/internal/benchcpu"
 	"github.com/torpor-dev/torpor/test/internal/relaytest"
 	"github.com/torpor-dev/torpor/test/internal/wakemeter"
@@ -113,10 +114,7 @@ func newNoisy(b *testing.B, url string, devsA []*did.PrivateKey, devB *did.Priva
 		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: noisyFlooders + quietSenders}, Timeout: time.Minute}}
 	tokens := func(k int) (out []string) {
 		for range k {
-			key, err := did.Generate(nil)
-			if err != nil {
-				b.Fatal(err)
-			}
+			key := didtest.New(b)
 			tok, err := bearer.Issue(key, url, time.Now(), 10*time.Minute)
 			if err != nil {
 				b.Fatal(err)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/did/didtest"
 	"github.com/torpor-dev/torpor/test/internal/relaytest"
 	"github.com/torpor-dev/torpor/test/internal/testenv"
 	"github.com/torpor-dev/torpor/transport/a2a"
@@ -51,10 +52,7 @@ func newHostedWorld(t testing.TB, quotasA, quotasB string, extra ...string) *wor
 func newKeys(t testing.TB, quotasA, quotasB string) (*world, string) {
 	w := &world{ctl: testenv.Binary(t, "torporctl"), dir: t.TempDir(), keys: map[string]*did.PrivateKey{}, files: map[string]string{}}
 	for _, name := range []string{"ownerA", "ownerB", "host", "opA", "opB", "usage"} {
-		k, err := did.Generate(nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		k := didtest.New(t)
 		w.keys[name], w.files[name] = k, testenv.KeyFile(t, k)
 	}
 	tf := filepath.Join(w.dir, "tenants.json")
@@ -92,10 +90,7 @@ func (w *world) enrol(t testing.TB, owner string) *did.PrivateKey {
 // enrolAt is enrol through the relay at url.
 func (w *world) enrolAt(t testing.TB, owner, url string) *did.PrivateKey {
 	t.Helper()
-	dev, err := did.Generate(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dev := didtest.New(t)
 	enr := w.ok(t, "enrol", "--key", w.files[owner], dev.DID().String())
 	c, ctx := relaytest.Dial(t, url, dev)
 	defer c.Close()

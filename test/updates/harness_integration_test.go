@@ -4,7 +4,6 @@ package updates
 
 import (
 	"bytes"
-	"crypto/rand"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -16,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/did/didtest"
 	"github.com/torpor-dev/torpor/runtime/update/slots"
 	"github.com/torpor-dev/torpor/test/internal/relaytest"
 	"github.com/torpor-dev/torpor/test/internal/testenv"
@@ -98,10 +97,7 @@ func newDevice(t *testing.T) *device {
 	t.Helper()
 	dir := t.TempDir()
 	relay := relaytest.Start(t, filepath.Join(dir, "relay"))
-	key, err := did.Generate(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
+	key := didtest.New(t)
 	keyFile, conf := testenv.KeyFile(t, key), filepath.Join(dir, "agent.json")
 	c := map[string]any{"version": 1, "update": map[string]any{"trialStarts": 2, "trialDeadline": trialDeadline.String()}}
 	b, _ := json.Marshal(c)
