@@ -271,13 +271,10 @@ func (w *world) enqueueMany(n int) (map[uint64]string, []byte) {
 // one and returns that KeyPackage.
 func (w *world) agentKeyPackage(clk *clocktest.Clock) []byte {
 	w.t.Helper()
-	adb, err := store.Open(filepath.Join(w.dir, runtime.DBFile), nil)
-	if err != nil {
-		w.t.Fatal(err)
-	}
+	adb := w.agentDB(nil)
 	as, _ := session.New(session.Config{Key: agentKey, Clock: clk})
 	var kps [][]byte
-	err = adb.Update(func(tx *bolt.Tx) (err error) { kps, err = as.Refill(tx, 1); return err })
+	err := adb.Update(func(tx *bolt.Tx) (err error) { kps, err = as.Refill(tx, 1); return err })
 	adb.Close()
 	if err != nil {
 		w.t.Fatal(err)
@@ -356,10 +353,7 @@ func (w *world) drainToEnd(socket string) int {
 // agent's ledger keeps (store/ledger Lost).
 func (w *world) lostInLedger() map[string]bool {
 	w.t.Helper()
-	db, err := store.Open(filepath.Join(w.dir, runtime.DBFile), nil)
-	if err != nil {
-		w.t.Fatal(err)
-	}
+	db := w.agentDB(nil)
 	defer db.Close()
 	l, err := ledger.Open(db, &ledger.Options{Clock: clocktest.New(issued.Add(time.Minute))})
 	if err != nil {
@@ -394,10 +388,7 @@ func (w *world) checkCommittedBeforeAck(ids map[uint64]string, group []byte) {
 	for _, r := range recs {
 		left[r.Seq] = true
 	}
-	db, err := store.Open(filepath.Join(w.dir, runtime.DBFile), nil)
-	if err != nil {
-		w.t.Fatal(err)
-	}
+	db := w.agentDB(nil)
 	defer db.Close()
 	rc, err := replay.Open(db, &replay.Options{Clock: clocktest.New(issued.Add(time.Minute))})
 	if err != nil {

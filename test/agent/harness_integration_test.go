@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	bolt "go.etcd.io/bbolt"
+
 	"github.com/torpor-dev/torpor/clock/clocktest"
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/governed"
@@ -28,6 +30,7 @@ import (
 	"github.com/torpor-dev/torpor/session"
 	"github.com/torpor-dev/torpor/store"
 	"github.com/torpor-dev/torpor/store/queue"
+	"github.com/torpor-dev/torpor/test/internal/testenv"
 	"github.com/torpor-dev/torpor/transport/a2a"
 	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 )
@@ -325,10 +328,7 @@ func (w *world) operator(bin string, argv ...string) string {
 	w.t.Helper()
 	cfg := filepath.Join(w.dir, "agent.json")
 	if _, err := os.Stat(cfg); err != nil {
-		keyFile := filepath.Join(w.dir, "agent.key")
-		if err := did.SaveKey(keyFile, agentKey, true); err != nil {
-			w.t.Fatal(err)
-		}
+		keyFile := testenv.KeyFile(w.t, agentKey)
 		c := map[string]any{"version": 1, "key": keyFile, "dataDir": w.dir, "relay": "http://127.0.0.1:9",
 			"owner": ownerKey.DID().String(), "purposes": []string{"comms:*", "action:*"},
 			"handlers": []map[string]any{{"purpose": "*", "exec": map[string]any{"path": "/bin/false"}}}}
@@ -345,13 +345,21 @@ func (w *world) operator(bin string, argv ...string) string {
 	return string(out)
 }
 
-// ledgerState reads a key's state from the agent's store.
-func (w *world) ledgerState(key string) string {
+// agentDB opens the agent's store in w's directory with the options o;
+// the caller closes it.
+func (w *world) agentDB(o *store.Options) *bolt.DB {
 	w.t.Helper()
-	db, err := store.Open(filepath.Join(w.dir, runtime.DBFile), &store.Options{NoSync: true})
+	db, err := store.Open(filepath.Join(w.dir, runtime.DBFile), o)
 	if err != nil {
 		w.t.Fatal(err)
 	}
+	return db
+}
+
+// ledgerState reads a key's state from the agent's store.
+func (w *world) ledgerState(key string) string {
+	w.t.Helper()
+	db := w.agentDB(&store.Options{NoSync: true})
 	defer db.Close()
 	p, err := runtime.OpenPipeline(db, agentPipelineConfig(clocktest.New(issued), &deliver.Exec{Path: "/bin/false"}))
 	if err != nil {

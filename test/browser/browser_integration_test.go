@@ -100,17 +100,6 @@ func (w *world) loginURL(t *testing.T, key *did.PrivateKey) string {
 	return w.relay.URL + "/fleet/login?token=" + url.QueryEscape(tok)
 }
 
-func artifacts(t *testing.T) string {
-	dir := os.Getenv("TORPOR_ARTIFACTS")
-	if dir == "" {
-		dir = filepath.Join(os.TempDir(), "torpor-browser")
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return dir
-}
-
 // screenshot saves the whole page as name.png in the artifacts.
 func (b *browser) screenshot(t *testing.T, name string) {
 	t.Helper()
@@ -120,7 +109,7 @@ func (b *browser) screenshot(t *testing.T, name string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := filepath.Join(artifacts(t), name+".png")
+	p := filepath.Join(testenv.Artifacts(t, "torpor-browser"), name+".png")
 	if err := os.WriteFile(p, png, 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,6 @@
 package browser
 
 import (
-	"bytes"
 	"log/slog"
 	"net/http"
 	"path/filepath"
@@ -18,6 +17,7 @@ import (
 	"github.com/torpor-dev/torpor/runtime/purpose"
 	"github.com/torpor-dev/torpor/runtime/runtimetest"
 	"github.com/torpor-dev/torpor/store/audit"
+	"github.com/torpor-dev/torpor/test/internal/relaytest"
 	"github.com/torpor-dev/torpor/test/worldtest"
 	"github.com/torpor-dev/torpor/transport/bearer"
 	"github.com/torpor-dev/torpor/transport/relay"
@@ -95,14 +95,9 @@ func (w *world) send(t *testing.T, sender *did.PrivateKey, agent did.DID) int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req, _ := http.NewRequest("POST", w.relay.URL+"/a/"+agent.String()+"/a2a/jsonrpc", bytes.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("A2A-Version", "1.0")
-	req.Header.Set("Authorization", bearer.Authorization(tok))
-	resp, err := http.DefaultClient.Do(req)
+	status, _, err := relaytest.Exchange(http.DefaultClient, w.relay.URL+"/a/"+agent.String()+"/a2a/jsonrpc", bearer.Authorization(tok), body)
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp.Body.Close()
-	return resp.StatusCode
+	return status
 }

@@ -83,7 +83,7 @@ func BenchmarkFleetEnqueue(b *testing.B) {
 func publishBenchDevices(b *testing.B, addr string, set int) []string {
 	var out []string
 	for i := range benchSenders {
-		dev := testKey(b, 6000+100*set+i)
+		dev := relaytest.Key(b, 6000+100*set+i)
 		publish(b, addr, dev, device{mode: "sleep"})
 		out = append(out, dev.DID().String())
 	}
@@ -100,7 +100,7 @@ func benchSend(b *testing.B, relays []*relayProc, devs []string) float64 {
 	}
 	toks := make([]string, benchSenders)
 	for i := range toks {
-		toks[i] = relaytest.Token(b, testKey(b, 5000+i), publicURL)
+		toks[i] = relaytest.Token(b, relaytest.Key(b, 5000+i), publicURL)
 	}
 	payload := body("bench", 1024)
 	return runSenders(b, pids, func(i int, n int64) error {

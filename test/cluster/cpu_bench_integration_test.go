@@ -269,7 +269,9 @@ func natsInMsgs(b *testing.B, monitor string) int64 {
 }
 
 // relayToken is sender i's DID Bearer token for the fleet's relays.
-func relayToken(b *testing.B, i int) string { return relaytest.Token(b, testKey(b, 5000+i), publicURL) }
+func relayToken(b *testing.B, i int) string {
+	return relaytest.Token(b, relaytest.Key(b, 5000+i), publicURL)
+}
 
 // queued sends payload to agent through the relay at addr and wants 503
 // queued.

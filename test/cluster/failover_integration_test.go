@@ -34,7 +34,7 @@ import (
 func TestNATSNodeKilledUnderLoad(t *testing.T) {
 	const senders, perSender, killAt = 16, 28, 120
 	f := startProcFleet(t, 3)
-	dev := testKey(t, 8)
+	dev := relaytest.Key(t, 8)
 	publish(t, f.relays[0].addr, dev, device{mode: "sleep"})
 	victim := procLeader(t, f, jsstore.RecordsStream)
 	l := runLoad(t, f, dev, senders, perSender, killAt, victim.kill)
@@ -62,10 +62,8 @@ func TestNATSNodeKilledUnderLoad(t *testing.T) {
 
 // load is what the senders of runLoad were told.
 type load struct {
-	queued    map[string]bool // ids answered 503 queued
-	unsure    map[string]bool // ids answered 503 store_unconfirmed: delivered at most once
-	refused   map[string]int  // other answers by status and message
-	afterKill int64           // queued answers after kill returned
+	tally
+	afterKill int64 // queued answers after kill returned
 }
 
 // runLoad sends perSender requests from each of senders senders, spread
@@ -74,7 +72,7 @@ type load struct {
 // message fails the test, as does a request that got no answer.
 func runLoad(t *testing.T, f *fleet, dev *did.PrivateKey, senders, perSender, killAt int, kill func()) load {
 	t.Helper()
-	l := load{queued: map[string]bool{}, unsure: map[string]bool{}, refused: map[string]int{}}
+	l := load{tally: newTally()}
 	var (
 		mu              sync.Mutex
 		answered, after atomic.Int64
@@ -83,7 +81,7 @@ func runLoad(t *testing.T, f *fleet, dev *did.PrivateKey, senders, perSender, ki
 		wg              sync.WaitGroup
 	)
 	for s := range senders {
-		tok := relaytest.Token(t, testKey(t, 2000+s), publicURL)
+		tok := relaytest.Token(t, relaytest.Key(t, 2000+s), publicURL)
 		wg.Go(func() {
 			for i := range perSender {
 				id := fmt.Sprintf("s%d-%d", s, i)
@@ -92,14 +90,7 @@ func runLoad(t *testing.T, f *fleet, dev *did.PrivateKey, senders, perSender, ki
 				switch {
 				case err != nil:
 					t.Errorf("%s: no answer: %v", id, err)
-				case a.status == http.StatusServiceUnavailable && a.Queued:
-					l.queued[id] = true
-				case a.unconfirmed():
-					l.unsure[id] = true
-					l.refused["503 store_unconfirmed"]++
-				case a.status == http.StatusServiceUnavailable && strings.Contains(a.Message, "nothing was queued"):
-					l.refused[fmt.Sprintf("%d %s", a.status, a.Message)]++
-				default:
+				case !l.add(id, a):
 					t.Errorf("%s: answer %v %q; want 503, queued or saying nothing was queued", id, a, a.Message)
 				}
 				mu.Unlock()
@@ -233,7 +224,7 @@ func noQuorum(t *testing.T, f *fleet, dev *did.PrivateKey, up, second *natsNode)
 		}
 	}
 	last.kill()
-	tok := relaytest.Token(t, testKey(t, 2100), publicURL)
+	tok := relaytest.Token(t, relaytest.Key(t, 2100), publicURL)
 	unsure := map[string]bool{}
 	for i := range 6 {
 		start := time.Now()

@@ -35,6 +35,19 @@ type fleet struct {
 // relays on it.
 func startFleet(t testing.TB, n int, extra ...string) *fleet {
 	t.Helper()
+	f := startNATS(t)
+	var urls []string
+	for _, s := range f.nats {
+		urls = append(urls, s.URL())
+	}
+	f.startRelays(t, urls, n, extra...)
+	return f
+}
+
+// startNATS starts a 3-node JetStream cluster in the test process, shut
+// down when the test ends, and returns a fleet of it with no relays yet.
+func startNATS(t testing.TB) *fleet {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	ns, err := jsserver.StartCluster(ctx, t.TempDir(), 3, jsserver.Options{})
@@ -43,11 +56,6 @@ func startFleet(t testing.TB, n int, extra ...string) *fleet {
 	}
 	f := &fleet{nats: ns}
 	t.Cleanup(func() { jsserver.Shutdown(f.nats) })
-	var urls []string
-	for _, s := range ns {
-		urls = append(urls, s.URL())
-	}
-	f.startRelays(t, urls, n, extra...)
 	return f
 }
 
@@ -66,10 +74,15 @@ func startProcFleet(t testing.TB, n int, extra ...string) *fleet {
 
 func (f *fleet) startRelays(t testing.TB, urls []string, n int, extra ...string) {
 	t.Helper()
-	args := append([]string{"--store", "jetstream", "--nats", strings.Join(urls, ","), "--public-url", publicURL}, extra...)
 	for range n {
-		f.relays = append(f.relays, startRelay(t, t.TempDir(), args...))
+		f.relays = append(f.relays, startRelay(t, t.TempDir(), jetstreamArgs(urls, extra)...))
 	}
+}
+
+// jetstreamArgs are the flags of a fleet's relay on the NATS servers
+// urls (the first one first), followed by extra.
+func jetstreamArgs(urls []string, extra []string) []string {
+	return append([]string{"--store", "jetstream", "--nats", strings.Join(urls, ","), "--public-url", publicURL}, extra...)
 }
 
 // relayProc is a running torpor-relay process.
@@ -89,19 +102,8 @@ func startRelay(t testing.TB, dataDir string, extra ...string) *relayProc {
 // kill sends SIGKILL and reaps the process.
 func (p *relayProc) kill() { p.Kill() }
 
-func testKey(tb testing.TB, n int) *did.PrivateKey {
-	tb.Helper()
-	seed := make([]byte, 32)
-	seed[29], seed[30], seed[31] = 0x17, byte(n>>8), byte(n)
-	k, err := did.NewKeyFromSeed(seed)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return k
-}
-
 // fleetOperator is the operator every relay of these tests lists.
-func fleetOperator(t testing.TB) *did.PrivateKey { return testKey(t, 0xA0) }
+func fleetOperator(t testing.TB) *did.PrivateKey { return relaytest.Key(t, 0xA0) }
 
 // admitDevice admits dev through the relay at addr, as fleetOperator: the
 // fleet's devices get the relays' own bounds, not a new device's
@@ -148,14 +150,7 @@ func publish(t testing.TB, addr string, dev *did.PrivateKey, d device) {
 	}
 	defer c.Close()
 	b := c.Hello().Clamp(d.bounds)
-	card, err := a2a.BuildCard(a2a.CardOptions{Name: "sleeper", BaseURL: publicURL + "/a/" + dev.DID().String(), OfflineMode: d.mode, Bounds: &b})
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, err := a2a.SignCard(card, dev)
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw := relaytest.SignedCard(t, publicURL, dev, a2a.CardOptions{Name: "sleeper", OfflineMode: d.mode, Bounds: &b})
 	if _, err := c.Publish(ctx, wire.State{Mode: d.mode, Card: raw, Bounds: d.bounds, KeyPackages: d.kps, LastResort: d.lastResort}); err != nil {
 		t.Fatal(err)
 	}

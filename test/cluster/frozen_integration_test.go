@@ -68,7 +68,7 @@ const frozenFailover = 20 * time.Second
 // runs again and rejoins.
 func TestFrozenNATSNode(t *testing.T) {
 	f := startProcFleet(t, 3)
-	dev := testKey(t, 9)
+	dev := relaytest.Key(t, 9)
 	publish(t, f.relays[0].addr, dev, device{mode: "sleep"})
 	var victim *natsNode
 	for _, n := range f.procs {
@@ -83,7 +83,7 @@ func TestFrozenNATSNode(t *testing.T) {
 	victim.freeze()
 	frozen := time.Now()
 	defer victim.thaw()
-	tok := relaytest.Token(t, testKey(t, 2200), publicURL)
+	tok := relaytest.Token(t, relaytest.Key(t, 2200), publicURL)
 	for i, r := range f.relays {
 		for k := 0; ; k++ {
 			a, err := send(r.addr, dev.DID().String(), tok, body(fmt.Sprintf("fz%d-%d", i, k), 10))

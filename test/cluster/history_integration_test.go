@@ -19,6 +19,7 @@ import (
 	"github.com/anishathalye/porcupine"
 
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/test/internal/testenv"
 )
 
 // historyRuns is how many randomized runs TestHistory makes by default,
@@ -235,19 +236,6 @@ func (r *recorder) history() []porcupine.Operation {
 	return ops
 }
 
-// artifactsDir is where a failed check writes its visualization:
-// $TORPOR_ARTIFACTS, or torpor-history in the system's temporary directory.
-func artifactsDir(t *testing.T) string {
-	dir := os.Getenv("TORPOR_ARTIFACTS")
-	if dir == "" {
-		dir = filepath.Join(os.TempDir(), "torpor-history")
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return dir
-}
-
 // checkTimeout bounds porcupine's search of one history. A run whose
 // fault keeps a sender refused (507) for seconds records thousands of
 // operations, and unanswered ones (a killed process) widen the search:
@@ -271,7 +259,7 @@ func checkHistory(t *testing.T, p *runPlan, rec *recorder) {
 	if res == porcupine.Ok {
 		return
 	}
-	path := filepath.Join(artifactsDir(t), fmt.Sprintf("history-%d.html", p.seed))
+	path := filepath.Join(testenv.Artifacts(t, "torpor-history"), fmt.Sprintf("history-%d.html", p.seed))
 	if err := porcupine.VisualizePath(model, info, path); err != nil {
 		t.Errorf("writing the visualization: %v", err)
 	}

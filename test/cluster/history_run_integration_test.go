@@ -166,13 +166,13 @@ func (f *fault) isHealed() bool {
 func (h *historyFleet) run(t *testing.T, run int, p *runPlan) *recorder {
 	t.Helper()
 	t.Logf("  plan: %v", p)
-	dev := testKey(t, 0x4000+run)
+	dev := relaytest.Key(t, 0x4000+run)
 	publish(t, h.relay(run%3).addr, dev, device{mode: "sleep", bounds: &queuebounds.Bounds{MaxMessages: p.bound}})
 	l := &sendLoad{rec: &recorder{start: time.Now()}, dev: dev, progress: make(chan struct{}, 1), healed: make(chan struct{})}
 	final, drained := make(chan struct{}), make(chan error, 1)
 	var wg sync.WaitGroup
 	for s := range p.senders {
-		tok := relaytest.Token(t, testKey(t, 0x6000+8*run+s), publicURL)
+		tok := relaytest.Token(t, relaytest.Key(t, 0x6000+8*run+s), publicURL)
 		r := rand.New(rand.NewPCG(p.seed, uint64(s+1)))
 		wg.Go(func() {
 			for i := 0; i < p.perSend || !isClosed(l.healed); i++ {

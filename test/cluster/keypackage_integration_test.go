@@ -20,7 +20,7 @@ import (
 func TestKeyPackageOnceAcrossRelays(t *testing.T) {
 	f := startFleet(t, 3, "--keypackage-rate", "100")
 	const pool, fetches = 30, 60
-	dev := testKey(t, 7)
+	dev := relaytest.Key(t, 7)
 	kps := make([][]byte, pool)
 	for i := range kps {
 		kps[i] = relaytest.KeyPackage(t, dev)
@@ -30,7 +30,7 @@ func TestKeyPackageOnceAcrossRelays(t *testing.T) {
 		Wire       string `json:"wire"`
 		LastResort bool   `json:"lastResort"`
 	}
-	auth := bearer.Authorization(relaytest.Token(t, testKey(t, 8), publicURL)) // fetches need a token
+	auth := bearer.Authorization(relaytest.Token(t, relaytest.Key(t, 8), publicURL)) // fetches need a token
 	answers := make([]got, fetches)
 	start := make(chan struct{})
 	var wg sync.WaitGroup

@@ -4,8 +4,6 @@ package cluster
 
 import (
 	"context"
-	"io"
-	"net/http"
 	"strconv"
 	"strings"
 	"testing"
@@ -24,7 +22,7 @@ import (
 // older link and a request through relay 1 reaches it on relay 3.
 func TestLiveAcrossRelays(t *testing.T) {
 	f := startFleet(t, 3)
-	dev, sender := testKey(t, 11), testKey(t, 12)
+	dev, sender := relaytest.Key(t, 11), relaytest.Key(t, 12)
 	agent, tok := dev.DID().String(), relaytest.Token(t, sender, publicURL)
 	first := liveDevice(t, f.relays[0].addr, dev, "first")
 	want := `{"answeredBy":"first","from":"` + sender.DID().String() + `"}`
@@ -66,14 +64,7 @@ func liveDevice(t *testing.T, addr string, dev *did.PrivateKey, name string) *li
 	}
 	t.Cleanup(func() { c.Close() })
 	b := c.Hello()
-	card, err := a2a.BuildCard(a2a.CardOptions{Name: name, BaseURL: publicURL + "/a/" + dev.DID().String(), OfflineMode: "always_on", Bounds: &b})
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, err := a2a.SignCard(card, dev)
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw := relaytest.SignedCard(t, publicURL, dev, a2a.CardOptions{Name: name, OfflineMode: "always_on", Bounds: &b})
 	if _, err := c.Publish(ctx, wire.State{Mode: "always_on", Card: raw}); err != nil {
 		t.Fatal(err)
 	}
@@ -82,14 +73,9 @@ func liveDevice(t *testing.T, addr string, dev *did.PrivateKey, name string) *li
 
 // sendRaw sends one request and returns the status and the body as text.
 func sendRaw(addr, agent, tok string) (string, string) {
-	req, _ := http.NewRequest("POST", addr+"/a/"+agent+"/a2a/jsonrpc", strings.NewReader(string(body("live", 10))))
-	req.Header.Set("Authorization", "Bearer "+tok)
-	req.Header.Set("A2A-Version", "1.0")
-	resp, err := client.Do(req)
-	if err != nil {
+	status, b, err := relaytest.Exchange(client, addr+"/a/"+agent+"/a2a/jsonrpc", "Bearer "+tok, body("live", 10))
+	if status == 0 {
 		return "error", err.Error()
 	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return strconv.Itoa(resp.StatusCode), string(b)
+	return strconv.Itoa(status), string(b)
 }

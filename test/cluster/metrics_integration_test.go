@@ -17,10 +17,10 @@ import (
 // and leave it when the device acknowledges them through another.
 func TestGaugesFromSharedStore(t *testing.T) {
 	f := startFleet(t, 3)
-	dev := testKey(t, 13)
+	dev := relaytest.Key(t, 13)
 	publish(t, f.relays[0].addr, dev, device{mode: "sleep"})
 	for i := range 7 {
-		mustQueue(t, f.relays[0].addr, dev.DID().String(), relaytest.Token(t, testKey(t, 4000+i), publicURL), body(fmt.Sprint("g", i), 30))
+		mustQueue(t, f.relays[0].addr, dev.DID().String(), relaytest.Token(t, relaytest.Key(t, 4000+i), publicURL), body(fmt.Sprint("g", i), 30))
 	}
 	for i, r := range f.relays {
 		if got := gauge(t, r.addr, "torpor_relay_queue_messages"); got != 7 {

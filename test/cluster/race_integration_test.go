@@ -43,7 +43,7 @@ func TestLastSlotsAcrossRelays(t *testing.T) {
 	for _, tc := range raceCases {
 		t.Run(tc.name, func(t *testing.T) {
 			for trial := range trials {
-				dev := testKey(t, 10*trial+len(tc.name))
+				dev := relaytest.Key(t, 10*trial+len(tc.name))
 				publish(t, f.relays[trial%3].addr, dev, device{mode: "sleep", bounds: &tc.bounds})
 				queued := raceTrial(t, f, dev, tc, trial)
 				recs := drain(t, f.relays[(trial+1)%3].addr, dev, true)
@@ -59,14 +59,14 @@ func raceTrial(t *testing.T, f *fleet, dev *did.PrivateKey, tc raceCase, trial i
 	agent := dev.DID().String()
 	queued := map[string]bool{}
 	for i := range tc.prefill {
-		k := testKey(t, tc.sender(-1-i))
+		k := relaytest.Key(t, tc.sender(-1-i))
 		id := fmt.Sprintf("t%d-pre%d", trial, i)
 		mustQueue(t, f.relays[i%3].addr, agent, relaytest.Token(t, k, publicURL), body(id, 20))
 		queued[id] = true
 	}
 	toks := make([]string, racers)
 	for i := range toks {
-		toks[i] = relaytest.Token(t, testKey(t, tc.sender(i)), publicURL)
+		toks[i] = relaytest.Token(t, relaytest.Key(t, tc.sender(i)), publicURL)
 	}
 	answers := make([]answer, racers)
 	start := make(chan struct{})

@@ -22,11 +22,11 @@ import (
 func TestRelayKilledMidDrain(t *testing.T) {
 	const senders, perSender, batch = 8, 25, 20
 	f := startFleet(t, 3)
-	dev := testKey(t, 9)
+	dev := relaytest.Key(t, 9)
 	publish(t, f.relays[0].addr, dev, device{mode: "sleep"})
 	queued := map[string]bool{}
 	for s := range senders {
-		tok := relaytest.Token(t, testKey(t, 3000+s), publicURL)
+		tok := relaytest.Token(t, relaytest.Key(t, 3000+s), publicURL)
 		for i := range perSender {
 			id := fmt.Sprintf("s%d-%d", s, i)
 			mustQueue(t, f.relays[(s+i)%3].addr, dev.DID().String(), tok, body(id, 100))

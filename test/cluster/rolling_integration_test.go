@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -42,7 +41,7 @@ func TestRollingRestart(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var dwg sync.WaitGroup
 	for i := range devs {
-		devs[i] = &rollDevice{key: testKey(t, 0x5000+i), got: map[uint64]string{}}
+		devs[i] = &rollDevice{key: relaytest.Key(t, 0x5000+i), got: map[uint64]string{}}
 		publish(t, f.relays[i%3].addr, devs[i].key, device{mode: "sleep"})
 		dwg.Go(func() { devs[i].run(ctx, rot, int64(i)) })
 	}
@@ -220,21 +219,19 @@ func (d *rollDevice) note(err error) {
 
 // rollLoad is the senders of TestRollingRestart and what they were told.
 type rollLoad struct {
-	wg      sync.WaitGroup
-	halt    chan struct{}
-	mu      sync.Mutex
-	queued  map[string]bool // ids answered 503 queued
-	unsure  map[string]bool // ids answered 503 store_unconfirmed: delivered at most once
-	refused map[string]int  // other answers, by status and message
-	bad     []string        // answers worse than 503 queued false
-	count   atomic.Int64
-	tick    chan struct{}
+	wg   sync.WaitGroup
+	halt chan struct{}
+	mu   sync.Mutex
+	tally
+	bad   []string // answers worse than 503 queued false
+	count atomic.Int64
+	tick  chan struct{}
 }
 
 func startRollLoad(t *testing.T, rot *rotation, devs []*rollDevice, senders int) *rollLoad {
-	l := &rollLoad{halt: make(chan struct{}), queued: map[string]bool{}, unsure: map[string]bool{}, refused: map[string]int{}, tick: make(chan struct{}, 1)}
+	l := &rollLoad{halt: make(chan struct{}), tally: newTally(), tick: make(chan struct{}, 1)}
 	for s := range senders {
-		tok := relaytest.Token(t, testKey(t, 0x5100+s), publicURL)
+		tok := relaytest.Token(t, relaytest.Key(t, 0x5100+s), publicURL)
 		l.wg.Go(func() {
 			for i := 0; !isClosed(l.halt); i++ {
 				id := fmt.Sprintf("s%d-%d", s, i)
@@ -254,20 +251,14 @@ func (l *rollLoad) answer(id string, a answer, err error) {
 	switch {
 	case err != nil:
 		l.bad = append(l.bad, fmt.Sprintf("%s: no answer: %v", id, err))
-	case a.status == http.StatusServiceUnavailable && a.Queued:
-		l.queued[id] = true
+	case !l.add(id, a):
+		l.bad = append(l.bad, fmt.Sprintf("%s: %v %q", id, a, a.Message))
+	case a.Queued:
 		l.count.Add(1)
 		select {
 		case l.tick <- struct{}{}:
 		default:
 		}
-	case a.unconfirmed():
-		l.unsure[id] = true
-		l.refused["503 store_unconfirmed"]++
-	case a.status == http.StatusServiceUnavailable && strings.Contains(a.Message, "nothing was queued"):
-		l.refused[fmt.Sprintf("%d %s", a.status, a.Message)]++
-	default:
-		l.bad = append(l.bad, fmt.Sprintf("%s: %v %q", id, a, a.Message))
 	}
 }
 

@@ -7,7 +7,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -46,24 +45,13 @@ func body(id string, size int) []byte {
 // send posts body to agent's JSON-RPC endpoint on the relay at addr with
 // tok; err is set only when no answer came.
 func send(addr, agent, tok string, b []byte) (answer, error) {
-	req, err := http.NewRequest("POST", addr+"/a/"+agent+"/a2a/jsonrpc", bytes.NewReader(b))
+	status, raw, err := relaytest.Exchange(client, addr+"/a/"+agent+"/a2a/jsonrpc", "Bearer "+tok, b)
 	if err != nil {
 		return answer{}, err
 	}
-	req.Header.Set("Authorization", "Bearer "+tok)
-	req.Header.Set("A2A-Version", "1.0")
-	resp, err := client.Do(req)
-	if err != nil {
-		return answer{}, err
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return answer{}, err
-	}
-	a := answer{status: resp.StatusCode}
+	a := answer{status: status}
 	if err := json.Unmarshal(raw, &a); err != nil {
-		return a, fmt.Errorf("answer %d %q: %v", resp.StatusCode, raw, err)
+		return a, fmt.Errorf("answer %d %q: %v", status, raw, err)
 	}
 	return a, nil
 }
@@ -73,6 +61,35 @@ func send(addr, agent, tok string, b []byte) (answer, error) {
 // delivered (at most once).
 func (a answer) unconfirmed() bool {
 	return a.status == http.StatusServiceUnavailable && !a.Queued && bytes.Contains(a.Error, []byte(`"store_unconfirmed"`))
+}
+
+// tally counts a load's answers by what each promises about delivery.
+type tally struct {
+	queued  map[string]bool // ids answered 503 queued: delivered exactly once
+	unsure  map[string]bool // ids answered 503 store_unconfirmed: delivered at most once
+	refused map[string]int  // the other refusals, by status and message
+}
+
+func newTally() tally {
+	return tally{queued: map[string]bool{}, unsure: map[string]bool{}, refused: map[string]int{}}
+}
+
+// add counts the answer a to the request id and reports whether a relay
+// under faults may give it: 503 queued, 503 store_unconfirmed, or a 503
+// saying nothing was queued.
+func (c tally) add(id string, a answer) bool {
+	switch {
+	case a.status == http.StatusServiceUnavailable && a.Queued:
+		c.queued[id] = true
+	case a.unconfirmed():
+		c.unsure[id] = true
+		c.refused["503 store_unconfirmed"]++
+	case a.status == http.StatusServiceUnavailable && strings.Contains(a.Message, "nothing was queued"):
+		c.refused[fmt.Sprintf("%d %s", a.status, a.Message)]++
+	default:
+		return false
+	}
+	return true
 }
 
 // mustQueue sends and fails the test unless the answer is 503 queued.

@@ -21,7 +21,6 @@ import (
 
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/store/jsstore"
-	"github.com/torpor-dev/torpor/store/jsstore/jsserver"
 	"github.com/torpor-dev/torpor/test/internal/relaytest"
 	"github.com/torpor-dev/torpor/test/internal/testenv"
 	"github.com/torpor-dev/torpor/transport/a2a"
@@ -61,21 +60,14 @@ var startedRE = regexp.MustCompile(`msg="torpor-relay (listening" addr=(\S+)|sto
 // fails unless every relay serves; it checks that the shared bucket has
 // the cluster's 3 replicas.
 func startFleetAtOnce(t *testing.T, n int, extra ...string) *fleet {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	ns, err := jsserver.StartCluster(ctx, t.TempDir(), 3, jsserver.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := &fleet{nats: ns}
-	t.Cleanup(func() { jsserver.Shutdown(f.nats) })
+	f := startNATS(t)
+	ns := f.nats
 	bin := testenv.Binary(t, "torpor-relay")
 	var procs []*relaytest.Relay
 	for i := range n {
 		urls := []string{ns[i%3].URL(), ns[(i+1)%3].URL(), ns[(i+2)%3].URL()}
-		args := append([]string{"--listen", "127.0.0.1:0", "--mqtt-listen", "127.0.0.1:0", "--data-dir", t.TempDir(), "--log-level", "info",
-			"--operator", fleetOperator(t).DID().String(), "--store", "jetstream", "--nats", strings.Join(urls, ","), "--public-url", publicURL}, extra...)
-		procs = append(procs, &relaytest.Relay{Proc: testenv.Start(t, bin, args...)})
+		args := append([]string{"--operator", fleetOperator(t).DID().String()}, jetstreamArgs(urls, extra)...)
+		procs = append(procs, relaytest.Launch(t, bin, t.TempDir(), args...))
 	}
 	for i, p := range procs {
 		m := p.WaitWithin(t, 2*time.Minute, startedRE)
@@ -94,6 +86,8 @@ func startFleetAtOnce(t *testing.T, n int, extra ...string) *fleet {
 	if err != nil {
 		t.Fatal(err)
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
 	s, err := js.Stream(ctx, "KV_"+jsstore.SharedBucket)
 	if err != nil {
 		t.Fatal(err)
@@ -127,7 +121,7 @@ func dialLink(t *testing.T, addr, authz string) (int, string) {
 // linkTokenOnce: a link token that opened a link at relay 1 is refused at
 // relays 2 and 3 (and at 1 again).
 func linkTokenOnce(t *testing.T, f *fleet) {
-	dev := testKey(t, 40)
+	dev := relaytest.Key(t, 40)
 	admitDevice(t, f.relays[0].addr, dev)
 	tok, err := bearer.IssueLink(dev, publicURL, time.Now(), 0)
 	if err != nil {
@@ -148,7 +142,7 @@ func linkTokenOnce(t *testing.T, f *fleet) {
 // operatorTokenOnce: an operator token for one request, made at relay 2,
 // is refused when replayed at relays 3 and 1.
 func operatorTokenOnce(t *testing.T, f *fleet) {
-	dev := testKey(t, 41)
+	dev := relaytest.Key(t, 41)
 	path := "/operator/agents/" + dev.DID().String() + "/admit"
 	tok, err := bearer.IssuePurpose(fleetOperator(t), publicURL, bearer.OperatorPurpose(http.MethodPost, path), time.Now(), bearer.OperatorTTL)
 	if err != nil {
@@ -170,13 +164,13 @@ func operatorTokenOnce(t *testing.T, f *fleet) {
 // (the budget), the others 429 key_package_budget, and then a fetch at
 // each relay is refused too.
 func oneKeyPackageBudget(t *testing.T, f *fleet) {
-	dev := testKey(t, 42)
+	dev := relaytest.Key(t, 42)
 	kps := make([][]byte, 12)
 	for i := range kps {
 		kps[i] = relaytest.KeyPackage(t, dev)
 	}
 	publish(t, f.relays[0].addr, dev, device{mode: "sleep", kps: kps})
-	h := http.Header{"Authorization": {bearer.Authorization(relaytest.Token(t, testKey(t, 43), publicURL))}}
+	h := http.Header{"Authorization": {bearer.Authorization(relaytest.Token(t, relaytest.Key(t, 43), publicURL))}}
 	fetch := func(i int) relaytest.Response {
 		return relaytest.Do(t, http.MethodGet, f.relays[i%3].addr+"/a/"+dev.DID().String()+"/mls/key-package", h, nil)
 	}
@@ -259,7 +253,7 @@ func wakeSecondsOfTheFleet(t *testing.T, f *fleet) {
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			s, err := publishWindow(f.relays[i%3].addr, testKey(t, 100+i), 11)
+			s, err := publishWindow(f.relays[i%3].addr, relaytest.Key(t, 100+i), 11)
 			if err != nil {
 				t.Errorf("device %d: %v", i, err)
 			}

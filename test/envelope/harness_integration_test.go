@@ -116,10 +116,7 @@ func (w *world) keyFile(k *did.PrivateKey) string {
 	if p, ok := w.files[k]; ok {
 		return p
 	}
-	p := filepath.Join(w.dir, fmt.Sprintf("key-%d.key", len(w.files)))
-	if err := did.SaveKey(p, k, false); err != nil {
-		w.t.Fatal(err)
-	}
+	p := testenv.KeyFile(w.t, k)
 	w.files[k] = p
 	return p
 }

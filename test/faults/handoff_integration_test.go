@@ -236,10 +236,7 @@ func readFile(p string) string {
 // the exec handler of every comms object.
 func agentConfigFile(t *testing.T, dir string, key *did.PrivateKey, relayURL, notify string) string {
 	t.Helper()
-	keyFile := filepath.Join(dir, "agent.key")
-	if err := did.SaveKey(keyFile, key, false); err != nil {
-		t.Fatal(err)
-	}
+	keyFile := testenv.KeyFile(t, key)
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -292,10 +289,7 @@ func postObject(t *testing.T, url string, agent did.DID, sender *did.PrivateKey,
 	if err != nil {
 		t.Fatal(err)
 	}
-	tok, err := bearer.Issue(sender, url, time.Now(), 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tok := relaytest.Token(t, sender, url)
 	h := http.Header{"Content-Type": {"application/json"}, a2a.VersionHeader: {a2a.Version10}, "Authorization": {bearer.Authorization(tok)}}
 	a := relaytest.Do(t, "POST", url+"/a/"+agent.String()+"/a2a/jsonrpc", h, body)
 	var ans struct {

@@ -36,7 +36,7 @@ func TestAgentRelayYear2100(t *testing.T) {
 	hostile := startRelayAt(t, time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC))
 	dev, sender := key(t, 60), key(t, 61)
 	d := agNewDevice(t)
-	d.key = writeKey(t, dev)
+	d.key = testenv.KeyFile(t, dev)
 	args := []string{"--config", d.config, "--key", d.key, "--data-dir", d.data, "--relay", genuine.URL, "--mode", "sleep",
 		"--purposes", "comms:*", "--allow-plaintext", "--handler", "comms:*=exec:/bin/true"}
 	agent := testenv.Start(t, agBinary(t), args...)

@@ -31,7 +31,7 @@ func TestAgentRefusedRecordAckedOnce(t *testing.T) {
 	dev := key(t, 40)
 	sender := key(t, 41)
 	d := agNewDevice(t)
-	d.key = writeKey(t, dev)
+	d.key = testenv.KeyFile(t, dev)
 	args := []string{"--config", d.config, "--key", d.key, "--data-dir", d.data, "--relay", r.URL, "--mode", "sleep",
 		"--purposes", "comms:*", "--allow-plaintext", "--handler", "comms:*=exec:/bin/true"}
 	agent := testenv.Start(t, agBinary(t), args...)
@@ -115,7 +115,7 @@ func TestAgentFailedHandOffReported(t *testing.T) {
 			r := startRelay(t)
 			dev, sender := key(t, 50), key(t, 51)
 			d := agNewDevice(t)
-			d.key = writeKey(t, dev)
+			d.key = testenv.KeyFile(t, dev)
 			args := []string{"--config", d.config, "--key", d.key, "--data-dir", d.data, "--relay", r.URL, "--mode", "sleep",
 				"--purposes", "comms:*", "--allow-plaintext", "--handler", "comms:*=exec:" + filepath.Join(d.dir, "no-such-handler"), "--notify", mode}
 			agent := testenv.Start(t, agBinary(t), args...)

@@ -53,7 +53,7 @@ func TestAgentStrangerGroupsNotHostage(t *testing.T) {
 	r := startRelay(t)
 	dev := key(t, 50)
 	d := agNewDevice(t)
-	d.key = writeKey(t, dev)
+	d.key = testenv.KeyFile(t, dev)
 	args := []string{"--config", d.config, "--key", d.key, "--data-dir", d.data, "--relay", r.URL, "--mode", "sleep",
 		"--purposes", "comms:*", "--handler", "comms:*=exec:/bin/true"}
 	agent := testenv.Start(t, agBinary(t), args...)

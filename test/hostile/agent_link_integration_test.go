@@ -80,7 +80,7 @@ var unreachableRE = regexp.MustCompile(`msg="relay unreachable"`)
 // and tries again.
 func TestAgentLinkHandshakeDeadline(t *testing.T) {
 	tr := newTrickler(t, time.Second)
-	args := []string{"--key", writeKey(t, key(t, 0x11)), "--data-dir", t.TempDir(), "--relay", "http://" + tr.ln.Addr().String(),
+	args := []string{"--key", testenv.KeyFile(t, key(t, 0x11)), "--data-dir", t.TempDir(), "--relay", "http://" + tr.ln.Addr().String(),
 		"--mode", "always_on", "--name", "hostile", "--purposes", "comms:*", "--handler", "*=exec:/bin/true"}
 	p := testenv.Start(t, testenv.Binary(t, "torpor-agent"), args...)
 	const limit = 15 * time.Second // link.HandshakeTimeout (10 s) and the trickler's noticing

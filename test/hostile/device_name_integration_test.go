@@ -3,15 +3,14 @@
 package hostile
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/governed"
+	"github.com/torpor-dev/torpor/test/internal/relaytest"
 	"github.com/torpor-dev/torpor/transport/a2a"
-	"github.com/torpor-dev/torpor/transport/link"
 	"github.com/torpor-dev/torpor/transport/link/wire"
 )
 
@@ -78,22 +77,10 @@ func TestDeviceNameHiddenCharacters(t *testing.T) {
 // publish error.
 func publishNamed(t *testing.T, url string, dev *did.PrivateKey, name string, st *wire.Status) error {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	c, err := link.Dial(ctx, link.Config{RelayURL: url, Key: dev})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, ctx := relaytest.Dial(t, url, dev)
 	defer c.Close()
 	b := c.Hello()
-	card, err := a2a.BuildCard(a2a.CardOptions{Name: name, BaseURL: url + "/a/" + dev.DID().String(), OfflineMode: "sleep", Bounds: &b})
-	if err != nil {
-		t.Fatal(err)
-	}
-	state := wire.State{Mode: "sleep"}
-	if state.Card, err = a2a.SignCard(card, dev); err != nil {
-		t.Fatal(err)
-	}
+	state := wire.State{Mode: "sleep", Card: relaytest.SignedCard(t, url, dev, a2a.CardOptions{Name: name, OfflineMode: "sleep", Bounds: &b})}
 	if st != nil {
 		o, err := governed.Sign(dev, governed.Template{IssuedAt: time.Now(), Semantic: governed.Semantic{Schema: wire.StatusSchema},
 			Purpose: wire.PurposeStatus, Payload: st})
@@ -104,6 +91,6 @@ func publishNamed(t *testing.T, url string, dev *did.PrivateKey, name string, st
 			t.Fatal(err)
 		}
 	}
-	_, err = c.Publish(ctx, state)
+	_, err := c.Publish(ctx, state)
 	return err
 }

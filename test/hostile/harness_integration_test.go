@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -58,17 +57,6 @@ func freshKey(t testing.TB) *did.PrivateKey {
 		t.Fatal(err)
 	}
 	return k
-}
-
-// writeKey writes k as a key file (torporctl keygen's format) in a
-// temporary directory of t's and returns its path.
-func writeKey(t testing.TB, k *did.PrivateKey) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "id.key")
-	if err := did.SaveKey(path, k, false); err != nil {
-		t.Fatal(err)
-	}
-	return path
 }
 
 // relayProc is a running torpor-relay.
@@ -199,7 +187,7 @@ var publishedRE = regexp.MustCompile(`msg="state published"`)
 // handed to /bin/true) and waits until r logs the state it published.
 func startAgent(t testing.TB, r *relayProc, k *did.PrivateKey, mode string, extra ...string) *testenv.Proc {
 	t.Helper()
-	args := append([]string{"--key", writeKey(t, k), "--data-dir", t.TempDir(), "--relay", r.URL, "--mode", mode,
+	args := append([]string{"--key", testenv.KeyFile(t, k), "--data-dir", t.TempDir(), "--relay", r.URL, "--mode", mode,
 		"--name", "hostile", "--purposes", "comms:*", "--handler", "*=exec:/bin/true"}, extra...)
 	p := testenv.Start(t, testenv.Binary(t, "torpor-agent"), args...)
 	r.Wait(t, publishedRE, k.DID().String())
@@ -211,7 +199,7 @@ func startAgent(t testing.TB, r *relayProc, k *did.PrivateKey, mode string, extr
 // started with --operator op).
 func operatorList(t testing.TB, r *relayProc, op *did.PrivateKey, agent string) int {
 	t.Helper()
-	out, stderr, err := ctl(t, "queue", "--key", writeKey(t, op), "--relay", r.URL, "--agent", agent, "--json", "list")
+	out, stderr, err := ctl(t, "queue", "--key", testenv.KeyFile(t, op), "--relay", r.URL, "--agent", agent, "--json", "list")
 	var ans struct{ Messages int }
 	if err != nil || json.Unmarshal([]byte(out), &ans) != nil {
 		t.Fatalf("torporctl queue list: %v\n%s%s", err, out, stderr)

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/torpor-dev/torpor/test/internal/relaytest"
+	"github.com/torpor-dev/torpor/test/internal/testenv"
 )
 
 // TestOperatorPurge: a sender floods a device's queue with messages the
@@ -25,7 +26,7 @@ func TestOperatorPurge(t *testing.T) {
 		}
 	}
 	spammed := queued(t, s.relay.URL, s.dev)
-	opKey, malloryKey := writeKey(t, op), writeKey(t, mallory)
+	opKey, malloryKey := testenv.KeyFile(t, op), testenv.KeyFile(t, mallory)
 	queue := func(sub string, flags ...string) (string, string, error) {
 		return ctl(t, append(append([]string{"queue"}, flags...), "--relay", s.relay.URL, "--agent", s.dev.DID().String(), sub)...)
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/test/internal/testenv"
 	"github.com/torpor-dev/torpor/transport/link/wire"
 )
 
@@ -23,7 +24,7 @@ var (
 // enrolment of dev that signer made with torporctl enrol.
 func enrolmentConfig(t *testing.T, signer, dev *did.PrivateKey) string {
 	t.Helper()
-	out, stderr, err := ctl(t, "enrol", "--key", writeKey(t, signer), "--name", "field-7", dev.DID().String())
+	out, stderr, err := ctl(t, "enrol", "--key", testenv.KeyFile(t, signer), "--name", "field-7", dev.DID().String())
 	if err != nil {
 		t.Fatalf("torporctl enrol: %v\n%s", err, stderr)
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/torpor-dev/torpor/session"
 	"github.com/torpor-dev/torpor/session/sender"
 	"github.com/torpor-dev/torpor/test/internal/relaytest"
+	"github.com/torpor-dev/torpor/test/internal/testenv"
 	"github.com/torpor-dev/torpor/transport/a2a"
 	"github.com/torpor-dev/torpor/transport/bearer"
 	"github.com/torpor-dev/torpor/transport/link"
@@ -40,7 +41,7 @@ func harnessOperator(t testing.TB) *did.PrivateKey { return key(t, 0xAD0) }
 // admit admits dev on the relay at url as op, with torporctl device admit.
 func admit(t testing.TB, url string, op, dev *did.PrivateKey) {
 	t.Helper()
-	out, stderr, err := ctl(t, "device", "admit", "--relay", url, "--key", writeKey(t, op), dev.DID().String())
+	out, stderr, err := ctl(t, "device", "admit", "--relay", url, "--key", testenv.KeyFile(t, op), dev.DID().String())
 	if err != nil || !strings.Contains(out, "admitted "+dev.DID().String()) {
 		t.Fatalf("torporctl device admit: %v\n%s%s", err, out, stderr)
 	}
@@ -73,13 +74,7 @@ func publishState(t testing.TB, url string, dev *did.PrivateKey, st wire.State) 
 	}
 	t.Cleanup(func() { c.Close() })
 	b := c.Hello()
-	card, err := a2a.BuildCard(a2a.CardOptions{Name: "limits", BaseURL: url + "/a/" + dev.DID().String(), OfflineMode: st.Mode, Bounds: &b})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st.Card, err = a2a.SignCard(card, dev); err != nil {
-		t.Fatal(err)
-	}
+	st.Card = relaytest.SignedCard(t, url, dev, a2a.CardOptions{Name: "limits", OfflineMode: st.Mode, Bounds: &b})
 	_, err = c.Publish(ctx, st)
 	return c, err
 }
@@ -417,7 +412,7 @@ func TestLimitsOperatorAdmits(t *testing.T) {
 	if _, err := publishState(t, r.URL, dev, wire.State{Mode: "sleep"}); err != nil {
 		t.Fatal(err)
 	}
-	out, stderr, err := ctl(t, "device", "admit", "--relay", r.URL, "--key", writeKey(t, freshKey(t)), dev.DID().String())
+	out, stderr, err := ctl(t, "device", "admit", "--relay", r.URL, "--key", testenv.KeyFile(t, freshKey(t)), dev.DID().String())
 	if err == nil || !strings.Contains(stderr, "not_operator") {
 		t.Fatalf("admit by a non-operator: %v %s %s, want refused not_operator", err, out, stderr)
 	}

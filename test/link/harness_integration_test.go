@@ -79,10 +79,7 @@ func newWorld(t *testing.T) *world {
 // agent starts torpor-agent with key, always on, linked through the tap.
 func (w *world) agent(t *testing.T, key *did.PrivateKey) *testenv.Proc {
 	t.Helper()
-	keyFile := filepath.Join(w.dir, "agent.key")
-	if err := did.SaveKey(keyFile, key, true); err != nil {
-		t.Fatal(err)
-	}
+	keyFile := testenv.KeyFile(t, key)
 	return testenv.Start(t, testenv.Binary(t, "torpor-agent"), "--key", keyFile, "--data-dir", filepath.Join(w.dir, "agent"),
 		"--relay", w.tap.srv.URL, "--mode", "always_on", "--name", "plot-7", "--purposes", "comms:*",
 		"--handler", "*=exec:/bin/true")

@@ -139,10 +139,7 @@ func TestA2ATokenDoesNotOpenTheLink(t *testing.T) {
 	w := newWorld(t)
 	dev := didtest.Key(t, 0x34)
 	w.device(t, dev, "sleep", nil).Close()
-	tok, err := bearer.Issue(dev, w.tap.srv.URL, time.Now(), 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tok := relaytest.Token(t, dev, w.tap.srv.URL)
 	if _, status, body := thiefDial(t, w.relay.URL, bearer.Authorization(tok)); status != http.StatusUnauthorized || !strings.Contains(body, "wrong purpose") {
 		t.Errorf("A2A token at the link: %d %s; want 401 wrong purpose", status, body)
 	}
@@ -171,10 +168,7 @@ func TestAckOnlyWhatTheLinkReceived(t *testing.T) {
 	dev, sender := didtest.Key(t, 0x36), didtest.Key(t, 0x37)
 	w.device(t, dev, "sleep", nil).Close()
 	w.relay.Wait(t, linkDown, dev.DID().String())
-	tok, err := bearer.Issue(sender, w.tap.srv.URL, time.Now(), 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tok := relaytest.Token(t, sender, w.tap.srv.URL)
 	for i := range 3 {
 		r := post(t, w.relay.URL+"/a/"+dev.DID().String()+"/a2a/jsonrpc", bearer.Authorization(tok), sendBody(i+1))
 		if r.status != http.StatusServiceUnavailable || !strings.Contains(r.body, `"queued":true`) {
@@ -279,10 +273,7 @@ func fetchKeyPackage(t *testing.T, relayURL string, agent did.DID) ([]byte, bool
 		json.NewDecoder(hr.Body).Decode(&health)
 		hr.Body.Close()
 	}
-	tok, err := bearer.Issue(caller, health.PublicURL, time.Now(), 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tok := relaytest.Token(t, caller, health.PublicURL)
 	req.Header.Set("Authorization", bearer.Authorization(tok))
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -329,15 +320,7 @@ func (w *world) device(t *testing.T, key *did.PrivateKey, mode string, kps [][]b
 func (w *world) state(t *testing.T, c *link.Client, key *did.PrivateKey, mode string) wire.State {
 	t.Helper()
 	b := c.Hello()
-	card, err := a2a.BuildCard(a2a.CardOptions{Name: "dev", BaseURL: w.tap.srv.URL + "/a/" + key.DID().String(), OfflineMode: mode, Bounds: &b})
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, err := a2a.SignCard(card, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return wire.State{Mode: mode, Card: raw}
+	return wire.State{Mode: mode, Card: relaytest.SignedCard(t, w.tap.srv.URL, key, a2a.CardOptions{Name: "dev", OfflineMode: mode, Bounds: &b})}
 }
 
 // TestOverflowTokenRefused: a DID Bearer token whose iat and exp lie so far

@@ -3,7 +3,6 @@
 package link
 
 import (
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -83,7 +82,7 @@ func emptyWakes(b *testing.B, agentBin, relayBin string) {
 		scale, _ = strconv.Atoi(v)
 	}
 	dir := b.TempDir()
-	addr := freeAddr(b)
+	addr := testenv.FreeAddr(b)
 	proxy := mqtttest.StartProxy(b, addr)
 	proxyURL := "http://" + proxy.Addr()
 	epoch := time.Now().UTC().Format(time.RFC3339Nano)
@@ -150,15 +149,4 @@ func perfRecord(tb testing.TB, pid int) func() {
 		cmd.Process.Signal(os.Interrupt)
 		cmd.Wait()
 	}
-}
-
-// freeAddr returns a loopback address with a port free a moment ago.
-func freeAddr(tb testing.TB) string {
-	tb.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }

@@ -51,14 +51,6 @@ func ctxT(t testing.TB) context.Context {
 	return ctx
 }
 
-type tlog struct{ t testing.TB }
-
-func (l tlog) Write(p []byte) (int, error) { l.t.Log(string(p)); return len(p), nil }
-
-func testLogger(t testing.TB) *slog.Logger {
-	return slog.New(slog.NewTextHandler(tlog{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
-}
-
 // device is one device (manage.Server, recording Device, bbolt state) and
 // one operator on a broker (worldtest.Session); Session.DeviceURL is where
 // the device connects when not to the broker (a proxy).
@@ -126,11 +118,11 @@ func (d *device) publish(k *did.PrivateKey, spec command.Spec) string {
 	return o.ID
 }
 
-// benchQuiet is testLogger, except in benchmarks, where logging every
+// benchQuiet is worldtest.Logger, except in benchmarks, where logging every
 // message would be what they measure.
 func benchQuiet(t testing.TB) *slog.Logger {
 	if _, ok := t.(*testing.B); ok {
 		return nil
 	}
-	return testLogger(t)
+	return worldtest.Logger(t)
 }

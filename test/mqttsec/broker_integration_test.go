@@ -15,6 +15,7 @@ import (
 
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/did/didtest"
+	"github.com/torpor-dev/torpor/test/internal/testenv"
 	"github.com/torpor-dev/torpor/transport/broker"
 )
 
@@ -83,17 +84,8 @@ func TestOversizedCommandNeverReachesTheStore(t *testing.T) {
 		t.Errorf("the device's store grew from %d to %d bytes", before.Size(), after.Size())
 	}
 	out, stderr, err := ctl(t, []string{"TORPOR_KNOWN_DEVICES=" + filepath.Join(t.TempDir(), "known")},
-		"device", "status", "--broker", b.URL(), "--key", saveKey(t, op), "--did", devKey.DID().String(), "dev-a")
+		"device", "status", "--broker", b.URL(), "--key", testenv.KeyFile(t, op), "--did", devKey.DID().String(), "dev-a")
 	if err != nil || !strings.Contains(out, "  ok") {
 		t.Errorf("status after the oversized commands: %v\n%s%s", err, out, stderr)
 	}
-}
-
-func saveKey(t testing.TB, k *did.PrivateKey) string {
-	t.Helper()
-	p := filepath.Join(t.TempDir(), "op.key")
-	if err := did.SaveKey(p, k, false); err != nil {
-		t.Fatal(err)
-	}
-	return p
 }

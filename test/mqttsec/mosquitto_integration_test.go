@@ -12,6 +12,7 @@ import (
 	"github.com/eclipse/paho.golang/paho"
 
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/test/internal/testenv"
 	"github.com/torpor-dev/torpor/transport/mqtt/login"
 )
 
@@ -25,7 +26,7 @@ func TestMosquittoACL(t *testing.T) {
 	op, devA, devB := f.op, f.devA, f.devB
 	startDevice(t, f.m.URL(), "dev-a", devA, op.DID(), filepath.Join(t.TempDir(), "a.db"), f.secret(t, "device-dev-a")...)
 	o, e, err := ctl(t, []string{"TORPOR_KNOWN_DEVICES=" + filepath.Join(t.TempDir(), "known")}, "device", "status", "--broker", f.m.URL(),
-		"--key", saveKey(t, op), "--mqtt-password-file", f.opSecretFile(), "--did", devA.DID().String(), "dev-a")
+		"--key", testenv.KeyFile(t, op), "--mqtt-password-file", f.opSecretFile(), "--did", devA.DID().String(), "dev-a")
 	if err != nil || !strings.Contains(o, "  ok") {
 		t.Fatalf("the operator's status command through mosquitto: %v\n%s%s", err, o, e)
 	}

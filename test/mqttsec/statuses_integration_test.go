@@ -55,7 +55,7 @@ func TestForgedAndCopiedStatusesAreRefused(t *testing.T) {
 	op, devA, devB, attacker := didtest.New(t), didtest.New(t), didtest.New(t), didtest.New(t)
 	startDevice(t, m.URL(), "dev-a", devA, op.DID(), filepath.Join(t.TempDir(), "a.db"))
 	known := filepath.Join(t.TempDir(), "known_devices")
-	env := []string{"TORPOR_BROKER=" + m.URL(), "TORPOR_KEY=" + saveKey(t, op), "TORPOR_KNOWN_DEVICES=" + known}
+	env := []string{"TORPOR_BROKER=" + m.URL(), "TORPOR_KEY=" + testenv.KeyFile(t, op), "TORPOR_KNOWN_DEVICES=" + known}
 	if out, stderr, err := ctl(t, env, "device", "status", "dev-a"); err != nil || !strings.Contains(stderr, "pinned dev-a to "+devA.DID().String()) {
 		t.Fatalf("first contact: %v\n%s%s", err, out, stderr)
 	}
@@ -88,7 +88,7 @@ func TestExpiredStatusIsNotBelieved(t *testing.T) {
 	wake := time.Now().Add(-time.Hour).UTC()
 	old := envelope.Status{Device: dev.DID().String(), Name: "dev-x", State: envelope.StateAsleep, Since: wake.Add(-time.Hour), NextWake: &wake}
 	publishRetained(t, m, "dev-x", signStatus(t, dev, old, wake.Add(-time.Hour), time.Hour+envelope.StatusGrace))
-	env := []string{"TORPOR_BROKER=" + m.URL(), "TORPOR_KEY=" + saveKey(t, op), "TORPOR_KNOWN_DEVICES=" + filepath.Join(t.TempDir(), "k")}
+	env := []string{"TORPOR_BROKER=" + m.URL(), "TORPOR_KEY=" + testenv.KeyFile(t, op), "TORPOR_KNOWN_DEVICES=" + filepath.Join(t.TempDir(), "k")}
 	out, stderr, err := ctl(t, env, "device", "status", "--wait", "1s", "dev-x")
 	if err == nil || !strings.Contains(stderr, "expired") || strings.Contains(out, "asleep") {
 		t.Errorf("status from an expired retained status: %v\n%s%s", err, out, stderr)

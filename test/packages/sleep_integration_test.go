@@ -10,18 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/torpor-dev/torpor/test/qemu/guest/report"
 	"github.com/torpor-dev/torpor/test/qemu/vm"
 )
-
-// probeResult is the part of test/qemu/guest/wakeprobe's RESULT line this
-// test reads.
-type probeResult struct {
-	Reason      string `json:"reason"`
-	Detail      string `json:"detail"`
-	SleptBootMS int64  `json:"slept_boot_ms"`
-	SuspendOK   string `json:"suspend_success"`
-	Error       string `json:"error"`
-}
 
 // TestUnprivilegedSleep boots Debian's arm64 kernel under QEMU and runs
 // wakeprobe (wake/rtc, the agent's sleep code) as an unprivileged user
@@ -68,7 +59,7 @@ func TestUnprivilegedSleep(t *testing.T) {
 			t.Errorf("console lacks %q", want)
 		}
 	}
-	rs, err := vm.Results[probeResult](v)
+	rs, err := vm.Results[report.Wakeprobe](v)
 	if err != nil {
 		t.Fatal(err)
 	}

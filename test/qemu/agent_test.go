@@ -6,8 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -17,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/did/didtest"
 	"github.com/torpor-dev/torpor/session/sender"
 	"github.com/torpor-dev/torpor/test/procs"
 	"github.com/torpor-dev/torpor/test/qemu/vm"
@@ -86,14 +85,6 @@ func windowOffset(id did.DID, start time.Time) time.Duration {
 // in whole seconds, counted once the binaries are built.
 func (b agentBoot) boot(t *testing.T, k *vm.Kernel, key *did.PrivateKey, r *hostRelay) (*vm.VM, time.Time) {
 	t.Helper()
-	keyFile := filepath.Join(t.TempDir(), "agent.key")
-	if err := did.SaveKey(keyFile, key, false); err != nil {
-		t.Fatal(err)
-	}
-	keyBytes, err := os.ReadFile(keyFile)
-	if err != nil {
-		t.Fatal(err)
-	}
 	agent, sink := vm.GuestBinary(t, "./cmd/torpor-agent"), vm.GuestBinary(t, "./test/qemu/guest/sink")
 	vm.GuestBinary(t, "./test/qemu/guest/init")
 	start := time.Now().Add(b.Lead).Truncate(time.Second)
@@ -103,13 +94,50 @@ func (b agentBoot) boot(t *testing.T, k *vm.Kernel, key *did.PrivateKey, r *host
 			"bin/torpor-agent":                   agent,
 			"bin/sink":                           sink,
 			strings.TrimPrefix(guestConfig, "/"): agentConfig(t, key, r.URL, b, start),
-			strings.TrimPrefix(guestKey, "/"):    keyBytes,
+			strings.TrimPrefix(guestKey, "/"):    did.MarshalKeyFile(key),
 		},
 		Modes:   map[string]uint32{strings.TrimPrefix(guestKey, "/"): 0o600},
 		Modules: append([]string{"virtio_mmio", "virtio_net"}, b.Modules...), Net: true,
 		Writes: []string{"/proc/sys/kernel/printk=8", "/sys/power/pm_debug_messages=1"},
 		Run:    "/bin/torpor-agent", Args: []string{"--config", guestConfig}, ClockStep: b.ClockStep,
 	}), start
+}
+
+// agentVM is a running agentBoot and its cast: the agent's key, the relay
+// on the host that admits it, a sender with its own key, the guest's
+// console (followed for up to 4 minutes from the start) and when the
+// agent's window opens.
+type agentVM struct {
+	key    *did.PrivateKey
+	relay  *hostRelay
+	snd    *sender.Client
+	sndKey *did.PrivateKey
+	*console
+	start time.Time
+}
+
+// run starts a relay on the host that admits a new agent key, a sender
+// and the machine (boot).
+func (b agentBoot) run(t *testing.T) *agentVM {
+	t.Helper()
+	k := vm.FindKernel(t)
+	a := &agentVM{key: didtest.New(t)}
+	a.relay = startRelay(t, relayOptions{Guest: true, Allow: []string{a.key.DID().String()}})
+	a.snd, a.sndKey = newSender(t, a.relay)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	t.Cleanup(cancel)
+	v, start := b.boot(t, k, a.key, a.relay)
+	a.console, a.start = &console{t: t, v: v, ctx: ctx}, start
+	return a
+}
+
+// checkLead fails the test when the sender's queueing ended less than a
+// second before the agent's window: the boot took too long for lead.
+func (a *agentVM) checkLead(lead time.Duration) {
+	a.t.Helper()
+	if left := time.Until(a.start); left < time.Second {
+		a.t.Fatalf("queueing ended %v before the window: the boot took too long for the lead of %v", left, lead)
+	}
 }
 
 // console follows the guest's console: the kernel's messages, the agent's
@@ -269,17 +297,11 @@ func duration(t *testing.T, l procs.Line, key string) time.Duration {
 // and at the window's end the agent announces its next wake an hour later
 // and suspends again.
 func TestAgentRTCWake(t *testing.T) {
-	k := vm.FindKernel(t)
-	key := newKey(t)
-	r := startRelay(t, relayOptions{Guest: true, Allow: []string{key.DID().String()}})
-	snd, sndKey := newSender(t, r)
 	// The window opens lead after boot: long enough for the boot, the
 	// first wake and the queueing under TCG emulation on a loaded machine.
 	const lead, length = 40 * time.Second, 10 * time.Second
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	v, start := agentBoot{Methods: []string{"rtc"}, Lead: lead, WindowLength: length}.boot(t, k, key, r)
-	c := &console{t: t, v: v, ctx: ctx}
+	a := agentBoot{Methods: []string{"rtc"}, Lead: lead, WindowLength: length}.run(t)
+	key, r, snd, sndKey, c, start := a.key, a.relay, a.snd, a.sndKey, a.console, a.start
 
 	boot := c.wake()
 	if boot.Get("reason") != "boot" || boot.Get("nextWake") != start.UTC().Format(time.RFC3339) {
@@ -288,9 +310,7 @@ func TestAgentRTCWake(t *testing.T) {
 	asleep := c.kernel("PM: suspend entry")
 	sent := letters(t, sndKey)
 	sendAll(t, snd, r, key.DID(), sent)
-	if left := time.Until(start); left < time.Second {
-		t.Fatalf("queueing ended %v before the window: the boot took too long for the lead of %v", left, lead)
-	}
+	a.checkLead(lead)
 	from := c.next
 	resumed := c.kernel("PM: suspend exit")
 	w := c.wake()
@@ -354,17 +374,10 @@ func checkAsleepUntil(t *testing.T, snd *sender.Client, r *hostRelay, id did.DID
 // from the GPIO long before the RTC, drain the queue in a window of its
 // configured length, and suspend again until its planned window.
 func TestAgentGPIOWake(t *testing.T) {
-	k := vm.FindKernel(t)
-	dtb := vm.PatchDTB(t, 512, 1)
-	key := newKey(t)
-	r := startRelay(t, relayOptions{Guest: true, Allow: []string{key.DID().String()}})
-	snd, sndKey := newSender(t, r)
 	const fallback, length = 20 * time.Minute, 10 * time.Second
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	v, start := agentBoot{Methods: []string{"rtc", "gpio-keys"}, Lead: fallback, WindowLength: length,
-		DTB: dtb, Modules: []string{"gpio_keys"}}.boot(t, k, key, r)
-	c := &console{t: t, v: v, ctx: ctx}
+	a := agentBoot{Methods: []string{"rtc", "gpio-keys"}, Lead: fallback, WindowLength: length,
+		DTB: vm.PatchDTB(t, 512, 1), Modules: []string{"gpio_keys"}}.run(t)
+	key, r, snd, sndKey, c, start := a.key, a.relay, a.snd, a.sndKey, a.console, a.start
 
 	boot := c.wake()
 	if boot.Get("reason") != "boot" || boot.Get("nextWake") != start.UTC().Format(time.RFC3339) {
@@ -376,7 +389,7 @@ func TestAgentGPIOWake(t *testing.T) {
 	c.kernel("PM: suspend-to-idle")
 	sent := letters(t, sndKey)
 	sendAll(t, snd, r, key.DID(), sent)
-	q, err := v.QMP()
+	q, err := c.v.QMP()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,8 +19,10 @@ import (
 	"time"
 
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/did/didtest"
 	"github.com/torpor-dev/torpor/test/internal/testenv"
 	"github.com/torpor-dev/torpor/test/procs"
+	"github.com/torpor-dev/torpor/test/qemu/guest/report"
 	"github.com/torpor-dev/torpor/test/qemu/vm"
 	"github.com/torpor-dev/torpor/wake"
 )
@@ -190,10 +192,8 @@ func makeFootprintInput(t *testing.T) *footprintInput {
 	t.Helper()
 	dir := t.TempDir()
 	in := &footprintInput{relayData: filepath.Join(dir, "relay"), agentData: filepath.Join(dir, "agent"),
-		keyFile: filepath.Join(dir, "agent.key"), key: newKey(t), ids: map[string]bool{}}
-	if err := did.SaveKey(in.keyFile, in.key, false); err != nil {
-		t.Fatal(err)
-	}
+		key: didtest.New(t), ids: map[string]bool{}}
+	in.keyFile = testenv.KeyFile(t, in.key)
 	r := startRelayAt(t, in.relayData, in.key)
 	native := footprintTargets[0]
 	// The agent publishes its state and KeyPackages, then is stopped: the
@@ -413,15 +413,11 @@ func measureFootprintVM(t *testing.T, in *footprintInput, tt footprintTarget) fo
 	relayData := filepath.Join(t.TempDir(), "relay")
 	copyDir(t, in.relayData, relayData)
 	r := startRelay(t, relayOptions{Guest: true, Data: relayData, Args: relayBounds, Allow: []string{in.key.DID().String()}})
-	keyBytes, err := os.ReadFile(in.keyFile)
-	if err != nil {
-		t.Fatal(err)
-	}
 	const data, sock = "var/lib/torpor", "/tmp/app.sock"
 	files := map[string][]byte{
 		"bin/torpor-agent":     agent,
 		"bin/footprint":        vm.GuestBinary(t, "./test/qemu/guest/footprint"),
-		"etc/torpor/agent.key": keyBytes,
+		"etc/torpor/agent.key": did.MarshalKeyFile(in.key),
 		"etc/torpor/agent.json": footprintConfig(in, r, "/"+data, guestKey,
 			map[string]any{"purpose": "comms:*", "unix": map[string]string{"socket": sock, "path": "/message"}}),
 	}
@@ -444,13 +440,7 @@ func measureFootprintVM(t *testing.T, in *footprintInput, tt footprintTarget) fo
 	if err := v.Wait(ctx); err != nil {
 		t.Fatalf("guest: %v", err)
 	}
-	type result struct {
-		Delivered int64  `json:"delivered"`
-		PeakKiB   int64  `json:"peak_kib"`
-		ElapsedMS int64  `json:"elapsed_ms"`
-		Error     string `json:"error"`
-	}
-	rs, err := vm.Results[result](v)
+	rs, err := vm.Results[report.Footprint](v)
 	if err != nil || len(rs) != 1 {
 		t.Fatalf("%d RESULT lines, %v", len(rs), err)
 	}

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -22,6 +21,7 @@ import (
 	"time"
 
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/did/didtest"
 	"github.com/torpor-dev/torpor/test/internal/relaytest"
 	"github.com/torpor-dev/torpor/test/internal/testenv"
 	"github.com/torpor-dev/torpor/test/procs"
@@ -121,14 +121,6 @@ func cutConfig(t testing.TB) []byte {
 // relay's port forwarded from the host.
 func cutMachine(t *testing.T, key *did.PrivateKey, engine string) vm.Machine {
 	t.Helper()
-	keyFile := filepath.Join(t.TempDir(), "agent.key")
-	if err := did.SaveKey(keyFile, key, false); err != nil {
-		t.Fatal(err)
-	}
-	keyBytes, err := os.ReadFile(keyFile)
-	if err != nil {
-		t.Fatal(err)
-	}
 	m := vm.Machine{Kernel: vm.FindKernel(t),
 		Files: map[string][]byte{
 			"bin/powercut":                       vm.GuestBinary(t, "./test/qemu/guest/powercut"),
@@ -136,7 +128,7 @@ func cutMachine(t *testing.T, key *did.PrivateKey, engine string) vm.Machine {
 			"bin/torpor-agent":                   vm.GuestBinary(t, "./cmd/torpor-agent"),
 			"bin/sink":                           vm.GuestBinary(t, "./test/qemu/guest/sink"),
 			strings.TrimPrefix(guestConfig, "/"): cutConfig(t),
-			strings.TrimPrefix(guestKey, "/"):    keyBytes,
+			strings.TrimPrefix(guestKey, "/"):    did.MarshalKeyFile(key),
 		},
 		Modes:   map[string]uint32{strings.TrimPrefix(guestKey, "/"): 0o600},
 		Modules: append(append([]string(nil), diskModules...), "virtio_net"), Net: true,
@@ -150,17 +142,6 @@ func cutMachine(t *testing.T, key *did.PrivateKey, engine string) vm.Machine {
 	}
 	m.Initrd = m.WriteInitramfs(t)
 	return m
-}
-
-// freePort returns a free TCP port on the host's loopback.
-func freePort(t testing.TB) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
 }
 
 // TestPowerCut cuts the guest's power (QMP quit) 10 times for each queue
@@ -185,18 +166,18 @@ func TestPowerCut(t *testing.T) {
 
 // powerCuts is TestPowerCut with the relay's queue engine.
 func powerCuts(t *testing.T, engine string) {
-	key := newKey(t)
+	key := didtest.New(t)
 	m := cutMachine(t, key, engine)
 	senders := make([]*did.PrivateKey, 4)
 	for i := range senders {
-		senders[i] = newKey(t)
+		senders[i] = didtest.New(t)
 	}
 	seed := uint64(time.Now().UnixNano())
 	rng := rand.New(rand.NewPCG(seed, 9))
 	st := &binState{queued: map[string]string{}, delivered: map[string]int{}, outbox: map[string]bool{}}
 	start := time.Now()
 	for boot := 0; boot <= powerCutTrials; boot++ {
-		port := freePort(t)
+		port := testenv.FreePort(t)
 		m.Forward = []string{fmt.Sprintf("tcp:127.0.0.1:%d-:%d", port, guestRelayPort)}
 		v := vm.Start(t, m)
 		ready := st.awaitReady(t, v, boot)
@@ -332,11 +313,10 @@ func (st *binState) post(ctx context.Context, hc *http.Client, key *did.PrivateK
 	return json.Unmarshal(ans, &a) == nil && a.Queued
 }
 
-// awaitReady waits for the guest program's READY and checks its OUTBOX and PRESENT
-// lines: every message answered queued so far is still queued, was handed
-// over, or is in the agent's outbox. It returns the index of the console
-// line after READY.
-func (st *binState) awaitReady(t *testing.T, v *vm.VM, boot int) int {
+// awaitREADY waits up to 2 minutes for the power-cut guest program's
+// READY line at boot and returns the index of the console line after it;
+// an ERROR line or no READY fails the test.
+func awaitREADY(t *testing.T, v *vm.VM, boot int) int {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -344,6 +324,16 @@ func (st *binState) awaitReady(t *testing.T, v *vm.VM, boot int) int {
 	if err != nil || l != "READY" {
 		t.Fatalf("boot %d: %q, %v; want READY", boot, l, err)
 	}
+	return ready
+}
+
+// awaitReady waits for the guest program's READY and checks its OUTBOX and PRESENT
+// lines: every message answered queued so far is still queued, was handed
+// over, or is in the agent's outbox. It returns the index of the console
+// line after READY.
+func (st *binState) awaitReady(t *testing.T, v *vm.VM, boot int) int {
+	t.Helper()
+	ready := awaitREADY(t, v, boot)
 	present := map[string]bool{}
 	st.bootOutbox, st.bootAnswered = 0, 0
 	for _, l := range v.Lines()[:ready] {

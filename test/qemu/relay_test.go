@@ -4,7 +4,6 @@ package qemu
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -16,8 +15,10 @@ import (
 	"time"
 
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/did/didtest"
 	"github.com/torpor-dev/torpor/governed"
 	"github.com/torpor-dev/torpor/session/sender"
+	"github.com/torpor-dev/torpor/test/internal/testenv"
 	"github.com/torpor-dev/torpor/test/procs"
 	"github.com/torpor-dev/torpor/test/qemu/vm"
 )
@@ -68,15 +69,11 @@ func startRelay(t testing.TB, o relayOptions) *hostRelay {
 			t.Fatal(err)
 		}
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	port := testenv.FreePort(t)
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	r := &hostRelay{addr: addr, URL: "http://" + addr}
 	if o.Guest {
-		r.URL = fmt.Sprintf("http://%s:%d", guestHost, ln.Addr().(*net.TCPAddr).Port)
+		r.URL = fmt.Sprintf("http://%s:%d", guestHost, port)
 	}
 	r.HTTP = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
 		DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
@@ -93,6 +90,7 @@ func startRelay(t testing.TB, o relayOptions) *hostRelay {
 	for _, d := range o.Allow {
 		args = append(args, "--allow-agent", d)
 	}
+	var err error
 	if r.proc, err = procs.StartProc("relay", bin, args, dir, filepath.Join(dir, "relay.log"), nil); err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +115,7 @@ func startRelay(t testing.TB, o relayOptions) *hostRelay {
 // talking to r.
 func newSender(t testing.TB, r *hostRelay) (*sender.Client, *did.PrivateKey) {
 	t.Helper()
-	key := newKey(t)
+	key := didtest.New(t)
 	dir := filepath.Join(t.TempDir(), "sender")
 	if err := os.Mkdir(dir, 0o700); err != nil { // session.CheckPrivate
 		t.Fatal(err)
@@ -128,15 +126,6 @@ func newSender(t testing.TB, r *hostRelay) (*sender.Client, *did.PrivateKey) {
 	}
 	t.Cleanup(func() { c.Close() })
 	return c, key
-}
-
-func newKey(t testing.TB) *did.PrivateKey {
-	t.Helper()
-	k, err := did.Generate(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return k
 }
 
 // letter is one object a test sends and what the agent should do with it.
@@ -152,7 +141,14 @@ type letter struct {
 // valid for an hour from now.
 func message(t testing.TB, key *did.PrivateKey, purpose, text string) letter {
 	t.Helper()
-	o, err := governed.Sign(key, governed.Template{IssuedAt: time.Now(), Purpose: purpose, TTL: time.Hour,
+	return signLetter(t, key, purpose, text, time.Now(), time.Hour)
+}
+
+// signLetter signs a Governed Object by key with purpose and a text
+// payload, issued at issued and valid for ttl.
+func signLetter(t testing.TB, key *did.PrivateKey, purpose, text string, issued time.Time, ttl time.Duration) letter {
+	t.Helper()
+	o, err := governed.Sign(key, governed.Template{IssuedAt: issued, Purpose: purpose, TTL: ttl,
 		Semantic: governed.Semantic{Schema: "urn:torpor:test:qemu"}, Payload: map[string]string{"text": text}})
 	if err != nil {
 		t.Fatal(err)

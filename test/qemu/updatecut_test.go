@@ -238,12 +238,7 @@ func (run *updateRun) endRounds(t *testing.T, v *vm.VM, ready, boot int) {
 // lines; it returns the index of the console line after READY.
 func (run *updateRun) awaitReady(t *testing.T, v *vm.VM, boot int) int {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	l, ready, err := v.Await(ctx, 0, func(l string) bool { return l == "READY" || strings.HasPrefix(l, "ERROR") })
-	if err != nil || l != "READY" {
-		t.Fatalf("boot %d: %q, %v; want READY", boot, l, err)
-	}
+	ready := awaitREADY(t, v, boot)
 	current, last := map[string]int{}, map[string]int{}
 	for _, l := range v.Lines()[:ready] {
 		js, ok := strings.CutPrefix(l, "CHECK ")

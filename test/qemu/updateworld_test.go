@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/did/didtest"
 	"github.com/torpor-dev/torpor/test/qemu/vm"
 )
 
@@ -63,8 +65,8 @@ func newUpdateWorld(t *testing.T, good, bad []byte) *updateWorld {
 	opDID, snap, ts := w.keygen(w.op), filepath.Join(w.dir, "snapshot.key"), filepath.Join(w.dir, "timestamp.key")
 	snapDID, tsDID := w.keygen(snap), w.keygen(ts)
 	for _, dev := range cutDevices {
-		k := newKey(t)
-		w.dids[dev], w.keys[dev] = k.DID().String(), guestKeyFile(t, k)
+		k := didtest.New(t)
+		w.dids[dev], w.keys[dev] = k.DID().String(), did.MarshalKeyFile(k)
 	}
 	w.relay = startRelay(t, relayOptions{Guest: true, Allow: []string{w.dids["good"], w.dids["bad"]},
 		Args: []string{"--operator", opDID, "--update-snapshot-key", snap, "--update-timestamp-key", ts,

@@ -26,27 +26,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/torpor-dev/torpor/test/qemu/guest/report"
 	"github.com/torpor-dev/torpor/test/qemu/vm"
 )
-
-// result mirrors test/qemu/guest/wakeprobe's RESULT line.
-type result struct {
-	Method      string `json:"method"`
-	Reason      string `json:"reason"`
-	Source      string `json:"source"`
-	IRQ         int    `json:"irq"`
-	Detail      string `json:"detail"`
-	SleptBootMS int64  `json:"slept_boot_ms"`
-	SleptMonoMS int64  `json:"slept_mono_ms"`
-	SleptWallMS int64  `json:"slept_wall_ms"`
-	SuspendOK   string `json:"suspend_success"`
-	AlarmAfter  string `json:"alarm_after"`
-	HTTPStatus  int    `json:"http_status"`
-	HTTPBody    string `json:"http_body"`
-	Error       string `json:"error"`
-	RTCName     string `json:"rtc_name"`
-	WakeupIRQOK bool   `json:"wakeup_irq_present"`
-}
 
 // hostServer serves what a woken agent fetches over QEMU user networking:
 // a stand-in for the relay, on the host's loopback (the guest's 10.0.2.2).
@@ -74,12 +56,12 @@ func boot(t *testing.T, m vm.Machine, timeout time.Duration) (*vm.VM, context.Co
 	return vm.Start(t, m), ctx
 }
 
-func probeResult(t *testing.T, v *vm.VM, ctx context.Context) result {
+func probeResult(t *testing.T, v *vm.VM, ctx context.Context) report.Wakeprobe {
 	t.Helper()
 	if err := v.Wait(ctx); err != nil {
 		t.Fatalf("guest did not power off cleanly: %v", err)
 	}
-	rs, err := vm.Results[result](v)
+	rs, err := vm.Results[report.Wakeprobe](v)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +77,7 @@ func probeResult(t *testing.T, v *vm.VM, ctx context.Context) result {
 // sleptOK checks the time asleep measured by CLOCK_BOOTTIME against the
 // alarm: the RTC counts whole seconds, so the alarm fires up to one second
 // before the requested time; TCG emulation adds latency after it.
-func sleptOK(t *testing.T, r result, want time.Duration) {
+func sleptOK(t *testing.T, r report.Wakeprobe, want time.Duration) {
 	t.Helper()
 	got := time.Duration(r.SleptBootMS) * time.Millisecond
 	if got < want-time.Second || got > want+3*time.Second {

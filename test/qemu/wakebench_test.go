@@ -12,10 +12,11 @@ import (
 	"time"
 
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/did/didtest"
 	"github.com/torpor-dev/torpor/internal/benchcpu"
 	"github.com/torpor-dev/torpor/test/internal/testenv"
 	"github.com/torpor-dev/torpor/test/internal/wakemeter"
-	"github.com/torpor-dev/torpor/test/qemu/timesync"
+	"github.com/torpor-dev/torpor/test/qemu/guest/report"
 	"github.com/torpor-dev/torpor/test/qemu/vm"
 )
 
@@ -155,7 +156,7 @@ func benchEmptyWakeVM(b *testing.B, tt vmWakeTarget, agentBin []byte, relayBin s
 	if v := os.Getenv("TORPOR_EMPTYWAKE_SCALE"); v != "" {
 		scale = v
 	}
-	key := newKey(b)
+	key := didtest.New(b)
 	epoch := time.Now().UTC().Format(time.RFC3339Nano)
 	r := startRelay(b, relayOptions{Guest: true, Allow: []string{key.DID().String()}, Bin: relayBin,
 		Args: []string{"--time-scale", scale, "--time-epoch", epoch}})
@@ -172,12 +173,7 @@ func benchEmptyWakeVM(b *testing.B, tt vmWakeTarget, agentBin []byte, relayBin s
 		b.Fatalf("guest: %v", err)
 	}
 	meter.Stop()
-	type result struct {
-		Wakes  wakemeter.Wakes `json:"wakes"`
-		Offset timesync.Sample `json:"offset"`
-		Error  string          `json:"error"`
-	}
-	rs, err := vm.Results[result](v)
+	rs, err := vm.Results[report.Wakebench](v)
 	if err != nil || len(rs) != 1 || rs[0].Error != "" || rs[0].Wakes.N != b.N {
 		b.Fatalf("guest: %+v, %v", rs, err)
 	}
@@ -203,7 +199,7 @@ func wakeMachine(b *testing.B, tt vmWakeTarget, agentBin []byte, key *did.Privat
 		Files: map[string][]byte{
 			"bin/torpor-agent":     agentBin,
 			"bin/wakebench":        vm.GuestBinary(b, "./test/qemu/guest/wakebench"),
-			"etc/torpor/agent.key": guestKeyFile(b, key),
+			"etc/torpor/agent.key": did.MarshalKeyFile(key),
 		},
 		Modes: map[string]uint32{"etc/torpor/agent.key": 0o600},
 		Run:   "/bin/wakebench", Args: append([]string{"-n", strconv.Itoa(b.N), "-time", timeURL, "--"}, agent...)}
@@ -212,20 +208,6 @@ func wakeMachine(b *testing.B, tt vmWakeTarget, agentBin []byte, key *did.Privat
 		m.Disk, m.Mounts = newDisk(b, 64<<20), []string{"/dev/vda:/data:ext4"}
 	}
 	return m
-}
-
-// guestKeyFile returns the bytes of a key file of key.
-func guestKeyFile(t testing.TB, key *did.PrivateKey) []byte {
-	t.Helper()
-	f := filepath.Join(t.TempDir(), "agent.key")
-	if err := did.SaveKey(f, key, false); err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
 }
 
 // syncLine returns what the guest's /init said when it set the clock.

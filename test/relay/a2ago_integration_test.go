@@ -38,7 +38,7 @@ func TestA2AGoClient(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	p := startRelay(t, t.TempDir())
-	awake, asleep, alice := testKey(t, 5), testKey(t, 6), testKey(t, 2)
+	awake, asleep, alice := relaytest.Key(t, 5), relaytest.Key(t, 6), relaytest.Key(t, 2)
 	awakeAgent(t, p.URL, awake)
 	publish(t, p.URL, asleep, "hourly_wake")
 	token := func(*http.Request) (string, error) { return relaytest.Token(t, alice, p.URL), nil }
@@ -93,7 +93,7 @@ func TestA2AGoResolver(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	p := startRelay(t, t.TempDir())
-	dev := testKey(t, 6)
+	dev := relaytest.Key(t, 6)
 	publish(t, p.URL, dev, "hourly_wake")
 	base := p.URL + "/a/" + dev.DID().String()
 	card, err := agentcard.DefaultResolver.Resolve(ctx, base)

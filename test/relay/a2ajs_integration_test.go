@@ -59,7 +59,7 @@ func nodeDir(t *testing.T) (node, dir string) {
 func TestA2AJSClientAgainstSleepingAgent(t *testing.T) {
 	node, dir := nodeDir(t)
 	p := startRelay(t, t.TempDir())
-	dev, alice := testKey(t, 1), testKey(t, 2)
+	dev, alice := relaytest.Key(t, 1), relaytest.Key(t, 2)
 	publish(t, p.URL, dev, "hourly_wake")
 	base := p.URL + "/a/" + dev.DID().String()
 	tok := relaytest.Token(t, alice, p.URL)
@@ -162,7 +162,7 @@ func runNode(t *testing.T, node, dir string, args ...string) jsResult {
 func TestA2AJSResolver(t *testing.T) {
 	node, dir := nodeDir(t)
 	p := startRelay(t, t.TempDir())
-	dev := testKey(t, 1)
+	dev := relaytest.Key(t, 1)
 	publish(t, p.URL, dev, "hourly_wake")
 	base := p.URL + "/a/" + dev.DID().String()
 	endpoint := base + "/a2a/jsonrpc"

@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -152,10 +151,7 @@ func newAnswerServer(b *testing.B, name string, pid int, url string, agent did.D
 	s := &answerServer{name: name, pid: pid, target: url + "/a/" + agent.String() + "/a2a/jsonrpc", want: want,
 		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: answerSenders}, Timeout: time.Minute}}
 	for i := range answerSenders {
-		tok, err := bearer.Issue(didtest.Key(b, byte(10+i)), url, time.Now(), 0)
-		if err != nil {
-			b.Fatal(err)
-		}
+		tok := relaytest.Token(b, didtest.Key(b, byte(10+i)), url)
 		s.tokens = append(s.tokens, bearer.Authorization(tok))
 	}
 	return s
@@ -202,24 +198,12 @@ func (s *answerServer) perAnswer(n int) float64 {
 
 // post sends one request and checks its answer.
 func post(client *http.Client, target, auth string, body []byte, want string) error {
-	req, err := http.NewRequest(http.MethodPost, target, bytes.NewReader(body))
+	status, got, err := relaytest.Exchange(client, target, auth, body)
 	if err != nil {
 		return err
 	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("A2A-Version", "1.0")
-	req.Header.Set("Authorization", auth)
-	resp, err := client.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	got, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode != http.StatusServiceUnavailable || !bytes.Contains(got, []byte(want)) {
-		return fmt.Errorf("answer %s %s, want 503 with %s", resp.Status, got, want)
+	if status != http.StatusServiceUnavailable || !bytes.Contains(got, []byte(want)) {
+		return fmt.Errorf("answer %d %s, want 503 with %s", status, got, want)
 	}
 	return nil
 }

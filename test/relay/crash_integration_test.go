@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"net/http"
 	"strings"
@@ -41,12 +40,12 @@ func crashKeepsEveryQueuedAnswer(t *testing.T, flags ...string) {
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 1))
-	dev := testKey(t, 1)
+	dev := relaytest.Key(t, 1)
 	// --allow-agent: the device is admitted, not on a new device's probation.
 	big := append([]string{"--max-messages", "1000000", "--max-per-peer", "1000000", "--max-bytes", "1000000000", "--max-peer-bytes", "1000000000", "--allow-agent", dev.DID().String()}, flags...)
 	keys := make([]string, senders)
 	for s := range senders {
-		keys[s] = testKey(t, 100+s).DID().String()
+		keys[s] = relaytest.Key(t, 100+s).DID().String()
 	}
 	for trial := range trials {
 		dir := t.TempDir()
@@ -112,7 +111,7 @@ func crashRun(t *testing.T, p *relayProc, agent string, senders, perSender int, 
 		wg       sync.WaitGroup
 	)
 	for s := range senders {
-		tok := relaytest.Token(t, testKey(t, 100+s), p.URL)
+		tok := relaytest.Token(t, relaytest.Key(t, 100+s), p.URL)
 		rng := rand.New(rand.NewPCG(seed, uint64(s)))
 		wg.Add(1)
 		go func() {
@@ -123,23 +122,15 @@ func crashRun(t *testing.T, p *relayProc, agent string, senders, perSender int, 
 				mu.Lock()
 				sent[id] = sentMsg{sender: s, body: body}
 				mu.Unlock()
-				req, _ := http.NewRequest("POST", url, bytes.NewReader(body))
-				req.Header.Set("Authorization", "Bearer "+tok)
-				req.Header.Set("A2A-Version", "1.0")
-				resp, err := client.Do(req)
+				status, b, err := relaytest.Exchange(client, url, "Bearer "+tok, body)
 				if err != nil {
 					return // the relay is gone; the answer was cut off
-				}
-				b, err := io.ReadAll(resp.Body)
-				resp.Body.Close()
-				if err != nil {
-					return
 				}
 				var a struct {
 					Queued bool `json:"queued"`
 				}
-				if resp.StatusCode != 503 || json.Unmarshal(b, &a) != nil || !a.Queued {
-					t.Errorf("%s: answer %d %s", id, resp.StatusCode, b)
+				if status != 503 || json.Unmarshal(b, &a) != nil || !a.Queued {
+					t.Errorf("%s: answer %d %s", id, status, b)
 					return
 				}
 				mu.Lock()

@@ -23,7 +23,7 @@ import (
 func TestA2AJSExample(t *testing.T) {
 	node, dir := nodeDir(t)
 	p := startRelay(t, t.TempDir())
-	awake, asleep, alice := testKey(t, 7), testKey(t, 8), testKey(t, 2)
+	awake, asleep, alice := relaytest.Key(t, 7), relaytest.Key(t, 8), relaytest.Key(t, 2)
 	awakeAgent(t, p.URL, awake)
 	publish(t, p.URL, asleep, "hourly_wake")
 	tok := relaytest.Token(t, alice, p.URL)

@@ -5,7 +5,6 @@ package relay
 import (
 	"testing"
 
-	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/test/internal/relaytest"
 )
 
@@ -24,14 +23,3 @@ var (
 	publish = relaytest.Publish
 	pullAll = relaytest.PullAll
 )
-
-func testKey(tb testing.TB, n int) *did.PrivateKey {
-	tb.Helper()
-	seed := make([]byte, 32)
-	seed[30], seed[31] = byte(n>>8), byte(n)
-	k, err := did.NewKeyFromSeed(seed)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return k
-}

@@ -17,7 +17,7 @@ import (
 // sleeping agent's relay queued nothing.
 func TestSameAnswerAwakeAndAsleep(t *testing.T) {
 	p := startRelay(t, t.TempDir())
-	awake, asleep, alice := testKey(t, 3), testKey(t, 4), testKey(t, 2)
+	awake, asleep, alice := relaytest.Key(t, 3), relaytest.Key(t, 4), relaytest.Key(t, 2)
 	awakeAgent(t, p.URL, awake)
 	publish(t, p.URL, asleep, "sleep")
 	for _, body := range []string{

@@ -6,12 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/did/didtest"
 	"github.com/torpor-dev/torpor/governed"
 	"github.com/torpor-dev/torpor/test/internal/relaytest"
 	"github.com/torpor-dev/torpor/test/internal/testenv"
@@ -28,20 +28,10 @@ type fleet struct {
 }
 
 func newFleet(t *testing.T) *fleet {
-	op, err := did.Generate(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := &fleet{op: op, opKey: filepath.Join(t.TempDir(), "operator.key")}
-	if err := did.SaveKey(f.opKey, op, false); err != nil {
-		t.Fatal(err)
-	}
+	op := didtest.New(t)
+	f := &fleet{op: op, opKey: testenv.KeyFile(t, op)}
 	for range 4 {
-		k, err := did.Generate(nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		f.devs = append(f.devs, k)
+		f.devs = append(f.devs, didtest.New(t))
 	}
 	return f
 }

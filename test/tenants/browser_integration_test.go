@@ -58,7 +58,7 @@ func TestTenantConsolesInBrowser(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p := filepath.Join(artifacts(t), shot+".png")
+		p := filepath.Join(testenv.Artifacts(t, "torpor-browser"), shot+".png")
 		if err := os.WriteFile(p, png, 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -88,17 +88,4 @@ func run(t *testing.T, ctx context.Context, what string, steps ...chromedp.Actio
 	if err := chromedp.Do(ctx, steps...); err != nil {
 		t.Fatalf("%s: %v", what, err)
 	}
-}
-
-// artifacts is where the screenshots go: TORPOR_ARTIFACTS, as
-// test/browser's.
-func artifacts(t *testing.T) string {
-	dir := os.Getenv("TORPOR_ARTIFACTS")
-	if dir == "" {
-		dir = filepath.Join(os.TempDir(), "torpor-browser")
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return dir
 }

@@ -108,19 +108,7 @@ func checkClusterScoping(t *testing.T, w *world, devA, devB *did.PrivateKey) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, args := range [][]string{
-		{"queue", "purge", "--key", w.files["host"], "--agent", devA.DID().String(), "--all"},
-		{"queue", "list", "--key", w.files["host"], "--agent", devA.DID().String()},
-		{"queue", "purge", "--key", w.files["opB"], "--agent", devA.DID().String(), "--all"},
-		{"queue", "purge", "--key", w.files["opA"], "--agent", devB.DID().String(), "--all"},
-		{"device", "admit", "--key", w.files["host"], devA.DID().String()},
-		{"device", "admit", "--key", w.files["opB"], devA.DID().String()},
-	} {
-		args = append(args, "--relay", w.relay.URL)
-		if out, ok := w.ctl1(t, args...); ok || !strings.Contains(out, "not_tenant_operator") {
-			t.Errorf("torporctl %s: ok=%v %s, want refused with not_tenant_operator", strings.Join(args, " "), ok, out)
-		}
-	}
+	checkOutOfScopeRefused(t, w, devA, devB)
 	if n, err := relaytest.Count(w.relay.URL, devA); err != nil || n != before {
 		t.Fatalf("a's device holds %d records (%v) after refused purges, want %d", n, err, before)
 	}
@@ -208,27 +196,11 @@ func checkClusterQueuedBytes(t *testing.T, w *world, relays []*relaytest.Relay, 
 	checkClusterUsage(t, w, relays[1], 3+45, int64(45-want))
 }
 
-// checkClusterUsage reads a's usage of this hour at r as a's operator
-// until it counts requests requests and refused queued_bytes refusals
-// (each relay writes its counts every 5 s), verifies it offline and
-// checks that a changed copy fails.
+// checkClusterUsage reads a's usage at r until it counts requests requests
+// and refused queued_bytes refusals, verifies it offline and checks that
+// a changed copy fails.
 func checkClusterUsage(t *testing.T, w *world, r *relaytest.Relay, requests, refused int64) {
-	deadline := time.Now().Add(30 * time.Second)
-	var out string
-	var rec tenancy.Record
-	for {
-		out = w.ok(t, "tenant", "usage", "--relay", r.URL, "--key", w.files["opA"], "--tenant", w.keys["ownerA"].DID().String())
-		if err := json.Unmarshal([]byte(out), &rec); err != nil {
-			t.Fatal(err)
-		}
-		if rec.Requests == requests && rec.Refused[tenancy.QuotaQueuedBytes] == refused {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("usage at relay 2: %d requests, %v refused; want %d and %d queued_bytes", rec.Requests, rec.Refused, requests, refused)
-		}
-		time.Sleep(500 * time.Millisecond) // the relays' next write of their counts
-	}
+	out := awaitUsage(t, w, r, tenancy.QuotaQueuedBytes, requests, refused)
 	f := filepath.Join(w.dir, "cluster-usage.json")
 	os.WriteFile(f, []byte(out), 0o600)
 	w.ok(t, "tenant", "usage", "--verify", "--relay-did", w.keys["usage"].DID().String(), f)
@@ -257,12 +229,15 @@ func TestRateQuotaOnTheCluster(t *testing.T) {
 	if queued < 1 || queued > 5*seconds || st[503] != queued || st[429] != 40-queued {
 		t.Fatalf("tenant a's burst over 3 relays in %d second(s): %d queued (answers %v); want 1 to %d queued and the rest 429", seconds, queued, st, 5*seconds)
 	}
-	checkClusterRateUsage(t, w, relays[2], int64(queued), int64(40-queued))
+	awaitUsage(t, w, relays[2], tenancy.QuotaRequests, int64(queued), int64(40-queued))
 }
 
-// checkClusterRateUsage reads a's usage of this hour at r until it counts
-// requests requests and refused requests_per_second refusals.
-func checkClusterRateUsage(t *testing.T, w *world, r *relaytest.Relay, requests, refused int64) {
+// awaitUsage reads a's usage of this hour at r as a's operator until it
+// counts requests requests and refused refusals of quota (each relay
+// writes its counts every 5 s), and returns the record as torporctl
+// printed it.
+func awaitUsage(t *testing.T, w *world, r *relaytest.Relay, quota tenancy.Quota, requests, refused int64) string {
+	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		out := w.ok(t, "tenant", "usage", "--relay", r.URL, "--key", w.files["opA"], "--tenant", w.keys["ownerA"].DID().String())
@@ -270,11 +245,11 @@ func checkClusterRateUsage(t *testing.T, w *world, r *relaytest.Relay, requests,
 		if err := json.Unmarshal([]byte(out), &rec); err != nil {
 			t.Fatal(err)
 		}
-		if rec.Requests == requests && rec.Refused[tenancy.QuotaRequests] == refused {
-			return
+		if rec.Requests == requests && rec.Refused[quota] == refused {
+			return out
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("usage: %d requests, %v refused; want %d and %d requests_per_second", rec.Requests, rec.Refused, requests, refused)
+			t.Fatalf("usage at %s: %d requests, %v refused; want %d and %d %s", r.URL, rec.Requests, rec.Refused, requests, refused, quota)
 		}
 		time.Sleep(500 * time.Millisecond) // the relays' next write of their counts
 	}

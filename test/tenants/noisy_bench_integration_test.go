@@ -5,7 +5,6 @@ package tenants
 import (
 	"bytes"
 	"fmt"
-	"io"
 	"math"
 	"net/http"
 	"slices"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/did/didtest"
 	"github.com/torpor-dev/torpor/internal/benchcpu"
 	"github.com/torpor-dev/torpor/test/internal/relaytest"
 	"github.com/torpor-dev/torpor/test/internal/wakemeter"
@@ -114,10 +114,7 @@ func newNoisy(b *testing.B, url string, devsA []*did.PrivateKey, devB *did.Priva
 		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: noisyFlooders + quietSenders}, Timeout: time.Minute}}
 	tokens := func(k int) (out []string) {
 		for range k {
-			key, err := did.Generate(nil)
-			if err != nil {
-				b.Fatal(err)
-			}
+			key := didtest.New(b)
 			tok, err := bearer.Issue(key, url, time.Now(), 10*time.Minute)
 			if err != nil {
 				b.Fatal(err)
@@ -249,24 +246,12 @@ func (n *noisy) quiet(b *testing.B, name string, count int) []time.Duration {
 // post sends one request and checks that it was queued: 503 agent_asleep
 // with "queued":true (transport/relay/answers.go).
 func (n *noisy) post(dev did.DID, auth, body string) error {
-	req, err := http.NewRequest(http.MethodPost, n.url+"/a/"+dev.String()+"/a2a/jsonrpc", bytes.NewReader([]byte(body)))
+	status, got, err := relaytest.Exchange(n.client, n.url+"/a/"+dev.String()+"/a2a/jsonrpc", auth, []byte(body))
 	if err != nil {
 		return err
 	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("A2A-Version", "1.0")
-	req.Header.Set("Authorization", auth)
-	resp, err := n.client.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	got, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode != http.StatusServiceUnavailable || !bytes.Contains(got, []byte(`"queued":true`)) {
-		return fmt.Errorf("answer %s %s, want 503 queued", resp.Status, got)
+	if status != http.StatusServiceUnavailable || !bytes.Contains(got, []byte(`"queued":true`)) {
+		return fmt.Errorf("answer %d %s, want 503 queued", status, got)
 	}
 	return nil
 }

@@ -3,7 +3,6 @@
 package tenants
 
 import (
-	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -15,10 +14,10 @@ import (
 	"time"
 
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/did/didtest"
 	"github.com/torpor-dev/torpor/test/internal/relaytest"
 	"github.com/torpor-dev/torpor/test/internal/testenv"
 	"github.com/torpor-dev/torpor/transport/a2a"
-	"github.com/torpor-dev/torpor/transport/link"
 	"github.com/torpor-dev/torpor/transport/link/wire"
 	"github.com/torpor-dev/torpor/transport/tenancy"
 )
@@ -53,14 +52,8 @@ func newHostedWorld(t testing.TB, quotasA, quotasB string, extra ...string) *wor
 func newKeys(t testing.TB, quotasA, quotasB string) (*world, string) {
 	w := &world{ctl: testenv.Binary(t, "torporctl"), dir: t.TempDir(), keys: map[string]*did.PrivateKey{}, files: map[string]string{}}
 	for _, name := range []string{"ownerA", "ownerB", "host", "opA", "opB", "usage"} {
-		k, err := did.Generate(nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		w.keys[name], w.files[name] = k, filepath.Join(w.dir, name+".key")
-		if err := did.SaveKey(w.files[name], k, false); err != nil {
-			t.Fatal(err)
-		}
+		k := didtest.New(t)
+		w.keys[name], w.files[name] = k, testenv.KeyFile(t, k)
 	}
 	tf := filepath.Join(w.dir, "tenants.json")
 	body := `{"tenants":[{"owner":"` + w.keys["ownerA"].DID().String() + `","quotas":` + quotasA + `},` +
@@ -97,27 +90,12 @@ func (w *world) enrol(t testing.TB, owner string) *did.PrivateKey {
 // enrolAt is enrol through the relay at url.
 func (w *world) enrolAt(t testing.TB, owner, url string) *did.PrivateKey {
 	t.Helper()
-	dev, err := did.Generate(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dev := didtest.New(t)
 	enr := w.ok(t, "enrol", "--key", w.files[owner], dev.DID().String())
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	c, err := link.Dial(ctx, link.Config{RelayURL: url, Key: dev})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, ctx := relaytest.Dial(t, url, dev)
 	defer c.Close()
 	b := c.Hello()
-	card, err := a2a.BuildCard(a2a.CardOptions{Name: "sleeper", BaseURL: url + "/a/" + dev.DID().String(), OfflineMode: "sleep", Bounds: &b, Envelope: a2a.DefaultEnvelopeParams()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, err := a2a.SignCard(card, dev)
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw := relaytest.SignedCard(t, url, dev, a2a.CardOptions{Name: "sleeper", OfflineMode: "sleep", Bounds: &b, Envelope: a2a.DefaultEnvelopeParams()})
 	if _, err := c.Publish(ctx, wire.State{Mode: "sleep", Card: raw, Enrolment: []byte(strings.TrimSpace(enr))}); err != nil {
 		t.Fatal(err)
 	}
@@ -166,6 +144,26 @@ func TestTwoTenantsOnOneRelay(t *testing.T) {
 	checkRateAndUsage(t, w, inA[1], devB)
 }
 
+// checkOutOfScopeRefused: at w.relay, the host and b's operator can
+// neither list, purge nor admit a's device devA, nor a's operator purge
+// b's device devB; each is refused with not_tenant_operator.
+func checkOutOfScopeRefused(t *testing.T, w *world, devA, devB *did.PrivateKey) {
+	t.Helper()
+	for _, args := range [][]string{
+		{"queue", "purge", "--key", w.files["host"], "--agent", devA.DID().String(), "--all"},
+		{"queue", "list", "--key", w.files["host"], "--agent", devA.DID().String()},
+		{"queue", "purge", "--key", w.files["opB"], "--agent", devA.DID().String(), "--all"},
+		{"queue", "purge", "--key", w.files["opA"], "--agent", devB.DID().String(), "--all"},
+		{"device", "admit", "--key", w.files["host"], devA.DID().String()},
+		{"device", "admit", "--key", w.files["opB"], devA.DID().String()},
+	} {
+		args = append(args, "--relay", w.relay.URL)
+		if out, ok := w.ctl1(t, args...); ok || !strings.Contains(out, "not_tenant_operator") {
+			t.Errorf("torporctl %s: ok=%v %s, want refused with not_tenant_operator", strings.Join(args, " "), ok, out)
+		}
+	}
+}
+
 // checkScoping: the host and the other tenant's operator can neither
 // list, purge nor admit a tenant's device, and remove nothing; the
 // tenant's own operator can.
@@ -176,20 +174,7 @@ func checkScoping(t *testing.T, w *world, devA, devB *did.PrivateKey) {
 			t.Fatalf("send to %s: %+v", d.DID(), a)
 		}
 	}
-	refused := [][]string{
-		{"queue", "purge", "--key", w.files["host"], "--agent", devA.DID().String(), "--all"},
-		{"queue", "list", "--key", w.files["host"], "--agent", devA.DID().String()},
-		{"queue", "purge", "--key", w.files["opB"], "--agent", devA.DID().String(), "--all"},
-		{"queue", "purge", "--key", w.files["opA"], "--agent", devB.DID().String(), "--all"},
-		{"device", "admit", "--key", w.files["host"], devA.DID().String()},
-		{"device", "admit", "--key", w.files["opB"], devA.DID().String()},
-	}
-	for _, args := range refused {
-		args = append(args, "--relay", w.relay.URL)
-		if out, ok := w.ctl1(t, args...); ok || !strings.Contains(out, "not_tenant_operator") {
-			t.Errorf("torporctl %s: ok=%v %s, want refused with not_tenant_operator", strings.Join(args, " "), ok, out)
-		}
-	}
+	checkOutOfScopeRefused(t, w, devA, devB)
 	for _, d := range []*did.PrivateKey{devA, devB} {
 		if n, err := relaytest.Count(w.relay.URL, d); err != nil || n != 1 {
 			t.Fatalf("%s holds %d records (%v) after refused purges, want 1", d.DID(), n, err)

@@ -29,7 +29,7 @@ import (
 type attackWorld struct{ *world }
 
 func newAttackWorld(t *testing.T) *attackWorld {
-	return &attackWorld{newWorld(t, "--listen", freeAddr(t))}
+	return &attackWorld{newWorld(t, "--listen", testenv.FreeAddr(t))}
 }
 
 // publish signs data as target name at version for this machine's

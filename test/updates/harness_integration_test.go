@@ -4,7 +4,6 @@ package updates
 
 import (
 	"bytes"
-	"crypto/rand"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -16,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/did/didtest"
 	"github.com/torpor-dev/torpor/runtime/update/slots"
 	"github.com/torpor-dev/torpor/test/internal/relaytest"
 	"github.com/torpor-dev/torpor/test/internal/testenv"
@@ -98,14 +97,8 @@ func newDevice(t *testing.T) *device {
 	t.Helper()
 	dir := t.TempDir()
 	relay := relaytest.Start(t, filepath.Join(dir, "relay"))
-	key, err := did.Generate(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyFile, conf := filepath.Join(dir, "agent.key"), filepath.Join(dir, "agent.json")
-	if err := did.SaveKey(keyFile, key, true); err != nil {
-		t.Fatal(err)
-	}
+	key := didtest.New(t)
+	keyFile, conf := testenv.KeyFile(t, key), filepath.Join(dir, "agent.json")
 	c := map[string]any{"version": 1, "update": map[string]any{"trialStarts": 2, "trialDeadline": trialDeadline.String()}}
 	b, _ := json.Marshal(c)
 	if err := os.WriteFile(conf, b, 0o600); err != nil {
@@ -161,15 +154,21 @@ func (p *proc) Write(b []byte) (int, error) {
 // start starts the unit once.
 func (d *device) start() *proc {
 	d.t.Helper()
-	p := &proc{changed: make(chan struct{}), done: make(chan struct{})}
-	p.cmd = exec.Command(bin(d.t, v1), append([]string{"--slot-launch"}, d.flags...)...)
+	return startProc(d.t, exec.Command(bin(d.t, v1), append([]string{"--slot-launch"}, d.flags...)...))
+}
+
+// startProc starts cmd in a process group of its own, its output kept by
+// the proc, and kills the group when the test ends.
+func startProc(t testing.TB, cmd *exec.Cmd) *proc {
+	t.Helper()
+	p := &proc{cmd: cmd, changed: make(chan struct{}), done: make(chan struct{})}
 	p.cmd.Stdout, p.cmd.Stderr = p, p
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := p.cmd.Start(); err != nil {
-		d.t.Fatal(err)
+		t.Fatal(err)
 	}
 	go func() { p.cmd.Wait(); close(p.done) }()
-	d.t.Cleanup(p.kill)
+	t.Cleanup(p.kill)
 	return p
 }
 

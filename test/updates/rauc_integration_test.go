@@ -15,7 +15,6 @@ import (
 	"regexp"
 	goruntime "runtime"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/torpor-dev/torpor/runtime/update/rauc"
@@ -125,16 +124,9 @@ func newRaucSystem(t *testing.T) *raucSystem {
 // matches ready.
 func (s *raucSystem) start(ready *regexp.Regexp, name string, args ...string) {
 	s.t.Helper()
-	p := &proc{changed: make(chan struct{}), done: make(chan struct{})}
-	p.cmd = exec.Command(name, args...)
-	p.cmd.Env = append(os.Environ(), s.bus, "G_MESSAGES_DEBUG=all")
-	p.cmd.Stdout, p.cmd.Stderr = p, p
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := p.cmd.Start(); err != nil {
-		s.t.Fatal(err)
-	}
-	go func() { p.cmd.Wait(); close(p.done) }()
-	s.t.Cleanup(p.kill)
+	cmd := exec.Command(name, args...)
+	cmd.Env = append(os.Environ(), s.bus, "G_MESSAGES_DEBUG=all")
+	p := startProc(s.t, cmd)
 	if p.wait(s.t, ready) == nil {
 		s.t.Fatalf("%s ended before it was ready:\n%s", name, p.log())
 	}

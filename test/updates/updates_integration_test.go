@@ -9,7 +9,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -248,7 +247,7 @@ func checkTransfer(t *testing.T, agent *testenv.Proc, target int) {
 // older itself, so its timestamp is the old one; the agent, which keeps
 // the newer one, refuses it as a freeze and installs nothing.
 func TestReplayedRepositoryIsAFreeze(t *testing.T) {
-	addr := freeAddr(t)
+	addr := testenv.FreeAddr(t)
 	w := newWorld(t, "--listen", addr)
 	target := filepath.Join(w.dir, "build")
 	os.WriteFile(target, []byte("build 2"), 0o600)
@@ -285,13 +284,4 @@ func copyFile(t *testing.T, from, to string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-}
-
-func freeAddr(t *testing.T) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }

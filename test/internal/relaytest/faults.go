@@ -19,6 +19,7 @@ import (
 	"github.com/torpor-dev/torpor/transport/a2a"
 	"github.com/torpor-dev/torpor/transport/bearer"
 	"github.com/torpor-dev/torpor/transport/link"
+	"github.com/torpor-dev/torpor/transport/link/wire"
 )
 
 // startedOrStopped matches the line a relay logs when it serves and the
@@ -30,17 +31,17 @@ var startedOrStopped = regexp.MustCompile(`msg="torpor-relay (listening|stopped)
 // and the log of the one that stopped.
 func Try(t testing.TB, dir string, extra ...string) (r *Relay, exit int, log string) {
 	t.Helper()
-	args := append([]string{"--listen", "127.0.0.1:0", "--mqtt-listen", "127.0.0.1:0", "--data-dir", dir, "--log-level", "info"}, extra...)
-	p := testenv.Start(t, testenv.Binary(t, "torpor-relay"), args...)
-	if m := p.WaitWithin(t, time.Minute, startedOrStopped); m[1] == "listening" {
-		return &Relay{Proc: p, URL: p.Wait(t, ListenRE)[1], Dir: dir}, 0, ""
+	r = Launch(t, testenv.Binary(t, "torpor-relay"), dir, extra...)
+	if m := r.WaitWithin(t, time.Minute, startedOrStopped); m[1] == "listening" {
+		r.URL = r.Wait(t, ListenRE)[1]
+		return r, 0, ""
 	}
-	err := p.Stop() // it is exiting: this waits for it and its log
+	err := r.Stop() // it is exiting: this waits for it and its log
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) {
 		t.Fatalf("torpor-relay logged that it stopped, then exited with %v", err)
 	}
-	return nil, ee.ExitCode(), p.Log()
+	return nil, ee.ExitCode(), r.Log()
 }
 
 // Answer is what a send got: the HTTP status and, for an asleep answer,
@@ -69,31 +70,40 @@ func Send(url string, agent did.DID, sender *did.PrivateKey, id, pad string) Ans
 	if err != nil {
 		return Answer{Err: err}
 	}
-	body := Body(id, pad)
-	req, err := http.NewRequest("POST", url+"/a/"+agent.String()+"/a2a/jsonrpc", bytes.NewReader([]byte(body)))
+	status, b, err := Exchange(sendClient, url+"/a/"+agent.String()+"/a2a/jsonrpc", bearer.Authorization(tok), []byte(Body(id, pad)))
 	if err != nil {
-		return Answer{Err: err}
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("A2A-Version", "1.0")
-	req.Header.Set("Authorization", bearer.Authorization(tok))
-	resp, err := sendClient.Do(req)
-	if err != nil {
-		return Answer{Err: err}
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return Answer{Status: resp.StatusCode, Err: err}
+		return Answer{Status: status, Err: err}
 	}
 	var a struct {
 		Queued bool `json:"queued"`
 	}
 	json.Unmarshal(b, &a)
-	return Answer{Status: resp.StatusCode, Queued: a.Queued}
+	return Answer{Status: status, Queued: a.Queued}
 }
 
 var sendClient = &http.Client{Timeout: 30 * time.Second}
+
+// Exchange posts the A2A 1.0 request body to target (an agent's
+// /a2a/jsonrpc) through client with the Authorization header auth, and
+// returns the answer's status and body; the status is 0 when no answer
+// came. It never fails the test, so that senders and benchmarks may run it
+// in goroutines.
+func Exchange(client *http.Client, target, auth string, body []byte) (int, []byte, error) {
+	req, err := http.NewRequest(http.MethodPost, target, bytes.NewReader(body))
+	if err != nil {
+		return 0, nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("A2A-Version", "1.0")
+	req.Header.Set("Authorization", auth)
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, b, err
+}
 
 // ObjectBody is an A2A 1.0 SendMessage (messageId "m-"+id) carrying a
 // plaintext Governed Object by key with id, schema and purpose
@@ -145,26 +155,13 @@ func Drain(url string, dev *did.PrivateKey, delivered func(bodies [][]byte)) err
 		return err
 	}
 	defer c.Close()
-	var after uint64
-	for {
-		recs, more, err := c.Pull(ctx, after, 500)
-		if err != nil || len(recs) == 0 {
-			return err
-		}
-		seqs := make([]uint64, len(recs))
+	return pullEach(ctx, c, true, func(recs []wire.Record) {
 		bodies := make([][]byte, len(recs))
 		for i, r := range recs {
-			seqs[i], bodies[i] = r.Seq, r.Body
-		}
-		if err := c.Ack(ctx, seqs); err != nil {
-			return err
+			bodies[i] = r.Body
 		}
 		delivered(bodies)
-		after = recs[len(recs)-1].Seq
-		if !more {
-			return nil
-		}
-	}
+	})
 }
 
 // Count links dev to the relay at url and counts its queued records
@@ -177,17 +174,7 @@ func Count(url string, dev *did.PrivateKey) (int, error) {
 		return 0, err
 	}
 	defer c.Close()
-	var after uint64
 	n := 0
-	for {
-		recs, more, err := c.Pull(ctx, after, 500)
-		if err != nil || len(recs) == 0 {
-			return n, err
-		}
-		n += len(recs)
-		after = recs[len(recs)-1].Seq
-		if !more {
-			return n, nil
-		}
-	}
+	err = pullEach(ctx, c, false, func(recs []wire.Record) { n += len(recs) })
+	return n, err
 }

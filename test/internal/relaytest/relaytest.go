@@ -47,9 +47,33 @@ func Start(t testing.TB, dir string, extra ...string) *Relay {
 // testenv.BuildAt built of an earlier release.
 func StartBinary(t testing.TB, bin, dir string, extra ...string) *Relay {
 	t.Helper()
+	r := Launch(t, bin, dir, extra...)
+	r.URL = r.WaitWithin(t, time.Minute, ListenRE)[1]
+	return r
+}
+
+// Launch runs the torpor-relay binary bin as Start does but returns at
+// once, with URL empty: the caller waits for the relay's log line
+// (ListenRE, or another that also matches a failed start) and sets URL,
+// as a test of relays started together does.
+func Launch(t testing.TB, bin, dir string, extra ...string) *Relay {
+	t.Helper()
 	args := append([]string{"--listen", "127.0.0.1:0", "--mqtt-listen", "127.0.0.1:0", "--data-dir", dir, "--log-level", "info"}, extra...)
-	p := testenv.Start(t, bin, args...)
-	return &Relay{Proc: p, URL: p.WaitWithin(t, time.Minute, ListenRE)[1], Dir: dir}
+	return &Relay{Proc: testenv.Start(t, bin, args...), Dir: dir}
+}
+
+// Key returns the Ed25519 key whose 32-byte seed is zero but for its
+// last two bytes, n big-endian: the same key in every run, a different
+// one for each of 65,536 senders and devices.
+func Key(tb testing.TB, n int) *did.PrivateKey {
+	tb.Helper()
+	seed := make([]byte, 32)
+	seed[30], seed[31] = byte(n>>8), byte(n)
+	k, err := did.NewKeyFromSeed(seed)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return k
 }
 
 // Token returns a DID Bearer token of k for the audience aud (a relay's
@@ -97,7 +121,19 @@ func Publish(t testing.TB, url string, dev *did.PrivateKey, mode string) {
 	c, ctx := Dial(t, url, dev)
 	defer c.Close()
 	b := c.Hello()
-	card, err := a2a.BuildCard(a2a.CardOptions{Name: "sleeper", BaseURL: url + "/a/" + dev.DID().String(), OfflineMode: mode, Bounds: &b, Envelope: a2a.DefaultEnvelopeParams()})
+	raw := SignedCard(t, url, dev, a2a.CardOptions{Name: "sleeper", OfflineMode: mode, Bounds: &b, Envelope: a2a.DefaultEnvelopeParams()})
+	if _, err := c.Publish(ctx, wire.State{Mode: mode, Card: raw}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// SignedCard returns dev's agent card as a device publishes it: built of
+// opts with its base URL under origin (the relay's public origin), and
+// signed by dev.
+func SignedCard(t testing.TB, origin string, dev *did.PrivateKey, opts a2a.CardOptions) []byte {
+	t.Helper()
+	opts.BaseURL = origin + "/a/" + dev.DID().String()
+	card, err := a2a.BuildCard(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,9 +141,7 @@ func Publish(t testing.TB, url string, dev *did.PrivateKey, mode string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Publish(ctx, wire.State{Mode: mode, Card: raw}); err != nil {
-		t.Fatal(err)
-	}
+	return raw
 }
 
 // PullAll links dev and returns every queued record without
@@ -124,24 +158,34 @@ func PullAll(t testing.TB, url string, dev *did.PrivateKey) []wire.Record {
 func Pull(t testing.TB, ctx context.Context, c *link.Client, ack bool) []wire.Record {
 	t.Helper()
 	var all []wire.Record
+	if err := pullEach(ctx, c, ack, func(recs []wire.Record) { all = append(all, recs...) }); err != nil {
+		t.Fatal(err)
+	}
+	return all
+}
+
+// pullEach pulls every record queued for c's device in batches of 500,
+// acknowledges each batch when ack is set, and then calls each with it.
+// It returns the first error of the link or the relay's store.
+func pullEach(ctx context.Context, c *link.Client, ack bool, each func([]wire.Record)) error {
 	var after uint64
 	for {
 		recs, more, err := c.Pull(ctx, after, 500)
-		if err != nil {
-			t.Fatal(err)
+		if err != nil || len(recs) == 0 {
+			return err
 		}
-		all = append(all, recs...)
-		if ack && len(recs) > 0 {
+		if ack {
 			seqs := make([]uint64, len(recs))
 			for i, r := range recs {
 				seqs[i] = r.Seq
 			}
 			if err := c.Ack(ctx, seqs); err != nil {
-				t.Fatal(err)
+				return err
 			}
 		}
-		if len(recs) == 0 || !more {
-			return all
+		each(recs)
+		if !more {
+			return nil
 		}
 		after = recs[len(recs)-1].Seq
 	}

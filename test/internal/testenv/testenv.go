@@ -6,6 +6,11 @@
 // `make check` and CI set) a missing prerequisite is a test failure instead,
 // because a suite that silently skips its interop or crash tests proves
 // nothing.
+//
+// It also holds what the integration tests need from the machine around a
+// binary: building and running it (Binary, BuildAt, Start), a key file to
+// hand it (KeyFile), a free loopback port (FreePort, FreeAddr) and the
+// directory a test leaves its artifacts in (Artifacts).
 package testenv
 
 import (

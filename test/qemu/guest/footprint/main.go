@@ -16,7 +16,6 @@
 package main
 
 import (
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -28,16 +27,9 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
-)
 
-// Result is the RESULT line.
-type Result struct {
-	Delivered int64  `json:"delivered"`
-	PeakKiB   int64  `json:"peak_kib"`
-	RSSKiB    int64  `json:"rss_kib"`
-	ElapsedMS int64  `json:"elapsed_ms"`
-	Error     string `json:"error,omitempty"`
-}
+	"github.com/torpor-dev/torpor/test/qemu/guest/report"
+)
 
 func main() {
 	n := flag.Int64("n", 500, "Stop the agent after this many deliveries.")
@@ -49,15 +41,14 @@ func main() {
 		os.Exit(2)
 	}
 	r := run(*n, *sock, *timeout, flag.Args())
-	b, _ := json.Marshal(r)
-	fmt.Printf("RESULT %s\n", b)
+	report.Print(r)
 	if r.Error != "" {
 		os.Exit(1)
 	}
 }
 
-func run(n int64, sock string, timeout time.Duration, agent []string) Result {
-	var r Result
+func run(n int64, sock string, timeout time.Duration, agent []string) report.Footprint {
+	var r report.Footprint
 	ln, err := net.Listen("unix", sock)
 	if err != nil {
 		r.Error = err.Error()

@@ -20,7 +20,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -33,16 +32,9 @@ import (
 	"time"
 
 	"github.com/torpor-dev/torpor/test/internal/wakemeter"
+	"github.com/torpor-dev/torpor/test/qemu/guest/report"
 	"github.com/torpor-dev/torpor/test/qemu/timesync"
 )
-
-// Result is the RESULT line.
-type Result struct {
-	Wakes wakemeter.Wakes `json:"wakes"`
-	// Offset is the host's clock minus the guest's after the wakes.
-	Offset timesync.Sample `json:"offset"`
-	Error  string          `json:"error,omitempty"`
-}
 
 func main() {
 	n := flag.Int("n", 4, "Measure this many timer wakes after the boot wake.")
@@ -53,7 +45,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "wakebench: want -time URL -- AGENT ARGS...")
 		os.Exit(2)
 	}
-	var r Result
+	var r report.Wakebench
 	var err error
 	r.Wakes, err = run(*n, *timeout, flag.Args())
 	if err == nil {
@@ -64,8 +56,7 @@ func main() {
 	if err != nil {
 		r.Error = err.Error()
 	}
-	b, _ := json.Marshal(r)
-	fmt.Printf("RESULT %s\n", b)
+	report.Print(r)
 	if err != nil {
 		os.Exit(1)
 	}

@@ -23,7 +23,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -33,31 +32,12 @@ import (
 	"time"
 
 	"github.com/torpor-dev/torpor/boards"
+	"github.com/torpor-dev/torpor/test/qemu/guest/report"
 	"github.com/torpor-dev/torpor/wake"
 	"github.com/torpor-dev/torpor/wake/board"
 	"github.com/torpor-dev/torpor/wake/rtc"
 	"github.com/torpor-dev/torpor/wake/suspend"
 )
-
-// Result is one RESULT line.
-type Result struct {
-	Method       string `json:"method"`
-	Reason       string `json:"reason"`
-	Source       string `json:"source"`
-	IRQ          int    `json:"irq"`
-	Detail       string `json:"detail"`
-	SleptBootMS  int64  `json:"slept_boot_ms"`
-	SleptMonoMS  int64  `json:"slept_mono_ms"`
-	SleptWallMS  int64  `json:"slept_wall_ms"`
-	SuspendOK    string `json:"suspend_success"`
-	AlarmAfter   string `json:"alarm_after"` // wakealarm after the wake ("" = disarmed)
-	HTTPStatus   int    `json:"http_status,omitempty"`
-	HTTPBody     string `json:"http_body,omitempty"`
-	Error        string `json:"error,omitempty"`
-	RTCName      string `json:"rtc_name"`
-	WakeupIRQOK  bool   `json:"wakeup_irq_present"`
-	BeforeSecond int64  `json:"armed_at_unix"`
-}
 
 func main() {
 	method := flag.String("method", "sysfs", "RTC interface: sysfs or ioctl.")
@@ -71,18 +51,17 @@ func main() {
 		os.Exit(2)
 	}
 	r := probe(*method, *after, *keys, *url)
-	b, _ := json.Marshal(r)
-	fmt.Printf("RESULT %s\n", b)
+	report.Print(r)
 	if r.Error != "" {
 		os.Exit(1)
 	}
 }
 
-func probe(method string, after time.Duration, keys, url string) Result {
+func probe(method string, after time.Duration, keys, url string) report.Wakeprobe {
 	if method == "gpio" {
 		return probeGPIO()
 	}
-	r := Result{Method: method}
+	r := report.Wakeprobe{Method: method}
 	m, err := parseMethod(method)
 	if err != nil {
 		r.Error = err.Error()
@@ -130,14 +109,14 @@ func parseMethod(s string) (rtc.Method, error) {
 	return "", fmt.Errorf("unknown method %q", s)
 }
 
-func fill(r *Result, w wake.Wake) {
+func fill(r *report.Wakeprobe, w wake.Wake) {
 	r.Reason, r.Source, r.IRQ, r.Detail = w.Reason.String(), w.Source, w.IRQ, w.Detail
 	r.SleptBootMS = w.Slept.Boot.Milliseconds()
 	r.SleptMonoMS = w.Slept.Mono.Milliseconds()
 	r.SleptWallMS = w.Slept.Wall.Milliseconds()
 }
 
-func fetch(r *Result, url string) {
+func fetch(r *report.Wakeprobe, url string) {
 	c := &http.Client{Timeout: 20 * time.Second}
 	resp, err := c.Get(url)
 	if err != nil {
@@ -149,8 +128,8 @@ func fetch(r *Result, url string) {
 	r.HTTPStatus, r.HTTPBody = resp.StatusCode, string(b)
 }
 
-func probeGPIO() Result {
-	r := Result{Method: "gpio"}
+func probeGPIO() report.Wakeprobe {
+	r := report.Wakeprobe{Method: "gpio"}
 	b, err := boards.ByName("qemu-virt")
 	if err == nil {
 		var src wake.Source
