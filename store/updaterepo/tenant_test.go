@@ -78,32 +78,7 @@ func TestTenantRepositoriesApart(t *testing.T) {
 				t.Errorf("%s's device got %d bytes of %s; want its own %d", c.name, len(got), res.Target, len(c.want))
 			}
 		}
-		holds := []struct {
-			name string
-			r    *updaterepo.Repo
-			sha  string
-			want bool
-		}{
-			{"host holds a's", host.repo, sumOf(ab), false}, {"a holds the host's", a.repo, sumOf(hb), false},
-			{"b holds a's", b.repo, sumOf(ab), false}, {"a holds its own", a.repo, sumOf(ab), true},
-		}
-		for _, h := range holds {
-			if got, err := h.r.Holds(h.sha); got != h.want || err != nil {
-				t.Errorf("%s: Holds = %v, %v; want %v", h.name, got, err, h.want)
-			}
-		}
-		if _, err := b.repo.Metadata("timestamp.json", 1<<20); !errors.Is(err, updaterepo.ErrNotFound) {
-			t.Errorf("b's timestamp, b having published nothing: %v; want ErrNotFound", err)
-		}
-		for _, c := range []struct {
-			name string
-			r    *updaterepo.Repo
-			want int64
-		}{{"host", host.repo, int64(len(hb))}, {"a", a.repo, int64(len(ab))}, {"b", b.repo, 0}} {
-			if got, err := c.r.BlobBytes(); got != c.want || err != nil {
-				t.Errorf("%s: BlobBytes = %d, %v; want %d", c.name, got, err, c.want)
-			}
-		}
+		checkApart(t, host, a, b, hb, ab)
 		host.repo.Close()
 		host.open()
 		other, err := host.repo.Tenant("did:key:z6MkTenantA")
@@ -116,4 +91,36 @@ func TestTenantRepositoriesApart(t *testing.T) {
 			t.Errorf("a's device after a reopen: %d bytes, %v; want a's build", len(got), err)
 		}
 	})
+}
+
+// checkApart checks that no repository holds another's blob, and that
+// each counts its own blob bytes: the host's hb, a's ab, b's none.
+func checkApart(t *testing.T, host, a, b *env, hb, ab []byte) {
+	t.Helper()
+	holds := []struct {
+		name string
+		r    *updaterepo.Repo
+		sha  string
+		want bool
+	}{
+		{"host holds a's", host.repo, sumOf(ab), false}, {"a holds the host's", a.repo, sumOf(hb), false},
+		{"b holds a's", b.repo, sumOf(ab), false}, {"a holds its own", a.repo, sumOf(ab), true},
+	}
+	for _, h := range holds {
+		if got, err := h.r.Holds(h.sha); got != h.want || err != nil {
+			t.Errorf("%s: Holds = %v, %v; want %v", h.name, got, err, h.want)
+		}
+	}
+	if _, err := b.repo.Metadata("timestamp.json", 1<<20); !errors.Is(err, updaterepo.ErrNotFound) {
+		t.Errorf("b's timestamp, b having published nothing: %v; want ErrNotFound", err)
+	}
+	for _, c := range []struct {
+		name string
+		r    *updaterepo.Repo
+		want int64
+	}{{"host", host.repo, int64(len(hb))}, {"a", a.repo, int64(len(ab))}, {"b", b.repo, 0}} {
+		if got, err := c.r.BlobBytes(); got != c.want || err != nil {
+			t.Errorf("%s: BlobBytes = %d, %v; want %d", c.name, got, err, c.want)
+		}
+	}
 }
