@@ -50,7 +50,7 @@ func newTUFOwner(t testing.TB, snap, ts ed25519.PublicKey, blob []byte) tufOwner
 
 // newTenantUpdates is a tenant harness whose relay hosts an update
 // repository in a bbolt file; it returns the relay's online public keys.
-func newTenantUpdates(t *testing.T, qa tenancy.Quotas, mods ...func(*Config)) (*tenantHarness, ed25519.PublicKey, ed25519.PublicKey) {
+func newTenantUpdates(t testing.TB, qa tenancy.Quotas, mods ...func(*Config)) (*tenantHarness, ed25519.PublicKey, ed25519.PublicKey) {
 	snapPub, snap, _ := ed25519.GenerateKey(nil)
 	tsPub, ts, _ := ed25519.GenerateKey(nil)
 	th := newTenantHarness(t, qa, append(mods, func(c *Config) {
