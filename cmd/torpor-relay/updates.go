@@ -23,7 +23,7 @@ type updateArgs struct {
 func (u *updateArgs) register(fs *flag.FlagSet) {
 	fs.StringVar(&u.snapshotKey, "update-snapshot-key", "", "The key file (torporctl keygen) the relay signs its update repository's snapshots with; the owner's root names its public key. With --update-timestamp-key it hosts the repository: in updates.db of --data-dir, or with --store jetstream in JetStream, shared by every relay of the cluster (each given the same two key files).")
 	fs.StringVar(&u.timestampKey, "update-timestamp-key", "", "The key file the relay signs its update repository's timestamps with (a day's validity, re-signed past half of it).")
-	fs.Int64Var(&u.maxBytes, "updates-max-bytes", updaterepo.DefaultMaxBytes, "The most bytes of metadata and targets the update repository holds (with --store jetstream, the cluster's: give every relay the same).")
+	fs.Int64Var(&u.maxBytes, "updates-max-bytes", updaterepo.DefaultMaxBytes, "The most bytes of metadata and targets the update repository holds (with --store jetstream, the cluster's: give every relay the same); with --tenants, each tenant's repository is bounded by it too, and by the tenant's updateBytes quota.")
 }
 
 // open opens the update repository into cfg when both keys are given and

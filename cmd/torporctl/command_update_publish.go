@@ -196,20 +196,27 @@ func runUpdatePublish(ctx context.Context, e *env, fs *flag.FlagSet, args []stri
 	relayURL := fs.String("relay", envOr("TORPOR_RELAY", "http://127.0.0.1:8080"), "The relay's public origin. Default $TORPOR_RELAY.")
 	keyPath := fs.String("key", os.Getenv("TORPOR_KEY"), "Your operator key file; the relay must list its DID (--operator). Default $TORPOR_KEY.")
 	root := fs.Int64("root", 0, "Upload root versions from this one to the newest first (1 for a relay that has none).")
+	tenant := fs.String("tenant", "", "On a hosted relay: the tenant's owner DID, to upload to that tenant's update repository (as an operator its owner named) instead of the relay's own (docs/tenants.md).")
 	var scale float64
 	timeScaleFlag(fs, &scale)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if *dir == "" || *keyPath == "" || fs.NArg() != 0 {
-		return usageError{"publish --dir D --key KEY [--relay URL] [--root N]"}
+		return usageError{"publish --dir D --key KEY [--relay URL] [--root N] [--tenant DID]"}
 	}
 	api, err := updateAPI(ctx, *relayURL, *keyPath, scale)
 	if err != nil {
 		return fmt.Errorf("update publish: %v", err)
 	}
+	put := api.PutUpdate
+	if *tenant != "" {
+		put = func(ctx context.Context, what string, body []byte) (operatorapi.UpdateAnswer, error) {
+			return api.PutTenantUpdate(ctx, *tenant, what, body)
+		}
+	}
 	d := updateDir(*dir)
-	if err := d.publish(ctx, e, api, *root); err != nil {
+	if err := d.publish(ctx, e, put, *root); err != nil {
 		return fmt.Errorf("update publish: %v", err)
 	}
 	return nil
@@ -231,7 +238,11 @@ func updateAPI(ctx context.Context, relayURL, keyPath string, scale float64) (*o
 	return &operatorapi.Client{Origin: aud, Key: key, Clock: clk}, nil
 }
 
-func (d updateDir) publish(ctx context.Context, e *env, api *operatorapi.Client, fromRoot int64) error {
+// putFunc uploads one file to a relay's update repository
+// (operatorapi.Client's PutUpdate, or PutTenantUpdate for a tenant's).
+type putFunc func(ctx context.Context, what string, body []byte) (operatorapi.UpdateAnswer, error)
+
+func (d updateDir) publish(ctx context.Context, e *env, api putFunc, fromRoot int64) error {
 	if fromRoot > 0 {
 		cur, err := d.root()
 		if err != nil {
@@ -270,12 +281,12 @@ func (d updateDir) publish(ctx context.Context, e *env, api *operatorapi.Client,
 	return d.upload(ctx, e, api, "targets", d.path("targets.json"))
 }
 
-func (d updateDir) upload(ctx context.Context, e *env, api *operatorapi.Client, what, path string) error {
+func (d updateDir) upload(ctx context.Context, e *env, api putFunc, what, path string) error {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return err
 	}
-	ans, err := api.PutUpdate(ctx, what, b)
+	ans, err := api(ctx, what, b)
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}

@@ -12,6 +12,7 @@ import (
 	"math"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -40,6 +41,11 @@ import (
 // chunk has a subject of its own, <sha256>-<k> (putPart), so relays
 // uploading a blob at once leave no chunk behind.
 //
+// A tenant's repository (Partition, updaterepo.Repo.Tenant) is the same
+// under keys of its own: upt.<key>.head, upt.<key>.m.<name> and objects
+// t.<key>.<sha256>.<k> (chunks on t_<key>_<sha256>-<k>), where key is
+// updaterepo.TenantKey of its owner.
+//
 // A head's versioned files are served from the head while it is current
 // and written to their keys by the writer that replaces it, before its
 // compare-and-swap (the bytes are the head's, so writers racing write the
@@ -51,11 +57,22 @@ type Updates struct {
 	c   *Conn
 	obs jetstream.ObjectStore
 	max int64
+	// head and meta are the keys of this repository's head and the
+	// prefix of its earlier files, obj the prefix of its blobs' objects:
+	// up.head, up.m. and none for the relay's own; a tenant's
+	// (Partition) upt.<key>.head, upt.<key>.m. and t.<key>.
+	head, meta, obj string
 
-	// A blob's length and parts never change (its name is its SHA-256),
-	// so each relay keeps the lengths it read and the last CachedParts
-	// parts: devices reading one build in turn read it from NATS once.
-	mu      sync.Mutex
+	cache *partCache // shared by the relay's repository and its partitions
+}
+
+// partCache is what a relay keeps of the blobs it read. A blob's length
+// and parts never change (its name is its SHA-256), so each relay keeps
+// the lengths it read and the last CachedParts parts: devices reading
+// one build in turn read it from NATS once. Both are keyed by object
+// name, so that one repository's never answer for another's.
+type partCache struct {
+	mu      sync.Mutex // mu guards all following fields
 	lengths map[string]int64
 	parts   map[string][]byte
 	order   []string // of parts, oldest first
@@ -65,15 +82,16 @@ type Updates struct {
 // memory: 8 MiB.
 const CachedParts = 64
 
-var _ updaterepo.Backend = (*Updates)(nil)
+var (
+	_ updaterepo.Backend     = (*Updates)(nil)
+	_ updaterepo.Partitioner = (*Updates)(nil)
+)
 
 // BlobPart is the size of a blob's parts in the object store (one chunk
 // of nats.go's object store each).
 const BlobPart = 128 << 10
 
 const (
-	headKey    = "up.head"
-	metaPrefix = "up.m."
 	// opTimeout bounds one call of a store whose interface takes no
 	// context: the update repository's Backend, the tenants' Store.
 	opTimeout = 30 * time.Second
@@ -113,7 +131,37 @@ func (c *Conn) Updates(ctx context.Context, maxBytes int64) (*Updates, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Updates{c: c, obs: obs, max: maxBytes, lengths: map[string]int64{}, parts: map[string][]byte{}}, nil
+	return &Updates{c: c, obs: obs, max: maxBytes, head: "up.head", meta: "up.m.",
+		cache: &partCache{lengths: map[string]int64{}, parts: map[string][]byte{}}}, nil
+}
+
+// Partition implements updaterepo.Partitioner: the repository key (a
+// tenant's, updaterepo.TenantKey) in the same bucket and object store,
+// under keys upt.<key>.head and upt.<key>.m.<name> and objects
+// t.<key>.<sha256>.<k>, bounded as u is, sharing u's cache.
+func (u *Updates) Partition(key string) (updaterepo.Backend, error) {
+	if !kvKeyPart.MatchString(key) {
+		return nil, fmt.Errorf("jsstore: update repository partition %q: want letters, digits, '-' and '_'", key)
+	}
+	return &Updates{c: u.c, obs: u.obs, max: u.max, head: "upt." + key + ".head", meta: "upt." + key + ".m.",
+		obj: "t." + key + ".", cache: u.cache}, nil
+}
+
+var kvKeyPart = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// BlobBytes implements updaterepo.Backend: the lengths in the head.
+func (u *Updates) BlobBytes() (int64, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	h, _, err := u.readHead(ctx)
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	for _, l := range h.Blobs {
+		n += l
+	}
+	return n, nil
 }
 
 // objects returns the blobs' object store, created or checked: file
@@ -174,7 +222,7 @@ func (c *Conn) canWriteUpdates(ctx context.Context) error {
 // readHead returns the head and its revision (0: none yet).
 func (u *Updates) readHead(ctx context.Context) (*head, uint64, error) {
 	h := &head{}
-	e, err := u.c.kv.Get(ctx, headKey)
+	e, err := u.c.kv.Get(ctx, u.head)
 	if isMissing(err) {
 		return h, 0, nil
 	}
@@ -211,7 +259,7 @@ func (t *jsTxn) Meta(name string) ([]byte, error) {
 	if v, _ := strconv.ParseInt(m[1], 10, 64); t.h.Versions[m[2]+".json"] == v {
 		return t.h.Files[m[2]+".json"], nil
 	}
-	e, err := t.u.c.kv.Get(t.ctx, metaPrefix+name)
+	e, err := t.u.c.kv.Get(t.ctx, t.u.meta+name)
 	if isMissing(err) {
 		return nil, nil
 	}
@@ -302,7 +350,7 @@ func (u *Updates) swap(ctx context.Context, old, next *head, rev uint64) error {
 		if next.Versions[kind] == v {
 			continue // still current: served from the head
 		}
-		k := fmt.Sprintf("%s%d.%s", metaPrefix, v, kind)
+		k := fmt.Sprintf("%s%d.%s", u.meta, v, kind)
 		if _, err := u.c.kv.Get(ctx, k); err == nil {
 			continue
 		} else if !isMissing(err) {
@@ -320,9 +368,9 @@ func (u *Updates) swap(ctx context.Context, old, next *head, rev uint64) error {
 		return fmt.Errorf("jsstore: the update repository's head would be %d bytes, more than a NATS message holds (%d, max_payload less room for headers): fewer targets in targets.json", len(b), max)
 	}
 	if rev == 0 {
-		_, err = u.c.kv.Create(ctx, headKey, b)
+		_, err = u.c.kv.Create(ctx, u.head, b)
 	} else {
-		_, err = u.c.kv.Update(ctx, headKey, b, rev)
+		_, err = u.c.kv.Update(ctx, u.head, b, rev)
 	}
 	if isRevisionMismatch(err) || errors.Is(err, jetstream.ErrKeyExists) {
 		return errConflict
@@ -399,7 +447,7 @@ func (u *Updates) AddBlob(sha string, data []byte) error {
 // chunks on $O.<bucket>.C.<nuid>, the object's info on
 // $O.<bucket>.M.<base64url(name)>, the last one kept (rollup).
 func (u *Updates) putPart(ctx context.Context, sha string, k int64, part []byte) error {
-	name, nuid, sum := partName(sha, k), partNUID(sha, k), digest(part)
+	name, nuid, sum := u.partName(sha, k), u.partNUID(sha, k), digest(part)
 	old, err := u.obs.GetInfo(ctx, name)
 	switch {
 	case err == nil && old.Size == uint64(len(part)) && old.Digest == sum:
@@ -471,10 +519,16 @@ func (u *Updates) purgeChunks(ctx context.Context, nuid string) error {
 }
 
 // partNUID is the NUID of part k of blob sha: its chunk's subject token,
-// the same at every relay.
-func partNUID(sha string, k int64) string { return sha + "-" + strconv.FormatInt(k, 10) }
+// the same at every relay; a tenant's repository's has its own prefix
+// (its object prefix, dots made underscores: one token).
+func (u *Updates) partNUID(sha string, k int64) string {
+	return strings.ReplaceAll(u.obj, ".", "_") + sha + "-" + strconv.FormatInt(k, 10)
+}
 
-func partName(sha string, k int64) string { return sha + "." + strconv.FormatInt(k, 10) }
+// partName is the object name of part k of blob sha.
+func (u *Updates) partName(sha string, k int64) string {
+	return u.obj + sha + "." + strconv.FormatInt(k, 10)
+}
 
 // digest is the object store's digest of b (nats.go's ObjectInfo.Digest).
 func digest(b []byte) string {
@@ -488,9 +542,10 @@ func digest(b []byte) string {
 func (u *Updates) BlobRange(sha string, off, n int64) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
-	u.mu.Lock()
-	length, ok := u.lengths[sha]
-	u.mu.Unlock()
+	c := u.cache
+	c.mu.Lock()
+	length, ok := c.lengths[u.obj+sha]
+	c.mu.Unlock()
 	if !ok {
 		h, _, err := u.readHead(ctx)
 		if err != nil {
@@ -499,9 +554,9 @@ func (u *Updates) BlobRange(sha string, off, n int64) ([]byte, error) {
 		if length, ok = h.Blobs[sha]; !ok {
 			return nil, fmt.Errorf("blob %s: %w", sha, updaterepo.ErrNotFound)
 		}
-		u.mu.Lock()
-		u.lengths[sha] = length
-		u.mu.Unlock()
+		c.mu.Lock()
+		c.lengths[u.obj+sha] = length
+		c.mu.Unlock()
 	}
 	return u.readRange(ctx, sha, length, off, n)
 }
@@ -509,10 +564,11 @@ func (u *Updates) BlobRange(sha string, off, n int64) ([]byte, error) {
 // part returns part k of blob sha, from the cache or the object store
 // (where nats.go checks it against its digest).
 func (u *Updates) part(ctx context.Context, sha string, k int64) ([]byte, error) {
-	name := partName(sha, k)
-	u.mu.Lock()
-	b, ok := u.parts[name]
-	u.mu.Unlock()
+	name := u.partName(sha, k)
+	c := u.cache
+	c.mu.Lock()
+	b, ok := c.parts[name]
+	c.mu.Unlock()
 	if ok {
 		return b, nil
 	}
@@ -520,14 +576,14 @@ func (u *Updates) part(ctx context.Context, sha string, k int64) ([]byte, error)
 	if err != nil {
 		return nil, err
 	}
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	if _, ok := u.parts[name]; !ok {
-		u.parts[name] = b
-		u.order = append(u.order, name)
-		if len(u.order) > CachedParts {
-			delete(u.parts, u.order[0])
-			u.order = u.order[1:]
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.parts[name]; !ok {
+		c.parts[name] = b
+		c.order = append(c.order, name)
+		if len(c.order) > CachedParts {
+			delete(c.parts, c.order[0])
+			c.order = c.order[1:]
 		}
 	}
 	return b, nil

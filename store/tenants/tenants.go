@@ -32,6 +32,7 @@ const (
 	QuotaQueuedBytes     = tenancy.QuotaQueuedBytes
 	QuotaKeyPackageBytes = tenancy.QuotaKeyPackageBytes
 	QuotaRequests        = tenancy.QuotaRequests
+	QuotaUpdateBytes     = tenancy.QuotaUpdateBytes
 )
 
 // The errors of a Ledger that are not quota refusals.

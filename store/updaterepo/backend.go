@@ -43,20 +43,37 @@ type Backend interface {
 	BlobRange(sha string, off, n int64) ([]byte, error)
 	// Used returns the bytes of metadata and blobs held.
 	Used() (int64, error)
+	// BlobBytes returns the bytes of blobs held (Used less the
+	// metadata): what a tenant's update_bytes quota bounds.
+	BlobBytes() (int64, error)
 	Close() error
 }
 
-var (
-	bucketMeta  = []byte("meta")
-	bucketBlobs = []byte("blobs")
-	bucketState = []byte("state")
-	keyUsed     = []byte("used")
-)
+// Partitioner is a Backend that keeps other repositories beside its own,
+// each under a key (Repo.Tenant: one per tenant of a hosted relay).
+type Partitioner interface {
+	// Partition returns the backend of the repository key (letters,
+	// digits, '-' and '_'): disjoint from this one and from every other
+	// key's, bounded as this one is. Its Close leaves the store open.
+	Partition(key string) (Backend, error)
+}
 
-// boltBackend is the repository in one bbolt file.
+// buckets are the names of one repository's buckets in a bbolt file.
+type buckets struct{ meta, blobs, state []byte }
+
+// The relay's own repository's buckets; a partition's are named
+// "tenant.<key>.meta" and so on (Partition).
+var hostBuckets = buckets{meta: []byte("meta"), blobs: []byte("blobs"), state: []byte("state")}
+
+var keyUsed = []byte("used")
+
+// boltBackend is a repository in a bbolt file: the relay's own, or a
+// partition of the same file (shared: then closing it leaves db open).
 type boltBackend struct {
-	db  *bolt.DB
-	max int64
+	db     *bolt.DB
+	max    int64
+	b      buckets
+	shared bool
 }
 
 // openBolt opens (creating) the bbolt file at path.
@@ -65,92 +82,146 @@ func openBolt(path string, max int64) (*boltBackend, error) {
 	if err != nil {
 		return nil, fmt.Errorf("updaterepo: %w", err)
 	}
-	err = db.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bucketMeta, bucketBlobs, bucketState} {
-			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+	b := &boltBackend{db: db, max: max, b: hostBuckets}
+	if err := b.create(); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return b, nil
+}
+
+// create makes b's buckets where they are missing.
+func (b *boltBackend) create() error {
+	err := b.db.Update(func(tx *bolt.Tx) error {
+		for _, name := range [][]byte{b.b.meta, b.b.blobs, b.b.state} {
+			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 				return err
 			}
 		}
 		return nil
 	})
 	if err != nil {
-		db.Close()
-		return nil, fmt.Errorf("updaterepo: %w", err)
+		return fmt.Errorf("updaterepo: %w", err)
 	}
-	return &boltBackend{db: db, max: max}, nil
+	return nil
+}
+
+// Partition implements Partitioner: the repository key in buckets of its
+// own in the same file, "tenant.<key>.meta", ".blobs" and ".state".
+func (b *boltBackend) Partition(key string) (Backend, error) {
+	if !validKey(key) {
+		return nil, fmt.Errorf("updaterepo: partition %q: want letters, digits, '-' and '_'", key)
+	}
+	pre := "tenant." + key + "."
+	p := &boltBackend{db: b.db, max: b.max, shared: true,
+		b: buckets{meta: []byte(pre + "meta"), blobs: []byte(pre + "blobs"), state: []byte(pre + "state")}}
+	return p, p.create()
+}
+
+// validKey reports whether key is a partition's key: 1 to 64 letters,
+// digits, '-' and '_' (the base64url of TenantKey).
+func validKey(key string) bool {
+	if key == "" || len(key) > 64 {
+		return false
+	}
+	for _, c := range key {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
 }
 
 type boltTxn struct {
 	tx  *bolt.Tx
 	max int64
+	b   buckets
 }
 
 func (t boltTxn) Meta(name string) ([]byte, error) {
-	return t.tx.Bucket(bucketMeta).Get([]byte(name)), nil
+	return t.tx.Bucket(t.b.meta).Get([]byte(name)), nil
 }
 
 func (t boltTxn) Blob(sha string) ([]byte, error) {
-	return t.tx.Bucket(bucketBlobs).Get([]byte(sha)), nil
+	return t.tx.Bucket(t.b.blobs).Get([]byte(sha)), nil
 }
 
 func (t boltTxn) PutMeta(name string, b []byte) error {
-	return put(t.tx, t.max, bucketMeta, []byte(name), b)
+	return put(t.tx, t.max, t.b, t.b.meta, []byte(name), b)
 }
 
 func (b *boltBackend) Update(fn func(Txn) error) error {
-	return b.db.Update(func(tx *bolt.Tx) error { return fn(boltTxn{tx: tx, max: b.max}) })
+	return b.db.Update(func(tx *bolt.Tx) error { return fn(boltTxn{tx: tx, max: b.max, b: b.b}) })
 }
 
 func (b *boltBackend) View(fn func(Txn) error) error {
-	return b.db.View(func(tx *bolt.Tx) error { return fn(boltTxn{tx: tx, max: b.max}) })
+	return b.db.View(func(tx *bolt.Tx) error { return fn(boltTxn{tx: tx, max: b.max, b: b.b}) })
 }
 
-func (b *boltBackend) Close() error { return b.db.Close() }
+// Close closes the file, unless b is a partition of it.
+func (b *boltBackend) Close() error {
+	if b.shared {
+		return nil
+	}
+	return b.db.Close()
+}
 
 func (b *boltBackend) Used() (int64, error) {
 	var n int64
 	err := b.db.View(func(tx *bolt.Tx) error {
-		n = used(tx)
+		n = used(tx, b.b)
 		return nil
 	})
 	return n, err
 }
 
-func used(tx *bolt.Tx) int64 {
-	v := tx.Bucket(bucketState).Get(keyUsed)
+// BlobBytes implements Backend: the lengths of the blobs, summed.
+func (b *boltBackend) BlobBytes() (int64, error) {
+	var n int64
+	err := b.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(b.b.blobs).ForEach(func(_, v []byte) error {
+			n += int64(len(v))
+			return nil
+		})
+	})
+	return n, err
+}
+
+func used(tx *bolt.Tx, b buckets) int64 {
+	v := tx.Bucket(b.state).Get(keyUsed)
 	if len(v) != 8 {
 		return 0
 	}
 	return int64(binary.BigEndian.Uint64(v))
 }
 
-// put stores value under key in bucket, counting its bytes against the
-// bound max (a replaced value's bytes are given back).
-func put(tx *bolt.Tx, max int64, bucket, key, value []byte) error {
+// put stores value under key in bucket (one of bs), counting its bytes
+// against the bound max (a replaced value's bytes are given back).
+func put(tx *bolt.Tx, max int64, bs buckets, bucket, key, value []byte) error {
 	b := tx.Bucket(bucket)
-	n := used(tx) - int64(len(b.Get(key))) + int64(len(value))
+	n := used(tx, bs) - int64(len(b.Get(key))) + int64(len(value))
 	if n > max {
 		return fmt.Errorf("%w: %d bytes would make %d of %d", ErrFull, len(value), n, max)
 	}
 	if err := b.Put(key, value); err != nil {
 		return err
 	}
-	return tx.Bucket(bucketState).Put(keyUsed, binary.BigEndian.AppendUint64(nil, uint64(n)))
+	return tx.Bucket(bs.state).Put(keyUsed, binary.BigEndian.AppendUint64(nil, uint64(n)))
 }
 
 func (b *boltBackend) AddBlob(sha string, data []byte) error {
 	return b.db.Update(func(tx *bolt.Tx) error {
-		if tx.Bucket(bucketBlobs).Get([]byte(sha)) != nil {
+		if tx.Bucket(b.b.blobs).Get([]byte(sha)) != nil {
 			return nil
 		}
-		return put(tx, b.max, bucketBlobs, []byte(sha), data)
+		return put(tx, b.max, b.b, b.b.blobs, []byte(sha), data)
 	})
 }
 
 func (b *boltBackend) BlobRange(sha string, off, n int64) ([]byte, error) {
 	var out []byte
 	err := b.db.View(func(tx *bolt.Tx) error {
-		blob := tx.Bucket(bucketBlobs).Get([]byte(sha))
+		blob := tx.Bucket(b.b.blobs).Get([]byte(sha))
 		if blob == nil {
 			return fmt.Errorf("blob %s: %w", sha, ErrNotFound)
 		}

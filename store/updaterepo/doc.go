@@ -20,6 +20,11 @@
 // compare-and-swap, so that of relays re-signing at once one signs and
 // the others find the result.
 //
+// A hosted relay keeps a repository per tenant beside its own in the same
+// store: Tenant returns the one of an owner DID (a Backend that is a
+// Partitioner keeps it under keys of its own), and BlobBytes is what the
+// tenant's update_bytes quota bounds (docs/tenants.md).
+//
 // Devices read it through Metadata and Blob (a range of a blob); Fresh
 // signs a timestamp for a device that slept past the last one.
 package updaterepo

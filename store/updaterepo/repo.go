@@ -4,6 +4,7 @@ import (
 	"crypto"
 	"crypto/ed25519"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -57,6 +58,62 @@ type Repo struct {
 	snap, ts signature.Signer
 	mu       sync.Mutex // serialises the signing of new versions
 	clk      clock.Clock
+
+	tmu     sync.Mutex       // tmu guards tenants
+	tenants map[string]*Repo // by TenantKey, made by Tenant
+}
+
+// ErrNoPartitions is Tenant's error on a Backend that is not a
+// Partitioner.
+var ErrNoPartitions = errors.New("updaterepo: this repository's store keeps no tenants' repositories")
+
+// TenantKey is the key of owner's repository: the base64url (RFC 4648,
+// Section 5, unpadded) of the SHA-256 of the owner's DID.
+func TenantKey(owner string) string {
+	h := sha256.Sum256([]byte(owner))
+	return base64.RawURLEncoding.EncodeToString(h[:])
+}
+
+// Tenant returns the repository of the tenant whose owner DID is owner:
+// in the same store as r (r's Backend must be a Partitioner: the bbolt
+// file's buckets "tenant.<TenantKey>.…", store/jsstore's keys
+// "upt.<TenantKey>.…"), disjoint from r's and every other tenant's,
+// signed with r's keys and bounded by r's bound. It is made once and kept;
+// closing r leaves it usable only until the store is closed.
+func (r *Repo) Tenant(owner string) (*Repo, error) {
+	key := TenantKey(owner)
+	r.tmu.Lock()
+	defer r.tmu.Unlock()
+	if t, ok := r.tenants[key]; ok {
+		return t, nil
+	}
+	p, ok := r.b.(Partitioner)
+	if !ok {
+		return nil, ErrNoPartitions
+	}
+	b, err := p.Partition(key)
+	if err != nil {
+		return nil, err
+	}
+	t := &Repo{cfg: r.cfg, b: b, snap: r.snap, ts: r.ts, clk: r.clk}
+	if r.tenants == nil {
+		r.tenants = map[string]*Repo{}
+	}
+	r.tenants[key] = t
+	return t, nil
+}
+
+// BlobBytes returns the bytes of blobs held.
+func (r *Repo) BlobBytes() (int64, error) { return r.b.BlobBytes() }
+
+// Holds reports whether the blob sha (hex SHA-256) is held: an AddBlob
+// of its bytes takes no more room.
+func (r *Repo) Holds(sha string) (bool, error) {
+	_, err := r.b.BlobRange(sha, 0, 0)
+	if errors.Is(err, ErrNotFound) {
+		return false, nil
+	}
+	return err == nil, err
 }
 
 // Open opens (creating) the repository in the bbolt file cfg.Path.

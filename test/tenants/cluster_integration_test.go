@@ -67,9 +67,9 @@ func TestTwoTenantsOnTheCluster(t *testing.T) {
 
 // newClusterWorld starts a 3-node cluster in the test process and three
 // torpor-relay processes on it with the same --tenants file (tenant a's
-// quotas quotasA, JSON), and uploads
+// quotas quotasA, JSON) and the flags extra, and uploads
 // the owners' operator lists at relay 1.
-func newClusterWorld(t *testing.T, quotasA string) (*world, []*relaytest.Relay) {
+func newClusterWorld(t *testing.T, quotasA string, extra ...string) (*world, []*relaytest.Relay) {
 	w, tf := newKeys(t, quotasA, `{}`)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -81,8 +81,9 @@ func newClusterWorld(t *testing.T, quotasA string) (*world, []*relaytest.Relay) 
 	var relays []*relaytest.Relay
 	for i := range 3 {
 		urls := ns[i].URL() + "," + ns[(i+1)%3].URL() + "," + ns[(i+2)%3].URL()
-		relays = append(relays, relaytest.Start(t, t.TempDir(), "--store", "jetstream", "--nats", urls,
-			"--tenants", tf, "--usage-key", w.files["usage"], "--operator", w.keys["host"].DID().String()))
+		args := []string{"--store", "jetstream", "--nats", urls,
+			"--tenants", tf, "--usage-key", w.files["usage"], "--operator", w.keys["host"].DID().String()}
+		relays = append(relays, relaytest.Start(t, t.TempDir(), append(args, extra...)...))
 	}
 	w.ok(t, "tenant", "operators", "--upload", "--relay", relays[0].URL, "--key", w.files["ownerA"], w.keys["opA"].DID().String())
 	w.ok(t, "tenant", "operators", "--upload", "--relay", relays[0].URL, "--key", w.files["ownerB"], w.keys["opB"].DID().String())

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 )
 
 // UpdateAnswer is the relay's answer to an update upload.
@@ -19,7 +20,19 @@ type UpdateAnswer struct {
 // /operator/updates/{what}, what one of "root", "blob", "targets";
 // docs/updates.md). A refusal is an error with the relay's reason.
 func (c *Client) PutUpdate(ctx context.Context, what string, body []byte) (UpdateAnswer, error) {
-	path := "/operator/updates/" + what
+	return c.putUpdate(ctx, "/operator/updates/"+what, body)
+}
+
+// PutTenantUpdate uploads body to the update repository of the tenant
+// whose owner DID is tenant (PUT /operator/tenants/{tenant}/updates/{what};
+// docs/tenants.md): c.Key must be one of the operators the owner named.
+// Past the tenant's update_bytes quota the error is the relay's 507
+// naming it.
+func (c *Client) PutTenantUpdate(ctx context.Context, tenant, what string, body []byte) (UpdateAnswer, error) {
+	return c.putUpdate(ctx, "/operator/tenants/"+url.PathEscape(tenant)+"/updates/"+what, body)
+}
+
+func (c *Client) putUpdate(ctx context.Context, path string, body []byte) (UpdateAnswer, error) {
 	tok, err := c.OperatorToken(http.MethodPut, path)
 	if err != nil {
 		return UpdateAnswer{}, err

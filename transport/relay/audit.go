@@ -35,7 +35,8 @@ func operatorAction(r *http.Request) string {
 		return audit.ActionAdmit
 	case r.Method == http.MethodPost && strings.HasPrefix(r.URL.Path, operatorapi.RolloutsPath):
 		return audit.ActionRollout
-	case r.Method == http.MethodPut && strings.HasPrefix(r.URL.Path, "/operator/updates/"):
+	case r.Method == http.MethodPut && strings.HasPrefix(r.URL.Path, "/operator/updates/"),
+		r.Method == http.MethodPut && strings.HasPrefix(r.URL.Path, "/operator/tenants/") && strings.Contains(r.URL.Path, "/updates/"):
 		return audit.ActionUpdate
 	}
 	return ""

@@ -311,7 +311,7 @@ func New(cfg Config) (*Relay, error) {
 	s.adm.newAdmissionMetrics(s.metrics.reg)
 	s.link = &server.Server{
 		Verifier: s.verifier, Queue: s.queue, Agents: (*linkAgents)(s), Clock: cfg.Clock,
-		Logger: base.With("component", "link"), OnAcked: s.acked, OnUnacked: s.linkEnded, Updates: linkUpdates(cfg.Stores.Updates),
+		Logger: base.With("component", "link"), OnAcked: s.acked, OnUnacked: s.linkEnded, Updates: s.linkUpdates(),
 		Spent: s.cfg.Stores.Shared.Spent("link", server.DefaultMaxSpentTokens),
 	}
 	if err := s.newConsole(base); err != nil {
@@ -371,6 +371,7 @@ func (s *Relay) routes() {
 		m.HandleFunc("PUT /tenants/operators", s.serveTenantOperators)
 		m.HandleFunc("GET /operator/tenants/{did}/usage", s.serveTenantUsage)
 		m.HandleFunc("GET /operator/tenants", s.serveTenants)
+		m.HandleFunc("PUT "+operatorTenantUpdatesPath, s.serveTenantUpdatePut)
 	}
 	if s.console != nil {
 		s.console.Register(m)

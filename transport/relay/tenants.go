@@ -11,6 +11,7 @@ import (
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/store/agents"
 	"github.com/torpor-dev/torpor/store/tenants"
+	"github.com/torpor-dev/torpor/store/updaterepo"
 	"github.com/torpor-dev/torpor/transport/link/wire"
 	"github.com/torpor-dev/torpor/transport/relay/console"
 	"github.com/torpor-dev/torpor/transport/tenancy"
@@ -345,12 +346,15 @@ func (s *Relay) joinTenant(agent did.DID, enrolment []byte) {
 // tenantTotal is a tenant as GET /operator/tenants shows it to the host:
 // its quotas and totals, never its devices.
 type tenantTotal struct {
-	Owner           string         `json:"owner"`
-	Quotas          tenancy.Quotas `json:"quotas"`
-	Devices         int            `json:"devices"`
-	QueuedBytes     int64          `json:"queuedBytes"`
-	Operators       int            `json:"operators"`
-	HostSeesDevices bool           `json:"hostSeesDevices"`
+	Owner       string         `json:"owner"`
+	Quotas      tenancy.Quotas `json:"quotas"`
+	Devices     int            `json:"devices"`
+	QueuedBytes int64          `json:"queuedBytes"`
+	// UpdateBytes are the blob bytes of the tenant's update repository
+	// (the relay's own for the default tenant).
+	UpdateBytes     int64 `json:"updateBytes"`
+	Operators       int   `json:"operators"`
+	HostSeesDevices bool  `json:"hostSeesDevices"`
 }
 
 // serveTenants is GET /operator/tenants, for the relay's own operators
@@ -372,18 +376,35 @@ func (s *Relay) serveTenants(w http.ResponseWriter, r *http.Request) {
 	}
 	out := []tenantTotal{}
 	for _, t := range ts {
-		devs, err := s.cfg.Stores.Tenants.Devices(t.Owner)
-		if err == nil {
-			var q int64
-			q, err = s.tenantQueued(r.Context(), t.Owner, s.clk.Now())
-			out = append(out, tenantTotal{Owner: t.Owner.String(), Quotas: t.Quotas, Devices: len(devs), QueuedBytes: q, Operators: len(t.Operators), HostSeesDevices: t.HostSeesDevices})
-		}
+		tt, err := s.tenantTotal(r.Context(), t)
 		if err != nil {
 			s.storeFailed(w, err)
 			return
 		}
+		out = append(out, tt)
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"tenants": out})
+}
+
+// tenantTotal is t's line of the host's list.
+func (s *Relay) tenantTotal(ctx context.Context, t tenants.Info) (tenantTotal, error) {
+	tt := tenantTotal{Owner: t.Owner.String(), Quotas: t.Quotas, Operators: len(t.Operators), HostSeesDevices: t.HostSeesDevices}
+	devs, err := s.cfg.Stores.Tenants.Devices(t.Owner)
+	if err != nil {
+		return tt, err
+	}
+	tt.Devices = len(devs)
+	if tt.QueuedBytes, err = s.tenantQueued(ctx, t.Owner, s.clk.Now()); err != nil {
+		return tt, err
+	}
+	repo, err := s.tenantUpdates(t.Owner)
+	switch {
+	case errors.Is(err, updaterepo.ErrNoPartitions):
+		return tt, nil
+	case err == nil && repo != nil:
+		tt.UpdateBytes, err = repo.BlobBytes()
+	}
+	return tt, err
 }
 
 // tenantKeyPackageRoom checks that the KeyPackages st publishes fit

@@ -1,12 +1,17 @@
 package relay
 
 import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/http"
 
+	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/store/updaterepo"
 	"github.com/torpor-dev/torpor/transport/link/server"
+	"github.com/torpor-dev/torpor/transport/tenancy"
 )
 
 // UpdateRepo is the relay's TUF repository for agent updates
@@ -23,13 +28,19 @@ type UpdateRepo interface {
 	Used() (int64, error)
 }
 
-// linkUpdates is u for the link server: a nil interface when there is
-// none, so that the server answers wire.CodeNoUpdates.
-func linkUpdates(u UpdateRepo) server.Updates {
-	if u == nil {
+// linkUpdates is what the link server reads devices' updates from: a
+// nil interface when the relay hosts no repository, so that the server
+// answers wire.CodeNoUpdates; with tenants, each device's tenant's
+// (deviceUpdates).
+func (s *Relay) linkUpdates() server.Updates {
+	u := s.cfg.Stores.Updates
+	switch {
+	case u == nil:
 		return nil
+	case s.cfg.Stores.Tenants == nil:
+		return u
 	}
-	return u
+	return deviceUpdates{UpdateRepo: u, s: s}
 }
 
 // MaxUpdateUpload bounds one upload to the update endpoints.
@@ -41,9 +52,12 @@ const MaxUpdateUpload = 64 << 20
 //	PUT /operator/updates/blob      a target's bytes; answers their sha256
 //	PUT /operator/updates/targets   the owner's signed targets.json
 //
-// Each needs an operator's token, as the queue endpoints do. The relay
+// Each needs a token of one of the relay's own operators, as the queue
+// endpoints do; a tenant's repository has the same three under
+// /operator/tenants/{did}/updates/ (serveTenantUpdatePut). The relay
 // checks what it is given (store/updaterepo) and answers 400 with the
-// reason when it refuses, 507 when the repository's byte bound is reached.
+// reason when it refuses, 507 when the repository's byte bound is
+// reached.
 const operatorUpdatesPath = "/operator/updates/{what}"
 
 func (s *Relay) serveUpdatePut(w http.ResponseWriter, r *http.Request) {
@@ -51,23 +65,40 @@ func (s *Relay) serveUpdatePut(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	repo := s.cfg.Stores.Updates
-	if repo == nil {
-		writeJSON(w, http.StatusNotFound, map[string]any{"error": "no_updates", "message": "this relay hosts no update repository (--update-snapshot-key and --update-timestamp-key)"})
+	if !s.operators[caller.String()] {
+		s.recordOperator(r, caller, r.PathValue("what"), "a tenant's operator on the relay's own repository")
+		writeJSON(w, http.StatusForbidden, map[string]any{"error": "not_operator",
+			"message": "the relay's update repository is its own operators'; a tenant's operators upload to their tenant's (torporctl update publish --tenant, docs/tenants.md)"})
 		return
 	}
+	repo := s.cfg.Stores.Updates
+	if repo == nil {
+		noUpdates(w)
+		return
+	}
+	s.putUpdate(w, r, caller, repo, nil)
+}
+
+func noUpdates(w http.ResponseWriter) {
+	writeJSON(w, http.StatusNotFound, map[string]any{"error": "no_updates", "message": "this relay hosts no update repository (--update-snapshot-key and --update-timestamp-key)"})
+}
+
+// putUpdate takes one upload into repo and answers it. room, when set,
+// is called for a blob before it is stored (see blobRoom).
+func (s *Relay) putUpdate(w http.ResponseWriter, r *http.Request, caller did.DID, repo UpdateRepo, room blobRoom) {
 	body, err := readAll(http.MaxBytesReader(w, r.Body, MaxUpdateUpload), r.ContentLength)
 	if err != nil {
 		writeJSON(w, http.StatusRequestEntityTooLarge, map[string]any{"error": "too_large", "message": err.Error()})
 		return
 	}
+	what := r.PathValue("what")
 	ans := map[string]any{}
-	switch r.PathValue("what") {
+	switch what {
 	case "root":
 		err = repo.SetRoot(body)
 	case "blob":
 		var sum string
-		sum, err = repo.AddBlob(body)
+		sum, err = putBlob(r.Context(), repo, room, body)
 		ans["sha256"] = sum
 	case "targets":
 		err = repo.Publish(body)
@@ -76,21 +107,58 @@ func (s *Relay) serveUpdatePut(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err != nil {
-		status := http.StatusBadRequest
-		if errors.Is(err, updaterepo.ErrFull) {
-			status = http.StatusInsufficientStorage
-		}
-		s.log.Warn("update upload refused", "what", r.PathValue("what"), "operator", caller.String(), "err", err)
-		s.recordOperator(r, caller, r.PathValue("what"), err.Error())
-		writeJSON(w, status, map[string]any{"error": "update_refused", "message": err.Error()})
+		s.refuseUpdate(w, r, caller, err)
 		return
 	}
-	s.recordOperator(r, caller, fmt.Sprintf("%s, %d bytes", r.PathValue("what"), len(body)), "")
+	s.recordOperator(r, caller, fmt.Sprintf("%s, %d bytes", what, len(body)), "")
 	if used, err := repo.Used(); err == nil {
 		ans["used"] = used
 	}
-	s.log.Info("update upload", "what", r.PathValue("what"), "operator", caller.String(), "bytes", len(body))
+	s.log.Info("update upload", "what", what, "operator", caller.String(), "bytes", len(body), "tenant", r.PathValue("did"))
 	writeJSON(w, http.StatusOK, ans)
+}
+
+// refuseUpdate answers an upload the repository or a quota refused: 507
+// tenant_quota naming the quota past a tenant's (tenancy.QuotaError), 507
+// update_refused past the repository's byte bound, 503 when a store
+// failed, else 400 update_refused with the reason.
+func (s *Relay) refuseUpdate(w http.ResponseWriter, r *http.Request, caller did.DID, err error) {
+	what := r.PathValue("what")
+	s.log.Warn("update upload refused", "what", what, "operator", caller.String(), "tenant", r.PathValue("did"), "err", err)
+	s.recordOperator(r, caller, what, err.Error())
+	var qe *tenancy.QuotaError
+	switch {
+	case errors.As(err, &qe):
+		s.metrics.tenantRefusal(qe.Tenant, string(qe.Quota))
+		writeJSON(w, qe.Status(), map[string]any{"error": tokenTenantQuota, "kind": string(qe.Quota), "tenant": qe.Tenant.String(), "message": qe.Error()})
+	case errors.Is(err, errRoomStore):
+		s.storeFailed(w, err)
+	case errors.Is(err, updaterepo.ErrFull):
+		writeJSON(w, http.StatusInsufficientStorage, map[string]any{"error": "update_refused", "message": err.Error()})
+	default:
+		writeJSON(w, http.StatusBadRequest, map[string]any{"error": "update_refused", "message": err.Error()})
+	}
+}
+
+// blobRoom checks that a blob (its SHA-256 in hex, its length n) fits
+// before it is stored; unlock is called once it is stored or refused. Its
+// refusal is a *tenancy.QuotaError, a store's failure wraps errRoomStore.
+type blobRoom func(ctx context.Context, sha string, n int64) (unlock func(), err error)
+
+// errRoomStore is wrapped by a blobRoom's error when a store failed.
+var errRoomStore = errors.New("relay: counting the update repository failed")
+
+// putBlob stores body in repo after room, if any, let it.
+func putBlob(ctx context.Context, repo UpdateRepo, room blobRoom, body []byte) (string, error) {
+	if room != nil {
+		sum := sha256.Sum256(body)
+		unlock, err := room(ctx, hex.EncodeToString(sum[:]), int64(len(body)))
+		if err != nil {
+			return "", err
+		}
+		defer unlock()
+	}
+	return repo.AddBlob(body)
 }
 
 // refreshUpdates re-signs the repository's timestamp and snapshot when
@@ -99,6 +167,7 @@ func (s *Relay) refreshUpdates() {
 	if s.cfg.Stores.Updates == nil {
 		return
 	}
+	defer s.refreshTenantUpdates()
 	signed, err := s.cfg.Stores.Updates.Refresh()
 	switch {
 	case err != nil && !errors.Is(err, updaterepo.ErrNothingPublished):

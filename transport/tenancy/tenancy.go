@@ -29,6 +29,9 @@ const (
 	// QuotaRequests bounds the requests per second of the tenant's
 	// senders.
 	QuotaRequests Quota = "requests_per_second"
+	// QuotaUpdateBytes bounds the bytes of the blobs (targets' contents)
+	// the tenant's update repository holds on the relay.
+	QuotaUpdateBytes Quota = "update_bytes"
 )
 
 // Quotas are a tenant's limits; zero is no limit.
@@ -37,6 +40,7 @@ type Quotas struct {
 	QueuedBytes       int64 `json:"queuedBytes,omitempty"`
 	KeyPackageBytes   int64 `json:"keyPackageBytes,omitempty"`
 	RequestsPerSecond int64 `json:"requestsPerSecond,omitempty"`
+	UpdateBytes       int64 `json:"updateBytes,omitempty"`
 }
 
 // Limit returns q's limit for quota.
@@ -50,13 +54,15 @@ func (q Quotas) Limit(quota Quota) int64 {
 		return q.KeyPackageBytes
 	case QuotaRequests:
 		return q.RequestsPerSecond
+	case QuotaUpdateBytes:
+		return q.UpdateBytes
 	}
 	return 0
 }
 
 // Check reports the first negative quota.
 func (q Quotas) Check() error {
-	for _, x := range []Quota{QuotaDevices, QuotaQueuedBytes, QuotaKeyPackageBytes, QuotaRequests} {
+	for _, x := range []Quota{QuotaDevices, QuotaQueuedBytes, QuotaKeyPackageBytes, QuotaRequests, QuotaUpdateBytes} {
 		if q.Limit(x) < 0 {
 			return fmt.Errorf("tenants: quota %s is negative (%d); zero means no limit", x, q.Limit(x))
 		}

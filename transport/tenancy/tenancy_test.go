@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -26,13 +27,16 @@ func TestQuotaErrorStatus(t *testing.T) {
 	if s := (&QuotaError{Tenant: owner, Quota: QuotaRequests}).Status(); s != http.StatusTooManyRequests {
 		t.Errorf("rate: %d", s)
 	}
-	for _, q := range []Quota{QuotaDevices, QuotaQueuedBytes, QuotaKeyPackageBytes} {
+	for _, q := range []Quota{QuotaDevices, QuotaQueuedBytes, QuotaKeyPackageBytes, QuotaUpdateBytes} {
 		if s := (&QuotaError{Tenant: owner, Quota: q}).Status(); s != http.StatusInsufficientStorage {
 			t.Errorf("%s: %d", q, s)
 		}
 	}
 	if err := (Quotas{QueuedBytes: -5}).Check(); err == nil {
 		t.Error("a negative quota passed Check")
+	}
+	if err := (Quotas{UpdateBytes: -1}).Check(); err == nil || !strings.Contains(err.Error(), "update_bytes") {
+		t.Errorf("a negative update_bytes: %v; want it named", err)
 	}
 }
 

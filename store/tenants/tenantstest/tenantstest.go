@@ -42,6 +42,7 @@ func Run(t *testing.T, open Open, relays int) {
 	t.Run("BadRequests", wrap(badRequests))
 	t.Run("KeepsEverythingAcrossReopen", wrap(ledgerKeepsEverythingAcrossReopen))
 	t.Run("CheckCountsRefusals", wrap(checkCountsRefusals))
+	t.Run("UpdateBytesQuotaKeptAndChecked", wrap(updateBytesQuotaKeptAndChecked))
 	t.Run("MoveKeepsTheDeviceCount", wrap(moveKeepsTheDeviceCount))
 	t.Run("UsageRecordByteHoursAcrossHours", wrap(usageRecordByteHoursAcrossHours))
 	t.Run("UsageRecordVerifiesAndAChangedOneDoesNot", wrap(usageRecordVerifiesAndAChangedOneDoesNot))
@@ -297,6 +298,33 @@ func checkCountsRefusals(t *testing.T, s suite) {
 	r, err := f.l.Usage(f.a.DID(), t0, key(t, 50))
 	if err != nil || r.Refused[tenants.QuotaQueuedBytes] != 1 {
 		t.Fatalf("hour %+v (%v), want 1 queued_bytes refusal", r, err)
+	}
+}
+
+// updateBytesQuotaKeptAndChecked: a tenant's update_bytes quota is kept
+// as the host put it, Check refuses past it with the quota named (the
+// relay counts the bytes held in the tenant's update repository), the
+// refusal is in the hour, and the other tenant is not touched.
+func updateBytesQuotaKeptAndChecked(t *testing.T, s suite) {
+	f := newFixture(t, s, tenants.Quotas{UpdateBytes: 1000})
+	info, err := f.l.Tenant(f.a.DID())
+	if err != nil || info.Quotas.UpdateBytes != 1000 {
+		t.Fatalf("tenant a: %+v, %v; want update_bytes 1000", info.Quotas, err)
+	}
+	if err := f.l.Check(f.a.DID(), tenants.QuotaUpdateBytes, 600, 400); err != nil {
+		t.Fatalf("to the quota: %v", err)
+	}
+	var qe *tenants.QuotaError
+	err = f.l.Check(f.a.DID(), tenants.QuotaUpdateBytes, 600, 401)
+	if !errors.As(err, &qe) || qe.Quota != tenants.QuotaUpdateBytes || qe.Limit != 1000 || qe.Status() != 507 {
+		t.Fatalf("past the quota: %v; want a 507 update_bytes refusal of limit 1000", err)
+	}
+	if err := f.l.Check(f.b.DID(), tenants.QuotaUpdateBytes, 1<<40, 1); err != nil {
+		t.Fatalf("tenant b, no quota: %v", err)
+	}
+	r, err := f.l.Usage(f.a.DID(), t0, key(t, 50))
+	if err != nil || r.Refused[tenants.QuotaUpdateBytes] != 1 {
+		t.Fatalf("hour %+v (%v), want 1 update_bytes refusal", r, err)
 	}
 }
 

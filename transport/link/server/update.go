@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 
+	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/transport/link/wire"
 )
 
@@ -18,11 +19,26 @@ type Updates interface {
 	Fresh() error
 }
 
+// UpdatesOf is an Updates that holds more than one repository (a hosted
+// relay's: one per tenant, docs/tenants.md): the server reads each
+// device's from For. For returns nil when the device has none (answered
+// CodeNoUpdates).
+type UpdatesOf interface {
+	For(agent did.DID) (Updates, error)
+}
+
 // update answers an update frame: the link authenticated the device, and
 // what it gets is public repository content that the device checks
 // itself (docs/updates.md). Max is clamped to wire.MaxUpdateData.
 func (c *serverConn) update(ctx context.Context, f *wire.Frame) error {
 	u := c.s.Updates
+	if of, ok := u.(UpdatesOf); ok && f.Update != nil {
+		var err error
+		if u, err = of.For(c.agent); err != nil {
+			c.s.log().Warn("update request failed: the device's repository", "agent", c.agent.String(), "err", err)
+			return c.write(ctx, &wire.Frame{T: wire.FrameError, ID: f.ID, Code: "bad-update", Message: "the relay could not find the device's update repository"})
+		}
+	}
 	if u == nil || f.Update == nil {
 		code, msg := wire.CodeNoUpdates, "this relay hosts no update repository"
 		if f.Update == nil {

@@ -1,0 +1,197 @@
+//go:build integration
+
+package tenants
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/test/internal/relaytest"
+	"github.com/torpor-dev/torpor/transport/link"
+	"github.com/torpor-dev/torpor/transport/link/wire"
+	"github.com/torpor-dev/torpor/transport/operatorapi"
+)
+
+// TestTenantsUpdateRepositories: a hosted relay with an update
+// repository, tenant a with an update_bytes quota of 5000 bytes, b with
+// none. Each tenant's operator publishes its owner's signed build with
+// torporctl update publish --tenant; a's second build (another 3000
+// bytes) is refused 507 naming the tenant and update_bytes, while b
+// publishes two such builds; b's operator and the host (not named by a's
+// owner, and without a's key) cannot upload to a's repository, nor a's
+// operator to the relay's own; each tenant's device reads its own
+// tenant's targets over its link and not the other's.
+func TestTenantsUpdateRepositories(t *testing.T) {
+	keys := t.TempDir()
+	online := map[string]string{}
+	for _, role := range []string{"snapshot", "timestamp"} {
+		k, err := did.Generate(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := filepath.Join(keys, role+".key")
+		if err := did.SaveKey(f, k, false); err != nil {
+			t.Fatal(err)
+		}
+		online[role], online[role+"File"] = k.DID().String(), f
+	}
+	w := newHostedWorld(t, `{"updateBytes":5000}`, `{}`, "--update-snapshot-key", online["snapshotFile"], "--update-timestamp-key", online["timestampFile"])
+	ownerDir := func(owner string) string {
+		d := filepath.Join(w.dir, "tuf-"+owner)
+		w.ok(t, "update", "keys", "init", "--dir", d, "--relay-snapshot", online["snapshot"], "--relay-timestamp", online["timestamp"])
+		return d
+	}
+	dirA, dirB := ownerDir("a"), ownerDir("b")
+	w.sign(t, dirA, "tenant-a-build/2", 2)
+	w.sign(t, dirB, "tenant-b-build/2", 2)
+	w.sign(t, dirB, "tenant-b-build/3", 3)
+	a, b := w.keys["ownerA"].DID().String(), w.keys["ownerB"].DID().String()
+	publish := func(dir, key, tenant string) (string, bool) {
+		args := []string{"update", "publish", "--dir", dir, "--relay", w.relay.URL, "--key", w.files[key]}
+		if tenant != "" {
+			args = append(args, "--tenant", tenant)
+		}
+		return w.ctl1(t, args...)
+	}
+	for _, c := range []struct{ name, key, tenant, want string }{ // each refused at its first upload, the root
+		{"b's operator to a's repository", "opB", a, "not_tenant_operator"},
+		{"the host to a's repository", "host", a, "not_tenant_operator"},
+		{"a's operator to the relay's own", "opA", "", "not_operator"},
+	} {
+		if out, ok := publish(dirA, c.key, c.tenant); ok || !strings.Contains(out, "403") || !strings.Contains(out, c.want) {
+			t.Errorf("%s: ok=%v %s; want 403 %s", c.name, ok, out, c.want)
+		}
+	}
+	w.ok(t, "update", "publish", "--dir", dirA, "--relay", w.relay.URL, "--key", w.files["opA"], "--root", "1", "--tenant", a)
+	w.sign(t, dirA, "tenant-a-build/3", 3)
+	out, ok := publish(dirA, "opA", a)
+	if ok || !strings.Contains(out, "507") || !strings.Contains(out, "tenant_quota") || !strings.Contains(out, "update_bytes") || !strings.Contains(out, a) {
+		t.Errorf("a's second build past its 5000 bytes: ok=%v %s; want 507 tenant_quota naming a and update_bytes", ok, out)
+	}
+	w.ok(t, "update", "publish", "--dir", dirB, "--relay", w.relay.URL, "--key", w.files["opB"], "--root", "1", "--tenant", b)
+	for _, c := range []struct {
+		owner, mine, theirs string
+	}{{"ownerA", "tenant-a-build/2", "tenant-b-build"}, {"ownerB", "tenant-b-build/3", "tenant-a-build"}} {
+		targets := w.linkedTargets(t, w.enrol(t, c.owner))
+		if !strings.Contains(targets, c.mine) || strings.Contains(targets, c.theirs) {
+			t.Errorf("%s's device reads targets %s; want its own %s and nothing of %s", c.owner, targets, c.mine, c.theirs)
+		}
+	}
+}
+
+// sign signs a build of 3000 bytes as target name, version v, in the
+// owner's update directory dir.
+func (w *world) sign(t *testing.T, dir, name string, v int) {
+	t.Helper()
+	build := filepath.Join(dir, strings.ReplaceAll(name, "/", "-")+".bin")
+	body := []byte(strings.Repeat(name+" ", 3000)[:3000])
+	if err := os.WriteFile(build, body, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	w.ok(t, "update", "sign-target", "--dir", dir, "--name", name, "--version", string(rune('0'+v)), "--goarch", "arm", "--goarm", "6", build)
+}
+
+// linkedTargets is the current targets metadata dev reads over its link.
+func (w *world) linkedTargets(t *testing.T, dev *did.PrivateKey) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := link.Dial(ctx, link.Config{RelayURL: w.relay.URL, Key: dev})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	b, err := c.Update(ctx, wire.UpdateRequest{Kind: wire.UpdateMeta, Name: "targets.json", Max: 1 << 20})
+	if err != nil {
+		t.Fatalf("%s reads targets.json: %v", dev.DID(), err)
+	}
+	return string(b)
+}
+
+// TestUpdateBytesOnTheCluster: three relays on a 3-node JetStream cluster
+// sharing the update repositories and the ledger, tenant a's update_bytes
+// quota 5000: 15 of a's blobs of 1000 bytes uploaded at once, spread over
+// the three relays, are exactly 5 taken and 10 refused 507 tenant_quota
+// naming update_bytes (relays counting apart would take up to 15); b's 15
+// are all taken; every relay's host list shows a with 5000 bytes and b
+// with 15000.
+func TestUpdateBytesOnTheCluster(t *testing.T) {
+	keys := t.TempDir()
+	var flags []string
+	for _, role := range []string{"snapshot", "timestamp"} {
+		k, err := did.Generate(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := filepath.Join(keys, role+".key")
+		if err := did.SaveKey(f, k, false); err != nil {
+			t.Fatal(err)
+		}
+		flags = append(flags, "--update-"+role+"-key", f)
+	}
+	w, relays := newClusterWorld(t, `{"updateBytes":5000}`, flags...)
+	for tenant, want := range map[string][2]int{"ownerA": {5, 10}, "ownerB": {15, 0}} {
+		op := map[string]string{"ownerA": "opA", "ownerB": "opB"}[tenant]
+		got := uploadBurst(t, w, relays, op, w.keys[tenant].DID().String(), 15)
+		if got[200] != want[0] || got[507] != want[1] {
+			t.Errorf("%s's 15 blobs over three relays: %v; want %d taken and %d refused (507)", tenant, got, want[0], want[1])
+		}
+	}
+	for i, r := range relays {
+		var list struct {
+			Tenants []struct {
+				Owner       string `json:"owner"`
+				UpdateBytes int64  `json:"updateBytes"`
+			} `json:"tenants"`
+		}
+		json.Unmarshal([]byte(w.ok(t, "tenant", "list", "--relay", r.URL, "--key", w.files["host"])), &list)
+		want := map[string]int64{w.keys["ownerA"].DID().String(): 5000, w.keys["ownerB"].DID().String(): 15000}
+		for _, tt := range list.Tenants {
+			if tt.UpdateBytes != want[tt.Owner] {
+				t.Errorf("relay %d lists %s with %d update bytes; want %d", i+1, tt.Owner, tt.UpdateBytes, want[tt.Owner])
+			}
+		}
+	}
+}
+
+// uploadBurst uploads n blobs of 1000 bytes at once as operator op to the
+// repository of tenant (an owner DID), the i-th through relay i%3, and
+// counts the answers by status: 200 taken, else the status the error
+// names.
+func uploadBurst(t *testing.T, w *world, relays []*relaytest.Relay, op, tenant string, n int) map[int]int {
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	got := map[int]int{}
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			api := &operatorapi.Client{Origin: relays[i%3].URL, Key: w.keys[op]}
+			blob := []byte(fmt.Sprintf("%s %d %s", tenant, i, strings.Repeat("x", 1000))[:1000])
+			_, err := api.PutTenantUpdate(ctx, tenant, "blob", blob)
+			status := 200
+			switch {
+			case err != nil && strings.Contains(err.Error(), "507") && strings.Contains(err.Error(), "tenant_quota") && strings.Contains(err.Error(), "update_bytes"):
+				status = 507
+			case err != nil:
+				t.Errorf("blob %d: %v", i, err)
+				status = 0
+			}
+			mu.Lock()
+			got[status]++
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	return got
+}
