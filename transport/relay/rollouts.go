@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/store/agents"
 	"github.com/torpor-dev/torpor/store/rollouts"
+	"github.com/torpor-dev/torpor/store/tenants"
 	"github.com/torpor-dev/torpor/transport/operatorapi"
 	"github.com/torpor-dev/torpor/transport/relay/rollout"
 )
@@ -69,7 +71,13 @@ func (s *Relay) serveRolloutStart(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, map[string]any{"error": "bad_request", "message": "the body is not a rollout start: " + err.Error()})
 		return
 	}
-	devices, err := s.rolloutDevices(r.Context(), req.Devices)
+	devices, err := s.rolloutDevices(r.Context(), caller, req.Devices)
+	if errors.Is(err, tenants.ErrNotOperator) {
+		s.recordOperator(r, caller, "start "+req.ID, "a tenant's device")
+		writeJSON(w, http.StatusForbidden, map[string]any{"error": "not_tenant_operator",
+			"message": err.Error() + ": a device in a tenant is updated by its owner's operators, not the relay's (docs/tenants.md)"})
+		return
+	}
 	if err != nil {
 		s.recordOperator(r, caller, "start "+req.ID, "bad devices")
 		s.rolloutFailed(w, err)
@@ -101,14 +109,22 @@ func rolloutSpec(req operatorapi.RolloutStart) rollout.Spec {
 var errUnknownDevice = errors.New("relay: not a device of this relay")
 
 // rolloutDevices returns the named devices (every device with a state
-// when none is named) with where in the hour their windows open.
-func (s *Relay) rolloutDevices(ctx context.Context, ids []string) ([]rollout.Device, error) {
+// when none is named) with where in the hour their windows open. On a
+// hosted relay a rollout is the caller's: naming a device of a tenant
+// whose owner did not name the caller is refused (tenants.ErrNotOperator),
+// and "every device" is every device the caller may act on.
+func (s *Relay) rolloutDevices(ctx context.Context, caller did.DID, ids []string) ([]rollout.Device, error) {
 	st := s.cfg.Stores.States
-	if len(ids) == 0 {
+	named := len(ids) > 0
+	if !named {
 		var err error
 		if ids, err = st.Agents(ctx); err != nil {
 			return nil, err
 		}
+	}
+	ids, err := s.callersDevices(caller, ids, named)
+	if err != nil {
+		return nil, err
 	}
 	if len(ids) > rollout.MaxDevices {
 		return nil, errors.Join(rollout.ErrBadSpec, errors.New("more devices than a rollout takes"))
@@ -123,6 +139,33 @@ func (s *Relay) rolloutDevices(ctx context.Context, ids []string) ([]rollout.Dev
 			return nil, err
 		}
 		out = append(out, rollout.Device{ID: id, Minute: a.Window.Minute, Second: wakeSecondOf(a)})
+	}
+	return out, nil
+}
+
+// callersDevices keeps of ids the devices caller may act on (mayAct's
+// rule); with named, any other is an error naming it.
+func (s *Relay) callersDevices(caller did.DID, ids []string, named bool) ([]string, error) {
+	l := s.cfg.Stores.Tenants
+	if l == nil {
+		return ids, nil
+	}
+	var out []string
+	for _, id := range ids {
+		dev, err := did.Parse(id)
+		if err != nil {
+			return nil, errors.Join(errUnknownDevice, errors.New(id))
+		}
+		_, err = l.MayAct(caller, dev)
+		switch {
+		case errors.Is(err, tenants.ErrNotOperator) && named:
+			return nil, fmt.Errorf("%w: %s", err, id)
+		case errors.Is(err, tenants.ErrNotOperator):
+			continue // a tenant's device, left to its owner's operators
+		case err != nil:
+			return nil, err
+		}
+		out = append(out, id)
 	}
 	return out, nil
 }

@@ -246,4 +246,22 @@ func TestRolloutsAreTheHostOperators(t *testing.T) {
 	if r := th.rolloutReq(t, "POST", operatorapi.RolloutsPath, th.host, start); r.status != 200 {
 		t.Errorf("the relay's operator starting a rollout: %d %s", r.status, r.body)
 	}
+
+	// A device of tenant a is a's owner's to update: the host may not name
+	// it, and a rollout of every device leaves it out.
+	tdev := didtest.Key(t, 21)
+	if !th.enrolled(t, th.a, tdev) {
+		t.Fatal("a's device was not enrolled")
+	}
+	named := start
+	named.ID, named.Devices = "r2", []string{tdev.DID().String()}
+	if r := th.rolloutReq(t, "POST", operatorapi.RolloutsPath, th.host, named); r.status != 403 || r.json["error"] != "not_tenant_operator" {
+		t.Errorf("the host naming a tenant's device in a rollout: %d %s; want 403 not_tenant_operator", r.status, r.body)
+	}
+	every := start
+	every.ID = "r3"
+	r := th.rolloutReq(t, "POST", operatorapi.RolloutsPath, th.host, every)
+	if counts, _ := r.json["counts"].(map[string]any); r.status != 200 || counts["devices"] != 1.0 {
+		t.Errorf("the host's rollout of every device: %d %s; want the relay's one device, not a's", r.status, r.body)
+	}
 }
