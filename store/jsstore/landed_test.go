@@ -21,22 +21,9 @@ import (
 // write's message id (the Enqueue call's op) makes JetStream answer the
 // retry as a duplicate instead.
 func TestRetryOfATakenRecordIsNotStoredAgain(t *testing.T) {
-	srv, err := jsserver.Start(t.TempDir(), jsserver.Options{SyncAlways: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer jsserver.Shutdown([]*jsserver.Server{srv})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	connect := func() *Queue {
-		c, err := Open(ctx, Config{URLs: []string{srv.URL()}, Replicas: 1, MonitorURL: srv.MonitorURL()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		return c.Queue()
-	}
-	relay, device := connect(), connect()
+	relay, device := twoQueues(t, ctx)
 	const agent = "did:key:z6MkAgent"
 	now := time.Date(2026, 12, 6, 10, 0, 0, 0, time.UTC)
 	b := queuebounds.Default()
@@ -81,4 +68,24 @@ func TestRetryOfATakenRecordIsNotStoredAgain(t *testing.T) {
 	for _, r := range again {
 		t.Errorf("the device gets seq %d %q again, after it took it", r.Seq, r.Body)
 	}
+}
+
+// twoQueues starts a single server that fsyncs every write and returns
+// two connections' queues on it.
+func twoQueues(t *testing.T, ctx context.Context) (*Queue, *Queue) {
+	srv, err := jsserver.Start(t.TempDir(), jsserver.Options{SyncAlways: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { jsserver.Shutdown([]*jsserver.Server{srv}) })
+	var qs [2]*Queue
+	for i := range qs {
+		c, err := Open(ctx, Config{URLs: []string{srv.URL()}, Replicas: 1, MonitorURL: srv.MonitorURL()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		qs[i] = c.Queue()
+	}
+	return qs[0], qs[1]
 }
