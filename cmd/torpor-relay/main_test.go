@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"github.com/torpor-dev/torpor/internal/syncbuf"
 	"io"
 	"log/slog"
 	"net/http"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/torpor-dev/torpor/clock/clocktest"
+	"github.com/torpor-dev/torpor/internal/syncbuf"
 )
 
 func TestParseArgs(t *testing.T) {

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"github.com/torpor-dev/torpor/internal/syncbuf"
 	"io"
 	"log/slog"
 	"os"
@@ -12,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/torpor-dev/torpor/internal/syncbuf"
 	"github.com/torpor-dev/torpor/store/relaystore"
 	"github.com/torpor-dev/torpor/store/storetest"
 )

@@ -3,7 +3,6 @@ package manage_test
 import (
 	"context"
 	"fmt"
-	"github.com/torpor-dev/torpor/internal/syncbuf"
 	"log/slog"
 	"math/rand/v2"
 	"net/url"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/eclipse/paho.golang/paho"
 
+	"github.com/torpor-dev/torpor/internal/syncbuf"
 	"github.com/torpor-dev/torpor/runtime/manage"
 	"github.com/torpor-dev/torpor/transport/mqtt"
 	"github.com/torpor-dev/torpor/transport/mqtt/command"

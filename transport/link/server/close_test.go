@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"errors"
-	"github.com/torpor-dev/torpor/internal/syncbuf"
 	"io"
 	"log/slog"
 	"net"
@@ -13,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/torpor-dev/torpor/did/didtest"
+	"github.com/torpor-dev/torpor/internal/syncbuf"
 	"github.com/torpor-dev/torpor/transport/link"
 	"github.com/torpor-dev/torpor/transport/link/wire"
 )

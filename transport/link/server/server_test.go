@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/torpor-dev/torpor/internal/syncbuf"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/did/didtest"
+	"github.com/torpor-dev/torpor/internal/syncbuf"
 	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"github.com/torpor-dev/torpor/transport/bearer"

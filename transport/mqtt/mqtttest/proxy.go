@@ -1,12 +1,13 @@
 package mqtttest
 
 import (
-	"github.com/torpor-dev/torpor/internal/syncbuf"
 	"io"
 	"net"
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/torpor-dev/torpor/internal/syncbuf"
 )
 
 // Proxy is a TCP proxy on loopback that a test can cut, to partition a
