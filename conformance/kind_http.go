@@ -31,14 +31,19 @@ import (
 
 func init() { Register("asleep-http-response", runAsleepHTTP) }
 
+// deviceConfig is a vector's "config" member: the device's wake mode and
+// wake seed, and whether it is always on whatever its mode (as the
+// reference's community hosts are).
+type deviceConfig struct {
+	Mode          string `json:"mode"`
+	WakeSeed      string `json:"wakeSeed"`
+	ForceAlwaysOn bool   `json:"forceAlwaysOn"`
+}
+
 // httpVector is an asleep-http-response vector.
 type httpVector struct {
-	Config struct {
-		Mode          string `json:"mode"`
-		WakeSeed      string `json:"wakeSeed"`
-		ForceAlwaysOn bool   `json:"forceAlwaysOn"`
-	} `json:"config"`
-	Now       time.Time `json:"now"`
+	Config    deviceConfig `json:"config"`
+	Now       time.Time    `json:"now"`
 	QueueCaps struct {
 		MaxMessages       int   `json:"maxMessages"`
 		MaxTotalBytes     int64 `json:"maxTotalBytes"`

@@ -38,12 +38,8 @@ const (
 // no retry hint (sleep).
 func runReachability(v *Vector) Result {
 	var in struct {
-		Config struct {
-			Mode          string `json:"mode"`
-			WakeSeed      string `json:"wakeSeed"`
-			ForceAlwaysOn bool   `json:"forceAlwaysOn"`
-		} `json:"config"`
-		Now    time.Time `json:"now"`
+		Config deviceConfig `json:"config"`
+		Now    time.Time    `json:"now"`
 		Expect struct {
 			Accept           bool   `json:"accept"`
 			Error            string `json:"error"`

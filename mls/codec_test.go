@@ -2,9 +2,7 @@ package mls
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -14,16 +12,18 @@ import (
 	"github.com/torpor-dev/torpor/mls/internal/wire"
 )
 
-// loadVectors decodes mls/testdata/<name> into out.
-func loadVectors(t testing.TB, name string, out any) {
+// vectorCases returns the cases of mls/testdata/<name>, a JSON array of
+// T; it fails the test if the file holds none.
+func vectorCases[T any](t testing.TB, name string) []T {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("testdata", name))
+	cases, err := vectorfmt.Load[T](filepath.Join("testdata", name))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := json.Unmarshal(data, out); err != nil {
-		t.Fatalf("%s: %v", name, err)
+	if len(cases) == 0 {
+		t.Fatalf("%s: no cases", name)
 	}
+	return cases
 }
 
 // codec is a structure with both halves of the codec.
@@ -57,11 +57,7 @@ var messageCodecs = map[string]func() codec{
 // messages.cs1.json (RFC 9420 structures incl. GREASE and unknown values):
 // the bytes must be identical.
 func TestMessagesVectors(t *testing.T) {
-	var cases []vectorfmt.Messages
-	loadVectors(t, "messages.cs1.json", &cases)
-	if len(cases) == 0 {
-		t.Fatal("no cases")
-	}
+	cases := vectorCases[vectorfmt.Messages](t, "messages.cs1.json")
 	for i, c := range cases {
 		if len(c) != len(messageCodecs) {
 			t.Errorf("case %d has %d fields, want %d", i, len(c), len(messageCodecs))
@@ -88,8 +84,7 @@ func TestMessagesVectors(t *testing.T) {
 // TestMessagesWireFormats checks that each MLSMessage field of
 // messages.json decodes to the wire format and content type it names.
 func TestMessagesWireFormats(t *testing.T) {
-	var cases []vectorfmt.Messages
-	loadVectors(t, "messages.cs1.json", &cases)
+	cases := vectorCases[vectorfmt.Messages](t, "messages.cs1.json")
 	for i, c := range cases {
 		check := func(field string, wf WireFormat, ct ContentType) {
 			m, err := ParseMLSMessage(c[field])
@@ -118,11 +113,7 @@ func TestMessagesWireFormats(t *testing.T) {
 // reader the codec uses: a header followed by length bytes must decode to
 // exactly that many bytes.
 func TestDeserializationVectors(t *testing.T) {
-	var cases []vectorfmt.Deserialization
-	loadVectors(t, "deserialization.json", &cases)
-	if len(cases) == 0 {
-		t.Fatal("no cases")
-	}
+	cases := vectorCases[vectorfmt.Deserialization](t, "deserialization.json")
 	for _, c := range cases {
 		hdr := []byte(c.Header)
 		// A header announcing more bytes than follow is truncated input.
@@ -155,8 +146,7 @@ func TestDeserializationVectors(t *testing.T) {
 // non-minimal length headers, the 0b11 prefix, truncation, trailing bytes
 // and bad enum values.
 func TestStrictDecoding(t *testing.T) {
-	var cases []vectorfmt.Messages
-	loadVectors(t, "messages.cs1.json", &cases)
+	cases := vectorCases[vectorfmt.Messages](t, "messages.cs1.json")
 	kp := cases[0]["mls_key_package"]
 	commit := cases[0]["commit"]
 

@@ -17,8 +17,7 @@ import (
 // with the first skip bytes (an MLSMessage header) cut off.
 func vectorSeeds(f *testing.F, field string, skip int) [][]byte {
 	f.Helper()
-	var cases []vectorfmt.Messages
-	loadVectors(f, "messages.cs1.json", &cases)
+	cases := vectorCases[vectorfmt.Messages](f, "messages.cs1.json")
 	var out [][]byte
 	for _, c := range cases[:min(len(cases), 20)] {
 		out = append(out, c[field][skip:])
@@ -94,8 +93,7 @@ func FuzzGroupInfo(f *testing.F) {
 
 func FuzzRatchetTree(f *testing.F) {
 	seeds := vectorSeeds(f, "ratchet_tree", 0)
-	var trees []vectorfmt.TreeValidation
-	loadVectors(f, "tree-validation.cs1.json", &trees)
+	trees := vectorCases[vectorfmt.TreeValidation](f, "tree-validation.cs1.json")
 	for _, c := range trees[:4] {
 		seeds = append(seeds, c.Tree)
 	}

@@ -25,8 +25,7 @@ type passiveJoin struct {
 // loadPassiveJoins decodes the passive-client vector file name.
 func loadPassiveJoins(t testing.TB, name string) []*passiveJoin {
 	t.Helper()
-	var cases []vectorfmt.PassiveClient
-	loadVectors(t, name, &cases)
+	cases := vectorCases[vectorfmt.PassiveClient](t, name)
 	var out []*passiveJoin
 	for _, c := range cases {
 		psks := map[string][]byte{}

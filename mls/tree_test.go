@@ -14,11 +14,7 @@ import (
 // tree hashes of every node, parent hashes and leaf signatures (RFC 9420,
 // Sections 4.1.1, 7.8, 7.9).
 func TestTreeValidationVectors(t *testing.T) {
-	var cases []vectorfmt.TreeValidation
-	loadVectors(t, "tree-validation.cs1.json", &cases)
-	if len(cases) == 0 {
-		t.Fatal("no cases")
-	}
+	cases := vectorCases[vectorfmt.TreeValidation](t, "tree-validation.cs1.json")
 	for i, c := range cases {
 		tree, err := ParseRatchetTree(c.Tree)
 		if err != nil {
@@ -65,8 +61,7 @@ func (t *RatchetTree) hasGroupBoundLeaf() bool {
 // TestTreeValidationTampered checks that Validate notices a changed parent
 // node, a changed leaf and broken unmerged-leaf lists.
 func TestTreeValidationTampered(t *testing.T) {
-	var cases []vectorfmt.TreeValidation
-	loadVectors(t, "tree-validation.cs1.json", &cases)
+	cases := vectorCases[vectorfmt.TreeValidation](t, "tree-validation.cs1.json")
 	groupID := cases[len(cases)-1].GroupID
 	base, err := ParseRatchetTree(cases[len(cases)-1].Tree)
 	if err != nil {
@@ -116,11 +111,7 @@ func TestTreeValidationTampered(t *testing.T) {
 // TestTreeOperationsVectors runs tree-operations.json: Add, Update and
 // Remove applied to a tree (RFC 9420, Sections 12.1.1–12.1.3, 7.7).
 func TestTreeOperationsVectors(t *testing.T) {
-	var cases []vectorfmt.TreeOperations
-	loadVectors(t, "tree-operations.json", &cases)
-	if len(cases) == 0 {
-		t.Fatal("no cases")
-	}
+	cases := vectorCases[vectorfmt.TreeOperations](t, "tree-operations.json")
 	for i, c := range cases {
 		tree, err := ParseRatchetTree(c.TreeBefore)
 		if err != nil {

@@ -53,11 +53,7 @@ func newTreeKEMCase(t *testing.T, v vectorfmt.TreeKEM) *treeKEMCase {
 // fresh UpdatePath from each sender is processed by all others (RFC 9420,
 // Sections 7.4–7.6).
 func TestTreeKEMVectors(t *testing.T) {
-	var cases []vectorfmt.TreeKEM
-	loadVectors(t, "treekem.cs1.json", &cases)
-	if len(cases) == 0 {
-		t.Fatal("no cases")
-	}
+	cases := vectorCases[vectorfmt.TreeKEM](t, "treekem.cs1.json")
 	// The whole file also runs in mls/vectors; here the smaller trees
 	// suffice, plus the checks only the package can make.
 	cases = cases[:min(len(cases), 6)]
@@ -136,8 +132,7 @@ func (c *treeKEMCase) processFreshPath(t *testing.T, senderLeaf uint32) {
 // TestTreeKEMRejects checks UpdatePaths the vectors do not cover: a bad
 // leaf signature, a wrong node key, a missing node and a wrong context.
 func TestTreeKEMRejects(t *testing.T) {
-	var cases []vectorfmt.TreeKEM
-	loadVectors(t, "treekem.cs1.json", &cases)
+	cases := vectorCases[vectorfmt.TreeKEM](t, "treekem.cs1.json")
 	c := cases[len(cases)-1]
 	tree, err := ParseRatchetTree(c.RatchetTree)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/torpor-dev/torpor/clock/clocktest"
+	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/runtime"
 	"github.com/torpor-dev/torpor/runtime/runtimetest"
 	"github.com/torpor-dev/torpor/runtime/trusted"
@@ -28,6 +29,16 @@ func (unsynced) Boot() (trusted.Boot, error) {
 	return trusted.Boot{ID: "boot", Since: time.Minute}, nil
 }
 
+// queueObject queues the Governed Object obj from sender for w's agent at
+// the relay's time t0, straight into the relay's store.
+func (w *world) queueObject(t *testing.T, sender *did.PrivateKey, obj []byte) {
+	t.Helper()
+	rec := queue.Record{Agent: w.key.DID().String(), From: sender.DID().String(), Body: runtimetest.Body(t, runtimetest.DataPart(t, obj))}
+	if _, err := w.queue.Enqueue(context.Background(), rec, queuebounds.Default(), t0); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestBootWithTheClockAnHourBack: the device boots with its clock an
 // hour behind the relay's (fake-hwclock's time after a power-off). It
 // links anyway, takes the relay's time from the handshake, reports it,
@@ -41,12 +52,8 @@ func TestBootWithTheClockAnHourBack(t *testing.T) {
 	alice := runtimetest.Key(t, 1)
 	expired := runtimetest.Object(t, alice, "comms:message", t0.Add(-2*time.Hour), 90*time.Minute, nil)
 	valid := runtimetest.Object(t, alice, "comms:message", t0.Add(-10*time.Minute), time.Hour, nil)
-	for _, o := range [][]byte{expired, valid} {
-		rec := queue.Record{Agent: w.key.DID().String(), From: alice.DID().String(), Body: runtimetest.Body(t, runtimetest.DataPart(t, o))}
-		if _, err := w.queue.Enqueue(context.Background(), rec, queuebounds.Default(), t0); err != nil {
-			t.Fatal(err)
-		}
-	}
+	w.queueObject(t, alice, expired)
+	w.queueObject(t, alice, valid)
 	w.run()
 	boot := w.nextWake()
 	w.shutdown()
@@ -90,10 +97,7 @@ func TestNoTrustedTimeHoldsTheQueue(t *testing.T) {
 	w.newAgent()
 	alice := runtimetest.Key(t, 1)
 	valid := runtimetest.Object(t, alice, "comms:message", t0.Add(-10*time.Minute), time.Hour, nil)
-	rec := queue.Record{Agent: w.key.DID().String(), From: alice.DID().String(), Body: runtimetest.Body(t, runtimetest.DataPart(t, valid))}
-	if _, err := w.queue.Enqueue(context.Background(), rec, queuebounds.Default(), t0); err != nil {
-		t.Fatal(err)
-	}
+	w.queueObject(t, alice, valid)
 	w.run()
 	r := w.nextWake()
 	w.shutdown()
@@ -165,10 +169,7 @@ func TestRelayYear2100NotKept(t *testing.T) {
 	w.newAgent()
 	alice := runtimetest.Key(t, 1)
 	valid := runtimetest.Object(t, alice, "comms:message", t0.Add(-10*time.Minute), time.Hour, nil)
-	rec := queue.Record{Agent: w.key.DID().String(), From: alice.DID().String(), Body: runtimetest.Body(t, runtimetest.DataPart(t, valid))}
-	if _, err := w.queue.Enqueue(context.Background(), rec, queuebounds.Default(), t0); err != nil {
-		t.Fatal(err)
-	}
+	w.queueObject(t, alice, valid)
 	w.run()
 	r = w.nextWake()
 	w.shutdown()

@@ -65,12 +65,7 @@ func TestCheckCredential(t *testing.T) {
 // group ID.
 func groupOf(t *testing.T, alice, bob *agent) []byte {
 	t.Helper()
-	var group []byte
-	alice.update(func(tx *bolt.Tx) error {
-		in, err := alice.s.Create(tx, nil, Policy{})
-		group = in.Group
-		return err
-	})
+	group := alice.create()
 	var c *Committed
 	alice.update(func(tx *bolt.Tx) (err error) {
 		c, err = alice.s.Commit(tx, group, Change{Add: [][]byte{bob.keyPackage()}})
@@ -180,12 +175,7 @@ func TestBindingOnWelcome(t *testing.T) {
 // GroupInfo whose tree holds such a leaf.
 func TestBindingOnExternalJoin(t *testing.T) {
 	alice, bob, mallory := newAgent(t, "alice", nil), newAgent(t, "bob", nil), newAgent(t, "mallory", nil)
-	var group []byte
-	alice.update(func(tx *bolt.Tx) error {
-		in, err := alice.s.Create(tx, nil, Policy{})
-		group = in.Group
-		return err
-	})
+	group := alice.create()
 	var gi []byte
 	alice.update(func(tx *bolt.Tx) (err error) { gi, err = alice.s.GroupInfo(tx, group, true); return err })
 	m, err := mls.ParseMLSMessage(gi)
@@ -276,12 +266,7 @@ func TestCheckKeyPackage(t *testing.T) {
 // no designated committer (so that any member may commit).
 func memberGroup(t *testing.T, alice *agent, others ...*agent) []byte {
 	t.Helper()
-	var group []byte
-	alice.update(func(tx *bolt.Tx) error {
-		in, err := alice.s.Create(tx, nil, Policy{})
-		group = in.Group
-		return err
-	})
+	group := alice.create()
 	var kps [][]byte
 	for _, o := range others {
 		kps = append(kps, o.keyPackage())

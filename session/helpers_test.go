@@ -83,6 +83,19 @@ func (a *agent) update(f func(tx *bolt.Tx) error) {
 	}
 }
 
+// create has a create a group session with the default policy and
+// returns the group ID.
+func (a *agent) create() []byte {
+	a.t.Helper()
+	var group []byte
+	a.update(func(tx *bolt.Tx) error {
+		in, err := a.s.Create(tx, nil, Policy{})
+		group = in.Group
+		return err
+	})
+	return group
+}
+
 // try runs f in a write transaction and returns its error; the
 // transaction commits even when f fails (as the agent's drain does).
 func (a *agent) try(f func(tx *bolt.Tx) error) error {

@@ -1,18 +1,17 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/torpor-dev/torpor/clock/clocktest"
+	"github.com/torpor-dev/torpor/internal/syncbuf"
 )
 
 func TestParseArgs(t *testing.T) {
@@ -74,7 +73,7 @@ func TestRunServes(t *testing.T) {
 	a.ready = func(h, m string) { addrs <- [2]string{h, m} }
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	go func() { done <- run(ctx, a, slog.New(slog.NewTextHandler(&logs, nil))) }()
 	var got [2]string
 	select {
@@ -104,24 +103,6 @@ func TestRunServes(t *testing.T) {
 	if stop := all[before:]; strings.Count(stop, "\n") != 1 || !strings.Contains(stop, `level=INFO msg="torpor-relay stopped" reason="context canceled"`) {
 		t.Errorf("the stop logged %q, want one INFO line", stop)
 	}
-}
-
-// syncBuffer is a bytes.Buffer for a logger and a reader in two goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // TestTimeScale: --time-scale takes 1 to 100000 and names the flag and the

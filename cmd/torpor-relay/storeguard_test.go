@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -9,10 +8,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/torpor-dev/torpor/internal/syncbuf"
 	"github.com/torpor-dev/torpor/store/relaystore"
 	"github.com/torpor-dev/torpor/store/storetest"
 )
@@ -26,13 +25,13 @@ func runOn(t *testing.T, dir string, argv ...string) (string, error) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var logs bytes.Buffer
+	var logs syncbuf.Buffer
 	ready := make(chan struct{}, 1)
 	a.ready = func(string, string) { ready <- struct{}{} }
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, a, slog.New(slog.NewTextHandler(&syncWriter{w: &logs}, nil))) }()
+	go func() { done <- run(ctx, a, slog.New(slog.NewTextHandler(&logs, nil))) }()
 	select {
 	case <-ready:
 		cancel()
@@ -144,16 +143,4 @@ func TestMetaFallbackLogged(t *testing.T) {
 	if err != nil || !strings.Contains(logs, "level=ERROR") || !strings.Contains(logs, "meta page 0 of "+filepath.Join(dir, "queue.db")+" fails its checksum") {
 		t.Fatalf("start with a flipped meta page: %v; want it to start and log the fallback:\n%s", err, logs)
 	}
-}
-
-// syncWriter serialises the relay's goroutines' log writes.
-type syncWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (s *syncWriter) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.w.Write(p)
 }

@@ -21,9 +21,7 @@ func TestUpdateDeltaPublish(t *testing.T) {
 	op := didtest.Key(t, 1)
 	opFile := opKeyFile(t, op)
 	srv, repo, relayKeys := updateRelay(t, op.DID())
-	dir := filepath.Join(t.TempDir(), "owner")
-	updCtl(t, "update", "keys", "init", "--dir", dir,
-		"--relay-snapshot", relayKeys[0].DID().String(), "--relay-timestamp", relayKeys[1].DID().String())
+	dir, _ := keysInit(t, relayKeys)
 	builds := t.TempDir()
 	v1 := bytes.Repeat([]byte("torpor-agent build, version one; "), 20_000)
 	v2 := bytes.Clone(v1)
@@ -42,9 +40,7 @@ func TestUpdateDeltaPublish(t *testing.T) {
 		t.Fatalf("sign-target printed %q", out)
 	}
 	updCtl(t, "update", "publish", "--dir", dir, "--relay", srv.URL, "--key", opFile, "--root", "1")
-	devDir := t.TempDir()
-	os.MkdirAll(filepath.Join(devDir, "meta"), 0o700)
-	os.WriteFile(filepath.Join(devDir, "meta", "root.json"), must(os.ReadFile(filepath.Join(dir, "1.root.json"))), 0o600)
+	devDir := provisioned(t, dir)
 	c, err := update.New(update.Config{Dir: devDir, Source: repoSource{repo}, Installed: 1, Running: filepath.Join(builds, "v1"),
 		Device: update.Device{GOARCH: "arm", GOARM: "6"}, Now: func() (time.Time, error) { return time.Now(), nil }})
 	if err != nil {

@@ -22,9 +22,7 @@ func TestUpdateKeyCeremony(t *testing.T) {
 	op := didtest.Key(t, 1)
 	opFile := opKeyFile(t, op)
 	srv, repo, relayKeys := updateRelay(t, op.DID())
-	dir := filepath.Join(t.TempDir(), "owner")
-	out := updCtl(t, "update", "keys", "init", "--dir", dir, "--root-keys", "2", "--root-threshold", "2",
-		"--relay-snapshot", relayKeys[0].DID().String(), "--relay-timestamp", relayKeys[1].DID().String())
+	dir, out := keysInit(t, relayKeys, "--root-keys", "2", "--root-threshold", "2")
 	if strings.Count(out, "root key") != 2 || strings.Count(out, "targets key") != 1 {
 		t.Fatalf("keys init printed %q", out)
 	}
@@ -33,9 +31,7 @@ func TestUpdateKeyCeremony(t *testing.T) {
 	updCtl(t, "update", "sign-target", "--dir", dir, "--name", "torpor-agent/2/linux-armv6", "--version", "2", "--goarm", "6",
 		"--board", "rpi-zero-w", "--window", "any", build)
 	updCtl(t, "update", "publish", "--dir", dir, "--relay", srv.URL, "--key", opFile, "--root", "1")
-	devDir := t.TempDir()
-	os.MkdirAll(filepath.Join(devDir, "meta"), 0o700)
-	os.WriteFile(filepath.Join(devDir, "meta", "root.json"), must(os.ReadFile(filepath.Join(dir, "1.root.json"))), 0o600)
+	devDir := provisioned(t, dir)
 	res, err := deviceCheck(t, devDir, repo, 1)
 	if err != nil || res.Custom.Version != 2 || res.Custom.Board != "rpi-zero-w" || res.Bytes != 100_000 {
 		t.Fatalf("device: %+v, %v", res, err)
@@ -60,13 +56,6 @@ func TestUpdateKeyCeremony(t *testing.T) {
 	}
 }
 
-func must(b []byte, err error) []byte {
-	if err != nil {
-		panic(err)
-	}
-	return b
-}
-
 // TestUpdateKeysRelay: the relay's online keys are replaced: keys relay
 // writes root version 2 naming the new ones; the relay, restarted on the
 // same repository with them, takes it from publish --root 2 and signs the
@@ -78,8 +67,7 @@ func TestUpdateKeysRelay(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "updates.db")
 	oldKeys := [2]*did.PrivateKey{didtest.Key(t, 40), didtest.Key(t, 41)}
 	srv, repo := updateRelayAt(t, op.DID(), path, oldKeys)
-	dir := filepath.Join(t.TempDir(), "owner")
-	updCtl(t, "update", "keys", "init", "--dir", dir, "--relay-snapshot", oldKeys[0].DID().String(), "--relay-timestamp", oldKeys[1].DID().String())
+	dir, _ := keysInit(t, oldKeys)
 	build := filepath.Join(t.TempDir(), "app")
 	os.WriteFile(build, []byte("build 2"), 0o600)
 	updCtl(t, "update", "sign-target", "--dir", dir, "--name", "app/2", "--version", "2", "--goarm", "6", build)
@@ -91,9 +79,7 @@ func TestUpdateKeysRelay(t *testing.T) {
 	updCtl(t, "update", "keys", "relay", "--dir", dir, "--relay-snapshot", newKeys[0].DID().String(), "--relay-timestamp", newKeys[1].DID().String())
 	srv, repo = updateRelayAt(t, op.DID(), path, newKeys)
 	updCtl(t, "update", "publish", "--dir", dir, "--relay", srv.URL, "--key", opFile, "--root", "2")
-	devDir := t.TempDir()
-	os.MkdirAll(filepath.Join(devDir, "meta"), 0o700)
-	os.WriteFile(filepath.Join(devDir, "meta", "root.json"), must(os.ReadFile(filepath.Join(dir, "1.root.json"))), 0o600)
+	devDir := provisioned(t, dir)
 	res, err := deviceCheck(t, devDir, repo, 1)
 	if err != nil || res.Target != "app/2" {
 		t.Fatalf("a device after the relay's keys were replaced: %+v, %v", res, err)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -83,6 +84,35 @@ func updCtl(t *testing.T, args ...string) string {
 		t.Fatalf("torporctl %s = %d: %s", strings.Join(args, " "), code, errb.String())
 	}
 	return out.String()
+}
+
+// keysInit runs keys init in a new owner's directory, naming relayKeys as
+// the relay's snapshot and timestamp keys, with the further flags extra;
+// it returns the directory and what keys init printed.
+func keysInit(t *testing.T, relayKeys [2]*did.PrivateKey, extra ...string) (dir, out string) {
+	t.Helper()
+	dir = filepath.Join(t.TempDir(), "owner")
+	args := append([]string{"update", "keys", "init", "--dir", dir,
+		"--relay-snapshot", relayKeys[0].DID().String(), "--relay-timestamp", relayKeys[1].DID().String()}, extra...)
+	return dir, updCtl(t, args...)
+}
+
+// provisioned returns a device's update directory holding the owner's
+// first root (ownerDir's 1.root.json), as a device is provisioned.
+func provisioned(t *testing.T, ownerDir string) string {
+	t.Helper()
+	devDir := t.TempDir()
+	root, err := os.ReadFile(filepath.Join(ownerDir, "1.root.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(devDir, "meta"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(devDir, "meta", "root.json"), root, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return devDir
 }
 
 // deviceCheck is a device provisioned with the owner's first root.

@@ -5,9 +5,6 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -21,39 +18,13 @@ const maxConfigFields = 12
 // files, whose name ends in Config and that has more than maxConfigFields
 // direct fields.
 func TestConfigSize(t *testing.T) {
-	root, err := filepath.Abs(filepath.Join("..", ".."))
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() && (d.Name() == "node_modules" || d.Name() == "testdata" || strings.HasPrefix(d.Name(), ".") && path != root) {
-			return filepath.SkipDir
-		}
-		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
-		n++
-		src, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, path)
+	eachGoFile(t, false, func(rel string, src []byte) error {
 		big, err := bigConfigs(rel, src, maxConfigFields)
 		for _, c := range big {
 			t.Errorf("%s; group its fields into sub-structs (at most %d)", c, maxConfigFields)
 		}
 		return err
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n < 100 {
-		t.Fatalf("read %d Go files under %s; the walk is not reading the module", n, root)
-	}
 }
 
 // TestBigConfigsCanFail shows the check counts names of one field list

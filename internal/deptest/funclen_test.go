@@ -12,6 +12,21 @@ import (
 // TestFunctionLength fails for every function or function literal of the
 // module, tests and integration tests included, longer than MaxFuncLines.
 func TestFunctionLength(t *testing.T) {
+	eachGoFile(t, true, func(rel string, src []byte) error {
+		long, err := LongFuncs(rel, src, MaxFuncLines)
+		for _, f := range long {
+			t.Errorf("%v; split it (at most %d)", f, MaxFuncLines)
+		}
+		return err
+	})
+}
+
+// eachGoFile calls check with the path (from the module's root) and the
+// contents of every Go file of the module, test files too if tests, and
+// fails the test on check's first error or if it read too few files to
+// be reading the module.
+func eachGoFile(t *testing.T, tests bool, check func(rel string, src []byte) error) {
+	t.Helper()
 	root, err := filepath.Abs(filepath.Join("..", ".."))
 	if err != nil {
 		t.Fatal(err)
@@ -24,7 +39,7 @@ func TestFunctionLength(t *testing.T) {
 		if d.IsDir() && (d.Name() == "node_modules" || d.Name() == "testdata" || strings.HasPrefix(d.Name(), ".") && path != root) {
 			return filepath.SkipDir
 		}
-		if d.IsDir() || !strings.HasSuffix(path, ".go") {
+		if d.IsDir() || !strings.HasSuffix(path, ".go") || !tests && strings.HasSuffix(path, "_test.go") {
 			return nil
 		}
 		n++
@@ -33,11 +48,7 @@ func TestFunctionLength(t *testing.T) {
 			return err
 		}
 		rel, _ := filepath.Rel(root, path)
-		long, err := LongFuncs(rel, src, MaxFuncLines)
-		for _, f := range long {
-			t.Errorf("%v; split it (at most %d)", f, MaxFuncLines)
-		}
-		return err
+		return check(rel, src)
 	})
 	if err != nil {
 		t.Fatal(err)

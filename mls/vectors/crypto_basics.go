@@ -10,14 +10,10 @@ import (
 // crypto-basics: the labelled primitives of RFC 9420 Sections 5.1 and 5.2,
 // DeriveTreeSecret (Section 9) and HPKE EncryptWithLabel (Section 5.1.3).
 func init() {
-	register(&kind{name: "crypto-basics", requires: []string{"ref_hash"}, run: runCryptoBasics})
+	register(&kind{name: "crypto-basics", requires: []string{"ref_hash"}, run: decoded(runCryptoBasics)})
 }
 
-func runCryptoBasics(c fields) error {
-	var v vectorfmt.CryptoBasics
-	if err := decode(c, &v); err != nil {
-		return err
-	}
+func runCryptoBasics(v *vectorfmt.CryptoBasics) error {
 	var ck checker
 	ck.bytes("RefHash", suite.RefHash(v.RefHash.Label, v.RefHash.Value), v.RefHash.Out)
 

@@ -52,3 +52,15 @@ func (c *checker) errorf(format string, args ...any) {
 func (c *checker) err() error {
 	return errors.Join(c.errs...)
 }
+
+// decoded is a kind's run that decodes the case into a T (decode, which
+// refuses a field T does not name) and checks it with check.
+func decoded[T any](check func(v *T) error) func(c fields) error {
+	return func(c fields) error {
+		var v T
+		if err := decode(c, &v); err != nil {
+			return err
+		}
+		return check(&v)
+	}
+}

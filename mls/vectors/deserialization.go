@@ -12,14 +12,10 @@ import (
 // deserialization: the variable-size length header of RFC 9420, Section
 // 2.1.2.
 func init() {
-	register(&kind{name: "deserialization", requires: []string{"vlbytes_header"}, run: runDeserialization})
+	register(&kind{name: "deserialization", requires: []string{"vlbytes_header"}, run: decoded(runDeserialization)})
 }
 
-func runDeserialization(c fields) error {
-	var v vectorfmt.Deserialization
-	if err := decode(c, &v); err != nil {
-		return err
-	}
+func runDeserialization(v *vectorfmt.Deserialization) error {
 	var ck checker
 	s := cryptobyte.String(v.Header)
 	var n uint64

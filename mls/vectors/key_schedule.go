@@ -11,14 +11,10 @@ import (
 // key-schedule: the epoch key schedule with the GroupContext encoding, the
 // exporter and external_pub (RFC 9420 Sections 8, 8.1, 8.3 and 8.5).
 func init() {
-	register(&kind{name: "key-schedule", requires: []string{"initial_init_secret"}, run: runKeySchedule})
+	register(&kind{name: "key-schedule", requires: []string{"initial_init_secret"}, run: decoded(runKeySchedule)})
 }
 
-func runKeySchedule(c fields) error {
-	var v vectorfmt.KeySchedule
-	if err := decode(c, &v); err != nil {
-		return err
-	}
+func runKeySchedule(v *vectorfmt.KeySchedule) error {
 	var ck checker
 	init := []byte(v.InitialInitSecret)
 	for i, ep := range v.Epochs {

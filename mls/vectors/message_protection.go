@@ -14,7 +14,7 @@ import (
 // PrivateMessage encryption with the secret tree and sender data (RFC 9420
 // Sections 6.1 to 6.3). The sender is leaf 1 of a two-leaf secret tree.
 func init() {
-	register(&kind{name: "message-protection", requires: []string{"membership_key", "application"}, run: runMessageProtection})
+	register(&kind{name: "message-protection", requires: []string{"membership_key", "application"}, run: decoded(runMessageProtection)})
 }
 
 // mpEnv is what every sub-check of a message-protection case shares.
@@ -24,16 +24,12 @@ type mpEnv struct {
 	priv ed25519.PrivateKey
 }
 
-func runMessageProtection(c fields) error {
-	var v vectorfmt.MessageProtection
-	if err := decode(c, &v); err != nil {
-		return err
-	}
+func runMessageProtection(v *vectorfmt.MessageProtection) error {
 	if len(v.SignaturePriv) != ed25519.SeedSize {
 		return fmt.Errorf("signature_priv is %d bytes", len(v.SignaturePriv))
 	}
 	env := &mpEnv{
-		v: &v,
+		v: v,
 		ctx: &mls.GroupContext{
 			Version: mls.ProtocolMLS10, CipherSuite: mls.CipherSuite(v.CipherSuite), GroupID: v.GroupID,
 			Epoch: v.Epoch, TreeHash: v.TreeHash, ConfirmedTranscriptHash: v.ConfirmedTranscriptHash,

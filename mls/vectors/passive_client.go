@@ -14,15 +14,11 @@ import (
 // non-committing member, comparing the epoch authenticator after each
 // (RFC 9420 Sections 12.4.3.1 and 12.4.2).
 func init() {
-	register(&kind{name: "passive-client", requires: []string{"epochs", "initial_epoch_authenticator"}, run: runPassiveClient})
+	register(&kind{name: "passive-client", requires: []string{"epochs", "initial_epoch_authenticator"}, run: decoded(runPassiveClient)})
 }
 
-func runPassiveClient(c fields) error {
-	var v vectorfmt.PassiveClient
-	if err := decode(c, &v); err != nil {
-		return err
-	}
-	g, err := joinPassive(&v)
+func runPassiveClient(v *vectorfmt.PassiveClient) error {
+	g, err := joinPassive(v)
 	if err != nil {
 		return fmt.Errorf("joining: %w", err)
 	}

@@ -9,14 +9,10 @@ import (
 // psk_secret: combining external PSKs into psk_secret (RFC 9420 Section
 // 8.4), with the PreSharedKeyID encoding.
 func init() {
-	register(&kind{name: "psk_secret", requires: []string{"psks", "psk_secret"}, run: runPSKSecret})
+	register(&kind{name: "psk_secret", requires: []string{"psks", "psk_secret"}, run: decoded(runPSKSecret)})
 }
 
-func runPSKSecret(c fields) error {
-	var v vectorfmt.PSKSecret
-	if err := decode(c, &v); err != nil {
-		return err
-	}
+func runPSKSecret(v *vectorfmt.PSKSecret) error {
 	var psks []schedule.PSK
 	for _, p := range v.PSKs {
 		id := &mls.PreSharedKeyID{Type: mls.PSKTypeExternal, PSKID: p.PSKID, Nonce: p.PSKNonce}

@@ -11,14 +11,10 @@ import (
 // secret-tree: the secret tree, both hash ratchets of every leaf and the
 // sender-data key and nonce (RFC 9420 Sections 9 and 6.3.2).
 func init() {
-	register(&kind{name: "secret-tree", requires: []string{"leaves", "sender_data"}, run: runSecretTree})
+	register(&kind{name: "secret-tree", requires: []string{"leaves", "sender_data"}, run: decoded(runSecretTree)})
 }
 
-func runSecretTree(c fields) error {
-	var v vectorfmt.SecretTree
-	if err := decode(c, &v); err != nil {
-		return err
-	}
+func runSecretTree(v *vectorfmt.SecretTree) error {
 	var ck checker
 	sd := v.SenderData
 	key, nonce := secrettree.SenderDataKeyNonce(sd.SenderDataSecret, sd.Ciphertext)

@@ -9,14 +9,10 @@ import (
 // transcript-hashes: the confirmed and interim transcript hashes and the
 // confirmation tag of a Commit (RFC 9420 Section 8.2).
 func init() {
-	register(&kind{name: "transcript-hashes", requires: []string{"authenticated_content"}, run: runTranscriptHashes})
+	register(&kind{name: "transcript-hashes", requires: []string{"authenticated_content"}, run: decoded(runTranscriptHashes)})
 }
 
-func runTranscriptHashes(c fields) error {
-	var v vectorfmt.TranscriptHashes
-	if err := decode(c, &v); err != nil {
-		return err
-	}
+func runTranscriptHashes(v *vectorfmt.TranscriptHashes) error {
 	ac, err := mls.ParseAuthenticatedContent(v.AuthenticatedContent)
 	if err != nil {
 		return err

@@ -10,7 +10,7 @@ import (
 // tree-math: array-tree index arithmetic (RFC 9420, Section 4.2 and
 // Appendix C).
 func init() {
-	register(&kind{name: "tree-math", requires: []string{"n_leaves"}, run: runTreeMath})
+	register(&kind{name: "tree-math", requires: []string{"n_leaves"}, run: decoded(runTreeMath)})
 }
 
 // optional calls f, mapping a panic (no such node) to nil.
@@ -24,11 +24,7 @@ func optional(f func() tm.NodeIndex) (out *uint32) {
 	return &v
 }
 
-func runTreeMath(c fields) error {
-	var v vectorfmt.TreeMath
-	if err := decode(c, &v); err != nil {
-		return err
-	}
+func runTreeMath(v *vectorfmt.TreeMath) error {
 	var ck checker
 	if v.NLeaves == 0 || v.NLeaves&(v.NLeaves-1) != 0 {
 		return fmt.Errorf("n_leaves %d is not a power of two", v.NLeaves)

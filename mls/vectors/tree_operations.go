@@ -8,14 +8,10 @@ import (
 // tree-operations: Add, Update and Remove applied to a ratchet tree (RFC
 // 9420, Sections 7.7, 7.8 and 12.1.1–12.1.3).
 func init() {
-	register(&kind{name: "tree-operations", requires: []string{"tree_before"}, run: runTreeOperations})
+	register(&kind{name: "tree-operations", requires: []string{"tree_before"}, run: decoded(runTreeOperations)})
 }
 
-func runTreeOperations(c fields) error {
-	var v vectorfmt.TreeOperations
-	if err := decode(c, &v); err != nil {
-		return err
-	}
+func runTreeOperations(v *vectorfmt.TreeOperations) error {
 	tree, err := mls.ParseRatchetTree(v.TreeBefore)
 	if err != nil {
 		return err

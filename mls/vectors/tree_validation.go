@@ -11,14 +11,10 @@ import (
 // tree-validation: resolutions, tree hashes, parent hashes and leaf
 // signatures (RFC 9420, Sections 4.1.1, 7.8, 7.9 and 7.3).
 func init() {
-	register(&kind{name: "tree-validation", requires: []string{"resolutions"}, run: runTreeValidation})
+	register(&kind{name: "tree-validation", requires: []string{"resolutions"}, run: decoded(runTreeValidation)})
 }
 
-func runTreeValidation(c fields) error {
-	var v vectorfmt.TreeValidation
-	if err := decode(c, &v); err != nil {
-		return err
-	}
+func runTreeValidation(v *vectorfmt.TreeValidation) error {
 	tree, err := mls.ParseRatchetTree(v.Tree)
 	if err != nil {
 		return err

@@ -11,14 +11,10 @@ import (
 // treekem: UpdatePath processing and creation (RFC 9420, Sections 7.4 to
 // 7.6 and 12.4.2).
 func init() {
-	register(&kind{name: "treekem", requires: []string{"update_paths"}, run: runTreeKEM})
+	register(&kind{name: "treekem", requires: []string{"update_paths"}, run: decoded(runTreeKEM)})
 }
 
-func runTreeKEM(c fields) error {
-	var v vectorfmt.TreeKEM
-	if err := decode(c, &v); err != nil {
-		return err
-	}
+func runTreeKEM(v *vectorfmt.TreeKEM) error {
 	tree, err := mls.ParseRatchetTree(v.RatchetTree)
 	if err != nil {
 		return err

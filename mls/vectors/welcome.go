@@ -12,14 +12,10 @@ import (
 // welcome: decrypting a Welcome for a KeyPackage, verifying the GroupInfo
 // signature and confirmation tag (RFC 9420 Section 12.4.3.1).
 func init() {
-	register(&kind{name: "welcome", requires: []string{"init_priv", "welcome"}, excludes: []string{"epochs"}, run: runWelcome})
+	register(&kind{name: "welcome", requires: []string{"init_priv", "welcome"}, excludes: []string{"epochs"}, run: decoded(runWelcome)})
 }
 
-func runWelcome(c fields) error {
-	var v vectorfmt.Welcome
-	if err := decode(c, &v); err != nil {
-		return err
-	}
+func runWelcome(v *vectorfmt.Welcome) error {
 	kp, err := parseKeyPackageMessage(v.KeyPackage)
 	if err != nil {
 		return err

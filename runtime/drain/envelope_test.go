@@ -35,15 +35,7 @@ func envelopeBody(t *testing.T, obj []byte, extensions []string, metadata json.R
 	t.Helper()
 	m := a2a.NewUserMessage("m-env", "", runtimetest.DataPart(t, obj))
 	m.Extensions, m.Metadata = extensions, metadata
-	req, err := a2a.NewSendMessage(json.RawMessage(`1`), a2a.Version10, m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := json.Marshal(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
+	return runtimetest.Send(t, m)
 }
 
 // alicePassport is the principal's passport for Alice at h's agent; the

@@ -24,6 +24,21 @@ func (unsynced) Boot() (trusted.Boot, error) {
 	return trusted.Boot{ID: "boot", Since: time.Minute}, nil
 }
 
+// trustedHourBehind sets the device's clock an hour behind truth and
+// restarts the drain with its expiry judged by a trusted clock over the
+// device's state (no synchronised kernel clock), which it returns.
+func (h *harness) trustedHourBehind(t *testing.T, truth time.Time) *trusted.Clock {
+	t.Helper()
+	h.clock.Set(truth.Add(-time.Hour))
+	tc, err := trusted.Open(h.db, trusted.Config{Clock: h.clock, Kernel: unsynced{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.cfg.Expiry = tc
+	h.restart()
+	return tc
+}
+
 // TestDrainJudgesByTrustedTime: the device's clock is an hour behind (a
 // Pi booted with fake-hwclock's time). Without trusted time the batch is
 // held: nothing judged, nothing acknowledged, and the report says why.
@@ -33,13 +48,7 @@ func (unsynced) Boot() (trusted.Boot, error) {
 func TestDrainJudgesByTrustedTime(t *testing.T) {
 	truth := t0
 	h := newHarness(t, opts{plaintext: true})
-	h.clock.Set(truth.Add(-time.Hour))
-	tc, err := trusted.Open(h.db, trusted.Config{Clock: h.clock, Kernel: unsynced{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.cfg.Expiry = tc
-	h.restart()
+	tc := h.trustedHourBehind(t, truth)
 	expired := h.obj(h.alice, "comms:message", truth.Add(-2*time.Hour), 90*time.Minute, nil)
 	valid := h.obj(h.alice, "comms:message", truth.Add(-10*time.Minute), time.Hour, nil)
 	recs := []drain.Record{
@@ -85,13 +94,7 @@ func TestDrainJudgesByTrustedTime(t *testing.T) {
 func TestHeldActionsJudgedByTrustedTime(t *testing.T) {
 	truth := t0
 	h := newHarness(t, opts{plaintext: true})
-	h.clock.Set(truth.Add(-time.Hour))
-	tc, err := trusted.Open(h.db, trusted.Config{Clock: h.clock, Kernel: unsynced{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.cfg.Expiry = tc
-	h.restart()
+	tc := h.trustedHourBehind(t, truth)
 	tc.SetRelay(truth, h.clock.Now())
 	h.policy()
 	capture := h.obj(h.alice, "action:capture", truth.Add(-10*time.Minute), 20*time.Minute, map[string]any{"amount": 5})

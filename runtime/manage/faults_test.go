@@ -15,6 +15,7 @@ import (
 
 	"github.com/eclipse/paho.golang/paho"
 
+	"github.com/torpor-dev/torpor/internal/syncbuf"
 	"github.com/torpor-dev/torpor/runtime/manage"
 	"github.com/torpor-dev/torpor/transport/mqtt"
 	"github.com/torpor-dev/torpor/transport/mqtt/command"
@@ -72,7 +73,7 @@ func faultSeed(t *testing.T) uint64 {
 func TestPropertyLinkFaults(t *testing.T) {
 	seed := faultSeed(t)
 	r := rand.New(rand.NewPCG(seed, 5))
-	var logs lockedLog
+	var logs syncbuf.Buffer // the device's and the broker's, which a failure prints
 	b := mqtttest.StartEmbedded(t, slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	h := newHarness(t, b)
 	px := mqtttest.StartFaultProxy(t, strings.TrimPrefix(b.URL(), "mqtt://"))
@@ -165,25 +166,6 @@ func faultStep(t *testing.T, h *harness, b *mqtttest.Embedded, px *mqtttest.Faul
 		t.Fatal(err)
 	}
 	return ids
-}
-
-// lockedLog collects the logs of the device and the broker, which a
-// failure prints.
-type lockedLog struct {
-	mu  sync.Mutex
-	buf strings.Builder
-}
-
-func (l *lockedLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *lockedLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
 }
 
 // fence returns once the broker has fanned out every command sent so far.

@@ -20,7 +20,13 @@ func Key(t testing.TB, last byte) *did.PrivateKey { t.Helper(); return didtest.K
 // parts, as the relay stores it.
 func Body(t testing.TB, parts ...a2a.Part) []byte {
 	t.Helper()
-	m := a2a.NewUserMessage(fmt.Sprintf("m-%d", len(parts)), "", parts...)
+	return Send(t, a2a.NewUserMessage(fmt.Sprintf("m-%d", len(parts)), "", parts...))
+}
+
+// Send returns a queued JSON-RPC body (A2A v1.0 SendMessage) carrying m,
+// as the relay stores it.
+func Send(t testing.TB, m a2a.Message) []byte {
+	t.Helper()
 	req, err := a2a.NewSendMessage(json.RawMessage(`1`), a2a.Version10, m)
 	if err != nil {
 		t.Fatal(err)

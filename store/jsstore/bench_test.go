@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/torpor-dev/torpor/internal/benchcpu"
 	"github.com/torpor-dev/torpor/store/jsstore"
@@ -29,14 +28,7 @@ func BenchmarkEnqueue(b *testing.B) {
 		benchEnqueue(b, jsstore.Config{URLs: []string{srv.URL()}, Replicas: 1, MonitorURL: srv.MonitorURL()})
 	})
 	b.Run("R3-cluster", func(b *testing.B) {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		ss, err := jsserver.StartCluster(ctx, b.TempDir(), 3, jsserver.Options{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer jsserver.Shutdown(ss)
-		benchEnqueue(b, jsstore.Config{URLs: []string{ss[0].URL(), ss[1].URL(), ss[2].URL()}})
+		benchEnqueue(b, clusterURLs(cluster(b)))
 	})
 }
 

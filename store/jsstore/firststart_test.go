@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/torpor-dev/torpor/store/jsstore"
-	"github.com/torpor-dev/torpor/store/jsstore/jsserver"
 )
 
 // TestConcurrentFirstStarts: three relays started at once on a new
@@ -15,13 +14,7 @@ import (
 // open: creating the streams and the bucket races, and every racer ends
 // with the same checked streams.
 func TestConcurrentFirstStarts(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	ss, err := jsserver.StartCluster(ctx, t.TempDir(), 3, jsserver.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { jsserver.Shutdown(ss) })
+	ss := cluster(t)
 	for round := range 2 {
 		prefix := "FIRST" + string(rune('A'+round))
 		var wg sync.WaitGroup

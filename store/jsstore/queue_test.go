@@ -2,6 +2,8 @@ package jsstore_test
 
 import (
 	"context"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -52,6 +54,91 @@ func opener[S any](fresh func(t *testing.T) func(t *testing.T) *jsstore.Conn, ow
 func onSingle(t *testing.T) func(t *testing.T) *jsstore.Conn {
 	srv := single(t)
 	return func(t *testing.T) *jsstore.Conn { return open(t, srv) }
+}
+
+// perCheck serves a contract suite that asks for each store with the
+// check's own testing.TB (rolloutstest, tenantstest): the first store a
+// check asks for calls fresh, and every store of that check connects
+// through what fresh returned.
+func perCheck(fresh func(t *testing.T) func(t *testing.T) *jsstore.Conn) func(tb testing.TB) *jsstore.Conn {
+	var mu sync.Mutex
+	conns := map[string]func(*testing.T) *jsstore.Conn{}
+	return func(tb testing.TB) *jsstore.Conn {
+		t := tb.(*testing.T)
+		mu.Lock()
+		connect, ok := conns[t.Name()]
+		if !ok {
+			connect = fresh(t)
+			conns[t.Name()] = connect
+		}
+		mu.Unlock()
+		return connect(t)
+	}
+}
+
+// cluster starts a 3-server JetStream cluster for the length of the test
+// or benchmark.
+func cluster(tb testing.TB) []*jsserver.Server {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ss, err := jsserver.StartCluster(ctx, tb.TempDir(), 3, jsserver.Options{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { jsserver.Shutdown(ss) })
+	return ss
+}
+
+// clusterURLs is the configuration of a connection that may use any
+// server of ss, with the store's default replicas (3).
+func clusterURLs(ss []*jsserver.Server) jsstore.Config {
+	return jsstore.Config{URLs: []string{ss[0].URL(), ss[1].URL(), ss[2].URL()}}
+}
+
+// openCluster connects to the cluster ss, until the test or benchmark
+// ends.
+func openCluster(tb testing.TB, ss []*jsserver.Server) *jsstore.Conn {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := jsstore.Open(ctx, clusterURLs(ss))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { c.Close() })
+	return c
+}
+
+// clusterChecks runs contract checks on one 3-server cluster: each check
+// under its own stream prefix (the suite's letter and the check's number
+// among all the checks it served: Q1, Q2, ... then A9, A10, ...), every
+// opening connected to the next server of the cluster.
+type clusterChecks struct {
+	ss            []*jsserver.Server
+	checks, opens int
+}
+
+// open connects to the next server of the cluster under prefix.
+func (c *clusterChecks) open(t *testing.T, prefix string) *jsstore.Conn {
+	t.Helper()
+	c.opens++
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := jsstore.Open(ctx, jsstore.Config{URLs: []string{c.ss[c.opens%3].URL()}, Prefix: prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return conn
+}
+
+// onPrefix gives each check of suite its own prefix.
+func (c *clusterChecks) onPrefix(suite string) func(t *testing.T) func(t *testing.T) *jsstore.Conn {
+	return func(*testing.T) func(t *testing.T) *jsstore.Conn {
+		c.checks++
+		prefix := fmt.Sprintf("%s%d", suite, c.checks)
+		return func(t *testing.T) *jsstore.Conn { return c.open(t, prefix) }
+	}
 }
 
 // TestQueueContract runs the queue.Store contract suite against Queue on

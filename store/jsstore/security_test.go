@@ -187,14 +187,13 @@ func TestRedactURL(t *testing.T) {
 	}
 }
 
-// TestOpenRefusedWithoutSharedPermission: a relay user with the previous
-// release's permissions (no $KV.TORPOR_SHARED.>) is refused at Open,
-// naming the subject, rather than at the first token a relay spends; the
-// probe stores nothing.
-func TestOpenRefusedWithoutSharedPermission(t *testing.T) {
-	old := strings.Replace(jsserver.RelayPermissions, `"$KV.TORPOR_SHARED.>", `, "", 1)
+// serverWithout starts a server with accounts whose relay user has the
+// relay's permissions but subject (those of an earlier release).
+func serverWithout(t *testing.T, subject string) *jsserver.Server {
+	t.Helper()
+	old := strings.Replace(jsserver.RelayPermissions, `"`+subject+`", `, "", 1)
 	if old == jsserver.RelayPermissions {
-		t.Fatal("RelayPermissions no longer lists $KV.TORPOR_SHARED.>")
+		t.Fatalf("RelayPermissions no longer lists %s", subject)
 	}
 	cfg := strings.Replace(jsserver.AccountsConfig("relay-secret-7f3a", "metrics-secret-19c2"), jsserver.RelayPermissions, old, 1)
 	srv, err := jsserver.Start(t.TempDir(), jsserver.Options{SyncAlways: true, Config: cfg})
@@ -202,6 +201,15 @@ func TestOpenRefusedWithoutSharedPermission(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { jsserver.Shutdown([]*jsserver.Server{srv}) })
+	return srv
+}
+
+// TestOpenRefusedWithoutSharedPermission: a relay user with the previous
+// release's permissions (no $KV.TORPOR_SHARED.>) is refused at Open,
+// naming the subject, rather than at the first token a relay spends; the
+// probe stores nothing.
+func TestOpenRefusedWithoutSharedPermission(t *testing.T) {
+	srv := serverWithout(t, "$KV.TORPOR_SHARED.>")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	c, err := openAs(ctx, srv, "relay", "relay-secret-7f3a")
@@ -232,16 +240,7 @@ func TestOpenRefusedWithoutSharedPermission(t *testing.T) {
 // update repository) is refused when the repository opens, saying which
 // permission it lacks, rather than at the first upload.
 func TestUpdatesRefusedWithoutPermission(t *testing.T) {
-	old := strings.Replace(jsserver.RelayPermissions, `"$O.TORPOR_UPDATES.>", `, "", 1)
-	if old == jsserver.RelayPermissions {
-		t.Fatal("RelayPermissions no longer lists $O.TORPOR_UPDATES.>")
-	}
-	cfg := strings.Replace(jsserver.AccountsConfig("relay-secret-7f3a", "metrics-secret-19c2"), jsserver.RelayPermissions, old, 1)
-	srv, err := jsserver.Start(t.TempDir(), jsserver.Options{SyncAlways: true, Config: cfg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { jsserver.Shutdown([]*jsserver.Server{srv}) })
+	srv := serverWithout(t, "$O.TORPOR_UPDATES.>")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	c, err := openAs(ctx, srv, "relay", "relay-secret-7f3a")

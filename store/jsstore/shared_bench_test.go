@@ -10,8 +10,6 @@ import (
 	"time"
 
 	"github.com/torpor-dev/torpor/internal/benchcpu"
-	"github.com/torpor-dev/torpor/store/jsstore"
-	"github.com/torpor-dev/torpor/store/jsstore/jsserver"
 	"github.com/torpor-dev/torpor/store/shared"
 )
 
@@ -24,18 +22,7 @@ import (
 func BenchmarkShared(b *testing.B) {
 	b.Run("memory", func(b *testing.B) { benchShared(b, shared.NewMemory()) })
 	b.Run("R3-cluster", func(b *testing.B) {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		ss, err := jsserver.StartCluster(ctx, b.TempDir(), 3, jsserver.Options{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer jsserver.Shutdown(ss)
-		c, err := jsstore.Open(ctx, jsstore.Config{URLs: []string{ss[0].URL(), ss[1].URL(), ss[2].URL()}})
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer c.Close()
+		c := openCluster(b, cluster(b))
 		benchShared(b, c.Shared())
 	})
 }
@@ -43,22 +30,7 @@ func BenchmarkShared(b *testing.B) {
 func benchShared(b *testing.B, s shared.Store) {
 	now := time.Now()
 	var n atomic.Int64
-	run := func(name string, op func(ctx context.Context, i int64) error) {
-		b.Run(name, func(b *testing.B) {
-			b.SetParallelism(8) // 8 × GOMAXPROCS (2 here) = 16 callers
-			b.ResetTimer()
-			meter := benchcpu.Start(b)
-			b.RunParallel(func(pb *testing.PB) {
-				for pb.Next() {
-					if err := op(context.Background(), n.Add(1)); err != nil {
-						b.Error(err)
-						return
-					}
-				}
-			})
-			meter.Stop()
-		})
-	}
+	run := func(name string, op func(ctx context.Context, i int64) error) { parallel(b, name, &n, op) }
 	spent := s.Spent("link", 1<<20)
 	run("spend", func(ctx context.Context, i int64) error {
 		var k [8]byte
@@ -74,5 +46,26 @@ func benchShared(b *testing.B, s shared.Store) {
 	run("assign", func(ctx context.Context, i int64) error {
 		_, err := ws.Assign(ctx, fmt.Sprint("did:key:zBench", i), int(i%60))
 		return err
+	})
+}
+
+// parallel runs op as the sub-benchmark name with 16 concurrent callers
+// and reports its CPU per operation. Each call gets the next number of n,
+// which goes on counting across the benchmark's rounds, so that a call
+// that must use something new each time can.
+func parallel(b *testing.B, name string, n *atomic.Int64, op func(ctx context.Context, i int64) error) {
+	b.Run(name, func(b *testing.B) {
+		b.SetParallelism(8) // 8 × GOMAXPROCS (2 here) = 16 callers
+		b.ResetTimer()
+		meter := benchcpu.Start(b)
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				if err := op(context.Background(), n.Add(1)); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+		meter.Stop()
 	})
 }

@@ -3,12 +3,10 @@ package jsstore_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"testing"
 	"time"
 
 	"github.com/torpor-dev/torpor/store/jsstore"
-	"github.com/torpor-dev/torpor/store/jsstore/jsserver"
 	"github.com/torpor-dev/torpor/store/shared"
 	"github.com/torpor-dev/torpor/store/shared/sharedtest"
 )
@@ -37,28 +35,8 @@ func TestSharedContract(t *testing.T) {
 // cluster, each store connected to another server, each check under its
 // own prefix.
 func TestSharedContractOnCluster(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	ss, err := jsserver.StartCluster(ctx, t.TempDir(), 3, jsserver.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { jsserver.Shutdown(ss) })
-	checks, opens := 0, 0
-	sharedtest.Run(t, sharedOpener(func(*testing.T) func(t *testing.T) *jsstore.Conn {
-		checks++
-		prefix := fmt.Sprintf("S%d", checks)
-		return func(t *testing.T) *jsstore.Conn {
-			opens++
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			c, err := jsstore.Open(ctx, jsstore.Config{URLs: []string{ss[opens%3].URL()}, Prefix: prefix})
-			if err != nil {
-				t.Fatal(err)
-			}
-			return c
-		}
-	}))
+	cc := &clusterChecks{ss: cluster(t)}
+	sharedtest.Run(t, sharedOpener(cc.onPrefix("S")))
 }
 
 // TestSharedFailsClosed: with its connection gone, a spend, a take and a

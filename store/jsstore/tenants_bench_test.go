@@ -4,13 +4,10 @@ import (
 	"bytes"
 	"context"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/torpor-dev/torpor/did"
-	"github.com/torpor-dev/torpor/internal/benchcpu"
-	"github.com/torpor-dev/torpor/store/jsstore"
-	"github.com/torpor-dev/torpor/store/jsstore/jsserver"
 	"github.com/torpor-dev/torpor/store/tenants"
 )
 
@@ -32,18 +29,7 @@ func BenchmarkTenants(b *testing.B) {
 		benchTenants(b, l)
 	})
 	b.Run("R3-cluster", func(b *testing.B) {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		ss, err := jsserver.StartCluster(ctx, b.TempDir(), 3, jsserver.Options{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer jsserver.Shutdown(ss)
-		c, err := jsstore.Open(ctx, jsstore.Config{URLs: []string{ss[0].URL(), ss[1].URL(), ss[2].URL()}})
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer c.Close()
+		c := openCluster(b, cluster(b))
 		benchTenants(b, c.Tenants(nil))
 	})
 }
@@ -57,21 +43,9 @@ func benchTenants(b *testing.B, s tenants.Store) {
 	if err := s.Enrol(owner.DID(), dev.DID()); err != nil {
 		b.Fatal(err)
 	}
+	var n atomic.Int64
 	run := func(name string, op func() error) {
-		b.Run(name, func(b *testing.B) {
-			b.SetParallelism(8) // 8 × GOMAXPROCS (2 here) = 16 callers
-			b.ResetTimer()
-			meter := benchcpu.Start(b)
-			b.RunParallel(func(pb *testing.PB) {
-				for pb.Next() {
-					if err := op(); err != nil {
-						b.Error(err)
-						return
-					}
-				}
-			})
-			meter.Stop()
-		})
+		parallel(b, name, &n, func(context.Context, int64) error { return op() })
 	}
 	run("tenant-of", func() error {
 		_, ok, err := s.TenantOf(dev.DID())

@@ -2,7 +2,6 @@ package mqttsession
 
 import (
 	"bytes"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -88,14 +87,14 @@ func (q *Queue) buckets(tx *bolt.Tx) (qbuckets, error) {
 }
 
 func (b qbuckets) count() (int, int64) {
-	return int(getUint(b.meta, keyCount)), int64(getUint(b.meta, keyBytes))
+	return int(store.Uint(b.meta, keyCount)), int64(store.Uint(b.meta, keyBytes))
 }
 
 func (b qbuckets) setCount(n int, size int64) error {
-	if err := putUint(b.meta, keyCount, uint64(n)); err != nil {
+	if err := store.PutUint(b.meta, keyCount, uint64(n)); err != nil {
 		return err
 	}
-	return putUint(b.meta, keyBytes, uint64(size))
+	return store.PutUint(b.meta, keyBytes, uint64(size))
 }
 
 // Wait returns a channel that is closed once the queue holds an item (at
@@ -280,16 +279,4 @@ func (q *Queue) quarantine(b qbuckets, v []byte) error {
 		return err
 	}
 	return trim(b.bad, maxQuarantined)
-}
-
-func getUint(b *bolt.Bucket, k []byte) uint64 {
-	v := b.Get(k)
-	if len(v) != 8 {
-		return 0
-	}
-	return binary.BigEndian.Uint64(v)
-}
-
-func putUint(b *bolt.Bucket, k []byte, v uint64) error {
-	return b.Put(k, binary.BigEndian.AppendUint64(nil, v))
 }

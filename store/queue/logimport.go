@@ -1,8 +1,6 @@
 package queue
 
 import (
-	"fmt"
-
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/torpor-dev/torpor/store/queue/recordlog"
@@ -22,20 +20,9 @@ func exportBolt(tx *bolt.Tx, w *recordlog.Writer) error {
 		if _, err := w.Write(buf); err != nil {
 			return err
 		}
-		recs := ab.Bucket(bucketRecords)
-		if recs == nil {
-			return nil
-		}
-		return recs.ForEach(func(k, v []byte) error {
-			if len(k) != 8 {
-				return fmt.Errorf("%w: record key of %d bytes under %s", ErrCorrupt, len(k), agent)
-			}
-			r, err := decodeRecord(agent, getSeq(k), v)
-			if err != nil {
-				return err
-			}
+		return eachRecord(ab, agent, func(r Record) error {
 			buf = appendRecordFrame(buf[:0], r)
-			_, err = w.Write(buf)
+			_, err := w.Write(buf)
 			return err
 		})
 	})

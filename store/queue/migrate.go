@@ -69,6 +69,12 @@ func rebuildPeers(ab *bolt.Bucket, agent string) error {
 	if err != nil {
 		return err
 	}
+	return eachRecord(ab, agent, func(r Record) error { return addPeer(peers, r, +1) })
+}
+
+// eachRecord calls fn with each record in agent's bucket ab, in sequence
+// order; a record it cannot decode is ErrCorrupt.
+func eachRecord(ab *bolt.Bucket, agent string, fn func(Record) error) error {
 	recs := ab.Bucket(bucketRecords)
 	if recs == nil {
 		return nil
@@ -81,6 +87,6 @@ func rebuildPeers(ab *bolt.Bucket, agent string) error {
 		if err != nil {
 			return err
 		}
-		return addPeer(peers, r, +1)
+		return fn(r)
 	})
 }

@@ -241,8 +241,8 @@ func (c *Cache) Stats() (s Stats, err error) {
 		if m == nil {
 			return errors.New("replay: buckets missing; use Open")
 		}
-		s.Entries = int(getUint(m, keyCount))
-		s.Evicted = getUint(m, keyEvicted)
+		s.Entries = int(store.Uint(m, keyCount))
+		s.Evicted = store.Uint(m, keyEvicted)
 		return nil
 	})
 	return s, err
@@ -259,9 +259,9 @@ func (t *TxCache) buckets() (buckets, error) {
 	return b, nil
 }
 
-func (b buckets) count() int { return int(getUint(b.meta, keyCount)) }
+func (b buckets) count() int { return int(store.Uint(b.meta, keyCount)) }
 
-func (b buckets) setCount(n int) error { return store.Err(putUint(b.meta, keyCount, uint64(n))) }
+func (b buckets) setCount(n int) error { return store.Err(store.PutUint(b.meta, keyCount, uint64(n))) }
 
 func (b buckets) put(key []byte, until int64) error {
 	if err := b.ids.Put(key, encodeTime(until)); err != nil {
@@ -293,7 +293,7 @@ func (b buckets) evictFirst() error {
 	if err := b.remove(k); err != nil {
 		return err
 	}
-	return store.Err(putUint(b.meta, keyEvicted, getUint(b.meta, keyEvicted)+1))
+	return store.Err(store.PutUint(b.meta, keyEvicted, store.Uint(b.meta, keyEvicted)+1))
 }
 
 func (b buckets) remove(expk []byte) error {
@@ -339,16 +339,4 @@ func decodeTime(b []byte) int64 {
 		return 0
 	}
 	return int64(binary.BigEndian.Uint64(b))
-}
-
-func getUint(b *bolt.Bucket, k []byte) uint64 {
-	v := b.Get(k)
-	if len(v) != 8 {
-		return 0
-	}
-	return binary.BigEndian.Uint64(v)
-}
-
-func putUint(b *bolt.Bucket, k []byte, v uint64) error {
-	return b.Put(k, binary.BigEndian.AppendUint64(nil, v))
 }

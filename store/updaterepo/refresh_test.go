@@ -92,11 +92,7 @@ func TestRootRotationAtTheRelay(t *testing.T) {
 	eachBackend(t, func(t *testing.T, open opener) {
 		e := newEnv(t, open, 0)
 		newKey := key(t)
-		roles := tufsign.Roles{
-			Root: []ed25519.PublicKey{newKey.Public().(ed25519.PublicKey)}, RootThreshold: 1,
-			Targets: []ed25519.PublicKey{e.targetsKey.Public().(ed25519.PublicKey)}, TargetsThreshold: 1,
-			Snapshot: e.snapKey.Public().(ed25519.PublicKey), Timestamp: e.tsKey.Public().(ed25519.PublicKey),
-		}
+		roles := e.roles(newKey)
 		if err := tufsign.SetRoles(e.root, roles); err != nil {
 			t.Fatal(err)
 		}
@@ -170,11 +166,7 @@ func TestRelayKeysRotated(t *testing.T) {
 		e.snapKey, e.tsKey = key(t), key(t)
 		e.repo.Close()
 		e.open()
-		if err := tufsign.SetRoles(e.root, tufsign.Roles{
-			Root: []ed25519.PublicKey{e.rootKey.Public().(ed25519.PublicKey)}, RootThreshold: 1,
-			Targets: []ed25519.PublicKey{e.targetsKey.Public().(ed25519.PublicKey)}, TargetsThreshold: 1,
-			Snapshot: e.snapKey.Public().(ed25519.PublicKey), Timestamp: e.tsKey.Public().(ed25519.PublicKey),
-		}); err != nil {
+		if err := tufsign.SetRoles(e.root, e.roles(e.rootKey)); err != nil {
 			t.Fatal(err)
 		}
 		e.root.Signed.Version = 2

@@ -51,11 +51,7 @@ func newEnv(t testing.TB, open opener, maxBytes int64) *env {
 	}
 	e := &env{t: t, clk: clocktest.New(t0), rootKey: key(t), targetsKey: key(t), snapKey: key(t), tsKey: key(t),
 		opener: open, maxBytes: maxBytes}
-	root, err := tufsign.NewRoot(tufsign.Roles{
-		Root: []ed25519.PublicKey{e.rootKey.Public().(ed25519.PublicKey)}, RootThreshold: 1,
-		Targets: []ed25519.PublicKey{e.targetsKey.Public().(ed25519.PublicKey)}, TargetsThreshold: 1,
-		Snapshot: e.snapKey.Public().(ed25519.PublicKey), Timestamp: e.tsKey.Public().(ed25519.PublicKey),
-	}, t0.AddDate(1, 0, 0))
+	root, err := tufsign.NewRoot(e.roles(e.rootKey), t0.AddDate(1, 0, 0))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,6 +65,17 @@ func newEnv(t testing.TB, open opener, maxBytes int64) *env {
 		t.Fatal(err)
 	}
 	return e
+}
+
+// roles are the env's keys as a root names them, with rootKey the one
+// root key (threshold 1).
+func (e *env) roles(rootKey ed25519.PrivateKey) tufsign.Roles {
+	pub := func(k ed25519.PrivateKey) ed25519.PublicKey { return k.Public().(ed25519.PublicKey) }
+	return tufsign.Roles{
+		Root: []ed25519.PublicKey{pub(rootKey)}, RootThreshold: 1,
+		Targets: []ed25519.PublicKey{pub(e.targetsKey)}, TargetsThreshold: 1,
+		Snapshot: pub(e.snapKey), Timestamp: pub(e.tsKey),
+	}
 }
 
 // open opens the repository (again, after a Close: a relay restarted).

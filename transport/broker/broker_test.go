@@ -18,11 +18,7 @@ import (
 
 func TestBrokerRaisesMessageExpiryAndServes(t *testing.T) {
 	op, dev := didtest.Key(t, 1), didtest.Key(t, 2)
-	b, err := Start(Config{Listen: "127.0.0.1:0", DataDir: t.TempDir(), Operators: []did.DID{op.DID()}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	b := startBroker(t, Config{DataDir: t.TempDir(), Operators: []did.DID{op.DID()}})
 	if got := b.MaxMessageExpiry(); got != 30*24*time.Hour {
 		t.Errorf("MaxMessageExpiry = %v, want 720h (mochi's default is 24h)", got)
 	}
@@ -47,6 +43,21 @@ func TestBrokerRaisesMessageExpiryAndServes(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("no message through the embedded broker")
 	}
+}
+
+// startBroker starts a broker with cfg, on a free loopback port if cfg
+// names no Listen address, until the test ends.
+func startBroker(t *testing.T, cfg Config) *Broker {
+	t.Helper()
+	if cfg.Listen == "" {
+		cfg.Listen = "127.0.0.1:0"
+	}
+	b, err := Start(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return b
 }
 
 // connect connects as a Torpor client does: user name the DID, password a
@@ -158,11 +169,7 @@ func TestBrokerRestartDeliversQueuedCommands(t *testing.T) {
 // a token, a token of another DID, a token for another broker, an expired
 // token and a made-up password are all refused at CONNECT.
 func TestBrokerRefusesUnauthenticated(t *testing.T) {
-	b, err := Start(Config{Listen: "127.0.0.1:0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	b := startBroker(t, Config{})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	k, other := didtest.Key(t, 3), didtest.Key(t, 4)
@@ -252,11 +259,7 @@ func TestBrokerBindsNamesToDIDs(t *testing.T) {
 // commands and reads statuses; a will on another's topic is refused.
 func TestBrokerACL(t *testing.T) {
 	op, a, c := didtest.Key(t, 1), didtest.Key(t, 2), didtest.Key(t, 3)
-	b, err := Start(Config{Listen: "127.0.0.1:0", Operators: []did.DID{op.DID()}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	b := startBroker(t, Config{Operators: []did.DID{op.DID()}})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	mustConnect(t, ctx, b, a, "dev-a", true, nil)
@@ -302,11 +305,7 @@ func TestBrokerACL(t *testing.T) {
 // publisher's connection and reaches no subscriber.
 func TestBrokerRefusesLargePackets(t *testing.T) {
 	op, dev := didtest.Key(t, 1), didtest.Key(t, 2)
-	b, err := Start(Config{Listen: "127.0.0.1:0", Operators: []did.DID{op.DID()}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	b := startBroker(t, Config{Operators: []did.DID{op.DID()}})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	got := make(chan int, 4)
@@ -318,7 +317,7 @@ func TestBrokerRefusesLargePackets(t *testing.T) {
 	pub := mustConnect(t, ctx, b, op, "torporctl-1", true, nil)
 	big := bytes.Repeat([]byte("x"), 5<<20)
 	bctx, bcancel := context.WithTimeout(ctx, 3*time.Second)
-	_, err = pub.Publish(bctx, &paho.Publish{Topic: "torpor/v1/dev-1/cmd", QoS: 1, Payload: big})
+	_, err := pub.Publish(bctx, &paho.Publish{Topic: "torpor/v1/dev-1/cmd", QoS: 1, Payload: big})
 	bcancel()
 	if err == nil {
 		t.Error("a 5 MiB PUBLISH was acknowledged")
@@ -343,11 +342,7 @@ func TestBrokerRefusesLargePackets(t *testing.T) {
 // for another name, moves nothing.
 func TestBrokerKeyHandover(t *testing.T) {
 	old, next, stranger := didtest.Key(t, 1), didtest.Key(t, 2), didtest.Key(t, 3)
-	b, err := Start(Config{Listen: "127.0.0.1:0", DataDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	b := startBroker(t, Config{DataDir: t.TempDir()})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	mustConnect(t, ctx, b, old, "pump-1", true, nil).Disconnect(&paho.Disconnect{})

@@ -20,11 +20,7 @@ import (
 func TestOnCommand(t *testing.T) {
 	op, dev := didtest.Key(t, 1), didtest.Key(t, 2)
 	got := make(chan Command, 4)
-	b, err := Start(Config{Listen: "127.0.0.1:0", Operators: []did.DID{op.DID()}, OnCommand: func(c Command) { got <- c }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	b := startBroker(t, Config{Operators: []did.DID{op.DID()}, OnCommand: func(c Command) { got <- c }})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	d := mustConnect(t, ctx, b, dev, "device-1", true, nil)

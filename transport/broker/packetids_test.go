@@ -95,11 +95,7 @@ func TestBrokerSubscribesWithDeliveryID(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	op, key := didtest.Key(t, 1), didtest.Key(t, 7)
-	b, err := Start(Config{Listen: "127.0.0.1:0", Operators: []did.DID{op.DID()}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	b := startBroker(t, Config{Operators: []did.DID{op.DID()}})
 	opc := mustConnect(t, ctx, b, op, "operator", true, nil)
 	dev := dialRaw(t, ctx, b, key, "device-7", false)
 	id := commandInFlight(t, ctx, opc, dev)

@@ -3,7 +3,6 @@ package relay
 import (
 	"context"
 	"errors"
-	"net/http"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -12,7 +11,6 @@ import (
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/did/didtest"
 	"github.com/torpor-dev/torpor/store/agents"
-	"github.com/torpor-dev/torpor/transport/bearer"
 	"github.com/torpor-dev/torpor/transport/link"
 )
 
@@ -21,15 +19,7 @@ var sendBody = sendV1
 // admitAs posts the admission of agent with a token of caller (nil: none).
 func (h *harness) admitAs(tb testing.TB, agent did.DID, caller *did.PrivateKey) resp {
 	tb.Helper()
-	req, _ := http.NewRequest("POST", h.srv.URL+"/operator/agents/"+agent.String()+"/admit", nil)
-	if caller != nil {
-		tok, err := bearer.IssuePurpose(caller, h.relay.cfg.PublicURL, bearer.OperatorPurpose("POST", req.URL.EscapedPath()), h.clk.Now(), bearer.OperatorTTL)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		req.Header.Set("Authorization", bearer.Authorization(tok))
-	}
-	return h.do(tb, req)
+	return h.asOperator(tb, "POST", "/operator/agents/"+agent.String()+"/admit", caller, nil)
 }
 
 // TestProbationUntilAdmitted: a new device gets probation's ceiling in its

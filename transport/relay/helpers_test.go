@@ -206,6 +206,22 @@ func (h *harness) getKP(tb testing.TB, path string) resp {
 	return h.getAs(tb, path, didtest.Key(tb, 77))
 }
 
+// asOperator makes the request method path (under the relay's URL) with
+// body (nil: none), with an operator's token of k for that method and
+// path (bearer.OperatorPurpose; k nil: no token).
+func (h *harness) asOperator(tb testing.TB, method, path string, k *did.PrivateKey, body io.Reader) resp {
+	tb.Helper()
+	req, _ := http.NewRequest(method, h.srv.URL+path, body)
+	if k != nil {
+		tok, err := bearer.IssuePurpose(k, h.relay.cfg.PublicURL, bearer.OperatorPurpose(method, req.URL.EscapedPath()), h.clk.Now(), bearer.OperatorTTL)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		req.Header.Set("Authorization", bearer.Authorization(tok))
+	}
+	return h.do(tb, req)
+}
+
 // getAs gets path with a token of caller.
 func (h *harness) getAs(tb testing.TB, path string, caller *did.PrivateKey) resp {
 	tb.Helper()

@@ -2,28 +2,18 @@ package relay
 
 import (
 	"log/slog"
-	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/did/didtest"
 	"github.com/torpor-dev/torpor/runtime/runtimetest"
-	"github.com/torpor-dev/torpor/transport/bearer"
 )
 
 // operatorReq makes an operator request as k (nil: no token).
 func (h *harness) operatorReq(tb testing.TB, method string, k *did.PrivateKey, agent did.DID, query string) resp {
 	tb.Helper()
-	req, _ := http.NewRequest(method, h.srv.URL+"/operator/queue/"+agent.String()+query, nil)
-	if k != nil {
-		tok, err := bearer.IssuePurpose(k, h.relay.cfg.PublicURL, bearer.OperatorPurpose(method, req.URL.EscapedPath()), h.clk.Now(), bearer.OperatorTTL)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		req.Header.Set("Authorization", bearer.Authorization(tok))
-	}
-	return h.do(tb, req)
+	return h.asOperator(tb, method, "/operator/queue/"+agent.String()+query, k, nil)
 }
 
 // TestOperatorQueue: an operator lists a device's queue and purges one

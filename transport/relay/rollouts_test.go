@@ -5,14 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"path/filepath"
 	"testing"
 
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/did/didtest"
 	"github.com/torpor-dev/torpor/store/rollouts"
-	"github.com/torpor-dev/torpor/transport/bearer"
 	"github.com/torpor-dev/torpor/transport/link/wire"
 	"github.com/torpor-dev/torpor/transport/operatorapi"
 	"github.com/torpor-dev/torpor/transport/relay/rollout"
@@ -23,13 +21,7 @@ import (
 func (h *harness) rolloutReq(tb testing.TB, method, path string, k *did.PrivateKey, body any) resp {
 	tb.Helper()
 	b, _ := json.Marshal(body)
-	req, _ := http.NewRequest(method, h.srv.URL+path, bytes.NewReader(b))
-	tok, err := bearer.IssuePurpose(k, h.relay.cfg.PublicURL, bearer.OperatorPurpose(method, req.URL.EscapedPath()), h.clk.Now(), bearer.OperatorTTL)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	req.Header.Set("Authorization", bearer.Authorization(tok))
-	return h.do(tb, req)
+	return h.asOperator(tb, method, path, k, bytes.NewReader(b))
 }
 
 // updateStatus is a device's signed status reporting an install outcome,

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -81,18 +80,6 @@ func (th *tenantHarness) enrolled(t testing.TB, owner, dev *did.PrivateKey) bool
 		t.Fatal(err)
 	}
 	return ok
-}
-
-// admitReq is POST /operator/agents/{did}/admit as k.
-func (th *tenantHarness) admitReq(t *testing.T, k *did.PrivateKey, agent did.DID) resp {
-	t.Helper()
-	req, _ := http.NewRequest("POST", th.srv.URL+"/operator/agents/"+agent.String()+"/admit", nil)
-	tok, err := bearer.IssuePurpose(k, th.relay.cfg.PublicURL, bearer.OperatorPurpose("POST", req.URL.EscapedPath()), th.clk.Now(), bearer.OperatorTTL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", bearer.Authorization(tok))
-	return th.do(t, req)
 }
 
 // TestTenantsEnrolWithinTheDevicesQuota: an owner's enrolment admits a
@@ -204,17 +191,17 @@ func TestTenantsOperatorsActOnlyOnTheirTenant(t *testing.T) {
 	if r := th.operatorReq(t, "DELETE", th.opA, devA.DID(), "?all=1"); r.status != 200 || r.json["purged"] != float64(1) {
 		t.Errorf("opA purges a's: %d %s", r.status, r.body)
 	}
-	if r := th.admitReq(t, th.host, devA.DID()); r.status != 403 || r.json["error"] != "not_tenant_operator" {
+	if r := th.admitAs(t, devA.DID(), th.host); r.status != 403 || r.json["error"] != "not_tenant_operator" {
 		t.Errorf("host admits a's device: %d %s", r.status, r.body)
 	}
-	if r := th.admitReq(t, th.opB, devA.DID()); r.status != 403 {
+	if r := th.admitAs(t, devA.DID(), th.opB); r.status != 403 {
 		t.Errorf("opB admits a's device: %d %s", r.status, r.body)
 	}
-	if r := th.admitReq(t, th.opA, devA.DID()); r.status != 200 {
+	if r := th.admitAs(t, devA.DID(), th.opA); r.status != 200 {
 		t.Errorf("opA admits a's device: %d %s", r.status, r.body)
 	}
 	loose := didtest.Key(t, 80).DID()
-	if r := th.admitReq(t, th.opA, loose); r.status != 403 || r.json["error"] != "not_operator" {
+	if r := th.admitAs(t, loose, th.opA); r.status != 403 || r.json["error"] != "not_operator" {
 		t.Errorf("opA admits a device in no tenant: %d %s", r.status, r.body)
 	}
 }
@@ -250,16 +237,8 @@ func TestTenantsOperatorListAndUsage(t *testing.T) {
 		t.Errorf("the removed operator lists a's queue: %d %s", r.status, r.body)
 	}
 	usage := func(k *did.PrivateKey) (int, []byte) {
-		req, _ := http.NewRequest("GET", th.srv.URL+"/operator/tenants/"+th.a.DID().String()+"/usage?hour=2026-01-15T12:00:00Z", nil)
-		tok, _ := bearer.IssuePurpose(k, th.relay.cfg.PublicURL, bearer.OperatorPurpose("GET", req.URL.EscapedPath()), th.clk.Now(), bearer.OperatorTTL)
-		req.Header.Set("Authorization", bearer.Authorization(tok))
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer res.Body.Close()
-		b, _ := io.ReadAll(res.Body)
-		return res.StatusCode, b
+		r := th.asOperator(t, "GET", "/operator/tenants/"+th.a.DID().String()+"/usage?hour=2026-01-15T12:00:00Z", k, nil)
+		return r.status, r.body
 	}
 	if st, b := usage(th.opB); st != 403 {
 		t.Errorf("b's operator reads a's usage: %d %s", st, b)
@@ -501,12 +480,7 @@ func TestTenantsListForTheHost(t *testing.T) {
 		t.Fatal("enrolment failed")
 	}
 	th.post(t, devA.DID(), didtest.Key(t, 90), "1.0", sendV1)
-	get := func(k *did.PrivateKey) resp {
-		req, _ := http.NewRequest("GET", th.srv.URL+"/operator/tenants", nil)
-		tok, _ := bearer.IssuePurpose(k, th.relay.cfg.PublicURL, bearer.OperatorPurpose("GET", "/operator/tenants"), th.clk.Now(), bearer.OperatorTTL)
-		req.Header.Set("Authorization", bearer.Authorization(tok))
-		return th.do(t, req)
-	}
+	get := func(k *did.PrivateKey) resp { return th.asOperator(t, "GET", "/operator/tenants", k, nil) }
 	r := get(th.host)
 	var body struct{ Tenants []tenantTotal }
 	if err := json.Unmarshal(r.body, &body); r.status != 200 || err != nil || len(body.Tenants) != 2 {

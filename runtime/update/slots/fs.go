@@ -3,7 +3,6 @@ package slots
 import (
 	"io"
 	"os"
-	"path/filepath"
 
 	"github.com/torpor-dev/torpor/internal/atomicfile"
 )
@@ -16,7 +15,8 @@ type fsys interface {
 	// WriteAtomic replaces path with data as internal/atomicfile does.
 	WriteAtomic(path string, data []byte, perm os.FileMode) error
 	// CopyIn writes r to tmp (made with perm), syncs it, renames it to
-	// path and syncs path's directory.
+	// path and syncs path's directory, as internal/atomicfile's CopyIn
+	// does.
 	CopyIn(tmp, path string, r io.Reader, perm os.FileMode) error
 	MkdirAll(path string, perm os.FileMode) error
 	Remove(path string) error
@@ -38,33 +38,5 @@ func (osFS) Remove(path string) error { return os.Remove(path) }
 func (osFS) Open(path string) (io.ReadCloser, error) { return os.Open(path) }
 
 func (osFS) CopyIn(tmp, path string, r io.Reader, perm os.FileMode) error {
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, perm)
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp) // no-op after the rename
-	if _, err := io.Copy(f, r); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return err
-	}
-	return syncDir(filepath.Dir(path))
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
+	return atomicfile.CopyIn(tmp, path, r, perm)
 }

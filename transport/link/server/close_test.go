@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/torpor-dev/torpor/did/didtest"
+	"github.com/torpor-dev/torpor/internal/syncbuf"
 	"github.com/torpor-dev/torpor/transport/link"
 	"github.com/torpor-dev/torpor/transport/link/wire"
 )
@@ -82,7 +83,7 @@ func (p *stallProxy) pipe(dst io.Writer, src io.Reader, release <-chan struct{})
 // silent one before it (bug: a relay's stop took seconds per silent link).
 func TestCloseDoesNotWaitLinkByLink(t *testing.T) {
 	h := newHarness(t)
-	var log syncBuffer
+	var log syncbuf.Buffer
 	h.srv.Logger = slog.New(slog.NewTextHandler(&log, nil))
 	release := make(chan struct{})
 	var silent []string
@@ -127,7 +128,7 @@ func TestCloseDoesNotWaitLinkByLink(t *testing.T) {
 // the state was lost and an ERROR logged at every agent's stop).
 func TestLastStateOfALeavingDeviceIsKept(t *testing.T) {
 	h := newHarness(t)
-	var log syncBuffer
+	var log syncbuf.Buffer
 	h.srv.Logger = slog.New(slog.NewTextHandler(&log, nil))
 	h.agents.publishing, h.agents.release = make(chan context.Context, 1), make(chan struct{})
 	dev := didtest.Key(t, 30)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/did/didtest"
+	"github.com/torpor-dev/torpor/internal/syncbuf"
 	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 	"github.com/torpor-dev/torpor/transport/bearer"
@@ -418,7 +419,7 @@ func (failingAck) Ack(context.Context, string, []uint64) error {
 // "relay error", so the relay's log is where the operator learns why.
 func TestStoreFailureIsLogged(t *testing.T) {
 	h := newHarness(t)
-	var log syncBuffer
+	var log syncbuf.Buffer
 	h.srv.Logger = slog.New(slog.NewTextHandler(&log, nil))
 	h.srv.Queue = failingAck{h.q}
 	dev := didtest.Key(t, 1)
@@ -435,31 +436,13 @@ func TestStoreFailureIsLogged(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for the server's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestNormalCloseIsNoError: a device that closes its link at the end of
 // its wake gets a "link down" line that says so, not a websocket reader
 // error ("failed to get reader: received close frame: status =
 // StatusNormalClosure" read like a fault in every wake's log).
 func TestNormalCloseIsNoError(t *testing.T) {
 	h := newHarness(t)
-	var log syncBuffer
+	var log syncbuf.Buffer
 	h.srv.Logger = slog.New(slog.NewTextHandler(&log, nil))
 	dev := didtest.Key(t, 1)
 	c := h.dial(t, dev, nil)

@@ -210,14 +210,21 @@ func (m *Mosquitto) start(t testing.TB) {
 	}
 }
 
+// detach returns the running process and its exit channel, and forgets
+// them: the caller stops it. cmd is nil if mosquitto is not running.
+func (m *Mosquitto) detach() (cmd *exec.Cmd, exited chan struct{}) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	cmd, exited = m.cmd, m.exited
+	m.cmd = nil
+	return cmd, exited
+}
+
 // Stop implements Broker: SIGTERM, which makes mosquitto save its
 // persistence file, then wait for it to exit.
 func (m *Mosquitto) Stop(t testing.TB) {
 	t.Helper()
-	m.mu.Lock()
-	cmd, exited := m.cmd, m.exited
-	m.cmd = nil
-	m.mu.Unlock()
+	cmd, exited := m.detach()
 	if cmd == nil {
 		return
 	}
@@ -238,10 +245,7 @@ func (m *Mosquitto) Stop(t testing.TB) {
 // once the process has exited; Restart starts it again.
 func (m *Mosquitto) Kill(t testing.TB) {
 	t.Helper()
-	m.mu.Lock()
-	cmd, exited := m.cmd, m.exited
-	m.cmd = nil
-	m.mu.Unlock()
+	cmd, exited := m.detach()
 	if cmd == nil {
 		t.Fatal("mosquitto is not running")
 	}

@@ -1,12 +1,13 @@
 package mqtttest
 
 import (
-	"bytes"
 	"io"
 	"net"
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/torpor-dev/torpor/internal/syncbuf"
 )
 
 // Proxy is a TCP proxy on loopback that a test can cut, to partition a
@@ -25,26 +26,7 @@ type Proxy struct {
 	conns map[net.Conn]bool
 	// sent holds, per proxied connection in the order they were
 	// accepted, the bytes the client sent to the broker.
-	sent []*lockedBuffer
-}
-
-// lockedBuffer is a bytes.Buffer that one goroutine writes while another
-// reads.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) bytes() []byte {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return bytes.Clone(b.buf.Bytes())
+	sent []*syncbuf.Buffer
 }
 
 // Sent returns, for each connection the proxy forwarded so far, the bytes
@@ -55,7 +37,7 @@ func (p *Proxy) Sent() [][]byte {
 	defer p.mu.Unlock()
 	out := make([][]byte, len(p.sent))
 	for i, b := range p.sent {
-		out[i] = b.bytes()
+		out[i] = b.Bytes()
 	}
 	return out
 }
@@ -154,7 +136,7 @@ func (p *Proxy) forward(c net.Conn) {
 
 // track registers a proxied pair and returns the buffer that records what
 // its client sends, or closes the pair when the proxy was cut meanwhile.
-func (p *Proxy) track(c, up net.Conn) (*lockedBuffer, bool) {
+func (p *Proxy) track(c, up net.Conn) (*syncbuf.Buffer, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.cut {
@@ -163,7 +145,7 @@ func (p *Proxy) track(c, up net.Conn) (*lockedBuffer, bool) {
 		return nil, false
 	}
 	p.conns[c], p.conns[up] = true, true
-	rec := new(lockedBuffer)
+	rec := new(syncbuf.Buffer)
 	p.sent = append(p.sent, rec)
 	return rec, true
 }

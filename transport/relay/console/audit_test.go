@@ -4,19 +4,16 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/torpor-dev/torpor/clock/clocktest"
 	"github.com/torpor-dev/torpor/did/didtest"
 	"github.com/torpor-dev/torpor/store/audit"
 	"github.com/torpor-dev/torpor/transport/bearer"
 	"github.com/torpor-dev/torpor/transport/operatorapi"
-	"github.com/torpor-dev/torpor/wake"
 )
 
 // newAuditSite is newSite with an audit log.
@@ -27,21 +24,7 @@ func newAuditSite(t *testing.T) (*site, audit.Store) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	s := &site{fixture: newFixture(t), clk: clocktest.New(t0), op: didtest.Key(t, 20), dev: didtest.Key(t, 1)}
-	s.put(t, device{key: s.dev, name: "pump-1", mode: wake.Sleep, next: t0.Add(time.Hour)})
-	s.srv = httptest.NewUnstartedServer(nil)
-	s.origin = "http://" + s.srv.Listener.Addr().String()
-	c, err := New(Config{Source: *s.src, PublicURL: s.origin, Operators: []string{s.op.DID().String()}, Secret: make([]byte, 32),
-		Clock: s.clk, Audit: st})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := http.NewServeMux()
-	c.Register(m)
-	s.srv.Config.Handler = m
-	s.srv.Start()
-	t.Cleanup(s.srv.Close)
-	return s, st
+	return newSiteWith(t, "", func(c *Config) { c.Audit = st }), st
 }
 
 // TestAuditSessions: a login, a replayed login link, a stranger's login

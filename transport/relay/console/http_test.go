@@ -29,7 +29,11 @@ type site struct {
 	dev    *did.PrivateKey
 }
 
-func newSite(t *testing.T, origin string) *site {
+func newSite(t *testing.T, origin string) *site { return newSiteWith(t, origin, nil) }
+
+// newSiteWith is newSite with set (if not nil) changing the console's
+// configuration before the console is made.
+func newSiteWith(t *testing.T, origin string, set func(*Config)) *site {
 	t.Helper()
 	s := &site{fixture: newFixture(t), clk: clocktest.New(t0), op: didtest.Key(t, 20), dev: didtest.Key(t, 1)}
 	s.put(t, device{key: s.dev, name: "pump-1", mode: wake.Sleep, next: t0.Add(time.Hour)})
@@ -38,7 +42,11 @@ func newSite(t *testing.T, origin string) *site {
 	if s.origin == "" {
 		s.origin = "http://" + s.srv.Listener.Addr().String()
 	}
-	c, err := New(Config{Source: *s.src, PublicURL: s.origin, Operators: []string{s.op.DID().String()}, Secret: make([]byte, 32), Clock: s.clk})
+	cfg := Config{Source: *s.src, PublicURL: s.origin, Operators: []string{s.op.DID().String()}, Secret: make([]byte, 32), Clock: s.clk}
+	if set != nil {
+		set(&cfg)
+	}
+	c, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

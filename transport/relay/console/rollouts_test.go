@@ -4,16 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/torpor-dev/torpor/clock/clocktest"
 	"github.com/torpor-dev/torpor/did/didtest"
 	"github.com/torpor-dev/torpor/transport/bearer"
 	"github.com/torpor-dev/torpor/transport/operatorapi"
-	"github.com/torpor-dev/torpor/wake"
 )
 
 // listedRollouts is Rollouts over a fixed list: the console only renders
@@ -30,20 +27,7 @@ func (l listedRollouts) DeviceUpdates(_ context.Context, d string) ([]operatorap
 
 func newRolloutSite(t *testing.T, ro Rollouts) *site {
 	t.Helper()
-	s := &site{fixture: newFixture(t), clk: clocktest.New(t0), op: didtest.Key(t, 20), dev: didtest.Key(t, 1)}
-	s.put(t, device{key: s.dev, name: "pump-1", mode: wake.Sleep, next: t0.Add(time.Hour)})
-	s.srv = httptest.NewUnstartedServer(nil)
-	s.origin = "http://" + s.srv.Listener.Addr().String()
-	c, err := New(Config{Source: *s.src, PublicURL: s.origin, Operators: []string{s.op.DID().String()}, Secret: make([]byte, 32), Clock: s.clk, Rollouts: ro})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := http.NewServeMux()
-	c.Register(m)
-	s.srv.Config.Handler = m
-	s.srv.Start()
-	t.Cleanup(s.srv.Close)
-	return s
+	return newSiteWith(t, "", func(c *Config) { c.Rollouts = ro })
 }
 
 // TestRolloutsPage: the rollouts page shows each rollout's state and
