@@ -76,6 +76,9 @@ type wakeRun struct {
 	// sentStatus is the content of the status the relay accepted over the
 	// link in use (wakeRun.status); "" before that and after a redial.
 	sentStatus string
+	// sentSched is the schedule of the last state the relay accepted over
+	// the link in use; zero before that and after a redial.
+	sentSched stateSchedule
 
 	// health is the board's health, read once a wake (wakeRun.health).
 	healthOnce sync.Once
@@ -544,7 +547,7 @@ func (w *wakeRun) cardFor(an announcement) (outCard, error) {
 // status the wake sent: a new link, perhaps to another relay.
 func (w *wakeRun) forgetSent() {
 	w.mu.Lock()
-	w.sentCard, w.sentPulse, w.sentStatus = nil, nil, ""
+	w.sentCard, w.sentPulse, w.sentStatus, w.sentSched = nil, nil, "", stateSchedule{}
 	w.answered = false
 	w.mu.Unlock()
 }
@@ -572,6 +575,7 @@ func (w *wakeRun) publishOnce(ctx context.Context, an announcement, card outCard
 	if status != nil {
 		w.sentStatus = content
 	}
+	w.sentSched = scheduleOf(st)
 	holds := bytes.Equal(w.sentCard, card.digest) || bytes.Equal(ok.CardDigest, card.digest)
 	w.answered = true
 	w.offer = ok.Offer
@@ -773,11 +777,49 @@ func (w *wakeRun) announce(ctx context.Context) {
 		}
 		an := w.announcement()
 		card, err := w.cardFor(an)
-		if err != nil {
+		if err != nil || w.relayHoldsAll(an, card) {
 			return err
 		}
 		return w.publishState(ctx, an, card, nil)
 	})
+}
+
+// relayHoldsAll reports whether the relay accepted, over the link in use,
+// everything a state announcing an would carry: the card, the pulse, the
+// last-resort KeyPackage, the schedule (mode, window, next wake) and a
+// status of the same content. Then the announce is not sent (issue 32:
+// the empty wake's last round trip): the relay would store what it holds.
+// What it costs: KeyPackages that senders fetched during the window are
+// replaced at the next wake, not at the window's end (publishState).
+func (w *wakeRun) relayHoldsAll(an announcement, card outCard) bool {
+	st := w.state(an, card, nil, nil)
+	if st.Card != nil || st.Pulse != nil || len(st.LastResort) > 0 || st.HeldDigest != nil {
+		return false
+	}
+	w.mu.Lock()
+	same := w.answered && w.sentSched == scheduleOf(st)
+	w.mu.Unlock()
+	if !same {
+		return false
+	}
+	_, c, err := w.statusContent()
+	return err == nil && w.statusHeld(c)
+}
+
+// stateSchedule is what a state frame says of when the device is reachable.
+type stateSchedule struct {
+	mode   string
+	window wire.Window
+	next   int64
+}
+
+// scheduleOf returns st's schedule.
+func scheduleOf(st wire.State) stateSchedule {
+	s := stateSchedule{mode: st.Mode, next: st.NextWake}
+	if st.Window != nil {
+		s.window = *st.Window
+	}
+	return s
 }
 
 // pulseStale reports whether the wake's pulse names another mode or next
