@@ -49,6 +49,7 @@ type wakeRun struct {
 	drainMu  sync.Mutex
 	l        Link
 	after    uint64 // drain cursor on the current link
+	fresh    bool   // nothing was drained on the current link yet
 	storeErr error  // a batch failed in the store: no more drains this wake
 
 	mu sync.Mutex
@@ -256,7 +257,7 @@ func (w *wakeRun) prepare(start time.Time, mgmt Management) {
 		w.ph.measure(PhaseLink, func() error {
 			l, err := a.dial(w.ctx, w.rep, func() { once.Do(func() { close(tried) }) })
 			w.drainMu.Lock()
-			w.l = l
+			w.l, w.fresh = l, true
 			w.drainMu.Unlock()
 			once.Do(func() { close(tried) })
 			return err
@@ -400,7 +401,7 @@ func (w *wakeRun) redial() bool {
 		return false
 	}
 	w.drainMu.Lock()
-	w.l, w.after = l, 0
+	w.l, w.after, w.fresh = l, 0, true
 	w.drainMu.Unlock()
 	return true
 }
@@ -676,6 +677,9 @@ func (w *wakeRun) drain() (drain.Report, error) {
 		if w.storeErr != nil {
 			return fmt.Errorf("runtime: not draining again in this wake after a store failure: %w", w.storeErr)
 		}
+		if w.helloEmptyLocked() {
+			return nil
+		}
 		for {
 			t := w.a.clock.Now()
 			recs, more, err := w.l.Pull(w.ctx, w.after, w.a.cfg.batchSize())
@@ -708,6 +712,19 @@ func (w *wakeRun) drain() (drain.Report, error) {
 		}
 	})
 	return total, err
+}
+
+// helloEmptyLocked reports whether the first drain on the link may skip
+// its pull: the relay's hello said that it queued nothing for the device
+// (link.Client.QueueEmpty), and no record was notified since (a record
+// queued later comes on Queued, and the live wake drains it then). It is
+// true at most once per link: a later drain pulls. An empty wake saves a
+// round trip (issue 32). w.drainMu must be held.
+func (w *wakeRun) helloEmptyLocked() bool {
+	fresh := w.fresh
+	w.fresh = false
+	e, ok := w.l.(interface{ QueueEmpty() bool })
+	return fresh && ok && e.QueueEmpty() && len(w.l.Queued()) == 0
 }
 
 // Drain drains the relay's queue now, in the wake in progress, and returns
