@@ -26,36 +26,50 @@ import (
 // state goes out without it, and the relay keeps the previous one.
 func (w *wakeRun) status() (signed []byte, content string) {
 	a := w.a
-	st, err := a.pipe.status()
+	st, c, err := w.statusContent()
 	if err == nil {
-		st.Board = a.cfg.Board
-		st.Wake = &wire.StatusWake{At: w.rep.At, Reason: w.rep.Reason}
-		st.Health = w.readHealth()
-		if a.cfg.Status.Install != nil {
-			st.Install = a.cfg.Status.Install()
+		if w.statusHeld(c) {
+			return nil, ""
 		}
-		if u := a.cfg.Relay.Updates; u != nil && u.Rauc != nil {
-			st.OSInstall = a.osInstallStatus(u.Rauc)
-		}
-		w.mu.Lock()
-		st.Update, st.OSUpdate = w.update, w.osUpdate
-		w.mu.Unlock()
-		var c []byte
-		if c, err = json.Marshal(st); err == nil {
-			w.mu.Lock()
-			held := w.sentStatus == string(c)
-			w.mu.Unlock()
-			if held {
-				return nil, ""
-			}
-			var b []byte
-			if b, err = signStatus(a.cfg.Key, a.clock.Now(), st); err == nil {
-				return b, string(c)
-			}
+		var b []byte
+		if b, err = signStatus(a.cfg.Key, a.clock.Now(), st); err == nil {
+			return b, string(c)
 		}
 	}
 	a.log.Warn("signing the status for the relay", "err", err)
 	return nil, ""
+}
+
+// statusContent reads the wake's status and returns it with its content
+// (the payload's JSON), unsigned.
+func (w *wakeRun) statusContent() (wire.Status, []byte, error) {
+	a := w.a
+	st, err := a.pipe.status()
+	if err != nil {
+		return st, nil, err
+	}
+	st.Board = a.cfg.Board
+	st.Wake = &wire.StatusWake{At: w.rep.At, Reason: w.rep.Reason}
+	st.Health = w.readHealth()
+	if a.cfg.Status.Install != nil {
+		st.Install = a.cfg.Status.Install()
+	}
+	if u := a.cfg.Relay.Updates; u != nil && u.Rauc != nil {
+		st.OSInstall = a.osInstallStatus(u.Rauc)
+	}
+	w.mu.Lock()
+	st.Update, st.OSUpdate = w.update, w.osUpdate
+	w.mu.Unlock()
+	c, err := json.Marshal(st)
+	return st, c, err
+}
+
+// statusHeld reports whether the relay accepted a status of content c
+// over the link in use.
+func (w *wakeRun) statusHeld(c []byte) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.sentStatus == string(c)
 }
 
 // HealthTimeout bounds how long a wake waits for Config.Status.Health: a

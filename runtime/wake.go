@@ -54,6 +54,7 @@ type wakeRun struct {
 	drainMu  sync.Mutex
 	l        Link
 	after    uint64 // drain cursor on the current link
+	fresh    bool   // nothing was drained on the current link yet
 	storeErr error  // a batch failed in the store: no more drains this wake
 
 	mu sync.Mutex
@@ -81,6 +82,9 @@ type wakeRun struct {
 	// sentStatus is the content of the status the relay accepted over the
 	// link in use (wakeRun.status); "" before that and after a redial.
 	sentStatus string
+	// sentSched is the schedule of the last state the relay accepted over
+	// the link in use; zero before that and after a redial.
+	sentSched stateSchedule
 
 	// health is the board's health, read once a wake (wakeRun.health).
 	healthOnce sync.Once
@@ -258,7 +262,7 @@ func (w *wakeRun) prepare(start time.Time, mgmt Management) {
 		w.ph.measure(PhaseLink, func() error {
 			l, err := a.dial(w.ctx, w.rep, func() { once.Do(func() { close(tried) }) })
 			w.drainMu.Lock()
-			w.l = l
+			w.l, w.fresh = l, true
 			w.drainMu.Unlock()
 			once.Do(func() { close(tried) })
 			return err
@@ -402,7 +406,7 @@ func (w *wakeRun) redial() bool {
 		return false
 	}
 	w.drainMu.Lock()
-	w.l, w.after = l, 0
+	w.l, w.after, w.fresh = l, 0, true
 	w.drainMu.Unlock()
 	return true
 }
@@ -549,7 +553,7 @@ func (w *wakeRun) cardFor(an announcement) (outCard, error) {
 // status the wake sent: a new link, perhaps to another relay.
 func (w *wakeRun) forgetSent() {
 	w.mu.Lock()
-	w.sentCard, w.sentPulse, w.sentStatus = nil, nil, ""
+	w.sentCard, w.sentPulse, w.sentStatus, w.sentSched = nil, nil, "", stateSchedule{}
 	w.answered = false
 	w.mu.Unlock()
 }
@@ -577,6 +581,7 @@ func (w *wakeRun) publishOnce(ctx context.Context, an announcement, card outCard
 	if status != nil {
 		w.sentStatus = content
 	}
+	w.sentSched = scheduleOf(st)
 	holds := bytes.Equal(w.sentCard, card.digest) || bytes.Equal(ok.CardDigest, card.digest)
 	w.answered = true
 	w.offer = ok.Offer
@@ -677,6 +682,9 @@ func (w *wakeRun) drain() (drain.Report, error) {
 		if w.storeErr != nil {
 			return fmt.Errorf("runtime: not draining again in this wake after a store failure: %w", w.storeErr)
 		}
+		if w.helloEmptyLocked() {
+			return nil
+		}
 		for {
 			t := w.a.clock.Now()
 			recs, more, err := w.l.Pull(w.ctx, w.after, w.a.cfg.batchSize())
@@ -709,6 +717,19 @@ func (w *wakeRun) drain() (drain.Report, error) {
 		}
 	})
 	return total, err
+}
+
+// helloEmptyLocked reports whether the first drain on the link may skip
+// its pull: the relay's hello said that it queued nothing for the device
+// (link.Client.QueueEmpty), and no record was notified since (a record
+// queued later comes on Queued, and the live wake drains it then). It is
+// true at most once per link: a later drain pulls. An empty wake saves a
+// round trip (issue 32). w.drainMu must be held.
+func (w *wakeRun) helloEmptyLocked() bool {
+	fresh := w.fresh
+	w.fresh = false
+	e, ok := w.l.(interface{ QueueEmpty() bool })
+	return fresh && ok && e.QueueEmpty() && len(w.l.Queued()) == 0
 }
 
 // Drain drains the relay's queue now, in the wake in progress, and returns
@@ -788,11 +809,49 @@ func (w *wakeRun) announce(ctx context.Context) {
 		}
 		an := w.announcement()
 		card, err := w.cardFor(an)
-		if err != nil {
+		if err != nil || w.relayHoldsAll(an, card) {
 			return err
 		}
 		return w.publishState(ctx, an, card, nil)
 	})
+}
+
+// relayHoldsAll reports whether the relay accepted, over the link in use,
+// everything a state announcing an would carry: the card, the pulse, the
+// last-resort KeyPackage, the schedule (mode, window, next wake) and a
+// status of the same content. Then the announce is not sent (issue 32:
+// the empty wake's last round trip): the relay would store what it holds.
+// What it costs: KeyPackages that senders fetched during the window are
+// replaced at the next wake, not at the window's end (publishState).
+func (w *wakeRun) relayHoldsAll(an announcement, card outCard) bool {
+	st := w.state(an, card, nil, nil)
+	if st.Card != nil || st.Pulse != nil || len(st.LastResort) > 0 || st.HeldDigest != nil {
+		return false
+	}
+	w.mu.Lock()
+	same := w.answered && w.sentSched == scheduleOf(st)
+	w.mu.Unlock()
+	if !same {
+		return false
+	}
+	_, c, err := w.statusContent()
+	return err == nil && w.statusHeld(c)
+}
+
+// stateSchedule is what a state frame says of when the device is reachable.
+type stateSchedule struct {
+	mode   string
+	window wire.Window
+	next   int64
+}
+
+// scheduleOf returns st's schedule.
+func scheduleOf(st wire.State) stateSchedule {
+	s := stateSchedule{mode: st.Mode, next: st.NextWake}
+	if st.Window != nil {
+		s.window = *st.Window
+	}
+	return s
 }
 
 // pulseStale reports whether the wake's pulse names another mode or next

@@ -6,6 +6,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -50,12 +51,24 @@ func (systemKernel) Boot() (Boot, error) {
 	if err := unix.ClockGettime(unix.CLOCK_BOOTTIME, &ts); err != nil {
 		return Boot{}, fmt.Errorf("CLOCK_BOOTTIME: %w", err)
 	}
-	id, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	id, err := bootID()
 	if err != nil {
 		return Boot{}, err
 	}
-	if len(strings.TrimSpace(string(id))) == 0 {
-		return Boot{}, errors.New("empty boot id")
-	}
-	return Boot{ID: strings.TrimSpace(string(id)), Since: time.Duration(ts.Nano())}, nil
+	return Boot{ID: id, Since: time.Duration(ts.Nano())}, nil
 }
+
+// bootID reads the running kernel's boot id once: it names the boot, which
+// a process does not outlive, and a wake reads it twice (issue 32: an
+// empty wake's file reads).
+var bootID = sync.OnceValues(func() (string, error) {
+	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		return "", err
+	}
+	id := strings.TrimSpace(string(b))
+	if id == "" {
+		return "", errors.New("empty boot id")
+	}
+	return id, nil
+})

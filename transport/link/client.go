@@ -62,6 +62,7 @@ type Client struct {
 	calls   calls.Table
 	meter   *meter
 
+	empty      bool      // the hello's wire.Frame.Empty
 	relayTime  time.Time // the relay's time in its challenge
 	relayLocal time.Time // the link's clock when the challenge arrived
 	relaySent  time.Time // the link's clock before the upgrade the relay answered
@@ -237,9 +238,15 @@ func (c *Client) handshake(ctx context.Context, cfg Config, aud, tok string) err
 	if f.T != wire.FrameHello || f.Bounds == nil {
 		return fmt.Errorf("%w: frame %q after the proof, want hello", wire.ErrProtocol, f.T)
 	}
-	c.hello = *f.Bounds
+	c.hello, c.empty = *f.Bounds, f.Empty
 	return nil
 }
+
+// QueueEmpty reports whether the relay's hello said that its queue held
+// no record for the device once the link was up (wire.Frame.Empty); a
+// record queued since comes on Queued. False from a relay that does not
+// say: then only a Pull tells.
+func (c *Client) QueueEmpty() bool { return c.empty }
 
 // RelayTime returns the relay's time as its handshake challenge stated
 // it (wire.Challenge.Time, whole seconds, so up to a second behind the

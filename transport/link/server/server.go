@@ -206,13 +206,21 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	s.attach(c)
 	defer s.detach(c)
-	if err := c.write(ctx, &wire.Frame{T: wire.FrameHello, Bounds: &ceiling}); err != nil {
+	if err := c.write(ctx, &wire.Frame{T: wire.FrameHello, Bounds: &ceiling, Empty: c.queueEmpty(ctx)}); err != nil {
 		c.fail(err)
 		return
 	}
 	go c.pinger()
 	c.serve()
 	c.unacked()
+}
+
+// queueEmpty reports whether the queue holds no record for the link's
+// agent (wire.Frame.Empty); false when the queue could not say. The link
+// is attached first: a record queued after this look is notified on it.
+func (c *serverConn) queueEmpty(ctx context.Context) bool {
+	recs, err := c.s.Queue.Next(ctx, c.agent.String(), 0, 1, clock.Or(c.s.Clock).Now())
+	return err == nil && len(recs) == 0
 }
 
 // unacked reports, through Server.OnUnacked, the records the link

@@ -453,3 +453,18 @@ func TestNormalCloseIsNoError(t *testing.T) {
 		t.Errorf("relay log after a normal close:\n%s\nwant link down closedBy=device and no err", got)
 	}
 }
+
+// TestHelloSaysWhetherTheQueueIsEmpty: the hello says the queue is empty
+// (wire.Frame.Empty) only when it holds no record for the device, so that
+// the device may leave out a pull that would find nothing.
+func TestHelloSaysWhetherTheQueueIsEmpty(t *testing.T) {
+	h := newHarness(t)
+	idle, busy := didtest.Key(t, 1), didtest.Key(t, 2)
+	h.enqueue(t, busy.DID(), 1)
+	if c := h.dial(t, idle, nil); !c.QueueEmpty() {
+		t.Error("QueueEmpty() = false with nothing queued, want true")
+	}
+	if c := h.dial(t, busy, nil); c.QueueEmpty() {
+		t.Error("QueueEmpty() = true with a record queued, want false")
+	}
+}

@@ -57,8 +57,9 @@
 //
 //	relay → device  challenge {challenge}           first frame: nonce, origin, time
 //	device → relay  proof    {proof}                the device key's signature
-//	relay → device  hello    {bounds}               after a valid proof: the relay's
-//	                                                ceiling bounds for this agent
+//	relay → device  hello    {bounds, empty}        after a valid proof: the relay's
+//	                                                ceiling bounds for this agent, and
+//	                                                whether its queue held nothing
 //	device → relay  state    {id, state}            publish mode, window, card, ...
 //	relay → device  state-ok {id, bounds, held,     the bounds now in force, the KeyPackages held,
 //	                          wakeSecond, offer,    the wake second the relay assigned, the

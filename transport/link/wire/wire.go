@@ -102,6 +102,11 @@ type Frame struct {
 	Offer *Offer `cbor:"offer,omitempty"`
 	// CardDigest is a state-ok's Accepted.CardDigest.
 	CardDigest []byte `cbor:"cardDigest,omitempty"`
+	// Empty, in a hello, says that the relay's queue held no record for
+	// the device once the link was up: a record queued later comes with
+	// a queued frame, so the device need not pull. Absent (false, and
+	// from a relay that predates it) says nothing: the device pulls.
+	Empty bool `cbor:"empty,omitempty"`
 }
 
 // State is what a device publishes about itself. Every publish replaces the
