@@ -793,8 +793,8 @@ func (w *wakeRun) announce(ctx context.Context) {
 		w.setSchedule(m, w.a.nextWake(w.a.clock.Now()))
 	default:
 	}
-	timeout := announceTimeout
-	if ctx.Err() != nil {
+	timeout, stopping := announceTimeout, ctx.Err() != nil
+	if stopping {
 		timeout = stopAnnounceTimeout
 	}
 	ctx, cancel := clock.WithTimeout(context.WithoutCancel(ctx), clock.Unscaled(w.a.clock), timeout)
@@ -809,7 +809,10 @@ func (w *wakeRun) announce(ctx context.Context) {
 		}
 		an := w.announcement()
 		card, err := w.cardFor(an)
-		if err != nil || w.relayHoldsAll(an, card) {
+		// A stopping agent's last state is sent even when the relay holds
+		// all it says: it is the agent's last word, and the relay's record
+		// of when it last heard from the device.
+		if err != nil || (!stopping && w.relayHoldsAll(an, card)) {
 			return err
 		}
 		return w.publishState(ctx, an, card, nil)
