@@ -82,7 +82,7 @@ func (q *Queue) enqueue(ctx context.Context, av *agentView, r queue.Record, b qu
 		seq, unsure, err := q.publish(ctx, recordMsg(q.subject(r.Agent), r, op), v.Last)
 		t.unsure = t.unsure || unsure
 		if err == nil {
-			v.Live = append(v.Live, entry{Seq: r.Seq, Msg: seq, Size: int64(len(r.Body)), Kind: r.Kind, From: r.From,
+			v.add(entry{Seq: r.Seq, Msg: seq, Size: int64(len(r.Body)), Kind: r.Kind, From: r.From,
 				Enqueued: r.EnqueuedAt.UnixNano(), Expires: r.ExpiresAt.UnixNano(), Op: op})
 			v.Last, v.MaxSeq = seq, r.Seq
 			return r.Seq, nil
