@@ -88,7 +88,7 @@ func (q *Queue) enqueue(ctx context.Context, av *agentView, r queue.Record, b qu
 			return q.landedEarlier(ctx, r.Agent, av, op, t.sent)
 		}
 		if err == nil {
-			v.Live = append(v.Live, entry{Seq: r.Seq, Msg: p.seq, Size: int64(len(r.Body)), Kind: r.Kind, From: r.From,
+			v.add(entry{Seq: r.Seq, Msg: p.seq, Size: int64(len(r.Body)), Kind: r.Kind, From: r.From,
 				Enqueued: r.EnqueuedAt.UnixNano(), Expires: r.ExpiresAt.UnixNano(), Op: op})
 			v.Last, v.MaxSeq = p.seq, r.Seq
 			return r.Seq, nil

@@ -124,6 +124,7 @@ type view struct {
 	Live    []entry  // records no marker names, in seq order
 	Gone    []entry  // records a marker names whose messages may remain
 	Markers []uint64 // stream sequences of the markers folded, oldest first
+	t       tally    // what Live adds up to, for stats
 }
 
 // fold applies the message m, stored at stream sequence seq, to v.
@@ -137,6 +138,7 @@ func (v *view) fold(h nats.Header, data []byte, seq uint64) error {
 		for _, s := range w.Gone {
 			if i := slices.IndexFunc(v.Live, func(e entry) bool { return e.Seq == s }); i >= 0 {
 				v.Gone = append(v.Gone, v.Live[i])
+				v.t.remove(v.Live[i])
 				v.Live = slices.Delete(v.Live, i, i+1)
 			}
 		}
@@ -150,14 +152,33 @@ func (v *view) fold(h nats.Header, data []byte, seq uint64) error {
 			return err
 		}
 		v.MaxSeq = max(v.MaxSeq, e.Seq)
-		v.Live = append(v.Live, e)
+		v.add(e)
 	}
 	v.Last = seq
 	return nil
 }
 
-// stats totals the entries live at now and those from peer.
+// add appends e, a record stored after every one in v, to v.Live.
+func (v *view) add(e entry) {
+	v.Live = append(v.Live, e)
+	v.t.add(e)
+}
+
+// stats totals the entries live at now and those from peer: from v's
+// tally, or, for a now before a time it was asked for already, by walking
+// v.Live.
 func (v *view) stats(now time.Time, peer string) (st, fromPeer queue.Stats) {
+	if !v.t.at(now) {
+		return v.walk(now, peer)
+	}
+	if peer != "" {
+		fromPeer = v.t.peers[peer]
+	}
+	return v.t.all, fromPeer
+}
+
+// walk totals the entries live at now and those from peer, one by one.
+func (v *view) walk(now time.Time, peer string) (st, fromPeer queue.Stats) {
 	for _, e := range v.Live {
 		if e.expired(now) {
 			continue

@@ -15,7 +15,9 @@ import (
 // (transport/relay/fleet implements it over NATS). A relay asks Peers
 // only about agents it holds no link for.
 type Peers interface {
-	// Up reports whether another relay holds agent's link.
+	// Up reports whether another relay holds agent's link. A question it
+	// asks over the network it bounds itself (fleet.UpTimeout): no answer
+	// in time means no relay holds the link.
 	Up(ctx context.Context, agent string) bool
 	// Forward sends req to the relay that holds agent's link, which
 	// forwards it over the link. Its errors are server.Forward's:
@@ -29,10 +31,6 @@ type Peers interface {
 	// agent's link; the other relays drop theirs when it is up.
 	Linked(agent string, up bool)
 }
-
-// peerUpTimeout bounds the question to the fleet whether another relay
-// holds a link; no answer means none does.
-const peerUpTimeout = 2 * time.Second
 
 // linkAsked is what the relay found when it asked whether agent's device
 // was linked, and when it began to ask (on the unscaled clock: the
@@ -57,8 +55,6 @@ func (s *Relay) linkUp(ctx context.Context, agent string) bool {
 	if s.cfg.Peers == nil {
 		return false
 	}
-	ctx, cancel := context.WithTimeout(ctx, peerUpTimeout)
-	defer cancel()
 	return s.cfg.Peers.Up(ctx, agent)
 }
 

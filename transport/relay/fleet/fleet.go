@@ -110,15 +110,21 @@ func subject(agent, op string) string {
 	return "torpor.link." + base64.RawURLEncoding.EncodeToString([]byte(agent)) + "." + op
 }
 
+// UpTimeout bounds Up's question to the fleet whether another relay holds
+// a link; no answer in time means none does.
+const UpTimeout = 2 * time.Second
+
 // Up implements relay.Peers: from the Presence view when there is one
-// that knows, else by asking the fleet (no responders: no relay holds the
-// link).
+// that knows, else by asking the fleet (no responders, or no answer within
+// UpTimeout: no relay holds the link). The view answers without a timer.
 func (f *Fleet) Up(ctx context.Context, agent string) bool {
 	if p := f.presence; p != nil {
 		if up, known := p.Up(agent); known {
 			return up
 		}
 	}
+	ctx, cancel := clock.WithTimeout(ctx, clock.Unscaled(f.clk), UpTimeout)
+	defer cancel()
 	_, err := f.nc.RequestWithContext(ctx, subject(agent, "up"), nil)
 	return err == nil
 }
