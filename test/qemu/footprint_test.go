@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	goruntime "runtime"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -46,6 +47,9 @@ type footprintTarget struct {
 	// Debian's arm64 kernel (32-bit builds through its compat layer),
 	// where /proc shows the agent's own memory rather than QEMU's.
 	vm bool
+	// rev, when set, is a git revision whose torpor-agent runs instead of
+	// this tree's (natively; TORPOR_FOOTPRINT_BASE).
+	rev string
 }
 
 var footprintTargets = []footprintTarget{
@@ -71,6 +75,7 @@ type footprint struct {
 	idle     int64         // VmHWM of the process that only published its state
 	baseline int64         // ru_maxrss of a Go hello under the same QEMU, bytes
 	drained  time.Duration // from the agent's start to the last delivery
+	split    *memorySplit  // natively: what the peak was made of
 }
 
 // TestFootprint measures torpor-agent's resident memory during one wake
@@ -79,6 +84,15 @@ type footprint struct {
 // logs the figures docs/footprint.md records:
 //
 //	TORPOR_REQUIRE_TOOLS=1 go test -tags integration -count=1 -v -run Footprint ./test/qemu
+//
+// Natively it also logs what the peak is made of (memorySplit: anonymous
+// and file-backed memory sampled from /proc during the drain, the binary's
+// and agent.db's resident pages, the Go heap of each GC cycle, the CPU).
+// TORPOR_FOOTPRINT_RUNS=n repeats the native rows n times over the same
+// input; TORPOR_FOOTPRINT_BASE=<git revision> adds a native row that runs
+// that revision's agent, so that two builds are compared in one run;
+// TORPOR_FOOTPRINT_AGENT_ENV ("GOGC=50 GOMEMLIMIT=10MiB") is added to the
+// native agents' environment.
 //
 // TORPOR_FOOTPRINT_TARGETS (e.g. "native,armv6") chooses the targets; the
 // default is native, armv6, armv7, arm64 and vm-arm64. vm-arm64, vm-armv7
@@ -119,7 +133,7 @@ func TestFootprint(t *testing.T) {
 	}
 	in := makeFootprintInput(t)
 	var rows []footprint
-	for _, tt := range targets {
+	for _, tt := range withRuns(t, targets) {
 		t.Run(tt.name, func(t *testing.T) {
 			f := measureFootprint(t, in, tt)
 			rows = append(rows, f)
@@ -128,6 +142,11 @@ func TestFootprint(t *testing.T) {
 			}
 		})
 	}
+	t.Log("\n" + footprintTable(rows) + "\n" + splitTable(rows))
+}
+
+// footprintTable is the table docs/footprint.md records.
+func footprintTable(rows []footprint) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "torpor-agent, one wake draining %d MLS-encrypted records of 4 KiB:\n", footprintRecords)
 	fmt.Fprintf(&b, "| target | stripped size | peak RSS (VmHWM) | peak RSS of a wake that only published | Go hello under the same QEMU | start to last delivery |\n")
@@ -151,7 +170,59 @@ func TestFootprint(t *testing.T) {
 		fmt.Fprintf(&b, "| %s | %d bytes (%s) | %s | %s | %s | %.1f s |\n", name, f.size, mib(int64(f.size)),
 			mib(f.peak), idle, base, f.drained.Seconds())
 	}
-	t.Log("\n" + b.String())
+	return b.String()
+}
+
+// splitTable is what the native rows' peaks were made of (memorySplit).
+func splitTable(rows []footprint) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Native rows, what the drain's peak is made of:\n")
+	fmt.Fprintf(&b, "| target | VmHWM | sample at the peak: anonymous + file | binary resident (of it written data) | agent.db resident | Go heap: most at a cycle's start / live / goal, cycles | CPU to the last delivery |\n")
+	fmt.Fprintf(&b, "|---|---|---|---|---|---|---|\n")
+	for _, f := range rows {
+		sp := f.split
+		if sp == nil {
+			continue
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s = %s + %s | %s (%s) | %s | %d / %d / %d MiB, %d | %d ms |\n", f.target.name, mib(f.peak),
+			mib(sp.peak.RSS), mib(sp.peak.Anon), mib(sp.peak.File), mib(sp.binary.RSS), mib(sp.binary.Anon), mib(sp.db.RSS),
+			sp.gc.maxHeap, sp.gc.maxLive, sp.gc.maxGoal, sp.gc.cycles, sp.cpu.Milliseconds())
+	}
+	return b.String()
+}
+
+// withRuns adds, when TORPOR_FOOTPRINT_BASE names a git revision, a
+// native target that runs that revision's agent; and repeats the native
+// targets TORPOR_FOOTPRINT_RUNS times (default 1), one after the other, so
+// that two builds are measured side by side over the same input.
+func withRuns(t *testing.T, targets []footprintTarget) []footprintTarget {
+	if rev := os.Getenv("TORPOR_FOOTPRINT_BASE"); rev != "" {
+		targets = append(targets, footprintTarget{name: "native@" + rev, goarch: goruntime.GOARCH, rev: rev})
+	}
+	runs := 1
+	if env := os.Getenv("TORPOR_FOOTPRINT_RUNS"); env != "" {
+		var err error
+		if runs, err = strconv.Atoi(env); err != nil || runs < 1 {
+			t.Fatalf("TORPOR_FOOTPRINT_RUNS=%q: want a count", env)
+		}
+	}
+	var out []footprintTarget
+	for _, tt := range targets {
+		if tt.cpu != "" || tt.vm {
+			out = append(out, tt)
+		}
+	}
+	for i := range runs {
+		for _, tt := range targets {
+			if tt.cpu == "" && !tt.vm {
+				if runs > 1 {
+					tt.name += fmt.Sprintf("#%d", i+1)
+				}
+				out = append(out, tt)
+			}
+		}
+	}
+	return out
 }
 
 func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
@@ -234,7 +305,31 @@ type runningAgent struct {
 	sink *procs.Sink
 	n    atomic.Int64
 	all  chan struct{} // closed at the footprintRecords'th delivery
+	bin  string        // the binary it runs
+	log  string        // its stdout and stderr
 }
+
+// agentBinary is tt's torpor-agent: this tree's, or natively tt.rev's
+// (built as scripts/cross.sh builds the agent: its tags, stripped).
+func agentBinary(t *testing.T, tt footprintTarget) []byte {
+	t.Helper()
+	if tt.rev == "" {
+		return vm.CrossBinary(t, "./cmd/torpor-agent", tt.goarch, tt.goarm)
+	}
+	if b, ok := revAgents[tt.rev]; ok {
+		return b
+	}
+	dir := testenv.BuildAtWith(t, tt.rev, testenv.BuildOptions{TagsFile: "scripts/agent-tags", LDFlags: "-s -w"}, "torpor-agent")
+	b, err := os.ReadFile(filepath.Join(dir, "torpor-agent"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	revAgents[tt.rev] = b
+	return b
+}
+
+// revAgents are the agents agentBinary built from git history, by revision.
+var revAgents = map[string][]byte{}
 
 // startFootprintAgent starts torpor-agent for tt with its data in data,
 // inside a window that opened a minute ago and lasts half an hour, linked
@@ -243,10 +338,10 @@ func startFootprintAgent(t *testing.T, in *footprintInput, r *hostRelay, tt foot
 	t.Helper()
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "torpor-agent")
-	if err := os.WriteFile(bin, vm.CrossBinary(t, "./cmd/torpor-agent", tt.goarch, tt.goarm), 0o755); err != nil {
+	if err := os.WriteFile(bin, agentBinary(t, tt), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	a := &runningAgent{all: make(chan struct{})}
+	a := &runningAgent{all: make(chan struct{}), bin: bin, log: filepath.Join(dir, "agent.log")}
 	sock := filepath.Join(dir, "app.sock")
 	var err error
 	if a.sink, err = procs.StartSink(sock, func(procs.Received) {
@@ -263,8 +358,14 @@ func startFootprintAgent(t *testing.T, in *footprintInput, r *hostRelay, tt foot
 		t.Fatal(err)
 	}
 	var env []string
-	if tt.cpu != "" {
+	switch {
+	case tt.cpu != "":
 		env = []string{"QEMU_CPU=" + tt.cpu}
+	case !tt.vm:
+		env = []string{"GODEBUG=gctrace=1"} // the Go heap at each cycle, for memorySplit
+		if e := os.Getenv("TORPOR_FOOTPRINT_AGENT_ENV"); e != "" {
+			env = append(env, strings.Fields(e)...)
+		}
 	}
 	a.proc = startAgentProc(t, bin, []string{"--config", conf}, dir, env)
 	return a
@@ -336,7 +437,7 @@ func measureFootprint(t *testing.T, in *footprintInput, tt footprintTarget) foot
 	if tt.vm {
 		return measureFootprintVM(t, in, tt)
 	}
-	f := footprint{target: tt, size: len(vm.CrossBinary(t, "./cmd/torpor-agent", tt.goarch, tt.goarm))}
+	f := footprint{target: tt, size: len(agentBinary(t, tt))}
 	dir := t.TempDir()
 	relayData, agentData := filepath.Join(dir, "relay"), filepath.Join(dir, "agent")
 	copyDir(t, in.relayData, relayData)
@@ -344,6 +445,10 @@ func measureFootprint(t *testing.T, in *footprintInput, tt footprintTarget) foot
 	r := startRelayAt(t, relayData, in.key)
 	start := time.Now()
 	a := startFootprintAgent(t, in, r, tt, agentData)
+	var sampler *procs.MemorySampler
+	if tt.cpu == "" {
+		sampler = procs.SampleMemory(a.proc.cmd.Process.Pid, footprintSampleEvery)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	select {
@@ -370,8 +475,21 @@ func measureFootprint(t *testing.T, in *footprintInput, tt footprintTarget) foot
 		}
 	}
 	f.peak = a.proc.peakRSS()
+	if sampler != nil {
+		var err error
+		if f.split, err = finishSplit(sampler, a.proc.cmd.Process.Pid, a.bin, agentData); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if err := a.proc.stop(time.Minute); err != nil {
 		t.Errorf("stopping the agent: %v", err)
+	}
+	if f.split != nil {
+		var err error
+		if f.split.gc, err = readGCTrace(a.log); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s: %v", tt.name, f.split)
 	}
 	checkDeliveredOnce(t, a.sink.Received(), in.ids)
 	f.idle = in.idle
