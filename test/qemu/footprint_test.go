@@ -459,21 +459,7 @@ func measureFootprint(t *testing.T, in *footprintInput, tt footprintTarget) foot
 		t.Fatalf("%d of %d records delivered in %v", a.n.Load(), footprintRecords, time.Since(start))
 	}
 	f.drained = time.Since(start)
-	// Every record was acknowledged once the device committed it.
-	for {
-		depths, err := procs.QueueDepths(ctx, r.HTTP, r.URL)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if depths[in.key.DID().String()] == 0 {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("the relay still queues %d records", depths[in.key.DID().String()])
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
+	awaitAcknowledged(t, ctx, r, in.key.DID().String())
 	f.peak = a.proc.peakRSS()
 	if sampler != nil {
 		var err error
@@ -500,6 +486,26 @@ func measureFootprint(t *testing.T, in *footprintInput, tt footprintTarget) foot
 	t.Logf("%s: %d bytes stripped, peak RSS %s (VmHWM), %d records drained and delivered %.1f s after start",
 		tt.name, f.size, mib(f.peak), footprintRecords, f.drained.Seconds())
 	return f
+}
+
+// awaitAcknowledged returns once the relay queues nothing for agent:
+// every record was acknowledged once the device committed it.
+func awaitAcknowledged(t *testing.T, ctx context.Context, r *hostRelay, agent string) {
+	t.Helper()
+	for {
+		depths, err := procs.QueueDepths(ctx, r.HTTP, r.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if depths[agent] == 0 {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the relay still queues %d records", depths[agent])
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 // checkDeliveredOnce checks that got, what the application received,
