@@ -3,6 +3,7 @@ package runtime
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/torpor-dev/torpor/runtime/deliver"
 	"github.com/torpor-dev/torpor/runtime/update"
 	"github.com/torpor-dev/torpor/runtime/update/rauc"
+	"github.com/torpor-dev/torpor/runtime/update/slots"
 	"github.com/torpor-dev/torpor/transport/link/wire"
 )
 
@@ -53,8 +55,10 @@ func (w *wakeRun) checkOS(cfg *Updates, spent int64) *wire.StatusUpdate {
 
 // installVerified hands a verified file on: a rauc bundle to rauc
 // install, a build of the agent to Updates.OnVerified. With nothing to
-// install it, it returns an error wrapping deliver.ErrNotStarted (a
-// confirmed hold's ledger key is then released, not completed).
+// install it, or while another build is on trial (slots.ErrTrial), it
+// returns an error wrapping deliver.ErrNotStarted (a confirmed hold's
+// ledger key is then released, not completed: the next check holds the
+// update again).
 func (a *Agent) installVerified(path string, res update.Result) error {
 	u := a.cfg.Relay.Updates
 	switch {
@@ -65,7 +69,12 @@ func (a *Agent) installVerified(path string, res update.Result) error {
 		a.StatusChanged()
 		return err
 	case res.Custom.Type == "" && u.OnVerified != nil:
-		if err := u.OnVerified(path, res); err != nil {
+		if err := u.OnVerified(path, res); errors.Is(err, slots.ErrTrial) {
+			// Not started: the key is released, and the next wake's check
+			// holds the update again, for the owner to confirm once the
+			// trial ended (before, the confirmation was spent on it).
+			return fmt.Errorf("%w: installing %s waits for the trial of the running build to end; confirm it again after it: %w", deliver.ErrNotStarted, res.Target, err)
+		} else if err != nil {
 			return err
 		}
 		a.restartAfterInstall("update " + res.Target + " installed (confirmed by the owner)")

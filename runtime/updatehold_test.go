@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"github.com/torpor-dev/torpor/runtime/runtimetest"
 	"github.com/torpor-dev/torpor/runtime/update"
 	"github.com/torpor-dev/torpor/runtime/update/rauc"
+	"github.com/torpor-dev/torpor/runtime/update/slots"
 	"github.com/torpor-dev/torpor/store"
 	"github.com/torpor-dev/torpor/store/ledger"
 	"github.com/torpor-dev/torpor/store/updaterepo"
@@ -322,4 +324,45 @@ func confirmWorld(t *testing.T, mode wake.Mode, build []byte) (*world, *installs
 	w.cfg.Relay.Updates = &runtime.Updates{Dir: dir, Installed: 1, Device: update.Device{GOARCH: "arm", GOARM: "6"},
 		OnVerified: inst.installErr}
 	return w, inst
+}
+
+// TestConfirmDuringATrialIsNotSpent: the owner confirms a held build
+// while another build is on trial (OnVerified refuses with
+// slots.ErrTrial): nothing is installed and the confirmation is not
+// spent on it (the key released, not completed), so the next wake's
+// check holds the update again, and a confirmation after the trial
+// installs it. Before, the key was completed with the failure and the
+// update never installed.
+func TestConfirmDuringATrialIsNotSpent(t *testing.T) {
+	build := bytes.Repeat([]byte{7}, 120_000)
+	w, inst := confirmWorld(t, wake.HourlyWake, build)
+	onTrial := true
+	w.cfg.Relay.Updates.OnVerified = func(path string, res update.Result) error {
+		if onTrial {
+			return fmt.Errorf("install: %w", slots.ErrTrial)
+		}
+		return inst.installErr(path, res)
+	}
+	w.bootSuspending()
+	st := w.status()
+	if st.HeldCount != 1 {
+		t.Fatalf("holds %d; want the update", st.HeldCount)
+	}
+	c, err := w.agent.Pipeline().Confirm(context.Background(), st.Held[0].Key)
+	if err != nil || c.Delivered != 0 || c.Entry.State != ledger.Released || len(inst.paths) != 0 {
+		t.Fatalf("confirm during a trial = %+v, %v, %d installs; want nothing handed on, the key released", c, err, len(inst.paths))
+	}
+	w.shutdown()
+
+	onTrial = false // the trial ended
+	w.bootSuspending()
+	st = w.status()
+	if st.HeldCount != 1 {
+		t.Fatalf("after the trial: holds %d; want the update held again", st.HeldCount)
+	}
+	c, err = w.agent.Pipeline().Confirm(context.Background(), st.Held[0].Key)
+	if err != nil || c.Entry.State != ledger.Completed || len(inst.paths) != 1 || !bytes.Equal(inst.paths[0], build) {
+		t.Fatalf("confirm after the trial = %+v, %v, %d installs; want the build handed on", c, err, len(inst.paths))
+	}
+	w.shutdown()
 }
