@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/torpor-dev/torpor/internal/benchcpu"
 	"github.com/torpor-dev/torpor/store/queue"
 )
 
@@ -109,6 +110,7 @@ func BenchmarkViewStats(b *testing.B) {
 		}
 		for _, way := range []string{"tally", "walk"} {
 			b.Run(way+"/depth="+strconv.Itoa(depth), func(b *testing.B) {
+				meter := benchcpu.Start(b)
 				for b.Loop() {
 					if way == "tally" {
 						v.stats(now, "did:key:a")
@@ -116,6 +118,7 @@ func BenchmarkViewStats(b *testing.B) {
 						v.walk(now, "did:key:a")
 					}
 				}
+				meter.Stop()
 			})
 		}
 	}
