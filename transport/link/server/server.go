@@ -134,6 +134,9 @@ type serverConn struct {
 
 	calls calls.Table
 	gone  chan struct{} // closed when the conn stops being its agent's link
+	// hello is closed once the hello frame was written (or could not
+	// be): no other frame goes out before it (Notify waits for it).
+	hello chan struct{}
 	// held is the Held of the last state-ok written (only the goroutine
 	// that handles frames touches it): see unchangedHeld.
 	held *wire.Held
@@ -198,7 +201,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// The link outlives the upgrade request: it ends when either side
 	// closes, not when the handler's request context would.
 	ctx, stop := context.WithCancel(context.WithoutCancel(r.Context()))
-	c := &serverConn{s: s, agent: agent, ws: ws, ctx: ctx, stop: stop, sent: map[uint64]int64{}, from: map[uint64]string{}, gone: make(chan struct{})}
+	c := &serverConn{s: s, agent: agent, ws: ws, ctx: ctx, stop: stop, sent: map[uint64]int64{}, from: map[uint64]string{}, gone: make(chan struct{}), hello: make(chan struct{})}
 	if err := c.handshake(tok.String()); err != nil {
 		s.log().Warn("link handshake failed", "agent", agent.String(), "err", err)
 		stop()
@@ -206,7 +209,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	s.attach(c)
 	defer s.detach(c)
-	if err := c.write(ctx, &wire.Frame{T: wire.FrameHello, Bounds: &ceiling, Empty: c.queueEmpty(ctx)}); err != nil {
+	err = c.write(ctx, &wire.Frame{T: wire.FrameHello, Bounds: &ceiling, Empty: c.queueEmpty(ctx)})
+	close(c.hello)
+	if err != nil {
 		c.fail(err)
 		return
 	}
@@ -400,6 +405,11 @@ func (s *Server) Forward(ctx context.Context, agent string, req wire.Request) (w
 		return wire.Response{}, ErrNotLinked
 	}
 	defer c.calls.Forget(id)
+	select {
+	case <-c.hello: // the device reads the hello first
+	case <-ctx.Done():
+		return wire.Response{}, fmt.Errorf("%w: %v", ErrNotLinked, ctx.Err())
+	}
 	if err := c.write(ctx, &wire.Frame{T: wire.FrameRequest, ID: id, Request: &req}); err != nil {
 		return wire.Response{}, fmt.Errorf("%w: %v", ErrNotLinked, err)
 	}
@@ -430,6 +440,13 @@ func (s *Server) Notify(agent string, seq uint64) {
 	go func() {
 		ctx, cancel := context.WithTimeout(c.ctx, 10*time.Second)
 		defer cancel()
+		// A link attached before its hello went out (the relay looks at
+		// the queue for it in between): the device reads the hello first.
+		select {
+		case <-c.hello:
+		case <-ctx.Done():
+			return
+		}
 		c.write(ctx, &wire.Frame{T: wire.FrameQueued, Seq: seq})
 	}()
 }

@@ -468,3 +468,58 @@ func TestHelloSaysWhetherTheQueueIsEmpty(t *testing.T) {
 		t.Error("QueueEmpty() = true with a record queued, want false")
 	}
 }
+
+// lookingQueue blocks the first look for one record (the hello's
+// queueEmpty) until release is closed, after telling looking.
+type lookingQueue struct {
+	queue.Store
+	once             sync.Once
+	looking, release chan struct{}
+}
+
+func (q *lookingQueue) Next(ctx context.Context, agent string, after uint64, max int, now time.Time) ([]queue.Record, error) {
+	if max == 1 {
+		q.once.Do(func() { close(q.looking); <-q.release })
+	}
+	return q.Store.Next(ctx, agent, after, max, now)
+}
+
+// TestNoFrameBeforeTheHello: a record queued while the relay looks at
+// the queue for the hello (the link is attached by then) is notified
+// after the hello, not before it: the device reads the hello first. Under
+// load on a cluster the queued frame went first and the device refused
+// the link ("frame "queued" after the proof, want hello").
+func TestNoFrameBeforeTheHello(t *testing.T) {
+	h := newHarness(t)
+	lq := &lookingQueue{Store: h.q, looking: make(chan struct{}), release: make(chan struct{})}
+	h.srv.Queue = lq
+	dev := didtest.Key(t, 1)
+	dialed := make(chan error, 1)
+	var c *link.Client
+	go func() {
+		var err error
+		c, err = link.Dial(context.Background(), link.Config{RelayURL: h.http.URL, Key: dev})
+		dialed <- err
+	}()
+	<-lq.looking
+	rec, err := h.q.Enqueue(context.Background(), queue.Record{Agent: dev.DID().String(), From: "did:key:zSender", Body: []byte("b")}, queuebounds.Default(), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.srv.Notify(dev.DID().String(), rec.Seq)
+	select {
+	case err := <-dialed:
+		t.Fatalf("the link ended before its hello: %v", err)
+	case <-time.After(time.Second): // the notification had its chance to go out first
+	}
+	close(lq.release)
+	if err := <-dialed; err != nil {
+		t.Fatalf("Dial: %v", err)
+	}
+	defer c.Close()
+	select {
+	case <-c.Queued():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the record queued during the hello was never notified")
+	}
+}
