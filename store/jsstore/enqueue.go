@@ -59,12 +59,13 @@ func (q *Queue) Enqueue(ctx context.Context, r queue.Record, b queuebounds.Bound
 // record once the quorum was back).
 func (q *Queue) enqueue(ctx context.Context, av *agentView, r queue.Record, b queuebounds.Bounds, now time.Time) (uint64, error) {
 	op := q.nextOp()
+	t := try{wait: retryWait}
 	if av.v == nil {
 		if err := q.refresh(ctx, r.Agent, av, nil); err != nil {
 			return 0, err
 		}
+		t.fresh = true
 	}
-	t := try{fresh: true, wait: retryWait}
 	for range maxAttempts {
 		v := av.v
 		live, fromPeer := v.stats(now, r.From)

@@ -117,3 +117,26 @@ func TestPrefixSeparates(t *testing.T) {
 		t.Error("Open with prefix no.dots succeeded")
 	}
 }
+
+// TestFullViewReadAgainBeforeRefusing: a relay whose view of a queue is
+// full from before another relay drained it reads the queue again before
+// refusing, and queues.
+func TestFullViewReadAgainBeforeRefusing(t *testing.T) {
+	srv := single(t)
+	a, b := open(t, srv), open(t, srv)
+	defer a.Close()
+	defer b.Close()
+	qa, qb := a.Queue(), b.Queue()
+	bounds := queuebounds.Default()
+	bounds.MaxMessages = 3
+	var seqs []uint64
+	for range 3 {
+		seqs = append(seqs, queuetest.MustEnqueue(t, qa, queuetest.Msg(queuetest.Alice, "x"), bounds, queuetest.T0).Seq)
+	}
+	if err := qb.Ack(context.Background(), queuetest.Agent, seqs); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := qa.Enqueue(context.Background(), queuetest.Msg(queuetest.Alice, "y"), bounds, queuetest.T0); err != nil {
+		t.Errorf("Enqueue after another relay drained the queue = %v, want queued", err)
+	}
+}
