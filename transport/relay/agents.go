@@ -98,6 +98,7 @@ func (a *linkAgents) Publish(ctx context.Context, agent did.DID, st wire.State) 
 		return wire.Accepted{}, err
 	}
 	s.recordWake(ctx, agent, prev, known, st)
+	s.placeQueue(ctx, agent)
 	held, err := s.held(ctx, id)
 	if err != nil {
 		return wire.Accepted{}, err
