@@ -182,6 +182,13 @@ func TestMoveUnderConcurrentEnqueues(t *testing.T) {
 			t.Errorf("round %d: the queue is on %s after its drain, want %s", round, w.subj, want)
 		}
 	}
+	checkServedOnce(t, served, queued, perRound*len(tenants))
+}
+
+// checkServedOnce checks that each of the want records queued was served,
+// and none twice.
+func checkServedOnce(t *testing.T, served []string, queued map[string]bool, want int) {
+	t.Helper()
 	seen := map[string]bool{}
 	for _, s := range served {
 		if seen[s] {
@@ -194,8 +201,8 @@ func TestMoveUnderConcurrentEnqueues(t *testing.T) {
 			t.Errorf("%s queued and never served", s)
 		}
 	}
-	if len(queued) != perRound*len(tenants) {
-		t.Errorf("%d records queued, want %d", len(queued), perRound*len(tenants))
+	if len(queued) != want {
+		t.Errorf("%d records queued, want %d", len(queued), want)
 	}
 }
 
