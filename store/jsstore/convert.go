@@ -114,10 +114,11 @@ func (c *Conn) convertOldLayout(ctx context.Context) error {
 // last seq on old.Agent's subject, each by compare-and-swap on the
 // subject's view, skipping what the subject already holds.
 func (q *Queue) convert(ctx context.Context, old oldState) error {
-	av := q.lock(old.Agent)
+	subj := q.subject(old.Agent)
+	av := q.lock(subj)
 	defer av.mu.Unlock()
 	for conflicts := 0; conflicts < maxAttempts; {
-		if err := q.refresh(ctx, old.Agent, av, nil); err != nil {
+		if err := q.refresh(ctx, subj, av, nil); err != nil {
 			return err
 		}
 		v := av.v
@@ -134,7 +135,7 @@ func (q *Queue) convert(ctx context.Context, old oldState) error {
 		}
 		if _, err = q.publish(ctx, msg, v.Last); errors.Is(err, errConflict) {
 			conflicts++
-			err = q.catchUp(ctx, old.Agent, av)
+			err = q.catchUp(ctx, subj, av)
 		}
 		if err != nil {
 			av.v = nil

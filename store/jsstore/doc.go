@@ -13,6 +13,10 @@
 //	    the id of the Enqueue call), and markers (header Torpor-Marker;
 //	    a version byte (1) and a CBOR array: the last seq handed out and
 //	    the seqs of the records that left the queue)
+//	                             subjects torpor.qrec.<h(tenant)>.<agent>
+//	    the queue of a device of a tenant, moved there from its own
+//	    subject by a moved marker (version 2; the array adds the
+//	    subject it moved to) when it held no record (place.go)
 //	bucket TORPOR_AGENTS         (key-value; see agents.go)
 //	bucket TORPOR_SHARED         (key-value with per-key TTLs: spent
 //	    tokens, token-bucket limits, secrets shared by the fleet's

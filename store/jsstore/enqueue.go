@@ -2,11 +2,9 @@ package jsstore
 
 import (
 	"context"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -33,9 +31,7 @@ func (q *Queue) Enqueue(ctx context.Context, r queue.Record, b queuebounds.Bound
 	if err != nil {
 		return queue.Record{}, err
 	}
-	av := q.lock(r.Agent)
-	defer av.mu.Unlock()
-	seq, err := q.enqueue(ctx, av, r, b, now)
+	seq, err := q.enqueuePlaced(ctx, r, b, now)
 	var fe *queue.FullError
 	if errors.As(err, &fe) {
 		return queue.Record{}, fe
@@ -47,7 +43,9 @@ func (q *Queue) Enqueue(ctx context.Context, r queue.Record, b queuebounds.Bound
 	return r, nil
 }
 
-// enqueue stores r under av's lock and returns its seq.
+// enqueue stores r on w.subj under av's lock and returns its seq. It
+// returns errMoved when it finds the queue moved from w.subj; then, if an
+// attempt went out unanswered, queue.ErrUnconfirmed too (place.go).
 //
 // Once an attempt went out unanswered (publish's unsure), the record may
 // still land, and a later conflict does not say otherwise: a leader that
@@ -57,35 +55,32 @@ func (q *Queue) Enqueue(ctx context.Context, r queue.Record, b queuebounds.Bound
 // retry does, and a failure in the end is queue.ErrUnconfirmed, not a
 // refusal (test/cluster's TestNATSNodeKilledUnderLoad delivered such a
 // record once the quorum was back).
-func (q *Queue) enqueue(ctx context.Context, av *agentView, r queue.Record, b queuebounds.Bounds, now time.Time) (uint64, error) {
+func (q *Queue) enqueue(ctx context.Context, av *agentView, w where, r queue.Record, b queuebounds.Bounds, now time.Time) (uint64, error) {
 	op := q.nextOp()
-	t := try{wait: retryWait}
-	if av.v == nil {
-		if err := q.refresh(ctx, r.Agent, av, nil); err != nil {
-			return 0, err
-		}
-		t.fresh = true
-	}
+	t := try{wait: retryWait} // place may have read the view long ago
 	for range maxAttempts {
 		v := av.v
+		if !w.current(v) {
+			return 0, t.settle(errMoved)
+		}
 		live, fromPeer := v.stats(now, r.From)
 		if fe := queue.Admit(live, fromPeer, r, b); fe != nil {
 			if t.fresh {
 				return 0, t.settle(fe)
 			}
-			if err := q.refresh(ctx, r.Agent, av, nil); err != nil {
+			if err := q.refresh(ctx, w.subj, av, nil); err != nil {
 				return 0, t.settle(err)
 			}
 			t.fresh = true
 			continue
 		}
 		r.Seq = v.MaxSeq + 1
-		p, err := q.publish(ctx, recordMsg(q.subject(r.Agent), r, op), v.Last)
+		p, err := q.publish(ctx, recordMsg(w.subj, r, op), v.Last)
 		if p.unsure {
 			t.unsure, t.sent = true, r.Seq
 		}
 		if err == nil && p.dup {
-			return q.landedEarlier(ctx, r.Agent, av, op, t.sent)
+			return q.landedEarlier(ctx, w.subj, av, op, t.sent)
 		}
 		if err == nil {
 			v.add(entry{Seq: r.Seq, Msg: p.seq, Size: int64(len(r.Body)), Kind: r.Kind, From: r.From,
@@ -99,7 +94,7 @@ func (q *Queue) enqueue(ctx context.Context, av *agentView, r queue.Record, b qu
 		}
 		// Another write came first, or an earlier try of this one that
 		// failed but landed.
-		seq, found, err := q.afterConflict(ctx, r.Agent, av, op, &t)
+		seq, found, err := q.afterConflict(ctx, w.subj, av, op, &t)
 		if err != nil || found {
 			return seq, t.settle(err)
 		}
@@ -114,9 +109,9 @@ func (q *Queue) enqueue(ctx context.Context, av *agentView, r queue.Record, b qu
 // attempt that went out unanswered (the one that landed, but for the rare
 // enqueue with two such attempts, where it serves only as the link's
 // wake-up hint).
-func (q *Queue) landedEarlier(ctx context.Context, agent string, av *agentView, op string, sent uint64) (uint64, error) {
+func (q *Queue) landedEarlier(ctx context.Context, subj string, av *agentView, op string, sent uint64) (uint64, error) {
 	av.v = nil
-	if err := q.refresh(ctx, agent, av, nil); err != nil {
+	if err := q.refresh(ctx, subj, av, nil); err != nil {
 		return sent, nil // stored all the same; the view is read again next time
 	}
 	if i := slices.IndexFunc(av.v.Live, func(e entry) bool { return e.Op == op }); i >= 0 {
@@ -148,9 +143,9 @@ func (t *try) settle(err error) error {
 // which the stream shows nothing new is a phantom: a write the leader
 // holds but has not committed. It backs off before the next attempt,
 // and fails after maxFailures of them.
-func (q *Queue) afterConflict(ctx context.Context, agent string, av *agentView, op string, t *try) (uint64, bool, error) {
+func (q *Queue) afterConflict(ctx context.Context, subj string, av *agentView, op string, t *try) (uint64, bool, error) {
 	last := av.v.Last
-	if err := q.catchUp(ctx, agent, av); err != nil {
+	if err := q.catchUp(ctx, subj, av); err != nil {
 		return 0, false, err
 	}
 	t.fresh = true
@@ -162,7 +157,7 @@ func (q *Queue) afterConflict(ctx context.Context, agent string, av *agentView, 
 		return 0, false, nil
 	}
 	if t.phantoms++; t.phantoms == maxFailures {
-		return 0, false, fmt.Errorf("jsstore: %s: the stream refused %d writes at a sequence it does not show (a leader without quorum holds an uncommitted write)", agent, maxFailures)
+		return 0, false, fmt.Errorf("jsstore: %s: the stream refused %d writes at a sequence it does not show (a leader without quorum holds an uncommitted write)", subj, maxFailures)
 	}
 	if err := clock.Sleep(ctx, q.c.clk, t.wait); err != nil {
 		return 0, false, err
@@ -185,16 +180,12 @@ func (q *Queue) Next(ctx context.Context, agent string, after uint64, max int, n
 		return nil, nil
 	}
 	bodies := map[uint64][]byte{}
-	av := q.lock(agent)
-	err := q.refresh(ctx, agent, av, bodies)
-	var live []entry
-	if err == nil {
-		live = slices.DeleteFunc(slices.Clone(av.v.Live), func(e entry) bool { return e.Seq <= after || e.expired(now) })
-	}
-	av.mu.Unlock()
+	av, _, err := q.fresh(ctx, agent, bodies)
 	if err != nil {
 		return nil, fmt.Errorf("queue: next for %s: %w", agent, err)
 	}
+	live := slices.DeleteFunc(slices.Clone(av.v.Live), func(e entry) bool { return e.Seq <= after || e.expired(now) })
+	av.mu.Unlock()
 	var out []queue.Record
 	for len(live) > 0 && len(out) < max {
 		batch := live[:min(max-len(out), len(live))]
@@ -252,7 +243,7 @@ func (q *Queue) bodies(ctx context.Context, es []entry, have map[uint64][]byte) 
 
 // Purge implements queue.Store: it takes the expired records out of every
 // agent's queue, agent by agent (the subjects of the stream name the
-// agents).
+// agents, each on its default subject and those of tenants it was in).
 func (q *Queue) Purge(ctx context.Context, now time.Time) (int, error) {
 	if err := q.enter(ctx); err != nil {
 		return 0, err
@@ -263,12 +254,17 @@ func (q *Queue) Purge(ctx context.Context, now time.Time) (int, error) {
 		return 0, fmt.Errorf("queue: purge: %w", err)
 	}
 	n := 0
+	seen := map[string]bool{}
 	for subj := range info.State.Subjects {
-		agent, err := base64.RawURLEncoding.DecodeString(strings.TrimPrefix(subj, q.c.n.recordsSubj))
+		agent, err := q.agentOf(subj)
 		if err != nil {
-			return n, fmt.Errorf("%w: queue subject %q", queue.ErrCorrupt, subj)
+			return n, fmt.Errorf("%w: %v", queue.ErrCorrupt, err)
 		}
-		gone, err := q.drop(ctx, string(agent), func(e entry) bool { return e.expired(now) })
+		if seen[agent] {
+			continue
+		}
+		seen[agent] = true
+		gone, err := q.drop(ctx, agent, func(e entry) bool { return e.expired(now) })
 		if err != nil {
 			return n, fmt.Errorf("queue: purge: %w", err)
 		}

@@ -42,7 +42,7 @@ func TestRetryOfATakenRecordIsNotStoredAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	lost.Seq = 2
-	av := relay.lock(agent)
+	av := relay.lock(relay.subject(agent))
 	_, err = relay.publish(ctx, recordMsg(relay.subject(agent), lost, op), av.v.Last)
 	av.mu.Unlock()
 	if err != nil {

@@ -65,18 +65,30 @@ type Queue struct {
 	closed bool
 
 	vmu   sync.Mutex
-	views map[string]*agentView
+	views map[string]*agentView // by subject
+	wants map[string]string     // moves waiting for a queue to empty, by agent (place.go)
 
 	opPrefix string
 	ops      atomic.Uint64
 }
 
-// agentView is one agent's view, nil until read; mu serializes the calls
-// on the agent within this Queue (JetStream would refuse all but one of
-// their writes anyway).
+// agentView is the view of one of an agent's subjects, nil until read;
+// mu serializes the calls on the subject within this Queue (JetStream
+// would refuse all but one of their writes anyway). floor is the last seq
+// handed out on the subject the queue moved from, below which no seq is
+// handed out here (place.go).
 type agentView struct {
-	mu sync.Mutex
-	v  *view
+	mu    sync.Mutex
+	v     *view
+	floor uint64
+}
+
+// raise sets av's floor to at least floor.
+func (av *agentView) raise(floor uint64) {
+	av.floor = max(av.floor, floor)
+	if av.v != nil {
+		av.v.MaxSeq = max(av.v.MaxSeq, av.floor)
+	}
 }
 
 var _ queue.Store = (*Queue)(nil)
@@ -86,7 +98,7 @@ var _ queue.Store = (*Queue)(nil)
 func (c *Conn) Queue() *Queue {
 	b := make([]byte, 8)
 	_, _ = rand.Read(b)
-	return &Queue{c: c, views: map[string]*agentView{}, opPrefix: hex.EncodeToString(b) + "-"}
+	return &Queue{c: c, views: map[string]*agentView{}, wants: map[string]string{}, opPrefix: hex.EncodeToString(b) + "-"}
 }
 
 // Close implements queue.Store.
@@ -112,10 +124,10 @@ func (q *Queue) enter(ctx context.Context) error {
 	return nil
 }
 
-// lock returns agent's view holder, locked.
-func (q *Queue) lock(agent string) *agentView {
+// lock returns the view holder of the subject subj, locked.
+func (q *Queue) lock(subj string) *agentView {
 	q.vmu.Lock()
-	av := q.views[agent]
+	av := q.views[subj]
 	if av == nil {
 		if len(q.views) >= maxViews {
 			for a, old := range q.views {
@@ -129,25 +141,25 @@ func (q *Queue) lock(agent string) *agentView {
 			}
 		}
 		av = &agentView{}
-		q.views[agent] = av
+		q.views[subj] = av
 	}
 	q.vmu.Unlock()
 	av.mu.Lock()
 	return av
 }
 
+// subject is agent's default subject (place.go).
 func (q *Queue) subject(agent string) string { return q.c.n.recordsSubj + token(agent) }
 
-// refresh brings av's view of agent up to date from the stream leader: it
-// folds the messages on the agent's subject after the view's version,
+// refresh brings av's view of subj up to date from the stream leader: it
+// folds the messages on the subject after the view's version,
 // one request each, and one more that finds none. Bodies of the records it
 // reads go into bodies when it is not nil. On an error av's view is
 // dropped, to be read whole next time.
-func (q *Queue) refresh(ctx context.Context, agent string, av *agentView, bodies map[uint64][]byte) error {
+func (q *Queue) refresh(ctx context.Context, subj string, av *agentView, bodies map[uint64][]byte) error {
 	if av.v == nil {
-		av.v = &view{}
+		av.v = &view{MaxSeq: av.floor}
 	}
-	subj := q.subject(agent)
 	for {
 		var m *jetstream.RawStreamMsg
 		err := q.c.retry(ctx, func() (err error) {
@@ -178,16 +190,16 @@ func (q *Queue) refresh(ctx context.Context, agent string, av *agentView, bodies
 // message was removed from under the view (its stream purged by an
 // operator, or a body of the previous layout gone by its TTL): the view is
 // read again whole.
-func (q *Queue) catchUp(ctx context.Context, agent string, av *agentView) error {
+func (q *Queue) catchUp(ctx context.Context, subj string, av *agentView) error {
 	var last uint64
 	if av.v != nil {
 		last = av.v.Last
 	}
-	if err := q.refresh(ctx, agent, av, nil); err != nil || av.v.Last != last {
+	if err := q.refresh(ctx, subj, av, nil); err != nil || av.v.Last != last {
 		return err
 	}
 	av.v = nil
-	return q.refresh(ctx, agent, av, nil)
+	return q.refresh(ctx, subj, av, nil)
 }
 
 // errConflict is a publish whose expected last subject sequence did not
@@ -245,53 +257,68 @@ func isConflict(err error) bool {
 // drop takes the live records of agent for which gone is true out of its
 // queue: a marker naming them is published (compare-and-swap on the view's
 // version, after bringing the view up to date), then their messages are
-// deleted. It returns how many it took out.
+// deleted. It returns how many it took out. A queue it leaves empty moves
+// if a Place asked for it.
 func (q *Queue) drop(ctx context.Context, agent string, gone func(entry) bool) (int, error) {
-	av := q.lock(agent)
-	defer av.mu.Unlock()
 	for range maxAttempts {
-		if err := q.refresh(ctx, agent, av, nil); err != nil {
-			return 0, err
-		}
-		v := av.v
-		var seqs []uint64
-		n := 0
-		for _, e := range v.Live {
-			if gone(e) {
-				seqs = append(seqs, e.Seq)
-				n++
-			}
-		}
-		if n == 0 {
-			q.cleanup(ctx, v)
-			return 0, nil
-		}
-		for _, e := range v.Gone {
-			seqs = append(seqs, e.Seq)
-		}
-		m, err := markerMsg(q.subject(agent), v.MaxSeq, seqs)
+		av, w, err := q.fresh(ctx, agent, nil)
 		if err != nil {
 			return 0, err
 		}
-		p, err := q.publish(ctx, m, v.Last)
-		seq := p.seq
-		if errors.Is(err, errConflict) {
-			if err := q.catchUp(ctx, agent, av); err != nil {
-				return 0, err
+		n, err := q.dropAt(ctx, av, w, gone)
+		if err == nil && len(av.v.Live) == 0 {
+			if to := q.wanted(agent); to != "" {
+				_, _ = q.moveAt(ctx, agent, av, w, to) // it waits for the next drop or Place if it fails
 			}
-			continue
 		}
-		if err == nil {
-			err = v.fold(m.Header, m.Data, seq)
+		av.mu.Unlock()
+		if !errors.Is(err, errConflict) {
+			return n, err
 		}
-		if err != nil {
-			av.v = nil // the marker may have landed
-			return 0, err
-		}
-		q.cleanup(ctx, v)
-		return n, nil
 	}
 	return 0, fmt.Errorf("jsstore: %s: %d lost races in a row", agent, maxAttempts)
+}
+
+// dropAt is drop on w.subj, whose view av holds, current and locked. A
+// lost race is errConflict, after which av's view is up to date.
+func (q *Queue) dropAt(ctx context.Context, av *agentView, w where, gone func(entry) bool) (int, error) {
+	v := av.v
+	var seqs []uint64
+	n := 0
+	for _, e := range v.Live {
+		if gone(e) {
+			seqs = append(seqs, e.Seq)
+			n++
+		}
+	}
+	if n == 0 {
+		q.cleanup(ctx, v)
+		return 0, nil
+	}
+	for _, e := range v.Gone {
+		seqs = append(seqs, e.Seq)
+	}
+	m, err := markerMsg(w.subj, v.MaxSeq, seqs)
+	if err != nil {
+		return 0, err
+	}
+	p, err := q.publish(ctx, m, v.Last)
+	seq := p.seq
+	if errors.Is(err, errConflict) {
+		if err := q.catchUp(ctx, w.subj, av); err != nil {
+			return 0, err
+		}
+		return 0, errConflict
+	}
+	if err == nil {
+		err = v.fold(m.Header, m.Data, seq)
+	}
+	if err != nil {
+		av.v = nil // the marker may have landed
+		return 0, err
+	}
+	q.cleanup(ctx, v)
+	return n, nil
 }
 
 // cleanup deletes the messages of the records markers named and of every
@@ -351,11 +378,11 @@ func (q *Queue) Stats(ctx context.Context, agent string, now time.Time) (queue.S
 		return queue.Stats{}, err
 	}
 	defer q.mu.RUnlock()
-	av := q.lock(agent)
-	defer av.mu.Unlock()
-	if err := q.refresh(ctx, agent, av, nil); err != nil {
+	av, _, err := q.fresh(ctx, agent, nil)
+	if err != nil {
 		return queue.Stats{}, fmt.Errorf("queue: stats for %s: %w", agent, err)
 	}
+	defer av.mu.Unlock()
 	st, _ := av.v.stats(now, "")
 	return st, nil
 }

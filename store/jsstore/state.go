@@ -20,6 +20,12 @@ import (
 // of the DID, which may hold dots (did:web).
 func token(agent string) string { return base64.RawURLEncoding.EncodeToString([]byte(agent)) }
 
+// decodeToken is the agent whose token t is.
+func decodeToken(t string) (string, error) {
+	b, err := base64.RawURLEncoding.DecodeString(t)
+	return string(b), err
+}
+
 // Headers of a record message (the body is the record's body) and of a
 // marker message (the body is a wireMarker).
 const (
@@ -91,7 +97,24 @@ type wireMarker struct {
 	Gone []uint64
 }
 
-const markerVersion = 1
+// wireMoved is a moved marker's body: a version byte (2) then this CBOR
+// array. It is a marker (Last and Gone as in wireMarker) that also says
+// the queue moved to the subject p.qrec.<To> (place.go). Its version
+// differs from a plain marker's so that a relay of the previous release,
+// which would go on writing on this subject, fails on it instead (its
+// fold refuses an unknown version): it refuses the agent's requests, and
+// loses none.
+type wireMoved struct {
+	_    struct{} `cbor:",toarray"`
+	Last uint64
+	Gone []uint64
+	To   string
+}
+
+const (
+	markerVersion = 1
+	movedVersion  = 2
+)
 
 func markerMsg(subj string, last uint64, gone []uint64) (*nats.Msg, error) {
 	b, err := cbor.Marshal(wireMarker{Last: last, Gone: gone})
@@ -101,15 +124,35 @@ func markerMsg(subj string, last uint64, gone []uint64) (*nats.Msg, error) {
 	return &nats.Msg{Subject: subj, Data: append([]byte{markerVersion}, b...), Header: nats.Header{hdrMarker: {"1"}}}, nil
 }
 
-func parseMarker(b []byte, msg uint64) (wireMarker, error) {
-	var w wireMarker
+// movedMsg is the marker on subj that moves the queue to p.qrec.<to>.
+func movedMsg(subj string, last uint64, gone []uint64, to string) (*nats.Msg, error) {
+	b, err := cbor.Marshal(wireMoved{Last: last, Gone: gone, To: to})
+	if err != nil {
+		return nil, err
+	}
+	return &nats.Msg{Subject: subj, Data: append([]byte{movedVersion}, b...), Header: nats.Header{hdrMarker: {"1"}}}, nil
+}
+
+// parseMarker reads a marker of either version; to is empty but for a
+// moved marker.
+func parseMarker(b []byte, msg uint64) (w wireMarker, to string, err error) {
+	if len(b) > 0 && b[0] == movedVersion {
+		var m wireMoved
+		if err := cbor.Unmarshal(b[1:], &m); err != nil {
+			return w, "", fmt.Errorf("%w: queue marker %d: %v", queue.ErrCorrupt, msg, err)
+		}
+		if !validSuffix(m.To) {
+			return w, "", fmt.Errorf("%w: queue marker %d: moved to %q", queue.ErrCorrupt, msg, m.To)
+		}
+		return wireMarker{Last: m.Last, Gone: m.Gone}, m.To, nil
+	}
 	if len(b) == 0 || b[0] != markerVersion {
-		return w, fmt.Errorf("%w: queue marker %d: unknown version", queue.ErrCorrupt, msg)
+		return w, "", fmt.Errorf("%w: queue marker %d: unknown version", queue.ErrCorrupt, msg)
 	}
 	if err := cbor.Unmarshal(b[1:], &w); err != nil {
-		return w, fmt.Errorf("%w: queue marker %d: %v", queue.ErrCorrupt, msg, err)
+		return w, "", fmt.Errorf("%w: queue marker %d: %v", queue.ErrCorrupt, msg, err)
 	}
-	return w, nil
+	return w, "", nil
 }
 
 // view is an agent's queue as folded from the messages on its subject, in
@@ -125,14 +168,22 @@ type view struct {
 	Gone    []entry  // records a marker names whose messages may remain
 	Markers []uint64 // stream sequences of the markers folded, oldest first
 	t       tally    // what Live adds up to, for stats
+
+	// The last moved marker folded: the queue moved to p.qrec.<Moved> at
+	// stream sequence MovedAt (0: none). See place.go.
+	Moved   string
+	MovedAt uint64
 }
 
 // fold applies the message m, stored at stream sequence seq, to v.
 func (v *view) fold(h nats.Header, data []byte, seq uint64) error {
 	if h.Get(hdrMarker) != "" {
-		w, err := parseMarker(data, seq)
+		w, to, err := parseMarker(data, seq)
 		if err != nil {
 			return err
+		}
+		if to != "" {
+			v.Moved, v.MovedAt = to, seq
 		}
 		v.MaxSeq = max(v.MaxSeq, w.Last)
 		for _, s := range w.Gone {

@@ -41,9 +41,9 @@ func TestFullMarkerFits(t *testing.T) {
 	if _, err := q.publish(ctx, m, 0); err != nil {
 		t.Fatalf("storing a marker naming %d records: %v", max, err)
 	}
-	av := q.lock("did:key:full")
+	av := q.lock(q.subject("did:key:full"))
 	defer av.mu.Unlock()
-	if err := q.refresh(ctx, "did:key:full", av, nil); err != nil || av.v.MaxSeq != big || len(av.v.Markers) != 1 {
+	if err := q.refresh(ctx, q.subject("did:key:full"), av, nil); err != nil || av.v.MaxSeq != big || len(av.v.Markers) != 1 {
 		t.Errorf("reading the marker back = %v, view %+v", err, av.v)
 	}
 }

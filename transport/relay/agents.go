@@ -98,17 +98,14 @@ func (a *linkAgents) Publish(ctx context.Context, agent did.DID, st wire.State) 
 		return wire.Accepted{}, err
 	}
 	s.recordWake(ctx, agent, prev, known, st)
+	s.placeQueue(ctx, agent)
 	held, err := s.held(ctx, id)
 	if err != nil {
 		return wire.Accepted{}, err
 	}
 	s.log.Info("state published", "agent", id, "mode", next.Mode, "keyPackages", len(st.KeyPackages), "keyPackagesHeld", len(held.Digests),
 		"lastResort", len(st.LastResort) > 0)
-	if next.Successor != "" && prev.Successor == "" {
-		s.log.Info("agent retired", "agent", id, "successor", next.Successor)
-		s.carryAdmission(ctx, id, next.Successor)
-		s.carryTenant(id, next.Successor)
-	}
+	s.noteRetired(ctx, id, prev, next)
 	ok := wire.Accepted{Bounds: next.Bounds, Held: held}
 	if enrolled {
 		ok.Relink = "admitted by its owner's enrolment: link again for the relay's bounds"
@@ -122,6 +119,17 @@ func (a *linkAgents) Publish(ctx context.Context, agent did.DID, st wire.State) 
 		ok.CardDigest = wire.CardDigest(next.Card)
 	}
 	return ok, nil
+}
+
+// noteRetired carries an agent's admission and tenant to its successor
+// when this state is the first to name one (a key rotation).
+func (s *Relay) noteRetired(ctx context.Context, id string, prev, next agents.State) {
+	if next.Successor == "" || prev.Successor != "" {
+		return
+	}
+	s.log.Info("agent retired", "agent", id, "successor", next.Successor)
+	s.carryAdmission(ctx, id, next.Successor)
+	s.carryTenant(id, next.Successor)
 }
 
 func (s *Relay) nextState(agent did.DID, prev agents.State, st wire.State) (agents.State, error) {

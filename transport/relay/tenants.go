@@ -553,3 +553,38 @@ func (s *Relay) carryTenant(old, successor string) {
 		s.log.Warn("the successor of a retired agent is not in its tenant", "agent", old, "successor", successor, "err", err)
 	}
 }
+
+// queuePlacer is a queue store that keeps each tenant's queues under
+// subjects of the tenant's own (store/jsstore's Queue.Place;
+// docs/tenants.md, "Subject prefixes").
+type queuePlacer interface {
+	Place(ctx context.Context, agent, tenant string) (moved bool, err error)
+}
+
+// placeQueue puts agent's queue under its tenant's subjects, or back under
+// its own when it is in none, at every state the device publishes, when
+// the relay has tenants and its queue store keeps them apart. A queue
+// that holds records moves once the device has taken them (the store's
+// Ack); a failure is logged and the move tried again at the next state.
+func (s *Relay) placeQueue(ctx context.Context, agent did.DID) {
+	p, ok := s.queue.Store.(queuePlacer)
+	if !ok || s.cfg.Stores.Tenants == nil {
+		return
+	}
+	owner, in, err := s.cfg.Stores.Tenants.TenantOf(agent)
+	if err != nil {
+		s.log.Warn("the device's tenant is unknown: its queue stays where it is", "agent", agent.String(), "err", err)
+		return
+	}
+	tenant := ""
+	if in {
+		tenant = owner.String()
+	}
+	moved, err := p.Place(ctx, agent.String(), tenant)
+	switch {
+	case err != nil:
+		s.log.Warn("the device's queue was not moved to its tenant's subjects", "agent", agent.String(), "tenant", tenant, "err", err)
+	case moved:
+		s.log.Info("the device's queue moved to its tenant's subjects", "agent", agent.String(), "tenant", tenant)
+	}
+}
