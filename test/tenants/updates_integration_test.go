@@ -14,7 +14,9 @@ import (
 	"time"
 
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/did/didtest"
 	"github.com/torpor-dev/torpor/test/internal/relaytest"
+	"github.com/torpor-dev/torpor/test/internal/testenv"
 	"github.com/torpor-dev/torpor/transport/link"
 	"github.com/torpor-dev/torpor/transport/link/wire"
 	"github.com/torpor-dev/torpor/transport/operatorapi"
@@ -30,23 +32,11 @@ import (
 // operator to the relay's own; each tenant's device reads its own
 // tenant's targets over its link and not the other's.
 func TestTenantsUpdateRepositories(t *testing.T) {
-	keys := t.TempDir()
-	online := map[string]string{}
-	for _, role := range []string{"snapshot", "timestamp"} {
-		k, err := did.Generate(nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		f := filepath.Join(keys, role+".key")
-		if err := did.SaveKey(f, k, false); err != nil {
-			t.Fatal(err)
-		}
-		online[role], online[role+"File"] = k.DID().String(), f
-	}
-	w := newHostedWorld(t, `{"updateBytes":5000}`, `{}`, "--update-snapshot-key", online["snapshotFile"], "--update-timestamp-key", online["timestampFile"])
+	online := onlineKeys(t)
+	w := newHostedWorld(t, `{"updateBytes":5000}`, `{}`, online.flags()...)
 	ownerDir := func(owner string) string {
 		d := filepath.Join(w.dir, "tuf-"+owner)
-		w.ok(t, "update", "keys", "init", "--dir", d, "--relay-snapshot", online["snapshot"], "--relay-timestamp", online["timestamp"])
+		w.ok(t, "update", "keys", "init", "--dir", d, "--relay-snapshot", online.snapshot.DID().String(), "--relay-timestamp", online.timestamp.DID().String())
 		return d
 	}
 	dirA, dirB := ownerDir("a"), ownerDir("b")
@@ -124,20 +114,7 @@ func (w *world) linkedTargets(t *testing.T, dev *did.PrivateKey) string {
 // are all taken; every relay's host list shows a with 5000 bytes and b
 // with 15000.
 func TestUpdateBytesOnTheCluster(t *testing.T) {
-	keys := t.TempDir()
-	var flags []string
-	for _, role := range []string{"snapshot", "timestamp"} {
-		k, err := did.Generate(nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		f := filepath.Join(keys, role+".key")
-		if err := did.SaveKey(f, k, false); err != nil {
-			t.Fatal(err)
-		}
-		flags = append(flags, "--update-"+role+"-key", f)
-	}
-	w, relays := newClusterWorld(t, `{"updateBytes":5000}`, flags...)
+	w, relays := newClusterWorld(t, `{"updateBytes":5000}`, onlineKeys(t).flags()...)
 	for tenant, want := range map[string][2]int{"ownerA": {5, 10}, "ownerB": {15, 0}} {
 		op := map[string]string{"ownerA": "opA", "ownerB": "opB"}[tenant]
 		got := uploadBurst(t, w, relays, op, w.keys[tenant].DID().String(), 15)
@@ -194,4 +171,24 @@ func uploadBurst(t *testing.T, w *world, relays []*relaytest.Relay, op, tenant s
 	}
 	wg.Wait()
 	return got
+}
+
+// relayKeys are the relay's two online update keys (the snapshot's and the
+// timestamp's) and their key files.
+type relayKeys struct {
+	snapshot, timestamp         *did.PrivateKey
+	snapshotFile, timestampFile string
+}
+
+func onlineKeys(t *testing.T) relayKeys {
+	t.Helper()
+	var k relayKeys
+	k.snapshot, k.timestamp = didtest.New(t), didtest.New(t)
+	k.snapshotFile, k.timestampFile = testenv.KeyFile(t, k.snapshot), testenv.KeyFile(t, k.timestamp)
+	return k
+}
+
+// flags are torpor-relay's flags naming the key files.
+func (k relayKeys) flags() []string {
+	return []string{"--update-snapshot-key", k.snapshotFile, "--update-timestamp-key", k.timestampFile}
 }
