@@ -31,8 +31,8 @@ check: ## Run every test the project has (README's test command; CI runs this).
 check-setup: ## Install what `make check` needs (apt, npm, binfmt); root or sudo.
 	./scripts/setup.sh
 
-test-integration: ## Run the tests under test/ (crash, interop, QEMU, end to end).
-	TORPOR_REQUIRE_TOOLS=1 $(GO) test -tags integration -count=1 -timeout 40m ./test/...
+test-integration: ## Run the tests under test/ (crash, interop, QEMU, end to end); test/qemu beside the rest from the start.
+	./scripts/integration.sh
 
 test-browser: ## Run the fleet console in a real browser (Debian's chromium, chromedp); screenshots in TORPOR_ARTIFACTS (part of test-integration).
 	TORPOR_REQUIRE_TOOLS=1 $(GO) test -tags integration -count=1 -timeout 10m ./test/browser/
