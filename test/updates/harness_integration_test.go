@@ -87,6 +87,9 @@ type device struct {
 	flags []string
 	// data is the agent's data directory; "" means dir's "agent".
 	data string
+	// packaged is the packaged binary the unit starts; "" means the v1
+	// build.
+	packaged string
 }
 
 // trialDeadline is the device's "update.trialDeadline": long enough for a
@@ -154,7 +157,11 @@ func (p *proc) Write(b []byte) (int, error) {
 // start starts the unit once.
 func (d *device) start() *proc {
 	d.t.Helper()
-	return startProc(d.t, exec.Command(bin(d.t, v1), append([]string{"--slot-launch"}, d.flags...)...))
+	packaged := d.packaged
+	if packaged == "" {
+		packaged = bin(d.t, v1)
+	}
+	return startProc(d.t, exec.Command(packaged, append([]string{"--slot-launch"}, d.flags...)...))
 }
 
 // startProc starts cmd in a process group of its own, its output kept by

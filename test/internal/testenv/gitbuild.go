@@ -20,9 +20,9 @@ func Root() string {
 // PreviousRelease is the release this tree must work with, device with
 // relay, both ways: the commit it follows (docs/upgrades.md). Move it
 // forward at each release. test/compat runs that release's demo against
-// this tree's relay and agent; test/updates runs its agent under a relay
-// that offers it a rollout.
-const PreviousRelease = "d2faa430a527491299a7dd18fd1b5470edbfd049"
+// this tree's relay and agent; test/updates runs its agent, which installs
+// this tree's build from a rollout of this tree's relay.
+const PreviousRelease = "9241c9398e2b891b33dfed8690e4c5a8a461bfa0"
 
 // BuildAt builds the named commands (./cmd/<name>) of this repository as
 // they were at the git revision rev, with CGO_ENABLED=0 as the packages
