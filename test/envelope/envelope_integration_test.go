@@ -22,10 +22,11 @@ const (
 	outside = "https://shop.example/admin/users"
 )
 
-// sleepFor is how long the device sleeps after its boot, on the scaled
-// clock (3.6 s real time): the test queues everything meanwhile, which
-// takes about 0.1 s on two idle cores.
-const sleepFor = 6 * time.Minute
+// sleepFor is how long the device sleeps after the test names its wake,
+// on the scaled clock (12 s real time): the agent's boot wake and then
+// the test's sends must end before it. On two idle cores they take about
+// a second; on two loaded ones the boot wake alone took 6 s.
+const sleepFor = 20 * time.Minute
 
 // decay is the decay_max_sec of the sender's second passport: its
 // authority suspends when its latest pulse is older (36 s real time).
@@ -73,13 +74,13 @@ func (w *world) issueChains() chains {
 		untrusted: []string{pC}, widened: []string{pA, w.writeFile("pB-wide.jws", []byte(wide))}}
 }
 
-// expiring issues A's grant to B (under pA) that expires two scaled
+// expiring issues A's grant to B (under pA) that expires five scaled
 // minutes from now on the relay's clock, which runs ahead of the real one
 // torporctl passport issue dates it by; it returns the file and the
 // passport's exp.
 func (w *world) expiring(pA string) (string, time.Time) {
 	c := w.cast
-	ttl := (time.Until(w.clk.Now()) + 2*time.Minute).Truncate(time.Second)
+	ttl := (time.Until(w.clk.Now()) + 5*time.Minute).Truncate(time.Second)
 	f := w.issue("pB-short", c.agentA, c.sender, c.device, []genv.Scope{scope(orders, 500, 1000, c.device, 0, 0)}, pA, ttl)
 	_, payload, _ := strings.Cut(w.token(f), ".")
 	payload, _, _ = strings.Cut(payload, ".")
@@ -166,7 +167,7 @@ func (w *world) actions(ch chains) []action {
 // sendActions sends every case to the sleeping device and returns what
 // the device must do with each, and the expired passport's exp.
 func (w *world) sendActions(ch chains) ([]outcome, time.Time) {
-	// First, while its two scaled minutes last.
+	// First, while its five scaled minutes last.
 	expired, exp := w.expiring(ch.ok[0])
 	w.sendCtl(w.cast.sender, purposePay, pay("pay-expired", "https://shop.example/orders/1000", 100), passports([]string{ch.ok[0], expired})...)
 	want := []outcome{{"pay-expired", "envelope-expired"}}
@@ -219,7 +220,7 @@ func (w *world) refusedByCtl(chain []string, why string) {
 // passport for the device, A attenuates it for the sender B, and the
 // device's owner trusts P for action:pay within a scope. B's actions,
 // queued by the relay while the device sleeps, are judged at its next wake
-// (its timer's, six scaled minutes after it booted) at its trusted time:
+// (its timer's, twenty scaled minutes after it started) at its trusted time:
 // those within both scopes run unsupervised (reason envelope, handed to
 // the application); the rest are held for the owner, each with its reason, in the agent's log and in the signed status the
 // relay's fleet console shows: beyond the leaf's daily budget, over the
