@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -17,7 +18,7 @@ import (
 func init() {
 	register(&subcommand{
 		name: "tenant",
-		args: "list --relay URL --key FILE | operators --key OWNER-KEY [--upload --relay URL] [--host-sees-devices] [--ttl DUR] OPERATOR-DID... | " +
+		args: "list --relay URL --key FILE | set --relay URL --key FILE --tenant DID --quotas JSON | operators --key OWNER-KEY [--upload --relay URL] [--host-sees-devices] [--ttl DUR] OPERATOR-DID... | " +
 			"usage --relay URL --key FILE --tenant DID [--hour T] | usage --verify --relay-did DID FILE...",
 		short: "An owner's signed list of its tenant's operators on a hosted relay, a tenant's signed usage records, and their offline check (docs/tenants.md).",
 		run:   runTenant,
@@ -30,6 +31,7 @@ type tenantFlags struct {
 	hostSees, upload, verify bool
 	ttl                      time.Duration
 	relayDID, tenant, hour   string
+	quotas                   string
 }
 
 func runTenant(ctx context.Context, e *env, fs *flag.FlagSet, args []string) error {
@@ -40,7 +42,8 @@ func runTenant(ctx context.Context, e *env, fs *flag.FlagSet, args []string) err
 	fs.DurationVar(&f.ttl, "ttl", 0, "operators: how long the list holds (0: until the owner replaces it).")
 	fs.BoolVar(&f.verify, "verify", false, "usage: verify each record file's signature by --relay-did, offline.")
 	fs.StringVar(&f.relayDID, "relay-did", "", "usage --verify: the relay's DID (its --usage-key), known out of band.")
-	fs.StringVar(&f.tenant, "tenant", "", "usage: the tenant's owner DID.")
+	fs.StringVar(&f.tenant, "tenant", "", "usage, set: the tenant's owner DID.")
+	fs.StringVar(&f.quotas, "quotas", "", `set: the tenant's quotas as in the relay's --tenants file, e.g. '{"devices":100,"queuedBytes":1048576}' (a quota left out is no limit).`)
 	fs.StringVar(&f.hour, "hour", "", "usage: a time in the hour wanted (RFC 3339); default: the current hour.")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -53,13 +56,15 @@ func runTenant(ctx context.Context, e *env, fs *flag.FlagSet, args []string) err
 		return tenantOperators(ctx, e, f, fs.Args()[1:])
 	case "list":
 		return tenantList(ctx, e, f)
+	case "set":
+		return tenantSet(ctx, e, f)
 	case "usage":
 		if f.verify {
 			return tenantVerify(e, f.relayDID, fs.Args()[1:])
 		}
 		return tenantUsage(ctx, e, f)
 	}
-	return usageError{"tenant: want list, operators or usage, not " + fs.Arg(0)}
+	return usageError{"tenant: want list, set, operators or usage, not " + fs.Arg(0)}
 }
 
 // tenantUsage fetches a tenant's signed usage record and prints it as the
@@ -172,6 +177,40 @@ func tenantList(ctx context.Context, e *env, f tenantFlags) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	b, err := (&operatorapi.Client{Origin: origin, Key: key, Clock: clk}).Tenants(ctx)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(e.stdout, "%s\n", bytes.TrimSpace(b))
+	return err
+}
+
+// tenantSet makes --tenant a tenant of the relay with --quotas, or sets
+// its quotas, as one of the relay's own operators, and prints the
+// tenant's line of the host's list.
+func tenantSet(ctx context.Context, e *env, f tenantFlags) error {
+	if f.relay == "" || f.key == "" || f.tenant == "" || f.quotas == "" {
+		return usageError{"tenant set needs --relay, --key (one of the relay's operators), --tenant and --quotas"}
+	}
+	owner, err := did.Parse(f.tenant)
+	if err != nil {
+		return fmt.Errorf("--tenant: %w", err)
+	}
+	var q tenancy.Quotas
+	dec := json.NewDecoder(strings.NewReader(f.quotas))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&q); err != nil {
+		return fmt.Errorf("--quotas: %v", err)
+	}
+	if err := q.Check(); err != nil {
+		return fmt.Errorf("--quotas: %v", err)
+	}
+	key, origin, clk, err := f.identity(ctx)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	b, err := (&operatorapi.Client{Origin: origin, Key: key, Clock: clk}).PutTenant(ctx, owner.String(), q)
 	if err != nil {
 		return err
 	}

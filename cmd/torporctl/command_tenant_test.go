@@ -73,3 +73,26 @@ func TestTenantOperators(t *testing.T) {
 		t.Error("an operator that is no DID was signed")
 	}
 }
+
+// TestTenantSetRefusesBadQuotas: tenant set checks its flags and the
+// quotas before it reaches the relay: a missing flag, quotas that are not
+// JSON, an unknown quota and a negative one are refused, each saying why.
+func TestTenantSetRefusesBadQuotas(t *testing.T) {
+	owner, _ := did.Generate(nil)
+	base := []string{"tenant", "set", "--relay", "http://127.0.0.1:1", "--key", "host.key", "--tenant", owner.DID().String()}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{base, "needs --relay, --key"},
+		{append(base[:len(base):len(base)], "--quotas", "devices=1"), "--quotas: invalid character"},
+		{append(base[:len(base):len(base)], "--quotas", `{"seats":1}`), `unknown field "seats"`},
+		{append(base[:len(base):len(base)], "--quotas", `{"devices":-1}`), "quota devices is negative"},
+		{[]string{"tenant", "set", "--relay", "http://127.0.0.1:1", "--key", "host.key", "--tenant", "owner", "--quotas", "{}"}, "--tenant: "},
+	} {
+		var out, errb bytes.Buffer
+		if code := run(context.Background(), c.args, &out, &errb); code == 0 || !strings.Contains(errb.String(), c.want) {
+			t.Errorf("%v: exit %d, %q; want a failure saying %q", c.args[2:], code, errb.String(), c.want)
+		}
+	}
+}

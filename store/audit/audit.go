@@ -37,6 +37,9 @@ const (
 	// ActionUpdate is an upload to the relay's update repository (root,
 	// blob or targets; docs/updates.md).
 	ActionUpdate = "update-upload"
+	// ActionTenant is the host setting a tenant's quotas (its Detail
+	// names the tenant and the quotas; docs/tenants.md).
+	ActionTenant = "tenant"
 )
 
 // The outcomes of a record.

@@ -35,7 +35,8 @@ var clusterPad = strings.Repeat("x", 700)
 // spread over the three relays to a's two devices get exactly as many
 // queued answers as a's queued bytes hold, while b's are all queued; a's
 // signed usage, read at another relay, counts them and verifies, and a
-// changed copy does not.
+// changed copy does not; and quotas the host sets at one relay hold at
+// the others at once.
 func TestTwoTenantsOnTheCluster(t *testing.T) {
 	w, relays := newClusterWorld(t, `{"devices":3,"queuedBytes":6000}`)
 	var wg sync.WaitGroup
@@ -63,6 +64,37 @@ func TestTwoTenantsOnTheCluster(t *testing.T) {
 		})
 	}
 	checkClusterQueuedBytes(t, w, relays, inA[1:], devB)
+	checkHostSetsQuotas(t, w, relays)
+}
+
+// checkHostSetsQuotas: the host sets b's devices quota to its one device
+// with torporctl tenant set at relay 1; relay 3 lists the new quota, no
+// relay restarted, and b's second device, enrolling at relay 2, is not
+// taken into the tenant. b's operator cannot set quotas.
+func checkHostSetsQuotas(t *testing.T, w *world, relays []*relaytest.Relay) {
+	b := w.keys["ownerB"].DID().String()
+	w.ok(t, "tenant", "set", "--relay", relays[0].URL, "--key", w.files["host"], "--tenant", b, "--quotas", `{"devices":1}`)
+	var list struct {
+		Tenants []struct {
+			Owner  string         `json:"owner"`
+			Quotas tenancy.Quotas `json:"quotas"`
+		} `json:"tenants"`
+	}
+	if err := json.Unmarshal([]byte(w.ok(t, "tenant", "list", "--relay", relays[2].URL, "--key", w.files["host"])), &list); err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range list.Tenants {
+		if x.Owner == b && x.Quotas != (tenancy.Quotas{Devices: 1}) {
+			t.Errorf("relay 3 lists b's quotas %+v, want the host's devices 1", x.Quotas)
+		}
+	}
+	dev := w.enrolAt(t, "ownerB", relays[1].URL)
+	if _, ok := w.ctl1(t, "queue", "list", "--relay", relays[1].URL, "--key", w.files["opB"], "--agent", dev.DID().String()); ok {
+		t.Error("b's second device was taken into b's tenant past the devices quota the host set")
+	}
+	if out, ok := w.ctl1(t, "tenant", "set", "--relay", relays[0].URL, "--key", w.files["opB"], "--tenant", b, "--quotas", `{}`); ok {
+		t.Errorf("b's operator set b's quotas: %s", out)
+	}
 }
 
 // newClusterWorld starts a 3-node cluster in the test process and three

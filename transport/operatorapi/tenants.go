@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"net/url"
 	"time"
+
+	"github.com/torpor-dev/torpor/transport/tenancy"
 )
 
 // Tenants fetches the relay's tenants with their quotas and totals (GET
@@ -16,6 +18,38 @@ import (
 // them.
 func (c *Client) Tenants(ctx context.Context) ([]byte, error) {
 	return c.get(ctx, "/operator/tenants", "")
+}
+
+// TenantPut is the body of PUT /operator/tenants/{owner}: the quotas the
+// host sets for the owner's tenant, as in the relay's --tenants file.
+type TenantPut struct {
+	Quotas tenancy.Quotas `json:"quotas"`
+}
+
+// PutTenant makes owner a tenant of the relay with quotas q, or sets the
+// quotas of its tenant (PUT /operator/tenants/{owner}, for the relay's own
+// operators), and returns the tenant's line of the host's list as the
+// relay sent it.
+func (c *Client) PutTenant(ctx context.Context, owner string, q tenancy.Quotas) ([]byte, error) {
+	body, err := json.Marshal(TenantPut{Quotas: q})
+	if err != nil {
+		return nil, err
+	}
+	path := "/operator/tenants/" + url.PathEscape(owner)
+	tok, err := c.OperatorToken(http.MethodPut, path)
+	if err != nil {
+		return nil, err
+	}
+	status, raw, err := c.send(ctx, http.MethodPut, c.Origin+path, tok, body)
+	if err != nil {
+		return nil, err
+	}
+	if status != http.StatusOK {
+		var ans QueueAnswer // the same error members
+		json.Unmarshal(raw, &ans)
+		return nil, fmt.Errorf("relay answered %d %s: %s", status, http.StatusText(status), ans.reason(raw))
+	}
+	return raw, nil
 }
 
 // Usage fetches a tenant's signed usage record of the hour that holds

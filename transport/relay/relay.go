@@ -371,6 +371,7 @@ func (s *Relay) routes() {
 		m.HandleFunc("PUT /tenants/operators", s.serveTenantOperators)
 		m.HandleFunc("GET /operator/tenants/{did}/usage", s.serveTenantUsage)
 		m.HandleFunc("GET /operator/tenants", s.serveTenants)
+		m.HandleFunc("PUT /operator/tenants/{did}", s.serveTenantPut)
 		m.HandleFunc("PUT "+operatorTenantUpdatesPath, s.serveTenantUpdatePut)
 	}
 	if s.console != nil {
