@@ -37,6 +37,10 @@ const (
 	// ActionUpdate is an upload to the relay's update repository (root,
 	// blob or targets; docs/updates.md).
 	ActionUpdate = "update-upload"
+	// ActionUpdateRemove is a blob removed from a tenant's update
+	// repository (docs/tenants.md, "Update repositories"); Detail names
+	// the blob and its bytes.
+	ActionUpdateRemove = "update-remove"
 )
 
 // The outcomes of a record.
