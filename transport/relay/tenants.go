@@ -522,7 +522,7 @@ func (s *Relay) SampleTenants(ctx context.Context) error {
 		if err := l.Observe(t.Owner, tenancy.QuotaKeyPackageBytes, kps); err != nil {
 			return err
 		}
-		if err := s.sampleUpdateBytes(t.Owner); err != nil {
+		if err := s.sampleUpdateBytes(t.Owner, t.Held.UpdateBytes); err != nil {
 			return err
 		}
 	}
@@ -530,9 +530,11 @@ func (s *Relay) SampleTenants(ctx context.Context) error {
 }
 
 // sampleUpdateBytes observes the blob bytes owner's update repository
-// holds, if the relay hosts repositories (uploads and removals observe
-// them too: observeUpdateBytes).
-func (s *Relay) sampleUpdateBytes(owner did.DID) error {
+// holds, if the relay hosts repositories and they are not the ledger's
+// already (held): uploads and removals observe them too
+// (observeUpdateBytes), and every observation of the ledger, the queued
+// bytes' above included, raises the hour's peaks from all it holds.
+func (s *Relay) sampleUpdateBytes(owner did.DID, held int64) error {
 	repo, err := s.tenantUpdates(owner)
 	switch {
 	case errors.Is(err, updaterepo.ErrNoPartitions):
@@ -543,7 +545,7 @@ func (s *Relay) sampleUpdateBytes(owner did.DID) error {
 		return nil
 	}
 	n, err := repo.BlobBytes()
-	if err != nil {
+	if err != nil || n == held {
 		return err
 	}
 	return s.cfg.Stores.Tenants.Observe(owner, tenancy.QuotaUpdateBytes, n)

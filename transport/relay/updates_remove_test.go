@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/did/didtest"
@@ -192,5 +193,42 @@ func TestTenantsUpdateBytesExactUnderUploadsAndRemovals(t *testing.T) {
 	r, err := th.ledger.Usage(th.a.DID(), th.clk.Now(), didtest.Key(t, 65))
 	if err != nil || r.PeakUpdateBytes == nil || *r.PeakUpdateBytes > 1500 {
 		t.Errorf("a's usage record: %+v, %v; want a peak of update bytes within 1500", r, err)
+	}
+}
+
+// TestTenantsSampledUpdateBytes: SampleTenants records a tenant's update
+// bytes the ledger does not hold yet (a blob stored past the relay's
+// endpoints), and carries what is held into the next hour's record, in
+// which nothing was uploaded or removed.
+func TestTenantsSampledUpdateBytes(t *testing.T) {
+	th, _, _ := newTenantUpdates(t, tenancy.Quotas{})
+	repo, err := th.relay.tenantUpdates(th.a.DID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := repo.AddBlob(make([]byte, 700)); err != nil {
+		t.Fatal(err)
+	}
+	ctx, key := context.Background(), didtest.Key(t, 65)
+	if err := th.relay.SampleTenants(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if info, _ := th.ledger.Tenant(th.a.DID()); info.Held.UpdateBytes != 700 {
+		t.Errorf("the ledger holds %d update bytes of a's after a sample; want 700", info.Held.UpdateBytes)
+	}
+	th.clk.Advance(time.Hour)
+	next, err := th.ledger.Usage(th.a.DID(), th.clk.Now(), key)
+	if err != nil || next.PeakUpdateBytes != nil {
+		t.Fatalf("the next hour before a sample: %+v, %v; want no update bytes yet", next, err)
+	}
+	if err := th.relay.SampleTenants(ctx); err != nil {
+		t.Fatal(err)
+	}
+	next, err = th.ledger.Usage(th.a.DID(), th.clk.Now(), key)
+	if err != nil || next.PeakUpdateBytes == nil || *next.PeakUpdateBytes != 700 {
+		t.Errorf("the next hour after a sample: %+v, %v; want peak update bytes 700", next, err)
+	}
+	if b, _ := th.ledger.Usage(th.b.DID(), th.clk.Now(), key); b.PeakUpdateBytes != nil {
+		t.Errorf("tenant b's hour: %+v; want no update bytes", b)
 	}
 }
