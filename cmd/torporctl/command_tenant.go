@@ -151,7 +151,11 @@ func tenantVerify(e *env, relay string, files []string) error {
 		if err == nil {
 			var rec tenancy.Record
 			if rec, err = tenancy.VerifyRecord(b, r); err == nil {
-				fmt.Fprintf(e.stdout, "%s: ok: tenant %s hour %s: %d requests, %d.%03d byte-hours\n", f, rec.Tenant, rec.Hour, rec.Requests, rec.MilliByteHours/1000, rec.MilliByteHours%1000)
+				upd := "" // absent from a record of a relay from before update bytes were counted
+				if rec.PeakUpdateBytes != nil {
+					upd = fmt.Sprintf(", %d peak update bytes", *rec.PeakUpdateBytes)
+				}
+				fmt.Fprintf(e.stdout, "%s: ok: tenant %s hour %s: %d requests, %d.%03d byte-hours%s\n", f, rec.Tenant, rec.Hour, rec.Requests, rec.MilliByteHours/1000, rec.MilliByteHours%1000, upd)
 				continue
 			}
 		}

@@ -54,6 +54,46 @@ func TestTenantUsageVerify(t *testing.T) {
 	}
 }
 
+// TestTenantUsageVerifyUpdateBytes: a record carrying the tenant's peak
+// update bytes verifies and the figure is printed; the same record with
+// the figure changed fails; a record without the member (a relay from
+// before it was counted) still verifies, and the member added to it fails.
+func TestTenantUsageVerifyUpdateBytes(t *testing.T) {
+	dir := t.TempDir()
+	relay, _ := did.Generate(nil)
+	owner, _ := did.Generate(nil)
+	sign := func(r tenancy.Record) []byte {
+		if err := r.Sign(relay); err != nil {
+			t.Fatal(err)
+		}
+		b, _ := json.Marshal(r)
+		return b
+	}
+	withBytes := sign(tenancy.Record{Tenant: owner.DID().String(), Relay: relay.DID().String(), Hour: "2026-12-05T10:00:00Z", Requests: 3, PeakUpdateBytes: new(int64(5000))})
+	without := sign(tenancy.Record{Tenant: owner.DID().String(), Relay: relay.DID().String(), Hour: "2026-12-05T11:00:00Z", Requests: 4})
+	for _, c := range []struct {
+		name string
+		b    []byte
+		ok   bool
+		out  string
+	}{
+		{"with.json", withBytes, true, "3 requests, 0.000 byte-hours, 5000 peak update bytes"},
+		{"changed.json", bytes.Replace(withBytes, []byte(`"peakUpdateBytes":5000`), []byte(`"peakUpdateBytes":500`), 1), false, "changed.json: FAILED"},
+		{"without.json", without, true, "4 requests, 0.000 byte-hours\n"},
+		{"added.json", bytes.Replace(without, []byte(`{`), []byte(`{"peakUpdateBytes":0,`), 1), false, "added.json: FAILED"},
+	} {
+		p := filepath.Join(dir, c.name)
+		if err := os.WriteFile(p, c.b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		var out, errb bytes.Buffer
+		code := run(context.Background(), []string{"tenant", "usage", "--verify", "--relay-did", relay.DID().String(), p}, &out, &errb)
+		if (code == 0) != c.ok || !strings.Contains(out.String(), c.out) {
+			t.Errorf("%s: exit %d, output %q; want ok %v and %q", c.name, code, out.String(), c.ok, c.out)
+		}
+	}
+}
+
 func TestTenantOperators(t *testing.T) {
 	keyFile := filepath.Join(t.TempDir(), "owner.key")
 	owner, _ := did.Generate(nil)

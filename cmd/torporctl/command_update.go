@@ -25,8 +25,8 @@ import (
 func init() {
 	register(&subcommand{
 		name:  "update",
-		args:  "keys init|keys add|keys revoke|keys relay|sign-target|publish|rollout ...",
-		short: "Agent updates: the owner's TUF keys and roots, signed targets, uploads to the relay; an operator's staged rollouts.",
+		args:  "keys init|keys add|keys revoke|keys relay|sign-target|drop-target|publish|remove|rollout ...",
+		short: "Agent updates: the owner's TUF keys and roots, signed targets, uploads to the relay, removals from a tenant's repository; an operator's staged rollouts.",
 		run:   runUpdate,
 	})
 }
@@ -43,10 +43,14 @@ func runUpdate(ctx context.Context, e *env, fs *flag.FlagSet, args []string) err
 		return runUpdateSignTarget(e, fs, args[1:])
 	case len(args) >= 1 && args[0] == "publish":
 		return runUpdatePublish(ctx, e, fs, args[1:])
+	case len(args) >= 1 && args[0] == "drop-target":
+		return runUpdateDropTarget(e, fs, args[1:])
+	case len(args) >= 1 && args[0] == "remove":
+		return runUpdateRemove(ctx, e, fs, args[1:])
 	case len(args) >= 1 && args[0] == "rollout":
 		return runUpdateRollout(ctx, e, fs, args[1:])
 	}
-	return usageError{"want keys init, keys add, keys revoke, keys relay, sign-target, publish or rollout"}
+	return usageError{"want keys init, keys add, keys revoke, keys relay, sign-target, drop-target, publish, remove or rollout"}
 }
 
 // updateDir is the owner's repository directory.

@@ -164,20 +164,9 @@ func (d updateDir) targets() (*metadata.Metadata[metadata.TargetsType], error) {
 // writeTargets signs targets with the targets keys, checks the root's
 // threshold is met, keeps data under blobs/ and writes targets.json.
 func (d updateDir) writeTargets(targets *metadata.Metadata[metadata.TargetsType], data []byte, name string) error {
-	root, err := d.root()
+	b, err := d.signTargets(targets)
 	if err != nil {
 		return err
-	}
-	ks, err := d.keys(metadata.TARGETS)
-	if err != nil {
-		return err
-	}
-	b, err := tufsign.Sign(targets, privs(ks)...)
-	if err != nil {
-		return err
-	}
-	if err := root.VerifyDelegate(metadata.TARGETS, targets); err != nil {
-		return fmt.Errorf("the targets keys in %s do not meet the root's threshold: %w", d.path("keys"), err)
 	}
 	if err := os.MkdirAll(d.path("blobs"), 0o700); err != nil {
 		return err
@@ -186,6 +175,27 @@ func (d updateDir) writeTargets(targets *metadata.Metadata[metadata.TargetsType]
 		return err
 	}
 	return atomicfile.WriteFile(d.path("targets.json"), b, 0o644)
+}
+
+// signTargets signs targets with the targets keys and checks that the
+// root's threshold is met.
+func (d updateDir) signTargets(targets *metadata.Metadata[metadata.TargetsType]) ([]byte, error) {
+	root, err := d.root()
+	if err != nil {
+		return nil, err
+	}
+	ks, err := d.keys(metadata.TARGETS)
+	if err != nil {
+		return nil, err
+	}
+	b, err := tufsign.Sign(targets, privs(ks)...)
+	if err != nil {
+		return nil, err
+	}
+	if err := root.VerifyDelegate(metadata.TARGETS, targets); err != nil {
+		return nil, fmt.Errorf("the targets keys in %s do not meet the root's threshold: %w", d.path("keys"), err)
+	}
+	return b, nil
 }
 
 // runUpdatePublish uploads to the relay, as an operator: with --root the

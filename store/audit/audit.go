@@ -40,6 +40,10 @@ const (
 	// ActionTenant is the host setting a tenant's quotas (its Detail
 	// names the tenant and the quotas; docs/tenants.md).
 	ActionTenant = "tenant"
+	// ActionUpdateRemove is a blob removed from a tenant's update
+	// repository (docs/tenants.md, "Update repositories"); Detail names
+	// the blob and its bytes.
+	ActionUpdateRemove = "update-remove"
 )
 
 // The outcomes of a record.

@@ -98,7 +98,7 @@ func (s *Tenants) Release(owner did.DID, q tenants.Quota, n int64) error {
 
 // Observe implements tenants.Store.
 func (s *Tenants) Observe(owner did.DID, q tenants.Quota, value int64) error {
-	if err := tenants.CheckStored(q, value); err != nil {
+	if err := tenants.CheckObserved(q, value); err != nil {
 		return err
 	}
 	ctx, cancel := ctxOp()

@@ -11,6 +11,7 @@ import (
 	"maps"
 	"math"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -314,6 +315,11 @@ func (t *jsTxn) Blob(sha string) ([]byte, error) {
 	return t.u.readRange(t.ctx, sha, n, 0, n)
 }
 
+func (t *jsTxn) BlobLen(sha string) (int64, bool, error) {
+	n, ok := t.h.Blobs[sha]
+	return n, ok, nil
+}
+
 // Update implements updaterepo.Backend: fn runs on the head read, and its
 // result replaces that head by compare-and-swap, or fn runs again on the
 // newer head another relay wrote.
@@ -433,6 +439,81 @@ func (u *Updates) AddBlob(sha string, data []byte) error {
 		}
 	}
 	return nil
+}
+
+// RemoveBlob implements updaterepo.Backend: the blob is taken out of the
+// head by compare-and-swap (check runs on the head read, again if another
+// writer came first), so its bytes are given back and no Publish can name
+// it from then on; then each part's object is purged, its info and its
+// chunk both, and forgotten by the cache. A relay that dies between the
+// two leaves parts the head does not count; the next upload of the blob
+// finds and reuses them (putPart), and a removal of it again is
+// ErrNotFound.
+func (u *Updates) RemoveBlob(sha string, check func(updaterepo.Txn) error) (int64, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	var n int64
+	err := u.update(ctx, func(t *jsTxn) error {
+		l, ok := t.h.Blobs[sha]
+		if !ok {
+			return fmt.Errorf("blob %s: %w", sha, updaterepo.ErrNotFound)
+		}
+		if err := check(t); err != nil {
+			return err
+		}
+		n = l
+		delete(t.h.Blobs, sha)
+		t.h.Used, t.changed = t.h.Used-l, true
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	u.forget(sha, n)
+	for k := int64(0); k*BlobPart < n; k++ {
+		if err := u.purgePart(ctx, sha, k); err != nil {
+			return n, fmt.Errorf("jsstore: blob %s part %d: %w", sha, k, err)
+		}
+	}
+	return n, nil
+}
+
+// purgePart removes part k of blob sha from the object store: its info
+// first, then the chunk it named (a relay that stops between the two
+// leaves a chunk that the part's next upload takes as its own, putChunk;
+// the other order could leave info naming a chunk that is gone, which
+// putPart would keep). Nothing stays behind, not even nats.go's
+// tombstone of a deleted object.
+func (u *Updates) purgePart(ctx context.Context, sha string, k int64) error {
+	name := u.partName(sha, k)
+	info, err := u.obs.GetInfo(ctx, name)
+	if errors.Is(err, jetstream.ErrObjectNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	s, err := u.c.js.Stream(ctx, "OBJ_"+u.c.n.updates)
+	if err != nil {
+		return err
+	}
+	meta := "$O." + u.c.n.updates + ".M." + base64.URLEncoding.EncodeToString([]byte(name))
+	if err := s.Purge(ctx, jetstream.WithPurgeSubject(meta)); err != nil {
+		return err
+	}
+	return s.Purge(ctx, jetstream.WithPurgeSubject("$O."+u.c.n.updates+".C."+info.NUID))
+}
+
+// forget drops the cache's length and parts of blob sha (n bytes).
+func (u *Updates) forget(sha string, n int64) {
+	c := u.cache
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.lengths, u.obj+sha)
+	for k := int64(0); k*BlobPart < n; k++ {
+		delete(c.parts, u.partName(sha, k))
+	}
+	c.order = slices.DeleteFunc(c.order, func(name string) bool { _, ok := c.parts[name]; return !ok })
 }
 
 // putPart writes part k of blob sha as an object of one chunk, unless it

@@ -215,3 +215,60 @@ func checkNoOrphans(t *testing.T, c *jsstore.Conn, parts int) {
 		t.Errorf("the object store holds %d parts and %d orphaned chunks; want %d parts and none", len(infos), orphans, parts)
 	}
 }
+
+// TestRemoveBlobLeavesNothing: blobs removed from a tenant's repository
+// (a partition) leave no part's info, no chunk and no tombstone in the
+// object store, the head counts only what is left, and the relay's own
+// repository's blob is untouched; a check that refuses keeps the blob.
+func TestRemoveBlobLeavesNothing(t *testing.T) {
+	srv := single(t)
+	c := open(t, srv)
+	defer c.Close()
+	u, err := c.Updates(t.Context(), 64<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := u.Partition(updaterepo.TenantKey("did:key:z6MkTenantA"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	add := func(b updaterepo.Backend, data []byte) string {
+		sum := sha256.Sum256(data)
+		sha := hex.EncodeToString(sum[:])
+		if err := b.AddBlob(sha, data); err != nil {
+			t.Fatal(err)
+		}
+		return sha
+	}
+	hostSHA := add(u, bytes.Repeat([]byte("host"), jsstore.BlobPart/2)) // 2 parts
+	kept := add(p, []byte("kept"))                                      // 1 part
+	var gone []string
+	for i := range 3 {
+		gone = append(gone, add(p, bytes.Repeat([]byte{'g', byte(i)}, jsstore.BlobPart/2+i+1))) // 2 parts each
+	}
+	checkNoOrphans(t, c, 2+1+6)
+	if _, err := p.RemoveBlob(kept, func(updaterepo.Txn) error { return updaterepo.ErrNamed }); !errors.Is(err, updaterepo.ErrNamed) {
+		t.Errorf("a refused removal: %v", err)
+	}
+	for _, sha := range gone {
+		if n, err := p.RemoveBlob(sha, func(updaterepo.Txn) error { return nil }); err != nil || n <= jsstore.BlobPart {
+			t.Fatalf("RemoveBlob(%s) = %d, %v", sha[:8], n, err)
+		}
+	}
+	checkNoOrphans(t, c, 2+1)
+	js, _ := jetstream.New(c.NATS())
+	s, _ := js.Stream(t.Context(), "OBJ_TORPOR_UPDATES")
+	si, err := s.Info(t.Context(), jetstream.WithSubjectFilter("$O.TORPOR_UPDATES.M.>"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(si.State.Subjects) != 3 {
+		t.Errorf("%d subjects of parts' info in the stream; want 3 (no tombstones)", len(si.State.Subjects))
+	}
+	if n, _ := p.BlobBytes(); n != 4 {
+		t.Errorf("the tenant's blob bytes %d; want 4", n)
+	}
+	if b, err := u.BlobRange(hostSHA, 0, 8); err != nil || string(b) != "hosthost" {
+		t.Errorf("the relay's own blob: %q, %v", b, err)
+	}
+}

@@ -71,11 +71,7 @@ func accrue(tx *bolt.Tx, owner did.DID, h *Held, now time.Time) error {
 
 // raisePeaks raises the peaks of now's hour to what h holds.
 func raisePeaks(tx *bolt.Tx, owner did.DID, h Held, now time.Time) error {
-	return editHour(tx, keyOf(owner, now), func(x *hour) {
-		x.PeakDevices = max(x.PeakDevices, h.Devices)
-		x.PeakQueuedBytes = max(x.PeakQueuedBytes, h.QueuedBytes)
-		x.PeakKeyPackages = max(x.PeakKeyPackages, h.KeyPackageBytes)
-	})
+	return editHour(tx, keyOf(owner, now), func(x *hour) { x.Raise(h) })
 }
 
 // countRefusal counts a refusal by quota q in memory; Flush writes it.

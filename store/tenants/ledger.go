@@ -42,6 +42,9 @@ type Held struct {
 	Devices         int64 `json:"devices"`
 	QueuedBytes     int64 `json:"queuedBytes"`
 	KeyPackageBytes int64 `json:"keyPackageBytes"`
+	// UpdateBytes are the blob bytes of the tenant's update repository,
+	// as the relay last observed them (Store.Observe).
+	UpdateBytes int64 `json:"updateBytes,omitempty"`
 	// Since is when QueuedBytes was last accrued into the hours'
 	// byte-seconds.
 	Since time.Time `json:"since,omitzero"`
@@ -54,6 +57,7 @@ type hour struct {
 	PeakDevices     int64           `json:"peakDevices"`
 	PeakQueuedBytes int64           `json:"peakQueuedBytes"`
 	PeakKeyPackages int64           `json:"peakKeyPackageBytes"`
+	PeakUpdateBytes int64           `json:"peakUpdateBytes,omitempty"`
 	ByteMillis      int64           `json:"byteMillis"`
 }
 

@@ -121,6 +121,18 @@ func storedQuota(q Quota, n int64) error {
 	return nil
 }
 
+// observedQuota checks Observe's arguments: a stored quota, or
+// QuotaUpdateBytes (which the update repository counts); n not negative.
+func observedQuota(q Quota, n int64) error {
+	switch {
+	case q != QuotaUpdateBytes:
+		return storedQuota(q, n)
+	case n < 0:
+		return fmt.Errorf("tenants: negative amount %d of %s", n, q)
+	}
+	return nil
+}
+
 // spend adds n to t's holding of q if its quota allows; a refusal is
 // counted in the hour.
 func (l *Ledger) spend(tx *bolt.Tx, t tenant, q Quota, n int64, now time.Time) error {
@@ -170,6 +182,8 @@ func (h *Held) field(q Quota) *int64 {
 		return &h.Devices
 	case QuotaKeyPackageBytes:
 		return &h.KeyPackageBytes
+	case QuotaUpdateBytes:
+		return &h.UpdateBytes
 	}
 	return &h.QueuedBytes
 }
@@ -197,12 +211,13 @@ func (l *Ledger) Check(owner did.DID, q Quota, held, n int64) error {
 }
 
 // Observe records that owner holds value of q now, as another store
-// counts it (the relay's queue for QuotaQueuedBytes): the byte-time held
+// counts it (the relay's queue for QuotaQueuedBytes, its update
+// repository for QuotaUpdateBytes): the byte-time held
 // since the last change is accrued into the hours first, and the hour's
 // peak raised. The relay samples its stores every few seconds, so the
 // byte-hours of a running relay are a sum over those samples.
 func (l *Ledger) Observe(owner did.DID, q Quota, value int64) error {
-	if err := storedQuota(q, value); err != nil {
+	if err := observedQuota(q, value); err != nil {
 		return err
 	}
 	now := l.clk.Now()

@@ -44,7 +44,8 @@ type Store interface {
 	// owner's quota q; the caller counts held under Lock.
 	Check(owner did.DID, q Quota, held, n int64) error
 	// Observe records that owner holds value of q now (the relay's
-	// samples), accruing byte-time and raising the hour's peaks.
+	// samples; for QuotaUpdateBytes also each upload and removal),
+	// accruing byte-time and raising the hour's peaks.
 	Observe(owner did.DID, q Quota, value int64) error
 	// Allow counts one request of owner's senders against its
 	// requests-per-second quota, or refuses it with a *QuotaError.
@@ -120,9 +121,13 @@ func MayActOn(s Store, op, device did.DID) (inTenant bool, err error) {
 	return true, nil
 }
 
-// CheckStored checks a Reserve's, Release's or Observe's arguments: q a
-// stored quota, n not negative.
+// CheckStored checks a Reserve's or Release's arguments: q a stored
+// quota, n not negative.
 func CheckStored(q Quota, n int64) error { return storedQuota(q, n) }
+
+// CheckObserved checks Observe's arguments: q a stored quota or
+// QuotaUpdateBytes, n not negative.
+func CheckObserved(q Quota, n int64) error { return observedQuota(q, n) }
 
 // HourUsage is a tenant's usage in one hour of the relay's clock, as a
 // Store keeps it.
@@ -155,6 +160,7 @@ func (h *hour) Raise(held Held) {
 	h.PeakDevices = max(h.PeakDevices, held.Devices)
 	h.PeakQueuedBytes = max(h.PeakQueuedBytes, held.QueuedBytes)
 	h.PeakKeyPackages = max(h.PeakKeyPackages, held.KeyPackageBytes)
+	h.PeakUpdateBytes = max(h.PeakUpdateBytes, held.UpdateBytes)
 }
 
 // Add adds the requests and refusals counted in c to h.
@@ -177,6 +183,9 @@ func Record(owner did.DID, start, now time.Time, h HourUsage, key *did.PrivateKe
 		Complete: !now.Before(start.Add(time.Hour)), Requests: h.Requests, Refused: h.Refused,
 		PeakDevices: h.PeakDevices, PeakQueuedBytes: h.PeakQueuedBytes, PeakKeyPackageBytes: h.PeakKeyPackages,
 		MilliByteHours: h.ByteMillis / 3600,
+	}
+	if h.PeakUpdateBytes > 0 {
+		r.PeakUpdateBytes = &h.PeakUpdateBytes
 	}
 	return r, r.Sign(key)
 }

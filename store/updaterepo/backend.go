@@ -21,6 +21,9 @@ type Txn interface {
 	PutMeta(name string, b []byte) error
 	// Blob returns the whole blob sha, nil when there is none.
 	Blob(sha string) ([]byte, error)
+	// BlobLen returns the length of the blob sha; ok false when there is
+	// none. It reads no blob bytes.
+	BlobLen(sha string) (n int64, ok bool, err error)
 }
 
 // Backend is where a Repo keeps its files: a bbolt file (Open) or a
@@ -46,6 +49,13 @@ type Backend interface {
 	// BlobBytes returns the bytes of blobs held (Used less the
 	// metadata): what a tenant's update_bytes quota bounds.
 	BlobBytes() (int64, error)
+	// RemoveBlob removes the blob sha and gives its bytes back, if check,
+	// run on the same view of the metadata, returns nil; the change is
+	// applied whole, so check's answer holds for the removal. It returns
+	// the bytes freed; ErrNotFound (wrapped) when the blob is not held,
+	// else check's error. The caller keeps uploads of the same blob from
+	// running meanwhile (Repo.RemoveBlob).
+	RemoveBlob(sha string, check func(Txn) error) (int64, error)
 	Close() error
 }
 
@@ -146,6 +156,11 @@ func (t boltTxn) Blob(sha string) ([]byte, error) {
 	return t.tx.Bucket(t.b.blobs).Get([]byte(sha)), nil
 }
 
+func (t boltTxn) BlobLen(sha string) (int64, bool, error) {
+	b := t.tx.Bucket(t.b.blobs).Get([]byte(sha))
+	return int64(len(b)), b != nil, nil
+}
+
 func (t boltTxn) PutMeta(name string, b []byte) error {
 	return put(t.tx, t.max, t.b, t.b.meta, []byte(name), b)
 }
@@ -216,6 +231,30 @@ func (b *boltBackend) AddBlob(sha string, data []byte) error {
 		}
 		return put(tx, b.max, b.b, b.b.blobs, []byte(sha), data)
 	})
+}
+
+// RemoveBlob implements Backend in one bbolt write transaction.
+func (b *boltBackend) RemoveBlob(sha string, check func(Txn) error) (int64, error) {
+	var n int64
+	err := b.db.Update(func(tx *bolt.Tx) error {
+		blobs := tx.Bucket(b.b.blobs)
+		v := blobs.Get([]byte(sha))
+		if v == nil {
+			return fmt.Errorf("blob %s: %w", sha, ErrNotFound)
+		}
+		if err := check(boltTxn{tx: tx, max: b.max, b: b.b}); err != nil {
+			return err
+		}
+		n = int64(len(v))
+		if err := blobs.Delete([]byte(sha)); err != nil {
+			return err
+		}
+		return tx.Bucket(b.b.state).Put(keyUsed, binary.BigEndian.AppendUint64(nil, uint64(used(tx, b.b)-n)))
+	})
+	if err != nil {
+		return 0, err
+	}
+	return n, nil
 }
 
 func (b *boltBackend) BlobRange(sha string, off, n int64) ([]byte, error) {

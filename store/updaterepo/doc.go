@@ -23,7 +23,9 @@
 // A hosted relay keeps a repository per tenant beside its own in the same
 // store: Tenant returns the one of an owner DID (a Backend that is a
 // Partitioner keeps it under keys of its own), and BlobBytes is what the
-// tenant's update_bytes quota bounds (docs/tenants.md).
+// tenant's update_bytes quota bounds (docs/tenants.md). RemoveBlob gives a
+// blob's bytes back, unless the current targets metadata names it
+// (ErrNamed).
 //
 // Devices read it through Metadata and Blob (a range of a blob); Fresh
 // signs a timestamp for a device that slept past the last one.

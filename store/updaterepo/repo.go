@@ -28,6 +28,11 @@ var ErrNothingPublished = errors.New("updaterepo: nothing published yet")
 // ErrFull is returned for a put that would pass Config.MaxBytes.
 var ErrFull = errors.New("updaterepo: the repository's byte bound is reached")
 
+// ErrNamed is RemoveBlob's error for a blob the current targets metadata
+// names, as a target's contents or as one of its deltas: a device sent
+// to it would fail to download it at every wake.
+var ErrNamed = errors.New("updaterepo: the current targets name the blob")
+
 // Defaults of Config.
 const (
 	DefaultMaxBytes        = 256 << 20
@@ -107,13 +112,17 @@ func (r *Repo) Tenant(owner string) (*Repo, error) {
 func (r *Repo) BlobBytes() (int64, error) { return r.b.BlobBytes() }
 
 // Holds reports whether the blob sha (hex SHA-256) is held: an AddBlob
-// of its bytes takes no more room.
+// of its bytes takes no more room. It reads the repository's own record
+// of its blobs (on JetStream the head every relay shares), never a
+// relay's cache, so a blob another relay removed is not held.
 func (r *Repo) Holds(sha string) (bool, error) {
-	_, err := r.b.BlobRange(sha, 0, 0)
-	if errors.Is(err, ErrNotFound) {
-		return false, nil
-	}
-	return err == nil, err
+	var held bool
+	err := r.b.View(func(tx Txn) error {
+		var err error
+		_, held, err = tx.BlobLen(sha)
+		return err
+	})
+	return held, err
 }
 
 // Open opens (creating) the repository in the bbolt file cfg.Path.
@@ -176,6 +185,45 @@ func (r *Repo) AddBlob(data []byte) (string, error) {
 		return "", fmt.Errorf("updaterepo: blob %s: %w", key, err)
 	}
 	return key, nil
+}
+
+// RemoveBlob removes the blob sha (its SHA-256 in lower-case hex) and
+// returns the bytes freed, unless the current targets metadata names it:
+// then the error wraps ErrNamed and says which target. The check and the
+// removal are one change of the repository (Backend.RemoveBlob), so a
+// Publish racing it either finds the blob gone (and is refused) or
+// names it first (and the removal is refused). ErrNotFound (wrapped) for
+// a blob not held.
+//
+// The caller keeps uploads of the same blob out while it removes it: the
+// relay holds the tenant's lock (tenants.Store.Lock) for both, since on
+// JetStream the blob's parts are purged after the head no longer counts
+// it, and a re-upload between the two would find its parts gone.
+func (r *Repo) RemoveBlob(sha string) (int64, error) {
+	if !isSHA256(sha) {
+		return 0, fmt.Errorf("updaterepo: blob %q: not a SHA-256 in lower-case hex: %w", sha, ErrNotFound)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n, err := r.b.RemoveBlob(sha, func(tx Txn) error { return notNamed(tx, sha) })
+	if err != nil {
+		return 0, fmt.Errorf("updaterepo: removing blob %s: %w", sha, err)
+	}
+	return n, nil
+}
+
+// isSHA256 reports whether s is 64 lower-case hex digits, as AddBlob
+// names a blob.
+func isSHA256(s string) bool {
+	if len(s) != 2*sha256.Size {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // Blob returns at most n bytes of the blob sha from offset off.

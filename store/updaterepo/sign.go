@@ -179,21 +179,11 @@ func (r *Repo) checkTargets(tx Txn, b []byte) (*metadata.Metadata[metadata.Targe
 // length stated (a blob's key is its SHA-256): a device sent to a delta
 // the relay lacks would fail to fetch it at every wake.
 func checkDeltas(tx Txn, tf *metadata.TargetFiles) error {
-	if tf.Custom == nil {
-		return nil
+	deltas, err := deltasOf(tf)
+	if err != nil {
+		return err
 	}
-	var c struct {
-		Torpor struct {
-			Deltas []struct {
-				SHA256 string `json:"sha256"`
-				Length int64  `json:"length"`
-			} `json:"deltas"`
-		} `json:"torpor"`
-	}
-	if err := json.Unmarshal(*tf.Custom, &c); err != nil {
-		return fmt.Errorf("custom: %w", err)
-	}
-	for _, d := range c.Torpor.Deltas {
+	for _, d := range deltas {
 		blob, err := tx.Blob(d.SHA256)
 		switch {
 		case err != nil:
@@ -202,6 +192,57 @@ func checkDeltas(tx Txn, tf *metadata.TargetFiles) error {
 			return fmt.Errorf("no blob with its delta's sha256 %s (upload it first)", d.SHA256)
 		case int64(len(blob)) != d.Length:
 			return fmt.Errorf("its delta %s has %d bytes, not the %d stated", d.SHA256, len(blob), d.Length)
+		}
+	}
+	return nil
+}
+
+// delta is one of a target's deltas as its custom fields name it.
+type delta struct {
+	SHA256 string `json:"sha256"`
+	Length int64  `json:"length"`
+}
+
+// deltasOf returns the deltas tf's custom fields name.
+func deltasOf(tf *metadata.TargetFiles) ([]delta, error) {
+	if tf.Custom == nil {
+		return nil, nil
+	}
+	var c struct {
+		Torpor struct {
+			Deltas []delta `json:"deltas"`
+		} `json:"torpor"`
+	}
+	if err := json.Unmarshal(*tf.Custom, &c); err != nil {
+		return nil, fmt.Errorf("custom: %w", err)
+	}
+	return c.Torpor.Deltas, nil
+}
+
+// notNamed returns an error wrapping ErrNamed when the current targets
+// metadata names the blob sha as a target's contents or as a delta.
+func notNamed(tx Txn, sha string) error {
+	b, err := tx.Meta("targets.json")
+	if err != nil || b == nil {
+		return err
+	}
+	targets, err := metadata.Targets().FromBytes(b)
+	if err != nil {
+		return fmt.Errorf("the stored targets: %w", err)
+	}
+	v := targets.Signed.Version
+	for name, tf := range targets.Signed.Targets {
+		if tf.Hashes["sha256"].String() == sha {
+			return fmt.Errorf("%w: target %q of targets version %d (publish a targets version without it first)", ErrNamed, name, v)
+		}
+		deltas, err := deltasOf(tf)
+		if err != nil {
+			return fmt.Errorf("target %q: %w", name, err)
+		}
+		for _, d := range deltas {
+			if d.SHA256 == sha {
+				return fmt.Errorf("%w: a delta of target %q of targets version %d (publish a targets version without it first)", ErrNamed, name, v)
+			}
 		}
 	}
 	return nil

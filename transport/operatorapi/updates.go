@@ -52,3 +52,43 @@ func (c *Client) putUpdate(ctx context.Context, path string, body []byte) (Updat
 	}
 	return ans, nil
 }
+
+// RemoveAnswer is the relay's answer to a blob's removal.
+type RemoveAnswer struct {
+	// SHA256 is the blob removed.
+	SHA256 string `json:"sha256"`
+	// Removed is the bytes it held, given back to the tenant's
+	// update_bytes quota.
+	Removed int64 `json:"removed"`
+	// UpdateBytes is the blob bytes the tenant's repository holds after
+	// the removal.
+	UpdateBytes int64 `json:"updateBytes"`
+}
+
+// RemoveTenantBlob removes the blob sha (its SHA-256 in lower-case hex)
+// from the update repository of the tenant whose owner DID is tenant
+// (DELETE /operator/tenants/{tenant}/updates/blob/{sha}; docs/tenants.md):
+// c.Key must be one of the operators the owner named. A blob the current
+// targets name is refused with the relay's 409 blob_named, one the
+// repository does not hold with 404 no_blob.
+func (c *Client) RemoveTenantBlob(ctx context.Context, tenant, sha string) (RemoveAnswer, error) {
+	path := "/operator/tenants/" + url.PathEscape(tenant) + "/updates/blob/" + url.PathEscape(sha)
+	tok, err := c.OperatorToken(http.MethodDelete, path)
+	if err != nil {
+		return RemoveAnswer{}, err
+	}
+	status, raw, err := c.send(ctx, http.MethodDelete, c.Origin+path, tok, nil)
+	if err != nil {
+		return RemoveAnswer{}, err
+	}
+	if status != http.StatusOK {
+		var ans QueueAnswer // the same error members
+		json.Unmarshal(raw, &ans)
+		return RemoveAnswer{}, fmt.Errorf("relay answered %d %s: %s", status, http.StatusText(status), ans.reason(raw))
+	}
+	var ans RemoveAnswer
+	if err := json.Unmarshal(raw, &ans); err != nil {
+		return RemoveAnswer{}, fmt.Errorf("relay's answer: %v", err)
+	}
+	return ans, nil
+}

@@ -38,6 +38,8 @@ func operatorAction(r *http.Request) string {
 	case r.Method == http.MethodPut && strings.HasPrefix(r.URL.Path, "/operator/updates/"),
 		r.Method == http.MethodPut && strings.HasPrefix(r.URL.Path, "/operator/tenants/") && strings.Contains(r.URL.Path, "/updates/"):
 		return audit.ActionUpdate
+	case r.Method == http.MethodDelete && strings.HasPrefix(r.URL.Path, "/operator/tenants/") && strings.Contains(r.URL.Path, "/updates/blob/"):
+		return audit.ActionUpdateRemove
 	}
 	return ""
 }

@@ -373,6 +373,7 @@ func (s *Relay) routes() {
 		m.HandleFunc("GET /operator/tenants", s.serveTenants)
 		m.HandleFunc("PUT /operator/tenants/{did}", s.serveTenantPut)
 		m.HandleFunc("PUT "+operatorTenantUpdatesPath, s.serveTenantUpdatePut)
+		m.HandleFunc("DELETE "+operatorTenantBlobPath, s.serveTenantBlobDelete)
 	}
 	if s.console != nil {
 		s.console.Register(m)

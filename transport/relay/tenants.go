@@ -493,8 +493,9 @@ func kpBytes(kps ...[]byte) int64 {
 }
 
 // SampleTenants records in the tenants' ledger the bytes each tenant's
-// devices hold now in the queue and in KeyPackages (tenants.Ledger.Observe),
-// from which their usage records' byte-hours and peaks are made.
+// devices hold now in the queue and in KeyPackages, and the blob bytes of
+// its update repository (tenants.Ledger.Observe), from which their usage
+// records' byte-hours and peaks are made.
 // torpor-relay calls it every few seconds; without tenants it does
 // nothing.
 func (s *Relay) SampleTenants(ctx context.Context) error {
@@ -521,8 +522,33 @@ func (s *Relay) SampleTenants(ctx context.Context) error {
 		if err := l.Observe(t.Owner, tenancy.QuotaKeyPackageBytes, kps); err != nil {
 			return err
 		}
+		if err := s.sampleUpdateBytes(t.Owner, t.Held.UpdateBytes); err != nil {
+			return err
+		}
 	}
 	return nil
+}
+
+// sampleUpdateBytes observes the blob bytes owner's update repository
+// holds, if the relay hosts repositories and they are not the ledger's
+// already (held): uploads and removals observe them too
+// (observeUpdateBytes), and every observation of the ledger, the queued
+// bytes' above included, raises the hour's peaks from all it holds.
+func (s *Relay) sampleUpdateBytes(owner did.DID, held int64) error {
+	repo, err := s.tenantUpdates(owner)
+	switch {
+	case errors.Is(err, updaterepo.ErrNoPartitions):
+		return nil // no repository for the tenant
+	case err != nil:
+		return err
+	case repo == nil:
+		return nil
+	}
+	n, err := repo.BlobBytes()
+	if err != nil || n == held {
+		return err
+	}
+	return s.cfg.Stores.Tenants.Observe(owner, tenancy.QuotaUpdateBytes, n)
 }
 
 // tenantForget takes a forgotten agent out of its tenant, freeing its

@@ -61,9 +61,10 @@ func benchPosts(b *testing.B, h *harness, dev did.DID) {
 
 // BenchmarkTenantUpdateUpload is the CPU a blob upload of 4 KiB costs
 // (operator and relay in this process, a real bbolt repository): to the
-// relay's own repository, to a tenant's without a quota, and to a
-// tenant's with an update_bytes quota, whose check takes the tenant's
-// lock and sums the repository's blobs (held: how many it holds before).
+// relay's own repository, to a tenant's without a quota (the tenant's
+// lock, and its update bytes recorded in the ledger after the upload),
+// and to a tenant's with an update_bytes quota, whose check also sums the
+// repository's blobs (held: how many it holds before).
 // Compare cpu-ns/op side by side in one run:
 //
 //	go test -run '^$' -bench BenchmarkTenantUpdateUpload -benchtime 200x ./transport/relay/

@@ -36,6 +36,9 @@ type tenantRepo interface {
 	// Holds reports whether a blob is held already (an upload of it
 	// again takes no room).
 	Holds(sha string) (bool, error)
+	// RemoveBlob removes a blob the current targets do not name
+	// (updaterepo.ErrNamed otherwise) and returns its bytes.
+	RemoveBlob(sha string) (int64, error)
 }
 
 // tenantRepos is an UpdateRepo that keeps a repository per tenant beside
@@ -80,14 +83,25 @@ func (s *Relay) tenantUpdates(owner did.DID) (tenantRepo, error) {
 // named (the relay's own operators only if the owner named them). A blob
 // past the tenant's update_bytes quota is refused 507 tenant_quota.
 func (s *Relay) serveTenantUpdatePut(w http.ResponseWriter, r *http.Request) {
-	caller, ok := s.operator(w, r)
+	caller, owner, info, repo, ok := s.tenantRepoOf(w, r)
 	if !ok {
 		return
 	}
-	owner, ok := agentPath(w, r)
-	if !ok {
+	s.putUpdate(w, r, caller, repo, s.updateRoom(owner, repo, info.Quotas.UpdateBytes > 0))
+}
+
+// tenantRepoOf is the first part of every request to the repository of
+// the tenant {did}: the caller's operator token, the tenant, the caller
+// among the operators its owner named (else 403 not_tenant_operator,
+// audited) and the tenant's repository. ok false when it answered.
+func (s *Relay) tenantRepoOf(w http.ResponseWriter, r *http.Request) (caller, owner did.DID, info tenants.Info, repo tenantRepo, ok bool) {
+	if caller, ok = s.operator(w, r); !ok {
 		return
 	}
+	if owner, ok = agentPath(w, r); !ok {
+		return
+	}
+	ok = false
 	info, err := s.cfg.Stores.Tenants.Tenant(owner)
 	switch {
 	case errors.Is(err, tenants.ErrNoTenant):
@@ -99,38 +113,44 @@ func (s *Relay) serveTenantUpdatePut(w http.ResponseWriter, r *http.Request) {
 	case !slices.Contains(info.Operators, caller.String()):
 		s.recordOperator(r, caller, r.PathValue("what"), "not an operator of the tenant")
 		writeJSON(w, http.StatusForbidden, map[string]any{"error": "not_tenant_operator",
-			"message": "only the operators the tenant's owner named upload to its update repository (docs/tenants.md)"})
+			"message": "only the operators the tenant's owner named act on its update repository (docs/tenants.md)"})
 		return
 	}
-	repo, err := s.tenantUpdates(owner)
+	repo, err = s.tenantUpdates(owner)
 	switch {
 	case err != nil:
 		s.storeFailed(w, err)
-		return
 	case repo == nil:
 		noUpdates(w)
-		return
+	default:
+		ok = true
 	}
-	var room blobRoom
-	if info.Quotas.UpdateBytes > 0 {
-		room = s.updateRoom(owner, repo)
-	}
-	s.putUpdate(w, r, caller, repo, room)
+	return
 }
 
-// updateRoom checks that a blob fits owner's update_bytes quota: the
-// tenant's holdings are the blob bytes its repository holds now, counted
-// under the tenant's lock (tenants.Store.Lock: one relay's mutex on bbolt,
-// a key of the shared bucket on JetStream), which is held until the blob
-// is stored, as tenantQueueRoom does for queued bytes: of uploads racing
-// for the last room, through one relay or several, one is taken. A blob
-// the repository holds already takes no room and is not counted.
-func (s *Relay) updateRoom(owner did.DID, repo tenantRepo) blobRoom {
+// updateRoom takes owner's lock "updates <owner>" (tenants.Store.Lock:
+// one relay's mutex on bbolt, a key of the shared bucket on JetStream)
+// for a blob's upload, held until the blob is stored: a tenant's
+// uploads and removals (serveTenantBlobDelete) run one at a time, through
+// one relay or several. With quota, it checks that the blob fits owner's
+// update_bytes quota, counting the blob bytes the repository holds now
+// under that lock, as tenantQueueRoom does for queued bytes: of uploads
+// racing for the last room, one is taken. A blob the repository holds
+// already takes no room and is not counted. Once the blob is stored the
+// tenant's update bytes are observed for its usage (observeUpdateBytes).
+func (s *Relay) updateRoom(owner did.DID, repo tenantRepo, quota bool) blobRoom {
 	return func(ctx context.Context, sha string, n int64) (func(), error) {
 		l := s.cfg.Stores.Tenants
-		unlock, err := l.Lock(ctx, "updates "+owner.String())
+		unlock, err := l.Lock(ctx, updatesLock(owner))
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", errRoomStore, err)
+		}
+		done := func() {
+			s.observeUpdateBytes(owner, repo)
+			unlock()
+		}
+		if !quota {
+			return done, nil
 		}
 		held, err := repo.Holds(sha)
 		var used int64
@@ -142,7 +162,7 @@ func (s *Relay) updateRoom(owner did.DID, repo tenantRepo) blobRoom {
 			return nil, fmt.Errorf("%w: %w", errRoomStore, err)
 		}
 		if held {
-			return unlock, nil
+			return done, nil
 		}
 		if err := l.Check(owner, tenancy.QuotaUpdateBytes, used, n); err != nil {
 			unlock()
@@ -152,7 +172,26 @@ func (s *Relay) updateRoom(owner did.DID, repo tenantRepo) blobRoom {
 			}
 			return nil, err
 		}
-		return unlock, nil
+		return done, nil
+	}
+}
+
+// updatesLock is the name of the lock a tenant's uploads and removals
+// hold.
+func updatesLock(owner did.DID) string { return "updates " + owner.String() }
+
+// observeUpdateBytes records the blob bytes owner's repository holds now
+// in the tenant's usage (tenants.Store.Observe: the hour's peak), after
+// an upload or a removal; SampleTenants does it too every few seconds.
+// A failure is logged: the usage is not the quota, which is counted at
+// each upload.
+func (s *Relay) observeUpdateBytes(owner did.DID, repo tenantRepo) {
+	n, err := repo.BlobBytes()
+	if err == nil {
+		err = s.cfg.Stores.Tenants.Observe(owner, tenancy.QuotaUpdateBytes, n)
+	}
+	if err != nil {
+		s.log.Warn("update repository: recording the tenant's update bytes", "tenant", owner.String(), "err", err)
 	}
 }
 

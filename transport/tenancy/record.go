@@ -36,6 +36,12 @@ type Record struct {
 	PeakQueuedBytes     int64 `json:"peakQueuedBytes"`
 	PeakKeyPackageBytes int64 `json:"peakKeyPackageBytes"`
 	MilliByteHours      int64 `json:"milliByteHours"`
+	// PeakUpdateBytes is the most blob bytes the tenant's update
+	// repository held in the hour. It is absent (nil) when the tenant
+	// held none, and in the records of a relay from before it was
+	// counted, so that those verify as they were signed; a record whose
+	// member is present, even as 0, is signed with it.
+	PeakUpdateBytes *int64 `json:"peakUpdateBytes,omitempty"`
 	// Signature is the relay's signature, base64url without padding.
 	Signature string `json:"signature,omitempty"`
 }

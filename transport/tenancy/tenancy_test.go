@@ -2,6 +2,7 @@ package tenancy
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/governed"
+	"github.com/torpor-dev/torpor/internal/jcs"
 )
 
 func key(t *testing.T, i byte) *did.PrivateKey {
@@ -45,13 +47,16 @@ func TestQuotaErrorStatus(t *testing.T) {
 func TestRecordEveryMemberIsSigned(t *testing.T) {
 	relay := key(t, 2)
 	r := Record{Tenant: key(t, 1).DID().String(), Relay: relay.DID().String(), Hour: "2026-12-05T10:00:00Z", Complete: true,
-		Requests: 10, Refused: map[Quota]int64{QuotaRequests: 3}, PeakDevices: 2, PeakQueuedBytes: 100, PeakKeyPackageBytes: 50, MilliByteHours: 7}
+		Requests: 10, Refused: map[Quota]int64{QuotaRequests: 3}, PeakDevices: 2, PeakQueuedBytes: 100, PeakKeyPackageBytes: 50, MilliByteHours: 7, PeakUpdateBytes: new(int64(4096))}
 	if err := r.Sign(relay); err != nil {
 		t.Fatal(err)
 	}
 	b, _ := json.Marshal(r)
 	if _, err := VerifyRecord(b, relay.DID()); err != nil {
 		t.Fatalf("genuine: %v", err)
+	}
+	if !strings.Contains(string(b), `"peakUpdateBytes":4096`) {
+		t.Fatalf("the record %s carries no peakUpdateBytes", b)
 	}
 	var m map[string]any
 	json.Unmarshal(b, &m)
@@ -77,6 +82,46 @@ func TestRecordEveryMemberIsSigned(t *testing.T) {
 		if _, err := VerifyRecord(cb, relay.DID()); !errors.Is(err, ErrBadRecord) {
 			t.Errorf("%s changed: %v", k, err)
 		}
+	}
+}
+
+// TestRecordWithoutUpdateBytes: a record signed without peakUpdateBytes
+// (as a relay from before it was counted signs every record, and as one
+// now signs an hour in which the tenant held no update bytes) verifies;
+// the member added to it, even as 0, does not, nor one removed from a
+// record signed with it.
+func TestRecordWithoutUpdateBytes(t *testing.T) {
+	relay := key(t, 2)
+	// The members a relay of the previous release signs, in its order.
+	old := map[string]any{"tenant": key(t, 1).DID().String(), "relay": relay.DID().String(), "hour": "2026-12-05T10:00:00Z",
+		"complete": true, "requests": 2, "refused": map[string]int{"requests_per_second": 1}, "peakDevices": 1,
+		"peakQueuedBytes": 10, "peakKeyPackageBytes": 0, "milliByteHours": 3}
+	ob, _ := json.Marshal(old)
+	c, err := jcs.Transform(ob)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old["signature"] = base64.RawURLEncoding.EncodeToString(relay.Sign(append([]byte(RecordContext), c...)))
+	b, _ := json.Marshal(old)
+	r, err := VerifyRecord(b, relay.DID())
+	if err != nil || r.PeakUpdateBytes != nil {
+		t.Fatalf("a record without peakUpdateBytes: %+v, %v; want it verified, without the member", r, err)
+	}
+	for _, v := range []int64{0, 5} {
+		old["peakUpdateBytes"] = v
+		b, _ := json.Marshal(old)
+		if _, err := VerifyRecord(b, relay.DID()); !errors.Is(err, ErrBadRecord) {
+			t.Errorf("peakUpdateBytes %d added: %v; want ErrBadRecord", v, err)
+		}
+	}
+	n := Record{Tenant: key(t, 1).DID().String(), Relay: relay.DID().String(), Hour: "2026-12-05T10:00:00Z", PeakUpdateBytes: new(int64(0))}
+	if err := n.Sign(relay); err != nil {
+		t.Fatal(err)
+	}
+	n.PeakUpdateBytes = nil
+	b, _ = json.Marshal(n)
+	if _, err := VerifyRecord(b, relay.DID()); !errors.Is(err, ErrBadRecord) {
+		t.Errorf("peakUpdateBytes removed from a record signed with it: %v; want ErrBadRecord", err)
 	}
 }
 

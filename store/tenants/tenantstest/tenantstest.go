@@ -47,6 +47,7 @@ func Run(t *testing.T, open Open, relays int) {
 	t.Run("UsageRecordByteHoursAcrossHours", wrap(usageRecordByteHoursAcrossHours))
 	t.Run("UsageRecordVerifiesAndAChangedOneDoesNot", wrap(usageRecordVerifiesAndAChangedOneDoesNot))
 	t.Run("ObserveAccruesByteHours", wrap(observeAccruesByteHours))
+	t.Run("UsageRecordCarriesUpdateBytes", wrap(usageRecordCarriesUpdateBytes))
 	t.Run("OnlyTheOwnersOperatorsMayAct", wrap(onlyTheOwnersOperatorsMayAct))
 	t.Run("OperatorListRefusals", wrap(operatorListRefusals))
 	t.Run("LockIsOneHolderAtATime", wrap(lockIsOneHolderAtATime))
@@ -433,6 +434,60 @@ func observeAccruesByteHours(t *testing.T, s suite) {
 	}
 	if err := f.l.Observe(f.a.DID(), tenants.QuotaDevices, 1); err == nil {
 		t.Error("devices observed as bytes")
+	}
+}
+
+// usageRecordCarriesUpdateBytes: the update bytes the relay observes
+// (after an upload or a removal, and in its samples) are in the hour's
+// record as its peak, signed with the rest: the record verifies, a copy
+// with the figure changed does not; the next hour starts from what is
+// held when it is first observed in it; an hour without any is a record
+// without the member; the other tenant's record has none; the held
+// bytes are in the tenant's Info; a negative amount is refused.
+func usageRecordCarriesUpdateBytes(t *testing.T, s suite) {
+	f := newFixture(t, s, tenants.Quotas{})
+	for _, n := range []int64{3000, 7000, 2000} { // an upload, another, a removal
+		if err := f.ls[len(f.ls)-1].Observe(f.a.DID(), tenants.QuotaUpdateBytes, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	relay := key(t, 50)
+	r, err := f.l.Usage(f.a.DID(), t0, relay)
+	if err != nil || r.PeakUpdateBytes == nil || *r.PeakUpdateBytes != 7000 {
+		t.Fatalf("%+v, %v; want peak update bytes 7000", r, err)
+	}
+	b, _ := json.Marshal(r)
+	if _, err := tenancy.VerifyRecord(b, relay.DID()); err != nil {
+		t.Fatalf("genuine record: %v", err)
+	}
+	changed := bytes.Replace(b, []byte(`"peakUpdateBytes":7000`), []byte(`"peakUpdateBytes":2000`), 1)
+	if bytes.Equal(changed, b) {
+		t.Fatal("the test did not change the record")
+	}
+	if _, err := tenancy.VerifyRecord(changed, relay.DID()); !errors.Is(err, tenancy.ErrBadRecord) {
+		t.Errorf("peakUpdateBytes changed: %v; want tenancy.ErrBadRecord", err)
+	}
+	if info, err := f.l.Tenant(f.a.DID()); err != nil || info.Held.UpdateBytes != 2000 {
+		t.Errorf("tenant a holds %d update bytes (%v); want 2000", info.Held.UpdateBytes, err)
+	}
+	if other, err := f.l.Usage(f.b.DID(), t0, relay); err != nil || other.PeakUpdateBytes != nil {
+		t.Errorf("tenant b's record %+v (%v); want no update bytes", other, err)
+	}
+	if r, err := f.l.Usage(f.a.DID(), t0.Add(time.Hour), relay); err != nil || r.PeakUpdateBytes != nil {
+		t.Errorf("the next hour before an observation: %+v (%v); want no update bytes", r, err)
+	}
+	f.clk.Advance(time.Hour)
+	if err := f.l.Observe(f.a.DID(), tenants.QuotaUpdateBytes, 2000); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := f.l.Usage(f.a.DID(), t0.Add(time.Hour), relay); err != nil || r.PeakUpdateBytes == nil || *r.PeakUpdateBytes != 2000 {
+		t.Errorf("the next hour: %+v (%v); want peak update bytes 2000", r, err)
+	}
+	if err := f.l.Observe(f.a.DID(), tenants.QuotaUpdateBytes, -1); err == nil {
+		t.Error("a negative amount of update bytes was observed")
+	}
+	if err := f.l.Reserve(f.a.DID(), tenants.QuotaUpdateBytes, 1); err == nil {
+		t.Error("update bytes reserved in the ledger: the repository counts them")
 	}
 }
 
