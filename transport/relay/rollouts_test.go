@@ -211,8 +211,13 @@ func TestConsoleRollouts(t *testing.T) {
 			t.Errorf("DeviceUpdates(%s) = %+v, %v; want %q", tt.device, u, err, tt.want)
 		}
 	}
+	tspec := spec
+	tspec.Tenant = "did:key:zTenant"
+	if _, err := m.Start(context.Background(), tspec, ds); err != nil {
+		t.Fatal(err)
+	}
 	if rs, err := c.Rollouts(context.Background()); err != nil || len(rs) != 1 || rs[0].Counts.RolledBack != 1 || rs[0].Counts.Waiting != 1 {
-		t.Errorf("Rollouts = %+v, %v", rs, err)
+		t.Errorf("Rollouts = %+v, %v; want the relay's r1 alone, not the tenant's", rs, err)
 	}
 }
 

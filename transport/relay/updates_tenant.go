@@ -8,7 +8,6 @@ import (
 	"slices"
 
 	"github.com/torpor-dev/torpor/did"
-	"github.com/torpor-dev/torpor/store/tenants"
 	"github.com/torpor-dev/torpor/store/updaterepo"
 	"github.com/torpor-dev/torpor/transport/link/server"
 	"github.com/torpor-dev/torpor/transport/tenancy"
@@ -84,24 +83,11 @@ func (s *Relay) serveTenantUpdatePut(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	owner, ok := agentPath(w, r)
+	info, ok := s.tenantOperator(w, r, caller, r.PathValue("what"))
 	if !ok {
 		return
 	}
-	info, err := s.cfg.Stores.Tenants.Tenant(owner)
-	switch {
-	case errors.Is(err, tenants.ErrNoTenant):
-		writeJSON(w, http.StatusNotFound, map[string]any{"error": "no_tenant", "message": "no tenant of this relay has that owner DID"})
-		return
-	case err != nil:
-		s.storeFailed(w, err)
-		return
-	case !slices.Contains(info.Operators, caller.String()):
-		s.recordOperator(r, caller, r.PathValue("what"), "not an operator of the tenant")
-		writeJSON(w, http.StatusForbidden, map[string]any{"error": "not_tenant_operator",
-			"message": "only the operators the tenant's owner named upload to its update repository (docs/tenants.md)"})
-		return
-	}
+	owner := info.Owner
 	repo, err := s.tenantUpdates(owner)
 	switch {
 	case err != nil:
