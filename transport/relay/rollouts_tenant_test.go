@@ -232,3 +232,22 @@ func TestTenantRolloutOffersItsDevices(t *testing.T) {
 		c.Close()
 	}
 }
+
+// TestTenantRolloutNotOfferedOnceLeft: a device that leaves its tenant
+// after the tenant's rollout started (forgotten by the tenant's ledger) is
+// no longer offered the rollout's target; the tenant's other device is.
+func TestTenantRolloutNotOfferedOnceLeft(t *testing.T) {
+	tr := newTenantRollouts(t)
+	if r := tr.req(t, "POST", tr.a, "", tr.opA, startSpec("agent-1.4.0")); r.status != 200 || devicesOf(r) != 2 {
+		t.Fatalf("a's start: %d %s", r.status, r.body)
+	}
+	if err := tr.ledger.Forget(tr.a2.DID()); err != nil {
+		t.Fatal(err)
+	}
+	c := tr.dial(t, tr.a2)
+	defer c.Close()
+	if a, err := c.Publish(context.Background(), tr.state(t, tr.a2, c.Hello(), "hourly_wake", deviceOpts{})); err != nil || a.Offer != nil {
+		t.Errorf("a device that left a offered %+v, %v; want nothing", a.Offer, err)
+	}
+	tr.wakeForUpdate(t, tr.a1, "installed")
+}

@@ -178,6 +178,15 @@ func (m *Manager) Offer(ctx context.Context, device string) (Target, bool, error
 // revision kept from an earlier wake (read-only), so that a wake costs a
 // read of each record, not its decoding (BenchmarkOffer).
 func (m *Manager) OfferID(ctx context.Context, device string) (string, Target, bool, error) {
+	return m.OfferIDOf(ctx, device, nil)
+}
+
+// OfferIDOf is OfferID, taking only the rollouts whose tenant
+// (Spec.Tenant) inTenant accepts: the relay offers a tenant's rollout
+// only to a device still in that tenant. inTenant is asked only of a
+// rollout that would offer the device a target, and its error is
+// returned; nil accepts every rollout.
+func (m *Manager) OfferIDOf(ctx context.Context, device string, inTenant func(tenant string) (bool, error)) (string, Target, bool, error) {
 	ids, err := m.Store.List(ctx)
 	if err != nil {
 		return "", Target{}, false, err
@@ -191,7 +200,17 @@ func (m *Manager) OfferID(ctx context.Context, device string) (string, Target, b
 		if err != nil {
 			return "", Target{}, false, err
 		}
-		if r.Offer(device) {
+		if !r.Offer(device) {
+			continue
+		}
+		ok := true
+		if inTenant != nil {
+			ok, err = inTenant(r.Tenant)
+		}
+		if err != nil {
+			return "", Target{}, false, err
+		}
+		if ok {
 			return r.ID, r.Target, true, nil
 		}
 	}
