@@ -223,7 +223,8 @@ func TestConsoleRollouts(t *testing.T) {
 
 // TestRolloutsAreTheHostOperators: on a hosted relay, a tenant's operator
 // (whom s.operator accepts for its tenant's devices) may neither start
-// nor read a rollout; the relay's own operator may.
+// nor read one of the relay's own rollouts (its tenant's are under the
+// tenant's path: rollouts_tenant_test.go); the relay's own operator may.
 func TestRolloutsAreTheHostOperators(t *testing.T) {
 	st, err := rollouts.OpenBolt(filepath.Join(t.TempDir(), "rollouts.db"))
 	if err != nil {
