@@ -40,7 +40,7 @@ test-browser: ## Run the fleet console in a real browser (Debian's chromium, chr
 test-faults: ## Run the fault suite alone: SIGKILL, damaged, lost, full, read-only and removed stores on both queue engines, the agent killed mid-hand-off (root; part of test-integration).
 	TORPOR_REQUIRE_TOOLS=1 $(GO) test -tags integration -count=1 -timeout 10m ./test/faults/
 
-test-tenants: ## Run the hosted relay's tenants tests alone: two owners' tenants on one relay and on 3 relays over a 3-node JetStream cluster, real binaries, each operator on the embedded MQTT broker and in the console in chromium; screenshots in TORPOR_ARTIFACTS (part of test-integration).
+test-tenants: ## Run the hosted relay's tenants tests alone: two owners' tenants on one relay and on 3 relays over a 3-node JetStream cluster, real binaries, each operator on the embedded MQTT broker and in the console in chromium, a tenant operator's rollout installed by a real agent of its tenant; screenshots in TORPOR_ARTIFACTS (part of test-integration).
 	TORPOR_REQUIRE_TOOLS=1 $(GO) test -tags integration -count=1 -timeout 10m ./test/tenants/
 
 test-updates: ## Run the agent-update tests alone: torporctl's key ceremony and publish, the relay's repository (bbolt, and two relays sharing one on JetStream), agents verifying a target over their link (whole and as a delta); A/B slots, trial boot, rollback of a build that exits or hangs, SIGKILLs during the switch; awake and sleeping agents installing a rollout's offer; the rauc hand-off with the real rauc (root); power cuts of an update and a rollback in the arm64 VM (part of test-integration).

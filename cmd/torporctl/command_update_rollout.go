@@ -19,6 +19,7 @@ import (
 type rolloutArgs struct {
 	queueArgs                                                        // --relay, --key, --json, --time-scale
 	target, version, sha256, percents, failureTypes, devices, reason string
+	tenant                                                           string
 	minExecuted                                                      int
 	threshold                                                        float64
 	waveTime                                                         time.Duration
@@ -40,8 +41,9 @@ func runUpdateRollout(ctx context.Context, e *env, fs *flag.FlagSet, args []stri
 	fs.IntVar(&a.minExecuted, "min-executed", 0, "start: how many devices must have reported before the failure rate is judged.")
 	fs.Float64Var(&a.threshold, "threshold", 0, "start: the failure rate, in percent of the devices that reported, that pauses the rollout; 0 never pauses it.")
 	fs.DurationVar(&a.waveTime, "wave-time", 0, "start: how long a wave runs before the next starts without its silent devices (default 1h).")
-	fs.StringVar(&a.devices, "devices", "", "start: the devices' DIDs, comma-separated (default every device of the relay).")
+	fs.StringVar(&a.devices, "devices", "", "start: the devices' DIDs, comma-separated (default every device of the relay, or with --tenant of the tenant).")
 	fs.StringVar(&a.reason, "reason", "", "pause, abort: why, for the record.")
+	fs.StringVar(&a.tenant, "tenant", "", "On a hosted relay: the tenant's owner DID, to run that tenant's rollouts over its devices (as an operator its owner named) instead of the relay's own (docs/tenants.md).")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -52,6 +54,7 @@ func runUpdateRollout(ctx context.Context, e *env, fs *flag.FlagSet, args []stri
 	if err != nil {
 		return err
 	}
+	c.Tenant = a.tenant
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	raw, err := a.call(ctx, c, fs.Arg(0), fs.Args()[1:], e.stdout)

@@ -38,15 +38,16 @@ func (o ownRollouts) Close() error { return o.c.Close() }
 
 const rolloutPrefix = "ro."
 
-// rolloutKey: ids are letters, digits, '-', '_' and '.' (rollouts.CheckID);
-// a '.' would be a token separator in a key, so the id is encoded.
+// rolloutKey: ids are letters, digits, '-', '_' and '.' (rollouts.CheckID),
+// and a tenant's rollout's key has '/' too (rollouts.Key); a '.' would be
+// a token separator in a key, so the key is encoded.
 func rolloutKey(id string) string {
 	return rolloutPrefix + base64.RawURLEncoding.EncodeToString([]byte(id))
 }
 
 // Get implements rollouts.Store.
 func (r *Rollouts) Get(ctx context.Context, id string) ([]byte, uint64, error) {
-	if rollouts.CheckID(id) != nil {
+	if rollouts.CheckKey(id) != nil {
 		return nil, 0, rollouts.ErrNotFound
 	}
 	e, err := r.c.kv.Get(ctx, rolloutKey(id))

@@ -25,7 +25,9 @@ func TestRolloutsContract(t *testing.T) {
 
 // TestRolloutAcrossRelays: a rollout started through one connection (a
 // relay) is offered and reported through another, and a third, opened
-// after the first two closed, finds every report.
+// after the first two closed, finds every report; a tenant's rollout of
+// the same id beside it (docs/tenants.md) is kept apart under its key and
+// offered under its own id.
 func TestRolloutAcrossRelays(t *testing.T) {
 	srv := single(t)
 	ctx := t.Context()
@@ -37,6 +39,15 @@ func TestRolloutAcrossRelays(t *testing.T) {
 	if _, err := ma.Start(ctx, spec, ds); err != nil {
 		t.Fatal(err)
 	}
+	tspec := spec
+	tspec.Tenant = "did:key:zOwner"
+	if _, err := ma.Start(ctx, tspec, []rollout.Device{{ID: "did:key:zT", Minute: 3}}); err != nil {
+		t.Fatalf("a tenant's rollout of the same id: %v", err)
+	}
+	if id, tg, ok, err := mb.OfferID(ctx, "did:key:zT"); err != nil || !ok || id != "agent-2" || tg.Version != "2" {
+		t.Fatalf("the tenant's offer through the second relay = %s, %+v, %v, %v", id, tg, ok, err)
+	}
+	mb.Report(ctx, "did:key:zT", "2", rollout.Installed, "")
 	if tg, ok, err := mb.Offer(ctx, "did:key:zB"); err != nil || !ok || tg.Version != "2" {
 		t.Fatalf("Offer through the second relay = %+v, %v, %v", tg, ok, err)
 	}
@@ -49,5 +60,9 @@ func TestRolloutAcrossRelays(t *testing.T) {
 	r, err := (&rollout.Manager{Store: cc.Rollouts(), Clock: c}).Get(ctx, "agent-2")
 	if err != nil || r.Counts().Installed != 1 || r.Counts().RolledBack != 1 || r.State != rollout.Done {
 		t.Fatalf("through a third connection: %+v, %v", r, err)
+	}
+	r, err = (&rollout.Manager{Store: cc.Rollouts(), Clock: c}).Get(ctx, rollouts.Key("did:key:zOwner", "agent-2"))
+	if err != nil || r.Tenant != "did:key:zOwner" || r.Counts().Devices != 1 || r.Counts().Installed != 1 {
+		t.Fatalf("the tenant's rollout through a third connection: %+v, %v", r, err)
 	}
 }

@@ -10,12 +10,15 @@
 //	rev, err := s.Put(ctx, id, value, 0)  // create
 //	value, rev, err = s.Get(ctx, id)
 //	rev, err = s.Put(ctx, id, changed, rev) // ErrConflict if another wrote first
-//	ids, err := s.List(ctx)
+//	ids, err := s.List(ctx)               // keys: ids, and tenants' Key(tenant, id)
 package rollouts
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
+	"strings"
 )
 
 // Errors of Get and Put.
@@ -37,8 +40,9 @@ const MaxRecord = 1000 << 10
 // MaxID bounds a rollout's id.
 const MaxID = 64
 
-// Store is the relay's rollouts. Revisions start at 1 and grow with each
-// Put of a record.
+// Store is the relay's rollouts, each under its key (Key: its id, or for
+// a tenant's rollout its tenant's key). Revisions start at 1 and grow
+// with each Put of a record.
 type Store interface {
 	// Get returns the record of id and its revision, or ErrNotFound.
 	Get(ctx context.Context, id string) ([]byte, uint64, error)
@@ -65,9 +69,40 @@ func CheckID(id string) error {
 	return nil
 }
 
+// tenantKeyPrefix starts the key of a tenant's rollout. A rollout id
+// has no '/', so no id of the relay's own rollouts is a tenant's key.
+const tenantKeyPrefix = "tenant/"
+
+// Key is the key a rollout is stored under: its id for the relay's own
+// rollouts (tenant empty), else "tenant/", the first 16 bytes of the
+// SHA-256 of the tenant's owner DID in hex, "/" and the id. Each tenant's
+// rollouts thus have ids of their own: two tenants, or a tenant and the
+// relay, may each have a rollout "v2", and none learns of the other's.
+func Key(tenant, id string) string {
+	if tenant == "" {
+		return id
+	}
+	h := sha256.Sum256([]byte(tenant))
+	return tenantKeyPrefix + hex.EncodeToString(h[:16]) + "/" + id
+}
+
+// CheckKey returns an error if key is neither a valid id (CheckID) nor a
+// tenant's rollout's key (Key).
+func CheckKey(key string) error {
+	rest, ok := strings.CutPrefix(key, tenantKeyPrefix)
+	if !ok {
+		return CheckID(key)
+	}
+	h, id, ok := strings.Cut(rest, "/")
+	if _, err := hex.DecodeString(h); !ok || len(h) != 32 || err != nil || strings.ToLower(h) != h {
+		return errors.New("rollouts: a tenant's rollout key is tenant/, 32 lower-case hex digits, / and the id")
+	}
+	return CheckID(id)
+}
+
 // check is what every Store's Put checks first.
 func check(id string, value []byte) error {
-	if err := CheckID(id); err != nil {
+	if err := CheckKey(id); err != nil {
 		return err
 	}
 	if len(value) > MaxRecord {

@@ -31,6 +31,11 @@ type Client struct {
 	Clock clock.Clock
 	// HTTP is the HTTP client; nil means http.DefaultClient.
 	HTTP *http.Client
+	// Tenant, on a hosted relay, is the owner DID of the tenant whose
+	// rollouts StartRollout, Rollouts, GetRollout and ChangeRollout act on
+	// (TenantRolloutsPath; Key must be an operator its owner named);
+	// empty means the relay's own (RolloutsPath).
+	Tenant string
 }
 
 // Fleet fetches the fleet console's view of every device, only those in

@@ -22,6 +22,23 @@ import (
 //	POST {RolloutsPath}/{id}/{action}    pause, resume, abort (body RolloutAction)
 const RolloutsPath = "/operator/rollouts"
 
+// TenantRolloutsPath is the root of the rollouts of the tenant whose
+// owner DID is owner, on a hosted relay (docs/tenants.md), with the
+// endpoints of RolloutsPath under it. Only the operators the owner named
+// may use them, and a tenant's rollout takes only the tenant's devices.
+func TenantRolloutsPath(owner string) string {
+	return "/operator/tenants/" + url.PathEscape(owner) + "/rollouts"
+}
+
+// rolloutsPath is the root of c's rollouts: its tenant's, or the
+// relay's.
+func (c *Client) rolloutsPath() string {
+	if c.Tenant != "" {
+		return TenantRolloutsPath(c.Tenant)
+	}
+	return RolloutsPath
+}
+
 // RolloutTarget is the build a rollout offers: its TUF target name,
 // version and SHA-256 (hex).
 type RolloutTarget struct {
@@ -39,7 +56,8 @@ type RolloutCriteria struct {
 }
 
 // RolloutStart starts a rollout. Devices are agent DIDs; empty means every
-// device the relay holds a state of.
+// device the relay holds a state of (that the caller may act on), or for
+// a tenant's rollout every device of the tenant.
 type RolloutStart struct {
 	ID       string          `json:"id"`
 	Target   RolloutTarget   `json:"target"`
@@ -98,7 +116,8 @@ type Rollout struct {
 	Failures []RolloutFailure `json:"failures,omitempty"`
 }
 
-// RolloutList is every rollout of the relay.
+// RolloutList is every rollout of the relay's own operators, or of one
+// tenant.
 type RolloutList struct {
 	Rollouts []Rollout `json:"rollouts"`
 }
@@ -107,21 +126,21 @@ type RolloutList struct {
 // relay's JSON.
 func (c *Client) StartRollout(ctx context.Context, s RolloutStart) (Rollout, []byte, error) {
 	var r Rollout
-	raw, err := c.rollouts(ctx, http.MethodPost, RolloutsPath, s, &r)
+	raw, err := c.rollouts(ctx, http.MethodPost, c.rolloutsPath(), s, &r)
 	return r, raw, err
 }
 
 // Rollouts lists the relay's rollouts.
 func (c *Client) Rollouts(ctx context.Context) (RolloutList, []byte, error) {
 	var l RolloutList
-	raw, err := c.rollouts(ctx, http.MethodGet, RolloutsPath, nil, &l)
+	raw, err := c.rollouts(ctx, http.MethodGet, c.rolloutsPath(), nil, &l)
 	return l, raw, err
 }
 
 // GetRollout returns rollout id.
 func (c *Client) GetRollout(ctx context.Context, id string) (Rollout, []byte, error) {
 	var r Rollout
-	raw, err := c.rollouts(ctx, http.MethodGet, RolloutsPath+"/"+url.PathEscape(id), nil, &r)
+	raw, err := c.rollouts(ctx, http.MethodGet, c.rolloutsPath()+"/"+url.PathEscape(id), nil, &r)
 	return r, raw, err
 }
 
@@ -129,7 +148,7 @@ func (c *Client) GetRollout(ctx context.Context, id string) (Rollout, []byte, er
 // "resume" or "abort").
 func (c *Client) ChangeRollout(ctx context.Context, id, action, reason string) (Rollout, []byte, error) {
 	var r Rollout
-	raw, err := c.rollouts(ctx, http.MethodPost, RolloutsPath+"/"+url.PathEscape(id)+"/"+action, RolloutAction{Reason: reason}, &r)
+	raw, err := c.rollouts(ctx, http.MethodPost, c.rolloutsPath()+"/"+url.PathEscape(id)+"/"+action, RolloutAction{Reason: reason}, &r)
 	return r, raw, err
 }
 

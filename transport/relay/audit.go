@@ -25,7 +25,8 @@ func (s *Relay) record(ctx context.Context, rec audit.Record) {
 }
 
 // operatorAction is the audited action of an operator request: admit,
-// purge and update uploads change what the relay holds; a queue listing reads only and
+// purge, rollouts (the relay's and the tenants') and update uploads change
+// what the relay holds; a queue listing reads only and
 // is not audited ("").
 func operatorAction(r *http.Request) string {
 	switch {
@@ -33,7 +34,8 @@ func operatorAction(r *http.Request) string {
 		return audit.ActionPurge
 	case r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/admit"):
 		return audit.ActionAdmit
-	case r.Method == http.MethodPost && strings.HasPrefix(r.URL.Path, operatorapi.RolloutsPath):
+	case r.Method == http.MethodPost && strings.HasPrefix(r.URL.Path, operatorapi.RolloutsPath),
+		r.Method == http.MethodPost && strings.HasPrefix(r.URL.Path, "/operator/tenants/") && strings.Contains(r.URL.Path, "/rollouts"):
 		return audit.ActionRollout
 	case r.Method == http.MethodPut && strings.HasPrefix(r.URL.Path, "/operator/updates/"),
 		r.Method == http.MethodPut && strings.HasPrefix(r.URL.Path, "/operator/tenants/") && strings.Contains(r.URL.Path, "/updates/"):

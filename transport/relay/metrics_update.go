@@ -11,8 +11,10 @@ import (
 //
 //	torpor_relay_update_offers_total                 state-oks that offered a device an update
 //	torpor_relay_update_reports_total{outcome}       install outcomes recorded in a rollout
-//	torpor_relay_update_rollouts{state}              rollouts by state (read at scrape)
-//	torpor_relay_update_rollout_devices{rollout,status}  a rollout's devices: installed,
+//	torpor_relay_update_rollouts{state}              rollouts by state, the tenants' included
+//	                                                 (read at scrape)
+//	torpor_relay_update_rollout_devices{rollout,status}  a rollout of the relay's own
+//	                                                 operators' devices: installed,
 //	                                                 rolled_back, refused, pending, waiting
 //
 // The gauges are read from the rollouts store at scrape time, so every
@@ -63,6 +65,9 @@ func (c *rolloutCollector) Collect(ch chan<- prometheus.Metric) {
 	states := map[string]int{"running": 0, "paused": 0, "aborted": 0, "done": 0}
 	for _, r := range rs {
 		states[string(r.State)]++
+		if r.Tenant != "" {
+			continue // a tenant's: its ids are its own, its devices not the host's to count
+		}
 		n := r.Counts()
 		for status, v := range map[string]int{"installed": n.Installed, "rolled_back": n.RolledBack, "refused": n.Refused, "pending": n.Pending, "waiting": n.Waiting} {
 			ch <- prometheus.MustNewConstMetric(updateDevicesDesc, prometheus.GaugeValue, float64(v), r.ID, status)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 
+	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/governed"
 	"github.com/torpor-dev/torpor/transport/link/wire"
 	"github.com/torpor-dev/torpor/transport/relay/rollout"
@@ -27,7 +28,7 @@ func (s *Relay) rolloutWake(ctx context.Context, agent string, status []byte) *w
 			s.metrics.updateReports.WithLabelValues(string(out.outcome)).Inc()
 		}
 	}
-	id, t, ok, err := s.rollouts.OfferID(ctx, agent)
+	id, t, ok, err := s.rollouts.OfferIDOf(ctx, agent, s.inTenant(agent))
 	if err != nil {
 		s.log.Error("rollouts: no offer for a device", "agent", agent, "err", err)
 		return nil
@@ -37,6 +38,44 @@ func (s *Relay) rolloutWake(ctx context.Context, agent string, status []byte) *w
 	}
 	s.metrics.updateOffers.Inc()
 	return &wire.Offer{Rollout: id, Target: t.Name, Version: t.Version, SHA256: t.SHA256}
+}
+
+// inTenant returns the check of the rollouts that may offer agent a
+// target: the relay's own (tenant ""), whose start took only the devices
+// its operator could act on, and a tenant's only while agent is in that
+// tenant, so that a device that left the tenant after the rollout started
+// (forgotten, then enrolled elsewhere) is not offered its build. The
+// device's tenant is read once, when a tenant's rollout first asks.
+func (s *Relay) inTenant(agent string) func(tenant string) (bool, error) {
+	var owner string
+	read := false
+	return func(tenant string) (bool, error) {
+		if tenant == "" {
+			return true, nil
+		}
+		if !read {
+			o, err := s.tenantOfAgent(agent)
+			if err != nil {
+				return false, err
+			}
+			owner, read = o, true
+		}
+		return owner == tenant, nil
+	}
+}
+
+// tenantOfAgent is the owner DID of agent's tenant; empty for a device in
+// none (or a relay without tenants).
+func (s *Relay) tenantOfAgent(agent string) (string, error) {
+	dev, err := did.Parse(agent)
+	if err != nil || s.cfg.Stores.Tenants == nil {
+		return "", nil
+	}
+	owner, in, err := s.cfg.Stores.Tenants.TenantOf(dev)
+	if err != nil || !in {
+		return "", err
+	}
+	return owner.String(), nil
 }
 
 // runningReason is the reason of an Installed outcome read from the

@@ -48,7 +48,10 @@ func countsView(c rollout.Counts) operatorapi.RolloutCounts {
 // consoleRollouts is console.Rollouts over the relay's rollouts.
 type consoleRollouts struct{ m *rollout.Manager }
 
-// Rollouts implements console.Rollouts.
+// Rollouts implements console.Rollouts: the rollouts of the relay's own
+// operators, whose page it is (console.serveRollouts); a tenant's
+// rollouts are its operators' (GET /operator/tenants/{owner}/rollouts),
+// and the host sees none of them.
 func (c consoleRollouts) Rollouts(ctx context.Context) ([]operatorapi.Rollout, error) {
 	rs, err := c.m.List(ctx)
 	if err != nil {
@@ -56,13 +59,16 @@ func (c consoleRollouts) Rollouts(ctx context.Context) ([]operatorapi.Rollout, e
 	}
 	out := make([]operatorapi.Rollout, 0, len(rs))
 	for _, r := range rs {
-		out = append(out, rolloutView(r))
+		if r.Tenant == "" {
+			out = append(out, rolloutView(r))
+		}
 	}
 	return out, nil
 }
 
 // DeviceUpdates implements console.Rollouts: the rollouts whose started
-// waves hold device, the newest first.
+// waves hold device, the newest first (a tenant's, for a device of the
+// tenant: the console shows a device's page only to who may see it).
 func (c consoleRollouts) DeviceUpdates(ctx context.Context, device string) ([]operatorapi.DeviceUpdate, error) {
 	rs, err := c.m.List(ctx)
 	if err != nil {

@@ -29,40 +29,84 @@ func rolloutManager(st rollouts.Store, clk clock.Clock) *rollout.Manager {
 	return &rollout.Manager{Store: st, Clock: clk}
 }
 
-// rolloutRoutes adds the operator endpoints of rollouts
-// (operatorapi.RolloutsPath; docs/updates.md, "Rollouts").
+// operatorTenantRolloutsPath is a tenant's rollouts on a hosted relay
+// (operatorapi.TenantRolloutsPath), with the endpoints of
+// operatorapi.RolloutsPath under it.
+const operatorTenantRolloutsPath = "/operator/tenants/{did}/rollouts"
+
+// rolloutRoutes adds the operator endpoints of rollouts: the relay's own
+// (operatorapi.RolloutsPath) and, with tenants, each tenant's
+// (operatorTenantRolloutsPath; docs/updates.md, "Rollouts").
 func (s *Relay) rolloutRoutes(m *http.ServeMux) {
-	p := operatorapi.RolloutsPath
-	m.HandleFunc("POST "+p, s.serveRolloutStart)
-	m.HandleFunc("GET "+p, s.serveRolloutList)
-	m.HandleFunc("GET "+p+"/{id}", s.serveRolloutGet)
-	m.HandleFunc("POST "+p+"/{id}/{action}", s.serveRolloutChange)
+	roots := []string{operatorapi.RolloutsPath}
+	if s.cfg.Stores.Tenants != nil {
+		roots = append(roots, operatorTenantRolloutsPath)
+	}
+	for _, p := range roots {
+		m.HandleFunc("POST "+p, s.serveRolloutStart)
+		m.HandleFunc("GET "+p, s.serveRolloutList)
+		m.HandleFunc("GET "+p+"/{id}", s.serveRolloutGet)
+		m.HandleFunc("POST "+p+"/{id}/{action}", s.serveRolloutChange)
+	}
 }
 
-// rolloutCaller authenticates one of the relay's own operators for a
-// rollout endpoint (a tenant's operator is refused: a rollout spans the
-// relay's devices), and answers 404 on a relay without a rollouts store.
-func (s *Relay) rolloutCaller(w http.ResponseWriter, r *http.Request) (did.DID, bool) {
+// rolloutScope is whose rollouts a request acts on, and who asks.
+type rolloutScope struct {
+	caller did.DID
+	// tenant is the owner DID of the tenant whose rollouts they are (the
+	// request's path is under operatorTenantRolloutsPath); zero for the
+	// relay's own operators' rollouts.
+	tenant did.DID
+}
+
+// owner is the scope's tenant as rollout.Spec.Tenant holds it: empty
+// for the relay's own rollouts.
+func (sc rolloutScope) owner() string {
+	if sc.tenant.IsZero() {
+		return ""
+	}
+	return sc.tenant.String()
+}
+
+// rolloutCaller authenticates the caller of a rollout endpoint and
+// returns the scope it acts in. Under operatorapi.RolloutsPath only the
+// relay's own operators are accepted (a tenant's operator is refused:
+// those rollouts are the relay's); under a tenant's path only the
+// operators the tenant's owner named (tenantOperator). It answers 404 on
+// a relay without a rollouts store.
+func (s *Relay) rolloutCaller(w http.ResponseWriter, r *http.Request) (rolloutScope, bool) {
 	caller, ok := s.operator(w, r)
-	if ok && !s.operators[caller.String()] {
+	if !ok {
+		return rolloutScope{}, false
+	}
+	sc := rolloutScope{caller: caller}
+	if r.PathValue("did") != "" {
+		info, ok := s.tenantOperator(w, r, caller, "rollouts")
+		if !ok {
+			return rolloutScope{}, false
+		}
+		sc.tenant = info.Owner
+	} else if !s.operators[caller.String()] {
 		s.recordOperator(r, caller, "", "a tenant's operator")
-		writeJSON(w, http.StatusForbidden, map[string]any{"error": "not_operator", "message": "rollouts are for the relay's own operators (--operator), not a tenant's"})
-		return did.DID{}, false
+		writeJSON(w, http.StatusForbidden, map[string]any{"error": "not_operator", "message": "these rollouts are the relay's own operators' (--operator); a tenant's operators run the tenant's at /operator/tenants/{owner}/rollouts (torporctl update rollout --tenant)"})
+		return rolloutScope{}, false
 	}
-	if ok && s.rollouts == nil {
+	if s.rollouts == nil {
 		writeJSON(w, http.StatusNotFound, map[string]any{"error": "no_rollouts", "message": "this relay keeps no rollouts (it has no rollouts store)"})
-		return did.DID{}, false
+		return rolloutScope{}, false
 	}
-	return caller, ok
+	return sc, true
 }
 
-// serveRolloutStart is POST /operator/rollouts: plan and store a rollout
-// of the relay's devices (those the request names, or every one).
+// serveRolloutStart is POST /operator/rollouts (or a tenant's): plan and
+// store a rollout of the scope's devices (those the request names, or
+// every one).
 func (s *Relay) serveRolloutStart(w http.ResponseWriter, r *http.Request) {
-	caller, ok := s.rolloutCaller(w, r)
+	sc, ok := s.rolloutCaller(w, r)
 	if !ok {
 		return
 	}
+	caller := sc.caller
 	var req operatorapi.RolloutStart
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxRolloutBody))
 	dec.DisallowUnknownFields()
@@ -71,11 +115,10 @@ func (s *Relay) serveRolloutStart(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, map[string]any{"error": "bad_request", "message": "the body is not a rollout start: " + err.Error()})
 		return
 	}
-	devices, err := s.rolloutDevices(r.Context(), caller, req.Devices)
-	if errors.Is(err, tenants.ErrNotOperator) {
-		s.recordOperator(r, caller, "start "+req.ID, "a tenant's device")
-		writeJSON(w, http.StatusForbidden, map[string]any{"error": "not_tenant_operator",
-			"message": err.Error() + ": a device in a tenant is updated by its owner's operators, not the relay's (docs/tenants.md)"})
+	devices, err := s.rolloutDevices(r.Context(), sc, req.Devices)
+	if errors.Is(err, tenants.ErrNotOperator) || errors.Is(err, errNotTenantDevice) {
+		s.recordOperator(r, caller, "start "+req.ID, "a device of another tenant, or of none")
+		writeJSON(w, http.StatusForbidden, map[string]any{"error": "not_tenant_operator", "message": notYourDevice(sc, err)})
 		return
 	}
 	if err != nil {
@@ -83,15 +126,26 @@ func (s *Relay) serveRolloutStart(w http.ResponseWriter, r *http.Request) {
 		s.rolloutFailed(w, err)
 		return
 	}
-	ro, err := s.rollouts.Start(r.Context(), rolloutSpec(req), devices)
+	spec := rolloutSpec(req)
+	spec.Tenant = sc.owner()
+	ro, err := s.rollouts.Start(r.Context(), spec, devices)
 	if err != nil {
 		s.recordOperator(r, caller, "start "+req.ID, "refused")
 		s.rolloutFailed(w, err)
 		return
 	}
 	s.recordOperator(r, caller, "start "+ro.ID+" of "+ro.Target.Version, "")
-	s.log.Info("rollout started", "rollout", ro.ID, "version", ro.Target.Version, "devices", len(devices), "waves", len(ro.Waves), "operator", caller.String())
+	s.log.Info("rollout started", "rollout", ro.ID, "tenant", ro.Tenant, "version", ro.Target.Version, "devices", len(devices), "waves", len(ro.Waves), "operator", caller.String())
 	writeJSON(w, http.StatusOK, rolloutView(ro))
+}
+
+// notYourDevice is the message of a start refused for a device the
+// scope may not update.
+func notYourDevice(sc rolloutScope, err error) string {
+	if sc.tenant.IsZero() {
+		return err.Error() + ": a device in a tenant is updated by its owner's operators, not the relay's (docs/tenants.md)"
+	}
+	return err.Error() + ": a tenant's rollout takes only the tenant's own devices (docs/tenants.md)"
 }
 
 func rolloutSpec(req operatorapi.RolloutStart) rollout.Spec {
@@ -104,25 +158,37 @@ func rolloutSpec(req operatorapi.RolloutStart) rollout.Spec {
 	}
 }
 
-// errUnknownDevice is wrapped by rolloutDevices' error for a DID the
-// relay holds no state of.
-var errUnknownDevice = errors.New("relay: not a device of this relay")
+// Errors of rolloutDevices.
+var (
+	// errUnknownDevice is wrapped for a DID the relay holds no state of.
+	errUnknownDevice = errors.New("relay: not a device of this relay")
+	// errNotTenantDevice is wrapped, with the DID, for a device a
+	// tenant's rollout names that is not in the tenant.
+	errNotTenantDevice = errors.New("relay: not a device of the rollout's tenant")
+)
 
-// rolloutDevices returns the named devices (every device with a state
-// when none is named) with where in the hour their windows open. On a
-// hosted relay a rollout is the caller's: naming a device of a tenant
-// whose owner did not name the caller is refused (tenants.ErrNotOperator),
-// and "every device" is every device the caller may act on.
-func (s *Relay) rolloutDevices(ctx context.Context, caller did.DID, ids []string) ([]rollout.Device, error) {
+// rolloutDevices returns the devices of sc's rollout with where in the
+// hour their windows open: the named ones, or when none is named every
+// device of the scope with a state. A tenant's rollout takes only the
+// tenant's devices (tenantsDevices). A rollout of the relay's own
+// operators, on a hosted relay, takes only the devices the caller may act
+// on (callersDevices): naming a device of a tenant whose owner did not
+// name the caller is refused (tenants.ErrNotOperator), and "every device"
+// is every device the caller may act on.
+func (s *Relay) rolloutDevices(ctx context.Context, sc rolloutScope, ids []string) ([]rollout.Device, error) {
 	st := s.cfg.Stores.States
 	named := len(ids) > 0
-	if !named {
-		var err error
-		if ids, err = st.Agents(ctx); err != nil {
-			return nil, err
+	var err error
+	switch {
+	case !sc.tenant.IsZero():
+		ids, err = s.tenantsDevices(sc.tenant, ids)
+	case !named:
+		if ids, err = st.Agents(ctx); err == nil {
+			ids, err = s.callersDevices(sc.caller, ids, false)
 		}
+	default:
+		ids, err = s.callersDevices(sc.caller, ids, true)
 	}
-	ids, err := s.callersDevices(caller, ids, named)
 	if err != nil {
 		return nil, err
 	}
@@ -132,15 +198,41 @@ func (s *Relay) rolloutDevices(ctx context.Context, caller did.DID, ids []string
 	var out []rollout.Device
 	for _, id := range ids {
 		a, err := st.Get(ctx, id)
-		if errors.Is(err, agents.ErrUnknownAgent) {
+		switch {
+		case errors.Is(err, agents.ErrUnknownAgent) && !named:
+			continue // a tenant's device the relay holds no state of
+		case errors.Is(err, agents.ErrUnknownAgent):
 			return nil, errors.Join(errUnknownDevice, errors.New(id))
-		}
-		if err != nil {
+		case err != nil:
 			return nil, err
 		}
 		out = append(out, rollout.Device{ID: id, Minute: a.Window.Minute, Second: wakeSecondOf(a)})
 	}
 	return out, nil
+}
+
+// tenantsDevices returns ids when each is a device of owner's tenant
+// (an error wrapping errNotTenantDevice names the first that is not: of
+// another tenant, of none, or no device at all), or every device of the
+// tenant when ids is empty.
+func (s *Relay) tenantsDevices(owner did.DID, ids []string) ([]string, error) {
+	l := s.cfg.Stores.Tenants
+	if len(ids) == 0 {
+		return l.Devices(owner)
+	}
+	for _, id := range ids {
+		var of did.DID
+		in := false
+		if dev, err := did.Parse(id); err == nil {
+			if of, in, err = l.TenantOf(dev); err != nil {
+				return nil, err
+			}
+		}
+		if !in || of != owner {
+			return nil, fmt.Errorf("%w: device %s is not in tenant %s", errNotTenantDevice, id, owner)
+		}
+	}
+	return ids, nil
 }
 
 // callersDevices keeps of ids the devices caller may act on (mayAct's
@@ -193,9 +285,11 @@ func (s *Relay) rolloutFailed(w http.ResponseWriter, err error) {
 	}
 }
 
-// serveRolloutList is GET /operator/rollouts.
+// serveRolloutList is GET /operator/rollouts (or a tenant's): the
+// scope's rollouts, and no other's.
 func (s *Relay) serveRolloutList(w http.ResponseWriter, r *http.Request) {
-	if _, ok := s.rolloutCaller(w, r); !ok {
+	sc, ok := s.rolloutCaller(w, r)
+	if !ok {
 		return
 	}
 	rs, err := s.rollouts.List(r.Context())
@@ -205,17 +299,33 @@ func (s *Relay) serveRolloutList(w http.ResponseWriter, r *http.Request) {
 	}
 	l := operatorapi.RolloutList{Rollouts: []operatorapi.Rollout{}}
 	for _, ro := range rs {
-		l.Rollouts = append(l.Rollouts, rolloutView(ro))
+		if ro.Tenant == sc.owner() {
+			l.Rollouts = append(l.Rollouts, rolloutView(ro))
+		}
 	}
 	writeJSON(w, http.StatusOK, l)
 }
 
-// serveRolloutGet is GET /operator/rollouts/{id}.
+// scopedRollout returns the scope's rollout id, stepped to now; one of
+// another scope (the relay's, or another tenant's) is not found.
+func (s *Relay) scopedRollout(ctx context.Context, sc rolloutScope, id string) (*rollout.Rollout, error) {
+	if rollouts.CheckID(id) != nil {
+		return nil, fmt.Errorf("%w: %q", rollout.ErrNotFound, id)
+	}
+	ro, err := s.rollouts.Get(ctx, rollouts.Key(sc.owner(), id))
+	if err == nil && ro.Tenant != sc.owner() {
+		return nil, fmt.Errorf("%w: %s", rollout.ErrNotFound, id)
+	}
+	return ro, err
+}
+
+// serveRolloutGet is GET /operator/rollouts/{id} (or a tenant's).
 func (s *Relay) serveRolloutGet(w http.ResponseWriter, r *http.Request) {
-	if _, ok := s.rolloutCaller(w, r); !ok {
+	sc, ok := s.rolloutCaller(w, r)
+	if !ok {
 		return
 	}
-	ro, err := s.rollouts.Get(r.Context(), r.PathValue("id"))
+	ro, err := s.scopedRollout(r.Context(), sc, r.PathValue("id"))
 	if err != nil {
 		s.rolloutFailed(w, err)
 		return
@@ -223,9 +333,10 @@ func (s *Relay) serveRolloutGet(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, rolloutView(ro))
 }
 
-// serveRolloutChange is POST /operator/rollouts/{id}/{pause,resume,abort}.
+// serveRolloutChange is POST /operator/rollouts/{id}/{pause,resume,abort}
+// (or a tenant's).
 func (s *Relay) serveRolloutChange(w http.ResponseWriter, r *http.Request) {
-	caller, ok := s.rolloutCaller(w, r)
+	sc, ok := s.rolloutCaller(w, r)
 	if !ok {
 		return
 	}
@@ -235,25 +346,37 @@ func (s *Relay) serveRolloutChange(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, map[string]any{"error": "bad_request", "message": "the body is not a rollout action: " + err.Error()})
 		return
 	}
-	var ro *rollout.Rollout
-	var err error
-	switch action {
-	case "pause":
-		ro, err = s.rollouts.Pause(r.Context(), id, body.Reason)
-	case "resume":
-		ro, err = s.rollouts.Resume(r.Context(), id)
-	case "abort":
-		ro, err = s.rollouts.Abort(r.Context(), id, body.Reason)
-	default:
+	ro, err := s.scopedRollout(r.Context(), sc, id)
+	if err == nil {
+		ro, err = s.changeRollout(r.Context(), ro.Key(), action, body.Reason)
+	}
+	if errors.Is(err, errNoSuchAction) {
 		writeJSON(w, http.StatusNotFound, map[string]any{"error": "no_such_action", "message": "want pause, resume or abort"})
 		return
 	}
 	if err != nil {
-		s.recordOperator(r, caller, action+" "+id, err.Error())
+		s.recordOperator(r, sc.caller, action+" "+id, err.Error())
 		s.rolloutFailed(w, err)
 		return
 	}
-	s.recordOperator(r, caller, action+" "+id, "")
-	s.log.Info("rollout "+action, "rollout", id, "state", ro.State, "operator", caller.String())
+	s.recordOperator(r, sc.caller, action+" "+id, "")
+	s.log.Info("rollout "+action, "rollout", id, "tenant", ro.Tenant, "state", ro.State, "operator", sc.caller.String())
 	writeJSON(w, http.StatusOK, rolloutView(ro))
+}
+
+// errNoSuchAction is returned by changeRollout for an action it does not
+// know.
+var errNoSuchAction = errors.New("relay: no such rollout action")
+
+// changeRollout pauses, resumes or aborts the rollout stored under key.
+func (s *Relay) changeRollout(ctx context.Context, key, action, reason string) (*rollout.Rollout, error) {
+	switch action {
+	case "pause":
+		return s.rollouts.Pause(ctx, key, reason)
+	case "resume":
+		return s.rollouts.Resume(ctx, key)
+	case "abort":
+		return s.rollouts.Abort(ctx, key, reason)
+	}
+	return nil, errNoSuchAction
 }

@@ -211,14 +211,20 @@ func TestConsoleRollouts(t *testing.T) {
 			t.Errorf("DeviceUpdates(%s) = %+v, %v; want %q", tt.device, u, err, tt.want)
 		}
 	}
+	tspec := spec
+	tspec.Tenant = "did:key:zTenant"
+	if _, err := m.Start(context.Background(), tspec, ds); err != nil {
+		t.Fatal(err)
+	}
 	if rs, err := c.Rollouts(context.Background()); err != nil || len(rs) != 1 || rs[0].Counts.RolledBack != 1 || rs[0].Counts.Waiting != 1 {
-		t.Errorf("Rollouts = %+v, %v", rs, err)
+		t.Errorf("Rollouts = %+v, %v; want the relay's r1 alone, not the tenant's", rs, err)
 	}
 }
 
 // TestRolloutsAreTheHostOperators: on a hosted relay, a tenant's operator
 // (whom s.operator accepts for its tenant's devices) may neither start
-// nor read a rollout; the relay's own operator may.
+// nor read one of the relay's own rollouts (its tenant's are under the
+// tenant's path: rollouts_tenant_test.go); the relay's own operator may.
 func TestRolloutsAreTheHostOperators(t *testing.T) {
 	st, err := rollouts.OpenBolt(filepath.Join(t.TempDir(), "rollouts.db"))
 	if err != nil {

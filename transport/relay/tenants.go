@@ -103,6 +103,34 @@ func (s *Relay) mayAct(w http.ResponseWriter, r *http.Request, op, agent did.DID
 	return true
 }
 
+// tenantOperator checks that caller is one of the operators the owner of
+// the tenant in r's path ({did}) named (the relay's own operators only if
+// the owner named them), and returns the tenant. It answers 404 for a DID
+// that is no tenant and 403 not_tenant_operator (recorded, with detail)
+// for anyone else. The tenant's update repository and its rollouts are
+// guarded by it.
+func (s *Relay) tenantOperator(w http.ResponseWriter, r *http.Request, caller did.DID, detail string) (tenants.Info, bool) {
+	owner, ok := agentPath(w, r)
+	if !ok {
+		return tenants.Info{}, false
+	}
+	info, err := s.cfg.Stores.Tenants.Tenant(owner)
+	switch {
+	case errors.Is(err, tenants.ErrNoTenant):
+		writeJSON(w, http.StatusNotFound, map[string]any{"error": "no_tenant", "message": "no tenant of this relay has that owner DID"})
+		return tenants.Info{}, false
+	case err != nil:
+		s.storeFailed(w, err)
+		return tenants.Info{}, false
+	case !slices.Contains(info.Operators, caller.String()):
+		s.recordOperator(r, caller, detail, "not an operator of the tenant")
+		writeJSON(w, http.StatusForbidden, map[string]any{"error": "not_tenant_operator",
+			"message": "only the operators the tenant's owner named act on its update repository and rollouts (docs/tenants.md)"})
+		return tenants.Info{}, false
+	}
+	return info, true
+}
+
 // tenantEnrol puts agent into its owner's tenant when owner is one, within
 // its devices quota. It returns false (and logs why) when the device must
 // stay on probation.

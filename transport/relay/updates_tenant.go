@@ -93,30 +93,18 @@ func (s *Relay) serveTenantUpdatePut(w http.ResponseWriter, r *http.Request) {
 // tenantRepoOf is the first part of every request to the repository of
 // the tenant {did}: the caller's operator token, the tenant, the caller
 // among the operators its owner named (else 403 not_tenant_operator,
-// audited) and the tenant's repository. ok false when it answered.
+// audited: tenantOperator) and the tenant's repository. ok false when it
+// answered.
 func (s *Relay) tenantRepoOf(w http.ResponseWriter, r *http.Request) (caller, owner did.DID, info tenants.Info, repo tenantRepo, ok bool) {
 	if caller, ok = s.operator(w, r); !ok {
 		return
 	}
-	if owner, ok = agentPath(w, r); !ok {
+	if info, ok = s.tenantOperator(w, r, caller, r.PathValue("what")); !ok {
 		return
 	}
 	ok = false
-	info, err := s.cfg.Stores.Tenants.Tenant(owner)
-	switch {
-	case errors.Is(err, tenants.ErrNoTenant):
-		writeJSON(w, http.StatusNotFound, map[string]any{"error": "no_tenant", "message": "no tenant of this relay has that owner DID"})
-		return
-	case err != nil:
-		s.storeFailed(w, err)
-		return
-	case !slices.Contains(info.Operators, caller.String()):
-		s.recordOperator(r, caller, r.PathValue("what"), "not an operator of the tenant")
-		writeJSON(w, http.StatusForbidden, map[string]any{"error": "not_tenant_operator",
-			"message": "only the operators the tenant's owner named act on its update repository (docs/tenants.md)"})
-		return
-	}
-	repo, err = s.tenantUpdates(owner)
+	owner = info.Owner
+	repo, err := s.tenantUpdates(owner)
 	switch {
 	case err != nil:
 		s.storeFailed(w, err)

@@ -26,6 +26,7 @@ func Run(t *testing.T, open Open) {
 	t.Run("CreateGetList", func(t *testing.T) { createGetList(t, open) })
 	t.Run("Conflict", func(t *testing.T) { conflict(t, open) })
 	t.Run("Refused", func(t *testing.T) { refused(t, open) })
+	t.Run("TenantKeys", func(t *testing.T) { tenantKeys(t, open) })
 	t.Run("ConcurrentWriters", func(t *testing.T) { concurrent(t, open) })
 }
 
@@ -82,7 +83,9 @@ func conflict(t *testing.T, open Open) {
 func refused(t *testing.T, open Open) {
 	ctx := context.Background()
 	s := open(t)
-	for _, id := range []string{"", "a b", "a/b", "a*", strings.Repeat("x", rollouts.MaxID+1)} {
+	bad := []string{"", "a b", "a/b", "a*", strings.Repeat("x", rollouts.MaxID+1),
+		"tenant/r1", "tenant/" + strings.Repeat("A", 32) + "/r1", "tenant/" + strings.Repeat("a", 31) + "/r1", rollouts.Key("did:key:zA", "a/b")}
+	for _, id := range bad {
 		if _, err := s.Put(ctx, id, []byte("v"), 0); err == nil {
 			t.Errorf("Put(%q) accepted a bad id", id)
 		}
@@ -96,6 +99,28 @@ func refused(t *testing.T, open Open) {
 		t.Errorf("Put of MaxRecord bytes: %v", err)
 	} else if v, _, err := s.Get(ctx, "max"); err != nil || !bytes.Equal(v, max) {
 		t.Errorf("Get of the MaxRecord record: %d bytes, %v", len(v), err)
+	}
+}
+
+// tenantKeys: the same id under the relay's key and two tenants' keys is
+// three records, each listed under its own key.
+func tenantKeys(t *testing.T, open Open) {
+	ctx := context.Background()
+	s := open(t)
+	keys := []string{"v2", rollouts.Key("did:key:zA", "v2"), rollouts.Key("did:key:zB", "v2")}
+	for _, k := range keys {
+		if _, err := s.Put(ctx, k, []byte(k), 0); err != nil {
+			t.Fatalf("Put(%q, create) = %v", k, err)
+		}
+	}
+	for _, k := range keys {
+		if v, _, err := open(t).Get(ctx, k); err != nil || string(v) != k {
+			t.Errorf("Get(%q) = %q, %v", k, v, err)
+		}
+	}
+	ids, err := s.List(ctx)
+	if want := slices.Sorted(slices.Values(keys)); err != nil || !slices.Equal(ids, want) {
+		t.Errorf("List = %v, %v; want %v", ids, err, want)
 	}
 }
 

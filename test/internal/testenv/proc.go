@@ -77,7 +77,17 @@ type Proc struct {
 // Start runs bin with args and keeps its stderr.
 func Start(t testing.TB, bin string, args ...string) *Proc {
 	t.Helper()
+	return StartWith(t, bin, nil, args...)
+}
+
+// StartWith is Start with setup (if not nil) called on the command
+// before it starts: to set its SysProcAttr, its environment.
+func StartWith(t testing.TB, bin string, setup func(*exec.Cmd), args ...string) *Proc {
+	t.Helper()
 	p := &Proc{Cmd: exec.Command(bin, args...), added: make(chan struct{}), done: make(chan struct{})}
+	if setup != nil {
+		setup(p.Cmd)
+	}
 	stderr, err := p.Cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -108,6 +118,10 @@ func (p *Proc) read(r io.Reader) {
 	}
 	io.Copy(io.Discard, r)
 }
+
+// Done is closed when the process's stderr reached its end: it and
+// every process it started that shares its stderr have ended.
+func (p *Proc) Done() <-chan struct{} { return p.done }
 
 // Log returns the log so far.
 func (p *Proc) Log() string {

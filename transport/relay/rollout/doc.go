@@ -10,6 +10,11 @@
 //	err = m.Report(ctx, device, rollout.Installed, "") // from its signed status
 //	err = m.Pause(ctx, id, why); m.Resume(ctx, id); m.Abort(ctx, id, why)
 //
+// A tenant's rollout (Spec.Tenant, on a hosted relay) is stored under its
+// tenant's key (Rollout.Key, store/rollouts.Key), which Get, Pause,
+// Resume and Abort then take as id; the relay keeps each tenant's
+// operators to their tenant's rollouts and devices.
+//
 // # Waves and cohorts
 //
 // A wake cohort is the devices whose hourly window opens in the same

@@ -54,8 +54,9 @@ func decode(id string, b []byte) (*Rollout, error) {
 
 func encode(r *Rollout) ([]byte, error) { return json.Marshal(record{V: recordVersion, Rollout: r}) }
 
-// Start plans spec over devices and stores it; ErrExists if its id is
-// taken.
+// Start plans spec over devices and stores it under its key
+// (Rollout.Key); ErrExists if its tenant (or the relay) has a rollout of
+// that id.
 func (m *Manager) Start(ctx context.Context, spec Spec, devices []Device) (*Rollout, error) {
 	r, err := Plan(spec, devices, clock.Or(m.Clock).Now())
 	if err != nil {
@@ -65,7 +66,7 @@ func (m *Manager) Start(ctx context.Context, spec Spec, devices []Device) (*Roll
 	if err != nil {
 		return nil, err
 	}
-	_, err = m.Store.Put(ctx, r.ID, b, 0)
+	_, err = m.Store.Put(ctx, r.Key(), b, 0)
 	if errors.Is(err, rollouts.ErrConflict) {
 		return nil, fmt.Errorf("%w: %s", ErrExists, r.ID)
 	}
@@ -75,7 +76,9 @@ func (m *Manager) Start(ctx context.Context, spec Spec, devices []Device) (*Roll
 	return r, nil
 }
 
-// Get returns the rollout id as stored, stepped to now (not written).
+// Get returns the rollout stored under key id (Rollout.Key: its id for a
+// rollout of the relay's own operators), stepped to now (not written).
+// Pause, Resume and Abort take the same key.
 func (m *Manager) Get(ctx context.Context, id string) (*Rollout, error) {
 	r, _, err := m.get(ctx, id)
 	if err == nil {
@@ -96,7 +99,8 @@ func (m *Manager) get(ctx context.Context, id string) (*Rollout, uint64, error) 
 	return r, rev, err
 }
 
-// List returns every rollout, stepped to now (not written).
+// List returns every rollout, the relay's and every tenant's (Spec.Tenant
+// says whose), stepped to now (not written).
 func (m *Manager) List(ctx context.Context) ([]*Rollout, error) {
 	ids, err := m.Store.List(ctx)
 	if err != nil {
@@ -168,11 +172,21 @@ func (m *Manager) Offer(ctx context.Context, device string) (Target, bool, error
 	return t, ok, err
 }
 
-// OfferID is Offer, with the id of the rollout that offers the target.
+// OfferID is Offer, with the id of the rollout that offers the target
+// (its Spec.ID, without its tenant's key).
 // A rollout with nothing to step is judged from the decoded record of its
 // revision kept from an earlier wake (read-only), so that a wake costs a
 // read of each record, not its decoding (BenchmarkOffer).
 func (m *Manager) OfferID(ctx context.Context, device string) (string, Target, bool, error) {
+	return m.OfferIDOf(ctx, device, nil)
+}
+
+// OfferIDOf is OfferID, taking only the rollouts whose tenant
+// (Spec.Tenant) inTenant accepts: the relay offers a tenant's rollout
+// only to a device still in that tenant. inTenant is asked only of a
+// rollout that would offer the device a target, and its error is
+// returned; nil accepts every rollout.
+func (m *Manager) OfferIDOf(ctx context.Context, device string, inTenant func(tenant string) (bool, error)) (string, Target, bool, error) {
 	ids, err := m.Store.List(ctx)
 	if err != nil {
 		return "", Target{}, false, err
@@ -186,8 +200,18 @@ func (m *Manager) OfferID(ctx context.Context, device string) (string, Target, b
 		if err != nil {
 			return "", Target{}, false, err
 		}
-		if r.Offer(device) {
-			return id, r.Target, true, nil
+		if !r.Offer(device) {
+			continue
+		}
+		ok := true
+		if inTenant != nil {
+			ok, err = inTenant(r.Tenant)
+		}
+		if err != nil {
+			return "", Target{}, false, err
+		}
+		if ok {
+			return r.ID, r.Target, true, nil
 		}
 	}
 	return "", Target{}, false, nil

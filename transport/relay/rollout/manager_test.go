@@ -208,3 +208,39 @@ func TestReportByTargetName(t *testing.T) {
 		t.Errorf("result %+v", got.Results[d])
 	}
 }
+
+// TestOfferIDOfTenants: of two rollouts that would offer a device a
+// target, a tenant's whose tenant inTenant refuses is passed over for the
+// next; one it accepts is offered under its own id; inTenant's error is
+// returned.
+func TestOfferIDOfTenants(t *testing.T) {
+	st := openBolt(t, filepath.Join(t.TempDir(), "rollouts.db"))
+	t.Cleanup(func() { st.Close() })
+	m := &rollout.Manager{Store: st, Clock: clocktest.New(start)}
+	ds := []rollout.Device{{ID: "did:key:zD", Minute: 1}}
+	a, host := spec(), spec()
+	a.Tenant, a.ID, a.Percents, host.ID, host.Percents = "did:key:zA", "a-1.4.0", []int{100}, "z-1.4.0", []int{100}
+	for _, sp := range []rollout.Spec{a, host} {
+		if _, err := m.Start(t.Context(), sp, ds); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fail := errors.New("ledger down")
+	for _, tt := range []struct {
+		name   string
+		tenant string
+		err    error
+		want   string
+	}{
+		{"in tenant a", "did:key:zA", nil, "a-1.4.0"},
+		{"in another tenant", "did:key:zB", nil, "z-1.4.0"},
+		{"in none", "", nil, "z-1.4.0"},
+		{"ledger failed", "", fail, ""},
+	} {
+		in := func(tenant string) (bool, error) { return tenant == "" || tenant == tt.tenant, tt.err }
+		id, _, ok, err := m.OfferIDOf(t.Context(), "did:key:zD", in)
+		if id != tt.want || ok != (tt.want != "") || !errors.Is(err, tt.err) {
+			t.Errorf("%s: OfferIDOf = %q, %v, %v; want %q", tt.name, id, ok, err, tt.want)
+		}
+	}
+}

@@ -63,7 +63,12 @@ type Criteria struct {
 
 // Spec is what an operator starts.
 type Spec struct {
-	ID     string `json:"id"`
+	ID string `json:"id"`
+	// Tenant is the owner DID of the tenant whose operators run the
+	// rollout over its devices on a hosted relay (docs/tenants.md); empty
+	// for a rollout of the relay's own operators. The rollout is stored
+	// under rollouts.Key(Tenant, ID).
+	Tenant string `json:"tenant,omitempty"`
 	Target Target `json:"target"`
 	// Percents are the waves' cumulative shares of the devices, strictly
 	// increasing, the last 100. Nil means DefaultPercents.
@@ -205,6 +210,10 @@ func Plan(spec Spec, devices []Device, now time.Time) (*Rollout, error) {
 	r.Waves[0].Started = now
 	return r, nil
 }
+
+// Key is the key r is stored under (rollouts.Key), which Manager's Get,
+// Pause, Resume and Abort take.
+func (r *Rollout) Key() string { return rollouts.Key(r.Tenant, r.ID) }
 
 // WaveOf returns the index of the wave device is in, or -1.
 func (r *Rollout) WaveOf(device string) int {
