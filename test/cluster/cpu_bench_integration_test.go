@@ -90,8 +90,9 @@ func startSyncNATS(b *testing.B) *natsNode {
 //     NAME-own-µs/op, over the raw side's as the ratio of the sums
 //     (NAME-x-raw) and the median of the rounds' ratios
 //     (NAME-x-raw-median), and the relay's NATS messages per enqueue
-//     (relay-nats-msgs/op, from /varz, the devices' publication not
-//     counted: it comes before). envEnqueueCPUBase adds a relay of
+//     (relay-nats-msgs/op, from /varz; the devices' publication and a
+//     first request to each device, which reads its queue into the
+//     relay's view, come before and are not counted: relaySender). envEnqueueCPUBase adds a relay of
 //     another revision as a fourth side.
 //   - jetstream-R3: the same on a cluster of 3 nats-server processes with
 //     3 replicas, the three servers' CPU counted.
@@ -329,9 +330,12 @@ func benchStream(b *testing.B, js jetstream.JetStream, name string, replicas int
 }
 
 // relaySender publishes a sleeping device per sender through r (set keeps
-// the devices of sub-benchmarks apart) and returns a cpuSide's run: n
-// requests from 64 senders, each to its own device, each wanting 503
-// queued.
+// the devices of sub-benchmarks apart), sends each device one request,
+// not measured, and returns a cpuSide's run: n requests from 64 senders,
+// each to its own device, each wanting 503 queued. The first request to
+// a device reads its queue into the relay's view (a few JetStream API
+// requests, once per device and relay); the rounds measure the steady
+// state after it, whatever b.N.
 func relaySender(b *testing.B, r *relayProc, set int) func(n int) error {
 	devs := publishBenchDevices(b, r.addr, 10+set)
 	toks := make([]string, benchSenders)
@@ -339,9 +343,15 @@ func relaySender(b *testing.B, r *relayProc, set int) func(n int) error {
 		toks[i] = relayToken(b, i)
 	}
 	payload := body("bench", 1024)
-	return func(n int) error {
+	run := func(n int) error {
 		return spread(n, func(i int) error { return queued(r.addr, devs[i], toks[i], payload) })
 	}
+	for i := range devs {
+		if err := queued(r.addr, devs[i], toks[i], payload); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return run
 }
 
 // loadAverage reads the machine's load average over the last minute.
