@@ -70,7 +70,7 @@ awk '/^BenchmarkEnqueueCPU\// {
   n = split("raw protocol relay relay-base", sides, " ")
   for (k = 1; k <= n; k++) if ((sides[k] "-cpu-µs/op") in v) {
     s = sides[k]
-    printf "  %-28s %8.1f µs (own process %6.1f)", name " " s, v[s "-cpu-µs/op"], v[s "-own-µs/op"]
+    printf "  %-28s %8.1f µs (own process %6.1f) %7.0f/s", name " " s, v[s "-cpu-µs/op"], v[s "-own-µs/op"], v[s "-enqueues/s"]
     if ((s "-x-raw") in v) printf "  %5.2fx raw (median of rounds %5.2f)", v[s "-x-raw"], v[s "-x-raw-median"]
     if ((s "-nats-msgs/op") in v) printf "  %s NATS messages per enqueue", v[s "-nats-msgs/op"]
     printf "\n"

@@ -141,7 +141,8 @@ type cpuSide struct {
 	own    time.Duration // the first pid's alone
 	in     int64         // messages received meanwhile
 	ops    int
-	rounds []float64 // CPU per op of each round, µs
+	wall   time.Duration // the rounds' time
+	rounds []float64     // CPU per op of each round, µs
 }
 
 // round makes n enqueues on s and adds what its processes spent.
@@ -151,9 +152,11 @@ func (s *cpuSide) round(b *testing.B, n int) {
 	if s.msgs != nil {
 		in = s.msgs()
 	}
+	start := time.Now()
 	if err := s.run(n); err != nil {
 		b.Fatalf("%s: %v", s.name, err)
 	}
+	s.wall += time.Since(start)
 	if s.msgs != nil {
 		s.in += s.msgs() - in
 	}
@@ -269,7 +272,8 @@ func takeTurns(b *testing.B, sides []*cpuSide) {
 }
 
 // reportSides reports each side's CPU per enqueue (NAME-cpu-µs/op), its
-// own process's alone (NAME-own-µs/op), the ratios of the other sides'
+// own process's alone (NAME-own-µs/op), its rate over its rounds
+// (NAME-enqueues/s), the ratios of the other sides'
 // to the raw publish's over the sums (NAME-x-raw) and the median of the
 // rounds' ratios (NAME-x-raw-median), the same of relay to relay-base
 // when it ran (relay-x-base, relay-x-base-median), the relay's NATS
@@ -279,6 +283,7 @@ func reportSides(b *testing.B, sides []*cpuSide) {
 	for _, s := range sides {
 		b.ReportMetric(s.perOp(s.cpu), s.name+"-cpu-µs/op")
 		b.ReportMetric(s.perOp(s.own), s.name+"-own-µs/op")
+		b.ReportMetric(float64(s.ops)/s.wall.Seconds(), s.name+"-enqueues/s")
 		if s.msgs != nil {
 			b.ReportMetric(float64(s.in)/float64(s.ops), s.name+"-nats-msgs/op")
 		}
