@@ -227,12 +227,12 @@ type published struct {
 func (q *Queue) publish(ctx context.Context, m *nats.Msg, last uint64) (published, error) {
 	var p published
 	err := q.c.retry(ctx, func() error {
-		ack, err := q.c.js.PublishMsg(ctx, m, jetstream.WithExpectStream(q.c.n.records), jetstream.WithExpectLastSequencePerSubject(last))
+		seq, dup, err := q.c.publishAt(ctx, m, q.c.n.records, last)
 		switch {
 		case isConflict(err):
 			return errConflict
 		case err == nil:
-			p.seq, p.dup = ack.Sequence, ack.Duplicate
+			p.seq, p.dup = seq, dup
 		case !refusedForCertain(err):
 			p.unsure = true
 		}

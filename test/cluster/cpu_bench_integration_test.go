@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,8 +20,10 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/torpor-dev/torpor/internal/benchcpu"
 	"github.com/torpor-dev/torpor/store/jsstore/jsserver"
 	"github.com/torpor-dev/torpor/test/internal/relaytest"
+	"github.com/torpor-dev/torpor/test/internal/testenv"
 	"github.com/torpor-dev/torpor/test/internal/wakemeter"
 )
 
@@ -63,117 +66,310 @@ func startSyncNATS(b *testing.B) *natsNode {
 }
 
 // BenchmarkEnqueueCPU measures, side by side in one run, the CPU a durable
-// enqueue of a 1 KiB body costs the processes that store it, read from
-// /proc/PID/task/*/schedstat (wakemeter.TaskCPU), as
-// server-cpu-µs/op; the 64 senders (this process) are not counted:
+// enqueue of a 1 KiB body costs the processes that make it durable, read
+// from /proc/PID/task/*/schedstat (wakemeter.TaskCPU); the 64 senders
+// (this process) are not counted:
 //
-//   - raw-publish: one nats-server process (file storage, sync_interval
-//     always) storing 64 publishers' JetStream publishes of the body, each
-//     on its own subject and waiting for its acknowledgement: the
-//     nats-server's CPU;
-//   - raw-protocol: the same server storing what store/jsstore publishes
-//     for one enqueue when its view is current, without the relay
-//     (protocolPublisher): the record's headers and the expected last
-//     subject sequence; the nats-server's CPU, and over raw-publish's
-//     (x-raw);
 //   - relay-bolt and relay-log: a torpor-relay process on its bbolt store
 //     and on its record log answering 503 queued to 64 senders, each
-//     sending to its own sleeping device: the relay's CPU;
-//   - relay-jetstream: the same with --store jetstream on that
-//     nats-server (one replica): the relay's CPU plus the nats-server's.
-//     It also reports the relay's alone (first-cpu-µs/op) and the
-//     messages the nats-server received per answer (nats-msgs/op, from
-//     /varz, the devices' publication not counted: it comes before).
+//     sending to its own sleeping device: the relay's CPU, as
+//     server-cpu-µs/op;
+//   - jetstream: one nats-server process (file storage, sync_interval
+//     always) and three sides that take turns on it, cpuRounds rounds of
+//     b.N/cpuRounds enqueues each, so that the machine's load, which
+//     moves the raw publish's CPU by half from run to run, falls on all
+//     of them alike (benchJetStreamSides): raw, a publisher process (this
+//     test binary, publisherMain) making 64 publishers' JetStream
+//     publishes of the body, each on its own subject and waiting for its
+//     acknowledgement; protocol, the same publisher storing what
+//     store/jsstore publishes for one enqueue when its view is current
+//     (protocolPublisher); relay, a torpor-relay with --store jetstream on
+//     that server (one replica) answering the senders. Each side's CPU is
+//     its own process's (the publisher's or the relay's) plus the
+//     nats-server's: NAME-cpu-µs/op, the own process's alone
+//     NAME-own-µs/op, over the raw side's as the ratio of the sums
+//     (NAME-x-raw) and the median of the rounds' ratios
+//     (NAME-x-raw-median), and the relay's NATS messages per enqueue
+//     (relay-nats-msgs/op, from /varz; the devices' publication and a
+//     first request to each device, which reads its queue into the
+//     relay's view, come before and are not counted: relaySender). envEnqueueCPUBase adds a relay of
+//     another revision as a fourth side.
+//   - jetstream-R3: the same on a cluster of 3 nats-server processes with
+//     3 replicas, the three servers' CPU counted.
 //
-// raw-publish-R3 and relay-jetstream-R3 run the same on a cluster of 3
-// nats-server processes with 3 replicas, the three servers' CPU counted.
-// relay-jetstream also reports its CPU over raw-publish's (x-raw), and
-// relay-jetstream-R3 over raw-publish-R3's;
-// scripts/bench.sh prints every row and that ratio. Nothing asserts a
+// cpu-ns/op is the CPU of this process and all the others over b.N
+// (internal/benchcpu). scripts/bench.sh prints every row, the relay's
+// CPU over the raw publish's and the load average. Nothing asserts a
 // timing (docs/performance.md).
 func BenchmarkEnqueueCPU(b *testing.B) {
-	ns := startSyncNATS(b)
-	pid := func() int { ns.mu.Lock(); defer ns.mu.Unlock(); return ns.cmd.Process.Pid }()
-	var raw float64
-	b.Run("raw-publish", func(b *testing.B) {
-		js := jetStreams(b, []string{ns.url})[0]
-		cfg := jetstream.StreamConfig{Name: "BENCH_RAW", Subjects: []string{"bench.raw.>"}, Replicas: 1, Storage: jetstream.FileStorage}
-		if _, err := js.CreateOrUpdateStream(context.Background(), cfg); err != nil {
-			b.Fatal(err)
-		}
-		payload := body("bench", 1024)
-		raw = serverCPU(b, []int{pid}, func(i int, _ int64) error {
-			_, err := js.Publish(context.Background(), fmt.Sprintf("bench.raw.%d", i), payload)
-			return err
-		})
-	})
-	b.Run("raw-protocol", func(b *testing.B) {
-		js := jetStreams(b, []string{ns.url})[0]
-		cfg := jetstream.StreamConfig{Name: "BENCH_PROTO", Subjects: []string{"bench.proto.>"}, Replicas: 1, Storage: jetstream.FileStorage, AllowMsgTTL: true}
-		st, err := js.CreateOrUpdateStream(context.Background(), cfg)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := st.Purge(context.Background()); err != nil { // a previous round's records
-			b.Fatal(err)
-		}
-		cpu := serverCPU(b, []int{pid}, protocolPublisher(js, "bench.proto."))
-		if raw > 0 {
-			b.ReportMetric(cpu/raw, "x-raw")
-		}
-	})
+	loadStart := loadAverage(b)
 	for _, engine := range []string{"bolt", "log"} {
 		b.Run("relay-"+engine, func(b *testing.B) {
 			r := startRelay(b, b.TempDir(), append([]string{"--public-url", publicURL, "--queue-engine", engine}, benchBounds...)...)
 			defer r.kill()
-			benchRelayCPU(b, r, nil, 0, nil)
+			benchRelayCPU(b, r)
 		})
 	}
-	b.Run("relay-jetstream", func(b *testing.B) {
-		r := startRelay(b, b.TempDir(), append([]string{"--public-url", publicURL, "--store", "jetstream", "--nats", ns.url,
-			"--nats-replicas", "1", "--nats-monitor", ns.monitor}, benchBounds...)...)
-		defer r.kill()
-		cpu := benchRelayCPU(b, r, []int{pid}, 1, func() int64 { return natsInMsgs(b, ns.monitor) })
-		if raw > 0 {
-			b.ReportMetric(cpu/raw, "x-raw")
-		}
+	ns := startSyncNATS(b)
+	b.Run("jetstream", func(b *testing.B) {
+		benchJetStreamSides(b, []*natsNode{ns}, []string{"--nats-replicas", "1", "--nats-monitor", ns.monitor}, 1,
+			func() int64 { return natsInMsgs(b, ns.monitor) })
 	})
 	ns.kill()
-	benchEnqueueCPUR3(b)
+	// No nats-msgs/op on R3: a clustered server's in_msgs counts its
+	// routes' replication traffic too.
+	nodes := startNATSProcs(b)
+	b.Run("jetstream-R3", func(b *testing.B) { benchJetStreamSides(b, nodes, nil, 3, nil) })
+	b.Logf("load average %.2f at the start, %.2f at the end", loadStart, loadAverage(b))
 }
 
-// benchEnqueueCPUR3 runs raw-publish and relay-jetstream again on a
-// cluster of 3 nats-server processes with 3 replicas (the deployment of
-// docs/scale-out.md), counting the three servers' CPU.
-func benchEnqueueCPUR3(b *testing.B) {
-	nodes := startNATSProcs(b)
+// cpuRounds is how many rounds the sides of a jetstream sub-benchmark of
+// BenchmarkEnqueueCPU split their enqueues into, taking turns in every
+// round (in reverse order every other round), so that a change in the
+// machine's load falls on all of them alike.
+const cpuRounds = 6
+
+// cpuSide is one side of a jetstream sub-benchmark: the process that
+// makes the writes durable (a publisher or a relay) and the nats-servers,
+// whose CPU counts, and what it spent over the rounds.
+type cpuSide struct {
+	name   string
+	pids   []int // the side's own process first, then the servers
+	run    func(n int) error
+	msgs   func() int64 // the messages the server received, or nil
+	cpu    time.Duration
+	own    time.Duration // the first pid's alone
+	in     int64         // messages received meanwhile
+	ops    int
+	wall   time.Duration // the rounds' time
+	rounds []float64     // CPU per op of each round, µs
+}
+
+// round makes n enqueues on s and adds what its processes spent.
+func (s *cpuSide) round(b *testing.B, n int) {
+	before := taskCPUs(b, s.pids)
+	var in int64
+	if s.msgs != nil {
+		in = s.msgs()
+	}
+	start := time.Now()
+	if err := s.run(n); err != nil {
+		b.Fatalf("%s: %v", s.name, err)
+	}
+	s.wall += time.Since(start)
+	if s.msgs != nil {
+		s.in += s.msgs() - in
+	}
+	after := taskCPUs(b, s.pids)
+	var spent time.Duration
+	for i := range after {
+		spent += after[i] - before[i]
+	}
+	s.cpu += spent
+	s.own += after[0] - before[0]
+	s.ops += n
+	s.rounds = append(s.rounds, float64(spent.Nanoseconds())/1e3/float64(n))
+}
+
+// perOp is d per enqueue of s, in µs.
+func (s *cpuSide) perOp(d time.Duration) float64 {
+	return float64(d.Nanoseconds()) / 1e3 / float64(s.ops)
+}
+
+// taskCPUs reads the CPU each of pids has spent so far.
+func taskCPUs(b *testing.B, pids []int) []time.Duration {
+	out := make([]time.Duration, len(pids))
+	for i, pid := range pids {
+		var err error
+		if out[i], err = wakemeter.TaskCPU(pid); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return out
+}
+
+// envEnqueueCPUBase, set to a git revision, adds a side relay-base to
+// the jetstream sub-benchmarks of BenchmarkEnqueueCPU: that revision's
+// torpor-relay (built from git history), on NATS prefix TORPOR_BASE of
+// the same servers, so that a change to the relay is measured beside the
+// relay before it in one run.
+const envEnqueueCPUBase = "TORPOR_ENQUEUE_CPU_BASE"
+
+// envEnqueueCPUOnly, set to a side's name (raw, protocol, relay,
+// relay-base), runs that side alone, to profile its processes
+// (docs/scale-out.md, "CPU per durable enqueue"); no ratio is reported
+// then.
+const envEnqueueCPUOnly = "TORPOR_ENQUEUE_CPU_ONLY"
+
+// benchJetStreamSides runs the raw, protocol and relay sides of
+// BenchmarkEnqueueCPU (and relay-base, envEnqueueCPUBase) on the servers
+// nodes (the relays started with relayFlags, their devices set apart by
+// set), b.N enqueues each in cpuRounds rounds, and reports them
+// (reportSides).
+func benchJetStreamSides(b *testing.B, nodes []*natsNode, relayFlags []string, set int, msgs func() int64) {
 	var urls []string
-	var pids []int
+	var servers []int
 	for _, n := range nodes {
 		urls = append(urls, n.url)
-		pids = append(pids, func() int { n.mu.Lock(); defer n.mu.Unlock(); return n.cmd.Process.Pid }())
+		servers = append(servers, func() int { n.mu.Lock(); defer n.mu.Unlock(); return n.cmd.Process.Pid }())
 	}
-	var raw float64
-	b.Run("raw-publish-R3", func(b *testing.B) {
-		jss := jetStreams(b, urls)
-		cfg := jetstream.StreamConfig{Name: "BENCH_RAW3", Subjects: []string{"bench.raw3.>"}, Replicas: 3, Storage: jetstream.FileStorage}
-		createStream(b, jss[0], cfg)
-		payload := body("bench", 1024)
-		raw = serverCPU(b, pids, func(i int, _ int64) error {
-			_, err := jss[i%len(jss)].Publish(context.Background(), fmt.Sprintf("bench.raw3.%d", i), payload)
-			return err
-		})
-	})
-	b.Run("relay-jetstream-R3", func(b *testing.B) {
-		r := startRelay(b, b.TempDir(), append([]string{"--public-url", publicURL, "--store", "jetstream", "--nats", strings.Join(urls, ",")}, benchBounds...)...)
-		defer r.kill()
-		// No nats-msgs/op: a clustered server's in_msgs counts its
-		// routes' replication traffic too.
-		cpu := benchRelayCPU(b, r, pids, 2, nil)
-		if raw > 0 {
-			b.ReportMetric(cpu/raw, "x-raw")
+	js := jetStreams(b, urls[:1])[0]
+	raw, proto := benchStream(b, js, "raw", len(nodes), false), benchStream(b, js, "proto", len(nodes), true)
+	pub := startPublisher(b, urls)
+	flags := append(append([]string{"--public-url", publicURL, "--store", "jetstream", "--nats", strings.Join(urls, ",")}, relayFlags...), benchBounds...)
+	r := startRelay(b, b.TempDir(), flags...)
+	defer r.kill()
+	sides := []*cpuSide{
+		{name: "raw", pids: append([]int{pub.pid}, servers...), run: func(n int) error { return pub.do("raw", raw, n) }},
+		{name: "protocol", pids: append([]int{pub.pid}, servers...), run: func(n int) error { return pub.do("protocol", proto, n) }},
+		{name: "relay", pids: append([]int{r.Cmd.Process.Pid}, servers...), run: relaySender(b, r, set), msgs: msgs},
+	}
+	if rev := os.Getenv(envEnqueueCPUBase); rev != "" {
+		base := startRelayAt(b, rev, append(flags, "--nats-prefix", "TORPOR_BASE")...)
+		defer base.kill()
+		sides = append(sides, &cpuSide{name: "relay-base", pids: append([]int{base.Cmd.Process.Pid}, servers...),
+			run: relaySender(b, base, set+20), msgs: msgs})
+	}
+	b.ResetTimer()
+	meter := benchcpu.Start(b)
+	meter.Add(pub.pid)
+	for _, s := range sides[2:] {
+		meter.Add(s.pids[0])
+	}
+	for _, pid := range servers {
+		meter.Add(pid)
+	}
+	takeTurns(b, sides)
+	b.StopTimer()
+	meter.Stop()
+	reportSides(b, sides)
+}
+
+// startRelayAt starts the torpor-relay of git revision rev as startRelay
+// starts this tree's.
+func startRelayAt(b *testing.B, rev string, extra ...string) *relayProc {
+	bin := filepath.Join(testenv.BuildAt(b, rev, "torpor-relay"), "torpor-relay")
+	r := relaytest.StartBinary(b, bin, b.TempDir(), append([]string{"--operator", fleetOperator(b).DID().String()}, extra...)...)
+	return &relayProc{Relay: r, addr: r.URL}
+}
+
+// takeTurns runs b.N enqueues on each side in cpuRounds rounds (fewer
+// when b.N is smaller), the sides taking turns in each round, in reverse
+// order every other round; with envEnqueueCPUOnly, on that side alone.
+func takeTurns(b *testing.B, sides []*cpuSide) {
+	rounds := min(cpuRounds, b.N)
+	for k := range rounds {
+		n := b.N*(k+1)/rounds - b.N*k/rounds
+		for i := range sides {
+			if k%2 == 1 {
+				i = len(sides) - 1 - i
+			}
+			if only := os.Getenv(envEnqueueCPUOnly); only == "" || only == sides[i].name {
+				sides[i].round(b, n)
+			}
 		}
-	})
+	}
+}
+
+// reportSides reports each side's CPU per enqueue (NAME-cpu-µs/op), its
+// own process's alone (NAME-own-µs/op), its rate over its rounds
+// (NAME-enqueues/s), the ratios of the other sides'
+// to the raw publish's over the sums (NAME-x-raw) and the median of the
+// rounds' ratios (NAME-x-raw-median), the same of relay to relay-base
+// when it ran (relay-x-base, relay-x-base-median), the relay's NATS
+// messages per enqueue when counted (NAME-nats-msgs/op) and the load
+// average at the end (load-avg).
+func reportSides(b *testing.B, sides []*cpuSide) {
+	for _, s := range sides {
+		b.ReportMetric(s.perOp(s.cpu), s.name+"-cpu-µs/op")
+		b.ReportMetric(s.perOp(s.own), s.name+"-own-µs/op")
+		b.ReportMetric(float64(s.ops)/s.wall.Seconds(), s.name+"-enqueues/s")
+		if s.msgs != nil {
+			b.ReportMetric(float64(s.in)/float64(s.ops), s.name+"-nats-msgs/op")
+		}
+		if s != sides[0] {
+			reportRatio(b, s, sides[0], s.name+"-x-raw")
+		}
+		if s.name == "relay-base" {
+			reportRatio(b, sides[2], s, "relay-x-base")
+		}
+	}
+	b.ReportMetric(loadAverage(b), "load-avg")
+}
+
+// reportRatio reports s's CPU per enqueue over ref's as name, over the
+// sums and as the median of the rounds' ratios (name-median).
+func reportRatio(b *testing.B, s, ref *cpuSide, name string) {
+	if len(s.rounds) != len(ref.rounds) || ref.cpu == 0 {
+		return
+	}
+	b.ReportMetric(s.perOp(s.cpu)/ref.perOp(ref.cpu), name)
+	ratios := make([]float64, len(s.rounds))
+	for k := range s.rounds {
+		ratios[k] = s.rounds[k] / ref.rounds[k]
+	}
+	slices.Sort(ratios)
+	med := ratios[len(ratios)/2]
+	if len(ratios)%2 == 0 {
+		med = (med + ratios[len(ratios)/2-1]) / 2
+	}
+	b.ReportMetric(med, name+"-median")
+}
+
+// benchStream creates the stream name (upper-cased) on subjects
+// bench.NAME.> with replicas, file storage and, for ttl, per-message TTLs
+// allowed (as the queue's stream), purged of a previous call's messages;
+// it returns the subjects' prefix.
+func benchStream(b *testing.B, js jetstream.JetStream, name string, replicas int, ttl bool) string {
+	cfg := jetstream.StreamConfig{Name: "BENCH_" + strings.ToUpper(name), Subjects: []string{"bench." + name + ".>"},
+		Replicas: replicas, Storage: jetstream.FileStorage, AllowMsgTTL: ttl}
+	createStream(b, js, cfg)
+	st, err := js.Stream(context.Background(), cfg.Name)
+	if err == nil {
+		err = st.Purge(context.Background())
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
+	return "bench." + name + "."
+}
+
+// relaySender publishes a sleeping device per sender through r (set keeps
+// the devices of sub-benchmarks apart), sends each device one request,
+// not measured, and returns a cpuSide's run: n requests from 64 senders,
+// each to its own device, each wanting 503 queued. The first request to
+// a device reads its queue into the relay's view (a few JetStream API
+// requests, once per device and relay); the rounds measure the steady
+// state after it, whatever b.N.
+func relaySender(b *testing.B, r *relayProc, set int) func(n int) error {
+	devs := publishBenchDevices(b, r.addr, 10+set)
+	toks := make([]string, benchSenders)
+	for i := range toks {
+		toks[i] = relayToken(b, i)
+	}
+	payload := body("bench", 1024)
+	run := func(n int) error {
+		return spread(n, func(i int) error { return queued(r.addr, devs[i], toks[i], payload) })
+	}
+	for i := range devs {
+		if err := queued(r.addr, devs[i], toks[i], payload); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return run
+}
+
+// loadAverage reads the machine's load average over the last minute.
+func loadAverage(b *testing.B) float64 {
+	raw, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		b.Fatal(err)
+	}
+	f, err := strconv.ParseFloat(strings.Fields(string(raw))[0], 64)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return f
 }
 
 // createStream creates cfg's stream, trying again for up to a minute
@@ -195,60 +391,33 @@ func createStream(b *testing.B, js jetstream.JetStream, cfg jetstream.StreamConf
 	}
 }
 
-// benchRelayCPU publishes a sleeping device per sender through r (set
-// keeps the devices of sub-benchmarks apart), then runs b.N requests
-// through it, and reports and returns the CPU per answer of r and of the
-// processes others; with msgs, also the messages msgs counts per answer
-// (nats-msgs/op).
-func benchRelayCPU(b *testing.B, r *relayProc, others []int, set int, msgs func() int64) float64 {
-	devs := publishBenchDevices(b, r.addr, 10+set)
+// benchRelayCPU publishes a sleeping device per sender through r, then
+// runs b.N requests through it and reports the relay's CPU per answer.
+func benchRelayCPU(b *testing.B, r *relayProc) {
+	devs := publishBenchDevices(b, r.addr, 10)
 	toks := make([]string, benchSenders)
 	for i := range toks {
 		toks[i] = relayToken(b, i)
 	}
 	payload := body("bench", 1024)
-	var in int64
-	if msgs != nil {
-		in = msgs()
-	}
-	cpu := serverCPU(b, append([]int{r.Cmd.Process.Pid}, others...), func(i int, _ int64) error {
+	serverCPU(b, r.Cmd.Process.Pid, func(i int, _ int64) error {
 		return queued(r.addr, devs[i], toks[i], payload)
 	})
-	if msgs != nil {
-		b.ReportMetric(float64(msgs()-in)/float64(b.N), "nats-msgs/op")
-	}
-	return cpu
 }
 
-// serverCPU runs do as runSenders does and reports the CPU the processes
-// pids spent meanwhile, per call, as server-cpu-µs/op, and the first
-// one's alone as first-cpu-µs/op; it returns the total.
-func serverCPU(b *testing.B, pids []int, do func(i int, n int64) error) float64 {
-	before := make([]time.Duration, len(pids))
-	for i, pid := range pids {
-		var err error
-		if before[i], err = wakemeter.TaskCPU(pid); err != nil {
-			b.Fatal(err)
-		}
+// serverCPU runs do as runSenders does and reports the CPU the process
+// pid spent meanwhile, per call, as server-cpu-µs/op.
+func serverCPU(b *testing.B, pid int, do func(i int, n int64) error) {
+	before, err := wakemeter.TaskCPU(pid)
+	if err != nil {
+		b.Fatal(err)
 	}
-	runSenders(b, pids, do)
-	var spent, first time.Duration
-	for i, pid := range pids {
-		after, err := wakemeter.TaskCPU(pid)
-		if err != nil {
-			b.Fatal(err)
-		}
-		spent += after - before[i]
-		if i == 0 {
-			first = after - before[i]
-		}
+	runSenders(b, []int{pid}, do)
+	after, err := wakemeter.TaskCPU(pid)
+	if err != nil {
+		b.Fatal(err)
 	}
-	us := float64(spent.Microseconds()) / float64(b.N)
-	b.ReportMetric(us, "server-cpu-µs/op")
-	if len(pids) > 1 {
-		b.ReportMetric(float64(first.Microseconds())/float64(b.N), "first-cpu-µs/op")
-	}
-	return us
+	b.ReportMetric(float64((after-before).Nanoseconds())/1e3/float64(b.N), "server-cpu-µs/op")
 }
 
 // natsInMsgs reads the messages the nats-server at monitor has received
@@ -283,30 +452,32 @@ func queued(addr, agent, tok string, payload []byte) error {
 	return err
 }
 
-// protocolPublisher returns runSenders's do for raw-protocol: what
-// store/jsstore publishes for one enqueue when its view is current,
-// without the relay: sender i's 1 KiB record on its own subject under pre,
-// with the record's headers (seq, kind, times, call id, sender; as
-// jsstore's recordMsg) and Nats-Expected-Last-Subject-Sequence set to the
-// stream sequence of the sender's previous record.
-func protocolPublisher(js jetstream.JetStream, pre string) func(i int, _ int64) error {
+// protocolPublisher returns publisherMain's do for the protocol side:
+// what store/jsstore publishes for one enqueue when its view is current,
+// without the relay: publisher i's 1 KiB record on its own subject under
+// pre, over jss[i%len(jss)], with the record's headers (seq, kind, times,
+// sender, and the call's id as Nats-Msg-Id; as jsstore's recordMsg), the
+// stream expected and Nats-Expected-Last-Subject-Sequence set to the
+// stream sequence of the publisher's previous record.
+func protocolPublisher(jss []jetstream.JetStream, pre string) func(i int) error {
 	payload := body("bench", 1024)
 	var mu sync.Mutex
 	last := map[int]uint64{}
 	seqs := map[int]uint64{}
-	return func(i int, _ int64) error {
+	stream := "BENCH_" + strings.ToUpper(strings.Split(pre, ".")[1])
+	return func(i int) error {
 		mu.Lock()
 		prev, seq := last[i], seqs[i]+1
 		mu.Unlock()
 		now := time.Now().UnixNano()
-		m := &nats.Msg{Subject: fmt.Sprintf("%s%d", pre, i), Data: payload, Header: nats.Header{
-			"Torpor-Seq":   {strconv.FormatUint(seq, 10)},
-			"Torpor-Kind":  {"0"},
-			"Torpor-Times": {strconv.FormatInt(now, 10) + " " + strconv.FormatInt(now+int64(time.Hour), 10)},
-			"Torpor-Op":    {rand.Text()},
-			"Torpor-From":  {"did:key:z6MkBenchSender" + strconv.Itoa(i)},
+		m := &nats.Msg{Subject: pre + strconv.Itoa(i), Data: payload, Header: nats.Header{
+			"Torpor-Seq":          {strconv.FormatUint(seq, 10)},
+			"Torpor-Kind":         {"0"},
+			"Torpor-Times":        {strconv.FormatInt(now, 10) + " " + strconv.FormatInt(now+int64(time.Hour), 10)},
+			jetstream.MsgIDHeader: {rand.Text()},
+			"Torpor-From":         {"did:key:z6MkBenchSender" + strconv.Itoa(i)},
 		}}
-		ack, err := js.PublishMsg(context.Background(), m, jetstream.WithExpectLastSequencePerSubject(prev))
+		ack, err := jss[i%len(jss)].PublishMsg(context.Background(), m, jetstream.WithExpectStream(stream), jetstream.WithExpectLastSequencePerSubject(prev))
 		if err != nil {
 			return err
 		}

@@ -1,0 +1,163 @@
+//go:build integration
+
+package cluster
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// envPublisher, set to NATS URLs (comma-separated), makes this package's
+// test binary the publisher process of BenchmarkEnqueueCPU instead of
+// running tests (TestMain, publisherMain).
+const envPublisher = "TORPOR_CPU_PUBLISHER"
+
+func TestMain(m *testing.M) {
+	if urls := os.Getenv(envPublisher); urls != "" {
+		if err := publisherMain(strings.Split(urls, ","), os.Stdin, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "publisher:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	os.Exit(m.Run())
+}
+
+// publisherMain connects once to each server of urls and then, for each
+// line "MODE PREFIX N" read from in, makes N publishes from 64 publishers
+// (publisher i on subject PREFIX<i>, over the connection i modulo the
+// servers, each waiting for its acknowledgement) and writes "ok" or the
+// first error as a line to out. MODE raw publishes the 1 KiB body alone;
+// protocol publishes what store/jsstore does (protocolPublisher). It
+// returns at the end of in.
+func publisherMain(urls []string, in io.Reader, out io.Writer) error {
+	var jss []jetstream.JetStream
+	for _, u := range urls {
+		js, err := connectJetStream(u)
+		if err != nil {
+			return err
+		}
+		jss = append(jss, js)
+	}
+	payload := body("bench", 1024)
+	protocols := map[string]func(int) error{}
+	lines := bufio.NewScanner(in)
+	for lines.Scan() {
+		f := strings.Fields(lines.Text())
+		if len(f) != 3 {
+			return fmt.Errorf("bad command %q", lines.Text())
+		}
+		mode, pre := f[0], f[1]
+		n, err := strconv.Atoi(f[2])
+		if err != nil {
+			return err
+		}
+		do := func(i int) error {
+			_, err := jss[i%len(jss)].Publish(context.Background(), pre+strconv.Itoa(i), payload)
+			return err
+		}
+		if mode == "protocol" {
+			if protocols[pre] == nil {
+				protocols[pre] = protocolPublisher(jss, pre)
+			}
+			do = protocols[pre]
+		}
+		if err := spread(n, do); err != nil {
+			fmt.Fprintln(out, "error:", err)
+			continue
+		}
+		fmt.Fprintln(out, "ok")
+	}
+	return lines.Err()
+}
+
+// spread calls do n times from benchSenders goroutines, goroutine i
+// calling do(i), and returns the first error (a goroutine stops at its
+// first).
+func spread(n int, do func(i int) error) error {
+	var next atomic.Int64
+	var once sync.Once
+	var first error
+	var wg sync.WaitGroup
+	for i := range benchSenders {
+		wg.Go(func() {
+			for next.Add(1) <= int64(n) {
+				if err := do(i); err != nil {
+					once.Do(func() { first = err })
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return first
+}
+
+// publisherProc is the publisher process of BenchmarkEnqueueCPU.
+type publisherProc struct {
+	pid int
+	in  io.Writer
+	out *bufio.Reader
+}
+
+// startPublisher starts this test binary as the publisher process
+// (publisherMain) on urls; it ends with the benchmark.
+func startPublisher(b *testing.B, urls []string) *publisherProc {
+	self, err := os.Executable()
+	if err != nil {
+		b.Fatal(err)
+	}
+	cmd := exec.Command(self)
+	cmd.Env = append(os.Environ(), envPublisher+"="+strings.Join(urls, ","))
+	cmd.Stderr = os.Stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { in.Close(); cmd.Wait() })
+	return &publisherProc{pid: cmd.Process.Pid, in: in, out: bufio.NewReader(out)}
+}
+
+// do has the publisher make n publishes of mode on the subjects under
+// pre, and waits until they are acknowledged.
+func (p *publisherProc) do(mode, pre string, n int) error {
+	if _, err := fmt.Fprintf(p.in, "%s %s %d\n", mode, pre, n); err != nil {
+		return err
+	}
+	line, err := p.out.ReadString('\n')
+	if err != nil {
+		return fmt.Errorf("publisher: %w", err)
+	}
+	if line = strings.TrimSpace(line); line != "ok" {
+		return fmt.Errorf("publisher: %s", line)
+	}
+	return nil
+}
+
+// connectJetStream connects to the server at url.
+func connectJetStream(url string) (jetstream.JetStream, error) {
+	nc, err := nats.Connect(url)
+	if err != nil {
+		return nil, err
+	}
+	return jetstream.New(nc)
+}
