@@ -43,8 +43,13 @@ type Held struct {
 	QueuedBytes     int64 `json:"queuedBytes"`
 	KeyPackageBytes int64 `json:"keyPackageBytes"`
 	// Since is when QueuedBytes was last accrued into the hours'
-	// byte-seconds.
+	// byte-milliseconds.
 	Since time.Time `json:"since,omitzero"`
+	// Period is the start of the byte_hours period (PeriodOf) of the
+	// last accrual, and PeriodByteMillis the byte-time accrued in it up
+	// to Since (PeriodByteMillisAt is it up to any later time).
+	Period           time.Time `json:"period,omitzero"`
+	PeriodByteMillis int64     `json:"periodByteMillis,omitempty"`
 }
 
 // hour is a tenant's usage in one hour of the relay's clock.

@@ -47,6 +47,8 @@ func Run(t *testing.T, open Open, relays int) {
 	t.Run("UsageRecordByteHoursAcrossHours", wrap(usageRecordByteHoursAcrossHours))
 	t.Run("UsageRecordVerifiesAndAChangedOneDoesNot", wrap(usageRecordVerifiesAndAChangedOneDoesNot))
 	t.Run("ObserveAccruesByteHours", wrap(observeAccruesByteHours))
+	t.Run("ByteHoursQuotaReachedExactly", wrap(byteHoursQuotaReachedExactly))
+	t.Run("ByteHoursExactUnderConcurrentSenders", wrap(byteHoursExactUnderConcurrentSenders))
 	t.Run("OnlyTheOwnersOperatorsMayAct", wrap(onlyTheOwnersOperatorsMayAct))
 	t.Run("OperatorListRefusals", wrap(operatorListRefusals))
 	t.Run("LockIsOneHolderAtATime", wrap(lockIsOneHolderAtATime))
