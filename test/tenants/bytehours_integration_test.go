@@ -72,3 +72,41 @@ func (w *world) milliByteHours(t *testing.T, owner string) int64 {
 	t.Fatalf("tenant %s is not in the list: %s", owner, out)
 	return 0
 }
+
+// TestByteHoursOnTheCluster: three real relays on a 3-node JetStream
+// cluster share tenant a's byte-hours (quota 100 a month): 15 senders
+// spread over the relays to a's device are all queued; once the month's
+// byte-hours read at one relay reach the quota, a's next message is
+// refused 507 byte_hours at each of the three relays and not queued,
+// while b's are queued.
+func TestByteHoursOnTheCluster(t *testing.T) {
+	w, relays := newClusterWorld(t, `{"byteHours":100}`)
+	devA, devB := w.enrolAt(t, "ownerA", relays[0].URL), w.enrolAt(t, "ownerB", relays[1].URL)
+	if !ownerOf(t, w, relays[2], devA) {
+		t.Fatal("a's device is not in tenant a")
+	}
+	if queued, st := clusterBurst(relays, []*did.PrivateKey{devA}, 15, "bh"); queued != 15 {
+		t.Fatalf("a's 15 senders over 3 relays: %d queued (answers %v), want all", queued, st)
+	}
+	w.relay = relays[1]
+	for deadline := time.Now().Add(2 * time.Minute); w.milliByteHours(t, "ownerA") < 100_000; {
+		if time.Now().After(deadline) {
+			t.Fatalf("a's byte-hours stay at %d thousandths below its quota of 100", w.milliByteHours(t, "ownerA"))
+		}
+		time.Sleep(500 * time.Millisecond) // the relays' real clocks accrue them
+	}
+	sender, _ := did.Generate(nil)
+	for i, r := range relays {
+		id := "bh-past" + string(rune('1'+i))
+		a := relaytest.Post(t, r.URL, devA.DID().String(), sender, "1.0", relaytest.Body(id, clusterPad))
+		if a.Status != 507 || !strings.Contains(string(a.Body), `"kind":"byte_hours"`) {
+			t.Fatalf("a's message at relay %d past its byte-hours: %s, want 507 byte_hours", i+1, a)
+		}
+		if b := relaytest.Send(r.URL, devB.DID(), sender, "bh-b"+string(rune('1'+i)), clusterPad); b.Status != 503 || !b.Queued {
+			t.Fatalf("b's message at relay %d: %+v, want queued", i+1, b)
+		}
+	}
+	if n, err := relaytest.Count(relays[2].URL, devA); err != nil || n != 15 {
+		t.Fatalf("a's device holds %d records (%v), want the 15 queued", n, err)
+	}
+}
