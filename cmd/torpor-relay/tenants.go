@@ -33,7 +33,7 @@ type tenantArgs struct {
 }
 
 func (t *tenantArgs) register(fs *flag.FlagSet) {
-	fs.StringVar(&t.file, "tenants", "", "A hosted relay's tenants: a JSON file {\"tenants\":[{\"owner\":DID,\"quotas\":{\"devices\":N,\"queuedBytes\":N,\"keyPackageBytes\":N,\"requestsPerSecond\":N,\"updateBytes\":N}}]} (zero: no limit), kept in tenants.db in --data-dir, or with --store jetstream in the shared bucket of the cluster, where every relay should be given the same file (docs/tenants.md).")
+	fs.StringVar(&t.file, "tenants", "", "A hosted relay's tenants: a JSON file {\"tenants\":[{\"owner\":DID,\"quotas\":{\"devices\":N,\"queuedBytes\":N,\"keyPackageBytes\":N,\"requestsPerSecond\":N,\"updateBytes\":N,\"byteHours\":N}}]} (zero: no limit; byteHours per calendar month, UTC), kept in tenants.db in --data-dir, or with --store jetstream in the shared bucket of the cluster, where every relay should be given the same file (docs/tenants.md).")
 	fs.IntVar(&t.metricsLimit, "tenant-metrics-limit", 100, "With --tenants: how many tenants get a label of their own in /metrics (the first seen); the others count under tenant=\"other\".")
 	fs.IntVar(&t.inFlight, "tenant-inflight", relay.DefaultTenantInFlight, "With --tenants: how many of one tenant's sender requests the relay works on at once; the tenant's others wait, unread, for their turn, so that a tenant's flood does not slow the others' (docs/tenants.md, \"Noisy neighbours\").")
 	fs.StringVar(&t.usageKey, "usage-key", "", "With --tenants: the relay's key file (torporctl keygen) that signs the tenants' hourly usage records; its DID is what tenants verify them with.")

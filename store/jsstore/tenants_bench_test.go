@@ -9,6 +9,7 @@ import (
 
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/store/tenants"
+	"github.com/torpor-dev/torpor/transport/tenancy"
 )
 
 // BenchmarkTenants: CPU per operation of the tenant ledger on a sender's
@@ -18,7 +19,9 @@ import (
 // process's). tenant-of: which tenant a device is in (every request to
 // a device); allow: a request against a rate quota too high to refuse,
 // all callers in one tenant's second; lock: a tenant's lock taken and
-// released (each enqueue to a tenant with a queued_bytes quota).
+// released (each enqueue to a tenant with a queued_bytes quota);
+// lock-hold: the lock and the ledger's Hold under it (each enqueue to a
+// tenant with a byte_hours quota).
 func BenchmarkTenants(b *testing.B) {
 	b.Run("bolt", func(b *testing.B) {
 		l, err := tenants.OpenLedger(filepath.Join(b.TempDir(), "tenants.db"), nil)
@@ -37,7 +40,7 @@ func BenchmarkTenants(b *testing.B) {
 func benchTenants(b *testing.B, s tenants.Store) {
 	owner, _ := did.NewKeyFromSeed(bytes.Repeat([]byte{1}, 32))
 	dev, _ := did.NewKeyFromSeed(bytes.Repeat([]byte{2}, 32))
-	if err := s.Put(owner.DID(), tenants.Quotas{RequestsPerSecond: 1 << 40}); err != nil {
+	if err := s.Put(owner.DID(), tenants.Quotas{RequestsPerSecond: 1 << 40, ByteHours: tenancy.MaxByteHours}); err != nil {
 		b.Fatal(err)
 	}
 	if err := s.Enrol(owner.DID(), dev.DID()); err != nil {
@@ -61,5 +64,19 @@ func benchTenants(b *testing.B, s tenants.Store) {
 			unlock()
 		}
 		return err
+	})
+	var queued atomic.Int64 // the bytes the tenant's queues would hold
+	run("lock-hold", func() error {
+		unlock, err := s.Lock(context.Background(), "queued "+owner.DID().String())
+		if err != nil {
+			return err
+		}
+		defer unlock()
+		held := queued.Load()
+		if err := s.Hold(owner.DID(), held, 100); err != nil {
+			return err
+		}
+		queued.Store(held + 100)
+		return nil
 	})
 }

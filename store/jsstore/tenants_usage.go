@@ -14,7 +14,8 @@ import (
 )
 
 // spend changes owner's record by fn after accruing the byte-time its
-// queued bytes were held since they last changed; once the record is
+// queued bytes were held since they last changed into the record's
+// byte_hours period (tenants.Held.AccruePeriod); once the record is
 // written, the byte-time is added to the hours it spans and now's hour's
 // peaks raised. The record's write is the quota's: the hours' writes
 // that follow only add (a relay that stops between them loses at most
@@ -24,6 +25,7 @@ func (s *Tenants) spend(ctx context.Context, owner string, now time.Time, fn fun
 	var held tenants.Held
 	err := s.editTenant(ctx, owner, func(t *jsTenant) error {
 		split = tenants.Split(t.Held.QueuedBytes, t.Held.Since, now)
+		t.Held.AccruePeriod(now)
 		if now.After(t.Held.Since) {
 			t.Held.Since = now
 		}
@@ -107,6 +109,30 @@ func (s *Tenants) Observe(owner did.DID, q tenants.Quota, value int64) error {
 		*t.Held.Field(q) = value
 		return nil
 	})
+}
+
+// Hold implements tenants.Store: the check and the new bytes are one
+// write of the tenant's record at the sequence read, so that of relays
+// racing, each accrues from the record the other wrote.
+func (s *Tenants) Hold(owner did.DID, held, n int64) error {
+	if err := tenants.CheckStored(tenants.QuotaQueuedBytes, min(held, n)); err != nil {
+		return err
+	}
+	ctx, cancel := ctxOp()
+	defer cancel()
+	now := s.clk.Now()
+	err := s.spend(ctx, owner.String(), now, func(t *jsTenant) error {
+		if err := tenants.ByteHoursReached(owner, t.Quotas, t.Held, now, n); err != nil {
+			return err
+		}
+		t.Held.QueuedBytes = held + n
+		return nil
+	})
+	var qe *tenants.QuotaError
+	if errors.As(err, &qe) {
+		s.cnt.Refusal(owner, tenants.QuotaByteHours, now)
+	}
+	return err
 }
 
 // Check implements tenants.Store.

@@ -47,9 +47,10 @@ func editHour(tx *bolt.Tx, k hourKey, fn func(*hour)) error {
 }
 
 // accrue adds the bytes h has queued since h.Since to the byte-time of
-// each hour that time spans, and moves h.Since to now. A clock that went
-// back accrues nothing.
+// each hour that time spans and of the byte_hours period, and moves
+// h.Since to now. A clock that went back accrues nothing.
 func accrue(tx *bolt.Tx, owner did.DID, h *Held, now time.Time) error {
+	h.AccruePeriod(now)
 	from := h.Since
 	h.Since = now
 	if from.IsZero() || h.QueuedBytes == 0 || !now.After(from) {

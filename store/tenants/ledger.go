@@ -46,8 +46,13 @@ type Held struct {
 	// as the relay last observed them (Store.Observe).
 	UpdateBytes int64 `json:"updateBytes,omitempty"`
 	// Since is when QueuedBytes was last accrued into the hours'
-	// byte-seconds.
+	// byte-milliseconds.
 	Since time.Time `json:"since,omitzero"`
+	// Period is the start of the byte_hours period (PeriodOf) of the
+	// last accrual, and PeriodByteMillis the byte-time accrued in it up
+	// to Since (PeriodByteMillisAt is it up to any later time).
+	Period           time.Time `json:"period,omitzero"`
+	PeriodByteMillis int64     `json:"periodByteMillis,omitempty"`
 }
 
 // hour is a tenant's usage in one hour of the relay's clock.

@@ -255,3 +255,36 @@ func (l *Ledger) Move(old, successor did.DID) error {
 		return b.Put([]byte(successor.String()), owner)
 	})
 }
+
+// Hold is the byte_hours quota's check of a request to queue n bytes for
+// one of owner's devices, which the caller makes under the tenant's Lock
+// with held, the bytes the queue holds for all the tenant's devices now
+// (counted by the caller, as for Check). The byte-time the tenant's
+// bytes were held since the ledger's last change is accrued up to now;
+// if the period's byte-hours have then reached owner's byte_hours quota,
+// Hold refuses with a *QuotaError (counted in the hour) and changes
+// nothing. Otherwise the tenant holds held+n from now on, and the caller
+// stores its n bytes before it unlocks (or Observes held again if it
+// cannot). Records already queued are never refused: they keep accruing
+// until they leave the queue.
+func (l *Ledger) Hold(owner did.DID, held, n int64) error {
+	if err := storedQuota(QuotaQueuedBytes, min(held, n)); err != nil {
+		return err
+	}
+	now := l.clk.Now()
+	return l.update(func(tx *bolt.Tx) error {
+		t, err := getTenant(tx, owner)
+		if err != nil {
+			return err
+		}
+		h, err := getHeld(tx, owner)
+		if err != nil {
+			return err
+		}
+		if err := ByteHoursReached(owner, t.Quotas, h, now, n); err != nil {
+			l.countRefusal(owner, QuotaByteHours, now)
+			return err
+		}
+		return l.change(tx, owner, h, QuotaQueuedBytes, held+n-h.QueuedBytes, now)
+	})
+}

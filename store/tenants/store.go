@@ -43,6 +43,11 @@ type Store interface {
 	// Check refuses (a *QuotaError, counted) when held plus n would pass
 	// owner's quota q; the caller counts held under Lock.
 	Check(owner did.DID, q Quota, held, n int64) error
+	// Hold is the byte_hours quota's check of n more queued bytes for
+	// owner, whose devices' queues hold held bytes now (counted by the
+	// caller under Lock): past the quota a *QuotaError and no change;
+	// else the byte-time so far is accrued and the tenant holds held+n.
+	Hold(owner did.DID, held, n int64) error
 	// Observe records that owner holds value of q now (the relay's
 	// samples; for QuotaUpdateBytes also each upload and removal),
 	// accruing byte-time and raising the hour's peaks.

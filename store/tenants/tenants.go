@@ -33,6 +33,7 @@ const (
 	QuotaKeyPackageBytes = tenancy.QuotaKeyPackageBytes
 	QuotaRequests        = tenancy.QuotaRequests
 	QuotaUpdateBytes     = tenancy.QuotaUpdateBytes
+	QuotaByteHours       = tenancy.QuotaByteHours
 )
 
 // The errors of a Ledger that are not quota refusals.

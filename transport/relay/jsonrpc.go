@@ -249,10 +249,10 @@ func (s *Relay) offline(w http.ResponseWriter, r *http.Request, agent, caller di
 	if !ok {
 		return
 	}
-	defer unlock()
 	// The commit must not be abandoned because the sender hung up: a
 	// record is either stored and answered, or neither.
 	rec, err := s.cfg.Stores.Queue.Enqueue(context.WithoutCancel(r.Context()), queue.Record{Agent: id, From: caller.String(), Kind: s.deferred.kind(id, caller.String(), req.kind), Body: body}, b, now)
+	unlock(err == nil || errors.Is(err, queue.ErrUnconfirmed))
 	var fe *queue.FullError
 	switch {
 	case errors.As(err, &fe):

@@ -35,6 +35,9 @@ type watchedQueue struct {
 	queue.Store
 	log *slog.Logger
 	clk interface{ Now() time.Time }
+	// removing runs each acknowledgement, for a tenant's byte-hours
+	// (Relay.tenantRemove).
+	removing func(ctx context.Context, agent string, remove func() error) error
 
 	damagedTotal prometheus.Counter
 	ackNothing   *prometheus.CounterVec
@@ -60,7 +63,7 @@ var errAckDeletedNothing = errors.New("relay: the queue store did not delete ack
 
 func (s *Relay) watchQueue(q queue.Store) *watchedQueue {
 	w := &watchedQueue{
-		Store: q, log: s.log, clk: s.clk, seen: map[damagedKey]bool{},
+		Store: q, log: s.log, clk: s.clk, seen: map[damagedKey]bool{}, removing: s.tenantRemove,
 		damagedTotal: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "torpor_relay_queue_damaged_records_total",
 			Help: "Queued records withheld from devices because they fail their checksum (each counted once).",
@@ -110,8 +113,14 @@ func (w *watchedQueue) next(ctx context.Context, agent string, after uint64, max
 }
 
 // Ack implements queue.Store. With a queue.AckCounter it checks that the
-// acknowledgement deleted every record it named (see watchedQueue).
+// acknowledgement deleted every record it named (see watchedQueue). It
+// runs through removing, which records the agent's tenant's bytes after
+// it.
 func (w *watchedQueue) Ack(ctx context.Context, agent string, seqs []uint64) error {
+	return w.removing(ctx, agent, func() error { return w.ack(ctx, agent, seqs) })
+}
+
+func (w *watchedQueue) ack(ctx context.Context, agent string, seqs []uint64) error {
 	ac, ok := w.Store.(queue.AckCounter)
 	if !ok {
 		return w.Store.Ack(ctx, agent, seqs)

@@ -242,28 +242,33 @@ func (s *Relay) usageReader(w http.ResponseWriter, caller, owner did.DID) bool {
 }
 
 // tenantQueueRoom checks that size more bytes fit agent's tenant's
-// queued_bytes quota. The tenant's holdings are the live bytes the queue
-// holds for its devices now, counted under the tenant's lock, which the
-// caller holds (unlock) until its enqueue is stored: enqueues for one
-// tenant's devices run one at a time, and a removal only frees room, so
-// the quota holds exactly. The lock is the ledger's (tenants.Store.Lock):
-// one relay's mutex with a bbolt ledger, a key of the shared bucket for
-// relays on JetStream, so the quota holds across relays too. It answers 507 (and returns
-// false) past the quota; an agent in no tenant is not counted.
-func (s *Relay) tenantQueueRoom(ctx context.Context, w http.ResponseWriter, req rpcRequest, agent did.DID, size int, now time.Time) (unlock func(), ok bool) {
+// queued_bytes and byte_hours quotas. The tenant's holdings are the live
+// bytes the queue holds for its devices now, counted under the tenant's
+// lock, which the caller holds until its enqueue is stored and then
+// gives back by unlock, saying whether the record was stored: enqueues
+// for one tenant's devices run one at a time, and a removal only frees
+// room, so the queued_bytes quota holds exactly. The lock is the ledger's
+// (tenants.Store.Lock): one relay's mutex with a bbolt ledger, a key of
+// the shared bucket for relays on JetStream, so the quotas hold across
+// relays too. For byte_hours the ledger accrues the tenant's byte-time up
+// to now and records the bytes held with this request's (tenantHold). It
+// answers 507 (and returns false) past a quota; an agent in no tenant is
+// not counted.
+func (s *Relay) tenantQueueRoom(ctx context.Context, w http.ResponseWriter, req rpcRequest, agent did.DID, size int, now time.Time) (unlock func(stored bool), ok bool) {
+	none := func(bool) {}
 	l := s.cfg.Stores.Tenants
 	if l == nil {
-		return func() {}, true
+		return none, true
 	}
 	owner, in, err := l.TenantOf(agent)
 	if err != nil || !in {
-		return func() {}, err == nil || s.answerStoreFailed(w, req, err)
+		return none, err == nil || s.answerStoreFailed(w, req, err)
 	}
 	info, err := l.Tenant(owner)
-	if err != nil || info.Quotas.QueuedBytes <= 0 {
-		return func() {}, err == nil || s.answerStoreFailed(w, req, err)
+	if err != nil || (info.Quotas.QueuedBytes <= 0 && info.Quotas.ByteHours <= 0) {
+		return none, err == nil || s.answerStoreFailed(w, req, err)
 	}
-	unlock, err = l.Lock(ctx, "queued "+owner.String())
+	release, err := l.Lock(ctx, "queued "+owner.String())
 	if err != nil {
 		return nil, s.answerStoreFailed(w, req, err)
 	}
@@ -271,19 +276,100 @@ func (s *Relay) tenantQueueRoom(ctx context.Context, w http.ResponseWriter, req 
 	if err == nil {
 		err = l.Check(owner, tenancy.QuotaQueuedBytes, held, int64(size))
 	}
+	if err == nil && info.Quotas.ByteHours > 0 {
+		unlock, err = s.tenantHold(owner, held, int64(size), release)
+	}
 	var qe *tenancy.QuotaError
 	switch {
 	case errors.As(err, &qe):
-		unlock()
+		release()
 		s.metrics.enqueue(agent.String(), "full_tenant")
 		s.metrics.tenantRefusal(owner, string(qe.Quota))
 		answerTenantQuota(w, req, qe)
 		return nil, false
 	case err != nil:
-		unlock()
+		release()
 		return nil, s.answerStoreFailed(w, req, err)
+	case unlock == nil:
+		unlock = func(bool) { release() }
 	}
 	return unlock, true
+}
+
+// tenantHold is the byte_hours check of n more bytes for owner, whose
+// devices' queues hold held bytes (tenants.Store.Hold), made under the
+// tenant's lock, which release gives back. The unlock it returns gives
+// the ledger held back when the record was not stored, then releases the
+// lock.
+func (s *Relay) tenantHold(owner did.DID, held, n int64, release func()) (unlock func(stored bool), err error) {
+	l := s.cfg.Stores.Tenants
+	if err := l.Hold(owner, held, n); err != nil {
+		return nil, err
+	}
+	return func(stored bool) {
+		defer release()
+		if stored {
+			return
+		}
+		if err := l.Observe(owner, tenancy.QuotaQueuedBytes, held); err != nil {
+			s.log.Warn("the tenant's bytes not given back to the ledger after a failed enqueue; its next count does", "tenant", owner.String(), "err", err)
+		}
+	}, nil
+}
+
+// tenantRemove runs remove, which takes records out of agent's queue (an
+// acknowledgement, an operator's purge), and when agent is in a tenant
+// with a byte_hours quota it does so under the tenant's lock and records
+// what the tenant's queues hold after it (tenants.Store.Observe): the
+// removed bytes stop accruing byte-hours when they leave. A failure to
+// read or write the ledger is logged, never the removal's; the next
+// count (an enqueue's, SampleTenants') puts it right.
+func (s *Relay) tenantRemove(ctx context.Context, agent string, remove func() error) error {
+	owner, ok := s.byteHoursTenant(agent)
+	if !ok {
+		return remove()
+	}
+	unlock, err := s.cfg.Stores.Tenants.Lock(ctx, "queued "+owner.String())
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if err := remove(); err != nil {
+		return err
+	}
+	if err := s.observeQueued(ctx, owner); err != nil {
+		s.log.Warn("the bytes a tenant's queues hold after a removal not recorded; its next count does", "tenant", owner.String(), "err", err)
+	}
+	return nil
+}
+
+// byteHoursTenant returns agent's tenant when it has a byte_hours quota.
+func (s *Relay) byteHoursTenant(agent string) (did.DID, bool) {
+	l := s.cfg.Stores.Tenants
+	d, err := did.Parse(agent)
+	if l == nil || err != nil {
+		return did.DID{}, false
+	}
+	owner, in, err := l.TenantOf(d)
+	var info tenants.Info
+	if err == nil && in {
+		info, err = l.Tenant(owner)
+	}
+	if err != nil {
+		s.log.Warn("reading a device's tenant failed; its queue's byte-hours wait for the next count", "agent", agent, "err", err)
+		return did.DID{}, false
+	}
+	return owner, in && info.Quotas.ByteHours > 0
+}
+
+// observeQueued records in the ledger the bytes owner's devices' queues
+// hold now.
+func (s *Relay) observeQueued(ctx context.Context, owner did.DID) error {
+	queued, err := s.tenantQueued(ctx, owner, s.clk.Now())
+	if err != nil {
+		return err
+	}
+	return s.cfg.Stores.Tenants.Observe(owner, tenancy.QuotaQueuedBytes, queued)
 }
 
 // tenantQueued is the live bytes queued for owner's devices.
@@ -380,14 +466,20 @@ type tenantTotal struct {
 	QueuedBytes int64          `json:"queuedBytes"`
 	// UpdateBytes are the blob bytes of the tenant's update repository
 	// (the relay's own for the default tenant).
-	UpdateBytes     int64 `json:"updateBytes"`
-	Operators       int   `json:"operators"`
-	HostSeesDevices bool  `json:"hostSeesDevices"`
+	UpdateBytes int64 `json:"updateBytes"`
+	// ByteHoursPeriod is the start of the byte_hours quota's period (the
+	// calendar month, UTC) and MilliByteHours the byte-hours the tenant's
+	// queued bytes were held in it up to now, in thousandths.
+	ByteHoursPeriod time.Time `json:"byteHoursPeriod"`
+	MilliByteHours  int64     `json:"milliByteHours"`
+	Operators       int       `json:"operators"`
+	HostSeesDevices bool      `json:"hostSeesDevices"`
 }
 
 // serveTenants is GET /operator/tenants, for the relay's own operators
 // (the host): every tenant with its quotas, how many devices it has, the
-// bytes queued for them and how many operators its owner named.
+// bytes queued for them, the byte-hours they were held this month and
+// how many operators its owner named.
 func (s *Relay) serveTenants(w http.ResponseWriter, r *http.Request) {
 	caller, ok := s.operator(w, r)
 	if !ok {
@@ -416,13 +508,15 @@ func (s *Relay) serveTenants(w http.ResponseWriter, r *http.Request) {
 
 // tenantTotal is t's line of the host's list.
 func (s *Relay) tenantTotal(ctx context.Context, t tenants.Info) (tenantTotal, error) {
-	tt := tenantTotal{Owner: t.Owner.String(), Quotas: t.Quotas, Operators: len(t.Operators), HostSeesDevices: t.HostSeesDevices}
+	now := s.clk.Now()
+	tt := tenantTotal{Owner: t.Owner.String(), Quotas: t.Quotas, Operators: len(t.Operators), HostSeesDevices: t.HostSeesDevices,
+		ByteHoursPeriod: tenants.PeriodOf(now), MilliByteHours: t.Held.PeriodByteMillisAt(now) / 3600}
 	devs, err := s.cfg.Stores.Tenants.Devices(t.Owner)
 	if err != nil {
 		return tt, err
 	}
 	tt.Devices = len(devs)
-	if tt.QueuedBytes, err = s.tenantQueued(ctx, t.Owner, s.clk.Now()); err != nil {
+	if tt.QueuedBytes, err = s.tenantQueued(ctx, t.Owner, now); err != nil {
 		return tt, err
 	}
 	repo, err := s.tenantUpdates(t.Owner)
@@ -522,10 +616,14 @@ func kpBytes(kps ...[]byte) int64 {
 
 // SampleTenants records in the tenants' ledger the bytes each tenant's
 // devices hold now in the queue and in KeyPackages, and the blob bytes of
-// its update repository (tenants.Ledger.Observe), from which their usage
+// its update repository (tenants.Store.Observe), from which their usage
 // records' byte-hours and peaks are made.
 // torpor-relay calls it every few seconds; without tenants it does
-// nothing.
+// nothing. For a tenant with a byte_hours quota the queue's count is
+// taken under the tenant's lock, as its enqueues and removals take theirs
+// (tenantQueueRoom, tenantRemove), so that it never records a count
+// older than theirs; for that quota it only notices records that expired
+// since the tenant's last change.
 func (s *Relay) SampleTenants(ctx context.Context) error {
 	l := s.cfg.Stores.Tenants
 	if l == nil {
@@ -536,15 +634,11 @@ func (s *Relay) SampleTenants(ctx context.Context) error {
 		return err
 	}
 	for _, t := range ts {
-		queued, err := s.tenantQueued(ctx, t.Owner, s.clk.Now())
-		if err != nil {
+		if err := s.sampleQueued(ctx, t); err != nil {
 			return err
 		}
 		kps, _, err := s.tenantKeyPackages(ctx, t.Owner, "")
 		if err != nil {
-			return err
-		}
-		if err := l.Observe(t.Owner, tenancy.QuotaQueuedBytes, queued); err != nil {
 			return err
 		}
 		if err := l.Observe(t.Owner, tenancy.QuotaKeyPackageBytes, kps); err != nil {
@@ -577,6 +671,19 @@ func (s *Relay) sampleUpdateBytes(owner did.DID, held int64) error {
 		return err
 	}
 	return s.cfg.Stores.Tenants.Observe(owner, tenancy.QuotaUpdateBytes, n)
+}
+
+// sampleQueued records the bytes t's devices' queues hold now, under the
+// tenant's lock when it has a byte_hours quota.
+func (s *Relay) sampleQueued(ctx context.Context, t tenants.Info) error {
+	if t.Quotas.ByteHours > 0 {
+		unlock, err := s.cfg.Stores.Tenants.Lock(ctx, "queued "+t.Owner.String())
+		if err != nil {
+			return err
+		}
+		defer unlock()
+	}
+	return s.observeQueued(ctx, t.Owner)
 }
 
 // tenantForget takes a forgotten agent out of its tenant, freeing its

@@ -14,10 +14,11 @@ import (
 
 // BenchmarkTenantEnqueue is the CPU a queued request costs (sender and
 // relay in this process, the real bbolt stores) on a relay without
-// tenants, and to a device of a tenant with every quota set, whose
-// tenant has 1 or 16 devices: the rate check and the queued-bytes count
-// over the tenant's devices (docs/tenants.md). Compare cpu-ns/op side by
-// side in one run:
+// tenants, and to a device of a tenant with every quota set but
+// byte_hours, and with it too (+byte-hours: the ledger's Hold, one more
+// write), whose tenant has 1 or 16 devices: the rate check and the
+// queued-bytes count over the tenant's devices (docs/tenants.md).
+// Compare cpu-ns/op side by side in one run:
 //
 //	go test -run '^$' -bench BenchmarkTenantEnqueue -benchtime 300x ./transport/relay/
 func BenchmarkTenantEnqueue(b *testing.B) {
@@ -31,9 +32,17 @@ func BenchmarkTenantEnqueue(b *testing.B) {
 		h.publishOffline(b, dev, "sleep", deviceOpts{})
 		benchPosts(b, h, dev.DID())
 	})
-	for _, n := range []int{1, 16} {
-		b.Run("tenant-devices="+string(rune('0'+n/10))+string(rune('0'+n%10)), func(b *testing.B) {
-			th := newTenantHarness(b, tenancy.Quotas{Devices: 100, QueuedBytes: 1 << 40, KeyPackageBytes: 1 << 30, RequestsPerSecond: 1 << 40}, unbounded)
+	for _, c := range []struct {
+		n         int
+		byteHours int64
+	}{{1, 0}, {1, tenancy.MaxByteHours}, {16, 0}, {16, tenancy.MaxByteHours}} {
+		name := "tenant-devices=" + string(rune('0'+c.n/10)) + string(rune('0'+c.n%10))
+		if c.byteHours > 0 {
+			name += "+byte-hours"
+		}
+		n := c.n
+		b.Run(name, func(b *testing.B) {
+			th := newTenantHarness(b, tenancy.Quotas{Devices: 100, QueuedBytes: 1 << 40, KeyPackageBytes: 1 << 30, RequestsPerSecond: 1 << 40, ByteHours: c.byteHours}, unbounded)
 			var dev *did.PrivateKey
 			for i := range n {
 				d := didtest.Key(b, byte(100+i))

@@ -487,9 +487,10 @@ func TestTenantsListForTheHost(t *testing.T) {
 		t.Fatalf("host: %d %s", r.status, r.body)
 	}
 	for _, tt := range body.Tenants {
-		want := tenantTotal{Owner: th.b.DID().String(), Operators: 1}
+		month := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+		want := tenantTotal{Owner: th.b.DID().String(), ByteHoursPeriod: month, Operators: 1}
 		if tt.Owner == th.a.DID().String() {
-			want = tenantTotal{Owner: tt.Owner, Quotas: tenancy.Quotas{Devices: 5}, Devices: 1, QueuedBytes: int64(len(sendV1)), Operators: 1}
+			want = tenantTotal{Owner: tt.Owner, Quotas: tenancy.Quotas{Devices: 5}, Devices: 1, QueuedBytes: int64(len(sendV1)), ByteHoursPeriod: month, Operators: 1}
 		}
 		if tt != want {
 			t.Errorf("tenant %+v, want %+v", tt, want)

@@ -8,6 +8,7 @@ package tenancy
 
 import (
 	"fmt"
+	"math"
 	"net/http"
 
 	"github.com/torpor-dev/torpor/did"
@@ -32,7 +33,15 @@ const (
 	// QuotaUpdateBytes bounds the bytes of the blobs (targets' contents)
 	// the tenant's update repository holds on the relay.
 	QuotaUpdateBytes Quota = "update_bytes"
+	// QuotaByteHours bounds the byte-hours the tenant's queued bytes are
+	// held in one period (the calendar month of the relay's clock, in
+	// UTC): reached, no more is queued until the next period.
+	QuotaByteHours Quota = "byte_hours"
 )
+
+// MaxByteHours is the largest byte_hours quota: the ledgers count
+// byte-time in byte-milliseconds in an int64.
+const MaxByteHours = math.MaxInt64 / 3_600_000
 
 // Quotas are a tenant's limits; zero is no limit.
 type Quotas struct {
@@ -41,6 +50,8 @@ type Quotas struct {
 	KeyPackageBytes   int64 `json:"keyPackageBytes,omitempty"`
 	RequestsPerSecond int64 `json:"requestsPerSecond,omitempty"`
 	UpdateBytes       int64 `json:"updateBytes,omitempty"`
+	// ByteHours is in byte-hours per calendar month (QuotaByteHours).
+	ByteHours int64 `json:"byteHours,omitempty"`
 }
 
 // Limit returns q's limit for quota.
@@ -56,16 +67,21 @@ func (q Quotas) Limit(quota Quota) int64 {
 		return q.RequestsPerSecond
 	case QuotaUpdateBytes:
 		return q.UpdateBytes
+	case QuotaByteHours:
+		return q.ByteHours
 	}
 	return 0
 }
 
 // Check reports the first negative quota.
 func (q Quotas) Check() error {
-	for _, x := range []Quota{QuotaDevices, QuotaQueuedBytes, QuotaKeyPackageBytes, QuotaRequests, QuotaUpdateBytes} {
+	for _, x := range []Quota{QuotaDevices, QuotaQueuedBytes, QuotaKeyPackageBytes, QuotaRequests, QuotaUpdateBytes, QuotaByteHours} {
 		if q.Limit(x) < 0 {
 			return fmt.Errorf("tenants: quota %s is negative (%d); zero means no limit", x, q.Limit(x))
 		}
+	}
+	if q.ByteHours > MaxByteHours {
+		return fmt.Errorf("tenants: quota %s is more than %d", QuotaByteHours, int64(MaxByteHours))
 	}
 	return nil
 }
@@ -76,13 +92,18 @@ type QuotaError struct {
 	Tenant did.DID
 	Quota  Quota
 	// Limit is the quota, Used what the tenant held before the request,
-	// Want what the request asked for.
+	// Want what the request asked for. For byte_hours, Limit and Used are
+	// byte-hours (Used the month's so far, rounded down) and Want the
+	// request's bytes.
 	Limit, Used, Want int64
 }
 
 func (e *QuotaError) Error() string {
-	if e.Quota == QuotaRequests {
+	switch e.Quota {
+	case QuotaRequests:
 		return fmt.Sprintf("tenant %s is over its quota of %d requests per second", e.Tenant, e.Limit)
+	case QuotaByteHours:
+		return fmt.Sprintf("tenant %s quota byte_hours reached: %d of %d byte-hours held this month", e.Tenant, e.Used, e.Limit)
 	}
 	return fmt.Sprintf("tenant %s quota %s reached: %d of %d used, %d more asked", e.Tenant, e.Quota, e.Used, e.Limit, e.Want)
 }

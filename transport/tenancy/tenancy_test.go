@@ -29,7 +29,7 @@ func TestQuotaErrorStatus(t *testing.T) {
 	if s := (&QuotaError{Tenant: owner, Quota: QuotaRequests}).Status(); s != http.StatusTooManyRequests {
 		t.Errorf("rate: %d", s)
 	}
-	for _, q := range []Quota{QuotaDevices, QuotaQueuedBytes, QuotaKeyPackageBytes, QuotaUpdateBytes} {
+	for _, q := range []Quota{QuotaDevices, QuotaQueuedBytes, QuotaKeyPackageBytes, QuotaUpdateBytes, QuotaByteHours} {
 		if s := (&QuotaError{Tenant: owner, Quota: q}).Status(); s != http.StatusInsufficientStorage {
 			t.Errorf("%s: %d", q, s)
 		}
@@ -39,6 +39,17 @@ func TestQuotaErrorStatus(t *testing.T) {
 	}
 	if err := (Quotas{UpdateBytes: -1}).Check(); err == nil || !strings.Contains(err.Error(), "update_bytes") {
 		t.Errorf("a negative update_bytes: %v; want it named", err)
+	}
+	for _, n := range []int64{-1, MaxByteHours + 1} {
+		if err := (Quotas{ByteHours: n}).Check(); err == nil || !strings.Contains(err.Error(), "byte_hours") {
+			t.Errorf("byte_hours %d: %v; want it refused and named", n, err)
+		}
+	}
+	if err := (Quotas{ByteHours: MaxByteHours}).Check(); err != nil {
+		t.Errorf("byte_hours %d, the largest: %v", int64(MaxByteHours), err)
+	}
+	if msg := (&QuotaError{Tenant: owner, Quota: QuotaByteHours, Limit: 10, Used: 12}).Error(); !strings.Contains(msg, "12 of 10 byte-hours") {
+		t.Errorf("byte_hours refusal %q; want it to say 12 of 10 byte-hours", msg)
 	}
 }
 

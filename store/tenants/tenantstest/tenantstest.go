@@ -48,6 +48,8 @@ func Run(t *testing.T, open Open, relays int) {
 	t.Run("UsageRecordVerifiesAndAChangedOneDoesNot", wrap(usageRecordVerifiesAndAChangedOneDoesNot))
 	t.Run("ObserveAccruesByteHours", wrap(observeAccruesByteHours))
 	t.Run("UsageRecordCarriesUpdateBytes", wrap(usageRecordCarriesUpdateBytes))
+	t.Run("ByteHoursQuotaReachedExactly", wrap(byteHoursQuotaReachedExactly))
+	t.Run("ByteHoursExactUnderConcurrentSenders", wrap(byteHoursExactUnderConcurrentSenders))
 	t.Run("OnlyTheOwnersOperatorsMayAct", wrap(onlyTheOwnersOperatorsMayAct))
 	t.Run("OperatorListRefusals", wrap(operatorListRefusals))
 	t.Run("LockIsOneHolderAtATime", wrap(lockIsOneHolderAtATime))
