@@ -139,9 +139,10 @@ func TestTenantsConsoleForTheHost(t *testing.T) {
 }
 
 // TestTenantsHostSeesNoDeviceUnlessAllowed: no DID of a tenant's device
-// is in the host's page of tenants, /fleet/api/tenants or GET
-// /operator/tenants; once the tenant's owner lets the host see its
-// devices, that tenant's (and only its) are behind the page's link.
+// is in the host's page of tenants, /fleet/api/tenants, GET
+// /operator/tenants or /metrics until the tenant's owner lets the host see
+// its devices; then that tenant's (and only its) are in /metrics and
+// behind the page's link.
 func TestTenantsHostSeesNoDeviceUnlessAllowed(t *testing.T) {
 	w := newHostWorld(t)
 	all := []*did.PrivateKey{w.devA1, w.devA2, w.devB}
@@ -150,6 +151,7 @@ func TestTenantsHostSeesNoDeviceUnlessAllowed(t *testing.T) {
 			"the page":           w.page(t, w.host, "/fleet/tenants").body,
 			"/fleet/api/tenants": w.fleetGet(t, w.host, "/fleet/api/tenants").body,
 			"/operator/tenants":  w.asOperator(t, "GET", "/operator/tenants", w.host, nil).body,
+			"/metrics":           w.get(t, "/metrics").body,
 		}
 	}
 	for what, body := range answers() {
@@ -158,6 +160,9 @@ func TestTenantsHostSeesNoDeviceUnlessAllowed(t *testing.T) {
 				t.Errorf("%s names a tenant's device %s", what, dev.DID())
 			}
 		}
+	}
+	if m := w.get(t, "/metrics").body; !bytes.Contains(m, []byte(`torpor_relay_agent_asleep{agent="`+w.loose.DID().String())) {
+		t.Fatal("/metrics has no per-agent series of the device in no tenant")
 	}
 	list, _ := tenancy.SignOperatorList(w.b, tenancy.OperatorList{Operators: []string{w.opB.DID().String()}, HostSeesDevices: true}, t0.Add(time.Minute), 0)
 	if _, err := w.ledger.SetOperators(list); err != nil {
@@ -168,6 +173,17 @@ func TestTenantsHostSeesNoDeviceUnlessAllowed(t *testing.T) {
 	if p := w.page(t, w.host, "/fleet/tenants"); !bytes.Contains(p.body, []byte(link)) {
 		t.Errorf("the page of tenants has no link to b's devices once b's owner allowed it:\n%s", p.body)
 	}
+	m := w.get(t, "/metrics").body
+	for _, fam := range []string{"torpor_relay_agent_asleep", "torpor_relay_agent_queue_messages"} {
+		if !bytes.Contains(m, []byte(fam+`{agent="`+w.devB.DID().String())) {
+			t.Errorf("/metrics has no %s of b's device once b's owner allowed it", fam)
+		}
+	}
+	for _, dev := range []*did.PrivateKey{w.devA1, w.devA2} {
+		if bytes.Contains(m, []byte(dev.DID().String())) {
+			t.Errorf("/metrics names a's device %s", dev.DID())
+		}
+	}
 	if _, ids := w.fleetDIDs(t, w.host, "/fleet/api/devices?tenant="+url.QueryEscape(b)); !slices.Equal(ids, []string{w.devB.DID().String()}) {
 		t.Errorf("the host's devices of tenant b: %v, want b's one", ids)
 	}
@@ -177,6 +193,46 @@ func TestTenantsHostSeesNoDeviceUnlessAllowed(t *testing.T) {
 	if p := w.page(t, w.host, "/fleet?tenant="+url.QueryEscape(b)); !bytes.Contains(p.body, []byte(`id="row-`+w.devB.DID().String())) ||
 		bytes.Contains(p.body, []byte(w.loose.DID().String())) {
 		t.Errorf("the host's page of b's devices (%d) lacks b's device or shows another", p.status)
+	}
+}
+
+// TestFleetDevicesByTenantBounded: torpor_relay_fleet_devices counts each
+// tenant's devices by state under its owner DID up to
+// --tenant-metrics-limit (here 1), the other tenants' under "other" and
+// the devices in no tenant under "": every state of those three labels
+// and no other series.
+func TestFleetDevicesByTenantBounded(t *testing.T) {
+	w := newHostWorld(t, func(c *Config) { c.Ops.TenantMetricsLimit = 1 })
+	first, other := w.a.DID().String(), w.b.DID().String()
+	wantFirst, wantOther := map[string]float64{"awake": 1, "offline": 1}, map[string]float64{"offline": 1}
+	if other < first { // the ledger lists tenants by owner DID: the first one seen is labelled
+		first, other, wantFirst, wantOther = other, first, wantOther, wantFirst
+	}
+	want := map[string]map[string]float64{first: wantFirst, "other": wantOther, "": {"offline": 1}}
+	mfs, err := w.relay.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, mf := range mfs {
+		if mf.GetName() != "torpor_relay_fleet_devices" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			n++
+			tenant, state := labelValue(m, "tenant"), labelValue(m, "state")
+			counts, ok := want[tenant]
+			if !ok {
+				t.Errorf("a series with tenant %q", tenant)
+				continue
+			}
+			if got := m.GetGauge().GetValue(); got != counts[state] {
+				t.Errorf("torpor_relay_fleet_devices{state=%q,tenant=%q} = %v, want %v", state, tenant, got, counts[state])
+			}
+		}
+	}
+	if n != 3*len(operatorapi.States) {
+		t.Errorf("%d series of torpor_relay_fleet_devices, want %d (3 tenant labels × %d states)", n, 3*len(operatorapi.States), len(operatorapi.States))
 	}
 }
 
