@@ -10,6 +10,8 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/torpor-dev/torpor/clock"
+	"github.com/torpor-dev/torpor/transport/bearer"
 	"github.com/torpor-dev/torpor/transport/tenancy"
 )
 
@@ -67,6 +69,32 @@ func (t *Tenant) Add(o Tenant) {
 	t.KeyPackageBytes += o.KeyPackageBytes
 	t.UpdateBytes += o.UpdateBytes
 	t.Operators += o.Operators
+}
+
+// FleetTenants fetches the relay's tenants from its fleet console
+// (GET /fleet/api/tenants, with an API token as FleetQuery sends; for the
+// relay's own operators) and returns them with the JSON as the relay
+// sent it.
+func (c *Client) FleetTenants(ctx context.Context) (TenantList, []byte, error) {
+	tok, err := bearer.IssuePurpose(c.Key, c.Origin, bearer.PurposeFleet, clock.Or(c.Clock).Now(), time.Minute)
+	if err != nil {
+		return TenantList{}, nil, err
+	}
+	u := c.Origin + "/fleet/api/tenants"
+	status, body, err := c.do(ctx, http.MethodGet, u, tok)
+	if err != nil {
+		return TenantList{}, nil, err
+	}
+	var l TenantList
+	if status != http.StatusOK {
+		var e struct{ Message string }
+		json.Unmarshal(body, &e)
+		return l, nil, fmt.Errorf("%s: HTTP %d: %s", u, status, e.Message)
+	}
+	if err := json.Unmarshal(body, &l); err != nil {
+		return l, nil, fmt.Errorf("%s: %v", u, err)
+	}
+	return l, body, nil
 }
 
 // Usage fetches a tenant's signed usage record of the hour that holds
