@@ -163,10 +163,12 @@ func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
 	if err != nil {
 		return
 	}
-	x, err := s.readTenants()
-	if err != nil {
-		s.log.Error("metrics: the tenants", "err", err)
-		return
+	var x tenantIndex // read only for the per-agent series it scopes
+	if c.agentDepthDesc != nil {
+		if x, err = s.readTenants(); err != nil {
+			s.log.Error("metrics: the tenants", "err", err)
+			return
+		}
 	}
 	now := s.clk.Now()
 	var msgs, bytes float64

@@ -116,8 +116,8 @@ func BenchmarkTenantUpdateUpload(b *testing.B) {
 // fleet page's, every device's state computed), over the real bbolt
 // stores of 2,000 devices: 10 tenants of 150 and 500 in no tenant, each
 // with a pool of two KeyPackages; and the reading of the tenants and
-// their devices that each scrape of /metrics does three times
-// (readTenants). Compare cpu-ns/op side by side in one
+// their devices that each scrape of /metrics does once, or three times
+// with per-agent metrics (readTenants). Compare cpu-ns/op side by side in one
 // run:
 //
 //	go test -run '^$' -bench BenchmarkTenantList -benchtime 20x ./transport/relay/
