@@ -20,8 +20,8 @@ import (
 func init() {
 	register(&subcommand{
 		name:  "fleet",
-		args:  "| fleet open [flags]",
-		short: "Print the relay's fleet of devices as a table (exit status 3 when any is overdue); \"fleet open\" prints a login link to the relay's fleet console.",
+		args:  "| fleet open [flags] | fleet tenants [flags]",
+		short: "Print the relay's fleet of devices as a table (exit status 3 when any is overdue); \"fleet open\" prints a login link to the relay's fleet console; \"fleet tenants\" a hosted relay's tenants with their totals.",
 		run:   runFleet,
 	})
 }
@@ -59,8 +59,15 @@ func (f *fleetFlags) register(fs *flag.FlagSet, open bool) {
 // runFleet prints the fleet table, or with "open" a login link.
 func runFleet(ctx context.Context, e *env, fs *flag.FlagSet, args []string) error {
 	open, args := fleetOpen(args)
+	tenants := false
+	if !open {
+		tenants, args = fleetSub(args, "tenants")
+	}
 	var f fleetFlags
-	f.register(fs, open)
+	f.register(fs, open || tenants)
+	if tenants {
+		fs.BoolVar(&f.json, "json", false, "Print the relay's JSON (GET /fleet/api/tenants) instead of the table.")
+	}
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -73,6 +80,9 @@ func runFleet(ctx context.Context, e *env, fs *flag.FlagSet, args []string) erro
 	key, origin, clk, err := f.identity(ctx)
 	if err != nil {
 		return err
+	}
+	if tenants {
+		return fleetTenants(ctx, e.stdout, &operatorapi.Client{Origin: origin, Key: key, Clock: clk}, f.json)
 	}
 	if open {
 		tok, err := bearer.IssuePurpose(key, origin, bearer.PurposeFleetLogin, clk.Now(), loginTTL)
@@ -99,10 +109,14 @@ func runFleet(ctx context.Context, e *env, fs *flag.FlagSet, args []string) erro
 
 // fleetOpen reports whether fleet's subcommand "open" is among args, and
 // returns args without it: fleet --relay R open is fleet open --relay R.
-func fleetOpen(args []string) (bool, []string) {
+func fleetOpen(args []string) (bool, []string) { return fleetSub(args, "open") }
+
+// fleetSub reports whether fleet's subcommand sub is among args, and
+// returns args without it.
+func fleetSub(args []string, sub string) (bool, []string) {
 	fs := flag.NewFlagSet("", flag.ContinueOnError)
 	new(fleetFlags).register(fs, false)
-	return takeSubcommand(fs, args, "open")
+	return takeSubcommand(fs, args, sub)
 }
 
 // loginLifetime says how long a login link lasts, in real time: the relay

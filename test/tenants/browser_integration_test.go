@@ -7,12 +7,14 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
 
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/test/internal/relaytest"
 	"github.com/torpor-dev/torpor/test/internal/testenv"
 	"github.com/torpor-dev/torpor/transport/bearer"
 )
@@ -88,4 +90,68 @@ func run(t *testing.T, ctx context.Context, what string, steps ...chromedp.Actio
 	if err := chromedp.Do(ctx, steps...); err != nil {
 		t.Fatalf("%s: %v", what, err)
 	}
+}
+
+// TestTenantsPageInBrowser: the host logs in to the console in a real
+// browser, follows the header's link to the page of tenants and sees
+// both tenants with their counts and totals, a link to b's devices (its
+// owner allows it) and none of a's device DIDs; a screenshot
+// (tenants-console-host.png in TORPOR_ARTIFACTS).
+func TestTenantsPageInBrowser(t *testing.T) {
+	path := testenv.RequireTool(t, "chromium")
+	w := newWorld(t)
+	w.ok(t, "tenant", "operators", "--upload", "--host-sees-devices", "--relay", w.relay.URL, "--key", w.files["ownerB"], w.keys["opB"].DID().String())
+	devsA := []*did.PrivateKey{w.enrol(t, "ownerA"), w.enrol(t, "ownerA"), w.enrol(t, "ownerA")}
+	devB := w.enrol(t, "ownerB")
+	w.enrol(t, "ownerA") // past a's quota of 3: in no tenant, on probation
+	for i, d := range []*did.PrivateKey{devsA[0], devsA[0], devB} {
+		sender, _ := did.Generate(nil)
+		if a := relaytest.Send(w.relay.URL, d.DID(), sender, "page"+string(rune('0'+i)), "x"); a.Status != 503 || !a.Queued {
+			t.Fatalf("send to %s: %+v", d.DID(), a)
+		}
+	}
+	c, _ := relaytest.Dial(t, w.relay.URL, devsA[1]) // linked: awake
+	defer c.Close()
+	ctx := browser(t, path)
+	tok, err := bearer.IssuePurpose(w.keys["host"], w.relay.URL, bearer.PurposeFleetLogin, time.Now(), 2*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run(t, ctx, "the host logs in", chromedp.Navigate(w.relay.URL+"/fleet/login?token="+url.QueryEscape(tok)), chromedp.WaitVisible(chromedp.CSS("table.fleet")),
+		chromedp.Click(chromedp.CSS(`header a[href="/fleet/tenants"]`)), chromedp.WaitVisible(chromedp.CSS("table.tenants")))
+	rows, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll("table.tenants tbody tr")].map(r => r.id + " " + r.innerText.replace(/\s+/g, " "))`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"tenant-" + w.keys["ownerA"].DID().String(): "3 of 3 1 0 0 0 2", "tenant-" + w.keys["ownerB"].DID().String(): "1 0 0 0 0 1"}
+	if len(rows) != 2 {
+		t.Fatalf("the page of tenants has rows %q, want a's and b's", rows)
+	}
+	for _, r := range rows {
+		id, text, _ := strings.Cut(r, " ")
+		if !strings.Contains(text, want[id]) {
+			t.Errorf("row %s: %q, want the devices and states %q", id, text, want[id])
+		}
+	}
+	html, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.documentElement.outerHTML`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range devsA {
+		if strings.Contains(html, d.DID().String()) {
+			t.Errorf("the page of tenants names a's device %s", d.DID())
+		}
+	}
+	if !strings.Contains(html, `href="/fleet?tenant=`) {
+		t.Error("the page of tenants does not link b's devices, which b's owner lets the host see")
+	}
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(testenv.Artifacts(t, "torpor-browser"), "tenants-console-host.png")
+	if err := os.WriteFile(p, png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot: %s", p)
 }

@@ -223,3 +223,10 @@ func (f Fleet) Filter(state string) Fleet {
 	}
 	return out
 }
+
+// Plus is the sum of s and o, count by count.
+func (s Summary) Plus(o Summary) Summary {
+	return Summary{Devices: s.Devices + o.Devices, Awake: s.Awake + o.Awake, Asleep: s.Asleep + o.Asleep, Offline: s.Offline + o.Offline,
+		Overdue: s.Overdue + o.Overdue, Halted: s.Halted + o.Halted, WithHeld: s.WithHeld + o.WithHeld, QueuesAbove: s.QueuesAbove + o.QueuesAbove,
+		AwaitingAdmission: s.AwaitingAdmission + o.AwaitingAdmission}
+}

@@ -13,7 +13,7 @@ import (
 const (
 	DefaultPer = 50
 	MaxPer     = 500
-	// maxText bounds the text parameters (q, version, tag).
+	// maxText bounds the text parameters (q, version, tag, tenant).
 	maxText = 256
 )
 
@@ -25,7 +25,7 @@ const (
 )
 
 // Query selects and pages the fleet: the query parameters of /fleet and
-// /fleet/api/devices (q, state, version, tag, sort, page, per). The
+// /fleet/api/devices (q, state, version, tag, tenant, sort, page, per). The
 // summary always counts the whole fleet; Fleet.Total counts the devices
 // the query matches.
 type Query struct {
@@ -38,6 +38,10 @@ type Query struct {
 	// Tag is one of the tags of the skills in the device's Agent Card,
 	// exactly (Device.Tags).
 	Tag string
+	// Tenant is a tenant's owner DID: only that tenant's devices (of
+	// those the operator may see; docs/tenants.md). Match does not check
+	// it: the relay knows the tenants (console.Source.TenantDevices).
+	Tenant string
 	// Sort is SortState or SortName; empty means SortState.
 	Sort string
 	// Page counts from 1; zero means 1.
@@ -52,8 +56,8 @@ type Query struct {
 // text longer than 256 bytes. Per stays zero when v has neither page nor
 // per.
 func ParseQuery(v url.Values) (Query, error) {
-	q := Query{Q: v.Get("q"), State: v.Get("state"), Version: v.Get("version"), Tag: v.Get("tag"), Sort: v.Get("sort")}
-	for name, s := range map[string]string{"q": q.Q, "version": q.Version, "tag": q.Tag} {
+	q := Query{Q: v.Get("q"), State: v.Get("state"), Version: v.Get("version"), Tag: v.Get("tag"), Tenant: v.Get("tenant"), Sort: v.Get("sort")}
+	for name, s := range map[string]string{"q": q.Q, "version": q.Version, "tag": q.Tag, "tenant": q.Tenant} {
 		if len(s) > maxText {
 			return Query{}, fmt.Errorf("%s is longer than %d bytes", name, maxText)
 		}
@@ -94,7 +98,7 @@ func number(v url.Values, name string, lo, hi int) (int, error) {
 // Values is q as query parameters, leaving out what is empty or zero.
 func (q Query) Values() url.Values {
 	v := url.Values{}
-	for name, s := range map[string]string{"q": q.Q, "state": q.State, "version": q.Version, "tag": q.Tag, "sort": q.Sort} {
+	for name, s := range map[string]string{"q": q.Q, "state": q.State, "version": q.Version, "tag": q.Tag, "tenant": q.Tenant, "sort": q.Sort} {
 		if s != "" {
 			v.Set(name, s)
 		}
@@ -109,7 +113,7 @@ func (q Query) Values() url.Values {
 }
 
 // Match reports whether d is one of the devices q selects (all its
-// conditions hold; paging aside).
+// conditions hold but Tenant's; paging aside).
 func (q Query) Match(d Device) bool {
 	switch {
 	case q.State != "" && d.State != q.State,

@@ -10,9 +10,9 @@ import (
 // DefaultPer, neither leaves Per zero (every device), and a bad state,
 // sort, page, per or overlong text is refused saying which.
 func TestParseQuery(t *testing.T) {
-	v, _ := url.ParseQuery("q=Pump&state=overdue&version=1.2&tag=site-3&sort=name&page=3")
+	v, _ := url.ParseQuery("q=Pump&state=overdue&version=1.2&tag=site-3&tenant=did:key:z6MkOwner&sort=name&page=3")
 	q, err := ParseQuery(v)
-	want := Query{Q: "Pump", State: StateOverdue, Version: "1.2", Tag: "site-3", Sort: SortName, Page: 3, Per: DefaultPer}
+	want := Query{Q: "Pump", State: StateOverdue, Version: "1.2", Tag: "site-3", Tenant: "did:key:z6MkOwner", Sort: SortName, Page: 3, Per: DefaultPer}
 	if err != nil || q != want {
 		t.Fatalf("ParseQuery = %+v, %v; want %+v", q, err, want)
 	}
@@ -25,6 +25,7 @@ func TestParseQuery(t *testing.T) {
 	for raw, word := range map[string]string{
 		"state=sideways": "state", "sort=age": "sort", "page=0": "page", "page=x": "page", "per=501": "per",
 		"per=0": "per", "per=-5": "per", "q=" + strings.Repeat("a", 257): "q", "tag=" + strings.Repeat("a", 257): "tag",
+		"tenant=" + strings.Repeat("a", 257): "tenant",
 	} {
 		v, _ := url.ParseQuery(raw)
 		if _, err := ParseQuery(v); err == nil || !strings.HasPrefix(err.Error(), word) && !strings.Contains(err.Error(), word) {

@@ -43,8 +43,9 @@ func (s *Relay) newConsole(base *slog.Logger) error {
 	s.view = &console.Source{States: s.cfg.Stores.States, Queue: s.cfg.Stores.Queue, Up: s.linkUp, Grace: grace,
 		Bounds: func(agent string, st agents.State) queuebounds.Bounds { return s.bounds(agent, st) }, Admitted: s.admitted,
 		Verified: console.NewVerified(0)}
+	var ts console.Tenants
 	if s.cfg.Stores.Tenants != nil {
-		s.view.Visible = s.consoleVisible
+		s.view.Visible, s.view.TenantDevices, ts = s.consoleVisible, s.tenantDevices, consoleTenants{s}
 	}
 	if len(cc.Operators) == 0 {
 		return nil
@@ -54,7 +55,7 @@ func (s *Relay) newConsole(base *slog.Logger) error {
 		ro = consoleRollouts{s.rollouts}
 	}
 	c, err := console.New(console.Config{Source: *s.view, Rollouts: ro, PublicURL: s.cfg.PublicURL, Operators: cc.Operators, AlsoOperator: s.consoleTenantOperator, Secret: cc.Secret,
-		Spent: s.cfg.Stores.Shared.Spent("login", console.MaxSpentLogins), Refresh: cc.Refresh, Audit: s.cfg.Stores.Audit, Clock: s.cfg.Clock, Logger: base.With("component", "console")})
+		Spent: s.cfg.Stores.Shared.Spent("login", console.MaxSpentLogins), Refresh: cc.Refresh, Audit: s.cfg.Stores.Audit, Tenants: ts, Clock: s.cfg.Clock, Logger: base.With("component", "console")})
 	if err != nil {
 		return fmt.Errorf("relay: %w", err)
 	}

@@ -66,8 +66,8 @@ func TestFleetMetrics(t *testing.T) {
 	m := string(h.get(t, "/metrics").body)
 	id := dev.DID().String()
 	for _, want := range []string{
-		`torpor_relay_fleet_devices{state="offline"} 1`,
-		`torpor_relay_fleet_devices{state="overdue"} 0`,
+		`torpor_relay_fleet_devices{state="offline",tenant=""} 1`,
+		`torpor_relay_fleet_devices{state="overdue",tenant=""} 0`,
 		`torpor_relay_agent_asleep{agent="` + id + `",name="dev"} 0`,
 		`torpor_relay_agent_overdue{agent="` + id + `",name="dev"} 0`,
 		`torpor_relay_agent_held_actions{agent="` + id + `",name="dev"} 0`,

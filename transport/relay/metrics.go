@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/torpor-dev/torpor/did"
 )
@@ -39,7 +40,8 @@ import (
 // With Config.Ops.PerAgentMetrics, also torpor_relay_agent_enqueues_total{agent,
 // outcome}, torpor_relay_agent_queue_messages{agent,name} and
 // torpor_relay_agent_queue_bytes{agent,name}, and the fleet's gauges
-// (metrics_fleet.go).
+// (metrics_fleet.go); none of them for a device of a tenant whose owner
+// does not let the host see its devices (tenantIndex.hidden).
 type metrics struct {
 	s             *Relay
 	reg           *prometheus.Registry
@@ -113,7 +115,7 @@ func newMetrics(s *Relay) *metrics {
 		}, []string{"agent", "outcome"})
 		m.agentDepthDesc = prometheus.NewDesc("torpor_relay_agent_queue_messages", "Live queued records of one agent.", agentLabels, nil)
 		m.agentBytesDesc = prometheus.NewDesc("torpor_relay_agent_queue_bytes", "Body bytes of one agent's live queued records.", agentLabels, nil)
-		m.reg.MustRegister(m.agentEnqueues)
+		m.reg.MustRegister(hostsAgents{m.agentEnqueues, s})
 	}
 	return m
 }
@@ -161,6 +163,13 @@ func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
 	if err != nil {
 		return
 	}
+	var x tenantIndex // read only for the per-agent series it scopes
+	if c.agentDepthDesc != nil {
+		if x, err = s.readTenants(); err != nil {
+			s.log.Error("metrics: the tenants", "err", err)
+			return
+		}
+	}
 	now := s.clk.Now()
 	var msgs, bytes float64
 	for _, a := range ids {
@@ -170,7 +179,7 @@ func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		msgs += float64(st.Messages)
 		bytes += float64(st.Bytes)
-		if c.agentDepthDesc != nil {
+		if c.agentDepthDesc != nil && !x.hidden(a) {
 			name := s.agentName(a)
 			ch <- prometheus.MustNewConstMetric(c.agentDepthDesc, prometheus.GaugeValue, float64(st.Messages), a, name)
 			ch <- prometheus.MustNewConstMetric(c.agentBytesDesc, prometheus.GaugeValue, float64(st.Bytes), a, name)
@@ -178,6 +187,47 @@ func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(c.depthDesc, prometheus.GaugeValue, msgs)
 	ch <- prometheus.MustNewConstMetric(c.bytesDesc, prometheus.GaugeValue, bytes)
+}
+
+// hostsAgents collects a per-agent vector (its first label the agent's
+// DID) without the series of the devices the host may not see
+// (tenantIndex.hidden), read at each scrape: a device whose owner later
+// allows it (or stops allowing it) shows (or leaves) at the next one.
+type hostsAgents struct {
+	vec *prometheus.CounterVec
+	s   *Relay
+}
+
+func (h hostsAgents) Describe(ch chan<- *prometheus.Desc) { h.vec.Describe(ch) }
+
+func (h hostsAgents) Collect(ch chan<- prometheus.Metric) {
+	x, err := h.s.readTenants()
+	if err != nil {
+		h.s.log.Error("metrics: the tenants", "err", err)
+		return
+	}
+	all := make(chan prometheus.Metric)
+	go func() {
+		h.vec.Collect(all)
+		close(all)
+	}()
+	for m := range all {
+		var pb dto.Metric
+		if err := m.Write(&pb); err == nil && len(pb.GetLabel()) > 0 && x.hidden(labelValue(&pb, "agent")) {
+			continue
+		}
+		ch <- m
+	}
+}
+
+// labelValue is the value of m's label name, "" without it.
+func labelValue(m *dto.Metric, name string) string {
+	for _, l := range m.GetLabel() {
+		if l.GetName() == name {
+			return l.GetValue()
+		}
+	}
+	return ""
 }
 
 // instrument counts every answer by route pattern and status.

@@ -2,21 +2,22 @@ package relay
 
 import (
 	"context"
-	"github.com/torpor-dev/torpor/transport/operatorapi"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/torpor-dev/torpor/transport/operatorapi"
 	"github.com/torpor-dev/torpor/transport/relay/console"
 )
 
 // fleetCollector reads the fleet view (package console) at scrape time:
-// always the number of devices in each state, and with
+// always the number of devices in each state and tenant, and with
 // Config.Ops.PerAgentMetrics one series per device and gauge, labelled by DID
 // (agent) and the name in its card (name, cut to maxNameLabel bytes):
 //
-//	torpor_relay_fleet_devices{state}                         devices per console state
+//	torpor_relay_fleet_devices{state,tenant}                  devices per console state and tenant
 //	torpor_relay_agent_next_wake_timestamp_seconds{agent,name} the wake its schedule promises (absent: none)
 //	torpor_relay_agent_last_pulse_timestamp_seconds{agent,name} its latest verified pulse (absent: none)
 //	torpor_relay_agent_asleep{agent,name}                     1 asleep, else 0
@@ -27,6 +28,15 @@ import (
 //	torpor_relay_agent_last_wake_awake_seconds{agent,name}    how long its last completed wake was awake (absent: unknown)
 //
 // and the board's health gauges of metrics_health.go.
+//
+// The tenant label is a tenant's owner DID, bounded as the tenant
+// counters are (tenantMetrics.label: the first --tenant-metrics-limit
+// tenants, then "other"), and "" for the devices in no tenant (every
+// device of a relay without tenants), which Prometheus stores as no
+// label. Every state of "" and of each tenant's label is sent, zeros
+// included: at most (limit+2)×5 series. The metrics are the host's:
+// a device of a tenant whose owner's list does not say hostSeesDevices
+// has no per-agent series (tenantIndex.hidden; docs/tenants.md).
 type fleetCollector metrics
 
 // maxNameLabel bounds the name label: a card's name is the device's to
@@ -34,9 +44,10 @@ type fleetCollector metrics
 const maxNameLabel = 64
 
 var (
-	fleetDevicesDesc = prometheus.NewDesc("torpor_relay_fleet_devices", "Devices in each state of the fleet console.", []string{"state"}, nil)
-	agentLabels      = []string{"agent", "name"}
-	agentGauges      = []*prometheus.Desc{
+	fleetDevicesDesc = prometheus.NewDesc("torpor_relay_fleet_devices",
+		"Devices in each state of the fleet console, by tenant (owner DID, other past --tenant-metrics-limit, empty for none).", []string{"state", "tenant"}, nil)
+	agentLabels = []string{"agent", "name"}
+	agentGauges = []*prometheus.Desc{
 		prometheus.NewDesc("torpor_relay_agent_next_wake_timestamp_seconds", "The wake or pulse the device's schedule promises next (Unix time).", agentLabels, nil),
 		prometheus.NewDesc("torpor_relay_agent_last_pulse_timestamp_seconds", "The time of the device's latest verified liveness pulse (Unix time).", agentLabels, nil),
 		prometheus.NewDesc("torpor_relay_agent_asleep", "1 while the device is asleep as its schedule says, else 0.", agentLabels, nil),
@@ -72,16 +83,43 @@ func (c *fleetCollector) Collect(ch chan<- prometheus.Metric) {
 		s.log.Error("metrics: the fleet view", "err", err)
 		return
 	}
-	n := map[string]int{}
+	x, err := s.readTenants()
+	if err != nil {
+		s.log.Error("metrics: the tenants", "err", err)
+		return
+	}
+	labels := c.tenantLabels(x)
+	n := map[string]map[string]int{} // tenant label -> state -> devices
+	for _, l := range labels {
+		n[l] = map[string]int{}
+	}
 	for _, d := range f.Devices {
-		n[d.State]++
-		if s.cfg.Ops.PerAgentMetrics {
+		l := ""
+		if i, ok := x.of[d.DID]; ok {
+			l = c.tenants.label(x.tenants[i].Owner)
+		}
+		n[l][d.State]++
+		if s.cfg.Ops.PerAgentMetrics && !x.hidden(d.DID) {
 			agentMetrics(ch, d)
 		}
 	}
-	for _, st := range operatorapi.States {
-		ch <- prometheus.MustNewConstMetric(fleetDevicesDesc, prometheus.GaugeValue, float64(n[st]), st)
+	for _, l := range labels {
+		for _, st := range operatorapi.States {
+			ch <- prometheus.MustNewConstMetric(fleetDevicesDesc, prometheus.GaugeValue, float64(n[l][st]), st, l)
+		}
 	}
+}
+
+// tenantLabels are the tenant labels of x's devices: "" (no tenant) and
+// each tenant's, once each.
+func (c *fleetCollector) tenantLabels(x tenantIndex) []string {
+	labels := []string{""}
+	for _, t := range x.tenants {
+		if l := c.tenants.label(t.Owner); !slices.Contains(labels, l) {
+			labels = append(labels, l)
+		}
+	}
+	return labels
 }
 
 // nameLabel is a device's name as its series' name label.

@@ -378,6 +378,11 @@ func (s *Relay) tenantQueued(ctx context.Context, owner did.DID, now time.Time) 
 	if err != nil {
 		return 0, err
 	}
+	return s.queuedFor(ctx, devs, now)
+}
+
+// queuedFor is the live bytes queued for devs.
+func (s *Relay) queuedFor(ctx context.Context, devs []string, now time.Time) (int64, error) {
 	var n int64
 	for _, d := range devs {
 		st, err := s.cfg.Stores.Queue.Stats(ctx, d, now)
@@ -457,78 +462,6 @@ func (s *Relay) joinTenant(agent did.DID, enrolment []byte) {
 	s.log.Info("admitted device joined its owner's tenant", "agent", agent.String(), "owner", owner.String())
 }
 
-// tenantTotal is a tenant as GET /operator/tenants shows it to the host:
-// its quotas and totals, never its devices.
-type tenantTotal struct {
-	Owner       string         `json:"owner"`
-	Quotas      tenancy.Quotas `json:"quotas"`
-	Devices     int            `json:"devices"`
-	QueuedBytes int64          `json:"queuedBytes"`
-	// UpdateBytes are the blob bytes of the tenant's update repository
-	// (the relay's own for the default tenant).
-	UpdateBytes int64 `json:"updateBytes"`
-	// ByteHoursPeriod is the start of the byte_hours quota's period (the
-	// calendar month, UTC) and MilliByteHours the byte-hours the tenant's
-	// queued bytes were held in it up to now, in thousandths.
-	ByteHoursPeriod time.Time `json:"byteHoursPeriod"`
-	MilliByteHours  int64     `json:"milliByteHours"`
-	Operators       int       `json:"operators"`
-	HostSeesDevices bool      `json:"hostSeesDevices"`
-}
-
-// serveTenants is GET /operator/tenants, for the relay's own operators
-// (the host): every tenant with its quotas, how many devices it has, the
-// bytes queued for them, the byte-hours they were held this month and
-// how many operators its owner named.
-func (s *Relay) serveTenants(w http.ResponseWriter, r *http.Request) {
-	caller, ok := s.operator(w, r)
-	if !ok {
-		return
-	}
-	if !s.operators[caller.String()] {
-		writeJSON(w, http.StatusForbidden, map[string]any{"error": "not_operator", "message": "the list of tenants is for the relay's own operators"})
-		return
-	}
-	ts, err := s.cfg.Stores.Tenants.Tenants()
-	if err != nil {
-		s.storeFailed(w, err)
-		return
-	}
-	out := []tenantTotal{}
-	for _, t := range ts {
-		tt, err := s.tenantTotal(r.Context(), t)
-		if err != nil {
-			s.storeFailed(w, err)
-			return
-		}
-		out = append(out, tt)
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"tenants": out})
-}
-
-// tenantTotal is t's line of the host's list.
-func (s *Relay) tenantTotal(ctx context.Context, t tenants.Info) (tenantTotal, error) {
-	now := s.clk.Now()
-	tt := tenantTotal{Owner: t.Owner.String(), Quotas: t.Quotas, Operators: len(t.Operators), HostSeesDevices: t.HostSeesDevices,
-		ByteHoursPeriod: tenants.PeriodOf(now), MilliByteHours: t.Held.PeriodByteMillisAt(now) / 3600}
-	devs, err := s.cfg.Stores.Tenants.Devices(t.Owner)
-	if err != nil {
-		return tt, err
-	}
-	tt.Devices = len(devs)
-	if tt.QueuedBytes, err = s.tenantQueued(ctx, t.Owner, now); err != nil {
-		return tt, err
-	}
-	repo, err := s.tenantUpdates(t.Owner)
-	switch {
-	case errors.Is(err, updaterepo.ErrNoPartitions):
-		return tt, nil
-	case err == nil && repo != nil:
-		tt.UpdateBytes, err = repo.BlobBytes()
-	}
-	return tt, err
-}
-
 // tenantKeyPackageRoom checks that the KeyPackages st publishes fit
 // agent's tenant's keypackage_bytes quota: the tenant's holdings are the
 // KeyPackages (pools and last-resort ones) its devices' states hold now,
@@ -589,6 +522,11 @@ func (s *Relay) tenantKeyPackages(ctx context.Context, owner did.DID, agent stri
 	if err != nil {
 		return 0, kpHeld{}, err
 	}
+	return s.keyPackagesOf(ctx, devs, agent)
+}
+
+// keyPackagesOf returns the KeyPackage bytes devs hold, and agent's own.
+func (s *Relay) keyPackagesOf(ctx context.Context, devs []string, agent string) (held int64, mine kpHeld, err error) {
 	for _, d := range devs {
 		pool, lr, err := s.cfg.Stores.States.KeyPackages(ctx, d)
 		if errors.Is(err, agents.ErrUnknownAgent) {

@@ -2,6 +2,7 @@ package relay
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 
 	"github.com/torpor-dev/torpor/did"
@@ -20,7 +21,8 @@ const maxTenantBody = 4 << 10
 // host's endpoints"). The body is the quotas object of the --tenants file
 // ({"quotas": {...}}, read strictly). Quotas only bound what comes next:
 // a tenant already past a lowered quota keeps what it holds and is
-// refused more. The answer is the tenant's line of GET /operator/tenants.
+// refused more. The answer is the tenant's line of GET /operator/tenants
+// (tenantList).
 // Taken or refused, it is in the audit log (action tenant).
 func (s *Relay) serveTenantPut(w http.ResponseWriter, r *http.Request) {
 	caller, ok := s.operator(w, r)
@@ -65,14 +67,16 @@ func (s *Relay) serveTenantPut(w http.ResponseWriter, r *http.Request) {
 	rec.Detail = "quotas of " + owner.String() + ": " + string(q)
 	s.record(r.Context(), rec)
 	s.log.Info("tenant quotas set", "tenant", owner.String(), "quotas", string(q), "operator", caller.String())
-	t, err := s.cfg.Stores.Tenants.Tenant(owner)
-	var tt tenantTotal
-	if err == nil {
-		tt, err = s.tenantTotal(r.Context(), t)
-	}
+	l, err := s.tenantList(r.Context())
 	if err != nil {
 		s.storeFailed(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, tt)
+	for _, t := range l.Tenants {
+		if t.Owner == owner.String() {
+			writeJSON(w, http.StatusOK, t)
+			return
+		}
+	}
+	s.storeFailed(w, fmt.Errorf("tenants: the tenant %s just set is not in the ledger's list", owner))
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/torpor-dev/torpor/did/didtest"
 	"github.com/torpor-dev/torpor/store/audit"
+	"github.com/torpor-dev/torpor/transport/operatorapi"
 	"github.com/torpor-dev/torpor/transport/tenancy"
 )
 
@@ -34,7 +35,7 @@ func TestTenantPutByTheHost(t *testing.T) {
 		return th.asOperator(t, "PUT", path, th.host, strings.NewReader(body))
 	}
 	r := put(`{"quotas":{"queuedBytes":` + strconv.Itoa(len(sendV1)) + `}}`)
-	var tt tenantTotal
+	var tt operatorapi.Tenant
 	if err := json.Unmarshal(r.body, &tt); r.status != 200 || err != nil || tt.Owner != owner.DID().String() || tt.Quotas.QueuedBytes != int64(len(sendV1)) {
 		t.Fatalf("host's put: %d %s", r.status, r.body)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/torpor-dev/torpor/store/tenants"
 	"github.com/torpor-dev/torpor/transport/bearer"
 	"github.com/torpor-dev/torpor/transport/link/wire"
+	"github.com/torpor-dev/torpor/transport/operatorapi"
 	"github.com/torpor-dev/torpor/transport/tenancy"
 )
 
@@ -482,15 +483,16 @@ func TestTenantsListForTheHost(t *testing.T) {
 	th.post(t, devA.DID(), didtest.Key(t, 90), "1.0", sendV1)
 	get := func(k *did.PrivateKey) resp { return th.asOperator(t, "GET", "/operator/tenants", k, nil) }
 	r := get(th.host)
-	var body struct{ Tenants []tenantTotal }
+	var body operatorapi.TenantList
 	if err := json.Unmarshal(r.body, &body); r.status != 200 || err != nil || len(body.Tenants) != 2 {
 		t.Fatalf("host: %d %s", r.status, r.body)
 	}
 	for _, tt := range body.Tenants {
 		month := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-		want := tenantTotal{Owner: th.b.DID().String(), ByteHoursPeriod: month, Operators: 1}
+		want := operatorapi.Tenant{Owner: th.b.DID().String(), ByteHoursPeriod: month, Operators: 1}
 		if tt.Owner == th.a.DID().String() {
-			want = tenantTotal{Owner: tt.Owner, Quotas: tenancy.Quotas{Devices: 5}, Devices: 1, QueuedBytes: int64(len(sendV1)), ByteHoursPeriod: month, Operators: 1}
+			want = operatorapi.Tenant{Owner: tt.Owner, Quotas: tenancy.Quotas{Devices: 5}, Devices: 1, States: operatorapi.Summary{Devices: 1, Offline: 1},
+				QueuedBytes: int64(len(sendV1)), ByteHoursPeriod: month, Operators: 1}
 		}
 		if tt != want {
 			t.Errorf("tenant %+v, want %+v", tt, want)

@@ -231,13 +231,13 @@ func TestTenantsUpdateBytesExactUnderConcurrentUploads(t *testing.T) {
 }
 
 // tenantList is GET /operator/tenants as the host.
-func (th *tenantHarness) tenantList(t *testing.T) []tenantTotal {
+func (th *tenantHarness) tenantList(t *testing.T) []operatorapi.Tenant {
 	t.Helper()
 	req, _ := http.NewRequest("GET", th.srv.URL+"/operator/tenants", nil)
 	tok, _ := bearer.IssuePurpose(th.host, th.relay.cfg.PublicURL, bearer.OperatorPurpose("GET", "/operator/tenants"), th.clk.Now(), bearer.OperatorTTL)
 	req.Header.Set("Authorization", bearer.Authorization(tok))
 	r := th.do(t, req)
-	var body struct{ Tenants []tenantTotal }
+	var body operatorapi.TenantList
 	if err := json.Unmarshal(r.body, &body); r.status != 200 || err != nil {
 		t.Fatalf("the host's list: %d %s", r.status, r.body)
 	}

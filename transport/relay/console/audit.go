@@ -89,7 +89,7 @@ func (c *Console) noAudit(w http.ResponseWriter) bool {
 }
 
 func (c *Console) serveAPIAudit(w http.ResponseWriter, r *http.Request) {
-	if c.noAudit(w) || c.notHost(w, r) {
+	if c.noAudit(w) || c.notHost(w, r, "the audit log") {
 		return
 	}
 	q, err := auditQuery(r, 0)
@@ -108,7 +108,7 @@ func (c *Console) serveAPIAudit(w http.ResponseWriter, r *http.Request) {
 // serveAudit is the audit log's page, newest first, auditPageSize
 // records a page; "older" follows Next.
 func (c *Console) serveAudit(w http.ResponseWriter, r *http.Request, op string) {
-	if c.noAudit(w) || c.notHost(w, r) {
+	if c.noAudit(w) || c.notHost(w, r, "the audit log") {
 		return
 	}
 	q, err := auditQuery(r, auditPageSize)
@@ -125,12 +125,14 @@ func (c *Console) serveAudit(w http.ResponseWriter, r *http.Request, op string) 
 	c.render(w, http.StatusOK, "audit.html", view{Title: "Audit log", Operator: op, Host: true, Audit: &p, Newest: q.Before != 0})
 }
 
-// notHost refuses (403) the audit log to an operator accepted only by
-// Config.AlsoOperator (a tenant's): the log names every tenant's devices.
-func (c *Console) notHost(w http.ResponseWriter, r *http.Request) bool {
+// notHost refuses (403) what, the host's alone, to an operator accepted
+// only by Config.AlsoOperator (a tenant's): the audit log names every
+// tenant's devices, the rollouts are the host's, the tenants' page shows
+// every tenant.
+func (c *Console) notHost(w http.ResponseWriter, r *http.Request, what string) bool {
 	if c.auth.operators[OperatorOf(r.Context())] {
 		return false
 	}
-	writeJSON(w, http.StatusForbidden, map[string]string{"error": "not_operator", "message": "the audit log is for the relay's own operators"})
+	writeJSON(w, http.StatusForbidden, map[string]string{"error": "not_operator", "message": what + " are the relay's own operators'"})
 	return true
 }

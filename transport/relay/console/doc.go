@@ -8,6 +8,11 @@
 // reads them without linking the relay. docs/operations.md describes it for
 // operators.
 //
+// On a hosted relay (docs/tenants.md) Source.Visible scopes every page
+// and answer to the devices the operator may see, and the relay's own
+// operators also get the page of tenants, /fleet/tenants and
+// /fleet/api/tenants (Config.Tenants: quotas and totals, never a device).
+//
 // A device's page also draws its history (store/agents.Wake: the last
 // agents.MaxWakes wakes the relay recorded) as inline SVG sparklines built here
 // (history.go), styled by console.css, so the strict CSP holds.

@@ -37,6 +37,7 @@ var pages = template.Must(template.New("").Funcs(template.FuncMap{
 	},
 	"pct":   func(f float64) string { return fmt.Sprintf("%.0f %%", f*100) },
 	"bytes": byteSize,
+	"near":  nearQuota,
 	"shq":   func(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" },
 
 	"health": healthItems, // the device page's health section (health.go)
@@ -101,6 +102,19 @@ func byteSize(n int64) string {
 	return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
 }
 
+// nearQuota reports whether used (an int or int64) is at least 80 % of
+// limit, a quota where zero is no limit.
+func nearQuota(used any, limit int64) bool {
+	var u int64
+	switch v := used.(type) {
+	case int:
+		u = int64(v)
+	case int64:
+		u = v
+	}
+	return limit > 0 && u*5 >= limit*4
+}
+
 // view is what the templates get.
 type view struct {
 	Title, Operator, Origin, Why string
@@ -124,6 +138,11 @@ type view struct {
 	Rollouts    []operatorapi.Rollout
 	Updates     []operatorapi.DeviceUpdate
 	HasRollouts bool
+	// Tenants is the tenants' page's (tenants.go); HasTenants says the
+	// relay hosts tenants (render sets it): the header links the page
+	// for the host.
+	Tenants    *operatorapi.TenantList
+	HasTenants bool
 }
 
 // pill is a link of the state filter.
@@ -133,7 +152,7 @@ type pill struct {
 }
 
 func (c *Console) render(w http.ResponseWriter, status int, name string, v view) {
-	v.Origin = c.origin
+	v.Origin, v.HasTenants = c.origin, c.cfg.Tenants != nil
 	var buf bytes.Buffer
 	if err := pages.ExecuteTemplate(&buf, name, v); err != nil {
 		c.log.Error("fleet console template", "template", name, "err", err)

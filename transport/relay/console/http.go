@@ -44,8 +44,11 @@ type Config struct {
 	// Rollouts, when set, is served at /fleet/rollouts and
 	// /fleet/api/rollouts, and on each device's page (rollouts.go).
 	Rollouts Rollouts
-	Clock    clock.Clock
-	Logger   *slog.Logger
+	// Tenants, when set (a hosted relay), is served to the relay's own
+	// operators at /fleet/tenants and /fleet/api/tenants (tenants.go).
+	Tenants Tenants
+	Clock   clock.Clock
+	Logger  *slog.Logger
 }
 
 // Console serves /fleet and /fleet/api/.
@@ -111,6 +114,8 @@ func (c *Console) Register(m *http.ServeMux) {
 	m.HandleFunc("GET /fleet/api/audit", c.api(c.serveAPIAudit))
 	m.HandleFunc("GET /fleet/rollouts", c.page(c.serveRollouts))
 	m.HandleFunc("GET /fleet/api/rollouts", c.api(c.serveAPIRollouts))
+	m.HandleFunc("GET /fleet/tenants", c.page(c.serveTenants))
+	m.HandleFunc("GET /fleet/api/tenants", c.api(c.serveAPITenants))
 }
 
 // secure sets the headers of every console answer: a strict CSP (only

@@ -31,7 +31,7 @@ func (c *Console) noRollouts(w http.ResponseWriter) bool {
 // serveAPIRollouts is GET /fleet/api/rollouts: the rollouts as
 // torporctl update rollout status --json prints them.
 func (c *Console) serveAPIRollouts(w http.ResponseWriter, r *http.Request) {
-	if c.noRollouts(w) || c.notHost(w, r) {
+	if c.noRollouts(w) || c.notHost(w, r, "the rollouts") {
 		return
 	}
 	rs, err := c.cfg.Rollouts.Rollouts(r.Context())
@@ -47,7 +47,7 @@ func (c *Console) serveAPIRollouts(w http.ResponseWriter, r *http.Request) {
 // audit log, it is the relay's own operators' (notHost): a tenant's
 // operator sees no rollout.
 func (c *Console) serveRollouts(w http.ResponseWriter, r *http.Request, op string) {
-	if c.noRollouts(w) || c.notHost(w, r) {
+	if c.noRollouts(w) || c.notHost(w, r, "the rollouts") {
 		return
 	}
 	rs, err := c.cfg.Rollouts.Rollouts(r.Context())

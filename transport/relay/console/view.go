@@ -50,6 +50,10 @@ type Source struct {
 	// may see agent: the devices it hides are in no row, summary or
 	// detail (a hosted relay's tenants, docs/tenants.md).
 	Visible func(ctx context.Context, agent string) bool
+	// TenantDevices, when set, lists the devices of the tenant whose
+	// owner DID is owner, for Query.Tenant; without it that query
+	// matches no device.
+	TenantDevices func(ctx context.Context, owner string) ([]string, error)
 }
 
 // Build returns the view of every device at now.
@@ -63,14 +67,18 @@ func (s *Source) Build(ctx context.Context, now time.Time) (operatorapi.Fleet, e
 // filter need; only the page's rows read their KeyPackage pool and their
 // queue's oldest record.
 func (s *Source) Query(ctx context.Context, now time.Time, q operatorapi.Query) (operatorapi.Fleet, error) {
-	all, err := s.states(ctx, now)
+	all, err := s.states(ctx, now, s.Visible)
+	if err != nil {
+		return operatorapi.Fleet{}, err
+	}
+	in, err := s.tenantOf(ctx, q.Tenant)
 	if err != nil {
 		return operatorapi.Fleet{}, err
 	}
 	f := operatorapi.Fleet{Now: now.UTC(), Grace: operatorapi.Seconds(s.Grace / time.Second), Summary: summarize(all), Devices: []operatorapi.Device{}}
 	var match []*operatorapi.Device // sorted as pointers: a Device is large
 	for i := range all {
-		if q.Match(all[i]) {
+		if q.Match(all[i]) && (in == nil || in[all[i].DID]) {
 			match = append(match, &all[i])
 		}
 	}
@@ -95,9 +103,49 @@ func (s *Source) Query(ctx context.Context, now time.Time, q operatorapi.Query) 
 	return f, nil
 }
 
-// states returns every device with its state, unsorted and without what
-// only a row shows (complete).
-func (s *Source) states(ctx context.Context, now time.Time) ([]operatorapi.Device, error) {
+// tenantOf is the set of owner's devices for Query.Tenant: nil when
+// owner is empty (no condition), empty without TenantDevices.
+func (s *Source) tenantOf(ctx context.Context, owner string) (map[string]bool, error) {
+	if owner == "" {
+		return nil, nil
+	}
+	in := map[string]bool{}
+	if s.TenantDevices == nil {
+		return in, nil
+	}
+	devs, err := s.TenantDevices(ctx, owner)
+	for _, d := range devs {
+		in[d] = true
+	}
+	return in, err
+}
+
+// Tally returns, for each group that group names, the summary of its
+// devices at now (as the fleet's summary counts them); a device whose
+// group is "" is counted under "". It reads every device, whatever
+// Visible says: its answer is counts, never a device, and the caller
+// decides who sees them (the host's page of tenants, docs/tenants.md).
+func (s *Source) Tally(ctx context.Context, now time.Time, group func(agent string) string) (map[string]operatorapi.Summary, error) {
+	all, err := s.states(ctx, now, nil)
+	if err != nil {
+		return nil, err
+	}
+	by := map[string][]operatorapi.Device{}
+	for _, d := range all {
+		g := group(d.DID)
+		by[g] = append(by[g], d)
+	}
+	out := make(map[string]operatorapi.Summary, len(by))
+	for g, ds := range by {
+		out[g] = summarize(ds)
+	}
+	return out, nil
+}
+
+// states returns every device visible says the request of ctx may see
+// (nil: every device) with its state, unsorted and without what only a
+// row shows (complete).
+func (s *Source) states(ctx context.Context, now time.Time, visible func(ctx context.Context, agent string) bool) ([]operatorapi.Device, error) {
 	ids, err := s.States.Agents(ctx)
 	if err != nil {
 		return nil, err
@@ -105,7 +153,7 @@ func (s *Source) states(ctx context.Context, now time.Time) ([]operatorapi.Devic
 	ds := make([]operatorapi.Device, 0, len(ids))
 	names := map[string]string{} // successor DID -> its retired predecessor's name
 	for _, id := range ids {
-		if s.Visible != nil && !s.Visible(ctx, id) {
+		if visible != nil && !visible(ctx, id) {
 			continue
 		}
 		d, err := s.device(ctx, id, now)
