@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -64,6 +65,15 @@ func (b *browser) do(t *testing.T, what string, steps ...chromedp.Action[chromed
 	if err := chromedp.Do(ctx, steps...); err != nil {
 		t.Fatalf("%s: %v", what, err)
 	}
+}
+
+// clickLive clicks the element sel finds with the page's own script, in
+// one step: the fleet's rows are replaced in place every few seconds
+// (console.js), and chromedp.Click, which finds a node and then clicks its
+// box, fails ("Could not find node with given id") when a refresh
+// replaces the row in between, as it did at load average 8.
+func clickLive(sel string) chromedp.Action[chromedp.Void] {
+	return chromedp.Evaluate[chromedp.Void](`document.querySelector(` + strconv.Quote(sel) + `).click()`)
 }
 
 // eval returns a JavaScript expression's value.

@@ -96,7 +96,7 @@ func TestFleetSearchInBrowser(t *testing.T) {
 	}
 	b.do(t, "a short page", chromedp.Navigate(w.relay.URL+"/fleet?per=5"), chromedp.WaitVisible(chromedp.CSS("time[data-local]")))
 	b.screenshot(t, "fleet-phone")
-	b.do(t, "a device on the phone", chromedp.Click(chromedp.CSS("table.fleet tbody tr a")), chromedp.WaitVisible(chromedp.CSS("button[data-copy]")))
+	b.do(t, "a device on the phone", clickLive("table.fleet tbody tr a"), chromedp.WaitVisible(chromedp.CSS("button[data-copy]")))
 	if sw, iw := eval[int](t, b, `document.documentElement.scrollWidth`), eval[int](t, b, `window.innerWidth`); iw != 390 || sw > iw {
 		t.Errorf("phone, device page: %d px wide in a %d px window", sw, iw) // a page too wide widens the window
 	}

@@ -72,7 +72,7 @@ func TestUpdateOutcomesInBrowser(t *testing.T) {
 		t.Errorf("the mark's title is %q", title)
 	}
 	b.screenshot(t, "fleet-updates")
-	b.do(t, "the mark opens the device page", chromedp.Click(chromedp.CSS(`[id="row-`+bad+`"] a.upd-bad`)), chromedp.WaitVisible(chromedp.CSS("#software")))
+	b.do(t, "the mark opens the device page", clickLive(`[id="row-`+bad+`"] a.upd-bad`), chromedp.WaitVisible(chromedp.CSS("#software")))
 	checkBadOutcomes(t, b)
 	b.screenshot(t, "fleet-device-updates")
 	b.do(t, "phone", chromedp.Emulate(device.IPhone13), chromedp.Navigate(w.relay.URL+"/fleet/device/"+bad), chromedp.WaitVisible(chromedp.CSS("#software")))
