@@ -123,7 +123,7 @@ func TestTenantsConsoleForTheHost(t *testing.T) {
 		t.Errorf("total %+v, no tenant %+v; want %+v and one offline device on probation", l.Total, l.NoTenant, total)
 	}
 	page := w.page(t, w.host, "/fleet/tenants")
-	for _, s := range []string{`id="tenant-` + a + `"`, `id="tenant-` + b + `"`, `id="tenants-total"`, `<a href="/fleet/tenants">Tenants</a>`} {
+	for _, s := range []string{`id="tenant-` + a + `"`, `id="tenant-` + b + `"`, `id="tenants-total"`, `<a href="/fleet/tenants">Tenants</a>`, `>byte-hours</th>`} {
 		if page.status != 200 || !bytes.Contains(page.body, []byte(s)) {
 			t.Errorf("the host's page of tenants (%d) lacks %s", page.status, s)
 		}

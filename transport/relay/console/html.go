@@ -38,7 +38,10 @@ var pages = template.Must(template.New("").Funcs(template.FuncMap{
 	"pct":   func(f float64) string { return fmt.Sprintf("%.0f %%", f*100) },
 	"bytes": byteSize,
 	"near":  nearQuota,
-	"shq":   func(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" },
+	// byteHours is whole byte-hours of thousandths (operatorapi.Tenant's
+	// MilliByteHours).
+	"byteHours": func(milli int64) int64 { return milli / 1000 },
+	"shq":       func(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" },
 
 	"health": healthItems, // the device page's health section (health.go)
 	"spark":  sparklines,  // the device page's history of wakes (history.go)
