@@ -119,6 +119,8 @@ func randomValue(r *rand.Rand, depth int) []byte {
 		return []byte(strconv.FormatFloat(r.NormFloat64()*math.Pow(10, float64(r.IntN(40)-20)), 'g', -1, 64))
 	case k == 3:
 		return []byte([]string{"true", "false", "null"}[r.IntN(3)])
+	case k == 4: // a string without escapes, or with only \r's
+		return []byte(quote(names[r.IntN(len(names))]))
 	default:
 		return []byte(fmt.Sprintf(`"\u%04x x\"\\\/\t%s\ud83d\ude00"`, r.IntN(0xd800), strings.ReplaceAll(names[r.IntN(len(names))], "\r", `\r`)))
 	}
