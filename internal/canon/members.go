@@ -46,3 +46,13 @@ func MemberMap(b []byte) (map[string]json.RawMessage, error) {
 	}
 	return m, nil
 }
+
+// Object returns nil if b is one strict JSON object (what Members accepts),
+// and Members' error otherwise, without copying anything.
+func Object(b []byte) error {
+	var buf [16]strictjson.Member
+	if _, err := strictjson.Members(b, buf[:0]); err != nil {
+		return fmt.Errorf("canon: %w", err)
+	}
+	return nil
+}

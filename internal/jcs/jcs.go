@@ -40,7 +40,9 @@ func Transform(b []byte) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("jcs: %w", err)
 	}
-	out, err := value(&s, b, tok, nil)
+	// The canonical form is seldom longer than the text: it drops white
+	// space and escapes no more than JSON must.
+	out, err := value(&s, b, tok, make([]byte, 0, len(b)))
 	if err != nil {
 		return nil, fmt.Errorf("jcs: %w", err)
 	}
