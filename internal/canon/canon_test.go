@@ -116,3 +116,14 @@ func TestObject(t *testing.T) {
 		}
 	}
 }
+
+// TestMemberView: MemberView gives what MemberMap gives.
+func TestMemberView(t *testing.T) {
+	for _, in := range []string{`{}`, ` {"a":1,"b":{"c":[1,2]},"\u00e9":"x"} `, `{"a":1,"a":2}`, `[]`, `{`} {
+		want, werr := MemberMap([]byte(in))
+		got, err := MemberView([]byte(in))
+		if (err == nil) != (werr == nil) || !cmp.Equal(got, want) {
+			t.Errorf("MemberView(%q) = %q, %v; MemberMap gives %q, %v", in, got, err, want, werr)
+		}
+	}
+}

@@ -209,7 +209,13 @@ func mediaTypeOf(p Part, members func([]byte) (map[string]json.RawMessage, error
 // ReadPart returns the data members of p if its effective media type is
 // exactly want (Section 7.3), else a *PartError.
 func ReadPart(p Part, want string) (map[string]json.RawMessage, error) {
-	mt, data, err := MediaTypeOf(p)
+	return readPart(p, want, canon.MemberMap)
+}
+
+// readPart is ReadPart with the function that splits the data object into
+// its members (mediaTypeOf).
+func readPart(p Part, want string, members func([]byte) (map[string]json.RawMessage, error)) (map[string]json.RawMessage, error) {
+	mt, data, err := mediaTypeOf(p, members)
 	if err != nil {
 		return nil, err
 	}
@@ -283,7 +289,9 @@ type MLSWire struct {
 // base64 (padding optional on input); senderDid, when present, must be a
 // did:key.
 func ReadMLSWire(p Part) (MLSWire, error) {
-	data, err := ReadPart(p, MediaTypeMLSWire)
+	// The members are read into copies (base64 decoded, a DID parsed)
+	// and not kept.
+	data, err := readPart(p, MediaTypeMLSWire, canon.MemberView)
 	if err != nil {
 		return MLSWire{}, err
 	}
@@ -407,7 +415,7 @@ func b64Member(data map[string]json.RawMessage, name string, required bool) ([]b
 	raw, ok := data[name]
 	var s string
 	if ok {
-		if err := json.Unmarshal(raw, &s); err != nil {
+		if err := UnquoteString(raw, &s); err != nil {
 			return nil, partErr(ErrMalformedPart, "%s is not a string", name)
 		}
 	}
