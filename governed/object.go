@@ -159,28 +159,27 @@ func Parse(b []byte) (*Object, error) {
 }
 
 // canonicalSigned returns the canonical form of the signed members, built
-// from their raw JSON.
+// from their raw JSON: each member's canonical value after its name, in
+// sortedSigned's order, which is the canonical order (the names need no
+// escape).
 func canonicalSigned(raw map[string]json.RawMessage) ([]byte, error) {
 	n := 2
 	for _, name := range sortedSigned {
 		n += len(name) + 4 + len(raw[name])
 	}
-	var b bytes.Buffer
-	b.Grow(n)
-	b.WriteByte('{')
+	c := make([]byte, 0, n)
+	c = append(c, '{')
 	for i, name := range sortedSigned {
 		if i > 0 {
-			b.WriteByte(',')
+			c = append(c, ',')
 		}
-		b.WriteString(`"` + name + `":`)
-		b.Write(raw[name])
+		c = append(append(append(c, '"'), name...), `":`...)
+		var err error
+		if c, err = canon.Append(c, raw[name]); err != nil {
+			return nil, reject(ReasonMalformed, "signed members are not I-JSON: %v", err)
+		}
 	}
-	b.WriteByte('}')
-	c, err := canon.Transform(b.Bytes())
-	if err != nil {
-		return nil, reject(ReasonMalformed, "signed members are not I-JSON: %v", err)
-	}
-	return c, nil
+	return append(c, '}'), nil
 }
 
 func (o *Object) parseHeader(raw map[string]json.RawMessage) error {

@@ -34,15 +34,21 @@ import (
 // with an error wrapping a *strictjson.Error, what internal/strictjson
 // refuses.
 func Transform(b []byte) ([]byte, error) {
+	// The canonical form is seldom longer than the text: it drops white
+	// space and escapes no more than JSON must.
+	return Append(make([]byte, 0, len(b)), b)
+}
+
+// Append appends the canonical form of the JSON text b to dst, as
+// Transform returns it.
+func Append(dst, b []byte) ([]byte, error) {
 	var s strictjson.Scanner
 	s.Reset(b)
 	tok, err := s.Next()
 	if err != nil {
 		return nil, fmt.Errorf("jcs: %w", err)
 	}
-	// The canonical form is seldom longer than the text: it drops white
-	// space and escapes no more than JSON must.
-	out, err := value(&s, b, tok, make([]byte, 0, len(b)))
+	out, err := value(&s, b, tok, dst)
 	if err != nil {
 		return nil, fmt.Errorf("jcs: %w", err)
 	}

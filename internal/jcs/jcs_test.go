@@ -234,3 +234,16 @@ func seeds(tb testing.TB) [][]byte {
 	}
 	return out
 }
+
+// TestAppend: Append appends what Transform returns.
+func TestAppend(t *testing.T) {
+	in := []byte(`{"b": [1, "\u00e9"], "a": {"d": 1e3, "c": null}}`)
+	want, err := Transform(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := Append([]byte("prefix:"), in)
+	if err != nil || string(got) != "prefix:"+string(want) {
+		t.Errorf("Append(prefix, %s) = %s, %v; want prefix:%s", in, got, err, want)
+	}
+}
