@@ -413,6 +413,15 @@ func isObject(raw json.RawMessage) bool {
 // counts as absent, as the reference omits empty members.
 func b64Member(data map[string]json.RawMessage, name string, required bool) ([]byte, error) {
 	raw, ok := data[name]
+	if text, plain := plainString(raw); plain && len(text) > 0 {
+		// Base64 text without escapes: decoded from the member's bytes,
+		// not from a copy of them.
+		b, err := decodeBase64(text)
+		if err != nil {
+			return nil, partErr(ErrMalformedPart, "%s: %v", name, err)
+		}
+		return b, nil
+	}
 	var s string
 	if ok {
 		if err := UnquoteString(raw, &s); err != nil {
@@ -440,6 +449,17 @@ func DecodeBase64(s string) ([]byte, error) {
 		return base64.StdEncoding.Strict().DecodeString(s)
 	}
 	return base64.RawStdEncoding.Strict().DecodeString(s)
+}
+
+// decodeBase64 is DecodeBase64 of the text b.
+func decodeBase64(b []byte) ([]byte, error) {
+	enc := base64.RawStdEncoding.Strict()
+	if bytes.HasSuffix(b, []byte("=")) {
+		enc = base64.StdEncoding.Strict()
+	}
+	out := make([]byte, enc.DecodedLen(len(b)))
+	n, err := enc.Decode(out, b)
+	return out[:n], err
 }
 
 func didMember(data map[string]json.RawMessage, name string, required bool) (did.DID, error) {
