@@ -111,14 +111,14 @@ func perRecordAlloc(t testing.TB, m *mlsDrain, n int) (allocs, bytes float64) {
 // 64; BenchmarkDrainMLS measures the same): what the drain allocates per
 // record sets how often the collector runs and how high the heap climbs
 // between collections, the anonymous part of the drain's peak
-// (docs/footprint.md). Measured by the test below (amd64, go1.26): 97 KiB
-// and 691 allocations per record, from 186 KiB and 808 before the
-// canonical form, the message's parts, the MLS wire part and the
-// decrypted application data stopped being copied. The bounds leave room
-// for the toolchain and bbolt's page splits.
+// (docs/footprint.md). Measured by the test below (amd64, go1.26): 93 KiB
+// and 637 allocations per record, from 186 KiB and 808 before the
+// canonical form, the message's parts, the MLS wire part, the decrypted
+// application data and the members' leaves stopped being copied. The
+// bounds leave about a fifth for the toolchain and bbolt's page splits.
 const (
-	maxBytesPerRecord  = 128 << 10
-	maxAllocsPerRecord = 780
+	maxBytesPerRecord  = 112 << 10
+	maxAllocsPerRecord = 760
 )
 
 // TestDrainAllocsPerRecord drains 128 MLS-encrypted 4 KiB Governed Objects
