@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"math"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -25,6 +26,12 @@ const Algorithm = "ed25519"
 // signedMembers are the members the signature covers, in the order Sign
 // writes them (draft Section 5.3).
 var signedMembers = []string{"version", "id", "issuerDid", "issuedAt", "semantic", "payload", "governance"}
+
+// sortedSigned are signedMembers in the order of their canonical form
+// (RFC 8785, Section 3.2.3; for ASCII names the order of their bytes):
+// canonicalSigned writes them so, and the canonicalisation need not sort
+// the object's top level.
+var sortedSigned = slices.Sorted(slices.Values(signedMembers))
 
 // allMembers are the members a Governed Object has, and the only ones.
 var allMembers = map[string]bool{
@@ -152,23 +159,27 @@ func Parse(b []byte) (*Object, error) {
 }
 
 // canonicalSigned returns the canonical form of the signed members, built
-// from their raw JSON.
+// from their raw JSON: each member's canonical value after its name, in
+// sortedSigned's order, which is the canonical order (the names need no
+// escape).
 func canonicalSigned(raw map[string]json.RawMessage) ([]byte, error) {
-	var b bytes.Buffer
-	b.WriteByte('{')
-	for i, name := range signedMembers {
+	n := 2
+	for _, name := range sortedSigned {
+		n += len(name) + 4 + len(raw[name])
+	}
+	c := make([]byte, 0, n)
+	c = append(c, '{')
+	for i, name := range sortedSigned {
 		if i > 0 {
-			b.WriteByte(',')
+			c = append(c, ',')
 		}
-		b.WriteString(`"` + name + `":`)
-		b.Write(raw[name])
+		c = append(append(append(c, '"'), name...), `":`...)
+		var err error
+		if c, err = canon.Append(c, raw[name]); err != nil {
+			return nil, reject(ReasonMalformed, "signed members are not I-JSON: %v", err)
+		}
 	}
-	b.WriteByte('}')
-	c, err := canon.Transform(b.Bytes())
-	if err != nil {
-		return nil, reject(ReasonMalformed, "signed members are not I-JSON: %v", err)
-	}
-	return c, nil
+	return append(c, '}'), nil
 }
 
 func (o *Object) parseHeader(raw map[string]json.RawMessage) error {
@@ -212,7 +223,7 @@ func (o *Object) parseSemantic(raw map[string]json.RawMessage) error {
 }
 
 func (o *Object) parsePayload(raw map[string]json.RawMessage) error {
-	if _, err := canon.Members(raw["payload"]); err != nil {
+	if err := canon.Object(raw["payload"]); err != nil {
 		return reject(ReasonMalformed, "payload is not an object")
 	}
 	o.Payload = raw["payload"]

@@ -30,6 +30,10 @@ type decoder struct {
 	path   [maxPath]pathElem
 	depth  int // may exceed maxPath; the deeper elements are not kept
 	fail   *ParseError
+	// alias makes opaque return slices of the input instead of copies,
+	// for an input the caller owns and no one changes (a decrypted
+	// PrivateMessageContent).
+	alias bool
 }
 
 // maxPath bounds the field path a decoder keeps. The deepest RFC 9420 value
@@ -171,11 +175,15 @@ func (d *decoder) varBody(field string, body *cryptobyte.String) bool {
 	return d.s.ReadBytes((*[]byte)(body), int(n))
 }
 
-// opaque reads opaque field<V>, copying it.
+// opaque reads opaque field<V>, copying it unless d.alias is set.
 func (d *decoder) opaque(field string, out *[]byte) bool {
 	var body cryptobyte.String
 	if !d.varBody(field, &body) {
 		return false
+	}
+	if d.alias {
+		*out = body[:len(body):len(body)] // an append must not write over the input
+		return true
 	}
 	*out = append([]byte{}, body...)
 	return true

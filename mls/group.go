@@ -249,6 +249,22 @@ func (g *Group) Member(leaf uint32) *LeafNode {
 	return nil
 }
 
+// MemberCredential returns copies of the credential and the signature key
+// of the member at leaf (RFC 9420, Section 7.2), and false when leaf holds
+// no member: what Member gives of them, without copying the whole
+// LeafNode.
+func (g *Group) MemberCredential(leaf uint32) (Credential, []byte, bool) {
+	l := g.tree.Leaf(leaf)
+	if l == nil {
+		return Credential{}, nil, false
+	}
+	c := Credential{Type: l.Credential.Type, Identity: bytes.Clone(l.Credential.Identity), Data: bytes.Clone(l.Credential.Data)}
+	for _, cert := range l.Credential.Certificates {
+		c.Certificates = append(c.Certificates, bytes.Clone(cert))
+	}
+	return c, bytes.Clone(l.SignatureKey), true
+}
+
 // Export returns MLS-Exporter(label, context, length) of the current epoch
 // (RFC 9420, Section 8.5), or the group's sticky error.
 func (g *Group) Export(label string, context []byte, length int) ([]byte, error) {

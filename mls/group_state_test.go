@@ -207,3 +207,28 @@ func FuzzRestoreGroup(f *testing.F) {
 		}
 	})
 }
+
+// TestMemberCredential: MemberCredential gives the credential and
+// signature key Member gives, as copies, and false for a leaf without a
+// member.
+func TestMemberCredential(t *testing.T) {
+	cs := newTestGroup(t, "alice", "bob", "carol")
+	g := cs[1].g
+	for _, l := range g.Members() {
+		c, key, ok := g.MemberCredential(l)
+		m := g.Member(l)
+		if !ok || !cmp.Equal(c, m.Credential, cmpopts.EquateEmpty()) || !bytes.Equal(key, m.SignatureKey) {
+			t.Errorf("MemberCredential(%d) = %+v, %x, %v; Member gives %+v, %x", l, c, key, ok, m.Credential, m.SignatureKey)
+		}
+		c.Identity[0] ^= 1
+		key[0] ^= 1
+		if m2 := g.Member(l); !bytes.Equal(m2.Credential.Identity, m.Credential.Identity) || !bytes.Equal(m2.SignatureKey, m.SignatureKey) {
+			t.Errorf("changing what MemberCredential(%d) returned changed the group", l)
+		}
+	}
+	for _, l := range []uint32{3, 7} { // a blank leaf, a leaf beyond the tree
+		if _, _, ok := g.MemberCredential(l); ok {
+			t.Errorf("MemberCredential(%d) found a member", l)
+		}
+	}
+}

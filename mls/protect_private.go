@@ -226,8 +226,14 @@ func (p *Protector) openContent(m *PrivateMessage, sd *SenderData) (*Authenticat
 // parsePrivateMessageContent decodes the body and auth of a decrypted
 // PrivateMessageContent into ac and checks that the padding is all zero
 // (RFC 9420, Section 6.3.1: otherwise the message is malformed).
+//
+// The application data and the signature of an application message alias
+// plaintext, which openContent decrypted into a buffer of its own, rather
+// than copying kilobytes of data per message; the fields of a proposal or
+// commit, which the group keeps, are copies.
 func parsePrivateMessageContent(plaintext []byte, ac *AuthenticatedContent) error {
 	d := newDecoder(plaintext)
+	d.alias = ac.Content.ContentType == ContentTypeApplication
 	if !ac.Content.unmarshalBody(&d) || !d.sub("auth", func(d *decoder) bool { return ac.Auth.unmarshal(d, ac.Content.ContentType) }) {
 		return d.err("PrivateMessageContent")
 	}

@@ -302,3 +302,36 @@ func FuzzPrivateMessageContent(f *testing.F) {
 		}
 	})
 }
+
+// TestPrivateApplicationContentAliases: the application data and signature
+// parsed from a decrypted application message are slices of the plaintext,
+// not copies, and an append to the data does not write over the signature
+// after it.
+func TestPrivateApplicationContentAliases(t *testing.T) {
+	e := newProtectEnv(t)
+	p := e.protector(t)
+	c := e.app("hello")
+	sig, err := p.sign(WireFormatPrivateMessage, c, e.priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pt, err := p.privateMessageContent(c, &FramedContentAuthData{Signature: sig})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ac := &AuthenticatedContent{Content: FramedContent{ContentType: ContentTypeApplication}}
+	if err := parsePrivateMessageContent(pt, ac); err != nil {
+		t.Fatal(err)
+	}
+	data := ac.Content.ApplicationData
+	if string(data) != "hello" || !bytes.Equal(ac.Auth.Signature, sig) {
+		t.Fatalf("parsed %q and signature %x, want hello and %x", data, ac.Auth.Signature, sig)
+	}
+	if &data[0] != &pt[bytes.Index(pt, []byte("hello"))] {
+		t.Error("the application data is a copy of the plaintext")
+	}
+	_ = append(data, bytes.Repeat([]byte{0xff}, 64)...)
+	if !bytes.Equal(ac.Auth.Signature, sig) {
+		t.Error("an append to the application data changed the signature")
+	}
+}

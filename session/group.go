@@ -73,7 +73,11 @@ func (s *Sessions) info(st *stored) (*Info, error) {
 func members(g *mls.Group) ([]Member, error) {
 	var out []Member
 	for _, l := range g.Members() {
-		id, err := leafDID(g.Member(l))
+		c, key, ok := g.MemberCredential(l)
+		if !ok {
+			return nil, fmt.Errorf("session: no member at leaf %d", l)
+		}
+		id, err := CheckCredential(c, key)
 		if err != nil {
 			return nil, fmt.Errorf("session: member at leaf %d: %w", l, err)
 		}

@@ -38,6 +38,19 @@ func Transform(b []byte) ([]byte, error) {
 	return out, nil
 }
 
+// Append appends the canonical form of the JSON text b to dst, as
+// Transform returns it, with Transform's errors.
+func Append(dst, b []byte) ([]byte, error) {
+	if b == nil {
+		return nil, errors.New("canon: no JSON text")
+	}
+	out, err := jcs.Append(dst, b)
+	if err != nil {
+		return nil, fmt.Errorf("canon: %w", err)
+	}
+	return out, nil
+}
+
 // Marshal encodes v with encoding/json and returns the canonical form of
 // the result. Strings that are not valid UTF-8 are coerced to U+FFFD by
 // encoding/json before canonicalisation.

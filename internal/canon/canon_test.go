@@ -106,3 +106,24 @@ func TestMembers(t *testing.T) {
 		}
 	}
 }
+
+// TestObject: Object accepts what Members accepts, and refuses the rest.
+func TestObject(t *testing.T) {
+	for _, in := range []string{`{}`, ` {"a":1,"b":{"c":[1,2]}} `, `{"a":1,"a":2}`, `{"a":{"b":1,"b":2}}`, `[]`, `1`, `"x"`, `{`, ``, "{\"a\":\"\xff\"}"} {
+		_, merr := Members([]byte(in))
+		if err := Object([]byte(in)); (err == nil) != (merr == nil) {
+			t.Errorf("Object(%q) = %v, Members gives %v", in, err, merr)
+		}
+	}
+}
+
+// TestMemberView: MemberView gives what MemberMap gives.
+func TestMemberView(t *testing.T) {
+	for _, in := range []string{`{}`, ` {"a":1,"b":{"c":[1,2]},"\u00e9":"x"} `, `{"a":1,"a":2}`, `[]`, `{`} {
+		want, werr := MemberMap([]byte(in))
+		got, err := MemberView([]byte(in))
+		if (err == nil) != (werr == nil) || !cmp.Equal(got, want) {
+			t.Errorf("MemberView(%q) = %q, %v; MemberMap gives %q, %v", in, got, err, want, werr)
+		}
+	}
+}

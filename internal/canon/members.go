@@ -46,3 +46,28 @@ func MemberMap(b []byte) (map[string]json.RawMessage, error) {
 	}
 	return m, nil
 }
+
+// MemberView is MemberMap whose values are slices of b, not copies: for a
+// caller that reads them before b changes, or keeps nothing of them.
+func MemberView(b []byte) (map[string]json.RawMessage, error) {
+	var buf [16]strictjson.Member
+	ms, err := strictjson.Members(b, buf[:0])
+	if err != nil {
+		return nil, fmt.Errorf("canon: %w", err)
+	}
+	m := make(map[string]json.RawMessage, len(ms))
+	for _, x := range ms {
+		m[string(x.Name)] = x.Value
+	}
+	return m, nil
+}
+
+// Object returns nil if b is one strict JSON object (what Members accepts),
+// and Members' error otherwise, without copying anything.
+func Object(b []byte) error {
+	var buf [16]strictjson.Member
+	if _, err := strictjson.Members(b, buf[:0]); err != nil {
+		return fmt.Errorf("canon: %w", err)
+	}
+	return nil
+}

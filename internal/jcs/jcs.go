@@ -19,11 +19,13 @@
 package jcs
 
 import (
+	"bytes"
 	"fmt"
 	"io"
-	"sort"
+	"slices"
 	"strconv"
 	"unicode/utf16"
+	"unicode/utf8"
 
 	"github.com/torpor-dev/torpor/internal/strictjson"
 )
@@ -32,13 +34,21 @@ import (
 // with an error wrapping a *strictjson.Error, what internal/strictjson
 // refuses.
 func Transform(b []byte) ([]byte, error) {
+	// The canonical form is seldom longer than the text: it drops white
+	// space and escapes no more than JSON must.
+	return Append(make([]byte, 0, len(b)), b)
+}
+
+// Append appends the canonical form of the JSON text b to dst, as
+// Transform returns it.
+func Append(dst, b []byte) ([]byte, error) {
 	var s strictjson.Scanner
 	s.Reset(b)
 	tok, err := s.Next()
 	if err != nil {
 		return nil, fmt.Errorf("jcs: %w", err)
 	}
-	out, err := value(&s, b, tok, nil)
+	out, err := value(&s, b, tok, dst)
 	if err != nil {
 		return nil, fmt.Errorf("jcs: %w", err)
 	}
@@ -58,7 +68,14 @@ func value(s *strictjson.Scanner, b []byte, tok strictjson.Token, out []byte) ([
 	case strictjson.BeginArray:
 		return array(s, b, out)
 	case strictjson.String:
-		return appendString(out, string(strictjson.AppendUnquoted(nil, raw))), nil
+		if bytes.IndexByte(raw, '\\') < 0 {
+			// Without an escape the string's text is its characters,
+			// none of them a quotation mark or a control character (the
+			// Scanner refused those unescaped): the canonical form is
+			// the text as read.
+			return append(out, raw...), nil
+		}
+		return appendString(out, strictjson.AppendUnquoted(nil, raw)), nil
 	case strictjson.Number:
 		// The Scanner refused a number beyond the double range.
 		f, err := strconv.ParseFloat(string(raw), 64)
@@ -90,56 +107,108 @@ func array(s *strictjson.Scanner, b []byte, out []byte) ([]byte, error) {
 	}
 }
 
-// member is one object member: its name as UTF-16 code units (the sort key
-// of RFC 8785, Section 3.2.3) and its canonical "name":value text.
+// member is one object member: its name, unescaped (the sort key of RFC
+// 8785, Section 3.2.3, compared as UTF-16 code units by less16), and where
+// its canonical "name":value text is in the output.
 type member struct {
-	key  []uint16
-	text []byte
+	name       []byte
+	start, end int
 }
 
 // object appends a canonical object: its members sorted by name. The
 // Scanner refused a name twice.
+//
+// Each member's canonical text is appended to out as it is read, with the
+// commas of the input order. Objects whose members come sorted (most do)
+// are then complete; the others are rewritten in sorted order from one
+// copy of their members' text. A nested object sorts itself in place
+// before its parent sorts, keeping its length, so the parent's offsets
+// hold.
 func object(s *strictjson.Scanner, b []byte, out []byte) ([]byte, error) {
-	var members []member
+	open := len(out)
+	out = append(out, '{')
+	var buf [8]member
+	members, sorted := buf[:0], true
 	for {
 		name, err := s.Next()
 		if err != nil {
 			return nil, err
 		}
 		if name.Kind == strictjson.EndObject {
-			return appendMembers(out, members), nil
+			break
 		}
 		tok, err := s.Next()
 		if err != nil {
 			return nil, err
 		}
-		text := append(appendString(nil, string(name.Name)), ':')
-		if text, err = value(s, b, tok, text); err != nil {
+		if len(members) > 0 {
+			out = append(out, ',')
+		}
+		m := member{name: name.Name, start: len(out)}
+		out = append(appendString(out, name.Name), ':')
+		if out, err = value(s, b, tok, out); err != nil {
 			return nil, err
 		}
-		members = append(members, member{key: utf16.Encode([]rune(string(name.Name))), text: text})
+		m.end = len(out)
+		if n := len(members); n > 0 && !less16(members[n-1].name, m.name) {
+			sorted = false
+		}
+		members = append(members, m)
 	}
+	if !sorted {
+		out = sortMembers(out, open, members)
+	}
+	return append(out, '}'), nil
 }
 
-func appendMembers(out []byte, members []member) []byte {
-	sort.Slice(members, func(i, j int) bool { return less16(members[i].key, members[j].key) })
-	out = append(out, '{')
+// sortMembers rewrites the members of the object that opens at out[open]
+// in sorted order, and returns out up to the last member.
+func sortMembers(out []byte, open int, members []member) []byte {
+	text := bytes.Clone(out[open:])
+	slices.SortFunc(members, func(a, b member) int {
+		if less16(a.name, b.name) {
+			return -1
+		}
+		return 1 // names differ: the Scanner refused a name twice
+	})
+	out = out[:open+1]
 	for i, m := range members {
 		if i > 0 {
 			out = append(out, ',')
 		}
-		out = append(out, m.text...)
+		out = append(out, text[m.start-open:m.end-open]...)
 	}
-	return append(out, '}')
+	return out
 }
 
-// less16 orders UTF-16 code unit sequences as unsigned integers, element by
-// element, a shorter prefix first (RFC 8785, Section 3.2.3).
-func less16(a, b []uint16) bool {
-	for i := 0; i < len(a) && i < len(b); i++ {
-		if a[i] != b[i] {
-			return a[i] < b[i]
+// less16 orders names, UTF-8 text, as their UTF-16 code unit sequences
+// compare as unsigned integers, element by element, a shorter prefix first
+// (RFC 8785, Section 3.2.3).
+func less16(a, b []byte) bool {
+	for len(a) > 0 && len(b) > 0 {
+		ra, na := utf8.DecodeRune(a)
+		rb, nb := utf8.DecodeRune(b)
+		if ra != rb {
+			a1, a2 := units16(ra)
+			b1, b2 := units16(rb)
+			if a1 != b1 {
+				return a1 < b1
+			}
+			return a2 < b2
 		}
+		a, b = a[na:], b[nb:]
 	}
 	return len(a) < len(b)
+}
+
+// units16 returns r's UTF-16 code units: a surrogate pair beyond the
+// Basic Multilingual Plane, else r and 0. Two different runes with the
+// same first unit are both beyond it (the Scanner refused lone
+// surrogates), so the second units order them.
+func units16(r rune) (uint16, uint16) {
+	if r < 0x10000 {
+		return uint16(r), 0
+	}
+	hi, lo := utf16.EncodeRune(r)
+	return uint16(hi), uint16(lo)
 }

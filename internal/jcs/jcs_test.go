@@ -119,6 +119,8 @@ func randomValue(r *rand.Rand, depth int) []byte {
 		return []byte(strconv.FormatFloat(r.NormFloat64()*math.Pow(10, float64(r.IntN(40)-20)), 'g', -1, 64))
 	case k == 3:
 		return []byte([]string{"true", "false", "null"}[r.IntN(3)])
+	case k == 4: // a string without escapes, or with only \r's
+		return []byte(quote(names[r.IntN(len(names))]))
 	default:
 		return []byte(fmt.Sprintf(`"\u%04x x\"\\\/\t%s\ud83d\ude00"`, r.IntN(0xd800), strings.ReplaceAll(names[r.IntN(len(names))], "\r", `\r`)))
 	}
@@ -231,4 +233,17 @@ func seeds(tb testing.TB) [][]byte {
 		tb.Fatalf("%d seeds, want the RFC's, the vectors' and generated ones", len(out))
 	}
 	return out
+}
+
+// TestAppend: Append appends what Transform returns.
+func TestAppend(t *testing.T) {
+	in := []byte(`{"b": [1, "\u00e9"], "a": {"d": 1e3, "c": null}}`)
+	want, err := Transform(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := Append([]byte("prefix:"), in)
+	if err != nil || string(got) != "prefix:"+string(want) {
+		t.Errorf("Append(prefix, %s) = %s, %v; want prefix:%s", in, got, err, want)
+	}
 }

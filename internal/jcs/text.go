@@ -9,7 +9,7 @@ import (
 // and reverse solidus escaped, the control characters with their short
 // escape where JSON has one and \u00xx (lower-case hex) otherwise, every
 // other character as itself.
-func appendString(out []byte, s string) []byte {
+func appendString(out []byte, s []byte) []byte {
 	const hex = "0123456789abcdef"
 	out = append(out, '"')
 	for i := 0; i < len(s); i++ {

@@ -125,11 +125,21 @@ func (x *bodyIndex) checkedMembers(b []byte) (map[string]json.RawMessage, error)
 // UTF-8 (its bytes between the quotes are then the string): the relay and
 // the agent read long base64 members this way.
 func UnquoteString(raw json.RawMessage, s *string) error {
-	if n := len(raw); n >= 2 && raw[0] == '"' && raw[n-1] == '"' && bytes.IndexByte(raw, '\\') < 0 && utf8.Valid(raw) {
-		*s = string(raw[1 : n-1])
+	if text, ok := plainString(raw); ok {
+		*s = string(text)
 		return nil
 	}
 	return json.Unmarshal(raw, s)
+}
+
+// plainString returns the text of raw when raw is a JSON string with no
+// escape and valid UTF-8: the bytes between its quotes are then the
+// string json.Unmarshal gives.
+func plainString(raw []byte) ([]byte, bool) {
+	if n := len(raw); n >= 2 && raw[0] == '"' && raw[n-1] == '"' && bytes.IndexByte(raw, '\\') < 0 && utf8.Valid(raw) {
+		return raw[1 : n-1], true
+	}
+	return nil, false
 }
 
 // validID reports whether id (raw JSON) is what JSON-RPC 2.0 Section 4

@@ -28,7 +28,7 @@ func ObjectRejected() *RPCError {
 // error of MediaTypeOf (malformed, media-type-conflict). Taking a part is
 // no promise: the agent still checks what it carries.
 func ObjectMediaType(p Part) (string, error) {
-	mt, _, err := objectPart(p, canon.MemberMap)
+	mt, _, err := objectPart(p, canon.MemberView) // the members are not kept
 	return mt, err
 }
 

@@ -209,7 +209,13 @@ func mediaTypeOf(p Part, members func([]byte) (map[string]json.RawMessage, error
 // ReadPart returns the data members of p if its effective media type is
 // exactly want (Section 7.3), else a *PartError.
 func ReadPart(p Part, want string) (map[string]json.RawMessage, error) {
-	mt, data, err := MediaTypeOf(p)
+	return readPart(p, want, canon.MemberMap)
+}
+
+// readPart is ReadPart with the function that splits the data object into
+// its members (mediaTypeOf).
+func readPart(p Part, want string, members func([]byte) (map[string]json.RawMessage, error)) (map[string]json.RawMessage, error) {
+	mt, data, err := mediaTypeOf(p, members)
 	if err != nil {
 		return nil, err
 	}
@@ -283,7 +289,9 @@ type MLSWire struct {
 // base64 (padding optional on input); senderDid, when present, must be a
 // did:key.
 func ReadMLSWire(p Part) (MLSWire, error) {
-	data, err := ReadPart(p, MediaTypeMLSWire)
+	// The members are read into copies (base64 decoded, a DID parsed)
+	// and not kept.
+	data, err := readPart(p, MediaTypeMLSWire, canon.MemberView)
 	if err != nil {
 		return MLSWire{}, err
 	}
@@ -405,9 +413,18 @@ func isObject(raw json.RawMessage) bool {
 // counts as absent, as the reference omits empty members.
 func b64Member(data map[string]json.RawMessage, name string, required bool) ([]byte, error) {
 	raw, ok := data[name]
+	if text, plain := plainString(raw); plain && len(text) > 0 {
+		// Base64 text without escapes: decoded from the member's bytes,
+		// not from a copy of them.
+		b, err := decodeBase64(text)
+		if err != nil {
+			return nil, partErr(ErrMalformedPart, "%s: %v", name, err)
+		}
+		return b, nil
+	}
 	var s string
 	if ok {
-		if err := json.Unmarshal(raw, &s); err != nil {
+		if err := UnquoteString(raw, &s); err != nil {
 			return nil, partErr(ErrMalformedPart, "%s is not a string", name)
 		}
 	}
@@ -432,6 +449,17 @@ func DecodeBase64(s string) ([]byte, error) {
 		return base64.StdEncoding.Strict().DecodeString(s)
 	}
 	return base64.RawStdEncoding.Strict().DecodeString(s)
+}
+
+// decodeBase64 is DecodeBase64 of the text b.
+func decodeBase64(b []byte) ([]byte, error) {
+	enc := base64.RawStdEncoding.Strict()
+	if bytes.HasSuffix(b, []byte("=")) {
+		enc = base64.StdEncoding.Strict()
+	}
+	out := make([]byte, enc.DecodedLen(len(b)))
+	n, err := enc.Decode(out, b)
+	return out[:n], err
 }
 
 func didMember(data map[string]json.RawMessage, name string, required bool) (did.DID, error) {

@@ -172,6 +172,8 @@ func TestTypedPartRules(t *testing.T) {
 		{"handshake welcome not base64", hs(`"initiatorDid":"` + alice + `","welcome":"!!","ratchetTree":"AAEC"`), MediaTypeMLSHandshake, false},
 		{"wire padded", wire(`"wire":"AAECAw=="`), MediaTypeMLSWire, true},
 		{"wire unpadded", wire(`"wire":"AAECAw"`), MediaTypeMLSWire, true},
+		{"wire escaped", wire(`"wire":"AAEC\u0041w=="`), MediaTypeMLSWire, true},
+		{"wire escaped, not base64", wire(`"wire":"AAEC\u002dw=="`), MediaTypeMLSWire, false},
 		{"wire with sender", wire(`"wire":"AAECAw==","senderDid":"` + alice + `"`), MediaTypeMLSWire, true},
 		{"wire url-safe alphabet", wire(`"wire":"-_-_"`), MediaTypeMLSWire, false},
 		{"wire missing", wire(`"senderDid":"` + alice + `"`), MediaTypeMLSWire, false},
