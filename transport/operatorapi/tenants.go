@@ -37,21 +37,7 @@ func (c *Client) PutTenant(ctx context.Context, owner string, q tenancy.Quotas) 
 	if err != nil {
 		return nil, err
 	}
-	path := "/operator/tenants/" + url.PathEscape(owner)
-	tok, err := c.OperatorToken(http.MethodPut, path)
-	if err != nil {
-		return nil, err
-	}
-	status, raw, err := c.send(ctx, http.MethodPut, c.Origin+path, tok, body)
-	if err != nil {
-		return nil, err
-	}
-	if status != http.StatusOK {
-		var ans QueueAnswer // the same error members
-		json.Unmarshal(raw, &ans)
-		return nil, fmt.Errorf("relay answered %d %s: %s", status, http.StatusText(status), ans.reason(raw))
-	}
-	return raw, nil
+	return c.call(ctx, http.MethodPut, "/operator/tenants/"+url.PathEscape(owner), "", body)
 }
 
 // TenantList is a hosted relay's tenants as its own operators (the host)
@@ -145,11 +131,18 @@ func (c *Client) Usage(ctx context.Context, owner string, hour time.Time) ([]byt
 // get makes an operator GET of path with query and returns the body of
 // a 200 answer.
 func (c *Client) get(ctx context.Context, path, query string) ([]byte, error) {
-	tok, err := c.OperatorToken(http.MethodGet, path)
+	return c.call(ctx, http.MethodGet, path, query, nil)
+}
+
+// call makes an operator request of method on path with query and body
+// (none when nil) and returns the body of a 200 answer; another answer is
+// an error with the relay's reason.
+func (c *Client) call(ctx context.Context, method, path, query string, body []byte) ([]byte, error) {
+	tok, err := c.OperatorToken(method, path)
 	if err != nil {
 		return nil, err
 	}
-	status, raw, err := c.do(ctx, http.MethodGet, c.Origin+path+query, tok)
+	status, raw, err := c.send(ctx, method, c.Origin+path+query, tok, body)
 	if err != nil {
 		return nil, err
 	}

@@ -33,18 +33,9 @@ func (c *Client) PutTenantUpdate(ctx context.Context, tenant, what string, body 
 }
 
 func (c *Client) putUpdate(ctx context.Context, path string, body []byte) (UpdateAnswer, error) {
-	tok, err := c.OperatorToken(http.MethodPut, path)
+	raw, err := c.call(ctx, http.MethodPut, path, "", body)
 	if err != nil {
 		return UpdateAnswer{}, err
-	}
-	status, raw, err := c.send(ctx, http.MethodPut, c.Origin+path, tok, body)
-	if err != nil {
-		return UpdateAnswer{}, err
-	}
-	if status != http.StatusOK {
-		var ans QueueAnswer // the same error members
-		json.Unmarshal(raw, &ans)
-		return UpdateAnswer{}, fmt.Errorf("relay answered %d %s: %s", status, http.StatusText(status), ans.reason(raw))
 	}
 	var ans UpdateAnswer
 	if err := json.Unmarshal(raw, &ans); err != nil {
@@ -72,19 +63,9 @@ type RemoveAnswer struct {
 // targets name is refused with the relay's 409 blob_named, one the
 // repository does not hold with 404 no_blob.
 func (c *Client) RemoveTenantBlob(ctx context.Context, tenant, sha string) (RemoveAnswer, error) {
-	path := "/operator/tenants/" + url.PathEscape(tenant) + "/updates/blob/" + url.PathEscape(sha)
-	tok, err := c.OperatorToken(http.MethodDelete, path)
+	raw, err := c.call(ctx, http.MethodDelete, "/operator/tenants/"+url.PathEscape(tenant)+"/updates/blob/"+url.PathEscape(sha), "", nil)
 	if err != nil {
 		return RemoveAnswer{}, err
-	}
-	status, raw, err := c.send(ctx, http.MethodDelete, c.Origin+path, tok, nil)
-	if err != nil {
-		return RemoveAnswer{}, err
-	}
-	if status != http.StatusOK {
-		var ans QueueAnswer // the same error members
-		json.Unmarshal(raw, &ans)
-		return RemoveAnswer{}, fmt.Errorf("relay answered %d %s: %s", status, http.StatusText(status), ans.reason(raw))
 	}
 	var ans RemoveAnswer
 	if err := json.Unmarshal(raw, &ans); err != nil {
