@@ -17,6 +17,7 @@ import (
 	"github.com/torpor-dev/torpor/runtime/runtimetest"
 	"github.com/torpor-dev/torpor/runtime/trusted"
 	"github.com/torpor-dev/torpor/transport/link"
+	"github.com/torpor-dev/torpor/transport/link/wire"
 	"github.com/torpor-dev/torpor/wake"
 )
 
@@ -246,4 +247,33 @@ func TestAWakeWhoseRelayIsDownPulsesAtOnce(t *testing.T) {
 		t.Errorf("pulse %+v at %v, want it made at the wake's start %v with the relay down", p, w.clock.Now(), t0)
 	}
 	w.shutdown()
+}
+
+// TestTheAgentAsksForFewerPings: the agent's link asks its relay to ping
+// it every LinkPingInterval (wire.MaxPingInterval), not every
+// wire.PingInterval: in an idle window each ping wakes the agent.
+func TestTheAgentAsksForFewerPings(t *testing.T) {
+	w := newWorld(t, wake.HourlyWake)
+	var mu sync.Mutex
+	var asked []time.Duration
+	w.cfg.Hooks.Dial = func(ctx context.Context, c link.Config) (runtime.Link, error) {
+		mu.Lock()
+		asked = append(asked, c.PingInterval)
+		mu.Unlock()
+		return link.Dial(ctx, c)
+	}
+	w.newAgent()
+	w.run()
+	w.nextWake()
+	w.shutdown()
+	mu.Lock()
+	defer mu.Unlock()
+	if len(asked) == 0 {
+		t.Fatal("the wake dialled no link")
+	}
+	for i, d := range asked {
+		if d != wire.MaxPingInterval || runtime.LinkPingInterval != wire.MaxPingInterval {
+			t.Errorf("dial %d asked for a ping every %v, want %v", i+1, d, wire.MaxPingInterval)
+		}
+	}
 }

@@ -865,6 +865,18 @@ func (w *wakeRun) pulseStale() bool {
 	return w.pulse != nil && (w.pulseMode != w.mode || !w.pulseNext.Equal(w.next))
 }
 
+// LinkPingInterval is how often the agent asks its relay to ping the link
+// (wire.PingHeader): the longest interval a relay grants,
+// wire.MaxPingInterval (50 s, under the 60 s a proxy in front of the
+// relay allows an idle connection by default). Each ping wakes the agent
+// (and on cellular its radio) in an otherwise idle window: at the relay's
+// default of 30 s a five-minute window took ten, six at 50 s (issue 32).
+// The cost: a link that dies without closing (a NAT that forgot it, a
+// relay host that lost power) is found after two intervals and 15 s,
+// 115 s, rather than 75 s; one closed by either side is found at once,
+// as before.
+const LinkPingInterval = wire.MaxPingInterval
+
 // unreachableLogEvery bounds how often dial logs that the relay is
 // unreachable, on the agent's clock: the first failure is logged at once.
 const unreachableLogEvery = time.Minute
@@ -882,7 +894,7 @@ func (a *Agent) dial(ctx context.Context, rep *WakeReport, failed func()) (Link,
 	var warned time.Time // when the last "relay unreachable" was logged
 	for {
 		rep.LinkAttempts++
-		l, err := dial(ctx, link.Config{RelayURL: a.cfg.Relay.URL, Key: a.cfg.Key, Handler: a.live, Clock: a.cfg.Clock})
+		l, err := dial(ctx, link.Config{RelayURL: a.cfg.Relay.URL, Key: a.cfg.Key, Handler: a.live, Clock: a.cfg.Clock, PingInterval: LinkPingInterval})
 		if err == nil {
 			rep.LinkErr = ""
 			a.linkedTime(l)

@@ -38,8 +38,8 @@ const emptyWakeScale = 600
 //     the last one's end, divided by b.N (/proc/PID/stat, 10 ms ticks);
 //   - wake-cpu-ms/wake: the CPU between each wake's "waking" and "wake" log
 //     lines (nanoseconds from /proc/PID/task/*/schedstat), which leaves
-//     out the sleep: on the scaled clock the sleep re-arms its timer every
-//     scaled minute, and Go's sysmon thread polls, which a board in
+//     out the sleep: on the scaled clock the sleep's timer (once a real
+//     minute, package wake/timer) and Go's sysmon thread, which a board in
 //     suspend does not pay;
 //   - awake-ms/wake and the phases' ms/wake: wall time, in real time,
 //     without the idle live phase;

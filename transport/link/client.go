@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -46,6 +47,29 @@ type Config struct {
 	// through the HTTP proxy the environment names (HTTPS_PROXY,
 	// HTTP_PROXY, NO_PROXY), as net/http's default client did.
 	TLSConfig *tls.Config
+	// PingInterval is how often the link asks the relay to ping it
+	// (wire.PingHeader), held between wire.PingInterval and
+	// wire.MaxPingInterval; zero asks for nothing, and the relay pings
+	// every wire.PingInterval. The link is read as dead after two such
+	// intervals and 15 s without a frame (IdleTimeout for zero).
+	PingInterval time.Duration
+}
+
+// pingInterval is the interval between pings that c asks for, 0 for none.
+func (c *Config) pingInterval() time.Duration {
+	if c.PingInterval <= 0 {
+		return 0
+	}
+	return min(max(c.PingInterval, wire.PingInterval), wire.MaxPingInterval)
+}
+
+// idleTimeout is how long the link waits for a frame to begin: two of the
+// relay's ping intervals and 15 s (IdleTimeout when c asks for none).
+func (c *Config) idleTimeout() time.Duration {
+	if p := c.pingInterval(); p > 0 {
+		return 2*p + 15*time.Second
+	}
+	return IdleTimeout
 }
 
 // Client is the device's side of a link. Its methods are safe for
@@ -120,7 +144,8 @@ var ErrHandshakeTimeout = errors.New("link: the relay did not finish the handsha
 // IdleTimeout and FrameTimeout bound each read of the link once it is
 // open (real time: package wsclient's per-frame deadlines on the
 // connection). The relay pings every wire.PingInterval, so a link that
-// hears nothing for IdleTimeout is dead; a frame whose first byte arrived
+// hears nothing for IdleTimeout is dead (a link that asked for fewer pings,
+// Config.PingInterval, waits two of its intervals and 15 s); a frame whose first byte arrived
 // must arrive whole within FrameTimeout plus its length at MinReadRate (a
 // slow cellular link's rate: a full wire.MaxFrame gets 17 minutes).
 const (
@@ -184,14 +209,18 @@ func upgrade(ctx context.Context, cfg Config, m *meter, u *url.URL, tok string) 
 	ws := *u
 	ws.Scheme = map[string]string{"http": "ws", "https": "wss"}[u.Scheme]
 	ws.Path = strings.TrimRight(u.Path, "/") + wire.Path
+	header := []http1.Field{{Name: "Authorization", Value: bearer.Authorization(tok)}}
+	if p := cfg.pingInterval(); p > 0 {
+		header = append(header, http1.Field{Name: wire.PingHeader, Value: strconv.Itoa(int(p / time.Second))})
+	}
 	conn, err := wsclient.Dial(ctx, ws.String(), &wsclient.Options{
-		Header:       []http1.Field{{Name: "Authorization", Value: bearer.Authorization(tok)}},
+		Header:       header,
 		Subprotocols: []string{wire.Subprotocol},
 		TLSConfig:    cfg.TLSConfig,
 		Proxy:        wsclient.ProxyFromEnvironment,
 		NetDial:      m.dial,
 		ReadLimit:    wire.MaxFrame,
-		IdleTimeout:  IdleTimeout,
+		IdleTimeout:  cfg.idleTimeout(),
 		FrameTimeout: FrameTimeout,
 		MinReadRate:  MinReadRate,
 	})

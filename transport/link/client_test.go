@@ -85,3 +85,24 @@ func TestDialHandshakeDeadline(t *testing.T) {
 		t.Fatalf("Dial = %v, want ErrHandshakeTimeout", err)
 	}
 }
+
+// TestIdleTimeoutFollowsThePingsAskedFor: a link reads itself as dead
+// after two of the ping intervals it asked the relay for and 15 s;
+// IdleTimeout when it asked for none.
+func TestIdleTimeoutFollowsThePingsAskedFor(t *testing.T) {
+	tests := []struct {
+		ask, want time.Duration
+	}{
+		{0, IdleTimeout},
+		{wire.MaxPingInterval, 2*wire.MaxPingInterval + 15*time.Second},
+		{40 * time.Second, 95 * time.Second},
+		{time.Second, IdleTimeout},                           // the relay pings every wire.PingInterval at most
+		{time.Hour, 2*wire.MaxPingInterval + 15*time.Second}, // and every wire.MaxPingInterval at least
+	}
+	for _, tt := range tests {
+		c := Config{PingInterval: tt.ask}
+		if got := c.idleTimeout(); got != tt.want {
+			t.Errorf("Config{PingInterval: %v}.idleTimeout() = %v, want %v", tt.ask, got, tt.want)
+		}
+	}
+}

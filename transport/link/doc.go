@@ -23,7 +23,8 @@
 // caller's context allows: a relay trickling its 101 costs the device that
 // long, not its window. Once open, each read has a deadline on the
 // connection (IdleTimeout for a frame to begin, the relay pinging every
-// wire.PingInterval; FrameTimeout and MinReadRate for it to arrive whole).
+// wire.PingInterval, or every Config.PingInterval the device asked for in
+// wire.PingHeader; FrameTimeout and MinReadRate for it to arrive whole).
 //
 // The frames and the types they carry are package wire
 // (transport/link/wire), whose doc describes the protocol and why it is a

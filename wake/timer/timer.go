@@ -6,11 +6,16 @@
 // clock, which stops while the system is suspended, so a long wait is cut
 // into steps of at most Recheck and the wall clock is read again after
 // each: a host that was suspended under a waiting gateway fires at most
-// Recheck late, not the whole suspend late.
+// Recheck late, not the whole suspend late. Recheck is real time, as the
+// suspend is: on a Scaled clock a step is Recheck times the clock's factor
+// of its time, so that a demonstration's compressed hour is one timer, not
+// sixty (each a wake of the process: issue 32 measured the agent's
+// compressed sleep).
 package timer
 
 import (
 	"context"
+	"math"
 	"sync"
 	"time"
 
@@ -28,7 +33,9 @@ type Source struct {
 	Clock clock.Clock
 	// Kernel reads CLOCK_BOOTTIME for Wake.Slept; nil means the system's.
 	Kernel sleeptime.Kernel
-	// Recheck bounds each step of the wait; zero means DefaultRecheck.
+	// Recheck bounds each step of the wait, in real time (on a Scaled
+	// clock, Recheck times its factor of the clock's time); zero means
+	// DefaultRecheck.
 	Recheck time.Duration
 
 	mu   sync.Mutex
@@ -48,7 +55,7 @@ func (s *Source) Wait(ctx context.Context, until time.Time) (wake.Wake, error) {
 			return wake.Wake{Reason: wake.ReasonTimer, Source: "timer", At: now,
 				Detail: "clock reached " + until.UTC().Format(time.RFC3339Nano), Slept: m.Since(start)}, nil
 		}
-		step := s.step(until.Sub(now))
+		step := s.step(c, until.Sub(now))
 		t := c.NewTimer(step)
 		if !until.IsZero() && !c.Now().Before(until) {
 			// The clock was set past until between reading it and arming
@@ -69,10 +76,16 @@ func (s *Source) Wait(ctx context.Context, until time.Time) (wake.Wake, error) {
 	}
 }
 
-func (s *Source) step(left time.Duration) time.Duration {
+// step is the next step of a wait on c with left to go.
+func (s *Source) step(c clock.Clock, left time.Duration) time.Duration {
 	r := s.Recheck
 	if r <= 0 {
 		r = DefaultRecheck
+	}
+	if sc, ok := c.(*clock.Scaled); ok {
+		if f := float64(r) * sc.Factor(); f < math.MaxInt64 {
+			r = time.Duration(f)
+		}
 	}
 	if left <= 0 || left > r { // left <= 0 only for a zero until
 		return r

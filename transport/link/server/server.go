@@ -137,6 +137,9 @@ type serverConn struct {
 	// hello is closed once the hello frame was written (or could not
 	// be): no other frame goes out before it (Notify waits for it).
 	hello chan struct{}
+	// ping is how often the relay pings the link: what the device asked
+	// for in its upgrade request (wire.PingEvery).
+	ping time.Duration
 	// held is the Held of the last state-ok written (only the goroutine
 	// that handles frames touches it): see unchangedHeld.
 	held *wire.Held
@@ -201,7 +204,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// The link outlives the upgrade request: it ends when either side
 	// closes, not when the handler's request context would.
 	ctx, stop := context.WithCancel(context.WithoutCancel(r.Context()))
-	c := &serverConn{s: s, agent: agent, ws: ws, ctx: ctx, stop: stop, sent: map[uint64]int64{}, from: map[uint64]string{}, gone: make(chan struct{}), hello: make(chan struct{})}
+	c := &serverConn{s: s, agent: agent, ws: ws, ctx: ctx, stop: stop, sent: map[uint64]int64{}, from: map[uint64]string{}, gone: make(chan struct{}), hello: make(chan struct{}),
+		ping: wire.PingEvery(r.Header.Get(wire.PingHeader))}
 	if err := c.handshake(tok.String()); err != nil {
 		s.log().Warn("link handshake failed", "agent", agent.String(), "err", err)
 		stop()
@@ -476,13 +480,15 @@ func (c *serverConn) fail(err error) {
 	c.stop()
 }
 
+// pinger pings the link every c.ping and drops it when a pong does not
+// come back within that interval (wire's "Liveness").
 func (c *serverConn) pinger() {
 	clk := clock.Or(c.s.Clock)
 	for {
-		if err := clock.Sleep(c.ctx, clk, wire.PingInterval); err != nil {
+		if err := clock.Sleep(c.ctx, clk, c.ping); err != nil {
 			return
 		}
-		ctx, cancel := context.WithTimeout(c.ctx, wire.PingInterval)
+		ctx, cancel := context.WithTimeout(c.ctx, c.ping)
 		err := c.ws.Ping(ctx)
 		cancel()
 		if err != nil {

@@ -142,6 +142,13 @@
 // The relay pings every PingInterval (coder/websocket control frames) and
 // drops a link whose pong does not come back within the same interval, so a
 // device that lost power without closing its socket stops counting as
-// reachable. Reconnecting with backoff is the caller's job (the agent's duty
+// reachable. A device may ask for fewer pings in its upgrade request's
+// PingHeader, up to one every MaxPingInterval: every ping wakes an idle
+// device to answer it: ten times in a five-minute window at PingInterval,
+// six at MaxPingInterval.
+// The device reads the link as dead after two intervals and 15 s without a
+// frame (transport/link's Config.PingInterval), so asking for fewer pings
+// makes a link that died without closing take longer to find, on both
+// sides. Reconnecting with backoff is the caller's job (the agent's duty
 // cycle decides when it is awake).
 package wire

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/fxamacker/cbor/v2"
@@ -33,9 +34,34 @@ const (
 	// larger than that (it cannot be: the queue's MaxMessageSize is far
 	// smaller) still travels alone.
 	MaxBatchBytes = 4 << 20
-	// PingInterval is how often the relay pings a link.
+	// PingInterval is how often the relay pings a link whose device asks
+	// for no other interval (PingHeader), and the shortest it pings at.
 	PingInterval = 30 * time.Second
+	// MaxPingInterval is the longest interval between pings a device may
+	// ask for (PingHeader): under the 60 s that proxies in front of a
+	// relay allow an idle connection by default (nginx's
+	// proxy_read_timeout, an AWS load balancer's idle timeout), so that
+	// the pings still keep the link open through them.
+	MaxPingInterval = 50 * time.Second
+	// PingHeader is the header of the upgrade request in which a device
+	// asks the relay to ping its link every so many whole seconds (decimal
+	// digits), between PingInterval and MaxPingInterval: each ping wakes
+	// an idle device's process (and its radio) to answer. A relay that
+	// predates it ignores it and pings every PingInterval; a device that
+	// sends none is pinged every PingInterval.
+	PingHeader = "Torpor-Link-Ping"
 )
+
+// PingEvery returns the interval between pings that the PingHeader value
+// v asks for, held between PingInterval and MaxPingInterval; PingInterval
+// for an empty or malformed value.
+func PingEvery(v string) time.Duration {
+	n, err := strconv.ParseUint(v, 10, 32)
+	if err != nil {
+		return PingInterval
+	}
+	return min(max(time.Duration(n)*time.Second, PingInterval), MaxPingInterval)
+}
 
 // Frame types (Frame.T); the package doc says who sends each.
 const (

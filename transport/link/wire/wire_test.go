@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -163,6 +164,29 @@ func TestHeldDigest(t *testing.T) {
 	} {
 		if bytes.Equal(base, HeldDigest(h)) {
 			t.Errorf("%s: the same digest", name)
+		}
+	}
+}
+
+func TestPingEvery(t *testing.T) {
+	tests := []struct {
+		v    string
+		want time.Duration
+	}{
+		{"", PingInterval},
+		{"50", 50 * time.Second},
+		{"45", 45 * time.Second},
+		{"10", PingInterval},          // shorter than the relay pings anyway
+		{"0", PingInterval},           // likewise
+		{"3600", MaxPingInterval},     // longer than a relay grants
+		{"99999999999", PingInterval}, // not a 32-bit number of seconds
+		{"-60", PingInterval},
+		{"1e2", PingInterval},
+		{" 60", PingInterval},
+	}
+	for _, tt := range tests {
+		if got := PingEvery(tt.v); got != tt.want {
+			t.Errorf("PingEvery(%q) = %v, want %v", tt.v, got, tt.want)
 		}
 	}
 }
