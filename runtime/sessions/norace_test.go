@@ -1,5 +1,0 @@
-//go:build !race
-
-package sessions_test
-
-const raceEnabled = false
