@@ -240,24 +240,32 @@ func checkRemovalsOnTheCluster(t *testing.T, w *world, relays []*relaytest.Relay
 // operator, the i-th through relay i%3, and counts the answers by status:
 // 200 removed, 404 not held.
 func removeBurst(t *testing.T, w *world, relays []*relaytest.Relay, tenant string, n int) map[int]int {
+	return atOnce(0, n, func(ctx context.Context, i int) int {
+		api := &operatorapi.Client{Origin: relays[i%3].URL, Key: w.keys["opA"]}
+		sum := sha256.Sum256(burstBlob(tenant, i))
+		_, err := api.RemoveTenantBlob(ctx, tenant, hex.EncodeToString(sum[:]))
+		switch {
+		case err == nil:
+			return 200
+		case strings.Contains(err.Error(), "404") && strings.Contains(err.Error(), "no_blob"):
+			return 404
+		}
+		t.Errorf("removing blob %d: %v", i, err)
+		return 0
+	})
+}
+
+// atOnce runs call for i from from to from+n-1 at once, each with a minute
+// to answer, and counts the statuses they return.
+func atOnce(from, n int, call func(ctx context.Context, i int) int) map[int]int {
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	got := map[int]int{}
-	for i := range n {
+	for i := from; i < from+n; i++ {
 		wg.Go(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			api := &operatorapi.Client{Origin: relays[i%3].URL, Key: w.keys["opA"]}
-			sum := sha256.Sum256(burstBlob(tenant, i))
-			_, err := api.RemoveTenantBlob(ctx, tenant, hex.EncodeToString(sum[:]))
-			status := 200
-			switch {
-			case err != nil && strings.Contains(err.Error(), "404") && strings.Contains(err.Error(), "no_blob"):
-				status = 404
-			case err != nil:
-				t.Errorf("removing blob %d: %v", i, err)
-				status = 0
-			}
+			status := call(ctx, i)
 			mu.Lock()
 			got[status]++
 			mu.Unlock()
@@ -277,32 +285,18 @@ func burstBlob(tenant string, i int) []byte {
 // the i-th through relay i%3, and counts the answers by status: 200
 // taken, else the status the error names.
 func uploadBurst(t *testing.T, w *world, relays []*relaytest.Relay, op, tenant string, from, n int) map[int]int {
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	got := map[int]int{}
-	for i := from; i < from+n; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			api := &operatorapi.Client{Origin: relays[i%3].URL, Key: w.keys[op]}
-			_, err := api.PutTenantUpdate(ctx, tenant, "blob", burstBlob(tenant, i))
-			status := 200
-			switch {
-			case err != nil && strings.Contains(err.Error(), "507") && strings.Contains(err.Error(), "tenant_quota") && strings.Contains(err.Error(), "update_bytes"):
-				status = 507
-			case err != nil:
-				t.Errorf("blob %d: %v", i, err)
-				status = 0
-			}
-			mu.Lock()
-			got[status]++
-			mu.Unlock()
-		}()
-	}
-	wg.Wait()
-	return got
+	return atOnce(from, n, func(ctx context.Context, i int) int {
+		api := &operatorapi.Client{Origin: relays[i%3].URL, Key: w.keys[op]}
+		_, err := api.PutTenantUpdate(ctx, tenant, "blob", burstBlob(tenant, i))
+		switch {
+		case err == nil:
+			return 200
+		case strings.Contains(err.Error(), "507") && strings.Contains(err.Error(), "tenant_quota") && strings.Contains(err.Error(), "update_bytes"):
+			return 507
+		}
+		t.Errorf("blob %d: %v", i, err)
+		return 0
+	})
 }
 
 // relayKeys are the relay's two online update keys (the snapshot's and the
