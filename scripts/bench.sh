@@ -52,10 +52,13 @@ go test -tags integration -run '^$' -bench FleetEnqueue -benchtime "${FLEET_BENC
 # Issue 29: CPU per durable enqueue of the processes that make it durable
 # (relay or publisher, nats-servers), real processes, 64 senders, 1 KiB,
 # one run (test/cluster BenchmarkEnqueueCPU): relay on bbolt, on the record
-# log, and on JetStream beside the raw JetStream publish and the relay's
-# protocol without the relay, these three taking turns in 6 rounds; the
-# goal is relay on JetStream <= 1.5x the raw publish.
-# TORPOR_ENQUEUE_CPU_BASE=<rev> adds that revision's relay as a fourth side.
+# log, and on JetStream beside the raw JetStream publish, the relay's
+# protocol without the relay and the raw publish held to the relay's rate
+# (raw-paced), these taking turns in 6 rounds; the goal is relay on
+# JetStream <= 1.5x the raw publish.
+# TORPOR_ENQUEUE_CPU_BASE=<rev> adds that revision's relay as a side,
+# TORPOR_ENQUEUE_CPU_BUSY=<µs> a protocol side whose publisher spends that
+# much CPU before each publish (docs/scale-out.md).
 echo "load average before the enqueue CPU: $(cut -d' ' -f1-3 /proc/loadavg)"
 go test -tags integration -run '^$' -bench EnqueueCPU -benchtime "${ENQUEUE_CPU_BENCHTIME:-4000x}" ./test/cluster/ | tee "$out"
 echo "CPU per durable enqueue, one run (goal: relay on JetStream <= 1.5x the raw publish, ratio of the rounds' sums):"
@@ -67,15 +70,16 @@ awk '/^BenchmarkEnqueueCPU\// {
   }
   delete v
   for (i = 2; i < NF; i++) v[$(i + 1)] = $i
-  n = split("raw protocol relay relay-base", sides, " ")
+  n = split("raw protocol relay relay-base protocol-busy raw-paced", sides, " ")
   for (k = 1; k <= n; k++) if ((sides[k] "-cpu-µs/op") in v) {
     s = sides[k]
-    printf "  %-28s %8.1f µs (own process %6.1f) %7.0f/s", name " " s, v[s "-cpu-µs/op"], v[s "-own-µs/op"], v[s "-enqueues/s"]
+    printf "  %-28s %8.1f µs (own process %6.1f, servers %6.1f) %7.0f/s", name " " s, v[s "-cpu-µs/op"], v[s "-own-µs/op"], v[s "-servers-µs/op"], v[s "-enqueues/s"]
     if ((s "-x-raw") in v) printf "  %5.2fx raw (median of rounds %5.2f)", v[s "-x-raw"], v[s "-x-raw-median"]
     if ((s "-nats-msgs/op") in v) printf "  %s NATS messages per enqueue", v[s "-nats-msgs/op"]
     printf "\n"
   }
   if ("relay-x-base" in v) printf "  %-28s %5.2fx relay-base (median of rounds %5.2f)\n", name " relay", v["relay-x-base"], v["relay-x-base-median"]
+  if ("relay-x-paced" in v) printf "  %-28s %5.2fx raw-paced (median of rounds %5.2f)\n", name " relay", v["relay-x-paced"], v["relay-x-paced-median"]
   printf "  %-28s load average %s\n", name, v["load-avg"]
 }' "$out"
 # The real torpor-agent's empty wake against a real torpor-relay: CPU time

@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -75,7 +76,7 @@ func startSyncNATS(b *testing.B) *natsNode {
 //     sending to its own sleeping device: the relay's CPU, as
 //     server-cpu-µs/op;
 //   - jetstream: one nats-server process (file storage, sync_interval
-//     always) and three sides that take turns on it, cpuRounds rounds of
+//     always) and the sides that take turns on it, cpuRounds rounds of
 //     b.N/cpuRounds enqueues each, so that the machine's load, which
 //     moves the raw publish's CPU by half from run to run, falls on all
 //     of them alike (benchJetStreamSides): raw, a publisher process (this
@@ -84,16 +85,23 @@ func startSyncNATS(b *testing.B) *natsNode {
 //     acknowledgement; protocol, the same publisher storing what
 //     store/jsstore publishes for one enqueue when its view is current
 //     (protocolPublisher); relay, a torpor-relay with --store jetstream on
-//     that server (one replica) answering the senders. Each side's CPU is
-//     its own process's (the publisher's or the relay's) plus the
+//     that server (one replica) answering the senders; raw-paced, the raw
+//     side held to the relay side's rate, each publisher waiting after
+//     each acknowledgement (thinkTime), so that the servers' CPU per
+//     message at the relay's rate is known (on R3 it depends on the rate:
+//     fewer messages share a replication round). Each side's CPU is its
+//     own process's (the publisher's or the relay's) plus the
 //     nats-server's: NAME-cpu-µs/op, the own process's alone
-//     NAME-own-µs/op, over the raw side's as the ratio of the sums
+//     NAME-own-µs/op, the servers' alone NAME-servers-µs/op, their reads
+//     and sleeps (procCounters), over the raw side's as the ratio of the sums
 //     (NAME-x-raw) and the median of the rounds' ratios
 //     (NAME-x-raw-median), and the relay's NATS messages per enqueue
 //     (relay-nats-msgs/op, from /varz; the devices' publication and a
 //     first request to each device, which reads its queue into the
-//     relay's view, come before and are not counted: relaySender). envEnqueueCPUBase adds a relay of
-//     another revision as a fourth side.
+//     relay's view, come before and are not counted: relaySender), and
+//     the relay's over raw-paced's (relay-x-paced). envEnqueueCPUBase adds
+//     a relay of another revision as a side, envEnqueueCPUBusy a
+//     protocol side whose publisher spends CPU before each publish.
 //   - jetstream-R3: the same on a cluster of 3 nats-server processes with
 //     3 replicas, the three servers' CPU counted.
 //
@@ -143,11 +151,13 @@ type cpuSide struct {
 	ops    int
 	wall   time.Duration // the rounds' time
 	rounds []float64     // CPU per op of each round, µs
+	srv    procCounters  // the servers' counters over the rounds
 }
 
 // round makes n enqueues on s and adds what its processes spent.
 func (s *cpuSide) round(b *testing.B, n int) {
 	before := taskCPUs(b, s.pids)
+	cBefore := serverCounters(b, s.pids[1:])
 	var in int64
 	if s.msgs != nil {
 		in = s.msgs()
@@ -161,6 +171,7 @@ func (s *cpuSide) round(b *testing.B, n int) {
 		s.in += s.msgs() - in
 	}
 	after := taskCPUs(b, s.pids)
+	s.srv = s.srv.add(serverCounters(b, s.pids[1:]).sub(cBefore))
 	var spent time.Duration
 	for i := range after {
 		spent += after[i] - before[i]
@@ -196,13 +207,25 @@ func taskCPUs(b *testing.B, pids []int) []time.Duration {
 const envEnqueueCPUBase = "TORPOR_ENQUEUE_CPU_BASE"
 
 // envEnqueueCPUOnly, set to a side's name (raw, protocol, relay,
-// relay-base), runs that side alone, to profile its processes
-// (docs/scale-out.md, "CPU per durable enqueue"); no ratio is reported
-// then.
+// relay-base, protocol-busy), runs that side alone, to profile its
+// processes (docs/scale-out.md, "CPU per durable enqueue"); no ratio is
+// reported then. raw-paced cannot run alone: it takes its rate from the
+// raw and relay sides.
 const envEnqueueCPUOnly = "TORPOR_ENQUEUE_CPU_ONLY"
 
-// benchJetStreamSides runs the raw, protocol and relay sides of
-// BenchmarkEnqueueCPU (and relay-base, envEnqueueCPUBase) on the servers
+// envEnqueueCPUBusy, set to a number of microseconds, adds a side
+// protocol-busy to the jetstream sub-benchmarks of BenchmarkEnqueueCPU:
+// the protocol side's publishes, each after the publisher spent that long
+// spinning on a CPU (busyFor), as a relay spends CPU on each request
+// before it publishes; the servers' CPU per message on this side beside
+// the protocol side's and the relay side's tells whether the relay's
+// messages or its spending make the servers spend more
+// (docs/scale-out.md, "CPU per durable enqueue").
+const envEnqueueCPUBusy = "TORPOR_ENQUEUE_CPU_BUSY"
+
+// benchJetStreamSides runs the raw, protocol, relay and raw-paced sides of
+// BenchmarkEnqueueCPU (and relay-base, envEnqueueCPUBase, and
+// protocol-busy, envEnqueueCPUBusy) on the servers
 // nodes (the relays started with relayFlags, their devices set apart by
 // set), b.N enqueues each in cpuRounds rounds, and reports them
 // (reportSides).
@@ -219,10 +242,12 @@ func benchJetStreamSides(b *testing.B, nodes []*natsNode, relayFlags []string, s
 	flags := append(append([]string{"--public-url", publicURL, "--store", "jetstream", "--nats", strings.Join(urls, ",")}, relayFlags...), benchBounds...)
 	r := startRelay(b, b.TempDir(), flags...)
 	defer r.kill()
+	rawSide := &cpuSide{name: "raw", pids: append([]int{pub.pid}, servers...), run: func(n int) error { return pub.do("raw", raw, n) }}
+	relay := &cpuSide{name: "relay", pids: append([]int{r.Cmd.Process.Pid}, servers...), run: relaySender(b, r, set), msgs: msgs}
 	sides := []*cpuSide{
-		{name: "raw", pids: append([]int{pub.pid}, servers...), run: func(n int) error { return pub.do("raw", raw, n) }},
+		rawSide,
 		{name: "protocol", pids: append([]int{pub.pid}, servers...), run: func(n int) error { return pub.do("protocol", proto, n) }},
-		{name: "relay", pids: append([]int{r.Cmd.Process.Pid}, servers...), run: relaySender(b, r, set), msgs: msgs},
+		relay,
 	}
 	if rev := os.Getenv(envEnqueueCPUBase); rev != "" {
 		base := startRelayAt(b, rev, append(flags, "--nats-prefix", "TORPOR_BASE")...)
@@ -230,11 +255,14 @@ func benchJetStreamSides(b *testing.B, nodes []*natsNode, relayFlags []string, s
 		sides = append(sides, &cpuSide{name: "relay-base", pids: append([]int{base.Cmd.Process.Pid}, servers...),
 			run: relaySender(b, base, set+20), msgs: msgs})
 	}
+	sides = append(sides, publisherSides(b, js, pub, servers, len(nodes), rawSide, relay)...)
 	b.ResetTimer()
 	meter := benchcpu.Start(b)
 	meter.Add(pub.pid)
 	for _, s := range sides[2:] {
-		meter.Add(s.pids[0])
+		if s.pids[0] != pub.pid {
+			meter.Add(s.pids[0])
+		}
 	}
 	for _, pid := range servers {
 		meter.Add(pid)
@@ -243,6 +271,42 @@ func benchJetStreamSides(b *testing.B, nodes []*natsNode, relayFlags []string, s
 	b.StopTimer()
 	meter.Stop()
 	reportSides(b, sides)
+}
+
+// publisherSides returns the sides of BenchmarkEnqueueCPU that the
+// publisher process pub makes after the relays' on the servers pids
+// (replicas of them): protocol-busy when envEnqueueCPUBusy is set, and
+// raw-paced, the raw side held to the relay side's rate (thinkTime). It
+// comes last, so that the raw and relay sides have run before it in the
+// first round.
+func publisherSides(b *testing.B, js jetstream.JetStream, pub *publisherProc, servers []int, replicas int, raw, relay *cpuSide) []*cpuSide {
+	var sides []*cpuSide
+	if us := os.Getenv(envEnqueueCPUBusy); us != "" {
+		busy := benchStream(b, js, "busy", replicas, true)
+		sides = append(sides, &cpuSide{name: "protocol-busy", pids: append([]int{pub.pid}, servers...),
+			run: func(n int) error { return pub.do("busy", busy, n, us) }})
+	}
+	paced := benchStream(b, js, "paced", replicas, false)
+	return append(sides, &cpuSide{name: "raw-paced", pids: append([]int{pub.pid}, servers...), run: func(n int) error {
+		think, err := thinkTime(raw, relay)
+		if err != nil {
+			return err
+		}
+		return pub.do("paced", paced, n, strconv.FormatInt(think.Microseconds(), 10))
+	}})
+}
+
+// thinkTime is how long each of the raw side's benchSenders publishers
+// waits after an acknowledgement so that its rate comes down to the relay
+// side's, from their rates over their rounds so far: a publisher's cycle
+// at the relay's rate, less its cycle at its own (zero when the raw side
+// is the slower).
+func thinkTime(raw, relay *cpuSide) (time.Duration, error) {
+	if raw.ops == 0 || relay.ops == 0 {
+		return 0, errors.New("the raw and relay sides' rates are not known yet (run them before raw-paced)")
+	}
+	cycle := func(s *cpuSide) time.Duration { return s.wall * benchSenders / time.Duration(s.ops) }
+	return max(0, cycle(relay)-cycle(raw)), nil
 }
 
 // startRelayAt starts the torpor-relay of git revision rev as startRelay
@@ -272,26 +336,33 @@ func takeTurns(b *testing.B, sides []*cpuSide) {
 }
 
 // reportSides reports each side's CPU per enqueue (NAME-cpu-µs/op), its
-// own process's alone (NAME-own-µs/op), its rate over its rounds
-// (NAME-enqueues/s), the ratios of the other sides'
-// to the raw publish's over the sums (NAME-x-raw) and the median of the
-// rounds' ratios (NAME-x-raw-median), the same of relay to relay-base
-// when it ran (relay-x-base, relay-x-base-median), the relay's NATS
-// messages per enqueue when counted (NAME-nats-msgs/op) and the load
-// average at the end (load-avg).
+// own process's alone (NAME-own-µs/op) and the servers' alone
+// (NAME-servers-µs/op), its rate over its rounds (NAME-enqueues/s), the
+// servers' reads and sleeps (procCounters.report), the ratios of the
+// other sides' to the raw publish's over the sums (NAME-x-raw) and the
+// median of the rounds' ratios (NAME-x-raw-median), the same of relay to
+// relay-base when it ran (relay-x-base, relay-x-base-median) and to
+// raw-paced (relay-x-paced), the relay's NATS messages per enqueue when
+// counted (NAME-nats-msgs/op) and the load average at the end
+// (load-avg).
 func reportSides(b *testing.B, sides []*cpuSide) {
 	for _, s := range sides {
 		b.ReportMetric(s.perOp(s.cpu), s.name+"-cpu-µs/op")
 		b.ReportMetric(s.perOp(s.own), s.name+"-own-µs/op")
 		b.ReportMetric(float64(s.ops)/s.wall.Seconds(), s.name+"-enqueues/s")
+		b.ReportMetric(s.perOp(s.cpu-s.own), s.name+"-servers-µs/op")
+		s.srv.report(b, s.name, s.ops)
 		if s.msgs != nil {
 			b.ReportMetric(float64(s.in)/float64(s.ops), s.name+"-nats-msgs/op")
 		}
 		if s != sides[0] {
 			reportRatio(b, s, sides[0], s.name+"-x-raw")
 		}
-		if s.name == "relay-base" {
+		switch s.name {
+		case "relay-base":
 			reportRatio(b, sides[2], s, "relay-x-base")
+		case "raw-paced":
+			reportRatio(b, sides[2], s, "relay-x-paced")
 		}
 	}
 	b.ReportMetric(loadAverage(b), "load-avg")
@@ -300,7 +371,7 @@ func reportSides(b *testing.B, sides []*cpuSide) {
 // reportRatio reports s's CPU per enqueue over ref's as name, over the
 // sums and as the median of the rounds' ratios (name-median).
 func reportRatio(b *testing.B, s, ref *cpuSide, name string) {
-	if len(s.rounds) != len(ref.rounds) || ref.cpu == 0 {
+	if len(s.rounds) != len(ref.rounds) || ref.cpu == 0 || len(s.rounds) == 0 {
 		return
 	}
 	b.ReportMetric(s.perOp(s.cpu)/ref.perOp(ref.cpu), name)

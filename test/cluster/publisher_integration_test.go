@@ -14,6 +14,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -36,12 +37,15 @@ func TestMain(m *testing.M) {
 }
 
 // publisherMain connects once to each server of urls and then, for each
-// line "MODE PREFIX N" read from in, makes N publishes from 64 publishers
-// (publisher i on subject PREFIX<i>, over the connection i modulo the
-// servers, each waiting for its acknowledgement) and writes "ok" or the
-// first error as a line to out. MODE raw publishes the 1 KiB body alone;
-// protocol publishes what store/jsstore does (protocolPublisher). It
-// returns at the end of in.
+// line "MODE PREFIX N [ARG]" read from in, makes N publishes from 64
+// publishers (publisher i on subject PREFIX<i>, over the connection i
+// modulo the servers, each waiting for its acknowledgement) and writes
+// "ok" or the first error as a line to out. MODE raw publishes the 1 KiB
+// body alone; paced does the same, each publisher sleeping ARG µs after
+// each acknowledgement, as a relay's sender waits for its answer while
+// the relay works; protocol publishes what store/jsstore does
+// (protocolPublisher); busy does the same after spending ARG µs of CPU
+// before each publish (busyFor). It returns at the end of in.
 func publisherMain(urls []string, in io.Reader, out io.Writer) error {
 	var jss []jetstream.JetStream
 	for _, u := range urls {
@@ -51,12 +55,11 @@ func publisherMain(urls []string, in io.Reader, out io.Writer) error {
 		}
 		jss = append(jss, js)
 	}
-	payload := body("bench", 1024)
 	protocols := map[string]func(int) error{}
 	lines := bufio.NewScanner(in)
 	for lines.Scan() {
 		f := strings.Fields(lines.Text())
-		if len(f) != 3 {
+		if len(f) != 3 && len(f) != 4 {
 			return fmt.Errorf("bad command %q", lines.Text())
 		}
 		mode, pre := f[0], f[1]
@@ -64,23 +67,57 @@ func publisherMain(urls []string, in io.Reader, out io.Writer) error {
 		if err != nil {
 			return err
 		}
-		do := func(i int) error {
-			_, err := jss[i%len(jss)].Publish(context.Background(), pre+strconv.Itoa(i), payload)
-			return err
-		}
-		if mode == "protocol" {
-			if protocols[pre] == nil {
-				protocols[pre] = protocolPublisher(jss, pre)
+		var arg float64
+		if len(f) == 4 {
+			if arg, err = strconv.ParseFloat(f[3], 64); err != nil {
+				return err
 			}
-			do = protocols[pre]
 		}
-		if err := spread(n, do); err != nil {
+		if protocols[pre] == nil && (mode == "protocol" || mode == "busy") {
+			protocols[pre] = protocolPublisher(jss, pre)
+		}
+		if err := spread(n, publisherDo(jss, mode, pre, arg, protocols[pre])); err != nil {
 			fmt.Fprintln(out, "error:", err)
 			continue
 		}
 		fmt.Fprintln(out, "ok")
 	}
 	return lines.Err()
+}
+
+// publisherDo is publisherMain's publish of mode for one command.
+func publisherDo(jss []jetstream.JetStream, mode, pre string, arg float64, protocol func(int) error) func(i int) error {
+	payload := body("bench", 1024)
+	raw := func(i int) error {
+		_, err := jss[i%len(jss)].Publish(context.Background(), pre+strconv.Itoa(i), payload)
+		return err
+	}
+	d := time.Duration(arg * float64(time.Microsecond))
+	switch mode {
+	case "raw":
+		return raw
+	case "paced":
+		// The workload's think time, not a wait for a condition: the
+		// sleep is what holds the rate down.
+		return func(i int) error { err := raw(i); time.Sleep(d); return err }
+	case "protocol":
+		return protocol
+	case "busy":
+		return func(i int) error { busyFor(d); return protocol(i) }
+	}
+	return func(int) error { return fmt.Errorf("unknown mode %q", mode) }
+}
+
+// busySink keeps busyFor's loop from being optimised away.
+var busySink atomic.Int64
+
+// busyFor spins on a CPU for d (reading the clock), the way a relay
+// spends CPU on each request before it publishes the record.
+func busyFor(d time.Duration) {
+	var n int64
+	for start := time.Now(); time.Since(start) < d; n++ {
+	}
+	busySink.Add(n)
 }
 
 // spread calls do n times from benchSenders goroutines, goroutine i
@@ -138,9 +175,10 @@ func startPublisher(b *testing.B, urls []string) *publisherProc {
 }
 
 // do has the publisher make n publishes of mode on the subjects under
-// pre, and waits until they are acknowledged.
-func (p *publisherProc) do(mode, pre string, n int) error {
-	if _, err := fmt.Fprintf(p.in, "%s %s %d\n", mode, pre, n); err != nil {
+// pre, with args after them (publisherMain), and waits until they are
+// acknowledged.
+func (p *publisherProc) do(mode, pre string, n int, args ...string) error {
+	if _, err := fmt.Fprintln(p.in, strings.Join(append([]string{mode, pre, strconv.Itoa(n)}, args...), " ")); err != nil {
 		return err
 	}
 	line, err := p.out.ReadString('\n')
