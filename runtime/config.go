@@ -143,7 +143,7 @@ type MLS struct {
 type StatusSources struct {
 	// Health reads the board's health (wire.Status.Health;
 	// runtime/health's Sources.Read). A wake waits for it at most
-	// HealthTimeout.
+	// HealthTimeout of real time, also under a time scale.
 	Health func() *wire.StatusHealth
 	// Install reads the outcome of the last install of a new agent build
 	// (wire.Status.Install; runtime/update/slots's Slots.Status).

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/torpor-dev/torpor/clock"
 	"github.com/torpor-dev/torpor/clock/clocktest"
 	"github.com/torpor-dev/torpor/transport/link/wire"
 )
@@ -44,5 +45,31 @@ func TestReadHealthTimeout(t *testing.T) {
 	clk.Advance(HealthTimeout)
 	if h := <-got; h != nil {
 		t.Errorf("readHealth past the timeout = %+v; want nil", h)
+	}
+}
+
+// TestReadHealthScaledClock: under a time scale the wake still waits
+// HealthTimeout of real time for the reading, which is I/O on the board's
+// files: a reading that takes a second of real time, past HealthTimeout on
+// the scaled clock (factor 120: 17 ms), reaches the status.
+func TestReadHealthScaledClock(t *testing.T) {
+	base := clocktest.New(time.Unix(0, 0))
+	sc, err := clock.NewScaled(base, 120)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slow := make(chan struct{})
+	want := &wire.StatusHealth{UptimeS: 7}
+	a := &Agent{cfg: Config{Status: StatusSources{Health: func() *wire.StatusHealth { <-slow; return want }}},
+		clock: sc, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	w := &wakeRun{a: a, ctx: context.Background()}
+	created := base.TimerCreated()
+	got := make(chan *wire.StatusHealth)
+	go func() { got <- w.readHealth() }()
+	<-created
+	base.Advance(time.Second) // 120 s of the scaled clock
+	close(slow)
+	if h := <-got; h != want {
+		t.Errorf("readHealth of a reading taking 1 s of real time under a time scale of 120 = %+v; want %+v", h, want)
 	}
 }

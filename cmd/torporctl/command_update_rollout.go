@@ -142,8 +142,12 @@ func printRollout(w io.Writer, r operatorapi.Rollout) {
 		fmt.Fprintf(w, " (%s)", r.Reason)
 	}
 	n := r.Counts
-	fmt.Fprintf(w, "\n  %d devices: %d installed, %d rolled back, %d refused, %d pending, %d waiting\n",
+	fmt.Fprintf(w, "\n  %d devices: %d installed, %d rolled back, %d refused, %d pending, %d waiting",
 		n.Devices, n.Installed, n.RolledBack, n.Refused, n.Pending, n.Waiting)
+	if n.Left > 0 {
+		fmt.Fprintf(w, ", %d left the tenant", n.Left)
+	}
+	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "  WAVE\tPERCENT\tCOHORTS\tSTARTED\tDEVICES\tINSTALLED\tFAILED\tPENDING")
 	for i, wv := range r.Waves {

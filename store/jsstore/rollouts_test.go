@@ -66,3 +66,38 @@ func TestRolloutAcrossRelays(t *testing.T) {
 		t.Fatalf("the tenant's rollout through a third connection: %+v, %v", r, err)
 	}
 }
+
+// TestRolloutLeftAcrossRelays: a device one relay takes out of its
+// tenant (rollout.Manager.Leave) is left in the tenant's rollout for
+// every relay: another is offered nothing for it and does not count its
+// report, and the rollout is done once the tenant's other device
+// installed, as a third connection finds it.
+func TestRolloutLeftAcrossRelays(t *testing.T) {
+	srv := single(t)
+	ctx := t.Context()
+	c := clocktest.New(time.Date(2026, 12, 5, 10, 0, 0, 0, time.UTC))
+	a, b := open(t, srv), open(t, srv)
+	ma, mb := &rollout.Manager{Store: a.Rollouts(), Clock: c}, &rollout.Manager{Store: b.Rollouts(), Clock: c}
+	spec := rollout.Spec{ID: "agent-2", Tenant: "did:key:zOwner", Target: rollout.Target{Name: "torpor-agent/2", Version: "2"}, Percents: []int{100}}
+	if _, err := ma.Start(ctx, spec, []rollout.Device{{ID: "did:key:zA", Minute: 1}, {ID: "did:key:zB", Minute: 2}}); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := ma.Leave(ctx, spec.Tenant, "did:key:zB", "forgotten for its silence"); n != 1 || err != nil {
+		t.Fatalf("Leave through the first relay = %d, %v", n, err)
+	}
+	if _, ok, err := mb.Offer(ctx, "did:key:zB"); ok || err != nil {
+		t.Errorf("the device that left offered through the second relay: %v, %v", ok, err)
+	}
+	if found, err := mb.Report(ctx, "did:key:zB", "2", rollout.RolledBack, "trial"); found || err != nil {
+		t.Errorf("the report of the device that left = %v, %v; want not counted", found, err)
+	}
+	mb.Report(ctx, "did:key:zA", "2", rollout.Installed, "")
+	a.Close()
+	b.Close()
+	cc := open(t, srv)
+	defer cc.Close()
+	r, err := (&rollout.Manager{Store: cc.Rollouts(), Clock: c}).Get(ctx, rollouts.Key(spec.Tenant, spec.ID))
+	if err != nil || r.State != rollout.Done || r.Counts().Installed != 1 || r.Counts().Left != 1 || r.Results["did:key:zB"].Outcome != rollout.Left {
+		t.Fatalf("through a third connection: %+v, %v; want done, 1 installed, zB left", r, err)
+	}
+}

@@ -65,6 +65,11 @@ type Updates struct {
 	head, meta, obj string
 
 	cache *partCache // shared by the relay's repository and its partitions
+
+	// removed, when set, is called by RemoveBlob once the blob left the
+	// head, before its parts are purged: a test's seam for a removal that
+	// outlasts the tenant's lock.
+	removed func(sha string)
 }
 
 // partCache is what a relay keeps of the blobs it read. A blob's length
@@ -413,16 +418,23 @@ func (u *Updates) Used() (int64, error) {
 func (u *Updates) Close() error { return nil }
 
 // AddBlob implements updaterepo.Backend: the blob's bytes are counted in
-// the head first (ErrFull past the bound), then its parts are written;
-// parts already there with their digest are kept.
+// the head first (ErrFull past the bound), then its parts are written.
+// When the blob was in the head already (an upload of it again, or one
+// racing it), parts already there with their digest are kept. When this
+// upload put it in the head, every part is written anew: parts already
+// there may be a removal's, still purging them (RemoveBlob), which purges
+// only what was written before it took the blob out of the head.
 func (u *Updates) AddBlob(sha string, data []byte) error {
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
 	n := int64(len(data))
+	fresh := false
 	err := u.update(ctx, func(t *jsTxn) error {
 		if _, ok := t.h.Blobs[sha]; ok {
+			fresh = false
 			return nil
 		}
+		fresh = true
 		if used := t.h.Used + n; used > u.max {
 			return fmt.Errorf("%w: %d bytes would make %d of %d", updaterepo.ErrFull, n, used, u.max)
 		}
@@ -434,7 +446,7 @@ func (u *Updates) AddBlob(sha string, data []byte) error {
 		return err
 	}
 	for k := int64(0); k*BlobPart < n; k++ {
-		if err := u.putPart(ctx, sha, k, data[k*BlobPart:min((k+1)*BlobPart, n)]); err != nil {
+		if err := u.putPart(ctx, sha, k, data[k*BlobPart:min((k+1)*BlobPart, n)], fresh); err != nil {
 			return fmt.Errorf("jsstore: blob %s part %d: %w", sha, k, err)
 		}
 	}
@@ -447,13 +459,29 @@ func (u *Updates) AddBlob(sha string, data []byte) error {
 // it from then on; then each part's object is purged, its info and its
 // chunk both, and forgotten by the cache. A relay that dies between the
 // two leaves parts the head does not count; the next upload of the blob
-// finds and reuses them (putPart), and a removal of it again is
-// ErrNotFound.
+// writes them anew (AddBlob), and a removal of it again is ErrNotFound.
+//
+// The purges are fenced: they remove only the messages of the object
+// store's stream up to its last sequence read before the blob left the
+// head (a purge by subject up to a sequence, WithPurgeSequence). An
+// upload of the blob again can only put it back in the head after that,
+// so whatever it writes comes later in the stream and survives a removal
+// still purging: one that outlasted the tenant's lock (10 s) while an
+// upload took the lock after it.
 func (u *Updates) RemoveBlob(sha string, check func(updaterepo.Txn) error) (int64, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
+	s, err := u.c.js.Stream(ctx, "OBJ_"+u.c.n.updates)
+	if err != nil {
+		return 0, err
+	}
+	si, err := s.Info(ctx)
+	if err != nil {
+		return 0, err
+	}
+	fence := si.State.LastSeq + 1 // purge below this sequence only
 	var n int64
-	err := u.update(ctx, func(t *jsTxn) error {
+	err = u.update(ctx, func(t *jsTxn) error {
 		l, ok := t.h.Blobs[sha]
 		if !ok {
 			return fmt.Errorf("blob %s: %w", sha, updaterepo.ErrNotFound)
@@ -470,21 +498,25 @@ func (u *Updates) RemoveBlob(sha string, check func(updaterepo.Txn) error) (int6
 		return 0, err
 	}
 	u.forget(sha, n)
+	if u.removed != nil {
+		u.removed(sha)
+	}
 	for k := int64(0); k*BlobPart < n; k++ {
-		if err := u.purgePart(ctx, sha, k); err != nil {
+		if err := u.purgePart(ctx, s, sha, k, fence); err != nil {
 			return n, fmt.Errorf("jsstore: blob %s part %d: %w", sha, k, err)
 		}
 	}
 	return n, nil
 }
 
-// purgePart removes part k of blob sha from the object store: its info
-// first, then the chunk it named (a relay that stops between the two
-// leaves a chunk that the part's next upload takes as its own, putChunk;
-// the other order could leave info naming a chunk that is gone, which
-// putPart would keep). Nothing stays behind, not even nats.go's
-// tombstone of a deleted object.
-func (u *Updates) purgePart(ctx context.Context, sha string, k int64) error {
+// purgePart removes part k of blob sha from the object store's stream s,
+// the messages below sequence fence only (RemoveBlob): its info first,
+// then the chunk it named (a relay that stops between the two leaves a
+// chunk that the part's next upload replaces, putChunk; the other order
+// could leave info naming a chunk that is gone, which putPart would
+// keep). Nothing stays behind, not even nats.go's tombstone of a deleted
+// object.
+func (u *Updates) purgePart(ctx context.Context, s jetstream.Stream, sha string, k int64, fence uint64) error {
 	name := u.partName(sha, k)
 	info, err := u.obs.GetInfo(ctx, name)
 	if errors.Is(err, jetstream.ErrObjectNotFound) {
@@ -493,15 +525,11 @@ func (u *Updates) purgePart(ctx context.Context, sha string, k int64) error {
 	if err != nil {
 		return err
 	}
-	s, err := u.c.js.Stream(ctx, "OBJ_"+u.c.n.updates)
-	if err != nil {
-		return err
-	}
 	meta := "$O." + u.c.n.updates + ".M." + base64.URLEncoding.EncodeToString([]byte(name))
-	if err := s.Purge(ctx, jetstream.WithPurgeSubject(meta)); err != nil {
+	if err := s.Purge(ctx, jetstream.WithPurgeSubject(meta), jetstream.WithPurgeSequence(fence)); err != nil {
 		return err
 	}
-	return s.Purge(ctx, jetstream.WithPurgeSubject("$O."+u.c.n.updates+".C."+info.NUID))
+	return s.Purge(ctx, jetstream.WithPurgeSubject("$O."+u.c.n.updates+".C."+info.NUID), jetstream.WithPurgeSequence(fence))
 }
 
 // forget drops the cache's length and parts of blob sha (n bytes).
@@ -526,17 +554,24 @@ func (u *Updates) forget(sha string, n int64) {
 // metadata. The layout is the object store's (NATS ADR-20,
 // https://github.com/nats-io/nats-architecture-and-design/blob/main/adr/ADR-20.md):
 // chunks on $O.<bucket>.C.<nuid>, the object's info on
-// $O.<bucket>.M.<base64url(name)>, the last one kept (rollup).
-func (u *Updates) putPart(ctx context.Context, sha string, k int64, part []byte) error {
+// $O.<bucket>.M.<base64url(name)>, the last one kept (rollup). A fresh
+// part (AddBlob) is written anew even when it is there: its chunk and
+// info then come after any removal's fence.
+func (u *Updates) putPart(ctx context.Context, sha string, k int64, part []byte, fresh bool) error {
 	name, nuid, sum := u.partName(sha, k), u.partNUID(sha, k), digest(part)
 	old, err := u.obs.GetInfo(ctx, name)
 	switch {
-	case err == nil && old.Size == uint64(len(part)) && old.Digest == sum:
+	case err == nil && old.Size == uint64(len(part)) && old.Digest == sum && !fresh:
 		return nil
 	case err != nil && !errors.Is(err, jetstream.ErrObjectNotFound):
 		return err
 	}
-	if err := u.putChunk(ctx, nuid, part); err != nil {
+	if fresh {
+		err = u.putChunkAnew(ctx, nuid, part)
+	} else {
+		err = u.putChunk(ctx, nuid, part)
+	}
+	if err != nil {
 		return err
 	}
 	info := jetstream.ObjectInfo{ObjectMeta: jetstream.ObjectMeta{Name: name, Opts: &jetstream.ObjectMetaOptions{ChunkSize: BlobPart}},
@@ -588,6 +623,22 @@ func (u *Updates) putChunk(ctx context.Context, nuid string, part []byte) error 
 		}
 	}
 	return fmt.Errorf("the chunk on %s kept changing", subj)
+}
+
+// putChunkAnew writes part on the chunk subject of nuid as a new message,
+// then purges the subject's earlier ones (the same bytes, or a damaged
+// chunk): a removal's fenced purges (RemoveBlob) cannot reach it.
+func (u *Updates) putChunkAnew(ctx context.Context, nuid string, part []byte) error {
+	subj := "$O." + u.c.n.updates + ".C." + nuid
+	ack, err := u.c.js.PublishMsg(ctx, &nats.Msg{Subject: subj, Data: part}, jetstream.WithExpectStream("OBJ_"+u.c.n.updates))
+	if err != nil {
+		return err
+	}
+	s, err := u.c.js.Stream(ctx, "OBJ_"+u.c.n.updates)
+	if err != nil {
+		return err
+	}
+	return s.Purge(ctx, jetstream.WithPurgeSubject(subj), jetstream.WithPurgeSequence(ack.Sequence))
 }
 
 // purgeChunks removes the chunks of the object whose NUID is nuid.

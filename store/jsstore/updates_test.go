@@ -140,8 +140,10 @@ func TestRacingUploadsLeaveNoOrphan(t *testing.T) {
 
 // TestAWrongPartIsReplaced: a part written by nats.go's Put (a drawn
 // NUID) with other bytes than the blob's is replaced by the upload, and
-// its chunks go with it; a part written by Put with the right bytes is
-// kept as it is.
+// its chunks go with it; so is one written by Put with the right bytes,
+// since the upload put the blob in the head (parts there may be a
+// removal's: TestSlowRemovalKeepsAnUploadAgain), while an upload of the
+// blob again keeps the parts it finds with their digest.
 func TestAWrongPartIsReplaced(t *testing.T) {
 	srv := single(t)
 	c := open(t, srv)
@@ -172,8 +174,16 @@ func TestAWrongPartIsReplaced(t *testing.T) {
 	if b, err := u.BlobRange(sha, 0, int64(len(data))); err != nil || !bytes.Equal(b, data) {
 		t.Errorf("the blob after its upload: %d bytes, %v", len(b), err)
 	}
-	if in, err := obs.GetInfo(t.Context(), sha+".1"); err != nil || in.NUID != kept.NUID {
-		t.Errorf("the right part written by Put: %+v, %v; want it kept (NUID %s)", in, err, kept.NUID)
+	in, err := obs.GetInfo(t.Context(), sha+".1")
+	if err != nil || in.NUID == kept.NUID {
+		t.Errorf("the right part written by Put: %+v, %v; want it written anew (not NUID %s)", in, err, kept.NUID)
+	}
+	checkNoOrphans(t, c, 2)
+	if err := u.AddBlob(sha, data); err != nil {
+		t.Fatal(err)
+	}
+	if again, err := obs.GetInfo(t.Context(), sha+".1"); err != nil || again.ModTime != in.ModTime {
+		t.Errorf("the part after an upload again: %+v, %v; want it kept", again, err)
 	}
 	checkNoOrphans(t, c, 2)
 }
@@ -271,4 +281,50 @@ func TestRemoveBlobLeavesNothing(t *testing.T) {
 	if b, err := u.BlobRange(hostSHA, 0, 8); err != nil || string(b) != "hosthost" {
 		t.Errorf("the relay's own blob: %q, %v", b, err)
 	}
+}
+
+// TestSlowRemovalKeepsAnUploadAgain: a removal that outlasts the tenant's
+// lock (held here between taking the blob out of the head and purging its
+// parts) while the same blob is uploaded again purges none of the parts
+// the upload wrote: through another relay every byte is served, and the
+// object store holds the blob's parts once.
+func TestSlowRemovalKeepsAnUploadAgain(t *testing.T) {
+	srv := single(t)
+	c := open(t, srv)
+	defer c.Close()
+	u, err := c.Updates(t.Context(), 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := bytes.Repeat([]byte("torpor"), jsstore.BlobPart/2) // three parts
+	sum := sha256.Sum256(data)
+	sha := hex.EncodeToString(sum[:])
+	if err := u.AddBlob(sha, data); err != nil {
+		t.Fatal(err)
+	}
+	purging, resume := make(chan struct{}), make(chan struct{})
+	jsstore.SetRemoved(u, func(string) { close(purging); <-resume })
+	removed := make(chan error, 1)
+	go func() {
+		_, err := u.RemoveBlob(sha, func(updaterepo.Txn) error { return nil })
+		removed <- err
+	}()
+	<-purging
+	if err := u.AddBlob(sha, data); err != nil {
+		t.Fatalf("the upload again during the removal: %v", err)
+	}
+	close(resume)
+	if err := <-removed; err != nil {
+		t.Fatalf("the removal: %v", err)
+	}
+	other := open(t, srv)
+	defer other.Close()
+	ou, err := other.Updates(t.Context(), 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, err := ou.BlobRange(sha, 0, int64(len(data))); err != nil || !bytes.Equal(b, data) {
+		t.Errorf("the blob uploaded again, through another relay: %d bytes, %v; want all %d", len(b), err, len(data))
+	}
+	checkNoOrphans(t, c, 3)
 }

@@ -11,6 +11,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -31,10 +32,24 @@ const (
 // scenario (the update and the rollback).
 const updateCuts = 20
 
-// updateCutWindow bounds the moment of a cut after READY: a round of the
-// update (download over several wakes, install, restart, trial, confirm)
-// takes a few such boots under TCG, one of the rollback less.
+// updateCutWindow bounds the moment of a cut after READY on a guest as
+// fast as the reference (refToReady): a round of the update (download
+// over several wakes, install, restart, trial, confirm) takes a few such
+// boots under TCG, one of the rollback less. On a slower guest the window
+// is longer by the guest's slowness (updateRun.window), so that a cut
+// lands before or after each step of a boot (an agent's start, its first
+// wake, the trial's proof) with the same probability as on the reference
+// guest. A window that stayed 12 s on a guest four times slower (the host
+// loaded by three CPU burners and a second QEMU test) cut every boot
+// before the good device's agent had installed the build it had
+// downloaded, and its round did not end in maxRoundBoots boots.
 const updateCutWindow = 12 * time.Second
+
+// refToReady is the median time from QEMU's start to READY (the kernel's
+// boot, /init, and the guest program's checks of the disk: CPU-bound
+// work under TCG, as the agents' are) of the reference guest: 20 boots of
+// a run on the 2 shared cores at load average 0.6 to 5.7 (2.3 to 14.4 s).
+const refToReady = 3800 * time.Millisecond
 
 // maxRoundBoots is how many boots a round may take: a round still not done
 // after them is a state no boot recovers from.
@@ -122,6 +137,7 @@ type updateRun struct {
 	at                map[string]map[string]int // what the device was doing at its cuts -> count
 	after             map[string]map[string]int // what the next boot runs after its cuts -> count
 	pending           map[string]string         // what it was doing at the last cut
+	last              map[string][]string       // its console lines of the last boot cut, for a failure's log
 	toReady           []time.Duration           // each boot's time from QEMU's start to READY
 	ended             bool                      // the cuts were made and the rounds in progress ended
 	retries           int                       // installs of the working build again after cuts used up its starts
@@ -154,8 +170,9 @@ var cutDevices = []string{"good", "bad"}
 // every agent that starts must be 1.0.0 or 2.0.0; and each round must end,
 // within maxRoundBoots boots, with the good device running 2.0.0 installed
 // and the bad one running 1.0.0 rolled back, which every later boot finds
-// again. The cut moments come from a seed, logged; TORPOR_UPDATECUT_SEED
-// replays them.
+// again. The cut moments come from a seed, logged, as fractions of the
+// window, which follows the guest's measured speed (updateRun.window);
+// TORPOR_UPDATECUT_SEED replays them.
 func TestUpdatePowerCut(t *testing.T) {
 	m, w := updateMachine(t)
 	seed := uint64(time.Now().UnixNano())
@@ -165,9 +182,9 @@ func TestUpdatePowerCut(t *testing.T) {
 			t.Fatalf("%s=%q: %v", updateSeedEnv, s, err)
 		}
 	}
-	t.Logf("seed %d (%s=%d replays the cut moments)", seed, updateSeedEnv, seed)
+	t.Logf("seed %d (%s=%d replays the cut moments, as fractions of the window)", seed, updateSeedEnv, seed)
 	rng := rand.New(rand.NewPCG(seed, 31))
-	run := &updateRun{round: map[string]int{}, roundBoots: map[string]int{}, cuts: map[string]int{}, pending: map[string]string{},
+	run := &updateRun{round: map[string]int{}, roundBoots: map[string]int{}, cuts: map[string]int{}, pending: map[string]string{}, last: map[string][]string{},
 		at: map[string]map[string]int{"good": {}, "bad": {}}, after: map[string]map[string]int{"good": {}, "bad": {}}}
 	start := time.Now()
 	for boot := 0; ; boot++ {
@@ -184,7 +201,7 @@ func TestUpdatePowerCut(t *testing.T) {
 			run.endRounds(t, v, ready, boot)
 			continue
 		}
-		cut := time.Duration(rng.Int64N(int64(updateCutWindow)))
+		cut := time.Duration(float64(rng.Int64N(int64(updateCutWindow))) / float64(updateCutWindow) * float64(run.window()))
 		ctx, cancel := context.WithTimeout(context.Background(), cut)
 		v.Await(ctx, ready, func(l string) bool { return strings.HasPrefix(l, "ERROR") })
 		cancel()
@@ -205,6 +222,27 @@ func TestUpdatePowerCut(t *testing.T) {
 		t.Logf("%s: at the cuts: %s; the boot after: %s", dev, counts(run.at[dev]), counts(run.after[dev]))
 	}
 	t.Logf("the working build was rolled back %d times by cuts that used up its starts, and installed again", run.retries)
+	t.Logf("the last window %v: %v from QEMU's start to READY at the median boot, against %v on the reference guest",
+		run.window().Round(100*time.Millisecond), median(run.toReady).Round(100*time.Millisecond), refToReady)
+}
+
+// window is the span after READY within which a boot's cut falls:
+// updateCutWindow times the guest's slowness, the median of the boots'
+// times from QEMU's start to READY so far (this one's included) over
+// refToReady, never less than updateCutWindow. Every boot measures it
+// before its cut, whatever the cut interrupts.
+func (run *updateRun) window() time.Duration {
+	return time.Duration(float64(updateCutWindow) * max(1, float64(median(run.toReady))/float64(refToReady)))
+}
+
+// median is the median of ds, 0 for none.
+func median(ds []time.Duration) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)/2]
 }
 
 // counts formats a histogram.
@@ -221,7 +259,7 @@ func counts(m map[string]int) string {
 // and boots once more: that boot's checks find every round final.
 func (run *updateRun) endRounds(t *testing.T, v *vm.VM, ready, boot int) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*run.window())
 	defer cancel()
 	for _, dev := range cutDevices {
 		done := fmt.Sprintf("DONE %s %d", dev, run.round[dev])
@@ -277,6 +315,7 @@ func (run *updateRun) nextBoot(t *testing.T, boot int, dev string, current, last
 		run.round[dev], run.roundBoots[dev] = current, 0
 	}
 	if run.roundBoots[dev]++; run.roundBoots[dev] > maxRoundBoots {
+		t.Logf("%s's console in the boot before:\n%s", dev, strings.Join(run.last[dev], "\n"))
 		t.Fatalf("boot %d: %s's round %d did not end in %d boots: a state no boot recovers from", boot, dev, current, maxRoundBoots)
 	}
 }
@@ -312,6 +351,12 @@ func (run *updateRun) afterCut(t *testing.T, lines []string, boot int, cut time.
 	run.checkLines(t, lines, boot)
 	var was []string
 	for _, dev := range cutDevices {
+		run.last[dev] = run.last[dev][:0]
+		for _, l := range lines {
+			if strings.HasPrefix(l, dev+"| ") {
+				run.last[dev] = append(run.last[dev], l)
+			}
+		}
 		w := doing(lines, dev)
 		was = append(was, dev+": "+w)
 		if strings.HasSuffix(w, "final") {
@@ -321,8 +366,9 @@ func (run *updateRun) afterCut(t *testing.T, lines []string, boot int, cut time.
 		run.at[dev][w]++
 		run.pending[dev] = w
 	}
-	t.Logf("boot %d: READY after %v, power cut %v after it; %s", boot,
-		run.toReady[len(run.toReady)-1].Round(100*time.Millisecond), cut.Round(time.Millisecond), strings.Join(was, "; "))
+	t.Logf("boot %d: READY after %v, power cut %v after it (window %v); %s", boot,
+		run.toReady[len(run.toReady)-1].Round(100*time.Millisecond), cut.Round(time.Millisecond),
+		run.window().Round(100*time.Millisecond), strings.Join(was, "; "))
 }
 
 // milestones are the console lines that say how far a device came in a

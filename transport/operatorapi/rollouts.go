@@ -82,6 +82,9 @@ type RolloutCounts struct {
 	Refused    int `json:"refused"`
 	Pending    int `json:"pending"`
 	Waiting    int `json:"waiting"`
+	// Left is the devices of a tenant's rollout that left the tenant
+	// before they reported; they are offered nothing more.
+	Left int `json:"left,omitempty"`
 }
 
 // RolloutWave is one wave: its cumulative percent, its cohorts (seconds of
@@ -93,7 +96,8 @@ type RolloutWave struct {
 	Counts  RolloutCounts `json:"counts"`
 }
 
-// RolloutFailure is one device that reported anything but installed.
+// RolloutFailure is one device that reported anything but installed, or
+// left the tenant of a tenant's rollout (outcome "left").
 type RolloutFailure struct {
 	Device  string    `json:"device"`
 	Outcome string    `json:"outcome"`

@@ -129,7 +129,7 @@ func (s *Relay) noteRetired(ctx context.Context, id string, prev, next agents.St
 	}
 	s.log.Info("agent retired", "agent", id, "successor", next.Successor)
 	s.carryAdmission(ctx, id, next.Successor)
-	s.carryTenant(id, next.Successor)
+	s.carryTenant(ctx, id, next.Successor)
 }
 
 func (s *Relay) nextState(agent did.DID, prev agents.State, st wire.State) (agents.State, error) {

@@ -42,7 +42,7 @@ func rolloutView(ro *rollout.Rollout) operatorapi.Rollout {
 }
 
 func countsView(c rollout.Counts) operatorapi.RolloutCounts {
-	return operatorapi.RolloutCounts{Devices: c.Devices, Installed: c.Installed, RolledBack: c.RolledBack, Refused: c.Refused, Pending: c.Pending, Waiting: c.Waiting}
+	return operatorapi.RolloutCounts{Devices: c.Devices, Installed: c.Installed, RolledBack: c.RolledBack, Refused: c.Refused, Pending: c.Pending, Waiting: c.Waiting, Left: c.Left}
 }
 
 // consoleRollouts is console.Rollouts over the relay's rollouts.

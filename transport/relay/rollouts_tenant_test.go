@@ -234,8 +234,10 @@ func TestTenantRolloutOffersItsDevices(t *testing.T) {
 }
 
 // TestTenantRolloutNotOfferedOnceLeft: a device that leaves its tenant
-// after the tenant's rollout started (forgotten by the tenant's ledger) is
-// no longer offered the rollout's target; the tenant's other device is.
+// after the tenant's rollout started (taken out of the tenant's ledger) is
+// no longer offered the rollout's target: its wake finds it out of the
+// tenant and records it left, so that the rollout is done once the
+// tenant's other device installed.
 func TestTenantRolloutNotOfferedOnceLeft(t *testing.T) {
 	tr := newTenantRollouts(t)
 	if r := tr.req(t, "POST", tr.a, "", tr.opA, startSpec("agent-1.4.0")); r.status != 200 || devicesOf(r) != 2 {
@@ -250,4 +252,66 @@ func TestTenantRolloutNotOfferedOnceLeft(t *testing.T) {
 		t.Errorf("a device that left a offered %+v, %v; want nothing", a.Offer, err)
 	}
 	tr.wakeForUpdate(t, tr.a1, "installed")
+	tr.checkLeft(t, tr.a2, "no longer in the tenant at a wake")
+}
+
+// TestTenantRolloutForgottenLeaves: a device the relay forgets for its
+// silence leaves its tenant's rollout at once (it may never wake again),
+// so that the rollout is done once the tenant's other device installed;
+// enrolled in the tenant again, it is not offered the build, and what its
+// status reports is not counted.
+func TestTenantRolloutForgottenLeaves(t *testing.T) {
+	tr := newTenantRollouts(t)
+	if r := tr.req(t, "POST", tr.a, "", tr.opA, startSpec("agent-1.4.0")); r.status != 200 || devicesOf(r) != 2 {
+		t.Fatalf("a's start: %d %s", r.status, r.body)
+	}
+	if err := tr.relay.forget(context.Background(), tr.a2.DID().String(), 11, t0); err != nil {
+		t.Fatal(err)
+	}
+	if _, in, err := tr.ledger.TenantOf(tr.a2.DID()); in || err != nil {
+		t.Fatalf("a forgotten device in its tenant: %v, %v", in, err)
+	}
+	tr.wakeForUpdate(t, tr.a1, "installed")
+	tr.checkLeft(t, tr.a2, "forgotten for its silence")
+	if !tr.enrolled(t, tr.a, tr.a2) {
+		t.Fatal("enrolling the forgotten device again failed")
+	}
+	c := tr.dial(t, tr.a2)
+	defer c.Close()
+	s := tr.state(t, tr.a2, c.Hello(), "hourly_wake", deviceOpts{})
+	s.Status = updateStatus(t, tr.a2, "rolled-back", "1.4.0", "trial: exited with status 2")
+	if a, err := c.Publish(context.Background(), s); err != nil || a.Offer != nil {
+		t.Errorf("the device back in a offered %+v, %v; want nothing", a.Offer, err)
+	}
+	tr.checkLeft(t, tr.a2, "forgotten for its silence")
+}
+
+// checkLeft checks that a's rollout agent-1.4.0 is done, a1 installed and
+// gone left for reason.
+func (tr *tenantRollouts) checkLeft(t *testing.T, gone *did.PrivateKey, reason string) {
+	t.Helper()
+	var got operatorapi.Rollout
+	r := tr.req(t, "GET", tr.a, "/agent-1.4.0", tr.opA, nil)
+	if err := json.Unmarshal(r.body, &got); err != nil || got.State != "done" || got.Counts.Installed != 1 || got.Counts.Left != 1 || got.Counts.Pending != 0 {
+		t.Fatalf("a's rollout: %d %s; want done, 1 installed, 1 left", r.status, r.body)
+	}
+	if len(got.Failures) != 1 || got.Failures[0].Device != gone.DID().String() || got.Failures[0].Outcome != "left" || got.Failures[0].Reason != reason {
+		t.Errorf("a's rollout lists %+v; want %s left: %s", got.Failures, gone.DID(), reason)
+	}
+}
+
+// TestTenantRolloutRetiredLeaves: a device whose key is retired leaves
+// its tenant's rollout when its successor takes its place in the tenant.
+func TestTenantRolloutRetiredLeaves(t *testing.T) {
+	tr := newTenantRollouts(t)
+	if r := tr.req(t, "POST", tr.a, "", tr.opA, startSpec("agent-1.4.0")); r.status != 200 || devicesOf(r) != 2 {
+		t.Fatalf("a's start: %d %s", r.status, r.body)
+	}
+	next := didtest.Key(t, 75)
+	tr.relay.carryTenant(context.Background(), tr.a2.DID().String(), next.DID().String())
+	if owner, in, err := tr.ledger.TenantOf(next.DID()); !in || err != nil || owner != tr.a.DID() {
+		t.Fatalf("the successor's tenant: %v, %v, %v; want a", owner, in, err)
+	}
+	tr.wakeForUpdate(t, tr.a1, "installed")
+	tr.checkLeft(t, tr.a2, "retired: its successor "+next.DID().String()+" took its place")
 }

@@ -2,7 +2,8 @@ package rollout
 
 // Counts are a rollout's or a wave's devices by what they reported.
 // Pending devices are in a started wave without a report; Waiting ones
-// are in a wave not started yet.
+// are in a wave not started yet; Left ones left the rollout's tenant
+// before they reported (Rollout.Leave).
 type Counts struct {
 	Devices    int `json:"devices"`
 	Installed  int `json:"installed"`
@@ -10,6 +11,7 @@ type Counts struct {
 	Refused    int `json:"refused"`
 	Pending    int `json:"pending"`
 	Waiting    int `json:"waiting"`
+	Left       int `json:"left"`
 }
 
 // Failed is the devices that reported anything but Installed.
@@ -30,6 +32,8 @@ func (r *Rollout) WaveCounts(i int) Counts {
 			c.Installed++
 		case res.Outcome == RolledBack:
 			c.RolledBack++
+		case res.Outcome == Left:
+			c.Left++
 		default:
 			c.Refused++
 		}
@@ -48,6 +52,7 @@ func (r *Rollout) Counts() Counts {
 		t.Refused += c.Refused
 		t.Pending += c.Pending
 		t.Waiting += c.Waiting
+		t.Left += c.Left
 	}
 	return t
 }

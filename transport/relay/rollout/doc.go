@@ -13,7 +13,10 @@
 // A tenant's rollout (Spec.Tenant, on a hosted relay) is stored under its
 // tenant's key (Rollout.Key, store/rollouts.Key), which Get, Pause,
 // Resume and Abort then take as id; the relay keeps each tenant's
-// operators to their tenant's rollouts and devices.
+// operators to their tenant's rollouts and devices. A device that leaves
+// the tenant before it reported is Left (Manager.Leave, or found out of
+// the tenant by OfferIDOf): offered nothing more, and the rollout ends
+// without it.
 //
 // # Waves and cohorts
 //

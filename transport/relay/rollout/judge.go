@@ -96,7 +96,7 @@ func (r *Rollout) Breach() (string, bool) {
 	}
 	executed, failed := 0, 0
 	for _, res := range r.Results {
-		if res.Epoch != r.Epoch {
+		if res.Epoch != r.Epoch || res.Outcome == Left {
 			continue
 		}
 		executed++
@@ -120,6 +120,25 @@ func (c Criteria) counts(o Outcome) bool {
 		return false
 	}
 	return len(c.FailureTypes) == 0 || slices.Contains(c.FailureTypes, FailureAll) || slices.Contains(c.FailureTypes, string(o))
+}
+
+// Leave records that device left the tenant of r, a tenant's rollout,
+// before it reported, for reason: its result is Left, so that it is offered the
+// target no more and the rollout can end without it (Step). It reports
+// whether r changed: not for a rollout of the relay's own operators, one
+// aborted or done, a device not in r, or one that reported already (an
+// outcome it reported stays).
+func (r *Rollout) Leave(device, reason string, now time.Time) bool {
+	if r.Tenant == "" || r.State == Aborted || r.State == Done || r.WaveOf(device) < 0 {
+		return false
+	}
+	if _, reported := r.Results[device]; reported {
+		return false
+	}
+	r.Results[device] = Result{Outcome: Left, Reason: clip(reason), At: now, Epoch: r.Epoch}
+	r.Changed = now
+	r.Step(now)
+	return true
 }
 
 // Pause stops offering the target until Resume.

@@ -185,7 +185,9 @@ func (m *Manager) OfferID(ctx context.Context, device string) (string, Target, b
 // (Spec.Tenant) inTenant accepts: the relay offers a tenant's rollout
 // only to a device still in that tenant. inTenant is asked only of a
 // rollout that would offer the device a target, and its error is
-// returned; nil accepts every rollout.
+// returned; nil accepts every rollout. A tenant's rollout inTenant
+// refuses records the device as Left (Rollout.Leave): it was in the
+// tenant when the rollout started, and has left it.
 func (m *Manager) OfferIDOf(ctx context.Context, device string, inTenant func(tenant string) (bool, error)) (string, Target, bool, error) {
 	ids, err := m.Store.List(ctx)
 	if err != nil {
@@ -213,8 +215,51 @@ func (m *Manager) OfferIDOf(ctx context.Context, device string, inTenant func(te
 		if ok {
 			return r.ID, r.Target, true, nil
 		}
+		if _, err := m.update(ctx, id, func(r *Rollout) (bool, error) { return r.Leave(device, leftReason, now), nil }); err != nil {
+			return "", Target{}, false, err
+		}
 	}
 	return "", Target{}, false, nil
+}
+
+// leftReason is the reason of a device found out of the tenant at its wake.
+const leftReason = "no longer in the tenant at a wake"
+
+// Leave records that device left tenant for reason (Rollout.Leave) in every rollout
+// of the tenant that holds it without a report, and returns how many
+// changed. The relay calls it when it takes a device out of its tenant
+// (forgotten for its silence, or replaced by its successor); a tenant of
+// "" (the relay's own rollouts) changes none.
+func (m *Manager) Leave(ctx context.Context, tenant, device, reason string) (int, error) {
+	if tenant == "" {
+		return 0, nil
+	}
+	ids, err := m.Store.List(ctx)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, id := range ids {
+		r, err := m.cached(ctx, id)
+		if err != nil {
+			return n, err
+		}
+		if r.Tenant != tenant || r.WaveOf(device) < 0 {
+			continue
+		}
+		changed := false
+		_, err = m.update(ctx, id, func(r *Rollout) (bool, error) {
+			changed = r.Leave(device, reason, clock.Or(m.Clock).Now())
+			return changed, nil
+		})
+		if err != nil {
+			return n, err
+		}
+		if changed {
+			n++
+		}
+	}
+	return n, nil
 }
 
 // cached returns rollout id as stored, decoded once per revision. The
@@ -259,8 +304,12 @@ func (m *Manager) Report(ctx context.Context, device, target string, o Outcome, 
 			if r.Target.Version != target && r.Target.Name != target || w < 0 || w > r.Wave {
 				return false, nil
 			}
+			old, ok := r.Results[device]
+			if ok && old.Outcome == Left {
+				return false, nil // it left the tenant: what it reports now is not the tenant's
+			}
 			found = true
-			if old, ok := r.Results[device]; ok && old.Outcome == o && old.Reason == clip(reason) {
+			if ok && old.Outcome == o && old.Reason == clip(reason) {
 				return false, nil
 			}
 			return true, r.Report(device, o, reason, clock.Or(m.Clock).Now())

@@ -244,3 +244,62 @@ func TestOfferIDOfTenants(t *testing.T) {
 		}
 	}
 }
+
+// TestLeaveEndsTenantRollout: a device that leaves the tenant of a
+// tenant's rollout, taken out by the relay (Manager.Leave) or found out
+// of it at a wake (OfferIDOf), is left: offered nothing more, its later
+// reports not counted, no failure for the criteria, and the rollout ends
+// without it. The relay's own rollouts have no tenant to leave.
+func TestLeaveEndsTenantRollout(t *testing.T) {
+	s := openBolt(t, filepath.Join(t.TempDir(), "rollouts.db"))
+	defer s.Close()
+	c := clocktest.New(start)
+	m, other := &rollout.Manager{Store: s, Clock: c}, &rollout.Manager{Store: s, Clock: c}
+	ds := devices(4)
+	tsp, host := spec(), spec()
+	tsp.Tenant, tsp.Percents, tsp.Criteria = "did:key:zOwner", []int{50, 100}, rollout.Criteria{MinExecuted: 1, ThresholdPercent: 50}
+	host.ID, host.Percents = "host-1.4.0", []int{100}
+	r, err := m.Start(t.Context(), tsp, ds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone, woke := r.Waves[0].Devices[0], r.Waves[1].Devices[0] // a device of each wave
+	if _, err := m.Start(t.Context(), host, []rollout.Device{{ID: gone}}); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := other.Leave(t.Context(), "", gone, "forgotten"); n != 0 || err != nil {
+		t.Errorf("Leave of the relay's own rollouts = %d, %v; want none changed", n, err)
+	}
+	if n, err := other.Leave(t.Context(), tsp.Tenant, gone, "forgotten for its silence"); n != 1 || err != nil {
+		t.Fatalf("Leave(%s) = %d, %v; want the tenant's rollout changed", gone, n, err)
+	}
+	if n, err := other.Leave(t.Context(), tsp.Tenant, gone, "again"); n != 0 || err != nil {
+		t.Errorf("a second Leave = %d, %v; want no change", n, err)
+	}
+	inTenant := func(tenant string) (bool, error) { return tenant == "", nil } // it left the tenant
+	if id, _, ok, err := m.OfferIDOf(t.Context(), gone, nil); err != nil || id != host.ID {
+		t.Errorf("OfferIDOf(%s) after it left = %q, %v, %v; want the relay's own rollout only", gone, id, ok, err)
+	}
+	if found, err := m.Report(t.Context(), gone, "1.4.0", rollout.RolledBack, "trial"); err != nil || !found {
+		t.Errorf("Report of the relay's rollout = %v, %v", found, err)
+	}
+	for _, d := range r.Waves[0].Devices[1:] {
+		m.Report(t.Context(), d, "1.4.0", rollout.Installed, "")
+	}
+	if id, _, ok, err := m.OfferIDOf(t.Context(), woke, inTenant); err != nil || ok {
+		t.Errorf("OfferIDOf(%s) out of the tenant = %q, %v, %v; want nothing", woke, id, ok, err)
+	}
+	for _, d := range r.Waves[1].Devices[1:] {
+		m.Report(t.Context(), d, "1.4.0", rollout.Installed, "")
+	}
+	got, err := other.Get(t.Context(), r.Key())
+	if err != nil || got.State != rollout.Done || got.Counts().Left != 2 || got.Counts().Installed != 2 || got.Counts().Pending != 0 {
+		t.Fatalf("the tenant's rollout = %s %+v, %v; want done, 2 installed, 2 left", got.State, got.Counts(), err)
+	}
+	if res := got.Results[gone]; res.Outcome != rollout.Left || res.Reason != "forgotten for its silence" {
+		t.Errorf("the forgotten device's result = %+v; want left, forgotten for its silence", res)
+	}
+	if res := got.Results[woke]; res.Outcome != rollout.Left {
+		t.Errorf("the device found out of the tenant at its wake: %+v; want left", res)
+	}
+}

@@ -23,12 +23,17 @@ type Target struct {
 // Outcome is what a device reported of the target in its signed status.
 type Outcome string
 
-// The outcomes a device reports, and Pending for none yet.
+// The outcomes a device reports, Pending for none yet, and Left, which
+// the relay records (Rollout.Leave) for a device of a tenant's rollout
+// that left the tenant: it is offered the target no more, counts as
+// reported for the waves and the rollout's end, and is no failure for the
+// criteria.
 const (
 	Pending    Outcome = ""
 	Installed  Outcome = "installed"
 	RolledBack Outcome = "rolled-back"
 	Refused    Outcome = "refused"
+	Left       Outcome = "left"
 )
 
 // FailureAll is the failure type that counts every outcome but Installed
