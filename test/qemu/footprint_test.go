@@ -37,6 +37,14 @@ const footprintRecords = 500
 // the garbage collector's slack, not a tight fit.
 const footprintBudget = 64 << 20
 
+// footprintAsleepAnon is the most anonymous memory this tree's native
+// agent may keep asleep after the drain (footprintSettle after its wake
+// ended): its live heap and the runtime's own (4.2–4.4 MiB), with room.
+// The agent gives the heap the drain freed back to the kernel before it
+// sleeps (runtime.Hooks.FreeOSMemory); when it kept it, this was
+// 7.2–7.9 MiB (docs/footprint.md).
+const footprintAsleepAnon = 6 << 20
+
 // footprintTarget is one way of running torpor-agent: natively, or an ARM
 // build under qemu-user through binfmt_misc with a CPU model.
 type footprintTarget struct {
@@ -142,6 +150,9 @@ func TestFootprint(t *testing.T) {
 			rows = append(rows, f)
 			if tt.cpu == "" && f.peak > footprintBudget {
 				t.Errorf("peak RSS %d MiB natively, over the budget of %d MiB", f.peak>>20, footprintBudget>>20)
+			}
+			if tt.cpu == "" && !tt.vm && tt.rev == "" && f.split.asleep.Anon > footprintAsleepAnon {
+				t.Errorf("asleep after the drain the agent keeps %s of anonymous memory, over %s", mib(f.split.asleep.Anon), mib(footprintAsleepAnon))
 			}
 		})
 	}
