@@ -165,6 +165,10 @@ type Hooks struct {
 	Kernel sleeptime.Kernel
 	// Rand is the source of backoff jitter; nil means crypto/rand.
 	Rand io.Reader
+	// FreeOSMemory is called before a sleep that keeps the process, after
+	// a wake that drained records, to return the heap's free memory to the
+	// kernel; nil means debug.FreeOSMemory.
+	FreeOSMemory func()
 }
 
 // KeyPackages is what the agent needs from its KeyPackage pool (package

@@ -3,11 +3,13 @@ package runtime_test
 import (
 	"context"
 	"errors"
+	"net/http"
 	"os"
 	"path/filepath"
 	goruntime "runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -275,5 +277,52 @@ func TestTheAgentAsksForFewerPings(t *testing.T) {
 		if d != wire.MaxPingInterval || runtime.LinkPingInterval != wire.MaxPingInterval {
 			t.Errorf("dial %d asked for a ping every %v, want %v", i+1, d, wire.MaxPingInterval)
 		}
+	}
+}
+
+// TestASleepAfterADrainFreesTheHeap: before a sleep that keeps the
+// process (a suspend to RAM), the agent whose wake drained records returns
+// its free heap to the kernel once (Hooks.FreeOSMemory); after an empty
+// wake, or before a power-off, which ends the process, it does not spend
+// the collection.
+func TestASleepAfterADrainFreesTheHeap(t *testing.T) {
+	tests := []struct {
+		name     string
+		powerOff bool
+		want     int64 // calls before the sleep after the wake that drained
+	}{
+		{"suspend to RAM", false, 1},
+		{"power-off", true, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newWorld(t, wake.HourlyWake)
+			rtc := &suspendSource{w: w, asleep: make(chan struct{}, 1), wakeup: make(chan struct{}), powerOff: tt.powerOff}
+			w.cfg.Schedule.Sources = []wake.Source{rtc}
+			var freed atomic.Int64
+			w.cfg.Hooks.FreeOSMemory = func() { freed.Add(1) }
+			w.newAgent()
+			w.run()
+			w.nextWake()
+			<-rtc.asleep
+			if got := freed.Load(); got != 0 {
+				t.Errorf("asleep after the boot wake, which drained nothing: FreeOSMemory called %d times, want 0", got)
+			}
+			alice := runtimetest.Key(t, 1)
+			if status, _ := w.send(alice, runtimetest.Object(t, alice, "comms:message", t0, 2*time.Hour, nil)); status != http.StatusServiceUnavailable {
+				t.Fatalf("send while asleep: %d, want 503 (queued)", status)
+			}
+			if r := w.rtcWindowWake(rtc); r.Drain.Acked != 1 { // returns asleep again
+				t.Fatalf("the window's wake drained %v, want the one record", r.Drain)
+			}
+			if got := freed.Load(); got != tt.want {
+				t.Errorf("asleep after the wake that drained a record: FreeOSMemory called %d times, want %d", got, tt.want)
+			}
+			w.rtcWindowWake(rtc)
+			if got := freed.Load(); got != tt.want {
+				t.Errorf("asleep after an empty wake: FreeOSMemory called %d times in all, want still %d", got, tt.want)
+			}
+			w.shutdown()
+		})
 	}
 }

@@ -212,6 +212,7 @@ func (a *Agent) wake(ctx context.Context, changed <-chan struct{}, mode wake.Mod
 	rep := *w.rep
 	w.mu.Unlock()
 	a.record(&rep)
+	a.drained = rep.Drain.Acked
 	if why := w.restarting(); why != "" {
 		a.Restart(why) // Run returns ErrRestart; its deferred close closes the stores
 	}

@@ -41,6 +41,9 @@ const emptyWakeScale = 600
 //     out the sleep: on the scaled clock the sleep's timer (once a real
 //     minute, package wake/timer) and Go's sysmon thread, which a board in
 //     suspend does not pay;
+//   - sleep-cpu-ms/sleep: the CPU from each wake's "wake" line to the
+//     next one's "waking" (schedstat): going to sleep and the sleep on the
+//     scaled clock;
 //   - awake-ms/wake and the phases' ms/wake: wall time, in real time,
 //     without the idle live phase;
 //   - wire-sent-B/wake and wire-recv-B/wake: the bytes the agent sent to

@@ -37,6 +37,14 @@ const footprintRecords = 500
 // the garbage collector's slack, not a tight fit.
 const footprintBudget = 64 << 20
 
+// footprintAsleepAnon is the most anonymous memory this tree's native
+// agent may keep asleep after the drain (footprintSettle after its wake
+// ended): its live heap and the runtime's own (4.2–4.4 MiB), with room.
+// The agent gives the heap the drain freed back to the kernel before it
+// sleeps (runtime.Hooks.FreeOSMemory); when it kept it, this was
+// 7.2–7.9 MiB (docs/footprint.md).
+const footprintAsleepAnon = 6 << 20
+
 // footprintTarget is one way of running torpor-agent: natively, or an ARM
 // build under qemu-user through binfmt_misc with a CPU model.
 type footprintTarget struct {
@@ -48,7 +56,7 @@ type footprintTarget struct {
 	// where /proc shows the agent's own memory rather than QEMU's.
 	vm bool
 	// rev, when set, is a git revision whose torpor-agent runs instead of
-	// this tree's (natively; TORPOR_FOOTPRINT_BASE).
+	// this tree's (TORPOR_FOOTPRINT_BASE).
 	rev string
 }
 
@@ -75,7 +83,7 @@ type footprint struct {
 	idle     int64         // VmHWM of the process that only published its state
 	baseline int64         // ru_maxrss of a Go hello under the same QEMU, bytes
 	drained  time.Duration // from the agent's start to the last delivery
-	split    *memorySplit  // natively: what the peak was made of
+	split    *memorySplit  // natively and in the guest: what the peak was made of, and asleep
 }
 
 // TestFootprint measures torpor-agent's resident memory during one wake
@@ -85,14 +93,17 @@ type footprint struct {
 //
 //	TORPOR_REQUIRE_TOOLS=1 go test -tags integration -count=1 -v -run Footprint ./test/qemu
 //
-// Natively it also logs what the peak is made of (memorySplit: anonymous
-// and file-backed memory sampled from /proc during the drain, the binary's
-// and agent.db's resident pages, the Go heap of each GC cycle, the CPU).
-// TORPOR_FOOTPRINT_RUNS=n repeats the native rows n times over the same
-// input; TORPOR_FOOTPRINT_BASE=<git revision> adds a native row that runs
-// that revision's agent, so that two builds are compared in one run;
-// TORPOR_FOOTPRINT_AGENT_ENV ("GOGC=50 GOMEMLIMIT=10MiB") is added to the
-// native agents' environment.
+// Natively and in the guest it also logs what the peak is made of
+// (memorySplit: anonymous and file-backed memory sampled from /proc during
+// the drain, the binary's and agent.db's resident pages, the Go heap of
+// each GC cycle, natively the CPU), and the agent's memory asleep after
+// the drain: the agent boots outside its window (footprintConfig), so its
+// wake ends once it drained, and it sleeps. TORPOR_FOOTPRINT_RUNS=n
+// repeats the native rows n times over the same input;
+// TORPOR_FOOTPRINT_BASE=<git revision> adds, beside each native and guest
+// row, one that runs that revision's agent, so that two builds are
+// compared in one run; TORPOR_FOOTPRINT_AGENT_ENV ("GOGC=50
+// GOMEMLIMIT=10MiB") is added to the native agents' environment.
 //
 // TORPOR_FOOTPRINT_TARGETS (e.g. "native,armv6") chooses the targets; the
 // default is native, armv6, armv7, arm64 and vm-arm64. vm-arm64, vm-armv7
@@ -107,13 +118,13 @@ type footprint struct {
 // establishes an MLS pair session through the relay and sends 500
 // messages of 4 KiB, which the relay queues for the sleeping agent (503).
 // Then, per target, a copy of the relay's and the agent's data
-// directories is started: the target's torpor-agent boots inside its
+// directories is started: the target's torpor-agent boots outside its
 // window, joins the group from the queued Welcome, drains the 500 records
 // (pull, decrypt, the six checks, one bbolt transaction per batch of 64,
 // ack) and hands each to the application's Unix socket. When the 500th
 // arrived and the relay's queue is empty, VmHWM of the process is read
-// from /proc/PID/status; the process is stopped and its ru_maxrss
-// (getrusage of the child) is read as well.
+// from /proc/PID/status; once the wake ended and footprintSettle passed,
+// its memory asleep; then the process is stopped.
 //
 // Under qemu-user the process is QEMU running the ARM binary, so its RSS
 // includes the emulator (translated code, its own heap); the baseline
@@ -139,6 +150,9 @@ func TestFootprint(t *testing.T) {
 			rows = append(rows, f)
 			if tt.cpu == "" && f.peak > footprintBudget {
 				t.Errorf("peak RSS %d MiB natively, over the budget of %d MiB", f.peak>>20, footprintBudget>>20)
+			}
+			if tt.cpu == "" && !tt.vm && tt.rev == "" && f.split.asleep.Anon > footprintAsleepAnon {
+				t.Errorf("asleep after the drain the agent keeps %s of anonymous memory, over %s", mib(f.split.asleep.Anon), mib(footprintAsleepAnon))
 			}
 		})
 	}
@@ -173,31 +187,48 @@ func footprintTable(rows []footprint) string {
 	return b.String()
 }
 
-// splitTable is what the native rows' peaks were made of (memorySplit).
+// splitTable is what the native and guest rows' peaks were made of, and
+// their memory asleep after the drain (memorySplit). File-backed memory
+// is RssFile with RssShmem: in the guest the binary and agent.db live on
+// the initramfs (tmpfs), whose mapped pages the kernel counts as shared
+// memory. In the guest the binary's written data and the CPU are not
+// read ("—").
 func splitTable(rows []footprint) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Native rows, what the drain's peak is made of:\n")
-	fmt.Fprintf(&b, "| target | VmHWM | sample at the peak: anonymous + file | binary resident (of it written data) | agent.db resident | Go heap: most at a cycle's start / live / goal, cycles | CPU to the last delivery |\n")
-	fmt.Fprintf(&b, "|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(&b, "What the drain's peak is made of, and the agent asleep after it (%v after its wake ended):\n", footprintSettle)
+	fmt.Fprintf(&b, "| target | VmHWM | sample at the peak: anonymous + file | binary resident (of it written data) | agent.db resident | Go heap: most at a cycle's start / live / goal, cycles | CPU to the last delivery | asleep: VmRSS = anonymous + file |\n")
+	fmt.Fprintf(&b, "|---|---|---|---|---|---|---|---|\n")
 	for _, f := range rows {
 		sp := f.split
 		if sp == nil {
 			continue
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s = %s + %s | %s (%s) | %s | %d / %d / %d MiB, %d | %d ms |\n", f.target.name, mib(f.peak),
-			mib(sp.peak.RSS), mib(sp.peak.Anon), mib(sp.peak.File), mib(sp.binary.RSS), mib(sp.binary.Anon), mib(sp.db.RSS),
-			sp.gc.maxHeap, sp.gc.maxLive, sp.gc.maxGoal, sp.gc.cycles, sp.cpu.Milliseconds())
+		written, cpu := "—", "—"
+		if !f.target.vm {
+			written, cpu = mib(sp.binary.Anon), fmt.Sprintf("%d ms", sp.cpu.Milliseconds())
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s = %s + %s | %s (%s) | %s | %d / %d / %d MiB, %d | %s | %s = %s + %s |\n", f.target.name, mib(f.peak),
+			mib(sp.peak.RSS), mib(sp.peak.Anon), mib(sp.peak.File+sp.peak.Shmem), mib(sp.binary.RSS), written, mib(sp.db.RSS),
+			sp.gc.MaxHeap, sp.gc.MaxLive, sp.gc.MaxGoal, sp.gc.Cycles, cpu,
+			mib(sp.asleep.RSS), mib(sp.asleep.Anon), mib(sp.asleep.File+sp.asleep.Shmem))
 	}
 	return b.String()
 }
 
 // withRuns adds, when TORPOR_FOOTPRINT_BASE names a git revision, a
-// native target that runs that revision's agent; and repeats the native
-// targets TORPOR_FOOTPRINT_RUNS times (default 1), one after the other, so
-// that two builds are measured side by side over the same input.
+// target that runs that revision's agent beside each native and guest
+// (vm-*) target; and repeats the native targets TORPOR_FOOTPRINT_RUNS
+// times (default 1), one after the other, so that two builds are measured
+// side by side over the same input. The guest rows of the two builds run
+// one after the other, once each.
 func withRuns(t *testing.T, targets []footprintTarget) []footprintTarget {
 	if rev := os.Getenv("TORPOR_FOOTPRINT_BASE"); rev != "" {
-		targets = append(targets, footprintTarget{name: "native@" + rev, goarch: goruntime.GOARCH, rev: rev})
+		for _, tt := range targets {
+			if tt.cpu == "" { // native and the guest's
+				tt.name, tt.rev = tt.name+"@"+rev, rev
+				targets = append(targets, tt)
+			}
+		}
 	}
 	runs := 1
 	if env := os.Getenv("TORPOR_FOOTPRINT_RUNS"); env != "" {
@@ -309,31 +340,46 @@ type runningAgent struct {
 	log  string        // its stdout and stderr
 }
 
-// agentBinary is tt's torpor-agent: this tree's, or natively tt.rev's
-// (built as scripts/cross.sh builds the agent: its tags, stripped).
+// agentBinary is tt's torpor-agent: this tree's, or tt.rev's, built for
+// tt's architecture as scripts/cross.sh builds the agent (its tags,
+// stripped; on 32-bit ARM with this tree's scripts/arm-ldflags, so that
+// both builds lay out their segments alike).
 func agentBinary(t *testing.T, tt footprintTarget) []byte {
 	t.Helper()
 	if tt.rev == "" {
 		return vm.CrossBinary(t, "./cmd/torpor-agent", tt.goarch, tt.goarm)
 	}
-	if b, ok := revAgents[tt.rev]; ok {
+	key := tt.rev + " " + tt.goarch + tt.goarm
+	if b, ok := revAgents[key]; ok {
 		return b
 	}
-	dir := testenv.BuildAtWith(t, tt.rev, testenv.BuildOptions{TagsFile: "scripts/agent-tags", LDFlags: "-s -w"}, "torpor-agent")
+	o := testenv.BuildOptions{TagsFile: "scripts/agent-tags", LDFlags: "-s -w", Env: []string{"GOOS=linux", "GOARCH=" + tt.goarch}}
+	if tt.goarm != "" {
+		o.Env = append(o.Env, "GOARM="+tt.goarm)
+	}
+	if tt.goarch == "arm" {
+		extra, err := os.ReadFile(filepath.Join(vm.ModuleRoot(t), "scripts", "arm-ldflags"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.LDFlags += " " + strings.TrimSpace(string(extra))
+	}
+	dir := testenv.BuildAtWith(t, tt.rev, o, "torpor-agent")
 	b, err := os.ReadFile(filepath.Join(dir, "torpor-agent"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	revAgents[tt.rev] = b
+	revAgents[key] = b
 	return b
 }
 
-// revAgents are the agents agentBinary built from git history, by revision.
+// revAgents are the agents agentBinary built from git history, by
+// revision and architecture.
 var revAgents = map[string][]byte{}
 
 // startFootprintAgent starts torpor-agent for tt with its data in data,
-// inside a window that opened a minute ago and lasts half an hour, linked
-// to r, delivering comms:* to a Unix socket.
+// outside its window (footprintConfig), linked to r, delivering comms:* to
+// a Unix socket.
 func startFootprintAgent(t *testing.T, in *footprintInput, r *hostRelay, tt footprintTarget, data string) *runningAgent {
 	t.Helper()
 	dir := t.TempDir()
@@ -462,23 +508,14 @@ func measureFootprint(t *testing.T, in *footprintInput, tt footprintTarget) foot
 	awaitAcknowledged(t, ctx, r, in.key.DID().String())
 	f.peak = a.proc.peakRSS()
 	if sampler != nil {
-		var err error
-		if f.split, err = finishSplit(sampler, a.proc.cmd.Process.Pid, a.bin, agentData); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := a.proc.stop(time.Minute); err != nil {
+		f.split = nativeSplit(t, ctx, sampler, a, agentData)
+	} else if err := a.proc.stop(time.Minute); err != nil {
 		t.Errorf("stopping the agent: %v", err)
 	}
-	if f.split != nil {
-		var err error
-		if f.split.gc, err = readGCTrace(a.log); err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("%s: %v", tt.name, f.split)
-	}
 	checkDeliveredOnce(t, a.sink.Received(), in.ids)
-	f.idle = in.idle
+	if tt.rev == "" {
+		f.idle = in.idle // this tree's agent's
+	}
 	if tt.cpu != "" {
 		f.idle = 0
 		f.baseline = helloRSS(t, tt)
@@ -486,6 +523,29 @@ func measureFootprint(t *testing.T, in *footprintInput, tt footprintTarget) foot
 	t.Logf("%s: %d bytes stripped, peak RSS %s (VmHWM), %d records drained and delivered %.1f s after start",
 		tt.name, f.size, mib(f.peak), footprintRecords, f.drained.Seconds())
 	return f
+}
+
+// nativeSplit completes the split of the native agent a, which delivered
+// the last record: its mappings and CPU now, its memory once it sleeps,
+// then it is stopped and its gctrace read.
+func nativeSplit(t *testing.T, ctx context.Context, s *procs.MemorySampler, a *runningAgent, data string) *memorySplit {
+	t.Helper()
+	pid := a.proc.cmd.Process.Pid
+	sp, err := finishSplit(s, pid, a.bin, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sp.asleep, err = readAsleep(ctx, pid, a.log); err != nil {
+		t.Error(err)
+	}
+	if err := a.proc.stop(time.Minute); err != nil {
+		t.Errorf("stopping the agent: %v", err)
+	}
+	if sp.gc, err = procs.ReadGCTrace(a.log); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s: %v", filepath.Base(t.Name()), sp)
+	return sp
 }
 
 // awaitAcknowledged returns once the relay queues nothing for agent:
@@ -532,7 +592,7 @@ func checkDeliveredOnce(t *testing.T, got []procs.Received, ids map[string]bool)
 // agent's VmHWM on the guest's kernel at the last delivery.
 func measureFootprintVM(t *testing.T, in *footprintInput, tt footprintTarget) footprint {
 	k := vm.FindKernel(t)
-	agent := vm.CrossBinary(t, "./cmd/torpor-agent", tt.goarch, tt.goarm)
+	agent := agentBinary(t, tt)
 	f := footprint{target: tt, size: len(agent)}
 	relayData := filepath.Join(t.TempDir(), "relay")
 	copyDir(t, in.relayData, relayData)
@@ -573,18 +633,22 @@ func measureFootprintVM(t *testing.T, in *footprintInput, tt footprintTarget) fo
 	}
 	checkQueueEmpty(t, r, in.key.DID())
 	f.peak, f.drained = rs[0].PeakKiB<<10, time.Duration(rs[0].ElapsedMS)*time.Millisecond
+	f.split = guestSplit(rs[0])
+	t.Logf("%s: %v", tt.name, f.split)
 	t.Logf("%s: %d bytes stripped, peak RSS %s (VmHWM on the guest's kernel), %d records drained and delivered %.1f s after start",
 		tt.name, f.size, mib(f.peak), footprintRecords, f.drained.Seconds())
 	return f
 }
 
-// footprintConfig is the agent's configuration: inside a window that
-// opened a minute ago and lasts half an hour, linked to r, comms:* to
-// handler.
+// footprintConfig is the agent's configuration: linked to r, comms:* to
+// handler, with an hourly window of half an hour that opens in 20
+// minutes. The agent boots outside its window, so its boot wake publishes
+// its state, drains what is queued and ends (it does not stay linked to
+// the window's end); then it sleeps, and its memory asleep can be read.
 func footprintConfig(in *footprintInput, r *hostRelay, data, key string, handler any) []byte {
 	c := map[string]any{
 		"version": 1, "key": key, "dataDir": data, "relay": r.URL, "mode": string(wake.HourlyWake),
-		"window":   map[string]string{"length": "30m", "offset": windowOffset(in.key.DID(), time.Now().Add(-time.Minute)).String()},
+		"window":   map[string]string{"length": "30m", "offset": windowOffset(in.key.DID(), time.Now().Add(20*time.Minute)).String()},
 		"purposes": []string{"comms:*"},
 		"handlers": []any{handler},
 	}

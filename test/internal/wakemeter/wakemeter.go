@@ -42,6 +42,12 @@ type Wakes struct {
 	// that does not count them).
 	LinkSent     int64 `json:"link_sent"`
 	LinkReceived int64 `json:"link_received"`
+	// Asleep is the CPU from each measured wake's "wake" line to the next
+	// one's "waking" line, over Sleeps such sleeps: what the agent does as
+	// it goes to sleep (such as returning its heap to the kernel) and
+	// while it sleeps on a scaled clock.
+	Asleep time.Duration `json:"asleep"`
+	Sleeps int           `json:"sleeps"`
 }
 
 // Meter follows an agent's log for n timer wakes, reading the process's
@@ -52,6 +58,7 @@ type Meter struct {
 	w      Wakes
 	cpu0   CPUTime
 	began  time.Duration // thread CPU at the current wake's "waking"; 0 outside a timer wake
+	ended  time.Duration // thread CPU at the last measured wake's "wake"; 0 before the first
 }
 
 // New returns a Meter of process pid for n wakes.
@@ -72,6 +79,10 @@ func (m *Meter) Line(l string) (done bool, err error) {
 		return false, err
 	}
 	if waking {
+		if m.ended != 0 {
+			m.w.Asleep += now - m.ended
+			m.w.Sleeps++
+		}
 		if m.w.N == 0 && m.began == 0 {
 			if m.cpu0, err = ProcCPU(m.pid); err != nil {
 				return false, err
@@ -83,7 +94,7 @@ func (m *Meter) Line(l string) (done bool, err error) {
 	if err := m.wake(l, now-m.began); err != nil {
 		return false, err
 	}
-	m.began = 0
+	m.began, m.ended = 0, now
 	if m.w.N < m.n {
 		return false, nil
 	}
@@ -218,8 +229,9 @@ type Reporter interface {
 // Report reports w per wake as a benchmark's metrics: user-ms, sys-ms and
 // cpu-ms (the whole cycle), wake-cpu-ms (inside the wakes), awake-ms and
 // each phase's ms, the wall times in real time (divided by scale, the
-// agent's time scale), and the link's bytes sent and received when the
-// agent counts them.
+// agent's time scale), the link's bytes sent and received when the
+// agent counts them, and sleep-cpu-ms per sleep between two measured
+// wakes.
 func Report(b Reporter, w Wakes, scale float64) {
 	n := float64(w.N)
 	b.ReportMetric(ms(w.Cycle.User)/n, "user-ms/wake")
@@ -234,6 +246,9 @@ func Report(b Reporter, w Wakes, scale float64) {
 		b.ReportMetric(float64(w.LinkSent)/n, "link-sent-B/wake")
 		b.ReportMetric(float64(w.LinkReceived)/n, "link-recv-B/wake")
 	}
+	if w.Sleeps > 0 {
+		b.ReportMetric(ms(w.Asleep)/float64(w.Sleeps), "sleep-cpu-ms/sleep")
+	}
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
@@ -242,7 +257,8 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 func (w Wakes) Add(v Wakes) Wakes {
 	s := Wakes{N: w.N + v.N, Cycle: CPUTime{User: w.Cycle.User + v.Cycle.User, Sys: w.Cycle.Sys + v.Cycle.Sys},
 		InWake: w.InWake + v.InWake, Awake: w.Awake + v.Awake, LinkSent: w.LinkSent + v.LinkSent,
-		LinkReceived: w.LinkReceived + v.LinkReceived, Phases: map[string]time.Duration{}}
+		LinkReceived: w.LinkReceived + v.LinkReceived, Asleep: w.Asleep + v.Asleep, Sleeps: w.Sleeps + v.Sleeps,
+		Phases: map[string]time.Duration{}}
 	for _, p := range []map[string]time.Duration{w.Phases, v.Phases} {
 		for k, d := range p {
 			s.Phases[k] += d

@@ -42,6 +42,9 @@ func TestMeter(t *testing.T) {
 	if w.InWake <= 0 || w.Cycle.User < 0 || w.Cycle.Sys < 0 {
 		t.Errorf("CPU: in wake %v, cycle %+v; want some CPU in the wake", w.InWake, w.Cycle)
 	}
+	if w.Sleeps != 1 || w.Asleep < 0 {
+		t.Errorf("asleep: %v over %d sleeps, want the one between the two timer wakes", w.Asleep, w.Sleeps)
+	}
 	if done, err := m.Line(waking); !done || err != nil {
 		t.Errorf("a line after the last wake: %v, %v; want done", done, err)
 	}
@@ -93,11 +96,11 @@ func TestProcCPU(t *testing.T) {
 
 // TestWakesAdd: two runs' wakes sum member by member, phases by name.
 func TestWakesAdd(t *testing.T) {
-	a := Wakes{N: 2, Cycle: CPUTime{User: 3, Sys: 4}, InWake: 5, Awake: 6, LinkSent: 7, LinkReceived: 8,
+	a := Wakes{N: 2, Cycle: CPUTime{User: 3, Sys: 4}, InWake: 5, Awake: 6, LinkSent: 7, LinkReceived: 8, Asleep: 9, Sleeps: 1,
 		Phases: map[string]time.Duration{"link": 1, "drain": 2}}
-	b := Wakes{N: 4, Cycle: CPUTime{User: 30, Sys: 40}, InWake: 50, Awake: 60, LinkSent: 70, LinkReceived: 80,
+	b := Wakes{N: 4, Cycle: CPUTime{User: 30, Sys: 40}, InWake: 50, Awake: 60, LinkSent: 70, LinkReceived: 80, Asleep: 90, Sleeps: 3,
 		Phases: map[string]time.Duration{"link": 10, "pulse": 20}}
-	want := Wakes{N: 6, Cycle: CPUTime{User: 33, Sys: 44}, InWake: 55, Awake: 66, LinkSent: 77, LinkReceived: 88,
+	want := Wakes{N: 6, Cycle: CPUTime{User: 33, Sys: 44}, InWake: 55, Awake: 66, LinkSent: 77, LinkReceived: 88, Asleep: 99, Sleeps: 4,
 		Phases: map[string]time.Duration{"link": 11, "drain": 2, "pulse": 20}}
 	if got := a.Add(b); !reflect.DeepEqual(got, want) {
 		t.Errorf("Add = %+v, want %+v", got, want)

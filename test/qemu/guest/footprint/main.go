@@ -12,10 +12,17 @@
 //	RESULT {"delivered":500,"peak_kib":…,"rss_kib":…,"elapsed_ms":…}
 //
 // on the console. Unlike under qemu-user, where the process is the
-// emulator, these are the agent's own figures.
+// emulator, these are the agent's own figures. It also samples the
+// agent's /proc/PID/status every few milliseconds to the last delivery
+// (the sample with the most VmRSS says what the peak was made of: anonymous
+// or file-backed), reads what the binary had resident then
+// (/proc/PID/smaps), sums the agent's GODEBUG=gctrace=1 lines (the Go
+// heap), and, when the agent logs the end of its wake (msg=wake: it
+// sleeps), reads its memory asleep after a few seconds of settling.
 package main
 
 import (
+	"bufio"
 	"flag"
 	"fmt"
 	"io"
@@ -23,11 +30,14 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
 
+	"github.com/torpor-dev/torpor/test/procs"
 	"github.com/torpor-dev/torpor/test/qemu/guest/report"
 )
 
@@ -47,6 +57,14 @@ func main() {
 	}
 }
 
+// asleepSettle is how long after the wake's end the agent's memory asleep
+// is read: the Go runtime's background scavenger returns the heap the
+// drain freed to the kernel within it.
+const asleepSettle = 5 * time.Second
+
+// sampleEvery is how often the agent's /proc/PID/status is sampled.
+const sampleEvery = 5 * time.Millisecond
+
 func run(n int64, sock string, timeout time.Duration, agent []string) report.Footprint {
 	var r report.Footprint
 	ln, err := net.Listen("unix", sock)
@@ -63,35 +81,119 @@ func run(n int64, sock string, timeout time.Duration, agent []string) report.Foo
 		}
 		fmt.Fprintf(w, `{"effectId":"footprint-%d"}`, got.Load())
 	}))
-	cmd := exec.Command(agent[0], agent[1:]...)
-	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stdout
-	start := time.Now()
-	if err := cmd.Start(); err != nil {
+	a, err := startAgent(agent)
+	if err != nil {
 		r.Error = err.Error()
 		return r
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
+	start := time.Now()
+	s := procs.SampleMemory(a.cmd.Process.Pid, sampleEvery)
 	select {
 	case <-all:
 		r.ElapsedMS = time.Since(start).Milliseconds()
-		r.PeakKiB, r.RSSKiB = status(cmd.Process.Pid)
-	case err := <-exited:
+		r.PeakKiB, r.RSSKiB = status(a.cmd.Process.Pid)
+		r.PeakSample, _, _, _ = s.Stop()
+		if maps, err := procs.Mappings(a.cmd.Process.Pid); err == nil {
+			r.BinaryKiB = maps[agent[0]].RSS >> 10
+			for name, m := range maps {
+				if path.Base(name) == "agent.db" {
+					r.DBKiB += m.RSS >> 10
+				}
+			}
+		}
+		r.Asleep = a.asleep(timeout)
+	case err := <-a.exited:
 		r.Error = fmt.Sprintf("the agent exited after %d deliveries: %v", got.Load(), err)
 	case <-time.After(timeout):
 		r.Error = fmt.Sprintf("%d of %d deliveries in %v", got.Load(), n, timeout)
 	}
 	r.Delivered = got.Load()
 	if r.Error == "" {
-		cmd.Process.Signal(syscall.SIGTERM)
+		a.cmd.Process.Signal(syscall.SIGTERM)
 		select {
-		case <-exited:
+		case <-a.exited:
 		case <-time.After(time.Minute):
-			cmd.Process.Kill()
+			a.cmd.Process.Kill()
 			r.Error = "the agent did not stop within a minute of SIGTERM"
 		}
 	}
+	r.GC = a.gc()
 	return r
+}
+
+// agent is the running torpor-agent and what its log says.
+type agent struct {
+	cmd    *exec.Cmd
+	exited chan error
+	woke   chan struct{} // closed at the first "msg=wake" line: the wake ended
+	mu     sync.Mutex
+	// mu guards all following fields.
+	trace procs.GCTrace
+}
+
+// startAgent starts the agent with GODEBUG=gctrace=1; its stdout and the
+// lines of its stderr other than gctrace's go to the console.
+func startAgent(args []string) (*agent, error) {
+	a := &agent{cmd: exec.Command(args[0], args[1:]...), exited: make(chan error, 1), woke: make(chan struct{})}
+	a.cmd.Env = append(os.Environ(), "GODEBUG=gctrace=1")
+	a.cmd.Stdout = os.Stdout
+	logs, err := a.cmd.StderrPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := a.cmd.Start(); err != nil {
+		return nil, err
+	}
+	read := make(chan struct{})
+	go func() {
+		a.follow(logs)
+		close(read)
+	}()
+	go func() {
+		<-read // Wait closes the pipe: read it to its end first
+		a.exited <- a.cmd.Wait()
+	}()
+	return a, nil
+}
+
+// follow reads the agent's stderr to its end.
+func (a *agent) follow(logs io.Reader) {
+	sc := bufio.NewScanner(logs)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	woke := false
+	for sc.Scan() {
+		l := sc.Text()
+		a.mu.Lock()
+		gc := a.trace.Add(l)
+		a.mu.Unlock()
+		if gc {
+			continue
+		}
+		fmt.Println(l)
+		if !woke && strings.Contains(l, "msg=wake ") {
+			woke = true
+			close(a.woke)
+		}
+	}
+}
+
+func (a *agent) gc() procs.GCTrace {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.trace
+}
+
+// asleep waits for the end of the agent's wake, then asleepSettle, and
+// reads its memory (zero if the wake did not end within timeout).
+func (a *agent) asleep(timeout time.Duration) procs.Memory {
+	select {
+	case <-a.woke:
+	case <-time.After(timeout):
+		return procs.Memory{}
+	}
+	time.Sleep(asleepSettle)
+	m, _ := procs.ReadMemory(a.cmd.Process.Pid)
+	return m
 }
 
 // status reads VmHWM and VmRSS (kB) from /proc/PID/status.

@@ -8,6 +8,7 @@ import (
 	"fmt"
 
 	"github.com/torpor-dev/torpor/test/internal/wakemeter"
+	"github.com/torpor-dev/torpor/test/procs"
 	"github.com/torpor-dev/torpor/test/qemu/timesync"
 )
 
@@ -35,11 +36,23 @@ type Wakeprobe struct {
 // Footprint is the RESULT line of test/qemu/guest/footprint: the agent's
 // memory on the guest's kernel once it delivered the records.
 type Footprint struct {
-	Delivered int64  `json:"delivered"`
-	PeakKiB   int64  `json:"peak_kib"`
-	RSSKiB    int64  `json:"rss_kib"`
-	ElapsedMS int64  `json:"elapsed_ms"`
-	Error     string `json:"error,omitempty"`
+	Delivered int64 `json:"delivered"`
+	PeakKiB   int64 `json:"peak_kib"` // VmHWM at the last delivery
+	RSSKiB    int64 `json:"rss_kib"`  // VmRSS at the last delivery
+	ElapsedMS int64 `json:"elapsed_ms"`
+	// PeakSample is the /proc/PID/status sample with the most VmRSS,
+	// taken every few milliseconds from the agent's start to the last
+	// delivery: what the peak was made of.
+	PeakSample procs.Memory `json:"peak_sample"`
+	// BinaryKiB and DBKiB are what the agent's binary and its bbolt file
+	// (agent.db) had resident at the last delivery (/proc/PID/smaps).
+	BinaryKiB int64 `json:"binary_kib"`
+	DBKiB     int64 `json:"db_kib"`
+	// Asleep is the agent's memory once its wake ended and it slept
+	// (zero when it did not log the wake's end).
+	Asleep procs.Memory  `json:"asleep"`
+	GC     procs.GCTrace `json:"gc"` // the agent's GODEBUG=gctrace=1 lines, to when it slept
+	Error  string        `json:"error,omitempty"`
 }
 
 // Wakebench is the RESULT line of test/qemu/guest/wakebench: the CPU the
