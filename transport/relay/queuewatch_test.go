@@ -40,12 +40,8 @@ func flipRecord(t *testing.T, q *queue.Bolt, agent did.DID, seq uint64) {
 // /metrics and listed to the operator as damaged; the sound records
 // around it are served.
 func TestDamagedRecordWithheld(t *testing.T) {
-	var logs runtimetest.Log // the relay writes it while the test reads it
 	op := didtest.Key(t, 7)
-	h := newHarness(t, func(c *Config) {
-		c.Access.Operators = []did.DID{op.DID()}
-		c.Logger = slog.New(slog.NewTextHandler(&logs, nil))
-	})
+	h, logs := loggedOperatorHarness(t, op)
 	dev, alice := didtest.Key(t, 1), didtest.Key(t, 2)
 	h.publishOffline(t, dev, "sleep", deviceOpts{})
 	for range 3 {
@@ -115,12 +111,8 @@ func TestAckDeletingNothingIsAnError(t *testing.T) {
 // device held them are acknowledged without error (they are gone, as
 // the acknowledgement asks), logged at WARN and counted as not served.
 func TestAckOfPurgedRecordsIsNoError(t *testing.T) {
-	var logs runtimetest.Log // the relay writes it while the test reads it
 	op := didtest.Key(t, 7)
-	h := newHarness(t, func(c *Config) {
-		c.Access.Operators = []did.DID{op.DID()}
-		c.Logger = slog.New(slog.NewTextHandler(&logs, nil))
-	})
+	h, logs := loggedOperatorHarness(t, op)
 	dev, c, recs := pulledOne(t, h)
 	if r := h.operatorReq(t, "DELETE", op, dev.DID(), "?all=1"); r.status != 200 {
 		t.Fatalf("purge: %d %s", r.status, r.body)
