@@ -154,6 +154,31 @@ func (w *world) waitPhases(names ...string) {
 	}
 }
 
+// runAlwaysOn runs w's agent through its boot wake and changes its mode
+// to always_on, waiting until it published the new mode.
+func (w *world) runAlwaysOn() {
+	w.t.Helper()
+	w.run()
+	w.nextWake() // boot
+	if err := w.agent.SetMode(wake.AlwaysOn, time.Time{}); err != nil {
+		w.t.Fatal(err)
+	}
+	w.waitPhase(runtime.PhasePublish)
+}
+
+// alarmWake wakes the agent asleep on rtc (its alarm fires), waits until
+// it published and drained, moves the clock to the end of the window that
+// holds or follows from, and returns the report of the wake that then
+// ends.
+func (w *world) alarmWake(rtc *suspendSource, from time.Time) runtime.WakeReport {
+	w.t.Helper()
+	rtc.wakeup <- struct{}{}
+	w.waitPhases(runtime.PhasePublish, runtime.PhaseDrain)
+	_, end := w.window.Next(from)
+	w.clock.Set(end)
+	return w.nextWake()
+}
+
 // suspendSource is a fake RTC that suspends the device: Wait marks the
 // clocks, says it is asleep, waits for the test to wake it, then moves
 // CLOCK_BOOTTIME (not CLOCK_MONOTONIC: the monotonic clock stops in
@@ -418,12 +443,7 @@ func TestUnreachableRelayBacksOffInsideTheWindow(t *testing.T) {
 // the change survives a restart.
 func TestModeChangeAndLiveRequests(t *testing.T) {
 	w := newWorld(t, wake.HourlyWake)
-	w.run()
-	w.nextWake() // boot
-	if err := w.agent.SetMode(wake.AlwaysOn, time.Time{}); err != nil {
-		t.Fatal(err)
-	}
-	w.waitPhase(runtime.PhasePublish)
+	w.runAlwaysOn()
 	alice := runtimetest.Key(t, 1)
 	obj := runtimetest.Object(t, alice, "comms:message", t0, time.Hour, nil)
 	status, body := w.sendLive(alice, obj)
@@ -468,12 +488,7 @@ func TestModeChangeAndLiveRequests(t *testing.T) {
 // "Method not found" and echoed the id raw.
 func TestLiveInvalidRequest(t *testing.T) {
 	w := newWorldWith(t, wake.HourlyWake, relay.Config{Access: relay.Access{StoreOpaque: true}})
-	w.run()
-	w.nextWake() // boot
-	if err := w.agent.SetMode(wake.AlwaysOn, time.Time{}); err != nil {
-		t.Fatal(err)
-	}
-	w.waitPhase(runtime.PhasePublish)
+	w.runAlwaysOn()
 	alice := runtimetest.Key(t, 1)
 	for body, want := range map[string]string{
 		`{"jsonrpc":"2.0","id":1e400,"method":"SendMessage","params":{}}`:                  `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request: number outside the IEEE 754 double range"}}`,

@@ -196,6 +196,12 @@ func (l statesLink) Traffic() link.Traffic { return l.Link.(*link.Client).Traffi
 // recordStates makes w's agent dial through statesLink; take returns the
 // frames sent since its last call.
 func (w *world) recordStates() (take func() []sentState) {
+	return w.recordStatesThrough(func(l statesLink) runtime.Link { return l })
+}
+
+// recordStatesThrough is recordStates with each statesLink wrapped by
+// wrap.
+func (w *world) recordStatesThrough(wrap func(statesLink) runtime.Link) (take func() []sentState) {
 	var mu sync.Mutex
 	var out []sentState
 	links := 0
@@ -208,7 +214,7 @@ func (w *world) recordStates() (take func() []sentState) {
 		links++
 		n := links
 		mu.Unlock()
-		return statesLink{Link: l, n: n, mu: &mu, out: &out}, nil
+		return wrap(statesLink{Link: l, n: n, mu: &mu, out: &out}), nil
 	}
 	return func() []sentState {
 		mu.Lock()
@@ -320,29 +326,11 @@ func (l digestlessLink) Publish(ctx context.Context, st wire.State) (wire.Accept
 // on one link.
 func TestARelayThatNamesNoCardGetsItEveryWake(t *testing.T) {
 	w := newWorld(t, wake.HourlyWake)
-	var mu sync.Mutex
-	var out []sentState
-	links := 0
-	w.cfg.Hooks.Dial = func(ctx context.Context, c link.Config) (runtime.Link, error) {
-		l, err := link.Dial(ctx, c)
-		if err != nil {
-			return nil, err
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		links++
-		return digestlessLink{statesLink{Link: l, n: links, mu: &mu, out: &out}}, nil
-	}
+	take := w.recordStatesThrough(func(l statesLink) runtime.Link { return digestlessLink{l} })
 	rtc, _ := w.bootSuspending()
 	<-rtc.asleep
-	rtc.wakeup <- struct{}{}
-	w.waitPhases(runtime.PhasePublish, runtime.PhaseDrain)
-	_, end := w.window.Next(t0)
-	w.clock.Set(end)
-	w.nextWake()
-	mu.Lock()
-	got := out
-	mu.Unlock()
+	w.alarmWake(rtc, t0)
+	got := take()
 	want := []sentState{{1, true, true, true}, {2, true, true, true}}
 	if !slices.Equal(got, want) {
 		t.Errorf("two wakes sent states %+v, want %+v", got, want)

@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"path/filepath"
-	"sort"
+	"slices"
 	"testing"
 	"time"
 
@@ -62,16 +62,7 @@ func TestEndToEndMLS(t *testing.T) {
 	valid, objs := mixedObjects(t, alice, carol, w.clock.Now())
 	sendAllQueued(t, w, client, peer, objs, start, end)
 
-	w.clock.Set(start)
-	w.waitPhases(runtime.PhasePublish, runtime.PhaseDrain)
-	got := w.rec.IDs()
-	sort.Strings(got)
-	sort.Strings(valid)
-	if diff := cmp.Diff(valid, got); diff != "" {
-		t.Errorf("delivered (-want +got):\n%s", diff)
-	}
-	w.clock.Set(end)
-	r := w.nextWake()
+	r := w.drainWindow(start, end, valid)
 	want := map[string]int{"signature-invalid": 1, "expired": 1, "replay": 1, "sender-mismatch": 1, "purpose-not-permitted": 1}
 	if diff := cmp.Diff(want, r.Drain.Rejected); diff != "" {
 		t.Errorf("rejections by cause (-want +got):\n%s", diff)
@@ -193,4 +184,19 @@ func (w *world) takeKeyPackage() (int, string, bool) {
 	}
 	json.NewDecoder(resp.Body).Decode(&v)
 	return resp.StatusCode, v.Wire, v.LastResort
+}
+
+// drainWindow opens the window from start to end, checks that the agent
+// delivered exactly want (in any order) by the end of its drain, and
+// returns the report of the wake that ends with the window.
+func (w *world) drainWindow(start, end time.Time, want []string) runtime.WakeReport {
+	w.t.Helper()
+	w.clock.Set(start)
+	w.waitPhases(runtime.PhasePublish, runtime.PhaseDrain)
+	got, want := slices.Sorted(slices.Values(w.rec.IDs())), slices.Sorted(slices.Values(want))
+	if diff := cmp.Diff(want, got); diff != "" {
+		w.t.Errorf("delivered (-want +got):\n%s", diff)
+	}
+	w.clock.Set(end)
+	return w.nextWake()
 }

@@ -54,11 +54,7 @@ func lastWakeIn(t *testing.T, db *bolt.DB) (r runtime.WakeReport, ok bool) {
 // its end and returns the wake's report once the agent sleeps again.
 func (w *world) rtcWindowWake(rtc *suspendSource) runtime.WakeReport {
 	w.t.Helper()
-	rtc.wakeup <- struct{}{}
-	w.waitPhases(runtime.PhasePublish, runtime.PhaseDrain)
-	_, end := w.window.Next(w.clock.Now())
-	w.clock.Set(end)
-	r := w.nextWake()
+	r := w.alarmWake(rtc, w.clock.Now())
 	<-rtc.asleep
 	return r
 }

@@ -138,11 +138,8 @@ func checkMissedWakeLog(t *testing.T, log string, planned, now time.Time, late b
 func checkRTCArmedFor(t *testing.T, w *world, rtc *suspendSource, start time.Time) {
 	t.Helper()
 	<-rtc.asleep
-	rtc.wakeup <- struct{}{} // the alarm fires when it was armed for
-	w.waitPhases(runtime.PhasePublish, runtime.PhaseDrain)
-	_, end := w.window.Next(start)
-	w.clock.Set(end)
-	if r := w.nextWake(); r.Reason != "rtc" || !r.At.Equal(start) {
+	// the alarm fires when it was armed for
+	if r := w.alarmWake(rtc, start); r.Reason != "rtc" || !r.At.Equal(start) {
 		t.Errorf("wake after the restart: %s at %v, want the RTC armed for %v", r.Reason, r.At, start)
 	}
 	w.shutdown()

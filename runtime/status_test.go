@@ -62,11 +62,7 @@ func TestStatusReportsHeldActions(t *testing.T) {
 	alice := runtimetest.Key(t, 1)
 	w.send(alice, runtimetest.Object(t, alice, "action:open-valve", t0, 2*time.Hour, map[string]any{"idempotencyKey": "valve-7"}))
 	<-rtc.asleep
-	rtc.wakeup <- struct{}{}
-	w.waitPhases(runtime.PhasePublish, runtime.PhaseDrain)
-	_, end := w.window.Next(t0)
-	w.clock.Set(end)
-	w.nextWake()
+	w.alarmWake(rtc, t0)
 	st := w.status()
 	if st.HeldCount != 1 || len(st.Held) != 1 || st.Held[0].Key != alice.DID().String()+" valve-7" || st.Held[0].Purpose != "action:open-valve" {
 		t.Fatalf("status after the window: held %d %+v; want the valve action", st.HeldCount, st.Held)

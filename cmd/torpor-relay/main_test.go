@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -11,7 +10,6 @@ import (
 	"time"
 
 	"github.com/torpor-dev/torpor/clock/clocktest"
-	"github.com/torpor-dev/torpor/internal/syncbuf"
 )
 
 func TestParseArgs(t *testing.T) {
@@ -65,38 +63,25 @@ func TestParseArgs(t *testing.T) {
 // loopback ports, fresh, and checks it answers and stops, logging no
 // ERROR and, when stopped, one INFO line and nothing after it.
 func TestRunServes(t *testing.T) {
-	a, err := parseArgs([]string{"--listen", "127.0.0.1:0", "--mqtt-listen", "127.0.0.1:0", "--data-dir", t.TempDir()}, io.Discard)
+	relay, err := startRun(t, t.TempDir())
 	if err != nil {
-		t.Fatal(err)
-	}
-	addrs := make(chan [2]string, 1)
-	a.ready = func(h, m string) { addrs <- [2]string{h, m} }
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	var logs syncbuf.Buffer
-	go func() { done <- run(ctx, a, slog.New(slog.NewTextHandler(&logs, nil))) }()
-	var got [2]string
-	select {
-	case got = <-addrs:
-	case err := <-done:
 		t.Fatalf("run ended early: %v", err)
 	}
-	r, err := http.Get("http://" + got[0] + "/healthz")
+	r, err := http.Get("http://" + relay.http + "/healthz")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var h map[string]string
 	json.NewDecoder(r.Body).Decode(&h)
 	r.Body.Close()
-	if h["status"] != "ok" || h["publicUrl"] != "http://"+got[0] || !strings.HasPrefix(h["mqttBroker"], "mqtt://127.0.0.1:") {
+	if h["status"] != "ok" || h["publicUrl"] != "http://"+relay.http || !strings.HasPrefix(h["mqttBroker"], "mqtt://127.0.0.1:") {
 		t.Errorf("healthz = %v", h)
 	}
-	before := len(logs.String())
-	cancel()
-	if err := <-done; err != nil {
+	before := len(relay.logs.String())
+	if err := relay.stop(); err != nil {
 		t.Errorf("run = %v", err)
 	}
-	all := logs.String()
+	all := relay.logs.String()
 	if strings.Contains(all, "level=ERROR") {
 		t.Errorf("a fresh relay logged an ERROR:\n%s", all)
 	}

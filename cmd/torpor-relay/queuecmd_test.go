@@ -21,29 +21,14 @@ import (
 // queue repair keeps a copy, says what it dropped, and the queue opens
 // with the records it could read.
 func TestQueueRepair(t *testing.T) {
-	data := t.TempDir()
-	q, err := openQueue(data, "log", slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	now := time.Now()
-	for _, body := range []string{"one", "two", "three"} {
-		if _, err := q.Enqueue(context.Background(), queue.Record{Agent: "did:key:a", Body: []byte(body)}, queuebounds.Default(), now); err != nil {
-			t.Fatal(err)
-		}
-	}
-	q.Close()
+	data, now := t.TempDir(), time.Now()
+	filledLog(t, data, now, "one", "two", "three")
 	seg := filepath.Join(data, "queue.log", recordlog.Name(1))
-	b, err := os.ReadFile(seg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	at := bytes.Index(b, []byte("two"))
-	b[at] ^= 0x40
-	if err := os.WriteFile(seg, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	_, err = openQueue(data, "log", slog.New(slog.DiscardHandler))
+	rewrite(t, seg, func(b []byte) []byte {
+		b[bytes.Index(b, []byte("two"))] ^= 0x40
+		return b
+	})
+	_, err := openQueue(data, "log", slog.New(slog.DiscardHandler))
 	var de *recordlog.DamageError
 	if !errors.As(err, &de) || !strings.Contains(err.Error(), seg) || !strings.Contains(err.Error(), "torpor-relay queue repair") || !strings.Contains(err.Error(), "--reinitialise") {
 		t.Fatalf("start with a damaged log: %v; want a refusal naming %s, the offset and the fix", err, seg)
@@ -55,7 +40,7 @@ func TestQueueRepair(t *testing.T) {
 	if !strings.Contains(out.String(), "kept as "+seg+".damaged-") || !strings.Contains(out.String(), "dropped") {
 		t.Errorf("queue repair said %q", out.String())
 	}
-	q, err = openQueue(data, "log", slog.New(slog.DiscardHandler))
+	q, err := openQueue(data, "log", slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,33 +56,22 @@ func TestQueueRepair(t *testing.T) {
 // copy it kept.
 func TestQueueTornTailLogged(t *testing.T) {
 	data := t.TempDir()
-	q, err := openQueue(data, "log", slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := q.Enqueue(context.Background(), queue.Record{Agent: "did:key:a", Body: []byte("kept")}, queuebounds.Default(), time.Now()); err != nil {
-		t.Fatal(err)
-	}
-	q.Close()
+	filledLog(t, data, time.Now(), "kept")
 	seg := filepath.Join(data, "queue.log", recordlog.Name(1))
-	b, err := os.ReadFile(seg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	end := len(recordlog.Magic)
-	for {
-		_, _, n, err := recordlog.Decode(b[end:])
-		if err != nil {
-			break
+	rewrite(t, seg, func(b []byte) []byte {
+		end := len(recordlog.Magic)
+		for {
+			_, _, n, err := recordlog.Decode(b[end:])
+			if err != nil {
+				break
+			}
+			end += n
 		}
-		end += n
-	}
-	torn := []byte{40, 0, 0, 0, 1, 2, 3, 4, 'R', 'x'} // a frame cut short after the last commit
-	if err := os.WriteFile(seg, append(b[:end:end], torn...), 0o600); err != nil {
-		t.Fatal(err)
-	}
+		torn := []byte{40, 0, 0, 0, 1, 2, 3, 4, 'R', 'x'} // a frame cut short after the last commit
+		return append(b[:end:end], torn...)
+	})
 	var logged bytes.Buffer
-	q, err = openQueue(data, "log", slog.New(slog.NewTextHandler(&logged, nil)))
+	q, err := openQueue(data, "log", slog.New(slog.NewTextHandler(&logged, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,27 +134,14 @@ func TestQueueExportBolt(t *testing.T) {
 // checkpoint the record log did not use (the library does not log), and
 // serves every record.
 func TestQueueCheckpointIgnoredLogged(t *testing.T) {
-	data := t.TempDir()
-	q, err := openQueue(data, "log", slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := q.Enqueue(context.Background(), queue.Record{Agent: "did:key:a", Body: []byte("kept")}, queuebounds.Default(), time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	q.Close() // writes the checkpoint
-	ck := filepath.Join(data, "queue.log", "index.checkpoint")
-	b, err := os.ReadFile(ck)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b[len(b)/2] ^= 1
-	if err := os.WriteFile(ck, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	data, now := t.TempDir(), time.Now()
+	filledLog(t, data, now, "kept") // closing the queue writes the checkpoint
+	rewrite(t, filepath.Join(data, "queue.log", "index.checkpoint"), func(b []byte) []byte {
+		b[len(b)/2] ^= 1
+		return b
+	})
 	var logged bytes.Buffer
-	q, err = openQueue(data, "log", slog.New(slog.NewTextHandler(&logged, nil)))
+	q, err := openQueue(data, "log", slog.New(slog.NewTextHandler(&logged, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,7 +149,37 @@ func TestQueueCheckpointIgnoredLogged(t *testing.T) {
 	if line := logged.String(); !strings.Contains(line, "level=WARN") || !strings.Contains(line, "checkpoint was not used") || !strings.Contains(line, "damaged") {
 		t.Errorf("logged %q; want a warning that the checkpoint was not used, and why", line)
 	}
-	if rs, err := q.Next(context.Background(), "did:key:a", 0, 10, r.EnqueuedAt); err != nil || len(rs) != 1 {
+	if rs, err := q.Next(context.Background(), "did:key:a", 0, 10, now); err != nil || len(rs) != 1 {
 		t.Errorf("Next = %v, %v; want the record", rs, err)
+	}
+}
+
+// filledLog opens the log engine over data, enqueues a record of each
+// body for did:key:a at now and closes the queue.
+func filledLog(t *testing.T, data string, now time.Time, bodies ...string) {
+	t.Helper()
+	q, err := openQueue(data, "log", slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, body := range bodies {
+		if _, err := q.Enqueue(context.Background(), queue.Record{Agent: "did:key:a", Body: []byte(body)}, queuebounds.Default(), now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := q.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// rewrite replaces the file at path with what edit makes of its bytes.
+func rewrite(t *testing.T, path string, edit func([]byte) []byte) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, edit(b), 0o600); err != nil {
+		t.Fatal(err)
 	}
 }

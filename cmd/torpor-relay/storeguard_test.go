@@ -1,17 +1,12 @@
 package main
 
 import (
-	"context"
 	"errors"
-	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/torpor-dev/torpor/internal/syncbuf"
 	"github.com/torpor-dev/torpor/store/relaystore"
 	"github.com/torpor-dev/torpor/store/storetest"
 )
@@ -21,28 +16,11 @@ import (
 // once it served).
 func runOn(t *testing.T, dir string, argv ...string) (string, error) {
 	t.Helper()
-	a, err := parseArgs(append([]string{"--listen", "127.0.0.1:0", "--mqtt-listen", "127.0.0.1:0", "--data-dir", dir}, argv...), io.Discard)
-	if err != nil {
-		t.Fatal(err)
+	r, err := startRun(t, dir, argv...)
+	if err == nil {
+		err = r.stop()
 	}
-	var logs syncbuf.Buffer
-	ready := make(chan struct{}, 1)
-	a.ready = func(string, string) { ready <- struct{}{} }
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- run(ctx, a, slog.New(slog.NewTextHandler(&logs, nil))) }()
-	select {
-	case <-ready:
-		cancel()
-		err := <-done
-		return logs.String(), err
-	case err := <-done:
-		return logs.String(), err
-	case <-time.After(time.Minute):
-		t.Fatal("the relay neither started nor stopped in a minute")
-	}
-	return "", nil
+	return r.logs.String(), err
 }
 
 // TestLostStoreRefused: once the relay ran on its data directory, a

@@ -47,31 +47,16 @@ func TestStoreFlags(t *testing.T) {
 // returns its HTTP address, or the error run ended with.
 func startRelay(t *testing.T, argv ...string) (string, error) {
 	t.Helper()
-	a, err := parseArgs(append([]string{"--listen", "127.0.0.1:0", "--mqtt-listen", "127.0.0.1:0", "--data-dir", t.TempDir()}, argv...), io.Discard)
+	r, err := startRun(t, t.TempDir(), argv...)
 	if err != nil {
-		t.Fatal(err)
+		return "", err
 	}
-	addrs := make(chan string, 1)
-	a.ready = func(h, _ string) { addrs <- h }
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- run(ctx, a, slog.New(slog.DiscardHandler)) }()
 	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
+		if err := r.stop(); err != nil {
 			t.Errorf("run = %v", err)
 		}
 	})
-	select {
-	case addr := <-addrs:
-		return addr, nil
-	case err := <-done:
-		done <- nil
-		return "", err
-	case <-time.After(time.Minute):
-		t.Fatal("the relay did not start in a minute")
-	}
-	return "", nil
+	return r.http, nil
 }
 
 // TestRunJetStream: --store jetstream serves from a JetStream server that

@@ -2,9 +2,7 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"io"
-	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -78,24 +76,11 @@ func runTenants(t *testing.T, store ...string) {
 	}
 	tf := filepath.Join(dir, "tenants.json")
 	os.WriteFile(tf, []byte(`{"tenants":[{"owner":"`+owner.DID().String()+`","quotas":{"devices":2,"requestsPerSecond":10}}]}`), 0o600)
-	a, err := parseArgs(append([]string{"--listen", "127.0.0.1:0", "--mqtt-listen", "127.0.0.1:0", "--data-dir", dir, "--tenants", tf, "--usage-key", keyFile}, store...), io.Discard)
+	r, err := startRun(t, dir, append([]string{"--tenants", tf, "--usage-key", keyFile}, store...)...)
 	if err != nil {
-		t.Fatal(err)
-	}
-	addrs := make(chan string, 1)
-	a.ready = func(h, m string) { addrs <- h }
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- run(ctx, a, slog.New(slog.NewTextHandler(io.Discard, nil))) }()
-	defer func() { cancel(); <-done }()
-	var base string
-	select {
-	case h := <-addrs:
-		base = "http://" + h
-	case err := <-done:
-		done <- err // for the deferred wait
 		t.Fatalf("run ended early: %v", err)
 	}
+	base := "http://" + r.http
 	list, _ := tenancy.SignOperatorList(owner, tenancy.OperatorList{Operators: []string{op.DID().String()}}, time.Now(), 0)
 	req, _ := http.NewRequest("PUT", base+"/tenants/operators", bytes.NewReader(list))
 	if st, b := doReq(t, req); st != 200 {

@@ -40,14 +40,7 @@ func TestAuditCommand(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	dir := t.TempDir()
-	opFile, strangerFile := filepath.Join(dir, "op.key"), filepath.Join(dir, "stranger.key")
-	if err := saveKey(opFile, op, false); err != nil {
-		t.Fatal(err)
-	}
-	if err := saveKey(strangerFile, stranger, false); err != nil {
-		t.Fatal(err)
-	}
+	opFile, strangerFile := keyFile(t, op), keyFile(t, stranger)
 	code, out := ctl("audit", "--relay", r.URL, "--key", opFile)
 	if code != 0 || !strings.Contains(out, "3 records") || strings.Index(out, "zDeviceC") > strings.Index(out, "zDeviceA") ||
 		!strings.Contains(out, "device-command set-mode") || !strings.Contains(out, "refused: signature does not verify") {

@@ -5,11 +5,9 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/did/didtest"
 	"github.com/torpor-dev/torpor/transport/bearer"
 )
@@ -19,10 +17,7 @@ import (
 // prints the admission, and reports a refusal with the relay's error.
 func TestDeviceAdmit(t *testing.T) {
 	op, dev := didtest.Key(t, 1), didtest.Key(t, 2)
-	keyFile := filepath.Join(t.TempDir(), "operator.key")
-	if err := did.SaveKey(keyFile, op, false); err != nil {
-		t.Fatal(err)
-	}
+	opKey := keyFile(t, op)
 	var srv *httptest.Server
 	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id, err := (&bearer.Verifier{Audience: srv.URL, Purpose: bearer.OperatorPurpose(r.Method, r.URL.EscapedPath())}).Verify(r.Header.Get("Authorization"))
@@ -38,19 +33,16 @@ func TestDeviceAdmit(t *testing.T) {
 	}))
 	defer srv.Close()
 	var out, errb bytes.Buffer
-	if code := run(context.Background(), []string{"device", "admit", "--relay", srv.URL, "--key", keyFile, dev.DID().String()}, &out, &errb); code != 0 || !strings.Contains(out.String(), "admitted "+dev.DID().String()) {
+	if code := run(context.Background(), []string{"device", "admit", "--relay", srv.URL, "--key", opKey, dev.DID().String()}, &out, &errb); code != 0 || !strings.Contains(out.String(), "admitted "+dev.DID().String()) {
 		t.Fatalf("device admit = %d, stdout %q, stderr %q", code, out.String(), errb.String())
 	}
-	other := filepath.Join(t.TempDir(), "other.key")
-	if err := did.SaveKey(other, didtest.Key(t, 3), false); err != nil {
-		t.Fatal(err)
-	}
+	other := keyFile(t, didtest.Key(t, 3))
 	out.Reset()
 	errb.Reset()
 	if code := run(context.Background(), []string{"device", "admit", "--relay", srv.URL, "--key", other, dev.DID().String()}, &out, &errb); code == 0 || !strings.Contains(errb.String(), "not_operator: only an operator may admit devices") {
 		t.Errorf("device admit by a non-operator = %d, stderr %q; want a failure naming not_operator", code, errb.String())
 	}
-	if code := run(context.Background(), []string{"device", "admit", "--relay", srv.URL, "--key", keyFile, "not-a-did"}, &out, &errb); code == 0 {
+	if code := run(context.Background(), []string{"device", "admit", "--relay", srv.URL, "--key", opKey, "not-a-did"}, &out, &errb); code == 0 {
 		t.Error("device admit of a malformed DID succeeded")
 	}
 }

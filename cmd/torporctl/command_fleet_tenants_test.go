@@ -57,14 +57,7 @@ func tenantsWorld(t *testing.T) (r *worldtest.Relay, hostFile, opFile, a, b stri
 			}
 		}
 	}
-	dir := t.TempDir()
-	hostFile, opFile = filepath.Join(dir, "host.key"), filepath.Join(dir, "op.key")
-	if err := saveKey(hostFile, host, false); err != nil {
-		t.Fatal(err)
-	}
-	if err := saveKey(opFile, opA, false); err != nil {
-		t.Fatal(err)
-	}
+	hostFile, opFile = keyFile(t, host), keyFile(t, opA)
 	return r, hostFile, opFile, ownerA.DID().String(), ownerB.DID().String(), devs
 }
 

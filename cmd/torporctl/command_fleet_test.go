@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"github.com/torpor-dev/torpor/transport/operatorapi"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -34,14 +33,7 @@ func fleetWorld(t *testing.T) (r *worldtest.Relay, opFile, strangerFile string) 
 			t.Fatal(err)
 		}
 	}
-	dir := t.TempDir()
-	opFile, strangerFile = filepath.Join(dir, "op.key"), filepath.Join(dir, "stranger.key")
-	if err := saveKey(opFile, op, false); err != nil {
-		t.Fatal(err)
-	}
-	if err := saveKey(strangerFile, stranger, false); err != nil {
-		t.Fatal(err)
-	}
+	opFile, strangerFile = keyFile(t, op), keyFile(t, stranger)
 	return r, opFile, strangerFile
 }
 
@@ -167,7 +159,7 @@ func TestFleetAwaitingAdmission(t *testing.T) {
 	if err := r.States.Admit(context.Background(), ids["admitted"]); err != nil {
 		t.Fatal(err)
 	}
-	opFile := opKeyFile(t, op)
+	opFile := keyFile(t, op)
 	_, out := ctl("fleet", "--relay", r.URL, "--key", opFile)
 	if !strings.Contains(out, "· 1 awaiting admission\n") || !strings.Contains(out, " ?new-device ") || strings.Contains(out, "?admitted") ||
 		!strings.Contains(out, "admit one with: torporctl device admit DID\n  "+ids["new-device"]+" new-device\n") {

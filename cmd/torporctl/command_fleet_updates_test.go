@@ -54,7 +54,7 @@ func TestFleetUpdates(t *testing.T) {
 		Install:   &wire.StatusInstall{Result: wire.InstallInstalled, Version: "1.4.0", From: "1.3.2", At: ago},
 		OSUpdate:  &wire.StatusUpdate{Outcome: wire.UpdateVerified, Target: "os/4/rpi-arm64", Version: 4},
 		OSInstall: &wire.StatusInstall{Result: wire.InstallInstalled, Version: "3", At: ago}})
-	opFile := opKeyFile(t, op)
+	opFile := keyFile(t, op)
 	_, table := ctl("fleet", "--relay", r.URL, "--key", opFile)
 	if !strings.Contains(table, " ~north-gate ") || strings.Contains(table, "~pump-house") ||
 		!strings.Contains(table, "\n  "+bad+" north-gate, version 1.3.2:\n    install of 1.4.0 rolled back, check refused (freeze)\n") {

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -29,13 +28,7 @@ func TestQueueCommand(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	dir := t.TempDir()
-	opKey, strangerKey := filepath.Join(dir, "op.key"), filepath.Join(dir, "stranger.key")
-	for path, k := range map[string]*did.PrivateKey{opKey: op, strangerKey: stranger} {
-		if err := did.SaveKey(path, k, false); err != nil {
-			t.Fatal(err)
-		}
-	}
+	opKey, strangerKey := keyFile(t, op), keyFile(t, stranger)
 	base := []string{"--relay", r.URL, "--agent", agent.DID().String()}
 	ctl := func(args ...string) (int, string) {
 		var out bytes.Buffer

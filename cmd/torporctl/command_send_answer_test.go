@@ -44,13 +44,10 @@ func sendTo(t *testing.T, relay string, args ...string) (int, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	keyFile := filepath.Join(t.TempDir(), "me.key")
-	if err := saveKey(keyFile, k, false); err != nil {
-		t.Fatal(err)
-	}
+	key := keyFile(t, k)
 	agent, _ := did.Generate(nil)
 	var out bytes.Buffer
-	argv := append([]string{"send", "--key", keyFile, "--relay", relay}, args...)
+	argv := append([]string{"send", "--key", key, "--relay", relay}, args...)
 	argv = append(argv, agent.DID().String(), "hi")
 	code := run(context.Background(), argv, &out, &out)
 	return code, out.String()
@@ -107,13 +104,10 @@ func TestSendOnATimeScaledRelay(t *testing.T) {
 		t.Fatal(err)
 	}
 	k, _ := did.Generate(nil)
-	keyFile := filepath.Join(t.TempDir(), "me.key")
-	if err := saveKey(keyFile, k, false); err != nil {
-		t.Fatal(err)
-	}
+	key := keyFile(t, k)
 	send := func(args ...string) (int, string) {
 		var out bytes.Buffer
-		argv := append([]string{"send", "--key", keyFile, "--relay", r.URL, "--plaintext"}, args...)
+		argv := append([]string{"send", "--key", key, "--relay", r.URL, "--plaintext"}, args...)
 		code := run(context.Background(), append(argv, agent.DID().String(), "hi"), &out, &out)
 		return code, out.String()
 	}
@@ -130,7 +124,7 @@ func TestSendOnATimeScaledRelay(t *testing.T) {
 	v := &bearer.Verifier{Audience: r.URL, Clock: clocktest.New(relayNow)}
 	for _, scale := range []string{"1", "180"} {
 		var out bytes.Buffer
-		code := run(context.Background(), []string{"token", "--key", keyFile, "--aud", r.URL, "--time-scale", scale}, &out, &out)
+		code := run(context.Background(), []string{"token", "--key", key, "--aud", r.URL, "--time-scale", scale}, &out, &out)
 		_, err := v.Verify(bearer.Authorization(strings.TrimSpace(out.String())))
 		if code != 0 || (err == nil) != (scale == "180") {
 			t.Errorf("token --time-scale %s: exit %d, verified on the relay's clock: %v\n%s", scale, code, err, out.String())
@@ -163,12 +157,9 @@ func TestSendReportsLiveRejectionInMLS(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 	k, _ := did.Generate(nil)
-	keyFile := filepath.Join(t.TempDir(), "me.key")
-	if err := saveKey(keyFile, k, false); err != nil {
-		t.Fatal(err)
-	}
+	key := keyFile(t, k)
 	var out bytes.Buffer
-	code := run(context.Background(), []string{"send", "--key", keyFile, "--relay", srv.URL, agent.DID().String(), "hi"}, &out, &out)
+	code := run(context.Background(), []string{"send", "--key", key, "--relay", srv.URL, agent.DID().String(), "hi"}, &out, &out)
 	if code != 1 || !strings.Contains(out.String(), "rejected: the agent refused it, or the relay refused it for the agent by its signed policy (an unencrypted object where the policy takes none); nothing was queued: -32602 object rejected") {
 		t.Fatalf("MLS send to a rejecting agent: exit %d, output:\n%s", code, out.String())
 	}

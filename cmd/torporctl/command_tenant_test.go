@@ -95,21 +95,18 @@ func TestTenantUsageVerifyUpdateBytes(t *testing.T) {
 }
 
 func TestTenantOperators(t *testing.T) {
-	keyFile := filepath.Join(t.TempDir(), "owner.key")
 	owner, _ := did.Generate(nil)
-	if err := did.SaveKey(keyFile, owner, false); err != nil {
-		t.Fatal(err)
-	}
+	ownerKey := keyFile(t, owner)
 	op, _ := did.Generate(nil)
 	var out, errb bytes.Buffer
-	if code := run(context.Background(), []string{"tenant", "operators", "--key", keyFile, "--host-sees-devices", op.DID().String()}, &out, &errb); code != 0 {
+	if code := run(context.Background(), []string{"tenant", "operators", "--key", ownerKey, "--host-sees-devices", op.DID().String()}, &out, &errb); code != 0 {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
 	o, list, err := tenancy.ParseOperatorList(bytes.TrimSpace(out.Bytes()))
 	if err != nil || o.Issuer != owner.DID() || len(list.Operators) != 1 || list.Operators[0] != op.DID().String() || !list.HostSeesDevices {
 		t.Fatalf("list %+v by %v: %v", list, o, err)
 	}
-	if code := run(context.Background(), []string{"tenant", "operators", "--key", keyFile, "alice"}, &out, &errb); code == 0 {
+	if code := run(context.Background(), []string{"tenant", "operators", "--key", ownerKey, "alice"}, &out, &errb); code == 0 {
 		t.Error("an operator that is no DID was signed")
 	}
 }

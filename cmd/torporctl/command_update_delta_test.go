@@ -19,7 +19,7 @@ import (
 // verified against the target; --gzip with --delta-from is refused.
 func TestUpdateDeltaPublish(t *testing.T) {
 	op := didtest.Key(t, 1)
-	opFile := opKeyFile(t, op)
+	opFile := keyFile(t, op)
 	srv, repo, relayKeys := updateRelay(t, op.DID())
 	dir, _ := keysInit(t, relayKeys)
 	builds := t.TempDir()

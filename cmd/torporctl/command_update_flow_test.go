@@ -20,7 +20,7 @@ import (
 // relay and the device walk to.
 func TestUpdateKeyCeremony(t *testing.T) {
 	op := didtest.Key(t, 1)
-	opFile := opKeyFile(t, op)
+	opFile := keyFile(t, op)
 	srv, repo, relayKeys := updateRelay(t, op.DID())
 	dir, out := keysInit(t, relayKeys, "--root-keys", "2", "--root-threshold", "2")
 	if strings.Count(out, "root key") != 2 || strings.Count(out, "targets key") != 1 {
@@ -63,7 +63,7 @@ func TestUpdateKeyCeremony(t *testing.T) {
 // takes.
 func TestUpdateKeysRelay(t *testing.T) {
 	op := didtest.Key(t, 1)
-	opFile := opKeyFile(t, op)
+	opFile := keyFile(t, op)
 	path := filepath.Join(t.TempDir(), "updates.db")
 	oldKeys := [2]*did.PrivateKey{didtest.Key(t, 40), didtest.Key(t, 41)}
 	srv, repo := updateRelayAt(t, op.DID(), path, oldKeys)

@@ -31,7 +31,7 @@ func TestUpdateDropTarget(t *testing.T) {
 	os.WriteFile(kept, bytes.Repeat([]byte("v3"), 20_000), 0o600)
 	updCtl(t, "update", "sign-target", "--dir", dir, "--name", "torpor-agent/2/linux-armv6", "--version", "2", "--goarm", "6", old)
 	updCtl(t, "update", "sign-target", "--dir", dir, "--name", "torpor-agent/3/linux-armv6", "--version", "3", "--goarm", "6", "--delta-from", old, kept)
-	updCtl(t, "update", "publish", "--dir", dir, "--relay", srv.URL, "--key", opKeyFile(t, op), "--root", "1")
+	updCtl(t, "update", "publish", "--dir", dir, "--relay", srv.URL, "--key", keyFile(t, op), "--root", "1")
 	var errb bytes.Buffer
 	if code := run(context.Background(), []string{"update", "drop-target", "--dir", dir, "--name", "torpor-agent/9/linux-armv6"}, &bytes.Buffer{}, &errb); code == 0 ||
 		!strings.Contains(errb.String(), "no target") {
@@ -52,7 +52,7 @@ func TestUpdateDropTarget(t *testing.T) {
 	if _, err := repo.RemoveBlob(oldSHA); !errors.Is(err, updaterepo.ErrNamed) {
 		t.Errorf("removing the old build before the publish: %v; want ErrNamed", err)
 	}
-	updCtl(t, "update", "publish", "--dir", dir, "--relay", srv.URL, "--key", opKeyFile(t, op))
+	updCtl(t, "update", "publish", "--dir", dir, "--relay", srv.URL, "--key", keyFile(t, op))
 	if n, err := repo.RemoveBlob(oldSHA); err != nil || n != 40_000 {
 		t.Errorf("removing the old build once dropped and published = %d, %v; want 40000", n, err)
 	}

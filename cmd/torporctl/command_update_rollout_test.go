@@ -35,13 +35,7 @@ func TestUpdateRolloutCommand(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	dir := t.TempDir()
-	opKey, strangerKey := filepath.Join(dir, "op.key"), filepath.Join(dir, "stranger.key")
-	for path, k := range map[string]*did.PrivateKey{opKey: op, strangerKey: stranger} {
-		if err := did.SaveKey(path, k, false); err != nil {
-			t.Fatal(err)
-		}
-	}
+	opKey, strangerKey := keyFile(t, op), keyFile(t, stranger)
 	ctl := func(args ...string) (int, string) {
 		var out bytes.Buffer
 		code := run(context.Background(), append([]string{"update", "rollout", "--relay", r.URL}, args...), &out, &out)

@@ -125,12 +125,12 @@ func deviceCheck(t *testing.T, devDir string, repo *updaterepo.Repo, installed u
 	return c.Check(context.Background())
 }
 
-// opKeyFile saves the operator's key op in a key file of the test's and
-// returns its path, for the --key of the commands an operator runs.
-func opKeyFile(t *testing.T, op *did.PrivateKey) string {
+// keyFile saves k in a key file in a new temporary directory of the
+// test's and returns its path, for a command's --key.
+func keyFile(t *testing.T, k *did.PrivateKey) string {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "op.key")
-	if err := did.SaveKey(path, op, false); err != nil {
+	path := filepath.Join(t.TempDir(), "id.key")
+	if err := did.SaveKey(path, k, false); err != nil {
 		t.Fatal(err)
 	}
 	return path

@@ -22,7 +22,7 @@ var relayPackages = []string{"transport/relay/...", "transport/link/server/...",
 // module's integration tests and their tools, and the *test helpers.
 var testCode = []string{"std:testing/...", "test/...", "boards/boardtest", "clock/clocktest", "did/didtest",
 	"governed/governedtest", "runtime/runtimetest", "runtime/manage/managetest", "store/storetest",
-	"store/queue/queuetest", "store/agents/agentstest", "store/audit/audittest", "transport/mqtt/mqtttest", "wake/waketest"}
+	"store/queue/queuetest", "store/agents/agentstest", "store/audit/audittest", "transport/mqtt/mqtttest", "wake/waketest", "internal/nettest"}
 
 var layeringRules = []Rule{
 	{

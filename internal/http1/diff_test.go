@@ -17,6 +17,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/torpor-dev/torpor/internal/nettest"
 )
 
 // The differential test: seeded cases (status, interim 1xx answers,
@@ -302,21 +304,8 @@ type rawServer struct {
 }
 
 func newRawServer(tb testing.TB) *rawServer {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	s := &rawServer{ln: ln}
-	tb.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go s.answer(c)
-		}
-	}()
+	s := &rawServer{ln: nettest.Loopback(tb)}
+	nettest.Serve(s.ln, s.answer)
 	return s
 }
 

@@ -24,6 +24,7 @@ import (
 
 	"github.com/torpor-dev/torpor/clock"
 	"github.com/torpor-dev/torpor/clock/clocktest"
+	"github.com/torpor-dev/torpor/internal/nettest"
 )
 
 // The test binary doubles as an exec handler: with TORPOR_DELIVER_HELPER
@@ -290,21 +291,13 @@ func serveRaw(t *testing.T, sock string, answer func(net.Conn)) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				br := bufio.NewReader(c)
-				for line, err := br.ReadString('\n'); err == nil && line != "\r\n"; line, err = br.ReadString('\n') {
-				}
-				answer(c)
-			}()
+	nettest.Serve(ln, func(c net.Conn) {
+		defer c.Close()
+		br := bufio.NewReader(c)
+		for line, err := br.ReadString('\n'); err == nil && line != "\r\n"; line, err = br.ReadString('\n') {
 		}
-	}()
+		answer(c)
+	})
 }
 
 // startBroker runs an embedded MQTT 5 broker on loopback and returns its URL.

@@ -1,6 +1,8 @@
 // Package runtimetest holds fakes and builders for testing the agent
 // runtime without MLS: a fake drain.Sessions whose "MLS messages" are
-// plain JSON envelopes, and builders for queued JSON-RPC bodies.
+// plain JSON envelopes, and builders for queued JSON-RPC bodies. It also
+// holds a Device, the receiving agent with its real sessions and drain
+// pipeline but no link, for the tests of what sends to it.
 //
 // The fake exercises the drain's plumbing around sessions (handshakes
 // changing state in the batch transaction, sender identities feeding check

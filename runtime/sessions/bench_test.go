@@ -23,7 +23,7 @@ const drainBatch = 64
 // alice sealed for it: 4 KiB Governed Objects, each in an MLS
 // PrivateMessage, as the agent's drain takes them from the relay.
 type mlsDrain struct {
-	dev   *device
+	dev   *runtimetest.Device
 	alice *sender
 	group []byte
 	seq   uint64
@@ -34,14 +34,14 @@ func newMLSDrain(t testing.TB) *mlsDrain {
 	clk := clocktest.New(t0)
 	bobKey, aliceKey := runtimetest.Key(t, 2), runtimetest.Key(t, 1)
 	m := &mlsDrain{dev: newDevice(t, bobKey, clk), alice: newSender(t, aliceKey, clk)}
-	m.dev.rec.Discard()
+	m.dev.Rec.Discard()
 	var kps [][]byte
-	if err := m.dev.db.Update(func(tx *bolt.Tx) (err error) { kps, err = m.dev.s.Refill(tx, 0); return err }); err != nil {
+	if err := m.dev.DB.Update(func(tx *bolt.Tx) (err error) { kps, err = m.dev.S.Refill(tx, 0); return err }); err != nil {
 		t.Fatal(err)
 	}
 	var hs []drain.Record
 	m.group, hs = m.alice.establishRecord(t, kps[0], bobKey.DID(), m.next())
-	if rep, err := m.dev.pipe.Batch(context.Background(), hs, nil); err != nil || rep.Handshake != 1 {
+	if rep, err := m.dev.Pipe.Batch(context.Background(), hs, nil); err != nil || rep.Handshake != 1 {
 		t.Fatalf("the Welcome: %v, %v", rep, err)
 	}
 	return m
@@ -70,7 +70,7 @@ func (m *mlsDrain) records(t testing.TB, n int) []drain.Record {
 func (m *mlsDrain) drain(t testing.TB, recs []drain.Record) {
 	for len(recs) > 0 {
 		n := min(len(recs), drainBatch)
-		rep, err := m.dev.pipe.Batch(context.Background(), recs[:n], nil)
+		rep, err := m.dev.Pipe.Batch(context.Background(), recs[:n], nil)
 		if err != nil || rep.Delivered != n {
 			t.Fatalf("batch of %d: %v, %v", n, rep, err)
 		}

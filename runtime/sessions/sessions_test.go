@@ -12,10 +12,7 @@ import (
 	"github.com/torpor-dev/torpor/clock/clocktest"
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/governed"
-	"github.com/torpor-dev/torpor/runtime"
-	"github.com/torpor-dev/torpor/runtime/deliver"
 	"github.com/torpor-dev/torpor/runtime/drain"
-	"github.com/torpor-dev/torpor/runtime/purpose"
 	"github.com/torpor-dev/torpor/runtime/runtimetest"
 	"github.com/torpor-dev/torpor/runtime/sessions"
 	"github.com/torpor-dev/torpor/session"
@@ -26,53 +23,9 @@ import (
 
 var t0 = time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
 
-// device is the receiving agent: its bbolt file, sessions and the real
-// drain pipeline.
-type device struct {
-	t    testing.TB
-	key  *did.PrivateKey
-	path string
-	clk  *clocktest.Clock
-	db   *bolt.DB
-	s    *session.Sessions
-	pipe *runtime.Pipeline
-	rec  *deliver.Recorder
-}
-
-func newDevice(t testing.TB, key *did.PrivateKey, clk *clocktest.Clock) *device {
-	d := &device{t: t, key: key, path: filepath.Join(t.TempDir(), "agent.db"), clk: clk, rec: &deliver.Recorder{}}
-	d.open()
-	t.Cleanup(func() { d.db.Close() })
-	return d
-}
-
-func (d *device) open() {
-	d.t.Helper()
-	db, err := store.Open(d.path, &store.Options{NoSync: true})
-	if err != nil {
-		d.t.Fatal(err)
-	}
-	s, err := session.New(session.Config{Key: d.key, Clock: d.clk, PoolSize: 3})
-	if err != nil {
-		d.t.Fatal(err)
-	}
-	pipe, err := runtime.OpenPipeline(db, runtime.PipelineConfig{
-		Key: d.key, Purposes: purpose.Set{"comms:*"}, Sessions: sessions.Sessions{S: s}, Clock: d.clk,
-		Routes: []deliver.Route{{Pattern: "*", Name: "rec", Handler: d.rec}},
-	})
-	if err != nil {
-		d.t.Fatal(err)
-	}
-	d.db, d.s, d.pipe = db, s, pipe
-}
-
-func (d *device) reboot() {
-	d.t.Helper()
-	d.pipe.Close()
-	if err := d.db.Close(); err != nil {
-		d.t.Fatal(err)
-	}
-	d.open()
+// newDevice is the receiving agent of key, on a file of its own.
+func newDevice(t testing.TB, key *did.PrivateKey, clk *clocktest.Clock) *runtimetest.Device {
+	return runtimetest.NewDevice(t, key, clk, filepath.Join(t.TempDir(), "agent.db"), &store.Options{NoSync: true})
 }
 
 // sender is the other agent, with its own sessions file.
@@ -148,7 +101,7 @@ func TestDrainWithSessions(t *testing.T) {
 	bobKey, aliceKey, carolKey := runtimetest.Key(t, 2), runtimetest.Key(t, 1), runtimetest.Key(t, 3)
 	bob := newDevice(t, bobKey, clk)
 	var kps [][]byte
-	if err := bob.db.Update(func(tx *bolt.Tx) (err error) { kps, err = bob.s.Refill(tx, 0); return err }); err != nil {
+	if err := bob.DB.Update(func(tx *bolt.Tx) (err error) { kps, err = bob.S.Refill(tx, 0); return err }); err != nil {
 		t.Fatal(err)
 	}
 	alice, carol := newSender(t, aliceKey, clk), newSender(t, carolKey, clk)
@@ -170,7 +123,7 @@ func TestDrainWithSessions(t *testing.T) {
 		record(t, 7, carolKey.DID(), hs), // alice's handshake replayed by carol
 	}
 	var acked []uint64
-	rep, err := bob.pipe.Batch(context.Background(), recs, func(_ context.Context, seqs []uint64) error {
+	rep, err := bob.Pipe.Batch(context.Background(), recs, func(_ context.Context, seqs []uint64) error {
 		acked = append(acked, seqs...)
 		return nil
 	})
@@ -178,25 +131,25 @@ func TestDrainWithSessions(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkFirstBatch(t, rep, acked)
-	if got := bob.rec.Got(); len(got) != 1 || got[0].ObjectID != objectID(t, good) || got[0].Sender != aliceKey.DID().String() {
+	if got := bob.Rec.Got(); len(got) != 1 || got[0].ObjectID != objectID(t, good) || got[0].Sender != aliceKey.DID().String() {
 		t.Fatalf("delivered %+v, want alice's object from alice", got)
 	}
 
 	// The relay delivers the Welcome again (a crash between the commit and
 	// the acknowledgement): it is recognised as applied.
-	rep, err = bob.pipe.Batch(context.Background(), []drain.Record{record(t, 1, aliceKey.DID(), hs)}, nil)
+	rep, err = bob.Pipe.Batch(context.Background(), []drain.Record{record(t, 1, aliceKey.DID(), hs)}, nil)
 	if err != nil || rep.Handshake != 1 || rep.RejectedTotal() != 0 {
 		t.Fatalf("the Welcome again: %v, %v", rep, err)
 	}
 
 	// After a reboot the session goes on.
-	bob.reboot()
+	bob.Reboot()
 	next := runtimetest.Object(t, aliceKey, "comms:message", t0, time.Hour, map[string]any{"n": 2})
-	rep, err = bob.pipe.Batch(context.Background(), []drain.Record{record(t, 8, aliceKey.DID(), alice.seal(t, group, next))}, nil)
+	rep, err = bob.Pipe.Batch(context.Background(), []drain.Record{record(t, 8, aliceKey.DID(), alice.seal(t, group, next))}, nil)
 	if err != nil || rep.Accepted != 1 {
 		t.Fatalf("after reboot: %v, %v", rep, err)
 	}
-	got := bob.rec.Got()
+	got := bob.Rec.Got()
 	if last := got[len(got)-1]; last.ObjectID != objectID(t, next) {
 		t.Errorf("delivered %s, want %s", last.ObjectID, objectID(t, next))
 	}
@@ -225,7 +178,7 @@ func checkFirstBatch(t *testing.T, rep drain.Report, acked []uint64) {
 func TestKeyPackages(t *testing.T) {
 	clk := clocktest.New(t0)
 	d := newDevice(t, runtimetest.Key(t, 2), clk)
-	kp := sessions.KeyPackages{S: d.s, DB: d.db}
+	kp := sessions.KeyPackages{S: d.S, DB: d.DB}
 	kps, err := kp.Refill(context.Background(), 5)
 	if err != nil || len(kps) != 5 {
 		t.Fatalf("Refill(5) = %d, %v", len(kps), err)
@@ -244,7 +197,7 @@ func TestKeyPackages(t *testing.T) {
 func TestPublishedNothingCommitsNothing(t *testing.T) {
 	clk := clocktest.New(t0)
 	d := newDevice(t, runtimetest.Key(t, 2), clk)
-	kp := sessions.KeyPackages{S: d.s, DB: d.db}
+	kp := sessions.KeyPackages{S: d.S, DB: d.DB}
 	kps, err := kp.Refill(context.Background(), 3)
 	if err != nil {
 		t.Fatal(err)
@@ -257,7 +210,7 @@ func TestPublishedNothingCommitsNothing(t *testing.T) {
 		digests[i] = wire.KeyPackageDigest(b)
 	}
 	id := func() (n int) {
-		d.db.View(func(tx *bolt.Tx) error { n = tx.ID(); return nil })
+		d.DB.View(func(tx *bolt.Tx) error { n = tx.ID(); return nil })
 		return n
 	}
 	before := id()
@@ -282,9 +235,9 @@ func TestPublishedNothingCommitsNothing(t *testing.T) {
 func TestRefillFullPoolCommitsNothing(t *testing.T) {
 	clk := clocktest.New(t0)
 	d := newDevice(t, runtimetest.Key(t, 2), clk)
-	kp := sessions.KeyPackages{S: d.s, DB: d.db}
+	kp := sessions.KeyPackages{S: d.S, DB: d.DB}
 	id := func() (n int) {
-		d.db.View(func(tx *bolt.Tx) error { n = tx.ID(); return nil })
+		d.DB.View(func(tx *bolt.Tx) error { n = tx.ID(); return nil })
 		return n
 	}
 	first, err := kp.Refill(context.Background(), 3)

@@ -55,20 +55,27 @@ func TestOneSourceBoundedByTheDevice(t *testing.T) {
 	}
 }
 
+// afterPowerOff is an env whose device took the time from its relay and
+// kept it, then was powered off: it runs a new boot, 30 s old.
+func afterPowerOff(t *testing.T) *env {
+	e := newEnv(t)
+	c := e.open("")
+	c.SetRelay(truth, e.sys.Now())
+	e.keep(c)
+	e.k.boot = Boot{ID: "boot-2", Since: 30 * time.Second}
+	return e
+}
+
 // TestTwoSourcesAgree: after a power-off the device cannot bound the time
 // by itself; NTP and the relay both stating it is at least 8 h later
 // prove it, and the floor and the ceiling move. With NTP alone a
 // hostile relay's 2100 proves only NTP's time.
 func TestTwoSourcesAgree(t *testing.T) {
-	e := newEnv(t)
-	c := e.open("")
-	c.SetRelay(truth, e.sys.Now())
-	e.keep(c)
+	e := afterPowerOff(t)
 	later := truth.Add(8 * time.Hour)
-	e.k.boot = Boot{ID: "boot-2", Since: 30 * time.Second}
 	e.sys.Set(later)
 	e.k.ntp = NTPState{Synced: true}
-	c = e.open("")
+	c := e.open("")
 	c.SetRelay(later, e.sys.Now())
 	if r := e.keep(c); !r.Proven.Equal(later) || len(r.Held) != 0 {
 		t.Errorf("ntp and relay agree: proven %v, held %q; want %v and none", r.Proven, r.Held, later)
@@ -91,13 +98,9 @@ func TestTwoSourcesAgree(t *testing.T) {
 // its relay, keeps no more than the time since boot as the floor (it
 // cannot measure the sleep), and judges by the relay.
 func TestOneSourceAfterPowerOff(t *testing.T) {
-	e := newEnv(t)
-	c := e.open("")
-	c.SetRelay(truth, e.sys.Now())
-	e.keep(c)
-	e.k.boot = Boot{ID: "boot-2", Since: 30 * time.Second}
+	e := afterPowerOff(t)
 	e.sys.Set(truth.Add(-time.Hour)) // fake-hwclock's time
-	c = e.open("")
+	c := e.open("")
 	c.SetRelay(truth.Add(8*time.Hour), e.sys.Now())
 	r := e.keep(c)
 	if !r.Now.Equal(truth.Add(8*time.Hour)) || len(r.Held) != 1 {
@@ -230,17 +233,13 @@ func TestSetFloorDuringABatch(t *testing.T) {
 // and NTP's time, within the relay's round trip of it, is not reported
 // as held.
 func TestNTPAndASlowRelayAgree(t *testing.T) {
-	e := newEnv(t)
-	c := e.open("")
-	c.SetRelay(truth, e.sys.Now())
-	e.keep(c)
+	e := afterPowerOff(t)
 	later := truth.Add(8 * time.Hour)
-	e.k.boot = Boot{ID: "boot-2", Since: 30 * time.Second}
 	e.k.ntp = NTPState{Synced: true}
 	e.sys.Set(later.Add(-3 * time.Second))
 	sent := e.sys.Now()
 	e.sys.Set(later)
-	c = e.open("")
+	c := e.open("")
 	c.SetRelayExchange(later.Add(-3*time.Second), sent, e.sys.Now()) // stamped as the request arrived
 	r := e.keep(c)
 	if !r.Proven.Equal(later.Add(-3*time.Second)) || len(r.Held) != 0 {

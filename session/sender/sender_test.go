@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,10 +16,7 @@ import (
 	"github.com/torpor-dev/torpor/clock/clocktest"
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/governed"
-	"github.com/torpor-dev/torpor/runtime"
-	"github.com/torpor-dev/torpor/runtime/deliver"
 	"github.com/torpor-dev/torpor/runtime/drain"
-	"github.com/torpor-dev/torpor/runtime/purpose"
 	"github.com/torpor-dev/torpor/runtime/runtimetest"
 	"github.com/torpor-dev/torpor/runtime/sessions"
 	"github.com/torpor-dev/torpor/session"
@@ -37,33 +33,18 @@ import (
 
 var t0 = time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
 
-type recorder struct {
-	mu  sync.Mutex
-	got []deliver.Delivery
-}
-
-func (r *recorder) Deliver(_ context.Context, d deliver.Delivery) (deliver.Outcome, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.got = append(r.got, d)
-	return deliver.Outcome{OK: true}, nil
-}
-
 // world is a real relay on loopback with a sleeping device behind it.
 type world struct {
 	clk    *clocktest.Clock
 	srv    *httptest.Server
 	dev    *did.PrivateKey
-	devDB  *bolt.DB
-	devS   *session.Sessions
-	pipe   *runtime.Pipeline
-	rec    *recorder
+	device *runtimetest.Device
 	client *sender.Client
 }
 
 func newWorld(t *testing.T) *world {
 	t.Helper()
-	w := &world{clk: clocktest.New(t0), dev: runtimetest.Key(t, 2), rec: &recorder{}}
+	w := &world{clk: clocktest.New(t0), dev: runtimetest.Key(t, 2)}
 	dir := t.TempDir()
 	q, err := queue.OpenBolt(filepath.Join(dir, "queue.db"), nil)
 	if err != nil {
@@ -83,20 +64,7 @@ func newWorld(t *testing.T) *world {
 	t.Cleanup(func() { r.Link().Close(); w.srv.Close(); q.Close(); states.Close() })
 
 	// The device.
-	if w.devDB, err = store.Open(filepath.Join(dir, "device.db"), nil); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { w.devDB.Close() })
-	if w.devS, err = session.New(session.Config{Key: w.dev, Clock: w.clk, PoolSize: 3}); err != nil {
-		t.Fatal(err)
-	}
-	w.pipe, err = runtime.OpenPipeline(w.devDB, runtime.PipelineConfig{
-		Key: w.dev, Purposes: purpose.Set{"comms:*"}, Sessions: sessions.Sessions{S: w.devS}, Clock: w.clk,
-		Routes: []deliver.Route{{Pattern: "*", Name: "rec", Handler: w.rec}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	w.device = runtimetest.NewDevice(t, w.dev, w.clk, filepath.Join(dir, "device.db"), nil)
 
 	// The sender.
 	if w.client, err = sender.Open(filepath.Join(dir, "sender", "sessions.db"), runtimetest.Key(t, 1), nil, w.clk); err != nil {
@@ -115,7 +83,7 @@ func (w *world) publish(t *testing.T) *link.Client {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	kps := sessions.KeyPackages{S: w.devS, DB: w.devDB}
+	kps := sessions.KeyPackages{S: w.device.S, DB: w.device.DB}
 	pool, err := kps.Refill(context.Background(), 0)
 	if err != nil {
 		t.Fatal(err)
@@ -150,7 +118,7 @@ func (w *world) drain(t *testing.T, c *link.Client) drain.Report {
 	for _, r := range recs {
 		in = append(in, drain.Record{Seq: r.Seq, From: r.From, Body: r.Body})
 	}
-	rep, err := w.pipe.Batch(context.Background(), in, c.Ack)
+	rep, err := w.device.Pipe.Batch(context.Background(), in, c.Ack)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +152,7 @@ func TestSendThroughRelay(t *testing.T) {
 	if rep.Handshake != 1 || rep.Accepted != 2 || rep.RejectedTotal() != 0 {
 		t.Fatalf("drain: %v", rep)
 	}
-	for i, d := range w.rec.got {
+	for i, d := range w.device.Rec.Got() {
 		o, _ := governed.Parse(objs[i])
 		if d.ObjectID != o.ID || d.Sender != key.DID().String() {
 			t.Errorf("delivery %d: %s from %s, want %s from %s", i, d.ObjectID, d.Sender, o.ID, key.DID())

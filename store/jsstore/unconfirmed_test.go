@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/torpor-dev/torpor/internal/nettest"
 	"github.com/torpor-dev/torpor/store/jsstore"
 	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
@@ -82,14 +83,10 @@ type holdProxy struct {
 
 func startHoldProxy(t *testing.T, target string) *holdProxy {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &holdProxy{ln: ln, target: target}
+	p := &holdProxy{ln: nettest.Loopback(t), target: target}
 	p.cond = sync.NewCond(&p.mu)
-	t.Cleanup(func() { p.hold(false); ln.Close() })
-	go p.accept()
+	t.Cleanup(func() { p.hold(false) })
+	nettest.Serve(p.ln, p.serve)
 	return p
 }
 
@@ -102,20 +99,16 @@ func (p *holdProxy) hold(on bool) {
 	p.cond.Broadcast()
 }
 
-func (p *holdProxy) accept() {
-	for {
-		c, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		s, err := net.Dial("tcp", p.target)
-		if err != nil {
-			c.Close()
-			continue
-		}
-		go func() { io.Copy(s, c); s.Close() }()
-		go func() { p.answers(c, s); c.Close() }()
+// serve forwards the client's connection c to the server.
+func (p *holdProxy) serve(c net.Conn) {
+	s, err := net.Dial("tcp", p.target)
+	if err != nil {
+		c.Close()
+		return
 	}
+	go func() { io.Copy(s, c); s.Close() }()
+	p.answers(c, s)
+	c.Close()
 }
 
 // answers copies the server's bytes to the client, waiting while held.

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/torpor-dev/torpor/store/jsstore"
+	"github.com/torpor-dev/torpor/store/jsstore/jsserver"
 	"github.com/torpor-dev/torpor/store/updaterepo"
 )
 
@@ -20,16 +21,9 @@ import (
 // range over the missing part says so, and uploading the blob again
 // writes the part back without counting its bytes twice.
 func TestUnfinishedBlobSaysSo(t *testing.T) {
-	srv := single(t)
-	c := open(t, srv)
-	defer c.Close()
-	u, err := c.Updates(t.Context(), 1<<20)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, u := updates(t, single(t), 1<<20)
 	data := bytes.Repeat([]byte("torpor"), jsstore.BlobPart/2) // three parts
-	sum := sha256.Sum256(data)
-	sha := hex.EncodeToString(sum[:])
+	sha := blobSHA(data)
 	if err := u.AddBlob(sha, data); err != nil {
 		t.Fatal(err)
 	}
@@ -95,14 +89,7 @@ func TestRacingUploadsLeaveNoOrphan(t *testing.T) {
 	var us [2]*jsstore.Updates
 	var cs [2]*jsstore.Conn
 	for i := range us {
-		c := open(t, srv)
-		defer c.Close()
-		cs[i] = c
-		u, err := c.Updates(t.Context(), 64<<20)
-		if err != nil {
-			t.Fatal(err)
-		}
-		us[i] = u
+		cs[i], us[i] = updates(t, srv, 64<<20)
 	}
 	var blobs [][]byte
 	parts := 0
@@ -111,8 +98,7 @@ func TestRacingUploadsLeaveNoOrphan(t *testing.T) {
 		parts += (len(blobs[i]) + jsstore.BlobPart - 1) / jsstore.BlobPart
 	}
 	for _, data := range blobs {
-		sum := sha256.Sum256(data)
-		sha := hex.EncodeToString(sum[:])
+		sha := blobSHA(data)
 		var wg sync.WaitGroup
 		errs := make([]error, len(us))
 		start := make(chan struct{})
@@ -145,16 +131,9 @@ func TestRacingUploadsLeaveNoOrphan(t *testing.T) {
 // removal's: TestSlowRemovalKeepsAnUploadAgain), while an upload of the
 // blob again keeps the parts it finds with their digest.
 func TestAWrongPartIsReplaced(t *testing.T) {
-	srv := single(t)
-	c := open(t, srv)
-	defer c.Close()
-	u, err := c.Updates(t.Context(), 1<<20)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, u := updates(t, single(t), 1<<20)
 	data := bytes.Repeat([]byte("part"), jsstore.BlobPart/2) // two parts
-	sum := sha256.Sum256(data)
-	sha := hex.EncodeToString(sum[:])
+	sha := blobSHA(data)
 	js, _ := jetstream.New(c.NATS())
 	obs, err := js.ObjectStore(t.Context(), "TORPOR_UPDATES")
 	if err != nil {
@@ -231,20 +210,13 @@ func checkNoOrphans(t *testing.T, c *jsstore.Conn, parts int) {
 // object store, the head counts only what is left, and the relay's own
 // repository's blob is untouched; a check that refuses keeps the blob.
 func TestRemoveBlobLeavesNothing(t *testing.T) {
-	srv := single(t)
-	c := open(t, srv)
-	defer c.Close()
-	u, err := c.Updates(t.Context(), 64<<20)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, u := updates(t, single(t), 64<<20)
 	p, err := u.Partition(updaterepo.TenantKey("did:key:z6MkTenantA"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	add := func(b updaterepo.Backend, data []byte) string {
-		sum := sha256.Sum256(data)
-		sha := hex.EncodeToString(sum[:])
+		sha := blobSHA(data)
 		if err := b.AddBlob(sha, data); err != nil {
 			t.Fatal(err)
 		}
@@ -290,15 +262,9 @@ func TestRemoveBlobLeavesNothing(t *testing.T) {
 // object store holds the blob's parts once.
 func TestSlowRemovalKeepsAnUploadAgain(t *testing.T) {
 	srv := single(t)
-	c := open(t, srv)
-	defer c.Close()
-	u, err := c.Updates(t.Context(), 1<<20)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, u := updates(t, srv, 1<<20)
 	data := bytes.Repeat([]byte("torpor"), jsstore.BlobPart/2) // three parts
-	sum := sha256.Sum256(data)
-	sha := hex.EncodeToString(sum[:])
+	sha := blobSHA(data)
 	if err := u.AddBlob(sha, data); err != nil {
 		t.Fatal(err)
 	}
@@ -317,14 +283,28 @@ func TestSlowRemovalKeepsAnUploadAgain(t *testing.T) {
 	if err := <-removed; err != nil {
 		t.Fatalf("the removal: %v", err)
 	}
-	other := open(t, srv)
-	defer other.Close()
-	ou, err := other.Updates(t.Context(), 1<<20)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, ou := updates(t, srv, 1<<20)
 	if b, err := ou.BlobRange(sha, 0, int64(len(data))); err != nil || !bytes.Equal(b, data) {
 		t.Errorf("the blob uploaded again, through another relay: %d bytes, %v; want all %d", len(b), err, len(data))
 	}
 	checkNoOrphans(t, c, 3)
+}
+
+// updates opens a connection to srv, closed when the test ends, and its
+// Updates bounded to limit bytes.
+func updates(t *testing.T, srv *jsserver.Server, limit int64) (*jsstore.Conn, *jsstore.Updates) {
+	t.Helper()
+	c := open(t, srv)
+	t.Cleanup(func() { c.Close() })
+	u, err := c.Updates(t.Context(), limit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, u
+}
+
+// blobSHA is data's SHA-256 in hex, the name a blob is stored under.
+func blobSHA(data []byte) string {
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])
 }

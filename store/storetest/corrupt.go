@@ -47,20 +47,14 @@ func Truncate(path string) error {
 // GarbagePage writes garbage over the page that holds the file's
 // top-level buckets.
 func GarbagePage(path string) error {
-	size, _, err := layout(path)
-	if err != nil {
-		return err
-	}
-	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
-	if err != nil {
-		return err
-	}
 	var root uint64
-	db.View(func(tx *bolt.Tx) error {
+	size, err := view(path, func(tx *bolt.Tx) error {
 		root = uint64(tx.Cursor().Bucket().Root()) // the page of the top-level buckets
 		return nil
 	})
-	db.Close()
+	if err != nil {
+		return err
+	}
 	if root < 2 {
 		return fmt.Errorf("storetest: %s: root page %d", path, root)
 	}
@@ -76,16 +70,8 @@ func GarbagePage(path string) error {
 // the file's end. bbolt follows it into unmapped memory: a fault, not an
 // error (test/faults' TestDamage found one at queue.db@201396).
 func WildChildPointer(path string) error {
-	size, _, err := layout(path)
-	if err != nil {
-		return err
-	}
-	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
-	if err != nil {
-		return err
-	}
 	var branch, root uint64
-	db.View(func(tx *bolt.Tx) error {
+	size, err := view(path, func(tx *bolt.Tx) error {
 		root = uint64(tx.Cursor().Bucket().Root())
 		return tx.ForEach(func(_ []byte, b *bolt.Bucket) error {
 			if branch == 0 && b.Stats().BranchPageN > 0 {
@@ -94,7 +80,9 @@ func WildChildPointer(path string) error {
 			return nil
 		})
 	})
-	db.Close()
+	if err != nil {
+		return err
+	}
 	// A branch page: a 16-byte header (id 8 bytes, flags 2, count 2,
 	// overflow 4), then elements of pos (4 bytes), key size (4) and child
 	// page id (8), little-endian (go.etcd.io/bbolt/internal/common/page.go).
@@ -123,16 +111,22 @@ func zeroPages(path string, first, n int) error {
 
 // layout returns the file's page size and the length its pages take.
 func layout(path string) (pageSize int, highWater int64, err error) {
-	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
-	if err != nil {
-		return 0, 0, err
-	}
-	defer db.Close()
-	err = db.View(func(tx *bolt.Tx) error {
+	pageSize, err = view(path, func(tx *bolt.Tx) error {
 		highWater = tx.Size()
 		return nil
 	})
-	return db.Info().PageSize, highWater, err
+	return pageSize, highWater, err
+}
+
+// view opens the file read-only, runs f in a read transaction, closes it
+// and returns the file's page size and f's error.
+func view(path string, f func(tx *bolt.Tx) error) (pageSize int, err error) {
+	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
+	if err != nil {
+		return 0, err
+	}
+	defer db.Close()
+	return db.Info().PageSize, db.View(f)
 }
 
 // WriteAt writes b into the file at path at off, as a write that reached
@@ -245,16 +239,8 @@ func addFiller(path string) error {
 // whose root is a branch page (flags 0x01 in the page header; Stats
 // counts nested buckets' pages too, so the root is read itself).
 func firstBranch(path string) (uint64, error) {
-	size, _, err := layout(path)
-	if err != nil {
-		return 0, err
-	}
-	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
-	if err != nil {
-		return 0, err
-	}
 	var roots []uint64
-	db.View(func(tx *bolt.Tx) error {
+	size, err := view(path, func(tx *bolt.Tx) error {
 		return tx.ForEach(func(_ []byte, b *bolt.Bucket) error {
 			if b.Root() >= 2 {
 				roots = append(roots, uint64(b.Root()))
@@ -262,7 +248,9 @@ func firstBranch(path string) (uint64, error) {
 			return nil
 		})
 	})
-	db.Close()
+	if err != nil {
+		return 0, err
+	}
 	hdr := make([]byte, 16)
 	for _, r := range roots {
 		if err := readAt(path, hdr, int64(r)*int64(size)); err == nil && binary.LittleEndian.Uint16(hdr[8:]) == 0x01 {

@@ -26,15 +26,23 @@ func timestampOf(t *testing.T, e *env) *metadata.Metadata[metadata.TimestampType
 	return ts
 }
 
-// TestRefresh: the relay re-signs the timestamp when less than half its
-// life is left and not before; past half the snapshot's, it signs a new
-// snapshot naming the same targets, and devices keep taking them.
-func TestRefresh(t *testing.T) {
+// eachPublished runs f on each backend with a new env of version 2 of
+// target "a" published.
+func eachPublished(t *testing.T, f func(t *testing.T, e *env)) {
 	eachBackend(t, func(t *testing.T, open opener) {
 		e := newEnv(t, open, 0)
 		if err := e.publish("a", build(10, 1), 2); err != nil {
 			t.Fatal(err)
 		}
+		f(t, e)
+	})
+}
+
+// TestRefresh: the relay re-signs the timestamp when less than half its
+// life is left and not before; past half the snapshot's, it signs a new
+// snapshot naming the same targets, and devices keep taking them.
+func TestRefresh(t *testing.T) {
+	eachPublished(t, func(t *testing.T, e *env) {
 		v := timestampOf(t, e).Signed.Version
 		e.clk.Advance(11 * time.Hour)
 		if signed, err := e.repo.Refresh(); signed || err != nil {
@@ -65,11 +73,7 @@ func TestRefresh(t *testing.T) {
 // refresh on the relay, wakes to an expired timestamp and gets a fresh
 // one signed for it in the same check.
 func TestDeviceSleptPastExpiry(t *testing.T) {
-	eachBackend(t, func(t *testing.T, open opener) {
-		e := newEnv(t, open, 0)
-		if err := e.publish("a", build(10, 1), 2); err != nil {
-			t.Fatal(err)
-		}
+	eachPublished(t, func(t *testing.T, e *env) {
 		if _, err := e.device().Check(context.Background()); err != nil {
 			t.Fatal(err)
 		}
@@ -125,11 +129,7 @@ func TestRootRotationAtTheRelay(t *testing.T) {
 // TestSurvivesReopen: what was published is there after the relay
 // restarts, and it goes on from the versions it had.
 func TestSurvivesReopen(t *testing.T) {
-	eachBackend(t, func(t *testing.T, open opener) {
-		e := newEnv(t, open, 0)
-		if err := e.publish("a", build(10, 1), 2); err != nil {
-			t.Fatal(err)
-		}
+	eachPublished(t, func(t *testing.T, e *env) {
 		v := timestampOf(t, e).Signed.Version
 		used, _ := e.repo.Used()
 		e.repo.Close()
@@ -155,11 +155,7 @@ func TestSurvivesReopen(t *testing.T) {
 // and signs the published targets again with them; a device provisioned
 // with root version 1 walks to version 2 and takes the new timestamp.
 func TestRelayKeysRotated(t *testing.T) {
-	eachBackend(t, func(t *testing.T, open opener) {
-		e := newEnv(t, open, 0)
-		if err := e.publish("a", build(10, 1), 2); err != nil {
-			t.Fatal(err)
-		}
+	eachPublished(t, func(t *testing.T, e *env) {
 		if _, err := e.device().Check(context.Background()); err != nil {
 			t.Fatal(err)
 		}
@@ -187,11 +183,7 @@ func TestRelayKeysRotated(t *testing.T) {
 // TestPublishAgain: the current targets uploaded again (a publish run
 // twice) are taken and sign nothing new.
 func TestPublishAgain(t *testing.T) {
-	eachBackend(t, func(t *testing.T, open opener) {
-		e := newEnv(t, open, 0)
-		if err := e.publish("a", build(10, 1), 2); err != nil {
-			t.Fatal(err)
-		}
+	eachPublished(t, func(t *testing.T, e *env) {
 		v := timestampOf(t, e).Signed.Version
 		cur, err := e.repo.Metadata("targets.json", 1<<20)
 		if err != nil {
@@ -211,11 +203,7 @@ func TestPublishAgain(t *testing.T) {
 // nothing: its refresh and its publish are refused, saying why, and the
 // repository stays as the right keys signed it.
 func TestOtherKeysSignNothing(t *testing.T) {
-	eachBackend(t, func(t *testing.T, open opener) {
-		e := newEnv(t, open, 0)
-		if err := e.publish("a", build(10, 1), 2); err != nil {
-			t.Fatal(err)
-		}
+	eachPublished(t, func(t *testing.T, e *env) {
 		v := timestampOf(t, e).Signed.Version
 		e.repo.Close()
 		good := e.snapKey

@@ -51,20 +51,26 @@ func newEnv(t testing.TB, open opener, maxBytes int64) *env {
 	}
 	e := &env{t: t, clk: clocktest.New(t0), rootKey: key(t), targetsKey: key(t), snapKey: key(t), tsKey: key(t),
 		opener: open, maxBytes: maxBytes}
-	root, err := tufsign.NewRoot(e.roles(e.rootKey), t0.AddDate(1, 0, 0))
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.root = root
-	if e.rootBytes, err = tufsign.Sign(root, e.rootKey); err != nil {
-		t.Fatal(err)
-	}
-	e.targets = metadata.Targets(t0.AddDate(0, 3, 0))
+	e.firstRoot()
 	e.open()
 	if err := e.repo.SetRoot(e.rootBytes); err != nil {
 		t.Fatal(err)
 	}
 	return e
+}
+
+// firstRoot makes the env's root version 1, naming its keys and signed by
+// its root key, and its targets metadata, empty.
+func (e *env) firstRoot() {
+	root, err := tufsign.NewRoot(e.roles(e.rootKey), t0.AddDate(1, 0, 0))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.root = root
+	if e.rootBytes, err = tufsign.Sign(root, e.rootKey); err != nil {
+		e.t.Fatal(err)
+	}
+	e.targets = metadata.Targets(t0.AddDate(0, 3, 0))
 }
 
 // roles are the env's keys as a root names them, with rootKey the one

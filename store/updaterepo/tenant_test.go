@@ -2,16 +2,12 @@ package updaterepo_test
 
 import (
 	"context"
-	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"os"
 	"testing"
 
-	"github.com/theupdateframework/go-tuf/v2/metadata"
-
-	"github.com/torpor-dev/torpor/internal/tufsign"
 	"github.com/torpor-dev/torpor/store/updaterepo"
 )
 
@@ -21,19 +17,8 @@ func (e *env) tenantEnv(repo *updaterepo.Repo, owner string) *env {
 	t := e.t
 	te := &env{t: t, clk: e.clk, rootKey: key(t), targetsKey: key(t), snapKey: e.snapKey, tsKey: e.tsKey,
 		opener: e.opener, maxBytes: e.maxBytes}
-	root, err := tufsign.NewRoot(tufsign.Roles{
-		Root: []ed25519.PublicKey{te.rootKey.Public().(ed25519.PublicKey)}, RootThreshold: 1,
-		Targets: []ed25519.PublicKey{te.targetsKey.Public().(ed25519.PublicKey)}, TargetsThreshold: 1,
-		Snapshot: e.snapKey.Public().(ed25519.PublicKey), Timestamp: e.tsKey.Public().(ed25519.PublicKey),
-	}, t0.AddDate(1, 0, 0))
-	if err != nil {
-		t.Fatal(err)
-	}
-	te.root = root
-	if te.rootBytes, err = tufsign.Sign(root, te.rootKey); err != nil {
-		t.Fatal(err)
-	}
-	te.targets = metadata.Targets(t0.AddDate(0, 3, 0))
+	te.firstRoot()
+	var err error
 	if te.repo, err = repo.Tenant(owner); err != nil {
 		t.Fatal(err)
 	}

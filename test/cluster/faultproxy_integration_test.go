@@ -6,6 +6,8 @@ import (
 	"net"
 	"sync"
 	"testing"
+
+	"github.com/torpor-dev/torpor/internal/nettest"
 )
 
 // proxyMode is what a faultProxy does with the bytes it carries.
@@ -32,28 +34,14 @@ type faultProxy struct {
 // each connection to target (host:port).
 func startProxy(t testing.TB, target string) *faultProxy {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &faultProxy{ln: ln, target: target, conns: map[net.Conn]struct{}{}}
+	p := &faultProxy{ln: nettest.Loopback(t), target: target, conns: map[net.Conn]struct{}{}}
 	t.Cleanup(p.close)
-	go p.accept()
+	nettest.Serve(p.ln, p.serve)
 	return p
 }
 
 // url is the proxy's address as a NATS URL.
 func (p *faultProxy) url() string { return "nats://" + p.ln.Addr().String() }
-
-func (p *faultProxy) accept() {
-	for {
-		c, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		go p.serve(c)
-	}
-}
 
 func (p *faultProxy) serve(c net.Conn) {
 	if !p.track(c) {

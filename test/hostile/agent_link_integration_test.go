@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/torpor-dev/torpor/internal/nettest"
 	"github.com/torpor-dev/torpor/test/internal/testenv"
 )
 
@@ -28,21 +29,8 @@ type trickler struct {
 
 func newTrickler(t *testing.T, interval time.Duration) *trickler {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr := &trickler{ln: ln, closed: make(chan time.Duration, 16)}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go tr.serve(c, interval)
-		}
-	}()
+	tr := &trickler{ln: nettest.Loopback(t), closed: make(chan time.Duration, 16)}
+	nettest.Serve(tr.ln, func(c net.Conn) { tr.serve(c, interval) })
 	return tr
 }
 

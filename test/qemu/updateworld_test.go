@@ -4,7 +4,6 @@ package qemu
 
 import (
 	"context"
-	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/did/didtest"
+	"github.com/torpor-dev/torpor/test/internal/testenv"
 	"github.com/torpor-dev/torpor/test/qemu/vm"
 )
 
@@ -84,32 +84,14 @@ func newUpdateWorld(t *testing.T, good, bad []byte) *updateWorld {
 	}
 	w.run("update", "publish", "--dir", owner, "--relay", w.relay.URL, "--key", w.op, "--root", "1",
 		"--time-scale", strconv.Itoa(cutScale))
-	w.readSums(filepath.Join(owner, "targets.json"))
+	for dev, name := range w.targets {
+		w.sum[dev] = testenv.SignedSHA256(t, owner, name)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	t.Cleanup(func() { cancel(); <-done })
 	go w.starter(ctx, done)
 	return w
-}
-
-// readSums reads each target's SHA-256 from the owner's signed targets.
-func (w *updateWorld) readSums(path string) {
-	var targets struct {
-		Signed struct {
-			Targets map[string]struct {
-				Hashes map[string]string `json:"hashes"`
-			} `json:"targets"`
-		} `json:"signed"`
-	}
-	b, err := os.ReadFile(path)
-	if err == nil {
-		err = json.Unmarshal(b, &targets)
-	}
-	for dev, name := range w.targets {
-		if w.sum[dev] = targets.Signed.Targets[name].Hashes["sha256"]; err != nil || w.sum[dev] == "" {
-			w.t.Fatalf("the signed targets: %v, no SHA-256 of %s", err, name)
-		}
-	}
 }
 
 func (w *updateWorld) keygen(path string) string {

@@ -46,7 +46,7 @@ func TestTenantRolloutInstalls(t *testing.T) {
 	target := "torpor-agent/2/linux-" + goruntime.GOARCH
 	w.ok(t, "update", "sign-target", "--dir", dirA, "--name", target, "--version", "2", "--goarch", goruntime.GOARCH, "--goarm", "", "--gzip", agentBin)
 	w.ok(t, "update", "publish", "--dir", dirA, "--relay", w.relay.URL, "--key", w.files["opA"], "--root", "1", "--tenant", a, "--time-scale", rolloutScale)
-	sum := signedSHA256(t, dirA, target)
+	sum := testenv.SignedSHA256(t, dirA, target)
 
 	unit := w.tenantAgent(t, "ownerA", dirA, epoch)
 	p := unit.boot(t)
@@ -138,28 +138,6 @@ func containsAll(s string, subs ...string) bool {
 		}
 	}
 	return true
-}
-
-// signedSHA256 is target's SHA-256 in the targets metadata of the owner's
-// update directory dir.
-func signedSHA256(t *testing.T, dir, target string) string {
-	t.Helper()
-	var targets struct {
-		Signed struct {
-			Targets map[string]struct {
-				Hashes map[string]string `json:"hashes"`
-			} `json:"targets"`
-		} `json:"signed"`
-	}
-	b, err := os.ReadFile(filepath.Join(dir, "targets.json"))
-	if err == nil {
-		err = json.Unmarshal(b, &targets)
-	}
-	sum := targets.Signed.Targets[target].Hashes["sha256"]
-	if err != nil || sum == "" {
-		t.Fatalf("the signed targets: %v, no SHA-256 of %s", err, target)
-	}
-	return sum
 }
 
 // agentUnit is a real torpor-agent installed as the .deb installs it:

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/torpor-dev/torpor/test/internal/testenv"
 	"github.com/torpor-dev/torpor/transport/operatorapi"
 )
 
@@ -41,20 +42,7 @@ func newRolloutWorldOf(t *testing.T, build string, extra ...string) *rolloutWorl
 	ctl(t, append([]string{"update", "sign-target", "--dir", w.owner, "--name", w.target, "--version", "2",
 		"--goarch", goruntime.GOARCH, "--goarm", "", "--gzip"}, append(extra, bin(t, build))...)...)
 	ctl(t, "update", "publish", "--dir", w.owner, "--relay", w.relay.URL, "--key", w.opKey, "--root", "1", "--time-scale", offerScale)
-	var targets struct {
-		Signed struct {
-			Targets map[string]struct {
-				Hashes map[string]string `json:"hashes"`
-			} `json:"targets"`
-		} `json:"signed"`
-	}
-	b, err := os.ReadFile(filepath.Join(w.owner, "targets.json"))
-	if err == nil {
-		err = json.Unmarshal(b, &targets)
-	}
-	if w.sum = targets.Signed.Targets[w.target].Hashes["sha256"]; err != nil || w.sum == "" {
-		t.Fatalf("the signed targets: %v, no SHA-256 of %s", err, w.target)
-	}
+	w.sum = testenv.SignedSHA256(t, w.owner, w.target)
 	return w
 }
 

@@ -222,7 +222,7 @@ func TestMaxQueueBytes(t *testing.T) {
 	if r.status != 507 || !strings.Contains(string(r.body), "relay_queue_full") || !strings.Contains(string(r.body), "--max-queue-bytes") {
 		t.Fatalf("send over the relay's cap: %d %s, want 507 relay_queue_full naming the cap", r.status, r.body)
 	}
-	if n := counterValue(t, h.relay, "torpor_relay_cap_refusals_total", "queue_bytes"); n != 1 {
+	if n := labelledCounter(t, h.relay, "torpor_relay_cap_refusals_total", map[string]string{"cap": "queue_bytes"}); n != 1 {
 		t.Errorf("torpor_relay_cap_refusals_total{cap=\"queue_bytes\"} = %v, want 1", n)
 	}
 	if n, m := len(h.queued(t, a.DID())), len(h.queued(t, b.DID())); n != 1 || m != 1 {
@@ -257,7 +257,7 @@ func TestForgetSilent(t *testing.T) {
 	if n := h.relay.forgetSilent(ctx); n != 1 {
 		t.Errorf("forgot %d agents, want 1", n)
 	}
-	if n := counterValue(t, h.relay, "torpor_relay_agents_forgotten_total", ""); n != 1 {
+	if n := labelledCounter(t, h.relay, "torpor_relay_agents_forgotten_total", nil); n != 1 {
 		t.Errorf("torpor_relay_agents_forgotten_total = %v, want 1", n)
 	}
 	if _, err := h.states.Get(ctx, old.DID().String()); err != agents.ErrUnknownAgent {
@@ -278,27 +278,6 @@ func TestForgetSilent(t *testing.T) {
 	if ok, _ := h.states.Admitted(ctx, old.DID().String()); !ok {
 		t.Error("the admission did not outlive the forgetting")
 	}
-}
-
-// counterValue reads the counter name (with the label value cap, when
-// not empty) from r's registry.
-func counterValue(t *testing.T, r *Relay, name, cap string) float64 {
-	t.Helper()
-	mfs, err := r.Registry().Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			if cap == "" || (len(m.GetLabel()) == 1 && m.GetLabel()[0].GetValue() == cap) {
-				return m.GetCounter().GetValue()
-			}
-		}
-	}
-	return 0
 }
 
 // failingUsage is an agents store whose Usage and listing fail, as a

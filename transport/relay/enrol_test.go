@@ -56,7 +56,7 @@ func TestOwnerEnrolment(t *testing.T) {
 			t.Errorf("%s enrolment admitted the device", name)
 		}
 	}
-	if v := counterValue(t, h.relay, "torpor_relay_cap_refusals_total", "enrolment"); v != float64(len(refused)) {
+	if v := labelledCounter(t, h.relay, "torpor_relay_cap_refusals_total", map[string]string{"cap": "enrolment"}); v != float64(len(refused)) {
 		t.Errorf("enrolments refused: counted %v, want %d", v, len(refused))
 	}
 	dev := didtest.Key(t, 42)

@@ -16,17 +16,25 @@ func (h *harness) operatorReq(tb testing.TB, method string, k *did.PrivateKey, a
 	return h.asOperator(tb, method, "/operator/queue/"+agent.String()+query, k, nil)
 }
 
+// loggedOperatorHarness is a relay whose operator is op and whose log
+// (text) the test reads as the relay writes it.
+func loggedOperatorHarness(t *testing.T, op *did.PrivateKey) (*harness, *runtimetest.Log) {
+	t.Helper()
+	logs := new(runtimetest.Log)
+	h := newHarness(t, func(c *Config) {
+		c.Access.Operators = []did.DID{op.DID()}
+		c.Logger = slog.New(slog.NewTextHandler(logs, nil))
+	})
+	return h, logs
+}
+
 // TestOperatorQueue: an operator lists a device's queue and purges one
 // sender's records, then all; the purge is logged with who, what and how
 // many; a sender, a stranger and a request naming nothing are refused,
 // and nothing is removed by a refused request.
 func TestOperatorQueue(t *testing.T) {
-	var logs runtimetest.Log // the relay writes it while the test reads it
 	op := didtest.Key(t, 7)
-	h := newHarness(t, func(c *Config) {
-		c.Access.Operators = []did.DID{op.DID()}
-		c.Logger = slog.New(slog.NewTextHandler(&logs, nil))
-	})
+	h, logs := loggedOperatorHarness(t, op)
 	dev, alice, mallory := didtest.Key(t, 1), didtest.Key(t, 2), didtest.Key(t, 3)
 	h.publishOffline(t, dev, "sleep", deviceOpts{})
 	for _, k := range []*did.PrivateKey{alice, mallory, mallory, alice} {

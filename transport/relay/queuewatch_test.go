@@ -15,6 +15,8 @@ import (
 	"github.com/torpor-dev/torpor/did/didtest"
 	"github.com/torpor-dev/torpor/runtime/runtimetest"
 	"github.com/torpor-dev/torpor/store/queue"
+	"github.com/torpor-dev/torpor/transport/link"
+	"github.com/torpor-dev/torpor/transport/link/wire"
 )
 
 // flipRecord flips the last byte (inside the body) of agent's record seq
@@ -38,12 +40,8 @@ func flipRecord(t *testing.T, q *queue.Bolt, agent did.DID, seq uint64) {
 // /metrics and listed to the operator as damaged; the sound records
 // around it are served.
 func TestDamagedRecordWithheld(t *testing.T) {
-	var logs runtimetest.Log // the relay writes it while the test reads it
 	op := didtest.Key(t, 7)
-	h := newHarness(t, func(c *Config) {
-		c.Access.Operators = []did.DID{op.DID()}
-		c.Logger = slog.New(slog.NewTextHandler(&logs, nil))
-	})
+	h, logs := loggedOperatorHarness(t, op)
 	dev, alice := didtest.Key(t, 1), didtest.Key(t, 2)
 	h.publishOffline(t, dev, "sleep", deviceOpts{})
 	for range 3 {
@@ -97,16 +95,7 @@ func TestAckDeletingNothingIsAnError(t *testing.T) {
 		c.Stores.Queue = stuckAcks{c.Stores.Queue.(*queue.Bolt)}
 		c.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	})
-	dev, alice := didtest.Key(t, 1), didtest.Key(t, 2)
-	h.publishOffline(t, dev, "sleep", deviceOpts{})
-	if r := h.post(t, dev.DID(), alice, "1.0", sendV1); r.status != 503 {
-		t.Fatalf("enqueue: %d %s", r.status, r.body)
-	}
-	c := h.device(t, dev, "sleep", deviceOpts{})
-	recs, _, err := c.Pull(context.Background(), 0, 10)
-	if err != nil || len(recs) != 1 {
-		t.Fatalf("Pull: %d records, %v", len(recs), err)
-	}
+	_, c, recs := pulledOne(t, h)
 	if err := c.Ack(context.Background(), []uint64{recs[0].Seq}); err == nil {
 		t.Error("an acknowledgement that deleted nothing succeeded")
 	}
@@ -122,22 +111,9 @@ func TestAckDeletingNothingIsAnError(t *testing.T) {
 // device held them are acknowledged without error (they are gone, as
 // the acknowledgement asks), logged at WARN and counted as not served.
 func TestAckOfPurgedRecordsIsNoError(t *testing.T) {
-	var logs runtimetest.Log // the relay writes it while the test reads it
 	op := didtest.Key(t, 7)
-	h := newHarness(t, func(c *Config) {
-		c.Access.Operators = []did.DID{op.DID()}
-		c.Logger = slog.New(slog.NewTextHandler(&logs, nil))
-	})
-	dev, alice := didtest.Key(t, 1), didtest.Key(t, 2)
-	h.publishOffline(t, dev, "sleep", deviceOpts{})
-	if r := h.post(t, dev.DID(), alice, "1.0", sendV1); r.status != 503 {
-		t.Fatalf("enqueue: %d %s", r.status, r.body)
-	}
-	c := h.device(t, dev, "sleep", deviceOpts{})
-	recs, _, err := c.Pull(context.Background(), 0, 10)
-	if err != nil || len(recs) != 1 {
-		t.Fatalf("Pull: %d records, %v", len(recs), err)
-	}
+	h, logs := loggedOperatorHarness(t, op)
+	dev, c, recs := pulledOne(t, h)
 	if r := h.operatorReq(t, "DELETE", op, dev.DID(), "?all=1"); r.status != 200 {
 		t.Fatalf("purge: %d %s", r.status, r.body)
 	}
@@ -150,4 +126,21 @@ func TestAckOfPurgedRecordsIsNoError(t *testing.T) {
 	if m := string(h.get(t, "/metrics").body); !strings.Contains(m, `torpor_relay_queue_acks_deleted_nothing_total{still_served="false"} 1`) {
 		t.Errorf("/metrics lacks the acknowledgement of records no longer held")
 	}
+}
+
+// pulledOne queues one message for a sleeping device of h and links the
+// device, which pulls it and does not acknowledge it yet.
+func pulledOne(t *testing.T, h *harness) (*did.PrivateKey, *link.Client, []wire.Record) {
+	t.Helper()
+	dev, alice := didtest.Key(t, 1), didtest.Key(t, 2)
+	h.publishOffline(t, dev, "sleep", deviceOpts{})
+	if r := h.post(t, dev.DID(), alice, "1.0", sendV1); r.status != 503 {
+		t.Fatalf("enqueue: %d %s", r.status, r.body)
+	}
+	c := h.device(t, dev, "sleep", deviceOpts{})
+	recs, _, err := c.Pull(context.Background(), 0, 10)
+	if err != nil || len(recs) != 1 {
+		t.Fatalf("Pull: %d records, %v", len(recs), err)
+	}
+	return dev, c, recs
 }

@@ -27,11 +27,7 @@ type tenantRollouts struct {
 }
 
 func newTenantRollouts(t *testing.T) *tenantRollouts {
-	st, err := rollouts.OpenBolt(filepath.Join(t.TempDir(), "rollouts.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := rolloutStore(t)
 	al, err := audit.OpenBolt(filepath.Join(t.TempDir(), "audit.db"), 0)
 	if err != nil {
 		t.Fatal(err)

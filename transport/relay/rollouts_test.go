@@ -55,11 +55,7 @@ func (h *harness) wakeForUpdate(t *testing.T, dev *did.PrivateKey, o string) {
 // after. A stranger cannot start one.
 func TestRolloutOverTheLink(t *testing.T) {
 	op := didtest.Key(t, 7)
-	st, err := rollouts.OpenBolt(filepath.Join(t.TempDir(), "rollouts.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := rolloutStore(t)
 	h := newHarness(t, func(c *Config) { c.Access.Operators = []did.DID{op.DID()}; c.Stores.Rollouts = st })
 	var devs []*did.PrivateKey
 	for i := range 4 {
@@ -109,11 +105,7 @@ func TestRolloutOverTheLink(t *testing.T) {
 // stored; a relay without a rollouts store answers 404.
 func TestRolloutStartRefused(t *testing.T) {
 	op := didtest.Key(t, 7)
-	st, err := rollouts.OpenBolt(filepath.Join(t.TempDir(), "rollouts.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := rolloutStore(t)
 	h := newHarness(t, func(c *Config) { c.Access.Operators = []did.DID{op.DID()}; c.Stores.Rollouts = st })
 	dev := didtest.Key(t, 20)
 	h.publishOffline(t, dev, "hourly_wake", deviceOpts{})
@@ -184,11 +176,7 @@ func TestStatusOutcomes(t *testing.T) {
 // from a real rollouts file: the outcome it reported, pending while it
 // has not, nothing from a rollout whose started waves do not hold it.
 func TestConsoleRollouts(t *testing.T) {
-	st, err := rollouts.OpenBolt(filepath.Join(t.TempDir(), "rollouts.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := rolloutStore(t)
 	m := rolloutManager(st, nil)
 	ds := []rollout.Device{{ID: "did:key:zA", Minute: 1}, {ID: "did:key:zB", Minute: 2}, {ID: "did:key:zC", Minute: 3}}
 	spec := rollout.Spec{ID: "r1", Target: rollout.Target{Name: "t", Version: "1.4.0"}, Percents: []int{66, 100}}
@@ -226,11 +214,7 @@ func TestConsoleRollouts(t *testing.T) {
 // nor read one of the relay's own rollouts (its tenant's are under the
 // tenant's path: rollouts_tenant_test.go); the relay's own operator may.
 func TestRolloutsAreTheHostOperators(t *testing.T) {
-	st, err := rollouts.OpenBolt(filepath.Join(t.TempDir(), "rollouts.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := rolloutStore(t)
 	th := newTenantHarness(t, tenancy.Quotas{}, func(c *Config) { c.Stores.Rollouts = st })
 	dev := didtest.Key(t, 20)
 	th.publishOffline(t, dev, "hourly_wake", deviceOpts{})
@@ -262,4 +246,16 @@ func TestRolloutsAreTheHostOperators(t *testing.T) {
 	if counts, _ := r.json["counts"].(map[string]any); r.status != 200 || counts["devices"] != 1.0 {
 		t.Errorf("the host's rollout of every device: %d %s; want the relay's one device, not a's", r.status, r.body)
 	}
+}
+
+// rolloutStore is a rollouts store on bolt in a temporary directory,
+// closed when the test ends.
+func rolloutStore(t *testing.T) *rollouts.Bolt {
+	t.Helper()
+	st, err := rollouts.OpenBolt(filepath.Join(t.TempDir(), "rollouts.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
 }

@@ -15,7 +15,6 @@ import (
 	"github.com/torpor-dev/torpor/did/didtest"
 	"github.com/torpor-dev/torpor/store/audit"
 	"github.com/torpor-dev/torpor/store/tenants"
-	"github.com/torpor-dev/torpor/transport/bearer"
 	"github.com/torpor-dev/torpor/transport/link/wire"
 	"github.com/torpor-dev/torpor/transport/operatorapi"
 	"github.com/torpor-dev/torpor/transport/tenancy"
@@ -347,7 +346,8 @@ func TestTenantMetricsBounded(t *testing.T) {
 	}
 }
 
-// labelledCounter is the value of name's counter with exactly labels.
+// labelledCounter is the value of name's counter with exactly labels
+// (nil for a counter without labels) in r's registry.
 func labelledCounter(t *testing.T, r *Relay, name string, labels map[string]string) float64 {
 	t.Helper()
 	mfs, err := r.Registry().Gather()
@@ -429,13 +429,7 @@ func TestTenantsFleetAPIScoped(t *testing.T) {
 // the DIDs of the devices in the answer.
 func (th *tenantHarness) fleetDIDs(t *testing.T, k *did.PrivateKey, path string) (int, []string) {
 	t.Helper()
-	tok, err := bearer.IssuePurpose(k, th.srv.URL, bearer.PurposeFleet, th.clk.Now(), time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req, _ := http.NewRequest("GET", th.srv.URL+path, nil)
-	req.Header.Set("Authorization", bearer.Authorization(tok))
-	r := th.do(t, req)
+	r := th.fleetGet(t, k, path)
 	var f struct {
 		Devices []struct {
 			DID string `json:"did"`

@@ -1,7 +1,6 @@
 package tenancy
 
 import (
-	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -10,22 +9,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/did/didtest"
 	"github.com/torpor-dev/torpor/governed"
 	"github.com/torpor-dev/torpor/internal/jcs"
 )
 
-func key(t *testing.T, i byte) *did.PrivateKey {
-	t.Helper()
-	k, err := did.NewKeyFromSeed(bytes.Repeat([]byte{i}, 32))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return k
-}
-
 func TestQuotaErrorStatus(t *testing.T) {
-	owner := key(t, 1).DID()
+	owner := didtest.Key(t, 1).DID()
 	if s := (&QuotaError{Tenant: owner, Quota: QuotaRequests}).Status(); s != http.StatusTooManyRequests {
 		t.Errorf("rate: %d", s)
 	}
@@ -56,8 +46,8 @@ func TestQuotaErrorStatus(t *testing.T) {
 // TestRecordEveryMemberIsSigned changes each member of a signed record in
 // turn; none may still verify.
 func TestRecordEveryMemberIsSigned(t *testing.T) {
-	relay := key(t, 2)
-	r := Record{Tenant: key(t, 1).DID().String(), Relay: relay.DID().String(), Hour: "2026-12-05T10:00:00Z", Complete: true,
+	relay := didtest.Key(t, 2)
+	r := Record{Tenant: didtest.Key(t, 1).DID().String(), Relay: relay.DID().String(), Hour: "2026-12-05T10:00:00Z", Complete: true,
 		Requests: 10, Refused: map[Quota]int64{QuotaRequests: 3}, PeakDevices: 2, PeakQueuedBytes: 100, PeakKeyPackageBytes: 50, MilliByteHours: 7, PeakUpdateBytes: new(int64(4096))}
 	if err := r.Sign(relay); err != nil {
 		t.Fatal(err)
@@ -85,7 +75,7 @@ func TestRecordEveryMemberIsSigned(t *testing.T) {
 		case bool:
 			c[k] = !v
 		case string:
-			c[k] = key(t, 9).DID().String()
+			c[k] = didtest.Key(t, 9).DID().String()
 		default:
 			c[k] = map[string]int{"requests_per_second": 4}
 		}
@@ -102,9 +92,9 @@ func TestRecordEveryMemberIsSigned(t *testing.T) {
 // the member added to it, even as 0, does not, nor one removed from a
 // record signed with it.
 func TestRecordWithoutUpdateBytes(t *testing.T) {
-	relay := key(t, 2)
+	relay := didtest.Key(t, 2)
 	// The members a relay of the previous release signs, in its order.
-	old := map[string]any{"tenant": key(t, 1).DID().String(), "relay": relay.DID().String(), "hour": "2026-12-05T10:00:00Z",
+	old := map[string]any{"tenant": didtest.Key(t, 1).DID().String(), "relay": relay.DID().String(), "hour": "2026-12-05T10:00:00Z",
 		"complete": true, "requests": 2, "refused": map[string]int{"requests_per_second": 1}, "peakDevices": 1,
 		"peakQueuedBytes": 10, "peakKeyPackageBytes": 0, "milliByteHours": 3}
 	ob, _ := json.Marshal(old)
@@ -125,7 +115,7 @@ func TestRecordWithoutUpdateBytes(t *testing.T) {
 			t.Errorf("peakUpdateBytes %d added: %v; want ErrBadRecord", v, err)
 		}
 	}
-	n := Record{Tenant: key(t, 1).DID().String(), Relay: relay.DID().String(), Hour: "2026-12-05T10:00:00Z", PeakUpdateBytes: new(int64(0))}
+	n := Record{Tenant: didtest.Key(t, 1).DID().String(), Relay: relay.DID().String(), Hour: "2026-12-05T10:00:00Z", PeakUpdateBytes: new(int64(0))}
 	if err := n.Sign(relay); err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +127,7 @@ func TestRecordWithoutUpdateBytes(t *testing.T) {
 }
 
 func TestOperatorListPurpose(t *testing.T) {
-	owner := key(t, 1)
+	owner := didtest.Key(t, 1)
 	o, err := governed.Sign(owner, governed.Template{IssuedAt: time.Unix(1e9, 0), Semantic: governed.Semantic{Schema: OperatorListSchema},
 		Payload: OperatorList{Operators: []string{}}, Purpose: "torpor:enrolment"})
 	if err != nil {
@@ -147,7 +137,7 @@ func TestOperatorListPurpose(t *testing.T) {
 	if _, _, err := ParseOperatorList(b); err == nil {
 		t.Error("an enrolment was taken for an operator list")
 	}
-	good, _ := SignOperatorList(owner, OperatorList{Operators: []string{key(t, 3).DID().String()}}, time.Unix(1e9, 0), 0)
+	good, _ := SignOperatorList(owner, OperatorList{Operators: []string{didtest.Key(t, 3).DID().String()}}, time.Unix(1e9, 0), 0)
 	if o, l, err := ParseOperatorList(good); err != nil || o.Issuer != owner.DID() || len(l.Operators) != 1 {
 		t.Errorf("genuine list: %v", err)
 	}

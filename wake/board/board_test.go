@@ -63,20 +63,17 @@ func TestSourcesWake(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ch := make(chan wake.Wake, 1)
 			created := k.Clock.TimerCreated()
-			go func() {
-				w, err := s.Wait(context.Background(), t0.Add(time.Hour))
-				if err != nil {
-					t.Error(err)
-				}
-				ch <- w
-			}()
+			ch := waketest.StartWait(context.Background(), s, t0.Add(time.Hour))
 			if tt.want == wake.ReasonTimer {
 				<-created
 				k.Advance(time.Hour)
 			}
-			w := <-ch
+			r := <-ch
+			if r.Err != nil {
+				t.Error(r.Err)
+			}
+			w := r.Wake
 			if w.Reason != tt.want {
 				t.Errorf("woke for %v (%s), want %v", w.Reason, w.Detail, tt.want)
 			}
@@ -124,16 +121,12 @@ func TestGPIOAndTimer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ch := make(chan wake.Wake, 1)
-	go func() {
-		w, _ := s.Wait(context.Background(), t0.Add(time.Hour))
-		ch <- w
-	}()
+	ch := waketest.StartWait(context.Background(), s, t0.Add(time.Hour))
 	if err := p.Edge(context.Background(), gpio.Low); err != nil {
 		t.Fatal(err)
 	}
-	if w := <-ch; w.Reason != wake.ReasonGPIO {
-		t.Errorf("woke for %v, want gpio", w.Reason)
+	if r := <-ch; r.Err != nil || r.Wake.Reason != wake.ReasonGPIO {
+		t.Errorf("woke for %v, %v; want gpio", r.Wake.Reason, r.Err)
 	}
 	if p.Pull() != gpio.PullUp {
 		t.Errorf("pull %v, want the default PullUp", p.Pull())

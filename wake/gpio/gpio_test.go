@@ -16,20 +16,6 @@ import (
 
 var t0 = time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
 
-type result struct {
-	w   wake.Wake
-	err error
-}
-
-func start(ctx context.Context, s *wgpio.Source) <-chan result {
-	ch := make(chan result, 1)
-	go func() {
-		w, err := s.Wait(ctx, time.Time{})
-		ch <- result{w, err}
-	}()
-	return ch
-}
-
 func TestWaitForEdge(t *testing.T) {
 	tests := []struct {
 		name  string
@@ -46,16 +32,16 @@ func TestWaitForEdge(t *testing.T) {
 			p := waketest.NewPin("WAKE_BTN", 3)
 			c := clocktest.New(t0)
 			s := &wgpio.Source{Pin: p, Pull: tt.pull, Edge: tt.edge, Clock: c, Kernel: waketest.NewKernelClock(0)}
-			ch := start(context.Background(), s)
+			ch := waketest.StartWait(context.Background(), s, time.Time{})
 			if err := p.Edge(context.Background(), tt.level); err != nil {
 				t.Fatal(err)
 			}
 			r := <-ch
-			if r.err != nil {
-				t.Fatal(r.err)
+			if r.Err != nil {
+				t.Fatal(r.Err)
 			}
-			if r.w.Reason != wake.ReasonGPIO || r.w.Source != "gpio:WAKE_BTN" || !r.w.At.Equal(t0) {
-				t.Errorf("Wait = %+v, want a gpio wake from gpio:WAKE_BTN at %v", r.w, t0)
+			if r.Wake.Reason != wake.ReasonGPIO || r.Wake.Source != "gpio:WAKE_BTN" || !r.Wake.At.Equal(t0) {
+				t.Errorf("Wait = %+v, want a gpio wake from gpio:WAKE_BTN at %v", r.Wake, t0)
 			}
 			if p.Pull() != tt.pull || p.Read() != tt.level {
 				t.Errorf("pin pull %v level %v, want %v %v", p.Pull(), p.Read(), tt.pull, tt.level)
@@ -68,7 +54,7 @@ func TestWaitForEdge(t *testing.T) {
 func TestWaitSurvivesPollTimeouts(t *testing.T) {
 	p := waketest.NewPin("GPIO17", 17)
 	s := &wgpio.Source{Pin: p, Edge: gpio.FallingEdge, Poll: time.Second, Kernel: waketest.NewKernelClock(0)}
-	ch := start(context.Background(), s)
+	ch := waketest.StartWait(context.Background(), s, time.Time{})
 	for range 3 {
 		if err := p.WaitingForEdge(context.Background()); err != nil {
 			t.Fatal(err)
@@ -83,8 +69,8 @@ func TestWaitSurvivesPollTimeouts(t *testing.T) {
 	if err := p.Edge(context.Background(), gpio.Low); err != nil {
 		t.Fatal(err)
 	}
-	if r := <-ch; r.err != nil || r.w.Reason != wake.ReasonGPIO {
-		t.Fatalf("Wait = %+v, %v", r.w, r.err)
+	if r := <-ch; r.Err != nil || r.Wake.Reason != wake.ReasonGPIO {
+		t.Fatalf("Wait = %+v, %v", r.Wake, r.Err)
 	}
 }
 
@@ -103,21 +89,21 @@ func TestHaltAndCancel(t *testing.T) {
 			s := &wgpio.Source{Pin: p, Edge: gpio.BothEdges, Kernel: waketest.NewKernelClock(0)}
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			ch := start(ctx, s)
+			ch := waketest.StartWait(ctx, s, time.Time{})
 			if err := p.WaitingForEdge(ctx); err != nil {
 				t.Fatal(err)
 			}
 			tt.stop(s, cancel)
-			if r := <-ch; !errors.Is(r.err, tt.want) {
-				t.Fatalf("Wait = %+v, %v; want %v", r.w, r.err, tt.want)
+			if r := <-ch; !errors.Is(r.Err, tt.want) {
+				t.Fatalf("Wait = %+v, %v; want %v", r.Wake, r.Err, tt.want)
 			}
 			// The source can wait again after a halt.
-			ch = start(context.Background(), s)
+			ch = waketest.StartWait(context.Background(), s, time.Time{})
 			if err := p.Edge(context.Background(), gpio.High); err != nil {
 				t.Fatal(err)
 			}
-			if r := <-ch; r.err != nil || r.w.Reason != wake.ReasonGPIO {
-				t.Fatalf("Wait after %s = %+v, %v", tt.name, r.w, r.err)
+			if r := <-ch; r.Err != nil || r.Wake.Reason != wake.ReasonGPIO {
+				t.Fatalf("Wait after %s = %+v, %v", tt.name, r.Wake, r.Err)
 			}
 		})
 	}

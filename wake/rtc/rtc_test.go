@@ -131,13 +131,20 @@ func TestWaitReason(t *testing.T) {
 			if !w.At.Equal(t0.Add(tt.wantSlept)) {
 				t.Errorf("At = %v, want %v", w.At, t0.Add(tt.wantSlept))
 			}
-			if diff := cmp.Diff([]string{"freeze"}, k.Entered()); diff != "" {
-				t.Errorf("states entered (-want +got):\n%s", diff)
-			}
-			if _, ok := k.Alarm(); ok {
-				t.Error("alarm left armed after the wake")
-			}
+			checkEnteredDisarmed(t, k, "freeze")
 		})
+	}
+}
+
+// checkEnteredDisarmed checks that the kernel entered exactly the sleep
+// states want and that no alarm is left armed.
+func checkEnteredDisarmed(t *testing.T, k *waketest.Kernel, want ...string) {
+	t.Helper()
+	if diff := cmp.Diff(want, k.Entered()); diff != "" {
+		t.Errorf("states entered (-want +got):\n%s", diff)
+	}
+	if _, ok := k.Alarm(); ok {
+		t.Error("alarm left armed")
 	}
 }
 
@@ -152,12 +159,7 @@ func TestWaitStates(t *testing.T) {
 	if _, err := s.Wait(context.Background(), t0.Add(2*time.Minute)); err == nil {
 		t.Error("Wait with state standby succeeded")
 	}
-	if diff := cmp.Diff([]string{"mem"}, k.Entered()); diff != "" {
-		t.Errorf("states entered (-want +got):\n%s", diff)
-	}
-	if _, ok := k.Alarm(); ok {
-		t.Error("alarm left armed after a failed suspend")
-	}
+	checkEnteredDisarmed(t, k, "mem")
 }
 
 func TestWaitPowerOff(t *testing.T) {

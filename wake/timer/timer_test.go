@@ -15,20 +15,6 @@ import (
 
 var t0 = time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
 
-type result struct {
-	w   wake.Wake
-	err error
-}
-
-func start(s *timer.Source, ctx context.Context, until time.Time) <-chan result {
-	ch := make(chan result, 1)
-	go func() {
-		w, err := s.Wait(ctx, until)
-		ch <- result{w, err}
-	}()
-	return ch
-}
-
 func TestWaitFiresAtDeadline(t *testing.T) {
 	tests := []struct {
 		name    string
@@ -46,7 +32,7 @@ func TestWaitFiresAtDeadline(t *testing.T) {
 			kc := waketest.NewKernelClock(time.Minute)
 			s := &timer.Source{Clock: c, Kernel: kc, Recheck: tt.recheck}
 			created := c.TimerCreated()
-			ch := start(s, context.Background(), t0.Add(tt.wait))
+			ch := waketest.StartWait(context.Background(), s, t0.Add(tt.wait))
 			var spent time.Duration
 			for _, d := range tt.steps {
 				<-created
@@ -65,14 +51,14 @@ func TestWaitFiresAtDeadline(t *testing.T) {
 			kc.Run(last)
 			c.Advance(last)
 			r := <-ch
-			if r.err != nil {
-				t.Fatal(r.err)
+			if r.Err != nil {
+				t.Fatal(r.Err)
 			}
-			if r.w.Reason != wake.ReasonTimer || !r.w.At.Equal(t0.Add(tt.wait)) {
-				t.Errorf("Wait = %v at %v, want timer at %v", r.w.Reason, r.w.At, t0.Add(tt.wait))
+			if r.Wake.Reason != wake.ReasonTimer || !r.Wake.At.Equal(t0.Add(tt.wait)) {
+				t.Errorf("Wait = %v at %v, want timer at %v", r.Wake.Reason, r.Wake.At, t0.Add(tt.wait))
 			}
-			if r.w.Slept.Boot != tt.wait || r.w.Slept.Wall != tt.wait {
-				t.Errorf("Slept = %+v, want %v on the wall and boot clocks", r.w.Slept, tt.wait)
+			if r.Wake.Slept.Boot != tt.wait || r.Wake.Slept.Wall != tt.wait {
+				t.Errorf("Slept = %+v, want %v on the wall and boot clocks", r.Wake.Slept, tt.wait)
 			}
 		})
 	}
@@ -84,15 +70,15 @@ func TestWaitFollowsWallClockJump(t *testing.T) {
 	c := clocktest.New(t0)
 	s := &timer.Source{Clock: c, Kernel: waketest.NewKernelClock(0), Recheck: time.Minute}
 	created := c.TimerCreated()
-	ch := start(s, context.Background(), t0.Add(time.Hour))
+	ch := waketest.StartWait(context.Background(), s, t0.Add(time.Hour))
 	<-created
 	created = c.TimerCreated()                     // before Set: the source arms its next timer as soon as Set fires this one
 	c.Set(t0.Add(59*time.Minute + 30*time.Second)) // fires the pending 1 min step late
 	<-created
 	c.Advance(30 * time.Second)
 	r := <-ch
-	if r.err != nil || r.w.Reason != wake.ReasonTimer || !r.w.At.Equal(t0.Add(time.Hour)) {
-		t.Fatalf("Wait = %+v, %v; want a timer wake at %v", r.w, r.err, t0.Add(time.Hour))
+	if r.Err != nil || r.Wake.Reason != wake.ReasonTimer || !r.Wake.At.Equal(t0.Add(time.Hour)) {
+		t.Fatalf("Wait = %+v, %v; want a timer wake at %v", r.Wake, r.Err, t0.Add(time.Hour))
 	}
 }
 
@@ -121,11 +107,11 @@ func TestHaltAndCancel(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			created := c.TimerCreated()
-			ch := start(s, ctx, time.Time{}) // zero: no deadline
+			ch := waketest.StartWait(ctx, s, time.Time{}) // zero: no deadline
 			<-created
 			tt.stop(s, cancel)
-			if r := <-ch; !errors.Is(r.err, tt.want) {
-				t.Fatalf("Wait after %s = %+v, %v; want %v", tt.name, r.w, r.err, tt.want)
+			if r := <-ch; !errors.Is(r.Err, tt.want) {
+				t.Fatalf("Wait after %s = %+v, %v; want %v", tt.name, r.Wake, r.Err, tt.want)
 			}
 			if c.Pending() != 0 {
 				t.Errorf("%d timers still pending after %s", c.Pending(), tt.name)
@@ -191,12 +177,12 @@ func TestAScaledWaitRechecksInRealTime(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := &timer.Source{Clock: sc, Kernel: waketest.NewKernelClock(time.Minute)}
-	ch := start(s, context.Background(), t0.Add(time.Hour))
+	ch := waketest.StartWait(context.Background(), s, t0.Add(time.Hour))
 	if d := <-base.made; d != 6*time.Second {
 		t.Fatalf("a scaled hour's wait armed a timer of %v of real time, want one of 6s", d)
 	}
 	base.Advance(6 * time.Second)
-	if r := <-ch; r.err != nil || r.w.Reason != wake.ReasonTimer {
-		t.Errorf("Wait = %+v, %v; want a timer wake", r.w, r.err)
+	if r := <-ch; r.Err != nil || r.Wake.Reason != wake.ReasonTimer {
+		t.Errorf("Wait = %+v, %v; want a timer wake", r.Wake, r.Err)
 	}
 }

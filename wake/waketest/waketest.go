@@ -10,9 +10,11 @@
 package waketest
 
 import (
+	"context"
 	"sync"
 	"time"
 
+	"github.com/torpor-dev/torpor/wake"
 	"github.com/torpor-dev/torpor/wake/sleeptime"
 )
 
@@ -47,4 +49,21 @@ func (k *KernelClock) Suspend(d time.Duration) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.boot += d
+}
+
+// Waited is what a wake.Source's Wait returned.
+type Waited struct {
+	Wake wake.Wake
+	Err  error
+}
+
+// StartWait calls s.Wait(ctx, until) on a goroutine of its own and
+// returns a channel that receives what it returned.
+func StartWait(ctx context.Context, s wake.Source, until time.Time) <-chan Waited {
+	ch := make(chan Waited, 1)
+	go func() {
+		w, err := s.Wait(ctx, until)
+		ch <- Waited{w, err}
+	}()
+	return ch
 }

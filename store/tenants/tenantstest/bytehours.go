@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/did/didtest"
 	"github.com/torpor-dev/torpor/store/tenants"
 )
 
@@ -77,7 +78,7 @@ func byteHoursQuotaReachedExactly(t *testing.T, s suite) {
 		t.Fatalf("after the acknowledgement: %d byte-ms, want %d", got, held)
 	}
 	wantByteHoursRefusal(t, f.l.Hold(a, 0, 1), 1000, held/byteHour)
-	r, err := f.l.Usage(a, t0.Add(time.Hour), key(t, 50))
+	r, err := f.l.Usage(a, t0.Add(time.Hour), didtest.Key(t, 50))
 	if err != nil || r.MilliByteHours != 1001*byteHour/2/3600 {
 		t.Fatalf("the second hour's record %+v (%v)", r, err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/torpor-dev/torpor/clock"
 	"github.com/torpor-dev/torpor/clock/clocktest"
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/did/didtest"
 	"github.com/torpor-dev/torpor/store/tenants"
 	"github.com/torpor-dev/torpor/transport/tenancy"
 )
@@ -75,20 +76,11 @@ type fixture struct {
 // relays.
 func (f *fixture) at(i int) tenants.Store { return f.ls[i%len(f.ls)] }
 
-func key(t *testing.T, i byte) *did.PrivateKey {
-	t.Helper()
-	k, err := did.NewKeyFromSeed(bytes.Repeat([]byte{i}, 32))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return k
-}
-
 // newFixture opens the stores with tenants a (quotas qa) and b (no
 // limits).
 func newFixture(t *testing.T, s suite, qa tenants.Quotas) *fixture {
 	t.Helper()
-	f := &fixture{clk: clocktest.New(t0), a: key(t, 1), b: key(t, 2)}
+	f := &fixture{clk: clocktest.New(t0), a: didtest.Key(t, 1), b: didtest.Key(t, 2)}
 	f.l = s.open(t, f.clk)
 	f.ls = []tenants.Store{f.l}
 	for range s.relays - 1 {
@@ -136,7 +128,7 @@ func race(t *testing.T, n int, fn func(i int) error) (ok int64, refused []*tenan
 
 func devicesQuotaExactUnderConcurrentEnrolments(t *testing.T, s suite) {
 	f := newFixture(t, s, tenants.Quotas{Devices: 10})
-	ok, refused := race(t, 64, func(i int) error { return f.at(i).Enrol(f.a.DID(), key(t, byte(100+i)).DID()) })
+	ok, refused := race(t, 64, func(i int) error { return f.at(i).Enrol(f.a.DID(), didtest.Key(t, byte(100+i)).DID()) })
 	if ok != 10 || len(refused) != 54 {
 		t.Fatalf("%d enrolled, %d refused; want 10 and 54", ok, len(refused))
 	}
@@ -150,7 +142,7 @@ func devicesQuotaExactUnderConcurrentEnrolments(t *testing.T, s suite) {
 		t.Fatalf("tenant a has %d devices (%v), want 10", len(devs), err)
 	}
 	// Tenant b sees nothing of a's quota.
-	if err := f.l.Enrol(f.b.DID(), key(t, 200).DID()); err != nil {
+	if err := f.l.Enrol(f.b.DID(), didtest.Key(t, 200).DID()); err != nil {
 		t.Fatalf("tenant b: %v", err)
 	}
 	if info, _ := f.l.Tenant(f.a.DID()); info.Held.Devices != 10 {
@@ -219,10 +211,10 @@ func requestsPerSecondExact(t *testing.T, s suite) {
 
 func badRequests(t *testing.T, s suite) {
 	f := newFixture(t, s, tenants.Quotas{})
-	nobody := key(t, 9).DID()
+	nobody := didtest.Key(t, 9).DID()
 	for name, err := range map[string]error{
 		"unknown tenant":   f.l.Reserve(nobody, tenants.QuotaQueuedBytes, 1),
-		"enrol in unknown": f.l.Enrol(nobody, key(t, 10).DID()),
+		"enrol in unknown": f.l.Enrol(nobody, didtest.Key(t, 10).DID()),
 		"rate of unknown":  f.l.Allow(nobody),
 	} {
 		if !errors.Is(err, tenants.ErrNoTenant) {
@@ -241,7 +233,7 @@ func badRequests(t *testing.T, s suite) {
 	if err := f.l.Put(f.a.DID(), tenants.Quotas{Devices: -1}); err == nil {
 		t.Error("negative quota")
 	}
-	dev := key(t, 11).DID()
+	dev := didtest.Key(t, 11).DID()
 	if err := f.l.Enrol(f.a.DID(), dev); err != nil {
 		t.Fatal(err)
 	}
@@ -261,7 +253,7 @@ func badRequests(t *testing.T, s suite) {
 
 func ledgerKeepsEverythingAcrossReopen(t *testing.T, s suite) {
 	f := newFixture(t, s, tenants.Quotas{Devices: 3, RequestsPerSecond: 1})
-	if err := f.l.Enrol(f.a.DID(), key(t, 20).DID()); err != nil {
+	if err := f.l.Enrol(f.a.DID(), didtest.Key(t, 20).DID()); err != nil {
 		t.Fatal(err)
 	}
 	if err := f.l.Reserve(f.a.DID(), tenants.QuotaQueuedBytes, 500); err != nil {
@@ -280,7 +272,7 @@ func ledgerKeepsEverythingAcrossReopen(t *testing.T, s suite) {
 	if err != nil || info.Held.Devices != 1 || info.Held.QueuedBytes != 500 || info.Quotas.Devices != 3 {
 		t.Fatalf("after reopening: %+v, %v", info, err)
 	}
-	r, err := l.Usage(f.a.DID(), t0, key(t, 50))
+	r, err := l.Usage(f.a.DID(), t0, didtest.Key(t, 50))
 	if err != nil || r.Requests != 1 || r.Refused[tenants.QuotaRequests] != 1 {
 		t.Fatalf("hour after reopening: %+v, %v", r, err)
 	}
@@ -298,7 +290,7 @@ func checkCountsRefusals(t *testing.T, s suite) {
 	if err := f.l.Check(f.b.DID(), tenants.QuotaQueuedBytes, 1<<40, 1); err != nil {
 		t.Fatalf("no quota: %v", err)
 	}
-	r, err := f.l.Usage(f.a.DID(), t0, key(t, 50))
+	r, err := f.l.Usage(f.a.DID(), t0, didtest.Key(t, 50))
 	if err != nil || r.Refused[tenants.QuotaQueuedBytes] != 1 {
 		t.Fatalf("hour %+v (%v), want 1 queued_bytes refusal", r, err)
 	}
@@ -325,7 +317,7 @@ func updateBytesQuotaKeptAndChecked(t *testing.T, s suite) {
 	if err := f.l.Check(f.b.DID(), tenants.QuotaUpdateBytes, 1<<40, 1); err != nil {
 		t.Fatalf("tenant b, no quota: %v", err)
 	}
-	r, err := f.l.Usage(f.a.DID(), t0, key(t, 50))
+	r, err := f.l.Usage(f.a.DID(), t0, didtest.Key(t, 50))
 	if err != nil || r.Refused[tenants.QuotaUpdateBytes] != 1 {
 		t.Fatalf("hour %+v (%v), want 1 update_bytes refusal", r, err)
 	}
@@ -333,7 +325,7 @@ func updateBytesQuotaKeptAndChecked(t *testing.T, s suite) {
 
 func moveKeepsTheDeviceCount(t *testing.T, s suite) {
 	f := newFixture(t, s, tenants.Quotas{Devices: 1})
-	old, succ := key(t, 20).DID(), key(t, 21).DID()
+	old, succ := didtest.Key(t, 20).DID(), didtest.Key(t, 21).DID()
 	if err := f.l.Enrol(f.a.DID(), old); err != nil {
 		t.Fatal(err)
 	}
@@ -352,7 +344,7 @@ func moveKeepsTheDeviceCount(t *testing.T, s suite) {
 	if err := f.l.Forget(succ); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.l.Enrol(f.a.DID(), key(t, 22).DID()); err != nil {
+	if err := f.l.Enrol(f.a.DID(), didtest.Key(t, 22).DID()); err != nil {
 		t.Fatalf("a forgotten device's room: %v", err)
 	}
 }
@@ -367,7 +359,7 @@ func usageRecordByteHoursAcrossHours(t *testing.T, s suite) {
 	if err := f.l.Release(f.a.DID(), tenants.QuotaQueuedBytes, 3600); err != nil {
 		t.Fatal(err)
 	}
-	relay := key(t, 50)
+	relay := didtest.Key(t, 50)
 	first, err := f.l.Usage(f.a.DID(), t0, relay)
 	if err != nil {
 		t.Fatal(err)
@@ -389,7 +381,7 @@ func usageRecordVerifiesAndAChangedOneDoesNot(t *testing.T, s suite) {
 	for range 3 {
 		f.l.Allow(f.a.DID())
 	}
-	relay := key(t, 50)
+	relay := didtest.Key(t, 50)
 	r, err := f.l.Usage(f.a.DID(), t0, relay)
 	if err != nil {
 		t.Fatal(err)
@@ -413,7 +405,7 @@ func usageRecordVerifiesAndAChangedOneDoesNot(t *testing.T, s suite) {
 	}{"changed": {changed, nil}, "extra member": {extra, nil}, "another relay's key": {b, &[32]byte{7}}} {
 		k := relay.DID()
 		if c.relay != nil {
-			k = key(t, c.relay[0]).DID()
+			k = didtest.Key(t, c.relay[0]).DID()
 		}
 		if _, err := tenancy.VerifyRecord(c.b, k); !errors.Is(err, tenancy.ErrBadRecord) {
 			t.Errorf("%s: %v, want tenancy.ErrBadRecord", name, err)
@@ -430,7 +422,7 @@ func observeAccruesByteHours(t *testing.T, s suite) {
 	if err := f.l.Observe(f.a.DID(), tenants.QuotaQueuedBytes, 0); err != nil {
 		t.Fatal(err)
 	}
-	r, err := f.l.Usage(f.a.DID(), t0, key(t, 50))
+	r, err := f.l.Usage(f.a.DID(), t0, didtest.Key(t, 50))
 	if err != nil || r.MilliByteHours != 500*1000 || r.PeakQueuedBytes != 1000 {
 		t.Fatalf("%+v, %v; want 500 byte-hours, peak 1000", r, err)
 	}
@@ -453,7 +445,7 @@ func usageRecordCarriesUpdateBytes(t *testing.T, s suite) {
 			t.Fatal(err)
 		}
 	}
-	relay := key(t, 50)
+	relay := didtest.Key(t, 50)
 	r, err := f.l.Usage(f.a.DID(), t0, relay)
 	if err != nil || r.PeakUpdateBytes == nil || *r.PeakUpdateBytes != 7000 {
 		t.Fatalf("%+v, %v; want peak update bytes 7000", r, err)
@@ -495,8 +487,8 @@ func usageRecordCarriesUpdateBytes(t *testing.T, s suite) {
 
 func onlyTheOwnersOperatorsMayAct(t *testing.T, s suite) {
 	f := newFixture(t, s, tenants.Quotas{})
-	opA, opB, host := key(t, 30).DID(), key(t, 31).DID(), key(t, 32).DID()
-	devA, devB, loose := key(t, 40).DID(), key(t, 41).DID(), key(t, 42).DID()
+	opA, opB, host := didtest.Key(t, 30).DID(), didtest.Key(t, 31).DID(), didtest.Key(t, 32).DID()
+	devA, devB, loose := didtest.Key(t, 40).DID(), didtest.Key(t, 41).DID(), didtest.Key(t, 42).DID()
 	for owner, dev := range map[*did.PrivateKey]did.DID{f.a: devA, f.b: devB} {
 		if err := f.l.Enrol(owner.DID(), dev); err != nil {
 			t.Fatal(err)
@@ -526,8 +518,8 @@ func onlyTheOwnersOperatorsMayAct(t *testing.T, s suite) {
 
 func operatorListRefusals(t *testing.T, s suite) {
 	f := newFixture(t, s, tenants.Quotas{})
-	setList(t, f, f.a, tenancy.OperatorList{Operators: []string{key(t, 30).DID().String()}}, t0)
-	stranger := key(t, 60)
+	setList(t, f, f.a, tenancy.OperatorList{Operators: []string{didtest.Key(t, 30).DID().String()}}, t0)
+	stranger := didtest.Key(t, 60)
 	for name, c := range map[string]struct {
 		k      *did.PrivateKey
 		issued time.Time
@@ -605,7 +597,7 @@ func setList(t *testing.T, f *fixture, owner *did.PrivateKey, list tenancy.Opera
 // once, and the other tenant holds nothing.
 func oneTenantPerDeviceUnderRace(t *testing.T, s suite) {
 	f := newFixture(t, s, tenants.Quotas{})
-	dev := key(t, 70).DID()
+	dev := didtest.Key(t, 70).DID()
 	var won sync.Map
 	var wg sync.WaitGroup
 	for i := range 24 {

@@ -1,6 +1,7 @@
 package testenv
 
 import (
+	"encoding/json"
 	"fmt"
 	"net"
 	"os"
@@ -52,4 +53,28 @@ func FreePort(t testing.TB) int {
 func FreeAddr(t testing.TB) string {
 	t.Helper()
 	return fmt.Sprintf("127.0.0.1:%d", FreePort(t))
+}
+
+// SignedSHA256 returns the SHA-256 (hex) that the targets metadata of the
+// owner's update directory dir (torporctl update sign-target's) signs for
+// target, and fails t if the metadata cannot be read or names no SHA-256
+// for target.
+func SignedSHA256(t testing.TB, dir, target string) string {
+	t.Helper()
+	var targets struct {
+		Signed struct {
+			Targets map[string]struct {
+				Hashes map[string]string `json:"hashes"`
+			} `json:"targets"`
+		} `json:"signed"`
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "targets.json"))
+	if err == nil {
+		err = json.Unmarshal(b, &targets)
+	}
+	sum := targets.Signed.Targets[target].Hashes["sha256"]
+	if err != nil || sum == "" {
+		t.Fatalf("the signed targets in %s: %v, no SHA-256 of %s", dir, err, target)
+	}
+	return sum
 }

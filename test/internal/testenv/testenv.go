@@ -9,7 +9,8 @@
 //
 // It also holds what the integration tests need from the machine around a
 // binary: building and running it (Binary, BuildAt, Start), a key file to
-// hand it (KeyFile), a free loopback port (FreePort, FreeAddr) and the
+// hand it (KeyFile), the SHA-256 an owner's update directory signs for a
+// target (SignedSHA256), a free loopback port (FreePort, FreeAddr) and the
 // directory a test leaves its artifacts in (Artifacts).
 package testenv
 

@@ -1,6 +1,8 @@
 package testenv
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 )
 
@@ -65,5 +67,25 @@ func TestProcNextTakesLinesInTurn(t *testing.T) {
 	}
 	if got := p.Next(t, 2, "wake"); len(got) != 2 || got[0] != "wake 2" || got[1] != "wake 3" {
 		t.Fatalf("second Next(2, wake) = %q, want [wake 2 wake 3]", got)
+	}
+}
+
+func TestSignedSHA256(t *testing.T) {
+	dir := t.TempDir()
+	meta := `{"signed":{"targets":{"torpor-agent/2/linux-arm":{"hashes":{"sha256":"ab12"}}}}}`
+	if err := os.WriteFile(filepath.Join(dir, "targets.json"), []byte(meta), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := SignedSHA256(t, dir, "torpor-agent/2/linux-arm"); got != "ab12" {
+		t.Errorf("SignedSHA256(torpor-agent/2/linux-arm) = %q, want ab12", got)
+	}
+	for _, tt := range []struct{ name, dir, target string }{
+		{"unnamed target", dir, "torpor-agent/3/linux-arm"},
+		{"no metadata", t.TempDir(), "torpor-agent/2/linux-arm"},
+	} {
+		r := &recorder{TB: t}
+		if SignedSHA256(r, tt.dir, tt.target); !r.failed {
+			t.Errorf("SignedSHA256 with %s did not fail", tt.name)
+		}
 	}
 }

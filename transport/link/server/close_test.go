@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/torpor-dev/torpor/did/didtest"
+	"github.com/torpor-dev/torpor/internal/nettest"
 	"github.com/torpor-dev/torpor/internal/syncbuf"
 	"github.com/torpor-dev/torpor/transport/link"
 	"github.com/torpor-dev/torpor/transport/link/wire"
@@ -28,11 +29,7 @@ type stallProxy struct {
 
 func newStallProxy(t *testing.T, target string, release <-chan struct{}) *stallProxy {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
+	ln := nettest.Loopback(t)
 	p := &stallProxy{addr: ln.Addr().String(), stalled: make(chan struct{})}
 	go func() {
 		in, err := ln.Accept()

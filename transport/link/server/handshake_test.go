@@ -13,6 +13,7 @@ import (
 
 	"github.com/torpor-dev/torpor/clock"
 	"github.com/torpor-dev/torpor/clock/clocktest"
+	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/did/didtest"
 	"github.com/torpor-dev/torpor/transport/bearer"
 	"github.com/torpor-dev/torpor/transport/link"
@@ -53,6 +54,26 @@ func (h *harness) rawDial(tb testing.TB, authorization, subprotocol string) (*we
 	tb.Cleanup(func() { conn.CloseNow() })
 	conn.SetReadLimit(wire.MaxFrame)
 	return conn, http.StatusSwitchingProtocols, ""
+}
+
+// challenged opens a WebSocket to the link with a fresh link token of dev
+// and reads the relay's first frame, its challenge: the handshake up to
+// the device's proof.
+func (h *harness) challenged(tb testing.TB, dev *did.PrivateKey) (*websocket.Conn, string, wire.Challenge) {
+	tb.Helper()
+	tok, err := bearer.IssueLink(dev, h.http.URL, time.Now(), 0)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	conn, status, body := h.rawDial(tb, bearer.Authorization(tok), wire.Subprotocol)
+	if conn == nil {
+		tb.Fatalf("upgrade: %d %s", status, body)
+	}
+	f, err := readFrame(tb, conn)
+	if err != nil || f.T != wire.FrameChallenge || f.Challenge == nil {
+		tb.Fatalf("first frame = %+v, %v; want a challenge", f, err)
+	}
+	return conn, tok, *f.Challenge
 }
 
 func readFrame(tb testing.TB, conn *websocket.Conn) (*wire.Frame, error) {
@@ -128,20 +149,9 @@ func TestHandshakeNeedsTheKey(t *testing.T) {
 		}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			tok, err := bearer.IssueLink(dev, h.http.URL, time.Now(), 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			conn, status, body := h.rawDial(t, bearer.Authorization(tok), wire.Subprotocol)
-			if conn == nil {
-				t.Fatalf("upgrade: %d %s", status, body)
-			}
+			conn, tok, c := h.challenged(t, dev)
+			writeFrame(t, conn, &wire.Frame{T: wire.FrameProof, Proof: tt.proof(c, tok)})
 			f, err := readFrame(t, conn)
-			if err != nil || f.T != wire.FrameChallenge || f.Challenge == nil {
-				t.Fatalf("first frame = %+v, %v; want a challenge", f, err)
-			}
-			writeFrame(t, conn, &wire.Frame{T: wire.FrameProof, Proof: tt.proof(*f.Challenge, tok)})
-			f, err = readFrame(t, conn)
 			if err != nil || f.T != wire.FrameError || f.Code != "bad-proof" {
 				t.Errorf("after a bad proof: %+v, %v; want error bad-proof", f, err)
 			}
@@ -258,20 +268,9 @@ func TestHandshakeWaitsInRealTime(t *testing.T) {
 	}
 	h.srv.Clock = scaled
 	dev := didtest.Key(t, 1)
-	tok, err := bearer.IssueLink(dev, h.http.URL, time.Now(), 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, status, body := h.rawDial(t, bearer.Authorization(tok), wire.Subprotocol)
-	if conn == nil {
-		t.Fatalf("upgrade: %d %s", status, body)
-	}
-	f, err := readFrame(t, conn)
-	if err != nil || f.Challenge == nil {
-		t.Fatalf("first frame = %+v, %v; want a challenge", f, err)
-	}
+	conn, tok, c := h.challenged(t, dev)
 	base.Advance(time.Second)
-	m, err := wire.ProofMessage(*f.Challenge, dev.DID().String(), tok)
+	m, err := wire.ProofMessage(c, dev.DID().String(), tok)
 	if err != nil {
 		t.Fatal(err)
 	}

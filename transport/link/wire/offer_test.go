@@ -21,14 +21,7 @@ func TestOfferMemberCompatible(t *testing.T) {
 	if err != nil || got.Offer == nil || *got.Offer != *o {
 		t.Fatalf("state-ok with an offer decodes to %+v, %v", got.Offer, err)
 	}
-	var old struct {
-		V      int                 `cbor:"v"`
-		T      string              `cbor:"t"`
-		Bounds *queuebounds.Bounds `cbor:"bounds,omitempty"`
-	}
-	if err := decMode.Unmarshal(b, &old); err != nil || old.Bounds == nil || old.Bounds.MaxMessages != 1 {
-		t.Errorf("a device without the member: decoding = %+v, %v", old, err)
-	}
+	checkOldDeviceDecodes(t, b)
 	b, _ = Encode(&Frame{T: FrameStateOK, ID: 4, Bounds: &queuebounds.Bounds{}})
 	if got, err := Decode(b); err != nil || got.Offer != nil {
 		t.Errorf("state-ok without an offer decodes to %+v, %v; want nil", got.Offer, err)

@@ -113,6 +113,21 @@ func FuzzDecodeFrame(f *testing.F) {
 	})
 }
 
+// checkOldDeviceDecodes checks that a device that predates a state-ok's
+// later members decodes b, a state-ok with bounds of MaxMessages 1,
+// without error and with its bounds.
+func checkOldDeviceDecodes(t *testing.T, b []byte) {
+	t.Helper()
+	var old struct {
+		V      int                 `cbor:"v"`
+		T      string              `cbor:"t"`
+		Bounds *queuebounds.Bounds `cbor:"bounds,omitempty"`
+	}
+	if err := decMode.Unmarshal(b, &old); err != nil || old.Bounds == nil || old.Bounds.MaxMessages != 1 {
+		t.Errorf("a device without the member: decoding = %+v, %v", old, err)
+	}
+}
+
 // TestWakeSecondMemberCompatible: a state-ok's wake second round-trips,
 // second 0 included, a state-ok without it decodes as nil (a relay that
 // predates it), and a device that predates it decodes the frame.
@@ -127,14 +142,7 @@ func TestWakeSecondMemberCompatible(t *testing.T) {
 		if err != nil || got.WakeSecond == nil || *got.WakeSecond != sec {
 			t.Fatalf("state-ok with wake second %d decodes to %v, %v", sec, got.WakeSecond, err)
 		}
-		var old struct {
-			V      int                 `cbor:"v"`
-			T      string              `cbor:"t"`
-			Bounds *queuebounds.Bounds `cbor:"bounds,omitempty"`
-		}
-		if err := decMode.Unmarshal(b, &old); err != nil || old.Bounds == nil || old.Bounds.MaxMessages != 1 {
-			t.Errorf("a device without the member: decoding = %+v, %v", old, err)
-		}
+		checkOldDeviceDecodes(t, b)
 	}
 	b, err := Encode(&Frame{T: FrameStateOK, ID: 3, Bounds: &queuebounds.Bounds{}})
 	if err != nil {

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/torpor-dev/torpor/internal/nettest"
 )
 
 // FaultProxy is a TCP proxy on loopback that injects a network's faults
@@ -45,50 +47,39 @@ func (fp *faultPair) close() {
 // until the end of the test.
 func StartFaultProxy(t testing.TB, target string) *FaultProxy {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &FaultProxy{ln: ln, target: target, pairs: map[*faultPair]bool{}, acceptsCh: make(chan struct{})}
-	go p.serve()
-	t.Cleanup(func() {
-		ln.Close()
-		p.Drop()
-	})
+	p := &FaultProxy{ln: nettest.Loopback(t), target: target, pairs: map[*faultPair]bool{}, acceptsCh: make(chan struct{})}
+	t.Cleanup(p.Drop) // before the listener closes
+	nettest.Serve(p.ln, p.serve)
 	return p
 }
 
 // URL is the proxy's mqtt:// URL.
 func (p *FaultProxy) URL() string { return "mqtt://" + p.ln.Addr().String() }
 
-func (p *FaultProxy) serve() {
-	for {
-		c, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		p.mu.Lock()
-		refuse := p.refuse
-		p.mu.Unlock()
-		if refuse {
-			c.Close()
-			continue
-		}
-		up, err := net.Dial("tcp", p.target)
-		if err != nil {
-			c.Close()
-			continue
-		}
-		fp := &faultPair{client: c, broker: up}
-		p.mu.Lock()
-		p.pairs[fp] = true
-		p.accepted++
-		close(p.acceptsCh)
-		p.acceptsCh = make(chan struct{})
-		p.mu.Unlock()
-		go p.pump(fp, c, up, true)
-		go p.pump(fp, up, c, false)
+// serve forwards the client's connection c to the broker, unless the
+// proxy refuses connections.
+func (p *FaultProxy) serve(c net.Conn) {
+	p.mu.Lock()
+	refuse := p.refuse
+	p.mu.Unlock()
+	if refuse {
+		c.Close()
+		return
 	}
+	up, err := net.Dial("tcp", p.target)
+	if err != nil {
+		c.Close()
+		return
+	}
+	fp := &faultPair{client: c, broker: up}
+	p.mu.Lock()
+	p.pairs[fp] = true
+	p.accepted++
+	close(p.acceptsCh)
+	p.acceptsCh = make(chan struct{})
+	p.mu.Unlock()
+	go p.pump(fp, c, up, true)
+	go p.pump(fp, up, c, false)
 }
 
 // pump copies src to dst, after the proxy's delay, until src fails. A

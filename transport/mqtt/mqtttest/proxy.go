@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/torpor-dev/torpor/internal/nettest"
 	"github.com/torpor-dev/torpor/internal/syncbuf"
 )
 
@@ -46,16 +47,9 @@ func (p *Proxy) Sent() [][]byte {
 // the end of the test.
 func StartProxy(t testing.TB, target string) *Proxy {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &Proxy{ln: ln, target: target, conns: map[net.Conn]bool{}}
-	go p.serve()
-	t.Cleanup(func() {
-		ln.Close()
-		p.Cut()
-	})
+	p := &Proxy{ln: nettest.Loopback(t), target: target, conns: map[net.Conn]bool{}}
+	t.Cleanup(p.Cut) // before the listener closes
+	nettest.Serve(p.ln, p.forward)
 	return p
 }
 
@@ -97,16 +91,6 @@ func (p *Proxy) Restore() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.cut = false
-}
-
-func (p *Proxy) serve() {
-	for {
-		c, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		go p.forward(c)
-	}
 }
 
 func (p *Proxy) forward(c net.Conn) {

@@ -28,15 +28,26 @@ func (c *Console) noRollouts(w http.ResponseWriter) bool {
 	return true
 }
 
-// serveAPIRollouts is GET /fleet/api/rollouts: the rollouts as
-// torporctl update rollout status --json prints them.
-func (c *Console) serveAPIRollouts(w http.ResponseWriter, r *http.Request) {
+// hostRollouts reads the rollouts for a request of the relay's own
+// operators; it answers w itself and returns false when the relay keeps
+// no rollouts, the request is not the host's, or the read fails.
+func (c *Console) hostRollouts(w http.ResponseWriter, r *http.Request) ([]operatorapi.Rollout, bool) {
 	if c.noRollouts(w) || c.notHost(w, r, "the rollouts") {
-		return
+		return nil, false
 	}
 	rs, err := c.cfg.Rollouts.Rollouts(r.Context())
 	if err != nil {
 		c.internal(w, err)
+		return nil, false
+	}
+	return rs, true
+}
+
+// serveAPIRollouts is GET /fleet/api/rollouts: the rollouts as
+// torporctl update rollout status --json prints them.
+func (c *Console) serveAPIRollouts(w http.ResponseWriter, r *http.Request) {
+	rs, ok := c.hostRollouts(w, r)
+	if !ok {
 		return
 	}
 	writeJSON(w, http.StatusOK, operatorapi.RolloutList{Rollouts: append([]operatorapi.Rollout{}, rs...)})
@@ -47,12 +58,8 @@ func (c *Console) serveAPIRollouts(w http.ResponseWriter, r *http.Request) {
 // audit log, it is the relay's own operators' (notHost): a tenant's
 // operator sees no rollout.
 func (c *Console) serveRollouts(w http.ResponseWriter, r *http.Request, op string) {
-	if c.noRollouts(w) || c.notHost(w, r, "the rollouts") {
-		return
-	}
-	rs, err := c.cfg.Rollouts.Rollouts(r.Context())
-	if err != nil {
-		c.internal(w, err)
+	rs, ok := c.hostRollouts(w, r)
+	if !ok {
 		return
 	}
 	c.render(w, http.StatusOK, "rollouts.html", view{Title: "Rollouts", Operator: op, Host: true, Rollouts: rs, HasRollouts: true})

@@ -26,15 +26,26 @@ func (c *Console) noTenants(w http.ResponseWriter) bool {
 	return true
 }
 
-// serveAPITenants is GET /fleet/api/tenants: the TenantList, for the
-// relay's own operators only (notHost).
-func (c *Console) serveAPITenants(w http.ResponseWriter, r *http.Request) {
+// hostTenants reads the tenants for a request of the relay's own
+// operators; it answers w itself and returns false when the relay hosts
+// no tenants, the request is not the host's, or the read fails.
+func (c *Console) hostTenants(w http.ResponseWriter, r *http.Request) (operatorapi.TenantList, bool) {
 	if c.noTenants(w) || c.notHost(w, r, "the tenants") {
-		return
+		return operatorapi.TenantList{}, false
 	}
 	l, err := c.cfg.Tenants.Tenants(r.Context())
 	if err != nil {
 		c.internal(w, err)
+		return operatorapi.TenantList{}, false
+	}
+	return l, true
+}
+
+// serveAPITenants is GET /fleet/api/tenants: the TenantList, for the
+// relay's own operators only (notHost).
+func (c *Console) serveAPITenants(w http.ResponseWriter, r *http.Request) {
+	l, ok := c.hostTenants(w, r)
+	if !ok {
 		return
 	}
 	writeJSON(w, http.StatusOK, l)
@@ -45,12 +56,8 @@ func (c *Console) serveAPITenants(w http.ResponseWriter, r *http.Request) {
 // tenant. A tenant's devices are linked only when its owner's list lets
 // the host see them; a tenant's operator gets 403, as for the audit log.
 func (c *Console) serveTenants(w http.ResponseWriter, r *http.Request, op string) {
-	if c.noTenants(w) || c.notHost(w, r, "the tenants") {
-		return
-	}
-	l, err := c.cfg.Tenants.Tenants(r.Context())
-	if err != nil {
-		c.internal(w, err)
+	l, ok := c.hostTenants(w, r)
+	if !ok {
 		return
 	}
 	c.render(w, http.StatusOK, "tenants.html", view{Title: "Tenants", Operator: op, Host: true, Tenants: &l})

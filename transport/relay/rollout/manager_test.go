@@ -37,6 +37,15 @@ func openBolt(t *testing.T, path string) *rollouts.Bolt {
 	return s
 }
 
+// newManager is a Manager on a new bolt file, closed when the test ends,
+// and a fake clock at start.
+func newManager(t *testing.T) *rollout.Manager {
+	t.Helper()
+	s := openBolt(t, filepath.Join(t.TempDir(), "rollouts.db"))
+	t.Cleanup(func() { s.Close() })
+	return &rollout.Manager{Store: s, Clock: clocktest.New(start)}
+}
+
 // TestManagerSurvivesRestart: a rollout started, offered and reported
 // through one Manager on a bbolt file is found as it was by a Manager on
 // the file opened again (a relay restarted), which moves it on.
@@ -124,9 +133,7 @@ func TestManagersShareOneStore(t *testing.T) {
 // TestManagerPauseResumeAbort: an operator pause, resume and abort are
 // stored; an abort stops offers.
 func TestManagerPauseResumeAbort(t *testing.T) {
-	s := openBolt(t, filepath.Join(t.TempDir(), "rollouts.db"))
-	defer s.Close()
-	m := &rollout.Manager{Store: s, Clock: clocktest.New(start)}
+	m := newManager(t)
 	r, err := m.Start(t.Context(), spec(), devices(10))
 	if err != nil {
 		t.Fatal(err)
@@ -190,9 +197,7 @@ func TestOfferSeesOtherRelays(t *testing.T) {
 // device's update check names no build version) is recorded as the
 // version's would be; a name of another target is not.
 func TestReportByTargetName(t *testing.T) {
-	s := openBolt(t, filepath.Join(t.TempDir(), "rollouts.db"))
-	defer s.Close()
-	m := &rollout.Manager{Store: s, Clock: clocktest.New(start)}
+	m := newManager(t)
 	r, err := m.Start(t.Context(), spec(), devices(10))
 	if err != nil {
 		t.Fatal(err)
@@ -214,9 +219,7 @@ func TestReportByTargetName(t *testing.T) {
 // next; one it accepts is offered under its own id; inTenant's error is
 // returned.
 func TestOfferIDOfTenants(t *testing.T) {
-	st := openBolt(t, filepath.Join(t.TempDir(), "rollouts.db"))
-	t.Cleanup(func() { st.Close() })
-	m := &rollout.Manager{Store: st, Clock: clocktest.New(start)}
+	m := newManager(t)
 	ds := []rollout.Device{{ID: "did:key:zD", Minute: 1}}
 	a, host := spec(), spec()
 	a.Tenant, a.ID, a.Percents, host.ID, host.Percents = "did:key:zA", "a-1.4.0", []int{100}, "z-1.4.0", []int{100}

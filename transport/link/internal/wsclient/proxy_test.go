@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/coder/websocket"
+
+	"github.com/torpor-dev/torpor/internal/nettest"
 )
 
 func TestProxyFor(t *testing.T) {
@@ -61,20 +63,8 @@ func TestProxyFor(t *testing.T) {
 // the credentials u:pw, and answers 407 to others.
 func connectProxy(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go tunnel(c)
-		}
-	}()
+	ln := nettest.Loopback(t)
+	nettest.Serve(ln, tunnel)
 	return ln.Addr().String()
 }
 

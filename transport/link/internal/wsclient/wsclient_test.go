@@ -15,6 +15,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/torpor-dev/torpor/internal/http1"
+	"github.com/torpor-dev/torpor/internal/nettest"
 )
 
 // coderServer runs coder/websocket's server (the relay's side of the
@@ -173,11 +174,7 @@ func TestAcceptKey(t *testing.T) {
 // request's key) and then runs script on the connection.
 func rawServer(t *testing.T, answer func(key string) string, script func(c net.Conn, br *bufio.Reader)) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
+	ln := nettest.Loopback(t)
 	go func() {
 		c, err := ln.Accept()
 		if err != nil {
