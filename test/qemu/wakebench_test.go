@@ -228,12 +228,24 @@ func wakeMachine(b *testing.B, tt vmWakeTarget, agentBin []byte, key *did.Privat
 			"etc/torpor/agent.key": did.MarshalKeyFile(key),
 		},
 		Modes: map[string]uint32{"etc/torpor/agent.key": 0o600},
-		Run:   "/bin/wakebench", Args: append([]string{"-n", strconv.Itoa(b.N), "-time", timeURL, "--"}, agent...)}
+		Run:   "/bin/wakebench", Args: append(wakebenchArgs(b.N, timeURL), agent...)}
 	if tt.disk {
 		m.Modules = append(append([]string(nil), diskModules...), "virtio_net")
 		m.Disk, m.Mounts = newDisk(b, 64<<20), []string{"/dev/vda:/data:ext4"}
 	}
 	return m
+}
+
+// wakebenchArgs are test/qemu/guest/wakebench's arguments before the
+// agent's: n wakes, the host's time server, and -debug-cpu when
+// TORPOR_EMPTYWAKE_DEBUGCPU is 1 (the agent's CPU time on each of its log
+// lines, which wakemeter files by line: cpu-to-LABEL-ms/wake).
+func wakebenchArgs(n int, timeURL string) []string {
+	args := []string{"-n", strconv.Itoa(n), "-time", timeURL}
+	if os.Getenv("TORPOR_EMPTYWAKE_DEBUGCPU") == "1" {
+		args = append(args, "-debug-cpu")
+	}
+	return append(args, "--")
 }
 
 // syncLine returns what the guest's /init said when it set the clock.
