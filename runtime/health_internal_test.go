@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/torpor-dev/torpor/clock"
 	"github.com/torpor-dev/torpor/clock/clocktest"
 	"github.com/torpor-dev/torpor/transport/link/wire"
 )
@@ -44,5 +45,30 @@ func TestReadHealthTimeout(t *testing.T) {
 	clk.Advance(HealthTimeout)
 	if h := <-got; h != nil {
 		t.Errorf("readHealth past the timeout = %+v; want nil", h)
+	}
+}
+
+// TestReadHealthTimeoutIsRealTime: on a scaled clock (--time-scale) the
+// timeout is HealthTimeout of real time, not of the scaled clock: at a
+// scale of 120 a reading that takes a real second (a slow board, an
+// emulated one) is still in the status.
+func TestReadHealthTimeoutIsRealTime(t *testing.T) {
+	slow := make(chan struct{})
+	clk := clocktest.New(time.Unix(0, 0))
+	scaled, err := clock.NewScaled(clk, 120)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &Agent{cfg: Config{Status: StatusSources{Health: func() *wire.StatusHealth { <-slow; return &wire.StatusHealth{UptimeS: 1} }}},
+		clock: scaled, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	w := &wakeRun{a: a, ctx: context.Background()}
+	created := clk.TimerCreated()
+	got := make(chan *wire.StatusHealth)
+	go func() { got <- w.readHealth() }()
+	<-created
+	clk.Advance(time.Second) // 120 s of the scaled clock
+	close(slow)
+	if h := <-got; h == nil {
+		t.Errorf("readHealth of a reading that took a real second, at a scale of 120 = nil; want the reading")
 	}
 }

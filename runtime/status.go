@@ -7,6 +7,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/torpor-dev/torpor/clock"
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/governed"
 	"github.com/torpor-dev/torpor/internal/version"
@@ -74,7 +75,8 @@ func (w *wakeRun) statusHeld(c []byte) bool {
 
 // HealthTimeout bounds how long a wake waits for Config.Status.Health: a
 // reading stuck on a file (a firmware call, a hung file system) must not
-// hold the wake's status.
+// hold the wake's status. It is real time, on a scaled clock too
+// (clock.Unscaled): reading /proc and /sys takes as long at any scale.
 const HealthTimeout = 2 * time.Second
 
 // readHealth returns the board's health, read once a wake, so that the
@@ -89,7 +91,7 @@ func (w *wakeRun) readHealth() *wire.StatusHealth {
 	w.healthOnce.Do(func() {
 		ch := make(chan *wire.StatusHealth, 1)
 		go func() { ch <- a.cfg.Status.Health() }()
-		t := a.clock.NewTimer(HealthTimeout)
+		t := clock.Unscaled(a.clock).NewTimer(HealthTimeout)
 		defer t.Stop()
 		select {
 		case w.health = <-ch:
