@@ -100,12 +100,13 @@ type relayTime interface {
 }
 
 // establishedLevel is the level of the "time established" line of r: a
-// time that moved nothing forward and agrees with the system clock to a
-// second says no more than the wake line's trustedTime=SOURCE, and is
-// logged at debug level, so that an empty wake logs two lines (issue 32);
-// one that differs is information.
+// time that agrees with the system clock to a second says no more than
+// the wake line's trustedTime=SOURCE (and trustedTimeForward, when it
+// moved the clock forward), and is logged at debug level, so that an
+// empty wake logs two lines (issue 32); one a second or more off is
+// information.
 func establishedLevel(r trusted.Reading) slog.Level {
-	if d := r.Now.Sub(r.System); r.Forward == 0 && d > -time.Second && d < time.Second {
+	if d := r.Now.Sub(r.System); d > -time.Second && d < time.Second {
 		return slog.LevelDebug
 	}
 	return slog.LevelInfo
