@@ -1,7 +1,9 @@
 package pulse
 
 import (
+	"bytes"
 	"fmt"
+	"sync"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -20,6 +22,14 @@ var (
 type Chain struct {
 	db  *bolt.DB
 	key *did.PrivateKey
+
+	mu sync.Mutex
+	// mu guards the following fields: the head this Chain last signed
+	// (Next) or verified (Head), and its pulse. A stored head of the
+	// same bytes is not parsed and verified again: once a wake, the
+	// verification would only find the signature this process made.
+	knownDoc []byte
+	known    Pulse
 }
 
 // OpenChain prepares the chain's bucket in db for the agent whose key is key.
@@ -56,6 +66,12 @@ func (c *Chain) Next(tx *bolt.Tx, now, nextWake time.Time, mode string, halted b
 	if err != nil {
 		return nil, Pulse{}, err
 	}
+	// The pulse as Parse would return doc's, which signs p's wire form.
+	signed, err := p.wire().pulse()
+	if err != nil {
+		return nil, Pulse{}, err
+	}
+	c.remember(doc, signed)
 	b := tx.Bucket(bucket)
 	if err := b.Put(keyHead, doc); err != nil {
 		return nil, Pulse{}, fmt.Errorf("pulse: recording head: %w", err)
@@ -87,7 +103,8 @@ func Succeed(tx *bolt.Tx, predecessor did.DID) error {
 // Head returns the latest pulse in tx, or ok false before the first one. A
 // stored head that no longer verifies (another key, unless Succeed named
 // it the predecessor; corruption) is an error: the chain must not silently
-// restart.
+// restart. A head byte for byte the one this Chain last signed or
+// verified is not verified again.
 func (c *Chain) Head(tx *bolt.Tx) (doc []byte, p Pulse, ok bool, err error) {
 	b := tx.Bucket(bucket)
 	if b == nil {
@@ -98,13 +115,35 @@ func (c *Chain) Head(tx *bolt.Tx) (doc []byte, p Pulse, ok bool, err error) {
 		return nil, Pulse{}, false, nil
 	}
 	doc = append([]byte(nil), v...)
-	if p, err = Parse(doc); err != nil {
-		return nil, Pulse{}, false, fmt.Errorf("pulse: stored chain head: %w", err)
+	p, ok = c.recall(doc)
+	if !ok {
+		if p, err = Parse(doc); err != nil {
+			return nil, Pulse{}, false, fmt.Errorf("pulse: stored chain head: %w", err)
+		}
+		c.remember(doc, p)
 	}
 	if p.Agent != c.key.DID() && string(b.Get(keyPredecessor)) != p.Agent.String() {
 		return nil, Pulse{}, false, fmt.Errorf("pulse: stored chain head belongs to %s, not %s", p.Agent, c.key.DID())
 	}
 	return doc, p, true, nil
+}
+
+// remember keeps doc, signed or verified, and its pulse p.
+func (c *Chain) remember(doc []byte, p Pulse) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.knownDoc, c.known = bytes.Clone(doc), p
+}
+
+// recall returns the pulse of doc when doc is the head this Chain last
+// signed or verified.
+func (c *Chain) recall(doc []byte) (Pulse, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.knownDoc == nil || !bytes.Equal(doc, c.knownDoc) {
+		return Pulse{}, false
+	}
+	return c.known, true
 }
 
 // DB returns the bbolt file of the chain.

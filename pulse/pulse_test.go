@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -191,5 +192,56 @@ func TestChainContinuesAfterSucceed(t *testing.T) {
 	third, _ := OpenChain(db, old)
 	if err := db.View(func(tx *bolt.Tx) error { _, _, _, err := third.Head(tx); return err }); err == nil {
 		t.Error("the old key accepted the new key's head")
+	}
+}
+
+// TestChainHeadVerifiesWhatItDidNotSign: the head the chain just signed is
+// returned as Parse returns it without being parsed and verified again
+// (far fewer allocations than a verification), while a stored head that
+// changed behind the chain's back (corruption, another writer) is still
+// verified and refused.
+func TestChainHeadVerifiesWhatItDidNotSign(t *testing.T) {
+	k := didtest.Key(t, 1)
+	db := openDB(t, filepath.Join(t.TempDir(), "agent.db"))
+	defer db.Close()
+	c, _ := OpenChain(db, k)
+	var doc []byte
+	for i := range 2 {
+		if err := db.Update(func(tx *bolt.Tx) (err error) {
+			doc, _, err = c.Next(tx, t0.Add(time.Duration(i)*time.Hour+123456789), t0.Add(time.Duration(i+1)*time.Hour+987654321), "hourly_wake", false)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := Parse(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	head := func(c *Chain) (p Pulse, err error) {
+		err = db.View(func(tx *bolt.Tx) error { _, p, _, err = c.Head(tx); return err })
+		return p, err
+	}
+	if got, err := head(c); err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("Head after Next = %+v, %v; want Parse's %+v", got, err, want)
+	}
+	fresh, _ := OpenChain(db, k) // knows no head: parses and verifies it
+	known := testing.AllocsPerRun(20, func() { head(c) })
+	parsed := testing.AllocsPerRun(20, func() { head(&Chain{db: db, key: k}) })
+	if known*4 > parsed {
+		t.Errorf("Head of the head it signed: %v allocations; of a head it parses and verifies: %v; want a quarter or less", known, parsed)
+	}
+	if got, err := head(fresh); err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("Head of a new Chain = %+v, %v; want %+v", got, err, want)
+	}
+
+	forged := bytes.Replace(doc, []byte(`"seq":2`), []byte(`"seq":9`), 1)
+	if err := db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucket).Put(keyHead, forged) }); err != nil {
+		t.Fatal(err)
+	}
+	for _, ch := range []*Chain{c, fresh} {
+		if _, err := head(ch); !errors.Is(err, ErrSignature) {
+			t.Errorf("Head of a head changed in the store = %v, want %v", err, ErrSignature)
+		}
 	}
 }

@@ -26,10 +26,15 @@ type unrecorded struct {
 	wakes uint64
 }
 
-// pending is a Pipeline's unrecorded wake.
+// pending is a Pipeline's unrecorded wake, and the last one it committed.
 type pending struct {
 	mu sync.Mutex
 	u  *unrecorded // nil: nothing to commit
+	// stored is the report this process last committed as the last wake
+	// (putWake, the only writer of keyLastWake), which the store holds:
+	// the status reads it here rather than decode it from the store at
+	// every publish (issue 32). nil before the first such commit.
+	stored *WakeReport
 }
 
 // keep holds r for the next commit; a report still held (its commit
@@ -60,6 +65,8 @@ func (p *pending) committed(u *unrecorded) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	r := u.r
+	p.stored = &r
 	switch {
 	case p.u == u:
 		p.u = nil
@@ -68,14 +75,18 @@ func (p *pending) committed(u *unrecorded) {
 	}
 }
 
-// lastWake returns the report held, if any.
+// lastWake returns the report held, or else the one this process last
+// committed, if any.
 func (p *pending) lastWake() (WakeReport, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.u == nil {
-		return WakeReport{}, false
+	switch {
+	case p.u != nil:
+		return p.u.r, true
+	case p.stored != nil:
+		return *p.stored, true
 	}
-	return p.u.r, true
+	return WakeReport{}, false
 }
 
 // putWake writes u in tx: the cycle state and the last wake's report.
@@ -111,7 +122,8 @@ func (p *Pipeline) RecordWake() error {
 }
 
 // lastWake returns the last wake's report: the one held for the next
-// commit, or else the one tx holds.
+// commit, or else the one tx holds (as this process committed it, when it
+// did).
 func (p *Pipeline) lastWake(tx *bolt.Tx) (WakeReport, bool, error) {
 	if r, ok := p.unrec.lastWake(); ok {
 		return r, true, nil

@@ -3,6 +3,7 @@ package runtime_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -320,5 +321,29 @@ func TestASleepAfterADrainFreesTheHeap(t *testing.T) {
 			}
 			w.shutdown()
 		})
+	}
+}
+
+// TestAnEmptyWakeLogsTwoLines: an empty wake whose time the relay and the
+// system clock agree on logs two lines at the default level, "waking" and
+// "wake" (which names the trusted time's source); the "time established"
+// line says nothing more then, and is logged at debug level.
+func TestAnEmptyWakeLogsTwoLines(t *testing.T) {
+	w := newWorld(t, wake.HourlyWake)
+	w.cfg.TrustedTime = &trusted.Config{Kernel: &ntpKernel{synced: true}}
+	var log runtimetest.Log
+	w.cfg.Logger = slog.New(slog.NewTextHandler(&log, nil))
+	rtc, _ := w.bootSuspending()
+	<-rtc.asleep
+	before := log.String()
+	r := w.rtcWindowWake(rtc)
+	lines := strings.Split(strings.TrimSpace(strings.TrimPrefix(log.String(), before)), "\n")
+	w.shutdown()
+	if r.Time == nil || r.Time.Source == "" || r.Drain.Records != 0 {
+		t.Fatalf("the wake: time %+v, drain %+v; want an empty wake with a trusted time", r.Time, r.Drain)
+	}
+	if len(lines) != 2 || !strings.Contains(lines[0], "msg=waking ") || !strings.Contains(lines[1], "msg=wake ") ||
+		!strings.Contains(lines[1], "trustedTime="+r.Time.Source) {
+		t.Errorf("an empty wake logged %d lines:\n%s\nwant waking, then wake with trustedTime=%s", len(lines), strings.Join(lines, "\n"), r.Time.Source)
 	}
 }

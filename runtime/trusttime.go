@@ -1,7 +1,9 @@
 package runtime
 
 import (
+	"context"
 	"errors"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -97,6 +99,19 @@ type relayTime interface {
 	RelayExchange() (relay, sent, received time.Time)
 }
 
+// establishedLevel is the level of the "time established" line of r: a
+// time that agrees with the system clock to a second says no more than
+// the wake line's trustedTime=SOURCE (and trustedTimeForward, when it
+// moved the clock forward), and is logged at debug level, so that an
+// empty wake logs two lines (issue 32); one a second or more off is
+// information.
+func establishedLevel(r trusted.Reading) slog.Level {
+	if d := r.Now.Sub(r.System); d > -time.Second && d < time.Second {
+		return slog.LevelDebug
+	}
+	return slog.LevelInfo
+}
+
 // linkedTime gives the trusted time the relay's time from l's handshake.
 func (a *Agent) linkedTime(l Link) {
 	if rt, ok := l.(relayTime); ok && a.trusted != nil {
@@ -128,8 +143,8 @@ func (w *wakeRun) establishTime() func(*bolt.Tx) error {
 		a.log.Warn("no trusted time: the drain holds every record (nothing judged or acknowledged)", "why", tr.Untrusted,
 			"system", r.System.UTC().Format(time.RFC3339))
 	} else {
-		a.log.Info("time established", "source", r.Source, "at", r.Now.UTC().Format(time.RFC3339Nano), "forward", r.Forward,
-			"system", r.System.UTC().Format(time.RFC3339))
+		a.log.Log(context.Background(), establishedLevel(r), "time established", "source", r.Source,
+			"at", r.Now.UTC().Format(time.RFC3339Nano), "forward", r.Forward, "system", r.System.UTC().Format(time.RFC3339))
 	}
 	w.mu.Lock()
 	w.rep.Time = tr

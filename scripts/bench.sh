@@ -142,15 +142,16 @@ TORPOR_EMPTYWAKE_AGENT="$PWD/bin/arm64/torpor-agent" TORPOR_EMPTYWAKE_EXEC="qemu
 # its data on an ext4 virtio-blk disk, and for arm64 on the initramfs beside
 # it) and the relay on the host, both 120 times faster from a shared epoch
 # (--time-epoch); the CPU figures are the guest kernel's, not the emulator's.
-# Each target runs d2faa43's agent (built from git history) and then this
-# tree's, in two rounds (base, tree, base, tree: the load drifts over the
-# minutes a guest takes, and alternating spreads it over both builds; the
-# ratios are over the sums). About 50 minutes: twelve guests, each booted
+# Each target runs d2faa43's agent (built from git history) and this
+# tree's, in two rounds whose order alternates (base, tree, tree, base: the
+# load drifts over the minutes a guest takes, and alternating spreads it
+# over both builds; the ratios are over the sums, reported by each round's
+# second run). About 50 minutes: twelve guests, each booted
 # twice (b.N = 1, then 2).
 TORPOR_EMPTYWAKE_ROUNDS="${EMPTYWAKE_VM_ROUNDS:-2}" \
 	go test -tags integration -run '^$' -bench EmptyWakeVM -benchtime "${EMPTYWAKE_VM_BENCHTIME:-2x}" -timeout 120m ./test/qemu/ | tee "$out"
 echo "empty wake in the arm64 guest, this tree's CPU over d2faa43's, over the rounds so far (goal <= 0.5):"
-awk '/^BenchmarkEmptyWakeVM\/.*\/tree/ {
+awk '/^BenchmarkEmptyWakeVM\/.*wake-cpu-ratio/ {
   r = ""
   for (i = 2; i < NF; i++) if ($(i + 1) == "wake-cpu-ratio" || $(i + 1) == "cpu-ratio") r = r sprintf("  %s %s", $(i + 1), $i)
   print "  " $1 r

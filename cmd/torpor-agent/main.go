@@ -282,6 +282,7 @@ func daemon(ctx context.Context, a *args, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	log = debugCPU(log, &b.Config)
 	b.Config.Logger = log
 	b.Config.Store.Reinitialise = a.reinit
 	var agent *runtime.Agent

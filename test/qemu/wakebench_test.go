@@ -41,12 +41,13 @@ const emptyWakeVMScale = 120
 // through the arm64 kernel's 32-bit compat layer (there is no armv6 kernel
 // here).
 //
-// Each target runs two builds one after the other, as sub-benchmarks:
-// base, the agent and relay of the commit issue 32 starts from
-// (emptyWakeBase, built from git history for the guest's platform), and
-// tree, this tree's. tree reports its CPU per wake over
-// base's (wake-cpu-ratio inside the wake, cpu-ratio the whole cycle):
-// issue 32's goal is 0.5 or less.
+// Each target runs two builds, as sub-benchmarks: base, the agent and
+// relay of the commit issue 32 starts from (emptyWakeBase, built from git
+// history for the guest's platform), and tree, this tree's, in
+// TORPOR_EMPTYWAKE_ROUNDS rounds whose order alternates (base, tree, then
+// tree, base). The second run of each round reports tree's CPU per wake
+// over base's, summed over the rounds so far (wake-cpu-ratio inside the
+// wake, cpu-ratio the whole cycle): issue 32's goal is 0.5 or less.
 //
 // test/qemu/guest/wakebench runs the agent in the guest and reads, on the
 // guest's kernel, what test/internal/wakemeter reads: the whole cycle's
@@ -72,26 +73,51 @@ func BenchmarkEmptyWakeVM(b *testing.B) {
 				if r > 0 {
 					suffix = "-" + strconv.Itoa(r+1)
 				}
-				b.Run("base"+suffix, func(b *testing.B) {
-					base = base.Add(benchEmptyWakeVM(b, tt, baseAgent(b, tt), baseRelay))
-				})
-				b.Run("tree"+suffix, func(b *testing.B) {
-					tree = tree.Add(benchEmptyWakeVM(b, tt, vm.CrossBinary(b, "./cmd/torpor-agent", tt.goarch, tt.goarm), ""))
-					if base.N > 0 && base.InWake > 0 && base.Cycle.User+base.Cycle.Sys > 0 {
-						b.ReportMetric(perWake(tree.InWake, tree.N)/perWake(base.InWake, base.N), "wake-cpu-ratio")
-						b.ReportMetric(perWake(tree.Cycle.User+tree.Cycle.Sys, tree.N)/perWake(base.Cycle.User+base.Cycle.Sys, base.N), "cpu-ratio")
-					}
-				})
+				for i, build := range roundOrder(r) {
+					b.Run(build+suffix, func(b *testing.B) {
+						if build == "base" {
+							base = base.Add(benchEmptyWakeVM(b, tt, baseAgent(b, tt), baseRelay))
+						} else {
+							tree = tree.Add(benchEmptyWakeVM(b, tt, vm.CrossBinary(b, "./cmd/torpor-agent", tt.goarch, tt.goarm), ""))
+						}
+						if i == 1 { // the round's second run: both builds have run as often
+							reportWakeRatios(b, base, tree)
+						}
+					})
+				}
 			}
 		})
 	}
 }
 
-// emptyWakeVMRounds is how many times each target runs its base then its
-// tree build (TORPOR_EMPTYWAKE_ROUNDS, 1 by default): on shared cores the
-// load drifts over the minutes a guest takes, and alternating the builds
-// spreads the drift over both. Each tree run reports the ratios of the
-// sums of every round so far.
+// roundOrder returns the builds of round r in the order they run: base
+// then tree in the first round and every other one after it, tree then
+// base in the others (base, tree, tree, base, base, tree, …), so that a
+// load that drifts one way over a run favours neither build.
+func roundOrder(r int) []string {
+	if r%2 == 1 {
+		return []string{"tree", "base"}
+	}
+	return []string{"base", "tree"}
+}
+
+// reportWakeRatios reports tree's CPU per wake over base's, each summed
+// over every round so far (the ratio of the sums): wake-cpu-ratio inside
+// the wake, cpu-ratio the whole cycle.
+func reportWakeRatios(b *testing.B, base, tree wakemeter.Wakes) {
+	if base.N == 0 || tree.N == 0 || base.InWake == 0 || base.Cycle.User+base.Cycle.Sys == 0 {
+		return
+	}
+	b.ReportMetric(perWake(tree.InWake, tree.N)/perWake(base.InWake, base.N), "wake-cpu-ratio")
+	b.ReportMetric(perWake(tree.Cycle.User+tree.Cycle.Sys, tree.N)/perWake(base.Cycle.User+base.Cycle.Sys, base.N), "cpu-ratio")
+}
+
+// emptyWakeVMRounds is how many rounds each target runs, one run of each
+// build per round (TORPOR_EMPTYWAKE_ROUNDS, 1 by default), the order
+// reversed every other round (roundOrder): on shared cores the load
+// drifts over the minutes a guest takes, and alternating the builds
+// spreads the drift over both. The second run of each round reports the
+// ratios of the sums of every round so far.
 func emptyWakeVMRounds(b *testing.B) int {
 	v := os.Getenv("TORPOR_EMPTYWAKE_ROUNDS")
 	if v == "" {
@@ -202,12 +228,24 @@ func wakeMachine(b *testing.B, tt vmWakeTarget, agentBin []byte, key *did.Privat
 			"etc/torpor/agent.key": did.MarshalKeyFile(key),
 		},
 		Modes: map[string]uint32{"etc/torpor/agent.key": 0o600},
-		Run:   "/bin/wakebench", Args: append([]string{"-n", strconv.Itoa(b.N), "-time", timeURL, "--"}, agent...)}
+		Run:   "/bin/wakebench", Args: append(wakebenchArgs(b.N, timeURL), agent...)}
 	if tt.disk {
 		m.Modules = append(append([]string(nil), diskModules...), "virtio_net")
 		m.Disk, m.Mounts = newDisk(b, 64<<20), []string{"/dev/vda:/data:ext4"}
 	}
 	return m
+}
+
+// wakebenchArgs are test/qemu/guest/wakebench's arguments before the
+// agent's: n wakes, the host's time server, and -debug-cpu when
+// TORPOR_EMPTYWAKE_DEBUGCPU is 1 (the agent's CPU time on each of its log
+// lines, which wakemeter files by line: cpu-to-LABEL-ms/wake).
+func wakebenchArgs(n int, timeURL string) []string {
+	args := []string{"-n", strconv.Itoa(n), "-time", timeURL}
+	if os.Getenv("TORPOR_EMPTYWAKE_DEBUGCPU") == "1" {
+		args = append(args, "-debug-cpu")
+	}
+	return append(args, "--")
 }
 
 // syncLine returns what the guest's /init said when it set the clock.

@@ -48,6 +48,17 @@ type Wakes struct {
 	// while it sleeps on a scaled clock.
 	Asleep time.Duration `json:"asleep"`
 	Sleeps int           `json:"sleeps"`
+	// LogLines and LogBytes count the agent's log lines inside the wakes,
+	// from each "waking" line to its "wake" line, both counted, and their
+	// bytes with the newline.
+	LogLines int   `json:"log_lines"`
+	LogBytes int64 `json:"log_bytes"`
+	// LineCPU is the agent's CPU time between consecutive log lines of a
+	// wake, by the later line ("phase.NAME" for the phase lines, the
+	// message for the others), summed over the wakes, when the agent
+	// logs its CPU time on each line (torpor-agent's debug knob
+	// TORPOR_DEBUG_CPU=1); empty otherwise.
+	LineCPU map[string]time.Duration `json:"line_cpu,omitempty"`
 }
 
 // Meter follows an agent's log for n timer wakes, reading the process's
@@ -59,11 +70,13 @@ type Meter struct {
 	cpu0   CPUTime
 	began  time.Duration // thread CPU at the current wake's "waking"; 0 outside a timer wake
 	ended  time.Duration // thread CPU at the last measured wake's "wake"; 0 before the first
+	// lastCPU is the cpu= of the wake's last line that had one.
+	lastCPU time.Duration
 }
 
 // New returns a Meter of process pid for n wakes.
 func New(pid, n int) *Meter {
-	return &Meter{pid: pid, n: n, w: Wakes{Phases: map[string]time.Duration{}}}
+	return &Meter{pid: pid, n: n, w: Wakes{Phases: map[string]time.Duration{}, LineCPU: map[string]time.Duration{}}}
 }
 
 // Line takes the agent's next log line and reports whether the n'th
@@ -71,6 +84,11 @@ func New(pid, n int) *Meter {
 func (m *Meter) Line(l string) (done bool, err error) {
 	waking := strings.Contains(l, "msg=waking ") && strings.Contains(l, "reason=timer")
 	woke := strings.Contains(l, "msg=wake ") && m.began != 0
+	if m.w.N < m.n && (waking || m.began != 0) {
+		if err := m.line(l, waking); err != nil {
+			return false, err
+		}
+	}
 	if m.w.N >= m.n || !waking && !woke {
 		return m.w.N >= m.n, nil
 	}
@@ -101,6 +119,44 @@ func (m *Meter) Line(l string) (done bool, err error) {
 	cpu1, err := ProcCPU(m.pid)
 	m.w.Cycle = CPUTime{User: cpu1.User - m.cpu0.User, Sys: cpu1.Sys - m.cpu0.Sys}
 	return true, err
+}
+
+// line counts l, a log line of a measured wake (its "waking" line when
+// first): its bytes and, when the agent logs its CPU time (cpu=), the CPU
+// since the wake's line before it.
+func (m *Meter) line(l string, first bool) error {
+	m.w.LogLines++
+	m.w.LogBytes += int64(len(l)) + 1
+	cpu, err := LogDuration(l, "cpu")
+	if err != nil || cpu == 0 {
+		return err
+	}
+	if !first && m.lastCPU > 0 {
+		m.w.LineCPU[lineLabel(l)] += cpu - m.lastCPU
+	}
+	m.lastCPU = cpu
+	return nil
+}
+
+var msgRE = regexp.MustCompile(`(?:^| )msg=("(?:[^"\\]|\\.)*"|\S+)`)
+
+// lineLabel is what LineCPU files line l under: "phase.NAME" for a phase
+// line, otherwise its message.
+func lineLabel(l string) string {
+	m := msgRE.FindStringSubmatch(l)
+	if m == nil {
+		return "?"
+	}
+	msg, err := strconv.Unquote(m[1])
+	if err != nil {
+		msg = m[1]
+	}
+	if msg == "phase" {
+		if n := regexp.MustCompile(`(?:^| )name=(\S+)`).FindStringSubmatch(l); n != nil {
+			return "phase." + n[1]
+		}
+	}
+	return msg
 }
 
 // wake adds one "wake" line, whose wake took cpu.
@@ -230,8 +286,9 @@ type Reporter interface {
 // cpu-ms (the whole cycle), wake-cpu-ms (inside the wakes), awake-ms and
 // each phase's ms, the wall times in real time (divided by scale, the
 // agent's time scale), the link's bytes sent and received when the
-// agent counts them, and sleep-cpu-ms per sleep between two measured
-// wakes.
+// agent counts them, the log's lines and bytes, LineCPU's figures as
+// cpu-to-LABEL-ms (spaces in LABEL made underscores), and sleep-cpu-ms
+// per sleep between two measured wakes.
 func Report(b Reporter, w Wakes, scale float64) {
 	n := float64(w.N)
 	b.ReportMetric(ms(w.Cycle.User)/n, "user-ms/wake")
@@ -249,6 +306,11 @@ func Report(b Reporter, w Wakes, scale float64) {
 	if w.Sleeps > 0 {
 		b.ReportMetric(ms(w.Asleep)/float64(w.Sleeps), "sleep-cpu-ms/sleep")
 	}
+	b.ReportMetric(float64(w.LogLines)/n, "log-lines/wake")
+	b.ReportMetric(float64(w.LogBytes)/n, "log-B/wake")
+	for label, d := range w.LineCPU {
+		b.ReportMetric(ms(d)/n, "cpu-to-"+strings.ReplaceAll(label, " ", "_")+"-ms/wake")
+	}
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
@@ -258,10 +320,16 @@ func (w Wakes) Add(v Wakes) Wakes {
 	s := Wakes{N: w.N + v.N, Cycle: CPUTime{User: w.Cycle.User + v.Cycle.User, Sys: w.Cycle.Sys + v.Cycle.Sys},
 		InWake: w.InWake + v.InWake, Awake: w.Awake + v.Awake, LinkSent: w.LinkSent + v.LinkSent,
 		LinkReceived: w.LinkReceived + v.LinkReceived, Asleep: w.Asleep + v.Asleep, Sleeps: w.Sleeps + v.Sleeps,
-		Phases: map[string]time.Duration{}}
+		LogLines: w.LogLines + v.LogLines, LogBytes: w.LogBytes + v.LogBytes,
+		Phases: map[string]time.Duration{}, LineCPU: map[string]time.Duration{}}
 	for _, p := range []map[string]time.Duration{w.Phases, v.Phases} {
 		for k, d := range p {
 			s.Phases[k] += d
+		}
+	}
+	for _, p := range []map[string]time.Duration{w.LineCPU, v.LineCPU} {
+		for k, d := range p {
+			s.LineCPU[k] += d
 		}
 	}
 	return s

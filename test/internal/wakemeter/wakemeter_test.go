@@ -50,6 +50,41 @@ func TestMeter(t *testing.T) {
 	}
 }
 
+// TestMeterLogLines: the lines of a measured wake, "waking" and "wake"
+// included, are counted with their bytes, and the cpu= the agent's debug
+// knob adds to each is filed under the later line of each pair: the
+// phase's name for a phase line, the message for the others.
+func TestMeterLogLines(t *testing.T) {
+	lines := []string{
+		bootWaking + " cpu=1s", bootWake + " cpu=2s", // the boot wake: not measured
+		waking + " cpu=3s",
+		`time=2026-12-03T19:00:01Z level=INFO msg=phase name=link took=1s cpu=3.01s`,
+		`time=2026-12-03T19:00:01Z level=INFO msg="time established" source=relay cpu=3.015s`,
+		`time=2026-12-03T19:00:01Z level=INFO msg=phase name=pulse took=1s cpu=3.025s`,
+		wake + " cpu=3.5s",
+		"msg=other cpu=9s", // between wakes: not measured
+	}
+	m := New(os.Getpid(), 2)
+	for _, l := range lines {
+		if _, err := m.Line(l); err != nil {
+			t.Fatalf("Line(%q): %v", l, err)
+		}
+	}
+	w := m.Wakes()
+	want := map[string]time.Duration{"phase.link": 10 * time.Millisecond, "time established": 5 * time.Millisecond,
+		"phase.pulse": 10 * time.Millisecond, "wake": 475 * time.Millisecond}
+	if !reflect.DeepEqual(w.LineCPU, want) {
+		t.Errorf("LineCPU = %v, want %v", w.LineCPU, want)
+	}
+	var bytes int64
+	for _, l := range lines[2:7] {
+		bytes += int64(len(l)) + 1
+	}
+	if w.LogLines != 5 || w.LogBytes != bytes {
+		t.Errorf("%d lines, %d bytes; want 5 lines, %d bytes", w.LogLines, w.LogBytes, bytes)
+	}
+}
+
 func TestMeterLinkError(t *testing.T) {
 	m := New(os.Getpid(), 1)
 	m.Line(waking)
@@ -96,12 +131,12 @@ func TestProcCPU(t *testing.T) {
 
 // TestWakesAdd: two runs' wakes sum member by member, phases by name.
 func TestWakesAdd(t *testing.T) {
-	a := Wakes{N: 2, Cycle: CPUTime{User: 3, Sys: 4}, InWake: 5, Awake: 6, LinkSent: 7, LinkReceived: 8, Asleep: 9, Sleeps: 1,
-		Phases: map[string]time.Duration{"link": 1, "drain": 2}}
-	b := Wakes{N: 4, Cycle: CPUTime{User: 30, Sys: 40}, InWake: 50, Awake: 60, LinkSent: 70, LinkReceived: 80, Asleep: 90, Sleeps: 3,
+	a := Wakes{N: 2, Cycle: CPUTime{User: 3, Sys: 4}, InWake: 5, Awake: 6, LinkSent: 7, LinkReceived: 8, Asleep: 9, Sleeps: 1, LogLines: 9, LogBytes: 10,
+		Phases: map[string]time.Duration{"link": 1, "drain": 2}, LineCPU: map[string]time.Duration{"wake": 1}}
+	b := Wakes{N: 4, Cycle: CPUTime{User: 30, Sys: 40}, InWake: 50, Awake: 60, LinkSent: 70, LinkReceived: 80, Asleep: 90, Sleeps: 3, LogLines: 90, LogBytes: 100,
 		Phases: map[string]time.Duration{"link": 10, "pulse": 20}}
-	want := Wakes{N: 6, Cycle: CPUTime{User: 33, Sys: 44}, InWake: 55, Awake: 66, LinkSent: 77, LinkReceived: 88, Asleep: 99, Sleeps: 4,
-		Phases: map[string]time.Duration{"link": 11, "drain": 2, "pulse": 20}}
+	want := Wakes{N: 6, Cycle: CPUTime{User: 33, Sys: 44}, InWake: 55, Awake: 66, LinkSent: 77, LinkReceived: 88, Asleep: 99, Sleeps: 4, LogLines: 99, LogBytes: 110,
+		Phases: map[string]time.Duration{"link": 11, "drain": 2, "pulse": 20}, LineCPU: map[string]time.Duration{"wake": 1}}
 	if got := a.Add(b); !reflect.DeepEqual(got, want) {
 		t.Errorf("Add = %+v, want %+v", got, want)
 	}

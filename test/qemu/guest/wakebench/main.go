@@ -4,7 +4,7 @@
 // (test/internal/wakemeter, as test/link's BenchmarkEmptyWake does on the
 // host).
 //
-//	wakebench -n 4 -time http://10.0.2.2:PORT/ -- /bin/torpor-agent --key … --time-scale 120 …
+//	wakebench -n 4 -time http://10.0.2.2:PORT/ [-debug-cpu] -- /bin/torpor-agent --key … --time-scale 120 …
 //
 // The agent's log (stderr) is kept and copied to the console once the
 // wakes are measured: the console is an emulated UART whose every byte
@@ -40,6 +40,7 @@ func main() {
 	n := flag.Int("n", 4, "Measure this many timer wakes after the boot wake.")
 	timeURL := flag.String("time", "", "The host's time server, to measure the guest clock's offset after the wakes.")
 	timeout := flag.Duration("timeout", 15*time.Minute, "Give up after this long.")
+	debugCPU := flag.Bool("debug-cpu", false, "Run the agent with TORPOR_DEBUG_CPU=1: its CPU time on every log line, and a line per phase.")
 	flag.Parse()
 	if flag.NArg() == 0 || *timeURL == "" {
 		fmt.Fprintln(os.Stderr, "wakebench: want -time URL -- AGENT ARGS...")
@@ -47,7 +48,7 @@ func main() {
 	}
 	var r report.Wakebench
 	var err error
-	r.Wakes, err = run(*n, *timeout, flag.Args())
+	r.Wakes, err = run(*n, *timeout, *debugCPU, flag.Args())
 	if err == nil {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		r.Offset, err = timesync.Best(ctx, &http.Client{Timeout: 10 * time.Second}, *timeURL, 5)
@@ -63,8 +64,11 @@ func main() {
 }
 
 // run starts the agent, measures n wakes and stops it.
-func run(n int, timeout time.Duration, agent []string) (wakemeter.Wakes, error) {
+func run(n int, timeout time.Duration, debugCPU bool, agent []string) (wakemeter.Wakes, error) {
 	cmd := exec.Command(agent[0], agent[1:]...)
+	if debugCPU {
+		cmd.Env = append(os.Environ(), "TORPOR_DEBUG_CPU=1")
+	}
 	cmd.Stdout = os.Stdout
 	logs, err := cmd.StderrPipe()
 	if err != nil {
