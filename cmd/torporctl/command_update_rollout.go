@@ -145,7 +145,7 @@ func printRollout(w io.Writer, r operatorapi.Rollout) {
 	fmt.Fprintf(w, "\n  %d devices: %d installed, %d rolled back, %d refused, %d pending, %d waiting",
 		n.Devices, n.Installed, n.RolledBack, n.Refused, n.Pending, n.Waiting)
 	if n.Left > 0 {
-		fmt.Fprintf(w, ", %d left the tenant", n.Left)
+		fmt.Fprintf(w, ", %d left", n.Left)
 	}
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)

@@ -82,8 +82,9 @@ type RolloutCounts struct {
 	Refused    int `json:"refused"`
 	Pending    int `json:"pending"`
 	Waiting    int `json:"waiting"`
-	// Left is the devices of a tenant's rollout that left the tenant
-	// before they reported; they are offered nothing more.
+	// Left is the devices that left the rollout before they reported:
+	// forgotten by the relay for their silence, or out of a tenant's
+	// rollout's tenant; they are offered nothing more.
 	Left int `json:"left,omitempty"`
 }
 
@@ -97,7 +98,7 @@ type RolloutWave struct {
 }
 
 // RolloutFailure is one device that reported anything but installed, or
-// left the tenant of a tenant's rollout (outcome "left").
+// left the rollout (outcome "left").
 type RolloutFailure struct {
 	Device  string    `json:"device"`
 	Outcome string    `json:"outcome"`

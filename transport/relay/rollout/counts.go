@@ -2,8 +2,9 @@ package rollout
 
 // Counts are a rollout's or a wave's devices by what they reported.
 // Pending devices are in a started wave without a report; Waiting ones
-// are in a wave not started yet; Left ones left the rollout's tenant
-// before they reported (Rollout.Leave).
+// are in a wave not started yet; Left ones left the rollout before they
+// reported (Rollout.Leave: forgotten by the relay, or out of a tenant's
+// rollout's tenant).
 type Counts struct {
 	Devices    int `json:"devices"`
 	Installed  int `json:"installed"`
