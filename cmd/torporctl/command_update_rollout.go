@@ -156,7 +156,7 @@ func printRollout(w io.Writer, r operatorapi.Rollout) {
 			started = wv.Started.UTC().Format(time.RFC3339)
 		}
 		fmt.Fprintf(tw, "  %d\t%d %%\t%d\t%s\t%d\t%d\t%d\t%d\n", i+1, wv.Percent, len(wv.Cohorts), started, wv.Counts.Devices,
-			wv.Counts.Installed, wv.Counts.RolledBack+wv.Counts.Refused, wv.Counts.Pending)
+			wv.Counts.Installed, wv.Counts.Failed(), wv.Counts.Pending)
 	}
 	tw.Flush()
 	for _, f := range r.Failures {

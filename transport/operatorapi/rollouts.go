@@ -74,7 +74,8 @@ type RolloutAction struct {
 }
 
 // RolloutCounts are devices by outcome: pending ones are offered and have
-// not reported, waiting ones are in a wave not started.
+// not reported, waiting ones are in a wave not started. The relay counts
+// its rollouts in this type (transport/relay/rollout's Counts).
 type RolloutCounts struct {
 	Devices    int `json:"devices"`
 	Installed  int `json:"installed"`
@@ -87,6 +88,9 @@ type RolloutCounts struct {
 	// rollout's tenant; they are offered nothing more.
 	Left int `json:"left,omitempty"`
 }
+
+// Failed is the devices that reported anything but installed.
+func (c RolloutCounts) Failed() int { return c.RolledBack + c.Refused }
 
 // RolloutWave is one wave: its cumulative percent, its cohorts (seconds of
 // the hour), when it started (zero: not yet) and its counts.
