@@ -119,10 +119,13 @@ func trial(f *conffile.File, cfg *runtime.Config, log *slog.Logger, confirmed fu
 	}
 }
 
-// prove runs the health command, if any, and confirms slot.
+// prove runs the health command, if any, and confirms slot. The command
+// gets conffile.HealthTimeout of real time, also under a time scale: it is
+// a program running in real time, not part of the device's day, so its
+// bound runs on clock.Unscaled (see the clock package's rule).
 func prove(f *conffile.File, c clock.Clock, s *slots.Slots, slot string, log *slog.Logger) bool {
 	if f.Update != nil && len(f.Update.HealthCommand) > 0 {
-		ctx, cancel := clock.WithTimeout(context.Background(), c, conffile.HealthTimeout)
+		ctx, cancel := clock.WithTimeout(context.Background(), clock.Unscaled(c), conffile.HealthTimeout)
 		defer cancel()
 		h := f.Update.HealthCommand
 		if out, err := exec.CommandContext(ctx, h[0], h[1:]...).CombinedOutput(); err != nil {

@@ -19,33 +19,11 @@ import (
 	"github.com/theupdateframework/go-tuf/v2/metadata"
 
 	"github.com/torpor-dev/torpor/internal/atomicfile"
+	"github.com/torpor-dev/torpor/internal/tufcustom"
 	"github.com/torpor-dev/torpor/internal/tufsign"
 	"github.com/torpor-dev/torpor/transport/bearer"
 	"github.com/torpor-dev/torpor/transport/operatorapi"
 )
-
-// targetCustom is the "torpor" member of a target's custom object, as
-// runtime/update's Custom reads it (docs/updates.md).
-type targetCustom struct {
-	Version     uint64       `json:"version"`
-	Board       string       `json:"board,omitempty"`
-	GOARCH      string       `json:"goarch"`
-	GOARM       string       `json:"goarm,omitempty"`
-	Window      string       `json:"window,omitempty"`
-	Confirm     bool         `json:"confirm,omitempty"`
-	MinSupplyMV int64        `json:"minSupplyMv,omitempty"`
-	Encoding    string       `json:"encoding,omitempty"`
-	Size        int64        `json:"size,omitempty"`
-	Type        string       `json:"type,omitempty"`
-	Deltas      []deltaField `json:"deltas,omitempty"`
-}
-
-// deltaField is one of a target's deltas (runtime/update's Delta).
-type deltaField struct {
-	From   string `json:"from"`
-	SHA256 string `json:"sha256"`
-	Length int64  `json:"length"`
-}
 
 // runUpdateSignTarget adds FILE to targets.json as --name, with Torpor's
 // custom fields, signs the next targets version with the targets keys
@@ -53,7 +31,7 @@ type deltaField struct {
 func runUpdateSignTarget(e *env, fs *flag.FlagSet, args []string) error {
 	dir := fs.String("dir", "", "The owner's update directory.")
 	name := fs.String("name", "", "The target's name, such as torpor-agent/7/linux-armv6.")
-	var c targetCustom
+	var c tufcustom.Custom
 	fs.Uint64Var(&c.Version, "version", 0, "The build's version; devices install only a newer one.")
 	fs.StringVar(&c.Board, "board", "", "The board profile it fits; empty fits every board.")
 	fs.StringVar(&c.GOARCH, "goarch", "arm", "The GOARCH it was built for.")
@@ -75,7 +53,7 @@ func runUpdateSignTarget(e *env, fs *flag.FlagSet, args []string) error {
 	if *compress && len(from) > 0 {
 		return usageError{"--delta-from and --gzip do not go together: a delta patches to the target itself"}
 	}
-	if *dir == "" || *name == "" || c.Version == 0 || fs.NArg() != 1 || (c.Type != "" && c.Type != "rauc-bundle") {
+	if *dir == "" || *name == "" || c.Version == 0 || fs.NArg() != 1 || (c.Type != "" && c.Type != tufcustom.TypeRauc) {
 		return usageError{"sign-target --dir D --name NAME --version N [--goarch --goarm --board --window --confirm --min-supply-mv --type rauc-bundle] FILE"}
 	}
 	d := updateDir(*dir)
@@ -93,7 +71,7 @@ func runUpdateSignTarget(e *env, fs *flag.FlagSet, args []string) error {
 	if err != nil {
 		return fmt.Errorf("update sign-target: %v", err)
 	}
-	if err := tufsign.AddTarget(targets, *name, data, "torpor", c); err != nil {
+	if err := tufsign.AddTarget(targets, *name, data, tufcustom.Key, c); err != nil {
 		return fmt.Errorf("update sign-target: %v", err)
 	}
 	targets.Signed.Version++
@@ -108,7 +86,7 @@ func runUpdateSignTarget(e *env, fs *flag.FlagSet, args []string) error {
 
 // addDeltas makes a delta from each build of from to data, keeps it in
 // blobs/ for publish and names it in c.
-func (d updateDir) addDeltas(e *env, from []string, data []byte, c *targetCustom) error {
+func (d updateDir) addDeltas(e *env, from []string, data []byte, c *tufcustom.Custom) error {
 	for _, path := range from {
 		old, err := os.ReadFile(path)
 		if err != nil {
@@ -130,14 +108,14 @@ func (d updateDir) addDeltas(e *env, from []string, data []byte, c *targetCustom
 			return err
 		}
 		fromSum := sha256.Sum256(old)
-		c.Deltas = append(c.Deltas, deltaField{From: hex.EncodeToString(fromSum[:]), SHA256: hex.EncodeToString(sum[:]), Length: int64(len(delta))})
+		c.Deltas = append(c.Deltas, tufcustom.Delta{From: hex.EncodeToString(fromSum[:]), SHA256: hex.EncodeToString(sum[:]), Length: int64(len(delta))})
 		fmt.Fprintf(e.stdout, "delta from %s: %d bytes\n", path, len(delta))
 	}
 	return nil
 }
 
 // gzipTarget compresses data (RFC 1952) and records its size in c.
-func gzipTarget(data []byte, c *targetCustom) ([]byte, error) {
+func gzipTarget(data []byte, c *tufcustom.Custom) ([]byte, error) {
 	var buf bytes.Buffer
 	zw, err := gzip.NewWriterLevel(&buf, gzip.BestCompression)
 	if err != nil {
@@ -149,7 +127,7 @@ func gzipTarget(data []byte, c *targetCustom) ([]byte, error) {
 	if err := zw.Close(); err != nil {
 		return nil, err
 	}
-	c.Encoding, c.Size = "gzip", int64(len(data))
+	c.Encoding, c.Size = tufcustom.EncodingGzip, int64(len(data))
 	return buf.Bytes(), nil
 }
 
@@ -310,14 +288,13 @@ func deltasOf(t *metadata.TargetFiles) []string {
 	if t.Custom == nil {
 		return nil
 	}
-	var all struct {
-		Torpor targetCustom `json:"torpor"`
-	}
-	if json.Unmarshal(*t.Custom, &all) != nil {
+	var all map[string]json.RawMessage
+	var c tufcustom.Custom
+	if json.Unmarshal(*t.Custom, &all) != nil || json.Unmarshal(all[tufcustom.Key], &c) != nil {
 		return nil
 	}
 	var out []string
-	for _, d := range all.Torpor.Deltas {
+	for _, d := range c.Deltas {
 		if len(d.SHA256) == 64 && !strings.ContainsAny(d.SHA256, "/.") {
 			out = append(out, d.SHA256)
 		}

@@ -145,7 +145,7 @@ func printRollout(w io.Writer, r operatorapi.Rollout) {
 	fmt.Fprintf(w, "\n  %d devices: %d installed, %d rolled back, %d refused, %d pending, %d waiting",
 		n.Devices, n.Installed, n.RolledBack, n.Refused, n.Pending, n.Waiting)
 	if n.Left > 0 {
-		fmt.Fprintf(w, ", %d left the tenant", n.Left)
+		fmt.Fprintf(w, ", %d left", n.Left)
 	}
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
@@ -156,7 +156,7 @@ func printRollout(w io.Writer, r operatorapi.Rollout) {
 			started = wv.Started.UTC().Format(time.RFC3339)
 		}
 		fmt.Fprintf(tw, "  %d\t%d %%\t%d\t%s\t%d\t%d\t%d\t%d\n", i+1, wv.Percent, len(wv.Cohorts), started, wv.Counts.Devices,
-			wv.Counts.Installed, wv.Counts.RolledBack+wv.Counts.Refused, wv.Counts.Pending)
+			wv.Counts.Installed, wv.Counts.Failed(), wv.Counts.Pending)
 	}
 	tw.Flush()
 	for _, f := range r.Failures {

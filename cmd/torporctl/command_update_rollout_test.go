@@ -13,6 +13,7 @@ import (
 	"github.com/torpor-dev/torpor/store/agents"
 	"github.com/torpor-dev/torpor/store/rollouts"
 	"github.com/torpor-dev/torpor/test/worldtest"
+	"github.com/torpor-dev/torpor/transport/operatorapi"
 	"github.com/torpor-dev/torpor/transport/relay"
 	"github.com/torpor-dev/torpor/wake"
 )
@@ -82,4 +83,27 @@ func firstWave(out string) string {
 		}
 	}
 	return ""
+}
+
+// TestPrintRolloutLeft: status counts the devices left in a rollout (a
+// device the relay forgot, in its own rollouts as in a tenant's) beside
+// the others, lists each with its reason, and its waves' FAILED column
+// holds the rolled back and refused devices, not those left.
+func TestPrintRolloutLeft(t *testing.T) {
+	at := time.Date(2026, 12, 6, 7, 0, 0, 0, time.UTC)
+	c := operatorapi.RolloutCounts{Devices: 4, Installed: 1, RolledBack: 1, Refused: 1, Left: 1}
+	r := operatorapi.Rollout{ID: "r1", Target: operatorapi.RolloutTarget{Name: "torpor-agent/1.4.0", Version: "1.4.0"}, State: "done",
+		Counts: c, Waves: []operatorapi.RolloutWave{{Percent: 100, Cohorts: []int{60}, Started: at, Counts: c}},
+		Failures: []operatorapi.RolloutFailure{{Device: "did:key:zGone", Outcome: "left", Reason: "forgotten for its silence", At: at}}}
+	var out bytes.Buffer
+	printRollout(&out, r)
+	for _, want := range []string{"4 devices: 1 installed, 1 rolled back, 1 refused, 0 pending, 0 waiting, 1 left\n",
+		"did:key:zGone left at 2026-12-06T07:00:00Z: forgotten for its silence"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("printRollout:\n%s\nwant %q", out.String(), want)
+		}
+	}
+	if w := firstWave(out.String()); !strings.HasSuffix(w, " 4 1 2 0") {
+		t.Errorf("the wave's line %q; want 4 devices, 1 installed, 2 failed, 0 pending", w)
+	}
 }

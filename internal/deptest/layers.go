@@ -31,7 +31,7 @@ var Layers = []Layer{
 		Packages: []string{"clock/...", "wake/...", "boards/...", "store", "store/storetest", "store/replay",
 			"store/ledger", "store/mqttsession", "internal/atomicfile", "internal/canon", "internal/jcs",
 			"internal/jsonpos", "internal/http1", "internal/origin", "internal/version", "internal/deptest",
-			"internal/pkgdoc", "internal/strictjson", "internal/benchcpu", "internal/safetext", "internal/tufsign", "internal/diskspace", "internal/syncbuf",
+			"internal/pkgdoc", "internal/strictjson", "internal/benchcpu", "internal/safetext", "internal/tufsign", "internal/tufcustom", "internal/diskspace", "internal/syncbuf",
 			"internal/nettest"},
 	},
 	{

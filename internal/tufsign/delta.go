@@ -5,23 +5,16 @@ import (
 	"fmt"
 
 	"github.com/klauspost/compress/zstd"
+
+	"github.com/torpor-dev/torpor/internal/tufcustom"
 )
 
-// DeltaDictID is the dictionary id of a delta's zstd frame, the one
-// runtime/update's DeltaDictID names (its TestDeltaTarget patches with
-// deltas made here).
-const DeltaDictID = 1
-
-// MaxDeltaWindow is the largest window a delta's zstd frame may use,
-// the one runtime/update's devices accept: the two builds together must
-// fit it.
-const MaxDeltaWindow = 64 << 20
-
 // Delta returns the delta from build from to build to that
-// runtime/update patches with (update.Delta): a zstd frame (RFC 8878) at
-// the best level whose dictionary, id DeltaDictID, is the raw content of from
-// (RFC 8878 Section 5), with a window that covers both builds, as `zstd
-// --patch-from` makes them.
+// runtime/update patches with (tufcustom.Delta): a zstd frame (RFC 8878)
+// at the best level whose dictionary, id tufcustom.DeltaDictID, is the
+// raw content of from (RFC 8878 Section 5), with a window that covers
+// both builds (at most tufcustom.MaxDeltaWindow, which devices accept),
+// as `zstd --patch-from` makes them.
 func Delta(from, to []byte) ([]byte, error) {
 	if len(from) == 0 || len(to) == 0 {
 		return nil, errors.New("tufsign: a delta needs two builds")
@@ -30,11 +23,11 @@ func Delta(from, to []byte) ([]byte, error) {
 	for w < len(from)+len(to) {
 		w <<= 1
 	}
-	if w > MaxDeltaWindow {
-		return nil, fmt.Errorf("tufsign: builds of %d and %d bytes need a window of %d bytes; devices accept at most %d", len(from), len(to), w, MaxDeltaWindow)
+	if w > tufcustom.MaxDeltaWindow {
+		return nil, fmt.Errorf("tufsign: builds of %d and %d bytes need a window of %d bytes; devices accept at most %d", len(from), len(to), w, tufcustom.MaxDeltaWindow)
 	}
 	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedBestCompression), zstd.WithWindowSize(w),
-		zstd.WithEncoderDictRaw(DeltaDictID, from), zstd.WithEncoderConcurrency(1))
+		zstd.WithEncoderDictRaw(tufcustom.DeltaDictID, from), zstd.WithEncoderConcurrency(1))
 	if err != nil {
 		return nil, fmt.Errorf("tufsign: %w", err)
 	}

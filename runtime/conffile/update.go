@@ -74,7 +74,8 @@ const DefaultSlots = "/var/lib/torpor/slots"
 // (StartLimitBurst=5 in 10 minutes) must leave room for the rollback.
 const MaxTrialStarts = 4
 
-// HealthTimeout bounds the health command.
+// HealthTimeout bounds the health command, in real time also under a time
+// scale.
 const HealthTimeout = time.Minute
 
 // SlotsDir returns the slots directory the file names.

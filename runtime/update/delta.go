@@ -12,6 +12,8 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 	"github.com/theupdateframework/go-tuf/v2/metadata"
+
+	"github.com/torpor-dev/torpor/internal/tufcustom"
 )
 
 // A delta is only a transport: the device fetches it (by ranges, within
@@ -21,10 +23,6 @@ import (
 // (TUF specification Section 5.7.3) before it is handed on. A delta
 // that fails any of that is dropped and the target is fetched whole from
 // the next check on (a marker <sha256>.nodelta in part/).
-
-// maxDeltaWindow bounds the window of a delta's zstd frame, and so the
-// memory patching takes besides the two builds.
-const maxDeltaWindow = 64 << 20
 
 // fetchTarget downloads the target, through a delta from the running
 // build when the target has one and no whole download is under way.
@@ -141,7 +139,7 @@ func (c *Client) patch(t *metadata.TargetFiles, delta []byte, out string) *Refus
 	if err != nil {
 		return refuse(Invalid, err, "reading the running build")
 	}
-	dec, err := zstd.NewReader(nil, zstd.WithDecoderDictRaw(DeltaDictID, base), zstd.WithDecoderMaxWindow(maxDeltaWindow),
+	dec, err := zstd.NewReader(nil, zstd.WithDecoderDictRaw(DeltaDictID, base), zstd.WithDecoderMaxWindow(tufcustom.MaxDeltaWindow),
 		zstd.WithDecoderConcurrency(1))
 	if err != nil {
 		return refuse(Invalid, err, "the delta's decoder")

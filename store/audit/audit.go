@@ -15,7 +15,8 @@ package audit
 import (
 	"context"
 	"errors"
-	"time"
+
+	"github.com/torpor-dev/torpor/transport/operatorapi"
 )
 
 // DefaultMax is how many records a store keeps when its Max is zero.
@@ -52,31 +53,10 @@ const (
 	Refused = "refused"
 )
 
-// Record is one operator action.
-type Record struct {
-	// Seq is the store's number of the record, assigned by Append:
-	// increasing, never reused.
-	Seq uint64 `json:"seq"`
-	// Time is when the relay saw the action, on its clock.
-	Time time.Time `json:"time"`
-	// Operator is the DID the action was proved by (a token, a session
-	// cookie, a command's signature); empty when nothing proved one.
-	Operator string `json:"operator,omitempty"`
-	Action   string `json:"action"`
-	// Command is the operation a device command asks for (set-mode, ...).
-	Command string `json:"command,omitempty"`
-	// Device is the DID (or, for a command that did not verify, the MQTT
-	// name) of the device acted on.
-	Device string `json:"device,omitempty"`
-	// ObjectID and Purpose are a signed command's object id and purpose.
-	ObjectID string `json:"objectId,omitempty"`
-	Purpose  string `json:"purpose,omitempty"`
-	// Detail says more of what was done (which records a purge took).
-	Detail  string `json:"detail,omitempty"`
-	Outcome string `json:"outcome"`
-	// Reason is why it was refused.
-	Reason string `json:"reason,omitempty"`
-}
+// Record is one operator action, as the operator API carries it
+// (operatorapi.AuditRecord, which torporctl reads too): the log keeps it
+// in the same JSON.
+type Record = operatorapi.AuditRecord
 
 // Page is one List answer.
 type Page struct {

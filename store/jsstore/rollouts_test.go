@@ -67,8 +67,8 @@ func TestRolloutAcrossRelays(t *testing.T) {
 	}
 }
 
-// TestRolloutLeftAcrossRelays: a device one relay takes out of its
-// tenant (rollout.Manager.Leave) is left in the tenant's rollout for
+// TestRolloutLeftAcrossRelays: a device one relay forgets
+// (rollout.Manager.Forget) is left in the tenant's rollout for
 // every relay: another is offered nothing for it and does not count its
 // report, and the rollout is done once the tenant's other device
 // installed, as a third connection finds it.
@@ -82,8 +82,8 @@ func TestRolloutLeftAcrossRelays(t *testing.T) {
 	if _, err := ma.Start(ctx, spec, []rollout.Device{{ID: "did:key:zA", Minute: 1}, {ID: "did:key:zB", Minute: 2}}); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := ma.Leave(ctx, spec.Tenant, "did:key:zB", "forgotten for its silence"); n != 1 || err != nil {
-		t.Fatalf("Leave through the first relay = %d, %v", n, err)
+	if n, err := ma.Forget(ctx, "did:key:zB", "forgotten for its silence"); n != 1 || err != nil {
+		t.Fatalf("Forget through the first relay = %d, %v", n, err)
 	}
 	if _, ok, err := mb.Offer(ctx, "did:key:zB"); ok || err != nil {
 		t.Errorf("the device that left offered through the second relay: %v, %v", ok, err)
@@ -99,5 +99,47 @@ func TestRolloutLeftAcrossRelays(t *testing.T) {
 	r, err := (&rollout.Manager{Store: cc.Rollouts(), Clock: c}).Get(ctx, rollouts.Key(spec.Tenant, spec.ID))
 	if err != nil || r.State != rollout.Done || r.Counts().Installed != 1 || r.Counts().Left != 1 || r.Results["did:key:zB"].Outcome != rollout.Left {
 		t.Fatalf("through a third connection: %+v, %v; want done, 1 installed, zB left", r, err)
+	}
+}
+
+// TestHostRolloutForgetAndCarryAcrossRelays: in the relay's own rollout,
+// a device one relay forgets (rollout.Manager.Forget) is left for every
+// relay, and the successor of a device whose key one relay retired
+// (rollout.Manager.Carry) is offered the target by another and its report
+// counted there, so that the rollout is done, as a third connection
+// finds it.
+func TestHostRolloutForgetAndCarryAcrossRelays(t *testing.T) {
+	srv := single(t)
+	ctx := t.Context()
+	c := clocktest.New(time.Date(2026, 12, 5, 10, 0, 0, 0, time.UTC))
+	a, b := open(t, srv), open(t, srv)
+	ma, mb := &rollout.Manager{Store: a.Rollouts(), Clock: c}, &rollout.Manager{Store: b.Rollouts(), Clock: c}
+	spec := rollout.Spec{ID: "agent-2", Target: rollout.Target{Name: "torpor-agent/2", Version: "2"}, Percents: []int{100}}
+	if _, err := ma.Start(ctx, spec, []rollout.Device{{ID: "did:key:zA", Minute: 1}, {ID: "did:key:zB", Minute: 2}, {ID: "did:key:zC", Minute: 3}}); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := ma.Forget(ctx, "did:key:zB", "forgotten for its silence"); n != 1 || err != nil {
+		t.Fatalf("Forget through the first relay = %d, %v", n, err)
+	}
+	if n, err := ma.Carry(ctx, "did:key:zC", "did:key:zN"); n != 1 || err != nil {
+		t.Fatalf("Carry through the first relay = %d, %v", n, err)
+	}
+	if _, ok, err := mb.Offer(ctx, "did:key:zB"); ok || err != nil {
+		t.Errorf("the forgotten device offered through the second relay: %v, %v", ok, err)
+	}
+	if _, ok, err := mb.Offer(ctx, "did:key:zN"); !ok || err != nil {
+		t.Errorf("the successor offered through the second relay: %v, %v; want the target", ok, err)
+	}
+	mb.Report(ctx, "did:key:zA", "2", rollout.Installed, "")
+	if found, err := mb.Report(ctx, "did:key:zN", "2", rollout.Installed, ""); !found || err != nil {
+		t.Errorf("the successor's report through the second relay = %v, %v; want counted", found, err)
+	}
+	a.Close()
+	b.Close()
+	cc := open(t, srv)
+	defer cc.Close()
+	r, err := (&rollout.Manager{Store: cc.Rollouts(), Clock: c}).Get(ctx, spec.ID)
+	if err != nil || r.State != rollout.Done || r.Counts().Installed != 2 || r.Counts().Left != 1 || r.WaveOf("did:key:zC") >= 0 {
+		t.Fatalf("through a third connection: %+v, %v; want done, 2 installed, zB left, zC carried to zN", r, err)
 	}
 }

@@ -29,19 +29,31 @@ type AuditPage struct {
 // AuditRecord is one operator action: who (the DID a token, session
 // cookie or command signature proved), what, on which device, and
 // whether the relay let it happen. It never holds a token, a cookie or
-// a command's arguments.
+// a command's arguments. It is also the record the relay's audit log
+// keeps (store/audit's Record), in the same JSON.
 type AuditRecord struct {
-	Seq      uint64    `json:"seq"`
-	Time     time.Time `json:"time"`
-	Operator string    `json:"operator,omitempty"`
-	// Action is login, logout, admit, purge or device-command.
+	// Seq is the store's number of the record, assigned by its Append:
+	// increasing, never reused.
+	Seq uint64 `json:"seq"`
+	// Time is when the relay saw the action, on its clock.
+	Time time.Time `json:"time"`
+	// Operator is the DID the action was proved by (a token, a session
+	// cookie, a command's signature); empty when nothing proved one.
+	Operator string `json:"operator,omitempty"`
+	// Action is one of store/audit's Action constants (login, logout,
+	// admit, purge, device-command, rollout, update-upload, tenant,
+	// update-remove).
 	Action string `json:"action"`
-	// Command is a device command's operation (set-mode, ...).
-	Command  string `json:"command,omitempty"`
-	Device   string `json:"device,omitempty"`
+	// Command is the operation a device command asks for (set-mode, ...).
+	Command string `json:"command,omitempty"`
+	// Device is the DID (or, for a command that did not verify, the MQTT
+	// name) of the device acted on.
+	Device string `json:"device,omitempty"`
+	// ObjectID and Purpose are a signed command's object id and purpose.
 	ObjectID string `json:"objectId,omitempty"`
 	Purpose  string `json:"purpose,omitempty"`
-	Detail   string `json:"detail,omitempty"`
+	// Detail says more of what was done (which records a purge took).
+	Detail string `json:"detail,omitempty"`
 	// Outcome is ok or refused (then Reason says why).
 	Outcome string `json:"outcome"`
 	Reason  string `json:"reason,omitempty"`

@@ -74,7 +74,8 @@ type RolloutAction struct {
 }
 
 // RolloutCounts are devices by outcome: pending ones are offered and have
-// not reported, waiting ones are in a wave not started.
+// not reported, waiting ones are in a wave not started. The relay counts
+// its rollouts in this type (transport/relay/rollout's Counts).
 type RolloutCounts struct {
 	Devices    int `json:"devices"`
 	Installed  int `json:"installed"`
@@ -82,10 +83,14 @@ type RolloutCounts struct {
 	Refused    int `json:"refused"`
 	Pending    int `json:"pending"`
 	Waiting    int `json:"waiting"`
-	// Left is the devices of a tenant's rollout that left the tenant
-	// before they reported; they are offered nothing more.
+	// Left is the devices that left the rollout before they reported:
+	// forgotten by the relay for their silence, or out of a tenant's
+	// rollout's tenant; they are offered nothing more.
 	Left int `json:"left,omitempty"`
 }
+
+// Failed is the devices that reported anything but installed.
+func (c RolloutCounts) Failed() int { return c.RolledBack + c.Refused }
 
 // RolloutWave is one wave: its cumulative percent, its cohorts (seconds of
 // the hour), when it started (zero: not yet) and its counts.
@@ -97,7 +102,7 @@ type RolloutWave struct {
 }
 
 // RolloutFailure is one device that reported anything but installed, or
-// left the tenant of a tenant's rollout (outcome "left").
+// left the rollout (outcome "left").
 type RolloutFailure struct {
 	Device  string    `json:"device"`
 	Outcome string    `json:"outcome"`

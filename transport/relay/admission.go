@@ -521,14 +521,10 @@ func (s *Relay) forget(ctx context.Context, agent string, minute int, now time.T
 	if err := s.cfg.Stores.States.Forget(ctx, agent); err != nil {
 		return err
 	}
-	owner, err := s.tenantOfAgent(agent)
-	if err != nil {
-		return err
-	}
 	if err := s.tenantForget(agent); err != nil {
 		return err
 	}
-	s.rolloutsLeave(ctx, owner, agent, "forgotten for its silence")
+	s.rolloutsForget(ctx, agent)
 	return s.seconds.s.Forget(ctx, agent, minute)
 }
 

@@ -121,15 +121,17 @@ func (a *linkAgents) Publish(ctx context.Context, agent did.DID, st wire.State) 
 	return ok, nil
 }
 
-// noteRetired carries an agent's admission and tenant to its successor
-// when this state is the first to name one (a key rotation).
+// noteRetired carries an agent's admission, tenant and place in the
+// rollouts to its successor when this state is the first to name one (a
+// key rotation).
 func (s *Relay) noteRetired(ctx context.Context, id string, prev, next agents.State) {
 	if next.Successor == "" || prev.Successor != "" {
 		return
 	}
 	s.log.Info("agent retired", "agent", id, "successor", next.Successor)
 	s.carryAdmission(ctx, id, next.Successor)
-	s.carryTenant(ctx, id, next.Successor)
+	s.carryTenant(id, next.Successor)
+	s.carryRollouts(ctx, id, next.Successor)
 }
 
 func (s *Relay) nextState(agent did.DID, prev agents.State, st wire.State) (agents.State, error) {

@@ -140,3 +140,28 @@ func payload(status []byte) (wire.Status, bool) {
 	st, err := wire.ParseStatus(o.Payload)
 	return st, err == nil
 }
+
+// rolloutsForget records, in every rollout that holds agent without a
+// report (the relay's own and its tenants'), that the relay forgot it
+// for its silence (rollout.Manager.Forget), so that they can end without
+// it; a failure is logged, and the agent stays pending there.
+func (s *Relay) rolloutsForget(ctx context.Context, agent string) {
+	if s.rollouts == nil {
+		return
+	}
+	if _, err := s.rollouts.Forget(ctx, agent, "forgotten for its silence"); err != nil {
+		s.log.Error("rollouts: a forgotten device is still pending in its rollouts", "agent", agent, "err", err)
+	}
+}
+
+// carryRollouts gives a retired agent's place in every rollout to its
+// successor, the same device under its new key (rollout.Manager.Carry);
+// a failure is logged, and the successor is then in none of them.
+func (s *Relay) carryRollouts(ctx context.Context, old, successor string) {
+	if s.rollouts == nil {
+		return
+	}
+	if _, err := s.rollouts.Carry(ctx, old, successor); err != nil {
+		s.log.Error("rollouts: the successor of a retired agent is not in its rollouts", "agent", old, "successor", successor, "err", err)
+	}
+}

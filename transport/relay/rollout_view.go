@@ -19,10 +19,10 @@ func rolloutView(ro *rollout.Rollout) operatorapi.Rollout {
 		ID: ro.ID, Target: operatorapi.RolloutTarget{Name: ro.Target.Name, Version: ro.Target.Version, SHA256: ro.Target.SHA256},
 		State: string(ro.State), Reason: ro.Reason, Created: ro.Created, Changed: ro.Changed, Wave: ro.Wave,
 		Criteria: operatorapi.RolloutCriteria{FailureTypes: ro.Criteria.FailureTypes, MinExecuted: ro.Criteria.MinExecuted, ThresholdPercent: ro.Criteria.ThresholdPercent},
-		Counts:   countsView(ro.Counts()),
+		Counts:   ro.Counts(),
 	}
 	for i, w := range ro.Waves {
-		v.Waves = append(v.Waves, operatorapi.RolloutWave{Percent: w.Percent, Cohorts: w.Cohorts, Started: w.Started, Counts: countsView(ro.WaveCounts(i))})
+		v.Waves = append(v.Waves, operatorapi.RolloutWave{Percent: w.Percent, Cohorts: w.Cohorts, Started: w.Started, Counts: ro.WaveCounts(i)})
 	}
 	for d, res := range ro.Results {
 		if res.Outcome != rollout.Installed {
@@ -39,10 +39,6 @@ func rolloutView(ro *rollout.Rollout) operatorapi.Rollout {
 		v.Failures = v.Failures[:maxViewFailures]
 	}
 	return v
-}
-
-func countsView(c rollout.Counts) operatorapi.RolloutCounts {
-	return operatorapi.RolloutCounts{Devices: c.Devices, Installed: c.Installed, RolledBack: c.RolledBack, Refused: c.Refused, Pending: c.Pending, Waiting: c.Waiting, Left: c.Left}
 }
 
 // consoleRollouts is console.Rollouts over the relay's rollouts.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/did/didtest"
+	"github.com/torpor-dev/torpor/store/agents"
 	"github.com/torpor-dev/torpor/store/audit"
 	"github.com/torpor-dev/torpor/store/rollouts"
 	"github.com/torpor-dev/torpor/transport/operatorapi"
@@ -296,18 +297,25 @@ func (tr *tenantRollouts) checkLeft(t *testing.T, gone *did.PrivateKey, reason s
 	}
 }
 
-// TestTenantRolloutRetiredLeaves: a device whose key is retired leaves
-// its tenant's rollout when its successor takes its place in the tenant.
-func TestTenantRolloutRetiredLeaves(t *testing.T) {
+// TestTenantRolloutRetiredCarries: a device whose key is retired is the
+// same device under its successor's key: the successor takes its place in
+// the tenant and in its tenant's rollout, is offered the build there and
+// its install counted, and the rollout is done without an operator.
+func TestTenantRolloutRetiredCarries(t *testing.T) {
 	tr := newTenantRollouts(t)
 	if r := tr.req(t, "POST", tr.a, "", tr.opA, startSpec("agent-1.4.0")); r.status != 200 || devicesOf(r) != 2 {
 		t.Fatalf("a's start: %d %s", r.status, r.body)
 	}
 	next := didtest.Key(t, 75)
-	tr.relay.carryTenant(context.Background(), tr.a2.DID().String(), next.DID().String())
+	tr.relay.noteRetired(context.Background(), tr.a2.DID().String(), agents.State{}, agents.State{Successor: next.DID().String()})
 	if owner, in, err := tr.ledger.TenantOf(next.DID()); !in || err != nil || owner != tr.a.DID() {
 		t.Fatalf("the successor's tenant: %v, %v, %v; want a", owner, in, err)
 	}
 	tr.wakeForUpdate(t, tr.a1, "installed")
-	tr.checkLeft(t, tr.a2, "retired: its successor "+next.DID().String()+" took its place")
+	tr.wakeForUpdate(t, next, "installed")
+	var got operatorapi.Rollout
+	r := tr.req(t, "GET", tr.a, "/agent-1.4.0", tr.opA, nil)
+	if err := json.Unmarshal(r.body, &got); err != nil || got.State != "done" || got.Counts.Devices != 2 || got.Counts.Installed != 2 || got.Counts.Left != 0 {
+		t.Fatalf("a's rollout: %d %s; want done, 2 installed", r.status, r.body)
+	}
 }

@@ -259,3 +259,75 @@ func rolloutStore(t *testing.T) *rollouts.Bolt {
 	t.Cleanup(func() { st.Close() })
 	return st
 }
+
+// hostRollout is a harness whose relay keeps rollouts on bolt, its
+// operator, and the relay's rollout agent-1.4.0 of n devices (keys 20 and
+// up), started in one wave.
+func hostRollout(t *testing.T, n int) (*harness, *did.PrivateKey, []*did.PrivateKey) {
+	op := didtest.Key(t, 7)
+	st := rolloutStore(t)
+	h := newHarness(t, func(c *Config) { c.Access.Operators = []did.DID{op.DID()}; c.Stores.Rollouts = st })
+	var devs []*did.PrivateKey
+	for i := range n {
+		devs = append(devs, didtest.Key(t, byte(20+i)))
+		h.publishOffline(t, devs[i], "hourly_wake", deviceOpts{})
+	}
+	start := operatorapi.RolloutStart{ID: "agent-1.4.0", Target: operatorapi.RolloutTarget{Name: "torpor-agent/1.4.0", Version: "1.4.0"}, Percents: []int{100}}
+	if r := h.rolloutReq(t, "POST", operatorapi.RolloutsPath, op, start); r.status != 200 || devicesOf(r) != float64(n) {
+		t.Fatalf("start: %d %s", r.status, r.body)
+	}
+	return h, op, devs
+}
+
+// hostRolloutNow is the relay's rollout agent-1.4.0 as its operator op
+// reads it.
+func (h *harness) hostRolloutNow(t *testing.T, op *did.PrivateKey) operatorapi.Rollout {
+	t.Helper()
+	var got operatorapi.Rollout
+	r := h.rolloutReq(t, "GET", operatorapi.RolloutsPath+"/agent-1.4.0", op, nil)
+	if err := json.Unmarshal(r.body, &got); err != nil || r.status != 200 {
+		t.Fatalf("the relay's rollout: %d %s", r.status, r.body)
+	}
+	return got
+}
+
+// TestHostRolloutForgottenLeaves: a device the relay forgets for its
+// silence is left in the relay's own rollouts as in a tenant's, so that
+// the rollout is done once the other device installed, and lists it with
+// its reason.
+func TestHostRolloutForgottenLeaves(t *testing.T) {
+	h, op, devs := hostRollout(t, 2)
+	if err := h.relay.forget(context.Background(), devs[1].DID().String(), 11, t0); err != nil {
+		t.Fatal(err)
+	}
+	h.wakeForUpdate(t, devs[0], "installed")
+	got := h.hostRolloutNow(t, op)
+	if got.State != "done" || got.Counts.Installed != 1 || got.Counts.Left != 1 || got.Counts.Pending != 0 {
+		t.Fatalf("the relay's rollout: %+v; want done, 1 installed, 1 left", got)
+	}
+	if len(got.Failures) != 1 || got.Failures[0].Device != devs[1].DID().String() || got.Failures[0].Outcome != "left" || got.Failures[0].Reason != "forgotten for its silence" {
+		t.Errorf("the relay's rollout lists %+v; want %s left: forgotten for its silence", got.Failures, devs[1].DID())
+	}
+}
+
+// TestHostRolloutRetiredCarries: when a device retires its key, its
+// successor (the same device under a new key) takes its place in the
+// relay's rollout: it is offered the build, its install is counted, and
+// the rollout is done without an operator.
+func TestHostRolloutRetiredCarries(t *testing.T) {
+	h, op, devs := hostRollout(t, 2)
+	next := didtest.Key(t, 75)
+	c := h.dial(t, devs[1])
+	st := h.state(t, devs[1], c.Hello(), "hourly_wake", deviceOpts{})
+	st.Retirement = retirement(t, devs[1], devs[1].DID(), next.DID(), wire.PurposeRetirement)
+	if _, err := c.Publish(context.Background(), st); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	h.wakeForUpdate(t, devs[0], "installed")
+	h.wakeForUpdate(t, next, "installed")
+	got := h.hostRolloutNow(t, op)
+	if got.State != "done" || got.Counts.Devices != 2 || got.Counts.Installed != 2 || got.Counts.Left != 0 {
+		t.Fatalf("the relay's rollout: %+v; want done, 2 installed", got)
+	}
+}

@@ -639,7 +639,7 @@ func (s *Relay) tenantForget(agent string) error {
 
 // carryTenant puts a retired agent's successor in its tenant in its
 // place (tenants.Ledger.Move), as carryAdmission carries its admission.
-func (s *Relay) carryTenant(ctx context.Context, old, successor string) {
+func (s *Relay) carryTenant(old, successor string) {
 	if s.cfg.Stores.Tenants == nil {
 		return
 	}
@@ -648,27 +648,8 @@ func (s *Relay) carryTenant(ctx context.Context, old, successor string) {
 	if err := errors.Join(err1, err2); err != nil {
 		return
 	}
-	owner, err := s.tenantOfAgent(old)
-	if err == nil {
-		err = s.cfg.Stores.Tenants.Move(o, n)
-	}
-	if err != nil {
+	if err := s.cfg.Stores.Tenants.Move(o, n); err != nil {
 		s.log.Warn("the successor of a retired agent is not in its tenant", "agent", old, "successor", successor, "err", err)
-		return
-	}
-	s.rolloutsLeave(ctx, owner, old, "retired: its successor "+successor+" took its place")
-}
-
-// rolloutsLeave records, in the rollouts of tenant owner, that agent
-// left the tenant for reason (rollout.Manager.Leave), so that they can end
-// without it; a failure is logged, and the device's next wake, if any,
-// finds it out of the tenant (rollout.Manager.OfferIDOf).
-func (s *Relay) rolloutsLeave(ctx context.Context, owner, agent, reason string) {
-	if s.rollouts == nil || owner == "" {
-		return
-	}
-	if _, err := s.rollouts.Leave(ctx, owner, agent, reason); err != nil {
-		s.log.Error("rollouts: a device that left its tenant is still pending in its rollouts", "agent", agent, "tenant", owner, "err", err)
 	}
 }
 

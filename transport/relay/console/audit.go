@@ -74,7 +74,7 @@ func (c *Console) auditPage(ctx context.Context, q operatorapi.AuditQuery) (oper
 			out.Next = 0
 			break
 		}
-		out.Records = append(out.Records, operatorapi.AuditRecord(r))
+		out.Records = append(out.Records, r)
 	}
 	return out, nil
 }

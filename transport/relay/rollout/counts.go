@@ -1,21 +1,14 @@
 package rollout
 
-// Counts are a rollout's or a wave's devices by what they reported.
-// Pending devices are in a started wave without a report; Waiting ones
-// are in a wave not started yet; Left ones left the rollout's tenant
-// before they reported (Rollout.Leave).
-type Counts struct {
-	Devices    int `json:"devices"`
-	Installed  int `json:"installed"`
-	RolledBack int `json:"rolled_back"`
-	Refused    int `json:"refused"`
-	Pending    int `json:"pending"`
-	Waiting    int `json:"waiting"`
-	Left       int `json:"left"`
-}
+import "github.com/torpor-dev/torpor/transport/operatorapi"
 
-// Failed is the devices that reported anything but Installed.
-func (c Counts) Failed() int { return c.RolledBack + c.Refused }
+// Counts are a rollout's or a wave's devices by what they reported, as
+// the operator API carries them (operatorapi.RolloutCounts, which torporctl
+// reads too). Pending devices are in a started wave without a report;
+// Waiting ones are in a wave not started yet; Left ones left the rollout
+// before they reported (Rollout.Leave: forgotten by the relay, or out of
+// a tenant's rollout's tenant).
+type Counts = operatorapi.RolloutCounts
 
 // WaveCounts returns the counts of wave i.
 func (r *Rollout) WaveCounts(i int) Counts {

@@ -16,7 +16,11 @@
 // operators to their tenant's rollouts and devices. A device that leaves
 // the tenant before it reported is Left (Manager.Leave, or found out of
 // the tenant by OfferIDOf): offered nothing more, and the rollout ends
-// without it.
+// without it. A device the relay forgets for its silence is Left in every
+// rollout, the relay's own and its tenants' (Manager.Forget). A device
+// whose agent retires its key for a successor is the same device under a
+// new DID: the successor takes its place, and its result, in every
+// rollout (Manager.Carry).
 //
 // # Waves and cohorts
 //

@@ -122,14 +122,14 @@ func (c Criteria) counts(o Outcome) bool {
 	return len(c.FailureTypes) == 0 || slices.Contains(c.FailureTypes, FailureAll) || slices.Contains(c.FailureTypes, string(o))
 }
 
-// Leave records that device left the tenant of r, a tenant's rollout,
-// before it reported, for reason: its result is Left, so that it is offered the
-// target no more and the rollout can end without it (Step). It reports
-// whether r changed: not for a rollout of the relay's own operators, one
-// aborted or done, a device not in r, or one that reported already (an
-// outcome it reported stays).
+// Leave records that device left r before it reported, for reason: it
+// left the tenant of r, a tenant's rollout, or the relay forgot it. Its
+// result is Left, so that it is offered the target no more and the
+// rollout can end without it (Step). It reports whether r changed: not
+// for a rollout aborted or done, a device not in r, or one that reported
+// already (an outcome it reported stays).
 func (r *Rollout) Leave(device, reason string, now time.Time) bool {
-	if r.Tenant == "" || r.State == Aborted || r.State == Done || r.WaveOf(device) < 0 {
+	if r.State == Aborted || r.State == Done || r.WaveOf(device) < 0 {
 		return false
 	}
 	if _, reported := r.Results[device]; reported {
@@ -138,6 +138,33 @@ func (r *Rollout) Leave(device, reason string, now time.Time) bool {
 	r.Results[device] = Result{Outcome: Left, Reason: clip(reason), At: now, Epoch: r.Epoch}
 	r.Changed = now
 	r.Step(now)
+	return true
+}
+
+// Carry gives device's place in r to successor, the key that device's
+// agent retired it for: the same device under a new DID, which runs the
+// same build and reports its install under the new key. successor takes
+// device's place in its wave, and a result device reported moves with it,
+// so that the device is offered the target (or not, once it reported) and
+// its outcome counted as before the rotation. When successor is in r
+// already, device leaves r instead (Leave): the device has its place
+// there. It reports whether r changed: not for a rollout aborted or done,
+// or a device not in r.
+func (r *Rollout) Carry(device, successor string, now time.Time) bool {
+	w := r.WaveOf(device)
+	if r.State == Aborted || r.State == Done || w < 0 || successor == "" || successor == device {
+		return false
+	}
+	if r.WaveOf(successor) >= 0 {
+		return r.Leave(device, "retired: its successor "+successor+" is in the rollout", now)
+	}
+	i := slices.Index(r.Waves[w].Devices, device)
+	r.Waves[w].Devices[i] = successor
+	if res, ok := r.Results[device]; ok {
+		r.Results[successor] = res
+		delete(r.Results, device)
+	}
+	r.Changed = now
 	return true
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/torpor-dev/torpor/clock"
 	"github.com/torpor-dev/torpor/store/rollouts"
@@ -225,15 +226,24 @@ func (m *Manager) OfferIDOf(ctx context.Context, device string, inTenant func(te
 // leftReason is the reason of a device found out of the tenant at its wake.
 const leftReason = "no longer in the tenant at a wake"
 
-// Leave records that device left tenant for reason (Rollout.Leave) in every rollout
-// of the tenant that holds it without a report, and returns how many
-// changed. The relay calls it when it takes a device out of its tenant
-// (forgotten for its silence, or replaced by its successor); a tenant of
-// "" (the relay's own rollouts) changes none.
-func (m *Manager) Leave(ctx context.Context, tenant, device, reason string) (int, error) {
-	if tenant == "" {
-		return 0, nil
-	}
+// Forget records that the relay forgot device for reason (Rollout.Leave)
+// in every rollout that holds it without a report, the relay's own and
+// its tenants', and returns how many changed: a device forgotten for its
+// silence may never wake again, and its rollouts end without it.
+func (m *Manager) Forget(ctx context.Context, device, reason string) (int, error) {
+	return m.each(ctx, device, func(r *Rollout, now time.Time) bool { return r.Leave(device, reason, now) })
+}
+
+// Carry gives device's place to successor, the key its agent retired it
+// for (Rollout.Carry), in every rollout that holds device, and returns
+// how many changed.
+func (m *Manager) Carry(ctx context.Context, device, successor string) (int, error) {
+	return m.each(ctx, device, func(r *Rollout, now time.Time) bool { return r.Carry(device, successor, now) })
+}
+
+// each applies change to every rollout that holds device, storing those
+// it changes, and returns how many it changed.
+func (m *Manager) each(ctx context.Context, device string, change func(r *Rollout, now time.Time) bool) (int, error) {
 	ids, err := m.Store.List(ctx)
 	if err != nil {
 		return 0, err
@@ -244,12 +254,12 @@ func (m *Manager) Leave(ctx context.Context, tenant, device, reason string) (int
 		if err != nil {
 			return n, err
 		}
-		if r.Tenant != tenant || r.WaveOf(device) < 0 {
+		if r.WaveOf(device) < 0 {
 			continue
 		}
 		changed := false
 		_, err = m.update(ctx, id, func(r *Rollout) (bool, error) {
-			changed = r.Leave(device, reason, clock.Or(m.Clock).Now())
+			changed = change(r, clock.Or(m.Clock).Now())
 			return changed, nil
 		})
 		if err != nil {
@@ -306,7 +316,7 @@ func (m *Manager) Report(ctx context.Context, device, target string, o Outcome, 
 			}
 			old, ok := r.Results[device]
 			if ok && old.Outcome == Left {
-				return false, nil // it left the tenant: what it reports now is not the tenant's
+				return false, nil // it left the rollout: what it reports now is not counted
 			}
 			found = true
 			if ok && old.Outcome == o && old.Reason == clip(reason) {

@@ -249,10 +249,10 @@ func TestOfferIDOfTenants(t *testing.T) {
 }
 
 // TestLeaveEndsTenantRollout: a device that leaves the tenant of a
-// tenant's rollout, taken out by the relay (Manager.Leave) or found out
-// of it at a wake (OfferIDOf), is left: offered nothing more, its later
-// reports not counted, no failure for the criteria, and the rollout ends
-// without it. The relay's own rollouts have no tenant to leave.
+// tenant's rollout, forgotten by the relay (Manager.Forget, which leaves
+// the relay's own rollouts too) or found out of the tenant at a wake
+// (OfferIDOf), is left: offered nothing more, its later reports not
+// counted, no failure for the criteria, and the rollout ends without it.
 func TestLeaveEndsTenantRollout(t *testing.T) {
 	s := openBolt(t, filepath.Join(t.TempDir(), "rollouts.db"))
 	defer s.Close()
@@ -270,21 +270,18 @@ func TestLeaveEndsTenantRollout(t *testing.T) {
 	if _, err := m.Start(t.Context(), host, []rollout.Device{{ID: gone}}); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := other.Leave(t.Context(), "", gone, "forgotten"); n != 0 || err != nil {
-		t.Errorf("Leave of the relay's own rollouts = %d, %v; want none changed", n, err)
+	if n, err := other.Forget(t.Context(), gone, "forgotten for its silence"); n != 2 || err != nil {
+		t.Fatalf("Forget(%s) = %d, %v; want the tenant's and the relay's rollouts changed", gone, n, err)
 	}
-	if n, err := other.Leave(t.Context(), tsp.Tenant, gone, "forgotten for its silence"); n != 1 || err != nil {
-		t.Fatalf("Leave(%s) = %d, %v; want the tenant's rollout changed", gone, n, err)
-	}
-	if n, err := other.Leave(t.Context(), tsp.Tenant, gone, "again"); n != 0 || err != nil {
-		t.Errorf("a second Leave = %d, %v; want no change", n, err)
+	if n, err := other.Forget(t.Context(), gone, "again"); n != 0 || err != nil {
+		t.Errorf("a second Forget = %d, %v; want no change", n, err)
 	}
 	inTenant := func(tenant string) (bool, error) { return tenant == "", nil } // it left the tenant
-	if id, _, ok, err := m.OfferIDOf(t.Context(), gone, nil); err != nil || id != host.ID {
-		t.Errorf("OfferIDOf(%s) after it left = %q, %v, %v; want the relay's own rollout only", gone, id, ok, err)
+	if id, _, ok, err := m.OfferIDOf(t.Context(), gone, nil); err != nil || ok {
+		t.Errorf("OfferIDOf(%s) after it was forgotten = %q, %v, %v; want nothing", gone, id, ok, err)
 	}
-	if found, err := m.Report(t.Context(), gone, "1.4.0", rollout.RolledBack, "trial"); err != nil || !found {
-		t.Errorf("Report of the relay's rollout = %v, %v", found, err)
+	if found, err := m.Report(t.Context(), gone, "1.4.0", rollout.RolledBack, "trial"); err != nil || found {
+		t.Errorf("Report of the forgotten device = %v, %v; want not counted", found, err)
 	}
 	for _, d := range r.Waves[0].Devices[1:] {
 		m.Report(t.Context(), d, "1.4.0", rollout.Installed, "")
@@ -304,5 +301,101 @@ func TestLeaveEndsTenantRollout(t *testing.T) {
 	}
 	if res := got.Results[woke]; res.Outcome != rollout.Left {
 		t.Errorf("the device found out of the tenant at its wake: %+v; want left", res)
+	}
+}
+
+// TestForgetEndsHostRollout: a device the relay forgets for its silence
+// is left in the relay's own rollouts as in its tenant's (Manager.Forget):
+// offered nothing more, its later reports not counted, no failure for the
+// criteria, counted as reported for the waves, so that the rollout ends
+// without it. A device that reported keeps its outcome.
+func TestForgetEndsHostRollout(t *testing.T) {
+	m := newManager(t)
+	sp := spec()
+	sp.Percents, sp.Criteria = []int{50, 100}, rollout.Criteria{MinExecuted: 1, ThresholdPercent: 50}
+	r, err := m.Start(t.Context(), sp, devices(4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone, done := r.Waves[0].Devices[0], r.Waves[0].Devices[1]
+	m.Report(t.Context(), done, "1.4.0", rollout.Installed, "")
+	if n, err := m.Forget(t.Context(), done, "forgotten for its silence"); n != 0 || err != nil {
+		t.Errorf("Forget(%s) of a device that reported = %d, %v; want no change", done, n, err)
+	}
+	if n, err := m.Forget(t.Context(), gone, "forgotten for its silence"); n != 1 || err != nil {
+		t.Fatalf("Forget(%s) = %d, %v; want the relay's rollout changed", gone, n, err)
+	}
+	if _, ok, err := m.Offer(t.Context(), gone); ok || err != nil {
+		t.Errorf("Offer(%s) after it was forgotten = %v, %v; want nothing", gone, ok, err)
+	}
+	if found, err := m.Report(t.Context(), gone, "1.4.0", rollout.RolledBack, "trial"); found || err != nil {
+		t.Errorf("Report of the forgotten device = %v, %v; want not counted", found, err)
+	}
+	got, err := m.Get(t.Context(), r.Key())
+	if err != nil || got.Wave != 1 || got.State != rollout.Running {
+		t.Fatalf("after the first wave's devices reported or left: wave %d %s, %v; want the second wave running", got.Wave, got.State, err)
+	}
+	for _, d := range r.Waves[1].Devices {
+		m.Report(t.Context(), d, "1.4.0", rollout.Installed, "")
+	}
+	got, err = m.Get(t.Context(), r.Key())
+	if err != nil || got.State != rollout.Done || got.Counts().Left != 1 || got.Counts().Installed != 3 || got.Counts().Pending != 0 {
+		t.Fatalf("the relay's rollout = %s %+v, %v; want done, 3 installed, 1 left", got.State, got.Counts(), err)
+	}
+	if res := got.Results[gone]; res.Outcome != rollout.Left || res.Reason != "forgotten for its silence" {
+		t.Errorf("the forgotten device's result = %+v; want left, forgotten for its silence", res)
+	}
+}
+
+// TestCarryToSuccessor: the successor of a retired key takes its
+// predecessor's place in the relay's own rollouts and in a tenant's
+// (Manager.Carry): it is offered the target and its report counted, the
+// predecessor is neither; a result the predecessor reported moves with
+// it. A successor already in a rollout has its own place there, and the
+// predecessor leaves.
+func TestCarryToSuccessor(t *testing.T) {
+	m := newManager(t)
+	ds := devices(3)
+	host, tsp, both := spec(), spec(), spec()
+	host.Percents = []int{100}
+	tsp.Tenant, tsp.Percents = "did:key:zOwner", []int{100}
+	both.ID, both.Percents = "both", []int{100}
+	old, reported, next := ds[0].ID, ds[1].ID, "did:key:zNext"
+	for _, s := range []rollout.Spec{host, tsp} {
+		if _, err := m.Start(t.Context(), s, ds); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := m.Start(t.Context(), both, append(devices(1), rollout.Device{ID: next})); err != nil {
+		t.Fatal(err)
+	}
+	m.Report(t.Context(), reported, "1.4.0", rollout.RolledBack, "trial")
+	if n, err := m.Carry(t.Context(), old, next); n != 3 || err != nil {
+		t.Fatalf("Carry(%s, %s) = %d, %v; want 3 rollouts changed", old, next, n, err)
+	}
+	if n, err := m.Carry(t.Context(), reported, "did:key:zNext2"); n != 2 || err != nil {
+		t.Fatalf("Carry(%s) = %d, %v; want 2 rollouts changed", reported, n, err)
+	}
+	if _, ok, err := m.Offer(t.Context(), old); ok || err != nil {
+		t.Errorf("Offer(%s) of the retired key = %v, %v; want nothing", old, ok, err)
+	}
+	if found, err := m.Report(t.Context(), old, "1.4.0", rollout.Installed, ""); found || err != nil {
+		t.Errorf("Report of the retired key = %v, %v; want not counted", found, err)
+	}
+	if _, ok, err := m.Offer(t.Context(), next); !ok || err != nil {
+		t.Errorf("Offer(%s) of the successor = %v, %v; want the target", next, ok, err)
+	}
+	if found, err := m.Report(t.Context(), next, "1.4.0", rollout.Installed, ""); !found || err != nil {
+		t.Errorf("Report of the successor = %v, %v; want counted", found, err)
+	}
+	for _, key := range []string{host.ID, rollouts.Key(tsp.Tenant, tsp.ID)} {
+		got, err := m.Get(t.Context(), key)
+		if err != nil || got.WaveOf(old) >= 0 || got.Results[next].Outcome != rollout.Installed || got.Results["did:key:zNext2"].Outcome != rollout.RolledBack || got.Counts().Devices != 3 {
+			t.Errorf("rollout %s = %+v, %v; want %s in %s's place, installed, and the rolled-back result carried", key, got, err, next, old)
+		}
+	}
+	got, err := m.Get(t.Context(), both.ID)
+	if err != nil || got.Results[old].Outcome != rollout.Left || got.Results[next].Outcome != rollout.Installed {
+		t.Errorf("the rollout that held both keys = %+v, %v; want %s left, %s installed", got.Results, err, old, next)
 	}
 }

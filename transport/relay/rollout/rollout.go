@@ -24,8 +24,9 @@ type Target struct {
 type Outcome string
 
 // The outcomes a device reports, Pending for none yet, and Left, which
-// the relay records (Rollout.Leave) for a device of a tenant's rollout
-// that left the tenant: it is offered the target no more, counts as
+// the relay records (Rollout.Leave) for a device it forgot for its
+// silence, or for a device of a tenant's rollout that left the tenant: it
+// is offered the target no more, counts as
 // reported for the waves and the rollout's end, and is no failure for the
 // criteria.
 const (
