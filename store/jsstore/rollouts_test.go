@@ -29,16 +29,9 @@ func TestRolloutsContract(t *testing.T) {
 // the same id beside it (docs/tenants.md) is kept apart under its key and
 // offered under its own id.
 func TestRolloutAcrossRelays(t *testing.T) {
-	srv := single(t)
 	ctx := t.Context()
-	c := clocktest.New(time.Date(2026, 12, 5, 10, 0, 0, 0, time.UTC))
-	a, b := open(t, srv), open(t, srv)
-	ma, mb := &rollout.Manager{Store: a.Rollouts(), Clock: c}, &rollout.Manager{Store: b.Rollouts(), Clock: c}
 	spec := rollout.Spec{ID: "agent-2", Target: rollout.Target{Name: "torpor-agent/2", Version: "2"}, Percents: []int{100}}
-	ds := []rollout.Device{{ID: "did:key:zA", Minute: 1}, {ID: "did:key:zB", Minute: 2}}
-	if _, err := ma.Start(ctx, spec, ds); err != nil {
-		t.Fatal(err)
-	}
+	ma, mb, third := rolloutRelays(t, spec, []rollout.Device{{ID: "did:key:zA", Minute: 1}, {ID: "did:key:zB", Minute: 2}})
 	tspec := spec
 	tspec.Tenant = "did:key:zOwner"
 	if _, err := ma.Start(ctx, tspec, []rollout.Device{{ID: "did:key:zT", Minute: 3}}); err != nil {
@@ -53,15 +46,12 @@ func TestRolloutAcrossRelays(t *testing.T) {
 	}
 	mb.Report(ctx, "did:key:zB", "2", rollout.RolledBack, "trial: exited with status 2")
 	ma.Report(ctx, "did:key:zA", "2", rollout.Installed, "")
-	a.Close()
-	b.Close()
-	cc := open(t, srv)
-	defer cc.Close()
-	r, err := (&rollout.Manager{Store: cc.Rollouts(), Clock: c}).Get(ctx, "agent-2")
+	mc := third()
+	r, err := mc.Get(ctx, "agent-2")
 	if err != nil || r.Counts().Installed != 1 || r.Counts().RolledBack != 1 || r.State != rollout.Done {
 		t.Fatalf("through a third connection: %+v, %v", r, err)
 	}
-	r, err = (&rollout.Manager{Store: cc.Rollouts(), Clock: c}).Get(ctx, rollouts.Key("did:key:zOwner", "agent-2"))
+	r, err = mc.Get(ctx, rollouts.Key("did:key:zOwner", "agent-2"))
 	if err != nil || r.Tenant != "did:key:zOwner" || r.Counts().Devices != 1 || r.Counts().Installed != 1 {
 		t.Fatalf("the tenant's rollout through a third connection: %+v, %v", r, err)
 	}
@@ -73,15 +63,9 @@ func TestRolloutAcrossRelays(t *testing.T) {
 // report, and the rollout is done once the tenant's other device
 // installed, as a third connection finds it.
 func TestRolloutLeftAcrossRelays(t *testing.T) {
-	srv := single(t)
 	ctx := t.Context()
-	c := clocktest.New(time.Date(2026, 12, 5, 10, 0, 0, 0, time.UTC))
-	a, b := open(t, srv), open(t, srv)
-	ma, mb := &rollout.Manager{Store: a.Rollouts(), Clock: c}, &rollout.Manager{Store: b.Rollouts(), Clock: c}
 	spec := rollout.Spec{ID: "agent-2", Tenant: "did:key:zOwner", Target: rollout.Target{Name: "torpor-agent/2", Version: "2"}, Percents: []int{100}}
-	if _, err := ma.Start(ctx, spec, []rollout.Device{{ID: "did:key:zA", Minute: 1}, {ID: "did:key:zB", Minute: 2}}); err != nil {
-		t.Fatal(err)
-	}
+	ma, mb, third := rolloutRelays(t, spec, []rollout.Device{{ID: "did:key:zA", Minute: 1}, {ID: "did:key:zB", Minute: 2}})
 	if n, err := ma.Forget(ctx, "did:key:zB", "forgotten for its silence"); n != 1 || err != nil {
 		t.Fatalf("Forget through the first relay = %d, %v", n, err)
 	}
@@ -92,11 +76,7 @@ func TestRolloutLeftAcrossRelays(t *testing.T) {
 		t.Errorf("the report of the device that left = %v, %v; want not counted", found, err)
 	}
 	mb.Report(ctx, "did:key:zA", "2", rollout.Installed, "")
-	a.Close()
-	b.Close()
-	cc := open(t, srv)
-	defer cc.Close()
-	r, err := (&rollout.Manager{Store: cc.Rollouts(), Clock: c}).Get(ctx, rollouts.Key(spec.Tenant, spec.ID))
+	r, err := third().Get(ctx, rollouts.Key(spec.Tenant, spec.ID))
 	if err != nil || r.State != rollout.Done || r.Counts().Installed != 1 || r.Counts().Left != 1 || r.Results["did:key:zB"].Outcome != rollout.Left {
 		t.Fatalf("through a third connection: %+v, %v; want done, 1 installed, zB left", r, err)
 	}
@@ -109,15 +89,9 @@ func TestRolloutLeftAcrossRelays(t *testing.T) {
 // counted there, so that the rollout is done, as a third connection
 // finds it.
 func TestHostRolloutForgetAndCarryAcrossRelays(t *testing.T) {
-	srv := single(t)
 	ctx := t.Context()
-	c := clocktest.New(time.Date(2026, 12, 5, 10, 0, 0, 0, time.UTC))
-	a, b := open(t, srv), open(t, srv)
-	ma, mb := &rollout.Manager{Store: a.Rollouts(), Clock: c}, &rollout.Manager{Store: b.Rollouts(), Clock: c}
 	spec := rollout.Spec{ID: "agent-2", Target: rollout.Target{Name: "torpor-agent/2", Version: "2"}, Percents: []int{100}}
-	if _, err := ma.Start(ctx, spec, []rollout.Device{{ID: "did:key:zA", Minute: 1}, {ID: "did:key:zB", Minute: 2}, {ID: "did:key:zC", Minute: 3}}); err != nil {
-		t.Fatal(err)
-	}
+	ma, mb, third := rolloutRelays(t, spec, []rollout.Device{{ID: "did:key:zA", Minute: 1}, {ID: "did:key:zB", Minute: 2}, {ID: "did:key:zC", Minute: 3}})
 	if n, err := ma.Forget(ctx, "did:key:zB", "forgotten for its silence"); n != 1 || err != nil {
 		t.Fatalf("Forget through the first relay = %d, %v", n, err)
 	}
@@ -134,12 +108,31 @@ func TestHostRolloutForgetAndCarryAcrossRelays(t *testing.T) {
 	if found, err := mb.Report(ctx, "did:key:zN", "2", rollout.Installed, ""); !found || err != nil {
 		t.Errorf("the successor's report through the second relay = %v, %v; want counted", found, err)
 	}
-	a.Close()
-	b.Close()
-	cc := open(t, srv)
-	defer cc.Close()
-	r, err := (&rollout.Manager{Store: cc.Rollouts(), Clock: c}).Get(ctx, spec.ID)
+	r, err := third().Get(ctx, spec.ID)
 	if err != nil || r.State != rollout.Done || r.Counts().Installed != 2 || r.Counts().Left != 1 || r.WaveOf("did:key:zC") >= 0 {
 		t.Fatalf("through a third connection: %+v, %v; want done, 2 installed, zB left, zC carried to zN", r, err)
+	}
+}
+
+// rolloutRelays starts spec over devices through the first of two
+// connections to one server (two relays) and returns both relays'
+// managers, and third, which closes them and returns the manager of a
+// third connection, opened after they closed and closed when the test
+// ends.
+func rolloutRelays(t *testing.T, spec rollout.Spec, devices []rollout.Device) (ma, mb *rollout.Manager, third func() *rollout.Manager) {
+	t.Helper()
+	srv := single(t)
+	c := clocktest.New(time.Date(2026, 12, 5, 10, 0, 0, 0, time.UTC))
+	a, b := open(t, srv), open(t, srv)
+	ma, mb = &rollout.Manager{Store: a.Rollouts(), Clock: c}, &rollout.Manager{Store: b.Rollouts(), Clock: c}
+	if _, err := ma.Start(t.Context(), spec, devices); err != nil {
+		t.Fatal(err)
+	}
+	return ma, mb, func() *rollout.Manager {
+		a.Close()
+		b.Close()
+		cc := open(t, srv)
+		t.Cleanup(func() { cc.Close() })
+		return &rollout.Manager{Store: cc.Rollouts(), Clock: c}
 	}
 }
