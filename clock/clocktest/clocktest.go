@@ -120,3 +120,22 @@ func (t *timer) Stop() bool {
 	}
 	return false
 }
+
+// Recorder is a Clock that sends the duration of every timer made on it
+// to Made before it makes the timer, for tests of what a component waits.
+type Recorder struct {
+	*Clock
+	Made chan time.Duration
+}
+
+// NewRecorder returns a Recorder at now whose Made holds up to n
+// durations before NewTimer blocks.
+func NewRecorder(now time.Time, n int) *Recorder {
+	return &Recorder{Clock: New(now), Made: make(chan time.Duration, n)}
+}
+
+// NewTimer sends d to Made, then makes the timer.
+func (r *Recorder) NewTimer(d time.Duration) clock.Timer {
+	r.Made <- d
+	return r.Clock.NewTimer(d)
+}

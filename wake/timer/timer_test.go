@@ -154,31 +154,19 @@ func TestWaitClockSteppedWhileArming(t *testing.T) {
 	}
 }
 
-// timerClock is a fake clock that reports the duration of every timer
-// made on it.
-type timerClock struct {
-	*clocktest.Clock
-	made chan time.Duration
-}
-
-func (c *timerClock) NewTimer(d time.Duration) clock.Timer {
-	c.made <- d
-	return c.Clock.NewTimer(d)
-}
-
 // TestAScaledWaitRechecksInRealTime: on a Scaled clock the wait's steps
 // are Recheck of real time, so that a compressed hour (6 s at 600 times)
 // is one timer, where it was sixty steps of a scaled minute (0.1 s each),
 // each a wake of the process.
 func TestAScaledWaitRechecksInRealTime(t *testing.T) {
-	base := &timerClock{Clock: clocktest.New(t0), made: make(chan time.Duration, 1)}
+	base := clocktest.NewRecorder(t0, 1)
 	sc, err := clock.NewScaledAt(base, 600, t0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := &timer.Source{Clock: sc, Kernel: waketest.NewKernelClock(time.Minute)}
 	ch := waketest.StartWait(context.Background(), s, t0.Add(time.Hour))
-	if d := <-base.made; d != 6*time.Second {
+	if d := <-base.Made; d != 6*time.Second {
 		t.Fatalf("a scaled hour's wait armed a timer of %v of real time, want one of 6s", d)
 	}
 	base.Advance(6 * time.Second)

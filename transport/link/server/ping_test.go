@@ -5,24 +5,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/torpor-dev/torpor/clock"
 	"github.com/torpor-dev/torpor/clock/clocktest"
 	"github.com/torpor-dev/torpor/did/didtest"
 	"github.com/torpor-dev/torpor/transport/link"
 	"github.com/torpor-dev/torpor/transport/link/wire"
 )
-
-// timerClock is a fake clock that reports the duration of every timer
-// made on it.
-type timerClock struct {
-	*clocktest.Clock
-	made chan time.Duration
-}
-
-func (c *timerClock) NewTimer(d time.Duration) clock.Timer {
-	c.made <- d
-	return c.Clock.NewTimer(d)
-}
 
 // TestThePingIntervalTheDeviceAsksFor: the relay pings a link every
 // wire.PingInterval, or every interval up to wire.MaxPingInterval that the
@@ -42,24 +29,24 @@ func TestThePingIntervalTheDeviceAsksFor(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			h := newHarness(t)
-			clk := &timerClock{Clock: clocktest.New(time.Now()), made: make(chan time.Duration, 8)}
+			clk := clocktest.NewRecorder(time.Now(), 8)
 			h.srv.Clock = clk
 			c, err := link.Dial(context.Background(), link.Config{RelayURL: h.http.URL, Key: didtest.New(t), PingInterval: tt.ask})
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer c.Close()
-			if d := <-clk.made; d != HandshakeTimeout {
+			if d := <-clk.Made; d != HandshakeTimeout {
 				t.Fatalf("the first timer waits %v, want the handshake's %v", d, HandshakeTimeout)
 			}
-			if d := <-clk.made; d != tt.want {
+			if d := <-clk.Made; d != tt.want {
 				t.Errorf("a link that asked for pings every %v is pinged every %v, want %v", tt.ask, d, tt.want)
 			}
 			// The ping goes out; the link reads it (and counts its bytes)
 			// before it writes the pong the relay waits for.
 			got := c.Traffic().Received
 			clk.Advance(tt.want)
-			if d := <-clk.made; d != tt.want {
+			if d := <-clk.Made; d != tt.want {
 				t.Errorf("after the first ping the next waits %v, want %v", d, tt.want)
 			}
 			if c.Traffic().Received == got {
