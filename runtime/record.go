@@ -33,7 +33,7 @@ type pending struct {
 	// stored is the report this process last committed as the last wake
 	// (putWake, the only writer of keyLastWake), which the store holds:
 	// the status reads it here rather than decode it from the store at
-	// every publish (issue 32). nil before the first such commit.
+	// every publish. nil before the first such commit.
 	stored *WakeReport
 }
 

@@ -103,7 +103,7 @@ type relayTime interface {
 // time that agrees with the system clock to a second says no more than
 // the wake line's trustedTime=SOURCE (and trustedTimeForward, when it
 // moved the clock forward), and is logged at debug level, so that an
-// empty wake logs two lines (issue 32); one a second or more off is
+// empty wake logs two lines; one a second or more off is
 // information.
 func establishedLevel(r trusted.Reading) slog.Level {
 	if d := r.Now.Sub(r.System); d > -time.Second && d < time.Second {
