@@ -4,9 +4,11 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/runtime/manage"
 	"github.com/torpor-dev/torpor/transport/mqtt/command"
 	"github.com/torpor-dev/torpor/transport/mqtt/envelope"
@@ -24,14 +26,39 @@ func TestWillMarksAnUnexpectedDisconnect(t *testing.T) {
 	if st.State != envelope.StateAwake || st.Mode != "hourly_wake" || st.Window.Minute != 7 || obj.Issuer != h.Key.DID() {
 		t.Errorf("status when awake = %+v", st)
 	}
+	_, statuses, err := h.Operator().Events(h.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
 	h.Server.Abort()
-	// A fresh operator reads the retained message: the will.
+	// The broker publishes the will once it finds the connection gone,
+	// which it does on its own time: the watching operator receives it
+	// then, and a fresh operator reads it retained after that.
+	awaitState(t, statuses, h.Key.DID(), h.Clock.Now(), envelope.StateLost)
 	st, _, err = h.ReconnectOperator().Status(ctxT(t), h.Name, h.Key.DID())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if st.State != envelope.StateLost || st.NextWake != nil {
 		t.Errorf("status after a power cut = %+v, want lost", st)
+	}
+}
+
+// awaitState waits for a status of state, signed by dev and valid at now,
+// on statuses (an operator's, command.Operator.Events), skipping the
+// statuses before it.
+func awaitState(t *testing.T, statuses <-chan command.Message, dev did.DID, now time.Time, state envelope.State) {
+	t.Helper()
+	ctx := ctxT(t)
+	for {
+		select {
+		case m := <-statuses:
+			if st, _, err := envelope.VerifyStatus(m.ContentType, m.Payload, dev, now); err == nil && st.State == state {
+				return
+			}
+		case <-ctx.Done():
+			t.Fatalf("no %s status from %s: %v", state, dev, ctx.Err())
+		}
 	}
 }
 
