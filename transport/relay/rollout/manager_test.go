@@ -325,12 +325,7 @@ func TestForgetEndsHostRollout(t *testing.T) {
 	if n, err := m.Forget(t.Context(), gone, "forgotten for its silence"); n != 1 || err != nil {
 		t.Fatalf("Forget(%s) = %d, %v; want the relay's rollout changed", gone, n, err)
 	}
-	if _, ok, err := m.Offer(t.Context(), gone); ok || err != nil {
-		t.Errorf("Offer(%s) after it was forgotten = %v, %v; want nothing", gone, ok, err)
-	}
-	if found, err := m.Report(t.Context(), gone, "1.4.0", rollout.RolledBack, "trial"); found || err != nil {
-		t.Errorf("Report of the forgotten device = %v, %v; want not counted", found, err)
-	}
+	checkOut(t, m, gone, "the forgotten device", rollout.RolledBack)
 	got, err := m.Get(t.Context(), r.Key())
 	if err != nil || got.Wave != 1 || got.State != rollout.Running {
 		t.Fatalf("after the first wave's devices reported or left: wave %d %s, %v; want the second wave running", got.Wave, got.State, err)
@@ -376,12 +371,7 @@ func TestCarryToSuccessor(t *testing.T) {
 	if n, err := m.Carry(t.Context(), reported, "did:key:zNext2"); n != 2 || err != nil {
 		t.Fatalf("Carry(%s) = %d, %v; want 2 rollouts changed", reported, n, err)
 	}
-	if _, ok, err := m.Offer(t.Context(), old); ok || err != nil {
-		t.Errorf("Offer(%s) of the retired key = %v, %v; want nothing", old, ok, err)
-	}
-	if found, err := m.Report(t.Context(), old, "1.4.0", rollout.Installed, ""); found || err != nil {
-		t.Errorf("Report of the retired key = %v, %v; want not counted", found, err)
-	}
+	checkOut(t, m, old, "the retired key", rollout.Installed)
 	if _, ok, err := m.Offer(t.Context(), next); !ok || err != nil {
 		t.Errorf("Offer(%s) of the successor = %v, %v; want the target", next, ok, err)
 	}
@@ -397,5 +387,17 @@ func TestCarryToSuccessor(t *testing.T) {
 	got, err := m.Get(t.Context(), both.ID)
 	if err != nil || got.Results[old].Outcome != rollout.Left || got.Results[next].Outcome != rollout.Installed {
 		t.Errorf("the rollout that held both keys = %+v, %v; want %s left, %s installed", got.Results, err, old, next)
+	}
+}
+
+// checkOut checks that m offers dev, which what names, nothing and does
+// not count its report of outcome.
+func checkOut(t *testing.T, m *rollout.Manager, dev, what string, outcome rollout.Outcome) {
+	t.Helper()
+	if _, ok, err := m.Offer(t.Context(), dev); ok || err != nil {
+		t.Errorf("Offer(%s) of %s = %v, %v; want nothing", dev, what, ok, err)
+	}
+	if found, err := m.Report(t.Context(), dev, "1.4.0", outcome, ""); found || err != nil {
+		t.Errorf("Report of %s = %v, %v; want not counted", what, found, err)
 	}
 }
