@@ -414,8 +414,10 @@ const PurgeInterval = time.Minute
 const sigCacheSize = 4096
 
 // Run reads the wake seconds assigned to the agents of its store
-// (seconds.go), then purges expired records, and forgets agents silent
-// for longer than Config.Limits.ForgetAfter and re-signs the update
+// (seconds.go), then purges expired records, forgets agents silent
+// for longer than Config.Limits.ForgetAfter, records as left in their
+// tenant's rollouts the devices taken out of it (rolloutsOutOfTenant) and
+// re-signs the update
 // repository's timestamp when due, every PurgeInterval until ctx ends,
 // then closes every device link. It returns nil when ctx ended.
 func (s *Relay) Run(ctx context.Context) error {
@@ -435,6 +437,7 @@ func (s *Relay) Run(ctx context.Context) error {
 			s.metrics.purged.Add(float64(n))
 		}
 		s.forgetSilent(ctx)
+		s.rolloutsOutOfTenant(ctx)
 		s.refreshUpdates()
 		if err := clock.Sleep(ctx, s.clk, PurgeInterval); err != nil {
 			return nil

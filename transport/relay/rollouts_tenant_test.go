@@ -283,6 +283,57 @@ func TestTenantRolloutForgottenLeaves(t *testing.T) {
 	tr.checkLeft(t, tr.a2, "forgotten for its silence")
 }
 
+// TestTenantRolloutTakenOutLeaves: a device taken out of its tenant by
+// hand (its ledger entry removed, not by the relay's forgetting) that
+// never wakes again is left in the tenant's rollout at the relay's next
+// pass (rolloutsOutOfTenant, which Run makes every PurgeInterval), so
+// that the rollout is done once the tenant's other device installed; a
+// device of the tenant stays pending until it reports.
+func TestTenantRolloutTakenOutLeaves(t *testing.T) {
+	tr := newTenantRollouts(t)
+	if r := tr.req(t, "POST", tr.a, "", tr.opA, startSpec("agent-1.4.0")); r.status != 200 || devicesOf(r) != 2 {
+		t.Fatalf("a's start: %d %s", r.status, r.body)
+	}
+	if err := tr.ledger.Forget(tr.a2.DID()); err != nil {
+		t.Fatal(err)
+	}
+	tr.relay.rolloutsOutOfTenant(t.Context())
+	r := tr.req(t, "GET", tr.a, "/agent-1.4.0", tr.opA, nil)
+	if counts, _ := r.json["counts"].(map[string]any); counts["pending"] != 1.0 || counts["left"] != 1.0 {
+		t.Fatalf("a's rollout after the pass: %d %s; want a1 pending, a2 left", r.status, r.body)
+	}
+	tr.wakeForUpdate(t, tr.a1, "installed")
+	tr.checkLeft(t, tr.a2, outOfTenantReason)
+}
+
+// TestTenantRolloutRetiredNotTakenOut: a retired device that its tenant's
+// ledger no longer holds, its successor in its place, is not left by the
+// relay's pass over the tenant's rollouts before its place there is
+// carried (the two steps of noteRetired; another relay may pass in
+// between): its state names its successor, which takes its place.
+func TestTenantRolloutRetiredNotTakenOut(t *testing.T) {
+	tr := newTenantRollouts(t)
+	if r := tr.req(t, "POST", tr.a, "", tr.opA, startSpec("agent-1.4.0")); r.status != 200 || devicesOf(r) != 2 {
+		t.Fatalf("a's start: %d %s", r.status, r.body)
+	}
+	ctx, old, next := t.Context(), tr.a2.DID().String(), didtest.Key(t, 75).DID().String()
+	st, err := tr.relay.cfg.Stores.States.Get(ctx, old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Successor = next
+	if err := tr.relay.cfg.Stores.States.Put(ctx, old, st, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	tr.relay.carryTenant(old, next)
+	tr.relay.rolloutsOutOfTenant(ctx)
+	tr.relay.carryRollouts(ctx, old, next)
+	r := tr.req(t, "GET", tr.a, "/agent-1.4.0", tr.opA, nil)
+	if counts, _ := r.json["counts"].(map[string]any); counts["pending"] != 2.0 || counts["left"] != nil {
+		t.Fatalf("a's rollout: %d %s; want 2 pending, none left", r.status, r.body)
+	}
+}
+
 // checkLeft checks that a's rollout agent-1.4.0 is done, a1 installed and
 // gone left for reason.
 func (tr *tenantRollouts) checkLeft(t *testing.T, gone *did.PrivateKey, reason string) {

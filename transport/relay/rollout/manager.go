@@ -234,6 +234,55 @@ func (m *Manager) Forget(ctx context.Context, device, reason string) (int, error
 	return m.each(ctx, device, func(r *Rollout, now time.Time) bool { return r.Leave(device, reason, now) })
 }
 
+// LeaveTenants records as Left, for reason (Rollout.Leave), each device
+// without a report of every running or paused tenant's rollout
+// (Spec.Tenant) that the rollout's tenant no longer holds, and returns
+// how many devices it changed. members(tenant) returns the test of the
+// tenant's devices now, read once per rollout; its error is returned. It
+// finds a device taken out of its tenant other than by the relay's
+// forgetting (Forget), which may never wake to be found out of it
+// (OfferIDOf), so that the rollout can end without it.
+func (m *Manager) LeaveTenants(ctx context.Context, members func(tenant string) (func(device string) bool, error), reason string) (int, error) {
+	ids, err := m.Store.List(ctx)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, id := range ids {
+		r, err := m.cached(ctx, id)
+		if err != nil {
+			return n, err
+		}
+		if r.Tenant == "" || r.State == Aborted || r.State == Done {
+			continue
+		}
+		in, err := members(r.Tenant)
+		if err != nil {
+			return n, err
+		}
+		gone := r.outside(in)
+		if len(gone) == 0 {
+			continue
+		}
+		left := 0
+		_, err = m.update(ctx, id, func(r *Rollout) (bool, error) {
+			left = 0
+			now := clock.Or(m.Clock).Now()
+			for _, d := range gone {
+				if r.Leave(d, reason, now) {
+					left++
+				}
+			}
+			return left > 0, nil
+		})
+		if err != nil {
+			return n, err
+		}
+		n += left
+	}
+	return n, nil
+}
+
 // Carry gives device's place to successor, the key its agent retired it
 // for (Rollout.Carry), in every rollout that holds device, and returns
 // how many changed.
