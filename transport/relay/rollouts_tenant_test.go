@@ -43,6 +43,17 @@ func newTenantRollouts(t *testing.T) *tenantRollouts {
 	return tr
 }
 
+// startedTenantRollout is newTenantRollouts with a's operator's rollout
+// agent-1.4.0 started over a's two devices.
+func startedTenantRollout(t *testing.T) *tenantRollouts {
+	t.Helper()
+	tr := newTenantRollouts(t)
+	if r := tr.req(t, "POST", tr.a, "", tr.opA, startSpec("agent-1.4.0")); r.status != 200 || devicesOf(r) != 2 {
+		t.Fatalf("a's start: %d %s", r.status, r.body)
+	}
+	return tr
+}
+
 // req is an operator request as k to the rollouts of owner's tenant
 // (owner nil: the relay's own), at root+suffix.
 func (tr *tenantRollouts) req(t *testing.T, method string, owner *did.PrivateKey, suffix string, k *did.PrivateKey, body any) resp {
@@ -236,10 +247,7 @@ func TestTenantRolloutOffersItsDevices(t *testing.T) {
 // tenant and records it left, so that the rollout is done once the
 // tenant's other device installed.
 func TestTenantRolloutNotOfferedOnceLeft(t *testing.T) {
-	tr := newTenantRollouts(t)
-	if r := tr.req(t, "POST", tr.a, "", tr.opA, startSpec("agent-1.4.0")); r.status != 200 || devicesOf(r) != 2 {
-		t.Fatalf("a's start: %d %s", r.status, r.body)
-	}
+	tr := startedTenantRollout(t)
 	if err := tr.ledger.Forget(tr.a2.DID()); err != nil {
 		t.Fatal(err)
 	}
@@ -258,10 +266,7 @@ func TestTenantRolloutNotOfferedOnceLeft(t *testing.T) {
 // enrolled in the tenant again, it is not offered the build, and what its
 // status reports is not counted.
 func TestTenantRolloutForgottenLeaves(t *testing.T) {
-	tr := newTenantRollouts(t)
-	if r := tr.req(t, "POST", tr.a, "", tr.opA, startSpec("agent-1.4.0")); r.status != 200 || devicesOf(r) != 2 {
-		t.Fatalf("a's start: %d %s", r.status, r.body)
-	}
+	tr := startedTenantRollout(t)
 	if err := tr.relay.forget(context.Background(), tr.a2.DID().String(), 11, t0); err != nil {
 		t.Fatal(err)
 	}
@@ -290,10 +295,7 @@ func TestTenantRolloutForgottenLeaves(t *testing.T) {
 // that the rollout is done once the tenant's other device installed; a
 // device of the tenant stays pending until it reports.
 func TestTenantRolloutTakenOutLeaves(t *testing.T) {
-	tr := newTenantRollouts(t)
-	if r := tr.req(t, "POST", tr.a, "", tr.opA, startSpec("agent-1.4.0")); r.status != 200 || devicesOf(r) != 2 {
-		t.Fatalf("a's start: %d %s", r.status, r.body)
-	}
+	tr := startedTenantRollout(t)
 	if err := tr.ledger.Forget(tr.a2.DID()); err != nil {
 		t.Fatal(err)
 	}
@@ -312,10 +314,7 @@ func TestTenantRolloutTakenOutLeaves(t *testing.T) {
 // carried (the two steps of noteRetired; another relay may pass in
 // between): its state names its successor, which takes its place.
 func TestTenantRolloutRetiredNotTakenOut(t *testing.T) {
-	tr := newTenantRollouts(t)
-	if r := tr.req(t, "POST", tr.a, "", tr.opA, startSpec("agent-1.4.0")); r.status != 200 || devicesOf(r) != 2 {
-		t.Fatalf("a's start: %d %s", r.status, r.body)
-	}
+	tr := startedTenantRollout(t)
 	ctx, old, next := t.Context(), tr.a2.DID().String(), didtest.Key(t, 75).DID().String()
 	st, err := tr.relay.cfg.Stores.States.Get(ctx, old)
 	if err != nil {
@@ -353,10 +352,7 @@ func (tr *tenantRollouts) checkLeft(t *testing.T, gone *did.PrivateKey, reason s
 // the tenant and in its tenant's rollout, is offered the build there and
 // its install counted, and the rollout is done without an operator.
 func TestTenantRolloutRetiredCarries(t *testing.T) {
-	tr := newTenantRollouts(t)
-	if r := tr.req(t, "POST", tr.a, "", tr.opA, startSpec("agent-1.4.0")); r.status != 200 || devicesOf(r) != 2 {
-		t.Fatalf("a's start: %d %s", r.status, r.body)
-	}
+	tr := startedTenantRollout(t)
 	next := didtest.Key(t, 75)
 	tr.relay.noteRetired(context.Background(), tr.a2.DID().String(), agents.State{}, agents.State{Successor: next.DID().String()})
 	if owner, in, err := tr.ledger.TenantOf(next.DID()); !in || err != nil || owner != tr.a.DID() {
