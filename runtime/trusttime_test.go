@@ -76,25 +76,37 @@ type ntpKernel struct {
 
 func (k *ntpKernel) NTP() (trusted.NTPState, error) { return trusted.NTPState{Synced: k.synced}, nil }
 
+// loseTrustedTime runs w's agent once on an NTP-synced kernel with its
+// clock at t0+3h, until booted returns (booted checks that the boot
+// reached the point it wants), so that the agent commits that time as
+// its floor, and shuts it down; then it makes a new agent, not yet run,
+// whose kernel lost its NTP sync and whose clock is at t0-1h: below the
+// floor, with no source of trusted time.
+func (w *world) loseTrustedTime(booted func()) {
+	k := &ntpKernel{synced: true}
+	w.cfg.Clock = clocktest.New(t0.Add(3 * time.Hour))
+	w.cfg.TrustedTime = &trusted.Config{Kernel: k}
+	w.newAgent()
+	w.run()
+	booted()
+	w.shutdown()
+
+	k.synced = false
+	w.cfg.Clock = clocktest.New(t0.Add(-time.Hour))
+	w.newAgent()
+}
+
 // TestNoTrustedTimeHoldsTheQueue: a relay whose time is before the floor
 // the agent committed (three hours of NTP-synced time it has already
 // seen) is not trusted; with no other source the drain holds the record:
 // nothing judged, nothing acknowledged, and the wake report says why.
 func TestNoTrustedTimeHoldsTheQueue(t *testing.T) {
 	w := newWorld(t, wake.HourlyWake)
-	k := &ntpKernel{synced: true}
-	w.cfg.Clock = clocktest.New(t0.Add(3 * time.Hour))
-	w.cfg.TrustedTime = &trusted.Config{Kernel: k}
-	w.newAgent()
-	w.run()
-	if r := w.nextWake(); r.Time == nil || r.Time.Source != string(trusted.NTP) {
-		t.Fatalf("first boot's time %+v, want ntp", r.Time)
-	}
-	w.shutdown()
-
-	k.synced = false
-	w.cfg.Clock = clocktest.New(t0.Add(-time.Hour))
-	w.newAgent()
+	w.loseTrustedTime(func() {
+		if r := w.nextWake(); r.Time == nil || r.Time.Source != string(trusted.NTP) {
+			t.Fatalf("first boot's time %+v, want ntp", r.Time)
+		}
+	})
 	alice := runtimetest.Key(t, 1)
 	valid := runtimetest.Object(t, alice, "comms:message", t0.Add(-10*time.Minute), time.Hour, nil)
 	w.queueObject(t, alice, valid)
@@ -117,17 +129,7 @@ func TestNoTrustedTimeHoldsTheQueue(t *testing.T) {
 // nothing is delivered.
 func TestLiveRequestWithoutTrustedTime(t *testing.T) {
 	w := newWorld(t, wake.AlwaysOn)
-	k := &ntpKernel{synced: true}
-	w.cfg.Clock = clocktest.New(t0.Add(3 * time.Hour))
-	w.cfg.TrustedTime = &trusted.Config{Kernel: k}
-	w.newAgent()
-	w.run()
-	w.waitPhase(runtime.PhasePublish)
-	w.shutdown()
-
-	k.synced = false
-	w.cfg.Clock = clocktest.New(t0.Add(-time.Hour))
-	w.newAgent()
+	w.loseTrustedTime(func() { w.waitPhase(runtime.PhasePublish) })
 	w.run()
 	w.waitPhase(runtime.PhasePublish)
 	alice := runtimetest.Key(t, 1)

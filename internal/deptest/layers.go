@@ -32,7 +32,7 @@ var Layers = []Layer{
 			"store/ledger", "store/mqttsession", "internal/atomicfile", "internal/canon", "internal/jcs",
 			"internal/jsonpos", "internal/http1", "internal/origin", "internal/version", "internal/deptest",
 			"internal/pkgdoc", "internal/strictjson", "internal/benchcpu", "internal/safetext", "internal/tufsign", "internal/tufcustom", "internal/diskspace", "internal/syncbuf",
-			"internal/nettest"},
+			"internal/nettest", "internal/httpjson"},
 	},
 	{
 		Name: "protocol leaves",

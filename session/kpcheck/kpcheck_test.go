@@ -5,32 +5,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/did/didtest"
 	"github.com/torpor-dev/torpor/mls"
 	"github.com/torpor-dev/torpor/session"
+	"github.com/torpor-dev/torpor/session/sessiontest"
 )
 
 var now = time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
 
-// keyPackage returns an MLSMessage-wrapped KeyPackage with credential
-// cred, signed by key, valid around now.
-func keyPackage(tb testing.TB, key *did.PrivateKey, cred mls.Credential) []byte {
-	tb.Helper()
-	kp, _, err := mls.NewKeyPackage(&mls.Config{Time: func() time.Time { return now }}, cred, key.Ed25519())
-	if err != nil {
-		tb.Fatal(err)
-	}
-	b, err := (&mls.MLSMessage{Version: mls.ProtocolMLS10, WireFormat: mls.WireFormatKeyPackage, KeyPackage: kp}).Marshal()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return b
-}
-
 func TestVerifyKeyPackage(t *testing.T) {
 	dev, other := didtest.Key(t, 1), didtest.Key(t, 2)
-	good := keyPackage(t, dev, session.NewCredential(dev.DID()))
+	good := sessiontest.KeyPackage(t, dev.DID(), dev, now)
 	tampered := append([]byte(nil), good...)
 	tampered[len(tampered)-1] ^= 1
 	bare, err := mls.ParseMLSMessage(good)
@@ -45,8 +30,8 @@ func TestVerifyKeyPackage(t *testing.T) {
 	}{
 		{"genuine", good, now, nil},
 		{"valid header, garbage after", append([]byte{0, 1, 0, 5}, make([]byte, 200)...), now, errAny},
-		{"valid KeyPackage of another DID", keyPackage(t, other, session.NewCredential(other.DID())), now, session.ErrIdentityMismatch},
-		{"the device's DID, another signature key", keyPackage(t, other, session.NewCredential(dev.DID())), now, errAny},
+		{"valid KeyPackage of another DID", sessiontest.KeyPackage(t, other.DID(), other, now), now, session.ErrIdentityMismatch},
+		{"the device's DID, another signature key", sessiontest.KeyPackage(t, dev.DID(), other, now), now, errAny},
 		{"signature flipped", tampered, now, mls.ErrInvalidSignature},
 		{"trailing bytes", append(append([]byte(nil), good...), 0), now, errAny},
 		{"no MLSMessage wrapper", bare.KeyPackage.Marshal(), now, errAny},

@@ -468,6 +468,14 @@ func (u *Updates) AddBlob(sha string, data []byte) error {
 // so whatever it writes comes later in the stream and survives a removal
 // still purging: one that outlasted the tenant's lock (10 s) while an
 // upload took the lock after it.
+//
+// Before each part's purge the head is read again, and once the blob is
+// back in it the removal stops and leaves the parts that remain: an
+// upload by a relay of the previous release (docs/upgrades.md) keeps the
+// parts it finds there rather than writing them anew, so a purge after
+// its head swap would take parts it counts on. Only a part whose purge
+// had begun before that swap can still be lost to such an upload. The
+// check costs a read of the head per part, beside the part's two purges.
 func (u *Updates) RemoveBlob(sha string, check func(updaterepo.Txn) error) (int64, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
@@ -502,6 +510,13 @@ func (u *Updates) RemoveBlob(sha string, check func(updaterepo.Txn) error) (int6
 		u.removed(sha)
 	}
 	for k := int64(0); k*BlobPart < n; k++ {
+		h, _, err := u.readHead(ctx)
+		if err != nil {
+			return n, err
+		}
+		if _, back := h.Blobs[sha]; back {
+			return n, nil // uploaded again: the parts left are the upload's
+		}
 		if err := u.purgePart(ctx, s, sha, k, fence); err != nil {
 			return n, fmt.Errorf("jsstore: blob %s part %d: %w", sha, k, err)
 		}

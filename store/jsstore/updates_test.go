@@ -290,6 +290,41 @@ func TestSlowRemovalKeepsAnUploadAgain(t *testing.T) {
 	checkNoOrphans(t, c, 3)
 }
 
+// TestRemovalStopsForAPreviousReleaseUpload: in a mixed cluster
+// (docs/upgrades.md), a relay of the previous release uploads a blob
+// again while this release's removal of it is about to purge its parts:
+// that upload puts the blob back in the head and keeps the parts it finds
+// there (AddBlobAsPrevious); the removal, which reads the head before
+// each part's purge, stops and leaves them, so the blob downloads whole
+// through a third relay and nothing is left unreferenced. Without the
+// check the removal purged every part: "part 0 missing".
+func TestRemovalStopsForAPreviousReleaseUpload(t *testing.T) {
+	srv := single(t)
+	c, u := updates(t, srv, 1<<20)
+	_, previous := updates(t, srv, 1<<20)
+	data := bytes.Repeat([]byte("torpor"), jsstore.BlobPart/2) // three parts
+	sha := blobSHA(data)
+	if err := u.AddBlob(sha, data); err != nil {
+		t.Fatal(err)
+	}
+	jsstore.SetRemoved(u, func(string) {
+		if err := jsstore.AddBlobAsPrevious(previous, sha, data); err != nil {
+			t.Errorf("the previous release's upload during the removal: %v", err)
+		}
+	})
+	if n, err := u.RemoveBlob(sha, func(updaterepo.Txn) error { return nil }); n != int64(len(data)) || err != nil {
+		t.Fatalf("RemoveBlob = %d, %v; want %d", n, err, len(data))
+	}
+	_, ou := updates(t, srv, 1<<20)
+	if b, err := ou.BlobRange(sha, 0, int64(len(data))); err != nil || !bytes.Equal(b, data) {
+		t.Errorf("the blob uploaded again, through a third relay: %d bytes, %v; want all %d", len(b), err, len(data))
+	}
+	if used, err := ou.Used(); used != int64(len(data)) || err != nil {
+		t.Errorf("the repository holds %d bytes, %v; want the blob's %d", used, err, len(data))
+	}
+	checkNoOrphans(t, c, 3)
+}
+
 // updates opens a connection to srv, closed when the test ends, and its
 // Updates bounded to limit bytes.
 func updates(t *testing.T, srv *jsserver.Server, limit int64) (*jsstore.Conn, *jsstore.Updates) {

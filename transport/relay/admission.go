@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/internal/httpjson"
 	"github.com/torpor-dev/torpor/store/agents"
 	"github.com/torpor-dev/torpor/store/shared"
 	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
@@ -541,7 +542,7 @@ func (s *Relay) serveAdmit(w http.ResponseWriter, r *http.Request) {
 	agent, err := did.Parse(r.PathValue("did"))
 	if err != nil {
 		s.recordOperator(r, caller, "", "not an Ed25519 did:key")
-		writeJSON(w, http.StatusBadRequest, map[string]any{"error": "bad_agent", "message": "not an Ed25519 did:key"})
+		httpjson.Write(w, http.StatusBadRequest, map[string]any{"error": "bad_agent", "message": "not an Ed25519 did:key"})
 		return
 	}
 	if !s.mayAct(w, r, caller, agent) {
@@ -560,5 +561,5 @@ func (s *Relay) serveAdmit(w http.ResponseWriter, r *http.Request) {
 	// Its link, if up, announced probation's ceiling and its card names
 	// those bounds: it links again and publishes for the relay's.
 	s.link.Drop(agent.String(), "admitted: link again for the relay's bounds")
-	writeJSON(w, http.StatusOK, map[string]any{"did": agent.String(), "admitted": true})
+	httpjson.Write(w, http.StatusOK, map[string]any{"did": agent.String(), "admitted": true})
 }

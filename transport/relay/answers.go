@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/torpor-dev/torpor/internal/httpjson"
 	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
 )
@@ -84,10 +85,10 @@ func answer(w http.ResponseWriter, req rpcRequest, status, code int, p profileAn
 		w.Header().Set("Retry-After", strconv.Itoa(retry))
 	}
 	if !req.call {
-		writeJSON(w, status, p)
+		httpjson.Write(w, status, p)
 		return
 	}
-	writeJSON(w, status, rpcAnswer{
+	httpjson.Write(w, status, rpcAnswer{
 		JSONRPC: "2.0", ID: req.id,
 		Error:   rpcError{Code: code, Message: p.Message, Data: rpcData{Error: p.Error, Kind: p.Kind, Queued: p.Queued, RetryAfterSec: p.RetryAfterSec}},
 		Message: p.Message, Kind: p.Kind, Queued: p.Queued, RetryAfterSec: p.RetryAfterSec,
@@ -116,7 +117,7 @@ func answerFull(w http.ResponseWriter, req rpcRequest, fe *queue.FullError, b qu
 const CodeQueueFull = -32000
 
 func answerTooLarge(w http.ResponseWriter, max int64) {
-	writeJSON(w, http.StatusRequestEntityTooLarge, struct {
+	httpjson.Write(w, http.StatusRequestEntityTooLarge, struct {
 		Error           string `json:"error"`
 		Message         string `json:"message"`
 		Queued          bool   `json:"queued"`
@@ -133,7 +134,7 @@ func answerTooLarge(w http.ResponseWriter, max int64) {
 func answerRequiresAuth(w http.ResponseWriter, detail string) {
 	detail = strings.ReplaceAll(detail, `"`, "")
 	w.Header().Set("WWW-Authenticate", `Bearer realm="atom", error="invalid_token", error_description="`+detail+`"`)
-	writeJSON(w, http.StatusUnauthorized, struct {
+	httpjson.Write(w, http.StatusUnauthorized, struct {
 		profileAnswer
 		TokenError string `json:"tokenError"`
 	}{profileAnswer{Error: tokenRequiresAuth, Message: "DID Bearer token refused (" + detail + "): every request needs a valid token; store-and-forward requires verified transport caller DID"}, detail})

@@ -45,7 +45,7 @@ func newAsleepParts(queued bool) asleepParts {
 
 var answerBuffers = sync.Pool{New: func() any { return new([]byte) }}
 
-// contentTypeJSON is writeJSON's Content-Type, as a header value.
+// contentTypeJSON is httpjson.Write's Content-Type, as a header value.
 var contentTypeJSON = []string{"application/json; charset=utf-8"}
 
 // answerAsleep is the 503 agent_asleep answer. queued must be true only

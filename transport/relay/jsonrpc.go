@@ -10,6 +10,7 @@ import (
 
 	"github.com/torpor-dev/torpor/clock"
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/internal/httpjson"
 	"github.com/torpor-dev/torpor/store/agents"
 	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/transport/a2a"
@@ -135,7 +136,7 @@ func (s *Relay) readRequest(w http.ResponseWriter, r *http.Request, id string, s
 		return nil, rpcRequest{}, false
 	}
 	if err != nil {
-		writeJSON(w, http.StatusBadRequest, map[string]any{"error": "bad_request", "message": "reading the request body failed", "queued": false})
+		httpjson.Write(w, http.StatusBadRequest, map[string]any{"error": "bad_request", "message": "reading the request body failed", "queued": false})
 		return nil, rpcRequest{}, false
 	}
 	req := parseRequest(body)
@@ -143,7 +144,7 @@ func (s *Relay) readRequest(w http.ResponseWriter, r *http.Request, id string, s
 		// The agent would never take it, asleep or awake: answer what it
 		// answers (runtime/live.go), with id null (JSON-RPC 2.0 Section 5).
 		s.metrics.enqueue(id, "invalid")
-		writeJSON(w, http.StatusOK, a2a.NewError(nil, req.invalid))
+		httpjson.Write(w, http.StatusOK, a2a.NewError(nil, req.invalid))
 		return nil, rpcRequest{}, false
 	}
 	if req.plaintext && req.refusal == nil && s.plaintext.refuses(id, st.Card) {
@@ -299,7 +300,7 @@ func (s *Relay) refused(w http.ResponseWriter, id, version string, body []byte, 
 	// answer (runtime/live.go: HTTP 200, the JSON-RPC error) now.
 	if req.refusal != nil {
 		s.metrics.enqueue(id, "no_object")
-		writeJSON(w, http.StatusOK, a2a.NewError(req.id, req.refusal))
+		httpjson.Write(w, http.StatusOK, a2a.NewError(req.id, req.refusal))
 		return true
 	}
 	return false

@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/internal/httpjson"
 	"github.com/torpor-dev/torpor/store/agents"
 	"github.com/torpor-dev/torpor/store/shared"
 	"github.com/torpor-dev/torpor/transport/bearer/bearerhttp"
@@ -63,7 +64,7 @@ func (s *Relay) serveKeyPackage(w http.ResponseWriter, r *http.Request) {
 		if n := rc.RetryAfter; n > 0 {
 			w.Header().Set("Retry-After", strconv.Itoa(n))
 		}
-		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"error": "no_key_package", "message": "the agent's KeyPackage pool is empty until its device next links"})
+		httpjson.Write(w, http.StatusServiceUnavailable, map[string]any{"error": "no_key_package", "message": "the agent's KeyPackage pool is empty until its device next links"})
 		return
 	}
 	if err != nil {
@@ -75,7 +76,7 @@ func (s *Relay) serveKeyPackage(w http.ResponseWriter, r *http.Request) {
 		s.metrics.lastResort.Inc()
 	}
 	w.Header().Set("Cache-Control", "no-store")
-	writeJSON(w, http.StatusOK, struct {
+	httpjson.Write(w, http.StatusOK, struct {
 		DID        string `json:"did"`
 		Wire       string `json:"wire"`
 		LastResort bool   `json:"lastResort,omitempty"`
@@ -103,7 +104,7 @@ func (s *Relay) withinBudget(w http.ResponseWriter, r *http.Request, agent did.D
 	s.budgetSpent.Inc()
 	if errors.Is(err, agents.ErrNoKeyPackage) {
 		w.Header().Set("Retry-After", strconv.Itoa(retryAfter(wait)))
-		writeJSON(w, http.StatusTooManyRequests, map[string]any{"error": "key_package_budget",
+		httpjson.Write(w, http.StatusTooManyRequests, map[string]any{"error": "key_package_budget",
 			"message": "this agent's KeyPackages per window are used up and it has no last-resort KeyPackage; try again later"})
 		return nil, false, errAnswered
 	}
@@ -124,7 +125,7 @@ func (s *Relay) allowFetch(w http.ResponseWriter, r *http.Request, key string, l
 	}
 	if !ok {
 		w.Header().Set("Retry-After", strconv.Itoa(retryAfter(wait)))
-		writeJSON(w, http.StatusTooManyRequests, map[string]any{"error": "rate_limited", "message": "Too many requests — try again later"})
+		httpjson.Write(w, http.StatusTooManyRequests, map[string]any{"error": "rate_limited", "message": "Too many requests — try again later"})
 	}
 	return ok
 }

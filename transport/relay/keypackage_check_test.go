@@ -10,27 +10,11 @@ import (
 
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/did/didtest"
-	"github.com/torpor-dev/torpor/mls"
-	"github.com/torpor-dev/torpor/session"
 	"github.com/torpor-dev/torpor/session/kpcheck"
+	"github.com/torpor-dev/torpor/session/sessiontest"
 	"github.com/torpor-dev/torpor/store/agents"
 	"github.com/torpor-dev/torpor/transport/link/wire"
 )
-
-// genuineKP returns an MLSMessage-wrapped KeyPackage of key's DID, valid
-// at the harness's time.
-func (h *harness) genuineKP(tb testing.TB, key *did.PrivateKey, cred did.DID) []byte {
-	tb.Helper()
-	kp, _, err := mls.NewKeyPackage(&mls.Config{Time: h.clk.Now}, session.NewCredential(cred), key.Ed25519())
-	if err != nil {
-		tb.Fatal(err)
-	}
-	b, err := (&mls.MLSMessage{Version: mls.ProtocolMLS10, WireFormat: mls.WireFormatKeyPackage, KeyPackage: kp}).Marshal()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return b
-}
 
 // TestPublishedKeyPackagesVerified: with the relay binary's verifier
 // (session/kpcheck), a state carrying junk with a valid 4-byte header, a
@@ -42,7 +26,7 @@ func TestPublishedKeyPackagesVerified(t *testing.T) {
 	h := newHarness(t, func(c *Config) { c.KeyPackages = kpcheck.Verifier{} })
 	dev, other := didtest.Key(t, 1), didtest.Key(t, 2)
 	h.admit(t, dev) // the pool's own cap, not probation's
-	g1, g2, g3 := h.genuineKP(t, dev, dev.DID()), h.genuineKP(t, dev, dev.DID()), h.genuineKP(t, dev, dev.DID())
+	g1, g2, g3 := sessiontest.KeyPackage(t, dev.DID(), dev, h.clk.Now()), sessiontest.KeyPackage(t, dev.DID(), dev, h.clk.Now()), sessiontest.KeyPackage(t, dev.DID(), dev, h.clk.Now())
 	c := h.device(t, dev, "always_on", deviceOpts{kps: [][]byte{g1, g2}})
 	publish := func(kps [][]byte, replace bool) (wire.Accepted, error) {
 		st := h.state(t, dev, c.Hello(), "always_on", deviceOpts{kps: kps})
@@ -56,8 +40,8 @@ func TestPublishedKeyPackagesVerified(t *testing.T) {
 		want string
 	}{
 		{"junk after a valid header", [][]byte{junk}, "key package 0"},
-		{"another DID's KeyPackage", [][]byte{g3, h.genuineKP(t, other, other.DID())}, "key package 1"},
-		{"the device's DID, another key", [][]byte{h.genuineKP(t, other, dev.DID())}, "key package 0"},
+		{"another DID's KeyPackage", [][]byte{g3, sessiontest.KeyPackage(t, other.DID(), other, h.clk.Now())}, "key package 1"},
+		{"the device's DID, another key", [][]byte{sessiontest.KeyPackage(t, dev.DID(), other, h.clk.Now())}, "key package 0"},
 		{"a duplicate of one pooled", [][]byte{g1}, "duplicate"},
 		{"a duplicate in the frame", [][]byte{g3, g3}, "duplicate"},
 		{"more than the pool holds", slices.Repeat([][]byte{g3}, agents.MaxKeyPackages+1), "at most 256"},
@@ -106,7 +90,7 @@ func TestPooledJunkNotServed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := h.genuineKP(t, dev, dev.DID())
+	g := sessiontest.KeyPackage(t, dev.DID(), dev, h.clk.Now())
 	junk := append([]byte{0, 1, 0, 5}, bytes.Repeat([]byte{0xa5}, 100)...)
 	if err := h.states.Put(context.Background(), dev.DID().String(), st, [][]byte{junk, kp(2), g}, junk); err != nil {
 		t.Fatal(err)
@@ -139,7 +123,7 @@ func TestPoolFullOfJunkDropped(t *testing.T) {
 	if err := h.states.Put(context.Background(), dev.DID().String(), st, junk, nil); err != nil {
 		t.Fatal(err)
 	}
-	g := h.genuineKP(t, dev, dev.DID())
+	g := sessiontest.KeyPackage(t, dev.DID(), dev, h.clk.Now())
 	if _, err := c.Publish(context.Background(), h.state(t, dev, c.Hello(), "always_on", deviceOpts{kps: [][]byte{g}})); err != nil {
 		t.Fatalf("Publish into a pool full of junk = %v", err)
 	}

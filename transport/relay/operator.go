@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/internal/httpjson"
 	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/store/shared"
 	"github.com/torpor-dev/torpor/transport/bearer"
@@ -50,7 +51,7 @@ type queueEntry struct {
 // reached, and returns false then.
 func (s *Relay) operator(w http.ResponseWriter, r *http.Request) (did.DID, bool) {
 	if o := r.Header.Get("Origin"); o != "" {
-		writeJSON(w, http.StatusForbidden, map[string]any{"error": "origin_refused",
+		httpjson.Write(w, http.StatusForbidden, map[string]any{"error": "origin_refused",
 			"message": "the operator endpoints are for torporctl, not for browsers: a request with an Origin header is refused"})
 		return did.DID{}, false
 	}
@@ -68,7 +69,7 @@ func (s *Relay) operator(w http.ResponseWriter, r *http.Request) (did.DID, bool)
 			if !errors.Is(err, shared.ErrFull) {
 				msg = "the relay cannot reach its memory of spent operator tokens; try again later"
 			}
-			writeJSON(w, http.StatusServiceUnavailable, map[string]any{"error": "operator_busy", "message": msg})
+			httpjson.Write(w, http.StatusServiceUnavailable, map[string]any{"error": "operator_busy", "message": msg})
 			return did.DID{}, false
 		}
 	}
@@ -83,7 +84,7 @@ func (s *Relay) operator(w http.ResponseWriter, r *http.Request) (did.DID, bool)
 			msg = "the relay has no operator (--operator, --operators-file)"
 		}
 		s.recordOperator(r, caller, "", "not an operator of this relay")
-		writeJSON(w, http.StatusForbidden, map[string]any{"error": "not_operator", "message": msg})
+		httpjson.Write(w, http.StatusForbidden, map[string]any{"error": "not_operator", "message": msg})
 		return did.DID{}, false
 	}
 	return caller, true
@@ -110,7 +111,7 @@ func operatorUnauthorized(w http.ResponseWriter, r *http.Request, err error) {
 		}
 	}
 	w.Header().Set("WWW-Authenticate", `Bearer realm="atom", error="invalid_token", error_description="`+strings.ReplaceAll(detail, `"`, "")+`"`)
-	writeJSON(w, http.StatusUnauthorized, map[string]any{"error": "unauthorized", "detail": detail, "message": detail})
+	httpjson.Write(w, http.StatusUnauthorized, map[string]any{"error": "unauthorized", "detail": detail, "message": detail})
 }
 
 // queueSelection is the agent and the optional sender an operator request
@@ -134,7 +135,7 @@ func (s *Relay) queueRequest(w http.ResponseWriter, r *http.Request) (did.DID, q
 	if v := r.URL.Query().Get("sender"); v != "" {
 		d, err := did.Parse(v)
 		if err != nil {
-			writeJSON(w, http.StatusBadRequest, map[string]any{"error": "bad_sender", "message": "sender: " + err.Error()})
+			httpjson.Write(w, http.StatusBadRequest, map[string]any{"error": "bad_sender", "message": "sender: " + err.Error()})
 			return did.DID{}, queueSelection{}, false
 		}
 		sel.sender = d.String()
@@ -188,7 +189,7 @@ func (s *Relay) serveQueueList(w http.ResponseWriter, r *http.Request) {
 	if len(damaged) > 0 {
 		ans["damaged"] = damaged // withheld from the device (docs/operations.md, "Store faults")
 	}
-	writeJSON(w, http.StatusOK, ans)
+	httpjson.Write(w, http.StatusOK, ans)
 }
 
 var errNoSelection = errors.New("name the records to purge: sender=DID, or all=1 for every record")
@@ -202,7 +203,7 @@ func (s *Relay) serveQueuePurge(w http.ResponseWriter, r *http.Request) {
 	}
 	if (sel.sender == "") == !sel.all {
 		s.recordOperator(r, op, "", "bad selection: "+errNoSelection.Error())
-		writeJSON(w, http.StatusBadRequest, map[string]any{"error": "bad_selection", "message": errNoSelection.Error() + " (not both)"})
+		httpjson.Write(w, http.StatusBadRequest, map[string]any{"error": "bad_selection", "message": errNoSelection.Error() + " (not both)"})
 		return
 	}
 	recs, damaged, err := s.scanQueue(r, sel)
@@ -230,5 +231,5 @@ func (s *Relay) serveQueuePurge(w http.ResponseWriter, r *http.Request) {
 	}
 	s.recordOperator(r, op, fmt.Sprintf("%s: %d records, %d bytes", what, len(seqs), total), "")
 	s.log.Info("queue purged by an operator", "operator", op.String(), "agent", sel.agent.String(), "records", what, "purged", len(seqs), "bytes", total)
-	writeJSON(w, http.StatusOK, map[string]any{"agent": sel.agent.String(), "purged": len(seqs), "bytes": total})
+	httpjson.Write(w, http.StatusOK, map[string]any{"agent": sel.agent.String(), "purged": len(seqs), "bytes": total})
 }

@@ -3,7 +3,6 @@ package relay
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/torpor-dev/torpor/clock"
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/internal/httpjson"
 	"github.com/torpor-dev/torpor/store"
 	"github.com/torpor-dev/torpor/store/agents"
 	"github.com/torpor-dev/torpor/store/audit"
@@ -345,7 +345,7 @@ func (s *Relay) routes() {
 	m.HandleFunc("OPTIONS /a/{did}/a2a/jsonrpc", rpc.preflight)
 	m.HandleFunc("GET /a/{did}/a2a/jsonrpc", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Allow", "POST")
-		writeJSON(w, http.StatusMethodNotAllowed, map[string]any{"error": "method_not_allowed", "message": "the A2A JSON-RPC endpoint takes POST"})
+		httpjson.Write(w, http.StatusMethodNotAllowed, map[string]any{"error": "method_not_allowed", "message": "the A2A JSON-RPC endpoint takes POST"})
 	})
 	m.HandleFunc("GET /a/{did}/.well-known/agent-card.json", public.wrap(s.serveCard))
 	m.HandleFunc("OPTIONS /a/{did}/.well-known/agent-card.json", public.preflight)
@@ -414,8 +414,10 @@ const PurgeInterval = time.Minute
 const sigCacheSize = 4096
 
 // Run reads the wake seconds assigned to the agents of its store
-// (seconds.go), then purges expired records, and forgets agents silent
-// for longer than Config.Limits.ForgetAfter and re-signs the update
+// (seconds.go), then purges expired records, forgets agents silent
+// for longer than Config.Limits.ForgetAfter, records as left in their
+// tenant's rollouts the devices taken out of it (rolloutsOutOfTenant) and
+// re-signs the update
 // repository's timestamp when due, every PurgeInterval until ctx ends,
 // then closes every device link. It returns nil when ctx ended.
 func (s *Relay) Run(ctx context.Context) error {
@@ -435,6 +437,7 @@ func (s *Relay) Run(ctx context.Context) error {
 			s.metrics.purged.Add(float64(n))
 		}
 		s.forgetSilent(ctx)
+		s.rolloutsOutOfTenant(ctx)
 		s.refreshUpdates()
 		if err := clock.Sleep(ctx, s.clk, PurgeInterval); err != nil {
 			return nil
@@ -447,7 +450,7 @@ func (s *Relay) Run(ctx context.Context) error {
 func agentPath(w http.ResponseWriter, r *http.Request) (did.DID, bool) {
 	id, err := agentDIDs.parse(r.PathValue("did"))
 	if err != nil {
-		writeJSON(w, http.StatusNotFound, map[string]any{"error": "unknown_agent", "message": "not an Ed25519 did:key"})
+		httpjson.Write(w, http.StatusNotFound, map[string]any{"error": "unknown_agent", "message": "not an Ed25519 did:key"})
 		return did.DID{}, false
 	}
 	return id, true
@@ -484,7 +487,7 @@ func (s *Relay) serveCard(w http.ResponseWriter, r *http.Request) {
 // DID, is replaced, so @a2a-js/sdk's createFromUrl asks here. No agent is
 // named, so no card can be served; the answer says how to name one.
 func serveCardWithoutAgent(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusNotFound, map[string]any{"error": "no_agent_in_path",
+	httpjson.Write(w, http.StatusNotFound, map[string]any{"error": "no_agent_in_path",
 		"message": "this URL names no agent: give the agent's base URL with its trailing slash, <origin>/a/<did>/, so that .well-known/agent-card.json resolves beneath it (docs/a2a.md)"})
 }
 
@@ -497,7 +500,7 @@ func (s *Relay) serveAgentIndex(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	base := s.cfg.PublicURL + "/a/" + id.String() + "/"
-	writeJSON(w, http.StatusNotFound, map[string]any{"error": "agent_base_url",
+	httpjson.Write(w, http.StatusNotFound, map[string]any{"error": "agent_base_url",
 		"message": "this is the agent's base URL, not a resource: its Agent Card is at card, its A2A JSON-RPC endpoint (POST) at endpoint (docs/a2a.md)",
 		"card":    base + ".well-known/agent-card.json", "endpoint": base + "a2a/jsonrpc"})
 }
@@ -507,7 +510,7 @@ func (s *Relay) serveAgentIndex(w http.ResponseWriter, r *http.Request) {
 // many agents, each its own card beneath its base URL.
 func (s *Relay) serveRootCard(w http.ResponseWriter, r *http.Request) {
 	base := s.cfg.PublicURL + "/a/{did}/"
-	writeJSON(w, http.StatusNotFound, map[string]any{"error": "no_agent_in_path",
+	httpjson.Write(w, http.StatusNotFound, map[string]any{"error": "no_agent_in_path",
 		"message": "this relay serves many agents, each at its own base URL <origin>/a/<did>/: the card is at card, the A2A JSON-RPC endpoint (POST) at endpoint, with the agent's DID for {did} (docs/a2a.md)",
 		"card":    base + ".well-known/agent-card.json", "endpoint": base + "a2a/jsonrpc"})
 }
@@ -526,7 +529,7 @@ func (s *Relay) serveVerbatim(w http.ResponseWriter, r *http.Request, pick func(
 	}
 	st, err := s.cfg.Stores.States.Get(r.Context(), id.String())
 	if errors.Is(err, agents.ErrUnknownAgent) {
-		writeJSON(w, http.StatusNotFound, map[string]any{"error": "unknown_agent", "message": "no device has published this agent"})
+		httpjson.Write(w, http.StatusNotFound, map[string]any{"error": "unknown_agent", "message": "no device has published this agent"})
 		return
 	}
 	if err != nil {
@@ -535,7 +538,7 @@ func (s *Relay) serveVerbatim(w http.ResponseWriter, r *http.Request, pick func(
 	}
 	b := pick(st)
 	if len(b) == 0 {
-		writeJSON(w, http.StatusNotFound, map[string]any{"error": code, "message": msg})
+		httpjson.Write(w, http.StatusNotFound, map[string]any{"error": code, "message": msg})
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
@@ -548,7 +551,7 @@ func (s *Relay) serveHealth(w http.ResponseWriter, r *http.Request) {
 	if sc, ok := s.clk.(interface{ Factor() float64 }); ok {
 		h["timeScale"] = sc.Factor() // its clock, which tokens are checked on, runs this much faster
 	}
-	writeJSON(w, http.StatusOK, h)
+	httpjson.Write(w, http.StatusOK, h)
 }
 
 // readOnlyFix is what the operator does when the data directory's file
@@ -600,15 +603,3 @@ func (s *Relay) storeUnconfirmed(w http.ResponseWriter, req rpcRequest, agent st
 // could not serve because its store failed: about the time a JetStream
 // stream takes to elect a new leader when one server is lost.
 const storeRetryAfter = 5
-
-// writeJSON writes v as the reference writes its answers:
-// application/json; charset=utf-8, members in the order v gives them.
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		status, b = http.StatusInternalServerError, []byte(`{"error":"internal_error"}`)
-	}
-	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	w.WriteHeader(status)
-	w.Write(b)
-}

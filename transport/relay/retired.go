@@ -9,6 +9,7 @@ import (
 
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/governed"
+	"github.com/torpor-dev/torpor/internal/httpjson"
 	"github.com/torpor-dev/torpor/store/agents"
 	"github.com/torpor-dev/torpor/transport/link/wire"
 )
@@ -51,7 +52,7 @@ func checkRetirement(b []byte, agent did.DID) (did.DID, error) {
 // 410 Gone, never queued, naming the successor, where it is served, and
 // the statement the old key signed.
 func (s *Relay) answerRetired(w http.ResponseWriter, st agents.State) {
-	writeJSON(w, http.StatusGone, struct {
+	httpjson.Write(w, http.StatusGone, struct {
 		Error        string          `json:"error"`
 		Message      string          `json:"message"`
 		Queued       bool            `json:"queued"`
@@ -73,7 +74,7 @@ func (s *Relay) requestState(w http.ResponseWriter, r *http.Request, id string) 
 	st, err := reads.Get(r.Context(), id)
 	switch {
 	case errors.Is(err, agents.ErrUnknownAgent):
-		writeJSON(w, http.StatusNotFound, map[string]any{"error": "unknown_agent", "message": "no device has published this agent"})
+		httpjson.Write(w, http.StatusNotFound, map[string]any{"error": "unknown_agent", "message": "no device has published this agent"})
 	case err != nil:
 		s.storeFailed(w, err)
 	case st.Successor != "":

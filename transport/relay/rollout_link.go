@@ -2,10 +2,13 @@ package relay
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/torpor-dev/torpor/did"
 	"github.com/torpor-dev/torpor/governed"
+	"github.com/torpor-dev/torpor/store/agents"
 	"github.com/torpor-dev/torpor/transport/link/wire"
 	"github.com/torpor-dev/torpor/transport/relay/rollout"
 )
@@ -151,6 +154,53 @@ func (s *Relay) rolloutsForget(ctx context.Context, agent string) {
 	}
 	if _, err := s.rollouts.Forget(ctx, agent, "forgotten for its silence"); err != nil {
 		s.log.Error("rollouts: a forgotten device is still pending in its rollouts", "agent", agent, "err", err)
+	}
+}
+
+// outOfTenantReason is the reason of a device that its tenant's ledger no
+// longer holds, found by rolloutsOutOfTenant.
+const outOfTenantReason = "taken out of the tenant"
+
+// rolloutsOutOfTenant records as left, in each running or paused tenant's
+// rollout, the devices without a report that the tenant's ledger no
+// longer holds (rollout.Manager.LeaveTenants): a device taken out of its
+// tenant by hand (its ledger entry removed, not by the relay's
+// forgetting) may never wake to be found out of it, and its rollouts end
+// without it. A retired device (its state names a successor) is left to
+// carryRollouts, which gives its place to the successor, and a device
+// whose state cannot be read stays as it is. A failure is logged; the
+// next pass of Run tries again.
+func (s *Relay) rolloutsOutOfTenant(ctx context.Context) {
+	if s.rollouts == nil || s.cfg.Stores.Tenants == nil {
+		return
+	}
+	members := func(tenant string) (func(string) bool, error) {
+		owner, err := did.Parse(tenant)
+		if err != nil {
+			return nil, fmt.Errorf("rollout tenant %q: %w", tenant, err)
+		}
+		devs, err := s.cfg.Stores.Tenants.Devices(owner)
+		if err != nil {
+			return nil, err
+		}
+		in := make(map[string]bool, len(devs))
+		for _, d := range devs {
+			in[d] = true
+		}
+		return func(d string) bool {
+			if in[d] {
+				return true
+			}
+			st, err := s.cfg.Stores.States.Get(ctx, d)
+			return err == nil && st.Successor != "" || err != nil && !errors.Is(err, agents.ErrUnknownAgent)
+		}, nil
+	}
+	n, err := s.rollouts.LeaveTenants(ctx, members, outOfTenantReason)
+	if err != nil && ctx.Err() == nil {
+		s.log.Error("rollouts: devices taken out of their tenant may still be pending", "err", err)
+	}
+	if n > 0 {
+		s.log.Info("rollouts: devices taken out of their tenant left its rollouts", "devices", n)
 	}
 }
 

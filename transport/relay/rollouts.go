@@ -10,6 +10,7 @@ import (
 
 	"github.com/torpor-dev/torpor/clock"
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/internal/httpjson"
 	"github.com/torpor-dev/torpor/store/agents"
 	"github.com/torpor-dev/torpor/store/rollouts"
 	"github.com/torpor-dev/torpor/store/tenants"
@@ -88,11 +89,11 @@ func (s *Relay) rolloutCaller(w http.ResponseWriter, r *http.Request) (rolloutSc
 		sc.tenant = info.Owner
 	} else if !s.operators[caller.String()] {
 		s.recordOperator(r, caller, "", "a tenant's operator")
-		writeJSON(w, http.StatusForbidden, map[string]any{"error": "not_operator", "message": "these rollouts are the relay's own operators' (--operator); a tenant's operators run the tenant's at /operator/tenants/{owner}/rollouts (torporctl update rollout --tenant)"})
+		httpjson.Write(w, http.StatusForbidden, map[string]any{"error": "not_operator", "message": "these rollouts are the relay's own operators' (--operator); a tenant's operators run the tenant's at /operator/tenants/{owner}/rollouts (torporctl update rollout --tenant)"})
 		return rolloutScope{}, false
 	}
 	if s.rollouts == nil {
-		writeJSON(w, http.StatusNotFound, map[string]any{"error": "no_rollouts", "message": "this relay keeps no rollouts (it has no rollouts store)"})
+		httpjson.Write(w, http.StatusNotFound, map[string]any{"error": "no_rollouts", "message": "this relay keeps no rollouts (it has no rollouts store)"})
 		return rolloutScope{}, false
 	}
 	return sc, true
@@ -112,13 +113,13 @@ func (s *Relay) serveRolloutStart(w http.ResponseWriter, r *http.Request) {
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {
 		s.recordOperator(r, caller, "start", "bad request")
-		writeJSON(w, http.StatusBadRequest, map[string]any{"error": "bad_request", "message": "the body is not a rollout start: " + err.Error()})
+		httpjson.Write(w, http.StatusBadRequest, map[string]any{"error": "bad_request", "message": "the body is not a rollout start: " + err.Error()})
 		return
 	}
 	devices, err := s.rolloutDevices(r.Context(), sc, req.Devices)
 	if errors.Is(err, tenants.ErrNotOperator) || errors.Is(err, errNotTenantDevice) {
 		s.recordOperator(r, caller, "start "+req.ID, "a device of another tenant, or of none")
-		writeJSON(w, http.StatusForbidden, map[string]any{"error": "not_tenant_operator", "message": notYourDevice(sc, err)})
+		httpjson.Write(w, http.StatusForbidden, map[string]any{"error": "not_tenant_operator", "message": notYourDevice(sc, err)})
 		return
 	}
 	if err != nil {
@@ -136,7 +137,7 @@ func (s *Relay) serveRolloutStart(w http.ResponseWriter, r *http.Request) {
 	}
 	s.recordOperator(r, caller, "start "+ro.ID+" of "+ro.Target.Version, "")
 	s.log.Info("rollout started", "rollout", ro.ID, "tenant", ro.Tenant, "version", ro.Target.Version, "devices", len(devices), "waves", len(ro.Waves), "operator", caller.String())
-	writeJSON(w, http.StatusOK, rolloutView(ro))
+	httpjson.Write(w, http.StatusOK, rolloutView(ro))
 }
 
 // notYourDevice is the message of a start refused for a device the
@@ -275,11 +276,11 @@ func wakeSecondOf(a agents.State) int {
 func (s *Relay) rolloutFailed(w http.ResponseWriter, err error) {
 	switch {
 	case errors.Is(err, rollout.ErrBadSpec), errors.Is(err, errUnknownDevice):
-		writeJSON(w, http.StatusBadRequest, map[string]any{"error": "bad_rollout", "message": err.Error()})
+		httpjson.Write(w, http.StatusBadRequest, map[string]any{"error": "bad_rollout", "message": err.Error()})
 	case errors.Is(err, rollout.ErrExists), errors.Is(err, rollout.ErrState):
-		writeJSON(w, http.StatusConflict, map[string]any{"error": "rollout_conflict", "message": err.Error()})
+		httpjson.Write(w, http.StatusConflict, map[string]any{"error": "rollout_conflict", "message": err.Error()})
 	case errors.Is(err, rollout.ErrNotFound):
-		writeJSON(w, http.StatusNotFound, map[string]any{"error": "no_such_rollout", "message": err.Error()})
+		httpjson.Write(w, http.StatusNotFound, map[string]any{"error": "no_such_rollout", "message": err.Error()})
 	default:
 		s.storeFailed(w, err)
 	}
@@ -303,7 +304,7 @@ func (s *Relay) serveRolloutList(w http.ResponseWriter, r *http.Request) {
 			l.Rollouts = append(l.Rollouts, rolloutView(ro))
 		}
 	}
-	writeJSON(w, http.StatusOK, l)
+	httpjson.Write(w, http.StatusOK, l)
 }
 
 // scopedRollout returns the scope's rollout id, stepped to now; one of
@@ -330,7 +331,7 @@ func (s *Relay) serveRolloutGet(w http.ResponseWriter, r *http.Request) {
 		s.rolloutFailed(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, rolloutView(ro))
+	httpjson.Write(w, http.StatusOK, rolloutView(ro))
 }
 
 // serveRolloutChange is POST /operator/rollouts/{id}/{pause,resume,abort}
@@ -343,7 +344,7 @@ func (s *Relay) serveRolloutChange(w http.ResponseWriter, r *http.Request) {
 	id, action := r.PathValue("id"), r.PathValue("action")
 	var body operatorapi.RolloutAction
 	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 4<<10)).Decode(&body); err != nil {
-		writeJSON(w, http.StatusBadRequest, map[string]any{"error": "bad_request", "message": "the body is not a rollout action: " + err.Error()})
+		httpjson.Write(w, http.StatusBadRequest, map[string]any{"error": "bad_request", "message": "the body is not a rollout action: " + err.Error()})
 		return
 	}
 	ro, err := s.scopedRollout(r.Context(), sc, id)
@@ -351,7 +352,7 @@ func (s *Relay) serveRolloutChange(w http.ResponseWriter, r *http.Request) {
 		ro, err = s.changeRollout(r.Context(), ro.Key(), action, body.Reason)
 	}
 	if errors.Is(err, errNoSuchAction) {
-		writeJSON(w, http.StatusNotFound, map[string]any{"error": "no_such_action", "message": "want pause, resume or abort"})
+		httpjson.Write(w, http.StatusNotFound, map[string]any{"error": "no_such_action", "message": "want pause, resume or abort"})
 		return
 	}
 	if err != nil {
@@ -361,7 +362,7 @@ func (s *Relay) serveRolloutChange(w http.ResponseWriter, r *http.Request) {
 	}
 	s.recordOperator(r, sc.caller, action+" "+id, "")
 	s.log.Info("rollout "+action, "rollout", id, "tenant", ro.Tenant, "state", ro.State, "operator", sc.caller.String())
-	writeJSON(w, http.StatusOK, rolloutView(ro))
+	httpjson.Write(w, http.StatusOK, rolloutView(ro))
 }
 
 // errNoSuchAction is returned by changeRollout for an action it does not

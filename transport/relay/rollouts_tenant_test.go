@@ -43,6 +43,17 @@ func newTenantRollouts(t *testing.T) *tenantRollouts {
 	return tr
 }
 
+// startedTenantRollout is newTenantRollouts with a's operator's rollout
+// agent-1.4.0 started over a's two devices.
+func startedTenantRollout(t *testing.T) *tenantRollouts {
+	t.Helper()
+	tr := newTenantRollouts(t)
+	if r := tr.req(t, "POST", tr.a, "", tr.opA, startSpec("agent-1.4.0")); r.status != 200 || devicesOf(r) != 2 {
+		t.Fatalf("a's start: %d %s", r.status, r.body)
+	}
+	return tr
+}
+
 // req is an operator request as k to the rollouts of owner's tenant
 // (owner nil: the relay's own), at root+suffix.
 func (tr *tenantRollouts) req(t *testing.T, method string, owner *did.PrivateKey, suffix string, k *did.PrivateKey, body any) resp {
@@ -236,10 +247,7 @@ func TestTenantRolloutOffersItsDevices(t *testing.T) {
 // tenant and records it left, so that the rollout is done once the
 // tenant's other device installed.
 func TestTenantRolloutNotOfferedOnceLeft(t *testing.T) {
-	tr := newTenantRollouts(t)
-	if r := tr.req(t, "POST", tr.a, "", tr.opA, startSpec("agent-1.4.0")); r.status != 200 || devicesOf(r) != 2 {
-		t.Fatalf("a's start: %d %s", r.status, r.body)
-	}
+	tr := startedTenantRollout(t)
 	if err := tr.ledger.Forget(tr.a2.DID()); err != nil {
 		t.Fatal(err)
 	}
@@ -258,10 +266,7 @@ func TestTenantRolloutNotOfferedOnceLeft(t *testing.T) {
 // enrolled in the tenant again, it is not offered the build, and what its
 // status reports is not counted.
 func TestTenantRolloutForgottenLeaves(t *testing.T) {
-	tr := newTenantRollouts(t)
-	if r := tr.req(t, "POST", tr.a, "", tr.opA, startSpec("agent-1.4.0")); r.status != 200 || devicesOf(r) != 2 {
-		t.Fatalf("a's start: %d %s", r.status, r.body)
-	}
+	tr := startedTenantRollout(t)
 	if err := tr.relay.forget(context.Background(), tr.a2.DID().String(), 11, t0); err != nil {
 		t.Fatal(err)
 	}
@@ -283,6 +288,51 @@ func TestTenantRolloutForgottenLeaves(t *testing.T) {
 	tr.checkLeft(t, tr.a2, "forgotten for its silence")
 }
 
+// TestTenantRolloutTakenOutLeaves: a device taken out of its tenant by
+// hand (its ledger entry removed, not by the relay's forgetting) that
+// never wakes again is left in the tenant's rollout at the relay's next
+// pass (rolloutsOutOfTenant, which Run makes every PurgeInterval), so
+// that the rollout is done once the tenant's other device installed; a
+// device of the tenant stays pending until it reports.
+func TestTenantRolloutTakenOutLeaves(t *testing.T) {
+	tr := startedTenantRollout(t)
+	if err := tr.ledger.Forget(tr.a2.DID()); err != nil {
+		t.Fatal(err)
+	}
+	tr.relay.rolloutsOutOfTenant(t.Context())
+	r := tr.req(t, "GET", tr.a, "/agent-1.4.0", tr.opA, nil)
+	if counts, _ := r.json["counts"].(map[string]any); counts["pending"] != 1.0 || counts["left"] != 1.0 {
+		t.Fatalf("a's rollout after the pass: %d %s; want a1 pending, a2 left", r.status, r.body)
+	}
+	tr.wakeForUpdate(t, tr.a1, "installed")
+	tr.checkLeft(t, tr.a2, outOfTenantReason)
+}
+
+// TestTenantRolloutRetiredNotTakenOut: a retired device that its tenant's
+// ledger no longer holds, its successor in its place, is not left by the
+// relay's pass over the tenant's rollouts before its place there is
+// carried (the two steps of noteRetired; another relay may pass in
+// between): its state names its successor, which takes its place.
+func TestTenantRolloutRetiredNotTakenOut(t *testing.T) {
+	tr := startedTenantRollout(t)
+	ctx, old, next := t.Context(), tr.a2.DID().String(), didtest.Key(t, 75).DID().String()
+	st, err := tr.relay.cfg.Stores.States.Get(ctx, old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Successor = next
+	if err := tr.relay.cfg.Stores.States.Put(ctx, old, st, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	tr.relay.carryTenant(old, next)
+	tr.relay.rolloutsOutOfTenant(ctx)
+	tr.relay.carryRollouts(ctx, old, next)
+	r := tr.req(t, "GET", tr.a, "/agent-1.4.0", tr.opA, nil)
+	if counts, _ := r.json["counts"].(map[string]any); counts["pending"] != 2.0 || counts["left"] != nil {
+		t.Fatalf("a's rollout: %d %s; want 2 pending, none left", r.status, r.body)
+	}
+}
+
 // checkLeft checks that a's rollout agent-1.4.0 is done, a1 installed and
 // gone left for reason.
 func (tr *tenantRollouts) checkLeft(t *testing.T, gone *did.PrivateKey, reason string) {
@@ -302,10 +352,7 @@ func (tr *tenantRollouts) checkLeft(t *testing.T, gone *did.PrivateKey, reason s
 // the tenant and in its tenant's rollout, is offered the build there and
 // its install counted, and the rollout is done without an operator.
 func TestTenantRolloutRetiredCarries(t *testing.T) {
-	tr := newTenantRollouts(t)
-	if r := tr.req(t, "POST", tr.a, "", tr.opA, startSpec("agent-1.4.0")); r.status != 200 || devicesOf(r) != 2 {
-		t.Fatalf("a's start: %d %s", r.status, r.body)
-	}
+	tr := startedTenantRollout(t)
 	next := didtest.Key(t, 75)
 	tr.relay.noteRetired(context.Background(), tr.a2.DID().String(), agents.State{}, agents.State{Successor: next.DID().String()})
 	if owner, in, err := tr.ledger.TenantOf(next.DID()); !in || err != nil || owner != tr.a.DID() {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/internal/httpjson"
 	"github.com/torpor-dev/torpor/store/agents"
 	"github.com/torpor-dev/torpor/store/tenants"
 	"github.com/torpor-dev/torpor/store/updaterepo"
@@ -87,7 +88,7 @@ func (s *Relay) mayAct(w http.ResponseWriter, r *http.Request, op, agent did.DID
 	switch {
 	case errors.Is(err, tenants.ErrNotOperator):
 		s.recordOperator(r, op, "", "not an operator of the device's tenant")
-		writeJSON(w, http.StatusForbidden, map[string]any{"error": "not_tenant_operator",
+		httpjson.Write(w, http.StatusForbidden, map[string]any{"error": "not_tenant_operator",
 			"message": "the device belongs to a tenant whose owner did not name this DID as an operator (docs/tenants.md)"})
 		return false
 	case err != nil:
@@ -96,7 +97,7 @@ func (s *Relay) mayAct(w http.ResponseWriter, r *http.Request, op, agent did.DID
 		return false
 	case !in && !s.operators[op.String()]:
 		s.recordOperator(r, op, "", "a tenant's operator on a device in no tenant")
-		writeJSON(w, http.StatusForbidden, map[string]any{"error": "not_operator",
+		httpjson.Write(w, http.StatusForbidden, map[string]any{"error": "not_operator",
 			"message": "this DID operates a tenant's devices only, and this device is in none"})
 		return false
 	}
@@ -117,14 +118,14 @@ func (s *Relay) tenantOperator(w http.ResponseWriter, r *http.Request, caller di
 	info, err := s.cfg.Stores.Tenants.Tenant(owner)
 	switch {
 	case errors.Is(err, tenants.ErrNoTenant):
-		writeJSON(w, http.StatusNotFound, map[string]any{"error": "no_tenant", "message": "no tenant of this relay has that owner DID"})
+		httpjson.Write(w, http.StatusNotFound, map[string]any{"error": "no_tenant", "message": "no tenant of this relay has that owner DID"})
 		return tenants.Info{}, false
 	case err != nil:
 		s.storeFailed(w, err)
 		return tenants.Info{}, false
 	case !slices.Contains(info.Operators, caller.String()):
 		s.recordOperator(r, caller, detail, "not an operator of the tenant")
-		writeJSON(w, http.StatusForbidden, map[string]any{"error": "not_tenant_operator",
+		httpjson.Write(w, http.StatusForbidden, map[string]any{"error": "not_tenant_operator",
 			"message": "only the operators the tenant's owner named act on its update repository and rollouts (docs/tenants.md)"})
 		return tenants.Info{}, false
 	}
@@ -170,12 +171,12 @@ const maxOperatorList = 64 << 10
 func (s *Relay) serveTenantOperators(w http.ResponseWriter, r *http.Request) {
 	body, err := readBody(w, r, maxOperatorList)
 	if err != nil {
-		writeJSON(w, http.StatusBadRequest, map[string]any{"error": "bad_request", "message": "reading the operator list failed (at most 64 KiB)"})
+		httpjson.Write(w, http.StatusBadRequest, map[string]any{"error": "bad_request", "message": "reading the operator list failed (at most 64 KiB)"})
 		return
 	}
 	owner, err := s.cfg.Stores.Tenants.SetOperators(body)
 	if err != nil {
-		writeJSON(w, http.StatusBadRequest, map[string]any{"error": "bad_operator_list", "message": err.Error()})
+		httpjson.Write(w, http.StatusBadRequest, map[string]any{"error": "bad_operator_list", "message": err.Error()})
 		return
 	}
 	info, err := s.cfg.Stores.Tenants.Tenant(owner)
@@ -184,7 +185,7 @@ func (s *Relay) serveTenantOperators(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.log.Info("tenant operators replaced by the owner's list", "tenant", owner.String(), "operators", len(info.Operators))
-	writeJSON(w, http.StatusOK, map[string]any{"tenant": owner.String(), "operators": info.Operators, "hostSeesDevices": info.HostSeesDevices})
+	httpjson.Write(w, http.StatusOK, map[string]any{"tenant": owner.String(), "operators": info.Operators, "hostSeesDevices": info.HostSeesDevices})
 }
 
 // serveTenantUsage is GET /operator/tenants/{did}/usage?hour=RFC3339: the
@@ -204,7 +205,7 @@ func (s *Relay) serveTenantUsage(w http.ResponseWriter, r *http.Request) {
 	if v := r.URL.Query().Get("hour"); v != "" {
 		t, err := time.Parse(time.RFC3339, v)
 		if err != nil {
-			writeJSON(w, http.StatusBadRequest, map[string]any{"error": "bad_hour", "message": "hour: want an RFC 3339 time, such as 2026-12-05T10:00:00Z"})
+			httpjson.Write(w, http.StatusBadRequest, map[string]any{"error": "bad_hour", "message": "hour: want an RFC 3339 time, such as 2026-12-05T10:00:00Z"})
 			return
 		}
 		hour = t
@@ -217,7 +218,7 @@ func (s *Relay) serveTenantUsage(w http.ResponseWriter, r *http.Request) {
 		s.storeFailed(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, rec)
+	httpjson.Write(w, http.StatusOK, rec)
 }
 
 // usageReader checks that caller may read owner's usage and that the
@@ -226,16 +227,16 @@ func (s *Relay) usageReader(w http.ResponseWriter, caller, owner did.DID) bool {
 	info, err := s.cfg.Stores.Tenants.Tenant(owner)
 	switch {
 	case errors.Is(err, tenants.ErrNoTenant):
-		writeJSON(w, http.StatusNotFound, map[string]any{"error": "no_tenant", "message": "no tenant of this relay has that owner DID"})
+		httpjson.Write(w, http.StatusNotFound, map[string]any{"error": "no_tenant", "message": "no tenant of this relay has that owner DID"})
 		return false
 	case err != nil:
 		s.storeFailed(w, err)
 		return false
 	case !s.operators[caller.String()] && !slices.Contains(info.Operators, caller.String()):
-		writeJSON(w, http.StatusForbidden, map[string]any{"error": "not_tenant_operator", "message": "only the relay's operators and the tenant's own read its usage"})
+		httpjson.Write(w, http.StatusForbidden, map[string]any{"error": "not_tenant_operator", "message": "only the relay's operators and the tenant's own read its usage"})
 		return false
 	case s.cfg.Access.UsageKey == nil:
-		writeJSON(w, http.StatusNotImplemented, map[string]any{"error": "no_usage_key", "message": "the relay has no key to sign usage records (torpor-relay --usage-key)"})
+		httpjson.Write(w, http.StatusNotImplemented, map[string]any{"error": "no_usage_key", "message": "the relay has no key to sign usage records (torpor-relay --usage-key)"})
 		return false
 	}
 	return true

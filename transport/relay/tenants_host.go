@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/internal/httpjson"
 	"github.com/torpor-dev/torpor/store/tenants"
 	"github.com/torpor-dev/torpor/store/updaterepo"
 	"github.com/torpor-dev/torpor/transport/operatorapi"
@@ -123,7 +124,7 @@ func (s *Relay) serveTenants(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !s.operators[caller.String()] {
-		writeJSON(w, http.StatusForbidden, map[string]any{"error": "not_operator", "message": "the list of tenants is for the relay's own operators"})
+		httpjson.Write(w, http.StatusForbidden, map[string]any{"error": "not_operator", "message": "the list of tenants is for the relay's own operators"})
 		return
 	}
 	l, err := s.tenantList(r.Context())
@@ -131,7 +132,7 @@ func (s *Relay) serveTenants(w http.ResponseWriter, r *http.Request) {
 		s.storeFailed(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, l)
+	httpjson.Write(w, http.StatusOK, l)
 }
 
 // consoleTenants is console.Tenants over the relay's list.

@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/internal/httpjson"
 	"github.com/torpor-dev/torpor/store/audit"
 	"github.com/torpor-dev/torpor/transport/operatorapi"
 )
@@ -37,7 +38,7 @@ func (s *Relay) serveTenantPut(w http.ResponseWriter, r *http.Request) {
 	refuse := func(status int, code, reason, message string) {
 		rec.Outcome, rec.Reason = audit.Refused, reason
 		s.record(r.Context(), rec)
-		writeJSON(w, status, map[string]any{"error": code, "message": message})
+		httpjson.Write(w, status, map[string]any{"error": code, "message": message})
 	}
 	if !s.operators[caller.String()] {
 		refuse(http.StatusForbidden, "not_operator", "not the relay's operator", "tenants and their quotas are set by the relay's own operators")
@@ -74,7 +75,7 @@ func (s *Relay) serveTenantPut(w http.ResponseWriter, r *http.Request) {
 	}
 	for _, t := range l.Tenants {
 		if t.Owner == owner.String() {
-			writeJSON(w, http.StatusOK, t)
+			httpjson.Write(w, http.StatusOK, t)
 			return
 		}
 	}

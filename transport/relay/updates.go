@@ -9,6 +9,7 @@ import (
 	"net/http"
 
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/internal/httpjson"
 	"github.com/torpor-dev/torpor/store/updaterepo"
 	"github.com/torpor-dev/torpor/transport/link/server"
 	"github.com/torpor-dev/torpor/transport/tenancy"
@@ -67,7 +68,7 @@ func (s *Relay) serveUpdatePut(w http.ResponseWriter, r *http.Request) {
 	}
 	if !s.operators[caller.String()] {
 		s.recordOperator(r, caller, r.PathValue("what"), "a tenant's operator on the relay's own repository")
-		writeJSON(w, http.StatusForbidden, map[string]any{"error": "not_operator",
+		httpjson.Write(w, http.StatusForbidden, map[string]any{"error": "not_operator",
 			"message": "the relay's update repository is its own operators'; a tenant's operators upload to their tenant's (torporctl update publish --tenant, docs/tenants.md)"})
 		return
 	}
@@ -80,7 +81,7 @@ func (s *Relay) serveUpdatePut(w http.ResponseWriter, r *http.Request) {
 }
 
 func noUpdates(w http.ResponseWriter) {
-	writeJSON(w, http.StatusNotFound, map[string]any{"error": "no_updates", "message": "this relay hosts no update repository (--update-snapshot-key and --update-timestamp-key)"})
+	httpjson.Write(w, http.StatusNotFound, map[string]any{"error": "no_updates", "message": "this relay hosts no update repository (--update-snapshot-key and --update-timestamp-key)"})
 }
 
 // putUpdate takes one upload into repo and answers it. room, when set,
@@ -88,7 +89,7 @@ func noUpdates(w http.ResponseWriter) {
 func (s *Relay) putUpdate(w http.ResponseWriter, r *http.Request, caller did.DID, repo UpdateRepo, room blobRoom) {
 	body, err := readAll(http.MaxBytesReader(w, r.Body, MaxUpdateUpload), r.ContentLength)
 	if err != nil {
-		writeJSON(w, http.StatusRequestEntityTooLarge, map[string]any{"error": "too_large", "message": err.Error()})
+		httpjson.Write(w, http.StatusRequestEntityTooLarge, map[string]any{"error": "too_large", "message": err.Error()})
 		return
 	}
 	what := r.PathValue("what")
@@ -103,7 +104,7 @@ func (s *Relay) putUpdate(w http.ResponseWriter, r *http.Request, caller did.DID
 	case "targets":
 		err = repo.Publish(body)
 	default:
-		writeJSON(w, http.StatusNotFound, map[string]any{"error": "unknown_update_file", "message": "root, blob or targets"})
+		httpjson.Write(w, http.StatusNotFound, map[string]any{"error": "unknown_update_file", "message": "root, blob or targets"})
 		return
 	}
 	if err != nil {
@@ -115,7 +116,7 @@ func (s *Relay) putUpdate(w http.ResponseWriter, r *http.Request, caller did.DID
 		ans["used"] = used
 	}
 	s.log.Info("update upload", "what", what, "operator", caller.String(), "bytes", len(body), "tenant", r.PathValue("did"))
-	writeJSON(w, http.StatusOK, ans)
+	httpjson.Write(w, http.StatusOK, ans)
 }
 
 // refuseUpdate answers an upload the repository or a quota refused: 507
@@ -130,13 +131,13 @@ func (s *Relay) refuseUpdate(w http.ResponseWriter, r *http.Request, caller did.
 	switch {
 	case errors.As(err, &qe):
 		s.metrics.tenantRefusal(qe.Tenant, string(qe.Quota))
-		writeJSON(w, qe.Status(), map[string]any{"error": tokenTenantQuota, "kind": string(qe.Quota), "tenant": qe.Tenant.String(), "message": qe.Error()})
+		httpjson.Write(w, qe.Status(), map[string]any{"error": tokenTenantQuota, "kind": string(qe.Quota), "tenant": qe.Tenant.String(), "message": qe.Error()})
 	case errors.Is(err, errRoomStore):
 		s.storeFailed(w, err)
 	case errors.Is(err, updaterepo.ErrFull):
-		writeJSON(w, http.StatusInsufficientStorage, map[string]any{"error": "update_refused", "message": err.Error()})
+		httpjson.Write(w, http.StatusInsufficientStorage, map[string]any{"error": "update_refused", "message": err.Error()})
 	default:
-		writeJSON(w, http.StatusBadRequest, map[string]any{"error": "update_refused", "message": err.Error()})
+		httpjson.Write(w, http.StatusBadRequest, map[string]any{"error": "update_refused", "message": err.Error()})
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/internal/httpjson"
 	"github.com/torpor-dev/torpor/store/updaterepo"
 )
 
@@ -37,12 +38,12 @@ func (s *Relay) serveTenantBlobDelete(w http.ResponseWriter, r *http.Request) {
 	}
 	sha := r.PathValue("sha256")
 	if len(sha) != 64 {
-		writeJSON(w, http.StatusNotFound, map[string]any{"error": "no_blob", "message": "a blob is named by its SHA-256, 64 lower-case hex digits"})
+		httpjson.Write(w, http.StatusNotFound, map[string]any{"error": "no_blob", "message": "a blob is named by its SHA-256, 64 lower-case hex digits"})
 		return
 	}
 	if s.isDefaultTenant(owner) {
 		s.recordOperator(r, caller, "blob "+sha, "the default tenant keeps the relay's own repository")
-		writeJSON(w, http.StatusConflict, map[string]any{"error": "host_repository",
+		httpjson.Write(w, http.StatusConflict, map[string]any{"error": "host_repository",
 			"message": "this tenant keeps the relay's own update repository, from which blobs are not removed (docs/tenants.md)"})
 		return
 	}
@@ -66,7 +67,7 @@ func (s *Relay) serveTenantBlobDelete(w http.ResponseWriter, r *http.Request) {
 	if left, err := repo.BlobBytes(); err == nil {
 		ans["updateBytes"] = left
 	}
-	writeJSON(w, http.StatusOK, ans)
+	httpjson.Write(w, http.StatusOK, ans)
 }
 
 // refuseRemoval answers a removal the repository refused, and audits it.
@@ -75,9 +76,9 @@ func (s *Relay) refuseRemoval(w http.ResponseWriter, r *http.Request, caller did
 	s.log.Warn("update blob removal refused", "operator", caller.String(), "tenant", r.PathValue("did"), "sha256", sha, "err", err)
 	switch {
 	case errors.Is(err, updaterepo.ErrNamed):
-		writeJSON(w, http.StatusConflict, map[string]any{"error": "blob_named", "message": err.Error()})
+		httpjson.Write(w, http.StatusConflict, map[string]any{"error": "blob_named", "message": err.Error()})
 	case errors.Is(err, updaterepo.ErrNotFound):
-		writeJSON(w, http.StatusNotFound, map[string]any{"error": "no_blob", "message": err.Error()})
+		httpjson.Write(w, http.StatusNotFound, map[string]any{"error": "no_blob", "message": err.Error()})
 	default:
 		s.storeFailed(w, err)
 	}

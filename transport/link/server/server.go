@@ -3,7 +3,6 @@ package server
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/torpor-dev/torpor/clock"
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/internal/httpjson"
 	"github.com/torpor-dev/torpor/store/queue"
 	"github.com/torpor-dev/torpor/store/shared"
 	"github.com/torpor-dev/torpor/transport/a2a/queuebounds"
@@ -287,11 +287,10 @@ func offersSubprotocol(r *http.Request, want string) bool {
 	return false
 }
 
+// writeJSONError answers status with the error token code and msg, as the
+// relay's other answers (internal/httpjson).
 func writeJSONError(w http.ResponseWriter, status int, code, msg string) {
-	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	w.WriteHeader(status)
-	b, _ := json.Marshal(map[string]string{"error": code, "message": msg})
-	w.Write(b)
+	httpjson.Write(w, status, map[string]string{"error": code, "message": msg})
 }
 
 // attach makes c the agent's link, closing a previous one: a device that

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/internal/httpjson"
 	"github.com/torpor-dev/torpor/store/audit"
 	"github.com/torpor-dev/torpor/transport/operatorapi"
 )
@@ -84,7 +85,7 @@ func (c *Console) noAudit(w http.ResponseWriter) bool {
 	if c.cfg.Audit != nil {
 		return false
 	}
-	writeJSON(w, http.StatusNotFound, map[string]string{"error": "no_audit_log", "message": "this relay keeps no audit log"})
+	httpjson.Write(w, http.StatusNotFound, map[string]string{"error": "no_audit_log", "message": "this relay keeps no audit log"})
 	return true
 }
 
@@ -94,7 +95,7 @@ func (c *Console) serveAPIAudit(w http.ResponseWriter, r *http.Request) {
 	}
 	q, err := auditQuery(r, 0)
 	if err != nil {
-		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "bad_request", "message": err.Error()})
+		httpjson.Write(w, http.StatusBadRequest, map[string]string{"error": "bad_request", "message": err.Error()})
 		return
 	}
 	p, err := c.auditPage(r.Context(), q)
@@ -102,7 +103,7 @@ func (c *Console) serveAPIAudit(w http.ResponseWriter, r *http.Request) {
 		c.internal(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, p)
+	httpjson.Write(w, http.StatusOK, p)
 }
 
 // serveAudit is the audit log's page, newest first, auditPageSize
@@ -133,6 +134,6 @@ func (c *Console) notHost(w http.ResponseWriter, r *http.Request, what string) b
 	if c.auth.operators[OperatorOf(r.Context())] {
 		return false
 	}
-	writeJSON(w, http.StatusForbidden, map[string]string{"error": "not_operator", "message": what + " are the relay's own operators'"})
+	httpjson.Write(w, http.StatusForbidden, map[string]string{"error": "not_operator", "message": what + " are the relay's own operators'"})
 	return true
 }

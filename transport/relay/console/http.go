@@ -2,7 +2,6 @@ package console
 
 import (
 	"embed"
-	"encoding/json"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/torpor-dev/torpor/clock"
 	"github.com/torpor-dev/torpor/did"
+	"github.com/torpor-dev/torpor/internal/httpjson"
 	"github.com/torpor-dev/torpor/store/agents"
 	"github.com/torpor-dev/torpor/store/audit"
 	"github.com/torpor-dev/torpor/store/shared"
@@ -156,7 +156,7 @@ func (c *Console) api(h func(w http.ResponseWriter, r *http.Request)) http.Handl
 		}
 		if err != nil {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="torpor-fleet"`)
-			writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "unauthorized", "message": err.Error()})
+			httpjson.Write(w, http.StatusUnauthorized, map[string]string{"error": "unauthorized", "message": err.Error()})
 			return
 		}
 		h(w, r.WithContext(WithOperator(r.Context(), op)))
@@ -185,7 +185,7 @@ func (c *Console) serveLogout(w http.ResponseWriter, r *http.Request) {
 	op, _ := c.auth.fromCookie(r)
 	if o := r.Header.Get("Origin"); o != c.origin {
 		c.recordSession(r, audit.ActionLogout, parseDID(op), errors.New("request from another origin"))
-		writeJSON(w, http.StatusForbidden, map[string]string{"error": "bad_origin", "message": "logout is accepted only from " + c.origin})
+		httpjson.Write(w, http.StatusForbidden, map[string]string{"error": "bad_origin", "message": "logout is accepted only from " + c.origin})
 		return
 	}
 	c.recordSession(r, audit.ActionLogout, parseDID(op), nil)
@@ -237,39 +237,29 @@ func (c *Console) serveAPIDevices(w http.ResponseWriter, r *http.Request) {
 	var bad badQuery
 	switch {
 	case errors.As(err, &bad):
-		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "bad_request", "message": err.Error()})
+		httpjson.Write(w, http.StatusBadRequest, map[string]string{"error": "bad_request", "message": err.Error()})
 		return
 	case err != nil:
 		c.internal(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, f)
+	httpjson.Write(w, http.StatusOK, f)
 }
 
 func (c *Console) serveAPIDevice(w http.ResponseWriter, r *http.Request) {
 	d, err := c.cfg.One(r.Context(), r.PathValue("did"), c.clk.Now())
 	if errors.Is(err, agents.ErrUnknownAgent) {
-		writeJSON(w, http.StatusNotFound, map[string]string{"error": "unknown_agent", "message": "no device has published this agent"})
+		httpjson.Write(w, http.StatusNotFound, map[string]string{"error": "unknown_agent", "message": "no device has published this agent"})
 		return
 	}
 	if err != nil {
 		c.internal(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, d)
+	httpjson.Write(w, http.StatusOK, d)
 }
 
 func (c *Console) internal(w http.ResponseWriter, err error) {
 	c.log.Error("fleet console", "err", err)
-	writeJSON(w, http.StatusInternalServerError, map[string]string{"error": "internal_error", "message": "the relay failed"})
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		status, b = http.StatusInternalServerError, []byte(`{"error":"internal_error"}`)
-	}
-	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	w.WriteHeader(status)
-	w.Write(b)
+	httpjson.Write(w, http.StatusInternalServerError, map[string]string{"error": "internal_error", "message": "the relay failed"})
 }

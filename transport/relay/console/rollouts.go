@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 
+	"github.com/torpor-dev/torpor/internal/httpjson"
 	"github.com/torpor-dev/torpor/transport/operatorapi"
 )
 
@@ -24,7 +25,7 @@ func (c *Console) noRollouts(w http.ResponseWriter) bool {
 	if c.cfg.Rollouts != nil {
 		return false
 	}
-	writeJSON(w, http.StatusNotFound, map[string]string{"error": "no_rollouts", "message": "this relay keeps no rollouts"})
+	httpjson.Write(w, http.StatusNotFound, map[string]string{"error": "no_rollouts", "message": "this relay keeps no rollouts"})
 	return true
 }
 
@@ -50,7 +51,7 @@ func (c *Console) serveAPIRollouts(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	writeJSON(w, http.StatusOK, operatorapi.RolloutList{Rollouts: append([]operatorapi.Rollout{}, rs...)})
+	httpjson.Write(w, http.StatusOK, operatorapi.RolloutList{Rollouts: append([]operatorapi.Rollout{}, rs...)})
 }
 
 // serveRollouts is the rollouts' page: each rollout's state, its waves

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 
+	"github.com/torpor-dev/torpor/internal/httpjson"
 	"github.com/torpor-dev/torpor/transport/operatorapi"
 )
 
@@ -22,7 +23,7 @@ func (c *Console) noTenants(w http.ResponseWriter) bool {
 	if c.cfg.Tenants != nil {
 		return false
 	}
-	writeJSON(w, http.StatusNotFound, map[string]string{"error": "no_tenants", "message": "this relay hosts no tenants"})
+	httpjson.Write(w, http.StatusNotFound, map[string]string{"error": "no_tenants", "message": "this relay hosts no tenants"})
 	return true
 }
 
@@ -48,7 +49,7 @@ func (c *Console) serveAPITenants(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	writeJSON(w, http.StatusOK, l)
+	httpjson.Write(w, http.StatusOK, l)
 }
 
 // serveTenants is the page of tenants: one row per tenant with its

@@ -14,8 +14,9 @@
 // tenant's key (Rollout.Key, store/rollouts.Key), which Get, Pause,
 // Resume and Abort then take as id; the relay keeps each tenant's
 // operators to their tenant's rollouts and devices. A device that leaves
-// the tenant before it reported is Left (Manager.Leave, or found out of
-// the tenant by OfferIDOf): offered nothing more, and the rollout ends
+// the tenant before it reported is Left (found out of the tenant at its
+// wake by OfferIDOf, or by the relay's pass over the tenants' rollouts,
+// Manager.LeaveTenants): offered nothing more, and the rollout ends
 // without it. A device the relay forgets for its silence is Left in every
 // rollout, the relay's own and its tenants' (Manager.Forget). A device
 // whose agent retires its key for a successor is the same device under a

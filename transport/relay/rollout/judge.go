@@ -141,6 +141,19 @@ func (r *Rollout) Leave(device, reason string, now time.Time) bool {
 	return true
 }
 
+// outside returns r's devices without a result that in does not accept.
+func (r *Rollout) outside(in func(device string) bool) []string {
+	var out []string
+	for _, w := range r.Waves {
+		for _, d := range w.Devices {
+			if _, reported := r.Results[d]; !reported && !in(d) {
+				out = append(out, d)
+			}
+		}
+	}
+	return out
+}
+
 // Carry gives device's place in r to successor, the key that device's
 // agent retired it for: the same device under a new DID, which runs the
 // same build and reports its install under the new key. successor takes

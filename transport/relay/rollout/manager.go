@@ -231,19 +231,54 @@ const leftReason = "no longer in the tenant at a wake"
 // its tenants', and returns how many changed: a device forgotten for its
 // silence may never wake again, and its rollouts end without it.
 func (m *Manager) Forget(ctx context.Context, device, reason string) (int, error) {
-	return m.each(ctx, device, func(r *Rollout, now time.Time) bool { return r.Leave(device, reason, now) })
+	return m.each(ctx, holding(device), func(r *Rollout, now time.Time) int { return count(r.Leave(device, reason, now)) })
+}
+
+// LeaveTenants records as Left, for reason (Rollout.Leave), each device
+// without a report of every running or paused tenant's rollout
+// (Spec.Tenant) that the rollout's tenant no longer holds, and returns
+// how many devices it changed. members(tenant) returns the test of the
+// tenant's devices now, read once per rollout; its error is returned. It
+// finds a device taken out of its tenant other than by the relay's
+// forgetting (Forget), which may never wake to be found out of it
+// (OfferIDOf), so that the rollout can end without it.
+func (m *Manager) LeaveTenants(ctx context.Context, members func(tenant string) (func(device string) bool, error), reason string) (int, error) {
+	var gone []string
+	holds := func(r *Rollout) (bool, error) {
+		if r.Tenant == "" || r.State == Aborted || r.State == Done {
+			return false, nil
+		}
+		in, err := members(r.Tenant)
+		if err != nil {
+			return false, err
+		}
+		gone = r.outside(in)
+		return len(gone) > 0, nil
+	}
+	return m.each(ctx, holds, func(r *Rollout, now time.Time) int {
+		n := 0
+		for _, d := range gone {
+			if r.Leave(d, reason, now) {
+				n++
+			}
+		}
+		return n
+	})
 }
 
 // Carry gives device's place to successor, the key its agent retired it
 // for (Rollout.Carry), in every rollout that holds device, and returns
 // how many changed.
 func (m *Manager) Carry(ctx context.Context, device, successor string) (int, error) {
-	return m.each(ctx, device, func(r *Rollout, now time.Time) bool { return r.Carry(device, successor, now) })
+	return m.each(ctx, holding(device), func(r *Rollout, now time.Time) int { return count(r.Carry(device, successor, now)) })
 }
 
-// each applies change to every rollout that holds device, storing those
-// it changes, and returns how many it changed.
-func (m *Manager) each(ctx context.Context, device string, change func(r *Rollout, now time.Time) bool) (int, error) {
+// each applies change to every rollout that holds selects, storing those
+// it changes, and returns the sum of what change returns: how many
+// rollouts, or devices, it changed (0 for none). holds is asked of the
+// rollout as stored, change of it as read again for the update; holds's
+// error is returned.
+func (m *Manager) each(ctx context.Context, holds func(r *Rollout) (bool, error), change func(r *Rollout, now time.Time) int) (int, error) {
 	ids, err := m.Store.List(ctx)
 	if err != nil {
 		return 0, err
@@ -254,22 +289,36 @@ func (m *Manager) each(ctx context.Context, device string, change func(r *Rollou
 		if err != nil {
 			return n, err
 		}
-		if r.WaveOf(device) < 0 {
+		if ok, err := holds(r); !ok || err != nil {
+			if err != nil {
+				return n, err
+			}
 			continue
 		}
-		changed := false
+		changed := 0
 		_, err = m.update(ctx, id, func(r *Rollout) (bool, error) {
 			changed = change(r, clock.Or(m.Clock).Now())
-			return changed, nil
+			return changed > 0, nil
 		})
 		if err != nil {
 			return n, err
 		}
-		if changed {
-			n++
-		}
+		n += changed
 	}
 	return n, nil
+}
+
+// holding selects the rollouts that hold device in a wave.
+func holding(device string) func(r *Rollout) (bool, error) {
+	return func(r *Rollout) (bool, error) { return r.WaveOf(device) >= 0, nil }
+}
+
+// count is 1 for a change, 0 for none.
+func count(changed bool) int {
+	if changed {
+		return 1
+	}
+	return 0
 }
 
 // cached returns rollout id as stored, decoded once per revision. The

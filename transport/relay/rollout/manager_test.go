@@ -304,6 +304,63 @@ func TestLeaveEndsTenantRollout(t *testing.T) {
 	}
 }
 
+// TestLeaveTenantsTakesOutTheRemoved: LeaveTenants leaves, in a tenant's
+// rollout, the devices without a report the tenant no longer holds, in
+// any wave, started or not; a device that reported keeps its outcome, the
+// relay's own rollout and a tenant's aborted one are not changed, a
+// second pass changes nothing, and the members' error is returned.
+func TestLeaveTenantsTakesOutTheRemoved(t *testing.T) {
+	s := openBolt(t, filepath.Join(t.TempDir(), "rollouts.db"))
+	defer s.Close()
+	m := &rollout.Manager{Store: s, Clock: clocktest.New(start)}
+	tsp, host, aborted := spec(), spec(), spec()
+	tsp.Tenant, tsp.Percents = "did:key:zOwner", []int{50, 100}
+	host.ID, aborted.ID, aborted.Tenant = "host-1.4.0", "old-1.4.0", tsp.Tenant
+	ds := devices(4)
+	r, err := m.Start(t.Context(), tsp, ds)
+	for _, sp := range []rollout.Spec{host, aborted} {
+		if _, err2 := m.Start(t.Context(), sp, ds); err == nil {
+			err = err2
+		}
+	}
+	if _, err2 := m.Abort(t.Context(), rollouts.Key(aborted.Tenant, aborted.ID), "stop"); err == nil {
+		err = err2
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	reported, waiting, stays := r.Waves[0].Devices[0], r.Waves[1].Devices[0], r.Waves[0].Devices[1]
+	m.Report(t.Context(), reported, "1.4.0", rollout.Installed, "")
+	members := func(tenant string) (func(string) bool, error) {
+		if tenant != tsp.Tenant {
+			t.Errorf("members asked of tenant %q", tenant)
+		}
+		return func(d string) bool { return d == stays }, nil
+	}
+	if n, err := m.LeaveTenants(t.Context(), members, "taken out"); n != 2 || err != nil {
+		t.Fatalf("LeaveTenants = %d, %v; want the 2 devices without a report out of the tenant", n, err)
+	}
+	if n, err := m.LeaveTenants(t.Context(), members, "again"); n != 0 || err != nil {
+		t.Errorf("a second LeaveTenants = %d, %v; want no change", n, err)
+	}
+	fail := errors.New("ledger down")
+	if _, err := m.LeaveTenants(t.Context(), func(string) (func(string) bool, error) { return nil, fail }, "x"); !errors.Is(err, fail) {
+		t.Errorf("LeaveTenants with a failing ledger = %v; want %v", err, fail)
+	}
+	got, err := m.Get(t.Context(), r.Key())
+	if err != nil || got.Results[reported].Outcome != rollout.Installed || got.Results[waiting].Outcome != rollout.Left || got.Results[waiting].Reason != "taken out" {
+		t.Fatalf("the tenant's rollout: %+v, %v; want %s installed, %s left", got.Results, err, reported, waiting)
+	}
+	if _, ok := got.Results[stays]; ok || got.Counts().Left != 2 {
+		t.Errorf("the tenant's rollout counts %+v, %s's result %+v; want 2 left, %s pending", got.Counts(), stays, got.Results[stays], stays)
+	}
+	for _, id := range []string{host.ID, rollouts.Key(aborted.Tenant, aborted.ID)} {
+		if o, err := m.Get(t.Context(), id); err != nil || o.Counts().Left != 0 {
+			t.Errorf("rollout %s: %+v, %v; want none left", id, o.Counts(), err)
+		}
+	}
+}
+
 // TestForgetEndsHostRollout: a device the relay forgets for its silence
 // is left in the relay's own rollouts as in its tenant's (Manager.Forget):
 // offered nothing more, its later reports not counted, no failure for the
