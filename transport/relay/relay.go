@@ -414,12 +414,12 @@ const PurgeInterval = time.Minute
 const sigCacheSize = 4096
 
 // Run reads the wake seconds assigned to the agents of its store
-// (seconds.go), then purges expired records, forgets agents silent
-// for longer than Config.Limits.ForgetAfter, records as left in their
+// (seconds.go), then purges expired records, forgets agents silent for
+// longer than Config.Limits.ForgetAfter, records as left in their
 // tenant's rollouts the devices taken out of it (rolloutsOutOfTenant) and
-// re-signs the update
-// repository's timestamp when due, every PurgeInterval until ctx ends,
-// then closes every device link. It returns nil when ctx ended.
+// re-signs the update repository's timestamp when due, every
+// PurgeInterval until ctx ends, then closes every device link. It returns
+// nil when ctx ended.
 func (s *Relay) Run(ctx context.Context) error {
 	defer s.link.Close()
 	// Read the wake seconds assigned so far now rather than at the first
