@@ -90,6 +90,8 @@ awk '/^BenchmarkEnqueueCPU\// {
 # over the floor (a bare net/http server that group-commits and fsyncs each
 # body), real processes, 64 senders, in one run, the three servers taking
 # turns in 8 rounds (test/relay BenchmarkAnswerPath); the goal is <= 1.5x.
+# The base relays (NAME-base) are d2faa43's, where issue 32 starts, or
+# TORPOR_ANSWER_BASE=<rev>'s.
 echo "load average before the answer path: $(cut -d' ' -f1-3 /proc/loadavg)"
 go test -tags integration -run '^$' -bench AnswerPath -benchtime "${ANSWER_BENCHTIME:-4000x}" ./test/relay/ | tee "$out"
 echo "server CPU per durable answer over the floor's, one run (goal <= 1.5):"

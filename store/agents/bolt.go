@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/fxamacker/cbor/v2"
@@ -92,10 +93,17 @@ type Bolt struct {
 	db     *bolt.DB
 	own    bool
 	states stateCache
+	// gen counts the transactions that may have written the agents
+	// bucket (writeAgents), each counted once it is over. When s owns
+	// its file (OpenBolt: bbolt's lock keeps other processes out, and no
+	// one else has the *bolt.DB) those are all its writes, and a state
+	// Get cached at the current gen is what the file holds.
+	gen    atomic.Uint64
+	closed atomic.Bool
 }
 
 var (
-	bucketAgents = []byte("agents")
+	bucketAgents = []byte("agents") // written only in Bolt.writeAgents
 	bucketKP     = []byte("kp")
 	bucketLR     = []byte("kp-lr")
 	bucketAdm    = []byte("admitted")
@@ -137,6 +145,7 @@ func NewBolt(db *bolt.DB) (*Bolt, error) {
 
 // Close closes the file if OpenBolt opened it.
 func (s *Bolt) Close() error {
+	s.closed.Store(true)
 	if s.own {
 		return s.db.Close()
 	}
@@ -146,8 +155,17 @@ func (s *Bolt) Close() error {
 // Get implements Store. It decodes the stored record only when it changed
 // since the last Get of agent (stateCache), so the State's byte slices
 // (Card, Pulse, Retirement, Status) may be shared with other Gets' and
-// must not be modified.
+// must not be modified. A Bolt that owns its file does not read it at
+// all when nothing wrote the agents bucket since agent's state was cached
+// (Bolt.gen); any other reads the record and compares it with the one it
+// decoded.
 func (s *Bolt) Get(_ context.Context, agent string) (State, error) {
+	gen := s.gen.Load() // before the read: a write after it moves gen on
+	if s.own && !s.closed.Load() {
+		if st, ok := s.states.fresh(agent, gen); ok {
+			return st, nil
+		}
+	}
 	var st State
 	err := s.db.View(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketAgents).Get([]byte(agent))
@@ -155,16 +173,24 @@ func (s *Bolt) Get(_ context.Context, agent string) (State, error) {
 			return ErrUnknownAgent
 		}
 		var ok bool
-		if st, ok = s.states.get(agent, b); ok {
+		if st, ok = s.states.get(agent, b, gen); ok {
 			return nil
 		}
 		var err error
 		if st, err = decodeState(b); err == nil {
-			s.states.put(agent, b, st)
+			s.states.put(agent, b, st, gen)
 		}
 		return err
 	})
 	return st, err
+}
+
+// writeAgents is s.db.Update for a transaction that may write the agents
+// bucket: once it is over, committed or not, gen moves on, so that the
+// states cached before it are read again.
+func (s *Bolt) writeAgents(fn func(*bolt.Tx) error) error {
+	defer s.gen.Add(1)
+	return s.db.Update(fn)
 }
 
 // Agents implements Store.
@@ -185,7 +211,7 @@ func (s *Bolt) Put(_ context.Context, agent string, st State, kps [][]byte, last
 	if err != nil {
 		return err
 	}
-	err = s.db.Update(func(tx *bolt.Tx) error {
+	err = s.writeAgents(func(tx *bolt.Tx) error {
 		pool, err := tx.Bucket(bucketKP).CreateBucketIfNotExists([]byte(agent))
 		if err != nil {
 			return err
@@ -317,7 +343,7 @@ func (s *Bolt) Admitted(_ context.Context, agent string) (bool, error) {
 // Forget implements Store in one fsync'd transaction.
 func (s *Bolt) Forget(_ context.Context, agent string) error {
 	defer s.states.forget(agent)
-	return store.Err(s.db.Update(func(tx *bolt.Tx) error {
+	return store.Err(s.writeAgents(func(tx *bolt.Tx) error {
 		if tx.Bucket(bucketKP).Bucket([]byte(agent)) != nil {
 			if err := tx.Bucket(bucketKP).DeleteBucket([]byte(agent)); err != nil {
 				return err

@@ -60,6 +60,8 @@ type Log struct {
 	lock    *os.File
 	opts    LogOptions
 	commits *groupcommit.Group[logWrite]
+	// enqueues are Enqueue's parts of commits, for reuse (logEnqueue).
+	enqueues sync.Pool
 
 	// life guards closed. Every call holds it for reading, so Close
 	// waits for them.
@@ -167,28 +169,10 @@ func (l *Log) Enqueue(ctx context.Context, r Record, b queuebounds.Bounds, now t
 	if n := len(r.Body) + len(r.Agent) + len(r.From) + 64; n > recordlog.MaxFrameLen {
 		return Record{}, fmt.Errorf("%w: a record of %d bytes, the log's frames hold %d", ErrTooLarge, n, recordlog.MaxFrameLen)
 	}
-	var refused *FullError
-	noSpace := false
-	err = l.commits.Do(func(c *logBatch) {
-		c.purge(now)
-		if noSpace = !c.roomFor(len(r.Body) + len(r.Agent) + len(r.From) + 64); noSpace {
-			return
-		}
-		a := l.index.agents[r.Agent]
-		var live counters
-		var fromPeer peerCount
-		if a != nil {
-			live, fromPeer = a.c, l.index.peer(a, r.From)
-		}
-		if refused = check(live, fromPeer, r, b); refused != nil {
-			return
-		}
-		if a == nil {
-			a = l.index.agent(r.Agent)
-		}
-		r.Seq = a.c.last + 1
-		c.append(a, r)
-	})
+	e := l.newEnqueue(r, b, now)
+	err = l.commits.Do(e.run)
+	r, refused, noSpace := e.r, e.refused, e.noSpace
+	l.freeEnqueue(e)
 	switch {
 	case err != nil:
 		return Record{}, fmt.Errorf("queue: enqueue for %s: %w", r.Agent, err)
@@ -198,6 +182,61 @@ func (l *Log) Enqueue(ctx context.Context, r Record, b queuebounds.Bounds, now t
 		return Record{}, refused
 	}
 	return r, nil
+}
+
+// logEnqueue is one Enqueue's part of its commit: the record, its bounds,
+// and what the commit found (refused, noSpace). Log keeps them for reuse
+// (Log.enqueues) with run bound once to write, so that an enqueue hands
+// the group commit a function without allocating one.
+type logEnqueue struct {
+	l       *Log
+	r       Record
+	b       queuebounds.Bounds
+	now     time.Time
+	refused *FullError
+	noSpace bool
+	run     logWrite // e.write
+}
+
+func (l *Log) newEnqueue(r Record, b queuebounds.Bounds, now time.Time) *logEnqueue {
+	e, ok := l.enqueues.Get().(*logEnqueue)
+	if !ok {
+		e = &logEnqueue{l: l}
+		e.run = e.write
+	}
+	e.r, e.b, e.now = r, b, now
+	return e
+}
+
+// freeEnqueue keeps e for the next Enqueue, holding nothing of this one's
+// (its body): its commit has run it and is done with it.
+func (l *Log) freeEnqueue(e *logEnqueue) {
+	e.r, e.b, e.now, e.refused, e.noSpace = Record{}, queuebounds.Bounds{}, time.Time{}, nil, false
+	l.enqueues.Put(e)
+}
+
+// write checks e's record against the log's room and its agent's bounds
+// and appends it to the commit c, or records why not.
+func (e *logEnqueue) write(c *logBatch) {
+	l, r := e.l, &e.r
+	c.purge(e.now)
+	if e.noSpace = !c.roomFor(len(r.Body) + len(r.Agent) + len(r.From) + 64); e.noSpace {
+		return
+	}
+	a := l.index.agents[r.Agent]
+	var live counters
+	var fromPeer peerCount
+	if a != nil {
+		live, fromPeer = a.c, l.index.peer(a, r.From)
+	}
+	if e.refused = check(live, fromPeer, *r, e.b); e.refused != nil {
+		return
+	}
+	if a == nil {
+		a = l.index.agent(r.Agent)
+	}
+	r.Seq = a.c.last + 1
+	c.append(a, *r)
 }
 
 // Ack implements Store. The tombstone is synced when it returns.

@@ -49,14 +49,21 @@ const answerSenders = 64
 const answerRounds = 8
 
 // answerPathBase is the commit issue 32 starts from: BenchmarkAnswerPath
-// runs its torpor-relay, built from git history, beside this tree's.
+// runs its torpor-relay, built from git history, beside this tree's,
+// unless envAnswerBase names another revision.
 const answerPathBase = "d2faa430a527491299a7dd18fd1b5470edbfd049"
+
+// envAnswerBase, set to a git revision, makes BenchmarkAnswerPath's base
+// relay (NAME-base) that revision's instead of answerPathBase's: a change
+// measured against the commit before it, side by side in one run.
+const envAnswerBase = "TORPOR_ANSWER_BASE"
 
 // BenchmarkAnswerPath measures what a durable answer to a sender costs
 // the server, in CPU per answer, side by side in one run (issue 32): the
 // floor, a bare net/http server in its own process that group-commits and
 // fsyncs each body and answers 503, and the real torpor-relay on each
-// queue engine, this tree's and answerPathBase's (NAME-base), answering
+// queue engine, this tree's and answerPathBase's or envAnswerBase's
+// (NAME-base), answering
 // for a sleeping agent 503 agent_asleep, queued. 64 senders post A2A
 // SendMessage requests, each with one Governed Object of about 1 KiB in
 // a data part, signed beforehand. The servers run at once and answer in
@@ -66,7 +73,11 @@ const answerPathBase = "d2faa430a527491299a7dd18fd1b5470edbfd049"
 // (NAME-x-floor), and cpu-ns/op for the servers and this process together
 // (internal/benchcpu); scripts/bench.sh prints the ratios.
 func BenchmarkAnswerPath(b *testing.B) {
-	base := filepath.Join(testenv.BuildAt(b, answerPathBase, "torpor-relay"), "torpor-relay")
+	rev := answerPathBase
+	if r := os.Getenv(envAnswerBase); r != "" {
+		rev = r
+	}
+	base := filepath.Join(testenv.BuildAt(b, rev, "torpor-relay"), "torpor-relay")
 	servers := []*answerServer{startAnswerFloor(b)}
 	for _, engine := range []string{"log", "bolt"} {
 		servers = append(servers, startAnswerRelay(b, "", engine), startAnswerRelay(b, base, engine))

@@ -123,13 +123,55 @@ func (x *bodyIndex) checkedMembers(b []byte) (map[string]json.RawMessage, error)
 // UnquoteString decodes raw, one JSON value, into s as json.Unmarshal
 // does, without the decoder when raw is a string with no escape and valid
 // UTF-8 (its bytes between the quotes are then the string): the relay and
-// the agent read long base64 members this way.
+// the agent read long base64 members this way. A string that every
+// request carries (knownString) is not allocated again.
 func UnquoteString(raw json.RawMessage, s *string) error {
 	if text, ok := plainString(raw); ok {
-		*s = string(text)
+		if *s, ok = knownString(text); !ok {
+			*s = string(text)
+		}
 		return nil
 	}
-	return json.Unmarshal(raw, s)
+	v, err := decodeString(raw, *s)
+	*s = v
+	return err
+}
+
+// decodeString is json.Unmarshal of raw into a string that holds cur, and
+// that string after it (cur when raw is null or not a string). Being apart
+// from UnquoteString, it keeps UnquoteString's s from the decoder, so that
+// its callers' strings (a Part's, say) stay off the heap.
+func decodeString(raw json.RawMessage, cur string) (string, error) {
+	v := cur
+	err := json.Unmarshal(raw, &v)
+	return v, err
+}
+
+// knownString returns the constant equal to text, for the strings that
+// ReadBody reads from almost every body: the JSON-RPC version, the
+// submission methods and the object media types.
+func knownString(text []byte) (string, bool) {
+	switch string(text) { // no allocation: the compiler compares the bytes
+	case "2.0":
+		return "2.0", true
+	case MethodSendMessage:
+		return MethodSendMessage, true
+	case MethodSendStreamingMessage:
+		return MethodSendStreamingMessage, true
+	case MethodMessageSend:
+		return MethodMessageSend, true
+	case MethodMessageStream:
+		return MethodMessageStream, true
+	case MediaTypeDataObject:
+		return MediaTypeDataObject, true
+	case MediaTypeMLSWire:
+		return MediaTypeMLSWire, true
+	case MediaTypeMLSHandshake:
+		return MediaTypeMLSHandshake, true
+	case MediaTypeEncryptedDataObject:
+		return MediaTypeEncryptedDataObject, true
+	}
+	return "", false
 }
 
 // plainString returns the text of raw when raw is a JSON string with no

@@ -47,13 +47,28 @@ func (c cors) allow(origin string) string {
 // wrap adds the CORS response headers to h's answers.
 func (c cors) wrap(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Add("Vary", "Origin")
+		addVaryOrigin(w.Header())
 		if o := c.allow(r.Header.Get("Origin")); o != "" {
 			w.Header().Set("Access-Control-Allow-Origin", o)
 			w.Header().Set("Access-Control-Expose-Headers", corsExpose)
 		}
 		h(w, r)
 	}
+}
+
+// originVary is the Vary value of every answer, shared by them: its
+// length is its capacity, so that an Add of another value appends to a
+// copy.
+var originVary = []string{"Origin"}
+
+// addVaryOrigin is h.Add("Vary", "Origin") without allocating when h has
+// no Vary yet.
+func addVaryOrigin(h http.Header) {
+	if _, ok := h["Vary"]; ok {
+		h.Add("Vary", "Origin")
+		return
+	}
+	h["Vary"] = originVary
 }
 
 // preflight answers an OPTIONS request: 204, and for an allowed origin the

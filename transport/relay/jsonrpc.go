@@ -173,11 +173,18 @@ func readBody(w http.ResponseWriter, r *http.Request, max int64) ([]byte, error)
 		return nil, errTooLarge
 	}
 	body, err := readAll(http.MaxBytesReader(w, r.Body, max), r.ContentLength)
-	var mbe *http.MaxBytesError
-	if errors.As(err, &mbe) {
+	if err != nil && isMaxBytes(err) {
 		return nil, errTooLarge
 	}
 	return body, err
+}
+
+// isMaxBytes reports whether err is http.MaxBytesReader's: apart from
+// readBody, so that the error it looks for is allocated only for a read
+// that failed.
+func isMaxBytes(err error) bool {
+	var mbe *http.MaxBytesError
+	return errors.As(err, &mbe)
 }
 
 // readAll is io.ReadAll into a buffer sized for a declared length n (at
@@ -254,28 +261,33 @@ func (s *Relay) offline(w http.ResponseWriter, r *http.Request, agent, caller di
 	// record is either stored and answered, or neither.
 	rec, err := s.cfg.Stores.Queue.Enqueue(context.WithoutCancel(r.Context()), queue.Record{Agent: id, From: caller.String(), Kind: s.deferred.kind(id, caller.String(), req.kind), Body: body}, b, now)
 	unlock(err == nil || errors.Is(err, queue.ErrUnconfirmed))
-	var fe *queue.FullError
-	switch {
-	case errors.As(err, &fe):
-		s.metrics.enqueue(id, "full_"+fe.Kind)
-		answerFull(w, req, fe, b, caller.String())
-		return
-	case errors.Is(err, queue.ErrTooLarge):
-		s.metrics.enqueue(id, "too_large")
-		answerTooLarge(w, b.MaxMessageSize)
-		return
-	case errors.Is(err, queue.ErrUnconfirmed):
-		s.metrics.enqueue(id, "unconfirmed")
-		s.storeUnconfirmed(w, req, id, err)
-		return
-	case err != nil:
-		s.metrics.enqueue(id, "error")
-		s.storeFailedRPC(w, req, err)
+	if err != nil {
+		s.answerNotStored(w, req, id, caller, b, err)
 		return
 	}
 	s.metrics.enqueue(id, "queued")
 	s.notifyLink(id, rec.Seq, la)
 	answerAsleep(w, req, true, rc.RetryAfter)
+}
+
+// answerNotStored answers, and reports, a request whose enqueue failed
+// with err.
+func (s *Relay) answerNotStored(w http.ResponseWriter, req rpcRequest, id string, caller did.DID, b queuebounds.Bounds, err error) {
+	var fe *queue.FullError
+	switch {
+	case errors.As(err, &fe):
+		s.metrics.enqueue(id, "full_"+fe.Kind)
+		answerFull(w, req, fe, b, caller.String())
+	case errors.Is(err, queue.ErrTooLarge):
+		s.metrics.enqueue(id, "too_large")
+		answerTooLarge(w, b.MaxMessageSize)
+	case errors.Is(err, queue.ErrUnconfirmed):
+		s.metrics.enqueue(id, "unconfirmed")
+		s.storeUnconfirmed(w, req, id, err)
+	default:
+		s.metrics.enqueue(id, "error")
+		s.storeFailedRPC(w, req, err)
+	}
 }
 
 // refused answers, and reports, a request the relay does not store although

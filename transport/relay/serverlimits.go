@@ -93,24 +93,33 @@ func (l ServerLimits) Server(h http.Handler, ln net.Listener, plain bool) (*http
 // The device link's upgrade gets none: its connection lives for a wake,
 // and the link pings it.
 func (l ServerLimits) deadlines(h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		rc := http.NewResponseController(w)
-		if r.Method == http.MethodGet && r.URL.Path == wire.Path {
-			// No deadline, not even one left by an earlier request on
-			// this connection.
-			rc.SetReadDeadline(time.Time{})
-			rc.SetWriteDeadline(time.Time{})
-			h.ServeHTTP(w, r)
-			return
-		}
-		start := time.Now()
-		rc.SetWriteDeadline(start.Add(l.WriteTimeout))
-		if r.Body != nil && r.Body != http.NoBody {
-			rc.SetReadDeadline(start.Add(l.ReadTimeout))
-			r.Body = &minRateBody{ReadCloser: r.Body, rc: rc, start: start, grace: l.ReadTimeout, rate: l.MinBodyRate}
-		}
-		h.ServeHTTP(w, r)
-	})
+	return &deadlined{l: l, h: h}
+}
+
+// deadlined is ServerLimits.deadlines's handler.
+type deadlined struct {
+	l ServerLimits
+	h http.Handler
+}
+
+func (d *deadlined) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	l, rc := d.l, http.NewResponseController(w) // rc does not leave the call: no allocation
+	if r.Method == http.MethodGet && r.URL.Path == wire.Path {
+		// No deadline, not even one left by an earlier request on
+		// this connection.
+		rc.SetReadDeadline(time.Time{})
+		rc.SetWriteDeadline(time.Time{})
+		d.h.ServeHTTP(w, r)
+		return
+	}
+	start := time.Now()
+	rc.SetWriteDeadline(start.Add(l.WriteTimeout))
+	if r.Body != nil && r.Body != http.NoBody {
+		rc.SetReadDeadline(start.Add(l.ReadTimeout))
+		// The body holds its own copy of rc: one allocation for both.
+		r.Body = &minRateBody{ReadCloser: r.Body, rc: *rc, start: start, grace: l.ReadTimeout, rate: l.MinBodyRate}
+	}
+	d.h.ServeHTTP(w, r)
 }
 
 // minRateBody is a request body that must arrive within grace, plus one
@@ -121,7 +130,7 @@ func (l ServerLimits) deadlines(h http.Handler) http.Handler {
 // handler waiting for a device's answer is not cut off by it.
 type minRateBody struct {
 	io.ReadCloser
-	rc    *http.ResponseController
+	rc    http.ResponseController
 	start time.Time
 	grace time.Duration
 	rate  int64

@@ -33,6 +33,11 @@ type Group[T any] struct {
 	mu      sync.Mutex
 	pending []*call[T]
 	running bool // a leader is committing; new calls wait in pending
+	// calls holds finished calls for reuse, each with its channel: a call
+	// is answered exactly once (its result, or lead), and its caller
+	// returns it only after reading that answer, when no leader holds it
+	// any more but in a batch it has done with.
+	calls sync.Pool
 }
 
 // call is one write waiting for its commit. done receives its result, or
@@ -49,20 +54,40 @@ type result struct {
 
 // Do commits v with the calls concurrent with it and returns its error.
 func (g *Group[T]) Do(v T) error {
-	me := &call[T]{v: v, done: make(chan result, 1)}
+	me := g.newCall(v)
 	g.mu.Lock()
 	g.pending = append(g.pending, me)
 	if g.running {
 		g.mu.Unlock()
 		r := <-me.done
 		if !r.lead {
+			g.free(me)
 			return r.err
 		}
 	} else {
 		g.running = true
 		g.mu.Unlock()
 	}
-	return g.lead(me)
+	err := g.lead(me)
+	g.free(me)
+	return err
+}
+
+// newCall returns a call of v, reused when one is free.
+func (g *Group[T]) newCall(v T) *call[T] {
+	if c, ok := g.calls.Get().(*call[T]); ok {
+		c.v = v
+		return c
+	}
+	return &call[T]{v: v, done: make(chan result, 1)}
+}
+
+// free returns c, answered and read, for reuse; its value is dropped so
+// that the pool holds on to nothing of the caller's.
+func (g *Group[T]) free(c *call[T]) {
+	var zero T
+	c.v = zero
+	g.calls.Put(c)
 }
 
 // lead commits batches until me's is committed, then hands leadership to

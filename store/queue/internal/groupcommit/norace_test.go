@@ -1,0 +1,5 @@
+//go:build !race
+
+package groupcommit
+
+const raceEnabled = false

@@ -1,0 +1,5 @@
+//go:build !race
+
+package a2a
+
+const raceEnabled = false
