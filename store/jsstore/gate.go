@@ -109,15 +109,13 @@ func (g *gate) request(ctx context.Context, m *nats.Msg) (*nats.Msg, error) {
 	m.Reply = g.prefix + p.token
 	g.waiting[p.token] = p
 	g.held = append(g.held, p)
-	var batch []*pending
 	if g.inflight <= gateLow {
-		batch = g.takeLocked()
+		g.sendLocked()
 	} else if len(g.held) == 1 {
 		g.stop = make(chan struct{})
 		go g.holdFor(g.stop, g.clk.NewTimer(gateHold))
 	}
 	g.mu.Unlock()
-	g.send(batch)
 	select {
 	case r := <-p.done:
 		return g.result(r)
@@ -144,19 +142,29 @@ func (g *gate) result(r reply) (*nats.Msg, error) {
 	return r.msg, nil
 }
 
-// takeLocked takes the held publishes to send and counts them unanswered.
-func (g *gate) takeLocked() []*pending {
-	batch := g.held
-	g.held = nil
-	g.inflight += len(batch)
-	g.stats.publishes += len(batch)
+// sendLocked publishes the held ones, one after another into nats.go's
+// buffer, whose flusher then writes them at once, and counts them
+// unanswered. It runs under mu, so that a publish that forget finds gone
+// from the held ones is in nats.go's buffer already: its message is no
+// longer read once request returns.
+func (g *gate) sendLocked() {
+	n := len(g.held)
+	g.stats.publishes += n
 	if g.stop != nil {
-		g.stats.batched += len(batch)
+		g.stats.batched += n
 		g.stats.batches++
 		close(g.stop)
 		g.stop = nil
 	}
-	return batch
+	for _, p := range g.held {
+		if err := g.nc.PublishMsg(p.msg); err != nil {
+			delete(g.waiting, p.token)
+			p.done <- reply{err: err}
+			continue
+		}
+		g.inflight++
+	}
+	g.held = nil
 }
 
 // holdFor sends the held batch whose stop channel is stop when t fires,
@@ -172,21 +180,9 @@ func (g *gate) holdFor(stop chan struct{}, t clock.Timer) {
 		return
 	}
 	g.mu.Lock()
-	var batch []*pending
+	defer g.mu.Unlock()
 	if g.stop == stop {
-		batch = g.takeLocked()
-	}
-	g.mu.Unlock()
-	g.send(batch)
-}
-
-// send publishes batch; nats.go's flusher writes what they put in its
-// buffer.
-func (g *gate) send(batch []*pending) {
-	for _, p := range batch {
-		if err := g.nc.PublishMsg(p.msg); err != nil && g.forget(p) {
-			p.done <- reply{err: err}
-		}
+		g.sendLocked()
 	}
 }
 
@@ -195,25 +191,20 @@ func (g *gate) send(batch []*pending) {
 func (g *gate) answer(m *nats.Msg) {
 	token := m.Subject[min(len(g.prefix), len(m.Subject)):]
 	g.mu.Lock()
-	p := g.waiting[token]
-	if p != nil {
+	defer g.mu.Unlock()
+	if p := g.waiting[token]; p != nil {
 		delete(g.waiting, token)
 		g.inflight--
-	}
-	var batch []*pending
-	if g.inflight <= gateLow && len(g.held) > 0 {
-		batch = g.takeLocked()
-	}
-	g.mu.Unlock()
-	if p != nil {
 		p.done <- reply{msg: m}
 	}
-	g.send(batch)
+	if g.inflight <= gateLow && len(g.held) > 0 {
+		g.sendLocked()
+	}
 }
 
-// forget takes p out of the gate and reports whether it was sent (and
-// not answered yet: then the reply handler has taken it out already, and
-// forget reports true).
+// forget takes p out of the gate. It reports false if p was still held
+// (it will never be sent), true if p went to nats.go (answered, failed or
+// unanswered).
 func (g *gate) forget(p *pending) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()

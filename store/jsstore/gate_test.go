@@ -241,3 +241,40 @@ func TestGateHeldNotSentWhenContextEnds(t *testing.T) {
 		t.Errorf("after every request ended: %d unanswered, %d waiting, %d held; want none", r.g.inflight, len(r.g.waiting), len(r.g.held))
 	}
 }
+
+// TestGateMessageFreeOnReturn: once request returns, the gate no longer
+// reads the message, even when its context ended as its batch went out,
+// so a retry may change the message's headers (publishAt does). The
+// race detector (make race) sees a read after the return.
+func TestGateMessageFreeOnReturn(t *testing.T) {
+	r := newGateRig(t)
+	out := make(chan gateResult, 8)
+	for i := range gateLow + 1 {
+		r.ask(context.Background(), i, out)
+	}
+	first := r.received(t, gateLow+1)
+	const n = 200
+	done := make(chan struct{}, n)
+	for i := range n {
+		ctx, cancel := context.WithCancel(context.Background())
+		go func() {
+			m := &nats.Msg{Subject: "svc", Header: nats.Header{"A": {"1"}}, Data: []byte(strconv.Itoa(i))}
+			go cancel()
+			_, _ = r.g.request(ctx, m)
+			m.Header["A"] = []string{"2"} // what a retry's publishAt does
+			done <- struct{}{}
+		}()
+	}
+	for range 20 {
+		r.clk.Advance(gateHold)
+		runtime.Gosched()
+	}
+	for range n {
+		<-done
+	}
+	for _, m := range first {
+		if err := m.Respond(nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
