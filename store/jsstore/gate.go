@@ -128,7 +128,7 @@ func (g *gate) request(ctx context.Context, m *nats.Msg) (*nats.Msg, error) {
 	case r := <-p.done: // answered meanwhile
 		return g.result(r)
 	default:
-		return nil, fmt.Errorf("nats: %w: %w", nats.ErrTimeout, ctx.Err())
+		return nil, fmt.Errorf("%w: %w", nats.ErrTimeout, ctx.Err())
 	}
 }
 
