@@ -76,6 +76,7 @@ awk '/^BenchmarkEnqueueCPU\// {
     printf "  %-28s %8.1f µs (own process %6.1f, servers %6.1f) %7.0f/s", name " " s, v[s "-cpu-µs/op"], v[s "-own-µs/op"], v[s "-servers-µs/op"], v[s "-enqueues/s"]
     if ((s "-x-raw") in v) printf "  %5.2fx raw (median of rounds %5.2f)", v[s "-x-raw"], v[s "-x-raw-median"]
     if ((s "-nats-msgs/op") in v) printf "  %s NATS messages per enqueue", v[s "-nats-msgs/op"]
+    if ((s "-srv-reads/op") in v) printf "  server reads %.2f, own writes %.2f per enqueue", v[s "-srv-reads/op"], v[s "-own-writes/op"]
     printf "\n"
   }
   if ("relay-x-base" in v) printf "  %-28s %5.2fx relay-base (median of rounds %5.2f)\n", name " relay", v["relay-x-base"], v["relay-x-base-median"]

@@ -242,10 +242,11 @@ func (q *Queue) publish(ctx context.Context, m *nats.Msg, last uint64) (publishe
 }
 
 // refusedForCertain reports whether a failed publish cannot have been
-// stored: the server answered with an error, or no server received it.
+// stored: the server answered with an error, no server received it, or
+// it never left the relay (held by the gate until its context ended).
 func refusedForCertain(err error) bool {
 	var apiErr *jetstream.APIError
-	return errors.As(err, &apiErr) || errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrNoResponders)
+	return errors.As(err, &apiErr) || errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrNoResponders) || errors.Is(err, errNotSent)
 }
 
 func isConflict(err error) bool {

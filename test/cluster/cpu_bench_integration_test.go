@@ -152,12 +152,14 @@ type cpuSide struct {
 	wall   time.Duration // the rounds' time
 	rounds []float64     // CPU per op of each round, µs
 	srv    procCounters  // the servers' counters over the rounds
+	ownc   procCounters  // the first pid's counters over the rounds
 }
 
 // round makes n enqueues on s and adds what its processes spent.
 func (s *cpuSide) round(b *testing.B, n int) {
 	before := taskCPUs(b, s.pids)
 	cBefore := serverCounters(b, s.pids[1:])
+	oBefore := serverCounters(b, s.pids[:1])
 	var in int64
 	if s.msgs != nil {
 		in = s.msgs()
@@ -172,6 +174,7 @@ func (s *cpuSide) round(b *testing.B, n int) {
 	}
 	after := taskCPUs(b, s.pids)
 	s.srv = s.srv.add(serverCounters(b, s.pids[1:]).sub(cBefore))
+	s.ownc = s.ownc.add(serverCounters(b, s.pids[:1]).sub(oBefore))
 	var spent time.Duration
 	for i := range after {
 		spent += after[i] - before[i]
@@ -338,7 +341,9 @@ func takeTurns(b *testing.B, sides []*cpuSide) {
 // reportSides reports each side's CPU per enqueue (NAME-cpu-µs/op), its
 // own process's alone (NAME-own-µs/op) and the servers' alone
 // (NAME-servers-µs/op), its rate over its rounds (NAME-enqueues/s), the
-// servers' reads and sleeps (procCounters.report), the ratios of the
+// servers' reads and sleeps (procCounters.report), the write system
+// calls of the side's own process per enqueue (NAME-own-writes/op: a
+// relay's include its HTTP answers), the ratios of the
 // other sides' to the raw publish's over the sums (NAME-x-raw) and the
 // median of the rounds' ratios (NAME-x-raw-median), the same of relay to
 // relay-base when it ran (relay-x-base, relay-x-base-median) and to
@@ -352,6 +357,7 @@ func reportSides(b *testing.B, sides []*cpuSide) {
 		b.ReportMetric(float64(s.ops)/s.wall.Seconds(), s.name+"-enqueues/s")
 		b.ReportMetric(s.perOp(s.cpu-s.own), s.name+"-servers-µs/op")
 		s.srv.report(b, s.name, s.ops)
+		b.ReportMetric(float64(s.ownc.writes)/float64(s.ops), s.name+"-own-writes/op")
 		if s.msgs != nil {
 			b.ReportMetric(float64(s.in)/float64(s.ops), s.name+"-nats-msgs/op")
 		}

@@ -20,6 +20,7 @@ type procCounters struct {
 	reads     int64 // read system calls (syscr of /proc/PID/io, proc(5))
 	readBytes int64 // bytes they read (rchar)
 	switches  int64 // voluntary context switches, summed over the threads
+	writes    int64 // write system calls (syscw)
 }
 
 // readProcCounters reads pid's procCounters.
@@ -37,6 +38,8 @@ func readProcCounters(pid int) (procCounters, error) {
 			c.reads = n
 		case "rchar":
 			c.readBytes = n
+		case "syscw":
+			c.writes = n
 		}
 	}
 	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/status", pid))
@@ -69,11 +72,11 @@ func serverCounters(b *testing.B, pids []int) procCounters {
 }
 
 func (c procCounters) add(o procCounters) procCounters {
-	return procCounters{c.reads + o.reads, c.readBytes + o.readBytes, c.switches + o.switches}
+	return procCounters{c.reads + o.reads, c.readBytes + o.readBytes, c.switches + o.switches, c.writes + o.writes}
 }
 
 func (c procCounters) sub(o procCounters) procCounters {
-	return procCounters{c.reads - o.reads, c.readBytes - o.readBytes, c.switches - o.switches}
+	return procCounters{c.reads - o.reads, c.readBytes - o.readBytes, c.switches - o.switches, c.writes - o.writes}
 }
 
 // report reports c over ops enqueues of the side name: the servers'
