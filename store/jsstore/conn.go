@@ -103,8 +103,6 @@ type Conn struct {
 	sharedKV jetstream.KeyValue
 	// refused keeps the permission errors the server reported.
 	refused *asyncErr
-	// gate sends the queue's publishes (publishAt) in batches.
-	gate *gate
 
 	mu    sync.Mutex
 	cache *StateCache // StateCache's, if started
@@ -136,12 +134,7 @@ func Open(ctx context.Context, cfg Config) (*Conn, error) {
 		return nil, err
 	}
 	c := &Conn{nc: nc, replicas: cfg.Replicas, clk: clock.Or(cfg.Clock), n: n, refused: &refused}
-	if c.gate, err = newGate(nc, c.clk); err != nil {
-		nc.Close()
-		return nil, err
-	}
 	if err := c.setup(ctx, cfg); err != nil {
-		c.gate.close()
 		nc.Close()
 		if perr := refused.load(); perr != nil {
 			// A request the server refused on permissions goes
@@ -501,7 +494,6 @@ func (c *Conn) Close() error {
 	if l != nil {
 		l.Close()
 	}
-	c.gate.close()
 	c.nc.Close()
 	return nil
 }

@@ -69,10 +69,7 @@
 // when the records it names are deleted. When the view is current, which
 // it is while no other relay writes to the agent, an Enqueue is that one
 // publish; a publish that failed but landed is found by its Torpor-Op when
-// the view is brought up to date. While more than two of the
-// connection's queue publishes are unanswered, the next ones are held
-// (at most 5 ms) and sent together, so that they reach the server in fewer, larger writes;
-// each is still its own request, answered on its own (gate.go).
+// the view is brought up to date.
 //
 // Enqueue is acknowledged only after its publish was acknowledged by
 // JetStream: with 3 replicas, stored on a quorum; with 1, fsync'd (Open

@@ -33,7 +33,7 @@ func (c *Conn) publishAt(ctx context.Context, m *nats.Msg, stream string, last u
 		ctx, cancel = context.WithTimeout(ctx, c.js.Options().DefaultTimeout)
 		defer cancel()
 	}
-	resp, err := c.gate.request(ctx, m)
+	resp, err := c.nc.RequestMsgWithContext(ctx, m)
 	if err != nil {
 		return 0, false, err
 	}

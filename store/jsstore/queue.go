@@ -242,11 +242,10 @@ func (q *Queue) publish(ctx context.Context, m *nats.Msg, last uint64) (publishe
 }
 
 // refusedForCertain reports whether a failed publish cannot have been
-// stored: the server answered with an error, no server received it, or
-// it never left the relay (held by the gate until its context ended).
+// stored: the server answered with an error, or no server received it.
 func refusedForCertain(err error) bool {
 	var apiErr *jetstream.APIError
-	return errors.As(err, &apiErr) || errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrNoResponders) || errors.Is(err, errNotSent)
+	return errors.As(err, &apiErr) || errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrNoResponders)
 }
 
 func isConflict(err error) bool {
