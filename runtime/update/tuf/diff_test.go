@@ -370,6 +370,24 @@ var stricter = map[string]struct {
 		},
 		ours: []string{classInvalid, classOrder}, goTUF: []string{classOK, classPanic},
 	},
+	"a member twice": {
+		reason: "metadata must be strict JSON (internal/strictjson): encoding/json keeps the last of two members, another reader the first",
+		build: func(r *repo) ([]byte, []op) {
+			root, ops := start(r)
+			ops[0].b = []byte(replaceOnce(string(ops[0].b), `"signatures":`, `"signatures":[],"signatures":`))
+			return root, ops
+		},
+		ours: []string{classInvalid, classOrder, classOrder}, goTUF: ok3,
+	},
+	"a member named but for case as Section 4 names one": {
+		reason: "encoding/json matches member names without case; a reader that compares them exactly would not see the member",
+		build: func(r *repo) ([]byte, []op) {
+			root, ops := start(r)
+			ops[0].b = []byte(replaceOnce(string(ops[0].b), `"keyid":`, `"KeyID":`))
+			return root, ops
+		},
+		ours: []string{classInvalid, classOrder, classOrder}, goTUF: ok3,
+	},
 	"null target": {
 		reason: "a null entry of keys, roles, meta or targets is refused; go-tuf dereferences nil",
 		build: func(r *repo) ([]byte, []op) {

@@ -16,8 +16,10 @@
 // "signed" object as it was received, so a field this package does not
 // know is still signed. Only ed25519 keys verify (what torporctl's key
 // ceremony makes, docs/updates.md); a role listing a key of another type
-// is refused. Delegated targets roles are not followed: the device reads
-// the top-level targets only.
+// is refused. Metadata must be strict JSON (internal/strictjson: no
+// member twice, valid UTF-8), with the member names Section 4 gives in
+// exactly their case. Delegated targets roles are not followed: the
+// device reads the top-level targets only.
 //
 // The errors wrap one of ErrUnsigned, ErrExpired, ErrVersion,
 // ErrEqualVersion, ErrLengthOrHash, ErrInvalid or ErrOrder, so that a

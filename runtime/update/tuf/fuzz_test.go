@@ -5,10 +5,12 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/secure-systems-lab/go-securesystemslib/cjson"
 	"github.com/theupdateframework/go-tuf/v2/metadata"
 
+	"github.com/torpor-dev/torpor/internal/strictjson"
 	"github.com/torpor-dev/torpor/runtime/update/tuf"
 )
 
@@ -47,8 +49,9 @@ func fuzzRun(t testing.TB, role string, signed []byte) (root []byte, ops []op) {
 }
 
 // FuzzDifferential loads a fuzzed, validly signed "signed" object of one
-// role into this package and into go-tuf/v2's trustedmetadata, and
-// compares the outcomes. They must be the same, except:
+// role into this package and into go-tuf/v2's trustedmetadata, at a
+// fuzzed reference time (t0 and a number of seconds), and compares the
+// outcomes. They must be the same, except:
 //   - go-tuf verifies signatures over its own re-encoding of what it
 //     parsed, not over the bytes received; where the two differ (a
 //     member go-tuf drops or rewrites: "length": 0, a fraction of a
@@ -56,6 +59,9 @@ func fuzzRun(t testing.TB, role string, signed []byte) (root []byte, ops []op) {
 //     and this package may take it;
 //   - go-tuf may crash (a nil entry) where this package refuses;
 //   - this package refuses what TestStricter lists (strictReason).
+//
+// Seeds are the four roles' signed objects as go-tuf writes them, and a
+// few that probe the differences.
 func FuzzDifferential(f *testing.F) {
 	r := newRepo(f, false)
 	seeds := map[uint8]any{0: r.root, 1: r.timestamp, 2: r.snap, 3: r.targets}
@@ -67,13 +73,23 @@ func FuzzDifferential(f *testing.F) {
 		if err != nil {
 			f.Fatal(err)
 		}
-		f.Add(i, b)
+		f.Add(i, int32(0), b)
+		f.Add(i, int32(25*3600), b) // the fixed timestamp expired
 	}
-	f.Add(uint8(1), []byte(`{"_type":"timestamp","version":1,"expires":"2026-06-02T12:00:00.000Z","meta":{"snapshot.json":{"version":1,"length":0}}}`))
-	f.Fuzz(func(t *testing.T, pick uint8, signed []byte) {
+	for _, s := range []string{
+		`{"_type":"timestamp","version":1,"expires":"2026-06-02T12:00:00.000Z","meta":{"snapshot.json":{"version":1,"length":0}}}`,
+		`{"_type":"timestamp","version":1,"Version":2,"expires":"2026-06-02T12:00:00Z","meta":{"snapshot.json":{"version":1}}}`,
+		`{"_type":"timestamp","version":1,"version":2,"expires":"2026-06-02T12:00:00Z","meta":{"snapshot.json":{"version":1}}}`,
+		`{"_type":"timestamp","version":1,"expires":"2026-06-02T13:00:00+01:00","meta":{"snapshot.json":{"version":1,"hashes":{"sha256":"AB"}}}}`,
+	} {
+		f.Add(uint8(1), int32(3600), []byte(s))
+	}
+	f.Add(uint8(3), int32(-1), []byte(`{"_type":"targets","version":1,"expires":"2026-07-01T00:00:00Z","targets":{"a":{"length":1,"hashes":{"sha256":"00"},"custom":{"x":1.5}},"b":null}}`))
+	f.Fuzz(func(t *testing.T, pick uint8, refSeconds int32, signed []byte) {
 		role := fuzzRoles[int(pick)%len(fuzzRoles)]
 		root, ops := fuzzRun(t, role, signed)
-		ours, theirs := runOurs(root, t0, ops), runGoTUF(root, t0, ops)
+		ref := t0.Add(time.Duration(refSeconds) * time.Second)
+		ours, theirs := runOurs(root, ref, ops), runGoTUF(root, ref, ops)
 		if ours.newRoot != classOK || theirs.newRoot != classOK {
 			t.Fatalf("the fixed root: ours %s, go-tuf %s", ours.newRoot, theirs.newRoot)
 		}
@@ -91,7 +107,7 @@ func FuzzDifferential(f *testing.F) {
 			return
 		case (g == classUnsigned || g == classInvalid) && reencodes(role, signed):
 			return
-		case o == classInvalid && strictReason(role, signed) != "":
+		case o == classInvalid && strictReason(role, signed, ops[last].b) != "":
 			return
 		}
 		t.Fatalf("%s %q:\nours   %s %s\ngo-tuf %s %s", role, signed, o, ours.state, g, theirs.state)
@@ -122,8 +138,15 @@ func reencodes(role string, signed []byte) bool {
 }
 
 // strictReason says which of this package's deliberate refusals (the
-// cases of TestStricter) signed falls under, or "".
-func strictReason(role string, signed []byte) string {
+// cases of TestStricter) signed, in the metadata file file, falls under,
+// or "".
+func strictReason(role string, signed, file []byte) string {
+	if strictjson.Check(file) != nil {
+		return "not strict JSON (a member twice, invalid UTF-8, deep nesting)"
+	}
+	if tuf.ExactNames(file, role) != nil {
+		return "a member named but for case as Section 4 names one"
+	}
 	var s struct {
 		Keys    map[string]*tuf.Key        `json:"keys"`
 		Roles   map[string]json.RawMessage `json:"roles"`

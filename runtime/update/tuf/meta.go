@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/secure-systems-lab/go-securesystemslib/cjson"
+
+	"github.com/torpor-dev/torpor/internal/strictjson"
 )
 
 // The top-level role names (Section 2.1.1) and their file names.
@@ -147,10 +149,18 @@ type envelope struct {
 }
 
 // parse reads b as metadata of role, whose "signed" object is a T. It
-// refuses (ErrInvalid) malformed JSON, another "_type" than role, two
-// signatures by one key id, and a "signed" object that has no canonical
-// form (a number that is not an integer).
+// refuses (ErrInvalid) text that is not strict JSON (internal/strictjson:
+// no member twice, valid UTF-8, bounded nesting), a member named as one
+// Section 4 names but for case (exactNames), another "_type" than role,
+// two signatures by one key id, and a "signed" object that has no
+// canonical form (a number that is not an integer).
 func parse[T roleType](b []byte, role string) (*Metadata[T], error) {
+	if err := strictjson.Check(b); err != nil {
+		return nil, errorf(ErrInvalid, "%s: %v", role, err)
+	}
+	if err := exactNames(b, role); err != nil {
+		return nil, errorf(ErrInvalid, "%s: %v", role, err)
+	}
 	var env envelope
 	if err := json.Unmarshal(b, &env); err != nil {
 		return nil, errorf(ErrInvalid, "%s: %v", role, err)
