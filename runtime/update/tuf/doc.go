@@ -26,8 +26,8 @@
 // caller can tell a refusal's class with errors.Is.
 //
 // The store/updaterepo package and torporctl, which sign, use go-tuf/v2;
-// the differential test of this package (TestDifferential,
-// FuzzDifferential) checks that this package and go-tuf's trustedmetadata
-// accept and refuse the same metadata, except where this package is
-// deliberately stricter (listed in that test).
+// the differential tests of this package (TestDifferential,
+// FuzzRepoDifferential, FuzzDifferential) check that this package and
+// go-tuf's trustedmetadata accept and refuse the same metadata, except
+// where this package is deliberately stricter (listed in TestStricter).
 package tuf
