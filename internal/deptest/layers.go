@@ -50,7 +50,7 @@ var Layers = []Layer{
 		// and the group committer (store/queue/internal/groupcommit) as they
 		// arrive.
 		Name: "the agent's runtime; the relay",
-		Packages: []string{"runtime/...", "transport/relay/...", "transport/link/server/...", "transport/broker/...",
+		Packages: []string{"runtime/...", "runtime/update/tuf", "transport/relay/...", "transport/link/server/...", "transport/broker/...",
 			"store/queue/...", "store/agents/...", "store/audit/...", "store/shared/...", "store/rollouts/...", "store/jsstore/...", "store/relaystore", "store/tenants/...",
 			"store/updaterepo", "transport/mqtt/mqtttest"},
 	},

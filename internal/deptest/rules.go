@@ -58,13 +58,22 @@ var agentRules = []Rule{
 	{
 		// docs/footprint.md: what the agent stopped linking to get smaller.
 		// internal/jcs, written from RFC 8785, does without the upstream
-		// module. regexp, which came with it, came back with go-tuf/v2
-		// (the update client, issue 31: sigstore's signature package
-		// imports go-containerregistry's name and go-digest), so it is no
-		// longer forbidden.
+		// module.
 		Name:   "torpor-agent links not the upstream JCS module",
 		From:   []string{"cmd/torpor-agent"},
 		Forbid: []string{"github.com/gowebpki/jcs/..."},
+	},
+	{
+		// docs/footprint.md, "What the update client costs": the device
+		// verifies TUF metadata with runtime/update/tuf. go-tuf/v2's
+		// metadata package links sigstore's signature package, and with
+		// it protobuf, go-containerregistry's name and go-digest: about
+		// 3 MiB of the armv6 binary. store/updaterepo and torporctl,
+		// which sign, keep go-tuf.
+		Name: "torpor-agent links neither go-tuf nor sigstore nor protobuf",
+		From: []string{"cmd/torpor-agent"},
+		Forbid: []string{"github.com/theupdateframework/go-tuf/...", "github.com/sigstore/...",
+			"google.golang.org/protobuf/..."},
 	},
 	{
 		// docs/footprint.md: autopaho's connection path links a WebSocket

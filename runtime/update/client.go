@@ -8,11 +8,9 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/theupdateframework/go-tuf/v2/metadata"
-	"github.com/theupdateframework/go-tuf/v2/metadata/trustedmetadata"
-
 	"github.com/torpor-dev/torpor/internal/atomicfile"
 	"github.com/torpor-dev/torpor/internal/diskspace"
+	"github.com/torpor-dev/torpor/runtime/update/tuf"
 )
 
 // ErrNotFound is what a Source returns for a file the repository does not
@@ -149,20 +147,20 @@ func (c *Client) Check(ctx context.Context) (Result, error) {
 		return Result{}, rerr
 	}
 	var (
-		target *metadata.TargetFiles
+		target *tuf.TargetFile
 		custom Custom
 		res    Result
 	)
 	if c.cfg.Offer != nil {
-		target, custom, res, rerr = c.chooseOffered(t.Targets[metadata.TARGETS], c.cfg.Offer)
+		target, custom, res, rerr = c.chooseOffered(t.Targets, c.cfg.Offer)
 	} else {
-		target, custom, res, rerr = c.choose(t.Targets[metadata.TARGETS])
+		target, custom, res, rerr = c.choose(t.Targets)
 	}
 	if rerr != nil || target == nil {
 		return res, asError(rerr)
 	}
 	res = Result{Target: target.Path, Custom: custom, Rollout: res.Rollout, SHA256: target.Hashes["sha256"].String(),
-		Expires: t.Targets[metadata.TARGETS].Signed.Expires}
+		Expires: t.Targets.Signed.Expires}
 	if rerr := c.conditions(target.Path, custom, now); rerr != nil {
 		return res, rerr
 	}
@@ -188,16 +186,15 @@ func asError(r *Refusal) error {
 
 // refresh loads the trusted metadata, then the relay's newer metadata:
 // root (Section 5.3), timestamp (5.4), snapshot (5.5), targets (5.6).
-func (c *Client) refresh(ctx context.Context, now time.Time) (*trustedmetadata.TrustedMetadata, *Refusal) {
+func (c *Client) refresh(ctx context.Context, now time.Time) (*tuf.Trusted, *Refusal) {
 	root, err := os.ReadFile(c.meta("root.json"))
 	if err != nil {
 		return nil, refuse(Invalid, err, "the trusted root")
 	}
-	t, err := trustedmetadata.New(root)
+	t, err := tuf.New(root, now.UTC()) // Section 5.1: the time, here the trusted one
 	if err != nil {
 		return nil, refuse(Invalid, err, "the trusted root")
 	}
-	t.RefTime = now.UTC() // Section 5.1: the time, here the trusted one
 	if r := c.rootChain(ctx, t); r != nil {
 		return nil, r
 	}
@@ -217,7 +214,7 @@ func (c *Client) refresh(ctx context.Context, now time.Time) (*trustedmetadata.T
 // timestamp and snapshot kept from earlier wakes are then loaded under the
 // final root: when it rotated their keys they no longer verify and are
 // not used, which is the fast-forward recovery of Section 5.3.11.
-func (c *Client) rootChain(ctx context.Context, t *trustedmetadata.TrustedMetadata) *Refusal {
+func (c *Client) rootChain(ctx context.Context, t *tuf.Trusted) *Refusal {
 	for range MaxRootRotations {
 		name := fmt.Sprintf("%d.root.json", t.Root.Signed.Version+1)
 		b, err := c.fetch(ctx, name, MaxRootBytes)
@@ -225,10 +222,10 @@ func (c *Client) rootChain(ctx context.Context, t *trustedmetadata.TrustedMetada
 			break
 		}
 		if err != nil {
-			return classify(metadata.ROOT, err, false)
+			return classify(tuf.RoleRoot, err, false)
 		}
 		if _, err := t.UpdateRoot(b); err != nil {
-			return classify(metadata.ROOT, err, false)
+			return classify(tuf.RoleRoot, err, false)
 		}
 		if err := atomicfile.WriteFile(c.meta("root.json"), b, 0o600); err != nil {
 			return refuse(Invalid, err, "keeping root version %d", t.Root.Signed.Version)
@@ -243,37 +240,35 @@ func (c *Client) rootChain(ctx context.Context, t *trustedmetadata.TrustedMetada
 // timestamp loads the trusted timestamp, then the relay's (Section 5.4).
 // One that has expired by the trusted time makes the device ask the relay
 // for a fresh one in the same wake.
-func (c *Client) timestamp(ctx context.Context, t *trustedmetadata.TrustedMetadata) *Refusal {
+func (c *Client) timestamp(ctx context.Context, t *tuf.Trusted) *Refusal {
 	if b, err := os.ReadFile(c.meta("timestamp.json")); err == nil {
 		_, _ = t.UpdateTimestamp(b) // an expired one still guards against a rollback
 	}
 	err := c.fetchTimestamp(ctx, t)
-	var expired *metadata.ErrExpiredMetadata
-	if !errors.As(err, &expired) || t.Timestamp == nil {
-		return classifyOrNil(metadata.TIMESTAMP, err, true)
+	if !errors.Is(err, tuf.ErrExpired) || t.Timestamp == nil {
+		return classifyOrNil(tuf.RoleTimestamp, err, true)
 	}
 	was := t.Timestamp.Signed.Expires
 	if ferr := c.cfg.Source.Fresh(ctx); ferr != nil {
 		return refuse(Expired, ferr, "the timestamp expired at %s and the relay had no fresh one", stamp(was))
 	}
 	err = c.fetchTimestamp(ctx, t)
-	if errors.As(err, &expired) {
+	if errors.Is(err, tuf.ErrExpired) {
 		return refuse(Expired, err, "the timestamp expired at %s and the relay's fresh one too", stamp(was))
 	}
-	return classifyOrNil(metadata.TIMESTAMP, err, true)
+	return classifyOrNil(tuf.RoleTimestamp, err, true)
 }
 
-func (c *Client) fetchTimestamp(ctx context.Context, t *trustedmetadata.TrustedMetadata) error {
+func (c *Client) fetchTimestamp(ctx context.Context, t *tuf.Trusted) error {
 	b, err := c.fetch(ctx, "timestamp.json", MaxTimestampBytes)
 	if err != nil {
 		return err
 	}
 	_, err = t.UpdateTimestamp(b)
-	var equal *metadata.ErrEqualVersionNumber
-	if errors.As(err, &equal) {
+	if errors.Is(err, tuf.ErrEqualVersion) {
 		// Section 5.4.3.2: the trusted one stays; judge its expiry.
 		if t.Timestamp.Signed.IsExpired(t.RefTime) {
-			return &metadata.ErrExpiredMetadata{Msg: "timestamp.json is expired"}
+			return fmt.Errorf("%w: the trusted timestamp version %d", tuf.ErrExpired, t.Timestamp.Signed.Version)
 		}
 		return nil
 	}
@@ -285,15 +280,15 @@ func (c *Client) fetchTimestamp(ctx context.Context, t *trustedmetadata.TrustedM
 
 // snapshot loads the trusted snapshot, then the relay's unless the
 // trusted one is the version the timestamp names (Section 5.5).
-func (c *Client) snapshot(ctx context.Context, t *trustedmetadata.TrustedMetadata) *Refusal {
+func (c *Client) snapshot(ctx context.Context, t *tuf.Trusted) *Refusal {
 	if b, err := os.ReadFile(c.meta("snapshot.json")); err == nil {
 		if _, err := t.UpdateSnapshot(b, true); err == nil {
 			return nil
 		}
 	}
 	before := t.Snapshot
-	v := t.Timestamp.Signed.Meta["snapshot.json"].Version
-	b, err := c.fetch(ctx, c.versioned(t, v, "snapshot.json"), MaxSnapshotBytes)
+	v := t.Timestamp.Signed.Meta[tuf.SnapshotFile].Version
+	b, err := c.fetch(ctx, t.Root.Signed.FileName(v, tuf.SnapshotFile), MaxSnapshotBytes)
 	if err == nil {
 		_, err = t.UpdateSnapshot(b, false)
 	}
@@ -301,36 +296,30 @@ func (c *Client) snapshot(ctx context.Context, t *trustedmetadata.TrustedMetadat
 		// A version error before the new snapshot is loaded is a
 		// rollback of a role it lists; after, a version that is not
 		// the timestamp's.
-		return classify(metadata.SNAPSHOT, err, t.Snapshot == before)
+		return classify(tuf.RoleSnapshot, err, t.Snapshot == before)
 	}
 	return asRefusal(c.keep("snapshot.json", b))
 }
 
 // targets loads the top-level targets the snapshot names (Section 5.6).
-func (c *Client) targets(ctx context.Context, t *trustedmetadata.TrustedMetadata) *Refusal {
+func (c *Client) targets(ctx context.Context, t *tuf.Trusted) *Refusal {
 	if b, err := os.ReadFile(c.meta("targets.json")); err == nil {
 		if _, err := t.UpdateTargets(b); err == nil {
 			return nil
 		}
 	}
-	v := t.Snapshot.Signed.Meta["targets.json"].Version
-	b, err := c.fetch(ctx, c.versioned(t, v, "targets.json"), MaxTargetsBytes)
+	meta := t.Snapshot.Signed.Meta[tuf.TargetsFile]
+	if meta == nil {
+		return refuse(Invalid, nil, "snapshot version %d does not name %s", t.Snapshot.Signed.Version, tuf.TargetsFile)
+	}
+	b, err := c.fetch(ctx, t.Root.Signed.FileName(meta.Version, tuf.TargetsFile), MaxTargetsBytes)
 	if err == nil {
 		_, err = t.UpdateTargets(b)
 	}
 	if err != nil {
-		return classify(metadata.TARGETS, err, false)
+		return classify(tuf.RoleTargets, err, false)
 	}
 	return asRefusal(c.keep("targets.json", b))
-}
-
-// versioned is the file name of a role's metadata: with consistent
-// snapshots (Section 5.5.1, 5.6.1) prefixed by its version.
-func (c *Client) versioned(t *trustedmetadata.TrustedMetadata, v int64, name string) string {
-	if t.Root.Signed.ConsistentSnapshot {
-		return fmt.Sprintf("%d.%s", v, name)
-	}
-	return name
 }
 
 func (c *Client) fetch(ctx context.Context, name string, max int64) ([]byte, error) {
@@ -342,7 +331,7 @@ func (c *Client) fetch(ctx context.Context, name string, max int64) ([]byte, err
 		return nil, &fetchError{err}
 	}
 	if int64(len(b)) > max {
-		return nil, &metadata.ErrLengthOrHashMismatch{Msg: fmt.Sprintf("%s: %d bytes, more than %d", name, len(b), max)}
+		return nil, fmt.Errorf("%w: %s: %d bytes, more than %d", tuf.ErrLengthOrHash, name, len(b), max)
 	}
 	return b, nil
 }

@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/theupdateframework/go-tuf/v2/metadata"
+	"github.com/torpor-dev/torpor/runtime/update/tuf"
 
 	"github.com/torpor-dev/torpor/internal/tufcustom"
 )
@@ -37,13 +37,13 @@ const MaxDeltas = 16
 
 // CustomOf returns the Custom of target t, with an error when it has none
 // or it is malformed.
-func CustomOf(t *metadata.TargetFiles) (Custom, error) {
+func CustomOf(t *tuf.TargetFile) (Custom, error) {
 	var c Custom
-	if t.Custom == nil {
+	if len(t.Custom) == 0 {
 		return c, fmt.Errorf("target %q has no custom fields", t.Path)
 	}
 	var all map[string]json.RawMessage
-	if err := json.Unmarshal(*t.Custom, &all); err != nil {
+	if err := json.Unmarshal(t.Custom, &all); err != nil {
 		return c, fmt.Errorf("target %q: custom: %w", t.Path, err)
 	}
 	raw, ok := all[CustomKey]

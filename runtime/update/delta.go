@@ -11,7 +11,7 @@ import (
 	"path/filepath"
 
 	"github.com/klauspost/compress/zstd"
-	"github.com/theupdateframework/go-tuf/v2/metadata"
+	"github.com/torpor-dev/torpor/runtime/update/tuf"
 
 	"github.com/torpor-dev/torpor/internal/tufcustom"
 )
@@ -26,7 +26,7 @@ import (
 
 // fetchTarget downloads the target, through a delta from the running
 // build when the target has one and no whole download is under way.
-func (c *Client) fetchTarget(ctx context.Context, t *metadata.TargetFiles, cu Custom) (string, int64, *Refusal) {
+func (c *Client) fetchTarget(ctx context.Context, t *tuf.TargetFile, cu Custom) (string, int64, *Refusal) {
 	d := c.deltaFor(t, cu)
 	if d == nil {
 		return c.download(ctx, t)
@@ -35,7 +35,7 @@ func (c *Client) fetchTarget(ctx context.Context, t *metadata.TargetFiles, cu Cu
 }
 
 // deltaFor returns the target's delta from the running build, or nil.
-func (c *Client) deltaFor(t *metadata.TargetFiles, cu Custom) *Delta {
+func (c *Client) deltaFor(t *tuf.TargetFile, cu Custom) *Delta {
 	sum := t.Hashes["sha256"].String()
 	if c.cfg.Running == "" || len(cu.Deltas) == 0 || len(sum) != 64 {
 		return nil
@@ -79,10 +79,10 @@ func FileSHA256(path string) (string, error) {
 
 // viaDelta fetches delta d of target t, patches the running build with
 // it and checks the result against t.
-func (c *Client) viaDelta(ctx context.Context, t *metadata.TargetFiles, d *Delta) (string, int64, *Refusal) {
+func (c *Client) viaDelta(ctx context.Context, t *tuf.TargetFile, d *Delta) (string, int64, *Refusal) {
 	sum := t.Hashes["sha256"].String()
 	dsum, _ := hex.DecodeString(d.SHA256)
-	dt := &metadata.TargetFiles{Length: d.Length, Hashes: metadata.Hashes{"sha256": dsum}, Path: t.Path + " (delta)"}
+	dt := &tuf.TargetFile{Length: d.Length, Hashes: tuf.Hashes{"sha256": dsum}, Path: t.Path + " (delta)"}
 	dir := filepath.Join(c.cfg.Dir, "part")
 	dropOtherParts(dir, sum, d.SHA256)
 	part := filepath.Join(dir, d.SHA256)
@@ -131,7 +131,7 @@ func (c *Client) dropDelta(sum, part string, r *Refusal) *Refusal {
 
 // patch writes the running build patched with delta to out, reading at
 // most the target's length + 1 bytes of the result.
-func (c *Client) patch(t *metadata.TargetFiles, delta []byte, out string) *Refusal {
+func (c *Client) patch(t *tuf.TargetFile, delta []byte, out string) *Refusal {
 	if free, _, ok := c.cfg.Flash(c.cfg.Dir); ok && free < uint64(t.Length) {
 		return refuse(NoSpace, nil, "%s patches to %d bytes; the flash has %d free", t.Path, t.Length, free)
 	}

@@ -5,17 +5,15 @@
 // over the device's link to its relay, and ends with a verified file at a
 // path for one target, or a reason why there is none.
 //
-// Every check of the metadata is go-tuf/v2's
-// (github.com/theupdateframework/go-tuf/v2/metadata and its
-// trustedmetadata package: signatures and thresholds by
-// metadata.Root.VerifyDelegate, versions, expiry, lengths and hashes).
-// This package only moves bytes between the relay (a Source) and go-tuf,
-// keeps the trusted metadata on flash between wakes, and judges time by
-// the device's trusted time (runtime/trusted) instead of the wall clock:
-// Client.Check takes the time to judge expiry by from its caller.
-// go-tuf's updater is not used: it fetches over net/http, which
-// torpor-agent does not link (internal/deptest), and it judges expiry by
-// the system clock.
+// Every check of the metadata is package runtime/update/tuf's
+// (signatures and thresholds, versions, expiry, lengths and hashes),
+// which is held to go-tuf/v2's trustedmetadata by a differential test.
+// This package only moves bytes between the relay (a Source) and that
+// verifier, keeps the trusted metadata on flash between wakes, and judges
+// time by the device's trusted time (runtime/trusted) instead of the wall
+// clock: Client.Check takes the time to judge expiry by from its caller.
+// torpor-agent links neither go-tuf nor sigstore nor protobuf
+// (internal/deptest; docs/footprint.md has what they cost).
 //
 // Beyond TUF, a target carries Torpor's own conditions in its custom
 // fields (Custom): a strictly increasing version, the hardware it fits,

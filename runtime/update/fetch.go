@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/theupdateframework/go-tuf/v2/metadata"
+	"github.com/torpor-dev/torpor/runtime/update/tuf"
 )
 
 // chunk is the most bytes one Blob call asks for.
@@ -21,9 +21,9 @@ const chunk = 64 << 10
 // target with UpToDate when none is newer than the installed version, and
 // a refusal when the newest for the device is older (Rollback) or the
 // newer ones are all for other hardware (Hardware).
-func (c *Client) choose(targets *metadata.Metadata[metadata.TargetsType]) (*metadata.TargetFiles, Custom, Result, *Refusal) {
+func (c *Client) choose(targets *tuf.Metadata[tuf.Targets]) (*tuf.TargetFile, Custom, Result, *Refusal) {
 	var (
-		best       *metadata.TargetFiles
+		best       *tuf.TargetFile
 		bestCustom Custom
 		other      []string
 		names      = slices.Sorted(func(yield func(string) bool) {
@@ -87,9 +87,9 @@ func (c *Client) conditions(target string, cu Custom, now time.Time) *Refusal {
 
 // download resumes the target's blob from the bytes kept from earlier
 // wakes, fetches at most Config.Budget bytes, and when it is whole checks
-// its length and hashes (metadata.TargetFiles.VerifyLengthHashes; TUF
+// its length and hashes (tuf.TargetFile.VerifyLengthHashes; TUF
 // specification Section 5.7.3) before it moves it to verified/.
-func (c *Client) download(ctx context.Context, t *metadata.TargetFiles) (string, int64, *Refusal) {
+func (c *Client) download(ctx context.Context, t *tuf.TargetFile) (string, int64, *Refusal) {
 	sum := t.Hashes["sha256"].String()
 	if len(sum) != 64 {
 		return "", 0, refuse(Invalid, nil, "target %s has no sha256 hash", t.Path)
@@ -143,7 +143,7 @@ func dropOtherParts(dir string, keep ...string) {
 
 // fill appends to f what the relay has of the blob, within the budget,
 // once the flash has room for the rest of it.
-func (c *Client) fill(ctx context.Context, f *os.File, t *metadata.TargetFiles, sum string) (int64, *Refusal) {
+func (c *Client) fill(ctx context.Context, f *os.File, t *tuf.TargetFile, sum string) (int64, *Refusal) {
 	off, err := f.Seek(0, io.SeekEnd)
 	if err != nil {
 		return 0, refuse(Invalid, err, "the partial download")
@@ -169,7 +169,7 @@ func (c *Client) fill(ctx context.Context, f *os.File, t *metadata.TargetFiles, 
 
 // appendBlob appends to f, at off, what the relay has of the blob, at
 // most Config.Budget bytes.
-func (c *Client) appendBlob(ctx context.Context, f *os.File, t *metadata.TargetFiles, sum string, off int64) (int64, *Refusal) {
+func (c *Client) appendBlob(ctx context.Context, f *os.File, t *tuf.TargetFile, sum string, off int64) (int64, *Refusal) {
 	var got int64
 	for off < t.Length {
 		want := min(t.Length-off, chunk, c.cfg.Budget-got)
@@ -197,14 +197,13 @@ func (c *Client) appendBlob(ctx context.Context, f *os.File, t *metadata.TargetF
 }
 
 // verify checks the whole file against the target and moves it to done.
-func (c *Client) verify(t *metadata.TargetFiles, part, done string) *Refusal {
+func (c *Client) verify(t *tuf.TargetFile, part, done string) *Refusal {
 	b, err := os.ReadFile(part)
 	if err != nil {
 		return refuse(Invalid, err, "reading the download")
 	}
 	if err := t.VerifyLengthHashes(b); err != nil {
-		var mismatch *metadata.ErrLengthOrHashMismatch
-		if errors.As(err, &mismatch) {
+		if errors.Is(err, tuf.ErrLengthOrHash) {
 			return refuse(BadTarget, err, "%s: the download is not the target; dropped", t.Path)
 		}
 		return refuse(BadTarget, err, "%s", t.Path)

@@ -3,7 +3,7 @@ package update
 import (
 	"strconv"
 
-	"github.com/theupdateframework/go-tuf/v2/metadata"
+	"github.com/torpor-dev/torpor/runtime/update/tuf"
 )
 
 // Offer is the target a relay's rollout offers the device (wire.Offer,
@@ -25,7 +25,7 @@ type Offer struct {
 // target the owner did not sign, another version or SHA-256 than offered
 // (Offered), the wrong hardware, an older version than the running one
 // (Rollback). The offered version already running is up to date.
-func (c *Client) chooseOffered(targets *metadata.Metadata[metadata.TargetsType], o *Offer) (*metadata.TargetFiles, Custom, Result, *Refusal) {
+func (c *Client) chooseOffered(targets *tuf.Metadata[tuf.Targets], o *Offer) (*tuf.TargetFile, Custom, Result, *Refusal) {
 	res := Result{Target: o.Target, Rollout: o.Rollout}
 	t, ok := targets.Signed.Targets[o.Target]
 	if !ok {

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/theupdateframework/go-tuf/v2/metadata"
+	"github.com/torpor-dev/torpor/runtime/update/tuf"
 )
 
 // Code names why a check installs nothing. The codes travel in the signed
@@ -89,33 +89,29 @@ func refuse(c Code, err error, format string, args ...any) *Refusal {
 	return &Refusal{Code: c, Detail: d, Err: err}
 }
 
-// classify turns an error go-tuf returned while loading role into a
+// classify turns an error package tuf returned while loading role into a
 // refusal. A version error is a freeze when versionIsFreeze (a version
 // below the trusted one); otherwise, like a length or hash that is not
 // what the role above names, a mix-and-match.
 func classify(role string, err error, versionIsFreeze bool) *Refusal {
 	var (
-		already  *Refusal
-		unsigned *metadata.ErrUnsignedMetadata
-		expired  *metadata.ErrExpiredMetadata
-		version  *metadata.ErrBadVersionNumber
-		length   *metadata.ErrLengthOrHashMismatch
-		fetch    *fetchError
+		already *Refusal
+		fetch   *fetchError
 	)
 	switch {
 	case errors.As(err, &already):
 		return already
 	case errors.As(err, &fetch):
 		return refuse(Fetch, err, "fetching %s", role)
-	case errors.As(err, &unsigned):
+	case errors.Is(err, tuf.ErrUnsigned):
 		return refuse(Signature, err, "%s", role)
-	case errors.As(err, &expired):
+	case errors.Is(err, tuf.ErrExpired):
 		return refuse(Expired, err, "%s", role)
-	case errors.As(err, &length):
+	case errors.Is(err, tuf.ErrLengthOrHash):
 		return refuse(MixAndMatch, err, "%s is not the one the role above names", role)
-	case errors.As(err, &version) && versionIsFreeze:
+	case errors.Is(err, tuf.ErrVersion) && versionIsFreeze:
 		return refuse(Freeze, err, "%s is older than the trusted one", role)
-	case errors.As(err, &version):
+	case errors.Is(err, tuf.ErrVersion):
 		return refuse(MixAndMatch, err, "%s is not the version the role above names", role)
 	}
 	return refuse(Invalid, err, "%s", role)

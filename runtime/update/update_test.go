@@ -214,7 +214,7 @@ func TestThresholdNotMet(t *testing.T) {
 	r.publish("agent", payload(2, 10), agentFor(2))
 	c := r.device(1)
 	_, err := c.Check(context.Background())
-	refusal(t, err, update.Signature, "not enough signatures, got 1, want 2")
+	refusal(t, err, update.Signature, "targets: signed by 1 of the 2 keys its threshold needs")
 
 	r.keys[metadata.TARGETS] = append(r.keys[metadata.TARGETS], second)
 	r.bump()

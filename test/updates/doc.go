@@ -4,7 +4,7 @@
 //   - the update check: the real torporctl, torpor-relay and torpor-agent.
 //     The owner's key ceremony and a publish go through torporctl to the
 //     relay's repository; agents fetch the target over their link, check
-//     it with go-tuf/v2 and report the outcome; two relays on one NATS
+//     it with runtime/update/tuf and report the outcome; two relays on one NATS
 //     JetStream server serve one repository; a relay's repository changed
 //     while it is stopped serves a freeze, targets of another snapshot
 //     (mix-and-match) and a blob longer than its target, which agents
