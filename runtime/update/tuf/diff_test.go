@@ -2,6 +2,7 @@ package tuf_test
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -398,22 +399,7 @@ var stricter = map[string]struct {
 	},
 }
 
-func replaceOnce(s, old, new string) string {
-	i := indexOf(s, old)
-	if i < 0 {
-		return s
-	}
-	return s[:i] + new + s[i+len(old):]
-}
-
-func indexOf(s, sub string) int {
-	for i := 0; i+len(sub) <= len(s); i++ {
-		if s[i:i+len(sub)] == sub {
-			return i
-		}
-	}
-	return -1
-}
+func replaceOnce(s, old, new string) string { return strings.Replace(s, old, new, 1) }
 
 // TestDifferential runs each scenario through this package and through
 // go-tuf/v2's trustedmetadata: both must end each op in the class the
