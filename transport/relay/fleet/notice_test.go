@@ -61,6 +61,16 @@ func TestNoNotifyWithoutLink(t *testing.T) {
 func TestLinkedNoticeAfter(t *testing.T) {
 	clk := clocktest.New(time.Now())
 	run := startFleetOn(t, 2, clk)
+	// Each relay's presence refresh sleeps on clk too, from a goroutine of
+	// its own: the timer awaited below must be the notice's, not one of
+	// theirs made late.
+	for {
+		made := clk.TimerCreated()
+		if clk.Pending() >= len(run.urls) {
+			break
+		}
+		<-made
+	}
 	dev, sender := didtest.Key(t, 1), didtest.Key(t, 2)
 	created := clk.TimerCreated()
 	c := linkDevice(t, run.urls[0], dev, "sleep")
