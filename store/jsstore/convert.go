@@ -73,13 +73,24 @@ func unmarshalState(b []byte) (oldState, error) {
 // got to: a record whose seq the subject has already handed out is not
 // published again. The old bodies stay on the subject, ignored, until
 // their TTL removes them. The stream itself is left, empty.
+//
+// Whether the old stream is there is asked as the other setup steps ask
+// theirs (retrySetup): a relay that starts while the cluster elects a
+// meta leader (a server killed a moment before) waits for the answer.
 func (c *Conn) convertOldLayout(ctx context.Context) error {
-	s, err := c.js.Stream(ctx, c.n.state)
-	if errors.Is(err, jetstream.ErrStreamNotFound) {
-		return nil
-	}
+	var s jetstream.Stream
+	err := c.retrySetup(ctx, func(ctx context.Context) (err error) {
+		s, err = c.js.Stream(ctx, c.n.state)
+		if errors.Is(err, jetstream.ErrStreamNotFound) {
+			s, err = nil, nil
+		}
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("jsstore: stream %s: %w", c.n.state, err)
+	}
+	if s == nil {
+		return nil
 	}
 	info, err := s.Info(ctx, jetstream.WithSubjectFilter(c.n.stateSubj+">"))
 	if err != nil {
