@@ -278,6 +278,35 @@ func TestAnUnchangedStateSendsNoCard(t *testing.T) {
 	w.shutdown()
 }
 
+// TestAStoreChangeDuringTheWindowIsAnnounced: the announce decides from
+// what the wake's first state sent whether the relay holds all it would
+// say, and a change committed to the store during the window (a halt
+// here, made on the pipeline, which asks for no restated status) is read
+// again and announced: the status is sent, and the relay holds the halt.
+func TestAStoreChangeDuringTheWindowIsAnnounced(t *testing.T) {
+	w := newWorld(t, wake.HourlyWake)
+	take := w.recordStates()
+	rtc, _ := w.bootSuspending()
+	take()
+	<-rtc.asleep
+	rtc.wakeup <- struct{}{}
+	w.waitPhases(runtime.PhasePublish, runtime.PhaseDrain)
+	if err := w.agent.Pipeline().Halt("tester", "lost phone"); err != nil {
+		t.Fatal(err)
+	}
+	_, end := w.window.Next(t0)
+	w.clock.Set(end)
+	w.nextWake()
+	want := []sentState{{2, false, true, true}, {2, false, false, true}}
+	if got := take(); !slices.Equal(got, want) {
+		t.Errorf("window wake sent states %+v, want %+v (the first state, then the announce with the status)", got, want)
+	}
+	if st := w.status(); !st.Halted {
+		t.Errorf("the relay's status after the window: %+v; want it halted", st)
+	}
+	w.shutdown()
+}
+
 // TestTheCardFollowsWhenTheRelayLostIt: a relay whose store lost the card
 // (restored from an older copy, say) names none in its state-ok to the
 // state that left it out, and the device sends the card at once in a

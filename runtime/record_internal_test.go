@@ -36,7 +36,8 @@ func TestTheStatusReadsTheCommittedWakeFromMemory(t *testing.T) {
 	if err := p.RecordWake(); err != nil {
 		t.Fatal(err)
 	}
-	fromMemory, err := p.status()
+	ss, err := p.statusSince(nil)
+	fromMemory := ss.st
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,10 +54,52 @@ func TestTheStatusReadsTheCommittedWakeFromMemory(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("the status's last wake = %+v; the store's says %+v", got, want)
 	}
-	known := testing.AllocsPerRun(20, func() { p.status() })
+	known := testing.AllocsPerRun(20, func() { p.statusSince(nil) })
 	p.unrec.stored = nil // as a process that committed no wake yet
-	decoded := testing.AllocsPerRun(20, func() { p.status() })
+	decoded := testing.AllocsPerRun(20, func() { p.statusSince(nil) })
 	if decoded-known < 10 {
 		t.Errorf("status with the last wake in memory: %v allocations; decoded from the store: %v; want 10 fewer or more", known, decoded)
+	}
+}
+
+// TestTheStatusIsReadAgainOnlyAfterACommit: what a status reports from
+// the store is read again only when a transaction was committed since the
+// last read (the announce of an empty wake reads nothing: fewer
+// allocations than a read), and a commit between the two (a halt) is read.
+func TestTheStatusIsReadAgainOnlyAfterACommit(t *testing.T) {
+	db, err := store.Open(filepath.Join(t.TempDir(), "agent.db"), &store.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	p, err := OpenPipeline(db, PipelineConfig{Key: didtest.Key(t, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 12, 6, 7, 0, 0, 0, time.UTC)
+	p.keepWake(WakeReport{At: at, Reason: "timer", Phases: []Phase{{Name: PhasePulse, Duration: time.Millisecond}}})
+	if err := p.RecordWake(); err != nil {
+		t.Fatal(err)
+	}
+	first, err := p.statusSince(nil)
+	if err != nil || first.st.Halted || first.st.LastWake == nil || !first.st.LastWake.At.Equal(at) {
+		t.Fatalf("statusSince(nil) = %+v, %v; want not halted, the last wake at %v", first.st, err, at)
+	}
+	kept, err := p.statusSince(&first)
+	if err != nil || !reflect.DeepEqual(kept, first) {
+		t.Errorf("statusSince(the last read) with no commit since = %+v, %v; want the last read", kept, err)
+	}
+	again := testing.AllocsPerRun(20, func() { p.statusSince(&first) })
+	read := testing.AllocsPerRun(20, func() { p.statusSince(nil) })
+	t.Logf("allocations: %v kept, %v read", again, read)
+	if read-again < 10 {
+		t.Errorf("statusSince with no commit since: %v allocations; read from the store: %v; want 10 fewer or more", again, read)
+	}
+	if err := p.Halt("tester", "lost phone"); err != nil {
+		t.Fatal(err)
+	}
+	after, err := p.statusSince(&first)
+	if err != nil || !after.st.Halted || after.txid == first.txid {
+		t.Errorf("statusSince after a halt = %+v (tx %d, before %d), %v; want it halted, read again", after.st, after.txid, first.txid, err)
 	}
 }

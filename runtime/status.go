@@ -42,13 +42,22 @@ func (w *wakeRun) status() (signed []byte, content string) {
 }
 
 // statusContent reads the wake's status and returns it with its content
-// (the payload's JSON), unsigned.
+// (the payload's JSON), unsigned. What the store says is read again only
+// when something was committed since the wake's last status
+// (Pipeline.statusSince).
 func (w *wakeRun) statusContent() (wire.Status, []byte, error) {
 	a := w.a
-	st, err := a.pipe.status()
+	w.mu.Lock()
+	kept := w.stored
+	w.mu.Unlock()
+	ss, err := a.pipe.statusSince(kept)
 	if err != nil {
-		return st, nil, err
+		return ss.st, nil, err
 	}
+	w.mu.Lock()
+	w.stored = &ss
+	w.mu.Unlock()
+	st := ss.st
 	st.Board = a.cfg.Board
 	st.Wake = &wire.StatusWake{At: w.rep.At, Reason: w.rep.Reason}
 	st.Health = w.readHealth()
@@ -124,41 +133,69 @@ func signStatus(key *did.PrivateKey, now time.Time, st wire.Status) ([]byte, err
 		case len(st.Lost) > 0:
 			st.Lost = st.Lost[:len(st.Lost)/2] // the newest stay
 		case st.LastWake != nil && st.LastWake.Phases != nil:
-			st.LastWake.Phases = nil
+			last := *st.LastWake // st's copy: the wake keeps what it read (statusSince)
+			last.Phases = nil
+			st.LastWake = &last
 		default:
 			return nil, fmt.Errorf("a status of %d bytes exceeds %d", len(b), wire.MaxStatus)
 		}
 	}
 }
 
-// status reads what the relay's status reports from the agent's store.
-func (p *Pipeline) status() (wire.Status, error) {
-	st := wire.Status{Version: version.Get().Short()}
+// storeStatus is what a status reports from the agent's store, and the
+// id of the transaction it was read in: bbolt's id of the last commit
+// before it.
+type storeStatus struct {
+	st   wire.Status
+	txid int
+}
+
+// statusSince returns what the status reports from the store, read again
+// only when a transaction was committed since kept was read (kept nil:
+// none was read); kept otherwise. Besides the store, the status reads
+// the last wake's report from memory, which changes only with a commit
+// or when a wake ends (record.go), after its last status. The announce
+// of an empty wake, which has committed nothing since its first state,
+// so reads nothing from the store.
+func (p *Pipeline) statusSince(kept *storeStatus) (storeStatus, error) {
+	var out storeStatus
 	err := p.db.View(func(tx *bolt.Tx) error {
-		h, err := p.gate.HaltState(tx)
-		if err != nil {
-			return err
+		if kept != nil && kept.txid == tx.ID() {
+			out = *kept
+			return nil
 		}
-		st.Halted = h.Halted
-		holds, err := p.gate.Holds(tx)
-		if err != nil {
-			return err
-		}
-		st.HeldCount = len(holds)
-		for _, h := range holds[:min(len(holds), wire.MaxStatusHeld)] {
-			st.Held = append(st.Held, wire.StatusHeld{Key: h.Action.LedgerKey(), Purpose: h.Action.Purpose, Reason: h.Reason, HeldAt: h.HeldAt.UTC()})
-		}
-		lost, err := p.ledger.LostHandOffs(tx)
-		if err != nil {
-			return err
-		}
-		st.LostCount, st.Lost = statusLost(lost)
-		last, ok, err := p.lastWake(tx)
-		if ok {
-			st.LastWake = statusWake(last)
-		}
+		st, err := p.statusIn(tx)
+		out = storeStatus{st: st, txid: tx.ID()}
 		return err
 	})
+	return out, err
+}
+
+// statusIn reads what the relay's status reports from tx.
+func (p *Pipeline) statusIn(tx *bolt.Tx) (wire.Status, error) {
+	st := wire.Status{Version: version.Get().Short()}
+	h, err := p.gate.HaltState(tx)
+	if err != nil {
+		return st, err
+	}
+	st.Halted = h.Halted
+	holds, err := p.gate.Holds(tx)
+	if err != nil {
+		return st, err
+	}
+	st.HeldCount = len(holds)
+	for _, h := range holds[:min(len(holds), wire.MaxStatusHeld)] {
+		st.Held = append(st.Held, wire.StatusHeld{Key: h.Action.LedgerKey(), Purpose: h.Action.Purpose, Reason: h.Reason, HeldAt: h.HeldAt.UTC()})
+	}
+	lost, err := p.ledger.LostHandOffs(tx)
+	if err != nil {
+		return st, err
+	}
+	st.LostCount, st.Lost = statusLost(lost)
+	last, ok, err := p.lastWake(tx)
+	if ok {
+		st.LastWake = statusWake(last)
+	}
 	return st, err
 }
 

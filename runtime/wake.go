@@ -85,6 +85,9 @@ type wakeRun struct {
 	// sentSched is the schedule of the last state the relay accepted over
 	// the link in use; zero before that and after a redial.
 	sentSched stateSchedule
+	// stored is what the wake's last status read from the store; nil
+	// before the first (statusContent).
+	stored *storeStatus
 
 	// health is the board's health, read once a wake (wakeRun.health).
 	healthOnce sync.Once

@@ -38,6 +38,15 @@ var (
 	ErrGroupExists = errors.New("session: a group with this ID exists already")
 )
 
+// Errors of the KeyPackage pool (pool.go, lastresort.go).
+var (
+	// ErrWriteNeeded is returned by RefillChanged and LastResort given a
+	// read-only transaction when the pool or the last-resort KeyPackage
+	// needs a change (a KeyPackage to make, replace or delete): the
+	// caller runs them again in a write transaction.
+	ErrWriteNeeded = errors.New("session: the key packages need a write transaction")
+)
+
 // Errors of membership and the designated committer profile (draft Section
 // 6.3).
 var (

@@ -2,6 +2,7 @@ package session
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"time"
 
@@ -106,31 +107,35 @@ func (l *lastResorts) put(i int) error {
 // LastResort); nil when the relay confirmed it holds it (see
 // LastResortHeld). wrote reports whether it changed anything in tx: most
 // wakes change nothing, and a caller may then roll back and spare the
-// device's flash an fsync.
+// device's flash an fsync. Given a read-only tx, it returns what a write
+// transaction would when that would change nothing, and ErrWriteNeeded
+// otherwise.
 func (s *Sessions) LastResort(tx *bolt.Tx) (kp []byte, wrote bool, err error) {
-	r, err := root(tx)
-	if err != nil {
-		return nil, false, err
+	b, err := sub(tx, bucketLR)
+	if err != nil || b == nil {
+		return nil, false, cmp.Or(err, ErrWriteNeeded) // a read-only tx before the buckets exist
 	}
-	b := r.Bucket(bucketLR)
 	now := s.clock.Now()
 	l, err := loadLastResorts(b)
 	if err != nil {
 		return nil, false, err
 	}
+	var dead [][]byte
 	for i, e := range l.entries {
-		if i == l.cur {
-			continue
-		}
-		if (e.RetiredAt != 0 && time.Unix(e.RetiredAt, 0).Add(s.grace()).Before(now)) ||
-			time.Unix(e.NotAfter, 0).Add(s.grace()).Before(now) {
-			if err := b.Delete(l.refs[i]); err != nil {
-				return nil, false, store.Err(err)
-			}
-			wrote = true
+		if i != l.cur && ((e.RetiredAt != 0 && time.Unix(e.RetiredAt, 0).Add(s.grace()).Before(now)) ||
+			time.Unix(e.NotAfter, 0).Add(s.grace()).Before(now)) {
+			dead = append(dead, l.refs[i])
 		}
 	}
-	if l.cur >= 0 && !l.entries[l.cur].due(now) {
+	due := l.cur < 0 || l.entries[l.cur].due(now)
+	if (len(dead) > 0 || due) && !tx.Writable() {
+		return nil, false, ErrWriteNeeded
+	}
+	if err := deleteAll(b, dead); err != nil {
+		return nil, false, err
+	}
+	wrote = len(dead) > 0
+	if !due {
 		if e := l.entries[l.cur]; !e.Confirmed {
 			return e.KeyPackage, wrote, nil
 		}

@@ -71,7 +71,10 @@ func (s *Sessions) RefillContext(ctx context.Context, tx *bolt.Tx, target int) (
 // RefillChanged is RefillContext, and reports whether it wrote to tx
 // (deleted or generated a KeyPackage), so that a caller can leave a
 // transaction that changed nothing uncommitted: the pool is full at most
-// wakes, and a commit costs an fsync.
+// wakes, and a commit costs an fsync. Given a read-only tx, it returns
+// what a write transaction would when that would change nothing, and
+// ErrWriteNeeded otherwise: a caller may ask a read transaction first and
+// open a write transaction only when it is needed.
 func (s *Sessions) RefillChanged(ctx context.Context, tx *bolt.Tx, target int) ([][]byte, bool, error) {
 	if target <= 0 {
 		target = s.poolSize()
@@ -79,41 +82,43 @@ func (s *Sessions) RefillChanged(ctx context.Context, tx *bolt.Tx, target int) (
 	if target > MaxPoolSize {
 		return nil, false, fmt.Errorf("session: KeyPackage pool of %d, want at most %d (the relay keeps no more)", target, MaxPoolSize)
 	}
-	r, err := root(tx)
+	pool, err := sub(tx, bucketKP)
+	if err != nil || pool == nil {
+		return nil, false, cmp.Or(err, ErrWriteNeeded) // a read-only tx before the buckets exist
+	}
+	used, usedGone, err := deadUsed(tx)
 	if err != nil {
 		return nil, false, err
 	}
-	pool := r.Bucket(bucketKP)
-	now := s.clock.Now()
-	usedGone, err := pruneUsed(tx)
+	sc, err := s.scan(pool, s.clock.Now(), MaxTakenFactor*target)
 	if err != nil {
 		return nil, false, err
 	}
-	live, gone, err := s.prune(pool, now, MaxTakenFactor*target)
-	if err != nil {
+	changed := len(usedGone)+len(sc.dead) > 0 || sc.live < target
+	if !changed {
+		return sc.unpublished, false, nil
+	}
+	if !tx.Writable() {
+		return nil, false, ErrWriteNeeded
+	}
+	if err := deleteAll(used, usedGone); err != nil {
 		return nil, false, err
 	}
-	changed := usedGone+gone > 0 || live < target
-	for ; live < target; live++ {
+	if err := deleteAll(pool, sc.dead); err != nil {
+		return nil, false, err
+	}
+	out := sc.unpublished
+	for live := sc.live; live < target; live++ {
 		if err := ctx.Err(); err != nil {
 			return nil, false, fmt.Errorf("session: making KeyPackages: %w", err)
 		}
-		if err := s.addKeyPackage(pool); err != nil {
+		kp, err := s.addKeyPackage(pool)
+		if err != nil {
 			return nil, false, err
 		}
+		out = append(out, kp)
 	}
-	var out [][]byte
-	err = pool.ForEach(func(k, v []byte) error {
-		var e poolEntry
-		if err := decMode.Unmarshal(v, &e); err != nil {
-			return nil // pruned on the next refill; never published
-		}
-		if !e.Published && e.counts(now) {
-			out = append(out, e.KeyPackage)
-		}
-		return nil
-	})
-	return out, changed, err
+	return out, true, nil
 }
 
 // MaxTakenFactor bounds the handed-out KeyPackages whose private halves
@@ -124,59 +129,76 @@ func (s *Sessions) RefillChanged(ctx context.Context, tx *bolt.Tx, target int) (
 // Welcome to a KeyPackage dropped for this finds none.
 const MaxTakenFactor = 8
 
-// prune deletes undecodable entries, those expired or handed out more
-// than the grace ago, and the oldest handed-out ones beyond maxTaken, and
-// returns how many of the rest count toward the pool, and how many it deleted.
-func (s *Sessions) prune(pool *bolt.Bucket, now time.Time, maxTaken int) (live, deleted int, err error) {
+// poolScan is what one pass over the pool found.
+type poolScan struct {
+	live        int      // entries that count toward the pool
+	dead        [][]byte // keys of the entries to delete
+	unpublished [][]byte // public halves of the live entries not yet published
+}
+
+// scan reads the pool once: the entries that count toward it, those not
+// published yet among them, and the keys of the entries to delete
+// (undecodable ones, those expired or handed out more than the grace ago,
+// and the oldest handed-out ones beyond maxTaken).
+func (s *Sessions) scan(pool *bolt.Bucket, now time.Time, maxTaken int) (poolScan, error) {
 	type taken struct {
 		ref []byte
 		at  int64
 	}
-	var dead [][]byte
+	var sc poolScan
 	var out []taken
-	err = pool.ForEach(func(k, v []byte) error {
+	err := pool.ForEach(func(k, v []byte) error {
 		var e poolEntry
 		switch err := decMode.Unmarshal(v, &e); {
 		case err != nil, time.Unix(e.NotAfter, 0).Add(s.grace()).Before(now),
 			e.TakenAt != 0 && time.Unix(e.TakenAt, 0).Add(s.grace()).Before(now):
-			dead = append(dead, bytes.Clone(k))
+			sc.dead = append(sc.dead, bytes.Clone(k))
 		case e.TakenAt != 0:
 			out = append(out, taken{bytes.Clone(k), e.TakenAt})
 		case e.counts(now):
-			live++
+			sc.live++
+			if !e.Published {
+				sc.unpublished = append(sc.unpublished, e.KeyPackage)
+			}
 		}
 		return nil
 	})
 	if err != nil {
-		return 0, 0, err
+		return poolScan{}, err
 	}
 	if len(out) > maxTaken {
 		slices.SortStableFunc(out, func(a, b taken) int { return cmp.Compare(b.at, a.at) }) // newest first
 		for _, t := range out[maxTaken:] {
-			dead = append(dead, t.ref)
+			sc.dead = append(sc.dead, t.ref)
 		}
 	}
-	for _, k := range dead {
-		if err := pool.Delete(k); err != nil {
-			return 0, 0, store.Err(err)
-		}
-	}
-	return live, len(dead), nil
+	return sc, nil
 }
 
-// addKeyPackage generates one KeyPackage for the agent's credential and
-// stores it with its private keys.
-func (s *Sessions) addKeyPackage(pool *bolt.Bucket) error {
+// deleteAll deletes keys from b.
+func deleteAll(b *bolt.Bucket, keys [][]byte) error {
+	for _, k := range keys {
+		if err := b.Delete(k); err != nil {
+			return store.Err(err)
+		}
+	}
+	return nil
+}
+
+// addKeyPackage generates one KeyPackage for the agent's credential,
+// stores it with its private keys and returns its public half,
+// MLSMessage-wrapped.
+func (s *Sessions) addKeyPackage(pool *bolt.Bucket) ([]byte, error) {
 	wire, kp, priv, err := NewKeyPackage(s.mlsConfig(), s.cfg.Key)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	e := poolEntry{KeyPackage: wire, InitPriv: priv.InitPriv, EncPriv: priv.EncryptionPriv, NotAfter: int64(kp.LeafNode.Lifetime.NotAfter)}
 	v, err := encMode.Marshal(&e)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return store.Err(pool.Put(mls.KeyPackageRef(kp), v))
+	return wire, store.Err(pool.Put(mls.KeyPackageRef(kp), v))
 }
 
 // Published marks KeyPackages (as Refill returned them) as uploaded, so
@@ -387,12 +409,12 @@ func joinedWith(tx *bolt.Tx, refs [][]byte) ([]byte, bool, error) {
 	return nil, false, nil
 }
 
-// pruneUsed forgets consumed KeyPackages whose group is gone, and returns how
-// many it forgot.
-func pruneUsed(tx *bolt.Tx) (int, error) {
+// deadUsed returns the bucket of the consumed KeyPackages and the keys of
+// those whose group is gone: Refill forgets them.
+func deadUsed(tx *bolt.Tx) (*bolt.Bucket, [][]byte, error) {
 	used, err := sub(tx, bucketUsed)
 	if err != nil || used == nil {
-		return 0, err
+		return nil, nil, err
 	}
 	var dead [][]byte
 	err = used.ForEach(func(k, v []byte) error {
@@ -402,13 +424,5 @@ func pruneUsed(tx *bolt.Tx) (int, error) {
 		}
 		return err
 	})
-	if err != nil {
-		return 0, err
-	}
-	for _, k := range dead {
-		if err := used.Delete(k); err != nil {
-			return 0, store.Err(err)
-		}
-	}
-	return len(dead), nil
+	return used, dead, err
 }

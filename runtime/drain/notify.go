@@ -206,6 +206,9 @@ func (d *Drainer) Recover(ctx context.Context) (Recovery, error) {
 	d.run.Lock()
 	defer d.run.Unlock()
 	var rec Recovery
+	if empty, err := d.viewed(outboxEmpty); err != nil || empty {
+		return rec, err // nothing to settle: no write transaction
+	}
 	var again []pending
 	now := d.clock.Now()
 	err := d.db.Update(func(tx *bolt.Tx) error {
@@ -308,6 +311,12 @@ func (d *Drainer) Redecide(ctx context.Context) (Report, error) {
 	if err != nil {
 		return Report{}, nil
 	}
+	if none, err := d.viewed(d.noHolds); err != nil || none {
+		if err != nil {
+			return Report{}, fmt.Errorf("drain: redeciding held actions: %w", err)
+		}
+		return Report{}, nil // nothing held: no write transaction
+	}
 	var b *batch
 	err = d.db.Update(func(tx *bolt.Tx) error {
 		b = &batch{}
@@ -342,6 +351,27 @@ func (d *Drainer) Redecide(ctx context.Context) (Report, error) {
 // commit costs two fsyncs even when it wrote nothing, and Recover and
 // Redecide run at every wake (docs/performance.md, "An empty wake").
 var errUnchanged = errors.New("drain: unchanged")
+
+// viewed runs none in a read transaction: Recover and Redecide ask it
+// first whether there is nothing to do, which is so at most wakes, and
+// open a write transaction (bbolt's writer lock, and a freelist reloaded
+// when it rolls back) only when there is something. The write
+// transaction checks again: a writer may have come in between.
+func (d *Drainer) viewed(none func(*bolt.Tx) (bool, error)) (bool, error) {
+	var ok bool
+	err := d.db.View(func(tx *bolt.Tx) error {
+		var err error
+		ok, err = none(tx)
+		return err
+	})
+	return ok, err
+}
+
+// outboxEmpty reports whether the outbox holds no entry.
+func outboxEmpty(tx *bolt.Tx) (bool, error) {
+	k, _ := tx.Bucket(bucketOutbox).Cursor().First()
+	return k == nil, nil
+}
 
 // noHolds reports whether the gate holds no action.
 func (d *Drainer) noHolds(tx *bolt.Tx) (bool, error) {

@@ -81,14 +81,22 @@ func (a Sessions) Open(tx *bolt.Tx, w a2a.MLSWire, from did.DID) (drain.Opened, 
 // in the agent's bbolt file DB.
 type KeyPackages struct {
 	S  *session.Sessions
-	DB *bolt.DB
+	DB DB
+}
+
+// DB is the agent's bbolt file, as KeyPackages uses it: *bolt.DB
+// implements it.
+type DB interface {
+	View(func(*bolt.Tx) error) error
+	Update(func(*bolt.Tx) error) error
 }
 
 // Refill makes sure target unused KeyPackages exist (target <= 0: the
 // sessions' pool size) and returns the public halves not yet published.
+// A full pool, as at most wakes, is found so in a read transaction.
 func (k KeyPackages) Refill(ctx context.Context, target int) ([][]byte, error) {
 	var kps [][]byte
-	err := updateIfWritten(k.DB, func(tx *bolt.Tx) (changed bool, err error) {
+	err := viewOrUpdate(k.DB, func(tx *bolt.Tx) (changed bool, err error) {
 		kps, changed, err = k.S.RefillChanged(ctx, tx, target)
 		return changed, err
 	})
@@ -110,10 +118,11 @@ func (k KeyPackages) Published(ctx context.Context, kps [][]byte, held [][]byte)
 
 // LastResort implements runtime.LastResortKeyPackages: it makes or
 // replaces the last-resort KeyPackage as due and returns it when the relay
-// has not confirmed it (session.Sessions.LastResort).
+// has not confirmed it (session.Sessions.LastResort). One that is not due,
+// as at most wakes, is found so in a read transaction.
 func (k KeyPackages) LastResort(ctx context.Context) ([]byte, error) {
 	var kp []byte
-	err := updateIfWritten(k.DB, func(tx *bolt.Tx) (wrote bool, err error) {
+	err := viewOrUpdate(k.DB, func(tx *bolt.Tx) (wrote bool, err error) {
 		kp, wrote, err = k.S.LastResort(tx)
 		return wrote, err
 	})
@@ -129,10 +138,26 @@ func (k KeyPackages) LastResortHeld(ctx context.Context, digest []byte) error {
 // errUnchanged rolls back a transaction that wrote nothing.
 var errUnchanged = errors.New("sessions: unchanged")
 
+// viewOrUpdate runs f in a read transaction and, only when f needs to
+// write (session.ErrWriteNeeded), again in a write transaction
+// (updateIfWritten): the pool is full and the last-resort KeyPackage
+// current at most wakes, and a write transaction, even one rolled back,
+// costs bbolt's writer lock and a freelist reloaded from the file.
+func viewOrUpdate(db DB, f func(tx *bolt.Tx) (bool, error)) error {
+	err := db.View(func(tx *bolt.Tx) error {
+		_, err := f(tx)
+		return err
+	})
+	if !errors.Is(err, session.ErrWriteNeeded) {
+		return err
+	}
+	return updateIfWritten(db, f)
+}
+
 // updateIfWritten runs f in a write transaction and commits it only when
 // f wrote something: a commit costs an fsync even when nothing changed,
 // and the last-resort KeyPackage changes at few wakes.
-func updateIfWritten(db *bolt.DB, f func(tx *bolt.Tx) (bool, error)) error {
+func updateIfWritten(db DB, f func(tx *bolt.Tx) (bool, error)) error {
 	err := db.Update(func(tx *bolt.Tx) error {
 		wrote, err := f(tx)
 		if err == nil && !wrote {

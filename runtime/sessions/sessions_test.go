@@ -259,3 +259,73 @@ func TestRefillFullPoolCommitsNothing(t *testing.T) {
 		t.Errorf("the KeyPackage made by Refill(4) was not kept: %d", len(again))
 	}
 }
+
+// countingDB counts the transactions KeyPackages opens.
+type countingDB struct {
+	db            *bolt.DB
+	views, writes int
+}
+
+func (c *countingDB) View(f func(*bolt.Tx) error) error {
+	c.views++
+	return c.db.View(f)
+}
+
+func (c *countingDB) Update(f func(*bolt.Tx) error) error {
+	c.writes++
+	return c.db.Update(f)
+}
+
+// TestAFullPoolOpensNoWriteTransaction: with the pool full and the
+// last-resort KeyPackage confirmed, as at every empty wake, Refill and
+// LastResort each find so in one read transaction and open no write
+// transaction; one that must make a KeyPackage opens one, and commits it.
+func TestAFullPoolOpensNoWriteTransaction(t *testing.T) {
+	ctx := context.Background()
+	clk := clocktest.New(t0)
+	d := newDevice(t, runtimetest.Key(t, 2), clk)
+	db := &countingDB{db: d.DB}
+	kp := sessions.KeyPackages{S: d.S, DB: db}
+	kps, err := kp.Refill(ctx, 5)
+	if err != nil || len(kps) != 5 {
+		t.Fatalf("Refill(5) = %d, %v", len(kps), err)
+	}
+	lr, err := kp.LastResort(ctx)
+	if err != nil || lr == nil {
+		t.Fatalf("LastResort() = %v, %v; want one made", lr, err)
+	}
+	if db.writes != 2 {
+		t.Errorf("making 5 KeyPackages and the last-resort one opened %d write transactions, want 2", db.writes)
+	}
+	held := &wire.Held{LastResort: wire.KeyPackageDigest(lr)}
+	for _, b := range kps {
+		held.Digests = append(held.Digests, wire.KeyPackageDigest(b))
+	}
+	if _, err := kp.Published(ctx, kps, held.Digests); err != nil {
+		t.Fatal(err)
+	}
+	if err := kp.LastResortHeld(ctx, held.LastResort); err != nil {
+		t.Fatal(err)
+	}
+	*db = countingDB{db: d.DB}
+	kps, err = kp.Refill(ctx, 5)
+	if err != nil || len(kps) != 0 {
+		t.Fatalf("Refill(5) of a full published pool = %d, %v; want none", len(kps), err)
+	}
+	if lr, err = kp.LastResort(ctx); err != nil || lr != nil {
+		t.Fatalf("LastResort() of a confirmed one = %v, %v; want nil", lr, err)
+	}
+	if db.writes != 0 || db.views != 2 {
+		t.Errorf("Refill and LastResort of a full pool opened %d write and %d read transactions, want 0 and 2", db.writes, db.views)
+	}
+	*db = countingDB{db: d.DB}
+	if kps, err = kp.Refill(ctx, 6); err != nil || len(kps) != 1 {
+		t.Fatalf("Refill(6) = %d, %v; want the one made", len(kps), err)
+	}
+	if db.writes != 1 || db.views != 1 {
+		t.Errorf("Refill(6) opened %d write and %d read transactions, want 1 and 1", db.writes, db.views)
+	}
+	if again, _ := kp.Refill(ctx, 6); !slices.EqualFunc(again, kps, func(a, b []byte) bool { return string(a) == string(b) }) {
+		t.Errorf("the KeyPackage made by Refill(6) was not committed")
+	}
+}

@@ -53,8 +53,13 @@ const emptyWakeScale = 600
 //
 // It runs two builds side by side, as sub-benchmarks: build=base, the
 // agent and relay of the commit issue 32 starts from (emptyWakeBase,
-// built from git history), and build=tree, this tree's; scripts/bench.sh
-// prints the ratios.
+// built from git history), and build=tree, this tree's, in
+// TORPOR_EMPTYWAKE_ROUNDS rounds (2 by default) whose order alternates
+// (base, tree, then tree, base: wakemeter.RoundOrder), so that a load
+// that drifts over the run favours neither build. The second run of each
+// round reports tree's figures per wake over base's, summed over the
+// rounds so far: wake-cpu-ratio inside the wake, cpu-ratio the whole
+// cycle, wire-B-ratio the bytes both ways (scripts/bench.sh prints them).
 // TORPOR_EMPTYWAKE_AGENT names one prebuilt agent binary to run instead
 // and TORPOR_EMPTYWAKE_EXEC a command that runs it (such as "qemu-arm -cpu
 // arm1176" for the armv6 binary under qemu-user); TORPOR_EMPTYWAKE_PERF a
@@ -65,12 +70,47 @@ func BenchmarkEmptyWake(b *testing.B) {
 		emptyWakes(b, v, relay)
 		return
 	}
+	rounds, err := wakemeter.Rounds(2)
+	if err != nil {
+		b.Fatal(err)
+	}
 	base := testenv.BuildAt(b, emptyWakeBase, "torpor-agent", "torpor-relay")
-	tree := testenv.Binary(b, "torpor-agent")
-	b.Run("build=base", func(b *testing.B) {
-		emptyWakes(b, filepath.Join(base, "torpor-agent"), filepath.Join(base, "torpor-relay"))
-	})
-	b.Run("build=tree", func(b *testing.B) { emptyWakes(b, tree, relay) })
+	builds := map[string][2]string{ // agent, relay
+		"base": {filepath.Join(base, "torpor-agent"), filepath.Join(base, "torpor-relay")},
+		"tree": {testenv.Binary(b, "torpor-agent"), relay},
+	}
+	sums := map[string]measured{} // each build's, over the rounds so far
+	for r := range rounds {
+		for i, build := range wakemeter.RoundOrder(r) {
+			b.Run("build="+build+wakemeter.RoundSuffix(r), func(b *testing.B) {
+				sums[build] = sums[build].add(emptyWakes(b, builds[build][0], builds[build][1]))
+				if i == 1 { // the round's second run: both builds have run as often
+					reportRatios(b, sums["base"], sums["tree"])
+				}
+			})
+		}
+	}
+}
+
+// measured is what emptyWakes measured: the wakes, and the bytes the
+// proxy counted each way.
+type measured struct {
+	w          wakemeter.Wakes
+	sent, recv int64
+}
+
+func (m measured) add(o measured) measured {
+	return measured{w: m.w.Add(o.w), sent: m.sent + o.sent, recv: m.recv + o.recv}
+}
+
+// reportRatios reports tree's figures per wake over base's
+// (wakemeter.ReportRatios) and wire-B-ratio, the bytes both ways.
+func reportRatios(b *testing.B, base, tree measured) {
+	wakemeter.ReportRatios(b, base.w, tree.w)
+	if base.w.N > 0 && tree.w.N > 0 && base.sent+base.recv > 0 {
+		perWake := func(m measured) float64 { return float64(m.sent+m.recv) / float64(m.w.N) }
+		b.ReportMetric(perWake(tree)/perWake(base), "wire-B-ratio")
+	}
 }
 
 // emptyWakeBase is the commit issue 32 starts from: its empty wake is the
@@ -78,8 +118,8 @@ func BenchmarkEmptyWake(b *testing.B) {
 const emptyWakeBase = "d2faa430a527491299a7dd18fd1b5470edbfd049"
 
 // emptyWakes measures b.N empty wakes of the agent binary agentBin
-// against the relay binary relayBin.
-func emptyWakes(b *testing.B, agentBin, relayBin string) {
+// against the relay binary relayBin, reports them and returns them.
+func emptyWakes(b *testing.B, agentBin, relayBin string) measured {
 	scale := emptyWakeScale
 	if v := os.Getenv("TORPOR_EMPTYWAKE_SCALE"); v != "" {
 		scale, _ = strconv.Atoi(v)
@@ -118,6 +158,7 @@ func emptyWakes(b *testing.B, agentBin, relayBin string) {
 	wakemeter.Report(b, m, float64(scale))
 	b.ReportMetric(float64(sent1-sent0)/float64(b.N), "wire-sent-B/wake")
 	b.ReportMetric(float64(recv1-recv0)/float64(b.N), "wire-recv-B/wake")
+	return measured{w: m, sent: sent1 - sent0, recv: recv1 - recv0}
 }
 
 // measureWakes follows the agent's log for n timer wakes

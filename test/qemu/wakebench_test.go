@@ -44,10 +44,11 @@ const emptyWakeVMScale = 120
 // Each target runs two builds, as sub-benchmarks: base, the agent and
 // relay of the commit issue 32 starts from (emptyWakeBase, built from git
 // history for the guest's platform), and tree, this tree's, in
-// TORPOR_EMPTYWAKE_ROUNDS rounds whose order alternates (base, tree, then
-// tree, base). The second run of each round reports tree's CPU per wake
-// over base's, summed over the rounds so far (wake-cpu-ratio inside the
-// wake, cpu-ratio the whole cycle): issue 32's goal is 0.5 or less.
+// TORPOR_EMPTYWAKE_ROUNDS rounds (1 by default) whose order alternates
+// (base, tree, then tree, base: wakemeter.RoundOrder). The second run of
+// each round reports tree's CPU per wake over base's, summed over the
+// rounds so far (wake-cpu-ratio inside the wake, cpu-ratio the whole
+// cycle): issue 32's goal is 0.5 or less.
 //
 // test/qemu/guest/wakebench runs the agent in the guest and reads, on the
 // guest's kernel, what test/internal/wakemeter reads: the whole cycle's
@@ -60,6 +61,10 @@ const emptyWakeVMScale = 120
 //
 //	TORPOR_REQUIRE_TOOLS=1 go test -tags integration -count=1 -run '^$' -bench EmptyWakeVM -benchtime 4x ./test/qemu/
 func BenchmarkEmptyWakeVM(b *testing.B) {
+	rounds, err := wakemeter.Rounds(1)
+	if err != nil {
+		b.Fatal(err)
+	}
 	baseRelay := filepath.Join(testenv.BuildAt(b, emptyWakeBase, "torpor-relay"), "torpor-relay")
 	for _, tt := range []vmWakeTarget{
 		{"arm64/ext4", "arm64", "", true},
@@ -68,66 +73,22 @@ func BenchmarkEmptyWakeVM(b *testing.B) {
 	} {
 		b.Run(tt.name, func(b *testing.B) {
 			var base, tree wakemeter.Wakes // summed over the rounds so far
-			for r := range emptyWakeVMRounds(b) {
-				suffix := ""
-				if r > 0 {
-					suffix = "-" + strconv.Itoa(r+1)
-				}
-				for i, build := range roundOrder(r) {
-					b.Run(build+suffix, func(b *testing.B) {
+			for r := range rounds {
+				for i, build := range wakemeter.RoundOrder(r) {
+					b.Run(build+wakemeter.RoundSuffix(r), func(b *testing.B) {
 						if build == "base" {
 							base = base.Add(benchEmptyWakeVM(b, tt, baseAgent(b, tt), baseRelay))
 						} else {
 							tree = tree.Add(benchEmptyWakeVM(b, tt, vm.CrossBinary(b, "./cmd/torpor-agent", tt.goarch, tt.goarm), ""))
 						}
 						if i == 1 { // the round's second run: both builds have run as often
-							reportWakeRatios(b, base, tree)
+							wakemeter.ReportRatios(b, base, tree)
 						}
 					})
 				}
 			}
 		})
 	}
-}
-
-// roundOrder returns the builds of round r in the order they run: base
-// then tree in the first round and every other one after it, tree then
-// base in the others (base, tree, tree, base, base, tree, …), so that a
-// load that drifts one way over a run favours neither build.
-func roundOrder(r int) []string {
-	if r%2 == 1 {
-		return []string{"tree", "base"}
-	}
-	return []string{"base", "tree"}
-}
-
-// reportWakeRatios reports tree's CPU per wake over base's, each summed
-// over every round so far (the ratio of the sums): wake-cpu-ratio inside
-// the wake, cpu-ratio the whole cycle.
-func reportWakeRatios(b *testing.B, base, tree wakemeter.Wakes) {
-	if base.N == 0 || tree.N == 0 || base.InWake == 0 || base.Cycle.User+base.Cycle.Sys == 0 {
-		return
-	}
-	b.ReportMetric(perWake(tree.InWake, tree.N)/perWake(base.InWake, base.N), "wake-cpu-ratio")
-	b.ReportMetric(perWake(tree.Cycle.User+tree.Cycle.Sys, tree.N)/perWake(base.Cycle.User+base.Cycle.Sys, base.N), "cpu-ratio")
-}
-
-// emptyWakeVMRounds is how many rounds each target runs, one run of each
-// build per round (TORPOR_EMPTYWAKE_ROUNDS, 1 by default), the order
-// reversed every other round (roundOrder): on shared cores the load
-// drifts over the minutes a guest takes, and alternating the builds
-// spreads the drift over both. The second run of each round reports the
-// ratios of the sums of every round so far.
-func emptyWakeVMRounds(b *testing.B) int {
-	v := os.Getenv("TORPOR_EMPTYWAKE_ROUNDS")
-	if v == "" {
-		return 1
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 1 {
-		b.Fatalf("TORPOR_EMPTYWAKE_ROUNDS=%q: want a whole number of rounds, at least 1", v)
-	}
-	return n
 }
 
 // emptyWakeBase is the commit issue 32 starts from, as in test/link's
@@ -157,11 +118,6 @@ func baseAgent(b *testing.B, tt vmWakeTarget) []byte {
 		b.Fatal(err)
 	}
 	return bin
-}
-
-// perWake is d per wake, in milliseconds.
-func perWake(d time.Duration, n int) float64 {
-	return float64(d) / float64(time.Millisecond) / float64(n)
 }
 
 // vmWakeTarget is one agent build and where its data directory lives.
