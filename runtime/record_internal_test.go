@@ -17,15 +17,7 @@ import (
 // instead of decoding it from the store (fewer allocations), and says
 // of it what the store's copy says.
 func TestTheStatusReadsTheCommittedWakeFromMemory(t *testing.T) {
-	db, err := store.Open(filepath.Join(t.TempDir(), "agent.db"), &store.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	p, err := OpenPipeline(db, PipelineConfig{Key: didtest.Key(t, 1)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	db, p := openPipeline(t)
 	at := time.Date(2026, 12, 6, 7, 0, 0, 123456789, time.UTC)
 	r := WakeReport{At: at, Reason: "timer", Mode: "hourly_wake", Awake: 5*time.Minute + 1234567*time.Microsecond,
 		NextWake: at.Add(time.Hour), LinkSent: 2000}
@@ -67,15 +59,7 @@ func TestTheStatusReadsTheCommittedWakeFromMemory(t *testing.T) {
 // last read (the announce of an empty wake reads nothing: fewer
 // allocations than a read), and a commit between the two (a halt) is read.
 func TestTheStatusIsReadAgainOnlyAfterACommit(t *testing.T) {
-	db, err := store.Open(filepath.Join(t.TempDir(), "agent.db"), &store.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	p, err := OpenPipeline(db, PipelineConfig{Key: didtest.Key(t, 1)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, p := openPipeline(t)
 	at := time.Date(2026, 12, 6, 7, 0, 0, 0, time.UTC)
 	p.keepWake(WakeReport{At: at, Reason: "timer", Phases: []Phase{{Name: PhasePulse, Duration: time.Millisecond}}})
 	if err := p.RecordWake(); err != nil {
@@ -102,4 +86,19 @@ func TestTheStatusIsReadAgainOnlyAfterACommit(t *testing.T) {
 	if err != nil || !after.st.Halted || after.txid == first.txid {
 		t.Errorf("statusSince after a halt = %+v (tx %d, before %d), %v; want it halted, read again", after.st, after.txid, first.txid, err)
 	}
+}
+
+// openPipeline opens a pipeline on a new store file, closed when t ends.
+func openPipeline(t *testing.T) (*bolt.DB, *Pipeline) {
+	t.Helper()
+	db, err := store.Open(filepath.Join(t.TempDir(), "agent.db"), &store.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	p, err := OpenPipeline(db, PipelineConfig{Key: didtest.Key(t, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db, p
 }
