@@ -451,12 +451,16 @@ func loadAverage(b *testing.B) float64 {
 
 // createStream creates cfg's stream, trying again for up to a minute
 // while the new cluster cannot place it yet (its meta leader is still
-// being elected, or a server has not reported to it).
+// being elected, or a server has not reported to it). Each try has 5 s of
+// its own: a request the cluster dropped while it elected its leader is
+// never answered, and would otherwise hold the whole minute.
 func createStream(b *testing.B, js jetstream.JetStream, cfg jetstream.StreamConfig) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	for {
-		_, err := js.CreateOrUpdateStream(ctx, cfg)
+		try, cancelTry := context.WithTimeout(ctx, 5*time.Second)
+		_, err := js.CreateOrUpdateStream(try, cfg)
+		cancelTry()
 		if err == nil {
 			return
 		}
