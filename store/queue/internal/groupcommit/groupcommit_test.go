@@ -87,22 +87,6 @@ func TestHandOffEarly(t *testing.T) {
 	}
 }
 
-// TestDoAllocations counts what a lone Do allocates. A batch costs four
-// allocations, which the calls of a batch of many share: its slice of
-// calls (pending), the values handed to Commit, and the hand-off function
-// with its flag. The call itself (its struct and its channel) is reused
-// from one Do to the next, so it allocates nothing more (it took 7).
-func TestDoAllocations(t *testing.T) {
-	if raceEnabled {
-		t.Skip("sync.Pool drops calls under -race")
-	}
-	g := &Group[int]{Commit: func([]int, func()) []error { return nil }}
-	g.Do(0) // the first call's struct and channel
-	if n := testing.AllocsPerRun(100, func() { g.Do(1) }); n > 4 {
-		t.Errorf("a lone Do allocates %v times, want at most 4 (the batch's own)", n)
-	}
-}
-
 // TestReusedCallsAnswerTheirOwn runs many concurrent calls, each with its
 // own error, while commits hand off early: with calls reused, every Do
 // must still get its own result.

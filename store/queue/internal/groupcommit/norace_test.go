@@ -1,5 +1,0 @@
-//go:build !race
-
-package groupcommit
-
-const raceEnabled = false

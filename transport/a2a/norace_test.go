@@ -1,5 +1,0 @@
-//go:build !race
-
-package a2a
-
-const raceEnabled = false
