@@ -54,8 +54,9 @@ go test -tags integration -run '^$' -bench FleetEnqueue -benchtime "${FLEET_BENC
 # one run (test/cluster BenchmarkEnqueueCPU): relay on bbolt, on the record
 # log, and on JetStream beside the raw JetStream publish, the relay's
 # protocol without the relay and the raw publish held to the relay's rate
-# (raw-paced), these taking turns in 6 rounds; the goal is relay on
-# JetStream <= 1.5x the raw publish.
+# (raw-paced) and a bare net/http server making each request durable with
+# that one publish (http-floor), these taking turns in 6 rounds; the goal
+# is relay on JetStream <= 1.5x the raw publish.
 # TORPOR_ENQUEUE_CPU_BASE=<rev> adds that revision's relay as a side,
 # TORPOR_ENQUEUE_CPU_BUSY=<µs> a protocol side whose publisher spends that
 # much CPU before each publish (docs/scale-out.md).
@@ -70,7 +71,7 @@ awk '/^BenchmarkEnqueueCPU\// {
   }
   delete v
   for (i = 2; i < NF; i++) v[$(i + 1)] = $i
-  n = split("raw protocol relay relay-base protocol-busy raw-paced", sides, " ")
+  n = split("raw protocol relay http-floor relay-base protocol-busy raw-paced", sides, " ")
   for (k = 1; k <= n; k++) if ((sides[k] "-cpu-µs/op") in v) {
     s = sides[k]
     printf "  %-28s %8.1f µs (own process %6.1f, servers %6.1f) %7.0f/s", name " " s, v[s "-cpu-µs/op"], v[s "-own-µs/op"], v[s "-servers-µs/op"], v[s "-enqueues/s"]
@@ -80,6 +81,7 @@ awk '/^BenchmarkEnqueueCPU\// {
     printf "\n"
   }
   if ("relay-x-base" in v) printf "  %-28s %5.2fx relay-base (median of rounds %5.2f)\n", name " relay", v["relay-x-base"], v["relay-x-base-median"]
+  if ("relay-x-http-floor" in v) printf "  %-28s %5.2fx http-floor (median of rounds %5.2f)\n", name " relay", v["relay-x-http-floor"], v["relay-x-http-floor-median"]
   if ("relay-x-paced" in v) printf "  %-28s %5.2fx raw-paced (median of rounds %5.2f)\n", name " relay", v["relay-x-paced"], v["relay-x-paced-median"]
   printf "  %-28s load average %s\n", name, v["load-avg"]
 }' "$out"

@@ -89,8 +89,13 @@ func startSyncNATS(b *testing.B) *natsNode {
 //     side held to the relay side's rate, each publisher waiting after
 //     each acknowledgement (thinkTime), so that the servers' CPU per
 //     message at the relay's rate is known (on R3 it depends on the rate:
-//     fewer messages share a replication round). Each side's CPU is its
-//     own process's (the publisher's or the relay's) plus the
+//     fewer messages share a replication round); http-floor, a bare
+//     net/http server process (this test binary, httpFloorMain) taking
+//     the relay side's requests and making each body durable with the
+//     protocol side's one publish before it answers 503 queued: the least
+//     any HTTP front of JetStream spends, beside the relay
+//     (relay-x-http-floor). Each side's CPU is its own process's (the
+//     publisher's, the floor's or the relay's) plus the
 //     nats-server's: NAME-cpu-µs/op, the own process's alone
 //     NAME-own-µs/op, the servers' alone NAME-servers-µs/op, their reads
 //     and sleeps (procCounters), over the raw side's as the ratio of the sums
@@ -210,7 +215,7 @@ func taskCPUs(b *testing.B, pids []int) []time.Duration {
 const envEnqueueCPUBase = "TORPOR_ENQUEUE_CPU_BASE"
 
 // envEnqueueCPUOnly, set to a side's name (raw, protocol, relay,
-// relay-base, protocol-busy), runs that side alone, to profile its
+// http-floor, relay-base, protocol-busy), runs that side alone, to profile its
 // processes (docs/scale-out.md, "CPU per durable enqueue"); no ratio is
 // reported then. raw-paced cannot run alone: it takes its rate from the
 // raw and relay sides.
@@ -252,6 +257,8 @@ func benchJetStreamSides(b *testing.B, nodes []*natsNode, relayFlags []string, s
 		{name: "protocol", pids: append([]int{pub.pid}, servers...), run: func(n int) error { return pub.do("protocol", proto, n) }},
 		relay,
 	}
+	floorPid, floorURL := startHTTPFloor(b, urls, benchStream(b, js, "floor", len(nodes), true))
+	sides = append(sides, &cpuSide{name: "http-floor", pids: append([]int{floorPid}, servers...), run: floorSender(b, floorURL)})
 	if rev := os.Getenv(envEnqueueCPUBase); rev != "" {
 		base := startRelayAt(b, rev, append(flags, "--nats-prefix", "TORPOR_BASE")...)
 		defer base.kill()
@@ -346,8 +353,8 @@ func takeTurns(b *testing.B, sides []*cpuSide) {
 // relay's include its HTTP answers), the ratios of the
 // other sides' to the raw publish's over the sums (NAME-x-raw) and the
 // median of the rounds' ratios (NAME-x-raw-median), the same of relay to
-// relay-base when it ran (relay-x-base, relay-x-base-median) and to
-// raw-paced (relay-x-paced), the relay's NATS messages per enqueue when
+// relay-base when it ran (relay-x-base, relay-x-base-median), to
+// raw-paced (relay-x-paced) and to http-floor (relay-x-http-floor), the relay's NATS messages per enqueue when
 // counted (NAME-nats-msgs/op) and the load average at the end
 // (load-avg).
 func reportSides(b *testing.B, sides []*cpuSide) {
@@ -369,6 +376,8 @@ func reportSides(b *testing.B, sides []*cpuSide) {
 			reportRatio(b, sides[2], s, "relay-x-base")
 		case "raw-paced":
 			reportRatio(b, sides[2], s, "relay-x-paced")
+		case "http-floor":
+			reportRatio(b, sides[2], s, "relay-x-http-floor")
 		}
 	}
 	b.ReportMetric(loadAverage(b), "load-avg")
@@ -533,20 +542,20 @@ func queued(addr, agent, tok string, payload []byte) error {
 	return err
 }
 
-// protocolPublisher returns publisherMain's do for the protocol side:
-// what store/jsstore publishes for one enqueue when its view is current,
-// without the relay: publisher i's 1 KiB record on its own subject under
-// pre, over jss[i%len(jss)], with the record's headers (seq, kind, times,
-// sender, and the call's id as Nats-Msg-Id; as jsstore's recordMsg), the
-// stream expected and Nats-Expected-Last-Subject-Sequence set to the
-// stream sequence of the publisher's previous record.
-func protocolPublisher(jss []jetstream.JetStream, pre string) func(i int) error {
-	payload := body("bench", 1024)
+// protocolPublisher returns publisherMain's do for the protocol side (and
+// the http-floor's publish): what store/jsstore publishes for one enqueue
+// when its view is current, without the relay: publisher i's record of
+// payload on its own subject under pre, over jss[i%len(jss)], with the
+// record's headers (seq, kind, times, sender, and the call's id as
+// Nats-Msg-Id; as jsstore's recordMsg), the stream expected and
+// Nats-Expected-Last-Subject-Sequence set to the stream sequence of the
+// publisher's previous record.
+func protocolPublisher(jss []jetstream.JetStream, pre string) func(i int, payload []byte) error {
 	var mu sync.Mutex
 	last := map[int]uint64{}
 	seqs := map[int]uint64{}
 	stream := "BENCH_" + strings.ToUpper(strings.Split(pre, ".")[1])
-	return func(i int) error {
+	return func(i int, payload []byte) error {
 		mu.Lock()
 		prev, seq := last[i], seqs[i]+1
 		mu.Unlock()

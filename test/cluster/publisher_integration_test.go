@@ -33,6 +33,13 @@ func TestMain(m *testing.M) {
 		}
 		return
 	}
+	if urls := os.Getenv(envHTTPFloor); urls != "" {
+		if err := httpFloorMain(strings.Split(urls, ","), os.Getenv(envHTTPFloorPrefix), os.Stdin, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "http-floor:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	os.Exit(m.Run())
 }
 
@@ -55,7 +62,7 @@ func publisherMain(urls []string, in io.Reader, out io.Writer) error {
 		}
 		jss = append(jss, js)
 	}
-	protocols := map[string]func(int) error{}
+	protocols := map[string]func(int, []byte) error{}
 	lines := bufio.NewScanner(in)
 	for lines.Scan() {
 		f := strings.Fields(lines.Text())
@@ -86,7 +93,7 @@ func publisherMain(urls []string, in io.Reader, out io.Writer) error {
 }
 
 // publisherDo is publisherMain's publish of mode for one command.
-func publisherDo(jss []jetstream.JetStream, mode, pre string, arg float64, protocol func(int) error) func(i int) error {
+func publisherDo(jss []jetstream.JetStream, mode, pre string, arg float64, protocol func(int, []byte) error) func(i int) error {
 	payload := body("bench", 1024)
 	raw := func(i int) error {
 		_, err := jss[i%len(jss)].Publish(context.Background(), pre+strconv.Itoa(i), payload)
@@ -101,9 +108,9 @@ func publisherDo(jss []jetstream.JetStream, mode, pre string, arg float64, proto
 		// sleep is what holds the rate down.
 		return func(i int) error { err := raw(i); time.Sleep(d); return err }
 	case "protocol":
-		return protocol
+		return func(i int) error { return protocol(i, payload) }
 	case "busy":
-		return func(i int) error { busyFor(d); return protocol(i) }
+		return func(i int) error { busyFor(d); return protocol(i, payload) }
 	}
 	return func(int) error { return fmt.Errorf("unknown mode %q", mode) }
 }
