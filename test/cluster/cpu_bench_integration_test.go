@@ -567,7 +567,7 @@ func protocolPublisher(jss []jetstream.JetStream, pre string) func(i int, payloa
 			jetstream.MsgIDHeader: {rand.Text()},
 			"Torpor-From":         {"did:key:z6MkBenchSender" + strconv.Itoa(i)},
 		}}
-		ack, err := jss[i%len(jss)].PublishMsg(context.Background(), m, jetstream.WithExpectStream(stream), jetstream.WithExpectLastSequencePerSubject(prev))
+		ack, err := publishExpecting(jss[i%len(jss)], m, stream, prev)
 		if err != nil {
 			return err
 		}
@@ -576,4 +576,50 @@ func protocolPublisher(jss []jetstream.JetStream, pre string) func(i int, payloa
 		mu.Unlock()
 		return nil
 	}
+}
+
+// publishExpecting publishes m on stream expecting prev as its subject's
+// last sequence, as store/jsstore does; when the stream refuses the
+// expectation, it reads the subject's last sequence and tries again, at
+// most conflictTries times, as jsstore brings its view up to date (a
+// retry of a publish that landed is a duplicate by its Nats-Msg-Id). A
+// replicated stream's leader refuses ("wrong last sequence", 10164) an
+// expectation on a subject it still marks in process, and it clears the
+// mark after it sent the previous publish's acknowledgement
+// (applyStreamEntries in nats-server's server/jetstream_cluster.go,
+// https://github.com/nats-io/nats-server/blob/v2.15.3/server/jetstream_cluster.go):
+// a publisher quick enough to publish again at once is refused now and
+// then.
+func publishExpecting(js jetstream.JetStream, m *nats.Msg, stream string, prev uint64) (*jetstream.PubAck, error) {
+	ctx := context.Background()
+	for try := 1; ; try++ {
+		ack, err := js.PublishMsg(ctx, m, jetstream.WithExpectStream(stream), jetstream.WithExpectLastSequencePerSubject(prev))
+		if err == nil || !wrongLastSequence(err) || try == conflictTries {
+			return ack, err
+		}
+		st, err := js.Stream(ctx, stream)
+		if err != nil {
+			return nil, err
+		}
+		last, err := st.GetLastMsgForSubject(ctx, m.Subject)
+		switch {
+		case errors.Is(err, jetstream.ErrMsgNotFound):
+			prev = 0
+		case err != nil:
+			return nil, err
+		default:
+			prev = last.Sequence
+		}
+	}
+}
+
+// conflictTries bounds publishExpecting's tries.
+const conflictTries = 5
+
+// wrongLastSequence reports whether err is JetStream's refusal of the
+// expected last subject sequence (10071; 10164 from a replicated stream).
+func wrongLastSequence(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
+		apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant)
 }
