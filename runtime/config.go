@@ -169,6 +169,10 @@ type Hooks struct {
 	// a wake that drained records, to return the heap's free memory to the
 	// kernel; nil means debug.FreeOSMemory.
 	FreeOSMemory func()
+	// SetGCPercent sets the garbage collector's target and returns the
+	// previous one, as debug.SetGCPercent (nil means it): the agent lowers
+	// it while it drains records (DrainGCPercent).
+	SetGCPercent func(int) int
 }
 
 // KeyPackages is what the agent needs from its KeyPackage pool (package

@@ -3,11 +3,13 @@ package runtime_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
 	goruntime "runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -318,6 +320,53 @@ func TestASleepAfterADrainFreesTheHeap(t *testing.T) {
 			w.rtcWindowWake(rtc)
 			if got := freed.Load(); got != tt.want {
 				t.Errorf("asleep after an empty wake: FreeOSMemory called %d times in all, want still %d", got, tt.want)
+			}
+			w.shutdown()
+		})
+	}
+}
+
+// TestADrainLowersTheCollectorsTarget: a wake that drains records sets
+// the garbage collector's target to drainGCPercent for its drain and back
+// after (Hooks.SetGCPercent); a wake that drains nothing, the boot wake
+// and an empty one, leaves it alone; a target already lower stays.
+func TestADrainLowersTheCollectorsTarget(t *testing.T) {
+	for _, start := range []int{100, 25, -1} {
+		t.Run(fmt.Sprintf("GOGC=%d", start), func(t *testing.T) {
+			w := newWorld(t, wake.HourlyWake)
+			rtc := &suspendSource{w: w, asleep: make(chan struct{}, 1), wakeup: make(chan struct{})}
+			w.cfg.Schedule.Sources = []wake.Source{rtc}
+			var mu sync.Mutex
+			target, calls := start, []int(nil)
+			w.cfg.Hooks.SetGCPercent = func(p int) int {
+				mu.Lock()
+				defer mu.Unlock()
+				old := target
+				target, calls = p, append(calls, p)
+				return old
+			}
+			state := func() (int, []int) { mu.Lock(); defer mu.Unlock(); return target, slices.Clone(calls) }
+			w.newAgent()
+			w.run()
+			w.nextWake()
+			<-rtc.asleep
+			if _, c := state(); len(c) != 0 {
+				t.Errorf("the boot wake, which drained nothing, set the target: %v", c)
+			}
+			alice := runtimetest.Key(t, 1)
+			if status, _ := w.send(alice, runtimetest.Object(t, alice, "comms:message", t0, 2*time.Hour, nil)); status != http.StatusServiceUnavailable {
+				t.Fatalf("send while asleep: %d, want 503 (queued)", status)
+			}
+			if r := w.rtcWindowWake(rtc); r.Drain.Acked != 1 {
+				t.Fatalf("the window's wake drained %v, want the one record", r.Drain)
+			}
+			want := []int{runtime.DrainGCPercent, start}
+			if got, c := state(); got != start || !slices.Equal(c, want) {
+				t.Errorf("after the wake that drained a record: target %d, set %v; want %d, set %v", got, c, start, want)
+			}
+			w.rtcWindowWake(rtc)
+			if _, c := state(); !slices.Equal(c, want) {
+				t.Errorf("an empty wake set the target: %v, want still %v", c, want)
 			}
 			w.shutdown()
 		})

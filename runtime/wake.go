@@ -682,6 +682,12 @@ func (w *wakeRun) drain() (drain.Report, error) {
 	w.drainMu.Lock()
 	defer w.drainMu.Unlock()
 	var total drain.Report
+	var restoreGC func() // set at the drain's first records
+	defer func() {
+		if restoreGC != nil {
+			restoreGC()
+		}
+	}()
 	err := w.ph.measure(PhaseDrain, func() error {
 		if w.storeErr != nil {
 			return fmt.Errorf("runtime: not draining again in this wake after a store failure: %w", w.storeErr)
@@ -697,6 +703,9 @@ func (w *wakeRun) drain() (drain.Report, error) {
 			w.addDrain(pulled, false)
 			if err != nil || len(recs) == 0 {
 				return err
+			}
+			if restoreGC == nil {
+				restoreGC = w.a.lowerGC()
 			}
 			rep, err := w.a.pipe.drainer.Batch(w.ctx, records(recs), w.l.Ack)
 			logDiagnostics(w.a.log, rep.Diagnostics, msgRejected)
