@@ -139,7 +139,7 @@ func ptrTo[T any](v T) *T { return &v }
 // TestHaltShowsAtTheRelayAtOnce: a halt over MQTT republishes the live
 // agent's signed status to the relay at once, so that the fleet view shows
 // it halted without waiting for the next pulse (an hour; the fake clock
-// does not move here), and a resume likewise (issue 27, bug 11).
+// does not move here), and a resume likewise.
 func TestHaltShowsAtTheRelayAtOnce(t *testing.T) {
 	w := newCmdWorld(t, wake.AlwaysOn)
 	w.Run()

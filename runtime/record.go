@@ -11,8 +11,8 @@ import (
 // wake it planned, how many wakes there were) is not committed in a
 // transaction of its own when the wake ends: it waits in memory for the
 // next commit, the next wake's pulse (Pipeline.Pulse), so that an empty
-// wake commits once (issue 32: each bbolt commit is two fdatasync calls
-// and a good part of the wake's CPU on a slow core). The pulse itself
+// wake commits once (each bbolt commit is two fdatasync calls and a good
+// part of the wake's CPU on a slow core: docs/performance.md). The pulse itself
 // still commits before it is published (docs/agent.md, "Liveness
 // pulses"). The record is committed before a sleep that may not keep the
 // process (wake.KeepsProcess: a power-off) and when the agent stops;

@@ -143,7 +143,7 @@ func TestLiveRequestWithoutTrustedTime(t *testing.T) {
 	w.shutdown()
 }
 
-// TestRelayYear2100NotKept (issue 28): a relay states the year 2100. The
+// TestRelayYear2100NotKept: a relay states the year 2100. The
 // wake judges by it (objects expire early, never late) but keeps none of
 // it as the floor, and its report says so; back on the genuine relay the
 // next wake is trusted and delivers a valid object.

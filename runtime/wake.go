@@ -249,7 +249,7 @@ func (w *wakeRun) live() bool {
 // pulse once the first dial ended. Those are local work on the store,
 // whose write transactions bbolt runs one at a time anyway, so they run
 // one after the other rather than on goroutines of their own: fewer
-// goroutines and hand-offs per wake (issue 32). A link that came up
+// goroutines and hand-offs per wake (docs/performance.md). A link that came up
 // establishes the wake's trusted time first, and the pulse's transaction
 // commits its floor too: one commit where there were two; a wake whose
 // first dial failed makes its pulse at once, without waiting for the
@@ -737,7 +737,7 @@ func (w *wakeRun) drain() (drain.Report, error) {
 // (link.Client.QueueEmpty), and no record was notified since (a record
 // queued later comes on Queued, and the live wake drains it then). It is
 // true at most once per link: a later drain pulls. An empty wake saves a
-// round trip (issue 32). w.drainMu must be held.
+// round trip. w.drainMu must be held.
 func (w *wakeRun) helloEmptyLocked() bool {
 	fresh := w.fresh
 	w.fresh = false
@@ -835,8 +835,8 @@ func (w *wakeRun) announce(ctx context.Context) {
 // relayHoldsAll reports whether the relay accepted, over the link in use,
 // everything a state announcing an would carry: the card, the pulse, the
 // last-resort KeyPackage, the schedule (mode, window, next wake) and a
-// status of the same content. Then the announce is not sent (issue 32:
-// the empty wake's last round trip): the relay would store what it holds.
+// status of the same content. Then the announce, the empty wake's last
+// round trip, is not sent: the relay would store what it holds.
 // What it costs: KeyPackages that senders fetched during the window are
 // replaced at the next wake, not at the window's end (publishState).
 func (w *wakeRun) relayHoldsAll(an announcement, card outCard) bool {
@@ -883,7 +883,8 @@ func (w *wakeRun) pulseStale() bool {
 // wire.MaxPingInterval (50 s, under the 60 s a proxy in front of the
 // relay allows an idle connection by default). Each ping wakes the agent
 // (and on cellular its radio) in an otherwise idle window: at the relay's
-// default of 30 s a five-minute window took ten, six at 50 s (issue 32).
+// default of 30 s a five-minute window took ten, six at 50 s
+// (docs/performance.md).
 // The cost: a link that dies without closing (a NAT that forgot it, a
 // relay host that lost power) is found after two intervals and 15 s,
 // 115 s, rather than 75 s; one closed by either side is found at once,

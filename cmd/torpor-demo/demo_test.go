@@ -161,7 +161,7 @@ func TestWakeWhy(t *testing.T) {
 // report at once, although the wake's diagnostics were logged before it
 // (during the drain); it used to wait for as many diagnostic lines after
 // the report, so it came at the next wake's first line, after the time it
-// names, or never after the last wake (issue 27, bug 4).
+// names, or never after the last wake.
 func TestSleepToldAfterItsWake(t *testing.T) {
 	var out strings.Builder
 	clk := clocktest.New(time.Date(2026, 12, 2, 15, 0, 0, 0, time.UTC))

@@ -1,6 +1,5 @@
 // Package envelope is the Autonomy Envelope's scope algebra, LIP-3 scope
-// algebra v0 ("lap-scope-v0"), as the extension proposal in issue 33 and
-// docs/envelope.md describe it: a Scope says what an agent may do
+// algebra v0 ("lap-scope-v0"), as docs/envelope.md describes it: a Scope says what an agent may do
 // unsupervised (an action, a resource pattern, a cap, counterparties, a
 // delegation depth and a decay window), and Covers decides whether a child
 // scope attenuates a parent, so that a verifier can check a delegated

@@ -22,7 +22,7 @@ func (e *env) keep(c *Clock) Reading {
 	return r
 }
 
-// TestSystemClockLeadNotKept (issue 25, "Once seen"): the relay is the
+// TestSystemClockLeadNotKept: the relay is the
 // only trusted source and the device's unsynchronised system clock runs
 // 3 s ahead of it. The reading judges by the system clock's lead (objects
 // expire early, never late) but keeps only the relay's time as the floor,
@@ -62,7 +62,7 @@ func TestRelayLagsOnRelink(t *testing.T) {
 	}
 }
 
-// TestHostileRelayYear2100 (issue 28): a relay states the year 2100 to a
+// TestHostileRelayYear2100: a relay states the year 2100 to a
 // device that already has a floor. The device judges that wake by it
 // (objects expire early, never late) but does not keep it, and back on
 // its genuine relay it is trusted and judges by the genuine time.

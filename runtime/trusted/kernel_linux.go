@@ -59,8 +59,7 @@ func (systemKernel) Boot() (Boot, error) {
 }
 
 // bootID reads the running kernel's boot id once: it names the boot, which
-// a process does not outlive, and a wake reads it twice (issue 32: an
-// empty wake's file reads).
+// a process does not outlive, and a wake reads it twice.
 var bootID = sync.OnceValues(func() (string, error) {
 	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
 	if err != nil {

@@ -9,7 +9,7 @@ import (
 )
 
 // TestLogMemoryPerRecord: an open record log holds at most 64 bytes of
-// heap per live record (issue 25's bound for the default engine): the
+// heap per live record (the default engine's bound, docs/performance.md): the
 // index keeps a fixed-size entry per record and each sender's name once.
 func TestLogMemoryPerRecord(t *testing.T) {
 	const records = 50_000

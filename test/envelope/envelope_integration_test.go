@@ -216,7 +216,7 @@ func (w *world) refusedByCtl(chain []string, why string) {
 	}
 }
 
-// TestEnvelopeAcrossSleep (issue 33): a principal P grants its agent A a
+// TestEnvelopeAcrossSleep: a principal P grants its agent A a
 // passport for the device, A attenuates it for the sender B, and the
 // device's owner trusts P for action:pay within a scope. B's actions,
 // queued by the relay while the device sleeps, are judged at its next wake

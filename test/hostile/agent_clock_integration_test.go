@@ -23,7 +23,7 @@ func startRelayAt(t *testing.T, at time.Time) *relayProc {
 	return startRelay(t, "--time-scale", "2", "--time-epoch", epoch.UTC().Format(time.RFC3339Nano))
 }
 
-// TestAgentRelayYear2100 (issue 28): a relay (or anyone answering for a
+// TestAgentRelayYear2100: a relay (or anyone answering for a
 // plain-http relay's address) states the year 2100 to a device that
 // already keeps a floor from its genuine relay. The device judges that
 // wake by it (objects expire early, never late) but does not keep it as

@@ -145,9 +145,8 @@ func TestUnknownAgentsAnswerAlike(t *testing.T) {
 			a := do(t, "POST", s.relay.URL+"/a/"+agent+"/a2a/jsonrpc", h, []byte(message(`1`, wirePart("x"))))
 			known := known
 			if strings.Contains(name, "token") {
-				// The 401 names why the token was refused (issue 27,
-				// bug 8): compare with the known agent's answer to the
-				// same token.
+				// The 401 names why the token was refused: compare
+				// with the known agent's answer to the same token.
 				known = do(t, "POST", s.relay.URL+"/a/"+s.dev.DID().String()+"/a2a/jsonrpc", h, []byte(message(`1`, wirePart("x"))))
 			}
 			if a.Status != known.Status || a.JSON()["error"] != known.JSON()["error"] || a.JSON()["message"] != known.JSON()["message"] {

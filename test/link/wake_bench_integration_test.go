@@ -52,7 +52,7 @@ const emptyWakeScale = 600
 //     not count its own traffic is measured alike.
 //
 // It runs two builds side by side, as sub-benchmarks: build=base, the
-// agent and relay of the commit issue 32 starts from (emptyWakeBase,
+// agent and relay of the baseline commit d2faa43 (emptyWakeBase,
 // built from git history), and build=tree, this tree's, in
 // TORPOR_EMPTYWAKE_ROUNDS rounds (2 by default) whose order alternates
 // (base, tree, then tree, base: wakemeter.RoundOrder), so that a load
@@ -113,8 +113,8 @@ func reportRatios(b *testing.B, base, tree measured) {
 	}
 }
 
-// emptyWakeBase is the commit issue 32 starts from: its empty wake is the
-// one to halve, in CPU and in bytes.
+// emptyWakeBase is the baseline commit, d2faa43: its empty wake is the
+// one to halve, in CPU and in bytes (docs/performance.md).
 const emptyWakeBase = "d2faa430a527491299a7dd18fd1b5470edbfd049"
 
 // emptyWakes measures b.N empty wakes of the agent binary agentBin

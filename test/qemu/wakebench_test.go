@@ -42,13 +42,13 @@ const emptyWakeVMScale = 120
 // here).
 //
 // Each target runs two builds, as sub-benchmarks: base, the agent and
-// relay of the commit issue 32 starts from (emptyWakeBase, built from git
+// relay of the baseline commit d2faa43 (emptyWakeBase, built from git
 // history for the guest's platform), and tree, this tree's, in
 // TORPOR_EMPTYWAKE_ROUNDS rounds (1 by default) whose order alternates
 // (base, tree, then tree, base: wakemeter.RoundOrder). The second run of
 // each round reports tree's CPU per wake over base's, summed over the
 // rounds so far (wake-cpu-ratio inside the wake, cpu-ratio the whole
-// cycle): issue 32's goal is 0.5 or less.
+// cycle): the goal is 0.5 or less (docs/performance.md).
 //
 // test/qemu/guest/wakebench runs the agent in the guest and reads, on the
 // guest's kernel, what test/internal/wakemeter reads: the whole cycle's
@@ -91,7 +91,7 @@ func BenchmarkEmptyWakeVM(b *testing.B) {
 	}
 }
 
-// emptyWakeBase is the commit issue 32 starts from, as in test/link's
+// emptyWakeBase is the baseline commit, d2faa43, as in test/link's
 // BenchmarkEmptyWake: its empty wake is the one to halve.
 const emptyWakeBase = "d2faa430a527491299a7dd18fd1b5470edbfd049"
 

@@ -40,7 +40,7 @@ func TestMain(m *testing.M) {
 }
 
 // answerSenders is how many senders post at once, each on its own
-// connections, as in issue 32's table.
+// connections, as in docs/performance.md's table.
 const answerSenders = 64
 
 // answerRounds is how many rounds BenchmarkAnswerPath splits each
@@ -48,7 +48,7 @@ const answerSenders = 64
 // that a change in the machine's load falls on all of them alike.
 const answerRounds = 8
 
-// answerPathBase is the commit issue 32 starts from: BenchmarkAnswerPath
+// answerPathBase is the baseline commit, d2faa43: BenchmarkAnswerPath
 // runs its torpor-relay, built from git history, beside this tree's,
 // unless envAnswerBase names another revision.
 const answerPathBase = "d2faa430a527491299a7dd18fd1b5470edbfd049"
@@ -59,7 +59,7 @@ const answerPathBase = "d2faa430a527491299a7dd18fd1b5470edbfd049"
 const envAnswerBase = "TORPOR_ANSWER_BASE"
 
 // BenchmarkAnswerPath measures what a durable answer to a sender costs
-// the server, in CPU per answer, side by side in one run (issue 32): the
+// the server, in CPU per answer, side by side in one run: the
 // floor, a bare net/http server in its own process that group-commits and
 // fsyncs each body and answers 503, and the real torpor-relay on each
 // queue engine, this tree's and answerPathBase's or envAnswerBase's

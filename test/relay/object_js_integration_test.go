@@ -20,7 +20,7 @@ import (
 // signed Governed Object (test/relay/node/object.mjs, with the npm
 // packages canonicalize, @noble/curves and @scure/base) and checks that
 // what it prints is a Governed Object part whose object parses and
-// verifies as the relay and a device read it (issue 27, bug 16).
+// verifies as the relay and a device read it.
 func TestJSObjectSnippet(t *testing.T) {
 	node, dir := nodeDir(t)
 	if _, err := os.Stat(filepath.Join(dir, "node_modules", "canonicalize")); err != nil {

@@ -36,7 +36,7 @@ const (
 )
 
 // BenchmarkNoisyNeighbour measures what tenant a's flood does to tenant
-// b's senders on one hosted relay (issue 26, docs/tenants.md): the real
+// b's senders on one hosted relay (docs/tenants.md): the real
 // torpor-relay with --tenants (a and b, neither with a rate quota, so
 // a's flood is all queued), b's quietSenders posting b.N requests at a
 // modest pace to b's sleeping device, first alone, then while

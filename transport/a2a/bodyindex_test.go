@@ -11,8 +11,8 @@ import (
 // TestReadBodyCopiesNothing: ReadBody's Body aliases the body it read
 // (the id, the params, the part and its data members), and what it
 // allocates does not grow with the body: a Governed Object of 8 KiB costs
-// the same bytes as one of 256 (issue 32: no allocation proportional to
-// the body beyond the one copy the relay stores).
+// the same bytes as one of 256: no allocation proportional to the body
+// beyond the one copy the relay stores.
 func TestReadBodyCopiesNothing(t *testing.T) {
 	small, large := objectBody(t, 256), objectBody(t, 8<<10)
 	r := ReadBody(large)

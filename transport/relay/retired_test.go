@@ -73,7 +73,7 @@ func TestRetiredAgentIsGone(t *testing.T) {
 
 // TestRetirementCarriesAdmission: the successor a retirement names is
 // admitted when the retired agent was (a key rotation keeps the device
-// off probation), and not when it was not (issue 27, bug 5).
+// off probation), and not when it was not.
 func TestRetirementCarriesAdmission(t *testing.T) {
 	op := didtest.Key(t, 40)
 	h := newHarness(t, func(c *Config) { c.Access.Operators = []did.DID{op.DID()} })

@@ -32,7 +32,7 @@ func TestStoreFailureAnswers503NotQueued(t *testing.T) {
 	// (200, a JSON-RPC error: TestRefusesWhatTheAgentNeverTakes); these
 	// reach it.
 	// A JSON-RPC call gets the answer in the JSON-RPC envelope, as the
-	// relay's other 503 answers (issue 29: it was plain JSON).
+	// relay's other 503 answers (it was plain JSON).
 	for _, body := range []string{sendV1, strings.Replace(sendV1, `"m1"`, `"m2"`, 1)} {
 		r := h.post(t, dev.DID(), alice, "1.0", body)
 		msg := `"the relay could not read or write its store; nothing was queued or changed, try again later"`
@@ -59,7 +59,7 @@ func (q unconfirmedQueue) Enqueue(ctx context.Context, r queue.Record, b queuebo
 
 // TestUnconfirmedEnqueueSaysItMayBeQueued: a record the store took but did
 // not confirm may be delivered, so the answer must not say nothing was
-// queued (issue 29: the cluster's history showed such a record
+// queued (the cluster's history check showed such a record
 // delivered): 503 store_unconfirmed, queued false as the profile wants
 // for anything not confirmed, and a message saying it may be queued.
 func TestUnconfirmedEnqueueSaysItMayBeQueued(t *testing.T) {

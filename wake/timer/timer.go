@@ -9,8 +9,8 @@
 // Recheck late, not the whole suspend late. Recheck is real time, as the
 // suspend is: on a Scaled clock a step is Recheck times the clock's factor
 // of its time, so that a demonstration's compressed hour is one timer, not
-// sixty (each a wake of the process: issue 32 measured the agent's
-// compressed sleep).
+// sixty (each a wake of the process; docs/performance.md measures the
+// agent's compressed sleep).
 package timer
 
 import (

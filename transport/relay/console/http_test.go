@@ -307,8 +307,7 @@ func TestAwaitingAdmission(t *testing.T) {
 // TestCopiedCommandNamesTheDID: the confirm and deny commands the device
 // page offers name the device by its DID, which torporctl resolves to the
 // device's MQTT name; the card's name (here "plot7" for the MQTT name
-// plot-7) would make the command wait for a device that never gets it
-// (issue 27, bug 1).
+// plot-7) would make the command wait for a device that never gets it.
 func TestCopiedCommandNamesTheDID(t *testing.T) {
 	s := newSite(t, "")
 	k := didtest.Key(t, 3)

@@ -267,8 +267,7 @@ func TestDescribeWindow(t *testing.T) {
 
 // TestRetiredRowGoes: after a key rotation the retired DID's row leaves
 // the fleet, so the successor (same name) is not flagged a duplicate, and
-// a successor with no card yet shows its predecessor's name (issue 27,
-// bug 5).
+// a successor with no card yet shows its predecessor's name.
 func TestRetiredRowGoes(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
