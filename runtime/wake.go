@@ -249,11 +249,11 @@ func (w *wakeRun) live() bool {
 // pulse once the first dial ended. Those are local work on the store,
 // whose write transactions bbolt runs one at a time anyway, so they run
 // one after the other rather than on goroutines of their own: fewer
-// goroutines and hand-offs per wake (docs/performance.md). A link that came up
-// establishes the wake's trusted time first, and the pulse's transaction
-// commits its floor too: one commit where there were two; a wake whose
-// first dial failed makes its pulse at once, without waiting for the
-// relay.
+// goroutines and hand-offs per wake (docs/performance.md). A link that
+// came up establishes the wake's trusted time first, and the pulse's
+// transaction commits its floor too: one commit where there were two; a
+// wake whose first dial failed makes its pulse at once, without waiting
+// for the relay.
 func (w *wakeRun) prepare(start time.Time, mgmt Management) {
 	a := w.a
 	var wg sync.WaitGroup
