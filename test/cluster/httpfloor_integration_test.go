@@ -3,13 +3,10 @@
 package cluster
 
 import (
-	"bufio"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -104,31 +101,13 @@ var contentTypeJSON = []string{"application/json; charset=utf-8"}
 // (httpFloorMain) on the servers urls, publishing under pre, and returns
 // its pid and its URL; it ends with the benchmark.
 func startHTTPFloor(b *testing.B, urls []string, pre string) (int, string) {
-	self, err := os.Executable()
-	if err != nil {
-		b.Fatal(err)
-	}
-	cmd := exec.Command(self)
-	cmd.Env = append(os.Environ(), envHTTPFloor+"="+strings.Join(urls, ","), envHTTPFloorPrefix+"="+pre)
-	cmd.Stderr = os.Stderr
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { in.Close(); cmd.Wait() })
-	line, err := bufio.NewReader(out).ReadString('\n')
+	pid, _, out := startSelf(b, envHTTPFloor+"="+strings.Join(urls, ","), envHTTPFloorPrefix+"="+pre)
+	line, err := out.ReadString('\n')
 	addr, ok := strings.CutPrefix(strings.TrimSpace(line), "listening ")
 	if err != nil || !ok {
 		b.Fatalf("http-floor: %q, %v", line, err)
 	}
-	return cmd.Process.Pid, "http://" + addr
+	return pid, "http://" + addr
 }
 
 // floorSender returns the http-floor side's run: n requests from the 64

@@ -159,26 +159,35 @@ type publisherProc struct {
 // startPublisher starts this test binary as the publisher process
 // (publisherMain) on urls; it ends with the benchmark.
 func startPublisher(b *testing.B, urls []string) *publisherProc {
+	pid, in, out := startSelf(b, envPublisher+"="+strings.Join(urls, ","))
+	return &publisherProc{pid: pid, in: in, out: out}
+}
+
+// startSelf starts this test binary again with env added to its
+// environment (which makes TestMain run one of the benchmark's
+// processes), its stdin and stdout piped to the caller and its stderr to
+// this process's; it ends, its stdin closed, with the benchmark.
+func startSelf(b *testing.B, env ...string) (pid int, in io.Writer, out *bufio.Reader) {
 	self, err := os.Executable()
 	if err != nil {
 		b.Fatal(err)
 	}
 	cmd := exec.Command(self)
-	cmd.Env = append(os.Environ(), envPublisher+"="+strings.Join(urls, ","))
+	cmd.Env = append(os.Environ(), env...)
 	cmd.Stderr = os.Stderr
-	in, err := cmd.StdinPipe()
+	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		b.Fatal(err)
 	}
-	out, err := cmd.StdoutPipe()
+	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		b.Fatal(err)
 	}
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(func() { in.Close(); cmd.Wait() })
-	return &publisherProc{pid: cmd.Process.Pid, in: in, out: bufio.NewReader(out)}
+	b.Cleanup(func() { stdin.Close(); cmd.Wait() })
+	return cmd.Process.Pid, stdin, bufio.NewReader(stdout)
 }
 
 // do has the publisher make n publishes of mode on the subjects under
