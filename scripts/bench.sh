@@ -146,13 +146,15 @@ TORPOR_EMPTYWAKE_AGENT="$PWD/bin/arm64/torpor-agent" TORPOR_EMPTYWAKE_EXEC="qemu
 # tree's, in two rounds whose order alternates (base, tree, tree, base: the
 # load drifts over the minutes a guest takes, and alternating spreads it
 # over both builds; the ratios are over the sums, reported by each round's
-# second run). About 50 minutes: twelve guests, each booted
+# second run). Beside the guest's figures, the host's: the CPU time of
+# QEMU's vCPU thread over the same wakes (vcpu-wake-ratio), which leaves
+# out the times the host descheduled it. About 50 minutes: twelve guests, each booted
 # twice (b.N = 1, then 2).
 TORPOR_EMPTYWAKE_ROUNDS="${EMPTYWAKE_VM_ROUNDS:-2}" \
 	go test -tags integration -run '^$' -bench EmptyWakeVM -benchtime "${EMPTYWAKE_VM_BENCHTIME:-2x}" -timeout 120m ./test/qemu/ | tee "$out"
 echo "empty wake in the arm64 guest, this tree's CPU over d2faa43's, over the rounds so far (goal <= 0.5):"
 awk '/^BenchmarkEmptyWakeVM\/.*wake-cpu-ratio/ {
   r = ""
-  for (i = 2; i < NF; i++) if ($(i + 1) == "wake-cpu-ratio" || $(i + 1) == "cpu-ratio") r = r sprintf("  %s %s", $(i + 1), $i)
+  for (i = 2; i < NF; i++) if ($(i + 1) ~ /^(wake-cpu|cpu|vcpu-wake|vcpu-cycle)-ratio$/) r = r sprintf("  %s %s", $(i + 1), $i)
   print "  " $1 r
 }' "$out"

@@ -59,6 +59,34 @@ const emptyWakeVMScale = 120
 // clock's offset from the host's after the wakes, as the guest measured
 // it.
 //
+// The guest's kernel counts the time its vCPU thread spent descheduled on
+// the host (other processes on the host's cores) as the running guest
+// process's CPU, so the host's load moves the guest's figures. The host's
+// figures leave it out: the host reads the CPU time of QEMU's vCPU thread
+// (TCG: one a vCPU, from QMP's query-cpus-fast) and of its main-loop
+// thread from their schedstat every 10 ms (vm.SampleCPU), and reads them,
+// interpolated, over the wall-clock spans at which the guest's meter read
+// each wake's "waking" and "wake" lines, moved onto the host's clock by
+// the offset the guest measured (good to a millisecond). vcpu-ms/wake is
+// the vCPU's time inside the wakes: the agent's emulated instructions, its
+// kernel's work for it (system calls, virtio-net interrupts, on ext4 the
+// journal and virtio-blk), the other guest tasks (wakebench reading the
+// agent's log and /proc at the lines, kernel threads), timer ticks while
+// the guest is busy, and TCG's translation of guest code it has not run
+// before; an idle guest halts its vCPU (WFI), which costs nothing.
+// vcpu-cycle-ms/wake is the vCPU's time from the first wake's start to the
+// last one's end, per wake; qemu-main-ms/wake the main loop's inside the
+// wakes (user networking, the virtio devices' host side), information
+// only; wake-wall-ms/wake the wakes' wall time. vcpu-idle-ms/wake is the
+// vCPU's time over an interval as long as a wake in the middle of each
+// sleep between two measured wakes: what the idle guest costs. The lines
+// do not fall in idle time: vcpu-before-ms/wake and vcpu-after-ms/wake
+// are the vCPU's time in the 50 ms before each wake's start and after its
+// end (the agent's work before it logs "waking" and as it goes to sleep,
+// the meter's reading), so a skew of s between the clocks moves
+// vcpu-ms/wake by at most about s. vcpu-wake-ratio and vcpu-cycle-ratio
+// are tree's over base's, over the sums of the rounds, as wake-cpu-ratio.
+//
 //	TORPOR_REQUIRE_TOOLS=1 go test -tags integration -count=1 -run '^$' -bench EmptyWakeVM -benchtime 4x ./test/qemu/
 func BenchmarkEmptyWakeVM(b *testing.B) {
 	rounds, err := wakemeter.Rounds(1)
@@ -72,17 +100,18 @@ func BenchmarkEmptyWakeVM(b *testing.B) {
 		{"armv6/ext4", "arm", "6", true},
 	} {
 		b.Run(tt.name, func(b *testing.B) {
-			var base, tree wakemeter.Wakes // summed over the rounds so far
+			var base, tree vmWakes // summed over the rounds so far
 			for r := range rounds {
 				for i, build := range wakemeter.RoundOrder(r) {
 					b.Run(build+wakemeter.RoundSuffix(r), func(b *testing.B) {
 						if build == "base" {
-							base = base.Add(benchEmptyWakeVM(b, tt, baseAgent(b, tt), baseRelay))
+							base = base.add(benchEmptyWakeVM(b, tt, baseAgent(b, tt), baseRelay))
 						} else {
-							tree = tree.Add(benchEmptyWakeVM(b, tt, vm.CrossBinary(b, "./cmd/torpor-agent", tt.goarch, tt.goarm), ""))
+							tree = tree.add(benchEmptyWakeVM(b, tt, vm.CrossBinary(b, "./cmd/torpor-agent", tt.goarch, tt.goarm), ""))
 						}
 						if i == 1 { // the round's second run: both builds have run as often
-							wakemeter.ReportRatios(b, base, tree)
+							wakemeter.ReportRatios(b, base.guest, tree.guest)
+							reportVCPURatios(b, base.host, tree.host)
 						}
 					})
 				}
@@ -130,10 +159,21 @@ type vmWakeTarget struct {
 	disk bool
 }
 
+// vmWakes is what BenchmarkEmptyWakeVM measured of one build's wakes: in
+// the guest, and on the host.
+type vmWakes struct {
+	guest wakemeter.Wakes
+	host  vcpuWakes
+}
+
+func (w vmWakes) add(v vmWakes) vmWakes {
+	return vmWakes{guest: w.guest.Add(v.guest), host: w.host.add(v.host)}
+}
+
 // benchEmptyWakeVM runs the agent binary agentBin in the guest of tt
 // against the relay binary relayBin ("" for this tree's) and returns the
 // wakes it measured.
-func benchEmptyWakeVM(b *testing.B, tt vmWakeTarget, agentBin []byte, relayBin string) wakemeter.Wakes {
+func benchEmptyWakeVM(b *testing.B, tt vmWakeTarget, agentBin []byte, relayBin string) vmWakes {
 	scale := strconv.Itoa(emptyWakeVMScale)
 	if v := os.Getenv("TORPOR_EMPTYWAKE_SCALE"); v != "" {
 		scale = v
@@ -151,6 +191,7 @@ func benchEmptyWakeVM(b *testing.B, tt vmWakeTarget, agentBin []byte, relayBin s
 	v := vm.Start(b, m)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute+time.Duration(b.N)*2*time.Minute)
 	defer cancel()
+	samples := sampleVCPU(b, ctx, v)
 	if err := v.Wait(ctx); err != nil {
 		b.Fatalf("guest: %v", err)
 	}
@@ -163,7 +204,9 @@ func benchEmptyWakeVM(b *testing.B, tt vmWakeTarget, agentBin []byte, relayBin s
 	wakemeter.Report(b, rs[0].Wakes, f)
 	b.ReportMetric(float64(rs[0].Offset.Offset)/float64(time.Millisecond), "offset-ms")
 	b.Logf("guest clock: %s; after the wakes %v", syncLine(v), rs[0].Offset)
-	return rs[0].Wakes
+	host := hostWakes(samples, rs[0].Wakes.Spans, rs[0].Offset.Offset)
+	host.report(b)
+	return vmWakes{guest: rs[0].Wakes, host: host}
 }
 
 // wakeMachine is the guest that runs agentBin for b.N empty wakes against

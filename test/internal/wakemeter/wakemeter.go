@@ -59,6 +59,18 @@ type Wakes struct {
 	// logs its CPU time on each line (torpor-agent's debug knob
 	// TORPOR_DEBUG_CPU=1); empty otherwise.
 	LineCPU map[string]time.Duration `json:"line_cpu,omitempty"`
+	// Spans are the measured wakes' boundaries on the wall clock of the
+	// meter's machine, read with the CPU readings, in order: a meter
+	// outside the agent's machine (the host of a qemu-system guest)
+	// reads its own figures over them. Add leaves them out.
+	Spans []Span `json:"spans,omitempty"`
+}
+
+// Span is when the meter read one wake's "waking" line (Start) and its
+// "wake" line (End).
+type Span struct {
+	Start time.Time `json:"start"`
+	End   time.Time `json:"end"`
 }
 
 // Meter follows an agent's log for n timer wakes, reading the process's
@@ -72,11 +84,12 @@ type Meter struct {
 	ended  time.Duration // thread CPU at the last measured wake's "wake"; 0 before the first
 	// lastCPU is the cpu= of the wake's last line that had one.
 	lastCPU time.Duration
+	now     func() time.Time // the wall clock of Spans
 }
 
 // New returns a Meter of process pid for n wakes.
 func New(pid, n int) *Meter {
-	return &Meter{pid: pid, n: n, w: Wakes{Phases: map[string]time.Duration{}, LineCPU: map[string]time.Duration{}}}
+	return &Meter{pid: pid, n: n, now: time.Now, w: Wakes{Phases: map[string]time.Duration{}, LineCPU: map[string]time.Duration{}}}
 }
 
 // Line takes the agent's next log line and reports whether the n'th
@@ -107,11 +120,16 @@ func (m *Meter) Line(l string) (done bool, err error) {
 			}
 		}
 		m.began = now
+		if k := len(m.w.Spans); k > 0 && m.w.Spans[k-1].End.IsZero() {
+			m.w.Spans = m.w.Spans[:k-1] // a "waking" line without its "wake"
+		}
+		m.w.Spans = append(m.w.Spans, Span{Start: m.now()})
 		return false, nil
 	}
 	if err := m.wake(l, now-m.began); err != nil {
 		return false, err
 	}
+	m.w.Spans[len(m.w.Spans)-1].End = m.now()
 	m.began, m.ended = 0, now
 	if m.w.N < m.n {
 		return false, nil

@@ -20,6 +20,8 @@ const (
 // n'th wake, with the CPU of this process read from /proc.
 func TestMeter(t *testing.T) {
 	m := New(os.Getpid(), 2)
+	var ticks int64
+	m.now = func() time.Time { ticks++; return time.Unix(ticks, 0) }
 	lines := []string{bootWaking, "msg=other", bootWake, waking, "msg=other", wake, waking}
 	for _, l := range lines {
 		if done, err := m.Line(l); done || err != nil {
@@ -44,6 +46,10 @@ func TestMeter(t *testing.T) {
 	}
 	if w.Sleeps != 1 || w.Asleep < 0 {
 		t.Errorf("asleep: %v over %d sleeps, want the one between the two timer wakes", w.Asleep, w.Sleeps)
+	}
+	want := []Span{{time.Unix(1, 0), time.Unix(2, 0)}, {time.Unix(3, 0), time.Unix(4, 0)}}
+	if !reflect.DeepEqual(w.Spans, want) {
+		t.Errorf("Spans = %v, want %v: the timer wakes' two readings, the boot wake left out", w.Spans, want)
 	}
 	if done, err := m.Line(waking); !done || err != nil {
 		t.Errorf("a line after the last wake: %v, %v; want done", done, err)
