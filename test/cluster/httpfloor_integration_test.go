@@ -10,8 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 // envHTTPFloor, set to NATS URLs (comma-separated), makes this package's
@@ -48,13 +46,9 @@ const floorMaxBody = 1 << 20
 // answers 503 with floorAnswer; no parsing, no check, no store. It
 // returns when in ends.
 func httpFloorMain(urls []string, pre string, in io.Reader, out io.Writer) error {
-	var jss []jetstream.JetStream
-	for _, u := range urls {
-		js, err := connectJetStream(u)
-		if err != nil {
-			return err
-		}
-		jss = append(jss, js)
+	jss, err := connectJetStreams(urls)
+	if err != nil {
+		return err
 	}
 	publish := protocolPublisher(jss, pre)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

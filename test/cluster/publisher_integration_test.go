@@ -54,13 +54,9 @@ func TestMain(m *testing.M) {
 // (protocolPublisher); busy does the same after spending ARG µs of CPU
 // before each publish (busyFor). It returns at the end of in.
 func publisherMain(urls []string, in io.Reader, out io.Writer) error {
-	var jss []jetstream.JetStream
-	for _, u := range urls {
-		js, err := connectJetStream(u)
-		if err != nil {
-			return err
-		}
-		jss = append(jss, js)
+	jss, err := connectJetStreams(urls)
+	if err != nil {
+		return err
 	}
 	protocols := map[string]func(int, []byte) error{}
 	lines := bufio.NewScanner(in)
@@ -205,6 +201,19 @@ func (p *publisherProc) do(mode, pre string, n int, args ...string) error {
 		return fmt.Errorf("publisher: %s", line)
 	}
 	return nil
+}
+
+// connectJetStreams connects once to each server of urls.
+func connectJetStreams(urls []string) ([]jetstream.JetStream, error) {
+	var jss []jetstream.JetStream
+	for _, u := range urls {
+		js, err := connectJetStream(u)
+		if err != nil {
+			return nil, err
+		}
+		jss = append(jss, js)
+	}
+	return jss, nil
 }
 
 // connectJetStream connects to the server at url.
