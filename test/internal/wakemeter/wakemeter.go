@@ -10,6 +10,7 @@ package wakemeter
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -225,21 +226,35 @@ func TaskCPU(pid int) (time.Duration, error) {
 	}
 	var sum time.Duration
 	for _, f := range tasks {
-		b, err := os.ReadFile(f)
-		if err != nil {
+		d, err := ThreadCPU(f)
+		if pe := (*fs.PathError)(nil); errors.As(err, &pe) {
 			continue // a thread that exited
 		}
-		fields := strings.Fields(string(b))
-		if len(fields) == 0 {
-			return 0, fmt.Errorf("wakemeter: %s is empty", f)
-		}
-		ns, err := strconv.ParseInt(fields[0], 10, 64)
 		if err != nil {
-			return 0, fmt.Errorf("wakemeter: %s: %q", f, b)
+			return 0, err
 		}
-		sum += time.Duration(ns)
+		sum += d
 	}
 	return sum, nil
+}
+
+// ThreadCPU reads the time on CPU of one thread from its schedstat file
+// (/proc/PID/task/TID/schedstat): the first field, the nanoseconds it ran,
+// which leaves out the time it waited to run.
+func ThreadCPU(schedstat string) (time.Duration, error) {
+	b, err := os.ReadFile(schedstat)
+	if err != nil {
+		return 0, fmt.Errorf("wakemeter: %w", err)
+	}
+	fields := strings.Fields(string(b))
+	if len(fields) == 0 {
+		return 0, fmt.Errorf("wakemeter: %s is empty", schedstat)
+	}
+	ns, err := strconv.ParseInt(fields[0], 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("wakemeter: %s: %q", schedstat, b)
+	}
+	return time.Duration(ns), nil
 }
 
 // ProcCPU reads utime and stime of pid, all its threads, from

@@ -2,13 +2,11 @@ package vm
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-	"os"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
+
+	"github.com/torpor-dev/torpor/test/internal/wakemeter"
 )
 
 // CPUSample is the host's CPU time of the machine's QEMU threads at one
@@ -126,22 +124,14 @@ func (s *CPUSampler) run(exited <-chan struct{}, files []string, every time.Dura
 func readThreads(files []string) (CPUSample, error) {
 	c := CPUSample{At: time.Now()}
 	for i, f := range files {
-		b, err := os.ReadFile(f)
+		d, err := wakemeter.ThreadCPU(f)
 		if err != nil {
 			return c, fmt.Errorf("vm: %w", err)
 		}
-		fields := strings.Fields(string(b))
-		if len(fields) == 0 {
-			return c, errors.New("vm: " + f + " is empty")
-		}
-		ns, err := strconv.ParseInt(fields[0], 10, 64)
-		if err != nil {
-			return c, fmt.Errorf("vm: %s: %q", f, b)
-		}
 		if i == 0 {
-			c.Main = time.Duration(ns)
+			c.Main = d
 		} else {
-			c.VCPU += time.Duration(ns)
+			c.VCPU += d
 		}
 	}
 	return c, nil
