@@ -158,3 +158,11 @@ awk '/^BenchmarkEmptyWakeVM\/.*wake-cpu-ratio/ {
   for (i = 2; i < NF; i++) if ($(i + 1) ~ /^(wake-cpu|cpu|vcpu-wake|vcpu-cycle)-ratio$/) r = r sprintf("  %s %s", $(i + 1), $i)
   print "  " $1 r
 }' "$out"
+# The floor (test/qemu/guest/wakefloor): only what the link and one commit
+# ask of any device, run once per arm64 target after the rounds.
+echo "the floor under an empty wake in the arm64 guest: its CPU over d2faa43's (the least any agent on this link could reach), this tree's over the floor's:"
+awk '/^BenchmarkEmptyWakeVM\/.*\/floor.*floor-ratio/ {
+  r = ""
+  for (i = 2; i < NF; i++) if ($(i + 1) ~ /(floor-ratio|x-floor)$/) r = r sprintf("  %s %s", $(i + 1), $i)
+  print "  " $1 r
+}' "$out"

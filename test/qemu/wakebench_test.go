@@ -50,6 +50,15 @@ const emptyWakeVMScale = 120
 // rounds so far (wake-cpu-ratio inside the wake, cpu-ratio the whole
 // cycle): the goal is 0.5 or less (docs/performance.md).
 //
+// After the rounds, each arm64 target runs a third build once, floor:
+// test/qemu/guest/wakefloor in the agent's place, which does at each
+// window only what the protocol and durability ask of any device (the
+// link with its token and proof, one bbolt commit, a state frame with the
+// mode and the next wake, the window's pings, the close), with this tree's
+// link client and relay. It reports its CPU per wake over base's and
+// tree's over its own (reportFloor): what no agent on this link could go
+// below in the same guest, and how far above it this tree's agent is.
+//
 // test/qemu/guest/wakebench runs the agent in the guest and reads, on the
 // guest's kernel, what test/internal/wakemeter reads: the whole cycle's
 // CPU (/proc/PID/stat), the CPU inside each wake (schedstat between the
@@ -115,6 +124,12 @@ func BenchmarkEmptyWakeVM(b *testing.B) {
 						}
 					})
 				}
+			}
+			if tt.goarch == "arm64" {
+				b.Run("floor", func(b *testing.B) {
+					floor := benchEmptyWakeVM(b, tt, vm.GuestBinary(b, "./test/qemu/guest/wakefloor"), "")
+					reportFloor(b, base, tree, floor)
+				})
 			}
 		})
 	}

@@ -106,6 +106,24 @@ func reportVCPURatios(b *testing.B, base, tree vcpuWakes) {
 	b.ReportMetric(per(tree.Cycle, tree.N)/per(base.Cycle, base.N), "vcpu-cycle-ratio")
 }
 
+// reportFloor reports the floor's CPU per wake against base's and tree's,
+// each per wake over every round run so far: on the host,
+// vcpu-floor-ratio (floor over base, inside the wake) and
+// vcpu-tree-x-floor (tree over floor); in the guest, wake-cpu-floor-ratio
+// and wake-cpu-tree-x-floor, the same of the guest's meter.
+func reportFloor(b *testing.B, base, tree, floor vmWakes) {
+	per := func(d time.Duration, n int) float64 { return msOf(d) / float64(n) }
+	ratio := func(num, den time.Duration, nn, nd int, unit string) {
+		if nn > 0 && nd > 0 && den > 0 {
+			b.ReportMetric(per(num, nn)/per(den, nd), unit)
+		}
+	}
+	ratio(floor.host.InWake, base.host.InWake, floor.host.N, base.host.N, "vcpu-floor-ratio")
+	ratio(tree.host.InWake, floor.host.InWake, tree.host.N, floor.host.N, "vcpu-tree-x-floor")
+	ratio(floor.guest.InWake, base.guest.InWake, floor.guest.N, base.guest.N, "wake-cpu-floor-ratio")
+	ratio(tree.guest.InWake, floor.guest.InWake, tree.guest.N, floor.guest.N, "wake-cpu-tree-x-floor")
+}
+
 func msOf(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 // sampleVCPU samples the CPU time of v's QEMU threads from its first
