@@ -9,9 +9,10 @@
 # test/relay, test/tenants),
 # with the tools they need required (TORPOR_REQUIRE_TOOLS=1, as in
 # `make check`), and test/qemu's BenchmarkEmptyWakeVM on its arm64/ext4
-# target, which boots two guests under emulation (d2faa43's agent and this
-# tree's; its other two targets run the same code on other builds and
-# file systems, and would add four guests and minutes to make check;
+# target, which boots three guests under emulation (d2faa43's agent, this
+# tree's and the floor, test/qemu/guest/wakefloor; its other two targets
+# run the same code on other builds and file systems, and would add
+# five guests and minutes to make check;
 # CHECK_BENCH_VM=0 leaves it out of a run on a machine without qemu,
 # never in CI).
 set -euo pipefail

@@ -132,6 +132,13 @@ awk '/^BenchmarkEmptyWake\/build=.*wake-cpu-ratio/ {
   for (i = 2; i < NF; i++) if ($(i + 1) ~ /-ratio$/) r = r sprintf("  %s %s", $(i + 1), $i)
   print "  " $1 r
 }' "$out"
+# The floor under it, natively: test/qemu/guest/wakefloor in the agent's
+# place (the link, one commit, the state and the window, nothing else).
+floor=$(mktemp)
+go build -o "$floor" ./test/qemu/guest/wakefloor
+echo "the floor of an empty wake natively (compare its wake-cpu-ms/wake with the two builds above):"
+TORPOR_EMPTYWAKE_AGENT="$floor" go test -tags integration -run '^$' -bench 'EmptyWake$' -benchtime "${EMPTYWAKE_BENCHTIME:-10x}" ./test/link/
+rm -f "$floor"
 ./scripts/cross.sh >/dev/null
 TORPOR_EMPTYWAKE_AGENT="$PWD/bin/armv6/torpor-agent" TORPOR_EMPTYWAKE_EXEC="qemu-arm-static -cpu arm1176" TORPOR_EMPTYWAKE_SCALE=120 \
 	go test -tags integration -run '^$' -bench EmptyWake -benchtime 4x ./test/link/
@@ -148,7 +155,8 @@ TORPOR_EMPTYWAKE_AGENT="$PWD/bin/arm64/torpor-agent" TORPOR_EMPTYWAKE_EXEC="qemu
 # over both builds; the ratios are over the sums, reported by each round's
 # second run). Beside the guest's figures, the host's: the CPU time of
 # QEMU's vCPU thread over the same wakes (vcpu-wake-ratio), which leaves
-# out the times the host descheduled it. About 50 minutes: twelve guests, each booted
+# out the times the host descheduled it. Then, once for each arm64 target, the
+# floor (test/qemu/guest/wakefloor). About 55 minutes: fourteen guests, each booted
 # twice (b.N = 1, then 2).
 TORPOR_EMPTYWAKE_ROUNDS="${EMPTYWAKE_VM_ROUNDS:-2}" \
 	go test -tags integration -run '^$' -bench EmptyWakeVM -benchtime "${EMPTYWAKE_VM_BENCHTIME:-2x}" -timeout 120m ./test/qemu/ | tee "$out"

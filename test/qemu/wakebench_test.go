@@ -79,8 +79,9 @@ const emptyWakeVMScale = 120
 // the offset the guest measured (good to a millisecond). vcpu-ms/wake is
 // the vCPU's time inside the wakes: the agent's emulated instructions, its
 // kernel's work for it (system calls, virtio-net interrupts, on ext4 the
-// journal and virtio-blk), the other guest tasks (wakebench reading the
-// agent's log and /proc at the lines, kernel threads), timer ticks while
+// journal and virtio-blk), the other guest tasks (wakebench taking the
+// agent's log lines, kernel threads; its readings of /proc at the two
+// lines fall outside the span, wakemeter.Span), timer ticks while
 // the guest is busy, and TCG's translation of guest code it has not run
 // before; an idle guest halts its vCPU (WFI), which costs nothing.
 // vcpu-cycle-ms/wake is the vCPU's time from the first wake's start to the

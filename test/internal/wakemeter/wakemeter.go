@@ -67,8 +67,9 @@ type Wakes struct {
 	Spans []Span `json:"spans,omitempty"`
 }
 
-// Span is when the meter read one wake's "waking" line (Start) and its
-// "wake" line (End).
+// Span is when the meter had read one wake's "waking" line and the
+// agent's CPU at it (Start), and when the "wake" line came, before the
+// meter read anything more (End).
 type Span struct {
 	Start time.Time `json:"start"`
 	End   time.Time `json:"end"`
@@ -86,11 +87,12 @@ type Meter struct {
 	// lastCPU is the cpu= of the wake's last line that had one.
 	lastCPU time.Duration
 	now     func() time.Time // the wall clock of Spans
+	taskCPU func(pid int) (time.Duration, error)
 }
 
 // New returns a Meter of process pid for n wakes.
 func New(pid, n int) *Meter {
-	return &Meter{pid: pid, n: n, now: time.Now, w: Wakes{Phases: map[string]time.Duration{}, LineCPU: map[string]time.Duration{}}}
+	return &Meter{pid: pid, n: n, now: time.Now, taskCPU: TaskCPU, w: Wakes{Phases: map[string]time.Duration{}, LineCPU: map[string]time.Duration{}}}
 }
 
 // Line takes the agent's next log line and reports whether the n'th
@@ -98,6 +100,13 @@ func New(pid, n int) *Meter {
 func (m *Meter) Line(l string) (done bool, err error) {
 	waking := strings.Contains(l, "msg=waking ") && strings.Contains(l, "reason=timer")
 	woke := strings.Contains(l, "msg=wake ") && m.began != 0
+	// A span runs from after the meter's reading at the "waking" line to
+	// before anything it does at the "wake" line: the meter's own work (the
+	// threads' schedstat, the line's attributes) is not the wake's.
+	var end time.Time
+	if woke {
+		end = m.now()
+	}
 	if m.w.N < m.n && (waking || m.began != 0) {
 		if err := m.line(l, waking); err != nil {
 			return false, err
@@ -106,7 +115,7 @@ func (m *Meter) Line(l string) (done bool, err error) {
 	if m.w.N >= m.n || !waking && !woke {
 		return m.w.N >= m.n, nil
 	}
-	now, err := TaskCPU(m.pid)
+	now, err := m.taskCPU(m.pid)
 	if err != nil {
 		return false, err
 	}
@@ -130,7 +139,7 @@ func (m *Meter) Line(l string) (done bool, err error) {
 	if err := m.wake(l, now-m.began); err != nil {
 		return false, err
 	}
-	m.w.Spans[len(m.w.Spans)-1].End = m.now()
+	m.w.Spans[len(m.w.Spans)-1].End = end
 	m.began, m.ended = 0, now
 	if m.w.N < m.n {
 		return false, nil

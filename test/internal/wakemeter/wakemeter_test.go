@@ -56,6 +56,32 @@ func TestMeter(t *testing.T) {
 	}
 }
 
+// TestSpansLeaveOutTheMetersReadings: a wake's span starts after the
+// meter read the agent's CPU at its "waking" line and ends when the
+// "wake" line came, before the meter's reading there, so that a meter
+// outside the machine (the host of a guest) does not count the meter's
+// own work as the wake's.
+func TestSpansLeaveOutTheMetersReadings(t *testing.T) {
+	m := New(os.Getpid(), 1)
+	clk := time.Unix(100, 0)
+	m.now = func() time.Time { return clk }
+	m.taskCPU = func(pid int) (time.Duration, error) {
+		clk = clk.Add(10 * time.Second) // the meter's reading takes its time
+		return TaskCPU(pid)
+	}
+	if done, err := m.Line(waking); done || err != nil {
+		t.Fatalf("waking: %v, %v", done, err)
+	}
+	clk = clk.Add(5 * time.Second) // the wake
+	if done, err := m.Line(wake); !done || err != nil {
+		t.Fatalf("wake: %v, %v; want done", done, err)
+	}
+	want := []Span{{time.Unix(110, 0), time.Unix(115, 0)}}
+	if got := m.Wakes().Spans; !reflect.DeepEqual(got, want) {
+		t.Errorf("Spans = %v, want %v: from after the first reading to before the second", got, want)
+	}
+}
+
 // TestMeterLogLines: the lines of a measured wake, "waking" and "wake"
 // included, are counted with their bytes, and the cpu= the agent's debug
 // knob adds to each is filed under the later line of each pair: the
