@@ -85,6 +85,14 @@ func (l ServerLimits) Server(h http.Handler, ln net.Listener, plain bool) (*http
 	}
 	cl := newConnLimit(ln, l.MaxConns, plain)
 	srv := &http.Server{Handler: l.deadlines(h), ReadHeaderTimeout: l.ReadHeaderTimeout, IdleTimeout: l.IdleTimeout, ConnState: cl.connState}
+	if plain {
+		// Shutdown waits for a connection that never sent a request
+		// (StateNew) until it is 5 s old: a client's spare connection held
+		// a relay's stop in a rolling restart that long. Close those at
+		// once, as the cap does. Not under TLS: an HTTP/2 connection runs
+		// no ConnState hook after StateNew, and would look the same.
+		srv.RegisterOnShutdown(cl.closeWaiting)
+	}
 	return srv, cl, nil
 }
 
@@ -306,6 +314,22 @@ func (c *limitedConn) Close() error {
 		c.l.mu.Unlock()
 	})
 	return c.Conn.Close()
+}
+
+// closeWaiting closes every connection without a request in progress:
+// new ones that sent none yet and idle keep-alives.
+func (l *connLimit) closeWaiting() {
+	l.mu.Lock()
+	var waiting []*limitedConn
+	for e := l.idle.Front(); e != nil; e = l.idle.Front() {
+		c := e.Value.(*limitedConn)
+		l.dropLocked(c)
+		waiting = append(waiting, c)
+	}
+	l.mu.Unlock()
+	for _, c := range waiting {
+		c.Conn.Close()
+	}
 }
 
 // open returns how many connections l holds.

@@ -2,6 +2,7 @@ package relay
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"net"
@@ -284,5 +285,69 @@ func TestServerLimitsValidate(t *testing.T) {
 	}
 	if err := testLimits().Validate(); err != nil {
 		t.Errorf("the test's limits: %v", err)
+	}
+}
+
+// TestShutdownClosesConnectionsWithoutARequest: a connection that sent no
+// request does not hold up Shutdown (net/http waits until it is 5 s old),
+// and one with a request in progress is answered before it closes.
+func TestShutdownClosesConnectionsWithoutARequest(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	slow := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		<-release
+		fmt.Fprint(w, "done")
+	})
+	l := testLimits()
+	l.ReadHeaderTimeout, l.IdleTimeout = time.Minute, time.Minute
+	srv, limited, err := l.Server(slow, ln, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := limited.(*connLimit)
+	go srv.Serve(cl)
+	t.Cleanup(func() { srv.Close() })
+
+	spare, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer spare.Close()
+	busy, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	fmt.Fprintf(busy, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+	waitFor(t, func() bool {
+		cl.mu.Lock()
+		defer cl.mu.Unlock()
+		return len(cl.conns) == 2 && cl.idle.Len() == 1
+	}, "one new and one busy connection")
+
+	// Well under net/http's 5 s: without closing the new connection,
+	// Shutdown runs out of this time.
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- srv.Shutdown(ctx) }()
+	spare.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := spare.Read(make([]byte, 1)); err != io.EOF {
+		t.Fatalf("the connection without a request: read %v, want EOF (closed at shutdown)", err)
+	}
+	close(release)
+	resp, err := http.ReadResponse(bufio.NewReader(busy), nil)
+	if err != nil {
+		t.Fatalf("the request in progress at shutdown: %v", err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 || string(body) != "done" {
+		t.Errorf("the request in progress at shutdown: %d %q", resp.StatusCode, body)
+	}
+	if err := <-done; err != nil {
+		t.Errorf("Shutdown: %v, want nil before net/http's 5 s for a new connection", err)
 	}
 }
