@@ -85,14 +85,12 @@ func (l ServerLimits) Server(h http.Handler, ln net.Listener, plain bool) (*http
 	}
 	cl := newConnLimit(ln, l.MaxConns, plain)
 	srv := &http.Server{Handler: l.deadlines(h), ReadHeaderTimeout: l.ReadHeaderTimeout, IdleTimeout: l.IdleTimeout, ConnState: cl.connState}
-	if plain {
-		// Shutdown waits for a connection that never sent a request
-		// (StateNew) until it is 5 s old: a client's spare connection held
-		// a relay's stop in a rolling restart that long. Close those at
-		// once, as the cap does. Not under TLS: an HTTP/2 connection runs
-		// no ConnState hook after StateNew, and would look the same.
-		srv.RegisterOnShutdown(cl.closeWaiting)
-	}
+	// Shutdown waits for a connection that never sent a request (StateNew)
+	// until it is 5 s old: a client's spare connection held a relay's stop
+	// in a rolling restart that long. Close those at once, as the cap does.
+	// (An HTTP/2 connection carrying requests is StateActive too: net/http's
+	// HTTP/2 server runs the hook per connection.)
+	srv.RegisterOnShutdown(cl.closeWaiting)
 	return srv, cl, nil
 }
 

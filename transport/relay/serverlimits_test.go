@@ -3,11 +3,14 @@ package relay
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -346,6 +349,142 @@ func TestShutdownClosesConnectionsWithoutARequest(t *testing.T) {
 	body, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode != 200 || string(body) != "done" {
 		t.Errorf("the request in progress at shutdown: %d %q", resp.StatusCode, body)
+	}
+	if err := <-done; err != nil {
+		t.Errorf("Shutdown: %v, want nil before net/http's 5 s for a new connection", err)
+	}
+}
+
+// tlsLimitedServer serves h behind l's limits over TLS, HTTP/2 offered,
+// and returns its address, the listener and a client that trusts it and
+// speaks HTTP/2.
+func tlsLimitedServer(t *testing.T, l ServerLimits, h http.Handler) (string, *connLimit, *http.Server, *http.Client) {
+	t.Helper()
+	ts := httptest.NewUnstartedServer(nil)
+	ts.EnableHTTP2 = true
+	ts.StartTLS()
+	certs, client := ts.TLS.Certificates, ts.Client()
+	ts.Close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, limited, err := l.Server(h, ln, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.TLSConfig = &tls.Config{Certificates: certs}
+	cl := limited.(*connLimit)
+	go srv.ServeTLS(cl, "", "")
+	t.Cleanup(func() { srv.Close() })
+	return ln.Addr().String(), cl, srv, client
+}
+
+// TestHTTP2ConnectionCarryingARequestIsNotClosedAtTheCap: an HTTP/2
+// connection goes through the ConnState hooks as a whole (StateActive
+// while it carries a request), so the cap, and a shutdown, take it for a
+// connection without a request only when it carries none.
+func TestHTTP2ConnectionCarryingARequestIsNotClosedAtTheCap(t *testing.T) {
+	entered, release := make(chan struct{}, 8), make(chan struct{})
+	var calls atomic.Int32
+	slow := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		entered <- struct{}{}
+		<-release
+		fmt.Fprint(w, "done")
+	})
+	l := testLimits()
+	l.MaxConns, l.ReadHeaderTimeout, l.IdleTimeout = 2, time.Minute, time.Minute
+	addr, cl, _, client := tlsLimitedServer(t, l, slow)
+	type result struct {
+		resp *http.Response
+		body string
+		err  error
+	}
+	got := make(chan result, 1)
+	go func() {
+		resp, err := client.Get("https://" + addr + "/")
+		if err != nil {
+			got <- result{err: err}
+			return
+		}
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		got <- result{resp, string(body), err}
+	}()
+	<-entered
+	// Two connections that send nothing: the first fills the cap, the
+	// second closes the oldest connection without a request, which must
+	// be the first, not the HTTP/2 one.
+	for range 2 {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+	}
+	waitFor(t, func() bool {
+		cl.mu.Lock()
+		defer cl.mu.Unlock()
+		return cl.idle.Len() == 1 && len(cl.conns) == 2
+	}, "the cap to close one of the new connections")
+	close(release)
+	r := <-got
+	if r.err != nil {
+		t.Fatalf("the HTTP/2 request at the cap: %v", r.err)
+	}
+	// Go's HTTP/2 client sends a GET again on a new connection when its
+	// connection is lost: the handler would run twice.
+	if n := calls.Load(); n != 1 {
+		t.Errorf("the handler ran %d times, want 1: the request's connection was closed under it", n)
+	}
+	if r.resp.ProtoMajor != 2 || r.resp.StatusCode != 200 || r.body != "done" {
+		t.Errorf("the HTTP/2 request at the cap: %s %d %q, want HTTP/2.0 200 \"done\"", r.resp.Proto, r.resp.StatusCode, r.body)
+	}
+}
+
+// TestShutdownOverTLSClosesConnectionsWithoutARequest: as over plain HTTP,
+// and an HTTP/2 request in progress is answered.
+func TestShutdownOverTLSClosesConnectionsWithoutARequest(t *testing.T) {
+	entered, release := make(chan struct{}), make(chan struct{})
+	slow := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		close(entered)
+		<-release
+		fmt.Fprint(w, "done")
+	})
+	l := testLimits()
+	l.ReadHeaderTimeout, l.IdleTimeout = time.Minute, time.Minute
+	addr, _, srv, client := tlsLimitedServer(t, l, slow)
+	got := make(chan error, 1)
+	go func() {
+		resp, err := client.Get("https://" + addr + "/")
+		if err == nil {
+			var body []byte
+			body, err = io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if err == nil && (resp.ProtoMajor != 2 || string(body) != "done") {
+				err = fmt.Errorf("%s %d %q, want HTTP/2.0 \"done\"", resp.Proto, resp.StatusCode, body)
+			}
+		}
+		got <- err
+	}()
+	<-entered
+	spare, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer spare.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- srv.Shutdown(ctx) }()
+	spare.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := spare.Read(make([]byte, 1)); err != io.EOF {
+		t.Fatalf("the connection without a request: read %v, want EOF (closed at shutdown)", err)
+	}
+	close(release)
+	if err := <-got; err != nil {
+		t.Errorf("the HTTP/2 request in progress at shutdown: %v", err)
 	}
 	if err := <-done; err != nil {
 		t.Errorf("Shutdown: %v, want nil before net/http's 5 s for a new connection", err)
