@@ -25,18 +25,40 @@ import (
 // its address and the listener.
 func limitedServer(t *testing.T, l ServerLimits, h http.Handler) (string, *connLimit) {
 	t.Helper()
+	addr, cl, _ := startLimited(t, l, h, nil)
+	return addr, cl
+}
+
+// startLimited serves h behind l's limits on a loopback port, over TLS
+// when certs is not nil (HTTP/2 offered), and returns its address, the
+// listener and the server.
+func startLimited(t *testing.T, l ServerLimits, h http.Handler, certs []tls.Certificate) (string, *connLimit, *http.Server) {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, limited, err := l.Server(h, ln, true)
+	srv, limited, err := l.Server(h, ln, certs == nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cl := limited.(*connLimit)
-	go srv.Serve(cl)
+	if certs == nil {
+		go srv.Serve(cl)
+	} else {
+		srv.TLSConfig = &tls.Config{Certificates: certs}
+		go srv.ServeTLS(cl, "", "")
+	}
 	t.Cleanup(func() { srv.Close() })
-	return ln.Addr().String(), cl
+	return ln.Addr().String(), cl, srv
+}
+
+// held reports how many connections cl holds and how many of them have
+// no request in progress.
+func (l *connLimit) held() (open, waiting int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.conns), l.idle.Len()
 }
 
 func testLimits() ServerLimits {
@@ -234,9 +256,8 @@ func TestBusyCapRefused(t *testing.T) {
 		fmt.Fprintf(c, "GET /hold HTTP/1.1\r\nHost: x\r\n\r\n")
 	}
 	waitFor(t, func() bool {
-		cl.mu.Lock()
-		defer cl.mu.Unlock()
-		return len(cl.conns) == 2 && cl.idle.Len() == 0
+		open, waiting := cl.held()
+		return open == 2 && waiting == 0
 	}, "two busy connections")
 	resp, err := (&http.Client{Timeout: 5 * time.Second}).Get("http://" + addr + "/")
 	if err != nil {
@@ -295,10 +316,6 @@ func TestServerLimitsValidate(t *testing.T) {
 // request does not hold up Shutdown (net/http waits until it is 5 s old),
 // and one with a request in progress is answered before it closes.
 func TestShutdownClosesConnectionsWithoutARequest(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	release := make(chan struct{})
 	slow := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		<-release
@@ -306,41 +323,25 @@ func TestShutdownClosesConnectionsWithoutARequest(t *testing.T) {
 	})
 	l := testLimits()
 	l.ReadHeaderTimeout, l.IdleTimeout = time.Minute, time.Minute
-	srv, limited, err := l.Server(slow, ln, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cl := limited.(*connLimit)
-	go srv.Serve(cl)
-	t.Cleanup(func() { srv.Close() })
+	addr, cl, srv := startLimited(t, l, slow, nil)
 
-	spare, err := net.Dial("tcp", ln.Addr().String())
+	spare, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer spare.Close()
-	busy, err := net.Dial("tcp", ln.Addr().String())
+	busy, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer busy.Close()
 	fmt.Fprintf(busy, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
 	waitFor(t, func() bool {
-		cl.mu.Lock()
-		defer cl.mu.Unlock()
-		return len(cl.conns) == 2 && cl.idle.Len() == 1
+		open, waiting := cl.held()
+		return open == 2 && waiting == 1
 	}, "one new and one busy connection")
 
-	// Well under net/http's 5 s: without closing the new connection,
-	// Shutdown runs out of this time.
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- srv.Shutdown(ctx) }()
-	spare.SetReadDeadline(time.Now().Add(10 * time.Second))
-	if _, err := spare.Read(make([]byte, 1)); err != io.EOF {
-		t.Fatalf("the connection without a request: read %v, want EOF (closed at shutdown)", err)
-	}
+	done := shutdownClosing(t, srv, spare)
 	close(release)
 	resp, err := http.ReadResponse(bufio.NewReader(busy), nil)
 	if err != nil {
@@ -365,19 +366,8 @@ func tlsLimitedServer(t *testing.T, l ServerLimits, h http.Handler) (string, *co
 	ts.StartTLS()
 	certs, client := ts.TLS.Certificates, ts.Client()
 	ts.Close()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, limited, err := l.Server(h, ln, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv.TLSConfig = &tls.Config{Certificates: certs}
-	cl := limited.(*connLimit)
-	go srv.ServeTLS(cl, "", "")
-	t.Cleanup(func() { srv.Close() })
-	return ln.Addr().String(), cl, srv, client
+	addr, cl, srv := startLimited(t, l, h, certs)
+	return addr, cl, srv, client
 }
 
 // TestHTTP2ConnectionCarryingARequestIsNotClosedAtTheCap: an HTTP/2
@@ -424,9 +414,8 @@ func TestHTTP2ConnectionCarryingARequestIsNotClosedAtTheCap(t *testing.T) {
 		defer c.Close()
 	}
 	waitFor(t, func() bool {
-		cl.mu.Lock()
-		defer cl.mu.Unlock()
-		return cl.idle.Len() == 1 && len(cl.conns) == 2
+		open, waiting := cl.held()
+		return open == 2 && waiting == 1
 	}, "the cap to close one of the new connections")
 	close(release)
 	r := <-got
@@ -474,14 +463,7 @@ func TestShutdownOverTLSClosesConnectionsWithoutARequest(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer spare.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- srv.Shutdown(ctx) }()
-	spare.SetReadDeadline(time.Now().Add(10 * time.Second))
-	if _, err := spare.Read(make([]byte, 1)); err != io.EOF {
-		t.Fatalf("the connection without a request: read %v, want EOF (closed at shutdown)", err)
-	}
+	done := shutdownClosing(t, srv, spare)
 	close(release)
 	if err := <-got; err != nil {
 		t.Errorf("the HTTP/2 request in progress at shutdown: %v", err)
@@ -489,4 +471,21 @@ func TestShutdownOverTLSClosesConnectionsWithoutARequest(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Errorf("Shutdown: %v, want nil before net/http's 5 s for a new connection", err)
 	}
+}
+
+// shutdownClosing starts srv's Shutdown, checks that it closes spare, a
+// connection that sent no request, and returns what Shutdown returns. Its
+// 3 s are well under net/http's 5 s for a new connection: without closing
+// spare, Shutdown runs out of them.
+func shutdownClosing(t *testing.T, srv *http.Server, spare net.Conn) <-chan error {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	t.Cleanup(cancel)
+	done := make(chan error, 1)
+	go func() { done <- srv.Shutdown(ctx) }()
+	spare.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := spare.Read(make([]byte, 1)); err != io.EOF {
+		t.Fatalf("the connection without a request: read %v, want EOF (closed at shutdown)", err)
+	}
+	return done
 }
