@@ -193,6 +193,14 @@ func TestRepliesSurviveRebootInBbolt(t *testing.T) {
 		if n := len(d.Dev.Executed()); n != 1 {
 			t.Errorf("executed %d times, want once", n)
 		}
+		// The reply can reach the operator before the client takes it off
+		// its queue (it hands a message to the session, then removes it):
+		// wait for that, then count what the file holds.
+		select {
+		case <-d.Server.QueueDrained():
+		case <-ctxT(t).Done():
+			t.Fatal("the reply never left the outbound queue")
+		}
 		var pending int
 		d.State.DB.View(func(tx *bolt.Tx) error {
 			pending = tx.Bucket([]byte("mqtt-outbox")).Bucket([]byte("items")).Stats().KeyN
