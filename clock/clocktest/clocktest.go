@@ -122,7 +122,9 @@ func (t *timer) Stop() bool {
 }
 
 // Recorder is a Clock that sends the duration of every timer made on it
-// to Made before it makes the timer, for tests of what a component waits.
+// to Made once the timer is set, for tests of what a component waits: a
+// test that reads a duration from Made and advances the clock by it fires
+// that timer.
 type Recorder struct {
 	*Clock
 	Made chan time.Duration
@@ -134,8 +136,9 @@ func NewRecorder(now time.Time, n int) *Recorder {
 	return &Recorder{Clock: New(now), Made: make(chan time.Duration, n)}
 }
 
-// NewTimer sends d to Made, then makes the timer.
+// NewTimer makes the timer, then sends d to Made.
 func (r *Recorder) NewTimer(d time.Duration) clock.Timer {
+	t := r.Clock.NewTimer(d)
 	r.Made <- d
-	return r.Clock.NewTimer(d)
+	return t
 }
