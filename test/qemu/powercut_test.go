@@ -188,6 +188,7 @@ func powerCuts(t *testing.T, engine string) {
 			break
 		}
 		cut := time.Duration(rng.IntN(8000)) * time.Millisecond
+		since := awaitListening(t, v, ready, boot)
 		full := func() bool { return st.full(v, ready) }
 		ctx, stop := context.WithCancel(context.Background())
 		var wg sync.WaitGroup
@@ -196,7 +197,6 @@ func powerCuts(t *testing.T, engine string) {
 			wg.Add(1)
 			go func() { defer wg.Done(); sent[i] = st.send(ctx, s, key.DID(), port, boot, i, full) }()
 		}
-		since := awaitListening(t, v, ready, boot)
 		<-time.After(cut)
 		powerCut(t, v)
 		stop()
@@ -231,7 +231,7 @@ func powerCut(t *testing.T, v *vm.VM) {
 
 // awaitListening waits up to 2 minutes for the guest's torpor-relay to
 // log that it listens, from console line ready on, and returns how long
-// after the call that was. The power cuts are timed from that line, not
+// after the call (made as READY is read) that was. The power cuts are timed from that line, not
 // from READY: under load the relay's start can take seconds, and cuts
 // spent before it answers anything would leave the record log too few
 // records to rotate (minRotations). An ERROR line (a program exited)
