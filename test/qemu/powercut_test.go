@@ -231,22 +231,17 @@ func powerCut(t *testing.T, v *vm.VM) {
 
 // awaitListening waits up to 2 minutes for the guest's torpor-relay to
 // log that it listens, from console line ready on, and returns how long
-// after the call (made as READY is read) that was. The power cuts are timed from that line, not
-// from READY: under load the relay's start can take seconds, and cuts
-// spent before it answers anything would leave the record log too few
-// records to rotate (minRotations). An ERROR line (a program exited)
-// fails the test.
+// after the call (made as READY is read) that was. The power cuts are
+// timed from that line, not from READY: under load the relay's start can
+// take seconds, and cuts spent before it answers anything would leave the
+// record log too few records to rotate (minRotations). An ERROR line (a
+// program exited) fails the test.
 func awaitListening(t *testing.T, v *vm.VM, ready, boot int) time.Duration {
 	t.Helper()
 	start := time.Now()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	l, _, err := v.Await(ctx, ready, func(l string) bool {
-		return strings.Contains(l, "torpor-relay listening") || strings.HasPrefix(l, "ERROR")
+	awaitLine(t, v, ready, boot, "the relay's listening line", func(l string) bool {
+		return strings.Contains(l, "torpor-relay listening")
 	})
-	if err != nil || strings.HasPrefix(l, "ERROR") {
-		t.Fatalf("boot %d: %q, %v; want the relay's listening line", boot, l, err)
-	}
 	return time.Since(start)
 }
 
@@ -342,13 +337,22 @@ func (st *binState) post(ctx context.Context, hc *http.Client, key *did.PrivateK
 // an ERROR line or no READY fails the test.
 func awaitREADY(t *testing.T, v *vm.VM, boot int) int {
 	t.Helper()
+	return awaitLine(t, v, 0, boot, "READY", func(l string) bool { return l == "READY" })
+}
+
+// awaitLine waits up to 2 minutes for a console line of v from line from
+// on that match accepts, and returns the index of the line after it; an
+// ERROR line of the guest program (one of its programs exited) or no such
+// line fails the test, naming want.
+func awaitLine(t *testing.T, v *vm.VM, from, boot int, want string, match func(string) bool) int {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	l, ready, err := v.Await(ctx, 0, func(l string) bool { return l == "READY" || strings.HasPrefix(l, "ERROR") })
-	if err != nil || l != "READY" {
-		t.Fatalf("boot %d: %q, %v; want READY", boot, l, err)
+	l, next, err := v.Await(ctx, from, func(l string) bool { return match(l) || strings.HasPrefix(l, "ERROR") })
+	if err != nil || !match(l) {
+		t.Fatalf("boot %d: %q, %v; want %s", boot, l, err, want)
 	}
-	return ready
+	return next
 }
 
 // awaitReady waits for the guest program's READY and checks its OUTBOX and PRESENT
